@@ -1,0 +1,108 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+)
+
+// Record is one source row. Values follow the SourceSchema order. A source that cannot decode a
+// row still emits it, with Err set and Raw holding what it read, so that every input row ends as
+// written or rejected and the counts add up.
+type Record struct {
+	Values []Value
+	Seq    int64     // position within the batch's stream: line number, row index, offset
+	Raw    string    // the raw input (a CSV line, a JSON document) when the source has one
+	Err    *RowError // set when the source could not decode the row
+}
+
+// Batch is a run of records from one stream of a source (a file, a token range, a partition).
+type Batch struct {
+	Stream  string
+	Records []Record
+	// Cursor is where the stream resumes after this batch, opaque to the pipeline: a byte
+	// offset, a paging state, an offset. Checkpoints store it once the batch is durable.
+	Cursor string
+	// Done marks the stream's last batch: a resumed run skips the stream entirely.
+	Done bool
+	// SaltOrigin makes random(n) hash the record's origin (stream and Seq) along with its
+	// values: Kafka sets it, because two identical messages are still two events.
+	SaltOrigin bool
+}
+
+// Position names a record for humans and rejects files: "orders.csv:1234", "kafka:t/3:42".
+func (b *Batch) Position(r *Record) string { return fmt.Sprintf("%s:%d", b.Stream, r.Seq) }
+
+// RowError says why a row was rejected. Code is stable and machine-readable.
+type RowError struct {
+	Code    string // parse, type, dict_miss, null_key, key_too_long, eval
+	Field   string // the source or target column, or the key element ("target.primary_key[1]")
+	Message string
+}
+
+// Reject codes used across sources and the transform.
+const (
+	CodeParse      = "parse"        // the source could not split or decode the row
+	CodeType       = "type"         // a value does not fit its declared type
+	CodeDictMiss   = "dict_miss"    // code(x, dict) found no entry and on_missing_code is reject
+	CodeNullKey    = "null_key"     // a primary-key column evaluated to null
+	CodeKeyTooLong = "key_too_long" // the encoded primary key exceeds 2 KB
+	CodeEval       = "eval"         // an expression failed (overflow, bad argument)
+)
+
+func (e *RowError) Error() string {
+	if e.Field == "" {
+		return e.Code + ": " + e.Message
+	}
+	return fmt.Sprintf("%s: field %q: %s", e.Code, e.Field, e.Message)
+}
+
+// Row is one target row: Values follow the TargetSchema order (key columns first) and Region
+// is the index of the pre-split region that holds it.
+type Row struct {
+	Values []Value
+	Region int
+}
+
+// Source produces batches. Run sends batches to out until the input is exhausted (nil), ctx is
+// cancelled (ctx.Err()), or the source fails. resume holds per-stream cursors from a checkpoint
+// (nil on a fresh run); streams whose cursor is marked done must be skipped.
+type Source interface {
+	Run(ctx context.Context, resume map[string]StreamState, out chan<- Batch) error
+}
+
+// StreamState is a stream's progress as a checkpoint records it.
+type StreamState struct {
+	Cursor string `json:"cursor"`
+	Done   bool   `json:"done,omitempty"`
+}
+
+// Sizer is implemented by sources that know, or can estimate, how many rows they will produce
+// (for the progress bar's ETA). It returns -1 when unknown.
+type Sizer interface {
+	EstimatedRows() int64
+}
+
+// Sampler is implemented by sources that can read a representative sample cheaply, used to place
+// region split keys by quantiles before the run. Records with Err set may be included.
+type Sampler interface {
+	Sample(ctx context.Context, n int) ([]Record, error)
+}
+
+// Sink receives target rows. Write may block (back-pressure) and must be safe for concurrent use
+// by the transform workers. Commit makes every row written so far durable (close each open file,
+// fsync, rename to its final name, fsync the directory) and returns the files it committed;
+// only after Commit returns may the pipeline checkpoint or acknowledge the source. Abort removes
+// temporary files and leaves committed ones.
+type Sink interface {
+	Write(ctx context.Context, rows []Row) error
+	Commit(ctx context.Context) ([]FileInfo, error)
+	Abort() error
+}
+
+// FileInfo describes one committed data file.
+type FileInfo struct {
+	Region int    `json:"region"`
+	Path   string `json:"path"` // relative to the output directory, slash-separated
+	Rows   int64  `json:"rows"`
+	Bytes  int64  `json:"bytes"`
+}

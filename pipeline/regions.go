@@ -1,0 +1,121 @@
+package pipeline
+
+import (
+	"math/big"
+	"sort"
+	"strings"
+)
+
+// RegionPlan is a table's pre-split: split values of the FIRST primary-key column (Lindorm's
+// SPLITKEYS are typed like that column). N splits make N+1 regions; region i holds rows whose
+// first key column lies in [Splits[i-1], Splits[i]) in the column's order, which DESC reverses.
+type RegionPlan struct {
+	Type   Type    `json:"type"`
+	Desc   bool    `json:"desc,omitempty"`
+	Splits []Value `json:"-"`
+	// Strategy says how the splits were chosen: "hex_prefix", "int_bucket", "quantile",
+	// "explicit", "single". Recorded in the manifest.
+	Strategy string `json:"strategy"`
+}
+
+// Count is the number of regions.
+func (p RegionPlan) Count() int { return len(p.Splits) + 1 }
+
+// Route returns the region index for a first-key-column value.
+func (p RegionPlan) Route(v Value) int {
+	return sort.Search(len(p.Splits), func(i int) bool {
+		return p.compare(p.Splits[i], v) > 0
+	})
+}
+
+// Bounds returns region i's start (inclusive) and end (exclusive) split values; ok is false
+// for the open end of the first and last region.
+func (p RegionPlan) Bounds(i int) (start Value, hasStart bool, end Value, hasEnd bool) {
+	if i > 0 {
+		start, hasStart = p.Splits[i-1], true
+	}
+	if i < len(p.Splits) {
+		end, hasEnd = p.Splits[i], true
+	}
+	return
+}
+
+// Contains tells whether v belongs to region i.
+func (p RegionPlan) Contains(i int, v Value) bool { return p.Route(v) == i }
+
+func (p RegionPlan) compare(a, b Value) int {
+	c := Compare(p.Type, a, b)
+	if p.Desc {
+		return -c
+	}
+	return c
+}
+
+// Compare orders two values of a Lindorm type the way the table stores them ascending: numbers
+// numerically, VARCHAR and VARBINARY byte-wise, false before true. Null sorts first.
+func Compare(t Type, a, b Value) int {
+	if a.K == KindNull || b.K == KindNull {
+		switch {
+		case a.K == b.K:
+			return 0
+		case a.K == KindNull:
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a.K == KindInt && b.K == KindInt, a.K == KindBool && b.K == KindBool:
+		return cmpInt(a.I, b.I)
+	case a.K == KindFloat && b.K == KindFloat:
+		return cmpFloat(a.Float(), b.Float())
+	case a.K == KindDecimal || b.K == KindDecimal || t == TypeDecimal:
+		return cmpDecimal(a, b)
+	case a.K == KindInt && b.K == KindFloat:
+		return cmpFloat(float64(a.I), b.Float())
+	case a.K == KindFloat && b.K == KindInt:
+		return cmpFloat(a.Float(), float64(b.I))
+	}
+	return strings.Compare(a.S, b.S)
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cmpDecimal(a, b Value) int {
+	toRat := func(v Value) *big.Rat {
+		r := new(big.Rat)
+		switch v.K {
+		case KindInt:
+			r.SetInt64(v.I)
+		case KindFloat:
+			r.SetFloat64(v.Float())
+		default:
+			if _, ok := r.SetString(v.S); !ok {
+				return nil
+			}
+		}
+		return r
+	}
+	ra, rb := toRat(a), toRat(b)
+	if ra == nil || rb == nil {
+		return strings.Compare(a.S, b.S)
+	}
+	return ra.Cmp(rb)
+}

@@ -1,0 +1,140 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+)
+
+// SourceColumn is one column as the source declares it, with its CQL type written as in CQL
+// ("text", "bigint", "list<int>", "map<text, frozen<list<int>>>"), lowercased.
+type SourceColumn struct {
+	Name string
+	Type string
+}
+
+// SourceSchema is the ordered list of source columns; Record.Values follow this order.
+type SourceSchema []SourceColumn
+
+// Index returns the position of the named column, or -1.
+func (s SourceSchema) Index(name string) int {
+	for i, c := range s {
+		if c.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Names lists the column names in order.
+func (s SourceSchema) Names() []string {
+	out := make([]string, len(s))
+	for i, c := range s {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// Type is a Lindorm SQL column type.
+type Type uint8
+
+const (
+	TypeInvalid Type = iota
+	TypeVarchar
+	TypeBigint
+	TypeInteger
+	TypeSmallint
+	TypeTinyint
+	TypeBoolean
+	TypeFloat
+	TypeDouble
+	TypeDecimal
+	TypeTimestamp // stored as epoch milliseconds
+	TypeDate      // stored as days since 1970-01-01
+	TypeVarbinary // only as the last primary-key column
+	TypeJSON      // never in a primary key
+)
+
+var typeNames = [...]string{"INVALID", "VARCHAR", "BIGINT", "INTEGER", "SMALLINT", "TINYINT",
+	"BOOLEAN", "FLOAT", "DOUBLE", "DECIMAL", "TIMESTAMP", "DATE", "VARBINARY", "JSON"}
+
+func (t Type) String() string {
+	if int(t) < len(typeNames) {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("TYPE(%d)", int(t))
+}
+
+// ParseType reads a Lindorm type name such as "BIGINT", "varchar" or "DECIMAL(20,4)". For
+// DECIMAL it also returns precision and scale (38,18 when not written); INT is INTEGER.
+func ParseType(s string) (t Type, precision, scale int, err error) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	if strings.HasPrefix(u, "DECIMAL") {
+		rest := strings.TrimSpace(u[len("DECIMAL"):])
+		if rest == "" {
+			return TypeDecimal, 38, 18, nil
+		}
+		if _, err := fmt.Sscanf(rest, "(%d,%d)", &precision, &scale); err != nil {
+			if _, err2 := fmt.Sscanf(strings.ReplaceAll(rest, " ", ""), "(%d,%d)", &precision, &scale); err2 != nil {
+				return 0, 0, 0, fmt.Errorf("type %q: want DECIMAL(precision,scale)", s)
+			}
+		}
+		if precision < 1 || precision > 38 || scale < 0 || scale > precision {
+			return 0, 0, 0, fmt.Errorf("type %q: precision must be 1..38 and scale 0..precision", s)
+		}
+		return TypeDecimal, precision, scale, nil
+	}
+	if u == "INT" {
+		return TypeInteger, 0, 0, nil
+	}
+	if u == "STRING" || u == "TEXT" {
+		return TypeVarchar, 0, 0, nil
+	}
+	for i, n := range typeNames {
+		if i > 0 && n == u {
+			return Type(i), 0, 0, nil
+		}
+	}
+	return 0, 0, 0, fmt.Errorf("unknown Lindorm type %q (want one of VARCHAR, BIGINT, INTEGER, SMALLINT, TINYINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), TIMESTAMP, DATE, VARBINARY, JSON)", s)
+}
+
+// Column is one target column of the Lindorm table.
+type Column struct {
+	Name      string
+	Type      Type
+	Precision int // DECIMAL only
+	Scale     int // DECIMAL only
+	KeyPos    int // position in the primary key (0-based), or -1 for a non-key column
+	Desc      bool
+}
+
+// SQLType is the column type as written in Lindorm DDL.
+func (c Column) SQLType() string {
+	if c.Type == TypeDecimal {
+		return fmt.Sprintf("DECIMAL(%d,%d)", c.Precision, c.Scale)
+	}
+	return c.Type.String()
+}
+
+// IsKey tells whether the column is part of the primary key.
+func (c Column) IsKey() bool { return c.KeyPos >= 0 }
+
+// TargetSchema is the ordered list of target columns: the primary-key columns first, in key
+// order, then the other columns. Row.Values follow this order.
+type TargetSchema struct {
+	Table   string
+	Columns []Column
+	KeyLen  int // the first KeyLen columns are the primary key
+}
+
+// Key returns the primary-key columns.
+func (s TargetSchema) Key() []Column { return s.Columns[:s.KeyLen] }
+
+// Index returns the position of the named column, or -1.
+func (s TargetSchema) Index(name string) int {
+	for i, c := range s.Columns {
+		if c.Name == name {
+			return i
+		}
+	}
+	return -1
+}

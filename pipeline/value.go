@@ -1,0 +1,85 @@
+// Package pipeline holds rekey's vocabulary (values, records, batches, source positions, target
+// schemas) and the orchestration that moves batches from a Source through the transform into a
+// Sink. It imports no database or broker driver: sources and sinks depend on it, never the reverse.
+package pipeline
+
+import (
+	"math"
+	"strconv"
+)
+
+// Kind is the runtime representation of a Value. The column's declared type (CQL on the source
+// side, Lindorm on the target side) says what the value means; Kind says where it is stored.
+type Kind uint8
+
+const (
+	KindNull    Kind = iota
+	KindInt          // I: bigint, int, smallint, tinyint, varint in range, timestamp (epoch ms), date (days since epoch)
+	KindFloat        // I holds math.Float64bits: float, double
+	KindBool         // I is 0 or 1
+	KindText         // S: text, varchar, ascii, uuid/timeuuid (lowercase, 36 chars), inet, collections as JSON
+	KindBytes        // S holds the raw bytes: blob
+	KindDecimal      // S holds the canonical decimal text ("-12.340"): decimal, varint out of int64 range
+)
+
+var kindNames = [...]string{"null", "int", "float", "bool", "text", "bytes", "decimal"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Value is one field of a record. It is a small struct rather than an interface so that batches
+// of values live in one slab and reading a field never allocates.
+type Value struct {
+	S string
+	I int64
+	K Kind
+}
+
+// Null is the absent value.
+var Null = Value{}
+
+func Int(i int64) Value      { return Value{I: i, K: KindInt} }
+func Float(f float64) Value  { return Value{I: int64(math.Float64bits(f)), K: KindFloat} }
+func Text(s string) Value    { return Value{S: s, K: KindText} }
+func Bytes(b string) Value   { return Value{S: b, K: KindBytes} }
+func Decimal(s string) Value { return Value{S: s, K: KindDecimal} }
+func Bool(b bool) Value {
+	if b {
+		return Value{I: 1, K: KindBool}
+	}
+	return Value{K: KindBool}
+}
+
+func (v Value) IsNull() bool     { return v.K == KindNull }
+func (v Value) Float() float64   { return math.Float64frombits(uint64(v.I)) }
+func (v Value) BoolValue() bool  { return v.I != 0 }
+func (v Value) Equal(o Value) bool { return v == o }
+
+// AppendCanonical appends the canonical string form that hashes, concatenation and str() use:
+// text as is, integers in decimal (timestamps are epoch milliseconds), floats in Go's shortest
+// round-trip form, booleans true/false, decimals as their text, bytes raw. Null appends nothing.
+func (v Value) AppendCanonical(dst []byte) []byte {
+	switch v.K {
+	case KindInt:
+		return strconv.AppendInt(dst, v.I, 10)
+	case KindFloat:
+		return strconv.AppendFloat(dst, v.Float(), 'g', -1, 64)
+	case KindBool:
+		return strconv.AppendBool(dst, v.I != 0)
+	case KindText, KindBytes, KindDecimal:
+		return append(dst, v.S...)
+	}
+	return dst
+}
+
+// String is the canonical form as a string; use AppendCanonical on hot paths.
+func (v Value) String() string {
+	if v.K == KindText || v.K == KindBytes || v.K == KindDecimal {
+		return v.S
+	}
+	return string(v.AppendCanonical(nil))
+}
