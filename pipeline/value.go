@@ -54,9 +54,9 @@ func Bool(b bool) Value {
 	return Value{K: KindBool}
 }
 
-func (v Value) IsNull() bool     { return v.K == KindNull }
-func (v Value) Float() float64   { return math.Float64frombits(uint64(v.I)) }
-func (v Value) BoolValue() bool  { return v.I != 0 }
+func (v Value) IsNull() bool       { return v.K == KindNull }
+func (v Value) Float() float64     { return math.Float64frombits(uint64(v.I)) }
+func (v Value) BoolValue() bool    { return v.I != 0 }
 func (v Value) Equal(o Value) bool { return v == o }
 
 // AppendCanonical appends the canonical string form that hashes, concatenation and str() use:
