@@ -1,0 +1,69 @@
+package pipeline
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// TempPrefix starts the name of every file rekey has not committed yet. A reader that skips
+// dot-files never sees a partial file, and a resumed run deletes leftovers with this prefix.
+const TempPrefix = ".rekey-tmp-"
+
+// TempPath returns the temporary name a file is written under before Commit renames it.
+func TempPath(final string) string {
+	return filepath.Join(filepath.Dir(final), TempPrefix+filepath.Base(final))
+}
+
+// IsTemp tells whether a file name is an uncommitted temporary.
+func IsTemp(name string) bool { return strings.HasPrefix(filepath.Base(name), TempPrefix) }
+
+// CommitFile makes a finished temporary file durable under its final name: fsync the data,
+// rename, fsync the directory so the rename itself survives a crash. f is closed.
+func CommitFile(f *os.File, final string) error {
+	tmp := f.Name()
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("fsync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return fmt.Errorf("commit %s: %w", final, err)
+	}
+	return SyncDir(filepath.Dir(final))
+}
+
+// WriteFileAtomic writes data to path so that readers see either the old file or the whole new
+// one, never a partial write, even across a crash.
+func WriteFileAtomic(path string, data []byte) error {
+	f, err := os.OpenFile(TempPath(path), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := CommitFile(f, path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
+}
+
+// SyncDir fsyncs a directory, making renames and creations inside it durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	}
+	return nil
+}
