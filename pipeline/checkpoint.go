@@ -1,0 +1,103 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// CheckpointFile is the name of the checkpoint in the output directory.
+const CheckpointFile = "checkpoint.json"
+
+// Checkpoint is a consistent cut of a run: every file it lists is durable, every stream's cursor
+// points just past the rows those files and the first RejectsBytes of rejects.jsonl hold. It is
+// written atomically after each Commit, so a crash at any moment resumes without loss or
+// duplicates: data files it does not list are deleted on resume, and rejects.jsonl is truncated.
+type Checkpoint struct {
+	Version      int                    `json:"version"`
+	Fingerprint  string                 `json:"fingerprint"` // of the resolved mapping
+	Plan         RegionPlan             `json:"plan"`
+	Splits       []Value                `json:"splits"`
+	Streams      map[string]StreamState `json:"streams"`
+	Files        []FileInfo             `json:"files"`
+	RowsIn       int64                  `json:"rows_in"`
+	RowsWritten  int64                  `json:"rows_written"`
+	RowsRejected int64                  `json:"rows_rejected"`
+	RejectCodes  map[string]int64       `json:"reject_codes,omitempty"`
+	RejectsBytes int64                  `json:"rejects_bytes"`
+	Complete     bool                   `json:"complete"` // the source was read to its end
+	UpdatedAt    time.Time              `json:"updated_at"`
+}
+
+// LoadCheckpoint reads dir's checkpoint; it returns (nil, nil) when there is none.
+func LoadCheckpoint(dir string) (*Checkpoint, error) {
+	data, err := os.ReadFile(filepath.Join(dir, CheckpointFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint: %w", err)
+	}
+	var c Checkpoint
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("checkpoint %s is damaged: %w", filepath.Join(dir, CheckpointFile), err)
+	}
+	c.Plan.Splits = c.Splits
+	return &c, nil
+}
+
+func (c *Checkpoint) save(dir string) error {
+	c.Version = 1
+	c.Splits = c.Plan.Splits
+	c.UpdatedAt = time.Now().UTC()
+	data, err := json.MarshalIndent(c, "", " ")
+	if err != nil {
+		return fmt.Errorf("encode checkpoint: %w", err)
+	}
+	return WriteFileAtomic(filepath.Join(dir, CheckpointFile), data)
+}
+
+// RemoveUncommitted deletes data files under dir's region folders that keep is not listing, and
+// every temporary file: what a crashed run left behind after its last checkpoint.
+func RemoveUncommitted(dir string, keep []FileInfo) (removed []string, err error) {
+	listed := make(map[string]bool, len(keep))
+	for _, f := range keep {
+		listed[filepath.FromSlash(f.Path)] = true
+	}
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() {
+			if path != dir && !strings.HasPrefix(rel, RegionDirPrefix) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if IsTemp(path) || (strings.HasPrefix(rel, RegionDirPrefix) && !listed[rel]) {
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+			removed = append(removed, rel)
+		}
+		return nil
+	})
+	sort.Strings(removed)
+	if err != nil {
+		return removed, fmt.Errorf("remove files of the interrupted run: %w", err)
+	}
+	return removed, nil
+}
+
+// RegionDirPrefix starts the name of every region folder in an output directory.
+const RegionDirPrefix = "region-"
+
+// RegionDir is the folder of region i, relative to the output directory.
+func RegionDir(i int) string { return fmt.Sprintf("%s%04d", RegionDirPrefix, i) }

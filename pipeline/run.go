@@ -1,0 +1,376 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Transformer turns source records into target rows. One per worker goroutine.
+type Transformer interface {
+	// Apply fills out (one value per target column) or says why the record is rejected.
+	Apply(b *Batch, r *Record, out []Value) *RowError
+	// Reset releases memory the last batch's rows pointed into; called after Sink.Write returned.
+	Reset()
+}
+
+// RejectLimit aborts a run when too many rows are rejected: more than Count rows (Count > 0),
+// or more than Percent of the rows read (Percent > 0, checked once MinRows rows have been read
+// and again at the end).
+type RejectLimit struct {
+	Count   int64
+	Percent float64
+}
+
+// Config wires one run.
+type Config struct {
+	Source         Source
+	NewTransformer func() Transformer
+	Target         TargetSchema
+	Plan           RegionPlan
+	Sink           Sink
+	OutDir         string
+	Fingerprint    string // of the resolved mapping, stored in checkpoints
+	Workers        int    // transform goroutines; default GOMAXPROCS
+	RejectLimit    RejectLimit
+	// CheckpointEvery is how often the run commits open files and saves a checkpoint; 0 means
+	// only at the end. Each cut closes every open file, so shorter intervals mean smaller files.
+	CheckpointEvery time.Duration
+	// Resume continues from OutDir's checkpoint; without it OutDir must not hold a run.
+	Resume bool
+	// RejectValues turns a rejected record's values into a column->text map when it has no Raw.
+	RejectValues func(*Record) map[string]string
+	Logger       *zap.Logger
+}
+
+// Counters are live figures for progress displays; read them with Load.
+type Counters struct {
+	RowsIn       atomic.Int64
+	RowsWritten  atomic.Int64
+	RowsRejected atomic.Int64
+}
+
+// Result is the outcome of a run. Files lists every committed file (across resumes).
+type Result struct {
+	RowsIn, RowsWritten, RowsRejected int64
+	RejectCodes                       map[string]int64
+	Files                             []FileInfo
+	Resumed                           bool
+	Interrupted                       bool // stopped by the caller's stop signal before the end
+	Duration                          time.Duration
+}
+
+// ErrTooManyRejects is wrapped by the error a run returns when the reject limit was exceeded.
+var ErrTooManyRejects = errors.New("too many rejected rows")
+
+// ErrInterrupted is returned when stop was closed: what was read is committed and checkpointed.
+var ErrInterrupted = errors.New("interrupted")
+
+// Runner executes one run; Counters may be read while Run is in progress.
+type Runner struct {
+	cfg      Config
+	Counters Counters
+}
+
+// NewRunner validates the configuration.
+func NewRunner(cfg Config) (*Runner, error) {
+	switch {
+	case cfg.Source == nil:
+		return nil, errors.New("pipeline: no source")
+	case cfg.Sink == nil:
+		return nil, errors.New("pipeline: no sink")
+	case cfg.NewTransformer == nil:
+		return nil, errors.New("pipeline: no transform")
+	case cfg.OutDir == "":
+		return nil, errors.New("pipeline: no output directory")
+	case len(cfg.Target.Columns) == 0:
+		return nil, errors.New("pipeline: target schema has no columns")
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &Runner{cfg: cfg}, nil
+}
+
+// PrepareResume loads OutDir's checkpoint, checks it belongs to the same mapping, and deletes
+// what the interrupted run left after its last checkpoint. It returns nil when there is none.
+func PrepareResume(outDir, fingerprint string, logger *zap.Logger) (*Checkpoint, error) {
+	cp, err := LoadCheckpoint(outDir)
+	if err != nil || cp == nil {
+		return cp, err
+	}
+	if cp.Fingerprint != fingerprint {
+		return nil, fmt.Errorf("%s was written with a different mapping (fingerprint %s, now %s): resume with the same mapping and options, or start over in a new --out directory", outDir, cp.Fingerprint, fingerprint)
+	}
+	removed, err := RemoveUncommitted(outDir, cp.Files)
+	if err != nil {
+		return nil, err
+	}
+	if len(removed) > 0 && logger != nil {
+		logger.Info("removed files written after the last checkpoint", zap.Int("files", len(removed)))
+	}
+	return cp, nil
+}
+
+// Run moves every record from the source through the transform into the sink. Closing stop
+// (Ctrl-C) stops reading; what was read is finished, committed and checkpointed, and Run
+// returns ErrInterrupted. ctx cancellation is a hard stop: nothing more is committed.
+func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoint) (Result, error) {
+	cfg := r.cfg
+	log := cfg.Logger
+	started := time.Now()
+	cp := &Checkpoint{Fingerprint: cfg.Fingerprint, Plan: cfg.Plan, Streams: map[string]StreamState{}}
+	if resume != nil {
+		cp = resume
+		r.Counters.RowsIn.Store(cp.RowsIn)
+		r.Counters.RowsWritten.Store(cp.RowsWritten)
+		r.Counters.RowsRejected.Store(cp.RowsRejected)
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return Result{}, fmt.Errorf("create output directory: %w", err)
+	}
+	rejects, err := openRejectLog(filepath.Join(cfg.OutDir, RejectsFile), cp.RejectsBytes, cp.RejectCodes)
+	if err != nil {
+		return Result{}, err
+	}
+	defer rejects.close()
+
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	srcCtx, cancelSrc := context.WithCancel(runCtx)
+	defer cancelSrc()
+
+	batches := make(chan Batch, cfg.Workers*2)
+	srcErr := make(chan error, 1)
+	resumeAt := make(map[string]StreamState, len(cp.Streams)) // the source's own copy: cp.Streams moves on
+	for k, v := range cp.Streams {
+		resumeAt[k] = v
+	}
+	go func() {
+		err := cfg.Source.Run(srcCtx, resumeAt, batches)
+		close(batches)
+		srcErr <- err
+	}()
+
+	// The dispatcher hands batches to workers and remembers, per stream, the cursor of the last
+	// batch handed out. A cut waits until every handed-out batch is written, so those cursors
+	// describe exactly what the committed files hold, even though workers finish out of order.
+	work := make(chan *Batch)
+	var inflight sync.WaitGroup
+	var workerErr atomic.Pointer[error]
+	fail := func(err error) {
+		workerErr.CompareAndSwap(nil, &err)
+		cancelRun(err)
+	}
+	var workers sync.WaitGroup
+	for i := 0; i < cfg.Workers; i++ {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			w := r.newWorker(rejects)
+			for b := range work {
+				if err := w.process(runCtx, b); err != nil {
+					fail(err)
+				}
+				inflight.Done()
+			}
+		}()
+	}
+
+	cut := func(complete bool) error {
+		inflight.Wait()
+		if err := runCtx.Err(); err != nil {
+			return context.Cause(runCtx)
+		}
+		files, err := cfg.Sink.Commit(runCtx)
+		if err != nil {
+			return fmt.Errorf("commit files: %w", err)
+		}
+		size, codes, err := rejects.sync()
+		if err != nil {
+			return err
+		}
+		cp.Files = append(cp.Files, files...)
+		cp.RowsIn = r.Counters.RowsIn.Load()
+		cp.RowsWritten = r.Counters.RowsWritten.Load()
+		cp.RowsRejected = r.Counters.RowsRejected.Load()
+		cp.RejectsBytes, cp.RejectCodes = size, codes
+		cp.Complete = complete
+		if err := cp.save(cfg.OutDir); err != nil {
+			return err
+		}
+		log.Debug("checkpoint", zap.Int("files", len(files)), zap.Int64("rows", cp.RowsWritten))
+		return nil
+	}
+
+	var tick <-chan time.Time
+	if cfg.CheckpointEvery > 0 {
+		t := time.NewTicker(cfg.CheckpointEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+	interrupted := false
+	var runErr error
+loop:
+	for {
+		select {
+		case b, ok := <-batches:
+			if !ok {
+				break loop
+			}
+			bp := &b
+			if b.Cursor != "" || b.Done {
+				cp.Streams[b.Stream] = StreamState{Cursor: b.Cursor, Done: b.Done}
+			}
+			inflight.Add(1)
+			select {
+			case work <- bp:
+			case <-runCtx.Done():
+				inflight.Done()
+				break loop
+			}
+		case <-tick:
+			if err := cut(false); err != nil {
+				runErr = err
+				break loop
+			}
+		case <-stop:
+			interrupted = true
+			stop = nil
+			cancelSrc() // stop reading; batches already read are drained below
+		case <-runCtx.Done():
+			break loop
+		}
+	}
+	// Drain what the source already produced when it was told to stop: those rows were read.
+	if interrupted && runErr == nil && runCtx.Err() == nil {
+		for b := range batches {
+			bp := &b
+			cp.Streams[b.Stream] = StreamState{Cursor: b.Cursor, Done: b.Done}
+			inflight.Add(1)
+			work <- bp
+		}
+	}
+	close(work)
+	workers.Wait()
+	if e := workerErr.Load(); e != nil && runErr == nil {
+		runErr = *e
+	}
+	serr := <-srcErr
+	if runErr == nil && serr != nil && !(interrupted && errors.Is(serr, context.Canceled)) {
+		runErr = fmt.Errorf("source: %w", serr)
+	}
+	if runErr == nil && runCtx.Err() != nil {
+		runErr = context.Cause(runCtx)
+	}
+	if runErr == nil {
+		runErr = r.checkRejects(true)
+	}
+	res := Result{Resumed: resume != nil, Interrupted: interrupted}
+	if runErr != nil {
+		cfg.Sink.Abort()
+	} else if err := cut(!interrupted); err != nil {
+		cfg.Sink.Abort()
+		runErr = err
+	}
+	res.RowsIn = r.Counters.RowsIn.Load()
+	res.RowsWritten = r.Counters.RowsWritten.Load()
+	res.RowsRejected = r.Counters.RowsRejected.Load()
+	res.RejectCodes = cp.RejectCodes
+	res.Files = cp.Files
+	res.Duration = time.Since(started)
+	if runErr == nil && interrupted {
+		runErr = ErrInterrupted
+	}
+	return res, runErr
+}
+
+// minRowsForPercent keeps a percentage reject limit from firing on the first few rows.
+const minRowsForPercent = 1000
+
+func (r *Runner) checkRejects(final bool) error {
+	lim := r.cfg.RejectLimit
+	rej, in := r.Counters.RowsRejected.Load(), r.Counters.RowsIn.Load()
+	if lim.Count > 0 && rej > lim.Count {
+		return fmt.Errorf("%w: %d rows rejected, more than --max-rejects %d allows; see %s for each row's reason", ErrTooManyRejects, rej, lim.Count, RejectsFile)
+	}
+	if lim.Percent > 0 && in > 0 && (final || in >= minRowsForPercent) {
+		if pct := 100 * float64(rej) / float64(in); pct > lim.Percent {
+			return fmt.Errorf("%w: %d of %d rows rejected (%.2f%%), more than --max-rejects %g%% allows; see %s for each row's reason", ErrTooManyRejects, rej, in, pct, lim.Percent, RejectsFile)
+		}
+	}
+	return nil
+}
+
+type worker struct {
+	r       *Runner
+	t       Transformer
+	rejects *rejectLog
+	rows    []Row
+	slab    []Value
+}
+
+func (r *Runner) newWorker(rejects *rejectLog) *worker {
+	return &worker{r: r, t: r.cfg.NewTransformer(), rejects: rejects}
+}
+
+func (w *worker) process(ctx context.Context, b *Batch) error {
+	cfg := &w.r.cfg
+	ncol := len(cfg.Target.Columns)
+	if need := len(b.Records) * ncol; cap(w.slab) < need {
+		w.slab = make([]Value, need)
+	}
+	w.rows = w.rows[:0]
+	var rejected int64
+	for i := range b.Records {
+		rec := &b.Records[i]
+		stage, rerr := "source", rec.Err
+		if rerr == nil {
+			out := w.slab[len(w.rows)*ncol : (len(w.rows)+1)*ncol]
+			if rerr = w.t.Apply(b, rec, out); rerr == nil {
+				w.rows = append(w.rows, Row{Values: out, Region: cfg.Plan.Route(out[0])})
+				continue
+			}
+			stage = "transform"
+		}
+		rejected++
+		if err := w.reject(b, rec, stage, rerr); err != nil {
+			return err
+		}
+	}
+	if len(w.rows) > 0 {
+		if err := cfg.Sink.Write(ctx, w.rows); err != nil {
+			return fmt.Errorf("write rows of %s: %w", b.Stream, err)
+		}
+	}
+	w.t.Reset()
+	c := &w.r.Counters
+	c.RowsIn.Add(int64(len(b.Records)))
+	c.RowsWritten.Add(int64(len(w.rows)))
+	if rejected > 0 {
+		c.RowsRejected.Add(rejected)
+		return w.r.checkRejects(false)
+	}
+	return nil
+}
+
+func (w *worker) reject(b *Batch, rec *Record, stage string, rerr *RowError) error {
+	rj := &Reject{Position: b.Position(rec), Stream: b.Stream, Seq: rec.Seq, Stage: stage,
+		Code: rerr.Code, Field: rerr.Field, Message: rerr.Message, Raw: rec.Raw}
+	if rj.Raw == "" && w.r.cfg.RejectValues != nil && rec.Values != nil {
+		rj.Values = w.r.cfg.RejectValues(rec)
+	}
+	w.r.cfg.Logger.Debug("row rejected", zap.String("position", rj.Position), zap.String("code", rj.Code), zap.String("field", rj.Field))
+	return w.rejects.add(rj)
+}

@@ -1,0 +1,321 @@
+package pipeline
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// seqSource emits streams of numbered rows; row values are (stream index, row number).
+// It fails the hard way (stops delivering) once `killAfter` batches have been sent, if set.
+type seqSource struct {
+	streams, rows, batch int
+	bad                  map[int64]bool // rows the source cannot decode
+	delay                time.Duration
+}
+
+func (s *seqSource) Run(ctx context.Context, resume map[string]StreamState, out chan<- Batch) error {
+	for si := 0; si < s.streams; si++ {
+		name := fmt.Sprintf("s%d", si)
+		start := 0
+		if st, ok := resume[name]; ok {
+			if st.Done {
+				continue
+			}
+			start, _ = strconv.Atoi(st.Cursor)
+		}
+		for i := start; i < s.rows; i += s.batch {
+			b := Batch{Stream: name}
+			for j := i; j < i+s.batch && j < s.rows; j++ {
+				r := Record{Seq: int64(j), Values: []Value{Int(int64(si)), Int(int64(j))}}
+				if s.bad[int64(si*1_000_000+j)] {
+					r.Err = &RowError{Code: CodeParse, Message: "cannot decode"}
+					r.Raw = "garbage"
+				}
+				b.Records = append(b.Records, r)
+			}
+			next := i + s.batch
+			b.Cursor = strconv.Itoa(next)
+			b.Done = next >= s.rows
+			if s.delay > 0 {
+				time.Sleep(s.delay)
+			}
+			select {
+			case out <- b:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// copyTransform passes values through; rows whose number is divisible by rejectEvery are rejected.
+type copyTransform struct{ rejectEvery int64 }
+
+func (t copyTransform) Apply(b *Batch, r *Record, out []Value) *RowError {
+	if t.rejectEvery > 0 && r.Values[1].I%t.rejectEvery == 0 {
+		return &RowError{Code: CodeDictMiss, Field: "n", Message: "no code"}
+	}
+	copy(out, r.Values)
+	return nil
+}
+func (copyTransform) Reset() {}
+
+// memSink keeps written rows pending until Commit, like files that are not yet renamed; rows
+// committed survive a "crash" (the sink object is reused across runs to model the disk).
+type memSink struct {
+	mu        sync.Mutex
+	pending   []string
+	committed []string
+	commits   int
+	failAfter int // Commit fails from this call on (0: never)
+}
+
+func (m *memSink) Write(ctx context.Context, rows []Row) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range rows {
+		m.pending = append(m.pending, fmt.Sprintf("%d/%d", r.Values[0].I, r.Values[1].I))
+	}
+	return nil
+}
+
+func (m *memSink) Commit(ctx context.Context) ([]FileInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.commits++
+	if m.failAfter > 0 && m.commits >= m.failAfter {
+		return nil, errors.New("disk full")
+	}
+	m.committed = append(m.committed, m.pending...)
+	n := len(m.pending)
+	m.pending = nil
+	if n == 0 {
+		return nil, nil
+	}
+	return []FileInfo{{Path: fmt.Sprintf("region-0000/part-%05d.x", m.commits), Rows: int64(n)}}, nil
+}
+
+func (m *memSink) Abort() error {
+	m.mu.Lock()
+	m.pending = nil
+	m.mu.Unlock()
+	return nil
+}
+
+func testConfig(t *testing.T, src Source, sink Sink, tr Transformer) Config {
+	return Config{
+		Source:         src,
+		NewTransformer: func() Transformer { return tr },
+		Target:         TargetSchema{Columns: []Column{{Name: "s", Type: TypeBigint}, {Name: "n", Type: TypeBigint, KeyPos: -1}}, KeyLen: 1},
+		Plan:           RegionPlan{Type: TypeBigint},
+		Sink:           sink,
+		OutDir:         t.TempDir(),
+		Workers:        4,
+	}
+}
+
+func TestRunCountsAddUp(t *testing.T) {
+	src := &seqSource{streams: 3, rows: 1000, batch: 64, bad: map[int64]bool{5: true, 1_000_007: true}}
+	sink := &memSink{}
+	cfg := testConfig(t, src, sink, copyTransform{rejectEvery: 100})
+	r, err := NewRunner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3000 rows; 2 source rejects; 10 transform rejects per stream (0, 100, ..., 900).
+	if res.RowsIn != 3000 || res.RowsRejected != 32 || res.RowsWritten != 2968 {
+		t.Fatalf("counts in=%d written=%d rejected=%d", res.RowsIn, res.RowsWritten, res.RowsRejected)
+	}
+	if res.RowsIn != res.RowsWritten+res.RowsRejected || len(sink.committed) != 2968 {
+		t.Fatalf("rows do not add up: committed %d", len(sink.committed))
+	}
+	if res.RejectCodes[CodeParse] != 2 || res.RejectCodes[CodeDictMiss] != 30 {
+		t.Fatalf("reject codes %v", res.RejectCodes)
+	}
+	lines := readRejects(t, cfg.OutDir)
+	if len(lines) != 32 {
+		t.Fatalf("rejects.jsonl has %d lines, want 32", len(lines))
+	}
+	var sawParse bool
+	for _, l := range lines {
+		if l.Code == CodeParse {
+			sawParse = true
+			if l.Stage != "source" || l.Raw != "garbage" || l.Position == "" {
+				t.Fatalf("source reject lacks its details: %+v", l)
+			}
+		}
+	}
+	if !sawParse {
+		t.Fatal("no parse reject written")
+	}
+}
+
+func readRejects(t *testing.T, dir string) []Reject {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, RejectsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []Reject
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r Reject
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("bad rejects line %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestRejectLimitAborts(t *testing.T) {
+	for _, lim := range []RejectLimit{{Count: 5}, {Percent: 0.5}} {
+		src := &seqSource{streams: 1, rows: 5000, batch: 100}
+		sink := &memSink{}
+		cfg := testConfig(t, src, sink, copyTransform{rejectEvery: 10})
+		cfg.RejectLimit = lim
+		r, _ := NewRunner(cfg)
+		_, err := r.Run(context.Background(), nil, nil)
+		if !errors.Is(err, ErrTooManyRejects) {
+			t.Fatalf("limit %+v: err = %v, want ErrTooManyRejects", lim, err)
+		}
+	}
+}
+
+// A run killed hard (context cancelled, no final commit) at different moments, then resumed
+// from its checkpoint, must commit exactly the rows of a clean run: none lost, none twice.
+func TestCrashAndResumeExactlyOnce(t *testing.T) {
+	for _, killAt := range []time.Duration{3 * time.Millisecond, 15 * time.Millisecond, 40 * time.Millisecond} {
+		t.Run(killAt.String(), func(t *testing.T) {
+			src := &seqSource{streams: 4, rows: 3000, batch: 50, delay: 200 * time.Microsecond}
+			sink := &memSink{}
+			cfg := testConfig(t, src, sink, copyTransform{rejectEvery: 97})
+			cfg.CheckpointEvery = 2 * time.Millisecond
+			r, _ := NewRunner(cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), killAt)
+			_, err := r.Run(ctx, nil, nil)
+			cancel()
+			if err == nil {
+				t.Skip("run finished before the kill; nothing to resume")
+			}
+			cp, err := PrepareResume(cfg.OutDir, cfg.Fingerprint, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cp == nil { // killed before the first checkpoint: nothing may have been kept
+				if len(sink.committed) != 0 {
+					t.Fatalf("%d rows committed without a checkpoint", len(sink.committed))
+				}
+			} else if int64(len(sink.committed)) != cp.RowsWritten {
+				t.Fatalf("checkpoint says %d rows written, sink committed %d", cp.RowsWritten, len(sink.committed))
+			}
+			r2, _ := NewRunner(cfg)
+			res, err := r2.Run(context.Background(), nil, cp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			for _, k := range sink.committed {
+				seen[k]++
+				if seen[k] > 1 {
+					t.Fatalf("row %s written twice", k)
+				}
+			}
+			wantRejected := int64(4 * 31) // multiples of 97 below 3000, per stream
+			if res.RowsIn != 12000 || res.RowsRejected != wantRejected || int64(len(seen)) != 12000-wantRejected {
+				t.Fatalf("after resume in=%d rejected=%d distinct=%d", res.RowsIn, res.RowsRejected, len(seen))
+			}
+			if n := len(readRejects(t, cfg.OutDir)); int64(n) != wantRejected {
+				t.Fatalf("rejects.jsonl has %d lines after resume, want %d", n, wantRejected)
+			}
+		})
+	}
+}
+
+// Closing stop finishes what was read, commits it, and the checkpoint lets a resume finish.
+func TestInterruptCommitsAndResumes(t *testing.T) {
+	src := &seqSource{streams: 2, rows: 5000, batch: 100, delay: 100 * time.Microsecond}
+	sink := &memSink{}
+	cfg := testConfig(t, src, sink, copyTransform{})
+	r, _ := NewRunner(cfg)
+	stop := make(chan struct{})
+	time.AfterFunc(10*time.Millisecond, func() { close(stop) })
+	res, err := r.Run(context.Background(), stop, nil)
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("err = %v, want ErrInterrupted", err)
+	}
+	if res.RowsWritten != int64(len(sink.committed)) || res.RowsWritten == 0 || len(sink.pending) != 0 {
+		t.Fatalf("interrupted run: written %d, committed %d, pending %d", res.RowsWritten, len(sink.committed), len(sink.pending))
+	}
+	cp, err := PrepareResume(cfg.OutDir, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, _ := NewRunner(cfg)
+	if _, err := r2.Run(context.Background(), nil, cp); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.committed) != 10000 {
+		t.Fatalf("after resume %d rows committed, want 10000", len(sink.committed))
+	}
+}
+
+func TestCommitFailureFailsRun(t *testing.T) {
+	src := &seqSource{streams: 1, rows: 100, batch: 10}
+	sink := &memSink{failAfter: 1}
+	cfg := testConfig(t, src, sink, copyTransform{})
+	r, _ := NewRunner(cfg)
+	if _, err := r.Run(context.Background(), nil, nil); err == nil {
+		t.Fatal("a failed commit must fail the run")
+	}
+	if _, err := os.Stat(filepath.Join(cfg.OutDir, CheckpointFile)); err == nil {
+		t.Fatal("no checkpoint may be written for a failed commit")
+	}
+}
+
+func TestPrepareResumeRefusesOtherMapping(t *testing.T) {
+	dir := t.TempDir()
+	cp := &Checkpoint{Fingerprint: "aaa"}
+	if err := cp.save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PrepareResume(dir, "bbb", nil); err == nil {
+		t.Fatal("resume with another mapping must be refused")
+	}
+}
+
+func TestRemoveUncommitted(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "region-0000"), 0o755)
+	for _, n := range []string{"region-0000/part-00001.parquet", "region-0000/part-00002.parquet", "region-0000/" + TempPrefix + "part-00003.parquet", "manifest.json"} {
+		os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644)
+	}
+	removed, err := RemoveUncommitted(dir, []FileInfo{{Path: "region-0000/part-00001.parquet"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 2 {
+		t.Fatalf("removed %v", removed)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "region-0000/part-00001.parquet")); err != nil {
+		t.Fatal("a checkpointed file was removed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+		t.Fatal("a file outside the region folders was removed")
+	}
+}
