@@ -1,0 +1,239 @@
+package transform
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// convert turns a non-null value into the representation of a target type, or rejects it with
+// code "type". Values already of the right kind pass through (after range checks for the narrow
+// integer types and precision checks for DECIMAL).
+func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipeline.RowError) {
+	switch t.T {
+	case pipeline.TypeVarchar, pipeline.TypeJSON:
+		if v.K == pipeline.KindText {
+			return v, nil
+		}
+		return pipeline.Text(e.canonString(v)), nil
+	case pipeline.TypeVarbinary:
+		if v.K == pipeline.KindBytes {
+			return v, nil
+		}
+		return pipeline.Bytes(e.canonString(v)), nil
+	case pipeline.TypeBigint, pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint:
+		i := v.I
+		switch v.K {
+		case pipeline.KindInt:
+		case pipeline.KindText, pipeline.KindDecimal:
+			var err error
+			if i, err = strconv.ParseInt(strings.TrimSpace(v.S), 10, 64); err != nil {
+				return v, typeErr(strconv.Quote(truncate(v.S, 64)) + " is not a " + t.String() + " value")
+			}
+		default:
+			return v, typeErr("a " + v.K.String() + " value cannot be stored as " + t.String())
+		}
+		lo, hi := intRange(t.T)
+		if i < lo || i > hi {
+			return v, typeErr(strconv.FormatInt(i, 10) + " is out of the " + t.String() + " range")
+		}
+		return pipeline.Int(i), nil
+	case pipeline.TypeTimestamp:
+		switch v.K {
+		case pipeline.KindInt:
+			return v, nil
+		case pipeline.KindText:
+			if ms, ok := parseTimestamp(v.S); ok {
+				return pipeline.Int(ms), nil
+			}
+			return v, typeErr(strconv.Quote(truncate(v.S, 64)) + " is not a TIMESTAMP (epoch milliseconds or RFC 3339)")
+		}
+		return v, typeErr("a " + v.K.String() + " value cannot be stored as TIMESTAMP")
+	case pipeline.TypeDate:
+		switch v.K {
+		case pipeline.KindInt:
+			if v.I < math.MinInt32 || v.I > math.MaxInt32 {
+				return v, typeErr(strconv.FormatInt(v.I, 10) + " days is out of the DATE range")
+			}
+			return v, nil
+		case pipeline.KindText:
+			if d, ok := parseDate(v.S); ok {
+				return pipeline.Int(d), nil
+			}
+			return v, typeErr(strconv.Quote(truncate(v.S, 64)) + " is not a DATE (YYYY-MM-DD or days since 1970-01-01)")
+		}
+		return v, typeErr("a " + v.K.String() + " value cannot be stored as DATE")
+	case pipeline.TypeBoolean:
+		switch v.K {
+		case pipeline.KindBool:
+			return v, nil
+		case pipeline.KindText:
+			switch strings.ToLower(strings.TrimSpace(v.S)) {
+			case "true":
+				return pipeline.Bool(true), nil
+			case "false":
+				return pipeline.Bool(false), nil
+			}
+			return v, typeErr(strconv.Quote(truncate(v.S, 64)) + " is not a BOOLEAN (true or false)")
+		}
+		return v, typeErr("a " + v.K.String() + " value cannot be stored as BOOLEAN")
+	case pipeline.TypeFloat, pipeline.TypeDouble:
+		switch v.K {
+		case pipeline.KindFloat:
+			return v, nil
+		case pipeline.KindInt:
+			return pipeline.Float(float64(v.I)), nil
+		case pipeline.KindText, pipeline.KindDecimal:
+			f, err := strconv.ParseFloat(strings.TrimSpace(v.S), 64)
+			if err != nil {
+				return v, typeErr(strconv.Quote(truncate(v.S, 64)) + " is not a " + t.String() + " value")
+			}
+			return pipeline.Float(f), nil
+		}
+		return v, typeErr("a " + v.K.String() + " value cannot be stored as " + t.String())
+	case pipeline.TypeDecimal:
+		var s string
+		switch v.K {
+		case pipeline.KindDecimal, pipeline.KindText:
+			s = strings.TrimSpace(v.S)
+		case pipeline.KindInt, pipeline.KindFloat:
+			if v.K == pipeline.KindFloat && (math.IsNaN(v.Float()) || math.IsInf(v.Float(), 0)) {
+				return v, typeErr("NaN and infinities cannot be stored as DECIMAL")
+			}
+			s = e.canonString(v)
+		default:
+			return v, typeErr("a " + v.K.String() + " value cannot be stored as " + t.String())
+		}
+		if msg := checkDecimal(s, t.P, t.S); msg != "" {
+			return v, typeErr(strconv.Quote(truncate(s, 64)) + ": " + msg)
+		}
+		return pipeline.Decimal(s), nil
+	}
+	return v, typeErr("cannot store a value as " + t.String())
+}
+
+func intRange(t pipeline.Type) (int64, int64) {
+	switch t {
+	case pipeline.TypeInteger:
+		return math.MinInt32, math.MaxInt32
+	case pipeline.TypeSmallint:
+		return math.MinInt16, math.MaxInt16
+	case pipeline.TypeTinyint:
+		return math.MinInt8, math.MaxInt8
+	}
+	return math.MinInt64, math.MaxInt64
+}
+
+// checkDecimal validates decimal text (sign, digits, optional fraction and exponent) and that it
+// fits DECIMAL(p,s): at most p-s significant integer digits and s fraction digits (trailing zeros
+// of the fraction do not count: 1.50 fits a scale of 1).
+func checkDecimal(s string, p, sc int) string {
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	intStart := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	intDigits := s[intStart:i]
+	var frac string
+	if i < len(s) && s[i] == '.' {
+		i++
+		fs := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		frac = s[fs:i]
+	}
+	if intDigits == "" && frac == "" {
+		return "not a decimal number"
+	}
+	exp := 0
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		es := i
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		ds := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if ds == i || i-ds > 6 {
+			return "not a decimal number"
+		}
+		exp, _ = strconv.Atoi(s[es:i])
+	}
+	if i != len(s) {
+		return "not a decimal number"
+	}
+	intDigits = strings.TrimLeft(intDigits, "0")
+	frac = strings.TrimRight(frac, "0")
+	// value = intDigits.frac * 10^exp
+	ni, nf := len(intDigits), len(frac)
+	if intDigits == "" && frac != "" {
+		// 0.000123: leading zeros of the fraction are not integer digits
+		ni = 0
+	}
+	ni += exp
+	nf -= exp
+	if ni < 0 {
+		ni = 0
+	}
+	if nf < 0 {
+		nf = 0
+	}
+	if intDigits == "" && strings.TrimLeft(frac, "0") == "" {
+		return "" // zero
+	}
+	if ni > p-sc {
+		return "has " + strconv.Itoa(ni) + " integer digits, DECIMAL(" + strconv.Itoa(p) + "," + strconv.Itoa(sc) + ") allows " + strconv.Itoa(p-sc) + " (override the column type with `:: DECIMAL(p,s)`)"
+	}
+	if nf > sc {
+		return "has " + strconv.Itoa(nf) + " fraction digits, DECIMAL(" + strconv.Itoa(p) + "," + strconv.Itoa(sc) + ") allows " + strconv.Itoa(sc) + " (override the column type with `:: DECIMAL(p,s)`)"
+	}
+	return ""
+}
+
+func parseTimestamp(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return i, true
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UnixMilli(), true
+		}
+	}
+	return 0, false
+}
+
+func parseDate(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	if i, err := strconv.ParseInt(s, 10, 32); err == nil {
+		return i, true
+	}
+	t, err := time.Parse("2006-01-02", s)
+	if err != nil {
+		return 0, false
+	}
+	return t.Unix() / 86400, true
+}
+
+// parseLiteral reads a value written in the mapping (a split key) as a value of type t.
+func parseLiteral(s string, t colType) (pipeline.Value, error) {
+	var e Evaluator
+	v, rerr := e.convert(pipeline.Text(s), t)
+	if rerr != nil {
+		return v, errors.New(rerr.Message)
+	}
+	if v.K == pipeline.KindText || v.K == pipeline.KindBytes || v.K == pipeline.KindDecimal {
+		v.S = strings.Clone(v.S)
+	}
+	return v, nil
+}

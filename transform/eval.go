@@ -1,0 +1,679 @@
+package transform
+
+import (
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/binary"
+	"hash/crc32"
+	"math"
+	"math/bits"
+	"strconv"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform/murmur3"
+)
+
+// evalFn evaluates one compiled expression for a record. out holds the target columns computed
+// so far (expressions read other target.columns entries from there).
+type evalFn func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError)
+
+// step computes one target column.
+type step struct {
+	dst   int
+	src   int    // source index when fn is nil (a carried-over or bare key column)
+	fn    evalFn // the column's expression
+	kind  pipeline.Kind
+	fast  bool // a value of kind needs no conversion or check
+	typ   colType
+	key   bool
+	field string
+}
+
+// Evaluator applies a Program to records. It is not safe for concurrent use: make one per
+// goroutine with Program.NewEvaluator. Strings it produces live in its arena until Reset.
+type Evaluator struct {
+	p       *Program
+	a       arena
+	scratch []byte
+	saltBuf []byte
+	batch   *pipeline.Batch
+	salt    uint64
+	saltOK  bool
+}
+
+// NewEvaluator returns an evaluator for one goroutine.
+func (p *Program) NewEvaluator() *Evaluator {
+	return &Evaluator{p: p, scratch: make([]byte, 0, 64), saltBuf: make([]byte, 0, 256)}
+}
+
+// Reset makes the arena reusable: strings returned by earlier Apply calls become invalid. The
+// pipeline calls it after the sink consumed the batch.
+func (e *Evaluator) Reset() { e.a.reset() }
+
+// Apply computes the target row of r into out (len(out) == len(Target().Columns)), or says why
+// the record is rejected: null_key, key_too_long, type, dict_miss or eval. Records with r.Err set
+// must not be passed. Output strings may point into r's values or into the evaluator's arena
+// (valid until Reset).
+func (e *Evaluator) Apply(b *pipeline.Batch, r *pipeline.Record, out []pipeline.Value) *pipeline.RowError {
+	p := e.p
+	if len(out) != len(p.target.Columns) {
+		panic("transform: Apply: out has " + strconv.Itoa(len(out)) + " values, the target schema " + strconv.Itoa(len(p.target.Columns)))
+	}
+	if len(r.Values) < len(p.source) {
+		return &pipeline.RowError{Code: pipeline.CodeParse, Message: "the record has " + strconv.Itoa(len(r.Values)) +
+			" values, the source schema " + strconv.Itoa(len(p.source))}
+	}
+	e.batch, e.saltOK = b, false
+	for i := range p.steps {
+		st := &p.steps[i]
+		var v pipeline.Value
+		if st.fn == nil {
+			v = r.Values[st.src]
+		} else {
+			var rerr *pipeline.RowError
+			if v, rerr = st.fn(e, r, out); rerr != nil {
+				if rerr.Field == "" {
+					rerr.Field = st.field
+				}
+				return rerr
+			}
+		}
+		if v.K != st.kind || !st.fast {
+			if v.K == pipeline.KindNull {
+				if st.key {
+					return &pipeline.RowError{Code: pipeline.CodeNullKey, Field: st.field, Message: "key column " + st.field + " is null"}
+				}
+			} else {
+				var rerr *pipeline.RowError
+				if v, rerr = e.convert(v, st.typ); rerr != nil {
+					rerr.Field = st.field
+					return rerr
+				}
+			}
+		}
+		out[st.dst] = v
+	}
+	if n := p.KeyBytes(out); n > MaxKeyBytes {
+		return &pipeline.RowError{Code: pipeline.CodeKeyTooLong, Field: p.target.Columns[0].Name,
+			Message: "the encoded primary key is " + strconv.Itoa(n) + " bytes, Lindorm allows " + strconv.Itoa(MaxKeyBytes)}
+	}
+	return nil
+}
+
+// ---- arena ----
+
+const arenaChunk = 64 << 10
+
+// arena hands out strings carved from reusable chunks. A chunk is never reallocated once strings
+// point into it; Reset recycles all chunks.
+type arena struct {
+	buf  []byte
+	used [][]byte
+	free [][]byte
+}
+
+func (a *arena) reserve(n int) {
+	if cap(a.buf)-len(a.buf) < n {
+		a.grow(n)
+	}
+}
+
+func (a *arena) grow(n int) {
+	if a.buf != nil {
+		a.used = append(a.used, a.buf)
+	}
+	for i := len(a.free) - 1; i >= 0; i-- {
+		if cap(a.free[i]) >= n {
+			a.buf = a.free[i][:0]
+			a.free[i] = a.free[len(a.free)-1]
+			a.free = a.free[:len(a.free)-1]
+			return
+		}
+	}
+	size := arenaChunk
+	if n > size {
+		size = n
+	}
+	a.buf = make([]byte, 0, size)
+}
+
+func (a *arena) reset() {
+	for _, c := range a.used {
+		a.free = append(a.free, c[:0])
+	}
+	a.used = a.used[:0]
+	if a.buf != nil {
+		a.buf = a.buf[:0]
+	}
+}
+
+// since returns the bytes appended after start as a string sharing the arena's memory.
+func (a *arena) since(start int) string {
+	n := len(a.buf) - start
+	if n == 0 {
+		return ""
+	}
+	return unsafe.String(&a.buf[start], n)
+}
+
+func (a *arena) copy(s string) string {
+	a.reserve(len(s))
+	start := len(a.buf)
+	a.buf = append(a.buf, s...)
+	return a.since(start)
+}
+
+// ---- helpers ----
+
+func isStringKind(k pipeline.Kind) bool {
+	return k == pipeline.KindText || k == pipeline.KindBytes || k == pipeline.KindDecimal
+}
+
+// canon returns the canonical bytes of v without allocating: string kinds are viewed in place,
+// others are formatted into the evaluator's scratch buffer (valid until the next canon call).
+func (e *Evaluator) canon(v pipeline.Value) []byte {
+	if isStringKind(v.K) {
+		return unsafe.Slice(unsafe.StringData(v.S), len(v.S))
+	}
+	e.scratch = v.AppendCanonical(e.scratch[:0])
+	return e.scratch
+}
+
+// canonString is the canonical form as a string; non-string kinds are formatted into the arena.
+func (e *Evaluator) canonString(v pipeline.Value) string {
+	if isStringKind(v.K) {
+		return v.S
+	}
+	e.a.reserve(32)
+	start := len(e.a.buf)
+	e.a.buf = v.AppendCanonical(e.a.buf)
+	return e.a.since(start)
+}
+
+const hexDigits = "0123456789abcdef"
+
+func evalErr(msg string) *pipeline.RowError {
+	return &pipeline.RowError{Code: pipeline.CodeEval, Message: msg}
+}
+
+func typeErr(msg string) *pipeline.RowError {
+	return &pipeline.RowError{Code: pipeline.CodeType, Message: msg}
+}
+
+// digestHex writes hex characters [from, to) of the lowercase hex digest of b into dst[from:to].
+func digestHex(o op, b []byte, dst *[64]byte, from, to int) {
+	var sum [32]byte
+	switch o {
+	case opMD5:
+		s := md5.Sum(b)
+		copy(sum[:], s[:])
+	case opSHA1:
+		s := sha1.Sum(b)
+		copy(sum[:], s[:])
+	default:
+		sum = sha256.Sum256(b)
+	}
+	for i := from >> 1; i < (to+1)>>1; i++ {
+		dst[2*i] = hexDigits[sum[i]>>4]
+		dst[2*i+1] = hexDigits[sum[i]&15]
+	}
+}
+
+// asInt reads an integer operand: integers as they are; text and decimals parsed (a varint out of
+// the int64 range fails).
+func asInt(v pipeline.Value, what string) (int64, *pipeline.RowError) {
+	switch v.K {
+	case pipeline.KindInt:
+		return v.I, nil
+	case pipeline.KindText, pipeline.KindDecimal:
+		i, err := strconv.ParseInt(v.S, 10, 64)
+		if err != nil {
+			return 0, typeErr(what + ": " + strconv.Quote(v.S) + " is not a 64-bit integer")
+		}
+		return i, nil
+	}
+	return 0, typeErr(what + ": a " + v.K.String() + " value is not an integer")
+}
+
+// substrBounds finds the byte offsets of characters [begin, end) of s with Java's rules: an index
+// out of range is an error (Java throws). Characters are Unicode code points (Java counts UTF-16
+// units, which differs only for characters outside the BMP, such as emoji).
+func substrBounds(s string, begin, end int64, hasEnd bool) (int, int, string) {
+	if begin < 0 {
+		return 0, 0, "begin index " + strconv.FormatInt(begin, 10) + " is negative"
+	}
+	if hasEnd && end < begin {
+		return 0, 0, "end index " + strconv.FormatInt(end, 10) + " is before begin index " + strconv.FormatInt(begin, 10)
+	}
+	// ASCII fast path
+	if hasEnd && end <= int64(len(s)) {
+		ascii := true
+		for i := 0; i < int(end); i++ {
+			if s[i] >= utf8.RuneSelf {
+				ascii = false
+				break
+			}
+		}
+		if ascii {
+			return int(begin), int(end), ""
+		}
+	}
+	var idx int64
+	bi, bstart, bend := 0, -1, -1
+	for {
+		if idx == begin {
+			bstart = bi
+		}
+		if hasEnd && idx == end {
+			bend = bi
+			break
+		}
+		if bi >= len(s) {
+			break
+		}
+		if s[bi] < utf8.RuneSelf {
+			bi++
+		} else {
+			_, w := utf8.DecodeRuneInString(s[bi:])
+			bi += w
+		}
+		idx++
+	}
+	if !hasEnd {
+		bend = len(s)
+		if bstart < 0 {
+			return 0, 0, "begin index " + strconv.FormatInt(begin, 10) + " is beyond the " + strconv.FormatInt(idx, 10) + " characters of the value"
+		}
+		return bstart, bend, ""
+	}
+	if bend < 0 {
+		return 0, 0, "end index " + strconv.FormatInt(end, 10) + " is beyond the " + strconv.FormatInt(idx, 10) + " characters of the value"
+	}
+	return bstart, bend, ""
+}
+
+// ---- building closures ----
+
+func (p *Program) build(t *texpr) evalFn {
+	switch t.op {
+	case opLit:
+		v := t.lit
+		return func(*Evaluator, *pipeline.Record, []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+			return v, nil
+		}
+	case opSrc:
+		i := t.idx
+		return func(_ *Evaluator, r *pipeline.Record, _ []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+			return r.Values[i], nil
+		}
+	case opTgt:
+		i := t.idx
+		return func(_ *Evaluator, _ *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+			return out[i], nil
+		}
+	case opMD5, opSHA1, opSHA256:
+		return p.buildDigest(t)
+	case opCRC32:
+		x := p.build(t.args[0])
+		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+			v, err := x(e, r, out)
+			if err != nil || v.K == pipeline.KindNull {
+				return v, err
+			}
+			return pipeline.Int(int64(crc32.ChecksumIEEE(e.canon(v)))), nil
+		}
+	case opMurmur3:
+		x := p.build(t.args[0])
+		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+			v, err := x(e, r, out)
+			if err != nil || v.K == pipeline.KindNull {
+				return v, err
+			}
+			return pipeline.Int(murmur3.Token(e.canon(v))), nil
+		}
+	case opSubstr:
+		return p.buildSubstr(t)
+	case opReverse:
+		x := p.build(t.args[0])
+		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+			v, err := x(e, r, out)
+			if err != nil || v.K == pipeline.KindNull {
+				return v, err
+			}
+			s := e.canonString(v)
+			e.a.reserve(len(s))
+			start := len(e.a.buf)
+			for end := len(s); end > 0; {
+				if c := s[end-1]; c < utf8.RuneSelf {
+					e.a.buf = append(e.a.buf, c)
+					end--
+					continue
+				}
+				_, w := utf8.DecodeLastRuneInString(s[:end])
+				e.a.buf = append(e.a.buf, s[end-w:end]...)
+				end -= w
+			}
+			return pipeline.Text(e.a.since(start)), nil
+		}
+	case opConcat:
+		l, rt := p.build(t.args[0]), p.build(t.args[1])
+		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+			a, err := l(e, r, out)
+			if err != nil || a.K == pipeline.KindNull {
+				return a, err
+			}
+			b, err := rt(e, r, out)
+			if err != nil || b.K == pipeline.KindNull {
+				return b, err
+			}
+			e.a.reserve(len(a.S) + len(b.S) + 64)
+			start := len(e.a.buf)
+			e.a.buf = a.AppendCanonical(e.a.buf)
+			e.a.buf = b.AppendCanonical(e.a.buf)
+			return pipeline.Text(e.a.since(start)), nil
+		}
+	case opAdd, opMul, opDiv, opMod:
+		return p.buildArith(t)
+	case opLong, opInt:
+		x := p.build(t.args[0])
+		isInt := t.op == opInt
+		name := opNames[t.op]
+		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+			v, err := x(e, r, out)
+			if err != nil || v.K == pipeline.KindNull {
+				return v, err
+			}
+			i := v.I
+			if v.K != pipeline.KindInt {
+				if !isStringKind(v.K) {
+					return v, evalErr(name + "(x): a " + v.K.String() + " value is not an integer")
+				}
+				var perr error
+				if i, perr = strconv.ParseInt(v.S, 10, 64); perr != nil {
+					return v, evalErr(name + "(" + strconv.Quote(v.S) + "): not a 64-bit integer")
+				}
+			}
+			if isInt && (i < math.MinInt32 || i > math.MaxInt32) {
+				return v, evalErr("int(x): " + strconv.FormatInt(i, 10) + " is out of the 32-bit range")
+			}
+			return pipeline.Int(i), nil
+		}
+	case opStr:
+		x := p.build(t.args[0])
+		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+			v, err := x(e, r, out)
+			if err != nil || v.K == pipeline.KindNull || v.K == pipeline.KindText {
+				return v, err
+			}
+			return pipeline.Text(e.canonString(v)), nil
+		}
+	case opCode:
+		return p.buildCode(t)
+	case opRandom:
+		n, _ := t.args[0].isConstInt()
+		un := uint64(n)
+		return func(e *Evaluator, r *pipeline.Record, _ []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+			return pipeline.Int(int64(e.recordSalt(r) % un)), nil
+		}
+	case opCast:
+		x := p.build(t.args[0])
+		to := t.typ
+		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+			v, err := x(e, r, out)
+			if err != nil || v.K == pipeline.KindNull {
+				return v, err
+			}
+			return e.convert(v, to)
+		}
+	}
+	panic("transform: unknown op " + strconv.Itoa(int(t.op)))
+}
+
+func (p *Program) buildDigest(t *texpr) evalFn {
+	x := p.build(t.args[0])
+	o := t.op
+	return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+		v, err := x(e, r, out)
+		if err != nil || v.K == pipeline.KindNull {
+			return v, err
+		}
+		var hex [64]byte
+		n := digestLen(o)
+		digestHex(o, e.canon(v), &hex, 0, n)
+		e.a.reserve(n)
+		start := len(e.a.buf)
+		e.a.buf = append(e.a.buf, hex[:n]...)
+		return pipeline.Text(e.a.since(start)), nil
+	}
+}
+
+func (p *Program) buildSubstr(t *texpr) evalFn {
+	a, aConst := t.args[1].isConstInt()
+	hasEnd := len(t.args) == 3
+	var b int64
+	bConst := true
+	if hasEnd {
+		b, bConst = t.args[2].isConstInt()
+	}
+	name := "substr(" + t.args[1].String()
+	if hasEnd {
+		name += ", " + t.args[2].String()
+	}
+	name += ")"
+	// digest(x).substr(a, b) with constant bounds inside the digest: hex into a stack buffer and
+	// copy only the slice.
+	if d := t.args[0]; aConst && bConst && hasEnd && (d.op == opMD5 || d.op == opSHA1 || d.op == opSHA256) && b <= int64(digestLen(d.op)) {
+		x := p.build(d.args[0])
+		o := d.op
+		ai, bi := int(a), int(b)
+		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+			v, err := x(e, r, out)
+			if err != nil || v.K == pipeline.KindNull {
+				return v, err
+			}
+			var hex [64]byte
+			digestHex(o, e.canon(v), &hex, ai, bi)
+			e.a.reserve(bi - ai)
+			start := len(e.a.buf)
+			e.a.buf = append(e.a.buf, hex[ai:bi]...)
+			return pipeline.Text(e.a.since(start)), nil
+		}
+	}
+	x := p.build(t.args[0])
+	var af, bf evalFn
+	if !aConst {
+		af = p.build(t.args[1])
+	}
+	if hasEnd && !bConst {
+		bf = p.build(t.args[2])
+	}
+	return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+		v, err := x(e, r, out)
+		if err != nil || v.K == pipeline.KindNull {
+			return v, err
+		}
+		begin, end := a, b
+		if af != nil {
+			iv, err := af(e, r, out)
+			if err != nil || iv.K == pipeline.KindNull {
+				return iv, err
+			}
+			if begin, err = asInt(iv, name); err != nil {
+				return v, err
+			}
+		}
+		if bf != nil {
+			iv, err := bf(e, r, out)
+			if err != nil || iv.K == pipeline.KindNull {
+				return iv, err
+			}
+			if end, err = asInt(iv, name); err != nil {
+				return v, err
+			}
+		}
+		s := e.canonString(v)
+		i, j, msg := substrBounds(s, begin, end, hasEnd)
+		if msg != "" {
+			return v, evalErr(name + ": " + msg + " (" + strconv.Quote(truncate(s, 64)) + ")")
+		}
+		return pipeline.Text(s[i:j]), nil
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+func digestLen(o op) int {
+	switch o {
+	case opMD5:
+		return 32
+	case opSHA1:
+		return 40
+	}
+	return 64
+}
+
+func (p *Program) buildArith(t *texpr) evalFn {
+	l, rt := p.build(t.args[0]), p.build(t.args[1])
+	o := t.op
+	sym := map[op]string{opAdd: "+", opMul: "*", opDiv: "/", opMod: "%"}[o]
+	return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+		av, err := l(e, r, out)
+		if err != nil || av.K == pipeline.KindNull {
+			return av, err
+		}
+		bv, err := rt(e, r, out)
+		if err != nil || bv.K == pipeline.KindNull {
+			return bv, err
+		}
+		a, b := av.I, bv.I
+		if av.K != pipeline.KindInt {
+			if a, err = asInt(av, "operator "+sym); err != nil {
+				return av, err
+			}
+		}
+		if bv.K != pipeline.KindInt {
+			if b, err = asInt(bv, "operator "+sym); err != nil {
+				return bv, err
+			}
+		}
+		switch o {
+		case opAdd:
+			s := a + b
+			if (s > a) != (b > 0) {
+				return av, evalErr("integer overflow in " + strconv.FormatInt(a, 10) + " + " + strconv.FormatInt(b, 10))
+			}
+			return pipeline.Int(s), nil
+		case opMul:
+			hi, lo := bits.Mul64(uint64(abs64(a)), uint64(abs64(b)))
+			neg := (a < 0) != (b < 0)
+			if hi != 0 || lo > math.MaxInt64 && !(neg && lo == 1<<63) || a == math.MinInt64 && b != 1 && b != 0 || b == math.MinInt64 && a != 1 && a != 0 {
+				return av, evalErr("integer overflow in " + strconv.FormatInt(a, 10) + " * " + strconv.FormatInt(b, 10))
+			}
+			return pipeline.Int(a * b), nil
+		case opDiv:
+			if b == 0 {
+				return av, evalErr("division by zero")
+			}
+			if a == math.MinInt64 && b == -1 {
+				return av, evalErr("integer overflow in " + strconv.FormatInt(a, 10) + " / -1")
+			}
+			q := a / b
+			if (a%b != 0) && ((a < 0) != (b < 0)) {
+				q--
+			}
+			return pipeline.Int(q), nil
+		default:
+			if b == 0 {
+				return av, evalErr("modulo by zero")
+			}
+			if b == math.MinInt64 {
+				if a < 0 && a != math.MinInt64 {
+					// |b| does not fit; a + |b| = a - MinInt64
+					return pipeline.Int(a - math.MinInt64), nil
+				}
+				if a == math.MinInt64 {
+					return pipeline.Int(0), nil
+				}
+				return pipeline.Int(a), nil
+			}
+			if b < 0 {
+				b = -b
+			}
+			m := a % b
+			if m < 0 {
+				m += b
+			}
+			return pipeline.Int(m), nil
+		}
+	}
+}
+
+func abs64(a int64) int64 {
+	if a < 0 {
+		return -a // MinInt64 stays MinInt64, handled by the caller
+	}
+	return a
+}
+
+func (p *Program) buildCode(t *texpr) evalFn {
+	x := p.build(t.args[0])
+	d := t.dict
+	keep := p.keepMissing
+	return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+		v, err := x(e, r, out)
+		if err != nil || v.K == pipeline.KindNull {
+			return v, err
+		}
+		var k string
+		if isStringKind(v.K) {
+			k = v.S
+		} else {
+			b := e.canon(v)
+			k = unsafe.String(unsafe.SliceData(b), len(b))
+		}
+		if to, ok := d.lookup(k); ok {
+			return pipeline.Text(to), nil
+		}
+		if keep {
+			return v, nil
+		}
+		return v, &pipeline.RowError{Code: pipeline.CodeDictMiss,
+			Message: "value " + strconv.Quote(truncate(k, 200)) + " is not in dictionary " + strconv.Quote(d.name) + " (target.on_missing_code: reject)"}
+	}
+}
+
+// recordSalt is the record's salt hash, computed once per Apply. See README.md "random(n)".
+func (e *Evaluator) recordSalt(r *pipeline.Record) uint64 {
+	if e.saltOK {
+		return e.salt
+	}
+	buf := e.saltBuf[:0]
+	for _, v := range r.Values[:len(e.p.source)] {
+		buf = append(buf, byte(v.K))
+		switch v.K {
+		case pipeline.KindNull:
+		case pipeline.KindInt, pipeline.KindFloat, pipeline.KindBool:
+			buf = binary.BigEndian.AppendUint64(buf, uint64(v.I))
+		default:
+			buf = binary.BigEndian.AppendUint32(buf, uint32(len(v.S)))
+			buf = append(buf, v.S...)
+		}
+	}
+	if e.batch != nil && e.batch.SaltOrigin {
+		buf = append(buf, 0xff)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(e.batch.Stream)))
+		buf = append(buf, e.batch.Stream...)
+		buf = binary.BigEndian.AppendUint64(buf, uint64(r.Seq))
+	}
+	e.saltBuf = buf
+	e.salt, e.saltOK = uint64(murmur3.Token(buf)), true
+	return e.salt
+}

@@ -1,0 +1,589 @@
+// Package transform reads rekey's mapping files (YAML, decoded strictly), compiles the key
+// expression language into closures, evaluates them per record without allocating, and plans the
+// table's pre-split regions. It is pure: no I/O beyond reading the mapping file, no logging.
+//
+// See README.md in this folder for the mapping file, the language and the exact definitions
+// (salts, derived names, region strategies).
+package transform
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// Mapping is a decoded mapping file. Order is kept wherever the file's order matters (source
+// columns, target columns, options).
+type Mapping struct {
+	File    string // the name given to Decode (the path, for Load); used in messages
+	Version int
+	Source  SourceSpec
+	Vars    []Var
+	Target  TargetSpec
+	Regions *RegionsSpec // nil when the file has no regions: section
+
+	lines map[string]int // path -> line in the file, for messages
+}
+
+// SourceSpec is the mapping's source: section.
+type SourceSpec struct {
+	Name    string                // keyspace.table, topic, or a label
+	Columns pipeline.SourceSchema // in file order; types lowercased as written
+}
+
+// Var is a named constant usable in expressions (vars: section): an integer or a string.
+type Var struct {
+	Name  string
+	Value pipeline.Value // KindInt or KindText
+}
+
+// ColumnExpr is one target.columns entry: a target column and the expression computing it.
+type ColumnExpr struct {
+	Name string
+	Expr string
+}
+
+// Dict is one target.codes dictionary, entries in file order.
+type Dict struct {
+	Name    string
+	Entries [][2]string // from, to
+}
+
+// TargetSpec is the mapping's target: section.
+type TargetSpec struct {
+	Table         string
+	PrimaryKey    string
+	Columns       []ColumnExpr
+	Exclude       []string
+	Codes         []Dict
+	OnMissingCode string      // "reject" (default) or "keep"
+	Options       [][2]string // copied into CREATE TABLE ... WITH (...), in file order
+}
+
+// RegionsSpec is the mapping's regions: section; exactly one of the fields is set.
+type RegionsSpec struct {
+	Count     int
+	Size      int64  // bytes
+	SizeText  string // as written ("8GiB")
+	SplitKeys []string
+}
+
+// Problem is one thing wrong with a mapping, located by its path in the file
+// ("target.primary_key[1]") and, when known, its line.
+type Problem struct {
+	Path    string
+	Line    int
+	Message string
+}
+
+func (p Problem) String() string {
+	s := p.Message
+	if p.Path != "" {
+		s = p.Path + ": " + s
+	}
+	if p.Line > 0 {
+		s += " (line " + strconv.Itoa(p.Line) + ")"
+	}
+	return s
+}
+
+// MappingError lists every problem found in a mapping; Error prints one per line.
+type MappingError struct {
+	File     string
+	Problems []Problem
+}
+
+func (e *MappingError) Error() string {
+	prefix := ""
+	if e.File != "" {
+		prefix = e.File + ": "
+	}
+	if len(e.Problems) == 1 {
+		return prefix + e.Problems[0].String()
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s%d problems in the mapping:", prefix, len(e.Problems))
+	for _, p := range e.Problems {
+		sb.WriteString("\n  ")
+		sb.WriteString(p.String())
+	}
+	return sb.String()
+}
+
+// problems collects Problems with their lines.
+type problems struct {
+	list  []Problem
+	lines map[string]int
+}
+
+func (ps *problems) add(path string, line int, format string, args ...any) {
+	if line == 0 && ps.lines != nil {
+		// the closest enclosing path that has a line
+		for p := path; p != ""; {
+			if l, ok := ps.lines[p]; ok {
+				line = l
+				break
+			}
+			i := strings.LastIndexAny(p, ".[")
+			if i < 0 {
+				break
+			}
+			p = p[:i]
+		}
+	}
+	msg := format
+	if len(args) > 0 {
+		msg = fmt.Sprintf(format, args...)
+	}
+	ps.list = append(ps.list, Problem{Path: path, Line: line, Message: msg})
+}
+
+// Load reads and strictly decodes a mapping file.
+func Load(path string) (*Mapping, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read mapping: %w", err)
+	}
+	return Decode(data, path)
+}
+
+// Decode strictly decodes a mapping: unknown fields, bad values, expressions that do not parse or
+// type-check, unknown columns, functions, vars and dictionaries, and key rules (at most 5 key
+// columns, VARBINARY only last, no JSON) are all reported together as a *MappingError. When the
+// file lists source.columns, the mapping is fully compiled against them; otherwise the checks
+// that need the source's columns wait for Compile.
+func Decode(data []byte, name string) (*Mapping, error) {
+	d := &decoder{m: &Mapping{File: name, lines: map[string]int{}}}
+	d.ps.lines = d.m.lines
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, &MappingError{File: name, Problems: []Problem{{Message: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}}
+	}
+	if len(doc.Content) == 0 {
+		return nil, &MappingError{File: name, Problems: []Problem{{Message: "the mapping file is empty"}}}
+	}
+	d.root(doc.Content[0])
+	m := d.m
+	if len(m.Source.Columns) > 0 {
+		newCompiler(m, nil, &d.ps).run()
+	} else {
+		syntaxCheck(m, &d.ps)
+	}
+	if len(d.ps.list) > 0 {
+		return nil, &MappingError{File: name, Problems: d.ps.list}
+	}
+	return m, nil
+}
+
+type decoder struct {
+	m  *Mapping
+	ps problems
+}
+
+type pair struct {
+	key  string
+	k, v *yaml.Node
+}
+
+func deref(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	n = deref(n)
+	return n == nil || n.Kind == yaml.ScalarNode && n.Tag == "!!null"
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return "a scalar"
+	}
+	return "something else"
+}
+
+// pairs returns a mapping node's entries in order, reporting non-scalar and duplicate keys.
+func (d *decoder) pairs(n *yaml.Node, path string) []pair {
+	n = deref(n)
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		d.ps.add(path, n.Line, "want a mapping (name: value), found %s", kindName(n))
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []pair
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := deref(n.Content[i]), deref(n.Content[i+1])
+		if k.Kind != yaml.ScalarNode {
+			d.ps.add(path, k.Line, "keys must be plain names, found %s", kindName(k))
+			continue
+		}
+		p := join(path, k.Value)
+		if seen[k.Value] {
+			d.ps.add(p, k.Line, "duplicate key %q", k.Value)
+			continue
+		}
+		seen[k.Value] = true
+		d.m.lines[p] = k.Line
+		out = append(out, pair{key: k.Value, k: k, v: v})
+	}
+	return out
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// fields decodes a mapping with a fixed set of fields; unknown ones are problems.
+func (d *decoder) fields(n *yaml.Node, path string, allowed ...string) map[string]*yaml.Node {
+	out := map[string]*yaml.Node{}
+	for _, p := range d.pairs(n, path) {
+		ok := false
+		for _, a := range allowed {
+			if p.key == a {
+				ok = true
+			}
+		}
+		if !ok {
+			d.ps.add(join(path, p.key), p.k.Line, "unknown field %q (allowed here: %s)", p.key, strings.Join(allowed, ", "))
+			continue
+		}
+		out[p.key] = p.v
+	}
+	return out
+}
+
+func (d *decoder) scalar(n *yaml.Node, path string) (string, bool) {
+	n = deref(n)
+	if n == nil {
+		return "", false
+	}
+	if n.Kind != yaml.ScalarNode {
+		d.ps.add(path, n.Line, "want a single value, found %s", kindName(n))
+		return "", false
+	}
+	if n.Tag == "!!null" {
+		return "", true
+	}
+	return n.Value, true
+}
+
+func (d *decoder) integer(n *yaml.Node, path string) (int64, bool) {
+	s, ok := d.scalar(n, path)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || deref(n).Tag != "!!int" {
+		d.ps.add(path, deref(n).Line, "want an integer, found %q", s)
+		return 0, false
+	}
+	return v, true
+}
+
+func (d *decoder) root(n *yaml.Node) {
+	f := d.fields(n, "", "version", "source", "vars", "target", "regions")
+	if v, ok := f["version"]; !ok {
+		d.ps.add("version", 0, "missing: write `version: 1` at the top of the mapping")
+	} else if x, ok := d.integer(v, "version"); ok {
+		if x != 1 {
+			d.ps.add("version", deref(v).Line, "unsupported version %d: this rekey reads version 1", x)
+		}
+		d.m.Version = int(x)
+	}
+	if s, ok := f["source"]; ok {
+		d.source(s)
+	} else {
+		d.ps.add("source", 0, "missing: the source section names the input and its columns")
+	}
+	if v, ok := f["vars"]; ok {
+		d.vars(v)
+	}
+	if t, ok := f["target"]; ok {
+		d.target(t)
+	} else {
+		d.ps.add("target", 0, "missing: the target section names the table and its primary_key")
+	}
+	if r, ok := f["regions"]; ok {
+		d.regions(r)
+	}
+}
+
+func (d *decoder) source(n *yaml.Node) {
+	f := d.fields(n, "source", "name", "columns")
+	if v, ok := f["name"]; ok {
+		d.m.Source.Name, _ = d.scalar(v, "source.name")
+	}
+	if v, ok := f["columns"]; ok {
+		seen := map[string]string{}
+		for _, p := range d.pairs(v, "source.columns") {
+			path := "source.columns." + p.key
+			t, ok := d.scalar(p.v, path)
+			if !ok {
+				continue
+			}
+			if msg := checkCQL(t); msg != "" {
+				d.ps.add(path, p.v.Line, "%s", msg)
+				continue
+			}
+			if prev, dup := seen[strings.ToLower(p.key)]; dup {
+				d.ps.add(path, p.k.Line, "column %q differs from column %q only in case", p.key, prev)
+			}
+			seen[strings.ToLower(p.key)] = p.key
+			d.m.Source.Columns = append(d.m.Source.Columns, pipeline.SourceColumn{Name: p.key, Type: strings.ToLower(strings.TrimSpace(t))})
+		}
+	}
+}
+
+func (d *decoder) vars(n *yaml.Node) {
+	for _, p := range d.pairs(n, "vars") {
+		path := "vars." + p.key
+		if needsQuote(p.key) {
+			d.ps.add(path, p.k.Line, "a var name must be a plain name (letters, digits, _ and -)")
+			continue
+		}
+		s, ok := d.scalar(p.v, path)
+		if !ok {
+			continue
+		}
+		var val pipeline.Value
+		switch deref(p.v).Tag {
+		case "!!int":
+			i, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				d.ps.add(path, p.v.Line, "integer %s is out of the 64-bit range", s)
+				continue
+			}
+			val = pipeline.Int(i)
+		case "!!str":
+			val = pipeline.Text(s)
+		default:
+			d.ps.add(path, p.v.Line, "a var is an integer or a string, found %q", s)
+			continue
+		}
+		d.m.Vars = append(d.m.Vars, Var{Name: p.key, Value: val})
+	}
+}
+
+func (d *decoder) target(n *yaml.Node) {
+	t := &d.m.Target
+	f := d.fields(n, "target", "table", "primary_key", "columns", "exclude", "codes", "on_missing_code", "options")
+	if v, ok := f["table"]; ok {
+		t.Table, _ = d.scalar(v, "target.table")
+		if t.Table == "" || strings.ContainsAny(t.Table, " \t\n'\"`;,()") {
+			d.ps.add("target.table", deref(v).Line, "want a Lindorm table name, found %q", t.Table)
+		}
+	} else {
+		d.ps.add("target.table", 0, "missing: the Lindorm table to create and load")
+	}
+	if v, ok := f["primary_key"]; ok {
+		t.PrimaryKey, _ = d.scalar(v, "target.primary_key")
+		d.m.lines["target.primary_key"] = deref(v).Line
+		if strings.TrimSpace(t.PrimaryKey) == "" {
+			d.ps.add("target.primary_key", deref(v).Line, "empty: write the key as bracketed elements, e.g. \"[md5(userid).substr(0,4)][userid][orderid]\"")
+		}
+	} else {
+		d.ps.add("target.primary_key", 0, "missing: write the key as bracketed elements, e.g. \"[md5(userid).substr(0,4)][userid][orderid]\"")
+	}
+	if v, ok := f["columns"]; ok {
+		for _, p := range d.pairs(v, "target.columns") {
+			s, ok := d.scalar(p.v, "target.columns."+p.key)
+			if !ok {
+				continue
+			}
+			d.m.lines["target.columns."+p.key] = p.v.Line
+			t.Columns = append(t.Columns, ColumnExpr{Name: p.key, Expr: s})
+		}
+	}
+	if v, ok := f["exclude"]; ok && !isNull(v) {
+		v = deref(v)
+		if v.Kind != yaml.SequenceNode {
+			d.ps.add("target.exclude", v.Line, "want a list of source column names, found %s", kindName(v))
+		} else {
+			for i, e := range v.Content {
+				path := "target.exclude[" + strconv.Itoa(i) + "]"
+				if s, ok := d.scalar(e, path); ok {
+					d.m.lines[path] = deref(e).Line
+					t.Exclude = append(t.Exclude, s)
+				}
+			}
+		}
+	}
+	if v, ok := f["codes"]; ok {
+		for _, p := range d.pairs(v, "target.codes") {
+			dict := Dict{Name: p.key}
+			for _, e := range d.pairs(p.v, "target.codes."+p.key) {
+				s, ok := d.scalar(e.v, "target.codes."+p.key+"."+e.key)
+				if ok {
+					dict.Entries = append(dict.Entries, [2]string{e.key, s})
+				}
+			}
+			t.Codes = append(t.Codes, dict)
+		}
+	}
+	t.OnMissingCode = "reject"
+	if v, ok := f["on_missing_code"]; ok {
+		s, _ := d.scalar(v, "target.on_missing_code")
+		switch s {
+		case "reject", "keep":
+			t.OnMissingCode = s
+		default:
+			d.ps.add("target.on_missing_code", deref(v).Line, "want reject or keep, found %q", s)
+		}
+	}
+	if v, ok := f["options"]; ok {
+		seen := map[string]bool{}
+		for _, p := range d.pairs(v, "target.options") {
+			s, ok := d.scalar(p.v, "target.options."+p.key)
+			if !ok {
+				continue
+			}
+			if seen[strings.ToUpper(p.key)] {
+				d.ps.add("target.options."+p.key, p.k.Line, "option %q is set twice", p.key)
+			}
+			seen[strings.ToUpper(p.key)] = true
+			if strings.ContainsAny(p.key, " \t'\"`=,()") {
+				d.ps.add("target.options."+p.key, p.k.Line, "bad option name %q", p.key)
+			}
+			switch strings.ToUpper(p.key) {
+			case "SPLITKEYS", "NUMREGIONS", "STARTKEY", "ENDKEY":
+				d.ps.add("target.options."+p.key, p.k.Line, "%s comes from the regions: section (the region plan), not from options", p.key)
+			}
+			t.Options = append(t.Options, [2]string{p.key, s})
+		}
+	}
+}
+
+func (d *decoder) regions(n *yaml.Node) {
+	if isNull(n) {
+		return
+	}
+	f := d.fields(n, "regions", "count", "size", "split_keys")
+	r := &RegionsSpec{}
+	set := 0
+	if v, ok := f["count"]; ok {
+		set++
+		if dv := deref(v); dv.Kind == yaml.ScalarNode && dv.Tag == "!!str" {
+			// a var name: count: numBuckets
+			for _, x := range d.m.Vars {
+				if x.Name == dv.Value && x.Value.K == pipeline.KindInt {
+					dv = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(x.Value.I, 10), Line: dv.Line}
+				}
+			}
+			v = dv
+		}
+		if x, ok := d.integer(v, "regions.count"); ok {
+			if x < 1 || x > 1<<20 {
+				d.ps.add("regions.count", deref(v).Line, "want a number of regions from 1 to %d, found %d", 1<<20, x)
+			}
+			r.Count = int(x)
+		}
+	}
+	if v, ok := f["size"]; ok {
+		set++
+		if s, ok := d.scalar(v, "regions.size"); ok {
+			size, err := ParseSize(s)
+			switch {
+			case err != nil:
+				d.ps.add("regions.size", deref(v).Line, "%v", err)
+			case size <= 0:
+				d.ps.add("regions.size", deref(v).Line, "the region size must be positive")
+			}
+			r.Size, r.SizeText = size, s
+		}
+	}
+	if v, ok := f["split_keys"]; ok {
+		set++
+		v = deref(v)
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			d.ps.add("regions.split_keys", v.Line, "want a non-empty list of split values of the first key column")
+		} else {
+			for i, e := range v.Content {
+				path := "regions.split_keys[" + strconv.Itoa(i) + "]"
+				if s, ok := d.scalar(e, path); ok {
+					d.m.lines[path] = deref(e).Line
+					r.SplitKeys = append(r.SplitKeys, s)
+				}
+			}
+		}
+	}
+	switch {
+	case set > 1:
+		d.ps.add("regions", deref(n).Line, "set only one of count, size and split_keys")
+	case set == 0:
+		return
+	}
+	d.m.Regions = r
+}
+
+// syntaxCheck reports what can be checked without the source's columns (a mapping that leaves
+// them to the source schema): expression syntax, function names and argument counts.
+func syntaxCheck(m *Mapping, ps *problems) {
+	var walk func(n *node, path string)
+	walk = func(n *node, path string) {
+		if n == nil {
+			return
+		}
+		if n.kind == nCall {
+			spec, ok := functions[strings.ToLower(n.sval)]
+			switch {
+			case !ok:
+				ps.add(path, 0, "unknown function %q (functions: %s)", n.sval, fnNames)
+			case len(n.args) < spec.min || len(n.args) > spec.max:
+				ps.add(path, 0, "%s: wrong number of arguments, want %s", n.sval, spec.usage)
+			}
+		}
+		if n.kind == nCast {
+			if _, _, _, err := pipeline.ParseType(n.sval); err != nil {
+				ps.add(path, 0, "%v", err)
+			}
+		}
+		for _, a := range n.args {
+			walk(a, path)
+		}
+	}
+	for _, e := range m.Target.Columns {
+		path := "target.columns." + e.Name
+		n, err := parseExpression(e.Expr)
+		if err != nil {
+			ps.add(path, 0, "%s in %s", err.Error(), quoteString(e.Expr))
+			continue
+		}
+		walk(n, path)
+	}
+	if m.Target.PrimaryKey == "" {
+		return
+	}
+	elems, outer := parseKey(m.Target.PrimaryKey)
+	if outer != nil {
+		ps.add("target.primary_key", 0, "%s in %q", outer.Error(), m.Target.PrimaryKey)
+	}
+	if len(elems) > MaxKeyColumns {
+		ps.add("target.primary_key", 0, "%d key columns: Lindorm allows at most %d (the design guide recommends 1-3)", len(elems), MaxKeyColumns)
+	}
+	for i, el := range elems {
+		path := "target.primary_key[" + strconv.Itoa(i) + "]"
+		if el.err != nil {
+			ps.add(path, 0, "%s in %q", el.err.Error(), m.Target.PrimaryKey)
+			continue
+		}
+		walk(el.expr, path)
+	}
+}

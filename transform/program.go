@@ -1,0 +1,449 @@
+package transform
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// Program is a compiled mapping: the resolved source and target schemas and the evaluation
+// steps. It is immutable and safe for concurrent use; evaluate with one Evaluator per goroutine.
+type Program struct {
+	name, table string
+	file        string
+	source      pipeline.SourceSchema
+	target      pipeline.TargetSchema
+	cols        []colDef
+	steps       []step
+	options     [][2]string
+	regions     *RegionsSpec
+	splits      []pipeline.Value
+	keepMissing bool
+	saltUsed    bool
+	nameLens    []int
+	vars        []Var
+	dicts       []Dict
+	fingerprint string
+}
+
+// KeyElement describes one primary-key column for `rekey check`.
+type KeyElement struct {
+	Name string
+	Expr string // canonical expression text; a bare column is its name
+	Type pipeline.Type
+	Desc bool
+}
+
+func (c *compiler) program(m *Mapping) *Program {
+	p := &Program{
+		name:        m.Source.Name,
+		table:       m.Target.Table,
+		file:        m.File,
+		source:      c.src,
+		options:     m.Target.Options,
+		regions:     m.Regions,
+		splits:      c.splits,
+		keepMissing: m.Target.OnMissingCode == "keep",
+		saltUsed:    c.saltUsed,
+		vars:        m.Vars,
+		dicts:       m.Target.Codes,
+		cols:        c.cols,
+	}
+	if p.name == "" && m.File != "" {
+		p.name = strings.TrimSuffix(filepath.Base(m.File), filepath.Ext(m.File))
+	}
+	p.target.Table = m.Target.Table
+	for _, col := range c.cols {
+		pc := pipeline.Column{Name: col.name, Type: col.typ.T, Precision: col.typ.P, Scale: col.typ.S, KeyPos: col.keyPos, Desc: col.desc}
+		p.target.Columns = append(p.target.Columns, pc)
+		if col.keyPos >= 0 {
+			p.target.KeyLen++
+		}
+		p.nameLens = append(p.nameLens, len(col.name))
+	}
+	// steps: computed columns with their dependencies first (key columns lead), then copies
+	done := make([]bool, len(c.cols))
+	var visit func(i int)
+	visit = func(i int) {
+		if done[i] {
+			return
+		}
+		done[i] = true
+		for _, d := range c.cols[i].deps {
+			visit(d)
+		}
+		p.steps = append(p.steps, p.newStep(i))
+	}
+	for i, col := range c.cols {
+		if col.expr != nil {
+			visit(i)
+		}
+	}
+	for i := range c.cols {
+		if !done[i] {
+			done[i] = true
+			p.steps = append(p.steps, p.newStep(i))
+		}
+	}
+	p.fingerprint = p.computeFingerprint()
+	return p
+}
+
+func (p *Program) newStep(i int) step {
+	col := p.cols[i]
+	st := step{dst: i, src: col.src, typ: col.typ, key: col.keyPos >= 0, field: col.name, kind: kindOf(col.typ.T)}
+	switch col.typ.T {
+	case pipeline.TypeDecimal, pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint, pipeline.TypeDate:
+		st.fast = false
+	default:
+		st.fast = true
+	}
+	if col.expr != nil {
+		st.fn = p.build(col.expr)
+	}
+	return st
+}
+
+// Source is the source schema records follow.
+func (p *Program) Source() pipeline.SourceSchema { return p.source }
+
+// Target is the target schema: key columns first in key order, then the target.columns entries
+// in file order, then the carried-over source columns in source order.
+func (p *Program) Target() pipeline.TargetSchema { return p.target }
+
+// Options are target.options in file order, for CREATE TABLE ... WITH (...).
+func (p *Program) Options() [][2]string { return p.options }
+
+// Name is the source's name (source.name, or the mapping file's base name).
+func (p *Program) Name() string { return p.name }
+
+// Table is the Lindorm table.
+func (p *Program) Table() string { return p.table }
+
+// UsesSalt tells whether the key uses random(n).
+func (p *Program) UsesSalt() bool { return p.saltUsed }
+
+// DefaultRegionSize is Lindorm's default region split threshold.
+const DefaultRegionSize = 8 << 30
+
+// RegionSize is the target region size: the mapping's regions.size, or Lindorm's default split
+// threshold (8 GiB) when the mapping does not set one. Reports flag regions larger than this.
+func (p *Program) RegionSize() int64 {
+	if p.regions != nil && p.regions.Size > 0 {
+		return p.regions.Size
+	}
+	return DefaultRegionSize
+}
+
+// KeyElements describes the primary-key columns in key order.
+func (p *Program) KeyElements() []KeyElement {
+	var out []KeyElement
+	for _, col := range p.cols[:p.target.KeyLen] {
+		out = append(out, KeyElement{Name: col.name, Expr: p.exprText(col, false), Type: col.typ.T, Desc: col.desc})
+	}
+	return out
+}
+
+func (p *Program) exprText(col colDef, values bool) string {
+	if col.expr == nil {
+		return quoteName(p.source[col.src].Name)
+	}
+	return col.expr.text(values)
+}
+
+// valueBytes is the stored size of a value of type t.
+func valueBytes(t pipeline.Type, v pipeline.Value) int {
+	switch t {
+	case pipeline.TypeBigint, pipeline.TypeTimestamp, pipeline.TypeDouble:
+		return 8
+	case pipeline.TypeInteger, pipeline.TypeFloat, pipeline.TypeDate:
+		return 4
+	case pipeline.TypeSmallint:
+		return 2
+	case pipeline.TypeTinyint, pipeline.TypeBoolean:
+		return 1
+	}
+	return len(v.S)
+}
+
+// KeyBytes is the encoded primary-key length of a target row: fixed-width types at their width
+// (BIGINT/TIMESTAMP/DOUBLE 8, INTEGER/FLOAT/DATE 4, SMALLINT 2, TINYINT/BOOLEAN 1), strings,
+// bytes and decimals at their byte length. Apply rejects rows whose key exceeds 2048 bytes.
+func (p *Program) KeyBytes(row []pipeline.Value) int {
+	n := 0
+	cols := p.target.Columns
+	for i := 0; i < p.target.KeyLen; i++ {
+		n += valueBytes(cols[i].Type, row[i])
+	}
+	return n
+}
+
+// cellOverhead is an HBase-style KeyValue's fixed bytes: key length (4), value length (4), row
+// length (2), family length (1) and name (1), timestamp (8), type (1).
+const cellOverhead = 21
+
+// RowBytes estimates the stored (uncompressed) bytes of a target row as Lindorm's KeyValues:
+// each non-null non-key column is a cell of key + column name + value + 21 bytes of overhead; a
+// row with no such column still stores one cell.
+func (p *Program) RowBytes(row []pipeline.Value) int {
+	key := p.KeyBytes(row)
+	n, cells := 0, 0
+	cols := p.target.Columns
+	for i := p.target.KeyLen; i < len(cols); i++ {
+		if row[i].K == pipeline.KindNull {
+			continue
+		}
+		n += key + p.nameLens[i] + valueBytes(cols[i].Type, row[i]) + cellOverhead
+		cells++
+	}
+	if cells == 0 {
+		n = key + cellOverhead
+	}
+	return n
+}
+
+// Describe is the resolved mapping in human-readable form, for `rekey check`.
+func (p *Program) Describe() string {
+	var sb strings.Builder
+	w := func(s ...string) {
+		for _, x := range s {
+			sb.WriteString(x)
+		}
+	}
+	w("Mapping ", p.file, ": ", p.name, " -> table ", p.table, "\n")
+	w("\nSource columns (", strconv.Itoa(len(p.source)), "):\n")
+	for _, c := range p.source {
+		w("  ", c.Name, " ", c.Type, "\n")
+	}
+	w("\nPrimary key:")
+	for _, col := range p.cols[:p.target.KeyLen] {
+		w(" [", quoteName(col.name))
+		if col.desc {
+			w(" DESC")
+		}
+		w("]")
+	}
+	w("\n")
+	for _, col := range p.cols[:p.target.KeyLen] {
+		w("  ", strconv.Itoa(col.keyPos), ". ", col.name, " ", col.typ.String())
+		if col.desc {
+			w(" DESC")
+		}
+		w(" = ", p.exprText(col, false))
+		if col.derived {
+			w("   (name derived from the expression; set one with AS)")
+		}
+		w("\n")
+	}
+	w("\nColumns (", strconv.Itoa(len(p.cols)-p.target.KeyLen), " besides the key):\n")
+	for _, col := range p.cols[p.target.KeyLen:] {
+		w("  ", col.name, " ", col.typ.String())
+		if col.origin == originSource {
+			w(" <- source column ", quoteName(p.source[col.src].Name))
+			if col.collection {
+				w(" (", p.source[col.src].Type, " as JSON text)")
+			}
+		} else {
+			w(" = ", p.exprText(col, false))
+		}
+		w("\n")
+	}
+	if len(p.vars) > 0 {
+		w("\nVars:")
+		for _, v := range p.vars {
+			w(" ", v.Name, "=", literalText(v.Value))
+		}
+		w("\n")
+	}
+	if len(p.dicts) > 0 {
+		w("\nCodes (on_missing_code: ")
+		if p.keepMissing {
+			w("keep")
+		} else {
+			w("reject")
+		}
+		w("):\n")
+		for _, d := range p.dicts {
+			w("  ", d.Name, ":")
+			for _, e := range d.Entries {
+				w(" ", e[0], "->", e[1])
+			}
+			w("\n")
+		}
+	}
+	if p.saltUsed {
+		w("\nrandom(n) salts hash every source value of the record (and, for Kafka, its topic/partition/offset): re-runs give the same salt.\n")
+	}
+	if len(p.options) > 0 {
+		w("\nOptions:")
+		for _, o := range p.options {
+			w(" ", o[0], "='", o[1], "'")
+		}
+		w("\n")
+	}
+	w("\nRegions: ")
+	switch r := p.regions; {
+	case r == nil:
+		w("not set (1 region unless --regions is given)")
+	case r.Count > 0:
+		w("count ", strconv.Itoa(r.Count))
+	case r.Size > 0:
+		w("size ", r.SizeText, " (", strconv.FormatInt(r.Size, 10), " bytes per region)")
+	default:
+		w("split_keys ", strings.Join(r.SplitKeys, ", "))
+	}
+	w("\nFingerprint: ", p.fingerprint)
+	return sb.String()
+}
+
+// Fingerprint is a stable hash of the resolved mapping: the source schema, the target schema, each
+// column's expression with vars substituted, the dictionaries, on_missing_code and the regions
+// section. Options, labels and formatting do not count. resume and merge refuse mismatches.
+func (p *Program) Fingerprint() string { return p.fingerprint }
+
+func (p *Program) computeFingerprint() string {
+	var sb strings.Builder
+	sb.WriteString("rekey-mapping-v1\n")
+	for _, c := range p.source {
+		sb.WriteString("src " + strconv.Quote(c.Name) + " " + normCQL(c.Type) + "\n")
+	}
+	sb.WriteString("table " + strconv.Quote(p.table) + "\n")
+	for _, col := range p.cols {
+		sb.WriteString("col " + strconv.Quote(col.name) + " " + col.typ.String() + " key=" + strconv.Itoa(col.keyPos))
+		if col.desc {
+			sb.WriteString(" desc")
+		}
+		sb.WriteString(" = " + p.exprText(col, true) + "\n")
+	}
+	used := map[string]bool{}
+	for _, col := range p.cols {
+		if col.expr != nil {
+			col.expr.walk(func(t *texpr) {
+				if t.dict != nil {
+					used[t.dict.name] = true
+				}
+			})
+		}
+	}
+	for _, d := range p.dicts {
+		if !used[d.Name] {
+			continue
+		}
+		sb.WriteString("dict " + strconv.Quote(d.Name))
+		entries := append([][2]string(nil), d.Entries...)
+		sort.Slice(entries, func(i, j int) bool { return entries[i][0] < entries[j][0] })
+		for _, e := range entries {
+			sb.WriteString(" " + strconv.Quote(e[0]) + ":" + strconv.Quote(e[1]))
+		}
+		sb.WriteString("\n")
+	}
+	if len(used) > 0 {
+		sb.WriteString("missing keep=" + strconv.FormatBool(p.keepMissing) + "\n")
+	}
+	if r := p.regions; r != nil {
+		sb.WriteString("regions count=" + strconv.Itoa(r.Count) + " size=" + strconv.FormatInt(r.Size, 10))
+		for _, s := range r.SplitKeys {
+			sb.WriteString(" " + strconv.Quote(s))
+		}
+		sb.WriteString("\n")
+	}
+	sum := sha256.Sum256([]byte(sb.String()))
+	return hex.EncodeToString(sum[:])
+}
+
+func (t *texpr) walk(f func(*texpr)) {
+	f(t)
+	for _, a := range t.args {
+		a.walk(f)
+	}
+}
+
+func literalText(v pipeline.Value) string {
+	if v.K == pipeline.KindInt {
+		return strconv.FormatInt(v.I, 10)
+	}
+	return quoteString(v.S)
+}
+
+// String is the canonical text of the expression (vars by name).
+func (t *texpr) String() string { return t.text(false) }
+
+// text prints the expression canonically: resolved names, lowercase function names (hash is md5,
+// substring is substr), substr as a method; values substitutes vars by their values.
+func (t *texpr) text(values bool) string {
+	var sb strings.Builder
+	t.print(&sb, values)
+	return sb.String()
+}
+
+func (t *texpr) prec() int {
+	switch t.op {
+	case opCast:
+		return 0
+	case opAdd, opConcat:
+		return 1
+	case opMul, opDiv, opMod:
+		return 2
+	}
+	return 3
+}
+
+func (t *texpr) printOperand(sb *strings.Builder, values bool, paren bool) {
+	if paren {
+		sb.WriteString("(")
+	}
+	t.print(sb, values)
+	if paren {
+		sb.WriteString(")")
+	}
+}
+
+func (t *texpr) print(sb *strings.Builder, values bool) {
+	switch t.op {
+	case opLit:
+		if t.isVar && !values {
+			sb.WriteString(quoteName(t.name))
+			return
+		}
+		sb.WriteString(literalText(t.lit))
+	case opSrc, opTgt:
+		sb.WriteString(quoteName(t.name))
+	case opCast:
+		t.args[0].print(sb, values)
+		sb.WriteString(" :: " + t.typ.String())
+	case opAdd, opConcat, opMul, opDiv, opMod:
+		sym := map[op]string{opAdd: "+", opConcat: "+", opMul: "*", opDiv: "/", opMod: "%"}[t.op]
+		l, r := t.args[0], t.args[1]
+		l.printOperand(sb, values, l.prec() < t.prec())
+		sb.WriteString(" " + sym + " ")
+		r.printOperand(sb, values, r.prec() <= t.prec())
+	case opSubstr:
+		t.args[0].printOperand(sb, values, t.args[0].prec() < 3)
+		sb.WriteString(".substr(")
+		for i, a := range t.args[1:] {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			a.print(sb, values)
+		}
+		sb.WriteString(")")
+	case opCode:
+		sb.WriteString("code(")
+		t.args[0].print(sb, values)
+		sb.WriteString(", " + quoteName(t.dict.name) + ")")
+	default:
+		sb.WriteString(opNames[t.op] + "(")
+		for i, a := range t.args {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			a.print(sb, values)
+		}
+		sb.WriteString(")")
+	}
+}

@@ -1,0 +1,360 @@
+package transform
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// RegionRequest is what PlanRegions needs beyond the mapping.
+type RegionRequest struct {
+	Count          int                // the CLI's --regions: overrides the mapping's regions: when > 0
+	Sample         [][]pipeline.Value // target rows from a source sample (already Apply'd and cloned)
+	EstimatedBytes int64              // total target bytes, for regions.size
+}
+
+// PlanRegions chooses the pre-split of the table: split values of the first key column.
+//
+//   - hex_prefix: the first column starts with k characters of a hex digest (md5(x).substr(0,k),
+//     maybe + more): N equal slices of the hex space, splits floor(i*16^k/N) as k lowercase hex
+//     digits (16 regions over 4 characters: "1000", "2000", ... "f000").
+//   - int_bucket: the first column is x % n or random(n) (values 0..n-1): with N >= n regions,
+//     one region per bucket (splits 1..n-1); with fewer, buckets grouped evenly.
+//   - quantile: otherwise, split points at equal cumulative RowBytes of the sample's sorted first
+//     column, deduplicated (never an empty range), so there may be fewer regions than asked.
+//   - explicit: regions.split_keys.
+//   - single: one region (no regions: section and no Count, or a count of 1).
+//
+// The count is req.Count, else regions.count, else ceil(EstimatedBytes / regions.size) (at least
+// 1). A DESC first column orders regions by descending values (plan.Desc).
+func (p *Program) PlanRegions(req RegionRequest) (pipeline.RegionPlan, error) {
+	first := p.cols[0]
+	plan := pipeline.RegionPlan{Type: first.typ.T, Desc: first.desc, Strategy: "single"}
+	n := 1
+	switch r := p.regions; {
+	case req.Count < 0:
+		return plan, fmt.Errorf("regions: count %d must be positive", req.Count)
+	case req.Count > 0:
+		n = req.Count
+	case r == nil:
+		return plan, nil
+	case len(r.SplitKeys) > 0:
+		plan.Splits = append([]pipeline.Value(nil), p.splits...)
+		plan.Strategy = "explicit"
+		return plan, nil
+	case r.Count > 0:
+		n = r.Count
+	case r.Size > 0:
+		if req.EstimatedBytes < 0 {
+			return plan, errors.New("regions.size: the data size estimate is negative")
+		}
+		c := (req.EstimatedBytes + r.Size - 1) / r.Size
+		if c > 1<<20 {
+			c = 1 << 20
+		}
+		n = int(max(c, 1))
+	}
+	if n == 1 {
+		return plan, nil
+	}
+	if k, exact, ok := hexPrefixWidth(first, p.cols); ok {
+		plan.Strategy = "hex_prefix"
+		plan.Splits = hexSplits(n, k, plan.Desc, exact)
+	} else if b, ok := bucketCount(first, p.cols); ok && isIntegral(first.typ.T) {
+		plan.Strategy = "int_bucket"
+		plan.Splits = bucketSplits(n, b, plan.Desc)
+	} else {
+		if len(req.Sample) == 0 {
+			return plan, fmt.Errorf("regions: %d regions on the first key column %q need a sample of the source to place quantile split keys (the column is not a hex-digest prefix or a modulo bucket); give a source to sample, or set regions.split_keys", n, first.name)
+		}
+		plan.Strategy = "quantile"
+		plan.Splits = p.quantileSplits(n, req.Sample)
+	}
+	return plan, nil
+}
+
+// descBoundaries turns ascending region boundaries (the first value of each region but the
+// first, increasing) into split values for a DESC column, where a split starts a region in
+// descending order: the regions are the same sets of values, listed from the highest, so each
+// split is the largest value below a boundary. For exact-width values that is boundary-1; when
+// longer values follow the prefix (md5(x).substr(0,4) + x), the boundary itself already sorts
+// after every longer value sharing the previous prefix, so it stays.
+func descBoundaries(b []uint64, exact bool) []uint64 {
+	out := make([]uint64, 0, len(b))
+	for i := len(b) - 1; i >= 0; i-- {
+		v := b[i]
+		if exact {
+			v--
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// definition follows a key column to the expression that computes it.
+func definition(col colDef, cols []colDef) *texpr {
+	t := col.expr
+	for t != nil && t.op == opTgt {
+		t = cols[t.idx].expr
+	}
+	return t
+}
+
+// hexPrefixWidth reports how many leading characters of the column are uniformly distributed
+// lowercase hex: digest(x).substr(a, b) (b-a characters, exact: nothing follows), a whole digest
+// (capped at 8), optionally followed by + anything (not exact).
+func hexPrefixWidth(col colDef, cols []colDef) (k int, exact bool, ok bool) {
+	if col.typ.T != pipeline.TypeVarchar {
+		return 0, false, false
+	}
+	t := definition(col, cols)
+	exact = true
+	for t != nil {
+		switch t.op {
+		case opTgt:
+			t = cols[t.idx].expr
+			continue
+		case opConcat:
+			t, exact = t.args[0], false
+			continue
+		case opCast:
+			if t.typ.T != pipeline.TypeVarchar {
+				return 0, false, false
+			}
+			t = t.args[0]
+			continue
+		case opMD5, opSHA1, opSHA256:
+			return 8, false, true
+		case opSubstr:
+			d := t.args[0]
+			if d.op != opMD5 && d.op != opSHA1 && d.op != opSHA256 {
+				return 0, false, false
+			}
+			a, ok := t.args[1].isConstInt()
+			if !ok {
+				return 0, false, false
+			}
+			b := int64(digestLen(d.op))
+			if len(t.args) == 3 {
+				if b, ok = t.args[2].isConstInt(); !ok {
+					return 0, false, false
+				}
+			}
+			if a < 0 || b <= a || b > int64(digestLen(d.op)) {
+				return 0, false, false
+			}
+			if b-a > 8 {
+				return 8, false, true
+			}
+			return int(b - a), exact, true
+		}
+		return 0, false, false
+	}
+	return 0, false, false
+}
+
+// hexSplits: boundaries floor(i*16^k/n) for i in 1..n-1 (deduplicated, never 0) as k lowercase
+// hex digits; see descBoundaries for a DESC column.
+func hexSplits(n, k int, desc, exact bool) []pipeline.Value {
+	space := uint64(1) << (4 * uint(k)) // k <= 8
+	var b []uint64
+	for i := 1; i < n; i++ {
+		v := space * uint64(i) / uint64(n)
+		if v == 0 || len(b) > 0 && v == b[len(b)-1] {
+			continue
+		}
+		b = append(b, v)
+	}
+	if desc {
+		b = descBoundaries(b, exact)
+	}
+	out := make([]pipeline.Value, len(b))
+	for i, v := range b {
+		s := strconv.FormatUint(v, 16)
+		out[i] = pipeline.Text(strings.Repeat("0", k-len(s)) + s)
+	}
+	return out
+}
+
+// bucketCount reports n when the column's values are always in [0, n): x % n with a constant n,
+// or random(n).
+func bucketCount(col colDef, cols []colDef) (int64, bool) {
+	t := definition(col, cols)
+	for t != nil {
+		switch t.op {
+		case opTgt:
+			t = cols[t.idx].expr
+			continue
+		case opCast, opLong, opInt:
+			if !isIntegral(t.typ.T) {
+				return 0, false
+			}
+			t = t.args[0]
+			continue
+		case opMod:
+			n, ok := t.args[1].isConstInt()
+			if !ok || n == 0 || n == math.MinInt64 {
+				return 0, false
+			}
+			if n < 0 {
+				n = -n
+			}
+			return n, true
+		case opRandom:
+			return t.args[0].isConstInt()
+		}
+		return 0, false
+	}
+	return 0, false
+}
+
+// bucketSplits places the boundaries of n regions over buckets 0..b-1: every bucket its own
+// region when n >= b, else floor(i*b/n); see descBoundaries for a DESC column.
+func bucketSplits(n int, b int64, desc bool) []pipeline.Value {
+	var bs []uint64
+	if int64(n) >= b {
+		for i := int64(1); i < b; i++ {
+			bs = append(bs, uint64(i))
+		}
+	} else {
+		for i := 1; i < n; i++ {
+			v := new(big.Int).Mul(big.NewInt(b), big.NewInt(int64(i)))
+			s := uint64(v.Div(v, big.NewInt(int64(n))).Int64())
+			if s == 0 || len(bs) > 0 && s == bs[len(bs)-1] {
+				continue
+			}
+			bs = append(bs, s)
+		}
+	}
+	if desc {
+		bs = descBoundaries(bs, true)
+	}
+	out := make([]pipeline.Value, len(bs))
+	for i, v := range bs {
+		out[i] = pipeline.Int(int64(v))
+	}
+	return out
+}
+
+// quantileSplits places splits so that each region holds about the same RowBytes of the sample.
+// The sample is sorted in the column's order (DESC reverses), so splits come out in that order.
+func (p *Program) quantileSplits(n int, sample [][]pipeline.Value) []pipeline.Value {
+	typ, desc := p.cols[0].typ.T, p.cols[0].desc
+	type item struct {
+		v pipeline.Value
+		w float64
+	}
+	items := make([]item, 0, len(sample))
+	total := 0.0
+	for _, row := range sample {
+		if len(row) == 0 || row[0].K == pipeline.KindNull {
+			continue
+		}
+		w := float64(p.RowBytes(row))
+		items = append(items, item{row[0], w})
+		total += w
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	cmp := func(a, b pipeline.Value) int {
+		c := pipeline.Compare(typ, a, b)
+		if desc {
+			return -c
+		}
+		return c
+	}
+	sort.SliceStable(items, func(i, j int) bool { return cmp(items[i].v, items[j].v) < 0 })
+	var out []pipeline.Value
+	last := items[0].v // a split must be after the first value: no empty first region
+	cum, j := 0.0, 0
+	for i := 1; i < n; i++ {
+		target := total * float64(i) / float64(n)
+		for j < len(items) && cum+items[j].w/2 < target {
+			cum += items[j].w
+			j++
+		}
+		if j >= len(items) {
+			break
+		}
+		v := items[j].v
+		if cmp(v, last) <= 0 {
+			continue
+		}
+		last = v
+		if isStringKind(v.K) {
+			v.S = strings.Clone(v.S)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// ParseSize reads a byte size: plain bytes ("1048576"), binary units (KiB, MiB, GiB, TiB, PiB)
+// or decimal units (kB/KB, MB, GB, TB, PB), optionally with a fraction ("1.5GiB") and a space.
+// Single-letter units (8G) are refused as ambiguous.
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	num, unit := t[:i], strings.TrimSpace(t[i:])
+	if num == "" || strings.Count(num, ".") > 1 || strings.HasPrefix(num, ".") || strings.HasSuffix(num, ".") {
+		return 0, fmt.Errorf("size %q: want a number of bytes with an optional unit, e.g. 8GiB, 512MiB, 8GB", s)
+	}
+	var mult int64
+	switch strings.ToLower(unit) {
+	case "", "b":
+		mult = 1
+	case "kib":
+		mult = 1 << 10
+	case "mib":
+		mult = 1 << 20
+	case "gib":
+		mult = 1 << 30
+	case "tib":
+		mult = 1 << 40
+	case "pib":
+		mult = 1 << 50
+	case "kb":
+		mult = 1e3
+	case "mb":
+		mult = 1e6
+	case "gb":
+		mult = 1e9
+	case "tb":
+		mult = 1e12
+	case "pb":
+		mult = 1e15
+	case "k", "m", "g", "t", "p":
+		return 0, fmt.Errorf("size %q: unit %q is ambiguous: write %siB (powers of 1024) or %sB (powers of 1000)", s, unit, strings.ToUpper(unit), strings.ToUpper(unit))
+	default:
+		return 0, fmt.Errorf("size %q: unknown unit %q (want B, KiB, MiB, GiB, TiB, PiB, KB, MB, GB, TB or PB)", s, unit)
+	}
+	whole, frac, _ := strings.Cut(num, ".")
+	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || w > math.MaxInt64/mult {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	n := w * mult
+	if frac != "" {
+		r, ok := new(big.Rat).SetString("0." + frac)
+		if !ok {
+			return 0, fmt.Errorf("size %q: bad number", s)
+		}
+		r.Mul(r, new(big.Rat).SetInt64(mult))
+		f := new(big.Int).Quo(r.Num(), r.Denom())
+		if !f.IsInt64() || n > math.MaxInt64-f.Int64() {
+			return 0, fmt.Errorf("size %q is too large", s)
+		}
+		n += f.Int64()
+	}
+	return n, nil
+}

@@ -1,0 +1,394 @@
+package transform
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+func compileYAML(t testing.TB, yml string) *Program {
+	t.Helper()
+	m, err := Decode([]byte(yml), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// applyAll runs records through p and returns cloned rows.
+func applyAll(t testing.TB, p *Program, recs []pipeline.Record) [][]pipeline.Value {
+	t.Helper()
+	e := p.NewEvaluator()
+	var rows [][]pipeline.Value
+	for i := range recs {
+		row := make([]pipeline.Value, len(p.Target().Columns))
+		if rerr := e.Apply(&pipeline.Batch{Stream: "s"}, &recs[i], row); rerr != nil {
+			t.Fatal(rerr)
+		}
+		for j := range row {
+			row[j].S = strings.Clone(row[j].S)
+		}
+		rows = append(rows, row)
+	}
+	e.Reset()
+	return rows
+}
+
+func splitStrings(plan pipeline.RegionPlan) string {
+	var s []string
+	for _, v := range plan.Splits {
+		s = append(s, v.String())
+	}
+	return strings.Join(s, ",")
+}
+
+// routeAll routes every row and checks that each lands in range and inside its region's bounds.
+func routeAll(t *testing.T, plan pipeline.RegionPlan, rows [][]pipeline.Value) []int {
+	t.Helper()
+	counts := make([]int, plan.Count())
+	for _, row := range rows {
+		r := plan.Route(row[0])
+		if r < 0 || r >= plan.Count() {
+			t.Fatalf("%v routed to region %d of %d", row[0], r, plan.Count())
+		}
+		counts[r]++
+	}
+	return counts
+}
+
+func TestHexPrefix16Regions(t *testing.T) {
+	for _, file := range []string{"orders.yaml", "users.yaml"} {
+		p := loadProgram(t, file)
+		plan, err := p.PlanRegions(RegionRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "1000,2000,3000,4000,5000,6000,7000,8000,9000,a000,b000,c000,d000,e000,f000"
+		if plan.Strategy != "hex_prefix" || plan.Type != pipeline.TypeVarchar || plan.Desc || splitStrings(plan) != want {
+			t.Errorf("%s: %s %v %s, want hex_prefix %s", file, plan.Strategy, plan.Type, splitStrings(plan), want)
+		}
+		// 16k users spread evenly over the 16 regions
+		var recs []pipeline.Record
+		for i := 0; i < 16000; i++ {
+			vals := make([]pipeline.Value, len(p.Source()))
+			vals[0] = pipeline.Text("user" + strconv.Itoa(i))
+			if file == "orders.yaml" {
+				vals[1] = pipeline.Int(int64(i))
+			}
+			recs = append(recs, pipeline.Record{Values: vals})
+		}
+		for r, n := range routeAll(t, plan, applyAll(t, p, recs)) {
+			if n < 700 || n > 1300 {
+				t.Errorf("%s: region %d has %d of 16000 rows", file, r, n)
+			}
+		}
+	}
+}
+
+func TestHexSplits(t *testing.T) {
+	cases := []struct {
+		n, k int
+		want string
+	}{
+		{16, 4, "1000,2000,3000,4000,5000,6000,7000,8000,9000,a000,b000,c000,d000,e000,f000"},
+		{10, 4, "1999,3333,4ccc,6666,8000,9999,b333,cccc,e666"},
+		{3, 2, "55,aa"},
+		{4, 1, "4,8,c"},
+		{2, 8, "80000000"},
+		{1, 4, ""},
+	}
+	for _, c := range cases {
+		plan := pipeline.RegionPlan{Splits: hexSplits(c.n, c.k, false, false)}
+		if got := splitStrings(plan); got != c.want {
+			t.Errorf("hexSplits(%d, %d) = %s, want %s", c.n, c.k, got, c.want)
+		}
+	}
+	// more regions than prefixes: one per prefix value
+	if got := hexSplits(300, 2, false, false); len(got) != 255 || got[0].S != "01" || got[254].S != "ff" {
+		t.Errorf("hexSplits(300, 2): %d splits %v..%v", len(got), got[0], got[len(got)-1])
+	}
+}
+
+const hexDescYAML = `version: 1
+source: {columns: {u: text}}
+target: {table: t, primary_key: "[md5(u).substr(0,1) DESC][u]"}
+regions: {count: 4}
+`
+
+func TestHexPrefixDesc(t *testing.T) {
+	p := compileYAML(t, hexDescYAML)
+	plan, err := p.PlanRegions(RegionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// exact one-character values: regions f..c, b..8, 7..4, 3..0
+	if !plan.Desc || splitStrings(plan) != "b,7,3" {
+		t.Fatalf("desc plan %v %s", plan.Desc, splitStrings(plan))
+	}
+	for v, want := range map[string]int{"f": 0, "c": 0, "b": 1, "8": 1, "7": 2, "4": 2, "3": 3, "0": 3} {
+		if got := plan.Route(pipeline.Text(v)); got != want {
+			t.Errorf("Route(%s) = %d, want %d", v, got, want)
+		}
+	}
+	// longer values after the prefix: the boundaries themselves split them evenly
+	p = compileYAML(t, strings.Replace(hexDescYAML, "md5(u).substr(0,1) DESC][u]", "md5(u).substr(0,1) + u AS k DESC]", 1))
+	plan, _ = p.PlanRegions(RegionRequest{})
+	if splitStrings(plan) != "c,8,4" {
+		t.Fatalf("desc prefix plan %s", splitStrings(plan))
+	}
+	for v, want := range map[string]int{"fz": 0, "cz": 0, "c0": 0, "bz": 1, "8a": 1, "7z": 2, "4a": 2, "3z": 3, "0a": 3} {
+		if got := plan.Route(pipeline.Text(v)); got != want {
+			t.Errorf("Route(%s) = %d, want %d", v, got, want)
+		}
+	}
+	// 16 DESC hex regions over 4 characters, all rows evenly
+	p = compileYAML(t, "version: 1\nsource: {columns: {u: text}}\ntarget: {table: t, primary_key: '[md5(u).substr(0,4) DESC][u]'}\nregions: {count: 16}\n")
+	plan, _ = p.PlanRegions(RegionRequest{})
+	if splitStrings(plan) != "efff,dfff,cfff,bfff,afff,9fff,8fff,7fff,6fff,5fff,4fff,3fff,2fff,1fff,0fff" {
+		t.Errorf("desc 16: %s", splitStrings(plan))
+	}
+	var recs []pipeline.Record
+	for i := 0; i < 16000; i++ {
+		recs = append(recs, pipeline.Record{Values: []pipeline.Value{pipeline.Text(strconv.Itoa(i))}})
+	}
+	for r, n := range routeAll(t, plan, applyAll(t, p, recs)) {
+		if n < 800 || n > 1200 {
+			t.Errorf("desc region %d: %d rows", r, n)
+		}
+	}
+}
+
+func TestIntBucketDesc(t *testing.T) {
+	p := compileYAML(t, "version: 1\nsource: {columns: {n: bigint}}\ntarget: {table: t, primary_key: '[n % 16 AS b DESC][n]'}\nregions: {count: 4}\n")
+	plan, _ := p.PlanRegions(RegionRequest{})
+	if splitStrings(plan) != "11,7,3" {
+		t.Fatalf("desc buckets %s", splitStrings(plan))
+	}
+	for b := int64(0); b < 16; b++ {
+		if got, want := plan.Route(pipeline.Int(b)), int(3-b/4); got != want {
+			t.Errorf("bucket %d -> region %d, want %d", b, got, want)
+		}
+	}
+	plan, _ = p.PlanRegions(RegionRequest{Count: 16})
+	for b := int64(0); b < 16; b++ {
+		if got := plan.Route(pipeline.Int(b)); got != int(15-b) {
+			t.Errorf("bucket %d -> region %d, want %d", b, got, 15-b)
+		}
+	}
+}
+
+func TestIntBucketRegions(t *testing.T) {
+	p := loadProgram(t, "logs.yaml")
+	cases := []struct {
+		count int
+		want  string
+	}{
+		{0, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15"}, // count: numBuckets
+		{16, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15"},
+		{64, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15"},
+		{4, "4,8,12"},
+		{3, "5,10"},
+		{1, ""},
+	}
+	var recs []pipeline.Record
+	for i := 0; i < 1600; i++ {
+		recs = append(recs, pipeline.Record{Values: []pipeline.Value{pipeline.Int(1_700_000_000_000 + int64(i)*7), pipeline.Text("h"), pipeline.Text("e"), pipeline.Null, pipeline.Null, pipeline.Null}})
+	}
+	rows := applyAll(t, p, recs)
+	for _, c := range cases {
+		plan, err := p.PlanRegions(RegionRequest{Count: c.count})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStrategy := "int_bucket"
+		if c.count == 1 {
+			wantStrategy = "single"
+		}
+		if plan.Strategy != wantStrategy || plan.Type != pipeline.TypeBigint || splitStrings(plan) != c.want {
+			t.Errorf("count %d: %s %s, want %s %s", c.count, plan.Strategy, splitStrings(plan), wantStrategy, c.want)
+		}
+		routeAll(t, plan, rows)
+	}
+	// random(n) as the first column is a bucket too
+	p = compileYAML(t, "version: 1\nsource: {columns: {u: text}}\ntarget: {table: t, primary_key: '[random(8)][u]'}\nregions: {count: 8}\n")
+	plan, err := p.PlanRegions(RegionRequest{})
+	if err != nil || plan.Strategy != "int_bucket" || splitStrings(plan) != "1,2,3,4,5,6,7" {
+		t.Errorf("random: %v %s %v", plan.Strategy, splitStrings(plan), err)
+	}
+	// a cast to text is no bucket: its order is not numeric
+	p = compileYAML(t, "version: 1\nsource: {columns: {n: bigint}}\ntarget: {table: t, primary_key: '[n % 8 :: VARCHAR][n]'}\nregions: {count: 8}\n")
+	if _, err := p.PlanRegions(RegionRequest{}); err == nil || !strings.Contains(err.Error(), "need a sample") {
+		t.Errorf("text bucket: %v", err)
+	}
+}
+
+func sellerSample(t *testing.T, p *Program, sellers, rows int) [][]pipeline.Value {
+	var recs []pipeline.Record
+	for i := 0; i < rows; i++ {
+		seller := fmt.Sprintf("seller%03d", (i*37)%sellers)
+		recs = append(recs, pipeline.Record{Values: []pipeline.Value{
+			pipeline.Int(int64(i)), pipeline.Text(seller), pipeline.Text("b"), pipeline.Int(int64(i)),
+			pipeline.Text("item"), pipeline.Int(1), pipeline.Decimal("1.5"), pipeline.Text("ok")}})
+	}
+	return applyAll(t, p, recs)
+}
+
+func TestQuantileRegions(t *testing.T) {
+	p := loadProgram(t, "transactions_by_seller.yaml")
+	sample := sellerSample(t, p, 100, 5000)
+	plan, err := p.PlanRegions(RegionRequest{Count: 4, Sample: sample})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Strategy != "quantile" || plan.Count() != 4 || splitStrings(plan) != "seller025,seller050,seller075" {
+		t.Errorf("quantile: %s %s", plan.Strategy, splitStrings(plan))
+	}
+	for r, n := range routeAll(t, plan, sample) {
+		if n != 1250 {
+			t.Errorf("region %d: %d rows, want 1250", r, n)
+		}
+	}
+	// weighted by RowBytes: heavier rows get narrower regions
+	heavy := sellerSample(t, p, 100, 5000)
+	for _, row := range heavy {
+		if row[0].S < "seller050" {
+			row[p.Target().Index("item_id")] = pipeline.Text(strings.Repeat("x", 400))
+		}
+	}
+	plan, _ = p.PlanRegions(RegionRequest{Count: 2, Sample: heavy})
+	if splitStrings(plan) >= "seller050" {
+		t.Errorf("weighted split %s should be below seller050", splitStrings(plan))
+	}
+	// fewer distinct values than regions: deduplicated, no empty range
+	few := sellerSample(t, p, 2, 1000)
+	plan, err = p.PlanRegions(RegionRequest{Count: 8, Sample: few})
+	if err != nil || splitStrings(plan) != "seller001" {
+		t.Errorf("two sellers: %s %v", splitStrings(plan), err)
+	}
+	one := sellerSample(t, p, 1, 100)
+	plan, _ = p.PlanRegions(RegionRequest{Count: 8, Sample: one})
+	if plan.Count() != 1 {
+		t.Errorf("one seller: %s", splitStrings(plan))
+	}
+	for _, n := range routeAll(t, plan, one) {
+		if n != 100 {
+			t.Errorf("one seller routing %v", n)
+		}
+	}
+	// no sample: a clear error
+	if _, err := p.PlanRegions(RegionRequest{Count: 4}); err == nil || !strings.Contains(err.Error(), `first key column "seller_id" need a sample`) {
+		t.Errorf("no sample: %v", err)
+	}
+}
+
+func TestQuantileDesc(t *testing.T) {
+	p := compileYAML(t, "version: 1\nsource: {columns: {ts: timestamp, h: text}}\ntarget: {table: t, primary_key: '[ts DESC][h]'}\nregions: {count: 4}\n")
+	var recs []pipeline.Record
+	for i := 0; i < 400; i++ {
+		recs = append(recs, pipeline.Record{Values: []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text("h")}})
+	}
+	rows := applyAll(t, p, recs)
+	plan, err := p.PlanRegions(RegionRequest{Sample: rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.Desc || plan.Strategy != "quantile" || splitStrings(plan) != "299,199,99" {
+		t.Fatalf("desc quantile: %v %s %s", plan.Desc, plan.Strategy, splitStrings(plan))
+	}
+	for r, n := range routeAll(t, plan, rows) {
+		if n != 100 {
+			t.Errorf("region %d: %d rows", r, n)
+		}
+	}
+	if plan.Route(pipeline.Int(399)) != 0 || plan.Route(pipeline.Int(0)) != 3 {
+		t.Error("DESC: the largest values must be in region 0")
+	}
+}
+
+func TestExplicitAndSingleRegions(t *testing.T) {
+	p := compileYAML(t, "version: 1\nsource: {columns: {n: bigint}}\ntarget: {table: t, primary_key: '[n]'}\nregions: {split_keys: [100, 200, '300']}\n")
+	plan, err := p.PlanRegions(RegionRequest{})
+	if err != nil || plan.Strategy != "explicit" || plan.Type != pipeline.TypeBigint || splitStrings(plan) != "100,200,300" || plan.Splits[0] != pipeline.Int(100) {
+		t.Errorf("explicit: %v %s %v", plan.Strategy, splitStrings(plan), err)
+	}
+	// --regions overrides the mapping (here: quantile over a sample)
+	var recs []pipeline.Record
+	for i := 0; i < 10; i++ {
+		recs = append(recs, pipeline.Record{Values: []pipeline.Value{pipeline.Int(int64(i))}})
+	}
+	plan, err = p.PlanRegions(RegionRequest{Count: 2, Sample: applyAll(t, p, recs)})
+	if err != nil || plan.Strategy != "quantile" || splitStrings(plan) != "5" {
+		t.Errorf("override: %v %s %v", plan.Strategy, splitStrings(plan), err)
+	}
+	p = compileYAML(t, "version: 1\nsource: {columns: {n: bigint}}\ntarget: {table: t, primary_key: '[n DESC]'}\nregions: {split_keys: [300, 200]}\n")
+	plan, _ = p.PlanRegions(RegionRequest{})
+	if !plan.Desc || plan.Route(pipeline.Int(500)) != 0 || plan.Route(pipeline.Int(250)) != 1 || plan.Route(pipeline.Int(1)) != 2 {
+		t.Errorf("explicit DESC routing: %+v", plan)
+	}
+	p = compileYAML(t, "version: 1\nsource: {columns: {s: text}}\ntarget: {table: t, primary_key: '[s]'}\nregions: {split_keys: [b, m, x]}\n")
+	plan, _ = p.PlanRegions(RegionRequest{})
+	if splitStrings(plan) != "b,m,x" || plan.Splits[0] != pipeline.Text("b") {
+		t.Errorf("explicit text: %s", splitStrings(plan))
+	}
+	// no regions: section -> one region, unless --regions
+	p = loadProgram(t, "users.yaml")
+	p.regions = nil
+	plan, err = p.PlanRegions(RegionRequest{})
+	if err != nil || plan.Strategy != "single" || plan.Count() != 1 {
+		t.Errorf("single: %+v %v", plan, err)
+	}
+	plan, _ = p.PlanRegions(RegionRequest{Count: 4})
+	if plan.Strategy != "hex_prefix" || splitStrings(plan) != "4000,8000,c000" {
+		t.Errorf("--regions 4: %+v", plan)
+	}
+	if _, err := p.PlanRegions(RegionRequest{Count: -1}); err == nil {
+		t.Error("negative count accepted")
+	}
+}
+
+func TestSizeRegions(t *testing.T) {
+	p := compileYAML(t, "version: 1\nsource: {columns: {u: text}}\ntarget: {table: t, primary_key: '[md5(u).substr(0,4) + u AS k]'}\nregions: {size: 1KiB}\n")
+	if p.RegionSize() != 1024 {
+		t.Errorf("RegionSize %d", p.RegionSize())
+	}
+	for est, want := range map[int64]int{0: 1, 1: 1, 1024: 1, 1025: 2, 4096: 4, 4097: 5} {
+		plan, err := p.PlanRegions(RegionRequest{EstimatedBytes: est})
+		if err != nil || plan.Count() != want {
+			t.Errorf("%d bytes: %d regions (%v), want %d", est, plan.Count(), err, want)
+		}
+	}
+	plan, _ := p.PlanRegions(RegionRequest{EstimatedBytes: 4096})
+	if plan.Strategy != "hex_prefix" || splitStrings(plan) != "4000,8000,c000" {
+		t.Errorf("size plan %s %s", plan.Strategy, splitStrings(plan))
+	}
+	// logs_latest: size-based with no estimate yet -> one region, no sample needed
+	plan, err := loadProgram(t, "logs_latest.yaml").PlanRegions(RegionRequest{})
+	if err != nil || plan.Count() != 1 || plan.Strategy != "single" {
+		t.Errorf("logs_latest: %+v %v", plan, err)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	ok := map[string]int64{
+		"0": 0, "1048576": 1048576, "8GiB": 8 << 30, "512MiB": 512 << 20, "8GB": 8_000_000_000, "8 GiB": 8 << 30,
+		"1.5GiB": 1610612736, "100b": 100, "64KiB": 65536, "2kB": 2000, "1TiB": 1 << 40, "1PB": 1e15, "0.5MB": 500000,
+		"8gib": 8 << 30, " 16MiB ": 16 << 20,
+	}
+	for s, want := range ok {
+		if got, err := ParseSize(s); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"", "GiB", "8G", "8 m", "-1", "1.2.3MiB", "8XB", "99999999999PiB", ".5GiB", "5.GiB", "1e3"} {
+		if _, err := ParseSize(s); err == nil {
+			t.Errorf("ParseSize(%q) accepted", s)
+		}
+	}
+}
