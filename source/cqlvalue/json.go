@@ -1,0 +1,349 @@
+package cqlvalue
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// FromJSON converts the raw text of one JSON value (a member of a JSON Lines object, a Kafka
+// message field; convert a json.RawMessage with string(raw)) to a Value of type t.
+//
+// null is null. A JSON string is read as ParseText reads text, so "2024-01-02T03:04:05Z" is a
+// timestamp and "0x0102" a blob; its content aliases raw unless it has escapes. Numbers are read
+// exactly from their text (decimal 0.1 stays 0.1). true/false fit boolean. Arrays and objects fit
+// collections. A text column takes any JSON value: a non-string as its compact JSON text.
+func (t Type) FromJSON(raw string) (pipeline.Value, error) {
+	raw = trimSpace(raw)
+	if raw == "" {
+		return pipeline.Null, errors.New("empty JSON value")
+	}
+	switch c := raw[0]; c {
+	case '"':
+		s, err := unquoteJSON(raw)
+		if err != nil {
+			return pipeline.Null, err
+		}
+		return t.ParseText(s)
+	case 'n':
+		if raw == "null" {
+			return pipeline.Null, nil
+		}
+	case 't', 'f':
+		if raw == "true" || raw == "false" {
+			switch t.Kind {
+			case Boolean:
+				return pipeline.Bool(c == 't'), nil
+			case Text, Ascii:
+				return pipeline.Value{S: raw, K: pipeline.KindText}, nil
+			}
+			return pipeline.Null, fmt.Errorf("invalid %s: expected %s, got JSON %s", t.Kind, t, raw)
+		}
+	case '[', '{':
+		switch {
+		case t.Kind.IsCollection():
+			js, err := parseCollection(t, raw)
+			if err != nil {
+				return pipeline.Null, err
+			}
+			return pipeline.Value{S: js, K: pipeline.KindText}, nil
+		case t.Kind == Text || t.Kind == Ascii:
+			var b bytes.Buffer
+			if err := json.Compact(&b, []byte(raw)); err != nil {
+				return pipeline.Null, fmt.Errorf("invalid JSON: %v", err)
+			}
+			return t.ParseText(b.String())
+		}
+		what := "an object"
+		if c == '[' {
+			what = "an array"
+		}
+		return pipeline.Null, fmt.Errorf("invalid %s: expected %s, got JSON %s", t.Kind, t, what)
+	default:
+		if c == '-' || c >= '0' && c <= '9' {
+			if end, err := skipNumber(raw, 0); err != nil || end != len(raw) {
+				return pipeline.Null, fmt.Errorf("invalid JSON number %s", quoteShort(raw))
+			}
+			if t.Kind == Blob || t.Kind == UUID || t.Kind == TimeUUID || t.Kind == Inet || t.Kind.IsCollection() {
+				return pipeline.Null, fmt.Errorf("invalid %s: expected %s, got JSON number %s", t.Kind, t, cut(raw))
+			}
+			return t.ParseText(raw)
+		}
+	}
+	return pipeline.Null, fmt.Errorf("invalid JSON value %s", quoteShort(raw))
+}
+
+// unquoteJSON returns the content of a JSON string literal; without escapes it aliases raw.
+func unquoteJSON(raw string) (string, error) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", fmt.Errorf("invalid JSON string %s", quoteShort(raw))
+	}
+	inner := raw[1 : len(raw)-1]
+	simple := true
+	for i := 0; i < len(inner); i++ {
+		c := inner[i]
+		if c == '\\' || c == '"' || c < 0x20 {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		return inner, nil
+	}
+	var s string
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		return "", fmt.Errorf("invalid JSON string %s", quoteShort(raw))
+	}
+	return s, nil
+}
+
+// ObjectFields walks the JSON object doc and calls fn with each member's key and the raw text of
+// its value (a substring of doc). Keys without escapes alias doc. It returns an error when doc is
+// not exactly one well-formed JSON object (surrounding whitespace allowed).
+func ObjectFields(doc string, fn func(key, raw string)) error {
+	i := skipWS(doc, 0)
+	if i >= len(doc) || doc[i] != '{' {
+		return errors.New("expected a JSON object")
+	}
+	i = skipWS(doc, i+1)
+	if i < len(doc) && doc[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(doc) || doc[i] != '"' {
+				return fmt.Errorf("expected a member name at offset %d", i)
+			}
+			end, err := skipString(doc, i)
+			if err != nil {
+				return err
+			}
+			key, err := unquoteJSON(doc[i:end])
+			if err != nil {
+				return err
+			}
+			i = skipWS(doc, end)
+			if i >= len(doc) || doc[i] != ':' {
+				return fmt.Errorf("expected ':' at offset %d", i)
+			}
+			i = skipWS(doc, i+1)
+			end, err = skipValue(doc, i, 0)
+			if err != nil {
+				return err
+			}
+			fn(key, doc[i:end])
+			i = skipWS(doc, end)
+			if i < len(doc) && doc[i] == ',' {
+				i = skipWS(doc, i+1)
+				continue
+			}
+			if i < len(doc) && doc[i] == '}' {
+				i++
+				break
+			}
+			return fmt.Errorf("expected ',' or '}' at offset %d", i)
+		}
+	}
+	if i = skipWS(doc, i); i != len(doc) {
+		return fmt.Errorf("unexpected data after the object at offset %d", i)
+	}
+	return nil
+}
+
+func skipWS(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue validates the JSON value starting at s[i] and returns the offset just after it.
+func skipValue(s string, i, depth int) (int, error) {
+	if i >= len(s) {
+		return i, errors.New("unexpected end of JSON")
+	}
+	switch c := s[i]; {
+	case c == '"':
+		return skipString(s, i)
+	case c == '{' || c == '[':
+		if depth > 500 {
+			return i, errors.New("JSON nested too deeply")
+		}
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		i = skipWS(s, i+1)
+		if i < len(s) && s[i] == closer {
+			return i + 1, nil
+		}
+		for {
+			if c == '{' {
+				if i >= len(s) || s[i] != '"' {
+					return i, fmt.Errorf("expected a member name at offset %d", i)
+				}
+				end, err := skipString(s, i)
+				if err != nil {
+					return i, err
+				}
+				i = skipWS(s, end)
+				if i >= len(s) || s[i] != ':' {
+					return i, fmt.Errorf("expected ':' at offset %d", i)
+				}
+				i = skipWS(s, i+1)
+			}
+			end, err := skipValue(s, i, depth+1)
+			if err != nil {
+				return i, err
+			}
+			i = skipWS(s, end)
+			if i < len(s) && s[i] == ',' {
+				i = skipWS(s, i+1)
+				continue
+			}
+			if i < len(s) && s[i] == closer {
+				return i + 1, nil
+			}
+			return i, fmt.Errorf("expected ',' or '%c' at offset %d", closer, i)
+		}
+	case c == '-' || c >= '0' && c <= '9':
+		return skipNumber(s, i)
+	case c == 't' && len(s)-i >= 4 && s[i:i+4] == "true":
+		return i + 4, nil
+	case c == 'f' && len(s)-i >= 5 && s[i:i+5] == "false":
+		return i + 5, nil
+	case c == 'n' && len(s)-i >= 4 && s[i:i+4] == "null":
+		return i + 4, nil
+	}
+	return i, fmt.Errorf("invalid character %q at offset %d", s[i], i)
+}
+
+// skipString returns the offset just after the JSON string starting at s[i] ('"').
+func skipString(s string, i int) (int, error) {
+	for j := i + 1; j < len(s); j++ {
+		switch c := s[j]; {
+		case c == '"':
+			return j + 1, nil
+		case c == '\\':
+			j++
+			if j >= len(s) {
+				break
+			}
+			switch s[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(s) || !isHex(s[j+1]) || !isHex(s[j+2]) || !isHex(s[j+3]) || !isHex(s[j+4]) {
+					return j, fmt.Errorf("invalid \\u escape at offset %d", j)
+				}
+				j += 4
+			default:
+				return j, fmt.Errorf("invalid escape at offset %d", j)
+			}
+		case c < 0x20:
+			return j, fmt.Errorf("control character in string at offset %d", j)
+		}
+	}
+	return len(s), errors.New("unterminated JSON string")
+}
+
+func skipNumber(s string, i int) (int, error) {
+	start := i
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		for i < len(s) && s[i]-'0' <= 9 {
+			i++
+		}
+	default:
+		return i, fmt.Errorf("invalid number at offset %d", start)
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		d := i
+		for i < len(s) && s[i]-'0' <= 9 {
+			i++
+		}
+		if i == d {
+			return i, fmt.Errorf("invalid number at offset %d", start)
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(s) && s[i]-'0' <= 9 {
+			i++
+		}
+		if i == d {
+			return i, fmt.Errorf("invalid number at offset %d", start)
+		}
+	}
+	return i, nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string literal (no HTML escaping).
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, "\uFFFD"...) // invalid UTF-8 becomes U+FFFD, written as UTF-8
+				i++
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		i++
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendJSONFloat writes a float as a JSON number, or as a string for NaN and infinities.
+func appendJSONFloat(dst []byte, f float64) []byte {
+	switch {
+	case f != f:
+		return append(dst, `"NaN"`...)
+	case f > 1.7976931348623157e308:
+		return append(dst, `"Infinity"`...)
+	case f < -1.7976931348623157e308:
+		return append(dst, `"-Infinity"`...)
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+}

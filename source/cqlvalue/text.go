@@ -1,0 +1,575 @@
+package cqlvalue
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// ParseText converts the text form of a value (a CSV field, a JSON string's content, an element
+// of a CQL collection literal) to a Value of type t.
+//
+//   - text, varchar: the string itself (aliased, never copied); ascii is checked to be 7-bit.
+//   - For every other type, surrounding spaces are ignored and an empty string is null.
+//   - bigint, int, smallint, tinyint: KindInt, range-checked for the width. varint: KindInt when
+//     it fits int64, else KindDecimal with the canonical digits.
+//   - boolean: true/false (any case) or 1/0. float, double: KindFloat.
+//   - decimal: KindDecimal with the canonical plain text ("1.50", "-0.001"; "1.5E3" -> "1500").
+//   - timestamp: KindInt epoch milliseconds, from an integer (epoch ms) or ISO-8601 / RFC 3339
+//     text ("2024-01-02T03:04:05Z", "2024-01-02 03:04:05.678000+0000", "2024-01-02 03:04:05",
+//     "2024-01-02"); without a zone the time is UTC.
+//   - date: KindInt days since 1970-01-01, from yyyy-mm-dd or an integer (days).
+//   - uuid, timeuuid (version 1 only): KindText, lowercase 36 characters.
+//   - blob: KindBytes from 0x-prefixed hex (or, without the prefix, base64 as DSBulk writes it).
+//   - inet: KindText, the canonical address form.
+//   - list, set, map: KindText holding canonical compact JSON, from JSON or from cqlsh's CQL
+//     literal form (['a', 'b'], {'k': 1}). Sets are sorted and deduplicated, maps sorted by key.
+//
+// ParseText for text, bigint and timestamp does not allocate.
+func (t Type) ParseText(s string) (pipeline.Value, error) {
+	switch t.Kind {
+	case Text:
+		return pipeline.Value{S: s, K: pipeline.KindText}, nil
+	case Ascii:
+		for i := 0; i < len(s); i++ {
+			if s[i] >= 0x80 {
+				return pipeline.Null, errors.New("non-ASCII character in ascii value")
+			}
+		}
+		return pipeline.Value{S: s, K: pipeline.KindText}, nil
+	}
+	s = trimSpace(s)
+	if s == "" {
+		return pipeline.Null, nil
+	}
+	switch t.Kind {
+	case Bigint, Int, Smallint, Tinyint:
+		n, ok, overflow := parseInt(s)
+		if !ok {
+			if overflow {
+				return pipeline.Null, rangeError(s, t.Kind)
+			}
+			return pipeline.Null, expected(s, t.Kind, "an integer")
+		}
+		if !inRange(n, t.Kind) {
+			return pipeline.Null, rangeError(s, t.Kind)
+		}
+		return pipeline.Value{I: n, K: pipeline.KindInt}, nil
+	case Varint:
+		return parseVarint(s)
+	case Boolean:
+		switch {
+		case s == "1" || strings.EqualFold(s, "true"):
+			return pipeline.Value{I: 1, K: pipeline.KindBool}, nil
+		case s == "0" || strings.EqualFold(s, "false"):
+			return pipeline.Value{K: pipeline.KindBool}, nil
+		}
+		return pipeline.Null, expected(s, t.Kind, "true or false")
+	case Float, Double:
+		bits := 64
+		if t.Kind == Float {
+			bits = 32
+		}
+		f, err := strconv.ParseFloat(s, bits)
+		if err != nil {
+			if errors.Is(err, strconv.ErrRange) {
+				return pipeline.Null, rangeError(s, t.Kind)
+			}
+			return pipeline.Null, expected(s, t.Kind, "a number")
+		}
+		return pipeline.Float(f), nil
+	case Decimal:
+		d, err := canonicalDecimal(s)
+		if err != nil {
+			return pipeline.Null, err
+		}
+		return pipeline.Value{S: d, K: pipeline.KindDecimal}, nil
+	case Timestamp:
+		ms, ok := parseTimestamp(s)
+		if !ok {
+			return pipeline.Null, expected(s, t.Kind, "epoch milliseconds or ISO-8601 like 2024-01-02T03:04:05.678Z")
+		}
+		return pipeline.Value{I: ms, K: pipeline.KindInt}, nil
+	case Date:
+		if n, ok, overflow := parseInt(s); ok || overflow {
+			if !ok || n < math.MinInt32 || n > math.MaxInt32 {
+				return pipeline.Null, rangeError(s, t.Kind)
+			}
+			return pipeline.Value{I: n, K: pipeline.KindInt}, nil
+		}
+		y, m, d, n, ok := parseDate(s)
+		if !ok || n != len(s) {
+			return pipeline.Null, expected(s, t.Kind, "yyyy-mm-dd")
+		}
+		return pipeline.Value{I: daysFromCivil(y, m, d), K: pipeline.KindInt}, nil
+	case UUID, TimeUUID:
+		return parseUUID(s, t.Kind)
+	case Blob:
+		return parseBlob(s)
+	case Inet:
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" {
+			return pipeline.Null, expected(s, t.Kind, "an IPv4 or IPv6 address")
+		}
+		return pipeline.Value{S: a.String(), K: pipeline.KindText}, nil
+	case List, Set, Map:
+		js, err := parseCollection(t, s)
+		if err != nil {
+			return pipeline.Null, err
+		}
+		return pipeline.Value{S: js, K: pipeline.KindText}, nil
+	}
+	return pipeline.Null, fmt.Errorf("invalid CQL type")
+}
+
+// quoteShort quotes a value for an error message, cutting long values.
+func quoteShort(s string) string {
+	if len(s) > 40 {
+		s = s[:37] + "..."
+	}
+	return strconv.Quote(s)
+}
+
+func expected(s string, k Kind, what string) error {
+	return fmt.Errorf("invalid %s %s: expected %s", k, quoteShort(s), what)
+}
+
+func rangeError(s string, k Kind) error {
+	return fmt.Errorf("value %s out of range for %s", cut(s), k)
+}
+
+func cut(s string) string {
+	if len(s) > 40 {
+		return s[:37] + "..."
+	}
+	return s
+}
+
+func trimSpace(s string) string {
+	for len(s) > 0 && isSpace(s[0]) {
+		s = s[1:]
+	}
+	for len(s) > 0 && isSpace(s[len(s)-1]) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+func inRange(n int64, k Kind) bool {
+	switch k {
+	case Int:
+		return n >= math.MinInt32 && n <= math.MaxInt32
+	case Smallint:
+		return n >= math.MinInt16 && n <= math.MaxInt16
+	case Tinyint:
+		return n >= math.MinInt8 && n <= math.MaxInt8
+	}
+	return true
+}
+
+// parseInt reads an optionally signed decimal integer. overflow reports well-formed digits that
+// do not fit int64.
+func parseInt(s string) (n int64, ok, overflow bool) {
+	i, neg := 0, false
+	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		i = 1
+	}
+	if i == len(s) {
+		return 0, false, false
+	}
+	if len(s)-i <= 18 { // cannot overflow
+		var v int64
+		for ; i < len(s); i++ {
+			c := s[i] - '0'
+			if c > 9 {
+				return 0, false, false
+			}
+			v = v*10 + int64(c)
+		}
+		if neg {
+			v = -v
+		}
+		return v, true, false
+	}
+	var u uint64
+	for ; i < len(s); i++ {
+		c := s[i] - '0'
+		if c > 9 {
+			return 0, false, false
+		}
+		if u > (math.MaxUint64-9)/10 {
+			overflow = true
+		}
+		u = u*10 + uint64(c)
+	}
+	if overflow {
+		return 0, false, true
+	}
+	if neg {
+		if u > 1<<63 {
+			return 0, false, true
+		}
+		return -int64(u), true, false
+	}
+	if u > math.MaxInt64 {
+		return 0, false, true
+	}
+	return int64(u), true, false
+}
+
+func parseVarint(s string) (pipeline.Value, error) {
+	n, ok, overflow := parseInt(s)
+	if ok {
+		return pipeline.Value{I: n, K: pipeline.KindInt}, nil
+	}
+	if !overflow {
+		return pipeline.Null, expected(s, Varint, "an integer")
+	}
+	neg := s[0] == '-'
+	if s[0] == '-' || s[0] == '+' {
+		s = s[1:]
+	}
+	for len(s) > 1 && s[0] == '0' {
+		s = s[1:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return pipeline.Value{S: s, K: pipeline.KindDecimal}, nil
+}
+
+const maxDecimalExponent = 1000
+
+// canonicalDecimal validates a decimal number and returns its canonical plain form: no '+',
+// no leading zeros, no exponent, the scale kept ("1.50"), no sign on zero. Input that is
+// already canonical is returned as is.
+func canonicalDecimal(s string) (string, error) {
+	if plainDecimal(s) {
+		return s, nil
+	}
+	i, neg := 0, false
+	if s[0] == '-' || s[0] == '+' {
+		neg = s[0] == '-'
+		i = 1
+	}
+	intStart := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	intDigits := s[intStart:i]
+	fracDigits, hasDot := "", false
+	if i < len(s) && s[i] == '.' {
+		hasDot = true
+		i++
+		fs := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		fracDigits = s[fs:i]
+	}
+	if intDigits == "" && fracDigits == "" {
+		return "", expected(s, Decimal, "a decimal number")
+	}
+	exp, hasExp := 0, false
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		hasExp = true
+		n, ok, _ := parseInt(s[i+1:])
+		if !ok || n > maxDecimalExponent || n < -maxDecimalExponent {
+			return "", expected(s, Decimal, "a decimal number with an exponent within ±1000")
+		}
+		exp = int(n)
+		i = len(s)
+	}
+	if i != len(s) {
+		return "", expected(s, Decimal, "a decimal number")
+	}
+	zero := strings.Trim(intDigits, "0") == "" && strings.Trim(fracDigits, "0") == ""
+	canonical := !hasExp && (!neg || !zero) && s[0] != '+' && intDigits != "" &&
+		(len(intDigits) == 1 || intDigits[0] != '0') && (!hasDot || fracDigits != "")
+	if canonical {
+		return s, nil
+	}
+	digits := intDigits + fracDigits
+	scale := len(fracDigits) - exp
+	var intPart, fracPart string
+	switch {
+	case scale <= 0:
+		intPart = digits + strings.Repeat("0", -scale)
+	case scale >= len(digits):
+		intPart, fracPart = "0", strings.Repeat("0", scale-len(digits))+digits
+	default:
+		intPart, fracPart = digits[:len(digits)-scale], digits[len(digits)-scale:]
+	}
+	intPart = strings.TrimLeft(intPart, "0")
+	if intPart == "" {
+		intPart = "0"
+	}
+	var b strings.Builder
+	b.Grow(len(intPart) + len(fracPart) + 2)
+	if neg && !zero {
+		b.WriteByte('-')
+	}
+	b.WriteString(intPart)
+	if fracPart != "" {
+		b.WriteByte('.')
+		b.WriteString(fracPart)
+	}
+	return b.String(), nil
+}
+
+// plainDecimal reports whether s is already canonical: -?(0|[1-9][0-9]*)(\.[0-9]+)? and not a
+// negative zero. It is the common case, checked in one pass.
+func plainDecimal(s string) bool {
+	i := 0
+	if len(s) > 0 && s[0] == '-' {
+		i = 1
+	}
+	start := i
+	nonzero := false
+	for i < len(s) && s[i]-'0' <= 9 {
+		nonzero = nonzero || s[i] != '0'
+		i++
+	}
+	if i == start || (s[start] == '0' && i-start > 1) {
+		return false
+	}
+	if i < len(s) {
+		if s[i] != '.' || i+1 == len(s) {
+			return false
+		}
+		for i++; i < len(s); i++ {
+			if s[i]-'0' > 9 {
+				return false
+			}
+			nonzero = nonzero || s[i] != '0'
+		}
+	}
+	return nonzero || start == 0
+}
+
+// digits reads exactly n decimal digits at s[i:].
+func digits(s string, i, n int) (int64, bool) {
+	if i+n > len(s) {
+		return 0, false
+	}
+	var v int64
+	for j := i; j < i+n; j++ {
+		c := s[j] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		v = v*10 + int64(c)
+	}
+	return v, true
+}
+
+// digits12 reads one or two decimal digits at s[i:], returning the value and the count.
+func digits12(s string, i int) (int64, int) {
+	if i >= len(s) || s[i]-'0' > 9 {
+		return 0, 0
+	}
+	v := int64(s[i] - '0')
+	if i+1 < len(s) && s[i+1]-'0' <= 9 {
+		return v*10 + int64(s[i+1]-'0'), 2
+	}
+	return v, 1
+}
+
+// parseDate reads yyyy-mm-dd (month and day may have one digit) at the start of s and returns
+// the number of bytes read.
+func parseDate(s string) (y, m, d int64, n int, ok bool) {
+	y, ok = digits(s, 0, 4)
+	if !ok || len(s) < 5 || s[4] != '-' {
+		return 0, 0, 0, 0, false
+	}
+	i := 5
+	m, c := digits12(s, i)
+	if c == 0 || i+c >= len(s) || s[i+c] != '-' {
+		return 0, 0, 0, 0, false
+	}
+	i += c + 1
+	d, c = digits12(s, i)
+	if c == 0 {
+		return 0, 0, 0, 0, false
+	}
+	i += c
+	if m < 1 || m > 12 || d < 1 || d > daysIn(y, m) {
+		return 0, 0, 0, 0, false
+	}
+	return y, m, d, i, true
+}
+
+func daysIn(y, m int64) int64 {
+	switch m {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil is days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant).
+func daysFromCivil(y, m, d int64) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y
+	if era < 0 {
+		era -= 399
+	}
+	era /= 400
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}
+
+// parseTimestamp reads epoch milliseconds or an ISO-8601 date-time; see ParseText.
+func parseTimestamp(s string) (int64, bool) {
+	if n, ok, _ := parseInt(s); ok {
+		return n, true
+	}
+	y, mo, d, i, ok := parseDate(s)
+	if !ok {
+		return 0, false
+	}
+	secs := daysFromCivil(y, mo, d) * 86400
+	var ms int64
+	if i < len(s) && (s[i] == 'T' || s[i] == 't' || s[i] == ' ') && i+1 < len(s) && s[i+1]-'0' <= 9 {
+		i++
+		h, ok1 := digits(s, i, 2)
+		mi, ok2 := digits(s, i+3, 2)
+		if !ok1 || !ok2 || s[i+2] != ':' || h > 23 || mi > 59 {
+			return 0, false
+		}
+		i += 5
+		var sec int64
+		if i < len(s) && s[i] == ':' {
+			var ok bool
+			if sec, ok = digits(s, i+1, 2); !ok || sec > 59 {
+				return 0, false
+			}
+			i += 3
+			if i < len(s) && (s[i] == '.' || s[i] == ',') {
+				i++
+				start := i
+				var scale int64 = 100
+				for i < len(s) && s[i]-'0' <= 9 {
+					ms += int64(s[i]-'0') * scale
+					scale /= 10
+					i++
+				}
+				if i == start || i-start > 9 {
+					return 0, false
+				}
+			}
+		}
+		secs += h*3600 + mi*60 + sec
+	}
+	if i < len(s) && s[i] == ' ' && i+1 < len(s) {
+		i++
+	}
+	if i < len(s) {
+		switch c := s[i]; {
+		case c == 'Z' || c == 'z':
+			i++
+		case c == '+' || c == '-':
+			oh, ok := digits(s, i+1, 2)
+			if !ok || oh > 23 {
+				return 0, false
+			}
+			i += 3
+			var om int64
+			if i < len(s) && s[i] == ':' {
+				i++
+			}
+			if i < len(s) {
+				if om, ok = digits(s, i, 2); !ok || om > 59 {
+					return 0, false
+				}
+				i += 2
+			}
+			off := oh*3600 + om*60
+			if c == '-' {
+				off = -off
+			}
+			secs -= off
+		case s[i:] == "UTC" || s[i:] == "GMT":
+			i += 3
+		default:
+			return 0, false
+		}
+	}
+	if i != len(s) {
+		return 0, false
+	}
+	return secs*1000 + ms, true
+}
+
+func isHex(c byte) bool { return c-'0' <= 9 || c-'a' <= 5 || c-'A' <= 5 }
+
+func parseUUID(s string, k Kind) (pipeline.Value, error) {
+	if len(s) == 32 {
+		ok := true
+		for i := 0; i < 32; i++ {
+			ok = ok && isHex(s[i])
+		}
+		if ok {
+			s = s[:8] + "-" + s[8:12] + "-" + s[12:16] + "-" + s[16:20] + "-" + s[20:]
+		}
+	}
+	if len(s) != 36 {
+		return pipeline.Null, expected(s, k, "a UUID like 123e4567-e89b-12d3-a456-426614174000")
+	}
+	upper := false
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return pipeline.Null, expected(s, k, "a UUID like 123e4567-e89b-12d3-a456-426614174000")
+			}
+			continue
+		}
+		if !isHex(c) {
+			return pipeline.Null, expected(s, k, "a UUID like 123e4567-e89b-12d3-a456-426614174000")
+		}
+		upper = upper || c >= 'A' && c <= 'F'
+	}
+	if k == TimeUUID && s[14] != '1' {
+		return pipeline.Null, fmt.Errorf("invalid timeuuid %s: version %c, expected version 1", quoteShort(s), s[14])
+	}
+	if upper {
+		s = strings.ToLower(s)
+	}
+	return pipeline.Value{S: s, K: pipeline.KindText}, nil
+}
+
+func parseBlob(s string) (pipeline.Value, error) {
+	if len(s) >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		b, err := hex.DecodeString(s[2:])
+		if err != nil {
+			return pipeline.Null, expected(s, Blob, "0x followed by an even number of hex digits")
+		}
+		return pipeline.Value{S: string(b), K: pipeline.KindBytes}, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return pipeline.Null, expected(s, Blob, "0x-prefixed hex or base64")
+	}
+	return pipeline.Value{S: string(b), K: pipeline.KindBytes}, nil
+}

@@ -1,0 +1,128 @@
+package file
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// Sample returns up to n records spread over the file, for placing region splits. For an
+// uncompressed file much larger than the sample it reads rows at evenly spaced byte offsets,
+// each resynchronised to the next line start (those records have Seq 0: their line number is not
+// known). A gzip file gives its first n rows; a small file is read whole and sampled evenly.
+// Records that fail to parse are included with Err set.
+func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	dataSize := s.size - s.dataStart
+	if s.gz || s.avgRow <= 0 || float64(n)*s.avgRow*4 >= float64(dataSize) {
+		return s.sampleSequential(ctx, n)
+	}
+	return s.sampleSpread(ctx, n, dataSize)
+}
+
+func (s *Source) sampleSequential(ctx context.Context, n int) ([]pipeline.Record, error) {
+	r, err := s.openAt(s.dataStart)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var recs []pipeline.Record
+	err = s.readChunks(ctx, r, s.dataStart, s.dataLine, func(c *chunk) bool {
+		for _, b := range s.parseChunk(c) {
+			recs = append(recs, b.Records...)
+		}
+		return !(s.gz && len(recs) >= n)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) <= n {
+		return recs, nil
+	}
+	if s.gz {
+		return recs[:n], nil
+	}
+	out := make([]pipeline.Record, n)
+	for k := range out {
+		out[k] = recs[k*len(recs)/n]
+	}
+	return out, nil
+}
+
+func (s *Source) sampleSpread(ctx context.Context, n int, dataSize int64) ([]pipeline.Record, error) {
+	f, err := os.Open(s.cfg.Path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", s.cfg.Path, err)
+	}
+	defer f.Close()
+	ncols := len(s.names)
+	slab := make([]pipeline.Value, n*ncols)
+	recs := make([]pipeline.Record, 0, n)
+	parse := s.parseCSVRow
+	if s.format == formatJSONL {
+		parse = s.parseJSONRow
+	}
+	var buf []byte
+	for k := 0; k < n; k++ {
+		if k%256 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		off := s.dataStart + int64(k)*dataSize/int64(n)
+		size := int(s.avgRow*4) + 4096
+		for {
+			if cap(buf) < size {
+				buf = make([]byte, size)
+			}
+			buf = buf[:size]
+			m, err := f.ReadAt(buf, off)
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("read %s at %d: %w", s.cfg.Path, off, err)
+			}
+			eof := m < size
+			win := buf[:m]
+			start := 0
+			if off > s.dataStart {
+				// off may fall inside a line: start at the next one.
+				i := bytes.IndexByte(win, '\n')
+				if i < 0 {
+					if eof {
+						break
+					}
+					size *= 2
+					continue
+				}
+				start = i + 1
+			}
+			str := string(win[start:])
+			vals := slab[len(recs)*ncols : (len(recs)+1)*ncols : (len(recs)+1)*ncols]
+			next, _, blank, _ := parse(str, 0, vals)
+			complete := next < len(str) || (next == len(str) && strings.HasSuffix(str, "\n")) || eof
+			if !complete {
+				size *= 2
+				continue
+			}
+			if blank || next == 0 {
+				break
+			}
+			// Keep only the row's bytes alive, not the window.
+			row := strings.Clone(str[:next])
+			clear(vals)
+			_, _, _, rerr := parse(row, 0, vals)
+			rec := pipeline.Record{Values: vals, Err: rerr}
+			if rerr != nil {
+				rec.Raw = rawLine(row)
+			}
+			recs = append(recs, rec)
+			break
+		}
+	}
+	return recs, nil
+}

@@ -1,0 +1,580 @@
+// Package file reads CSV (.csv, .csv.gz) and JSON Lines (.jsonl, .ndjson, optionally .gz) files
+// as a pipeline.Source. The file is read in large chunks split at record boundaries; chunks are
+// parsed by parallel workers into batches that are delivered in file order, each with a cursor
+// (uncompressed byte offset and line number) from which a resumed run continues.
+package file
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/cqlvalue"
+)
+
+// Config configures a file source.
+type Config struct {
+	// Path of the file. The extension picks the format: .csv, .jsonl, .ndjson, each optionally
+	// followed by .gz.
+	Path string
+	// Schema declares the columns to read, with their CQL types; Record.Values follow its order.
+	// CSV columns are found by header name (exact, then case-insensitive); JSON members by key.
+	Schema pipeline.SourceSchema
+	// BatchSize is the number of rows per batch (default 4096).
+	BatchSize int
+	// Workers is the number of parallel parsers (default GOMAXPROCS).
+	Workers int
+	// ChunkSize is how many bytes are read and parsed as one unit (default 4 MiB, less for
+	// files under 16 MiB per worker). A record longer than a chunk grows it. Tests use tiny
+	// values to put boundaries inside records.
+	ChunkSize int
+}
+
+const (
+	defaultBatchSize = 4096
+	defaultChunkSize = 4 << 20
+	minAutoChunk     = 512 << 10
+)
+
+// Validate checks the configuration and fills in defaults.
+func (c *Config) Validate() error {
+	if c.Path == "" {
+		return errors.New("file source: no path")
+	}
+	if len(c.Schema) == 0 {
+		return errors.New("file source: no columns declared")
+	}
+	seen := make(map[string]bool, len(c.Schema))
+	for _, col := range c.Schema {
+		if col.Name == "" {
+			return errors.New("file source: a declared column has no name")
+		}
+		if seen[col.Name] {
+			return fmt.Errorf("file source: column %q declared twice", col.Name)
+		}
+		seen[col.Name] = true
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = defaultBatchSize
+	}
+	if c.Workers <= 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.ChunkSize < 0 {
+		c.ChunkSize = 0
+	}
+	return nil
+}
+
+type format uint8
+
+const (
+	formatCSV format = iota
+	formatJSONL
+)
+
+// Source reads one file. It implements pipeline.Source, pipeline.Sizer and pipeline.Sampler.
+type Source struct {
+	cfg    Config
+	log    *zap.Logger
+	stream string
+	format format
+	gz     bool
+	size   int64 // file size on disk
+
+	names []string
+	types []cqlvalue.Type
+	kinds []cqlvalue.Kind
+
+	dataStart int64   // uncompressed offset of the first data row (after BOM and header)
+	dataLine  int64   // line number of the first data row
+	avgRow    float64 // average bytes per line in the first chunk; 0 if unknown
+
+	// CSV: header field i holds schema column colMap[i], or -1 when not declared.
+	colMap  []int
+	nfields int
+	// JSON Lines: member name -> schema column.
+	jsonIndex map[string]int
+}
+
+var (
+	_ pipeline.Source  = (*Source)(nil)
+	_ pipeline.Sizer   = (*Source)(nil)
+	_ pipeline.Sampler = (*Source)(nil)
+)
+
+// New opens and validates the file: it must exist, and a CSV header must name every declared
+// column.
+func New(cfg Config, logger *zap.Logger) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	s := &Source{cfg: cfg, log: logger, stream: filepath.Base(cfg.Path)}
+	lower := strings.ToLower(cfg.Path)
+	if strings.HasSuffix(lower, ".gz") {
+		s.gz = true
+		lower = strings.TrimSuffix(lower, ".gz")
+	}
+	switch {
+	case strings.HasSuffix(lower, ".csv"):
+		s.format = formatCSV
+	case strings.HasSuffix(lower, ".jsonl"), strings.HasSuffix(lower, ".ndjson"):
+		s.format = formatJSONL
+	default:
+		return nil, fmt.Errorf("file %s: unknown format: want .csv, .jsonl or .ndjson, optionally .gz", cfg.Path)
+	}
+	for _, col := range cfg.Schema {
+		t, err := cqlvalue.ParseType(col.Type)
+		if err != nil {
+			return nil, fmt.Errorf("file %s: column %q: %w", cfg.Path, col.Name, err)
+		}
+		s.names = append(s.names, col.Name)
+		s.types = append(s.types, t)
+		s.kinds = append(s.kinds, t.Kind)
+	}
+	if len(s.names) > 16 {
+		s.jsonIndex = make(map[string]int, len(s.names))
+		for i, n := range s.names {
+			s.jsonIndex[n] = i
+		}
+	}
+	st, err := os.Stat(cfg.Path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("file %s not found: check the --source path", cfg.Path)
+		}
+		return nil, fmt.Errorf("file %s: %w", cfg.Path, err)
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("file %s is a directory: --source wants one file", cfg.Path)
+	}
+	s.size = st.Size()
+	if s.cfg.ChunkSize == 0 {
+		// Large files read 4 MiB at a time; small ones in smaller chunks so that every worker
+		// has some.
+		s.cfg.ChunkSize = int(min(max(s.size/int64(4*s.cfg.Workers), minAutoChunk), defaultChunkSize))
+	}
+	if err := s.readHead(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// open returns a reader of the uncompressed content from its start.
+func (s *Source) open() (io.ReadCloser, *os.File, error) {
+	f, err := os.Open(s.cfg.Path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", s.cfg.Path, err)
+	}
+	if !s.gz {
+		return f, f, nil
+	}
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("file %s: not a gzip file: %w", s.cfg.Path, err)
+	}
+	return readCloser{zr, f}, f, nil
+}
+
+type readCloser struct {
+	io.Reader
+	f *os.File
+}
+
+func (r readCloser) Close() error { return r.f.Close() }
+
+// openAt returns a reader of the uncompressed content from offset off.
+func (s *Source) openAt(off int64) (io.ReadCloser, error) {
+	r, f, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	if off > 0 {
+		if s.gz {
+			if n, err := io.CopyN(io.Discard, r, off); err != nil {
+				r.Close()
+				return nil, fmt.Errorf("file %s: skip to offset %d (reached %d): %w", s.cfg.Path, off, n, err)
+			}
+		} else if _, err := f.Seek(off, io.SeekStart); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("file %s: seek to %d: %w", s.cfg.Path, off, err)
+		}
+	}
+	return r, nil
+}
+
+// readHead reads the first chunk: BOM, CSV header, average row size.
+func (s *Source) readHead() error {
+	r, _, err := s.open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	buf := make([]byte, 1<<20)
+	n, err := io.ReadFull(r, buf)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return fmt.Errorf("read %s: %w", s.cfg.Path, err)
+	}
+	whole := n < len(buf)
+	head := buf[:n]
+	pos := 0
+	if bytes.HasPrefix(head, []byte("\xef\xbb\xbf")) {
+		pos = 3
+	}
+	s.dataLine = 1
+	if s.format == formatCSV {
+		fields, next, lines, ok := splitHeader(head, pos)
+		if !ok || (!whole && next == len(head) && !bytes.HasSuffix(head, []byte("\n"))) {
+			if n == 0 || pos == n {
+				return fmt.Errorf("file %s is empty: a CSV file needs a header line", s.cfg.Path)
+			}
+			return fmt.Errorf("file %s: cannot read the CSV header line", s.cfg.Path)
+		}
+		if err := s.mapHeader(fields); err != nil {
+			return err
+		}
+		pos = next
+		s.dataLine += int64(lines)
+	}
+	s.dataStart = int64(pos)
+	rest := head[pos:]
+	if !whole {
+		if i := bytes.LastIndexByte(rest, '\n'); i >= 0 {
+			rest = rest[:i+1]
+		}
+	}
+	if lines := bytes.Count(rest, []byte{'\n'}); lines > 0 {
+		s.avgRow = float64(len(rest)) / float64(lines)
+	} else if len(rest) > 0 {
+		s.avgRow = float64(len(rest))
+	}
+	return nil
+}
+
+func (s *Source) mapHeader(header []string) error {
+	s.nfields = len(header)
+	s.colMap = make([]int, len(header))
+	for i := range s.colMap {
+		s.colMap[i] = -1
+	}
+	var missing []string
+	for ci, name := range s.names {
+		found := -1
+		for i, h := range header {
+			if h == name && s.colMap[i] < 0 {
+				found = i
+				break
+			}
+		}
+		if found < 0 {
+			for i, h := range header {
+				if strings.EqualFold(strings.TrimSpace(h), name) && s.colMap[i] < 0 {
+					found = i
+					break
+				}
+			}
+		}
+		if found < 0 {
+			missing = append(missing, strconv.Quote(name))
+			continue
+		}
+		s.colMap[found] = ci
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("file %s: header has no column %s (header: %s)", s.cfg.Path,
+			strings.Join(missing, ", "), strings.Join(header, ","))
+	}
+	var extra []string
+	for i, h := range header {
+		if s.colMap[i] < 0 {
+			extra = append(extra, h)
+		}
+	}
+	if len(extra) > 0 {
+		s.log.Info("ignoring CSV columns that the mapping does not declare",
+			zap.String("file", s.cfg.Path), zap.Strings("columns", extra))
+	}
+	return nil
+}
+
+// EstimatedRows estimates the row count from the file size and the first chunk's average row
+// size; for a gzip file it is -1 (unknown).
+func (s *Source) EstimatedRows() int64 {
+	if s.gz || s.avgRow <= 0 {
+		if !s.gz && s.size <= s.dataStart {
+			return 0
+		}
+		return -1
+	}
+	return int64(float64(s.size-s.dataStart)/s.avgRow + 0.5)
+}
+
+// Stream is the stream name batches carry: the file's base name.
+func (s *Source) Stream() string { return s.stream }
+
+// cursor encodes a resume point.
+func appendCursor(dst []byte, off, line int64) []byte {
+	dst = append(dst, "off="...)
+	dst = strconv.AppendInt(dst, off, 10)
+	dst = append(dst, ",line="...)
+	return strconv.AppendInt(dst, line, 10)
+}
+
+func parseCursor(c string) (off, line int64, err error) {
+	a, b, ok := strings.Cut(c, ",")
+	if ok && strings.HasPrefix(a, "off=") && strings.HasPrefix(b, "line=") {
+		off, err1 := strconv.ParseInt(a[4:], 10, 64)
+		line, err2 := strconv.ParseInt(b[5:], 10, 64)
+		if err1 == nil && err2 == nil && off >= 0 && line >= 1 {
+			return off, line, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("bad cursor %q: want off=N,line=N", c)
+}
+
+// Run reads the file and sends its batches to out in file order. A resume cursor for the stream
+// continues after the batch it was saved with; a stream marked done sends nothing.
+func (s *Source) Run(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
+	off, line := s.dataStart, s.dataLine
+	if st, ok := resume[s.stream]; ok {
+		if st.Done {
+			s.log.Info("file already done, skipping", zap.String("file", s.cfg.Path))
+			return nil
+		}
+		if st.Cursor != "" {
+			var err error
+			if off, line, err = parseCursor(st.Cursor); err != nil {
+				return fmt.Errorf("file %s: %w", s.cfg.Path, err)
+			}
+			if off < s.dataStart || (!s.gz && off > s.size) {
+				return fmt.Errorf("file %s: resume offset %d is outside the file (%d bytes): was it replaced?", s.cfg.Path, off, s.size)
+			}
+		}
+	}
+	r, err := s.openAt(off)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	s.log.Info("reading file", zap.String("file", s.cfg.Path), zap.Int64("bytes", s.size),
+		zap.Int64("offset", off), zap.Int64("line", line))
+	return s.run(ctx, r, off, line, out)
+}
+
+// chunk is a run of whole records handed to a parser.
+type chunk struct {
+	data   string
+	off    int64 // uncompressed offset of data[0]
+	line   int64 // line number of data[0]
+	lines  int   // newlines in data
+	last   bool
+	result chan []pipeline.Batch
+}
+
+func (s *Source) run(parent context.Context, r io.Reader, off, line int64, out chan<- pipeline.Batch) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	jobs := make(chan *chunk)
+	order := make(chan *chunk, s.cfg.Workers+1)
+	done := make(chan struct{})
+	var readErr error
+	go func() {
+		defer close(done)
+		defer close(order)
+		defer close(jobs)
+		readErr = s.readChunks(ctx, r, off, line, func(c *chunk) bool {
+			select {
+			case order <- c:
+			case <-ctx.Done():
+				return false
+			}
+			select {
+			case jobs <- c:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		})
+	}()
+	workersDone := make(chan struct{})
+	go func() {
+		defer close(workersDone)
+		wdone := make(chan struct{}, s.cfg.Workers)
+		for w := 0; w < s.cfg.Workers; w++ {
+			go func() {
+				defer func() { wdone <- struct{}{} }()
+				for c := range jobs {
+					c.result <- s.parseChunk(c)
+				}
+			}()
+		}
+		for w := 0; w < s.cfg.Workers; w++ {
+			<-wdone
+		}
+	}()
+	rows, err := s.deliver(ctx, order, out)
+	cancel()
+	for range order { // let the reader finish
+	}
+	<-done
+	<-workersDone
+	if err != nil {
+		return err
+	}
+	if readErr != nil && !errors.Is(readErr, context.Canceled) {
+		return readErr
+	}
+	if err := parent.Err(); err != nil {
+		return err
+	}
+	s.log.Info("file read", zap.String("file", s.cfg.Path), zap.Int64("rows", rows))
+	return nil
+}
+
+// deliver sends each chunk's batches to out in chunk order and counts the records.
+func (s *Source) deliver(ctx context.Context, order <-chan *chunk, out chan<- pipeline.Batch) (rows int64, err error) {
+	for c := range order {
+		var batches []pipeline.Batch
+		select {
+		case batches = <-c.result:
+		case <-ctx.Done():
+			return rows, ctx.Err()
+		}
+		for _, b := range batches {
+			select {
+			case out <- b:
+				rows += int64(len(b.Records))
+			case <-ctx.Done():
+				return rows, ctx.Err()
+			}
+		}
+	}
+	return rows, nil
+}
+
+// readChunks reads r into chunks that end at record boundaries and hands them to emit in order,
+// the last one marked. emit returns false to stop.
+func (s *Source) readChunks(ctx context.Context, r io.Reader, off, line int64, emit func(*chunk) bool) error {
+	buf := make([]byte, s.cfg.ChunkSize)
+	carry := 0
+	for {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		n, err := io.ReadFull(r, buf[carry:])
+		total := carry + n
+		eof := false
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			eof = true
+		case err != nil:
+			return fmt.Errorf("read %s at offset %d: %w", s.cfg.Path, off+int64(carry), err)
+		}
+		cut := total
+		if !eof {
+			cut = s.splitPoint(buf[:total])
+			if cut <= 0 { // one record larger than the buffer: grow it
+				nb := make([]byte, 2*len(buf))
+				copy(nb, buf[:total])
+				buf, carry = nb, total
+				continue
+			}
+		}
+		c := &chunk{data: string(buf[:cut]), off: off, line: line, last: eof,
+			result: make(chan []pipeline.Batch, 1)}
+		c.lines = strings.Count(c.data, "\n")
+		if !emit(c) {
+			return ctx.Err()
+		}
+		off += int64(cut)
+		line += int64(c.lines)
+		carry = copy(buf, buf[cut:total])
+		if eof {
+			return nil
+		}
+	}
+}
+
+// splitPoint returns the length of the longest prefix of b that holds whole records, or 0.
+func (s *Source) splitPoint(b []byte) int {
+	if s.format == formatJSONL {
+		return bytes.LastIndexByte(b, '\n') + 1
+	}
+	return csvSplitPoint(b)
+}
+
+// parseChunk turns a chunk into batches of at most BatchSize records.
+func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
+	bs := s.cfg.BatchSize
+	ncols := len(s.names)
+	remaining := c.lines + 1 // an upper bound on the rows left
+	data := c.data
+	pos, line := 0, c.line
+	var batches []pipeline.Batch
+	var cur []byte
+	for {
+		n := min(bs, remaining)
+		slab := make([]pipeline.Value, n*ncols)
+		recs := make([]pipeline.Record, 0, n)
+		for len(recs) < n && pos < len(data) {
+			vals := slab[len(recs)*ncols : (len(recs)+1)*ncols : (len(recs)+1)*ncols]
+			var next, nl int
+			var rerr *pipeline.RowError
+			var blank bool
+			if s.format == formatCSV {
+				next, nl, blank, rerr = s.parseCSVRow(data, pos, vals)
+			} else {
+				next, nl, blank, rerr = s.parseJSONRow(data, pos, vals)
+			}
+			if !blank {
+				rec := pipeline.Record{Values: vals, Seq: line}
+				if rerr != nil {
+					rec.Err = rerr
+					rec.Raw = rawLine(data[pos:next])
+				}
+				recs = append(recs, rec)
+			}
+			remaining -= nl
+			if nl == 0 {
+				remaining-- // the last line without a newline
+			}
+			pos, line = next, line+int64(nl)
+		}
+		cur = appendCursor(cur[:0], c.off+int64(pos), line)
+		b := pipeline.Batch{Stream: s.stream, Records: recs, Cursor: string(cur)}
+		atEnd := pos >= len(data)
+		if atEnd {
+			b.Done = c.last
+		}
+		if len(recs) > 0 || b.Done {
+			batches = append(batches, b)
+		}
+		if atEnd {
+			return batches
+		}
+		if remaining < 1 {
+			remaining = 1
+		}
+	}
+}
+
+// rawLine strips the record terminator.
+func rawLine(s string) string {
+	s = strings.TrimSuffix(s, "\n")
+	return strings.TrimSuffix(s, "\r")
+}

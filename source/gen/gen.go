@@ -1,0 +1,377 @@
+// Package gen provides synthetic sources for demos and benchmarks, named by URIs such as
+// "gen:orders?rows=1000000&seed=7". Row i is a pure function of (seed, i): a full run, a resumed
+// run, a parallel run and a sample all see the same rows.
+package gen
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/cqlvalue"
+)
+
+// Config selects a generator and its size.
+type Config struct {
+	Name      string // generator: orders, logs
+	Rows      int64  // rows to generate (default 1,000,000)
+	Seed      int64  // default 1
+	BatchSize int    // rows per batch (default 4096)
+	Workers   int    // parallel generators (default GOMAXPROCS)
+}
+
+const (
+	defaultRows      = 1000000
+	defaultBatchSize = 4096
+)
+
+// Validate checks the configuration and fills in defaults.
+func (c *Config) Validate() error {
+	if _, ok := generators[c.Name]; !ok {
+		return fmt.Errorf("gen: unknown generator %q (have %s)", c.Name, strings.Join(Names(), ", "))
+	}
+	if c.Rows < 0 {
+		return fmt.Errorf("gen:%s: rows must not be negative", c.Name)
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = defaultBatchSize
+	}
+	if c.Workers <= 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	return nil
+}
+
+// ParseURI reads "gen:NAME?rows=N&seed=S". rows defaults to 1,000,000 and accepts k, m and b
+// suffixes ("5m"); seed defaults to 1.
+func ParseURI(uri string) (Config, error) {
+	rest, ok := strings.CutPrefix(uri, "gen:")
+	if !ok {
+		return Config{}, fmt.Errorf("source %q: want gen:NAME?rows=N&seed=S", uri)
+	}
+	rest = strings.TrimPrefix(rest, "//")
+	name, query, _ := strings.Cut(rest, "?")
+	cfg := Config{Name: name, Rows: defaultRows, Seed: 1}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return Config{}, fmt.Errorf("source %q: %w", uri, err)
+	}
+	for k, vs := range q {
+		v := vs[len(vs)-1]
+		switch k {
+		case "rows":
+			if cfg.Rows, err = parseCount(v); err != nil {
+				return Config{}, fmt.Errorf("source %q: rows: %w", uri, err)
+			}
+		case "seed":
+			if cfg.Seed, err = strconv.ParseInt(v, 10, 64); err != nil {
+				return Config{}, fmt.Errorf("source %q: seed %q is not an integer", uri, v)
+			}
+		default:
+			return Config{}, fmt.Errorf("source %q: unknown parameter %q (want rows, seed)", uri, k)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+func parseCount(v string) (int64, error) {
+	s := strings.ReplaceAll(strings.ToLower(v), "_", "")
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "k"):
+		mult, s = 1000, s[:len(s)-1]
+	case strings.HasSuffix(s, "m"):
+		mult, s = 1000000, s[:len(s)-1]
+	case strings.HasSuffix(s, "b"):
+		mult, s = 1000000000, s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is not a row count", v)
+	}
+	return n * mult, nil
+}
+
+// Columns returns a generator's full schema.
+func Columns(name string) (pipeline.SourceSchema, error) {
+	g, ok := generators[name]
+	if !ok {
+		return nil, fmt.Errorf("gen: unknown generator %q (have %s)", name, strings.Join(Names(), ", "))
+	}
+	return append(pipeline.SourceSchema(nil), g.columns...), nil
+}
+
+// Source generates rows. It implements pipeline.Source, pipeline.Sizer and pipeline.Sampler.
+type Source struct {
+	cfg      Config
+	g        *generator
+	seedHash uint64
+	proj     []int // schema column -> generator column
+	identity bool
+	stream   string
+	log      *zap.Logger
+}
+
+var (
+	_ pipeline.Source  = (*Source)(nil)
+	_ pipeline.Sizer   = (*Source)(nil)
+	_ pipeline.Sampler = (*Source)(nil)
+)
+
+// New makes a source whose records hold the schema's columns in the schema's order. The schema
+// must be a subset (same names and types) of the generator's columns; an empty schema means all.
+func New(cfg Config, schema pipeline.SourceSchema, logger *zap.Logger) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	g := generators[cfg.Name]
+	if len(schema) == 0 {
+		schema = g.columns
+	}
+	s := &Source{cfg: cfg, g: g, seedHash: splitmix64(uint64(cfg.Seed)), stream: "gen:" + cfg.Name,
+		log: logger, identity: len(schema) == len(g.columns)}
+	var problems []string
+	for i, col := range schema {
+		gi := g.columns.Index(col.Name)
+		if gi < 0 {
+			problems = append(problems, fmt.Sprintf("no column %q", col.Name))
+			continue
+		}
+		want, _ := cqlvalue.ParseType(g.columns[gi].Type)
+		got, err := cqlvalue.ParseType(col.Type)
+		if err != nil || !got.Equal(want) {
+			problems = append(problems, fmt.Sprintf("column %q is %s, not %s", col.Name, want, col.Type))
+			continue
+		}
+		s.proj = append(s.proj, gi)
+		s.identity = s.identity && gi == i
+	}
+	if len(problems) > 0 {
+		cols := make([]string, len(g.columns))
+		for i, c := range g.columns {
+			cols[i] = c.Name + " " + c.Type
+		}
+		return nil, fmt.Errorf("gen:%s: %s (the generator has: %s)", cfg.Name,
+			strings.Join(problems, "; "), strings.Join(cols, ", "))
+	}
+	return s, nil
+}
+
+// EstimatedRows is the exact row count.
+func (s *Source) EstimatedRows() int64 { return s.cfg.Rows }
+
+// batch generates rows [from, to) as one batch with the schema's columns.
+func (s *Source) batch(from, to int64) pipeline.Batch {
+	n := int(to - from)
+	gcols := len(s.g.columns)
+	full := make([]pipeline.Value, n*gcols)
+	arena := make([]byte, 0, n*16)
+	var r rng // one allocation per batch: fill is called indirectly, so r escapes
+	for k := 0; k < n; k++ {
+		r = rowRNG(s.seedHash, from+int64(k))
+		arena = s.g.fill(&r, from+int64(k), full[k*gcols:(k+1)*gcols:(k+1)*gcols], arena)
+	}
+	s.patch(full, gcols, string(arena))
+	vals := full
+	ncols := len(s.proj)
+	if !s.identity {
+		vals = make([]pipeline.Value, n*ncols)
+		for k := 0; k < n; k++ {
+			for c, gi := range s.proj {
+				vals[k*ncols+c] = full[k*gcols+gi]
+			}
+		}
+	}
+	recs := make([]pipeline.Record, n)
+	for k := range recs {
+		recs[k] = pipeline.Record{Values: vals[k*ncols : (k+1)*ncols : (k+1)*ncols], Seq: from + int64(k)}
+	}
+	return pipeline.Batch{Stream: s.stream, Records: recs, Cursor: strconv.FormatInt(to, 10), Done: to >= s.cfg.Rows}
+}
+
+// patch points the arena-backed placeholders at the batch's arena string.
+func (s *Source) patch(vals []pipeline.Value, gcols int, arena string) {
+	for _, c := range s.g.arenaCols {
+		for k := c; k < len(vals); k += gcols {
+			v := &vals[k]
+			v.S, v.I = arena[v.I>>32:v.I&(1<<32-1)], 0
+		}
+	}
+}
+
+// Run generates batches in parallel and sends them in row order. The cursor is the index of the
+// next row.
+func (s *Source) Run(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
+	start := int64(0)
+	if st, ok := resume[s.stream]; ok {
+		if st.Done {
+			return nil
+		}
+		if st.Cursor != "" {
+			n, err := strconv.ParseInt(st.Cursor, 10, 64)
+			if err != nil || n < 0 || n > s.cfg.Rows {
+				return fmt.Errorf("%s: bad resume cursor %q: want a row index in 0..%d", s.stream, st.Cursor, s.cfg.Rows)
+			}
+			start = n
+		}
+	}
+	s.log.Info("generating", zap.String("stream", s.stream), zap.Int64("rows", s.cfg.Rows-start),
+		zap.Int64("offset", start))
+	if start >= s.cfg.Rows {
+		select {
+		case out <- pipeline.Batch{Stream: s.stream, Cursor: strconv.FormatInt(s.cfg.Rows, 10), Done: true}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type job struct {
+		from, to int64
+		result   chan pipeline.Batch
+	}
+	jobs := make(chan *job)
+	order := make(chan *job, 2*s.cfg.Workers)
+	go func() {
+		defer close(order)
+		defer close(jobs)
+		bs := int64(s.cfg.BatchSize)
+		for from := start; from < s.cfg.Rows; from += bs {
+			j := &job{from: from, to: min(from+bs, s.cfg.Rows), result: make(chan pipeline.Batch, 1)}
+			select {
+			case order <- j:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case jobs <- j:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	workersDone := make(chan struct{}, s.cfg.Workers)
+	for w := 0; w < s.cfg.Workers; w++ {
+		go func() {
+			defer func() { workersDone <- struct{}{} }()
+			for j := range jobs {
+				j.result <- s.batch(j.from, j.to)
+			}
+		}()
+	}
+	err := func() error {
+		for j := range order {
+			var b pipeline.Batch
+			select {
+			case b = <-j.result:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			select {
+			case out <- b:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return ctx.Err()
+	}()
+	cancel()
+	for range order {
+	}
+	for w := 0; w < s.cfg.Workers; w++ {
+		<-workersDone
+	}
+	return err
+}
+
+// Sample generates n rows at evenly spaced indexes (all rows when n >= Rows).
+func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
+	if n <= 0 || s.cfg.Rows == 0 {
+		return nil, ctx.Err()
+	}
+	if int64(n) > s.cfg.Rows {
+		n = int(s.cfg.Rows)
+	}
+	recs := make([]pipeline.Record, 0, n)
+	for k := 0; k < n; k++ {
+		if k%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		i := int64(k) * s.cfg.Rows / int64(n)
+		b := s.batch(i, i+1)
+		recs = append(recs, b.Records[0])
+	}
+	return recs, nil
+}
+
+// WriteCSV writes rows [0, rows) of a generator as CSV with a header: timestamps as epoch
+// milliseconds, decimals as text, text quoted only when it needs to be.
+func WriteCSV(w io.Writer, name string, rows int64, seed int64) error {
+	src, err := New(Config{Name: name, Rows: rows, Seed: seed, Workers: 1}, nil, nil)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	cols := src.g.columns
+	line := make([]byte, 0, 256)
+	for i, c := range cols {
+		if i > 0 {
+			line = append(line, ',')
+		}
+		line = appendCSVText(line, c.Name)
+	}
+	line = append(line, '\n')
+	if _, err := bw.Write(line); err != nil {
+		return err
+	}
+	const chunk = 8192
+	for from := int64(0); from < rows; from += chunk {
+		b := src.batch(from, min(from+chunk, rows))
+		for _, rec := range b.Records {
+			line = line[:0]
+			for c, v := range rec.Values {
+				if c > 0 {
+					line = append(line, ',')
+				}
+				switch v.K {
+				case pipeline.KindNull:
+				case pipeline.KindText:
+					line = appendCSVText(line, v.S)
+				default:
+					line = v.AppendCanonical(line)
+				}
+			}
+			line = append(line, '\n')
+			if _, err := bw.Write(line); err != nil {
+				return err
+			}
+		}
+	}
+	return bw.Flush()
+}
+
+// appendCSVText quotes a text field when it is empty (to tell it from null) or holds a
+// delimiter, quote or line break.
+func appendCSVText(dst []byte, s string) []byte {
+	if s != "" && !strings.ContainsAny(s, ",\"\r\n") {
+		return append(dst, s...)
+	}
+	dst = append(dst, '"')
+	dst = append(dst, strings.ReplaceAll(s, `"`, `""`)...)
+	return append(dst, '"')
+}

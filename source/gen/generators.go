@@ -1,0 +1,234 @@
+package gen
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// splitmix64 is the finaliser of the SplitMix64 generator: a cheap, well-mixed hash of x.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// rng is a SplitMix64 stream. Each row gets its own stream seeded from (seed, row index), so a
+// row is a pure function of both and rows can be generated in any order.
+type rng struct{ s uint64 }
+
+func rowRNG(seedHash uint64, i int64) rng {
+	return rng{s: splitmix64(seedHash ^ splitmix64(uint64(i)))}
+}
+
+func (r *rng) next() uint64 {
+	r.s += 0x9e3779b97f4a7c15
+	z := r.s
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// unit is uniform in [0, 1).
+func (r *rng) unit() float64 { return float64(r.next()>>11) / (1 << 53) }
+
+// below is uniform in [0, n).
+func (r *rng) below(n uint64) uint64 {
+	hi, _ := mul64(r.next(), n)
+	return hi
+}
+
+func mul64(a, b uint64) (hi, lo uint64) {
+	const mask32 = 1<<32 - 1
+	a0, a1 := a&mask32, a>>32
+	b0, b1 := b&mask32, b>>32
+	w0 := a0 * b0
+	t := a1*b0 + w0>>32
+	w1, w2 := t&mask32, t>>32
+	w1 += a0 * b1
+	return a1*b1 + w2 + w1>>32, a * b
+}
+
+// choice picks among values with fixed weights through a 1024-slot table: one draw, one load.
+type choice struct {
+	values []string
+	table  [1024]uint8
+}
+
+func newChoice(values []string, weights []float64) *choice {
+	c := &choice{values: values}
+	var total float64
+	for _, w := range weights {
+		total += w
+	}
+	slot, acc := 0, 0.0
+	for i, w := range weights {
+		acc += w
+		end := int(float64(acc/total*1024) + 0.5) // float64(): no fused multiply-add, same on every CPU
+		if i == len(weights)-1 {
+			end = 1024
+		}
+		for ; slot < end; slot++ {
+			c.table[slot] = uint8(i)
+		}
+	}
+	return c
+}
+
+func (c *choice) index(r *rng) int   { return int(c.table[r.next()>>54]) }
+func (c *choice) pick(r *rng) string { return c.values[c.index(r)] }
+
+// zipfWeights returns 1/k^s for k = 1..n.
+func zipfWeights(n int, s float64) []float64 {
+	w := make([]float64, n)
+	for k := range w {
+		w[k] = 1 / math.Pow(float64(k+1), s)
+	}
+	return w
+}
+
+// generator makes row i of a named data set. fill writes the values of all columns into vals
+// (generator order); a text value whose bytes it appended to arena is left as a placeholder
+// (K KindText, S "", I = start<<32|end) and patched once the batch's arena is a string.
+type generator struct {
+	name      string
+	columns   pipeline.SourceSchema
+	arenaCols []int
+	fill      func(r *rng, i int64, vals []pipeline.Value, arena []byte) []byte
+}
+
+var generators = map[string]*generator{
+	"orders": ordersGen(),
+	"logs":   logsGen(),
+}
+
+// Names lists the generators.
+func Names() []string { return []string{"orders", "logs"} }
+
+const (
+	// 2024-01-01T00:00:00Z in epoch milliseconds.
+	epoch2024 = 1704067200000
+	orderBase = 1000000000
+	users     = 1000000
+)
+
+func placeholder(start, end int) pipeline.Value {
+	return pipeline.Value{I: int64(start)<<32 | int64(end), K: pipeline.KindText}
+}
+
+func ordersGen() *generator {
+	channels := newChoice([]string{"taobao", "alipay", "wechat", "jd", "pdd"}, []float64{60, 12, 12, 10, 6})
+	statuses := newChoice([]string{"PAID", "SHIPPED", "DELIVERED", "CANCELLED", "REFUNDED"}, []float64{30, 25, 35, 6, 4})
+	cities := []string{"Shanghai", "Beijing", "Shenzhen", "Guangzhou", "Hangzhou", "Chengdu",
+		"Chongqing", "Wuhan", "Nanjing", "Xian", "Suzhou", "Tianjin", "Changsha", "Zhengzhou",
+		"Dongguan", "Qingdao", "Shenyang", "Ningbo", "Kunming", "Hefei", "Foshan", "Wuxi",
+		"Xiamen", "Fuzhou", "Jinan", "Dalian", "Harbin", "Changchun", "Nanning", "Guiyang"}
+	locations := newChoice(cities, zipfWeights(len(cities), 0.9))
+	// Amount magnitude buckets, in cents: [100, 1000), [1000, 10000), ...
+	buckets := newChoice([]string{"1", "10", "100", "1000"}, []float64{25, 45, 25, 5})
+	// Users: a Zipf-like rank (exponent 0.8) over 1M users, by inverting the continuous CDF
+	// (1 + u*(N^0.2-1))^5; the top 1% of users place about a third of the orders. Ranks are
+	// scattered over 10-digit ids by an odd multiplier that is coprime with 10^10.
+	n02 := math.Pow(users, 0.2)
+	const idMod, idMul, idOff = 10000000000, 6364136223, 1234567891
+	return &generator{
+		name: "orders",
+		columns: pipeline.SourceSchema{
+			{Name: "userid", Type: "text"}, {Name: "orderid", Type: "bigint"},
+			{Name: "channel", Type: "text"}, {Name: "ts", Type: "timestamp"},
+			{Name: "status", Type: "text"}, {Name: "location", Type: "text"},
+			{Name: "amount", Type: "decimal"},
+		},
+		arenaCols: []int{0, 6},
+		fill: func(r *rng, i int64, vals []pipeline.Value, arena []byte) []byte {
+			x := 1 + float64(r.unit()*(n02-1)) // float64(): no fused multiply-add, same on every CPU
+			x2 := x * x
+			rank := uint64(x2*x2*x) - 1 // 0 .. users-1
+			if rank >= users {
+				rank = users - 1
+			}
+			id := (rank*idMul + idOff) % idMod
+			start := len(arena)
+			arena = append(arena, 'u')
+			arena = appendPadded(arena, id, 10)
+			vals[0] = placeholder(start, len(arena))
+			vals[1] = pipeline.Value{I: orderBase + i, K: pipeline.KindInt}
+			vals[2] = pipeline.Value{S: channels.pick(r), K: pipeline.KindText}
+			vals[3] = pipeline.Value{I: epoch2024 + i*4 + int64(r.next()>>61), K: pipeline.KindInt}
+			vals[4] = pipeline.Value{S: statuses.pick(r), K: pipeline.KindText}
+			vals[5] = pipeline.Value{S: locations.pick(r), K: pipeline.KindText}
+			lo := uint64(100)
+			for b := buckets.index(r); b > 0; b-- {
+				lo *= 10
+			}
+			cents := lo + r.below(9*lo)
+			start = len(arena)
+			arena = strconv.AppendUint(arena, cents/100, 10)
+			arena = append(arena, '.', byte('0'+cents/10%10), byte('0'+cents%10))
+			vals[6] = pipeline.Value{I: int64(start)<<32 | int64(len(arena)), K: pipeline.KindDecimal}
+			return arena
+		},
+	}
+}
+
+func logsGen() *generator {
+	hostNames := make([]string, 50)
+	for k := range hostNames {
+		hostNames[k] = "web-" + string([]byte{byte('0' + (k+1)/10), byte('0' + (k+1)%10)})
+	}
+	hosts := newChoice(hostNames, zipfWeights(len(hostNames), 0.8))
+	events := []string{"http_request", "db_query", "cache_miss", "auth_login", "auth_logout",
+		"payment", "queue_publish", "queue_consume", "gc_pause", "error"}
+	eventChoice := newChoice(events, []float64{55, 20, 8, 5, 3, 3, 2, 2, 1, 1})
+	levels := newChoice([]string{"INFO", "WARN", "DEBUG", "ERROR"}, []float64{85, 8, 4, 3})
+	messages := [][]string{
+		{"GET /api/orders 200", "GET /api/items 200", "POST /api/cart 201", "GET /api/user 304", "GET /api/search 500"},
+		{"select orders by user", "update order status", "insert payment"},
+		{"cache miss user:profile", "cache miss item:detail"},
+		{"login ok", "login failed: bad password"},
+		{"logout"},
+		{"payment captured", "payment declined"},
+		{"published order.created", "published order.paid"},
+		{"consumed order.created", "consumed order.paid"},
+		{"gc pause young", "gc pause full"},
+		{"connection reset by peer", "upstream timeout"},
+	}
+	latency := newChoice([]string{"1", "10", "100", "1000"}, []float64{40, 45, 13, 2})
+	return &generator{
+		name: "logs",
+		columns: pipeline.SourceSchema{
+			{Name: "ts", Type: "timestamp"}, {Name: "hostname", Type: "text"},
+			{Name: "log-event", Type: "text"}, {Name: "level", Type: "text"},
+			{Name: "latency_ms", Type: "int"}, {Name: "message", Type: "text"},
+		},
+		fill: func(r *rng, i int64, vals []pipeline.Value, arena []byte) []byte {
+			vals[0] = pipeline.Value{I: epoch2024 + i*2 + int64(r.next()>>62), K: pipeline.KindInt}
+			vals[1] = pipeline.Value{S: hosts.pick(r), K: pipeline.KindText}
+			ev := eventChoice.index(r)
+			vals[2] = pipeline.Value{S: events[ev], K: pipeline.KindText}
+			vals[3] = pipeline.Value{S: levels.pick(r), K: pipeline.KindText}
+			lo := uint64(1)
+			for b := latency.index(r); b > 0; b-- {
+				lo *= 10
+			}
+			vals[4] = pipeline.Value{I: int64(lo + r.below(9*lo)), K: pipeline.KindInt}
+			m := messages[ev]
+			vals[5] = pipeline.Value{S: m[r.below(uint64(len(m)))], K: pipeline.KindText}
+			return arena
+		},
+	}
+}
+
+// appendPadded appends v in decimal, zero-padded to width digits.
+func appendPadded(dst []byte, v uint64, width int) []byte {
+	var buf [20]byte
+	i := len(buf)
+	for v > 0 || i > len(buf)-width {
+		i--
+		buf[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return append(dst, buf[i:]...)
+}
