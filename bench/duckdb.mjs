@@ -1,0 +1,28 @@
+// The reference for the core benchmark: DuckDB does the same job as `rekey migrate` with
+// mappings/orders.yaml: read the orders CSV, build pk1 = md5(userid)[0:4] + userid, map channel
+// codes, route rows to 16 hex-prefix regions and write zstd Parquet partitioned by region.
+// Usage: node duckdb.mjs CSV OUTDIR ROWS  -> prints one JSON line with seconds, rows/s, peak RSS.
+import { DuckDBInstance } from '@duckdb/node-api';
+
+const [csv, out, rows] = process.argv.slice(2);
+const inst = await DuckDBInstance.create(':memory:', { threads: '2' });
+const con = await inst.connect();
+const sql = `
+COPY (
+  SELECT md5(userid)[1:4] || userid AS pk1,
+         orderid,
+         CASE channel WHEN 'taobao' THEN 'tb' WHEN 'alipay' THEN 'ap' WHEN 'wechat' THEN 'wx'
+                      WHEN 'jd' THEN 'jd' WHEN 'pdd' THEN 'pd' ELSE channel END AS channel,
+         ts, status, location, amount,
+         instr('0123456789abcdef', md5(userid)[1:1]) - 1 AS region
+  FROM read_csv('${csv}', header = true, columns = {
+    'userid': 'VARCHAR', 'orderid': 'BIGINT', 'channel': 'VARCHAR', 'ts': 'VARCHAR',
+    'status': 'VARCHAR', 'location': 'VARCHAR', 'amount': 'DECIMAL(18,2)'})
+) TO '${out}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (region), OVERWRITE_OR_IGNORE)`;
+const t0 = performance.now();
+await con.run(sql);
+const seconds = (performance.now() - t0) / 1000;
+console.log(JSON.stringify({
+  seconds, rows_per_sec: Number(rows) / seconds,
+  peak_rss_bytes: process.resourceUsage().maxRSS * 1024,
+}));

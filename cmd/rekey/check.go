@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/transform"
+)
+
+// loadProgram reads, strictly decodes and compiles a mapping; problems exit with code 2.
+func loadProgram(path string) (*transform.Program, error) {
+	if path == "" {
+		return nil, exitWith(2, errors.New("-m/--mapping is required: the mapping file that describes the target key (see mappings/*.yaml)"))
+	}
+	m, err := transform.Load(path)
+	if err != nil {
+		return nil, exitWith(2, err)
+	}
+	prog, err := transform.Compile(m, nil)
+	if err != nil {
+		return nil, exitWith(2, fmt.Errorf("%s: %w", path, err))
+	}
+	return prog, nil
+}
+
+type planFlags struct {
+	regions int
+	source  string
+}
+
+// planRegions computes the region plan, sampling the source when one is given.
+func planRegions(ctx context.Context, prog *transform.Program, src pipeline.Source, regions int) (pipeline.RegionPlan, [][]pipeline.Value, error) {
+	var sample [][]pipeline.Value
+	var est int64
+	if src != nil {
+		var err error
+		if sample, err = sampleRows(ctx, src, prog, sampleSize); err != nil {
+			return pipeline.RegionPlan{}, nil, err
+		}
+		est = estimateBytes(src, prog, sample)
+	}
+	plan, err := prog.PlanRegions(transform.RegionRequest{Count: regions, Sample: sample, EstimatedBytes: est})
+	if err != nil {
+		return plan, sample, exitWith(2, fmt.Errorf("region plan: %w", err))
+	}
+	return plan, sample, nil
+}
+
+// sampleSize is how many source rows a run reads up front to place quantile split keys.
+const sampleSize = 20000
+
+func newCheckCmd(g *globalFlags) *cobra.Command {
+	var mapping string
+	var pf planFlags
+	cmd := &cobra.Command{
+		Use:   "check -m MAPPING [--source URI] [--regions N]",
+		Short: "Validate a mapping and print the resolved key, target columns and region plan",
+		Long: `check decodes the mapping strictly (unknown fields, functions, columns and type errors are all
+reported at once, each with its path), then prints the resolved primary key (element names,
+expressions, types, order), the target columns and the region plan. With --source it samples the
+source to place quantile split keys.`,
+		Example: "  rekey check -m mappings/orders.yaml\n  rekey check -m mappings/users.yaml --source file:users.csv --regions 32",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := g.logger()
+			if err != nil {
+				return exitWith(2, err)
+			}
+			prog, err := loadProgram(mapping)
+			if err != nil {
+				return err
+			}
+			var src pipeline.Source
+			if pf.source != "" {
+				if src, err = openSource(pf.source, prog.Source(), logger); err != nil {
+					return exitWith(2, err)
+				}
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintln(out, prog.Describe())
+			plan, _, err := planRegions(cmd.Context(), prog, src, pf.regions)
+			if err != nil {
+				return err
+			}
+			printPlan(out, prog.Target(), plan)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&mapping, "mapping", "m", "", "mapping file (YAML)")
+	cmd.Flags().StringVar(&pf.source, "source", "", "source to sample for quantile split keys (optional)")
+	cmd.Flags().IntVar(&pf.regions, "regions", 0, "number of pre-split regions (overrides the mapping's regions:)")
+	return cmd
+}
+
+func printPlan(w io.Writer, schema pipeline.TargetSchema, plan pipeline.RegionPlan) {
+	first := schema.Columns[0]
+	fmt.Fprintf(w, "\nRegion plan: %d regions on %s (%s), strategy %s\n", plan.Count(), first.Name, first.SQLType(), plan.Strategy)
+	for i := 0; i < plan.Count(); i++ {
+		start, hasStart, end, hasEnd := plan.Bounds(i)
+		fmt.Fprintf(w, "  %s  [%s, %s)\n", pipeline.RegionDir(i), boundText(start, hasStart, "-inf"), boundText(end, hasEnd, "+inf"))
+		if i == 20 && plan.Count() > 24 {
+			fmt.Fprintf(w, "  ... %d more\n", plan.Count()-21)
+			break
+		}
+	}
+}
+
+func boundText(v pipeline.Value, ok bool, open string) string {
+	if !ok {
+		return open
+	}
+	return fmt.Sprintf("%q", v.String())
+}
+
+func newDDLCmd(g *globalFlags) *cobra.Command {
+	var mapping string
+	var pf planFlags
+	cmd := &cobra.Command{
+		Use:   "ddl -m MAPPING [--regions N] [--source URI]",
+		Short: "Print the Lindorm CREATE TABLE for a mapping, with its split keys",
+		Example: "  rekey ddl -m mappings/orders.yaml\n" +
+			"  rekey ddl -m mappings/orders.yaml --regions 64",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := g.logger()
+			if err != nil {
+				return exitWith(2, err)
+			}
+			prog, err := loadProgram(mapping)
+			if err != nil {
+				return err
+			}
+			var src pipeline.Source
+			if pf.source != "" {
+				if src, err = openSource(pf.source, prog.Source(), logger); err != nil {
+					return exitWith(2, err)
+				}
+			}
+			plan, _, err := planRegions(cmd.Context(), prog, src, pf.regions)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), lindorm.DDL(prog.Target(), plan, prog.Options()))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&mapping, "mapping", "m", "", "mapping file (YAML)")
+	cmd.Flags().StringVar(&pf.source, "source", "", "source to sample for quantile split keys (optional)")
+	cmd.Flags().IntVar(&pf.regions, "regions", 0, "number of pre-split regions (overrides the mapping's regions:)")
+	return cmd
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/file"
+	"github.com/rekey/rekey/source/gen"
+	"github.com/rekey/rekey/transform"
+)
+
+const sourceHelp = `where rows come from:
+  file:PATH          CSV with a header row (.csv, .csv.gz) or JSON Lines (.jsonl, .jsonl.gz);
+                     values are parsed by the mapping's source.columns types
+  gen:NAME?rows=N&seed=S
+                     synthetic data for demos and benchmarks (orders, logs)`
+
+// openSource turns a --source URI into a pipeline.Source reading the mapping's source columns.
+func openSource(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
+	switch {
+	case uri == "":
+		return nil, fmt.Errorf("--source is required:\n%s", sourceHelp)
+	case strings.HasPrefix(uri, "gen:"):
+		cfg, err := gen.ParseURI(uri)
+		if err != nil {
+			return nil, err
+		}
+		return gen.New(cfg, schema, logger.Named("source.gen"))
+	case strings.HasPrefix(uri, "file:"):
+		return file.New(file.Config{Path: strings.TrimPrefix(uri, "file:"), Schema: schema}, logger.Named("source.file"))
+	case !strings.Contains(uri, "://"):
+		if _, err := os.Stat(uri); err == nil { // a bare path is a file
+			return file.New(file.Config{Path: uri, Schema: schema}, logger.Named("source.file"))
+		}
+	}
+	return nil, fmt.Errorf("--source %q: unknown kind of source\n%s", uri, sourceHelp)
+}
+
+// sampleRows reads a spread sample from the source, when it can, and applies the mapping to it.
+// Region plans place quantile split keys and estimate data sizes from it.
+func sampleRows(ctx context.Context, src pipeline.Source, prog *transform.Program, n int) ([][]pipeline.Value, error) {
+	s, ok := src.(pipeline.Sampler)
+	if !ok {
+		return nil, nil
+	}
+	recs, err := s.Sample(ctx, n)
+	if err != nil {
+		return nil, fmt.Errorf("sample the source: %w", err)
+	}
+	ev := prog.NewEvaluator()
+	ncol := len(prog.Target().Columns)
+	b := &pipeline.Batch{Stream: "sample"}
+	out := make([][]pipeline.Value, 0, len(recs))
+	for i := range recs {
+		if recs[i].Err != nil {
+			continue
+		}
+		row := make([]pipeline.Value, ncol)
+		if rerr := ev.Apply(b, &recs[i], row); rerr != nil {
+			continue
+		}
+		for j := range row { // detach from the evaluator's arena
+			row[j].S = strings.Clone(row[j].S)
+		}
+		out = append(out, row)
+	}
+	ev.Reset()
+	return out, nil
+}
+
+// estimateBytes extrapolates the target data size from a sample and the source's row estimate.
+func estimateBytes(src pipeline.Source, prog *transform.Program, sample [][]pipeline.Value) int64 {
+	sz, ok := src.(pipeline.Sizer)
+	if !ok || len(sample) == 0 {
+		return 0
+	}
+	rows := sz.EstimatedRows()
+	if rows <= 0 {
+		return 0
+	}
+	var total int64
+	for _, r := range sample {
+		total += int64(prog.RowBytes(r))
+	}
+	return total / int64(len(sample)) * rows
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/transform"
+)
+
+// peakRSS is the process's peak resident set size in bytes (Linux reports KiB).
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024
+}
+
+// runStats is what --stats-json writes: the figures benchmarks compare.
+type runStats struct {
+	RowsIn       int64   `json:"rows_in"`
+	RowsWritten  int64   `json:"rows_written"`
+	RowsRejected int64   `json:"rows_rejected"`
+	Files        int     `json:"files"`
+	Bytes        int64   `json:"bytes"`
+	Seconds      float64 `json:"seconds"`
+	RowsPerSec   float64 `json:"rows_per_sec"`
+	PeakRSS      int64   `json:"peak_rss_bytes"`
+}
+
+func statsOf(res pipeline.Result) runStats {
+	s := runStats{RowsIn: res.RowsIn, RowsWritten: res.RowsWritten, RowsRejected: res.RowsRejected,
+		Files: len(res.Files), Seconds: res.Duration.Seconds(), PeakRSS: peakRSS()}
+	for _, f := range res.Files {
+		s.Bytes += f.Bytes
+	}
+	if s.Seconds > 0 {
+		s.RowsPerSec = float64(res.RowsIn) / s.Seconds
+	}
+	return s
+}
+
+func writeStats(path string, res pipeline.Result) error {
+	if path == "" {
+		return nil
+	}
+	data, _ := json.MarshalIndent(statsOf(res), "", "  ")
+	return pipeline.WriteFileAtomic(path, append(data, '\n'))
+}
+
+func printSummary(w io.Writer, res pipeline.Result, plan pipeline.RegionPlan, out string) {
+	s := statsOf(res)
+	title := "Migration summary"
+	if res.Resumed {
+		title += " (resumed; totals include the earlier run)"
+	}
+	fmt.Fprintln(w, title)
+	rows := [][2]string{
+		{"rows in", fmt.Sprintf("%d", s.RowsIn)},
+		{"rows written", fmt.Sprintf("%d", s.RowsWritten)},
+		{"rows rejected", fmt.Sprintf("%d", s.RowsRejected)},
+	}
+	codes := make([]string, 0, len(res.RejectCodes))
+	for c := range res.RejectCodes {
+		codes = append(codes, c)
+	}
+	sort.Strings(codes)
+	for _, c := range codes {
+		rows = append(rows, [2]string{"  " + c, fmt.Sprintf("%d", res.RejectCodes[c])})
+	}
+	rows = append(rows,
+		[2]string{"regions", fmt.Sprintf("%d (%s)", plan.Count(), plan.Strategy)},
+		[2]string{"files", fmt.Sprintf("%d", s.Files)},
+		[2]string{"bytes", humanBytes(s.Bytes)},
+		[2]string{"time", res.Duration.Round(1e7).String()},
+		[2]string{"rows/s", fmt.Sprintf("%.0f", s.RowsPerSec)},
+		[2]string{"peak memory", humanBytes(s.PeakRSS)},
+		[2]string{"output", out},
+	)
+	if s.RowsRejected > 0 {
+		rows = append(rows, [2]string{"rejects", out + "/" + pipeline.RejectsFile})
+	}
+	table(w, rows)
+}
+
+// buildManifest describes a finished run: mapping, plan, every committed file per region, totals.
+func buildManifest(prog *transform.Program, plan pipeline.RegionPlan, format string, res pipeline.Result, regionSize int64) (*lindorm.Manifest, error) {
+	m := lindorm.NewManifest(prog.Target(), plan, format, regionSize)
+	m.Mapping = prog.Name()
+	m.MappingFingerprint = prog.Fingerprint()
+	m.RekeyVersion = version
+	if err := m.AddFiles(res.Files); err != nil {
+		return nil, err
+	}
+	m.RowsIn, m.RowsWritten, m.RowsRejected = res.RowsIn, res.RowsWritten, res.RowsRejected
+	return m, nil
+}
+
+// printOversize warns about regions holding more data than the region size: Lindorm would split
+// them during the load, so pre-split into more regions instead.
+func printOversize(w io.Writer, m *lindorm.Manifest) {
+	var over []string
+	for _, r := range m.Regions {
+		if r.OverSize {
+			over = append(over, fmt.Sprintf("%s (%s)", pipeline.RegionDir(r.Index), humanBytes(r.Bytes)))
+		}
+	}
+	if len(over) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nwarning: %d regions exceed the region size of %s: %s\n", len(over), humanBytes(m.RegionSize), strings.Join(over, ", "))
+	fmt.Fprintln(w, "  Lindorm would split them while loading; pre-split into more regions (--regions N or regions.size in the mapping)")
+}

@@ -1,0 +1,495 @@
+package files_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/csv"
+	"github.com/rekey/rekey/sink/files"
+	"github.com/rekey/rekey/sink/internal/sinktest"
+	"github.com/rekey/rekey/sink/parquet"
+)
+
+func newSink(t *testing.T, cfg files.Config) *files.Sink {
+	t.Helper()
+	s, err := files.New(cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func write(t *testing.T, s *files.Sink, rows []pipeline.Row, batch int) {
+	t.Helper()
+	for i := 0; i < len(rows); i += batch {
+		if err := s.Write(context.Background(), rows[i:min(i+batch, len(rows))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// listFiles returns every file under dir, relative, slash-separated.
+func listFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// readAll reads every committed Parquet file, checks each row lies in its folder's region and
+// returns the rows per file.
+func readAll(t *testing.T, dir string, infos []pipeline.FileInfo, schema pipeline.TargetSchema, plan pipeline.RegionPlan) map[string]*sinktest.ParquetFile {
+	t.Helper()
+	out := map[string]*sinktest.ParquetFile{}
+	for _, fi := range infos {
+		pf, err := sinktest.ReadParquet(filepath.Join(dir, filepath.FromSlash(fi.Path)), schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pf.Rows) == 0 {
+			t.Errorf("%s is empty", fi.Path)
+		}
+		if int64(len(pf.Rows)) != fi.Rows {
+			t.Errorf("%s: %d rows, FileInfo says %d", fi.Path, len(pf.Rows), fi.Rows)
+		}
+		for i, v := range pf.Values {
+			if r := plan.Route(v[0]); r != fi.Region {
+				t.Fatalf("%s row %d: key %q belongs to region %d, file is in region %d", fi.Path, i, v[0].S, r, fi.Region)
+			}
+		}
+		out[fi.Path] = pf
+	}
+	return out
+}
+
+func multiset(schema pipeline.TargetSchema, rows [][]pipeline.Value) map[string]int {
+	m := map[string]int{}
+	for _, r := range rows {
+		m[strings.Join(sinktest.CanonRow(schema, r), "|")]++
+	}
+	return m
+}
+
+func sameRows(t *testing.T, schema pipeline.TargetSchema, want []pipeline.Row, files map[string]*sinktest.ParquetFile) {
+	t.Helper()
+	var w [][]pipeline.Value
+	for _, r := range want {
+		w = append(w, r.Values)
+	}
+	var got [][]pipeline.Value
+	for _, pf := range files {
+		got = append(got, pf.Values...)
+	}
+	if len(got) != len(w) {
+		t.Fatalf("read %d rows, wrote %d", len(got), len(w))
+	}
+	mw, mg := multiset(schema, w), multiset(schema, got)
+	for k, n := range mw {
+		if mg[k] != n {
+			t.Fatalf("row %s: wrote %d, read %d", k, n, mg[k])
+		}
+	}
+}
+
+func TestRolling(t *testing.T) {
+	dir := t.TempDir()
+	schema := sinktest.AllTypes()
+	plan := sinktest.VarcharPlan("9", "h", "q")
+	rows := sinktest.AllTypesRows(30000, 3, plan)
+	const maxSize = 64 << 10
+	s := newSink(t, files.Config{Dir: dir, Schema: schema, Plan: plan, Format: parquet.New(), MaxFileSize: maxSize, Memory: 4 << 20})
+	write(t, s, rows, 500)
+	infos, err := s.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	perRegion := map[int]int{}
+	var rowsPerRegion [4]int64
+	for _, fi := range infos {
+		perRegion[fi.Region]++
+		rowsPerRegion[fi.Region] += fi.Rows
+		if fi.Bytes > 3*maxSize {
+			t.Errorf("%s: %d bytes, far past MaxFileSize %d", fi.Path, fi.Bytes, maxSize)
+		}
+	}
+	for r := 0; r < plan.Count(); r++ {
+		if perRegion[r] < 2 {
+			t.Errorf("region %d: %d files, want several", r, perRegion[r])
+		}
+	}
+	for _, r := range rows {
+		rowsPerRegion[r.Region]--
+	}
+	for r, n := range rowsPerRegion {
+		if n != 0 {
+			t.Errorf("region %d: file rows differ from rows written by %d", r, n)
+		}
+	}
+	sameRows(t, schema, rows, readAll(t, dir, infos, schema, plan))
+	st := s.Stats()
+	if st.Rows != int64(len(rows)) || st.Files != len(infos) {
+		t.Errorf("stats: %+v", st)
+	}
+	// every file on disk is committed, nothing temporary is left
+	var want []string
+	for _, fi := range infos {
+		want = append(want, fi.Path)
+	}
+	sort.Strings(want)
+	if got := listFiles(t, dir); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("files on disk %v, committed %v", got, want)
+	}
+}
+
+// keyRows are rows whose first key column repeats, so that the DESC second column decides.
+func keyRows(n int, plan pipeline.RegionPlan) []pipeline.Row {
+	base := sinktest.AllTypesRows(n, 5, plan)
+	for i := range base {
+		v := base[i].Values
+		v[0] = pipeline.Text(fmt.Sprintf("%c%02d", "0afkpuz"[i%7], (i*7919)%40))
+		v[1] = pipeline.Int(int64((i * 104729) % 1000))
+		base[i].Region = plan.Route(v[0])
+	}
+	return base
+}
+
+func TestSort(t *testing.T) {
+	schema := sinktest.AllTypes() // k1 ASC, k2 DESC
+	plan := sinktest.VarcharPlan("f", "p")
+	for _, tc := range []struct {
+		name   string
+		memory int64
+		commit int // commit after this many rows (0: only at the end)
+	}{
+		{"in-memory", 64 << 20, 0},
+		{"spilled", 1 << 20, 0},    // 64 KiB per region: many runs, merged
+		{"two-commits", 1 << 20, 9000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			rows := keyRows(20000, plan)
+			s := newSink(t, files.Config{Dir: dir, Schema: schema, Plan: plan, Format: parquet.New(), Sort: true, Memory: tc.memory, MaxFileSize: 256 << 10})
+			var infos []pipeline.FileInfo
+			if tc.commit > 0 {
+				write(t, s, rows[:tc.commit], 700)
+				in, err := s.Commit(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				infos = append(infos, in...)
+				write(t, s, rows[tc.commit:], 700)
+			} else {
+				write(t, s, rows, 700)
+			}
+			in, err := s.Commit(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			infos = append(infos, in...)
+			got := readAll(t, dir, infos, schema, plan)
+			sameRows(t, schema, rows, got)
+			for path, pf := range got {
+				for i := 1; i < len(pf.Values); i++ {
+					a, b := pf.Values[i-1], pf.Values[i]
+					c := strings.Compare(a[0].S, b[0].S)
+					if c > 0 || c == 0 && a[1].I < b[1].I {
+						t.Fatalf("%s rows %d,%d out of order: (%s,%d) then (%s,%d)", path, i-1, i, a[0].S, a[1].I, b[0].S, b[1].I)
+					}
+				}
+			}
+			for _, f := range listFiles(t, dir) {
+				if pipeline.IsTemp(f) {
+					t.Errorf("left %s", f)
+				}
+			}
+		})
+	}
+}
+
+func TestAbort(t *testing.T) {
+	dir := t.TempDir()
+	schema := sinktest.AllTypes()
+	plan := sinktest.VarcharPlan("h")
+	rows := sinktest.AllTypesRows(20000, 9, plan)
+	for _, sorted := range []bool{false, true} {
+		s := newSink(t, files.Config{Dir: dir, Schema: schema, Plan: plan, Format: parquet.New(), MaxFileSize: 32 << 10, Memory: 1 << 20, Sort: sorted})
+		write(t, s, rows[:5000], 500)
+		committed, err := s.Commit(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := listFiles(t, dir)
+		// more rows: some files rolled (finished, not committed), some open, sort runs spilled
+		write(t, s, rows[5000:], 500)
+		var temps int
+		for _, f := range listFiles(t, dir) {
+			if pipeline.IsTemp(f) {
+				temps++
+			}
+		}
+		if temps == 0 {
+			t.Fatalf("sort=%v: expected temporary files mid-run", sorted)
+		}
+		if err := s.Abort(); err != nil {
+			t.Fatal(err)
+		}
+		after := listFiles(t, dir)
+		if strings.Join(after, ",") != strings.Join(before, ",") {
+			t.Fatalf("sort=%v: after Abort\n%v\nwant the committed files only\n%v", sorted, after, before)
+		}
+		if err := s.Write(context.Background(), rows[:1]); !errors.Is(err, files.ErrAborted) {
+			t.Fatalf("Write after Abort: %v", err)
+		}
+		readAll(t, dir, committed, schema, plan)
+	}
+}
+
+func TestCrashAndResume(t *testing.T) {
+	dir := t.TempDir()
+	schema := sinktest.AllTypes()
+	plan := sinktest.VarcharPlan("h")
+	rows := sinktest.AllTypesRows(20000, 11, plan)
+	cfg := files.Config{Dir: dir, Schema: schema, Plan: plan, Format: parquet.New(), MaxFileSize: 32 << 10, Memory: 1 << 20}
+	s := newSink(t, cfg)
+	write(t, s, rows[:8000], 500)
+	first, err := s.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, s, rows[8000:], 500)
+	// crash: the process dies here. Only committed files have final names; every other file
+	// is a temporary, whatever byte it was cut at.
+	committed := map[string]bool{}
+	for _, fi := range first {
+		committed[fi.Path] = true
+	}
+	for _, f := range listFiles(t, dir) {
+		if !committed[f] && !pipeline.IsTemp(f) {
+			t.Fatalf("uncommitted file %s has a final name", f)
+		}
+	}
+	// a new run on the same folder removes the leftovers and continues the numbering
+	maxSeq := map[string]int{}
+	for _, fi := range first {
+		d, name := filepath.Split(fi.Path)
+		var seq int
+		fmt.Sscanf(name, "part-%05d.parquet", &seq)
+		if seq > maxSeq[d] {
+			maxSeq[d] = seq
+		}
+	}
+	s2 := newSink(t, cfg)
+	for _, f := range listFiles(t, dir) {
+		if pipeline.IsTemp(f) {
+			t.Fatalf("leftover %s not removed", f)
+		}
+	}
+	write(t, s2, rows[8000:], 500)
+	second, err := s2.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fi := range second {
+		if committed[fi.Path] {
+			t.Fatalf("resumed run overwrote committed %s", fi.Path)
+		}
+		d, name := filepath.Split(fi.Path)
+		var seq int
+		fmt.Sscanf(name, "part-%05d.parquet", &seq)
+		if _, ok := maxSeq[d]; ok && seq <= maxSeq[d] {
+			t.Fatalf("%s: sequence does not continue after %d", fi.Path, maxSeq[d])
+		}
+	}
+	sameRows(t, schema, rows, readAll(t, dir, append(first, second...), schema, plan))
+}
+
+func TestSequenceAfterExisting(t *testing.T) {
+	dir := t.TempDir()
+	schema := sinktest.AllTypes()
+	plan := sinktest.VarcharPlan("h")
+	os.MkdirAll(filepath.Join(dir, "region-0001"), 0o755)
+	os.WriteFile(filepath.Join(dir, "region-0001", "part-00041.parquet"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "region-0001", "part-00007.csv"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "region-0001", pipeline.TempPrefix+"part-00042.parquet"), []byte("partial"), 0o644)
+	s := newSink(t, files.Config{Dir: dir, Schema: schema, Plan: plan, Format: parquet.New()})
+	rows := sinktest.AllTypesRows(2000, 1, plan)
+	write(t, s, rows, 1000)
+	infos, err := s.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, fi := range infos {
+		paths = append(paths, fi.Path)
+	}
+	want := "region-0000/part-00000.parquet,region-0001/part-00042.parquet"
+	if strings.Join(paths, ",") != want {
+		t.Fatalf("committed %v, want %s", paths, want)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "region-0001", "part-00041.parquet")); string(b) != "x" {
+		t.Fatal("existing file changed")
+	}
+}
+
+// failingFormat wraps a format and fails the n-th chunk write, like a full disk.
+type failingFormat struct {
+	files.Format
+	mu    sync.Mutex
+	n     int
+	count int
+}
+
+type failingWriter struct {
+	files.FileWriter
+	f *failingFormat
+	w io.Writer
+}
+
+func (f *failingFormat) NewWriter(w io.Writer, schema pipeline.TargetSchema) (files.FileWriter, error) {
+	fw, err := f.Format.NewWriter(w, schema)
+	return &failingWriter{FileWriter: fw, f: f, w: w}, err
+}
+
+func (w *failingWriter) Write(c files.Chunk) error {
+	w.f.mu.Lock()
+	w.f.count++
+	fail := w.f.count == w.f.n
+	w.f.mu.Unlock()
+	if fail {
+		w.w.Write([]byte("PAR1 partial garbage"))
+		return errors.New("no space left on device")
+	}
+	return w.FileWriter.Write(c)
+}
+
+func TestWriteFailure(t *testing.T) {
+	dir := t.TempDir()
+	schema := sinktest.AllTypes()
+	plan := sinktest.VarcharPlan("h")
+	rows := sinktest.AllTypesRows(20000, 13, plan)
+	ff := &failingFormat{Format: parquet.New(), n: 5}
+	s := newSink(t, files.Config{Dir: dir, Schema: schema, Plan: plan, Format: ff, MaxFileSize: 32 << 10, Memory: 1 << 20})
+	var err error
+	for i := 0; i < len(rows) && err == nil; i += 500 {
+		err = s.Write(context.Background(), rows[i:i+500])
+	}
+	if err == nil || !strings.Contains(err.Error(), "no space") {
+		t.Fatalf("Write: %v", err)
+	}
+	if _, err := s.Commit(context.Background()); err == nil {
+		t.Fatal("Commit after a failed write succeeded")
+	}
+	if err := s.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if got := listFiles(t, dir); len(got) != 0 {
+		t.Fatalf("after a failed write and Abort: %v", got)
+	}
+}
+
+func TestMemory1000Regions(t *testing.T) {
+	schema := sinktest.Orders()
+	plan := pipeline.RegionPlan{Type: pipeline.TypeVarchar, Strategy: "hex_prefix"}
+	for i := 1; i < 1000; i++ {
+		plan.Splits = append(plan.Splits, pipeline.Text(fmt.Sprintf("%04x", i*65536/1000)))
+	}
+	rows := sinktest.OrdersRows(200000, 3, plan)
+	for _, f := range []files.Format{parquet.New(), csv.New()} {
+		t.Run(f.Name(), func(t *testing.T) {
+			dir := t.TempDir()
+			const budget = 96 << 20 // 96 KiB per region
+			s := newSink(t, files.Config{Dir: dir, Schema: schema, Plan: plan, Format: f, Memory: budget})
+			var wg sync.WaitGroup
+			for w := 0; w < 4; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					for i := w * 1000; i < len(rows); i += 4000 {
+						if err := s.Write(context.Background(), rows[i:i+1000]); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}(w)
+			}
+			wg.Wait()
+			st := s.Stats()
+			if st.PeakBuffered > budget {
+				t.Errorf("peak buffered %d > budget %d", st.PeakBuffered, budget)
+			}
+			if st.PeakBuffered < budget/8 {
+				t.Errorf("peak buffered %d: the test did not fill the buffers", st.PeakBuffered)
+			}
+			infos, err := s.Commit(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n int64
+			for _, fi := range infos {
+				n += fi.Rows
+			}
+			// after Commit the buffers are empty: what remains is per-region bookkeeping
+			if n != int64(len(rows)) || s.Stats().Buffered > int64(plan.Count())*8<<10 {
+				t.Fatalf("committed %d rows of %d, %d bytes still buffered", n, len(rows), s.Stats().Buffered)
+			}
+			t.Logf("%s: peak %d of %d, %d files", f.Name(), st.PeakBuffered, budget, len(infos))
+		})
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	schema := sinktest.AllTypes()
+	bad := []files.Config{
+		{Schema: schema, Format: csv.New()},
+		{Dir: t.TempDir(), Schema: schema},
+		{Dir: t.TempDir(), Format: csv.New()},
+		{Dir: t.TempDir(), Schema: pipeline.TargetSchema{Columns: schema.Columns}, Format: csv.New()},
+		{Dir: t.TempDir(), Schema: schema, Format: csv.New(), Plan: pipeline.RegionPlan{Type: pipeline.TypeBigint, Splits: []pipeline.Value{pipeline.Int(1)}}},
+		{Dir: t.TempDir(), Schema: schema, Format: csv.New(), Memory: -1},
+	}
+	for i, cfg := range bad {
+		if _, err := files.New(cfg, nil); err == nil {
+			t.Errorf("config %d accepted", i)
+		}
+	}
+	s := newSink(t, files.Config{Dir: t.TempDir(), Schema: schema, Plan: sinktest.VarcharPlan("h"), Format: csv.New()})
+	rows := sinktest.AllTypesRows(1, 1, sinktest.VarcharPlan("h"))
+	rows[0].Region = 5
+	if err := s.Write(context.Background(), rows); err == nil {
+		t.Error("row with region 5 of 2 accepted")
+	}
+}
+
+func TestCheckRegions(t *testing.T) {
+	plan := sinktest.VarcharPlan("h")
+	s := newSink(t, files.Config{Dir: t.TempDir(), Schema: sinktest.AllTypes(), Plan: plan, Format: csv.New(), CheckRegions: true})
+	rows := sinktest.AllTypesRows(10, 1, plan)
+	rows[3].Region = 1 - rows[3].Region
+	if err := s.Write(context.Background(), rows); err == nil || !strings.Contains(err.Error(), "row 3") {
+		t.Fatalf("misrouted row: %v", err)
+	}
+}

@@ -1,0 +1,55 @@
+package files
+
+import (
+	"io"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// Format is one file format (sink/parquet, sink/csv). The region sink keeps one Buffer per
+// region and one FileWriter per open file, so that rows are copied into a region's buffer under a
+// short lock while the expensive part (encoding, compressing, writing) runs on the caller's
+// goroutine outside it, in parallel for different chunks.
+type Format interface {
+	Name() string // "parquet", "csv"
+	Ext() string  // file extension without the dot
+	// NewBuffer returns an empty row buffer for the schema.
+	NewBuffer(schema pipeline.TargetSchema) (Buffer, error)
+	// NewWriter starts a file on w. The writer never closes w.
+	NewWriter(w io.Writer, schema pipeline.TargetSchema) (FileWriter, error)
+}
+
+// Buffer accumulates rows of one region in the format's in-memory layout. It is not safe for
+// concurrent use; the sink serializes access.
+type Buffer interface {
+	// Append copies one row (values in TargetSchema order): nothing of values is retained. A
+	// value that does not fit its column gives a *pipeline.RowError (code "type" or "null_key")
+	// and leaves the buffer unchanged.
+	Append(values []pipeline.Value) error
+	// Rows is the number of rows appended since the last Cut.
+	Rows() int
+	// Mem is the memory the buffer holds, in bytes (allocated capacity: what the budget counts).
+	Mem() int64
+	// Used is the bytes the buffered rows occupy (length, not capacity): the sink cuts a chunk
+	// when it reaches the region's share. After a Cut the buffer may presize itself to the size
+	// the last chunk needed, so Mem can exceed Used.
+	Used() int64
+	// Cut detaches the buffered rows as a Chunk and leaves the buffer empty and reusable.
+	Cut() Chunk
+}
+
+// Chunk is a detached run of rows ready to be written as one unit (a Parquet row group).
+type Chunk interface {
+	Rows() int
+	Mem() int64 // memory held until Release
+	Release()
+}
+
+// FileWriter writes chunks of one file.
+type FileWriter interface {
+	// Write encodes c and writes it to the file (a Parquet row group, CSV lines). It does not
+	// release c.
+	Write(c Chunk) error
+	// Close writes the footer, if the format has one. It never closes the underlying writer.
+	Close() error
+}

@@ -1,0 +1,159 @@
+// Package lindorm writes the files that go next to the data: the table DDL (ddl.sql), the LTS
+// bulkload job config (bulkload.json) and the run manifest (manifest.json).
+package lindorm
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// File names written next to the region folders.
+const (
+	DDLFile      = "ddl.sql"
+	BulkloadFile = "bulkload.json"
+	ManifestFile = "manifest.json"
+)
+
+var plainIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// reserved are words Lindorm SQL (and SQL in general) may read as keywords: always back-quoted.
+var reserved = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`ALL ALTER AND AS ASC BETWEEN BY CASE CAST COLUMN CONSTRAINT
+		CREATE CROSS CURRENT DATE DEFAULT DELETE DESC DISTINCT DROP ELSE END EXISTS FALSE FOR FROM FULL
+		GROUP HAVING IF IN INDEX INNER INSERT INTERVAL INTO IS JOIN KEY LEFT LIKE LIMIT NOT NULL OFFSET
+		ON OR ORDER OUTER PRIMARY RIGHT SELECT SET TABLE THEN TIME TIMESTAMP TO TRUE UNION UNIQUE UPDATE
+		UPSERT USING VALUE VALUES WHEN WHERE WITH`) {
+		reserved[w] = true
+	}
+}
+
+// Ident renders an identifier: as is when plain, back-quoted otherwise (a back-quote inside is
+// doubled): log-event -> `log-event`, order -> `order`.
+func Ident(name string) string {
+	if plainIdent.MatchString(name) && !reserved[strings.ToUpper(name)] {
+		return name
+	}
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
+
+// quote renders a SQL string literal: single quotes doubled.
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// splitKeyOptions are the pre-split options DDL writes itself from the plan.
+var splitKeyOptions = map[string]bool{"SPLITKEYS": true, "NUMREGIONS": true, "STARTKEY": true, "ENDKEY": true}
+
+// DDL renders the CREATE TABLE statement for the target schema and region plan:
+//
+//	CREATE TABLE IF NOT EXISTS orders (
+//	  pk1 VARCHAR NOT NULL,
+//	  ...
+//	  PRIMARY KEY(pk1, orderid DESC)
+//	) WITH (SPLITKEYS='1000,2000,...', COMPRESSION='ZSTD');
+//
+// Key columns are NOT NULL. SPLITKEYS lists the plan's split values typed like the first key
+// column (see SplitValue) and is left out for a single region; a pre-split option among options
+// (SPLITKEYS, NUMREGIONS, STARTKEY, ENDKEY) is ignored, the plan decides. Every option value is
+// a quoted string, in the order given.
+//
+// UNCERTAIN: how Lindorm escapes a comma or a quote inside a VARCHAR split key. Quotes are
+// doubled as in any SQL literal; a comma cannot be escaped: CheckSplitKeys reports such plans.
+func DDL(schema pipeline.TargetSchema, plan pipeline.RegionPlan, options [][2]string) string {
+	var b strings.Builder
+	b.WriteString("CREATE TABLE IF NOT EXISTS ")
+	b.WriteString(Ident(schema.Table))
+	b.WriteString(" (\n")
+	for _, c := range schema.Columns {
+		b.WriteString("  ")
+		b.WriteString(Ident(c.Name))
+		b.WriteByte(' ')
+		b.WriteString(c.SQLType())
+		if c.IsKey() {
+			b.WriteString(" NOT NULL")
+		}
+		b.WriteString(",\n")
+	}
+	b.WriteString("  PRIMARY KEY(")
+	for i, c := range schema.Key() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(Ident(c.Name))
+		if c.Desc {
+			b.WriteString(" DESC")
+		}
+	}
+	b.WriteString(")\n)")
+	var opts []string
+	if len(plan.Splits) > 0 {
+		vals := make([]string, len(plan.Splits))
+		for i, v := range plan.Splits {
+			vals[i] = SplitValue(plan.Type, v)
+		}
+		opts = append(opts, "SPLITKEYS="+quote(strings.Join(vals, ",")))
+	}
+	for _, o := range options {
+		if splitKeyOptions[strings.ToUpper(o[0])] {
+			continue
+		}
+		opts = append(opts, o[0]+"="+quote(o[1]))
+	}
+	if len(opts) > 0 {
+		b.WriteString(" WITH (")
+		b.WriteString(strings.Join(opts, ", "))
+		b.WriteString(")")
+	}
+	b.WriteString(";\n")
+	return b.String()
+}
+
+// CheckSplitKeys reports split values DDL cannot render unambiguously: VARCHAR splits holding
+// a comma (SPLITKEYS is a comma-separated list).
+func CheckSplitKeys(plan pipeline.RegionPlan) error {
+	for i, v := range plan.Splits {
+		if s := SplitValue(plan.Type, v); strings.Contains(s, ",") {
+			return fmt.Errorf("lindorm: split key %d %q contains a comma, which SPLITKEYS cannot carry", i, s)
+		}
+	}
+	return nil
+}
+
+// SplitValue renders a split value typed like the first key column, as SPLITKEYS and the
+// manifest write it: integers in decimal, VARCHAR as is, VARBINARY in lowercase hex, DECIMAL as
+// its text, DOUBLE/FLOAT in shortest form, BOOLEAN true/false, DATE yyyy-mm-dd, TIMESTAMP
+// "yyyy-mm-dd hh:mm:ss.SSS" (UTC). UNCERTAIN: the literal forms Lindorm expects in SPLITKEYS
+// for VARBINARY, DATE and TIMESTAMP first columns.
+func SplitValue(t pipeline.Type, v pipeline.Value) string {
+	if v.IsNull() {
+		return ""
+	}
+	switch t {
+	case pipeline.TypeVarbinary:
+		return fmt.Sprintf("%x", v.S)
+	case pipeline.TypeDate:
+		if v.K == pipeline.KindInt {
+			return time.Unix(v.I*86400, 0).UTC().Format("2006-01-02")
+		}
+	case pipeline.TypeTimestamp:
+		if v.K == pipeline.KindInt {
+			return time.UnixMilli(v.I).UTC().Format("2006-01-02 15:04:05.000")
+		}
+	case pipeline.TypeFloat, pipeline.TypeDouble:
+		if v.K == pipeline.KindInt {
+			return strconv.FormatInt(v.I, 10)
+		}
+	}
+	return v.String()
+}
+
+// WriteDDL writes ddl.sql into dir atomically.
+func WriteDDL(dir, ddl string) error {
+	return pipeline.WriteFileAtomic(filepath.Join(dir, DDLFile), []byte(ddl))
+}

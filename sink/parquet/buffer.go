@@ -1,0 +1,431 @@
+package parquet
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/files"
+)
+
+// physical is how a column's values are kept in memory.
+type physical uint8
+
+const (
+	physBytes physical = iota // VARCHAR, JSON, VARBINARY: data + ends
+	physInt64                 // BIGINT, TIMESTAMP
+	physInt32                 // INTEGER, SMALLINT, TINYINT, DATE
+	physBool
+	physFloat32
+	physFloat64
+	physDecimal // FIXED_LEN_BYTE_ARRAY big-endian, width bytes each, in data
+)
+
+// colSpec is the static description of a column.
+type colSpec struct {
+	col      pipeline.Column
+	phys     physical
+	nullable bool
+	width    int // decimal byte width
+	dict     bool
+}
+
+// colData is one column's rows of a chunk. Only non-null values are stored, in order; def has
+// one level per row for nullable columns (1 present, 0 null). In dictionary mode the values are
+// idx (one per row, 0 for nulls) into the dictionary dvals/dends instead of data/ends.
+type colData struct {
+	def   []int16
+	i64   []int64
+	i32   []int32
+	bools []bool
+	f32   []float32
+	f64   []float64
+	data  []byte
+	ends  []uint32
+
+	dictMode bool
+	idx      []int32
+	dvals    []byte
+	dends    []uint32
+}
+
+func (c *colData) used() int64 {
+	return int64(len(c.def))*2 + int64(len(c.i64))*8 + int64(len(c.i32))*4 + int64(len(c.bools)) +
+		int64(len(c.f32))*4 + int64(len(c.f64))*8 + int64(len(c.data)) + int64(len(c.ends))*4 +
+		int64(len(c.idx))*4 + int64(len(c.dvals)) + int64(len(c.dends))*4
+}
+
+func (c *colData) mem() int64 {
+	return int64(cap(c.def))*2 + int64(cap(c.i64))*8 + int64(cap(c.i32))*4 + int64(cap(c.bools)) +
+		int64(cap(c.f32))*4 + int64(cap(c.f64))*8 + int64(cap(c.data)) + int64(cap(c.ends))*4 +
+		int64(cap(c.idx))*4 + int64(cap(c.dvals)) + int64(cap(c.dends))*4
+}
+
+// slot is one converted value between validation and append.
+type slot struct {
+	null bool
+	i    int64
+	f    float64
+	s    string
+	d    files.Dec128
+}
+
+type buffer struct {
+	f     *Format
+	specs []colSpec
+	cols  []colData
+	slots []slot
+	rows  int
+
+	dicts     []*dictTable       // per dictionary column: value -> index (this chunk)
+	overflows []int              // consecutive chunks whose dictionary overflowed
+	last      []colLens          // sizes of the last chunk, to presize
+	lastRows  int
+}
+
+func specsOf(f *Format, schema pipeline.TargetSchema) ([]colSpec, error) {
+	specs := make([]colSpec, len(schema.Columns))
+	for i, col := range schema.Columns {
+		if _, err := ArrowType(col); err != nil {
+			return nil, err
+		}
+		sp := colSpec{col: col, nullable: !col.IsKey(), dict: f.dictEligible(col)}
+		switch col.Type {
+		case pipeline.TypeVarchar, pipeline.TypeJSON, pipeline.TypeVarbinary:
+			sp.phys = physBytes
+		case pipeline.TypeBigint, pipeline.TypeTimestamp:
+			sp.phys = physInt64
+		case pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint, pipeline.TypeDate:
+			sp.phys = physInt32
+		case pipeline.TypeBoolean:
+			sp.phys = physBool
+		case pipeline.TypeFloat:
+			sp.phys = physFloat32
+		case pipeline.TypeDouble:
+			sp.phys = physFloat64
+		case pipeline.TypeDecimal:
+			sp.phys = physDecimal
+			sp.width = int(pqarrow.DecimalSize(int32(col.Precision)))
+		}
+		specs[i] = sp
+	}
+	return specs, nil
+}
+
+// NewBuffer returns an empty row buffer.
+func (f *Format) NewBuffer(schema pipeline.TargetSchema) (files.Buffer, error) {
+	specs, err := specsOf(f, schema)
+	if err != nil {
+		return nil, err
+	}
+	b := &buffer{f: f, specs: specs, cols: make([]colData, len(specs)), slots: make([]slot, len(specs)),
+		dicts: make([]*dictTable, len(specs)), overflows: make([]int, len(specs)), last: make([]colLens, len(specs))}
+	for i, sp := range specs {
+		if sp.dict {
+			b.dicts[i] = newDictTable()
+			b.cols[i].dictMode = true
+		}
+	}
+	return b, nil
+}
+
+func (b *buffer) Rows() int { return b.rows }
+
+func (b *buffer) Used() int64 {
+	var m int64
+	for i := range b.cols {
+		m += b.cols[i].used()
+	}
+	return m
+}
+
+func (b *buffer) Mem() int64 {
+	var m int64
+	for i := range b.cols {
+		m += b.cols[i].mem()
+	}
+	for _, d := range b.dicts {
+		if d != nil {
+			m += int64(len(d.slots))*4 + int64(cap(d.keys))*24
+		}
+	}
+	return m
+}
+
+// convert validates v for column sp into s.
+func convert(sp *colSpec, v pipeline.Value, s *slot) *pipeline.RowError {
+	if v.K == pipeline.KindNull {
+		if !sp.nullable {
+			return files.NullKeyError(sp.col)
+		}
+		s.null = true
+		return nil
+	}
+	s.null = false
+	var err *pipeline.RowError
+	switch sp.phys {
+	case physBytes:
+		if v.K == pipeline.KindText || v.K == pipeline.KindBytes {
+			s.s = v.S
+			return nil
+		}
+		s.s, err = files.TextValue(sp.col, v)
+	case physInt64:
+		if v.K == pipeline.KindInt {
+			s.i = v.I
+			return nil
+		}
+		s.i, err = files.IntValue(sp.col, v)
+	case physInt32:
+		s.i, err = files.IntValue(sp.col, v)
+	case physBool:
+		var bv bool
+		bv, err = files.BoolValue(sp.col, v)
+		s.i = 0
+		if bv {
+			s.i = 1
+		}
+	case physFloat32, physFloat64:
+		if v.K == pipeline.KindFloat && sp.phys == physFloat64 {
+			s.f = v.Float()
+			return nil
+		}
+		s.f, err = files.FloatValue(sp.col, v)
+	case physDecimal:
+		s.d, err = files.DecimalValue(sp.col, v)
+	default:
+		err = files.TypeError(sp.col, "unsupported type %s", sp.col.Type)
+	}
+	return err
+}
+
+// Append validates the whole row first, so that a bad value leaves the buffer untouched.
+func (b *buffer) Append(values []pipeline.Value) error {
+	if len(values) != len(b.specs) {
+		return &pipeline.RowError{Code: pipeline.CodeType, Message: fmt.Sprintf("row has %d values, want %d", len(values), len(b.specs))}
+	}
+	if b.rows == 0 && b.lastRows > 0 {
+		b.presize()
+	}
+	for i := range b.specs {
+		if err := convert(&b.specs[i], values[i], &b.slots[i]); err != nil {
+			return err
+		}
+	}
+	for i := range b.specs {
+		b.append(i, &b.slots[i])
+	}
+	b.rows++
+	return nil
+}
+
+func (b *buffer) append(i int, s *slot) {
+	sp, c, p := &b.specs[i], &b.cols[i], b.f.pools
+	if sp.nullable {
+		if len(c.def) == cap(c.def) {
+			c.def = grow(&p.i16, c.def, 1)
+		}
+		if s.null {
+			c.def = append(c.def, 0)
+			if c.dictMode {
+				if len(c.idx) == cap(c.idx) {
+					c.idx = grow(&p.i32, c.idx, 1)
+				}
+				c.idx = append(c.idx, 0)
+			}
+			return
+		}
+		c.def = append(c.def, 1)
+	}
+	switch sp.phys {
+	case physBytes:
+		if c.dictMode {
+			b.appendDict(i, s.s)
+			return
+		}
+		b.appendPlain(c, s.s)
+	case physInt64:
+		if len(c.i64) == cap(c.i64) {
+			c.i64 = grow(&p.i64, c.i64, 1)
+		}
+		c.i64 = append(c.i64, s.i)
+	case physInt32:
+		if len(c.i32) == cap(c.i32) {
+			c.i32 = grow(&p.i32, c.i32, 1)
+		}
+		c.i32 = append(c.i32, int32(s.i))
+	case physBool:
+		if len(c.bools) == cap(c.bools) {
+			c.bools = grow(&p.bools, c.bools, 1)
+		}
+		c.bools = append(c.bools, s.i != 0)
+	case physFloat32:
+		if len(c.f32) == cap(c.f32) {
+			c.f32 = grow(&p.f32, c.f32, 1)
+		}
+		c.f32 = append(c.f32, float32(s.f))
+	case physFloat64:
+		if len(c.f64) == cap(c.f64) {
+			c.f64 = grow(&p.f64, c.f64, 1)
+		}
+		c.f64 = append(c.f64, s.f)
+	case physDecimal:
+		if cap(c.data)-len(c.data) < sp.width {
+			c.data = grow(&p.bytes, c.data, sp.width)
+		}
+		var be [16]byte
+		putBE(be[:], s.d)
+		c.data = append(c.data, be[16-sp.width:]...)
+	}
+}
+
+func (b *buffer) appendPlain(c *colData, s string) {
+	p := b.f.pools
+	if cap(c.data)-len(c.data) < len(s) {
+		c.data = grow(&p.bytes, c.data, len(s))
+	}
+	c.data = append(c.data, s...)
+	if len(c.ends) == cap(c.ends) {
+		c.ends = grow(&p.u32, c.ends, 1)
+	}
+	c.ends = append(c.ends, uint32(len(c.data)))
+}
+
+func putBE(dst []byte, d files.Dec128) {
+	hi, lo := uint64(d.Hi), d.Lo
+	for k := 7; k >= 0; k-- {
+		dst[k] = byte(hi)
+		dst[8+k] = byte(lo)
+		hi >>= 8
+		lo >>= 8
+	}
+}
+
+// appendDict appends a value's dictionary index, adding the value to the dictionary; when the
+// dictionary grows past the limit the column switches to plain values for the rest of the chunk.
+func (b *buffer) appendDict(i int, s string) {
+	c, d, p := &b.cols[i], b.dicts[i], b.f.pools
+	if len(c.idx) == cap(c.idx) {
+		c.idx = grow(&p.i32, c.idx, 1)
+	}
+	if k, ok := d.find(s, c); ok {
+		c.idx = append(c.idx, k)
+		return
+	}
+	if len(c.dvals)+len(s) > b.f.dictMax || d.len() >= 1<<15 {
+		b.toPlain(i)
+		b.appendPlain(c, s)
+		return
+	}
+	k := int32(len(c.dends))
+	c.dvals = append(c.dvals, s...)
+	c.dends = append(c.dends, uint32(len(c.dvals)))
+	d.insert(s)
+	c.idx = append(c.idx, k)
+}
+
+// toPlain materializes the dictionary-encoded values of column i as plain values.
+func (b *buffer) toPlain(i int) {
+	c, p := &b.cols[i], b.f.pools
+	nullable := b.specs[i].nullable
+	for r, k := range c.idx {
+		if nullable && c.def[r] == 0 {
+			continue
+		}
+		start := uint32(0)
+		if k > 0 {
+			start = c.dends[k-1]
+		}
+		b.appendPlain(c, unsafe.String(unsafe.SliceData(c.dvals[start:]), int(c.dends[k]-start)))
+	}
+	c.dictMode = false
+	p.i32.put(c.idx)
+	p.bytes.put(c.dvals)
+	p.u32.put(c.dends)
+	c.idx, c.dvals, c.dends = nil, nil, nil
+	b.dicts[i].reset()
+}
+
+// presize gives the column slices the capacity the last chunk needed (+1/8), from the pools,
+// sparing regrowth.
+func (b *buffer) presize() {
+	p := b.f.pools
+	n := b.lastRows + b.lastRows/8
+	grow := func(l int) int { return l + l/8 }
+	for i := range b.cols {
+		c, l := &b.cols[i], &b.last[i]
+		if b.specs[i].nullable {
+			c.def = p.i16.get(n)
+		}
+		switch b.specs[i].phys {
+		case physBytes:
+			if c.dictMode {
+				c.idx = p.i32.get(n)
+			} else {
+				c.data = p.bytes.get(grow(l.data))
+				c.ends = p.u32.get(grow(l.values))
+			}
+		case physInt64:
+			c.i64 = p.i64.get(grow(l.values))
+		case physInt32:
+			c.i32 = p.i32.get(grow(l.values))
+		case physBool:
+			c.bools = p.bools.get(grow(l.values))
+		case physFloat32:
+			c.f32 = p.f32.get(grow(l.values))
+		case physFloat64:
+			c.f64 = p.f64.get(grow(l.values))
+		case physDecimal:
+			c.data = p.bytes.get(grow(l.data))
+		}
+	}
+}
+
+// colLens are the sizes a column needed in the last chunk.
+type colLens struct{ values, data int }
+
+type chunk struct {
+	rows  int
+	cols  []colData
+	mem   int64
+	pools *pools
+}
+
+func (c *chunk) Rows() int  { return c.rows }
+func (c *chunk) Mem() int64 { return c.mem }
+
+// Release recycles the chunk's memory. Call it only after the chunk's row group is written.
+func (c *chunk) Release() {
+	if c.pools != nil {
+		for i := range c.cols {
+			c.pools.release(&c.cols[i])
+		}
+	}
+	c.cols, c.pools = nil, nil
+}
+
+// Cut detaches the buffered rows; the buffer starts over with empty slices (presized on the
+// next Append) and fresh dictionaries.
+func (b *buffer) Cut() files.Chunk {
+	ch := &chunk{rows: b.rows, mem: b.Mem(), cols: b.cols, pools: b.f.pools}
+	b.cols = make([]colData, len(b.specs))
+	for i := range ch.cols {
+		c := &ch.cols[i]
+		b.last[i] = colLens{values: max(len(c.i64), len(c.i32), len(c.bools), len(c.f32), len(c.f64), len(c.ends)), data: len(c.data)}
+		if b.dicts[i] != nil {
+			b.dicts[i].reset()
+			if !c.dictMode {
+				b.overflows[i]++
+			} else {
+				b.overflows[i] = 0
+			}
+			// a column whose dictionary overflowed twice in a row stays plain
+			b.cols[i].dictMode = b.overflows[i] < 2
+		}
+	}
+	b.lastRows = b.rows
+	b.rows = 0
+	return ch
+}

@@ -1,0 +1,128 @@
+package parquet
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"math/bits"
+	"unsafe"
+)
+
+// dictTable maps a column's distinct values to their dictionary index for one chunk. The values
+// themselves live in the column's dvals/dends. Values of up to 16 bytes (most dictionary-worthy
+// values: codes, statuses, names) are identified by two machine words loaded from the string,
+// which serve both as the hash input and as the key: a lookup touches no byte of the dictionary.
+// Longer values are hashed with maphash and compared byte-wise.
+type dictTable struct {
+	seed  maphash.Seed
+	slots []int32 // entry index + 1; 0 is empty
+	keys  []dictKey
+	mask  int
+}
+
+type dictKey struct {
+	a, b uint64 // the value's words (short values) or its maphash (long ones: a)
+	n    int    // length
+}
+
+func newDictTable() *dictTable {
+	return &dictTable{seed: maphash.MakeSeed(), slots: make([]int32, 64), mask: 63}
+}
+
+func (t *dictTable) len() int { return len(t.keys) }
+
+// reset empties the table; a table grown large is shrunk back so that idle regions hold little.
+func (t *dictTable) reset() {
+	if len(t.slots) > 64 {
+		t.slots, t.mask, t.keys = make([]int32, 64), 63, nil
+		return
+	}
+	clear(t.slots)
+	t.keys = t.keys[:0]
+}
+
+func le64(s string, i int) uint64 {
+	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
+}
+
+func le32(s string, i int) uint64 {
+	return uint64(binary.LittleEndian.Uint32(unsafe.Slice(unsafe.StringData(s[i:]), 4)))
+}
+
+// keyOf returns the key of s. For n <= 16 the words cover every byte of s (first and last 8, 4
+// or the first, middle and last byte), so equal keys mean equal strings.
+func (t *dictTable) keyOf(s string) dictKey {
+	n := len(s)
+	switch {
+	case n > 16:
+		return dictKey{a: maphash.String(t.seed, s), n: n}
+	case n >= 8:
+		return dictKey{a: le64(s, 0), b: le64(s, n-8), n: n}
+	case n >= 4:
+		return dictKey{a: le32(s, 0) | le32(s, n-4)<<32, n: n}
+	case n > 0:
+		return dictKey{a: uint64(s[0]) | uint64(s[n>>1])<<8 | uint64(s[n-1])<<16, n: n}
+	}
+	return dictKey{}
+}
+
+// hash mixes the key's words (murmur3's 64-bit finalizer: every input bit reaches the low bits
+// the table indexes with).
+func (k dictKey) hash() uint64 {
+	x := k.a ^ bits.RotateLeft64(k.b*0x9e3779b97f4a7c15, 31) ^ uint64(k.n)
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	return x ^ x>>33
+}
+
+// find returns the index of s in the dictionary of column c.
+func (t *dictTable) find(s string, c *colData) (idx int32, found bool) {
+	k := t.keyOf(s)
+	for i := int(k.hash()) & t.mask; ; i = (i + 1) & t.mask {
+		e := t.slots[i]
+		if e == 0 {
+			return -1, false
+		}
+		if t.keys[e-1] != k {
+			continue
+		}
+		if k.n <= 16 {
+			return e - 1, true
+		}
+		start := uint32(0)
+		if e > 1 {
+			start = c.dends[e-2]
+		}
+		if string(c.dvals[start:c.dends[e-1]]) == s {
+			return e - 1, true
+		}
+	}
+}
+
+// insert adds s, already appended to the column's dictionary as its last entry.
+func (t *dictTable) insert(s string) {
+	t.keys = append(t.keys, t.keyOf(s))
+	if 2*len(t.keys) > len(t.slots) {
+		t.grow() // re-inserts every entry, the new one included
+		return
+	}
+	t.place(t.keys[len(t.keys)-1].hash(), int32(len(t.keys)))
+}
+
+func (t *dictTable) place(h uint64, e int32) {
+	for i := int(h) & t.mask; ; i = (i + 1) & t.mask {
+		if t.slots[i] == 0 {
+			t.slots[i] = e
+			return
+		}
+	}
+}
+
+func (t *dictTable) grow() {
+	t.slots = make([]int32, 2*len(t.slots))
+	t.mask = len(t.slots) - 1
+	for k := range t.keys {
+		t.place(t.keys[k].hash(), int32(k+1))
+	}
+}
