@@ -99,6 +99,23 @@ type Sink interface {
 	Abort() error
 }
 
+// RowReject is one row a Sink's Write did not write because a value does not fit its column.
+type RowReject struct {
+	Index int // position in the rows passed to Write
+	Err   *RowError
+}
+
+// RowRejects is returned by Sink.Write when some rows were rejected and every other row was
+// written. It is not a failure of the run: the pipeline turns each entry into a reject.
+type RowRejects struct{ Rows []RowReject }
+
+func (e *RowRejects) Error() string {
+	if len(e.Rows) == 1 {
+		return fmt.Sprintf("row %d rejected: %v", e.Rows[0].Index, e.Rows[0].Err)
+	}
+	return fmt.Sprintf("%d rows rejected, first row %d: %v", len(e.Rows), e.Rows[0].Index, e.Rows[0].Err)
+}
+
 // FileInfo describes one committed data file.
 type FileInfo struct {
 	Region int    `json:"region"`

@@ -16,7 +16,7 @@ type Reject struct {
 	Position string            `json:"position"` // "orders.csv:1234", "kafka:topic/3:42"
 	Stream   string            `json:"stream"`
 	Seq      int64             `json:"seq"`
-	Stage    string            `json:"stage"` // "source" (decode) or "transform" (mapping)
+	Stage    string            `json:"stage"` // "source" (decode), "transform" (mapping) or "sink" (a value the file cannot hold exactly)
 	Code     string            `json:"code"`
 	Field    string            `json:"field,omitempty"`
 	Message  string            `json:"message"`

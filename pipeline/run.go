@@ -318,6 +318,7 @@ type worker struct {
 	t       Transformer
 	rejects *rejectLog
 	rows    []Row
+	recs    []int // recs[i] is the index in the batch of rows[i]'s record
 	slab    []Value
 }
 
@@ -331,7 +332,7 @@ func (w *worker) process(ctx context.Context, b *Batch) error {
 	if need := len(b.Records) * ncol; cap(w.slab) < need {
 		w.slab = make([]Value, need)
 	}
-	w.rows = w.rows[:0]
+	w.rows, w.recs = w.rows[:0], w.recs[:0]
 	var rejected int64
 	for i := range b.Records {
 		rec := &b.Records[i]
@@ -340,6 +341,7 @@ func (w *worker) process(ctx context.Context, b *Batch) error {
 			out := w.slab[len(w.rows)*ncol : (len(w.rows)+1)*ncol]
 			if rerr = w.t.Apply(b, rec, out); rerr == nil {
 				w.rows = append(w.rows, Row{Values: out, Region: cfg.Plan.Route(out[0])})
+				w.recs = append(w.recs, i)
 				continue
 			}
 			stage = "transform"
@@ -349,15 +351,27 @@ func (w *worker) process(ctx context.Context, b *Batch) error {
 			return err
 		}
 	}
+	written := int64(len(w.rows))
 	if len(w.rows) > 0 {
 		if err := cfg.Sink.Write(ctx, w.rows); err != nil {
-			return fmt.Errorf("write rows of %s: %w", b.Stream, err)
+			var rr *RowRejects
+			if !errors.As(err, &rr) {
+				return fmt.Errorf("write rows of %s: %w", b.Stream, err)
+			}
+			// Values the file format cannot hold exactly are rejected, never rounded.
+			for _, x := range rr.Rows {
+				if err := w.reject(b, &b.Records[w.recs[x.Index]], "sink", x.Err); err != nil {
+					return err
+				}
+			}
+			rejected += int64(len(rr.Rows))
+			written -= int64(len(rr.Rows))
 		}
 	}
 	w.t.Reset()
 	c := &w.r.Counters
 	c.RowsIn.Add(int64(len(b.Records)))
-	c.RowsWritten.Add(int64(len(w.rows)))
+	c.RowsWritten.Add(written)
 	if rejected > 0 {
 		c.RowsRejected.Add(rejected)
 		return w.r.checkRejects(false)

@@ -73,18 +73,27 @@ func (copyTransform) Reset() {}
 // memSink keeps written rows pending until Commit, like files that are not yet renamed; rows
 // committed survive a "crash" (the sink object is reused across runs to model the disk).
 type memSink struct {
-	mu        sync.Mutex
-	pending   []string
-	committed []string
-	commits   int
-	failAfter int // Commit fails from this call on (0: never)
+	mu          sync.Mutex
+	pending     []string
+	committed   []string
+	commits     int
+	failAfter   int   // Commit fails from this call on (0: never)
+	rejectEvery int64 // Write rejects rows whose number is 1 modulo this (0: none)
 }
 
 func (m *memSink) Write(ctx context.Context, rows []Row) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, r := range rows {
+	var rr RowRejects
+	for i, r := range rows {
+		if m.rejectEvery > 0 && r.Values[1].I%m.rejectEvery == 1 {
+			rr.Rows = append(rr.Rows, RowReject{Index: i, Err: &RowError{Code: CodeType, Field: "n", Message: "does not fit"}})
+			continue
+		}
 		m.pending = append(m.pending, fmt.Sprintf("%d/%d", r.Values[0].I, r.Values[1].I))
+	}
+	if len(rr.Rows) > 0 {
+		return &rr
 	}
 	return nil
 }
@@ -317,5 +326,25 @@ func TestRemoveUncommitted(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
 		t.Fatal("a file outside the region folders was removed")
+	}
+}
+
+// Rows the sink cannot hold are rejects, not failures, and the counts still add up.
+func TestSinkRejectsAreCounted(t *testing.T) {
+	src := &seqSource{streams: 2, rows: 1000, batch: 64}
+	sink := &memSink{rejectEvery: 10}
+	cfg := testConfig(t, src, sink, copyTransform{})
+	r, _ := NewRunner(cfg)
+	res, err := r.Run(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RowsIn != 2000 || res.RowsRejected != 200 || res.RowsWritten != 1800 || len(sink.committed) != 1800 {
+		t.Fatalf("in=%d written=%d rejected=%d committed=%d", res.RowsIn, res.RowsWritten, res.RowsRejected, len(sink.committed))
+	}
+	for _, l := range readRejects(t, cfg.OutDir) {
+		if l.Stage != "sink" || l.Seq%10 != 1 {
+			t.Fatalf("wrong reject %+v", l)
+		}
 	}
 }

@@ -74,7 +74,7 @@ run the same command with --resume to finish.
 	fl.StringVar(&f.format, "format", "parquet", "data file format: parquet (zstd) or csv")
 	fl.IntVar(&f.regions, "regions", 0, "number of pre-split regions (overrides the mapping's regions:)")
 	fl.StringVar(&f.maxFileSize, "max-file-size", "256MiB", "roll a region's data file at this size")
-	fl.StringVar(&f.memory, "memory", "512MiB", "memory for buffering rows of all open regions")
+	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget of the whole process; a quarter of it buffers the rows of all open regions")
 	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "transform workers")
 	fl.StringVar(&f.maxRejects, "max-rejects", "", "abort when more rows than this are rejected: a count (1000) or a percentage (0.5%); default: never")
 	fl.BoolVar(&f.sort, "sort", false, "order the rows in each file by the full target key")
@@ -82,6 +82,7 @@ run the same command with --resume to finish.
 	fl.DurationVar(&f.checkpoint, "checkpoint-interval", time.Minute, "how often to commit files and save a checkpoint (each one closes the open files)")
 	fl.StringVar(&f.progress, "progress", "auto", "progress bar: auto (on a terminal), always, never")
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
+	addCassandraFlags(fl)
 	return cmd
 }
 
@@ -157,7 +158,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	if err != nil {
 		return exitWith(2, fmt.Errorf("--memory: %w", err))
 	}
-	prog, err := loadProgram(f.mapping)
+	prog, err := loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
 		return err
 	}
@@ -168,6 +169,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	if err != nil {
 		return exitWith(2, err)
 	}
+	defer closeSource(src)
 
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
@@ -191,9 +193,10 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	} else if plan, _, err = planRegions(ctx, prog, src, f.regions); err != nil {
 		return err
 	}
+	setMemoryBudget(memory)
 	sink, err := files.New(files.Config{
 		Dir: f.out, Schema: prog.Target(), Plan: plan, Format: format,
-		MaxFileSize: maxFile, Memory: memory, Sort: f.sort,
+		MaxFileSize: maxFile, Memory: memory / 4, Sort: f.sort,
 	}, logger.Named("sink.files"))
 	if err != nil {
 		return exitWith(2, err)

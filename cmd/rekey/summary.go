@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
@@ -116,4 +118,16 @@ func printOversize(w io.Writer, m *lindorm.Manifest) {
 	}
 	fmt.Fprintf(w, "\nwarning: %d regions exceed the region size of %s: %s\n", len(over), humanBytes(m.RegionSize), strings.Join(over, ", "))
 	fmt.Fprintln(w, "  Lindorm would split them while loading; pre-split into more regions (--regions N or regions.size in the mapping)")
+}
+
+// setMemoryBudget makes --memory the Go runtime's soft memory limit, so the whole process stays
+// near it, and lets the heap grow further between collections below it (GOGC=400): most of
+// what a run allocates is short-lived batches. GOGC and GOMEMLIMIT in the environment win.
+func setMemoryBudget(budget int64) {
+	if os.Getenv("GOMEMLIMIT") == "" && budget > 0 {
+		debug.SetMemoryLimit(budget * 9 / 10)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 }

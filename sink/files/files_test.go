@@ -186,7 +186,7 @@ func TestSort(t *testing.T) {
 		commit int // commit after this many rows (0: only at the end)
 	}{
 		{"in-memory", 64 << 20, 0},
-		{"spilled", 1 << 20, 0},    // 64 KiB per region: many runs, merged
+		{"spilled", 1 << 20, 0}, // 64 KiB per region: many runs, merged
 		{"two-commits", 1 << 20, 9000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -128,21 +128,11 @@ func (c *Config) Validate() error {
 var ErrAborted = errors.New("files: sink aborted")
 
 // RowReject is one row Write did not write because a value does not fit its column.
-type RowReject struct {
-	Index int // position in the rows passed to Write
-	Err   *pipeline.RowError
-}
+type RowReject = pipeline.RowReject
 
 // RejectError is returned by Write when some rows were rejected; every other row was written.
-// It is not a failure of the run: turn each entry into a reject.
-type RejectError struct{ Rows []RowReject }
-
-func (e *RejectError) Error() string {
-	if len(e.Rows) == 1 {
-		return fmt.Sprintf("files: row %d rejected: %v", e.Rows[0].Index, e.Rows[0].Err)
-	}
-	return fmt.Sprintf("files: %d rows rejected, first row %d: %v", len(e.Rows), e.Rows[0].Index, e.Rows[0].Err)
-}
+// It is not a failure of the run: the pipeline turns each entry into a reject.
+type RejectError = pipeline.RowRejects
 
 // Stats are the sink's counters so far.
 type Stats struct {
@@ -216,7 +206,7 @@ func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 		cfg:     cfg,
 		log:     logger,
 		limit:   limit,
-		cutAt:   limit * 3 / 4,
+		cutAt:   limit * 3 / 5,
 		freed:   make(chan struct{}),
 		live:    map[*file]struct{}{},
 		regions: make([]*region, n),
@@ -809,6 +799,7 @@ func (s *Sink) Commit(ctx context.Context) ([]pipeline.FileInfo, error) {
 		dirs[f.r.dir] = true
 		f.r.files.Add(1)
 		infos = append(infos, pipeline.FileInfo{Region: f.r.idx, Path: f.rel, Rows: f.rows, Bytes: f.size})
+		s.log.Debug("file committed", zap.Int("region", f.r.idx), zap.String("file", f.rel), zap.Int64("rows", f.rows), zap.Int64("bytes", f.size))
 	}
 	for d := range dirs {
 		if err := pipeline.SyncDir(d); err != nil {

@@ -90,7 +90,6 @@ func TestSplitKeyEscaping(t *testing.T) {
 	}
 }
 
-
 func TestBulkloadConfig(t *testing.T) {
 	for _, format := range []string{"parquet", "csv"} {
 		data, err := lindorm.BulkloadConfig(orders(), format, "oss://bucket/out")

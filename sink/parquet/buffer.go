@@ -33,7 +33,8 @@ type colSpec struct {
 }
 
 // colData is one column's rows of a chunk. Only non-null values are stored, in order; def has
-// one level per row for nullable columns (1 present, 0 null). In dictionary mode the values are
+// one level per row for nullable columns (1 present, 0 null), or is nil while every row so far
+// has a value. In dictionary mode the values are
 // idx (one per row, 0 for nulls) into the dictionary dvals/dends instead of data/ends.
 type colData struct {
 	def   []int16
@@ -79,9 +80,9 @@ type buffer struct {
 	slots []slot
 	rows  int
 
-	dicts     []*dictTable       // per dictionary column: value -> index (this chunk)
-	overflows []int              // consecutive chunks whose dictionary overflowed
-	last      []colLens          // sizes of the last chunk, to presize
+	dicts     []*dictTable // per dictionary column: value -> index (this chunk)
+	overflows []int        // consecutive chunks whose dictionary overflowed
+	last      []colLens    // sizes of the last chunk, to presize
 	lastRows  int
 }
 
@@ -224,10 +225,18 @@ func (b *buffer) Append(values []pipeline.Value) error {
 func (b *buffer) append(i int, s *slot) {
 	sp, c, p := &b.specs[i], &b.cols[i], b.f.pools
 	if sp.nullable {
-		if len(c.def) == cap(c.def) {
-			c.def = grow(&p.i16, c.def, 1)
-		}
+		// definition levels are kept only once the chunk has a null in this column: until
+		// then every row is present and the writer uses a shared run of ones
 		if s.null {
+			if c.def == nil {
+				c.def = p.i16.get(b.rows + 1)[:b.rows]
+				for r := range c.def {
+					c.def[r] = 1
+				}
+			}
+			if len(c.def) == cap(c.def) {
+				c.def = grow(&p.i16, c.def, 1)
+			}
 			c.def = append(c.def, 0)
 			if c.dictMode {
 				if len(c.idx) == cap(c.idx) {
@@ -237,7 +246,12 @@ func (b *buffer) append(i int, s *slot) {
 			}
 			return
 		}
-		c.def = append(c.def, 1)
+		if c.def != nil {
+			if len(c.def) == cap(c.def) {
+				c.def = grow(&p.i16, c.def, 1)
+			}
+			c.def = append(c.def, 1)
+		}
 	}
 	switch sp.phys {
 	case physBytes:
@@ -331,7 +345,7 @@ func (b *buffer) toPlain(i int) {
 	c, p := &b.cols[i], b.f.pools
 	nullable := b.specs[i].nullable
 	for r, k := range c.idx {
-		if nullable && c.def[r] == 0 {
+		if nullable && c.def != nil && c.def[r] == 0 {
 			continue
 		}
 		start := uint32(0)
@@ -356,9 +370,6 @@ func (b *buffer) presize() {
 	grow := func(l int) int { return l + l/8 }
 	for i := range b.cols {
 		c, l := &b.cols[i], &b.last[i]
-		if b.specs[i].nullable {
-			c.def = p.i16.get(n)
-		}
 		switch b.specs[i].phys {
 		case physBytes:
 			if c.dictMode {
@@ -409,7 +420,11 @@ func (c *chunk) Release() {
 // Cut detaches the buffered rows; the buffer starts over with empty slices (presized on the
 // next Append) and fresh dictionaries.
 func (b *buffer) Cut() files.Chunk {
-	ch := &chunk{rows: b.rows, mem: b.Mem(), cols: b.cols, pools: b.f.pools}
+	var mem int64 // the column slices move to the chunk; the dictionary tables stay
+	for i := range b.cols {
+		mem += b.cols[i].mem()
+	}
+	ch := &chunk{rows: b.rows, mem: mem, cols: b.cols, pools: b.f.pools}
 	b.cols = make([]colData, len(b.specs))
 	for i := range ch.cols {
 		c := &ch.cols[i]

@@ -36,6 +36,7 @@ const wantSchema = `message schema {
 }`
 
 func TestAllTypesRoundTrip(t *testing.T) {
+	parquet.Poisoned(t)
 	dir := t.TempDir()
 	schema := sinktest.AllTypes()
 	plan := sinktest.VarcharPlan("9", "h", "q")
@@ -114,6 +115,7 @@ func TestAllTypesRoundTrip(t *testing.T) {
 }
 
 func TestRejects(t *testing.T) {
+	parquet.Poisoned(t)
 	schema := sinktest.AllTypes()
 	plan := sinktest.VarcharPlan("m")
 	good := sinktest.AllTypesRows(3, 2, plan)

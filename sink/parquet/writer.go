@@ -88,6 +88,14 @@ func (w *writer) start(first *chunk) error {
 type scratch struct {
 	ba   []parquet.ByteArray
 	flba []parquet.FixedLenByteArray
+	ones []int16 // definition levels of a column without nulls
+}
+
+func (sc *scratch) allPresent(rows int) []int16 {
+	for len(sc.ones) < rows {
+		sc.ones = append(sc.ones, 1)
+	}
+	return sc.ones[:rows]
 }
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{} }}
@@ -137,6 +145,9 @@ func (w *writer) writeColumn(cw file.ColumnChunkWriter, i int, c *colData, rows 
 	var def []int16
 	if sp.nullable {
 		def = c.def
+		if def == nil {
+			def = sc.allPresent(rows)
+		}
 	}
 	var err error
 	switch cw := cw.(type) {
@@ -163,11 +174,9 @@ func (w *writer) writeColumn(cw file.ColumnChunkWriter, i int, c *colData, rows 
 			sc.flba = append(sc.flba, c.data[k*sp.width:(k+1)*sp.width:(k+1)*sp.width])
 		}
 		_, err = cw.WriteBatch(sc.flba, def, nil)
-		clear(sc.flba)
 	default:
 		return fmt.Errorf("unexpected column writer %T", cw)
 	}
-	clear(sc.ba)
 	return err
 }
 
@@ -206,7 +215,6 @@ func (w *writer) writeDictIndices(cw *file.ByteArrayColumnChunkWriter, c *colDat
 		defer scratchPool.Put(sc)
 		sc.ba = byteArrays(sc.ba[:0], c)
 		_, err := cw.WriteBatch(sc.ba, def, nil)
-		clear(sc.ba)
 		return err
 	}
 	nd := len(c.dends)
@@ -223,7 +231,7 @@ func (w *writer) writeDictIndices(cw *file.ByteArrayColumnChunkWriter, c *colDat
 	// the indices are spaced (one per row) and their validity bitmap says which are null
 	var valid *memory.Buffer
 	nulls := 0
-	if def != nil {
+	if c.def != nil {
 		bits := make([]byte, (rows+7)/8)
 		for r, d := range def {
 			if d != 0 {

@@ -1,0 +1,164 @@
+package parquet_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/files"
+	"github.com/rekey/rekey/sink/internal/sinktest"
+	"github.com/rekey/rekey/sink/parquet"
+)
+
+// dictSchema: lo has 5 values, hi is unique, mix is low-cardinality in the first half of the rows
+// and unique in the second, so that its dictionary works for the first chunks and overflows later.
+func dictSchema() pipeline.TargetSchema {
+	return pipeline.TargetSchema{Table: "d", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0},
+		{Name: "lo", Type: pipeline.TypeVarchar, KeyPos: -1},
+		{Name: "hi", Type: pipeline.TypeVarchar, KeyPos: -1},
+		{Name: "mix", Type: pipeline.TypeJSON, KeyPos: -1},
+	}}
+}
+
+func dictRows(n int) []pipeline.Row {
+	rows := make([]pipeline.Row, n)
+	for i := range rows {
+		mix := pipeline.Text(fmt.Sprintf("m%d", i%3))
+		if i >= n/2 {
+			mix = pipeline.Text(fmt.Sprintf("unique-%08d", i))
+		}
+		lo := pipeline.Text([]string{"a", "bb", "", "dddd", "e"}[i%5])
+		if i%7 == 0 {
+			lo = pipeline.Null
+		}
+		rows[i] = pipeline.Row{Values: []pipeline.Value{pipeline.Int(int64(i)), lo, pipeline.Text(fmt.Sprintf("h%09d", i*7919)), mix}}
+	}
+	return rows
+}
+
+func TestDictionaryFallbacks(t *testing.T) {
+	parquet.Poisoned(t)
+	dir := t.TempDir()
+	schema := dictSchema()
+	rows := dictRows(40000)
+	// 64 KiB buffers: many chunks (row groups) per file; a 2 KiB dictionary overflows quickly
+	s, err := files.New(files.Config{Dir: dir, Schema: schema, Plan: pipeline.RegionPlan{Type: pipeline.TypeBigint}, Format: parquet.NewWithDictMax(2 << 10), Memory: 64 << 10}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(rows); i += 1000 {
+		if err := s.Write(context.Background(), rows[i:i+1000]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	infos, err := s.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 1 {
+		t.Fatalf("%d files", len(infos))
+	}
+	pf, err := sinktest.ReadParquet(filepath.Join(dir, infos[0].Path), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pf.Rows) != len(rows) || pf.RowGroups < 5 {
+		t.Fatalf("%d rows in %d row groups", len(pf.Rows), pf.RowGroups)
+	}
+	for i, r := range rows {
+		want := sinktest.CanonRow(schema, r.Values)
+		for c := range want {
+			if pf.Rows[i][c] != want[c] {
+				t.Fatalf("row %d col %s: got %q want %q", i, schema.Columns[c].Name, pf.Rows[i][c], want[c])
+			}
+		}
+	}
+	// lo is dictionary-encoded in every row group, hi in none; mix starts with a dictionary
+	// (enabled in the file) and falls back to plain once it overflows
+	encodings := func(col int) (dict, plainOnly int) {
+		for _, rg := range pf.Meta.Metadata().RowGroups {
+			hasDict := false
+			for _, e := range rg.Columns[col].MetaData.Encoding {
+				if e == format.RLEDictionary || e == format.PlainDictionary {
+					hasDict = true
+				}
+			}
+			if hasDict {
+				dict++
+			} else {
+				plainOnly++
+			}
+		}
+		return
+	}
+	if d, p := encodings(1); p != 0 || d == 0 {
+		t.Errorf("lo: %d dictionary row groups, %d plain", d, p)
+	}
+	if d, _ := encodings(2); d != 0 {
+		t.Errorf("hi: %d dictionary row groups", d)
+	}
+	if d, _ := encodings(3); d == 0 {
+		t.Errorf("mix: no dictionary row group")
+	}
+}
+
+// TestKeyStatistics checks the footer's min/max of the key columns against the data of each row
+// group: chunk memory is recycled after a row group is written, so statistics that kept a
+// reference into it would show up here.
+func TestKeyStatistics(t *testing.T) {
+	parquet.Poisoned(t)
+	dir := t.TempDir()
+	schema := sinktest.AllTypes()
+	plan := sinktest.VarcharPlan("m")
+	rows := sinktest.AllTypesRows(30000, 21, plan)
+	s, err := files.New(files.Config{Dir: dir, Schema: schema, Plan: plan, Format: parquet.New(), Memory: 1 << 20}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(rows); i += 500 {
+		if err := s.Write(context.Background(), rows[i:i+500]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	infos, err := s.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fi := range infos {
+		pf, err := sinktest.ReadParquet(filepath.Join(dir, fi.Path), schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := 0
+		rgs := pf.Meta.Metadata().RowGroups
+		if len(rgs) < 3 {
+			t.Fatalf("%s: %d row groups, want several", fi.Path, len(rgs))
+		}
+		for g, rg := range rgs {
+			n := int(rg.NumRows)
+			vals := pf.Values[first : first+n]
+			first += n
+			st := rg.Columns[0].MetaData.Statistics
+			minS, maxS := vals[0][0].S, vals[0][0].S
+			var minI, maxI int64 = vals[0][1].I, vals[0][1].I
+			for _, v := range vals {
+				minS, maxS = min(minS, v[0].S), max(maxS, v[0].S)
+				minI, maxI = min(minI, v[1].I), max(maxI, v[1].I)
+			}
+			if !bytes.Equal(st.MinValue, []byte(minS)) || !bytes.Equal(st.MaxValue, []byte(maxS)) {
+				t.Fatalf("%s row group %d: k1 statistics [%q, %q], data [%q, %q]", fi.Path, g, st.MinValue, st.MaxValue, minS, maxS)
+			}
+			st2 := rg.Columns[1].MetaData.Statistics
+			if len(st2.MinValue) != 8 || int64(binary.LittleEndian.Uint64(st2.MinValue)) != minI || int64(binary.LittleEndian.Uint64(st2.MaxValue)) != maxI {
+				t.Fatalf("%s row group %d: k2 statistics wrong", fi.Path, g)
+			}
+		}
+	}
+}
