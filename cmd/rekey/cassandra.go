@@ -1,0 +1,199 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/cassandra"
+	"github.com/rekey/rekey/transform"
+)
+
+// cassandraSourceHelp is appended to the --source help of the commands that read sources.
+const cassandraSourceHelp = `
+  cassandra://host1,host2:9042/keyspace/table?consistency=LOCAL_ONE&dc=dc1&page_size=5000&splits=N
+                     a Cassandra table, read by a parallel token-range scan; the columns and their
+                     types come from the table's schema (source.columns is optional and, when
+                     given, checked). More parameters: workers, rate, writetime=c1,c2, ttl=c1,
+                     shard=i/N, retries, timeout, tls=true. Credentials: --cassandra-user (or
+                     REKEY_CASSANDRA_USER) and REKEY_CASSANDRA_PASSWORD or --cassandra-password-file`
+
+// cassandraFlags are the options of a Cassandra source that do not belong in the URI:
+// credentials and TLS files, plus --rate and --shard.
+type cassandraFlags struct {
+	user         string
+	passwordFile string
+	tls          bool
+	caFile       string
+	certFile     string
+	keyFile      string
+	serverName   string
+	skipVerify   bool
+	rate         float64
+	shard        string
+}
+
+// cassandraOpts is filled by the flags of whichever command runs (each run() registers them
+// afresh, which resets them to their defaults).
+var cassandraOpts cassandraFlags
+
+// addCassandraFlags registers the Cassandra flags on a command's flag set.
+func addCassandraFlags(fs *pflag.FlagSet) {
+	o := &cassandraOpts
+	fs.StringVar(&o.user, "cassandra-user", "", "Cassandra user name (default $"+cassandra.UserEnv+"); the password comes from $"+cassandra.PasswordEnv+" or --cassandra-password-file, never from the command line")
+	fs.StringVar(&o.passwordFile, "cassandra-password-file", "", "file holding the Cassandra password (a mounted Kubernetes secret, for example)")
+	fs.BoolVar(&o.tls, "cassandra-tls", false, "connect to Cassandra with TLS (implied by the other TLS options)")
+	fs.StringVar(&o.caFile, "cassandra-ca", "", "PEM file of the CAs that sign the Cassandra nodes' certificates (default: the system's)")
+	fs.StringVar(&o.certFile, "cassandra-cert", "", "client certificate (PEM) for mutual TLS, with --cassandra-key")
+	fs.StringVar(&o.keyFile, "cassandra-key", "", "client private key (PEM) for mutual TLS")
+	fs.StringVar(&o.serverName, "cassandra-server-name", "", "name to verify in the nodes' certificates (default: the address dialled)")
+	fs.BoolVar(&o.skipVerify, "cassandra-tls-skip-verify", false, "do not verify the nodes' certificates (testing only)")
+	fs.Float64Var(&o.rate, "rate", 0, "read at most this many rows per second from Cassandra, over all workers (0: no limit)")
+	fs.StringVar(&o.shard, "shard", "", "read shard i of N of the token ranges (i/N, e.g. 0/3); run N of them, each with its own --out, then `rekey merge`")
+}
+
+func isCassandraURI(uri string) bool { return strings.HasPrefix(uri, "cassandra://") }
+
+// cassandraConfig builds a source configuration from a URI, the flags and the environment.
+func cassandraConfig(uri string, m *transform.Mapping, workers int) (cassandra.Config, error) {
+	cfg, err := cassandra.ParseURI(uri)
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.Keyspace == "" && m != nil && m.Source.Name != "" {
+		ks, t, ok := strings.Cut(m.Source.Name, ".")
+		if !ok {
+			return cfg, fmt.Errorf("--source %q names no keyspace/table and the mapping's source.name %q is not keyspace.table", uri, m.Source.Name)
+		}
+		cfg.Keyspace, cfg.Table = ks, t
+	}
+	o := cassandraOpts
+	switch {
+	case o.user != "":
+		cfg.Username = o.user
+	case cfg.Username == "":
+		cfg.Username = os.Getenv(cassandra.UserEnv)
+	}
+	cfg.Password = os.Getenv(cassandra.PasswordEnv)
+	if o.passwordFile != "" {
+		data, err := os.ReadFile(o.passwordFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--cassandra-password-file: %w", err)
+		}
+		cfg.Password = strings.TrimRight(string(data), "\r\n")
+	}
+	t := &cfg.TLS
+	t.Enabled = t.Enabled || o.tls
+	t.CAFile, t.CertFile, t.KeyFile, t.ServerName, t.SkipVerify = o.caFile, o.certFile, o.keyFile, o.serverName, o.skipVerify
+	if o.rate > 0 {
+		cfg.Rate = o.rate
+	}
+	if o.shard != "" {
+		if cfg.Shard, err = cassandra.ParseShard(o.shard); err != nil {
+			return cfg, fmt.Errorf("--shard: %w", err)
+		}
+	}
+	if cfg.Workers == 0 && workers > 0 {
+		cfg.Workers = workers // --workers: ranges read at once
+	}
+	return cfg, nil
+}
+
+// opened keeps the Cassandra source loadProgramFor connected for the openSource call that follows.
+var opened struct {
+	sync.Mutex
+	byURI map[string]*cassandra.Source
+}
+
+// loadProgramFor loads and compiles a mapping for a source. For a Cassandra source it first
+// connects and reads the table's schema, then compiles the mapping against it: source.columns
+// may be left out, and a column the table lacks, or of another type, is an error before any
+// data moves. The connected source is kept for openSource. Other sources: loadProgram.
+// workers is --workers (ranges read at once); regions is --regions (0: the mapping's).
+func loadProgramFor(path, uri string, workers, regions int, logger *zap.Logger) (*transform.Program, error) {
+	if !isCassandraURI(uri) {
+		return loadProgram(path)
+	}
+	if path == "" {
+		return loadProgram(path) // the usual message
+	}
+	m, err := transform.Load(path)
+	if err != nil {
+		return nil, exitWith(2, err)
+	}
+	cfg, err := cassandraConfig(uri, m, workers)
+	if err != nil {
+		return nil, exitWith(2, err)
+	}
+	if cfg.Shard.Count > 1 && regions == 0 && m.Regions != nil && m.Regions.Size > 0 {
+		return nil, exitWith(2, fmt.Errorf("--shard: %s sizes its regions from the table's size estimate (regions.size), which each shard may see differently; every shard must use the same region plan: pass --regions N, or use regions.count or regions.split_keys", path))
+	}
+	src, err := cassandra.New(cfg, logger.Named("source.cassandra"))
+	if err != nil {
+		return nil, exitWith(2, err)
+	}
+	prog, err := transform.Compile(m, src.Schema())
+	if err != nil {
+		src.Close()
+		return nil, exitWith(2, fmt.Errorf("%s against %s.%s: %w", path, src.Table().Keyspace, src.Table().Name, err))
+	}
+	opened.Lock()
+	if opened.byURI == nil {
+		opened.byURI = map[string]*cassandra.Source{}
+	}
+	if old := opened.byURI[uri]; old != nil {
+		old.Close()
+	}
+	opened.byURI[uri] = src
+	opened.Unlock()
+	return prog, nil
+}
+
+// openCassandra hands out the source loadProgramFor connected, or connects anew and reads the
+// columns of schema (a mapping compiled from its own source.columns), in that order.
+func openCassandra(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
+	opened.Lock()
+	src := opened.byURI[uri]
+	delete(opened.byURI, uri)
+	opened.Unlock()
+	if src == nil { // read the columns the mapping lists, in its order
+		cfg, err := cassandraConfig(uri, nil, 0)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Columns = schema
+		if src, err = cassandra.New(cfg, logger.Named("source.cassandra")); err != nil {
+			return nil, err
+		}
+	}
+	if !sameSchema(src.Schema(), schema) {
+		src.Close()
+		return nil, fmt.Errorf("--source %s: the mapping was not compiled against the table's schema (its columns: %s)", uri, strings.Join(src.Schema().Names(), ", "))
+	}
+	return src, nil
+}
+
+func sameSchema(a, b pipeline.SourceSchema) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// closeSource closes a source that holds connections (Cassandra, Kafka).
+func closeSource(src pipeline.Source) {
+	if c, ok := src.(io.Closer); ok && src != nil {
+		c.Close()
+	}
+}

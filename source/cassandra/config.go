@@ -1,0 +1,366 @@
+package cassandra
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// Config configures a Cassandra source. ParseURI fills it from a --source URI; credentials and
+// TLS files come from flags or the environment, never from the URI.
+type Config struct {
+	// Hosts are contact points, "host" or "host:port". The rest of the cluster is discovered.
+	Hosts []string
+	// Port is used for hosts given without one. Default 9042.
+	Port int
+	// Keyspace and Table name the table to read.
+	Keyspace, Table string
+	// Consistency of the scan queries: ONE, LOCAL_ONE (default), QUORUM, LOCAL_QUORUM, ALL...
+	Consistency string
+	// DC, when set, makes the driver prefer that data center's nodes (DC-aware round robin);
+	// other data centers are used only when the local one cannot answer.
+	DC string
+	// PageSize is the number of rows per page; each page is one batch. Default 5000.
+	PageSize int
+	// Splits is the number of token sub-ranges the ring is cut into. Default 8 × cores × nodes
+	// (64 × nodes with Shard, so that every machine computes the same list), and never fewer
+	// than the ring's own ranges. A resumed run must use the same value as the first run.
+	Splits int
+	// Workers is the number of ranges read at the same time. Default GOMAXPROCS.
+	Workers int
+	// Rate limits the rows read per second over all workers; 0 means no limit.
+	Rate float64
+	// WriteTime and TTL list regular columns whose writetime(col) / ttl(col) are read too,
+	// offered to the mapping as writetime_<col> (timestamp, epoch ms: Cassandra's microseconds
+	// divided by 1000) and ttl_<col> (int, seconds left; null without a TTL).
+	WriteTime, TTL []string
+	// Columns, when set, are the columns to read, in this order: records then follow it instead
+	// of the whole table (Source.Schema). Each must be a column of the table (or a writetime_ /
+	// ttl_ column) with the same CQL type. Empty: every column of the table.
+	Columns pipeline.SourceSchema
+	// Shard reads a disjoint part of the ranges (Index of Count); the zero value reads all.
+	Shard Shard
+	// Retries is how often a failing page is retried (timeouts, unavailable, overloaded,
+	// lost connections), with exponential backoff from RetryBackoff up to MaxBackoff, before
+	// its range is given up. Default 8; -1 means no retry.
+	Retries      int
+	RetryBackoff time.Duration // default 200ms
+	MaxBackoff   time.Duration // default 10s
+	// Timeout bounds one request (a page); ConnectTimeout the connection set-up. Default 12s and 10s.
+	Timeout, ConnectTimeout time.Duration
+	// Username and Password for PasswordAuthenticator; the password is never logged.
+	Username, Password string
+	TLS                TLSConfig
+	// ProtoVersion of the native protocol; default 4.
+	ProtoVersion int
+	// NumConns is the number of connections per host; default 2.
+	NumConns int
+	// SampleRanges is how many ranges, spread over the ring, Sample reads from. Default 64.
+	SampleRanges int
+}
+
+// TLSConfig enables TLS to the cluster. Server certificates are verified unless SkipVerify.
+type TLSConfig struct {
+	Enabled    bool
+	CAFile     string // PEM bundle of the CAs to trust; default: the system's
+	CertFile   string // client certificate (PEM), with KeyFile, for mutual TLS
+	KeyFile    string
+	ServerName string // name to verify in the server certificate; default: the host dialled
+	SkipVerify bool   // do not verify the server certificate (testing only)
+}
+
+// Defaults.
+const (
+	DefaultPort         = 9042
+	DefaultPageSize     = 5000
+	DefaultConsistency  = "LOCAL_ONE"
+	DefaultRetries      = 8
+	DefaultRetryBackoff = 200 * time.Millisecond
+	DefaultMaxBackoff   = 10 * time.Second
+	DefaultTimeout      = 12 * time.Second
+	DefaultSampleRanges = 64
+)
+
+// PasswordEnv and UserEnv are the environment variables read for credentials.
+const (
+	PasswordEnv = "REKEY_CASSANDRA_PASSWORD"
+	UserEnv     = "REKEY_CASSANDRA_USER"
+)
+
+// Validate checks the configuration and fills in defaults.
+func (c *Config) Validate() error {
+	var errs []error
+	if len(c.Hosts) == 0 {
+		errs = append(errs, errors.New("no hosts"))
+	}
+	for _, h := range c.Hosts {
+		if strings.TrimSpace(h) == "" {
+			errs = append(errs, errors.New("an empty host name"))
+		}
+	}
+	if c.Keyspace == "" || c.Table == "" {
+		errs = append(errs, errors.New("no keyspace/table: write cassandra://host:9042/keyspace/table"))
+	}
+	if c.Port == 0 {
+		c.Port = DefaultPort
+	}
+	if c.Port < 1 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("port %d out of range", c.Port))
+	}
+	if c.Consistency == "" {
+		c.Consistency = DefaultConsistency
+	}
+	if _, err := gocql.ParseConsistencyWrapper(strings.ToUpper(c.Consistency)); err != nil {
+		errs = append(errs, fmt.Errorf("consistency %q: want ANY, ONE, TWO, THREE, QUORUM, ALL, LOCAL_QUORUM, EACH_QUORUM or LOCAL_ONE", c.Consistency))
+	}
+	if c.PageSize == 0 {
+		c.PageSize = DefaultPageSize
+	}
+	if c.PageSize < 1 {
+		errs = append(errs, fmt.Errorf("page_size %d must be positive", c.PageSize))
+	}
+	if c.Splits < 0 {
+		errs = append(errs, fmt.Errorf("splits %d must not be negative", c.Splits))
+	}
+	if c.Workers < 0 {
+		errs = append(errs, fmt.Errorf("workers %d must not be negative", c.Workers))
+	}
+	if c.Rate < 0 {
+		errs = append(errs, fmt.Errorf("rate %g must not be negative", c.Rate))
+	}
+	if c.Shard.Count == 0 {
+		c.Shard = Shard{Index: 0, Count: 1}
+	}
+	if c.Shard.Count < 1 || c.Shard.Index < 0 || c.Shard.Index >= c.Shard.Count {
+		errs = append(errs, fmt.Errorf("shard %d/%d: want i/N with 0 <= i < N", c.Shard.Index, c.Shard.Count))
+	}
+	if c.Retries == 0 {
+		c.Retries = DefaultRetries
+	}
+	if c.Retries < 0 {
+		c.Retries = 0
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = DefaultRetryBackoff
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = DefaultMaxBackoff
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = 10 * time.Second
+	}
+	if c.ProtoVersion == 0 {
+		c.ProtoVersion = 4
+	}
+	if c.ProtoVersion < 3 || c.ProtoVersion > 5 {
+		errs = append(errs, fmt.Errorf("protocol version %d: want 3, 4 or 5", c.ProtoVersion))
+	}
+	if c.NumConns <= 0 {
+		c.NumConns = 2
+	}
+	if c.SampleRanges <= 0 {
+		c.SampleRanges = DefaultSampleRanges
+	}
+	if c.Password != "" && c.Username == "" {
+		errs = append(errs, errors.New("a password without a user name: set --cassandra-user or "+UserEnv))
+	}
+	t := c.TLS
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		errs = append(errs, errors.New("TLS: a client certificate needs both the certificate and the key file"))
+	}
+	if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.ServerName != "" || t.SkipVerify) {
+		c.TLS.Enabled = true // giving a TLS option turns TLS on
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("cassandra source: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// ParseURI reads a --source URI:
+//
+//	cassandra://host1,host2:9042/keyspace/table?consistency=LOCAL_ONE&dc=dc1&page_size=5000&splits=N
+//
+// Further parameters: workers, rate (rows/s), writetime=col1,col2, ttl=col1, shard=i/N, retries,
+// timeout (a Go duration), tls=true, proto. A user name may be given as user@host; a password
+// in the URI is refused (it would show in process lists and logs): use REKEY_CASSANDRA_PASSWORD.
+func ParseURI(uri string) (Config, error) {
+	rest, ok := strings.CutPrefix(uri, "cassandra://")
+	if !ok {
+		return Config{}, fmt.Errorf("source %q: want cassandra://host1,host2:9042/keyspace/table", uri)
+	}
+	var query string
+	rest, query, _ = strings.Cut(rest, "?")
+	hostPart, path, _ := strings.Cut(rest, "/")
+	var cfg Config
+	if at := strings.LastIndexByte(hostPart, '@'); at >= 0 {
+		user := hostPart[:at]
+		hostPart = hostPart[at+1:]
+		if strings.Contains(user, ":") {
+			return Config{}, fmt.Errorf("cassandra source: do not put the password in the URI; set %s (or use --cassandra-password-file)", PasswordEnv)
+		}
+		u, err := url.PathUnescape(user)
+		if err != nil {
+			return Config{}, fmt.Errorf("cassandra source: user name: %w", err)
+		}
+		cfg.Username = u
+	}
+	var bare []int // hosts without a port get the port written on another host, else 9042
+	for _, h := range strings.Split(hostPart, ",") {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			continue
+		}
+		if host, port, err := net.SplitHostPort(h); err == nil {
+			p, err := strconv.Atoi(port)
+			if err != nil || p < 1 || p > 65535 {
+				return Config{}, fmt.Errorf("cassandra source: host %q: bad port", h)
+			}
+			if cfg.Port == 0 {
+				cfg.Port = p
+			}
+			cfg.Hosts = append(cfg.Hosts, net.JoinHostPort(host, port))
+			continue
+		}
+		bare = append(bare, len(cfg.Hosts))
+		cfg.Hosts = append(cfg.Hosts, strings.Trim(h, "[]"))
+	}
+	if len(cfg.Hosts) == 0 {
+		return Config{}, fmt.Errorf("source %q: no hosts: want cassandra://host1,host2:9042/keyspace/table", uri)
+	}
+	if cfg.Port == 0 {
+		cfg.Port = DefaultPort
+	}
+	for _, i := range bare {
+		cfg.Hosts[i] = net.JoinHostPort(cfg.Hosts[i], strconv.Itoa(cfg.Port))
+	}
+	path = strings.Trim(path, "/")
+	if path != "" {
+		ks, tbl, ok := strings.Cut(path, "/")
+		if !ok {
+			ks, tbl, ok = strings.Cut(path, ".")
+		}
+		if !ok || ks == "" || tbl == "" || strings.Contains(tbl, "/") {
+			return Config{}, fmt.Errorf("source %q: want cassandra://hosts/keyspace/table", uri)
+		}
+		var err1, err2 error
+		cfg.Keyspace, err1 = url.PathUnescape(ks)
+		cfg.Table, err2 = url.PathUnescape(tbl)
+		if err1 != nil || err2 != nil {
+			return Config{}, fmt.Errorf("source %q: bad keyspace or table name", uri)
+		}
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return Config{}, fmt.Errorf("source %q: %w", uri, err)
+	}
+	for k, vs := range q {
+		v := vs[len(vs)-1]
+		bad := func(want string) error {
+			return fmt.Errorf("source %q: %s=%q: want %s", uri, k, v, want)
+		}
+		switch k {
+		case "consistency":
+			cfg.Consistency = strings.ToUpper(v)
+		case "dc":
+			cfg.DC = v
+		case "page_size", "pagesize":
+			if cfg.PageSize, err = strconv.Atoi(v); err != nil || cfg.PageSize < 1 {
+				return Config{}, bad("a positive number of rows")
+			}
+		case "splits":
+			if cfg.Splits, err = strconv.Atoi(v); err != nil || cfg.Splits < 1 {
+				return Config{}, bad("a positive number of token ranges")
+			}
+		case "workers", "concurrency":
+			if cfg.Workers, err = strconv.Atoi(v); err != nil || cfg.Workers < 1 {
+				return Config{}, bad("a positive number of ranges read at once")
+			}
+		case "rate":
+			if cfg.Rate, err = strconv.ParseFloat(v, 64); err != nil || cfg.Rate < 0 {
+				return Config{}, bad("rows per second")
+			}
+		case "writetime":
+			cfg.WriteTime = splitList(v)
+		case "ttl":
+			cfg.TTL = splitList(v)
+		case "shard":
+			if cfg.Shard, err = ParseShard(v); err != nil {
+				return Config{}, fmt.Errorf("source %q: %w", uri, err)
+			}
+		case "retries":
+			if cfg.Retries, err = strconv.Atoi(v); err != nil || cfg.Retries < 0 {
+				return Config{}, bad("a number of retries")
+			}
+			if cfg.Retries == 0 {
+				cfg.Retries = -1
+			}
+		case "timeout":
+			if cfg.Timeout, err = time.ParseDuration(v); err != nil || cfg.Timeout <= 0 {
+				return Config{}, bad("a duration like 30s")
+			}
+		case "tls", "ssl":
+			if cfg.TLS.Enabled, err = strconv.ParseBool(v); err != nil {
+				return Config{}, bad("true or false")
+			}
+		case "proto", "protocol":
+			if cfg.ProtoVersion, err = strconv.Atoi(v); err != nil {
+				return Config{}, bad("3, 4 or 5")
+			}
+		case "password":
+			return Config{}, fmt.Errorf("cassandra source: do not put the password in the URI; set %s", PasswordEnv)
+		default:
+			return Config{}, fmt.Errorf("source %q: unknown parameter %q (want consistency, dc, page_size, splits, workers, rate, writetime, ttl, shard, retries, timeout, tls, proto)", uri, k)
+		}
+	}
+	return cfg, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// tlsConfig builds the crypto/tls configuration, loading the files now so that a missing or
+// bad file is reported before connecting.
+func (t TLSConfig) tlsConfig() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.SkipVerify}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("TLS CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("TLS CA file %s holds no PEM certificate", t.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if t.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("TLS client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}

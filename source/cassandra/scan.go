@@ -1,0 +1,605 @@
+package cassandra
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gocql/gocql"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// Run reads this source's ranges, Config.Workers at a time, and sends one batch per page. A
+// range whose stream is marked done in resume is skipped; one with a cursor continues from its
+// paging state. resume must name only ranges of this source (same ring, splits and shard).
+//
+// A page that fails with a timeout, an unavailable or overloaded node or a lost connection is
+// retried with backoff; a range whose page keeps failing is given up while the others go on,
+// and Run then returns a *RangesError naming the ranges that were not read. Other errors (an
+// invalid query, a lost table, bad credentials) stop the run at once.
+func (s *Source) Run(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
+	if err := s.checkResume(resume); err != nil {
+		return err
+	}
+	var todo []Range
+	for _, r := range s.ranges {
+		if resume[r.Name()].Done {
+			continue
+		}
+		todo = append(todo, r)
+	}
+	workers := s.cfg.Workers
+	if workers <= 0 {
+		workers = defaultWorkers()
+	}
+	s.log.Info("scanning token ranges", zap.Int("ranges", len(todo)), zap.Int("done", len(s.ranges)-len(todo)),
+		zap.Int("workers", workers), zap.Int("page_size", s.cfg.PageSize), zap.String("shard", s.cfg.Shard.String()))
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	jobs := make(chan Range)
+	var mu sync.Mutex
+	var failed []RangeFailure
+	var wg sync.WaitGroup
+	for w := 0; w < min(workers, max(len(todo), 1)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range jobs {
+				err := s.readRange(runCtx, r, resume[r.Name()], out)
+				if err == nil {
+					continue
+				}
+				if runCtx.Err() != nil {
+					return
+				}
+				var gaveUp *retriesExhausted
+				if errors.As(err, &gaveUp) {
+					s.log.Error("token range failed; going on with the other ranges", zap.String("range", r.Name()),
+						zap.Int("page", gaveUp.page), zap.Int("attempts", gaveUp.attempts), zap.Error(gaveUp.err))
+					mu.Lock()
+					failed = append(failed, RangeFailure{Range: r, Page: gaveUp.page, Err: gaveUp.err})
+					mu.Unlock()
+					continue
+				}
+				cancel(fmt.Errorf("read %s: %w", r.Name(), err))
+				return
+			}
+		}()
+	}
+feed:
+	for _, r := range todo {
+		select {
+		case jobs <- r:
+		case <-runCtx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if runCtx.Err() != nil {
+		return context.Cause(runCtx)
+	}
+	if len(failed) > 0 {
+		sortFailures(failed)
+		return &RangesError{Failed: failed, Total: len(s.ranges)}
+	}
+	return nil
+}
+
+func defaultWorkers() int { return max(1, runtime.GOMAXPROCS(0)) }
+
+// checkResume verifies that a checkpoint's streams are ranges of this source. When splits was
+// left to its default (which depends on the number of cores) and the checkpoint was written on a
+// machine with another core count, the ranges of that run are found again and adopted.
+func (s *Source) checkResume(resume map[string]pipeline.StreamState) error {
+	if len(resume) == 0 {
+		return nil
+	}
+	if s.cfg.Splits == 0 && s.cfg.Shard.Count <= 1 && !s.holds(s.all, resume) {
+		for cores := 1; cores <= 1024; cores++ {
+			splits := 8 * cores * s.nodes
+			all, err := SplitRing(s.ring, splits)
+			if err == nil && s.holds(all, resume) {
+				s.log.Info("resuming with the ranges of the interrupted run", zap.Int("splits", splits), zap.Int("ranges", len(all)))
+				s.splits, s.all, s.ranges = splits, all, all
+				break
+			}
+		}
+	}
+	mine := make(map[string]bool, len(s.ranges))
+	for _, r := range s.ranges {
+		mine[r.Name()] = true
+	}
+	all := make(map[string]bool, len(s.all))
+	for _, r := range s.all {
+		all[r.Name()] = true
+	}
+	for name := range resume {
+		if mine[name] {
+			continue
+		}
+		if _, err := ParseRange(name); err != nil {
+			return fmt.Errorf("cannot resume: the checkpoint's stream %q is not a token range of a Cassandra source", name)
+		}
+		if all[name] {
+			return fmt.Errorf("cannot resume: the checkpoint's range %s belongs to another shard than %s: resume with the same --shard as the run that wrote the checkpoint", name, s.cfg.Shard)
+		}
+		return fmt.Errorf("cannot resume: the checkpoint's token ranges do not match the %d ranges computed now from the ring (%d nodes, %d tokens) with splits=%d: %s is not one of them. "+
+			"Either the ring changed (nodes added, removed or moved) or splits differs from the first run (its default depends on the number of cores): "+
+			"resume with the same splits=N in the source URI as the run that wrote the checkpoint, or start over in a new --out directory",
+			len(s.all), s.nodes, len(s.ring), s.splits, name)
+	}
+	return nil
+}
+
+// holds tells whether every stream of resume is one of ranges.
+func (s *Source) holds(ranges []Range, resume map[string]pipeline.StreamState) bool {
+	names := make(map[string]bool, len(ranges))
+	for _, r := range ranges {
+		names[r.Name()] = true
+	}
+	for name := range resume {
+		if !names[name] {
+			return false
+		}
+	}
+	return true
+}
+
+// RangesError reports the token ranges a run gave up on after retries.
+type RangesError struct {
+	Failed []RangeFailure
+	Total  int // ranges of the run (this shard's)
+}
+
+// RangeFailure is one range that could not be read.
+type RangeFailure struct {
+	Range Range
+	Page  int // the page that kept failing (1-based, counted from where the run started the range)
+	Err   error
+}
+
+func (e *RangesError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d token ranges could not be read after retries: ", len(e.Failed), e.Total)
+	for i, f := range e.Failed {
+		if i == 10 {
+			fmt.Fprintf(&b, "; ... and %d more", len(e.Failed)-10)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s (page %d: %v)", f.Range.Name(), f.Page, f.Err)
+	}
+	b.WriteString(". The other ranges were read; the checkpoint marks each finished range done: run the same command with --resume to read the missing ones")
+	return b.String()
+}
+
+// Names lists the failed ranges.
+func (e *RangesError) Names() []string {
+	out := make([]string, len(e.Failed))
+	for i, f := range e.Failed {
+		out[i] = f.Range.Name()
+	}
+	return out
+}
+
+func sortFailures(f []RangeFailure) {
+	for i := 1; i < len(f); i++ {
+		for j := i; j > 0 && f[j].Range.Start < f[j-1].Range.Start; j-- {
+			f[j], f[j-1] = f[j-1], f[j]
+		}
+	}
+}
+
+// retriesExhausted is a page that kept failing with retryable errors.
+type retriesExhausted struct {
+	page, attempts int
+	err            error
+}
+
+func (e *retriesExhausted) Error() string {
+	return fmt.Sprintf("page %d failed %d times: %v", e.page, e.attempts, e.err)
+}
+func (e *retriesExhausted) Unwrap() error { return e.err }
+
+// ---- cursors ----
+
+// A cursor is "rows=N;state=BASE64" after a page with more to come (N rows of the range read so
+// far, the paging state to continue from) and "rows=N" after the last page.
+func encodeCursor(rows int64, state []byte) string {
+	c := "rows=" + strconv.FormatInt(rows, 10)
+	if len(state) > 0 {
+		c += ";state=" + base64.RawURLEncoding.EncodeToString(state)
+	}
+	return c
+}
+
+func decodeCursor(c string) (rows int64, state []byte, err error) {
+	a, b, hasState := strings.Cut(c, ";")
+	n, ok := strings.CutPrefix(a, "rows=")
+	if ok {
+		rows, err = strconv.ParseInt(n, 10, 64)
+		ok = err == nil && rows >= 0
+	}
+	if ok && hasState {
+		var st string
+		st, ok = strings.CutPrefix(b, "state=")
+		if ok {
+			state, err = base64.RawURLEncoding.DecodeString(st)
+			ok = err == nil && len(state) > 0
+		}
+	}
+	if !ok {
+		return 0, nil, fmt.Errorf("bad cursor %q: want rows=N;state=BASE64", c)
+	}
+	return rows, state, nil
+}
+
+// ---- reading a range ----
+
+type pageResult struct {
+	iter *gocql.Iter
+	err  error
+}
+
+// readRange reads one range from its start, or from the cursor of an earlier run, and sends
+// a batch per page. The next page is fetched while the current one is decoded and delivered.
+func (s *Source) readRange(parent context.Context, r Range, st pipeline.StreamState, out chan<- pipeline.Batch) error {
+	name := r.Name()
+	var rows int64
+	var state []byte
+	if st.Cursor != "" {
+		var err error
+		if rows, state, err = decodeCursor(st.Cursor); err != nil {
+			return fmt.Errorf("resume %s: %w", name, err)
+		}
+		if state == nil { // a cursor without paging state is the end of the range
+			return nil
+		}
+	}
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	ctx = preferring(ctx, s.owner(r))
+	fetch := func(state []byte, page int) chan pageResult {
+		ch := make(chan pageResult, 1)
+		go func() {
+			iter, err := s.fetchPage(ctx, r, state, s.cfg.PageSize, page)
+			ch <- pageResult{iter, err}
+		}()
+		return ch
+	}
+	var pd *pageDecoder
+	next := fetch(state, 1)
+	started := time.Now()
+	for page := 1; ; page++ {
+		var res pageResult
+		select {
+		case res = <-next:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if res.err != nil {
+			return res.err
+		}
+		more := append([]byte(nil), res.iter.PageState()...)
+		last := len(more) == 0
+		if !last {
+			next = fetch(more, page+1)
+		}
+		if pd == nil {
+			decs, err := s.decoders(res.iter.Columns())
+			if err != nil {
+				res.iter.Close()
+				return err
+			}
+			pd = newPageDecoder(decs)
+		}
+		recs, err := pd.decodePage(res.iter, rows)
+		if err != nil {
+			return &retriesExhausted{page: page, attempts: 1, err: fmt.Errorf("decode page: %w", err)}
+		}
+		rows += int64(len(recs))
+		b := pipeline.Batch{Stream: name, Records: recs, Cursor: encodeCursor(rows, more), Done: last}
+		if err := s.limiter.wait(ctx, len(recs)); err != nil {
+			return err
+		}
+		select {
+		case out <- b:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if last {
+			s.log.Debug("range done", zap.String("range", name), zap.Int64("rows", rows), zap.Int("page", page),
+				zap.Duration("took", time.Since(started)))
+			return nil
+		}
+	}
+}
+
+// fetchPage runs the range query for one page, retrying retryable failures with backoff.
+func (s *Source) fetchPage(ctx context.Context, r Range, state []byte, pageSize, page int) (*gocql.Iter, error) {
+	backoff := s.cfg.RetryBackoff
+	for attempt := 1; ; attempt++ {
+		q := s.sess.Query(s.stmt, r.Start, r.End).WithContext(ctx).Consistency(s.cons).
+			PageSize(pageSize).PageState(state).Idempotent(true)
+		iter := q.Iter()
+		var err error
+		if iter.NumRows() == 0 {
+			err = iter.Close() // an empty page, or the query failed
+		}
+		if err == nil {
+			return iter, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !retryable(err) {
+			return nil, fmt.Errorf("page %d: %w", page, err)
+		}
+		if attempt > s.cfg.Retries {
+			return nil, &retriesExhausted{page: page, attempts: attempt, err: err}
+		}
+		s.log.Warn("page failed; retrying", zap.String("range", r.Name()), zap.Int("page", page),
+			zap.Int("attempt", attempt), zap.Duration("backoff", backoff), zap.Error(err))
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		backoff = min(2*backoff, s.cfg.MaxBackoff)
+	}
+}
+
+// retryable tells whether a failed page may succeed when asked again: coordinator timeouts,
+// unavailable replicas, an overloaded or bootstrapping node, client-side timeouts and lost
+// connections. Everything else (syntax, invalid query, authorization, a dropped table) is not.
+func retryable(err error) bool {
+	var rt *gocql.RequestErrReadTimeout
+	var un *gocql.RequestErrUnavailable
+	if errors.As(err, &rt) || errors.As(err, &un) {
+		return true
+	}
+	var re gocql.RequestError
+	if errors.As(err, &re) {
+		switch re.Code() {
+		case gocql.ErrCodeOverloaded, gocql.ErrCodeBootstrapping, gocql.ErrCodeReadTimeout, gocql.ErrCodeUnavailable:
+			return true
+		}
+		return false
+	}
+	switch {
+	case errors.Is(err, gocql.ErrTimeoutNoResponse), errors.Is(err, gocql.ErrConnectionClosed),
+		errors.Is(err, gocql.ErrNoConnections), errors.Is(err, gocql.ErrNoStreams),
+		errors.Is(err, gocql.ErrTooManyTimeouts), errors.Is(err, gocql.ErrUnavailable),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "no connection available") || strings.Contains(msg, "connection closed") ||
+		strings.Contains(msg, "connection reset")
+}
+
+// decoders compiles the column decoders from a page's result metadata, once.
+func (s *Source) decoders(cols []gocql.ColumnInfo) ([]*colDecoder, error) {
+	s.decOnce.Do(func() { s.decs, s.decErr = s.compileDecoders(cols) })
+	return s.decs, s.decErr
+}
+
+func (s *Source) compileDecoders(cols []gocql.ColumnInfo) ([]*colDecoder, error) {
+	if len(cols) != len(s.sel.schema) {
+		return nil, fmt.Errorf("the scan returned %d columns, want %d (%s)", len(cols), len(s.sel.schema), strings.Join(s.sel.schema.Names(), ", "))
+	}
+	decs := make([]*colDecoder, len(cols))
+	for i, c := range cols {
+		d, err := newColDecoder(s.sel.schema[i].Name, c.TypeInfo, s.sel.types[i], s.sel.wt[i])
+		if err != nil {
+			return nil, err
+		}
+		decs[i] = d
+	}
+	return decs, nil
+}
+
+// ---- decoding pages ----
+
+// pageDecoder turns the rows of a page into records. gocql hands each cell's bytes to the
+// column's sink (a gocql.Unmarshaler), which decodes it into the current row's values.
+type pageDecoder struct {
+	decs    []*colDecoder
+	dests   []any
+	tuples  []*tupleSink
+	vals    []pipeline.Value
+	arena   arena
+	scratch []byte
+	rowErr  *pipeline.RowError
+}
+
+type colSink struct {
+	pd *pageDecoder
+	i  int
+	d  *colDecoder
+}
+
+func (c *colSink) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
+	pd := c.pd
+	v, err := c.d.decode(data, &pd.arena, &pd.scratch)
+	if err != nil && pd.rowErr == nil {
+		pd.rowErr = &pipeline.RowError{Code: pipeline.CodeParse, Field: c.d.name, Message: err.Error()}
+	}
+	pd.vals[c.i] = v
+	return nil
+}
+
+// tupleSink collects a top-level tuple's elements, which gocql unmarshals one by one.
+type tupleSink struct {
+	i     int
+	d     *colDecoder
+	parts [][]byte
+}
+
+type tupleElem struct {
+	t *tupleSink
+	k int
+}
+
+func (e *tupleElem) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
+	e.t.parts[e.k] = data
+	return nil
+}
+
+func newPageDecoder(decs []*colDecoder) *pageDecoder {
+	pd := &pageDecoder{decs: decs}
+	for i, d := range decs {
+		if d.tupleN > 0 {
+			ts := &tupleSink{i: i, d: d, parts: make([][]byte, d.tupleN)}
+			pd.tuples = append(pd.tuples, ts)
+			for k := 0; k < d.tupleN; k++ {
+				pd.dests = append(pd.dests, &tupleElem{t: ts, k: k})
+			}
+			continue
+		}
+		pd.dests = append(pd.dests, &colSink{pd: pd, i: i, d: d})
+	}
+	return pd
+}
+
+// finishTuples rebuilds each tuple's serialized form and decodes it. gocql does not tell a null
+// tuple from one whose elements are all null: both read as null.
+func (pd *pageDecoder) finishTuples() {
+	for _, ts := range pd.tuples {
+		null := true
+		for _, p := range ts.parts {
+			null = null && p == nil
+		}
+		if null {
+			pd.vals[ts.i] = pipeline.Null
+			continue
+		}
+		var body []byte
+		for _, p := range ts.parts {
+			if p == nil {
+				body = binary.BigEndian.AppendUint32(body, 0xffffffff)
+				continue
+			}
+			body = binary.BigEndian.AppendUint32(body, uint32(len(p)))
+			body = append(body, p...)
+		}
+		v, err := ts.d.decode(body, &pd.arena, &pd.scratch)
+		if err != nil && pd.rowErr == nil {
+			pd.rowErr = &pipeline.RowError{Code: pipeline.CodeParse, Field: ts.d.name, Message: err.Error()}
+		}
+		pd.vals[ts.i] = v
+		clear(ts.parts)
+	}
+}
+
+// decodePage reads every row of the page; seq0 is the range's row count before it.
+func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) ([]pipeline.Record, error) {
+	n := iter.NumRows()
+	ncol := len(pd.decs)
+	slab := make([]pipeline.Value, n*ncol)
+	recs := make([]pipeline.Record, 0, n)
+	for i := 0; i < n; i++ {
+		pd.vals = slab[i*ncol : (i+1)*ncol : (i+1)*ncol]
+		pd.rowErr = nil
+		if !iter.Scan(pd.dests...) {
+			break
+		}
+		if pd.tuples != nil {
+			pd.finishTuples()
+		}
+		recs = append(recs, pipeline.Record{Values: pd.vals, Seq: seq0 + int64(i), Err: pd.rowErr})
+	}
+	pd.vals = nil
+	if err := iter.Close(); err != nil {
+		return nil, err
+	}
+	if len(recs) != n {
+		return nil, fmt.Errorf("read %d of the page's %d rows", len(recs), n)
+	}
+	return recs, nil
+}
+
+// ---- sampling ----
+
+// Sample reads about n records spread evenly over the whole ring: the first rows, in token
+// order, of each of Config.SampleRanges equal slices of the ring. Token order is a hash of the
+// partition key, so these rows are a fair sample of the table. The slices depend on nothing but
+// their number (not on the ring, splits or shard), so every shard of a sharded run, and an
+// unsharded run of the same table, draw the same sample and place the same quantile split keys.
+func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	picks := equalSlices(s.cfg.SampleRanges)
+	per := (n + len(picks) - 1) / len(picks)
+	workers := s.cfg.Workers
+	if workers <= 0 {
+		workers = defaultWorkers()
+	}
+	results := make([][]pipeline.Record, len(picks))
+	errs := make([]error, len(picks))
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for i, r := range picks {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			iter, err := s.fetchPage(preferring(ctx, s.owner(r)), r, nil, per, 1)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			decs, err := s.decoders(iter.Columns())
+			if err != nil {
+				iter.Close()
+				errs[i] = err
+				return
+			}
+			recs, err := newPageDecoder(decs).decodePage(iter, 0)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			results[i] = recs
+		}()
+	}
+	wg.Wait()
+	var out []pipeline.Record
+	for i, recs := range results {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("sample %s: %w", picks[i].Name(), errs[i])
+		}
+		out = append(out, recs...)
+	}
+	if len(out) > n {
+		out = out[:n]
+	}
+	s.log.Debug("sampled", zap.Int("rows", len(out)), zap.Int("ranges", len(picks)))
+	return out, nil
+}

@@ -1,0 +1,370 @@
+// Package cassandra reads a Cassandra table as a pipeline.Source with a parallel token-range
+// scan, the way DSBulk and the Spark connector do: the Murmur3 ring, read from the cluster's
+// token metadata, is cut into sub-ranges; each is read with
+//
+//	SELECT cols FROM ks.t WHERE token(pk) > ? AND token(pk) <= ?
+//
+// page by page, routed to a replica of the range, several ranges at a time. Each sub-range is
+// one pipeline stream named range(start,end]; a batch is one page, and its cursor is the paging
+// state after it, so an interrupted run resumes every range where it stopped.
+//
+// The table's schema comes from system_schema (see Source.Schema): the mapping is compiled
+// against it before any data moves. Values are decoded as the file source parses them (see
+// decode.go), so a mapping gives the same rows from Cassandra and from a CSV export.
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gocql/gocql"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// Source reads one Cassandra table. It implements pipeline.Source, pipeline.Sizer and
+// pipeline.Sampler. Close it when done.
+type Source struct {
+	cfg     Config
+	log     *zap.Logger
+	sess    *gocql.Session
+	policy  *hostPolicy
+	cons    gocql.Consistency
+	table   *Table
+	sel     *selection
+	stmt    string
+	ring    []int64 // every node's tokens, sorted
+	nodes   int
+	splits  int              // the splits value the ranges were computed with
+	all     []Range          // the whole ring's sub-ranges
+	ranges  []Range          // this shard's
+	owners  map[int64]string // ring token -> host ID of the node owning it
+	limiter *limiter
+
+	decOnce sync.Once
+	decs    []*colDecoder
+	decErr  error
+
+	estOnce sync.Once
+	est     int64
+}
+
+var (
+	_ pipeline.Source  = (*Source)(nil)
+	_ pipeline.Sizer   = (*Source)(nil)
+	_ pipeline.Sampler = (*Source)(nil)
+)
+
+// New connects to the cluster, reads the table's schema and the token ring, and computes the
+// ranges to read. Errors are returned, never panics; nothing is read from the table yet.
+func New(cfg Config, logger *zap.Logger) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	s := &Source{cfg: cfg, log: logger, est: -1}
+	s.cons, _ = gocql.ParseConsistencyWrapper(strings.ToUpper(cfg.Consistency))
+	if cfg.Rate > 0 {
+		s.limiter = &limiter{rate: cfg.Rate}
+	}
+	cluster := gocql.NewCluster(cfg.Hosts...)
+	cluster.Port = cfg.Port
+	cluster.ProtoVersion = cfg.ProtoVersion
+	cluster.Timeout = cfg.Timeout
+	cluster.ConnectTimeout = cfg.ConnectTimeout
+	cluster.NumConns = cfg.NumConns
+	cluster.Consistency = s.cons
+	cluster.RetryPolicy = nil // the source retries pages itself, with backoff and logging
+	cluster.Logger = gocqlLogger{logger.Named("gocql").Sugar()}
+	cluster.PageSize = cfg.PageSize
+	var fallback gocql.HostSelectionPolicy
+	if cfg.DC != "" {
+		fallback = gocql.DCAwareRoundRobinPolicy(cfg.DC)
+	} else {
+		fallback = gocql.RoundRobinHostPolicy()
+	}
+	s.policy = newHostPolicy(gocql.TokenAwareHostPolicy(fallback, gocql.ShuffleReplicas()))
+	cluster.PoolConfig.HostSelectionPolicy = s.policy
+	if cfg.Username != "" {
+		cluster.Authenticator = gocql.PasswordAuthenticator{Username: cfg.Username, Password: cfg.Password}
+	}
+	if cfg.TLS.Enabled {
+		tc, err := cfg.TLS.tlsConfig()
+		if err != nil {
+			return nil, fmt.Errorf("cassandra source: %w", err)
+		}
+		cluster.SslOpts = &gocql.SslOptions{Config: tc, EnableHostVerification: !cfg.TLS.SkipVerify}
+	}
+	where := strings.Join(cfg.Hosts, ",")
+	sess, err := cluster.CreateSession()
+	if err != nil {
+		return nil, fmt.Errorf("cassandra source: connect to %s: %w", where, err)
+	}
+	s.sess = sess
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout+cfg.ConnectTimeout)
+	defer cancel()
+	if err := s.init(ctx); err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("cassandra source %s/%s.%s: %w", where, cfg.Keyspace, cfg.Table, err)
+	}
+	return s, nil
+}
+
+func (s *Source) init(ctx context.Context) error {
+	t, err := readSchema(ctx, s.sess, s.cfg.Keyspace, s.cfg.Table)
+	if err != nil {
+		return err
+	}
+	s.table = t
+	if s.sel, err = newSelection(t, s.cfg.WriteTime, s.cfg.TTL); err != nil {
+		return err
+	}
+	if len(s.cfg.Columns) > 0 {
+		if s.sel, err = s.sel.project(s.cfg.Columns); err != nil {
+			return fmt.Errorf("the columns to read: %w", err)
+		}
+	}
+	s.stmt = s.sel.statement(t)
+	if err := s.readRing(ctx); err != nil {
+		return err
+	}
+	s.splits = s.cfg.Splits
+	if s.splits == 0 {
+		cores := runtime.GOMAXPROCS(0)
+		if s.cfg.Shard.Count > 1 {
+			cores = 8 // every shard must compute the same ranges, whatever its machine
+		}
+		s.splits = 8 * cores * s.nodes
+	}
+	if s.all, err = SplitRing(s.ring, s.splits); err != nil {
+		return err
+	}
+	s.ranges = s.cfg.Shard.Take(s.all)
+	s.log.Info("table and ring read",
+		zap.String("table", t.Keyspace+"."+t.Name), zap.Int("columns", len(s.sel.schema)),
+		zap.Strings("partition_key", t.PartitionKey()), zap.Int("nodes", s.nodes),
+		zap.Int("ring_ranges", len(s.ring)), zap.Int("splits", s.splits),
+		zap.Int("ranges", len(s.all)), zap.String("shard", s.cfg.Shard.String()),
+		zap.Int("shard_ranges", len(s.ranges)))
+	return nil
+}
+
+// readRing reads every node's tokens from system.local and system.peers of one node.
+func (s *Source) readRing(ctx context.Context) error {
+	hosts := s.policy.Hosts()
+	if len(hosts) == 0 {
+		return errors.New("the driver knows no host of the cluster")
+	}
+	var lastErr error
+	for _, h := range hosts {
+		if !h.IsUp() {
+			continue
+		}
+		pctx := pinned(ctx, h)
+		var partitioner string
+		var tokens []string
+		var hostID gocql.UUID
+		if err := s.sess.Query(`SELECT partitioner, host_id, tokens FROM system.local WHERE key = 'local'`).
+			WithContext(pctx).Consistency(gocql.One).Scan(&partitioner, &hostID, &tokens); err != nil {
+			lastErr = fmt.Errorf("read system.local on %s: %w", h.ConnectAddress(), err)
+			continue
+		}
+		if !strings.HasSuffix(partitioner, "Murmur3Partitioner") {
+			return fmt.Errorf("the cluster uses %s: only Murmur3Partitioner (the default since Cassandra 1.2) is supported", partitioner)
+		}
+		owners := map[int64]string{}
+		ring, err := parseTokens(nil, tokens, owners, hostID.String())
+		if err != nil {
+			return err
+		}
+		nodes := 1
+		iter := s.sess.Query(`SELECT host_id, tokens FROM system.peers`).WithContext(pctx).Consistency(gocql.One).Iter()
+		for iter.Scan(&hostID, &tokens) {
+			if len(tokens) == 0 {
+				continue // a joining node, or one without tokens: it owns nothing yet
+			}
+			if ring, err = parseTokens(ring, tokens, owners, hostID.String()); err != nil {
+				iter.Close()
+				return err
+			}
+			nodes++
+		}
+		if err := iter.Close(); err != nil {
+			lastErr = fmt.Errorf("read system.peers on %s: %w", h.ConnectAddress(), err)
+			continue
+		}
+		s.ring, s.nodes, s.owners = sortUnique(ring), nodes, owners
+		if len(s.ring) == 0 {
+			return errors.New("system.local and system.peers list no tokens")
+		}
+		return nil
+	}
+	if lastErr == nil {
+		lastErr = errors.New("no host is up")
+	}
+	return lastErr
+}
+
+func parseTokens(dst []int64, tokens []string, owners map[int64]string, host string) ([]int64, error) {
+	for _, t := range tokens {
+		v, err := strconv.ParseInt(t, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("token %q is not a Murmur3 token", t)
+		}
+		dst = append(dst, v)
+		owners[v] = host
+	}
+	return dst, nil
+}
+
+// owner is the node whose token ends the ring range holding r (its primary replica), or nil.
+func (s *Source) owner(r Range) *gocql.HostInfo {
+	return s.policy.host(s.owners[ownerEnd(s.ring, r.End)])
+}
+
+func sortUnique(ts []int64) []int64 {
+	if len(ts) == 0 {
+		return ts
+	}
+	out := append([]int64(nil), ts...)
+	slices.Sort(out)
+	u := out[:1]
+	for _, t := range out[1:] {
+		if t != u[len(u)-1] {
+			u = append(u, t)
+		}
+	}
+	return u
+}
+
+// Close closes the connections to the cluster.
+func (s *Source) Close() error {
+	if s.sess != nil {
+		s.sess.Close()
+	}
+	return nil
+}
+
+// Schema is the source schema records follow: the table's columns (partition key, clustering,
+// then the others by name, with their CQL types), then writetime_<col> (timestamp) and
+// ttl_<col> (int) for the columns Config.WriteTime and Config.TTL name; or Config.Columns when
+// set. Compile the mapping against it (transform.Compile(m, src.Schema())).
+func (s *Source) Schema() pipeline.SourceSchema { return s.sel.schema }
+
+// Table is the table's schema as system_schema describes it.
+func (s *Source) Table() *Table { return s.table }
+
+// Ranges are the token sub-ranges this source reads (this shard's), in ring order.
+func (s *Source) Ranges() []Range { return s.ranges }
+
+// AllRanges are the whole ring's sub-ranges, whatever the shard.
+func (s *Source) AllRanges() []Range { return s.all }
+
+// Splits is the number of sub-ranges asked for (Config.Splits or its default); a resumed run
+// must use the same value.
+func (s *Source) Splits() int { return s.splits }
+
+// Nodes is the number of nodes owning tokens.
+func (s *Source) Nodes() int { return s.nodes }
+
+// Statement is the CQL of the range scan.
+func (s *Source) Statement() string { return s.stmt }
+
+// EstimatedRows sums system.size_estimates over the nodes (Cassandra refreshes it every few
+// minutes; it counts partitions, which is the row count for tables without clustering columns
+// and a lower bound otherwise), scaled to this shard's share of the ring. It returns -1 when
+// the cluster has no estimate yet.
+func (s *Source) EstimatedRows() int64 {
+	s.estOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+		defer cancel()
+		total, ok := s.sizeEstimate(ctx)
+		if !ok {
+			return
+		}
+		if s.cfg.Shard.Count > 1 {
+			var mine float64
+			for _, r := range s.ranges {
+				mine += float64(r.span())
+			}
+			total = int64(float64(total) * mine / (1 << 64))
+		}
+		s.est = total
+	})
+	return s.est
+}
+
+func (s *Source) sizeEstimate(ctx context.Context) (int64, bool) {
+	type key struct{ a, b string }
+	seen := map[key]int64{}
+	for _, h := range s.policy.Hosts() {
+		if !h.IsUp() {
+			continue
+		}
+		iter := s.sess.Query(`SELECT range_start, range_end, partitions_count FROM system.size_estimates WHERE keyspace_name = ? AND table_name = ?`,
+			s.table.Keyspace, s.table.Name).WithContext(pinned(ctx, h)).Consistency(gocql.One).Iter()
+		var a, b string
+		var n int64
+		for iter.Scan(&a, &b, &n) {
+			// Cassandra 3 lists every range a node replicates, 4.0 only its primary ranges:
+			// count each range once.
+			if n > seen[key{a, b}] {
+				seen[key{a, b}] = n
+			}
+		}
+		if err := iter.Close(); err != nil {
+			s.log.Debug("system.size_estimates", zap.Stringer("host", h.ConnectAddress()), zap.Error(err))
+		}
+	}
+	if len(seen) == 0 {
+		return -1, false
+	}
+	var total int64
+	for _, n := range seen {
+		total += n
+	}
+	return total, true
+}
+
+// limiter spaces batches so that rows flow at most at rate rows/s over all workers.
+type limiter struct {
+	mu   sync.Mutex
+	rate float64
+	next time.Time
+}
+
+func (l *limiter) wait(ctx context.Context, rows int) error {
+	if l == nil || rows == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	now := time.Now()
+	if l.next.Before(now) {
+		l.next = now
+	}
+	at := l.next
+	l.next = l.next.Add(time.Duration(float64(rows) / l.rate * float64(time.Second)))
+	l.mu.Unlock()
+	d := time.Until(at)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
