@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -32,6 +33,16 @@ type globalFlags struct {
 }
 
 func main() {
+	// REKEY_CPUPROFILE=FILE writes a CPU profile of the whole command (for `go tool pprof`).
+	if path := os.Getenv("REKEY_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			pprof.StartCPUProfile(f)
+			code := run(os.Args[1:])
+			pprof.StopCPUProfile()
+			f.Close()
+			os.Exit(code)
+		}
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -60,7 +71,7 @@ Start here:
 	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "console", "log format: console or json")
-	root.AddCommand(newMigrateCmd(g), newCheckCmd(g), newDDLCmd(g), newGenCmd(g))
+	root.AddCommand(newMigrateCmd(g), newCheckCmd(g), newDDLCmd(g), newGenCmd(g), newReportCmd(g), newMergeCmd(g), newReplicateCmd(g))
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {

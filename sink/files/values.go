@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -233,36 +234,59 @@ func parseDecimalFast(s string, precision, scale int) (Dec128, bool) {
 	return scaleFast(m, neg, frac, precision, scale)
 }
 
-// scaleFast turns m * 10^-frac into the unscaled value at scale when it fits in 18 digits.
+// scaleFast turns m * 10^-frac into the unscaled 128-bit value at scale, when it needs no
+// rounding and fits the precision. Scaling up uses 128-bit multiplication, so the common case
+// (a few significant digits at DECIMAL(38,18)) never reaches math/big.
 func scaleFast(m uint64, neg bool, frac, precision, scale int) (Dec128, bool) {
+	var hi, lo uint64 = 0, m
 	if frac > scale {
 		k := frac - scale
 		if k >= len(pow10u64) || m%pow10u64[k] != 0 {
 			return Dec128{}, false
 		}
-		m /= pow10u64[k]
+		lo = m / pow10u64[k]
 	} else if frac < scale {
-		k := scale - frac
-		if k >= len(pow10u64) || m > (pow10u64[18])/pow10u64[k] {
-			return Dec128{}, false
-		}
-		m *= pow10u64[k]
-		if m >= pow10u64[18] {
-			return Dec128{}, false
+		for k := scale - frac; k > 0; {
+			step := min(k, 19)
+			var ok bool
+			if hi, lo, ok = mul128(hi, lo, pow10u64[step]); !ok {
+				return Dec128{}, false
+			}
+			k -= step
 		}
 	}
-	if precision < 19 && m >= pow10u64[precision] {
+	if precision > 38 || !less128(hi, lo, pow10u128[precision]) {
 		return Dec128{}, false
 	}
-	if m >= pow10u64[18] {
-		return Dec128{}, false
+	if neg { // two's complement
+		lo = ^lo + 1
+		hi = ^hi
+		if lo == 0 {
+			hi++
+		}
 	}
-	if neg {
-		x := -int64(m)
-		return Dec128{Hi: x >> 63, Lo: uint64(x)}, true
-	}
-	return Dec128{Lo: m}, true
+	return Dec128{Hi: int64(hi), Lo: lo}, true
 }
+
+// mul128 multiplies the unsigned 128-bit (hi, lo) by b; ok is false on overflow.
+func mul128(hi, lo, b uint64) (uint64, uint64, bool) {
+	carry, lo2 := bits.Mul64(lo, b)
+	over, hi2 := bits.Mul64(hi, b)
+	hi3, c := bits.Add64(hi2, carry, 0)
+	return hi3, lo2, over == 0 && c == 0
+}
+
+func less128(hi, lo uint64, b [2]uint64) bool { return hi < b[0] || (hi == b[0] && lo < b[1]) }
+
+// pow10u128[i] is 10^i as (hi, lo), for i in 0..38.
+var pow10u128 = func() (p [39][2]uint64) {
+	hi, lo := uint64(0), uint64(1)
+	for i := range p {
+		p[i] = [2]uint64{hi, lo}
+		hi, lo, _ = mul128(hi, lo, 10)
+	}
+	return
+}()
 
 var maxDecimal = func() (p [39]*big.Int) {
 	for i := range p {
