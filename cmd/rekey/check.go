@@ -72,7 +72,7 @@ source to place quantile split keys.`,
 			if err != nil {
 				return exitWith(2, err)
 			}
-			prog, err := loadProgram(mapping)
+			prog, err := loadProgramFor(mapping, pf.source, 0, pf.regions, logger)
 			if err != nil {
 				return err
 			}
@@ -81,6 +81,7 @@ source to place quantile split keys.`,
 				if src, err = openSource(pf.source, prog.Source(), logger); err != nil {
 					return exitWith(2, err)
 				}
+				defer closeSource(src)
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintln(out, prog.Describe())
@@ -95,6 +96,7 @@ source to place quantile split keys.`,
 	cmd.Flags().StringVarP(&mapping, "mapping", "m", "", "mapping file (YAML)")
 	cmd.Flags().StringVar(&pf.source, "source", "", "source to sample for quantile split keys (optional)")
 	cmd.Flags().IntVar(&pf.regions, "regions", 0, "number of pre-split regions (overrides the mapping's regions:)")
+	addCassandraFlags(cmd.Flags())
 	return cmd
 }
 
@@ -132,7 +134,7 @@ func newDDLCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return exitWith(2, err)
 			}
-			prog, err := loadProgram(mapping)
+			prog, err := loadProgramFor(mapping, pf.source, 0, pf.regions, logger)
 			if err != nil {
 				return err
 			}
@@ -141,6 +143,7 @@ func newDDLCmd(g *globalFlags) *cobra.Command {
 				if src, err = openSource(pf.source, prog.Source(), logger); err != nil {
 					return exitWith(2, err)
 				}
+				defer closeSource(src)
 			}
 			plan, _, err := planRegions(cmd.Context(), prog, src, pf.regions)
 			if err != nil {
@@ -153,5 +156,6 @@ func newDDLCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVarP(&mapping, "mapping", "m", "", "mapping file (YAML)")
 	cmd.Flags().StringVar(&pf.source, "source", "", "source to sample for quantile split keys (optional)")
 	cmd.Flags().IntVar(&pf.regions, "regions", 0, "number of pre-split regions (overrides the mapping's regions:)")
+	addCassandraFlags(cmd.Flags())
 	return cmd
 }

@@ -1,0 +1,250 @@
+// Package cassandratest gives tests a Cassandra to read from: the in-process cqltest server by
+// default, or a real cluster when the CASSANDRA_HOSTS environment variable lists its contact
+// points (CASSANDRA_HOSTS=127.0.0.1:9042, see docker-compose.yml). Tables are created and seeded
+// through the same calls either way; fault injection exists only on the test server.
+package cassandratest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/rekey/rekey/source/cassandra/cqltest"
+)
+
+// HostsEnv names the environment variable with a real cluster's contact points.
+const HostsEnv = "CASSANDRA_HOSTS"
+
+// Cluster is the Cassandra a test reads from.
+type Cluster struct {
+	// Server is the in-process test server, nil for a real cluster.
+	Server *cqltest.Server
+	hosts  []string // host:port
+	sess   *gocql.Session
+	mu     sync.Mutex
+	keys   map[string][2][]string // "ks.t" -> partition key, clustering
+}
+
+// Open starts a cqltest server (closed when the test ends) with opts, or connects to the real
+// cluster named by CASSANDRA_HOSTS (opts are then ignored).
+func Open(t testing.TB, opts ...cqltest.Option) *Cluster {
+	t.Helper()
+	c := &Cluster{keys: map[string][2][]string{}}
+	if env := strings.TrimSpace(os.Getenv(HostsEnv)); env != "" {
+		for _, h := range strings.Split(env, ",") {
+			if h = strings.TrimSpace(h); h == "" {
+				continue
+			}
+			if _, _, err := net.SplitHostPort(h); err != nil {
+				h = net.JoinHostPort(h, "9042")
+			}
+			c.hosts = append(c.hosts, h)
+		}
+		cl := gocql.NewCluster(c.hosts...)
+		cl.Timeout = 30 * time.Second
+		cl.ConnectTimeout = 10 * time.Second
+		cl.Consistency = gocql.One
+		sess, err := cl.CreateSession()
+		if err != nil {
+			t.Fatalf("connect to %s=%s: %v", HostsEnv, env, err)
+		}
+		c.sess = sess
+		t.Cleanup(sess.Close)
+		return c
+	}
+	srv, err := cqltest.New(opts...)
+	if err != nil {
+		t.Fatalf("cqltest: %v", err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	c.Server = srv
+	for _, h := range srv.Hosts() {
+		c.hosts = append(c.hosts, net.JoinHostPort(h, strconv.Itoa(srv.Port())))
+	}
+	return c
+}
+
+// Real tells whether the tests run against a real cluster.
+func (c *Cluster) Real() bool { return c.Server == nil }
+
+// Faults returns the test server for fault injection, skipping the test on a real cluster.
+func (c *Cluster) Faults(t testing.TB) *cqltest.Server {
+	t.Helper()
+	if c.Server == nil {
+		t.Skip("fault injection needs the in-process test server (unset " + HostsEnv + ")")
+	}
+	return c.Server
+}
+
+// Hosts are the contact points, host:port.
+func (c *Cluster) Hosts() []string { return c.hosts }
+
+// URI is a --source URI for keyspace.table with extra query parameters ("splits=8&page_size=100").
+func (c *Cluster) URI(keyspace, table, params string) string {
+	u := "cassandra://" + strings.Join(c.hosts, ",") + "/" + keyspace + "/" + table
+	if params != "" {
+		u += "?" + params
+	}
+	return u
+}
+
+// CreateTable creates keyspace.name (dropping an earlier one on a real cluster).
+func (c *Cluster) CreateTable(keyspace, name string, cols []cqltest.Column, partitionKey, clustering []string) error {
+	c.mu.Lock()
+	c.keys[keyspace+"."+name] = [2][]string{partitionKey, clustering}
+	c.mu.Unlock()
+	if c.Server != nil {
+		return c.Server.CreateTable(keyspace, name, cols, partitionKey, clustering)
+	}
+	stmts := []string{
+		fmt.Sprintf(`CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`, q(keyspace)),
+		fmt.Sprintf(`DROP TABLE IF EXISTS %s.%s`, q(keyspace), q(name)),
+	}
+	var defs []string
+	for _, col := range cols {
+		defs = append(defs, q(col.Name)+" "+col.Type)
+	}
+	var pk []string
+	for _, p := range partitionKey {
+		pk = append(pk, q(p))
+	}
+	key := "(" + strings.Join(pk, ", ") + ")"
+	var order []string
+	for _, ck := range clustering {
+		n, desc := strings.CutSuffix(ck, " DESC")
+		key += ", " + q(n)
+		dir := "ASC"
+		if desc {
+			dir = "DESC"
+		}
+		order = append(order, q(n)+" "+dir)
+	}
+	create := fmt.Sprintf("CREATE TABLE %s.%s (%s, PRIMARY KEY (%s))", q(keyspace), q(name), strings.Join(defs, ", "), key)
+	if len(order) > 0 {
+		create += " WITH CLUSTERING ORDER BY (" + strings.Join(order, ", ") + ")"
+	}
+	stmts = append(stmts, create)
+	for _, s := range stmts {
+		if err := c.sess.Query(s).Exec(); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// InsertMany adds n rows built by fill, as cqltest.Server.InsertMany does. Values are Go values
+// gocql marshals; a cqltest.Cell sets a cell's write time and TTL.
+func (c *Cluster) InsertMany(keyspace, name string, n int, fill func(i int, row map[string]any) error) error {
+	if c.Server != nil {
+		return c.Server.InsertMany(keyspace, name, n, fill)
+	}
+	c.mu.Lock()
+	keys := c.keys[keyspace+"."+name]
+	c.mu.Unlock()
+	var keyCols []string
+	keyCols = append(keyCols, keys[0]...)
+	for _, ck := range keys[1] {
+		n, _ := strings.CutSuffix(ck, " DESC")
+		keyCols = append(keyCols, n)
+	}
+	type job struct{ row map[string]any }
+	jobs := make(chan job, 256)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if err := c.insert(keyspace, name, keyCols, j.row); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	var err error
+	for i := 0; i < n; i++ {
+		row := map[string]any{}
+		if err = fill(i, row); err != nil {
+			err = fmt.Errorf("row %d: %w", i, err)
+			break
+		}
+		jobs <- job{row}
+	}
+	close(jobs)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	return firstErr
+}
+
+func (c *Cluster) insert(keyspace, name string, keyCols []string, row map[string]any) error {
+	cols := make([]string, 0, len(row))
+	for k := range row {
+		cols = append(cols, k)
+	}
+	sort.Strings(cols)
+	var names, marks []string
+	var args []any
+	var cells []string
+	for _, k := range cols {
+		v := row[k]
+		if cell, ok := v.(cqltest.Cell); ok {
+			cells = append(cells, k)
+			v = cell.Value
+			if cell.WriteTime != 0 || cell.TTL != 0 {
+				continue // written below with its own timestamp and TTL
+			}
+		}
+		names = append(names, q(k))
+		marks = append(marks, "?")
+		args = append(args, v)
+	}
+	stmt := fmt.Sprintf("INSERT INTO %s.%s (%s) VALUES (%s)", q(keyspace), q(name), strings.Join(names, ", "), strings.Join(marks, ", "))
+	if err := c.sess.Query(stmt, args...).Exec(); err != nil {
+		return fmt.Errorf("%s: %w", stmt, err)
+	}
+	for _, k := range cells {
+		cell := row[k].(cqltest.Cell)
+		if cell.WriteTime == 0 && cell.TTL == 0 {
+			continue
+		}
+		var using []string
+		var uargs []any
+		if cell.WriteTime != 0 {
+			using = append(using, "TIMESTAMP ?")
+			uargs = append(uargs, cell.WriteTime)
+		}
+		if cell.TTL != 0 {
+			using = append(using, "TTL ?")
+			uargs = append(uargs, int(cell.TTL))
+		}
+		uargs = append(uargs, cell.Value)
+		var where []string
+		for _, kc := range keyCols {
+			where = append(where, q(kc)+" = ?")
+			uargs = append(uargs, row[kc])
+		}
+		stmt := fmt.Sprintf("UPDATE %s.%s USING %s SET %s = ? WHERE %s", q(keyspace), q(name), strings.Join(using, " AND "), q(k), strings.Join(where, " AND "))
+		if err := c.sess.Query(stmt, uargs...).Exec(); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	return nil
+}
+
+func q(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

@@ -1,0 +1,255 @@
+package cassandra_test
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	pq "github.com/parquet-go/parquet-go"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/files"
+	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/transform"
+)
+
+// runOpts are the knobs of one pipeline run in tests.
+type runOpts struct {
+	ctx             context.Context
+	stop            <-chan struct{}
+	resume          bool
+	checkpointEvery time.Duration
+	workers         int
+	logger          *zap.Logger
+}
+
+// compile compiles a mapping (YAML text) against the source's schema, as rekey does.
+func compile(t testing.TB, schema pipeline.SourceSchema, mapping string) *transform.Program {
+	t.Helper()
+	m, err := transform.Decode([]byte(mapping), "test-mapping.yaml")
+	must(t, err)
+	prog, err := transform.Compile(m, schema)
+	must(t, err)
+	return prog
+}
+
+// migrate runs the real pipeline (Runner + transform + files sink + Parquet) from src to out.
+func migrate(t testing.TB, src pipeline.Source, prog *transform.Program, out string, o runOpts) (pipeline.Result, error) {
+	t.Helper()
+	if o.ctx == nil {
+		o.ctx = context.Background()
+	}
+	if o.logger == nil {
+		o.logger = zap.NewNop()
+	}
+	var resume *pipeline.Checkpoint
+	var err error
+	if o.resume {
+		if resume, err = pipeline.PrepareResume(out, prog.Fingerprint(), o.logger); err != nil {
+			return pipeline.Result{}, err
+		}
+	}
+	var plan pipeline.RegionPlan
+	if resume != nil {
+		plan = resume.Plan
+	} else {
+		sample, err := sampleTargets(o.ctx, src, prog, 2000)
+		if err != nil {
+			return pipeline.Result{}, err
+		}
+		if plan, err = prog.PlanRegions(transform.RegionRequest{Sample: sample}); err != nil {
+			return pipeline.Result{}, err
+		}
+	}
+	sink, err := files.New(files.Config{Dir: out, Schema: prog.Target(), Plan: plan, Format: parquet.New()}, o.logger)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	runner, err := pipeline.NewRunner(pipeline.Config{
+		Source:          src,
+		NewTransformer:  func() pipeline.Transformer { return prog.NewEvaluator() },
+		Target:          prog.Target(),
+		Plan:            plan,
+		Sink:            sink,
+		OutDir:          out,
+		Fingerprint:     prog.Fingerprint(),
+		Workers:         o.workers,
+		CheckpointEvery: o.checkpointEvery,
+		Logger:          o.logger,
+	})
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	return runner.Run(o.ctx, o.stop, resume)
+}
+
+// sampleTargets reads a sample and applies the mapping, as rekey does to place quantile splits.
+func sampleTargets(ctx context.Context, src pipeline.Source, prog *transform.Program, n int) ([][]pipeline.Value, error) {
+	s, ok := src.(pipeline.Sampler)
+	if !ok {
+		return nil, nil
+	}
+	recs, err := s.Sample(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	ev := prog.NewEvaluator()
+	b := &pipeline.Batch{Stream: "sample"}
+	var out [][]pipeline.Value
+	for i := range recs {
+		row := make([]pipeline.Value, len(prog.Target().Columns))
+		if recs[i].Err != nil || ev.Apply(b, &recs[i], row) != nil {
+			continue
+		}
+		for j := range row {
+			row[j].S = strings.Clone(row[j].S)
+		}
+		out = append(out, row)
+	}
+	ev.Reset()
+	return out, nil
+}
+
+// canonOut is a comparable text of a target value as its column stores it.
+func canonOut(col pipeline.Column, v pipeline.Value) string {
+	if v.IsNull() {
+		return "NULL"
+	}
+	switch col.Type {
+	case pipeline.TypeFloat:
+		return strconv.FormatFloat(float64(float32(v.Float())), 'g', -1, 32)
+	case pipeline.TypeDouble:
+		return strconv.FormatFloat(v.Float(), 'g', -1, 64)
+	case pipeline.TypeDecimal:
+		r, ok := new(big.Rat).SetString(v.String())
+		if !ok {
+			return "BAD " + v.String()
+		}
+		return r.RatString()
+	case pipeline.TypeVarbinary:
+		return fmt.Sprintf("%x", v.S)
+	case pipeline.TypeBoolean:
+		return strconv.FormatBool(v.I != 0)
+	}
+	return v.String()
+}
+
+func canonRow(schema pipeline.TargetSchema, vals []pipeline.Value) string {
+	parts := make([]string, len(vals))
+	for i, v := range vals {
+		parts[i] = canonOut(schema.Columns[i], v)
+	}
+	return strings.Join(parts, "|")
+}
+
+// readOutput reads every committed Parquet file of a run with parquet-go (an independent
+// reader) and returns the rows in canonical text form, sorted, and the rows per region.
+func readOutput(t testing.TB, dir string, schema pipeline.TargetSchema, plan pipeline.RegionPlan) []string {
+	t.Helper()
+	cp, err := pipeline.LoadCheckpoint(dir)
+	must(t, err)
+	if cp == nil {
+		t.Fatalf("%s has no checkpoint", dir)
+	}
+	var rows []string
+	for _, f := range cp.Files {
+		path := filepath.Join(dir, filepath.FromSlash(f.Path))
+		got := readParquet(t, path, schema)
+		if int64(len(got)) != f.Rows {
+			t.Fatalf("%s holds %d rows, the checkpoint says %d", f.Path, len(got), f.Rows)
+		}
+		for _, vals := range got {
+			if r := plan.Route(vals[0]); r != f.Region {
+				t.Fatalf("%s (region %d) holds a row of region %d", f.Path, f.Region, r)
+			}
+			rows = append(rows, canonRow(schema, vals))
+		}
+	}
+	sort.Strings(rows)
+	return rows
+}
+
+func readParquet(t testing.TB, path string, schema pipeline.TargetSchema) [][]pipeline.Value {
+	t.Helper()
+	fh, err := os.Open(path)
+	must(t, err)
+	defer fh.Close()
+	st, err := fh.Stat()
+	must(t, err)
+	f, err := pq.OpenFile(fh, st.Size())
+	must(t, err)
+	if n := len(f.Schema().Fields()); n != len(schema.Columns) {
+		t.Fatalf("%s: %d columns, want %d", path, n, len(schema.Columns))
+	}
+	// parquet-go orders a file's leaf columns by name: map them back by name
+	idx := map[string]int{}
+	for i, c := range schema.Columns {
+		idx[c.Name] = i
+	}
+	leaf := make([]int, 0, len(schema.Columns))
+	for _, fld := range f.Schema().Fields() {
+		j, ok := idx[fld.Name()]
+		if !ok {
+			t.Fatalf("%s: unexpected column %s", path, fld.Name())
+		}
+		leaf = append(leaf, j)
+	}
+	rd := pq.NewReader(f)
+	defer rd.Close()
+	var out [][]pipeline.Value
+	buf := make([]pq.Row, 256)
+	for {
+		n, err := rd.ReadRows(buf)
+		for _, row := range buf[:n] {
+			vals := make([]pipeline.Value, len(schema.Columns))
+			for _, pv := range row {
+				j := leaf[pv.Column()]
+				vals[j] = fromParquet(schema.Columns[j], pv)
+			}
+			out = append(out, vals)
+		}
+		if err != nil || n == 0 {
+			break
+		}
+	}
+	return out
+}
+
+func fromParquet(col pipeline.Column, v pq.Value) pipeline.Value {
+	if v.IsNull() {
+		return pipeline.Null
+	}
+	switch col.Type {
+	case pipeline.TypeVarchar, pipeline.TypeJSON:
+		return pipeline.Text(string(v.ByteArray()))
+	case pipeline.TypeVarbinary:
+		return pipeline.Bytes(string(v.ByteArray()))
+	case pipeline.TypeBigint, pipeline.TypeTimestamp:
+		return pipeline.Int(v.Int64())
+	case pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint, pipeline.TypeDate:
+		return pipeline.Int(int64(v.Int32()))
+	case pipeline.TypeBoolean:
+		return pipeline.Bool(v.Boolean())
+	case pipeline.TypeFloat:
+		return pipeline.Float(float64(v.Float()))
+	case pipeline.TypeDouble:
+		return pipeline.Float(v.Double())
+	case pipeline.TypeDecimal:
+		b := v.ByteArray() // big-endian two's complement, unscaled
+		n := new(big.Int).SetBytes(b)
+		if len(b) > 0 && b[0]&0x80 != 0 {
+			n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+		}
+		r := new(big.Rat).SetFrac(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(col.Scale)), nil))
+		return pipeline.Decimal(r.FloatString(col.Scale))
+	}
+	return pipeline.Text("unknown " + v.String())
+}
