@@ -268,8 +268,10 @@ loop:
 		runErr = *e
 	}
 	serr := <-srcErr
+	sourceFailed := false
 	if runErr == nil && serr != nil && !(interrupted && errors.Is(serr, context.Canceled)) {
 		runErr = fmt.Errorf("source: %w", serr)
+		sourceFailed = runCtx.Err() == nil
 	}
 	if runErr == nil && runCtx.Err() != nil {
 		runErr = context.Cause(runCtx)
@@ -278,7 +280,14 @@ loop:
 		runErr = r.checkRejects(true)
 	}
 	res := Result{Resumed: resume != nil, Interrupted: interrupted}
-	if runErr != nil {
+	if sourceFailed {
+		// What was read before the source failed (a token range that kept timing out, say) is
+		// sound: commit and checkpoint it so that --resume redoes only what is missing.
+		if err := cut(false); err != nil {
+			cfg.Sink.Abort()
+			runErr = fmt.Errorf("%w (and committing what was read failed: %v)", runErr, err)
+		}
+	} else if runErr != nil {
 		cfg.Sink.Abort()
 	} else if err := cut(!interrupted); err != nil {
 		cfg.Sink.Abort()

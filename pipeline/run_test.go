@@ -20,10 +20,14 @@ type seqSource struct {
 	streams, rows, batch int
 	bad                  map[int64]bool // rows the source cannot decode
 	delay                time.Duration
+	failStream           int // the source fails when it reaches this stream (0: never)
 }
 
 func (s *seqSource) Run(ctx context.Context, resume map[string]StreamState, out chan<- Batch) error {
 	for si := 0; si < s.streams; si++ {
+		if s.failStream > 0 && si == s.failStream {
+			return errors.New("range s" + strconv.Itoa(si) + " keeps failing")
+		}
 		name := fmt.Sprintf("s%d", si)
 		start := 0
 		if st, ok := resume[name]; ok {
@@ -346,5 +350,32 @@ func TestSinkRejectsAreCounted(t *testing.T) {
 		if l.Stage != "sink" || l.Seq%10 != 1 {
 			t.Fatalf("wrong reject %+v", l)
 		}
+	}
+}
+
+// A source that fails part-way keeps what it read: committed and checkpointed, so a resume
+// (once the fault is gone) redoes only the rest.
+func TestSourceFailureCheckpointsWhatWasRead(t *testing.T) {
+	src := &seqSource{streams: 3, rows: 500, batch: 50, failStream: 2}
+	sink := &memSink{}
+	cfg := testConfig(t, src, sink, copyTransform{})
+	r, _ := NewRunner(cfg)
+	if _, err := r.Run(context.Background(), nil, nil); err == nil {
+		t.Fatal("a failing source must fail the run")
+	}
+	cp, err := PrepareResume(cfg.OutDir, "", nil)
+	if err != nil || cp == nil {
+		t.Fatalf("no checkpoint after a source failure: %v", err)
+	}
+	if len(sink.committed) != 1000 || !cp.Streams["s0"].Done || !cp.Streams["s1"].Done {
+		t.Fatalf("committed %d rows, streams %v", len(sink.committed), cp.Streams)
+	}
+	src.failStream = 0
+	r2, _ := NewRunner(cfg)
+	if _, err := r2.Run(context.Background(), nil, cp); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.committed) != 1500 {
+		t.Fatalf("after resume %d rows, want 1500", len(sink.committed))
 	}
 }
