@@ -16,7 +16,7 @@ COPY (
          ts, status, location, amount,
          instr('0123456789abcdef', md5(userid)[1:1]) - 1 AS region
   FROM read_csv('${csv}', header = true, columns = {
-    'userid': 'VARCHAR', 'orderid': 'BIGINT', 'channel': 'VARCHAR', 'ts': 'VARCHAR',
+    'userid': 'VARCHAR', 'orderid': 'BIGINT', 'channel': 'VARCHAR', 'ts': 'BIGINT',
     'status': 'VARCHAR', 'location': 'VARCHAR', 'amount': 'DECIMAL(18,2)'})
 ) TO '${out}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (region), OVERWRITE_OR_IGNORE)`;
 const t0 = performance.now();
