@@ -11,7 +11,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/csv"
 	"github.com/rekey/rekey/sink/files"
-	"github.com/rekey/rekey/sink/internal/sinktest"
+	"github.com/rekey/rekey/sink/sinktest"
 )
 
 func TestRoundTrip(t *testing.T) {

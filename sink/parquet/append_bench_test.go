@@ -3,7 +3,7 @@ package parquet_test
 import (
 	"testing"
 
-	"github.com/rekey/rekey/sink/internal/sinktest"
+	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/sink/parquet"
 )
 

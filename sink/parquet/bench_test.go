@@ -14,7 +14,7 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
-	"github.com/rekey/rekey/sink/internal/sinktest"
+	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/sink/parquet"
 )
 

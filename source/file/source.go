@@ -542,11 +542,9 @@ func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
 				next, nl, blank, rerr = s.parseJSONRow(data, pos, vals)
 			}
 			if !blank {
-				rec := pipeline.Record{Values: vals, Seq: line}
-				if rerr != nil {
-					rec.Err = rerr
-					rec.Raw = rawLine(data[pos:next])
-				}
+				// Raw is a substring of the chunk: no copy, and a row the transform rejects
+				// later still reaches rejects.jsonl as it was read.
+				rec := pipeline.Record{Values: vals, Seq: line, Raw: rawLine(data[pos:next]), Err: rerr}
 				recs = append(recs, rec)
 			}
 			remaining -= nl

@@ -61,11 +61,14 @@ func rowsOf(batches []pipeline.Batch) []row {
 	var rows []row
 	for _, b := range batches {
 		for _, r := range b.Records {
-			x := row{Seq: r.Seq, Raw: r.Raw}
+			x := row{Seq: r.Seq}
 			if r.Err != nil {
-				x.Err = r.Err.Error()
+				x.Err, x.Raw = r.Err.Error(), r.Raw
 			} else {
 				x.Values = fmtValues(r.Values)
+				if r.Raw == "" { // good rows keep their line too, for rejects made downstream
+					x.Values += " (no raw line)"
+				}
 			}
 			rows = append(rows, x)
 		}
