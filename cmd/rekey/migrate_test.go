@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/source/gen"
 	"github.com/rekey/rekey/transform"
 )

@@ -17,8 +17,8 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/csv"
 	"github.com/rekey/rekey/sink/files"
-	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/sink/sinktest"
 )
 
 func newSink(t *testing.T, cfg files.Config) *files.Sink {

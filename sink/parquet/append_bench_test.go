@@ -3,8 +3,8 @@ package parquet_test
 import (
 	"testing"
 
-	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/sink/sinktest"
 )
 
 // BenchmarkAppend is the per-row cost of copying orders rows into a region buffer (validation,

@@ -12,8 +12,8 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
-	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/sink/sinktest"
 )
 
 // dictSchema: lo has 5 values, hi is unique, mix is low-cardinality in the first half of the rows

@@ -13,8 +13,8 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
-	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/sink/sinktest"
 )
 
 const wantSchema = `message schema {
