@@ -49,35 +49,10 @@ var cqlScalar = map[string]colType{
 	"blob":      {T: pipeline.TypeVarbinary},
 }
 
-// normCQL lowercases a CQL type and removes blanks and frozen<...> wrappers, for comparisons.
-func normCQL(s string) string {
-	s = strings.ToLower(strings.Join(strings.Fields(s), ""))
-	for {
-		i := strings.Index(s, "frozen<")
-		if i < 0 {
-			break
-		}
-		// remove "frozen<" and its matching '>'
-		depth, j := 1, i+len("frozen<")
-		for ; j < len(s) && depth > 0; j++ {
-			switch s[j] {
-			case '<':
-				depth++
-			case '>':
-				depth--
-			}
-		}
-		if depth != 0 {
-			break
-		}
-		s = s[:i] + s[i+len("frozen<"):j-1] + s[j:]
-	}
-	return strings.ReplaceAll(s, "varchar", "text")
-}
 
 // sameCQL tells whether two CQL type spellings mean the same type (varchar is text; frozen and
 // spacing do not matter).
-func sameCQL(a, b string) bool { return normCQL(a) == normCQL(b) }
+func sameCQL(a, b string) bool { return pipeline.NormalizeCQLType(a) == pipeline.NormalizeCQLType(b) }
 
 // checkCQL validates a CQL type spelling as written in a mapping: scalars, list<t>, set<t>,
 // map<k,v>, tuple<...>, frozen<t>. It returns a message, or "".
@@ -150,7 +125,7 @@ func parseCQL(s string) (rest string, msg string) {
 // type of a carried-over column. Collections, tuples and user-defined types become JSON text in a
 // VARCHAR column; collection reports whether that happened.
 func lindormType(cql string) (t colType, collection bool) {
-	n := normCQL(cql)
+	n := pipeline.NormalizeCQLType(cql)
 	if t, ok := cqlScalar[n]; ok {
 		return t, false
 	}

@@ -310,7 +310,7 @@ func (p *Program) computeFingerprint() string {
 	var sb strings.Builder
 	sb.WriteString("rekey-mapping-v1\n")
 	for _, c := range p.source {
-		sb.WriteString("src " + strconv.Quote(c.Name) + " " + normCQL(c.Type) + "\n")
+		sb.WriteString("src " + strconv.Quote(c.Name) + " " + pipeline.NormalizeCQLType(c.Type) + "\n")
 	}
 	sb.WriteString("table " + strconv.Quote(p.table) + "\n")
 	for _, col := range p.cols {

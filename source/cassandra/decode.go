@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"strconv"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/gocql/gocql"
@@ -519,7 +518,7 @@ func compileJSON(info gocql.TypeInfo, depth int) (*jnode, error) {
 				return nil, err
 			}
 			n.elems = append(n.elems, c)
-			n.names = append(n.names, string(appendJSONString(nil, f.Name)))
+			n.names = append(n.names, string(cqlvalue.AppendJSONString(nil, f.Name)))
 		}
 		return n, nil
 	}
@@ -571,7 +570,7 @@ func (n *jnode) appendJSON(dst []byte, data []byte, canon bool) ([]byte, error) 
 				}
 				if dst[start] != '"' {
 					key := string(dst[start:])
-					dst = appendJSONString(dst[:start], key)
+					dst = cqlvalue.AppendJSONString(dst[:start], key)
 				}
 				dst = append(dst, ':')
 				if e, p, err = readElem(p); err != nil {
@@ -625,7 +624,7 @@ func (n *jnode) appendJSON(dst []byte, data []byte, canon bool) ([]byte, error) 
 func (n *jnode) appendScalar(dst []byte, data []byte, canon bool) ([]byte, error) {
 	switch n.dec.kind {
 	case kText:
-		return appendJSONString(dst, unsafe.String(unsafe.SliceData(data), len(data))), nil
+		return cqlvalue.AppendJSONString(dst, unsafe.String(unsafe.SliceData(data), len(data))), nil
 	case kBlob:
 		dst = append(dst, '"', '0', 'x')
 		for _, b := range data {
@@ -664,65 +663,10 @@ func (n *jnode) appendScalar(dst []byte, data []byte, canon bool) ([]byte, error
 		dst = time.Unix(v.I*86400, 0).UTC().AppendFormat(dst, "2006-01-02")
 		return append(dst, '"'), nil
 	case kFloat, kDouble:
-		return appendJSONFloat(dst, v.Float()), nil
+		return cqlvalue.AppendJSONFloat(dst, v.Float()), nil
 	case kInet, kDuration:
-		return appendJSONString(dst, v.S), nil
+		return cqlvalue.AppendJSONString(dst, v.S), nil
 	}
 	return v.AppendCanonical(dst), nil
 }
 
-// appendJSONString writes s as a JSON string literal the way cqlvalue does: no HTML escaping,
-// invalid UTF-8 replaced by U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				dst = append(dst, s[start:i]...)
-				dst = append(dst, "\uFFFD"...)
-				i++
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// appendJSONFloat writes a float as a JSON number, or as a string for NaN and infinities.
-func appendJSONFloat(dst []byte, f float64) []byte {
-	switch {
-	case f != f:
-		return append(dst, `"NaN"`...)
-	case math.IsInf(f, 1):
-		return append(dst, `"Infinity"`...)
-	case math.IsInf(f, -1):
-		return append(dst, `"-Infinity"`...)
-	}
-	return strconv.AppendFloat(dst, f, 'g', -1, 64)
-}

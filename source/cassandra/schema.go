@@ -225,7 +225,7 @@ func (sel *selection) project(cols pipeline.SourceSchema) (*selection, error) {
 			problems = append(problems, fmt.Sprintf("no column %q (columns: %s)", c.Name, strings.Join(sel.schema.Names(), ", ")))
 			continue
 		}
-		if normType(c.Type) != normType(sel.schema[j].Type) {
+		if pipeline.NormalizeCQLType(c.Type) != pipeline.NormalizeCQLType(sel.schema[j].Type) {
 			problems = append(problems, fmt.Sprintf("column %q is %s, not %s", c.Name, sel.schema[j].Type, c.Type))
 			continue
 		}
@@ -240,30 +240,6 @@ func (sel *selection) project(cols pipeline.SourceSchema) (*selection, error) {
 	return out, nil
 }
 
-// normType lowercases a CQL type and drops blanks and frozen<...> wrappers; varchar is text.
-func normType(s string) string {
-	s = strings.ToLower(strings.Join(strings.Fields(s), ""))
-	for {
-		i := strings.Index(s, "frozen<")
-		if i < 0 {
-			break
-		}
-		depth, j := 1, i+len("frozen<")
-		for ; j < len(s) && depth > 0; j++ {
-			switch s[j] {
-			case '<':
-				depth++
-			case '>':
-				depth--
-			}
-		}
-		if depth != 0 {
-			break
-		}
-		s = s[:i] + s[i+len("frozen<"):j-1] + s[j:]
-	}
-	return strings.ReplaceAll(s, "varchar", "text")
-}
 
 // statement is the token-range scan.
 func (sel *selection) statement(t *Table) string {

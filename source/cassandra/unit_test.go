@@ -364,7 +364,7 @@ func TestAppendJSONString(t *testing.T) {
 	// the same escaping as cqlvalue: compare through a list<text> round trip
 	lt, _ := cqlvalue.ParseType("list<text>")
 	for _, s := range []string{"", "a\"b\\c", "\x00\x1f\t\n\r", "é漢🎉", "<>&", "\xff"} {
-		js := string(appendJSONString([]byte("["), s)) + "]"
+		js := string(cqlvalue.AppendJSONString([]byte("["), s)) + "]"
 		v, err := lt.ParseText(js)
 		if err != nil || v.S != js && s != "\xff" {
 			t.Errorf("%q: %s vs %v %v", s, js, v.S, err)

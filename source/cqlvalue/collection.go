@@ -203,7 +203,7 @@ func (p *collParser) setOrMap(t Type, dst []byte, depth int) ([]byte, error) {
 		if len(e.kjs) > 0 && e.kjs[0] == '"' {
 			dst = append(dst, e.kjs...)
 		} else {
-			dst = appendJSONString(dst, string(e.kjs))
+			dst = AppendJSONString(dst, string(e.kjs))
 		}
 		dst = append(dst, ':')
 		dst = append(dst, e.vjs...)
@@ -283,7 +283,7 @@ func appendScalarJSON(dst []byte, k Kind, v pipeline.Value) []byte {
 		}
 		return strconv.AppendInt(dst, v.I, 10)
 	case pipeline.KindFloat:
-		return appendJSONFloat(dst, v.Float())
+		return AppendJSONFloat(dst, v.Float())
 	case pipeline.KindBool:
 		return strconv.AppendBool(dst, v.I != 0)
 	case pipeline.KindDecimal:
@@ -295,5 +295,5 @@ func appendScalarJSON(dst []byte, k Kind, v pipeline.Value) []byte {
 		}
 		return append(dst, '"')
 	}
-	return appendJSONString(dst, v.S)
+	return AppendJSONString(dst, v.S)
 }

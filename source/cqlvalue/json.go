@@ -293,8 +293,9 @@ func skipNumber(s string, i int) (int, error) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string literal (no HTML escaping).
-func appendJSONString(dst []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string literal (no HTML escaping); invalid UTF-8 becomes U+FFFD. Every source uses
+// it, so collections render byte-identically whichever source read them.
+func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -336,7 +337,8 @@ func appendJSONString(dst []byte, s string) []byte {
 }
 
 // appendJSONFloat writes a float as a JSON number, or as a string for NaN and infinities.
-func appendJSONFloat(dst []byte, f float64) []byte {
+// AppendJSONFloat appends f as a JSON number, or as a string for NaN and infinities.
+func AppendJSONFloat(dst []byte, f float64) []byte {
 	switch {
 	case f != f:
 		return append(dst, `"NaN"`...)

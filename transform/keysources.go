@@ -1,0 +1,42 @@
+package transform
+
+// KeySourceColumns lists, for each primary-key column in key order, the source columns its value
+// is computed from (following target.columns entries), in order of first use: a bare source
+// column lists itself, md5(userid).substr(0,4) + userid lists userid, random(n) and literals list
+// nothing. `rekey report` uses it to show the source values behind a key and to derive the
+// source's own key for the advisor.
+func (p *Program) KeySourceColumns() [][]string {
+	out := make([][]string, p.target.KeyLen)
+	for i, col := range p.cols[:p.target.KeyLen] {
+		seen := map[string]bool{}
+		var names []string
+		add := func(n string) {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+		var visit func(c colDef, depth int)
+		visit = func(c colDef, depth int) {
+			if c.expr == nil {
+				if c.src >= 0 && c.src < len(p.source) {
+					add(p.source[c.src].Name)
+				}
+				return
+			}
+			c.expr.walk(func(t *texpr) {
+				switch t.op {
+				case opSrc:
+					add(p.source[t.idx].Name)
+				case opTgt:
+					if depth < len(p.cols) {
+						visit(p.cols[t.idx], depth+1)
+					}
+				}
+			})
+		}
+		visit(col, 0)
+		out[i] = names
+	}
+	return out
+}
