@@ -49,7 +49,6 @@ var cqlScalar = map[string]colType{
 	"blob":      {T: pipeline.TypeVarbinary},
 }
 
-
 // sameCQL tells whether two CQL type spellings mean the same type (varchar is text; frozen and
 // spacing do not matter).
 func sameCQL(a, b string) bool { return pipeline.NormalizeCQLType(a) == pipeline.NormalizeCQLType(b) }

@@ -669,4 +669,3 @@ func (n *jnode) appendScalar(dst []byte, data []byte, canon bool) ([]byte, error
 	}
 	return v.AppendCanonical(dst), nil
 }
-

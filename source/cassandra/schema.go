@@ -240,7 +240,6 @@ func (sel *selection) project(cols pipeline.SourceSchema) (*selection, error) {
 	return out, nil
 }
 
-
 // statement is the token-range scan.
 func (sel *selection) statement(t *Table) string {
 	pk := t.PartitionKey()
