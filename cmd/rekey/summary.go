@@ -125,7 +125,7 @@ func printOversize(w io.Writer, m *lindorm.Manifest) {
 // what a run allocates is short-lived batches. GOGC and GOMEMLIMIT in the environment win.
 func setMemoryBudget(budget int64) {
 	if os.Getenv("GOMEMLIMIT") == "" && budget > 0 {
-		debug.SetMemoryLimit(budget * 9 / 10)
+		debug.SetMemoryLimit(budget * 8 / 10)
 	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)

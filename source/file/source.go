@@ -43,7 +43,7 @@ type Config struct {
 
 const (
 	defaultBatchSize = 4096
-	defaultChunkSize = 4 << 20
+	defaultChunkSize = 1 << 20
 	minAutoChunk     = 512 << 10
 )
 
