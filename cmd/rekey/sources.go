@@ -18,7 +18,7 @@ const sourceHelp = `where rows come from:
   file:PATH          CSV with a header row (.csv, .csv.gz) or JSON Lines (.jsonl, .jsonl.gz);
                      values are parsed by the mapping's source.columns types
   gen:NAME?rows=N&seed=S
-                     synthetic data for demos and benchmarks (orders, logs)` + cassandraSourceHelp
+                     synthetic data for demos and benchmarks (orders, logs)` + cassandraSourceHelp + kafkaSourceHelp
 
 // openSource turns a --source URI into a pipeline.Source reading the mapping's source columns.
 func openSource(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
@@ -33,6 +33,8 @@ func openSource(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (p
 		return gen.New(cfg, schema, logger.Named("source.gen"))
 	case isCassandraURI(uri):
 		return openCassandra(uri, schema, logger)
+	case isKafkaURI(uri):
+		return openKafka(uri, schema, logger)
 	case strings.HasPrefix(uri, "file:"):
 		return file.New(file.Config{Path: strings.TrimPrefix(uri, "file:"), Schema: schema}, logger.Named("source.file"))
 	case !strings.Contains(uri, "://"):

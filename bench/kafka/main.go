@@ -1,0 +1,303 @@
+// Command kafka benchmarks `rekey replicate` against the ceiling of a bare kafka-go consumer group
+// reader draining the same topic.
+//
+//	go run ./bench/kafka -rekey bench/work/rekey -messages 2000000 -json bench/work/kafka.json
+//
+// A broker process (this program, -side broker) runs franz-go's kfake and produces the messages
+// into it (about 150 bytes of JSON each, mappings/orders.yaml's columns, over 6 partitions).
+// Then each side runs in its own process, started by the small parent so that no process
+// shares a heap (or, through fork and exec, the broker's resident set: a child's ru_maxrss
+// counts the memory of the process it was forked from):
+//
+//   - bare: this program with -side bare: one kafka-go Reader in a consumer group reading every
+//     message (ReadMessage, commits every second), then exiting;
+//   - rekey: `rekey replicate` (the real CLI) writing zstd Parquet with rolls of 64 MiB, stopped
+//     with SIGTERM once the group has committed every end offset (its last roll closes then).
+//
+// Each side's time runs from its process start to the end of its work, and its peak RSS is the
+// child's ru_maxrss from wait4 (getrusage of the finished child, the same figure as its own
+// getrusage(RUSAGE_SELF) at exit). The figures are printed as
+// JSON: {"bare": {...}, "rekey": {...}, "ratio": rekey/bare}.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+type figures struct {
+	Messages   int64   `json:"rows_in"`
+	Seconds    float64 `json:"seconds"`
+	RowsPerSec float64 `json:"rows_per_sec"`
+	PeakRSS    int64   `json:"peak_rss_bytes"`
+}
+
+const (
+	topic      = "orders"
+	partitions = 6
+)
+
+func main() {
+	side := flag.String("side", "", "internal: run one side (bare) against -brokers")
+	brokers := flag.String("brokers", "", "internal: broker addresses")
+	messages := flag.Int64("messages", 2000000, "messages to produce and drain")
+	rekey := flag.String("rekey", "", "path of the rekey binary (built from ./cmd/rekey)")
+	mapping := flag.String("mapping", "mappings/orders.yaml", "mapping for rekey replicate")
+	out := flag.String("json", "", "also write the figures to this file")
+	work := flag.String("work", os.TempDir(), "directory for rekey's output")
+	extra := flag.String("rekey-args", "", "extra arguments for rekey replicate, space-separated")
+	flag.Parse()
+	if *side == "broker" {
+		if err := broker(*messages); err != nil {
+			fmt.Fprintln(os.Stderr, "broker:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *side == "bare" {
+		if err := bare(strings.Split(*brokers, ","), *messages); err != nil {
+			fmt.Fprintln(os.Stderr, "bare:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *rekey == "" {
+		fmt.Fprintln(os.Stderr, "-rekey is required (go build -o bench/work/rekey ./cmd/rekey)")
+		os.Exit(2)
+	}
+	if err := parent(*rekey, *mapping, *work, *messages, *out, strings.Fields(*extra)); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/kafka:", err)
+		os.Exit(1)
+	}
+}
+
+func parent(rekey, mapping, work string, n int64, out string, extra []string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	// the broker: kfake with the messages produced, in its own process
+	bcmd := exec.Command(self, "-side", "broker", "-messages", fmt.Sprint(n))
+	bcmd.Stderr = os.Stderr
+	stdin, err := bcmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := bcmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := bcmd.Start(); err != nil {
+		return err
+	}
+	defer func() { stdin.Close(); bcmd.Wait() }()
+	var line string
+	if _, err := fmt.Fscanln(stdout, &line); err != nil {
+		return fmt.Errorf("broker did not start: %w", err)
+	}
+	addrs := strings.Split(line, ",")
+
+	res := map[string]any{}
+	fmt.Fprintln(os.Stderr, "bare kafka-go group reader ...")
+	start := time.Now()
+	cmd := exec.Command(self, "-side", "bare", "-brokers", strings.Join(addrs, ","), "-messages", fmt.Sprint(n))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("bare reader: %w", err)
+	}
+	b := side(n, time.Since(start), cmd.ProcessState)
+	res["bare"] = b
+
+	fmt.Fprintln(os.Stderr, "rekey replicate ...")
+	dir := filepath.Join(work, "out-kafka")
+	os.RemoveAll(dir)
+	start = time.Now()
+	metrics, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	cmd = exec.Command(rekey, "replicate", "-m", mapping, "--source",
+		fmt.Sprintf("kafka://%s/%s?group=rekey-bench&format=json", strings.Join(addrs, ","), topic),
+		"--out", dir, "--roll-size", "64MiB", "--roll-interval", "1m", "--progress", "never", "--metrics-addr", metrics)
+	cmd.Args = append(cmd.Args, extra...)
+	cmd.Stderr = os.Stderr
+	cmd.Stdout = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	// once every message is read, SIGTERM closes the open rolls (fsync, rename, manifest) and
+	// commits the offsets: the time runs to the process's exit
+	if err := waitRead(metrics, n, 10*time.Minute); err != nil {
+		cmd.Process.Kill()
+		return err
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("rekey replicate: %w", err)
+	}
+	r := side(n, time.Since(start), cmd.ProcessState)
+	if err := waitCommitted(addrs, "rekey-bench", n, 10*time.Second); err != nil {
+		return err
+	}
+	res["rekey"] = r
+	res["ratio"] = r.RowsPerSec / b.RowsPerSec
+	data, _ := json.MarshalIndent(res, "", "  ")
+	fmt.Println(string(data))
+	if out != "" {
+		if err := os.WriteFile(out, append(data, '\n'), 0o644); err != nil {
+			return err
+		}
+		for name, f := range map[string]figures{"bare": b, "rekey": r} {
+			d, _ := json.MarshalIndent(f, "", "  ")
+			if err := os.WriteFile(strings.TrimSuffix(out, ".json")+"-"+name+".json", d, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func side(n int64, d time.Duration, ps *os.ProcessState) figures {
+	f := figures{Messages: n, Seconds: d.Seconds(), RowsPerSec: float64(n) / d.Seconds()}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		f.PeakRSS = ru.Maxrss * 1024 // Linux reports KiB
+	}
+	return f
+}
+
+// broker runs kfake, produces n messages, prints the listen addresses and serves until stdin
+// closes.
+func broker(n int64) error {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic),
+		kfake.GroupMinSessionTimeout(time.Second))
+	if err != nil {
+		return err
+	}
+	defer cluster.Close()
+	addrs := cluster.ListenAddrs()
+	t0 := time.Now()
+	if err := produce(addrs, n); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "produced %d messages in %v\n", n, time.Since(t0).Round(time.Millisecond))
+	fmt.Println(strings.Join(addrs, ","))
+	io.Copy(io.Discard, os.Stdin)
+	return nil
+}
+
+// produce writes n orders rows as JSON, about 150 bytes each, keyed by user.
+func produce(addrs []string, n int64) error {
+	w := &kafkago.Writer{Addr: kafkago.TCP(addrs...), Topic: topic, Balancer: &kafkago.Hash{},
+		BatchSize: 5000, BatchBytes: 8 << 20, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafkago.RequireOne,
+		Compression: kafkago.Lz4}
+	defer w.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	channels := []string{"taobao", "alipay", "wechat", "jd", "pdd", "web"}
+	statuses := []string{"paid", "shipped", "created", "refunded"}
+	base := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	batch := make([]kafkago.Message, 0, 10000)
+	for i := int64(0); i < n; i++ {
+		user := fmt.Sprintf("user%07d", rng.IntN(500000))
+		v := fmt.Sprintf(`{"userid":%q,"orderid":%d,"channel":%q,"ts":"%s","status":%q,"location":"city-%03d","amount":"%d.%02d"}`,
+			user, 1000000000+i, channels[rng.IntN(len(channels))], time.UnixMilli(base+i*37).UTC().Format("2006-01-02T15:04:05.000Z"),
+			statuses[rng.IntN(len(statuses))], rng.IntN(1000), rng.IntN(5000), rng.IntN(100))
+		batch = append(batch, kafkago.Message{Key: []byte(user), Value: []byte(v)})
+		if len(batch) == cap(batch) || i == n-1 {
+			if err := w.WriteMessages(context.Background(), batch...); err != nil {
+				return fmt.Errorf("produce: %w", err)
+			}
+			batch = batch[:0]
+		}
+	}
+	return nil
+}
+
+// bare drains the topic with one kafka-go consumer group reader.
+func bare(brokers []string, n int64) error {
+	r := kafkago.NewReader(kafkago.ReaderConfig{
+		Brokers: brokers, GroupID: "bare-bench", Topic: topic, StartOffset: kafkago.FirstOffset,
+		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 250 * time.Millisecond, QueueCapacity: 4096,
+		CommitInterval: time.Second, SessionTimeout: 6 * time.Second,
+	})
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var bytes int64
+	for i := int64(0); i < n; i++ {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			return fmt.Errorf("after %d messages: %w", i, err)
+		}
+		bytes += int64(len(m.Value))
+	}
+	fmt.Fprintf(os.Stderr, "bare: %d messages, %d value bytes\n", n, bytes)
+	return nil
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// waitRead polls rekey's /metrics until it has read n messages.
+func waitRead(addr string, n int64, timeout time.Duration) error {
+	want := fmt.Sprintf("rekey_messages_in_total %d\n", n)
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(body), want) {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("rekey did not read %d messages within %v", n, timeout)
+}
+
+// waitCommitted waits until the group committed offsets summing to n.
+func waitCommitted(addrs []string, group string, n int64, timeout time.Duration) error {
+	cl := &kafkago.Client{Addr: kafkago.TCP(addrs...), Timeout: 10 * time.Second}
+	parts := make([]int, partitions)
+	for i := range parts {
+		parts[i] = i
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		resp, err := cl.OffsetFetch(context.Background(), &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+		if err == nil {
+			var sum int64
+			for _, p := range resp.Topics[topic] {
+				if p.CommittedOffset > 0 {
+					sum += p.CommittedOffset
+				}
+			}
+			if sum >= n {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("rekey did not commit %d messages within %v", n, timeout)
+}

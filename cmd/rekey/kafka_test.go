@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/source/kafka/kafkatest"
+)
+
+// ordersMessages are n JSON rows of mappings/orders.yaml over 2 partitions, every 100th a
+// tombstone and the 7th poison.
+func ordersMessages(n int) []kafkago.Message {
+	var msgs []kafkago.Message
+	for i := 0; i < n; i++ {
+		key := fmt.Sprintf(`{"userid":"user%04d","orderid":%d}`, i%300, i)
+		m := kafkago.Message{Partition: i % 2, Key: []byte(key)}
+		switch {
+		case i == 7:
+			m.Value = []byte(`{"userid":`)
+		case i%100 == 99:
+		default:
+			m.Value = []byte(fmt.Sprintf(`{"userid":"user%04d","orderid":%d,"channel":"taobao","ts":"2024-05-01T10:00:00Z","status":"paid","location":"hz","amount":"12.50"}`, i%300, i))
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+func TestKafkaMigrateAndReplicate(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "cli-orders", 2)
+	c.Produce(t, topic, ordersMessages(2000)...)
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	brokers := strings.Join(c.Brokers, ",")
+
+	// migrate a bounded window: 1000 messages, nothing committed
+	dir := t.TempDir()
+	mig := filepath.Join(dir, "migrate")
+	mustRun(t, "migrate", "-m", mapping, "--source", "kafka://"+brokers+"/"+topic+"?max=1000", "--out", mig, "--progress", "never",
+		"--stats-json", filepath.Join(dir, "stats.json"))
+	var st struct {
+		RowsIn       int64 `json:"rows_in"`
+		RowsWritten  int64 `json:"rows_written"`
+		RowsRejected int64 `json:"rows_rejected"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "stats.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.RowsIn != 1000 || st.RowsRejected != 11 || st.RowsWritten != 989 { // tombstones 99..999 step 100 (10) + poison 7
+		t.Errorf("migrate over the window: %+v", st)
+	}
+
+	// the dry-run report reads a window without committing anything
+	rep := mustRun(t, "report", "-m", mapping, "--source", "kafka://"+brokers+"/"+topic+"?start=latest&max=500", "--progress", "never")
+	if !strings.Contains(rep, "500") {
+		t.Errorf("report over 500 messages:\n%s", rep)
+	}
+	if got := c.Committed(t, "cli", topic, 2); len(got) != 0 {
+		t.Fatalf("the window committed offsets: %v", got)
+	}
+
+	// replicate the whole topic, then SIGTERM: rolls committed, offsets committed, exit 0
+	out := filepath.Join(dir, "replicate")
+	port := kafkatest.FreePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	session := "3s"
+	if kafkatest.Real() {
+		session = "6s" // Kafka's default group.min.session.timeout.ms
+	}
+	done := make(chan int, 1)
+	var stdout string
+	go func() {
+		code, o, e := runCLI(t, "replicate", "-m", mapping, "--source", "kafka://"+brokers+"/"+topic+"?group=cli&format=json",
+			"--out", out, "--roll-interval", "300ms", "--metrics-addr", addr, "--progress", "never", "--session-timeout", session)
+		stdout = o + e
+		done <- code
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		committed := c.Committed(t, "cli", topic, 2)
+		if committed[0] == 1000 && committed[1] == 1000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("offsets not committed: %v", committed)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "rekey_messages_in_total 2000") {
+		t.Errorf("/metrics:\n%s", body)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("replicate exit %d:\n%s", code, stdout)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("replicate did not stop on SIGTERM")
+	}
+	if !strings.Contains(stdout, "Replication summary") {
+		t.Errorf("no summary:\n%s", stdout)
+	}
+	var m replicate.Manifest
+	data, err = os.ReadFile(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.RowsIn != 2000 || m.RowsWritten != 1979 || m.RowsRejected != 1 || m.Replication.Deletes != 20 {
+		t.Errorf("manifest: in %d written %d rejected %d deletes %d", m.RowsIn, m.RowsWritten, m.RowsRejected, m.Replication.Deletes)
+	}
+	if _, err := os.Stat(filepath.Join(out, "ddl.sql")); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,165 @@
+// Package replicate is rekey's continuous replication from Kafka: a consumer-group member that
+// rewrites every message's key with the mapping, writes region-split bulk-load files and DELETE
+// statements in rolls, and commits Kafka offsets only once the files holding those messages are
+// durable.
+//
+// Design:
+//
+//   - One worker per assigned partition reads it in offset order (kafka-go partition reader),
+//     decodes messages (source/kafka.Decoder), applies the mapping (transform.Evaluator) and
+//     appends rows to the partition's current roll: one segment per region, each with an upsert
+//     file in the table format and a file of DELETE statements.
+//   - A roll closes when its files reach RollSize or RollInterval after it opened, whichever
+//     comes first (a timer: the interval fires on an idle topic too), and on rebalance and
+//     shutdown. Closing: finish every file (footer, fsync) under a temporary name, sync
+//     rejects.jsonl, rename the files, fsync the folders, rewrite manifest.json, then commit the
+//     offset after the roll's last message to Kafka. A crash anywhere before the commit replays
+//     the roll from the committed offset.
+//   - File names derive from (partition, first offset, roll's last offset) and the transform is
+//     deterministic, so a replay writes the same names with the same content. After a crash the
+//     worker finds the interrupted roll's end in the names already on disk and closes its replay
+//     there, reproducing the files exactly.
+//   - Deletes (tombstones, Debezium "d", an update that moves a row to a new key) are DELETE
+//     statements in the segment's .sql file, applied after its upserts. An upsert of a key that
+//     was deleted earlier in the same segment starts a new segment for that region, so "upserts,
+//     then deletes" per segment always equals the message order.
+//   - Rebalances use kafka-go's ConsumerGroup/Generation API directly: when a generation ends,
+//     every worker closes its roll and commits through that generation before the next join, so
+//     partitions move to another member without loss (and with no replay of committed rolls).
+package replicate
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/files"
+	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/transform"
+)
+
+// Defaults.
+const (
+	DefaultRollSize     = 64 << 20
+	DefaultRollInterval = time.Minute
+	DefaultMemory       = 128 << 20
+)
+
+// Config wires one replicator.
+type Config struct {
+	Kafka   kafka.Config // brokers, topic, group (required), format, security
+	Program *transform.Program
+	// Plan is the region plan. It must stay the same for the life of the output directory:
+	// SaveState records it and New refuses a different one.
+	Plan   pipeline.RegionPlan
+	Format files.Format
+	OutDir string
+
+	// RollSize closes a partition's roll when its files (all regions together) reach this
+	// many bytes, estimated from the compression seen so far. Default 64 MiB.
+	RollSize int64
+	// RollInterval closes a roll this long after its first message, even if no message
+	// arrives afterwards. Default 1 minute.
+	RollInterval time.Duration
+	// Memory bounds the rows buffered in all open segments (encoded chunks are written as
+	// the budget fills). Default 128 MiB.
+	Memory int64
+
+	Group GroupOptions
+
+	// RegionSize flags regions over this size in the manifest (default Program.RegionSize()).
+	RegionSize int64
+	Version    string // rekey's version, for the manifest
+	Logger     *zap.Logger
+
+	// Hooks inject faults in tests: a non-nil error from a hook fails the run there, as a crash
+	// would (nothing more is committed).
+	Hooks Hooks
+}
+
+// GroupOptions tune the consumer group; zero values take kafka-go's defaults.
+type GroupOptions struct {
+	SessionTimeout    time.Duration // default 30s
+	HeartbeatInterval time.Duration // default 3s
+	RebalanceTimeout  time.Duration // default 60s: the time a member gets to close its rolls
+	JoinBackoff       time.Duration // default 1s
+	// StartOffset is where partitions without a committed offset start: kafkago.FirstOffset
+	// (default) or kafkago.LastOffset.
+	StartOffset int64
+}
+
+// Hooks are called by a partition's worker while it closes a roll.
+type Hooks struct {
+	// BeforeCommitFiles runs when the roll's files are finished under temporary names.
+	BeforeCommitFiles func(partition int, first, last int64) error
+	// AfterCommitFiles runs when the files are renamed and the manifest written, before the
+	// offset commit.
+	AfterCommitFiles func(partition int, first, last int64) error
+}
+
+// Validate checks the configuration and fills in defaults.
+func (c *Config) Validate() error {
+	var errs []error
+	if err := c.Kafka.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Kafka.Group == "" {
+		errs = append(errs, errors.New("replicate: a consumer group is required (kafka://.../TOPIC?group=NAME)"))
+	}
+	if c.Program == nil {
+		errs = append(errs, errors.New("replicate: no mapping"))
+	}
+	if c.Format == nil {
+		errs = append(errs, errors.New("replicate: no file format"))
+	}
+	if c.OutDir == "" {
+		errs = append(errs, errors.New("replicate: no output directory"))
+	}
+	if c.RollSize < 0 || c.RollInterval < 0 || c.Memory < 0 {
+		errs = append(errs, errors.New("replicate: roll size, roll interval and memory must not be negative"))
+	}
+	if c.RollSize == 0 {
+		c.RollSize = DefaultRollSize
+	}
+	if c.RollInterval == 0 {
+		c.RollInterval = DefaultRollInterval
+	}
+	if c.Memory == 0 {
+		c.Memory = DefaultMemory
+	}
+	if c.Program != nil {
+		if t := c.Program.Target(); c.Plan.Count() > 1 && c.Plan.Type != t.Columns[0].Type {
+			errs = append(errs, fmt.Errorf("replicate: region plan typed %s, first key column %s is %s", c.Plan.Type, t.Columns[0].Name, t.Columns[0].Type))
+		}
+		if c.RegionSize == 0 {
+			c.RegionSize = c.Program.RegionSize()
+		}
+	}
+	g := &c.Group
+	if g.SessionTimeout == 0 {
+		g.SessionTimeout = 30 * time.Second
+	}
+	if g.HeartbeatInterval == 0 {
+		g.HeartbeatInterval = 3 * time.Second
+	}
+	if g.RebalanceTimeout == 0 {
+		g.RebalanceTimeout = 60 * time.Second
+	}
+	if g.JoinBackoff == 0 {
+		g.JoinBackoff = time.Second
+	}
+	if g.StartOffset == 0 {
+		g.StartOffset = kafkago.FirstOffset
+	}
+	if g.StartOffset != kafkago.FirstOffset && g.StartOffset != kafkago.LastOffset {
+		errs = append(errs, errors.New("replicate: StartOffset must be kafka-go's FirstOffset or LastOffset"))
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,520 @@
+package replicate_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/source/kafka/kafkatest"
+)
+
+func TestJSONEndToEnd(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-json", 3)
+	msgs, want, poison := jsonStream(3, 400)
+	c.Produce(t, topic, msgs...)
+	dir := t.TempDir()
+	cfg := config(t, c, topic, "g-json", "json", dir)
+	rn := start(t, cfg)
+	waitCommitted(t, c, "g-json", topic, endOffsets(t, c, topic), 60*time.Second)
+
+	// metrics and health while running
+	srv := httptest.NewServer(rn.r.Handler())
+	defer srv.Close()
+	body := get(t, srv.URL+"/metrics")
+	for _, s := range []string{"rekey_messages_in_total 1200", "rekey_messages_rejected_total", "rekey_files_committed_total",
+		`rekey_consumer_lag{topic="` + topic + `",partition="0"} 0`, "rekey_roll_seconds_count", "rekey_deletes_total"} {
+		if !strings.Contains(body, s) {
+			t.Errorf("/metrics lacks %q:\n%s", s, body)
+		}
+	}
+	if h := get(t, srv.URL+"/healthz"); !strings.HasPrefix(h, "ok consuming") {
+		t.Errorf("/healthz: %q", h)
+	}
+	if err := rn.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	p := program(t)
+	got := applyOutputs(t, p.Target(), plan(t, p), dir)
+	compareModels(t, got, want)
+	if rj := rejectsOf(t, dir); !sameSet(rj, poison) {
+		t.Errorf("rejects %d, want %d poison messages", len(rj), len(poison))
+	}
+	m := readManifest(t, dir)
+	if m.Replication.Deletes == 0 || m.Files == 0 || m.RowsIn != 1200 {
+		t.Errorf("manifest: %d deletes, %d files, rows_in %d", m.Replication.Deletes, m.Files, m.RowsIn)
+	}
+	for _, f := range []string{"ddl.sql", "bulkload.json", replicate.StateFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func get(t testing.TB, url string) string {
+	t.Helper()
+	resp, err := httpGet(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func sameSet(a, b map[string]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// debeziumStream: orders whose source key is orderid; creates, snapshot reads, updates (a third
+// of them change userid, hence the target key), deletes followed by tombstones, re-creates, and
+// half of the events wrapped by the JSON converter with a schema.
+func debeziumStream(parts, n int) ([]kafkago.Message, model) {
+	want := model{}
+	var msgs []kafkago.Message
+	schema := `{"type":"struct","fields":[],"optional":false,"name":"x.Envelope"}`
+	for p := 0; p < parts; p++ {
+		live := map[int64]row{}
+		for i := 0; i < n; i++ {
+			orderid := int64(p*1000 + (i*11)%60)
+			key := []byte(fmt.Sprintf(`{"orderid":%d}`, orderid))
+			cur, exists := live[orderid]
+			var env string
+			switch {
+			case !exists:
+				r := row{userid: fmt.Sprintf("u%d", i%9), amount: int64(i), note: "c" + fmt.Sprint(i)}
+				op := "c"
+				if i < 20 {
+					op = "r"
+				}
+				env = fmt.Sprintf(`{"before":null,"after":%s,"op":"%s","ts_ms":1}`, rowJSON(r, orderid), op)
+				live[orderid] = r
+				want.upsert(r, orderid)
+			case i%4 == 3:
+				env = fmt.Sprintf(`{"before":%s,"after":null,"op":"d","ts_ms":1}`, rowJSON(cur, orderid))
+				delete(live, orderid)
+				want.delete(cur.userid, orderid)
+				msgs = append(msgs, kafkago.Message{Partition: p, Key: key, Value: wrap(env, schema, i)})
+				msgs = append(msgs, kafkago.Message{Partition: p, Key: key}) // Debezium's tombstone
+				continue
+			default:
+				r := cur
+				r.amount, r.note = int64(i), "u"+fmt.Sprint(i)
+				if i%3 == 0 {
+					r.userid = fmt.Sprintf("u%d", (i+1)%9)
+				}
+				env = fmt.Sprintf(`{"before":%s,"after":%s,"op":"u","ts_ms":1}`, rowJSON(cur, orderid), rowJSON(r, orderid))
+				if r.userid != cur.userid {
+					want.delete(cur.userid, orderid)
+				}
+				live[orderid] = r
+				want.upsert(r, orderid)
+			}
+			msgs = append(msgs, kafkago.Message{Partition: p, Key: key, Value: wrap(env, schema, i)})
+		}
+	}
+	return msgs, want
+}
+
+func rowJSON(r row, orderid int64) string {
+	return fmt.Sprintf(`{"userid":%q,"orderid":%d,"amount":%d,"note":%q}`, r.userid, orderid, r.amount, r.note)
+}
+
+func wrap(env, schema string, i int) []byte {
+	if i%2 == 0 {
+		return []byte(`{"schema":` + schema + `,"payload":` + env + `}`)
+	}
+	return []byte(env)
+}
+
+func TestDebeziumEndToEnd(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-dbz", 2)
+	msgs, want := debeziumStream(2, 600)
+	c.Produce(t, topic, msgs...)
+	dir := t.TempDir()
+	cfg := config(t, c, topic, "g-dbz", "debezium", dir)
+	cfg.Memory = 1 << 20 // small buffers: several row groups per file
+	rn := start(t, cfg)
+	waitCommitted(t, c, "g-dbz", topic, endOffsets(t, c, topic), 60*time.Second)
+	if err := rn.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	p := program(t)
+	compareModels(t, applyOutputs(t, p.Target(), plan(t, p), dir), want)
+	if rj := rejectsOf(t, dir); len(rj) != 0 {
+		t.Errorf("%d rejects", len(rj))
+	}
+	if m := readManifest(t, dir); m.Replication.Deletes == 0 {
+		t.Error("no delete statements")
+	}
+}
+
+var errCrash = errors.New("simulated crash")
+
+// TestCrashRecovery fails the process at the two dangerous points, then restarts it: every
+// message is reflected, and the replayed roll is rewritten with the same names and content (no
+// overlapping segments remain).
+func TestCrashRecovery(t *testing.T) {
+	for _, point := range []string{"after-files", "before-files"} {
+		t.Run(point, func(t *testing.T) {
+			c := kafkatest.Start(t)
+			topic := c.CreateTopic(t, "orders-crash-"+point, 3)
+			group := "g-crash-" + point
+			msgs, want, poison := jsonStream(3, 300)
+			half := len(msgs) / 2
+			// first half of each partition now, the rest after the crash
+			var early, late []kafkago.Message
+			for i, m := range msgs {
+				if i%300 < 150 {
+					early = append(early, m)
+				} else {
+					late = append(late, m)
+				}
+			}
+			_ = half
+			c.Produce(t, topic, early...)
+			dir := t.TempDir()
+			cfg := config(t, c, topic, group, "json", dir)
+			var rolls atomic.Int64
+			hook := func(partition int, first, last int64) error {
+				if partition == 1 && rolls.Add(1) == 2 {
+					return errCrash
+				}
+				return nil
+			}
+			if point == "after-files" {
+				cfg.Hooks.AfterCommitFiles = hook
+			} else {
+				cfg.Hooks.BeforeCommitFiles = hook
+			}
+			rn := start(t, cfg)
+			// roll partition 1 twice: the second close crashes
+			go func() {
+				time.Sleep(700 * time.Millisecond)
+				c.Produce(t, topic, late[:len(late)/2]...)
+			}()
+			select {
+			case err := <-rn.done:
+				if !errors.Is(err, errCrash) {
+					t.Fatalf("run ended with %v, want the crash", err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatal("no crash")
+			}
+			before := c.Committed(t, group, topic, 3)
+			files := hashFiles(t, dir)
+			c.Produce(t, topic, late[len(late)/2:]...)
+
+			cfg.Hooks = replicate.Hooks{}
+			rn = start(t, cfg)
+			waitCommitted(t, c, group, topic, endOffsets(t, c, topic), 60*time.Second)
+			if err := rn.shutdown(t); err != nil {
+				t.Fatal(err)
+			}
+			p := program(t)
+			compareModels(t, applyOutputs(t, p.Target(), plan(t, p), dir), want)
+			if rj := rejectsOf(t, dir); !sameSet(rj, poison) {
+				t.Errorf("rejects %d, want %d", len(rj), len(poison))
+			}
+			checkNoOverlap(t, dir)
+			// same name, same content: the replay rewrote the interrupted roll identically
+			after := hashFiles(t, dir)
+			for name, h := range files {
+				if after[name] != h {
+					t.Errorf("%s changed after the replay", name)
+				}
+			}
+			t.Logf("committed before restart: %v; %d files before, %d after", before, len(files), len(after))
+		})
+	}
+}
+
+// checkNoOverlap: within a region and partition, segments cover disjoint offset ranges (a replay
+// reproduced the interrupted roll's files instead of writing overlapping ones).
+func checkNoOverlap(t testing.TB, dir string) {
+	t.Helper()
+	m := readManifest(t, dir)
+	type rp struct{ r, p int }
+	last := map[rp]int64{}
+	for _, s := range m.Replication.Segments {
+		k := rp{s.Region, s.Partition}
+		if prev, ok := last[k]; ok && s.FirstOffset <= prev && s.RollLast != prev {
+			t.Errorf("region %d partition %d: segment %d-%d overlaps the previous roll ending at %d", s.Region, s.Partition, s.FirstOffset, s.RollLast, prev)
+		}
+		last[k] = s.RollLast
+	}
+}
+
+// TestGroupHandover: two members share the partitions; one leaves mid-stream and the other takes
+// its partitions over from the committed offsets: the two directories together hold everything.
+func TestGroupHandover(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-group", 4)
+	msgs, want, poison := jsonStream(4, 500)
+	var phase [3][]kafkago.Message // every partition has messages in every phase
+	for i, m := range msgs {
+		switch j := i % 500; {
+		case j < 200:
+			phase[0] = append(phase[0], m)
+		case j < 350:
+			phase[1] = append(phase[1], m)
+		default:
+			phase[2] = append(phase[2], m)
+		}
+	}
+	c.Produce(t, topic, phase[0]...)
+	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	a := start(t, config(t, c, topic, "g-two", "json", dirA))
+	b := start(t, config(t, c, topic, "g-two", "json", dirB))
+	// both members get partitions
+	deadline := time.Now().Add(30 * time.Second)
+	for a.r.Metrics().Assigned() == 0 || b.r.Metrics().Assigned() == 0 || a.r.Metrics().Assigned()+b.r.Metrics().Assigned() != 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("assignment: a %d, b %d", a.r.Metrics().Assigned(), b.r.Metrics().Assigned())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	go c.Produce(t, topic, phase[1]...)
+	time.Sleep(300 * time.Millisecond)
+	if err := a.shutdown(t); err != nil { // a leaves mid-stream
+		t.Fatal(err)
+	}
+	c.Produce(t, topic, phase[2]...)
+	waitCommitted(t, c, "g-two", topic, endOffsets(t, c, topic), 60*time.Second)
+	for b.r.Metrics().Assigned() != 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("b holds %d partitions after a left", b.r.Metrics().Assigned())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := b.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	p := program(t)
+	compareModels(t, applyOutputs(t, p.Target(), plan(t, p), dirA, dirB), want)
+	if rj := rejectsOf(t, dirA, dirB); !sameSet(rj, poison) {
+		t.Errorf("rejects %d, want %d", len(rj), len(poison))
+	}
+	if readManifest(t, dirA).Files == 0 {
+		t.Error("a wrote nothing")
+	}
+}
+
+// TestRollInterval: a roll closes at the interval although no further message arrives.
+func TestRollInterval(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-idle", 1)
+	msgs, want, _ := jsonStream(1, 10)
+	dir := t.TempDir()
+	cfg := config(t, c, topic, "g-idle", "json", dir)
+	cfg.RollInterval = time.Second
+	rn := start(t, cfg)
+	defer rn.shutdown(t)
+	for rn.r.Metrics().Assigned() == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.Produce(t, topic, msgs...)
+	sent := time.Now()
+	waitCommitted(t, c, "g-idle", topic, map[int]int64{0: 10}, 20*time.Second)
+	if d := time.Since(sent); d < 900*time.Millisecond || d > 5*time.Second {
+		t.Errorf("committed %v after the last message, want about the 1s interval", d)
+	}
+	p := program(t)
+	compareModels(t, applyOutputs(t, p.Target(), plan(t, p), dir), want)
+	if n := rn.r.Metrics().Rolls.Load(); n != 1 {
+		t.Errorf("%d rolls", n)
+	}
+}
+
+// TestRollSize: rolls close at the size; the last partial roll closes at shutdown.
+func TestRollSize(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-size", 1)
+	var msgs []kafkago.Message
+	want := model{}
+	for i := 0; i < 30000; i++ {
+		r := row{userid: fmt.Sprintf("user-%d", i), amount: int64(i), note: strings.Repeat("x", 40) + fmt.Sprint(i*7919)}
+		msgs = append(msgs, kafkago.Message{Value: []byte(rowJSON(r, int64(i)))})
+		want.upsert(r, int64(i))
+	}
+	c.Produce(t, topic, msgs...)
+	dir := t.TempDir()
+	cfg := config(t, c, topic, "g-size", "json", dir)
+	cfg.RollInterval = time.Hour
+	cfg.RollSize = 256 << 10
+	cfg.Memory = 1 << 20
+	rn := start(t, cfg)
+	deadline := time.Now().Add(60 * time.Second)
+	for rn.r.Metrics().MessagesIn.Load() < 30000 {
+		if time.Now().After(deadline) {
+			t.Fatal("messages not read")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	rolls := rn.r.Metrics().Rolls.Load()
+	if err := rn.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	if rolls < 3 {
+		t.Errorf("%d rolls by size before shutdown", rolls)
+	}
+	waitCommitted(t, c, "g-size", topic, map[int]int64{0: 30000}, 10*time.Second)
+	m := readManifest(t, dir)
+	var max int64
+	for _, s := range m.Replication.Segments {
+		if s.Data != nil && s.Data.Bytes > max {
+			max = s.Data.Bytes
+		}
+	}
+	if max > 2*cfg.RollSize {
+		t.Errorf("a file of %d bytes with rolls of %d", max, cfg.RollSize)
+	}
+	p := program(t)
+	compareModels(t, applyOutputs(t, p.Target(), plan(t, p), dir), want)
+	t.Logf("%d rolls, %d segments, largest file %d bytes", rolls, len(m.Replication.Segments), max)
+}
+
+// TestRestartKeepsPlan: a directory refuses another mapping or plan.
+func TestRestartKeepsPlan(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-state", 1)
+	dir := t.TempDir()
+	cfg := config(t, c, topic, "g-state", "json", dir)
+	if _, err := replicate.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Plan.Splits = cfg.Plan.Splits[:1]
+	if _, err := replicate.New(cfg); err == nil || !strings.Contains(err.Error(), "region plan") {
+		t.Fatalf("a different plan was accepted: %v", err)
+	}
+}
+
+func httpGet(url string) (string, error) {
+	resp, err := httpClient.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// hashFiles returns the SHA-256 of every committed file in the region folders.
+func hashFiles(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	ents, _ := filepath.Glob(filepath.Join(dir, "region-*", "p*"))
+	for _, e := range ents {
+		data, err := os.ReadFile(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		rel, _ := filepath.Rel(dir, e)
+		out[rel] = hex.EncodeToString(sum[:])
+	}
+	return out
+}
+
+var httpClient = &http.Client{Timeout: 5 * time.Second}
+
+// TestIdleMember: a member without partitions waits quietly (no rebalance storm), and a second
+// process on the same directory is refused.
+func TestIdleMember(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-idle-member", 1)
+	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	a := start(t, config(t, c, topic, "g-idle-member", "json", dirA))
+	b := start(t, config(t, c, topic, "g-idle-member", "json", dirB))
+	deadline := time.Now().Add(30 * time.Second)
+	for a.r.Metrics().Assigned()+b.r.Metrics().Assigned() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("no assignment")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if n := a.r.Metrics().Rebalances.Load() + b.r.Metrics().Rebalances.Load(); n > 4 {
+		t.Errorf("%d generations in 1.5s: the idle member makes the group rebalance", n)
+	}
+	// the same directory twice
+	dup := start(t, config(t, c, topic, "g-idle-member", "json", dirA))
+	select {
+	case err := <-dup.done:
+		if err == nil || !strings.Contains(err.Error(), "in use") {
+			t.Errorf("second process on a directory: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("second process on a directory was not refused")
+	}
+	msgs, want, _ := jsonStream(1, 50)
+	c.Produce(t, topic, msgs...)
+	waitCommitted(t, c, "g-idle-member", topic, map[int]int64{0: 50}, 30*time.Second)
+	for _, rn := range []*running{a, b} {
+		if err := rn.shutdown(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := program(t)
+	compareModels(t, applyOutputs(t, p.Target(), plan(t, p), dirA, dirB), want)
+}
+
+// TestSASLGroup replicates through SASL/SCRAM: consumer group, fetches and offset look-ups.
+func TestSASLGroup(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("SASL users are set up in kfake only")
+	}
+	c := kafkatest.Start(t, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "rk", "pw"), kfake.SeedTopics(2, "sasl-orders"))
+	t.Setenv(kafka.PasswordEnv, "pw")
+	cfg := config(t, c, "sasl-orders", "g-sasl", "json", t.TempDir())
+	cfg.Kafka.SASL = kafka.SASLConfig{Mechanism: "scram-sha-512", User: "rk", Password: "pw"}
+	_, tr, err := cfg.Kafka.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.CloseIdleConnections()
+	msgs, want, _ := jsonStream(2, 60)
+	w := c.Writer("sasl-orders")
+	w.Transport = tr
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	rn := start(t, cfg)
+	deadline := time.Now().Add(30 * time.Second)
+	for rn.r.Metrics().MessagesIn.Load() < 120 || rn.r.Metrics().OffsetCommits.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("read %d messages, %d commits", rn.r.Metrics().MessagesIn.Load(), rn.r.Metrics().OffsetCommits.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := rn.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	p := program(t)
+	compareModels(t, applyOutputs(t, p.Target(), plan(t, p), cfg.OutDir), want)
+}

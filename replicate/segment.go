@@ -1,0 +1,305 @@
+package replicate
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/files"
+)
+
+// File names. A segment holds one Kafka partition's messages of one roll routed to one region:
+//
+//	region-0003/p0002-0000000000001234-0000000000005678.parquet   upserts
+//	region-0003/p0002-0000000000001234-0000000000005678.sql       deletes (after the upserts)
+//
+// 1234 is the offset of the segment's first message, 5678 the offset of its roll's last one.
+// Offsets are zero-padded to 16 digits so that names sort in offset order, which is the order
+// to apply segments in (".sql" sorts after ".parquet" and ".csv": a segment's deletes come after
+// its upserts). The name is a function of the messages alone: a replay of the same offsets writes
+// the same names with the same content.
+const offsetDigits = 16
+
+// SegmentName is the base name (without extension) of a segment.
+func SegmentName(partition int, first, rollLast int64) string {
+	return fmt.Sprintf("p%04d-%0*d-%0*d", partition, offsetDigits, first, offsetDigits, rollLast)
+}
+
+// ParseSegmentName reads a name written by SegmentName (any extension).
+func ParseSegmentName(name string) (partition int, first, rollLast int64, ok bool) {
+	base, _, _ := strings.Cut(name, ".")
+	var p int
+	var f, l int64
+	if n, err := fmt.Sscanf(base, "p%d-%d-%d", &p, &f, &l); err != nil || n != 3 {
+		return 0, 0, 0, false
+	}
+	return p, f, l, SegmentName(p, f, l) == base
+}
+
+// DeleteExt is the extension of delete files.
+const DeleteExt = "sql"
+
+// segment is one (region, partition) part of a roll: an upsert file in the table format and a
+// file of DELETE statements, both written under temporary names until the roll commits.
+type segment struct {
+	w      *worker
+	region int
+	first  int64
+	dir    string
+
+	buf  files.Buffer
+	rows int64
+
+	f       *os.File
+	out     countingWriter
+	fw      files.FileWriter
+	rawDone int64 // buffered bytes already encoded into the file
+
+	df    *os.File
+	dw    *bufio.Writer
+	dkeys map[string]struct{}
+	dsize int64
+	dels  int64
+}
+
+func (s *segment) tmpName(ext string) string {
+	return filepath.Join(s.dir, pipeline.TempPrefix+fmt.Sprintf("p%04d-%0*d.%s", s.w.partition, offsetDigits, s.first, ext))
+}
+
+// countingWriter counts the bytes written to the file; a pooled bufio.Writer is attached while
+// a chunk is encoded, so idle segments hold no write buffer.
+type countingWriter struct {
+	f  *os.File
+	bw *bufio.Writer
+	n  int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	var n int
+	var err error
+	if c.bw != nil {
+		n, err = c.bw.Write(p)
+	} else {
+		n, err = c.f.Write(p)
+	}
+	c.n += int64(n)
+	return n, err
+}
+
+var bufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 256<<10) }}
+
+func (c *countingWriter) attach() {
+	c.bw = bufPool.Get().(*bufio.Writer)
+	c.bw.Reset(c.f)
+}
+
+func (c *countingWriter) detach() error {
+	err := c.bw.Flush()
+	c.bw.Reset(nil)
+	bufPool.Put(c.bw)
+	c.bw = nil
+	return err
+}
+
+// add copies one target row into the buffer; a value that does not fit gives a *RowError.
+func (s *segment) add(row []pipeline.Value) error {
+	if err := s.buf.Append(row); err != nil {
+		return err
+	}
+	s.rows++
+	return nil
+}
+
+// used is the bytes buffered and not yet encoded.
+func (s *segment) used() int64 { return s.buf.Used() }
+
+// flush encodes the buffered rows as one chunk (a Parquet row group) into the file.
+func (s *segment) flush() error {
+	if s.buf.Rows() == 0 {
+		return nil
+	}
+	if s.f == nil {
+		if err := os.MkdirAll(s.dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", s.dir, err)
+		}
+		f, err := os.OpenFile(s.tmpName(s.w.r.cfg.Format.Ext()), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("create data file: %w", err)
+		}
+		s.f = f
+		s.out = countingWriter{f: f}
+		s.out.attach()
+		fw, err := s.w.r.cfg.Format.NewWriter(&s.out, s.w.r.target)
+		if derr := s.out.detach(); err == nil {
+			err = derr
+		}
+		if err != nil {
+			return fmt.Errorf("start %s file: %w", s.w.r.cfg.Format.Name(), err)
+		}
+		s.fw = fw
+	}
+	c := s.buf.Cut()
+	raw := c.Mem()
+	before := s.out.n
+	s.out.attach()
+	err := s.fw.Write(c)
+	if derr := s.out.detach(); err == nil {
+		err = derr
+	}
+	c.Release()
+	if err != nil {
+		return fmt.Errorf("write %s: %w", s.f.Name(), err)
+	}
+	s.rawDone += raw
+	s.w.r.noteRatio(raw, s.out.n-before)
+	return nil
+}
+
+// estSize is the expected size of the data file: written bytes plus the buffered rows at the
+// compression ratio seen so far.
+func (s *segment) estSize() int64 {
+	return s.out.n + int64(float64(s.buf.Used())*s.w.r.ratio()) + s.dsize
+}
+
+// deleted tells whether the key was deleted in this segment.
+func (s *segment) deleted(key []byte) bool {
+	if len(s.dkeys) == 0 {
+		return false
+	}
+	_, ok := s.dkeys[string(key)]
+	return ok
+}
+
+// addDelete writes the DELETE of row's key (key is its encoding); repeated keys are written once.
+func (s *segment) addDelete(row []pipeline.Value, key []byte) error {
+	if _, dup := s.dkeys[string(key)]; dup {
+		return nil
+	}
+	if s.df == nil {
+		if err := os.MkdirAll(s.dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", s.dir, err)
+		}
+		f, err := os.OpenFile(s.tmpName(DeleteExt), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("create delete file: %w", err)
+		}
+		s.df = f
+		s.dw = bufio.NewWriterSize(f, 64<<10)
+		s.dkeys = map[string]struct{}{}
+		n, _ := s.dw.WriteString(deleteHeader(s.w.r.target.Table, s.region, s.w.partition, s.first))
+		s.dsize += int64(n)
+	}
+	s.dkeys[string(key)] = struct{}{}
+	w := s.w
+	w.stmt = w.r.dstmt.append(w.stmt[:0], row)
+	n, err := s.dw.Write(w.stmt)
+	s.dsize += int64(n)
+	if err != nil {
+		return fmt.Errorf("write delete file: %w", err)
+	}
+	s.dels++
+	return nil
+}
+
+// segmentFiles is what a committed segment wrote.
+type segmentFiles struct {
+	Region    int
+	Partition int
+	First     int64
+	Last      int64
+	Data      *pipeline.FileInfo // nil: no upserts
+	Deletes   *DeleteFile        // nil: no deletes
+}
+
+// finish closes both files (footer, fsync) under their temporary names.
+func (s *segment) finish() error {
+	var errs []error
+	if err := s.flush(); err != nil {
+		errs = append(errs, err)
+	}
+	if s.f != nil {
+		s.out.attach()
+		err := s.fw.Close()
+		if derr := s.out.detach(); err == nil {
+			err = derr
+		}
+		if err == nil {
+			err = s.f.Sync()
+		}
+		if cerr := s.f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("close data file: %w", err))
+		}
+	}
+	if s.df != nil {
+		err := s.dw.Flush()
+		if err == nil {
+			err = s.df.Sync()
+		}
+		if cerr := s.df.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("close delete file: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// commit renames the finished files to their final names (the caller fsyncs the folders).
+func (s *segment) commit(rollLast int64) (segmentFiles, error) {
+	w := s.w
+	base := SegmentName(w.partition, s.first, rollLast)
+	rel := pipeline.RegionDir(s.region) + "/"
+	sf := segmentFiles{Region: s.region, Partition: w.partition, First: s.first, Last: rollLast}
+	if s.f != nil {
+		name := base + "." + w.r.cfg.Format.Ext()
+		if err := os.Rename(s.f.Name(), filepath.Join(s.dir, name)); err != nil {
+			return sf, fmt.Errorf("commit %s: %w", rel+name, err)
+		}
+		sf.Data = &pipeline.FileInfo{Region: s.region, Path: rel + name, Rows: s.rows, Bytes: s.out.n}
+	}
+	if s.df != nil {
+		name := base + "." + DeleteExt
+		if err := os.Rename(s.df.Name(), filepath.Join(s.dir, name)); err != nil {
+			return sf, fmt.Errorf("commit %s: %w", rel+name, err)
+		}
+		sf.Deletes = &DeleteFile{Region: s.region, Path: rel + name, Keys: s.dels, Bytes: s.dsize}
+	}
+	return sf, nil
+}
+
+// abort closes and removes the temporary files.
+func (s *segment) abort() {
+	if s.f != nil {
+		s.f.Close()
+		os.Remove(s.f.Name())
+		s.f = nil
+	}
+	if s.df != nil {
+		s.df.Close()
+		os.Remove(s.df.Name())
+		s.df = nil
+	}
+}
+
+// release returns the buffer for reuse.
+func (s *segment) release() {
+	if s.buf != nil {
+		if s.buf.Rows() > 0 {
+			s.buf.Cut().Release()
+		}
+		// keep a few small buffers for the next roll; large ones go to the GC
+		if len(s.w.freeBufs) < 2*s.w.r.cfg.Plan.Count() && s.buf.Mem() <= 1<<20 {
+			s.w.freeBufs = append(s.w.freeBufs, s.buf)
+		}
+		s.buf = nil
+	}
+}

@@ -1,0 +1,601 @@
+package replicate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/files"
+	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/transform"
+)
+
+// worker replicates one partition for one generation: it owns the partition's roll, so nothing
+// in it is shared with other workers except the rejects log, the manifest and the metrics.
+type worker struct {
+	r         *Replicator
+	partition int
+	stream    string
+	commit    func(partition int, offset int64) error
+	log       *zap.Logger
+
+	dec     *kafka.Decoder
+	ev      *transform.Evaluator
+	batch   pipeline.Batch
+	rec     pipeline.Record
+	changes []kafka.Change
+	row     []pipeline.Value
+	before  []pipeline.Value
+	key     []byte
+	stmt    []byte
+	budget  int64 // bytes of buffered rows this worker may hold
+
+	tracker    *tracker
+	roll       *roll
+	freeBufs   []files.Buffer
+	timer      *time.Timer
+	hwm        int64
+	saltWarn   bool
+	sinceCheck int64 // message bytes since the last memory and roll-size check
+}
+
+// checkEvery is how many message bytes a worker reads between two memory and roll-size checks.
+const checkEvery = 256 << 10
+
+// roll is the partition's open roll: one current segment per region, plus segments already
+// split off (an upsert of a key deleted in the same segment starts a new one).
+type roll struct {
+	first, last int64
+	opened      time.Time
+	span        *span
+	segs        []*segment // by region; nil until the region gets a change
+	split       []*segment
+	forcedEnd   int64 // replay: the end an earlier process gave this roll, or -1
+	msgs        int64
+}
+
+func (r *Replicator) newWorker(partition int, commit func(int, int64) error, partitions int) *worker {
+	w := &worker{
+		r:         r,
+		partition: partition,
+		stream:    kafka.Stream(r.cfg.Kafka.Topic, partition),
+		commit:    commit,
+		log:       r.log.With(zap.Int("partition", partition)),
+		ev:        r.cfg.Program.NewEvaluator(),
+		tracker:   newTracker(),
+		budget:    r.cfg.Memory / int64(max(1, partitions)),
+	}
+	w.dec, _ = kafka.NewDecoder(r.cfg.Kafka, r.cfg.Program.Source()) // validated by New
+	w.batch = pipeline.Batch{Stream: w.stream, SaltOrigin: true}
+	n := len(r.target.Columns)
+	w.row = make([]pipeline.Value, n)
+	w.before = make([]pipeline.Value, n)
+	return w
+}
+
+// run replicates from offset (or kafka-go's FirstOffset/LastOffset) until wctx ends: then, if
+// the cause is a rebalance or a stop, the roll is closed and committed; on a hard stop (hard
+// cancelled) or another worker's failure it is abandoned, its temporary files removed.
+func (w *worker) run(wctx, hard context.Context, offset int64) (err error) {
+	r := w.r
+	r.metrics.assign(w.partition, true)
+	if offset >= 0 {
+		r.metrics.committed(w.partition, offset)
+		r.metrics.position(w.partition, offset, -1)
+	}
+	w.log.Info("partition assigned", zap.Int64("offset", offset))
+	fctx, fcancel := context.WithCancel(hard)
+	ch := make(chan kafka.FetchBatch, 4)
+	free := make(chan []kafkago.Message, 8)
+	var ferr error
+	var fwg sync.WaitGroup
+	fwg.Add(1)
+	go func() {
+		defer fwg.Done()
+		defer close(ch)
+		ferr = r.cfg.Kafka.FetchPartition(fctx, r.dialer, w.partition, offset, kafka.FetchOptions{Logger: w.log, Free: free}, ch)
+	}()
+	stopFetch := func() {
+		fcancel()
+		for range ch {
+		}
+		fwg.Wait()
+	}
+	w.timer = time.NewTimer(time.Hour)
+	w.timer.Stop()
+	defer w.timer.Stop()
+	defer func() {
+		if err != nil && w.roll != nil {
+			w.abortRoll()
+		}
+		for _, b := range w.freeBufs {
+			if b.Rows() > 0 {
+				b.Cut().Release()
+			}
+		}
+		w.freeBufs = nil
+	}()
+
+	for {
+		select {
+		case b, ok := <-ch:
+			if !ok {
+				fwg.Wait()
+				if hard.Err() != nil {
+					return hard.Err()
+				}
+				if ferr == nil {
+					ferr = fmt.Errorf("partition %d: the fetcher stopped", w.partition)
+				}
+				// keep what was read: close the roll, then fail
+				if cerr := w.closeRoll("fetch error"); cerr != nil {
+					return cerr
+				}
+				return ferr
+			}
+			if b.HighWaterMark > 0 {
+				w.hwm = b.HighWaterMark
+			}
+			if len(b.Messages) == 0 {
+				r.metrics.position(w.partition, -1, b.HighWaterMark)
+				continue
+			}
+			if err := w.process(b.Messages); err != nil {
+				stopFetch()
+				return err
+			}
+			if cap(b.Messages) >= 1024 { // the messages are copied into buffers: reuse the slice
+				clear(b.Messages)
+				select {
+				case free <- b.Messages[:0]:
+				default:
+				}
+			}
+		case <-w.timer.C:
+			if w.roll != nil && w.roll.forcedEnd >= 0 && w.roll.last+1 < w.hwm {
+				// a replay keeps the earlier process's roll boundary while more messages exist
+				w.timer.Reset(w.r.cfg.RollInterval)
+				continue
+			}
+			if err := w.closeRoll("interval"); err != nil {
+				stopFetch()
+				return err
+			}
+		case <-wctx.Done():
+			stopFetch()
+			cause := context.Cause(wctx)
+			if hard.Err() != nil || (cause != errGenerationEnded && cause != errStop) {
+				return fmt.Errorf("partition %d: %w", w.partition, context.Cause(wctx))
+			}
+			reason := "rebalance"
+			if cause == errStop {
+				reason = "stop"
+			}
+			return w.closeRoll(reason)
+		}
+	}
+}
+
+// process handles a batch of fetched messages in offset order.
+func (w *worker) process(msgs []kafkago.Message) error {
+	r := w.r
+	for i := range msgs {
+		m := &msgs[i]
+		if w.roll != nil && w.roll.forcedEnd >= 0 && m.Offset > w.roll.forcedEnd {
+			// the replayed roll's last message is gone (compaction): end it before this one
+			if err := w.closeRoll("replay boundary"); err != nil {
+				return err
+			}
+		}
+		if w.roll == nil {
+			w.openRoll(m.Offset)
+		}
+		rl := w.roll
+		rl.span.extend(m.Offset)
+		rl.last = m.Offset
+		rl.msgs++
+		if err := w.message(m); err != nil {
+			return err
+		}
+		if rl.forcedEnd >= 0 && m.Offset >= rl.forcedEnd {
+			if err := w.closeRoll("replay boundary"); err != nil {
+				return err
+			}
+		}
+	}
+	r.metrics.MessagesIn.Add(int64(len(msgs)))
+	r.metrics.position(w.partition, msgs[len(msgs)-1].Offset+1, w.hwm)
+	w.ev.Reset()
+	w.dec.Reset()
+	if w.roll == nil {
+		return nil
+	}
+	// the memory and size checks walk every segment: do them once per checkEvery bytes read
+	for i := range msgs {
+		w.sinceCheck += int64(len(msgs[i].Key) + len(msgs[i].Value) + 64)
+	}
+	if w.sinceCheck < checkEvery {
+		return nil
+	}
+	w.sinceCheck = 0
+	if err := w.fitMemory(); err != nil {
+		return err
+	}
+	if w.roll.forcedEnd < 0 && w.rollSize() >= r.cfg.RollSize {
+		return w.closeRoll("size")
+	}
+	return nil
+}
+
+func (w *worker) openRoll(first int64) {
+	rl := &roll{first: first, opened: time.Now(), span: w.tracker.open(first), forcedEnd: -1,
+		segs: make([]*segment, w.r.cfg.Plan.Count())}
+	if end, ok := w.r.priorEnd(w.partition, first); ok && end >= first {
+		rl.forcedEnd = end
+		w.log.Info("replaying a roll an earlier process wrote: keeping its boundary", zap.Int64("offset", first), zap.Int64("last", end))
+	}
+	w.roll = rl
+	w.timer.Reset(w.r.cfg.RollInterval)
+}
+
+// segment returns the roll's current segment of a region, creating it: a region's first segment
+// is named by the roll's first offset (so every file of a roll names where it starts, and a
+// replay finds the roll's end from any of them); one split off later by the offset it starts at.
+func (w *worker) segment(region int) (*segment, error) {
+	if s := w.roll.segs[region]; s != nil {
+		return s, nil
+	}
+	return w.newSegment(region, w.roll.first)
+}
+
+func (w *worker) newSegment(region int, offset int64) (*segment, error) {
+	var s *segment
+	s = &segment{w: w, region: region, first: offset, dir: filepath.Join(w.r.cfg.OutDir, pipeline.RegionDir(region))}
+	if n := len(w.freeBufs); n > 0 {
+		s.buf = w.freeBufs[n-1]
+		w.freeBufs = w.freeBufs[:n-1]
+	} else {
+		b, err := w.r.cfg.Format.NewBuffer(w.r.target)
+		if err != nil {
+			return nil, fmt.Errorf("%s buffer: %w", w.r.cfg.Format.Name(), err)
+		}
+		s.buf = b
+	}
+	w.roll.segs[region] = s
+	return s, nil
+}
+
+// message applies one message's changes to the roll.
+func (w *worker) message(m *kafkago.Message) error {
+	r := w.r
+	w.changes = w.dec.Decode(w.changes[:0], m.Key, m.Value)
+	for i := range w.changes {
+		ch := &w.changes[i]
+		if ch.Err != nil {
+			if err := w.reject(m, "source", ch.Err); err != nil {
+				return err
+			}
+			continue
+		}
+		w.rec = pipeline.Record{Values: ch.Values, Seq: m.Offset}
+		if ch.Op == kafka.OpDelete {
+			if err := w.delete(m, ch); err != nil {
+				return err
+			}
+			continue
+		}
+		if rerr := w.ev.Apply(&w.batch, &w.rec, w.row); rerr != nil {
+			if err := w.reject(m, "transform", rerr); err != nil {
+				return err
+			}
+			continue
+		}
+		if ch.Before != nil {
+			if err := w.moveKey(m, ch.Before); err != nil {
+				return err
+			}
+		}
+		region := r.cfg.Plan.Route(w.row[0])
+		s, err := w.segment(region)
+		if err != nil {
+			return err
+		}
+		if len(s.dkeys) > 0 {
+			w.key = appendKey(w.key[:0], w.row, r.target.KeyLen)
+			if s.deleted(w.key) {
+				// upserts of a segment go before its deletes: a key upserted after its delete
+				// starts a new segment, so that the order of the messages is kept
+				w.roll.split = append(w.roll.split, s)
+				w.roll.segs[region] = nil
+				if s, err = w.newSegment(region, m.Offset); err != nil {
+					return err
+				}
+			}
+		}
+		if err := s.add(w.row); err != nil {
+			var rerr *pipeline.RowError
+			if errors.As(err, &rerr) {
+				if err := w.reject(m, "sink", rerr); err != nil {
+					return err
+				}
+				continue
+			}
+			return err
+		}
+		r.metrics.RowsWritten.Add(1)
+	}
+	return nil
+}
+
+// moveKey deletes the old key of an update whose before image maps to another target key.
+func (w *worker) moveKey(m *kafkago.Message, before []pipeline.Value) error {
+	if w.r.cfg.Program.UsesSalt() {
+		if !w.saltWarn {
+			w.saltWarn = true
+			w.log.Warn("the key uses random(n): an update that changes the row's values gets a new salt, and the old key cannot be found to delete it")
+		}
+		return nil
+	}
+	rec := pipeline.Record{Values: before, Seq: m.Offset}
+	if rerr := w.ev.Apply(&w.batch, &rec, w.before); rerr != nil {
+		// the before image may lack non-key columns; only a key error matters
+		rerr.Message = "update: cannot compute the old key from \"before\" to delete it: " + rerr.Message
+		return w.reject(m, "transform", rerr)
+	}
+	if sameKey(w.row, w.before, w.r.target.KeyLen) {
+		return nil
+	}
+	return w.deleteRow(m, w.before)
+}
+
+func sameKey(a, b []pipeline.Value, n int) bool {
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// delete writes the DELETE of the key the values give.
+//
+// Debezium follows every delete event with a tombstone of the same key: when the target key
+// cannot be computed from the message key alone (it uses other columns), the tombstone is
+// dropped (counted in TombstonesDropped), the delete event having done the work.
+func (w *worker) delete(m *kafkago.Message, ch *kafka.Change) error {
+	dbzTombstone := ch.Tombstone && w.r.cfg.Kafka.Format == kafka.FormatDebezium
+	if w.r.cfg.Program.UsesSalt() {
+		if dbzTombstone {
+			w.r.metrics.TombstonesDropped.Add(1)
+			return nil
+		}
+		return w.reject(m, "transform", &pipeline.RowError{Code: kafka.CodeUnsupported,
+			Message: "delete: the key uses random(n), whose salt depends on the row and its offset: the key of the row to delete cannot be computed"})
+	}
+	rec := pipeline.Record{Values: ch.Values, Seq: m.Offset}
+	if rerr := w.ev.Apply(&w.batch, &rec, w.row); rerr != nil {
+		if dbzTombstone && rerr.Code == pipeline.CodeNullKey {
+			w.r.metrics.TombstonesDropped.Add(1)
+			return nil
+		}
+		rerr.Message = "delete: " + rerr.Message
+		return w.reject(m, "transform", rerr)
+	}
+	return w.deleteRow(m, w.row)
+}
+
+func (w *worker) deleteRow(m *kafkago.Message, row []pipeline.Value) error {
+	region := w.r.cfg.Plan.Route(row[0])
+	s, err := w.segment(region)
+	if err != nil {
+		return err
+	}
+	w.key = appendKey(w.key[:0], row, w.r.target.KeyLen)
+	before := s.dels
+	if err := s.addDelete(row, w.key); err != nil {
+		return err
+	}
+	w.r.metrics.Deletes.Add(s.dels - before)
+	return nil
+}
+
+func (w *worker) reject(m *kafkago.Message, stage string, rerr *pipeline.RowError) error {
+	r := w.r
+	rj := &Reject{
+		Reject: pipeline.Reject{Position: "kafka:" + w.stream + ":" + fmt.Sprint(m.Offset), Stream: w.stream, Seq: m.Offset,
+			Stage: stage, Code: rerr.Code, Field: rerr.Field, Message: rerr.Message},
+		Topic: r.cfg.Kafka.Topic, Partition: w.partition, Offset: m.Offset,
+	}
+	const limit = 64 << 10
+	raw := m.Value
+	if len(raw) > limit {
+		raw = raw[:limit]
+	}
+	if m.Value == nil {
+		rj.Raw = "null"
+	} else {
+		rj.Raw = string(raw)
+	}
+	if len(m.Key) > 0 {
+		k := m.Key
+		if len(k) > 4096 {
+			k = k[:4096]
+		}
+		rj.Key = string(k)
+	}
+	r.metrics.Rejected.Add(1)
+	w.log.Debug("message rejected", zap.Int64("offset", m.Offset), zap.String("code", rerr.Code), zap.String("field", rerr.Field))
+	return r.rejects.add(rj)
+}
+
+// fitMemory keeps the memory of the roll's buffers (allocated bytes) within the worker's
+// budget: the fullest buffer is encoded into its file and replaced by an empty one (a flushed
+// buffer keeps its capacity for the next chunk, which an idle region would hold for nothing).
+// A buffer never grows past a row group (64 MiB).
+func (w *worker) fitMemory() error {
+	const rowGroup = 64 << 20
+	for {
+		var total int64
+		var big *segment
+		var bigUsed int64
+		for _, s := range w.roll.allSegments() {
+			u := s.used()
+			if u >= rowGroup {
+				if err := w.flushFresh(s); err != nil {
+					return err
+				}
+				u = 0
+			}
+			total += s.buf.Mem()
+			if u > bigUsed {
+				big, bigUsed = s, u
+			}
+		}
+		if total <= w.budget || big == nil {
+			return nil
+		}
+		if err := w.flushFresh(big); err != nil {
+			return err
+		}
+	}
+}
+
+// flushFresh encodes a segment's buffer and gives the segment an empty buffer.
+func (w *worker) flushFresh(s *segment) error {
+	if err := s.flush(); err != nil {
+		return err
+	}
+	b, err := w.r.cfg.Format.NewBuffer(w.r.target)
+	if err != nil {
+		return err
+	}
+	s.buf = b
+	return nil
+}
+
+func (rl *roll) allSegments() []*segment {
+	out := append([]*segment(nil), rl.split...)
+	for _, s := range rl.segs {
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// rollSize estimates the bytes of the roll's files.
+func (w *worker) rollSize() int64 {
+	var n int64
+	for _, s := range w.roll.split {
+		n += s.estSize()
+	}
+	for _, s := range w.roll.segs {
+		if s != nil {
+			n += s.estSize()
+		}
+	}
+	return n
+}
+
+// closeRoll makes the roll durable and commits its offsets: finish every file (footer, fsync)
+// under its temporary name, sync the rejects, rename, fsync the folders, rewrite the manifest,
+// then commit the offset after the roll's last message.
+func (w *worker) closeRoll(reason string) error {
+	rl := w.roll
+	if rl == nil {
+		return nil
+	}
+	r := w.r
+	start := time.Now()
+	w.timer.Stop()
+	segs := rl.allSegments()
+	for _, s := range segs {
+		if err := s.finish(); err != nil {
+			return fmt.Errorf("partition %d: %w", w.partition, err)
+		}
+	}
+	if h := r.cfg.Hooks.BeforeCommitFiles; h != nil {
+		if err := h(w.partition, rl.first, rl.last); err != nil {
+			return err
+		}
+	}
+	if err := r.rejects.sync(); err != nil {
+		return err
+	}
+	var committed []segmentFiles
+	dirs := map[string]bool{}
+	var nfiles, nbytes int64
+	for _, s := range segs {
+		sf, err := s.commit(rl.last)
+		if err != nil {
+			return fmt.Errorf("partition %d: %w", w.partition, err)
+		}
+		if sf.Data != nil || sf.Deletes != nil {
+			committed = append(committed, sf)
+			dirs[s.dir] = true
+		}
+		if sf.Data != nil {
+			nfiles++
+			nbytes += sf.Data.Bytes
+		}
+		if sf.Deletes != nil {
+			nfiles++
+			nbytes += sf.Deletes.Bytes
+		}
+		r.notePrior(w.partition, s.first, rl.last)
+	}
+	for d := range dirs {
+		if err := pipeline.SyncDir(d); err != nil {
+			return err
+		}
+	}
+	if len(dirs) > 0 {
+		if err := pipeline.SyncDir(r.cfg.OutDir); err != nil {
+			return err
+		}
+	}
+	m := r.metrics
+	if err := r.man.add(committed, m.MessagesIn.Load(), m.RowsWritten.Load(), m.Rejected.Load()); err != nil {
+		return err
+	}
+	m.FilesCommitted.Add(nfiles)
+	m.BytesWritten.Add(nbytes)
+	if h := r.cfg.Hooks.AfterCommitFiles; h != nil {
+		if err := h(w.partition, rl.first, rl.last); err != nil {
+			return err
+		}
+	}
+	for _, s := range segs {
+		s.release()
+	}
+	w.roll = nil
+	if off := w.tracker.done(rl.span); off >= 0 {
+		if err := w.commit(w.partition, off); err != nil {
+			m.CommitErrors.Add(1)
+			w.log.Warn("offset commit failed: the files are durable, their messages will be read again", zap.Int64("offset", off), zap.Error(err))
+		} else {
+			m.OffsetCommits.Add(1)
+			m.committed(w.partition, off)
+		}
+	}
+	m.roll(time.Since(start))
+	w.log.Debug("roll committed", zap.String("reason", reason), zap.Int64("offset", rl.first), zap.Int64("last", rl.last),
+		zap.Int64("messages", rl.msgs), zap.Int64("files", nfiles), zap.Int64("bytes", nbytes), zap.Duration("took", time.Since(start)))
+	return nil
+}
+
+// abortRoll removes the roll's temporary files; its messages will be read again.
+func (w *worker) abortRoll() {
+	for _, s := range w.roll.allSegments() {
+		s.abort()
+		s.release()
+	}
+	w.roll = nil
+}

@@ -1,0 +1,405 @@
+// Package kafka reads Kafka topics for rekey with github.com/segmentio/kafka-go.
+//
+// It has three parts:
+//
+//   - Config: brokers, topic, message format, consumer group, SASL (PLAIN, SCRAM-SHA-256/512) and
+//     TLS, parsed from a kafka:// URI (ParseURI) and validated once.
+//   - Decoder: one Kafka message to the changes it makes to the target table: upserts of rows and
+//     deletes of keys. Formats: json (the value is a row object, the key optional, a null value
+//     a delete of the key) and debezium (the change-event envelope of Debezium's relational and
+//     Cassandra connectors, with or without the JSON converter's schema/payload wrapping).
+//   - Window: a bounded, non-committing pipeline.Source (and Sizer, Sampler) over the messages a
+//     topic retains, for `rekey report` and `rekey migrate` over a window of a topic.
+//
+// Continuous replication (consumer groups, rolls, offset commits) lives in package replicate,
+// which builds on the Config and the Decoder.
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+)
+
+// Message formats.
+const (
+	FormatJSON     = "json"
+	FormatDebezium = "debezium"
+)
+
+// Where a window starts.
+const (
+	StartEarliest = "earliest"
+	StartLatest   = "latest"
+)
+
+// PasswordEnv is the environment variable a SASL password is read from when the URI has none
+// (a password in a URI shows in `ps` and shell history).
+const PasswordEnv = "REKEY_KAFKA_PASSWORD"
+
+// Config says where and how to read.
+type Config struct {
+	Brokers []string // host:port, at least one
+	Topic   string
+	// Group is the consumer group of `rekey replicate` (required there). The window source never
+	// joins a group and never commits offsets.
+	Group string
+	// Format of the message values: json (default) or debezium.
+	Format string
+	// KeyColumn names the source column a message key that is not a JSON object fills (a plain
+	// string or number key, as many producers write). Empty: such keys are ignored, and a
+	// tombstone with one is rejected.
+	KeyColumn string
+
+	// Window (the bounded source): Start is earliest (default: the oldest retained messages) or
+	// latest (the newest); Max bounds the messages read in all (0: everything up to the end
+	// offsets seen when the window opens).
+	Start string
+	Max   int64
+
+	SASL SASLConfig
+	TLS  TLSConfig
+
+	ClientID    string        // default "rekey"
+	DialTimeout time.Duration // default 10s
+}
+
+// SASLConfig is SASL authentication. Mechanism is "", "plain", "scram-sha-256" or "scram-sha-512".
+type SASLConfig struct {
+	Mechanism string
+	User      string
+	Password  string
+}
+
+// TLSConfig is TLS to the brokers. Enabled without a CAFile uses the system roots.
+type TLSConfig struct {
+	Enabled            bool
+	CAFile             string // PEM roots
+	CertFile, KeyFile  string // client certificate (mutual TLS)
+	ServerName         string // overrides the name checked in the broker's certificate
+	InsecureSkipVerify bool   // testing only
+}
+
+// URIHelp documents the kafka:// URI for --help texts.
+const URIHelp = `kafka://HOST:PORT[,HOST:PORT...]/TOPIC?PARAMS
+                     format=json|debezium  message values (default json); a null value (tombstone)
+                                           deletes the key in the message key
+                     group=G               consumer group (rekey replicate)
+                     keycol=COLUMN         the column a non-object message key fills
+                     start=earliest|latest window start for report/migrate (default earliest)
+                     max=N                 window size for report/migrate (default: to the end)
+                     sasl=plain|scram-sha-256|scram-sha-512&user=U  (password: ` + PasswordEnv + `)
+                     tls=true&ca=FILE&cert=FILE&key=FILE&servername=NAME&insecure=true`
+
+// ParseURI reads a kafka:// URI (see URIHelp). The password may be given as the password
+// parameter or, better, in the REKEY_KAFKA_PASSWORD environment variable.
+func ParseURI(uri string) (Config, error) {
+	var c Config
+	rest, ok := strings.CutPrefix(uri, "kafka://")
+	if !ok {
+		return c, fmt.Errorf("kafka source %q: want kafka://HOST:PORT[,HOST:PORT]/TOPIC?format=json", uri)
+	}
+	hosts, pathQuery, _ := strings.Cut(rest, "/")
+	path, query, _ := strings.Cut(pathQuery, "?")
+	if at := strings.LastIndexByte(hosts, '@'); at >= 0 {
+		user, pass, hasPass := strings.Cut(hosts[:at], ":")
+		c.SASL.User, _ = url.PathUnescape(user)
+		if hasPass {
+			c.SASL.Password, _ = url.PathUnescape(pass)
+		}
+		hosts = hosts[at+1:]
+	}
+	for _, h := range strings.Split(hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			if !strings.Contains(h, ":") {
+				h += ":9092"
+			}
+			c.Brokers = append(c.Brokers, h)
+		}
+	}
+	topic, err := url.PathUnescape(path)
+	if err != nil {
+		return c, fmt.Errorf("kafka source %q: topic: %w", uri, err)
+	}
+	c.Topic = topic
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return c, fmt.Errorf("kafka source %q: %w", uri, err)
+	}
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	boolParam := func(name string) bool {
+		v := q.Get(name)
+		if v == "" {
+			return false
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			bad("%s=%q: want true or false", name, v)
+		}
+		return b
+	}
+	for name, vals := range q {
+		switch name {
+		case "group", "format", "keycol", "start", "max", "sasl", "user", "password", "tls", "ca",
+			"cert", "key", "servername", "insecure", "client_id":
+			if len(vals) > 1 {
+				bad("%s given %d times", name, len(vals))
+			}
+		default:
+			bad("unknown parameter %q", name)
+		}
+	}
+	c.Group = q.Get("group")
+	c.Format = strings.ToLower(q.Get("format"))
+	c.KeyColumn = q.Get("keycol")
+	c.Start = strings.ToLower(q.Get("start"))
+	if m := q.Get("max"); m != "" {
+		n, err := strconv.ParseInt(m, 10, 64)
+		if err != nil || n < 0 {
+			bad("max=%q: want a number of messages", m)
+		}
+		c.Max = n
+	}
+	c.SASL.Mechanism = strings.ToLower(q.Get("sasl"))
+	if u := q.Get("user"); u != "" {
+		c.SASL.User = u
+	}
+	if p := q.Get("password"); p != "" {
+		c.SASL.Password = p
+	}
+	if c.SASL.Mechanism == "" && c.SASL.User != "" {
+		c.SASL.Mechanism = "plain"
+	}
+	if c.SASL.Mechanism != "" && c.SASL.Password == "" {
+		c.SASL.Password = os.Getenv(PasswordEnv)
+	}
+	c.TLS.Enabled = boolParam("tls")
+	c.TLS.CAFile, c.TLS.CertFile, c.TLS.KeyFile = q.Get("ca"), q.Get("cert"), q.Get("key")
+	c.TLS.ServerName = q.Get("servername")
+	c.TLS.InsecureSkipVerify = boolParam("insecure")
+	if c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.InsecureSkipVerify || c.TLS.ServerName != "" {
+		c.TLS.Enabled = true
+	}
+	c.ClientID = q.Get("client_id")
+	if len(problems) > 0 {
+		return c, fmt.Errorf("kafka source %q: %s", redact(uri), strings.Join(problems, "; "))
+	}
+	return c, c.Validate()
+}
+
+// redact hides a password in a URI for error messages.
+func redact(uri string) string {
+	if i := strings.Index(uri, "password="); i >= 0 {
+		j := strings.IndexByte(uri[i:], '&')
+		if j < 0 {
+			return uri[:i] + "password=xxx"
+		}
+		return uri[:i] + "password=xxx" + uri[i+j:]
+	}
+	return uri
+}
+
+// Validate checks the configuration and fills in defaults.
+func (c *Config) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("kafka: no broker address (kafka://HOST:PORT/TOPIC)"))
+	}
+	for _, b := range c.Brokers {
+		if _, port, err := net.SplitHostPort(b); err != nil || port == "" {
+			errs = append(errs, fmt.Errorf("kafka: broker %q: want HOST:PORT", b))
+		}
+	}
+	if c.Topic == "" || strings.ContainsAny(c.Topic, "/?&") {
+		errs = append(errs, fmt.Errorf("kafka: topic %q: name one topic after the brokers (kafka://HOST:PORT/TOPIC)", c.Topic))
+	}
+	switch c.Format {
+	case "":
+		c.Format = FormatJSON
+	case FormatJSON, FormatDebezium:
+	default:
+		errs = append(errs, fmt.Errorf("kafka: format %q: want json or debezium", c.Format))
+	}
+	switch c.Start {
+	case "":
+		c.Start = StartEarliest
+	case StartEarliest, StartLatest:
+	default:
+		errs = append(errs, fmt.Errorf("kafka: start %q: want earliest or latest", c.Start))
+	}
+	if c.Max < 0 {
+		errs = append(errs, fmt.Errorf("kafka: max %d must not be negative", c.Max))
+	}
+	switch c.SASL.Mechanism {
+	case "":
+	case "plain", "scram-sha-256", "scram-sha-512":
+		if c.SASL.User == "" {
+			errs = append(errs, fmt.Errorf("kafka: sasl=%s needs user=", c.SASL.Mechanism))
+		}
+		if c.SASL.Password == "" {
+			errs = append(errs, fmt.Errorf("kafka: sasl=%s needs a password (set %s)", c.SASL.Mechanism, PasswordEnv))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("kafka: sasl %q: want plain, scram-sha-256 or scram-sha-512", c.SASL.Mechanism))
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		errs = append(errs, errors.New("kafka: a TLS client certificate needs both cert= and key="))
+	}
+	if c.ClientID == "" {
+		c.ClientID = "rekey"
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = 10 * time.Second
+	}
+	return errors.Join(errs...)
+}
+
+// Mechanism returns the SASL mechanism, or nil without SASL.
+func (c *Config) Mechanism() (sasl.Mechanism, error) {
+	switch c.SASL.Mechanism {
+	case "":
+		return nil, nil
+	case "plain":
+		return plain.Mechanism{Username: c.SASL.User, Password: c.SASL.Password}, nil
+	case "scram-sha-256":
+		return NewSCRAM(SCRAMSHA256, c.SASL.User, c.SASL.Password)
+	case "scram-sha-512":
+		return NewSCRAM(SCRAMSHA512, c.SASL.User, c.SASL.Password)
+	}
+	return nil, fmt.Errorf("kafka: unknown SASL mechanism %q", c.SASL.Mechanism)
+}
+
+// TLSClientConfig returns the TLS configuration, or nil without TLS.
+func (c *Config) TLSClientConfig() (*tls.Config, error) {
+	if !c.TLS.Enabled {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TLS.ServerName, InsecureSkipVerify: c.TLS.InsecureSkipVerify}
+	if c.TLS.CAFile != "" {
+		pem, err := os.ReadFile(c.TLS.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: TLS CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("kafka: TLS CA file %s holds no PEM certificate", c.TLS.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if c.TLS.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: TLS client certificate: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// Dialer is the kafka-go dialer for readers and consumer groups.
+func (c *Config) Dialer() (*kafkago.Dialer, error) {
+	mech, err := c.Mechanism()
+	if err != nil {
+		return nil, err
+	}
+	tc, err := c.TLSClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	return &kafkago.Dialer{ClientID: c.ClientID, Timeout: c.DialTimeout, DualStack: true, TLS: tc, SASLMechanism: mech}, nil
+}
+
+// Client is a kafka-go client for metadata and offset look-ups; close its Transport with
+// CloseIdleConnections when done.
+func (c *Config) Client() (*kafkago.Client, *kafkago.Transport, error) {
+	mech, err := c.Mechanism()
+	if err != nil {
+		return nil, nil, err
+	}
+	tc, err := c.TLSClientConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	tr := &kafkago.Transport{ClientID: c.ClientID, DialTimeout: c.DialTimeout, TLS: tc, SASL: mech, MetadataTTL: 5 * time.Second}
+	return &kafkago.Client{Addr: kafkago.TCP(c.Brokers...), Transport: tr, Timeout: 30 * time.Second}, tr, nil
+}
+
+// PartitionOffsets are one partition's retained offsets: [First, End) (End is the high
+// watermark, the offset the next message will get).
+type PartitionOffsets struct {
+	Partition  int
+	First, End int64
+}
+
+// Offsets looks up the topic's partitions and their first and end offsets.
+func (c *Config) Offsets(ctx context.Context) ([]PartitionOffsets, error) {
+	cl, tr, err := c.Client()
+	if err != nil {
+		return nil, err
+	}
+	defer tr.CloseIdleConnections()
+	return offsets(ctx, cl, c.Topic)
+}
+
+func offsets(ctx context.Context, cl *kafkago.Client, topic string) ([]PartitionOffsets, error) {
+	md, err := cl.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return nil, fmt.Errorf("kafka: metadata of topic %s: %w", topic, err)
+	}
+	var parts []int
+	for _, t := range md.Topics {
+		if t.Name != topic {
+			continue
+		}
+		if t.Error != nil {
+			return nil, fmt.Errorf("kafka: topic %s: %w", topic, t.Error)
+		}
+		for _, p := range t.Partitions {
+			parts = append(parts, p.ID)
+		}
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("kafka: topic %s not found (or it has no partitions)", topic)
+	}
+	req := &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{}}
+	for _, p := range parts {
+		req.Topics[topic] = append(req.Topics[topic], kafkago.FirstOffsetOf(p), kafkago.LastOffsetOf(p))
+	}
+	resp, err := cl.ListOffsets(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: offsets of topic %s: %w", topic, err)
+	}
+	var out []PartitionOffsets
+	for _, po := range resp.Topics[topic] {
+		if po.Error != nil {
+			return nil, fmt.Errorf("kafka: offsets of %s/%d: %w", topic, po.Partition, po.Error)
+		}
+		out = append(out, PartitionOffsets{Partition: po.Partition, First: po.FirstOffset, End: po.LastOffset})
+	}
+	sortOffsets(out)
+	return out, nil
+}
+
+func sortOffsets(o []PartitionOffsets) {
+	for i := 1; i < len(o); i++ {
+		for j := i; j > 0 && o[j].Partition < o[j-1].Partition; j-- {
+			o[j], o[j-1] = o[j-1], o[j]
+		}
+	}
+}
+
+// Stream names a partition's stream in batches, rejects and salts: "topic/3".
+func Stream(topic string, partition int) string { return topic + "/" + strconv.Itoa(partition) }

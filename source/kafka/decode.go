@@ -1,0 +1,581 @@
+package kafka
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/cqlvalue"
+)
+
+// Op is what a change does to the target table.
+type Op uint8
+
+const (
+	OpUpsert Op = iota + 1 // write the row (Lindorm UPSERT semantics)
+	OpDelete               // delete the row whose key the values give
+)
+
+func (o Op) String() string {
+	switch o {
+	case OpUpsert:
+		return "upsert"
+	case OpDelete:
+		return "delete"
+	}
+	return "op(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Reject codes of the Kafka decoder, besides pipeline's parse and type.
+const (
+	// CodeUnsupported: a Debezium event rekey does not replicate (truncate "t", message "m").
+	CodeUnsupported = "unsupported"
+	// CodeDelete: a delete event read by a source that writes upserts only (report, migrate).
+	CodeDelete = "delete"
+)
+
+// Change is one effect of a message on the target table. Values follow the source schema; a
+// delete has the fields its message carries (the key, the before image), the others null. An
+// update whose event carries the old row (Debezium "before") has it in Before, so that the
+// caller can delete the old key when the mapping gives it a different target key.
+type Change struct {
+	Op     Op
+	Values []pipeline.Value
+	Before []pipeline.Value
+	Err    *pipeline.RowError // the message cannot be decoded: reject it (Op is 0)
+	// Tombstone marks the delete of a null-value message, whose values come from the key only.
+	// Debezium sends one after every delete event, so in that format it is redundant.
+	Tombstone bool
+}
+
+// Decoder turns messages into changes. Values alias the message bytes passed to Decode (and the
+// decoder's slab): keep the messages and call Reset only when the changes are consumed. A Decoder
+// is not safe for concurrent use.
+type Decoder struct {
+	format string
+	names  []string
+	types  []cqlvalue.Type
+	index  map[string]int // for wide schemas; nil: linear search
+	keyCol int            // column a non-object message key fills, or -1
+	hint   int            // the column the next member probably names
+
+	slab []pipeline.Value
+	used int
+
+	// Debezium schema cache: the last envelope schema seen and the per-column timestamp divisor
+	// it implies (MicroTimestamp 1000, NanoTimestamp 1e6).
+	lastSchema string
+	scale      []int64
+	scaleAny   bool
+}
+
+// NewDecoder returns a decoder for the configured format into the schema's columns.
+func NewDecoder(cfg Config, schema pipeline.SourceSchema) (*Decoder, error) {
+	if len(schema) == 0 {
+		return nil, fmt.Errorf("kafka: the mapping declares no source columns (source.columns)")
+	}
+	d := &Decoder{format: cfg.Format, keyCol: -1}
+	if d.format == "" {
+		d.format = FormatJSON
+	}
+	if d.format != FormatJSON && d.format != FormatDebezium {
+		return nil, fmt.Errorf("kafka: format %q: want json or debezium", d.format)
+	}
+	for _, c := range schema {
+		t, err := cqlvalue.ParseType(c.Type)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: column %q: %w", c.Name, err)
+		}
+		d.names = append(d.names, c.Name)
+		d.types = append(d.types, t)
+	}
+	if len(d.names) > 16 {
+		d.index = make(map[string]int, len(d.names))
+		for i, n := range d.names {
+			d.index[n] = i
+		}
+	}
+	if cfg.KeyColumn != "" {
+		if d.keyCol = schema.Index(cfg.KeyColumn); d.keyCol < 0 {
+			return nil, fmt.Errorf("kafka: keycol=%s: no such source column (columns: %s)", cfg.KeyColumn, strings.Join(schema.Names(), ", "))
+		}
+	}
+	return d, nil
+}
+
+// Reset recycles the slab: Values of earlier changes become invalid.
+func (d *Decoder) Reset() { d.used = 0 }
+
+func (d *Decoder) alloc() []pipeline.Value {
+	n := len(d.names)
+	if d.used+n > len(d.slab) {
+		// a new slab; the old one stays referenced by earlier changes until Reset
+		d.slab = make([]pipeline.Value, max(4096*n, 2*len(d.slab)))
+		d.used = 0
+	}
+	v := d.slab[d.used : d.used+n : d.used+n]
+	d.used += n
+	clear(v)
+	return v
+}
+
+func (d *Decoder) column(name string) int {
+	// members usually come in the same order in every message: try the one after the last match
+	if h := d.hint; h < len(d.names) && d.names[h] == name {
+		d.hint++
+		return h
+	}
+	i := d.lookup(name)
+	if i >= 0 {
+		d.hint = i + 1
+	}
+	return i
+}
+
+func (d *Decoder) lookup(name string) int {
+	if d.index != nil {
+		if i, ok := d.index[name]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, n := range d.names {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// maybeWrapped tells whether a document may be Kafka Connect's {"schema": ..., "payload": ...}
+// wrapping: its first member is one of the two (the JSON converter writes schema first).
+func maybeWrapped(doc string) bool {
+	i := 0
+	for i < len(doc) && (doc[i] == ' ' || doc[i] == '\t' || doc[i] == '\n' || doc[i] == '\r') {
+		i++
+	}
+	if i >= len(doc) || doc[i] != '{' {
+		return false
+	}
+	for i++; i < len(doc) && (doc[i] == ' ' || doc[i] == '\t' || doc[i] == '\n' || doc[i] == '\r'); i++ {
+	}
+	rest := doc[i:]
+	return strings.HasPrefix(rest, `"schema"`) || strings.HasPrefix(rest, `"payload"`)
+}
+
+// isNullDoc tells whether a value is the JSON literal null, which counts as a tombstone.
+func isNullDoc(v []byte) bool { return len(v) <= 8 && strings.TrimSpace(str(v)) == "null" }
+
+func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// Decode appends the changes of one message (nil value: a tombstone) to dst.
+func (d *Decoder) Decode(dst []Change, key, value []byte) []Change {
+	if d.format == FormatDebezium {
+		return d.debezium(dst, key, value)
+	}
+	if len(value) == 0 || isNullDoc(value) {
+		return append(dst, d.tombstone(key))
+	}
+	vals := d.alloc()
+	doc := str(value)
+	var rerr *pipeline.RowError
+	if maybeWrapped(doc) {
+		var schemaRaw, payloadRaw string
+		members := 0
+		rerr = d.fields(doc, vals, nil, func(name, raw string) {
+			members++
+			switch name {
+			case "schema":
+				schemaRaw = raw
+			case "payload":
+				payloadRaw = raw
+			}
+		})
+		if members == 2 && schemaRaw != "" && strings.HasPrefix(payloadRaw, "{") {
+			// Kafka Connect's JsonConverter with schemas.enable: the row is the payload.
+			clear(vals)
+			rerr = d.fields(payloadRaw, vals, nil, nil)
+		}
+	} else {
+		rerr = d.fields(doc, vals, nil, nil)
+	}
+	if rerr != nil {
+		return append(dst, Change{Err: rerr})
+	}
+	if len(key) > 0 && d.anyNull(vals) {
+		// key fields fill what the value leaves null; a bad key does not spoil a good value
+		d.fillFromKey(vals, key)
+	}
+	return append(dst, Change{Op: OpUpsert, Values: vals})
+}
+
+func (d *Decoder) anyNull(vals []pipeline.Value) bool {
+	for _, v := range vals {
+		if v.K == pipeline.KindNull {
+			return true
+		}
+	}
+	return false
+}
+
+// fields parses the JSON object doc into vals (columns by member name). other, when set, sees
+// every member. In Debezium mode cells written as Cassandra's {"value": v, "deletion_ts": .., "set":
+// ..} are unwrapped.
+func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []int64, other func(name, raw string)) *pipeline.RowError {
+	var rerr *pipeline.RowError
+	d.hint = 0
+	err := cqlvalue.ObjectFields(doc, func(name, raw string) {
+		if other != nil {
+			other(name, raw)
+		}
+		ci := d.column(name)
+		if ci < 0 {
+			return
+		}
+		if d.format == FormatDebezium && len(raw) > 0 && raw[0] == '{' {
+			if v, ok := cassandraCell(raw); ok {
+				raw = v
+			}
+		}
+		if scale != nil && scale[ci] > 1 {
+			raw = scaleInt(raw, scale[ci])
+		}
+		v, err := d.types[ci].FromJSON(raw)
+		if err != nil {
+			if rerr == nil {
+				rerr = &pipeline.RowError{Code: pipeline.CodeType, Field: d.names[ci], Message: err.Error()}
+			}
+			return
+		}
+		vals[ci] = v
+	})
+	if err != nil {
+		return &pipeline.RowError{Code: pipeline.CodeParse, Message: "invalid JSON: " + err.Error()}
+	}
+	return rerr
+}
+
+// cassandraCell unwraps a Debezium Cassandra connector cell {"value": v, "deletion_ts": t, "set": b}.
+func cassandraCell(raw string) (string, bool) {
+	var value string
+	hasValue, other := false, false
+	err := cqlvalue.ObjectFields(raw, func(name, r string) {
+		switch name {
+		case "value":
+			value, hasValue = r, true
+		case "deletion_ts", "set":
+		default:
+			other = true
+		}
+	})
+	if err != nil || !hasValue || other {
+		return "", false
+	}
+	return value, true
+}
+
+// scaleInt divides a JSON integer by div (microseconds or nanoseconds to milliseconds, rounding
+// down); anything else is returned as is.
+func scaleInt(raw string, div int64) string {
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		return raw
+	}
+	q := n / div
+	if n%div != 0 && n < 0 {
+		q--
+	}
+	return strconv.FormatInt(q, 10)
+}
+
+// keyDoc returns the key as a JSON object (unwrapping schema/payload), or "" when it is not one.
+func keyDoc(key []byte) string {
+	k := strings.TrimSpace(str(key))
+	if !strings.HasPrefix(k, "{") {
+		return ""
+	}
+	var schemaRaw, payloadRaw string
+	members := 0
+	if cqlvalue.ObjectFields(k, func(name, raw string) {
+		members++
+		switch name {
+		case "schema":
+			schemaRaw = raw
+		case "payload":
+			payloadRaw = raw
+		}
+	}) != nil {
+		return ""
+	}
+	if members == 2 && schemaRaw != "" {
+		if strings.HasPrefix(payloadRaw, "{") {
+			return payloadRaw
+		}
+		return "" // a wrapped scalar key: handled by keyScalar
+	}
+	return k
+}
+
+// fillFromKey sets null columns from the message key; it returns the fields it found.
+func (d *Decoder) fillFromKey(vals []pipeline.Value, key []byte) (found int, rerr *pipeline.RowError) {
+	if doc := keyDoc(key); doc != "" {
+		tmp := d.alloc()
+		if rerr = d.fields(doc, tmp, nil, nil); rerr != nil {
+			return 0, rerr
+		}
+		for i, v := range tmp {
+			if v.K != pipeline.KindNull {
+				found++
+				if vals[i].K == pipeline.KindNull {
+					vals[i] = v
+				}
+			}
+		}
+		return found, nil
+	}
+	if d.keyCol < 0 {
+		return 0, nil
+	}
+	v, err := d.keyScalar(key)
+	if err != nil {
+		return 0, &pipeline.RowError{Code: pipeline.CodeType, Field: d.names[d.keyCol], Message: "message key: " + err.Error()}
+	}
+	if v.K != pipeline.KindNull {
+		found++
+		if vals[d.keyCol].K == pipeline.KindNull {
+			vals[d.keyCol] = v
+		}
+	}
+	return found, nil
+}
+
+// keyScalar reads a key that is not an object: JSON (a string, a number, a wrapped payload)
+// or, failing that, the raw bytes as text.
+func (d *Decoder) keyScalar(key []byte) (pipeline.Value, error) {
+	t := d.types[d.keyCol]
+	k := strings.TrimSpace(str(key))
+	if strings.HasPrefix(k, "{") {
+		var payloadRaw string
+		if cqlvalue.ObjectFields(k, func(name, raw string) {
+			if name == "payload" {
+				payloadRaw = raw
+			}
+		}) == nil && payloadRaw != "" {
+			return t.FromJSON(payloadRaw)
+		}
+	}
+	if v, err := t.FromJSON(k); err == nil {
+		return v, nil
+	}
+	return t.ParseText(str(key))
+}
+
+// tombstone is the delete a null value means: the key in the message key.
+func (d *Decoder) tombstone(key []byte) Change {
+	if len(key) == 0 {
+		return Change{Err: &pipeline.RowError{Code: pipeline.CodeParse, Message: "tombstone (null value) without a key: nothing to delete"}}
+	}
+	vals := d.alloc()
+	found, rerr := d.fillFromKey(vals, key)
+	if rerr != nil {
+		return Change{Err: rerr}
+	}
+	if found == 0 {
+		msg := "tombstone (null value) whose key names no source column: the key must be a JSON object of key columns"
+		if d.keyCol < 0 {
+			msg += ", or set keycol=COLUMN for plain keys"
+		}
+		return Change{Err: &pipeline.RowError{Code: pipeline.CodeParse, Message: msg}}
+	}
+	return Change{Op: OpDelete, Values: vals, Tombstone: true}
+}
+
+// debezium decodes a Debezium change event: {"before", "after", "op", "ts_ms", "source"},
+// optionally wrapped as {"schema": ..., "payload": {...}} by the JSON converter. Operations: c
+// (create), r (snapshot read), i (Cassandra insert) and u are upserts of after (u also carries
+// before, for key changes); d deletes the key in before (relational) or after (Cassandra's
+// delete event carries the key cells there) or, failing both, the message key. A null value
+// (the tombstone Debezium sends after a delete) deletes the message key again, harmlessly.
+func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
+	if len(value) == 0 || isNullDoc(value) {
+		return append(dst, d.tombstone(key))
+	}
+	doc := str(value)
+	var env envelope
+	if err := env.read(doc); err != nil {
+		return append(dst, Change{Err: &pipeline.RowError{Code: pipeline.CodeParse, Message: "invalid JSON: " + err.Error()}})
+	}
+	if env.payload != "" || env.schema != "" {
+		if env.payload == "null" || env.payload == "" {
+			return append(dst, d.tombstone(key))
+		}
+		schema := env.schema
+		if err := env.read(env.payload); err != nil {
+			return append(dst, Change{Err: &pipeline.RowError{Code: pipeline.CodeParse, Message: "invalid payload: " + err.Error()}})
+		}
+		d.useSchema(schema)
+	} else {
+		d.useSchema("")
+	}
+	var scale []int64
+	if d.scaleAny {
+		scale = d.scale
+	}
+	op, ok := unquoteSimple(env.op)
+	if !ok {
+		msg := "not a Debezium change event: no \"op\" field (use format=json for plain rows)"
+		if env.op != "" {
+			msg = "invalid \"op\" " + env.op
+		}
+		return append(dst, Change{Err: &pipeline.RowError{Code: pipeline.CodeParse, Field: "op", Message: msg}})
+	}
+	image := func(raw, what string) ([]pipeline.Value, *pipeline.RowError) {
+		if raw == "" || raw == "null" {
+			return nil, nil
+		}
+		if raw[0] != '{' {
+			return nil, &pipeline.RowError{Code: pipeline.CodeParse, Field: what, Message: "\"" + what + "\" is not an object"}
+		}
+		vals := d.alloc()
+		if rerr := d.fields(raw, vals, scale, nil); rerr != nil {
+			return nil, rerr
+		}
+		return vals, nil
+	}
+	switch op {
+	case "c", "r", "i", "u":
+		after, rerr := image(env.after, "after")
+		if rerr != nil {
+			return append(dst, Change{Err: rerr})
+		}
+		if after == nil {
+			return append(dst, Change{Err: &pipeline.RowError{Code: pipeline.CodeParse, Field: "after", Message: "op " + op + " without an \"after\" row"}})
+		}
+		if len(key) > 0 && d.anyNull(after) {
+			d.fillFromKey(after, key)
+		}
+		ch := Change{Op: OpUpsert, Values: after}
+		if op == "u" {
+			before, rerr := image(env.before, "before")
+			if rerr != nil {
+				return append(dst, Change{Err: rerr})
+			}
+			ch.Before = before
+		}
+		return append(dst, ch)
+	case "d":
+		img, what := env.before, "before"
+		if img == "" || img == "null" {
+			img, what = env.after, "after"
+		}
+		vals, rerr := image(img, what)
+		if rerr != nil {
+			return append(dst, Change{Err: rerr})
+		}
+		if vals == nil {
+			return append(dst, d.tombstone(key))
+		}
+		if len(key) > 0 && d.anyNull(vals) {
+			d.fillFromKey(vals, key)
+		}
+		return append(dst, Change{Op: OpDelete, Values: vals})
+	case "t", "m":
+		what := "truncate"
+		if op == "m" {
+			what = "logical decoding message"
+		}
+		return append(dst, Change{Err: &pipeline.RowError{Code: CodeUnsupported, Field: "op",
+			Message: "Debezium " + what + " event (op " + op + ") is not replicated: apply it to the Lindorm table by hand"}})
+	}
+	return append(dst, Change{Err: &pipeline.RowError{Code: pipeline.CodeParse, Field: "op", Message: "unknown Debezium op " + strconv.Quote(op)}})
+}
+
+// envelope holds the raw members of a Debezium event (or of its JSON converter wrapping).
+type envelope struct {
+	schema, payload   string
+	op, before, after string
+}
+
+func (e *envelope) read(doc string) error {
+	*e = envelope{}
+	return cqlvalue.ObjectFields(doc, func(name, raw string) {
+		switch name {
+		case "schema":
+			e.schema = raw
+		case "payload":
+			e.payload = raw
+		case "op":
+			e.op = raw
+		case "before":
+			e.before = raw
+		case "after":
+			e.after = raw
+		}
+	})
+}
+
+func unquoteSimple(raw string) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	s := raw[1 : len(raw)-1]
+	if strings.ContainsAny(s, `\"`) {
+		var out string
+		if json.Unmarshal([]byte(raw), &out) != nil {
+			return "", false
+		}
+		return out, true
+	}
+	return s, true
+}
+
+// connectSchema is the part of a Kafka Connect JSON schema rekey reads: the logical type names of
+// the fields of the before/after structs.
+type connectSchema struct {
+	Field  string          `json:"field"`
+	Name   string          `json:"name"`
+	Fields []connectSchema `json:"fields"`
+}
+
+// useSchema updates the per-column timestamp scaling from an envelope schema (cached: Debezium
+// repeats the same schema text in every message).
+func (d *Decoder) useSchema(raw string) {
+	if raw == d.lastSchema {
+		return
+	}
+	d.lastSchema = strings.Clone(raw)
+	d.scale = make([]int64, len(d.names))
+	d.scaleAny = false
+	if raw == "" || raw == "null" {
+		return
+	}
+	var s connectSchema
+	if json.Unmarshal([]byte(raw), &s) != nil {
+		return
+	}
+	for _, img := range s.Fields {
+		if img.Field != "after" && img.Field != "before" {
+			continue
+		}
+		for _, f := range img.Fields {
+			ci := d.column(f.Field)
+			if ci < 0 {
+				continue
+			}
+			var div int64
+			switch f.Name {
+			case "io.debezium.time.MicroTimestamp":
+				div = 1000
+			case "io.debezium.time.NanoTimestamp":
+				div = 1000000
+			}
+			if div > 1 && d.types[ci].Kind == cqlvalue.Timestamp {
+				d.scale[ci] = div
+				d.scaleAny = true
+			}
+		}
+	}
+}

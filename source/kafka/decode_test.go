@@ -1,0 +1,192 @@
+package kafka
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+var testSchema = pipeline.SourceSchema{
+	{Name: "userid", Type: "text"},
+	{Name: "orderid", Type: "bigint"},
+	{Name: "ts", Type: "timestamp"},
+	{Name: "amount", Type: "decimal"},
+}
+
+// show renders changes compactly: "upsert u1|7|1700000000000|1.50" (null as ~), errors as
+// "ERR code: message", before images after " before ".
+func show(cs []Change) string {
+	var parts []string
+	vals := func(v []pipeline.Value) string {
+		var s []string
+		for _, x := range v {
+			if x.IsNull() {
+				s = append(s, "~")
+			} else {
+				s = append(s, x.String())
+			}
+		}
+		return strings.Join(s, "|")
+	}
+	for _, c := range cs {
+		if c.Err != nil {
+			parts = append(parts, "ERR "+c.Err.Code+": "+c.Err.Message)
+			continue
+		}
+		p := c.Op.String() + " " + vals(c.Values)
+		if c.Before != nil {
+			p += " before " + vals(c.Before)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func TestDecodeJSON(t *testing.T) {
+	cases := []struct {
+		name, key, value, want string
+		null                   bool
+	}{
+		{"row", "", `{"userid":"u1","orderid":7,"ts":1700000000000,"amount":"1.50","extra":{"x":1}}`, "upsert u1|7|1700000000000|1.50", false},
+		{"missing fields are null", "", `{"userid":"u1"}`, "upsert u1|~|~|~", false},
+		{"key fills null fields", `{"userid":"u9","orderid":8}`, `{"userid":"u1","ts":"2023-11-14T22:13:20Z"}`, "upsert u1|8|1700000000000|~", false},
+		{"connect wrapping", "", `{"schema":{"type":"struct"},"payload":{"userid":"u2","orderid":3}}`, "upsert u2|3|~|~", false},
+		{"tombstone", `{"userid":"u1","orderid":7}`, "", "delete u1|7|~|~", true},
+		{"tombstone wrapped key", `{"schema":{},"payload":{"userid":"u1","orderid":7}}`, "", "delete u1|7|~|~", true},
+		{"json null is a tombstone", `{"orderid":7}`, "null", "delete ~|7|~|~", false},
+		{"tombstone without key", "", "", "ERR parse: tombstone (null value) without a key", true},
+		{"tombstone with a plain key", "u1", "", "ERR parse: tombstone (null value) whose key names no source column", true},
+		{"bad json", "", `{"userid":"u1",`, "ERR parse: invalid JSON", false},
+		{"not an object", "", `[1,2]`, "ERR parse: invalid JSON: expected a JSON object", false},
+		{"wrong type", "", `{"userid":"u1","orderid":"x7"}`, `ERR type: invalid bigint "x7"`, false},
+	}
+	d, err := NewDecoder(Config{Format: FormatJSON}, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		var key, value []byte
+		if c.key != "" {
+			key = []byte(c.key)
+		}
+		if !c.null {
+			value = []byte(c.value)
+		}
+		got := show(d.Decode(nil, key, value))
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: got %q, want prefix %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDecodeKeyColumn(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatJSON, KeyColumn: "userid"}, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{
+		"u1":                           "delete u1|~|~|~",
+		`"u2"`:                         "delete u2|~|~|~",
+		`{"schema":{},"payload":"u3"}`: "delete u3|~|~|~",
+	} {
+		if got := show(d.Decode(nil, []byte(key), nil)); got != want {
+			t.Errorf("key %s: got %q, want %q", key, got, want)
+		}
+	}
+	if got := show(d.Decode(nil, []byte("u5"), []byte(`{"orderid":1}`))); got != "upsert u5|1|~|~" {
+		t.Errorf("plain key fills the value: %q", got)
+	}
+	if _, err := NewDecoder(Config{KeyColumn: "nope"}, testSchema); err == nil {
+		t.Error("unknown keycol accepted")
+	}
+}
+
+func TestDecodeDebezium(t *testing.T) {
+	schema := `{"type":"struct","fields":[{"type":"struct","fields":[{"type":"string","field":"userid"},{"type":"int64","name":"io.debezium.time.MicroTimestamp","field":"ts"}],"field":"before"},{"type":"struct","fields":[{"type":"string","field":"userid"},{"type":"int64","name":"io.debezium.time.MicroTimestamp","field":"ts"}],"field":"after"}]}`
+	cases := []struct {
+		name, key, value, want string
+		null                   bool
+	}{
+		{"create", "", `{"before":null,"after":{"userid":"u1","orderid":1,"ts":1700000000000},"op":"c","ts_ms":1}`, "upsert u1|1|1700000000000|~", false},
+		{"snapshot read", "", `{"after":{"userid":"u1","orderid":1},"op":"r"}`, "upsert u1|1|~|~", false},
+		{"update", "", `{"before":{"userid":"u1","orderid":1},"after":{"userid":"u2","orderid":1},"op":"u"}`, "upsert u2|1|~|~ before u1|1|~|~", false},
+		{"update without before", "", `{"before":null,"after":{"userid":"u2","orderid":1},"op":"u"}`, "upsert u2|1|~|~", false},
+		{"delete", "", `{"before":{"userid":"u1","orderid":1,"amount":"2"},"after":null,"op":"d"}`, "delete u1|1|~|2", false},
+		{"delete from key", `{"userid":"u1","orderid":1}`, `{"before":null,"after":null,"op":"d"}`, "delete u1|1|~|~", false},
+		{"tombstone", `{"userid":"u1","orderid":1}`, "", "delete u1|1|~|~", true},
+		{"wrapped", "", `{"schema":` + schema + `,"payload":{"before":null,"after":{"userid":"u3","orderid":2,"ts":1700000000000123},"op":"c"}}`, "upsert u3|2|1700000000000|~", false},
+		{"wrapped tombstone", `{"userid":"u1","orderid":1}`, `{"schema":null,"payload":null}`, "delete u1|1|~|~", false},
+		{"cassandra insert", "", `{"after":{"userid":{"value":"u4","deletion_ts":null,"set":true},"orderid":{"value":5,"deletion_ts":null,"set":true}},"op":"i","ts_ms":1}`, "upsert u4|5|~|~", false},
+		{"cassandra delete", "", `{"after":{"userid":{"value":"u4","deletion_ts":1,"set":true},"orderid":{"value":5,"deletion_ts":1,"set":true}},"op":"d"}`, "delete u4|5|~|~", false},
+		{"truncate", "", `{"op":"t","source":{}}`, "ERR unsupported: Debezium truncate event", false},
+		{"no op", "", `{"userid":"u1"}`, "ERR parse: not a Debezium change event", false},
+		{"unknown op", "", `{"op":"x","after":{}}`, `ERR parse: unknown Debezium op "x"`, false},
+		{"create without after", "", `{"op":"c","after":null}`, "ERR parse: op c without an \"after\" row", false},
+		{"bad type", "", `{"op":"c","after":{"orderid":true}}`, "ERR type:", false},
+	}
+	d, err := NewDecoder(Config{Format: FormatDebezium}, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		var key, value []byte
+		if c.key != "" {
+			key = []byte(c.key)
+		}
+		if !c.null {
+			value = []byte(c.value)
+		}
+		got := show(d.Decode(nil, key, value))
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: got %q, want prefix %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDecodeSlabReuse(t *testing.T) {
+	d, _ := NewDecoder(Config{}, testSchema)
+	var cs []Change
+	for i := 0; i < 10000; i++ {
+		cs = d.Decode(cs, nil, []byte(`{"userid":"u","orderid":1}`))
+	}
+	for i, c := range cs {
+		if c.Values[1].I != 1 || c.Values[0].S != "u" {
+			t.Fatalf("change %d corrupted: %v", i, c.Values)
+		}
+	}
+	d.Reset()
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"userid":"u1","orderid":7}`), []byte(`{"op":"c","after":{"userid":"a"}}`))
+	f.Add([]byte(``), []byte(`{"schema":{},"payload":{"before":{"userid":{"value":1}},"op":"u","after":{}}}`))
+	dj, _ := NewDecoder(Config{Format: FormatJSON, KeyColumn: "userid"}, testSchema)
+	dd, _ := NewDecoder(Config{Format: FormatDebezium}, testSchema)
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		for _, d := range []*Decoder{dj, dd} {
+			for _, c := range d.Decode(nil, key, value) {
+				if (c.Err == nil) == (c.Op == 0) {
+					t.Fatalf("change has op %v and err %v", c.Op, c.Err)
+				}
+			}
+			d.Reset()
+		}
+	})
+}
+
+func BenchmarkDecodeJSON(b *testing.B) {
+	schema := pipeline.SourceSchema{{Name: "userid", Type: "text"}, {Name: "orderid", Type: "bigint"}, {Name: "channel", Type: "text"},
+		{Name: "ts", Type: "timestamp"}, {Name: "status", Type: "text"}, {Name: "location", Type: "text"}, {Name: "amount", Type: "decimal"}}
+	d, _ := NewDecoder(Config{}, schema)
+	v := []byte(`{"userid":"user0012345","orderid":1000001234,"channel":"taobao","ts":"2024-05-01T10:00:00.123Z","status":"paid","location":"city-123","amount":"123.45"}`)
+	k := []byte("user0012345")
+	b.ReportAllocs()
+	var cs []Change
+	for i := 0; i < b.N; i++ {
+		cs = d.Decode(cs[:0], k, v)
+		if i%1024 == 0 {
+			d.Reset()
+		}
+	}
+}

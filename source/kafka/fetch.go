@@ -1,0 +1,199 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+)
+
+// FetchOptions tune FetchPartition.
+type FetchOptions struct {
+	MaxBytes int           // bytes per fetch (default 16 MiB)
+	MaxWait  time.Duration // how long the broker holds a fetch that finds no data (default 250ms)
+	BatchLen int           // messages per FetchBatch at most (default 1024)
+	// Free, when set, returns batches' message slices for reuse: the consumer sends a slice
+	// back (cleared) once nothing refers to its messages any more.
+	Free   chan []kafkago.Message
+	Logger *zap.Logger
+}
+
+// FetchBatch is a run of consecutive messages of one partition, in offset order, with the high
+// watermark the broker reported. An empty batch means a fetch found no new message.
+type FetchBatch struct {
+	Messages      []kafkago.Message
+	HighWaterMark int64
+}
+
+// FetchPartition reads one partition from offset (absolute, or kafka-go's FirstOffset /
+// LastOffset) with kafka-go's connection API and sends the messages to out in batches, one
+// channel operation per batch rather than per message (kafka-go's Reader hands messages over one
+// by one). It never joins a group nor commits. Transient errors (leader moves, broker restarts,
+// timeouts) are retried with backoff; an offset older than the partition's first one (deleted by
+// retention) restarts at the first offset, as kafka-go's Reader does. It returns nil when ctx
+// ends; out is never closed.
+func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, partition int, offset int64, o FetchOptions, out chan<- FetchBatch) error {
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = 16 << 20
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = 250 * time.Millisecond
+	}
+	if o.BatchLen <= 0 {
+		o.BatchLen = 1024
+	}
+	log := o.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log = log.With(zap.String("stream", Stream(c.Topic, partition)))
+	send := func(b FetchBatch) bool {
+		select {
+		case out <- b:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && !sleep(ctx, backoff(attempt)) {
+			return nil
+		}
+		conn, start, err := c.dialPartition(ctx, dialer, partition, offset)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, kafkago.OffsetOutOfRange) {
+				// past the end: wait for messages to be produced
+				log.Debug("offset past the partition's end, waiting", zap.Int64("offset", offset))
+				continue
+			}
+			if attempt == 1 || attempt%20 == 0 {
+				log.Warn("kafka: cannot reach the partition leader, retrying", zap.Int("attempt", attempt), zap.Error(err))
+			}
+			continue
+		}
+		attempt = 0
+		offset = start
+		stopWatch := context.AfterFunc(ctx, func() { conn.Close() })
+		var readErr error
+		for readErr == nil {
+			conn.SetReadDeadline(time.Now().Add(o.MaxWait))
+			batch := conn.ReadBatchWith(kafkago.ReadBatchConfig{MinBytes: 1, MaxBytes: o.MaxBytes})
+			hwm := batch.HighWaterMark()
+			var msgs []kafkago.Message // allocated at the first message: idle fetches cost nothing
+			for n := 0; ; n++ {
+				if n%256 == 0 {
+					conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+				}
+				m, err := batch.ReadMessage()
+				if err != nil {
+					break
+				}
+				offset = m.Offset + 1
+				if msgs == nil {
+					select {
+					case msgs = <-o.Free:
+						msgs = msgs[:0]
+					default:
+						msgs = make([]kafkago.Message, 0, o.BatchLen)
+					}
+				}
+				msgs = append(msgs, m)
+				if len(msgs) == o.BatchLen {
+					if !send(FetchBatch{Messages: msgs, HighWaterMark: hwm}) {
+						batch.Close()
+						stopWatch()
+						conn.Close()
+						return nil
+					}
+					msgs = nil
+				}
+			}
+			readErr = batch.Close()
+			if len(msgs) > 0 || readErr == nil {
+				if !send(FetchBatch{Messages: msgs, HighWaterMark: hwm}) {
+					stopWatch()
+					conn.Close()
+					return nil
+				}
+			}
+			switch {
+			case readErr == nil, errors.Is(readErr, io.EOF), errors.Is(readErr, kafkago.RequestTimedOut):
+				readErr = nil
+			case errors.Is(readErr, kafkago.OffsetOutOfRange):
+				conn.SetDeadline(time.Now().Add(10 * time.Second))
+				first, _, err := conn.ReadOffsets()
+				if err == nil && offset < first {
+					log.Warn("kafka: messages were deleted by retention before they were read; continuing at the first retained offset",
+						zap.Int64("offset", offset), zap.Int64("first", first))
+					offset = first
+				}
+			}
+		}
+		stopWatch()
+		conn.Close()
+		if ctx.Err() != nil {
+			return nil
+		}
+		log.Debug("kafka: reconnecting to the partition leader", zap.Error(readErr))
+	}
+}
+
+// dialPartition connects to the partition's leader and seeks to offset (sentinels resolved,
+// an offset before the first retained one moved to it).
+func (c *Config) dialPartition(ctx context.Context, dialer *kafkago.Dialer, partition int, offset int64) (*kafkago.Conn, int64, error) {
+	var lastErr error
+	for _, b := range c.Brokers {
+		conn, err := dialer.DialLeader(ctx, "tcp", b, c.Topic, partition)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		first, last, err := conn.ReadOffsets()
+		if err != nil {
+			conn.Close()
+			return nil, 0, fmt.Errorf("offsets of %s: %w", Stream(c.Topic, partition), err)
+		}
+		switch {
+		case offset == kafkago.FirstOffset, offset < first:
+			offset = first
+		case offset == kafkago.LastOffset:
+			offset = last
+		}
+		start, err := conn.Seek(offset, kafkago.SeekAbsolute)
+		if err != nil {
+			conn.Close()
+			return nil, 0, err
+		}
+		conn.SetDeadline(time.Time{})
+		return conn, start, nil
+	}
+	return nil, 0, lastErr
+}
+
+func backoff(attempt int) time.Duration {
+	d := 50 * time.Millisecond << min(attempt, 6)
+	if d > 2*time.Second {
+		d = 2 * time.Second
+	}
+	return d/2 + rand.N(d/2)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,146 @@
+// Package kafkatest starts a Kafka cluster for tests: franz-go's kfake in process, or the real
+// brokers named in the KAFKA_BROKERS environment variable (comma-separated host:port), so that
+// the same tests run against both. Only tests import it.
+package kafkatest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// Cluster is a running cluster.
+type Cluster struct {
+	Brokers []string
+	Fake    *kfake.Cluster // nil against real brokers
+	suffix  string
+}
+
+// Real tells whether the tests run against real brokers (KAFKA_BROKERS).
+func Real() bool { return os.Getenv("KAFKA_BROKERS") != "" }
+
+// Start returns the cluster for t: real brokers when KAFKA_BROKERS is set (opts are ignored),
+// else a kfake cluster with short group sessions allowed, closed when the test ends.
+func Start(t testing.TB, opts ...kfake.Opt) *Cluster {
+	t.Helper()
+	if env := os.Getenv("KAFKA_BROKERS"); env != "" {
+		c := &Cluster{suffix: fmt.Sprintf("-%d", rand.Uint64()%1e9)}
+		for _, b := range strings.Split(env, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				c.Brokers = append(c.Brokers, b)
+			}
+		}
+		return c
+	}
+	opts = append([]kfake.Opt{kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100 * time.Millisecond)}, opts...)
+	fc, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	t.Cleanup(fc.Close)
+	return &Cluster{Brokers: fc.ListenAddrs(), Fake: fc}
+}
+
+// Topic returns a topic name unique to this cluster run (real brokers keep topics of earlier runs).
+func (c *Cluster) Topic(name string) string { return name + c.suffix }
+
+// CreateTopic creates a topic with n partitions and returns its name (see Topic).
+func (c *Cluster) CreateTopic(t testing.TB, name string, partitions int) string {
+	t.Helper()
+	name = c.Topic(name)
+	cl := &kafkago.Client{Addr: kafkago.TCP(c.Brokers...), Timeout: 10 * time.Second}
+	resp, err := cl.CreateTopics(context.Background(), &kafkago.CreateTopicsRequest{
+		Topics: []kafkago.TopicConfig{{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}},
+	})
+	if err != nil {
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+	if err := resp.Errors[name]; err != nil {
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+	// wait until the metadata shows every partition with a leader
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		conn, err := kafkago.Dial("tcp", c.Brokers[0])
+		if err == nil {
+			parts, err := conn.ReadPartitions(name)
+			conn.Close()
+			if err == nil && len(parts) == partitions {
+				return name
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s: partitions not ready", name)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ByPartition is a balancer that sends each message to its Partition field.
+var ByPartition = kafkago.BalancerFunc(func(m kafkago.Message, partitions ...int) int { return m.Partition })
+
+// Produce writes messages synchronously; each goes to its Partition field.
+func (c *Cluster) Produce(t testing.TB, topic string, msgs ...kafkago.Message) {
+	t.Helper()
+	w := c.Writer(topic)
+	defer w.Close()
+	for len(msgs) > 0 {
+		n := min(len(msgs), 10000)
+		if err := w.WriteMessages(context.Background(), msgs[:n]...); err != nil {
+			t.Fatalf("produce to %s: %v", topic, err)
+		}
+		msgs = msgs[n:]
+	}
+}
+
+// Writer returns a writer to topic that places messages by their Partition field.
+func (c *Cluster) Writer(topic string) *kafkago.Writer {
+	return &kafkago.Writer{
+		Addr:         kafkago.TCP(c.Brokers...),
+		Topic:        topic,
+		Balancer:     ByPartition,
+		BatchSize:    1000,
+		BatchBytes:   4 << 20,
+		BatchTimeout: time.Millisecond,
+		RequiredAcks: kafkago.RequireAll,
+	}
+}
+
+// Committed returns the group's committed offsets of topic by partition (absent: none).
+func (c *Cluster) Committed(t testing.TB, group, topic string, partitions int) map[int]int64 {
+	t.Helper()
+	cl := &kafkago.Client{Addr: kafkago.TCP(c.Brokers...), Timeout: 10 * time.Second}
+	var ps []int
+	for i := 0; i < partitions; i++ {
+		ps = append(ps, i)
+	}
+	resp, err := cl.OffsetFetch(context.Background(), &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: ps}})
+	if err != nil {
+		t.Fatalf("offset fetch: %v", err)
+	}
+	out := map[int]int64{}
+	for _, p := range resp.Topics[topic] {
+		if p.Error == nil && p.CommittedOffset >= 0 {
+			out[p.Partition] = p.CommittedOffset
+		}
+	}
+	return out
+}
+
+// FreePort returns a free TCP port on 127.0.0.1.
+func FreePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

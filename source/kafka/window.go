@@ -1,0 +1,339 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// Window is a bounded, non-committing source over the messages a topic retains: from the
+// earliest offsets (Start "earliest") or ending at the latest ones ("latest"), at most Max
+// messages in all (shared among partitions in proportion to what each retains), never past the
+// end offsets seen when the window was opened. It never joins a consumer group and never commits
+// offsets, so `rekey report` and `rekey migrate` can look at a topic that is being replicated.
+//
+// Each partition is one stream ("topic/3") whose batches follow offset order; the records' Seq is
+// the offset and the batches set SaltOrigin. Upserts become records; a message that cannot be
+// decoded becomes a record with Err (code parse or type), and so does a delete (code "delete":
+// report and migrate write rows, `rekey replicate` applies deletes). An update that moves a row
+// to a new key yields only the new row here.
+//
+// It implements pipeline.Source, pipeline.Sizer and pipeline.Sampler.
+type Window struct {
+	cfg    Config
+	schema pipeline.SourceSchema
+	log    *zap.Logger
+	dialer *kafkago.Dialer
+	parts  []windowPart
+	total  int64
+
+	// BatchSize is the number of records per batch (default 1024).
+	BatchSize int
+	// Idle ends a partition's stream when no message arrives for this long before its end
+	// offset is reached (compacted topics and transaction markers leave gaps before the end).
+	// Default 5s.
+	Idle time.Duration
+}
+
+type windowPart struct {
+	partition  int
+	start, end int64 // [start, end)
+}
+
+var (
+	_ pipeline.Source  = (*Window)(nil)
+	_ pipeline.Sizer   = (*Window)(nil)
+	_ pipeline.Sampler = (*Window)(nil)
+)
+
+// NewWindow validates cfg, looks up the topic's partitions and offsets and fixes the window.
+func NewWindow(ctx context.Context, cfg Config, schema pipeline.SourceSchema, logger *zap.Logger) (*Window, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := NewDecoder(cfg, schema); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	dialer, err := cfg.Dialer()
+	if err != nil {
+		return nil, err
+	}
+	offs, err := cfg.Offsets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := &Window{cfg: cfg, schema: schema, log: logger, dialer: dialer, BatchSize: 1024, Idle: 5 * time.Second}
+	w.parts, w.total = windowParts(offs, cfg.Start, cfg.Max)
+	logger.Info("kafka window", zap.String("topic", cfg.Topic), zap.Int("partitions", len(offs)),
+		zap.String("start", cfg.Start), zap.Int64("messages", w.total))
+	return w, nil
+}
+
+// windowParts splits max messages among partitions in proportion to what each retains.
+func windowParts(offs []PartitionOffsets, start string, max int64) ([]windowPart, int64) {
+	var avail int64
+	for _, o := range offs {
+		avail += o.End - o.First
+	}
+	parts := make([]windowPart, 0, len(offs))
+	var total int64
+	for i, o := range offs {
+		n := o.End - o.First
+		if max > 0 && max < avail {
+			// largest-remainder-free split: floor shares, the last partitions take the rest
+			share := max * n / avail
+			if i == len(offs)-1 {
+				share = max - total
+				if share > n {
+					share = n
+				}
+			}
+			n = share
+		}
+		p := windowPart{partition: o.Partition, start: o.First, end: o.First + n}
+		if start == StartLatest {
+			p.start, p.end = o.End-n, o.End
+		}
+		parts = append(parts, p)
+		total += n
+	}
+	return parts, total
+}
+
+// EstimatedRows is the number of messages in the window.
+func (w *Window) EstimatedRows() int64 { return w.total }
+
+// Run reads every partition's window and sends its batches to out.
+func (w *Window) Run(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
+	g, ctx := errgroup.WithContext(ctx)
+	for _, p := range w.parts {
+		stream := Stream(w.cfg.Topic, p.partition)
+		from := p.start
+		if st, ok := resume[stream]; ok {
+			if st.Done {
+				continue
+			}
+			if st.Cursor != "" {
+				off, err := strconv.ParseInt(st.Cursor, 10, 64)
+				if err != nil || off < p.start {
+					return fmt.Errorf("kafka: stream %s: bad resume cursor %q (the window starts at %d: were the messages deleted by retention?)", stream, st.Cursor, p.start)
+				}
+				from = off
+			}
+		}
+		g.Go(func() error { return w.runPart(ctx, p, from, out) })
+	}
+	return g.Wait()
+}
+
+func (w *Window) runPart(ctx context.Context, p windowPart, from int64, out chan<- pipeline.Batch) error {
+	stream := Stream(w.cfg.Topic, p.partition)
+	send := func(b pipeline.Batch) error {
+		select {
+		case out <- b:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if from >= p.end {
+		return send(pipeline.Batch{Stream: stream, Cursor: strconv.FormatInt(p.end, 10), Done: true, SaltOrigin: true})
+	}
+	dec, err := NewDecoder(w.cfg, w.schema)
+	if err != nil {
+		return err
+	}
+	var recs []pipeline.Record
+	next := from
+	flush := func(done bool) error {
+		b := pipeline.Batch{Stream: stream, Records: recs, Cursor: strconv.FormatInt(next, 10), Done: done, SaltOrigin: true}
+		recs = nil
+		return send(b)
+	}
+	err = w.read(ctx, p.partition, from, p.end, func(m *kafkago.Message) error {
+		recs = append(recs, w.record(dec, m))
+		next = m.Offset + 1
+		if len(recs) >= w.BatchSize {
+			return flush(false)
+		}
+		return nil
+	}, func() error {
+		if len(recs) > 0 {
+			return flush(false)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	w.log.Debug("partition window read", zap.String("stream", stream), zap.Int64("offset", next))
+	return flush(true)
+}
+
+// record turns a message into the window's record: the upsert, or an error.
+func (w *Window) record(dec *Decoder, m *kafkago.Message) pipeline.Record {
+	changes := dec.Decode(nil, m.Key, m.Value)
+	r := pipeline.Record{Seq: m.Offset}
+	c := changes[0]
+	switch {
+	case c.Err != nil:
+		r.Err = c.Err
+	case c.Op == OpDelete:
+		r.Err = &pipeline.RowError{Code: CodeDelete, Message: "a delete (tombstone or Debezium op d): report and migrate write rows only, rekey replicate applies deletes"}
+	default:
+		r.Values = c.Values
+		return r
+	}
+	r.Raw = rawMessage(m)
+	return r
+}
+
+// rawMessage is a message as rejects.jsonl shows it: the value, or the key of a tombstone.
+func rawMessage(m *kafkago.Message) string {
+	if len(m.Value) == 0 {
+		return "key=" + string(m.Key) + " value=null"
+	}
+	const limit = 64 << 10
+	if len(m.Value) > limit {
+		return string(m.Value[:limit]) + "...(truncated)"
+	}
+	return string(m.Value)
+}
+
+// read calls fn with every message of a partition in [from, end), and idle when no message is
+// ready (a good moment to flush). It stops at end, or after Idle without a message.
+func (w *Window) read(ctx context.Context, partition int, from, end int64, fn func(*kafkago.Message) error, idle func() error) error {
+	fctx, cancel := context.WithCancel(ctx)
+	ch := make(chan FetchBatch, 2)
+	var ferr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(ch)
+		ferr = w.cfg.FetchPartition(fctx, w.dialer, partition, from, FetchOptions{Logger: w.log}, ch)
+	}()
+	defer func() {
+		cancel()
+		for range ch {
+		}
+		wg.Wait()
+	}()
+	timer := time.NewTimer(w.Idle)
+	defer timer.Stop()
+	for {
+		var b FetchBatch
+		var ok bool
+		select {
+		case b, ok = <-ch:
+		case <-timer.C:
+			w.log.Info("no message before the window's end offset; ending the partition's window",
+				zap.String("stream", Stream(w.cfg.Topic, partition)), zap.Int64("offset", from), zap.Int64("end", end))
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if !ok {
+			if ferr != nil {
+				return ferr
+			}
+			return ctx.Err()
+		}
+		if len(b.Messages) == 0 {
+			if err := idle(); err != nil {
+				return err
+			}
+			continue
+		}
+		timer.Reset(w.Idle)
+		for i := range b.Messages {
+			m := &b.Messages[i]
+			if m.Offset >= end {
+				return nil
+			}
+			if err := fn(m); err != nil {
+				return err
+			}
+			from = m.Offset + 1
+		}
+		if from >= end {
+			return nil
+		}
+		if len(ch) == 0 {
+			if err := idle(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// Sample reads up to n records spread over the window: in each partition, runs of consecutive
+// messages starting at evenly spaced offsets. Deletes are left out; records that fail to decode
+// are included with Err set.
+func (w *Window) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
+	if n <= 0 || w.total == 0 {
+		return nil, nil
+	}
+	var mu sync.Mutex
+	var out []pipeline.Record
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, p := range w.parts {
+		size := p.end - p.start
+		if size <= 0 {
+			continue
+		}
+		quota := int64(n) * size / w.total
+		if quota < 1 {
+			quota = 1
+		}
+		if quota > size {
+			quota = size
+		}
+		runs := min(quota, 16)
+		runLen := (quota + runs - 1) / runs
+		g.Go(func() error {
+			dec, err := NewDecoder(w.cfg, w.schema)
+			if err != nil {
+				return err
+			}
+			var recs []pipeline.Record
+			for j := int64(0); j < runs; j++ {
+				from := p.start + j*size/runs
+				end := min(from+runLen, p.end)
+				err := w.read(ctx, p.partition, from, end, func(m *kafkago.Message) error {
+					r := w.record(dec, m)
+					if r.Err == nil || r.Err.Code != CodeDelete {
+						recs = append(recs, r)
+					}
+					return nil
+				}, func() error { return nil })
+				if err != nil {
+					return err
+				}
+			}
+			mu.Lock()
+			out = append(out, recs...)
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out, nil
+}

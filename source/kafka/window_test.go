@@ -1,0 +1,328 @@
+package kafka_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/source/kafka/kafkatest"
+)
+
+var schema = pipeline.SourceSchema{{Name: "userid", Type: "text"}, {Name: "orderid", Type: "bigint"}}
+
+// produceOrders writes n messages per partition: {"userid":"u<p>-<i>","orderid":i}, with a
+// tombstone at i%50==49 and a poison message at i%97==96.
+func produceOrders(t *testing.T, c *kafkatest.Cluster, topic string, parts, n int) {
+	var msgs []kafkago.Message
+	for p := 0; p < parts; p++ {
+		for i := 0; i < n; i++ {
+			m := kafkago.Message{Partition: p, Key: []byte(fmt.Sprintf(`{"userid":"u%d-%d"}`, p, i))}
+			switch {
+			case i%50 == 49:
+			case i%97 == 96:
+				m.Value = []byte(`{"userid":`)
+			default:
+				m.Value = []byte(fmt.Sprintf(`{"userid":"u%d-%d","orderid":%d}`, p, i, i))
+			}
+			msgs = append(msgs, m)
+		}
+	}
+	c.Produce(t, topic, msgs...)
+}
+
+func collect(t *testing.T, src pipeline.Source, resume map[string]pipeline.StreamState) []pipeline.Batch {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out := make(chan pipeline.Batch, 16)
+	errc := make(chan error, 1)
+	go func() { errc <- src.Run(ctx, resume, out); close(out) }()
+	var bs []pipeline.Batch
+	for b := range out {
+		bs = append(bs, b)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	return bs
+}
+
+func TestWindow(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "window", 3)
+	produceOrders(t, c, topic, 3, 500)
+	ctx := context.Background()
+	cfg, err := kafka.ParseURI("kafka://" + c.Brokers[0] + "/" + topic + "?format=json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kafka.NewWindow(ctx, cfg, schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.EstimatedRows() != 1500 {
+		t.Fatalf("EstimatedRows = %d", w.EstimatedRows())
+	}
+	bs := collect(t, w, nil)
+	next := map[string]int64{}
+	done := map[string]bool{}
+	codes := map[string]int{}
+	for _, b := range bs {
+		if !b.SaltOrigin {
+			t.Fatal("SaltOrigin not set")
+		}
+		for _, r := range b.Records {
+			if r.Seq != next[b.Stream] {
+				t.Fatalf("%s: record at offset %d, expected %d", b.Stream, r.Seq, next[b.Stream])
+			}
+			next[b.Stream]++
+			if r.Err != nil {
+				codes[r.Err.Code]++
+				if r.Raw == "" {
+					t.Errorf("reject without raw: %v", r.Err)
+				}
+				continue
+			}
+			p, _ := strconv.Atoi(b.Stream[len(b.Stream)-1:])
+			if want := fmt.Sprintf("u%d-%d", p, r.Seq); r.Values[0].S != want || r.Values[1].I != r.Seq {
+				t.Fatalf("%s:%d = %v", b.Stream, r.Seq, r.Values)
+			}
+		}
+		if b.Cursor != strconv.FormatInt(next[b.Stream], 10) {
+			t.Fatalf("cursor %s after offset %d", b.Cursor, next[b.Stream])
+		}
+		done[b.Stream] = done[b.Stream] || b.Done
+	}
+	if len(done) != 3 || !done[kafka.Stream(topic, 0)] || !done[kafka.Stream(topic, 2)] {
+		t.Fatalf("done: %v", done)
+	}
+	for s, n := range next {
+		if n != 500 {
+			t.Errorf("%s: %d records", s, n)
+		}
+	}
+	// per partition: 10 tombstones (i%50==49), 5 poison (96, 193, 290, 387, 484: none is also a tombstone)
+	if codes[kafka.CodeDelete] != 30 || codes[pipeline.CodeParse] != 15 {
+		t.Errorf("codes: %v", codes)
+	}
+
+	// resume from a cursor: partition 1 continues at 400, partition 0 is done
+	bs = collect(t, w, map[string]pipeline.StreamState{
+		kafka.Stream(topic, 0): {Done: true},
+		kafka.Stream(topic, 1): {Cursor: "400"},
+	})
+	count := map[string]int{}
+	for _, b := range bs {
+		count[b.Stream] += len(b.Records)
+		if b.Stream == kafka.Stream(topic, 1) && len(b.Records) > 0 && b.Records[0].Seq < 400 {
+			t.Fatalf("resumed before the cursor: %d", b.Records[0].Seq)
+		}
+	}
+	if count[kafka.Stream(topic, 0)] != 0 || count[kafka.Stream(topic, 1)] != 100 || count[kafka.Stream(topic, 2)] != 500 {
+		t.Fatalf("resumed counts: %v", count)
+	}
+
+	// a latest window of 300 messages: the last 100 of each partition
+	cfg.Start, cfg.Max = kafka.StartLatest, 300
+	w, err = kafka.NewWindow(ctx, cfg, schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs = collect(t, w, nil)
+	first := map[string]int64{}
+	count = map[string]int{}
+	for _, b := range bs {
+		for _, r := range b.Records {
+			if _, ok := first[b.Stream]; !ok {
+				first[b.Stream] = r.Seq
+			}
+			count[b.Stream]++
+		}
+	}
+	for _, s := range []string{kafka.Stream(topic, 0), kafka.Stream(topic, 1), kafka.Stream(topic, 2)} {
+		if first[s] != 400 || count[s] != 100 {
+			t.Errorf("latest window %s: first %d, %d records", s, first[s], count[s])
+		}
+	}
+
+	// a spread sample
+	cfg.Start, cfg.Max = kafka.StartEarliest, 0
+	w, _ = kafka.NewWindow(ctx, cfg, schema, nil)
+	sample, err := w.Sample(ctx, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sample) < 250 || len(sample) > 300 {
+		t.Fatalf("sample of %d records", len(sample))
+	}
+	var offs []int
+	for _, r := range sample {
+		offs = append(offs, int(r.Seq))
+	}
+	sort.Ints(offs)
+	if offs[len(offs)-1] < 400 {
+		t.Errorf("sample not spread: highest offset %d", offs[len(offs)-1])
+	}
+}
+
+func TestWindowSASL(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("SASL users are set up in kfake only")
+	}
+	for _, mech := range []string{"plain", "scram-sha-256", "scram-sha-512"} {
+		t.Run(mech, func(t *testing.T) {
+			kmech := map[string]string{"plain": "PLAIN", "scram-sha-256": "SCRAM-SHA-256", "scram-sha-512": "SCRAM-SHA-512"}[mech]
+			c := kafkatest.Start(t, kfake.EnableSASL(), kfake.Superuser(kmech, "admin", "s3cret"),
+				kfake.SeedTopics(1, "sasl"))
+			t.Setenv(kafka.PasswordEnv, "s3cret")
+			cfg, err := kafka.ParseURI("kafka://" + c.Brokers[0] + "/sasl?sasl=" + mech + "&user=admin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, tr, err := cfg.Client()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.CloseIdleConnections()
+			w := &kafkago.Writer{Addr: kafkago.TCP(c.Brokers...), Topic: "sasl", Transport: tr, BatchTimeout: time.Millisecond}
+			if err := w.WriteMessages(context.Background(), kafkago.Message{Value: []byte(`{"userid":"a","orderid":1}`)}); err != nil {
+				t.Fatalf("produce with %s: %v", mech, err)
+			}
+			w.Close()
+			win, err := kafka.NewWindow(context.Background(), cfg, schema, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bs := collect(t, win, nil)
+			n := 0
+			for _, b := range bs {
+				n += len(b.Records)
+			}
+			if n != 1 {
+				t.Fatalf("%d records", n)
+			}
+			// a wrong password is refused
+			cfg.SASL.Password = "wrong"
+			if _, err := kafka.NewWindow(context.Background(), cfg, schema, nil); err == nil {
+				t.Fatal("wrong password accepted")
+			}
+		})
+	}
+}
+
+func TestParseURI(t *testing.T) {
+	c, err := kafka.ParseURI("kafka://b1:9092,b2/orders?group=g1&format=debezium&start=latest&max=100&tls=true&keycol=userid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Brokers) != 2 || c.Brokers[1] != "b2:9092" || c.Topic != "orders" || c.Group != "g1" ||
+		c.Format != "debezium" || c.Start != "latest" || c.Max != 100 || !c.TLS.Enabled || c.KeyColumn != "userid" {
+		t.Fatalf("%+v", c)
+	}
+	for _, bad := range []string{
+		"kafka://b1:9092",
+		"kafka:///t",
+		"kafka://b1:9092/t?format=avro",
+		"kafka://b1:9092/t?bogus=1",
+		"kafka://b1:9092/t?sasl=plain&user=u",
+		"kafka://b1:9092/t?sasl=gssapi&user=u&password=p",
+		"kafka://b1:9092/t?max=-1",
+		"kafka://b1:9092/t?cert=a.pem",
+	} {
+		t.Setenv(kafka.PasswordEnv, "")
+		if _, err := kafka.ParseURI(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	c, err = kafka.ParseURI("kafka://alice:pw@b1:9092/t")
+	if err != nil || c.SASL.Mechanism != "plain" || c.SASL.User != "alice" || c.SASL.Password != "pw" {
+		t.Fatalf("userinfo: %+v %v", c.SASL, err)
+	}
+}
+
+// TestWindowTLS reads through TLS, verifying the broker's certificate against a CA file.
+func TestWindowTLS(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("TLS is set up in kfake only")
+	}
+	caPEM, serverCert := selfSignedCA(t)
+	c := kafkatest.Start(t, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{serverCert}}), kfake.SeedTopics(1, "tls"))
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := kafka.ParseURI("kafka://" + c.Brokers[0] + "/tls?tls=true&ca=" + ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tr, err := cfg.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.CloseIdleConnections()
+	w := &kafkago.Writer{Addr: kafkago.TCP(c.Brokers...), Topic: "tls", Transport: tr, BatchTimeout: time.Millisecond}
+	if err := w.WriteMessages(context.Background(), kafkago.Message{Value: []byte(`{"userid":"a","orderid":1}`)}); err != nil {
+		t.Fatalf("produce over TLS: %v", err)
+	}
+	w.Close()
+	win, err := kafka.NewWindow(context.Background(), cfg, schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, b := range collect(t, win, nil) {
+		n += len(b.Records)
+	}
+	if n != 1 {
+		t.Fatalf("%d records over TLS", n)
+	}
+	// without the CA the broker's certificate is refused
+	cfg.TLS.CAFile = ""
+	if _, err := kafka.NewWindow(context.Background(), cfg, schema, nil); err == nil {
+		t.Fatal("an unknown certificate was accepted")
+	}
+}
+
+// selfSignedCA returns a CA certificate (PEM) and a server certificate for 127.0.0.1 it signed.
+func selfSignedCA(t *testing.T) ([]byte, tls.Certificate) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "rekey test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
