@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # rekey's benchmark, one command:   bash bench/run.sh
-# Cases (BENCH_CASES, default all): core, memory.
+# Cases (BENCH_CASES, default all): core, memory, report, kafka.
 #   core    5M-row orders CSV -> 16 regions of zstd Parquet, rekey migrate next to DuckDB doing the
 #           same job in the same run (DuckDB installed from npm into bench/work/duckdb).
 #   memory  rekey migrate from gen:orders with 5M and with 50M rows: peak RSS must not grow.
+#   report  rekey report (dry run, writes nothing) over the core case's CSV, then over gen:orders
+#           with 5M and 50M rows: faster than migrate, peak RSS must not grow.
+#   kafka   2M JSON messages pre-produced to kfake (an in-process Kafka, own process): rekey replicate to Parquet
+#           (rolls of 64 MiB) next to a bare kafka-go group reader draining the same topic
+#           (KAFKA_MESSAGES overrides the count); each side in its own process (bench/kafka).
 # ROWS overrides the row count of the core case. Results: bench/work/results.json and a table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 ROWS=${ROWS:-5000000}
-CASES=${BENCH_CASES:-core memory}
+CASES=${BENCH_CASES:-core memory report kafka}
 WORK=bench/work
 mkdir -p "$WORK"
 go build -o "$WORK/rekey" ./cmd/rekey
@@ -25,6 +30,12 @@ migrate() { # migrate NAME SOURCE
   rm -rf "$WORK/out-$1"
   "$REKEY" migrate -m mappings/orders.yaml --source "$2" --out "$WORK/out-$1" --regions 16 \
     --progress never --stats-json "$WORK/$1.json" > "$WORK/$1.summary"
+  record "$1" "$WORK/$1.json"
+}
+
+report_run() { # report_run NAME SOURCE
+  "$REKEY" report -m mappings/orders.yaml --source "$2" --regions 16 --progress never \
+    --stats-json "$WORK/$1.json" > "$WORK/$1.summary"
   record "$1" "$WORK/$1.json"
 }
 
@@ -55,6 +66,21 @@ for c in $CASES; do
     echo "memory: rekey migrate from gen:orders, 50M rows ..."
     migrate gen_50m "gen:orders?rows=50000000"
     ;;
+  report)
+    CSV="$WORK/orders-$ROWS.csv"
+    [ -f "$CSV" ] || "$REKEY" gen orders --rows "$ROWS" --out "$CSV"
+    echo "report: rekey report, $ROWS rows ..."
+    report_run rekey_report "file:$CSV"
+    echo "report: rekey report from gen:orders, 5M and 50M rows ..."
+    report_run report_gen_5m "gen:orders?rows=5000000"
+    report_run report_gen_50m "gen:orders?rows=50000000"
+    ;;
+  kafka)
+    echo "kafka: rekey replicate vs a bare kafka-go group reader, ${KAFKA_MESSAGES:-2000000} messages ..."
+    go run ./bench/kafka -rekey "$REKEY" -messages "${KAFKA_MESSAGES:-2000000}" -work "$WORK" -json "$WORK/kafka.json" > /dev/null
+    record kafka_bare "$WORK/kafka-bare.json"
+    record kafka_rekey "$WORK/kafka-rekey.json"
+    ;;
   *) echo "unknown case $c" >&2; exit 2 ;;
   esac
 done
@@ -71,5 +97,14 @@ if (r.rekey_migrate && r.duckdb) {
 }
 if (r.gen_5m && r.gen_50m) {
   console.log(`peak RSS 5M rows ${mb(r.gen_5m.peak_rss_bytes)} vs 50M rows ${mb(r.gen_50m.peak_rss_bytes)} (target: unchanged)`);
+}
+if (r.rekey_report && r.rekey_migrate) {
+  console.log(`rekey report / migrate throughput ratio: ${(r.rekey_report.rows_per_sec / r.rekey_migrate.rows_per_sec).toFixed(2)} (target > 1.0)`);
+}
+if (r.report_gen_5m && r.report_gen_50m) {
+  console.log(`report peak RSS 5M rows ${mb(r.report_gen_5m.peak_rss_bytes)} vs 50M rows ${mb(r.report_gen_50m.peak_rss_bytes)} (target: unchanged)`);
+}
+if (r.kafka_rekey && r.kafka_bare) {
+  console.log(`rekey replicate / bare kafka-go reader throughput ratio: ${(r.kafka_rekey.rows_per_sec / r.kafka_bare.rows_per_sec).toFixed(2)} (target >= 0.5); replicate peak RSS ${mb(r.kafka_rekey.peak_rss_bytes)} (target < 512 MiB)`);
 }
 JS

@@ -71,7 +71,7 @@ Start here:
 	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "console", "log format: console or json")
-	root.AddCommand(newMigrateCmd(g), newCheckCmd(g), newDDLCmd(g), newGenCmd(g), newMergeCmd(g), newReplicateCmd(g))
+	root.AddCommand(newMigrateCmd(g), newCheckCmd(g), newDDLCmd(g), newGenCmd(g), newReportCmd(g), newMergeCmd(g), newReplicateCmd(g))
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report"
+	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/transform"
+)
+
+type reportFlags struct {
+	mapping   string
+	source    string
+	sample    string
+	regions   int
+	nodes     int
+	jsonOut   string
+	htmlOut   string
+	strict    bool
+	workers   int
+	tmp       string
+	progress  string
+	statsJSON string
+	quiet     bool
+	memory    string
+}
+
+func newReportCmd(g *globalFlags) *cobra.Command {
+	f := &reportFlags{}
+	cmd := &cobra.Command{
+		Use:   "report -m MAPPING --source URI [--sample N|P%] [--regions N] [--nodes N] [--json FILE] [--html FILE] [--strict]",
+		Short: "Dry run: will this key design hotspot Lindorm, lose rows, and how many regions to pre-split?",
+		Long: `report reads the source (all of it, or a sample) through the mapping a migration would use, routes
+every row to its pre-split region and writes no data files. It prints, worst findings first:
+
+  totals        rows read, rows the mapping rejects (per code, with examples), target bytes
+  key shape     key columns (1-3 recommended, at most 5), key length min/mean/p99/max, keys over 2 KB,
+                JSON or long text inside the key
+  uniqueness    target keys produced by more than one distinct source row: rows bulkload would
+                silently overwrite (exact, via temp files); identical duplicate rows separately
+  first column  distinct values, top values, shared prefix, monotonicity in arrival order
+  regions       rows and bytes per region, max/mean, coefficient of variation, empty regions
+  hotspots      the input in arrival order cut into windows: the busiest region's share of each
+                window (a timestamp or auto-increment first column puts ~100% in one region)
+  advisor       the same analysis for the source key, a hash prefix, a reversed first column, a
+                modulo bucket (integer or time first column) and a salt, ranked, with the reads
+                each keeps as a single GET or SCAN and those that become an N-way fan-out
+  pre-split     regions to pre-split: for bulkload estimated data / 8 GiB, for API writes
+                --nodes x 4, each with its SPLITKEYS
+
+The plan analysed is --regions N, else the mapping's regions: section, else the recommendation;
+when that is a single region, 16 regions are analysed (a single region takes every write).
+
+Exit codes: 0 no errors; 2 errors (colliding keys, keys over 2 KB, too many key columns);
+with --strict, 1 when there are warnings. --json writes every figure (schema: report/README.md);
+--html a self-contained page with charts.
+
+` + sourceHelp,
+		Example: `  rekey report -m mappings/orders.yaml --source 'gen:orders?rows=1000000'
+  rekey report -m mappings/logs.yaml --source file:logs.csv --sample 10% --html report.html
+  rekey report -m mappings/users.yaml --source file:users.csv --nodes 6 --json report.json --strict`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runReport(cmd, g, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
+	fl.StringVar(&f.source, "source", "", "where rows come from: file:PATH or gen:NAME?rows=N (see below)")
+	fl.StringVar(&f.sample, "sample", "", "analyse part of the input: a row count (100000, 1m) or a percentage (5%); default: all")
+	fl.IntVar(&f.regions, "regions", 0, "number of regions to analyse (overrides the mapping's regions:)")
+	fl.IntVar(&f.nodes, "nodes", 0, "Lindorm nodes, for the API-write recommendation (nodes x 4 regions)")
+	fl.StringVar(&f.jsonOut, "json", "", "also write the report as JSON to this file")
+	fl.StringVar(&f.htmlOut, "html", "", "also write the report as a self-contained HTML page to this file")
+	fl.BoolVar(&f.strict, "strict", false, "exit 1 when there are warnings (2 stays for errors)")
+	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "transform workers")
+	fl.StringVar(&f.tmp, "tmp", "", "directory for the collision check's temp files (about 24 bytes + the key per row; removed at the end); default: the system temp directory")
+	fl.StringVar(&f.progress, "progress", "auto", "progress bar: auto (on a terminal), always, never")
+	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
+	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget of the whole process (the report itself needs far less: the garbage collector may use the rest)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line (with --json/--html for the rest)")
+	addCassandraFlags(fl)
+	return cmd
+}
+
+func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
+	logger, err := g.logger()
+	if err != nil {
+		return exitWith(2, err)
+	}
+	defer logger.Sync()
+	sample, err := report.ParseSample(f.sample)
+	if err != nil {
+		return exitWith(2, err)
+	}
+	if f.regions < 0 || f.nodes < 0 {
+		return exitWith(2, errors.New("--regions and --nodes must not be negative"))
+	}
+	memory, err := transform.ParseSize(f.memory)
+	if err != nil {
+		return exitWith(2, fmt.Errorf("--memory: %w", err))
+	}
+	setMemoryBudget(memory) // as migrate does: a lazier GC within the budget
+	prog, err := loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
+	if err != nil {
+		return err
+	}
+	m, err := transform.Load(f.mapping) // the decoded mapping, for the advisor's alternatives
+	if err != nil {
+		return exitWith(2, err)
+	}
+	src, err := openSource(f.source, prog.Source(), logger)
+	if err != nil {
+		return exitWith(2, err)
+	}
+	defer closeSource(src)
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; ok {
+			fmt.Fprintln(os.Stderr, "\nrekey: report interrupted")
+			cancel()
+		}
+	}()
+
+	started := time.Now()
+	// a spread sample of the source places quantile split keys over the whole input; a source
+	// that cannot sample (a stream) is sampled by the report from its first rows
+	var planSample [][]pipeline.Value
+	var est int64
+	if _, ok := src.(pipeline.Sampler); ok {
+		if planSample, err = sampleRows(ctx, src, prog, sampleSize); err != nil {
+			return err
+		}
+		est = estimateBytes(src, prog, planSample)
+	}
+	total := int64(-1)
+	if sz, ok := src.(pipeline.Sizer); ok {
+		total = sz.EstimatedRows()
+	}
+	var counters pipeline.Counters
+	var bytesSeen func() int64 = func() int64 { return 0 }
+	bar := startProgress(f.progress, "analysing", total, &counters, bytesSeen)
+	rep, err := report.Run(ctx, report.Config{
+		Program:        prog,
+		Mapping:        m,
+		Source:         src,
+		SourceURI:      f.source,
+		PlanSample:     planSample,
+		EstimatedBytes: est,
+		Regions:        f.regions,
+		Nodes:          f.nodes,
+		Sample:         sample,
+		Strict:         f.strict,
+		Workers:        f.workers,
+		TmpDir:         f.tmp,
+		Counters:       &counters,
+		Logger:         logger.Named("report"),
+		Generator:      "rekey " + version,
+		FormatSplit:    lindorm.SplitValue,
+	})
+	bar.finish()
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return exitWith(130, errors.New("report interrupted"))
+		}
+		return fmt.Errorf("report failed: %w", err)
+	}
+	logger.Info("report done", zap.Int64("rows", rep.Totals.RowsRead), zap.Duration("took", time.Since(started)))
+
+	if f.jsonOut != "" {
+		if err := writeReportFile(f.jsonOut, func(w io.Writer) error { return report.WriteJSON(w, rep) }); err != nil {
+			return err
+		}
+	}
+	if f.htmlOut != "" {
+		if err := writeReportFile(f.htmlOut, func(w io.Writer) error { return report.WriteHTML(w, rep) }); err != nil {
+			return err
+		}
+	}
+	out := cmd.OutOrStdout()
+	if f.quiet {
+		fmt.Fprintf(out, "%s: %s\n", rep.Mapping.Table, report.VerdictLine(rep))
+	} else if err := report.WriteText(out, rep); err != nil {
+		return err
+	}
+	if f.jsonOut != "" || f.htmlOut != "" {
+		var files [][2]string
+		if f.jsonOut != "" {
+			files = append(files, [2]string{"json", f.jsonOut})
+		}
+		if f.htmlOut != "" {
+			files = append(files, [2]string{"html", f.htmlOut})
+		}
+		fmt.Fprintln(out)
+		table(out, files)
+	}
+	if f.statsJSON != "" {
+		res := pipeline.Result{RowsIn: rep.Totals.RowsRead, RowsWritten: rep.Totals.RowsOK, RowsRejected: rep.Totals.RowsRejected,
+			Duration: time.Since(started)}
+		if err := writeStats(f.statsJSON, res); err != nil {
+			return err
+		}
+	}
+	switch rep.Verdict.ExitCode {
+	case 2:
+		return exitWith(2, fmt.Errorf("the report found errors: %s", report.VerdictLine(rep)))
+	case 1:
+		return exitWith(1, fmt.Errorf("--strict: the report found warnings: %s", report.VerdictLine(rep)))
+	}
+	return nil
+}
+
+// writeReportFile writes a report rendering atomically.
+func writeReportFile(path string, write func(io.Writer) error) error {
+	f, err := os.OpenFile(pipeline.TempPath(path), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := write(bw); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return pipeline.CommitFile(f, path)
+}

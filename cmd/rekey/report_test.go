@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var reportCLIMu sync.Mutex
+
+// reportCLI runs the command line in-process and returns its exit code and output.
+func reportCLI(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	reportCLIMu.Lock()
+	defer reportCLIMu.Unlock()
+	oldOut, oldErr := os.Stdout, os.Stderr
+	r, w, _ := os.Pipe()
+	os.Stdout, os.Stderr = w, w
+	var buf bytes.Buffer
+	done := make(chan struct{})
+	go func() { io.Copy(&buf, r); close(done) }()
+	code := run(args)
+	w.Close()
+	<-done
+	os.Stdout, os.Stderr = oldOut, oldErr
+	return code, buf.String()
+}
+
+func TestReportCommand(t *testing.T) {
+	dir := t.TempDir()
+	jsonOut, htmlOut, stats := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html"), filepath.Join(dir, "stats.json")
+	code, out := reportCLI(t, "report", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=30000",
+		"--json", jsonOut, "--html", htmlOut, "--stats-json", stats, "--nodes", "2", "--progress", "never", "--tmp", dir)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{"VERDICT  OK", "FINDINGS", "REGIONS  16 regions, hex_prefix from mapping", "ADVISOR", "WITH (SPLITKEYS='"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	var doc struct {
+		Schema  string `json:"schema"`
+		Verdict struct {
+			ExitCode int `json:"exit_code"`
+		} `json:"verdict"`
+		Totals struct {
+			RowsRead int64 `json:"rows_read"`
+		} `json:"totals"`
+		Recommendation struct {
+			API struct {
+				Regions int `json:"regions"`
+			} `json:"api"`
+		} `json:"recommendation"`
+	}
+	data, err := os.ReadFile(jsonOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &doc); err != nil || doc.Schema != "rekey.report/v1" || doc.Totals.RowsRead != 30000 ||
+		doc.Recommendation.API.Regions != 8 {
+		t.Errorf("json: %v %+v", err, doc)
+	}
+	if html, err := os.ReadFile(htmlOut); err != nil || !bytes.Contains(html, []byte(`id="heatmap"`)) {
+		t.Errorf("html: %v", err)
+	}
+	var st struct {
+		RowsIn  int64 `json:"rows_in"`
+		PeakRSS int64 `json:"peak_rss_bytes"`
+	}
+	if data, err := os.ReadFile(stats); err != nil || json.Unmarshal(data, &st) != nil || st.RowsIn != 30000 || st.PeakRSS <= 0 {
+		t.Errorf("stats: %v %s", err, data)
+	}
+	// the collision check's temp files are gone
+	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
+		t.Errorf("left in --tmp: %v", entries)
+	}
+}
+
+func TestReportExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	// channel has 5 values: warnings, no errors
+	const yml = `version: 1
+source:
+  columns: {userid: text, orderid: bigint, channel: text, ts: timestamp, status: text, location: text, amount: decimal}
+target:
+  table: orders_by_channel
+  primary_key: "[channel][orderid]"
+`
+	warn := filepath.Join(dir, "by_channel.yaml")
+	if err := os.WriteFile(warn, []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := "gen:orders?rows=20000"
+	if code, out := reportCLI(t, "report", "-m", warn, "--source", src, "-q", "--progress", "never"); code != 0 || !strings.Contains(out, "0 errors") {
+		t.Errorf("warnings only: exit %d\n%s", code, out)
+	}
+	if code, out := reportCLI(t, "report", "-m", warn, "--source", src, "-q", "--strict", "--progress", "never"); code != 1 {
+		t.Errorf("--strict with warnings: exit %d\n%s", code, out)
+	}
+	// a key that leaves out what identifies an order: collisions, exit 2
+	bad := filepath.Join(dir, "by_user.yaml")
+	if err := os.WriteFile(bad, []byte(strings.Replace(yml, `"[channel][orderid]"`, `"[userid]"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := reportCLI(t, "report", "-m", bad, "--source", src, "--sample", "50%", "--progress", "never")
+	if code != 2 || !strings.Contains(out, "ERROR  uniqueness") {
+		t.Errorf("collisions: exit %d\n%s", code, out)
+	}
+	if code, out := reportCLI(t, "report", "-m", bad, "--source", src, "--sample", "nope"); code != 2 || !strings.Contains(out, "--sample") {
+		t.Errorf("bad --sample: exit %d\n%s", code, out)
+	}
+}

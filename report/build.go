@@ -1,0 +1,366 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
+)
+
+// build turns the accumulated figures into the report (findings come later, in evaluate).
+func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline.RegionPlan, planInfo PlanInfo,
+	info SourceInfo, elapsed time.Duration) *Report {
+	prog := r.prog
+	d := r.d
+	rep := &Report{Schema: SchemaVersion, Generator: r.cfg.Generator, Source: info, Plan: planInfo}
+	if rep.Generator == "" {
+		rep.Generator = "rekey"
+	}
+	// mapping
+	rep.Mapping = mappingInfo(prog, r.cfg.Mapping)
+	srcOf := prog.KeySourceColumns()
+	for i := range rep.Mapping.KeyColumns {
+		kc := &rep.Mapping.KeyColumns[i]
+		kc.Sources = srcOf[i]
+		if kc.Sources == nil {
+			kc.Sources = []string{}
+		}
+		c := a.cols[i]
+		if c.text {
+			kc.MaxBytes = c.maxLen
+			if c.n > 0 {
+				kc.MeanBytes = float64(c.sumLen) / float64(c.n)
+			}
+			kc.JSONLike, kc.LongText = c.jsonLike, c.longText
+		} else {
+			w := fixedWidth(prog.Target().Columns[i].Type)
+			kc.MaxBytes, kc.MeanBytes = w, float64(w)
+		}
+	}
+
+	// totals
+	t := &rep.Totals
+	t.RowsRead, t.RowsAnalysed = tl.read, tl.analysed
+	t.RowsOK, t.RowsRejected = a.rows, a.rejected
+	t.RejectCodes = a.codes
+	t.RejectExamples = a.rejEx
+	if t.RejectExamples == nil {
+		t.RejectExamples = []RejectExample{}
+	}
+	t.TargetBytes = a.rowBytes
+	t.EstimatedTargetBytes = int64(float64(a.rowBytes) * info.Scale)
+	t.KeyBytes = a.keyHist.sum
+	t.Seconds = elapsed.Seconds()
+	if t.Seconds > 0 {
+		t.RowsPerSec = float64(t.RowsRead) / t.Seconds
+	}
+
+	// key shape
+	h := a.keyHist
+	rep.Key = KeyShape{Columns: d.keyLen, MinBytes: h.min(), P50Bytes: h.quantile(0.5), P99Bytes: h.quantile(0.99),
+		MaxBytes: h.maxSeen, OverLimit: a.codes[pipeline.CodeKeyTooLong] + h.over}
+	if h.n > 0 {
+		rep.Key.MeanBytes = float64(h.sum) / float64(h.n)
+		rep.Key.FixedLength = rep.Key.MinBytes == rep.Key.MaxBytes
+	}
+
+	// uniqueness
+	u := &rep.Uniqueness
+	u.Exact = !info.Sampled
+	u.Keys, u.CollidingKeys, u.CollisionRows, u.DuplicateRows = coll.Keys, coll.Colliding, coll.Rows, coll.Duplicates
+	u.Examples = []CollisionExample{}
+	u.SourceColumns = append([]string{}, d.srcName...)
+	keyCols := prog.Target().Columns[:d.keyLen]
+	for _, ex := range coll.Examples {
+		ce := CollisionExample{Rows: ex.Rows, Sources: ex.Sources}
+		for i, o := range ex.Origins {
+			if i == 0 {
+				for _, v := range d.exampleKey(o) {
+					ce.Key = append(ce.Key, displayValue(v, 80))
+				}
+			}
+			row := ExampleRow{Position: o.stream + ":" + itoa(o.seq), Values: map[string]string{}}
+			for k, v := range o.src {
+				if k < len(d.srcName) {
+					row.Values[d.srcName[k]] = displayValue(v, 80)
+				}
+			}
+			ce.Origins = append(ce.Origins, row)
+		}
+		if ce.Key == nil {
+			ce.Key = make([]string, len(keyCols))
+		}
+		ce.SameKeySources = len(ex.Origins) > 1
+		for _, o := range ex.Origins[1:] {
+			if len(o.src) != len(ex.Origins[0].src) {
+				ce.SameKeySources = false
+				continue
+			}
+			for k := range o.src {
+				if o.src[k] != ex.Origins[0].src[k] {
+					ce.SameKeySources = false
+				}
+			}
+		}
+		u.Examples = append(u.Examples, ce)
+	}
+
+	// first column
+	fc := &rep.FirstColumn
+	first := prog.Target().Columns[0]
+	fc.Name, fc.Type = first.Name, first.SQLType()
+	fc.Distinct, fc.DistinctExact = a.distinct()
+	fc.TopExact = !a.ss.evicted
+	// Listed: every value while the counters are exact; after evictions only values with a
+	// guaranteed share of at least 0.1% (the rest are noise within the error bound).
+	for _, tv := range a.ss.top(10) {
+		v := TopValue{Value: r.firstText(tv.Value), Rows: tv.Count, RowsMin: tv.Count - tv.Err}
+		if a.rows > 0 {
+			v.Share = float64(v.RowsMin) / float64(a.rows)
+			v.ShareMax = float64(v.Rows) / float64(a.rows)
+		}
+		if a.ss.evicted && v.RowsMin*1000 < a.rows {
+			continue
+		}
+		fc.Top = append(fc.Top, v)
+	}
+	if a.ss.evicted && a.rows > 0 {
+		fc.OtherMaxShare = float64(a.ss.min()) / float64(a.rows)
+	}
+	if fc.Top == nil {
+		fc.Top = []TopValue{}
+	}
+	fc.CommonPrefix = displayValue(pipeline.Text(string(a.lcp)), 80)
+	fc.PrefixBytes = len(a.lcp)
+	if a.cols[0].text {
+		fc.MinBytes = minTextLen(a)
+	} else {
+		fc.MinBytes = fixedWidth(first.Type)
+	}
+	up, down, pairs := a.up+tl.up, a.down+tl.down, a.pairs+tl.pairs
+	if pairs > 0 {
+		fc.MonotonicUp = float64(up) / float64(pairs)
+		fc.MonotonicDown = float64(down) / float64(pairs)
+	}
+
+	// regions
+	var total int64
+	for _, n := range a.regRows {
+		total += n
+	}
+	for i := 0; i < plan.Count(); i++ {
+		start, hasStart, end, hasEnd := plan.Bounds(i)
+		reg := Region{Index: i, Rows: a.regRows[i], Bytes: a.regBytes[i]}
+		if hasStart {
+			reg.Start = r.cfg.FormatSplit(plan.Type, start)
+		}
+		if hasEnd {
+			reg.End = r.cfg.FormatSplit(plan.Type, end)
+		}
+		if total > 0 {
+			reg.Share = float64(reg.Rows) / float64(total)
+		}
+		rep.Regions = append(rep.Regions, reg)
+	}
+	dist := &rep.Distribution
+	dist.Regions = plan.Count()
+	dist.RowsMaxMean, dist.CV, dist.EmptyRegions, dist.HottestRegions = regionStats(a.regRows)
+	dist.BytesMaxMean, _, _, _ = regionStats(a.regBytes)
+	if fc.Distinct < int64(plan.Count()) && a.rows > 0 {
+		dist.Unreachable = plan.Count() - int(fc.Distinct)
+	}
+	if dist.HottestRegions == nil {
+		dist.HottestRegions = []int{}
+	}
+
+	// windows
+	ws := tl.w.result()
+	hs := summarize(ws, plan.Count(), tl.w.per)
+	rep.Hotspot = Hotspot{Windows: hs.Windows, RowsPerWindow: hs.RowsPerWindow, EvenShare: hs.EvenShare,
+		MeanTopShare: hs.MeanTopShare, MaxTopShare: hs.MaxTopShare, HotFactor: hs.HotFactor, TopRegions: hs.DistinctTopReg}
+	rep.HotspotWindows = make([]Window, len(ws))
+	for i, w := range ws {
+		rep.HotspotWindows[i] = Window{Index: i, FirstRow: w.First, Rows: w.Rows, TopRegion: w.TopRegion, TopShare: w.TopShare, Counts: w.Counts}
+	}
+	rep.Alternatives = []Alternative{}
+	return rep
+}
+
+func mappingInfo(prog *transform.Program, m *transform.Mapping) MappingInfo {
+	mi := MappingInfo{Table: prog.Table(), Fingerprint: prog.Fingerprint()}
+	if m != nil {
+		mi.File = m.File
+	}
+	var sb strings.Builder
+	for _, ke := range prog.KeyElements() {
+		sb.WriteString("[")
+		if ke.Expr != ke.Name && ke.Expr != "`"+ke.Name+"`" {
+			sb.WriteString(ke.Expr + " AS " + ke.Name)
+		} else {
+			sb.WriteString(ke.Name)
+		}
+		if ke.Desc {
+			sb.WriteString(" DESC")
+		}
+		sb.WriteString("]")
+		mi.KeyColumns = append(mi.KeyColumns, KeyColumn{Name: ke.Name, Expr: ke.Expr, Type: ke.Type.String(), Desc: ke.Desc})
+	}
+	mi.PrimaryKey = sb.String()
+	return mi
+}
+
+func fixedWidth(t pipeline.Type) int {
+	switch t {
+	case pipeline.TypeBigint, pipeline.TypeTimestamp, pipeline.TypeDouble:
+		return 8
+	case pipeline.TypeInteger, pipeline.TypeFloat, pipeline.TypeDate:
+		return 4
+	case pipeline.TypeSmallint:
+		return 2
+	case pipeline.TypeTinyint, pipeline.TypeBoolean:
+		return 1
+	}
+	return 0
+}
+
+func minTextLen(a *acc) int {
+	if c := a.cols[0]; c.n > 0 {
+		return c.minLen
+	}
+	return 0
+}
+
+// displayValue renders a value for humans: canonical text, non-printable bytes escaped, capped.
+func displayValue(v pipeline.Value, maxLen int) string {
+	s := v.String()
+	if v.K == pipeline.KindNull {
+		return "null"
+	}
+	var sb strings.Builder
+	n := 0
+	for _, r := range s {
+		if n >= maxLen {
+			sb.WriteString("…")
+			break
+		}
+		switch {
+		case r == '\n':
+			sb.WriteString(`\n`)
+		case r == '\t':
+			sb.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f || r == 0xfffd:
+			sb.WriteString("\\x")
+			sb.WriteString(hex2(byte(r)))
+		default:
+			sb.WriteRune(r)
+		}
+		n++
+	}
+	return sb.String()
+}
+
+func hex2(b byte) string {
+	const h = "0123456789abcdef"
+	return string([]byte{h[b>>4], h[b&15]})
+}
+
+func itoa(n int64) string {
+	if n == 0 {
+		return "0"
+	}
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	var b [24]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
+
+// sortedCodes lists reject codes by decreasing count.
+func sortedCodes(m map[string]int64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if m[out[i]] != m[out[j]] {
+			return m[out[i]] > m[out[j]]
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// recommend fills rep.Recommendation: bulkload regions = estimated data / region size (at least
+// 1), API writes = nodes x 4, each with split keys placed from the run's whole-input subsample.
+func (r *runner) recommend(rep *Report, recs []pipeline.Record) {
+	prog := r.prog
+	size := prog.RegionSize()
+	step := max(1, len(recs)/altPlanRows)
+	var spread []pipeline.Record
+	for i := 0; i < len(recs); i += step {
+		spread = append(spread, recs[i])
+	}
+	rows := targetRows(prog, spread)
+	est := rep.Totals.EstimatedTargetBytes
+	rec := &rep.Recommendation
+	rec.RegionSize = size
+	n := bulkRegions(est, size)
+	basis := fmt.Sprintf("estimated data %s / region size %s", humanBytes(est), humanBytes(size))
+	if !rep.Source.ScaleKnown {
+		basis += " (the input size is unknown: the estimate covers the rows read)"
+	}
+	rec.Bulkload = regionAdvice(prog, n, rows, basis, r.cfg.FormatSplit)
+	if r.cfg.Nodes > 0 {
+		a := regionAdvice(prog, 4*r.cfg.Nodes, rows, fmt.Sprintf("%d nodes x 4", r.cfg.Nodes), r.cfg.FormatSplit)
+		rec.API = &a
+	}
+}
+
+func regionAdvice(prog *transform.Program, n int, rows [][]pipeline.Value, basis string, format func(pipeline.Type, pipeline.Value) string) RegionAdvice {
+	a := RegionAdvice{Regions: n, Basis: basis, SplitKeys: []string{}}
+	if n <= 1 {
+		a.Strategy = "single"
+		return a
+	}
+	plan, err := prog.PlanRegions(transform.RegionRequest{Count: n, Sample: rows})
+	if err != nil {
+		a.Basis += "; no split keys: " + firstLine(err.Error())
+		return a
+	}
+	a.Regions, a.Strategy = plan.Count(), plan.Strategy
+	for _, s := range plan.Splits {
+		a.SplitKeys = append(a.SplitKeys, format(plan.Type, s))
+	}
+	a.SQL = splitKeysSQL(a.SplitKeys)
+	if a.Regions < n {
+		a.Basis += fmt.Sprintf("; %d regions placed: the first column has too few distinct values for more", a.Regions)
+	}
+	return a
+}
+
+// splitKeysSQL is the WITH option of Lindorm's CREATE TABLE: SPLITKEYS='a,b,c' (quotes doubled).
+func splitKeysSQL(keys []string) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	return "SPLITKEYS='" + strings.ReplaceAll(strings.Join(keys, ","), "'", "''") + "'"
+}
+
+// firstText renders a first-column value like the region bounds (timestamps as dates).
+func (r *runner) firstText(v pipeline.Value) string {
+	return displayValue(pipeline.Text(r.cfg.FormatSplit(r.d.first.Type, v)), 80)
+}

@@ -1,0 +1,166 @@
+package report
+
+import (
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// A fast, deterministic 64-bit hash (the wyhash construction): the same bytes hash the same on
+// every run and machine, so distinct counts and collision counts are reproducible. It is not
+// cryptographic; the report only needs it to be well mixed.
+
+const (
+	wyp0 = 0xa0761d6478bd642f
+	wyp1 = 0xe7037ed1a0b428db
+	wyp2 = 0x8ebc6af09c88c6e3
+	wyp3 = 0x589965cc75374cc3
+)
+
+func mum(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
+}
+
+func r8(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+func r4(s string) uint64 {
+	_ = s[3]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
+}
+
+// hashString hashes s with a seed; chaining seeds hashes a sequence of fields.
+func hashString(s string, seed uint64) uint64 {
+	n := len(s)
+	seed ^= mum(seed^wyp0, wyp1)
+	var a, b uint64
+	switch {
+	case n == 0:
+	case n < 4:
+		a = uint64(s[0])<<16 | uint64(s[n>>1])<<8 | uint64(s[n-1])
+	case n <= 16:
+		q := (n >> 3) << 2
+		a = r4(s)<<32 | r4(s[q:])
+		b = r4(s[n-4:])<<32 | r4(s[n-4-q:])
+	default:
+		i, p := n, 0
+		if i > 48 {
+			s1, s2 := seed, seed
+			for i > 48 {
+				seed = mum(r8(s[p:])^wyp1, r8(s[p+8:])^seed)
+				s1 = mum(r8(s[p+16:])^wyp2, r8(s[p+24:])^s1)
+				s2 = mum(r8(s[p+32:])^wyp3, r8(s[p+40:])^s2)
+				p += 48
+				i -= 48
+			}
+			seed ^= s1 ^ s2
+		}
+		for i > 16 {
+			seed = mum(r8(s[p:])^wyp1, r8(s[p+8:])^seed)
+			p += 16
+			i -= 16
+		}
+		a = r8(s[p+i-16:])
+		b = r8(s[p+i-8:])
+	}
+	return mum(wyp1^uint64(n), mum(a^wyp1, b^seed))
+}
+
+// mix64 hashes an integer with a seed (two multiply-fold rounds: one is not enough for
+// sequential integers, whose HyperLogLog estimate it would bias).
+func mix64(x, seed uint64) uint64 {
+	return mum(mum(x^wyp0, seed^wyp1)^wyp2, x^wyp3^bits.RotateLeft64(seed, 23))
+}
+
+// hashValue hashes a value by its kind and content: equal values hash equal, and an integer
+// never hashes like the text of its digits.
+func hashValue(v pipeline.Value, seed uint64) uint64 {
+	seed ^= uint64(v.K) * wyp2
+	switch v.K {
+	case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
+		return hashString(v.S, seed)
+	case pipeline.KindNull:
+		return mix64(0, seed)
+	}
+	return mix64(uint64(v.I), seed)
+}
+
+// hashValues hashes a sequence of values.
+func hashValues(vs []pipeline.Value) uint64 {
+	h := uint64(len(vs))
+	for _, v := range vs {
+		h = hashValue(v, h)
+	}
+	return h
+}
+
+// hashRecord hashes a source record's values for the collision check: equal values hash equal,
+// integers with one multiply-fold each (cheaper than hashValue; the chain mixes them).
+func hashRecord(vs []pipeline.Value) uint64 {
+	h := uint64(len(vs)) ^ wyp3
+	for _, v := range vs {
+		switch v.K {
+		case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
+			h = hashString(v.S, h^uint64(v.K))
+		default:
+			h = mum(h^uint64(v.I)^wyp0, uint64(v.K)<<56^wyp1)
+		}
+	}
+	return mum(h^wyp2, wyp3)
+}
+
+// appendValue encodes a value compactly (kind, then a varint or length-prefixed bytes, at most
+// maxText bytes of text); decodeValue reads it back.
+func appendValue(dst []byte, v pipeline.Value, maxText int) []byte {
+	dst = append(dst, byte(v.K))
+	switch v.K {
+	case pipeline.KindNull:
+	case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
+		s := v.S
+		trunc := byte(0)
+		if len(s) > maxText {
+			s, trunc = s[:maxText], 1
+		}
+		dst = append(dst, trunc)
+		dst = binary.AppendUvarint(dst, uint64(len(s)))
+		dst = append(dst, s...)
+	default:
+		dst = binary.AppendVarint(dst, v.I)
+	}
+	return dst
+}
+
+func decodeValue(b []byte) (v pipeline.Value, truncated bool, rest []byte, ok bool) {
+	if len(b) == 0 {
+		return v, false, nil, false
+	}
+	v.K = pipeline.Kind(b[0])
+	b = b[1:]
+	switch v.K {
+	case pipeline.KindNull:
+		return v, false, b, true
+	case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
+		if len(b) == 0 {
+			return v, false, nil, false
+		}
+		truncated = b[0] == 1
+		n, k := binary.Uvarint(b[1:])
+		if k <= 0 || uint64(len(b)-1-k) < n {
+			return v, false, nil, false
+		}
+		v.S = string(b[1+k : 1+k+int(n)])
+		return v, truncated, b[1+k+int(n):], true
+	default:
+		i, k := binary.Varint(b)
+		if k <= 0 {
+			return v, false, nil, false
+		}
+		v.I = i
+		return v, false, b[k:], true
+	}
+}

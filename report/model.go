@@ -1,0 +1,291 @@
+package report
+
+// The report as data: what --json writes (schema in README.md) and what the terminal and HTML
+// renderings read. Every figure is here; renderings compute nothing new.
+
+// SchemaVersion names the JSON layout; it changes only when a field changes meaning or goes away.
+const SchemaVersion = "rekey.report/v1"
+
+// Severity of a finding.
+const (
+	SevError   = "error"
+	SevWarning = "warning"
+	SevInfo    = "info"
+)
+
+// Report is the whole report.
+type Report struct {
+	Schema         string         `json:"schema"`
+	Generator      string         `json:"generator"`
+	Mapping        MappingInfo    `json:"mapping"`
+	Source         SourceInfo     `json:"source"`
+	Totals         Totals         `json:"totals"`
+	Verdict        Verdict        `json:"verdict"`
+	Findings       []Finding      `json:"findings"`
+	Key            KeyShape       `json:"key"`
+	Uniqueness     Uniqueness     `json:"uniqueness"`
+	FirstColumn    FirstColumn    `json:"first_column"`
+	Plan           PlanInfo       `json:"plan"`
+	Regions        []Region       `json:"regions"`
+	Distribution   Distribution   `json:"distribution"`
+	Hotspot        Hotspot        `json:"hotspot"`
+	HotspotWindows []Window       `json:"hotspot_windows"`
+	Alternatives   []Alternative  `json:"alternatives"`
+	Recommendation Recommendation `json:"recommendation"`
+}
+
+// MappingInfo identifies the mapping analysed.
+type MappingInfo struct {
+	File        string      `json:"file"`
+	Table       string      `json:"table"`
+	PrimaryKey  string      `json:"primary_key"` // bracket notation, resolved
+	KeyColumns  []KeyColumn `json:"key_columns"`
+	Fingerprint string      `json:"fingerprint"`
+}
+
+// KeyColumn is one primary-key column with its per-value figures.
+type KeyColumn struct {
+	Name      string   `json:"name"`
+	Expr      string   `json:"expr"`
+	Type      string   `json:"type"`
+	Desc      bool     `json:"desc"`
+	Sources   []string `json:"sources"`    // source columns it is computed from
+	MaxBytes  int      `json:"max_bytes"`  // longest value (text columns; fixed width otherwise)
+	MeanBytes float64  `json:"mean_bytes"` //
+	JSONLike  int64    `json:"json_like"`  // values that look like a JSON object or array
+	LongText  int64    `json:"long_text"`  // values over 256 bytes
+}
+
+// SourceInfo says what was read.
+type SourceInfo struct {
+	URI           string  `json:"uri"`
+	EstimatedRows int64   `json:"estimated_rows"` // the source's own estimate, -1 when unknown
+	Sampled       bool    `json:"sampled"`
+	Sample        string  `json:"sample"`      // how: "all", "every 10th row", "5000 spread rows", "first 1000 rows"
+	Scale         float64 `json:"scale"`       // factor from analysed rows to the whole input (1 when all was read)
+	ScaleKnown    bool    `json:"scale_known"` // false when the input size is unknown (a sampled stream)
+}
+
+// Totals are the row and byte counts.
+type Totals struct {
+	RowsRead             int64            `json:"rows_read"`     // records the source delivered
+	RowsAnalysed         int64            `json:"rows_analysed"` // records run through the mapping
+	RowsOK               int64            `json:"rows_ok"`
+	RowsRejected         int64            `json:"rows_rejected"`
+	RejectCodes          map[string]int64 `json:"reject_codes"`
+	RejectExamples       []RejectExample  `json:"reject_examples"`
+	TargetBytes          int64            `json:"target_bytes"`           // of the analysed rows (uncompressed KeyValue estimate)
+	EstimatedTargetBytes int64            `json:"estimated_target_bytes"` // scaled to the whole input
+	KeyBytes             int64            `json:"key_bytes"`
+	Seconds              float64          `json:"seconds"`
+	RowsPerSec           float64          `json:"rows_per_sec"`
+}
+
+// RejectExample is one rejected row.
+type RejectExample struct {
+	Position string `json:"position"`
+	Stage    string `json:"stage"` // source or transform
+	Code     string `json:"code"`
+	Field    string `json:"field,omitempty"`
+	Message  string `json:"message"`
+	ord      int64
+}
+
+// Verdict sums the findings up.
+type Verdict struct {
+	Errors   int `json:"errors"`
+	Warnings int `json:"warnings"`
+	Infos    int `json:"infos"`
+	// ExitCode is what `rekey report` exits with: 2 with errors, 1 with warnings under --strict, else 0.
+	ExitCode int  `json:"exit_code"`
+	Strict   bool `json:"strict"`
+}
+
+// Finding is one rule's verdict with its evidence. Evidence values are numbers only.
+type Finding struct {
+	Rule     string             `json:"rule"`
+	Severity string             `json:"severity"`
+	Message  string             `json:"message"`
+	Evidence map[string]float64 `json:"evidence"`
+}
+
+// KeyShape is the key's size and column count.
+type KeyShape struct {
+	Columns     int     `json:"columns"`
+	MinBytes    int     `json:"min_bytes"`
+	MeanBytes   float64 `json:"mean_bytes"`
+	P50Bytes    int     `json:"p50_bytes"`
+	P99Bytes    int     `json:"p99_bytes"`
+	MaxBytes    int     `json:"max_bytes"`
+	FixedLength bool    `json:"fixed_length"`
+	// OverLimit counts keys over Lindorm's 2048 bytes (rejected by the mapping as key_too_long).
+	OverLimit int64 `json:"over_limit"`
+}
+
+// Uniqueness is the collision check.
+type Uniqueness struct {
+	Exact bool `json:"exact"` // false on a sample: collisions between unsampled rows are not seen
+	// Keys is the number of distinct target keys.
+	Keys int64 `json:"keys"`
+	// CollidingKeys are target keys produced by more than one distinct source row.
+	CollidingKeys int64 `json:"colliding_keys"`
+	// CollisionRows would be silently overwritten: per key, distinct source rows - 1.
+	CollisionRows int64 `json:"collision_rows"`
+	// DuplicateRows are identical source rows repeated (same key, same values): not a loss.
+	DuplicateRows int64 `json:"duplicate_rows"`
+	// SourceColumns are the source columns the key is computed from, shown in the examples.
+	SourceColumns []string           `json:"source_columns"`
+	Examples      []CollisionExample `json:"examples"`
+}
+
+// CollisionExample shows one key and the distinct source rows that produce it.
+type CollisionExample struct {
+	Key     []string     `json:"key"`
+	Rows    int64        `json:"rows"`
+	Sources int64        `json:"distinct_sources"`
+	Origins []ExampleRow `json:"origins"`
+	// SameKeySources: the rows agree on every source column the key is computed from and differ
+	// only in others, so the key does not identify a source row (rather than a function that
+	// maps two values to one).
+	SameKeySources bool `json:"same_key_sources"`
+}
+
+// ExampleRow is a source row behind a key: where it was read and the source values the key is
+// computed from.
+type ExampleRow struct {
+	Position string            `json:"position"`
+	Values   map[string]string `json:"values"`
+}
+
+// FirstColumn describes the first key column, the one Lindorm partitions by.
+type FirstColumn struct {
+	Name          string     `json:"name"`
+	Type          string     `json:"type"`
+	Distinct      int64      `json:"distinct"`
+	DistinctExact bool       `json:"distinct_exact"` // false: a HyperLogLog estimate (about 0.4% error)
+	Top           []TopValue `json:"top"`
+	TopExact      bool       `json:"top_exact"`
+	// OtherMaxShare bounds the share of any value not listed in top (Space-Saving's guarantee).
+	OtherMaxShare float64 `json:"other_max_share"`
+	CommonPrefix  string  `json:"common_prefix"` // longest prefix every value shares (canonical text)
+	PrefixBytes   int     `json:"common_prefix_bytes"`
+	MinBytes      int     `json:"min_bytes"`
+	// MonotonicUp is the share of rows whose first column is >= the previous row's (arrival
+	// order); MonotonicDown the share <=. Timestamps and auto-increment ids give ~1.0.
+	MonotonicUp   float64 `json:"monotonic_up"`
+	MonotonicDown float64 `json:"monotonic_down"`
+}
+
+// TopValue is a frequent first-column value. Rows is an upper bound, RowsMin a lower bound (equal
+// when exact).
+type TopValue struct {
+	Value    string  `json:"value"`
+	Rows     int64   `json:"rows"`
+	RowsMin  int64   `json:"rows_min"`
+	Share    float64 `json:"share"`     // RowsMin / accepted rows (a lower bound)
+	ShareMax float64 `json:"share_max"` // Rows / accepted rows (an upper bound)
+}
+
+// PlanInfo is the region plan analysed.
+type PlanInfo struct {
+	Regions   int      `json:"regions"`
+	Strategy  string   `json:"strategy"` // hex_prefix, int_bucket, quantile, explicit, single
+	Origin    string   `json:"origin"`   // --regions, mapping, recommendation, default
+	Desc      bool     `json:"desc"`
+	SplitKeys []string `json:"split_keys"`
+	Note      string   `json:"note,omitempty"`
+}
+
+// Region is one region's load.
+type Region struct {
+	Index int     `json:"index"`
+	Start string  `json:"start"` // inclusive first-column value; "" for the open start
+	End   string  `json:"end"`   // exclusive; "" for the open end
+	Rows  int64   `json:"rows"`
+	Bytes int64   `json:"bytes"`
+	Share float64 `json:"share"`
+}
+
+// Distribution condenses the regions.
+type Distribution struct {
+	Regions        int     `json:"regions"`
+	RowsMaxMean    float64 `json:"rows_max_mean"`  // busiest region's rows / mean rows
+	BytesMaxMean   float64 `json:"bytes_max_mean"` //
+	CV             float64 `json:"cv"`             // coefficient of variation of rows per region
+	EmptyRegions   int     `json:"empty_regions"`
+	Unreachable    int     `json:"unreachable_regions"` // regions that can never get data: regions - distinct first-column values, when positive
+	HottestRegions []int   `json:"hottest_regions"`
+}
+
+// Hotspot condenses the windows.
+type Hotspot struct {
+	Windows       int     `json:"windows"`
+	RowsPerWindow int64   `json:"rows_per_window"`
+	EvenShare     float64 `json:"even_share"`     // 1 / regions
+	MeanTopShare  float64 `json:"mean_top_share"` // share of each window's writes in its busiest region, averaged
+	MaxTopShare   float64 `json:"max_top_share"`
+	HotFactor     float64 `json:"hot_factor"` // mean_top_share / even_share: 1 even, = regions when one region takes all
+	TopRegions    int     `json:"distinct_top_regions"`
+}
+
+// Window is one slice of the input in arrival order.
+type Window struct {
+	Index     int     `json:"index"`
+	FirstRow  int64   `json:"first_row"` // among accepted rows
+	Rows      int64   `json:"rows"`
+	TopRegion int     `json:"top_region"`
+	TopShare  float64 `json:"top_share"`
+	Counts    []int64 `json:"counts"` // rows per region
+}
+
+// Alternative is one key design the advisor compared.
+type Alternative struct {
+	ID           string    `json:"id"` // mapping, source_key, hash_prefix, reverse, bucket, salt
+	Name         string    `json:"name"`
+	PrimaryKey   string    `json:"primary_key"`
+	IsMapping    bool      `json:"is_mapping"`
+	SameAs       string    `json:"same_as,omitempty"` // the mapping's key is this derived design
+	Rank         int       `json:"rank"`
+	Grade        string    `json:"grade"` // good, fair, poor
+	Regions      int       `json:"regions"`
+	Strategy     string    `json:"strategy"`
+	Rows         int64     `json:"rows"` // subsample rows the design accepted
+	RowsMaxMean  float64   `json:"rows_max_mean"`
+	CV           float64   `json:"cv"`
+	MeanTopShare float64   `json:"mean_top_share"`
+	HotFactor    float64   `json:"hot_factor"`
+	Monotonic    float64   `json:"monotonic"`
+	Distinct     int64     `json:"distinct_first"`
+	Collisions   int64     `json:"collision_rows"`
+	Rejected     int64     `json:"rejected"`
+	MeanKeyBytes float64   `json:"mean_key_bytes"`
+	Reads        Reads     `json:"reads"`
+	TradeOff     string    `json:"trade_off"`
+	RegionRows   []int64   `json:"region_rows"`
+	WindowTop    []float64 `json:"window_top_shares"`
+	Error        string    `json:"error,omitempty"` // the design could not be built
+}
+
+// Reads is how many regions (or separate scans) typical queries touch: 1 is a single GET or one
+// range SCAN; N a fan-out over N ranges; -1 all regions (a full-table scan).
+type Reads struct {
+	Get        int `json:"get"`         // full key lookup
+	PrefixScan int `json:"prefix_scan"` // all rows of one value of the source key's first column
+	RangeScan  int `json:"range_scan"`  // a range of the source key's first column
+}
+
+// Recommendation is how many regions to pre-split, with their split keys.
+type Recommendation struct {
+	RegionSize int64         `json:"region_size"` // 8 GiB unless the mapping's regions.size says otherwise
+	Bulkload   RegionAdvice  `json:"bulkload"`
+	API        *RegionAdvice `json:"api"` // null without --nodes
+}
+
+// RegionAdvice is one region count with its split keys.
+type RegionAdvice struct {
+	Regions   int      `json:"regions"`
+	Basis     string   `json:"basis"`
+	Strategy  string   `json:"strategy"`
+	SplitKeys []string `json:"split_keys"`
+	SQL       string   `json:"sql"` // WITH (SPLITKEYS='...') fragment; empty for one region
+}

@@ -1,0 +1,356 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// A report with everything in it: warnings, collisions, rejects, alternatives.
+func fullReport(t *testing.T) *Report {
+	t.Helper()
+	return runReport(t, fmt.Sprintf(eventsYAML, "[kind][ts % 1000 AS t]"), events(60000), func(c *Config) { c.Nodes = 2 })
+}
+
+func TestJSONSchema(t *testing.T) {
+	rep := fullReport(t)
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	type field struct {
+		path string
+		kind string // string, number, bool, array, object
+	}
+	get := func(path string) (any, bool) {
+		var cur any = doc
+		for _, p := range strings.Split(path, ".") {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if cur, ok = m[p]; !ok {
+				return nil, false
+			}
+		}
+		return cur, true
+	}
+	kindOf := func(v any) string {
+		switch v.(type) {
+		case string:
+			return "string"
+		case float64:
+			return "number"
+		case bool:
+			return "bool"
+		case []any:
+			return "array"
+		case map[string]any:
+			return "object"
+		case nil:
+			return "null"
+		}
+		return "?"
+	}
+	required := []field{
+		{"schema", "string"}, {"generator", "string"},
+		{"mapping.table", "string"}, {"mapping.primary_key", "string"}, {"mapping.key_columns", "array"},
+		{"source.uri", "string"}, {"source.sampled", "bool"}, {"source.scale", "number"},
+		{"totals.rows_read", "number"}, {"totals.rows_rejected", "number"}, {"totals.reject_codes", "object"},
+		{"totals.reject_examples", "array"}, {"totals.estimated_target_bytes", "number"}, {"totals.rows_per_sec", "number"},
+		{"verdict.errors", "number"}, {"verdict.warnings", "number"}, {"verdict.exit_code", "number"},
+		{"findings", "array"},
+		{"key.columns", "number"}, {"key.p99_bytes", "number"}, {"key.max_bytes", "number"}, {"key.fixed_length", "bool"}, {"key.over_limit", "number"},
+		{"uniqueness.collision_rows", "number"}, {"uniqueness.colliding_keys", "number"}, {"uniqueness.duplicate_rows", "number"},
+		{"uniqueness.examples", "array"}, {"uniqueness.exact", "bool"},
+		{"first_column.name", "string"}, {"first_column.distinct", "number"}, {"first_column.top", "array"},
+		{"first_column.monotonic_up", "number"}, {"first_column.common_prefix", "string"},
+		{"plan.regions", "number"}, {"plan.strategy", "string"}, {"plan.split_keys", "array"},
+		{"regions", "array"}, {"distribution.rows_max_mean", "number"}, {"distribution.cv", "number"},
+		{"hotspot.mean_top_share", "number"}, {"hotspot.hot_factor", "number"}, {"hotspot_windows", "array"},
+		{"alternatives", "array"}, {"recommendation.bulkload.regions", "number"}, {"recommendation.bulkload.split_keys", "array"},
+		{"recommendation.api.regions", "number"}, {"recommendation.region_size", "number"},
+	}
+	for _, f := range required {
+		v, ok := get(f.path)
+		if !ok {
+			t.Errorf("missing %s", f.path)
+			continue
+		}
+		if k := kindOf(v); k != f.kind {
+			t.Errorf("%s is %s, want %s", f.path, k, f.kind)
+		}
+	}
+	if doc["schema"] != SchemaVersion {
+		t.Errorf("schema %v", doc["schema"])
+	}
+	// findings: rule, severity, message, evidence of numbers
+	sev := map[string]bool{"error": true, "warning": true, "info": true}
+	fs := doc["findings"].([]any)
+	if len(fs) == 0 {
+		t.Fatal("no findings")
+	}
+	rank := map[string]int{"error": 0, "warning": 1, "info": 2}
+	last := 0
+	for _, x := range fs {
+		f := x.(map[string]any)
+		if _, ok := f["rule"].(string); !ok {
+			t.Errorf("finding without rule: %v", f)
+		}
+		s, _ := f["severity"].(string)
+		if !sev[s] {
+			t.Errorf("severity %q", s)
+		}
+		if rank[s] < last {
+			t.Errorf("findings not worst first")
+		}
+		last = rank[s]
+		if _, ok := f["message"].(string); !ok {
+			t.Errorf("finding without message: %v", f)
+		}
+		ev, ok := f["evidence"].(map[string]any)
+		if !ok {
+			t.Errorf("evidence %v", f["evidence"])
+		}
+		for k, v := range ev {
+			if _, ok := v.(float64); !ok {
+				t.Errorf("evidence %s = %v is not a number", k, v)
+			}
+		}
+	}
+	n := int(doc["plan"].(map[string]any)["regions"].(float64))
+	regions := doc["regions"].([]any)
+	if len(regions) != n {
+		t.Errorf("%d regions for a plan of %d", len(regions), n)
+	}
+	var total float64
+	for i, x := range regions {
+		r := x.(map[string]any)
+		if r["index"].(float64) != float64(i) {
+			t.Errorf("region %d index %v", i, r["index"])
+		}
+		total += r["rows"].(float64)
+		if _, ok := r["bytes"].(float64); !ok {
+			t.Errorf("region bytes %v", r["bytes"])
+		}
+	}
+	if total != doc["totals"].(map[string]any)["rows_ok"].(float64) {
+		t.Errorf("regions hold %v rows, totals say %v", total, doc["totals"].(map[string]any)["rows_ok"])
+	}
+	var wrows float64
+	for _, x := range doc["hotspot_windows"].([]any) {
+		w := x.(map[string]any)
+		counts := w["counts"].([]any)
+		if len(counts) != n {
+			t.Errorf("window with %d counts for %d regions", len(counts), n)
+		}
+		var sum float64
+		for _, c := range counts {
+			sum += c.(float64)
+		}
+		if sum != w["rows"].(float64) {
+			t.Errorf("window counts sum %v != rows %v", sum, w["rows"])
+		}
+		wrows += sum
+	}
+	if wrows != total {
+		t.Errorf("windows hold %v rows, regions %v", wrows, total)
+	}
+	alts := doc["alternatives"].([]any)
+	mine := 0
+	for i, x := range alts {
+		a := x.(map[string]any)
+		if a["rank"].(float64) != float64(i+1) {
+			t.Errorf("alternative %d rank %v", i, a["rank"])
+		}
+		for _, k := range []string{"id", "name", "primary_key", "grade", "trade_off"} {
+			if _, ok := a[k].(string); !ok {
+				t.Errorf("alternative %v lacks %s", a["id"], k)
+			}
+		}
+		if _, ok := a["reads"].(map[string]any)["get"].(float64); !ok {
+			t.Errorf("alternative reads %v", a["reads"])
+		}
+		if a["is_mapping"] == true {
+			mine++
+		}
+	}
+	if mine != 1 || len(alts) < 4 {
+		t.Errorf("%d alternatives, %d marked as the mapping", len(alts), mine)
+	}
+}
+
+// Every JSON field of the report is documented in README.md.
+func TestJSONFieldsAreDocumented(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[reflect.Type]bool{}
+	var walk func(reflect.Type, string)
+	walk = func(tp reflect.Type, path string) {
+		for tp.Kind() == reflect.Pointer || tp.Kind() == reflect.Slice || tp.Kind() == reflect.Map {
+			tp = tp.Elem()
+		}
+		if tp.Kind() != reflect.Struct || seen[tp] {
+			return
+		}
+		seen[tp] = true
+		for i := 0; i < tp.NumField(); i++ {
+			f := tp.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			// `name`, or the last part of a dotted path: `hotspot.hot_factor`, `regions[].rows`
+			if !regexp.MustCompile("`(?:[a-z_]+(?:\\[\\])?\\.)*" + regexp.QuoteMeta(name) + "`").Match(readme) {
+				t.Errorf("README.md does not document %s%s", path, name)
+			}
+			walk(f.Type, path+name+".")
+		}
+	}
+	walk(reflect.TypeOf(Report{}), "")
+}
+
+type xmlNode struct {
+	XMLName xml.Name
+	Attrs   []xml.Attr `xml:",any,attr"`
+	Nodes   []xmlNode  `xml:",any"`
+}
+
+func (n *xmlNode) walk(f func(*xmlNode)) {
+	f(n)
+	for i := range n.Nodes {
+		n.Nodes[i].walk(f)
+	}
+}
+
+func (n *xmlNode) attr(name string) string {
+	for _, a := range n.Attrs {
+		if a.Name.Local == name {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+func parseXHTML(t *testing.T, data []byte) *xmlNode {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(data))
+	d.Strict = true
+	var root xmlNode
+	if err := d.Decode(&root); err != nil {
+		t.Fatalf("the HTML is not well-formed XML: %v", err)
+	}
+	// nothing after the root element but white space
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("after </html>: %v", err)
+		}
+		if cd, ok := tok.(xml.CharData); !ok || len(bytes.TrimSpace(cd)) > 0 {
+			t.Fatalf("content after </html>: %v", tok)
+		}
+	}
+	return &root
+}
+
+func TestHTMLChartsAndWellFormedness(t *testing.T) {
+	rep := fullReport(t)
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	for _, bad := range []string{"http://", "https://", "<script", "@import", "url("} {
+		for _, m := range regexp.MustCompile(regexp.QuoteMeta(bad)+`[^"]*`).FindAll(data, -1) {
+			if !strings.HasPrefix(string(m), "http://www.w3.org/") { // XML namespaces are names, not fetched
+				t.Errorf("the page refers to something outside itself: %s", m)
+			}
+		}
+	}
+	root := parseXHTML(t, data)
+	if root.XMLName.Local != "html" {
+		t.Fatalf("root element %s", root.XMLName.Local)
+	}
+	classes := map[string]int{}
+	var svgs, findings int
+	root.walk(func(n *xmlNode) {
+		if n.XMLName.Local == "rect" {
+			classes[n.attr("class")]++
+		}
+		if n.XMLName.Local == "svg" {
+			svgs++
+		}
+		if n.XMLName.Local == "tr" && n.attr("class") == "finding" {
+			findings++
+		}
+	})
+	regions, windows := rep.Plan.Regions, len(rep.HotspotWindows)
+	if classes["bar"] != regions {
+		t.Errorf("%d bars for %d regions", classes["bar"], regions)
+	}
+	if classes["cell"] != windows*regions || windows == 0 {
+		t.Errorf("%d heatmap cells for %d windows x %d regions", classes["cell"], windows, regions)
+	}
+	var mini int
+	for _, a := range rep.Alternatives {
+		mini += len(a.RegionRows)
+	}
+	if classes["mini-bar"] != mini {
+		t.Errorf("%d small bars, want %d (each alternative's regions)", classes["mini-bar"], mini)
+	}
+	if findings != len(rep.Findings) {
+		t.Errorf("%d finding rows for %d findings", findings, len(rep.Findings))
+	}
+	if svgs < 3+len(rep.Alternatives) {
+		t.Errorf("%d svg elements", svgs)
+	}
+	// text is escaped: a mapping value with markup stays text
+	rep.Mapping.Table = `<b>&"x'</b>`
+	buf.Reset()
+	if err := WriteHTML(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	parseXHTML(t, buf.Bytes())
+	if bytes.Contains(buf.Bytes(), []byte("<b>&")) {
+		t.Error("markup in a value was not escaped")
+	}
+}
+
+// Many regions: the heatmap groups them into at most maxHeatRows rows.
+func TestHTMLGroupsManyRegions(t *testing.T) {
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[md5(id).substr(0,4) + id AS h]"), events(20000), func(c *Config) { c.Regions = 300 })
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	root := parseXHTML(t, buf.Bytes())
+	cells, bars := 0, 0
+	root.walk(func(n *xmlNode) {
+		if n.XMLName.Local == "rect" && n.attr("class") == "cell" {
+			cells++
+		}
+		if n.XMLName.Local == "rect" && n.attr("class") == "bar" {
+			bars++
+		}
+	})
+	group := (300 + maxHeatRows - 1) / maxHeatRows
+	if bars != 300 || cells != len(rep.HotspotWindows)*((300+group-1)/group) {
+		t.Errorf("%d bars, %d cells (%d windows)", bars, cells, len(rep.HotspotWindows))
+	}
+}

@@ -1,0 +1,405 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+const eventsYAML = `
+version: 1
+source:
+  name: events
+  columns:
+    ts: timestamp
+    id: bigint
+    kind: text
+    payload: text
+target:
+  table: events
+  primary_key: "%s"
+regions:
+  count: 16
+`
+
+func events(n int) *samplingSource {
+	kinds := []string{"click", "view", "buy"}
+	return &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{
+			pipeline.Int(1704067200000 + int64(i)*7), // monotonic timestamps
+			pipeline.Int(int64(i)),
+			pipeline.Text(kinds[(i*7919)%3]),
+			pipeline.Text(fmt.Sprintf("p%d", i%100)),
+		}
+	}}}
+}
+
+func TestMonotonicFirstColumnIsFlagged(t *testing.T) {
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), events(100000), nil)
+	f := wantSeverity(t, rep, "first_column_monotonic", SevWarning)
+	if f.Evidence["monotonic_up"] < 0.999 {
+		t.Errorf("monotonic_up = %v, want ~1", f.Evidence["monotonic_up"])
+	}
+	h := wantSeverity(t, rep, "write_hotspot", SevWarning)
+	// 16 regions over the whole range: each window writes one region (two at a boundary)
+	if h.Evidence["hot_factor"] < 12 || rep.Hotspot.MeanTopShare < 0.8 {
+		t.Errorf("hot factor %v, mean top share %v: want one region per window", h.Evidence["hot_factor"], rep.Hotspot.MeanTopShare)
+	}
+	// the regions themselves are balanced: the hotspot is in time, not in space
+	if rep.Distribution.RowsMaxMean > 1.2 {
+		t.Errorf("rows max/mean %v, want balanced quantile regions", rep.Distribution.RowsMaxMean)
+	}
+	if rep.Verdict.ExitCode != 0 {
+		t.Errorf("exit code %d, want 0 (warnings only)", rep.Verdict.ExitCode)
+	}
+	// the busiest region moves through the regions in key order
+	last := -1
+	for _, w := range rep.HotspotWindows {
+		if w.TopRegion < last {
+			t.Fatalf("window %d: busiest region %d after %d", w.Index, w.TopRegion, last)
+		}
+		last = w.TopRegion
+	}
+	// the advisor does better than the mapping, and says so
+	if len(rep.Alternatives) < 4 {
+		t.Fatalf("alternatives: %+v", rep.Alternatives)
+	}
+	var own, best *Alternative
+	ids := map[string]bool{}
+	for i := range rep.Alternatives {
+		a := &rep.Alternatives[i]
+		ids[a.ID] = true
+		if a.IsMapping {
+			own = a
+		}
+		if a.Rank == 1 {
+			best = a
+		}
+	}
+	if own == nil || own.Grade != "poor" || own.SameAs != "source_key" || best.IsMapping {
+		t.Errorf("mapping %+v, best %+v", own, best)
+	}
+	for _, id := range []string{"hash_prefix", "reverse", "bucket", "salt"} {
+		if !ids[id] {
+			t.Errorf("no %s alternative", id)
+		}
+	}
+	for _, a := range rep.Alternatives {
+		if a.ID == "hash_prefix" && (a.Grade != "good" || a.Reads.Get != 1 || a.Reads.RangeScan != -1) {
+			t.Errorf("hash prefix: %+v", a)
+		}
+		if a.ID == "salt" && a.Reads.Get != 16 {
+			t.Errorf("salt reads: %+v", a.Reads)
+		}
+		if a.ID == "bucket" && (a.Reads.RangeScan != 16 || a.Reads.Get != 1) {
+			t.Errorf("bucket reads: %+v", a.Reads)
+		}
+	}
+}
+
+func TestFewFirstColumnValuesAreFlagged(t *testing.T) {
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[kind][id]"), events(30000), nil)
+	if rep.FirstColumn.Distinct != 3 || !rep.FirstColumn.DistinctExact {
+		t.Fatalf("distinct %d (exact %v), want exactly 3", rep.FirstColumn.Distinct, rep.FirstColumn.DistinctExact)
+	}
+	f := wantSeverity(t, rep, "first_column_cardinality", SevWarning)
+	if f.Evidence["distinct"] != 3 {
+		t.Errorf("evidence %v", f.Evidence)
+	}
+	// a quantile plan cannot place more regions than values
+	if rep.Plan.Regions > 3 {
+		t.Errorf("plan has %d regions over 3 values", rep.Plan.Regions)
+	}
+	// with --regions 16 over a hex/bucket-free column the quantile plan still stops at 3; ask a
+	// fixed plan to see unreachable regions
+	rep2 := runReport(t, fmt.Sprintf(eventsYAML, "[kind][id]")+"\n", events(30000), func(c *Config) { c.Regions = 16 })
+	if rep2.Plan.Regions > 3 || !strings.Contains(rep2.Plan.Note, "placed") {
+		t.Errorf("plan %+v", rep2.Plan)
+	}
+	var sum float64
+	for _, tv := range rep.FirstColumn.Top {
+		if tv.Rows != tv.RowsMin {
+			t.Errorf("top value %+v not exact", tv)
+		}
+		sum += tv.Share
+	}
+	if len(rep.FirstColumn.Top) != 3 || math.Abs(sum-1) > 1e-9 {
+		t.Errorf("top values %+v", rep.FirstColumn.Top)
+	}
+	// the write spread is poor: at most 3 of the regions ever get a write
+	if rep.Hotspot.TopRegions > 3 {
+		t.Errorf("%d distinct busiest regions", rep.Hotspot.TopRegions)
+	}
+}
+
+func TestExplicitSplitsOverFewValuesLeaveEmptyRegions(t *testing.T) {
+	yml := strings.Replace(fmt.Sprintf(eventsYAML, "[kind][id]"), "count: 16", "split_keys: [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o]", 1)
+	rep := runReport(t, yml, events(30000), nil)
+	if rep.Plan.Regions != 16 || rep.Plan.Strategy != "explicit" {
+		t.Fatalf("plan %+v", rep.Plan)
+	}
+	f := wantSeverity(t, rep, "empty_regions", SevWarning)
+	if f.Evidence["empty_regions"] != 13 || f.Evidence["unreachable_regions"] != 13 {
+		t.Errorf("evidence %v", f.Evidence)
+	}
+	if rep.Distribution.Unreachable != 13 {
+		t.Errorf("unreachable %d", rep.Distribution.Unreachable)
+	}
+}
+
+func TestHashPrefixIsUniform(t *testing.T) {
+	yml := fmt.Sprintf(eventsYAML, "[md5(id).substr(0,4) + id AS h][ts]")
+	rep := runReport(t, yml, events(400000), nil)
+	if rep.Plan.Strategy != "hex_prefix" || rep.Plan.Regions != 16 {
+		t.Fatalf("plan %+v", rep.Plan)
+	}
+	d := rep.Distribution
+	if d.RowsMaxMean > 1.03 || d.CV > 0.02 {
+		t.Errorf("max/mean %.4f, CV %.4f: want uniform", d.RowsMaxMean, d.CV)
+	}
+	if rep.Hotspot.HotFactor > 1.5 {
+		t.Errorf("hot factor %.2f, want close to 1", rep.Hotspot.HotFactor)
+	}
+	wantSeverity(t, rep, "region_balance", SevInfo)
+	wantSeverity(t, rep, "write_hotspot", SevInfo)
+	wantSeverity(t, rep, "first_column_monotonic", SevInfo)
+	if rep.Verdict.Errors != 0 || rep.Verdict.Warnings != 0 || rep.Verdict.ExitCode != 0 {
+		t.Errorf("verdict %+v: %+v", rep.Verdict, rep.Findings)
+	}
+	if rep.Uniqueness.Keys != 400000 || rep.Uniqueness.CollisionRows != 0 {
+		t.Errorf("uniqueness %+v", rep.Uniqueness)
+	}
+	var own *Alternative
+	for i := range rep.Alternatives {
+		if rep.Alternatives[i].IsMapping {
+			own = &rep.Alternatives[i]
+		}
+	}
+	if own == nil || own.SameAs != "hash_prefix" || own.Grade != "good" {
+		t.Errorf("the mapping's design: %+v", own)
+	}
+}
+
+const ordersYAML = `
+version: 1
+source:
+  name: orders
+  columns:
+    id: bigint
+    channel: text
+    code: text
+target:
+  table: orders
+  primary_key: "%s"
+  codes:
+    ch: {alipay: ap, alipay_hk: ap, wechat: wx}
+  on_missing_code: reject
+regions:
+  count: 4
+`
+
+func TestPlantedCollisionsAreCountedExactly(t *testing.T) {
+	// ids 0..9999 each come through three channels; the dictionary maps alipay and alipay_hk
+	// to the same code, so every id has exactly one overwritten row: 10,000 in all. 37 rows are
+	// sent twice, identically: duplicates, not collisions. 11 rows have a channel the
+	// dictionary lacks (dict_miss).
+	const ids = 10000
+	channels := []string{"alipay", "alipay_hk", "wechat"}
+	var rows [][]pipeline.Value
+	for i := 0; i < ids; i++ {
+		for _, c := range channels {
+			rows = append(rows, []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text(c), pipeline.Text("x")})
+		}
+	}
+	for i := 0; i < 37; i++ {
+		rows = append(rows, rows[i*3+2]) // wechat rows, again
+	}
+	for i := 0; i < 11; i++ {
+		rows = append(rows, []pipeline.Value{pipeline.Int(int64(ids + i)), pipeline.Text("unionpay"), pipeline.Text("x")})
+	}
+	src := &memSource{n: len(rows), batch: 777, make: func(i int) []pipeline.Value { return rows[i] }}
+	rep := runReport(t, fmt.Sprintf(ordersYAML, "[code(channel, ch) AS c][id]"), src, nil)
+	u := rep.Uniqueness
+	if u.CollisionRows != ids || u.CollidingKeys != ids || u.DuplicateRows != 37 || u.Keys != 2*ids {
+		t.Fatalf("uniqueness: %d collision rows, %d colliding keys, %d duplicates, %d keys", u.CollisionRows, u.CollidingKeys, u.DuplicateRows, u.Keys)
+	}
+	f := wantSeverity(t, rep, "uniqueness", SevError)
+	if f.Evidence["collision_rows"] != ids {
+		t.Errorf("evidence %v", f.Evidence)
+	}
+	wantSeverity(t, rep, "duplicates", SevInfo)
+	if rep.Totals.RowsRejected != 11 || rep.Totals.RejectCodes["dict_miss"] != 11 {
+		t.Errorf("rejects %d %v", rep.Totals.RowsRejected, rep.Totals.RejectCodes)
+	}
+	if n := len(rep.Totals.RejectExamples); n != rejectExamplesPerCode || rep.Totals.RejectExamples[0].Code != "dict_miss" ||
+		!strings.HasPrefix(rep.Totals.RejectExamples[0].Position, "mem:") {
+		t.Errorf("reject examples %+v", rep.Totals.RejectExamples)
+	}
+	if rep.Verdict.ExitCode != 2 {
+		t.Errorf("exit code %d, want 2", rep.Verdict.ExitCode)
+	}
+	if len(u.Examples) != maxCollisionExamples {
+		t.Fatalf("%d examples", len(u.Examples))
+	}
+	for _, ex := range u.Examples {
+		if ex.Key[0] != "ap" || ex.Sources != 2 || ex.Rows != 2 || len(ex.Origins) != 2 || ex.SameKeySources {
+			t.Fatalf("example %+v", ex)
+		}
+		a, b := ex.Origins[0].Values, ex.Origins[1].Values
+		if a["id"] != b["id"] || a["id"] != ex.Key[1] || a["channel"] == b["channel"] ||
+			!strings.HasPrefix(a["channel"], "alipay") || !strings.HasPrefix(b["channel"], "alipay") {
+			t.Fatalf("example origins %+v", ex.Origins)
+		}
+	}
+	if fmt.Sprint(u.SourceColumns) != "[channel id]" {
+		t.Errorf("source columns %v", u.SourceColumns)
+	}
+}
+
+func TestLongParsesCollide(t *testing.T) {
+	// long('007') and long('7') are the same key
+	codes := []string{"7", "007", "8", "9", "0009", "10"}
+	src := &memSource{n: len(codes), make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Int(1), pipeline.Text("wechat"), pipeline.Text(codes[i])}
+	}}
+	rep := runReport(t, fmt.Sprintf(ordersYAML, "[long(code) AS k]"), src, nil)
+	u := rep.Uniqueness
+	if u.CollisionRows != 2 || u.CollidingKeys != 2 || u.Keys != 4 {
+		t.Fatalf("uniqueness %+v", u)
+	}
+	keys := map[string]bool{}
+	for _, ex := range u.Examples {
+		keys[ex.Key[0]] = true
+	}
+	if !keys["7"] || !keys["9"] {
+		t.Errorf("examples %+v", u.Examples)
+	}
+}
+
+func TestKeysOverTheLimitAreErrors(t *testing.T) {
+	src := &memSource{n: 100, make: func(i int) []pipeline.Value {
+		s := "x"
+		if i%10 == 0 {
+			s = strings.Repeat("y", 3000)
+		}
+		return []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text("wechat"), pipeline.Text(s + fmt.Sprint(i))}
+	}}
+	rep := runReport(t, fmt.Sprintf(ordersYAML, "[code][id]"), src, nil)
+	f := wantSeverity(t, rep, "key_length", SevError)
+	if f.Evidence["over_limit"] != 10 || rep.Totals.RejectCodes["key_too_long"] != 10 {
+		t.Errorf("evidence %v, codes %v", f.Evidence, rep.Totals.RejectCodes)
+	}
+	if rep.Verdict.ExitCode != 2 {
+		t.Errorf("exit %d", rep.Verdict.ExitCode)
+	}
+}
+
+func TestJSONAndLongTextInTheKey(t *testing.T) {
+	src := &memSource{n: 200, make: func(i int) []pipeline.Value {
+		code := fmt.Sprintf(`{"user": %d, "tags": ["a"]}`, i)
+		if i%2 == 1 {
+			code = strings.Repeat("z", 300) + fmt.Sprint(i)
+		}
+		return []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text("wechat"), pipeline.Text(code)}
+	}}
+	rep := runReport(t, fmt.Sprintf(ordersYAML, "[id][code]"), src, func(c *Config) { c.Strict = true })
+	f := wantSeverity(t, rep, "key_json_text", SevWarning)
+	if f.Evidence["json_like"] != 100 || f.Evidence["long_text"] != 100 {
+		t.Errorf("evidence %v", f.Evidence)
+	}
+	if rep.Verdict.ExitCode != 1 {
+		t.Errorf("strict exit code %d, want 1", rep.Verdict.ExitCode)
+	}
+}
+
+func TestSampling(t *testing.T) {
+	yml := fmt.Sprintf(eventsYAML, "[md5(id).substr(0,4) + id AS h][ts]")
+	rep := runReport(t, yml, events(50000), func(c *Config) { c.Sample = Sample{Fraction: 0.1} })
+	if rep.Totals.RowsRead != 50000 || rep.Totals.RowsAnalysed != 5000 || !rep.Source.Sampled || rep.Source.Scale != 10 {
+		t.Errorf("fraction: read %d analysed %d source %+v", rep.Totals.RowsRead, rep.Totals.RowsAnalysed, rep.Source)
+	}
+	if rep.Totals.EstimatedTargetBytes != 10*rep.Totals.TargetBytes || rep.Uniqueness.Exact {
+		t.Errorf("totals %+v", rep.Totals)
+	}
+	wantSeverity(t, rep, "sample", SevInfo)
+	// a spread sample from a source that can sample
+	rep = runReport(t, yml, events(50000), func(c *Config) { c.Sample = Sample{Rows: 2000} })
+	if rep.Totals.RowsAnalysed != 2000 || rep.Source.Scale != 25 {
+		t.Errorf("rows: analysed %d source %+v", rep.Totals.RowsAnalysed, rep.Source)
+	}
+	// the first rows of a source that cannot
+	src := &memSource{n: 50000, make: events(50000).make}
+	p, m := compile(t, yml)
+	rep, err := Run(context.Background(), Config{Program: p, Mapping: m, Source: struct{ pipeline.Source }{src}, TmpDir: t.TempDir(),
+		Sample: Sample{Rows: 3000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Totals.RowsRead != 3000 || rep.Source.ScaleKnown {
+		t.Errorf("limit: read %d source %+v", rep.Totals.RowsRead, rep.Source)
+	}
+	for _, c := range []struct {
+		in   string
+		want Sample
+		bad  bool
+	}{{"", Sample{}, false}, {"100%", Sample{}, false}, {"5%", Sample{Fraction: 0.05}, false}, {"2k", Sample{Rows: 2000}, false},
+		{"1m", Sample{Rows: 1000000}, false}, {"0", Sample{}, true}, {"150%", Sample{}, true}, {"x", Sample{}, true}} {
+		got, err := ParseSample(c.in)
+		if (err != nil) != c.bad || got != c.want {
+			t.Errorf("ParseSample(%q) = %+v, %v", c.in, got, err)
+		}
+	}
+}
+
+func TestRecommendation(t *testing.T) {
+	yml := fmt.Sprintf(eventsYAML, "[md5(id).substr(0,4) + id AS h][ts]")
+	rep := runReport(t, yml, events(20000), func(c *Config) { c.Nodes = 3 })
+	r := rep.Recommendation
+	if r.Bulkload.Regions != 1 || len(r.Bulkload.SplitKeys) != 0 || r.Bulkload.SQL != "" {
+		t.Errorf("bulkload %+v", r.Bulkload)
+	}
+	if r.API == nil || r.API.Regions != 12 || len(r.API.SplitKeys) != 11 || r.API.Strategy != "hex_prefix" ||
+		!strings.HasPrefix(r.API.SQL, "SPLITKEYS='1555,2aaa,") {
+		t.Errorf("api %+v", r.API)
+	}
+	if r.RegionSize != 8<<30 {
+		t.Errorf("region size %d", r.RegionSize)
+	}
+}
+
+func TestTextOutput(t *testing.T) {
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), events(20000), nil)
+	var buf bytes.Buffer
+	if err := WriteText(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"VERDICT  WARN", "WARN  first_column_monotonic", "WRITE HOTSPOTS OVER TIME", "ADVISOR", "RECOMMENDED REGIONS", "* the mapping"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text output lacks %q:\n%s", want, out)
+		}
+	}
+	// worst first
+	if strings.Index(out, "  WARN  ") > strings.Index(out, "  ok    ") {
+		t.Errorf("findings not worst first:\n%s", out)
+	}
+}
+
+func TestEmptyInput(t *testing.T) {
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), &memSource{n: 0, make: events(1).make}, nil)
+	if rep.Totals.RowsRead != 0 || rep.Verdict.ExitCode != 0 {
+		t.Errorf("%+v %+v", rep.Totals, rep.Verdict)
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+}

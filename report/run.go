@@ -1,0 +1,765 @@
+// Package report is rekey's dry-run key distribution report and key-design advisor. It reads a
+// source (all of it or a sample) through the same mapping a migration would use, routes every
+// row to its region, writes no data files, and describes what the key design will do to Lindorm:
+// rejected rows, key shape against the design guide, key collisions (rows bulkload would silently
+// overwrite), first-column cardinality, skew, prefix and monotonicity, rows and bytes per region,
+// write hotspots over time, the same analysis for alternative designs derived from the mapping,
+// and how many regions to pre-split with which split keys.
+//
+// Memory is bounded by sketches and samples, not by the input: HyperLogLog distinct counts,
+// Space-Saving heavy hitters, a fixed key-length histogram, a bounded windows x regions matrix, a
+// bounded systematic subsample for the advisor, and an exact collision check that spills 24 bytes
+// plus a short origin per row to temp files and reads them back one bucket at a time.
+//
+// See README.md in this folder for the report's JSON schema and the rules.
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
+)
+
+// Sample selects part of the input. The zero value reads everything.
+type Sample struct {
+	Rows     int64   // about this many rows
+	Fraction float64 // or this share of the rows, 0 < f <= 1
+}
+
+// ParseSample reads --sample: a row count ("100000", "1m") or a percentage ("5%").
+func ParseSample(s string) (Sample, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "all" {
+		return Sample{}, nil
+	}
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || v <= 0 || v > 100 {
+			return Sample{}, fmt.Errorf("--sample %q: want a row count (100000) or a percentage between 0 and 100 (5%%)", s)
+		}
+		if v == 100 {
+			return Sample{}, nil
+		}
+		return Sample{Fraction: v / 100}, nil
+	}
+	mult := int64(1)
+	t := strings.ToLower(strings.ReplaceAll(s, "_", ""))
+	switch {
+	case strings.HasSuffix(t, "k"):
+		mult, t = 1000, t[:len(t)-1]
+	case strings.HasSuffix(t, "m"):
+		mult, t = 1000000, t[:len(t)-1]
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64/mult {
+		return Sample{}, fmt.Errorf("--sample %q: want a row count (100000, 1m) or a percentage (5%%)", s)
+	}
+	return Sample{Rows: n * mult}, nil
+}
+
+// Config is one report run.
+type Config struct {
+	Program *transform.Program
+	// Mapping is the decoded mapping the program was compiled from; the advisor edits copies of
+	// it to build alternative key designs. Nil skips the advisor.
+	Mapping *transform.Mapping
+	Source  pipeline.Source
+	// SourceURI names the source in the report.
+	SourceURI string
+	// PlanSample is target rows from a spread sample of the source (cmd's sampleRows), used for
+	// quantile split keys. Nil: the report samples the source itself (Sampler), or for a source
+	// that cannot sample (a stream), the first planSampleRows rows.
+	PlanSample [][]pipeline.Value
+	// EstimatedBytes of the whole input, for the region count before the run; 0: estimated from
+	// PlanSample and the source's row estimate.
+	EstimatedBytes int64
+	Regions        int    // --regions: the plan to analyse; 0: the mapping's, else the recommendation
+	Nodes          int    // --nodes: for the API-write recommendation (nodes x 4)
+	Sample         Sample // --sample
+	Strict         bool   // --strict: warnings make the exit code 1
+	Workers        int    // transform workers; default GOMAXPROCS
+	TmpDir         string // for the collision check's temp files; default os.TempDir()
+	// SubsampleMax bounds the advisor's order-preserving subsample (records kept in memory).
+	SubsampleMax int
+	// Counters, when set, are updated as rows are read (for a progress bar): RowsIn counts
+	// records read, RowsWritten accepted ones, RowsRejected rejected ones.
+	Counters  *pipeline.Counters
+	Logger    *zap.Logger
+	Generator string // "rekey <version>"
+	// FormatSplit renders a split value of the first key column as SPLITKEYS writes it
+	// (cmd passes sink/lindorm's SplitValue, so the report shows what ddl.sql will hold);
+	// default: the canonical text.
+	FormatSplit func(pipeline.Type, pipeline.Value) string
+}
+
+const (
+	planSampleRows         = 20000
+	defaultSubsample       = 100000
+	samplerMaxRows         = 200000
+	defaultAnalysisRegions = 16
+	mainWindows            = 200 // windows the main analysis aims at
+	mainWindowsMax         = 256 // more complete windows than this are merged pairwise
+	altWindows             = 50
+	altWindowsMax          = 64
+	maxCollisionExamples   = 5
+	maxExampleOrigins      = 4
+)
+
+type job struct {
+	seq      int64
+	batch    pipeline.Batch
+	firstOrd int64
+	done     chan struct{}
+	regions  []uint32
+	first    pipeline.Value
+	last     pipeline.Value
+	hasFirst bool
+	analysed int64
+}
+
+type runner struct {
+	cfg     Config
+	prog    *transform.Program
+	d       *design
+	every   int64 // analyse records whose ordinal is a multiple of every
+	limit   int64 // stop after this many records (0: no limit)
+	estRows int64
+	spill   *spill
+	log     *zap.Logger
+	bytesIn atomic.Int64
+}
+
+// Run reads the source and builds the report.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Program == nil || cfg.Source == nil {
+		return nil, errors.New("report: no program or source")
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	if cfg.SubsampleMax <= 0 {
+		cfg.SubsampleMax = defaultSubsample
+	}
+	if cfg.SubsampleMax < 2 {
+		cfg.SubsampleMax = 2
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Counters == nil {
+		cfg.Counters = &pipeline.Counters{}
+	}
+	if cfg.TmpDir == "" {
+		cfg.TmpDir = os.TempDir()
+	}
+	if cfg.FormatSplit == nil {
+		cfg.FormatSplit = func(_ pipeline.Type, v pipeline.Value) string { return v.String() }
+	}
+	started := time.Now()
+	r := &runner{cfg: cfg, prog: cfg.Program, every: 1, estRows: -1, log: cfg.Logger}
+	if sz, ok := cfg.Source.(pipeline.Sizer); ok {
+		r.estRows = sz.EstimatedRows()
+	}
+	src := cfg.Source
+	info := SourceInfo{URI: cfg.SourceURI, EstimatedRows: r.estRows, Sample: "all", Scale: 1, ScaleKnown: true}
+
+	// --sample
+	switch s := cfg.Sample; {
+	case s.Fraction > 0 && s.Fraction < 1:
+		r.every = max(1, int64(math.Round(1/s.Fraction)))
+		info.Sampled, info.Sample = true, "every "+ordinal(r.every)+" row"
+	case s.Rows > 0:
+		sampler, isSampler := src.(pipeline.Sampler)
+		switch {
+		case r.estRows >= 0 && s.Rows >= r.estRows:
+			// the whole input is smaller than the sample
+		case isSampler && s.Rows <= samplerMaxRows:
+			recs, err := sampler.Sample(ctx, int(s.Rows))
+			if err != nil {
+				return nil, fmt.Errorf("report: sample the source: %w", err)
+			}
+			src = &sliceSource{recs: recs, stream: "sample"}
+			info.Sampled, info.Sample = true, strconv.FormatInt(int64(len(recs)), 10)+" rows spread over the input"
+			if r.estRows > 0 {
+				info.Scale = float64(r.estRows) / float64(max(1, len(recs)))
+			} else {
+				info.ScaleKnown = false
+			}
+		case r.estRows > 0:
+			r.every = max(1, (r.estRows+s.Rows-1)/s.Rows)
+			if r.every > 1 {
+				info.Sampled, info.Sample = true, "every "+ordinal(r.every)+" row"
+			}
+		default:
+			r.limit = s.Rows
+			info.Sampled, info.Sample, info.ScaleKnown = true, "first "+strconv.FormatInt(s.Rows, 10)+" rows", false
+		}
+	}
+
+	// the region plan, from a spread sample (or the stream's first rows); a source is sampled
+	// before it runs, never while
+	sample := cfg.PlanSample
+	if sample == nil {
+		if sampler, ok := cfg.Source.(pipeline.Sampler); ok {
+			recs, err := sampler.Sample(ctx, planSampleRows)
+			if err != nil {
+				return nil, fmt.Errorf("report: sample the source: %w", err)
+			}
+			sample = targetRows(r.prog, recs)
+		}
+	}
+	srcCtx, cancelSrc := context.WithCancel(ctx)
+	defer cancelSrc()
+	batches := make(chan pipeline.Batch, cfg.Workers*2)
+	srcErr := make(chan error, 1)
+	go func() {
+		err := src.Run(srcCtx, nil, batches)
+		close(batches)
+		srcErr <- err
+	}()
+	var held []pipeline.Batch
+	if sample == nil {
+		var err error
+		if held, sample, err = r.prefixSample(ctx, batches); err != nil {
+			cancelSrc()
+			for range batches {
+			}
+			<-srcErr
+			return nil, err
+		}
+	}
+	est := cfg.EstimatedBytes
+	if est <= 0 && r.estRows > 0 && len(sample) > 0 {
+		var tot int64
+		for _, row := range sample {
+			tot += int64(r.prog.RowBytes(row))
+		}
+		est = tot / int64(len(sample)) * r.estRows
+	}
+	plan, planInfo, err := r.choosePlan(sample, est)
+	if err != nil {
+		return nil, err
+	}
+	r.d = newDesign(r.prog, plan)
+
+	sp, err := newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed()))
+	if err != nil {
+		return nil, err
+	}
+	r.spill = sp
+	defer sp.close()
+
+	tl := newTimeline(plan.Count(), r.expectedAnalysed(), cfg.SubsampleMax, r.every, plan.Type)
+	accs, err := r.pass(ctx, held, batches, tl, cancelSrc)
+	if err != nil {
+		cancelSrc()
+		for range batches {
+		}
+		<-srcErr
+		return nil, err
+	}
+	if err := <-srcErr; err != nil && !(r.limit > 0 && tl.read >= r.limit && errors.Is(err, context.Canceled)) {
+		return nil, fmt.Errorf("report: source: %w", err)
+	}
+	total := accs[0]
+	for _, a := range accs[1:] {
+		total.merge(a)
+	}
+	r.log.Info("read the source", zap.Int64("rows", tl.read), zap.Duration("took", time.Since(started)))
+	// the advisor works on the subsample while the collision check reads the temp files
+	advised := time.Now()
+	altc := make(chan []Alternative, 1)
+	go func() {
+		alts := r.advise(tl.subsample, plan.Count())
+		r.log.Info("advisor", zap.Int("subsample", len(tl.subsample)), zap.Int("designs", len(alts)), zap.Duration("took", time.Since(advised)))
+		altc <- alts
+	}()
+	counted := time.Now()
+	coll, err := sp.count(maxCollisionExamples, maxExampleOrigins)
+	if err != nil {
+		<-altc
+		return nil, err
+	}
+	elapsed := time.Since(started)
+	r.log.Info("collision check", zap.Int64("keys", coll.Keys), zap.Int64("collision_rows", coll.Rows), zap.Duration("took", time.Since(counted)))
+
+	if !info.Sampled || r.every > 1 {
+		info.Scale = 1
+		if tl.analysed > 0 && r.every > 1 {
+			info.Scale = float64(tl.read) / float64(tl.analysed)
+		}
+	}
+	if r.limit > 0 {
+		if r.estRows > 0 && tl.read > 0 {
+			info.Scale, info.ScaleKnown = float64(r.estRows)/float64(tl.read), true
+		}
+	}
+	rep := r.build(total, tl, coll, plan, planInfo, info, elapsed)
+	rep.Alternatives = <-altc
+	r.recommend(rep, tl.subsample)
+	evaluate(rep, cfg.Strict)
+	return rep, nil
+}
+
+func ordinal(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return s + "th"
+	case n%10 == 1:
+		return s + "st"
+	case n%10 == 2:
+		return s + "nd"
+	case n%10 == 3:
+		return s + "rd"
+	}
+	return s + "th"
+}
+
+func (r *runner) expectedAnalysed() int64 {
+	n := r.estRows
+	if r.limit > 0 && (n < 0 || r.limit < n) {
+		n = r.limit
+	}
+	if n > 0 && r.every > 1 {
+		n /= r.every
+	}
+	return n
+}
+
+// targetRows applies the mapping to records, detached from the evaluator's arena.
+func targetRows(prog *transform.Program, recs []pipeline.Record) [][]pipeline.Value {
+	ev := prog.NewEvaluator()
+	ncol := len(prog.Target().Columns)
+	b := &pipeline.Batch{Stream: "sample"}
+	out := make([][]pipeline.Value, 0, len(recs))
+	for i := range recs {
+		if recs[i].Err != nil {
+			continue
+		}
+		row := make([]pipeline.Value, ncol)
+		if ev.Apply(b, &recs[i], row) != nil {
+			continue
+		}
+		for j := range row {
+			row[j].S = strings.Clone(row[j].S)
+		}
+		out = append(out, row)
+	}
+	ev.Reset()
+	return out
+}
+
+// prefixSample holds the stream's first batches until planSampleRows records are read: a source
+// that cannot sample (a stream) places its quantile splits from its first rows.
+func (r *runner) prefixSample(ctx context.Context, batches <-chan pipeline.Batch) ([]pipeline.Batch, [][]pipeline.Value, error) {
+	var held []pipeline.Batch
+	var recs []pipeline.Record
+	for len(recs) < planSampleRows {
+		select {
+		case b, ok := <-batches:
+			if !ok {
+				return held, targetRows(r.prog, recs), nil
+			}
+			held = append(held, b)
+			recs = append(recs, b.Records...)
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+	return held, targetRows(r.prog, recs), nil
+}
+
+// bulkRegions is the design guide's bulkload pre-split: data size / region size, at least 1.
+func bulkRegions(bytes, regionSize int64) int {
+	if regionSize <= 0 {
+		regionSize = transform.DefaultRegionSize
+	}
+	n := (bytes + regionSize - 1) / regionSize
+	return int(min(max(n, 1), 1<<20))
+}
+
+// choosePlan picks the plan to analyse: --regions, else the mapping's regions: section, else the
+// recommendation (bulkload data size / 8 GiB, or nodes x 4), and when all of these give a single
+// region, 16 regions: with one region every write lands in it whatever the key, and the report's
+// point is how the key spreads once the table has many.
+func (r *runner) choosePlan(sample [][]pipeline.Value, est int64) (pipeline.RegionPlan, PlanInfo, error) {
+	prog := r.prog
+	req := transform.RegionRequest{Sample: sample, EstimatedBytes: est}
+	var info PlanInfo
+	var plan pipeline.RegionPlan
+	var err error
+	switch {
+	case r.cfg.Regions > 0:
+		req.Count = r.cfg.Regions
+		plan, err = prog.PlanRegions(req)
+		info.Origin = "--regions"
+	default:
+		plan, err = prog.PlanRegions(req)
+		info.Origin = "mapping"
+		if err == nil && plan.Count() <= 1 {
+			n := bulkRegions(est, prog.RegionSize())
+			info.Origin = "recommendation"
+			if r.cfg.Nodes > 0 {
+				n = max(n, 4*r.cfg.Nodes)
+			}
+			if n <= 1 {
+				n = defaultAnalysisRegions
+				info.Origin = "default"
+				info.Note = fmt.Sprintf("the mapping and the data size (%s estimated) give a single region, where every write lands whatever the key; the distribution is analysed over %d regions, as the table will have once Lindorm splits it (--regions to choose)", humanBytes(est), n)
+			}
+			req.Count = n
+			plan, err = prog.PlanRegions(req)
+		}
+	}
+	if err != nil && len(sample) == 0 {
+		// nothing to place quantile splits from (an empty input, or every sampled row rejected)
+		first := prog.Target().Columns[0]
+		plan, err = pipeline.RegionPlan{Type: first.Type, Desc: first.Desc, Strategy: "single"}, nil
+		info.Note = strings.TrimSpace(info.Note + " no source rows to place quantile split keys from: one region.")
+	}
+	if err != nil {
+		return plan, info, fmt.Errorf("report: region plan: %w", err)
+	}
+	if plan.Count() < req.Count && plan.Strategy == "quantile" {
+		info.Note = strings.TrimSpace(info.Note + fmt.Sprintf(" %d regions asked, %d placed: the sampled first column has too few distinct values for more quantile splits.", req.Count, plan.Count()))
+	}
+	info.Regions, info.Strategy, info.Desc = plan.Count(), plan.Strategy, plan.Desc
+	info.SplitKeys = []string{}
+	for _, s := range plan.Splits {
+		info.SplitKeys = append(info.SplitKeys, r.cfg.FormatSplit(plan.Type, s))
+	}
+	return plan, info, nil
+}
+
+// pass runs every batch through the workers and feeds the timeline in arrival order.
+func (r *runner) pass(ctx context.Context, held []pipeline.Batch, batches <-chan pipeline.Batch, tl *timeline, stopSource func()) ([]*acc, error) {
+	cfg := r.cfg
+	workers := cfg.Workers
+	order := make(chan *job, workers*2+2)
+	work := make(chan *job, workers)
+	pool := sync.Pool{New: func() any { return &job{} }}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// dispatcher: number the batches, hand them out, keep their order for the fan-in
+	go func() {
+		defer close(order)
+		defer close(work)
+		var seq, ord int64
+		send := func(b pipeline.Batch) bool {
+			if r.limit > 0 {
+				if ord >= r.limit {
+					return false
+				}
+				if rest := r.limit - ord; int64(len(b.Records)) > rest {
+					b.Records = b.Records[:rest]
+				}
+			}
+			j := pool.Get().(*job)
+			j.seq, j.batch, j.firstOrd, j.done = seq, b, ord, make(chan struct{})
+			seq++
+			ord += int64(len(b.Records))
+			select {
+			case order <- j:
+			case <-ctx.Done():
+				return false
+			}
+			select {
+			case work <- j:
+			case <-ctx.Done():
+				return false
+			}
+			return r.limit == 0 || ord < r.limit
+		}
+		stop := func() {
+			if ctx.Err() == nil { // at the --sample limit: stop the source, drop what it had read
+				stopSource()
+				for range batches {
+				}
+			}
+		}
+		for _, b := range held {
+			if !send(b) {
+				stop()
+				return
+			}
+		}
+		for {
+			select {
+			case b, ok := <-batches:
+				if !ok {
+					return
+				}
+				if !send(b) {
+					stop()
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	accs := make([]*acc, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		a := newAcc(r.d)
+		accs[w] = a
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wk := &worker{r: r, a: a, ev: r.prog.NewEvaluator(), sw: r.spill.writer(),
+				out: make([]pipeline.Value, len(r.prog.Target().Columns))}
+			for j := range work {
+				wk.process(j)
+				close(j.done)
+			}
+			wk.sw.flush()
+		}()
+	}
+	var err error
+	for j := range order {
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			if err == nil {
+				err = ctx.Err()
+			}
+			continue
+		}
+		tl.consume(j, r.every)
+		j.batch = pipeline.Batch{}
+		j.first, j.last = pipeline.Value{}, pipeline.Value{}
+		pool.Put(j)
+	}
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	return accs, nil
+}
+
+type worker struct {
+	r    *runner
+	a    *acc
+	ev   *transform.Evaluator
+	sw   *spillWriter
+	out  []pipeline.Value
+	text []byte
+}
+
+func (w *worker) process(j *job) {
+	r, a := w.r, w.a
+	d := r.d
+	b := &j.batch
+	j.regions = j.regions[:0]
+	j.hasFirst = false
+	j.analysed = 0
+	a.hasPrev = false
+	var sid uint64
+	if len(b.Records) > 0 {
+		sid = r.spill.streamID(b.Stream)
+	}
+	var ok, rejected int64
+	out := w.out
+	for i := range b.Records {
+		ord := j.firstOrd + int64(i)
+		if r.every > 1 && ord%r.every != 0 {
+			continue
+		}
+		j.analysed++
+		rec := &b.Records[i]
+		if rec.Err != nil {
+			rejected++
+			e := rec.Err
+			a.reject(e.Code, ord, func() RejectExample {
+				return RejectExample{Position: b.Position(rec), Stage: "source", Code: e.Code, Field: e.Field, Message: e.Message}
+			})
+			continue
+		}
+		if e := w.ev.Apply(b, rec, out); e != nil {
+			rejected++
+			a.reject(e.Code, ord, func() RejectExample {
+				return RejectExample{Position: b.Position(rec), Stage: "transform", Code: e.Code, Field: e.Field, Message: e.Message}
+			})
+			continue
+		}
+		ok++
+		region := d.route(out[0])
+		a.row(out, region)
+		key := out[:d.keyLen]
+		var keep []pipeline.Value
+		if d.storeKey || longSource(rec.Values, d.srcCols) {
+			keep = key
+		}
+		w.text = appendOrigin(w.text[:0], sid, rec.Seq, keep, d.srcCols, rec.Values)
+		w.sw.add(hashValues(key), hashRecord(rec.Values), w.text)
+		j.regions = append(j.regions, uint32(region))
+		if !j.hasFirst {
+			j.first, j.hasFirst = cloneValue(out[0]), true
+		}
+	}
+	if j.hasFirst {
+		j.last = cloneValue(a.prev)
+	}
+	a.hasPrev = false
+	a.prev = pipeline.Value{}
+	w.ev.Reset()
+	c := r.cfg.Counters
+	c.RowsIn.Add(int64(len(b.Records)))
+	c.RowsWritten.Add(ok)
+	c.RowsRejected.Add(rejected)
+}
+
+func cloneValue(v pipeline.Value) pipeline.Value {
+	v.S = strings.Clone(v.S)
+	return v
+}
+
+// timeline is what needs arrival order: windows, monotonicity across batch boundaries and the
+// advisor's systematic subsample.
+type timeline struct {
+	w        *windows
+	typ      pipeline.Type
+	read     int64 // records delivered
+	analysed int64 // records run through the mapping
+	last     pipeline.Value
+	hasLast  bool
+	up, down int64
+	pairs    int64
+
+	subsample []pipeline.Record
+	subMax    int
+	subEvery  int64 // keep analysed records whose analysed-ordinal is a multiple of this
+}
+
+func newTimeline(regions int, expected int64, subMax int, every int64, typ pipeline.Type) *timeline {
+	tl := &timeline{w: newWindows(regions, expected, mainWindows, mainWindowsMax), typ: typ, subMax: subMax, subEvery: 1}
+	if expected > int64(subMax) {
+		tl.subEvery = (expected + int64(subMax) - 1) / int64(subMax)
+	}
+	return tl
+}
+
+func (tl *timeline) consume(j *job, every int64) {
+	for _, reg := range j.regions {
+		tl.w.add(int(reg))
+	}
+	if j.hasFirst {
+		if tl.hasLast {
+			c := pipeline.Compare(tl.typ, tl.last, j.first)
+			if c <= 0 {
+				tl.up++
+			}
+			if c >= 0 {
+				tl.down++
+			}
+			tl.pairs++
+		}
+		tl.last, tl.hasLast = j.last, true
+	}
+	recs := j.batch.Records
+	for i := range recs {
+		ord := j.firstOrd + int64(i)
+		if every > 1 && ord%every != 0 {
+			continue
+		}
+		a := tl.analysed
+		tl.analysed++
+		if a%tl.subEvery != 0 || recs[i].Err != nil {
+			continue
+		}
+		tl.subsample = append(tl.subsample, cloneRecord(&recs[i]))
+		if len(tl.subsample) > tl.subMax {
+			// keep every other record and double the step: still a systematic sample
+			k := 0
+			for q := 0; q < len(tl.subsample); q += 2 {
+				tl.subsample[k] = tl.subsample[q]
+				k++
+			}
+			clear(tl.subsample[k:])
+			tl.subsample = tl.subsample[:k]
+			tl.subEvery *= 2
+		}
+	}
+	tl.read += int64(len(recs))
+}
+
+// cloneRecord copies a record's values and strings into one allocation each.
+func cloneRecord(r *pipeline.Record) pipeline.Record {
+	n := 0
+	for _, v := range r.Values {
+		n += len(v.S)
+	}
+	buf := make([]byte, 0, n)
+	for _, v := range r.Values {
+		buf = append(buf, v.S...)
+	}
+	all := string(buf)
+	vals := make([]pipeline.Value, len(r.Values))
+	off := 0
+	for i, v := range r.Values {
+		vals[i] = pipeline.Value{K: v.K, I: v.I, S: all[off : off+len(v.S)]}
+		off += len(v.S)
+	}
+	return pipeline.Record{Values: vals, Seq: r.Seq}
+}
+
+// sliceSource replays records (a Sampler's sample) as batches.
+type sliceSource struct {
+	recs   []pipeline.Record
+	stream string
+}
+
+func (s *sliceSource) Run(ctx context.Context, _ map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
+	const batch = 4096
+	for i := 0; i < len(s.recs); i += batch {
+		b := pipeline.Batch{Stream: s.stream, Records: s.recs[i:min(i+batch, len(s.recs))], Done: i+batch >= len(s.recs)}
+		select {
+		case out <- b:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// longSource tells whether a value the key is computed from is longer than the temp files keep
+// (then the key cannot be recomputed from them and is kept itself).
+func longSource(vals []pipeline.Value, cols []int) bool {
+	for _, c := range cols {
+		if c < len(vals) && len(vals[c].S) > maxOriginText {
+			return true
+		}
+	}
+	return false
+}

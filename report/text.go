@@ -1,0 +1,420 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// WriteText prints the report for a terminal: the verdict and the findings first (worst first),
+// then the sections with their figures.
+func WriteText(w io.Writer, rep *Report) error {
+	p := &printer{w: w}
+	p.header(rep)
+	p.findings(rep)
+	p.totals(rep)
+	p.key(rep)
+	p.uniqueness(rep)
+	p.firstColumn(rep)
+	p.regions(rep)
+	p.hotspots(rep)
+	p.alternatives(rep)
+	p.recommendation(rep)
+	return p.err
+}
+
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) f(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+func (p *printer) section(title string, detail string) {
+	if detail != "" {
+		p.f("\n%s  %s\n", title, detail)
+	} else {
+		p.f("\n%s\n", title)
+	}
+}
+
+// cols prints rows as aligned columns; right-aligns columns whose index is in right.
+func (p *printer) cols(rows [][]string, right map[int]bool) {
+	width := map[int]int{}
+	for _, r := range rows {
+		for i, c := range r {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range rows {
+		var sb strings.Builder
+		sb.WriteString("  ")
+		for i, c := range r {
+			pad := width[i] - utf8.RuneCountInString(c)
+			if i == len(r)-1 && !right[i] {
+				sb.WriteString(c)
+				break
+			}
+			if right[i] {
+				sb.WriteString(strings.Repeat(" ", pad) + c)
+			} else {
+				sb.WriteString(c + strings.Repeat(" ", pad))
+			}
+			sb.WriteString("  ")
+		}
+		p.f("%s\n", strings.TrimRight(sb.String(), " "))
+	}
+}
+
+func (p *printer) header(rep *Report) {
+	src := rep.Source.URI
+	if rep.Source.Sampled {
+		src += " (" + rep.Source.Sample + ")"
+	}
+	file := rep.Mapping.File
+	if file == "" {
+		file = "mapping"
+	}
+	p.f("rekey report  %s -> table %s\n", file, rep.Mapping.Table)
+	p.f("source        %s\n", src)
+	p.f("primary key   %s\n", rep.Mapping.PrimaryKey)
+	v := rep.Verdict
+	verdict := "OK"
+	switch {
+	case v.Errors > 0:
+		verdict = "FAIL"
+	case v.Warnings > 0:
+		verdict = "WARN"
+	}
+	p.f("\nVERDICT  %s: %s\n", verdict, VerdictLine(rep))
+}
+
+func sevLabel(s string) string {
+	switch s {
+	case SevError:
+		return "ERROR"
+	case SevWarning:
+		return "WARN"
+	}
+	return "ok"
+}
+
+func (p *printer) findings(rep *Report) {
+	p.section("FINDINGS", "(worst first)")
+	var rows [][]string
+	for _, f := range rep.Findings {
+		rows = append(rows, []string{sevLabel(f.Severity), f.Rule, f.Message})
+	}
+	p.cols(rows, nil)
+}
+
+func (p *printer) totals(rep *Report) {
+	t := rep.Totals
+	p.section("TOTALS", "")
+	rows := [][]string{
+		{"rows read", count(t.RowsRead)},
+	}
+	if t.RowsAnalysed != t.RowsRead {
+		rows = append(rows, []string{"rows analysed", count(t.RowsAnalysed)})
+	}
+	rows = append(rows, []string{"rows accepted", count(t.RowsOK)}, []string{"rows rejected", count(t.RowsRejected)})
+	for _, c := range sortedCodes(t.RejectCodes) {
+		rows = append(rows, []string{"  " + c, count(t.RejectCodes[c])})
+	}
+	tb := humanBytes(t.TargetBytes)
+	if t.EstimatedTargetBytes != t.TargetBytes {
+		tb += fmt.Sprintf(" (whole input: about %s)", humanBytes(t.EstimatedTargetBytes))
+	}
+	rows = append(rows, []string{"target bytes", tb + " uncompressed"},
+		[]string{"time", fmt.Sprintf("%.2f s, %s rows/s", t.Seconds, count(int64(t.RowsPerSec)))})
+	p.cols(rows, nil)
+	if len(t.RejectExamples) > 0 {
+		p.f("  examples:\n")
+		for _, e := range t.RejectExamples {
+			field := ""
+			if e.Field != "" {
+				field = " " + e.Field
+			}
+			p.f("    %s  %s%s: %s\n", e.Position, e.Code, field, e.Message)
+		}
+	}
+}
+
+func (p *printer) key(rep *Report) {
+	k := rep.Key
+	shape := "variable length"
+	if k.FixedLength {
+		shape = "fixed length"
+	}
+	p.section("KEY SHAPE", fmt.Sprintf("%d column%s, %s, bytes min %d / mean %.1f / p50 %d / p99 %d / max %d", k.Columns, plural(k.Columns), shape,
+		k.MinBytes, k.MeanBytes, k.P50Bytes, k.P99Bytes, k.MaxBytes))
+	rows := [][]string{{"column", "type", "max bytes", "json-like", "long text", "expression"}}
+	for _, c := range rep.Mapping.KeyColumns {
+		t := c.Type
+		if c.Desc {
+			t += " DESC"
+		}
+		rows = append(rows, []string{c.Name, t, fmt.Sprint(c.MaxBytes), count(c.JSONLike), count(c.LongText), c.Expr})
+	}
+	p.cols(rows, map[int]bool{2: true, 3: true, 4: true})
+}
+
+func (p *printer) uniqueness(rep *Report) {
+	u := rep.Uniqueness
+	exact := "exact"
+	if !u.Exact {
+		exact = "on the sample"
+	}
+	p.section("UNIQUENESS", fmt.Sprintf("%s distinct keys, %s colliding keys, %s rows overwritten, %s identical duplicates (%s)",
+		count(u.Keys), count(u.CollidingKeys), count(u.CollisionRows), count(u.DuplicateRows), exact))
+	for _, ex := range u.Examples {
+		note := ""
+		if ex.SameKeySources {
+			note = "; they differ only in columns the key does not read"
+		}
+		p.f("  key %s  <- %d distinct source rows (%d rows%s)\n", strings.Join(ex.Key, " | "), ex.Sources, ex.Rows, note)
+		for _, o := range ex.Origins {
+			var kv []string
+			for _, c := range u.SourceColumns {
+				if v, ok := o.Values[c]; ok {
+					kv = append(kv, c+"="+v)
+				}
+			}
+			p.f("      %-24s %s\n", o.Position, strings.Join(kv, "  "))
+		}
+	}
+}
+
+func (p *printer) firstColumn(rep *Report) {
+	fc := rep.FirstColumn
+	p.section("FIRST KEY COLUMN", fc.Name+" "+fc.Type+" (Lindorm splits regions on it)")
+	d := count(fc.Distinct)
+	if !fc.DistinctExact {
+		d = "about " + d + " (HyperLogLog)"
+	}
+	rows := [][]string{
+		{"distinct values", d},
+		{"monotonic", fmt.Sprintf("%s of rows >= the previous row, %s <=", pct(fc.MonotonicUp), pct(fc.MonotonicDown))},
+	}
+	if isTextType(fc.Type) {
+		rows = append(rows, []string{"common prefix", fmt.Sprintf("%q (%d bytes)", fc.CommonPrefix, fc.PrefixBytes)})
+	}
+	p.cols(rows, nil)
+	if len(fc.Top) > 0 {
+		label := "top values"
+		if !fc.TopExact {
+			label += " (Space-Saving estimates: rows are upper bounds, shares give the range)"
+		}
+		p.f("  %s\n", label)
+		tr := [][]string{}
+		for i, t := range fc.Top {
+			if i >= 5 {
+				break
+			}
+			tr = append(tr, []string{"  " + fmt.Sprintf("%q", t.Value), count(t.Rows), shareRange(t)})
+		}
+		p.cols(tr, map[int]bool{1: true, 2: true})
+	}
+	if fc.OtherMaxShare > 0 {
+		p.f("  every other value: at most %s of the rows\n", pct(fc.OtherMaxShare))
+	}
+}
+
+func bar(x float64, width int) string {
+	if x <= 0 {
+		return ""
+	}
+	eighths := int(x*float64(width*8) + 0.5)
+	if eighths == 0 {
+		eighths = 1
+	}
+	s := strings.Repeat("█", eighths/8)
+	if r := eighths % 8; r > 0 {
+		s += string([]rune("▏▎▍▌▋▊▉")[r-1])
+	}
+	return s
+}
+
+func (p *printer) regions(rep *Report) {
+	d := rep.Distribution
+	detail := fmt.Sprintf("%d regions, %s from %s; rows max/mean %.2f, CV %.2f, %d empty", rep.Plan.Regions, rep.Plan.Strategy, rep.Plan.Origin,
+		d.RowsMaxMean, d.CV, d.EmptyRegions)
+	p.section("REGIONS", detail)
+	if rep.Plan.Note != "" {
+		p.f("  note: %s\n", rep.Plan.Note)
+	}
+	var top int64
+	for _, r := range rep.Regions {
+		top = max(top, r.Rows)
+	}
+	show := make([]int, 0, len(rep.Regions))
+	if len(rep.Regions) <= 32 {
+		for i := range rep.Regions {
+			show = append(show, i)
+		}
+	} else {
+		idx := make([]int, len(rep.Regions))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return rep.Regions[idx[a]].Rows > rep.Regions[idx[b]].Rows })
+		show = append(show, idx[:16]...)
+		sort.Ints(show)
+	}
+	rows := [][]string{{"region", "start", "end", "rows", "share", "bytes", ""}}
+	for _, i := range show {
+		r := rep.Regions[i]
+		start, end := r.Start, r.End
+		if start == "" {
+			start = "-inf"
+		}
+		if end == "" {
+			end = "+inf"
+		}
+		frac := 0.0
+		if top > 0 {
+			frac = float64(r.Rows) / float64(top)
+		}
+		rows = append(rows, []string{fmt.Sprint(r.Index), clip(start, 24), clip(end, 24), count(r.Rows), pct(r.Share), humanBytes(r.Bytes), bar(frac, 24)})
+	}
+	p.cols(rows, map[int]bool{0: true, 3: true, 4: true, 5: true})
+	if len(show) < len(rep.Regions) {
+		p.f("  (the 16 busiest of %d regions; all are in --json and --html)\n", len(rep.Regions))
+	}
+}
+
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+const sparks = "▁▂▃▄▅▆▇█"
+
+// sparkline draws values in [0,1], at most width characters (groups take their maximum).
+func sparkline(vals []float64, width int) string {
+	if len(vals) == 0 {
+		return ""
+	}
+	group := (len(vals) + width - 1) / width
+	var sb strings.Builder
+	r := []rune(sparks)
+	for i := 0; i < len(vals); i += group {
+		m := 0.0
+		for _, v := range vals[i:min(i+group, len(vals))] {
+			m = max(m, v)
+		}
+		k := int(m*float64(len(r)-1) + 0.5)
+		sb.WriteRune(r[min(max(k, 0), len(r)-1)])
+	}
+	return sb.String()
+}
+
+func (p *printer) hotspots(rep *Report) {
+	h := rep.Hotspot
+	p.section("WRITE HOTSPOTS OVER TIME", fmt.Sprintf("%d windows of %s rows in arrival order; busiest region's share per window: mean %s, max %s (even: %s) -> %.1fx",
+		h.Windows, count(h.RowsPerWindow), pct(h.MeanTopShare), pct(h.MaxTopShare), pct(h.EvenShare), h.HotFactor))
+	if len(rep.HotspotWindows) == 0 {
+		return
+	}
+	var shares []float64
+	for _, w := range rep.HotspotWindows {
+		shares = append(shares, w.TopShare)
+	}
+	p.f("  busiest share  0%% %s 100%%   (one mark per window, first to last)\n", sparkline(shares, 72))
+	// which regions were the busiest, in order of appearance
+	var seq []string
+	last := -1
+	for _, w := range rep.HotspotWindows {
+		if w.TopRegion != last {
+			seq = append(seq, fmt.Sprint(w.TopRegion))
+			last = w.TopRegion
+		}
+	}
+	if len(seq) > 24 {
+		seq = append(seq[:24], "…")
+	}
+	p.f("  busiest region %s\n", strings.Join(seq, " → "))
+}
+
+func readText(n int) string {
+	switch {
+	case n < 0:
+		return "all"
+	case n == 0:
+		return "?"
+	}
+	return fmt.Sprint(n)
+}
+
+func (p *printer) alternatives(rep *Report) {
+	if len(rep.Alternatives) == 0 {
+		return
+	}
+	a0 := rep.Alternatives[0]
+	p.section("ADVISOR", fmt.Sprintf("key designs derived from the mapping, on a %s-row subsample, %d regions each (regions read by GET / one-value SCAN / range SCAN)",
+		count(a0.Rows+a0.Rejected), a0.Regions))
+	rows := [][]string{{"#", "design", "grade", "hot", "max/mean", "monotonic", "lost", "GET", "scan", "range", "primary key"}}
+	for _, a := range rep.Alternatives {
+		name := a.Name
+		if a.IsMapping {
+			name = "* " + name
+		}
+		if a.Error != "" {
+			rows = append(rows, []string{fmt.Sprint(a.Rank), name, "-", "-", "-", "-", "-", "-", "-", "-", "cannot build: " + a.Error})
+			continue
+		}
+		rows = append(rows, []string{fmt.Sprint(a.Rank), name, a.Grade, fmt.Sprintf("%.1fx", a.HotFactor), fmt.Sprintf("%.2f", a.RowsMaxMean),
+			pct(a.Monotonic), count(a.Collisions + a.Rejected), readText(a.Reads.Get), readText(a.Reads.PrefixScan), readText(a.Reads.RangeScan), a.PrimaryKey})
+	}
+	p.cols(rows, map[int]bool{0: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true})
+	p.f("  * the mapping's own design. hot: busiest region's share of a window / even share. lost: colliding + rejected rows.\n")
+	for _, a := range rep.Alternatives {
+		if a.TradeOff != "" {
+			p.f("  %d. %s: %s\n", a.Rank, a.Name, a.TradeOff)
+		}
+	}
+}
+
+func (p *printer) recommendation(rep *Report) {
+	r := rep.Recommendation
+	p.section("RECOMMENDED REGIONS", "")
+	one := func(label string, a RegionAdvice) {
+		p.f("  %-9s %d region%s (%s)\n", label, a.Regions, plural(a.Regions), a.Basis)
+		if a.SQL != "" {
+			sql := a.SQL
+			if len(sql) > 400 {
+				sql = sql[:400] + "…' (full list in --json)"
+			}
+			p.f("            WITH (%s)\n", sql)
+		}
+	}
+	one("bulkload", r.Bulkload)
+	if r.API != nil {
+		one("API", *r.API)
+	} else {
+		p.f("  %-9s give --nodes N for API writes (nodes x 4 regions)\n", "API")
+	}
+}
+
+func shareRange(t TopValue) string {
+	if t.Rows == t.RowsMin {
+		return pct(t.Share)
+	}
+	return pct(t.Share) + " - " + pct(t.ShareMax)
+}
+
+// VerdictLine sums the verdict up in one line: "1 error, 2 warnings, 8 notes -> exit 2".
+func VerdictLine(rep *Report) string {
+	v := rep.Verdict
+	return fmt.Sprintf("%d error%s, %d warning%s, %d note%s -> exit %d", v.Errors, plural(v.Errors),
+		v.Warnings, plural(v.Warnings), v.Infos, plural(v.Infos), v.ExitCode)
+}
