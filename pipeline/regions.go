@@ -21,8 +21,33 @@ type RegionPlan struct {
 // Count is the number of regions.
 func (p RegionPlan) Count() int { return len(p.Splits) + 1 }
 
-// Route returns the region index for a first-key-column value.
+// Route returns the region index for a first-key-column value: the number of splits at or
+// below it in the column's order. It runs once per row, so text and integer columns (the usual
+// first columns) take a direct binary search instead of the general comparison.
 func (p RegionPlan) Route(v Value) int {
+	lo, hi := 0, len(p.Splits)
+	switch {
+	case (v.K == KindText || v.K == KindBytes) && (p.Type == TypeVarchar || p.Type == TypeVarbinary):
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if c := strings.Compare(p.Splits[m].S, v.S); c > 0 != p.Desc && c != 0 {
+				hi = m
+			} else {
+				lo = m + 1
+			}
+		}
+		return lo
+	case v.K == KindInt && p.Type != TypeDecimal:
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if s := p.Splits[m].I; s != v.I && (s > v.I) != p.Desc {
+				hi = m
+			} else {
+				lo = m + 1
+			}
+		}
+		return lo
+	}
 	return sort.Search(len(p.Splits), func(i int) bool {
 		return p.compare(p.Splits[i], v) > 0
 	})

@@ -79,6 +79,33 @@ func (p *Program) PlanRegions(req RegionRequest) (pipeline.RegionPlan, error) {
 	return plan, nil
 }
 
+// PlanNeedsSample tells whether PlanRegions needs a sample of the source for this Count: for
+// quantile split keys, or to size a regions.size plan. Hex-prefix, bucket, explicit and
+// single-region plans do not look at the data, so a run can skip sampling them.
+func (p *Program) PlanNeedsSample(count int) bool {
+	r := p.regions
+	if count <= 0 {
+		switch {
+		case r == nil || len(r.SplitKeys) > 0:
+			return false
+		case r.Count == 0 && r.Size > 0:
+			return true
+		}
+		count = r.Count
+	}
+	if count <= 1 {
+		return false
+	}
+	first := p.cols[0]
+	if _, _, ok := hexPrefixWidth(first, p.cols); ok {
+		return false
+	}
+	if _, ok := bucketCount(first, p.cols); ok && isIntegral(first.typ.T) {
+		return false
+	}
+	return true
+}
+
 // descBoundaries turns ascending region boundaries (the first value of each region but the
 // first, increasing) into split values for a DESC column, where a split starts a region in
 // descending order: the regions are the same sets of values, listed from the highest, so each

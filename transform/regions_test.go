@@ -392,3 +392,23 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanNeedsSample(t *testing.T) {
+	cases := []struct {
+		file  string
+		count int
+		want  bool
+	}{
+		{"orders.yaml", 0, false},                // hex prefix
+		{"logs.yaml", 0, false},                  // modulo bucket
+		{"logs_latest.yaml", 16, true},           // quantiles of hostname
+		{"logs_latest.yaml", 1, false},           // one region
+		{"transactions_by_seller.yaml", 0, true}, // regions.size: needs the data size
+	}
+	for _, c := range cases {
+		p := loadProgram(t, c.file)
+		if got := p.PlanNeedsSample(c.count); got != c.want {
+			t.Errorf("%s count %d: PlanNeedsSample = %v, want %v", c.file, c.count, got, c.want)
+		}
+	}
+}

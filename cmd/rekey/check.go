@@ -38,7 +38,7 @@ type planFlags struct {
 func planRegions(ctx context.Context, prog *transform.Program, src pipeline.Source, regions int) (pipeline.RegionPlan, [][]pipeline.Value, error) {
 	var sample [][]pipeline.Value
 	var est int64
-	if src != nil {
+	if src != nil && prog.PlanNeedsSample(regions) {
 		var err error
 		if sample, err = sampleRows(ctx, src, prog, sampleSize); err != nil {
 			return pipeline.RegionPlan{}, nil, err
