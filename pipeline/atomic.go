@@ -1,7 +1,10 @@
 package pipeline
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,4 +69,29 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("fsync dir %s: %w", dir, err)
 	}
 	return nil
+}
+
+// WriteJSONAtomic writes v as indented JSON, ending with a newline, to path with WriteFileAtomic.
+func WriteJSONAtomic(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	return WriteFileAtomic(path, append(data, '\n'))
+}
+
+// ReadJSON decodes the JSON file at path into v. It returns false, and no error, when there is
+// no such file; what names the file in the error when it cannot be read ("read checkpoint: ...").
+func ReadJSON(path, what string, v any) (bool, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", what, err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return false, fmt.Errorf("%s is damaged: %w", path, err)
+	}
+	return true, nil
 }

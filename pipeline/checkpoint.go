@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -37,16 +35,9 @@ type Checkpoint struct {
 
 // LoadCheckpoint reads dir's checkpoint; it returns (nil, nil) when there is none.
 func LoadCheckpoint(dir string) (*Checkpoint, error) {
-	data, err := os.ReadFile(filepath.Join(dir, CheckpointFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read checkpoint: %w", err)
-	}
 	var c Checkpoint
-	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("checkpoint %s is damaged: %w", filepath.Join(dir, CheckpointFile), err)
+	if ok, err := ReadJSON(filepath.Join(dir, CheckpointFile), "checkpoint", &c); !ok {
+		return nil, err
 	}
 	c.Plan.Splits = c.Splits
 	return &c, nil
@@ -56,11 +47,7 @@ func (c *Checkpoint) save(dir string) error {
 	c.Version = 1
 	c.Splits = c.Plan.Splits
 	c.UpdatedAt = time.Now().UTC()
-	data, err := json.MarshalIndent(c, "", " ")
-	if err != nil {
-		return fmt.Errorf("encode checkpoint: %w", err)
-	}
-	return WriteFileAtomic(filepath.Join(dir, CheckpointFile), data)
+	return WriteJSONAtomic(filepath.Join(dir, CheckpointFile), c)
 }
 
 // RemoveUncommitted deletes data files under dir's region folders that keep is not listing, and

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 )
@@ -22,11 +23,25 @@ type Reject struct {
 	Message  string            `json:"message"`
 	Raw      string            `json:"raw,omitempty"`    // the input as read, when the source keeps it
 	Values   map[string]string `json:"values,omitempty"` // the decoded source values, when there is no raw text
+
+	// *KafkaMessage adds the message's coordinates (topic, partition, offset, key) to the line;
+	// nil (and absent from the line) outside replicate.
+	*KafkaMessage
 }
 
-// rejectLog appends rejects to rejects.jsonl. Lines are buffered and flushed, with an fsync, at
-// every checkpoint: the checkpoint records the file length that is durable.
-type rejectLog struct {
+// KafkaMessage identifies a rejected Kafka message. A message replayed after a crash is rejected
+// again, so a line may repeat: (topic, partition, offset) identifies the message.
+type KafkaMessage struct {
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Key       string `json:"key,omitempty"`
+}
+
+// RejectLog appends rejects to rejects.jsonl; it is safe for concurrent use. Lines are buffered
+// and made durable (flush + fsync) by Sync, which a checkpoint calls: the checkpoint records the
+// file length that is durable.
+type RejectLog struct {
 	mu     sync.Mutex
 	f      *os.File
 	w      *bufio.Writer
@@ -34,27 +49,41 @@ type rejectLog struct {
 	counts map[string]int64
 }
 
-func openRejectLog(path string, truncateTo int64, counts map[string]int64) (*rejectLog, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+// OpenRejectLog opens (or creates) the rejects file at path. A truncateTo >= 0 cuts the file to
+// that length (a resumed run drops the lines written after its checkpoint); a negative one keeps
+// the file and appends at its end. counts holds the per-code counts so far (nil: none).
+func OpenRejectLog(path string, truncateTo int64, counts map[string]int64) (*RejectLog, error) {
+	flags := os.O_CREATE | os.O_WRONLY
+	if truncateTo < 0 {
+		flags |= os.O_APPEND
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open rejects file: %w", err)
 	}
-	// A resumed run drops the lines written after the last checkpoint: their rows are read again.
-	if err := f.Truncate(truncateTo); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("truncate rejects file to its checkpointed length: %w", err)
+	var size int64
+	if truncateTo >= 0 {
+		// A resumed run drops the lines written after the last checkpoint: their rows are read again.
+		if err := f.Truncate(truncateTo); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("truncate rejects file to its checkpointed length: %w", err)
+		}
+		size, err = f.Seek(truncateTo, io.SeekStart)
+	} else {
+		size, err = f.Seek(0, io.SeekEnd)
 	}
-	if _, err := f.Seek(truncateTo, 0); err != nil {
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("seek rejects file: %w", err)
 	}
 	if counts == nil {
 		counts = map[string]int64{}
 	}
-	return &rejectLog{f: f, w: bufio.NewWriterSize(f, 256<<10), size: truncateTo, counts: counts}, nil
+	return &RejectLog{f: f, w: bufio.NewWriterSize(f, 256<<10), size: size, counts: counts}, nil
 }
 
-func (l *rejectLog) add(r *Reject) error {
+// Add appends one line (buffered).
+func (l *RejectLog) Add(r *Reject) error {
 	line, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode reject: %w", err)
@@ -70,8 +99,8 @@ func (l *rejectLog) add(r *Reject) error {
 	return nil
 }
 
-// sync flushes and fsyncs, returning the durable length and a copy of the per-code counts.
-func (l *rejectLog) sync() (int64, map[string]int64, error) {
+// Sync flushes and fsyncs, returning the durable length and a copy of the per-code counts.
+func (l *RejectLog) Sync() (int64, map[string]int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.w.Flush(); err != nil {
@@ -87,8 +116,9 @@ func (l *rejectLog) sync() (int64, map[string]int64, error) {
 	return l.size, counts, nil
 }
 
-func (l *rejectLog) close() error {
-	if _, _, err := l.sync(); err != nil {
+// Close syncs and closes the file.
+func (l *RejectLog) Close() error {
+	if _, _, err := l.Sync(); err != nil {
 		l.f.Close()
 		return err
 	}

@@ -140,11 +140,11 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return Result{}, fmt.Errorf("create output directory: %w", err)
 	}
-	rejects, err := openRejectLog(filepath.Join(cfg.OutDir, RejectsFile), cp.RejectsBytes, cp.RejectCodes)
+	rejects, err := OpenRejectLog(filepath.Join(cfg.OutDir, RejectsFile), cp.RejectsBytes, cp.RejectCodes)
 	if err != nil {
 		return Result{}, err
 	}
-	defer rejects.close()
+	defer rejects.Close()
 
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
@@ -197,7 +197,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 		if err != nil {
 			return fmt.Errorf("commit files: %w", err)
 		}
-		size, codes, err := rejects.sync()
+		size, codes, err := rejects.Sync()
 		if err != nil {
 			return err
 		}
@@ -325,13 +325,13 @@ func (r *Runner) checkRejects(final bool) error {
 type worker struct {
 	r       *Runner
 	t       Transformer
-	rejects *rejectLog
+	rejects *RejectLog
 	rows    []Row
 	recs    []int // recs[i] is the index in the batch of rows[i]'s record
 	slab    []Value
 }
 
-func (r *Runner) newWorker(rejects *rejectLog) *worker {
+func (r *Runner) newWorker(rejects *RejectLog) *worker {
 	return &worker{r: r, t: r.cfg.NewTransformer(), rejects: rejects}
 }
 
@@ -395,5 +395,5 @@ func (w *worker) reject(b *Batch, rec *Record, stage string, rerr *RowError) err
 		rj.Values = w.r.cfg.RejectValues(rec)
 	}
 	w.r.cfg.Logger.Debug("row rejected", zap.String("position", rj.Position), zap.String("code", rj.Code), zap.String("field", rj.Field))
-	return w.rejects.add(rj)
+	return w.rejects.Add(rj)
 }

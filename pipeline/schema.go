@@ -91,6 +91,22 @@ func (t Type) String() string {
 	return fmt.Sprintf("TYPE(%d)", int(t))
 }
 
+// FixedSize is the stored size in bytes of a value of a fixed-width type, 0 for the types whose
+// values vary in length (VARCHAR, DECIMAL, VARBINARY, JSON).
+func (t Type) FixedSize() int {
+	switch t {
+	case TypeBigint, TypeTimestamp, TypeDouble:
+		return 8
+	case TypeInteger, TypeFloat, TypeDate:
+		return 4
+	case TypeSmallint:
+		return 2
+	case TypeTinyint, TypeBoolean:
+		return 1
+	}
+	return 0
+}
+
 // ParseType reads a Lindorm type name such as "BIGINT", "varchar" or "DECIMAL(20,4)". For
 // DECIMAL it also returns precision and scale (38,18 when not written); INT is INTEGER.
 func ParseType(s string) (t Type, precision, scale int, err error) {

@@ -451,11 +451,11 @@ func rejectsOf(t testing.TB, dirs ...string) map[string]bool {
 		sc := bufio.NewScanner(f)
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
-			var r replicate.Reject
+			var r pipeline.Reject
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 				t.Fatal(err)
 			}
-			if r.Topic == "" || r.Position == "" || r.Code == "" {
+			if r.KafkaMessage == nil || r.Topic == "" || r.Position == "" || r.Code == "" {
 				t.Fatalf("reject without coordinates: %s", sc.Text())
 			}
 			out[fmt.Sprintf("%d/%d", r.Partition, r.Offset)] = true

@@ -1,11 +1,7 @@
 package replicate
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -74,16 +70,13 @@ func segKey(region, partition int, first, last int64) string {
 // loadManifest reads an existing manifest.json of dir to continue it.
 func loadManifest(dir string, base func() *lindorm.Manifest, repl Replication) (*manifest, error) {
 	m := &manifest{dir: dir, base: base, repl: repl, segs: map[string]SegmentEntry{}}
-	data, err := os.ReadFile(filepath.Join(dir, lindorm.ManifestFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return m, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read manifest: %w", err)
-	}
 	var old Manifest
-	if err := json.Unmarshal(data, &old); err != nil {
-		return nil, fmt.Errorf("%s is damaged: %w", filepath.Join(dir, lindorm.ManifestFile), err)
+	ok, err := pipeline.ReadJSON(filepath.Join(dir, lindorm.ManifestFile), "manifest", &old)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return m, nil
 	}
 	for _, s := range old.Replication.Segments {
 		m.segs[segKey(s.Region, s.Partition, s.FirstOffset, s.RollLast)] = s
@@ -140,9 +133,5 @@ func (m *manifest) write(in, written, rejected int64) error {
 	out.RowsWritten = m.prevWritten + written
 	out.RowsRejected = m.prevRejected + rejected
 	out.Replication.Updated = time.Now().UTC()
-	data, err := json.MarshalIndent(&out, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode manifest: %w", err)
-	}
-	return pipeline.WriteFileAtomic(filepath.Join(m.dir, lindorm.ManifestFile), append(data, '\n'))
+	return pipeline.WriteJSONAtomic(filepath.Join(m.dir, lindorm.ManifestFile), &out)
 }

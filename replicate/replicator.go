@@ -29,7 +29,7 @@ type Replicator struct {
 	dstmt   *deleteStmt
 	dialer  *kafkago.Dialer
 	metrics *Metrics
-	rejects *rejectLog
+	rejects *pipeline.RejectLog
 	man     *manifest
 
 	rawWritten   atomic.Int64 // buffered bytes encoded into files, for the size estimate
@@ -93,7 +93,7 @@ func New(cfg Config) (*Replicator, error) {
 	if err := r.man.write(0, 0, 0); err != nil { // a directory describes itself from the start
 		return nil, err
 	}
-	if r.rejects, err = openRejects(filepath.Join(cfg.OutDir, pipeline.RejectsFile)); err != nil {
+	if r.rejects, err = pipeline.OpenRejectLog(filepath.Join(cfg.OutDir, pipeline.RejectsFile), -1, nil); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -186,7 +186,7 @@ func (r *Replicator) ratio() float64 {
 // and its offsets committed; Run returns nil) or ctx is cancelled (a hard stop: nothing more is
 // committed, temporary files are removed) or a worker fails (its error).
 func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
-	defer r.rejects.close()
+	defer r.rejects.Close()
 	unlock, err := lockDir(r.cfg.OutDir)
 	if err != nil {
 		return err

@@ -1,11 +1,8 @@
 package replicate
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -33,16 +30,9 @@ type State struct {
 
 // LoadState reads dir's replicate.json; (nil, nil) when there is none.
 func LoadState(dir string) (*State, error) {
-	data, err := os.ReadFile(filepath.Join(dir, StateFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", StateFile, err)
-	}
 	var s State
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("%s is damaged: %w", filepath.Join(dir, StateFile), err)
+	if ok, err := pipeline.ReadJSON(filepath.Join(dir, StateFile), StateFile, &s); !ok {
+		return nil, err
 	}
 	s.Plan.Splits = s.Splits
 	return &s, nil
@@ -51,11 +41,7 @@ func LoadState(dir string) (*State, error) {
 func (s *State) save(dir string) error {
 	s.Version = 1
 	s.Splits = s.Plan.Splits
-	data, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", StateFile, err)
-	}
-	return pipeline.WriteFileAtomic(filepath.Join(dir, StateFile), append(data, '\n'))
+	return pipeline.WriteJSONAtomic(filepath.Join(dir, StateFile), s)
 }
 
 // check refuses to continue a directory with another mapping, plan, topic or file format.

@@ -408,10 +408,11 @@ func (w *worker) deleteRow(m *kafkago.Message, row []pipeline.Value) error {
 
 func (w *worker) reject(m *kafkago.Message, stage string, rerr *pipeline.RowError) error {
 	r := w.r
-	rj := &Reject{
-		Reject: pipeline.Reject{Position: "kafka:" + w.stream + ":" + fmt.Sprint(m.Offset), Stream: w.stream, Seq: m.Offset,
-			Stage: stage, Code: rerr.Code, Field: rerr.Field, Message: rerr.Message},
-		Topic: r.cfg.Kafka.Topic, Partition: w.partition, Offset: m.Offset,
+	// Position is "kafka:TOPIC/PARTITION:OFFSET"; the message's coordinates are also fields.
+	rj := &pipeline.Reject{
+		Position: "kafka:" + w.stream + ":" + fmt.Sprint(m.Offset), Stream: w.stream, Seq: m.Offset,
+		Stage: stage, Code: rerr.Code, Field: rerr.Field, Message: rerr.Message,
+		KafkaMessage: &pipeline.KafkaMessage{Topic: r.cfg.Kafka.Topic, Partition: w.partition, Offset: m.Offset},
 	}
 	const limit = 64 << 10
 	raw := m.Value
@@ -432,7 +433,7 @@ func (w *worker) reject(m *kafkago.Message, stage string, rerr *pipeline.RowErro
 	}
 	r.metrics.Rejected.Add(1)
 	w.log.Debug("message rejected", zap.Int64("offset", m.Offset), zap.String("code", rerr.Code), zap.String("field", rerr.Field))
-	return r.rejects.add(rj)
+	return r.rejects.Add(rj)
 }
 
 // fitMemory keeps the memory of the roll's buffers (allocated bytes) within the worker's
@@ -526,7 +527,7 @@ func (w *worker) closeRoll(reason string) error {
 			return err
 		}
 	}
-	if err := r.rejects.sync(); err != nil {
+	if _, _, err := r.rejects.Sync(); err != nil {
 		return err
 	}
 	var committed []segmentFiles

@@ -185,7 +185,7 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int) (altResu
 	for i := 0; i < len(recs); i += step {
 		planRecs = append(planRecs, recs[i])
 	}
-	plan, err := prog.PlanRegions(transform.RegionRequest{Count: n, Sample: targetRows(prog, planRecs)})
+	plan, err := prog.PlanRegions(transform.RegionRequest{Count: n, Sample: prog.SampleRows(planRecs)})
 	if err != nil {
 		return res, err
 	}

@@ -36,7 +36,7 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 			}
 			kc.JSONLike, kc.LongText = c.jsonLike, c.longText
 		} else {
-			w := fixedWidth(prog.Target().Columns[i].Type)
+			w := prog.Target().Columns[i].Type.FixedSize()
 			kc.MaxBytes, kc.MeanBytes = w, float64(w)
 		}
 	}
@@ -138,7 +138,7 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 	if a.cols[0].text {
 		fc.MinBytes = minTextLen(a)
 	} else {
-		fc.MinBytes = fixedWidth(first.Type)
+		fc.MinBytes = first.Type.FixedSize()
 	}
 	up, down, pairs := a.up+tl.up, a.down+tl.down, a.pairs+tl.pairs
 	if pairs > 0 {
@@ -210,20 +210,6 @@ func mappingInfo(prog *transform.Program, m *transform.Mapping) MappingInfo {
 	}
 	mi.PrimaryKey = sb.String()
 	return mi
-}
-
-func fixedWidth(t pipeline.Type) int {
-	switch t {
-	case pipeline.TypeBigint, pipeline.TypeTimestamp, pipeline.TypeDouble:
-		return 8
-	case pipeline.TypeInteger, pipeline.TypeFloat, pipeline.TypeDate:
-		return 4
-	case pipeline.TypeSmallint:
-		return 2
-	case pipeline.TypeTinyint, pipeline.TypeBoolean:
-		return 1
-	}
-	return 0
 }
 
 func minTextLen(a *acc) int {
@@ -314,12 +300,12 @@ func (r *runner) recommend(rep *Report, recs []pipeline.Record) {
 	for i := 0; i < len(recs); i += step {
 		spread = append(spread, recs[i])
 	}
-	rows := targetRows(prog, spread)
+	rows := prog.SampleRows(spread)
 	est := rep.Totals.EstimatedTargetBytes
 	rec := &rep.Recommendation
 	rec.RegionSize = size
 	n := bulkRegions(est, size)
-	basis := fmt.Sprintf("estimated data %s / region size %s", humanBytes(est), humanBytes(size))
+	basis := fmt.Sprintf("estimated data %s / region size %s", transform.FormatSize(est), transform.FormatSize(size))
 	if !rep.Source.ScaleKnown {
 		basis += " (the input size is unknown: the estimate covers the rows read)"
 	}

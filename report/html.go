@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/rekey/rekey/transform"
 )
 
 // WriteHTML writes the report as one self-contained page: inline CSS and SVG, no script, no
@@ -185,7 +187,7 @@ func (h *htmlWriter) header(rep *Report) {
 		cls = "bad"
 	}
 	kpi("rows overwritten", count(rep.Uniqueness.CollisionRows), cls)
-	kpi("target data", humanBytes(t.EstimatedTargetBytes), "")
+	kpi("target data", transform.FormatSize(t.EstimatedTargetBytes), "")
 	kpi("regions ("+rep.Plan.Strategy+")", fmt.Sprint(rep.Plan.Regions), "")
 	cls = ""
 	if rep.Distribution.RowsMaxMean >= balanceMaxMean {
@@ -302,7 +304,7 @@ func (h *htmlWriter) regionChart(rep *Report) {
 		}
 		h.rawf(`<rect class="bar" x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="%s" rx="1.5">`, x+gap/2, padT+plotH-bh, math.Max(bw-gap, 0.8), bh, barColor(ratio))
 		h.raw(`<title>`)
-		h.text(fmt.Sprintf("region %d [%s, %s): %s rows (%s), %s", r.Index, orInf(r.Start, "-inf"), orInf(r.End, "+inf"), count(r.Rows), pct(r.Share), humanBytes(r.Bytes)))
+		h.text(fmt.Sprintf("region %d [%s, %s): %s rows (%s), %s", r.Index, orInf(r.Start, "-inf"), orInf(r.End, "+inf"), count(r.Rows), pct(r.Share), transform.FormatSize(r.Bytes)))
 		h.raw(`</title></rect>`)
 		if i%labelEvery == 0 {
 			h.rawf(`<text class="tick" x="%.1f" y="%d" text-anchor="middle">%d</text>`, x+bw/2, H-padB+16, i)
@@ -488,7 +490,7 @@ func (h *htmlWriter) keySection(rep *Report) {
 		rows = append(rows, [2]string{"  rejected: " + c, count(t.RejectCodes[c])})
 	}
 	rows = append(rows,
-		[2]string{"target bytes (uncompressed)", humanBytes(t.TargetBytes) + " read, about " + humanBytes(t.EstimatedTargetBytes) + " in all"},
+		[2]string{"target bytes (uncompressed)", transform.FormatSize(t.TargetBytes) + " read, about " + transform.FormatSize(t.EstimatedTargetBytes) + " in all"},
 		[2]string{"key columns", fmt.Sprint(k.Columns)},
 		[2]string{"key bytes min / mean / p99 / max", fmt.Sprintf("%d / %.1f / %d / %d (%s)", k.MinBytes, k.MeanBytes, k.P99Bytes, k.MaxBytes, shape)},
 		[2]string{"keys over 2 KB", count(k.OverLimit)},

@@ -218,7 +218,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if err != nil {
 				return nil, fmt.Errorf("report: sample the source: %w", err)
 			}
-			sample = targetRows(r.prog, recs)
+			sample = r.prog.SampleRows(recs)
 		}
 	}
 	srcCtx, cancelSrc := context.WithCancel(ctx)
@@ -340,29 +340,6 @@ func (r *runner) expectedAnalysed() int64 {
 	return n
 }
 
-// targetRows applies the mapping to records, detached from the evaluator's arena.
-func targetRows(prog *transform.Program, recs []pipeline.Record) [][]pipeline.Value {
-	ev := prog.NewEvaluator()
-	ncol := len(prog.Target().Columns)
-	b := &pipeline.Batch{Stream: "sample"}
-	out := make([][]pipeline.Value, 0, len(recs))
-	for i := range recs {
-		if recs[i].Err != nil {
-			continue
-		}
-		row := make([]pipeline.Value, ncol)
-		if ev.Apply(b, &recs[i], row) != nil {
-			continue
-		}
-		for j := range row {
-			row[j].S = strings.Clone(row[j].S)
-		}
-		out = append(out, row)
-	}
-	ev.Reset()
-	return out
-}
-
 // prefixSample holds the stream's first batches until planSampleRows records are read: a source
 // that cannot sample (a stream) places its quantile splits from its first rows.
 func (r *runner) prefixSample(ctx context.Context, batches <-chan pipeline.Batch) ([]pipeline.Batch, [][]pipeline.Value, error) {
@@ -372,7 +349,7 @@ func (r *runner) prefixSample(ctx context.Context, batches <-chan pipeline.Batch
 		select {
 		case b, ok := <-batches:
 			if !ok {
-				return held, targetRows(r.prog, recs), nil
+				return held, r.prog.SampleRows(recs), nil
 			}
 			held = append(held, b)
 			recs = append(recs, b.Records...)
@@ -380,7 +357,7 @@ func (r *runner) prefixSample(ctx context.Context, batches <-chan pipeline.Batch
 			return nil, nil, ctx.Err()
 		}
 	}
-	return held, targetRows(r.prog, recs), nil
+	return held, r.prog.SampleRows(recs), nil
 }
 
 // bulkRegions is the design guide's bulkload pre-split: data size / region size, at least 1.
@@ -419,7 +396,7 @@ func (r *runner) choosePlan(sample [][]pipeline.Value, est int64) (pipeline.Regi
 			if n <= 1 {
 				n = defaultAnalysisRegions
 				info.Origin = "default"
-				info.Note = fmt.Sprintf("the mapping and the data size (%s estimated) give a single region, where every write lands whatever the key; the distribution is analysed over %d regions, as the table will have once Lindorm splits it (--regions to choose)", humanBytes(est), n)
+				info.Note = fmt.Sprintf("the mapping and the data size (%s estimated) give a single region, where every write lands whatever the key; the distribution is analysed over %d regions, as the table will have once Lindorm splits it (--regions to choose)", transform.FormatSize(est), n)
 			}
 			req.Count = n
 			plan, err = prog.PlanRegions(req)
@@ -738,19 +715,6 @@ func (s *sliceSource) Run(ctx context.Context, _ map[string]pipeline.StreamState
 		}
 	}
 	return nil
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // longSource tells whether a value the key is computed from is longer than the temp files keep

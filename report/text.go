@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rekey/rekey/transform"
 )
 
 // WriteText prints the report for a terminal: the verdict and the findings first (worst first),
@@ -127,9 +129,9 @@ func (p *printer) totals(rep *Report) {
 	for _, c := range sortedCodes(t.RejectCodes) {
 		rows = append(rows, []string{"  " + c, count(t.RejectCodes[c])})
 	}
-	tb := humanBytes(t.TargetBytes)
+	tb := transform.FormatSize(t.TargetBytes)
 	if t.EstimatedTargetBytes != t.TargetBytes {
-		tb += fmt.Sprintf(" (whole input: about %s)", humanBytes(t.EstimatedTargetBytes))
+		tb += fmt.Sprintf(" (whole input: about %s)", transform.FormatSize(t.EstimatedTargetBytes))
 	}
 	rows = append(rows, []string{"target bytes", tb + " uncompressed"},
 		[]string{"time", fmt.Sprintf("%.2f s, %s rows/s", t.Seconds, count(int64(t.RowsPerSec)))})
@@ -281,7 +283,7 @@ func (p *printer) regions(rep *Report) {
 		if top > 0 {
 			frac = float64(r.Rows) / float64(top)
 		}
-		rows = append(rows, []string{fmt.Sprint(r.Index), clip(start, 24), clip(end, 24), count(r.Rows), pct(r.Share), humanBytes(r.Bytes), bar(frac, 24)})
+		rows = append(rows, []string{fmt.Sprint(r.Index), clip(start, 24), clip(end, 24), count(r.Rows), pct(r.Share), transform.FormatSize(r.Bytes), bar(frac, 24)})
 	}
 	p.cols(rows, map[int]bool{0: true, 3: true, 4: true, 5: true})
 	if len(show) < len(rep.Regions) {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/bits"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 
@@ -47,6 +48,30 @@ type Evaluator struct {
 // NewEvaluator returns an evaluator for one goroutine.
 func (p *Program) NewEvaluator() *Evaluator {
 	return &Evaluator{p: p, scratch: make([]byte, 0, 64), saltBuf: make([]byte, 0, 256)}
+}
+
+// SampleRows applies the program to records (a sample) with a new evaluator and returns the
+// target rows, detached from its arena; records that fail to decode or map are skipped.
+func (p *Program) SampleRows(recs []pipeline.Record) [][]pipeline.Value {
+	ev := p.NewEvaluator()
+	ncol := len(p.Target().Columns)
+	b := &pipeline.Batch{Stream: "sample"}
+	out := make([][]pipeline.Value, 0, len(recs))
+	for i := range recs {
+		if recs[i].Err != nil {
+			continue
+		}
+		row := make([]pipeline.Value, ncol)
+		if ev.Apply(b, &recs[i], row) != nil {
+			continue
+		}
+		for j := range row {
+			row[j].S = strings.Clone(row[j].S)
+		}
+		out = append(out, row)
+	}
+	ev.Reset()
+	return out
 }
 
 // Reset makes the arena reusable: strings returned by earlier Apply calls become invalid. The

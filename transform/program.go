@@ -158,15 +158,8 @@ func (p *Program) exprText(col colDef, values bool) string {
 
 // valueBytes is the stored size of a value of type t.
 func valueBytes(t pipeline.Type, v pipeline.Value) int {
-	switch t {
-	case pipeline.TypeBigint, pipeline.TypeTimestamp, pipeline.TypeDouble:
-		return 8
-	case pipeline.TypeInteger, pipeline.TypeFloat, pipeline.TypeDate:
-		return 4
-	case pipeline.TypeSmallint:
-		return 2
-	case pipeline.TypeTinyint, pipeline.TypeBoolean:
-		return 1
+	if n := t.FixedSize(); n > 0 {
+		return n
 	}
 	return len(v.S)
 }

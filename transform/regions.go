@@ -323,6 +323,21 @@ func (p *Program) quantileSplits(n int, sample [][]pipeline.Value) []pipeline.Va
 	return out
 }
 
+// FormatSize writes a byte size for humans in binary units ("512 B", "1.5 GiB"); ParseSize
+// reads it back (to the rounding of its one decimal).
+func FormatSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
 // ParseSize reads a byte size: plain bytes ("1048576"), binary units (KiB, MiB, GiB, TiB, PiB)
 // or decimal units (kB/KB, MB, GB, TB, PB), optionally with a fraction ("1.5GiB") and a space.
 // Single-letter units (8G) are refused as ambiguous.

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
@@ -29,9 +30,46 @@ func loadProgram(path string) (*transform.Program, error) {
 	return prog, nil
 }
 
+// planFlags are the flags of check and ddl: a mapping, and a source to sample for the plan.
 type planFlags struct {
+	mapping string
 	regions int
 	source  string
+}
+
+func (pf *planFlags) add(fl *pflag.FlagSet) {
+	fl.StringVarP(&pf.mapping, "mapping", "m", "", "mapping file (YAML)")
+	fl.StringVar(&pf.source, "source", "", "source to sample for quantile split keys (optional)")
+	fl.IntVar(&pf.regions, "regions", 0, "number of pre-split regions (overrides the mapping's regions:)")
+	addCassandraFlags(fl)
+}
+
+// plan loads the mapping and computes its region plan, sampling --source when given. loaded,
+// when not nil, is called once the mapping compiled, before the source is opened.
+func (pf *planFlags) plan(cmd *cobra.Command, g *globalFlags, loaded func(*transform.Program)) (*transform.Program, pipeline.RegionPlan, error) {
+	logger, err := g.logger()
+	if err != nil {
+		return nil, pipeline.RegionPlan{}, exitWith(2, err)
+	}
+	prog, err := loadProgramFor(pf.mapping, pf.source, 0, pf.regions, logger)
+	if err != nil {
+		return nil, pipeline.RegionPlan{}, err
+	}
+	if loaded != nil {
+		loaded(prog)
+	}
+	var src pipeline.Source
+	if pf.source != "" {
+		if src, err = openSource(pf.source, prog.Source(), logger); err != nil {
+			return nil, pipeline.RegionPlan{}, exitWith(2, err)
+		}
+		defer closeSource(src)
+	}
+	plan, _, err := planRegions(cmd.Context(), prog, src, pf.regions)
+	if err != nil {
+		return nil, pipeline.RegionPlan{}, err
+	}
+	return prog, plan, nil
 }
 
 // planRegions computes the region plan, sampling the source when one is given.
@@ -56,7 +94,6 @@ func planRegions(ctx context.Context, prog *transform.Program, src pipeline.Sour
 const sampleSize = 20000
 
 func newCheckCmd(g *globalFlags) *cobra.Command {
-	var mapping string
 	var pf planFlags
 	cmd := &cobra.Command{
 		Use:   "check -m MAPPING [--source URI] [--regions N]",
@@ -68,24 +105,8 @@ source to place quantile split keys.`,
 		Example: "  rekey check -m mappings/orders.yaml\n  rekey check -m mappings/users.yaml --source file:users.csv --regions 32",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := g.logger()
-			if err != nil {
-				return exitWith(2, err)
-			}
-			prog, err := loadProgramFor(mapping, pf.source, 0, pf.regions, logger)
-			if err != nil {
-				return err
-			}
-			var src pipeline.Source
-			if pf.source != "" {
-				if src, err = openSource(pf.source, prog.Source(), logger); err != nil {
-					return exitWith(2, err)
-				}
-				defer closeSource(src)
-			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintln(out, prog.Describe())
-			plan, _, err := planRegions(cmd.Context(), prog, src, pf.regions)
+			prog, plan, err := pf.plan(cmd, g, func(prog *transform.Program) { fmt.Fprintln(out, prog.Describe()) })
 			if err != nil {
 				return err
 			}
@@ -93,10 +114,7 @@ source to place quantile split keys.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&mapping, "mapping", "m", "", "mapping file (YAML)")
-	cmd.Flags().StringVar(&pf.source, "source", "", "source to sample for quantile split keys (optional)")
-	cmd.Flags().IntVar(&pf.regions, "regions", 0, "number of pre-split regions (overrides the mapping's regions:)")
-	addCassandraFlags(cmd.Flags())
+	pf.add(cmd.Flags())
 	return cmd
 }
 
@@ -121,7 +139,6 @@ func boundText(v pipeline.Value, ok bool, open string) string {
 }
 
 func newDDLCmd(g *globalFlags) *cobra.Command {
-	var mapping string
 	var pf planFlags
 	cmd := &cobra.Command{
 		Use:   "ddl -m MAPPING [--regions N] [--source URI]",
@@ -130,22 +147,7 @@ func newDDLCmd(g *globalFlags) *cobra.Command {
 			"  rekey ddl -m mappings/orders.yaml --regions 64",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := g.logger()
-			if err != nil {
-				return exitWith(2, err)
-			}
-			prog, err := loadProgramFor(mapping, pf.source, 0, pf.regions, logger)
-			if err != nil {
-				return err
-			}
-			var src pipeline.Source
-			if pf.source != "" {
-				if src, err = openSource(pf.source, prog.Source(), logger); err != nil {
-					return exitWith(2, err)
-				}
-				defer closeSource(src)
-			}
-			plan, _, err := planRegions(cmd.Context(), prog, src, pf.regions)
+			prog, plan, err := pf.plan(cmd, g, nil)
 			if err != nil {
 				return err
 			}
@@ -153,9 +155,6 @@ func newDDLCmd(g *globalFlags) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&mapping, "mapping", "m", "", "mapping file (YAML)")
-	cmd.Flags().StringVar(&pf.source, "source", "", "source to sample for quantile split keys (optional)")
-	cmd.Flags().IntVar(&pf.regions, "regions", 0, "number of pre-split regions (overrides the mapping's regions:)")
-	addCassandraFlags(cmd.Flags())
+	pf.add(cmd.Flags())
 	return cmd
 }

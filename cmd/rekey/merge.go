@@ -16,6 +16,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/cassandra"
+	"github.com/rekey/rekey/transform"
 )
 
 type mergeFlags struct {
@@ -93,7 +94,7 @@ func runMerge(cmd *cobra.Command, dirs []string, f *mergeFlags) error {
 		{"rows rejected", fmt.Sprintf("%d", m.RowsRejected)},
 		{"regions", fmt.Sprintf("%d (%s)", m.Plan.Regions, m.Plan.Strategy)},
 		{"files", fmt.Sprintf("%d (%s)", m.Files, filesVerb(f.files, copied))},
-		{"bytes", humanBytes(m.Bytes)},
+		{"bytes", transform.FormatSize(m.Bytes)},
 	})
 	printOversize(w, m)
 	return nil

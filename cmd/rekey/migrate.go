@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -150,13 +148,13 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	if err != nil {
 		return exitWith(2, err)
 	}
-	maxFile, err := transform.ParseSize(f.maxFileSize)
+	maxFile, err := parseSizeFlag("--max-file-size", f.maxFileSize)
 	if err != nil {
-		return exitWith(2, fmt.Errorf("--max-file-size: %w", err))
+		return exitWith(2, err)
 	}
-	memory, err := transform.ParseSize(f.memory)
+	memory, err := parseSizeFlag("--memory", f.memory)
 	if err != nil {
-		return exitWith(2, fmt.Errorf("--memory: %w", err))
+		return exitWith(2, err)
 	}
 	prog, err := loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
@@ -222,25 +220,10 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		zap.Int("regions", plan.Count()), zap.String("strategy", plan.Strategy), zap.String("out", f.out))
 
 	stop := make(chan struct{})
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		if _, ok := <-sigs; !ok {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "\nrekey: stopping: finishing and committing the rows already read (Ctrl-C again to abort at once)")
-		close(stop)
-		if _, ok := <-sigs; ok {
-			cancel()
-		}
-	}()
+	defer onInterrupt("\nrekey: stopping: finishing and committing the rows already read (Ctrl-C again to abort at once)",
+		func() { close(stop) }, cancel)()
 
-	total := int64(-1)
-	if sz, ok := src.(pipeline.Sizer); ok {
-		total = sz.EstimatedRows()
-	}
-	prog2 := startProgress(f.progress, "migrating", total, &runner.Counters, func() int64 { return sink.Stats().Bytes })
+	prog2 := startProgress(f.progress, "migrating", estimatedRows(src), &runner.Counters, func() int64 { return sink.Stats().Bytes })
 	res, runErr := runner.Run(ctx, stop, resume)
 	prog2.finish()
 

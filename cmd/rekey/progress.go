@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
 )
 
 // progress draws a bar on stderr while a run is in progress: rows, rows/s, MB written and, when
@@ -54,7 +55,7 @@ func startProgress(mode, what string, total int64, c *pipeline.Counters, bytes f
 					total = in + in/10
 					p.bar.ChangeMax64(total)
 				}
-				p.bar.Describe(fmt.Sprintf("%s  %s written  %d rejected", what, humanBytes(bytes()), c.RowsRejected.Load()))
+				p.bar.Describe(fmt.Sprintf("%s  %s written  %d rejected", what, transform.FormatSize(bytes()), c.RowsRejected.Load()))
 				p.bar.Set64(in)
 			}
 		}
@@ -69,19 +70,6 @@ func (p *progress) finish() {
 		p.bar.Finish()
 		p.bar.Exit()
 	}
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // table prints aligned two-column rows.

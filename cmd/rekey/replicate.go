@@ -8,12 +8,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -192,19 +190,8 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	}
 
 	stop := make(chan struct{})
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		if _, ok := <-sigs; !ok {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "\nrekey: stopping: closing and committing the open rolls (Ctrl-C again to abort at once)")
-		close(stop)
-		if _, ok := <-sigs; ok {
-			cancel()
-		}
-	}()
+	defer onInterrupt("\nrekey: stopping: closing and committing the open rolls (Ctrl-C again to abort at once)",
+		func() { close(stop) }, cancel)()
 
 	logger.Info("replication starting", zap.String("topic", kcfg.Topic), zap.String("group", kcfg.Group),
 		zap.Int("regions", plan.Count()), zap.String("strategy", plan.Strategy), zap.String("out", f.out))
@@ -220,17 +207,6 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		return exitWith(130, errors.New("aborted: the open rolls were discarded and will be replayed by the next run"))
 	}
 	return fmt.Errorf("replication failed: %w\nthe files and offsets committed so far are consistent; run the same command to continue", runErr)
-}
-
-func parseSize(flag, s string) (int64, error) {
-	n, err := transform.ParseSize(s)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", flag, err)
-	}
-	if n <= 0 {
-		return 0, fmt.Errorf("%s must be positive", flag)
-	}
-	return n, nil
 }
 
 // replicationPlan is the directory's plan when it has one (the plan never changes for an
@@ -296,7 +272,7 @@ func startStatus(mode string, m *replicate.Metrics) *status {
 				last, lastAt = in, now
 				state, _ := m.State()
 				line := fmt.Sprintf("replicating  %s  %d msgs  %.0f msg/s  lag %d  partitions %d  files %d (%s)  deletes %d  rejected %d",
-					state, in, rate, m.Lag(), m.Assigned(), m.FilesCommitted.Load(), humanBytes(m.BytesWritten.Load()), m.Deletes.Load(), m.Rejected.Load())
+					state, in, rate, m.Lag(), m.Assigned(), m.FilesCommitted.Load(), transform.FormatSize(m.BytesWritten.Load()), m.Deletes.Load(), m.Rejected.Load())
 				if s.tty {
 					fmt.Fprint(os.Stderr, "\r\033[K"+line)
 				} else {
@@ -327,12 +303,12 @@ func printReplicationSummary(w io.Writer, m *replicate.Metrics, plan pipeline.Re
 		{"rejected", fmt.Sprintf("%d", m.Rejected.Load())},
 		{"rolls", fmt.Sprintf("%d", m.Rolls.Load())},
 		{"files", fmt.Sprintf("%d", m.FilesCommitted.Load())},
-		{"bytes", humanBytes(m.BytesWritten.Load())},
+		{"bytes", transform.FormatSize(m.BytesWritten.Load())},
 		{"offset commits", fmt.Sprintf("%d (%d failed)", m.OffsetCommits.Load(), m.CommitErrors.Load())},
 		{"regions", fmt.Sprintf("%d (%s)", plan.Count(), plan.Strategy)},
 		{"time", took.Round(10 * time.Millisecond).String()},
 		{"messages/s", fmt.Sprintf("%.0f", rate)},
-		{"peak memory", humanBytes(peakRSS())},
+		{"peak memory", transform.FormatSize(peakRSS())},
 		{"output", out},
 	})
 }

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -107,9 +105,9 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 	if f.regions < 0 || f.nodes < 0 {
 		return exitWith(2, errors.New("--regions and --nodes must not be negative"))
 	}
-	memory, err := transform.ParseSize(f.memory)
+	memory, err := parseSizeFlag("--memory", f.memory)
 	if err != nil {
-		return exitWith(2, fmt.Errorf("--memory: %w", err))
+		return exitWith(2, err)
 	}
 	setMemoryBudget(memory) // as migrate does: a lazier GC within the budget
 	prog, err := loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
@@ -127,15 +125,7 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 	defer closeSource(src)
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		if _, ok := <-sigs; ok {
-			fmt.Fprintln(os.Stderr, "\nrekey: report interrupted")
-			cancel()
-		}
-	}()
+	defer onInterrupt("\nrekey: report interrupted", cancel, cancel)()
 
 	started := time.Now()
 	// a spread sample of the source places quantile split keys over the whole input; a source
@@ -148,13 +138,9 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 		}
 		est = estimateBytes(src, prog, planSample)
 	}
-	total := int64(-1)
-	if sz, ok := src.(pipeline.Sizer); ok {
-		total = sz.EstimatedRows()
-	}
 	var counters pipeline.Counters
 	var bytesSeen func() int64 = func() int64 { return 0 }
-	bar := startProgress(f.progress, "analysing", total, &counters, bytesSeen)
+	bar := startProgress(f.progress, "analysing", estimatedRows(src), &counters, bytesSeen)
 	rep, err := report.Run(ctx, report.Config{
 		Program:        prog,
 		Mapping:        m,

@@ -56,25 +56,7 @@ func sampleRows(ctx context.Context, src pipeline.Source, prog *transform.Progra
 	if err != nil {
 		return nil, fmt.Errorf("sample the source: %w", err)
 	}
-	ev := prog.NewEvaluator()
-	ncol := len(prog.Target().Columns)
-	b := &pipeline.Batch{Stream: "sample"}
-	out := make([][]pipeline.Value, 0, len(recs))
-	for i := range recs {
-		if recs[i].Err != nil {
-			continue
-		}
-		row := make([]pipeline.Value, ncol)
-		if rerr := ev.Apply(b, &recs[i], row); rerr != nil {
-			continue
-		}
-		for j := range row { // detach from the evaluator's arena
-			row[j].S = strings.Clone(row[j].S)
-		}
-		out = append(out, row)
-	}
-	ev.Reset()
-	return out, nil
+	return prog.SampleRows(recs), nil
 }
 
 // estimateBytes extrapolates the target data size from a sample and the source's row estimate.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -52,8 +51,7 @@ func writeStats(path string, res pipeline.Result) error {
 	if path == "" {
 		return nil
 	}
-	data, _ := json.MarshalIndent(statsOf(res), "", "  ")
-	return pipeline.WriteFileAtomic(path, append(data, '\n'))
+	return pipeline.WriteJSONAtomic(path, statsOf(res))
 }
 
 func printSummary(w io.Writer, res pipeline.Result, plan pipeline.RegionPlan, out string) {
@@ -79,10 +77,10 @@ func printSummary(w io.Writer, res pipeline.Result, plan pipeline.RegionPlan, ou
 	rows = append(rows,
 		[2]string{"regions", fmt.Sprintf("%d (%s)", plan.Count(), plan.Strategy)},
 		[2]string{"files", fmt.Sprintf("%d", s.Files)},
-		[2]string{"bytes", humanBytes(s.Bytes)},
+		[2]string{"bytes", transform.FormatSize(s.Bytes)},
 		[2]string{"time", res.Duration.Round(1e7).String()},
 		[2]string{"rows/s", fmt.Sprintf("%.0f", s.RowsPerSec)},
-		[2]string{"peak memory", humanBytes(s.PeakRSS)},
+		[2]string{"peak memory", transform.FormatSize(s.PeakRSS)},
 		[2]string{"output", out},
 	)
 	if s.RowsRejected > 0 {
@@ -110,13 +108,13 @@ func printOversize(w io.Writer, m *lindorm.Manifest) {
 	var over []string
 	for _, r := range m.Regions {
 		if r.OverSize {
-			over = append(over, fmt.Sprintf("%s (%s)", pipeline.RegionDir(r.Index), humanBytes(r.Bytes)))
+			over = append(over, fmt.Sprintf("%s (%s)", pipeline.RegionDir(r.Index), transform.FormatSize(r.Bytes)))
 		}
 	}
 	if len(over) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nwarning: %d regions exceed the region size of %s: %s\n", len(over), humanBytes(m.RegionSize), strings.Join(over, ", "))
+	fmt.Fprintf(w, "\nwarning: %d regions exceed the region size of %s: %s\n", len(over), transform.FormatSize(m.RegionSize), strings.Join(over, ", "))
 	fmt.Fprintln(w, "  Lindorm would split them while loading; pre-split into more regions (--regions N or regions.size in the mapping)")
 }
 

@@ -131,11 +131,7 @@ func (m *Manifest) AddFiles(infos []pipeline.FileInfo) error {
 
 // WriteManifest writes manifest.json into dir atomically.
 func WriteManifest(dir string, m *Manifest) error {
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return fmt.Errorf("lindorm: manifest: %w", err)
-	}
-	return pipeline.WriteFileAtomic(filepath.Join(dir, ManifestFile), append(data, '\n'))
+	return pipeline.WriteJSONAtomic(filepath.Join(dir, ManifestFile), m)
 }
 
 // ReadManifest reads manifest.json from dir.

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
+)
+
+// Setup shared by the migrate, replicate and report commands.
+
+// onInterrupt prints msg and calls first at the first Ctrl-C (or SIGTERM), and calls abort at the
+// second. The returned function stops listening.
+func onInterrupt(msg string, first, abort func()) (stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-sigs; !ok {
+			return
+		}
+		fmt.Fprintln(os.Stderr, msg)
+		first()
+		if _, ok := <-sigs; ok {
+			abort()
+		}
+	}()
+	return func() {
+		signal.Stop(sigs) // no signal is sent on sigs once Stop returns
+		close(sigs)
+	}
+}
+
+// estimatedRows is the source's row estimate for the progress bar, -1 when it has none.
+func estimatedRows(src pipeline.Source) int64 {
+	if sz, ok := src.(pipeline.Sizer); ok {
+		return sz.EstimatedRows()
+	}
+	return -1
+}
+
+// parseSizeFlag parses a size flag ("512MiB"), naming the flag in its error.
+func parseSizeFlag(flag, s string) (int64, error) {
+	n, err := transform.ParseSize(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", flag, err)
+	}
+	return n, nil
+}
+
+// parseSize is parseSizeFlag for a size that must be positive.
+func parseSize(flag, s string) (int64, error) {
+	n, err := parseSizeFlag(flag, s)
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 {
+		return 0, fmt.Errorf("%s must be positive", flag)
+	}
+	return n, nil
+}
