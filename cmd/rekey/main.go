@@ -63,8 +63,13 @@ own notation, for example:
 
 Start here:
   rekey check   -m mappings/orders.yaml                  # validate a mapping, show the resolved key
+  rekey report  -m mappings/orders.yaml --source 'gen:orders?rows=1000000' --html report.html
+                                                         # dry run: will this key hotspot Lindorm?
   rekey migrate -m mappings/orders.yaml --source 'gen:orders?rows=1000000' --out out/orders
-  rekey ddl     -m mappings/orders.yaml                  # the CREATE TABLE with its split keys`,
+  rekey ddl     -m mappings/orders.yaml                  # the CREATE TABLE with its split keys
+  rekey replicate -m mappings/orders.yaml --source 'kafka://broker:9092/orders?group=rekey' --out out/live
+
+Sources: file:PATH (CSV, JSON Lines), gen:NAME, cassandra://hosts/keyspace/table, kafka://brokers/topic.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
