@@ -160,6 +160,11 @@ func TestFields(t *testing.T) {
 		{pipeline.Column{Type: pipeline.TypeFloat, KeyPos: -1}, pipeline.Float(0.1), `0.1`},
 		{pipeline.Column{Type: pipeline.TypeDecimal, Precision: 10, Scale: 3, KeyPos: -1}, pipeline.Decimal("-12.34"), `-12.340`},
 		{pipeline.Column{Type: pipeline.TypeDecimal, Precision: 10, Scale: 0, KeyPos: -1}, pipeline.Int(42), `42`},
+		// DECIMAL(38,18), CQL decimal's default: unscaled values at and beyond 2^63.
+		{pipeline.Column{Type: pipeline.TypeDecimal, Precision: 38, Scale: 18, KeyPos: -1}, pipeline.Decimal("18.31"), `18.310000000000000000`},
+		{pipeline.Column{Type: pipeline.TypeDecimal, Precision: 38, Scale: 18, KeyPos: -1}, pipeline.Decimal("-18.31"), `-18.310000000000000000`},
+		{pipeline.Column{Type: pipeline.TypeDecimal, Precision: 38, Scale: 18, KeyPos: -1}, pipeline.Decimal("9.223372036854775808"), `9.223372036854775808`},
+		{pipeline.Column{Type: pipeline.TypeDecimal, Precision: 38, Scale: 18, KeyPos: -1}, pipeline.Decimal("9.223372036854775807"), `9.223372036854775807`},
 	}
 	for _, c := range cases {
 		got, err := f.AppendValue(nil, c.col, c.v)

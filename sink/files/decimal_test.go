@@ -2,6 +2,7 @@ package files
 
 import (
 	"fmt"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 
@@ -32,6 +33,29 @@ func TestDecimalFastMatchesBig(t *testing.T) {
 		slow, rerr := parseDecimalBig(col, s)
 		if ok && (rerr != nil || fast != slow) {
 			t.Fatalf("%q at DECIMAL(%d,%d): fast %v, big %v (%v)", s, precision, scale, fast, slow, rerr)
+		}
+	}
+}
+
+// AppendText must print every 128-bit value exactly, including non-negative values whose low
+// word has its top bit set (>= 2^63), which an int64 shortcut gets wrong.
+func TestDecimalAppendTextMatchesBig(t *testing.T) {
+	edges := []Dec128{
+		{Hi: 0, Lo: 1<<63 - 1}, {Hi: 0, Lo: 1 << 63}, {Hi: 0, Lo: 18310000000000000000}, {Hi: 0, Lo: ^uint64(0)},
+		{Hi: -1, Lo: 1 << 63}, {Hi: -1, Lo: 1<<63 - 1}, {Hi: -1, Lo: ^uint64(0)}, {Hi: 1, Lo: 0}, {Hi: -2, Lo: 5},
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 10000; i++ {
+		edges = append(edges, Dec128{Hi: int64(rng.Uint64()) >> rng.IntN(64), Lo: rng.Uint64()})
+	}
+	for _, d := range edges {
+		for _, scale := range []int{0, 2, 18} {
+			n := new(big.Int).Lsh(big.NewInt(d.Hi), 64)
+			n.Add(n, new(big.Int).SetUint64(d.Lo))
+			want := new(big.Rat).SetFrac(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)).FloatString(scale)
+			if got := string(d.AppendText(nil, scale)); got != want {
+				t.Fatalf("%+v scale %d: AppendText %s, want %s", d, scale, got, want)
+			}
 		}
 	}
 }

@@ -380,7 +380,9 @@ func (d Dec128) AppendText(dst []byte, scale int) []byte {
 	var digits []byte
 	var buf [40]byte
 	neg := d.Hi < 0
-	if d.Hi == 0 || (d.Hi == -1 && d.Lo >= 1<<63) {
+	// The int64 fast path only when the 128-bit value fits one: a non-negative value with the
+	// top bit of Lo set (>= 2^63, e.g. 18.31 at scale 18) does not.
+	if (d.Hi == 0 && d.Lo < 1<<63) || (d.Hi == -1 && d.Lo >= 1<<63) {
 		v := int64(d.Lo)
 		m := uint64(v)
 		if v < 0 {

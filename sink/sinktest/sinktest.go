@@ -5,6 +5,7 @@ package sinktest
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -268,21 +269,14 @@ func fromParquet(col pipeline.Column, v pq.Value) pipeline.Value {
 	case pipeline.TypeDouble:
 		return pipeline.Float(v.Double())
 	case pipeline.TypeDecimal:
-		b := v.ByteArray() // big-endian two's complement
-		var d files.Dec128
-		neg := len(b) > 0 && b[0]&0x80 != 0
-		var full [16]byte
-		if neg {
-			for i := range full {
-				full[i] = 0xff
-			}
+		// Decoded with math/big, not with the sink's Dec128, so the reader stays independent.
+		b := v.ByteArray() // big-endian two's complement, unscaled
+		n := new(big.Int).SetBytes(b)
+		if len(b) > 0 && b[0]&0x80 != 0 {
+			n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
 		}
-		copy(full[16-len(b):], b)
-		for i := 0; i < 8; i++ {
-			d.Hi = d.Hi<<8 | int64(full[i])
-			d.Lo = d.Lo<<8 | uint64(full[8+i])
-		}
-		return pipeline.Decimal(string(d.AppendText(nil, col.Scale)))
+		r := new(big.Rat).SetFrac(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(col.Scale)), nil))
+		return pipeline.Decimal(r.FloatString(col.Scale))
 	}
 	return pipeline.Value{K: pipeline.KindText, S: "unknown " + v.String()}
 }
