@@ -3,8 +3,8 @@ package cassandra_test
 import (
 	"context"
 	"fmt"
+	"github.com/rekey/rekey/sink/sinktest"
 	"math/big"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	pq "github.com/parquet-go/parquet-go"
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/pipeline"
@@ -179,77 +178,7 @@ func readOutput(t testing.TB, dir string, schema pipeline.TargetSchema, plan pip
 
 func readParquet(t testing.TB, path string, schema pipeline.TargetSchema) [][]pipeline.Value {
 	t.Helper()
-	fh, err := os.Open(path)
+	pf, err := sinktest.ReadParquet(path, schema)
 	must(t, err)
-	defer fh.Close()
-	st, err := fh.Stat()
-	must(t, err)
-	f, err := pq.OpenFile(fh, st.Size())
-	must(t, err)
-	if n := len(f.Schema().Fields()); n != len(schema.Columns) {
-		t.Fatalf("%s: %d columns, want %d", path, n, len(schema.Columns))
-	}
-	// parquet-go orders a file's leaf columns by name: map them back by name
-	idx := map[string]int{}
-	for i, c := range schema.Columns {
-		idx[c.Name] = i
-	}
-	leaf := make([]int, 0, len(schema.Columns))
-	for _, fld := range f.Schema().Fields() {
-		j, ok := idx[fld.Name()]
-		if !ok {
-			t.Fatalf("%s: unexpected column %s", path, fld.Name())
-		}
-		leaf = append(leaf, j)
-	}
-	rd := pq.NewReader(f)
-	defer rd.Close()
-	var out [][]pipeline.Value
-	buf := make([]pq.Row, 256)
-	for {
-		n, err := rd.ReadRows(buf)
-		for _, row := range buf[:n] {
-			vals := make([]pipeline.Value, len(schema.Columns))
-			for _, pv := range row {
-				j := leaf[pv.Column()]
-				vals[j] = fromParquet(schema.Columns[j], pv)
-			}
-			out = append(out, vals)
-		}
-		if err != nil || n == 0 {
-			break
-		}
-	}
-	return out
-}
-
-func fromParquet(col pipeline.Column, v pq.Value) pipeline.Value {
-	if v.IsNull() {
-		return pipeline.Null
-	}
-	switch col.Type {
-	case pipeline.TypeVarchar, pipeline.TypeJSON:
-		return pipeline.Text(string(v.ByteArray()))
-	case pipeline.TypeVarbinary:
-		return pipeline.Bytes(string(v.ByteArray()))
-	case pipeline.TypeBigint, pipeline.TypeTimestamp:
-		return pipeline.Int(v.Int64())
-	case pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint, pipeline.TypeDate:
-		return pipeline.Int(int64(v.Int32()))
-	case pipeline.TypeBoolean:
-		return pipeline.Bool(v.Boolean())
-	case pipeline.TypeFloat:
-		return pipeline.Float(float64(v.Float()))
-	case pipeline.TypeDouble:
-		return pipeline.Float(v.Double())
-	case pipeline.TypeDecimal:
-		b := v.ByteArray() // big-endian two's complement, unscaled
-		n := new(big.Int).SetBytes(b)
-		if len(b) > 0 && b[0]&0x80 != 0 {
-			n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
-		}
-		r := new(big.Rat).SetFrac(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(col.Scale)), nil))
-		return pipeline.Decimal(r.FloatString(col.Scale))
-	}
-	return pipeline.Text("unknown " + v.String())
+	return pf.Values
 }
