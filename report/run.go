@@ -24,7 +24,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -139,7 +138,6 @@ type runner struct {
 	estRows int64
 	spill   *spill
 	log     *zap.Logger
-	bytesIn atomic.Int64
 }
 
 // Run reads the source and builds the report.

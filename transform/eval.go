@@ -184,13 +184,6 @@ func (a *arena) since(start int) string {
 	return unsafe.String(&a.buf[start], n)
 }
 
-func (a *arena) copy(s string) string {
-	a.reserve(len(s))
-	start := len(a.buf)
-	a.buf = append(a.buf, s...)
-	return a.since(start)
-}
-
 // ---- helpers ----
 
 func isStringKind(k pipeline.Kind) bool {

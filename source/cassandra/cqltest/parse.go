@@ -2,7 +2,6 @@ package cqltest
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -454,12 +453,4 @@ func (p *parser) operand() (operand, error) {
 		return operand{bind: -1, lit: t}, nil
 	}
 	return operand{}, p.errorf("expected a value or ?")
-}
-
-// literalInt parses an integer literal token.
-func literalInt(t token) (int64, error) {
-	if t.kind != tkNumber {
-		return 0, fmt.Errorf("expected an integer, got %q", t.text)
-	}
-	return strconv.ParseInt(t.text, 10, 64)
 }
