@@ -6,8 +6,10 @@
 #   memory  rekey migrate from gen:orders with 5M and with 50M rows: peak RSS must not grow.
 #   report  rekey report (dry run, writes nothing) over the core case's CSV, then over gen:orders
 #           with 5M and 50M rows: faster than migrate, peak RSS must not grow.
-#   cassandra  1M rows served by the in-process CQL test server over token ranges: rekey migrate
-#           (source + transform + Parquet) next to a bare gocql scan of the same ranges (the ceiling).
+#   cassandra  1M rows served by the CQL test server (source/cassandra/cqltest, own process) over
+#           token ranges: rekey migrate (source + transform + Parquet) next to a bare gocql scan of
+#           the same ranges (the ceiling), 3 alternated runs each, medians (CASSANDRA_ROWS
+#           overrides the count); each side in its own process (bench/cassandra).
 #   kafka   2M JSON messages pre-produced to kfake (an in-process Kafka, own process): rekey replicate to Parquet
 #           (rolls of 64 MiB) next to a bare kafka-go group reader draining the same topic
 #           (KAFKA_MESSAGES overrides the count); each side in its own process (bench/kafka).
@@ -90,13 +92,8 @@ for c in $CASES; do
     report_run report_gen_50m "gen:orders?rows=50000000"
     ;;
   cassandra)
-    echo "cassandra: rekey migrate from the CQL test server vs a bare gocql scan, ${REKEY_BENCH_ROWS:-1000000} rows ..."
-    line=$(go test -run XXX -bench BenchmarkCassandraToParquet -benchtime 1x ./source/cassandra/ | grep "bare gocql scan" | tail -1)
-    rows=$(echo "$line" | sed -E 's/^([0-9]+) rows.*/\1/')
-    bare=$(echo "$line" | sed -E 's/.*bare gocql scan ([0-9]+) rows\/s.*/\1/')
-    mig=$(echo "$line" | sed -E 's/.*, [a-z]+ ([0-9]+) rows\/s, ratio.*/\1/')
-    echo "{\"rows_per_sec\": $bare, \"seconds\": $(node -e "console.log($rows/$bare)"), \"peak_rss_bytes\": 0}" > "$WORK/cassandra-bare.json"
-    echo "{\"rows_per_sec\": $mig, \"seconds\": $(node -e "console.log($rows/$mig)"), \"peak_rss_bytes\": 0}" > "$WORK/cassandra-rekey.json"
+    echo "cassandra: rekey migrate from the CQL test server vs a bare gocql scan, ${CASSANDRA_ROWS:-1000000} rows ..."
+    go run ./bench/cassandra -rekey "$REKEY" -rows "${CASSANDRA_ROWS:-1000000}" -work "$WORK" -json "$WORK/cassandra.json" > /dev/null
     record cassandra_bare "$WORK/cassandra-bare.json"
     record cassandra_rekey "$WORK/cassandra-rekey.json"
     ;;

@@ -368,3 +368,11 @@ func (l *limiter) wait(ctx context.Context, rows int) error {
 		return ctx.Err()
 	}
 }
+
+// Workers is the number of ranges read at the same time (Config.Workers or its default).
+func (s *Source) Workers() int {
+	if s.cfg.Workers > 0 {
+		return s.cfg.Workers
+	}
+	return defaultWorkers()
+}

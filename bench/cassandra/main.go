@@ -1,0 +1,308 @@
+// Command cassandra benchmarks `rekey migrate` from Cassandra against the ceiling of a bare gocql
+// scan of the same table.
+//
+//	go run ./bench/cassandra -rekey bench/work/rekey -rows 1000000 -json bench/work/cassandra.json
+//
+// A server process (this program, -side server) runs the CQL test server (source/cassandra/cqltest)
+// and seeds shop.orders with -rows rows (cassandratest.SeedOrders). Then, -runs times in
+// alternation, each side runs in its own process, as a real migration would next to a real
+// cluster:
+//
+//   - bare: this program with -side bare: gocql alone, a token-range scan of every column into Go
+//     values (iter.Scan), nothing else, over the same sub-ranges with the same number of ranges in
+//     flight and the same page size as rekey's defaults;
+//   - rekey: `rekey migrate` (the real CLI, default settings) with mappings/orders.yaml into 16
+//     regions of zstd Parquet, committed and checkpointed.
+//
+// Each side's time runs from its process start to its exit. The machine's cores are shared by the
+// server and the side running, as they would be by any client on the server's host. The median
+// run of each side is printed as JSON: {"bare": {...}, "rekey": {...}, "ratio": rekey/bare}.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gocql/gocql"
+	"go.uber.org/zap"
+	"gopkg.in/inf.v0"
+
+	"github.com/rekey/rekey/source/cassandra"
+	"github.com/rekey/rekey/source/cassandra/cassandratest"
+	"github.com/rekey/rekey/source/cassandra/cqltest"
+)
+
+type figures struct {
+	Rows       int64   `json:"rows_in"`
+	Seconds    float64 `json:"seconds"`
+	RowsPerSec float64 `json:"rows_per_sec"`
+	PeakRSS    int64   `json:"peak_rss_bytes"`
+	CPUSeconds float64 `json:"cpu_seconds"` // user + system time of the process
+	Runs       []int64 `json:"runs,omitempty"` // rows/s of every run, sorted
+}
+
+func main() {
+	side := flag.String("side", "", "internal: run one side (server, bare)")
+	hosts := flag.String("hosts", "", "internal: host:port list of the server")
+	ranges := flag.String("ranges", "", "internal: file with the token ranges, one name per line")
+	workers := flag.Int("workers", 0, "internal: ranges in flight")
+	rows := flag.Int("rows", 1000000, "rows to seed and migrate")
+	runs := flag.Int("runs", 3, "runs of each side (alternating); the median is reported")
+	rekey := flag.String("rekey", "", "path of the rekey binary (built from ./cmd/rekey)")
+	mapping := flag.String("mapping", "mappings/orders.yaml", "mapping for rekey migrate")
+	out := flag.String("json", "", "also write the figures to this file")
+	work := flag.String("work", os.TempDir(), "directory for rekey's output")
+	extra := flag.String("rekey-args", "", "extra arguments for rekey migrate, space-separated")
+	flag.Parse()
+	var err error
+	switch *side {
+	case "server":
+		err = server(*rows)
+	case "bare":
+		err = bare(strings.Split(*hosts, ","), *ranges, *workers, int64(*rows))
+	default:
+		if *rekey == "" {
+			fmt.Fprintln(os.Stderr, "-rekey is required (go build -o bench/work/rekey ./cmd/rekey)")
+			os.Exit(2)
+		}
+		err = parent(*rekey, *mapping, *work, *rows, *runs, *out, strings.Fields(*extra))
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench/cassandra %s: %v\n", *side, err)
+		os.Exit(1)
+	}
+}
+
+func parent(rekey, mapping, work string, n, runs int, out string, extra []string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	scmd := exec.Command(self, "-side", "server", "-rows", strconv.Itoa(n))
+	scmd.Stderr = os.Stderr
+	stdin, err := scmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := scmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := scmd.Start(); err != nil {
+		return err
+	}
+	defer func() { stdin.Close(); scmd.Wait() }()
+	var line string
+	if _, err := fmt.Fscanln(stdout, &line); err != nil {
+		return fmt.Errorf("server did not start: %w", err)
+	}
+	hosts := strings.Split(line, ",")
+	uri := "cassandra://" + strings.Join(hosts, ",") + "/shop/orders"
+
+	// rekey's own sub-ranges and concurrency (its defaults), for the bare scan
+	cfg, err := cassandra.ParseURI(uri)
+	if err != nil {
+		return err
+	}
+	probe, err := cassandra.New(cfg, zap.NewNop())
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, r := range probe.AllRanges() {
+		names = append(names, r.Name())
+	}
+	workers := probe.Workers()
+	probe.Close()
+	rangesFile := filepath.Join(work, "cassandra-ranges.txt")
+	if err := os.WriteFile(rangesFile, []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%d rows, %d ranges, %d in flight, page size %d\n", n, len(names), workers, cassandra.DefaultPageSize)
+
+	var bareRuns, rekeyRuns []figures
+	dir := filepath.Join(work, "out-cassandra")
+	for i := 0; i < runs; i++ {
+		start := time.Now()
+		cmd := exec.Command(self, "-side", "bare", "-hosts", strings.Join(hosts, ","), "-ranges", rangesFile,
+			"-workers", strconv.Itoa(workers), "-rows", strconv.Itoa(n))
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("bare scan: %w", err)
+		}
+		b := side(int64(n), time.Since(start), cmd.ProcessState)
+		bareRuns = append(bareRuns, b)
+
+		os.RemoveAll(dir)
+		start = time.Now()
+		stats := filepath.Join(work, "cassandra-stats.json")
+		cmd = exec.Command(rekey, "migrate", "-m", mapping, "--source", uri, "--out", dir, "--progress", "never",
+			"--stats-json", stats)
+		cmd.Args = append(cmd.Args, extra...)
+		cmd.Stderr = os.Stderr
+		if summary, err := cmd.Output(); err != nil {
+			return fmt.Errorf("rekey migrate: %w\n%s", err, summary)
+		}
+		r := side(int64(n), time.Since(start), cmd.ProcessState)
+		if err := checkWritten(stats, n); err != nil {
+			return err
+		}
+		rekeyRuns = append(rekeyRuns, r)
+		fmt.Fprintf(os.Stderr, "run %d: bare %.0f rows/s (%.2fs, cpu %.2fs), rekey %.0f rows/s (%.2fs, cpu %.2fs): %.2f\n", i+1,
+			b.RowsPerSec, b.Seconds, b.CPUSeconds, r.RowsPerSec, r.Seconds, r.CPUSeconds, r.RowsPerSec/b.RowsPerSec)
+	}
+	b, r := median(bareRuns), median(rekeyRuns)
+	res := map[string]any{"bare": b, "rekey": r, "ratio": r.RowsPerSec / b.RowsPerSec}
+	data, _ := json.MarshalIndent(res, "", "  ")
+	fmt.Println(string(data))
+	if out != "" {
+		if err := os.WriteFile(out, append(data, '\n'), 0o644); err != nil {
+			return err
+		}
+		for name, f := range map[string]figures{"bare": b, "rekey": r} {
+			d, _ := json.MarshalIndent(f, "", "  ")
+			if err := os.WriteFile(strings.TrimSuffix(out, ".json")+"-"+name+".json", d, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkWritten reads rekey's --stats-json and checks that every row was written.
+func checkWritten(path string, n int) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var st struct {
+		Written  int64 `json:"rows_written"`
+		Rejected int64 `json:"rows_rejected"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if st.Written != int64(n) {
+		return fmt.Errorf("rekey migrate wrote %d rows (%d rejected), want %d", st.Written, st.Rejected, n)
+	}
+	return nil
+}
+
+func median(runs []figures) figures {
+	s := append([]figures(nil), runs...)
+	sort.Slice(s, func(i, j int) bool { return s[i].RowsPerSec < s[j].RowsPerSec })
+	m := s[len(s)/2]
+	m.Runs = nil
+	for _, f := range s {
+		m.Runs = append(m.Runs, int64(f.RowsPerSec))
+	}
+	return m
+}
+
+func side(n int64, d time.Duration, ps *os.ProcessState) figures {
+	f := figures{Rows: n, Seconds: d.Seconds(), RowsPerSec: float64(n) / d.Seconds()}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		f.PeakRSS = ru.Maxrss * 1024 // Linux reports KiB
+		f.CPUSeconds = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	}
+	return f
+}
+
+// server runs the CQL test server with shop.orders seeded, prints its host:port list and serves
+// until stdin closes.
+func server(n int) error {
+	srv, err := cqltest.New()
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	t0 := time.Now()
+	if err := cassandratest.SeedOrders(srv, n); err != nil {
+		return err
+	}
+	srv.Rows("shop", "orders") // sorts the rows now, outside the timed part
+	fmt.Fprintf(os.Stderr, "seeded %d rows in %v\n", n, time.Since(t0).Round(time.Millisecond))
+	var hosts []string
+	for _, h := range srv.Hosts() {
+		hosts = append(hosts, fmt.Sprintf("%s:%d", h, srv.Port()))
+	}
+	fmt.Println(strings.Join(hosts, ","))
+	io.Copy(io.Discard, os.Stdin)
+	return nil
+}
+
+// bare reads every range with plain gocql (auto-paging with prefetch), workers at a time.
+func bare(hosts []string, rangesFile string, workers int, want int64) error {
+	data, err := os.ReadFile(rangesFile)
+	if err != nil {
+		return err
+	}
+	var ranges []cassandra.Range
+	for _, name := range strings.Fields(string(data)) {
+		r, err := cassandra.ParseRange(name)
+		if err != nil {
+			return err
+		}
+		ranges = append(ranges, r)
+	}
+	cl := gocql.NewCluster(hosts...)
+	cl.ProtoVersion = 4
+	cl.Timeout = 30 * time.Second
+	cl.Consistency = gocql.LocalOne
+	cl.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
+	sess, err := cl.CreateSession()
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	var total atomic.Int64
+	var firstErr error
+	var once sync.Once
+	jobs := make(chan cassandra.Range)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var userid, channel, status, location string
+			var orderid int64
+			var ts time.Time
+			amount := new(inf.Dec)
+			for r := range jobs {
+				iter := sess.Query(cassandratest.OrdersScan, r.Start, r.End).PageSize(cassandra.DefaultPageSize).Iter()
+				n := int64(0)
+				for iter.Scan(&userid, &orderid, &channel, &ts, &status, &location, &amount) {
+					n++
+				}
+				if err := iter.Close(); err != nil {
+					once.Do(func() { firstErr = fmt.Errorf("range %s: %w", r.Name(), err) })
+				}
+				total.Add(n)
+			}
+		}()
+	}
+	for _, r := range ranges {
+		jobs <- r
+	}
+	close(jobs)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if got := total.Load(); got != want {
+		return fmt.Errorf("read %d rows, want %d", got, want)
+	}
+	return nil
+}
