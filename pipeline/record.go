@@ -27,6 +27,11 @@ type Batch struct {
 	// SaltOrigin makes random(n) hash the record's origin (stream and Seq) along with its
 	// values: Kafka sets it, because two identical messages are still two events.
 	SaltOrigin bool
+	// Release, when set, gives the records' memory back to the source for reuse. The consumer
+	// calls it at most once, when nothing refers to the records or their values anymore (the
+	// runner: once the batch is transformed, written into the sink's buffers and its rejects
+	// logged). A batch never released is simply garbage-collected.
+	Release func()
 }
 
 // Position names a record for humans and rejects files: "orders.csv:1234", "kafka:t/3:42".
@@ -92,7 +97,8 @@ type Sampler interface {
 // by the transform workers. Commit makes every row written so far durable (close each open file,
 // fsync, rename to its final name, fsync the directory) and returns the files it committed;
 // only after Commit returns may the pipeline checkpoint or acknowledge the source. Abort removes
-// temporary files and leaves committed ones.
+// temporary files and leaves committed ones. Write must not keep the rows, or strings of their
+// values, once it returns: it copies what it buffers (the source reuses the memory).
 type Sink interface {
 	Write(ctx context.Context, rows []Row) error
 	Commit(ctx context.Context) ([]FileInfo, error)

@@ -182,6 +182,8 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 			for b := range work {
 				if err := w.process(runCtx, b); err != nil {
 					fail(err)
+				} else if b.Release != nil {
+					b.Release() // Sink.Write copied what it keeps
 				}
 				inflight.Done()
 			}

@@ -223,7 +223,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	defer onInterrupt("\nrekey: stopping: finishing and committing the rows already read (Ctrl-C again to abort at once)",
 		func() { close(stop) }, cancel)()
 
-	prog2 := startProgress(f.progress, "migrating", estimatedRows(src), &runner.Counters, func() int64 { return sink.Stats().Bytes })
+	prog2 := startProgress(f.progress, "migrating", src, &runner.Counters, func() int64 { return sink.Stats().Bytes })
 	res, runErr := runner.Run(ctx, stop, resume)
 	prog2.finish()
 

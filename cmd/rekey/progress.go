@@ -22,12 +22,13 @@ type progress struct {
 	wg   sync.WaitGroup
 }
 
-func startProgress(mode, what string, total int64, c *pipeline.Counters, bytes func() int64) *progress {
+func startProgress(mode, what string, src pipeline.Source, c *pipeline.Counters, bytes func() int64) *progress {
 	p := &progress{done: make(chan struct{})}
 	show := mode == "always" || (mode == "auto" && term.IsTerminal(int(os.Stderr.Fd())))
 	if !show {
-		return p
+		return p // and no row estimate: it may cost the source a query
 	}
+	total := estimatedRows(src)
 	p.bar = progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(os.Stderr),
 		progressbar.OptionSetDescription(what),

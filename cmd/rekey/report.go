@@ -140,7 +140,7 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 	}
 	var counters pipeline.Counters
 	var bytesSeen func() int64 = func() int64 { return 0 }
-	bar := startProgress(f.progress, "analysing", estimatedRows(src), &counters, bytesSeen)
+	bar := startProgress(f.progress, "analysing", src, &counters, bytesSeen)
 	rep, err := report.Run(ctx, report.Config{
 		Program:        prog,
 		Mapping:        m,

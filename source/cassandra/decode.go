@@ -148,9 +148,13 @@ func newColDecoder(name string, info gocql.TypeInfo, cqlType string, writetime b
 	return d, nil
 }
 
-// arena holds the bytes of a page's strings. Blocks are never written again once a string
-// points into them, so the strings stay valid for as long as the batch is referenced.
-type arena struct{ buf []byte }
+// arena holds the bytes of a page's strings. A block is never written again while a string
+// points into it; reset makes every block reusable, once the page's batch is released.
+type arena struct {
+	buf  []byte
+	full [][]byte // blocks filled before buf
+	free [][]byte // blocks to reuse
+}
 
 const arenaBlock = 256 << 10
 
@@ -159,11 +163,36 @@ func (a *arena) str(b []byte) string {
 		return ""
 	}
 	if len(b) > cap(a.buf)-len(a.buf) {
-		a.buf = make([]byte, 0, max(arenaBlock, len(b)))
+		a.next(len(b))
 	}
 	start := len(a.buf)
 	a.buf = append(a.buf, b...)
 	return unsafe.String(&a.buf[start], len(b))
+}
+
+func (a *arena) next(n int) {
+	if a.buf != nil {
+		a.full = append(a.full, a.buf)
+	}
+	if k := len(a.free) - 1; k >= 0 && cap(a.free[k]) >= n {
+		a.buf, a.free = a.free[k][:0], a.free[:k]
+		return
+	}
+	a.buf = make([]byte, 0, max(arenaBlock, n))
+}
+
+// reset makes every block free for reuse: no string handed out may be used afterwards.
+func (a *arena) reset() {
+	if a.buf != nil {
+		a.full = append(a.full, a.buf)
+	}
+	for _, b := range a.full {
+		if cap(b) == arenaBlock { // oversized blocks (one huge cell) are left to the GC
+			a.free = append(a.free, b[:0])
+		}
+	}
+	clear(a.full)
+	a.buf, a.full = nil, a.full[:0]
 }
 
 var (

@@ -52,6 +52,7 @@ type Source struct {
 	decOnce sync.Once
 	decs    []*colDecoder
 	decErr  error
+	pages   sync.Pool // *pageMem of released batches
 
 	estOnce sync.Once
 	est     int64

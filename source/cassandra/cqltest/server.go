@@ -435,6 +435,7 @@ func (s *Server) Delete(keyspace, name string, key map[string]any) (bool, error)
 		return false, nil
 	}
 	t.rows = slices.Delete(slices.Clone(t.rows), i, i+1)
+	t.gen++
 	return true, nil
 }
 
@@ -446,6 +447,7 @@ func (s *Server) Truncate(keyspace, name string) error {
 	}
 	t.mu.Lock()
 	t.rows, t.pending = nil, nil
+	t.gen++
 	t.mu.Unlock()
 	return nil
 }

@@ -260,7 +260,7 @@ func (s *Server) systemRows(n *node, full string) []map[string]any {
 	case "system.size_estimates":
 		for _, ks := range s.keyspaces {
 			for _, t := range ks.tables {
-				out = append(out, sizeEstimates(t, s.tokens, n.tokens)...)
+				out = append(out, t.sizeEstimates(n.idx, s.tokens, n.tokens)...)
 			}
 		}
 	}
@@ -269,10 +269,25 @@ func (s *Server) systemRows(n *node, full string) []map[string]any {
 
 // sizeEstimates lists the node's primary ranges (previous ring token, own token] for a table
 // with the partitions they hold, as system.size_estimates does (exact counts here). ring is
-// every token of the cluster, sorted.
-func sizeEstimates(t *table, ring, own []int64) []map[string]any {
+// every token of the cluster, sorted. The rows are computed once per node and generation of the
+// table's data.
+func (t *table) sizeEstimates(node int, ring, own []int64) []map[string]any {
 	rows := t.readLocked()
 	defer t.mu.RUnlock()
+	t.estMu.Lock()
+	defer t.estMu.Unlock()
+	if e, ok := t.est[node]; ok && e.gen == t.gen {
+		return e.rows
+	}
+	out := countEstimates(t, rows, ring, own)
+	if t.est == nil {
+		t.est = map[int]estimates{}
+	}
+	t.est[node] = estimates{gen: t.gen, rows: out}
+	return out
+}
+
+func countEstimates(t *table, rows []row, ring, own []int64) []map[string]any {
 	var out []map[string]any
 	for _, end := range own {
 		i := sort.Search(len(ring), func(k int) bool { return ring[k] >= end })

@@ -51,6 +51,18 @@ type table struct {
 	rows    []row
 	pending []row // inserted but not yet merged into rows
 	seq     uint64
+	gen     uint64 // bumped by every change of the rows
+
+	estMu sync.Mutex
+	est   map[int]estimates // node index -> its size_estimates rows, while gen is unchanged
+}
+
+// estimates are a node's system.size_estimates rows for the table, computed at generation gen.
+// Cassandra refreshes the real table every few minutes in the background; computing it on every
+// read would make a 1M-row table's estimate cost a full scan.
+type estimates struct {
+	gen  uint64
+	rows []map[string]any
 }
 
 // row is one CQL row. buf holds, back to back: the serialized partition key (composite form
@@ -243,6 +255,7 @@ func (t *table) insert(rows []row) {
 		t.seq++
 		rows[i].seq = t.seq
 	}
+	t.gen++
 	t.pending = append(t.pending, rows...)
 	t.mu.Unlock()
 }
