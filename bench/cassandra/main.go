@@ -49,7 +49,7 @@ type figures struct {
 	Seconds    float64 `json:"seconds"`
 	RowsPerSec float64 `json:"rows_per_sec"`
 	PeakRSS    int64   `json:"peak_rss_bytes"`
-	CPUSeconds float64 `json:"cpu_seconds"` // user + system time of the process
+	CPUSeconds float64 `json:"cpu_seconds"`    // user + system time of the process
 	Runs       []int64 `json:"runs,omitempty"` // rows/s of every run, sorted
 }
 
