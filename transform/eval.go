@@ -43,11 +43,25 @@ type Evaluator struct {
 	batch   *pipeline.Batch
 	salt    uint64
 	saltOK  bool
+	digests []digestMemo // per digest call site
 }
+
+// digestMemo remembers a digest call site's last input and its digest. Rows often repeat the
+// previous row's input: a Cassandra scan reads a partition's rows one after the other, and a
+// hash prefix is usually a digest of the partition key.
+type digestMemo struct {
+	in  []byte
+	sum [32]byte
+	ok  bool
+}
+
+// maxMemoInput bounds the inputs a memo keeps (longer ones are hashed every time).
+const maxMemoInput = 128
 
 // NewEvaluator returns an evaluator for one goroutine.
 func (p *Program) NewEvaluator() *Evaluator {
-	return &Evaluator{p: p, scratch: make([]byte, 0, 64), saltBuf: make([]byte, 0, 256)}
+	return &Evaluator{p: p, scratch: make([]byte, 0, 64), saltBuf: make([]byte, 0, 256),
+		digests: make([]digestMemo, p.digests)}
 }
 
 // SampleRows applies the program to records (a sample) with a new evaluator and returns the
@@ -221,9 +235,24 @@ func typeErr(msg string) *pipeline.RowError {
 	return &pipeline.RowError{Code: pipeline.CodeType, Message: msg}
 }
 
-// digestHex writes hex characters [from, to) of the lowercase hex digest of b into dst[from:to].
-func digestHex(o op, b []byte, dst *[64]byte, from, to int) {
-	var sum [32]byte
+// digestHex writes hex characters [from, to) of the lowercase hex digest of b into dst[from:to],
+// through the memo of call site slot.
+func (e *Evaluator) digestHex(slot int, o op, b []byte, dst *[64]byte, from, to int) {
+	m := &e.digests[slot]
+	if !m.ok || string(m.in) != string(b) {
+		m.sum = digest(o, b)
+		m.ok = len(b) <= maxMemoInput
+		if m.ok {
+			m.in = append(m.in[:0], b...)
+		}
+	}
+	for i := from >> 1; i < (to+1)>>1; i++ {
+		dst[2*i] = hexDigits[m.sum[i]>>4]
+		dst[2*i+1] = hexDigits[m.sum[i]&15]
+	}
+}
+
+func digest(o op, b []byte) (sum [32]byte) {
 	switch o {
 	case opMD5:
 		s := md5.Sum(b)
@@ -234,10 +263,7 @@ func digestHex(o op, b []byte, dst *[64]byte, from, to int) {
 	default:
 		sum = sha256.Sum256(b)
 	}
-	for i := from >> 1; i < (to+1)>>1; i++ {
-		dst[2*i] = hexDigits[sum[i]>>4]
-		dst[2*i+1] = hexDigits[sum[i]&15]
-	}
+	return sum
 }
 
 // asInt reads an integer operand: integers as they are; text and decimals parsed (a varint out of
@@ -453,6 +479,8 @@ func (p *Program) build(t *texpr) evalFn {
 func (p *Program) buildDigest(t *texpr) evalFn {
 	x := p.build(t.args[0])
 	o := t.op
+	slot := p.digests
+	p.digests++
 	return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 		v, err := x(e, r, out)
 		if err != nil || v.K == pipeline.KindNull {
@@ -460,7 +488,7 @@ func (p *Program) buildDigest(t *texpr) evalFn {
 		}
 		var hex [64]byte
 		n := digestLen(o)
-		digestHex(o, e.canon(v), &hex, 0, n)
+		e.digestHex(slot, o, e.canon(v), &hex, 0, n)
 		e.a.reserve(n)
 		start := len(e.a.buf)
 		e.a.buf = append(e.a.buf, hex[:n]...)
@@ -487,13 +515,15 @@ func (p *Program) buildSubstr(t *texpr) evalFn {
 		x := p.build(d.args[0])
 		o := d.op
 		ai, bi := int(a), int(b)
+		slot := p.digests
+		p.digests++
 		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 			v, err := x(e, r, out)
 			if err != nil || v.K == pipeline.KindNull {
 				return v, err
 			}
 			var hex [64]byte
-			digestHex(o, e.canon(v), &hex, ai, bi)
+			e.digestHex(slot, o, e.canon(v), &hex, ai, bi)
 			e.a.reserve(bi - ai)
 			start := len(e.a.buf)
 			e.a.buf = append(e.a.buf, hex[ai:bi]...)

@@ -1,7 +1,11 @@
 package transform
 
 import (
+	"crypto/md5"
+	"crypto/sha1"
+	"encoding/hex"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -377,6 +381,35 @@ func TestCheckDecimal(t *testing.T) {
 	for _, c := range cases {
 		if got := checkDecimal(c.s, c.p, c.c) == ""; got != c.ok {
 			t.Errorf("checkDecimal(%q, %d, %d) ok=%v, want %v (%s)", c.s, c.p, c.c, got, c.ok, checkDecimal(c.s, c.p, c.c))
+		}
+	}
+}
+
+// The digest memo of an evaluator never serves a stale digest: repeated, alternating and long
+// inputs, two digest call sites in one row, and an integer input canonicalised into scratch.
+func TestDigestMemo(t *testing.T) {
+	p, err := Compile(testMapping("md5(s).substr(0, 6)", "sha1(userid)", "md5(id)"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.NewEvaluator()
+	out := make([]pipeline.Value, len(p.Target().Columns))
+	long := strings.Repeat("x", maxMemoInput+5)
+	inputs := []string{"a", "a", "b", "a", long, long, long + "y", "", "a"}
+	for i, s := range inputs {
+		u := inputs[len(inputs)-1-i]
+		if rerr := e.Apply(nil, record(map[string]V{"s": txt(s), "userid": txt(u), "id": num(int64(i % 2))}), out); rerr != nil {
+			t.Fatal(rerr)
+		}
+		md5s := md5.Sum([]byte(s))
+		sha := sha1.Sum([]byte(u))
+		idSum := md5.Sum([]byte(strconv.Itoa(i % 2)))
+		for col, want := range map[string]string{
+			"x0": hex.EncodeToString(md5s[:])[:6], "x1": hex.EncodeToString(sha[:]), "x2": hex.EncodeToString(idSum[:]),
+		} {
+			if got := out[p.Target().Index(col)].S; got != want {
+				t.Errorf("row %d (%q, %q): %s = %q, want %q", i, s, u, col, got, want)
+			}
 		}
 	}
 }

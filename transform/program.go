@@ -29,6 +29,7 @@ type Program struct {
 	vars        []Var
 	dicts       []Dict
 	fingerprint string
+	digests     int // digest call sites: each has a memo in every Evaluator
 }
 
 // KeyElement describes one primary-key column for `rekey check`.
