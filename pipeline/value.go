@@ -37,6 +37,10 @@ type Value struct {
 	S string
 	I int64
 	K Kind
+	// D caches the number of a KindDecimal: when D > 0, the value is exactly I × 10^-(D-1) (I the
+	// unscaled value, D-1 the scale). Sources that decode decimals from binary set it so that
+	// casts and sinks need not parse S again; S is always set and authoritative.
+	D uint8
 }
 
 // Null is the absent value.
@@ -47,6 +51,23 @@ func Float(f float64) Value  { return Value{I: int64(math.Float64bits(f)), K: Ki
 func Text(s string) Value    { return Value{S: s, K: KindText} }
 func Bytes(b string) Value   { return Value{S: b, K: KindBytes} }
 func Decimal(s string) Value { return Value{S: s, K: KindDecimal} }
+
+// DecimalUnscaled is the decimal s whose number is also known as unscaled × 10^-scale. A scale
+// outside 0..254 is not cached.
+func DecimalUnscaled(s string, unscaled int64, scale int) Value {
+	if scale < 0 || scale > 254 {
+		return Decimal(s)
+	}
+	return Value{S: s, I: unscaled, K: KindDecimal, D: uint8(scale + 1)}
+}
+
+// Unscaled returns a decimal's cached unscaled value and scale, ok false when it has none.
+func (v Value) Unscaled() (unscaled int64, scale int, ok bool) {
+	if v.K != KindDecimal || v.D == 0 {
+		return 0, 0, false
+	}
+	return v.I, int(v.D) - 1, true
+}
 func Bool(b bool) Value {
 	if b {
 		return Value{I: 1, K: KindBool}
@@ -54,10 +75,17 @@ func Bool(b bool) Value {
 	return Value{K: KindBool}
 }
 
-func (v Value) IsNull() bool       { return v.K == KindNull }
-func (v Value) Float() float64     { return math.Float64frombits(uint64(v.I)) }
-func (v Value) BoolValue() bool    { return v.I != 0 }
-func (v Value) Equal(o Value) bool { return v == o }
+func (v Value) IsNull() bool    { return v.K == KindNull }
+func (v Value) Float() float64  { return math.Float64frombits(uint64(v.I)) }
+func (v Value) BoolValue() bool { return v.I != 0 }
+
+// Equal tells whether two values are the same value of the same kind.
+func (v Value) Equal(o Value) bool {
+	if v.K == KindDecimal && o.K == KindDecimal {
+		return v.S == o.S // the cached number (I, D) may be present on one side only
+	}
+	return v == o
+}
 
 // AppendCanonical appends the canonical string form that hashes, concatenation and str() use:
 // text as is, integers in decimal (timestamps are epoch milliseconds), floats in Go's shortest

@@ -96,6 +96,9 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 		}
 		return v, typeErr("a " + v.K.String() + " value cannot be stored as " + t.String())
 	case pipeline.TypeDecimal:
+		if u, sc, ok := v.Unscaled(); ok && decimalFits(u, sc, t.P, t.S) {
+			return v, nil // a number the source decoded: no text to parse
+		}
 		var s string
 		switch v.K {
 		case pipeline.KindDecimal, pipeline.KindText:
@@ -126,6 +129,26 @@ func intRange(t pipeline.Type) (int64, int64) {
 		return math.MinInt8, math.MaxInt8
 	}
 	return math.MinInt64, math.MaxInt64
+}
+
+// decimalFits tells whether unscaled × 10^-scale fits DECIMAL(p,s), by checkDecimal's rule.
+func decimalFits(unscaled int64, scale, p, s int) bool {
+	m := uint64(unscaled)
+	if unscaled < 0 {
+		m = -m
+	}
+	for scale > 0 && m%10 == 0 && m != 0 { // trailing fraction zeros do not count
+		m /= 10
+		scale--
+	}
+	if m == 0 {
+		return true
+	}
+	digits := 1
+	for x := m; x >= 10; x /= 10 {
+		digits++
+	}
+	return scale <= s && max(digits-scale, 0) <= p-s
 }
 
 // checkDecimal validates decimal text (sign, digits, optional fraction and exponent) and that it

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -412,4 +413,46 @@ func TestDigestMemo(t *testing.T) {
 			}
 		}
 	}
+}
+
+// decimalFits (the cast's check of a decimal the source decoded) agrees with checkDecimal on
+// the same number's text.
+func TestDecimalFitsMatchesText(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for n := 0; n < 20000; n++ {
+		u := rng.Int64N(1_000_000_000_000) - 500_000_000_000
+		if n%3 == 0 {
+			u = int64(rng.Uint64())
+		}
+		if n%5 == 0 {
+			u = u / 1000 * 1000 // trailing zeros
+		}
+		sc := rng.IntN(25)
+		p := 1 + rng.IntN(38)
+		s := rng.IntN(p + 1)
+		text := decimalText(u, sc)
+		if got, want := decimalFits(u, sc, p, s), checkDecimal(text, p, s) == ""; got != want {
+			t.Fatalf("%d scale %d (%s) in DECIMAL(%d,%d): decimalFits %v, checkDecimal %v", u, sc, text, p, s, got, want)
+		}
+	}
+}
+
+// decimalText writes unscaled × 10^-scale in plain notation.
+func decimalText(u int64, scale int) string {
+	neg := u < 0
+	m := uint64(u)
+	if neg {
+		m = -m
+	}
+	d := strconv.FormatUint(m, 10)
+	for len(d) <= scale {
+		d = "0" + d
+	}
+	if scale > 0 {
+		d = d[:len(d)-scale] + "." + d[len(d)-scale:]
+	}
+	if neg {
+		d = "-" + d
+	}
+	return d
 }

@@ -59,3 +59,23 @@ func TestDecimalAppendTextMatchesBig(t *testing.T) {
 		}
 	}
 }
+
+// A decimal whose number the source cached (pipeline.DecimalUnscaled) converts exactly as its
+// text does, accepted or rejected alike.
+func TestDecimalCachedMatchesText(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 100000; i++ {
+		u := int64(rng.Uint64()) >> rng.IntN(64)
+		scale := rng.IntN(30)
+		precision := 1 + rng.IntN(38)
+		colScale := rng.IntN(precision + 1)
+		r := new(big.Rat).SetFrac(big.NewInt(u), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil))
+		text := r.FloatString(scale)
+		col := pipeline.Column{Name: "d", Type: pipeline.TypeDecimal, Precision: precision, Scale: colScale}
+		fromText, errText := DecimalValue(col, pipeline.Decimal(text))
+		cached, errCached := DecimalValue(col, pipeline.DecimalUnscaled(text, u, scale))
+		if (errText == nil) != (errCached == nil) || fromText != cached {
+			t.Fatalf("%s (%d scale %d) at DECIMAL(%d,%d): text %v %v, cached %v %v", text, u, scale, precision, colScale, fromText, errText, cached, errCached)
+		}
+	}
+}

@@ -162,6 +162,15 @@ var pow10u64 = func() (p [20]uint64) {
 func DecimalValue(col pipeline.Column, v pipeline.Value) (Dec128, *pipeline.RowError) {
 	switch v.K {
 	case pipeline.KindDecimal, pipeline.KindText:
+		if u, sc, ok := v.Unscaled(); ok {
+			m := uint64(u)
+			if u < 0 {
+				m = -m
+			}
+			if d, ok := scaleFast(m, u < 0, sc, col.Precision, col.Scale); ok {
+				return d, nil
+			}
+		}
 		if d, ok := parseDecimalFast(v.S, col.Precision, col.Scale); ok {
 			return d, nil
 		}

@@ -279,6 +279,9 @@ func (d *colDecoder) decode(data []byte, a *arena, scratch *[]byte) (pipeline.Va
 		if err != nil {
 			return pipeline.Null, err
 		}
+		if u, ok := varintInt64(data[4:]); ok { // appendDecimal checked the length
+			return pipeline.DecimalUnscaled(a.str(b), u, int(int32(binary.BigEndian.Uint32(data)))), nil
+		}
 		return pipeline.Value{S: a.str(b), K: pipeline.KindDecimal}, nil
 	case kUUID:
 		if len(data) != 16 {
