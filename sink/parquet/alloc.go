@@ -36,9 +36,19 @@ func allocClass(size int) int {
 }
 
 func (a *recyclingAllocator) Allocate(size int) []byte {
+	b, recycled := a.take(size)
+	if recycled {
+		clear(b[:cap(b)])
+	}
+	return b
+}
+
+// take returns a buffer of size bytes (capacity its class), recycled (and then not cleared) or
+// new (zeroed).
+func (a *recyclingAllocator) take(size int) (b []byte, recycled bool) {
 	c := allocClass(size)
 	if c >= len(a.free) {
-		return make([]byte, size)
+		return make([]byte, size), false
 	}
 	a.mu.Lock()
 	if n := len(a.free[c]); n > 0 {
@@ -47,20 +57,23 @@ func (a *recyclingAllocator) Allocate(size int) []byte {
 		a.free[c] = a.free[c][:n-1]
 		a.freeB -= int64(cap(b))
 		a.mu.Unlock()
-		b = b[:cap(b)]
-		clear(b)
-		return b[:size]
+		return b[:size], true
 	}
 	a.mu.Unlock()
-	return make([]byte, size, 1<<c)
+	return make([]byte, size, 1<<c), false
 }
 
+// Reallocate grows b to size: the old bytes are copied and only the rest is cleared (arrow's
+// encoders grow their page buffers this way, value batch after value batch).
 func (a *recyclingAllocator) Reallocate(size int, b []byte) []byte {
 	if cap(b) >= size {
 		return b[:size]
 	}
-	nb := a.Allocate(size)
-	copy(nb, b)
+	nb, recycled := a.take(size)
+	n := copy(nb, b)
+	if recycled {
+		clear(nb[n:cap(nb)])
+	}
 	a.Free(b)
 	return nb
 }

@@ -1,6 +1,7 @@
 package parquet
 
 import (
+	"encoding/binary"
 	"fmt"
 	"unsafe"
 
@@ -34,8 +35,10 @@ type colSpec struct {
 
 // colData is one column's rows of a chunk. Only non-null values are stored, in order; def has
 // one level per row for nullable columns (1 present, 0 null), or is nil while every row so far
-// has a value. In dictionary mode the values are
-// idx (one per row, 0 for nulls) into the dictionary dvals/dends instead of data/ends.
+// has a value. In dictionary mode the values are idx (one per row, 0 for nulls) into the
+// dictionary dvals/dends instead of data/ends (or i64, i32, data for numbers): a dictionary entry
+// holds a number's bytes as the plain form would (int64 and int32 little-endian, a decimal's
+// big-endian width bytes).
 type colData struct {
 	def   []int16
 	i64   []int64
@@ -253,6 +256,12 @@ func (b *buffer) append(i int, s *slot) {
 			c.def = append(c.def, 1)
 		}
 	}
+	if c.dictMode && sp.phys != physBytes {
+		var key [16]byte
+		n := numberBytes(sp, s, &key)
+		b.appendDict(i, unsafe.String(&key[0], n))
+		return
+	}
 	switch sp.phys {
 	case physBytes:
 		if c.dictMode {
@@ -295,6 +304,43 @@ func (b *buffer) append(i int, s *slot) {
 	}
 }
 
+// numberBytes writes the dictionary form of a number into key and returns its length.
+func numberBytes(sp *colSpec, s *slot, key *[16]byte) int {
+	switch sp.phys {
+	case physInt64:
+		binary.LittleEndian.PutUint64(key[:], uint64(s.i))
+		return 8
+	case physInt32:
+		binary.LittleEndian.PutUint32(key[:], uint32(int32(s.i)))
+		return 4
+	}
+	putBE(key[:], s.d) // physDecimal: the last width bytes
+	copy(key[:], key[16-sp.width:])
+	return sp.width
+}
+
+// appendNumber appends the plain form of a number given as its dictionary bytes.
+func (b *buffer) appendNumber(sp *colSpec, c *colData, v []byte) {
+	p := b.f.pools
+	switch sp.phys {
+	case physInt64:
+		if len(c.i64) == cap(c.i64) {
+			c.i64 = grow(&p.i64, c.i64, 1)
+		}
+		c.i64 = append(c.i64, int64(binary.LittleEndian.Uint64(v)))
+	case physInt32:
+		if len(c.i32) == cap(c.i32) {
+			c.i32 = grow(&p.i32, c.i32, 1)
+		}
+		c.i32 = append(c.i32, int32(binary.LittleEndian.Uint32(v)))
+	case physDecimal:
+		if cap(c.data)-len(c.data) < len(v) {
+			c.data = grow(&p.bytes, c.data, len(v))
+		}
+		c.data = append(c.data, v...)
+	}
+}
+
 func (b *buffer) appendPlain(c *colData, s string) {
 	p := b.f.pools
 	if cap(c.data)-len(c.data) < len(s) {
@@ -317,6 +363,9 @@ func putBE(dst []byte, d files.Dec128) {
 	}
 }
 
+// dictProbeRows is the row count at which a chunk's dictionary must have proved itself.
+const dictProbeRows = 4096
+
 // appendDict appends a value's dictionary index, adding the value to the dictionary; when the
 // dictionary grows past the limit the column switches to plain values for the rest of the chunk.
 func (b *buffer) appendDict(i int, s string) {
@@ -328,8 +377,14 @@ func (b *buffer) appendDict(i int, s string) {
 		c.idx = append(c.idx, k)
 		return
 	}
-	if len(c.dvals)+len(s) > b.f.dictMax || d.len() >= 1<<15 {
+	// give up when the dictionary grows too large, or when the column looks mostly distinct
+	// (more entries than half the rows so far, checked once at dictProbeRows rows)
+	if len(c.dvals)+len(s) > b.f.dictMax || d.len() >= 1<<15 || (len(c.idx) >= dictProbeRows && 2*d.len() > len(c.idx)) {
 		b.toPlain(i)
+		if sp := &b.specs[i]; sp.phys != physBytes {
+			b.appendNumber(sp, c, unsafe.Slice(unsafe.StringData(s), len(s)))
+			return
+		}
 		b.appendPlain(c, s)
 		return
 	}
@@ -352,6 +407,10 @@ func (b *buffer) toPlain(i int) {
 		if k > 0 {
 			start = c.dends[k-1]
 		}
+		if sp := &b.specs[i]; sp.phys != physBytes {
+			b.appendNumber(sp, c, c.dvals[start:c.dends[k]])
+			continue
+		}
 		b.appendPlain(c, unsafe.String(unsafe.SliceData(c.dvals[start:]), int(c.dends[k]-start)))
 	}
 	c.dictMode = false
@@ -370,14 +429,14 @@ func (b *buffer) presize() {
 	grow := func(l int) int { return l + l/8 }
 	for i := range b.cols {
 		c, l := &b.cols[i], &b.last[i]
+		if c.dictMode {
+			c.idx = p.i32.get(n)
+			continue
+		}
 		switch b.specs[i].phys {
 		case physBytes:
-			if c.dictMode {
-				c.idx = p.i32.get(n)
-			} else {
-				c.data = p.bytes.get(grow(l.data))
-				c.ends = p.u32.get(grow(l.values))
-			}
+			c.data = p.bytes.get(grow(l.data))
+			c.ends = p.u32.get(grow(l.values))
 		case physInt64:
 			c.i64 = p.i64.get(grow(l.values))
 		case physInt32:
@@ -428,7 +487,7 @@ func (b *buffer) Cut() files.Chunk {
 	b.cols = make([]colData, len(b.specs))
 	for i := range ch.cols {
 		c := &ch.cols[i]
-		b.last[i] = colLens{values: max(len(c.i64), len(c.i32), len(c.bools), len(c.f32), len(c.f64), len(c.ends)), data: len(c.data)}
+		b.last[i] = colLens{values: max(len(c.i64), len(c.i32), len(c.bools), len(c.f32), len(c.f64), len(c.ends), len(c.idx)), data: len(c.data)}
 		if b.dicts[i] != nil {
 			b.dicts[i].reset()
 			if !c.dictMode {

@@ -18,12 +18,22 @@ import (
 
 // dictSchema: lo has 5 values, hi is unique, mix is low-cardinality in the first half of the rows
 // and unique in the second, so that its dictionary works for the first chunks and overflows later.
+// The numeric columns repeat the pattern: nlo, dlo, ilo low-cardinality (with nulls), ts unique,
+// nmix and dmix low then unique, nrev unique then low (the file holds it plain, later chunks
+// are dictionary-encoded in memory and expanded).
 func dictSchema() pipeline.TargetSchema {
 	return pipeline.TargetSchema{Table: "d", KeyLen: 1, Columns: []pipeline.Column{
 		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0},
 		{Name: "lo", Type: pipeline.TypeVarchar, KeyPos: -1},
 		{Name: "hi", Type: pipeline.TypeVarchar, KeyPos: -1},
 		{Name: "mix", Type: pipeline.TypeJSON, KeyPos: -1},
+		{Name: "nlo", Type: pipeline.TypeBigint, KeyPos: -1},
+		{Name: "dlo", Type: pipeline.TypeDecimal, Precision: 10, Scale: 2, KeyPos: -1},
+		{Name: "ilo", Type: pipeline.TypeSmallint, KeyPos: -1},
+		{Name: "ts", Type: pipeline.TypeTimestamp, KeyPos: -1},
+		{Name: "nmix", Type: pipeline.TypeBigint, KeyPos: -1},
+		{Name: "dmix", Type: pipeline.TypeDecimal, Precision: 30, Scale: 3, KeyPos: -1},
+		{Name: "nrev", Type: pipeline.TypeInteger, KeyPos: -1},
 	}}
 }
 
@@ -38,7 +48,22 @@ func dictRows(n int) []pipeline.Row {
 		if i%7 == 0 {
 			lo = pipeline.Null
 		}
-		rows[i] = pipeline.Row{Values: []pipeline.Value{pipeline.Int(int64(i)), lo, pipeline.Text(fmt.Sprintf("h%09d", i*7919)), mix}}
+		nlo := pipeline.Int(int64(i%4) - 2)
+		dlo := pipeline.DecimalUnscaled(fmt.Sprintf("%d.25", i%6), int64(i%6)*100+25, 2)
+		ilo := pipeline.Int(int64(i%9) * -1000)
+		if i%11 == 0 {
+			nlo, dlo, ilo = pipeline.Null, pipeline.Null, pipeline.Null
+		}
+		nmix, dmix := pipeline.Int(int64(i%3)), pipeline.Decimal(fmt.Sprintf("-%d.5", i%3))
+		if i >= n/2 {
+			nmix, dmix = pipeline.Int(int64(i)*1_000_003), pipeline.Decimal(fmt.Sprintf("%d.125", i*977))
+		}
+		nrev := pipeline.Int(int64(i % 5))
+		if i < 600 { // overflows the 2 KiB dictionary within the first chunk
+			nrev = pipeline.Int(int64(-i) * 31)
+		}
+		rows[i] = pipeline.Row{Values: []pipeline.Value{pipeline.Int(int64(i)), lo, pipeline.Text(fmt.Sprintf("h%09d", i*7919)), mix,
+			nlo, dlo, ilo, pipeline.Int(1_700_000_000_000 + int64(i)*7), nmix, dmix, nrev}}
 	}
 	return rows
 }
@@ -106,6 +131,19 @@ func TestDictionaryFallbacks(t *testing.T) {
 	}
 	if d, _ := encodings(3); d == 0 {
 		t.Errorf("mix: no dictionary row group")
+	}
+	for _, col := range []int{4, 5, 6} {
+		if d, p := encodings(col); p != 0 || d == 0 {
+			t.Errorf("%s: %d dictionary row groups, %d plain", schema.Columns[col].Name, d, p)
+		}
+	}
+	if d, _ := encodings(7); d != 0 {
+		t.Errorf("ts: %d dictionary row groups", d)
+	}
+	for _, col := range []int{8, 9} {
+		if d, p := encodings(col); d == 0 {
+			t.Errorf("%s: %d dictionary row groups, %d plain", schema.Columns[col].Name, d, p)
+		}
 	}
 }
 

@@ -50,10 +50,11 @@ type Option func(*Format)
 // intermediate, speed matters more than the last percent of size).
 func WithZstdLevel(level int) Option { return func(f *Format) { f.level = level } }
 
-// WithDictionary turns dictionary encoding of non-key VARCHAR/JSON columns on or off (default
-// on: such columns are often enum-like). Key columns and numeric columns are always
-// plain-encoded: keys are nearly unique and numbers (timestamps, amounts) mostly distinct, a
-// dictionary would only cost time. A dictionary past 1 MiB falls back to plain in Parquet.
+// WithDictionary turns dictionary encoding of non-key columns on or off (default on, as in
+// parquet-mr, Arrow and DuckDB: enum-like strings, prices, quantities and dates often repeat). A
+// column whose chunk turns out to be mostly distinct values (timestamps, ids), or whose
+// dictionary outgrows 256 KiB or 32768 entries, falls back to plain values. Key columns are always
+// plain: they are nearly unique. Floating-point and boolean columns are plain too.
 func WithDictionary(on bool) Option { return func(f *Format) { f.dictionary = on } }
 
 // New returns the Parquet format.
@@ -119,5 +120,13 @@ func ArrowSchema(schema pipeline.TargetSchema) (*arrow.Schema, error) {
 
 // dictEligible tells whether rekey dictionary-encodes the column.
 func (f *Format) dictEligible(col pipeline.Column) bool {
-	return f.dictionary && !col.IsKey() && (col.Type == pipeline.TypeVarchar || col.Type == pipeline.TypeJSON)
+	if !f.dictionary || col.IsKey() {
+		return false
+	}
+	switch col.Type {
+	case pipeline.TypeVarchar, pipeline.TypeJSON, pipeline.TypeBigint, pipeline.TypeInteger, pipeline.TypeSmallint,
+		pipeline.TypeTinyint, pipeline.TypeTimestamp, pipeline.TypeDate, pipeline.TypeDecimal:
+		return true
+	}
+	return false
 }

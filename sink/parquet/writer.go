@@ -1,6 +1,7 @@
 package parquet
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"sync"
@@ -86,9 +87,10 @@ func (w *writer) start(first *chunk) error {
 
 // scratch holds the per-write slices of value headers; pooled because they hold pointers.
 type scratch struct {
-	ba   []parquet.ByteArray
-	flba []parquet.FixedLenByteArray
-	ones []int16 // definition levels of a column without nulls
+	ba    []parquet.ByteArray
+	flba  []parquet.FixedLenByteArray
+	ones  []int16 // definition levels of a column without nulls
+	plain colData // a dictionary column's numbers written plain
 }
 
 func (sc *scratch) allPresent(rows int) []int16 {
@@ -149,11 +151,17 @@ func (w *writer) writeColumn(cw file.ColumnChunkWriter, i int, c *colData, rows 
 			def = sc.allPresent(rows)
 		}
 	}
+	if c.dictMode && sp.phys != physBytes {
+		if w.dict[i] {
+			return w.writeDictIndices(cw, sp, c, def, rows)
+		}
+		c = plainNumbers(sp, c, sc) // this file holds the column plain
+	}
 	var err error
 	switch cw := cw.(type) {
 	case *file.ByteArrayColumnChunkWriter:
 		if c.dictMode && w.dict[i] {
-			return w.writeDictIndices(cw, c, def, rows)
+			return w.writeDictIndices(cw, sp, c, def, rows)
 		}
 		sc.ba = byteArrays(sc.ba[:0], c)
 		_, err = cw.WriteBatch(sc.ba, def, nil)
@@ -205,25 +213,84 @@ func byteArrays(dst []parquet.ByteArray, c *colData) []parquet.ByteArray {
 	return dst
 }
 
-// writeDictIndices seeds the column's dictionary encoder with the chunk's dictionary and writes
-// the indices: arrow's pqarrow path for arrow dictionary arrays, without hashing every value.
-func (w *writer) writeDictIndices(cw *file.ByteArrayColumnChunkWriter, c *colData, def []int16, rows int) error {
-	enc, ok := cw.CurrentEncoder().(dictEncoder)
-	if !ok {
-		// not dictionary-encoding (cannot happen when enabled in props): write plain values
-		sc := scratchPool.Get().(*scratch)
-		defer scratchPool.Put(sc)
-		sc.ba = byteArrays(sc.ba[:0], c)
-		_, err := cw.WriteBatch(sc.ba, def, nil)
-		return err
+// plainNumbers expands a dictionary-encoded number column into its plain values (in the
+// scratch's slices).
+func plainNumbers(sp *colSpec, c *colData, sc *scratch) *colData {
+	out := &sc.plain
+	*out = colData{def: c.def, i64: sc.plain.i64[:0], i32: sc.plain.i32[:0], data: sc.plain.data[:0]}
+	for r, k := range c.idx {
+		if c.def != nil && c.def[r] == 0 {
+			continue
+		}
+		start := uint32(0)
+		if k > 0 {
+			start = c.dends[k-1]
+		}
+		v := c.dvals[start:c.dends[k]]
+		switch sp.phys {
+		case physInt64:
+			out.i64 = append(out.i64, int64(binary.LittleEndian.Uint64(v)))
+		case physInt32:
+			out.i32 = append(out.i32, int32(binary.LittleEndian.Uint32(v)))
+		case physDecimal:
+			out.data = append(out.data, v...)
+		}
 	}
+	return out
+}
+
+// dictionary is the chunk's dictionary of column c as the arrow array arrow's dictionary
+// encoder takes.
+func dictionary(sp *colSpec, c *colData) arrow.Array {
 	nd := len(c.dends)
+	vals := memory.NewBufferBytes(c.dvals[:len(c.dvals):len(c.dvals)])
+	switch sp.phys {
+	case physInt64:
+		return array.NewInt64Data(array.NewData(arrow.PrimitiveTypes.Int64, nd, []*memory.Buffer{nil, vals}, nil, 0, 0))
+	case physInt32:
+		return array.NewInt32Data(array.NewData(arrow.PrimitiveTypes.Int32, nd, []*memory.Buffer{nil, vals}, nil, 0, 0))
+	case physDecimal:
+		return array.NewFixedSizeBinaryData(array.NewData(&arrow.FixedSizeBinaryType{ByteWidth: sp.width}, nd, []*memory.Buffer{nil, vals}, nil, 0, 0))
+	}
 	offs := make([]int32, nd+1)
 	for k, e := range c.dends {
 		offs[k+1] = int32(e)
 	}
-	dict := array.NewStringData(array.NewData(arrow.BinaryTypes.String, nd,
-		[]*memory.Buffer{nil, memory.NewBufferBytes(int32Bytes(offs)), memory.NewBufferBytes(c.dvals[:len(c.dvals):len(c.dvals)])}, nil, 0, 0))
+	return array.NewStringData(array.NewData(arrow.BinaryTypes.String, nd,
+		[]*memory.Buffer{nil, memory.NewBufferBytes(int32Bytes(offs)), vals}, nil, 0, 0))
+}
+
+// dictColumn is the part of arrow's typed column writers that writes dictionary indices.
+type dictColumn interface {
+	WriteDictIndices(indices arrow.Array, defLevels, repLevels []int16) error
+}
+
+// dictEncoderOf returns the column writer's current encoder as a dictionary encoder.
+func dictEncoderOf(cw file.ColumnChunkWriter) (dictEncoder, bool) {
+	var enc any
+	switch cw := cw.(type) {
+	case *file.ByteArrayColumnChunkWriter:
+		enc = cw.CurrentEncoder()
+	case *file.Int64ColumnChunkWriter:
+		enc = cw.CurrentEncoder()
+	case *file.Int32ColumnChunkWriter:
+		enc = cw.CurrentEncoder()
+	case *file.FixedLenByteArrayColumnChunkWriter:
+		enc = cw.CurrentEncoder()
+	}
+	de, ok := enc.(dictEncoder)
+	return de, ok
+}
+
+// writeDictIndices seeds the column's dictionary encoder with the chunk's dictionary and writes
+// the indices: arrow's pqarrow path for arrow dictionary arrays, without hashing every value.
+func (w *writer) writeDictIndices(cw file.ColumnChunkWriter, sp *colSpec, c *colData, def []int16, rows int) error {
+	enc, ok := dictEncoderOf(cw)
+	dc, ok2 := cw.(dictColumn)
+	if !ok || !ok2 {
+		return fmt.Errorf("column writer %T is not dictionary-encoding", cw) // cannot happen: enabled in props
+	}
+	dict := dictionary(sp, c)
 	defer dict.Release()
 	if err := enc.PutDictionary(dict); err != nil {
 		return err
@@ -245,7 +312,7 @@ func (w *writer) writeDictIndices(cw *file.ByteArrayColumnChunkWriter, c *colDat
 	idx := array.NewInt32Data(array.NewData(arrow.PrimitiveTypes.Int32, rows,
 		[]*memory.Buffer{valid, memory.NewBufferBytes(int32Bytes(c.idx))}, nil, nulls, 0))
 	defer idx.Release()
-	return cw.WriteDictIndices(idx, def, nil)
+	return dc.WriteDictIndices(idx, def, nil)
 }
 
 func int32Bytes(s []int32) []byte {
