@@ -256,8 +256,7 @@ func (w *worker) segment(region int) (*segment, error) {
 }
 
 func (w *worker) newSegment(region int, offset int64) (*segment, error) {
-	var s *segment
-	s = &segment{w: w, region: region, first: offset, dir: filepath.Join(w.r.cfg.OutDir, pipeline.RegionDir(region))}
+	s := &segment{w: w, region: region, first: offset, dir: filepath.Join(w.r.cfg.OutDir, pipeline.RegionDir(region))}
 	if n := len(w.freeBufs); n > 0 {
 		s.buf = w.freeBufs[n-1]
 		w.freeBufs = w.freeBufs[:n-1]

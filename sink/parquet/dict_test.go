@@ -111,7 +111,9 @@ func TestDictionaryFallbacks(t *testing.T) {
 		for _, rg := range pf.Meta.Metadata().RowGroups {
 			hasDict := false
 			for _, e := range rg.Columns[col].MetaData.Encoding {
+				//lint:ignore SA1019 PlainDictionary is what Parquet 1.0 writers record for the same thing
 				if e == format.RLEDictionary || e == format.PlainDictionary {
+
 					hasDict = true
 				}
 			}
