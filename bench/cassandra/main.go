@@ -27,31 +27,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/gocql/gocql"
 	"go.uber.org/zap"
-	"gopkg.in/inf.v0"
 
+	"github.com/rekey/rekey/bench/benchproc"
 	"github.com/rekey/rekey/source/cassandra"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
 )
-
-type figures struct {
-	Rows       int64   `json:"rows_in"`
-	Seconds    float64 `json:"seconds"`
-	RowsPerSec float64 `json:"rows_per_sec"`
-	PeakRSS    int64   `json:"peak_rss_bytes"`
-	CPUSeconds float64 `json:"cpu_seconds"`    // user + system time of the process
-	Runs       []int64 `json:"runs,omitempty"` // rows/s of every run, sorted
-}
 
 func main() {
 	side := flag.String("side", "", "internal: run one side (server, bare)")
@@ -90,25 +76,12 @@ func parent(rekey, mapping, work string, n, runs int, out string, extra []string
 	if err != nil {
 		return err
 	}
-	scmd := exec.Command(self, "-side", "server", "-rows", strconv.Itoa(n))
-	scmd.Stderr = os.Stderr
-	stdin, err := scmd.StdinPipe()
+	srv, err := benchproc.StartServer(self, "-side", "server", "-rows", strconv.Itoa(n))
 	if err != nil {
 		return err
 	}
-	stdout, err := scmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := scmd.Start(); err != nil {
-		return err
-	}
-	defer func() { stdin.Close(); scmd.Wait() }()
-	var line string
-	if _, err := fmt.Fscanln(stdout, &line); err != nil {
-		return fmt.Errorf("server did not start: %w", err)
-	}
-	hosts := strings.Split(line, ",")
+	defer srv.Stop()
+	hosts := srv.Addrs
 	uri := "cassandra://" + strings.Join(hosts, ",") + "/shop/orders"
 
 	// rekey's own sub-ranges and concurrency (its defaults), for the bare scan
@@ -135,7 +108,7 @@ func parent(rekey, mapping, work string, n, runs int, out string, extra []string
 	}
 	fmt.Fprintf(os.Stderr, "%d rows, %d ranges, %d in flight, page size %d\n", n, len(names), workers, cassandra.DefaultPageSize)
 
-	var bareRuns, rekeyRuns []figures
+	var bareRuns, rekeyRuns []benchproc.Figures
 	dir := filepath.Join(work, "out-cassandra")
 	for i := 0; i < runs; i++ {
 		start := time.Now()
@@ -145,7 +118,7 @@ func parent(rekey, mapping, work string, n, runs int, out string, extra []string
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("bare scan: %w", err)
 		}
-		b := side(int64(n), time.Since(start), cmd.ProcessState)
+		b := benchproc.Measure(int64(n), time.Since(start), cmd.ProcessState)
 		bareRuns = append(bareRuns, b)
 
 		os.RemoveAll(dir)
@@ -158,7 +131,7 @@ func parent(rekey, mapping, work string, n, runs int, out string, extra []string
 		if summary, err := cmd.Output(); err != nil {
 			return fmt.Errorf("rekey migrate: %w\n%s", err, summary)
 		}
-		r := side(int64(n), time.Since(start), cmd.ProcessState)
+		r := benchproc.Measure(int64(n), time.Since(start), cmd.ProcessState)
 		if err := checkWritten(stats, n); err != nil {
 			return err
 		}
@@ -166,22 +139,9 @@ func parent(rekey, mapping, work string, n, runs int, out string, extra []string
 		fmt.Fprintf(os.Stderr, "run %d: bare %.0f rows/s (%.2fs, cpu %.2fs), rekey %.0f rows/s (%.2fs, cpu %.2fs): %.2f\n", i+1,
 			b.RowsPerSec, b.Seconds, b.CPUSeconds, r.RowsPerSec, r.Seconds, r.CPUSeconds, r.RowsPerSec/b.RowsPerSec)
 	}
-	b, r := median(bareRuns), median(rekeyRuns)
+	b, r := benchproc.Median(bareRuns), benchproc.Median(rekeyRuns)
 	res := map[string]any{"bare": b, "rekey": r, "ratio": r.RowsPerSec / b.RowsPerSec}
-	data, _ := json.MarshalIndent(res, "", "  ")
-	fmt.Println(string(data))
-	if out != "" {
-		if err := os.WriteFile(out, append(data, '\n'), 0o644); err != nil {
-			return err
-		}
-		for name, f := range map[string]figures{"bare": b, "rekey": r} {
-			d, _ := json.MarshalIndent(f, "", "  ")
-			if err := os.WriteFile(strings.TrimSuffix(out, ".json")+"-"+name+".json", d, 0o644); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return benchproc.WriteJSON(out, res, map[string]benchproc.Figures{"bare": b, "rekey": r})
 }
 
 // checkWritten reads rekey's --stats-json and checks that every row was written.
@@ -201,26 +161,6 @@ func checkWritten(path string, n int) error {
 		return fmt.Errorf("rekey migrate wrote %d rows (%d rejected), want %d", st.Written, st.Rejected, n)
 	}
 	return nil
-}
-
-func median(runs []figures) figures {
-	s := append([]figures(nil), runs...)
-	sort.Slice(s, func(i, j int) bool { return s[i].RowsPerSec < s[j].RowsPerSec })
-	m := s[len(s)/2]
-	m.Runs = nil
-	for _, f := range s {
-		m.Runs = append(m.Runs, int64(f.RowsPerSec))
-	}
-	return m
-}
-
-func side(n int64, d time.Duration, ps *os.ProcessState) figures {
-	f := figures{Rows: n, Seconds: d.Seconds(), RowsPerSec: float64(n) / d.Seconds()}
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		f.PeakRSS = ru.Maxrss * 1024 // Linux reports KiB
-		f.CPUSeconds = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-	}
-	return f
 }
 
 // server runs the CQL test server with shop.orders seeded, prints its host:port list and serves
@@ -246,7 +186,7 @@ func server(n int) error {
 	return nil
 }
 
-// bare reads every range with plain gocql (auto-paging with prefetch), workers at a time.
+// bare reads the ranges listed in rangesFile with cassandratest.BareScan.
 func bare(hosts []string, rangesFile string, workers int, want int64) error {
 	data, err := os.ReadFile(rangesFile)
 	if err != nil {
@@ -260,51 +200,11 @@ func bare(hosts []string, rangesFile string, workers int, want int64) error {
 		}
 		ranges = append(ranges, r)
 	}
-	cl := gocql.NewCluster(hosts...)
-	cl.ProtoVersion = 4
-	cl.Timeout = 30 * time.Second
-	cl.Consistency = gocql.LocalOne
-	cl.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
-	sess, err := cl.CreateSession()
+	got, err := cassandratest.BareScan(hosts, ranges, workers, cassandra.DefaultPageSize)
 	if err != nil {
 		return err
 	}
-	defer sess.Close()
-	var total atomic.Int64
-	var firstErr error
-	var once sync.Once
-	jobs := make(chan cassandra.Range)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var userid, channel, status, location string
-			var orderid int64
-			var ts time.Time
-			amount := new(inf.Dec)
-			for r := range jobs {
-				iter := sess.Query(cassandratest.OrdersScan, r.Start, r.End).PageSize(cassandra.DefaultPageSize).Iter()
-				n := int64(0)
-				for iter.Scan(&userid, &orderid, &channel, &ts, &status, &location, &amount) {
-					n++
-				}
-				if err := iter.Close(); err != nil {
-					once.Do(func() { firstErr = fmt.Errorf("range %s: %w", r.Name(), err) })
-				}
-				total.Add(n)
-			}
-		}()
-	}
-	for _, r := range ranges {
-		jobs <- r
-	}
-	close(jobs)
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	if got := total.Load(); got != want {
+	if got != want {
 		return fmt.Errorf("read %d rows, want %d", got, want)
 	}
 	return nil

@@ -22,7 +22,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -38,14 +37,9 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
-)
 
-type figures struct {
-	Messages   int64   `json:"rows_in"`
-	Seconds    float64 `json:"seconds"`
-	RowsPerSec float64 `json:"rows_per_sec"`
-	PeakRSS    int64   `json:"peak_rss_bytes"`
-}
+	"github.com/rekey/rekey/bench/benchproc"
+)
 
 const (
 	topic      = "orders"
@@ -92,25 +86,12 @@ func parent(rekey, mapping, work string, n int64, out string, extra []string) er
 		return err
 	}
 	// the broker: kfake with the messages produced, in its own process
-	bcmd := exec.Command(self, "-side", "broker", "-messages", fmt.Sprint(n))
-	bcmd.Stderr = os.Stderr
-	stdin, err := bcmd.StdinPipe()
+	broker, err := benchproc.StartServer(self, "-side", "broker", "-messages", fmt.Sprint(n))
 	if err != nil {
 		return err
 	}
-	stdout, err := bcmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := bcmd.Start(); err != nil {
-		return err
-	}
-	defer func() { stdin.Close(); bcmd.Wait() }()
-	var line string
-	if _, err := fmt.Fscanln(stdout, &line); err != nil {
-		return fmt.Errorf("broker did not start: %w", err)
-	}
-	addrs := strings.Split(line, ",")
+	defer broker.Stop()
+	addrs := broker.Addrs
 
 	res := map[string]any{}
 	fmt.Fprintln(os.Stderr, "bare kafka-go group reader ...")
@@ -120,7 +101,7 @@ func parent(rekey, mapping, work string, n int64, out string, extra []string) er
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("bare reader: %w", err)
 	}
-	b := side(n, time.Since(start), cmd.ProcessState)
+	b := benchproc.Measure(n, time.Since(start), cmd.ProcessState)
 	res["bare"] = b
 
 	fmt.Fprintln(os.Stderr, "rekey replicate ...")
@@ -150,34 +131,13 @@ func parent(rekey, mapping, work string, n int64, out string, extra []string) er
 	if err := cmd.Wait(); err != nil {
 		return fmt.Errorf("rekey replicate: %w", err)
 	}
-	r := side(n, time.Since(start), cmd.ProcessState)
+	r := benchproc.Measure(n, time.Since(start), cmd.ProcessState)
 	if err := waitCommitted(addrs, "rekey-bench", n, 10*time.Second); err != nil {
 		return err
 	}
 	res["rekey"] = r
 	res["ratio"] = r.RowsPerSec / b.RowsPerSec
-	data, _ := json.MarshalIndent(res, "", "  ")
-	fmt.Println(string(data))
-	if out != "" {
-		if err := os.WriteFile(out, append(data, '\n'), 0o644); err != nil {
-			return err
-		}
-		for name, f := range map[string]figures{"bare": b, "rekey": r} {
-			d, _ := json.MarshalIndent(f, "", "  ")
-			if err := os.WriteFile(strings.TrimSuffix(out, ".json")+"-"+name+".json", d, 0o644); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func side(n int64, d time.Duration, ps *os.ProcessState) figures {
-	f := figures{Messages: n, Seconds: d.Seconds(), RowsPerSec: float64(n) / d.Seconds()}
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		f.PeakRSS = ru.Maxrss * 1024 // Linux reports KiB
-	}
-	return f
+	return benchproc.WriteJSON(out, res, map[string]benchproc.Figures{"bare": b, "rekey": r})
 }
 
 // broker runs kfake, produces n messages, prints the listen addresses and serves until stdin

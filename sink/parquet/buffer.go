@@ -55,6 +55,15 @@ type colData struct {
 	dends    []uint32
 }
 
+// entry is dictionary entry k (its capacity ends with it).
+func (c *colData) entry(k int32) []byte {
+	start := uint32(0)
+	if k > 0 {
+		start = c.dends[k-1]
+	}
+	return c.dvals[start:c.dends[k]:c.dends[k]]
+}
+
 func (c *colData) used() int64 {
 	return int64(len(c.def))*2 + int64(len(c.i64))*8 + int64(len(c.i32))*4 + int64(len(c.bools)) +
 		int64(len(c.f32))*4 + int64(len(c.f64))*8 + int64(len(c.data)) + int64(len(c.ends))*4 +
@@ -403,15 +412,12 @@ func (b *buffer) toPlain(i int) {
 		if nullable && c.def != nil && c.def[r] == 0 {
 			continue
 		}
-		start := uint32(0)
-		if k > 0 {
-			start = c.dends[k-1]
-		}
+		v := c.entry(k)
 		if sp := &b.specs[i]; sp.phys != physBytes {
-			b.appendNumber(sp, c, c.dvals[start:c.dends[k]])
+			b.appendNumber(sp, c, v)
 			continue
 		}
-		b.appendPlain(c, unsafe.String(unsafe.SliceData(c.dvals[start:]), int(c.dends[k]-start)))
+		b.appendPlain(c, unsafe.String(unsafe.SliceData(v), len(v)))
 	}
 	c.dictMode = false
 	p.i32.put(c.idx)

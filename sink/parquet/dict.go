@@ -90,11 +90,7 @@ func (t *dictTable) find(s string, c *colData) (idx int32, found bool) {
 		if k.n <= 16 {
 			return e - 1, true
 		}
-		start := uint32(0)
-		if e > 1 {
-			start = c.dends[e-2]
-		}
-		if string(c.dvals[start:c.dends[e-1]]) == s {
+		if string(c.entry(e-1)) == s {
 			return e - 1, true
 		}
 	}

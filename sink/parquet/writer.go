@@ -197,11 +197,7 @@ func byteArrays(dst []parquet.ByteArray, c *colData) []parquet.ByteArray {
 			if c.def != nil && c.def[r] == 0 {
 				continue
 			}
-			start := uint32(0)
-			if k > 0 {
-				start = c.dends[k-1]
-			}
-			dst = append(dst, c.dvals[start:c.dends[k]:c.dends[k]])
+			dst = append(dst, c.entry(k))
 		}
 		return dst
 	}
@@ -222,11 +218,7 @@ func plainNumbers(sp *colSpec, c *colData, sc *scratch) *colData {
 		if c.def != nil && c.def[r] == 0 {
 			continue
 		}
-		start := uint32(0)
-		if k > 0 {
-			start = c.dends[k-1]
-		}
-		v := c.dvals[start:c.dends[k]]
+		v := c.entry(k)
 		switch sp.phys {
 		case physInt64:
 			out.i64 = append(out.i64, int64(binary.LittleEndian.Uint64(v)))

@@ -7,13 +7,8 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/gocql/gocql"
-	"gopkg.in/inf.v0"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cassandra"
@@ -36,47 +31,12 @@ func seedOrders(b testing.TB, c *cassandratest.Cluster, n int) {
 	}
 }
 
-// bareScan reads every range with plain gocql (auto-paging with prefetch), workers at a time.
+// bareScan reads every range with plain gocql (cassandratest.BareScan).
 func bareScan(b testing.TB, c *cassandratest.Cluster, ranges []cassandra.Range, workers, pageSize int) int64 {
 	b.Helper()
-	cl := gocql.NewCluster(c.Hosts()...)
-	cl.ProtoVersion = 4
-	cl.Timeout = 30 * time.Second
-	cl.Consistency = gocql.LocalOne
-	cl.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
-	sess, err := cl.CreateSession()
+	n, err := cassandratest.BareScan(c.Hosts(), ranges, workers, pageSize)
 	must(b, err)
-	defer sess.Close()
-	var total atomic.Int64
-	jobs := make(chan cassandra.Range)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var userid, channel, status, location string
-			var orderid int64
-			var ts time.Time
-			amount := new(inf.Dec)
-			for r := range jobs {
-				iter := sess.Query(cassandratest.OrdersScan, r.Start, r.End).PageSize(pageSize).Iter()
-				n := int64(0)
-				for iter.Scan(&userid, &orderid, &channel, &ts, &status, &location, &amount) {
-					n++
-				}
-				if err := iter.Close(); err != nil {
-					b.Error(err)
-				}
-				total.Add(n)
-			}
-		}()
-	}
-	for _, r := range ranges {
-		jobs <- r
-	}
-	close(jobs)
-	wg.Wait()
-	return total.Load()
+	return n
 }
 
 func benchRows() int {

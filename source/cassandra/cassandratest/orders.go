@@ -1,11 +1,16 @@
 package cassandratest
 
 import (
+	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/gocql/gocql"
 	"gopkg.in/inf.v0"
 
+	"github.com/rekey/rekey/source/cassandra"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
 )
 
@@ -50,4 +55,52 @@ func SeedOrders(s Seeder, n int) error {
 		r["amount"] = decs[i%len(decs)]
 		return nil
 	})
+}
+
+// BareScan reads shop.orders over ranges with gocql alone, workers ranges at a time (auto-paging
+// with prefetch), scanning every column into Go values and nothing else: the ceiling a client
+// can read at. It returns the rows read.
+func BareScan(hosts []string, ranges []cassandra.Range, workers, pageSize int) (int64, error) {
+	cl := gocql.NewCluster(hosts...)
+	cl.ProtoVersion = 4
+	cl.Timeout = 30 * time.Second
+	cl.Consistency = gocql.LocalOne
+	cl.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
+	sess, err := cl.CreateSession()
+	if err != nil {
+		return 0, err
+	}
+	defer sess.Close()
+	var total atomic.Int64
+	var firstErr error
+	var once sync.Once
+	jobs := make(chan cassandra.Range)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var userid, channel, status, location string
+			var orderid int64
+			var ts time.Time
+			amount := new(inf.Dec)
+			for r := range jobs {
+				iter := sess.Query(OrdersScan, r.Start, r.End).PageSize(pageSize).Iter()
+				n := int64(0)
+				for iter.Scan(&userid, &orderid, &channel, &ts, &status, &location, &amount) {
+					n++
+				}
+				if err := iter.Close(); err != nil {
+					once.Do(func() { firstErr = fmt.Errorf("range %s: %w", r.Name(), err) })
+				}
+				total.Add(n)
+			}
+		}()
+	}
+	for _, r := range ranges {
+		jobs <- r
+	}
+	close(jobs)
+	wg.Wait()
+	return total.Load(), firstErr
 }
