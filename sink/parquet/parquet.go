@@ -19,10 +19,10 @@
 // Primary-key columns are REQUIRED, the others OPTIONAL.
 //
 // How it is fast: rows are copied into plain Go column slices (no arrow builders, no per-value
-// allocation); non-key VARCHAR/JSON columns are dictionary-encoded by rekey itself while their
-// dictionary stays small; a chunk is written as one row group through arrow's low-level column
-// writers (file.Writer, typed WriteBatch / WriteDictIndices), so arrow does the Parquet encoding,
-// statistics, compression and footer. The schema is pqarrow.ToParquet of ArrowSchema.
+// allocation); non-key text, integer, timestamp, date and decimal columns are dictionary-encoded
+// by rekey itself while their dictionary stays small and worthwhile; a chunk is written as one
+// row group through arrow's low-level column writers (file.Writer, typed WriteBatch /
+// WriteDictIndices), so arrow does the Parquet encoding, statistics, compression and footer. The schema is pqarrow.ToParquet of ArrowSchema.
 package parquet
 
 import (
