@@ -163,11 +163,7 @@ func DecimalValue(col pipeline.Column, v pipeline.Value) (Dec128, *pipeline.RowE
 	switch v.K {
 	case pipeline.KindDecimal, pipeline.KindText:
 		if u, sc, ok := v.Unscaled(); ok {
-			m := uint64(u)
-			if u < 0 {
-				m = -m
-			}
-			if d, ok := scaleFast(m, u < 0, sc, col.Precision, col.Scale); ok {
+			if d, ok := scaleInt64(u, sc, col.Precision, col.Scale); ok {
 				return d, nil
 			}
 		}
@@ -176,12 +172,7 @@ func DecimalValue(col pipeline.Column, v pipeline.Value) (Dec128, *pipeline.RowE
 		}
 		return parseDecimalBig(col, v.S)
 	case pipeline.KindInt:
-		neg := v.I < 0
-		m := uint64(v.I)
-		if neg {
-			m = -m
-		}
-		if d, ok := scaleFast(m, neg, 0, col.Precision, col.Scale); ok {
+		if d, ok := scaleInt64(v.I, 0, col.Precision, col.Scale); ok {
 			return d, nil
 		}
 		return parseDecimalBig(col, strconv.FormatInt(v.I, 10))
@@ -241,6 +232,15 @@ func parseDecimalFast(s string, precision, scale int) (Dec128, bool) {
 		frac = 0
 	}
 	return scaleFast(m, neg, frac, precision, scale)
+}
+
+// scaleInt64 is scaleFast for a signed unscaled value u with frac fraction digits.
+func scaleInt64(u int64, frac, precision, scale int) (Dec128, bool) {
+	m := uint64(u)
+	if u < 0 {
+		m = -m
+	}
+	return scaleFast(m, u < 0, frac, precision, scale)
 }
 
 // scaleFast turns m * 10^-frac into the unscaled 128-bit value at scale, when it needs no

@@ -560,8 +560,7 @@ func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline
 	}
 	pd.vals, pd.mem = nil, nil
 	release = func() {
-		mem.arena.reset()
-		clear(mem.recs[:cap(mem.recs)]) // drop the row errors
+		mem.arena.reset() // slab and records are overwritten by the next page
 		pd.pool.Put(mem)
 	}
 	if err := iter.Close(); err != nil {
