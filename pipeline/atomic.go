@@ -42,7 +42,12 @@ func CommitFile(f *os.File, final string) error {
 // WriteFileAtomic writes data to path so that readers see either the old file or the whole new
 // one, never a partial write, even across a crash.
 func WriteFileAtomic(path string, data []byte) error {
-	f, err := os.OpenFile(TempPath(path), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	return WriteFileAtomicMode(path, data, 0o644)
+}
+
+// WriteFileAtomicMode is WriteFileAtomic with the file's permissions (before the umask).
+func WriteFileAtomicMode(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(TempPath(path), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, perm)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
@@ -73,11 +78,16 @@ func SyncDir(dir string) error {
 
 // WriteJSONAtomic writes v as indented JSON, ending with a newline, to path with WriteFileAtomic.
 func WriteJSONAtomic(path string, v any) error {
+	return WriteJSONAtomicMode(path, v, 0o644)
+}
+
+// WriteJSONAtomicMode is WriteJSONAtomic with the file's permissions (before the umask).
+func WriteJSONAtomicMode(path string, v any, perm os.FileMode) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
-	return WriteFileAtomic(path, append(data, '\n'))
+	return WriteFileAtomicMode(path, append(data, '\n'), perm)
 }
 
 // ReadJSON decodes the JSON file at path into v. It returns false, and no error, when there is

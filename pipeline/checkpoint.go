@@ -19,7 +19,9 @@ const CheckpointFile = "checkpoint.json"
 // duplicates: data files it does not list are deleted on resume, and rejects.jsonl is truncated.
 type Checkpoint struct {
 	Version      int                    `json:"version"`
-	Fingerprint  string                 `json:"fingerprint"` // of the resolved mapping
+	Fingerprint  string                 `json:"fingerprint"`      // of the resolved mapping
+	Format       string                 `json:"format,omitempty"` // of the data files
+	Source       Identity               `json:"source,omitempty"` // what the source reads; a resume must read the same
 	Plan         RegionPlan             `json:"plan"`
 	Splits       []Value                `json:"splits"`
 	Streams      map[string]StreamState `json:"streams"`
@@ -47,7 +49,8 @@ func (c *Checkpoint) save(dir string) error {
 	c.Version = 1
 	c.Splits = c.Plan.Splits
 	c.UpdatedAt = time.Now().UTC()
-	return WriteJSONAtomic(filepath.Join(dir, CheckpointFile), c)
+	// 0600: a checkpoint names the source and its cursors; nobody but the run's user needs it.
+	return WriteJSONAtomicMode(filepath.Join(dir, CheckpointFile), c, 0o600)
 }
 
 // RemoveUncommitted deletes data files under dir's region folders that keep is not listing, and
@@ -88,3 +91,10 @@ const RegionDirPrefix = "region-"
 
 // RegionDir is the folder of region i, relative to the output directory.
 func RegionDir(i int) string { return fmt.Sprintf("%s%04d", RegionDirPrefix, i) }
+
+// Result is the outcome the checkpointed run recorded: a complete checkpoint whose final files
+// (manifest...) were never written is finished from it, without reading the source again.
+func (c *Checkpoint) Result() Result {
+	return Result{RowsIn: c.RowsIn, RowsWritten: c.RowsWritten, RowsRejected: c.RowsRejected,
+		RejectCodes: c.RejectCodes, Files: c.Files, Resumed: true}
+}

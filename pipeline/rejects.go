@@ -57,8 +57,13 @@ func OpenRejectLog(path string, truncateTo int64, counts map[string]int64) (*Rej
 	if truncateTo < 0 {
 		flags |= os.O_APPEND
 	}
-	f, err := os.OpenFile(path, flags, 0o644)
+	// 0600: rejected rows are raw input, which may be personal data.
+	f, err := os.OpenFile(path, flags, 0o600)
 	if err != nil {
+		return nil, fmt.Errorf("open rejects file: %w", err)
+	}
+	if err := f.Chmod(0o600); err != nil { // a file from an older run may be wider
+		f.Close()
 		return nil, fmt.Errorf("open rejects file: %w", err)
 	}
 	var size int64

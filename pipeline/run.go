@@ -39,6 +39,7 @@ type Config struct {
 	Sink           Sink
 	OutDir         string
 	Fingerprint    string // of the resolved mapping, stored in checkpoints
+	Format         string // of the data files, stored in checkpoints
 	Workers        int    // transform goroutines; default GOMAXPROCS
 	RejectLimit    RejectLimit
 	// CheckpointEvery is how often the run commits open files and saves a checkpoint; 0 means
@@ -103,26 +104,6 @@ func NewRunner(cfg Config) (*Runner, error) {
 	return &Runner{cfg: cfg}, nil
 }
 
-// PrepareResume loads OutDir's checkpoint, checks it belongs to the same mapping, and deletes
-// what the interrupted run left after its last checkpoint. It returns nil when there is none.
-func PrepareResume(outDir, fingerprint string, logger *zap.Logger) (*Checkpoint, error) {
-	cp, err := LoadCheckpoint(outDir)
-	if err != nil || cp == nil {
-		return cp, err
-	}
-	if cp.Fingerprint != fingerprint {
-		return nil, fmt.Errorf("%s was written with a different mapping (fingerprint %s, now %s): resume with the same mapping and options, or start over in a new --out directory", outDir, cp.Fingerprint, fingerprint)
-	}
-	removed, err := RemoveUncommitted(outDir, cp.Files)
-	if err != nil {
-		return nil, err
-	}
-	if len(removed) > 0 && logger != nil {
-		logger.Info("removed files written after the last checkpoint", zap.Int("files", len(removed)))
-	}
-	return cp, nil
-}
-
 // Run moves every record from the source through the transform into the sink. Closing stop
 // (Ctrl-C) stops reading; what was read is finished, committed and checkpointed, and Run
 // returns ErrInterrupted. ctx cancellation is a hard stop: nothing more is committed.
@@ -130,7 +111,8 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 	cfg := r.cfg
 	log := cfg.Logger
 	started := time.Now()
-	cp := &Checkpoint{Fingerprint: cfg.Fingerprint, Plan: cfg.Plan, Streams: map[string]StreamState{}}
+	cp := &Checkpoint{Fingerprint: cfg.Fingerprint, Format: cfg.Format, Source: SourceIdentity(cfg.Source),
+		Plan: cfg.Plan, Streams: map[string]StreamState{}}
 	if resume != nil {
 		cp = resume
 		r.Counters.RowsIn.Store(cp.RowsIn)
@@ -145,6 +127,13 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 		return Result{}, err
 	}
 	defer rejects.Close()
+	if resume == nil {
+		// The first checkpoint, before any row: it fixes the region plan and the source's
+		// identity, so a run killed at any later instant can be resumed (from the start).
+		if err := cp.save(cfg.OutDir); err != nil {
+			return Result{}, err
+		}
+	}
 
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
@@ -254,6 +243,11 @@ loop:
 		case <-runCtx.Done():
 			break loop
 		}
+	}
+	if runErr != nil {
+		// A failed cut: stop everything now. The source may be blocked sending a batch that
+		// nobody will take; cancelling the run unblocks it and the workers.
+		cancelRun(runErr)
 	}
 	// Drain what the source already produced when it was told to stop: those rows were read.
 	if interrupted && runErr == nil && runCtx.Err() == nil {

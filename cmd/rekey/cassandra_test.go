@@ -310,7 +310,7 @@ func TestMigrateFailingRangeThenResume(t *testing.T) {
 	runCLI(t, "migrate", "-m", m, "--source", uri, "--out", out2, "--checkpoint-interval", "5ms", "--progress", "never")
 	srv.RemoveFault(f)
 	code, _, errs = runCLI(t, "migrate", "-m", m, "--source", c.URI("shop", "orders", "splits=64"), "--out", out2, "--resume", "--progress", "never")
-	if code == 0 || !strings.Contains(errs, "do not match") {
+	if code != 2 || !strings.Contains(errs, "source splits: 16 then, 64 now") {
 		t.Errorf("resume with other splits: exit %d %s", code, errs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -106,7 +107,7 @@ func parseRejectLimit(s string) (pipeline.RejectLimit, error) {
 	return pipeline.RejectLimit{Count: v}, nil
 }
 
-// checkOutDir refuses to mix two runs in one directory.
+// checkOutDir refuses to mix two runs in one directory (rekey merge's output).
 func checkOutDir(dir string, resume bool) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -160,9 +161,6 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := checkOutDir(f.out, f.resume); err != nil {
-		return exitWith(2, err)
-	}
 	src, err := openSource(f.source, prog.Source(), logger)
 	if err != nil {
 		return exitWith(2, err)
@@ -171,19 +169,19 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	var resume *pipeline.Checkpoint
-	if f.resume {
-		if resume, err = pipeline.PrepareResume(f.out, prog.Fingerprint(), logger); err != nil {
-			return exitWith(2, err)
-		}
-		if resume == nil {
-			if entries, _ := os.ReadDir(f.out); len(entries) > 0 {
-				return exitWith(2, fmt.Errorf("--resume: %s has no %s to resume from; choose a new --out directory", f.out, pipeline.CheckpointFile))
-			}
-		} else if resume.Complete {
-			fmt.Fprintf(cmd.OutOrStdout(), "%s already holds a complete run (%d rows written); nothing to resume\n", f.out, resume.RowsWritten)
-			return nil
-		}
+	out, err := pipeline.OpenOutput(pipeline.OutputSpec{
+		Dir: f.out, Fingerprint: prog.Fingerprint(), Format: format.Name(), Source: src,
+		Regions: f.regions, Resume: f.resume, VerifyFile: files.VerifyFile(format),
+	}, logger.Named("pipeline"))
+	if errors.Is(err, pipeline.ErrRefusedResume) {
+		return exitWith(2, err)
+	} else if err != nil {
+		return err
+	}
+	defer out.Close()
+	resume := out.Checkpoint
+	if resume != nil && resume.Complete {
+		return finishComplete(cmd.OutOrStdout(), f.out, prog, format.Name(), resume)
 	}
 	var plan pipeline.RegionPlan
 	if resume != nil {
@@ -207,6 +205,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		Sink:            sink,
 		OutDir:          f.out,
 		Fingerprint:     prog.Fingerprint(),
+		Format:          format.Name(),
 		Workers:         f.workers,
 		RejectLimit:     limit,
 		CheckpointEvery: f.checkpoint,
@@ -235,17 +234,35 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		printSummary(cmd.OutOrStdout(), res, plan, f.out)
 		return exitWith(130, fmt.Errorf("interrupted: %d rows committed to %s; run the same command with --resume to finish", res.RowsWritten, f.out))
 	}
-	regionSize := prog.RegionSize()
-	m, err := buildManifest(prog, plan, format.Name(), res, regionSize)
+	if err := finishRun(cmd.OutOrStdout(), f.out, prog, plan, format.Name(), res); err != nil {
+		return err
+	}
+	return writeStats(f.statsJSON, res)
+}
+
+// finishRun writes the final files of a run whose source was read to its end, and its summary.
+func finishRun(w io.Writer, out string, prog *transform.Program, plan pipeline.RegionPlan, format string, res pipeline.Result) error {
+	m, err := buildManifest(prog, plan, format, res, prog.RegionSize())
 	if err != nil {
 		return err
 	}
-	if err := writeTableFiles(f.out, prog, plan, format.Name(), m); err != nil {
+	if err := writeTableFiles(out, prog, plan, format, m); err != nil {
 		return err
 	}
-	printSummary(cmd.OutOrStdout(), res, plan, f.out)
-	printOversize(cmd.OutOrStdout(), m)
-	return writeStats(f.statsJSON, res)
+	printSummary(w, res, plan, out)
+	printOversize(w, m)
+	return nil
+}
+
+// finishComplete handles --resume of a run whose checkpoint says the source was read to its
+// end: if it was killed before writing manifest.json (written last), the final files are written
+// from the checkpoint now; otherwise there is nothing left to do.
+func finishComplete(w io.Writer, out string, prog *transform.Program, format string, cp *pipeline.Checkpoint) error {
+	if _, err := os.Stat(filepath.Join(out, lindorm.ManifestFile)); err == nil {
+		fmt.Fprintf(w, "%s already holds a complete run (%d rows written); nothing to resume\n", out, cp.RowsWritten)
+		return nil
+	}
+	return finishRun(w, out, prog, cp.Plan, format, cp.Result())
 }
 
 // recordValues renders a rejected record's decoded values for rejects.jsonl when it has no raw text.

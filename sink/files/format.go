@@ -2,6 +2,7 @@ package files
 
 import (
 	"io"
+	"os"
 
 	"github.com/rekey/rekey/pipeline"
 )
@@ -52,4 +53,27 @@ type FileWriter interface {
 	Write(c Chunk) error
 	// Close writes the footer, if the format has one. It never closes the underlying writer.
 	Close() error
+}
+
+// Verifier is implemented by formats that can check a committed file is whole (a Parquet
+// footer), so that a resume never builds on a file a reader cannot open.
+type Verifier interface {
+	Verify(r io.ReaderAt, size int64) error
+}
+
+// VerifyFile returns the check pipeline.OutputSpec.VerifyFile runs on each file a checkpoint
+// lists: the format's Verify, or nil when the format has none (the size check is all).
+func VerifyFile(f Format) func(path string, info pipeline.FileInfo) error {
+	v, ok := f.(Verifier)
+	if !ok {
+		return nil
+	}
+	return func(path string, info pipeline.FileInfo) error {
+		fh, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer fh.Close()
+		return v.Verify(fh, info.Bytes)
+	}
 }

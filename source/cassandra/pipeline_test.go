@@ -49,13 +49,13 @@ func migrate(t testing.TB, src pipeline.Source, prog *transform.Program, out str
 	if o.logger == nil {
 		o.logger = zap.NewNop()
 	}
-	var resume *pipeline.Checkpoint
-	var err error
-	if o.resume {
-		if resume, err = pipeline.PrepareResume(out, prog.Fingerprint(), o.logger); err != nil {
-			return pipeline.Result{}, err
-		}
+	output, err := pipeline.OpenOutput(pipeline.OutputSpec{Dir: out, Fingerprint: prog.Fingerprint(), Format: "parquet",
+		Source: src, Resume: o.resume, VerifyFile: files.VerifyFile(parquet.New())}, o.logger)
+	if err != nil {
+		return pipeline.Result{}, err
 	}
+	defer output.Close()
+	resume := output.Checkpoint
 	var plan pipeline.RegionPlan
 	if resume != nil {
 		plan = resume.Plan

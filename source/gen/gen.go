@@ -375,3 +375,10 @@ func appendCSVText(dst []byte, s string) []byte {
 	dst = append(dst, strings.ReplaceAll(s, `"`, `""`)...)
 	return append(dst, '"')
 }
+
+var _ pipeline.Identifier = (*Source)(nil)
+
+// Identity is the generator, its row count and seed: together they fix every row.
+func (s *Source) Identity() pipeline.Identity {
+	return pipeline.Identity{"gen": s.cfg.Name, "rows": strconv.FormatInt(s.cfg.Rows, 10), "seed": strconv.FormatInt(s.cfg.Seed, 10)}
+}

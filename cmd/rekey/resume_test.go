@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/source/gen"
+)
+
+func ordersCSV(t *testing.T, dir, name string, rows, seed int64) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := gen.WriteCSV(&buf, "orders", rows, seed); err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, dir, name, buf.String())
+}
+
+// Issue 9.3: `--resume` with another file was accepted (a run mixing both, marked complete),
+// and the same file name with other content resumed mid-line. Both are refused with exit 2,
+// naming what differs.
+func TestResumeWithAnotherSourceIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	a := ordersCSV(t, dir, "a.csv", 2000, 1)
+	b := ordersCSV(t, dir, "b.csv", 3000, 2)
+	out := filepath.Join(dir, "out")
+	mustRun(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+a, "--out", out, "--progress", "never")
+
+	code, _, errs := runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+b, "--out", out, "--resume", "--progress", "never")
+	if code != 2 || !strings.Contains(errs, "source file: "+a+" then, "+b+" now") {
+		t.Fatalf("resume with another file: exit %d: %s", code, errs)
+	}
+	ordersCSV(t, dir, "a.csv", 2500, 3) // same name, other content
+	code, _, errs = runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+a, "--out", out, "--resume", "--progress", "never")
+	if code != 2 || !strings.Contains(errs, "source size:") {
+		t.Fatalf("resume of a changed file: exit %d: %s", code, errs)
+	}
+	code, _, errs = runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+a, "--out", out, "--resume", "--format", "csv", "--progress", "never")
+	if code != 2 || !strings.Contains(errs, "--format: parquet then, csv now") {
+		t.Fatalf("resume as CSV of a Parquet run: exit %d: %s", code, errs)
+	}
+}
+
+// Issue 9.10: a kill between the final checkpoint and manifest.json left a run that could never
+// be finished: --resume said "nothing to resume" while merge said "finish it first". --resume
+// now writes the final files from the complete checkpoint.
+func TestResumeWritesMissingFinalFiles(t *testing.T) {
+	dir := t.TempDir()
+	src := ordersCSV(t, dir, "orders.csv", 3000, 1)
+	out := filepath.Join(dir, "out")
+	args := []string{"migrate", "-m", "../../mappings/orders.yaml", "--source", "file:" + src, "--out", out, "--progress", "never"}
+	mustRun(t, args...)
+	want, err := os.ReadFile(filepath.Join(out, lindorm.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{lindorm.ManifestFile, "ddl.sql", "bulkload.json"} {
+		os.Remove(filepath.Join(out, f)) // as if killed right after the final checkpoint
+	}
+	stdout := mustRun(t, append(args, "--resume")...)
+	m, err := lindorm.ReadManifest(out)
+	if err != nil {
+		t.Fatalf("--resume did not write the manifest: %v\n%s", err, stdout)
+	}
+	if m.RowsIn != 3000 || m.RowsWritten != 3000 {
+		t.Fatalf("manifest after resume: in %d written %d", m.RowsIn, m.RowsWritten)
+	}
+	got, _ := os.ReadFile(filepath.Join(out, lindorm.ManifestFile))
+	if stripCreated(got) != stripCreated(want) {
+		t.Fatalf("the manifest written on resume differs from the clean run's:\n%s\n---\n%s", got, want)
+	}
+	for _, f := range []string{"ddl.sql", "bulkload.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Fatalf("%s not written on resume", f)
+		}
+	}
+	stdout = mustRun(t, append(args, "--resume")...)
+	if !strings.Contains(stdout, "nothing to resume") {
+		t.Fatalf("a finished run resumed again: %s", stdout)
+	}
+}
+
+// stripCreated drops lines that legitimately differ between two writes of a manifest.
+func stripCreated(b []byte) string {
+	var keep []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.Contains(l, `"created`) && !strings.Contains(l, `"duration`) {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}

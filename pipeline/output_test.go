@@ -1,0 +1,257 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// idSource is a seqSource that says what it reads.
+type idSource struct {
+	seqSource
+	id Identity
+}
+
+func (s *idSource) Identity() Identity { return s.id }
+
+// finishedRun runs cfg to its end and returns the output directory's checkpoint.
+func finishedRun(t *testing.T, cfg Config, stop <-chan struct{}) *Checkpoint {
+	t.Helper()
+	r, err := NewRunner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(context.Background(), stop, nil); err != nil && !errors.Is(err, ErrInterrupted) {
+		t.Fatal(err)
+	}
+	cp, err := LoadCheckpoint(cfg.OutDir)
+	if err != nil || cp == nil {
+		t.Fatalf("no checkpoint: %v", err)
+	}
+	return cp
+}
+
+// interruptedRun stops cfg's run after it committed some files and returns its checkpoint.
+func interruptedRun(t *testing.T, cfg Config) *Checkpoint {
+	t.Helper()
+	stop := make(chan struct{})
+	time.AfterFunc(20*time.Millisecond, func() { close(stop) })
+	cp := finishedRun(t, cfg, stop)
+	if len(cp.Files) == 0 || cp.Complete {
+		t.Fatalf("the interrupted run committed %d files (complete %v): the test needs a partial run", len(cp.Files), cp.Complete)
+	}
+	return cp
+}
+
+func slowConfig(t *testing.T, id Identity) Config {
+	src := &idSource{seqSource: seqSource{streams: 2, rows: 5000, batch: 50, delay: 200 * time.Microsecond}, id: id}
+	cfg := testConfig(t, src, &memSink{}, copyTransform{})
+	cfg.Fingerprint, cfg.Format = "f1", "parquet"
+	cfg.CheckpointEvery = 2 * time.Millisecond
+	return cfg
+}
+
+func openResume(cfg Config, mod func(*OutputSpec)) (*Output, error) {
+	spec := OutputSpec{Dir: cfg.OutDir, Fingerprint: cfg.Fingerprint, Format: cfg.Format, Source: cfg.Source, Resume: true}
+	if mod != nil {
+		mod(&spec)
+	}
+	return OpenOutput(spec, nil)
+}
+
+// Issue 9.3: `--resume` with another file (or the same name with other content), another
+// --format or --regions was accepted and mixed two inputs in one output marked complete.
+func TestResumeRefusesAnotherJob(t *testing.T) {
+	id := Identity{"file": "/data/orders.csv", "size": "1000", "mtime": "2026-11-01T00:00:00Z"}
+	cfg := slowConfig(t, id)
+	interruptedRun(t, cfg)
+	cases := []struct {
+		name string
+		mod  func(*OutputSpec)
+		want string
+	}{
+		{"other file", func(s *OutputSpec) {
+			s.Source = &idSource{id: Identity{"file": "/data/other.csv", "size": "1000", "mtime": "2026-11-01T00:00:00Z"}}
+		}, "source file: /data/orders.csv then, /data/other.csv now"},
+		{"same name, other content", func(s *OutputSpec) {
+			s.Source = &idSource{id: Identity{"file": "/data/orders.csv", "size": "2000", "mtime": "2026-11-02T00:00:00Z"}}
+		}, "source size: 1000 then, 2000 now"},
+		{"other format", func(s *OutputSpec) { s.Format = "csv" }, "--format: parquet then, csv now"},
+		{"other regions", func(s *OutputSpec) { s.Regions = 32 }, "--regions: 1 then, 32 now"},
+		{"other mapping", func(s *OutputSpec) { s.Fingerprint = "f2" }, "mapping: fingerprint f1 then, f2 now"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o, err := openResume(cfg, c.mod)
+			if err == nil {
+				o.Close()
+				t.Fatal("resume accepted")
+			}
+			if !errors.Is(err, ErrRefusedResume) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q does not say %q", err, c.want)
+			}
+		})
+	}
+	o, err := openResume(cfg, nil)
+	if err != nil {
+		t.Fatalf("the same job must resume: %v", err)
+	}
+	o.Close()
+}
+
+// Issue 9.4: `--resume` trusted the checkpoint blindly: a committed file deleted or truncated
+// stayed listed and the run exited 0 claiming rows that were gone.
+func TestResumeRefusesDamagedFiles(t *testing.T) {
+	for _, damage := range []string{"deleted", "truncated", "unreadable"} {
+		t.Run(damage, func(t *testing.T) {
+			cfg := slowConfig(t, nil)
+			cp := interruptedRun(t, cfg)
+			victim := cp.Files[len(cp.Files)/2]
+			path := filepath.Join(cfg.OutDir, victim.Path)
+			var verify func(string, FileInfo) error
+			switch damage {
+			case "deleted":
+				os.Remove(path)
+			case "truncated":
+				os.Truncate(path, victim.Bytes/2)
+			case "unreadable":
+				verify = func(p string, f FileInfo) error {
+					if f.Path == victim.Path {
+						return errors.New("no footer")
+					}
+					return nil
+				}
+			}
+			o, err := openResume(cfg, func(s *OutputSpec) { s.VerifyFile = verify })
+			if err == nil {
+				o.Close()
+				t.Fatal("resume accepted a damaged output")
+			}
+			if !errors.Is(err, ErrRefusedResume) || !strings.Contains(err.Error(), victim.Path) {
+				t.Fatalf("error does not name the damaged file %s: %v", victim.Path, err)
+			}
+		})
+	}
+}
+
+// Issue 9.9: a crash before the first checkpoint could never be resumed ("has no
+// checkpoint.json to resume from" on every retry). A run now checkpoints before it reads, and a
+// --resume that still finds no checkpoint starts over after removing the crashed run's files.
+func TestResumeWithoutCheckpointStartsOver(t *testing.T) {
+	cfg := slowConfig(t, nil)
+	cfg.CheckpointEvery = time.Hour
+	r, _ := NewRunner(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	r.Run(ctx, nil, nil) // killed long before its first periodic checkpoint
+	cancel()
+	cp, err := resumeFrom(t, cfg)
+	if err != nil || cp == nil {
+		t.Fatalf("a run killed before its first periodic checkpoint cannot be resumed: cp %v, %v", cp, err)
+	}
+
+	// A crash before even the first checkpoint (during planning): only rekey's files are there.
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "region-0003"), 0o755)
+	os.WriteFile(filepath.Join(dir, "region-0003", TempPrefix+"part-00000.parquet"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, RejectsFile), []byte("{}\n"), 0o600)
+	o, err := OpenOutput(OutputSpec{Dir: dir, Resume: true}, nil)
+	if err != nil {
+		t.Fatalf("--resume with no checkpoint must start over: %v", err)
+	}
+	o.Close()
+	if o.Checkpoint != nil {
+		t.Fatal("a checkpoint appeared from nowhere")
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 || left[0].Name() != LockFile {
+		t.Fatalf("the crashed run's files were not removed: %v", left)
+	}
+
+	// Anything rekey does not write means this is not a rekey output: never delete it.
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
+	if o, err := OpenOutput(OutputSpec{Dir: dir, Resume: true}, nil); err == nil {
+		o.Close()
+		t.Fatal("--resume took over a folder with someone else's files")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
+		t.Fatal("a file rekey did not write was removed")
+	}
+}
+
+// Issue 9.8: two concurrent --resume on one --out hung; the second must be refused at once,
+// naming the holder.
+func TestOutputIsLocked(t *testing.T) {
+	dir := t.TempDir()
+	first, err := OpenOutput(OutputSpec{Dir: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenOutput(OutputSpec{Dir: dir, Resume: true}, nil)
+	if err == nil || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("second run on a locked output: %v", err)
+	}
+	first.Close()
+	second, err := OpenOutput(OutputSpec{Dir: dir, Resume: true}, nil)
+	if err != nil {
+		t.Fatalf("the lock was not released: %v", err)
+	}
+	second.Close()
+}
+
+// Issue 9.8: with a periodic commit failing (disk full), the run hung for ever: the loop left
+// without cancelling the source, which stayed blocked sending a batch while Run waited for it.
+func TestFailedPeriodicCommitEndsRun(t *testing.T) {
+	src := &seqSource{streams: 1, rows: 1_000_000, batch: 10}
+	sink := &memSink{failAfter: 2}
+	cfg := testConfig(t, src, sink, copyTransform{})
+	cfg.CheckpointEvery = time.Millisecond
+	cfg.Workers = 1
+	r, _ := NewRunner(cfg)
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Run(context.Background(), nil, nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "disk full") {
+			t.Fatalf("err = %v, want the commit's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run hangs after a failed periodic commit")
+	}
+}
+
+// Issue 9.15: rejects.jsonl holds raw rows (maybe personal data) and the checkpoint names the
+// source: both are private to the run's user.
+func TestPrivateFilesMode(t *testing.T) {
+	src := &seqSource{streams: 1, rows: 100, batch: 10, bad: map[int64]bool{3: true}}
+	cfg := testConfig(t, src, &memSink{}, copyTransform{})
+	os.WriteFile(filepath.Join(cfg.OutDir, RejectsFile), nil, 0o644) // left wider by an older rekey
+	finishedRun(t, cfg, nil)
+	for _, name := range []string{RejectsFile, CheckpointFile} {
+		st, err := os.Stat(filepath.Join(cfg.OutDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s has mode %v, want 0600", name, st.Mode().Perm())
+		}
+	}
+}
+
+// A checkpoint or manifest path must stay inside its output (issue 9.13).
+func TestLocalPath(t *testing.T) {
+	for _, bad := range []string{"", "../canary.parquet", "/etc/passwd", "region-0000/../../x", `region-0000\..\..\x`} {
+		if _, err := LocalPath("/out", bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if p, err := LocalPath("/out", "region-0001/part-00000.parquet"); err != nil || p != "/out/region-0001/part-00000.parquet" {
+		t.Fatalf("%q, %v", p, err)
+	}
+}
