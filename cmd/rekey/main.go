@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"golang.org/x/term"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -103,7 +104,10 @@ func (g *globalFlags) logger() (*zap.Logger, error) {
 	case "console":
 		cfg = zap.NewDevelopmentConfig()
 		cfg.DisableStacktrace = true
-		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalLevelEncoder
+		if term.IsTerminal(int(os.Stderr.Fd())) { // colour codes only where a terminal renders them
+			cfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		}
 	default:
 		return nil, fmt.Errorf("--log-format %q: want console or json", g.logFormat)
 	}

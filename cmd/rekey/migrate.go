@@ -36,7 +36,7 @@ type migrateFlags struct {
 	sort        bool
 	resume      bool
 	checkpoint  time.Duration
-	progress    string
+	progress    progressFlags
 	statsJSON   string
 }
 
@@ -79,7 +79,7 @@ run the same command with --resume to finish.
 	fl.BoolVar(&f.sort, "sort", false, "order the rows in each file by the full target key")
 	fl.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out from its checkpoint")
 	fl.DurationVar(&f.checkpoint, "checkpoint-interval", time.Minute, "how often to commit files and save a checkpoint (each one closes the open files)")
-	fl.StringVar(&f.progress, "progress", "auto", "progress bar: auto (on a terminal), always, never")
+	f.progress.register(fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	addCassandraFlags(fl)
 	return cmd
@@ -222,7 +222,10 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	defer onInterrupt("\nrekey: stopping: finishing and committing the rows already read (Ctrl-C again to abort at once)",
 		func() { close(stop) }, cancel)()
 
-	prog2 := startProgress(f.progress, "migrating", src, &runner.Counters, func() int64 { return sink.Stats().Bytes })
+	prog2, err := f.progress.start("migrating", src, &runner.Counters, func() int64 { return sink.Stats().Bytes })
+	if err != nil {
+		return exitWith(2, err)
+	}
 	res, runErr := runner.Run(ctx, stop, resume)
 	prog2.finish()
 

@@ -4,43 +4,189 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/transform"
 )
 
-// progress draws a bar on stderr while a run is in progress: rows, rows/s, MB written and, when
-// the source knows its size, the ETA. It stays silent when stderr is not a terminal (CI, logs).
+// progressModes is the --progress help text shared by the commands that move rows.
+const progressModes = "progress display on stderr: auto (a bar on a terminal, a plain line every --progress-interval otherwise), bar, plain, never"
+
+// progress shows a long run's progress on stderr: a bar on a terminal; with no terminal
+// (Kubernetes, nohup, CI) a plain line every interval, without carriage returns or colours, so
+// that logs stay readable.
 type progress struct {
 	bar  *progressbar.ProgressBar
 	done chan struct{}
 	wg   sync.WaitGroup
+	fin  func() // final update before the bar closes
 }
 
-func startProgress(mode, what string, src pipeline.Source, c *pipeline.Counters, bytes func() int64) *progress {
-	p := &progress{done: make(chan struct{})}
-	show := mode == "always" || (mode == "auto" && term.IsTerminal(int(os.Stderr.Fd())))
-	if !show {
-		return p // and no row estimate: it may cost the source a query
+// progressFigures is what a progress display reads while a run goes on.
+type progressFigures struct {
+	what     string // "migrating"
+	counters *pipeline.Counters
+	bytes    func() int64
+	total    int64 // rows expected, -1 when unknown
+}
+
+// progressFlags are --progress and --progress-interval.
+type progressFlags struct {
+	mode     string
+	interval time.Duration
+}
+
+func (p *progressFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&p.mode, "progress", "auto", progressModes)
+	fl.DurationVar(&p.interval, "progress-interval", 10*time.Second, "how often a plain progress line is printed when there is no terminal")
+}
+
+// progressMode resolves --progress against the terminal: "bar", "plain" or "never".
+func progressMode(mode string, tty bool) (string, error) {
+	switch mode {
+	case "auto":
+		if tty {
+			return "bar", nil
+		}
+		return "plain", nil
+	case "bar", "always":
+		return "bar", nil
+	case "plain", "never":
+		return mode, nil
 	}
-	total := estimatedRows(src)
+	return "", fmt.Errorf("--progress %q: want auto, bar, plain or never", mode)
+}
+
+func (pf progressFlags) start(what string, src pipeline.Source, c *pipeline.Counters, bytes func() int64) (*progress, error) {
+	mode, err := progressMode(pf.mode, term.IsTerminal(int(os.Stderr.Fd())))
+	if err != nil {
+		return nil, err
+	}
+	p := &progress{done: make(chan struct{})}
+	if mode == "never" {
+		return p, nil // and no row estimate: it may cost the source a query
+	}
+	f := progressFigures{what: what, counters: c, bytes: bytes, total: estimatedRows(src)}
+	if mode == "plain" {
+		p.plain(os.Stderr, pf.interval, f)
+	} else {
+		p.startBar(f)
+	}
+	return p, nil
+}
+
+// plain prints one line per interval and a last one when the run ends.
+func (p *progress) plain(w io.Writer, interval time.Duration, f progressFigures) {
+	if interval <= 0 {
+		interval = 10 * time.Second
+	}
+	started := time.Now()
+	line := func() { fmt.Fprintln(w, plainLine(f, time.Since(started))) }
+	p.fin = line
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-t.C:
+				line()
+			}
+		}
+	}()
+}
+
+// plainLine is one progress line: `migrating: 1,200,000 rows read, 1,199,990 written, 10
+// rejected, 240,000 rows/s, 61.2 MiB, elapsed 5s, ETA 20s (of ~6,000,000)`.
+func plainLine(f progressFigures, elapsed time.Duration) string {
+	c := f.counters
+	in := c.RowsIn.Load()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s rows read, %s written, %s rejected", f.what, groupDigits(in), groupDigits(c.RowsWritten.Load()), groupDigits(c.RowsRejected.Load()))
+	rate := 0.0
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(in) / s
+	}
+	fmt.Fprintf(&b, ", %s rows/s", groupDigits(int64(rate)))
+	if f.bytes != nil {
+		fmt.Fprintf(&b, ", %s written", transform.FormatSize(f.bytes()))
+	}
+	fmt.Fprintf(&b, ", elapsed %s", elapsed.Round(time.Second))
+	if f.total > 0 && rate > 0 && in < f.total {
+		eta := time.Duration(float64(f.total-in) / rate * float64(time.Second))
+		fmt.Fprintf(&b, ", ETA %s (of ~%s)", eta.Round(time.Second), groupDigits(f.total))
+	}
+	return b.String()
+}
+
+// groupDigits writes n with thousands separators.
+func groupDigits(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// startBar draws a bar whose rate is computed here: the library's own shows "0 rows/hr" until
+// the first rows arrive.
+func (p *progress) startBar(f progressFigures) {
+	total := f.total
 	p.bar = progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(os.Stderr),
-		progressbar.OptionSetDescription(what),
+		progressbar.OptionSetDescription(f.what),
 		progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(),
-		progressbar.OptionSetItsString("rows"),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionThrottle(200*time.Millisecond),
 		progressbar.OptionSetPredictTime(total > 0),
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionSpinnerType(14),
 	)
+	started := time.Now()
+	update := func() {
+		in := f.counters.RowsIn.Load()
+		if total > 0 && in > total { // the estimate was low: grow the bar rather than overflow it
+			total = in + in/10
+			p.bar.ChangeMax64(total)
+		}
+		desc := f.what
+		if s := time.Since(started).Seconds(); in > 0 && s > 0 {
+			desc += fmt.Sprintf("  %s rows/s", groupDigits(int64(float64(in)/s)))
+		}
+		if f.bytes != nil {
+			desc += fmt.Sprintf("  %s written", transform.FormatSize(f.bytes()))
+		}
+		desc += fmt.Sprintf("  %s rejected", groupDigits(f.counters.RowsRejected.Load()))
+		p.bar.Describe(desc)
+		p.bar.Set64(in)
+	}
+	p.fin = func() {
+		// An estimated total was only an estimate: end at 100% of what was really read.
+		if in := f.counters.RowsIn.Load(); total > 0 && in != total {
+			total = in
+			p.bar.ChangeMax64(in)
+		}
+		update()
+	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -51,22 +197,18 @@ func startProgress(mode, what string, src pipeline.Source, c *pipeline.Counters,
 			case <-p.done:
 				return
 			case <-t.C:
-				in := c.RowsIn.Load()
-				if total > 0 && in > total { // the estimate was low: grow the bar rather than overflow it
-					total = in + in/10
-					p.bar.ChangeMax64(total)
-				}
-				p.bar.Describe(fmt.Sprintf("%s  %s written  %d rejected", what, transform.FormatSize(bytes()), c.RowsRejected.Load()))
-				p.bar.Set64(in)
+				update()
 			}
 		}
 	}()
-	return p
 }
 
 func (p *progress) finish() {
 	close(p.done)
 	p.wg.Wait()
+	if p.fin != nil {
+		p.fin()
+	}
 	if p.bar != nil {
 		p.bar.Finish()
 		p.bar.Exit()

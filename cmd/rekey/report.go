@@ -30,7 +30,7 @@ type reportFlags struct {
 	strict    bool
 	workers   int
 	tmp       string
-	progress  string
+	progress  progressFlags
 	statsJSON string
 	quiet     bool
 	memory    string
@@ -84,7 +84,7 @@ with --strict, 1 when there are warnings. --json writes every figure (schema: re
 	fl.BoolVar(&f.strict, "strict", false, "exit 1 when there are warnings (2 stays for errors)")
 	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "transform workers")
 	fl.StringVar(&f.tmp, "tmp", "", "directory for the collision check's temp files (about 24 bytes + the key per row; removed at the end); default: the system temp directory")
-	fl.StringVar(&f.progress, "progress", "auto", "progress bar: auto (on a terminal), always, never")
+	f.progress.register(fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget of the whole process (the report itself needs far less: the garbage collector may use the rest)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line (with --json/--html for the rest)")
@@ -139,8 +139,10 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 		est = estimateBytes(src, prog, planSample)
 	}
 	var counters pipeline.Counters
-	var bytesSeen func() int64 = func() int64 { return 0 }
-	bar := startProgress(f.progress, "analysing", src, &counters, bytesSeen)
+	bar, err := f.progress.start("analysing", src, &counters, nil)
+	if err != nil {
+		return exitWith(2, err)
+	}
 	rep, err := report.Run(ctx, report.Config{
 		Program:        prog,
 		Mapping:        m,
