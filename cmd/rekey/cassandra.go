@@ -43,7 +43,8 @@ type cassandraFlags struct {
 // afresh, which resets them to their defaults).
 var cassandraOpts cassandraFlags
 
-// addCassandraFlags registers the Cassandra flags on a command's flag set.
+// addCassandraFlags registers the Cassandra connection flags (credentials, TLS) on a command's
+// flag set.
 func addCassandraFlags(fs *pflag.FlagSet) {
 	o := &cassandraOpts
 	fs.StringVar(&o.user, "cassandra-user", "", "Cassandra user name (default $"+cassandra.UserEnv+"); the password comes from $"+cassandra.PasswordEnv+" or --cassandra-password-file, never from the command line")
@@ -54,8 +55,17 @@ func addCassandraFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.keyFile, "cassandra-key", "", "client private key (PEM) for mutual TLS")
 	fs.StringVar(&o.serverName, "cassandra-server-name", "", "name to verify in the nodes' certificates (default: the address dialled)")
 	fs.BoolVar(&o.skipVerify, "cassandra-tls-skip-verify", false, "do not verify the nodes' certificates (testing only)")
+}
+
+// addCassandraReadFlags registers the flags of commands that scan a table: --rate, and --shard
+// when shards makes sense (migrate).
+func addCassandraReadFlags(fs *pflag.FlagSet, shards bool) {
+	o := &cassandraOpts
 	fs.Float64Var(&o.rate, "rate", 0, "read at most this many rows per second from Cassandra, over all workers (0: no limit)")
-	fs.StringVar(&o.shard, "shard", "", "read shard i of N of the token ranges (i/N, e.g. 0/3); run N of them, each with its own --out, then `rekey merge`")
+	if shards {
+		// no backquotes in a usage string: pflag would take the quoted text as the value's name
+		fs.StringVar(&o.shard, "shard", "", "read shard i of N of the token ranges (i/N, e.g. 0/3); run N of them, each with its own --out, then combine them with rekey merge")
+	}
 }
 
 func isCassandraURI(uri string) bool { return strings.HasPrefix(uri, "cassandra://") }

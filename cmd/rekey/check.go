@@ -143,8 +143,18 @@ func newDDLCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ddl -m MAPPING [--regions N] [--source URI]",
 		Short: "Print the Lindorm CREATE TABLE for a mapping, with its split keys",
+		Long: `ddl prints the CREATE TABLE statement migrate writes to ddl.sql: the target columns with their
+Lindorm types, PRIMARY KEY in the mapping's key order (DESC where the key says so), the mapping's
+target.options, and SPLITKEYS from the region plan, so that the table is pre-split into the same
+regions the bulk-load files are cut by. Create the table with it before loading the files.
+
+The split keys come from the mapping's regions: section or --regions N: equal slices of a hex hash
+prefix, the values of a modulo bucket, or explicit split_keys. Where the plan places split keys by
+the quantiles of the data (a first key column that is neither) or derives the count from the data
+size (regions.size), pass --source to sample it: without data such a plan has a single region.`,
 		Example: "  rekey ddl -m mappings/orders.yaml\n" +
-			"  rekey ddl -m mappings/orders.yaml --regions 64",
+			"  rekey ddl -m mappings/orders.yaml --regions 64\n" +
+			"  rekey ddl -m mappings/users.yaml --source file:users.csv > ddl.sql",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			prog, plan, err := pf.plan(cmd, g, nil)

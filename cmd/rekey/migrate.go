@@ -82,6 +82,7 @@ run the same command with --resume to finish.
 	f.progress.register(fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	addCassandraFlags(fl)
+	addCassandraReadFlags(fl, true)
 	return cmd
 }
 
