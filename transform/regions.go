@@ -63,10 +63,17 @@ func (p *Program) PlanRegions(req RegionRequest) (pipeline.RegionPlan, error) {
 	if n == 1 {
 		return plan, nil
 	}
+	asked := req.Count > 0 || (p.regions != nil && p.regions.Count > 0) // not derived from a size estimate
 	if k, exact, ok := hexPrefixWidth(first, p.cols); ok {
+		if most := 1 << (4 * uint(k)); asked && n > most {
+			return plan, fmt.Errorf("regions: %d regions asked for, but the first key column %q is a %d-hex-digit prefix, which splits into at most %d regions: ask for at most %d, or lengthen the prefix", n, first.name, k, most, most)
+		}
 		plan.Strategy = "hex_prefix"
 		plan.Splits = hexSplits(n, k, plan.Desc, exact)
 	} else if b, ok := bucketCount(first, p.cols); ok && isIntegral(first.typ.T) {
+		if asked && int64(n) > b {
+			return plan, fmt.Errorf("regions: %d regions asked for, but the first key column %q takes only %d values (a modulo bucket): ask for at most %d regions, or more buckets", n, first.name, b, b)
+		}
 		plan.Strategy = "int_bucket"
 		plan.Splits = bucketSplits(n, b, plan.Desc)
 	} else {

@@ -92,6 +92,17 @@ func TestHexPrefix16Regions(t *testing.T) {
 	}
 }
 
+// Issue 11.5: `--regions 100000` on a 4-hex-digit prefix silently became 65,536 regions.
+func TestHexPrefixRefusesMoreRegionsThanItHas(t *testing.T) {
+	p := loadProgram(t, "orders.yaml")
+	if _, err := p.PlanRegions(RegionRequest{Count: 100000}); err == nil || !strings.Contains(err.Error(), "at most 65536 regions") {
+		t.Fatalf("100000 regions on a 4-hex-digit prefix: %v", err)
+	}
+	if plan, err := p.PlanRegions(RegionRequest{Count: 65536}); err != nil || plan.Count() != 65536 {
+		t.Fatalf("65536 regions: %v", err)
+	}
+}
+
 func TestHexSplits(t *testing.T) {
 	cases := []struct {
 		n, k int
@@ -192,7 +203,7 @@ func TestIntBucketRegions(t *testing.T) {
 	}{
 		{0, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15"}, // count: numBuckets
 		{16, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15"},
-		{64, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15"},
+		{16, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15"},
 		{4, "4,8,12"},
 		{3, "5,10"},
 		{1, ""},
@@ -215,6 +226,10 @@ func TestIntBucketRegions(t *testing.T) {
 			t.Errorf("count %d: %s %s, want %s %s", c.count, plan.Strategy, splitStrings(plan), wantStrategy, c.want)
 		}
 		routeAll(t, plan, rows)
+	}
+	// Issue 11.5: more regions than buckets was silently clamped to the bucket count.
+	if _, err := p.PlanRegions(RegionRequest{Count: 64}); err == nil || !strings.Contains(err.Error(), "at most 16 regions") {
+		t.Errorf("64 regions on 16 buckets: %v", err)
 	}
 	// random(n) as the first column is a bucket too
 	p = compileYAML(t, "version: 1\nsource: {columns: {u: text}}\ntarget: {table: t, primary_key: '[random(8)][u]'}\nregions: {count: 8}\n")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"strconv"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -75,6 +76,7 @@ Sources: file:PATH (CSV, JSON Lines), gen:NAME, cassandra://hosts/keyspace/table
 		SilenceErrors: true,
 		Version:       version,
 	}
+	root.PersistentPreRunE = checkCommonFlags
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "console", "log format: console or json")
 	root.AddCommand(newMigrateCmd(g), newCheckCmd(g), newDDLCmd(g), newGenCmd(g), newReportCmd(g), newMergeCmd(g), newReplicateCmd(g))
@@ -115,4 +117,15 @@ func (g *globalFlags) logger() (*zap.Logger, error) {
 	cfg.OutputPaths = []string{"stderr"}
 	cfg.ErrorOutputPaths = []string{"stderr"}
 	return cfg.Build()
+}
+
+// checkCommonFlags refuses values of flags several commands share that would otherwise be
+// silently replaced: --regions 0 would quietly mean "the mapping's count".
+func checkCommonFlags(cmd *cobra.Command, _ []string) error {
+	if f := cmd.Flags().Lookup("regions"); f != nil && f.Changed {
+		if n, err := strconv.Atoi(f.Value.String()); err != nil || n < 1 {
+			return exitWith(2, fmt.Errorf("--regions %s: want at least 1 region (leave --regions out to use the mapping's regions: section)", f.Value))
+		}
+	}
+	return nil
 }
