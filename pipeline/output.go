@@ -65,6 +65,9 @@ func OpenOutput(spec OutputSpec, logger *zap.Logger) (*Output, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
+	if err := CheckLocalDir(spec.Dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(spec.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create output directory: %w", err)
 	}
@@ -230,6 +233,15 @@ func removeRunFiles(dir string, names []string) (int, error) {
 		}
 	}
 	return len(names), SyncDir(dir)
+}
+
+// CheckLocalDir refuses an --out that looks like a URI rekey does not write to (mysql://...,
+// s3://...), which would otherwise become a local folder named "mysql:".
+func CheckLocalDir(dir string) error {
+	if scheme, _, ok := strings.Cut(dir, "://"); ok && !strings.ContainsAny(scheme, `/\`) {
+		return refuse("--out %q: rekey does not write to %s:// outputs; --out takes a local directory", dir, scheme)
+	}
+	return nil
 }
 
 // Close releases the lock.

@@ -255,3 +255,18 @@ func TestLocalPath(t *testing.T) {
 		t.Fatalf("%q, %v", p, err)
 	}
 }
+
+// Issue 11.5: `--out mysql://...` created a local folder named "mysql:".
+func TestOutputRefusesUnknownSchemes(t *testing.T) {
+	for _, out := range []string{"mysql://u@h:3306/db", "s3://bucket/prefix", "ftp://x"} {
+		dir := t.TempDir()
+		t.Chdir(dir)
+		_, err := OpenOutput(OutputSpec{Dir: out}, nil)
+		if err == nil || !strings.Contains(err.Error(), "does not write to") {
+			t.Errorf("--out %s: %v", out, err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Errorf("--out %s created %s", out, entries[0].Name())
+		}
+	}
+}
