@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +28,11 @@ type OutputSpec struct {
 	Source      Source // its Identity, if it has one, must match the checkpoint's
 	Regions     int    // the region count asked for on the command line (0: not given)
 	Resume      bool
+	// Overwrite replaces a previous run's output (rekey's files only) instead of refusing it.
+	Overwrite bool
+	// FinalFiles are the names of the files a finished run writes beside the data (manifest...):
+	// with the data, rejects and checkpoint, what Overwrite may remove.
+	FinalFiles []string
 	// VerifyFile checks one committed file of the checkpoint (a Parquet footer, say) before a
 	// resume trusts it; path is absolute. Size is checked before it is called. Optional.
 	VerifyFile func(path string, f FileInfo) error
@@ -97,8 +103,19 @@ func (o *Output) open(spec OutputSpec, logger *zap.Logger) error {
 	if len(names) == 0 {
 		return nil // a fresh start, with or without --resume
 	}
+	if spec.Overwrite && !spec.Resume {
+		if foreign := notRekeyFiles(names, spec.FinalFiles); len(foreign) > 0 {
+			return refuse("--overwrite: %s holds files rekey did not write (%s): it is not a rekey output; choose a new --out directory", spec.Dir, strings.Join(foreign, ", "))
+		}
+		removed, err := removeRunFiles(spec.Dir, names)
+		if err != nil {
+			return err
+		}
+		logger.Info("--overwrite: removed the previous run's output", zap.String("out", spec.Dir), zap.Int("entries", removed))
+		return nil
+	}
 	if !spec.Resume {
-		return refuse("--out %s already holds files (a previous run?): pass --resume to finish an interrupted run there, or choose a new --out directory", spec.Dir)
+		return refuse("--out %s already holds files (a previous run?): pass --resume to finish an interrupted run there, --overwrite to replace it, or choose a new --out directory", spec.Dir)
 	}
 	cp, err := LoadCheckpoint(spec.Dir)
 	if err != nil {
@@ -106,7 +123,7 @@ func (o *Output) open(spec OutputSpec, logger *zap.Logger) error {
 	}
 	if cp == nil {
 		// The run died before its first checkpoint: nothing it wrote is committed.
-		if foreign := notRekeyFiles(names); len(foreign) > 0 {
+		if foreign := notRekeyFiles(names, nil); len(foreign) > 0 {
 			return refuse("--resume: %s has no %s and holds files rekey did not write (%s): it is not an interrupted rekey run; choose a new --out directory",
 				spec.Dir, CheckpointFile, strings.Join(foreign, ", "))
 		}
@@ -208,24 +225,20 @@ func LocalPath(dir, rel string) (string, error) {
 	return filepath.Join(dir, p), nil
 }
 
-// notRekeyFiles lists the names among a directory's entries that no rekey run writes.
-func notRekeyFiles(names []string) []string {
+// notRekeyFiles lists the names among a directory's top-level entries that no rekey run writes
+// before its first checkpoint, nor among final (the files it writes when it ends).
+func notRekeyFiles(names, final []string) []string {
 	var foreign []string
 	for _, n := range names {
-		if !isRunFile(n) {
+		early := strings.HasPrefix(n, RegionDirPrefix) || n == RejectsFile || n == CheckpointFile || IsTemp(n)
+		if !early && !slices.Contains(final, n) {
 			foreign = append(foreign, n)
 		}
 	}
 	return foreign
 }
 
-// isRunFile tells whether a top-level name is something a migrate run writes before its first
-// checkpoint: region folders, the rejects file, temporary files.
-func isRunFile(name string) bool {
-	return strings.HasPrefix(name, RegionDirPrefix) || name == RejectsFile || IsTemp(name)
-}
-
-// removeRunFiles deletes a crashed run's leftovers (names are entries of dir, all isRunFile).
+// removeRunFiles deletes a run's entries of dir (names, all of them rekey's own).
 func removeRunFiles(dir string, names []string) (int, error) {
 	for _, n := range names {
 		if err := os.RemoveAll(filepath.Join(dir, n)); err != nil {

@@ -270,3 +270,31 @@ func TestOutputRefusesUnknownSchemes(t *testing.T) {
 		}
 	}
 }
+
+// Issue 11.5: the README's first command failed when run a second time ("already holds
+// files"). --overwrite replaces a previous rekey output, and never anything else.
+func TestOverwriteReplacesOnlyRekeyOutputs(t *testing.T) {
+	cfg := slowConfig(t, nil)
+	cfg.CheckpointEvery = 0
+	finishedRun(t, cfg, nil)
+	final := []string{"manifest.json"}
+	os.WriteFile(filepath.Join(cfg.OutDir, "manifest.json"), []byte("{}"), 0o644)
+	if _, err := OpenOutput(OutputSpec{Dir: cfg.OutDir}, nil); err == nil || !strings.Contains(err.Error(), "--overwrite") {
+		t.Fatalf("a second run without --overwrite: %v", err)
+	}
+	o, err := OpenOutput(OutputSpec{Dir: cfg.OutDir, Overwrite: true, FinalFiles: final}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Close()
+	if left, _ := os.ReadDir(cfg.OutDir); len(left) != 1 || left[0].Name() != LockFile {
+		t.Fatalf("--overwrite left %v", left)
+	}
+	os.WriteFile(filepath.Join(cfg.OutDir, "notes.txt"), []byte("mine"), 0o644)
+	if _, err := OpenOutput(OutputSpec{Dir: cfg.OutDir, Overwrite: true, FinalFiles: final}, nil); err == nil {
+		t.Fatal("--overwrite took over a folder holding someone else's file")
+	}
+	if _, err := os.Stat(filepath.Join(cfg.OutDir, "notes.txt")); err != nil {
+		t.Fatal("--overwrite removed a file rekey did not write")
+	}
+}

@@ -35,6 +35,7 @@ type migrateFlags struct {
 	maxRejects  string
 	sort        bool
 	resume      bool
+	overwrite   bool
 	checkpoint  time.Duration
 	progress    progressFlags
 	statsJSON   string
@@ -78,6 +79,7 @@ run the same command with --resume to finish.
 	fl.StringVar(&f.maxRejects, "max-rejects", "", "abort when more rows than this are rejected: a count (1000) or a percentage (0.5%); default: never")
 	fl.BoolVar(&f.sort, "sort", false, "order the rows in each file by the full target key")
 	fl.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out from its checkpoint")
+	fl.BoolVar(&f.overwrite, "overwrite", false, "replace a previous run's output in --out (only rekey's own files; refused when --out holds anything else)")
 	fl.DurationVar(&f.checkpoint, "checkpoint-interval", time.Minute, "how often to commit files and save a checkpoint (each one closes the open files)")
 	f.progress.register(fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
@@ -173,6 +175,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	out, err := pipeline.OpenOutput(pipeline.OutputSpec{
 		Dir: f.out, Fingerprint: prog.Fingerprint(), Format: format.Name(), Source: src,
 		Regions: f.regions, Resume: f.resume, VerifyFile: files.VerifyFile(format),
+		Overwrite: f.overwrite, FinalFiles: []string{lindorm.DDLFile, lindorm.BulkloadFile, lindorm.ManifestFile},
 	}, logger.Named("pipeline"))
 	if errors.Is(err, pipeline.ErrRefusedResume) {
 		return exitWith(2, err)
@@ -285,14 +288,14 @@ func recordValues(schema pipeline.SourceSchema) func(*pipeline.Record) map[strin
 // writeTableFiles writes ddl.sql, bulkload.json and manifest.json next to the data, atomically.
 func writeTableFiles(out string, prog *transform.Program, plan pipeline.RegionPlan, format string, m *lindorm.Manifest) error {
 	ddl := lindorm.DDL(prog.Target(), plan, prog.Options())
-	if err := pipeline.WriteFileAtomic(filepath.Join(out, "ddl.sql"), []byte(ddl+"\n")); err != nil {
+	if err := pipeline.WriteFileAtomic(filepath.Join(out, lindorm.DDLFile), []byte(ddl+"\n")); err != nil {
 		return err
 	}
 	job, err := lindorm.BulkloadConfig(prog.Target(), format, out)
 	if err != nil {
 		return fmt.Errorf("bulkload config: %w", err)
 	}
-	if err := pipeline.WriteFileAtomic(filepath.Join(out, "bulkload.json"), job); err != nil {
+	if err := pipeline.WriteFileAtomic(filepath.Join(out, lindorm.BulkloadFile), job); err != nil {
 		return err
 	}
 	return lindorm.WriteManifest(out, m)
