@@ -40,7 +40,14 @@ func finishedRun(t *testing.T, cfg Config, stop <-chan struct{}) *Checkpoint {
 func interruptedRun(t *testing.T, cfg Config) *Checkpoint {
 	t.Helper()
 	stop := make(chan struct{})
-	time.AfterFunc(20*time.Millisecond, func() { close(stop) })
+	go func() { // stop once something is committed, however slow the machine
+		defer close(stop)
+		for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(time.Millisecond) {
+			if cp, _ := LoadCheckpoint(cfg.OutDir); cp != nil && len(cp.Files) > 0 {
+				return
+			}
+		}
+	}()
 	cp := finishedRun(t, cfg, stop)
 	if len(cp.Files) == 0 || cp.Complete {
 		t.Fatalf("the interrupted run committed %d files (complete %v): the test needs a partial run", len(cp.Files), cp.Complete)

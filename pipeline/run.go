@@ -22,11 +22,12 @@ type Transformer interface {
 	Reset()
 }
 
-// RejectLimit aborts a run when too many rows are rejected: more than Count rows (Count > 0),
-// or more than Percent of the rows read (Percent > 0, checked once MinRows rows have been read
-// and again at the end).
+// RejectLimit aborts a run when too many rows are rejected: more than *Count rows (Count set;
+// 0 aborts at the first reject), or more than Percent of the rows read (Percent > 0, judged once
+// MinRowsForPercent rows have been read, so that a handful of rows never decides). The zero
+// value sets no limit.
 type RejectLimit struct {
-	Count   int64
+	Count   *int64
 	Percent float64
 }
 
@@ -59,7 +60,8 @@ type Counters struct {
 	RowsRejected atomic.Int64
 }
 
-// Result is the outcome of a run. Files lists every committed file (across resumes).
+// Result is the outcome of a run: what its last checkpoint holds. Files lists every committed
+// file (across resumes).
 type Result struct {
 	RowsIn, RowsWritten, RowsRejected int64
 	RejectCodes                       map[string]int64
@@ -273,7 +275,7 @@ loop:
 		runErr = context.Cause(runCtx)
 	}
 	if runErr == nil {
-		runErr = r.checkRejects(true)
+		runErr = r.checkRejects()
 	}
 	res := Result{Resumed: resume != nil, Interrupted: interrupted}
 	if sourceFailed {
@@ -289,9 +291,9 @@ loop:
 		cfg.Sink.Abort()
 		runErr = err
 	}
-	res.RowsIn = r.Counters.RowsIn.Load()
-	res.RowsWritten = r.Counters.RowsWritten.Load()
-	res.RowsRejected = r.Counters.RowsRejected.Load()
+	// What the last checkpoint holds: rows counted in a failed run's uncommitted buffers were
+	// never written, and a summary must not claim them.
+	res.RowsIn, res.RowsWritten, res.RowsRejected = cp.RowsIn, cp.RowsWritten, cp.RowsRejected
 	res.RejectCodes = cp.RejectCodes
 	res.Files = cp.Files
 	res.Duration = time.Since(started)
@@ -301,16 +303,16 @@ loop:
 	return res, runErr
 }
 
-// minRowsForPercent keeps a percentage reject limit from firing on the first few rows.
-const minRowsForPercent = 1000
+// MinRowsForPercent keeps a percentage reject limit from firing on the first few rows.
+const MinRowsForPercent = 1000
 
-func (r *Runner) checkRejects(final bool) error {
+func (r *Runner) checkRejects() error {
 	lim := r.cfg.RejectLimit
 	rej, in := r.Counters.RowsRejected.Load(), r.Counters.RowsIn.Load()
-	if lim.Count > 0 && rej > lim.Count {
-		return fmt.Errorf("%w: %d rows rejected, more than --max-rejects %d allows; see %s for each row's reason", ErrTooManyRejects, rej, lim.Count, RejectsFile)
+	if lim.Count != nil && rej > *lim.Count {
+		return fmt.Errorf("%w: %d rows rejected, more than --max-rejects %d allows; see %s for each row's reason", ErrTooManyRejects, rej, *lim.Count, RejectsFile)
 	}
-	if lim.Percent > 0 && in > 0 && (final || in >= minRowsForPercent) {
+	if lim.Percent > 0 && in >= MinRowsForPercent {
 		if pct := 100 * float64(rej) / float64(in); pct > lim.Percent {
 			return fmt.Errorf("%w: %d of %d rows rejected (%.2f%%), more than --max-rejects %g%% allows; see %s for each row's reason", ErrTooManyRejects, rej, in, pct, lim.Percent, RejectsFile)
 		}
@@ -379,7 +381,7 @@ func (w *worker) process(ctx context.Context, b *Batch) error {
 	c.RowsWritten.Add(written)
 	if rejected > 0 {
 		c.RowsRejected.Add(rejected)
-		return w.r.checkRejects(false)
+		return w.r.checkRejects()
 	}
 	return nil
 }

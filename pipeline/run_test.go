@@ -221,7 +221,8 @@ func readRejects(t *testing.T, dir string) []Reject {
 }
 
 func TestRejectLimitAborts(t *testing.T) {
-	for _, lim := range []RejectLimit{{Count: 5}, {Percent: 0.5}} {
+	five, zero := int64(5), int64(0)
+	for _, lim := range []RejectLimit{{Count: &five}, {Count: &zero}, {Percent: 0.5}} {
 		src := &seqSource{streams: 1, rows: 5000, batch: 100}
 		sink := &memSink{}
 		cfg := testConfig(t, src, sink, copyTransform{rejectEvery: 10})

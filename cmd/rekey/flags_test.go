@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -33,5 +34,29 @@ func TestHelpListsOnlyFlagsThatApply(t *testing.T) {
 		if strings.Contains(out, "--shard") || strings.Contains(out, "--rate") {
 			t.Errorf("%s --help lists --shard or --rate:\n%s", cmd, out)
 		}
+	}
+}
+
+// Issue 11.2: exit codes as DSBulk's. A wrong mapping (every row rejected) hits the default
+// reject limit within the first thousand rows: exit 3, and the summary says the run failed and
+// claims no rows that were never committed.
+func TestDefaultRejectLimitFailsSystematicRejects(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("userid,orderid,channel,ts,status,location,amount\n")
+	for i := 0; i < 5000; i++ {
+		fmt.Fprintf(&b, "u%d,%d,taobao,not-a-time,PAID,X,1.00\n", i, i)
+	}
+	src := writeFile(t, dir, "bad.csv", b.String())
+	code, stdout, stderr := runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+src, "--out", dir+"/out", "--progress", "never")
+	if code != exitFailed || !strings.Contains(stderr, "more than --max-rejects 1% allows") {
+		t.Fatalf("exit %d, want 3:\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "Migration failed") || !strings.Contains(stdout, "rows written   0") {
+		t.Fatalf("the summary of a failed run:\n%s", stdout)
+	}
+	code, _, stderr = runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+src, "--out", dir+"/out2", "--progress", "never", "--max-rejects", "-1")
+	if code != exitRejects {
+		t.Fatalf("--max-rejects -1: exit %d, want 1: %s", code, stderr)
 	}
 }

@@ -47,8 +47,12 @@ func TestKafkaMigrateAndReplicate(t *testing.T) {
 	// migrate a bounded window: 1000 messages, nothing committed
 	dir := t.TempDir()
 	mig := filepath.Join(dir, "migrate")
-	mustRun(t, "migrate", "-m", mapping, "--source", "kafka://"+brokers+"/"+topic+"?max=1000", "--out", mig, "--progress", "never",
-		"--stats-json", filepath.Join(dir, "stats.json"))
+	// exit 1: completed, with the deletes and the poison message rejected (1.1% of the rows:
+	// over the default limit of 1%, hence --max-rejects)
+	if code, out, errs := runCLI(t, "migrate", "-m", mapping, "--source", "kafka://"+brokers+"/"+topic+"?max=1000", "--out", mig, "--progress", "never",
+		"--max-rejects", "-1", "--stats-json", filepath.Join(dir, "stats.json")); code != 1 {
+		t.Fatalf("migrate: exit %d, want 1\n%s%s", code, out, errs)
+	}
 	var st struct {
 		RowsIn       int64 `json:"rows_in"`
 		RowsWritten  int64 `json:"rows_written"`

@@ -29,6 +29,14 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
 
+// Exit codes of migrate and replicate, as DSBulk users know them.
+const (
+	exitRejects     = 1   // completed, but some rows were rejected
+	exitUsage       = 2   // invalid use: flags, mapping, a refused resume
+	exitFailed      = 3   // the run failed: source or sink error, damaged input, too many rejects
+	exitInterrupted = 130 // stopped by Ctrl-C or SIGTERM; --resume finishes
+)
+
 type globalFlags struct {
 	logLevel  string
 	logFormat string

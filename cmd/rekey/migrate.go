@@ -57,12 +57,21 @@ its pre-split region and writes bulk-load files (Parquet or CSV), one folder per
   DIR/checkpoint.json                      progress; --resume continues an interrupted run from it
 
 Rows that cannot be read or rewritten go to rejects.jsonl and the run goes on, unless
---max-rejects is exceeded. Ctrl-C stops reading, commits what was read and exits non-zero;
-run the same command with --resume to finish.
+--max-rejects (default 1% of the rows read) is exceeded. Ctrl-C stops reading, commits what was
+read and exits 130; run the same command with --resume to finish. --resume refuses (exit 2) to
+continue another job: another mapping, --format, --regions or input, or committed files that are
+damaged.
+
+Exit codes:
+  0    every row was written
+  1    completed, but some rows were rejected (see DIR/rejects.jsonl)
+  2    invalid use: flags, mapping, a refused --resume
+  3    the run failed: source or sink error, damaged input, too many rejects
+  130  interrupted (Ctrl-C, SIGTERM): --resume finishes
 
 ` + sourceHelp,
 		Example: `  rekey migrate -m mappings/orders.yaml --source 'gen:orders?rows=1000000' --out out/orders
-  rekey migrate -m mappings/orders.yaml --source file:orders.csv --out out/orders --regions 64 --max-rejects 1%
+  rekey migrate -m mappings/orders.yaml --source file:orders.csv --out out/orders --regions 64 --max-rejects 100
   rekey migrate -m mappings/logs.yaml --source file:logs.jsonl.gz --out out/logs --format csv --sort`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runMigrate(cmd, g, f) },
@@ -76,7 +85,7 @@ run the same command with --resume to finish.
 	fl.StringVar(&f.maxFileSize, "max-file-size", "256MiB", "roll a region's data file at this size")
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget of the whole process; a quarter of it buffers the rows of all open regions")
 	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "transform workers")
-	fl.StringVar(&f.maxRejects, "max-rejects", "", "abort when more rows than this are rejected: a count (1000) or a percentage (0.5%); default: never")
+	fl.StringVar(&f.maxRejects, "max-rejects", defaultMaxRejects, "abort (exit 3) when more rows than this are rejected: a count (0 stops at the first), a percentage of the rows read (judged from the 1,000th row on), or -1 for no limit")
 	fl.BoolVar(&f.sort, "sort", false, "order the rows in each file by the full target key")
 	fl.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out from its checkpoint")
 	fl.BoolVar(&f.overwrite, "overwrite", false, "replace a previous run's output in --out (only rekey's own files; refused when --out holds anything else)")
@@ -88,26 +97,28 @@ run the same command with --resume to finish.
 	return cmd
 }
 
+// defaultMaxRejects stops a run whose rejects show a systematic problem (a wrong type, a missing
+// dictionary: most rows rejected) within its first thousand rows, while sporadic bad rows in a
+// billion-row table (well under 1%) let it finish, with exit code 1 and every reject listed.
+const defaultMaxRejects = "1%"
+
 func parseRejectLimit(s string) (pipeline.RejectLimit, error) {
 	s = strings.TrimSpace(s)
-	if s == "" {
-		return pipeline.RejectLimit{}, nil
-	}
 	if p, ok := strings.CutSuffix(s, "%"); ok {
 		v, err := strconv.ParseFloat(p, 64)
 		if err != nil || v <= 0 || v > 100 {
-			return pipeline.RejectLimit{}, fmt.Errorf("--max-rejects %q: want a count (1000) or a percentage between 0 and 100 (0.5%%)", s)
+			return pipeline.RejectLimit{}, fmt.Errorf("--max-rejects %q: want a count (1000), a percentage between 0 and 100 (0.5%%) or -1 (no limit)", s)
 		}
 		return pipeline.RejectLimit{Percent: v}, nil
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 0 {
-		return pipeline.RejectLimit{}, fmt.Errorf("--max-rejects %q: want a count (1000) or a percentage (0.5%%)", s)
+	if err != nil || v < -1 {
+		return pipeline.RejectLimit{}, fmt.Errorf("--max-rejects %q: want a count (1000), a percentage (0.5%%) or -1 (no limit)", s)
 	}
-	if v == 0 {
-		return pipeline.RejectLimit{Count: -1}, nil
+	if v == -1 {
+		return pipeline.RejectLimit{}, nil
 	}
-	return pipeline.RejectLimit{Count: v}, nil
+	return pipeline.RejectLimit{Count: &v}, nil
 }
 
 // checkOutDir refuses to mix two runs in one directory (rekey merge's output).
@@ -233,18 +244,29 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	res, runErr := runner.Run(ctx, stop, resume)
 	prog2.finish()
 
-	if runErr != nil && !errors.Is(runErr, pipeline.ErrInterrupted) {
-		printSummary(cmd.OutOrStdout(), res, plan, f.out)
-		return fmt.Errorf("migration failed: %w\nthe files committed so far are in %s (no manifest.json was written)", runErr, f.out)
-	}
 	if errors.Is(runErr, pipeline.ErrInterrupted) {
-		printSummary(cmd.OutOrStdout(), res, plan, f.out)
-		return exitWith(130, fmt.Errorf("interrupted: %d rows committed to %s; run the same command with --resume to finish", res.RowsWritten, f.out))
+		printSummary(cmd.OutOrStdout(), "Migration interrupted (what is committed so far)", res, plan, f.out)
+		return exitWith(exitInterrupted, fmt.Errorf("interrupted: %d rows committed to %s; run the same command with --resume to finish", res.RowsWritten, f.out))
+	}
+	if runErr != nil {
+		printSummary(cmd.OutOrStdout(), "Migration failed (what was committed before the failure)", res, plan, f.out)
+		return exitWith(exitFailed, fmt.Errorf("migration failed: %w\nthe files committed so far are in %s (no manifest.json was written); once the cause is fixed, run the same command with --resume", runErr, f.out))
 	}
 	if err := finishRun(cmd.OutOrStdout(), f.out, prog, plan, format.Name(), res); err != nil {
-		return err
+		return exitWith(exitFailed, err)
 	}
-	return writeStats(f.statsJSON, res)
+	if err := writeStats(f.statsJSON, res); err != nil {
+		return exitWith(exitFailed, err)
+	}
+	return rejectedExit(res, f.out)
+}
+
+// rejectedExit is the exit of a run that completed: 0, or 1 when some rows were rejected.
+func rejectedExit(res pipeline.Result, out string) error {
+	if res.RowsRejected == 0 {
+		return nil
+	}
+	return exitWith(exitRejects, fmt.Errorf("completed, but %d of %d rows were rejected: see %s for each row's position and reason", res.RowsRejected, res.RowsIn, filepath.Join(out, pipeline.RejectsFile)))
 }
 
 // finishRun writes the final files of a run whose source was read to its end, and its summary.
@@ -256,7 +278,7 @@ func finishRun(w io.Writer, out string, prog *transform.Program, plan pipeline.R
 	if err := writeTableFiles(out, prog, plan, format, m); err != nil {
 		return err
 	}
-	printSummary(w, res, plan, out)
+	printSummary(w, "Migration summary", res, plan, out)
 	printOversize(w, m)
 	return nil
 }
@@ -267,9 +289,10 @@ func finishRun(w io.Writer, out string, prog *transform.Program, plan pipeline.R
 func finishComplete(w io.Writer, out string, prog *transform.Program, format string, cp *pipeline.Checkpoint) error {
 	if _, err := os.Stat(filepath.Join(out, lindorm.ManifestFile)); err == nil {
 		fmt.Fprintf(w, "%s already holds a complete run (%d rows written); nothing to resume\n", out, cp.RowsWritten)
-		return nil
+	} else if err := finishRun(w, out, prog, cp.Plan, format, cp.Result()); err != nil {
+		return exitWith(exitFailed, err)
 	}
-	return finishRun(w, out, prog, cp.Plan, format, cp.Result())
+	return rejectedExit(cp.Result(), out)
 }
 
 // recordValues renders a rejected record's decoded values for rejects.jsonl when it has no raw text.

@@ -98,8 +98,8 @@ func TestMigrateCSVEndToEnd(t *testing.T) {
 	out := filepath.Join(dir, "out")
 
 	code, stdout, stderr := runCLI(t, "migrate", "-m", mapping, "--source", "file:"+csvPath, "--out", out, "--progress", "never")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	if code != exitRejects || !strings.Contains(stderr, "4 of 20004 rows were rejected") {
+		t.Fatalf("exit %d, want 1: completed with rejects\n%s%s", code, stdout, stderr)
 	}
 	m, err := lindorm.ReadManifest(out)
 	if err != nil {

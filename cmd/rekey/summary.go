@@ -54,9 +54,10 @@ func writeStats(path string, res pipeline.Result) error {
 	return pipeline.WriteJSONAtomic(path, statsOf(res))
 }
 
-func printSummary(w io.Writer, res pipeline.Result, plan pipeline.RegionPlan, out string) {
+// printSummary prints a run's figures under a title that says how it ended: "Migration
+// summary", "Migration interrupted", "Migration failed" (the figures are what was committed).
+func printSummary(w io.Writer, title string, res pipeline.Result, plan pipeline.RegionPlan, out string) {
 	s := statsOf(res)
-	title := "Migration summary"
 	if res.Resumed {
 		title += " (resumed; totals include the earlier run)"
 	}
