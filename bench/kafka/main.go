@@ -25,7 +25,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -39,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/rekey/rekey/bench/benchproc"
+	"github.com/rekey/rekey/source/kafka/kafkademo"
 )
 
 const (
@@ -162,29 +162,9 @@ func broker(n int64) error {
 
 // produce writes n orders rows as JSON, about 150 bytes each, keyed by user.
 func produce(addrs []string, n int64) error {
-	w := &kafkago.Writer{Addr: kafkago.TCP(addrs...), Topic: topic, Balancer: &kafkago.Hash{},
-		BatchSize: 5000, BatchBytes: 8 << 20, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafkago.RequireOne,
-		Compression: kafkago.Lz4}
+	w := kafkademo.Writer(addrs, topic)
 	defer w.Close()
-	rng := rand.New(rand.NewPCG(1, 2))
-	channels := []string{"taobao", "alipay", "wechat", "jd", "pdd", "web"}
-	statuses := []string{"paid", "shipped", "created", "refunded"}
-	base := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
-	batch := make([]kafkago.Message, 0, 10000)
-	for i := int64(0); i < n; i++ {
-		user := fmt.Sprintf("user%07d", rng.IntN(500000))
-		v := fmt.Sprintf(`{"userid":%q,"orderid":%d,"channel":%q,"ts":"%s","status":%q,"location":"city-%03d","amount":"%d.%02d"}`,
-			user, 1000000000+i, channels[rng.IntN(len(channels))], time.UnixMilli(base+i*37).UTC().Format("2006-01-02T15:04:05.000Z"),
-			statuses[rng.IntN(len(statuses))], rng.IntN(1000), rng.IntN(5000), rng.IntN(100))
-		batch = append(batch, kafkago.Message{Key: []byte(user), Value: []byte(v)})
-		if len(batch) == cap(batch) || i == n-1 {
-			if err := w.WriteMessages(context.Background(), batch...); err != nil {
-				return fmt.Errorf("produce: %w", err)
-			}
-			batch = batch[:0]
-		}
-	}
-	return nil
+	return kafkademo.NewOrders(1).Produce(context.Background(), w, n)
 }
 
 // bare drains the topic with one kafka-go consumer group reader.

@@ -1,0 +1,163 @@
+// Command playground runs a Kafka-protocol cluster or a Cassandra-protocol (CQL) server on
+// loopback, seeded with demo orders, so that `rekey replicate` and the Cassandra source can be
+// tried without Docker or a cluster:
+//
+//	go run ./cmd/playground kafka       # topic "orders", then a trickle of new orders
+//	go run ./cmd/playground cassandra   # table shop.orders
+//
+// It prints the --source URI to paste into rekey and serves until Ctrl-C. Both servers are the
+// in-process ones rekey's own tests run against (franz-go's kfake; rekey's CQL test server):
+// real wire protocols, data in memory, nothing kept after it stops.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/rekey/rekey/source/cassandra/cassandratest"
+	"github.com/rekey/rekey/source/cassandra/cqltest"
+	"github.com/rekey/rekey/source/kafka/kafkademo"
+)
+
+const usage = `usage: go run ./cmd/playground kafka|cassandra [flags]
+
+  kafka      a Kafka-protocol cluster (franz-go's kfake) on 127.0.0.1 with topic "orders"
+             (6 partitions) holding -messages JSON orders, then -rate new orders per second
+  cassandra  a Cassandra-protocol (CQL v4) server on 127.0.0.1 with table shop.orders
+             (PRIMARY KEY ((userid), orderid)) holding -rows orders, data centre dc1
+
+It prints the --source URI to give rekey and serves until Ctrl-C. Data lives in memory only.
+
+flags:
+`
+
+func main() {
+	if len(os.Args) < 2 || (os.Args[1] != "kafka" && os.Args[1] != "cassandra") {
+		fmt.Fprint(os.Stderr, usage)
+		flags("kafka").PrintDefaults()
+		os.Exit(2)
+	}
+	kind := os.Args[1]
+	fs := flags(kind)
+	fs.Parse(os.Args[2:])
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	if kind == "kafka" {
+		err = runKafka(ctx, os.Stdout)
+	} else {
+		err = runCassandra(ctx, os.Stdout)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "playground:", err)
+		os.Exit(1)
+	}
+}
+
+var opts struct {
+	port     int
+	messages int64
+	rate     int
+	rows     int
+}
+
+func flags(kind string) *flag.FlagSet {
+	fs := flag.NewFlagSet("playground "+kind, flag.ExitOnError)
+	fs.IntVar(&opts.port, "port", 0, "port to listen on (default: 9092 for kafka, 9042 for cassandra, or a free one if taken)")
+	fs.Int64Var(&opts.messages, "messages", 10000, "kafka: order messages in the topic at the start")
+	fs.IntVar(&opts.rate, "rate", 100, "kafka: new order messages per second after the start (0: none)")
+	fs.IntVar(&opts.rows, "rows", 100000, "cassandra: rows in shop.orders")
+	return fs
+}
+
+// port is -port, else def when it is free, else 0 (any free port).
+func port(def int) int {
+	if opts.port > 0 {
+		return opts.port
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(def)))
+	if err != nil {
+		return 0
+	}
+	l.Close()
+	return def
+}
+
+func runKafka(ctx context.Context, out io.Writer) error {
+	const topic = "orders"
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port(9092)), kfake.SeedTopics(6, topic))
+	if err != nil {
+		return fmt.Errorf("start the Kafka-protocol cluster: %w", err)
+	}
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()
+	w := kafkademo.Writer(brokers, topic)
+	defer w.Close()
+	orders := kafkademo.NewOrders(1)
+	if err := orders.Produce(ctx, w, opts.messages); err != nil {
+		return err
+	}
+	b := brokers[0]
+	fmt.Fprintf(out, `Kafka-protocol playground on %s: topic %q, 6 partitions, %d JSON orders, then %d new ones per second.
+
+Try (in another terminal, from the repository):
+  go run ./cmd/rekey report    -m mappings/orders.yaml --source 'kafka://%s/%s?max=%d'
+  go run ./cmd/rekey migrate   -m mappings/orders.yaml --source 'kafka://%s/%s?max=%d' --out out/kafka-orders --overwrite
+  go run ./cmd/rekey replicate -m mappings/orders.yaml --source 'kafka://%s/%s?group=playground' --out out/live
+
+Ctrl-C stops the playground (the data is in memory only).
+`, b, topic, opts.messages, opts.rate, b, topic, opts.messages, b, topic, opts.messages, b, topic)
+	if opts.rate <= 0 {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	// a trickle of new orders, so that replicate has something to follow
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	per := max(int64(opts.rate)/10, 1)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			if err := orders.Produce(ctx, w, per); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func runCassandra(ctx context.Context, out io.Writer) error {
+	srv, err := cqltest.New(cqltest.WithPort(port(9042)), cqltest.WithDataCenter("dc1", "rack1"))
+	if err != nil {
+		return fmt.Errorf("start the CQL server: %w", err)
+	}
+	defer srv.Close()
+	if err := cassandratest.SeedOrders(srv, opts.rows); err != nil {
+		return fmt.Errorf("seed shop.orders: %w", err)
+	}
+	uri := fmt.Sprintf("cassandra://%s/shop/orders?dc=dc1", srv.Addr())
+	fmt.Fprintf(out, `Cassandra-protocol playground on %s: table shop.orders, %d rows (4 orders per user,
+monotonic order ids and timestamps), data centre dc1. No credentials needed.
+
+Try (in another terminal, from the repository):
+  go run ./cmd/rekey check   -m mappings/orders.yaml --source '%s'
+  go run ./cmd/rekey report  -m mappings/orders.yaml --source '%s'
+  go run ./cmd/rekey migrate -m mappings/orders.yaml --source '%s' --out out/cassandra-orders --overwrite
+
+Ctrl-C stops the playground (the data is in memory only).
+`, srv.Addr(), opts.rows, uri, uri, uri)
+	<-ctx.Done()
+	return ctx.Err()
+}
