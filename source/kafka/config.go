@@ -31,6 +31,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
 )
 
 // Message formats.
@@ -275,9 +276,9 @@ func (c *Config) Mechanism() (sasl.Mechanism, error) {
 	case "plain":
 		return plain.Mechanism{Username: c.SASL.User, Password: c.SASL.Password}, nil
 	case "scram-sha-256":
-		return NewSCRAM(SCRAMSHA256, c.SASL.User, c.SASL.Password)
+		return scram.Mechanism(scram.SHA256, c.SASL.User, c.SASL.Password)
 	case "scram-sha-512":
-		return NewSCRAM(SCRAMSHA512, c.SASL.User, c.SASL.Password)
+		return scram.Mechanism(scram.SHA512, c.SASL.User, c.SASL.Password)
 	}
 	return nil, fmt.Errorf("kafka: unknown SASL mechanism %q", c.SASL.Mechanism)
 }
