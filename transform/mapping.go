@@ -9,10 +9,11 @@ package transform
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/rekey/rekey/pipeline"
 )
@@ -162,7 +163,7 @@ func Decode(data []byte, name string) (*Mapping, error) {
 	d.ps.lines = d.m.lines
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, &MappingError{File: name, Problems: []Problem{{Message: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}}
+		return nil, &MappingError{File: name, Problems: []Problem{{Message: yamlProblem(data, err)}}}
 	}
 	if len(doc.Content) == 0 {
 		return nil, &MappingError{File: name, Problems: []Problem{{Message: "the mapping file is empty"}}}
@@ -178,6 +179,30 @@ func Decode(data []byte, name string) (*Mapping, error) {
 		return nil, &MappingError{File: name, Problems: d.ps.list}
 	}
 	return m, nil
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+):`)
+
+// yamlProblem explains a YAML syntax error. The usual one in a mapping is an unquoted cast,
+// `amount: amount :: DECIMAL(18,2)`: YAML reads the ': ' inside it as a second key.
+func yamlProblem(data []byte, err error) string {
+	msg := "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")
+	m := yamlLine.FindStringSubmatch(err.Error())
+	if m == nil || !strings.Contains(msg, "mapping values are not allowed") {
+		return msg
+	}
+	n, _ := strconv.Atoi(m[1])
+	lines := strings.Split(string(data), "\n")
+	if n < 1 || n > len(lines) {
+		return msg
+	}
+	line := strings.TrimSpace(lines[n-1])
+	key, value, ok := strings.Cut(line, ": ")
+	if !ok || !strings.Contains(value, ": ") && !strings.Contains(value, "::") {
+		return msg + " (a value that contains ': ' must be quoted)"
+	}
+	return fmt.Sprintf("%s: %q contains ': ', which YAML reads as another key: quote the expression, %s: %q",
+		msg, line, key, strings.TrimSpace(value))
 }
 
 type decoder struct {

@@ -461,3 +461,11 @@ func TestDecodeWithoutSourceColumns(t *testing.T) {
 		t.Errorf("missing column: %v", err)
 	}
 }
+
+// Issue 11.5: an unquoted cast gave YAML's raw "mapping values are not allowed in this context".
+func TestUnquotedCastSaysToQuote(t *testing.T) {
+	_, err := Decode([]byte("version: 1\nsource:\n  columns: {a: text, b: int}\ntarget:\n  table: t\n  primary_key: \"[a]\"\n  columns:\n    c: b :: TINYINT\n"), "m.yaml")
+	if err == nil || !strings.Contains(err.Error(), `quote the expression, c: "b :: TINYINT"`) || !strings.Contains(err.Error(), "line 8") {
+		t.Fatalf("error %v", err)
+	}
+}
