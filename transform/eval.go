@@ -31,6 +31,9 @@ type step struct {
 	typ   colType
 	key   bool
 	field string
+	// inputs are the source columns a key column's expression reads (through other target
+	// columns too): a null key then names the null source column that caused it.
+	inputs []int
 }
 
 // Evaluator applies a Program to records. It is not safe for concurrent use: make one per
@@ -123,7 +126,7 @@ func (e *Evaluator) Apply(b *pipeline.Batch, r *pipeline.Record, out []pipeline.
 		if v.K != st.kind || !st.fast {
 			if v.K == pipeline.KindNull {
 				if st.key {
-					return &pipeline.RowError{Code: pipeline.CodeNullKey, Field: st.field, Message: "key column " + st.field + " is null"}
+					return e.nullKey(st, r)
 				}
 			} else {
 				var rerr *pipeline.RowError
@@ -140,6 +143,24 @@ func (e *Evaluator) Apply(b *pipeline.Batch, r *pipeline.Record, out []pipeline.
 			Message: "the encoded primary key is " + strconv.Itoa(n) + " bytes, Lindorm allows " + strconv.Itoa(MaxKeyBytes)}
 	}
 	return nil
+}
+
+// nullKey explains a null key column by the null source columns it is computed from.
+func (e *Evaluator) nullKey(st *step, r *pipeline.Record) *pipeline.RowError {
+	var null []string
+	for _, i := range st.inputs {
+		if r.Values[i].IsNull() {
+			null = append(null, e.p.source[i].Name)
+		}
+	}
+	msg := "key column " + st.field + " is null"
+	switch {
+	case len(null) == 1:
+		return &pipeline.RowError{Code: pipeline.CodeNullKey, Field: null[0], Message: msg + ": it is computed from source column " + null[0] + ", which is null (missing) in this row"}
+	case len(null) > 1:
+		return &pipeline.RowError{Code: pipeline.CodeNullKey, Field: null[0], Message: msg + ": it is computed from source columns " + strings.Join(null, ", ") + ", which are null (missing) in this row"}
+	}
+	return &pipeline.RowError{Code: pipeline.CodeNullKey, Field: st.field, Message: msg}
 }
 
 // ---- arena ----

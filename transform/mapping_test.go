@@ -469,3 +469,17 @@ func TestUnquotedCastSaysToQuote(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// Issue 11.5: "key column bucket is null" when the real cause was the missing device_id it is
+// computed from: the reject names the source column.
+func TestNullKeyNamesTheSourceColumn(t *testing.T) {
+	p := compileYAML(t, "version: 1\nsource: {columns: {device_id: bigint, ts: timestamp, v: text}}\n"+
+		"target:\n  table: t\n  primary_key: '[bucket][ts]'\n  columns: {bucket: device_id % 16}\n")
+	rec := pipeline.Record{Values: []pipeline.Value{pipeline.Null, pipeline.Int(1700000000000), pipeline.Text("x")}}
+	row := make([]pipeline.Value, len(p.Target().Columns))
+	rerr := p.NewEvaluator().Apply(&pipeline.Batch{Stream: "s"}, &rec, row)
+	if rerr == nil || rerr.Code != pipeline.CodeNullKey || rerr.Field != "device_id" ||
+		!strings.Contains(rerr.Message, "key column bucket is null: it is computed from source column device_id") {
+		t.Fatalf("reject %+v", rerr)
+	}
+}

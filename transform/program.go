@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,8 +107,32 @@ func (p *Program) newStep(i int) step {
 	}
 	if col.expr != nil {
 		st.fn = p.build(col.expr)
+		if st.key {
+			st.inputs = p.sourceInputs(col.expr, nil)
+		}
 	}
 	return st
+}
+
+// sourceInputs appends the source columns t reads, following target-column references to their
+// own expressions, each once.
+func (p *Program) sourceInputs(t *texpr, into []int) []int {
+	switch t.op {
+	case opSrc:
+		if !slices.Contains(into, t.idx) {
+			into = append(into, t.idx)
+		}
+	case opTgt:
+		if c := p.cols[t.idx]; c.expr != nil {
+			into = p.sourceInputs(c.expr, into)
+		} else if c.origin == originSource && !slices.Contains(into, c.src) {
+			into = append(into, c.src)
+		}
+	}
+	for _, a := range t.args {
+		into = p.sourceInputs(a, into)
+	}
+	return into
 }
 
 // Source is the source schema records follow.
