@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/klauspost/compress/gzip"
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/pipeline"
@@ -183,10 +182,10 @@ func (s *Source) open() (io.ReadCloser, *os.File, error) {
 	if !s.gz {
 		return f, f, nil
 	}
-	zr, err := gzip.NewReader(f)
+	zr, err := newGzipReader(f, s.cfg.Path, s.size)
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("file %s: not a gzip file: %w", s.cfg.Path, err)
+		return nil, nil, err
 	}
 	return readCloser{zr, f}, f, nil
 }
@@ -208,7 +207,10 @@ func (s *Source) openAt(off int64) (io.ReadCloser, error) {
 		if s.gz {
 			if n, err := io.CopyN(io.Discard, r, off); err != nil {
 				r.Close()
-				return nil, fmt.Errorf("file %s: skip to offset %d (reached %d): %w", s.cfg.Path, off, n, err)
+				if err == io.EOF {
+					return nil, fmt.Errorf("file %s: resume offset %d is past the end of its data (%d bytes uncompressed): was it replaced?", s.cfg.Path, off, n)
+				}
+				return nil, err // a *DamagedError: it names the file and the position
 			}
 		} else if _, err := f.Seek(off, io.SeekStart); err != nil {
 			r.Close()
@@ -216,6 +218,17 @@ func (s *Source) openAt(off int64) (io.ReadCloser, error) {
 		}
 	}
 	return r, nil
+}
+
+// readError names the file and offset of a read error; a gzip reader's errors name them already.
+// Only io.EOF and io.ErrUnexpectedEOF from io.ReadFull are the end of the data: the gzip reader
+// never returns io.ErrUnexpectedEOF itself.
+func readError(path string, off int64, err error) error {
+	var de *DamagedError
+	if errors.As(err, &de) {
+		return err
+	}
+	return fmt.Errorf("read %s at offset %d: %w", path, off, err)
 }
 
 // readHead reads the first chunk: BOM, CSV header, average row size.
@@ -228,7 +241,7 @@ func (s *Source) readHead() error {
 	buf := make([]byte, 1<<20)
 	n, err := io.ReadFull(r, buf)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-		return fmt.Errorf("read %s: %w", s.cfg.Path, err)
+		return readError(s.cfg.Path, 0, err)
 	}
 	whole := n < len(buf)
 	head := buf[:n]
@@ -483,7 +496,7 @@ func (s *Source) readChunks(ctx context.Context, r io.Reader, off, line int64, e
 		case err == io.EOF || err == io.ErrUnexpectedEOF:
 			eof = true
 		case err != nil:
-			return fmt.Errorf("read %s at offset %d: %w", s.cfg.Path, off+int64(carry), err)
+			return readError(s.cfg.Path, off+int64(total), err)
 		}
 		cut := total
 		if !eof {

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/rekey/rekey/source/gen"
+)
+
+// TestMigrateTruncatedGzipFails: issue 9 item 1, "a truncated .csv.gz finishes with exit 0: rekey
+// reads what decompresses, rejects the partial last line (expected 7 fields, got 2) and exits 0
+// as if the file were complete". Cut in the part read while opening the source or later, the run
+// fails with a non-zero exit naming the file, and writes no manifest.
+func TestMigrateTruncatedGzipFails(t *testing.T) {
+	dir := t.TempDir()
+	var csv, gz bytes.Buffer
+	if err := gen.WriteCSV(&csv, "orders", 60000, 3); err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(&gz)
+	zw.Write(csv.Bytes())
+	zw.Close()
+	mapping := writeFile(t, dir, "orders.yaml", strictOrders)
+	for _, cut := range []int{gz.Len() / 50, gz.Len() / 2, gz.Len() - 4} {
+		path := writeFile(t, dir, fmt.Sprintf("orders-%d.csv.gz", cut), string(gz.Bytes()[:cut]))
+		out := filepath.Join(dir, fmt.Sprintf("out-%d", cut))
+		code, stdout, stderr := runCLI(t, "migrate", "-m", mapping, "--source", "file:"+path, "--out", out, "--progress", "never")
+		if code == 0 {
+			t.Fatalf("cut at %d of %d bytes: exit 0\n%s%s", cut, gz.Len(), stdout, stderr)
+		}
+		if !strings.Contains(stderr, path) || !strings.Contains(stderr, "truncated gzip data at compressed byte") {
+			t.Errorf("cut at %d: the error should name the file and the position:\n%s", cut, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(out, "manifest.json")); err == nil {
+			t.Errorf("cut at %d: a manifest was written for a damaged input", cut)
+		}
+	}
+}
