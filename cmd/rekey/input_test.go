@@ -42,3 +42,20 @@ func TestMigrateTruncatedGzipFails(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicateHeaderFailsRun: issue 9 item 7, "a duplicate header name (amount,amount) silently
+// uses the first": migrate and report refuse the file, naming both fields.
+func TestDuplicateHeaderFailsRun(t *testing.T) {
+	dir := t.TempDir()
+	path := writeFile(t, dir, "dup.csv", "userid,orderid,channel,ts,amount,status,location,amount\nu1,1,taobao,0,1.00,PAID,X,2.00\n")
+	mapping := writeFile(t, dir, "orders.yaml", strictOrders)
+	for _, args := range [][]string{
+		{"migrate", "-m", mapping, "--source", "file:" + path, "--out", filepath.Join(dir, "out"), "--progress", "never"},
+		{"report", "-m", mapping, "--source", "file:" + path, "--progress", "never"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != 2 || !strings.Contains(stderr, `header names column "amount" twice (fields 5 and 8)`) {
+			t.Errorf("%s: exit %d: %s", args[0], code, stderr)
+		}
+	}
+}

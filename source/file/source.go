@@ -28,7 +28,8 @@ type Config struct {
 	// followed by .gz.
 	Path string
 	// Schema declares the columns to read, with their CQL types; Record.Values follow its order.
-	// CSV columns are found by header name (exact, then case-insensitive); JSON members by key.
+	// CSV columns are found by header name (exact, then case-insensitive; two candidates are an
+	// error); JSON members by key.
 	Schema pipeline.SourceSchema
 	// BatchSize is the number of rows per batch (default 4096).
 	BatchSize int
@@ -285,28 +286,41 @@ func (s *Source) mapHeader(header []string) error {
 	for i := range s.colMap {
 		s.colMap[i] = -1
 	}
+	// A declared column is the header field of exactly its name; failing that, the one field
+	// equal to it ignoring case and surrounding spaces. Two candidates at either step are an
+	// error: reading the first would silently pick one of two columns.
+	found := make([]int, len(s.names))
+	for ci, name := range s.names {
+		found[ci] = -1
+		if fields := matching(header, func(h string) bool { return h == name }); len(fields) > 1 {
+			return fmt.Errorf("file %s: header names column %q %s (%s): rename or drop one of them in the header line: "+
+				"rekey cannot tell which one the mapping's column %q means", s.cfg.Path, name, times(len(fields)), fieldList(header, fields, false), name)
+		} else if len(fields) == 1 {
+			found[ci] = fields[0]
+			s.colMap[fields[0]] = ci
+		}
+	}
 	var missing []string
 	for ci, name := range s.names {
-		found := -1
-		for i, h := range header {
-			if h == name && s.colMap[i] < 0 {
-				found = i
-				break
-			}
-		}
-		if found < 0 {
-			for i, h := range header {
-				if strings.EqualFold(strings.TrimSpace(h), name) && s.colMap[i] < 0 {
-					found = i
-					break
-				}
-			}
-		}
-		if found < 0 {
-			missing = append(missing, strconv.Quote(name))
+		if found[ci] >= 0 {
 			continue
 		}
-		s.colMap[found] = ci
+		fields := matching(header, func(h string) bool { return strings.EqualFold(strings.TrimSpace(h), name) })
+		free := fields[:0:0]
+		for _, i := range fields {
+			if s.colMap[i] < 0 {
+				free = append(free, i)
+			}
+		}
+		switch len(free) {
+		case 0:
+			missing = append(missing, strconv.Quote(name))
+		case 1:
+			s.colMap[free[0]] = ci
+		default:
+			return fmt.Errorf("file %s: header has no column %q but %d that match it ignoring case (%s): rename them, "+
+				"or name one exactly %q in the header line or the mapping", s.cfg.Path, name, len(free), fieldList(header, free, true), name)
+		}
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("file %s: header has no column %s (header: %s)", s.cfg.Path,
@@ -319,10 +333,54 @@ func (s *Source) mapHeader(header []string) error {
 		}
 	}
 	if len(extra) > 0 {
-		s.log.Info("ignoring CSV columns that the mapping does not declare",
+		s.log.Warn("ignoring CSV columns that the mapping does not declare",
 			zap.String("file", s.cfg.Path), zap.Strings("columns", extra))
 	}
+	for i, h := range header {
+		if s.colMap[i] >= 0 {
+			continue
+		}
+		for _, name := range s.names {
+			if strings.EqualFold(strings.TrimSpace(h), name) {
+				s.log.Warn("a CSV column that differs from a declared one only in case is ignored: the exact match is read",
+					zap.String("file", s.cfg.Path), zap.String("column", name), zap.String("ignored", h), zap.Int("field", i+1))
+			}
+		}
+	}
 	return nil
+}
+
+// matching returns the indexes of the header fields that match.
+func matching(header []string, match func(string) bool) []int {
+	var fields []int
+	for i, h := range header {
+		if match(h) {
+			fields = append(fields, i)
+		}
+	}
+	return fields
+}
+
+// fieldList names header fields by 1-based position: "fields 3 and 5", or with their text.
+func fieldList(header []string, fields []int, names bool) string {
+	parts := make([]string, len(fields))
+	for k, i := range fields {
+		parts[k] = strconv.Itoa(i + 1)
+		if names {
+			parts[k] = strconv.Quote(header[i]) + " field " + parts[k]
+		}
+	}
+	if names {
+		return strings.Join(parts, ", ")
+	}
+	return "fields " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+func times(n int) string {
+	if n == 2 {
+		return "twice"
+	}
+	return strconv.Itoa(n) + " times"
 }
 
 // EstimatedRows estimates the row count from the file size and the first chunk's average row
