@@ -81,6 +81,7 @@ run the same command with --resume to finish.
 	fl.StringVar(&f.progress, "progress", "auto", "progress bar: auto (on a terminal), always, never")
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	addCassandraFlags(fl)
+	addFileFlags(fl)
 	return cmd
 }
 

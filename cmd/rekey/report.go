@@ -89,6 +89,7 @@ with --strict, 1 when there are warnings. --json writes every figure (schema: re
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget of the whole process (the report itself needs far less: the garbage collector may use the rest)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line (with --json/--html for the rest)")
 	addCassandraFlags(fl)
+	addFileFlags(fl)
 	return cmd
 }
 

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -39,12 +40,21 @@ type Config struct {
 	// files under 16 MiB per worker). A record longer than a chunk grows it. Tests use tiny
 	// values to put boundaries inside records.
 	ChunkSize int
+	// MaxRecordSize bounds a record, in bytes (default 16 MiB): a CSV quoted field not closed
+	// within it ends its record with the line the quote opens on, and a longer record is
+	// rejected. It also bounds the memory one record can take.
+	MaxRecordSize int
 }
 
 const (
 	defaultBatchSize = 4096
 	defaultChunkSize = 1 << 20
 	minAutoChunk     = 512 << 10
+
+	// DefaultMaxRecordSize is Config.MaxRecordSize's default.
+	DefaultMaxRecordSize = 16 << 20
+	// rawKeep is how much of a record longer than MaxRecordSize its reject keeps, at most.
+	rawKeep = 4 << 10
 )
 
 // Validate checks the configuration and fills in defaults.
@@ -73,6 +83,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ChunkSize < 0 {
 		c.ChunkSize = 0
+	}
+	if c.MaxRecordSize <= 0 {
+		c.MaxRecordSize = DefaultMaxRecordSize
 	}
 	return nil
 }
@@ -104,6 +117,7 @@ type Source struct {
 	// CSV: header field i holds schema column colMap[i], or -1 when not declared.
 	colMap  []int
 	nfields int
+	header  []string
 	// JSON Lines: member name -> schema column.
 	jsonIndex map[string]int
 }
@@ -282,6 +296,7 @@ func (s *Source) readHead() error {
 
 func (s *Source) mapHeader(header []string) error {
 	s.nfields = len(header)
+	s.header = header
 	s.colMap = make([]int, len(header))
 	for i := range s.colMap {
 		s.colMap[i] = -1
@@ -455,6 +470,10 @@ type chunk struct {
 	lines  int   // newlines in data
 	last   bool
 	result chan []pipeline.Batch
+	// overlong: the chunk is one record longer than MaxRecordSize, of size bytes with lines
+	// newlines; data holds only its start, for the reject.
+	overlong bool
+	size     int64
 }
 
 func (s *Source) run(parent context.Context, r io.Reader, off, line int64, out chan<- pipeline.Batch) error {
@@ -556,43 +575,99 @@ func (s *Source) readChunks(ctx context.Context, r io.Reader, off, line int64, e
 		case err != nil:
 			return readError(s.cfg.Path, off+int64(total), err)
 		}
-		cut := total
+		cut, head := total, 0
 		if !eof {
-			cut = s.splitPoint(buf[:total])
-			if cut <= 0 { // one record larger than the buffer: grow it
-				nb := make([]byte, 2*len(buf))
+			cut, head = s.splitPoint(buf[:total])
+			if cut == 0 && head == 0 {
+				// One record larger than the buffer: grow it, up to the largest record allowed
+				// and the byte after it (which tells whether a quote there closes a field).
+				size := min(2*len(buf), s.cfg.MaxRecordSize+1)
+				if size <= len(buf) {
+					return fmt.Errorf("file %s: no record boundary in %d bytes at offset %d (a bug: the limit is %d)", s.cfg.Path, total, off, s.cfg.MaxRecordSize)
+				}
+				nb := make([]byte, size)
 				copy(nb, buf[:total])
 				buf, carry = nb, total
 				continue
 			}
 		}
-		c := &chunk{data: string(buf[:cut]), off: off, line: line, last: eof,
-			result: make(chan []pipeline.Batch, 1)}
-		c.lines = strings.Count(c.data, "\n")
+		var c *chunk
+		if head > 0 {
+			if c, carry, err = s.skipRecord(ctx, r, buf, total, head, off); err != nil {
+				return err
+			}
+			c.line = line
+		} else {
+			c = &chunk{data: string(buf[:cut]), off: off, line: line, last: eof, size: int64(cut)}
+			c.lines = strings.Count(c.data, "\n")
+			carry = copy(buf, buf[cut:total])
+		}
+		c.result = make(chan []pipeline.Batch, 1)
 		if !emit(c) {
 			return ctx.Err()
 		}
-		off += int64(cut)
+		off += c.size
 		line += int64(c.lines)
-		carry = copy(buf, buf[cut:total])
-		if eof {
+		if c.last {
 			return nil
 		}
 	}
 }
 
-// splitPoint returns the length of the longest prefix of b that holds whole records, or 0.
-func (s *Source) splitPoint(b []byte) int {
-	if s.format == formatJSONL {
-		return bytes.LastIndexByte(b, '\n') + 1
+// skipRecord makes the chunk of a record longer than MaxRecordSize that starts at buf[0]: buf[:head]
+// is its start and buf[head:total] holds no end of it, which is the next '\n' in r. Its bytes are
+// read and dropped up to that newline; what follows it is moved to the start of buf, and its
+// length returned.
+func (s *Source) skipRecord(ctx context.Context, r io.Reader, buf []byte, total, head int, off int64) (*chunk, int, error) {
+	c := &chunk{data: s.rawStart(string(buf[:min(total, s.rawKeep())])), off: off, overlong: true,
+		lines: bytes.Count(buf[:head], []byte{'\n'}), size: int64(total)}
+	for {
+		if ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
+		n, err := io.ReadFull(r, buf)
+		eof := false
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			eof = true
+		case err != nil:
+			return nil, 0, readError(s.cfg.Path, off+c.size+int64(n), err)
+		}
+		if k := bytes.IndexByte(buf[:n], '\n'); k >= 0 {
+			c.size += int64(k + 1)
+			c.lines++
+			return c, copy(buf, buf[k+1:n]), nil
+		}
+		c.size += int64(n)
+		if eof {
+			c.last = true
+			return c, 0, nil
+		}
 	}
-	return csvSplitPoint(b)
+}
+
+// splitPoint returns the length of the longest prefix of b that holds whole records, or 0; see
+// csvSplitPoint for head.
+func (s *Source) splitPoint(b []byte) (cut, head int) {
+	if s.format == formatJSONL {
+		cut = bytes.LastIndexByte(b, '\n') + 1
+		if cut == 0 && len(b) > s.cfg.MaxRecordSize {
+			return 0, s.cfg.MaxRecordSize + 1
+		}
+		return cut, 0
+	}
+	return csvSplitPoint(b, s.cfg.MaxRecordSize)
 }
 
 // parseChunk turns a chunk into batches of at most BatchSize records.
 func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
 	bs := s.cfg.BatchSize
 	ncols := len(s.names)
+	if c.overlong {
+		rec := pipeline.Record{Values: make([]pipeline.Value, ncols), Seq: c.line, Raw: c.data, Err: s.tooLong(c.size)}
+		cur := appendCursor(nil, c.off+c.size, c.line+int64(c.lines))
+		return []pipeline.Batch{{Stream: s.stream, Records: []pipeline.Record{rec}, Cursor: string(cur), Done: c.last}}
+	}
 	remaining := c.lines + 1 // an upper bound on the rows left
 	data := c.data
 	pos, line := 0, c.line
@@ -616,6 +691,9 @@ func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
 				// Raw is a substring of the chunk: no copy, and a row the transform rejects
 				// later still reaches rejects.jsonl as it was read.
 				rec := pipeline.Record{Values: vals, Seq: line, Raw: rawLine(data[pos:next]), Err: rerr}
+				if next-pos > s.cfg.MaxRecordSize {
+					rec.Err, rec.Raw = s.tooLong(int64(next-pos)), s.rawStart(rec.Raw)
+				}
 				recs = append(recs, rec)
 			}
 			remaining -= nl
@@ -640,6 +718,43 @@ func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
 			remaining = 1
 		}
 	}
+}
+
+// tooLong is the error of a record of size bytes, more than MaxRecordSize.
+func (s *Source) tooLong(size int64) *pipeline.RowError {
+	return &pipeline.RowError{Code: pipeline.CodeParse, Message: "record of " + strconv.FormatInt(size, 10) +
+		" bytes is longer than --max-record-size (" + formatBytes(s.cfg.MaxRecordSize) + "): raise it if such records are expected; " +
+		"reading goes on with the next line (the reject keeps the record's first " + formatBytes(s.rawKeep()) + ")"}
+}
+
+// rawKeep is how much of a record longer than MaxRecordSize its reject keeps. A record that long
+// has at least that many bytes before its terminator, so every chunking keeps the same bytes.
+func (s *Source) rawKeep() int { return min(rawKeep, s.cfg.MaxRecordSize) }
+
+// rawStart returns the start of a long record's raw text that its reject keeps, without a partial
+// UTF-8 sequence at the end.
+func (s *Source) rawStart(raw string) string {
+	raw = raw[:min(len(raw), s.rawKeep())]
+	for i := len(raw) - 1; i >= 0 && i >= len(raw)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(raw[i]) {
+			if !utf8.FullRuneInString(raw[i:]) {
+				return raw[:i]
+			}
+			break
+		}
+	}
+	return raw
+}
+
+// formatBytes writes a size the way the flags take it.
+func formatBytes(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + " KiB"
+	}
+	return strconv.Itoa(n) + " bytes"
 }
 
 // rawLine strips the record terminator.
