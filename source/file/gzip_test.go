@@ -152,3 +152,20 @@ func TestTruncatedGzipResumeAndSample(t *testing.T) {
 		t.Errorf("JSON Lines without its trailer: %d rows, %v", rows, err)
 	}
 }
+
+// TestNotGzip: an empty .gz file and a plain file named .gz say so, naming the file.
+func TestNotGzip(t *testing.T) {
+	dir := t.TempDir()
+	for name, want := range map[string]string{
+		"":                    "is empty: a .gz file holds at least a gzip header",
+		"id,name,ts,amount\n": "not a gzip file (its first bytes are not a gzip header): if it is not compressed, drop the .gz",
+	} {
+		path := filepath.Join(dir, fmt.Sprintf("x%d.csv.gz", len(name)))
+		if err := os.WriteFile(path, []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(Config{Path: path, Schema: ordersSchema}, nil); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+}

@@ -271,7 +271,10 @@ func (s *Source) readHead() error {
 			if n == 0 || pos == n {
 				return fmt.Errorf("file %s is empty: a CSV file needs a header line", s.cfg.Path)
 			}
-			return fmt.Errorf("file %s: cannot read the CSV header line", s.cfg.Path)
+			if !whole {
+				return fmt.Errorf("file %s: the CSV header (line 1) does not end within the first %s: is this a CSV file with a header line?", s.cfg.Path, formatBytes(len(buf)))
+			}
+			return fmt.Errorf("file %s: cannot read the CSV header (line 1)", s.cfg.Path)
 		}
 		if err := s.mapHeader(fields); err != nil {
 			return err

@@ -354,6 +354,10 @@ func TestNewErrors(t *testing.T) {
 	if _, err = New(Config{Path: path, Schema: ordersSchema}, nil); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Fatalf("empty: %v", err)
 	}
+	path = writeFile(t, "long.csv", strings.Repeat("id", 1<<20))
+	if _, err = New(Config{Path: path, Schema: ordersSchema}, nil); err == nil || !strings.Contains(err.Error(), "long.csv: the CSV header (line 1) does not end within the first 1 MiB") {
+		t.Fatalf("header without an end: %v", err)
+	}
 	path = writeFile(t, "t.csv", "id\n")
 	if _, err = New(Config{Path: path, Schema: pipeline.SourceSchema{{Name: "id", Type: "bigintt"}}}, nil); err == nil || !strings.Contains(err.Error(), `column "id"`) {
 		t.Fatalf("type: %v", err)
