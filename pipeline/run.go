@@ -74,6 +74,11 @@ type Result struct {
 // ErrTooManyRejects is wrapped by the error a run returns when the reject limit was exceeded.
 var ErrTooManyRejects = errors.New("too many rejected rows")
 
+// ErrDamagedInput is wrapped by a source's error when its input turned out to be damaged (a
+// truncated or corrupt file): what was read from it is not committed, since it may already hold
+// wrong values, and the run fails.
+var ErrDamagedInput = errors.New("damaged input")
+
 // ErrInterrupted is returned when stop was closed: what was read is committed and checkpointed.
 var ErrInterrupted = errors.New("interrupted")
 
@@ -269,7 +274,7 @@ loop:
 	sourceFailed := false
 	if runErr == nil && serr != nil && !(interrupted && errors.Is(serr, context.Canceled)) {
 		runErr = fmt.Errorf("source: %w", serr)
-		sourceFailed = runCtx.Err() == nil
+		sourceFailed = runCtx.Err() == nil && !errors.Is(serr, ErrDamagedInput)
 	}
 	if runErr == nil && runCtx.Err() != nil {
 		runErr = context.Cause(runCtx)

@@ -20,12 +20,16 @@ type seqSource struct {
 	streams, rows, batch int
 	bad                  map[int64]bool // rows the source cannot decode
 	delay                time.Duration
-	failStream           int // the source fails when it reaches this stream (0: never)
+	failStream           int   // the source fails when it reaches this stream (0: never)
+	failErr              error // the error it fails with (default: a range that keeps failing)
 }
 
 func (s *seqSource) Run(ctx context.Context, resume map[string]StreamState, out chan<- Batch) error {
 	for si := 0; si < s.streams; si++ {
 		if s.failStream > 0 && si == s.failStream {
+			if s.failErr != nil {
+				return s.failErr
+			}
 			return errors.New("range s" + strconv.Itoa(si) + " keeps failing")
 		}
 		name := fmt.Sprintf("s%d", si)
@@ -290,7 +294,12 @@ func TestInterruptCommitsAndResumes(t *testing.T) {
 	cfg := testConfig(t, src, sink, copyTransform{})
 	r, _ := NewRunner(cfg)
 	stop := make(chan struct{})
-	time.AfterFunc(10*time.Millisecond, func() { close(stop) })
+	go func() { // interrupt once rows flow, however loaded the machine
+		for r.Counters.RowsIn.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		close(stop)
+	}()
 	res, err := r.Run(context.Background(), stop, nil)
 	if !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("err = %v, want ErrInterrupted", err)
@@ -393,5 +402,22 @@ func TestSourceFailureCheckpointsWhatWasRead(t *testing.T) {
 	}
 	if len(sink.committed) != 1500 {
 		t.Fatalf("after resume %d rows, want 1500", len(sink.committed))
+	}
+}
+
+// A damaged input (a gzip file with a bad checksum) may already have delivered wrong values:
+// unlike a source that merely stopped, nothing read from it is committed.
+func TestDamagedInputCommitsNothing(t *testing.T) {
+	src := &seqSource{streams: 3, rows: 500, batch: 50, failStream: 2, failErr: fmt.Errorf("file x.csv.gz: %w", ErrDamagedInput)}
+	sink := &memSink{}
+	cfg := testConfig(t, src, sink, copyTransform{})
+	r, _ := NewRunner(cfg)
+	res, err := r.Run(context.Background(), nil, nil)
+	if !errors.Is(err, ErrDamagedInput) {
+		t.Fatalf("err = %v", err)
+	}
+	cp, _ := LoadCheckpoint(cfg.OutDir)
+	if len(sink.committed) != 0 || cp == nil || cp.RowsWritten != 0 || res.RowsWritten != 0 {
+		t.Fatalf("committed %d rows from a damaged input (checkpoint %+v, result %d)", len(sink.committed), cp, res.RowsWritten)
 	}
 }

@@ -42,6 +42,7 @@ func (pf *planFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&pf.source, "source", "", "source to sample for quantile split keys (optional)")
 	fl.IntVar(&pf.regions, "regions", 0, "number of pre-split regions (overrides the mapping's regions:)")
 	addCassandraFlags(fl)
+	addFileFlags(fl)
 }
 
 // plan loads the mapping and computes its region plan, sampling --source when given. loaded,

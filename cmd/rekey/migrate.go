@@ -94,6 +94,7 @@ Exit codes:
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	addCassandraFlags(fl)
 	addCassandraReadFlags(fl, true)
+	addFileFlags(fl)
 	return cmd
 }
 
@@ -176,8 +177,10 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		return err
 	}
 	src, err := openSource(f.source, prog.Source(), logger)
-	if err != nil {
-		return exitWith(2, err)
+	if errors.Is(err, pipeline.ErrDamagedInput) {
+		return exitWith(exitFailed, err)
+	} else if err != nil {
+		return exitWith(exitUsage, err)
 	}
 	defer closeSource(src)
 

@@ -90,6 +90,7 @@ with --strict, 1 when there are warnings. --json writes every figure (schema: re
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line (with --json/--html for the rest)")
 	addCassandraFlags(fl)
 	addCassandraReadFlags(fl, false)
+	addFileFlags(fl)
 	return cmd
 }
 

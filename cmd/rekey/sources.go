@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/pipeline"
@@ -36,13 +38,36 @@ func openSource(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (p
 	case isKafkaURI(uri):
 		return openKafka(uri, schema, logger)
 	case strings.HasPrefix(uri, "file:"):
-		return file.New(file.Config{Path: strings.TrimPrefix(uri, "file:"), Schema: schema}, logger.Named("source.file"))
+		return openFile(strings.TrimPrefix(uri, "file:"), schema, logger)
 	case !strings.Contains(uri, "://"):
 		if _, err := os.Stat(uri); err == nil { // a bare path is a file
-			return file.New(file.Config{Path: uri, Schema: schema}, logger.Named("source.file"))
+			return openFile(uri, schema, logger)
 		}
 	}
 	return nil, fmt.Errorf("--source %q: unknown kind of source\n%s", uri, sourceHelp)
+}
+
+// fileOpts is filled by the file source flags of whichever command runs (each run() registers
+// them afresh, which resets them to their defaults).
+var fileOpts struct {
+	maxRecordSize string
+}
+
+// addFileFlags registers the flags of the file source on a command's flag set.
+func addFileFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&fileOpts.maxRecordSize, "max-record-size", "16MiB",
+		"file sources: the largest CSV row or JSON line; a longer one is rejected, and a CSV quote not closed within it is taken for a stray one that rejects only its own line")
+}
+
+func openFile(path string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
+	limit, err := parseSize("--max-record-size", fileOpts.maxRecordSize)
+	if err != nil {
+		return nil, err
+	}
+	if limit > math.MaxInt32 {
+		return nil, fmt.Errorf("--max-record-size %s: at most 2GiB", fileOpts.maxRecordSize)
+	}
+	return file.New(file.Config{Path: path, Schema: schema, MaxRecordSize: int(limit)}, logger.Named("source.file"))
 }
 
 // sampleRows reads a spread sample from the source, when it can, and applies the mapping to it.

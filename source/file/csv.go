@@ -15,15 +15,26 @@ import (
 // starts with '"' is quoted: it may hold ',', '\n' and '""' (an escaped quote) and ends at the next
 // lone '"'. A quote anywhere else is an ordinary character. An unquoted empty field is null; a
 // quoted empty field is the empty string.
+//
+// A record must end within Config.MaxRecordSize bytes of its start. A quoted field whose closing
+// quote is not within that limit (or that the file ends inside) is taken for a stray quote: its
+// record ends with the line the quote opens on, and the next record starts on the line after.
+// A record that still ends past the limit (a line longer than it) is rejected as too long. Both
+// rules look at most limit+1 bytes past a record's start, which bounds the buffer a record needs,
+// and both depend only on the bytes from the record's start, so that any chunking (and a resume
+// from any record boundary) reads the same records.
 
-// csvSplitPoint returns the length of the longest prefix of b that ends at a record boundary
-// (just after a '\n' outside quotes), or 0 if there is none. b starts at a record boundary.
-func csvSplitPoint(b []byte) int {
-	// Outside-quote segments as [start, end) pairs; the last newline of the last segment that
-	// has one is the split point.
+// csvSplitPoint returns the length of the longest prefix of b that holds whole records; b starts
+// at a record boundary and is not the end of the file. When b holds no whole record, cut is 0 and
+// either head is 0 (the first record may end within the limit: read more) or head > 0: the first
+// record runs past the limit and b holds no end of it, which is the first '\n' after b; b[:head]
+// is its start.
+func csvSplitPoint(b []byte, limit int) (cut, head int) {
+	// Outside-quote segments as [start, end) pairs since the last known record boundary base;
+	// the last newline in them is the last record boundary.
 	var segsBuf [16]int
 	segs := segsBuf[:0]
-	i, segStart, open := 0, 0, false
+	base, i, segStart := 0, 0, 0
 	for {
 		k := bytes.IndexByte(b[i:], '"')
 		if k < 0 {
@@ -35,37 +46,68 @@ func csvSplitPoint(b []byte) int {
 			continue
 		}
 		segs = append(segs, segStart, q)
-		j := q + 1
-		for {
-			k := bytes.IndexByte(b[j:], '"')
-			if k < 0 || j+k+1 == len(b) {
-				// The field is still open at the end of b (or its closing quote is the last
-				// byte, which might be the first half of an escaped "").
-				open = true
-				break
-			}
-			j += k
-			if b[j+1] == '"' {
-				j += 2
+		c := closingQuote(b, q)
+		// c < limit closes within the limit whatever the record's start: the common case needs
+		// no record start.
+		if c < 0 || c >= limit {
+			rs := lastBoundary(b, segs, base)
+			switch {
+			case c >= 0 && c < rs+limit:
+				// closed within the limit
+			case c < 0 && len(b) <= rs+limit:
+				return rs, 0 // the quote may still close within the limit: read more
+			default:
+				// Not closed within the limit: the record ends with the quote's line.
+				e := bytes.IndexByte(b[q+1:], '\n')
+				if e < 0 {
+					if rs > 0 {
+						return rs, 0
+					}
+					return 0, q + 1
+				}
+				i = q + 1 + e + 1
+				segStart, base = i, i
+				segs = segs[:0]
 				continue
 			}
-			break
 		}
-		if open {
-			break
-		}
-		i = j + 1
+		i = c + 1
 		segStart = i
 	}
-	if !open {
-		segs = append(segs, segStart, len(b))
+	segs = append(segs, segStart, len(b))
+	cut = lastBoundary(b, segs, base)
+	if cut == 0 && len(b) > limit {
+		return 0, limit + 1 // one line longer than the limit
 	}
+	return cut, 0
+}
+
+// closingQuote returns the index of the quote that closes the quoted field opening at b[q], or -1
+// when b does not tell: no lone quote follows, or the only candidate is b's last byte (which may
+// be the first half of an escaped "").
+func closingQuote(b []byte, q int) int {
+	j := q + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 || j+k+1 == len(b) {
+			return -1
+		}
+		j += k
+		if b[j+1] != '"' {
+			return j
+		}
+		j += 2
+	}
+}
+
+// lastBoundary returns the offset after the last newline in the segments, or base if none has one.
+func lastBoundary(b []byte, segs []int, base int) int {
 	for p := len(segs) - 2; p >= 0; p -= 2 {
 		if k := bytes.LastIndexByte(b[segs[p]:segs[p+1]], '\n'); k >= 0 {
 			return segs[p] + k + 1
 		}
 	}
-	return 0
+	return base
 }
 
 // splitHeader reads the header record at data[pos:]. It returns the fields, the offset after the
@@ -102,12 +144,11 @@ func (s *Source) parseCSVRow(data string, pos int, vals []pipeline.Value) (next,
 		if i < len(data) && data[i] == '"' {
 			quoted = true
 			j := i + 1
-			escaped := false
+			escaped, closed := false, false
 			for {
 				k := strings.IndexByte(data[j:], '"')
 				if k < 0 {
-					return len(data), nl + strings.Count(data[i:], "\n"), false,
-						&pipeline.RowError{Code: pipeline.CodeParse, Field: s.headerName(field), Message: "unterminated quoted field"}
+					break
 				}
 				j += k
 				if j+1 < len(data) && data[j+1] == '"' {
@@ -115,7 +156,16 @@ func (s *Source) parseCSVRow(data string, pos int, vals []pipeline.Value) (next,
 					j += 2
 					continue
 				}
+				closed = true
 				break
+			}
+			if !closed || j-pos >= s.cfg.MaxRecordSize {
+				// A stray quote: the record ends with the quote's line (see csvSplitPoint).
+				rerr = s.unclosedQuote(field, nl)
+				if e := strings.IndexByte(data[i+1:], '\n'); e >= 0 {
+					return i + 1 + e + 1, nl + 1, false, rerr
+				}
+				return len(data), nl, false, rerr
 			}
 			val = data[i+1 : j]
 			nl += strings.Count(val, "\n")
@@ -178,6 +228,23 @@ func (s *Source) parseCSVRow(data string, pos int, vals []pipeline.Value) (next,
 			Message: "expected " + strconv.Itoa(s.nfields) + " fields, got " + strconv.Itoa(field)}
 	}
 	return i, nl, false, rerr
+}
+
+// unclosedQuote is the error of a record whose field (0-based) opens a quote that does not close
+// within the limit; nl is the number of lines of the record before the quote's.
+func (s *Source) unclosedQuote(field, nl int) *pipeline.RowError {
+	where := "field " + strconv.Itoa(field+1)
+	name := s.headerName(field)
+	if name == "" && field < len(s.header) {
+		where += " (" + strconv.Quote(s.header[field]) + ")"
+	}
+	if nl > 0 {
+		where += ", on line " + strconv.Itoa(nl+1) + " of the record,"
+	}
+	return &pipeline.RowError{Code: pipeline.CodeParse, Field: name,
+		Message: "the quote that opens " + where + " is not closed within --max-record-size (" +
+			formatBytes(s.cfg.MaxRecordSize) + ") or before the end of the file: the record is taken to end with that line " +
+			"and reading goes on with the next one (a stray '\"' at the start of a field?)"}
 }
 
 // headerName names the CSV field at index i for error messages.

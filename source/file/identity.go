@@ -18,7 +18,10 @@ func (s *Source) Identity() pipeline.Identity {
 	if err != nil {
 		path = s.cfg.Path
 	}
-	id := pipeline.Identity{"file": path, "size": "unknown", "modified": "unknown"}
+	// The record size limit decides where a stray quote's record ends: a resume with another
+	// one could cut the rest of the file differently from the first run.
+	id := pipeline.Identity{"file": path, "size": "unknown", "modified": "unknown",
+		"max_record_size": strconv.Itoa(s.cfg.MaxRecordSize)}
 	if st, err := os.Stat(s.cfg.Path); err == nil {
 		id["size"] = strconv.FormatInt(st.Size(), 10)
 		id["modified"] = st.ModTime().UTC().Format(time.RFC3339Nano)

@@ -77,6 +77,9 @@ func (s *Source) sampleSpread(ctx context.Context, n int, dataSize int64) ([]pip
 		}
 		off := s.dataStart + int64(k)*dataSize/int64(n)
 		size := int(s.avgRow*4) + 4096
+		// The line start and one whole record lie within this many bytes, or the sample point is
+		// skipped (a record longer than the limit is a reject, not a sample).
+		maxWindow := 2*s.cfg.MaxRecordSize + 2
 		for {
 			if cap(buf) < size {
 				buf = make([]byte, size)
@@ -93,22 +96,33 @@ func (s *Source) sampleSpread(ctx context.Context, n int, dataSize int64) ([]pip
 				// off may fall inside a line: start at the next one.
 				i := bytes.IndexByte(win, '\n')
 				if i < 0 {
-					if eof {
+					if eof || size >= maxWindow {
 						break
 					}
-					size *= 2
+					size = min(2*size, maxWindow)
 					continue
 				}
 				start = i + 1
 			}
-			str := string(win[start:])
+			win = win[start:]
+			if !eof {
+				// The first record must end in the window, as the splitter decides.
+				cut, head := s.splitPoint(win)
+				if head > 0 {
+					break
+				}
+				if cut == 0 {
+					if size >= maxWindow {
+						break
+					}
+					size = min(2*size, maxWindow)
+					continue
+				}
+				win = win[:cut]
+			}
+			str := string(win)
 			vals := slab[len(recs)*ncols : (len(recs)+1)*ncols : (len(recs)+1)*ncols]
 			next, _, blank, _ := parse(str, 0, vals)
-			complete := next < len(str) || (next == len(str) && strings.HasSuffix(str, "\n")) || eof
-			if !complete {
-				size *= 2
-				continue
-			}
 			if blank || next == 0 {
 				break
 			}
@@ -117,7 +131,10 @@ func (s *Source) sampleSpread(ctx context.Context, n int, dataSize int64) ([]pip
 			clear(vals)
 			_, _, _, rerr := parse(row, 0, vals)
 			rec := pipeline.Record{Values: vals, Err: rerr}
-			if rerr != nil {
+			if next > s.cfg.MaxRecordSize {
+				rec.Err, row = s.tooLong(int64(next)), s.rawStart(rawLine(row))
+			}
+			if rec.Err != nil {
 				rec.Raw = rawLine(row)
 			}
 			recs = append(recs, rec)

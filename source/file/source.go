@@ -15,8 +15,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
-	"github.com/klauspost/compress/gzip"
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/pipeline"
@@ -29,7 +29,8 @@ type Config struct {
 	// followed by .gz.
 	Path string
 	// Schema declares the columns to read, with their CQL types; Record.Values follow its order.
-	// CSV columns are found by header name (exact, then case-insensitive); JSON members by key.
+	// CSV columns are found by header name (exact, then case-insensitive; two candidates are an
+	// error); JSON members by key.
 	Schema pipeline.SourceSchema
 	// BatchSize is the number of rows per batch (default 4096).
 	BatchSize int
@@ -39,12 +40,21 @@ type Config struct {
 	// files under 16 MiB per worker). A record longer than a chunk grows it. Tests use tiny
 	// values to put boundaries inside records.
 	ChunkSize int
+	// MaxRecordSize bounds a record, in bytes (default 16 MiB): a CSV quoted field not closed
+	// within it ends its record with the line the quote opens on, and a longer record is
+	// rejected. It also bounds the memory one record can take.
+	MaxRecordSize int
 }
 
 const (
 	defaultBatchSize = 4096
 	defaultChunkSize = 1 << 20
 	minAutoChunk     = 512 << 10
+
+	// DefaultMaxRecordSize is Config.MaxRecordSize's default.
+	DefaultMaxRecordSize = 16 << 20
+	// rawKeep is how much of a record longer than MaxRecordSize its reject keeps, at most.
+	rawKeep = 4 << 10
 )
 
 // Validate checks the configuration and fills in defaults.
@@ -73,6 +83,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ChunkSize < 0 {
 		c.ChunkSize = 0
+	}
+	if c.MaxRecordSize <= 0 {
+		c.MaxRecordSize = DefaultMaxRecordSize
 	}
 	return nil
 }
@@ -104,6 +117,7 @@ type Source struct {
 	// CSV: header field i holds schema column colMap[i], or -1 when not declared.
 	colMap  []int
 	nfields int
+	header  []string
 	// JSON Lines: member name -> schema column.
 	jsonIndex map[string]int
 }
@@ -183,10 +197,10 @@ func (s *Source) open() (io.ReadCloser, *os.File, error) {
 	if !s.gz {
 		return f, f, nil
 	}
-	zr, err := gzip.NewReader(f)
+	zr, err := newGzipReader(f, s.cfg.Path, s.size)
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("file %s: not a gzip file: %w", s.cfg.Path, err)
+		return nil, nil, err
 	}
 	return readCloser{zr, f}, f, nil
 }
@@ -208,7 +222,10 @@ func (s *Source) openAt(off int64) (io.ReadCloser, error) {
 		if s.gz {
 			if n, err := io.CopyN(io.Discard, r, off); err != nil {
 				r.Close()
-				return nil, fmt.Errorf("file %s: skip to offset %d (reached %d): %w", s.cfg.Path, off, n, err)
+				if err == io.EOF {
+					return nil, fmt.Errorf("file %s: resume offset %d is past the end of its data (%d bytes uncompressed): was it replaced?", s.cfg.Path, off, n)
+				}
+				return nil, err // a *DamagedError: it names the file and the position
 			}
 		} else if _, err := f.Seek(off, io.SeekStart); err != nil {
 			r.Close()
@@ -216,6 +233,17 @@ func (s *Source) openAt(off int64) (io.ReadCloser, error) {
 		}
 	}
 	return r, nil
+}
+
+// readError names the file and offset of a read error; a gzip reader's errors name them already.
+// Only io.EOF and io.ErrUnexpectedEOF from io.ReadFull are the end of the data: the gzip reader
+// never returns io.ErrUnexpectedEOF itself.
+func readError(path string, off int64, err error) error {
+	var de *DamagedError
+	if errors.As(err, &de) {
+		return err
+	}
+	return fmt.Errorf("read %s at offset %d: %w", path, off, err)
 }
 
 // readHead reads the first chunk: BOM, CSV header, average row size.
@@ -228,7 +256,7 @@ func (s *Source) readHead() error {
 	buf := make([]byte, 1<<20)
 	n, err := io.ReadFull(r, buf)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-		return fmt.Errorf("read %s: %w", s.cfg.Path, err)
+		return readError(s.cfg.Path, 0, err)
 	}
 	whole := n < len(buf)
 	head := buf[:n]
@@ -243,7 +271,10 @@ func (s *Source) readHead() error {
 			if n == 0 || pos == n {
 				return fmt.Errorf("file %s is empty: a CSV file needs a header line", s.cfg.Path)
 			}
-			return fmt.Errorf("file %s: cannot read the CSV header line", s.cfg.Path)
+			if !whole {
+				return fmt.Errorf("file %s: the CSV header (line 1) does not end within the first %s: is this a CSV file with a header line?", s.cfg.Path, formatBytes(len(buf)))
+			}
+			return fmt.Errorf("file %s: cannot read the CSV header (line 1)", s.cfg.Path)
 		}
 		if err := s.mapHeader(fields); err != nil {
 			return err
@@ -268,32 +299,46 @@ func (s *Source) readHead() error {
 
 func (s *Source) mapHeader(header []string) error {
 	s.nfields = len(header)
+	s.header = header
 	s.colMap = make([]int, len(header))
 	for i := range s.colMap {
 		s.colMap[i] = -1
 	}
+	// A declared column is the header field of exactly its name; failing that, the one field
+	// equal to it ignoring case and surrounding spaces. Two candidates at either step are an
+	// error: reading the first would silently pick one of two columns.
+	found := make([]int, len(s.names))
+	for ci, name := range s.names {
+		found[ci] = -1
+		if fields := matching(header, func(h string) bool { return h == name }); len(fields) > 1 {
+			return fmt.Errorf("file %s: header names column %q %s (%s): rename or drop one of them in the header line: "+
+				"rekey cannot tell which one the mapping's column %q means", s.cfg.Path, name, times(len(fields)), fieldList(header, fields, false), name)
+		} else if len(fields) == 1 {
+			found[ci] = fields[0]
+			s.colMap[fields[0]] = ci
+		}
+	}
 	var missing []string
 	for ci, name := range s.names {
-		found := -1
-		for i, h := range header {
-			if h == name && s.colMap[i] < 0 {
-				found = i
-				break
-			}
-		}
-		if found < 0 {
-			for i, h := range header {
-				if strings.EqualFold(strings.TrimSpace(h), name) && s.colMap[i] < 0 {
-					found = i
-					break
-				}
-			}
-		}
-		if found < 0 {
-			missing = append(missing, strconv.Quote(name))
+		if found[ci] >= 0 {
 			continue
 		}
-		s.colMap[found] = ci
+		fields := matching(header, func(h string) bool { return strings.EqualFold(strings.TrimSpace(h), name) })
+		free := fields[:0:0]
+		for _, i := range fields {
+			if s.colMap[i] < 0 {
+				free = append(free, i)
+			}
+		}
+		switch len(free) {
+		case 0:
+			missing = append(missing, strconv.Quote(name))
+		case 1:
+			s.colMap[free[0]] = ci
+		default:
+			return fmt.Errorf("file %s: header has no column %q but %d that match it ignoring case (%s): rename them, "+
+				"or name one exactly %q in the header line or the mapping", s.cfg.Path, name, len(free), fieldList(header, free, true), name)
+		}
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("file %s: header has no column %s (header: %s)", s.cfg.Path,
@@ -306,10 +351,54 @@ func (s *Source) mapHeader(header []string) error {
 		}
 	}
 	if len(extra) > 0 {
-		s.log.Info("ignoring CSV columns that the mapping does not declare",
+		s.log.Warn("ignoring CSV columns that the mapping does not declare",
 			zap.String("file", s.cfg.Path), zap.Strings("columns", extra))
 	}
+	for i, h := range header {
+		if s.colMap[i] >= 0 {
+			continue
+		}
+		for _, name := range s.names {
+			if strings.EqualFold(strings.TrimSpace(h), name) {
+				s.log.Warn("a CSV column that differs from a declared one only in case is ignored: the exact match is read",
+					zap.String("file", s.cfg.Path), zap.String("column", name), zap.String("ignored", h), zap.Int("field", i+1))
+			}
+		}
+	}
 	return nil
+}
+
+// matching returns the indexes of the header fields that match.
+func matching(header []string, match func(string) bool) []int {
+	var fields []int
+	for i, h := range header {
+		if match(h) {
+			fields = append(fields, i)
+		}
+	}
+	return fields
+}
+
+// fieldList names header fields by 1-based position: "fields 3 and 5", or with their text.
+func fieldList(header []string, fields []int, names bool) string {
+	parts := make([]string, len(fields))
+	for k, i := range fields {
+		parts[k] = strconv.Itoa(i + 1)
+		if names {
+			parts[k] = strconv.Quote(header[i]) + " field " + parts[k]
+		}
+	}
+	if names {
+		return strings.Join(parts, ", ")
+	}
+	return "fields " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+func times(n int) string {
+	if n == 2 {
+		return "twice"
+	}
+	return strconv.Itoa(n) + " times"
 }
 
 // EstimatedRows estimates the row count from the file size and the first chunk's average row
@@ -384,6 +473,10 @@ type chunk struct {
 	lines  int   // newlines in data
 	last   bool
 	result chan []pipeline.Batch
+	// overlong: the chunk is one record longer than MaxRecordSize, of size bytes with lines
+	// newlines; data holds only its start, for the reject.
+	overlong bool
+	size     int64
 }
 
 func (s *Source) run(parent context.Context, r io.Reader, off, line int64, out chan<- pipeline.Batch) error {
@@ -483,45 +576,101 @@ func (s *Source) readChunks(ctx context.Context, r io.Reader, off, line int64, e
 		case err == io.EOF || err == io.ErrUnexpectedEOF:
 			eof = true
 		case err != nil:
-			return fmt.Errorf("read %s at offset %d: %w", s.cfg.Path, off+int64(carry), err)
+			return readError(s.cfg.Path, off+int64(total), err)
 		}
-		cut := total
+		cut, head := total, 0
 		if !eof {
-			cut = s.splitPoint(buf[:total])
-			if cut <= 0 { // one record larger than the buffer: grow it
-				nb := make([]byte, 2*len(buf))
+			cut, head = s.splitPoint(buf[:total])
+			if cut == 0 && head == 0 {
+				// One record larger than the buffer: grow it, up to the largest record allowed
+				// and the byte after it (which tells whether a quote there closes a field).
+				size := min(2*len(buf), s.cfg.MaxRecordSize+1)
+				if size <= len(buf) {
+					return fmt.Errorf("file %s: no record boundary in %d bytes at offset %d (a bug: the limit is %d)", s.cfg.Path, total, off, s.cfg.MaxRecordSize)
+				}
+				nb := make([]byte, size)
 				copy(nb, buf[:total])
 				buf, carry = nb, total
 				continue
 			}
 		}
-		c := &chunk{data: string(buf[:cut]), off: off, line: line, last: eof,
-			result: make(chan []pipeline.Batch, 1)}
-		c.lines = strings.Count(c.data, "\n")
+		var c *chunk
+		if head > 0 {
+			if c, carry, err = s.skipRecord(ctx, r, buf, total, head, off); err != nil {
+				return err
+			}
+			c.line = line
+		} else {
+			c = &chunk{data: string(buf[:cut]), off: off, line: line, last: eof, size: int64(cut)}
+			c.lines = strings.Count(c.data, "\n")
+			carry = copy(buf, buf[cut:total])
+		}
+		c.result = make(chan []pipeline.Batch, 1)
 		if !emit(c) {
 			return ctx.Err()
 		}
-		off += int64(cut)
+		off += c.size
 		line += int64(c.lines)
-		carry = copy(buf, buf[cut:total])
-		if eof {
+		if c.last {
 			return nil
 		}
 	}
 }
 
-// splitPoint returns the length of the longest prefix of b that holds whole records, or 0.
-func (s *Source) splitPoint(b []byte) int {
-	if s.format == formatJSONL {
-		return bytes.LastIndexByte(b, '\n') + 1
+// skipRecord makes the chunk of a record longer than MaxRecordSize that starts at buf[0]: buf[:head]
+// is its start and buf[head:total] holds no end of it, which is the next '\n' in r. Its bytes are
+// read and dropped up to that newline; what follows it is moved to the start of buf, and its
+// length returned.
+func (s *Source) skipRecord(ctx context.Context, r io.Reader, buf []byte, total, head int, off int64) (*chunk, int, error) {
+	c := &chunk{data: s.rawStart(string(buf[:min(total, s.rawKeep())])), off: off, overlong: true,
+		lines: bytes.Count(buf[:head], []byte{'\n'}), size: int64(total)}
+	for {
+		if ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
+		n, err := io.ReadFull(r, buf)
+		eof := false
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			eof = true
+		case err != nil:
+			return nil, 0, readError(s.cfg.Path, off+c.size+int64(n), err)
+		}
+		if k := bytes.IndexByte(buf[:n], '\n'); k >= 0 {
+			c.size += int64(k + 1)
+			c.lines++
+			return c, copy(buf, buf[k+1:n]), nil
+		}
+		c.size += int64(n)
+		if eof {
+			c.last = true
+			return c, 0, nil
+		}
 	}
-	return csvSplitPoint(b)
+}
+
+// splitPoint returns the length of the longest prefix of b that holds whole records, or 0; see
+// csvSplitPoint for head.
+func (s *Source) splitPoint(b []byte) (cut, head int) {
+	if s.format == formatJSONL {
+		cut = bytes.LastIndexByte(b, '\n') + 1
+		if cut == 0 && len(b) > s.cfg.MaxRecordSize {
+			return 0, s.cfg.MaxRecordSize + 1
+		}
+		return cut, 0
+	}
+	return csvSplitPoint(b, s.cfg.MaxRecordSize)
 }
 
 // parseChunk turns a chunk into batches of at most BatchSize records.
 func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
 	bs := s.cfg.BatchSize
 	ncols := len(s.names)
+	if c.overlong {
+		rec := pipeline.Record{Values: make([]pipeline.Value, ncols), Seq: c.line, Raw: c.data, Err: s.tooLong(c.size)}
+		cur := appendCursor(nil, c.off+c.size, c.line+int64(c.lines))
+		return []pipeline.Batch{{Stream: s.stream, Records: []pipeline.Record{rec}, Cursor: string(cur), Done: c.last}}
+	}
 	remaining := c.lines + 1 // an upper bound on the rows left
 	data := c.data
 	pos, line := 0, c.line
@@ -545,6 +694,9 @@ func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
 				// Raw is a substring of the chunk: no copy, and a row the transform rejects
 				// later still reaches rejects.jsonl as it was read.
 				rec := pipeline.Record{Values: vals, Seq: line, Raw: rawLine(data[pos:next]), Err: rerr}
+				if next-pos > s.cfg.MaxRecordSize {
+					rec.Err, rec.Raw = s.tooLong(int64(next-pos)), s.rawStart(rec.Raw)
+				}
 				recs = append(recs, rec)
 			}
 			remaining -= nl
@@ -569,6 +721,43 @@ func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
 			remaining = 1
 		}
 	}
+}
+
+// tooLong is the error of a record of size bytes, more than MaxRecordSize.
+func (s *Source) tooLong(size int64) *pipeline.RowError {
+	return &pipeline.RowError{Code: pipeline.CodeParse, Message: "record of " + strconv.FormatInt(size, 10) +
+		" bytes is longer than --max-record-size (" + formatBytes(s.cfg.MaxRecordSize) + "): raise it if such records are expected; " +
+		"reading goes on with the next line (the reject keeps the record's first " + formatBytes(s.rawKeep()) + ")"}
+}
+
+// rawKeep is how much of a record longer than MaxRecordSize its reject keeps. A record that long
+// has at least that many bytes before its terminator, so every chunking keeps the same bytes.
+func (s *Source) rawKeep() int { return min(rawKeep, s.cfg.MaxRecordSize) }
+
+// rawStart returns the start of a long record's raw text that its reject keeps, without a partial
+// UTF-8 sequence at the end.
+func (s *Source) rawStart(raw string) string {
+	raw = raw[:min(len(raw), s.rawKeep())]
+	for i := len(raw) - 1; i >= 0 && i >= len(raw)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(raw[i]) {
+			if !utf8.FullRuneInString(raw[i:]) {
+				return raw[:i]
+			}
+			break
+		}
+	}
+	return raw
+}
+
+// formatBytes writes a size the way the flags take it.
+func formatBytes(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + " KiB"
+	}
+	return strconv.Itoa(n) + " bytes"
 }
 
 // rawLine strips the record terminator.

@@ -139,6 +139,8 @@ func TestCSVTricky(t *testing.T) {
 	}
 }
 
+// TestCSVUnterminatedQuote: a quote the file ends inside rejects only its own line; the next
+// line is read as a record of its own.
 func TestCSVUnterminatedQuote(t *testing.T) {
 	path := writeFile(t, "u.csv", "id,name,ts,amount\n1,a,0,0\n2,\"open\nstill open,0,0\n")
 	src, err := New(Config{Path: path, Schema: ordersSchema, ChunkSize: 4}, nil)
@@ -148,7 +150,8 @@ func TestCSVUnterminatedQuote(t *testing.T) {
 	got := rowsOf(runAll(t, src, nil))
 	want := []row{
 		{Seq: 2, Values: `int:"1" text:"a" int:"0" decimal:"0"`},
-		{Seq: 3, Raw: "2,\"open\nstill open,0,0", Err: `parse: field "name": unterminated quoted field`},
+		{Seq: 3, Raw: "2,\"open", Err: `parse: field "name": the quote that opens field 2 is not closed within --max-record-size (16 MiB) or before the end of the file: the record is taken to end with that line and reading goes on with the next one (a stray '"' at the start of a field?)`},
+		{Seq: 4, Raw: "still open,0,0", Err: `parse: expected 4 fields, got 3`},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v\nwant %v", got, want)
@@ -351,6 +354,10 @@ func TestNewErrors(t *testing.T) {
 	if _, err = New(Config{Path: path, Schema: ordersSchema}, nil); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Fatalf("empty: %v", err)
 	}
+	path = writeFile(t, "long.csv", strings.Repeat("id", 1<<20))
+	if _, err = New(Config{Path: path, Schema: ordersSchema}, nil); err == nil || !strings.Contains(err.Error(), "long.csv: the CSV header (line 1) does not end within the first 1 MiB") {
+		t.Fatalf("header without an end: %v", err)
+	}
 	path = writeFile(t, "t.csv", "id\n")
 	if _, err = New(Config{Path: path, Schema: pipeline.SourceSchema{{Name: "id", Type: "bigintt"}}}, nil); err == nil || !strings.Contains(err.Error(), `column "id"`) {
 		t.Fatalf("type: %v", err)
@@ -471,12 +478,15 @@ func TestResumeDone(t *testing.T) {
 }
 
 // FuzzCSVChunking checks that chunk boundaries never change what is read, whatever the input
-// (malformed quotes included): the splitter and the row parser follow the same rules.
+// (malformed quotes included) and the record size limit: the splitter and the row parser follow
+// the same rules.
 func FuzzCSVChunking(f *testing.F) {
 	f.Add("1,\"a\nb\",2,3\n")
 	f.Add(trickyCSV[len("\ufeffid,name,extra,ts,amount\r\n"):])
 	f.Add("1,a\"b,\"c\"\"\n\",4\r\n\"\"\"\",\n")
 	f.Add("\"x\"y\"z,\n\"\n,\"\n")
+	f.Add("1,\"stray\n2,b,c,d\n3,\"long\nquoted\nfield\",x,y\n4,e,f,g")
+	f.Add("1,aaaaaaaaaaaaaaaaaaaaaaaaa,\"b\"\r\n,\"\n\n\n\"\"\"\n")
 	f.Fuzz(func(t *testing.T, body string) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "f.csv")
@@ -484,25 +494,29 @@ func FuzzCSVChunking(f *testing.F) {
 			t.Fatal(err)
 		}
 		schema := pipeline.SourceSchema{{Name: "id", Type: "text"}, {Name: "name", Type: "text"}, {Name: "ts", Type: "text"}, {Name: "amount", Type: "text"}}
-		var ref []row
-		for i, chunk := range []int{1 << 20, 1, 2, 5, 16} {
-			src, err := New(Config{Path: path, Schema: schema, BatchSize: 3, Workers: 2, ChunkSize: chunk}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := rowsOf(runAll(t, src, nil))
-			if i == 0 {
-				ref = got
-				lines := int64(strings.Count(body, "\n"))
-				for _, r := range got {
-					if r.Seq < 2 || r.Seq > lines+2 {
-						t.Fatalf("seq %d outside 2..%d", r.Seq, lines+2)
-					}
+		for _, limit := range []int{0, 3, 8, 21} {
+			var ref []row
+			for i, chunk := range []int{1 << 20, 1, 2, 5, 16} {
+				src, err := New(Config{Path: path, Schema: schema, BatchSize: 3, Workers: 2, ChunkSize: chunk, MaxRecordSize: limit}, nil)
+				if err != nil {
+					t.Fatal(err)
 				}
-				continue
-			}
-			if !reflect.DeepEqual(got, ref) {
-				t.Fatalf("chunk %d:\n got %+v\nwant %+v", chunk, got, ref)
+				got := rowsOf(runAll(t, src, nil))
+				if i == 0 {
+					ref = got
+					lines := int64(strings.Count(body, "\n"))
+					last := int64(0)
+					for _, r := range got {
+						if r.Seq < 2 || r.Seq > lines+2 || r.Seq <= last {
+							t.Fatalf("limit %d: seq %d after %d, outside 2..%d", limit, r.Seq, last, lines+2)
+						}
+						last = r.Seq
+					}
+					continue
+				}
+				if !reflect.DeepEqual(got, ref) {
+					t.Fatalf("limit %d chunk %d:\n got %+v\nwant %+v", limit, chunk, got, ref)
+				}
 			}
 		}
 	})
