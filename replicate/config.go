@@ -11,14 +11,19 @@
 //     file in the table format and a file of DELETE statements.
 //   - A roll closes when its files reach RollSize or RollInterval after it opened, whichever
 //     comes first (a timer: the interval fires on an idle topic too), and on rebalance and
-//     shutdown. Closing: finish every file (footer, fsync) under a temporary name, sync
-//     rejects.jsonl, rename the files, fsync the folders, rewrite manifest.json, then commit the
-//     offset after the roll's last message to Kafka. A crash anywhere before the commit replays
-//     the roll from the committed offset.
-//   - File names derive from (partition, first offset, roll's last offset) and the transform is
-//     deterministic, so a replay writes the same names with the same content. After a crash the
-//     worker finds the interrupted roll's end in the names already on disk and closes its replay
-//     there, reproducing the files exactly.
+//     shutdown. Closing: finish every file (footer, fsync) under a temporary name, including
+//     the roll's rejects file; then, under the folder's lock, rename them, fsync the folders and
+//     rewrite manifest.json, which is the roll's commit point (its files listed, its messages
+//     counted once per partition); last, commit the offset after the roll's last message to
+//     Kafka.
+//   - manifest.json records each partition's next offset (after its last committed roll). A
+//     partition's new owner removes what an uncommitted roll of the partition left (temporary
+//     files, renamed files the manifest does not list) and reads from that next offset when it is
+//     past the group's: a committed roll is never replayed, an uncommitted one is replayed
+//     whole. File names derive from (partition, first offset, roll's last offset).
+//   - The members of a consumer group share one output folder: a partition's files are written
+//     only by the member Kafka assigns it to, and manifest.json is read, changed and rewritten
+//     under a lock file (flock).
 //   - Deletes (tombstones, Debezium "d", an update that moves a row to a new key) are DELETE
 //     statements in the segment's .sql file, applied after its upserts. An upsert of a key that
 //     was deleted earlier in the same segment starts a new segment for that region, so "upserts,
@@ -94,12 +99,22 @@ type GroupOptions struct {
 
 // Hooks are called by a partition's worker while it closes a roll.
 type Hooks struct {
-	// BeforeCommitFiles runs when the roll's files are finished under temporary names.
-	BeforeCommitFiles func(partition int, first, last int64) error
-	// AfterCommitFiles runs when the files are renamed and the manifest written, before the
-	// offset commit.
-	AfterCommitFiles func(partition int, first, last int64) error
+	// Commit runs at each step of a roll's commit. A non-nil error stops the process there as
+	// a kill would: nothing more is committed, and no file is removed.
+	Commit func(step CommitStep, partition int, first, last int64) error
 }
+
+// CommitStep is a point in a roll's commit.
+type CommitStep string
+
+// The steps of a roll's commit, in order.
+const (
+	StepFinished CommitStep = "finished" // every file finished and fsynced under its temporary name
+	StepRenaming CommitStep = "renaming" // after each file's rename to its final name (files renamed in part)
+	StepRenamed  CommitStep = "renamed"  // every file renamed, the folders fsynced; manifest.json not rewritten
+	StepManifest CommitStep = "manifest" // manifest.json lists the roll: it is committed; the Kafka offset is not
+	StepOffset   CommitStep = "offset"   // the Kafka offset after the roll is committed
+)
 
 // Validate checks the configuration and fills in defaults.
 func (c *Config) Validate() error {

@@ -276,8 +276,8 @@ func applyOutputs(t testing.TB, schema pipeline.TargetSchema, pl pipeline.Region
 	return state
 }
 
-// checkDisk: every committed file in the region folders is in the manifest, and no temporary
-// file is left.
+// checkDisk: every committed file in the region and rejects folders is in the manifest, every
+// file the manifest lists is there, and no temporary file is left.
 func checkDisk(t testing.TB, dir string, m *replicate.Manifest) {
 	t.Helper()
 	listed := map[string]bool{}
@@ -289,7 +289,23 @@ func checkDisk(t testing.TB, dir string, m *replicate.Manifest) {
 			listed[s.Deletes.Path] = true
 		}
 	}
+	for _, r := range m.Replication.Rejects {
+		listed[r.Path] = true
+	}
+	for p := range listed {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("listed in the manifest: %v", err)
+		}
+	}
 	ents, _ := filepath.Glob(filepath.Join(dir, "region-*", "*"))
+	more, _ := filepath.Glob(filepath.Join(dir, replicate.RejectsDir, "*"))
+	ents = append(ents, more...)
+	tops, _ := filepath.Glob(filepath.Join(dir, "*"))
+	for _, e := range tops {
+		if pipeline.IsTemp(e) {
+			t.Errorf("temporary file left: %s", filepath.Base(e))
+		}
+	}
 	for _, e := range ents {
 		rel, _ := filepath.Rel(dir, e)
 		rel = filepath.ToSlash(rel)
@@ -439,28 +455,52 @@ func jsonStream(parts, n int) ([]kafkago.Message, model, map[string]bool) {
 	return msgs, want, poison
 }
 
-// rejectsOf reads rejects.jsonl as a set of "partition/offset".
+// rejectsOf reads the rejects files as a set of "partition/offset".
 func rejectsOf(t testing.TB, dirs ...string) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
+	for k := range rejectLines(t, dirs...) {
+		out[k] = true
+	}
+	return out
+}
+
+// rejectLines counts the reject lines of each message ("partition/offset") in the rolls'
+// rejects files.
+func rejectLines(t testing.TB, dirs ...string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
 	for _, d := range dirs {
-		f, err := os.Open(filepath.Join(d, pipeline.RejectsFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var r pipeline.Reject
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+		files, _ := filepath.Glob(filepath.Join(d, replicate.RejectsDir, "*.jsonl"))
+		for _, name := range files {
+			if pipeline.IsTemp(name) {
+				continue
+			}
+			st, err := os.Stat(name)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if r.KafkaMessage == nil || r.Topic == "" || r.Position == "" || r.Code == "" {
-				t.Fatalf("reject without coordinates: %s", sc.Text())
+			if st.Mode().Perm() != 0o600 {
+				t.Errorf("%s: mode %v, want 0600 (raw messages may be personal data)", name, st.Mode().Perm())
 			}
-			out[fmt.Sprintf("%d/%d", r.Partition, r.Offset)] = true
+			f, err := os.Open(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(f)
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				var r pipeline.Reject
+				if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+					t.Fatal(err)
+				}
+				if r.KafkaMessage == nil || r.Topic == "" || r.Position == "" || r.Code == "" {
+					t.Fatalf("reject without coordinates: %s", sc.Text())
+				}
+				out[fmt.Sprintf("%d/%d", r.Partition, r.Offset)]++
+			}
+			f.Close()
 		}
-		f.Close()
 	}
 	return out
 }

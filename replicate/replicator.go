@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -29,19 +29,18 @@ type Replicator struct {
 	dstmt   *deleteStmt
 	dialer  *kafkago.Dialer
 	metrics *Metrics
-	rejects *pipeline.RejectLog
 	man     *manifest
+	member  string // names this process's temporary files
 
 	rawWritten   atomic.Int64 // buffered bytes encoded into files, for the size estimate
 	bytesEncoded atomic.Int64 // file bytes they became
 
-	priorMu sync.Mutex
-	prior   map[int]map[int64]int64 // partition -> first offset -> roll's last offset, from files on disk
+	crashed atomic.Bool // a fault hook stopped the process: leave the disk as a kill would
 }
 
-// New validates cfg and prepares the output directory: replicate.json (created, or checked
-// against cfg), ddl.sql and bulkload.json, leftover temporary files removed, the manifest of an
-// earlier process loaded to be continued.
+// New validates cfg and prepares the output folder, which the members of the consumer group
+// share: replicate.json (created, or checked against cfg), ddl.sql and bulkload.json, the
+// manifest of the members before it continued.
 func New(cfg Config) (*Replicator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -53,50 +52,75 @@ func New(cfg Config) (*Replicator, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Replicator{cfg: cfg, log: cfg.Logger, target: cfg.Program.Target(), dialer: dialer, metrics: newMetrics()}
+	r := &Replicator{cfg: cfg, log: cfg.Logger, target: cfg.Program.Target(), dialer: dialer, metrics: newMetrics(),
+		member: fmt.Sprintf("%08x", rand.Uint32())}
 	r.dstmt = newDeleteStmt(r.target)
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create output directory: %w", err)
 	}
-	st, err := LoadState(cfg.OutDir)
+	r.man, err = openManifest(cfg.OutDir, r.baseManifest, Replication{Topic: cfg.Kafka.Topic, Group: cfg.Kafka.Group, Format: cfg.Kafka.Format}, r.log)
 	if err != nil {
 		return nil, err
 	}
+	if err := r.prepare(); err != nil {
+		r.man.close()
+		return nil, err
+	}
+	if r.man.legacy {
+		r.log.Warn("manifest.json was written by an earlier rekey that counted replayed messages again: its rows_in, rows_written and rows_rejected restart from the rolls committed from now on; its segments are kept")
+	}
+	return r, nil
+}
+
+// prepare writes the folder's own files under the folder's lock: members starting together
+// would otherwise race to create replicate.json (a quantile plan sampled by each could differ)
+// and write the same temporary names.
+func (r *Replicator) prepare() error {
+	cfg := &r.cfg
+	unlock, err := r.man.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	// temporary files at the top of the folder are only written under this lock: whoever
+	// holds it may remove those a killed member left
+	ents, err := os.ReadDir(cfg.OutDir)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", cfg.OutDir, err)
+	}
+	for _, e := range ents {
+		if pipeline.IsTemp(e.Name()) && !e.IsDir() {
+			if err := os.Remove(filepath.Join(cfg.OutDir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove leftover %s: %w", e.Name(), err)
+			}
+		}
+	}
+	st, err := LoadState(cfg.OutDir)
+	if err != nil {
+		return err
+	}
 	if st != nil {
-		if err := st.check(&r.cfg); err != nil {
-			return nil, err
+		if err := st.check(cfg); err != nil {
+			return err
 		}
 	} else {
 		st = &State{Fingerprint: cfg.Program.Fingerprint(), Table: r.target.Table, Topic: cfg.Kafka.Topic, Group: cfg.Kafka.Group,
 			Message: cfg.Kafka.Format, FileFormat: cfg.Format.Name(), Plan: cfg.Plan, CreatedAt: time.Now().UTC()}
 		if err := st.save(cfg.OutDir); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := lindorm.WriteDDL(cfg.OutDir, lindorm.DDL(r.target, cfg.Plan, cfg.Program.Options())); err != nil {
-		return nil, err
+		return err
 	}
 	job, err := lindorm.BulkloadConfig(r.target, cfg.Format.Name(), cfg.OutDir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := lindorm.WriteBulkloadConfig(cfg.OutDir, job); err != nil {
-		return nil, err
+		return err
 	}
-	if err := r.scan(); err != nil {
-		return nil, err
-	}
-	r.man, err = loadManifest(cfg.OutDir, r.baseManifest, Replication{Topic: cfg.Kafka.Topic, Group: cfg.Kafka.Group, Format: cfg.Kafka.Format})
-	if err != nil {
-		return nil, err
-	}
-	if err := r.man.write(0, 0, 0); err != nil { // a directory describes itself from the start
-		return nil, err
-	}
-	if r.rejects, err = pipeline.OpenRejectLog(filepath.Join(cfg.OutDir, pipeline.RejectsFile), -1, nil); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return r.man.write() // a folder describes itself from the start
 }
 
 func (r *Replicator) baseManifest() *lindorm.Manifest {
@@ -107,58 +131,9 @@ func (r *Replicator) baseManifest() *lindorm.Manifest {
 	return m
 }
 
-// scan removes temporary files an interrupted process left in the region folders and records
-// the rolls already on disk (their names give each roll's offsets), so that a replay ends its
-// rolls where the interrupted process did and rewrites identical files.
-func (r *Replicator) scan() error {
-	r.prior = map[int]map[int64]int64{}
-	for i := 0; i < r.cfg.Plan.Count(); i++ {
-		dir := filepath.Join(r.cfg.OutDir, pipeline.RegionDir(i))
-		ents, err := os.ReadDir(dir)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("list %s: %w", dir, err)
-		}
-		for _, e := range ents {
-			name := e.Name()
-			if pipeline.IsTemp(name) {
-				if err := os.Remove(filepath.Join(dir, name)); err != nil {
-					return fmt.Errorf("remove leftover %s: %w", name, err)
-				}
-				continue
-			}
-			p, first, last, ok := ParseSegmentName(name)
-			if !ok {
-				continue
-			}
-			if r.prior[p] == nil {
-				r.prior[p] = map[int64]int64{}
-			}
-			// segments split inside a roll start later but end with the same roll: keep the
-			// end by every first offset; the roll's own first offset is what a replay meets
-			r.prior[p][first] = last
-		}
-	}
-	return nil
-}
-
-// priorEnd returns the last offset of a roll an earlier process started at first, if any.
-func (r *Replicator) priorEnd(partition int, first int64) (int64, bool) {
-	r.priorMu.Lock()
-	defer r.priorMu.Unlock()
-	last, ok := r.prior[partition][first]
-	return last, ok
-}
-
-func (r *Replicator) notePrior(partition int, first, last int64) {
-	r.priorMu.Lock()
-	defer r.priorMu.Unlock()
-	if r.prior[partition] == nil {
-		r.prior[partition] = map[int64]int64{}
-	}
-	r.prior[partition][first] = last
+// tmpName is the temporary name of a partition's file (see offsetDigits).
+func (r *Replicator) tmpName(partition int, first int64, ext string) string {
+	return pipeline.TempPrefix + fmt.Sprintf("p%04d-%0*d-%s.%s", partition, offsetDigits, first, r.member, ext)
 }
 
 // Metrics returns the live figures.
@@ -186,16 +161,10 @@ func (r *Replicator) ratio() float64 {
 // and its offsets committed; Run returns nil) or ctx is cancelled (a hard stop: nothing more is
 // committed, temporary files are removed) or a worker fails (its error).
 func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
-	defer r.rejects.Close()
-	unlock, err := lockDir(r.cfg.OutDir)
-	if err != nil {
-		return err
-	}
-	defer unlock()
+	defer r.man.close()
 	log := r.log
 	g := r.cfg.Group
-	var cg *kafkago.ConsumerGroup
-	cg, err = kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
+	cg, err := kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
 		ID:                     r.cfg.Kafka.Group,
 		Brokers:                r.cfg.Kafka.Brokers,
 		Dialer:                 r.dialer,
@@ -278,6 +247,10 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 		parts = append(parts, a.ID)
 	}
 	r.log.Info("generation joined", zap.Int32("generation", gen.ID), zap.Ints("partitions", parts))
+	claims, err := r.man.claim(parts, r.cfg.Plan.Count())
+	if err != nil {
+		return err
+	}
 	r.metrics.setState("consuming")
 	var commitMu sync.Mutex
 	commit := func(partition int, offset int64) error {
@@ -305,7 +278,7 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 			go func() {
 				defer wg.Done()
 				w := r.newWorker(a.ID, commit, len(assigned))
-				if err := w.run(wctx, ctx, a.Offset); err != nil {
+				if err := w.run(wctx, ctx, a.Offset, claims[a.ID]); err != nil {
 					if failed.CompareAndSwap(nil, &err) {
 						cancel(err)
 					}
@@ -322,7 +295,7 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 		}
 		done <- nil
 	})
-	err := <-done
+	err = <-done
 	for _, p := range parts {
 		r.metrics.assign(p, false)
 	}
@@ -336,23 +309,3 @@ var (
 	errGenerationEnded = errors.New("generation ended")
 	errStop            = errors.New("stopping")
 )
-
-// LockFile is held (flock) by the process replicating into a directory.
-const LockFile = "replicate.lock"
-
-// lockDir takes the directory's lock: two processes writing one directory would overwrite
-// each other's rolls and manifest.
-func lockDir(dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", dir, err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s is in use by another rekey replicate process (each process needs its own --out)", dir)
-	}
-	return func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
-}

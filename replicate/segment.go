@@ -23,6 +23,11 @@ import (
 // to apply segments in (".sql" sorts after ".parquet" and ".csv": a segment's deletes come after
 // its upserts). The name is a function of the messages alone: a replay of the same offsets writes
 // the same names with the same content.
+//
+// Until its roll commits, a file has a temporary name that starts with the partition and names
+// the member writing it: .rekey-tmp-p0002-0000000000001234-<member>.parquet. The partition says
+// which member may remove it (see manifest.claim); the member keeps the temporary files of two
+// members apart should a partition's former owner still be writing when the next one starts.
 const offsetDigits = 16
 
 // SegmentName is the base name (without extension) of a segment.
@@ -68,7 +73,7 @@ type segment struct {
 }
 
 func (s *segment) tmpName(ext string) string {
-	return filepath.Join(s.dir, pipeline.TempPrefix+fmt.Sprintf("p%04d-%0*d.%s", s.w.partition, offsetDigits, s.first, ext))
+	return filepath.Join(s.dir, s.w.r.tmpName(s.w.partition, s.first, ext))
 }
 
 // countingWriter counts the bytes written to the file; a pooled bufio.Writer is attached while
@@ -276,16 +281,20 @@ func (s *segment) commit(rollLast int64) (segmentFiles, error) {
 	return sf, nil
 }
 
-// abort closes and removes the temporary files.
-func (s *segment) abort() {
+// abort closes the temporary files and, when remove is set, removes them.
+func (s *segment) abort(remove bool) {
 	if s.f != nil {
 		s.f.Close()
-		os.Remove(s.f.Name())
+		if remove {
+			os.Remove(s.f.Name())
+		}
 		s.f = nil
 	}
 	if s.df != nil {
 		s.df.Close()
-		os.Remove(s.df.Name())
+		if remove {
+			os.Remove(s.df.Name())
+		}
 		s.df = nil
 	}
 }

@@ -11,7 +11,8 @@ import (
 
 // StateFile records what an output directory replicates: the mapping's fingerprint, the region
 // plan (fixed for the directory's life: the table is pre-split once, and a replay must route a
-// message to the same region), the topic and formats.
+// message to the same region), the topic, the consumer group (whose members all write there)
+// and formats.
 const StateFile = "replicate.json"
 
 // State is the content of replicate.json.
@@ -52,6 +53,10 @@ func (s *State) check(cfg *Config) error {
 	}
 	if s.Topic != cfg.Kafka.Topic {
 		errs = append(errs, fmt.Errorf("it replicates topic %s, not %s", s.Topic, cfg.Kafka.Topic))
+	}
+	if s.Group != cfg.Kafka.Group {
+		// the members of one group share a folder; another group reads every partition again
+		errs = append(errs, fmt.Errorf("it is the output of consumer group %s, not %s (the members of one group share one --out; another group needs its own)", s.Group, cfg.Kafka.Group))
 	}
 	if s.FileFormat != cfg.Format.Name() {
 		errs = append(errs, fmt.Errorf("it holds %s files, not %s", s.FileFormat, cfg.Format.Name()))

@@ -1,11 +1,17 @@
 package replicate
 
 import (
+	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
 )
 
 func TestTracker(t *testing.T) {
@@ -68,5 +74,127 @@ func TestDeleteStatement(t *testing.T) {
 	}
 	if strings.Contains(got, "ignored") {
 		t.Fatal("a non-key column in the WHERE")
+	}
+}
+
+// TestClaimRemovesOnlyOwnedLeftovers: a member assigned partition 1 removes what an interrupted
+// roll of partition 1 left (temporary files of any member, committed names that manifest.json
+// does not list) and nothing of partition 0, which a live member may be writing (issue 9, item
+// 12: members share one folder, and a killed member's temporary files must not stay for ever).
+func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	base := func() *lindorm.Manifest { return &lindorm.Manifest{Regions: make([]lindorm.RegionInfo, 1)} }
+	m, err := openManifest(dir, base, Replication{Topic: "t", Group: "g"}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	write := func(rel string) {
+		t.Helper()
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	committed := "region-0000/" + SegmentName(1, 0, 9) + ".parquet"
+	committedRejects := RejectsDir + "/" + SegmentName(1, 0, 9) + ".jsonl"
+	write(committed)
+	write(committedRejects)
+	err = m.commit(&rollCommit{partition: 1, first: 0, last: 9, messages: 10, rejected: 1, upserts: 9,
+		rename: func() ([]segmentFiles, *RejectFile, error) {
+			return []segmentFiles{{Region: 0, Partition: 1, First: 0, Last: 9, Data: &pipeline.FileInfo{Path: committed, Rows: 9, Bytes: 1}}},
+				&RejectFile{Partition: 1, FirstOffset: 0, RollLast: 9, Path: committedRejects, Rejects: 1}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := []string{
+		committed, committedRejects,
+		"region-0000/" + pipeline.TempPrefix + "p0000-0000000000000010-aaaaaaaa.parquet", // live member, partition 0
+		"region-0000/" + SegmentName(0, 10, 19) + ".parquet",                             // partition 0: not ours to judge
+		"region-0000/notes.txt",
+	}
+	gone := []string{
+		"region-0000/" + pipeline.TempPrefix + "p0001-0000000000000010-bbbbbbbb.sql", // killed member
+		"region-0000/" + pipeline.TempPrefix + "p0001-0000000000000010.parquet",      // an earlier rekey's name
+		"region-0000/" + SegmentName(1, 10, 19) + ".parquet",                         // renamed, never committed
+		RejectsDir + "/" + pipeline.TempPrefix + "p0001-0000000000000010-bbbbbbbb.jsonl",
+		RejectsDir + "/" + SegmentName(1, 10, 19) + ".jsonl",
+	}
+	for _, f := range append(keep[2:], gone...) {
+		write(f)
+	}
+	// another process sees the commit through the folder's manifest
+	other, err := openManifest(dir, base, Replication{Topic: "t", Group: "g"}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.close()
+	cl, err := other.claim([]int{1, 2}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range keep {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("removed: %v", err)
+		}
+	}
+	for _, f := range gone {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("left: %s", f)
+		}
+	}
+	if c := cl[1]; !c.known || c.entry.NextOffset != 10 || c.entry.Messages != 10 || c.entry.Rejected != 1 {
+		t.Errorf("partition 1: %+v", c)
+	}
+	if c := cl[2]; c.known || !c.other {
+		t.Errorf("partition 2: %+v", c)
+	}
+	// the other process commits partition 1's next roll; the first one, its copy not knowing
+	// it, may not commit those messages again (it lost the partition)
+	none := func() ([]segmentFiles, *RejectFile, error) { return nil, nil, nil }
+	if err := other.commit(&rollCommit{partition: 1, first: 10, last: 19, expect: 10, messages: 10, rename: none}); err != nil {
+		t.Fatal(err)
+	}
+	err = m.commit(&rollCommit{partition: 1, first: 10, last: 12, expect: 10, rename: func() ([]segmentFiles, *RejectFile, error) {
+		t.Error("renamed the files of a lost partition")
+		return nil, nil, nil
+	}})
+	if !errors.Is(err, errLost) {
+		t.Errorf("commit over a committed roll: %v", err)
+	}
+	var mf Manifest
+	if _, err := pipeline.ReadJSON(filepath.Join(dir, lindorm.ManifestFile), "manifest", &mf); err != nil {
+		t.Fatal(err)
+	}
+	if len(mf.Replication.Partitions) != 1 || mf.Replication.Partitions[0].NextOffset != 20 || mf.RowsIn != 20 || mf.RowsRejected != 1 || mf.RowsWritten != 19 {
+		t.Errorf("manifest: %+v, rows_in %d, rows_written %d, rows_rejected %d", mf.Replication.Partitions, mf.RowsIn, mf.RowsWritten, mf.RowsRejected)
+	}
+}
+
+func TestFilePartition(t *testing.T) {
+	for name, want := range map[string]int{
+		"p0002-0000000000001234-0000000000005678.parquet": 2,
+		"p0002-0000000000001234-0000000000005678.jsonl":   2,
+		".rekey-tmp-p0013-0000000000001234-0a1b2c3d.sql":  13,
+		".rekey-tmp-p10000-0000000000001234-0a1b2c3d.csv": 10000,
+		".rekey-tmp-p0002-0000000000001234.parquet":       2,
+		"p12345-0000000000001234-0000000000005678.csv":    12345,
+		"part-00001.parquet":                              -1,
+		"p2-1-2.parquet":                                  -1,
+		".rekey-tmp-manifest.json":                        -1,
+		".rekey-tmp-p2-x.sql":                             -1,
+		"notes.txt":                                       -1,
+	} {
+		p, ok := filePartition(name)
+		if !ok {
+			p = -1
+		}
+		if p != want {
+			t.Errorf("%s: partition %d (%v), want %d", name, p, ok, want)
+		}
 	}
 }

@@ -37,13 +37,15 @@ type worker struct {
 	stmt    []byte
 	budget  int64 // bytes of buffered rows this worker may hold
 
-	tracker    *tracker
-	roll       *roll
-	freeBufs   []files.Buffer
-	timer      *time.Timer
-	hwm        int64
-	saltWarn   bool
-	sinceCheck int64 // message bytes since the last memory and roll-size check
+	tracker     *tracker
+	roll        *roll
+	freeBufs    []files.Buffer
+	timer       *time.Timer
+	hwm         int64
+	floor       int64 // the partition's next offset in the manifest: offsets below are in committed rolls
+	msgRejected bool  // the current message has its reject line
+	saltWarn    bool
+	sinceCheck  int64 // message bytes since the last memory and roll-size check
 }
 
 // checkEvery is how many message bytes a worker reads between two memory and roll-size checks.
@@ -57,8 +59,11 @@ type roll struct {
 	span        *span
 	segs        []*segment // by region; nil until the region gets a change
 	split       []*segment
-	forcedEnd   int64 // replay: the end an earlier process gave this roll, or -1
-	msgs        int64
+	rejects     *rollRejects
+	msgs        int64 // messages: each one is rejected or written
+	rejected    int64
+	upserts     int64 // rows in the data files
+	dropped     int64 // redundant Debezium tombstones
 }
 
 func (r *Replicator) newWorker(partition int, commit func(int, int64) error, partitions int) *worker {
@@ -80,17 +85,19 @@ func (r *Replicator) newWorker(partition int, commit func(int, int64) error, par
 	return w
 }
 
-// run replicates from offset (or kafka-go's FirstOffset/LastOffset) until wctx ends: then, if
-// the cause is a rebalance or a stop, the roll is closed and committed; on a hard stop (hard
-// cancelled) or another worker's failure it is abandoned, its temporary files removed.
-func (w *worker) run(wctx, hard context.Context, offset int64) (err error) {
+// run replicates from offset (the group's, or kafka-go's FirstOffset/LastOffset) or from the
+// end of the partition's last committed roll in the folder, until wctx ends: then, if the cause
+// is a rebalance or a stop, the roll is closed and committed; on a hard stop (hard cancelled) or
+// another worker's failure it is abandoned, its temporary files removed.
+func (w *worker) run(wctx, hard context.Context, offset int64, cl claimed) (err error) {
 	r := w.r
 	r.metrics.assign(w.partition, true)
+	w.log.Info("partition assigned", zap.Int64("offset", offset))
+	offset = w.startAt(offset, cl)
 	if offset >= 0 {
 		r.metrics.committed(w.partition, offset)
 		r.metrics.position(w.partition, offset, -1)
 	}
-	w.log.Info("partition assigned", zap.Int64("offset", offset))
 	fctx, fcancel := context.WithCancel(hard)
 	ch := make(chan kafka.FetchBatch, 4)
 	free := make(chan []kafkago.Message, 8)
@@ -113,7 +120,7 @@ func (w *worker) run(wctx, hard context.Context, offset int64) (err error) {
 	defer w.timer.Stop()
 	defer func() {
 		if err != nil && w.roll != nil {
-			w.abortRoll()
+			w.abortRoll(!r.crashed.Load())
 		}
 		for _, b := range w.freeBufs {
 			if b.Rows() > 0 {
@@ -159,11 +166,6 @@ func (w *worker) run(wctx, hard context.Context, offset int64) (err error) {
 				}
 			}
 		case <-w.timer.C:
-			if w.roll != nil && w.roll.forcedEnd >= 0 && w.roll.last+1 < w.hwm {
-				// a replay keeps the earlier process's roll boundary while more messages exist
-				w.timer.Reset(w.r.cfg.RollInterval)
-				continue
-			}
 			if err := w.closeRoll("interval"); err != nil {
 				stopFetch()
 				return err
@@ -188,11 +190,8 @@ func (w *worker) process(msgs []kafkago.Message) error {
 	r := w.r
 	for i := range msgs {
 		m := &msgs[i]
-		if w.roll != nil && w.roll.forcedEnd >= 0 && m.Offset > w.roll.forcedEnd {
-			// the replayed roll's last message is gone (compaction): end it before this one
-			if err := w.closeRoll("replay boundary"); err != nil {
-				return err
-			}
+		if m.Offset < w.floor {
+			continue // in a committed roll (the fetch starts after them; kept safe here)
 		}
 		if w.roll == nil {
 			w.openRoll(m.Offset)
@@ -201,13 +200,12 @@ func (w *worker) process(msgs []kafkago.Message) error {
 		rl.span.extend(m.Offset)
 		rl.last = m.Offset
 		rl.msgs++
+		w.msgRejected = false
 		if err := w.message(m); err != nil {
 			return err
 		}
-		if rl.forcedEnd >= 0 && m.Offset >= rl.forcedEnd {
-			if err := w.closeRoll("replay boundary"); err != nil {
-				return err
-			}
+		if w.msgRejected {
+			rl.rejected++
 		}
 	}
 	r.metrics.MessagesIn.Add(int64(len(msgs)))
@@ -228,19 +226,15 @@ func (w *worker) process(msgs []kafkago.Message) error {
 	if err := w.fitMemory(); err != nil {
 		return err
 	}
-	if w.roll.forcedEnd < 0 && w.rollSize() >= r.cfg.RollSize {
+	if w.rollSize() >= r.cfg.RollSize {
 		return w.closeRoll("size")
 	}
 	return nil
 }
 
 func (w *worker) openRoll(first int64) {
-	rl := &roll{first: first, opened: time.Now(), span: w.tracker.open(first), forcedEnd: -1,
-		segs: make([]*segment, w.r.cfg.Plan.Count())}
-	if end, ok := w.r.priorEnd(w.partition, first); ok && end >= first {
-		rl.forcedEnd = end
-		w.log.Info("replaying a roll an earlier process wrote: keeping its boundary", zap.Int64("offset", first), zap.Int64("last", end))
-	}
+	rl := &roll{first: first, opened: time.Now(), span: w.tracker.open(first),
+		segs: make([]*segment, w.r.cfg.Plan.Count()), rejects: w.newRejects(first)}
 	w.roll = rl
 	w.timer.Reset(w.r.cfg.RollInterval)
 }
@@ -329,6 +323,7 @@ func (w *worker) message(m *kafkago.Message) error {
 			return err
 		}
 		r.metrics.RowsWritten.Add(1)
+		w.roll.upserts++
 	}
 	return nil
 }
@@ -373,6 +368,7 @@ func (w *worker) delete(m *kafkago.Message, ch *kafka.Change) error {
 	if w.r.cfg.Program.UsesSalt() {
 		if dbzTombstone {
 			w.r.metrics.TombstonesDropped.Add(1)
+			w.roll.dropped++
 			return nil
 		}
 		return w.reject(m, "transform", &pipeline.RowError{Code: kafka.CodeUnsupported,
@@ -382,6 +378,7 @@ func (w *worker) delete(m *kafkago.Message, ch *kafka.Change) error {
 	if rerr := w.ev.Apply(&w.batch, &rec, w.row); rerr != nil {
 		if dbzTombstone && rerr.Code == pipeline.CodeNullKey {
 			w.r.metrics.TombstonesDropped.Add(1)
+			w.roll.dropped++
 			return nil
 		}
 		rerr.Message = "delete: " + rerr.Message
@@ -407,6 +404,14 @@ func (w *worker) deleteRow(m *kafkago.Message, row []pipeline.Value) error {
 
 func (w *worker) reject(m *kafkago.Message, stage string, rerr *pipeline.RowError) error {
 	r := w.r
+	if w.msgRejected {
+		// one line per message, so that a message counts once; its second problem (an update
+		// whose old key cannot be computed, and whose new row does not fit) is logged
+		w.log.Warn("message rejected again: only its first reject is in the rejects file", zap.Int64("offset", m.Offset),
+			zap.String("code", rerr.Code), zap.String("field", rerr.Field), zap.String("message", rerr.Message))
+		return nil
+	}
+	w.msgRejected = true
 	// Position is "kafka:TOPIC/PARTITION:OFFSET"; the message's coordinates are also fields.
 	rj := &pipeline.Reject{
 		Position: "kafka:" + w.stream + ":" + fmt.Sprint(m.Offset), Stream: w.stream, Seq: m.Offset,
@@ -432,7 +437,7 @@ func (w *worker) reject(m *kafkago.Message, stage string, rerr *pipeline.RowErro
 	}
 	r.metrics.Rejected.Add(1)
 	w.log.Debug("message rejected", zap.Int64("offset", m.Offset), zap.String("code", rerr.Code), zap.String("field", rerr.Field))
-	return r.rejects.Add(rj)
+	return w.roll.rejects.add(rj)
 }
 
 // fitMemory keeps the memory of the roll's buffers (allocated bytes) within the worker's
@@ -505,8 +510,9 @@ func (w *worker) rollSize() int64 {
 }
 
 // closeRoll makes the roll durable and commits its offsets: finish every file (footer, fsync)
-// under its temporary name, sync the rejects, rename, fsync the folders, rewrite the manifest,
-// then commit the offset after the roll's last message.
+// under its temporary name, then, under the folder's lock, rename them and fsync the folders,
+// rewrite the manifest (the roll's commit point), and last commit the offset after the roll's
+// last message to Kafka.
 func (w *worker) closeRoll(reason string) error {
 	rl := w.roll
 	if rl == nil {
@@ -521,61 +527,79 @@ func (w *worker) closeRoll(reason string) error {
 			return fmt.Errorf("partition %d: %w", w.partition, err)
 		}
 	}
-	if h := r.cfg.Hooks.BeforeCommitFiles; h != nil {
-		if err := h(w.partition, rl.first, rl.last); err != nil {
-			return err
-		}
+	if err := rl.rejects.finish(); err != nil {
+		return fmt.Errorf("partition %d: %w", w.partition, err)
 	}
-	if _, _, err := r.rejects.Sync(); err != nil {
+	if err := w.hook(StepFinished, rl); err != nil {
 		return err
 	}
-	var committed []segmentFiles
-	dirs := map[string]bool{}
 	var nfiles, nbytes int64
-	for _, s := range segs {
-		sf, err := s.commit(rl.last)
-		if err != nil {
-			return fmt.Errorf("partition %d: %w", w.partition, err)
-		}
-		if sf.Data != nil || sf.Deletes != nil {
+	c := &rollCommit{partition: w.partition, first: rl.first, last: rl.last, expect: w.floor, messages: rl.msgs,
+		rejected: rl.rejected, upserts: rl.upserts, dropped: rl.dropped}
+	c.rename = func() ([]segmentFiles, *RejectFile, error) {
+		var committed []segmentFiles
+		dirs := map[string]bool{}
+		for _, s := range segs {
+			sf, err := s.commit(rl.last)
+			if err != nil {
+				return nil, nil, fmt.Errorf("partition %d: %w", w.partition, err)
+			}
+			if sf.Data == nil && sf.Deletes == nil {
+				continue
+			}
 			committed = append(committed, sf)
 			dirs[s.dir] = true
+			if sf.Data != nil {
+				nfiles++
+				nbytes += sf.Data.Bytes
+			}
+			if sf.Deletes != nil {
+				nfiles++
+				nbytes += sf.Deletes.Bytes
+			}
+			if err := w.hook(StepRenaming, rl); err != nil {
+				return nil, nil, err
+			}
 		}
-		if sf.Data != nil {
-			nfiles++
-			nbytes += sf.Data.Bytes
+		rej, err := rl.rejects.commit(w.partition, rl.first, rl.last)
+		if err != nil {
+			return nil, nil, fmt.Errorf("partition %d: %w", w.partition, err)
 		}
-		if sf.Deletes != nil {
-			nfiles++
-			nbytes += sf.Deletes.Bytes
+		if rej != nil {
+			dirs[rl.rejects.dir] = true
+			if err := w.hook(StepRenaming, rl); err != nil {
+				return nil, nil, err
+			}
 		}
-		r.notePrior(w.partition, s.first, rl.last)
+		for d := range dirs {
+			if err := pipeline.SyncDir(d); err != nil {
+				return nil, nil, err
+			}
+		}
+		if len(dirs) > 0 { // a region or rejects folder may be new
+			if err := pipeline.SyncDir(r.cfg.OutDir); err != nil {
+				return nil, nil, err
+			}
+		}
+		if err := w.hook(StepRenamed, rl); err != nil {
+			return nil, nil, err
+		}
+		return committed, rej, nil
 	}
-	for d := range dirs {
-		if err := pipeline.SyncDir(d); err != nil {
-			return err
-		}
-	}
-	if len(dirs) > 0 {
-		if err := pipeline.SyncDir(r.cfg.OutDir); err != nil {
-			return err
-		}
-	}
-	m := r.metrics
-	if err := r.man.add(committed, m.MessagesIn.Load(), m.RowsWritten.Load(), m.Rejected.Load()); err != nil {
+	if err := r.man.commit(c); err != nil {
 		return err
-	}
-	m.FilesCommitted.Add(nfiles)
-	m.BytesWritten.Add(nbytes)
-	if h := r.cfg.Hooks.AfterCommitFiles; h != nil {
-		if err := h(w.partition, rl.first, rl.last); err != nil {
-			return err
-		}
 	}
 	for _, s := range segs {
 		s.release()
 	}
 	w.roll = nil
+	w.floor = rl.last + 1
+	m := r.metrics
+	m.FilesCommitted.Add(nfiles)
+	m.BytesWritten.Add(nbytes)
+	if err := w.hook(StepManifest, rl); err != nil {
+		return err
+	}
 	if off := w.tracker.done(rl.span); off >= 0 {
 		if err := w.commit(w.partition, off); err != nil {
 			m.CommitErrors.Add(1)
@@ -585,17 +609,70 @@ func (w *worker) closeRoll(reason string) error {
 			m.committed(w.partition, off)
 		}
 	}
+	if err := w.hook(StepOffset, rl); err != nil {
+		return err
+	}
 	m.roll(time.Since(start))
 	w.log.Debug("roll committed", zap.String("reason", reason), zap.Int64("offset", rl.first), zap.Int64("last", rl.last),
-		zap.Int64("messages", rl.msgs), zap.Int64("files", nfiles), zap.Int64("bytes", nbytes), zap.Duration("took", time.Since(start)))
+		zap.Int64("messages", rl.msgs), zap.Int64("rejected", rl.rejected), zap.Int64("files", nfiles), zap.Int64("bytes", nbytes),
+		zap.Duration("took", time.Since(start)))
 	return nil
 }
 
-// abortRoll removes the roll's temporary files; its messages will be read again.
-func (w *worker) abortRoll() {
+// hook runs the fault hook of a commit step; its error stops the process as a kill would.
+func (w *worker) hook(step CommitStep, rl *roll) error {
+	h := w.r.cfg.Hooks.Commit
+	if h == nil {
+		return nil
+	}
+	if err := h(step, w.partition, rl.first, rl.last); err != nil {
+		w.r.crashed.Store(true)
+		return err
+	}
+	return nil
+}
+
+// abortRoll drops the roll: its messages will be read again. remove: its temporary files are
+// removed (false: left as a kill would leave them, for the partition's next owner to remove).
+func (w *worker) abortRoll(remove bool) {
 	for _, s := range w.roll.allSegments() {
-		s.abort()
+		s.abort(remove)
 		s.release()
 	}
+	w.roll.rejects.abort(remove)
 	w.roll = nil
+}
+
+// startAt returns the offset to read the partition from. The folder's manifest may be ahead of
+// the group's offset (a member stopped after committing a roll, before committing its offset):
+// the partition then continues after its last committed roll, whose messages are counted
+// already, and that offset is committed at once.
+func (w *worker) startAt(offset int64, cl claimed) int64 {
+	if !cl.known {
+		if offset > 0 && cl.other {
+			w.log.Warn("the group has read this partition up to the offset, but the output folder holds none of its rolls: "+
+				"if another member of the group writes to another --out, the two folders overlap (members of a group must share one --out)",
+				zap.Int64("offset", offset), zap.String("out", w.r.cfg.OutDir))
+		}
+		return offset
+	}
+	next := cl.entry.NextOffset
+	w.floor = next
+	switch {
+	case offset > next:
+		w.log.Warn("the group's offset is past the output folder's last roll of this partition: the messages in between are not in the folder; "+
+			"another member of the group may write to another --out (members of a group must share one), or the group's offsets were moved",
+			zap.Int64("offset", offset), zap.Int64("next_offset", next), zap.String("out", w.r.cfg.OutDir))
+		return offset
+	case offset == next:
+		return offset
+	}
+	w.log.Info("continuing after the partition's last committed roll", zap.Int64("offset", offset), zap.Int64("next_offset", next))
+	if err := w.commit(w.partition, next); err != nil {
+		w.r.metrics.CommitErrors.Add(1)
+		w.log.Warn("offset commit failed: the next roll's commit carries it", zap.Int64("offset", next), zap.Error(err))
+	} else {
+		w.r.metrics.OffsetCommits.Add(1)
+	}
+	return next
 }

@@ -50,19 +50,27 @@ the mapping and writes region-split bulk-load files in rolls, plus DELETE statem
 
   DIR/region-0003/p0002-<first offset>-<last offset>.parquet   upserts of partition 2 routed to region 3
   DIR/region-0003/p0002-<first offset>-<last offset>.sql       DELETE statements, applied after them
-  DIR/manifest.json     regions, files, and every segment in the order to apply it (rewritten per roll)
-  DIR/ddl.sql, DIR/bulkload.json, DIR/replicate.json (mapping fingerprint and region plan, fixed)
-  DIR/rejects.jsonl     messages that could not be decoded or mapped, with topic, partition and offset
+  DIR/rejects/p0002-<first offset>-<last offset>.jsonl         messages that could not be decoded or
+                        mapped, with topic, partition and offset (mode 0600: raw messages)
+  DIR/manifest.json     regions, files, every segment in the order to apply it, per partition the next
+                        offset and rows_in = rows_written + rows_rejected (rewritten per roll)
+  DIR/ddl.sql, DIR/bulkload.json, DIR/replicate.json (mapping fingerprint, region plan, group: fixed)
 
 A roll closes at --roll-size or --roll-interval after its first message, whichever comes first, even
 when no further message arrives. Offsets are committed to Kafka only after every file holding the
-roll's messages is durable (written, fsynced, renamed, folder fsynced, manifest rewritten); after a
-crash the roll is replayed and rewritten with the same file names and content.
+roll's messages is durable (written, fsynced, renamed, folder fsynced, manifest rewritten: the roll
+commits when the manifest lists it). After a crash, a roll the manifest does not list is replayed
+whole and its leftover files removed; a listed one is not replayed, so no message is written,
+counted or rejected twice.
 
-Run several processes with the same group (each with its own --out) to share the partitions; on a
-rebalance each member closes and commits its rolls before handing partitions over. SIGTERM or
-Ctrl-C closes and commits the current rolls, commits the offsets, leaves the group and exits 0
-(a second Ctrl-C aborts at once; the open rolls are then replayed by the next run).
+Run several processes with the same group AND THE SAME --out to share the partitions: the members
+of a group share one output folder (a shared file system with flock, e.g. NFSv4, across hosts;
+one bucket prefix once object storage is supported), where the next owner of a partition continues
+its rolls and removes what a killed member left. Separate folders would each keep the messages a
+killed member committed before its offset and the replay of them. On a rebalance each member closes
+and commits its rolls before handing partitions over. SIGTERM or Ctrl-C closes and commits the
+current rolls, commits the offsets, leaves the group and exits 0 (a second Ctrl-C aborts at once;
+the open rolls are then replayed by the next run).
 
 Message formats (format=): json, a row object per message (a null value deletes the key given
 by the message key, a JSON object of key columns); debezium, Debezium change events (op c/r/u/d,
@@ -84,7 +92,7 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	fl := cmd.Flags()
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
 	fl.StringVar(&f.source, "source", "", "kafka://HOST:PORT[,HOST:PORT]/TOPIC?group=G&format=json|debezium (see below)")
-	fl.StringVar(&f.out, "out", "", "output directory (one per process; a restart continues it)")
+	fl.StringVar(&f.out, "out", "", "output directory, the same for every member of the group (a restart continues it)")
 	fl.StringVar(&f.format, "format", "parquet", "data file format: parquet (zstd) or csv")
 	fl.IntVar(&f.regions, "regions", 0, "number of pre-split regions at the first start (overrides the mapping's regions:)")
 	fl.StringVar(&f.rollSize, "roll-size", "64MiB", "close a partition's roll when its files reach this size")

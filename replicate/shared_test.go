@@ -1,0 +1,127 @@
+package replicate_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/source/kafka/kafkatest"
+)
+
+// tempFiles lists the uncommitted files of dir's region and rejects folders.
+func tempFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	var out []string
+	for _, pat := range []string{"region-*/*", "rejects/*"} {
+		ents, _ := filepath.Glob(filepath.Join(dir, pat))
+		for _, e := range ents {
+			if pipeline.IsTemp(e) {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// TestSharedFolderMembers is issue 9, item 12: "Two members of one consumer group with separate
+// --out folders, one killed: the union holds 2,048 rows twice, and the killed member's folder
+// keeps .rekey-tmp files." Members share one folder: a member starting there leaves the open
+// rolls (temporary files) of a live member alone; a killed member's temporary files are removed
+// by the member its partitions move to; the folder holds every message once.
+func TestSharedFolderMembers(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-shared", 2)
+	msgs, want, poison := jsonStream(2, 300)
+	var phase [3][]kafkago.Message
+	for i, m := range msgs {
+		phase[min(i%300/100, 2)] = append(phase[min(i%300/100, 2)], m)
+	}
+	c.Produce(t, topic, phase[0]...)
+	dir := t.TempDir()
+	cfgA := config(t, c, topic, "g-shared", "json", dir)
+	cfgA.RollInterval = time.Hour // A's rolls stay open until a rebalance or its stop
+	var killA atomic.Bool
+	cfgA.Hooks.Commit = func(step replicate.CommitStep, partition int, first, last int64) error {
+		if step == replicate.StepFinished && killA.Load() {
+			return errCrash
+		}
+		return nil
+	}
+	a := start(t, cfgA)
+	deadline := time.Now().Add(30 * time.Second)
+	for a.r.Metrics().MessagesIn.Load() < int64(len(phase[0])) || len(tempFiles(t, dir)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("A read %d messages, %d temporary files", a.r.Metrics().MessagesIn.Load(), len(tempFiles(t, dir)))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	open := tempFiles(t, dir)
+
+	// B starts in the same folder while A's rolls are open
+	cfgB := config(t, c, topic, "g-shared", "json", dir)
+	b := start(t, cfgB)
+	for _, f := range open {
+		if !exists(f) {
+			t.Errorf("member B removed live member A's open file %s", filepath.Base(f))
+		}
+	}
+	for a.r.Metrics().Assigned() != 1 || b.r.Metrics().Assigned() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("assignment: a %d, b %d", a.r.Metrics().Assigned(), b.r.Metrics().Assigned())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.Produce(t, topic, phase[1]...)
+	for a.r.Metrics().MessagesIn.Load()+b.r.Metrics().MessagesIn.Load() < int64(len(phase[0])+len(phase[1])) {
+		if time.Now().After(deadline) {
+			t.Fatal("phase 1 not read")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A is killed while closing its roll: its files stay under temporary names
+	killA.Store(true)
+	close(a.stop)
+	select {
+	case err := <-a.done:
+		if !errors.Is(err, errCrash) {
+			t.Fatalf("A ended with %v, want the crash", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("A did not stop")
+	}
+	if len(tempFiles(t, dir)) == 0 {
+		t.Fatal("the killed member left no temporary files: the test does not test their removal")
+	}
+	c.Produce(t, topic, phase[2]...)
+	waitCommitted(t, c, "g-shared", topic, endOffsets(t, c, topic), 60*time.Second)
+	if err := b.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.r.Metrics().Assigned(); n != 0 {
+		t.Errorf("B still holds %d partitions", n)
+	}
+	p := program(t)
+	compareModels(t, applyOutputs(t, p.Target(), plan(t, p), dir), want) // checkDisk: no temporary file left
+	lines := rejectLines(t, dir)
+	for k := range poison {
+		if lines[k] != 1 {
+			t.Errorf("poison message %s: %d reject lines", k, lines[k])
+		}
+	}
+	m := readManifest(t, dir)
+	if m.RowsIn != int64(len(msgs)) || m.RowsRejected != int64(len(poison)) || m.RowsWritten+m.RowsRejected != m.RowsIn {
+		t.Errorf("manifest: rows_in %d, rows_written %d, rows_rejected %d; %d messages, %d poison", m.RowsIn, m.RowsWritten, m.RowsRejected, len(msgs), len(poison))
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
