@@ -29,8 +29,8 @@ type Reject struct {
 	*KafkaMessage
 }
 
-// KafkaMessage identifies a rejected Kafka message. A message replayed after a crash is rejected
-// again, so a line may repeat: (topic, partition, offset) identifies the message.
+// KafkaMessage identifies a rejected Kafka message by (topic, partition, offset); replicate writes
+// a roll's rejects with the roll, so a replayed message is never listed twice.
 type KafkaMessage struct {
 	Topic     string `json:"topic"`
 	Partition int    `json:"partition"`
