@@ -23,6 +23,9 @@ type FetchOptions struct {
 	Logger *zap.Logger
 }
 
+// fetchResponseMargin is how long a fetch response may take to arrive after the broker's MaxWait.
+const fetchResponseMargin = 30 * time.Second
+
 // FetchBatch is a run of consecutive messages of one partition, in offset order, with the high
 // watermark the broker reported. An empty batch means a fetch found no new message.
 type FetchBatch struct {
@@ -84,8 +87,11 @@ func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, par
 		stopWatch := context.AfterFunc(ctx, func() { conn.Close() })
 		var readErr error
 		for readErr == nil {
-			conn.SetReadDeadline(time.Now().Add(o.MaxWait))
-			batch := conn.ReadBatchWith(kafkago.ReadBatchConfig{MinBytes: 1, MaxBytes: o.MaxBytes})
+			// The broker holds the fetch at most MaxWait; the response (up to MaxBytes) may take
+			// longer to arrive on a loaded machine or a slow link. A deadline of MaxWait alone
+			// timed such responses out and reconnected for ever without delivering anything.
+			conn.SetReadDeadline(time.Now().Add(o.MaxWait + fetchResponseMargin))
+			batch := conn.ReadBatchWith(kafkago.ReadBatchConfig{MinBytes: 1, MaxBytes: o.MaxBytes, MaxWait: o.MaxWait})
 			hwm := batch.HighWaterMark()
 			var msgs []kafkago.Message // allocated at the first message: idle fetches cost nothing
 			for n := 0; ; n++ {
