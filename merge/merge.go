@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -82,12 +83,68 @@ func ReadInputs(dirs []string, out string) ([]*Input, error) {
 		if in.Checkpoint != nil && !in.Checkpoint.Complete {
 			return nil, fmt.Errorf("%s: its checkpoint says the run did not finish", d)
 		}
+		if in.Checkpoint != nil && in.Checkpoint.RejectsBytes < 0 {
+			return nil, fmt.Errorf("%s is damaged: rejects_bytes %d is negative", filepath.Join(d, pipeline.CheckpointFile), in.Checkpoint.RejectsBytes)
+		}
+		if err := checkFiles(in); err != nil {
+			return nil, err
+		}
 		if in.DDL, err = os.ReadFile(filepath.Join(d, lindorm.DDLFile)); err != nil {
 			return nil, fmt.Errorf("%s: %w", d, err)
 		}
 		inputs = append(inputs, in)
 	}
 	return inputs, nil
+}
+
+// checkFiles verifies, before any file is placed, that every data file in's manifest lists is a
+// regular file inside in.Dir, listed once. A crafted manifest must not make merge link, copy or
+// move a file from elsewhere (issue 9: {"path":"../canary.parquet"}), and a refusal half way
+// through --files move would leave the input half moved.
+func checkFiles(in *Input) error {
+	if !plainName(in.Manifest.Format) { // it names the merged files
+		return fmt.Errorf("%s: format %q is not a file format name", filepath.Join(in.Dir, lindorm.ManifestFile), in.Manifest.Format)
+	}
+	listed := map[string]bool{}
+	for i, r := range in.Manifest.Regions {
+		for _, fe := range r.Files {
+			if _, err := sourceFile(in, i, fe); err != nil {
+				return err
+			}
+			if listed[fe.Path] {
+				return fmt.Errorf("%s lists %s twice: was it edited by hand?", filepath.Join(in.Dir, lindorm.ManifestFile), fe.Path)
+			}
+			listed[fe.Path] = true
+		}
+	}
+	return nil
+}
+
+// sourceFile returns the full path of a data file in's manifest lists in region i, refusing
+// paths outside in.Dir, paths through symbolic links and anything but a regular file.
+func sourceFile(in *Input, region int, fe lindorm.FileEntry) (string, error) {
+	manifest := filepath.Join(in.Dir, lindorm.ManifestFile)
+	full, fi, err := pipeline.StatRelPath(in.Dir, fe.Path)
+	switch {
+	case errors.Is(err, pipeline.ErrUnsafePath):
+		return "", fmt.Errorf("%s: region %d: %w; merge reads files inside each input only", manifest, region, err)
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("%s lists %s, which is missing: %w", manifest, fe.Path, err)
+	case err != nil:
+		return "", fmt.Errorf("%s lists %s: %w", manifest, fe.Path, err)
+	case !fi.Mode().IsRegular():
+		return "", fmt.Errorf("%s lists %s, which is not a regular file (%s)", manifest, fe.Path, fi.Mode().Type())
+	}
+	return full, nil
+}
+
+func plainName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // Check refuses inputs that do not belong to one migration.
@@ -196,7 +253,11 @@ func Write(inputs []*Input, out string, mode Mode, version string) (*Result, err
 				if filepath.Ext(fe.Path) != ext {
 					rel = strings.TrimSuffix(rel, ext) + filepath.Ext(fe.Path)
 				}
-				c, err := placeFile(filepath.Join(in.Dir, filepath.FromSlash(fe.Path)), filepath.Join(out, filepath.FromSlash(rel)), mode)
+				src, err := sourceFile(in, i, fe) // checked again at use: Write is exported
+				if err != nil {
+					return nil, err
+				}
+				c, err := placeFile(src, filepath.Join(out, filepath.FromSlash(rel)), mode)
 				if err != nil {
 					return nil, err
 				}

@@ -44,6 +44,17 @@ type SegmentEntry struct {
 	Deletes     *DeleteFile        `json:"deletes,omitempty"`
 }
 
+func (s SegmentEntry) paths() []string {
+	var p []string
+	if s.Data != nil {
+		p = append(p, s.Data.Path)
+	}
+	if s.Deletes != nil {
+		p = append(p, s.Deletes.Path)
+	}
+	return p
+}
+
 // DeleteFile is a file of DELETE statements.
 type DeleteFile struct {
 	Region int    `json:"-"`
@@ -79,6 +90,13 @@ func loadManifest(dir string, base func() *lindorm.Manifest, repl Replication) (
 		return m, nil
 	}
 	for _, s := range old.Replication.Segments {
+		// the paths are carried into every manifest written from now on, which merge and the
+		// bulk load follow: refuse one outside the output (issue 9, item 13)
+		for _, p := range s.paths() {
+			if err := pipeline.CheckRelPath(p); err != nil {
+				return nil, fmt.Errorf("%s: segment %s: %w", filepath.Join(dir, lindorm.ManifestFile), SegmentName(s.Partition, s.FirstOffset, s.RollLast), err)
+			}
+		}
 		m.segs[segKey(s.Region, s.Partition, s.FirstOffset, s.RollLast)] = s
 	}
 	m.prevIn, m.prevWritten, m.prevRejected = old.RowsIn, old.RowsWritten, old.RowsRejected

@@ -35,7 +35,9 @@ renames them out of the inputs.
 
 merge refuses inputs that are not complete runs (no manifest.json), that were made with
 different mappings (fingerprint) or region plans, or, for Cassandra shards, whose token ranges
-overlap (a shard given twice) or leave part of the ring unread (a shard missing).`,
+overlap (a shard given twice) or leave part of the ring unread (a shard missing). It also refuses,
+before placing any file, a manifest that lists a file outside its own directory (an absolute path,
+"..", a symbolic link) or anything but a regular file in a region folder.`,
 		Example: `  rekey merge /shared/out/shard-0 /shared/out/shard-1 /shared/out/shard-2 --out /shared/out/orders
   rekey merge /shared/out/shard-* --out /shared/out/orders --files copy`,
 		Args: cobra.MinimumNArgs(1),
