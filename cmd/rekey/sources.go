@@ -11,6 +11,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/gen"
+	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -42,7 +43,7 @@ func openSource(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (p
 			return file.New(file.Config{Path: uri, Schema: schema}, logger.Named("source.file"))
 		}
 	}
-	return nil, fmt.Errorf("--source %q: unknown kind of source\n%s", uri, sourceHelp)
+	return nil, fmt.Errorf("--source %q: unknown kind of source\n%s", sourceuri.Redact(uri), sourceHelp)
 }
 
 // sampleRows reads a spread sample from the source, when it can, and applies the mapping to it.
