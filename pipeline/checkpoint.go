@@ -42,6 +42,12 @@ func LoadCheckpoint(dir string) (*Checkpoint, error) {
 		return nil, err
 	}
 	c.Plan.Splits = c.Splits
+	for _, f := range c.Files {
+		// these paths are deleted around, resumed from and copied into the manifest
+		if err := CheckRelPath(f.Path); err != nil {
+			return nil, fmt.Errorf("%s is damaged: %w", filepath.Join(dir, CheckpointFile), err)
+		}
+	}
 	return &c, nil
 }
 

@@ -188,12 +188,7 @@ func checkResume(cp *Checkpoint, spec OutputSpec) error {
 func verifyFiles(dir string, files []FileInfo, verify func(string, FileInfo) error) []string {
 	var damaged []string
 	for _, f := range files {
-		path, err := LocalPath(dir, f.Path)
-		if err != nil {
-			damaged = append(damaged, err.Error())
-			continue
-		}
-		st, err := os.Stat(path)
+		path, st, err := StatRelPath(dir, f.Path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			damaged = append(damaged, f.Path+": missing")
@@ -212,17 +207,6 @@ func verifyFiles(dir string, files []FileInfo, verify func(string, FileInfo) err
 		}
 	}
 	return damaged
-}
-
-// LocalPath resolves rel, a slash-separated path read from a checkpoint or manifest, inside dir.
-// It refuses absolute paths and paths that climb out of dir ("../x"), which a crafted file could
-// otherwise use to make rekey read, link or delete files elsewhere.
-func LocalPath(dir, rel string) (string, error) {
-	p := filepath.FromSlash(rel)
-	if rel == "" || strings.Contains(rel, `\`) || !filepath.IsLocal(p) {
-		return "", fmt.Errorf("%q: not a path inside the output directory", rel)
-	}
-	return filepath.Join(dir, p), nil
 }
 
 // notRekeyFiles lists the names among a directory's top-level entries that no rekey run writes

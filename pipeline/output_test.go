@@ -251,18 +251,6 @@ func TestPrivateFilesMode(t *testing.T) {
 	}
 }
 
-// A checkpoint or manifest path must stay inside its output (issue 9.13).
-func TestLocalPath(t *testing.T) {
-	for _, bad := range []string{"", "../canary.parquet", "/etc/passwd", "region-0000/../../x", `region-0000\..\..\x`} {
-		if _, err := LocalPath("/out", bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-	if p, err := LocalPath("/out", "region-0001/part-00000.parquet"); err != nil || p != "/out/region-0001/part-00000.parquet" {
-		t.Fatalf("%q, %v", p, err)
-	}
-}
-
 // Issue 11.5: `--out mysql://...` created a local folder named "mysql:".
 func TestOutputRefusesUnknownSchemes(t *testing.T) {
 	for _, out := range []string{"mysql://u@h:3306/db", "s3://bucket/prefix", "ftp://x"} {

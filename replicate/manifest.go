@@ -80,6 +80,17 @@ type SegmentEntry struct {
 	Deletes     *DeleteFile        `json:"deletes,omitempty"`
 }
 
+func (s SegmentEntry) paths() []string {
+	var p []string
+	if s.Data != nil {
+		p = append(p, s.Data.Path)
+	}
+	if s.Deletes != nil {
+		p = append(p, s.Deletes.Path)
+	}
+	return p
+}
+
 // DeleteFile is a file of DELETE statements.
 type DeleteFile struct {
 	Region int    `json:"-"`
@@ -211,10 +222,21 @@ func (m *manifest) load(rev int64) error {
 		return err
 	}
 	if ok {
+		path := filepath.Join(m.dir, lindorm.ManifestFile)
 		for _, s := range old.Replication.Segments {
+			// the paths are carried into every manifest written from now on, which merge and
+			// the bulk load follow: refuse one outside the output (issue 9, item 13)
+			for _, p := range s.paths() {
+				if err := pipeline.CheckRelPath(p); err != nil {
+					return fmt.Errorf("%s: segment %s: %w", path, SegmentName(s.Partition, s.FirstOffset, s.RollLast), err)
+				}
+			}
 			m.segs[segKey(s.Region, s.Partition, s.FirstOffset, s.RollLast)] = s
 		}
 		for _, r := range old.Replication.Rejects {
+			if name, ok := strings.CutPrefix(r.Path, RejectsDir+"/"); !ok || !filepath.IsLocal(name) || strings.ContainsAny(name, `/\`) {
+				return fmt.Errorf("%s: rejects of partition %d: %q: %w", path, r.Partition, r.Path, pipeline.ErrUnsafePath)
+			}
 			m.rejects[r.Path] = r
 		}
 		for _, p := range old.Replication.Partitions {

@@ -198,3 +198,43 @@ func TestFilePartition(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadManifestRefusesPathsOutsideTheOutput: a crafted manifest.json of a replication output
+// listing "../canary.parquet" (issue 9, item 13) was carried into every manifest written after
+// it, for merge and the bulk load to follow; a restart now refuses it, naming the manifest.
+func TestLoadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
+	for _, seg := range []string{
+		`{"region":0,"partition":0,"first_offset":0,"roll_last_offset":9,"data":{"path":"../canary.parquet","rows":1,"bytes":1}}`,
+		`{"region":0,"partition":0,"first_offset":0,"roll_last_offset":9,"deletes":{"path":"/etc/x.sql","statements":1,"bytes":1}}`,
+	} {
+		dir := t.TempDir()
+		data := `{"regions":[],"replication":{"segments":[` + seg + `]}}`
+		if err := os.WriteFile(filepath.Join(dir, lindorm.ManifestFile), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, err := openManifest(dir, nil, Replication{}, zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = m.lock()
+		m.close()
+		if !errors.Is(err, pipeline.ErrUnsafePath) || !strings.Contains(err.Error(), filepath.Join(dir, lindorm.ManifestFile)) {
+			t.Errorf("%s: %v", seg, err)
+		}
+	}
+	dir := t.TempDir()
+	good := `{"regions":[],"replication":{"segments":[{"region":1,"partition":0,"first_offset":0,"roll_last_offset":9,"data":{"path":"region-0001/p.parquet","rows":1,"bytes":1}}]}}`
+	if err := os.WriteFile(filepath.Join(dir, lindorm.ManifestFile), []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := openManifest(dir, nil, Replication{}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	if unlock, err := m.lock(); err != nil || len(m.segs) != 1 {
+		t.Errorf("a good manifest: %v", err)
+	} else {
+		unlock()
+	}
+}

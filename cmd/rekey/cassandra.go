@@ -12,6 +12,7 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cassandra"
+	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -79,7 +80,7 @@ func cassandraConfig(uri string, m *transform.Mapping, workers int) (cassandra.C
 	if cfg.Keyspace == "" && m != nil && m.Source.Name != "" {
 		ks, t, ok := strings.Cut(m.Source.Name, ".")
 		if !ok {
-			return cfg, fmt.Errorf("--source %q names no keyspace/table and the mapping's source.name %q is not keyspace.table", uri, m.Source.Name)
+			return cfg, fmt.Errorf("--source %q names no keyspace/table and the mapping's source.name %q is not keyspace.table", sourceuri.Redact(uri), m.Source.Name)
 		}
 		cfg.Keyspace, cfg.Table = ks, t
 	}
@@ -184,7 +185,7 @@ func openCassandra(uri string, schema pipeline.SourceSchema, logger *zap.Logger)
 	}
 	if !sameSchema(src.Schema(), schema) {
 		src.Close()
-		return nil, fmt.Errorf("--source %s: the mapping was not compiled against the table's schema (its columns: %s)", uri, strings.Join(src.Schema().Names(), ", "))
+		return nil, fmt.Errorf("--source %s: the mapping was not compiled against the table's schema (its columns: %s)", sourceuri.Redact(uri), strings.Join(src.Schema().Names(), ", "))
 	}
 	return src, nil
 }

@@ -18,7 +18,8 @@ const kafkaSourceHelp = `
                      the earliest offsets or the latest (start=latest: the last max messages),
                      never joining a group nor committing offsets. format=json (a row object per
                      message) or debezium (change events). SASL: sasl=plain|scram-sha-256|
-                     scram-sha-512&user=U with the password in $` + kafka.PasswordEnv + `; TLS: tls=true&ca=FILE.
+                     scram-sha-512&user=U with the password in $` + kafka.PasswordEnv + ` (never in the URI);
+                     TLS: tls=true&ca=FILE.
                      rekey replicate consumes a topic continuously with ?group=NAME`
 
 func isKafkaURI(uri string) bool { return strings.HasPrefix(uri, "kafka://") }

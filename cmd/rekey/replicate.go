@@ -21,6 +21,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -125,7 +126,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		return exitWith(2, err)
 	}
 	if kcfg.Group == "" {
-		return exitWith(2, fmt.Errorf("--source %s: name the consumer group: ...?group=NAME", f.source))
+		return exitWith(2, fmt.Errorf("--source %s: name the consumer group: ...?group=NAME", sourceuri.Redact(f.source)))
 	}
 	format, err := fileFormat(f.format)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -149,7 +150,7 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 		Program:        prog,
 		Mapping:        m,
 		Source:         src,
-		SourceURI:      f.source,
+		SourceURI:      sourceuri.Redact(f.source), // the report is shared: never a secret in it
 		PlanSample:     planSample,
 		EstimatedBytes: est,
 		Regions:        f.regions,

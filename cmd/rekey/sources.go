@@ -13,6 +13,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/gen"
+	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -44,7 +45,7 @@ func openSource(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (p
 			return openFile(uri, schema, logger)
 		}
 	}
-	return nil, fmt.Errorf("--source %q: unknown kind of source\n%s", uri, sourceHelp)
+	return nil, fmt.Errorf("--source %q: unknown kind of source\n%s", sourceuri.Redact(uri), sourceHelp)
 }
 
 // fileOpts is filled by the file source flags of whichever command runs (each run() registers

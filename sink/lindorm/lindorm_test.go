@@ -2,6 +2,7 @@ package lindorm_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -195,5 +196,22 @@ func TestManifestRoundTrip(t *testing.T) {
 	}
 	if reg["start"] != nil {
 		t.Errorf("open start should be null, got %v", reg["start"])
+	}
+}
+
+// TestReadManifestRefusesPathsOutsideTheOutput: issue 9, item 13 (a crafted manifest.json with
+// {"path":"../canary.parquet"} made merge link the file): every reader of a manifest gets the
+// refusal, naming the manifest and the path.
+func TestReadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
+	for _, p := range []string{"../canary.parquet", "/tmp/canary.parquet", "region-0000/../../canary.parquet"} {
+		dir := t.TempDir()
+		data := `{"format":"parquet","regions":[{"index":0,"files":[{"path":"region-0000/part-00000.parquet"},{"path":"` + p + `"}]}]}`
+		if err := os.WriteFile(filepath.Join(dir, lindorm.ManifestFile), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := lindorm.ReadManifest(dir)
+		if !errors.Is(err, pipeline.ErrUnsafePath) || !strings.Contains(err.Error(), filepath.Join(dir, lindorm.ManifestFile)) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: %v", p, err)
+		}
 	}
 }

@@ -144,5 +144,21 @@ func ReadManifest(dir string) (*Manifest, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("lindorm: parse %s: %w", filepath.Join(dir, ManifestFile), err)
 	}
+	if err := m.CheckPaths(); err != nil {
+		return nil, fmt.Errorf("lindorm: %s: %w", filepath.Join(dir, ManifestFile), err)
+	}
 	return &m, nil
+}
+
+// CheckPaths refuses a manifest listing a file outside its own output directory (see
+// pipeline.CheckRelPath): whoever reads one follows its paths to link, copy or move files.
+func (m *Manifest) CheckPaths() error {
+	for i, r := range m.Regions {
+		for _, f := range r.Files {
+			if err := pipeline.CheckRelPath(f.Path); err != nil {
+				return fmt.Errorf("region %d: %w; a manifest lists files inside its own output directory only: was it edited, or written by another tool?", i, err)
+			}
+		}
+	}
+	return nil
 }

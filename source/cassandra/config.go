@@ -15,6 +15,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/sourceuri"
 )
 
 // Config configures a Cassandra source. ParseURI fills it from a --source URI; credentials and
@@ -196,35 +197,22 @@ func (c *Config) Validate() error {
 //	cassandra://host1,host2:9042/keyspace/table?consistency=LOCAL_ONE&dc=dc1&page_size=5000&splits=N
 //
 // Further parameters: workers, rate (rows/s), writetime=col1,col2, ttl=col1, shard=i/N, retries,
-// timeout (a Go duration), tls=true, proto. A user name may be given as user@host; a password
-// in the URI is refused (it would show in process lists and logs): use REKEY_CASSANDRA_PASSWORD.
+// timeout (a Go duration), tls=true, proto. Parameter names are matched without case. A user
+// name may be given as user@host; a password in the URI (user:password@host, or a parameter
+// named password, PASSWORD, pwd...) is refused, as it would show in process lists and logs: use
+// REKEY_CASSANDRA_PASSWORD. Errors quote the URI with its secrets masked (sourceuri.Redact).
 func ParseURI(uri string) (Config, error) {
-	rest, ok := strings.CutPrefix(uri, "cassandra://")
-	if !ok {
-		return Config{}, fmt.Errorf("source %q: want cassandra://host1,host2:9042/keyspace/table", uri)
+	if !strings.HasPrefix(uri, "cassandra://") {
+		return Config{}, fmt.Errorf("source %q: want cassandra://host1,host2:9042/keyspace/table", sourceuri.Redact(uri))
 	}
-	var query string
-	rest, query, _ = strings.Cut(rest, "?")
-	hostPart, path, _ := strings.Cut(rest, "/")
-	var cfg Config
-	if at := strings.LastIndexByte(hostPart, '@'); at >= 0 {
-		user := hostPart[:at]
-		hostPart = hostPart[at+1:]
-		if strings.Contains(user, ":") {
-			return Config{}, fmt.Errorf("cassandra source: do not put the password in the URI; set %s (or use --cassandra-password-file)", PasswordEnv)
-		}
-		u, err := url.PathUnescape(user)
-		if err != nil {
-			return Config{}, fmt.Errorf("cassandra source: user name: %w", err)
-		}
-		cfg.Username = u
+	u, err := sourceuri.Parse(uri, "cassandra", PasswordEnv+" (or use --cassandra-password-file)")
+	if err != nil {
+		return Config{}, fmt.Errorf("cassandra source %q: %w", sourceuri.Redact(uri), err)
 	}
+	uri = sourceuri.Redact(uri) // the errors below quote it (Parse refused any secret: belt and braces)
+	cfg := Config{Username: u.User}
 	var bare []int // hosts without a port get the port written on another host, else 9042
-	for _, h := range strings.Split(hostPart, ",") {
-		h = strings.TrimSpace(h)
-		if h == "" {
-			continue
-		}
+	for _, h := range u.Hosts {
 		if host, port, err := net.SplitHostPort(h); err == nil {
 			p, err := strconv.Atoi(port)
 			if err != nil || p < 1 || p > 65535 {
@@ -248,7 +236,7 @@ func ParseURI(uri string) (Config, error) {
 	for _, i := range bare {
 		cfg.Hosts[i] = net.JoinHostPort(cfg.Hosts[i], strconv.Itoa(cfg.Port))
 	}
-	path = strings.Trim(path, "/")
+	path := strings.Trim(u.Path, "/")
 	if path != "" {
 		ks, tbl, ok := strings.Cut(path, "/")
 		if !ok {
@@ -264,11 +252,7 @@ func ParseURI(uri string) (Config, error) {
 			return Config{}, fmt.Errorf("source %q: bad keyspace or table name", uri)
 		}
 	}
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		return Config{}, fmt.Errorf("source %q: %w", uri, err)
-	}
-	for k, vs := range q {
+	for k, vs := range u.Query {
 		v := vs[len(vs)-1]
 		bad := func(want string) error {
 			return fmt.Errorf("source %q: %s=%q: want %s", uri, k, v, want)
@@ -321,8 +305,6 @@ func ParseURI(uri string) (Config, error) {
 			if cfg.ProtoVersion, err = strconv.Atoi(v); err != nil {
 				return Config{}, bad("3, 4 or 5")
 			}
-		case "password":
-			return Config{}, fmt.Errorf("cassandra source: do not put the password in the URI; set %s", PasswordEnv)
 		default:
 			return Config{}, fmt.Errorf("source %q: unknown parameter %q (want consistency, dc, page_size, splits, workers, rate, writetime, ttl, shard, retries, timeout, tls, proto)", uri, k)
 		}

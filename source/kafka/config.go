@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,8 @@ import (
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
+
+	"github.com/rekey/rekey/source/sourceuri"
 )
 
 // Message formats.
@@ -46,8 +49,8 @@ const (
 	StartLatest   = "latest"
 )
 
-// PasswordEnv is the environment variable a SASL password is read from when the URI has none
-// (a password in a URI shows in `ps` and shell history).
+// PasswordEnv is the environment variable the SASL password is read from; a password in the URI
+// is refused (it would show in `ps`, shell history and logs).
 const PasswordEnv = "REKEY_KAFKA_PASSWORD"
 
 // Config says where and how to read.
@@ -101,44 +104,35 @@ const URIHelp = `kafka://HOST:PORT[,HOST:PORT...]/TOPIC?PARAMS
                      keycol=COLUMN         the column a non-object message key fills
                      start=earliest|latest window start for report/migrate (default earliest)
                      max=N                 window size for report/migrate (default: to the end)
-                     sasl=plain|scram-sha-256|scram-sha-512&user=U  (password: ` + PasswordEnv + `)
+                     sasl=plain|scram-sha-256|scram-sha-512&user=U  (password: ` + PasswordEnv + `, never in the URI)
                      tls=true&ca=FILE&cert=FILE&key=FILE&servername=NAME&insecure=true`
 
-// ParseURI reads a kafka:// URI (see URIHelp). The password may be given as the password
-// parameter or, better, in the REKEY_KAFKA_PASSWORD environment variable.
+// ParseURI reads a kafka:// URI (see URIHelp). The SASL password comes from the
+// REKEY_KAFKA_PASSWORD environment variable only: a URI holding one (user:password@host, or a
+// parameter named password, PASSWORD, pass%77ord, token...) is refused, and errors quote the
+// URI with its secrets masked (sourceuri.Redact).
 func ParseURI(uri string) (Config, error) {
 	var c Config
-	rest, ok := strings.CutPrefix(uri, "kafka://")
-	if !ok {
-		return c, fmt.Errorf("kafka source %q: want kafka://HOST:PORT[,HOST:PORT]/TOPIC?format=json", uri)
+	if !strings.HasPrefix(uri, "kafka://") {
+		return c, fmt.Errorf("kafka source %q: want kafka://HOST:PORT[,HOST:PORT]/TOPIC?format=json", sourceuri.Redact(uri))
 	}
-	hosts, pathQuery, _ := strings.Cut(rest, "/")
-	path, query, _ := strings.Cut(pathQuery, "?")
-	if at := strings.LastIndexByte(hosts, '@'); at >= 0 {
-		user, pass, hasPass := strings.Cut(hosts[:at], ":")
-		c.SASL.User, _ = url.PathUnescape(user)
-		if hasPass {
-			c.SASL.Password, _ = url.PathUnescape(pass)
-		}
-		hosts = hosts[at+1:]
-	}
-	for _, h := range strings.Split(hosts, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			if !strings.Contains(h, ":") {
-				h += ":9092"
-			}
-			c.Brokers = append(c.Brokers, h)
-		}
-	}
-	topic, err := url.PathUnescape(path)
+	u, err := sourceuri.Parse(uri, "kafka", PasswordEnv)
 	if err != nil {
-		return c, fmt.Errorf("kafka source %q: topic: %w", uri, err)
+		return c, fmt.Errorf("kafka source %q: %w", sourceuri.Redact(uri), err)
+	}
+	c.SASL.User = u.User
+	for _, h := range u.Hosts {
+		if !strings.Contains(h, ":") {
+			h += ":9092"
+		}
+		c.Brokers = append(c.Brokers, h)
+	}
+	topic, err := url.PathUnescape(u.Path)
+	if err != nil {
+		return c, fmt.Errorf("kafka source %q: topic: %w", sourceuri.Redact(uri), err)
 	}
 	c.Topic = topic
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		return c, fmt.Errorf("kafka source %q: %w", uri, err)
-	}
+	q := u.Query
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	boolParam := func(name string) bool {
@@ -154,7 +148,7 @@ func ParseURI(uri string) (Config, error) {
 	}
 	for name, vals := range q {
 		switch name {
-		case "group", "format", "keycol", "start", "max", "sasl", "user", "password", "tls", "ca",
+		case "group", "format", "keycol", "start", "max", "sasl", "user", "tls", "ca",
 			"cert", "key", "servername", "insecure", "client_id":
 			if len(vals) > 1 {
 				bad("%s given %d times", name, len(vals))
@@ -178,13 +172,10 @@ func ParseURI(uri string) (Config, error) {
 	if u := q.Get("user"); u != "" {
 		c.SASL.User = u
 	}
-	if p := q.Get("password"); p != "" {
-		c.SASL.Password = p
-	}
 	if c.SASL.Mechanism == "" && c.SASL.User != "" {
 		c.SASL.Mechanism = "plain"
 	}
-	if c.SASL.Mechanism != "" && c.SASL.Password == "" {
+	if c.SASL.Mechanism != "" {
 		c.SASL.Password = os.Getenv(PasswordEnv)
 	}
 	c.TLS.Enabled = boolParam("tls")
@@ -196,21 +187,10 @@ func ParseURI(uri string) (Config, error) {
 	}
 	c.ClientID = q.Get("client_id")
 	if len(problems) > 0 {
-		return c, fmt.Errorf("kafka source %q: %s", redact(uri), strings.Join(problems, "; "))
+		sort.Strings(problems)
+		return c, fmt.Errorf("kafka source %q: %s", sourceuri.Redact(uri), strings.Join(problems, "; "))
 	}
 	return c, c.Validate()
-}
-
-// redact hides a password in a URI for error messages.
-func redact(uri string) string {
-	if i := strings.Index(uri, "password="); i >= 0 {
-		j := strings.IndexByte(uri[i:], '&')
-		if j < 0 {
-			return uri[:i] + "password=xxx"
-		}
-		return uri[:i] + "password=xxx" + uri[i+j:]
-	}
-	return uri
 }
 
 // Validate checks the configuration and fills in defaults.

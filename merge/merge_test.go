@@ -1,0 +1,251 @@
+package merge_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/rekey/rekey/merge"
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
+)
+
+const canaryData = "canary: not rekey's to touch"
+
+// writeRun writes a complete run's output into dir by hand: one region, one data file per
+// entry of paths (the file is created at region-0000/part-0000N.parquet and listed in the
+// manifest under the given path, so a crafted path points wherever the test wants).
+func writeRun(t *testing.T, dir string, paths ...string) {
+	t.Helper()
+	schema := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{{Name: "id", Type: pipeline.TypeBigint, KeyPos: 0}}}
+	m := lindorm.NewManifest(schema, pipeline.RegionPlan{Type: pipeline.TypeBigint, Strategy: "single"}, "parquet", 0)
+	m.MappingFingerprint = "fp"
+	if err := os.MkdirAll(filepath.Join(dir, "region-0000"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range paths {
+		name := filepath.Join(dir, "region-0000", "part-0000"+string(rune('0'+i))+".parquet")
+		if err := os.WriteFile(name, []byte("data"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m.Regions[0].Files = append(m.Regions[0].Files, lindorm.FileEntry{Path: p, Rows: 1, Bytes: 4})
+		m.Regions[0].Rows++
+		m.RowsIn++
+		m.RowsWritten++
+	}
+	// written as raw JSON: WriteManifest is the writer's path, the test wants what a file holds
+	data, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, lindorm.ManifestFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, lindorm.DDLFile), []byte("CREATE TABLE t (id BIGINT NOT NULL, PRIMARY KEY(id));\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mergeRun does what `rekey merge` does: read, check, write.
+func mergeRun(dirs []string, out string, mode merge.Mode) error {
+	inputs, err := merge.ReadInputs(dirs, out)
+	if err != nil {
+		return err
+	}
+	if err := merge.Check(inputs); err != nil {
+		return err
+	}
+	_, err = merge.Write(inputs, out, mode, "test")
+	return err
+}
+
+// checkCanary fails the test unless the canary still holds its data, in its place, with no
+// second name (a hard link) anywhere.
+func checkCanary(t *testing.T, canary string) {
+	t.Helper()
+	data, err := os.ReadFile(canary)
+	if err != nil {
+		t.Fatalf("the canary is gone: %v", err)
+	}
+	if string(data) != canaryData {
+		t.Fatalf("the canary was changed: %q", data)
+	}
+	fi, err := os.Stat(canary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink != 1 {
+		t.Fatalf("the canary has %d links: merge hard-linked it into its output", st.Nlink)
+	}
+}
+
+// TestMergeRefusesPathsOutsideTheInput is issue 9, item 13: a crafted manifest.json holding
+// {"path":"../canary.parquet"} made `rekey merge` hard-link the canary into its output, and with
+// --files move move it out of its place. Every such path is refused before any file is placed,
+// with an error naming the manifest and the path, and the canary is left alone.
+func TestMergeRefusesPathsOutsideTheInput(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		path func(canary string) string
+	}{
+		{"dotdot", func(string) string { return "../canary.parquet" }},               // the issue's repro
+		{"absolute", func(canary string) string { return filepath.ToSlash(canary) }}, // /tmp/.../canary.parquet
+		{"region-dotdot", func(string) string { return "region-0000/../../canary.parquet" }},
+		{"backslash", func(string) string { return `region-0000\..\..\canary.parquet` }},
+		{"empty", func(string) string { return "" }},
+		{"not-in-a-region", func(string) string { return "canary.parquet" }},
+	} {
+		for _, mode := range []merge.Mode{merge.Link, merge.Move, merge.Copy} {
+			t.Run(c.name+"/"+string(mode), func(t *testing.T) {
+				root := t.TempDir()
+				canary := filepath.Join(root, "canary.parquet")
+				if err := os.WriteFile(canary, []byte(canaryData), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				in := filepath.Join(root, "shard-0")
+				bad := c.path(canary)
+				// a good file first: refusing must happen before anything is placed
+				writeRun(t, in, "region-0000/part-00000.parquet", bad)
+				out := filepath.Join(root, "out")
+				err := mergeRun([]string{in}, out, mode)
+				if err == nil {
+					t.Fatalf("merge accepted the manifest path %q", bad)
+				}
+				msg := err.Error()
+				if !strings.Contains(msg, filepath.Join(in, lindorm.ManifestFile)) || !strings.Contains(msg, strings.ReplaceAll(bad, `\`, `\\`)) {
+					t.Errorf("the error does not name the manifest and the path %q: %v", bad, err)
+				}
+				if !errors.Is(err, pipeline.ErrUnsafePath) {
+					t.Errorf("the error does not wrap pipeline.ErrUnsafePath: %v", err)
+				}
+				checkCanary(t, canary)
+				if _, err := os.Stat(filepath.Join(in, "region-0000", "part-00000.parquet")); err != nil {
+					t.Errorf("the input's own file was placed before the refusal: %v", err)
+				}
+				if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("the refused merge made its output %s (%v)", out, err)
+				}
+			})
+		}
+	}
+}
+
+// TestMergeRefusesSymlinks: a manifest path that reads as inside the input but goes through a
+// symbolic link (a region folder, or the file itself, replaced by a link to the canary) is
+// refused too: a hard link of a symlink, or a copy through it, reaches outside the input.
+func TestMergeRefusesSymlinks(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		link func(t *testing.T, in, canary string) string // makes the link, returns the listed path
+	}{
+		{"file", func(t *testing.T, in, canary string) string {
+			if err := os.Symlink(canary, filepath.Join(in, "region-0000", "part-00009.parquet")); err != nil {
+				t.Fatal(err)
+			}
+			return "region-0000/part-00009.parquet"
+		}},
+		{"folder", func(t *testing.T, in, canary string) string {
+			if err := os.Symlink(filepath.Dir(canary), filepath.Join(in, "region-0001")); err != nil {
+				t.Fatal(err)
+			}
+			return "region-0001/canary.parquet"
+		}},
+	} {
+		for _, mode := range []merge.Mode{merge.Link, merge.Move, merge.Copy} {
+			t.Run(c.name+"/"+string(mode), func(t *testing.T) {
+				root := t.TempDir()
+				canary := filepath.Join(root, "canary.parquet")
+				if err := os.WriteFile(canary, []byte(canaryData), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				in := filepath.Join(root, "shard-0")
+				writeRun(t, in) // makes the folders
+				p := c.link(t, in, canary)
+				writeRun(t, in, "region-0000/part-00000.parquet", p)
+				out := filepath.Join(root, "out")
+				err := mergeRun([]string{in}, out, mode)
+				if err == nil || !errors.Is(err, pipeline.ErrUnsafePath) || !strings.Contains(err.Error(), "symbolic link") ||
+					!strings.Contains(err.Error(), filepath.Join(in, lindorm.ManifestFile)) {
+					t.Fatalf("merge of a manifest path through a symlink: %v", err)
+				}
+				checkCanary(t, canary)
+				if _, err := os.Lstat(filepath.Join(out, "region-0000", "part-00001.parquet")); err == nil {
+					t.Error("the linked file reached the output")
+				}
+			})
+		}
+	}
+}
+
+// TestMergeRefusesAFileListedTwice: with --files move, the second entry of a file listed twice
+// failed after the first was moved, leaving the input half moved; with link, the rows were
+// doubled. It is refused before anything is placed.
+func TestMergeRefusesAFileListedTwice(t *testing.T) {
+	root := t.TempDir()
+	in := filepath.Join(root, "shard-0")
+	writeRun(t, in, "region-0000/part-00000.parquet", "region-0000/part-00000.parquet")
+	err := mergeRun([]string{in}, filepath.Join(root, "out"), merge.Move)
+	if err == nil || !strings.Contains(err.Error(), "twice") {
+		t.Fatalf("a file listed twice: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(in, "region-0000", "part-00000.parquet")); err != nil {
+		t.Errorf("the input's file was moved before the refusal: %v", err)
+	}
+}
+
+// TestMergeRefusesDamagedRejectsLength: a checkpoint whose rejects_bytes is negative made merge
+// panic (slice bounds out of range) when cutting rejects.jsonl to it.
+func TestMergeRefusesDamagedRejectsLength(t *testing.T) {
+	root := t.TempDir()
+	in := filepath.Join(root, "shard-0")
+	writeRun(t, in, "region-0000/part-00000.parquet")
+	if err := os.WriteFile(filepath.Join(in, pipeline.RejectsFile), []byte(`{"stream":"s"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(in, pipeline.CheckpointFile), []byte(`{"version":1,"complete":true,"rejects_bytes":-1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := mergeRun([]string{in}, filepath.Join(root, "out"), merge.Link)
+	if err == nil || !strings.Contains(err.Error(), "rejects_bytes") {
+		t.Fatalf("a negative rejects_bytes: %v", err)
+	}
+}
+
+// TestMergeHandMadeRuns is the positive side of the checks above: two well-formed inputs merge,
+// every file renumbered into the output, linked (the input keeps its file) or moved.
+func TestMergeHandMadeRuns(t *testing.T) {
+	for _, mode := range []merge.Mode{merge.Link, merge.Move, merge.Copy} {
+		t.Run(string(mode), func(t *testing.T) {
+			root := t.TempDir()
+			a, b := filepath.Join(root, "shard-0"), filepath.Join(root, "shard-1")
+			writeRun(t, a, "region-0000/part-00000.parquet", "region-0000/part-00001.parquet")
+			writeRun(t, b, "region-0000/part-00000.parquet")
+			out := filepath.Join(root, "out")
+			if err := mergeRun([]string{a, b}, out, mode); err != nil {
+				t.Fatal(err)
+			}
+			m, err := lindorm.ReadManifest(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Files != 3 || m.RowsWritten != 3 || len(m.Regions[0].Files) != 3 {
+				t.Fatalf("merged manifest: %d files, %d rows", m.Files, m.RowsWritten)
+			}
+			for _, fe := range m.Regions[0].Files {
+				data, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(fe.Path)))
+				if err != nil || !bytes.Equal(data, []byte("data")) {
+					t.Errorf("%s: %q %v", fe.Path, data, err)
+				}
+			}
+			_, err = os.Stat(filepath.Join(a, "region-0000", "part-00001.parquet"))
+			if moved := errors.Is(err, os.ErrNotExist); moved != (mode == merge.Move) {
+				t.Errorf("--files %s: the input's file moved: %v", mode, moved)
+			}
+		})
+	}
+}

@@ -1,0 +1,95 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// ErrUnsafePath is wrapped by the errors of CheckRelPath, SafeRelPath and StatRelPath.
+var ErrUnsafePath = errors.New("unsafe file path")
+
+// CheckRelPath checks rel, a data file's path read from a manifest or a checkpoint, the way
+// rekey writes them: slash-separated, relative, clean, inside a region folder
+// ("region-0000/part-00000.parquet"). Anything else could make the reader open, link, move or
+// delete a file outside the output directory (a crafted "../x", "/etc/x" or
+// "region-0000/../../x"), so it is refused rather than cleaned.
+func CheckRelPath(rel string) error {
+	why := ""
+	switch {
+	case rel == "":
+		why = "is empty"
+	case strings.ContainsRune(rel, '\\'):
+		why = "holds a backslash (paths in manifests and checkpoints are slash-separated)"
+	case strings.IndexByte(rel, 0) >= 0:
+		why = "holds a NUL byte"
+	case path.IsAbs(rel) || filepath.IsAbs(filepath.FromSlash(rel)) || filepath.VolumeName(filepath.FromSlash(rel)) != "":
+		why = "is absolute"
+	case rel == ".." || strings.HasPrefix(rel, "../") || strings.HasSuffix(rel, "/..") || strings.Contains(rel, "/../"):
+		why = "climbs out with .."
+	case path.Clean(rel) != rel:
+		why = "is not in clean form (. or empty segments)"
+	case !filepath.IsLocal(filepath.FromSlash(rel)):
+		why = "is not local to the output directory"
+	default:
+		folder, rest, ok := strings.Cut(rel, "/")
+		if !ok || rest == "" || !isRegionDir(folder) {
+			why = "is not inside a region folder (" + RegionDirPrefix + "NNNN/...)"
+		}
+	}
+	if why != "" {
+		return fmt.Errorf("%w %q: it %s", ErrUnsafePath, rel, why)
+	}
+	return nil
+}
+
+func isRegionDir(name string) bool {
+	digits, ok := strings.CutPrefix(name, RegionDirPrefix)
+	if !ok || digits == "" {
+		return false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// SafeRelPath returns rel, a path read from a manifest or checkpoint of the output directory
+// dir, joined to dir, once CheckRelPath accepts it. Every reader of such paths goes through it
+// (or StatRelPath) before opening, linking, moving or deleting the file.
+func SafeRelPath(dir, rel string) (string, error) {
+	if err := CheckRelPath(rel); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, filepath.FromSlash(rel)), nil
+}
+
+// StatRelPath is SafeRelPath and then an Lstat of every component of rel under dir: a region
+// folder or file that is a symbolic link could lead outside dir although the path reads as
+// inside, so links are refused (dir itself may be one). It returns the file's full path and
+// its FileInfo; a missing file gives an error wrapping fs.ErrNotExist.
+func StatRelPath(dir, rel string) (string, fs.FileInfo, error) {
+	full, err := SafeRelPath(dir, rel)
+	if err != nil {
+		return "", nil, err
+	}
+	p := dir
+	segs := strings.Split(rel, "/")
+	var fi fs.FileInfo
+	for i, s := range segs {
+		p = filepath.Join(p, s)
+		if fi, err = os.Lstat(p); err != nil {
+			return "", nil, err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return "", nil, fmt.Errorf("%w %q: %s is a symbolic link, which could lead outside %s", ErrUnsafePath, rel, path.Join(segs[:i+1]...), dir)
+		}
+	}
+	return full, fi, nil
+}
