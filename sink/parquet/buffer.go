@@ -3,6 +3,7 @@ package parquet
 import (
 	"encoding/binary"
 	"fmt"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
@@ -31,6 +32,7 @@ type colSpec struct {
 	nullable bool
 	width    int // decimal byte width
 	dict     bool
+	utf8     bool // a STRING column (VARCHAR, JSON): values must be valid UTF-8
 }
 
 // colData is one column's rows of a chunk. Only non-null values are stored, in order; def has
@@ -108,6 +110,7 @@ func specsOf(f *Format, schema pipeline.TargetSchema) ([]colSpec, error) {
 		switch col.Type {
 		case pipeline.TypeVarchar, pipeline.TypeJSON, pipeline.TypeVarbinary:
 			sp.phys = physBytes
+			sp.utf8 = col.Type != pipeline.TypeVarbinary
 		case pipeline.TypeBigint, pipeline.TypeTimestamp:
 			sp.phys = physInt64
 		case pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint, pipeline.TypeDate:
@@ -181,6 +184,11 @@ func convert(sp *colSpec, v pipeline.Value, s *slot) *pipeline.RowError {
 	switch sp.phys {
 	case physBytes:
 		if v.K == pipeline.KindText || v.K == pipeline.KindBytes {
+			// one invalid STRING value makes readers refuse the whole file (ASCII is checked
+			// 8 bytes at a time)
+			if sp.utf8 && !utf8.ValidString(v.S) {
+				return files.EncodingError(sp.col, v.S)
+			}
 			s.s = v.S
 			return nil
 		}
