@@ -19,7 +19,11 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 		if v.K == pipeline.KindText {
 			return v, nil
 		}
-		return pipeline.Text(e.canonString(v)), nil
+		s := e.canonString(v)
+		if rerr := blobText("a blob stored as "+t.String(), v.K == pipeline.KindBytes, s); rerr != nil {
+			return v, rerr
+		}
+		return pipeline.Text(s), nil
 	case pipeline.TypeVarbinary:
 		if v.K == pipeline.KindBytes {
 			return v, nil

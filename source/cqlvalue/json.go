@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/rekey/rekey/pipeline"
@@ -95,11 +96,87 @@ func unquoteJSON(raw string) (string, error) {
 	if simple {
 		return inner, nil
 	}
-	var s string
-	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		return "", fmt.Errorf("invalid JSON string %s", quoteShort(raw))
+	return unescapeJSON(raw, inner)
+}
+
+// unescapeJSON decodes the escapes of a JSON string's content. Unlike encoding/json, which
+// silently turns a lone UTF-16 surrogate ("\udc80") into U+FFFD, it rejects one: the text it
+// stands for cannot be written as UTF-8, and replacing it would change the data. Bytes that are
+// not valid UTF-8 are kept as they are, for the caller's type to judge (text rejects them).
+func unescapeJSON(raw, inner string) (string, error) {
+	b := make([]byte, 0, len(inner))
+	for i := 0; i < len(inner); i++ {
+		c := inner[i]
+		if c == '"' || c < 0x20 {
+			return "", fmt.Errorf("invalid JSON string %s", quoteShort(raw))
+		}
+		if c != '\\' {
+			b = append(b, c)
+			continue
+		}
+		if i++; i >= len(inner) {
+			return "", fmt.Errorf("invalid JSON string %s", quoteShort(raw))
+		}
+		switch inner[i] {
+		case '"', '\\', '/':
+			b = append(b, inner[i])
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			r, ok := hex4(inner, i+1)
+			if !ok {
+				return "", fmt.Errorf("invalid JSON string %s", quoteShort(raw))
+			}
+			at := i - 1
+			i += 4
+			if utf16.IsSurrogate(r) {
+				r2, ok := rune(0), false
+				if i+2 < len(inner) && inner[i+1] == '\\' && inner[i+2] == 'u' {
+					r2, ok = hex4(inner, i+3)
+				}
+				if d := utf16.DecodeRune(r, r2); ok && d != utf8.RuneError {
+					r = d
+					i += 6
+				} else {
+					return "", &EncodingError{Offset: at, Detail: fmt.Sprintf("lone UTF-16 surrogate \\u%04x at byte %d of the JSON string, not a character", r, at)}
+				}
+			}
+			b = utf8.AppendRune(b, r)
+		default:
+			return "", fmt.Errorf("invalid JSON string %s", quoteShort(raw))
+		}
 	}
-	return s, nil
+	return string(b), nil
+}
+
+// hex4 reads the 4 hex digits of a \u escape at s[i:].
+func hex4(s string, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(s[i : i+4]) {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }
 
 // ObjectFields walks the JSON object doc and calls fn with each member's key and the raw text of

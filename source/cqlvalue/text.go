@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rekey/rekey/pipeline"
 )
@@ -16,7 +17,8 @@ import (
 // ParseText converts the text form of a value (a CSV field, a JSON string's content, an element
 // of a CQL collection literal) to a Value of type t.
 //
-//   - text, varchar: the string itself (aliased, never copied); ascii is checked to be 7-bit.
+//   - text, varchar: the string itself (aliased, never copied), which must be valid UTF-8 (else an
+//     *EncodingError); ascii is checked to be 7-bit.
 //   - For every other type, surrounding spaces are ignored and an empty string is null.
 //   - bigint, int, smallint, tinyint: KindInt, range-checked for the width. varint: KindInt when
 //     it fits int64, else KindDecimal with the canonical digits.
@@ -36,6 +38,9 @@ import (
 func (t Type) ParseText(s string) (pipeline.Value, error) {
 	switch t.Kind {
 	case Text:
+		if !utf8.ValidString(s) {
+			return pipeline.Null, invalidUTF8(s)
+		}
 		return pipeline.Value{S: s, K: pipeline.KindText}, nil
 	case Ascii:
 		for i := 0; i < len(s); i++ {

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cqlvalue"
@@ -153,11 +154,16 @@ func (s *Source) parseCSVRow(data string, pos int, vals []pipeline.Value) (next,
 		if field < s.nfields {
 			if ci := s.colMap[field]; ci >= 0 && (quoted || val != "") {
 				if s.kinds[ci] == cqlvalue.Text {
-					vals[ci] = pipeline.Value{S: val, K: pipeline.KindText}
+					// invalid UTF-8 in a VARCHAR makes the whole Parquet file unreadable
+					if utf8.ValidString(val) {
+						vals[ci] = pipeline.Value{S: val, K: pipeline.KindText}
+					} else if rerr == nil {
+						rerr = &pipeline.RowError{Code: pipeline.CodeEncoding, Field: s.names[ci], Message: cqlvalue.CheckUTF8(val).Error()}
+					}
 				} else if v, err := s.types[ci].ParseText(val); err == nil {
 					vals[ci] = v
 				} else if rerr == nil {
-					rerr = &pipeline.RowError{Code: pipeline.CodeType, Field: s.names[ci], Message: err.Error()}
+					rerr = &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: s.names[ci], Message: err.Error()}
 				}
 			}
 		}

@@ -246,7 +246,7 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []int64, other
 		v, err := d.types[ci].FromJSON(raw)
 		if err != nil {
 			if rerr == nil {
-				rerr = &pipeline.RowError{Code: pipeline.CodeType, Field: d.names[ci], Message: err.Error()}
+				rerr = &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: d.names[ci], Message: err.Error()}
 			}
 			return
 		}
@@ -341,7 +341,7 @@ func (d *Decoder) fillFromKey(vals []pipeline.Value, key []byte) (found int, rer
 	}
 	v, err := d.keyScalar(key)
 	if err != nil {
-		return 0, &pipeline.RowError{Code: pipeline.CodeType, Field: d.names[d.keyCol], Message: "message key: " + err.Error()}
+		return 0, &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: d.names[d.keyCol], Message: "message key: " + err.Error()}
 	}
 	if v.K != pipeline.KindNull {
 		found++

@@ -144,6 +144,43 @@ func TestDecodeDebezium(t *testing.T) {
 	}
 }
 
+// Issue 9, item 2: invalid UTF-8 in a Kafka JSON message reached a Parquet STRING column and made
+// the file unreadable.
+func TestDecodeEncoding(t *testing.T) {
+	cases := []struct {
+		name, format, keycol string
+		schema               pipeline.SourceSchema
+		key, value, want     string
+	}{
+		{"invalid UTF-8", FormatJSON, "", testSchema, "", "{\"userid\":\"DELIV\xff\xfeERED\",\"orderid\":1}", "ERR encoding: invalid UTF-8 byte 0xff at byte 5"},
+		{"lone surrogate", FormatJSON, "", testSchema, "", `{"userid":"\udc80","orderid":1}`, "ERR encoding: lone UTF-16 surrogate \\udc80"},
+		{"surrogate pair", FormatJSON, "", testSchema, "", `{"userid":"\ud83d\ude00","orderid":1}`, "upsert 😀|1|~|~"},
+		{"invalid UTF-8 in a plain key", FormatJSON, "userid", testSchema, "u\xff", "", "ERR encoding: message key: invalid UTF-8 byte 0xff at byte 1"},
+		{"invalid UTF-8 in debezium", FormatDebezium, "", testSchema, "", "{\"op\":\"c\",\"after\":{\"userid\":\"\xc3\",\"orderid\":1}}", "ERR encoding:"},
+	}
+	for _, c := range cases {
+		d, err := NewDecoder(Config{Format: c.format, KeyColumn: c.keycol}, c.schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var key, value []byte
+		if c.key != "" {
+			key = []byte(c.key)
+		}
+		if c.value != "" {
+			value = []byte(c.value)
+		}
+		cs := d.Decode(nil, key, value)
+		got := show(cs)
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: got %q, want prefix %q", c.name, got, c.want)
+		}
+		if len(cs) == 1 && cs[0].Err != nil && cs[0].Err.Code == pipeline.CodeEncoding && cs[0].Err.Field != "userid" {
+			t.Errorf("%s: field %q, want userid", c.name, cs[0].Err.Field)
+		}
+	}
+}
+
 func TestDecodeSlabReuse(t *testing.T) {
 	d, _ := NewDecoder(Config{}, testSchema)
 	var cs []Change
