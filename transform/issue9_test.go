@@ -72,3 +72,94 @@ func TestMultiByteTextAndBlobsToVarchar(t *testing.T) {
 		t.Errorf("carried blob: %v %v %v", got, col.Type, rerr)
 	}
 }
+
+// Issue 9, item 6: text cast to TIMESTAMP was truncated to the millisecond by time.Parse.
+func TestCastToTimestampNeverRounds(t *testing.T) {
+	got, _, rerr := evalExpr(t, "s :: TIMESTAMP", map[string]V{"s": txt("2024-01-01T00:00:12.345000000Z")})
+	if rerr != nil || got != num(1704067212345) {
+		t.Errorf("whole ms: %v %v", got, rerr)
+	}
+	_, _, rerr = evalExpr(t, "s :: TIMESTAMP", map[string]V{"s": txt("2024-01-01T00:00:12.345678901Z")})
+	if rerr == nil || rerr.Code != pipeline.CodeType || !strings.Contains(rerr.Message, "sub-millisecond digits") {
+		t.Errorf("sub-ms: %v", rerr)
+	}
+}
+
+// Issue 9, item 6: source.timestamp_unit says how integer epochs in timestamp columns are read;
+// Compile writes it into the source schema's types, which the sources parse.
+func TestTimestampUnitMapping(t *testing.T) {
+	const yml = `version: 1
+source:
+  timestamp_unit: s
+  columns:
+    id: bigint
+    ts: timestamp
+    tl: list<timestamp>
+    tu: timestamp(us)
+target:
+  table: t
+  primary_key: "[id]"
+`
+	m, err := Decode([]byte(yml), "units.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, c := range p.Source() {
+		types = append(types, c.Type)
+	}
+	if got := strings.Join(types, ", "); got != "bigint, timestamp(s), list<timestamp(s)>, timestamp(us)" {
+		t.Errorf("source types: %s", got)
+	}
+	for _, name := range []string{"ts", "tu"} {
+		if c := p.Target().Columns[p.Target().Index(name)]; c.Type != pipeline.TypeTimestamp {
+			t.Errorf("%s: %s, want TIMESTAMP", name, c.Type)
+		}
+	}
+	// the unit is part of the fingerprint: a resumed run cannot switch units half-way
+	m2, _ := Decode([]byte(strings.Replace(yml, "timestamp_unit: s", "timestamp_unit: ms", 1)), "units.yaml")
+	p2, err := Compile(m2, nil)
+	if err != nil || p2.Fingerprint() == p.Fingerprint() {
+		t.Errorf("fingerprint does not depend on the unit (%v)", err)
+	}
+	// compiling again against the program's own schema (report's alternatives) works
+	if _, err := Compile(m, p.Source()); err != nil {
+		t.Errorf("recompile: %v", err)
+	}
+	// a source with its own schema (Cassandra) has millisecond timestamps
+	cass := pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "ts", Type: "timestamp"}}
+	mc := &Mapping{Version: 1, Source: SourceSpec{TimestampUnit: "s"}, Target: TargetSpec{Table: "t", PrimaryKey: "[id]", OnMissingCode: "reject"}}
+	if _, err := Compile(mc, cass); err == nil || !strings.Contains(err.Error(), "remove source.timestamp_unit") {
+		t.Errorf("cassandra schema with a unit: %v", err)
+	}
+	mc.Source.TimestampUnit = "ms"
+	if _, err := Compile(mc, cass); err != nil {
+		t.Errorf("ms is Cassandra's unit: %v", err)
+	}
+
+	me := decodeErr(t, strings.Replace(strings.Replace(yml, "timestamp_unit: s", "timestamp_unit: sec", 1), "timestamp(us)", "timestamp(ps)", 1))
+	wantProblems(t, me, [][2]string{
+		{"source.timestamp_unit", `want s, ms, us or ns (the unit of integer epochs in timestamp columns), found "sec"`},
+		{"source.columns.tu", "timestamp(unit): want s, ms, us or ns"},
+	})
+}
+
+func TestWithTimestampUnit(t *testing.T) {
+	for in, want := range map[string]string{
+		"timestamp":                              "timestamp(ns)",
+		"map<timestamp,frozen<list<timestamp>>>": "map<timestamp(ns),frozen<list<timestamp(ns)>>>",
+		"timestamp(ms)":                          "timestamp(ms)",
+		"timestamp (ms)":                         "timestamp (ms)",
+		"map<text, timestamp>":                   "map<text, timestamp(ns)>",
+		"bigint":                                 "bigint",
+		"tuple<timestamps_x,timestamp>":          "tuple<timestamps_x,timestamp(ns)>",
+	} {
+		if got := withTimestampUnit(in, "ns"); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}

@@ -119,3 +119,39 @@ func TestMigrateInvalidUTF8IsRejected(t *testing.T) {
 		}
 	}
 }
+
+// Issue 9, item 6: nanosecond timestamps were truncated to milliseconds, and epoch seconds
+// (1704067200) read as milliseconds (1970-01-20).
+func TestMigrateTimestampPrecisionAndUnits(t *testing.T) {
+	in := "id,status,note,ts\n" +
+		"1,a,,1704067200\n" + // epoch seconds
+		"2,a,,2024-01-01T00:00:12.345678901Z\n" + // sub-millisecond digits
+		"3,a,,2024-01-01T00:00:12.345000000Z\n" + // nanosecond text, exact
+		"4,a,,1704067212345\n" // epoch milliseconds
+
+	m, rejects, rows := migrateValues(t, "ts.csv", in, "")
+	if m.RowsRejected != 2 || len(rejects) != 2 {
+		t.Fatalf("rejected %d, want rows 1 and 2", m.RowsRejected)
+	}
+	if rj := rejects[0]; rj.Seq != 2 || rj.Code != pipeline.CodeType || rj.Field != "ts" ||
+		!strings.Contains(rj.Message, "looks like epoch seconds (2024-01-01T00:00:00.000Z), not milliseconds (1970-01-20T17:21:07.200Z); set source.timestamp_unit: s in the mapping, or ms to accept it") {
+		t.Errorf("epoch seconds: %+v", rj)
+	}
+	if rj := rejects[1]; rj.Seq != 3 || rj.Code != pipeline.CodeType || !strings.Contains(rj.Message, "sub-millisecond digits, which Lindorm's TIMESTAMP (milliseconds) cannot hold") {
+		t.Errorf("sub-ms: %+v", rj)
+	}
+	if rows[3][3].I != 1704067212345 || rows[4][3].I != 1704067212345 {
+		t.Errorf("exact values: %v %v", rows[3], rows[4])
+	}
+
+	// with source.timestamp_unit: s, 1704067200 is 2024-01-01T00:00:00Z
+	_, rejects, rows = migrateValues(t, "ts.csv", "id,status,note,ts\n1,a,,1704067200\n2,a,,2024-01-01T00:00:01Z\n", "timestamp_unit: s")
+	if len(rejects) != 0 || rows[1][3].I != 1704067200000 || rows[2][3].I != 1704067201000 {
+		t.Errorf("unit s: rejects %+v rows %v", rejects, rows)
+	}
+	// with us, a value that is not a whole millisecond is a reject, not rounded
+	_, rejects, rows = migrateValues(t, "ts.csv", "id,status,note,ts\n1,a,,1704067200123000\n2,a,,1704067200123456\n", "timestamp_unit: us")
+	if len(rejects) != 1 || rejects[0].Seq != 3 || !strings.Contains(rejects[0].Message, "sub-millisecond") || rows[1][3].I != 1704067200123 {
+		t.Errorf("unit us: rejects %+v rows %v", rejects, rows)
+	}
+}

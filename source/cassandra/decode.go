@@ -143,7 +143,9 @@ func newColDecoder(name string, info gocql.TypeInfo, cqlType string, writetime b
 	}
 	if d.kind == kJSON && d.tupleN == 0 && cqlType != "" {
 		if t, err := cqlvalue.ParseType(cqlType); err == nil && t.Kind.IsCollection() {
-			d.canon, d.isCanon = t, true
+			// timestamps are written back as the epoch milliseconds Cassandra stores, whatever
+			// their value: no guessing of units
+			d.canon, d.isCanon = t.WithTimestampUnit(cqlvalue.UnitMillis), true
 		}
 	}
 	return d, nil

@@ -40,3 +40,19 @@ func TestInvalidUTF8CellsAreEncodingRejects(t *testing.T) {
 		t.Errorf("other errors stay parse: %+v", re)
 	}
 }
+
+// Issue 9, item 6: epoch integers that look like seconds are rejected when no unit is given, but
+// Cassandra's timestamps are epoch milliseconds on the wire: its collections' timestamps, which
+// go through cqlvalue to be canonical, must keep every value (here 5 ms and -1 ms).
+func TestCassandraTimestampsInCollectionsAreMilliseconds(t *testing.T) {
+	lt := gocql.CollectionType{NativeType: gocql.NewNativeType(4, gocql.TypeList, ""), Elem: native(gocql.TypeTimestamp)}
+	data, err := gocql.Marshal(lt, []int64{5, -1, 1704067200000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := decodeOne(t, lt, "list<timestamp>", data)
+	want := `["1970-01-01T00:00:00.005Z","1969-12-31T23:59:59.999Z","2024-01-01T00:00:00.000Z"]`
+	if err != nil || v.S != want {
+		t.Errorf("got %q, %v; want %s", v.S, err, want)
+	}
+}

@@ -84,6 +84,93 @@ func TestInvalidUTF8TextIsEncodingError(t *testing.T) {
 	}
 }
 
+// Issue 9, item 6: "2024-01-01T00:00:12.345678901Z" was truncated to .345 although values are
+// never rounded, and the epoch seconds 1704067200 were read as milliseconds (1970-01-20).
+func TestTimestampPrecisionAndEpochUnits(t *testing.T) {
+	cases := []tcase{
+		// sub-millisecond digits: rejected unless zeros
+		{"timestamp", "2024-01-01T00:00:12.345678901Z", "ERR:sub-millisecond digits, which Lindorm's TIMESTAMP (milliseconds) cannot hold"},
+		{"timestamp", "2024-01-01T00:00:12.3451Z", "ERR:sub-millisecond"},
+		{"timestamp", "2024-01-01T00:00:12.345000000Z", "int:1704067212345"},
+		{"timestamp", "2024-01-01 00:00:12.345000+0000", "int:1704067212345"},
+		{"timestamp", "2024-01-01T00:00:12.0000001Z", "ERR:sub-millisecond"},
+		// no unit: milliseconds within the plausible range
+		{"timestamp", "1704067200", "ERR:looks like epoch seconds (2024-01-01T00:00:00.000Z), not milliseconds (1970-01-20T17:21:07.200Z); set source.timestamp_unit: s in the mapping, or ms to accept it as milliseconds"},
+		{"timestamp", "-1", "ERR:looks like epoch seconds"},
+		{"timestamp", "99999999999", "ERR:looks like epoch seconds"},
+		{"timestamp", "100000000000", "int:100000000000"},
+		{"timestamp", "-100000000000", "int:-100000000000"},
+		{"timestamp", "0", "int:0"}, // the same instant in every unit
+		{"timestamp", "1704067200000", "int:1704067200000"},
+		{"timestamp", "99999999999999", "int:99999999999999"},
+		{"timestamp", "100000000000000", "ERR:looks like epoch microseconds"},
+		{"timestamp", "1704067200000000", "ERR:looks like epoch microseconds (2024-01-01T00:00:00.000Z)"},
+		{"timestamp", "1704067200000000000", "ERR:set source.timestamp_unit: us or ns in the mapping, or ms to accept it as milliseconds"},
+		// explicit units: exact or rejected
+		{"timestamp(s)", "1704067200", "int:1704067200000"},
+		{"timestamp(s)", "-1", "int:-1000"},
+		{"timestamp(s)", "9223372036854776", "ERR:epoch seconds out of range"},
+		{"timestamp(ms)", "1704067200", "int:1704067200"},
+		{"timestamp(ms)", "-1", "int:-1"},
+		{"timestamp(ms)", "9223372036854775807", "int:9223372036854775807"},
+		{"timestamp(us)", "1704067200123000", "int:1704067200123"},
+		{"timestamp(us)", "1704067200123456", "ERR:sub-millisecond digits"},
+		{"timestamp(us)", "-1000", "int:-1"},
+		{"timestamp(us)", "-1001", "ERR:sub-millisecond"},
+		{"timestamp(ns)", "1704067200123000000", "int:1704067200123"},
+		{"timestamp(ns)", "1704067200123000001", "ERR:(epoch nanoseconds): it has sub-millisecond digits"},
+		{"timestamp(s)", "2024-01-01T00:00:00Z", "int:1704067200000"}, // text is not affected
+		{"timestamp(s)", "x", "ERR:expected epoch seconds or ISO-8601"},
+		{"timestamp", "99999999999999999999", "ERR:out of range"},
+		// collections carry the unit to their elements
+		{"list<timestamp(s)>", "[1704067200, '2024-01-01T00:00:01Z']", `text:["2024-01-01T00:00:00.000Z","2024-01-01T00:00:01.000Z"]`},
+		{"list<timestamp>", "[1704067200]", "ERR:looks like epoch seconds"},
+	}
+	for _, c := range cases {
+		typ, err := ParseType(c.typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := typ.ParseText(c.in)
+		check(t, "ParseText", c, v(got), err)
+		if strings.HasPrefix(c.in, "1") || strings.HasPrefix(c.in, "-") { // the same as a JSON number
+			got, err = typ.FromJSON(c.in)
+			check(t, "FromJSON", c, v(got), err)
+		}
+	}
+	if ms, err := EpochMillis(1704067200123000, UnitMicros); err != nil || ms != 1704067200123 {
+		t.Errorf("EpochMillis: %d, %v", ms, err)
+	}
+	if _, err := EpochMillis(1704067200123456, UnitMicros); err == nil {
+		t.Error("EpochMillis rounded")
+	}
+}
+
+func TestTimestampUnitInType(t *testing.T) {
+	for in, want := range map[string]string{
+		"timestamp(s)": "timestamp(s)", "TIMESTAMP( us )": "timestamp(us)", "timestamp(ms)": "timestamp(ms)",
+		"map<text, frozen<list<timestamp(ns)>>>": "map<text, frozen<list<timestamp(ns)>>>",
+	} {
+		got, err := ParseType(in)
+		if err != nil || got.String() != want {
+			t.Errorf("ParseType(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"timestamp(x)", "timestamp(s", "timestamp()", "bigint(s)"} {
+		if _, err := ParseType(bad); err == nil {
+			t.Errorf("ParseType(%q) accepted", bad)
+		}
+	}
+	m, _ := ParseType("map<timestamp, list<timestamp(us)>>")
+	got := m.WithTimestampUnit(UnitSeconds)
+	if got.String() != "map<timestamp(s), list<timestamp(us)>>" || m.String() != "map<timestamp, list<timestamp(us)>>" {
+		t.Errorf("WithTimestampUnit: %s (original now %s)", got, m)
+	}
+	if !got.Equal(m) || got.Key().Unit() != UnitSeconds {
+		t.Error("Equal must ignore units")
+	}
+}
+
 // FuzzUnquoteJSON checks rekey's JSON string decoder against encoding/json: wherever both accept
 // a literal and encoding/json did not have to replace anything (valid UTF-8, no lone
 // surrogates), they give the same text.
