@@ -26,9 +26,12 @@ func (t Type) FromJSON(raw string) (pipeline.Value, error) {
 	}
 	switch c := raw[0]; c {
 	case '"':
-		s, err := unquoteJSON(raw)
+		s, ascii, err := unquote(raw)
 		if err != nil {
 			return pipeline.Null, err
+		}
+		if ascii && t.Kind == Text { // UTF-8 already: unquote saw every byte
+			return pipeline.Value{S: s, K: pipeline.KindText}, nil
 		}
 		return t.ParseText(s)
 	case 'n':
@@ -81,22 +84,26 @@ func (t Type) FromJSON(raw string) (pipeline.Value, error) {
 
 // unquoteJSON returns the content of a JSON string literal; without escapes it aliases raw.
 func unquoteJSON(raw string) (string, error) {
+	s, _, err := unquote(raw)
+	return s, err
+}
+
+// unquote is unquoteJSON that also tells whether the literal was plain ASCII without escapes.
+func unquote(raw string) (s string, ascii bool, err error) {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", fmt.Errorf("invalid JSON string %s", quoteShort(raw))
+		return "", false, fmt.Errorf("invalid JSON string %s", quoteShort(raw))
 	}
 	inner := raw[1 : len(raw)-1]
-	simple := true
+	var hi byte
 	for i := 0; i < len(inner); i++ {
 		c := inner[i]
 		if c == '\\' || c == '"' || c < 0x20 {
-			simple = false
-			break
+			s, err = unescapeJSON(raw, inner)
+			return s, false, err
 		}
+		hi |= c
 	}
-	if simple {
-		return inner, nil
-	}
-	return unescapeJSON(raw, inner)
+	return inner, hi < utf8.RuneSelf, nil
 }
 
 // unescapeJSON decodes the escapes of a JSON string's content. Unlike encoding/json, which
