@@ -242,14 +242,15 @@ func (c *compiler) sourceSchema() {
 		}
 		c.src = declared
 	} else {
-		for _, col := range declared {
+		for i, col := range declared {
 			j := c.src.Index(col.Name)
 			path := "source.columns." + col.Name
 			if j < 0 {
 				c.fail(path, "column %q is not in the source (its columns: %s)", col.Name, strings.Join(c.src.Names(), ", "))
 				continue
 			}
-			if !sameCQL(col.Type, c.src[j].Type) {
+			// as written, or with the mapping's unit (a schema this mapping compiled to)
+			if !sameCQL(m.Source.Columns[i].Type, c.src[j].Type) && !sameCQL(col.Type, c.src[j].Type) {
 				c.fail(path, "declared as %s but the source has %s", col.Type, c.src[j].Type)
 			}
 		}

@@ -140,6 +140,18 @@ target:
 	if _, err := Compile(mc, cass); err != nil {
 		t.Errorf("ms is Cassandra's unit: %v", err)
 	}
+	mc.Source.Columns = pipeline.SourceSchema{{Name: "ts", Type: "timestamp"}}
+	if _, err := Compile(mc, cass); err != nil {
+		t.Errorf("ms with the column listed: %v", err)
+	}
+	mc.Source.Columns[0].Type = "timestamp(s)"
+	if _, err := Compile(mc, cass); err == nil || !strings.Contains(err.Error(), "declared as timestamp(s) but the source has timestamp") {
+		t.Errorf("a column's own unit against Cassandra: %v", err)
+	}
+	mc.Source.Columns[0].Type, mc.Source.TimestampUnit = "timestamp", "s"
+	if _, err := Compile(mc, cass); err == nil || !strings.Contains(err.Error(), "remove source.timestamp_unit") || strings.Contains(err.Error(), "declared as") {
+		t.Errorf("unit s with the column listed: %v", err)
+	}
 
 	me := decodeErr(t, strings.Replace(strings.Replace(yml, "timestamp_unit: s", "timestamp_unit: sec", 1), "timestamp(us)", "timestamp(ps)", 1))
 	wantProblems(t, me, [][2]string{
