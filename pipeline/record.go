@@ -52,6 +52,7 @@ const (
 	CodeNullKey    = "null_key"     // a primary-key column evaluated to null
 	CodeKeyTooLong = "key_too_long" // the encoded primary key exceeds 2 KB
 	CodeEval       = "eval"         // an expression failed (overflow, bad argument)
+	CodeEncoding   = "encoding"     // a text value is not valid UTF-8
 )
 
 func (e *RowError) Error() string {

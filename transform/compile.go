@@ -227,22 +227,41 @@ func (c *compiler) run() *Program {
 
 func (c *compiler) sourceSchema() {
 	m := c.m
+	unit := m.Source.TimestampUnit
+	declared := m.Source.Columns
+	if unit != "" {
+		declared = make(pipeline.SourceSchema, len(m.Source.Columns))
+		for i, col := range m.Source.Columns {
+			declared[i] = pipeline.SourceColumn{Name: col.Name, Type: withTimestampUnit(col.Type, unit)}
+		}
+	}
 	if c.src == nil {
-		if len(m.Source.Columns) == 0 {
+		if len(declared) == 0 {
 			c.fail("source.columns", "empty: list the source columns with their CQL types (or read them from the source)")
 			return
 		}
-		c.src = m.Source.Columns
+		c.src = declared
 	} else {
-		for _, col := range m.Source.Columns {
+		for i, col := range declared {
 			j := c.src.Index(col.Name)
 			path := "source.columns." + col.Name
 			if j < 0 {
 				c.fail(path, "column %q is not in the source (its columns: %s)", col.Name, strings.Join(c.src.Names(), ", "))
 				continue
 			}
-			if !sameCQL(col.Type, c.src[j].Type) {
+			// as written, or with the mapping's unit (a schema this mapping compiled to)
+			if !sameCQL(m.Source.Columns[i].Type, c.src[j].Type) && !sameCQL(col.Type, c.src[j].Type) {
 				c.fail(path, "declared as %s but the source has %s", col.Type, c.src[j].Type)
+			}
+		}
+		if unit != "" && unit != "ms" {
+			// The source gives its own schema (Cassandra): its timestamps are epoch
+			// milliseconds on the wire, whatever the mapping says.
+			for _, col := range c.src {
+				if withTimestampUnit(col.Type, unit) != col.Type {
+					c.fail("source.timestamp_unit", "column %q comes from the source's own schema, whose timestamps are epoch milliseconds (Cassandra's wire format): remove source.timestamp_unit", col.Name)
+					break
+				}
 			}
 		}
 	}

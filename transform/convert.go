@@ -19,7 +19,11 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 		if v.K == pipeline.KindText {
 			return v, nil
 		}
-		return pipeline.Text(e.canonString(v)), nil
+		s := e.canonString(v)
+		if rerr := blobText("a blob stored as "+t.String(), v.K == pipeline.KindBytes, s); rerr != nil {
+			return v, rerr
+		}
+		return pipeline.Text(s), nil
 	case pipeline.TypeVarbinary:
 		if v.K == pipeline.KindBytes {
 			return v, nil
@@ -47,8 +51,12 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 		case pipeline.KindInt:
 			return v, nil
 		case pipeline.KindText:
-			if ms, ok := parseTimestamp(v.S); ok {
+			ms, ok, subMillis := parseTimestamp(v.S)
+			if ok {
 				return pipeline.Int(ms), nil
+			}
+			if subMillis {
+				return v, typeErr(strconv.Quote(truncate(v.S, 64)) + " has sub-millisecond digits, which a TIMESTAMP (milliseconds) cannot hold; rekey does not round (keep it as VARCHAR)")
 			}
 			return v, typeErr(strconv.Quote(truncate(v.S, 64)) + " is not a TIMESTAMP (epoch milliseconds or RFC 3339)")
 		}
@@ -223,17 +231,22 @@ func checkDecimal(s string, p, sc int) string {
 	return ""
 }
 
-func parseTimestamp(s string) (int64, bool) {
+// parseTimestamp reads epoch milliseconds or RFC 3339 text exactly: subMillis reports text whose
+// digits below the millisecond are not zeros (never rounded).
+func parseTimestamp(s string) (ms int64, ok, subMillis bool) {
 	s = strings.TrimSpace(s)
 	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return i, true
+		return i, true, false
 	}
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02"} {
 		if t, err := time.Parse(layout, s); err == nil {
-			return t.UnixMilli(), true
+			if t.Nanosecond()%int(time.Millisecond) != 0 {
+				return 0, false, true
+			}
+			return t.UnixMilli(), true, false
 		}
 	}
-	return 0, false
+	return 0, false, false
 }
 
 func parseDate(s string) (int64, bool) {

@@ -65,7 +65,7 @@ func checkCQL(s string) string {
 		msg = "unexpected " + rest
 	}
 	if msg != "" {
-		return "bad CQL type " + quoteString(s) + ": " + msg + " (want text, varchar, ascii, bigint, int, smallint, tinyint, varint, boolean, double, float, decimal, timestamp, date, time, uuid, timeuuid, blob, inet, duration, counter, list<..>, set<..>, map<..,..>, tuple<..>)"
+		return "bad CQL type " + quoteString(s) + ": " + msg + " (want text, varchar, ascii, bigint, int, smallint, tinyint, varint, boolean, double, float, decimal, timestamp, timestamp(s|ms|us|ns), date, time, uuid, timeuuid, blob, inet, duration, counter, list<..>, set<..>, map<..,..>, tuple<..>)"
 	}
 	return ""
 }
@@ -89,6 +89,13 @@ func parseCQL(s string) (rest string, msg string) {
 	default:
 		if _, ok := cqlScalar[name]; !ok {
 			return rest, "unknown type " + quoteString(name)
+		}
+		if name == "timestamp" && strings.HasPrefix(rest, "(") {
+			unit, after, ok := strings.Cut(rest[1:], ")")
+			if !ok || !validUnit(unit) {
+				return rest, "timestamp(unit): want s, ms, us or ns"
+			}
+			return after, ""
 		}
 		return rest, ""
 	}
@@ -120,6 +127,35 @@ func parseCQL(s string) (rest string, msg string) {
 	return rest, ""
 }
 
+func validUnit(u string) bool { return u == "s" || u == "ms" || u == "us" || u == "ns" }
+
+// withTimestampUnit writes unit after every timestamp in the CQL type s that has none
+// ("map<text, timestamp>" -> "map<text, timestamp(s)>"): the sources read a timestamp's integer
+// epochs in the unit its type carries (cqlvalue.TimeUnit).
+func withTimestampUnit(s, unit string) string {
+	if unit == "" {
+		return s
+	}
+	const ts = "timestamp"
+	var b strings.Builder
+	for {
+		i := strings.Index(s, ts)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		j := i + len(ts)
+		b.WriteString(s[:j])
+		word := (i == 0 || !isNameByte(s[i-1])) && (j == len(s) || !isNameByte(s[j]))
+		if rest := strings.TrimLeft(s[j:], " \t"); word && !strings.HasPrefix(rest, "(") {
+			b.WriteString("(" + unit + ")")
+		}
+		s = s[j:]
+	}
+}
+
+func isNameByte(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' }
+
 // lindormType maps a CQL type (as written in the mapping or reported by Cassandra) to the Lindorm
 // type of a carried-over column. Collections, tuples and user-defined types become JSON text in a
 // VARCHAR column; collection reports whether that happened.
@@ -127,6 +163,9 @@ func lindormType(cql string) (t colType, collection bool) {
 	n := pipeline.NormalizeCQLType(cql)
 	if t, ok := cqlScalar[n]; ok {
 		return t, false
+	}
+	if strings.HasPrefix(n, "timestamp(") { // with its unit
+		return tTimestamp, false
 	}
 	return tVarchar, true
 }

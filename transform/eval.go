@@ -256,6 +256,25 @@ func typeErr(msg string) *pipeline.RowError {
 	return &pipeline.RowError{Code: pipeline.CodeType, Message: msg}
 }
 
+// blobText checks text s made from a blob's raw bytes (blob: the input was one): a VARCHAR must
+// be UTF-8, or the Parquet file that holds it cannot be read. Text values are UTF-8 already (the
+// sources reject anything else) and every function keeps them so, so only blobs are checked.
+func blobText(what string, blob bool, s string) *pipeline.RowError {
+	if !blob || utf8.ValidString(s) {
+		return nil
+	}
+	i := 0
+	for i < len(s) {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && w == 1 {
+			break
+		}
+		i += w
+	}
+	return &pipeline.RowError{Code: pipeline.CodeEncoding, Message: what + ": the blob is not UTF-8 text (invalid byte 0x" +
+		strconv.FormatUint(uint64(s[i]), 16) + " at byte " + strconv.Itoa(i) + ") and a VARCHAR must be UTF-8: keep the blob in a VARBINARY column, or hash it (md5(x))"}
+}
+
 // digestHex writes hex characters [from, to) of the lowercase hex digest of b into dst[from:to],
 // through the memo of call site slot.
 func (e *Evaluator) digestHex(slot int, o op, b []byte, dst *[64]byte, from, to int) {
@@ -409,6 +428,9 @@ func (p *Program) build(t *texpr) evalFn {
 				return v, err
 			}
 			s := e.canonString(v)
+			if rerr := blobText("reverse(x)", v.K == pipeline.KindBytes, s); rerr != nil {
+				return v, rerr
+			}
 			e.a.reserve(len(s))
 			start := len(e.a.buf)
 			for end := len(s); end > 0; {
@@ -438,7 +460,11 @@ func (p *Program) build(t *texpr) evalFn {
 			start := len(e.a.buf)
 			e.a.buf = a.AppendCanonical(e.a.buf)
 			e.a.buf = b.AppendCanonical(e.a.buf)
-			return pipeline.Text(e.a.since(start)), nil
+			s := e.a.since(start)
+			if rerr := blobText("operator +", a.K == pipeline.KindBytes || b.K == pipeline.KindBytes, s); rerr != nil {
+				return a, rerr
+			}
+			return pipeline.Text(s), nil
 		}
 	case opAdd, opMul, opDiv, opMod:
 		return p.buildArith(t)
@@ -473,7 +499,11 @@ func (p *Program) build(t *texpr) evalFn {
 			if err != nil || v.K == pipeline.KindNull || v.K == pipeline.KindText {
 				return v, err
 			}
-			return pipeline.Text(e.canonString(v)), nil
+			s := e.canonString(v)
+			if rerr := blobText("str(x)", v.K == pipeline.KindBytes, s); rerr != nil {
+				return v, rerr
+			}
+			return pipeline.Text(s), nil
 		}
 	case opCode:
 		return p.buildCode(t)
@@ -587,6 +617,9 @@ func (p *Program) buildSubstr(t *texpr) evalFn {
 		i, j, msg := substrBounds(s, begin, end, hasEnd)
 		if msg != "" {
 			return v, evalErr(name + ": " + msg + " (" + strconv.Quote(truncate(s, 64)) + ")")
+		}
+		if rerr := blobText(name, v.K == pipeline.KindBytes, s[i:j]); rerr != nil {
+			return v, rerr
 		}
 		return pipeline.Text(s[i:j]), nil
 	}

@@ -35,6 +35,10 @@ type Mapping struct {
 type SourceSpec struct {
 	Name    string                // keyspace.table, topic, or a label
 	Columns pipeline.SourceSchema // in file order; types lowercased as written
+	// TimestampUnit is how integer epochs in timestamp columns are read: "s", "ms", "us", "ns",
+	// or "" (milliseconds, rejecting integers that look like another unit). Compile writes it
+	// into the source schema's types ("timestamp(s)"), which carry it to the sources.
+	TimestampUnit string
 }
 
 // Var is a named constant usable in expressions (vars: section): an integer or a string.
@@ -352,9 +356,19 @@ func (d *decoder) root(n *yaml.Node) {
 }
 
 func (d *decoder) source(n *yaml.Node) {
-	f := d.fields(n, "source", "name", "columns")
+	f := d.fields(n, "source", "name", "columns", "timestamp_unit")
 	if v, ok := f["name"]; ok {
 		d.m.Source.Name, _ = d.scalar(v, "source.name")
+	}
+	if v, ok := f["timestamp_unit"]; ok {
+		if u, ok := d.scalar(v, "source.timestamp_unit"); ok {
+			switch u {
+			case "s", "ms", "us", "ns":
+				d.m.Source.TimestampUnit = u
+			default:
+				d.ps.add("source.timestamp_unit", deref(v).Line, "want s, ms, us or ns (the unit of integer epochs in timestamp columns), found %q", u)
+			}
+		}
 	}
 	if v, ok := f["columns"]; ok {
 		seen := map[string]string{}

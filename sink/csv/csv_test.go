@@ -176,3 +176,21 @@ func TestFields(t *testing.T) {
 		t.Error("null key accepted")
 	}
 }
+
+// Issue 9, item 2: text that is not UTF-8 is rejected by the CSV format too (code "encoding"), as
+// by Parquet: the same row is written or rejected whichever format the run uses. VARBINARY is hex.
+func TestInvalidUTF8Rejected(t *testing.T) {
+	f := csv.New()
+	for _, col := range []pipeline.Column{{Name: "c", Type: pipeline.TypeVarchar, KeyPos: -1}, {Name: "c", Type: pipeline.TypeJSON, KeyPos: -1}} {
+		for _, v := range []pipeline.Value{pipeline.Text("DELIV\xff\xfeERED"), pipeline.Bytes("\xe4\xb8")} {
+			_, err := f.AppendValue(nil, col, v)
+			re, ok := err.(*pipeline.RowError)
+			if !ok || re.Code != pipeline.CodeEncoding || re.Field != "c" {
+				t.Errorf("%s %q: %v; want an encoding reject", col.Type, v.S, err)
+			}
+		}
+	}
+	if got, err := f.AppendValue(nil, pipeline.Column{Type: pipeline.TypeVarbinary, KeyPos: -1}, pipeline.Bytes("\xff\xfe")); err != nil || string(got) != "fffe" {
+		t.Errorf("varbinary: %q %v", got, err)
+	}
+}

@@ -7,16 +7,19 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rekey/rekey/pipeline"
 )
 
 // The converters below are shared by every Format so that a value is accepted or rejected the
 // same way whatever the output. They never round or truncate: a value that does not fit its
-// column exactly is a *pipeline.RowError with code "type" (or "null_key" for a null key column),
-// naming the column. Accepted kinds per column type:
+// column exactly is a *pipeline.RowError with code "type" (or "null_key" for a null key column,
+// "encoding" for text that is not UTF-8), naming the column. Accepted kinds per column type:
 //
-//	VARCHAR, JSON        text, decimal (its text), bytes (raw); int/float/bool as their canonical text
+//	VARCHAR, JSON        text, decimal (its text), bytes (raw); int/float/bool as their canonical
+//	                     text. Text and bytes must be valid UTF-8: readers refuse a whole Parquet
+//	                     file for one invalid STRING value, whatever produced it.
 //	VARBINARY            bytes, text (raw bytes)
 //	BIGINT, INTEGER,     int, in the type's range; bool as 0/1
 //	SMALLINT, TINYINT
@@ -31,6 +34,24 @@ import (
 // TypeError is the reject for a value that does not fit its column.
 func TypeError(col pipeline.Column, format string, args ...any) *pipeline.RowError {
 	return &pipeline.RowError{Code: pipeline.CodeType, Field: col.Name, Message: fmt.Sprintf(format, args...)}
+}
+
+// EncodingError is the reject for a VARCHAR or JSON value s that is not valid UTF-8.
+func EncodingError(col pipeline.Column, s string) *pipeline.RowError {
+	i := 0
+	for i < len(s) {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && w == 1 {
+			break
+		}
+		i += w
+	}
+	msg := "invalid UTF-8"
+	if i < len(s) {
+		msg = fmt.Sprintf("invalid UTF-8 byte 0x%x at byte %d", s[i], i)
+	}
+	return &pipeline.RowError{Code: pipeline.CodeEncoding, Field: col.Name,
+		Message: msg + ": a " + col.Type.String() + " value must be UTF-8 (binary data belongs in a VARBINARY column)"}
 }
 
 // NullKeyError is the reject for a null primary-key column.
@@ -80,10 +101,13 @@ func CheckValue(col pipeline.Column, v pipeline.Value) *pipeline.RowError {
 }
 
 // TextValue returns the bytes of a VARCHAR, JSON or VARBINARY value. Text, bytes and decimal
-// values are returned without copying.
+// values are returned without copying; VARCHAR and JSON text must be valid UTF-8.
 func TextValue(col pipeline.Column, v pipeline.Value) (string, *pipeline.RowError) {
 	switch v.K {
 	case pipeline.KindText, pipeline.KindBytes:
+		if col.Type != pipeline.TypeVarbinary && !utf8.ValidString(v.S) {
+			return "", EncodingError(col, v.S)
+		}
 		return v.S, nil
 	case pipeline.KindDecimal, pipeline.KindInt, pipeline.KindFloat, pipeline.KindBool:
 		if col.Type == pipeline.TypeVarbinary {

@@ -3,6 +3,7 @@ package parquet
 import (
 	"encoding/binary"
 	"fmt"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
@@ -31,6 +32,7 @@ type colSpec struct {
 	nullable bool
 	width    int // decimal byte width
 	dict     bool
+	utf8     bool // a STRING column (VARCHAR, JSON): values must be valid UTF-8
 }
 
 // colData is one column's rows of a chunk. Only non-null values are stored, in order; def has
@@ -79,6 +81,8 @@ func (c *colData) mem() int64 {
 // slot is one converted value between validation and append.
 type slot struct {
 	null bool
+	hit  bool  // s is dictionary entry k already (found while validating)
+	k    int32 // the entry, when hit
 	i    int64
 	f    float64
 	s    string
@@ -108,6 +112,7 @@ func specsOf(f *Format, schema pipeline.TargetSchema) ([]colSpec, error) {
 		switch col.Type {
 		case pipeline.TypeVarchar, pipeline.TypeJSON, pipeline.TypeVarbinary:
 			sp.phys = physBytes
+			sp.utf8 = col.Type != pipeline.TypeVarbinary
 		case pipeline.TypeBigint, pipeline.TypeTimestamp:
 			sp.phys = physInt64
 		case pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint, pipeline.TypeDate:
@@ -167,8 +172,9 @@ func (b *buffer) Mem() int64 {
 	return m
 }
 
-// convert validates v for column sp into s.
-func convert(sp *colSpec, v pipeline.Value, s *slot) *pipeline.RowError {
+// convert validates value v of column i into its slot.
+func (b *buffer) convert(i int, v pipeline.Value) *pipeline.RowError {
+	sp, s := &b.specs[i], &b.slots[i]
 	if v.K == pipeline.KindNull {
 		if !sp.nullable {
 			return files.NullKeyError(sp.col)
@@ -180,8 +186,19 @@ func convert(sp *colSpec, v pipeline.Value, s *slot) *pipeline.RowError {
 	var err *pipeline.RowError
 	switch sp.phys {
 	case physBytes:
+		s.hit = false
 		if v.K == pipeline.KindText || v.K == pipeline.KindBytes {
 			s.s = v.S
+			if sp.utf8 {
+				// One invalid STRING value makes readers refuse the whole file. A dictionary
+				// entry was checked when it was added: look it up now, and append by index.
+				if c := &b.cols[i]; c.dictMode {
+					s.k, s.hit = b.dicts[i].find(v.S, c)
+				}
+				if !s.hit && !utf8.ValidString(v.S) {
+					return files.EncodingError(sp.col, v.S)
+				}
+			}
 			return nil
 		}
 		s.s, err = files.TextValue(sp.col, v)
@@ -223,7 +240,7 @@ func (b *buffer) Append(values []pipeline.Value) error {
 		b.presize()
 	}
 	for i := range b.specs {
-		if err := convert(&b.specs[i], values[i], &b.slots[i]); err != nil {
+		if err := b.convert(i, values[i]); err != nil {
 			return err
 		}
 	}
@@ -274,6 +291,13 @@ func (b *buffer) append(i int, s *slot) {
 	switch sp.phys {
 	case physBytes:
 		if c.dictMode {
+			if s.hit {
+				if len(c.idx) == cap(c.idx) {
+					c.idx = grow(&p.i32, c.idx, 1)
+				}
+				c.idx = append(c.idx, s.k)
+				return
+			}
 			b.appendDict(i, s.s)
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strconv"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/gocql/gocql"
@@ -142,7 +143,9 @@ func newColDecoder(name string, info gocql.TypeInfo, cqlType string, writetime b
 	}
 	if d.kind == kJSON && d.tupleN == 0 && cqlType != "" {
 		if t, err := cqlvalue.ParseType(cqlType); err == nil && t.Kind.IsCollection() {
-			d.canon, d.isCanon = t, true
+			// timestamps are written back as the epoch milliseconds Cassandra stores, whatever
+			// their value: no guessing of units
+			d.canon, d.isCanon = t.WithTimestampUnit(cqlvalue.UnitMillis), true
 		}
 	}
 	return d, nil
@@ -199,6 +202,17 @@ var (
 	errLength = errors.New("wrong length")
 )
 
+// cellError is the reject for a cell that cannot be decoded: code "encoding" for text that is
+// not UTF-8, "parse" for the rest.
+func cellError(col string, err error) *pipeline.RowError {
+	code := pipeline.CodeParse
+	var ee *cqlvalue.EncodingError
+	if errors.As(err, &ee) {
+		code = pipeline.CodeEncoding
+	}
+	return &pipeline.RowError{Code: code, Field: col, Message: err.Error()}
+}
+
 func lengthError(want string, got int) error {
 	return fmt.Errorf("%w: %d bytes, want %s", errLength, got, want)
 }
@@ -210,6 +224,11 @@ func (d *colDecoder) decode(data []byte, a *arena, scratch *[]byte) (pipeline.Va
 	}
 	switch d.kind {
 	case kText:
+		// Cassandra validates text on write, but sstables loaded around it, old versions and
+		// other servers may hold anything; a VARCHAR that is not UTF-8 breaks the whole file.
+		if !utf8.Valid(data) {
+			return pipeline.Null, cqlvalue.CheckUTF8(string(data))
+		}
 		return pipeline.Value{S: a.str(data), K: pipeline.KindText}, nil
 	case kBlob:
 		return pipeline.Value{S: a.str(data), K: pipeline.KindBytes}, nil
@@ -656,6 +675,9 @@ func (n *jnode) appendJSON(dst []byte, data []byte, canon bool) ([]byte, error) 
 func (n *jnode) appendScalar(dst []byte, data []byte, canon bool) ([]byte, error) {
 	switch n.dec.kind {
 	case kText:
+		if !utf8.Valid(data) { // AppendJSONString would make it U+FFFD: a silent change
+			return dst, cqlvalue.CheckUTF8(string(data))
+		}
 		return cqlvalue.AppendJSONString(dst, unsafe.String(unsafe.SliceData(data), len(data))), nil
 	case kBlob:
 		dst = append(dst, '"', '0', 'x')

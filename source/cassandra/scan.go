@@ -457,7 +457,7 @@ func (c *colSink) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
 	pd := c.pd
 	v, err := c.d.decode(data, &pd.mem.arena, &pd.scratch)
 	if err != nil && pd.rowErr == nil {
-		pd.rowErr = &pipeline.RowError{Code: pipeline.CodeParse, Field: c.d.name, Message: err.Error()}
+		pd.rowErr = cellError(c.d.name, err)
 	}
 	pd.vals[c.i] = v
 	return nil
@@ -523,7 +523,7 @@ func (pd *pageDecoder) finishTuples() {
 		}
 		v, err := ts.d.decode(body, &pd.mem.arena, &pd.scratch)
 		if err != nil && pd.rowErr == nil {
-			pd.rowErr = &pipeline.RowError{Code: pipeline.CodeParse, Field: ts.d.name, Message: err.Error()}
+			pd.rowErr = cellError(ts.d.name, err)
 		}
 		pd.vals[ts.i] = v
 		clear(ts.parts)

@@ -83,7 +83,7 @@ var typeRows = [][]typeCase{
 		{"c_map", map[string]int{"b": 2, "a": 1}, "cql:map<text, int>:{'a': 1, 'b': 2}"},
 		{"c_frozen", [][]int{{2, 1}, {}}, "cql:list<frozen<set<int>>>:[{1, 2}, {}]"},
 		{"c_tuple", []any{int32(1), "x\"y", time.UnixMilli(-1500).UTC()}, `text:"[1,\"x\\\"y\",\"1969-12-31T23:59:58.500Z\"]"`},
-		{"c_lts", []time.Time{time.UnixMilli(1704164645678), time.UnixMilli(-1)}, "cql:list<timestamp>:['2024-01-02 03:04:05.678000+0000', -1]"},
+		{"c_lts", []time.Time{time.UnixMilli(1704164645678), time.UnixMilli(-1)}, "cql:list<timestamp>:['2024-01-02 03:04:05.678000+0000', '1969-12-31T23:59:59.999Z']"},
 		{"c_mdec", map[int]*inf.Dec{10: dec("1.50"), 9: dec("-0.001")}, "cql:map<int, decimal>:{9: -0.001, 10: 1.50}"},
 		{"c_sblob", [][]byte{{0xab}, {}}, "cql:set<blob>:{0x, 0xab}"},
 		{"c_luuid", []gocql.UUID{mustUUID("123e4567-e89b-12d3-a456-426614174000")}, "cql:list<uuid>:[123e4567-e89b-12d3-a456-426614174000]"},

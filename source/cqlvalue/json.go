@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/rekey/rekey/pipeline"
@@ -25,9 +26,12 @@ func (t Type) FromJSON(raw string) (pipeline.Value, error) {
 	}
 	switch c := raw[0]; c {
 	case '"':
-		s, err := unquoteJSON(raw)
+		s, ascii, err := unquote(raw)
 		if err != nil {
 			return pipeline.Null, err
+		}
+		if ascii && t.Kind == Text { // UTF-8 already: unquote saw every byte
+			return pipeline.Value{S: s, K: pipeline.KindText}, nil
 		}
 		return t.ParseText(s)
 	case 'n':
@@ -80,26 +84,106 @@ func (t Type) FromJSON(raw string) (pipeline.Value, error) {
 
 // unquoteJSON returns the content of a JSON string literal; without escapes it aliases raw.
 func unquoteJSON(raw string) (string, error) {
+	s, _, err := unquote(raw)
+	return s, err
+}
+
+// unquote is unquoteJSON that also tells whether the literal was plain ASCII without escapes.
+func unquote(raw string) (s string, ascii bool, err error) {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", fmt.Errorf("invalid JSON string %s", quoteShort(raw))
+		return "", false, fmt.Errorf("invalid JSON string %s", quoteShort(raw))
 	}
 	inner := raw[1 : len(raw)-1]
-	simple := true
+	var hi byte
 	for i := 0; i < len(inner); i++ {
 		c := inner[i]
 		if c == '\\' || c == '"' || c < 0x20 {
-			simple = false
-			break
+			s, err = unescapeJSON(raw, inner)
+			return s, false, err
+		}
+		hi |= c
+	}
+	return inner, hi < utf8.RuneSelf, nil
+}
+
+// unescapeJSON decodes the escapes of a JSON string's content. Unlike encoding/json, which
+// silently turns a lone UTF-16 surrogate ("\udc80") into U+FFFD, it rejects one: the text it
+// stands for cannot be written as UTF-8, and replacing it would change the data. Bytes that are
+// not valid UTF-8 are kept as they are, for the caller's type to judge (text rejects them).
+func unescapeJSON(raw, inner string) (string, error) {
+	b := make([]byte, 0, len(inner))
+	for i := 0; i < len(inner); i++ {
+		c := inner[i]
+		if c == '"' || c < 0x20 {
+			return "", fmt.Errorf("invalid JSON string %s", quoteShort(raw))
+		}
+		if c != '\\' {
+			b = append(b, c)
+			continue
+		}
+		if i++; i >= len(inner) {
+			return "", fmt.Errorf("invalid JSON string %s", quoteShort(raw))
+		}
+		switch inner[i] {
+		case '"', '\\', '/':
+			b = append(b, inner[i])
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			r, ok := hex4(inner, i+1)
+			if !ok {
+				return "", fmt.Errorf("invalid JSON string %s", quoteShort(raw))
+			}
+			at := i - 1
+			i += 4
+			if utf16.IsSurrogate(r) {
+				r2, ok := rune(0), false
+				if i+2 < len(inner) && inner[i+1] == '\\' && inner[i+2] == 'u' {
+					r2, ok = hex4(inner, i+3)
+				}
+				if d := utf16.DecodeRune(r, r2); ok && d != utf8.RuneError {
+					r = d
+					i += 6
+				} else {
+					return "", &EncodingError{Offset: at, Detail: fmt.Sprintf("lone UTF-16 surrogate \\u%04x at byte %d of the JSON string, not a character", r, at)}
+				}
+			}
+			b = utf8.AppendRune(b, r)
+		default:
+			return "", fmt.Errorf("invalid JSON string %s", quoteShort(raw))
 		}
 	}
-	if simple {
-		return inner, nil
+	return string(b), nil
+}
+
+// hex4 reads the 4 hex digits of a \u escape at s[i:].
+func hex4(s string, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
 	}
-	var s string
-	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		return "", fmt.Errorf("invalid JSON string %s", quoteShort(raw))
+	var r rune
+	for _, c := range []byte(s[i : i+4]) {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
 	}
-	return s, nil
+	return r, true
 }
 
 // ObjectFields walks the JSON object doc and calls fn with each member's key and the raw text of

@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/rekey/rekey/pipeline"
 )
@@ -16,15 +18,18 @@ import (
 // ParseText converts the text form of a value (a CSV field, a JSON string's content, an element
 // of a CQL collection literal) to a Value of type t.
 //
-//   - text, varchar: the string itself (aliased, never copied); ascii is checked to be 7-bit.
+//   - text, varchar: the string itself (aliased, never copied), which must be valid UTF-8 (else an
+//     *EncodingError); ascii is checked to be 7-bit.
 //   - For every other type, surrounding spaces are ignored and an empty string is null.
 //   - bigint, int, smallint, tinyint: KindInt, range-checked for the width. varint: KindInt when
 //     it fits int64, else KindDecimal with the canonical digits.
 //   - boolean: true/false (any case) or 1/0. float, double: KindFloat.
 //   - decimal: KindDecimal with the canonical plain text ("1.50", "-0.001"; "1.5E3" -> "1500").
-//   - timestamp: KindInt epoch milliseconds, from an integer (epoch ms) or ISO-8601 / RFC 3339
-//     text ("2024-01-02T03:04:05Z", "2024-01-02 03:04:05.678000+0000", "2024-01-02 03:04:05",
-//     "2024-01-02"); without a zone the time is UTC.
+//   - timestamp: KindInt epoch milliseconds, from ISO-8601 / RFC 3339 text
+//     ("2024-01-02T03:04:05Z", "2024-01-02 03:04:05.678000+0000", "2024-01-02 03:04:05",
+//     "2024-01-02"; without a zone the time is UTC) or an integer epoch in the type's unit
+//     (TimeUnit; without one, milliseconds within the plausible range). Nothing is rounded:
+//     digits below the millisecond must be zeros, in text and in us/ns epochs.
 //   - date: KindInt days since 1970-01-01, from yyyy-mm-dd or an integer (days).
 //   - uuid, timeuuid (version 1 only): KindText, lowercase 36 characters.
 //   - blob: KindBytes from 0x-prefixed hex (or, without the prefix, base64 as DSBulk writes it).
@@ -36,6 +41,9 @@ import (
 func (t Type) ParseText(s string) (pipeline.Value, error) {
 	switch t.Kind {
 	case Text:
+		if !utf8.ValidString(s) {
+			return pipeline.Null, invalidUTF8(s)
+		}
 		return pipeline.Value{S: s, K: pipeline.KindText}, nil
 	case Ascii:
 		for i := 0; i < len(s); i++ {
@@ -92,9 +100,9 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 		}
 		return pipeline.Value{S: d, K: pipeline.KindDecimal}, nil
 	case Timestamp:
-		ms, ok := parseTimestamp(s)
-		if !ok {
-			return pipeline.Null, expected(s, t.Kind, "epoch milliseconds or ISO-8601 like 2024-01-02T03:04:05.678Z")
+		ms, st := parseTimestamp(s, t.unit)
+		if st != tsOK {
+			return pipeline.Null, timestampError(s, t.unit, ms, st)
 		}
 		return pipeline.Value{I: ms, K: pipeline.KindInt}, nil
 	case Date:
@@ -439,30 +447,128 @@ func daysFromCivil(y, m, d int64) int64 {
 	return era*146097 + doe - 719468
 }
 
-// parseTimestamp reads epoch milliseconds or an ISO-8601 date-time; see ParseText.
-func parseTimestamp(s string) (int64, bool) {
-	if n, ok, _ := parseInt(s); ok {
-		return n, true
+// tsStatus is the outcome of parseTimestamp; the error message is built only on failure.
+type tsStatus uint8
+
+const (
+	tsOK        tsStatus = iota
+	tsSyntax             // neither an integer nor an ISO-8601 date-time
+	tsSubMillis          // digits below the millisecond that are not zeros
+	tsRange              // an epoch that does not fit int64 milliseconds
+	tsSeconds            // UnitAuto: looks like epoch seconds
+	tsMicros             // UnitAuto: looks like epoch microseconds or nanoseconds
+)
+
+// Bounds of the integers UnitAuto reads as epoch milliseconds (see UnitAuto).
+const (
+	autoMillisMin = 100_000_000_000     // 1e11 ms: 1973-03-03T09:46:40Z; 1e11 s is the year 5138
+	autoMillisMax = 100_000_000_000_000 // 1e14 ms: the year 5138; 1e14 us is 1973-03-03
+)
+
+// EpochMillis converts an integer epoch in unit u to milliseconds, exactly: a us or ns value
+// that is not a whole millisecond, or a seconds value beyond the int64 range, is an error.
+func EpochMillis(n int64, u TimeUnit) (int64, error) {
+	ms, st := epochMillis(n, u)
+	if st != tsOK {
+		return 0, timestampError(strconv.FormatInt(n, 10), u, ms, st)
+	}
+	return ms, nil
+}
+
+func epochMillis(n int64, u TimeUnit) (int64, tsStatus) {
+	switch u {
+	case UnitSeconds:
+		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
+			return 0, tsRange
+		}
+		return n * 1000, tsOK
+	case UnitMillis:
+		return n, tsOK
+	case UnitMicros:
+		if n%1000 != 0 {
+			return n, tsSubMillis
+		}
+		return n / 1000, tsOK
+	case UnitNanos:
+		if n%1_000_000 != 0 {
+			return n, tsSubMillis
+		}
+		return n / 1_000_000, tsOK
+	}
+	switch {
+	case n == 0:
+		return 0, tsOK
+	case n > -autoMillisMin && n < autoMillisMin:
+		return n, tsSeconds
+	case n >= autoMillisMax || n <= -autoMillisMax:
+		return n, tsMicros
+	}
+	return n, tsOK
+}
+
+// timestampError explains why s is not a timestamp, and what to change. n is the integer read,
+// for the epoch statuses.
+func timestampError(s string, u TimeUnit, n int64, st tsStatus) error {
+	q := quoteShort(s)
+	switch st {
+	case tsSubMillis:
+		if u == UnitMicros || u == UnitNanos {
+			return fmt.Errorf("invalid timestamp %s (epoch %s): it has sub-millisecond digits, which Lindorm's TIMESTAMP (milliseconds) cannot hold, and rekey does not round; declare the source column bigint to keep the exact number", q, unitWords(u))
+		}
+		return fmt.Errorf("invalid timestamp %s: it has sub-millisecond digits, which Lindorm's TIMESTAMP (milliseconds) cannot hold, and rekey does not round; declare the source column text to keep the exact value", q)
+	case tsRange:
+		return fmt.Errorf("invalid timestamp %s: epoch %s out of range", q, unitWords(u))
+	case tsSeconds:
+		return fmt.Errorf("invalid timestamp %s: it looks like epoch seconds (%s), not milliseconds (%s); set source.timestamp_unit: s in the mapping, or ms to accept it as milliseconds", q, isoOf(n*1000), isoOf(n))
+	case tsMicros:
+		return fmt.Errorf("invalid timestamp %s: it looks like epoch microseconds (%s) or nanoseconds (%s), not milliseconds; set source.timestamp_unit: us or ns in the mapping, or ms to accept it as milliseconds", q, isoOf(n/1000), isoOf(n/1_000_000))
+	}
+	return expected(s, Timestamp, "epoch "+unitWords(u)+" or ISO-8601 like 2024-01-02T03:04:05.678Z")
+}
+
+func unitWords(u TimeUnit) string {
+	switch u {
+	case UnitSeconds:
+		return "seconds"
+	case UnitMicros:
+		return "microseconds"
+	case UnitNanos:
+		return "nanoseconds"
+	}
+	return "milliseconds"
+}
+
+func isoOf(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// parseTimestamp reads an integer epoch in unit u or an ISO-8601 date-time; see ParseText.
+func parseTimestamp(s string, u TimeUnit) (int64, tsStatus) {
+	if n, ok, overflow := parseInt(s); ok {
+		return epochMillis(n, u)
+	} else if overflow {
+		return 0, tsRange
 	}
 	y, mo, d, i, ok := parseDate(s)
 	if !ok {
-		return 0, false
+		return 0, tsSyntax
 	}
 	secs := daysFromCivil(y, mo, d) * 86400
 	var ms int64
+	subMillis := false
 	if i < len(s) && (s[i] == 'T' || s[i] == 't' || s[i] == ' ') && i+1 < len(s) && s[i+1]-'0' <= 9 {
 		i++
 		h, ok1 := digits(s, i, 2)
 		mi, ok2 := digits(s, i+3, 2)
 		if !ok1 || !ok2 || s[i+2] != ':' || h > 23 || mi > 59 {
-			return 0, false
+			return 0, tsSyntax
 		}
 		i += 5
 		var sec int64
 		if i < len(s) && s[i] == ':' {
 			var ok bool
 			if sec, ok = digits(s, i+1, 2); !ok || sec > 59 {
-				return 0, false
+				return 0, tsSyntax
 			}
 			i += 3
 			if i < len(s) && (s[i] == '.' || s[i] == ',') {
@@ -470,12 +576,16 @@ func parseTimestamp(s string) (int64, bool) {
 				start := i
 				var scale int64 = 100
 				for i < len(s) && s[i]-'0' <= 9 {
-					ms += int64(s[i]-'0') * scale
-					scale /= 10
+					if scale > 0 {
+						ms += int64(s[i]-'0') * scale
+						scale /= 10
+					} else if s[i] != '0' {
+						subMillis = true // never rounded away
+					}
 					i++
 				}
 				if i == start || i-start > 9 {
-					return 0, false
+					return 0, tsSyntax
 				}
 			}
 		}
@@ -491,7 +601,7 @@ func parseTimestamp(s string) (int64, bool) {
 		case c == '+' || c == '-':
 			oh, ok := digits(s, i+1, 2)
 			if !ok || oh > 23 {
-				return 0, false
+				return 0, tsSyntax
 			}
 			i += 3
 			var om int64
@@ -500,7 +610,7 @@ func parseTimestamp(s string) (int64, bool) {
 			}
 			if i < len(s) {
 				if om, ok = digits(s, i, 2); !ok || om > 59 {
-					return 0, false
+					return 0, tsSyntax
 				}
 				i += 2
 			}
@@ -512,13 +622,16 @@ func parseTimestamp(s string) (int64, bool) {
 		case s[i:] == "UTC" || s[i:] == "GMT":
 			i += 3
 		default:
-			return 0, false
+			return 0, tsSyntax
 		}
 	}
 	if i != len(s) {
-		return 0, false
+		return 0, tsSyntax
 	}
-	return secs*1000 + ms, true
+	if subMillis {
+		return 0, tsSubMillis
+	}
+	return secs*1000 + ms, tsOK
 }
 
 func isHex(c byte) bool { return c-'0' <= 9 || c-'a' <= 5 || c-'A' <= 5 }

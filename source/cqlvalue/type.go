@@ -52,8 +52,65 @@ func (k Kind) IsCollection() bool { return k == List || k == Set || k == Map }
 // Type is a parsed CQL type. The zero Type is invalid.
 type Type struct {
 	Kind   Kind
-	Frozen bool   // written as frozen<...>; does not change how values parse
-	params []Type // list, set: the element; map: key, value
+	Frozen bool     // written as frozen<...>; does not change how values parse
+	unit   TimeUnit // timestamp: how an integer is read (see TimeUnit)
+	params []Type   // list, set: the element; map: key, value
+}
+
+// TimeUnit says how an integer in a timestamp column is read. CQL has no such notion: rekey
+// writes it after the type, "timestamp(s)", when the mapping sets source.timestamp_unit, so that
+// the unit travels with the column's type to every source that parses values.
+type TimeUnit uint8
+
+const (
+	// UnitAuto reads epoch milliseconds, but rejects integers that are far more likely another
+	// unit: 0 < |v| < 1e11 (epoch seconds up to the year 5138; as milliseconds, before
+	// 1973-03-03) and |v| >= 1e14 (epoch microseconds or nanoseconds; as milliseconds, after
+	// the year 5138). 0 is the same instant in every unit and is accepted.
+	UnitAuto    TimeUnit = iota
+	UnitSeconds          // epoch seconds, exact
+	UnitMillis           // epoch milliseconds, any value (Cassandra's own representation)
+	UnitMicros           // epoch microseconds; a value that is not a whole millisecond is an error
+	UnitNanos            // epoch nanoseconds; a value that is not a whole millisecond is an error
+)
+
+var unitNames = [...]string{"", "s", "ms", "us", "ns"}
+
+// String is the unit's name in mappings: "s", "ms", "us", "ns" ("" for UnitAuto).
+func (u TimeUnit) String() string {
+	if int(u) < len(unitNames) {
+		return unitNames[u]
+	}
+	return fmt.Sprintf("unit(%d)", int(u))
+}
+
+// ParseTimeUnit reads s, ms, us or ns.
+func ParseTimeUnit(s string) (TimeUnit, bool) {
+	for i := UnitSeconds; int(i) < len(unitNames); i++ {
+		if unitNames[i] == s {
+			return i, true
+		}
+	}
+	return UnitAuto, false
+}
+
+// Unit is the time unit of a timestamp type (UnitAuto when none was given).
+func (t Type) Unit() TimeUnit { return t.unit }
+
+// WithTimestampUnit returns t with unit u on every timestamp inside it that has none
+// ("map<text, timestamp>" -> "map<text, timestamp(s)>").
+func (t Type) WithTimestampUnit(u TimeUnit) Type {
+	if t.Kind == Timestamp && t.unit == UnitAuto {
+		t.unit = u
+	}
+	if len(t.params) > 0 {
+		ps := make([]Type, len(t.params))
+		for i, p := range t.params {
+			ps[i] = p.WithTimestampUnit(u)
+		}
+		t.params = ps
+	}
+	return t
 }
 
 // Supported lists the CQL types ParseType accepts, for error messages and help texts.
@@ -85,7 +142,7 @@ func (t Type) param(i int) Type {
 }
 
 // String is the canonical lowercase CQL spelling: "text", "map<text, frozen<list<int>>>".
-// varchar is spelled text.
+// varchar is spelled text; a timestamp's unit follows it in parentheses: "timestamp(s)".
 func (t Type) String() string {
 	var b strings.Builder
 	t.write(&b)
@@ -97,6 +154,9 @@ func (t Type) write(b *strings.Builder) {
 		b.WriteString("frozen<")
 	}
 	b.WriteString(t.Kind.String())
+	if t.unit != UnitAuto {
+		b.WriteString("(" + t.unit.String() + ")")
+	}
 	if len(t.params) > 0 {
 		b.WriteByte('<')
 		for i, p := range t.params {
@@ -112,7 +172,8 @@ func (t Type) write(b *strings.Builder) {
 	}
 }
 
-// Equal tells whether two types are the same CQL type (varchar and text are the same).
+// Equal tells whether two types are the same CQL type (varchar and text are the same). Time
+// units are not part of the CQL type and are ignored.
 func (t Type) Equal(o Type) bool {
 	if t.Kind != o.Kind || t.Frozen != o.Frozen || len(t.params) != len(o.params) {
 		return false
@@ -126,7 +187,8 @@ func (t Type) Equal(o Type) bool {
 }
 
 // ParseType reads a CQL type such as "bigint", "VARCHAR" or "map<text, frozen<list<int>>>".
-// Case is ignored and spaces are tolerated.
+// Case is ignored and spaces are tolerated. A timestamp may carry its time unit:
+// "timestamp(s)", "list<timestamp(us)>" (see TimeUnit).
 func ParseType(s string) (Type, error) {
 	p := typeParser{s: strings.ToLower(s)}
 	t, err := p.parse(0)
@@ -176,7 +238,20 @@ func (p *typeParser) parse(depth int) (Type, error) {
 		return Type{}, fmt.Errorf("expected a type name at position %d", start)
 	}
 	if k, ok := scalarNames[name]; ok {
-		return Type{Kind: k}, nil
+		t := Type{Kind: k}
+		if p.ws(); k == Timestamp && p.i < len(p.s) && p.s[p.i] == '(' {
+			end := strings.IndexByte(p.s[p.i:], ')')
+			if end < 0 {
+				return Type{}, fmt.Errorf("expected ')' after the time unit at position %d", p.i)
+			}
+			u, ok := ParseTimeUnit(strings.TrimSpace(p.s[p.i+1 : p.i+end]))
+			if !ok {
+				return Type{}, fmt.Errorf("unknown time unit %q (want s, ms, us or ns)", p.s[p.i+1:p.i+end])
+			}
+			t.unit = u
+			p.i += end + 1
+		}
+		return t, nil
 	}
 	var nparams int
 	var t Type

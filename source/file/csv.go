@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cqlvalue"
@@ -141,6 +142,7 @@ func (s *Source) parseCSVRow(data string, pos int, vals []pipeline.Value) (next,
 	for {
 		var val string
 		quoted := false
+		hi := byte(utf8.RuneSelf) // an unquoted field's bytes ORed: below 0x80, it is ASCII
 		if i < len(data) && data[i] == '"' {
 			quoted = true
 			j := i + 1
@@ -188,10 +190,13 @@ func (s *Source) parseCSVRow(data string, pos int, vals []pipeline.Value) (next,
 			}
 		} else {
 			j := i
+			hi = 0
 			for j < len(data) {
-				if c := data[j]; c == ',' || c == '\n' {
+				c := data[j]
+				if c == ',' || c == '\n' {
 					break
 				}
+				hi |= c
 				j++
 			}
 			val = data[i:j]
@@ -203,11 +208,17 @@ func (s *Source) parseCSVRow(data string, pos int, vals []pipeline.Value) (next,
 		if field < s.nfields {
 			if ci := s.colMap[field]; ci >= 0 && (quoted || val != "") {
 				if s.kinds[ci] == cqlvalue.Text {
-					vals[ci] = pipeline.Value{S: val, K: pipeline.KindText}
+					// invalid UTF-8 in a VARCHAR makes the whole Parquet file unreadable; the
+					// split loop already saw whether an unquoted field is ASCII
+					if hi < utf8.RuneSelf || utf8.ValidString(val) {
+						vals[ci] = pipeline.Value{S: val, K: pipeline.KindText}
+					} else if rerr == nil {
+						rerr = &pipeline.RowError{Code: pipeline.CodeEncoding, Field: s.names[ci], Message: cqlvalue.CheckUTF8(val).Error()}
+					}
 				} else if v, err := s.types[ci].ParseText(val); err == nil {
 					vals[ci] = v
 				} else if rerr == nil {
-					rerr = &pipeline.RowError{Code: pipeline.CodeType, Field: s.names[ci], Message: err.Error()}
+					rerr = &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: s.names[ci], Message: err.Error()}
 				}
 			}
 		}

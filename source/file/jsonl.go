@@ -27,7 +27,7 @@ func (s *Source) parseJSONRow(data string, pos int, vals []pipeline.Value) (next
 		v, err := s.types[ci].FromJSON(raw)
 		if err != nil {
 			if rerr == nil {
-				rerr = &pipeline.RowError{Code: pipeline.CodeType, Field: s.names[ci], Message: err.Error()}
+				rerr = &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: s.names[ci], Message: err.Error()}
 			}
 			return
 		}

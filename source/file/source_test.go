@@ -88,8 +88,10 @@ func fmtValues(vs []pipeline.Value) string {
 	return strings.Join(parts, " ")
 }
 
+// ts is read as explicit epoch milliseconds: the rows use small numbers (1, 2, ...), which
+// without a unit would be rejected as looking like epoch seconds.
 var ordersSchema = pipeline.SourceSchema{
-	{Name: "id", Type: "bigint"}, {Name: "name", Type: "text"}, {Name: "ts", Type: "timestamp"},
+	{Name: "id", Type: "bigint"}, {Name: "name", Type: "text"}, {Name: "ts", Type: "timestamp(ms)"},
 	{Name: "amount", Type: "decimal"},
 }
 

@@ -65,10 +65,10 @@ type Decoder struct {
 	slab []pipeline.Value
 	used int
 
-	// Debezium schema cache: the last envelope schema seen and the per-column timestamp divisor
-	// it implies (MicroTimestamp 1000, NanoTimestamp 1e6).
+	// Debezium schema cache: the last envelope schema seen and the per-column time unit it gives
+	// (io.debezium.time.Timestamp ms, MicroTimestamp us, NanoTimestamp ns; 0 when none).
 	lastSchema string
-	scale      []int64
+	scale      []cqlvalue.TimeUnit
 	scaleAny   bool
 }
 
@@ -224,7 +224,7 @@ func (d *Decoder) anyNull(vals []pipeline.Value) bool {
 // fields parses the JSON object doc into vals (columns by member name). other, when set, sees
 // every member. In Debezium mode cells written as Cassandra's {"value": v, "deletion_ts": .., "set":
 // ..} are unwrapped.
-func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []int64, other func(name, raw string)) *pipeline.RowError {
+func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.TimeUnit, other func(name, raw string)) *pipeline.RowError {
 	var rerr *pipeline.RowError
 	d.hint = 0
 	err := cqlvalue.ObjectFields(doc, func(name, raw string) {
@@ -240,13 +240,16 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []int64, other
 				raw = v
 			}
 		}
-		if scale != nil && scale[ci] > 1 {
-			raw = scaleInt(raw, scale[ci])
+		var v pipeline.Value
+		var err error
+		if scale != nil && scale[ci] != 0 {
+			v, err = d.scaledTimestamp(ci, raw, scale[ci])
+		} else {
+			v, err = d.types[ci].FromJSON(raw)
 		}
-		v, err := d.types[ci].FromJSON(raw)
 		if err != nil {
 			if rerr == nil {
-				rerr = &pipeline.RowError{Code: pipeline.CodeType, Field: d.names[ci], Message: err.Error()}
+				rerr = &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: d.names[ci], Message: err.Error()}
 			}
 			return
 		}
@@ -277,18 +280,19 @@ func cassandraCell(raw string) (string, bool) {
 	return value, true
 }
 
-// scaleInt divides a JSON integer by div (microseconds or nanoseconds to milliseconds, rounding
-// down); anything else is returned as is.
-func scaleInt(raw string, div int64) string {
-	n, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil {
-		return raw
+// scaledTimestamp reads a timestamp column whose unit the envelope schema gives (unit: the
+// io.debezium.time type's cqlvalue.TimeUnit): the schema overrides source.timestamp_unit, and a
+// value below the millisecond is rejected, never rounded.
+func (d *Decoder) scaledTimestamp(ci int, raw string, unit cqlvalue.TimeUnit) (pipeline.Value, error) {
+	if n, err := strconv.ParseInt(raw, 10, 64); err == nil {
+		ms, err := cqlvalue.EpochMillis(n, unit)
+		if err != nil {
+			return pipeline.Null, err
+		}
+		return pipeline.Value{I: ms, K: pipeline.KindInt}, nil
 	}
-	q := n / div
-	if n%div != 0 && n < 0 {
-		q--
-	}
-	return strconv.FormatInt(q, 10)
+	// null, ISO-8601 text, or a quoted epoch: read in the envelope's unit too
+	return cqlvalue.Scalar(cqlvalue.Timestamp).WithTimestampUnit(unit).FromJSON(raw)
 }
 
 // keyDoc returns the key as a JSON object (unwrapping schema/payload), or "" when it is not one.
@@ -341,7 +345,7 @@ func (d *Decoder) fillFromKey(vals []pipeline.Value, key []byte) (found int, rer
 	}
 	v, err := d.keyScalar(key)
 	if err != nil {
-		return 0, &pipeline.RowError{Code: pipeline.CodeType, Field: d.names[d.keyCol], Message: "message key: " + err.Error()}
+		return 0, &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: d.names[d.keyCol], Message: "message key: " + err.Error()}
 	}
 	if v.K != pipeline.KindNull {
 		found++
@@ -420,7 +424,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 	} else {
 		d.useSchema("")
 	}
-	var scale []int64
+	var scale []cqlvalue.TimeUnit
 	if d.scaleAny {
 		scale = d.scale
 	}
@@ -540,14 +544,14 @@ type connectSchema struct {
 	Fields []connectSchema `json:"fields"`
 }
 
-// useSchema updates the per-column timestamp scaling from an envelope schema (cached: Debezium
-// repeats the same schema text in every message).
+// useSchema updates the per-column time units from an envelope schema (cached: Debezium repeats
+// the same schema text in every message).
 func (d *Decoder) useSchema(raw string) {
 	if raw == d.lastSchema {
 		return
 	}
 	d.lastSchema = strings.Clone(raw)
-	d.scale = make([]int64, len(d.names))
+	d.scale = make([]cqlvalue.TimeUnit, len(d.names))
 	d.scaleAny = false
 	if raw == "" || raw == "null" {
 		return
@@ -565,15 +569,17 @@ func (d *Decoder) useSchema(raw string) {
 			if ci < 0 {
 				continue
 			}
-			var div int64
+			var unit cqlvalue.TimeUnit
 			switch f.Name {
+			case "io.debezium.time.Timestamp":
+				unit = cqlvalue.UnitMillis
 			case "io.debezium.time.MicroTimestamp":
-				div = 1000
+				unit = cqlvalue.UnitMicros
 			case "io.debezium.time.NanoTimestamp":
-				div = 1000000
+				unit = cqlvalue.UnitNanos
 			}
-			if div > 1 && d.types[ci].Kind == cqlvalue.Timestamp {
-				d.scale[ci] = div
+			if unit != 0 && d.types[ci].Kind == cqlvalue.Timestamp {
+				d.scale[ci] = unit
 				d.scaleAny = true
 			}
 		}

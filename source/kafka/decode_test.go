@@ -115,7 +115,9 @@ func TestDecodeDebezium(t *testing.T) {
 		{"delete", "", `{"before":{"userid":"u1","orderid":1,"amount":"2"},"after":null,"op":"d"}`, "delete u1|1|~|2", false},
 		{"delete from key", `{"userid":"u1","orderid":1}`, `{"before":null,"after":null,"op":"d"}`, "delete u1|1|~|~", false},
 		{"tombstone", `{"userid":"u1","orderid":1}`, "", "delete u1|1|~|~", true},
-		{"wrapped", "", `{"schema":` + schema + `,"payload":{"before":null,"after":{"userid":"u3","orderid":2,"ts":1700000000000123},"op":"c"}}`, "upsert u3|2|1700000000000|~", false},
+		{"wrapped", "", `{"schema":` + schema + `,"payload":{"before":null,"after":{"userid":"u3","orderid":2,"ts":1700000000000000},"op":"c"}}`, "upsert u3|2|1700000000000|~", false},
+		// issue 9: MicroTimestamp 1700000000000123 was rounded down to the millisecond
+		{"wrapped sub-millisecond", "", `{"schema":` + schema + `,"payload":{"before":null,"after":{"userid":"u3","orderid":2,"ts":1700000000000123},"op":"c"}}`, `ERR type: invalid timestamp "1700000000000123" (epoch microseconds): it has sub-millisecond digits`, false},
 		{"wrapped tombstone", `{"userid":"u1","orderid":1}`, `{"schema":null,"payload":null}`, "delete u1|1|~|~", false},
 		{"cassandra insert", "", `{"after":{"userid":{"value":"u4","deletion_ts":null,"set":true},"orderid":{"value":5,"deletion_ts":null,"set":true}},"op":"i","ts_ms":1}`, "upsert u4|5|~|~", false},
 		{"cassandra delete", "", `{"after":{"userid":{"value":"u4","deletion_ts":1,"set":true},"orderid":{"value":5,"deletion_ts":1,"set":true}},"op":"d"}`, "delete u4|5|~|~", false},
@@ -135,6 +137,82 @@ func TestDecodeDebezium(t *testing.T) {
 			key = []byte(c.key)
 		}
 		if !c.null {
+			value = []byte(c.value)
+		}
+		got := show(d.Decode(nil, key, value))
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: got %q, want prefix %q", c.name, got, c.want)
+		}
+	}
+}
+
+// Issue 9, item 2: invalid UTF-8 in a Kafka JSON message reached a Parquet STRING column and made
+// the file unreadable.
+func TestDecodeEncoding(t *testing.T) {
+	cases := []struct {
+		name, format, keycol string
+		schema               pipeline.SourceSchema
+		key, value, want     string
+	}{
+		{"invalid UTF-8", FormatJSON, "", testSchema, "", "{\"userid\":\"DELIV\xff\xfeERED\",\"orderid\":1}", "ERR encoding: invalid UTF-8 byte 0xff at byte 5"},
+		{"lone surrogate", FormatJSON, "", testSchema, "", `{"userid":"\udc80","orderid":1}`, "ERR encoding: lone UTF-16 surrogate \\udc80"},
+		{"surrogate pair", FormatJSON, "", testSchema, "", `{"userid":"\ud83d\ude00","orderid":1}`, "upsert 😀|1|~|~"},
+		{"invalid UTF-8 in a plain key", FormatJSON, "userid", testSchema, "u\xff", "", "ERR encoding: message key: invalid UTF-8 byte 0xff at byte 1"},
+		{"invalid UTF-8 in debezium", FormatDebezium, "", testSchema, "", "{\"op\":\"c\",\"after\":{\"userid\":\"\xc3\",\"orderid\":1}}", "ERR encoding:"},
+	}
+	for _, c := range cases {
+		d, err := NewDecoder(Config{Format: c.format, KeyColumn: c.keycol}, c.schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var key, value []byte
+		if c.key != "" {
+			key = []byte(c.key)
+		}
+		if c.value != "" {
+			value = []byte(c.value)
+		}
+		cs := d.Decode(nil, key, value)
+		got := show(cs)
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: got %q, want prefix %q", c.name, got, c.want)
+		}
+		if len(cs) == 1 && cs[0].Err != nil && cs[0].Err.Code == pipeline.CodeEncoding && cs[0].Err.Field != "userid" {
+			t.Errorf("%s: field %q, want userid", c.name, cs[0].Err.Field)
+		}
+	}
+}
+
+// Issue 9, item 6: epoch seconds were read as milliseconds, and Debezium's micro- and nanosecond
+// timestamps were rounded down to the millisecond.
+func TestDecodeTimestampUnits(t *testing.T) {
+	units := pipeline.SourceSchema{{Name: "userid", Type: "text"}, {Name: "orderid", Type: "bigint"},
+		{Name: "ts", Type: "timestamp(s)"}, {Name: "amount", Type: "decimal"}}
+	nano := `{"type":"struct","fields":[{"type":"struct","fields":[{"type":"int64","name":"io.debezium.time.NanoTimestamp","field":"ts"}],"field":"after"}]}`
+	cases := []struct {
+		name, format, keycol string
+		schema               pipeline.SourceSchema
+		key, value, want     string
+	}{
+		{"epoch seconds without a unit", FormatJSON, "", testSchema, "", `{"userid":"u","ts":1700000000}`, "ERR type: invalid timestamp \"1700000000\": it looks like epoch seconds"},
+		{"epoch seconds with timestamp_unit s", FormatJSON, "", units, "", `{"userid":"u","ts":1700000000}`, "upsert u|~|1700000000000|~"},
+		{"ISO text with timestamp_unit s", FormatJSON, "", units, "", `{"userid":"u","ts":"2023-11-14T22:13:20.5Z"}`, "upsert u|~|1700000000500|~"},
+		{"nanoseconds, whole ms", FormatDebezium, "", testSchema, "", `{"schema":` + nano + `,"payload":{"op":"c","after":{"userid":"u","ts":1700000000123000000}}}`, "upsert u|~|1700000000123|~"},
+		{"nanoseconds below the ms", FormatDebezium, "", testSchema, "", `{"schema":` + nano + `,"payload":{"op":"c","after":{"userid":"u","ts":1700000000123000001}}}`, "ERR type: invalid timestamp \"1700000000123000001\" (epoch nanoseconds): it has sub-millisecond digits"},
+		{"the envelope's unit wins over the mapping's", FormatDebezium, "", units, "", `{"schema":` + nano + `,"payload":{"op":"c","after":{"userid":"u","ts":1700000000123000000}}}`, "upsert u|~|1700000000123|~"},
+		{"a quoted epoch in a NanoTimestamp field", FormatDebezium, "", units, "", `{"schema":` + nano + `,"payload":{"op":"c","after":{"userid":"u","ts":"1700000000123000000"}}}`, "upsert u|~|1700000000123|~"},
+		{"ISO text in a NanoTimestamp field", FormatDebezium, "", testSchema, "", `{"schema":` + nano + `,"payload":{"op":"c","after":{"userid":"u","ts":"2023-11-14T22:13:20.123Z"}}}`, "upsert u|~|1700000000123|~"},
+	}
+	for _, c := range cases {
+		d, err := NewDecoder(Config{Format: c.format, KeyColumn: c.keycol}, c.schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var key, value []byte
+		if c.key != "" {
+			key = []byte(c.key)
+		}
+		if c.value != "" {
 			value = []byte(c.value)
 		}
 		got := show(d.Decode(nil, key, value))

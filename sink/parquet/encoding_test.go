@@ -1,0 +1,89 @@
+package parquet_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/files"
+	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/sink/sinktest"
+)
+
+// Issue 9, item 2: `DELIV\xFF\xFEERED` written into a Parquet STRING column made the whole file
+// unreadable (DuckDB: "Invalid string encoding found in Parquet file"). Whatever produced it,
+// the sink rejects a VARCHAR or JSON value that is not UTF-8 (code "encoding", naming the
+// column), writes every other row, and a VARBINARY column still takes any bytes.
+func TestInvalidUTF8NeverReachesAParquetFile(t *testing.T) {
+	parquet.Poisoned(t)
+	schema := sinktest.AllTypes()
+	plan := sinktest.VarcharPlan("m")
+	good := sinktest.AllTypesRows(50, 3, plan)
+	with := func(col int, v pipeline.Value) pipeline.Row {
+		vals := append([]pipeline.Value(nil), good[0].Values...)
+		vals[col] = v
+		return pipeline.Row{Values: vals, Region: good[0].Region}
+	}
+	bad := []struct {
+		row pipeline.Row
+		col string
+	}{
+		{with(14, pipeline.Text("DELIV\xff\xfeERED")), "c_text"},
+		{with(14, pipeline.Bytes("\xe4\xb8")), "c_text"}, // a blob's bytes in a VARCHAR column
+		{with(13, pipeline.Text("{\"a\":\"\xff\"}")), "c_json"},
+		{with(0, pipeline.Text("k\xc0\xaf")), "k1"}, // an overlong '/' in the key
+	}
+	binary := with(12, pipeline.Bytes("\xff\xfe\x00")) // VARBINARY: any bytes
+	for _, sorted := range []bool{false, true} {
+		dir := t.TempDir()
+		s, err := files.New(files.Config{Dir: dir, Schema: schema, Plan: plan, Format: parquet.New(), Sort: sorted}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch := append([]pipeline.Row{}, good...)
+		for _, b := range bad {
+			batch = append(batch, b.row)
+		}
+		batch = append(batch, binary)
+		err = s.Write(context.Background(), batch)
+		rj, ok := err.(*pipeline.RowRejects)
+		if !ok || len(rj.Rows) != len(bad) {
+			t.Fatalf("sort=%v: Write: %v; want %d rejects", sorted, err, len(bad))
+		}
+		for i, r := range rj.Rows {
+			if r.Index != len(good)+i || r.Err.Code != pipeline.CodeEncoding || r.Err.Field != bad[i].col {
+				t.Errorf("sort=%v: reject %d: index %d %v; want index %d, encoding on %s", sorted, i, r.Index, r.Err, len(good)+i, bad[i].col)
+			}
+		}
+		if ce := files.CheckRow(schema, bad[0].row.Values); ce == nil || ce.Code != pipeline.CodeEncoding {
+			t.Errorf("CheckRow: %v", ce)
+		}
+		infos, err := s.Commit(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, bin := 0, 0
+		for _, fi := range infos {
+			pf, err := sinktest.ReadParquet(filepath.Join(dir, filepath.FromSlash(fi.Path)), schema)
+			if err != nil {
+				t.Fatalf("sort=%v: %s unreadable: %v", sorted, fi.Path, err)
+			}
+			for _, vals := range pf.Values {
+				rows++
+				for c, v := range vals {
+					if schema.Columns[c].Type != pipeline.TypeVarbinary && !utf8.ValidString(v.S) {
+						t.Errorf("sort=%v: %s: STRING column %s holds invalid UTF-8 %q", sorted, fi.Path, schema.Columns[c].Name, v.S)
+					}
+				}
+				if vals[12].S == "\xff\xfe\x00" {
+					bin++
+				}
+			}
+		}
+		if rows != len(good)+1 || bin != 1 {
+			t.Errorf("sort=%v: read %d rows (%d with the binary value), want %d (1)", sorted, rows, bin, len(good)+1)
+		}
+	}
+}

@@ -1,0 +1,206 @@
+package cqlvalue
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// Issue 9, item 2: `DELIV\xFF\xFEERED` in a text column was passed through and written into a
+// Parquet STRING column, which made the whole file unreadable. Text that is not UTF-8 is now an
+// *EncodingError (reject code "encoding") naming the byte; a blob takes any bytes.
+func TestInvalidUTF8TextIsEncodingError(t *testing.T) {
+	cases := []struct {
+		typ, in string
+		json    bool
+		offset  int // -1: no offset check
+	}{
+		{"text", "DELIV\xff\xfeERED", false, 5},
+		{"varchar", "\xe4\xb8", false, 0},     // a multi-byte character cut short
+		{"text", "ok \xed\xa0\x80", false, 3}, // a UTF-8-encoded surrogate (CESU-8)
+		{"text", "\"DELIV\xff\xfeERED\"", true, 5},
+		{"text", `"caf\u00e9 ` + "\xff\"", true, 6}, // escapes and a raw invalid byte: not turned into U+FFFD
+		{"text", `"\udc80"`, true, -1},              // a lone low surrogate: encoding/json makes it U+FFFD
+		{"text", `"a\ud83d"`, true, -1},             // a high surrogate without its pair
+		{"text", `"a\ud83dx"`, true, -1},
+		{"text", `"\ud83d\u0041"`, true, -1},
+		{"list<text>", "['a', 'b\xff']", false, -1},
+		{"map<text, int>", "{'k\xff': 1}", false, -1},
+		{"list<text>", `["\udc80"]`, true, -1},
+	}
+	for _, c := range cases {
+		typ, err := ParseType(c.typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got pipeline.Value
+		if c.json {
+			got, err = typ.FromJSON(c.in)
+		} else {
+			got, err = typ.ParseText(c.in)
+		}
+		var ee *EncodingError
+		if !errors.As(err, &ee) || ErrorCode(err) != pipeline.CodeEncoding {
+			t.Errorf("%s %q: got %v, %v; want an encoding error", c.typ, c.in, v(got), err)
+			continue
+		}
+		if c.offset >= 0 && ee.Offset != c.offset {
+			t.Errorf("%s %q: offset %d, want %d (%v)", c.typ, c.in, ee.Offset, c.offset, err)
+		}
+		if !strings.Contains(err.Error(), "UTF-8") {
+			t.Errorf("%s %q: message %q does not say what is wrong", c.typ, c.in, err)
+		}
+	}
+	if _, err := Scalar(Text).ParseText("DELIV\xff\xfeERED"); err == nil || !strings.Contains(err.Error(), "0xff at byte 5") {
+		t.Errorf("message: %v", err)
+	}
+
+	ok := []struct{ typ, in, want string }{
+		{"text", "中文 é 😀", "text:中文 é 😀"},
+		{"blob", "0xfffe", "bytes:\xff\xfe"},
+		{"text", `"\ud83d\ude00 \u4e2d"`, "text:😀 中"}, // a surrogate pair is one character
+		{"text", `"\u00e9\n\/"`, "text:é\n/"},
+	}
+	for _, c := range ok {
+		typ, _ := ParseType(c.typ)
+		var got pipeline.Value
+		var err error
+		if strings.HasPrefix(c.in, `"`) {
+			got, err = typ.FromJSON(c.in)
+		} else {
+			got, err = typ.ParseText(c.in)
+		}
+		if err != nil || v(got) != c.want {
+			t.Errorf("%s %q = %q, %v; want %q", c.typ, c.in, v(got), err, c.want)
+		}
+	}
+	// ascii stays a type error
+	if _, err := Scalar(Ascii).ParseText("\xff"); err == nil || ErrorCode(err) != pipeline.CodeType {
+		t.Errorf("ascii: %v", err)
+	}
+}
+
+// Issue 9, item 6: "2024-01-01T00:00:12.345678901Z" was truncated to .345 although values are
+// never rounded, and the epoch seconds 1704067200 were read as milliseconds (1970-01-20).
+func TestTimestampPrecisionAndEpochUnits(t *testing.T) {
+	cases := []tcase{
+		// sub-millisecond digits: rejected unless zeros
+		{"timestamp", "2024-01-01T00:00:12.345678901Z", "ERR:sub-millisecond digits, which Lindorm's TIMESTAMP (milliseconds) cannot hold"},
+		{"timestamp", "2024-01-01T00:00:12.3451Z", "ERR:sub-millisecond"},
+		{"timestamp", "2024-01-01T00:00:12.345000000Z", "int:1704067212345"},
+		{"timestamp", "2024-01-01 00:00:12.345000+0000", "int:1704067212345"},
+		{"timestamp", "2024-01-01T00:00:12.0000001Z", "ERR:sub-millisecond"},
+		// no unit: milliseconds within the plausible range
+		{"timestamp", "1704067200", "ERR:looks like epoch seconds (2024-01-01T00:00:00.000Z), not milliseconds (1970-01-20T17:21:07.200Z); set source.timestamp_unit: s in the mapping, or ms to accept it as milliseconds"},
+		{"timestamp", "-1", "ERR:looks like epoch seconds"},
+		{"timestamp", "99999999999", "ERR:looks like epoch seconds"},
+		{"timestamp", "100000000000", "int:100000000000"},
+		{"timestamp", "-100000000000", "int:-100000000000"},
+		{"timestamp", "0", "int:0"}, // the same instant in every unit
+		{"timestamp", "1704067200000", "int:1704067200000"},
+		{"timestamp", "99999999999999", "int:99999999999999"},
+		{"timestamp", "100000000000000", "ERR:looks like epoch microseconds"},
+		{"timestamp", "1704067200000000", "ERR:looks like epoch microseconds (2024-01-01T00:00:00.000Z)"},
+		{"timestamp", "1704067200000000000", "ERR:set source.timestamp_unit: us or ns in the mapping, or ms to accept it as milliseconds"},
+		// explicit units: exact or rejected
+		{"timestamp(s)", "1704067200", "int:1704067200000"},
+		{"timestamp(s)", "-1", "int:-1000"},
+		{"timestamp(s)", "9223372036854776", "ERR:epoch seconds out of range"},
+		{"timestamp(ms)", "1704067200", "int:1704067200"},
+		{"timestamp(ms)", "-1", "int:-1"},
+		{"timestamp(ms)", "9223372036854775807", "int:9223372036854775807"},
+		{"timestamp(us)", "1704067200123000", "int:1704067200123"},
+		{"timestamp(us)", "1704067200123456", "ERR:sub-millisecond digits"},
+		{"timestamp(us)", "-1000", "int:-1"},
+		{"timestamp(us)", "-1001", "ERR:sub-millisecond"},
+		{"timestamp(ns)", "1704067200123000000", "int:1704067200123"},
+		{"timestamp(ns)", "1704067200123000001", "ERR:(epoch nanoseconds): it has sub-millisecond digits"},
+		{"timestamp(s)", "2024-01-01T00:00:00Z", "int:1704067200000"}, // text is not affected
+		{"timestamp(s)", "x", "ERR:expected epoch seconds or ISO-8601"},
+		{"timestamp", "99999999999999999999", "ERR:out of range"},
+		// collections carry the unit to their elements
+		{"list<timestamp(s)>", "[1704067200, '2024-01-01T00:00:01Z']", `text:["2024-01-01T00:00:00.000Z","2024-01-01T00:00:01.000Z"]`},
+		{"list<timestamp>", "[1704067200]", "ERR:looks like epoch seconds"},
+	}
+	for _, c := range cases {
+		typ, err := ParseType(c.typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := typ.ParseText(c.in)
+		check(t, "ParseText", c, v(got), err)
+		if strings.HasPrefix(c.in, "1") || strings.HasPrefix(c.in, "-") { // the same as a JSON number
+			got, err = typ.FromJSON(c.in)
+			check(t, "FromJSON", c, v(got), err)
+		}
+	}
+	if ms, err := EpochMillis(1704067200123000, UnitMicros); err != nil || ms != 1704067200123 {
+		t.Errorf("EpochMillis: %d, %v", ms, err)
+	}
+	if _, err := EpochMillis(1704067200123456, UnitMicros); err == nil {
+		t.Error("EpochMillis rounded")
+	}
+}
+
+func TestTimestampUnitInType(t *testing.T) {
+	for in, want := range map[string]string{
+		"timestamp(s)": "timestamp(s)", "TIMESTAMP( us )": "timestamp(us)", "timestamp(ms)": "timestamp(ms)",
+		"map<text, frozen<list<timestamp(ns)>>>": "map<text, frozen<list<timestamp(ns)>>>",
+	} {
+		got, err := ParseType(in)
+		if err != nil || got.String() != want {
+			t.Errorf("ParseType(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"timestamp(x)", "timestamp(s", "timestamp()", "bigint(s)"} {
+		if _, err := ParseType(bad); err == nil {
+			t.Errorf("ParseType(%q) accepted", bad)
+		}
+	}
+	m, _ := ParseType("map<timestamp, list<timestamp(us)>>")
+	got := m.WithTimestampUnit(UnitSeconds)
+	if got.String() != "map<timestamp(s), list<timestamp(us)>>" || m.String() != "map<timestamp, list<timestamp(us)>>" {
+		t.Errorf("WithTimestampUnit: %s (original now %s)", got, m)
+	}
+	if !got.Equal(m) || got.Key().Unit() != UnitSeconds {
+		t.Error("Equal must ignore units")
+	}
+}
+
+// FuzzUnquoteJSON checks rekey's JSON string decoder against encoding/json: wherever both accept
+// a literal and encoding/json did not have to replace anything (valid UTF-8, no lone
+// surrogates), they give the same text.
+func FuzzUnquoteJSON(f *testing.F) {
+	for _, s := range []string{`"a\"b\u00e9\n"`, `"\ud83d\ude00"`, `"\udc80"`, `"\\\/\b\f\r\t"`, `"x\u0000y"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		end, err := skipString(raw, 0)
+		if err != nil || len(raw) == 0 || raw[0] != '"' || end != len(raw) {
+			return
+		}
+		got, err := unquoteJSON(raw)
+		var want string
+		jerr := json.Unmarshal([]byte(raw), &want)
+		if jerr != nil {
+			if err == nil {
+				t.Fatalf("%q: accepted %q, encoding/json: %v", raw, got, jerr)
+			}
+			return
+		}
+		if err != nil {
+			var ee *EncodingError
+			if !errors.As(err, &ee) {
+				t.Fatalf("%q: %v, encoding/json gives %q", raw, err, want)
+			}
+			return
+		}
+		if utf8.ValidString(got) && got != want {
+			t.Fatalf("%q: %q, encoding/json %q", raw, got, want)
+		}
+	})
+}
