@@ -23,10 +23,10 @@ func TestFaultCampaign(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds rekey and runs it a dozen times")
 	}
-	cfg := Config{Sources: []string{"file", "cassandra"}, Kills: 3, Rows: 10000, CassandraRows: 10000, BadRows: 10,
+	cfg := Config{Sources: []string{"file", "cassandra"}, Kills: 3, Rows: 10000, CassandraRows: 10000, BadRows: 500,
 		CleanRuns: 1, MaxResumeKills: 1, Interval: 50 * time.Millisecond, MaxFileSize: "64KiB"}
 	if *fullCampaign {
-		cfg = Config{Sources: []string{"file", "cassandra"}, Kills: 20, Rows: 150000, CassandraRows: 150000, BadRows: 25,
+		cfg = Config{Sources: []string{"file", "cassandra"}, Kills: 20, Rows: 150000, CassandraRows: 150000, BadRows: 7500,
 			CleanRuns: 2, MaxResumeKills: 2, Interval: 200 * time.Millisecond, MaxFileSize: "256KiB"}
 	}
 	cfg.Seed = uint64(*campaignSeed)

@@ -39,7 +39,7 @@ func main() {
 	flag.IntVar(&cfg.Kills, "kills", 20, "kill points per source")
 	flag.IntVar(&cfg.Rows, "rows", 150000, "rows of the CSV file")
 	flag.IntVar(&cfg.CassandraRows, "cassandra-rows", 150000, "rows of the Cassandra table")
-	flag.IntVar(&cfg.BadRows, "bad-rows", 25, "rows planted in each source that the mapping rejects")
+	flag.IntVar(&cfg.BadRows, "bad-rows", -1, "rows planted in each source that the mapping rejects, ~1 KB each (default: 5% of -rows)")
 	flag.Int64Var(&seed, "seed", 0, "seed of the kill points (default: from the clock; printed)")
 	flag.DurationVar(&cfg.Interval, "checkpoint-interval", 200*time.Millisecond, "rekey's --checkpoint-interval")
 	flag.StringVar(&cfg.MaxFileSize, "max-file-size", "256KiB", "rekey's --max-file-size")
@@ -51,6 +51,9 @@ func main() {
 		seed = time.Now().UnixNano() % 1_000_000
 	}
 	cfg.Seed = uint64(seed)
+	if cfg.BadRows < 0 {
+		cfg.BadRows = cfg.Rows / 20
+	}
 	cfg.Sources = strings.Split(sources, ",")
 	cfg.Out = os.Stdout
 	ok, err := campaignMain(&cfg, work)
