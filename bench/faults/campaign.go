@@ -108,7 +108,7 @@ func Run(cfg Config) ([]Summary, error) {
 		cfg.Seed, cfg.Kills, cfg.Interval, cfg.MaxFileSize, cfg.Work)
 	var err error
 	var sums []Summary
-	for i, name := range cfg.Sources {
+	for _, name := range cfg.Sources {
 		var src *source
 		switch name {
 		case "file":
@@ -122,7 +122,7 @@ func Run(cfg Config) ([]Summary, error) {
 			return sums, fmt.Errorf("%s: prepare the input: %w", name, err)
 		}
 		c := &campaign{cfg: cfg, src: src, mapping: mapping,
-			dir: filepath.Join(cfg.Work, name), rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)))}
+			dir: filepath.Join(cfg.Work, name), rng: rand.New(rand.NewPCG(cfg.Seed, uint64(len(name))))} // -sources cassandra draws the same points
 		sum, err := c.run()
 		src.close()
 		if err != nil {
@@ -343,7 +343,7 @@ func (c *campaign) timeout() time.Duration {
 type kill struct {
 	after time.Duration
 	frac  float64 // of the clean run's duration (when after is 0)
-	event string  // "", evFirstCheckpoint, evFinalCheckpoint, evDDL, evLate
+	event string  // "", evLocked, evFirstCheckpoint, evFinalCheckpoint, evDDL, evLate
 	rows  int64   // evLate
 	pct   int     // evLate: rows as a percentage of the source's
 }
@@ -357,6 +357,7 @@ func (k kill) at(d time.Duration) kill {
 }
 
 const (
+	evLocked          = "output locked"
 	evFirstCheckpoint = "first checkpoint"
 	evFinalCheckpoint = "final checkpoint"
 	evDDL             = "ddl.sql written"
@@ -384,9 +385,10 @@ type point struct {
 
 // points draws the kill points over the clean run's duration d: a tenth inside the first 50 ms
 // (process start, planning, the first checkpoint), a fifth in the rest of the first second, a
-// fifth in the last 10% (the final commit, manifest.json), the rest anywhere in between. Three
-// are triggered by the output's state instead of time: right after the first checkpoint, right
-// after the final checkpoint, right after ddl.sql; and half of the last 10% are up to 150 ms
+// fifth in the last 10% (the final commit, manifest.json), the rest anywhere in between. Four
+// are triggered by the output's state instead of time: as soon as the output is locked (before
+// the first checkpoint), right after the first checkpoint, right after the final checkpoint,
+// right after ddl.sql; and half of the last 10% are up to 150 ms
 // after a checkpoint holds 85 to 100% of the rows, since a busy machine makes a run's duration
 // vary by more than 10%. Some resumes are killed as well. Points past the first second are
 // fractions of the duration, which is updated when a run turns out faster than the clean one.
@@ -400,8 +402,8 @@ func (c *campaign) points() []point {
 	}
 	fraction := func(lo, hi float64) kill { return kill{frac: lo + (hi-lo)*r.Float64()} }
 	var kills []kill
-	events := []string{evFinalCheckpoint, evFirstCheckpoint, evDDL}
-	nEvents := min(len(events), max(1, k/6))
+	events := []string{evFinalCheckpoint, evFirstCheckpoint, evDDL, evLocked}
+	nEvents := min(len(events), max(1, k/5))
 	if k < 3 {
 		nEvents = 0
 	}
@@ -633,8 +635,12 @@ type watcher struct {
 
 func (w *watcher) reached(out string, k kill) bool {
 	switch k.event {
-	case evDDL:
-		_, err := os.Stat(filepath.Join(out, "ddl.sql"))
+	case evDDL, evLocked:
+		name := "ddl.sql"
+		if k.event == evLocked {
+			name = pipeline.LockFile
+		}
+		_, err := os.Stat(filepath.Join(out, name))
 		return err == nil
 	case evFirstCheckpoint, evFinalCheckpoint, evLate:
 		path := filepath.Join(out, pipeline.CheckpointFile)

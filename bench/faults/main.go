@@ -12,7 +12,7 @@
 // --checkpoint-interval and small files, kills it, and resumes it (some resumes are killed too).
 // Kill points are spread over the clean run's duration: inside the first 50 ms (start, planning,
 // the first checkpoint), the first second, the last 10% (the final commit and manifest.json),
-// and at three states of the output: the first checkpoint, the final checkpoint, ddl.sql.
+// and at four states of the output: locked, the first checkpoint, the final checkpoint, ddl.sql.
 //
 // It prints one line per run (kill time, where the kill landed, resumes, matched or the
 // difference) and "file: 20/20 runs matched the clean run's rows; cassandra: 20/20". It exits 1
