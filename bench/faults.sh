@@ -5,7 +5,7 @@
 # for a CSV file and a Cassandra table (the CQL test server, in the campaign's process), then
 # checks each run against a clean run: every row once, same counts, same rejects, no leftovers.
 # Prints one line per run and "file: 20/20 runs matched the clean run's rows; cassandra: 20/20";
-# exits 1 if a run did not match (its output is kept). Takes about 5 minutes on 2 cores.
+# exits 1 if a run did not match (its output is kept). 5 to 10 minutes on a busy 2-core machine.
 #   KILLS (20)  ROWS (150000, the CSV file)  CASSANDRA_ROWS (150000)  SOURCES (file,cassandra)
 #   SEED (from the clock, printed: the same seed draws the same kill points)
 # More flags: go run ./bench/faults -h

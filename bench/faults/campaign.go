@@ -41,7 +41,7 @@ type Config struct {
 	Interval    time.Duration
 	MaxFileSize string
 	// CleanRuns is how many clean runs are made (default 2): they must give the same output, and
-	// the shortest one's duration spreads the kill points.
+	// the longest one's duration spreads the kill points.
 	CleanRuns int
 	// MaxResumeKills bounds the resumes of one kill point that are killed too (0 to 2, at random).
 	MaxResumeKills int
@@ -263,7 +263,8 @@ func (c *campaign) run() (Summary, error) {
 		return sum, err
 	}
 	// The clean runs: the reference rows, which must not depend on the run, and the duration the
-	// kill points are spread over (the shortest one: the machine may be busy).
+	// kill points are spread over: the longest one, since a kill point found to be past the end
+	// of a run is aimed again at the same fraction of that run, while one that is too early is not.
 	var ref *output
 	for i := 1; i <= max(1, c.cfg.CleanRuns); i++ {
 		cleanOut := filepath.Join(c.dir, fmt.Sprintf("clean-%d", i))
@@ -283,7 +284,7 @@ func (c *campaign) run() (Summary, error) {
 		if diffs := compare(ref, got); len(diffs) > 0 {
 			return sum, fmt.Errorf("two clean runs differ: %s", strings.Join(diffs, "; "))
 		}
-		c.clean = min(c.clean, res.elapsed)
+		c.clean = max(c.clean, res.elapsed)
 		os.RemoveAll(cleanOut)
 	}
 	sum.Clean = c.clean
@@ -329,7 +330,7 @@ func cleanRuns(n int) string {
 	if n <= 1 {
 		return "1 run"
 	}
-	return fmt.Sprintf("the shortest of %d identical runs", n)
+	return fmt.Sprintf("the longest of %d identical runs", n)
 }
 
 // timeout is how long a run may take before it counts as hung.
@@ -462,9 +463,10 @@ func (c *campaign) killAndResume(out string, p point) (line string, ok bool, kil
 		if res.killed || res.err != nil || (k.frac == 0 && k.event != evLate) || try == 2 {
 			break
 		}
-		// Faster than the clean run (the machine is shared): it was a clean run too. Kill the
-		// same fraction of this duration instead (or try the late kill again).
-		c.clean = min(c.clean, res.elapsed)
+		// Faster than the clean run (the machine is shared): it was a clean run too, and the
+		// latest measure of a run's duration. Kill the same fraction of it (or try the late kill
+		// again).
+		c.clean = res.elapsed
 		fmt.Fprintf(&b, " (the run ended first, %.3fs); again: ", res.elapsed.Seconds())
 		os.RemoveAll(out)
 	}
@@ -589,7 +591,11 @@ func (a *attempt) wait(k kill, timeout time.Duration) result {
 				a.cmd.Process.Kill()
 				<-a.done
 			}
-			return result{elapsed: time.Since(a.started), err: fmt.Errorf("hung: still running after %v; its goroutines:\n%s", timeout, tail(a.stderr.String(), 4000))}
+			dump := a.stderr.String() // the main goroutine comes first
+			if len(dump) > 8000 {
+				dump = dump[:8000] + "..."
+			}
+			return result{elapsed: time.Since(a.started), err: fmt.Errorf("hung: still running after %v; its goroutines:\n%s", timeout, dump)}
 		}
 	}
 }
@@ -670,6 +676,7 @@ func (w *watcher) reached(out string, k kill) bool {
 // The places a kill can land, as the output shows them afterwards.
 const (
 	phStart     = "before any output"
+	phLocked    = "output locked, nothing written"
 	phNoCP      = "before the first checkpoint"
 	phFirstCP   = "at the first checkpoint (no rows yet)"
 	phMid       = "mid-run"
@@ -679,14 +686,17 @@ const (
 	phUnreadble = "checkpoint unreadable"
 )
 
-var phaseOrder = []string{phStart, phNoCP, phFirstCP, phMid, phFinal, phManifest, phEnded, phUnreadble}
+var phaseOrder = []string{phStart, phLocked, phNoCP, phFirstCP, phMid, phFinal, phManifest, phEnded, phUnreadble}
 
 // phaseOf tells where a run was killed from what it left in out: the phase, and the phase
 // with the last checkpoint's figures.
 func phaseOf(out string) (phase, where string) {
 	entries, err := os.ReadDir(out)
-	if err != nil || len(entries) <= 1 { // the lock file at most
+	if err != nil || len(entries) == 0 {
 		return phStart, phStart
+	}
+	if len(entries) == 1 && entries[0].Name() == pipeline.LockFile {
+		return phLocked, phLocked
 	}
 	cp, err := pipeline.LoadCheckpoint(out)
 	switch {

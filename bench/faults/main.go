@@ -43,7 +43,7 @@ func main() {
 	flag.Int64Var(&seed, "seed", 0, "seed of the kill points (default: from the clock; printed)")
 	flag.DurationVar(&cfg.Interval, "checkpoint-interval", 200*time.Millisecond, "rekey's --checkpoint-interval")
 	flag.StringVar(&cfg.MaxFileSize, "max-file-size", "256KiB", "rekey's --max-file-size")
-	flag.IntVar(&cfg.CleanRuns, "clean-runs", 2, "clean runs, which must give the same output (the shortest spreads the kill points)")
+	flag.IntVar(&cfg.CleanRuns, "clean-runs", 2, "clean runs, which must give the same output (the longest spreads the kill points)")
 	flag.IntVar(&cfg.MaxResumeKills, "resume-kills", 2, "at most this many resumes of a run are killed too")
 	flag.StringVar(&work, "work", "", "scratch directory (default: a temporary one, removed unless a run fails)")
 	flag.Parse()
