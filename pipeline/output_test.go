@@ -40,7 +40,16 @@ func finishedRun(t *testing.T, cfg Config, stop <-chan struct{}) *Checkpoint {
 func interruptedRun(t *testing.T, cfg Config) *Checkpoint {
 	t.Helper()
 	stop := make(chan struct{})
-	time.AfterFunc(20*time.Millisecond, func() { close(stop) })
+	// Stop once a periodic checkpoint lists files. A fixed delay (20 ms) flaked on a busy
+	// machine: it could pass before the first row, the first checkpoint's fsync alone taking that long.
+	go func() {
+		defer close(stop)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if cp, _ := LoadCheckpoint(cfg.OutDir); cp != nil && len(cp.Files) > 0 {
+				return
+			}
+		}
+	}()
 	cp := finishedRun(t, cfg, stop)
 	if len(cp.Files) == 0 || cp.Complete {
 		t.Fatalf("the interrupted run committed %d files (complete %v): the test needs a partial run", len(cp.Files), cp.Complete)
