@@ -1,0 +1,186 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
+)
+
+var (
+	fullCampaign = flag.Bool("faults", false, "run the whole fault campaign (20 kills per source, 5 to 10 minutes) instead of the short one")
+	campaignSeed = flag.Int64("seed", 0, "seed of the campaign's kill points (default: from the clock)")
+)
+
+var built struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// rekeyBinary builds ./cmd/rekey once for the package's tests.
+func rekeyBinary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "rekey-faults-bin-"); built.err == nil {
+			built.bin, built.err = buildRekey(built.dir)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.bin
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// TestFaultCampaign kills `rekey migrate` (the real binary, built from ./cmd/rekey) and resumes
+// it, for the file and the Cassandra source, and fails unless every run ends with the clean run's
+// rows, counts and rejects (issue 9: "kills migrate at 20 random points ... and resumes").
+// Without -faults it runs a short campaign: 3 kills per source (one in the first 50 ms, one right
+// after the final checkpoint, one anywhere) on small inputs. With -faults:
+//
+//	go test ./bench/faults -run TestFaultCampaign -faults -v -timeout 30m
+func TestFaultCampaign(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds rekey and runs it a dozen times")
+	}
+	cfg := Config{Sources: []string{"file", "cassandra"}, Kills: 3, Rows: 10000, CassandraRows: 10000, BadRows: 500,
+		CleanRuns: 1, MaxResumeKills: 1, Interval: 50 * time.Millisecond, MaxFileSize: "64KiB"}
+	if *fullCampaign {
+		cfg = Config{Sources: []string{"file", "cassandra"}, Kills: 20, Rows: 150000, CassandraRows: 150000, BadRows: 7500,
+			CleanRuns: 2, MaxResumeKills: 2, Interval: 200 * time.Millisecond, MaxFileSize: "256KiB"}
+	}
+	cfg.Rekey = rekeyBinary(t)
+	cfg.Seed = uint64(*campaignSeed)
+	if cfg.Seed == 0 {
+		cfg.Seed = uint64(time.Now().UnixNano() % 1_000_000)
+	}
+	var out strings.Builder
+	cfg.Out = &out
+	ok, err := campaignMain(&cfg, t.TempDir())
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Fatalf("runs did not match the clean run (reproduce with -seed %d)", cfg.Seed)
+	}
+}
+
+// TestComparisonFindsDamage checks the campaign's judge: a real output compared with itself
+// matches, and each kind of damage a faulty resume could leave is reported.
+func TestComparisonFindsDamage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds rekey")
+	}
+	dir := t.TempDir()
+	src, err := fileSource(dir, 3000, 60, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapping := filepath.Join(dir, "orders.yaml")
+	if err := os.WriteFile(mapping, []byte(campaignMapping), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clean := filepath.Join(dir, "clean")
+	cmd := exec.Command(rekeyBinary(t), "migrate", "-m", mapping, "--source", src.uri, "--out", clean, "--progress", "never", "--max-file-size", "16KiB", "--max-rejects", "-1")
+	if out, err := cmd.CombinedOutput(); err != nil && !completedWithRejects(err) {
+		t.Fatalf("rekey migrate: %v\n%s", err, out)
+	}
+	ref, err := readOutput(clean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.problems) > 0 || len(ref.rows) != 3000 || len(ref.rejects) != 60 {
+		t.Fatalf("clean output: %d rows, %d rejects, problems %v", len(ref.rows), len(ref.rejects), ref.problems)
+	}
+	if d := compare(ref, ref); len(d) > 0 {
+		t.Fatalf("an output differs from itself: %v", d)
+	}
+
+	file0 := ref.manifest.Regions[0].Files[0]
+	editManifest := func(out string, edit func(m *lindorm.Manifest)) {
+		m, err := lindorm.ReadManifest(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(m)
+		if err := lindorm.WriteManifest(out, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	editRejects := func(out string, edit func([]string) []string) {
+		path := filepath.Join(out, pipeline.RejectsFile)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := edit(strings.Split(strings.TrimSuffix(string(data), "\n"), "\n"))
+		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		damage func(out string)
+		want   []string
+	}{
+		{"a file left unlisted", func(out string) {
+			data, _ := os.ReadFile(filepath.Join(out, file0.Path))
+			os.WriteFile(filepath.Join(out, filepath.Dir(file0.Path), "part-09999.parquet"), data, 0o644)
+		}, []string{"data file the manifest does not list: " + filepath.Join(filepath.Dir(file0.Path), "part-09999.parquet")}},
+		{"a temporary file left", func(out string) {
+			os.WriteFile(filepath.Join(out, filepath.Dir(file0.Path), pipeline.TempPrefix+"part-00001.parquet"), nil, 0o644)
+		}, []string{"temporary file left"}},
+		{"a file's rows lost", func(out string) {
+			os.Remove(filepath.Join(out, file0.Path))
+			editManifest(out, func(m *lindorm.Manifest) { m.Regions[0].Files = m.Regions[0].Files[1:] })
+		}, []string{" lost, 0 extra", "lost e.g. " + file0.Path + " ["}},
+		{"a file's rows twice", func(out string) {
+			editManifest(out, func(m *lindorm.Manifest) { m.Regions[0].Files = append(m.Regions[0].Files, file0) })
+		}, []string{"0 lost, ", " of them duplicates of clean rows"}},
+		{"counts", func(out string) {
+			editManifest(out, func(m *lindorm.Manifest) { m.RowsIn++; m.RowsRejected++ })
+		}, []string{"manifest rows_in/rows_written/rows_rejected 3061/3000/61, clean run 3060/3000/60"}},
+		{"a reject twice", func(out string) {
+			editRejects(out, func(l []string) []string { return append(l, l[0]) })
+		}, []string{"rejected more than once", "0 missing, 1 extra"}},
+		{"a reject lost", func(out string) {
+			editRejects(out, func(l []string) []string { return l[1:] })
+		}, []string{"rejects.jsonl has 59 lines, the manifest says 60", "1 missing, 0 extra"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
+			if err := os.CopyFS(out, os.DirFS(clean)); err != nil {
+				t.Fatal(err)
+			}
+			c.damage(out)
+			got, err := readOutput(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			diffs := strings.Join(compare(ref, got), "; ")
+			for _, w := range c.want {
+				if !strings.Contains(diffs, w) {
+					t.Errorf("the comparison does not say %q: %s", w, diffs)
+				}
+			}
+		})
+	}
+}
