@@ -213,10 +213,11 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 	}
 
 	var tick <-chan time.Time
+	var ticker *time.Ticker
 	if cfg.CheckpointEvery > 0 {
-		t := time.NewTicker(cfg.CheckpointEvery)
-		defer t.Stop()
-		tick = t.C
+		ticker = time.NewTicker(cfg.CheckpointEvery)
+		defer ticker.Stop()
+		tick = ticker.C
 	}
 	interrupted := false
 	var runErr error
@@ -243,6 +244,9 @@ loop:
 				runErr = err
 				break loop
 			}
+			// The interval counts from the end of this cut: a cut slower than the interval
+			// would otherwise be followed at once by another with nothing new to commit.
+			ticker.Reset(cfg.CheckpointEvery)
 		case <-stop:
 			interrupted = true
 			stop = nil

@@ -409,11 +409,19 @@ func (s *stopAfter) Run(ctx context.Context, resume map[string]pipeline.StreamSt
 	errc := make(chan error, 1)
 	go func() { errc <- s.Source.Run(ctx, resume, mid); close(mid) }()
 	var rows int64
-	fired := false
+	fired, cut := false, false
 	for b := range mid {
+		if cut {
+			continue // drain: the source is stopping
+		}
 		select {
 		case out <- b:
 		case <-ctx.Done():
+			// Forward nothing after a batch that was not delivered: a later page of the same
+			// range would carry a cursor past the dropped one, and its rows would be lost (as a
+			// real source never does: it returns at the first send it cannot make).
+			cut = true
+			continue
 		}
 		rows += int64(len(b.Records))
 		if rows >= s.after && !fired {
