@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Record is one source row. Values follow the SourceSchema order. A source that cannot decode a
@@ -129,4 +130,20 @@ type FileInfo struct {
 	Path   string `json:"path"` // relative to the output directory, slash-separated
 	Rows   int64  `json:"rows"`
 	Bytes  int64  `json:"bytes"`
+}
+
+// InvalidUTF8At is the byte offset of the first byte of s that is not part of valid UTF-8, or -1
+// when s is valid: what an encoding reject names.
+func InvalidUTF8At(s string) int {
+	if utf8.ValidString(s) {
+		return -1
+	}
+	for i := 0; i < len(s); {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && w == 1 {
+			return i
+		}
+		i += w
+	}
+	return -1
 }

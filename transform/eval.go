@@ -260,16 +260,12 @@ func typeErr(msg string) *pipeline.RowError {
 // be UTF-8, or the Parquet file that holds it cannot be read. Text values are UTF-8 already (the
 // sources reject anything else) and every function keeps them so, so only blobs are checked.
 func blobText(what string, blob bool, s string) *pipeline.RowError {
-	if !blob || utf8.ValidString(s) {
+	if !blob {
 		return nil
 	}
-	i := 0
-	for i < len(s) {
-		r, w := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && w == 1 {
-			break
-		}
-		i += w
+	i := pipeline.InvalidUTF8At(s)
+	if i < 0 {
+		return nil
 	}
 	return &pipeline.RowError{Code: pipeline.CodeEncoding, Message: what + ": the blob is not UTF-8 text (invalid byte 0x" +
 		strconv.FormatUint(uint64(s[i]), 16) + " at byte " + strconv.Itoa(i) + ") and a VARCHAR must be UTF-8: keep the blob in a VARBINARY column, or hash it (md5(x))"}

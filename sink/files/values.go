@@ -38,16 +38,8 @@ func TypeError(col pipeline.Column, format string, args ...any) *pipeline.RowErr
 
 // EncodingError is the reject for a VARCHAR or JSON value s that is not valid UTF-8.
 func EncodingError(col pipeline.Column, s string) *pipeline.RowError {
-	i := 0
-	for i < len(s) {
-		r, w := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && w == 1 {
-			break
-		}
-		i += w
-	}
 	msg := "invalid UTF-8"
-	if i < len(s) {
+	if i := pipeline.InvalidUTF8At(s); i >= 0 {
 		msg = fmt.Sprintf("invalid UTF-8 byte 0x%x at byte %d", s[i], i)
 	}
 	return &pipeline.RowError{Code: pipeline.CodeEncoding, Field: col.Name,

@@ -35,12 +35,8 @@ func CheckUTF8(s string) error {
 }
 
 func invalidUTF8(s string) *EncodingError {
-	for i := 0; i < len(s); {
-		r, w := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && w == 1 {
-			return &EncodingError{Offset: i, Bytes: s[i:min(i+4, len(s))]}
-		}
-		i += w
+	if i := pipeline.InvalidUTF8At(s); i >= 0 {
+		return &EncodingError{Offset: i, Bytes: s[i:min(i+4, len(s))]}
 	}
 	return &EncodingError{Detail: "invalid UTF-8"}
 }
