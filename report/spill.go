@@ -45,8 +45,8 @@ type spill struct {
 const (
 	minBuckets = 256
 	maxBuckets = 512 // open files; beyond, oversized buckets are split when counted
-	// spillBufBytes is each worker's write buffer, shared out over the buckets (4-16 KiB each)
-	spillBufBytes = 4 << 20
+	// spillBufBytes is each worker's write buffer, shared out over the buckets (8-32 KiB each)
+	spillBufBytes = 8 << 20
 	// spillRowBytes is a typical temp record (hashes, origin, key source values) without the
 	// column hashes (4 bytes per source column), for sizing.
 	spillRowBytes = 48
@@ -72,7 +72,7 @@ func newSpill(tmp string, buckets int) (*spill, error) {
 		shift--
 	}
 	s := &spill{dir: dir, shift: shift, files: make([]*os.File, buckets), mu: make([]sync.Mutex, buckets),
-		streams: map[string]uint64{}, bufSize: min(max(spillBufBytes/buckets, 4<<10), 16<<10)}
+		streams: map[string]uint64{}, bufSize: min(max(spillBufBytes/buckets, 8<<10), 32<<10)}
 	for i := range s.files {
 		f, err := os.Create(fmt.Sprintf("%s/bucket-%03d", dir, i))
 		if err != nil {
