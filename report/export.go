@@ -27,19 +27,6 @@ type WrittenMapping struct {
 	Path string
 }
 
-// CheckQueries reports --query columns that are not source columns.
-func CheckQueries(qs []transform.Query, src pipeline.SourceSchema) error {
-	for _, q := range qs {
-		cols := append(append([]string(nil), q.Equal...), q.Range)
-		for _, c := range cols {
-			if c != "" && src.Index(c) < 0 {
-				return fmt.Errorf("--query %q: %q is not a source column (source columns: %s)", q.String(), c, strings.Join(src.Names(), ", "))
-			}
-		}
-	}
-	return nil
-}
-
 // WriteMappings writes one mapping file per alternative of rep (not the mapping's own design,
 // nor one that could not be built) into dir as <id>.yaml, derived from the mapping file at path,
 // and checks that each decodes and compiles against src.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -54,6 +55,19 @@ func ParseQuery(s string) (transform.Query, error) {
 		return bad("", msgs[0])
 	}
 	return q, nil
+}
+
+// CheckQueries reports --query columns that are not source columns.
+func CheckQueries(qs []transform.Query, src pipeline.SourceSchema) error {
+	for _, q := range qs {
+		cols := append(append([]string(nil), q.Equal...), q.Range)
+		for _, c := range cols {
+			if c != "" && src.Index(c) < 0 {
+				return fmt.Errorf("--query %q: %q is not a source column (source columns: %s)", q.String(), c, strings.Join(src.Names(), ", "))
+			}
+		}
+	}
+	return nil
 }
 
 // QueryInfo is a declared query.
