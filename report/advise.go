@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -32,14 +33,49 @@ import (
 type altSpec struct {
 	id, name string
 	pk       string
-	reads    Reads
 	tradeOff string
+	cols     []string // source columns the key reads (it tells their values apart)
+	salted   bool     // led by random(n): rows also need the same salt to collide
+	add      []string // columns appended for uniqueness (the smallest key change)
+	// keepMapping: the mapping as it is but for the key (the mapping with the key change)
+	keepMapping bool
 }
+
+// baseKey is a source-column order the advisor derives designs from: the source key, or the
+// order a declared query wants (its equality columns, its range column, then the rest).
+type baseKey struct {
+	prefix string // id prefix: "" for the source key, "query_order_" ...
+	label  string // name prefix for humans
+	cols   []string
+}
+
+// maxQueryBases bounds the query-ordered keys derived (one per declared query, distinct).
+const maxQueryBases = 2
 
 // altSubsampleForPlan bounds the rows a derived design's quantile plan is placed from.
 const altPlanRows = 20000
 
-func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+// quoteName writes a column name for a key expression: as it is when it is a plain name
+// (letters, digits, _ and -, as the mapping language reads them), else in backquotes.
+func quoteName(s string) string {
+	plain := s != ""
+	for i, c := range s {
+		switch {
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		case i > 0 && (c == '-' || c >= '0' && c <= '9'):
+		default:
+			plain = false
+		}
+	}
+	switch strings.ToLower(s) {
+	case "as", "asc", "desc", "null", "true", "false", "and", "or", "not":
+		plain = false
+	}
+	if plain && !strings.HasSuffix(s, "-") {
+		return s
+	}
+	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
+}
 
 func isIntegralCQL(t string) bool {
 	switch strings.ToLower(strings.TrimSpace(t)) {
@@ -87,16 +123,66 @@ func freeName(base string, taken map[string]bool) string {
 	return name
 }
 
-func deriveSpecs(prog *transform.Program, m *transform.Mapping, n int) []altSpec {
-	key := sourceKey(prog)
-	if len(key) == 0 {
+// baseKeys are the source-column orders designs are derived from: the source key, then for each
+// declared query (at most maxQueryBases distinct ones) the guide's order for it: the columns it
+// compares by equality (those of the source key first, in key order), its range column, then the
+// rest of the source key ([hostname][log-event][ts] for "hostname, log-event = ? and ts range").
+func baseKeys(prog *transform.Program, queries []transform.Query) []baseKey {
+	sk := sourceKey(prog)
+	if len(sk) == 0 {
 		return nil
 	}
-	b := key[0]
-	rest := ""
-	for _, c := range key[1:] {
-		rest += "[" + quoteName(c) + "]"
+	out := []baseKey{{cols: sk}}
+	seen := map[string]bool{strings.Join(sk, "\x00"): true}
+	for _, q := range queries {
+		if len(q.Equal) == 0 {
+			continue // a range alone: the source key or its bucket already lead with what they can
+		}
+		var order []string
+		has := map[string]bool{}
+		push := func(c string) {
+			if !has[c] && prog.Source().Index(c) >= 0 {
+				has[c] = true
+				order = append(order, c)
+			}
+		}
+		eq := map[string]bool{}
+		for _, c := range q.Equal {
+			eq[c] = true
+		}
+		for _, c := range sk {
+			if eq[c] {
+				push(c)
+			}
+		}
+		for _, c := range q.Equal {
+			push(c)
+		}
+		if q.Range != "" {
+			push(q.Range)
+		}
+		for _, c := range sk {
+			push(c)
+		}
+		k := strings.Join(order, "\x00")
+		if seen[k] || len(out)-1 >= maxQueryBases {
+			continue
+		}
+		seen[k] = true
+		prefix, label := "query_order_", "query order"
+		if len(out) > 1 {
+			prefix, label = fmt.Sprintf("query%d_order_", len(out)), fmt.Sprintf("query %d order", len(out))
+		}
+		out = append(out, baseKey{prefix: prefix, label: label, cols: order})
 	}
+	return out
+}
+
+// deriveSpecs are the designs derived from one base key [B][R...] (plus add, appended), over n
+// regions.
+func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, add []string, n int) []altSpec {
+	key := base.cols
+	b := key[0]
 	taken := map[string]bool{}
 	for _, c := range prog.Source() {
 		taken[strings.ToLower(c.Name)] = true
@@ -110,70 +196,134 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, n int) []altSpec
 	if i := prog.Source().Index(b); i >= 0 {
 		btype = prog.Source()[i].Type
 	}
+	id := func(s string) string {
+		if base.prefix == "" {
+			return s
+		}
+		if s == "source_key" {
+			return strings.TrimSuffix(base.prefix, "_")
+		}
+		return base.prefix + s
+	}
+	name := func(s string) string {
+		if base.label == "" {
+			return s
+		}
+		if s == "source key (no rewrite)" {
+			return base.label + " (" + strings.Join(key, ", ") + ")"
+		}
+		return base.label + " + " + s
+	}
+	// columns of the change the key already reads need not be added again
+	in := map[string]bool{}
+	for _, c := range key {
+		in[c] = true
+	}
+	var extra []string
+	for _, c := range add {
+		if !in[c] {
+			extra = append(extra, c)
+		}
+	}
+	add = extra
+	cols := append(append([]string(nil), key...), add...)
+	rest := bracketed(key[1:]) + bracketed(add)
 	specs := []altSpec{
-		{id: "source_key", name: "source key (no rewrite)", pk: "[" + bq + "]" + rest,
-			reads:    Reads{Get: 1, PrefixScan: 1, RangeScan: 1},
+		{id: id("source_key"), name: name("source key (no rewrite)"), pk: "[" + bq + "]" + rest,
 			tradeOff: fmt.Sprintf("Every query stays as it is: GET by the full key, a SCAN of one %s and a range of %s are single key ranges. Writes go wherever %s's values fall: monotonic or few values make hotspots.", b, b, b)},
-		{id: "hash_prefix", name: "hash prefix", pk: "[md5(" + bq + ").substr(0,4) + " + bq + " AS " + freeName("rk_hash", taken) + "]" + rest,
-			reads:    Reads{Get: 1, PrefixScan: 1, RangeScan: -1},
+		{id: id("hash_prefix"), name: name("hash prefix"), pk: "[md5(" + bq + ").substr(0,4) + " + bq + " AS " + freeName("rk_hash", taken) + "]" + rest,
 			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (the client computes md5(%s).substr(0,4) + %s). A range of %s values is no longer a key range: it becomes a scan of every region.", b, b, b, b)},
-		{id: "reverse", name: "reversed first column", pk: "[reverse(" + bq + ") AS " + freeName("rk_rev", taken) + "]" + rest,
-			reads:    Reads{Get: 1, PrefixScan: 1, RangeScan: -1},
+		{id: id("reverse"), name: name("reversed first column"), pk: "[reverse(" + bq + ") AS " + freeName("rk_rev", taken) + "]" + rest,
 			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (the client reverses the value). Ranges of %s are lost (a scan of every region); it spreads only when the end of %s varies fastest (sequence numbers, ids).", b, b, b)},
 	}
 	if isIntegralCQL(btype) {
-		specs = append(specs, altSpec{id: "bucket", name: "modulo bucket", pk: "[" + bq + " % " + ns + " AS " + freeName("rk_bucket", taken) + "][" + bq + "]" + rest,
-			reads:    Reads{Get: 1, PrefixScan: 1, RangeScan: n},
+		specs = append(specs, altSpec{id: id("bucket"), name: name("modulo bucket"), pk: "[" + bq + " % " + ns + " AS " + freeName("rk_bucket", taken) + "][" + bq + "]" + rest,
 			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (bucket = %s %% %d). A range of %s%s becomes %d scans, one per bucket, merged by the client.", b, b, n, b, timeNote(btype), n)})
 	}
-	specs = append(specs, altSpec{id: "salt", name: "salt", pk: "[random(" + ns + ") AS " + freeName("rk_salt", taken) + "][" + bq + "]" + rest,
-		reads:    Reads{Get: n, PrefixScan: n, RangeScan: n},
+	specs = append(specs, altSpec{id: id("salt"), name: name("salt"), pk: "[random(" + ns + ") AS " + freeName("rk_salt", taken) + "][" + bq + "]" + rest, salted: true,
 		tradeOff: fmt.Sprintf("Writes spread evenly whatever %s looks like, but the salt cannot be computed from the key: a GET becomes %d lookups, a SCAN of one %s or of a range %d scans.", b, n, b, n)})
 	// drop designs with too many key columns
 	out := specs[:0]
 	for _, s := range specs {
 		if strings.Count(s.pk, "][")+1 <= transform.MaxKeyColumns {
+			s.cols, s.add = cols, add
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
+// colMask is the bit mask of source columns (bit i: column i); ok is false when a column is not
+// among the first maxHashedColumns (the collision check cannot count it).
+func colMask(src pipeline.SourceSchema, cols []string) (uint64, bool) {
+	var m uint64
+	for _, c := range cols {
+		i := src.Index(c)
+		if i < 0 || i >= maxHashedColumns {
+			return 0, false
+		}
+		m |= 1 << uint(i)
+	}
+	return m, true
+}
+
+// mappingEdit is how a design's mapping differs from the user's: what --write-mapping changes
+// in the file.
+type mappingEdit struct {
+	pk          string   // target.primary_key
+	dropColumns []string // target.columns entries removed
+	dropExclude []string // target.exclude entries removed
+	dropAll     bool     // every target.columns entry removed
+	keepRegions bool     // the mapping's regions: stay (else the analysed count)
+}
+
 // compileAlt builds a derived design: the mapping with another primary key and no regions:
 // section. target.columns entries named like a source key column are dropped (so [channel] is the
 // source's channel, not code(channel)); if it still does not compile, every entry is dropped.
-func compileAlt(prog *transform.Program, m *transform.Mapping, pk string) (*transform.Program, error) {
+// With keep, only the primary key changes (the mapping's own design with a column added).
+func compileAlt(prog *transform.Program, m *transform.Mapping, pk string, keep bool) (*transform.Program, mappingEdit, error) {
+	ed := mappingEdit{pk: pk, keepRegions: keep}
+	m2 := *m
+	m2.Target.PrimaryKey = pk
+	if keep {
+		p, err := transform.Compile(&m2, prog.Source())
+		return p, ed, err
+	}
 	key := map[string]bool{}
 	for _, c := range sourceKey(prog) {
 		key[strings.ToLower(c)] = true
 	}
-	m2 := *m
 	m2.Regions = nil
-	m2.Target.PrimaryKey = pk
 	m2.Target.Columns = nil
 	for _, e := range m.Target.Columns {
 		if !key[strings.ToLower(e.Name)] {
 			m2.Target.Columns = append(m2.Target.Columns, e)
+		} else {
+			ed.dropColumns = append(ed.dropColumns, e.Name)
 		}
 	}
 	m2.Target.Exclude = nil
 	for _, x := range m.Target.Exclude {
 		if !key[strings.ToLower(x)] {
 			m2.Target.Exclude = append(m2.Target.Exclude, x)
+		} else {
+			ed.dropExclude = append(ed.dropExclude, x)
 		}
 	}
 	p, err := transform.Compile(&m2, prog.Source())
 	if err != nil && len(m2.Target.Columns) > 0 {
 		m2.Target.Columns = nil
+		ed.dropAll = true
 		p, err = transform.Compile(&m2, prog.Source())
 	}
-	return p, err
+	return p, ed, err
 }
 
 // altResult is one design's figures on the subsample.
 type altResult struct {
 	Alternative
 	keysHash uint64 // identity of the key tuples produced, to recognise the mapping's own design
+	prog     *transform.Program
 }
 
 // evalDesign analyses a design on the subsample with a plan of n regions.
@@ -267,41 +417,48 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int) (altResu
 	return res, nil
 }
 
-// classifyMapping guesses the reads of the mapping's own design from its first key column.
-func classifyMapping(prog *transform.Program, plan pipeline.RegionPlan, b string, n int) (Reads, string) {
-	ke := prog.KeyElements()[0]
-	e := strings.ToLower(ke.Expr)
-	switch {
-	case plan.Strategy == "int_bucket" && strings.Contains(e, "random("):
-		return Reads{Get: n, PrefixScan: n, RangeScan: n}, "The key leads with a salt: writes spread, but a GET becomes one lookup per salt value and every SCAN one scan per salt value."
-	case plan.Strategy == "int_bucket":
-		return Reads{Get: 1, PrefixScan: 1, RangeScan: n}, fmt.Sprintf("A modulo bucket leads the key: GET and a SCAN of one %s stay single when the bucket is computed from the key; a range becomes one scan per bucket.", b)
-	case plan.Strategy == "hex_prefix":
-		return Reads{Get: 1, PrefixScan: 1, RangeScan: -1}, fmt.Sprintf("A hash prefix leads the key: GET and a SCAN of one %s stay single (the client computes the prefix); a range of %s values scans every region.", b, b)
-	case strings.HasPrefix(e, "reverse("):
-		return Reads{Get: 1, PrefixScan: 1, RangeScan: -1}, fmt.Sprintf("A reversed value leads the key: GET and a SCAN of one %s stay single; ranges of %s scan every region.", b, b)
-	case ke.Expr == ke.Name || ke.Expr == quoteName(ke.Name):
-		return Reads{Get: 1, PrefixScan: 1, RangeScan: 1}, fmt.Sprintf("The first key column is %s as stored in the source: GET, a SCAN of one value and a range are single key ranges.", ke.Name)
-	}
-	return Reads{Get: 1, PrefixScan: 1, RangeScan: -1}, "A computed first key column: GET stays single when the client computes it; ranges of the source values are not key ranges."
+// advisor derives the alternative designs, tells the collision check which column sets to count
+// exactly (before the pass), evaluates the designs on the subsample (while the check runs) and
+// puts the exact figures together (after it).
+type advisor struct {
+	r       *runner
+	n       int // regions analysed
+	queries []transform.Query
+	bases   []baseKey
+	sets    []uint64 // column sets the collision check counts: one per base key (see setOf)
+	setOf   map[uint64]int
+	specs   []altSpec
+	results []altResult // [0] the mapping, then specs
+	errs    []error
 }
 
-// advise analyses the alternatives, ranked. n is the region count analysed.
-func (r *runner) advise(recs []pipeline.Record, n int) []Alternative {
-	out := []Alternative{}
-	m := r.cfg.Mapping
-	if m == nil || len(recs) == 0 {
-		return out
+func newAdvisor(r *runner, n int) *advisor {
+	a := &advisor{r: r, n: n, queries: r.queries, setOf: map[uint64]int{}}
+	if r.cfg.Mapping == nil {
+		return a
 	}
-	key := sourceKey(r.prog)
-	b := ""
-	if len(key) > 0 {
-		b = key[0]
+	a.bases = baseKeys(r.prog, a.queries)
+	for _, b := range a.bases {
+		if m, ok := colMask(r.prog.Source(), b.cols); ok {
+			if _, dup := a.setOf[m]; !dup {
+				a.setOf[m] = len(a.sets)
+				a.sets = append(a.sets, m)
+			}
+		}
+		a.specs = append(a.specs, deriveSpecs(r.prog, r.cfg.Mapping, b, nil, n)...)
 	}
-	// the mapping's own design and the derived ones, evaluated in parallel
-	specs := deriveSpecs(r.prog, m, n)
-	results := make([]altResult, len(specs)+1)
-	errs := make([]error, len(specs)+1)
+	return a
+}
+
+// evaluate compiles and analyses the mapping's design and specs on the subsample, in parallel.
+func (a *advisor) evaluate(recs []pipeline.Record, specs []altSpec, withMapping bool) ([]altResult, []error) {
+	r := a.r
+	off := 0
+	if withMapping {
+		off = 1
+	}
+	results := make([]altResult, len(specs)+off)
+	errs := make([]error, len(specs)+off)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(1, r.cfg.Workers))
 	for i := range results {
@@ -311,56 +468,154 @@ func (r *runner) advise(recs []pipeline.Record, n int) []Alternative {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			prog := r.prog
-			if i > 0 {
-				if prog, errs[i] = compileAlt(r.prog, m, specs[i-1].pk); errs[i] != nil {
+			var ed mappingEdit
+			if i >= off {
+				s := specs[i-off]
+				if prog, ed, errs[i] = compileAlt(r.prog, r.cfg.Mapping, s.pk, s.keepMapping); errs[i] != nil {
 					return
 				}
 			}
-			results[i], errs[i] = evalDesign(prog, recs, n)
+			results[i], errs[i] = evalDesign(prog, recs, a.n)
+			results[i].prog = prog
+			results[i].edit = ed
 		}()
 	}
 	wg.Wait()
-	if errs[0] != nil {
+	return results, errs
+}
+
+// exactFigures is what the collision check found for the advisor.
+type exactFigures struct {
+	mapping   collisionResult // the mapping's own key
+	sets      collisionResult // SetRows and SaltRows for advisor.sets (the same result unless the key has a salt)
+	suggest   *KeySuggestion  // the smallest key change for the mapping
+	derived   []string        // columns appended to every derived design (a verified suggestion), or nil
+	analysed  int64           // rows run through the mapping
+	rejected  int64           // rows the mapping rejected
+	setsExact bool            // the collision check counted advisor.sets (over the rows analysed, as the uniqueness rule)
+}
+
+// finish puts the advisor's table together: the mapping's design, the mapping with the suggested
+// key change, and the derived designs (with the change appended when it is verified), with the
+// exact overwritten rows of the collision check, ranked.
+func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative {
+	out := []Alternative{}
+	r := a.r
+	m := r.cfg.Mapping
+	if m == nil || len(recs) == 0 || len(a.results) == 0 || a.errs[0] != nil {
 		return out
 	}
-	own := results[0]
+	scale := float64(ex.analysed) / float64(max(len(recs), 1))
+	key := sourceKey(r.prog)
+	b := ""
+	if len(key) > 0 {
+		b = key[0]
+	}
+	std := standardQueries(key)
+	withReads := func(res *altResult, prog *transform.Program) {
+		shape := keyShape(prog)
+		res.Reads = Reads{Get: readsOf(planQuery(shape, std[0])), PrefixScan: readsOf(planQuery(shape, std[1])), RangeScan: readsOf(planQuery(shape, std[2]))}
+		res.Queries = []QueryPlan{}
+		for _, q := range a.queries {
+			res.Queries = append(res.Queries, planQuery(shape, q))
+		}
+	}
+
+	own := a.results[0]
 	own.ID, own.Name, own.IsMapping = "mapping", "the mapping", true
 	own.PrimaryKey = mappingInfo(r.prog, m).PrimaryKey
-	ownPlan := pipeline.RegionPlan{Strategy: own.Strategy}
-	own.Reads, own.TradeOff = classifyMapping(r.prog, ownPlan, b, n)
+	own.Overwritten, own.OverwrittenExact = ex.mapping.Rows, true
+	own.RejectedRows = ex.rejected
+	withReads(&own, r.prog)
+	own.TradeOff = mappingTradeOff(own.Reads, b)
 	list := []altResult{own}
+
+	// the mapping with the smallest key change that removes its collisions
+	if s := ex.suggest; s != nil && s.SeparatesAll && len(s.Add) > 0 {
+		spec := altSpec{id: "mapping_unique", name: "the mapping + " + strings.Join(s.Add, ", "), pk: m.Target.PrimaryKey + bracketed(s.Add), add: s.Add, keepMapping: true,
+			tradeOff: "The mapping's design with " + listText(s.Add) + " appended to the key, the smallest change that tells every colliding row apart; reads and spread as the mapping's."}
+		res, errs := a.evaluate(recs, []altSpec{spec}, false)
+		if errs[0] == nil {
+			x := res[0]
+			x.ID, x.Name, x.TradeOff, x.Added = spec.id, spec.name, spec.tradeOff, spec.add
+			// every compared pair differs in the change: exact when every pair was compared
+			x.Overwritten, x.OverwrittenExact = 0, s.Checked
+			x.RejectedRows = ex.rejected
+			withReads(&x, x.prog)
+			list = append(list, x)
+		}
+	}
+
+	// derived designs: with the verified change appended (re-evaluated), else as analysed
+	specs, results, errs := a.specs, a.results[1:], a.errs[1:]
+	if len(ex.derived) > 0 {
+		var withAdd []altSpec
+		for _, base := range a.bases {
+			withAdd = append(withAdd, deriveSpecs(r.prog, m, base, ex.derived, a.n)...)
+		}
+		res2, errs2 := a.evaluate(recs, withAdd, false)
+		// a design that would exceed the key column limit with the change keeps its plain form
+		byID := map[string]int{}
+		for i, s := range withAdd {
+			byID[s.id] = i
+		}
+		var s3 []altSpec
+		var r3 []altResult
+		var e3 []error
+		for i, s := range specs {
+			if k, ok := byID[s.id]; ok {
+				s3, r3, e3 = append(s3, withAdd[k]), append(r3, res2[k]), append(e3, errs2[k])
+			} else {
+				s3, r3, e3 = append(s3, s), append(r3, results[i]), append(e3, errs[i])
+			}
+		}
+		specs, results, errs = s3, r3, e3
+	}
 	for k, s := range specs {
-		res, err := results[k+1], errs[k+1]
+		res, err := results[k], errs[k]
 		if err != nil {
 			res = altResult{}
 			res.Error = firstLine(err.Error())
 			res.PrimaryKey = s.pk
 		}
-		res.ID, res.Name, res.Reads, res.TradeOff = s.id, s.name, s.reads, s.tradeOff
-		if err == nil && res.keysHash == own.keysHash && res.Regions == own.Regions {
-			list[0].SameAs = s.id
-			list[0].Name = "the mapping = " + s.name
-			list[0].Reads, list[0].TradeOff = s.reads, s.tradeOff
-			continue
+		res.ID, res.Name, res.TradeOff, res.Added = s.id, s.name, s.tradeOff, s.add
+		if err == nil {
+			withReads(&res, res.prog)
+			res.RejectedRows = int64(math.Round(float64(res.Rejected) * scale))
+			switch mask, ok := colMask(r.prog.Source(), s.cols); {
+			case len(s.add) > 0:
+				res.Overwritten, res.OverwrittenExact = 0, true // the change separates every colliding row
+			case ok && ex.setsExact && a.setIndex(mask) >= 0 && s.salted:
+				res.Overwritten, res.OverwrittenExact = ex.sets.SaltRows[a.setIndex(mask)], true
+			case ok && ex.setsExact && a.setIndex(mask) >= 0:
+				res.Overwritten, res.OverwrittenExact = ex.sets.SetRows[a.setIndex(mask)], true
+			default:
+				res.Overwritten = int64(math.Round(float64(res.Collisions) * scale)) // only the subsample's
+			}
 		}
-		list = append(list, res)
+		// the same keys as a design already listed: fold it
+		dup := false
+		for i := range list {
+			if err == nil && list[i].Error == "" && res.keysHash == list[i].keysHash && res.Regions == list[i].Regions {
+				if list[i].IsMapping && list[i].SameAs == "" {
+					list[i].SameAs = s.id
+					list[i].Name = "the mapping = " + s.name
+					list[i].TradeOff = s.tradeOff
+				}
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			list = append(list, res)
+		}
 	}
 	for i := range list {
+		list[i].LostRows = list[i].Overwritten + list[i].RejectedRows
 		list[i].Grade = grade(&list[i].Alternative)
 	}
-	sort.SliceStable(list, func(i, j int) bool {
-		a, b := &list[i].Alternative, &list[j].Alternative
-		if (a.Error == "") != (b.Error == "") {
-			return a.Error == ""
-		}
-		if ga, gb := gradeOrder(a.Grade), gradeOrder(b.Grade); ga != gb {
-			return ga < gb
-		}
-		if ca, cb := readCost(a.Reads, a.Regions), readCost(b.Reads, b.Regions); ca != cb {
-			return ca < cb
-		}
-		return a.HotFactor < b.HotFactor
-	})
+	n := a.n
+	sort.SliceStable(list, func(i, j int) bool { return better(&list[i].Alternative, &list[j].Alternative, n) })
 	for i := range list {
 		list[i].Rank = i + 1
 		if list[i].RegionRows == nil {
@@ -369,9 +624,97 @@ func (r *runner) advise(recs []pipeline.Record, n int) []Alternative {
 		if list[i].WindowTop == nil {
 			list[i].WindowTop = []float64{}
 		}
+		if list[i].Queries == nil {
+			list[i].Queries = []QueryPlan{}
+		}
+		if list[i].Added == nil {
+			list[i].Added = []string{}
+		}
 		out = append(out, list[i].Alternative)
 	}
 	return out
+}
+
+func (a *advisor) setIndex(mask uint64) int {
+	if i, ok := a.setOf[mask]; ok {
+		return i
+	}
+	return -1
+}
+
+func bracketed(cols []string) string {
+	s := ""
+	for _, c := range cols {
+		s += "[" + quoteName(c) + "]"
+	}
+	return s
+}
+
+// standardQueries are the three reads every design is scored on: a GET by the source key, a
+// SCAN of one value of its first column, and a range of it.
+func standardQueries(sk []string) [3]transform.Query {
+	if len(sk) == 0 {
+		return [3]transform.Query{}
+	}
+	return [3]transform.Query{{Equal: sk}, {Equal: sk[:1]}, {Range: sk[0]}}
+}
+
+func readsOf(p QueryPlan) int {
+	if p.Access == "full_scan" || p.Scans < 0 {
+		return -1
+	}
+	return int(min(p.Scans, math.MaxInt32))
+}
+
+// mappingTradeOff describes the mapping's own design from its reads.
+func mappingTradeOff(r Reads, b string) string {
+	one := func(n int) string {
+		switch {
+		case n < 0:
+			return "a scan of every region"
+		case n == 1:
+			return "single"
+		}
+		return fmt.Sprintf("%d lookups or scans", n)
+	}
+	return fmt.Sprintf("As the mapping writes it: a GET by the source key is %s, a SCAN of one %s %s, a range of %s %s.", one(r.Get), b, one(r.PrefixScan), b, one(r.RangeScan))
+}
+
+// better orders designs: buildable first; then those that lose no rows; then those that serve
+// every declared query without a full-table scan; then by write spread (grade); then declared
+// queries that read rows they filter out, the scans they take, the three standard reads; then
+// the hot factor.
+func better(a, b *Alternative, n int) bool {
+	if (a.Error == "") != (b.Error == "") {
+		return a.Error == ""
+	}
+	if la, lb := loses(a), loses(b); la != lb {
+		return !la
+	}
+	fa, oa, sa := queryCost(a.Queries, n)
+	fb, ob, sb := queryCost(b.Queries, n)
+	if fa != fb {
+		return fa < fb
+	}
+	if ga, gb := gradeOrder(spreadGrade(a)), gradeOrder(spreadGrade(b)); ga != gb {
+		return ga < gb
+	}
+	if oa != ob {
+		return oa < ob
+	}
+	if sa != sb {
+		return sa < sb
+	}
+	if ca, cb := readCost(a.Reads, a.Regions), readCost(b.Reads, b.Regions); ca != cb {
+		return ca < cb
+	}
+	return a.HotFactor < b.HotFactor
+}
+
+// loses: rows overwritten, or more than 1% of the rows rejected.
+func loses(a *Alternative) bool {
+	rows := a.Rows + a.Rejected
+	return a.Overwritten > 0 || rows > 0 && a.Rejected*100 > rows
 }
 
 func firstLine(s string) string {
@@ -388,8 +731,15 @@ func grade(a *Alternative) string {
 	switch {
 	case a.Error != "":
 		return "poor"
-	case a.Collisions > 0 || a.Rejected*100 > a.Rows+a.Rejected:
+	case loses(a):
 		return "poor"
+	}
+	return spreadGrade(a)
+}
+
+// spreadGrade grades the write spread alone (ranking puts losses first on their own).
+func spreadGrade(a *Alternative) string {
+	switch {
 	case a.Regions <= 1:
 		return "fair"
 	case a.HotFactor > 4 || a.MeanTopShare >= 0.5 && a.Regions >= 4 || a.RowsMaxMean > 4:

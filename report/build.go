@@ -75,7 +75,7 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 	u.SourceColumns = append([]string{}, d.srcName...)
 	keyCols := prog.Target().Columns[:d.keyLen]
 	for _, ex := range coll.Examples {
-		ce := CollisionExample{Rows: ex.Rows, Sources: ex.Sources}
+		ce := CollisionExample{Rows: ex.Rows, Sources: ex.Sources, DifferIn: diffColumns(prog.Source(), ex.Diff)}
 		for i, o := range ex.Origins {
 			if i == 0 {
 				for _, v := range d.exampleKey(o) {
@@ -186,6 +186,9 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 		rep.HotspotWindows[i] = Window{Index: i, FirstRow: w.First, Rows: w.Rows, TopRegion: w.TopRegion, TopShare: w.TopShare, Counts: w.Counts}
 	}
 	rep.Alternatives = []Alternative{}
+	if tl.heat != nil {
+		rep.TimeHeatmap = tl.heat.result(prog.Target().Columns[r.tsCol].Name, rep.Regions)
+	}
 	return rep
 }
 

@@ -126,9 +126,19 @@ func evaluate(rep *Report, strict bool) {
 		if len(u.Examples) > 0 {
 			ex := u.Examples[0]
 			msg += "; e.g. key " + strings.Join(ex.Key, "|") + " <- " + originsText(ex, u.SourceColumns)
-			if ex.SameKeySources {
+			switch {
+			case ex.SameKeySources && len(ex.DifferIn) > 0:
+				msg += ", which differ only in " + listText(ex.DifferIn) + ", columns the key does not read: the key does not identify a source row"
+			case ex.SameKeySources:
 				msg += ", which differ only in columns the key does not read: the key does not identify a source row"
+			case len(ex.DifferIn) > 0:
+				msg += ", which differ in " + listText(ex.DifferIn)
 			}
+		}
+		if sg := u.Suggestion; sg != nil {
+			msg += "; " + sg.Message
+			uev["suggested_columns"] = float64(len(sg.Add))
+			uev["suggestion_separates_all"] = b2f(sg.SeparatesAll)
 		}
 		add(finding("uniqueness", SevError, msg, uev))
 	} else {
@@ -257,6 +267,17 @@ func evaluate(rep *Report, strict bool) {
 		aev := map[string]float64{"alternatives": float64(len(rep.Alternatives))}
 		if own != nil {
 			aev["mapping_rank"] = float64(own.Rank)
+		}
+		if own != nil {
+			for i, q := range own.Queries {
+				qev := map[string]float64{"query": float64(i + 1), "scans": float64(q.Scans), "full_scan": b2f(q.Access == "full_scan"), "filtered": float64(len(q.Filtered))}
+				msg := fmt.Sprintf("q%d %s: %s", i+1, q.Query, q.Note)
+				if q.Access == "full_scan" || q.Access == "scan" && len(q.Filtered) > 0 {
+					add(finding("query_access", SevWarning, msg, qev))
+				} else {
+					add(finding("query_access", SevInfo, msg, qev))
+				}
+			}
 		}
 		switch {
 		case own != nil && best.IsMapping:

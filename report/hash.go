@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform/murmur3"
 )
 
 // A fast, deterministic 64-bit hash (the wyhash construction): the same bytes hash the same on
@@ -112,6 +113,56 @@ func hashRecord(vs []pipeline.Value) uint64 {
 		}
 	}
 	return mum(h^wyp2, wyp3)
+}
+
+// hashColumns hashes each source value (64 bits each, into cols) and returns the record's hash:
+// the collision check's source hash (equal values hash equal) and per-column hashes that tell in
+// which columns two rows differ.
+func hashColumns(vs []pipeline.Value, cols []uint64) ([]uint64, uint64) {
+	cols = cols[:0]
+	h := uint64(len(vs)) ^ wyp3
+	for i, v := range vs {
+		c := hashValue(v, 0)
+		cols = append(cols, c)
+		h = mum(h^c^wyp0, uint64(i)^wyp1)
+	}
+	return cols, mum(h^wyp2, wyp3)
+}
+
+// hashSubset hashes the column hashes of the columns idx (a source key).
+func hashSubset(cols []uint64, idx []int) uint64 {
+	h := uint64(len(idx)) ^ wyp2
+	for _, i := range idx {
+		h = mum(h^cols[i]^wyp0, uint64(i)^wyp3)
+	}
+	return h
+}
+
+// saltToken is the hash random(n) takes the record's salt from (transform/README.md, "random(n):
+// what is hashed"): murmur3 over every source value (kind byte, 8-byte integer or 4-byte length
+// and bytes, big-endian), then the stream and Seq when the batch sets SaltOrigin. The advisor's
+// salt design ([random(n)][...]) loses the rows of a colliding source key that draw the same
+// salt: random(n) = saltToken % n. buf is scratch space, returned for reuse.
+func saltToken(buf []byte, b *pipeline.Batch, r *pipeline.Record, nsrc int) (uint64, []byte) {
+	buf = buf[:0]
+	for _, v := range r.Values[:min(nsrc, len(r.Values))] {
+		buf = append(buf, byte(v.K))
+		switch v.K {
+		case pipeline.KindNull:
+		case pipeline.KindInt, pipeline.KindFloat, pipeline.KindBool:
+			buf = binary.BigEndian.AppendUint64(buf, uint64(v.I))
+		default:
+			buf = binary.BigEndian.AppendUint32(buf, uint32(len(v.S)))
+			buf = append(buf, v.S...)
+		}
+	}
+	if b != nil && b.SaltOrigin {
+		buf = append(buf, 0xff)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(b.Stream)))
+		buf = append(buf, b.Stream...)
+		buf = binary.BigEndian.AppendUint64(buf, uint64(r.Seq))
+	}
+	return uint64(murmur3.Token(buf)), buf
 }
 
 // appendValue encodes a value compactly (kind, then a varint or length-prefixed bytes, at most

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rekey/rekey/transform"
 )
@@ -14,10 +15,12 @@ import (
 // network. The markup is well-formed XML (XHTML-compatible: every element closed, only the five
 // XML entities), so tools can parse it with an XML parser.
 //
-// Charts: rows per region (one <rect class="bar"> per region), a heatmap of windows x regions
-// (one <rect class="cell"> per window and region, like TiDB's Key Visualizer: time runs left to
-// right, the key space top to bottom), the busiest region's share per window, and for every
-// alternative a small bar chart and share line.
+// Charts: rows per region (one <rect class="bar"> per region), a heatmap of key ranges (region
+// groups, labelled by their start keys) against time (one <rect class="cell"> per time slice and
+// key range, like TiDB's Key Visualizer: time runs left to right, the key space top to bottom):
+// the mapping's timestamp column when it has one, else the windows of the input in arrival
+// order; the busiest region's share per window, and for every alternative a small bar chart and
+// share line.
 func WriteHTML(w io.Writer, rep *Report) error {
 	h := &htmlWriter{}
 	h.page(rep)
@@ -107,10 +110,13 @@ svg.mini { width: 100%; height: auto; display: block; margin: 4px 0 6px; }
 .alt .pk { margin: 6px 0; word-break: break-all; }
 .alt table td, .alt table th { padding: 2px 6px; font-size: 12px; }
 .trade { color: var(--muted); font-size: 12.5px; margin-top: 6px; }
+.alt tr.query td { font-size: 11.5px; color: var(--muted); }
+p.advice { background: #fff6e5; border-left: 3px solid var(--warn); padding: 6px 10px; margin: 0 0 8px; }
 svg text { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif; fill: #3a4150; }
 svg .axis { stroke: #9aa3b2; stroke-width: 1; }
 svg .grid { stroke: #edf0f4; stroke-width: 1; }
 svg .tick { font-size: 11px; } svg .label { font-size: 12px; font-weight: 600; }
+svg .key { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; font-size: 10.5px; }
 svg .mean { stroke: #1f2430; stroke-dasharray: 5 4; stroke-width: 1.2; }
 svg .even { stroke: #2e7d32; stroke-dasharray: 5 4; stroke-width: 1.2; }
 svg .line { fill: none; stroke: #c62828; stroke-width: 1.6; }
@@ -355,75 +361,205 @@ func heatColor(share float64) string {
 // maxHeatRows bounds the heatmap's region rows: beyond it adjacent regions are grouped.
 const maxHeatRows = 128
 
+// heatGrid is a heatmap to draw: cols x rows cells, each a share in [0,1].
+type heatGrid struct {
+	id     string
+	title  string
+	cols   int
+	rows   int
+	share  func(c, r int) float64
+	tip    func(c, r int) string // a cell's tooltip ("" for none)
+	yLabel []string              // per row: the key range's start key
+	xTicks []heatTick
+	xLabel string
+}
+
+type heatTick struct {
+	at    float64 // 0..1 along the x axis
+	label string
+	day   int64 // for time ticks: the day (later ticks of the same day show the time only)
+}
+
+// heatRowLabels are the start keys of the heatmap's rows (region groups): the key ranges.
+func heatRowLabels(rep *Report, rows, group int) []string {
+	out := make([]string, rows)
+	for g := range out {
+		i := g * group
+		if i < len(rep.Regions) {
+			out[g] = rep.Regions[i].Start
+		}
+		if out[g] == "" {
+			out[g] = "-inf"
+		}
+	}
+	return out
+}
+
 func (h *htmlWriter) heatmap(rep *Report) {
-	ws := rep.HotspotWindows
 	hs := rep.Hotspot
-	h.raw(`<h2>Write heatmap: windows × regions</h2><div class="card">`)
-	h.raw(`<div class="sub" style="margin-bottom:6px">`)
-	h.text(fmt.Sprintf("The input in arrival order, cut into %d windows of %s rows (left to right); each cell is the share of a window's writes that lands in a region (top to bottom, in key order). A monotonic key draws one dark diagonal (each window writes one region); a good spread is an even tint. Busiest region per window: %s on average, %s at most; an even spread gives %s (%.1fx).",
-		hs.Windows, count(hs.RowsPerWindow), pct(hs.MeanTopShare), pct(hs.MaxTopShare), pct(hs.EvenShare), hs.HotFactor))
-	h.raw(`</div>`)
 	n := rep.Plan.Regions
-	if len(ws) == 0 || n == 0 {
-		h.raw(`<p class="sub">No accepted rows.</p></div>`)
+	group := max((n+maxHeatRows-1)/maxHeatRows, 1)
+	rowsN := (n + group - 1) / group
+	regionsOf := func(g int) string {
+		if group > 1 {
+			return fmt.Sprintf("regions %d-%d", g*group, min((g+1)*group, n)-1)
+		}
+		return fmt.Sprintf("region %d", g)
+	}
+	if th := rep.TimeHeatmap; th != nil && len(th.Bins) > 0 {
+		bins := th.Bins
+		h.raw(`<h2>Write heatmap: key ranges × time (`)
+		h.text(th.Column)
+		h.raw(`)</h2><div class="card"><div class="sub" style="margin-bottom:6px">`)
+		h.text(fmt.Sprintf("The accepted rows by their %s (left to right, %d slices of %s from %s) and by key range (top to bottom: each row starts at the region's split key, in key order). Each cell is the share of a time slice's rows whose keys land in that key range: data written in time order by a key that leads with its time draws one dark diagonal (every slice in one region); a key that spreads writes is an even tint.%s",
+			th.Column, len(bins), durationText(th.BinMillis), timeText(th.StartMillis), nullNote(th.NullRows)))
+		h.raw(`</div>`)
+		first, span := th.StartMillis, th.BinMillis*int64(len(bins))
+		g := heatGrid{id: "heatmap", title: "share of each time slice's rows per key range", cols: len(bins), rows: len(th.Rows),
+			share: func(c, r int) float64 {
+				b := bins[c]
+				if b.Rows == 0 || r >= len(b.Counts) {
+					return 0
+				}
+				return float64(b.Counts[r]) / float64(b.Rows)
+			},
+			tip: func(c, r int) string {
+				b := bins[c]
+				var k int64
+				if r < len(b.Counts) {
+					k = b.Counts[r]
+				}
+				share := 0.0
+				if b.Rows > 0 {
+					share = float64(k) / float64(b.Rows)
+				}
+				return fmt.Sprintf("%s to %s, %s (from %s): %s rows, %s", timeText(b.StartMillis), timeText(b.StartMillis+th.BinMillis), regionsOf(r), labelOr(th.Rows[r].Start), count(k), pct(share))
+			},
+			yLabel: heatRowLabels(rep, len(th.Rows), th.RegionsPerRow), xTicks: timeTicks(first, span), xLabel: th.Column + " →"}
+		h.drawHeat(g)
+		h.raw(`</div>`)
+	} else {
+		ws := rep.HotspotWindows
+		h.raw(`<h2>Write heatmap: key ranges × arrival order</h2><div class="card">`)
+		h.raw(`<div class="sub" style="margin-bottom:6px">`)
+		h.text(fmt.Sprintf("The input in arrival order (the mapping has no timestamp column), cut into %d windows of %s rows (left to right); each cell is the share of a window's writes that lands in a key range (top to bottom: each row starts at the region's split key, in key order). A monotonic key draws one dark diagonal (each window writes one region); a good spread is an even tint.",
+			hs.Windows, count(hs.RowsPerWindow)))
+		h.raw(`</div>`)
+		if len(ws) == 0 || n == 0 {
+			h.raw(`<p class="sub">No accepted rows.</p></div>`)
+			return
+		}
+		total := ws[len(ws)-1].FirstRow + ws[len(ws)-1].Rows
+		var ticks []heatTick
+		xstep := niceStep(float64(total), 8)
+		for v := 0.0; v <= float64(total); v += xstep {
+			ticks = append(ticks, heatTick{at: v / float64(max(total, 1)), label: shortCount(v)})
+		}
+		g := heatGrid{id: "heatmap", title: "share of each window's writes per key range", cols: len(ws), rows: rowsN,
+			share: func(c, r int) float64 {
+				w := ws[c]
+				if w.Rows == 0 {
+					return 0
+				}
+				return float64(groupCount(w.Counts, r, group, n)) / float64(w.Rows)
+			},
+			tip: func(c, r int) string {
+				w := ws[c]
+				k := groupCount(w.Counts, r, group, n)
+				share := 0.0
+				if w.Rows > 0 {
+					share = float64(k) / float64(w.Rows)
+				}
+				return fmt.Sprintf("window %d (rows %s-%s), %s: %s rows, %s", c, count(w.FirstRow), count(w.FirstRow+w.Rows-1), regionsOf(r), count(k), pct(share))
+			},
+			yLabel: heatRowLabels(rep, rowsN, group), xTicks: ticks, xLabel: "rows in arrival order →"}
+		h.drawHeat(g)
+		h.raw(`</div>`)
+	}
+	h.windowLine(rep)
+}
+
+func labelOr(s string) string {
+	if s == "" {
+		return "-inf"
+	}
+	return s
+}
+
+func nullNote(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" %s rows have no value and are not shown.", count(n))
+}
+
+func groupCount(counts []int64, g, group, n int) int64 {
+	var c int64
+	for r := g * group; r < min((g+1)*group, n); r++ {
+		if r < len(counts) {
+			c += counts[r]
+		}
+	}
+	return c
+}
+
+// drawHeat draws a heatmap with its axes and colour legend.
+func (h *htmlWriter) drawHeat(g heatGrid) {
+	if g.cols == 0 || g.rows == 0 {
 		return
 	}
-	group := (n + maxHeatRows - 1) / maxHeatRows
-	rowsN := (n + group - 1) / group
-	cellH := math.Max(math.Min(22, 360/float64(rowsN)), 2)
+	// the key-range labels set the left margin
+	longest := 0
+	for _, l := range g.yLabel {
+		longest = max(longest, len([]rune(clip(l, 24))))
+	}
+	left := math.Max(float64(padL), math.Min(float64(longest)*6.4+34, 210))
+	cellH := math.Max(math.Min(22, 360/float64(g.rows)), 2)
 	const padT, legendW = 8, 90
-	plotW := float64(chartW - padL - padR - legendW)
-	plotH := cellH * float64(rowsN)
-	lineH := 90.0
-	H := padT + plotH + 40 + lineH + 40
-	cellW := plotW / float64(len(ws))
-	h.rawf(`<svg xmlns="http://www.w3.org/2000/svg" id="heatmap" width="%d" height="%.0f" viewBox="0 0 %d %.0f" role="img">`, chartW, H, chartW, H)
-	h.raw(`<title>share of each window's writes per region</title>`)
-	titles := len(ws)*rowsN <= 6000
+	plotW := float64(chartW-padR-legendW) - left
+	plotH := cellH * float64(g.rows)
+	H := padT + plotH + 40
+	cellW := plotW / float64(g.cols)
+	h.rawf(`<svg xmlns="http://www.w3.org/2000/svg" id="%s" width="%d" height="%.0f" viewBox="0 0 %d %.0f" role="img">`, g.id, chartW, H, chartW, H)
+	h.raw(`<title>`)
+	h.text(g.title)
+	h.raw(`</title>`)
+	titles := g.cols*g.rows <= 6000
 	h.raw(`<g shape-rendering="crispEdges">`)
-	for wi, w := range ws {
-		x := padL + float64(wi)*cellW
-		for g := 0; g < rowsN; g++ {
-			var c int64
-			for r := g * group; r < min((g+1)*group, n); r++ {
-				if r < len(w.Counts) {
-					c += w.Counts[r]
-				}
-			}
-			share := 0.0
-			if w.Rows > 0 {
-				share = float64(c) / float64(w.Rows)
-			}
-			y := padT + float64(g)*cellH
+	for c := 0; c < g.cols; c++ {
+		x := left + float64(c)*cellW
+		for r := 0; r < g.rows; r++ {
+			share := g.share(c, r)
+			y := padT + float64(r)*cellH
 			h.rawf(`<rect class="cell" x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="%s">`, x, y, cellW+0.05, cellH+0.05, heatColor(share))
-			if titles {
-				reg := fmt.Sprintf("region %d", g)
-				if group > 1 {
-					reg = fmt.Sprintf("regions %d-%d", g*group, min((g+1)*group, n)-1)
-				}
+			if titles && g.tip != nil {
 				h.raw(`<title>`)
-				h.text(fmt.Sprintf("window %d (rows %s-%s), %s: %s rows, %s", wi, count(w.FirstRow), count(w.FirstRow+w.Rows-1), reg, count(c), pct(share)))
+				h.text(g.tip(c, r))
 				h.raw(`</title>`)
 			}
 			h.raw(`</rect>`)
 		}
 	}
 	h.raw(`</g>`)
-	// axes
-	h.rawf(`<rect x="%d" y="%d" width="%.1f" height="%.1f" fill="none" stroke="#9aa3b2"/>`, padL, padT, plotW, plotH)
-	yEvery := int(math.Ceil(float64(rowsN) / 16))
-	for g := 0; g < rowsN; g += yEvery {
-		h.rawf(`<text class="tick" x="%d" y="%.1f" text-anchor="end">%d</text>`, padL-6, padT+float64(g)*cellH+cellH/2+4, g*group)
+	// axes: key ranges down the left (each row's start key), the x ticks below
+	h.rawf(`<rect x="%.1f" y="%d" width="%.1f" height="%.1f" fill="none" stroke="#9aa3b2"/>`, left, padT, plotW, plotH)
+	yEvery := int(math.Ceil(float64(g.rows) / 16))
+	for r := 0; r < g.rows; r += yEvery {
+		h.rawf(`<text class="tick key" x="%.1f" y="%.1f" text-anchor="end">`, left-6, padT+float64(r)*cellH+math.Min(cellH, 14)/2+4)
+		h.text(clip(g.yLabel[r], 24))
+		h.raw(`</text>`)
 	}
-	h.rawf(`<text class="label" transform="translate(16 %.1f) rotate(-90)" text-anchor="middle">region</text>`, padT+plotH/2)
-	total := ws[len(ws)-1].FirstRow + ws[len(ws)-1].Rows
-	xstep := niceStep(float64(total), 8)
-	for v := 0.0; v <= float64(total); v += xstep {
-		x := padL + v/float64(max(total, 1))*plotW
+	h.rawf(`<text class="label" transform="translate(14 %.1f) rotate(-90)" text-anchor="middle">key range (region start key)</text>`, padT+plotH/2)
+	for _, t := range g.xTicks {
+		x := left + t.at*plotW
 		h.rawf(`<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x, padT+plotH, x, padT+plotH+4)
-		h.rawf(`<text class="tick" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, x, padT+plotH+16, shortCount(v))
+		h.rawf(`<text class="tick" x="%.1f" y="%.1f" text-anchor="middle">`, x, padT+plotH+16)
+		h.text(t.label)
+		h.raw(`</text>`)
 	}
-	h.rawf(`<text class="label" x="%.1f" y="%.1f" text-anchor="middle">rows in arrival order →</text>`, padL+plotW/2, padT+plotH+32)
+	h.rawf(`<text class="label" x="%.1f" y="%.1f" text-anchor="middle">`, left+plotW/2, padT+plotH+32)
+	h.text(g.xLabel)
+	h.raw(`</text>`)
 	// legend: vertical gradient of the colour scale
 	lx := float64(chartW - padR - legendW + 26)
 	lh := math.Min(plotH, 200)
@@ -441,11 +577,28 @@ func (h *htmlWriter) heatmap(rep *Report) {
 	h.rawf(`<rect x="%.1f" y="%.1f" width="14" height="10" fill="%s" stroke="#d5d9e0"/>`, lx, padT+lh+6, heatColor(0))
 	h.rawf(`<text class="tick" x="%.1f" y="%.1f">none</text>`, lx+21, padT+lh+15)
 	h.rawf(`<text class="tick" x="%.1f" y="%.1f" text-anchor="middle">share of a</text>`, lx+14, padT+lh+34)
-	h.rawf(`<text class="tick" x="%.1f" y="%.1f" text-anchor="middle">window's writes</text>`, lx+14, padT+lh+47)
+	h.rawf(`<text class="tick" x="%.1f" y="%.1f" text-anchor="middle">column's rows</text>`, lx+14, padT+lh+47)
+	h.raw(`</svg>`)
+}
 
-	// busiest share per window
-	y0 := padT + plotH + 48
-	h.rawf(`<text class="label" x="%d" y="%.1f">busiest region's share of each window</text>`, padL, y0-4)
+// windowLine draws the busiest region's share of each arrival window (the write_hotspot rule's
+// figures).
+func (h *htmlWriter) windowLine(rep *Report) {
+	ws := rep.HotspotWindows
+	hs := rep.Hotspot
+	if len(ws) == 0 {
+		return
+	}
+	h.raw(`<div class="card" style="margin-top:10px"><div class="sub" style="margin-bottom:6px">`)
+	h.text(fmt.Sprintf("Writes in arrival order, as bulkload or a migration sends them: %d windows of %s rows; the busiest region's share of each window is %s on average, %s at most; an even spread gives %s (%.1fx).",
+		hs.Windows, count(hs.RowsPerWindow), pct(hs.MeanTopShare), pct(hs.MaxTopShare), pct(hs.EvenShare), hs.HotFactor))
+	h.raw(`</div>`)
+	const lineH, padT = 90.0, 14.0
+	plotW := float64(chartW - padL - padR - 90)
+	H := padT + lineH + 30
+	h.rawf(`<svg xmlns="http://www.w3.org/2000/svg" id="window-line" width="%d" height="%.0f" viewBox="0 0 %d %.0f" role="img">`, chartW, H, chartW, H)
+	h.raw(`<title>busiest region's share of each window, in arrival order</title>`)
+	y0 := padT
 	for _, s := range []float64{0, 0.5, 1} {
 		y := y0 + lineH - s*lineH
 		h.rawf(`<line class="grid" x1="%d" y1="%.1f" x2="%.1f" y2="%.1f"/>`, padL, y, padL+plotW, y)
@@ -455,12 +608,77 @@ func (h *htmlWriter) heatmap(rep *Report) {
 	h.rawf(`<line class="even" x1="%d" y1="%.1f" x2="%.1f" y2="%.1f"/>`, padL, ey, padL+plotW, ey)
 	h.rawf(`<text class="tick" x="%.1f" y="%.1f" fill="#2e7d32">even %s</text>`, padL+plotW+6, ey+4, pct(hs.EvenShare))
 	var pts []string
+	cellW := plotW / float64(len(ws))
 	for wi, w := range ws {
 		x := padL + (float64(wi)+0.5)*cellW
 		pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y0+lineH-w.TopShare*lineH))
 	}
 	h.raw(`<polyline class="line" points="`, strings.Join(pts, " "), `"/>`)
+	h.rawf(`<text class="label" x="%.1f" y="%.1f" text-anchor="middle">busiest region's share of each window, windows in arrival order →</text>`, padL+plotW/2, y0+lineH+22)
 	h.raw(`</svg></div>`)
+}
+
+// timeText renders epoch milliseconds as a UTC date and time, as the report prints timestamps.
+func timeText(ms int64) string {
+	t := time.UnixMilli(ms).UTC()
+	if ms%1000 == 0 {
+		return t.Format("2006-01-02 15:04:05")
+	}
+	return t.Format("2006-01-02 15:04:05.000")
+}
+
+// durationText renders a bin width for humans.
+func durationText(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	switch {
+	case ms >= 2*86400000:
+		return fmt.Sprintf("%.1f days", float64(ms)/86400000)
+	case ms >= 2*3600000:
+		return fmt.Sprintf("%.1f hours", float64(ms)/3600000)
+	case ms >= 2*60000:
+		return fmt.Sprintf("%.1f minutes", float64(ms)/60000)
+	}
+	return d.String()
+}
+
+// timeTicks are round time ticks over [first, first+span): the largest unit that gives at least
+// 4 ticks (1 s ... 1 year).
+func timeTicks(first, span int64) []heatTick {
+	if span <= 0 {
+		return nil
+	}
+	steps := []int64{1, 10, 100, 1000, 5000, 15000, 60000, 300000, 900000, 3600000, 6 * 3600000, 86400000, 7 * 86400000, 30 * 86400000, 365 * 86400000}
+	step := steps[0]
+	for _, s := range steps {
+		if span/s >= 4 {
+			step = s
+		}
+	}
+	var out []heatTick
+	t := (first + step - 1) / step * step
+	if first < 0 && first%step != 0 {
+		t = first / step * step
+	}
+	for ; t <= first+span && len(out) < 16; t += step {
+		label := timeText(t)
+		if step >= 86400000 {
+			label = time.UnixMilli(t).UTC().Format("2006-01-02")
+		} else if len(out) > 0 && t/86400000 == out[0].day {
+			label = time.UnixMilli(t).UTC().Format(clockFormat(step))
+		}
+		out = append(out, heatTick{at: float64(t-first) / float64(span), label: label, day: t / 86400000})
+	}
+	return out
+}
+
+func clockFormat(step int64) string {
+	switch {
+	case step < 1000:
+		return "15:04:05.000"
+	case step < 60000:
+		return "15:04:05"
+	}
+	return "15:04"
 }
 
 func (h *htmlWriter) kv(rows [][2]string) {
@@ -574,6 +792,20 @@ func (h *htmlWriter) uniqueness(rep *Report) {
 	h.text(fmt.Sprintf("%s distinct target keys; %s keys are produced by more than one distinct source row, so %s rows would be silently overwritten by bulkload; %s rows are identical repeats (not a loss). %s",
 		count(u.Keys), count(u.CollidingKeys), count(u.CollisionRows), count(u.DuplicateRows), exact))
 	h.raw(`</p>`)
+	if sg := u.Suggestion; sg != nil {
+		h.raw(`<p class="advice"><b>Advice:</b> `)
+		h.text(sg.Message)
+		h.raw(`</p>`)
+		if len(sg.DifferIn) > 0 {
+			var parts []string
+			for _, d := range sg.DifferIn {
+				parts = append(parts, fmt.Sprintf("%s %s", d.Column, count(d.Pairs)))
+			}
+			h.raw(`<p class="sub">`)
+			h.text(fmt.Sprintf("Pairs of colliding rows that differ, per column (of %s compared): %s.", count(sg.Pairs), strings.Join(parts, ", ")))
+			h.raw(`</p>`)
+		}
+	}
 	if len(u.Examples) > 0 {
 		h.raw(`<table><tr><th>target key</th><th>position</th>`)
 		for _, c := range u.SourceColumns {
@@ -589,8 +821,13 @@ func (h *htmlWriter) uniqueness(rep *Report) {
 					h.text(strings.Join(ex.Key, " | "))
 					h.raw(`<div class="sub">`)
 					h.text(fmt.Sprintf("%d distinct source rows, %d rows", ex.Sources, ex.Rows))
-					if ex.SameKeySources {
+					switch {
+					case ex.SameKeySources && len(ex.DifferIn) > 0:
+						h.text("; they differ only in " + listText(ex.DifferIn) + ", which the key does not read")
+					case ex.SameKeySources:
 						h.text("; they differ only in columns the key does not read")
+					case len(ex.DifferIn) > 0:
+						h.text("; they differ in " + listText(ex.DifferIn))
 					}
 					h.raw(`</div>`)
 				}
@@ -616,8 +853,22 @@ func (h *htmlWriter) alternatives(rep *Report) {
 	}
 	a0 := rep.Alternatives[0]
 	h.raw(`<h2>Advisor: alternative key designs</h2><p class="sub">`)
-	h.text(fmt.Sprintf("The same analysis for designs derived from the mapping, on an order-preserving %s-row subsample, each over %d regions. Ranked by write spread (grade), then by read cost, then by hot factor. Reads: regions a full-key GET, a SCAN of one value, and a range SCAN touch (all = every region).", count(a0.Rows+a0.Rejected), a0.Regions))
-	h.raw(`</p><div class="alts">`)
+	h.text(fmt.Sprintf("The same analysis for designs derived from the mapping, on an order-preserving %s-row subsample, each over %d regions; rows lost are counted over every row, as the uniqueness check counts them. Ranked by rows lost, then by declared queries that would scan the whole table, write spread (grade), queries that read rows they filter out, scans, the standard reads, and hot factor. Reads: regions a full-key GET, a SCAN of one value, and a range SCAN touch (all = every region).", count(a0.Rows+a0.Rejected), a0.Regions))
+	h.raw(`</p>`)
+	if len(rep.Queries) > 0 {
+		h.raw(`<table class="queries"><tr><th>query</th><th>declared in</th></tr>`)
+		for i, q := range rep.Queries {
+			h.raw(`<tr><td class="mono">`)
+			h.text(fmt.Sprintf("q%d  %s", i+1, q.Query))
+			h.raw(`</td><td>`)
+			h.text(q.Origin)
+			h.raw(`</td></tr>`)
+		}
+		h.raw(`</table>`)
+	} else {
+		h.raw(`<p class="sub">Declare the queries the table serves (queries: in the mapping, or --query) to rank the designs by them.</p>`)
+	}
+	h.raw(`<div class="alts">`)
 	for _, a := range rep.Alternatives {
 		cls := "card alt"
 		if a.IsMapping {
@@ -648,12 +899,24 @@ func (h *htmlWriter) alternatives(rep *Report) {
 		h.raw(`</td></tr><tr><th>monotonic</th><td>`)
 		h.text(pct(a.Monotonic))
 		h.raw(`</td><th>rows lost</th><td>`)
-		h.text(count(a.Collisions + a.Rejected))
+		lost := count(a.LostRows)
+		if !a.OverwrittenExact {
+			lost = "~" + lost
+		}
+		h.text(lost)
 		h.raw(`</td></tr><tr><th>GET / scan</th><td>`)
 		h.text(readText(a.Reads.Get) + " / " + readText(a.Reads.PrefixScan))
 		h.raw(`</td><th>range scan</th><td>`)
 		h.text(readText(a.Reads.RangeScan))
-		h.raw(`</td></tr></table><div class="trade">`)
+		h.raw(`</td></tr>`)
+		for i, q := range a.Queries {
+			h.raw(`<tr class="query"><th>`)
+			h.text(fmt.Sprintf("q%d", i+1))
+			h.raw(`</th><td colspan="3">`)
+			h.text(planText(q) + " · " + q.Note)
+			h.raw(`</td></tr>`)
+		}
+		h.raw(`</table><div class="trade">`)
 		h.text(a.TradeOff)
 		h.raw(`</div></div>`)
 	}

@@ -30,8 +30,10 @@ type Report struct {
 	Distribution   Distribution   `json:"distribution"`
 	Hotspot        Hotspot        `json:"hotspot"`
 	HotspotWindows []Window       `json:"hotspot_windows"`
+	Queries        []QueryInfo    `json:"queries"` // the declared access patterns the advisor ranks by
 	Alternatives   []Alternative  `json:"alternatives"`
 	Recommendation Recommendation `json:"recommendation"`
+	TimeHeatmap    *TimeHeatmap   `json:"time_heatmap"` // null without a timestamp column
 }
 
 // MappingInfo identifies the mapping analysed.
@@ -136,6 +138,36 @@ type Uniqueness struct {
 	// SourceColumns are the source columns the key is computed from, shown in the examples.
 	SourceColumns []string           `json:"source_columns"`
 	Examples      []CollisionExample `json:"examples"`
+	// Suggestion is the smallest key change that tells the colliding rows apart; null without
+	// collisions.
+	Suggestion *KeySuggestion `json:"suggestion"`
+}
+
+// KeySuggestion is the advice of the uniqueness rule: which source columns to add to the key so
+// that rows that share a key today no longer do. Colliding rows are compared column by column
+// (a 32-bit hash of each of the first 64 source columns); the smallest set of columns (at most
+// 3, and no more than the key's 5-column limit allows) in which every compared pair differs is
+// suggested.
+type KeySuggestion struct {
+	Add        []string `json:"add"`         // source columns to append to the key; empty when no set works
+	PrimaryKey string   `json:"primary_key"` // the mapping's key with them appended
+	// SeparatesAll: every pair of colliding rows compared differs in Add; with Checked true that
+	// is every pair there is, so the change removes every collision.
+	SeparatesAll bool  `json:"separates_all"`
+	Checked      bool  `json:"checked"`             // all pairs compared (no key had more than 32 distinct rows)
+	CheckedKeys  int64 `json:"checked_keys"`        // colliding keys whose rows were all compared
+	PartlyKeys   int64 `json:"partly_checked_keys"` // keys with more than 32 distinct rows: their first 32 compared
+	Pairs        int64 `json:"pairs"`               // pairs of colliding rows compared
+	PairsLeft    int64 `json:"pairs_left"`          // compared pairs Add does not separate
+	// DifferIn counts, per source column, the compared pairs that differ in it (most first).
+	DifferIn []ColumnDiff `json:"differ_in"`
+	Message  string       `json:"message"`
+}
+
+// ColumnDiff is how many compared pairs of colliding rows differ in a column.
+type ColumnDiff struct {
+	Column string `json:"column"`
+	Pairs  int64  `json:"pairs"`
 }
 
 // CollisionExample shows one key and the distinct source rows that produce it.
@@ -148,6 +180,8 @@ type CollisionExample struct {
 	// only in others, so the key does not identify a source row (rather than a function that
 	// maps two values to one).
 	SameKeySources bool `json:"same_key_sources"`
+	// DifferIn lists the source columns in which the example's rows do not all agree.
+	DifferIn []string `json:"differ_in"`
 }
 
 // ExampleRow is a source row behind a key: where it was read and the source values the key is
@@ -240,30 +274,44 @@ type Window struct {
 
 // Alternative is one key design the advisor compared.
 type Alternative struct {
-	ID           string    `json:"id"` // mapping, source_key, hash_prefix, reverse, bucket, salt
-	Name         string    `json:"name"`
-	PrimaryKey   string    `json:"primary_key"`
-	IsMapping    bool      `json:"is_mapping"`
-	SameAs       string    `json:"same_as,omitempty"` // the mapping's key is this derived design
-	Rank         int       `json:"rank"`
-	Grade        string    `json:"grade"` // good, fair, poor
-	Regions      int       `json:"regions"`
-	Strategy     string    `json:"strategy"`
-	Rows         int64     `json:"rows"` // subsample rows the design accepted
-	RowsMaxMean  float64   `json:"rows_max_mean"`
-	CV           float64   `json:"cv"`
-	MeanTopShare float64   `json:"mean_top_share"`
-	HotFactor    float64   `json:"hot_factor"`
-	Monotonic    float64   `json:"monotonic"`
-	Distinct     int64     `json:"distinct_first"`
-	Collisions   int64     `json:"collision_rows"`
-	Rejected     int64     `json:"rejected"`
-	MeanKeyBytes float64   `json:"mean_key_bytes"`
-	Reads        Reads     `json:"reads"`
-	TradeOff     string    `json:"trade_off"`
-	RegionRows   []int64   `json:"region_rows"`
-	WindowTop    []float64 `json:"window_top_shares"`
-	Error        string    `json:"error,omitempty"` // the design could not be built
+	ID           string  `json:"id"` // mapping, source_key, hash_prefix, reverse, bucket, salt
+	Name         string  `json:"name"`
+	PrimaryKey   string  `json:"primary_key"`
+	IsMapping    bool    `json:"is_mapping"`
+	SameAs       string  `json:"same_as,omitempty"` // the mapping's key is this derived design
+	Rank         int     `json:"rank"`
+	Grade        string  `json:"grade"` // good, fair, poor
+	Regions      int     `json:"regions"`
+	Strategy     string  `json:"strategy"`
+	Rows         int64   `json:"rows"` // subsample rows the design accepted
+	RowsMaxMean  float64 `json:"rows_max_mean"`
+	CV           float64 `json:"cv"`
+	MeanTopShare float64 `json:"mean_top_share"`
+	HotFactor    float64 `json:"hot_factor"`
+	Monotonic    float64 `json:"monotonic"`
+	Distinct     int64   `json:"distinct_first"`
+	Collisions   int64   `json:"collision_rows"` // within the subsample only: see Overwritten
+	Rejected     int64   `json:"rejected"`
+	// Overwritten is the rows the design's keys would overwrite over the whole analysed input:
+	// for the mapping the uniqueness check's collision_rows, for a derived design the same exact
+	// check on the columns it reads (OverwrittenExact false: only the subsample's, scaled).
+	Overwritten      int64 `json:"overwritten_rows"`
+	OverwrittenExact bool  `json:"overwritten_exact"`
+	// RejectedRows is the rows it rejects over the analysed input: exact for the mapping, the
+	// subsample's share for a derived design.
+	RejectedRows int64 `json:"rejected_rows"`
+	// LostRows = Overwritten + RejectedRows: what the text's "lost" column shows.
+	LostRows     int64       `json:"lost_rows"`
+	Added        []string    `json:"added_columns"` // source columns appended for uniqueness (the suggested key change)
+	MeanKeyBytes float64     `json:"mean_key_bytes"`
+	Reads        Reads       `json:"reads"`
+	Queries      []QueryPlan `json:"queries"` // how it serves each declared query
+	TradeOff     string      `json:"trade_off"`
+	RegionRows   []int64     `json:"region_rows"`
+	WindowTop    []float64   `json:"window_top_shares"`
+	Error        string      `json:"error,omitempty"` // the design could not be built
+
+	edit mappingEdit // for --write-mapping
 }
 
 // Reads is how many regions (or separate scans) typical queries touch: 1 is a single GET or one
@@ -288,4 +336,31 @@ type RegionAdvice struct {
 	Strategy  string   `json:"strategy"`
 	SplitKeys []string `json:"split_keys"`
 	SQL       string   `json:"sql"` // WITH (SPLITKEYS='...') fragment; empty for one region
+}
+
+// TimeHeatmap is the accepted rows by time (the mapping's timestamp column, in bins) and key range
+// (region groups, in key order): when the data was written against where its keys land.
+type TimeHeatmap struct {
+	Column string `json:"column"` // the timestamp column: the first TIMESTAMP key column, else the first TIMESTAMP or DATE column
+	// StartMillis is the first bin's start (epoch ms), BinMillis each bin's width.
+	StartMillis int64 `json:"start_ms"`
+	BinMillis   int64 `json:"bin_ms"`
+	// RegionsPerRow regions are summed in each row (many regions are grouped).
+	RegionsPerRow int       `json:"regions_per_row"`
+	Rows          []HeatRow `json:"rows"`      // region groups, in key order
+	Bins          []TimeBin `json:"bins"`      // in time order
+	NullRows      int64     `json:"null_rows"` // rows with no timestamp (not in any bin)
+}
+
+// HeatRow is one row of the time heatmap: a group of adjacent regions.
+type HeatRow struct {
+	FirstRegion int    `json:"first_region"`
+	Start       string `json:"start"` // the first region's start key ("" for the open start)
+}
+
+// TimeBin is one time slice: its rows per heatmap row.
+type TimeBin struct {
+	StartMillis int64   `json:"start_ms"`
+	Rows        int64   `json:"rows"`
+	Counts      []int64 `json:"counts"` // per heatmap row
 }

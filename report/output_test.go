@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/rekey/rekey/pipeline"
 )
 
 // A report with everything in it: warnings, collisions, rejects, alternatives.
@@ -227,6 +229,7 @@ type xmlNode struct {
 	XMLName xml.Name
 	Attrs   []xml.Attr `xml:",any,attr"`
 	Nodes   []xmlNode  `xml:",any"`
+	Text    string     `xml:",chardata"`
 }
 
 func (n *xmlNode) walk(f func(*xmlNode)) {
@@ -304,8 +307,11 @@ func TestHTMLChartsAndWellFormedness(t *testing.T) {
 	if classes["bar"] != regions {
 		t.Errorf("%d bars for %d regions", classes["bar"], regions)
 	}
-	if classes["cell"] != windows*regions || windows == 0 {
-		t.Errorf("%d heatmap cells for %d windows x %d regions", classes["cell"], windows, regions)
+	if th := rep.TimeHeatmap; th == nil || len(th.Bins) == 0 || classes["cell"] != len(th.Bins)*len(th.Rows) {
+		t.Errorf("%d heatmap cells for the time heatmap %+v", classes["cell"], th)
+	}
+	if windows == 0 {
+		t.Error("no windows")
 	}
 	var mini int
 	for _, a := range rep.Alternatives {
@@ -350,7 +356,93 @@ func TestHTMLGroupsManyRegions(t *testing.T) {
 		}
 	})
 	group := (300 + maxHeatRows - 1) / maxHeatRows
-	if bars != 300 || cells != len(rep.HotspotWindows)*((300+group-1)/group) {
-		t.Errorf("%d bars, %d cells (%d windows)", bars, cells, len(rep.HotspotWindows))
+	th := rep.TimeHeatmap
+	if bars != 300 || th == nil || th.RegionsPerRow != group || len(th.Rows) != (300+group-1)/group || cells != len(th.Bins)*len(th.Rows) {
+		t.Errorf("%d bars, %d cells (time heatmap %d bins x %d rows)", bars, cells, len(th.Bins), len(th.Rows))
+	}
+}
+
+// Issue 11.4: "The HTML heatmap: key ranges (the region's start key) on the region axis, and time
+// on the other axis when the mapping has a timestamp column."
+func TestHTMLHeatmapKeyRangesAndTime(t *testing.T) {
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), events(40000), nil)
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	root := parseXHTML(t, buf.Bytes())
+	var heat *xmlNode
+	root.walk(func(n *xmlNode) {
+		if n.XMLName.Local == "svg" && n.attr("id") == "heatmap" {
+			heat = n
+		}
+	})
+	if heat == nil {
+		t.Fatal("no heatmap")
+	}
+	var keys, ticks []string
+	heat.walk(func(n *xmlNode) {
+		if n.XMLName.Local == "text" && n.attr("class") == "tick key" {
+			keys = append(keys, n.Text)
+		}
+		if n.XMLName.Local == "text" && n.attr("class") == "tick" {
+			ticks = append(ticks, n.Text)
+		}
+	})
+	// the region axis: each row's start key, in key order
+	if len(keys) != 16 || keys[0] != "-inf" || keys[1] != rep.Regions[1].Start || keys[15] != rep.Regions[15].Start || keys[1] == "1" {
+		t.Errorf("key range labels %q", keys)
+	}
+	// the time axis: times of ts, not row counts
+	if len(ticks) < 3 || !strings.HasPrefix(ticks[0], "2024-01-01 00:0") || !regexp.MustCompile(`^\d\d:\d\d`).MatchString(ticks[1]) {
+		t.Errorf("time ticks %q", ticks)
+	}
+	if !bytes.Contains(buf.Bytes(), []byte("Write heatmap: key ranges × time (ts)")) {
+		t.Error("heading")
+	}
+	th := rep.TimeHeatmap
+	if th == nil || th.Column != "ts" || len(th.Rows) != 16 || th.RegionsPerRow != 1 {
+		t.Fatalf("time heatmap %+v", th)
+	}
+	var rows int64
+	last := 0
+	for i, b := range th.Bins {
+		rows += b.Rows
+		if i > 0 && b.StartMillis != th.Bins[i-1].StartMillis+th.BinMillis {
+			t.Fatalf("bins not contiguous at %d", i)
+		}
+		top := 0
+		for r, c := range b.Counts {
+			if c > b.Counts[top] {
+				top = r
+			}
+		}
+		// monotonic timestamps in a [ts] key: time slices walk down the key ranges
+		if b.Rows > 0 && top < last {
+			t.Errorf("bin %d: busiest key range %d after %d", i, top, last)
+		}
+		last = top
+	}
+	if rows != rep.Totals.RowsOK || th.Bins[0].StartMillis > 1704067200000 || th.Bins[len(th.Bins)-1].StartMillis+th.BinMillis <= 1704067200000+39999*7 {
+		t.Errorf("bins hold %d rows of %d, from %d", rows, rep.Totals.RowsOK, th.Bins[0].StartMillis)
+	}
+}
+
+// Without a timestamp column the heatmap stays in arrival order, its rows still labelled by key.
+func TestHTMLHeatmapArrivalOrder(t *testing.T) {
+	src := &memSource{n: 3000, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text("wechat"), pipeline.Text(fmt.Sprint(i))}
+	}}
+	rep := runReport(t, fmt.Sprintf(ordersYAML, "[id]"), src, nil)
+	if rep.TimeHeatmap != nil {
+		t.Fatalf("time heatmap without a timestamp: %+v", rep.TimeHeatmap)
+	}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(buf.Bytes(), []byte("Write heatmap: key ranges × arrival order")) ||
+		!bytes.Contains(buf.Bytes(), []byte(`text-anchor="end">-inf</text>`)) {
+		t.Errorf("arrival heatmap missing")
 	}
 }

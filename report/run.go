@@ -8,8 +8,9 @@
 //
 // Memory is bounded by sketches and samples, not by the input: HyperLogLog distinct counts,
 // Space-Saving heavy hitters, a fixed key-length histogram, a bounded windows x regions matrix, a
-// bounded systematic subsample for the advisor, and an exact collision check that spills 24 bytes
-// plus a short origin per row to temp files and reads them back one bucket at a time.
+// bounded order-preserving subsample for the advisor, and an exact collision check that spills
+// 16 bytes plus a short text per row (salt, column hashes, origin) to temp files and reads them
+// back one bucket at a time.
 //
 // See README.md in this folder for the report's JSON schema and the rules.
 package report
@@ -19,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"os"
 	"runtime"
 	"strconv"
@@ -102,6 +104,9 @@ type Config struct {
 	// (cmd passes sink/lindorm's SplitValue, so the report shows what ddl.sql will hold);
 	// default: the canonical text.
 	FormatSplit func(pipeline.Type, pipeline.Value) string
+	// Queries are the access patterns the advisor ranks designs by (--query); nil: the
+	// mapping's queries: section.
+	Queries []transform.Query
 }
 
 const (
@@ -123,6 +128,7 @@ type job struct {
 	firstOrd int64
 	done     chan struct{}
 	regions  []uint32
+	times    []int64 // per accepted row, with regions: the time heatmap's column (epoch ms)
 	first    pipeline.Value
 	last     pipeline.Value
 	hasFirst bool
@@ -137,7 +143,17 @@ type runner struct {
 	limit   int64 // stop after this many records (0: no limit)
 	estRows int64
 	spill   *spill
-	log     *zap.Logger
+	// bySource is a second collision check keyed by the source key, when the mapping's key has a
+	// salt: rows that share a source key then need not share the mapping's key, and the advisor's
+	// designs read the source key.
+	bySource *spill
+	hashed   int    // source columns hashed per row (at most maxHashedColumns)
+	saltN    uint64 // the advisor's salt design's n: each row keeps saltToken % saltN (0: none)
+	queries  []transform.Query
+	adv      *advisor
+	tsCol    int  // target column of the time heatmap, -1 for none
+	tsDate   bool // it is a DATE (days)
+	log      *zap.Logger
 }
 
 // Run reads the source and builds the report.
@@ -252,15 +268,34 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r.d = newDesign(r.prog, plan)
+	r.queries = cfg.Queries
+	if r.queries == nil && cfg.Mapping != nil {
+		r.queries = cfg.Mapping.Queries
+	}
+	r.adv = newAdvisor(r, plan.Count())
+	r.hashed = min(len(r.prog.Source()), maxHashedColumns)
+	if len(r.adv.specs) > 0 {
+		r.saltN = uint64(plan.Count())
+	}
 
-	sp, err := newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed()))
+	rowBytes := int64(spillRowBytes + 4*r.hashed)
+	sp, err := newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed(), rowBytes))
 	if err != nil {
 		return nil, err
 	}
 	r.spill = sp
 	defer sp.close()
+	if r.prog.UsesSalt() && len(r.adv.sets) > 0 {
+		if r.bySource, err = newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed(), rowBytes-spillRowBytes+24)); err != nil {
+			return nil, err
+		}
+		defer r.bySource.close()
+	}
 
 	tl := newTimeline(plan.Count(), r.expectedAnalysed(), cfg.SubsampleMax, r.every, plan.Type)
+	if r.tsCol, r.tsDate = timeColumn(r.prog); r.tsCol >= 0 {
+		tl.heat = newTimeHeat(plan.Count())
+	}
 	accs, err := r.pass(ctx, held, batches, tl, cancelSrc)
 	if err != nil {
 		cancelSrc()
@@ -277,18 +312,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		total.merge(a)
 	}
 	r.log.Info("read the source", zap.Int64("rows", tl.read), zap.Duration("took", time.Since(started)))
-	// the advisor works on the subsample while the collision check reads the temp files
+	// the advisor analyses its designs on the subsample while the collision check reads the
+	// temp files; the exact figures are put together after both
 	advised := time.Now()
-	altc := make(chan []Alternative, 1)
+	done := make(chan struct{})
 	go func() {
-		alts := r.advise(tl.subsample, plan.Count())
-		r.log.Info("advisor", zap.Int("subsample", len(tl.subsample)), zap.Int("designs", len(alts)), zap.Duration("took", time.Since(advised)))
-		altc <- alts
+		if len(r.adv.specs) > 0 && len(tl.subsample) > 0 {
+			r.adv.results, r.adv.errs = r.adv.evaluate(tl.subsample, r.adv.specs, true)
+		}
+		close(done)
 	}()
 	counted := time.Now()
-	coll, err := sp.count(maxCollisionExamples, maxExampleOrigins)
+	coll, coll2, err := r.countCollisions()
+	<-done
 	if err != nil {
-		<-altc
 		return nil, err
 	}
 	elapsed := time.Since(started)
@@ -306,10 +343,60 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	rep := r.build(total, tl, coll, plan, planInfo, info, elapsed)
-	rep.Alternatives = <-altc
+	rep.Queries = r.queryInfo()
+	ex := exactFigures{mapping: coll, sets: coll2, analysed: tl.analysed, rejected: total.rejected, setsExact: len(r.adv.sets) > 0}
+	if m := cfg.Mapping; m != nil {
+		compile := func(pk string) (*transform.Program, error) {
+			m2 := *m
+			m2.Target.PrimaryKey = pk
+			return transform.Compile(&m2, r.prog.Source())
+		}
+		ex.suggest = suggestKey(coll, r.prog, m.Target.PrimaryKey, compile)
+		rep.Uniqueness.Suggestion = ex.suggest
+		derived := ex.suggest
+		if r.bySource != nil {
+			// the source key's own collisions were compared in the second check
+			derived = suggestKey(coll2, r.prog, bracketed(sourceKey(r.prog)), compile)
+		}
+		if derived != nil && derived.SeparatesAll && derived.Checked {
+			ex.derived = derived.Add
+		}
+	}
+	rep.Alternatives = r.adv.finish(tl.subsample, ex)
+	r.log.Info("advisor", zap.Int("subsample", len(tl.subsample)), zap.Int("designs", len(rep.Alternatives)), zap.Duration("took", time.Since(advised)))
 	r.recommend(rep, tl.subsample)
 	evaluate(rep, cfg.Strict)
 	return rep, nil
+}
+
+// countCollisions runs the collision check: the mapping's key (with the column sets the advisor
+// needs, unless the key has a salt), and the source key's when it does.
+func (r *runner) countCollisions() (collisionResult, collisionResult, error) {
+	spec := countSpec{maxExamples: maxCollisionExamples, maxOrigins: maxExampleOrigins, pairs: true, cols: r.hashed}
+	if r.bySource == nil {
+		spec.sets, spec.salted = r.adv.sets, r.saltN > 0
+	}
+	coll, err := r.spill.count(spec)
+	if err != nil || r.bySource == nil {
+		return coll, coll, err
+	}
+	spec2 := countSpec{pairs: true, cols: r.hashed, sets: r.adv.sets, salted: r.saltN > 0}
+	coll2, err := r.bySource.count(spec2)
+	return coll, coll2, err
+}
+
+// queryInfo lists the declared queries.
+func (r *runner) queryInfo() []QueryInfo {
+	origin := "mapping"
+	if r.cfg.Queries != nil {
+		origin = "--query"
+	}
+	out := []QueryInfo{}
+	for _, q := range r.queries {
+		eq := append([]string{}, q.Equal...)
+		out = append(out, QueryInfo{Query: q.String(), Equal: eq, Range: q.Range, Origin: origin})
+	}
+	return out
 }
 
 func ordinal(n int64) string {
@@ -499,11 +586,17 @@ func (r *runner) pass(ctx context.Context, held []pipeline.Batch, batches <-chan
 			defer wg.Done()
 			wk := &worker{r: r, a: a, ev: r.prog.NewEvaluator(), sw: r.spill.writer(),
 				out: make([]pipeline.Value, len(r.prog.Target().Columns))}
+			if r.bySource != nil {
+				wk.sw2 = r.bySource.writer()
+			}
 			for j := range work {
 				wk.process(j)
 				close(j.done)
 			}
 			wk.sw.flush()
+			if wk.sw2 != nil {
+				wk.sw2.flush()
+			}
 		}()
 	}
 	var err error
@@ -535,8 +628,11 @@ type worker struct {
 	a    *acc
 	ev   *transform.Evaluator
 	sw   *spillWriter
+	sw2  *spillWriter // the source-key check, when there is one
 	out  []pipeline.Value
 	text []byte
+	cols []uint64 // the record's column hashes
+	salt []byte   // scratch for saltToken
 }
 
 func (w *worker) process(j *job) {
@@ -544,6 +640,7 @@ func (w *worker) process(j *job) {
 	d := r.d
 	b := &j.batch
 	j.regions = j.regions[:0]
+	j.times = j.times[:0]
 	j.hasFirst = false
 	j.analysed = 0
 	a.hasPrev = false
@@ -583,9 +680,24 @@ func (w *worker) process(j *job) {
 		if d.storeKey || longSource(rec.Values, d.srcCols) {
 			keep = key
 		}
-		w.text = appendOrigin(w.text[:0], sid, rec.Seq, keep, d.srcCols, rec.Values)
-		w.sw.add(hashValues(key), hashRecord(rec.Values), w.text)
+		var src uint64
+		w.cols, src = hashColumns(rec.Values, w.cols)
+		var salt uint64
+		if r.saltN > 0 {
+			var tok uint64
+			tok, w.salt = saltToken(w.salt, b, rec, len(r.prog.Source()))
+			salt = tok % r.saltN
+		}
+		w.text = appendRowInfo(w.text[:0], salt, w.cols, r.hashed)
+		if w.sw2 != nil {
+			w.sw2.add(hashSubset(w.cols, d.srcCols), src, w.text)
+		}
+		w.text = appendOrigin(w.text, sid, rec.Seq, keep, d.srcCols, rec.Values)
+		w.sw.add(hashValues(key), src, w.text)
 		j.regions = append(j.regions, uint32(region))
+		if r.tsCol >= 0 {
+			j.times = append(j.times, timeMillis(out[r.tsCol], r.tsDate))
+		}
 		if !j.hasFirst {
 			j.first, j.hasFirst = cloneValue(out[0]), true
 		}
@@ -608,7 +720,7 @@ func cloneValue(v pipeline.Value) pipeline.Value {
 }
 
 // timeline is what needs arrival order: windows, monotonicity across batch boundaries and the
-// advisor's systematic subsample.
+// advisor's order-preserving subsample.
 type timeline struct {
 	w        *windows
 	typ      pipeline.Type
@@ -619,22 +731,37 @@ type timeline struct {
 	up, down int64
 	pairs    int64
 
+	heat *timeHeat // nil without a timestamp column
+
 	subsample []pipeline.Record
+	subLevel  []uint8 // each kept record's level (see sampleLevel)
 	subMax    int
-	subEvery  int64 // keep analysed records whose analysed-ordinal is a multiple of this
+	level     uint8 // keep analysed records whose level is at least this
+}
+
+// sampleLevel is an analysed record's level: the trailing zero bits of a hash of its ordinal.
+// The advisor's subsample keeps the records of level >= L (one in 2^L, in arrival order) and,
+// when full, raises L and drops the others: bounded like every k-th record, but without its
+// aliasing (every 20th row of data that advances 2 ms a row has ts % 16 in {0, 8} only, and a
+// modulo bucket would look twice as hot as it is).
+func sampleLevel(ord int64) uint8 {
+	return uint8(bits.TrailingZeros64(mix64(uint64(ord), 0x5a3b1e) | 1<<62))
 }
 
 func newTimeline(regions int, expected int64, subMax int, every int64, typ pipeline.Type) *timeline {
-	tl := &timeline{w: newWindows(regions, expected, mainWindows, mainWindowsMax), typ: typ, subMax: subMax, subEvery: 1}
-	if expected > int64(subMax) {
-		tl.subEvery = (expected + int64(subMax) - 1) / int64(subMax)
+	tl := &timeline{w: newWindows(regions, expected, mainWindows, mainWindowsMax), typ: typ, subMax: subMax}
+	for expected > int64(subMax)<<tl.level {
+		tl.level++
 	}
 	return tl
 }
 
 func (tl *timeline) consume(j *job, every int64) {
-	for _, reg := range j.regions {
+	for i, reg := range j.regions {
 		tl.w.add(int(reg))
+		if tl.heat != nil {
+			tl.heat.add(j.times[i], int(reg))
+		}
 	}
 	if j.hasFirst {
 		if tl.hasLast {
@@ -657,20 +784,24 @@ func (tl *timeline) consume(j *job, every int64) {
 		}
 		a := tl.analysed
 		tl.analysed++
-		if a%tl.subEvery != 0 || recs[i].Err != nil {
+		lv := sampleLevel(a)
+		if lv < tl.level || recs[i].Err != nil {
 			continue
 		}
 		tl.subsample = append(tl.subsample, cloneRecord(&recs[i]))
-		if len(tl.subsample) > tl.subMax {
-			// keep every other record and double the step: still a systematic sample
+		tl.subLevel = append(tl.subLevel, lv)
+		for len(tl.subsample) > tl.subMax {
+			// keep the records of the next level: still one in 2^level, in order
+			tl.level++
 			k := 0
-			for q := 0; q < len(tl.subsample); q += 2 {
-				tl.subsample[k] = tl.subsample[q]
-				k++
+			for q := range tl.subsample {
+				if tl.subLevel[q] >= tl.level {
+					tl.subsample[k], tl.subLevel[k] = tl.subsample[q], tl.subLevel[q]
+					k++
+				}
 			}
 			clear(tl.subsample[k:])
-			tl.subsample = tl.subsample[:k]
-			tl.subEvery *= 2
+			tl.subsample, tl.subLevel = tl.subsample[:k], tl.subLevel[:k]
 		}
 	}
 	tl.read += int64(len(recs))

@@ -102,7 +102,7 @@ func TestSpillCountsExactly(t *testing.T) {
 }
 
 func testSpill(t *testing.T) {
-	s, err := newSpill(t.TempDir(), spillBuckets(0))
+	s, err := newSpill(t.TempDir(), spillBuckets(0, spillRowBytes))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,13 +130,14 @@ func testSpill(t *testing.T) {
 			defer wg.Done()
 			sw := s.writer()
 			for i := w; i < len(rows); i += 3 {
-				sw.add(rows[i].k, rows[i].src, appendOrigin(nil, s.streamID("t"), int64(i), nil, nil, nil))
+				text := appendRowInfo(nil, 0, nil, 0)
+				sw.add(rows[i].k, rows[i].src, appendOrigin(text, s.streamID("t"), int64(i), nil, nil, nil))
 			}
 			sw.flush()
 		}(w)
 	}
 	wg.Wait()
-	res, err := s.count(3, 4)
+	res, err := s.count(countSpec{maxExamples: 3, maxOrigins: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +177,134 @@ func testSpill(t *testing.T) {
 	s.close()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("temp directory %s left behind", dir)
+	}
+}
+
+// Beyond the mapping's own collisions, the bucket pass counts the rows a key reading other
+// column sets would lose, with a salt too, and the columns in which colliding rows differ, all
+// exactly as an in-memory count over the column values gives: with the file held in memory,
+// split first, or read in a stream (a few keys with many rows each: it cannot be split).
+func TestSpillCountsColumnSets(t *testing.T) {
+	t.Run("held", func(t *testing.T) { testSpillSets(t, 40000) })
+	t.Run("split", func(t *testing.T) {
+		defer func(v int64) { maxBucketBytes = v }(maxBucketBytes)
+		maxBucketBytes = 16 << 10
+		testSpillSets(t, 40000)
+	})
+	t.Run("stream", func(t *testing.T) {
+		defer func(v int64) { maxBucketBytes = v }(maxBucketBytes)
+		maxBucketBytes = 4 << 10 // groups of ~7,000 rows cannot be split below this
+		testSpillSets(t, 6)
+	})
+}
+
+func testSpillSets(t *testing.T, keys uint64) {
+	s, err := newSpill(t.TempDir(), spillBuckets(0, spillRowBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	// rows (a, b, c): the key reads a; sets {a, b} and {a, c}; the salt is c % 3 for odd b
+	r := rand.New(rand.NewPCG(5, 6))
+	type row struct{ a, b, c, salt uint64 }
+	var rows []row
+	for i := 0; i < 40000; i++ {
+		x := row{a: r.Uint64N(keys), b: r.Uint64N(3), c: r.Uint64N(5)}
+		x.salt = (x.c + x.b) % 2
+		rows = append(rows, x)
+	}
+	colHashes := func(x row) []uint64 {
+		return []uint64{hashValue(pipeline.Int(int64(x.a)), 0), hashValue(pipeline.Int(int64(x.b)), 0), hashValue(pipeline.Int(int64(x.c)), 0)}
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			sw := s.writer()
+			for i := w; i < len(rows); i += 2 {
+				cols := colHashes(rows[i])
+				_, src := hashColumns([]pipeline.Value{pipeline.Int(int64(rows[i].a)), pipeline.Int(int64(rows[i].b)), pipeline.Int(int64(rows[i].c))}, nil)
+				text := appendRowInfo(nil, rows[i].salt, cols, 3)
+				sw.add(hashValue(pipeline.Int(int64(rows[i].a)), 7), src, appendOrigin(text, s.streamID("t"), int64(i), nil, nil, nil))
+			}
+			sw.flush()
+		}(w)
+	}
+	wg.Wait()
+	sets := []uint64{0b011, 0b101, 0b111}
+	res, err := s.count(countSpec{maxExamples: 2, maxOrigins: 4, sets: sets, salted: true, pairs: true, cols: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// expected: per key, distinct rows minus distinct projections
+	type proj struct{ a, b, c, salt uint64 }
+	distinct := map[uint64]map[row]bool{}
+	for _, x := range rows {
+		if distinct[x.a] == nil {
+			distinct[x.a] = map[row]bool{}
+		}
+		distinct[x.a][x] = true
+	}
+	want := make([]int64, len(sets))
+	wantSalt := make([]int64, len(sets))
+	var wantRows, pairs int64
+	masks := map[uint64]int64{}
+	var partial int64
+	for _, m := range distinct {
+		wantRows += int64(len(m) - 1)
+		for j, set := range sets {
+			p, ps := map[proj]bool{}, map[proj]bool{}
+			for x := range m {
+				q := proj{a: x.a}
+				if set&2 != 0 {
+					q.b = x.b
+				}
+				if set&4 != 0 {
+					q.c = x.c
+				}
+				p[q] = true
+				q.salt = x.salt
+				ps[q] = true
+			}
+			want[j] += int64(len(m) - len(p))
+			wantSalt[j] += int64(len(m) - len(ps))
+		}
+		if len(m) > maxPairRows {
+			partial++
+			continue
+		}
+		var list []row
+		for x := range m {
+			list = append(list, x)
+		}
+		for i := range list {
+			for k := i + 1; k < len(list); k++ {
+				var d uint64
+				if list[i].b != list[k].b {
+					d |= 2
+				}
+				if list[i].c != list[k].c {
+					d |= 4
+				}
+				masks[d]++
+				pairs++
+			}
+		}
+	}
+	if res.Rows != wantRows || fmt.Sprint(res.SetRows) != fmt.Sprint(want) || fmt.Sprint(res.SaltRows) != fmt.Sprint(wantSalt) {
+		t.Errorf("rows %d sets %v salted %v; want %d %v %v", res.Rows, res.SetRows, res.SaltRows, wantRows, want, wantSalt)
+	}
+	if res.PartialKeys != partial {
+		t.Errorf("partly checked keys %d, want %d", res.PartialKeys, partial)
+	}
+	if partial == 0 && (res.Pairs != pairs || fmt.Sprint(res.Masks) != fmt.Sprint(masks) || res.NoDiff != 0) {
+		t.Errorf("pairs %d masks %v nodiff %d; want %d %v", res.Pairs, res.Masks, res.NoDiff, pairs, masks)
+	}
+	for _, ex := range res.Examples {
+		if ex.Diff&^uint64(6) != 0 || ex.Diff == 0 || ex.Hashed != 3 {
+			t.Errorf("example differs in %b", ex.Diff)
+		}
 	}
 }
 
@@ -270,5 +399,49 @@ func TestFastRouteMatchesPlan(t *testing.T) {
 		if got, want := ints.route(n), ints.plan.Route(n); got != want {
 			t.Fatalf("route(%d) = %d, plan says %d", n.I, got, want)
 		}
+	}
+}
+
+// The time heatmap's bins adapt to the values (doubling their width, moving their start) and
+// every value ends in the bin that covers it.
+func TestTimeHeatBins(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	h := newTimeHeat(300)
+	if h.group != 3 || h.rows != 100 {
+		t.Fatalf("group %d rows %d", h.group, h.rows)
+	}
+	var vals []int64
+	var regions []int
+	for i := 0; i < 20000; i++ {
+		v := int64(r.IntN(5_000_000)) - 1_000_000
+		if i%1000 == 0 {
+			v = -86400000 * 400 // before 1970
+		}
+		vals = append(vals, v)
+		regions = append(regions, r.IntN(300))
+		h.add(v, regions[i])
+	}
+	h.add(noTime, 0)
+	want := make([][]int64, heatBins)
+	for i := range want {
+		want[i] = make([]int64, h.rows)
+	}
+	for i, v := range vals {
+		b := (v - h.start) / h.width
+		if v < h.start || b >= heatBins {
+			t.Fatalf("value %d outside [%d, %d)", v, h.start, h.start+heatBins*h.width)
+		}
+		want[b][regions[i]/3]++
+	}
+	if fmt.Sprint(want) != fmt.Sprint(h.counts) || h.nulls != 1 {
+		t.Errorf("bins differ from a direct count")
+	}
+	res := h.result("ts", make([]Region, 300))
+	var sum int64
+	for _, b := range res.Bins {
+		sum += b.Rows
+	}
+	if sum != int64(len(vals)) || res.NullRows != 1 || len(res.Rows) != 100 || res.Rows[1].FirstRegion != 3 {
+		t.Errorf("result: %d rows, %+v", sum, res.Rows[:2])
 	}
 }

@@ -15,15 +15,18 @@ import (
 
 // Exact collision counting in bounded memory. Every accepted row appends
 //
-//	hash64(target key) | hash64(source values) | uvarint length | origin and values (text)
+//	hash64(target key) | hash64(source values) | uvarint length | text
 //
-// to one of `buckets` temp files chosen by the key hash's top bits. Afterwards each bucket is
-// loaded on its own (a bucket holds about 1/buckets of the rows) and sorted by (key hash, source
-// hash): a key with more than one distinct source hash is a collision, and rows beyond the
-// distinct ones are identical duplicates. The text (the row's origin, its key values and the
-// source values the key is computed from, each capped) is only read back for a bounded number of
-// examples. Memory: the workers' write buffers and one bucket at a time; disk: about
-// 24 + len(text) bytes per row, removed by close.
+// to one of `buckets` temp files chosen by the key hash's top bits; the text is the row's salt
+// (see saltToken), a 32-bit hash of each of its first 64 source values, and its origin (where it
+// was read, its key values when kept, and the source values the key is computed from, each
+// capped). Afterwards each bucket is loaded on its own (a bucket holds about 1/buckets of the
+// rows) and sorted by (key hash, source hash): a key with more than one distinct source hash is a
+// collision, and rows beyond the distinct ones are identical duplicates. Only the rows of
+// colliding keys have their text read: the column hashes tell in which columns colliding rows
+// differ (for the uniqueness rule's advice) and how many rows a key reading other columns would
+// lose (for the advisor). Memory: the workers' write buffers and one bucket at a time; disk:
+// about 24 + len(text) bytes per row, removed by close.
 type spill struct {
 	dir     string
 	shift   uint
@@ -42,17 +45,18 @@ type spill struct {
 const (
 	minBuckets = 256
 	maxBuckets = 512 // open files; beyond, oversized buckets are split when counted
-	// spillBufBytes is each worker's write buffer, shared out over the buckets (4-16 KiB each)
-	spillBufBytes = 4 << 20
-	// bytesPerRow is a typical temp record (hashes, origin, key source values), for sizing.
-	bytesPerRow = 48
+	// spillBufBytes is each worker's write buffer, shared out over the buckets (8-32 KiB each)
+	spillBufBytes = 8 << 20
+	// spillRowBytes is a typical temp record (hashes, origin, key source values) without the
+	// column hashes (4 bytes per source column), for sizing.
+	spillRowBytes = 48
 )
 
 // spillBuckets is the number of temp files for an expected row count: enough that a file stays
 // under maxBucketBytes, between minBuckets and maxBuckets (a power of two).
-func spillBuckets(expectedRows int64) int {
+func spillBuckets(expectedRows int64, rowBytes int64) int {
 	n := minBuckets
-	for n < maxBuckets && expectedRows > 0 && expectedRows*bytesPerRow/int64(n) > maxBucketBytes*3/4 {
+	for n < maxBuckets && expectedRows > 0 && expectedRows*rowBytes/int64(n) > maxBucketBytes*3/4 {
 		n *= 2
 	}
 	return n
@@ -68,7 +72,7 @@ func newSpill(tmp string, buckets int) (*spill, error) {
 		shift--
 	}
 	s := &spill{dir: dir, shift: shift, files: make([]*os.File, buckets), mu: make([]sync.Mutex, buckets),
-		streams: map[string]uint64{}, bufSize: min(max(spillBufBytes/buckets, 4<<10), 16<<10)}
+		streams: map[string]uint64{}, bufSize: min(max(spillBufBytes/buckets, 8<<10), 32<<10)}
 	for i := range s.files {
 		f, err := os.Create(fmt.Sprintf("%s/bucket-%03d", dir, i))
 		if err != nil {
@@ -165,6 +169,46 @@ func (w *spillWriter) flush() {
 // maxOriginText caps each text value kept in the temp files for examples.
 const maxOriginText = 160
 
+// maxHashedColumns is how many source columns (the first ones) have a hash of their own in the
+// temp files: a column set is a uint64 bit mask.
+const maxHashedColumns = 64
+
+// appendRowInfo starts a row's text: its salt and the 32-bit hashes of its first n (at most
+// maxHashedColumns) source values; cols holds 64-bit hashes (folded here), a missing one is a
+// null's.
+func appendRowInfo(dst []byte, salt uint64, cols []uint64, n int) []byte {
+	dst = binary.AppendUvarint(dst, salt)
+	dst = binary.AppendUvarint(dst, uint64(n))
+	for i := 0; i < n; i++ {
+		h := nullHash
+		if i < len(cols) {
+			h = cols[i]
+		}
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(h^h>>32))
+	}
+	return dst
+}
+
+var nullHash = hashValue(pipeline.Null, 0)
+
+// decodeRowInfo reads what appendRowInfo wrote; the column hashes are appended to cols.
+func decodeRowInfo(b []byte, cols []uint32) (salt uint64, _ []uint32, rest []byte, ok bool) {
+	salt, k := binary.Uvarint(b)
+	if k <= 0 {
+		return 0, cols, nil, false
+	}
+	b = b[k:]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > maxHashedColumns || uint64(len(b)-k) < 4*n {
+		return 0, cols, nil, false
+	}
+	b = b[k:]
+	for i := uint64(0); i < n; i++ {
+		cols = append(cols, binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return salt, cols, b[4*n:], true
+}
+
 // origin text: stream id, seq, key values (when kept), source values.
 func appendOrigin(dst []byte, streamID uint64, seq int64, key []pipeline.Value, srcCols []int, rec []pipeline.Value) []byte {
 	dst = binary.AppendUvarint(dst, streamID)
@@ -192,8 +236,13 @@ type origin struct {
 	trunc  bool
 }
 
+// decodeOrigin reads a row's text (row info, then origin).
 func (s *spill) decodeOrigin(b []byte) (origin, bool) {
 	var o origin
+	_, _, b, ok := decodeRowInfo(b, nil)
+	if !ok {
+		return o, false
+	}
 	id, k := binary.Uvarint(b)
 	if k <= 0 {
 		return o, false
@@ -224,6 +273,33 @@ func (s *spill) decodeOrigin(b []byte) (origin, bool) {
 	return o, true
 }
 
+// countSpec says what the bucket pass looks for beyond the mapping's own collisions.
+type countSpec struct {
+	maxExamples, maxOrigins int
+	// sets are column sets (bit i: source column i) whose collisions are counted too: the rows a
+	// key that reads exactly these columns (and tells their values apart) would overwrite. Exact
+	// when rows that agree on a set always share a key of the spill, i.e. every set holds the
+	// columns the spill's key is computed from and that key is deterministic.
+	sets []uint64
+	// salted: every set is also counted with each row's salt as one more column: the advisor's
+	// salt designs, [random(n)][set...].
+	salted bool
+	// pairs: compare the rows of colliding keys column by column (pair masks, for the smallest
+	// key change).
+	pairs bool
+	// cols is the number of column hashes every row's text holds (min(source columns, 64)); 0
+	// when the texts hold none (then sets, salted and pairs are ignored).
+	cols int
+}
+
+// maxPairRows bounds the distinct source rows of one colliding key compared pairwise (up to
+// maxPairRows*(maxPairRows-1)/2 pairs): keys with more are compared on their first maxPairRows.
+const maxPairRows = 32
+
+// maxMasks bounds the distinct pair masks kept; pairs with a new mask beyond it are counted as
+// unrecorded.
+const maxMasks = 1 << 16
+
 // collisionResult is what the bucket pass finds.
 type collisionResult struct {
 	Keys       int64 // distinct target keys
@@ -231,6 +307,18 @@ type collisionResult struct {
 	Rows       int64 // rows that would be overwritten: per key, distinct source rows - 1
 	Duplicates int64 // identical source rows repeated: per key, rows - distinct source rows
 	Examples   []collisionExample
+
+	SetRows  []int64 // per countSpec.sets: rows overwritten under a key reading that set
+	SaltRows []int64 // the same with the salt (countSpec.salted)
+
+	// Pair masks: for pairs of distinct source rows that share a key, the columns in which they
+	// differ (bit i: source column i), with the number of pairs.
+	Masks       map[uint64]int64
+	Pairs       int64 // pairs compared
+	NoDiff      int64 // pairs whose hashed columns are all equal (they differ beyond column 64)
+	Unrecorded  int64 // pairs not kept: more than maxMasks distinct masks
+	CheckedKeys int64 // colliding keys whose rows were all compared pairwise
+	PartialKeys int64 // colliding keys with more than maxPairRows distinct rows: their first ones compared
 }
 
 type collisionExample struct {
@@ -238,6 +326,8 @@ type collisionExample struct {
 	Rows    int64 // rows with this key
 	Sources int64 // distinct source rows among them
 	Origins []origin
+	Diff    uint64 // columns in which the origins do not all agree (bit i: source column i)
+	Hashed  int    // source columns with a hash (Diff covers these)
 }
 
 // spillRec is a temp record's fixed part in memory: 24 bytes.
@@ -252,7 +342,7 @@ func (r spillRec) n() int     { return int(r.pos & (1<<24 - 1)) }
 // count processes every bucket (two at a time) and returns the totals and up to maxExamples
 // examples: the colliding keys with the smallest key hashes (deterministic), each with up to
 // maxOrigins distinct source rows.
-func (s *spill) count(maxExamples, maxOrigins int) (collisionResult, error) {
+func (s *spill) count(spec countSpec) (collisionResult, error) {
 	if s.failed != nil {
 		return collisionResult{}, s.failed
 	}
@@ -272,10 +362,10 @@ func (s *spill) count(maxExamples, maxOrigins int) (collisionResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var recs, tmp []spillRec
+			c := &counter{s: s, spec: spec}
 			for b := range next {
 				name := s.files[b].Name()
-				parts[b].res, recs, tmp, parts[b].err = s.countFile(name, 0, recs[:0], tmp, maxExamples, maxOrigins)
+				parts[b].res, parts[b].err = c.file(name, 0)
 				os.Remove(name) // free the disk as we go
 			}
 		}()
@@ -285,14 +375,18 @@ func (s *spill) count(maxExamples, maxOrigins int) (collisionResult, error) {
 	}
 	close(next)
 	wg.Wait()
-	var res collisionResult
+	res := newResult(spec)
 	for _, p := range parts {
 		if p.err != nil {
 			return res, p.err
 		}
-		res.add(p.res, maxExamples)
+		res.add(p.res, spec.maxExamples)
 	}
 	return res, nil
+}
+
+func newResult(spec countSpec) collisionResult {
+	return collisionResult{SetRows: make([]int64, len(spec.sets)), SaltRows: make([]int64, len(spec.sets)), Masks: map[uint64]int64{}}
 }
 
 func (r *collisionResult) add(o collisionResult, maxExamples int) {
@@ -300,6 +394,20 @@ func (r *collisionResult) add(o collisionResult, maxExamples int) {
 	r.Colliding += o.Colliding
 	r.Rows += o.Rows
 	r.Duplicates += o.Duplicates
+	for i := range o.SetRows {
+		r.SetRows[i] += o.SetRows[i]
+	}
+	for i := range o.SaltRows {
+		r.SaltRows[i] += o.SaltRows[i]
+	}
+	r.Pairs += o.Pairs
+	r.NoDiff += o.NoDiff
+	r.Unrecorded += o.Unrecorded
+	r.CheckedKeys += o.CheckedKeys
+	r.PartialKeys += o.PartialKeys
+	for m, n := range o.Masks {
+		r.addMask(m, n)
+	}
 	r.Examples = append(r.Examples, o.Examples...)
 	slices.SortFunc(r.Examples, func(a, b collisionExample) int {
 		switch {
@@ -315,102 +423,310 @@ func (r *collisionResult) add(o collisionResult, maxExamples int) {
 	}
 }
 
+func (r *collisionResult) addMask(m uint64, n int64) {
+	if _, ok := r.Masks[m]; ok || len(r.Masks) < maxMasks {
+		r.Masks[m] += n
+		return
+	}
+	r.Unrecorded += n
+}
+
 // maxBucketBytes bounds the temp file one goroutine sorts in memory (about 32 bytes per row of
-// it for the sort, twice): a larger one (an input of more than ~50M rows) is first split into 16
-// files by the next 4 bits of the key hash, so memory stays flat however large the input.
+// it for the sort, twice, and the file itself): a larger one (an input of more than ~50M rows) is
+// first split into 16 files by the next 4 bits of the key hash, so memory stays flat however large
+// the input. A file that cannot be split (one key with millions of rows) is read in a stream.
 var maxBucketBytes int64 = 8 << 20
 
 // spillHeader is the fixed part of a temp record: key hash, source hash, then the text length.
 const spillHeader = 16
 
-// countFile counts one bucket file (see spill). It reads the records' fixed parts in a stream
-// and seeks back only for the examples' text.
-func (s *spill) countFile(path string, depth int, recs, tmp []spillRec, maxExamples, maxOrigins int) (collisionResult, []spillRec, []spillRec, error) {
-	var res collisionResult
+// counter counts bucket files, reusing its buffers from one file to the next.
+type counter struct {
+	s    *spill
+	spec countSpec
+
+	recs, tmp []spillRec
+	data      []byte // the whole file, when it is small enough
+	f         *os.File
+	size      int64
+
+	reps  []int    // indexes of one row per distinct source row of a key
+	salts []uint64 // per rep
+	colh  []uint32 // per rep, spec.cols column hashes
+	projs []uint64
+	order []int
+	buf   []byte
+}
+
+// file counts one bucket file (see spill), splitting it first when it is too large.
+func (c *counter) file(path string, depth int) (collisionResult, error) {
+	res := newResult(c.spec)
 	st, err := os.Stat(path)
 	if err != nil {
-		return res, recs, tmp, fmt.Errorf("report: collision check: %w", err)
+		return res, fmt.Errorf("report: collision check: %w", err)
 	}
-	if st.Size() > maxBucketBytes && depth < 8 {
-		return s.splitFile(path, depth, recs, tmp, maxExamples, maxOrigins)
+	if st.Size() > maxBucketBytes && depth < 8 && c.s.shift >= 4*uint(depth+1) {
+		return c.split(path, depth)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return res, recs, tmp, fmt.Errorf("report: collision check: %w", err)
+		return res, fmt.Errorf("report: collision check: %w", err)
 	}
 	defer f.Close()
-	err = scanSpill(f, func(k, src uint64, off int64, n int, _ []byte) error {
-		recs = append(recs, spillRec{key: k, src: src, pos: uint64(off)<<24 | uint64(n)})
+	c.f, c.size, c.data = f, st.Size(), c.data[:0]
+	c.recs = c.recs[:0]
+	add := func(k, src uint64, off int64, n int, _ []byte) error {
+		c.recs = append(c.recs, spillRec{key: k, src: src, pos: uint64(off)<<24 | uint64(n)})
 		return nil
-	}, false)
-	if err != nil {
-		return res, recs, tmp, err
 	}
-	recs, tmp = radixSort(recs, tmp)
+	if st.Size() <= 2*maxBucketBytes {
+		// small enough to hold: the text of colliding rows is then a slice away
+		if int64(cap(c.data)) < st.Size() {
+			c.data = make([]byte, st.Size())
+		}
+		c.data = c.data[:st.Size()]
+		if _, err := io.ReadFull(f, c.data); err != nil {
+			return res, fmt.Errorf("report: collision check: read temp file: %w", err)
+		}
+		err = parseSpill(c.data, add)
+	} else {
+		err = scanSpill(f, add, false)
+	}
+	if err != nil {
+		return res, err
+	}
+	c.recs, c.tmp = radixSort(c.recs, c.tmp)
+	recs := c.recs
 	for i := 0; i < len(recs); {
 		j := i + 1
 		for j < len(recs) && recs[j].key == recs[i].key {
 			j++
 		}
-		if j-i > 1 {
-			// a key seen more than once: order its rows by source hash, then position
-			slices.SortFunc(recs[i:j], func(a, b spillRec) int {
-				switch {
-				case a.src != b.src:
-					if a.src < b.src {
-						return -1
-					}
-					return 1
-				case a.pos < b.pos:
-					return -1
-				case a.pos > b.pos:
-					return 1
-				}
-				return 0
-			})
-		}
-		distinct := int64(1)
-		for q := i + 1; q < j; q++ {
-			if recs[q].src != recs[q-1].src {
-				distinct++
-			}
-		}
-		rows := int64(j - i)
-		res.Keys++
-		res.Duplicates += rows - distinct
-		if distinct > 1 {
-			res.Colliding++
-			res.Rows += distinct - 1
-			if len(res.Examples) < maxExamples {
-				ex := collisionExample{keyHash: recs[i].key, Rows: rows, Sources: distinct}
-				for q := i; q < j && len(ex.Origins) < maxOrigins; q++ {
-					if q > i && recs[q].src == recs[q-1].src {
-						continue // one row per distinct source row
-					}
-					r := recs[q]
-					buf := make([]byte, r.n())
-					if _, err := f.ReadAt(buf, r.off()); err != nil {
-						return res, recs, tmp, fmt.Errorf("report: collision check: read temp file: %w", err)
-					}
-					if o, ok := s.decodeOrigin(buf); ok {
-						ex.Origins = append(ex.Origins, o)
-					}
-				}
-				slices.SortFunc(ex.Origins, func(a, b origin) int {
-					if a.stream != b.stream {
-						if a.stream < b.stream {
-							return -1
-						}
-						return 1
-					}
-					return int(min(max(a.seq-b.seq, -1), 1))
-				})
-				res.Examples = append(res.Examples, ex)
-			}
+		if err := c.group(recs[i:j], &res); err != nil {
+			return res, err
 		}
 		i = j
 	}
-	return res, recs, tmp, nil
+	return res, nil
+}
+
+// group counts the rows of one key hash.
+func (c *counter) group(g []spillRec, res *collisionResult) error {
+	if len(g) > 1 {
+		// order the key's rows by source hash, then position
+		slices.SortFunc(g, func(a, b spillRec) int {
+			switch {
+			case a.src != b.src:
+				if a.src < b.src {
+					return -1
+				}
+				return 1
+			case a.pos < b.pos:
+				return -1
+			case a.pos > b.pos:
+				return 1
+			}
+			return 0
+		})
+	}
+	reps := c.reps[:0]
+	for q := range g {
+		if q == 0 || g[q].src != g[q-1].src {
+			reps = append(reps, q)
+		}
+	}
+	c.reps = reps
+	distinct := int64(len(reps))
+	res.Keys++
+	res.Duplicates += int64(len(g)) - distinct
+	if distinct == 1 {
+		return nil
+	}
+	res.Colliding++
+	res.Rows += distinct - 1
+	spec := c.spec
+	m := spec.cols
+	if m > 0 {
+		if err := c.rowInfo(g); err != nil {
+			return err
+		}
+		for j, set := range spec.sets {
+			res.SetRows[j] += c.lost(set, false)
+			if spec.salted {
+				res.SaltRows[j] += c.lost(set, true)
+			}
+		}
+		if spec.pairs {
+			n := min(len(reps), maxPairRows)
+			if len(reps) > maxPairRows {
+				res.PartialKeys++
+			} else {
+				res.CheckedKeys++
+			}
+			for a := 0; a < n; a++ {
+				for b := a + 1; b < n; b++ {
+					d := diffMask(c.colh[a*m:(a+1)*m], c.colh[b*m:(b+1)*m])
+					res.Pairs++
+					if d == 0 {
+						res.NoDiff++
+						continue
+					}
+					res.addMask(d, 1)
+				}
+			}
+		}
+	}
+	if len(res.Examples) < spec.maxExamples {
+		ex := collisionExample{keyHash: g[0].key, Rows: int64(len(g)), Sources: distinct, Hashed: m}
+		n := min(len(reps), spec.maxOrigins)
+		err := c.texts(g, reps[:n], func(_ int, text []byte) {
+			if o, ok := c.s.decodeOrigin(text); ok {
+				ex.Origins = append(ex.Origins, o)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if m > 0 {
+			for q := 1; q < n; q++ {
+				ex.Diff |= diffMask(c.colh[:m], c.colh[q*m:(q+1)*m])
+			}
+		}
+		slices.SortFunc(ex.Origins, func(a, b origin) int {
+			if a.stream != b.stream {
+				if a.stream < b.stream {
+					return -1
+				}
+				return 1
+			}
+			return int(min(max(a.seq-b.seq, -1), 1))
+		})
+		res.Examples = append(res.Examples, ex)
+	}
+	return nil
+}
+
+// rowInfo reads the salt and column hashes of the key's distinct rows (c.reps) into c.salts and
+// c.colh (spec.cols hashes per row).
+func (c *counter) rowInfo(g []spillRec) error {
+	m := c.spec.cols
+	k := len(c.reps)
+	c.salts = slices.Grow(c.salts[:0], k)[:k]
+	c.colh = slices.Grow(c.colh[:0], k*m)[:k*m]
+	var bad bool
+	var scratch []uint32
+	err := c.texts(g, c.reps, func(i int, text []byte) {
+		salt, cols, _, ok := decodeRowInfo(text, scratch[:0])
+		scratch = cols
+		if !ok || len(cols) != m {
+			bad = true
+			return
+		}
+		c.salts[i] = salt
+		copy(c.colh[i*m:], cols)
+	})
+	if err != nil {
+		return err
+	}
+	if bad {
+		return errors.New("report: collision check: corrupt temp file")
+	}
+	return nil
+}
+
+// texts calls fn(i, text) with the text of each row g[idx[i]] (valid during the call): in index
+// order when the file is held in memory, else in file order, in one pass over the file.
+func (c *counter) texts(g []spillRec, idx []int, fn func(i int, text []byte)) error {
+	if int64(len(c.data)) == c.size {
+		for i, q := range idx {
+			r := g[q]
+			fn(i, c.data[r.off():r.off()+int64(r.n())])
+		}
+		return nil
+	}
+	c.order = c.order[:0]
+	for i := range idx {
+		c.order = append(c.order, i)
+	}
+	slices.SortFunc(c.order, func(a, b int) int { return int(min(max(g[idx[a]].off()-g[idx[b]].off(), -1), 1)) })
+	br := bufio.NewReaderSize(io.NewSectionReader(c.f, 0, c.size), 256<<10)
+	cur := int64(0)
+	for _, i := range c.order {
+		r := g[idx[i]]
+		if _, err := br.Discard(int(r.off() - cur)); err != nil {
+			return fmt.Errorf("report: collision check: read temp file: %w", err)
+		}
+		if cap(c.buf) < r.n() {
+			c.buf = make([]byte, r.n())
+		}
+		t := c.buf[:r.n()]
+		if _, err := io.ReadFull(br, t); err != nil {
+			return fmt.Errorf("report: collision check: read temp file: %w", err)
+		}
+		fn(i, t)
+		cur = r.off() + int64(r.n())
+	}
+	return nil
+}
+
+// lost is the rows a key reading exactly the columns of set (and the salt, with salt) would
+// overwrite among the key's distinct rows: their number minus the distinct projections.
+func (c *counter) lost(set uint64, salt bool) int64 {
+	m := c.spec.cols
+	k := len(c.reps)
+	p := c.projs[:0]
+	for i := 0; i < k; i++ {
+		h := uint64(0x9e3779b97f4a7c15)
+		row := c.colh[i*m : (i+1)*m]
+		for col, v := range row {
+			if set&(1<<uint(col)) != 0 {
+				h = mix64(h^uint64(v), uint64(col))
+			}
+		}
+		if salt {
+			h = mix64(h^c.salts[i], 0x5a17)
+		}
+		p = append(p, h)
+	}
+	c.projs = p
+	slices.Sort(p)
+	return int64(k - len(slices.Compact(p)))
+}
+
+// diffMask is the columns in which two rows' hashes differ.
+func diffMask(a, b []uint32) uint64 {
+	var d uint64
+	for i := range a {
+		if a[i] != b[i] {
+			d |= 1 << uint(i)
+		}
+	}
+	return d
+}
+
+// parseSpill reads the records of a temp file held in memory.
+func parseSpill(data []byte, fn func(key, src uint64, off int64, n int, text []byte) error) error {
+	off := 0
+	for off < len(data) {
+		if len(data)-off < spillHeader {
+			return errors.New("report: collision check: truncated temp file")
+		}
+		k := binary.LittleEndian.Uint64(data[off:])
+		src := binary.LittleEndian.Uint64(data[off+8:])
+		n, w := binary.Uvarint(data[off+spillHeader:])
+		if w <= 0 || n >= 1<<24 {
+			return errors.New("report: collision check: corrupt temp file")
+		}
+		start := off + spillHeader + w
+		if uint64(len(data)-start) < n {
+			return errors.New("report: collision check: truncated temp file")
+		}
+		if err := fn(k, src, int64(start), int(n), data[start:start+int(n)]); err != nil {
+			return err
+		}
+		off = start + int(n)
+	}
+	return nil
 }
 
 // scanSpill reads a temp file's records in order; with text the callback gets each record's
@@ -455,18 +771,15 @@ func uvarintLen(n uint64) int {
 	return binary.PutUvarint(b[:], n)
 }
 
-// splitFile distributes a bucket file over 16 files by the next 4 bits of the key hash, removes
-// it, and counts each part.
-func (s *spill) splitFile(path string, depth int, recs, tmp []spillRec, maxExamples, maxOrigins int) (collisionResult, []spillRec, []spillRec, error) {
-	var res collisionResult
+// split distributes a bucket file over 16 files by the next 4 bits of the key hash (the caller
+// checked that there are bits left), removes it, and counts each part.
+func (c *counter) split(path string, depth int) (collisionResult, error) {
+	res := newResult(c.spec)
 	in, err := os.Open(path)
 	if err != nil {
-		return res, recs, tmp, fmt.Errorf("report: collision check: %w", err)
+		return res, fmt.Errorf("report: collision check: %w", err)
 	}
-	if s.shift < 4*uint(depth+1) {
-		return s.countFile(path, 1<<20, recs, tmp, maxExamples, maxOrigins) // out of hash bits: sort it as it is
-	}
-	shift := s.shift - 4*uint(depth+1)
+	shift := c.s.shift - 4*uint(depth+1)
 	var parts [16]*os.File
 	var ws [16]*bufio.Writer
 	closeAll := func() {
@@ -480,7 +793,7 @@ func (s *spill) splitFile(path string, depth int, recs, tmp []spillRec, maxExamp
 		if parts[i], err = os.Create(fmt.Sprintf("%s.%x", path, i)); err != nil {
 			in.Close()
 			closeAll()
-			return res, recs, tmp, fmt.Errorf("report: collision check: %w", err)
+			return res, fmt.Errorf("report: collision check: %w", err)
 		}
 		ws[i] = bufio.NewWriterSize(parts[i], 32<<10)
 	}
@@ -502,19 +815,18 @@ func (s *spill) splitFile(path string, depth int, recs, tmp []spillRec, maxExamp
 	}
 	closeAll()
 	if err != nil {
-		return res, recs, tmp, err
+		return res, err
 	}
 	os.Remove(path)
 	for i := range parts {
-		var r collisionResult
-		r, recs, tmp, err = s.countFile(parts[i].Name(), depth+1, recs[:0], tmp, maxExamples, maxOrigins)
+		r, err := c.file(parts[i].Name(), depth+1)
 		os.Remove(parts[i].Name())
 		if err != nil {
-			return res, recs, tmp, err
+			return res, err
 		}
-		res.add(r, maxExamples)
+		res.add(r, c.spec.maxExamples)
 	}
-	return res, recs, tmp, nil
+	return res, nil
 }
 
 // radixSort orders records by key hash (LSD radix over the low 56 bits: the top 8 or more bits

@@ -175,10 +175,25 @@ func (p *printer) uniqueness(rep *Report) {
 	}
 	p.section("UNIQUENESS", fmt.Sprintf("%s distinct keys, %s colliding keys, %s rows overwritten, %s identical duplicates (%s)",
 		count(u.Keys), count(u.CollidingKeys), count(u.CollisionRows), count(u.DuplicateRows), exact))
+	if sg := u.Suggestion; sg != nil {
+		p.f("  advice: %s\n", sg.Message)
+		if len(sg.DifferIn) > 0 {
+			var parts []string
+			for _, d := range sg.DifferIn {
+				parts = append(parts, fmt.Sprintf("%s %s", d.Column, count(d.Pairs)))
+			}
+			p.f("  pairs of colliding rows that differ, per column (of %s compared): %s\n", count(sg.Pairs), strings.Join(parts, ", "))
+		}
+	}
 	for _, ex := range u.Examples {
 		note := ""
-		if ex.SameKeySources {
+		switch {
+		case ex.SameKeySources && len(ex.DifferIn) > 0:
+			note = "; they differ only in " + listText(ex.DifferIn) + ", which the key does not read"
+		case ex.SameKeySources:
 			note = "; they differ only in columns the key does not read"
+		case len(ex.DifferIn) > 0:
+			note = "; they differ in " + listText(ex.DifferIn)
 		}
 		p.f("  key %s  <- %d distinct source rows (%d rows%s)\n", strings.Join(ex.Key, " | "), ex.Sources, ex.Rows, note)
 		for _, o := range ex.Origins {
@@ -362,28 +377,86 @@ func (p *printer) alternatives(rep *Report) {
 		return
 	}
 	a0 := rep.Alternatives[0]
-	p.section("ADVISOR", fmt.Sprintf("key designs derived from the mapping, on a %s-row subsample, %d regions each (regions read by GET / one-value SCAN / range SCAN)",
-		count(a0.Rows+a0.Rejected), a0.Regions))
-	rows := [][]string{{"#", "design", "grade", "hot", "max/mean", "monotonic", "lost", "GET", "scan", "range", "primary key"}}
+	by := "(regions read by GET / one-value SCAN / range SCAN)"
+	if len(rep.Queries) > 0 {
+		by = "ranked by the declared queries (scans per query; all = every region, + = reads rows it filters out)"
+	}
+	p.section("ADVISOR", fmt.Sprintf("key designs derived from the mapping, on a %s-row subsample, %d regions each %s",
+		count(a0.Rows+a0.Rejected), a0.Regions, by))
+	for i, q := range rep.Queries {
+		p.f("  q%d  %s  (from %s)\n", i+1, q.Query, q.Origin)
+	}
+	head := []string{"#", "design", "grade", "hot", "max/mean", "monotonic", "lost"}
+	right := map[int]bool{0: true, 3: true, 4: true, 5: true, 6: true}
+	for i := range rep.Queries {
+		right[len(head)] = true
+		head = append(head, fmt.Sprintf("q%d", i+1))
+	}
+	if len(rep.Queries) == 0 {
+		for _, h := range []string{"GET", "scan", "range"} {
+			right[len(head)] = true
+			head = append(head, h)
+		}
+	}
+	head = append(head, "primary key")
+	rows := [][]string{head}
 	for _, a := range rep.Alternatives {
 		name := a.Name
 		if a.IsMapping {
 			name = "* " + name
 		}
 		if a.Error != "" {
-			rows = append(rows, []string{fmt.Sprint(a.Rank), name, "-", "-", "-", "-", "-", "-", "-", "-", "cannot build: " + a.Error})
+			row := []string{fmt.Sprint(a.Rank), name}
+			for len(row) < len(head)-1 {
+				row = append(row, "-")
+			}
+			rows = append(rows, append(row, "cannot build: "+a.Error))
 			continue
 		}
-		rows = append(rows, []string{fmt.Sprint(a.Rank), name, a.Grade, fmt.Sprintf("%.1fx", a.HotFactor), fmt.Sprintf("%.2f", a.RowsMaxMean),
-			pct(a.Monotonic), count(a.Collisions + a.Rejected), readText(a.Reads.Get), readText(a.Reads.PrefixScan), readText(a.Reads.RangeScan), a.PrimaryKey})
+		lost := count(a.LostRows)
+		if !a.OverwrittenExact {
+			lost = "~" + lost
+		}
+		row := []string{fmt.Sprint(a.Rank), name, a.Grade, fmt.Sprintf("%.1fx", a.HotFactor), fmt.Sprintf("%.2f", a.RowsMaxMean), pct(a.Monotonic), lost}
+		if len(rep.Queries) > 0 {
+			for _, q := range a.Queries {
+				row = append(row, planText(q))
+			}
+		} else {
+			row = append(row, readText(a.Reads.Get), readText(a.Reads.PrefixScan), readText(a.Reads.RangeScan))
+		}
+		rows = append(rows, append(row, a.PrimaryKey))
 	}
-	p.cols(rows, map[int]bool{0: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true})
-	p.f("  * the mapping's own design. hot: busiest region's share of a window / even share. lost: colliding + rejected rows.\n")
+	p.cols(rows, right)
+	p.f("  * the mapping's own design. hot: busiest region's share of a window / even share. lost: rows overwritten (counted exactly over every row analysed, as the uniqueness check does; ~ from the subsample) + rows rejected.\n")
 	for _, a := range rep.Alternatives {
+		if len(rep.Queries) > 0 && len(a.Queries) > 0 {
+			var parts []string
+			for i, q := range a.Queries {
+				parts = append(parts, fmt.Sprintf("q%d %s", i+1, q.Note))
+			}
+			p.f("  %d. %s: %s.\n", a.Rank, a.Name, strings.Join(parts, "; "))
+			continue
+		}
 		if a.TradeOff != "" {
 			p.f("  %d. %s: %s\n", a.Rank, a.Name, a.TradeOff)
 		}
 	}
+	if len(rep.Queries) == 0 {
+		p.f("  declare the queries the table serves (queries: in the mapping, or --query 'device_id=, ts range') to rank the designs by them.\n")
+	}
+}
+
+// planText is a query plan in one cell: scans, "all" for a full scan, + when it filters rows.
+func planText(q QueryPlan) string {
+	s := readText(int(min(q.Scans, 1<<30)))
+	if q.Access == "full_scan" {
+		s = "all"
+	}
+	if q.Access == "scan" && len(q.Filtered) > 0 {
+		s += "+"
+	}
+	return s
 }
 
 func (p *printer) recommendation(rep *Report) {

@@ -219,6 +219,7 @@ func (c *compiler) run() *Program {
 	c.names()
 	c.keyRules()
 	c.regionKeys()
+	c.checkQueries()
 	if c.broken || len(c.ps.list) > 0 {
 		return nil
 	}

@@ -40,3 +40,16 @@ func (p *Program) KeySourceColumns() [][]string {
 	}
 	return out
 }
+
+// KeyBuckets lists, for each primary-key column in key order, n when the column only takes the
+// values 0..n-1 (x % n with a constant n, or random(n): the guide's modulo bucket and salt), else
+// 0. A reader can enumerate such a column: `rekey report` counts a query over it as n scans.
+func (p *Program) KeyBuckets() []int64 {
+	out := make([]int64, p.target.KeyLen)
+	for i, col := range p.cols[:p.target.KeyLen] {
+		if n, ok := bucketCount(col, p.cols); ok && n > 0 && isIntegral(col.typ.T) {
+			out[i] = n
+		}
+	}
+	return out
+}

@@ -27,6 +27,7 @@ type Mapping struct {
 	Vars    []Var
 	Target  TargetSpec
 	Regions *RegionsSpec // nil when the file has no regions: section
+	Queries []Query      // the queries: section (access patterns for `rekey report`), in file order
 
 	lines map[string]int // path -> line in the file, for messages
 }
@@ -328,7 +329,7 @@ func (d *decoder) integer(n *yaml.Node, path string) (int64, bool) {
 }
 
 func (d *decoder) root(n *yaml.Node) {
-	f := d.fields(n, "", "version", "source", "vars", "target", "regions")
+	f := d.fields(n, "", "version", "source", "vars", "target", "regions", "queries")
 	if v, ok := f["version"]; !ok {
 		d.ps.add("version", 0, "missing: write `version: 1` at the top of the mapping")
 	} else if x, ok := d.integer(v, "version"); ok {
@@ -352,6 +353,9 @@ func (d *decoder) root(n *yaml.Node) {
 	}
 	if r, ok := f["regions"]; ok {
 		d.regions(r)
+	}
+	if q, ok := f["queries"]; ok {
+		d.queries(q)
 	}
 }
 

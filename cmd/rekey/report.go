@@ -35,12 +35,14 @@ type reportFlags struct {
 	statsJSON string
 	quiet     bool
 	memory    string
+	queries   []string
+	writeMap  string
 }
 
 func newReportCmd(g *globalFlags) *cobra.Command {
 	f := &reportFlags{}
 	cmd := &cobra.Command{
-		Use:   "report -m MAPPING --source URI [--sample N|P%] [--regions N] [--nodes N] [--json FILE] [--html FILE] [--strict]",
+		Use:   "report -m MAPPING --source URI [--sample N|P%] [--regions N] [--nodes N] [--query 'COL=, COL range']... [--write-mapping DIR] [--json FILE] [--html FILE] [--strict]",
 		Short: "Dry run: will this key design hotspot Lindorm, lose rows, and how many regions to pre-split?",
 		Long: `report reads the source (all of it, or a sample) through the mapping a migration would use, routes
 every row to its pre-split region and writes no data files. It prints, worst findings first:
@@ -49,14 +51,22 @@ every row to its pre-split region and writes no data files. It prints, worst fin
   key shape     key columns (1-3 recommended, at most 5), key length min/mean/p99/max, keys over 2 KB,
                 JSON or long text inside the key
   uniqueness    target keys produced by more than one distinct source row: rows bulkload would
-                silently overwrite (exact, via temp files); identical duplicate rows separately
+                silently overwrite (exact, via temp files), the columns the colliding rows differ
+                in, and the smallest key change that tells them apart ("add seq to the key");
+                identical duplicate rows separately
   first column  distinct values, top values, shared prefix, monotonicity in arrival order
   regions       rows and bytes per region, max/mean, coefficient of variation, empty regions
   hotspots      the input in arrival order cut into windows: the busiest region's share of each
                 window (a timestamp or auto-increment first column puts ~100% in one region)
   advisor       the same analysis for the source key, a hash prefix, a reversed first column, a
-                modulo bucket (integer or time first column) and a salt, ranked, with the reads
-                each keeps as a single GET or SCAN and those that become an N-way fan-out
+                modulo bucket (integer or time first column), a salt, and the key each declared
+                query wants, with the rows each loses (counted exactly, as the uniqueness check
+                does), ranked by the queries the table must serve: declare them in the mapping's
+                queries: section or with --query ('device_id=, ts range': equality columns with
+                =, the range column with range). Designs that lose rows rank last; of the
+                others, one that turns a declared query into a scan of the whole table ranks
+                below those that serve it.
+                --write-mapping DIR writes each design as a mapping file (DIR/<id>.yaml)
   pre-split     regions to pre-split: for bulkload estimated data / 8 GiB, for API writes
                 --nodes x 4, each with its SPLITKEYS
 
@@ -70,7 +80,8 @@ with --strict, 1 when there are warnings. --json writes every figure (schema: re
 ` + sourceHelp,
 		Example: `  rekey report -m mappings/orders.yaml --source 'gen:orders?rows=1000000'
   rekey report -m mappings/logs.yaml --source file:logs.csv --sample 10% --html report.html
-  rekey report -m mappings/users.yaml --source file:users.csv --nodes 6 --json report.json --strict`,
+  rekey report -m mappings/users.yaml --source file:users.csv --nodes 6 --json report.json --strict
+  rekey report -m readings.yaml --source file:readings.csv --query 'device_id=, ts range' --write-mapping designs/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReport(cmd, g, f) },
 	}
@@ -89,6 +100,8 @@ with --strict, 1 when there are warnings. --json writes every figure (schema: re
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget of the whole process (the report itself needs far less: the garbage collector may use the rest)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line (with --json/--html for the rest)")
+	fl.StringArrayVar(&f.queries, "query", nil, "a query the table must serve, ranking the advisor's designs (repeat for several; replaces the mapping's queries:): COLUMN= for equality, COLUMN range for a range, comma-separated, e.g. 'device_id=, ts range'")
+	fl.StringVar(&f.writeMap, "write-mapping", "", "write each alternative design as a mapping file (DIR/<id>.yaml, ready for rekey check and migrate) into this directory")
 	addCassandraFlags(fl)
 	addCassandraReadFlags(fl, false)
 	addFileFlags(fl)
@@ -113,12 +126,23 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 		return exitWith(2, err)
 	}
 	setMemoryBudget(memory) // as migrate does: a lazier GC within the budget
+	var queries []transform.Query
+	for _, q := range f.queries {
+		pq, err := report.ParseQuery(q)
+		if err != nil {
+			return exitWith(2, err)
+		}
+		queries = append(queries, pq)
+	}
 	prog, err := loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
 		return err
 	}
 	m, err := transform.Load(f.mapping) // the decoded mapping, for the advisor's alternatives
 	if err != nil {
+		return exitWith(2, err)
+	}
+	if err := report.CheckQueries(queries, prog.Source()); err != nil {
 		return exitWith(2, err)
 	}
 	src, err := openSource(f.source, prog.Source(), logger)
@@ -163,6 +187,7 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 		Logger:         logger.Named("report"),
 		Generator:      "rekey " + version,
 		FormatSplit:    lindorm.SplitValue,
+		Queries:        queries,
 	})
 	bar.finish()
 	if err != nil {
@@ -189,13 +214,22 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 	} else if err := report.WriteText(out, rep); err != nil {
 		return err
 	}
-	if f.jsonOut != "" || f.htmlOut != "" {
+	var written []report.WrittenMapping
+	if f.writeMap != "" {
+		if written, err = report.WriteMappings(f.writeMap, f.mapping, rep, prog.Source()); err != nil {
+			return err
+		}
+	}
+	if f.jsonOut != "" || f.htmlOut != "" || len(written) > 0 {
 		var files [][2]string
 		if f.jsonOut != "" {
 			files = append(files, [2]string{"json", f.jsonOut})
 		}
 		if f.htmlOut != "" {
 			files = append(files, [2]string{"html", f.htmlOut})
+		}
+		for _, w := range written {
+			files = append(files, [2]string{fmt.Sprintf("mapping #%d %s", w.Rank, w.ID), w.Path})
 		}
 		fmt.Fprintln(out)
 		table(out, files)

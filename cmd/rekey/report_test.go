@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/rekey/rekey/transform"
 )
 
 var reportCLIMu sync.Mutex
@@ -114,5 +116,82 @@ target:
 	}
 	if code, out := reportCLI(t, "report", "-m", bad, "--source", src, "--sample", "nope"); code != 2 || !strings.Contains(out, "--sample") {
 		t.Errorf("bad --sample: exit %d\n%s", code, out)
+	}
+}
+
+// Issue 11.4: "Alternatives can be exported as mapping YAML (--write-mapping DIR), ready for
+// rekey check": one file per alternative, each loads and compiles, and `rekey check` accepts it.
+func TestReportWriteMapping(t *testing.T) {
+	dir, tmp := t.TempDir(), t.TempDir()
+	out := filepath.Join(dir, "designs")
+	code, text := reportCLI(t, "report", "-m", "../../report/testdata/logs_by_time.yaml", "--source", "gen:logs?rows=20000",
+		"--query", "ts range", "--query", "hostname=, ts range", "--write-mapping", out, "--json", filepath.Join(dir, "r.json"), "--progress", "never", "--tmp", tmp)
+	if code != 2 { // the mapping's key collides: exit 2 as always
+		t.Fatalf("exit %d:\n%s", code, text)
+	}
+	var doc struct {
+		Alternatives []struct {
+			ID        string `json:"id"`
+			IsMapping bool   `json:"is_mapping"`
+			Error     string `json:"error"`
+			PK        string `json:"primary_key"`
+		} `json:"alternatives"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	if err != nil || json.Unmarshal(data, &doc) != nil {
+		t.Fatalf("json: %v", err)
+	}
+	want := map[string]bool{}
+	for _, a := range doc.Alternatives {
+		if !a.IsMapping && a.Error == "" {
+			want[a.ID+".yaml"] = true
+		}
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(want) || len(want) < 5 {
+		t.Fatalf("wrote %d files, want %d: %v", len(entries), len(want), entries)
+	}
+	for _, e := range entries {
+		if !want[e.Name()] {
+			t.Errorf("unexpected file %s", e.Name())
+		}
+		path := filepath.Join(out, e.Name())
+		if !strings.Contains(text, path) {
+			t.Errorf("the output does not list %s", path)
+		}
+		m, err := transform.Load(path)
+		if err == nil {
+			_, err = transform.Compile(m, nil)
+		}
+		if err != nil {
+			t.Errorf("%s does not compile: %v", e.Name(), err)
+			continue
+		}
+		if len(m.Queries) != 2 || m.Queries[1].Range != "ts" || m.Target.Options[0][0] != "COMPRESSION" {
+			t.Errorf("%s: queries %v, options %v", e.Name(), m.Queries, m.Target.Options)
+		}
+		if c, out := reportCLI(t, "check", "-m", path, "--source", "gen:logs?rows=2000"); c != 0 {
+			t.Errorf("rekey check %s: exit %d\n%s", e.Name(), c, out)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "bucket.yaml"))
+	if err != nil || !strings.Contains(string(b), `primary_key: "[ts % 16 AS rk_bucket][ts][hostname][log-event]`) ||
+		!strings.HasPrefix(string(b), "# bucket: modulo bucket, derived from ../../report/testdata/logs_by_time.yaml") {
+		t.Errorf("bucket.yaml: %v\n%s", err, b)
+	}
+}
+
+func TestReportQueryFlag(t *testing.T) {
+	for _, c := range []struct{ q, want string }{
+		{"device=, ts range", `"device" is not a source column`},
+		{"ts", "is neither COLUMN= nor COLUMN range"},
+	} {
+		code, out := reportCLI(t, "report", "-m", "../../report/testdata/logs_by_time.yaml", "--source", "gen:logs?rows=100", "--query", c.q, "--progress", "never")
+		if code != 2 || !strings.Contains(out, c.want) {
+			t.Errorf("--query %q: exit %d\n%s", c.q, code, out)
+		}
 	}
 }

@@ -1,0 +1,480 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
+)
+
+// readings: sensor readings (device_id, ts, seq, v). Every 50th row repeats the previous row's
+// device and time (a second reading in the same millisecond): with a key of [device_id][ts]
+// those two rows share a key and bulkload keeps one. They differ in seq always and in v for half
+// of them.
+const readingsYAML = `
+version: 1
+source:
+  name: readings
+  columns:
+    device_id: text
+    ts: timestamp
+    seq: bigint
+    v: double
+target:
+  table: readings
+  primary_key: "%s"
+regions:
+  count: 16
+%s`
+
+const readingsBase = 1704067200000
+
+func readingRow(i int) []pipeline.Value {
+	k := i
+	if i%50 == 1 {
+		k = i - 1
+	}
+	v := float64(i % 5)
+	if i%100 >= 50 {
+		v = 7
+	}
+	return []pipeline.Value{
+		pipeline.Text(fmt.Sprintf("dev-%03d", k%200)),
+		pipeline.Int(readingsBase + int64(k)*10),
+		pipeline.Int(int64(i)),
+		pipeline.Float(v),
+	}
+}
+
+func readings(n int) *samplingSource {
+	return &samplingSource{memSource{n: n, make: readingRow}}
+}
+
+// bruteCollisions counts, by evaluating prog on every row, the rows its keys overwrite: per key,
+// distinct source rows - 1.
+func bruteCollisions(t *testing.T, prog *transform.Program, n int, row func(int) []pipeline.Value) int64 {
+	t.Helper()
+	ev := prog.NewEvaluator()
+	out := make([]pipeline.Value, len(prog.Target().Columns))
+	keyLen := prog.Target().KeyLen
+	per := map[string]map[string]bool{}
+	for i := 0; i < n; i++ {
+		rec := pipeline.Record{Values: row(i), Seq: int64(i + 1)}
+		if err := ev.Apply(&pipeline.Batch{Stream: "mem"}, &rec, out); err != nil {
+			t.Fatalf("row %d: %v", i, err)
+		}
+		k := fmt.Sprint(out[:keyLen])
+		if per[k] == nil {
+			per[k] = map[string]bool{}
+		}
+		per[k][fmt.Sprint(rec.Values)] = true
+		ev.Reset()
+	}
+	var lost int64
+	for _, s := range per {
+		lost += int64(len(s) - 1)
+	}
+	return lost
+}
+
+// lostCell is the "lost" cell of the text advisor table's row for a design name (the column is
+// right-aligned under its header).
+func lostCell(t *testing.T, text, name string) string {
+	t.Helper()
+	end := -1
+	for _, line := range strings.Split(text, "\n") {
+		if i := strings.Index(line, "  lost  "); i >= 0 && strings.Contains(line, "design") {
+			end = i + len("  lost")
+			continue
+		}
+		if end > 0 && strings.Contains(line, name) && regexp.MustCompile(`^\s+\d+\s`).MatchString(line) && len(line) > end {
+			cell := line[:end]
+			return cell[strings.LastIndex(cell, " ")+1:]
+		}
+	}
+	t.Fatalf("no advisor row for %q:\n%s", name, text)
+	return ""
+}
+
+// Issue 11.4: "The advisor's lost figure and the uniqueness rule count the same collisions
+// (today: lost 0 beside 4,446 overwritten rows, because the advisor samples and misses adjacent
+// duplicates)". Here every collision is a pair of adjacent rows, and the advisor's subsample keeps
+// one row in 20: it sees none of them. The mapping's lost figure must still be the uniqueness
+// check's count.
+func TestAdvisorLostCountsTheUniquenessCollisions(t *testing.T) {
+	const n = 20000
+	rep := runReport(t, fmt.Sprintf(readingsYAML, "[device_id][ts]", ""), readings(n), func(c *Config) { c.SubsampleMax = 1000 })
+	u := rep.Uniqueness
+	if u.CollisionRows != n/50 {
+		t.Fatalf("uniqueness: %d rows overwritten, want %d", u.CollisionRows, n/50)
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	if got := lostCell(t, buf.String(), "* the mapping"); got != count(u.CollisionRows) {
+		t.Errorf("advisor: the mapping loses %s rows, the uniqueness check says %s:\n%s", got, count(u.CollisionRows), buf.String())
+	}
+}
+
+// The derived designs' lost figures are exact too: the rows a key on the columns they read would
+// overwrite, counted over every row by the collision check (not on the subsample), and for the
+// salt design the rows of those that also draw the same salt. The mapping's key
+// [device_id][ts % 1000] puts each device's 100 readings under one key (more than the 32 rows a
+// colliding key is compared on), so no verified key change is applied to the derived designs.
+func TestDerivedDesignsLoseExactly(t *testing.T) {
+	const n = 20000
+	yml := fmt.Sprintf(readingsYAML, "[device_id][ts % 1000 AS t]", "")
+	rep := runReport(t, yml, readings(n), func(c *Config) { c.SubsampleMax = 1000 })
+	prog, m := compile(t, yml)
+	if want := bruteCollisions(t, prog, n, readingRow); rep.Uniqueness.CollisionRows != want {
+		t.Fatalf("uniqueness %d, brute force %d", rep.Uniqueness.CollisionRows, want)
+	}
+	byID := map[string]Alternative{}
+	for _, a := range rep.Alternatives {
+		byID[a.ID] = a
+	}
+	if a := byID["mapping"]; a.LostRows != rep.Uniqueness.CollisionRows || !a.OverwrittenExact {
+		t.Errorf("mapping: lost %d (exact %v), uniqueness %d", a.LostRows, a.OverwrittenExact, rep.Uniqueness.CollisionRows)
+	}
+	for _, id := range []string{"source_key", "hash_prefix", "reverse", "salt"} {
+		a, ok := byID[id]
+		if !ok {
+			t.Fatalf("no %s design: %+v", id, rep.Alternatives)
+		}
+		p, _, err := compileAlt(prog, m, a.edit.pk, false)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		want := bruteCollisions(t, p, n, readingRow)
+		if a.Overwritten != want || !a.OverwrittenExact || a.LostRows != want {
+			t.Errorf("%s %s: overwritten %d (exact %v, lost %d), brute force %d", id, a.PrimaryKey, a.Overwritten, a.OverwrittenExact, a.LostRows, want)
+		}
+		if len(a.Added) != 0 {
+			t.Errorf("%s: columns added %v", id, a.Added)
+		}
+	}
+	if byID["source_key"].LostRows != n/50 {
+		t.Errorf("source key loses %d, want the %d adjacent pairs", byID["source_key"].LostRows, n/50)
+	}
+}
+
+// A mapping whose key has a salt: rows that share the source key need not share the mapping's
+// key, so the source key's collisions come from a second check keyed by it. (Each device has 50
+// readings, more than the 32 rows a colliding key is compared on: no key change is applied.)
+func TestSaltedMappingCountsTheSourceKey(t *testing.T) {
+	const n = 10000
+	yml := fmt.Sprintf(readingsYAML, "[random(16) AS s][device_id]", "")
+	rep := runReport(t, yml, readings(n), func(c *Config) { c.SubsampleMax = 1000 })
+	prog, m := compile(t, yml)
+	if want := bruteCollisions(t, prog, n, readingRow); rep.Uniqueness.CollisionRows != want || want >= n-200 {
+		t.Fatalf("uniqueness %d, brute force %d (fewer than %d: the salt parts rows)", rep.Uniqueness.CollisionRows, want, n-200)
+	}
+	found := 0
+	for _, a := range rep.Alternatives {
+		if a.IsMapping || a.Error != "" || len(a.Added) > 0 {
+			continue
+		}
+		p, _, err := compileAlt(prog, m, a.edit.pk, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := bruteCollisions(t, p, n, readingRow); a.Overwritten != want || !a.OverwrittenExact {
+			t.Errorf("%s %s: overwritten %d (exact %v), brute force %d", a.ID, a.PrimaryKey, a.Overwritten, a.OverwrittenExact, want)
+		}
+		found++
+	}
+	if found < 3 {
+		t.Errorf("only %d derived designs checked: %+v", found, rep.Alternatives)
+	}
+}
+
+// The salt the report keeps per row is the one random(n) gives.
+func TestSaltTokenMatchesRandom(t *testing.T) {
+	prog, _ := compile(t, fmt.Sprintf(readingsYAML, "[random(13) AS s][device_id]", ""))
+	ev := prog.NewEvaluator()
+	out := make([]pipeline.Value, len(prog.Target().Columns))
+	var buf []byte
+	for _, origin := range []bool{false, true} {
+		b := &pipeline.Batch{Stream: "topic/3", SaltOrigin: origin}
+		for i := 0; i < 2000; i++ {
+			vals := readingRow(i)
+			if i%7 == 0 {
+				vals[3] = pipeline.Null
+			}
+			rec := pipeline.Record{Values: vals, Seq: int64(i)}
+			if err := ev.Apply(b, &rec, out); err != nil {
+				t.Fatal(err)
+			}
+			var tok uint64
+			tok, buf = saltToken(buf, b, &rec, len(prog.Source()))
+			if int64(tok%13) != out[0].I {
+				t.Fatalf("row %d (origin %v): salt %d, random(13) %d", i, origin, tok%13, out[0].I)
+			}
+			ev.Reset()
+		}
+	}
+}
+
+// Issue 11.4: "A uniqueness error shows for each example the columns in which the colliding
+// source rows differ and suggests the smallest key change that removes the collisions ("add `seq`
+// to the key")."
+func TestUniquenessSuggestsTheSmallestKeyChange(t *testing.T) {
+	const n = 20000
+	rep := runReport(t, fmt.Sprintf(readingsYAML, "[device_id][ts]", ""), readings(n), nil)
+	f := wantSeverity(t, rep, "uniqueness", SevError)
+	for _, want := range []string{"which differ only in seq", "add `seq` to the key ([device_id][ts][seq])"} {
+		if !strings.Contains(f.Message, want) {
+			t.Errorf("uniqueness finding lacks %q: %s", want, f.Message)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	text := buf.String()
+	if !regexp.MustCompile(`they differ only in seq(, v| and v)?, which the key does not read`).MatchString(text) ||
+		!strings.Contains(text, "advice: add `seq` to the key") {
+		t.Errorf("text output:\n%s", text)
+	}
+	u := rep.Uniqueness
+	s := u.Suggestion
+	if s == nil || fmt.Sprint(s.Add) != "[seq]" || !s.SeparatesAll || !s.Checked || s.PrimaryKey != "[device_id][ts][seq]" ||
+		s.Pairs != n/50 || s.PairsLeft != 0 || s.CheckedKeys != n/50 {
+		t.Fatalf("suggestion %+v", s)
+	}
+	if len(s.DifferIn) != 2 || s.DifferIn[0] != (ColumnDiff{"seq", n / 50}) || s.DifferIn[1] != (ColumnDiff{"v", n / 100}) {
+		t.Errorf("differ in %+v", s.DifferIn)
+	}
+	for _, ex := range u.Examples {
+		if d := fmt.Sprint(ex.DifferIn); d != "[seq]" && d != "[seq v]" || !ex.SameKeySources {
+			t.Errorf("example %+v", ex)
+		}
+	}
+	// the advisor offers the mapping with the change, and derives its designs with it: they lose
+	// nothing
+	var fixed *Alternative
+	for i, a := range rep.Alternatives {
+		switch {
+		case a.ID == "mapping_unique":
+			fixed = &rep.Alternatives[i]
+		case a.IsMapping:
+			if a.LostRows != n/50 {
+				t.Errorf("mapping loses %d", a.LostRows)
+			}
+		case a.Error == "":
+			if a.LostRows != 0 || fmt.Sprint(a.Added) != "[seq]" || !strings.HasSuffix(a.PrimaryKey, "[seq]") {
+				t.Errorf("derived %s: %+v", a.ID, a)
+			}
+		}
+	}
+	if fixed == nil || fixed.PrimaryKey != "[device_id][ts][seq]" || fixed.LostRows != 0 || !fixed.OverwrittenExact || fixed.Rank >= rep.Alternatives[len(rep.Alternatives)-1].Rank {
+		t.Errorf("the mapping + seq: %+v", fixed)
+	}
+}
+
+// Rows that differ in more columns than the key has room for: the advice says so.
+func TestUniquenessAdviceWithoutRoom(t *testing.T) {
+	const yml = `
+version: 1
+source:
+  columns: {a: bigint, b: bigint, c: bigint, p: bigint, q: bigint, r: bigint}
+target:
+  table: t
+  primary_key: "[a][b][c]"
+`
+	// pairs that share (a, b, c) and differ in exactly one of p, q, r: telling them apart takes
+	// all three, six key columns
+	row := func(i int) []pipeline.Value {
+		k := int64(i / 2)
+		vals := []pipeline.Value{pipeline.Int(k), pipeline.Int(k % 7), pipeline.Int(k % 11), pipeline.Int(0), pipeline.Int(0), pipeline.Int(0)}
+		if i%2 == 1 {
+			vals[3+int(k%3)] = pipeline.Int(1)
+		}
+		return vals
+	}
+	rep := runReport(t, yml, &memSource{n: 3000, make: row}, nil)
+	s := rep.Uniqueness.Suggestion
+	if s == nil || len(s.Add) != 0 || s.SeparatesAll || !strings.Contains(s.Message, "takes 3 more key columns (6 in all)") {
+		t.Fatalf("suggestion %+v", s)
+	}
+	for _, a := range rep.Alternatives {
+		if a.ID == "mapping_unique" || len(a.Added) > 0 {
+			t.Errorf("a change was applied: %+v", a)
+		}
+	}
+}
+
+// Issue 11.4: "A design that turns a declared range scan into a full-table fan-out
+// (md5(ts).substr(0,4)+ts for a time series) must not rank first; today it does."
+func TestDeclaredRangeQueryRanksHashPrefixDown(t *testing.T) {
+	const yml = `
+version: 1
+source:
+  name: ops.logs
+  columns: {ts: timestamp, hostname: text, level: text}
+target:
+  table: logs
+  primary_key: "[ts][hostname]"
+regions:
+  count: 16
+queries:
+  - range: ts
+`
+	src := &samplingSource{memSource{n: 40000, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Int(readingsBase + int64(i)*3), pipeline.Text(fmt.Sprintf("web-%02d", i%20)), pipeline.Text("INFO")}
+	}}}
+	rep := runReport(t, yml, src, nil)
+	if len(rep.Queries) != 1 || rep.Queries[0].Query != "ts range" || rep.Queries[0].Origin != "mapping" {
+		t.Fatalf("queries %+v", rep.Queries)
+	}
+	rank := map[string]Alternative{}
+	for _, a := range rep.Alternatives {
+		rank[a.ID] = a
+	}
+	best := rep.Alternatives[0]
+	if best.ID == "hash_prefix" || best.ID == "reverse" || best.Queries[0].Access == "full_scan" {
+		t.Errorf("rank 1 is %s (%s)", best.ID, best.Queries[0].Note)
+	}
+	h, b := rank["hash_prefix"], rank["bucket"]
+	if h.Queries[0].Access != "full_scan" || !strings.Contains(h.Queries[0].Note, "scrambles the order of ts") || h.Rank < b.Rank {
+		t.Errorf("hash prefix (rank %d): %+v; bucket rank %d", h.Rank, h.Queries, b.Rank)
+	}
+	if b.Queries[0].Access != "scan" || b.Queries[0].Scans != 16 || b.Grade != "good" {
+		t.Errorf("bucket: %+v", b)
+	}
+	// the same query from --query
+	rep = runReport(t, strings.Replace(yml, "queries:\n  - range: ts\n", "", 1), src, func(c *Config) {
+		c.Queries = []transform.Query{{Range: "ts"}}
+	})
+	if rep.Alternatives[0].ID == "hash_prefix" || rep.Queries[0].Origin != "--query" {
+		t.Errorf("with --query: rank 1 %s, queries %+v", rep.Alternatives[0].ID, rep.Queries)
+	}
+}
+
+// The issue's own case, a time series keyed by md5(ts).substr(0,4) + ts and read by device and
+// time: the mapping's design scans the whole table for it (a warning), the advisor leads with
+// the key the query wants, [device_id][ts].
+func TestQueryOrderedDesign(t *testing.T) {
+	rep := runReport(t, fmt.Sprintf(readingsYAML, "[md5(ts).substr(0,4) + ts AS h][device_id][seq]", "queries:\n  - {equal: [device_id], range: ts}\n"),
+		readings(20000), nil)
+	var own, order *Alternative
+	for i, a := range rep.Alternatives {
+		if a.IsMapping {
+			own = &rep.Alternatives[i]
+		}
+		if a.ID == "query_order" {
+			order = &rep.Alternatives[i]
+		}
+	}
+	if own == nil || own.Queries[0].Access != "full_scan" || own.Rank == 1 {
+		t.Fatalf("mapping: %+v", own)
+	}
+	f := wantSeverity(t, rep, "query_access", SevWarning)
+	if !strings.Contains(f.Message, "q1 device_id = ? and ts range: a scan of every region") {
+		t.Errorf("finding: %s", f.Message)
+	}
+	if order == nil || order.PrimaryKey != "[device_id][ts][seq]" || order.Queries[0].Access != "scan" || order.Queries[0].Scans != 1 ||
+		len(order.Queries[0].Filtered) != 0 {
+		t.Fatalf("query order design: %+v", order)
+	}
+	if best := rep.Alternatives[0]; best.Queries[0].Access == "full_scan" || len(best.Queries[0].Filtered) > 0 {
+		t.Errorf("rank 1 %s: %+v", best.ID, best.Queries)
+	}
+}
+
+// Issue 11.4: "The read note must be right when a range column stands before an equality
+// column": [ts][device_id] read by device_id and a ts range is one scan of the whole ts range
+// that filters device_id.
+func TestRangeBeforeEqualityReadNote(t *testing.T) {
+	rep := runReport(t, fmt.Sprintf(readingsYAML, "[ts][device_id][seq]", "queries:\n  - {equal: [device_id], range: ts}\n"), readings(20000), nil)
+	f := wantSeverity(t, rep, "query_access", SevWarning)
+	for _, want := range []string{"one SCAN of a ts range", "the range column ts stands before device_id in the key", "reads the whole ts range for every value of device_id and filters device_id"} {
+		if !strings.Contains(f.Message, want) {
+			t.Errorf("read note lacks %q: %s", want, f.Message)
+		}
+	}
+	for _, a := range rep.Alternatives {
+		if a.IsMapping && (a.Queries[0].Access != "scan" || fmt.Sprint(a.Queries[0].Filtered) != "[device_id]") {
+			t.Errorf("mapping plan %+v", a.Queries[0])
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "q1  device_id = ? and ts range  (from mapping)") {
+		t.Errorf("text output:\n%s", buf.String())
+	}
+}
+
+func TestPlanQuery(t *testing.T) {
+	q := func(s string) transform.Query {
+		x, err := ParseQuery(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	for _, c := range []struct {
+		key, query string
+		access     string
+		scans      int64
+		filtered   string
+		note       string
+	}{
+		{"[device_id][ts]", "device_id=, ts range", "scan", 1, "[]", "one SCAN of a ts range within device_id fixed by the query"},
+		{"[ts][device_id]", "device_id=, ts range", "scan", 1, "[device_id]", "the range column ts stands before device_id"},
+		{"[ts % 16 AS b][ts][device_id]", "ts range", "scan", 16, "[]", "times 16: one per value of b"},
+		{"[random(8) AS s][device_id][ts]", "device_id=, ts range", "scan", 8, "[]", "times 8"},
+		{"[md5(device_id).substr(0,4) + device_id AS h][ts]", "device_id=, ts range", "scan", 1, "[]", "within h fixed by the query"},
+		{"[md5(ts).substr(0,4) + ts AS h][device_id]", "ts range", "full_scan", -1, "[ts]", "scrambles the order of ts"},
+		{"[device_id][seq][ts]", "device_id=, ts range", "scan", 1, "[ts]", "key column seq comes next"},
+		{"[device_id][ts]", "device_id=, ts=", "get", 1, "[]", "a GET"},
+		{"[device_id]", "device_id=, ts range", "get", 1, "[ts]", "a GET: the query fixes every key column, filtering ts"},
+		{"[random(8) AS s][device_id]", "device_id=", "get", 8, "[]", "8 GETs, one per value of s"},
+		{"[device_id][ts % 1000 AS t]", "device_id=", "scan", 1, "[]", "one SCAN of all rows with device_id fixed"},
+		{"[seq][device_id]", "device_id=", "full_scan", -1, "[device_id]", "the query does not fix the first key column seq"},
+	} {
+		prog, _ := compile(t, fmt.Sprintf(readingsYAML, c.key, ""))
+		p := planQuery(keyShape(prog), q(c.query))
+		if p.Access != c.access || p.Scans != c.scans || fmt.Sprint(p.Filtered) != c.filtered || !strings.Contains(p.Note, c.note) {
+			t.Errorf("%s, %s: %+v", c.key, c.query, p)
+		}
+	}
+}
+
+func TestParseQuery(t *testing.T) {
+	for in, want := range map[string]string{
+		"device_id=, ts range":         "device_id = ? and ts range",
+		"device_id=?,ts range":         "device_id = ? and ts range",
+		" a = , b=? , log-event range": "a = ? and b = ? and log-event range",
+		"ts range":                     "ts range",
+	} {
+		q, err := ParseQuery(in)
+		if err != nil || q.String() != want {
+			t.Errorf("ParseQuery(%q) = %q, %v; want %q", in, q.String(), err, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"device_id":        "is neither COLUMN= nor COLUMN range",
+		"a range, b range": "more than one range column",
+		"a=, a=":           `column "a" is listed twice`,
+		"":                 "names no column",
+		"ts range, ts=":    "both in equal and the range",
+		"device id=":       "is not a column name",
+	} {
+		if _, err := ParseQuery(in); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "e.g. --query 'device_id=, ts range'") {
+			t.Errorf("ParseQuery(%q): %v, want ...%s...", in, err, want)
+		}
+	}
+	src := pipeline.SourceSchema{{Name: "device_id", Type: "text"}, {Name: "ts", Type: "timestamp"}}
+	if err := CheckQueries([]transform.Query{{Equal: []string{"device"}, Range: "ts"}}, src); err == nil ||
+		!strings.Contains(err.Error(), `"device" is not a source column (source columns: device_id, ts)`) {
+		t.Errorf("CheckQueries: %v", err)
+	}
+}

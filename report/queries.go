@@ -1,0 +1,277 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
+)
+
+// Declared queries and how a key design serves them, in the design guide's terms. Lindorm
+// matches a query's conditions against the key from its first column on: columns fixed by
+// equality narrow the key range; a range on a key column bounds it, and every key column after
+// the range is only filtered ("if a range condition is specified for a primary key column, the
+// leftmost primary key is not preferentially matched even if other equivalent conditions are
+// specified": LindormTable scans and filters); a first key column the query does not fix is a
+// scan of the whole table, which Lindorm rejects by default. A key column that takes a few known
+// values (a modulo bucket, a salt) can be enumerated by the client: one scan per value.
+
+// ParseQuery reads --query: terms separated by commas, `COLUMN=` (or `COLUMN=?`) for a column
+// looked up by equality, `COLUMN range` for the column looked up by a range:
+//
+//	--query 'device_id=, ts range'
+func ParseQuery(s string) (transform.Query, error) {
+	var q transform.Query
+	bad := func(term, why string) (transform.Query, error) {
+		return transform.Query{}, fmt.Errorf("--query %q: %s: write equality as COLUMN= and a range as COLUMN range, separated by commas, e.g. --query 'device_id=, ts range'", s, strings.TrimSpace(term+" "+why))
+	}
+	for _, term := range strings.Split(s, ",") {
+		t := strings.TrimSpace(term)
+		if t == "" {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(t, "=?") || strings.HasSuffix(t, "="):
+			name := strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(t, "?"), "="))
+			if name == "" || strings.ContainsAny(name, " =") {
+				return bad(quoteName(t), "is not a column name followed by =")
+			}
+			q.Equal = append(q.Equal, name)
+		case strings.HasSuffix(t, " range"):
+			name := strings.TrimSpace(strings.TrimSuffix(t, " range"))
+			if name == "" || strings.ContainsAny(name, " =") {
+				return bad(quoteName(t), "is not a column name followed by range")
+			}
+			if q.Range != "" {
+				return bad("", "more than one range column ("+q.Range+", "+name+"): a key range can follow only one")
+			}
+			q.Range = name
+		default:
+			return bad(quoteName(t), "is neither COLUMN= nor COLUMN range")
+		}
+	}
+	if msgs := transform.CheckQuery(q); len(msgs) > 0 {
+		return bad("", msgs[0])
+	}
+	return q, nil
+}
+
+// CheckQueries reports --query columns that are not source columns.
+func CheckQueries(qs []transform.Query, src pipeline.SourceSchema) error {
+	for _, q := range qs {
+		cols := append(append([]string(nil), q.Equal...), q.Range)
+		for _, c := range cols {
+			if c != "" && src.Index(c) < 0 {
+				return fmt.Errorf("--query %q: %q is not a source column (source columns: %s)", q.String(), c, strings.Join(src.Names(), ", "))
+			}
+		}
+	}
+	return nil
+}
+
+// QueryInfo is a declared query.
+type QueryInfo struct {
+	Query  string   `json:"query"`  // "device_id = ? and ts range"
+	Equal  []string `json:"equal"`  // source columns compared with =
+	Range  string   `json:"range"`  // the source column compared with a range, "" for none
+	Origin string   `json:"origin"` // mapping (its queries: section) or --query
+}
+
+// QueryPlan is how one key design serves one declared query.
+type QueryPlan struct {
+	Query string `json:"query"`
+	// Access is get (every key column fixed: point lookups), scan (a key range) or full_scan
+	// (nothing fixes the first key column: every region, which Lindorm refuses by default).
+	Access string `json:"access"`
+	// Scans is the lookups or key ranges the client issues (a bucket or salt it cannot compute
+	// multiplies them); -1 for a full scan.
+	Scans int64 `json:"scans"`
+	// Filtered lists the query's columns that Lindorm checks row by row instead of seeking on:
+	// the scan reads rows the query does not want.
+	Filtered []string `json:"filtered"`
+	Note     string   `json:"note"`
+}
+
+// keyCol is what the planner needs of one key column.
+type keyCol struct {
+	name    string
+	expr    string
+	sources []string
+	ident   string // the source column, when the key column is that column as it is
+	buckets int64  // > 0: the column takes the values 0..buckets-1
+}
+
+func keyShape(p *transform.Program) []keyCol {
+	srcs := p.KeySourceColumns()
+	buckets := p.KeyBuckets()
+	var out []keyCol
+	for i, ke := range p.KeyElements() {
+		c := keyCol{name: ke.Name, expr: ke.Expr, sources: srcs[i], buckets: buckets[i]}
+		if len(c.sources) == 1 && (ke.Expr == c.sources[0] || ke.Expr == quoteName(c.sources[0])) {
+			c.ident = c.sources[0]
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func listText(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// planQuery walks the key from its first column: columns the query fixes (every source column
+// they are computed from is compared by equality), columns the client enumerates (buckets and
+// salts), then the range column as it is (a bounded key range) or a column nothing bounds.
+func planQuery(key []keyCol, q transform.Query) QueryPlan {
+	p := QueryPlan{Query: q.String(), Filtered: []string{}}
+	eq := map[string]bool{}
+	for _, c := range q.Equal {
+		eq[c] = true
+	}
+	used := map[string]bool{}
+	fan := int64(1)
+	var enum []string
+	// the key columns up to the last one the query fixes or bounds are what the scan seeks on;
+	// buckets after it are not worth enumerating (a scan of the prefix covers them)
+	useful, usefulFan := -1, int64(1)
+	var usefulEnum, prefix []string
+	fixed := 0
+	stop := -1
+	rangeAt := false
+	for i, c := range key {
+		all := len(c.sources) > 0 || c.buckets == 0 // a constant is fixed; random(n) is not
+		for _, s := range c.sources {
+			all = all && eq[s]
+		}
+		if all {
+			for _, s := range c.sources {
+				used[s] = true
+			}
+			fixed++
+			prefix = append(prefix, c.name)
+			useful, usefulFan, usefulEnum = i, fan, append([]string(nil), enum...)
+			continue
+		}
+		if c.buckets > 0 {
+			fan = min(fan*c.buckets, 1<<40)
+			enum = append(enum, c.name)
+			continue
+		}
+		stop = i
+		if q.Range != "" && c.ident == q.Range {
+			used[q.Range] = true
+			rangeAt = true
+			useful, usefulFan, usefulEnum = i, fan, append([]string(nil), enum...)
+		}
+		break
+	}
+	fan, enum = usefulFan, usefulEnum
+	for _, c := range q.Equal {
+		if !used[c] {
+			p.Filtered = append(p.Filtered, c)
+		}
+	}
+	if q.Range != "" && !used[q.Range] {
+		p.Filtered = append(p.Filtered, q.Range)
+	}
+	times := func() string {
+		if fan == 1 {
+			return ""
+		}
+		return fmt.Sprintf(", times %d: one per value of %s, which the client cannot compute from the query (merged by the client)", fan, listText(enum))
+	}
+	filtered := ""
+	if len(p.Filtered) > 0 {
+		filtered = ", filtering " + listText(p.Filtered)
+	}
+	switch {
+	case stop < 0 && useful == len(key)-1:
+		p.Access, p.Scans = "get", fan
+		if fan == 1 {
+			p.Note = "a GET: the query fixes every key column" + filtered
+		} else {
+			p.Note = fmt.Sprintf("%d GETs, one per value of %s, which the client cannot compute from the query%s", fan, listText(enum), filtered)
+		}
+	case rangeAt:
+		p.Access, p.Scans = "scan", fan
+		where := "one SCAN of a " + q.Range + " range"
+		if len(prefix) > 0 {
+			where += " within " + listText(prefix) + " fixed by the query"
+		}
+		p.Note = where + times()
+		var after []string
+		for _, c := range p.Filtered {
+			if c != q.Range {
+				after = append(after, c)
+			}
+		}
+		if len(after) > 0 {
+			p.Note += fmt.Sprintf(": the range column %s stands before %s in the key, so the scan reads the whole %s range for every value of %s and filters %s (put %s first to make it a key range)",
+				q.Range, listText(after), q.Range, listText(after), listText(after), listText(after))
+		}
+	case useful < 0:
+		p.Access, p.Scans = "full_scan", -1
+		c := key[max(stop, 0)]
+		why := fmt.Sprintf("the query does not fix the first key column %s", key[0].name)
+		if len(enum) > 0 || stop > 0 {
+			why = fmt.Sprintf("the query fixes no key column (%s can only be enumerated, then %s is not in the query)", listText(enumAll(key, stop)), c.name)
+		}
+		for _, s := range c.sources {
+			if s == q.Range && c.ident == "" {
+				why += fmt.Sprintf(" (%s scrambles the order of %s: a %s range is not a key range)", c.expr, s, s)
+				break
+			}
+		}
+		p.Note = "a scan of every region (the whole table, which Lindorm refuses by default)" + filtered + ": " + why
+	default:
+		p.Access, p.Scans = "scan", fan
+		p.Note = fmt.Sprintf("one SCAN of all rows with %s fixed by the query%s", listText(prefix), times())
+		if len(p.Filtered) > 0 {
+			next := key[useful+1]
+			p.Note += fmt.Sprintf(", filtering %s: key column %s comes next and the query does not fix it", listText(p.Filtered), next.name)
+			for _, s := range next.sources {
+				if s == q.Range && next.ident == "" {
+					p.Note += fmt.Sprintf(" (%s scrambles the order of %s)", next.expr, s)
+					break
+				}
+			}
+		}
+	}
+	return p
+}
+
+// enumAll names the key columns before stop (the enumerated buckets of a plan that fixes none).
+func enumAll(key []keyCol, stop int) []string {
+	if stop < 0 {
+		stop = len(key)
+	}
+	var out []string
+	for _, c := range key[:stop] {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// queryCost condenses a design's plans for ranking: queries that scan the whole table, queries
+// that read rows they filter out, and the scans (a full scan counting as n).
+func queryCost(plans []QueryPlan, n int) (full, overread int, scans int64) {
+	for _, p := range plans {
+		switch {
+		case p.Access == "full_scan":
+			full++
+			scans += int64(max(n, 1))
+			continue
+		case p.Access == "scan" && len(p.Filtered) > 0:
+			overread++
+		}
+		scans += p.Scans
+	}
+	return
+}

@@ -1,0 +1,243 @@
+package report
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
+)
+
+// The uniqueness rule's advice: the smallest key change that removes the collisions. The
+// collision check compares the distinct source rows of every colliding key pairwise, column by
+// column, and keeps for each pair the set of columns in which the two rows differ (a bit mask,
+// counted by mask). Adding columns S to the key separates a pair exactly when S meets its mask,
+// so the change is the smallest S that meets every mask (a hitting set: tried by size, 1 to
+// maxSuggestColumns, columns in order of preference), that keeps the key within Lindorm's limit
+// and that compiles as a key column.
+
+// maxSuggestColumns bounds the columns a suggestion adds.
+const maxSuggestColumns = 3
+
+// suggestKey finds the smallest key change for the collisions in res (pair masks over the
+// source columns of prog); compile checks that a primary key compiles. It returns nil when
+// nothing collides.
+func suggestKey(res collisionResult, prog *transform.Program, pk string, compile func(pk string) (*transform.Program, error)) *KeySuggestion {
+	if res.Colliding == 0 {
+		return nil
+	}
+	src := prog.Source()
+	s := &KeySuggestion{Add: []string{}, DifferIn: []ColumnDiff{}, CheckedKeys: res.CheckedKeys, PartlyKeys: res.PartialKeys,
+		Pairs: res.Pairs, Checked: res.PartialKeys == 0 && res.Unrecorded == 0 && res.NoDiff == 0}
+	type mw struct {
+		m uint64
+		n int64
+	}
+	masks := make([]mw, 0, len(res.Masks))
+	var union uint64
+	per := make([]int64, maxHashedColumns)
+	for m, n := range res.Masks {
+		masks = append(masks, mw{m, n})
+		union |= m
+		for b := m; b != 0; b &= b - 1 {
+			per[bits.TrailingZeros64(b)] += n
+		}
+	}
+	// most frequent masks first: a failing candidate fails early
+	slices.SortFunc(masks, func(a, b mw) int {
+		if a.n != b.n {
+			if a.n > b.n {
+				return -1
+			}
+			return 1
+		}
+		if a.m < b.m {
+			return -1
+		}
+		return 1
+	})
+	var cands []int
+	for c := 0; c < min(len(src), maxHashedColumns); c++ {
+		if union&(1<<uint(c)) != 0 {
+			cands = append(cands, c)
+			s.DifferIn = append(s.DifferIn, ColumnDiff{Column: src[c].Name, Pairs: per[c]})
+		}
+	}
+	slices.SortStableFunc(s.DifferIn, func(a, b ColumnDiff) int {
+		if a.Pairs != b.Pairs {
+			if a.Pairs > b.Pairs {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	// preferred columns first: fixed-width values make short keys (the guide: prefer fixed-length
+	// values such as BIGINT); then the columns that separate most pairs; then schema order
+	slices.SortStableFunc(cands, func(a, b int) int {
+		fa, fb := fixedWidthCQL(src[a].Type), fixedWidthCQL(src[b].Type)
+		if fa != fb {
+			if fa {
+				return -1
+			}
+			return 1
+		}
+		if per[a] != per[b] {
+			if per[a] > per[b] {
+				return -1
+			}
+			return 1
+		}
+		return a - b
+	})
+	keyLen := len(prog.KeyElements())
+	room := min(transform.MaxKeyColumns-keyLen, maxSuggestColumns)
+	hits := func(set uint64) bool {
+		for _, x := range masks {
+			if x.m&set == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	names := func(set []int) []string {
+		var out []string
+		for _, c := range set {
+			out = append(out, src[c].Name)
+		}
+		return out
+	}
+	var found []int
+	var smallest int // the size of the smallest separating set, even beyond the key's room
+	for size := 1; size <= maxSuggestColumns && found == nil && len(masks) > 0; size++ {
+		combos(len(cands), size, func(idx []int) bool {
+			var set uint64
+			cols := make([]int, 0, size)
+			for _, i := range idx {
+				set |= 1 << uint(cands[i])
+				cols = append(cols, cands[i])
+			}
+			if !hits(set) {
+				return true
+			}
+			if smallest == 0 {
+				smallest = size
+			}
+			if size > room {
+				return false
+			}
+			key := pk + bracketed(names(cols))
+			if _, err := compile(key); err != nil {
+				return true // not a valid key column (JSON, VARBINARY not last...): try the next
+			}
+			found = cols
+			return false
+		})
+	}
+	differ := func(max int) string {
+		var parts []string
+		for i, d := range s.DifferIn {
+			if i == max {
+				parts = append(parts, "...")
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s (%s pairs)", d.Column, count(d.Pairs)))
+		}
+		return strings.Join(parts, ", ")
+	}
+	scope := fmt.Sprintf("all %s colliding keys compared", count(res.CheckedKeys))
+	if !s.Checked {
+		var notes []string
+		if res.PartialKeys > 0 {
+			notes = append(notes, fmt.Sprintf("%s keys with more than %d distinct rows compared on their first %d", count(res.PartialKeys), maxPairRows, maxPairRows))
+		}
+		if res.NoDiff > 0 {
+			notes = append(notes, fmt.Sprintf("%s pairs differ in no column among the first %d", count(res.NoDiff), maxHashedColumns))
+		}
+		if res.Unrecorded > 0 {
+			notes = append(notes, fmt.Sprintf("%s pairs not kept", count(res.Unrecorded)))
+		}
+		scope = fmt.Sprintf("%s pairs of rows from %s colliding keys compared (%s)", count(res.Pairs), count(res.CheckedKeys+res.PartialKeys), strings.Join(notes, "; "))
+	}
+	switch {
+	case found != nil:
+		s.Add = names(found)
+		s.PrimaryKey = pk + bracketed(s.Add)
+		if p, err := compile(s.PrimaryKey); err == nil {
+			s.PrimaryKey = mappingInfo(p, nil).PrimaryKey
+		}
+		s.SeparatesAll = true
+		it := "it"
+		if len(s.Add) > 1 {
+			it = "them"
+		}
+		s.Message = fmt.Sprintf("add %s to the key (%s): every pair of colliding rows differs in %s (%s)", listText(quoted(s.Add)), s.PrimaryKey, it, scope)
+		if !s.Checked {
+			s.Message += "; rerun the report after the change to check the rest"
+		}
+	case len(masks) == 0:
+		s.Message = fmt.Sprintf("the colliding rows differ in no column the report compares (%s)", scope)
+	case smallest > 0:
+		s.Message = fmt.Sprintf("no column can be added within Lindorm's %d key columns: the colliding rows differ only in combinations of %s, and telling them apart takes %d more key columns (%d in all); the source has no column that identifies a row: add one (a sequence number or event id) and key on it",
+			transform.MaxKeyColumns, differ(6), smallest, keyLen+smallest)
+	default:
+		s.Message = fmt.Sprintf("no set of up to %d columns tells the colliding rows apart: they differ in %s; the source has no column that identifies a row: add one (a sequence number or event id) and key on it",
+			maxSuggestColumns, differ(6))
+	}
+	s.PairsLeft = res.Pairs
+	if found != nil {
+		s.PairsLeft = res.NoDiff + res.Unrecorded // never separable, or not kept to check
+	}
+	return s
+}
+
+// combos calls fn with every size-combination of 0..n-1 in lexicographic order until fn returns
+// false.
+func combos(n, size int, fn func(idx []int) bool) {
+	idx := make([]int, size)
+	var rec func(start, k int) bool
+	rec = func(start, k int) bool {
+		if k == size {
+			return fn(idx)
+		}
+		for i := start; i <= n-(size-k); i++ {
+			idx[k] = i
+			if !rec(i+1, k+1) {
+				return false
+			}
+		}
+		return true
+	}
+	rec(0, 0)
+}
+
+// quoted marks column names in a message: `seq`.
+func quoted(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "`" + n + "`"
+	}
+	return out
+}
+
+// fixedWidthCQL: a CQL type Lindorm stores with a fixed width.
+func fixedWidthCQL(t string) bool {
+	switch strings.ToLower(strings.TrimSpace(t)) {
+	case "bigint", "int", "smallint", "tinyint", "counter", "timestamp", "date", "time", "boolean", "double", "float":
+		return true
+	}
+	return false
+}
+
+// diffColumns names the columns of a pair mask (bit i: source column i).
+func diffColumns(src pipeline.SourceSchema, mask uint64) []string {
+	out := []string{}
+	for b := mask; b != 0; b &= b - 1 {
+		if i := bits.TrailingZeros64(b); i < len(src) {
+			out = append(out, src[i].Name)
+		}
+	}
+	return out
+}

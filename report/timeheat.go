@@ -1,0 +1,145 @@
+package report
+
+import (
+	"math"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
+)
+
+// The time heatmap: accepted rows by the mapping's timestamp column (in time bins) and key range
+// (region groups), so the HTML page can show when the data was written against where its keys
+// land. Bins are a fixed number of equal slices that adapt to the values seen: when a value falls
+// outside, the bin width doubles (neighbours merge; a value before the start also moves the start
+// one span earlier), so memory stays at heatBins x region groups whatever the input.
+
+const (
+	heatBins = 256
+	// noTime marks a row without a timestamp (null).
+	noTime = math.MinInt64
+	// timeClamp bounds the timestamps binned (about 36 million years around 1970), so that spans
+	// and offsets stay far from overflowing.
+	timeClamp = int64(1) << 60
+)
+
+// timeColumn picks the timestamp column of the time heatmap: the first TIMESTAMP key column,
+// else the first TIMESTAMP or DATE target column; -1 when there is none.
+func timeColumn(prog *transform.Program) (int, bool) {
+	t := prog.Target()
+	for i, c := range t.Columns[:t.KeyLen] {
+		if c.Type == pipeline.TypeTimestamp {
+			return i, false
+		}
+	}
+	for i, c := range t.Columns {
+		if c.Type == pipeline.TypeTimestamp || c.Type == pipeline.TypeDate {
+			return i, c.Type == pipeline.TypeDate
+		}
+	}
+	return -1, false
+}
+
+// timeMillis is a timestamp or date value in epoch milliseconds (noTime for null).
+func timeMillis(v pipeline.Value, date bool) int64 {
+	if v.K == pipeline.KindNull {
+		return noTime
+	}
+	if date {
+		return v.I * 86400000
+	}
+	return v.I
+}
+
+type timeHeat struct {
+	group  int // regions per row
+	rows   int
+	init   bool
+	start  int64 // bin i covers [start + i*width, start + (i+1)*width)
+	width  int64
+	counts [][]int64 // heatBins x rows
+	nulls  int64
+}
+
+func newTimeHeat(regions int) *timeHeat {
+	group := (regions + maxHeatRows - 1) / maxHeatRows
+	h := &timeHeat{group: max(group, 1), width: 1}
+	h.rows = (regions + h.group - 1) / h.group
+	h.counts = make([][]int64, heatBins)
+	for i := range h.counts {
+		h.counts[i] = make([]int64, h.rows)
+	}
+	return h
+}
+
+func (h *timeHeat) add(t int64, region int) {
+	if t == noTime {
+		h.nulls++
+		return
+	}
+	t = min(max(t, -timeClamp), timeClamp) // beyond any calendar: keeps the arithmetic in range
+	if !h.init {
+		h.start, h.init = t, true
+	}
+	for t < h.start || (t-h.start)/h.width >= heatBins {
+		h.grow(t < h.start)
+	}
+	h.counts[(t-h.start)/h.width][region/h.group]++
+}
+
+// grow doubles the bin width, merging neighbours; left moves the start one span earlier first
+// (the old bins then fill the right half).
+func (h *timeHeat) grow(left bool) {
+	shift := 0
+	if left {
+		shift = heatBins
+		h.start -= heatBins * h.width
+	}
+	merged := make([][]int64, heatBins)
+	for i := range merged {
+		merged[i] = make([]int64, h.rows)
+	}
+	for i, c := range h.counts {
+		dst := merged[(i+shift)/2]
+		for r, n := range c {
+			dst[r] += n
+		}
+	}
+	h.counts = merged
+	h.width *= 2
+}
+
+// result condenses the heatmap for the report: the bins from the first to the last with rows.
+func (h *timeHeat) result(column string, regions []Region) *TimeHeatmap {
+	out := &TimeHeatmap{Column: column, BinMillis: h.width, RegionsPerRow: h.group, NullRows: h.nulls, Rows: []HeatRow{}, Bins: []TimeBin{}}
+	for g := 0; g < h.rows; g++ {
+		r := HeatRow{FirstRegion: g * h.group}
+		if r.FirstRegion < len(regions) {
+			r.Start = regions[r.FirstRegion].Start
+		}
+		out.Rows = append(out.Rows, r)
+	}
+	first, last := -1, -1
+	for i, c := range h.counts {
+		for _, n := range c {
+			if n > 0 {
+				if first < 0 {
+					first = i
+				}
+				last = i
+				break
+			}
+		}
+	}
+	if first < 0 {
+		return out
+	}
+	out.StartMillis = h.start + int64(first)*h.width
+	for i := first; i <= last; i++ {
+		b := TimeBin{StartMillis: h.start + int64(i)*h.width, Counts: h.counts[i]}
+		for _, n := range b.Counts {
+			b.Rows += n
+		}
+		out.Bins = append(out.Bins, b)
+	}
+	return out
+}
