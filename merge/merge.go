@@ -375,7 +375,8 @@ func mergeRejects(inputs []*Input, out string) error {
 	if len(all) == 0 {
 		return nil
 	}
-	return pipeline.WriteFileAtomic(filepath.Join(out, pipeline.RejectsFile), all)
+	// 0600 as migrate writes it: rejected rows are raw input, which may be personal data
+	return pipeline.WriteFileAtomicMode(filepath.Join(out, pipeline.RejectsFile), all, 0o600)
 }
 
 // mergeBulkload rewrites the first input's bulkload.json to read the merged directory.

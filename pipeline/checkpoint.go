@@ -31,7 +31,8 @@ type Checkpoint struct {
 	RowsRejected int64                  `json:"rows_rejected"`
 	RejectCodes  map[string]int64       `json:"reject_codes,omitempty"`
 	RejectsBytes int64                  `json:"rejects_bytes"`
-	Complete     bool                   `json:"complete"` // the source was read to its end
+	ReplayBytes  int64                  `json:"replay_bytes,omitempty"` // of the replay file (rejected-rows.*)
+	Complete     bool                   `json:"complete"`               // the source was read to its end
 	UpdatedAt    time.Time              `json:"updated_at"`
 }
 

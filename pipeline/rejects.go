@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 )
 
@@ -38,56 +39,65 @@ type KafkaMessage struct {
 	Key       string `json:"key,omitempty"`
 }
 
-// RejectLog appends rejects to rejects.jsonl; it is safe for concurrent use. Lines are buffered
-// and made durable (flush + fsync) by Sync, which a checkpoint calls: the checkpoint records the
-// file length that is durable.
+// RejectLog appends rejects to rejects.jsonl and, when the source can give its rejected records
+// back in the input's own format, their raw text to a replay file; it is safe for concurrent use.
+// Lines are buffered and made durable (flush + fsync) by Sync, which a checkpoint calls: the
+// checkpoint records the lengths that are durable.
 type RejectLog struct {
 	mu     sync.Mutex
-	f      *os.File
-	w      *bufio.Writer
-	size   int64
+	log    *appendFile
+	replay *appendFile // nil without a replay file
 	counts map[string]int64
+}
+
+// ReplayFile names the file a source's rejected records are written back to, in the input's own
+// format (a CSV header and lines, JSON Lines), so that once the cause is fixed `rekey migrate
+// --source file:rejected-rows.csv` runs exactly those rows again.
+type ReplayFile struct {
+	Name   string // in the output directory: ReplayPrefix + extension
+	Header string // written at the top of the file (a CSV header line with its newline), or ""
+}
+
+// ReplayPrefix starts the name of every replay file.
+const ReplayPrefix = "rejected-rows."
+
+// Replayer is implemented by sources whose Record.Raw is a whole input record in the input's
+// format; ok is false when this input cannot be replayed as one file.
+type Replayer interface {
+	ReplayFile() (f ReplayFile, ok bool)
 }
 
 // OpenRejectLog opens (or creates) the rejects file at path. A truncateTo >= 0 cuts the file to
 // that length (a resumed run drops the lines written after its checkpoint); a negative one keeps
 // the file and appends at its end. counts holds the per-code counts so far (nil: none).
 func OpenRejectLog(path string, truncateTo int64, counts map[string]int64) (*RejectLog, error) {
-	flags := os.O_CREATE | os.O_WRONLY
-	if truncateTo < 0 {
-		flags |= os.O_APPEND
-	}
-	// 0600: rejected rows are raw input, which may be personal data.
-	f, err := os.OpenFile(path, flags, 0o600)
+	f, err := openAppendFile(path, truncateTo, "rejects file")
 	if err != nil {
-		return nil, fmt.Errorf("open rejects file: %w", err)
-	}
-	if err := f.Chmod(0o600); err != nil { // a file from an older run may be wider
-		f.Close()
-		return nil, fmt.Errorf("open rejects file: %w", err)
-	}
-	var size int64
-	if truncateTo >= 0 {
-		// A resumed run drops the lines written after the last checkpoint: their rows are read again.
-		if err := f.Truncate(truncateTo); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("truncate rejects file to its checkpointed length: %w", err)
-		}
-		size, err = f.Seek(truncateTo, io.SeekStart)
-	} else {
-		size, err = f.Seek(0, io.SeekEnd)
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("seek rejects file: %w", err)
+		return nil, err
 	}
 	if counts == nil {
 		counts = map[string]int64{}
 	}
-	return &RejectLog{f: f, w: bufio.NewWriterSize(f, 256<<10), size: size, counts: counts}, nil
+	return &RejectLog{log: f, counts: counts}, nil
 }
 
-// Add appends one line (buffered).
+// OpenReplay starts writing rejected records' raw text to the replay file rf in dir, cut to
+// truncateTo (the checkpointed length; 0 on a fresh run, when the header is written).
+func (l *RejectLog) OpenReplay(dir string, rf ReplayFile, truncateTo int64) error {
+	f, err := openAppendFile(filepath.Join(dir, rf.Name), truncateTo, "replay file")
+	if err != nil {
+		return err
+	}
+	if f.size == 0 && rf.Header != "" {
+		f.write([]byte(rf.Header))
+	}
+	l.mu.Lock()
+	l.replay = f
+	l.mu.Unlock()
+	return nil
+}
+
+// Add appends one line (buffered), and the record's raw text to the replay file.
 func (l *RejectLog) Add(r *Reject) error {
 	line, err := json.Marshal(r)
 	if err != nil {
@@ -96,36 +106,110 @@ func (l *RejectLog) Add(r *Reject) error {
 	line = append(line, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, err := l.w.Write(line); err != nil {
-		return fmt.Errorf("write rejects file: %w", err)
+	if err := l.log.write(line); err != nil {
+		return err
 	}
-	l.size += int64(len(line))
+	if l.replay != nil && r.Raw != "" {
+		if err := l.replay.write(append([]byte(r.Raw), '\n')); err != nil {
+			return err
+		}
+	}
 	l.counts[r.Code]++
 	return nil
 }
 
-// Sync flushes and fsyncs, returning the durable length and a copy of the per-code counts.
-func (l *RejectLog) Sync() (int64, map[string]int64, error) {
+// Sync flushes and fsyncs, returning the durable length of the rejects file and of the replay
+// file (0 without one), and a copy of the per-code counts.
+func (l *RejectLog) Sync() (size, replaySize int64, counts map[string]int64, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.w.Flush(); err != nil {
-		return 0, nil, fmt.Errorf("flush rejects file: %w", err)
+	if err := l.log.sync(); err != nil {
+		return 0, 0, nil, err
 	}
-	if err := l.f.Sync(); err != nil {
-		return 0, nil, fmt.Errorf("fsync rejects file: %w", err)
+	if l.replay != nil {
+		if err := l.replay.sync(); err != nil {
+			return 0, 0, nil, err
+		}
+		replaySize = l.replay.size
 	}
-	counts := make(map[string]int64, len(l.counts))
+	counts = make(map[string]int64, len(l.counts))
 	for k, v := range l.counts {
 		counts[k] = v
 	}
-	return l.size, counts, nil
+	return l.log.size, replaySize, counts, nil
 }
 
-// Close syncs and closes the file.
+// Close syncs and closes the files.
 func (l *RejectLog) Close() error {
-	if _, _, err := l.Sync(); err != nil {
-		l.f.Close()
-		return err
+	_, _, _, err := l.Sync()
+	if cerr := l.log.close(); err == nil {
+		err = cerr
 	}
-	return l.f.Close()
+	if l.replay != nil {
+		if cerr := l.replay.close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
+
+// appendFile is a buffered file written at its end, with its length.
+type appendFile struct {
+	f    *os.File
+	w    *bufio.Writer
+	size int64
+	what string
+}
+
+// openAppendFile opens path (0600: rejected rows are raw input, which may be personal data) cut
+// to truncateTo, or at its end when truncateTo < 0.
+func openAppendFile(path string, truncateTo int64, what string) (*appendFile, error) {
+	flags := os.O_CREATE | os.O_WRONLY
+	if truncateTo < 0 {
+		flags |= os.O_APPEND
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", what, err)
+	}
+	if err := f.Chmod(0o600); err != nil { // a file from an older run may be wider
+		f.Close()
+		return nil, fmt.Errorf("open %s: %w", what, err)
+	}
+	var size int64
+	if truncateTo >= 0 {
+		// A resumed run drops the lines written after the last checkpoint: their rows are read again.
+		if err := f.Truncate(truncateTo); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("truncate %s to its checkpointed length: %w", what, err)
+		}
+		size, err = f.Seek(truncateTo, io.SeekStart)
+	} else {
+		size, err = f.Seek(0, io.SeekEnd)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("seek %s: %w", what, err)
+	}
+	return &appendFile{f: f, w: bufio.NewWriterSize(f, 256<<10), size: size, what: what}, nil
+}
+
+func (a *appendFile) write(b []byte) error {
+	if _, err := a.w.Write(b); err != nil {
+		return fmt.Errorf("write %s: %w", a.what, err)
+	}
+	a.size += int64(len(b))
+	return nil
+}
+
+func (a *appendFile) sync() error {
+	if err := a.w.Flush(); err != nil {
+		return fmt.Errorf("flush %s: %w", a.what, err)
+	}
+	if err := a.f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", a.what, err)
+	}
+	return nil
+}
+
+func (a *appendFile) close() error { return a.f.Close() }

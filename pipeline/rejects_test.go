@@ -19,7 +19,7 @@ func TestRejectLogModes(t *testing.T) {
 	if err := l.Add(&Reject{Position: "a:1", Code: "type"}); err != nil {
 		t.Fatal(err)
 	}
-	size, counts, err := l.Sync()
+	size, _, counts, err := l.Sync()
 	if err != nil || counts["type"] != 1 {
 		t.Fatalf("sync: %d %v %v", size, counts, err)
 	}
@@ -42,7 +42,7 @@ func TestRejectLogModes(t *testing.T) {
 	if err := l.Add(&Reject{Position: "kafka:t/0:0", Code: "eval", KafkaMessage: &KafkaMessage{Topic: "t"}}); err != nil {
 		t.Fatal(err)
 	}
-	end, _, err := l.Sync()
+	end, _, _, err := l.Sync()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,6 +134,13 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 		return Result{}, err
 	}
 	defer rejects.Close()
+	if rp, ok := cfg.Source.(Replayer); ok {
+		if rf, ok := rp.ReplayFile(); ok {
+			if err := rejects.OpenReplay(cfg.OutDir, rf, cp.ReplayBytes); err != nil {
+				return Result{}, err
+			}
+		}
+	}
 	if resume == nil {
 		// The first checkpoint, before any row: it fixes the region plan and the source's
 		// identity, so a run killed at any later instant can be resumed (from the start).
@@ -195,10 +202,11 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 		if err != nil {
 			return fmt.Errorf("commit files: %w", err)
 		}
-		size, codes, err := rejects.Sync()
+		size, replaySize, codes, err := rejects.Sync()
 		if err != nil {
 			return err
 		}
+		cp.ReplayBytes = replaySize
 		cp.Files = append(cp.Files, files...)
 		cp.RowsIn = r.Counters.RowsIn.Load()
 		cp.RowsWritten = r.Counters.RowsWritten.Load()

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ type seqSource struct {
 	delay                time.Duration
 	failStream           int   // the source fails when it reaches this stream (0: never)
 	failErr              error // the error it fails with (default: a range that keeps failing)
+	rawIDs               bool  // bad rows' Raw names the row ("garbage 0/5")
 }
 
 func (s *seqSource) Run(ctx context.Context, resume map[string]StreamState, out chan<- Batch) error {
@@ -47,6 +50,9 @@ func (s *seqSource) Run(ctx context.Context, resume map[string]StreamState, out 
 				if s.bad[int64(si*1_000_000+j)] {
 					r.Err = &RowError{Code: CodeParse, Message: "cannot decode"}
 					r.Raw = "garbage"
+					if s.rawIDs {
+						r.Raw = fmt.Sprintf("garbage %d/%d", si, j)
+					}
 				}
 				b.Records = append(b.Records, r)
 			}
@@ -419,5 +425,60 @@ func TestDamagedInputCommitsNothing(t *testing.T) {
 	cp, _ := LoadCheckpoint(cfg.OutDir)
 	if len(sink.committed) != 0 || cp == nil || cp.RowsWritten != 0 || res.RowsWritten != 0 {
 		t.Fatalf("committed %d rows from a damaged input (checkpoint %+v, result %d)", len(sink.committed), cp, res.RowsWritten)
+	}
+}
+
+// replaySource is a seqSource whose rejected records can be written back as they were read.
+type replaySource struct{ seqSource }
+
+func (*replaySource) ReplayFile() (ReplayFile, bool) {
+	return ReplayFile{Name: ReplayPrefix + "txt", Header: "header\n"}, true
+}
+
+// Issue 11.2: rejected rows are also written in the input's own format for a replay after a fix;
+// like rejects.jsonl, the replay file holds each rejected row once across crashes and resumes.
+func TestReplayFileExactlyOnceAcrossResumes(t *testing.T) {
+	bad := map[int64]bool{}
+	var want []string
+	for si := 0; si < 3; si++ {
+		for j := 7; j < 3000; j += 101 {
+			bad[int64(si*1_000_000+j)] = true
+			want = append(want, fmt.Sprintf("garbage %d/%d", si, j))
+		}
+	}
+	for _, killAt := range []time.Duration{2 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond} {
+		src := &replaySource{seqSource{streams: 3, rows: 3000, batch: 50, delay: 100 * time.Microsecond, bad: bad, rawIDs: true}}
+		cfg := testConfig(t, src, &memSink{}, copyTransform{})
+		cfg.CheckpointEvery = 2 * time.Millisecond
+		r, _ := NewRunner(cfg)
+		ctx, cancel := context.WithTimeout(context.Background(), killAt)
+		r.Run(ctx, nil, nil)
+		cancel()
+		cp, err := resumeFrom(t, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, _ := NewRunner(cfg)
+		if _, err := r2.Run(context.Background(), nil, cp); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(filepath.Join(cfg.OutDir, ReplayPrefix+"txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		if lines[0] != "header" {
+			t.Fatalf("killed at %v: the replay file starts with %q", killAt, lines[0])
+		}
+		got := append([]string(nil), lines[1:]...)
+		sort.Strings(got)
+		w := append([]string(nil), want...)
+		sort.Strings(w)
+		if strings.Join(got, "|") != strings.Join(w, "|") {
+			t.Fatalf("killed at %v: replay file has %d rows, want %d once each", killAt, len(got), len(w))
+		}
+		if st, _ := os.Stat(filepath.Join(cfg.OutDir, ReplayPrefix+"txt")); st.Mode().Perm() != 0o600 {
+			t.Fatalf("replay file mode %v", st.Mode().Perm())
+		}
 	}
 }
