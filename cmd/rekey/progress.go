@@ -90,6 +90,11 @@ func (p *progress) plain(w io.Writer, interval time.Duration, f progressFigures)
 	started := time.Now()
 	line := func() { fmt.Fprintln(w, plainLine(f, time.Since(started))) }
 	p.fin = line
+	p.every(interval, line)
+}
+
+// every calls fn each interval until finish.
+func (p *progress) every(interval time.Duration, fn func()) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -100,7 +105,7 @@ func (p *progress) plain(w io.Writer, interval time.Duration, f progressFigures)
 			case <-p.done:
 				return
 			case <-t.C:
-				line()
+				fn()
 			}
 		}
 	}()
@@ -187,20 +192,7 @@ func (p *progress) startBar(f progressFigures) {
 		}
 		update()
 	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.done:
-				return
-			case <-t.C:
-				update()
-			}
-		}
-	}()
+	p.every(250*time.Millisecond, update)
 }
 
 func (p *progress) finish() {
