@@ -44,6 +44,19 @@ func TestJSONEndToEnd(t *testing.T) {
 	srv := httptest.NewServer(rn.r.Handler())
 	defer srv.Close()
 	fams := scrape(t, srv.URL+"/metrics")
+	// a scraper that asks for OpenMetrics gets it
+	req, _ := http.NewRequest("GET", srv.URL+"/metrics", nil)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	if resp, err := httpClient.Do(req); err != nil {
+		t.Error(err)
+	} else {
+		om, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "application/openmetrics-text") ||
+			!strings.Contains(string(om), "\nrekey_messages_in_total 1200") || !strings.HasSuffix(string(om), "# EOF\n") {
+			t.Errorf("OpenMetrics: %s %q:\n%s", resp.Status, ct, om)
+		}
+	}
 	if h := get(t, srv.URL+"/healthz"); !strings.HasPrefix(h, "ok consuming") {
 		t.Errorf("/healthz: %q", h)
 	}
