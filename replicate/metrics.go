@@ -1,20 +1,27 @@
 package replicate
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"math"
 	"net/http"
 	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
 )
 
-// Metrics are the replicator's live figures, exported in the Prometheus text format by Handler
-// (/metrics) next to a health check (/healthz). Counters count from the process start.
+// Metrics are the replicator's live figures, served by Handler on /metrics through
+// prometheus/client_golang, from a registry of the replicator's own (never the global one),
+// next to a health check (/healthz). Counters count from the process start.
+//
+// The counters are atomic.Int64 fields that the registry reads at scrape time: the status line
+// and the summary read them too, which a prometheus.Counter cannot do cheaply, and adding to
+// either costs the same (BenchmarkCounterAdd).
 type Metrics struct {
 	MessagesIn  atomic.Int64 // messages read from Kafka
 	RowsWritten atomic.Int64 // upserted rows written to data files (committed or not yet)
@@ -30,14 +37,16 @@ type Metrics struct {
 	CommitErrors      atomic.Int64
 	Rebalances        atomic.Int64 // generations joined
 
+	registry        *prometheus.Registry
+	rollSeconds     prometheus.Histogram // a roll's whole close
+	manifestSeconds prometheus.Histogram // renames, fsyncs and manifest rewrite, under the folder's lock
+	offsetSeconds   prometheus.Histogram // one offset commit to Kafka
+
 	mu         sync.Mutex
-	rollSum    float64 // seconds spent committing rolls
 	rollMax    float64
-	rollCount  int64
 	partitions map[int]*partitionGauge
 	state      string // "starting", "joining", "consuming", "stopping", "stopped", "failed"
 	stateSince time.Time
-	started    time.Time
 }
 
 type partitionGauge struct {
@@ -47,9 +56,93 @@ type partitionGauge struct {
 	assigned  bool
 }
 
-func newMetrics() *Metrics {
+// newMetrics registers the replicator's metrics, with the Go runtime's and the process's, in a
+// registry of their own. topic labels the per-partition gauges; version is rekey_build_info's.
+func newMetrics(topic, version string) *Metrics {
 	now := time.Now()
-	return &Metrics{partitions: map[int]*partitionGauge{}, state: "starting", stateSince: now, started: now}
+	m := &Metrics{partitions: map[int]*partitionGauge{}, state: "starting", stateSince: now, registry: prometheus.NewRegistry()}
+	// a roll closes in milliseconds on a local disk and in seconds on a loaded shared one
+	m.rollSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rekey_roll_seconds",
+		Help:    "Time to close a roll: finish, fsync and rename its files, write the manifest, commit offsets.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}) // 5ms .. 41s
+	m.manifestSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rekey_manifest_commit_seconds",
+		Help:    "Time to commit a roll to the output folder: take the folder's lock, rename and fsync its files, rewrite manifest.json.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}) // 1ms .. 16s
+	m.offsetSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rekey_offset_commit_seconds",
+		Help:    "Time to commit a partition's offset to Kafka (failed commits included).",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}) // 1ms .. 8s
+
+	counter := func(name, help string, v *atomic.Int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v.Load()) })
+	}
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	m.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rekey_build_info", Help: "rekey's version, always 1.",
+			ConstLabels: prometheus.Labels{"version": version}}, func() float64 { return 1 }),
+		counter("rekey_messages_in_total", "Kafka messages read.", &m.MessagesIn),
+		counter("rekey_rows_written_total", "Rows written to data files (upserts).", &m.RowsWritten),
+		counter("rekey_deletes_total", "DELETE statements written.", &m.Deletes),
+		counter("rekey_messages_rejected_total", "Messages or rows sent to rejects.jsonl.", &m.Rejected),
+		counter("rekey_tombstones_dropped_total", "Debezium tombstones skipped: the target key needs more than the message key, and the delete event before them did the delete.", &m.TombstonesDropped),
+		counter("rekey_bytes_written_total", "Bytes of committed data and delete files.", &m.BytesWritten),
+		counter("rekey_files_committed_total", "Data and delete files committed.", &m.FilesCommitted),
+		counter("rekey_offset_commits_total", "Offset commits to Kafka.", &m.OffsetCommits),
+		counter("rekey_offset_commit_errors_total", "Failed offset commits (the files stay; the messages are replayed).", &m.CommitErrors),
+		counter("rekey_generations_total", "Consumer group generations joined (rebalances).", &m.Rebalances),
+		m.rollSeconds, m.manifestSeconds, m.offsetSeconds,
+		gauge("rekey_roll_seconds_max", "Longest roll close.", func() float64 {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			return m.rollMax
+		}),
+		gauge("rekey_assigned_partitions", "Partitions this process consumes.", func() float64 { return float64(m.Assigned()) }),
+		gauge("rekey_up", "1 while the replicator consumes or waits for an assignment.", func() float64 {
+			if s, _ := m.State(); s == "consuming" || s == "joining" {
+				return 1
+			}
+			return 0
+		}),
+		&partitionCollector{m: m, topic: topic,
+			lag: prometheus.NewDesc("rekey_consumer_lag", "Messages in the partition past the next offset to read (high watermark - next).",
+				[]string{"topic", "partition"}, nil),
+			committed: prometheus.NewDesc("rekey_committed_offset", "Last offset this process committed for the partition.",
+				[]string{"topic", "partition"}, nil)},
+	)
+	return m
+}
+
+// partitionCollector exports the per-partition gauges as they are at scrape time: lag for the
+// partitions assigned now, the committed offset for those this process committed.
+type partitionCollector struct {
+	m              *Metrics
+	topic          string
+	lag, committed *prometheus.Desc
+}
+
+func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.lag; ch <- c.committed }
+
+func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
+	m := c.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	parts := make([]int, 0, len(m.partitions))
+	for p := range m.partitions {
+		parts = append(parts, p)
+	}
+	sort.Ints(parts)
+	for _, p := range parts {
+		g, label := m.partitions[p], strconv.Itoa(p)
+		if g.assigned {
+			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(max(g.hwm-g.next, 0)), c.topic, label)
+		}
+		if g.committed >= 0 {
+			ch <- prometheus.MustNewConstMetric(c.committed, prometheus.GaugeValue, float64(g.committed), c.topic, label)
+		}
+	}
 }
 
 func (m *Metrics) setState(s string) {
@@ -102,13 +195,14 @@ func (m *Metrics) committed(p int, off int64) {
 
 func (m *Metrics) roll(d time.Duration) {
 	s := d.Seconds()
+	m.rollSeconds.Observe(s)
 	m.mu.Lock()
-	m.rollSum += s
-	m.rollCount++
-	m.rollMax = math.Max(m.rollMax, s)
+	m.rollMax = max(m.rollMax, s)
 	m.mu.Unlock()
 	m.Rolls.Add(1)
 }
+
+func observeSince(h prometheus.Histogram, t time.Time) { h.Observe(time.Since(t).Seconds()) }
 
 // Lag is the total number of messages the assigned partitions hold past what was read.
 func (m *Metrics) Lag() int64 {
@@ -136,97 +230,16 @@ func (m *Metrics) Assigned() int {
 	return n
 }
 
-// WritePrometheus writes every metric in the Prometheus text exposition format (version 0.0.4).
-func (m *Metrics) WritePrometheus(w io.Writer, topic string) error {
-	bw := bufio.NewWriter(w)
-	counter := func(name, help string, v int64) {
-		fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, help, name, name, v)
-	}
-	counter("rekey_messages_in_total", "Kafka messages read.", m.MessagesIn.Load())
-	counter("rekey_rows_written_total", "Rows written to data files (upserts).", m.RowsWritten.Load())
-	counter("rekey_deletes_total", "DELETE statements written.", m.Deletes.Load())
-	counter("rekey_messages_rejected_total", "Messages or rows sent to rejects.jsonl.", m.Rejected.Load())
-	counter("rekey_tombstones_dropped_total", "Debezium tombstones skipped: the target key needs more than the message key, and the delete event before them did the delete.", m.TombstonesDropped.Load())
-	counter("rekey_bytes_written_total", "Bytes of committed data and delete files.", m.BytesWritten.Load())
-	counter("rekey_files_committed_total", "Data and delete files committed.", m.FilesCommitted.Load())
-	counter("rekey_offset_commits_total", "Offset commits to Kafka.", m.OffsetCommits.Load())
-	counter("rekey_offset_commit_errors_total", "Failed offset commits (the files stay; the messages are replayed).", m.CommitErrors.Load())
-	counter("rekey_generations_total", "Consumer group generations joined (rebalances).", m.Rebalances.Load())
-
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	fmt.Fprintf(bw, "# HELP rekey_roll_seconds Time to close a roll: finish, fsync and rename its files, write the manifest, commit offsets.\n# TYPE rekey_roll_seconds summary\n")
-	fmt.Fprintf(bw, "rekey_roll_seconds_sum %s\nrekey_roll_seconds_count %d\n", fmtFloat(m.rollSum), m.rollCount)
-	fmt.Fprintf(bw, "# HELP rekey_roll_seconds_max Longest roll close.\n# TYPE rekey_roll_seconds_max gauge\nrekey_roll_seconds_max %s\n", fmtFloat(m.rollMax))
-	parts := make([]int, 0, len(m.partitions))
-	for p := range m.partitions {
-		parts = append(parts, p)
-	}
-	sort.Ints(parts)
-	t := escapeLabel(topic)
-	fmt.Fprintf(bw, "# HELP rekey_consumer_lag Messages in the partition past the next offset to read (high watermark - next).\n# TYPE rekey_consumer_lag gauge\n")
-	for _, p := range parts {
-		g := m.partitions[p]
-		if !g.assigned {
-			continue
-		}
-		lag := g.hwm - g.next
-		if lag < 0 {
-			lag = 0
-		}
-		fmt.Fprintf(bw, "rekey_consumer_lag{topic=\"%s\",partition=\"%d\"} %d\n", t, p, lag)
-	}
-	fmt.Fprintf(bw, "# HELP rekey_committed_offset Last offset this process committed for the partition.\n# TYPE rekey_committed_offset gauge\n")
-	for _, p := range parts {
-		if g := m.partitions[p]; g.committed >= 0 {
-			fmt.Fprintf(bw, "rekey_committed_offset{topic=\"%s\",partition=\"%d\"} %d\n", t, p, g.committed)
-		}
-	}
-	assigned := 0
-	for _, g := range m.partitions {
-		if g.assigned {
-			assigned++
-		}
-	}
-	fmt.Fprintf(bw, "# HELP rekey_assigned_partitions Partitions this process consumes.\n# TYPE rekey_assigned_partitions gauge\nrekey_assigned_partitions %d\n", assigned)
-	fmt.Fprintf(bw, "# HELP rekey_up 1 while the replicator consumes or waits for an assignment.\n# TYPE rekey_up gauge\nrekey_up %d\n", b2i(m.state == "consuming" || m.state == "joining"))
-	return bw.Flush()
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-
-func escapeLabel(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			out = append(out, `\\`...)
-		case '"':
-			out = append(out, `\"`...)
-		case '\n':
-			out = append(out, `\n`...)
-		default:
-			out = append(out, s[i])
-		}
-	}
-	return string(out)
-}
-
-// Handler serves /metrics (Prometheus text format) and /healthz: 200 "ok" while the replicator
-// consumes or is joining its group (for at most unhealthyAfter), 503 otherwise.
+// Handler serves /metrics (Prometheus text or OpenMetrics, as the scraper asks) and /healthz:
+// 200 "ok" while the replicator consumes or is joining its group (for at most unhealthyAfter),
+// 503 otherwise.
 func (r *Replicator) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		r.metrics.WritePrometheus(w, r.cfg.Kafka.Topic)
-	})
+	mux.Handle("/metrics", promhttp.HandlerFor(r.metrics.registry, promhttp.HandlerOpts{
+		ErrorLog:          zapPrintln{r.log},
+		ErrorHandling:     promhttp.ContinueOnError, // serve what could be gathered, log the rest
+		EnableOpenMetrics: true,
+	}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		state, since := r.metrics.State()
 		healthy := state == "consuming" || (state == "joining" || state == "starting") && time.Since(since) < r.unhealthyAfter()
@@ -238,3 +251,8 @@ func (r *Replicator) Handler() http.Handler {
 	})
 	return mux
 }
+
+// zapPrintln gives promhttp's error log to zap.
+type zapPrintln struct{ log *zap.Logger }
+
+func (z zapPrintln) Println(v ...any) { z.log.Warn("/metrics: " + fmt.Sprint(v...)) }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	pmodel "github.com/prometheus/common/model"
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
@@ -31,32 +35,118 @@ func TestJSONEndToEnd(t *testing.T) {
 	c.Produce(t, topic, msgs...)
 	dir := t.TempDir()
 	cfg := config(t, c, topic, "g-json", "json", dir)
+	cfg.Version = "v-test"
 	rn := start(t, cfg)
 	waitCommitted(t, c, "g-json", topic, endOffsets(t, c, topic), 60*time.Second)
 
-	// metrics and health while running
+	// metrics and health while running: /metrics scraped over HTTP, parsed as Prometheus
+	// exposition (issue 11.7: client_golang, with histograms and the Go and process metrics)
 	srv := httptest.NewServer(rn.r.Handler())
 	defer srv.Close()
-	body := get(t, srv.URL+"/metrics")
-	for _, s := range []string{"rekey_messages_in_total 1200", "rekey_messages_rejected_total", "rekey_files_committed_total",
-		`rekey_consumer_lag{topic="` + topic + `",partition="0"} 0`, "rekey_roll_seconds_count", "rekey_deletes_total"} {
-		if !strings.Contains(body, s) {
-			t.Errorf("/metrics lacks %q:\n%s", s, body)
+	fams := scrape(t, srv.URL+"/metrics")
+	// a scraper that asks for OpenMetrics gets it
+	req, _ := http.NewRequest("GET", srv.URL+"/metrics", nil)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	if resp, err := httpClient.Do(req); err != nil {
+		t.Error(err)
+	} else {
+		om, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "application/openmetrics-text") ||
+			!strings.Contains(string(om), "\nrekey_messages_in_total 1200") || !strings.HasSuffix(string(om), "# EOF\n") {
+			t.Errorf("OpenMetrics: %s %q:\n%s", resp.Status, ct, om)
 		}
 	}
 	if h := get(t, srv.URL+"/healthz"); !strings.HasPrefix(h, "ok consuming") {
 		t.Errorf("/healthz: %q", h)
 	}
+	rolls := rn.r.Metrics().Rolls.Load()
 	if err := rn.shutdown(t); err != nil {
 		t.Fatal(err)
+	}
+	// stopped: unhealthy, 503
+	if resp, err := httpClient.Get(srv.URL + "/healthz"); err != nil {
+		t.Error(err)
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.HasPrefix(string(body), "unhealthy stopped") {
+			t.Errorf("/healthz after the stop: %d %q", resp.StatusCode, body)
+		}
 	}
 	p := program(t)
 	got := applyOutputs(t, p.Target(), plan(t, p), dir)
 	compareModels(t, got, want)
+	m := readManifest(t, dir)
+	var upserts, files, bytes int64
+	for _, e := range m.Replication.Partitions {
+		upserts += e.Upserts
+	}
+	for _, sg := range m.Replication.Segments {
+		if sg.Data != nil {
+			files, bytes = files+1, bytes+sg.Data.Bytes
+		}
+		if sg.Deletes != nil {
+			files, bytes = files+1, bytes+sg.Deletes.Bytes
+		}
+	}
+	// nothing was replayed: this process's counters are the manifest's
+	for name, want := range map[string]float64{
+		"rekey_messages_in_total":        1200,
+		"rekey_messages_rejected_total":  float64(len(poison)),
+		"rekey_rows_written_total":       float64(upserts),
+		"rekey_deletes_total":            float64(m.Replication.Deletes),
+		"rekey_files_committed_total":    float64(files),
+		"rekey_bytes_written_total":      float64(bytes),
+		"rekey_tombstones_dropped_total": 0,
+		"rekey_generations_total":        1,
+		"rekey_assigned_partitions":      3,
+		"rekey_up":                       1,
+	} {
+		if got := metricValue(t, fams, name, nil); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if n := metricValue(t, fams, "rekey_offset_commits_total", nil); n < 3 {
+		t.Errorf("%v offset commits", n)
+	}
+	for part, end := range endOffsets(t, c, topic) {
+		l := map[string]string{"topic": topic, "partition": fmt.Sprint(part)}
+		if got := metricValue(t, fams, "rekey_consumer_lag", l); got != 0 {
+			t.Errorf("lag of partition %d: %v", part, got)
+		}
+		if got := metricValue(t, fams, "rekey_committed_offset", l); got != float64(end) {
+			t.Errorf("committed offset of partition %d: %v, want %d", part, got, end)
+		}
+	}
+	// histograms, not a summary: a roll's close, its manifest commit, each offset commit
+	for name, count := range map[string]uint64{"rekey_roll_seconds": uint64(rolls), "rekey_manifest_commit_seconds": uint64(rolls),
+		"rekey_offset_commit_seconds": uint64(metricValue(t, fams, "rekey_offset_commits_total", nil))} {
+		f := fams[name]
+		if f == nil || f.GetType() != dto.MetricType_HISTOGRAM || len(f.Metric) != 1 {
+			t.Errorf("%s: not one histogram: %v", name, f)
+			continue
+		}
+		h := f.Metric[0].GetHistogram()
+		if h.GetSampleCount() != count || count == 0 || h.GetSampleSum() <= 0 || len(h.Bucket) < 10 {
+			t.Errorf("%s: %d samples (want %d), sum %v, %d buckets", name, h.GetSampleCount(), count, h.GetSampleSum(), len(h.Bucket))
+		}
+	}
+	if max := metricValue(t, fams, "rekey_roll_seconds_max", nil); max <= 0 || max > fams["rekey_roll_seconds"].Metric[0].GetHistogram().GetSampleSum() {
+		t.Errorf("rekey_roll_seconds_max %v", max)
+	}
+	// the Go runtime's and the process's metrics, and the version
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "process_cpu_seconds_total", "process_resident_memory_bytes"} {
+		if fams[name] == nil {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	if got := metricValue(t, fams, "rekey_build_info", map[string]string{"version": "v-test"}); got != 1 {
+		t.Errorf("rekey_build_info: %v", got)
+	}
 	if rj := rejectsOf(t, dir); !sameSet(rj, poison) {
 		t.Errorf("rejects %d, want %d poison messages", len(rj), len(poison))
 	}
-	m := readManifest(t, dir)
 	if m.Replication.Deletes == 0 || m.Files == 0 || m.RowsIn != 1200 {
 		t.Errorf("manifest: %d deletes, %d files, rows_in %d", m.Replication.Deletes, m.Files, m.RowsIn)
 	}
@@ -65,6 +155,65 @@ func TestJSONEndToEnd(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// scrape gets url and parses it as the Prometheus text exposition format.
+func scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := httpClient.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Fatalf("%s: %s, Content-Type %q", url, resp.Status, ct)
+	}
+	p := expfmt.NewTextParser(pmodel.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("%s: not Prometheus text format: %v", url, err)
+	}
+	return fams
+}
+
+// metricValue is the value of the counter or gauge name whose labels include labels.
+func metricValue(t testing.TB, fams map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
+	t.Helper()
+	f := fams[name]
+	if f == nil {
+		t.Errorf("no metric %s", name)
+		return math.NaN()
+	}
+	var found []float64
+next:
+	for _, m := range f.Metric {
+		matched := 0
+		for _, lp := range m.Label {
+			if v, ok := labels[lp.GetName()]; ok {
+				if v != lp.GetValue() {
+					continue next
+				}
+				matched++
+			}
+		}
+		if matched != len(labels) {
+			continue
+		}
+		switch f.GetType() {
+		case dto.MetricType_COUNTER:
+			found = append(found, m.GetCounter().GetValue())
+		case dto.MetricType_GAUGE:
+			found = append(found, m.GetGauge().GetValue())
+		default:
+			t.Errorf("%s is a %s", name, f.GetType())
+			return math.NaN()
+		}
+	}
+	if len(found) != 1 {
+		t.Errorf("%d series of %s with %v", len(found), name, labels)
+		return math.NaN()
+	}
+	return found[0]
 }
 
 func get(t testing.TB, url string) string {

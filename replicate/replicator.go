@@ -52,7 +52,7 @@ func New(cfg Config) (*Replicator, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Replicator{cfg: cfg, log: cfg.Logger, target: cfg.Program.Target(), dialer: dialer, metrics: newMetrics(),
+	r := &Replicator{cfg: cfg, log: cfg.Logger, target: cfg.Program.Target(), dialer: dialer, metrics: newMetrics(cfg.Kafka.Topic, cfg.Version),
 		member: fmt.Sprintf("%08x", rand.Uint32())}
 	r.dstmt = newDeleteStmt(r.target)
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {

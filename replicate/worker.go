@@ -71,11 +71,14 @@ func (r *Replicator) newWorker(partition int, commit func(int, int64) error, par
 		r:         r,
 		partition: partition,
 		stream:    kafka.Stream(r.cfg.Kafka.Topic, partition),
-		commit:    commit,
-		log:       r.log.With(zap.Int("partition", partition)),
-		ev:        r.cfg.Program.NewEvaluator(),
-		tracker:   newTracker(),
-		budget:    r.cfg.Memory / int64(max(1, partitions)),
+		commit: func(p int, off int64) error {
+			defer observeSince(r.metrics.offsetSeconds, time.Now())
+			return commit(p, off)
+		},
+		log:     r.log.With(zap.Int("partition", partition)),
+		ev:      r.cfg.Program.NewEvaluator(),
+		tracker: newTracker(),
+		budget:  r.cfg.Memory / int64(max(1, partitions)),
 	}
 	w.dec, _ = kafka.NewDecoder(r.cfg.Kafka, r.cfg.Program.Source()) // validated by New
 	w.batch = pipeline.Batch{Stream: w.stream, SaltOrigin: true}
@@ -586,9 +589,11 @@ func (w *worker) closeRoll(reason string) error {
 		}
 		return committed, rej, nil
 	}
+	committing := time.Now()
 	if err := r.man.commit(c); err != nil {
 		return err
 	}
+	observeSince(r.metrics.manifestSeconds, committing)
 	for _, s := range segs {
 		s.release()
 	}

@@ -87,11 +87,12 @@ func TestKafkaMigrateAndReplicate(t *testing.T) {
 		session = "6s" // Kafka's default group.min.session.timeout.ms
 	}
 	done := make(chan int, 1)
-	var stdout string
+	var stdout, stderr string
 	go func() {
+		// --progress auto with stderr a pipe: plain status lines (issue 11.3)
 		code, o, e := runCLI(t, "replicate", "-m", mapping, "--source", "kafka://"+brokers+"/"+topic+"?group=cli&format=json",
-			"--out", out, "--roll-interval", "300ms", "--metrics-addr", addr, "--progress", "never", "--session-timeout", session)
-		stdout = o + e
+			"--out", out, "--roll-interval", "300ms", "--metrics-addr", addr, "--progress-interval", "100ms", "--session-timeout", session)
+		stdout, stderr = o+e, e
 		done <- code
 	}()
 	deadline := time.Now().Add(60 * time.Second)
@@ -125,6 +126,13 @@ func TestKafkaMigrateAndReplicate(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "Replication summary") {
 		t.Errorf("no summary:\n%s", stdout)
+	}
+	// before issue 11.3, --progress auto printed nothing without a terminal
+	if !strings.Contains(stderr, "replicating (consuming): ") || !strings.Contains(stderr, "replicating (stopped): 2,000 messages read") {
+		t.Errorf("no plain status line:\n%s", stderr)
+	}
+	if strings.ContainsAny(stderr, "\r\x1b") {
+		t.Errorf("control characters on a non-terminal stderr:\n%q", stderr)
 	}
 	var m replicate.Manifest
 	data, err = os.ReadFile(filepath.Join(out, "manifest.json"))

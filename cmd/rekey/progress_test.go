@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/replicate"
 )
 
 // Issue 11.3: with no terminal (Kubernetes, nohup, CI) progress is a plain line per interval:
@@ -55,5 +57,48 @@ func TestMigrateWithoutTerminalHasNoControlCodes(t *testing.T) {
 	}
 	if strings.ContainsAny(stderr, "\r\x1b") {
 		t.Fatalf("control characters on a non-terminal stderr:\n%q", stderr)
+	}
+}
+
+// Issue 11.3 for replicate: its status follows migrate's progress rules. With no terminal, a
+// plain line every --progress-interval; before, --progress auto printed nothing without one.
+func TestReplicationStatusLines(t *testing.T) {
+	s := replicationStatus{state: "consuming", in: 1_200_000, written: 1_190_000, deletes: 9_000, rejected: 1_000, files: 22,
+		bytes: 64 << 20, lag: 12_345, partitions: 3, rate: 24_000.7, elapsed: 50*time.Second + 300*time.Millisecond}
+	want := "replicating (consuming): 1,200,000 messages read, 1,190,000 rows written, 9,000 deletes, 1,000 rejected, 24,000 msg/s, 22 files 64.0 MiB, lag 12,345 over 3 partitions, elapsed 50s"
+	if got := s.plain(); got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	if strings.ContainsAny(s.plain(), "\r\x1b") || strings.ContainsAny(s.frame(), "\r\x1b\n") {
+		t.Fatal("control characters in a status line")
+	}
+}
+
+func TestReplicationStatusModes(t *testing.T) {
+	var m replicate.Metrics
+	m.MessagesIn.Store(500)
+	run := func(mode string) string {
+		var b bytes.Buffer
+		s := startStatus(&b, mode, 10*time.Millisecond, &m)
+		time.Sleep(60 * time.Millisecond)
+		s.finish()
+		return b.String() // written only by the status goroutine, then by finish after it ended
+	}
+	plain := run("plain")
+	lines := strings.Split(strings.TrimSuffix(plain, "\n"), "\n")
+	if len(lines) < 3 || strings.ContainsAny(plain, "\r\x1b") {
+		t.Fatalf("plain: %q", plain)
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "replicating (") || !strings.Contains(l, " 500 messages read") {
+			t.Fatalf("plain line %q", l)
+		}
+	}
+	bar := run("bar")
+	if !strings.HasPrefix(bar, "\r\x1b[K") || !strings.HasSuffix(bar, "\r\x1b[K") || strings.Count(bar, "500 msgs") < 2 || strings.Contains(bar, "\n") {
+		t.Fatalf("terminal line: %q", bar)
+	}
+	if never := run("never"); never != "" {
+		t.Fatalf("never: %q", never)
 	}
 }

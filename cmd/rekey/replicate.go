@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,7 +34,7 @@ type replicateFlags struct {
 	rollInterval time.Duration
 	memory       string
 	metricsAddr  string
-	progress     string
+	progress     progressFlags
 	session      time.Duration
 	cpuProfile   string
 	memProfile   string
@@ -100,7 +99,8 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	fl.DurationVar(&f.rollInterval, "roll-interval", time.Minute, "close a roll this long after its first message, even if no more arrive")
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget of the whole process; a quarter of it buffers the rows of the open files")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics (Prometheus text format) and /healthz on this address, e.g. :9464")
-	fl.StringVar(&f.progress, "progress", "auto", "status line on stderr: auto (on a terminal), always, never")
+	f.progress.register(fl)
+	fl.Lookup("progress").Usage = "status on stderr: auto (a line redrawn every second on a terminal, a plain line every --progress-interval otherwise), bar (the redrawn line), plain, never"
 	fl.DurationVar(&f.session, "session-timeout", 30*time.Second, "consumer group session timeout")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the run to this file")
 	fl.MarkHidden("cpu-profile")
@@ -127,6 +127,10 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	}
 	if kcfg.Group == "" {
 		return exitWith(2, fmt.Errorf("--source %s: name the consumer group: ...?group=NAME", sourceuri.Redact(f.source)))
+	}
+	progress, err := progressMode(f.progress.mode, term.IsTerminal(int(os.Stderr.Fd())))
+	if err != nil {
+		return exitWith(2, err)
 	}
 	format, err := fileFormat(f.format)
 	if err != nil {
@@ -205,7 +209,11 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	logger.Info("replication starting", zap.String("topic", kcfg.Topic), zap.String("group", kcfg.Group),
 		zap.Int("regions", plan.Count()), zap.String("strategy", plan.Strategy), zap.String("out", f.out))
 	started := time.Now()
-	status := startStatus(f.progress, r.Metrics())
+	interval := f.progress.interval
+	if progress == "bar" {
+		interval = time.Second
+	}
+	status := startStatus(os.Stderr, progress, interval, r.Metrics())
 	runErr := r.Run(ctx, stop)
 	status.finish()
 	printReplicationSummary(cmd.OutOrStdout(), r.Metrics(), plan, f.out, time.Since(started))
@@ -248,54 +256,70 @@ func replicationPlan(ctx context.Context, f *replicateFlags, kcfg kafka.Config, 
 	return plan, err
 }
 
-// status prints a one-line status on stderr every second on a terminal (or with
-// --progress always): messages, rate, lag, partitions, files, rejects.
-type status struct {
-	done chan struct{}
-	wg   sync.WaitGroup
-	tty  bool
-}
-
-func startStatus(mode string, m *replicate.Metrics) *status {
-	s := &status{done: make(chan struct{}), tty: term.IsTerminal(int(os.Stderr.Fd()))}
-	if !(mode == "always" || mode == "auto" && s.tty) {
-		return s
+// startStatus shows the replicator's status on w as progress does migrate's: in mode "bar" (a
+// terminal) one line redrawn every interval; in mode "plain" (Kubernetes, nohup, CI) a line every
+// interval and a last one at the end, with no carriage returns or colour codes; nothing in mode
+// "never".
+func startStatus(w io.Writer, mode string, interval time.Duration, m *replicate.Metrics) *progress {
+	p := &progress{done: make(chan struct{})}
+	if mode == "never" {
+		return p
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		var last int64
-		lastAt := time.Now()
-		for {
-			select {
-			case <-s.done:
-				if s.tty {
-					fmt.Fprint(os.Stderr, "\r\033[K")
-				}
-				return
-			case now := <-t.C:
-				in := m.MessagesIn.Load()
-				rate := float64(in-last) / now.Sub(lastAt).Seconds()
-				last, lastAt = in, now
-				state, _ := m.State()
-				line := fmt.Sprintf("replicating  %s  %d msgs  %.0f msg/s  lag %d  partitions %d  files %d (%s)  deletes %d  rejected %d",
-					state, in, rate, m.Lag(), m.Assigned(), m.FilesCommitted.Load(), transform.FormatSize(m.BytesWritten.Load()), m.Deletes.Load(), m.Rejected.Load())
-				if s.tty {
-					fmt.Fprint(os.Stderr, "\r\033[K"+line)
-				} else {
-					fmt.Fprintln(os.Stderr, line)
-				}
-			}
+	if interval <= 0 {
+		interval = 10 * time.Second
+	}
+	started := time.Now()
+	var last int64
+	lastAt := started
+	read := func() replicationStatus {
+		now := time.Now()
+		st := readReplicationStatus(m, now.Sub(started))
+		if d := now.Sub(lastAt).Seconds(); d > 0 {
+			st.rate = float64(st.in-last) / d // a stream's rate now, not since the start
 		}
-	}()
-	return s
+		last, lastAt = st.in, now
+		return st
+	}
+	if mode == "plain" {
+		line := func() { fmt.Fprintln(w, read().plain()) }
+		p.fin = line
+		p.every(interval, line)
+		return p
+	}
+	p.fin = func() { fmt.Fprint(w, "\r\033[K") }
+	p.every(interval, func() { fmt.Fprint(w, "\r\033[K"+read().frame()) })
+	return p
 }
 
-func (s *status) finish() {
-	close(s.done)
-	s.wg.Wait()
+// replicationStatus is one reading of the replicator's metrics.
+type replicationStatus struct {
+	state                                             string
+	in, written, deletes, rejected, files, bytes, lag int64
+	partitions                                        int
+	rate                                              float64 // messages/s since the previous reading
+	elapsed                                           time.Duration
+}
+
+func readReplicationStatus(m *replicate.Metrics, elapsed time.Duration) replicationStatus {
+	state, _ := m.State()
+	return replicationStatus{state: state, in: m.MessagesIn.Load(), written: m.RowsWritten.Load(), deletes: m.Deletes.Load(),
+		rejected: m.Rejected.Load(), files: m.FilesCommitted.Load(), bytes: m.BytesWritten.Load(), lag: m.Lag(),
+		partitions: m.Assigned(), elapsed: elapsed}
+}
+
+// plain is a line for a log: `replicating (consuming): 1,200 messages read, 834 rows written, 24
+// deletes, 156 rejected, 240 msg/s, 22 files 20.0 KiB, lag 0 over 3 partitions, elapsed 5s`.
+func (s replicationStatus) plain() string {
+	return fmt.Sprintf("replicating (%s): %s messages read, %s rows written, %s deletes, %s rejected, %s msg/s, %s files %s, lag %s over %d partitions, elapsed %s",
+		s.state, groupDigits(s.in), groupDigits(s.written), groupDigits(s.deletes), groupDigits(s.rejected), groupDigits(int64(s.rate)),
+		groupDigits(s.files), transform.FormatSize(s.bytes), groupDigits(s.lag), s.partitions, s.elapsed.Round(time.Second))
+}
+
+// frame is the line redrawn on a terminal, short enough for one.
+func (s replicationStatus) frame() string {
+	return fmt.Sprintf("replicating  %s  %s msgs  %s msg/s  lag %s  partitions %d  files %s (%s)  deletes %s  rejected %s",
+		s.state, groupDigits(s.in), groupDigits(int64(s.rate)), groupDigits(s.lag), s.partitions, groupDigits(s.files),
+		transform.FormatSize(s.bytes), groupDigits(s.deletes), groupDigits(s.rejected))
 }
 
 func printReplicationSummary(w io.Writer, m *replicate.Metrics, plan pipeline.RegionPlan, out string, took time.Duration) {

@@ -18,6 +18,9 @@
 //
 // Lines end with "\n". UNCERTAIN: whether Lindorm's CSV reader tells a null from an empty
 // string the same way; see the README.
+//
+// Not encoding/csv's Writer: it cannot quote an empty field, so it would write an empty string as
+// a null, and it takes a []string per record where this appends typed values to a chunk's buffer.
 package csv
 
 import (

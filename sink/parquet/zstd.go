@@ -16,6 +16,7 @@ import (
 // rekey replaces the registered zstd codec with one that keeps one encoder per level, reused by
 // every page (EncodeAll is safe for concurrent use). Output is standard zstd frames, decoded by
 // any reader. Remove this file when arrow is upgraded to a version that reuses its encoders.
+// bench/libs BenchmarkZstdPage: 2-4x the throughput of arrow's codec on 1 MiB pages, 1/30 the memory.
 //
 //go:linkname arrowCodecs github.com/apache/arrow/go/v15/parquet/compress.codecs
 var arrowCodecs map[compress.Compression]compress.Codec

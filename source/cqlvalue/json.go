@@ -189,6 +189,8 @@ func hex4(s string, i int) (rune, bool) {
 // ObjectFields walks the JSON object doc and calls fn with each member's key and the raw text of
 // its value (a substring of doc). Keys without escapes alias doc. It returns an error when doc is
 // not exactly one well-formed JSON object (surrounding whitespace allowed).
+// Own scanner rather than encoding/json: over 15x faster and no allocation per message
+// (bench/libs BenchmarkJSONObject).
 func ObjectFields(doc string, fn func(key, raw string)) error {
 	i := skipWS(doc, 0)
 	if i >= len(doc) || doc[i] != '{' {

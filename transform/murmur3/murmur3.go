@@ -2,6 +2,7 @@
 // MurmurHash3_x64_128 with seed 0, keeping Cassandra's Java quirks so tokens match a real
 // cluster byte for byte: tail bytes are sign-extended (Java bytes are signed) and a result of
 // math.MinInt64 is normalised to math.MaxInt64 (MinInt64 is the ring's reserved minimum token).
+// Own code: gocql's copy is internal, and the murmur3 libraries hash tail bytes unsigned.
 package murmur3
 
 import (
