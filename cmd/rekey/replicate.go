@@ -72,6 +72,10 @@ and commits its rolls before handing partitions over. SIGTERM or Ctrl-C closes a
 current rolls, commits the offsets, leaves the group and exits 0 (a second Ctrl-C aborts at once;
 the open rolls are then replayed by the next run).
 
+Exit codes: 0 stopped cleanly (SIGTERM, Ctrl-C: everything read is committed); 2 invalid use
+(flags, mapping, another group's folder); 3 the replication failed (Kafka, disk, a lost partition:
+what is committed is consistent, run the same command to continue); 130 aborted by a second Ctrl-C.
+
 Message formats (format=): json, a row object per message (a null value deletes the key given
 by the message key, a JSON object of key columns); debezium, Debezium change events (op c/r/u/d,
 before/after, with or without the JSON converter's schema/payload wrapping; Cassandra connector
@@ -221,9 +225,9 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	case runErr == nil:
 		return nil
 	case errors.Is(runErr, context.Canceled):
-		return exitWith(130, errors.New("aborted: the open rolls were discarded and will be replayed by the next run"))
+		return exitWith(exitInterrupted, errors.New("aborted: the open rolls were discarded and will be replayed by the next run"))
 	}
-	return fmt.Errorf("replication failed: %w\nthe files and offsets committed so far are consistent; run the same command to continue", runErr)
+	return exitWith(exitFailed, fmt.Errorf("replication failed: %w\nthe files and offsets committed so far are consistent; run the same command to continue", runErr))
 }
 
 // replicationPlan is the directory's plan when it has one (the plan never changes for an
