@@ -1,8 +1,6 @@
 package file
 
 import (
-	"bytes"
-	"encoding/csv"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -11,131 +9,25 @@ import (
 	"github.com/rekey/rekey/source/cqlvalue"
 )
 
-// CSV rules, shared by the chunk splitter and the row parser so that both agree on where records
-// end: fields are separated by ',' and records by '\n' (a '\r' before it is dropped). A field that
-// starts with '"' is quoted: it may hold ',', '\n' and '""' (an escaped quote) and ends at the next
-// lone '"'. A quote anywhere else is an ordinary character. An unquoted empty field is null; a
-// quoted empty field is the empty string.
-//
-// A record must end within Config.MaxRecordSize bytes of its start. A quoted field whose closing
-// quote is not within that limit (or that the file ends inside) is taken for a stray quote: its
-// record ends with the line the quote opens on, and the next record starts on the line after.
-// A record that still ends past the limit (a line longer than it) is rejected as too long. Both
-// rules look at most limit+1 bytes past a record's start, which bounds the buffer a record needs,
-// and both depend only on the bytes from the record's start, so that any chunking (and a resume
-// from any record boundary) reads the same records.
-
-// csvSplitPoint returns the length of the longest prefix of b that holds whole records; b starts
-// at a record boundary and is not the end of the file. When b holds no whole record, cut is 0 and
-// either head is 0 (the first record may end within the limit: read more) or head > 0: the first
-// record runs past the limit and b holds no end of it, which is the first '\n' after b; b[:head]
-// is its start.
-func csvSplitPoint(b []byte, limit int) (cut, head int) {
-	// Outside-quote segments as [start, end) pairs since the last known record boundary base;
-	// the last newline in them is the last record boundary.
-	var segsBuf [16]int
-	segs := segsBuf[:0]
-	base, i, segStart := 0, 0, 0
-	for {
-		k := bytes.IndexByte(b[i:], '"')
-		if k < 0 {
-			break
-		}
-		q := i + k
-		if q > 0 && b[q-1] != ',' && b[q-1] != '\n' {
-			i = q + 1 // a literal quote inside an unquoted field
-			continue
-		}
-		segs = append(segs, segStart, q)
-		c := closingQuote(b, q)
-		// c < limit closes within the limit whatever the record's start: the common case needs
-		// no record start.
-		if c < 0 || c >= limit {
-			rs := lastBoundary(b, segs, base)
-			switch {
-			case c >= 0 && c < rs+limit:
-				// closed within the limit
-			case c < 0 && len(b) <= rs+limit:
-				return rs, 0 // the quote may still close within the limit: read more
-			default:
-				// Not closed within the limit: the record ends with the quote's line.
-				e := bytes.IndexByte(b[q+1:], '\n')
-				if e < 0 {
-					if rs > 0 {
-						return rs, 0
-					}
-					return 0, q + 1
-				}
-				i = q + 1 + e + 1
-				segStart, base = i, i
-				segs = segs[:0]
-				continue
-			}
-		}
-		i = c + 1
-		segStart = i
-	}
-	segs = append(segs, segStart, len(b))
-	cut = lastBoundary(b, segs, base)
-	if cut == 0 && len(b) > limit {
-		return 0, limit + 1 // one line longer than the limit
-	}
-	return cut, 0
-}
-
-// closingQuote returns the index of the quote that closes the quoted field opening at b[q], or -1
-// when b does not tell: no lone quote follows, or the only candidate is b's last byte (which may
-// be the first half of an escaped "").
-func closingQuote(b []byte, q int) int {
-	j := q + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 || j+k+1 == len(b) {
-			return -1
-		}
-		j += k
-		if b[j+1] != '"' {
-			return j
-		}
-		j += 2
-	}
-}
-
-// lastBoundary returns the offset after the last newline in the segments, or base if none has one.
-func lastBoundary(b []byte, segs []int, base int) int {
-	for p := len(segs) - 2; p >= 0; p -= 2 {
-		if k := bytes.LastIndexByte(b[segs[p]:segs[p+1]], '\n'); k >= 0 {
-			return segs[p] + k + 1
-		}
-	}
-	return base
-}
-
-// splitHeader reads the header record at data[pos:]. It returns the fields, the offset after the
-// record and the number of newlines it spans.
-func splitHeader(data []byte, pos int) (fields []string, next, lines int, ok bool) {
-	r := csv.NewReader(bytes.NewReader(data[pos:]))
-	r.FieldsPerRecord = -1
-	r.LazyQuotes = true
-	rec, err := r.Read()
-	if err != nil {
-		return nil, 0, 0, false
-	}
-	next = pos + int(r.InputOffset())
-	return rec, next, bytes.Count(data[pos:next], []byte{'\n'}), true
-}
-
 // parseCSVRow parses the record at data[pos:] into vals (indexed by schema column). It returns
-// the offset after the record, the newlines it consumed, whether the line was blank (no record),
-// and the row's error if it could not be split or a field did not fit its type.
+// the offset after the record, the newlines it consumed, whether the line was blank or a comment
+// (no record), and the row's error if it could not be split or a field did not fit its type.
 func (s *Source) parseCSVRow(data string, pos int, vals []pipeline.Value) (next, nl int, blank bool, rerr *pipeline.RowError) {
+	// The dialect is read from s.csv where it is needed, not kept in locals: more variables
+	// live across the unquoted field's loop make the compiler spill its accumulator to the
+	// stack, a load and a store per byte (25% slower).
 	i := pos
 	if i < len(data) {
-		if data[i] == '\n' {
+		switch c := data[i]; {
+		case c == '\n':
 			return i + 1, 1, true, nil
-		}
-		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+		case c == '\r' && i+1 < len(data) && data[i+1] == '\n':
 			return i + 2, 1, true, nil
+		case c == s.csv.comment && c != 0:
+			if e := strings.IndexByte(data[i:], '\n'); e >= 0 {
+				return i + e + 1, 1, true, nil
+			}
+			return len(data), 0, true, nil
 		}
 	}
 	field := 0
@@ -143,26 +35,33 @@ func (s *Source) parseCSVRow(data string, pos int, vals []pipeline.Value) (next,
 		var val string
 		quoted := false
 		hi := byte(utf8.RuneSelf) // an unquoted field's bytes ORed: below 0x80, it is ASCII
-		if i < len(data) && data[i] == '"' {
+		if i < len(data) && data[i] == s.csv.quote {
 			quoted = true
-			j := i + 1
-			escaped, closed := false, false
-			for {
-				k := strings.IndexByte(data[j:], '"')
-				if k < 0 {
+			d := &s.csv
+			quote, delim, qs := d.quote, d.delim, i
+			var j int
+			var escaped, closed bool
+			if d.esc == quote {
+				j = i + 1
+				for {
+					k := strings.IndexByte(data[j:], quote)
+					if k < 0 {
+						break
+					}
+					j += k
+					if j+1 < len(data) && data[j+1] == quote {
+						escaped = true
+						j += 2
+						continue
+					}
+					closed = true
 					break
 				}
-				j += k
-				if j+1 < len(data) && data[j+1] == '"' {
-					escaped = true
-					j += 2
-					continue
-				}
-				closed = true
-				break
+			} else {
+				j, escaped, closed = d.closeEscaped(data, i)
 			}
 			if !closed || j-pos >= s.cfg.MaxRecordSize {
-				// A stray quote: the record ends with the quote's line (see csvSplitPoint).
+				// A stray quote: the record ends with the quote's line (see splitPoint).
 				rerr = s.unclosedQuote(field, nl)
 				if e := strings.IndexByte(data[i+1:], '\n'); e >= 0 {
 					return i + 1 + e + 1, nl + 1, false, rerr
@@ -172,18 +71,21 @@ func (s *Source) parseCSVRow(data string, pos int, vals []pipeline.Value) (next,
 			val = data[i+1 : j]
 			nl += strings.Count(val, "\n")
 			if escaped {
-				val = strings.ReplaceAll(val, `""`, `"`)
+				val = d.unescape(val)
 			}
 			i = j + 1
-			if i < len(data) && data[i] != ',' && data[i] != '\n' {
+			if i < len(data) && data[i] != delim && data[i] != '\n' {
 				if data[i] == '\r' && (i+1 == len(data) || data[i+1] == '\n') {
 					i++
 				} else {
 					if rerr == nil || rerr.Code != pipeline.CodeParse {
 						rerr = &pipeline.RowError{Code: pipeline.CodeParse, Field: s.headerName(field),
 							Message: "unexpected character after a closing quote"}
+						if d.esc == quote && j > qs+1 && data[j-1] == '\\' {
+							rerr.Message += bsQuoteHint
+						}
 					}
-					for i < len(data) && data[i] != ',' && data[i] != '\n' {
+					for i < len(data) && data[i] != delim && data[i] != '\n' {
 						i++
 					}
 				}
@@ -191,13 +93,25 @@ func (s *Source) parseCSVRow(data string, pos int, vals []pipeline.Value) (next,
 		} else {
 			j := i
 			hi = 0
-			for j < len(data) {
-				c := data[j]
-				if c == ',' || c == '\n' {
-					break
+			if delim := s.csv.delim; delim == ',' {
+				// the same loop with the constant: one register less in the common case
+				for j < len(data) {
+					c := data[j]
+					if c == ',' || c == '\n' {
+						break
+					}
+					hi |= c
+					j++
 				}
-				hi |= c
-				j++
+			} else {
+				for j < len(data) {
+					c := data[j]
+					if c == delim || c == '\n' {
+						break
+					}
+					hi |= c
+					j++
+				}
 			}
 			val = data[i:j]
 			if (j == len(data) || data[j] == '\n') && len(val) > 0 && val[len(val)-1] == '\r' {
@@ -206,7 +120,8 @@ func (s *Source) parseCSVRow(data string, pos int, vals []pipeline.Value) (next,
 			i = j
 		}
 		if field < s.nfields {
-			if ci := s.colMap[field]; ci >= 0 && (quoted || val != "") {
+			// an unquoted empty field, or one that is the null text, is null
+			if ci := s.colMap[field]; ci >= 0 && (quoted || val != "" && val != s.csv.null) {
 				if s.kinds[ci] == cqlvalue.Text {
 					// invalid UTF-8 in a VARCHAR makes the whole Parquet file unreadable; the
 					// split loop already saw whether an unquoted field is ASCII
@@ -226,7 +141,7 @@ func (s *Source) parseCSVRow(data string, pos int, vals []pipeline.Value) (next,
 		if i >= len(data) {
 			break
 		}
-		if data[i] == ',' {
+		if data[i] != '\n' { // the delimiter: a field ends at one or at the end of its line
 			i++
 			continue
 		}
@@ -235,11 +150,18 @@ func (s *Source) parseCSVRow(data string, pos int, vals []pipeline.Value) (next,
 		break
 	}
 	if field != s.nfields {
-		rerr = &pipeline.RowError{Code: pipeline.CodeParse,
-			Message: "expected " + strconv.Itoa(s.nfields) + " fields, got " + strconv.Itoa(field)}
+		msg := "expected " + strconv.Itoa(s.nfields) + " fields, got " + strconv.Itoa(field)
+		if hint := rerr; hint != nil && strings.HasSuffix(hint.Message, bsQuoteHint) {
+			msg += bsQuoteHint
+		}
+		rerr = &pipeline.RowError{Code: pipeline.CodeParse, Message: msg}
 	}
 	return i, nl, false, rerr
 }
+
+// bsQuoteHint ends the error of a row whose quoted field seems to end at a \" : the escape of
+// dsbulk unload (and other Java tools), which the default dialect reads as a closing quote.
+const bsQuoteHint = ` (a quote escaped as \", as dsbulk unload writes it? add escape=\ to the --source URI)`
 
 // unclosedQuote is the error of a record whose field (0-based) opens a quote that does not close
 // within the limit; nl is the number of lines of the record before the quote's.
