@@ -39,6 +39,11 @@ type dialect struct {
 // defaultDialect is RFC 4180 with a header line.
 var defaultDialect = dialect{delim: ',', quote: '"', esc: '"', header: true}
 
+// isRFC tells whether records and values are read as in RFC 4180 (the header aside).
+func (d dialect) isRFC() bool {
+	return d.delim == ',' && d.quote == '"' && d.esc == '"' && d.comment == 0 && d.null == ""
+}
+
 // resolve fills in the defaults (tab for a .tsv file) and checks that the characters can be
 // told apart.
 func (o CSVOptions) resolve(tsv bool) (dialect, error) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/cqlvalue"
 )
 
 // readRows reads path whole with the given chunking and limit.
@@ -259,13 +260,25 @@ func FuzzCSVSplitPoint(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &Source{cfg: Config{MaxRecordSize: lim}, csv: d, nfields: 4, colMap: []int{-1, -1, -1, -1}}
-		vals := make([]pipeline.Value, 0)
+		text, _ := cqlvalue.ParseType("text")
+		s := &Source{cfg: Config{MaxRecordSize: lim}, csv: d, rfc: d.isRFC(), nfields: 4, colMap: []int{0, 1, 2, -1},
+			names: []string{"a", "b", "c"}, types: []cqlvalue.Type{text, text, text}, kinds: []cqlvalue.Kind{cqlvalue.Text, cqlvalue.Text, cqlvalue.Text}}
+		vals, vals2 := make([]pipeline.Value, 3), make([]pipeline.Value, 3)
 		end := map[int]int{} // record start -> end, as the parser reads the whole body
 		for pos := 0; pos < len(body); {
-			next, _, _, _ := s.parseCSVRow(body, pos, vals)
+			clear(vals)
+			next, nl, blank, rerr := s.parseCSVRow(body, pos, vals)
 			if next <= pos {
 				t.Fatalf("parser stuck at %d", pos)
+			}
+			if s.rfc {
+				// the fast path and the dialect parser read the same records and values
+				clear(vals2)
+				next2, nl2, blank2, rerr2 := s.parseDialectRow(body, pos, vals2)
+				if next2 != next || nl2 != nl || blank2 != blank || fmt.Sprint(rerr2) != fmt.Sprint(rerr) || !reflect.DeepEqual(vals, vals2) {
+					t.Fatalf("%q at %d: RFC 4180 parser %d %d %v %v %v, dialect parser %d %d %v %v %v", body, pos,
+						next, nl, blank, rerr, vals, next2, nl2, blank2, rerr2, vals2)
+				}
 			}
 			end[pos] = next
 			pos = next

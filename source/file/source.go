@@ -157,6 +157,7 @@ type Source struct {
 	size   int64 // file size on disk; -1 for stdin
 	stdin  *onceInput
 	csv    dialect
+	rfc    bool // csv is RFC 4180: parseRFCRow reads it
 	empty  bool // a CSV file without even a header line
 
 	names []string
@@ -202,6 +203,7 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 		if s.csv, err = cfg.CSV.resolve(s.tsv); err != nil {
 			return nil, fmt.Errorf("file %s: %w", cfg.Path, err)
 		}
+		s.rfc = s.csv.isRFC()
 	} else if cfg.CSV != (CSVOptions{}) {
 		return nil, fmt.Errorf("file %s is JSON Lines: the CSV options (delimiter=, header=, null=, quote=, escape=, comment=) do not apply to it", cfg.Path)
 	}
@@ -827,8 +829,10 @@ func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
 			var next, nl int
 			var rerr *pipeline.RowError
 			var blank bool
-			if s.format == formatCSV {
-				next, nl, blank, rerr = s.parseCSVRow(data, pos, vals)
+			if s.rfc {
+				next, nl, blank, rerr = s.parseRFCRow(data, pos, vals)
+			} else if s.format == formatCSV {
+				next, nl, blank, rerr = s.parseDialectRow(data, pos, vals)
 			} else {
 				next, nl, blank, rerr = s.parseJSONRow(data, pos, vals)
 			}
