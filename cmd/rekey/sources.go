@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
+	"golang.org/x/term"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/file"
@@ -17,9 +19,15 @@ import (
 	"github.com/rekey/rekey/transform"
 )
 
-const sourceHelp = `where rows come from:
-  file:PATH          CSV with a header row (.csv, .csv.gz) or JSON Lines (.jsonl, .jsonl.gz);
-                     values are parsed by the mapping's source.columns types
+var sourceHelp = `where rows come from:
+  file:PATH[?PARAM=VALUE&...]
+                     CSV (.csv, .tsv) with a header line, or JSON Lines (.jsonl, .ndjson), each
+                     optionally .gz; values are parsed by the mapping's source.columns types.
+                     PATH is a file, a directory (its data files in name order, as dsbulk unload
+                     leaves output-000001.csv ...), a glob ('exports/*.csv'), several of these
+                     separated by commas (file:a.csv,b.csv), or - for stdin (file:-?format=csv).
+                     Each file is its own stream: resumed, and checked on --resume, on its own.
+` + fileParamsHelp + `
   gen:NAME?rows=N&seed=S
                      synthetic data for demos and benchmarks (orders, logs)` + cassandraSourceHelp + kafkaSourceHelp
 
@@ -60,7 +68,11 @@ func addFileFlags(fs *pflag.FlagSet) {
 		"file sources: the largest CSV row or JSON line; a longer one is rejected, and a CSV quote not closed within it is taken for a stray one that rejects only its own line")
 }
 
-func openFile(path string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
+// fileParamsHelp is file.URIParams indented for --help.
+var fileParamsHelp = "                     " + strings.ReplaceAll(file.URIParams, "\n", "\n                     ")
+
+// openFile opens a file: URI (without its scheme).
+func openFile(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
 	limit, err := parseSize("--max-record-size", fileOpts.maxRecordSize)
 	if err != nil {
 		return nil, err
@@ -68,12 +80,25 @@ func openFile(path string, schema pipeline.SourceSchema, logger *zap.Logger) (pi
 	if limit > math.MaxInt32 {
 		return nil, fmt.Errorf("--max-record-size %s: at most 2GiB", fileOpts.maxRecordSize)
 	}
-	return file.New(file.Config{Path: path, Schema: schema, MaxRecordSize: int(limit)}, logger.Named("source.file"))
+	spec, err := file.ParseURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Path == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
+		return nil, errors.New("--source file:- reads stdin, which is a terminal here: pipe the data in (zcat rows.csv.gz | rekey ... --source 'file:-?format=csv')")
+	}
+	return file.Open(spec, file.Config{Schema: schema, MaxRecordSize: int(limit)}, logger.Named("source.file"))
 }
 
 // sampleRows reads a spread sample from the source, when it can, and applies the mapping to it.
 // Region plans place quantile split keys and estimate data sizes from it.
 func sampleRows(ctx context.Context, src pipeline.Source, prog *transform.Program, n int) ([][]pipeline.Value, error) {
+	if _, ok := src.(*file.Stdin); ok {
+		// called only when the region plan needs a sample: stdin can be read only once
+		return nil, exitWith(exitUsage, errors.New("region plan: stdin (file:-) cannot be sampled before it is read, and this plan needs a sample "+
+			"(quantile split keys on the first key column, or regions.size): save the input to a file and give that, "+
+			"set regions.split_keys in the mapping, or pass --regions 1"))
+	}
 	s, ok := src.(pipeline.Sampler)
 	if !ok {
 		return nil, nil

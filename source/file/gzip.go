@@ -16,7 +16,7 @@ import (
 type DamagedError struct {
 	Path         string
 	Compressed   int64 // bytes of the file consumed when the damage was found
-	Size         int64 // the file's size
+	Size         int64 // the file's size; -1 for stdin
 	Uncompressed int64 // uncompressed bytes read before it; -1 while reading the gzip header
 	Err          error // from the gzip or flate reader
 }
@@ -29,6 +29,9 @@ func (e *DamagedError) Error() string {
 		what, next = "truncated", "the file ends early (an incomplete copy or download?): replace it with a complete copy and run again"
 	}
 	where := fmt.Sprintf("compressed byte %d of %d", e.Compressed, e.Size)
+	if e.Size < 0 { // stdin
+		where = fmt.Sprintf("compressed byte %d", e.Compressed)
+	}
 	if e.Uncompressed >= 0 {
 		where += fmt.Sprintf(", uncompressed byte %d", e.Uncompressed)
 	} else {

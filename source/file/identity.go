@@ -1,6 +1,7 @@
 package file
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,10 +10,16 @@ import (
 	"github.com/rekey/rekey/pipeline"
 )
 
-var _ pipeline.Identifier = (*Source)(nil)
+var (
+	_ pipeline.Identifier      = (*Source)(nil)
+	_ pipeline.Identifier      = (*Files)(nil)
+	_ pipeline.Identifier      = (*Stdin)(nil)
+	_ pipeline.IdentityAdopter = (*Stdin)(nil)
+)
 
 // Identity names the file by absolute path, size and modification time: a resume of another
-// file, or of the same name with other content, is refused instead of continuing mid-line.
+// file, or of the same name with other content, is refused instead of continuing mid-line. How it
+// is read (a format=, CSV options) is part of it: another dialect would cut other records.
 func (s *Source) Identity() pipeline.Identity {
 	path, err := filepath.Abs(s.cfg.Path)
 	if err != nil {
@@ -20,11 +27,76 @@ func (s *Source) Identity() pipeline.Identity {
 	}
 	// The record size limit decides where a stray quote's record ends: a resume with another
 	// one could cut the rest of the file differently from the first run.
-	id := pipeline.Identity{"file": path, "size": "unknown", "modified": "unknown",
-		"max_record_size": strconv.Itoa(s.cfg.MaxRecordSize)}
-	if st, err := os.Stat(s.cfg.Path); err == nil {
-		id["size"] = strconv.FormatInt(st.Size(), 10)
-		id["modified"] = st.ModTime().UTC().Format(time.RFC3339Nano)
-	}
+	id := pipeline.Identity{"file": path, "max_record_size": strconv.Itoa(s.cfg.MaxRecordSize)}
+	id["size"], id["modified"] = statIdentity(s.cfg.Path)
+	addReadOptions(id, s.cfg.Format, s.cfg.CSV)
 	return id
 }
+
+// statIdentity is a file's size and modification time, "unknown" when it cannot be read.
+func statIdentity(path string) (size, modified string) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "unknown", "unknown"
+	}
+	return strconv.FormatInt(st.Size(), 10), st.ModTime().UTC().Format(time.RFC3339Nano)
+}
+
+// addReadOptions records the options that change what is read, when set (a run without them
+// keeps the identity it always had).
+func addReadOptions(id pipeline.Identity, format string, csv CSVOptions) {
+	if format != "" {
+		id["format"] = format
+	}
+	if o := csv.String(); o != "" {
+		id["csv"] = o
+	}
+}
+
+// addWindow records ?skip= and ?limit=: a resume with another window would read other rows.
+func (f *Files) addWindow(id pipeline.Identity) {
+	if f.skip > 0 {
+		id["skip"] = strconv.FormatInt(f.skip, 10)
+	}
+	if f.limit > 0 {
+		id["limit"] = strconv.FormatInt(f.limit, 10)
+	}
+}
+
+// Identity of one file named as such is the file's; of several (a directory, a glob, a list) it
+// is their directory, their count and each one's size and modification time under its stream
+// name (file[output-000001.csv].size), so that a resume with a file added, removed or changed is
+// refused naming it.
+func (f *Files) Identity() pipeline.Identity {
+	if f.single {
+		id := f.files[0].Identity()
+		f.addWindow(id)
+		return id
+	}
+	id := pipeline.Identity{"dir": f.dir, "files": strconv.Itoa(len(f.files)),
+		"max_record_size": strconv.Itoa(f.files[0].cfg.MaxRecordSize)}
+	for _, s := range f.files {
+		id["file["+s.stream+"].size"], id["file["+s.stream+"].modified"] = statIdentity(s.cfg.Path)
+	}
+	addReadOptions(id, f.format, f.csv)
+	f.addWindow(id)
+	return id
+}
+
+// Identity of stdin says only that: it cannot be resumed (AdoptIdentity refuses), so this is what
+// tells a later resume with a file that the run read something else.
+func (s *Stdin) Identity() pipeline.Identity {
+	id := pipeline.Identity{"input": "stdin", "max_record_size": strconv.Itoa(s.f.files[0].cfg.MaxRecordSize)}
+	addReadOptions(id, s.f.format, s.f.csv)
+	s.f.addWindow(id)
+	return id
+}
+
+// ErrStdinResume refuses --resume with stdin: what the interrupted run read from it is gone, and
+// what stdin holds now cannot be matched to where it stopped.
+var ErrStdinResume = errors.New("a run reading stdin (file:-) cannot be resumed: what the interrupted run read from it is gone, " +
+	"and where it stopped cannot be found in new input; start over in a new --out directory, " +
+	"or save the input to a file and migrate that (a file can be resumed)")
+
+// AdoptIdentity refuses every resume: see ErrStdinResume.
+func (s *Stdin) AdoptIdentity(pipeline.Identity) error { return ErrStdinResume }

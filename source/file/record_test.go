@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/cqlvalue"
 )
 
 // readRows reads path whole with the given chunking and limit.
@@ -229,24 +230,55 @@ func TestRecordLongerThanLimit(t *testing.T) {
 	}
 }
 
+// fuzzDialects are the CSV dialects the fuzz tests try (issue 11.1's URI options): the splitter
+// and the parser must agree on record boundaries in each.
+var fuzzDialects = []CSVOptions{
+	{},                              // RFC 4180
+	{Delimiter: ';', Quote: '\''},   // another delimiter and quote; '' is an escaped '
+	{Delimiter: '\t', Escape: '\\'}, // TSV with dsbulk's backslash escape
+	{Escape: '\\', Comment: '#'},    // comments, where a quote opens nothing
+	{Comment: '#', NoHeader: true, Null: "N"}, // comment lines with RFC 4180 quotes, no header
+}
+
 // FuzzCSVSplitPoint checks the splitter against the row parser directly: for a body parsed whole,
 // every cut the splitter makes in a prefix starting at any record boundary is a record boundary,
 // a record it gives up on (head > 0) is longer than the limit and ends where the parser says,
-// and it asks for more bytes only while the record may still end within the limit.
+// and it asks for more bytes only while the record may still end within the limit. It does so in
+// every dialect of fuzzDialects.
 func FuzzCSVSplitPoint(f *testing.F) {
-	f.Add("1,\"a\nb\",2,3\n", uint8(5))
-	f.Add("1,\"stray\n2,b,c,d\n3,\"long\nquoted\nfield\",x,y\n4,e,f,g", uint8(9))
-	f.Add("\"x\"y\"z,\n\"\n,\"\n\"\"\"\"\"\n", uint8(2))
-	f.Add("aaaaaaaaaaaaaaaaaaa\nb,\"c\"\"\nd\",e\r\n", uint8(7))
-	f.Fuzz(func(t *testing.T, body string, limit uint8) {
+	f.Add("1,\"a\nb\",2,3\n", uint8(5), uint8(0))
+	f.Add("1,\"stray\n2,b,c,d\n3,\"long\nquoted\nfield\",x,y\n4,e,f,g", uint8(9), uint8(0))
+	f.Add("\"x\"y\"z,\n\"\n,\"\n\"\"\"\"\"\n", uint8(2), uint8(0))
+	f.Add("aaaaaaaaaaaaaaaaaaa\nb,\"c\"\"\nd\",e\r\n", uint8(7), uint8(0))
+	f.Add("1;'a;''b\n';x\n2;'\n", uint8(6), uint8(1))
+	f.Add("1\t\"a\\\"b\\\\\"\tc\n2\t\"\\\"\n\\\\\"\n", uint8(9), uint8(2))
+	f.Add("#c,\"x\n1,\"a\\\"\n#\",y\n#,\"\n2,b\n", uint8(4), uint8(3))
+	f.Add("1,\"#a\n#b\",c\n#,\"q\n\"\"\n", uint8(8), uint8(4))
+	f.Fuzz(func(t *testing.T, body string, limit, dialect uint8) {
 		lim := int(limit%40) + 1
-		s := &Source{cfg: Config{MaxRecordSize: lim}, nfields: 4, colMap: []int{-1, -1, -1, -1}}
-		vals := make([]pipeline.Value, 0)
+		d, err := fuzzDialects[int(dialect)%len(fuzzDialects)].resolve(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ := cqlvalue.ParseType("text")
+		s := &Source{cfg: Config{MaxRecordSize: lim}, csv: d, rfc: d.isRFC(), nfields: 4, colMap: []int{0, 1, 2, -1},
+			names: []string{"a", "b", "c"}, types: []cqlvalue.Type{text, text, text}, kinds: []cqlvalue.Kind{cqlvalue.Text, cqlvalue.Text, cqlvalue.Text}}
+		vals, vals2 := make([]pipeline.Value, 3), make([]pipeline.Value, 3)
 		end := map[int]int{} // record start -> end, as the parser reads the whole body
 		for pos := 0; pos < len(body); {
-			next, _, _, _ := s.parseCSVRow(body, pos, vals)
+			clear(vals)
+			next, nl, blank, rerr := s.parseCSVRow(body, pos, vals)
 			if next <= pos {
 				t.Fatalf("parser stuck at %d", pos)
+			}
+			if s.rfc {
+				// the fast path and the dialect parser read the same records and values
+				clear(vals2)
+				next2, nl2, blank2, rerr2 := s.parseDialectRow(body, pos, vals2)
+				if next2 != next || nl2 != nl || blank2 != blank || fmt.Sprint(rerr2) != fmt.Sprint(rerr) || !reflect.DeepEqual(vals, vals2) {
+					t.Fatalf("%q at %d: RFC 4180 parser %d %d %v %v %v, dialect parser %d %d %v %v %v", body, pos,
+						next, nl, blank, rerr, vals, next2, nl2, blank2, rerr2, vals2)
+				}
 			}
 			end[pos] = next
 			pos = next
@@ -255,7 +287,7 @@ func FuzzCSVSplitPoint(f *testing.F) {
 		for start := range end {
 			for n := start + 1; n <= len(body); n++ {
 				b := []byte(body[start:n])
-				cut, head := csvSplitPoint(b, lim)
+				cut, head := s.csv.splitPoint(b, lim)
 				switch {
 				case cut > 0:
 					if _, ok := end[start+cut]; !ok {

@@ -21,6 +21,9 @@ func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 	if n <= 0 {
 		return nil, nil
 	}
+	if s.stdin != nil {
+		return nil, fmt.Errorf("%s cannot be sampled: it can be read only once", s.cfg.Path)
+	}
 	dataSize := s.size - s.dataStart
 	if s.gz || s.avgRow <= 0 || float64(n)*s.avgRow*4 >= float64(dataSize) {
 		return s.sampleSequential(ctx, n)

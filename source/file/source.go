@@ -1,5 +1,6 @@
-// Package file reads CSV (.csv, .csv.gz) and JSON Lines (.jsonl, .ndjson, optionally .gz) files
-// as a pipeline.Source. The file is read in large chunks split at record boundaries; chunks are
+// Package file reads CSV (.csv, .tsv) and JSON Lines (.jsonl, .ndjson) files, optionally gzipped,
+// as a pipeline.Source: one file (Source), or several, a directory, a glob or stdin (Files, made
+// by Open from a file: URI). A file is read in large chunks split at record boundaries; chunks are
 // parsed by parallel workers into batches that are delivered in file order, each with a cursor
 // (uncompressed byte offset and line number) from which a resumed run continues.
 package file
@@ -25,9 +26,19 @@ import (
 
 // Config configures a file source.
 type Config struct {
-	// Path of the file. The extension picks the format: .csv, .jsonl, .ndjson, each optionally
-	// followed by .gz.
+	// Path of the file. The extension picks the format: .csv, .tsv, .jsonl, .ndjson, each
+	// optionally followed by .gz.
 	Path string
+	// Stdin, when set, is read instead of a file, once; Path then only names it in messages.
+	Stdin io.Reader
+	// Format, when set, overrides the extension: csv, tsv, jsonl or ndjson, optionally followed
+	// by .gz (a file whose name ends in .gz is read as gzip either way).
+	Format string
+	// CSV is the CSV dialect (delimiter, quote, header...); only for CSV files.
+	CSV CSVOptions
+	// Stream names the batches' stream: a resume finds the file's cursor under it. Default: the
+	// file's base name.
+	Stream string
 	// Schema declares the columns to read, with their CQL types; Record.Values follow its order.
 	// CSV columns are found by header name (exact, then case-insensitive; two candidates are an
 	// error); JSON members by key.
@@ -44,6 +55,10 @@ type Config struct {
 	// within it ends its record with the line the quote opens on, and a longer record is
 	// rejected. It also bounds the memory one record can take.
 	MaxRecordSize int
+
+	// headSize is how much of the file New reads to find the header and the average row size
+	// (default and at most maxHead). Open lowers it when it opens many files.
+	headSize int
 }
 
 const (
@@ -55,6 +70,8 @@ const (
 	DefaultMaxRecordSize = 16 << 20
 	// rawKeep is how much of a record longer than MaxRecordSize its reject keeps, at most.
 	rawKeep = 4 << 10
+	// maxHead bounds the head New reads: a CSV header line must end within it.
+	maxHead = 1 << 20
 )
 
 // Validate checks the configuration and fills in defaults.
@@ -87,6 +104,9 @@ func (c *Config) Validate() error {
 	if c.MaxRecordSize <= 0 {
 		c.MaxRecordSize = DefaultMaxRecordSize
 	}
+	if c.headSize <= 0 || c.headSize > maxHead {
+		c.headSize = maxHead
+	}
 	return nil
 }
 
@@ -97,6 +117,35 @@ const (
 	formatJSONL
 )
 
+// parseFormat tells the format of a file from its name, or from override when set.
+func parseFormat(path, override string) (f format, gz, tsv bool, err error) {
+	name := strings.ToLower(path)
+	if strings.HasSuffix(name, ".gz") {
+		gz = true
+		name = strings.TrimSuffix(name, ".gz")
+	}
+	if override != "" {
+		o := strings.ToLower(override)
+		if strings.HasSuffix(o, ".gz") {
+			gz = true
+			o = strings.TrimSuffix(o, ".gz")
+		}
+		name = "." + o
+	}
+	switch {
+	case strings.HasSuffix(name, ".csv"):
+		return formatCSV, gz, false, nil
+	case strings.HasSuffix(name, ".tsv"):
+		return formatCSV, gz, true, nil
+	case strings.HasSuffix(name, ".jsonl"), strings.HasSuffix(name, ".ndjson"):
+		return formatJSONL, gz, false, nil
+	}
+	if override != "" {
+		return 0, false, false, fmt.Errorf("format=%s: want csv, tsv, jsonl or ndjson, optionally followed by .gz", override)
+	}
+	return 0, false, false, fmt.Errorf("file %s: unknown format: want .csv, .tsv, .jsonl or .ndjson, optionally .gz, or say which with ?format=csv|tsv|jsonl", path)
+}
+
 // Source reads one file. It implements pipeline.Source, pipeline.Sizer and pipeline.Sampler.
 type Source struct {
 	cfg    Config
@@ -104,7 +153,12 @@ type Source struct {
 	stream string
 	format format
 	gz     bool
-	size   int64 // file size on disk
+	tsv    bool
+	size   int64 // file size on disk; -1 for stdin
+	stdin  *onceInput
+	csv    dialect
+	rfc    bool // csv is RFC 4180: parseRFCRow reads it
+	empty  bool // a CSV file without even a header line
 
 	names []string
 	types []cqlvalue.Type
@@ -137,19 +191,21 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	s := &Source{cfg: cfg, log: logger, stream: filepath.Base(cfg.Path)}
-	lower := strings.ToLower(cfg.Path)
-	if strings.HasSuffix(lower, ".gz") {
-		s.gz = true
-		lower = strings.TrimSuffix(lower, ".gz")
+	s := &Source{cfg: cfg, log: logger, stream: cfg.Stream}
+	if s.stream == "" {
+		s.stream = filepath.Base(cfg.Path)
 	}
-	switch {
-	case strings.HasSuffix(lower, ".csv"):
-		s.format = formatCSV
-	case strings.HasSuffix(lower, ".jsonl"), strings.HasSuffix(lower, ".ndjson"):
-		s.format = formatJSONL
-	default:
-		return nil, fmt.Errorf("file %s: unknown format: want .csv, .jsonl or .ndjson, optionally .gz", cfg.Path)
+	var err error
+	if s.format, s.gz, s.tsv, err = parseFormat(cfg.Path, cfg.Format); err != nil {
+		return nil, err
+	}
+	if s.format == formatCSV {
+		if s.csv, err = cfg.CSV.resolve(s.tsv); err != nil {
+			return nil, fmt.Errorf("file %s: %w", cfg.Path, err)
+		}
+		s.rfc = s.csv.isRFC()
+	} else if cfg.CSV != (CSVOptions{}) {
+		return nil, fmt.Errorf("file %s is JSON Lines: the CSV options (delimiter=, header=, null=, quote=, escape=, comment=) do not apply to it", cfg.Path)
 	}
 	for _, col := range cfg.Schema {
 		t, err := cqlvalue.ParseType(col.Type)
@@ -166,18 +222,24 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 			s.jsonIndex[n] = i
 		}
 	}
-	st, err := os.Stat(cfg.Path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("file %s not found: check the --source path", cfg.Path)
+	if cfg.Stdin != nil {
+		s.stdin, s.size = &onceInput{r: cfg.Stdin}, -1
+	} else {
+		st, err := os.Stat(cfg.Path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("file %s not found: check the --source path", cfg.Path)
+			}
+			return nil, fmt.Errorf("file %s: %w", cfg.Path, err)
 		}
-		return nil, fmt.Errorf("file %s: %w", cfg.Path, err)
+		if st.IsDir() {
+			return nil, fmt.Errorf("file %s is a directory: give file:%s to read the files in it", cfg.Path, cfg.Path)
+		}
+		s.size = st.Size()
 	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("file %s is a directory: --source wants one file", cfg.Path)
-	}
-	s.size = st.Size()
-	if s.cfg.ChunkSize == 0 {
+	if s.cfg.ChunkSize == 0 && s.size < 0 {
+		s.cfg.ChunkSize = defaultChunkSize
+	} else if s.cfg.ChunkSize == 0 {
 		// Large files read 4 MiB at a time; small ones in smaller chunks so that every worker
 		// has some.
 		s.cfg.ChunkSize = int(min(max(s.size/int64(4*s.cfg.Workers), minAutoChunk), defaultChunkSize))
@@ -188,29 +250,61 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 	return s, nil
 }
 
-// open returns a reader of the uncompressed content from its start.
+// onceInput is stdin: it can be read only once, so what New reads of its head is kept and read
+// again, followed by the rest, by the one run.
+type onceInput struct {
+	r      io.Reader
+	head   bytes.Buffer
+	opened int
+}
+
+func (o *onceInput) open(name string) (io.Reader, error) {
+	o.opened++
+	switch o.opened {
+	case 1:
+		return io.TeeReader(o.r, &o.head), nil
+	case 2:
+		return io.MultiReader(bytes.NewReader(o.head.Bytes()), o.r), nil
+	}
+	return nil, fmt.Errorf("%s can be read only once", name)
+}
+
+// open returns a reader of the uncompressed content from its start, and the file when it is a
+// plain file that can seek.
 func (s *Source) open() (io.ReadCloser, *os.File, error) {
-	f, err := os.Open(s.cfg.Path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open %s: %w", s.cfg.Path, err)
+	var raw io.Reader
+	var closer io.Closer = io.NopCloser(nil)
+	var f *os.File
+	if s.stdin != nil {
+		r, err := s.stdin.open(s.cfg.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		raw = r
+	} else {
+		var err error
+		if f, err = os.Open(s.cfg.Path); err != nil {
+			return nil, nil, fmt.Errorf("open %s: %w", s.cfg.Path, err)
+		}
+		raw, closer = f, f
 	}
 	if !s.gz {
-		return f, f, nil
+		return readCloser{raw, closer}, f, nil
 	}
-	zr, err := newGzipReader(f, s.cfg.Path, s.size)
+	zr, err := newGzipReader(raw, s.cfg.Path, s.size)
 	if err != nil {
-		f.Close()
+		closer.Close()
 		return nil, nil, err
 	}
-	return readCloser{zr, f}, f, nil
+	return readCloser{zr, closer}, nil, nil
 }
 
 type readCloser struct {
 	io.Reader
-	f *os.File
+	c io.Closer
 }
 
-func (r readCloser) Close() error { return r.f.Close() }
+func (r readCloser) Close() error { return r.c.Close() }
 
 // openAt returns a reader of the uncompressed content from offset off.
 func (s *Source) openAt(off int64) (io.ReadCloser, error) {
@@ -219,7 +313,7 @@ func (s *Source) openAt(off int64) (io.ReadCloser, error) {
 		return nil, err
 	}
 	if off > 0 {
-		if s.gz {
+		if f == nil {
 			if n, err := io.CopyN(io.Discard, r, off); err != nil {
 				r.Close()
 				if err == io.EOF {
@@ -246,44 +340,66 @@ func readError(path string, off int64, err error) error {
 	return fmt.Errorf("read %s at offset %d: %w", path, off, err)
 }
 
-// readHead reads the first chunk: BOM, CSV header, average row size.
+// readHead reads the head of the file: BOM, CSV header, average row size. It reads headSize
+// bytes, more (up to maxHead) while the CSV header has not ended.
 func (s *Source) readHead() error {
 	r, _, err := s.open()
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	buf := make([]byte, 1<<20)
+	buf := make([]byte, s.cfg.headSize)
 	n, err := io.ReadFull(r, buf)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
 		return readError(s.cfg.Path, 0, err)
 	}
 	whole := n < len(buf)
-	head := buf[:n]
 	pos := 0
-	if bytes.HasPrefix(head, []byte("\xef\xbb\xbf")) {
+	if bytes.HasPrefix(buf[:n], []byte("\xef\xbb\xbf")) {
 		pos = 3
 	}
 	s.dataLine = 1
-	if s.format == formatCSV {
-		fields, next, lines, ok := splitHeader(head, pos)
-		if !ok || (!whole && next == len(head) && !bytes.HasSuffix(head, []byte("\n"))) {
-			if n == 0 || pos == n {
-				return fmt.Errorf("file %s is empty: a CSV file needs a header line", s.cfg.Path)
-			}
-			if !whole {
-				return fmt.Errorf("file %s: the CSV header (line 1) does not end within the first %s: is this a CSV file with a header line?", s.cfg.Path, formatBytes(len(buf)))
-			}
-			return fmt.Errorf("file %s: cannot read the CSV header (line 1)", s.cfg.Path)
+	if s.format == formatCSV && !s.csv.header {
+		// the fields follow the declared columns
+		s.nfields, s.header = len(s.names), s.names
+		s.colMap = make([]int, len(s.names))
+		for i := range s.colMap {
+			s.colMap[i] = i
 		}
-		if err := s.mapHeader(fields); err != nil {
-			return err
+	} else if s.format == formatCSV {
+		for {
+			fields, next, lines, st := s.csv.splitHeader(string(buf[:n]), pos, whole)
+			if st == headerMore && len(buf) < maxHead {
+				nb := make([]byte, min(2*len(buf), maxHead))
+				copy(nb, buf[:n])
+				m, err := io.ReadFull(r, nb[n:])
+				if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+					return readError(s.cfg.Path, int64(n), err)
+				}
+				buf, n, whole = nb, n+m, m < len(nb)-n
+				continue
+			}
+			switch st {
+			case headerMore:
+				return fmt.Errorf("file %s: the CSV header (line %d) does not end within the first %s: is this a CSV file with a header line? (header=false reads one without)", s.cfg.Path, s.dataLine+int64(lines), formatBytes(maxHead))
+			case headerInvalid:
+				return fmt.Errorf("file %s: cannot read the CSV header (line %d): a quote in it is not closed, or is followed by other characters", s.cfg.Path, s.dataLine+int64(lines))
+			case headerNone:
+				// An empty file (or only blank and comment lines): no header, no rows. It reads
+				// as 0 rows, as an empty JSON Lines file does; Run warns.
+				s.empty = true
+			case headerOK:
+				if err := s.mapHeader(fields); err != nil {
+					return err
+				}
+			}
+			pos = next
+			s.dataLine += int64(lines)
+			break
 		}
-		pos = next
-		s.dataLine += int64(lines)
 	}
 	s.dataStart = int64(pos)
-	rest := head[pos:]
+	rest := buf[pos:n]
 	if !whole {
 		if i := bytes.LastIndexByte(rest, '\n'); i >= 0 {
 			rest = rest[:i+1]
@@ -401,13 +517,15 @@ func times(n int) string {
 	return strconv.Itoa(n) + " times"
 }
 
-// EstimatedRows estimates the row count from the file size and the first chunk's average row
-// size; for a gzip file it is -1 (unknown).
+// EstimatedRows estimates the row count from the file size and the head's average row size; for
+// a gzip file and stdin it is -1 (unknown).
 func (s *Source) EstimatedRows() int64 {
-	if s.gz || s.avgRow <= 0 {
-		if !s.gz && s.size <= s.dataStart {
-			return 0
-		}
+	switch {
+	case s.gz || s.size < 0:
+		return -1
+	case s.size <= s.dataStart:
+		return 0
+	case s.avgRow <= 0:
 		return -1
 	}
 	return int64(float64(s.size-s.dataStart)/s.avgRow + 0.5)
@@ -416,7 +534,8 @@ func (s *Source) EstimatedRows() int64 {
 // Stream is the stream name batches carry: the file's base name.
 func (s *Source) Stream() string { return s.stream }
 
-// cursor encodes a resume point.
+// cursor encodes a resume point: off=N,line=N, followed by ,rows=N when Files counts the rows
+// of a window (?skip=, ?limit=).
 func appendCursor(dst []byte, off, line int64) []byte {
 	dst = append(dst, "off="...)
 	dst = strconv.AppendInt(dst, off, 10)
@@ -426,6 +545,9 @@ func appendCursor(dst []byte, off, line int64) []byte {
 
 func parseCursor(c string) (off, line int64, err error) {
 	a, b, ok := strings.Cut(c, ",")
+	if i := strings.Index(b, ",rows="); i >= 0 {
+		b = b[:i]
+	}
 	if ok && strings.HasPrefix(a, "off=") && strings.HasPrefix(b, "line=") {
 		off, err1 := strconv.ParseInt(a[4:], 10, 64)
 		line, err2 := strconv.ParseInt(b[5:], 10, 64)
@@ -434,6 +556,16 @@ func parseCursor(c string) (off, line int64, err error) {
 		}
 	}
 	return 0, 0, fmt.Errorf("bad cursor %q: want off=N,line=N", c)
+}
+
+// cursorRows returns the rows= count of a cursor, when it has one.
+func cursorRows(c string) (int64, bool) {
+	_, r, ok := strings.Cut(c, ",rows=")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(r, 10, 64)
+	return n, err == nil && n >= 0
 }
 
 // Run reads the file and sends its batches to out in file order. A resume cursor for the stream
@@ -446,6 +578,9 @@ func (s *Source) Run(ctx context.Context, resume map[string]pipeline.StreamState
 			return nil
 		}
 		if st.Cursor != "" {
+			if s.stdin != nil {
+				return fmt.Errorf("%s cannot be resumed: what was read of it is gone", s.cfg.Path)
+			}
 			var err error
 			if off, line, err = parseCursor(st.Cursor); err != nil {
 				return fmt.Errorf("file %s: %w", s.cfg.Path, err)
@@ -536,6 +671,15 @@ func (s *Source) run(parent context.Context, r io.Reader, off, line int64, out c
 		return err
 	}
 	s.log.Info("file read", zap.String("file", s.cfg.Path), zap.Int64("rows", rows))
+	if rows == 0 && off == s.dataStart {
+		// One rule for CSV and JSON Lines: a file without rows reads as 0 rows, with a warning
+		// (a wrong file? a failed export?), whether or not it has a header line.
+		msg := "file holds no rows: 0 rows read from it"
+		if s.empty {
+			msg = "file is empty (no header line, no rows): 0 rows read from it"
+		}
+		s.log.Warn(msg, zap.String("file", s.cfg.Path))
+	}
 	return nil
 }
 
@@ -650,7 +794,7 @@ func (s *Source) skipRecord(ctx context.Context, r io.Reader, buf []byte, total,
 }
 
 // splitPoint returns the length of the longest prefix of b that holds whole records, or 0; see
-// csvSplitPoint for head.
+// dialect.splitPoint for head.
 func (s *Source) splitPoint(b []byte) (cut, head int) {
 	if s.format == formatJSONL {
 		cut = bytes.LastIndexByte(b, '\n') + 1
@@ -659,7 +803,7 @@ func (s *Source) splitPoint(b []byte) (cut, head int) {
 		}
 		return cut, 0
 	}
-	return csvSplitPoint(b, s.cfg.MaxRecordSize)
+	return s.csv.splitPoint(b, s.cfg.MaxRecordSize)
 }
 
 // parseChunk turns a chunk into batches of at most BatchSize records.
@@ -685,12 +829,16 @@ func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
 			var next, nl int
 			var rerr *pipeline.RowError
 			var blank bool
-			if s.format == formatCSV {
-				next, nl, blank, rerr = s.parseCSVRow(data, pos, vals)
+			if s.rfc {
+				next, nl, blank, rerr = s.parseRFCRow(data, pos, vals)
+			} else if s.format == formatCSV {
+				next, nl, blank, rerr = s.parseDialectRow(data, pos, vals)
 			} else {
 				next, nl, blank, rerr = s.parseJSONRow(data, pos, vals)
 			}
-			if !blank {
+			// A blank or comment line is no record, unless it is longer than the limit: the
+			// splitter rejects such a line as too long, so the parser does too.
+			if !blank || next-pos > s.cfg.MaxRecordSize {
 				// Raw is a substring of the chunk: no copy, and a row the transform rejects
 				// later still reaches rejects.jsonl as it was read.
 				rec := pipeline.Record{Values: vals, Seq: line, Raw: rawLine(data[pos:next]), Err: rerr}

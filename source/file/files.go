@@ -1,0 +1,550 @@
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// Files reads several files as one source, one after the other in order, each its own stream
+// (named by its path relative to the files' common directory, so that two part.csv in different
+// directories stay apart): positions, resume and identity are per file. It implements
+// pipeline.Source, Sizer, Sampler and Identifier.
+type Files struct {
+	files       []*Source
+	log         *zap.Logger
+	skip, limit int64
+	dir         string // the files' common directory, absolute
+	single      bool   // one file named as such: the identity is that file's
+	format      string
+	csv         CSVOptions
+}
+
+// Stdin reads stdin (file:-). It cannot sample or resume, and has no size: it implements
+// pipeline.Source, Sizer (-1, or the limit), Identifier and IdentityAdopter (which refuses).
+type Stdin struct {
+	f *Files
+}
+
+var (
+	_ pipeline.Source  = (*Files)(nil)
+	_ pipeline.Sizer   = (*Files)(nil)
+	_ pipeline.Sampler = (*Files)(nil)
+	_ pipeline.Source  = (*Stdin)(nil)
+	_ pipeline.Sizer   = (*Stdin)(nil)
+)
+
+// headBudget is what Open reads of all the files' heads together (each at least minHeadSize):
+// every header is checked before the run starts, without reading much of a thousand files.
+const (
+	headBudget  = 64 << 20
+	minHeadSize = 64 << 10
+	// maxListedErrors is how many files' errors Open reports at once.
+	maxListedErrors = 10
+)
+
+// Open returns the source that spec names: a *Files for files, directories and globs, a *Stdin
+// for "-". base holds what applies to every file (Schema, MaxRecordSize, ...); its Path,
+// Format, CSV and Stream are set per file. Every file's head is read (and a CSV header matched
+// to the schema) before it returns, so that a bad file stops the run before it starts.
+func Open(spec Spec, base Config, logger *zap.Logger) (pipeline.Source, error) {
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	f := &Files{log: logger, skip: spec.Skip, limit: spec.Limit, format: spec.Format, csv: spec.CSV}
+	if spec.Path == "-" {
+		if spec.Format == "" {
+			return nil, errors.New("--source file:- reads stdin, which has no name to tell its format: add ?format=csv, tsv or jsonl (with .gz for gzip data)")
+		}
+		cfg := base
+		cfg.Path, cfg.Stream, cfg.Stdin, cfg.Format, cfg.CSV = "stdin", "stdin", stdinReader(), spec.Format, spec.CSV
+		s, err := New(cfg, logger)
+		if err != nil {
+			return nil, err
+		}
+		f.files = []*Source{s}
+		return &Stdin{f: f}, nil
+	}
+	paths, single, err := resolvePaths(spec.Path, spec.Format, logger)
+	if err != nil {
+		return nil, err
+	}
+	f.single = single
+	var streams []string
+	if f.dir, streams, err = streamNames(paths); err != nil {
+		return nil, err
+	}
+	headSize := max(minHeadSize, min(maxHead, headBudget/len(paths)))
+	var errs []error
+	csvFiles := 0
+	for i, p := range paths {
+		cfg := base
+		cfg.Path, cfg.Stream, cfg.Format, cfg.headSize = p, streams[i], spec.Format, headSize
+		if fm, _, _, err := parseFormat(p, spec.Format); err == nil && fm == formatCSV {
+			cfg.CSV = spec.CSV // JSON Lines files among CSV ones take no CSV options
+			csvFiles++
+		}
+		s, err := New(cfg, logger)
+		if err != nil {
+			errs = append(errs, err)
+			if len(errs) == maxListedErrors {
+				errs = append(errs, fmt.Errorf("(only the first %d files with a problem are listed)", maxListedErrors))
+				break
+			}
+			continue
+		}
+		f.files = append(f.files, s)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if csvFiles == 0 && spec.CSV != (CSVOptions{}) {
+		return nil, fmt.Errorf("--source file:%s: the CSV options (%s) were given, but the input is JSON Lines", spec.Path, spec.CSV)
+	}
+	if len(f.files) > 1 {
+		logger.Info("reading files in this order", zap.String("dir", f.dir), zap.Int("files", len(f.files)),
+			zap.String("first", f.files[0].stream), zap.String("last", f.files[len(f.files)-1].stream))
+	}
+	return f, nil
+}
+
+// stdinReader returns the process's stdin, looked up when a source opens it (tests replace it).
+var stdinReader = func() io.Reader { return os.Stdin }
+
+// resolvePaths turns the path of a file: URI into the files to read, in order: a file, a directory
+// (its files with a known extension, or every file with format=, in name order, not recursive:
+// what `dsbulk unload` writes), a glob (its matches in name order), or several of these separated
+// by commas (in the order given). A name that holds a comma is one path when it exists. single
+// says the path named one file as such.
+func resolvePaths(raw, format string, log *zap.Logger) (paths []string, single bool, err error) {
+	parts := []string{raw}
+	if _, err := os.Stat(expandHome(raw)); err != nil && strings.Contains(raw, ",") {
+		parts = strings.Split(raw, ",")
+	}
+	var errs []error
+	seen := map[string]string{}
+	add := func(p, from string) {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			abs = filepath.Clean(p)
+		}
+		if prev, ok := seen[abs]; ok {
+			errs = append(errs, fmt.Errorf("%s is read twice (from %s and from %s): name each file once", p, prev, from))
+			return
+		}
+		seen[abs] = from
+		paths = append(paths, p)
+	}
+	for _, part := range parts {
+		part = expandHome(strings.TrimSpace(part))
+		if part == "" {
+			errs = append(errs, fmt.Errorf("--source file:%s: an empty path between commas", raw))
+			continue
+		}
+		if part == "-" {
+			errs = append(errs, errors.New("--source file:- (stdin) must be the only input"))
+			continue
+		}
+		st, serr := os.Stat(part)
+		switch {
+		case serr == nil && st.IsDir():
+			files, err := listDir(part, format, log)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			for _, p := range files {
+				add(p, part)
+			}
+		case serr == nil:
+			add(part, part)
+			single = len(parts) == 1
+		case hasGlobMeta(part):
+			matches, err := filepath.Glob(part)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("--source file:%s: bad pattern: %w", part, err))
+				continue
+			}
+			sort.Strings(matches)
+			if len(matches) == 0 {
+				errs = append(errs, fmt.Errorf("--source file:%s: the pattern matches no file", part))
+			}
+			for _, m := range matches {
+				if st, err := os.Stat(m); err == nil && st.IsDir() {
+					errs = append(errs, fmt.Errorf("--source file:%s matches the directory %s: a pattern reads files (file:%s reads the files in it)", part, m, m))
+					continue
+				}
+				add(m, part)
+			}
+		case errors.Is(serr, os.ErrNotExist):
+			errs = append(errs, fmt.Errorf("file %s not found: check the --source path", part))
+		default:
+			errs = append(errs, fmt.Errorf("file %s: %w", part, serr))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, false, errors.Join(errs...)
+	}
+	return paths, single, nil
+}
+
+// listDir returns the files of a directory to read, in name order. Hidden files and those
+// starting with '_' (_SUCCESS, .crc files of Spark and Hadoop) are never read; without format=
+// only files with a known extension are.
+func listDir(dir, format string, log *zap.Logger) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read directory %s: %w", dir, err)
+	}
+	var files, skipped []string
+	for _, e := range entries { // in name order
+		name := e.Name()
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err != nil || st.IsDir() {
+			skipped = append(skipped, name+"/")
+			continue
+		}
+		if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+			skipped = append(skipped, name)
+			continue
+		}
+		if format == "" {
+			if _, _, _, err := parseFormat(name, ""); err != nil {
+				skipped = append(skipped, name)
+				continue
+			}
+		}
+		files = append(files, p)
+	}
+	if len(files) == 0 {
+		what := "files named .csv, .tsv, .jsonl or .ndjson (optionally .gz)"
+		if format != "" {
+			what = "files (hidden ones and those starting with _ are left out)"
+		}
+		msg := fmt.Sprintf("directory %s holds no %s", dir, what)
+		if len(skipped) > 0 {
+			msg += ": it holds " + listNames(skipped)
+			if format == "" {
+				msg += "; to read files of another name as one format, add ?format=csv, tsv or jsonl"
+			}
+		}
+		return nil, errors.New(msg)
+	}
+	if len(skipped) > 0 {
+		log.Info("leaving out what is not a data file in the directory (subdirectories are not read)",
+			zap.String("dir", dir), zap.Strings("skipped", skipped))
+	}
+	return files, nil
+}
+
+// listNames writes at most 5 names.
+func listNames(names []string) string {
+	if len(names) > 5 {
+		return strings.Join(names[:5], ", ") + " and " + strconv.Itoa(len(names)-5) + " more"
+	}
+	return strings.Join(names, ", ")
+}
+
+func hasGlobMeta(p string) bool { return strings.ContainsAny(p, "*?[") }
+
+// expandHome expands a leading ~/ as a shell would (file:~/x is not expanded by the shell).
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, p[1:])
+		}
+	}
+	return p
+}
+
+// streamNames names each file by its path relative to the files' common directory, with '/'.
+func streamNames(paths []string) (dir string, names []string, err error) {
+	abs := make([]string, len(paths))
+	for i, p := range paths {
+		if abs[i], err = filepath.Abs(p); err != nil {
+			return "", nil, fmt.Errorf("file %s: %w", p, err)
+		}
+	}
+	dir = filepath.Dir(abs[0])
+	for _, a := range abs[1:] {
+		for dir != filepath.Dir(dir) && !strings.HasPrefix(a, dir+string(filepath.Separator)) {
+			dir = filepath.Dir(dir)
+		}
+	}
+	names = make([]string, len(abs))
+	for i, a := range abs {
+		rel, err := filepath.Rel(dir, a)
+		if err != nil {
+			return "", nil, fmt.Errorf("file %s: %w", paths[i], err)
+		}
+		names[i] = filepath.ToSlash(rel)
+	}
+	return dir, names, nil
+}
+
+// Run reads the files one after the other, each with its resume state; a file marked done is
+// skipped.
+func (f *Files) Run(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
+	if f.skip > 0 || f.limit > 0 {
+		return f.runWindow(ctx, resume, out)
+	}
+	for _, s := range f.files {
+		if err := s.Run(ctx, resume, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runWindow reads the records after the first skip, at most limit of them, over the files in
+// order. Each batch's cursor also counts the records read so far (rows=N, skipped ones included),
+// from which a resume knows where the window stands. The batch that reaches the limit is its
+// stream's last: the run is complete.
+func (f *Files) runWindow(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
+	end := int64(-1)
+	if f.limit > 0 {
+		end = f.skip + f.limit
+	}
+	var count int64
+	for _, s := range f.files {
+		if st, ok := resume[s.stream]; ok {
+			if n, ok := cursorRows(st.Cursor); ok {
+				count = n // files are read in order: the last one with a state counts them all
+			}
+		}
+	}
+	for _, s := range f.files {
+		if end >= 0 && count >= end {
+			return nil
+		}
+		done, err := f.windowFile(ctx, s, resume, out, &count, end)
+		if err != nil || done {
+			return err
+		}
+	}
+	return nil
+}
+
+// windowFile reads one file of the window; done says the limit was reached.
+func (f *Files) windowFile(ctx context.Context, s *Source, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch, count *int64, end int64) (done bool, err error) {
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	in := make(chan pipeline.Batch)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- s.Run(fctx, resume, in)
+		close(in)
+	}()
+	var cur []byte
+	for b := range in {
+		if done {
+			continue // let the file's reader stop
+		}
+		first := *count
+		*count += int64(len(b.Records))
+		if first < f.skip {
+			b.Records = b.Records[min(f.skip-first, int64(len(b.Records))):]
+		}
+		if end >= 0 && *count >= end {
+			b.Records = b.Records[:len(b.Records)-int(*count-end)]
+			*count = end
+			b.Done, done = true, true
+		}
+		if len(b.Records) == 0 && !b.Done {
+			continue // all skipped
+		}
+		cur = append(append(cur[:0], b.Cursor...), ",rows="...)
+		b.Cursor = string(strconv.AppendInt(cur, *count, 10))
+		select {
+		case out <- b:
+		case <-ctx.Done():
+			cancel()
+			for range in {
+			}
+			<-errc
+			return false, ctx.Err()
+		}
+		if done {
+			cancel()
+			f.log.Info("limit= reached: the rest of the input is not read", zap.String("file", s.cfg.Path), zap.Int64("limit", f.limit))
+		}
+	}
+	err = <-errc
+	if done {
+		return true, nil // the file's reader stopped because it was told to
+	}
+	return false, err
+}
+
+// EstimatedRows adds up the files' estimates (-1 when one of them has none, a gzip file), within
+// the window.
+func (f *Files) EstimatedRows() int64 {
+	var n int64
+	for _, s := range f.files {
+		e := s.EstimatedRows()
+		if e < 0 {
+			n = -1
+			break
+		}
+		n += e
+	}
+	return f.window(n)
+}
+
+// window bounds an estimate by ?skip= and ?limit=; an unknown count is the limit, when there is
+// one (an upper bound, and the point of a limit is a short trial).
+func (f *Files) window(n int64) int64 {
+	if n < 0 {
+		if f.limit > 0 {
+			return f.limit
+		}
+		return -1
+	}
+	n = max(n-f.skip, 0)
+	if f.limit > 0 {
+		n = min(n, f.limit)
+	}
+	return n
+}
+
+// EstimatedRows of stdin is unknown, or the limit.
+func (s *Stdin) EstimatedRows() int64 { return s.f.window(-1) }
+
+// Run reads stdin.
+func (s *Stdin) Run(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
+	return s.f.Run(ctx, resume, out)
+}
+
+// windowSampleRows: a window of at most this many rows is sampled by reading it (the rows the run
+// reads); a larger one, or one with no limit, by spreading the sample over the whole input.
+const windowSampleRows = 1_000_000
+
+// Sample returns up to n records spread over the files, each file's share in proportion to its
+// data size (a gzip file's compressed size), in file order. With a window of at most a million
+// rows (?limit=), the sample is spread over the window's rows instead.
+func (f *Files) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	if f.limit > 0 && f.skip+f.limit <= windowSampleRows {
+		return f.sampleWindow(ctx, n)
+	}
+	if len(f.files) == 1 {
+		return f.files[0].Sample(ctx, n)
+	}
+	weights := make([]int64, len(f.files))
+	var total int64
+	for i, s := range f.files {
+		w := s.size // a gzip file's compressed size
+		if !s.gz {
+			w -= s.dataStart
+		}
+		weights[i] = max(w, 0)
+		total += weights[i]
+	}
+	if total == 0 {
+		return nil, nil
+	}
+	var recs []pipeline.Record
+	for i, k := range shares(weights, total, n) {
+		if k == 0 {
+			continue
+		}
+		part, err := f.files[i].Sample(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, part...)
+	}
+	return recs, nil
+}
+
+// shares splits n in proportion to the weights (largest remainders).
+func shares(weights []int64, total int64, n int) []int {
+	out := make([]int, len(weights))
+	type rem struct {
+		i int
+		r int64
+	}
+	rems := make([]rem, len(weights))
+	given := 0
+	for i, w := range weights {
+		q := w * int64(n)
+		out[i] = int(q / total)
+		given += out[i]
+		rems[i] = rem{i, q % total}
+	}
+	sort.SliceStable(rems, func(a, b int) bool { return rems[a].r > rems[b].r })
+	for k := 0; given < n && k < len(rems); k++ {
+		if weights[rems[k].i] > 0 {
+			out[rems[k].i]++
+			given++
+		}
+	}
+	return out
+}
+
+// sampleWindow reads the window and keeps n of its records, evenly spread. It keeps at most 2n
+// copies at a time: when 2n are kept, every other one is dropped and then only every other record
+// is kept, so that those kept stay evenly spaced whatever the window holds.
+func (f *Files) sampleWindow(ctx context.Context, n int) ([]pipeline.Record, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	in := make(chan pipeline.Batch, 2)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- f.runWindow(ctx, nil, in)
+		close(in)
+	}()
+	var kept []pipeline.Record
+	stride, i := 1, 0
+	for b := range in {
+		for _, r := range b.Records {
+			if i%stride == 0 {
+				kept = append(kept, cloneRecord(r))
+				if len(kept) == 2*n {
+					for k := range n {
+						kept[k] = kept[2*k]
+					}
+					clear(kept[n:])
+					kept, stride = kept[:n], stride*2
+				}
+			}
+			i++
+		}
+	}
+	if err := <-errc; err != nil {
+		return nil, err
+	}
+	if len(kept) <= n {
+		return kept, nil
+	}
+	out := make([]pipeline.Record, n)
+	for k := range out {
+		out[k] = kept[k*len(kept)/n]
+	}
+	return out, nil
+}
+
+// cloneRecord copies a record out of its chunk's memory.
+func cloneRecord(r pipeline.Record) pipeline.Record {
+	vals := make([]pipeline.Value, len(r.Values))
+	for i, v := range r.Values {
+		v.S = strings.Clone(v.S)
+		vals[i] = v
+	}
+	c := pipeline.Record{Values: vals, Seq: r.Seq, Err: r.Err}
+	if r.Err != nil {
+		c.Raw = strings.Clone(r.Raw)
+	}
+	return c
+}
