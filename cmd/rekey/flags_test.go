@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -58,5 +60,25 @@ func TestDefaultRejectLimitFailsSystematicRejects(t *testing.T) {
 	code, _, stderr = runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+src, "--out", dir+"/out2", "--progress", "never", "--max-rejects", "-1")
 	if code != exitRejects {
 		t.Fatalf("--max-rejects -1: exit %d, want 1: %s", code, stderr)
+	}
+}
+
+// Issue 11.5: `--out mysql://...` created a local folder named "mysql:"; every command with an
+// --out refuses a URI it does not write to, and creates nothing.
+func TestOutRefusesUnknownSchemes(t *testing.T) {
+	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{
+		{"migrate", "-m", mapping, "--source", "gen:orders?rows=10"},
+		{"replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/t?group=g"},
+		{"merge", "a", "b"},
+	} {
+		code, _, errs := runCLI(t, append(args, "--out", "mysql://u@h:3306/db")...)
+		if code != exitUsage || !strings.Contains(errs, "does not write to mysql://") {
+			t.Errorf("%s --out mysql://: exit %d: %s", args[0], code, errs)
+		}
+	}
+	if entries, _ := os.ReadDir("."); len(entries) > 0 {
+		t.Errorf("created %s", entries[0].Name())
 	}
 }

@@ -126,6 +126,9 @@ func parseRejectLimit(s string) (pipeline.RejectLimit, error) {
 
 // checkOutDir refuses to mix two runs in one directory (rekey merge's output).
 func checkOutDir(dir string, resume bool) error {
+	if err := pipeline.CheckLocalDir(dir); err != nil {
+		return err
+	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

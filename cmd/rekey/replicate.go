@@ -122,6 +122,9 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	if f.out == "" {
 		return exitWith(2, errors.New("--out is required: the directory for the bulk-load files"))
 	}
+	if err := pipeline.CheckLocalDir(f.out); err != nil {
+		return exitWith(2, err)
+	}
 	if f.source == "" {
 		return exitWith(2, fmt.Errorf("--source is required:\n  %s", kafka.URIHelp))
 	}
