@@ -211,7 +211,7 @@ func TestSaltTokenMatchesRandom(t *testing.T) {
 				t.Fatal(err)
 			}
 			var tok uint64
-			tok, buf = saltToken(buf, b, &rec, len(prog.Source()))
+			tok, buf = transform.SaltToken(buf, b, &rec, len(prog.Source()))
 			if int64(tok%13) != out[0].I {
 				t.Fatalf("row %d (origin %v): salt %d, random(13) %d", i, origin, tok%13, out[0].I)
 			}

@@ -7,7 +7,6 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/transform/murmur3"
 )
 
 // Fast, deterministic 64-bit hashes: the same bytes hash the same on every run and machine, so
@@ -95,33 +94,6 @@ func hashSubset(cols []uint64, idx []int) uint64 {
 		h = mum(h^cols[i]^wyp0, uint64(i)^wyp3)
 	}
 	return h
-}
-
-// saltToken is the hash random(n) takes the record's salt from (transform/README.md, "random(n):
-// what is hashed"): murmur3 over every source value (kind byte, 8-byte integer or 4-byte length
-// and bytes, big-endian), then the stream and Seq when the batch sets SaltOrigin. The advisor's
-// salt design ([random(n)][...]) loses the rows of a colliding source key that draw the same
-// salt: random(n) = saltToken % n. buf is scratch space, returned for reuse.
-func saltToken(buf []byte, b *pipeline.Batch, r *pipeline.Record, nsrc int) (uint64, []byte) {
-	buf = buf[:0]
-	for _, v := range r.Values[:min(nsrc, len(r.Values))] {
-		buf = append(buf, byte(v.K))
-		switch v.K {
-		case pipeline.KindNull:
-		case pipeline.KindInt, pipeline.KindFloat, pipeline.KindBool:
-			buf = binary.BigEndian.AppendUint64(buf, uint64(v.I))
-		default:
-			buf = binary.BigEndian.AppendUint32(buf, uint32(len(v.S)))
-			buf = append(buf, v.S...)
-		}
-	}
-	if b != nil && b.SaltOrigin {
-		buf = append(buf, 0xff)
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(b.Stream)))
-		buf = append(buf, b.Stream...)
-		buf = binary.BigEndian.AppendUint64(buf, uint64(r.Seq))
-	}
-	return uint64(murmur3.Token(buf)), buf
 }
 
 // appendValue encodes a value compactly (kind, then a varint or length-prefixed bytes, at most

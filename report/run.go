@@ -685,7 +685,7 @@ func (w *worker) process(j *job) {
 		var salt uint64
 		if r.saltN > 0 {
 			var tok uint64
-			tok, w.salt = saltToken(w.salt, b, rec, len(r.prog.Source()))
+			tok, w.salt = transform.SaltToken(w.salt, b, rec, len(r.prog.Source()))
 			salt = tok % r.saltN
 		}
 		w.text = appendRowInfo(w.text[:0], salt, w.cols, r.hashed)

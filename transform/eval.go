@@ -753,8 +753,18 @@ func (e *Evaluator) recordSalt(r *pipeline.Record) uint64 {
 	if e.saltOK {
 		return e.salt
 	}
-	buf := e.saltBuf[:0]
-	for _, v := range r.Values[:len(e.p.source)] {
+	e.salt, e.saltBuf = SaltToken(e.saltBuf, e.batch, r, len(e.p.source))
+	e.saltOK = true
+	return e.salt
+}
+
+// SaltToken is the hash random(n) takes modulo n for record r of batch b (nil: no origin): a
+// Murmur3 token of its first nsrc source values (kind, then the integer or the length-prefixed
+// bytes) and, when the batch sets SaltOrigin, its stream and Seq. buf is scratch space, returned
+// for reuse. The report recomputes salts with it, so both always agree.
+func SaltToken(buf []byte, b *pipeline.Batch, r *pipeline.Record, nsrc int) (uint64, []byte) {
+	buf = buf[:0]
+	for _, v := range r.Values[:min(nsrc, len(r.Values))] {
 		buf = append(buf, byte(v.K))
 		switch v.K {
 		case pipeline.KindNull:
@@ -765,13 +775,11 @@ func (e *Evaluator) recordSalt(r *pipeline.Record) uint64 {
 			buf = append(buf, v.S...)
 		}
 	}
-	if e.batch != nil && e.batch.SaltOrigin {
+	if b != nil && b.SaltOrigin {
 		buf = append(buf, 0xff)
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(e.batch.Stream)))
-		buf = append(buf, e.batch.Stream...)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(b.Stream)))
+		buf = append(buf, b.Stream...)
 		buf = binary.BigEndian.AppendUint64(buf, uint64(r.Seq))
 	}
-	e.saltBuf = buf
-	e.salt, e.saltOK = uint64(murmur3.Token(buf)), true
-	return e.salt
+	return uint64(murmur3.Token(buf)), buf
 }
