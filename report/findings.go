@@ -76,7 +76,10 @@ func evaluate(rep *Report, strict bool) {
 	}
 
 	// rejects
-	if t.RowsRejected > 0 {
+	if t.RowsAnalysed == 0 {
+		// nothing was judged: an empty file, a window past a topic's end, a wrong --source
+		add(finding("no_rows", SevWarning, "the source gave no rows, so nothing here says whether the key design hotspots or loses rows: check --source (an empty file? a Kafka window past the topic's end?)", map[string]float64{"rows": 0}))
+	} else if t.RowsRejected > 0 {
 		share := float64(t.RowsRejected) / float64(max(t.RowsAnalysed, 1))
 		ev := map[string]float64{"rows_rejected": float64(t.RowsRejected), "share": share}
 		var parts []string
