@@ -20,6 +20,7 @@ import (
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -254,7 +255,11 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 
 	if errors.Is(runErr, pipeline.ErrInterrupted) {
 		printSummary(cmd.OutOrStdout(), "Migration interrupted (what is committed so far)", res, plan, f.out)
-		return exitWith(exitInterrupted, fmt.Errorf("interrupted: %d rows committed to %s; run the same command with --resume to finish", res.RowsWritten, f.out))
+		next := "run the same command with --resume to finish"
+		if _, stdin := src.(*file.Stdin); stdin {
+			next = "stdin cannot be read again: save the input to a file and migrate it into a new --out"
+		}
+		return exitWith(exitInterrupted, fmt.Errorf("interrupted: %d rows committed to %s; %s", res.RowsWritten, f.out, next))
 	}
 	if runErr != nil {
 		printSummary(cmd.OutOrStdout(), "Migration failed (what was committed before the failure)", res, plan, f.out)
