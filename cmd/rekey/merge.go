@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rekey/rekey/merge"
+	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -56,7 +58,7 @@ func runMerge(cmd *cobra.Command, dirs []string, f *mergeFlags) error {
 	if err != nil {
 		return exitWith(2, err)
 	}
-	if err := checkOutDir(f.out, false); err != nil {
+	if err := checkMergeOut(f.out); err != nil {
 		return exitWith(2, err)
 	}
 	inputs, err := merge.ReadInputs(dirs, f.out)
@@ -95,4 +97,23 @@ func filesVerb(mode merge.Mode, copied int) string {
 		return fmt.Sprintf("hard-linked, %d copied across filesystems", copied)
 	}
 	return "hard-linked"
+}
+
+// checkMergeOut refuses an --out that is a URI, or a folder that already holds files: a merge
+// never mixes into another output.
+func checkMergeOut(dir string) error {
+	if err := pipeline.CheckLocalDir(dir); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("--out %s already holds files: merge into a new --out directory", dir)
+	}
+	return nil
 }

@@ -125,24 +125,6 @@ func parseRejectLimit(s string) (pipeline.RejectLimit, error) {
 	return pipeline.RejectLimit{Count: &v}, nil
 }
 
-// checkOutDir refuses to mix two runs in one directory (rekey merge's output).
-func checkOutDir(dir string, resume bool) error {
-	if err := pipeline.CheckLocalDir(dir); err != nil {
-		return err
-	}
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
-	}
-	if len(entries) == 0 || resume {
-		return nil
-	}
-	return fmt.Errorf("--out %s already holds files (a previous run?): pass --resume to finish an interrupted run there, or choose a new --out directory", dir)
-}
-
 func fileFormat(name string) (files.Format, error) {
 	switch name {
 	case "parquet":
