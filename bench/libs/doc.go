@@ -3,4 +3,16 @@
 // 11.7). The comment above each piece of such code names its benchmark, here or in its package.
 //
 //	go test ./bench/libs -run XXX -bench . -benchmem
+//
+// In their packages, because they need unexported code or because importing sink/parquet here
+// would replace arrow's zstd codec for BenchmarkZstdPage:
+//
+//	go test ./sink/parquet -run XXX -bench 'DictTable|DictColumn|Recycling' -benchmem
+//	go test ./source/cassandra -run XXX -bench DecodeRow -benchmem
+//
+// sink/parquet BenchmarkDictTable: dictTable against map[string]int32 and arrow's
+// BinaryDictionaryBuilder; BenchmarkDictColumn: rekey's dictionary encoding against arrow's own
+// (WriteBatch, dictionary on); BenchmarkRecycling: the recycling allocator and the slice pools
+// against memory.GoAllocator and fresh slices. source/cassandra BenchmarkDecodeRow: decode.go
+// against gocql.Unmarshal. Read their cpu-ns figures on a shared machine.
 package libs

@@ -12,6 +12,8 @@ import (
 // that pool and the buffers are regrown from fresh, zeroed memory: a quarter of the sink's
 // allocations. rekey installs a recycling allocator as arrow's default: buffers arrow releases are
 // kept on bounded free lists and handed out again, cleared, so they look fresh.
+// sink/parquet BenchmarkRecycling: 1/3 fewer bytes allocated and GCs than memory.GoAllocator,
+// no CPU saving measurable on 2 shared cores.
 func init() {
 	memory.DefaultAllocator = recycler
 }

@@ -12,6 +12,8 @@ import (
 // values: codes, statuses, names) are identified by two machine words loaded from the string,
 // which serve both as the hash input and as the key: a lookup touches no byte of the dictionary.
 // Longer values are hashed with maphash and compared byte-wise.
+// sink/parquet BenchmarkDictTable (CPU per value): 2.5x faster than a Go map[string]int32 on 5
+// short values, on par at 1,000 8-byte values; a map is 1.3-2x faster on values over 16 bytes.
 type dictTable struct {
 	seed  maphash.Seed
 	slots []int32 // entry index + 1; 0 is empty

@@ -10,6 +10,8 @@ import (
 // come in four sizes per power of two (waste under 25%). Chunk memory is recycled only after the
 // chunk's row group is closed: arrow copies everything it keeps (values, encoded statistics,
 // dictionary) before that.
+// sink/parquet BenchmarkRecycling: 1/4 fewer bytes allocated than new slices per chunk, no CPU
+// saving measurable on 2 shared cores.
 type slicePool[T any] struct {
 	classes [4 * 48]sync.Pool
 }

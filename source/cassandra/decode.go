@@ -41,6 +41,9 @@ import (
 //
 // A null cell is pipeline.Null. An empty cell (zero bytes) is "" for text and blob and null for
 // every other type, as the file source reads an empty CSV field.
+//
+// Own code rather than gocql.Unmarshal into Go values: source/cassandra BenchmarkDecodeRow, an
+// orders row in 2-2.5x less CPU with 4 allocations instead of 22 (decimal 8x, uuid and text 5x).
 
 type decKind uint8
 
