@@ -55,7 +55,8 @@ its pre-split region and writes bulk-load files (Parquet or CSV), one folder per
   DIR/region-0000/part-00000.parquet ...   data, no file spans two regions
   DIR/manifest.json                        regions, files, row counts (rows_in = rows_written + rows_rejected)
   DIR/ddl.sql                              CREATE TABLE with PRIMARY KEY and SPLITKEYS
-  DIR/bulkload.json                        the Lindorm (LTS) bulkload job config for these files
+  DIR/bulkload.json                        the Lindorm (LTS) bulkload job for these files (--lts-source,
+                                           --lts-target, --namespace fill it); the run ends with the next steps
   DIR/rejects.jsonl                        one line per rejected row: position, code, field, message, raw row
   DIR/rejected-rows.csv                    file sources: the rejected rows as read (or .jsonl), to run again
                                            with --source file:DIR/rejected-rows.csv once the cause is fixed
