@@ -392,7 +392,12 @@ func mergeBulkload(firstDir, out string) error {
 	if err := json.Unmarshal(data, &job); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(firstDir, lindorm.BulkloadFile), err)
 	}
-	job.ReaderConfig.FilePath = out
+	if job.ReaderConfig.FilePath, err = lindorm.DataFilePath(out, false); err != nil {
+		return err
+	}
+	if ft, err := lindorm.FileType(strings.ToLower(job.FileType)); err == nil {
+		job.FileType = ft // shards written before rekey used the API's spelling ("parquet")
+	}
 	data, err = json.MarshalIndent(job, "", "  ")
 	if err != nil {
 		return err

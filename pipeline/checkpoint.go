@@ -33,7 +33,10 @@ type Checkpoint struct {
 	RejectsBytes int64                  `json:"rejects_bytes"`
 	ReplayBytes  int64                  `json:"replay_bytes,omitempty"` // of the replay file (rejected-rows.*)
 	Complete     bool                   `json:"complete"`               // the source was read to its end
-	UpdatedAt    time.Time              `json:"updated_at"`
+	// StartedAt is when the run (its first attempt, not a resume) started reading the source:
+	// the loaded cells' timestamp in the bulkload job, so writes made after it win.
+	StartedAt time.Time `json:"started_at,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // LoadCheckpoint reads dir's checkpoint; it returns (nil, nil) when there is none.
@@ -103,5 +106,5 @@ func RegionDir(i int) string { return fmt.Sprintf("%s%04d", RegionDirPrefix, i) 
 // (manifest...) were never written is finished from it, without reading the source again.
 func (c *Checkpoint) Result() Result {
 	return Result{RowsIn: c.RowsIn, RowsWritten: c.RowsWritten, RowsRejected: c.RowsRejected,
-		RejectCodes: c.RejectCodes, Files: c.Files, Resumed: true}
+		RejectCodes: c.RejectCodes, Files: c.Files, Resumed: true, StartedAt: c.StartedAt}
 }

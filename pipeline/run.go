@@ -69,6 +69,9 @@ type Result struct {
 	Resumed                           bool
 	Interrupted                       bool // stopped by the caller's stop signal before the end
 	Duration                          time.Duration
+	// StartedAt is when the first attempt of the run started (a resume keeps it); zero for a
+	// checkpoint written before rekey recorded it.
+	StartedAt time.Time
 }
 
 // ErrTooManyRejects is wrapped by the error a run returns when the reject limit was exceeded.
@@ -119,7 +122,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 	log := cfg.Logger
 	started := time.Now()
 	cp := &Checkpoint{Fingerprint: cfg.Fingerprint, Format: cfg.Format, Source: SourceIdentity(cfg.Source),
-		Plan: cfg.Plan, Streams: map[string]StreamState{}}
+		Plan: cfg.Plan, Streams: map[string]StreamState{}, StartedAt: started.UTC()}
 	if resume != nil {
 		cp = resume
 		r.Counters.RowsIn.Store(cp.RowsIn)
@@ -314,6 +317,7 @@ loop:
 	res.RejectCodes = cp.RejectCodes
 	res.Files = cp.Files
 	res.Duration = time.Since(started)
+	res.StartedAt = cp.StartedAt
 	if runErr == nil && interrupted {
 		runErr = ErrInterrupted
 	}

@@ -43,6 +43,7 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
+	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/transform"
 )
@@ -63,6 +64,9 @@ type Config struct {
 	Plan   pipeline.RegionPlan
 	Format files.Format
 	OutDir string
+	// Job names the LTS data sources and namespace of bulkload.json (Format, Out and Regions
+	// are filled in from the fields above).
+	Job lindorm.JobOptions
 
 	// RollSize closes a partition's roll when its files (all regions together) reach this
 	// many bytes, estimated from the compression seen so far. Default 64 MiB.

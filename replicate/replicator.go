@@ -113,7 +113,12 @@ func (r *Replicator) prepare() error {
 	if err := lindorm.WriteDDL(cfg.OutDir, lindorm.DDL(r.target, cfg.Plan, cfg.Program.Options())); err != nil {
 		return err
 	}
-	job, err := lindorm.BulkloadConfig(r.target, cfg.Format.Name(), cfg.OutDir)
+	jobOpt := cfg.Job
+	jobOpt.Format, jobOpt.Regions = cfg.Format.Name(), cfg.Plan.Count()
+	if jobOpt.Out == "" {
+		jobOpt.Out = cfg.OutDir
+	}
+	job, err := lindorm.BulkloadConfig(r.target, jobOpt)
 	if err != nil {
 		return err
 	}

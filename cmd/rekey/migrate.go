@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,7 @@ type migrateFlags struct {
 	checkpoint  time.Duration
 	progress    progressFlags
 	statsJSON   string
+	lts         ltsFlags
 }
 
 func newMigrateCmd(g *globalFlags) *cobra.Command {
@@ -53,7 +55,8 @@ its pre-split region and writes bulk-load files (Parquet or CSV), one folder per
   DIR/region-0000/part-00000.parquet ...   data, no file spans two regions
   DIR/manifest.json                        regions, files, row counts (rows_in = rows_written + rows_rejected)
   DIR/ddl.sql                              CREATE TABLE with PRIMARY KEY and SPLITKEYS
-  DIR/bulkload.json                        the Lindorm (LTS) bulkload job config for these files
+  DIR/bulkload.json                        the Lindorm (LTS) bulkload job for these files (--lts-source,
+                                           --lts-target, --namespace fill it); the run ends with the next steps
   DIR/rejects.jsonl                        one line per rejected row: position, code, field, message, raw row
   DIR/rejected-rows.csv                    file sources: the rejected rows as read (or .jsonl), to run again
                                            with --source file:DIR/rejected-rows.csv once the cause is fixed
@@ -95,6 +98,7 @@ Exit codes:
 	fl.DurationVar(&f.checkpoint, "checkpoint-interval", time.Minute, "how often to commit files and save a checkpoint (each one closes the open files)")
 	f.progress.register(fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
+	addLTSFlags(fl, &f.lts)
 	addCassandraFlags(fl)
 	addCassandraReadFlags(fl, true)
 	addFileFlags(fl)
@@ -160,6 +164,12 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	if err != nil {
 		return exitWith(2, err)
 	}
+	job, err := f.lts.options()
+	if err != nil {
+		return exitWith(2, err)
+	}
+	job.Format, job.Out, job.Store = format.Name(), f.out, isStoreURL(f.out)
+	next := lindorm.NextRun{Out: f.out, Store: job.Store, Mapping: f.mapping, Source: f.source}
 	prog, err := loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
 		return err
@@ -187,7 +197,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	defer out.Close()
 	resume := out.Checkpoint
 	if resume != nil && resume.Complete {
-		return finishComplete(cmd.OutOrStdout(), f.out, prog, format.Name(), resume)
+		return finishComplete(cmd.OutOrStdout(), f.out, prog, format.Name(), resume, job, next)
 	}
 	var plan pipeline.RegionPlan
 	if resume != nil {
@@ -247,7 +257,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		printSummary(cmd.OutOrStdout(), "Migration failed (what was committed before the failure)", res, plan, f.out)
 		return exitWith(exitFailed, fmt.Errorf("migration failed: %w\nthe files committed so far are in %s (no manifest.json was written); once the cause is fixed, run the same command with --resume", runErr, f.out))
 	}
-	if err := finishRun(cmd.OutOrStdout(), f.out, prog, plan, format.Name(), res); err != nil {
+	if err := finishRun(cmd.OutOrStdout(), f.out, prog, plan, format.Name(), res, job, next); err != nil {
 		return exitWith(exitFailed, err)
 	}
 	if err := writeStats(f.statsJSON, res); err != nil {
@@ -264,27 +274,35 @@ func rejectedExit(res pipeline.Result, out string) error {
 	return exitWith(exitRejects, fmt.Errorf("completed, but %d of %d rows were rejected: see %s for each row's position and reason", res.RowsRejected, res.RowsIn, filepath.Join(out, pipeline.RejectsFile)))
 }
 
-// finishRun writes the final files of a run whose source was read to its end, and its summary.
-func finishRun(w io.Writer, out string, prog *transform.Program, plan pipeline.RegionPlan, format string, res pipeline.Result) error {
+// finishRun writes the final files of a run whose source was read to its end, its summary and
+// the next steps (create the table, submit the bulkload job, check the counts).
+func finishRun(w io.Writer, out string, prog *transform.Program, plan pipeline.RegionPlan, format string, res pipeline.Result,
+	jobOpt lindorm.JobOptions, next lindorm.NextRun) error {
 	m, err := buildManifest(prog, plan, format, res, prog.RegionSize())
 	if err != nil {
 		return err
 	}
-	if err := writeTableFiles(out, prog, plan, format, m); err != nil {
+	jobOpt.Regions, jobOpt.Timestamp = plan.Count(), res.StartedAt
+	job, err := writeTableFiles(out, prog, plan, m, jobOpt)
+	if err != nil {
 		return err
 	}
 	printSummary(w, "Migration summary", res, plan, out)
 	printOversize(w, m)
+	next.RowsWritten = res.RowsWritten
+	fmt.Fprintln(w)
+	fmt.Fprint(w, lindorm.NextSteps(job, next))
 	return nil
 }
 
 // finishComplete handles --resume of a run whose checkpoint says the source was read to its
 // end: if it was killed before writing manifest.json (written last), the final files are written
 // from the checkpoint now; otherwise there is nothing left to do.
-func finishComplete(w io.Writer, out string, prog *transform.Program, format string, cp *pipeline.Checkpoint) error {
+func finishComplete(w io.Writer, out string, prog *transform.Program, format string, cp *pipeline.Checkpoint,
+	jobOpt lindorm.JobOptions, next lindorm.NextRun) error {
 	if _, err := os.Stat(filepath.Join(out, lindorm.ManifestFile)); err == nil {
 		fmt.Fprintf(w, "%s already holds a complete run (%d rows written); nothing to resume\n", out, cp.RowsWritten)
-	} else if err := finishRun(w, out, prog, cp.Plan, format, cp.Result()); err != nil {
+	} else if err := finishRun(w, out, prog, cp.Plan, format, cp.Result(), jobOpt, next); err != nil {
 		return exitWith(exitFailed, err)
 	}
 	return rejectedExit(cp.Result(), out)
@@ -303,18 +321,23 @@ func recordValues(schema pipeline.SourceSchema) func(*pipeline.Record) map[strin
 	}
 }
 
-// writeTableFiles writes ddl.sql, bulkload.json and manifest.json next to the data, atomically.
-func writeTableFiles(out string, prog *transform.Program, plan pipeline.RegionPlan, format string, m *lindorm.Manifest) error {
+// writeTableFiles writes ddl.sql, bulkload.json and manifest.json next to the data, atomically,
+// and returns the bulkload job.
+func writeTableFiles(out string, prog *transform.Program, plan pipeline.RegionPlan, m *lindorm.Manifest, jobOpt lindorm.JobOptions) (*lindorm.BulkloadJob, error) {
 	ddl := lindorm.DDL(prog.Target(), plan, prog.Options())
 	if err := pipeline.WriteFileAtomic(filepath.Join(out, lindorm.DDLFile), []byte(ddl+"\n")); err != nil {
-		return err
+		return nil, err
 	}
-	job, err := lindorm.BulkloadConfig(prog.Target(), format, out)
+	job, err := lindorm.NewBulkloadJob(prog.Target(), jobOpt)
 	if err != nil {
-		return fmt.Errorf("bulkload config: %w", err)
+		return nil, fmt.Errorf("bulkload config: %w", err)
 	}
-	if err := pipeline.WriteFileAtomic(filepath.Join(out, lindorm.BulkloadFile), job); err != nil {
-		return err
+	data, err := json.MarshalIndent(job, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("bulkload config: %w", err)
 	}
-	return lindorm.WriteManifest(out, m)
+	if err := lindorm.WriteBulkloadConfig(out, data); err != nil {
+		return nil, err
+	}
+	return job, lindorm.WriteManifest(out, m)
 }

@@ -38,6 +38,7 @@ type replicateFlags struct {
 	session      time.Duration
 	cpuProfile   string
 	memProfile   string
+	lts          ltsFlags
 }
 
 func newReplicateCmd(g *globalFlags) *cobra.Command {
@@ -110,6 +111,7 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	fl.MarkHidden("cpu-profile")
 	fl.StringVar(&f.memProfile, "mem-profile", "", "write a heap profile taken at the peak heap to this file")
 	fl.MarkHidden("mem-profile")
+	addLTSFlags(fl, &f.lts)
 	return cmd
 }
 
@@ -154,6 +156,11 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	if f.rollInterval <= 0 {
 		return exitWith(2, errors.New("--roll-interval must be positive"))
 	}
+	job, err := f.lts.options()
+	if err != nil {
+		return exitWith(2, err)
+	}
+	job.Out, job.Store = f.out, isStoreURL(f.out)
 	prog, err := loadProgram(f.mapping)
 	if err != nil {
 		return err
@@ -188,6 +195,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		Plan:         plan,
 		Format:       format,
 		OutDir:       f.out,
+		Job:          job,
 		RollSize:     rollSize,
 		RollInterval: f.rollInterval,
 		Memory:       memory / 4,

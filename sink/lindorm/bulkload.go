@@ -3,20 +3,31 @@ package lindorm
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"path"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/rekey/rekey/pipeline"
 )
 
-// BulkloadJob is the LTS bulkload job description (API: POST {LTS}:12311/pro/proc/bulkload/create
-// with form fields src, dst, readerConfig, writerConfig, driverSpec, instances, fileType):
-// rekey fills the parts it knows; src, dst, driverSpec and instances are the operator's.
+// BulkloadJob is bulkload.json: the form fields of LTS's bulkload API (POST
+// http://{LTSMaster}:12311/pro/proc/bulkload/create, application/x-www-form-urlencoded, fields
+// src, dst, readerConfig, writerConfig, driverSpec, instances, fileType;
+// alibabacloud.com/help/en/lindorm/user-guide/submit-data-import-tasks-through-api), with
+// readerConfig and writerConfig as JSON objects (the form takes each as a JSON string). The same
+// fields fill the console's Import to Lindorm/HBase > Universal Import > Create task form.
 type BulkloadJob struct {
-	FileType     string       `json:"fileType"` // "parquet" or "csv"
+	Src          string       `json:"src"`        // LTS data source holding the files (OSS or HDFS)
+	Dst          string       `json:"dst"`        // LTS data source of the LindormTable
+	FileType     string       `json:"fileType"`   // "Parquet" or "CSV", as the API documents them
+	DriverSpec   string       `json:"driverSpec"` // small, medium, large, xlarge; the docs say large
+	Instances    int          `json:"instances"`  // Spark executors; a job runs 4 tasks per executor
 	ReaderConfig ReaderConfig `json:"readerConfig"`
 	WriterConfig WriterConfig `json:"writerConfig"`
-	// Uncertain lists the fields whose exact form the public documentation leaves open; check
-	// them against your LTS version before submitting.
+	// Uncertain lists the fields whose exact form the public documentation leaves open, each
+	// with how to check it; check them against your LTS version before a full load.
 	Uncertain []string `json:"rekey_uncertain,omitempty"`
 }
 
@@ -39,55 +50,189 @@ type CSVColumn struct {
 type WriterConfig struct {
 	Namespace    string   `json:"namespace"`
 	LindormTable string   `json:"lindormTable"`
-	Compression  string   `json:"compression"` // Lindorm table compression: "zstd" or "none"
+	Compression  string   `json:"compression"` // "zstd" or "none" (the only values documented)
 	Columns      []string `json:"columns"`
+	// Timestamp is the cells' timestamp in Lindorm (epoch milliseconds); omitted: LTS's own.
+	Timestamp *int64 `json:"timestamp,omitempty"`
 }
 
-// BulkloadConfig renders bulkload.json for the files rekey wrote. format is "parquet" or "csv";
-// dataDir is where the bulkload reads them (an OSS/HDFS path after upload). Columns are named in
+// Placeholders written when --lts-source / --lts-target are not given: LTS refuses them by
+// name, so a job submitted unedited fails at once instead of reading the wrong source.
+const (
+	SourcePlaceholder = "<--lts-source: the LTS data source of the files>"
+	TargetPlaceholder = "<--lts-target: the LTS data source of LindormTable>"
+)
+
+// DataDir is the folder of the output that holds the data files, and nothing else, so that the
+// job's Spark listing reads no manifest, DDL or rejects as data.
+const DataDir = "data"
+
+// JobOptions is what the job needs beyond the table: where the output is and the LTS names.
+type JobOptions struct {
+	Format string // "parquet" or "csv"
+	// Out is the output location as given to --out: a local folder, or s3://BUCKET/PREFIX or
+	// oss://BUCKET/PREFIX (query parameters ignored) when Store is set.
+	Out   string
+	Store bool
+	// Source and Target are the LTS data-source names (--lts-source, --lts-target); empty:
+	// placeholders.
+	Source, Target string
+	Namespace      string // default "default"
+	DriverSpec     string // default "large"
+	Instances      int    // default: one per 4 regions (a job runs 4 tasks per executor), 1..32
+	Regions        int    // the region count, for the Instances default
+	// Timestamp sets writerConfig.timestamp: when the run started reading its source, so that
+	// any write made to the table after that (the application, replicate) is newer than the
+	// loaded cells and wins. Zero: omitted.
+	Timestamp time.Time
+}
+
+// DataFilePath is readerConfig.filePath for an output: the data/ folder, relative to the data
+// source's root (the bucket) with a trailing slash as in the API's example ("parquet/") when
+// the output is on a store, an absolute local path otherwise.
+func DataFilePath(out string, store bool) (string, error) {
+	if !store {
+		abs, err := filepath.Abs(out)
+		if err != nil {
+			return "", fmt.Errorf("lindorm: output folder %s: %w", out, err)
+		}
+		return filepath.ToSlash(filepath.Join(abs, DataDir)) + "/", nil
+	}
+	u, err := url.Parse(out)
+	if err != nil || u.Host == "" || (u.Scheme != "s3" && u.Scheme != "oss") {
+		return "", fmt.Errorf("lindorm: output %q is not s3://BUCKET/PREFIX or oss://BUCKET/PREFIX", out)
+	}
+	prefix := strings.Trim(u.Path, "/")
+	if prefix == "" {
+		return DataDir + "/", nil
+	}
+	return path.Join(prefix, DataDir) + "/", nil
+}
+
+// FileType is the API's fileType for a rekey format: "Parquet" or "CSV".
+func FileType(format string) (string, error) {
+	switch format {
+	case "parquet":
+		return "Parquet", nil
+	case "csv":
+		return "CSV", nil
+	}
+	return "", fmt.Errorf("lindorm: unknown bulkload file type %q (want parquet or csv)", format)
+}
+
+// BulkloadConfig renders bulkload.json for the files rekey wrote. Columns are named in
 // target-schema order, which is the order of the columns in every file.
-func BulkloadConfig(schema pipeline.TargetSchema, format string, dataDir string) ([]byte, error) {
+func BulkloadConfig(schema pipeline.TargetSchema, opt JobOptions) ([]byte, error) {
+	job, err := NewBulkloadJob(schema, opt)
+	if err != nil {
+		return nil, err
+	}
+	return json.MarshalIndent(job, "", "  ")
+}
+
+// NewBulkloadJob builds the job bulkload.json holds.
+func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob, error) {
 	if len(schema.Columns) == 0 {
 		return nil, fmt.Errorf("lindorm: schema has no columns")
+	}
+	fileType, err := FileType(opt.Format)
+	if err != nil {
+		return nil, err
+	}
+	filePath, err := DataFilePath(opt.Out, opt.Store)
+	if err != nil {
+		return nil, err
 	}
 	names := make([]string, len(schema.Columns))
 	for i, c := range schema.Columns {
 		names[i] = c.Name
 	}
-	job := BulkloadJob{
-		FileType: format,
+	job := &BulkloadJob{
+		Src: opt.Source, Dst: opt.Target, FileType: fileType,
+		DriverSpec: opt.DriverSpec, Instances: opt.Instances,
 		WriterConfig: WriterConfig{
-			Namespace:    "default",
+			Namespace:    opt.Namespace,
 			LindormTable: schema.Table,
 			Compression:  "zstd",
 			Columns:      names,
 		},
-		ReaderConfig: ReaderConfig{FilePath: dataDir},
-		Uncertain: []string{
-			"readerConfig.filePath: whether the reader descends into the region-NNNN folders; if not, submit one job per region folder",
-		},
+		ReaderConfig: ReaderConfig{FilePath: filePath},
 	}
-	switch format {
+	if job.Src == "" {
+		job.Src = SourcePlaceholder
+	}
+	if job.Dst == "" {
+		job.Dst = TargetPlaceholder
+	}
+	if job.WriterConfig.Namespace == "" {
+		job.WriterConfig.Namespace = "default"
+	}
+	if job.DriverSpec == "" {
+		job.DriverSpec = "large"
+	}
+	if job.Instances <= 0 {
+		job.Instances = min(max((opt.Regions+3)/4, 1), 32)
+	}
+	if !opt.Timestamp.IsZero() {
+		ms := opt.Timestamp.UnixMilli()
+		job.WriterConfig.Timestamp = &ms
+	}
+	job.Uncertain = []string{
+		"readerConfig.filePath: whether the reader descends into the region-NNNN folders under data/; check: the job's row count " +
+			"(SELECT COUNT(*)) equals manifest.json rows_written; if not, submit one job per data/region-NNNN/ folder",
+		"readerConfig.filePath: taken as relative to the data source's root (the bucket), as in the API example \"parquet/\"; " +
+			"check: if the OSS/HDFS data source itself points at a folder, drop that folder from the path; a local --out " +
+			"gives a local path: upload data/ and set the path it has in the data source",
+		"fileType: \"Parquet\" / \"CSV\" as the API page writes them; check: if the API answers that the file type is unknown, " +
+			"try the console's File Type list and use its spelling",
+	}
+	if job.WriterConfig.Timestamp != nil {
+		job.Uncertain = append(job.Uncertain,
+			"writerConfig.timestamp: documented only as the data's timestamp in the table; rekey writes epoch milliseconds of "+
+				"the run's start so later writes win over loaded cells; check: load one region first; if LTS refuses the field, "+
+				"delete it (cells then get the load time, and a load after live writes overwrites them)")
+	}
+	switch opt.Format {
 	case "parquet":
 		job.ReaderConfig.Column = names
 	case "csv":
 		cols := make([]CSVColumn, len(schema.Columns))
+		var ts, bin []string
 		for i, c := range schema.Columns {
 			cols[i] = CSVColumn{Name: c.Name, Type: c.SQLType()}
+			switch c.Type {
+			case pipeline.TypeTimestamp:
+				ts = append(ts, c.Name)
+			case pipeline.TypeVarbinary:
+				bin = append(bin, c.Name)
+			}
 		}
 		header, delim := true, ","
 		job.ReaderConfig.Column = cols
 		job.ReaderConfig.Header = &header
 		job.ReaderConfig.Delimiter = &delim
 		job.Uncertain = append(job.Uncertain,
-			"readerConfig.column: the shape of a typed CSV column entry ({name, type} here)",
-			"readerConfig.header / delimiter: field names and value forms",
-			"CSV values: null is an empty unquoted field and the empty string is \"\"; whether the reader tells them apart",
+			"readerConfig.column: the shape of a typed CSV column entry ({name, type} here, SQL type names); check: the "+
+				"console's reader example for CSV",
+			"readerConfig.header / delimiter: field names and value forms (one docs page spells it \"delimite\"); check: a "+
+				"one-region job reads the header row as a header, not as a row",
+			"CSV values: null is an empty unquoted field and the empty string is \"\"; check: SELECT a row whose value was "+
+				"an empty string and see it is not NULL",
 		)
-	default:
-		return nil, fmt.Errorf("lindorm: unknown bulkload file type %q (want parquet or csv)", format)
+		if len(ts) > 0 {
+			job.Uncertain = append(job.Uncertain, fmt.Sprintf("CSV TIMESTAMP (%s): rekey writes epoch milliseconds "+
+				"(1700000000000); Spark's CSV reader parses a TIMESTAMP column with a text pattern (yyyy-MM-dd HH:mm:ss), "+
+				"so unless LTS converts numbers it reads NULL or fails the row; check: SELECT a known row after a "+
+				"one-region job, or use --format parquet", strings.Join(ts, ", ")))
+		}
+		if len(bin) > 0 {
+			job.Uncertain = append(job.Uncertain, fmt.Sprintf("CSV VARBINARY (%s): rekey writes lowercase hex "+
+				"(\"00ff\"); Spark's CSV reader has no binary type and LTS does not document how it decodes one (hex, "+
+				"base64 or the raw text's bytes); check: SELECT a known row after a one-region job, or use --format parquet",
+				strings.Join(bin, ", ")))
+		}
 	}
-	return json.MarshalIndent(job, "", "  ")
+	return job, nil
 }
 
 // WriteBulkloadConfig writes bulkload.json into dir atomically.

@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
@@ -91,56 +93,123 @@ func TestSplitKeyEscaping(t *testing.T) {
 	}
 }
 
+// Issue 10, item 3: bulkload.json carries the LTS API's form fields with the values it documents
+// (alibabacloud.com/help/en/lindorm/user-guide/submit-data-import-tasks-through-api): src, dst,
+// fileType "Parquet"|"CSV" (rekey wrote "parquet"), driverSpec, instances, readerConfig with a
+// filePath naming data/ relative to the bucket on a store, writerConfig with namespace and the
+// cells' timestamp.
 func TestBulkloadConfig(t *testing.T) {
+	started := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for _, format := range []string{"parquet", "csv"} {
-		data, err := lindorm.BulkloadConfig(orders(), format, "oss://bucket/out")
+		data, err := lindorm.BulkloadConfig(orders(), lindorm.JobOptions{Format: format, Out: "oss://bucket/runs/orders?endpoint=oss-cn-hangzhou.aliyuncs.com",
+			Store: true, Source: "oss_src", Target: "ld", Namespace: "shop", Regions: 16, Timestamp: started})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var job struct {
-			FileType     string `json:"fileType"`
-			ReaderConfig struct {
-				FilePath  string          `json:"filePath"`
-				Column    json.RawMessage `json:"column"`
-				Header    *bool           `json:"header"`
-				Delimiter *string         `json:"delimiter"`
-			} `json:"readerConfig"`
-			WriterConfig struct {
-				Namespace    string   `json:"namespace"`
-				LindormTable string   `json:"lindormTable"`
-				Compression  string   `json:"compression"`
-				Columns      []string `json:"columns"`
-			} `json:"writerConfig"`
-		}
+		var job map[string]json.RawMessage
 		if err := json.Unmarshal(data, &job); err != nil {
 			t.Fatalf("%s: %v\n%s", format, err, data)
 		}
-		names := []string{"pk1", "orderid", "status", "amount", "log-event", "ts"}
-		if job.FileType != format || job.ReaderConfig.FilePath != "oss://bucket/out" || job.WriterConfig.Namespace != "default" ||
-			job.WriterConfig.LindormTable != "orders" || job.WriterConfig.Compression != "zstd" || !reflect.DeepEqual(job.WriterConfig.Columns, names) {
-			t.Fatalf("%s: %s", format, data)
+		var keys []string
+		for k := range job {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if want := []string{"driverSpec", "dst", "fileType", "instances", "readerConfig", "rekey_uncertain", "src", "writerConfig"}; !reflect.DeepEqual(keys, want) {
+			t.Fatalf("%s: fields %v, want %v", format, keys, want)
+		}
+		wantTop := map[string]string{"src": `"oss_src"`, "dst": `"ld"`, "driverSpec": `"large"`, "instances": `4`,
+			"fileType": map[string]string{"parquet": `"Parquet"`, "csv": `"CSV"`}[format]}
+		for k, v := range wantTop {
+			if string(job[k]) != v {
+				t.Errorf("%s: %s = %s, want %s", format, k, job[k], v)
+			}
+		}
+		var writer map[string]any
+		json.Unmarshal(job["writerConfig"], &writer)
+		wantWriter := map[string]any{"namespace": "shop", "lindormTable": "orders", "compression": "zstd",
+			"columns":   []any{"pk1", "orderid", "status", "amount", "log-event", "ts"},
+			"timestamp": float64(started.UnixMilli())}
+		if !reflect.DeepEqual(writer, wantWriter) {
+			t.Errorf("%s: writerConfig %v\nwant %v", format, writer, wantWriter)
+		}
+		var reader map[string]any
+		json.Unmarshal(job["readerConfig"], &reader)
+		if reader["filePath"] != "runs/orders/data/" {
+			t.Errorf("%s: filePath %v, want runs/orders/data/ (relative to the bucket)", format, reader["filePath"])
+		}
+		var uncertain []string
+		json.Unmarshal(job["rekey_uncertain"], &uncertain)
+		all := strings.Join(uncertain, "\n")
+		for _, w := range []string{"readerConfig.filePath", "fileType", "writerConfig.timestamp"} {
+			if !strings.Contains(all, w) {
+				t.Errorf("%s: rekey_uncertain does not mention %s:\n%s", format, w, all)
+			}
+		}
+		for _, u := range uncertain {
+			if !strings.Contains(u, "check") {
+				t.Errorf("%s: uncertain entry without a way to check it: %s", format, u)
+			}
 		}
 		switch format {
 		case "parquet":
-			var cols []string
-			json.Unmarshal(job.ReaderConfig.Column, &cols)
-			if !reflect.DeepEqual(cols, names) || job.ReaderConfig.Header != nil {
-				t.Fatalf("parquet reader: %s", data)
+			if !reflect.DeepEqual(reader["column"], wantWriter["columns"]) || reader["header"] != nil || reader["delimiter"] != nil {
+				t.Errorf("parquet reader: %v", reader)
+			}
+			if strings.Contains(all, "CSV") && strings.Contains(all, "VARBINARY") {
+				t.Errorf("parquet job lists CSV forms: %s", all)
 			}
 		case "csv":
-			var cols []lindorm.CSVColumn
-			json.Unmarshal(job.ReaderConfig.Column, &cols)
-			var got []string
-			for _, c := range cols {
-				got = append(got, c.Name)
+			cols := reader["column"].([]any)
+			if len(cols) != 6 || cols[3].(map[string]any)["name"] != "amount" || cols[3].(map[string]any)["type"] != "DECIMAL(12,2)" ||
+				reader["header"] != true || reader["delimiter"] != "," {
+				t.Errorf("csv reader: %v", reader)
 			}
-			if !reflect.DeepEqual(got, names) || cols[3].Type != "DECIMAL(12,2)" || job.ReaderConfig.Header == nil || !*job.ReaderConfig.Header || *job.ReaderConfig.Delimiter != "," {
-				t.Fatalf("csv reader: %s", data)
+			if !strings.Contains(all, "CSV TIMESTAMP (ts): rekey writes epoch milliseconds") {
+				t.Errorf("csv: TIMESTAMP form not listed:\n%s", all)
 			}
 		}
 	}
-	if _, err := lindorm.BulkloadConfig(orders(), "orc", "x"); err == nil {
+	if _, err := lindorm.BulkloadConfig(orders(), lindorm.JobOptions{Format: "orc", Out: "x"}); err == nil {
 		t.Fatal("orc accepted")
+	}
+}
+
+func TestBulkloadConfigDefaultsAndVarbinary(t *testing.T) {
+	s := orders()
+	s.Columns = append(s.Columns, pipeline.Column{Name: "blob", Type: pipeline.TypeVarbinary, KeyPos: -1})
+	dir := t.TempDir()
+	job, err := lindorm.NewBulkloadJob(s, lindorm.JobOptions{Format: "csv", Out: dir, Regions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Src != lindorm.SourcePlaceholder || job.Dst != lindorm.TargetPlaceholder || job.WriterConfig.Namespace != "default" ||
+		job.DriverSpec != "large" || job.Instances != 1 || job.WriterConfig.Timestamp != nil {
+		t.Errorf("defaults: %+v", job)
+	}
+	if want := filepath.ToSlash(filepath.Join(dir, "data")) + "/"; job.ReaderConfig.FilePath != want {
+		t.Errorf("local filePath %s, want %s", job.ReaderConfig.FilePath, want)
+	}
+	all := strings.Join(job.Uncertain, "\n")
+	if !strings.Contains(all, "CSV VARBINARY (blob): rekey writes lowercase hex") || strings.Contains(all, "writerConfig.timestamp") {
+		t.Errorf("uncertain:\n%s", all)
+	}
+	for _, c := range []struct {
+		out, want string
+		regions   int
+	}{{"s3://b", "data/", 200}, {"s3://b/", "data/", 200}, {"oss://b/a/b/?path_style=true", "a/b/data/", 7}} {
+		job, err := lindorm.NewBulkloadJob(s, lindorm.JobOptions{Format: "parquet", Out: c.out, Store: true, Regions: c.regions})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if job.ReaderConfig.FilePath != c.want || job.Instances != min((c.regions+3)/4, 32) {
+			t.Errorf("%s: filePath %s instances %d", c.out, job.ReaderConfig.FilePath, job.Instances)
+		}
+	}
+	for _, bad := range []string{"/local/path", "gs://b/p", "s3:///p"} {
+		if _, err := lindorm.NewBulkloadJob(s, lindorm.JobOptions{Format: "parquet", Out: bad, Store: true}); err == nil {
+			t.Errorf("store output %q accepted", bad)
+		}
 	}
 }
 

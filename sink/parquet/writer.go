@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow/go/v15/parquet"
 	"github.com/apache/arrow/go/v15/parquet/compress"
 	"github.com/apache/arrow/go/v15/parquet/file"
+	"github.com/apache/arrow/go/v15/parquet/metadata"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
 	"github.com/rekey/rekey/pipeline"
@@ -56,6 +57,9 @@ func (w *writer) props() *parquet.WriterProperties {
 		parquet.WithVersion(parquet.V2_LATEST),
 		parquet.WithDataPageVersion(parquet.DataPageV1),
 		parquet.WithCreatedBy("rekey"),
+		// arrow v15 marks the root schema element REPEATED, which the format forbids
+		// (PARQUET-843, apache/arrow-go#722) and strict readers (hyparquet) refuse.
+		parquet.WithRootRepetition(parquet.Repetitions.Required),
 	}
 	for i, sp := range w.specs {
 		if sp.col.IsKey() {
@@ -81,8 +85,32 @@ func (w *writer) start(first *chunk) error {
 	if err != nil {
 		return fmt.Errorf("parquet: schema: %w", err)
 	}
-	w.fw = file.NewParquetWriter(noCloser{w.w}, sc.Root(), file.WithWriterProps(props))
+	w.fw = file.NewParquetWriter(noCloser{w.w}, sc.Root(), file.WithWriterProps(props), file.WithWriteMetadata(sparkMetadata()))
 	return nil
+}
+
+// SparkVersion is what the files give as "org.apache.spark.version", so that Spark 3 (which LTS
+// runs) reads DATE and TIMESTAMP values exactly as written.
+//
+// rekey writes DATE as INT32 days and TIMESTAMP as INT64 milliseconds (never INT96), both in the
+// proleptic Gregorian calendar, which is Spark 3's own. Spark decides per file whether to rebase
+// (apache/spark sql/core/src/main/scala/org/apache/spark/sql/execution/datasources/
+// DataSourceUtils.scala, getRebaseSpec via datetimeRebaseSpec / int96RebaseSpec): a file
+// without "org.apache.spark.version" gets the session's datetimeRebaseModeInRead, EXCEPTION by
+// default, which fails on a DATE before 1582-10-15 or a TIMESTAMP before 1900
+// (READ_ANCIENT_DATETIME), and LEGACY would shift them by the Julian calendar's days. A
+// version >= "3.0.0" (datetime) and >= "3.1.0" (INT96), compared as strings, with no
+// "org.apache.spark.legacyDateTime" / "org.apache.spark.legacyINT96" key (their presence, with
+// any value, means LEGACY; ParquetWriteSupport.init writes them only in LEGACY mode) makes
+// Spark read CORRECTED: no rebase. "3.1.0" is the least version that passes both checks; a
+// "10.x" would compare below "3.0.0".
+const SparkVersion = "3.1.0"
+
+// sparkMetadata is the file key-value metadata Spark reads to decide how to rebase datetimes.
+func sparkMetadata() metadata.KeyValueMetadata {
+	md := metadata.NewKeyValueMetadata()
+	md.Append("org.apache.spark.version", SparkVersion) // cannot fail: valid UTF-8
+	return md
 }
 
 // scratch holds the per-write slices of value headers; pooled because they hold pointers.

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rekey/rekey/sink/lindorm"
+)
+
+// ltsFlags are the LTS bulkload job's names and resources, written to bulkload.json.
+type ltsFlags struct {
+	source, target string
+	namespace      string
+	driverSpec     string
+	instances      int
+}
+
+func addLTSFlags(fl *pflag.FlagSet, f *ltsFlags) {
+	fl.StringVar(&f.source, "lts-source", "", "bulkload.json src: the LTS data source (OSS or HDFS) that holds the output")
+	fl.StringVar(&f.target, "lts-target", "", "bulkload.json dst: the LTS data source of the LindormTable instance")
+	fl.StringVar(&f.namespace, "namespace", "default", "the Lindorm namespace (database) of the table")
+	fl.StringVar(&f.driverSpec, "lts-driver-spec", "large", "bulkload.json driverSpec: small, medium, large (what the docs advise) or xlarge")
+	fl.IntVar(&f.instances, "lts-instances", 0, "bulkload.json instances: Spark executors of the job, 4 tasks each (0: one per 4 regions, at most 32)")
+}
+
+// options validates the flags and returns the job options they give (format, output and
+// regions are the caller's).
+func (f *ltsFlags) options() (lindorm.JobOptions, error) {
+	switch f.driverSpec {
+	case "small", "medium", "large", "xlarge":
+	default:
+		return lindorm.JobOptions{}, fmt.Errorf("--lts-driver-spec %q: want small, medium, large or xlarge", f.driverSpec)
+	}
+	if f.instances < 0 {
+		return lindorm.JobOptions{}, fmt.Errorf("--lts-instances %d: want a number of executors, or 0 for one per 4 regions", f.instances)
+	}
+	if strings.TrimSpace(f.namespace) == "" {
+		return lindorm.JobOptions{}, fmt.Errorf("--namespace is empty: give the table's namespace (default: default)")
+	}
+	return lindorm.JobOptions{Source: f.source, Target: f.target, Namespace: f.namespace,
+		DriverSpec: f.driverSpec, Instances: f.instances}, nil
+}
+
+// isStoreURL tells an object-store output (s3://BUCKET/PREFIX, oss://BUCKET/PREFIX) from a
+// local folder.
+func isStoreURL(out string) bool {
+	return strings.HasPrefix(out, "s3://") || strings.HasPrefix(out, "oss://")
+}

@@ -1,0 +1,102 @@
+package lindorm
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+)
+
+// NextRun is what the "Next steps" block needs to know about a finished run.
+type NextRun struct {
+	Out         string // --out as given: a local folder or s3://BUCKET/PREFIX, oss://BUCKET/PREFIX
+	Store       bool
+	RowsWritten int64
+	Mapping     string // -m, for the verify command
+	Source      string // --source, for the verify command
+}
+
+// NextSteps is the short block printed after a migration: create the table, where the files
+// are, how to submit the bulkload job (console path and a ready curl form post of job's fields)
+// and how to check the counts. Host names and credentials are placeholders: LINDORM_HOST,
+// LTS_MASTER and the environment variables $LINDORM_USER, $LTS_USER, $LTS_PASSWORD.
+func NextSteps(job *BulkloadJob, run NextRun) string {
+	var b strings.Builder
+	ns := job.WriterConfig.Namespace
+	loc := displayLocation(run.Out, run.Store)
+	b.WriteString("Next steps\n")
+	// 1. the table
+	ddl := shellQuote(filepath.Join(run.Out, DDLFile))
+	if run.Store {
+		fetch := "aws s3 cp " + shellQuote(loc+"/"+DDLFile) + " " + DDLFile
+		if strings.HasPrefix(loc, "oss://") {
+			fetch = "ossutil cp " + shellQuote(loc+"/"+DDLFile) + " " + DDLFile
+		}
+		fmt.Fprintf(&b, "  1. Create the table: %s\n", fetch)
+		ddl = DDLFile
+	} else {
+		b.WriteString("  1. Create the table (Lindorm SQL, MySQL protocol on port 33060; or paste ddl.sql into lindorm-cli):\n")
+	}
+	fmt.Fprintf(&b, "       mysql -h LINDORM_HOST -P 33060 -u \"$LINDORM_USER\" -p -D %s < %s\n", shellQuote(ns), ddl)
+	// 2. the files
+	if run.Store {
+		fmt.Fprintf(&b, "  2. Data files: %s/%s/ (filePath %q: the LTS source must be this bucket)\n", loc, DataDir, job.ReaderConfig.FilePath)
+	} else {
+		fmt.Fprintf(&b, "  2. Data files: %s; upload that folder to the OSS bucket or HDFS of an LTS data source and set\n"+
+			"     readerConfig.filePath (bulkload.json, the curl below) to its path there, or write there: --out oss://BUCKET/PREFIX\n", job.ReaderConfig.FilePath)
+	}
+	// 3. the job
+	b.WriteString("  3. Submit the job with bulkload.json's fields: LTS console > Data Source Management > Add Data Source (the\n" +
+		"     OSS/HDFS source and LindormTable), then Import to Lindorm/HBase > Universal Import > Create task; or the API:\n")
+	fmt.Fprintf(&b, "       %s\n", curlCommand(job))
+	if job.Src == SourcePlaceholder || job.Dst == TargetPlaceholder {
+		b.WriteString("     src/dst are placeholders: put your LTS data-source names there (--lts-source, --lts-target)\n")
+	}
+	b.WriteString("     Read bulkload.json's rekey_uncertain list first; try one region before the whole table.\n")
+	// 4. the counts
+	fmt.Fprintf(&b, "  4. Check: SELECT COUNT(*) FROM %s.%s;  -- %d rows written\n", Ident(ns), Ident(job.WriterConfig.LindormTable), run.RowsWritten)
+	fmt.Fprintf(&b, "       rekey verify -m %s --source %s --target lindorm://LINDORM_HOST:33060/%s\n",
+		shellQuote(run.Mapping), shellQuote(run.Source), url.PathEscape(ns))
+	return b.String()
+}
+
+// curlCommand is the API call that submits job: a form post, each field URL-encoded by curl.
+func curlCommand(job *BulkloadJob) string {
+	reader, _ := json.Marshal(job.ReaderConfig) // plain structs: cannot fail
+	writer, _ := json.Marshal(job.WriterConfig)
+	fields := [][2]string{
+		{"src", job.Src}, {"dst", job.Dst}, {"fileType", job.FileType},
+		{"driverSpec", job.DriverSpec}, {"instances", fmt.Sprint(job.Instances)},
+		{"readerConfig", string(reader)}, {"writerConfig", string(writer)},
+	}
+	var b strings.Builder
+	b.WriteString(`curl -sS -u "$LTS_USER:$LTS_PASSWORD" -X POST http://LTS_MASTER:12311/pro/proc/bulkload/create`)
+	for _, f := range fields {
+		b.WriteString(" --data-urlencode ")
+		b.WriteString(shellQuote(f[0] + "=" + f[1]))
+	}
+	return b.String()
+}
+
+// displayLocation is the output location without its query (?endpoint=...), as tools name it.
+func displayLocation(out string, store bool) string {
+	if !store {
+		return out
+	}
+	u, err := url.Parse(out)
+	if err != nil {
+		return out
+	}
+	return strings.TrimSuffix(u.Scheme+"://"+u.Host+u.Path, "/")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,96 @@
+package lindorm_test
+
+import (
+	"encoding/json"
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/sink/lindorm"
+)
+
+// Issue 10, item 3: after a migrate, a short "Next steps" block says how to create the table,
+// where the files are, how to submit the job (console path and a ready curl form post of
+// bulkload.json's fields) and how to check the counts.
+func TestNextStepsStore(t *testing.T) {
+	job, err := lindorm.NewBulkloadJob(orders(), lindorm.JobOptions{Format: "parquet", Out: "oss://bkt/runs/o'rders?endpoint=oss-cn-hangzhou.aliyuncs.com",
+		Store: true, Source: "oss src", Target: "ld", Namespace: "shop", Regions: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := lindorm.NextSteps(job, lindorm.NextRun{Out: "oss://bkt/runs/o'rders?endpoint=oss-cn-hangzhou.aliyuncs.com", Store: true,
+		RowsWritten: 1234, Mapping: "mappings/orders.yaml", Source: "file:orders.csv"})
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if len(lines) > 15 {
+		t.Errorf("%d lines, want at most 15:\n%s", len(lines), got)
+	}
+	for _, want := range []string{
+		"Next steps",
+		`ossutil cp 'oss://bkt/runs/o'\''rders/ddl.sql' ddl.sql`,
+		`mysql -h LINDORM_HOST -P 33060 -u "$LINDORM_USER" -p -D shop < ddl.sql`,
+		`Data files: oss://bkt/runs/o'rders/data/ (filePath "runs/o'rders/data/"`,
+		"Data Source Management > Add Data Source",
+		"Import to Lindorm/HBase > Universal Import > Create task",
+		`curl -sS -u "$LTS_USER:$LTS_PASSWORD" -X POST http://LTS_MASTER:12311/pro/proc/bulkload/create`,
+		"rekey_uncertain",
+		"SELECT COUNT(*) FROM shop.orders;  -- 1234 rows written",
+		"rekey verify -m mappings/orders.yaml --source file:orders.csv --target lindorm://LINDORM_HOST:33060/shop",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("block lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "endpoint=") || strings.Contains(got, "placeholders") {
+		t.Errorf("query or placeholder note shown:\n%s", got)
+	}
+	// The curl line, run by a shell with curl stubbed, posts exactly the job's fields.
+	var curl string
+	for _, l := range lines {
+		if strings.Contains(l, "curl ") {
+			curl = strings.TrimSpace(l)
+		}
+	}
+	out, err := exec.Command("sh", "-c", `curl() { for a; do printf '%s\0' "$a"; done; }; `+curl).Output()
+	if err != nil {
+		t.Fatalf("sh: %v\n%s", err, curl)
+	}
+	args := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	form := map[string]string{}
+	for i, a := range args {
+		if a == "--data-urlencode" {
+			k, v, _ := strings.Cut(args[i+1], "=")
+			form[k] = v
+		}
+	}
+	reader, _ := json.Marshal(job.ReaderConfig)
+	writer, _ := json.Marshal(job.WriterConfig)
+	want := map[string]string{"src": "oss src", "dst": "ld", "fileType": "Parquet", "driverSpec": "large", "instances": "2",
+		"readerConfig": string(reader), "writerConfig": string(writer)}
+	if !reflect.DeepEqual(form, want) {
+		t.Errorf("form fields\n%v\nwant\n%v", form, want)
+	}
+}
+
+func TestNextStepsLocalWithPlaceholders(t *testing.T) {
+	dir := t.TempDir()
+	job, err := lindorm.NewBulkloadJob(orders(), lindorm.JobOptions{Format: "csv", Out: dir, Regions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := lindorm.NextSteps(job, lindorm.NextRun{Out: dir, RowsWritten: 7, Mapping: "m.yaml", Source: "gen:orders?rows=7"})
+	if n := strings.Count(got, "\n"); n > 15 {
+		t.Errorf("%d lines:\n%s", n, got)
+	}
+	for _, want := range []string{
+		"-D default < " + dir + "/ddl.sql",
+		"Data files: " + dir + "/data/; upload",
+		"src/dst are placeholders",
+		"SELECT COUNT(*) FROM `default`.orders;  -- 7 rows written",
+		"--source 'gen:orders?rows=7'",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("block lacks %q:\n%s", want, got)
+		}
+	}
+}
