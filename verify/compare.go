@@ -97,6 +97,9 @@ type srcEntry struct {
 	tord     uint64
 }
 
+// bucketSplits counts buckets split for being over the budget (tests read it).
+var bucketSplits atomic.Int64
+
 // maxSplitShift bounds how far buckets are split: past it a bucket is compared whole, however
 // large (only a key repeated that often can fill one).
 const maxSplitShift = 56
@@ -110,6 +113,7 @@ func (c *comparer) bucket(ctx context.Context, src, dst *parts, b, depth int, em
 	}
 	shift := src.shift + uint(log2(src.n))
 	if size > c.budget && shift <= maxSplitShift {
+		bucketSplits.Add(1)
 		var used atomic.Int64
 		const n = 16
 		s2 := newParts(src.dir, fmt.Sprintf("%s.%d", src.name, b), n, shift, &used, c.budget)
