@@ -193,16 +193,18 @@ func split(p *parts, b int, q *parts) error {
 		os.Remove(f.Name())
 		p.files[b] = nil
 	}
-	for m := p.mem[b]; len(m) > 0; {
-		e, rest, err := nextEntry(m)
-		if err != nil {
-			return err
+	for _, m := range p.mem[b] {
+		for len(m) > 0 {
+			e, rest, err := nextEntry(m)
+			if err != nil {
+				return err
+			}
+			add(e)
+			m = rest
 		}
-		add(e)
-		m = rest
 	}
-	p.used.Add(-int64(len(p.mem[b])))
-	p.mem[b] = nil
+	p.used.Add(-p.memN[b])
+	p.mem[b], p.memN[b] = nil, 0
 	w.flush()
 	return q.failed()
 }
@@ -241,18 +243,17 @@ func readEntry(r *bufio.Reader, buf []byte) (entry, []byte, error) {
 }
 
 // index builds the bucket's map of source keys; each key keeps its last row (highest ord).
-func (c *comparer) index(data []byte, r *bucketResult) (map[uint64]int32, error) {
+func (c *comparer) index(chunks [][]byte, r *bucketResult) (map[uint64]int32, error) {
 	c.es = c.es[:0]
-	idx := make(map[uint64]int32, len(data)/64)
+	var size int
+	for _, ch := range chunks {
+		size += len(ch)
+	}
+	idx := make(map[uint64]int32, size/64)
 	max := c.v.sampleMax
-	for len(data) > 0 {
-		e, rest, err := nextEntry(data)
-		if err != nil {
-			return nil, err
-		}
-		data = rest
+	return idx, eachEntry(chunks, func(e entry) error {
 		if e.h > max {
-			continue
+			return nil
 		}
 		r.checked++
 		if i := c.find(idx, e.h, e.key); i >= 0 {
@@ -262,7 +263,7 @@ func (c *comparer) index(data []byte, r *bucketResult) (map[uint64]int32, error)
 			if e.ord > s.ord {
 				s.ord, s.row = e.ord, e.row
 			}
-			continue
+			return nil
 		}
 		next, ok := idx[e.h]
 		if !ok {
@@ -270,9 +271,26 @@ func (c *comparer) index(data []byte, r *bucketResult) (map[uint64]int32, error)
 		}
 		idx[e.h] = int32(len(c.es))
 		c.es = append(c.es, srcEntry{h: e.h, ord: e.ord, key: e.key, row: e.row, next: next, n: 1})
+		r.keys++
+		return nil
+	})
+}
+
+// eachEntry calls fn with every entry of a bucket's chunks.
+func eachEntry(chunks [][]byte, fn func(entry) error) error {
+	for _, data := range chunks {
+		for len(data) > 0 {
+			e, rest, err := nextEntry(data)
+			if err != nil {
+				return err
+			}
+			data = rest
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
 	}
-	r.keys = int64(len(c.es))
-	return idx, nil
+	return nil
 }
 
 func (c *comparer) find(idx map[uint64]int32, h uint64, key []byte) int32 {
@@ -289,16 +307,11 @@ func (c *comparer) find(idx map[uint64]int32, h uint64, key []byte) int32 {
 }
 
 // matchFolder runs the bucket's target rows against the source keys.
-func (c *comparer) matchFolder(data []byte, idx map[uint64]int32, r *bucketResult) error {
+func (c *comparer) matchFolder(chunks [][]byte, idx map[uint64]int32, r *bucketResult) error {
 	max := c.v.sampleMax
-	for len(data) > 0 {
-		e, rest, err := nextEntry(data)
-		if err != nil {
-			return err
-		}
-		data = rest
+	return eachEntry(chunks, func(e entry) error {
 		if e.h > max {
-			continue
+			return nil
 		}
 		r.targetRows++
 		i := c.find(idx, e.h, e.key)
@@ -307,7 +320,7 @@ func (c *comparer) matchFolder(data []byte, idx map[uint64]int32, r *bucketResul
 			r.ex.Extra = offer(r.ex.Extra, e.h, func() Example {
 				return Example{Key: c.keyCells(e.key), Columns: c.rowCells(e.row), Where: c.v.targetWhere(e.ord)}
 			})
-			continue
+			return nil
 		}
 		s := &c.es[i]
 		s.nt++
@@ -317,8 +330,8 @@ func (c *comparer) matchFolder(data []byte, idx map[uint64]int32, r *bucketResul
 		} else if s.trow == nil {
 			s.trow = e.row
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // matchLookup looks the bucket's keys up in the target, MaxKeys at a time.

@@ -27,7 +27,8 @@ type parts struct {
 	name  string
 	n     int  // buckets, a power of two
 	shift uint // bucket = hash >> shift & (n-1)
-	mem   [][]byte
+	mem   [][][]byte // per bucket, the writers' buffers handed over whole (never copied)
+	memN  []int64    // bytes in mem per bucket
 	files []*os.File
 	sizes []int64 // bytes in each file
 	mu    []sync.Mutex
@@ -39,7 +40,7 @@ type parts struct {
 }
 
 func newParts(dir, name string, n int, shift uint, used *atomic.Int64, limit int64) *parts {
-	return &parts{dir: dir, name: name, n: n, shift: shift, mem: make([][]byte, n), files: make([]*os.File, n),
+	return &parts{dir: dir, name: name, n: n, shift: shift, mem: make([][][]byte, n), memN: make([]int64, n), files: make([]*os.File, n),
 		sizes: make([]int64, n), mu: make([]sync.Mutex, n), used: used, limit: limit}
 }
 
@@ -59,12 +60,13 @@ func (p *parts) failed() error {
 	return p.err
 }
 
-// add appends encoded entries (a writer's buffer) to bucket b.
+// add hands a writer's buffer of whole entries to bucket b: p owns it from now on.
 func (p *parts) add(b int, data []byte) {
 	p.mu[b].Lock()
 	defer p.mu[b].Unlock()
 	if p.used.Load()+int64(len(data)) <= p.limit {
-		p.mem[b] = append(p.mem[b], data...)
+		p.mem[b] = append(p.mem[b], data)
+		p.memN[b] += int64(len(data))
 		p.used.Add(int64(len(data)))
 		return
 	}
@@ -77,41 +79,37 @@ func (p *parts) add(b int, data []byte) {
 		}
 		p.files[b] = f
 	}
-	for _, d := range [][]byte{p.mem[b], data} {
-		if len(d) == 0 {
-			continue
-		}
+	for _, d := range append(p.mem[b], data) {
 		if _, err := p.files[b].Write(d); err != nil {
 			p.fail(fmt.Errorf("verify: write temp file: %w (set --tmp to a folder with room)", err))
 			return
 		}
 		p.sizes[b] += int64(len(d))
 	}
-	p.used.Add(-int64(len(p.mem[b])))
-	p.mem[b] = nil
+	p.used.Add(-p.memN[b])
+	p.mem[b], p.memN[b] = nil, 0
 }
 
 // size is bucket b's bytes, in memory and on disk.
-func (p *parts) size(b int) int64 { return p.sizes[b] + int64(len(p.mem[b])) }
+func (p *parts) size(b int) int64 { return p.sizes[b] + p.memN[b] }
 
-// load returns bucket b's entries and releases them from p (its file is removed).
-func (p *parts) load(b int) ([]byte, error) {
-	var data []byte
+// load returns bucket b's entries, in chunks of whole entries, and releases them from p (its
+// file is removed).
+func (p *parts) load(b int) ([][]byte, error) {
+	chunks := p.mem[b]
 	if f := p.files[b]; f != nil {
-		data = make([]byte, p.sizes[b], p.sizes[b]+int64(len(p.mem[b])))
+		data := make([]byte, p.sizes[b])
 		if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("verify: read temp file: %w", err)
 		}
 		f.Close()
 		os.Remove(f.Name())
 		p.files[b] = nil
-		data = append(data, p.mem[b]...)
-	} else {
-		data = p.mem[b]
+		chunks = append([][]byte{data}, chunks...)
 	}
-	p.used.Add(-int64(len(p.mem[b])))
-	p.mem[b] = nil
-	return data, nil
+	p.used.Add(-p.memN[b])
+	p.mem[b], p.memN[b] = nil, 0
+	return chunks, nil
 }
 
 // close removes what is left of p's files.
@@ -147,7 +145,7 @@ func (w *writer) add(h uint64, ord uint64, key, row []byte) {
 	w.bufs[b] = buf
 	if len(buf) >= w.size {
 		w.p.add(b, buf)
-		w.bufs[b] = buf[:0]
+		w.bufs[b] = nil
 	}
 }
 

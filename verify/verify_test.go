@@ -368,18 +368,16 @@ func TestStoredFormMatchesFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			tw.w.flush()
-			data, err := v.dst.load(0)
+			chunks, err := v.dst.load(0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got []string
-			for len(data) > 0 {
-				e, rest, err := nextEntry(data)
-				if err != nil {
-					t.Fatal(err)
-				}
+			if err := eachEntry(chunks, func(e entry) error {
 				got = append(got, string(e.key)+"|"+string(e.row))
-				data = rest
+				return nil
+			}); err != nil {
+				t.Fatal(err)
 			}
 			if len(got) != len(want) || len(want) < 300 {
 				t.Fatalf("read %d rows, want %d", len(got), len(want))
