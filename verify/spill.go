@@ -25,8 +25,8 @@ import (
 type parts struct {
 	dir   string
 	name  string
-	n     int  // buckets, a power of two
-	shift uint // bucket = hash >> shift & (n-1)
+	n     int        // buckets, a power of two
+	shift uint       // bucket = hash >> shift & (n-1)
 	mem   [][][]byte // per bucket, the writers' buffers handed over whole (never copied)
 	memN  []int64    // bytes in mem per bucket
 	files []*os.File
