@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # rekey's benchmark, one command:   bash bench/run.sh
-# Cases (BENCH_CASES, default all): core, memory, report, kafka.
+# Cases (BENCH_CASES, default all): core, memory, report, verify, cassandra, kafka.
 #   core    5M-row orders CSV -> 16 regions of zstd Parquet, rekey migrate next to DuckDB doing the
 #           same job in the same run (DuckDB installed from npm into bench/work/duckdb).
 #   memory  rekey migrate from gen:orders with 5M and with 50M rows: peak RSS must not grow.
 #   report  rekey report (dry run, writes nothing) over the core case's CSV, then over gen:orders
 #           with 5M and 50M rows: faster than migrate, peak RSS must not grow.
+#   verify  rekey verify of the core case's CSV against the folder rekey migrate wrote from it,
+#           migrate and verify alternated CORE_RUNS times, medians: verify must be at least as
+#           fast as migrate wrote it.
 #   cassandra  1M rows served by the CQL test server (source/cassandra/cqltest, own process) over
 #           token ranges: rekey migrate (source + transform + Parquet) next to a bare gocql scan of
 #           the same ranges (the ceiling), 3 alternated runs each, medians (CASSANDRA_ROWS
@@ -18,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 ROWS=${ROWS:-5000000}
-CASES=${BENCH_CASES:-core memory report cassandra kafka}
+CASES=${BENCH_CASES:-core memory report verify cassandra kafka}
 WORK=bench/work
 mkdir -p "$WORK"
 go build -o "$WORK/rekey" ./cmd/rekey
@@ -91,6 +94,22 @@ for c in $CASES; do
     report_run report_gen_5m "gen:orders?rows=5000000"
     report_run report_gen_50m "gen:orders?rows=50000000"
     ;;
+  verify)
+    CSV="$WORK/orders-$ROWS.csv"
+    [ -f "$CSV" ] || "$REKEY" gen orders --rows "$ROWS" --out "$CSV"
+    for i in $(seq "${CORE_RUNS:-3}"); do
+      echo "verify: rekey migrate, $ROWS rows (run $i) ..."
+      migrate "verify_migrate_$i" "file:$CSV"
+      echo "verify: rekey verify of that output (run $i) ..."
+      code=0
+      "$REKEY" verify -m mappings/orders.yaml --source "file:$CSV" --target "$WORK/out-verify_migrate_$i" \
+        --progress never --stats-json "$WORK/verify_$i.json" > "$WORK/verify_$i.summary" || code=$?
+      if [ "$code" != 0 ]; then cat "$WORK/verify_$i.summary"; echo "verify: exit $code, want 0 (equal)" >&2; exit 1; fi
+      record "verify_$i" "$WORK/verify_$i.json"
+      rm -rf "$WORK/out-verify_migrate_$i"
+    done
+    median verify_migrate verify
+    ;;
   cassandra)
     echo "cassandra: rekey migrate from the CQL test server vs a bare gocql scan, ${CASSANDRA_ROWS:-1000000} rows ..."
     go run ./bench/cassandra -rekey "$REKEY" -rows "${CASSANDRA_ROWS:-1000000}" -work "$WORK" -json "$WORK/cassandra.json" > /dev/null
@@ -122,6 +141,9 @@ if (r.gen_5m && r.gen_50m) {
 }
 if (r.rekey_report && r.rekey_migrate) {
   console.log(`rekey report / migrate throughput ratio: ${(r.rekey_report.rows_per_sec / r.rekey_migrate.rows_per_sec).toFixed(2)} (target > 1.0)`);
+}
+if (r.verify && r.verify_migrate) {
+  console.log(`rekey verify / migrate throughput ratio: ${(r.verify.rows_per_sec / r.verify_migrate.rows_per_sec).toFixed(2)} (target >= 1.0); verify peak RSS ${mb(r.verify.peak_rss_bytes)}`);
 }
 if (r.report_gen_5m && r.report_gen_50m) {
   console.log(`report peak RSS 5M rows ${mb(r.report_gen_5m.peak_rss_bytes)} vs 50M rows ${mb(r.report_gen_50m.peak_rss_bytes)} (target: unchanged)`);

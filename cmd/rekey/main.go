@@ -76,6 +76,8 @@ Start here:
   rekey report  -m mappings/orders.yaml --source 'gen:orders?rows=1000000' --html report.html
                                                          # dry run: will this key hotspot Lindorm?
   rekey migrate -m mappings/orders.yaml --source 'gen:orders?rows=1000000' --out out/orders
+  rekey verify  -m mappings/orders.yaml --source 'gen:orders?rows=1000000' --target out/orders
+                                                         # does the target hold what the source gives?
   rekey ddl     -m mappings/orders.yaml                  # the CREATE TABLE with its split keys
   rekey replicate -m mappings/orders.yaml --source 'kafka://broker:9092/orders?group=rekey' --out out/live
 
@@ -87,7 +89,7 @@ Sources: file:PATH (CSV, JSON Lines), gen:NAME, cassandra://hosts/keyspace/table
 	root.PersistentPreRunE = checkCommonFlags
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "console", "log format: console or json")
-	root.AddCommand(newMigrateCmd(g), newCheckCmd(g), newDDLCmd(g), newGenCmd(g), newReportCmd(g), newMergeCmd(g), newReplicateCmd(g))
+	root.AddCommand(newMigrateCmd(g), newCheckCmd(g), newDDLCmd(g), newGenCmd(g), newReportCmd(g), newMergeCmd(g), newReplicateCmd(g), newVerifyCmd(g))
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {

@@ -65,15 +65,21 @@ func progressMode(mode string, tty bool) (string, error) {
 }
 
 func (pf progressFlags) start(what string, src pipeline.Source, c *pipeline.Counters, bytes func() int64) (*progress, error) {
+	// the row estimate only when shown: it may cost the source a query
+	return pf.startTotal(what, func() int64 { return estimatedRows(src) }, c, bytes)
+}
+
+// startTotal is start for a display whose expected rows total() tells (-1: unknown).
+func (pf progressFlags) startTotal(what string, total func() int64, c *pipeline.Counters, bytes func() int64) (*progress, error) {
 	mode, err := progressMode(pf.mode, term.IsTerminal(int(os.Stderr.Fd())))
 	if err != nil {
 		return nil, err
 	}
 	p := &progress{done: make(chan struct{})}
 	if mode == "never" {
-		return p, nil // and no row estimate: it may cost the source a query
+		return p, nil
 	}
-	f := progressFigures{what: what, counters: c, bytes: bytes, total: estimatedRows(src)}
+	f := progressFigures{what: what, counters: c, bytes: bytes, total: total()}
 	if mode == "plain" {
 		p.plain(os.Stderr, pf.interval, f)
 	} else {

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/sink/sinktest"
+	"github.com/rekey/rekey/verify"
+)
+
+// migrateForVerify migrates an orders CSV with one planted bad row into dir/out.
+func migrateForVerify(t *testing.T, dir, format string) (csvPath, out string) {
+	t.Helper()
+	csvPath = ordersCSV(t, dir, "orders.csv", 3000, 7)
+	f, err := os.OpenFile(csvPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("u1,notanumber,taobao,1700000000000,PAID,X,1.00\n") // rejected by both
+	f.Close()
+	out = filepath.Join(dir, "out")
+	code, stdout, stderr := runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+csvPath, "--out", out,
+		"--format", format, "--progress", "never")
+	if code != exitRejects {
+		t.Fatalf("migrate: exit %d\n%s%s", code, stdout, stderr)
+	}
+	return csvPath, out
+}
+
+func readVerifyJSON(t *testing.T, path string) verify.Result {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r verify.Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// A migrate to a folder, then verify: equal (exit 0). Then one Parquet file is rewritten with a
+// row deleted, a value changed and a row added: missing 1, differ 1 (in status), extra 1, exit 2,
+// all in --json with examples.
+func TestVerifyAfterMigrate(t *testing.T) {
+	dir := t.TempDir()
+	csvPath, out := migrateForVerify(t, dir, "parquet")
+	args := []string{"verify", "-m", "../../mappings/orders.yaml", "--source", "file:" + csvPath, "--target", out, "--progress", "never"}
+	code, stdout, stderr := runCLI(t, args...)
+	if code != 0 || !strings.Contains(stdout, "EQUAL: the target holds all 3000 keys checked and nothing else") ||
+		!strings.Contains(stdout, "rows rejected  1") {
+		t.Fatalf("verify after migrate: exit %d\n%s%s", code, stdout, stderr)
+	}
+
+	m, err := lindorm.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file string
+	for _, r := range m.Regions {
+		if len(r.Files) > 0 && r.Files[0].Rows > 3 {
+			file = filepath.Join(out, filepath.FromSlash(r.Files[0].Path))
+			break
+		}
+	}
+	schema := compileFile(t, "../../mappings/orders.yaml").Target()
+	pf, err := sinktest.ReadParquet(file, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := pf.Values
+	status := schema.Index("status")
+	deleted, changed := rows[0], rows[1]
+	extra := append([]pipeline.Value(nil), rows[2]...)
+	extra[1] = pipeline.Int(-42) // an orderid no source row has
+	rows[1][status] = pipeline.Text("TAMPERED")
+	rewriteParquet(t, file, schema, append(rows[1:], extra))
+
+	jsonPath := filepath.Join(dir, "verify.json")
+	code, stdout, stderr = runCLI(t, append(args, "--json", jsonPath)...)
+	if code != exitDifferent || !strings.Contains(stdout, "DIFFERENT: 1 missing, 1 differ, 1 extra (of 3000 keys checked)") {
+		t.Fatalf("verify of a changed file: exit %d\n%s%s", code, stdout, stderr)
+	}
+	r := readVerifyJSON(t, jsonPath)
+	if r.Equal || r.Missing != 1 || r.Differ != 1 || r.Extra == nil || *r.Extra != 1 || r.RowsRead != 3001 || r.RowsRejected != 1 ||
+		r.KeysChecked != 3000 || r.TargetRows != 3000 || len(r.DifferColumns) != 1 || r.DifferColumns[0] != (verify.ColumnCount{Column: "status", Rows: 1}) {
+		t.Fatalf("--json: %+v", r)
+	}
+	key := func(vals []pipeline.Value) string { return vals[0].S + "/" + vals[1].String() }
+	exKey := func(e verify.Example) string { return e.Key[0].Value + "/" + e.Key[1].Value }
+	if len(r.Examples.Missing) != 1 || exKey(r.Examples.Missing[0]) != key(deleted) {
+		t.Fatalf("missing example %+v, want key %s", r.Examples.Missing, key(deleted))
+	}
+	if d := r.Examples.Differ; len(d) != 1 || exKey(d[0]) != key(changed) || len(d[0].Columns) != 1 ||
+		d[0].Columns[0].Column != "status" || d[0].Columns[0].Target != "TAMPERED" || d[0].Columns[0].Source == "TAMPERED" {
+		t.Fatalf("differ example %+v", d)
+	}
+	if e := r.Examples.Extra; len(e) != 1 || exKey(e[0]) != key(extra) || !strings.HasSuffix(e[0].Where, fmt.Sprintf("part-00000.parquet row %d", len(rows))) {
+		t.Fatalf("extra example %+v", e)
+	}
+	if len(r.Notes) != 0 {
+		t.Fatalf("notes %v: the rewritten file has as many rows as the manifest says", r.Notes)
+	}
+
+	// --sample: a share of the keys, the same on every run
+	code, _, _ = runCLI(t, append(args, "--sample", "20%", "--json", jsonPath)...)
+	s1 := readVerifyJSON(t, jsonPath)
+	runCLI(t, append(args, "--sample", "20%", "--json", jsonPath, "--workers", "1")...)
+	s2 := readVerifyJSON(t, jsonPath)
+	if s1.Sample != "20%" || s1.KeysChecked < 400 || s1.KeysChecked > 800 || s1.KeysChecked != s2.KeysChecked ||
+		s1.Missing != s2.Missing || *s1.Extra != *s2.Extra || (code == 0) != s1.Equal {
+		t.Fatalf("--sample 20%%: %+v then %+v (exit %d)", s1, s2, code)
+	}
+	runCLI(t, append(args, "--sample", "100", "--json", jsonPath)...)
+	if s := readVerifyJSON(t, jsonPath); s.RowsChecked != 100 || s.Sample != "100 rows" {
+		t.Fatalf("--sample 100: %+v", s)
+	}
+}
+
+func rewriteParquet(t *testing.T, path string, schema pipeline.TargetSchema, rows [][]pipeline.Value) {
+	t.Helper()
+	f := parquet.New()
+	buf, err := f.NewBuffer(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if err := buf.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b bytes.Buffer
+	w, err := f.NewWriter(&b, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(buf.Cut()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A CSV output: equal, then a line deleted from a data file is one missing row, and the note
+// names the file whose row count no longer matches the manifest.
+func TestVerifyCSVOutput(t *testing.T) {
+	dir := t.TempDir()
+	csvPath, out := migrateForVerify(t, dir, "csv")
+	args := []string{"verify", "-m", "../../mappings/orders.yaml", "--source", "file:" + csvPath, "--target", out, "--progress", "never", "-q"}
+	if code, stdout, stderr := runCLI(t, args...); code != 0 || !strings.Contains(stdout, "EQUAL") {
+		t.Fatalf("verify csv output: exit %d\n%s%s", code, stdout, stderr)
+	}
+	m, err := lindorm.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := m.Regions[3].Files[0].Path
+	path := filepath.Join(out, filepath.FromSlash(rel))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	os.WriteFile(path, []byte(strings.Join(append(lines[:2], lines[3:]...), "")), 0o644) // the second data row
+	jsonPath := filepath.Join(dir, "v.json")
+	code, stdout, stderr := runCLI(t, append(args, "--json", jsonPath)...)
+	if code != exitDifferent || !strings.Contains(stdout, "DIFFERENT: 1 missing (of 3000 keys checked)") {
+		t.Fatalf("verify after deleting a CSV line: exit %d\n%s%s", code, stdout, stderr)
+	}
+	r := readVerifyJSON(t, jsonPath)
+	if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], rel) || !strings.Contains(r.Notes[0], "manifest.json") {
+		t.Fatalf("notes %v", r.Notes)
+	}
+}
+
+// verify never runs against what is not the mapping's table: exit 3, naming why.
+func TestVerifyRefusesAnotherTarget(t *testing.T) {
+	dir := t.TempDir()
+	csvPath, out := migrateForVerify(t, dir, "parquet")
+	other := strings.Replace(strictOrders, "amount: \"amount :: DECIMAL(18,2)\"", "amount: \"amount :: DECIMAL(20,2)\"", 1)
+	mapping := writeFile(t, dir, "other.yaml", other)
+	code, _, stderr := runCLI(t, "verify", "-m", mapping, "--source", "file:"+csvPath, "--target", out, "--progress", "never")
+	if code != exitVerifyFailed || !strings.Contains(stderr, "does not hold the mapping's table") || !strings.Contains(stderr, "amount DECIMAL(18,2)") {
+		t.Fatalf("verify with another table's mapping: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "verify", "-m", "../../mappings/orders.yaml", "--source", "file:"+csvPath, "--target", dir, "--progress", "never")
+	if code != exitVerifyFailed || !strings.Contains(stderr, "is not a rekey output") {
+		t.Fatalf("verify of a folder that is no output: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "verify", "-m", "../../mappings/orders.yaml", "--source", "file:"+csvPath, "--target", "ftp://x/y", "--progress", "never")
+	if code != exitVerifyFailed || !strings.Contains(stderr, "unknown kind of target") {
+		t.Fatalf("verify of an unknown target: exit %d: %s", code, stderr)
+	}
+}

@@ -1,0 +1,488 @@
+package verify
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// compare goes through the buckets, a few at a time, each with its share of the memory budget.
+func (v *run) compare(ctx context.Context) error {
+	par := v.cfg.Workers
+	name := "comparing"
+	if v.cfg.Lookup != nil {
+		par, name = v.cfg.Lookups, "looking up"
+	}
+	var counters pipeline.Counters
+	var total int64
+	for b := 0; b < v.src.n; b++ {
+		total += v.src.size(b)
+	}
+	done := v.cfg.Phase(name, -1, &counters)
+	defer done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	budget := v.cfg.Memory / 2 / int64(par)
+	jobs := make(chan int)
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	rowNames := make([]string, len(v.rowCols))
+	for i, c := range v.rowCols {
+		rowNames[i] = c.Name
+	}
+	for w := 0; w < par; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &comparer{v: v, budget: budget, c: &counters}
+			for b := range jobs {
+				if ctx.Err() != nil {
+					continue
+				}
+				err := c.bucket(ctx, v.src, v.dst, b, 0, func(r *bucketResult) {
+					mu.Lock()
+					v.res.add(r, rowNames)
+					mu.Unlock()
+				})
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					cancel()
+				}
+			}
+		}()
+	}
+	for b := 0; b < v.src.n; b++ {
+		jobs <- b
+	}
+	close(jobs)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+type comparer struct {
+	v      *run
+	budget int64
+	c      *pipeline.Counters
+	es     []srcEntry
+	keys   [][]pipeline.Value
+	at     []int32
+}
+
+// srcEntry is a source key: its last row, and what the target holds under it.
+type srcEntry struct {
+	h        uint64
+	ord      uint64 // of the last row
+	key, row []byte
+	next     int32 // the next entry with the same hash, -1 at the end
+	n        int32 // source rows with this key
+	nt       int32 // target rows with this key
+	matched  bool  // one of them equals the last source row
+	trow     []byte
+	tord     uint64
+}
+
+// bucketSplits counts buckets split for being over the budget (tests read it).
+var bucketSplits atomic.Int64
+
+// maxSplitShift bounds how far buckets are split: past it a bucket is compared whole, however
+// large (only a key repeated that often can fill one).
+const maxSplitShift = 56
+
+// bucket compares bucket b of src (and dst, for a folder target), splitting it first when it is
+// larger than the budget.
+func (c *comparer) bucket(ctx context.Context, src, dst *parts, b, depth int, emit func(*bucketResult)) error {
+	size := src.size(b)
+	if dst != nil {
+		size += dst.size(b)
+	}
+	shift := src.shift + uint(log2(src.n))
+	if size > c.budget && shift <= maxSplitShift {
+		bucketSplits.Add(1)
+		var used atomic.Int64
+		const n = 16
+		s2 := newParts(src.dir, fmt.Sprintf("%s.%d", src.name, b), n, shift, &used, c.budget)
+		defer s2.close()
+		if err := split(src, b, s2); err != nil {
+			return err
+		}
+		var d2 *parts
+		if dst != nil {
+			d2 = newParts(dst.dir, fmt.Sprintf("%s.%d", dst.name, b), n, shift, &used, c.budget)
+			defer d2.close()
+			if err := split(dst, b, d2); err != nil {
+				return err
+			}
+		}
+		for sb := 0; sb < n; sb++ {
+			if err := c.bucket(ctx, s2, d2, sb, depth+1, emit); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	data, err := src.load(b)
+	if err != nil {
+		return err
+	}
+	r := &bucketResult{differ1: map[int]int64{}}
+	idx, err := c.index(data, r)
+	if err != nil {
+		return err
+	}
+	if dst != nil {
+		tdata, err := dst.load(b)
+		if err != nil {
+			return err
+		}
+		if err := c.matchFolder(tdata, idx, r); err != nil {
+			return err
+		}
+	} else if err := c.matchLookup(ctx, r); err != nil {
+		return err
+	}
+	if err := c.judge(r); err != nil {
+		return err
+	}
+	emit(r)
+	c.c.RowsIn.Add(r.checked)
+	return nil
+}
+
+func log2(n int) int {
+	k := 0
+	for ; n > 1; n >>= 1 {
+		k++
+	}
+	return k
+}
+
+// split moves bucket b of p into q's buckets (q partitions by the next hash bits).
+func split(p *parts, b int, q *parts) error {
+	w := q.writer()
+	add := func(e entry) { w.add(e.h, e.ord, e.key, e.row) }
+	if f := p.files[b]; f != nil {
+		r := bufio.NewReaderSize(io.NewSectionReader(f, 0, p.sizes[b]), 1<<20)
+		var buf []byte
+		for {
+			e, nb, err := readEntry(r, buf)
+			if err == io.EOF {
+				break
+			} else if err != nil {
+				return err
+			}
+			buf = nb
+			add(e)
+		}
+		f.Close()
+		os.Remove(f.Name())
+		p.files[b] = nil
+	}
+	for _, m := range p.mem[b] {
+		for len(m) > 0 {
+			e, rest, err := nextEntry(m)
+			if err != nil {
+				return err
+			}
+			add(e)
+			m = rest
+		}
+	}
+	p.used.Add(-p.memN[b])
+	p.mem[b], p.memN[b] = nil, 0
+	w.flush()
+	return q.failed()
+}
+
+// readEntry reads one entry from a temp file; key and row point into buf (reused).
+func readEntry(r *bufio.Reader, buf []byte) (entry, []byte, error) {
+	var e entry
+	var h [8]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		if err == io.EOF {
+			return e, buf, io.EOF
+		}
+		return e, buf, errDamagedSpill
+	}
+	e.h = binary.LittleEndian.Uint64(h[:])
+	var err error
+	if e.ord, err = binary.ReadUvarint(r); err != nil {
+		return e, buf, errDamagedSpill
+	}
+	buf = buf[:0]
+	var lens [2]int
+	for i := range lens {
+		n, err := binary.ReadUvarint(r)
+		if err != nil || n > 1<<31 {
+			return e, buf, errDamagedSpill
+		}
+		start := len(buf)
+		buf = append(buf, make([]byte, n)...)
+		if _, err := io.ReadFull(r, buf[start:]); err != nil {
+			return e, buf, errDamagedSpill
+		}
+		lens[i] = int(n)
+	}
+	e.key, e.row = buf[:lens[0]:lens[0]], buf[lens[0]:]
+	return e, buf, nil
+}
+
+// index builds the bucket's map of source keys; each key keeps its last row (highest ord).
+func (c *comparer) index(chunks [][]byte, r *bucketResult) (map[uint64]int32, error) {
+	c.es = c.es[:0]
+	var size int
+	for _, ch := range chunks {
+		size += len(ch)
+	}
+	idx := make(map[uint64]int32, size/64)
+	max := c.v.sampleMax
+	return idx, eachEntry(chunks, func(e entry) error {
+		if e.h > max {
+			return nil
+		}
+		r.checked++
+		if i := c.find(idx, e.h, e.key); i >= 0 {
+			s := &c.es[i]
+			s.n++
+			r.overwritten++
+			if e.ord > s.ord {
+				s.ord, s.row = e.ord, e.row
+			}
+			return nil
+		}
+		next, ok := idx[e.h]
+		if !ok {
+			next = -1
+		}
+		idx[e.h] = int32(len(c.es))
+		c.es = append(c.es, srcEntry{h: e.h, ord: e.ord, key: e.key, row: e.row, next: next, n: 1})
+		r.keys++
+		return nil
+	})
+}
+
+// eachEntry calls fn with every entry of a bucket's chunks.
+func eachEntry(chunks [][]byte, fn func(entry) error) error {
+	for _, data := range chunks {
+		for len(data) > 0 {
+			e, rest, err := nextEntry(data)
+			if err != nil {
+				return err
+			}
+			data = rest
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *comparer) find(idx map[uint64]int32, h uint64, key []byte) int32 {
+	i, ok := idx[h]
+	if !ok {
+		return -1
+	}
+	for ; i >= 0; i = c.es[i].next {
+		if bytes.Equal(c.es[i].key, key) {
+			return i
+		}
+	}
+	return -1
+}
+
+// matchFolder runs the bucket's target rows against the source keys.
+func (c *comparer) matchFolder(chunks [][]byte, idx map[uint64]int32, r *bucketResult) error {
+	max := c.v.sampleMax
+	return eachEntry(chunks, func(e entry) error {
+		if e.h > max {
+			return nil
+		}
+		r.targetRows++
+		i := c.find(idx, e.h, e.key)
+		if i < 0 {
+			r.extra++
+			r.ex.Extra = offer(r.ex.Extra, e.h, func() Example {
+				return Example{Key: c.keyCells(e.key), Columns: c.rowCells(e.row), Where: c.v.targetWhere(e.ord)}
+			})
+			return nil
+		}
+		s := &c.es[i]
+		s.nt++
+		s.tord = e.ord
+		if bytes.Equal(e.row, s.row) {
+			s.matched = true
+		} else if s.trow == nil {
+			s.trow = e.row
+		}
+		return nil
+	})
+}
+
+// matchLookup looks the bucket's keys up in the target, MaxKeys at a time.
+func (c *comparer) matchLookup(ctx context.Context, r *bucketResult) error {
+	t := c.v.cfg.Lookup
+	max := t.MaxKeys()
+	if max <= 0 {
+		max = 1
+	}
+	v := c.v
+	cols := len(v.schema.Columns)
+	var parts [][]byte
+	for start := 0; start < len(c.es); start += max {
+		end := min(start+max, len(c.es))
+		c.keys = c.keys[:0]
+		for i := start; i < end; i++ {
+			var ok bool
+			parts, ok = splitValues(v.keyCols, c.es[i].key, parts[:0])
+			if !ok {
+				return errDamagedSpill
+			}
+			key := make([]pipeline.Value, len(parts))
+			for k, p := range parts {
+				key[k] = decodeValue(v.keyCols[k], p)
+			}
+			c.keys = append(c.keys, key)
+		}
+		rows, err := t.Lookup(ctx, c.keys)
+		if err != nil {
+			return fmt.Errorf("look up %d keys in the target: %w", len(c.keys), err)
+		}
+		if len(rows) != len(c.keys) {
+			return fmt.Errorf("look up %d keys in the target: it returned %d rows", len(c.keys), len(rows))
+		}
+		for k, row := range rows {
+			if row == nil {
+				continue
+			}
+			if len(row) != cols {
+				return fmt.Errorf("look up in the target: a row of %d values, the table %s has %d columns", len(row), v.schema.Table, cols)
+			}
+			s := &c.es[start+k]
+			s.nt = 1
+			r.targetRows++
+			var enc []byte
+			for j, col := range v.rowCols {
+				var e *pipeline.RowError
+				if enc, e = appendStored(enc, col, row[v.schema.KeyLen+j]); e != nil {
+					return fmt.Errorf("the target's value of column %s does not fit its type %s (%s): is the table's definition the mapping's?", col.Name, col.SQLType(), e.Message)
+				}
+			}
+			if bytes.Equal(enc, s.row) {
+				s.matched = true
+			} else {
+				s.trow = enc
+			}
+		}
+	}
+	return nil
+}
+
+// judge counts, per source key, what the target holds.
+func (c *comparer) judge(r *bucketResult) error {
+	v := c.v
+	var a, b [][]byte
+	for i := range c.es {
+		s := &c.es[i]
+		switch {
+		case s.nt == 0:
+			r.missing++
+			r.ex.Missing = offer(r.ex.Missing, s.h, func() Example {
+				return Example{Key: c.keyCells(s.key), Where: fmt.Sprintf("source row %d", s.ord+1)}
+			})
+			continue
+		case !s.matched:
+			r.differ++
+			var okA, okB bool
+			a, okA = splitValues(v.rowCols, s.row, a[:0])
+			b, okB = splitValues(v.rowCols, s.trow, b[:0])
+			if !okA || !okB {
+				return errDamagedSpill
+			}
+			for k := range v.rowCols {
+				if !bytes.Equal(a[k], b[k]) {
+					r.differ1[k]++
+				}
+			}
+			r.ex.Differ = offer(r.ex.Differ, s.h, func() Example {
+				var diffs []Diff
+				for k, col := range v.rowCols {
+					if !bytes.Equal(a[k], b[k]) {
+						diffs = append(diffs, Diff{Column: col.Name, Source: render(col, a[k]), Target: render(col, b[k])})
+					}
+				}
+				where := fmt.Sprintf("source row %d", s.ord+1)
+				if v.cfg.Folder != nil {
+					where += "; target " + v.targetWhere(s.tord)
+				}
+				return Example{Key: c.keyCells(s.key), Columns: diffs, Where: where}
+			})
+		}
+		if v.cfg.Folder != nil && s.nt > s.n { // a row written more often than the source has it
+			r.extra += int64(s.nt - s.n)
+			r.ex.Extra = offer(r.ex.Extra, s.h, func() Example {
+				return Example{Key: c.keyCells(s.key),
+					Where: fmt.Sprintf("%s (the target has %d rows of this key, the source %d)", v.targetWhere(s.tord), s.nt, s.n)}
+			})
+		}
+	}
+	return nil
+}
+
+// offer keeps a bucket's examples of the smallest key hashes, building (rendering) only those
+// that may be kept.
+func offer(ex []Example, h uint64, build func() Example) []Example {
+	if len(ex) >= maxExamples {
+		top := ex[0].hash
+		for _, e := range ex[1:] {
+			top = max(top, e.hash)
+		}
+		if h >= top {
+			return ex
+		}
+	}
+	e := build()
+	e.hash = h
+	return keepSmallest(append(ex, e))
+}
+
+func (c *comparer) keyCells(key []byte) []Cell {
+	cols := c.v.keyCols
+	parts, ok := splitValues(cols, key, nil)
+	if !ok {
+		return nil
+	}
+	out := make([]Cell, len(cols))
+	for i, col := range cols {
+		out[i] = Cell{Column: col.Name, Value: render(col, parts[i])}
+	}
+	return out
+}
+
+func (c *comparer) rowCells(row []byte) []Diff {
+	cols := c.v.rowCols
+	parts, ok := splitValues(cols, row, nil)
+	if !ok {
+		return nil
+	}
+	out := make([]Diff, len(cols))
+	for i, col := range cols {
+		out[i] = Diff{Column: col.Name, Target: render(col, parts[i])}
+	}
+	return out
+}

@@ -1,0 +1,293 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/store"
+)
+
+// Objects is what verify reads a rekey output through: every store.Store has these methods, so
+// a local folder, S3 or OSS output is read the same way.
+type Objects interface {
+	// Get reads a whole object; a missing one wraps store.ErrNotExist.
+	Get(ctx context.Context, name string) ([]byte, error)
+	// Open gives random access to an object (a Parquet file's footer, then its row groups).
+	Open(ctx context.Context, name string) (store.Reader, error)
+}
+
+// DirObjects reads a local folder. (Until the local store.Store lands; any store.Store can
+// replace it.)
+type DirObjects string
+
+func (d DirObjects) path(name string) (string, error) {
+	rel := filepath.FromSlash(name)
+	if !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("%q is not a path inside %s", name, string(d))
+	}
+	return filepath.Join(string(d), rel), nil
+}
+
+func (d DirObjects) Get(_ context.Context, name string) ([]byte, error) {
+	p, err := d.path(name)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(p)
+}
+
+func (d DirObjects) Open(_ context.Context, name string) (store.Reader, error) {
+	p, err := d.path(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return fileReader{f, st.Size()}, nil
+}
+
+type fileReader struct {
+	*os.File
+	size int64
+}
+
+func (r fileReader) Size() int64 { return r.size }
+
+// Folder is a rekey output to verify: the data files its manifest (or, for a run that has not
+// finished, its checkpoint) lists.
+type Folder struct {
+	Objects  Objects
+	Location string // for messages
+	Format   string // parquet or csv
+	Files    []pipeline.FileInfo
+	Rows     int64    // rows the files hold, as listed
+	Notes    []string // what the reader of the result should know (an unfinished run...)
+}
+
+// OpenFolder reads an output's manifest.json, or its checkpoint.json when the run has not
+// written a manifest yet, and checks that it holds the mapping's table: the same columns, types
+// and primary key. It never writes anything.
+func OpenFolder(ctx context.Context, objs Objects, location string, schema pipeline.TargetSchema, fingerprint string) (*Folder, error) {
+	f := &Folder{Objects: objs, Location: location}
+	data, err := objs.Get(ctx, lindorm.ManifestFile)
+	switch {
+	case err == nil:
+		var m lindorm.Manifest
+		if err := json.Unmarshal(data, &m); err != nil {
+			return nil, fmt.Errorf("%s: %s is damaged: %w", location, lindorm.ManifestFile, err)
+		}
+		if err := m.CheckPaths(); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", location, lindorm.ManifestFile, err)
+		}
+		if err := checkManifestSchema(&m, schema); err != nil {
+			return nil, fmt.Errorf("%s does not hold the mapping's table: %w; verify it with the mapping it was migrated with", location, err)
+		}
+		if fingerprint != "" && m.MappingFingerprint != "" && m.MappingFingerprint != fingerprint {
+			f.Notes = append(f.Notes, fmt.Sprintf("%s was written with another version of the mapping (fingerprint %.12s, this one %.12s): keys computed differently show as missing and extra", location, m.MappingFingerprint, fingerprint))
+		}
+		f.Format = m.Format
+		for _, r := range m.Regions {
+			for _, fe := range r.Files {
+				f.Files = append(f.Files, pipeline.FileInfo{Region: r.Index, Path: fe.Path, Rows: fe.Rows, Bytes: fe.Bytes})
+				f.Rows += fe.Rows
+			}
+		}
+	case store.IsNotExist(err):
+		data, err := objs.Get(ctx, pipeline.CheckpointFile)
+		if store.IsNotExist(err) {
+			return nil, fmt.Errorf("%s is not a rekey output: it has neither %s nor %s", location, lindorm.ManifestFile, pipeline.CheckpointFile)
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: read %s: %w", location, pipeline.CheckpointFile, err)
+		}
+		var cp pipeline.Checkpoint
+		if err := json.Unmarshal(data, &cp); err != nil {
+			return nil, fmt.Errorf("%s: %s is damaged: %w", location, pipeline.CheckpointFile, err)
+		}
+		for _, fi := range cp.Files {
+			if err := pipeline.CheckRelPath(fi.Path); err != nil {
+				return nil, fmt.Errorf("%s: %s is damaged: %w", location, pipeline.CheckpointFile, err)
+			}
+			f.Rows += fi.Rows
+		}
+		if cp.Fingerprint != "" && fingerprint != "" && cp.Fingerprint != fingerprint {
+			return nil, fmt.Errorf("%s holds a run of another mapping (fingerprint %.12s, this one %.12s); verify it with the mapping it was migrated with", location, cp.Fingerprint, fingerprint)
+		}
+		f.Format, f.Files = cp.Format, cp.Files
+		f.Notes = append(f.Notes, fmt.Sprintf("%s has no %s: its migration has not finished; verifying the %d files its checkpoint lists (finish it with migrate --resume)", location, lindorm.ManifestFile, len(cp.Files)))
+	default:
+		return nil, fmt.Errorf("%s: read %s: %w", location, lindorm.ManifestFile, err)
+	}
+	switch f.Format {
+	case "parquet", "csv":
+	case "":
+		f.Format = "parquet"
+	default:
+		return nil, fmt.Errorf("%s: data files in format %q, verify reads parquet and csv", location, f.Format)
+	}
+	return f, nil
+}
+
+// checkManifestSchema names the first difference between the manifest's table and schema.
+func checkManifestSchema(m *lindorm.Manifest, schema pipeline.TargetSchema) error {
+	var want []string
+	for _, c := range schema.Columns {
+		key := ""
+		if c.IsKey() {
+			key = " (key)"
+		}
+		want = append(want, c.Name+" "+c.SQLType()+key)
+	}
+	var got []string
+	for _, c := range m.Columns {
+		key := ""
+		if c.Key {
+			key = " (key)"
+		}
+		got = append(got, c.Name+" "+c.Type+key)
+	}
+	if m.Table != schema.Table {
+		return fmt.Errorf("it holds table %s, the mapping writes %s", m.Table, schema.Table)
+	}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		return fmt.Errorf("its columns are [%s], the mapping's are [%s]", strings.Join(got, ", "), strings.Join(want, ", "))
+	}
+	for i, k := range m.KeyColumns {
+		if i >= schema.KeyLen || k.Name != schema.Columns[i].Name || k.Desc != schema.Columns[i].Desc {
+			return fmt.Errorf("its primary key differs from the mapping's at column %d (%s)", i+1, k.Name)
+		}
+	}
+	return nil
+}
+
+// targetWhere names a target row by its ord (file index << 32 | row in the file).
+func (v *run) targetWhere(ord uint64) string {
+	files := v.cfg.Folder.Files
+	if i := int(ord >> 32); i < len(files) {
+		return fmt.Sprintf("%s row %d", files[i].Path, ord&(1<<32-1)+1)
+	}
+	return fmt.Sprintf("row %d", ord)
+}
+
+// readFolder reads every data file of the output, a few at a time, into the target buckets.
+func (v *run) readFolder(ctx context.Context) error {
+	fo := v.cfg.Folder
+	v.res.Notes = append(v.res.Notes, fo.Notes...)
+	var counters pipeline.Counters
+	done := v.cfg.Phase("reading target", fo.Rows, &counters)
+	defer done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan int)
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	for w := 0; w < v.cfg.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tw := &targetWriter{v: v, w: v.dst.writer(), c: &counters}
+			for i := range jobs {
+				if ctx.Err() != nil {
+					continue
+				}
+				if err := tw.file(ctx, i); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					cancel()
+				}
+			}
+			tw.w.flush()
+		}()
+	}
+	for i := range fo.Files {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	v.cfg.Logger.Info("target read", zap.Int64("rows", counters.RowsIn.Load()), zap.Int("files", len(fo.Files)))
+	return v.dst.failed()
+}
+
+// targetWriter turns one goroutine's target rows into bucket entries.
+type targetWriter struct {
+	v        *run
+	w        *writer
+	c        *pipeline.Counters
+	key, row []byte
+}
+
+func (t *targetWriter) file(ctx context.Context, i int) error {
+	fo := t.v.cfg.Folder
+	fi := fo.Files[i]
+	r, err := fo.Objects.Open(ctx, fi.Path)
+	if err != nil {
+		if store.IsNotExist(err) {
+			return fmt.Errorf("%s lists %s, which is not there: was the output moved or cleaned up?", fo.Location, fi.Path)
+		}
+		return fmt.Errorf("open %s: %w", fi.Path, err)
+	}
+	defer r.Close()
+	var n int64
+	switch fo.Format {
+	case "csv":
+		n, err = t.readCSV(r, i)
+	default:
+		n, err = t.readParquet(ctx, r, i)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", fi.Path, err)
+	}
+	if n != fi.Rows { // the comparison shows what changed; this says where
+		t.v.note(fmt.Sprintf("%s holds %d rows, the output's %s says %d: the file was changed after the run", fi.Path, n, listedIn(fo), fi.Rows))
+	}
+	return nil
+}
+
+func (v *run) note(s string) {
+	v.notesMu.Lock()
+	v.res.Notes = append(v.res.Notes, s)
+	v.notesMu.Unlock()
+}
+
+func listedIn(fo *Folder) string {
+	for _, n := range fo.Notes {
+		if strings.Contains(n, pipeline.CheckpointFile) {
+			return pipeline.CheckpointFile
+		}
+	}
+	return lindorm.ManifestFile
+}
+
+// add files one target row, its key and row encoded in t.key and t.row.
+func (t *targetWriter) add(file int, row int64) {
+	h := hashKey(t.key)
+	if h > t.v.sampleMax {
+		return
+	}
+	t.w.add(h, uint64(file)<<32|uint64(row), t.key, t.row)
+}

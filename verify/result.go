@@ -1,0 +1,163 @@
+package verify
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Result is what a verify run found. Field names are stable (snake_case): --json writes it.
+type Result struct {
+	Mapping string `json:"mapping"`
+	Table   string `json:"table"`
+	Source  string `json:"source,omitempty"` // set by the caller (redacted)
+	Target  string `json:"target,omitempty"` // set by the caller
+	// TargetKind is "folder" (a rekey output: every target row is read) or "lookup" (a table
+	// read by key: rows the source does not produce cannot be seen).
+	TargetKind string `json:"target_kind"`
+	Sample     string `json:"sample"` // "all", "1%", "10000 rows"
+	Equal      bool   `json:"equal"`
+
+	RowsRead     int64            `json:"rows_read"`     // source rows read
+	RowsRejected int64            `json:"rows_rejected"` // rows migrate rejects too: not looked for
+	RejectCodes  map[string]int64 `json:"reject_codes"`
+	// RowsChecked are the accepted source rows verified (all of them, or the sample's);
+	// KeysChecked the distinct keys among them.
+	RowsChecked int64 `json:"rows_checked"`
+	KeysChecked int64 `json:"keys_checked"`
+	// RowsOverwritten are checked rows that a later source row with the same key replaces in
+	// the target (the last one wins in Lindorm): each key is compared with its last row.
+	RowsOverwritten int64 `json:"rows_overwritten"`
+	TargetRows      int64 `json:"target_rows"` // rows read from the target (folder), rows found (lookup)
+
+	Missing int64 `json:"missing"` // keys the target does not hold
+	Differ  int64 `json:"differ"`  // keys whose target row differs from the source's
+	// DifferColumns counts, per column, the keys whose value differs in it (most first).
+	DifferColumns []ColumnCount `json:"differ_columns"`
+	// Extra are target rows the source does not produce (a folder target only; null for a
+	// lookup target): rows of keys the source has not, and rows beyond the source's count of
+	// their key (a row written twice).
+	Extra *int64 `json:"extra"`
+
+	Examples Examples `json:"examples"`
+	Notes    []string `json:"notes,omitempty"`
+
+	Seconds    float64 `json:"seconds"`
+	RowsPerSec float64 `json:"rows_per_sec"` // source rows read per second, over the whole run
+
+	differ map[string]int64
+}
+
+// ColumnCount is a column and how many keys differ in it.
+type ColumnCount struct {
+	Column string `json:"column"`
+	Rows   int64  `json:"rows"`
+}
+
+// Examples are a few of each kind of difference, those of the smallest key hashes.
+type Examples struct {
+	Missing []Example `json:"missing"`
+	Differ  []Example `json:"differ"`
+	Extra   []Example `json:"extra"`
+}
+
+// Example is one key with a difference.
+type Example struct {
+	Key []Cell `json:"key"`
+	// Columns are the differing columns (differ), or the whole row the target holds (extra).
+	Columns []Diff `json:"columns,omitempty"`
+	// Where says where the row is: "source row 1234" (in reading order, from 1) or the target
+	// file and row ("data/region-0003/part-00000.parquet row 17").
+	Where string `json:"where"`
+	hash  uint64
+}
+
+// Cell is a column's value as text.
+type Cell struct {
+	Column string `json:"column"`
+	Value  string `json:"value"`
+}
+
+// Diff is a column's value in the source (as the target would store it) and in the target.
+type Diff struct {
+	Column string `json:"column"`
+	Source string `json:"source,omitempty"`
+	Target string `json:"target"`
+}
+
+func newResult(cfg Config) *Result {
+	r := &Result{Mapping: cfg.Program.Name(), Table: cfg.Program.Table(), RejectCodes: map[string]int64{},
+		differ: map[string]int64{}, Sample: "all", TargetKind: "folder", DifferColumns: []ColumnCount{}}
+	switch {
+	case cfg.Sample.Rows > 0:
+		r.Sample = fmt.Sprintf("%d rows", cfg.Sample.Rows)
+	case cfg.Sample.Fraction > 0 && cfg.Sample.Fraction < 1:
+		r.Sample = fmt.Sprintf("%g%%", cfg.Sample.Fraction*100)
+	}
+	if cfg.Lookup != nil {
+		r.TargetKind = "lookup"
+	} else {
+		var zero int64
+		r.Extra = &zero
+	}
+	r.Examples = Examples{Missing: []Example{}, Differ: []Example{}, Extra: []Example{}}
+	return r
+}
+
+// bucketResult is one bucket's share, merged into the Result.
+type bucketResult struct {
+	checked, keys, overwritten, targetRows int64
+	missing, differ, extra                 int64
+	differ1                                map[int]int64 // per row column index
+	ex                                     Examples
+}
+
+func (r *Result) add(b *bucketResult, rowCols []string) {
+	r.RowsChecked += b.checked
+	r.KeysChecked += b.keys
+	r.RowsOverwritten += b.overwritten
+	r.TargetRows += b.targetRows
+	r.Missing += b.missing
+	r.Differ += b.differ
+	if r.Extra != nil {
+		*r.Extra += b.extra
+	}
+	for c, n := range b.differ1 {
+		r.differ[rowCols[c]] += n
+	}
+	r.Examples.Missing = keepSmallest(append(r.Examples.Missing, b.ex.Missing...))
+	r.Examples.Differ = keepSmallest(append(r.Examples.Differ, b.ex.Differ...))
+	r.Examples.Extra = keepSmallest(append(r.Examples.Extra, b.ex.Extra...))
+}
+
+// keepSmallest keeps the maxExamples examples of the smallest key hashes (then positions).
+func keepSmallest(ex []Example) []Example {
+	sort.SliceStable(ex, func(i, j int) bool {
+		if ex[i].hash != ex[j].hash {
+			return ex[i].hash < ex[j].hash
+		}
+		return ex[i].Where < ex[j].Where
+	})
+	if len(ex) > maxExamples {
+		ex = ex[:maxExamples]
+	}
+	return ex
+}
+
+func (r *Result) finish(took time.Duration) {
+	for c, n := range r.differ {
+		r.DifferColumns = append(r.DifferColumns, ColumnCount{Column: c, Rows: n})
+	}
+	sort.Slice(r.DifferColumns, func(i, j int) bool {
+		a, b := r.DifferColumns[i], r.DifferColumns[j]
+		if a.Rows != b.Rows {
+			return a.Rows > b.Rows
+		}
+		return a.Column < b.Column
+	})
+	r.Equal = r.Missing == 0 && r.Differ == 0 && (r.Extra == nil || *r.Extra == 0)
+	r.Seconds = took.Seconds()
+	if r.Seconds > 0 {
+		r.RowsPerSec = float64(r.RowsRead) / r.Seconds
+	}
+}

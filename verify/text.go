@@ -1,0 +1,110 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Verdict is the one-line outcome: "EQUAL: ..." or "DIFFERENT: ...".
+func Verdict(r *Result) string {
+	if r.Equal {
+		s := fmt.Sprintf("EQUAL: the target holds all %d keys checked", r.KeysChecked)
+		if r.Extra != nil {
+			s += " and nothing else"
+		}
+		if r.Sample != "all" {
+			s += " (sample: " + r.Sample + ")"
+		}
+		return s
+	}
+	var parts []string
+	if r.Missing > 0 {
+		parts = append(parts, fmt.Sprintf("%d missing", r.Missing))
+	}
+	if r.Differ > 0 {
+		parts = append(parts, fmt.Sprintf("%d differ", r.Differ))
+	}
+	if r.Extra != nil && *r.Extra > 0 {
+		parts = append(parts, fmt.Sprintf("%d extra", *r.Extra))
+	}
+	return fmt.Sprintf("DIFFERENT: %s (of %d keys checked)", strings.Join(parts, ", "), r.KeysChecked)
+}
+
+// WriteText writes the terminal summary.
+func WriteText(w io.Writer, r *Result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Verify %s (table %s)\n", r.Mapping, r.Table)
+	rows := [][2]string{}
+	add := func(k, v string) { rows = append(rows, [2]string{k, v}) }
+	if r.Source != "" {
+		add("source", r.Source)
+	}
+	if r.Target != "" {
+		add("target", fmt.Sprintf("%s (%s)", r.Target, r.TargetKind))
+	}
+	add("sample", r.Sample)
+	add("rows read", fmt.Sprint(r.RowsRead))
+	add("rows rejected", fmt.Sprintf("%d (migrate rejects them too: not looked for)", r.RowsRejected))
+	add("rows checked", fmt.Sprint(r.RowsChecked))
+	add("keys checked", fmt.Sprint(r.KeysChecked))
+	if r.RowsOverwritten > 0 {
+		add("rows overwritten", fmt.Sprintf("%d (a later source row has the same key: the last one is compared)", r.RowsOverwritten))
+	}
+	add("target rows", fmt.Sprint(r.TargetRows))
+	add("missing", fmt.Sprint(r.Missing))
+	add("differ", fmt.Sprint(r.Differ))
+	for _, c := range r.DifferColumns {
+		add("  "+c.Column, fmt.Sprint(c.Rows))
+	}
+	if r.Extra != nil {
+		add("extra", fmt.Sprint(*r.Extra))
+	} else {
+		add("extra", "not checked (a table read by key cannot list rows the source does not have)")
+	}
+	add("time", fmt.Sprintf("%.1fs (%.0f source rows/s)", r.Seconds, r.RowsPerSec))
+	width := 0
+	for _, row := range rows {
+		width = max(width, len(row[0]))
+	}
+	for _, row := range rows {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, row[0], row[1])
+	}
+	for _, sec := range []struct {
+		title string
+		ex    []Example
+	}{{"missing", r.Examples.Missing}, {"differ", r.Examples.Differ}, {"extra", r.Examples.Extra}} {
+		if len(sec.ex) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\nExamples, %s:\n", sec.title)
+		for _, e := range sec.ex {
+			var key []string
+			for _, c := range e.Key {
+				key = append(key, c.Column+"="+c.Value)
+			}
+			fmt.Fprintf(&b, "  key %s  (%s)\n", strings.Join(key, ", "), e.Where)
+			for _, d := range e.Columns {
+				if sec.title == "differ" {
+					fmt.Fprintf(&b, "    %s: source %s, target %s\n", d.Column, d.Source, d.Target)
+				} else {
+					fmt.Fprintf(&b, "    %s: %s\n", d.Column, d.Target)
+				}
+			}
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "\nnote: %s\n", n)
+	}
+	fmt.Fprintf(&b, "\n%s\n", Verdict(r))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes the result as indented JSON.
+func WriteJSON(w io.Writer, r *Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}

@@ -1,0 +1,361 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zeebo/xxh3"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
+)
+
+// Sample selects the keys verified. The zero value verifies every row.
+type Sample struct {
+	Rows     int64   // the rows with the Rows smallest key hashes (every row of a key, or none)
+	Fraction float64 // or the keys whose hash falls in this share of the hash space, 0 < f < 1
+}
+
+// MaxSampleRows bounds --sample N: each transform worker keeps 8 bytes per sampled row to find
+// the N smallest key hashes.
+const MaxSampleRows = 10_000_000
+
+// Config is one verify run.
+type Config struct {
+	Program *transform.Program
+	Source  pipeline.Source
+	// Exactly one target: a rekey output folder (Folder), or a table read by key (Lookup).
+	Folder *Folder
+	Lookup LookupTarget
+
+	Sample  Sample
+	Workers int // transform and target-reading goroutines; default GOMAXPROCS
+	// Lookups is how many Lookup calls run at once (default 4): a SQL round trip mostly waits.
+	Lookups int
+	TmpDir  string // for the temp files; default os.TempDir()
+	// Memory is the budget for the buckets held in memory (beyond it they spill to temp files)
+	// and for the bucket compared at a time; default 128 MiB.
+	Memory int64
+	// Phase, when set, is called as each phase starts (reading the source, reading the target,
+	// looking up) with the rows it expects (-1: unknown) and the counters it advances: RowsIn
+	// counts rows read, RowsWritten rows kept, RowsRejected rejected ones. It returns the
+	// function that ends the display.
+	Phase  func(name string, total int64, c *pipeline.Counters) (done func())
+	Logger *zap.Logger
+}
+
+// maxExamples is how many examples each kind of difference keeps: those of the smallest key
+// hashes, so that repeated runs show the same ones.
+const maxExamples = 5
+
+// Run verifies the target against the source. Differences are in the Result; an error means
+// the verification itself could not be completed.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Program == nil || cfg.Source == nil {
+		return nil, errors.New("verify: a program and a source are required")
+	}
+	if (cfg.Folder == nil) == (cfg.Lookup == nil) {
+		return nil, errors.New("verify: exactly one target (a folder or a lookup target) is required")
+	}
+	if cfg.Sample.Rows > MaxSampleRows {
+		return nil, fmt.Errorf("--sample %d: at most %d rows; give a percentage (--sample 1%%) for more", cfg.Sample.Rows, MaxSampleRows)
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	if cfg.Lookups <= 0 {
+		cfg.Lookups = 4
+	}
+	if cfg.Memory <= 0 {
+		cfg.Memory = 128 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Phase == nil {
+		cfg.Phase = func(string, int64, *pipeline.Counters) func() { return func() {} }
+	}
+	started := time.Now()
+	dir, err := os.MkdirTemp(cfg.TmpDir, "rekey-verify-")
+	if err != nil {
+		return nil, fmt.Errorf("verify: temp folder: %w (set --tmp to a folder with room)", err)
+	}
+	defer os.RemoveAll(dir)
+
+	v := &run{cfg: cfg, schema: cfg.Program.Target(), dir: dir, res: newResult(cfg)}
+	v.keyCols = v.schema.Columns[:v.schema.KeyLen]
+	v.rowCols = v.schema.Columns[v.schema.KeyLen:]
+	v.sampleMax = math.MaxUint64
+	if f := cfg.Sample.Fraction; f > 0 && f < 1 {
+		v.sampleMax = uint64(f * (1 << 64))
+	}
+	// half the budget holds buckets while the sides are read, the other half compares: each of
+	// the comparing goroutines loads one bucket of each side at a time
+	v.src = newParts(dir, "source", topBuckets, 0, &v.used, cfg.Memory/2)
+	defer v.src.close()
+	if err := v.readSource(ctx); err != nil {
+		return nil, err
+	}
+	if cfg.Folder != nil {
+		v.dst = newParts(dir, "target", topBuckets, 0, &v.used, cfg.Memory/2)
+		defer v.dst.close()
+		if err := v.readFolder(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := v.compare(ctx); err != nil {
+		return nil, err
+	}
+	v.res.finish(time.Since(started))
+	return v.res, nil
+}
+
+// topBuckets partitions each side; a bucket that turns out larger than a comparing goroutine's
+// share of the memory budget is split again by further hash bits.
+const topBuckets = 256
+
+type run struct {
+	cfg       Config
+	schema    pipeline.TargetSchema
+	keyCols   []pipeline.Column
+	rowCols   []pipeline.Column
+	dir       string
+	used      atomic.Int64
+	src, dst  *parts
+	sampleMax uint64 // keys whose hash is above are not verified
+	res       *Result
+	notesMu   sync.Mutex
+}
+
+func hashKey(key []byte) uint64 { return xxh3.Hash(key) }
+
+// readSource runs the source through the mapping as migrate does, and partitions the accepted
+// rows by key.
+func (v *run) readSource(ctx context.Context) error {
+	cfg := v.cfg
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var counters pipeline.Counters
+	done := cfg.Phase("reading source", estimatedRows(cfg.Source), &counters)
+	defer done()
+
+	batches := make(chan pipeline.Batch, cfg.Workers*2)
+	srcErr := make(chan error, 1)
+	go func() {
+		defer close(batches)
+		srcErr <- cfg.Source.Run(ctx, nil, batches)
+	}()
+	type job struct {
+		b        pipeline.Batch
+		firstOrd uint64
+	}
+	work := make(chan job, cfg.Workers)
+	go func() { // number the rows in the order the source gives them: the last of a key wins
+		defer close(work)
+		var ord uint64
+		for b := range batches {
+			select {
+			case work <- job{b, ord}:
+			case <-ctx.Done():
+				for range batches { // let the source see the cancellation and return
+				}
+				return
+			}
+			ord += uint64(len(b.Records))
+		}
+	}()
+	workers := make([]*sourceWorker, cfg.Workers)
+	var wg sync.WaitGroup
+	for i := range workers {
+		w := &sourceWorker{v: v, ev: cfg.Program.NewEvaluator(), out: make([]pipeline.Value, len(v.schema.Columns)),
+			w: v.src.writer(), c: &counters, rejects: map[string]int64{}}
+		if cfg.Sample.Rows > 0 {
+			w.heap = &maxHeap{limit: int(cfg.Sample.Rows)}
+		}
+		workers[i] = w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				w.process(&j.b, j.firstOrd)
+			}
+			w.w.flush()
+		}()
+	}
+	wg.Wait()
+	err := <-srcErr
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("read the source: %w", err)
+	}
+	if err := v.src.failed(); err != nil {
+		return err
+	}
+	res := v.res
+	res.RowsRead = counters.RowsIn.Load()
+	for _, w := range workers {
+		res.RowsRejected += w.rejected
+		for c, n := range w.rejects {
+			res.RejectCodes[c] += n
+		}
+	}
+	if cfg.Sample.Rows > 0 {
+		v.sampleMax = sampleThreshold(workers, int(cfg.Sample.Rows))
+	}
+	cfg.Logger.Info("source read", zap.Int64("rows", res.RowsRead), zap.Int64("rejected", res.RowsRejected))
+	return nil
+}
+
+func estimatedRows(src pipeline.Source) int64 {
+	if s, ok := src.(pipeline.Sizer); ok {
+		return s.EstimatedRows()
+	}
+	return -1
+}
+
+type sourceWorker struct {
+	v        *run
+	ev       *transform.Evaluator
+	out      []pipeline.Value
+	w        *writer
+	c        *pipeline.Counters
+	key, row []byte
+	heap     *maxHeap
+	rejected int64
+	rejects  map[string]int64
+}
+
+func (w *sourceWorker) reject(code string) {
+	w.rejected++
+	w.rejects[code]++
+}
+
+func (w *sourceWorker) process(b *pipeline.Batch, firstOrd uint64) {
+	v := w.v
+	var kept, rejected int64
+	before := w.rejected
+	for i := range b.Records {
+		rec := &b.Records[i]
+		if rec.Err != nil {
+			w.reject(rec.Err.Code)
+			continue
+		}
+		if e := w.ev.Apply(b, rec, w.out); e != nil {
+			w.reject(e.Code)
+			continue
+		}
+		var e *pipeline.RowError
+		w.key = w.key[:0]
+		for c := range v.keyCols {
+			if w.key, e = appendStored(w.key, v.keyCols[c], w.out[c]); e != nil {
+				break
+			}
+		}
+		if e == nil {
+			w.row = w.row[:0]
+			for c := range v.rowCols {
+				if w.row, e = appendStored(w.row, v.rowCols[c], w.out[v.schema.KeyLen+c]); e != nil {
+					break
+				}
+			}
+		}
+		if e != nil { // the sink would have refused the row: migrate rejected it
+			w.reject(e.Code)
+			continue
+		}
+		h := hashKey(w.key)
+		if h > v.sampleMax || (w.heap != nil && !w.heap.offer(h)) {
+			continue
+		}
+		kept++
+		w.w.add(h, firstOrd+uint64(i), w.key, w.row)
+	}
+	w.ev.Reset()
+	if b.Release != nil {
+		b.Release() // every value kept was copied into the buckets
+	}
+	rejected = w.rejected - before
+	w.c.RowsIn.Add(int64(len(b.Records)))
+	w.c.RowsWritten.Add(kept)
+	w.c.RowsRejected.Add(rejected)
+}
+
+// maxHeap keeps the limit smallest hashes one worker saw (--sample N).
+type maxHeap struct {
+	limit int
+	h     []uint64
+}
+
+// offer tells whether a row with hash x may be among the sample: the smallest hashes of all
+// workers are among each worker's smallest. Equal hashes (rows of one key) are all kept.
+func (m *maxHeap) offer(x uint64) bool {
+	if len(m.h) < m.limit {
+		m.h = append(m.h, x)
+		m.up(len(m.h) - 1)
+		return true
+	}
+	switch top := m.h[0]; {
+	case x > top:
+		return false
+	case x == top:
+		return true
+	}
+	m.h[0] = x
+	m.down(0)
+	return true
+}
+
+func (m *maxHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if m.h[p] >= m.h[i] {
+			return
+		}
+		m.h[p], m.h[i] = m.h[i], m.h[p]
+		i = p
+	}
+}
+
+func (m *maxHeap) down(i int) {
+	n := len(m.h)
+	for {
+		l, big := 2*i+1, i
+		if l < n && m.h[l] > m.h[big] {
+			big = l
+		}
+		if r := l + 1; r < n && m.h[r] > m.h[big] {
+			big = r
+		}
+		if big == i {
+			return
+		}
+		m.h[i], m.h[big] = m.h[big], m.h[i]
+		i = big
+	}
+}
+
+// sampleThreshold is the n-th smallest hash over the workers' heaps: rows whose key hashes at
+// most this are the sample.
+func sampleThreshold(workers []*sourceWorker, n int) uint64 {
+	var all []uint64
+	for _, w := range workers {
+		all = append(all, w.heap.h...)
+		w.heap = nil
+	}
+	if len(all) < n { // no worker's heap filled up: nothing was left out
+		return math.MaxUint64
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	return all[n-1]
+}

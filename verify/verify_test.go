@@ -1,0 +1,395 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/csv"
+	"github.com/rekey/rekey/sink/files"
+	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/sink/sinktest"
+	"github.com/rekey/rekey/transform"
+)
+
+const testMapping = `version: 1
+source:
+  name: t
+  columns: {id: bigint, name: text, score: double, ts: timestamp, amount: decimal}
+target:
+  table: t
+  primary_key: "[id % 7 AS b][id]"
+  columns:
+    amount: "amount :: DECIMAL(10,2)"
+regions:
+  count: 1
+`
+
+func testProgram(t testing.TB) *transform.Program {
+	t.Helper()
+	m, err := transform.Decode([]byte(testMapping), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := transform.Compile(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// sliceSource sends records in batches of 100, as one stream.
+type sliceSource struct{ recs []pipeline.Record }
+
+func (s *sliceSource) Run(ctx context.Context, _ map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
+	for i := 0; i < len(s.recs); i += 100 {
+		b := pipeline.Batch{Stream: "test", Records: s.recs[i:min(i+100, len(s.recs))]}
+		select {
+		case out <- b:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func rec(id int64, name string, score float64, ts int64, amount string) pipeline.Record {
+	return pipeline.Record{Seq: id, Values: []pipeline.Value{pipeline.Int(id), pipeline.Text(name), pipeline.Float(score), pipeline.Int(ts), pipeline.Decimal(amount)}}
+}
+
+func testRecords(n int) []pipeline.Record {
+	recs := make([]pipeline.Record, n)
+	for i := range recs {
+		id := int64(i + 1)
+		recs[i] = rec(id, fmt.Sprintf("name-%d", id), float64(id)/3, 1700000000000+id, fmt.Sprintf("%d.5", id))
+	}
+	return recs
+}
+
+// fakeTable is an in-memory LookupTarget: rows by their encoded key.
+type fakeTable struct {
+	schema  pipeline.TargetSchema
+	max     int
+	mu      sync.Mutex
+	rows    map[string][]pipeline.Value
+	calls   int
+	maxSeen int
+}
+
+func (f *fakeTable) keyOf(vals []pipeline.Value) string {
+	var b []byte
+	for i, c := range f.schema.Key() {
+		var e *pipeline.RowError
+		if b, e = appendStored(b, c, vals[i]); e != nil {
+			panic(e)
+		}
+	}
+	return string(b)
+}
+
+func (f *fakeTable) MaxKeys() int { return f.max }
+func (f *fakeTable) Close() error { return nil }
+func (f *fakeTable) Lookup(_ context.Context, keys [][]pipeline.Value) ([][]pipeline.Value, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	f.maxSeen = max(f.maxSeen, len(keys))
+	out := make([][]pipeline.Value, len(keys))
+	for i, k := range keys {
+		out[i] = f.rows[f.keyOf(k)]
+	}
+	return out, nil
+}
+
+// migrated fills a fake table as a migration would: every record through the program, the last
+// row of a key winning. The values are stored as a SQL driver would return them (the key's
+// bigint as an int, the decimal as its text at the column's scale).
+func migrated(t testing.TB, p *transform.Program, recs []pipeline.Record) *fakeTable {
+	t.Helper()
+	f := &fakeTable{schema: p.Target(), max: 3, rows: map[string][]pipeline.Value{}}
+	ev := p.NewEvaluator()
+	b := &pipeline.Batch{Stream: "test"}
+	for i := range recs {
+		out := make([]pipeline.Value, len(p.Target().Columns))
+		if ev.Apply(b, &recs[i], out) != nil {
+			continue
+		}
+		for j, c := range p.Target().Columns {
+			out[j].S = strings.Clone(out[j].S)
+			if c.Type == pipeline.TypeDecimal {
+				d, e := files.DecimalValue(c, out[j])
+				if e != nil {
+					t.Fatal(e)
+				}
+				out[j] = pipeline.Decimal(string(d.AppendText(nil, c.Scale)))
+			}
+		}
+		f.rows[f.keyOf(out)] = out
+	}
+	return f
+}
+
+func runLookup(t *testing.T, p *transform.Program, recs []pipeline.Record, tbl *fakeTable, mod func(*Config)) *Result {
+	t.Helper()
+	cfg := Config{Program: p, Source: &sliceSource{recs}, Lookup: tbl, TmpDir: t.TempDir(), Workers: 2}
+	if mod != nil {
+		mod(&cfg)
+	}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestLookupEqual(t *testing.T) {
+	p := testProgram(t)
+	recs := testRecords(1000)
+	tbl := migrated(t, p, recs)
+	res := runLookup(t, p, recs, tbl, nil)
+	if !res.Equal || res.KeysChecked != 1000 || res.RowsChecked != 1000 || res.TargetRows != 1000 || res.Extra != nil {
+		t.Fatalf("want equal, 1000 keys: %+v", res)
+	}
+	if tbl.maxSeen > 3 || tbl.calls < 1000/3 {
+		t.Fatalf("lookups: %d calls, at most %d keys; want batches of at most MaxKeys=3", tbl.calls, tbl.maxSeen)
+	}
+}
+
+// A missing row, a changed value and a changed float bit: missing 1, differ 2, with the columns
+// and the source vs target values.
+func TestLookupMissingAndDiffer(t *testing.T) {
+	p := testProgram(t)
+	recs := testRecords(500)
+	tbl := migrated(t, p, recs)
+	key := func(id int64) string { return tbl.keyOf([]pipeline.Value{pipeline.Int(id % 7), pipeline.Int(id)}) }
+	delete(tbl.rows, key(10))
+	sc := p.Target()
+	tbl.rows[key(20)][sc.Index("amount")] = pipeline.Decimal("99.00")
+	row := tbl.rows[key(30)]
+	row[sc.Index("score")] = pipeline.Float(row[sc.Index("score")].Float() + 1e-12) // a few bits off
+	res := runLookup(t, p, recs, tbl, nil)
+	if res.Equal || res.Missing != 1 || res.Differ != 2 {
+		t.Fatalf("want missing 1, differ 2: %+v", res)
+	}
+	want := []ColumnCount{{"amount", 1}, {"score", 1}}
+	if fmt.Sprint(res.DifferColumns) != fmt.Sprint(want) {
+		t.Fatalf("differ columns %v, want %v", res.DifferColumns, want)
+	}
+	if len(res.Examples.Missing) != 1 || fmt.Sprint(res.Examples.Missing[0].Key) != "[{b 3} {id 10}]" || res.Examples.Missing[0].Where != "source row 10" {
+		t.Fatalf("missing example: %+v", res.Examples.Missing)
+	}
+	var found bool
+	for _, e := range res.Examples.Differ {
+		if len(e.Columns) == 1 && e.Columns[0] == (Diff{Column: "amount", Source: "20.50", Target: "99.00"}) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("differ examples lack amount 20.50 vs 99.00: %+v", res.Examples.Differ)
+	}
+}
+
+// Two source rows with one key: the last one is what the target must hold, and the earlier one
+// is counted as overwritten, not as missing or differing.
+func TestDuplicateKeysCompareTheLastRow(t *testing.T) {
+	p := testProgram(t)
+	recs := testRecords(300)
+	recs = append(recs, rec(5, "renamed", 1, 2, "3.00"), rec(6, "again", 1, 2, "3"), rec(6, "last", 1, 2, "3"))
+	tbl := migrated(t, p, recs)
+	res := runLookup(t, p, recs, tbl, nil)
+	if !res.Equal || res.RowsOverwritten != 3 || res.KeysChecked != 300 || res.RowsChecked != 303 {
+		t.Fatalf("want equal, 3 rows overwritten, 300 keys of 303 rows: %+v", res)
+	}
+	// a target holding the first row of key 6 differs
+	tbl2 := migrated(t, p, recs[:len(recs)-1])
+	res = runLookup(t, p, recs, tbl2, nil)
+	if res.Differ != 1 || res.Missing != 0 || fmt.Sprint(res.DifferColumns) != "[{name 1}]" {
+		t.Fatalf("want differ 1 in name: %+v", res)
+	}
+}
+
+// Rows the mapping rejects (a null key) are rejects, not missing rows.
+func TestRejectsAreNotMissing(t *testing.T) {
+	p := testProgram(t)
+	recs := testRecords(100)
+	recs = append(recs, pipeline.Record{Seq: 101, Values: []pipeline.Value{pipeline.Null, pipeline.Text("x"), pipeline.Null, pipeline.Null, pipeline.Null}},
+		rec(102, "big", 1, 1, "123456789012.5")) // does not fit DECIMAL(10,2): the sink refuses it
+	recs = append(recs, pipeline.Record{Seq: 103, Err: &pipeline.RowError{Code: pipeline.CodeParse, Message: "bad line"}})
+	tbl := migrated(t, p, recs)
+	res := runLookup(t, p, recs, tbl, nil)
+	if !res.Equal || res.RowsRejected != 3 || res.RowsRead != 103 || res.KeysChecked != 100 {
+		t.Fatalf("want equal with 3 rejects of 103 rows: %+v", res)
+	}
+	if res.RejectCodes[pipeline.CodeNullKey] != 1 || res.RejectCodes[pipeline.CodeType] != 1 || res.RejectCodes[pipeline.CodeParse] != 1 {
+		t.Fatalf("reject codes %v", res.RejectCodes)
+	}
+}
+
+// --sample picks keys by hash: the same keys on every run, every row of a key or none, and a
+// row count gives that many rows.
+func TestSampleByKeyHash(t *testing.T) {
+	p := testProgram(t)
+	recs := testRecords(5000)
+	tbl := migrated(t, p, recs)
+	for id := int64(1); id <= 5000; id += 50 { // 100 keys gone
+		delete(tbl.rows, tbl.keyOf([]pipeline.Value{pipeline.Int(id % 7), pipeline.Int(id)}))
+	}
+	full := runLookup(t, p, recs, tbl, nil)
+	if full.Missing != 100 {
+		t.Fatalf("full pass: missing %d, want 100", full.Missing)
+	}
+	pct := runLookup(t, p, recs, tbl, func(c *Config) { c.Sample = Sample{Fraction: 0.1} })
+	if pct.KeysChecked < 350 || pct.KeysChecked > 650 || pct.Missing == 0 || pct.Missing > 30 || pct.Sample != "10%" {
+		t.Fatalf("10%% sample: %d keys, %d missing", pct.KeysChecked, pct.Missing)
+	}
+	again := runLookup(t, p, recs, tbl, func(c *Config) { c.Sample = Sample{Fraction: 0.1}; c.Workers = 1 })
+	if again.KeysChecked != pct.KeysChecked || again.Missing != pct.Missing || fmt.Sprint(again.Examples) != fmt.Sprint(pct.Examples) {
+		t.Fatalf("a repeated sample differs: %+v vs %+v", again, pct)
+	}
+	rows := runLookup(t, p, recs, tbl, func(c *Config) { c.Sample = Sample{Rows: 700} })
+	if rows.RowsChecked != 700 || rows.KeysChecked != 700 || rows.Sample != "700 rows" {
+		t.Fatalf("--sample 700: %d rows, %d keys checked", rows.RowsChecked, rows.KeysChecked)
+	}
+	more := runLookup(t, p, recs, tbl, func(c *Config) { c.Sample = Sample{Rows: 1000000} })
+	if more.RowsChecked != 5000 {
+		t.Fatalf("a sample larger than the source checks it all: %d", more.RowsChecked)
+	}
+}
+
+// A source larger than the memory budget: the buckets spill to temp files and are split again
+// when compared, and the result is the same.
+func TestSpillBeyondMemory(t *testing.T) {
+	p := testProgram(t)
+	recs := testRecords(20000)
+	recs = append(recs, rec(77, "dup", 0, 0, "1"), rec(77, "dup-last", 0, 0, "1"))
+	tbl := migrated(t, p, recs)
+	delete(tbl.rows, tbl.keyOf([]pipeline.Value{pipeline.Int(12345 % 7), pipeline.Int(12345)}))
+	tmp := t.TempDir()
+	var peak int
+	splits := bucketSplits.Load()
+	small := runLookup(t, p, recs, tbl, func(c *Config) {
+		c.Memory = 16 << 10
+		c.TmpDir = tmp
+		c.Phase = func(name string, _ int64, _ *pipeline.Counters) func() {
+			return func() { // the temp files as a phase ends
+				n := 0
+				filepath.Walk(tmp, func(_ string, fi os.FileInfo, _ error) error {
+					if fi != nil && !fi.IsDir() {
+						n++
+					}
+					return nil
+				})
+				peak = max(peak, n)
+			}
+		}
+	})
+	big := runLookup(t, p, recs, tbl, nil)
+	if small.Missing != 1 || small.KeysChecked != 20000 || small.RowsOverwritten != 2 {
+		t.Fatalf("small memory: %+v", small)
+	}
+	if peak < topBuckets/2 {
+		t.Fatalf("%d temp files at most: the 16 KiB budget should have spilled most buckets", peak)
+	}
+	if n := bucketSplits.Load() - splits; n < topBuckets/2 {
+		t.Fatalf("%d buckets split: each is larger than a 2 KiB share of the budget", n)
+	}
+	small.Seconds, big.Seconds, small.RowsPerSec, big.RowsPerSec = 0, 0, 0, 0
+	if fmt.Sprintf("%+v", *small) != fmt.Sprintf("%+v", *big) {
+		t.Fatalf("spilled result differs:\n%+v\n%+v", small, big)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Fatalf("temp files left: %v", ents)
+	}
+}
+
+// The stored form of every column type is the same whether computed from the values a
+// transform produces or read back from the Parquet or CSV file the sink wrote: floats bit for
+// bit, decimals at scale, timestamps, dates, binary, NULL vs empty string.
+func TestStoredFormMatchesFiles(t *testing.T) {
+	schema := sinktest.AllTypes()
+	plan := sinktest.VarcharPlan()
+	rows := sinktest.AllTypesRows(400, 3, plan)
+	for _, f := range []files.Format{parquet.New(), csv.New()} {
+		t.Run(f.Name(), func(t *testing.T) {
+			buf, err := f.NewBuffer(schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, r := range rows {
+				if err := buf.Append(r.Values); err != nil {
+					continue // a value the sink refuses: a reject
+				}
+				var k, v []byte
+				for i, c := range schema.Columns {
+					var e *pipeline.RowError
+					if i < schema.KeyLen {
+						k, e = appendStored(k, c, r.Values[i])
+					} else {
+						v, e = appendStored(v, c, r.Values[i])
+					}
+					if e != nil {
+						t.Fatalf("the sink accepted a value verify refuses: %v", e)
+					}
+				}
+				want = append(want, string(k)+"|"+string(v))
+			}
+			var out bytes.Buffer
+			w, err := f.NewWriter(&out, schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch := buf.Cut()
+			if err := w.Write(ch); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			path := "data." + f.Ext()
+			if err := os.WriteFile(filepath.Join(dir, path), out.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var used atomic.Int64
+			v := &run{schema: schema, keyCols: schema.Columns[:schema.KeyLen], rowCols: schema.Columns[schema.KeyLen:], sampleMax: ^uint64(0),
+				cfg: Config{Folder: &Folder{Objects: DirObjects(dir), Format: f.Name(), Files: []pipeline.FileInfo{{Path: path, Rows: int64(len(want))}}}}}
+			v.res = &Result{}
+			v.dst = newParts(dir, "target", 1, 0, &used, 1<<30)
+			tw := &targetWriter{v: v, w: v.dst.writer(), c: &pipeline.Counters{}}
+			if err := tw.file(context.Background(), 0); err != nil {
+				t.Fatal(err)
+			}
+			tw.w.flush()
+			chunks, err := v.dst.load(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			if err := eachEntry(chunks, func(e entry) error {
+				got = append(got, string(e.key)+"|"+string(e.row))
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) || len(want) < 300 {
+				t.Fatalf("read %d rows, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("row %d: file %q, values %q", i, got[i], want[i])
+				}
+			}
+			if len(v.res.Notes) != 0 {
+				t.Fatalf("notes: %v", v.res.Notes)
+			}
+		})
+	}
+}
