@@ -37,6 +37,7 @@ package s3store
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -222,7 +223,8 @@ func newHTTPClient(opts Options) *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	stall := opts.StallTimeout
 	return &http.Client{Transport: &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
+		Proxy:           http.ProxyFromEnvironment,
+		TLSClientConfig: testTLSConfig,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := dialer.DialContext(ctx, network, addr)
 			if err != nil {
@@ -239,6 +241,9 @@ func newHTTPClient(opts Options) *http.Client {
 		ExpectContinueTimeout: time.Second,
 	}}
 }
+
+// testTLSConfig lets tests trust an httptest TLS server; nil (the system's roots) otherwise.
+var testTLSConfig *tls.Config
 
 // stallConn pushes its deadline forward on every read and write: a request fails only when
 // nothing moved for stall, however long a large part takes on a slow link.
@@ -482,7 +487,7 @@ func (s *Store) fail(op, name string, err error) error {
 	switch code := errorCode(err); {
 	case code == "NoSuchBucket":
 		wrapped = fmt.Errorf("%s %s: bucket %q does not exist at %s: create it first (rekey does not create buckets) or fix the URI: %w", op, loc, s.t.bucket, s.endpointName(), err)
-	case code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == "InvalidToken" || code == "ExpiredToken" || code == "TokenRefreshRequired" || code == "InvalidSecurity":
+	case credentialCodes[code]:
 		wrapped = fmt.Errorf("%s %s: the server refused the credentials from %s/%s (%s): check them, and %s when they are temporary: %w", op, loc, s.env.id, s.env.secret, code, s.env.token, err)
 	case code == "AccessDenied" || code == "Forbidden" || httpStatus(err) == http.StatusForbidden:
 		wrapped = fmt.Errorf("%s %s: access denied: the key in %s needs permission to list, read, write and delete objects and multipart uploads under %s: %w", op, loc, s.env.id, s.Location(""), err)
@@ -538,9 +543,12 @@ func redactURI(uri string) string {
 	}
 	var kept []string
 	for _, p := range strings.Split(query, "&") {
-		k, _, _ := strings.Cut(p, "=")
+		k, v, _ := strings.Cut(p, "=")
 		switch strings.ToLower(k) {
 		case "endpoint", "region", "path_style":
+			if strings.Contains(v, "@") || strings.Contains(v, "%40") { // user:password@host
+				p = k + "=xxxxx"
+			}
 			kept = append(kept, p)
 		default:
 			kept = append(kept, k+"=xxxxx")
@@ -565,4 +573,17 @@ func httpStatus(err error) int {
 		return re.HTTPStatusCode()
 	}
 	return 0
+}
+
+// credentialCodes are the error codes of refused credentials: S3's, OSS's and versitygw's.
+var credentialCodes = map[string]bool{
+	"InvalidAccessKeyId":    true,
+	"SignatureDoesNotMatch": true,
+	"InvalidToken":          true,
+	"ExpiredToken":          true,
+	"TokenRefreshRequired":  true,
+	"InvalidSecurity":       true,
+	"SecurityTokenExpired":  true, // OSS
+	"InvalidSecurityToken":  true, // OSS
+	"XAdminUserNotFound":    true, // versitygw, for an unknown access key
 }
