@@ -273,6 +273,16 @@ func checkName(name string) error {
 	return nil
 }
 
+// Scheme is "s3" or "oss"; Bucket the bucket; Region its region; Endpoint the endpoint URL
+// given or derived ("" for AWS's own); Key the object key of a name, the prefix included.
+// They hold no secret. The bulkload job names its files by them, relative to a data source
+// that is the bucket.
+func (s *Store) Scheme() string         { return s.t.scheme }
+func (s *Store) Bucket() string         { return s.t.bucket }
+func (s *Store) Region() string         { return s.t.region }
+func (s *Store) Endpoint() string       { return s.t.endpoint }
+func (s *Store) Key(name string) string { return s.key(name) }
+
 // Location implements store.Store: s3://bucket/prefix/name, with no parameters and no secret.
 func (s *Store) Location(name string) string { return s.t.location(name) }
 
