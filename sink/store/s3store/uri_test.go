@@ -120,3 +120,23 @@ func TestRedactURIEndpointUserInfo(t *testing.T) {
 		t.Errorf("redactURI kept the endpoint's password: %q", got)
 	}
 }
+
+// Only plain HTTP to this host skips the payload hash; every other endpoint keeps the SDK's
+// choice (a SHA-256 over HTTP, UNSIGNED-PAYLOAD under TLS).
+func TestIsLoopbackHTTP(t *testing.T) {
+	for endpoint, want := range map[string]bool{
+		"http://127.0.0.1:7070":                   true,
+		"http://127.1.2.3":                        true,
+		"http://[::1]:9000":                       true,
+		"http://localhost:9000":                   true,
+		"https://127.0.0.1:7070":                  false,
+		"http://10.0.0.5:9000":                    false,
+		"http://minio.internal":                   false,
+		"https://s3.oss-cn-hangzhou.aliyuncs.com": false,
+		"": false,
+	} {
+		if got := isLoopbackHTTP(endpoint); got != want {
+			t.Errorf("isLoopbackHTTP(%q) = %v, want %v", endpoint, got, want)
+		}
+	}
+}

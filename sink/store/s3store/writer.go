@@ -188,7 +188,7 @@ func (w *writer) uploadPart(f *os.File, size int64, num int32) error {
 		PartNumber:    aws.Int32(num),
 		Body:          io.NewSectionReader(f, 0, size),
 		ContentLength: aws.Int64(size),
-	})
+	}, w.s.bodyOpts...)
 	if err != nil {
 		return w.s.fail(fmt.Sprintf("write: upload part %d of", num), w.name, err)
 	}
@@ -224,7 +224,7 @@ func (w *writer) Commit(ctx context.Context) (int64, error) {
 			Key:           aws.String(w.key),
 			Body:          io.NewSectionReader(w.spool, 0, w.spooled),
 			ContentLength: aws.Int64(w.spooled),
-		})
+		}, w.s.bodyOpts...)
 		if err != nil {
 			return 0, w.s.fail("commit", w.name, err)
 		}
