@@ -200,10 +200,10 @@ func OpenWith(ctx context.Context, uri string, getenv func(string) string, opts 
 			return creds, nil
 		}),
 		HTTPClient: newHTTPClient(opts),
-		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
+		Retryer: &warnRetryer{RetryerV2: retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = opts.MaxAttempts
 			o.MaxBackoff = 5 * time.Second
-		}),
+		}), s: s},
 		// Checksums only where an operation requires one (DeleteObjects): OSS refuses the
 		// default aws-chunked CRC32 trailers, and the responses of S3-compatible servers often
 		// carry none to validate.
@@ -226,6 +226,21 @@ func OpenWith(ctx context.Context, uri string, getenv func(string) string, opts 
 		return nil, s.fail("open", "", err)
 	}
 	return s, nil
+}
+
+// warnRetryer is the SDK's standard retryer (exponential backoff with jitter) that logs each
+// retry: a run slowed by a flaky link says so.
+type warnRetryer struct {
+	aws.RetryerV2
+	s *Store
+}
+
+func (r *warnRetryer) IsErrorRetryable(err error) bool {
+	ok := r.RetryerV2.IsErrorRetryable(err)
+	if ok {
+		r.s.log.Warn("retrying a request", zap.Error(r.s.redact(err)))
+	}
+	return ok
 }
 
 // newHTTPClient gives requests timeouts: a dead server fails the dial at once and a hung one

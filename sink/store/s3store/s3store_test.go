@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/sink/store/s3store/s3test"
@@ -502,7 +504,8 @@ func TestPartFailuresRetryThenFail(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	})
-	s := openStore(t, srv, "out", Options{PartSize: 5 << 20, MaxAttempts: 3})
+	core, logs := observer.New(zap.WarnLevel)
+	s := openStore(t, srv, "out", Options{PartSize: 5 << 20, MaxAttempts: 3, Logger: zap.New(core)})
 	ctx := t.Context()
 	data := payload(8, 11<<20)
 
@@ -516,6 +519,9 @@ func TestPartFailuresRetryThenFail(t *testing.T) {
 	}
 	if got, err := s.Get(ctx, "data/transient"); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("Get: %d bytes, %v", len(got), err)
+	}
+	if n := logs.FilterMessage("retrying a request").Len(); n != 1 {
+		t.Fatalf("%d retries logged, want 1", n)
 	}
 
 	failPart2.Store(100) // persistent
