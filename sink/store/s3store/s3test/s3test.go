@@ -1,0 +1,241 @@
+// Package s3test starts S3-compatible servers for tests: gofakes3 in process (always there),
+// and versitygw, a real S3 gateway, as a child process when its binary is installed.
+//
+// Both give an output URI for s3store.Open and the environment holding its credentials:
+//
+//	uri, env := s3test.Gofakes3(t)
+//	st, err := s3store.Open(ctx, uri, s3test.Getenv(env))
+//
+// versitygw is found through $REKEY_VERSITYGW, then PATH, then $GOPATH/bin (~/go/bin). When it
+// is missing the test is skipped, unless REKEY_REQUIRE_VERSITYGW=1 (CI sets it), where it fails:
+// a CI run must not pass by skipping the real server. Install it with
+//
+//	go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+package s3test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+)
+
+// Bucket is the bucket every server here is started with; Prefix the output's prefix in it.
+const (
+	Bucket = "rekey"
+	Prefix = "out"
+)
+
+// Server is a running S3-compatible server with one bucket.
+type Server struct {
+	Endpoint string            // http://127.0.0.1:PORT
+	URI      string            // s3://rekey/out?endpoint=...&path_style=true
+	Env      map[string]string // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
+	// Dir is versitygw's root folder (objects are files under Dir/rekey/); "" for gofakes3.
+	Dir string
+
+	stop     func()
+	stopOnce sync.Once
+}
+
+// Stop stops the server now, closing its connections: a fault in the middle of a test. It
+// is also called when the test ends; calling it again does nothing.
+func (s *Server) Stop() { s.stopOnce.Do(s.stop) }
+
+// URIFor is the URI of another prefix (or, with "", the bucket's root) on the same server.
+func (s *Server) URIFor(prefix string) string {
+	return fmt.Sprintf("s3://%s/%s?endpoint=%s&path_style=true", Bucket, prefix, s.Endpoint)
+}
+
+// Getenv looks names up in env, for s3store.Open's getenv.
+func Getenv(env map[string]string) func(string) string {
+	return func(name string) string { return env[name] }
+}
+
+// Gofakes3 starts an in-process gofakes3 server and returns its URI and environment.
+func Gofakes3(t testing.TB) (uri string, env map[string]string) {
+	s := StartGofakes3(t, nil)
+	return s.URI, s.Env
+}
+
+// StartGofakes3 starts an in-process gofakes3 server (s3mem backend, bucket "rekey").
+// wrap, when not nil, wraps its handler: tests inject delays or failures with it.
+// gofakes3 does not check signatures: any credentials are accepted.
+func StartGofakes3(t testing.TB, wrap func(http.Handler) http.Handler) *Server {
+	t.Helper()
+	backend := s3mem.New()
+	if err := backend.CreateBucket(Bucket); err != nil {
+		t.Fatalf("gofakes3: create bucket: %v", err)
+	}
+	var h http.Handler = gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	ts := httptest.NewServer(h)
+	s := &Server{
+		Endpoint: ts.URL,
+		Env:      map[string]string{"AWS_ACCESS_KEY_ID": "fake-access", "AWS_SECRET_ACCESS_KEY": "fake-secret-key"},
+		stop: func() {
+			ts.CloseClientConnections()
+			ts.Close()
+		},
+	}
+	s.URI = s.URIFor(Prefix)
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Versitygw starts versitygw on a temporary folder and returns its URI and environment; it
+// skips the test when the binary is missing (see the package doc).
+func Versitygw(t testing.TB) (uri string, env map[string]string) {
+	s := StartVersitygw(t)
+	return s.URI, s.Env
+}
+
+// VersitygwPath finds the versitygw binary, or says why not.
+func VersitygwPath() (string, error) {
+	if p := os.Getenv("REKEY_VERSITYGW"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("REKEY_VERSITYGW=%s: %w", p, err)
+		}
+		return p, nil
+	}
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		return p, nil
+	}
+	gopath := os.Getenv("GOPATH")
+	if gopath == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			gopath = filepath.Join(home, "go")
+		}
+	}
+	if gopath != "" {
+		p := filepath.Join(gopath, "bin", "versitygw")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("versitygw not found: set REKEY_VERSITYGW to its path or put it on PATH (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)")
+}
+
+// StartVersitygw starts `versitygw --access K --secret S --port 127.0.0.1:PORT posix DIR` with
+// the bucket folder DIR/rekey, waits until it answers, and stops it when the test ends.
+func StartVersitygw(t testing.TB) *Server {
+	t.Helper()
+	bin, err := VersitygwPath()
+	if err != nil {
+		if os.Getenv("REKEY_REQUIRE_VERSITYGW") == "1" {
+			t.Fatalf("REKEY_REQUIRE_VERSITYGW=1 but %v", err)
+		}
+		t.Skipf("skipping the real-server test: %v", err)
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, Bucket), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const access, secret = "rekey-test-access", "rekey-test-secret-key"
+	var lastErr error
+	for try := 0; try < 3; try++ { // the free port may be taken between its probe and the start
+		s, err := startVersitygw(bin, dir, access, secret)
+		if err == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+		lastErr = err
+	}
+	t.Fatalf("versitygw: %v", lastErr)
+	return nil
+}
+
+func startVersitygw(bin, dir, access, secret string) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	var out syncBuffer
+	cmd := exec.Command(bin, "--access", access, "--secret", secret, "--port", addr, "--quiet", "posix", dir)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = procAttr()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
+	endpoint := "http://" + addr
+	deadline := time.Now().Add(30 * time.Second)
+	client := &http.Client{Timeout: time.Second}
+	for {
+		select {
+		case <-exited:
+			return nil, fmt.Errorf("exited before it answered on %s: %s", addr, out.String())
+		default:
+		}
+		// Any HTTP answer (403 to an unsigned request) means it serves.
+		if resp, err := client.Get(endpoint + "/"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, fmt.Errorf("no answer on %s within 30 s: %s", addr, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s := &Server{
+		Endpoint: endpoint,
+		Env:      map[string]string{"AWS_ACCESS_KEY_ID": access, "AWS_SECRET_ACCESS_KEY": secret},
+		Dir:      dir,
+		stop:     stop,
+	}
+	s.URI = s.URIFor(Prefix)
+	return s, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// syncBuffer collects the server's output, written by exec's copying goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(bytes.TrimSpace(b.buf.Bytes()))
+}
