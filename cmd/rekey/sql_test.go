@@ -1,13 +1,24 @@
 package main
 
 import (
+	"crypto/md5"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
+	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
 
 func TestMain(m *testing.M) { os.Exit(mysqltest.Run(m)) }
@@ -83,5 +94,129 @@ func TestSQLTargetPassword(t *testing.T) {
 	code, _, errs := runCLI(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", "mysql://u:hunter2@127.0.0.1:1/db", "--progress", "never")
 	if code != exitUsage || strings.Contains(errs, "hunter2") || !strings.Contains(errs, sqlsink.MySQLPasswordEnv) {
 		t.Errorf("exit %d: %s", code, errs)
+	}
+}
+
+// sqlOrderMessages are n JSON changes of mappings/orders.yaml over 2 partitions (by key): 150
+// keys updated again and again, every 7th message a tombstone (a delete), message 5 poison. want
+// is the latest state per key (pk1/orderid -> status), as an independent reading of the messages.
+func sqlOrderMessages(n int) (msgs []kafkago.Message, want map[string]string) {
+	want = map[string]string{}
+	for i := 0; i < n; i++ {
+		id := i % 150
+		user := fmt.Sprintf("user%03d", id%40)
+		sum := md5.Sum([]byte(user))
+		k := hex.EncodeToString(sum[:])[:4] + user + "/" + fmt.Sprint(id)
+		m := kafkago.Message{Partition: id % 2, Key: []byte(fmt.Sprintf(`{"userid":"%s","orderid":%d}`, user, id))}
+		switch {
+		case i == 5:
+			m.Value = []byte(`{"userid":`)
+		case i%7 == 3:
+			delete(want, k)
+		default:
+			status := fmt.Sprintf("s%d", i)
+			m.Value = []byte(fmt.Sprintf(`{"userid":"%s","orderid":%d,"channel":"jd","ts":"2024-05-01T10:00:00.123Z","status":"%s","location":"hz","amount":"1.50"}`, user, id, status))
+			want[k] = status
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, want
+}
+
+func tableState(t *testing.T, db *sql.DB) map[string]string {
+	t.Helper()
+	rows, err := db.Query("SELECT pk1, orderid, status FROM orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]string{}
+	for rows.Next() {
+		var pk1, status string
+		var id int64
+		if err := rows.Scan(&pk1, &id, &status); err != nil {
+			t.Fatal(err)
+		}
+		got[pk1+"/"+fmt.Sprint(id)] = status
+	}
+	return got
+}
+
+// replicate --out mysql://: the table ends as the latest change of every key, deleted keys
+// absent; the poison message is in the state folder's rejects; offsets are committed; the SQL
+// statement metrics are served.
+func TestReplicateIntoSQLTable(t *testing.T) {
+	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
+	for name, start := range sqlServers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv, conns := start(t)
+			srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", "mysql"))
+			c := kafkatest.Start(t)
+			topic := c.CreateTopic(t, "sql-orders", 2)
+			msgs, want := sqlOrderMessages(3000)
+			c.Produce(t, topic, msgs...)
+			var ends [2]int64
+			for _, m := range msgs {
+				ends[m.Partition]++
+			}
+			state := filepath.Join(t.TempDir(), "state")
+			addr := fmt.Sprintf("127.0.0.1:%d", kafkatest.FreePort(t))
+			done := make(chan int, 1)
+			var out string
+			go func() {
+				code, o, e := runCLI(t, "replicate", "-m", mapping, "--source", "kafka://"+strings.Join(c.Brokers, ",")+"/"+topic+"?group=sql&format=json",
+					"--out", srv.URI(""), "--sql-conns", conns, "--state", state, "--metrics-addr", addr, "--progress", "never", "--session-timeout", "3s")
+				out = o + e
+				done <- code
+			}()
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				committed := c.Committed(t, "sql", topic, 2)
+				if committed[0] == ends[0] && committed[1] == ends[1] {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("offsets not committed: %v, want %v", committed, ends)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			resp, err := http.Get("http://" + addr + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, m := range []string{`rekey_sql_statements_total{kind="upsert",result="ok"}`, `rekey_sql_statements_total{kind="delete",result="ok"}`, "rekey_sql_retries_total ", "rekey_sql_statement_seconds_bucket", "rekey_messages_rejected_total 1"} {
+				if !strings.Contains(string(body), m) {
+					t.Errorf("/metrics lacks %s", m)
+				}
+			}
+			syscall.Kill(os.Getpid(), syscall.SIGTERM)
+			select {
+			case code := <-done:
+				if code != 0 {
+					t.Fatalf("replicate exit %d:\n%s", code, out)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("replicate did not stop on SIGTERM")
+			}
+			got := tableState(t, srv.DB(t))
+			if len(got) != len(want) {
+				t.Errorf("%d rows in the table, want %d", len(got), len(want))
+			}
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("key %s: status %q, want %q", k, got[k], v)
+				}
+			}
+			rej, _ := filepath.Glob(filepath.Join(state, "rejects", "p0001-*.jsonl"))
+			if len(rej) != 1 {
+				t.Fatalf("rejects files %v, want one for partition 1 (message 5)", rej)
+			}
+			data, _ := os.ReadFile(rej[0])
+			if !strings.Contains(string(data), `"offset":2`) || strings.Count(string(data), "\n") != 1 {
+				t.Errorf("rejects: %s", data)
+			}
+		})
 	}
 }
