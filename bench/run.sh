@@ -16,12 +16,16 @@
 #   kafka   2M JSON messages pre-produced to kfake (an in-process Kafka, own process): rekey replicate to Parquet
 #           (rolls of 64 MiB) next to a bare kafka-go group reader draining the same topic
 #           (KAFKA_MESSAGES overrides the count); each side in its own process (bench/kafka).
+#   sql     rekey migrate into MariaDB over mysql:// next to a bare go-sql-driver program doing the
+#           same batched inserts (2,000 rows per statement) of the same rows on the same number of
+#           connections, alternated, medians (SQL_ROWS, default 1M; SQL_CONNS, default 4); needs
+#           mariadbd (apt-get install mariadb-server) or REKEY_MYSQL_DSN (bench/sql).
 # ROWS overrides the row count of the core case. Results: bench/work/results.json and a table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 ROWS=${ROWS:-5000000}
-CASES=${BENCH_CASES:-core memory report verify cassandra kafka}
+CASES=${BENCH_CASES:-core memory report verify cassandra kafka sql}
 WORK=bench/work
 mkdir -p "$WORK"
 go build -o "$WORK/rekey" ./cmd/rekey
@@ -122,6 +126,12 @@ for c in $CASES; do
     record kafka_bare "$WORK/kafka-bare.json"
     record kafka_rekey "$WORK/kafka-rekey.json"
     ;;
+  sql)
+    echo "sql: rekey migrate into MariaDB vs a bare go-sql-driver loop, ${SQL_ROWS:-1000000} rows ..."
+    go run ./bench/sql -rekey "$REKEY" -rows "${SQL_ROWS:-1000000}" -conns "${SQL_CONNS:-4}" -work "$WORK" -json "$WORK/sql.json" > /dev/null
+    record sql_bare "$WORK/sql-bare.json"
+    record sql_rekey "$WORK/sql-rekey.json"
+    ;;
   *) echo "unknown case $c" >&2; exit 2 ;;
   esac
 done
@@ -153,5 +163,8 @@ if (r.cassandra_rekey && r.cassandra_bare) {
 }
 if (r.kafka_rekey && r.kafka_bare) {
   console.log(`rekey replicate / bare kafka-go reader throughput ratio: ${(r.kafka_rekey.rows_per_sec / r.kafka_bare.rows_per_sec).toFixed(2)} (target >= 0.5); replicate peak RSS ${mb(r.kafka_rekey.peak_rss_bytes)} (target < 512 MiB)`);
+}
+if (r.sql_rekey && r.sql_bare) {
+  console.log(`rekey migrate into MariaDB / bare go-sql-driver inserts throughput ratio: ${(r.sql_rekey.rows_per_sec / r.sql_bare.rows_per_sec).toFixed(2)} (target >= 0.8); rekey peak RSS ${mb(r.sql_rekey.peak_rss_bytes)} (target < 512 MiB)`);
 }
 JS

@@ -44,6 +44,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/transform"
 )
@@ -88,6 +89,12 @@ type Config struct {
 	// Hooks inject faults in tests: a non-nil error from a hook fails the run there, as a crash
 	// would (nothing more is committed).
 	Hooks Hooks
+
+	// SQL, when its Target is set, makes the replicator apply every change to that table through
+	// SQL (lindorm:// or mysql://) instead of writing files: OutDir is then a local state folder
+	// for the rejects, Format and the roll settings are not used, and offsets are committed after
+	// each fetched batch's statements succeeded (see sqlworker.go).
+	SQL sqlsink.Config
 }
 
 // GroupOptions tune the consumer group; zero values take kafka-go's defaults.
@@ -132,7 +139,7 @@ func (c *Config) Validate() error {
 	if c.Program == nil {
 		errs = append(errs, errors.New("replicate: no mapping"))
 	}
-	if c.Format == nil {
+	if c.Format == nil && c.SQL.Target == nil {
 		errs = append(errs, errors.New("replicate: no file format"))
 	}
 	if c.OutDir == "" {

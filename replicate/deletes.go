@@ -23,8 +23,10 @@ import (
 //
 // Literals: VARCHAR/JSON quoted with '' doubling; integers and DECIMAL as text; FLOAT/DOUBLE in
 // shortest form; BOOLEAN true/false; TIMESTAMP 'yyyy-mm-dd hh:mm:ss.SSS' and DATE 'yyyy-mm-dd'
-// (UTC); VARBINARY X'hex'. UNCERTAIN: the TIMESTAMP literal's time zone (rekey writes UTC; a
-// session in another zone reads it in that zone) and the X'..' form for VARBINARY keys.
+// (UTC); VARBINARY X'hex'. Lindorm reads a TIMESTAMP string in the session's time zone, UTC+8 by
+// default: every file starts with SET time_zone = '+00:00' (LindormTable 2.7.6 or later), so its
+// UTC literals name the right instant whatever the session's default. UNCERTAIN: the X'..' form
+// for VARBINARY keys.
 
 // appendLiteral appends v as a SQL literal of column type t.
 func appendLiteral(dst []byte, t pipeline.Type, v pipeline.Value) []byte {
@@ -131,9 +133,11 @@ func appendKey(dst []byte, row []pipeline.Value, n int) []byte {
 	return dst
 }
 
-// deleteHeader is the first lines of a delete file.
+// deleteHeader is the first lines of a delete file: comments, then the session's time zone.
 func deleteHeader(table string, region, partition int, first int64) string {
 	return fmt.Sprintf("-- rekey: DELETE statements for table %s, region %d, Kafka partition %d, from offset %d.\n"+
-		"-- Run them after bulk-loading the upsert file of the same name, before the next segment's files.\n",
+		"-- Run them after bulk-loading the upsert file of the same name, before the next segment's files,\n"+
+		"-- in one session: the SET makes its TIMESTAMP literals (UTC) mean the same instant in any session zone.\n"+
+		"SET time_zone = '+00:00';\n",
 		table, region, partition, first)
 }

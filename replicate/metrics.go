@@ -42,6 +42,8 @@ type Metrics struct {
 	manifestSeconds prometheus.Histogram // renames, fsyncs and manifest rewrite, under the folder's lock
 	offsetSeconds   prometheus.Histogram // one offset commit to Kafka
 
+	sql *sqlMetrics // nil unless the target is a SQL table
+
 	mu         sync.Mutex
 	rollMax    float64
 	partitions map[int]*partitionGauge
@@ -256,3 +258,38 @@ func (r *Replicator) Handler() http.Handler {
 type zapPrintln struct{ log *zap.Logger }
 
 func (z zapPrintln) Println(v ...any) { z.log.Warn("/metrics: " + fmt.Sprint(v...)) }
+
+// sqlMetrics are the figures of a replication into a SQL table (--out lindorm:// or mysql://),
+// registered next to the others when the target is one.
+type sqlMetrics struct {
+	statements *prometheus.CounterVec   // by kind (upsert, delete) and result (ok, error)
+	seconds    *prometheus.HistogramVec // one statement's time, by kind
+}
+
+// enableSQL registers the SQL statement metrics and returns the sink's Observe hook.
+func (m *Metrics) enableSQL() func(kind string, rows int, d time.Duration, err error) {
+	s := &sqlMetrics{
+		statements: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rekey_sql_statements_total",
+			Help: "SQL statements sent to the target table, by kind (upsert, delete) and result (ok, error: every failed try, retried or not)."}, []string{"kind", "result"}),
+		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rekey_sql_statement_seconds",
+			Help:    "Time of one SQL statement (a batch of up to 2,000 rows), failed tries included.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"kind"}), // 1ms .. 16s
+	}
+	m.registry.MustRegister(s.statements, s.seconds)
+	m.sql = s
+	return func(kind string, rows int, d time.Duration, err error) {
+		result := "ok"
+		if err != nil {
+			result = "error"
+		}
+		s.statements.WithLabelValues(kind, result).Inc()
+		s.seconds.WithLabelValues(kind).Observe(d.Seconds())
+	}
+}
+
+// sqlRetries registers the writer's retry counter.
+func (m *Metrics) sqlRetries(v *atomic.Int64) {
+	m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rekey_sql_retries_total",
+		Help: "SQL statements tried again after a transient error (connection lost, timeout, deadlock, throttling)."},
+		func() float64 { return float64(v.Load()) }))
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/kafka"
 )
 
@@ -30,7 +31,8 @@ type Replicator struct {
 	dialer  *kafkago.Dialer
 	metrics *Metrics
 	man     *manifest
-	member  string // names this process's temporary files
+	sqlw    *sqlsink.Writer // the target table, when it is one (then man is nil)
+	member  string          // names this process's temporary files
 
 	rawWritten   atomic.Int64 // buffered bytes encoded into files, for the size estimate
 	bytesEncoded atomic.Int64 // file bytes they became
@@ -57,6 +59,9 @@ func New(cfg Config) (*Replicator, error) {
 	r.dstmt = newDeleteStmt(r.target)
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create output directory: %w", err)
+	}
+	if cfg.SQL.Target != nil {
+		return r, r.openSQL()
 	}
 	r.man, err = openManifest(cfg.OutDir, r.baseManifest, Replication{Topic: cfg.Kafka.Topic, Group: cfg.Kafka.Group, Format: cfg.Kafka.Format}, r.log)
 	if err != nil {
@@ -166,7 +171,11 @@ func (r *Replicator) ratio() float64 {
 // and its offsets committed; Run returns nil) or ctx is cancelled (a hard stop: nothing more is
 // committed, temporary files are removed) or a worker fails (its error).
 func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
-	defer r.man.close()
+	if r.man != nil {
+		defer r.man.close()
+	} else {
+		defer r.sqlw.Close()
+	}
 	log := r.log
 	g := r.cfg.Group
 	cg, err := kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
@@ -252,9 +261,12 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 		parts = append(parts, a.ID)
 	}
 	r.log.Info("generation joined", zap.Int32("generation", gen.ID), zap.Ints("partitions", parts))
-	claims, err := r.man.claim(parts, r.cfg.Plan.Count())
-	if err != nil {
-		return err
+	var claims map[int]claimed
+	var err error
+	if r.man != nil {
+		if claims, err = r.man.claim(parts, r.cfg.Plan.Count()); err != nil {
+			return err
+		}
 	}
 	r.metrics.setState("consuming")
 	var commitMu sync.Mutex
@@ -282,8 +294,13 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				w := r.newWorker(a.ID, commit, len(assigned))
-				if err := w.run(wctx, ctx, a.Offset, claims[a.ID]); err != nil {
+				var err error
+				if r.sqlw != nil {
+					err = r.newSQLWorker(a.ID, commit).run(wctx, ctx, a.Offset)
+				} else {
+					err = r.newWorker(a.ID, commit, len(assigned)).run(wctx, ctx, a.Offset, claims[a.ID])
+				}
+				if err != nil {
 					if failed.CompareAndSwap(nil, &err) {
 						cancel(err)
 					}

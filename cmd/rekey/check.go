@@ -11,6 +11,7 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -141,6 +142,7 @@ func boundText(v pipeline.Value, ok bool, open string) string {
 
 func newDDLCmd(g *globalFlags) *cobra.Command {
 	var pf planFlags
+	var dialect string
 	cmd := &cobra.Command{
 		Use:   "ddl -m MAPPING [--regions N] [--source URI]",
 		Short: "Print the Lindorm CREATE TABLE for a mapping, with its split keys",
@@ -152,12 +154,30 @@ regions the bulk-load files are cut by. Create the table with it before loading 
 The split keys come from the mapping's regions: section or --regions N: equal slices of a hex hash
 prefix, the values of a modulo bucket, or explicit split_keys. Where the plan places split keys by
 the quantiles of the data (a first key column that is neither) or derives the count from the data
-size (regions.size), pass --source to sample it: without data such a plan has a single region.`,
+size (regions.size), pass --source to sample it: without data such a plan has a single region.
+
+--dialect mysql prints the table for a MySQL-protocol server instead (the mysql:// twin of the
+Lindorm table, for tests and MySQL targets): the same columns and primary key in MySQL types
+(TIMESTAMP as datetime(3), VARCHAR keys as varchar(N) COLLATE utf8mb4_bin, which compares bytes as
+Lindorm does), without split keys.`,
 		Example: "  rekey ddl -m mappings/orders.yaml\n" +
+			"  rekey ddl -m mappings/orders.yaml --dialect mysql | mariadb shop\n" +
 			"  rekey ddl -m mappings/orders.yaml --regions 64\n" +
 			"  rekey ddl -m mappings/users.yaml --source file:users.csv > ddl.sql",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch dialect {
+			case "lindorm":
+			case "mysql":
+				prog, err := loadProgram(pf.mapping)
+				if err != nil {
+					return err
+				}
+				fmt.Fprint(cmd.OutOrStdout(), sqlsink.MySQLDDL(prog.Target()))
+				return nil
+			default:
+				return exitWith(exitUsage, fmt.Errorf("--dialect %q: want lindorm or mysql", dialect))
+			}
 			prog, plan, err := pf.plan(cmd, g, nil)
 			if err != nil {
 				return err
@@ -167,5 +187,6 @@ size (regions.size), pass --source to sample it: without data such a plan has a 
 		},
 	}
 	pf.add(cmd.Flags())
+	cmd.Flags().StringVar(&dialect, "dialect", "lindorm", "lindorm, or mysql for a MySQL-protocol server's CREATE TABLE")
 	return cmd
 }

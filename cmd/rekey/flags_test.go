@@ -64,7 +64,8 @@ func TestDefaultRejectLimitFailsSystematicRejects(t *testing.T) {
 }
 
 // Issue 11.5: `--out mysql://...` created a local folder named "mysql:"; every command with an
-// --out refuses a URI it does not write to, and creates nothing.
+// --out refuses a URI it does not write to, and creates nothing. (migrate and replicate write to
+// mysql:// and lindorm:// since issue 12: postgres:// stands for any other scheme.)
 func TestOutRefusesUnknownSchemes(t *testing.T) {
 	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
 	t.Chdir(t.TempDir())
@@ -73,9 +74,9 @@ func TestOutRefusesUnknownSchemes(t *testing.T) {
 		{"replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/t?group=g"},
 		{"merge", "a", "b"},
 	} {
-		code, _, errs := runCLI(t, append(args, "--out", "mysql://u@h:3306/db")...)
-		if code != exitUsage || !strings.Contains(errs, "does not write to mysql://") {
-			t.Errorf("%s --out mysql://: exit %d: %s", args[0], code, errs)
+		code, _, errs := runCLI(t, append(args, "--out", "postgres://u@h:5432/db")...)
+		if code != exitUsage || !strings.Contains(errs, "does not write to postgres://") {
+			t.Errorf("%s --out postgres://: exit %d: %s", args[0], code, errs)
 		}
 	}
 	if entries, _ := os.ReadDir("."); len(entries) > 0 {

@@ -21,6 +21,7 @@ import (
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/transform"
 )
@@ -42,6 +43,7 @@ type migrateFlags struct {
 	progress    progressFlags
 	statsJSON   string
 	lts         ltsFlags
+	sql         sqlFlags
 }
 
 func newMigrateCmd(g *globalFlags) *cobra.Command {
@@ -68,6 +70,15 @@ read and exits 130; run the same command with --resume to finish. --resume refus
 continue another job: another mapping, --format, --regions or input, or committed files that are
 damaged.
 
+Into a SQL table (--out lindorm://... or mysql://...), rows are upserted through the MySQL protocol
+in batches (at most 2,000 rows and 2 MB per statement) over --sql-conns connections; the table must
+exist with the mapping's columns, types and primary key (checked before the first row). The
+checkpoint and rejects.jsonl live in --state (default .rekey-state/<hash>); --resume replays from
+the checkpoint (upserts are idempotent). Suits small and medium tables: for large ones, bulk-load
+files (the default) load faster (see the README).
+
+` + sqlsink.URIHelp + `
+
 Exit codes:
   0    every row was written
   1    completed, but some rows were rejected (see DIR/rejects.jsonl)
@@ -85,7 +96,7 @@ Exit codes:
 	fl := cmd.Flags()
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
 	fl.StringVar(&f.source, "source", "", "where rows come from: file:PATH or gen:NAME?rows=N (see below)")
-	fl.StringVar(&f.out, "out", "", "output directory (must be new or empty unless --resume)")
+	fl.StringVar(&f.out, "out", "", "output directory (must be new or empty unless --resume), or a SQL table: lindorm://USER@HOST:33060/DB, mysql://USER@HOST:PORT/DB")
 	fl.StringVar(&f.format, "format", "parquet", "data file format: parquet (zstd) or csv")
 	fl.IntVar(&f.regions, "regions", 0, "number of pre-split regions (overrides the mapping's regions:)")
 	fl.StringVar(&f.maxFileSize, "max-file-size", "256MiB", "roll a region's data file at this size")
@@ -99,6 +110,7 @@ Exit codes:
 	f.progress.register(fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	addLTSFlags(fl, &f.lts)
+	f.sql.register(fl)
 	addCassandraFlags(fl)
 	addCassandraReadFlags(fl, true)
 	addFileFlags(fl)
@@ -151,6 +163,14 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	limit, err := parseRejectLimit(f.maxRejects)
 	if err != nil {
 		return exitWith(2, err)
+	}
+	if sqlsink.IsURI(f.out) {
+		memory, err := parseSizeFlag("--memory", f.memory)
+		if err != nil {
+			return exitWith(2, err)
+		}
+		setMemoryBudget(memory)
+		return runMigrateSQL(cmd, g, f, logger, limit)
 	}
 	format, err := fileFormat(f.format)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/transform"
@@ -39,6 +40,7 @@ type replicateFlags struct {
 	cpuProfile   string
 	memProfile   string
 	lts          ltsFlags
+	sql          sqlFlags
 }
 
 func newReplicateCmd(g *globalFlags) *cobra.Command {
@@ -82,6 +84,15 @@ by the message key, a JSON object of key columns); debezium, Debezium change eve
 before/after, with or without the JSON converter's schema/payload wrapping; Cassandra connector
 cells {"value": ...} too). An update whose new values give another target key deletes the old one.
 
+Into a SQL table (--out lindorm://... or mysql://...), every change is applied through the MySQL
+protocol instead: each fetched batch of a partition becomes batched upserts and deletes (in message
+order per key, spread over --sql-conns connections by key), and its offset is committed to Kafka
+once every statement holding its messages succeeded. A crash replays the uncommitted batch
+(upserts and deletes by key are idempotent). Rejects go to --state (default .rekey-state/<hash>)
+rejects/p<partition>-<first>-<last>.jsonl. Transient errors (connection lost, timeouts, deadlocks,
+throttling) are retried with backoff; a row the server refuses is rejected and the stream goes on.
+/metrics adds rekey_sql_statements_total, rekey_sql_retries_total, rekey_sql_statement_seconds.
+
 The region plan comes from the mapping (count, split_keys, hash-prefix and bucket keys). A
 quantile plan (any other first key column) is placed from a sample of the messages the topic
 retains, taken at the first start; replicate.json keeps it for every later start.
@@ -97,7 +108,8 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	fl := cmd.Flags()
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
 	fl.StringVar(&f.source, "source", "", "kafka://HOST:PORT[,HOST:PORT]/TOPIC?group=G&format=json|debezium (see below)")
-	fl.StringVar(&f.out, "out", "", "output directory, the same for every member of the group (a restart continues it)")
+	fl.StringVar(&f.out, "out", "", "output directory, the same for every member of the group (a restart continues it), or a SQL table: lindorm://USER@HOST:33060/DB, mysql://USER@HOST:PORT/DB")
+	f.sql.register(fl)
 	fl.StringVar(&f.format, "format", "parquet", "data file format: parquet (zstd) or csv")
 	fl.IntVar(&f.regions, "regions", 0, "number of pre-split regions at the first start (overrides the mapping's regions:)")
 	fl.StringVar(&f.rollSize, "roll-size", "64MiB", "close a partition's roll when its files reach this size")
@@ -124,7 +136,8 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	if f.out == "" {
 		return exitWith(2, errors.New("--out is required: the directory for the bulk-load files"))
 	}
-	if err := pipeline.CheckLocalDir(f.out); err != nil {
+	toSQL := sqlsink.IsURI(f.out)
+	if err := pipeline.CheckLocalDir(f.out); err != nil && !toSQL {
 		return exitWith(2, err)
 	}
 	if f.source == "" {
@@ -185,16 +198,35 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	if f.memProfile != "" {
 		go peakHeapProfile(ctx, f.memProfile)
 	}
-	plan, err := replicationPlan(ctx, f, kcfg, prog, logger)
-	if err != nil {
+	var plan pipeline.RegionPlan
+	outDir := f.out
+	var sqlCfg sqlsink.Config
+	if toSQL {
+		// a table has no regions to cut files by; the state folder keeps the rejects
+		t, err := sqlsink.ParseURI(f.out, os.Getenv)
+		if err != nil {
+			return exitWith(exitUsage, err)
+		}
+		if f.sql.conns < 1 {
+			return exitWith(exitUsage, fmt.Errorf("--sql-conns %d: want at least 1", f.sql.conns))
+		}
+		table := prog.Target().Table
+		if t.Table != "" {
+			table = t.Table
+		}
+		outDir = f.sql.stateDir(t, table)
+		plan = pipeline.RegionPlan{Type: prog.Target().Columns[0].Type, Strategy: "single"}
+		sqlCfg = sqlsink.Config{Target: t, Conns: f.sql.conns, Logger: logger.Named("sink.sql")}
+	} else if plan, err = replicationPlan(ctx, f, kcfg, prog, logger); err != nil {
 		return err
 	}
 	r, err := replicate.New(replicate.Config{
+		SQL:          sqlCfg,
 		Kafka:        kcfg,
 		Program:      prog,
 		Plan:         plan,
 		Format:       format,
-		OutDir:       f.out,
+		OutDir:       outDir,
 		Job:          job,
 		RollSize:     rollSize,
 		RollInterval: f.rollInterval,
@@ -204,6 +236,9 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		Logger:       logger.Named("replicate"),
 	})
 	if err != nil {
+		if toSQL && !errors.Is(err, sqlsink.ErrTableMismatch) {
+			return exitWith(exitFailed, err)
+		}
 		return exitWith(2, err)
 	}
 	if f.metricsAddr != "" {

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"crypto/md5"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
+	"github.com/rekey/rekey/source/kafka/kafkatest"
+)
+
+func TestMain(m *testing.M) { os.Exit(mysqltest.Run(m)) }
+
+// sqlServers are the servers the SQL tests run against: go-mysql-server always (through one
+// connection: its memory tables lose concurrent writes), MariaDB when installed.
+func sqlServers(t *testing.T) map[string]func(*testing.T) (*mysqltest.Server, string) {
+	m := map[string]func(*testing.T) (*mysqltest.Server, string){
+		"gms": func(t *testing.T) (*mysqltest.Server, string) { return mysqltest.GMS(t), "1" },
+	}
+	if mysqltest.MariaDBAvailable() {
+		m["mariadb"] = func(t *testing.T) (*mysqltest.Server, string) { return mysqltest.MariaDB(t), "4" }
+	}
+	return m
+}
+
+// migrate --out mysql://: every row lands in the table, the checkpoint and rejects live in
+// --state, a second run without --resume is refused, --resume of a complete run does nothing,
+// and a table that differs from the mapping is refused before anything is written.
+func TestMigrateIntoSQLTable(t *testing.T) {
+	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
+	for name, start := range sqlServers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv, conns := start(t)
+			state := filepath.Join(t.TempDir(), "state")
+			ddl := mustRun(t, "ddl", "-m", mapping, "--dialect", "mysql")
+			srv.Exec(t, ddl)
+			args := []string{"migrate", "-m", mapping, "--source", "gen:orders?rows=5000&seed=3", "--out", srv.URI(""),
+				"--sql-conns", conns, "--state", state, "--progress", "never"}
+			out := mustRun(t, args...)
+			if !strings.Contains(out, "rows written") || !strings.Contains(out, "statements") {
+				t.Errorf("summary:\n%s", out)
+			}
+			var n int
+			db := srv.DB(t)
+			if err := db.QueryRow("SELECT COUNT(*) FROM orders").Scan(&n); err != nil || n != 5000 {
+				t.Fatalf("%d rows in the table (%v), want 5000", n, err)
+			}
+			var pk1 string
+			var amount string
+			if err := db.QueryRow("SELECT pk1, amount FROM orders ORDER BY pk1 LIMIT 1").Scan(&pk1, &amount); err != nil || len(pk1) < 5 || !strings.Contains(amount, ".") {
+				t.Errorf("a row: %q %q %v", pk1, amount, err)
+			}
+			if _, err := os.Stat(filepath.Join(state, "checkpoint.json")); err != nil {
+				t.Errorf("no checkpoint in --state: %v", err)
+			}
+			code, _, errs := runCLI(t, args...)
+			if code != exitUsage || !strings.Contains(errs, "--resume") {
+				t.Errorf("second run: exit %d: %s", code, errs)
+			}
+			code, stdout, errs := runCLI(t, append(args, "--resume")...)
+			if code != 0 || !strings.Contains(stdout, "nothing to resume") {
+				t.Errorf("--resume of a complete run: exit %d: %s%s", code, stdout, errs)
+			}
+			// a table that differs: refused with exit 2, naming the difference
+			srv.Exec(t, "DROP TABLE orders", strings.Replace(ddl, "`amount` decimal(18,2)", "`amount` double", 1))
+			code, _, errs = runCLI(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", srv.URI(""),
+				"--sql-conns", conns, "--state", filepath.Join(t.TempDir(), "s2"), "--progress", "never")
+			if code != exitUsage || !strings.Contains(errs, "column amount: DECIMAL(18,2) in the mapping, double in the table") {
+				t.Errorf("mismatched table: exit %d: %s", code, errs)
+			}
+			if err := db.QueryRow("SELECT COUNT(*) FROM orders").Scan(&n); err != nil || n != 0 {
+				t.Errorf("%d rows written into the mismatched table (%v)", n, err)
+			}
+		})
+	}
+}
+
+// A password in the URI is refused without being shown; the password comes from the dialect's
+// environment variable.
+func TestSQLTargetPassword(t *testing.T) {
+	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
+	code, _, errs := runCLI(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", "mysql://u:hunter2@127.0.0.1:1/db", "--progress", "never")
+	if code != exitUsage || strings.Contains(errs, "hunter2") || !strings.Contains(errs, sqlsink.MySQLPasswordEnv) {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+}
+
+// sqlOrderMessages are n JSON changes of mappings/orders.yaml over 2 partitions (by key): 150
+// keys updated again and again, every 7th message a tombstone (a delete), message 5 poison. want
+// is the latest state per key (pk1/orderid -> status), as an independent reading of the messages.
+func sqlOrderMessages(n int) (msgs []kafkago.Message, want map[string]string) {
+	want = map[string]string{}
+	for i := 0; i < n; i++ {
+		id := i % 150
+		user := fmt.Sprintf("user%03d", id%40)
+		sum := md5.Sum([]byte(user))
+		k := hex.EncodeToString(sum[:])[:4] + user + "/" + fmt.Sprint(id)
+		m := kafkago.Message{Partition: id % 2, Key: []byte(fmt.Sprintf(`{"userid":"%s","orderid":%d}`, user, id))}
+		switch {
+		case i == 5:
+			m.Value = []byte(`{"userid":`)
+		case i%7 == 3:
+			delete(want, k)
+		default:
+			status := fmt.Sprintf("s%d", i)
+			m.Value = []byte(fmt.Sprintf(`{"userid":"%s","orderid":%d,"channel":"jd","ts":"2024-05-01T10:00:00.123Z","status":"%s","location":"hz","amount":"1.50"}`, user, id, status))
+			want[k] = status
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, want
+}
+
+func tableState(t *testing.T, db *sql.DB) map[string]string {
+	t.Helper()
+	rows, err := db.Query("SELECT pk1, orderid, status FROM orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]string{}
+	for rows.Next() {
+		var pk1, status string
+		var id int64
+		if err := rows.Scan(&pk1, &id, &status); err != nil {
+			t.Fatal(err)
+		}
+		got[pk1+"/"+fmt.Sprint(id)] = status
+	}
+	return got
+}
+
+// replicate --out mysql://: the table ends as the latest change of every key, deleted keys
+// absent; the poison message is in the state folder's rejects; offsets are committed; the SQL
+// statement metrics are served.
+func TestReplicateIntoSQLTable(t *testing.T) {
+	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
+	for name, start := range sqlServers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv, conns := start(t)
+			srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", "mysql"))
+			c := kafkatest.Start(t)
+			topic := c.CreateTopic(t, "sql-orders", 2)
+			msgs, want := sqlOrderMessages(3000)
+			c.Produce(t, topic, msgs...)
+			var ends [2]int64
+			for _, m := range msgs {
+				ends[m.Partition]++
+			}
+			state := filepath.Join(t.TempDir(), "state")
+			addr := fmt.Sprintf("127.0.0.1:%d", kafkatest.FreePort(t))
+			done := make(chan int, 1)
+			var out string
+			go func() {
+				code, o, e := runCLI(t, "replicate", "-m", mapping, "--source", "kafka://"+strings.Join(c.Brokers, ",")+"/"+topic+"?group=sql&format=json",
+					"--out", srv.URI(""), "--sql-conns", conns, "--state", state, "--metrics-addr", addr, "--progress", "never", "--session-timeout", "3s")
+				out = o + e
+				done <- code
+			}()
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				committed := c.Committed(t, "sql", topic, 2)
+				if committed[0] == ends[0] && committed[1] == ends[1] {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("offsets not committed: %v, want %v", committed, ends)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			resp, err := http.Get("http://" + addr + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, m := range []string{`rekey_sql_statements_total{kind="upsert",result="ok"}`, `rekey_sql_statements_total{kind="delete",result="ok"}`, "rekey_sql_retries_total ", "rekey_sql_statement_seconds_bucket", "rekey_messages_rejected_total 1"} {
+				if !strings.Contains(string(body), m) {
+					t.Errorf("/metrics lacks %s", m)
+				}
+			}
+			syscall.Kill(os.Getpid(), syscall.SIGTERM)
+			select {
+			case code := <-done:
+				if code != 0 {
+					t.Fatalf("replicate exit %d:\n%s", code, out)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("replicate did not stop on SIGTERM")
+			}
+			got := tableState(t, srv.DB(t))
+			if len(got) != len(want) {
+				t.Errorf("%d rows in the table, want %d", len(got), len(want))
+			}
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("key %s: status %q, want %q", k, got[k], v)
+				}
+			}
+			rej, _ := filepath.Glob(filepath.Join(state, "rejects", "p0001-*.jsonl"))
+			if len(rej) != 1 {
+				t.Fatalf("rejects files %v, want one for partition 1 (message 5)", rej)
+			}
+			data, _ := os.ReadFile(rej[0])
+			if !strings.Contains(string(data), `"offset":2`) || strings.Count(string(data), "\n") != 1 {
+				t.Errorf("rejects: %s", data)
+			}
+		})
+	}
+}

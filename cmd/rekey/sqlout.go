@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/source/file"
+	"github.com/rekey/rekey/transform"
+)
+
+// sqlFlags are the flags of a SQL target (--out lindorm://... or mysql://...).
+type sqlFlags struct {
+	conns int
+	state string
+}
+
+func (s *sqlFlags) register(fl *pflag.FlagSet) {
+	fl.IntVar(&s.conns, "sql-conns", sqlsink.DefaultConns, "SQL targets: connections (and statements at once); rows are spread over them by key")
+	fl.StringVar(&s.state, "state", "", "SQL targets: the local folder for the checkpoint and rejects (default .rekey-state/<hash of target and table>)")
+}
+
+// stateDir is where a run into a SQL table keeps its checkpoint and rejects: the table cannot
+// hold them.
+func (s *sqlFlags) stateDir(t *sqlsink.Target, table string) string {
+	if s.state != "" {
+		return s.state
+	}
+	return filepath.Join(".rekey-state", t.StateKey(table))
+}
+
+// openSQLTarget parses the URI and opens the writer, which checks the table first.
+func openSQLTarget(ctx context.Context, uri string, prog *transform.Program, conns int, logger *zap.Logger, observe func(string, int, float64, error)) (*sqlsink.Writer, *sqlsink.Target, error) {
+	t, err := sqlsink.ParseURI(uri, os.Getenv)
+	if err != nil {
+		return nil, nil, exitWith(exitUsage, err)
+	}
+	if conns < 1 {
+		return nil, nil, exitWith(exitUsage, fmt.Errorf("--sql-conns %d: want at least 1", conns))
+	}
+	cfg := sqlsink.Config{Target: t, Schema: prog.Target(), Conns: conns, Logger: logger.Named("sink.sql")}
+	w, err := sqlsink.Open(ctx, cfg)
+	if errors.Is(err, sqlsink.ErrTableMismatch) {
+		return nil, nil, exitWith(exitUsage, err)
+	} else if err != nil {
+		return nil, nil, exitWith(exitFailed, err)
+	}
+	return w, t, nil
+}
+
+// runMigrateSQL is migrate into a SQL table: the same pipeline, with the table as the sink and
+// the checkpoint and rejects in a local state folder. A resume replays from the checkpointed
+// cursor: rows written after it are written again, harmlessly (upserts).
+func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *zap.Logger, limit pipeline.RejectLimit) error {
+	prog, err := loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	w, target, err := openSQLTarget(ctx, f.out, prog, f.sql.conns, logger, nil)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	src, err := openSource(f.source, prog.Source(), logger)
+	if errors.Is(err, pipeline.ErrDamagedInput) {
+		return exitWith(exitFailed, err)
+	} else if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	defer closeSource(src)
+	state := f.sql.stateDir(target, w.Table())
+	format := "sql-" + target.Dialect.Name
+	out, err := pipeline.OpenOutput(pipeline.OutputSpec{
+		Dir: state, Fingerprint: prog.Fingerprint(), Format: format, Source: src,
+		Resume: f.resume, Overwrite: f.overwrite,
+	}, logger.Named("pipeline"))
+	if errors.Is(err, pipeline.ErrRefusedResume) {
+		return exitWith(exitUsage, fmt.Errorf("%w\n(the state folder of %s table %s is %s; --state chooses another)", err, target.Redacted, w.Table(), state))
+	} else if err != nil {
+		return err
+	}
+	defer out.Close()
+	resume := out.Checkpoint
+	dest := target.Redacted + " table " + w.Table()
+	if resume != nil && resume.Complete {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s already holds a complete run into %s (%d rows written); nothing to resume\n", state, dest, resume.RowsWritten)
+		return rejectedExit(resume.Result(), state)
+	}
+	plan := pipeline.RegionPlan{Type: prog.Target().Columns[0].Type, Strategy: "single"}
+	runner, err := pipeline.NewRunner(pipeline.Config{
+		Source:          src,
+		NewTransformer:  func() pipeline.Transformer { return prog.NewEvaluator() },
+		Target:          prog.Target(),
+		Plan:            plan,
+		Sink:            w,
+		OutDir:          state,
+		Fingerprint:     prog.Fingerprint(),
+		Format:          format,
+		Workers:         f.workers,
+		RejectLimit:     limit,
+		CheckpointEvery: f.checkpoint,
+		RejectValues:    recordValues(prog.Source()),
+		Logger:          logger.Named("pipeline"),
+	})
+	if err != nil {
+		return err
+	}
+	logger.Info("migration into a SQL table starting", zap.String("mapping", prog.Name()), zap.String("target", target.Redacted),
+		zap.String("table", w.Table()), zap.Int("conns", f.sql.conns), zap.String("state", state))
+	stop := make(chan struct{})
+	defer onInterrupt("\nrekey: stopping: finishing the rows already read (Ctrl-C again to abort at once)",
+		func() { close(stop) }, cancel)()
+	bar, err := f.progress.start("migrating", src, &runner.Counters, func() int64 { return w.Stats.Bytes.Load() })
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	res, runErr := runner.Run(ctx, stop, resume)
+	bar.finish()
+	stdout := cmd.OutOrStdout()
+	if errors.Is(runErr, pipeline.ErrInterrupted) {
+		printSQLSummary(stdout, "Migration interrupted (what is written so far)", res, w, dest, state)
+		next := "run the same command with --resume to finish"
+		if _, stdin := src.(*file.Stdin); stdin {
+			next = "stdin cannot be read again: save the input to a file and migrate it"
+		}
+		return exitWith(exitInterrupted, fmt.Errorf("interrupted: %d rows written to %s; %s", res.RowsWritten, dest, next))
+	}
+	if runErr != nil {
+		printSQLSummary(stdout, "Migration failed (what was checkpointed before the failure)", res, w, dest, state)
+		return exitWith(exitFailed, fmt.Errorf("migration failed: %w\nonce the cause is fixed, run the same command with --resume: it continues from the last checkpoint (rows after it are written again, harmlessly)", runErr))
+	}
+	printSQLSummary(stdout, "Migration summary", res, w, dest, state)
+	if err := writeStats(f.statsJSON, res); err != nil {
+		return exitWith(exitFailed, err)
+	}
+	return rejectedExit(res, state)
+}
+
+func printSQLSummary(w interface{ Write([]byte) (int, error) }, title string, res pipeline.Result, sw *sqlsink.Writer, dest, state string) {
+	printSummary(w, title, res, pipeline.RegionPlan{Strategy: "single"}, state)
+	fmt.Fprintf(w, "  %-14s %s\n", "target", dest)
+	fmt.Fprintf(w, "  %-14s %d (%d retried after transient errors)\n", "statements", sw.Stats.Statements.Load(), sw.Stats.Retries.Load())
+}

@@ -1,0 +1,389 @@
+package replicate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/transform"
+)
+
+// Replication into a SQL table (--out lindorm:// or mysql://) applies every change through the
+// API instead of writing files:
+//
+//   - each fetched batch of a partition becomes upserts and deletes in offset order, applied by
+//     sqlsink.Writer.Apply, which spreads them over its connections by key and keeps the order of
+//     each key's changes;
+//   - the offset after the batch is committed to Kafka only once every statement holding its
+//     messages succeeded and its rejects file is durable;
+//   - a crash replays the uncommitted batch: upserts and deletes by key are idempotent, and the
+//     replay's rejects replace the rejects file of the batch it repeats (files are named by
+//     partition and offsets: rejects/p0002-<first>-<last>.jsonl in the state folder, OutDir).
+
+// openSQL opens the target table (its definition checked first) with the statement metrics wired.
+func (r *Replicator) openSQL() error {
+	cfg := r.cfg.SQL
+	cfg.Schema = r.target
+	cfg.Observe = r.metrics.enableSQL()
+	if cfg.Logger == nil {
+		cfg.Logger = r.log.Named("sql")
+	}
+	w, err := sqlsink.Open(context.Background(), cfg)
+	if err != nil {
+		return err
+	}
+	r.sqlw = w
+	r.metrics.sqlRetries(&w.Stats.Retries)
+	return nil
+}
+
+// sqlWorker replicates one partition into the table for one generation.
+type sqlWorker struct {
+	r         *Replicator
+	partition int
+	stream    string
+	commit    func(partition int, offset int64) error
+	log       *zap.Logger
+
+	dec      *kafka.Decoder
+	ev       *transform.Evaluator
+	batch    pipeline.Batch
+	changes  []kafka.Change
+	ops      []sqlsink.Op
+	opMsg    []int // ops[i] comes from message opMsg[i] of the batch
+	slab     []pipeline.Value
+	rejects  []*pipeline.Reject
+	rejected int // index of the last message with a reject line, or -1
+	cleaned  bool
+	saltWarn bool
+	upserts  int64
+	deletes  int64
+	dropped  int64
+}
+
+func (r *Replicator) newSQLWorker(partition int, commit func(int, int64) error) *sqlWorker {
+	w := &sqlWorker{
+		r:         r,
+		partition: partition,
+		stream:    kafka.Stream(r.cfg.Kafka.Topic, partition),
+		commit: func(p int, off int64) error {
+			defer observeSince(r.metrics.offsetSeconds, time.Now())
+			return commit(p, off)
+		},
+		log: r.log.With(zap.Int("partition", partition)),
+		ev:  r.cfg.Program.NewEvaluator(),
+	}
+	w.dec, _ = kafka.NewDecoder(r.cfg.Kafka, r.cfg.Program.Source()) // validated by New
+	w.batch = pipeline.Batch{Stream: w.stream, SaltOrigin: true}
+	return w
+}
+
+// run applies the partition's messages from offset until wctx ends: on a rebalance or a stop
+// the batch being applied finishes and is committed first; on a hard stop it is abandoned (its
+// messages are read again by the partition's next owner).
+func (w *sqlWorker) run(wctx, hard context.Context, offset int64) error {
+	r := w.r
+	r.metrics.assign(w.partition, true)
+	w.log.Info("partition assigned", zap.Int64("offset", offset))
+	if offset >= 0 {
+		r.metrics.committed(w.partition, offset)
+		r.metrics.position(w.partition, offset, -1)
+	}
+	fctx, fcancel := context.WithCancel(hard)
+	ch := make(chan kafka.FetchBatch, 4)
+	free := make(chan []kafkago.Message, 8)
+	var ferr error
+	var fwg sync.WaitGroup
+	fwg.Add(1)
+	go func() {
+		defer fwg.Done()
+		defer close(ch)
+		ferr = r.cfg.Kafka.FetchPartition(fctx, r.dialer, w.partition, offset, kafka.FetchOptions{Logger: w.log, Free: free}, ch)
+	}()
+	stopFetch := func() {
+		fcancel()
+		for range ch {
+		}
+		fwg.Wait()
+	}
+	for {
+		select {
+		case b, ok := <-ch:
+			if !ok {
+				fwg.Wait()
+				if hard.Err() != nil {
+					return hard.Err()
+				}
+				if ferr == nil {
+					ferr = fmt.Errorf("partition %d: the fetcher stopped", w.partition)
+				}
+				return ferr
+			}
+			if len(b.Messages) == 0 {
+				r.metrics.position(w.partition, -1, b.HighWaterMark)
+				continue
+			}
+			if err := w.apply(hard, b.Messages); err != nil {
+				stopFetch()
+				return fmt.Errorf("partition %d: %w", w.partition, err)
+			}
+			r.metrics.position(w.partition, b.Messages[len(b.Messages)-1].Offset+1, b.HighWaterMark)
+			if cap(b.Messages) >= 1024 {
+				clear(b.Messages)
+				select {
+				case free <- b.Messages[:0]:
+				default:
+				}
+			}
+		case <-wctx.Done():
+			stopFetch()
+			cause := context.Cause(wctx)
+			if hard.Err() != nil || (cause != errGenerationEnded && cause != errStop) {
+				return fmt.Errorf("partition %d: %w", w.partition, cause)
+			}
+			return nil // every applied batch is committed
+		}
+	}
+}
+
+// apply turns a batch of messages into changes, applies them, writes the batch's rejects and
+// commits the offset after the batch.
+func (w *sqlWorker) apply(ctx context.Context, msgs []kafkago.Message) error {
+	r := w.r
+	first, last := msgs[0].Offset, msgs[len(msgs)-1].Offset
+	if !w.cleaned {
+		if err := w.removeReplayedRejects(first); err != nil {
+			return err
+		}
+		w.cleaned = true
+	}
+	w.ops, w.opMsg, w.slab, w.rejects, w.rejected = w.ops[:0], w.opMsg[:0], w.slab[:0], w.rejects[:0], -1
+	w.upserts, w.deletes, w.dropped = 0, 0, 0
+	for i := range msgs {
+		w.message(i, &msgs[i])
+	}
+	rej, err := r.sqlw.Apply(ctx, w.ops)
+	if err != nil {
+		return err
+	}
+	for _, x := range rej {
+		i := w.opMsg[x.Index]
+		if w.ops[x.Index].Delete {
+			w.deletes--
+		} else {
+			w.upserts--
+		}
+		w.reject(i, &msgs[i], "sink", x.Err)
+	}
+	if err := w.writeRejects(first, last); err != nil {
+		return err
+	}
+	w.ev.Reset()
+	w.dec.Reset()
+	m := r.metrics
+	m.MessagesIn.Add(int64(len(msgs)))
+	m.RowsWritten.Add(w.upserts)
+	m.Deletes.Add(w.deletes)
+	m.TombstonesDropped.Add(w.dropped)
+	m.Rejected.Add(int64(len(w.rejects)))
+	if err := w.commit(w.partition, last+1); err != nil {
+		m.CommitErrors.Add(1)
+		w.log.Warn("offset commit failed: the changes are applied, their messages will be read again (harmlessly)", zap.Int64("offset", last+1), zap.Error(err))
+	} else {
+		m.OffsetCommits.Add(1)
+		m.committed(w.partition, last+1)
+	}
+	w.log.Debug("batch applied", zap.Int64("offset", first), zap.Int64("last", last), zap.Int("messages", len(msgs)),
+		zap.Int64("upserts", w.upserts), zap.Int64("deletes", w.deletes), zap.Int("rejected", len(w.rejects)))
+	return nil
+}
+
+// row returns room for one target row in the batch's slab.
+func (w *sqlWorker) row() []pipeline.Value {
+	n := len(w.r.target.Columns)
+	if len(w.slab)+n > cap(w.slab) {
+		w.slab = make([]pipeline.Value, 0, max(4096*n, 2*cap(w.slab))) // earlier rows keep the old slab
+	}
+	w.slab = w.slab[:len(w.slab)+n]
+	return w.slab[len(w.slab)-n:]
+}
+
+// message turns one message into ops (or rejects), as the file path does: a delete of the key,
+// an upsert, and for an update that moves the row to another key, the delete of the old key first.
+func (w *sqlWorker) message(i int, m *kafkago.Message) {
+	w.changes = w.dec.Decode(w.changes[:0], m.Key, m.Value)
+	for c := range w.changes {
+		ch := &w.changes[c]
+		if ch.Err != nil {
+			w.reject(i, m, "source", ch.Err)
+			continue
+		}
+		if ch.Op == kafka.OpDelete {
+			w.delete(i, m, ch)
+			continue
+		}
+		row := w.row()
+		rec := pipeline.Record{Values: ch.Values, Seq: m.Offset}
+		if rerr := w.ev.Apply(&w.batch, &rec, row); rerr != nil {
+			w.reject(i, m, "transform", rerr)
+			continue
+		}
+		if ch.Before != nil {
+			w.moveKey(i, m, row, ch.Before)
+		}
+		w.ops = append(w.ops, sqlsink.Op{Values: row})
+		w.opMsg = append(w.opMsg, i)
+		w.upserts++
+	}
+}
+
+// moveKey deletes the old key of an update whose before image maps to another target key.
+func (w *sqlWorker) moveKey(i int, m *kafkago.Message, row, before []pipeline.Value) {
+	if w.r.cfg.Program.UsesSalt() {
+		if !w.saltWarn {
+			w.saltWarn = true
+			w.log.Warn("the key uses random(n): an update that changes the row's values gets a new salt, and the old key cannot be found to delete it")
+		}
+		return
+	}
+	old := w.row()
+	rec := pipeline.Record{Values: before, Seq: m.Offset}
+	if rerr := w.ev.Apply(&w.batch, &rec, old); rerr != nil {
+		rerr.Message = "update: cannot compute the old key from \"before\" to delete it: " + rerr.Message
+		w.reject(i, m, "transform", rerr)
+		return
+	}
+	if sameKey(row, old, w.r.target.KeyLen) {
+		return
+	}
+	w.ops = append(w.ops, sqlsink.Op{Delete: true, Values: old[:w.r.target.KeyLen]})
+	w.opMsg = append(w.opMsg, i)
+	w.deletes++
+}
+
+// delete adds the delete of the key the change gives (see worker.delete for the tombstones).
+func (w *sqlWorker) delete(i int, m *kafkago.Message, ch *kafka.Change) {
+	dbzTombstone := ch.Tombstone && w.r.cfg.Kafka.Format == kafka.FormatDebezium
+	if w.r.cfg.Program.UsesSalt() {
+		if dbzTombstone {
+			w.dropped++
+			return
+		}
+		w.reject(i, m, "transform", &pipeline.RowError{Code: kafka.CodeUnsupported,
+			Message: "delete: the key uses random(n), whose salt depends on the row and its offset: the key of the row to delete cannot be computed"})
+		return
+	}
+	row := w.row()
+	rec := pipeline.Record{Values: ch.Values, Seq: m.Offset}
+	if rerr := w.ev.Apply(&w.batch, &rec, row); rerr != nil {
+		if dbzTombstone && rerr.Code == pipeline.CodeNullKey {
+			w.dropped++
+			return
+		}
+		rerr.Message = "delete: " + rerr.Message
+		w.reject(i, m, "transform", rerr)
+		return
+	}
+	w.ops = append(w.ops, sqlsink.Op{Delete: true, Values: row[:w.r.target.KeyLen]})
+	w.opMsg = append(w.opMsg, i)
+	w.deletes++
+}
+
+// reject records the message's reject: one line per message (its first problem), as the file
+// path writes them.
+func (w *sqlWorker) reject(i int, m *kafkago.Message, stage string, rerr *pipeline.RowError) {
+	if w.rejected == i {
+		w.log.Warn("message rejected again: only its first reject is in the rejects file", zap.Int64("offset", m.Offset),
+			zap.String("code", rerr.Code), zap.String("field", rerr.Field), zap.String("message", rerr.Message))
+		return
+	}
+	w.rejected = i
+	w.rejects = append(w.rejects, messageReject(w.r.cfg.Kafka.Topic, w.stream, w.partition, m, stage, rerr))
+	w.log.Debug("message rejected", zap.Int64("offset", m.Offset), zap.String("code", rerr.Code), zap.String("field", rerr.Field))
+}
+
+// messageReject is the rejects.jsonl line of a message.
+func messageReject(topic, stream string, partition int, m *kafkago.Message, stage string, rerr *pipeline.RowError) *pipeline.Reject {
+	rj := &pipeline.Reject{
+		Position: "kafka:" + stream + ":" + strconv.FormatInt(m.Offset, 10), Stream: stream, Seq: m.Offset,
+		Stage: stage, Code: rerr.Code, Field: rerr.Field, Message: rerr.Message,
+		KafkaMessage: &pipeline.KafkaMessage{Topic: topic, Partition: partition, Offset: m.Offset},
+	}
+	const limit = 64 << 10
+	switch {
+	case m.Value == nil:
+		rj.Raw = "null"
+	case len(m.Value) > limit:
+		rj.Raw = string(m.Value[:limit])
+	default:
+		rj.Raw = string(m.Value)
+	}
+	if k := m.Key; len(k) > 0 {
+		rj.Key = string(k[:min(len(k), 4096)])
+	}
+	return rj
+}
+
+// writeRejects makes the batch's rejects durable before its offset is committed: written under a
+// temporary name, fsynced, renamed, the folder fsynced. Mode 0600: raw messages.
+func (w *sqlWorker) writeRejects(first, last int64) error {
+	if len(w.rejects) == 0 {
+		return nil
+	}
+	dir := filepath.Join(w.r.cfg.OutDir, RejectsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	var buf []byte
+	for _, rj := range w.rejects {
+		line, err := json.Marshal(rj)
+		if err != nil {
+			return fmt.Errorf("encode reject: %w", err)
+		}
+		buf = append(append(buf, line...), '\n')
+	}
+	path := filepath.Join(dir, SegmentName(w.partition, first, last)+".jsonl")
+	if err := pipeline.WriteFileAtomicMode(path, buf, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// removeReplayedRejects removes the partition's rejects files of batches at or after first:
+// they were written before a crash that kept their offsets from being committed, and the
+// batches that replay them write them again.
+func (w *sqlWorker) removeReplayedRejects(first int64) error {
+	dir := filepath.Join(w.r.cfg.OutDir, RejectsDir)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("list %s: %w", dir, err)
+	}
+	removed := 0
+	for _, e := range ents {
+		if p, f, _, ok := ParseSegmentName(e.Name()); ok && p == w.partition && f >= first {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("remove the replayed %s: %w", e.Name(), err)
+			}
+			removed++
+		}
+	}
+	if removed > 0 {
+		w.log.Info("removed the rejects files of batches being replayed", zap.Int("files", removed), zap.Int64("offset", first))
+		return pipeline.SyncDir(dir)
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package sqlsink
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"regexp"
+	"strings"
+	"syscall"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// CodeTargetRefused is the reject code of a row the server refused (a value too long, out of
+// range, of the wrong type for the column): rejects.jsonl names the server's error.
+const CodeTargetRefused = "target_refused"
+
+// errClass is what to do about a failed statement.
+type errClass int
+
+const (
+	classFatal     errClass = iota // stop the run: the error says what to fix
+	classTransient                 // retry the statement with backoff
+	classRow                       // a row of the statement is refused: bisect to find it
+)
+
+// serverErrors is the one table of MySQL server error numbers rekey acts on. Anything not
+// listed is fatal: the run stops with the server's message rather than guess.
+//
+//	number  name                            class      why
+var serverErrors = map[uint16]errClass{
+	1040: classTransient, // ER_CON_COUNT_ERROR          too many connections
+	1053: classTransient, // ER_SERVER_SHUTDOWN          the server is shutting down
+	1077: classTransient, // ER_NORMAL_SHUTDOWN
+	1079: classTransient, // ER_SHUTDOWN_COMPLETE
+	1152: classTransient, // ER_ABORTING_CONNECTION
+	1158: classTransient, // ER_NET_READ_ERROR
+	1159: classTransient, // ER_NET_READ_INTERRUPTED     network read timeout
+	1160: classTransient, // ER_NET_ERROR_ON_WRITE
+	1161: classTransient, // ER_NET_WRITE_INTERRUPTED    network write timeout
+	1205: classTransient, // ER_LOCK_WAIT_TIMEOUT
+	1213: classTransient, // ER_LOCK_DEADLOCK
+	1290: classTransient, // ER_OPTION_PREVENTS_STATEMENT  e.g. --read-only during a failover
+	1927: classTransient, // ER_CONNECTION_KILLED (MariaDB)
+	2006: classTransient, // CR_SERVER_GONE_ERROR
+	2013: classTransient, // CR_SERVER_LOST
+	3024: classTransient, // ER_QUERY_TIMEOUT            max_execution_time exceeded
+	4031: classTransient, // ER_CLIENT_INTERACTION_TIMEOUT
+
+	1048: classRow, // ER_BAD_NULL_ERROR              column cannot be null
+	1264: classRow, // ER_WARN_DATA_OUT_OF_RANGE      out of range value for column
+	1265: classRow, // WARN_DATA_TRUNCATED            data truncated for column
+	1292: classRow, // ER_TRUNCATED_WRONG_VALUE       incorrect datetime/date/decimal value
+	1366: classRow, // ER_TRUNCATED_WRONG_VALUE_FOR_FIELD  incorrect string/integer value (charset, type)
+	1367: classRow, // ER_ILLEGAL_VALUE_FOR_TYPE      illegal double value
+	1406: classRow, // ER_DATA_TOO_LONG               data too long for column
+	1690: classRow, // ER_DATA_OUT_OF_RANGE           value out of range
+	3140: classRow, // ER_INVALID_JSON_TEXT (MySQL)
+	4025: classRow, // ER_CONSTRAINT_FAILED (MariaDB: JSON_VALID check of a JSON column)
+}
+
+// transientMessages are Lindorm's words for overload and throttling, which it reports under a
+// generic error number. UNCERTAIN: Lindorm's exact texts; these fragments are the HBase-side
+// exceptions LindormTable is built on.
+var transientMessages = []string{"throttl", "regiontoobusy", "server is busy", "too many requests",
+	"notservingregion", "regionmoved", "callqueuetoolarge", "timeout"}
+
+// rowMessages are refusals of a value that servers report under a generic number (1105,
+// ER_UNKNOWN_ERROR: go-mysql-server; Lindorm's own errors). UNCERTAIN for Lindorm's texts.
+var rowMessages = []string{"too large for column", "too long for column", "data too long", "out of range",
+	"incorrect datetime", "incorrect date value", "incorrect decimal", "incorrect integer", "incorrect string value",
+	"invalid json", "cannot be null"}
+
+// classify says what to do about err.
+func classify(err error) errClass {
+	if err == nil {
+		return classFatal
+	}
+	if errors.Is(err, context.Canceled) {
+		return classFatal
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		if c, ok := serverErrors[me.Number]; ok {
+			return c
+		}
+		msg := strings.ToLower(me.Message)
+		for _, m := range rowMessages {
+			if strings.Contains(msg, m) {
+				return classRow
+			}
+		}
+		for _, m := range transientMessages {
+			if strings.Contains(msg, m) {
+				return classTransient
+			}
+		}
+		return classFatal
+	}
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, context.DeadlineExceeded) {
+		return classTransient
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return classTransient
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return classTransient
+	}
+	return classFatal
+}
+
+var columnInMessage = regexp.MustCompile(`(?i)column '([^']+)'`)
+
+// rowError turns a server's refusal of one row into its reject.
+func rowError(err error) *pipeline.RowError {
+	field := ""
+	if m := columnInMessage.FindStringSubmatch(err.Error()); m != nil {
+		field = m[1]
+	}
+	return &pipeline.RowError{Code: CodeTargetRefused, Field: field, Message: "the server refused the row: " + err.Error()}
+}

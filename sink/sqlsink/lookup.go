@@ -1,0 +1,172 @@
+package sqlsink
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// MaxLookupKeys is the most keys one multi-get names: Lindorm reads at most 2,000 rows per query
+// and takes IN lists of at most 2,000 values.
+const MaxLookupKeys = 2000
+
+// Lookup reads rows of a table by key, for rekey verify. It never writes.
+type Lookup struct {
+	w *Writer
+}
+
+// OpenLookup connects to the lindorm:// or mysql:// table uri names (the password from getenv)
+// and checks that the table matches the target schema (as the sink does) before any read.
+func OpenLookup(ctx context.Context, uri string, target pipeline.TargetSchema, getenv func(string) string) (*Lookup, error) {
+	t, err := ParseURI(uri, getenv)
+	if err != nil {
+		return nil, err
+	}
+	w, err := Open(ctx, Config{Target: t, Schema: target, Conns: 2})
+	if err != nil {
+		return nil, err
+	}
+	return &Lookup{w: w}, nil
+}
+
+// MaxKeys is the most keys one Lookup takes.
+func (l *Lookup) MaxKeys() int { return MaxLookupKeys }
+
+// Close closes the connections.
+func (l *Lookup) Close() error { return l.w.Close() }
+
+// Lookup returns the rows stored under keys (each the key columns' values in key order), in
+// the same order, nil where no row exists. Values follow pipeline.Value's conventions for the
+// target schema's types: TIMESTAMP as epoch milliseconds, DATE as days, DECIMAL as its text at
+// the column's scale, BOOLEAN as a bool, FLOAT rounded to float32.
+func (l *Lookup) Lookup(ctx context.Context, keys [][]pipeline.Value) ([][]pipeline.Value, error) {
+	if len(keys) > MaxLookupKeys {
+		return nil, fmt.Errorf("lookup of %d keys: at most %d at once", len(keys), MaxLookupKeys)
+	}
+	out := make([][]pipeline.Value, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	st := l.w.st
+	tuples := st.lookupKeyForm()
+	rendered := make([][]byte, len(keys))
+	at := make(map[string][]int, len(keys)) // a key's canonical tuple text -> its positions
+	for i, k := range keys {
+		if len(k) != st.schema.KeyLen {
+			return nil, fmt.Errorf("lookup: key %d has %d values, the primary key has %d columns", i, len(k), st.schema.KeyLen)
+		}
+		tup, rerr := st.appendKeyTuple(nil, k)
+		if rerr != nil {
+			return nil, fmt.Errorf("lookup: key %d: %v", i, rerr)
+		}
+		at[string(tup)] = append(at[string(tup)], i)
+		if tuples {
+			rendered[i] = tup
+		} else if rendered[i], rerr = st.appendKeyEq(nil, k); rerr != nil {
+			return nil, fmt.Errorf("lookup: key %d: %v", i, rerr)
+		}
+	}
+	query := st.lookup(rendered)
+	err := l.w.retry(ctx, "select", len(keys), func() error {
+		rows, err := l.w.db.QueryContext(ctx, query)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			vals, err := scanRow(rows, st.schema)
+			if err != nil {
+				return err
+			}
+			tup, rerr := st.appendKeyTuple(nil, vals)
+			if rerr != nil {
+				return fmt.Errorf("lookup: a row of the table: %v", rerr)
+			}
+			for _, i := range at[string(tup)] {
+				out[i] = vals
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scanRow reads one row of the schema's columns (in schema order) from the text protocol.
+func scanRow(rows *sql.Rows, schema pipeline.TargetSchema) ([]pipeline.Value, error) {
+	raw := make([]sql.RawBytes, len(schema.Columns))
+	ptrs := make([]any, len(raw))
+	for i := range raw {
+		ptrs[i] = &raw[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return nil, err
+	}
+	vals := make([]pipeline.Value, len(raw))
+	for i, c := range schema.Columns {
+		v, err := decodeValue(c, raw[i])
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		vals[i] = v
+	}
+	return vals, nil
+}
+
+// decodeValue turns a column's text-protocol value into a pipeline.Value of the column's type.
+func decodeValue(c pipeline.Column, b sql.RawBytes) (pipeline.Value, error) {
+	if b == nil {
+		return pipeline.Null, nil
+	}
+	s := string(b)
+	switch c.Type {
+	case pipeline.TypeVarchar, pipeline.TypeJSON:
+		return pipeline.Text(s), nil
+	case pipeline.TypeVarbinary:
+		return pipeline.Bytes(s), nil
+	case pipeline.TypeBigint, pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint:
+		i, err := strconv.ParseInt(s, 10, 64)
+		return pipeline.Int(i), err
+	case pipeline.TypeBoolean:
+		switch strings.ToLower(s) {
+		case "1", "true":
+			return pipeline.Bool(true), nil
+		case "0", "false":
+			return pipeline.Bool(false), nil
+		}
+		return pipeline.Null, fmt.Errorf("%q is not a boolean", s)
+	case pipeline.TypeFloat, pipeline.TypeDouble:
+		f, err := strconv.ParseFloat(s, 64)
+		if c.Type == pipeline.TypeFloat {
+			f = float64(float32(f))
+		}
+		if math.IsNaN(f) {
+			return pipeline.Float(f), nil
+		}
+		return pipeline.Float(f), err
+	case pipeline.TypeDecimal:
+		return pipeline.Decimal(s), nil
+	case pipeline.TypeTimestamp:
+		// the session's zone is UTC (time_zone='+00:00' on every connection)
+		t, err := time.ParseInLocation("2006-01-02 15:04:05.999999999", s, time.UTC)
+		if err != nil {
+			return pipeline.Null, err
+		}
+		return pipeline.Int(t.UnixMilli()), nil
+	case pipeline.TypeDate:
+		t, err := time.ParseInLocation("2006-01-02", s, time.UTC)
+		if err != nil {
+			return pipeline.Null, err
+		}
+		return pipeline.Int(t.Unix() / 86400), nil
+	}
+	return pipeline.Null, fmt.Errorf("unsupported column type %s", c.Type)
+}

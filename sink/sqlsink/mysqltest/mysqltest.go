@@ -1,0 +1,273 @@
+// Package mysqltest starts MySQL-protocol servers for tests: go-mysql-server in process, always
+// available, and a real MariaDB when mariadbd is on PATH (or REKEY_MYSQL_DSN names a server).
+package mysqltest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sqle "github.com/dolthub/go-mysql-server"
+	"github.com/dolthub/go-mysql-server/memory"
+	"github.com/dolthub/go-mysql-server/server"
+	gsql "github.com/dolthub/go-mysql-server/sql"
+	"github.com/go-sql-driver/mysql"
+)
+
+// Server is a running MySQL-protocol server with a database for the test.
+type Server struct {
+	Kind     string // "gms" or "mariadb"
+	Addr     string // 127.0.0.1:port
+	User     string // no password
+	Database string
+
+	dataDir string
+	args    []string
+	cmd     *exec.Cmd
+	logPath string
+}
+
+// URI is the mysql:// target URI of the server's database (extra is appended as the query).
+func (s *Server) URI(extra string) string {
+	u := "mysql://" + s.User + "@" + s.Addr + "/" + s.Database
+	if extra != "" {
+		u += "?" + extra
+	}
+	return u
+}
+
+// DB opens a connection pool to the test database, UTC, multi-statement (for DDL files).
+func (s *Server) DB(t testing.TB) *sql.DB {
+	t.Helper()
+	c := mysql.NewConfig()
+	c.User, c.Net, c.Addr, c.DBName = s.User, "tcp", s.Addr, s.Database
+	c.MultiStatements = true
+	c.Loc = time.UTC
+	c.Params = map[string]string{"time_zone": "'+00:00'"}
+	conn, err := mysql.NewConnector(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(conn)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// Exec runs statements on the test database, failing the test on error.
+func (s *Server) Exec(t testing.TB, stmts ...string) {
+	t.Helper()
+	db := s.DB(t)
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+var dbSeq atomic.Int64
+
+// GMS starts go-mysql-server in process on a loopback port with an empty database. Its memory
+// tables lose writes that several connections make at once: write through one connection.
+func GMS(t testing.TB) *Server {
+	t.Helper()
+	name := fmt.Sprintf("rekey%d", dbSeq.Add(1))
+	db := memory.NewDatabase(name)
+	db.BaseDatabase.EnablePrimaryKeyIndexes()
+	pro := memory.NewDBProvider(db)
+	engine := sqle.NewDefault(pro)
+	addr := freeAddr(t)
+	srv, err := server.NewServer(server.Config{Protocol: "tcp", Address: addr}, engine, gsql.NewContext, memory.NewSessionBuilder(pro), nil)
+	if err != nil {
+		t.Fatalf("go-mysql-server: %v", err)
+	}
+	go srv.Start()
+	t.Cleanup(func() { srv.Close() })
+	s := &Server{Kind: "gms", Addr: addr, User: "root", Database: name}
+	waitReady(t, s, 10*time.Second)
+	return s
+}
+
+// MariaDBAvailable tells whether MariaDB tests can run: mariadbd on PATH or REKEY_MYSQL_DSN set.
+func MariaDBAvailable() bool {
+	if os.Getenv("REKEY_MYSQL_DSN") != "" {
+		return true
+	}
+	_, err := exec.LookPath("mariadbd")
+	return err == nil
+}
+
+// Run runs a test binary's tests (call it from TestMain) and lets MariaDB share one server
+// among them, each test in a database of its own; the server is stopped when they end.
+func Run(m *testing.M) int {
+	sharing.Store(true)
+	code := m.Run()
+	sharedMu.Lock()
+	if shared != nil {
+		shared.stop()
+		os.RemoveAll(shared.dataDir)
+	}
+	sharedMu.Unlock()
+	return code
+}
+
+var (
+	sharing  atomic.Bool
+	sharedMu sync.Mutex
+	shared   *Server
+)
+
+// MariaDB starts a private MariaDB (its own data folder and port; extra server flags such as
+// --default-time-zone=+08:00) and creates a fresh database, or uses the server REKEY_MYSQL_DSN
+// names (user@tcp(host:port)/; extra flags are then not applied: the test is skipped when it
+// needs them). It skips the test when neither is available.
+func MariaDB(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	if dsn := os.Getenv("REKEY_MYSQL_DSN"); dsn != "" {
+		if len(extra) > 0 {
+			t.Skip("REKEY_MYSQL_DSN: this test needs a server started with " + strings.Join(extra, " "))
+		}
+		cfg, err := mysql.ParseDSN(dsn)
+		if err != nil {
+			t.Fatalf("REKEY_MYSQL_DSN: %v", err)
+		}
+		s := &Server{Kind: "mariadb", Addr: cfg.Addr, User: cfg.User}
+		createDatabase(t, s)
+		return s
+	}
+	if len(extra) == 0 && sharing.Load() {
+		sharedMu.Lock()
+		defer sharedMu.Unlock()
+		if shared == nil {
+			dir, err := os.MkdirTemp("", "rekey-mariadb-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			shared = startMariaDB(t, dir, nil)
+		}
+		s := *shared
+		s.cmd = nil // a test may not restart the shared server
+		createDatabase(t, &s)
+		return &s
+	}
+	s := startMariaDB(t, t.TempDir(), extra)
+	t.Cleanup(s.stop)
+	createDatabase(t, s)
+	return s
+}
+
+func startMariaDB(t testing.TB, dir string, extra []string) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("mariadbd")
+	if err != nil {
+		t.Skip("mariadbd is not on PATH and REKEY_MYSQL_DSN is not set (apt-get install mariadb-server)")
+	}
+	data := filepath.Join(dir, "data")
+	install := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+data, "--user=root", "--auth-root-authentication-method=normal", "--skip-test-db")
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
+	}
+	s := &Server{Kind: "mariadb", User: "root", dataDir: dir, logPath: filepath.Join(dir, "mariadb.log")}
+	s.Addr = freeAddr(t)
+	_, port, _ := net.SplitHostPort(s.Addr)
+	s.args = append([]string{"--no-defaults", "--datadir=" + data, "--user=root", "--port=" + port, "--bind-address=127.0.0.1",
+		"--socket=" + filepath.Join(dir, "sock"), "--pid-file=" + filepath.Join(dir, "pid"), "--log-error=" + s.logPath,
+		"--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M", "--max-connections=200"}, extra...)
+	s.cmd = exec.Command(bin, s.args...)
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("mariadbd: %v", err)
+	}
+	waitReady(t, s, 60*time.Second)
+	return s
+}
+
+// Restart stops the server (SIGKILL: a crash) and starts it again on the same data and port.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	if s.cmd == nil {
+		t.Fatal("Restart: only a MariaDB this package started can be restarted")
+	}
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	s.cmd = exec.Command(s.cmd.Path, s.args...)
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("mariadbd: %v", err)
+	}
+	waitReady(t, s, 60*time.Second)
+}
+
+// Kill stops the server at once; Start brings it back.
+func (s *Server) Kill() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Kill()
+		s.cmd.Wait()
+	}
+}
+
+func (s *Server) stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Kill()
+		s.cmd.Wait()
+	}
+}
+
+func createDatabase(t testing.TB, s *Server) {
+	t.Helper()
+	s.Database = fmt.Sprintf("rekey_%d_%d", os.Getpid(), dbSeq.Add(1))
+	db := rootDB(t, s)
+	defer db.Close()
+	if _, err := db.Exec("CREATE DATABASE " + s.Database); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+}
+
+func rootDB(t testing.TB, s *Server) *sql.DB {
+	c := mysql.NewConfig()
+	c.User, c.Net, c.Addr = s.User, "tcp", s.Addr
+	conn, err := mysql.NewConnector(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sql.OpenDB(conn)
+}
+
+func waitReady(t testing.TB, s *Server, within time.Duration) {
+	t.Helper()
+	db := rootDB(t, s)
+	defer db.Close()
+	deadline := time.Now().Add(within)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := db.PingContext(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			log := ""
+			if s.logPath != "" {
+				b, _ := os.ReadFile(s.logPath)
+				log = string(b)
+			}
+			t.Fatalf("%s at %s not ready after %s: %v\n%s", s.Kind, s.Addr, within, err, log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func freeAddr(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}

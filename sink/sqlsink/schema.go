@@ -1,0 +1,418 @@
+package sqlsink
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// ErrTableMismatch is wrapped by CheckTable's error when the table is missing or differs from
+// the mapping's target schema: a usage error, nothing was written.
+var ErrTableMismatch = errors.New("the target table does not match the mapping")
+
+// tableColumn is one column as the server describes it.
+type tableColumn struct {
+	Name      string
+	Type      string // as the server writes it: "varchar(512)", "DECIMAL(20,4)", "datetime(3)"
+	DataType  string // MySQL's DATA_TYPE ("varchar"), "" for Lindorm
+	Precision int    // MySQL: NUMERIC_PRECISION or DATETIME_PRECISION
+	Scale     int
+	Collation string
+	Unsigned  bool
+	Desc      bool // Lindorm: SORT_ORDER DESC
+}
+
+type tableDef struct {
+	Columns []tableColumn
+	Key     []string // primary-key columns in key order
+}
+
+// CheckTable reads the table's definition and compares it with the target schema: the table
+// must exist, have exactly the schema's columns with types that hold its values, and the same
+// primary key (columns and order). The error names every difference and what to do.
+func CheckTable(ctx context.Context, db *sql.DB, d *Dialect, database string, schema pipeline.TargetSchema) error {
+	var def *tableDef
+	var err error
+	if d == Lindorm {
+		def, err = describeLindorm(ctx, db, d, schema.Table)
+	} else {
+		def, err = describeMySQL(ctx, db, schema.Table)
+	}
+	if err != nil {
+		return err
+	}
+	name := database + "." + schema.Table
+	if def == nil {
+		return fmt.Errorf("%w: table %s does not exist: create it first (rekey ddl -m MAPPING%s prints its CREATE TABLE)", ErrTableMismatch, name, ddlFlag(d))
+	}
+	if diffs := compareTable(d, schema, def); len(diffs) > 0 {
+		return fmt.Errorf("%w: table %s differs from the mapping's target schema:\n  %s\nrekey writes only into a table of the mapping's columns, types and primary key: fix the table or the mapping (rekey ddl -m MAPPING%s prints the expected CREATE TABLE)",
+			ErrTableMismatch, name, strings.Join(diffs, "\n  "), ddlFlag(d))
+	}
+	return nil
+}
+
+func ddlFlag(d *Dialect) string {
+	if d == MySQL {
+		return " --dialect mysql"
+	}
+	return ""
+}
+
+func describeMySQL(ctx context.Context, db *sql.DB, table string) (*tableDef, error) {
+	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(NUMERIC_PRECISION, DATETIME_PRECISION, 0),
+		COALESCE(NUMERIC_SCALE, 0), COALESCE(COLLATION_NAME, '') FROM information_schema.COLUMNS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, table)
+	if err != nil {
+		return nil, fmt.Errorf("read the definition of table %s (information_schema.COLUMNS): %w", table, err)
+	}
+	def := &tableDef{}
+	for rows.Next() {
+		var c tableColumn
+		if err := rows.Scan(&c.Name, &c.DataType, &c.Type, &c.Precision, &c.Scale, &c.Collation); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read the definition of table %s: %w", table, err)
+		}
+		c.DataType = strings.ToLower(c.DataType)
+		c.Type = strings.ToLower(c.Type)
+		c.Unsigned = strings.Contains(c.Type, "unsigned")
+		def.Columns = append(def.Columns, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the definition of table %s: %w", table, err)
+	}
+	rows.Close()
+	if len(def.Columns) == 0 {
+		return nil, nil
+	}
+	krows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`, table)
+	if err != nil {
+		return nil, fmt.Errorf("read the primary key of table %s (information_schema.STATISTICS): %w", table, err)
+	}
+	defer krows.Close()
+	for krows.Next() {
+		var k string
+		if err := krows.Scan(&k); err != nil {
+			return nil, fmt.Errorf("read the primary key of table %s: %w", table, err)
+		}
+		def.Key = append(def.Key, k)
+	}
+	if err := krows.Err(); err != nil {
+		return nil, fmt.Errorf("read the primary key of table %s: %w", table, err)
+	}
+	return def, nil
+}
+
+// describeLindorm reads DESCRIBE t, whose LindormTable result has one row per column with
+// TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, TYPE, IS_PRIMARY_KEY and SORT_ORDER (Lindorm's DESCRIBE
+// reference). Columns are found by name, so more or fewer of them do no harm. UNCERTAIN: that
+// the primary-key rows come in key order (the reference's example lists them so), and how a
+// missing table is reported (any error whose text says the table is not found).
+func describeLindorm(ctx context.Context, db *sql.DB, d *Dialect, table string) (*tableDef, error) {
+	rows, err := db.QueryContext(ctx, "DESCRIBE "+d.Ident(table))
+	if err != nil {
+		msg := strings.ToLower(err.Error())
+		if strings.Contains(msg, "not found") || strings.Contains(msg, "not exist") || strings.Contains(msg, "doesn't exist") || strings.Contains(msg, "unknown table") {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read the definition of table %s (DESCRIBE): %w", table, err)
+	}
+	defer rows.Close()
+	names, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	idx := map[string]int{}
+	for i, n := range names {
+		idx[strings.ToUpper(n)] = i
+	}
+	need := func(n string) (int, error) {
+		if i, ok := idx[n]; ok {
+			return i, nil
+		}
+		return 0, fmt.Errorf("DESCRIBE %s: no %s column in its result (%s): this Lindorm version describes tables differently; please report it", table, n, strings.Join(names, ", "))
+	}
+	iName, err := need("COLUMN_NAME")
+	if err != nil {
+		return nil, err
+	}
+	iType, err := need("TYPE")
+	if err != nil {
+		return nil, err
+	}
+	iPK, err := need("IS_PRIMARY_KEY")
+	if err != nil {
+		return nil, err
+	}
+	iSort, hasSort := idx["SORT_ORDER"]
+	def := &tableDef{}
+	vals := make([]sql.NullString, len(names))
+	ptrs := make([]any, len(names))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, fmt.Errorf("DESCRIBE %s: %w", table, err)
+		}
+		c := tableColumn{Name: vals[iName].String, Type: strings.ToUpper(strings.TrimSpace(vals[iType].String))}
+		if hasSort && strings.EqualFold(vals[iSort].String, "DESC") {
+			c.Desc = true
+		}
+		if pk := strings.ToLower(vals[iPK].String); pk == "true" || pk == "1" || pk == "yes" {
+			def.Key = append(def.Key, c.Name)
+		}
+		def.Columns = append(def.Columns, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("DESCRIBE %s: %w", table, err)
+	}
+	if len(def.Columns) == 0 {
+		return nil, nil
+	}
+	return def, nil
+}
+
+// compareTable lists the differences between the table and the schema.
+func compareTable(d *Dialect, schema pipeline.TargetSchema, def *tableDef) []string {
+	var diffs []string
+	have := map[string]tableColumn{}
+	for _, c := range def.Columns {
+		have[strings.ToLower(c.Name)] = c
+	}
+	want := map[string]bool{}
+	for _, c := range schema.Columns {
+		want[strings.ToLower(c.Name)] = true
+		tc, ok := have[strings.ToLower(c.Name)]
+		if !ok {
+			diffs = append(diffs, fmt.Sprintf("column %s (%s) is missing from the table", c.Name, c.SQLType()))
+			continue
+		}
+		if why := typeMismatch(d, c, tc); why != "" {
+			diffs = append(diffs, fmt.Sprintf("column %s: %s in the mapping, %s in the table%s", c.Name, c.SQLType(), tc.Type, strings.TrimRight(why, "\x00")))
+		}
+	}
+	for _, c := range def.Columns {
+		if !want[strings.ToLower(c.Name)] {
+			diffs = append(diffs, fmt.Sprintf("column %s (%s) of the table is not in the mapping", c.Name, c.Type))
+		}
+	}
+	keys := make([]string, schema.KeyLen)
+	for i, c := range schema.Key() {
+		keys[i] = c.Name
+		if c.Desc {
+			keys[i] += " DESC"
+		}
+	}
+	tkeys := make([]string, len(def.Key))
+	for i, k := range def.Key {
+		tkeys[i] = k
+		if d == Lindorm && have[strings.ToLower(k)].Desc {
+			tkeys[i] += " DESC"
+		}
+	}
+	if d == MySQL { // MySQL's primary key has no per-column order that matters here
+		for i, c := range schema.Key() {
+			keys[i] = c.Name
+		}
+	}
+	if !strings.EqualFold(strings.Join(keys, ", "), strings.Join(tkeys, ", ")) {
+		diffs = append(diffs, fmt.Sprintf("primary key: (%s) in the mapping, (%s) in the table", strings.Join(keys, ", "), strings.Join(tkeys, ", ")))
+	}
+	return diffs
+}
+
+// mismatch is typeMismatch's answer for a type that differs with nothing more to say.
+const mismatch = "\x00"
+
+// typeMismatch says why the table's column cannot hold the mapping's type, "" when it can.
+func typeMismatch(d *Dialect, c pipeline.Column, tc tableColumn) string {
+	if d == Lindorm {
+		t, p, s, err := pipeline.ParseType(tc.Type)
+		if err != nil {
+			return " (a type rekey does not write)"
+		}
+		if t != c.Type {
+			return mismatch
+		}
+		if t == pipeline.TypeDecimal && strings.Contains(tc.Type, "(") && (p != c.Precision || s != c.Scale) {
+			return mismatch
+		}
+		return ""
+	}
+	if tc.Unsigned {
+		return " (unsigned: negative values would be refused)"
+	}
+	dt := tc.DataType
+	switch c.Type {
+	case pipeline.TypeVarchar:
+		if !oneOf(dt, "varchar", "char", "text", "tinytext", "mediumtext", "longtext") {
+			return mismatch
+		}
+		if c.IsKey() && !binaryCollation(tc.Collation) {
+			return fmt.Sprintf(" (collation %s compares without case or accents: keys that differ only so would overwrite each other; use COLLATE utf8mb4_bin)", tc.Collation)
+		}
+	case pipeline.TypeJSON:
+		if !oneOf(dt, "json", "longtext", "mediumtext", "text") {
+			return mismatch
+		}
+	case pipeline.TypeVarbinary:
+		if !oneOf(dt, "varbinary", "binary", "blob", "tinyblob", "mediumblob", "longblob") {
+			return mismatch
+		}
+	case pipeline.TypeBigint:
+		if dt != "bigint" {
+			return mismatch
+		}
+	case pipeline.TypeInteger:
+		if dt != "int" && dt != "integer" {
+			return mismatch
+		}
+	case pipeline.TypeSmallint:
+		if dt != "smallint" {
+			return mismatch
+		}
+	case pipeline.TypeTinyint:
+		if dt != "tinyint" || tc.Type == "tinyint(1)" {
+			return mismatch
+		}
+	case pipeline.TypeBoolean:
+		if !(dt == "tinyint" && tc.Type == "tinyint(1)") && dt != "boolean" && dt != "bool" {
+			return " (want boolean, i.e. tinyint(1))"
+		}
+	case pipeline.TypeFloat:
+		if dt != "float" {
+			return mismatch
+		}
+	case pipeline.TypeDouble:
+		if dt != "double" {
+			return mismatch
+		}
+	case pipeline.TypeDecimal:
+		if dt != "decimal" || tc.Precision != c.Precision || tc.Scale != c.Scale {
+			return mismatch
+		}
+	case pipeline.TypeTimestamp:
+		if dt != "datetime" && dt != "timestamp" {
+			return mismatch
+		}
+		if tc.Precision < 3 {
+			return " (milliseconds would be lost: want datetime(3) or timestamp(3))"
+		}
+	case pipeline.TypeDate:
+		if dt != "date" {
+			return mismatch
+		}
+	}
+	return ""
+}
+
+func oneOf(s string, set ...string) bool {
+	for _, x := range set {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+func binaryCollation(c string) bool {
+	c = strings.ToLower(c)
+	return c == "" || c == "binary" || strings.HasSuffix(c, "_bin")
+}
+
+// MySQLDDL renders the CREATE TABLE of the target schema for a MySQL-protocol server (the
+// mysql:// twin of a Lindorm table): the types CheckTable accepts, key text columns compared
+// byte by byte as Lindorm does (utf8mb4_bin), and key lengths within InnoDB's 3,072-byte index
+// limit.
+func MySQLDDL(schema pipeline.TargetSchema) string {
+	d := MySQL
+	// the variable-length key columns share what the fixed ones leave of the index limit
+	avail, chars, bins := 3072, 0, 0
+	for _, c := range schema.Key() {
+		switch c.Type {
+		case pipeline.TypeVarchar:
+			chars++
+		case pipeline.TypeVarbinary:
+			bins++
+		case pipeline.TypeDecimal:
+			avail -= (c.Precision + 8) / 9 * 4
+		case pipeline.TypeTimestamp:
+			avail -= 7
+		case pipeline.TypeDate:
+			avail -= 3
+		default:
+			avail -= max(1, c.Type.FixedSize())
+		}
+	}
+	keyLen := 2048 // Lindorm's key limit
+	if chars+bins > 0 {
+		keyLen = min(keyLen, avail/(4*chars+bins))
+	}
+	var b strings.Builder
+	b.WriteString("CREATE TABLE IF NOT EXISTS ")
+	b.WriteString(d.Ident(schema.Table))
+	b.WriteString(" (\n")
+	for _, c := range schema.Columns {
+		b.WriteString("  ")
+		b.WriteString(d.Ident(c.Name))
+		b.WriteByte(' ')
+		b.WriteString(mysqlType(c, keyLen))
+		if c.IsKey() {
+			b.WriteString(" NOT NULL")
+		}
+		b.WriteString(",\n")
+	}
+	b.WriteString("  PRIMARY KEY (")
+	for i, c := range schema.Key() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(d.Ident(c.Name))
+	}
+	b.WriteString(")\n);\n")
+	return b.String()
+}
+
+func mysqlType(c pipeline.Column, keyLen int) string {
+	switch c.Type {
+	case pipeline.TypeVarchar:
+		if c.IsKey() {
+			return fmt.Sprintf("varchar(%d) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", keyLen)
+		}
+		return "longtext CHARACTER SET utf8mb4"
+	case pipeline.TypeJSON:
+		return "json"
+	case pipeline.TypeVarbinary:
+		if c.IsKey() {
+			return fmt.Sprintf("varbinary(%d)", keyLen)
+		}
+		return "longblob"
+	case pipeline.TypeBigint:
+		return "bigint"
+	case pipeline.TypeInteger:
+		return "int"
+	case pipeline.TypeSmallint:
+		return "smallint"
+	case pipeline.TypeTinyint:
+		return "tinyint"
+	case pipeline.TypeBoolean:
+		return "boolean"
+	case pipeline.TypeFloat:
+		return "float"
+	case pipeline.TypeDouble:
+		return "double"
+	case pipeline.TypeDecimal:
+		return fmt.Sprintf("decimal(%d,%d)", c.Precision, c.Scale)
+	case pipeline.TypeTimestamp:
+		return "datetime(3)"
+	case pipeline.TypeDate:
+		return "date"
+	}
+	return c.SQLType()
+}

@@ -1,0 +1,529 @@
+package sqlsink
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/zeebo/xxh3"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// Limits of one statement: Lindorm's wide-table guide (a write batch of at most 2,000 rows and
+// 2 MB); Lindorm also reads at most 2,000 keys per multi-get.
+const (
+	DefaultMaxRows  = 2000
+	DefaultMaxBytes = 2 << 20
+	DefaultConns    = 4
+	// DefaultConnMaxLifetime rotates connections: Lindorm's SQL front ends sit behind a load
+	// balancer, and Alibaba advises SetConnMaxLifetime so that connections spread again after a
+	// front end is added or restarted (and never outlive the balancer's idle timeout).
+	DefaultConnMaxLifetime = 5 * time.Minute
+)
+
+// Config wires a Writer.
+type Config struct {
+	Target *Target
+	// Schema is the mapping's target schema; Schema.Table is replaced by Target.Table when the
+	// URI names one.
+	Schema pipeline.TargetSchema
+	// Conns bounds the connections, and so the statements running at once. Rows are spread
+	// over Conns shards by a hash of their key: each shard runs its statements one at a time,
+	// so two changes of one key never run reordered.
+	Conns           int
+	ConnMaxLifetime time.Duration
+	MaxRows         int // rows per statement (default and most: 2,000)
+	MaxBytes        int // bytes per statement (default and most: 2 MiB)
+	// Retries is how many times a statement that failed with a transient error (connection
+	// lost, timeout, deadlock, throttling) is tried again, with exponential backoff from
+	// BackoffMin to BackoffMax, before the run fails. Default 10, 100ms .. 10s.
+	Retries    int
+	BackoffMin time.Duration
+	BackoffMax time.Duration
+	// Observe, when set, is called after every statement (metrics): kind "upsert", "delete" or
+	// "select", rows in it, its duration, and its error (nil on success).
+	Observe func(kind string, rows int, d time.Duration, err error)
+	Logger  *zap.Logger
+}
+
+// Stats are a Writer's counters.
+type Stats struct {
+	Statements atomic.Int64
+	Retries    atomic.Int64 // statements tried again after a transient error
+	Upserts    atomic.Int64 // rows upserted
+	Deletes    atomic.Int64 // keys deleted
+	Rejected   atomic.Int64 // rows or deletes the server refused (or that have no literal)
+	Bytes      atomic.Int64 // statement bytes sent (successful statements)
+}
+
+// Writer writes rows into one table. It implements pipeline.Sink for migrate (Write executes
+// every row before it returns: Commit has nothing left to make durable) and Apply for replicate
+// (upserts and deletes in source order).
+type Writer struct {
+	cfg    Config
+	db     *sql.DB
+	st     *statements
+	shards []*shard
+	log    *zap.Logger
+	Stats  Stats
+	pool   sync.Pool // *applyState
+}
+
+type shard struct{ mu sync.Mutex }
+
+func init() {
+	// The driver logs a lost connection on its own, to stderr, before returning the error that
+	// rekey retries and logs with context: keep the one.
+	mysql.SetLogger(log.New(io.Discard, "", 0))
+}
+
+// Open connects, reads the table's definition and refuses a table that differs from the schema
+// (ErrTableMismatch), before anything is written.
+func Open(ctx context.Context, cfg Config) (*Writer, error) {
+	if cfg.Target == nil {
+		return nil, errors.New("sqlsink: no target")
+	}
+	if cfg.Target.Table != "" {
+		cfg.Schema.Table = cfg.Target.Table
+	}
+	if cfg.Conns <= 0 {
+		cfg.Conns = DefaultConns
+	}
+	if cfg.ConnMaxLifetime <= 0 {
+		cfg.ConnMaxLifetime = DefaultConnMaxLifetime
+	}
+	if cfg.MaxRows <= 0 || cfg.MaxRows > DefaultMaxRows {
+		cfg.MaxRows = DefaultMaxRows
+	}
+	if cfg.MaxBytes <= 0 || cfg.MaxBytes > DefaultMaxBytes {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.Retries == 0 {
+		cfg.Retries = 10
+	}
+	if cfg.BackoffMin <= 0 {
+		cfg.BackoffMin = 100 * time.Millisecond
+	}
+	if cfg.BackoffMax <= 0 {
+		cfg.BackoffMax = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	db, err := openDB(ctx, cfg.Target, cfg.Conns, cfg.ConnMaxLifetime)
+	if err != nil {
+		return nil, err
+	}
+	backslash, err := backslashEscapes(ctx, db, cfg.Target.Dialect)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := CheckTable(ctx, db, cfg.Target.Dialect, cfg.Target.Database, cfg.Schema); err != nil {
+		db.Close()
+		return nil, err
+	}
+	w := &Writer{cfg: cfg, db: db, st: newStatements(cfg.Target.Dialect, cfg.Schema, backslash), log: cfg.Logger}
+	w.shards = make([]*shard, cfg.Conns)
+	for i := range w.shards {
+		w.shards[i] = &shard{}
+	}
+	return w, nil
+}
+
+// openDB opens the pool and checks that the server answers (and that the password is right).
+func openDB(ctx context.Context, t *Target, conns int, lifetime time.Duration) (*sql.DB, error) {
+	conn, err := mysql.NewConnector(t.driverConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Redacted, err)
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	db.SetConnMaxLifetime(lifetime)
+	db.SetConnMaxIdleTime(lifetime)
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		hint := ""
+		var me *mysql.MySQLError
+		if errors.As(err, &me) && me.Number == 1045 {
+			hint = fmt.Sprintf(" (set the password in %s)", t.Dialect.PasswordEnv)
+		}
+		if errors.As(err, &me) && strings.Contains(strings.ToLower(me.Message), "time_zone") {
+			hint = " (the server refused SET time_zone='+00:00': Lindorm needs LindormTable 2.7.6 or later for it; without it TIMESTAMP values would shift by the session's zone)"
+		}
+		return nil, fmt.Errorf("connect to %s: %w%s", t.Redacted, err, hint)
+	}
+	return db, nil
+}
+
+// backslashEscapes tells whether string literals take backslash escapes: yes unless the
+// session's sql_mode has NO_BACKSLASH_ESCAPES (MySQL). Lindorm's default escapes too (its
+// SQL_MODE variable is documented from 2.8.4.8 on, and rekey never sets it).
+func backslashEscapes(ctx context.Context, db *sql.DB, d *Dialect) (bool, error) {
+	if d != MySQL {
+		return true, nil
+	}
+	var mode string
+	if err := db.QueryRowContext(ctx, "SELECT @@SESSION.sql_mode").Scan(&mode); err != nil {
+		return false, fmt.Errorf("read sql_mode: %w", err)
+	}
+	return !strings.Contains(strings.ToUpper(mode), "NO_BACKSLASH_ESCAPES"), nil
+}
+
+// Table is the table written.
+func (w *Writer) Table() string { return w.cfg.Schema.Table }
+
+// DB is the connection pool (for tests and verify).
+func (w *Writer) DB() *sql.DB { return w.db }
+
+// Close closes the connections.
+func (w *Writer) Close() error { return w.db.Close() }
+
+// Op is one change for Apply: an upsert of a whole row, or the delete of the key in its first
+// KeyLen values.
+type Op struct {
+	Delete bool
+	Values []pipeline.Value
+}
+
+// Write upserts rows (pipeline.Sink). Every row is written, or refused by the server and
+// returned as a reject (*pipeline.RowRejects), when Write returns: the rows are not retained.
+func (w *Writer) Write(ctx context.Context, rows []pipeline.Row) error {
+	a := w.state()
+	defer w.pool.Put(a)
+	a.ops = a.ops[:0]
+	for i := range rows {
+		a.ops = append(a.ops, Op{Values: rows[i].Values})
+	}
+	rej, err := w.apply(ctx, a)
+	if err != nil {
+		return err
+	}
+	if len(rej) > 0 {
+		return &pipeline.RowRejects{Rows: rej}
+	}
+	return nil
+}
+
+// Commit has nothing to do: Write returns only once its statements succeeded.
+func (w *Writer) Commit(context.Context) ([]pipeline.FileInfo, error) { return nil, nil }
+
+// Abort has nothing to remove: what was written is in the table, and a resume writes it again
+// (upserts are idempotent).
+func (w *Writer) Abort() error { return nil }
+
+// Apply runs the changes in their order per key: rejects name the ops the server refused (or
+// that have no literal), by index into ops; the error is a failure of the run (the server
+// unreachable after every retry, a statement it refuses whole).
+func (w *Writer) Apply(ctx context.Context, ops []Op) ([]pipeline.RowReject, error) {
+	a := w.state()
+	defer w.pool.Put(a)
+	a.ops = append(a.ops[:0], ops...)
+	return w.apply(ctx, a)
+}
+
+// applyState is one call's rendering: every op's literal text in one arena.
+type applyState struct {
+	ops    []Op
+	arena  []byte
+	spans  [][2]int // ops[i]'s text: arena[spans[i][0]:spans[i][1]]; [0,0] when rejected
+	shards [][]int  // op indices per shard, in order
+	hashes []uint64
+}
+
+func (w *Writer) state() *applyState {
+	if a, ok := w.pool.Get().(*applyState); ok {
+		return a
+	}
+	return &applyState{}
+}
+
+func (w *Writer) apply(ctx context.Context, a *applyState) ([]pipeline.RowReject, error) {
+	st := w.st
+	n := len(w.shards)
+	a.arena = a.arena[:0]
+	a.spans = a.spans[:0]
+	if cap(a.shards) < n {
+		a.shards = make([][]int, n)
+	}
+	a.shards = a.shards[:n]
+	for i := range a.shards {
+		a.shards[i] = a.shards[i][:0]
+	}
+	var rejects []pipeline.RowReject
+	var mu sync.Mutex
+	for i := range a.ops {
+		op := &a.ops[i]
+		start := len(a.arena)
+		var rerr *pipeline.RowError
+		switch {
+		case !op.Delete:
+			a.arena, rerr = st.appendRow(a.arena, op.Values)
+		case st.d.BatchDeletes:
+			a.arena, rerr = st.appendKeyTuple(a.arena, op.Values)
+		default:
+			a.arena, rerr = st.appendKeyEq(a.arena, op.Values)
+		}
+		if rerr != nil {
+			a.arena = a.arena[:start]
+			a.spans = append(a.spans, [2]int{})
+			rejects = append(rejects, pipeline.RowReject{Index: i, Err: rerr})
+			continue
+		}
+		a.spans = append(a.spans, [2]int{start, len(a.arena)})
+		s := int(keyHash(op.Values[:st.schema.KeyLen]) % uint64(n))
+		a.shards[s] = append(a.shards[s], i)
+	}
+	if len(rejects) > 0 {
+		w.Stats.Rejected.Add(int64(len(rejects)))
+	}
+	var wg sync.WaitGroup
+	var firstErr error
+	var errOnce sync.Once
+	for s, idx := range a.shards {
+		if len(idx) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sh := w.shards[s]
+			sh.mu.Lock()
+			rej, err := w.runShard(ctx, a, idx)
+			sh.mu.Unlock()
+			if err != nil {
+				errOnce.Do(func() { firstErr = err })
+			}
+			if len(rej) > 0 {
+				mu.Lock()
+				rejects = append(rejects, rej...)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return rejects, nil
+}
+
+// keyHash spreads keys over the shards.
+func keyHash(key []pipeline.Value) uint64 {
+	var h uint64 = 0x9e3779b97f4a7c15
+	for _, v := range key {
+		switch v.K {
+		case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
+			h = h*0x100000001b3 ^ xxh3.HashString(v.S)
+		default:
+			h = h*0x100000001b3 ^ uint64(v.I)*0xbf58476d1ce4e5b9 ^ uint64(v.K)
+		}
+	}
+	return h ^ h>>31
+}
+
+// runShard runs one shard's ops in order: each run of upserts, or of deletes, in statements
+// within the size limits.
+func (w *Writer) runShard(ctx context.Context, a *applyState, idx []int) ([]pipeline.RowReject, error) {
+	var rejects []pipeline.RowReject
+	for start := 0; start < len(idx); {
+		del := a.ops[idx[start]].Delete
+		end := start + 1
+		for end < len(idx) && a.ops[idx[end]].Delete == del {
+			end++
+		}
+		run := idx[start:end]
+		if !del && w.st.d == Lindorm {
+			run = lastPerKey(a, run) // one UPSERT batch must not hold one key twice
+		}
+		rej, err := w.runBatch(ctx, a, run, del)
+		if err != nil {
+			return nil, err
+		}
+		rejects = append(rejects, rej...)
+		start = end
+	}
+	return rejects, nil
+}
+
+// lastPerKey keeps, of the upserts of one key in a run (no delete between them), the last:
+// upserts replace whole rows, so the earlier ones change nothing.
+func lastPerKey(a *applyState, run []int) []int {
+	if len(run) < 2 {
+		return run
+	}
+	seen := make(map[string]bool, len(run))
+	keep := make([]int, 0, len(run))
+	for i := len(run) - 1; i >= 0; i-- {
+		k := keyString(a.ops[run[i]].Values)
+		if !seen[k] {
+			seen[k] = true
+			keep = append(keep, run[i])
+		}
+	}
+	for i, j := 0, len(keep)-1; i < j; i, j = i+1, j-1 {
+		keep[i], keep[j] = keep[j], keep[i]
+	}
+	return keep
+}
+
+func keyString(v []pipeline.Value) string {
+	var b strings.Builder
+	for _, x := range v {
+		b.WriteByte(byte(x.K))
+		b.WriteString(x.String())
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// runBatch sends a run of upserts (or deletes) in statements within MaxRows and MaxBytes.
+func (w *Writer) runBatch(ctx context.Context, a *applyState, run []int, del bool) ([]pipeline.RowReject, error) {
+	if del && !w.st.d.BatchDeletes {
+		var rejects []pipeline.RowReject
+		for _, i := range run {
+			rej, err := w.exec(ctx, a, []int{i}, true)
+			if err != nil {
+				return nil, err
+			}
+			rejects = append(rejects, rej...)
+		}
+		return rejects, nil
+	}
+	head := len(w.st.upsertHead) + len(w.st.upsertTail)
+	if del {
+		head = len(w.st.deleteHead) + 1
+	}
+	var rejects []pipeline.RowReject
+	for len(run) > 0 {
+		n, size := 0, head
+		for n < len(run) && n < w.cfg.MaxRows {
+			sp := a.spans[run[n]]
+			l := sp[1] - sp[0] + 1
+			if n > 0 && size+l > w.cfg.MaxBytes {
+				break
+			}
+			size += l
+			n++
+		}
+		rej, err := w.exec(ctx, a, run[:n], del)
+		if err != nil {
+			return nil, err
+		}
+		rejects = append(rejects, rej...)
+		run = run[n:]
+	}
+	return rejects, nil
+}
+
+// exec runs one statement of ops, retrying transient errors; when the server refuses a row of
+// it, the statement is split in halves until the refused rows are alone, and those are rejected.
+func (w *Writer) exec(ctx context.Context, a *applyState, ops []int, del bool) ([]pipeline.RowReject, error) {
+	tuples := make([][]byte, len(ops))
+	for i, o := range ops {
+		sp := a.spans[o]
+		tuples[i] = a.arena[sp[0]:sp[1]]
+	}
+	kind := "upsert"
+	var stmt string
+	if del {
+		kind = "delete"
+		stmt = w.st.deletes(tuples)[0]
+	} else {
+		buf := w.st.upsert(make([]byte, 0, len(w.st.upsertHead)+len(w.st.upsertTail)+len(tuples)*(len(tuples[0])+1)), tuples)
+		stmt = unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is this statement's alone and never changed
+	}
+	err := w.run(ctx, kind, len(ops), stmt)
+	if err == nil {
+		if del {
+			w.Stats.Deletes.Add(int64(len(ops)))
+		} else {
+			w.Stats.Upserts.Add(int64(len(ops)))
+		}
+		return nil, nil
+	}
+	if classify(err) != classRow {
+		return nil, err
+	}
+	if len(ops) == 1 {
+		w.Stats.Rejected.Add(1)
+		w.log.Warn("row refused by the server", zap.String("kind", kind), zap.Error(err))
+		return []pipeline.RowReject{{Index: ops[0], Err: rowError(err)}}, nil
+	}
+	half := len(ops) / 2
+	r1, err := w.exec(ctx, a, ops[:half], del)
+	if err != nil {
+		return nil, err
+	}
+	r2, err := w.exec(ctx, a, ops[half:], del)
+	if err != nil {
+		return nil, err
+	}
+	return append(r1, r2...), nil
+}
+
+// run executes a statement, retrying transient errors.
+func (w *Writer) run(ctx context.Context, kind string, rows int, stmt string) error {
+	return w.retry(ctx, kind, rows, func() error {
+		_, err := w.db.ExecContext(ctx, stmt)
+		if err == nil {
+			w.Stats.Bytes.Add(int64(len(stmt)))
+		}
+		return err
+	})
+}
+
+// retry runs f until it succeeds, retrying transient errors with exponential backoff and
+// jitter; a row-level error is returned as is, a fatal one with context.
+func (w *Writer) retry(ctx context.Context, kind string, rows int, f func() error) error {
+	backoff := w.cfg.BackoffMin
+	for attempt := 0; ; attempt++ {
+		start := time.Now()
+		err := f()
+		if w.cfg.Observe != nil {
+			w.cfg.Observe(kind, rows, time.Since(start), err)
+		}
+		if err == nil {
+			w.Stats.Statements.Add(1)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		c := classify(err)
+		if c != classTransient {
+			if c == classFatal {
+				return fmt.Errorf("%s of %d rows in %s: %w", kind, rows, w.cfg.Target.Redacted, err)
+			}
+			return err
+		}
+		if attempt >= w.cfg.Retries {
+			return fmt.Errorf("%s of %d rows in %s failed %d times, the last: %w; check that the server is up and reachable, then run again (what was written is kept; writes are idempotent)",
+				kind, rows, w.cfg.Target.Redacted, attempt+1, err)
+		}
+		w.Stats.Retries.Add(1)
+		w.log.Warn("statement failed, retrying", zap.String("kind", kind), zap.Int("rows", rows), zap.Int("attempt", attempt+1), zap.Duration("backoff", backoff), zap.Error(err))
+		sleep := backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(sleep):
+		}
+		backoff = min(backoff*2, w.cfg.BackoffMax)
+	}
+}

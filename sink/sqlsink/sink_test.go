@@ -1,0 +1,522 @@
+package sqlsink
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
+)
+
+// testSchema has every type rekey writes, a two-column key.
+func TestMain(m *testing.M) { os.Exit(mysqltest.Run(m)) }
+
+func testSchema() pipeline.TargetSchema {
+	return pipeline.TargetSchema{Table: "orders", KeyLen: 2, Columns: []pipeline.Column{
+		{Name: "pk", Type: pipeline.TypeVarchar, KeyPos: 0},
+		{Name: "id", Type: pipeline.TypeBigint, KeyPos: 1},
+		{Name: "name", Type: pipeline.TypeVarchar, KeyPos: -1},
+		{Name: "qty", Type: pipeline.TypeInteger, KeyPos: -1},
+		{Name: "small", Type: pipeline.TypeSmallint, KeyPos: -1},
+		{Name: "tiny", Type: pipeline.TypeTinyint, KeyPos: -1},
+		{Name: "ok", Type: pipeline.TypeBoolean, KeyPos: -1},
+		{Name: "ratio", Type: pipeline.TypeDouble, KeyPos: -1},
+		{Name: "f", Type: pipeline.TypeFloat, KeyPos: -1},
+		{Name: "price", Type: pipeline.TypeDecimal, Precision: 12, Scale: 3, KeyPos: -1},
+		{Name: "ts", Type: pipeline.TypeTimestamp, KeyPos: -1},
+		{Name: "day", Type: pipeline.TypeDate, KeyPos: -1},
+		{Name: "blob", Type: pipeline.TypeVarbinary, KeyPos: -1},
+		{Name: "doc", Type: pipeline.TypeJSON, KeyPos: -1},
+	}}
+}
+
+func testRow(i int) []pipeline.Value {
+	return []pipeline.Value{
+		pipeline.Text(fmt.Sprintf("k%03d", i%7)), pipeline.Int(int64(i)),
+		pipeline.Text(fmt.Sprintf("it's \\ \"n%d\"\n", i)), pipeline.Int(int64(i * 10)), pipeline.Int(-3), pipeline.Int(7),
+		pipeline.Bool(i%2 == 0), pipeline.Float(1.5 + float64(i)), pipeline.Float(0.25),
+		pipeline.Decimal(fmt.Sprintf("%d.5", i)), pipeline.Int(1700000000123 + int64(i)), pipeline.Int(19000 + int64(i)),
+		pipeline.Bytes(string([]byte{0, 1, '\'', 0xff, byte(i)})), pipeline.Text(`{"a":1}`),
+	}
+}
+
+// servers returns the servers a test runs against: go-mysql-server always, MariaDB when present.
+func servers(t *testing.T) map[string]func(t *testing.T) *mysqltest.Server {
+	m := map[string]func(t *testing.T) *mysqltest.Server{
+		"gms": func(t *testing.T) *mysqltest.Server { return mysqltest.GMS(t) },
+	}
+	if mysqltest.MariaDBAvailable() {
+		m["mariadb"] = func(t *testing.T) *mysqltest.Server { return mysqltest.MariaDB(t) }
+	}
+	return m
+}
+
+func noEnv(string) string { return "" }
+
+func openWriter(t *testing.T, srv *mysqltest.Server, schema pipeline.TargetSchema, conns int) *Writer {
+	t.Helper()
+	tgt, err := ParseURI(srv.URI(""), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.Kind == "gms" {
+		conns = 1 // go-mysql-server's memory tables lose concurrent writes of several connections
+	}
+	w, err := Open(context.Background(), Config{Target: tgt, Schema: schema, Conns: conns, BackoffMin: time.Millisecond, BackoffMax: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+func TestStatementsPerDialect(t *testing.T) {
+	s := pipeline.TargetSchema{Table: "order", KeyLen: 2, Columns: []pipeline.Column{
+		{Name: "pk", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "ts", Type: pipeline.TypeTimestamp, KeyPos: 1},
+		{Name: "v", Type: pipeline.TypeVarbinary, KeyPos: -1}}}
+	row := []pipeline.Value{pipeline.Text("a'b"), pipeline.Int(1700000000123), pipeline.Bytes("\x01\xff")}
+	for _, tc := range []struct {
+		d                *Dialect
+		upsert, del, get string
+	}{
+		{Lindorm,
+			"UPSERT INTO `order` (pk, ts, v) VALUES ('a\\'b','2023-11-14 22:13:20.123',X'01ff')",
+			"DELETE FROM `order` WHERE pk='a\\'b' AND ts='2023-11-14 22:13:20.123'",
+			"SELECT pk, ts, v FROM `order` WHERE (pk='a\\'b' AND ts='2023-11-14 22:13:20.123')"},
+		{MySQL,
+			"INSERT INTO `order` (`pk`, `ts`, `v`) VALUES ('a\\'b','2023-11-14 22:13:20.123',X'01ff') ON DUPLICATE KEY UPDATE `v`=VALUES(`v`)",
+			"DELETE FROM `order` WHERE (`pk`, `ts`) IN (('a\\'b','2023-11-14 22:13:20.123'))",
+			"SELECT `pk`, `ts`, `v` FROM `order` WHERE (`pk`, `ts`) IN (('a\\'b','2023-11-14 22:13:20.123'))"},
+	} {
+		st := newStatements(tc.d, s, true)
+		tup, rerr := st.appendRow(nil, row)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if got := string(st.upsert(nil, [][]byte{tup})); got != tc.upsert {
+			t.Errorf("%s upsert:\n got %s\nwant %s", tc.d.Name, got, tc.upsert)
+		}
+		var key []byte
+		if tc.d.BatchDeletes {
+			key, _ = st.appendKeyTuple(nil, row)
+		} else {
+			key, _ = st.appendKeyEq(nil, row)
+		}
+		if got := st.deletes([][]byte{key})[0]; got != tc.del {
+			t.Errorf("%s delete:\n got %s\nwant %s", tc.d.Name, got, tc.del)
+		}
+		if got := st.lookup([][]byte{key}); got != tc.get {
+			t.Errorf("%s lookup:\n got %s\nwant %s", tc.d.Name, got, tc.get)
+		}
+	}
+	// without backslash escapes, only quotes double
+	st := newStatements(MySQL, s, false)
+	if got, _ := st.appendLiteral(nil, s.Columns[0], pipeline.Text(`a\'b`)); string(got) != `'a\''b'` {
+		t.Errorf("NO_BACKSLASH_ESCAPES literal: %s", got)
+	}
+}
+
+func TestWriteReadsBackEveryType(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			srv.Exec(t, MySQLDDL(testSchema()))
+			w := openWriter(t, srv, testSchema(), 3)
+			var rows []pipeline.Row
+			for i := 0; i < 50; i++ {
+				rows = append(rows, pipeline.Row{Values: testRow(i)})
+			}
+			if err := w.Write(context.Background(), rows); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Commit(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got := readAll(t, srv.DB(t), testSchema())
+			if len(got) != 50 {
+				t.Fatalf("%d rows in the table, want 50", len(got))
+			}
+			for i := 0; i < 50; i++ {
+				want := testRow(i)
+				k := keyString(want[:2])
+				if g, ok := got[k]; !ok {
+					t.Fatalf("row %d missing", i)
+				} else if d := diffRow(testSchema(), want, g); d != "" {
+					t.Errorf("row %d: %s", i, d)
+				}
+			}
+			if w.Stats.Upserts.Load() != 50 || w.Stats.Statements.Load() < 1 {
+				t.Errorf("stats: %d upserts, %d statements", w.Stats.Upserts.Load(), w.Stats.Statements.Load())
+			}
+		})
+	}
+}
+
+// readAll reads a table through the lookup's decoding, keyed by keyString of the key values.
+func readAll(t *testing.T, db *sql.DB, schema pipeline.TargetSchema) map[string][]pipeline.Value {
+	t.Helper()
+	st := newStatements(MySQL, schema, true)
+	rows, err := db.Query(strings.TrimSuffix(st.selectHead, " WHERE "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string][]pipeline.Value{}
+	for rows.Next() {
+		vals, err := scanRow(rows, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[keyString(vals[:schema.KeyLen])] = vals
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func diffRow(schema pipeline.TargetSchema, want, got []pipeline.Value) string {
+	var d []string
+	for i, c := range schema.Columns {
+		w := want[i]
+		if c.Type == pipeline.TypeDecimal && !w.IsNull() {
+			w = pipeline.Decimal(w.S + "00") // the column's scale is 3
+		}
+		if c.Type == pipeline.TypeJSON && !w.IsNull() { // servers may reformat JSON
+			var a, b bytes.Buffer
+			json.Compact(&a, []byte(w.S))
+			json.Compact(&b, []byte(got[i].S))
+			w, got[i] = pipeline.Text(a.String()), pipeline.Text(b.String())
+		}
+		if c.Type == pipeline.TypeFloat && !w.IsNull() {
+			w = pipeline.Float(float64(float32(w.Float())))
+		}
+		if !w.Equal(got[i]) {
+			d = append(d, fmt.Sprintf("%s: want %v %q, got %v %q", c.Name, w.K, w.String(), got[i].K, got[i].String()))
+		}
+	}
+	return strings.Join(d, "; ")
+}
+
+func TestCheckTableRefusesAnotherTable(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			tgt, _ := ParseURI(srv.URI(""), noEnv)
+			open := func(s pipeline.TargetSchema) error {
+				w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
+				if err == nil {
+					w.Close()
+				}
+				return err
+			}
+			err := open(testSchema())
+			if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "does not exist") {
+				t.Fatalf("missing table: %v", err)
+			}
+			srv.Exec(t, "CREATE TABLE orders (id bigint NOT NULL, pk varchar(20) COLLATE utf8mb4_bin NOT NULL, name varchar(10), qty bigint, ts datetime, extra int, PRIMARY KEY (id, pk))")
+			err = open(testSchema())
+			if !errors.Is(err, ErrTableMismatch) {
+				t.Fatalf("want ErrTableMismatch, got %v", err)
+			}
+			for _, want := range []string{
+				"column qty: INTEGER in the mapping, bigint",
+				"column ts: TIMESTAMP in the mapping, datetime in the table (milliseconds would be lost",
+				"column price (DECIMAL(12,3)) is missing from the table",
+				"column extra (int",
+				"primary key: (pk, id) in the mapping, (id, pk) in the table",
+			} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the error does not say %q:\n%v", want, err)
+				}
+			}
+			if strings.Contains(err.Error(), "column name:") {
+				t.Errorf("varchar(10) holds a VARCHAR: %v", err)
+			}
+		})
+	}
+}
+
+// A case-insensitive key collation would let keys "A" and "a" overwrite each other: refused.
+func TestCheckTableRefusesCaseInsensitiveKey(t *testing.T) {
+	if !mysqltest.MariaDBAvailable() {
+		t.Skip("needs MariaDB (go-mysql-server's default collation is binary)")
+	}
+	srv := mysqltest.MariaDB(t)
+	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{{Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0}}}
+	srv.Exec(t, "CREATE TABLE t (k varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL PRIMARY KEY)")
+	tgt, _ := ParseURI(srv.URI(""), noEnv)
+	_, err := Open(context.Background(), Config{Target: tgt, Schema: s})
+	if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "utf8mb4_general_ci") {
+		t.Fatalf("want a refusal naming the collation, got %v", err)
+	}
+}
+
+// A row the server refuses (a value too long for its column) is found by bisecting its
+// statement and rejected with its index; every other row of the statement is written.
+func TestRefusedRowIsRejectedOthersWritten(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+				{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeVarchar, KeyPos: -1}}}
+			srv.Exec(t, "CREATE TABLE t (k bigint NOT NULL PRIMARY KEY, v varchar(5))")
+			w := openWriter(t, srv, s, 1)
+			var rows []pipeline.Row
+			for i := 0; i < 40; i++ {
+				v := "ok"
+				if i == 13 || i == 31 {
+					v = "far too long"
+				}
+				rows = append(rows, pipeline.Row{Values: []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text(v)}})
+			}
+			err := w.Write(context.Background(), rows)
+			var rr *pipeline.RowRejects
+			if !errors.As(err, &rr) {
+				t.Fatalf("want RowRejects, got %v", err)
+			}
+			var idx []int
+			for _, r := range rr.Rows {
+				idx = append(idx, r.Index)
+				if r.Err.Code != CodeTargetRefused || r.Err.Field != "v" {
+					t.Errorf("reject %+v: want code %s, field v", r.Err, CodeTargetRefused)
+				}
+			}
+			if fmt.Sprint(idx) != "[13 31]" {
+				t.Errorf("rejected rows %v, want [13 31]", idx)
+			}
+			var n int
+			srv.DB(t).QueryRow("SELECT COUNT(*) FROM t").Scan(&n)
+			if n != 38 {
+				t.Errorf("%d rows written, want 38", n)
+			}
+		})
+	}
+}
+
+// Changes of one key apply in order, even spread over several connections: an upsert, its
+// delete, a new upsert and a delete of another key, over many keys at once.
+func TestApplyKeepsOrderPerKey(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			s := pipeline.TargetSchema{Table: "t", KeyLen: 2, Columns: []pipeline.Column{
+				{Name: "a", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "b", Type: pipeline.TypeInteger, KeyPos: 1},
+				{Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
+			srv.Exec(t, MySQLDDL(s))
+			w := openWriter(t, srv, s, 4)
+			var ops []Op
+			want := map[string]int64{}
+			for round := 0; round < 5; round++ {
+				for k := 0; k < 200; k++ {
+					key := []pipeline.Value{pipeline.Text(fmt.Sprint("k", k)), pipeline.Int(int64(k % 3))}
+					v := int64(round*1000 + k)
+					ops = append(ops, Op{Values: append(key[:2:2], pipeline.Int(v))})
+					id := keyString(key)
+					want[id] = v
+					if (k+round)%3 == 0 {
+						ops = append(ops, Op{Delete: true, Values: key})
+						delete(want, id)
+					}
+				}
+			}
+			rej, err := w.Apply(context.Background(), ops)
+			if err != nil || len(rej) > 0 {
+				t.Fatalf("apply: %v %v", rej, err)
+			}
+			got := readAll(t, srv.DB(t), s)
+			if len(got) != len(want) {
+				t.Errorf("%d rows, want %d", len(got), len(want))
+			}
+			for k, v := range want {
+				if g, ok := got[k]; !ok || g[2].I != v {
+					t.Errorf("key %q: got %v, want %d", k, g, v)
+				}
+			}
+		})
+	}
+}
+
+// TIMESTAMP values mean the same instant whatever the server's time zone: a MariaDB whose
+// default zone is +08:00 (Lindorm's default) stores the instant rekey sent in a timestamp(3)
+// column. Without the session's time_zone='+00:00' the stored instant is 8 hours early.
+func TestTimestampSameInstantInAnyServerZone(t *testing.T) {
+	if !mysqltest.MariaDBAvailable() {
+		t.Skip("needs MariaDB")
+	}
+	srv := mysqltest.MariaDB(t, "--default-time-zone=+08:00")
+	srv.Exec(t, "CREATE TABLE t (k timestamp(3) NOT NULL PRIMARY KEY, d date, v timestamp(3) NULL)")
+	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeTimestamp, KeyPos: 0}, {Name: "d", Type: pipeline.TypeDate, KeyPos: -1},
+		{Name: "v", Type: pipeline.TypeTimestamp, KeyPos: -1}}}
+	w := openWriter(t, srv, s, 1)
+	const ms = 1700000000123
+	if err := w.Write(context.Background(), []pipeline.Row{{Values: []pipeline.Value{pipeline.Int(ms), pipeline.Int(19675), pipeline.Int(ms + 1)}}}); err != nil {
+		t.Fatal(err)
+	}
+	// a connection in the server's own zone: UNIX_TIMESTAMP gives the stored instant
+	c := mysql.NewConfig()
+	c.User, c.Net, c.Addr, c.DBName = srv.User, "tcp", srv.Addr, srv.Database
+	conn, _ := mysql.NewConnector(c)
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	var zone string
+	var k, v float64
+	if err := db.QueryRow("SELECT @@time_zone, UNIX_TIMESTAMP(k), UNIX_TIMESTAMP(v) FROM t").Scan(&zone, &k, &v); err != nil {
+		t.Fatal(err)
+	}
+	if zone != "+08:00" {
+		t.Fatalf("server zone %s: the test needs +08:00", zone)
+	}
+	if int64(k*1000+0.5) != ms || int64(v*1000+0.5) != ms+1 {
+		t.Errorf("stored instants %.3f, %.3f; want %.3f, %.3f", k, v, float64(ms)/1000, float64(ms+1)/1000)
+	}
+}
+
+// flakyProxy forwards TCP to addr and cuts the first cuts connections once they carried a
+// statement: the driver sees a lost connection mid-statement.
+type flakyProxy struct {
+	l    net.Listener
+	cuts atomic.Int64
+}
+
+func newFlakyProxy(t *testing.T, addr string, cuts int) *flakyProxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &flakyProxy{l: l}
+	p.cuts.Store(int64(cuts))
+	var wg sync.WaitGroup
+	t.Cleanup(func() { l.Close(); wg.Wait() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				s, err := net.Dial("tcp", addr)
+				if err != nil {
+					return
+				}
+				defer s.Close()
+				go io.Copy(c, s)
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						if strings.Contains(string(buf[:n]), "INSERT INTO") && p.cuts.Add(-1) >= 0 {
+							return // drop the statement and the connection
+						}
+						s.Write(buf[:n])
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+func TestTransientErrorsAreRetriedAndCounted(t *testing.T) {
+	srv := mysqltest.GMS(t)
+	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
+	srv.Exec(t, MySQLDDL(s))
+	p := newFlakyProxy(t, srv.Addr, 2)
+	tgt, err := ParseURI("mysql://root@"+p.l.Addr().String()+"/"+srv.Database, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(context.Background(), Config{Target: tgt, Schema: s, Conns: 1, BackoffMin: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var rows []pipeline.Row
+	for i := 0; i < 10; i++ {
+		rows = append(rows, pipeline.Row{Values: []pipeline.Value{pipeline.Int(int64(i)), pipeline.Int(int64(i))}})
+	}
+	if err := w.Write(context.Background(), rows); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.Stats.Retries.Load(); r != 2 {
+		t.Errorf("%d retries counted, want 2", r)
+	}
+	var n int
+	srv.DB(t).QueryRow("SELECT COUNT(*) FROM t").Scan(&n)
+	if n != 10 {
+		t.Errorf("%d rows, want 10", n)
+	}
+}
+
+func TestParseURI(t *testing.T) {
+	env := func(k string) string {
+		if k == LindormPasswordEnv {
+			return "s3cret"
+		}
+		return ""
+	}
+	tg, err := ParseURI("lindorm://rekey@ld-xxx.lindorm.rds.aliyuncs.com/db1?tls=true&table=t2", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.Dialect != Lindorm || tg.Addr != "ld-xxx.lindorm.rds.aliyuncs.com:33060" || tg.Database != "db1" || tg.Table != "t2" || tg.TLS != "true" || tg.password != "s3cret" {
+		t.Errorf("parsed %+v", tg)
+	}
+	for _, bad := range []string{
+		"mysql://u:hunter2@h:3306/db", "mysql://u@h:3306/db?password=hunter2", "mysql://h:3306/db", "mysql://u@h:3306/",
+		"mysql://u@h:3306/db?tls=maybe", "mysql://u@h:3306/db?nope=1", "postgres://u@h/db",
+	} {
+		_, err := ParseURI(bad, env)
+		if err == nil {
+			t.Errorf("%s: accepted", bad)
+		} else if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the error shows the password: %v", bad, err)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want errClass
+	}{
+		{&mysql.MySQLError{Number: 1213}, classTransient},
+		{&mysql.MySQLError{Number: 1205}, classTransient},
+		{&mysql.MySQLError{Number: 1406, Message: "Data too long for column 'v' at row 3"}, classRow},
+		{&mysql.MySQLError{Number: 1366}, classRow},
+		{&mysql.MySQLError{Number: 1064, Message: "syntax error"}, classFatal},
+		{&mysql.MySQLError{Number: 1105, Message: "RegionTooBusyException: over memstore limit"}, classTransient},
+		{mysql.ErrInvalidConn, classTransient},
+		{fmt.Errorf("x: %w", io.ErrUnexpectedEOF), classTransient},
+		{context.Canceled, classFatal},
+	} {
+		if got := classify(tc.err); got != tc.want {
+			t.Errorf("%v: class %d, want %d", tc.err, got, tc.want)
+		}
+	}
+	if r := rowError(&mysql.MySQLError{Number: 1406, Message: "Data too long for column 'v' at row 3"}); r.Field != "v" || r.Code != CodeTargetRefused {
+		t.Errorf("rowError: %+v", r)
+	}
+}

@@ -1,0 +1,136 @@
+// Package sqlsink writes target rows into a table through the MySQL protocol: Lindorm's wide-table
+// SQL endpoint (lindorm://, UPSERT INTO) and MySQL-protocol servers (mysql://, INSERT ... ON
+// DUPLICATE KEY UPDATE), for migrate, replicate and verify.
+//
+// The statement text that differs between the two lives in dialect.go; which server error means
+// what is the table in errors.go. Before anything is written, CheckTable compares the table's
+// definition with the mapping's target schema and refuses a table that differs (schema.go).
+package sqlsink
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/rekey/rekey/source/sourceuri"
+)
+
+// Environment variables that hold the passwords: never the URI.
+const (
+	LindormPasswordEnv = "REKEY_LINDORM_PASSWORD"
+	MySQLPasswordEnv   = "REKEY_MYSQL_PASSWORD"
+)
+
+// URIHelp describes the SQL target URIs for --help.
+const URIHelp = `SQL targets (--out of migrate and replicate, --target of verify):
+  lindorm://USER@HOST:33060/DATABASE[?table=T&tls=true]   Lindorm's wide-table SQL endpoint (MySQL
+                                      protocol): UPSERT INTO; password from REKEY_LINDORM_PASSWORD
+  mysql://USER@HOST:PORT/DATABASE[?table=T&tls=true]      a MySQL-protocol server (MySQL, MariaDB):
+                                      INSERT ... ON DUPLICATE KEY UPDATE; password from REKEY_MYSQL_PASSWORD
+  The table is the mapping's target table unless ?table= names another. tls=true|skip-verify|preferred
+  as go-sql-driver/mysql offers (default: no TLS). A password in the URI is refused. The table must
+  exist with the mapping's columns, types and primary key (rekey ddl --dialect mysql prints one).`
+
+// IsURI tells whether s names a SQL target (lindorm:// or mysql://).
+func IsURI(s string) bool {
+	return strings.HasPrefix(s, "lindorm://") || strings.HasPrefix(s, "mysql://")
+}
+
+// Target is a parsed SQL target URI.
+type Target struct {
+	Dialect  *Dialect
+	Addr     string // host:port
+	User     string
+	Database string
+	Table    string // from ?table=, "" when the mapping's table is meant
+	TLS      string // "", "true", "skip-verify", "preferred"
+	Redacted string // the URI as errors and logs may quote it
+	password string
+}
+
+// ParseURI parses a lindorm:// or mysql:// URI; the password comes from getenv (the dialect's
+// variable) only.
+func ParseURI(raw string, getenv func(string) string) (*Target, error) {
+	scheme, _, ok := strings.Cut(raw, "://")
+	if !ok {
+		return nil, fmt.Errorf("%q: want lindorm://USER@HOST:PORT/DATABASE or mysql://USER@HOST:PORT/DATABASE", sourceuri.Redact(raw))
+	}
+	var d *Dialect
+	switch scheme {
+	case "lindorm":
+		d = Lindorm
+	case "mysql":
+		d = MySQL
+	default:
+		return nil, fmt.Errorf("%q: unknown SQL target %s:// (want lindorm:// or mysql://)", sourceuri.Redact(raw), scheme)
+	}
+	t := &Target{Dialect: d, Redacted: sourceuri.Redact(raw)}
+	u, err := sourceuri.Parse(raw, scheme, d.PasswordEnv)
+	if err != nil {
+		return nil, fmt.Errorf("--out %s: %w", t.Redacted, err)
+	}
+	if len(u.Hosts) != 1 {
+		return nil, fmt.Errorf("%s: name one HOST:PORT (a load balancer's address for several front ends)", t.Redacted)
+	}
+	host := u.Hosts[0]
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		host = net.JoinHostPort(host, strconv.Itoa(d.DefaultPort))
+	}
+	t.Addr, t.User = host, u.User
+	if t.User == "" {
+		return nil, fmt.Errorf("%s: name the user: %s://USER@HOST:PORT/DATABASE", t.Redacted, scheme)
+	}
+	t.Database = strings.Trim(u.Path, "/")
+	if t.Database == "" || strings.Contains(t.Database, "/") {
+		return nil, fmt.Errorf("%s: name the database: %s://USER@HOST:PORT/DATABASE", t.Redacted, scheme)
+	}
+	for name, vals := range u.Query {
+		v := vals[len(vals)-1]
+		switch name {
+		case "table":
+			t.Table = v
+		case "tls":
+			switch v {
+			case "true", "skip-verify", "preferred", "false":
+				if v != "false" {
+					t.TLS = v
+				}
+			default:
+				return nil, fmt.Errorf("%s: tls=%q: want true, skip-verify, preferred or false", t.Redacted, v)
+			}
+		default:
+			return nil, fmt.Errorf("%s: unknown parameter %q (known: table, tls)", t.Redacted, name)
+		}
+	}
+	t.password = getenv(d.PasswordEnv)
+	return t, nil
+}
+
+// driverConfig is the go-sql-driver configuration: UTC everywhere (the session's time_zone is
+// set on every connection, so that a TIMESTAMP or DATE literal means the same instant whatever
+// the server's default zone: Lindorm's is UTC+8), no server-side prepares (statements carry
+// their literals: see dialect.go), timeouts so that a dead front end surfaces as an error.
+func (t *Target) driverConfig() *mysql.Config {
+	c := mysql.NewConfig()
+	c.User, c.Passwd, c.Net, c.Addr, c.DBName = t.User, t.password, "tcp", t.Addr, t.Database
+	c.Loc = time.UTC
+	c.Params = map[string]string{"time_zone": "'+00:00'"}
+	c.Timeout = 10 * time.Second
+	c.ReadTimeout = 5 * time.Minute // a 2 MB batch on a loaded server may take a while
+	c.WriteTimeout = time.Minute
+	c.MaxAllowedPacket = 0 // ask the server
+	c.TLSConfig = t.TLS    // the driver's own values: true verifies the server's name
+	return c
+}
+
+// StateKey names a target for the local state folder: a hash of the address, database and table.
+func (t *Target) StateKey(table string) string {
+	h := sha256.Sum256([]byte(t.Dialect.Name + "\x00" + t.Addr + "\x00" + t.Database + "\x00" + table))
+	return hex.EncodeToString(h[:8])
+}
