@@ -16,6 +16,7 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report"
+	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/verify"
 )
@@ -29,9 +30,13 @@ const (
 // lookupOpener opens a table verify reads by key.
 type lookupOpener func(ctx context.Context, uri string, schema pipeline.TargetSchema, logger *zap.Logger) (verify.LookupTarget, error)
 
-// lookupTargets are the --target schemes read by key. The SQL sink adds lindorm:// and mysql://
-// here (each checks the table's definition against schema before returning).
-var lookupTargets = map[string]lookupOpener{}
+// lookupTargets are the --target schemes read by key (each checks the table's definition
+// against schema before returning).
+var lookupTargets = map[string]lookupOpener{"lindorm": openSQLLookup, "mysql": openSQLLookup}
+
+func openSQLLookup(ctx context.Context, uri string, schema pipeline.TargetSchema, _ *zap.Logger) (verify.LookupTarget, error) {
+	return sqlsink.OpenLookup(ctx, uri, schema, os.Getenv)
+}
 
 // openObjects opens a --target that is a rekey output. Local folders for now; s3:// and oss://
 // go through the storage layer (sink/store) once it is wired here.
