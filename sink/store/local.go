@@ -1,0 +1,424 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// TempPrefix starts the name of every file the local store has not committed yet. A reader that
+// skips dot-files (Spark, LTS) never sees a partial file, and Sweep deletes leftovers with it.
+const TempPrefix = ".rekey-tmp-"
+
+// ErrBadName is wrapped by the errors of a Store given a name that is not a clean relative
+// slash-separated path (absolute, "..", a backslash, a temporary name).
+var ErrBadName = errors.New("bad object name")
+
+// CheckName refuses a name no store accepts: empty, absolute, climbing out with "..", not in
+// clean form, holding a backslash or NUL, or with a segment that starts with TempPrefix.
+func CheckName(name string) error {
+	why := ""
+	switch {
+	case name == "":
+		why = "is empty"
+	case strings.ContainsRune(name, '\\'):
+		why = "holds a backslash"
+	case strings.IndexByte(name, 0) >= 0:
+		why = "holds a NUL byte"
+	case path.IsAbs(name) || filepath.IsAbs(filepath.FromSlash(name)) || filepath.VolumeName(filepath.FromSlash(name)) != "":
+		why = "is absolute"
+	case path.Clean(name) != name || strings.HasSuffix(name, "/"):
+		why = "is not in clean form"
+	case !filepath.IsLocal(filepath.FromSlash(name)):
+		why = "is not local to the store"
+	default:
+		for _, seg := range strings.Split(name, "/") {
+			if strings.HasPrefix(seg, TempPrefix) {
+				why = "is a temporary name"
+			}
+		}
+	}
+	if why != "" {
+		return fmt.Errorf("%w %q: it %s", ErrBadName, name, why)
+	}
+	return nil
+}
+
+// Local is a Store on a local folder. Create writes "<folder>/.rekey-tmp-<base>"; Commit fsyncs
+// it, renames it to its name and fsyncs the folder (and every folder it had to create), so a
+// crash leaves either the whole object or nothing but a temporary file that Sweep removes.
+type Local struct {
+	root    string
+	private func(name string) bool
+}
+
+var _ Dir = (*Local)(nil)
+
+// NewLocal opens the folder dir as a store (it is created by the first write). Objects that
+// PrivateName matches are created 0600, the rest 0644 (before the umask).
+func NewLocal(dir string) (*Local, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", dir, err)
+	}
+	return &Local{root: abs, private: PrivateName}, nil
+}
+
+// PrivateName tells which objects the local store creates 0600: rejected rows are raw input
+// (personal data, perhaps), and a checkpoint names the source and its cursors.
+func PrivateName(name string) bool {
+	base := path.Base(name)
+	return base == "checkpoint.json" || strings.HasPrefix(base, "rejects") || strings.HasPrefix(base, "rejected-rows.") ||
+		strings.HasPrefix(name, "rejects/")
+}
+
+// Path is the folder's absolute path.
+func (l *Local) Path() string { return l.root }
+
+func (l *Local) full(name string) string { return filepath.Join(l.root, filepath.FromSlash(name)) }
+
+func (l *Local) perm(name string) os.FileMode {
+	if l.private != nil && l.private(name) {
+		return 0o600
+	}
+	return 0o644
+}
+
+// Location is the object's absolute path; a name ending in "/" (or "") keeps the slash.
+func (l *Local) Location(name string) string {
+	p := l.full(name)
+	if name == "" || strings.HasSuffix(name, "/") {
+		p += string(filepath.Separator)
+	}
+	return p
+}
+
+// Create starts writing name under a temporary name in the same folder.
+func (l *Local) Create(_ context.Context, name string) (Writer, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	final := l.full(name)
+	made, err := mkdirs(l.root, filepath.Dir(final))
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", name, err)
+	}
+	tmp := filepath.Join(filepath.Dir(final), TempPrefix+filepath.Base(final))
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, l.perm(name))
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", name, err)
+	}
+	if err := f.Chmod(l.perm(name)); err != nil { // a leftover may be wider
+		f.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("create %s: %w", name, err)
+	}
+	return &localWriter{f: f, tmp: tmp, final: final, name: name, made: made}, nil
+}
+
+// mkdirs creates dir and its missing parents under root and returns the ones it created,
+// deepest last: their parents need an fsync for the new entries to survive a crash.
+func mkdirs(root, dir string) ([]string, error) {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		missing = append(missing, d)
+		if d == root || d == filepath.Dir(d) {
+			break
+		}
+	}
+	if len(missing) == 0 {
+		return nil, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	for i, j := 0, len(missing)-1; i < j; i, j = i+1, j-1 {
+		missing[i], missing[j] = missing[j], missing[i]
+	}
+	return missing, nil
+}
+
+type localWriter struct {
+	f          *os.File
+	tmp, final string
+	name       string
+	made       []string
+	n          int64
+	committed  bool
+	aborted    bool
+}
+
+func (w *localWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.n += int64(n)
+	return n, err
+}
+
+func (w *localWriter) Commit(context.Context) (int64, error) {
+	if w.committed || w.aborted {
+		return 0, fmt.Errorf("commit %s: the writer is already closed", w.name)
+	}
+	if err := w.f.Sync(); err != nil {
+		return 0, fmt.Errorf("fsync %s: %w", w.name, err)
+	}
+	if err := w.f.Close(); err != nil {
+		return 0, fmt.Errorf("close %s: %w", w.name, err)
+	}
+	w.f = nil
+	if err := os.Rename(w.tmp, w.final); err != nil {
+		return 0, fmt.Errorf("commit %s: %w", w.name, err)
+	}
+	w.committed = true
+	// the rename, and every folder this object needed, must survive a crash
+	dirs := []string{filepath.Dir(w.final)}
+	for _, d := range w.made {
+		dirs = append(dirs, filepath.Dir(d))
+	}
+	for _, d := range dirs {
+		if err := SyncDir(d); err != nil {
+			return 0, err
+		}
+	}
+	return w.n, nil
+}
+
+func (w *localWriter) Abort() error {
+	if w.committed || w.aborted {
+		return nil
+	}
+	w.aborted = true
+	if w.f != nil {
+		w.f.Close()
+		w.f = nil
+	}
+	if err := os.Remove(w.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("abort %s: %w", w.name, err)
+	}
+	return nil
+}
+
+// SyncDir fsyncs a folder, making renames and creations inside it durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Put writes data through a temporary file, fsync and rename.
+func (l *Local) Put(ctx context.Context, name string, data []byte) error {
+	w, err := l.Create(ctx, name)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		w.Abort()
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		w.Abort()
+		return err
+	}
+	return nil
+}
+
+// lstat checks name and that no folder or file on its way is a symbolic link: a link could
+// lead outside the store although the name reads as inside (root itself may be one).
+func (l *Local) lstat(name string) (string, fs.FileInfo, error) {
+	if err := CheckName(name); err != nil {
+		return "", nil, err
+	}
+	p := l.root
+	segs := strings.Split(name, "/")
+	var fi fs.FileInfo
+	var err error
+	for i, s := range segs {
+		p = filepath.Join(p, s)
+		if fi, err = os.Lstat(p); err != nil {
+			return "", nil, err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return "", nil, fmt.Errorf("%w %q: %s is a symbolic link, which could lead outside %s", ErrBadName, name, path.Join(segs[:i+1]...), l.root)
+		}
+	}
+	if !fi.Mode().IsRegular() {
+		return "", nil, fmt.Errorf("%s is not a regular file (%s): %w", name, fi.Mode().Type(), ErrNotExist)
+	}
+	return p, fi, nil
+}
+
+// Get reads a whole object.
+func (l *Local) Get(_ context.Context, name string) ([]byte, error) {
+	p, _, err := l.lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(p)
+}
+
+// Stat describes an object.
+func (l *Local) Stat(_ context.Context, name string) (Info, error) {
+	_, fi, err := l.lstat(name)
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{Name: name, Size: fi.Size(), Modified: fi.ModTime()}, nil
+}
+
+// Open opens an object for random access.
+func (l *Local) Open(_ context.Context, name string) (Reader, error) {
+	p, _, err := l.lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &localReader{File: f, size: fi.Size()}, nil
+}
+
+type localReader struct {
+	*os.File
+	size int64
+}
+
+func (r *localReader) Size() int64 { return r.size }
+
+// List walks the folder under prefix; temporary files, folders, links and anything but regular
+// files are not objects.
+func (l *Local) List(_ context.Context, prefix string) ([]Info, error) {
+	dir := l.root
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		if err := CheckName(prefix[:i]); err != nil {
+			return nil, err
+		}
+		dir = l.full(prefix[:i])
+	}
+	var out []Info
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			return err
+		}
+		if strings.HasPrefix(d.Name(), TempPrefix) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(l.root, p)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		if !strings.HasPrefix(name, prefix) {
+			return nil
+		}
+		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed meanwhile
+		} else if err != nil {
+			return err
+		}
+		out = append(out, Info{Name: name, Size: fi.Size(), Modified: fi.ModTime()})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", l.Location(prefix), err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Remove deletes the objects, then the folders they leave empty (not the root).
+func (l *Local) Remove(_ context.Context, names ...string) error {
+	dirs := map[string]bool{}
+	for _, name := range names {
+		if err := CheckName(name); err != nil {
+			return err
+		}
+		p := l.full(name)
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", name, err)
+		}
+		dirs[filepath.Dir(p)] = true
+	}
+	for d := range dirs {
+		l.pruneDirs(d)
+	}
+	return nil
+}
+
+// pruneDirs removes dir and its parents while they are empty (an error means not empty).
+func (l *Local) pruneDirs(dir string) {
+	for d := dir; d != l.root && strings.HasPrefix(d, l.root+string(filepath.Separator)); d = filepath.Dir(d) {
+		if os.Remove(d) != nil {
+			if _, err := os.Stat(d); err == nil {
+				SyncDir(d) // the entries removed from it
+			}
+			return
+		}
+	}
+}
+
+// Sweep removes the temporary files under prefix.
+func (l *Local) Sweep(_ context.Context, prefix string) error {
+	dir := l.root
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		if err := CheckName(prefix[:i]); err != nil {
+			return err
+		}
+		dir = l.full(prefix[:i])
+	}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			return err
+		}
+		if d.IsDir() || !strings.HasPrefix(d.Name(), TempPrefix) {
+			return nil
+		}
+		// the name it was to be committed under decides whether prefix covers it
+		rel, _ := filepath.Rel(l.root, filepath.Join(filepath.Dir(p), strings.TrimPrefix(d.Name(), TempPrefix)))
+		if !strings.HasPrefix(filepath.ToSlash(rel), prefix) {
+			return nil
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sweep %s: %w", l.Location(prefix), err)
+	}
+	return nil
+}

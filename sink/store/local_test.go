@@ -1,0 +1,18 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/sink/store/storetest"
+)
+
+func TestLocalConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := store.NewLocal(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}

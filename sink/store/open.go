@@ -1,0 +1,59 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// Opener opens a store from a URI of its scheme ("s3://bucket/prefix?endpoint=..."). env reads
+// the environment, where credentials come from; nothing secret is ever in the URI.
+type Opener func(ctx context.Context, uri string, env func(string) string) (Store, error)
+
+var (
+	openersMu sync.Mutex
+	openers   = map[string]Opener{}
+)
+
+// Register makes Open hand URIs of scheme ("s3", "oss") to open. cmd/rekey calls it once for
+// each object store it is built with: no package registers itself from an init function.
+func Register(scheme string, open Opener) {
+	openersMu.Lock()
+	defer openersMu.Unlock()
+	openers[scheme] = open
+}
+
+// Open returns the store --out names: a local folder for a path, an object store for a
+// registered scheme (s3://, oss://). A URI of any other scheme is refused, so that "mysql://x"
+// never becomes a local folder named "mysql:".
+func Open(ctx context.Context, uri string, env func(string) string) (Store, error) {
+	if uri == "" {
+		return nil, fmt.Errorf("store: no location given")
+	}
+	scheme, _, ok := strings.Cut(uri, "://")
+	if !ok || strings.ContainsAny(scheme, `/\`) {
+		return NewLocal(uri)
+	}
+	openersMu.Lock()
+	open := openers[strings.ToLower(scheme)]
+	openersMu.Unlock()
+	if open == nil {
+		switch strings.ToLower(scheme) {
+		case "s3", "oss":
+			return nil, fmt.Errorf("%w: %s:// output is not built into this rekey yet; --out takes a local directory", ErrUnsupported, scheme)
+		}
+		return nil, fmt.Errorf("%w: rekey does not write to %s:// outputs; --out takes a local directory, s3://BUCKET/PREFIX or oss://BUCKET/PREFIX", ErrUnsupported, scheme)
+	}
+	return open(ctx, uri, env)
+}
+
+// ErrUnsupported is wrapped by Open's error for a URI scheme rekey cannot write to: a usage
+// error.
+var ErrUnsupported = fmt.Errorf("unsupported output")
+
+// IsLocal tells whether uri names a local folder (no scheme).
+func IsLocal(uri string) bool {
+	scheme, _, ok := strings.Cut(uri, "://")
+	return !ok || strings.ContainsAny(scheme, `/\`)
+}
