@@ -282,7 +282,12 @@ func Write(inputs []*Input, out string, mode Mode, version string) (*Result, err
 		if len(m.Regions[i].Files) == 0 {
 			continue
 		}
-		if err := pipeline.SyncDir(filepath.Join(out, pipeline.RegionDir(i))); err != nil {
+		if err := pipeline.SyncDir(filepath.Join(out, filepath.FromSlash(pipeline.RegionDir(i)))); err != nil {
+			return nil, err
+		}
+	}
+	if m.Files > 0 { // data/ is new in out
+		if err := pipeline.SyncDir(filepath.Join(out, pipeline.DataDir)); err != nil {
 			return nil, err
 		}
 	}
@@ -392,7 +397,7 @@ func mergeBulkload(firstDir, out string) error {
 	if err := json.Unmarshal(data, &job); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(firstDir, lindorm.BulkloadFile), err)
 	}
-	job.ReaderConfig.FilePath = out
+	job.ReaderConfig.FilePath = filepath.Join(out, pipeline.DataDir)
 	data, err = json.MarshalIndent(job, "", "  ")
 	if err != nil {
 		return err

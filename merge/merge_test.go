@@ -25,11 +25,11 @@ func writeRun(t *testing.T, dir string, paths ...string) {
 	schema := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{{Name: "id", Type: pipeline.TypeBigint, KeyPos: 0}}}
 	m := lindorm.NewManifest(schema, pipeline.RegionPlan{Type: pipeline.TypeBigint, Strategy: "single"}, "parquet", 0)
 	m.MappingFingerprint = "fp"
-	if err := os.MkdirAll(filepath.Join(dir, "region-0000"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "data", "region-0000"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for i, p := range paths {
-		name := filepath.Join(dir, "region-0000", "part-0000"+string(rune('0'+i))+".parquet")
+		name := filepath.Join(dir, "data", "region-0000", "part-0000"+string(rune('0'+i))+".parquet")
 		if err := os.WriteFile(name, []byte("data"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -95,8 +95,8 @@ func TestMergeRefusesPathsOutsideTheInput(t *testing.T) {
 	}{
 		{"dotdot", func(string) string { return "../canary.parquet" }},               // the issue's repro
 		{"absolute", func(canary string) string { return filepath.ToSlash(canary) }}, // /tmp/.../canary.parquet
-		{"region-dotdot", func(string) string { return "region-0000/../../canary.parquet" }},
-		{"backslash", func(string) string { return `region-0000\..\..\canary.parquet` }},
+		{"data/region-dotdot", func(string) string { return "data/region-0000/../../canary.parquet" }},
+		{"backslash", func(string) string { return `data\region-0000\..\..\canary.parquet` }},
 		{"empty", func(string) string { return "" }},
 		{"not-in-a-region", func(string) string { return "canary.parquet" }},
 	} {
@@ -110,7 +110,7 @@ func TestMergeRefusesPathsOutsideTheInput(t *testing.T) {
 				in := filepath.Join(root, "shard-0")
 				bad := c.path(canary)
 				// a good file first: refusing must happen before anything is placed
-				writeRun(t, in, "region-0000/part-00000.parquet", bad)
+				writeRun(t, in, "data/region-0000/part-00000.parquet", bad)
 				out := filepath.Join(root, "out")
 				err := mergeRun([]string{in}, out, mode)
 				if err == nil {
@@ -124,7 +124,7 @@ func TestMergeRefusesPathsOutsideTheInput(t *testing.T) {
 					t.Errorf("the error does not wrap pipeline.ErrUnsafePath: %v", err)
 				}
 				checkCanary(t, canary)
-				if _, err := os.Stat(filepath.Join(in, "region-0000", "part-00000.parquet")); err != nil {
+				if _, err := os.Stat(filepath.Join(in, "data", "region-0000", "part-00000.parquet")); err != nil {
 					t.Errorf("the input's own file was placed before the refusal: %v", err)
 				}
 				if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
@@ -144,16 +144,16 @@ func TestMergeRefusesSymlinks(t *testing.T) {
 		link func(t *testing.T, in, canary string) string // makes the link, returns the listed path
 	}{
 		{"file", func(t *testing.T, in, canary string) string {
-			if err := os.Symlink(canary, filepath.Join(in, "region-0000", "part-00009.parquet")); err != nil {
+			if err := os.Symlink(canary, filepath.Join(in, "data", "region-0000", "part-00009.parquet")); err != nil {
 				t.Fatal(err)
 			}
-			return "region-0000/part-00009.parquet"
+			return "data/region-0000/part-00009.parquet"
 		}},
 		{"folder", func(t *testing.T, in, canary string) string {
-			if err := os.Symlink(filepath.Dir(canary), filepath.Join(in, "region-0001")); err != nil {
+			if err := os.Symlink(filepath.Dir(canary), filepath.Join(in, "data", "region-0001")); err != nil {
 				t.Fatal(err)
 			}
-			return "region-0001/canary.parquet"
+			return "data/region-0001/canary.parquet"
 		}},
 	} {
 		for _, mode := range []merge.Mode{merge.Link, merge.Move, merge.Copy} {
@@ -166,7 +166,7 @@ func TestMergeRefusesSymlinks(t *testing.T) {
 				in := filepath.Join(root, "shard-0")
 				writeRun(t, in) // makes the folders
 				p := c.link(t, in, canary)
-				writeRun(t, in, "region-0000/part-00000.parquet", p)
+				writeRun(t, in, "data/region-0000/part-00000.parquet", p)
 				out := filepath.Join(root, "out")
 				err := mergeRun([]string{in}, out, mode)
 				if err == nil || !errors.Is(err, pipeline.ErrUnsafePath) || !strings.Contains(err.Error(), "symbolic link") ||
@@ -174,7 +174,7 @@ func TestMergeRefusesSymlinks(t *testing.T) {
 					t.Fatalf("merge of a manifest path through a symlink: %v", err)
 				}
 				checkCanary(t, canary)
-				if _, err := os.Lstat(filepath.Join(out, "region-0000", "part-00001.parquet")); err == nil {
+				if _, err := os.Lstat(filepath.Join(out, "data", "region-0000", "part-00001.parquet")); err == nil {
 					t.Error("the linked file reached the output")
 				}
 			})
@@ -188,12 +188,12 @@ func TestMergeRefusesSymlinks(t *testing.T) {
 func TestMergeRefusesAFileListedTwice(t *testing.T) {
 	root := t.TempDir()
 	in := filepath.Join(root, "shard-0")
-	writeRun(t, in, "region-0000/part-00000.parquet", "region-0000/part-00000.parquet")
+	writeRun(t, in, "data/region-0000/part-00000.parquet", "data/region-0000/part-00000.parquet")
 	err := mergeRun([]string{in}, filepath.Join(root, "out"), merge.Move)
 	if err == nil || !strings.Contains(err.Error(), "twice") {
 		t.Fatalf("a file listed twice: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(in, "region-0000", "part-00000.parquet")); err != nil {
+	if _, err := os.Stat(filepath.Join(in, "data", "region-0000", "part-00000.parquet")); err != nil {
 		t.Errorf("the input's file was moved before the refusal: %v", err)
 	}
 }
@@ -203,7 +203,7 @@ func TestMergeRefusesAFileListedTwice(t *testing.T) {
 func TestMergeRefusesDamagedRejectsLength(t *testing.T) {
 	root := t.TempDir()
 	in := filepath.Join(root, "shard-0")
-	writeRun(t, in, "region-0000/part-00000.parquet")
+	writeRun(t, in, "data/region-0000/part-00000.parquet")
 	if err := os.WriteFile(filepath.Join(in, pipeline.RejectsFile), []byte(`{"stream":"s"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -223,8 +223,8 @@ func TestMergeHandMadeRuns(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			root := t.TempDir()
 			a, b := filepath.Join(root, "shard-0"), filepath.Join(root, "shard-1")
-			writeRun(t, a, "region-0000/part-00000.parquet", "region-0000/part-00001.parquet")
-			writeRun(t, b, "region-0000/part-00000.parquet")
+			writeRun(t, a, "data/region-0000/part-00000.parquet", "data/region-0000/part-00001.parquet")
+			writeRun(t, b, "data/region-0000/part-00000.parquet")
 			out := filepath.Join(root, "out")
 			if err := mergeRun([]string{a, b}, out, mode); err != nil {
 				t.Fatal(err)
@@ -242,7 +242,7 @@ func TestMergeHandMadeRuns(t *testing.T) {
 					t.Errorf("%s: %q %v", fe.Path, data, err)
 				}
 			}
-			_, err = os.Stat(filepath.Join(a, "region-0000", "part-00001.parquet"))
+			_, err = os.Stat(filepath.Join(a, "data", "region-0000", "part-00001.parquet"))
 			if moved := errors.Is(err, os.ErrNotExist); moved != (mode == merge.Move) {
 				t.Errorf("--files %s: the input's file moved: %v", mode, moved)
 			}

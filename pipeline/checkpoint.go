@@ -60,8 +60,8 @@ func (c *Checkpoint) save(dir string) error {
 	return WriteJSONAtomicMode(filepath.Join(dir, CheckpointFile), c, 0o600)
 }
 
-// RemoveUncommitted deletes data files under dir's region folders that keep is not listing, and
-// every temporary file: what a crashed run left behind after its last checkpoint.
+// RemoveUncommitted deletes the data files under dir's data folder that keep is not listing,
+// and every temporary file: what a crashed run left behind after its last checkpoint.
 func RemoveUncommitted(dir string, keep []FileInfo) (removed []string, err error) {
 	listed := make(map[string]bool, len(keep))
 	for _, f := range keep {
@@ -72,17 +72,18 @@ func RemoveUncommitted(dir string, keep []FileInfo) (removed []string, err error
 			return err
 		}
 		rel, _ := filepath.Rel(dir, path)
+		inData := strings.HasPrefix(rel, DataDir+string(filepath.Separator))
 		if d.IsDir() {
-			if path != dir && !strings.HasPrefix(rel, RegionDirPrefix) {
+			if path != dir && rel != DataDir && !inData {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if IsTemp(path) || (strings.HasPrefix(rel, RegionDirPrefix) && !listed[rel]) {
+		if IsTemp(path) || (inData && !listed[rel]) {
 			if err := os.Remove(path); err != nil {
 				return err
 			}
-			removed = append(removed, rel)
+			removed = append(removed, filepath.ToSlash(rel))
 		}
 		return nil
 	})
@@ -93,11 +94,19 @@ func RemoveUncommitted(dir string, keep []FileInfo) (removed []string, err error
 	return removed, nil
 }
 
-// RegionDirPrefix starts the name of every region folder in an output directory.
+// DataDir is the folder of an output that holds the data files and nothing else: the bulk
+// load reads it whole (Spark lists it recursively and would read anything else as data).
+// Everything else (manifest, checkpoint, rejects...) lives beside it.
+const DataDir = "data"
+
+// RegionDirPrefix starts the name of every region folder under DataDir.
 const RegionDirPrefix = "region-"
 
-// RegionDir is the folder of region i, relative to the output directory.
-func RegionDir(i int) string { return fmt.Sprintf("%s%04d", RegionDirPrefix, i) }
+// RegionName is the name of region i's folder ("region-0007"), for people.
+func RegionName(i int) string { return fmt.Sprintf("%s%04d", RegionDirPrefix, i) }
+
+// RegionDir is the folder of region i, relative to the output directory: "data/region-0007".
+func RegionDir(i int) string { return DataDir + "/" + RegionName(i) }
 
 // Result is the outcome the checkpointed run recorded: a complete checkpoint whose final files
 // (manifest...) were never written is finished from it, without reading the source again.

@@ -214,7 +214,7 @@ func verifyFiles(dir string, files []FileInfo, verify func(string, FileInfo) err
 func notRekeyFiles(names, final []string) []string {
 	var foreign []string
 	for _, n := range names {
-		early := strings.HasPrefix(n, RegionDirPrefix) || n == RejectsFile || strings.HasPrefix(n, ReplayPrefix) || n == CheckpointFile || IsTemp(n)
+		early := n == DataDir || n == RejectsFile || strings.HasPrefix(n, ReplayPrefix) || n == CheckpointFile || IsTemp(n)
 		if !early && !slices.Contains(final, n) {
 			foreign = append(foreign, n)
 		}

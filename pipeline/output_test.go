@@ -163,8 +163,8 @@ func TestResumeWithoutCheckpointStartsOver(t *testing.T) {
 
 	// A crash before even the first checkpoint (during planning): only rekey's files are there.
 	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "region-0003"), 0o755)
-	os.WriteFile(filepath.Join(dir, "region-0003", TempPrefix+"part-00000.parquet"), []byte("x"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "data", "region-0003"), 0o755)
+	os.WriteFile(filepath.Join(dir, "data", "region-0003", TempPrefix+"part-00000.parquet"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(dir, RejectsFile), []byte("{}\n"), 0o600)
 	o, err := OpenOutput(OutputSpec{Dir: dir, Resume: true}, nil)
 	if err != nil {

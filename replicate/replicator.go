@@ -113,7 +113,7 @@ func (r *Replicator) prepare() error {
 	if err := lindorm.WriteDDL(cfg.OutDir, lindorm.DDL(r.target, cfg.Plan, cfg.Program.Options())); err != nil {
 		return err
 	}
-	job, err := lindorm.BulkloadConfig(r.target, cfg.Format.Name(), cfg.OutDir)
+	job, err := lindorm.BulkloadConfig(r.target, cfg.Format.Name(), filepath.Join(cfg.OutDir, pipeline.DataDir))
 	if err != nil {
 		return err
 	}

@@ -25,9 +25,9 @@ func newMergeCmd(g *globalFlags) *cobra.Command {
 		Long: `merge combines the --out directories of runs that migrated one table together, typically the N
 shards of a Cassandra table (migrate --shard i/N), into one bulkload-ready directory:
 
-  DIR/region-0000/part-00000.parquet ...   every input's files of the region, renumbered
+  DIR/data/region-0000/part-00000.parquet ...   every input's files of the region, renumbered
   DIR/manifest.json                        regions, files and row counts summed over the inputs
-  DIR/ddl.sql, DIR/bulkload.json           as the inputs wrote them (bulkload.json reads DIR)
+  DIR/ddl.sql, DIR/bulkload.json           as the inputs wrote them (bulkload.json reads DIR/data)
   DIR/rejects.jsonl                        the inputs' rejected rows, one after the other
 
 Data files are hard-linked into DIR by default: no data is copied and the inputs stay intact, so

@@ -50,7 +50,8 @@ func newMigrateCmd(g *globalFlags) *cobra.Command {
 		Long: `migrate reads every row of the source, rewrites its primary key as the mapping says, routes it to
 its pre-split region and writes bulk-load files (Parquet or CSV), one folder per region:
 
-  DIR/region-0000/part-00000.parquet ...   data, no file spans two regions
+  DIR/data/region-0000/part-00000.parquet ...  data, no file spans two regions; data/ holds
+                                               nothing else: it is what the bulk load reads
   DIR/manifest.json                        regions, files, row counts (rows_in = rows_written + rows_rejected)
   DIR/ddl.sql                              CREATE TABLE with PRIMARY KEY and SPLITKEYS
   DIR/bulkload.json                        the Lindorm (LTS) bulkload job config for these files
@@ -309,7 +310,7 @@ func writeTableFiles(out string, prog *transform.Program, plan pipeline.RegionPl
 	if err := pipeline.WriteFileAtomic(filepath.Join(out, lindorm.DDLFile), []byte(ddl+"\n")); err != nil {
 		return err
 	}
-	job, err := lindorm.BulkloadConfig(prog.Target(), format, out)
+	job, err := lindorm.BulkloadConfig(prog.Target(), format, filepath.Join(out, pipeline.DataDir))
 	if err != nil {
 		return fmt.Errorf("bulkload config: %w", err)
 	}

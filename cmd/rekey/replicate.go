@@ -48,9 +48,9 @@ func newReplicateCmd(g *globalFlags) *cobra.Command {
 		Long: `replicate consumes a Kafka topic as a member of a consumer group, rewrites every message's key with
 the mapping and writes region-split bulk-load files in rolls, plus DELETE statements for deletes:
 
-  DIR/region-0003/p0002-<first offset>-<last offset>.parquet   upserts of partition 2 routed to region 3
-  DIR/region-0003/p0002-<first offset>-<last offset>.sql       DELETE statements, applied after them
-  DIR/rejects/p0002-<first offset>-<last offset>.jsonl         messages that could not be decoded or
+  DIR/data/region-0003/p0002-<first offset>-<last offset>.parquet    upserts of partition 2 routed to region 3
+  DIR/deletes/region-0003/p0002-<first offset>-<last offset>.sql    DELETE statements, applied after them
+  DIR/rejects/p0002-<first offset>-<last offset>.jsonl              messages that could not be decoded or
                         mapped, with topic, partition and offset (mode 0600: raw messages)
   DIR/manifest.json     regions, files, every segment in the order to apply it, per partition the next
                         offset and rows_in = rows_written + rows_rejected (rewritten per roll)

@@ -331,10 +331,10 @@ func TestSequenceAfterExisting(t *testing.T) {
 	dir := t.TempDir()
 	schema := sinktest.AllTypes()
 	plan := sinktest.VarcharPlan("h")
-	os.MkdirAll(filepath.Join(dir, "region-0001"), 0o755)
-	os.WriteFile(filepath.Join(dir, "region-0001", "part-00041.parquet"), []byte("x"), 0o644)
-	os.WriteFile(filepath.Join(dir, "region-0001", "part-00007.csv"), []byte("x"), 0o644)
-	os.WriteFile(filepath.Join(dir, "region-0001", pipeline.TempPrefix+"part-00042.parquet"), []byte("partial"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "data", "region-0001"), 0o755)
+	os.WriteFile(filepath.Join(dir, "data", "region-0001", "part-00041.parquet"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "data", "region-0001", "part-00007.csv"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "data", "region-0001", pipeline.TempPrefix+"part-00042.parquet"), []byte("partial"), 0o644)
 	s := newSink(t, files.Config{Dir: dir, Schema: schema, Plan: plan, Format: parquet.New()})
 	rows := sinktest.AllTypesRows(2000, 1, plan)
 	write(t, s, rows, 1000)
@@ -346,11 +346,11 @@ func TestSequenceAfterExisting(t *testing.T) {
 	for _, fi := range infos {
 		paths = append(paths, fi.Path)
 	}
-	want := "region-0000/part-00000.parquet,region-0001/part-00042.parquet"
+	want := "data/region-0000/part-00000.parquet,data/region-0001/part-00042.parquet"
 	if strings.Join(paths, ",") != want {
 		t.Fatalf("committed %v, want %s", paths, want)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "region-0001", "part-00041.parquet")); string(b) != "x" {
+	if b, _ := os.ReadFile(filepath.Join(dir, "data", "region-0001", "part-00041.parquet")); string(b) != "x" {
 		t.Fatal("existing file changed")
 	}
 }

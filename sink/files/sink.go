@@ -1,12 +1,13 @@
 // Package files is rekey's format-agnostic region sink: one folder per pre-split region, files
 // rolled at a size, written under temporary names and renamed only by Commit.
 //
-// Layout under Config.Dir:
+// Layout under Config.Dir: the data files alone under data/, which the bulk load reads whole
+// (manifest, checkpoint and rejects are written beside data/ by others):
 //
-//	region-0000/part-00000.parquet
-//	region-0000/part-00001.parquet
-//	region-0001/part-00000.parquet
-//	region-0001/.rekey-tmp-part-00001.parquet   (being written; never read by bulkload)
+//	data/region-0000/part-00000.parquet
+//	data/region-0000/part-00001.parquet
+//	data/region-0001/part-00000.parquet
+//	data/region-0001/.rekey-tmp-part-00001.parquet   (being written; never read by bulkload)
 //
 // A file holds rows of exactly one region. Sequence numbers continue after the highest file
 // already in the folder, so a resumed run never overwrites committed files.
@@ -50,7 +51,7 @@ const (
 
 // Config configures the region sink.
 type Config struct {
-	// Dir is the output root; one folder per region: region-0000, region-0001, ...
+	// Dir is the output root; one folder per region: data/region-0000, data/region-0001, ...
 	Dir    string
 	Schema pipeline.TargetSchema
 	Plan   pipeline.RegionPlan
@@ -212,7 +213,7 @@ func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 		regions: make([]*region, n),
 	}
 	for i := range s.regions {
-		r := &region{idx: i, dir: filepath.Join(cfg.Dir, RegionDir(i))}
+		r := &region{idx: i, dir: filepath.Join(cfg.Dir, filepath.FromSlash(RegionDir(i)))}
 		buf, err := cfg.Format.NewBuffer(cfg.Schema)
 		if err != nil {
 			return nil, fmt.Errorf("files: %s buffer: %w", cfg.Format.Name(), err)
@@ -231,8 +232,8 @@ func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 	return s, nil
 }
 
-// RegionDir is the folder name of region i.
-func RegionDir(i int) string { return fmt.Sprintf("region-%04d", i) }
+// RegionDir is the folder of region i relative to Dir: "data/region-0000".
+func RegionDir(i int) string { return pipeline.RegionDir(i) }
 
 // PartName is the file name of sequence number seq.
 func PartName(seq int, ext string) string { return fmt.Sprintf("part-%05d.%s", seq, ext) }
