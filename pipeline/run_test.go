@@ -353,8 +353,11 @@ func TestRemoveUncommitted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(removed) != 2 {
+	if len(removed) != 1 || removed[0] != "data/region-0000/part-00002.parquet" {
 		t.Fatalf("removed %v", removed)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "region-0000", TempPrefix+"part-00003.parquet")); err == nil {
+		t.Fatal("a temporary file was left")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data", "region-0000/part-00001.parquet")); err != nil {
 		t.Fatal("a checkpointed file was removed")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -20,7 +19,9 @@ import (
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/source/file"
+	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -175,8 +176,12 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
+	st, err := openStore(ctx, f.out)
+	if err != nil {
+		return err
+	}
 	out, err := pipeline.OpenOutput(pipeline.OutputSpec{
-		Dir: f.out, Fingerprint: prog.Fingerprint(), Format: format.Name(), Source: src,
+		Store: st, Dir: f.out, Fingerprint: prog.Fingerprint(), Format: format.Name(), Source: src,
 		Regions: f.regions, Resume: f.resume, VerifyFile: files.VerifyFile(format),
 		Overwrite: f.overwrite, FinalFiles: []string{lindorm.DDLFile, lindorm.BulkloadFile, lindorm.ManifestFile},
 	}, logger.Named("pipeline"))
@@ -188,7 +193,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	defer out.Close()
 	resume := out.Checkpoint
 	if resume != nil && resume.Complete {
-		return finishComplete(cmd.OutOrStdout(), f.out, prog, format.Name(), resume)
+		return finishComplete(ctx, cmd.OutOrStdout(), st, f.out, prog, format.Name(), resume)
 	}
 	var plan pipeline.RegionPlan
 	if resume != nil {
@@ -210,6 +215,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		Target:          prog.Target(),
 		Plan:            plan,
 		Sink:            sink,
+		Store:           st,
 		OutDir:          f.out,
 		Fingerprint:     prog.Fingerprint(),
 		Format:          format.Name(),
@@ -248,30 +254,30 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		printSummary(cmd.OutOrStdout(), "Migration failed (what was committed before the failure)", res, plan, f.out)
 		return exitWith(exitFailed, fmt.Errorf("migration failed: %w\nthe files committed so far are in %s (no manifest.json was written); once the cause is fixed, run the same command with --resume", runErr, f.out))
 	}
-	if err := finishRun(cmd.OutOrStdout(), f.out, prog, plan, format.Name(), res); err != nil {
+	if err := finishRun(ctx, cmd.OutOrStdout(), st, f.out, prog, plan, format.Name(), res); err != nil {
 		return exitWith(exitFailed, err)
 	}
 	if err := writeStats(f.statsJSON, res); err != nil {
 		return exitWith(exitFailed, err)
 	}
-	return rejectedExit(res, f.out)
+	return rejectedExit(res, st)
 }
 
 // rejectedExit is the exit of a run that completed: 0, or 1 when some rows were rejected.
-func rejectedExit(res pipeline.Result, out string) error {
+func rejectedExit(res pipeline.Result, st store.Store) error {
 	if res.RowsRejected == 0 {
 		return nil
 	}
-	return exitWith(exitRejects, fmt.Errorf("completed, but %d of %d rows were rejected: see %s for each row's position and reason", res.RowsRejected, res.RowsIn, filepath.Join(out, pipeline.RejectsFile)))
+	return exitWith(exitRejects, fmt.Errorf("completed, but %d of %d rows were rejected: see %s for each row's position and reason", res.RowsRejected, res.RowsIn, pipeline.RejectsLocation(st)))
 }
 
 // finishRun writes the final files of a run whose source was read to its end, and its summary.
-func finishRun(w io.Writer, out string, prog *transform.Program, plan pipeline.RegionPlan, format string, res pipeline.Result) error {
+func finishRun(ctx context.Context, w io.Writer, st store.Store, out string, prog *transform.Program, plan pipeline.RegionPlan, format string, res pipeline.Result) error {
 	m, err := buildManifest(prog, plan, format, res, prog.RegionSize())
 	if err != nil {
 		return err
 	}
-	if err := writeTableFiles(out, prog, plan, format, m); err != nil {
+	if err := writeTableFiles(ctx, st, prog, plan, format, m); err != nil {
 		return err
 	}
 	printSummary(w, "Migration summary", res, plan, out)
@@ -282,13 +288,15 @@ func finishRun(w io.Writer, out string, prog *transform.Program, plan pipeline.R
 // finishComplete handles --resume of a run whose checkpoint says the source was read to its
 // end: if it was killed before writing manifest.json (written last), the final files are written
 // from the checkpoint now; otherwise there is nothing left to do.
-func finishComplete(w io.Writer, out string, prog *transform.Program, format string, cp *pipeline.Checkpoint) error {
-	if _, err := os.Stat(filepath.Join(out, lindorm.ManifestFile)); err == nil {
+func finishComplete(ctx context.Context, w io.Writer, st store.Store, out string, prog *transform.Program, format string, cp *pipeline.Checkpoint) error {
+	if _, err := st.Stat(ctx, lindorm.ManifestFile); err == nil {
 		fmt.Fprintf(w, "%s already holds a complete run (%d rows written); nothing to resume\n", out, cp.RowsWritten)
-	} else if err := finishRun(w, out, prog, cp.Plan, format, cp.Result()); err != nil {
+	} else if !store.IsNotExist(err) {
+		return exitWith(exitFailed, fmt.Errorf("--resume: %w", err))
+	} else if err := finishRun(ctx, w, st, out, prog, cp.Plan, format, cp.Result()); err != nil {
 		return exitWith(exitFailed, err)
 	}
-	return rejectedExit(cp.Result(), out)
+	return rejectedExit(cp.Result(), st)
 }
 
 // recordValues renders a rejected record's decoded values for rejects.jsonl when it has no raw text.
@@ -304,18 +312,31 @@ func recordValues(schema pipeline.SourceSchema) func(*pipeline.Record) map[strin
 	}
 }
 
-// writeTableFiles writes ddl.sql, bulkload.json and manifest.json next to the data, atomically.
-func writeTableFiles(out string, prog *transform.Program, plan pipeline.RegionPlan, format string, m *lindorm.Manifest) error {
+// writeTableFiles writes ddl.sql, bulkload.json and manifest.json beside data/, atomically; the
+// manifest last, as its presence marks a complete run.
+func writeTableFiles(ctx context.Context, st store.Store, prog *transform.Program, plan pipeline.RegionPlan, format string, m *lindorm.Manifest) error {
 	ddl := lindorm.DDL(prog.Target(), plan, prog.Options())
-	if err := pipeline.WriteFileAtomic(filepath.Join(out, lindorm.DDLFile), []byte(ddl+"\n")); err != nil {
-		return err
+	if err := st.Put(ctx, lindorm.DDLFile, []byte(ddl+"\n")); err != nil {
+		return fmt.Errorf("write %s: %w", lindorm.DDLFile, err)
 	}
-	job, err := lindorm.BulkloadConfig(prog.Target(), format, filepath.Join(out, pipeline.DataDir))
+	job, err := lindorm.BulkloadConfig(prog.Target(), format, st.Location(pipeline.DataDir+"/"))
 	if err != nil {
 		return fmt.Errorf("bulkload config: %w", err)
 	}
-	if err := pipeline.WriteFileAtomic(filepath.Join(out, lindorm.BulkloadFile), job); err != nil {
-		return err
+	if err := st.Put(ctx, lindorm.BulkloadFile, job); err != nil {
+		return fmt.Errorf("write %s: %w", lindorm.BulkloadFile, err)
 	}
-	return lindorm.WriteManifest(out, m)
+	return lindorm.PutManifest(ctx, st, m)
+}
+
+// openStore opens the output --out names: a local folder, or a bucket prefix (s3://, oss://) once
+// its store is registered (registerStores). Credentials come from the environment only.
+func openStore(ctx context.Context, out string) (store.Store, error) {
+	st, err := store.Open(ctx, out, os.Getenv)
+	if errors.Is(err, store.ErrUnsupported) {
+		return nil, exitWith(exitUsage, fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
+	} else if err != nil {
+		return nil, exitWith(exitFailed, fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
+	}
+	return st, nil
 }
