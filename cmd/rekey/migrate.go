@@ -203,7 +203,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	}
 	setMemoryBudget(memory)
 	sink, err := files.New(files.Config{
-		Dir: f.out, Schema: prog.Target(), Plan: plan, Format: format,
+		Store: st, Schema: prog.Target(), Plan: plan, Format: format,
 		MaxFileSize: maxFile, Memory: memory / 4, Sort: f.sort,
 	}, logger.Named("sink.files"))
 	if err != nil {
