@@ -2,8 +2,10 @@ package merge_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/rekey/rekey/merge"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/store"
 )
 
 const canaryData = "canary: not rekey's to touch"
@@ -247,5 +250,103 @@ func TestMergeHandMadeRuns(t *testing.T) {
 				t.Errorf("--files %s: the input's file moved: %v", mode, moved)
 			}
 		})
+	}
+}
+
+// bucket is a local folder seen through store.Store alone, as merge sees a bucket prefix.
+type bucket struct{ store.Store }
+
+// copier is a bucket that copies objects itself (as a server-side copy in one bucket would).
+type copier struct {
+	bucket
+	copies int
+}
+
+func (c *copier) CopyFrom(ctx context.Context, from store.Store, src, dst string) (bool, error) {
+	data, err := from.Get(ctx, src)
+	if err != nil {
+		return false, err
+	}
+	c.copies++
+	return true, c.Put(ctx, dst, data)
+}
+
+// Issue 10: merge goes through store.Store, so shards on a bucket merge into a bucket: files are
+// copied by the store when it can (no bytes through rekey), streamed otherwise, moved by removing
+// the input's object; the rejects of an input on an object store (checkpointed parts) and of a
+// local one (rejects.jsonl cut to its checkpointed length) are concatenated, and bulkload.json
+// reads the merged data/.
+func TestMergeThroughStores(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []merge.Mode{merge.Copy, merge.Move} {
+		for _, serverCopy := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/servercopy=%v", mode, serverCopy), func(t *testing.T) {
+				root := t.TempDir()
+				a, b := filepath.Join(root, "shard-0"), filepath.Join(root, "shard-1")
+				writeRun(t, a, "data/region-0000/part-00000.parquet", "data/region-0000/part-00001.parquet")
+				writeRun(t, b, "data/region-0000/part-00000.parquet")
+				// a: on an "object store", its rejects in two parts and a third never checkpointed
+				os.WriteFile(filepath.Join(a, pipeline.CheckpointFile), []byte(`{"version":1,"complete":true,"rejects_parts":2}`), 0o600)
+				os.MkdirAll(filepath.Join(a, "rejects"), 0o755)
+				for i, line := range []string{"a0\n", "a1\n", "stray\n"} {
+					os.WriteFile(filepath.Join(a, filepath.FromSlash(pipeline.RejectsPart(i))), []byte(line), 0o600)
+				}
+				// b: local, rejects.jsonl longer than checkpointed (a crash after the last cut)
+				os.WriteFile(filepath.Join(b, pipeline.CheckpointFile), []byte(`{"version":1,"complete":true,"rejects_bytes":3}`), 0o600)
+				os.WriteFile(filepath.Join(b, pipeline.RejectsFile), []byte("b0\nafter\n"), 0o600)
+				os.WriteFile(filepath.Join(a, lindorm.BulkloadFile), []byte(`{"fileType":"parquet","readerConfig":{"filePath":"/elsewhere"}}`), 0o644)
+				open := func(_ context.Context, dir string) (store.Store, error) {
+					l, err := store.NewLocal(dir)
+					if dir == b {
+						return l, err
+					}
+					return bucket{l}, err
+				}
+				outDir := filepath.Join(root, "out")
+				l, _ := store.NewLocal(outDir)
+				var out store.Store = bucket{l}
+				cp := &copier{bucket: bucket{l}}
+				if serverCopy {
+					out = cp
+				}
+				inputs, err := merge.OpenInputs(ctx, []string{a, b}, out, open)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := merge.Check(inputs); err != nil {
+					t.Fatal(err)
+				}
+				res, err := merge.WriteTo(ctx, inputs, out, mode, "test")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if serverCopy && (cp.copies != 3 || res.Copied != 0) {
+					t.Fatalf("the store copied %d files, rekey %d: want the store all 3", cp.copies, res.Copied)
+				} else if !serverCopy && res.Copied != 3 {
+					t.Fatalf("rekey copied %d files, want 3", res.Copied)
+				}
+				m, err := lindorm.ReadManifest(outDir)
+				if err != nil || m.Files != 3 {
+					t.Fatalf("merged manifest: %v %v", m, err)
+				}
+				for _, fe := range m.Regions[0].Files {
+					if data, err := os.ReadFile(filepath.Join(outDir, filepath.FromSlash(fe.Path))); err != nil || string(data) != "data" {
+						t.Errorf("%s: %q %v", fe.Path, data, err)
+					}
+				}
+				if rej, _ := os.ReadFile(filepath.Join(outDir, pipeline.RejectsFile)); string(rej) != "a0\na1\nb0\n" {
+					t.Fatalf("merged rejects %q, want each input's checkpointed rejects once", rej)
+				}
+				var job lindorm.BulkloadJob
+				data, _ := os.ReadFile(filepath.Join(outDir, lindorm.BulkloadFile))
+				if json.Unmarshal(data, &job); job.ReaderConfig.FilePath != out.Location("data/") {
+					t.Fatalf("bulkload.json reads %q, want %q", job.ReaderConfig.FilePath, out.Location("data/"))
+				}
+				_, err = os.Stat(filepath.Join(a, "data", "region-0000", "part-00001.parquet"))
+				if moved := errors.Is(err, os.ErrNotExist); moved != (mode == merge.Move) {
+					t.Errorf("--files %s: the input's file moved: %v", mode, moved)
+				}
+			})
+		}
 	}
 }
