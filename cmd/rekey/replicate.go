@@ -123,7 +123,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		return exitWith(2, errors.New("--out is required: the directory for the bulk-load files"))
 	}
 	if err := pipeline.CheckLocalDir(f.out); err != nil {
-		return exitWith(2, err)
+		return exitWith(2, fmt.Errorf("%w; replicate writes to a local (or shared, mounted) folder only for now", err))
 	}
 	if f.source == "" {
 		return exitWith(2, fmt.Errorf("--source is required:\n  %s", kafka.URIHelp))
