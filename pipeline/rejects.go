@@ -269,9 +269,13 @@ func (l *RejectLog) commitPart() error {
 	return nil
 }
 
-// Close syncs and closes the files.
+// Close syncs and closes the files. On an object store the lines since the last Sync are
+// dropped instead: no checkpoint counts them, and their rows are read again on resume.
 func (l *RejectLog) Close() error {
-	_, _, _, err := l.Sync()
+	var err error
+	if l.st == nil {
+		_, _, _, err = l.Sync()
+	}
 	if cerr := l.log.close(); err == nil {
 		err = cerr
 	}
