@@ -5,12 +5,14 @@
 package merge
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/source/cassandra"
 )
 
@@ -40,9 +43,10 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("--files %q: want link, copy or move", s)
 }
 
-// Input is one run's output directory.
+// Input is one run's output: a local folder or a bucket prefix.
 type Input struct {
-	Dir        string
+	Dir        string // as given, for messages
+	Store      store.Store
 	Manifest   *lindorm.Manifest
 	Checkpoint *pipeline.Checkpoint // nil when the run kept none
 	DDL        []byte
@@ -57,39 +61,49 @@ type Result struct {
 // ReadInputs reads the manifest, checkpoint and ddl.sql of every input directory. out is the
 // output directory, which must not be one of them.
 func ReadInputs(dirs []string, out string) ([]*Input, error) {
-	outAbs, _ := filepath.Abs(out)
+	open := func(_ context.Context, dir string) (store.Store, error) { return store.NewLocal(dir) }
+	outStore, err := store.NewLocal(out)
+	if err != nil {
+		return nil, err
+	}
+	return OpenInputs(context.Background(), dirs, outStore, open)
+}
+
+// OpenInputs is ReadInputs for outputs anywhere: open opens each input (a folder, s3://...).
+func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(context.Context, string) (store.Store, error)) ([]*Input, error) {
+	outAt := out.Location("")
 	seen := map[string]bool{}
 	var inputs []*Input
 	for _, d := range dirs {
-		abs, _ := filepath.Abs(d)
-		if abs == outAbs {
+		st, err := open(ctx, d)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d, err)
+		}
+		at := st.Location("")
+		if at == outAt {
 			return nil, fmt.Errorf("%s is both an input and --out", d)
 		}
-		if seen[abs] {
+		if seen[at] {
 			return nil, fmt.Errorf("%s is given twice", d)
 		}
-		seen[abs] = true
-		in := &Input{Dir: d}
-		if _, err := os.Stat(filepath.Join(d, lindorm.ManifestFile)); err != nil {
+		seen[at] = true
+		in := &Input{Dir: d, Store: st}
+		if _, err := st.Stat(ctx, lindorm.ManifestFile); err != nil {
 			return nil, fmt.Errorf("%s holds no complete run (no %s): finish it first (rekey migrate ... --resume)", d, lindorm.ManifestFile)
 		}
-		var err error
-		if in.Manifest, err = lindorm.ReadManifest(d); err != nil {
+		if in.Manifest, err = lindorm.GetManifest(ctx, st); err != nil {
 			return nil, err
 		}
-		if in.Checkpoint, err = pipeline.LoadCheckpoint(d); err != nil {
+		if in.Checkpoint, err = pipeline.ReadCheckpoint(ctx, st); err != nil {
 			return nil, err
 		}
 		if in.Checkpoint != nil && !in.Checkpoint.Complete {
 			return nil, fmt.Errorf("%s: its checkpoint says the run did not finish", d)
 		}
-		if in.Checkpoint != nil && in.Checkpoint.RejectsBytes < 0 {
-			return nil, fmt.Errorf("%s is damaged: rejects_bytes %d is negative", filepath.Join(d, pipeline.CheckpointFile), in.Checkpoint.RejectsBytes)
-		}
-		if err := checkFiles(in); err != nil {
+		if err := checkFiles(ctx, in); err != nil {
 			return nil, err
 		}
-		if in.DDL, err = os.ReadFile(filepath.Join(d, lindorm.DDLFile)); err != nil {
+		if in.DDL, err = st.Get(ctx, lindorm.DDLFile); err != nil {
 			return nil, fmt.Errorf("%s: %w", d, err)
 		}
 		inputs = append(inputs, in)
@@ -101,18 +115,18 @@ func ReadInputs(dirs []string, out string) ([]*Input, error) {
 // regular file inside in.Dir, listed once. A crafted manifest must not make merge link, copy or
 // move a file from elsewhere (issue 9: {"path":"../canary.parquet"}), and a refusal half way
 // through --files move would leave the input half moved.
-func checkFiles(in *Input) error {
+func checkFiles(ctx context.Context, in *Input) error {
 	if !plainName(in.Manifest.Format) { // it names the merged files
-		return fmt.Errorf("%s: format %q is not a file format name", filepath.Join(in.Dir, lindorm.ManifestFile), in.Manifest.Format)
+		return fmt.Errorf("%s: format %q is not a file format name", in.Store.Location(lindorm.ManifestFile), in.Manifest.Format)
 	}
 	listed := map[string]bool{}
 	for i, r := range in.Manifest.Regions {
 		for _, fe := range r.Files {
-			if _, err := sourceFile(in, i, fe); err != nil {
+			if _, err := sourceFile(ctx, in, i, fe); err != nil {
 				return err
 			}
 			if listed[fe.Path] {
-				return fmt.Errorf("%s lists %s twice: was it edited by hand?", filepath.Join(in.Dir, lindorm.ManifestFile), fe.Path)
+				return fmt.Errorf("%s lists %s twice: was it edited by hand?", in.Store.Location(lindorm.ManifestFile), fe.Path)
 			}
 			listed[fe.Path] = true
 		}
@@ -120,11 +134,22 @@ func checkFiles(in *Input) error {
 	return nil
 }
 
-// sourceFile returns the full path of a data file in's manifest lists in region i, refusing
-// paths outside in.Dir, paths through symbolic links and anything but a regular file.
-func sourceFile(in *Input, region int, fe lindorm.FileEntry) (string, error) {
-	manifest := filepath.Join(in.Dir, lindorm.ManifestFile)
-	full, fi, err := pipeline.StatRelPath(in.Dir, fe.Path)
+// sourceFile checks a data file in's manifest lists in region i, refusing paths outside the
+// input, paths through symbolic links and anything but a regular file. On a local folder it
+// returns the file's full path ("" on a bucket).
+func sourceFile(ctx context.Context, in *Input, region int, fe lindorm.FileEntry) (string, error) {
+	manifest := in.Store.Location(lindorm.ManifestFile)
+	d, local := in.Store.(store.Dir)
+	if !local {
+		if err := pipeline.CheckRelPath(fe.Path); err != nil {
+			return "", fmt.Errorf("%s: region %d: %w; merge reads files inside each input only", manifest, region, err)
+		}
+		if _, err := in.Store.Stat(ctx, fe.Path); err != nil {
+			return "", fmt.Errorf("%s lists %s: %w", manifest, fe.Path, err)
+		}
+		return "", nil
+	}
+	full, fi, err := pipeline.StatRelPath(d.Path(), fe.Path)
 	switch {
 	case errors.Is(err, pipeline.ErrUnsafePath):
 		return "", fmt.Errorf("%s: region %d: %w; merge reads files inside each input only", manifest, region, err)
@@ -223,12 +248,30 @@ func checkShardRanges(inputs []*Input) error {
 	return nil
 }
 
-// Write places the inputs' files in out and writes the merged manifest, ddl.sql, bulkload.json
+// Write places the inputs' files in the local folder out and writes the merged manifest,
+// ddl.sql, bulkload.json and rejects.jsonl (see WriteTo).
+func Write(inputs []*Input, out string, mode Mode, version string) (*Result, error) {
+	st, err := store.NewLocal(out)
+	if err != nil {
+		return nil, err
+	}
+	return WriteTo(context.Background(), inputs, st, mode, version)
+}
+
+// WriteTo places the inputs' files in out and writes the merged manifest, ddl.sql, bulkload.json
 // and rejects.jsonl. The manifest is written last: its presence marks a complete merge. version
 // is recorded in the manifest as the rekey version that made it.
-func Write(inputs []*Input, out string, mode Mode, version string) (*Result, error) {
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, err
+//
+// Between local folders, files are hard-linked (copied across filesystems), copied or moved.
+// Otherwise a store that copies without the bytes passing through rekey (store.Copier: a
+// server-side copy within one bucket) does; else the bytes are streamed from input to output.
+// move removes each input file once its copy is committed.
+func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, version string) (*Result, error) {
+	outDir, outLocal := out.(store.Dir)
+	if outLocal {
+		if err := os.MkdirAll(outDir.Path(), 0o755); err != nil {
+			return nil, err
+		}
 	}
 	fm := inputs[0].Manifest
 	m := *fm
@@ -246,18 +289,24 @@ func Write(inputs []*Input, out string, mode Mode, version string) (*Result, err
 		if len(im.Regions) != len(m.Regions) {
 			return nil, fmt.Errorf("%s lists %d regions, want %d", in.Dir, len(im.Regions), len(m.Regions))
 		}
+		_, inLocal := in.Store.(store.Dir)
 		for i, r := range im.Regions {
 			dst := &m.Regions[i]
 			for _, fe := range r.Files {
 				rel := pipeline.RegionDir(i) + "/" + fmt.Sprintf("part-%05d%s", len(dst.Files), ext)
-				if filepath.Ext(fe.Path) != ext {
-					rel = strings.TrimSuffix(rel, ext) + filepath.Ext(fe.Path)
+				if path.Ext(fe.Path) != ext {
+					rel = strings.TrimSuffix(rel, ext) + path.Ext(fe.Path)
 				}
-				src, err := sourceFile(in, i, fe) // checked again at use: Write is exported
+				src, err := sourceFile(ctx, in, i, fe) // checked again at use: WriteTo is exported
 				if err != nil {
 					return nil, err
 				}
-				c, err := placeFile(src, filepath.Join(out, filepath.FromSlash(rel)), mode)
+				var c bool
+				if inLocal && outLocal {
+					c, err = placeFile(src, filepath.Join(outDir.Path(), filepath.FromSlash(rel)), mode)
+				} else {
+					c, err = placeObject(ctx, in.Store, fe.Path, out, rel, mode)
+				}
 				if err != nil {
 					return nil, err
 				}
@@ -278,27 +327,84 @@ func Write(inputs []*Input, out string, mode Mode, version string) (*Result, err
 	for i := range m.Regions {
 		m.Regions[i].OverSize = m.RegionSize > 0 && m.Regions[i].Bytes > m.RegionSize
 	}
-	for i := range m.Regions { // make the links and renames durable
-		if len(m.Regions[i].Files) == 0 {
-			continue
+	if outLocal { // make the links and renames durable
+		for i := range m.Regions {
+			if len(m.Regions[i].Files) == 0 {
+				continue
+			}
+			if err := pipeline.SyncDir(filepath.Join(outDir.Path(), filepath.FromSlash(pipeline.RegionDir(i)))); err != nil {
+				return nil, err
+			}
 		}
-		if err := pipeline.SyncDir(filepath.Join(out, pipeline.RegionDir(i))); err != nil {
-			return nil, err
+		if m.Files > 0 { // data/ is new in out
+			if err := pipeline.SyncDir(filepath.Join(outDir.Path(), pipeline.DataDir)); err != nil {
+				return nil, err
+			}
+			if err := pipeline.SyncDir(outDir.Path()); err != nil {
+				return nil, err
+			}
 		}
 	}
-	if err := mergeRejects(inputs, out); err != nil {
+	if err := mergeRejects(ctx, inputs, out); err != nil {
 		return nil, err
 	}
-	if err := pipeline.WriteFileAtomic(filepath.Join(out, lindorm.DDLFile), inputs[0].DDL); err != nil {
+	if err := out.Put(ctx, lindorm.DDLFile, inputs[0].DDL); err != nil {
 		return nil, err
 	}
-	if err := mergeBulkload(inputs[0].Dir, out); err != nil {
+	if err := mergeBulkload(ctx, inputs[0], out); err != nil {
 		return nil, err
 	}
-	if err := lindorm.WriteManifest(out, &m); err != nil {
+	if err := lindorm.PutManifest(ctx, out, &m); err != nil {
 		return nil, err
 	}
 	return &Result{Manifest: &m, Copied: copied}, nil
+}
+
+// placeObject puts the object src of from at dst in out, by a copy the store makes itself when it
+// can (reported as not copied), else through rekey; move then removes src.
+func placeObject(ctx context.Context, from store.Store, src string, out store.Store, dst string, mode Mode) (bool, error) {
+	copied := true
+	done := false
+	if c, ok := out.(store.Copier); ok {
+		var err error
+		if done, err = c.CopyFrom(ctx, from, src, dst); err != nil {
+			return false, fmt.Errorf("copy %s: %w", from.Location(src), err)
+		}
+		copied = !done
+	}
+	if !done {
+		if err := copyObject(ctx, from, src, out, dst); err != nil {
+			return false, err
+		}
+	}
+	if mode == Move {
+		if err := from.Remove(ctx, src); err != nil {
+			return copied, fmt.Errorf("move %s: %w", from.Location(src), err)
+		}
+	}
+	return copied, nil
+}
+
+// copyObject streams an object from one store to another.
+func copyObject(ctx context.Context, from store.Store, src string, out store.Store, dst string) error {
+	r, err := from.Open(ctx, src)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", from.Location(src), err)
+	}
+	defer r.Close()
+	w, err := out.Create(ctx, dst)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", from.Location(src), err)
+	}
+	if _, err := io.Copy(w, io.NewSectionReader(r, 0, r.Size())); err != nil {
+		w.Abort()
+		return fmt.Errorf("copy %s: %w", from.Location(src), err)
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		w.Abort()
+		return fmt.Errorf("copy %s: %w", from.Location(src), err)
+	}
+	return nil
 }
 
 // placeFile puts src at dst: a hard link (a copy across filesystems), a copy, or a rename. It
@@ -356,33 +462,71 @@ func copyFile(src, dst string) error {
 	return os.Rename(tmp, dst)
 }
 
-// mergeRejects concatenates the inputs' rejects.jsonl (each line names its stream and position).
-func mergeRejects(inputs []*Input, out string) error {
-	var all []byte
-	for _, in := range inputs {
-		data, err := os.ReadFile(filepath.Join(in.Dir, pipeline.RejectsFile))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+// mergeRejects concatenates the inputs' rejects (each line names its stream and position) into
+// out's rejects.jsonl, streamed: the checkpointed length of a local rejects.jsonl, or the
+// checkpointed parts of an input on an object store.
+func mergeRejects(ctx context.Context, inputs []*Input, out store.Store) error {
+	var w store.Writer
+	defer func() {
+		if w != nil {
+			w.Abort() // a no-op once committed
 		}
-		if err != nil {
-			return err
+	}()
+	add := func(r io.Reader) error {
+		if w == nil {
+			var err error
+			if w, err = out.Create(ctx, pipeline.RejectsFile); err != nil {
+				return err
+			}
 		}
-		if in.Checkpoint != nil && int64(len(data)) > in.Checkpoint.RejectsBytes {
-			data = data[:in.Checkpoint.RejectsBytes]
-		}
-		all = append(all, data...)
+		_, err := io.Copy(w, r)
+		return err
 	}
-	if len(all) == 0 {
+	for _, in := range inputs {
+		var names []string
+		limit := int64(-1)
+		if in.Checkpoint != nil && in.Checkpoint.RejectParts > 0 {
+			for n := 0; n < in.Checkpoint.RejectParts; n++ {
+				names = append(names, pipeline.RejectsPart(n))
+			}
+		} else {
+			names = []string{pipeline.RejectsFile}
+			if in.Checkpoint != nil {
+				limit = in.Checkpoint.RejectsBytes
+			}
+		}
+		for _, name := range names {
+			r, err := in.Store.Open(ctx, name)
+			if store.IsNotExist(err) && name == pipeline.RejectsFile {
+				continue
+			} else if err != nil {
+				return fmt.Errorf("%s: %w", in.Dir, err)
+			}
+			size := r.Size()
+			if limit >= 0 && size > limit {
+				size = limit
+			}
+			err = add(io.NewSectionReader(r, 0, size))
+			r.Close()
+			if err != nil {
+				return fmt.Errorf("merge %s: %w", in.Store.Location(name), err)
+			}
+		}
+	}
+	if w == nil {
 		return nil
 	}
-	// 0600 as migrate writes it: rejected rows are raw input, which may be personal data
-	return pipeline.WriteFileAtomicMode(filepath.Join(out, pipeline.RejectsFile), all, 0o600)
+	// the local store keeps it 0600 as migrate does: rejected rows are raw input
+	if _, err := w.Commit(ctx); err != nil {
+		return fmt.Errorf("write %s: %w", out.Location(pipeline.RejectsFile), err)
+	}
+	return nil
 }
 
-// mergeBulkload rewrites the first input's bulkload.json to read the merged directory.
-func mergeBulkload(firstDir, out string) error {
-	data, err := os.ReadFile(filepath.Join(firstDir, lindorm.BulkloadFile))
-	if errors.Is(err, os.ErrNotExist) {
+// mergeBulkload rewrites the first input's bulkload.json to read the merged data/.
+func mergeBulkload(ctx context.Context, first *Input, out store.Store) error {
+	data, err := first.Store.Get(ctx, lindorm.BulkloadFile)
+	if store.IsNotExist(err) {
 		return nil
 	}
 	if err != nil {
@@ -390,9 +534,9 @@ func mergeBulkload(firstDir, out string) error {
 	}
 	var job lindorm.BulkloadJob
 	if err := json.Unmarshal(data, &job); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(firstDir, lindorm.BulkloadFile), err)
+		return fmt.Errorf("%s: %w", first.Store.Location(lindorm.BulkloadFile), err)
 	}
-	if job.ReaderConfig.FilePath, err = lindorm.DataFilePath(out, false); err != nil {
+	if job.ReaderConfig.FilePath, err = lindorm.DataFilePath(out.Location(""), !store.IsLocal(out.Location(""))); err != nil {
 		return err
 	}
 	if ft, err := lindorm.FileType(strings.ToLower(job.FileType)); err == nil {
@@ -402,5 +546,5 @@ func mergeBulkload(firstDir, out string) error {
 	if err != nil {
 		return err
 	}
-	return pipeline.WriteFileAtomic(filepath.Join(out, lindorm.BulkloadFile), data)
+	return out.Put(ctx, lindorm.BulkloadFile, data)
 }

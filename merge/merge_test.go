@@ -2,8 +2,10 @@ package merge_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/rekey/rekey/merge"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/store"
 )
 
 const canaryData = "canary: not rekey's to touch"
@@ -25,11 +28,11 @@ func writeRun(t *testing.T, dir string, paths ...string) {
 	schema := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{{Name: "id", Type: pipeline.TypeBigint, KeyPos: 0}}}
 	m := lindorm.NewManifest(schema, pipeline.RegionPlan{Type: pipeline.TypeBigint, Strategy: "single"}, "parquet", 0)
 	m.MappingFingerprint = "fp"
-	if err := os.MkdirAll(filepath.Join(dir, "region-0000"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "data", "region-0000"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for i, p := range paths {
-		name := filepath.Join(dir, "region-0000", "part-0000"+string(rune('0'+i))+".parquet")
+		name := filepath.Join(dir, "data", "region-0000", "part-0000"+string(rune('0'+i))+".parquet")
 		if err := os.WriteFile(name, []byte("data"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -95,8 +98,8 @@ func TestMergeRefusesPathsOutsideTheInput(t *testing.T) {
 	}{
 		{"dotdot", func(string) string { return "../canary.parquet" }},               // the issue's repro
 		{"absolute", func(canary string) string { return filepath.ToSlash(canary) }}, // /tmp/.../canary.parquet
-		{"region-dotdot", func(string) string { return "region-0000/../../canary.parquet" }},
-		{"backslash", func(string) string { return `region-0000\..\..\canary.parquet` }},
+		{"data/region-dotdot", func(string) string { return "data/region-0000/../../canary.parquet" }},
+		{"backslash", func(string) string { return `data\region-0000\..\..\canary.parquet` }},
 		{"empty", func(string) string { return "" }},
 		{"not-in-a-region", func(string) string { return "canary.parquet" }},
 	} {
@@ -110,7 +113,7 @@ func TestMergeRefusesPathsOutsideTheInput(t *testing.T) {
 				in := filepath.Join(root, "shard-0")
 				bad := c.path(canary)
 				// a good file first: refusing must happen before anything is placed
-				writeRun(t, in, "region-0000/part-00000.parquet", bad)
+				writeRun(t, in, "data/region-0000/part-00000.parquet", bad)
 				out := filepath.Join(root, "out")
 				err := mergeRun([]string{in}, out, mode)
 				if err == nil {
@@ -124,7 +127,7 @@ func TestMergeRefusesPathsOutsideTheInput(t *testing.T) {
 					t.Errorf("the error does not wrap pipeline.ErrUnsafePath: %v", err)
 				}
 				checkCanary(t, canary)
-				if _, err := os.Stat(filepath.Join(in, "region-0000", "part-00000.parquet")); err != nil {
+				if _, err := os.Stat(filepath.Join(in, "data", "region-0000", "part-00000.parquet")); err != nil {
 					t.Errorf("the input's own file was placed before the refusal: %v", err)
 				}
 				if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
@@ -144,16 +147,16 @@ func TestMergeRefusesSymlinks(t *testing.T) {
 		link func(t *testing.T, in, canary string) string // makes the link, returns the listed path
 	}{
 		{"file", func(t *testing.T, in, canary string) string {
-			if err := os.Symlink(canary, filepath.Join(in, "region-0000", "part-00009.parquet")); err != nil {
+			if err := os.Symlink(canary, filepath.Join(in, "data", "region-0000", "part-00009.parquet")); err != nil {
 				t.Fatal(err)
 			}
-			return "region-0000/part-00009.parquet"
+			return "data/region-0000/part-00009.parquet"
 		}},
 		{"folder", func(t *testing.T, in, canary string) string {
-			if err := os.Symlink(filepath.Dir(canary), filepath.Join(in, "region-0001")); err != nil {
+			if err := os.Symlink(filepath.Dir(canary), filepath.Join(in, "data", "region-0001")); err != nil {
 				t.Fatal(err)
 			}
-			return "region-0001/canary.parquet"
+			return "data/region-0001/canary.parquet"
 		}},
 	} {
 		for _, mode := range []merge.Mode{merge.Link, merge.Move, merge.Copy} {
@@ -166,7 +169,7 @@ func TestMergeRefusesSymlinks(t *testing.T) {
 				in := filepath.Join(root, "shard-0")
 				writeRun(t, in) // makes the folders
 				p := c.link(t, in, canary)
-				writeRun(t, in, "region-0000/part-00000.parquet", p)
+				writeRun(t, in, "data/region-0000/part-00000.parquet", p)
 				out := filepath.Join(root, "out")
 				err := mergeRun([]string{in}, out, mode)
 				if err == nil || !errors.Is(err, pipeline.ErrUnsafePath) || !strings.Contains(err.Error(), "symbolic link") ||
@@ -174,7 +177,7 @@ func TestMergeRefusesSymlinks(t *testing.T) {
 					t.Fatalf("merge of a manifest path through a symlink: %v", err)
 				}
 				checkCanary(t, canary)
-				if _, err := os.Lstat(filepath.Join(out, "region-0000", "part-00001.parquet")); err == nil {
+				if _, err := os.Lstat(filepath.Join(out, "data", "region-0000", "part-00001.parquet")); err == nil {
 					t.Error("the linked file reached the output")
 				}
 			})
@@ -188,12 +191,12 @@ func TestMergeRefusesSymlinks(t *testing.T) {
 func TestMergeRefusesAFileListedTwice(t *testing.T) {
 	root := t.TempDir()
 	in := filepath.Join(root, "shard-0")
-	writeRun(t, in, "region-0000/part-00000.parquet", "region-0000/part-00000.parquet")
+	writeRun(t, in, "data/region-0000/part-00000.parquet", "data/region-0000/part-00000.parquet")
 	err := mergeRun([]string{in}, filepath.Join(root, "out"), merge.Move)
 	if err == nil || !strings.Contains(err.Error(), "twice") {
 		t.Fatalf("a file listed twice: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(in, "region-0000", "part-00000.parquet")); err != nil {
+	if _, err := os.Stat(filepath.Join(in, "data", "region-0000", "part-00000.parquet")); err != nil {
 		t.Errorf("the input's file was moved before the refusal: %v", err)
 	}
 }
@@ -203,7 +206,7 @@ func TestMergeRefusesAFileListedTwice(t *testing.T) {
 func TestMergeRefusesDamagedRejectsLength(t *testing.T) {
 	root := t.TempDir()
 	in := filepath.Join(root, "shard-0")
-	writeRun(t, in, "region-0000/part-00000.parquet")
+	writeRun(t, in, "data/region-0000/part-00000.parquet")
 	if err := os.WriteFile(filepath.Join(in, pipeline.RejectsFile), []byte(`{"stream":"s"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -223,8 +226,8 @@ func TestMergeHandMadeRuns(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			root := t.TempDir()
 			a, b := filepath.Join(root, "shard-0"), filepath.Join(root, "shard-1")
-			writeRun(t, a, "region-0000/part-00000.parquet", "region-0000/part-00001.parquet")
-			writeRun(t, b, "region-0000/part-00000.parquet")
+			writeRun(t, a, "data/region-0000/part-00000.parquet", "data/region-0000/part-00001.parquet")
+			writeRun(t, b, "data/region-0000/part-00000.parquet")
 			out := filepath.Join(root, "out")
 			if err := mergeRun([]string{a, b}, out, mode); err != nil {
 				t.Fatal(err)
@@ -242,10 +245,108 @@ func TestMergeHandMadeRuns(t *testing.T) {
 					t.Errorf("%s: %q %v", fe.Path, data, err)
 				}
 			}
-			_, err = os.Stat(filepath.Join(a, "region-0000", "part-00001.parquet"))
+			_, err = os.Stat(filepath.Join(a, "data", "region-0000", "part-00001.parquet"))
 			if moved := errors.Is(err, os.ErrNotExist); moved != (mode == merge.Move) {
 				t.Errorf("--files %s: the input's file moved: %v", mode, moved)
 			}
 		})
+	}
+}
+
+// bucket is a local folder seen through store.Store alone, as merge sees a bucket prefix.
+type bucket struct{ store.Store }
+
+// copier is a bucket that copies objects itself (as a server-side copy in one bucket would).
+type copier struct {
+	bucket
+	copies int
+}
+
+func (c *copier) CopyFrom(ctx context.Context, from store.Store, src, dst string) (bool, error) {
+	data, err := from.Get(ctx, src)
+	if err != nil {
+		return false, err
+	}
+	c.copies++
+	return true, c.Put(ctx, dst, data)
+}
+
+// Issue 10: merge goes through store.Store, so shards on a bucket merge into a bucket: files are
+// copied by the store when it can (no bytes through rekey), streamed otherwise, moved by removing
+// the input's object; the rejects of an input on an object store (checkpointed parts) and of a
+// local one (rejects.jsonl cut to its checkpointed length) are concatenated, and bulkload.json
+// reads the merged data/.
+func TestMergeThroughStores(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []merge.Mode{merge.Copy, merge.Move} {
+		for _, serverCopy := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/servercopy=%v", mode, serverCopy), func(t *testing.T) {
+				root := t.TempDir()
+				a, b := filepath.Join(root, "shard-0"), filepath.Join(root, "shard-1")
+				writeRun(t, a, "data/region-0000/part-00000.parquet", "data/region-0000/part-00001.parquet")
+				writeRun(t, b, "data/region-0000/part-00000.parquet")
+				// a: on an "object store", its rejects in two parts and a third never checkpointed
+				os.WriteFile(filepath.Join(a, pipeline.CheckpointFile), []byte(`{"version":1,"complete":true,"rejects_parts":2}`), 0o600)
+				os.MkdirAll(filepath.Join(a, "rejects"), 0o755)
+				for i, line := range []string{"a0\n", "a1\n", "stray\n"} {
+					os.WriteFile(filepath.Join(a, filepath.FromSlash(pipeline.RejectsPart(i))), []byte(line), 0o600)
+				}
+				// b: local, rejects.jsonl longer than checkpointed (a crash after the last cut)
+				os.WriteFile(filepath.Join(b, pipeline.CheckpointFile), []byte(`{"version":1,"complete":true,"rejects_bytes":3}`), 0o600)
+				os.WriteFile(filepath.Join(b, pipeline.RejectsFile), []byte("b0\nafter\n"), 0o600)
+				os.WriteFile(filepath.Join(a, lindorm.BulkloadFile), []byte(`{"fileType":"parquet","readerConfig":{"filePath":"/elsewhere"}}`), 0o644)
+				open := func(_ context.Context, dir string) (store.Store, error) {
+					l, err := store.NewLocal(dir)
+					if dir == b {
+						return l, err
+					}
+					return bucket{l}, err
+				}
+				outDir := filepath.Join(root, "out")
+				l, _ := store.NewLocal(outDir)
+				var out store.Store = bucket{l}
+				cp := &copier{bucket: bucket{l}}
+				if serverCopy {
+					out = cp
+				}
+				inputs, err := merge.OpenInputs(ctx, []string{a, b}, out, open)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := merge.Check(inputs); err != nil {
+					t.Fatal(err)
+				}
+				res, err := merge.WriteTo(ctx, inputs, out, mode, "test")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if serverCopy && (cp.copies != 3 || res.Copied != 0) {
+					t.Fatalf("the store copied %d files, rekey %d: want the store all 3", cp.copies, res.Copied)
+				} else if !serverCopy && res.Copied != 3 {
+					t.Fatalf("rekey copied %d files, want 3", res.Copied)
+				}
+				m, err := lindorm.ReadManifest(outDir)
+				if err != nil || m.Files != 3 {
+					t.Fatalf("merged manifest: %v %v", m, err)
+				}
+				for _, fe := range m.Regions[0].Files {
+					if data, err := os.ReadFile(filepath.Join(outDir, filepath.FromSlash(fe.Path))); err != nil || string(data) != "data" {
+						t.Errorf("%s: %q %v", fe.Path, data, err)
+					}
+				}
+				if rej, _ := os.ReadFile(filepath.Join(outDir, pipeline.RejectsFile)); string(rej) != "a0\na1\nb0\n" {
+					t.Fatalf("merged rejects %q, want each input's checkpointed rejects once", rej)
+				}
+				var job lindorm.BulkloadJob
+				data, _ := os.ReadFile(filepath.Join(outDir, lindorm.BulkloadFile))
+				if json.Unmarshal(data, &job); job.ReaderConfig.FilePath != out.Location("data/") {
+					t.Fatalf("bulkload.json reads %q, want %q", job.ReaderConfig.FilePath, out.Location("data/"))
+				}
+				_, err = os.Stat(filepath.Join(a, "data", "region-0000", "part-00001.parquet"))
+				if moved := errors.Is(err, os.ErrNotExist); moved != (mode == merge.Move) {
+					t.Errorf("--files %s: the input's file moved: %v", mode, moved)
+				}
+			})
+		}
 	}
 }

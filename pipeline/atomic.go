@@ -8,11 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/rekey/rekey/sink/store"
 )
 
 // TempPrefix starts the name of every file rekey has not committed yet. A reader that skips
 // dot-files never sees a partial file, and a resumed run deletes leftovers with this prefix.
-const TempPrefix = ".rekey-tmp-"
+// The local store (sink/store) writes through it; these helpers serve what is not a Store yet.
+const TempPrefix = store.TempPrefix
 
 // TempPath returns the temporary name a file is written under before Commit renames it.
 func TempPath(final string) string {
@@ -64,17 +67,7 @@ func WriteFileAtomicMode(path string, data []byte, perm os.FileMode) error {
 }
 
 // SyncDir fsyncs a directory, making renames and creations inside it durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	return nil
-}
+func SyncDir(dir string) error { return store.SyncDir(dir) }
 
 // WriteJSONAtomic writes v as indented JSON, ending with a newline, to path with WriteFileAtomic.
 func WriteJSONAtomic(path string, v any) error {

@@ -1,9 +1,12 @@
 package pipeline
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,15 +16,25 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/sink/store"
 )
 
-// LockFile is held (flock) by the run writing an output directory, for as long as it runs. The
-// kernel releases it when the process dies, so a killed run never leaves a stale lock.
+// LockFile is held by the run writing an output, for as long as it runs. On a local folder it is
+// an flock, which the kernel releases when the process dies, so a killed run never leaves a stale
+// lock. On an object store, which has no locks, it is an object naming its holder that the run
+// renews every LockTTL/3; a lock not renewed for LockTTL is stale (its run was killed) and may be
+// taken over.
 const LockFile = ".rekey.lock"
+
+// LockTTL is how long an object-store lock stays valid without being renewed.
+var LockTTL = 2 * time.Minute
 
 // OutputSpec says what a run will write into an output directory; OpenOutput checks that the
 // directory's checkpoint, if any, was written by the same job.
 type OutputSpec struct {
+	// Store is the output; nil: the local folder Dir.
+	Store       store.Store
 	Dir         string
 	Fingerprint string // of the resolved mapping
 	Format      string // data file format ("parquet", "csv")
@@ -34,17 +47,19 @@ type OutputSpec struct {
 	// with the data, rejects and checkpoint, what Overwrite may remove.
 	FinalFiles []string
 	// VerifyFile checks one committed file of the checkpoint (a Parquet footer, say) before a
-	// resume trusts it; path is absolute. Size is checked before it is called. Optional.
-	VerifyFile func(path string, f FileInfo) error
+	// resume trusts it. Size is checked before it is called. Optional.
+	VerifyFile func(r store.Reader, f FileInfo) error
 }
 
 // Output is an output directory opened for one run: locked, and checked against its checkpoint.
 type Output struct {
-	Dir string
+	Dir   string // where the output is, for people (Store.Location(""))
+	Store store.Store
 	// Checkpoint is the run to continue, nil for a fresh start. When Complete is set the
 	// source was read to its end: only the final files (manifest...) may be missing.
 	Checkpoint *Checkpoint
-	lock       *os.File
+	lock       *os.File    // local folders
+	objLock    *objectLock // object stores
 }
 
 // ErrRefusedResume is wrapped by OpenOutput's errors when the directory cannot be resumed or
@@ -71,77 +86,106 @@ func OpenOutput(spec OutputSpec, logger *zap.Logger) (*Output, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	if err := CheckLocalDir(spec.Dir); err != nil {
-		return nil, err
+	ctx := context.Background()
+	st := spec.Store
+	if st == nil {
+		if err := CheckLocalDir(spec.Dir); err != nil {
+			return nil, err
+		}
+		var err error
+		if st, err = store.NewLocal(spec.Dir); err != nil {
+			return nil, err
+		}
 	}
-	if err := os.MkdirAll(spec.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create output directory: %w", err)
+	where := st.Location("")
+	if spec.Dir == "" {
+		spec.Dir = where
 	}
-	lock, err := lockDir(spec.Dir)
-	if err != nil {
-		return nil, err
+	o := &Output{Dir: spec.Dir, Store: st}
+	if d, ok := st.(store.Dir); ok {
+		if err := os.MkdirAll(d.Path(), 0o755); err != nil {
+			return nil, fmt.Errorf("create output directory: %w", err)
+		}
+		lock, err := lockDir(d.Path(), spec.Dir)
+		if err != nil {
+			return nil, err
+		}
+		o.lock = lock
+	} else {
+		lock, err := lockObject(ctx, st, spec.Dir, logger)
+		if err != nil {
+			return nil, err
+		}
+		o.objLock = lock
 	}
-	o := &Output{Dir: spec.Dir, lock: lock}
-	if err := o.open(spec, logger); err != nil {
+	if err := o.open(ctx, spec, logger); err != nil {
 		o.Close()
 		return nil, err
 	}
 	return o, nil
 }
 
-func (o *Output) open(spec OutputSpec, logger *zap.Logger) error {
-	entries, err := os.ReadDir(spec.Dir)
+func (o *Output) open(ctx context.Context, spec OutputSpec, logger *zap.Logger) error {
+	st := o.Store
+	// what unfinished writers of an earlier run left is never an object: it goes first
+	if err := st.Sweep(ctx, ""); err != nil {
+		return fmt.Errorf("--out %s: %w", spec.Dir, err)
+	}
+	objs, err := st.List(ctx, "")
 	if err != nil {
 		return fmt.Errorf("--out %s: %w", spec.Dir, err)
 	}
-	var names []string
-	for _, e := range entries {
-		if e.Name() != LockFile {
-			names = append(names, e.Name())
+	var names, tops []string
+	for _, obj := range objs {
+		if obj.Name == LockFile {
+			continue
+		}
+		names = append(names, obj.Name)
+		top, _, _ := strings.Cut(obj.Name, "/")
+		if len(tops) == 0 || tops[len(tops)-1] != top {
+			tops = append(tops, top)
 		}
 	}
 	if len(names) == 0 {
 		return nil // a fresh start, with or without --resume
 	}
 	if spec.Overwrite && !spec.Resume {
-		if foreign := notRekeyFiles(names, spec.FinalFiles); len(foreign) > 0 {
+		if foreign := notRekeyFiles(tops, spec.FinalFiles); len(foreign) > 0 {
 			return refuse("--overwrite: %s holds files rekey did not write (%s): it is not a rekey output; choose a new --out directory", spec.Dir, strings.Join(foreign, ", "))
 		}
-		removed, err := removeRunFiles(spec.Dir, names)
-		if err != nil {
-			return err
+		if err := st.Remove(ctx, names...); err != nil {
+			return fmt.Errorf("--overwrite: remove the previous run's output: %w", err)
 		}
-		logger.Info("--overwrite: removed the previous run's output", zap.String("out", spec.Dir), zap.Int("entries", removed))
+		logger.Info("--overwrite: removed the previous run's output", zap.String("out", spec.Dir), zap.Int("files", len(names)))
 		return nil
 	}
 	if !spec.Resume {
 		return refuse("--out %s already holds files (a previous run?): pass --resume to finish an interrupted run there, --overwrite to replace it, or choose a new --out directory", spec.Dir)
 	}
-	cp, err := LoadCheckpoint(spec.Dir)
+	cp, err := ReadCheckpoint(ctx, st)
 	if err != nil {
 		return refuse("--resume: %v; the run cannot be resumed: start over in a new --out directory", err)
 	}
 	if cp == nil {
 		// The run died before its first checkpoint: nothing it wrote is committed.
-		if foreign := notRekeyFiles(names, nil); len(foreign) > 0 {
+		if foreign := notRekeyFiles(tops, nil); len(foreign) > 0 {
 			return refuse("--resume: %s has no %s and holds files rekey did not write (%s): it is not an interrupted rekey run; choose a new --out directory",
 				spec.Dir, CheckpointFile, strings.Join(foreign, ", "))
 		}
-		removed, err := removeRunFiles(spec.Dir, names)
-		if err != nil {
-			return err
+		if err := st.Remove(ctx, names...); err != nil {
+			return fmt.Errorf("remove what the interrupted run left: %w", err)
 		}
-		logger.Info("no checkpoint: the interrupted run committed nothing; starting over", zap.String("out", spec.Dir), zap.Int("files", removed))
+		logger.Info("no checkpoint: the interrupted run committed nothing; starting over", zap.String("out", spec.Dir), zap.Int("files", len(names)))
 		return nil
 	}
 	if err := checkResume(cp, spec); err != nil {
 		return err
 	}
-	if damaged := verifyFiles(spec.Dir, cp.Files, spec.VerifyFile); len(damaged) > 0 {
+	if damaged := verifyFiles(ctx, st, cp.Files, spec.VerifyFile); len(damaged) > 0 {
 		return refuse("--resume: %d of the %d files %s lists are damaged, so the rows they held are lost:\n  %s\nthe run cannot be resumed without losing rows: start over in a new --out directory (or restore the files)",
 			len(damaged), len(cp.Files), CheckpointFile, strings.Join(damaged, "\n  "))
 	}
-	removed, err := RemoveUncommitted(spec.Dir, cp.Files)
+	removed, err := removeUncommitted(ctx, st, cp)
 	if err != nil {
 		return err
 	}
@@ -183,25 +227,25 @@ func checkResume(cp *Checkpoint, spec OutputSpec) error {
 	return nil
 }
 
-// verifyFiles checks that every committed file is still there, whole: the path stays inside dir,
-// the size is the one committed, and verify (if any) accepts it. It returns one line per damaged file.
-func verifyFiles(dir string, files []FileInfo, verify func(string, FileInfo) error) []string {
+// verifyFiles checks that every committed file is still there, whole: the size is the one
+// committed, and verify (if any) accepts it. It returns one line per damaged file.
+func verifyFiles(ctx context.Context, st store.Store, files []FileInfo, verify func(store.Reader, FileInfo) error) []string {
 	var damaged []string
 	for _, f := range files {
-		path, st, err := StatRelPath(dir, f.Path)
+		info, err := st.Stat(ctx, f.Path)
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
+		case store.IsNotExist(err):
 			damaged = append(damaged, f.Path+": missing")
 			continue
 		case err != nil:
 			damaged = append(damaged, fmt.Sprintf("%s: %v", f.Path, err))
 			continue
-		case st.Size() != f.Bytes:
-			damaged = append(damaged, fmt.Sprintf("%s: %d bytes, %d when committed", f.Path, st.Size(), f.Bytes))
+		case info.Size != f.Bytes:
+			damaged = append(damaged, fmt.Sprintf("%s: %d bytes, %d when committed", f.Path, info.Size, f.Bytes))
 			continue
 		}
 		if verify != nil {
-			if err := verify(path, f); err != nil {
+			if err := verifyOne(ctx, st, f, verify); err != nil {
 				damaged = append(damaged, fmt.Sprintf("%s: %v", f.Path, err))
 			}
 		}
@@ -209,27 +253,27 @@ func verifyFiles(dir string, files []FileInfo, verify func(string, FileInfo) err
 	return damaged
 }
 
-// notRekeyFiles lists the names among a directory's top-level entries that no rekey run writes
+func verifyOne(ctx context.Context, st store.Store, f FileInfo, verify func(store.Reader, FileInfo) error) error {
+	r, err := st.Open(ctx, f.Path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return verify(r, f)
+}
+
+// notRekeyFiles lists the names among an output's top-level entries that no rekey run writes
 // before its first checkpoint, nor among final (the files it writes when it ends).
 func notRekeyFiles(names, final []string) []string {
 	var foreign []string
 	for _, n := range names {
-		early := strings.HasPrefix(n, RegionDirPrefix) || n == RejectsFile || strings.HasPrefix(n, ReplayPrefix) || n == CheckpointFile || IsTemp(n)
+		early := n == DataDir || n == RejectsFile || strings.HasPrefix(n, ReplayPrefix) || n == CheckpointFile ||
+			n == RejectsPartsDir || n == ReplayPartsDir || IsTemp(n)
 		if !early && !slices.Contains(final, n) {
 			foreign = append(foreign, n)
 		}
 	}
 	return foreign
-}
-
-// removeRunFiles deletes a run's entries of dir (names, all of them rekey's own).
-func removeRunFiles(dir string, names []string) (int, error) {
-	for _, n := range names {
-		if err := os.RemoveAll(filepath.Join(dir, n)); err != nil {
-			return 0, fmt.Errorf("remove what the interrupted run left: %w", err)
-		}
-	}
-	return len(names), SyncDir(dir)
 }
 
 // CheckLocalDir refuses an --out that looks like a URI rekey does not write to (mysql://...,
@@ -243,20 +287,27 @@ func CheckLocalDir(dir string) error {
 
 // Close releases the lock.
 func (o *Output) Close() error {
-	if o == nil || o.lock == nil {
+	if o == nil {
 		return nil
 	}
-	err := o.lock.Close() // closing the descriptor releases the flock
-	o.lock = nil
+	var err error
+	if o.lock != nil {
+		err = o.lock.Close() // closing the descriptor releases the flock
+		o.lock = nil
+	}
+	if o.objLock != nil {
+		err = o.objLock.release()
+		o.objLock = nil
+	}
 	return err
 }
 
-// lockDir takes dir's exclusive lock, or says who holds it.
-func lockDir(dir string) (*os.File, error) {
+// lockDir takes dir's exclusive lock, or says who holds it; out names it in messages.
+func lockDir(dir, out string) (*os.File, error) {
 	path := filepath.Join(dir, LockFile)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", dir, err)
+		return nil, fmt.Errorf("lock %s: %w", out, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		holder, _ := os.ReadFile(path)
@@ -266,14 +317,104 @@ func lockDir(dir string) (*os.File, error) {
 			if who == "" {
 				who = "another process"
 			}
-			return nil, refuse("--out %s is in use by another rekey run (%s): wait for it to end or stop it; two runs must never write one output", dir, who)
+			return nil, refuse("--out %s is in use by another rekey run (%s): wait for it to end or stop it; two runs must never write one output", out, who)
 		}
-		return nil, fmt.Errorf("lock %s: %w", dir, err)
+		return nil, fmt.Errorf("lock %s: %w", out, err)
 	}
-	host, _ := os.Hostname()
-	info := "pid " + strconv.Itoa(os.Getpid()) + " on " + host + ", started " + time.Now().UTC().Format(time.RFC3339)
 	if err := f.Truncate(0); err == nil {
-		f.WriteAt([]byte(info+"\n"), 0)
+		f.WriteAt([]byte(holderInfo()+"\n"), 0)
 	}
 	return f, nil
+}
+
+func holderInfo() string {
+	host, _ := os.Hostname()
+	return "pid " + strconv.Itoa(os.Getpid()) + " on " + host + ", started " + time.Now().UTC().Format(time.RFC3339)
+}
+
+// objectLock is the lock of an output on an object store: the object LockFile, renewed while
+// the run goes on. Object stores offer no compare-and-swap through store.Store, so two runs
+// starting within the same instant could both write it; the read-back after a pause catches
+// all but an exact tie, and the stake (two runs writing one output) is named in every refusal.
+type objectLock struct {
+	st   store.Store
+	info objectLockInfo
+	stop chan struct{}
+	done chan struct{}
+	log  *zap.Logger
+}
+
+type objectLockInfo struct {
+	Holder  string    `json:"holder"`
+	Token   string    `json:"token"`
+	Renewed time.Time `json:"renewed"`
+	Expires time.Time `json:"expires"`
+}
+
+// lockSettle is how long lockObject waits before reading its lock back.
+var lockSettle = 500 * time.Millisecond
+
+func lockObject(ctx context.Context, st store.Store, out string, log *zap.Logger) (*objectLock, error) {
+	if data, err := st.Get(ctx, LockFile); err == nil {
+		var held objectLockInfo
+		if json.Unmarshal(data, &held) == nil && time.Now().Before(held.Expires) {
+			return nil, refuse("--out %s is in use by another rekey run (%s, lock renewed %s): wait for it to end or stop it; two runs must never write one output. A run that was killed leaves this lock until %s; after that it is taken over",
+				out, held.Holder, held.Renewed.Format(time.RFC3339), held.Expires.Format(time.RFC3339))
+		}
+	} else if !store.IsNotExist(err) {
+		return nil, fmt.Errorf("lock %s: %w", out, err)
+	}
+	var token [16]byte
+	if _, err := rand.Read(token[:]); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", out, err)
+	}
+	l := &objectLock{st: st, info: objectLockInfo{Holder: holderInfo(), Token: hex.EncodeToString(token[:])},
+		stop: make(chan struct{}), done: make(chan struct{}), log: log}
+	if err := l.renew(ctx); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", out, err)
+	}
+	// another run that wrote the lock at the same time: the last write wins, and both read it back
+	time.Sleep(lockSettle)
+	data, err := st.Get(ctx, LockFile)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", out, err)
+	}
+	var now objectLockInfo
+	if json.Unmarshal(data, &now) != nil || now.Token != l.info.Token {
+		return nil, refuse("--out %s was locked by another rekey run (%s) starting at the same time: two runs must never write one output", out, now.Holder)
+	}
+	go l.heartbeat()
+	return l, nil
+}
+
+func (l *objectLock) renew(ctx context.Context) error {
+	now := time.Now().UTC()
+	l.info.Renewed, l.info.Expires = now, now.Add(LockTTL)
+	data, err := json.Marshal(l.info)
+	if err != nil {
+		return err
+	}
+	return l.st.Put(ctx, LockFile, data)
+}
+
+func (l *objectLock) heartbeat() {
+	defer close(l.done)
+	t := time.NewTicker(LockTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			if err := l.renew(context.Background()); err != nil {
+				l.log.Warn("could not renew the output's lock; it expires unless a later renewal succeeds", zap.Error(err))
+			}
+		}
+	}
+}
+
+func (l *objectLock) release() error {
+	close(l.stop)
+	<-l.done
+	return l.st.Remove(context.Background(), LockFile)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rekey/rekey/sink/store"
 )
 
 // idSource is a seqSource that says what it reads.
@@ -120,14 +122,14 @@ func TestResumeRefusesDamagedFiles(t *testing.T) {
 			cp := interruptedRun(t, cfg)
 			victim := cp.Files[len(cp.Files)/2]
 			path := filepath.Join(cfg.OutDir, victim.Path)
-			var verify func(string, FileInfo) error
+			var verify func(store.Reader, FileInfo) error
 			switch damage {
 			case "deleted":
 				os.Remove(path)
 			case "truncated":
 				os.Truncate(path, victim.Bytes/2)
 			case "unreadable":
-				verify = func(p string, f FileInfo) error {
+				verify = func(_ store.Reader, f FileInfo) error {
 					if f.Path == victim.Path {
 						return errors.New("no footer")
 					}
@@ -163,8 +165,8 @@ func TestResumeWithoutCheckpointStartsOver(t *testing.T) {
 
 	// A crash before even the first checkpoint (during planning): only rekey's files are there.
 	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "region-0003"), 0o755)
-	os.WriteFile(filepath.Join(dir, "region-0003", TempPrefix+"part-00000.parquet"), []byte("x"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "data", "region-0003"), 0o755)
+	os.WriteFile(filepath.Join(dir, "data", "region-0003", TempPrefix+"part-00000.parquet"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(dir, RejectsFile), []byte("{}\n"), 0o600)
 	o, err := OpenOutput(OutputSpec{Dir: dir, Resume: true}, nil)
 	if err != nil {

@@ -14,11 +14,15 @@ import (
 var ErrUnsafePath = errors.New("unsafe file path")
 
 // CheckRelPath checks rel, a data file's path read from a manifest or a checkpoint, the way
-// rekey writes them: slash-separated, relative, clean, inside a region folder
-// ("region-0000/part-00000.parquet"). Anything else could make the reader open, link, move or
-// delete a file outside the output directory (a crafted "../x", "/etc/x" or
-// "region-0000/../../x"), so it is refused rather than cleaned.
-func CheckRelPath(rel string) error {
+// rekey writes them: slash-separated, relative, clean, inside a region folder under data/
+// ("data/region-0000/part-00000.parquet"). Anything else could make the reader open, link, move
+// or delete a file outside the output directory (a crafted "../x", "/etc/x" or
+// "data/region-0000/../../x"), so it is refused rather than cleaned.
+func CheckRelPath(rel string) error { return CheckRelPathIn(rel, DataDir) }
+
+// CheckRelPathIn is CheckRelPath for files under top/region-NNNN/ (replicate's delete files
+// live under deletes/, beside data/).
+func CheckRelPathIn(rel, top string) error {
 	why := ""
 	switch {
 	case rel == "":
@@ -36,9 +40,13 @@ func CheckRelPath(rel string) error {
 	case !filepath.IsLocal(filepath.FromSlash(rel)):
 		why = "is not local to the output directory"
 	default:
-		folder, rest, ok := strings.Cut(rel, "/")
-		if !ok || rest == "" || !isRegionDir(folder) {
-			why = "is not inside a region folder (" + RegionDirPrefix + "NNNN/...)"
+		first, rest, _ := strings.Cut(rel, "/")
+		folder, rest, ok := strings.Cut(rest, "/")
+		switch {
+		case first != top && isRegionDir(first):
+			why = "is not inside " + top + "/ (written by an earlier rekey, which kept the region folders at the top? finish it with that version, or start over)"
+		case first != top || !ok || rest == "" || !isRegionDir(folder):
+			why = "is not inside a region folder (" + top + "/" + RegionDirPrefix + "NNNN/...)"
 		}
 	}
 	if why != "" {

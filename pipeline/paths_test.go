@@ -11,40 +11,46 @@ import (
 
 func TestCheckRelPath(t *testing.T) {
 	for _, ok := range []string{
-		"region-0000/part-00000.parquet", "region-0012/part-00003.csv", "region-12345/p-3-0-9.sql",
-		"region-0000/sub/part.parquet",
+		"data/region-0000/part-00000.parquet", "data/region-0012/part-00003.csv", "data/region-12345/p-3-0-9.sql",
+		"data/region-0000/sub/part.parquet",
 	} {
 		if err := CheckRelPath(ok); err != nil {
 			t.Errorf("%q refused: %v", ok, err)
 		}
 	}
 	for bad, why := range map[string]string{
-		"":                                 "empty",
-		"../canary.parquet":                "climbs out", // issue 9, item 13
-		"region-0000/../../canary.parquet": "climbs out",
-		"region-0000/..":                   "climbs out",
-		"..":                               "climbs out",
-		"/etc/passwd":                      "absolute",
-		"//host/share/x":                   "absolute",
-		`region-0000\..\..\x`:              "backslash",
-		`C:\x`:                             "backslash",
-		"region-0000/./part.parquet":       "clean form",
-		"region-0000//part.parquet":        "clean form",
-		"region-0000/part.parquet/":        "clean form",
-		"part-00000.parquet":               "region folder",
-		"region-0000":                      "region folder",
-		"regions/part.parquet":             "region folder",
-		"region-/part.parquet":             "region folder",
-		"region-00a0/part.parquet":         "region folder",
-		"checkpoint.json":                  "region folder",
-		"region-0000/a\x00b":               "NUL",
+		"":                                      "empty",
+		"../canary.parquet":                     "climbs out", // issue 9, item 13
+		"data/region-0000/../../canary.parquet": "climbs out",
+		"data/region-0000/..":                   "climbs out",
+		"..":                                    "climbs out",
+		"/etc/passwd":                           "absolute",
+		"//host/share/x":                        "absolute",
+		`data\region-0000\..\..\x`:              "backslash",
+		`C:\x`:                                  "backslash",
+		"data/region-0000/./part.parquet":       "clean form",
+		"data/region-0000//part.parquet":        "clean form",
+		"data/region-0000/part.parquet/":        "clean form",
+		"part-00000.parquet":                    "region folder",
+		"data/region-0000":                      "region folder",
+		"regions/part.parquet":                  "region folder",
+		"data/region-/part.parquet":             "region folder",
+		"data/region-00a0/part.parquet":         "region folder",
+		"checkpoint.json":                       "region folder",
+		"region-0000/part-00000.parquet":        "earlier rekey", // issue 10: data files live under data/
+		"data/part-00000.parquet":               "region folder",
+		"deletes/region-0000/p.sql":             "region folder",
+		"data/region-0000/a\x00b":               "NUL",
 	} {
 		err := CheckRelPath(bad)
 		if err == nil || !errors.Is(err, ErrUnsafePath) || !strings.Contains(err.Error(), why) {
 			t.Errorf("%q: %v, want an ErrUnsafePath saying %q", bad, err, why)
 		}
 	}
-	if p, err := SafeRelPath("out", "region-0001/part-00000.parquet"); err != nil || p != filepath.Join("out", "region-0001", "part-00000.parquet") {
+	if err := CheckRelPathIn("deletes/region-0003/p.sql", "deletes"); err != nil {
+		t.Errorf("a delete file under deletes/ refused: %v", err)
+	}
+	if p, err := SafeRelPath("out", "data/region-0001/part-00000.parquet"); err != nil || p != filepath.Join("out", "data/region-0001", "part-00000.parquet") {
 		t.Errorf("SafeRelPath: %q %v", p, err)
 	}
 	if p, err := SafeRelPath("out", "../x"); err == nil || p != "" {
@@ -61,22 +67,22 @@ func TestStatRelPath(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(os.MkdirAll(filepath.Join(dir, "region-0000"), 0o755))
-	must(os.WriteFile(filepath.Join(dir, "region-0000", "part-00000.parquet"), []byte("x"), 0o644))
+	must(os.MkdirAll(filepath.Join(dir, "data", "region-0000"), 0o755))
+	must(os.WriteFile(filepath.Join(dir, "data", "region-0000", "part-00000.parquet"), []byte("x"), 0o644))
 	must(os.WriteFile(filepath.Join(root, "canary"), []byte("x"), 0o644))
-	must(os.Symlink(filepath.Join(root, "canary"), filepath.Join(dir, "region-0000", "link.parquet")))
-	must(os.Symlink(root, filepath.Join(dir, "region-0001")))
+	must(os.Symlink(filepath.Join(root, "canary"), filepath.Join(dir, "data", "region-0000", "link.parquet")))
+	must(os.Symlink(root, filepath.Join(dir, "data", "region-0001")))
 
-	full, fi, err := StatRelPath(dir, "region-0000/part-00000.parquet")
-	if err != nil || !fi.Mode().IsRegular() || full != filepath.Join(dir, "region-0000", "part-00000.parquet") {
+	full, fi, err := StatRelPath(dir, "data/region-0000/part-00000.parquet")
+	if err != nil || !fi.Mode().IsRegular() || full != filepath.Join(dir, "data", "region-0000", "part-00000.parquet") {
 		t.Errorf("a regular file: %q %v %v", full, fi, err)
 	}
-	for _, bad := range []string{"region-0000/link.parquet", "region-0001/canary"} {
+	for _, bad := range []string{"data/region-0000/link.parquet", "data/region-0001/canary"} {
 		if _, _, err := StatRelPath(dir, bad); !errors.Is(err, ErrUnsafePath) || !strings.Contains(err.Error(), "symbolic link") {
 			t.Errorf("%s through a link: %v", bad, err)
 		}
 	}
-	if _, _, err := StatRelPath(dir, "region-0000/gone.parquet"); !errors.Is(err, fs.ErrNotExist) {
+	if _, _, err := StatRelPath(dir, "data/region-0000/gone.parquet"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing file: %v", err)
 	}
 	if _, _, err := StatRelPath(dir, "../canary"); !errors.Is(err, ErrUnsafePath) {
@@ -84,7 +90,7 @@ func TestStatRelPath(t *testing.T) {
 	}
 	// the output directory itself may be reached through a link (a mounted volume, say)
 	must(os.Symlink(dir, filepath.Join(root, "out-link")))
-	if _, _, err := StatRelPath(filepath.Join(root, "out-link"), "region-0000/part-00000.parquet"); err != nil {
+	if _, _, err := StatRelPath(filepath.Join(root, "out-link"), "data/region-0000/part-00000.parquet"); err != nil {
 		t.Errorf("through a linked output directory: %v", err)
 	}
 }

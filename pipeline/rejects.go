@@ -2,12 +2,17 @@ package pipeline
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+
+	"github.com/rekey/rekey/sink/store"
 )
 
 // RejectsFile is the name of the rejected-rows file in the output directory.
@@ -41,13 +46,92 @@ type KafkaMessage struct {
 
 // RejectLog appends rejects to rejects.jsonl and, when the source can give its rejected records
 // back in the input's own format, their raw text to a replay file; it is safe for concurrent use.
-// Lines are buffered and made durable (flush + fsync) by Sync, which a checkpoint calls: the
-// checkpoint records the lengths that are durable.
+// Lines are buffered and made durable by Sync, which a checkpoint calls: the checkpoint records
+// what is durable.
+//
+// On a local folder the files are appended to, and a resume cuts them to the checkpointed
+// lengths. An object store cannot append: lines are spooled to a local temporary file and each
+// Sync that has some commits them as the next numbered objects, rejects/part-NNNNN.jsonl (and
+// rejected-rows/part-NNNNN.<ext>, each under the input's header). The checkpoint counts the parts,
+// and a resume removes the parts past that count, whose rows are read again: no reject is lost
+// or listed twice.
 type RejectLog struct {
 	mu     sync.Mutex
 	log    *appendFile
 	replay *appendFile // nil without a replay file
 	counts map[string]int64
+
+	// object stores only
+	st         store.Store
+	parts      int // committed parts
+	replayName ReplayFile
+}
+
+// RejectsPartsDir and ReplayPartsDir hold the rejects of an output on an object store.
+const (
+	RejectsPartsDir = "rejects"
+	ReplayPartsDir  = "rejected-rows"
+)
+
+// RejectsPart names the n-th rejects object of an output on an object store.
+func RejectsPart(n int) string { return fmt.Sprintf("%s/part-%05d.jsonl", RejectsPartsDir, n) }
+
+// partNumber reads N of ".../part-NNNNN.<ext>".
+func partNumber(name string) (int, bool) {
+	base := name[strings.LastIndexByte(name, '/')+1:]
+	digits, ok := strings.CutPrefix(base, "part-")
+	if !ok {
+		return 0, false
+	}
+	digits, _, _ = strings.Cut(digits, ".")
+	n, err := strconv.Atoi(digits)
+	return n, err == nil && n >= 0
+}
+
+// RejectsLocation says where an output's rejects are, for messages.
+func RejectsLocation(st store.Store) string {
+	if _, ok := st.(store.Dir); ok {
+		return st.Location(RejectsFile)
+	}
+	return st.Location(RejectsPartsDir + "/")
+}
+
+// OpenRejects opens the rejects of the output st from its checkpoint cp (nil on a fresh run).
+func OpenRejects(ctx context.Context, st store.Store, cp *Checkpoint) (*RejectLog, error) {
+	if cp == nil {
+		cp = &Checkpoint{}
+	}
+	if d, ok := st.(store.Dir); ok {
+		return OpenRejectLog(filepath.Join(d.Path(), RejectsFile), cp.RejectsBytes, cp.RejectCodes)
+	}
+	f, err := openSpool("rejects")
+	if err != nil {
+		return nil, err
+	}
+	counts := cp.RejectCodes
+	if counts == nil {
+		counts = map[string]int64{}
+	}
+	// the checkpointed lengths go on from the committed parts
+	f.size = cp.RejectsBytes
+	return &RejectLog{log: f, counts: counts, st: st, parts: cp.RejectParts}, nil
+}
+
+// openSpool creates a local temporary file that holds lines until they are committed.
+func openSpool(what string) (*appendFile, error) {
+	f, err := os.CreateTemp("", "rekey-"+what+"-*.spool")
+	if err != nil {
+		return nil, fmt.Errorf("create a local spool for %s: %w", what, err)
+	}
+	os.Remove(f.Name()) // gone when closed, whatever happens
+	return &appendFile{f: f, w: bufio.NewWriterSize(f, 256<<10), what: what}, nil
+}
+
+// Parts is the number of rejects objects committed so far (0 on a local folder).
+func (l *RejectLog) Parts() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.parts
 }
 
 // ReplayFile names the file a source's rejected records are written back to, in the input's own
@@ -97,6 +181,23 @@ func (l *RejectLog) OpenReplay(dir string, rf ReplayFile, truncateTo int64) erro
 	return nil
 }
 
+// OpenReplayIn is OpenReplay for the output st: the replay file beside data/ on a local folder,
+// or its parts on an object store (ReplayPartsDir/part-NNNNN.<ext>, each under the header).
+func (l *RejectLog) OpenReplayIn(st store.Store, rf ReplayFile, truncateTo int64) error {
+	if d, ok := st.(store.Dir); ok {
+		return l.OpenReplay(d.Path(), rf, truncateTo)
+	}
+	f, err := openSpool("replay")
+	if err != nil {
+		return err
+	}
+	f.size = truncateTo
+	l.mu.Lock()
+	l.replay, l.replayName = f, rf
+	l.mu.Unlock()
+	return nil
+}
+
 // Add appends one line (buffered), and the record's raw text to the replay file.
 func (l *RejectLog) Add(r *Reject) error {
 	line, err := json.Marshal(r)
@@ -118,18 +219,27 @@ func (l *RejectLog) Add(r *Reject) error {
 	return nil
 }
 
-// Sync flushes and fsyncs, returning the durable length of the rejects file and of the replay
-// file (0 without one), and a copy of the per-code counts.
+// Sync flushes and fsyncs (on an object store: commits the lines since the last Sync as the
+// next part), returning the durable length of the rejects and of the replay file (0 without
+// one), and a copy of the per-code counts.
 func (l *RejectLog) Sync() (size, replaySize int64, counts map[string]int64, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.log.sync(); err != nil {
-		return 0, 0, nil, err
-	}
-	if l.replay != nil {
-		if err := l.replay.sync(); err != nil {
+	if l.st != nil {
+		if err := l.commitPart(); err != nil {
 			return 0, 0, nil, err
 		}
+	} else {
+		if err := l.log.sync(); err != nil {
+			return 0, 0, nil, err
+		}
+		if l.replay != nil {
+			if err := l.replay.sync(); err != nil {
+				return 0, 0, nil, err
+			}
+		}
+	}
+	if l.replay != nil {
 		replaySize = l.replay.size
 	}
 	counts = make(map[string]int64, len(l.counts))
@@ -139,9 +249,33 @@ func (l *RejectLog) Sync() (size, replaySize int64, counts map[string]int64, err
 	return l.log.size, replaySize, counts, nil
 }
 
-// Close syncs and closes the files.
+// commitPart writes the spooled lines as part number l.parts and empties the spools. l.mu held.
+func (l *RejectLog) commitPart() error {
+	if l.log.spooled() == 0 && (l.replay == nil || l.replay.spooled() == 0) {
+		return nil
+	}
+	ctx := context.Background()
+	if err := l.log.commitTo(ctx, l.st, RejectsPart(l.parts), ""); err != nil {
+		return err
+	}
+	if l.replay != nil {
+		ext := strings.TrimPrefix(l.replayName.Name, ReplayPrefix)
+		name := fmt.Sprintf("%s/part-%05d.%s", ReplayPartsDir, l.parts, ext)
+		if err := l.replay.commitTo(ctx, l.st, name, l.replayName.Header); err != nil {
+			return err
+		}
+	}
+	l.parts++
+	return nil
+}
+
+// Close syncs and closes the files. On an object store the lines since the last Sync are
+// dropped instead: no checkpoint counts them, and their rows are read again on resume.
 func (l *RejectLog) Close() error {
-	_, _, _, err := l.Sync()
+	var err error
+	if l.st == nil {
+		_, _, _, err = l.Sync()
+	}
 	if cerr := l.log.close(); err == nil {
 		err = cerr
 	}
@@ -153,12 +287,14 @@ func (l *RejectLog) Close() error {
 	return err
 }
 
-// appendFile is a buffered file written at its end, with its length.
+// appendFile is a buffered file written at its end, with its length. As a spool (object
+// stores) size goes on across commits while the file holds only the lines since the last one.
 type appendFile struct {
-	f    *os.File
-	w    *bufio.Writer
-	size int64
-	what string
+	f     *os.File
+	w     *bufio.Writer
+	size  int64
+	what  string
+	spool int64 // bytes in the spool file
 }
 
 // openAppendFile opens path (0600: rejected rows are raw input, which may be personal data) cut
@@ -199,6 +335,39 @@ func (a *appendFile) write(b []byte) error {
 		return fmt.Errorf("write %s: %w", a.what, err)
 	}
 	a.size += int64(len(b))
+	a.spool += int64(len(b))
+	return nil
+}
+
+func (a *appendFile) spooled() int64 { return a.spool }
+
+// commitTo writes header and the spooled bytes as the object name, then empties the spool.
+func (a *appendFile) commitTo(ctx context.Context, st store.Store, name, header string) error {
+	if err := a.w.Flush(); err != nil {
+		return fmt.Errorf("flush %s: %w", a.what, err)
+	}
+	w, err := st.Create(ctx, name)
+	if err != nil {
+		return fmt.Errorf("commit %s: %w", a.what, err)
+	}
+	_, err = io.WriteString(w, header)
+	if err == nil {
+		_, err = io.Copy(w, io.NewSectionReader(a.f, 0, a.spool))
+	}
+	if err == nil {
+		_, err = w.Commit(ctx)
+	}
+	if err != nil {
+		w.Abort()
+		return fmt.Errorf("commit %s as %s: %w", a.what, name, err)
+	}
+	if err := a.f.Truncate(0); err != nil {
+		return fmt.Errorf("empty the %s spool: %w", a.what, err)
+	}
+	if _, err := a.f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("empty the %s spool: %w", a.what, err)
+	}
+	a.spool = 0
 	return nil
 }
 

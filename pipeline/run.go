@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/sink/store"
 )
 
 // Transformer turns source records into target rows. One per worker goroutine.
@@ -38,11 +38,13 @@ type Config struct {
 	Target         TargetSchema
 	Plan           RegionPlan
 	Sink           Sink
-	OutDir         string
-	Fingerprint    string // of the resolved mapping, stored in checkpoints
-	Format         string // of the data files, stored in checkpoints
-	Workers        int    // transform goroutines; default GOMAXPROCS
-	RejectLimit    RejectLimit
+	// Store is the output; nil: the local folder OutDir.
+	Store       store.Store
+	OutDir      string
+	Fingerprint string // of the resolved mapping, stored in checkpoints
+	Format      string // of the data files, stored in checkpoints
+	Workers     int    // transform goroutines; default GOMAXPROCS
+	RejectLimit RejectLimit
 	// CheckpointEvery is how often the run commits open files and saves a checkpoint; 0 means
 	// only at the end. Each cut closes every open file, so shorter intervals mean smaller files.
 	CheckpointEvery time.Duration
@@ -100,7 +102,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		return nil, errors.New("pipeline: no sink")
 	case cfg.NewTransformer == nil:
 		return nil, errors.New("pipeline: no transform")
-	case cfg.OutDir == "":
+	case cfg.OutDir == "" && cfg.Store == nil:
 		return nil, errors.New("pipeline: no output directory")
 	case len(cfg.Target.Columns) == 0:
 		return nil, errors.New("pipeline: target schema has no columns")
@@ -110,6 +112,13 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Store == nil {
+		st, err := store.NewLocal(cfg.OutDir)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Store = st
 	}
 	return &Runner{cfg: cfg}, nil
 }
@@ -129,17 +138,14 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 		r.Counters.RowsWritten.Store(cp.RowsWritten)
 		r.Counters.RowsRejected.Store(cp.RowsRejected)
 	}
-	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
-		return Result{}, fmt.Errorf("create output directory: %w", err)
-	}
-	rejects, err := OpenRejectLog(filepath.Join(cfg.OutDir, RejectsFile), cp.RejectsBytes, cp.RejectCodes)
+	rejects, err := OpenRejects(ctx, cfg.Store, resume)
 	if err != nil {
 		return Result{}, err
 	}
 	defer rejects.Close()
 	if rp, ok := cfg.Source.(Replayer); ok {
 		if rf, ok := rp.ReplayFile(); ok {
-			if err := rejects.OpenReplay(cfg.OutDir, rf, cp.ReplayBytes); err != nil {
+			if err := rejects.OpenReplayIn(cfg.Store, rf, cp.ReplayBytes); err != nil {
 				return Result{}, err
 			}
 		}
@@ -147,7 +153,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 	if resume == nil {
 		// The first checkpoint, before any row: it fixes the region plan and the source's
 		// identity, so a run killed at any later instant can be resumed (from the start).
-		if err := cp.save(cfg.OutDir); err != nil {
+		if err := cp.save(ctx, cfg.Store); err != nil {
 			return Result{}, err
 		}
 	}
@@ -215,8 +221,10 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 		cp.RowsWritten = r.Counters.RowsWritten.Load()
 		cp.RowsRejected = r.Counters.RowsRejected.Load()
 		cp.RejectsBytes, cp.RejectCodes = size, codes
+		cp.RejectParts = rejects.Parts()
 		cp.Complete = complete
-		if err := cp.save(cfg.OutDir); err != nil {
+		// the cut's context: a hard stop (ctx cancelled) must not write a checkpoint either
+		if err := cp.save(ctx, cfg.Store); err != nil {
 			return err
 		}
 		log.Debug("checkpoint", zap.Int("files", len(files)), zap.Int64("rows", cp.RowsWritten))

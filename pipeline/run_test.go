@@ -127,9 +127,9 @@ func (m *memSink) Commit(ctx context.Context) ([]FileInfo, error) {
 		return nil, nil
 	}
 	// A real file, so that a resume can check it is still there with its size.
-	fi := FileInfo{Path: fmt.Sprintf("region-0000/part-%05d.x", m.commits), Rows: int64(n), Bytes: int64(n)}
+	fi := FileInfo{Path: fmt.Sprintf("data/region-0000/part-%05d.x", m.commits), Rows: int64(n), Bytes: int64(n)}
 	if m.dir != "" {
-		os.MkdirAll(filepath.Join(m.dir, "region-0000"), 0o755)
+		os.MkdirAll(filepath.Join(m.dir, "data", "region-0000"), 0o755)
 		if err := os.WriteFile(filepath.Join(m.dir, fi.Path), make([]byte, n), 0o644); err != nil {
 			return nil, err
 		}
@@ -345,18 +345,21 @@ func TestCommitFailureFailsRun(t *testing.T) {
 
 func TestRemoveUncommitted(t *testing.T) {
 	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "region-0000"), 0o755)
-	for _, n := range []string{"region-0000/part-00001.parquet", "region-0000/part-00002.parquet", "region-0000/" + TempPrefix + "part-00003.parquet", "manifest.json"} {
+	os.MkdirAll(filepath.Join(dir, "data", "region-0000"), 0o755)
+	for _, n := range []string{"data/region-0000/part-00001.parquet", "data/region-0000/part-00002.parquet", "data/region-0000/" + TempPrefix + "part-00003.parquet", "manifest.json"} {
 		os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644)
 	}
-	removed, err := RemoveUncommitted(dir, []FileInfo{{Path: "region-0000/part-00001.parquet"}})
+	removed, err := RemoveUncommitted(dir, []FileInfo{{Path: "data/region-0000/part-00001.parquet"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(removed) != 2 {
+	if len(removed) != 1 || removed[0] != "data/region-0000/part-00002.parquet" {
 		t.Fatalf("removed %v", removed)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "region-0000/part-00001.parquet")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "data", "region-0000", TempPrefix+"part-00003.parquet")); err == nil {
+		t.Fatal("a temporary file was left")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "region-0000/part-00001.parquet")); err != nil {
 		t.Fatal("a checkpointed file was removed")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {

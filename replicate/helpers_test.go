@@ -297,8 +297,16 @@ func checkDisk(t testing.TB, dir string, m *replicate.Manifest) {
 			t.Errorf("listed in the manifest: %v", err)
 		}
 	}
-	ents, _ := filepath.Glob(filepath.Join(dir, "region-*", "*"))
+	ents, _ := filepath.Glob(filepath.Join(dir, "data", "region-*", "*"))
+	for _, e := range ents {
+		// issue 10: the bulk load reads data/ whole; a .sql file there would be read as data
+		if strings.HasSuffix(e, "."+replicate.DeleteExt) {
+			t.Errorf("a delete file under data/: %s", e)
+		}
+	}
 	more, _ := filepath.Glob(filepath.Join(dir, replicate.RejectsDir, "*"))
+	ents = append(ents, more...)
+	more, _ = filepath.Glob(filepath.Join(dir, replicate.DeletesDir, "region-*", "*"))
 	ents = append(ents, more...)
 	tops, _ := filepath.Glob(filepath.Join(dir, "*"))
 	for _, e := range tops {

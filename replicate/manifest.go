@@ -226,10 +226,15 @@ func (m *manifest) load(rev int64) error {
 		for _, s := range old.Replication.Segments {
 			// the paths are carried into every manifest written from now on, which merge and
 			// the bulk load follow: refuse one outside the output (issue 9, item 13)
-			for _, p := range s.paths() {
-				if err := pipeline.CheckRelPath(p); err != nil {
-					return fmt.Errorf("%s: segment %s: %w", path, SegmentName(s.Partition, s.FirstOffset, s.RollLast), err)
-				}
+			var err error
+			if s.Data != nil {
+				err = pipeline.CheckRelPath(s.Data.Path)
+			}
+			if s.Deletes != nil && err == nil {
+				err = pipeline.CheckRelPathIn(s.Deletes.Path, DeletesDir)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: segment %s: %w", path, SegmentName(s.Partition, s.FirstOffset, s.RollLast), err)
 			}
 			m.segs[segKey(s.Region, s.Partition, s.FirstOffset, s.RollLast)] = s
 		}
@@ -384,10 +389,10 @@ func (m *manifest) claim(partitions []int, regions int) (map[int]claimed, error)
 	}
 	folders := []string{RejectsDir}
 	for i := 0; i < regions; i++ {
-		folders = append(folders, pipeline.RegionDir(i))
+		folders = append(folders, pipeline.RegionDir(i), deletesRegionDir(i))
 	}
 	for _, folder := range folders {
-		ents, err := os.ReadDir(filepath.Join(m.dir, folder))
+		ents, err := os.ReadDir(filepath.Join(m.dir, filepath.FromSlash(folder)))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -400,7 +405,7 @@ func (m *manifest) claim(partitions []int, regions int) (map[int]claimed, error)
 			if !ok || !own[p] || listed[folder+"/"+name] {
 				continue
 			}
-			if err := os.Remove(filepath.Join(m.dir, folder, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := os.Remove(filepath.Join(m.dir, filepath.FromSlash(folder), name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return nil, fmt.Errorf("remove %s, left by an interrupted roll: %w", folder+"/"+name, err)
 			}
 		}

@@ -580,7 +580,7 @@ func httpGet(url string) (string, error) {
 func hashFiles(t testing.TB, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	ents, _ := filepath.Glob(filepath.Join(dir, "region-*", "p*"))
+	ents, _ := filepath.Glob(filepath.Join(dir, "data", "region-*", "p*"))
 	for _, e := range ents {
 		data, err := os.ReadFile(e)
 		if err != nil {

@@ -121,7 +121,7 @@ func (r *Replicator) prepare() error {
 	jobOpt := cfg.Job
 	jobOpt.Format, jobOpt.Regions = cfg.Format.Name(), cfg.Plan.Count()
 	if jobOpt.Out == "" {
-		jobOpt.Out = cfg.OutDir
+		jobOpt.Out = cfg.OutDir // filePath: DataFilePath adds data/
 	}
 	job, err := lindorm.BulkloadConfig(r.target, jobOpt)
 	if err != nil {

@@ -15,8 +15,11 @@ import (
 
 // File names. A segment holds one Kafka partition's messages of one roll routed to one region:
 //
-//	region-0003/p0002-0000000000001234-0000000000005678.parquet   upserts
-//	region-0003/p0002-0000000000001234-0000000000005678.sql       deletes (after the upserts)
+//	data/region-0003/p0002-0000000000001234-0000000000005678.parquet   upserts
+//	deletes/region-0003/p0002-0000000000001234-0000000000005678.sql    deletes (after the upserts)
+//
+// Data files alone are under data/, which the bulk load reads whole; the delete files are SQL
+// that must never be read as data, so they live beside it, under deletes/.
 //
 // 1234 is the offset of the segment's first message, 5678 the offset of its roll's last one.
 // Offsets are zero-padded to 16 digits so that names sort in offset order, which is the order
@@ -49,13 +52,20 @@ func ParseSegmentName(name string) (partition int, first, rollLast int64, ok boo
 // DeleteExt is the extension of delete files.
 const DeleteExt = "sql"
 
+// DeletesDir is the folder of the delete files, beside data/: deletes/region-NNNN/.
+const DeletesDir = "deletes"
+
+// deletesRegionDir is region i's folder of delete files, relative to the output.
+func deletesRegionDir(i int) string { return DeletesDir + "/" + pipeline.RegionName(i) }
+
 // segment is one (region, partition) part of a roll: an upsert file in the table format and a
 // file of DELETE statements, both written under temporary names until the roll commits.
 type segment struct {
 	w      *worker
 	region int
 	first  int64
-	dir    string
+	dir    string // of the data file
+	ddir   string // of the delete file
 
 	buf  files.Buffer
 	rows int64
@@ -72,8 +82,8 @@ type segment struct {
 	dels  int64
 }
 
-func (s *segment) tmpName(ext string) string {
-	return filepath.Join(s.dir, s.w.r.tmpName(s.w.partition, s.first, ext))
+func (s *segment) tmpName(dir, ext string) string {
+	return filepath.Join(dir, s.w.r.tmpName(s.w.partition, s.first, ext))
 }
 
 // countingWriter counts the bytes written to the file; a pooled bufio.Writer is attached while
@@ -132,7 +142,7 @@ func (s *segment) flush() error {
 		if err := os.MkdirAll(s.dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", s.dir, err)
 		}
-		f, err := os.OpenFile(s.tmpName(s.w.r.cfg.Format.Ext()), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		f, err := os.OpenFile(s.tmpName(s.dir, s.w.r.cfg.Format.Ext()), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 		if err != nil {
 			return fmt.Errorf("create data file: %w", err)
 		}
@@ -186,10 +196,10 @@ func (s *segment) addDelete(row []pipeline.Value, key []byte) error {
 		return nil
 	}
 	if s.df == nil {
-		if err := os.MkdirAll(s.dir, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", s.dir, err)
+		if err := os.MkdirAll(s.ddir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", s.ddir, err)
 		}
-		f, err := os.OpenFile(s.tmpName(DeleteExt), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		f, err := os.OpenFile(s.tmpName(s.ddir, DeleteExt), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 		if err != nil {
 			return fmt.Errorf("create delete file: %w", err)
 		}
@@ -262,7 +272,7 @@ func (s *segment) finish() error {
 func (s *segment) commit(rollLast int64) (segmentFiles, error) {
 	w := s.w
 	base := SegmentName(w.partition, s.first, rollLast)
-	rel := pipeline.RegionDir(s.region) + "/"
+	rel, drel := pipeline.RegionDir(s.region)+"/", deletesRegionDir(s.region)+"/"
 	sf := segmentFiles{Region: s.region, Partition: w.partition, First: s.first, Last: rollLast}
 	if s.f != nil {
 		name := base + "." + w.r.cfg.Format.Ext()
@@ -273,10 +283,10 @@ func (s *segment) commit(rollLast int64) (segmentFiles, error) {
 	}
 	if s.df != nil {
 		name := base + "." + DeleteExt
-		if err := os.Rename(s.df.Name(), filepath.Join(s.dir, name)); err != nil {
-			return sf, fmt.Errorf("commit %s: %w", rel+name, err)
+		if err := os.Rename(s.df.Name(), filepath.Join(s.ddir, name)); err != nil {
+			return sf, fmt.Errorf("commit %s: %w", drel+name, err)
 		}
-		sf.Deletes = &DeleteFile{Region: s.region, Path: rel + name, Keys: s.dels, Bytes: s.dsize}
+		sf.Deletes = &DeleteFile{Region: s.region, Path: drel + name, Keys: s.dels, Bytes: s.dsize}
 	}
 	return sf, nil
 }

@@ -19,7 +19,7 @@ import (
 func tempFiles(t testing.TB, dir string) []string {
 	t.Helper()
 	var out []string
-	for _, pat := range []string{"region-*/*", "rejects/*"} {
+	for _, pat := range []string{"data/region-*/*", "deletes/region-*/*", "rejects/*"} {
 		ents, _ := filepath.Glob(filepath.Join(dir, pat))
 		for _, e := range ents {
 			if pipeline.IsTemp(e) {

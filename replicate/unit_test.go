@@ -99,7 +99,7 @@ func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	committed := "region-0000/" + SegmentName(1, 0, 9) + ".parquet"
+	committed := "data/region-0000/" + SegmentName(1, 0, 9) + ".parquet"
 	committedRejects := RejectsDir + "/" + SegmentName(1, 0, 9) + ".jsonl"
 	write(committed)
 	write(committedRejects)
@@ -113,14 +113,15 @@ func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 	}
 	keep := []string{
 		committed, committedRejects,
-		"region-0000/" + pipeline.TempPrefix + "p0000-0000000000000010-aaaaaaaa.parquet", // live member, partition 0
-		"region-0000/" + SegmentName(0, 10, 19) + ".parquet",                             // partition 0: not ours to judge
-		"region-0000/notes.txt",
+		"data/region-0000/" + pipeline.TempPrefix + "p0000-0000000000000010-aaaaaaaa.parquet", // live member, partition 0
+		"data/region-0000/" + SegmentName(0, 10, 19) + ".parquet",                             // partition 0: not ours to judge
+		"data/region-0000/notes.txt",
 	}
 	gone := []string{
-		"region-0000/" + pipeline.TempPrefix + "p0001-0000000000000010-bbbbbbbb.sql", // killed member
-		"region-0000/" + pipeline.TempPrefix + "p0001-0000000000000010.parquet",      // an earlier rekey's name
-		"region-0000/" + SegmentName(1, 10, 19) + ".parquet",                         // renamed, never committed
+		"deletes/region-0000/" + pipeline.TempPrefix + "p0001-0000000000000010-bbbbbbbb.sql", // killed member
+		"deletes/region-0000/" + SegmentName(1, 10, 19) + ".sql",                             // renamed, never committed
+		"data/region-0000/" + pipeline.TempPrefix + "p0001-0000000000000010.parquet",         // an earlier rekey's name
+		"data/region-0000/" + SegmentName(1, 10, 19) + ".parquet",                            // renamed, never committed
 		RejectsDir + "/" + pipeline.TempPrefix + "p0001-0000000000000010-bbbbbbbb.jsonl",
 		RejectsDir + "/" + SegmentName(1, 10, 19) + ".jsonl",
 	}
@@ -223,7 +224,7 @@ func TestLoadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	good := `{"regions":[],"replication":{"segments":[{"region":1,"partition":0,"first_offset":0,"roll_last_offset":9,"data":{"path":"region-0001/p.parquet","rows":1,"bytes":1}}]}}`
+	good := `{"regions":[],"replication":{"segments":[{"region":1,"partition":0,"first_offset":0,"roll_last_offset":9,"data":{"path":"data/region-0001/p.parquet","rows":1,"bytes":1}}]}}`
 	if err := os.WriteFile(filepath.Join(dir, lindorm.ManifestFile), []byte(good), 0o644); err != nil {
 		t.Fatal(err)
 	}

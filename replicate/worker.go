@@ -253,7 +253,8 @@ func (w *worker) segment(region int) (*segment, error) {
 }
 
 func (w *worker) newSegment(region int, offset int64) (*segment, error) {
-	s := &segment{w: w, region: region, first: offset, dir: filepath.Join(w.r.cfg.OutDir, pipeline.RegionDir(region))}
+	s := &segment{w: w, region: region, first: offset, dir: filepath.Join(w.r.cfg.OutDir, filepath.FromSlash(pipeline.RegionDir(region))),
+		ddir: filepath.Join(w.r.cfg.OutDir, filepath.FromSlash(deletesRegionDir(region)))}
 	if n := len(w.freeBufs); n > 0 {
 		s.buf = w.freeBufs[n-1]
 		w.freeBufs = w.freeBufs[:n-1]
@@ -551,12 +552,13 @@ func (w *worker) closeRoll(reason string) error {
 				continue
 			}
 			committed = append(committed, sf)
-			dirs[s.dir] = true
 			if sf.Data != nil {
+				dirs[s.dir] = true
 				nfiles++
 				nbytes += sf.Data.Bytes
 			}
 			if sf.Deletes != nil {
+				dirs[s.ddir] = true
 				nfiles++
 				nbytes += sf.Deletes.Bytes
 			}
@@ -579,9 +581,15 @@ func (w *worker) closeRoll(reason string) error {
 				return nil, nil, err
 			}
 		}
-		if len(dirs) > 0 { // a region or rejects folder may be new
-			if err := pipeline.SyncDir(r.cfg.OutDir); err != nil {
-				return nil, nil, err
+		if len(dirs) > 0 { // a region or rejects folder, and data/ or deletes/, may be new
+			parents := map[string]bool{r.cfg.OutDir: true}
+			for d := range dirs {
+				parents[filepath.Dir(d)] = true
+			}
+			for d := range parents {
+				if err := pipeline.SyncDir(d); err != nil {
+					return nil, nil, err
+				}
 			}
 		}
 		if err := w.hook(StepRenamed, rl); err != nil {

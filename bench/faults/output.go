@@ -96,7 +96,7 @@ func readOutput(dir string) (*output, error) {
 		switch {
 		case pipeline.IsTemp(path):
 			o.problems = append(o.problems, "temporary file left: "+rel)
-		case !d.IsDir() && strings.HasPrefix(rel, pipeline.RegionDirPrefix) && !listed[rel]:
+		case !d.IsDir() && strings.HasPrefix(rel, pipeline.DataDir+string(filepath.Separator)) && !listed[rel]:
 			o.problems = append(o.problems, "data file the manifest does not list: "+rel)
 		}
 		return nil

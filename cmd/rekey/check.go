@@ -125,7 +125,7 @@ func printPlan(w io.Writer, schema pipeline.TargetSchema, plan pipeline.RegionPl
 	fmt.Fprintf(w, "\nRegion plan: %d regions on %s (%s), strategy %s\n", plan.Count(), first.Name, first.SQLType(), plan.Strategy)
 	for i := 0; i < plan.Count(); i++ {
 		start, hasStart, end, hasEnd := plan.Bounds(i)
-		fmt.Fprintf(w, "  %s  [%s, %s)\n", pipeline.RegionDir(i), boundText(start, hasStart, "-inf"), boundText(end, hasEnd, "+inf"))
+		fmt.Fprintf(w, "  %s  [%s, %s)\n", pipeline.RegionName(i), boundText(start, hasStart, "-inf"), boundText(end, hasEnd, "+inf"))
 		if i == 20 && plan.Count() > 24 {
 			fmt.Fprintf(w, "  ... %d more\n", plan.Count()-21)
 			break

@@ -42,9 +42,3 @@ func (f *ltsFlags) options() (lindorm.JobOptions, error) {
 	return lindorm.JobOptions{Source: f.source, Target: f.target, Namespace: f.namespace,
 		DriverSpec: f.driverSpec, Instances: f.instances}, nil
 }
-
-// isStoreURL tells an object-store output (s3://BUCKET/PREFIX, oss://BUCKET/PREFIX) from a
-// local folder.
-func isStoreURL(out string) bool {
-	return strings.HasPrefix(out, "s3://") || strings.HasPrefix(out, "oss://")
-}

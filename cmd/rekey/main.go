@@ -9,6 +9,8 @@ import (
 	"runtime/pprof"
 	"strconv"
 
+	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/sink/store/s3store"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -56,7 +58,15 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
+// registerStores wires the object stores --out may name (store.Open): S3 and OSS (through its
+// S3-compatible API), both by sink/store/s3store.
+func registerStores() {
+	store.Register("s3", s3store.Opener)
+	store.Register("oss", s3store.Opener)
+}
+
 func run(args []string) int {
+	registerStores()
 	g := &globalFlags{}
 	root := &cobra.Command{
 		Use:   "rekey",

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rekey/rekey/merge"
-	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -25,9 +26,9 @@ func newMergeCmd(g *globalFlags) *cobra.Command {
 		Long: `merge combines the --out directories of runs that migrated one table together, typically the N
 shards of a Cassandra table (migrate --shard i/N), into one bulkload-ready directory:
 
-  DIR/region-0000/part-00000.parquet ...   every input's files of the region, renumbered
+  DIR/data/region-0000/part-00000.parquet ...   every input's files of the region, renumbered
   DIR/manifest.json                        regions, files and row counts summed over the inputs
-  DIR/ddl.sql, DIR/bulkload.json           as the inputs wrote them (bulkload.json reads DIR)
+  DIR/ddl.sql, DIR/bulkload.json           as the inputs wrote them (bulkload.json reads DIR/data)
   DIR/rejects.jsonl                        the inputs' rejected rows, one after the other
 
 Data files are hard-linked into DIR by default: no data is copied and the inputs stay intact, so
@@ -58,17 +59,24 @@ func runMerge(cmd *cobra.Command, dirs []string, f *mergeFlags) error {
 	if err != nil {
 		return exitWith(2, err)
 	}
-	if err := checkMergeOut(f.out); err != nil {
+	ctx := cmd.Context()
+	out, err := openStore(ctx, f.out)
+	if err != nil {
+		return err
+	}
+	if err := checkMergeOut(ctx, out, f.out); err != nil {
 		return exitWith(2, err)
 	}
-	inputs, err := merge.ReadInputs(dirs, f.out)
+	inputs, err := merge.OpenInputs(ctx, dirs, out, func(ctx context.Context, dir string) (store.Store, error) {
+		return store.Open(ctx, dir, os.Getenv)
+	})
 	if err != nil {
 		return exitWith(2, err)
 	}
 	if err := merge.Check(inputs); err != nil {
 		return exitWith(2, err)
 	}
-	res, err := merge.Write(inputs, f.out, mode, version)
+	res, err := merge.WriteTo(ctx, inputs, out, mode, version)
 	if err != nil {
 		return fmt.Errorf("merge: %w (the partial output in %s has no manifest.json: remove it and run merge again)", err, f.out)
 	}
@@ -99,21 +107,15 @@ func filesVerb(mode merge.Mode, copied int) string {
 	return "hard-linked"
 }
 
-// checkMergeOut refuses an --out that is a URI, or a folder that already holds files: a merge
-// never mixes into another output.
-func checkMergeOut(dir string) error {
-	if err := pipeline.CheckLocalDir(dir); err != nil {
-		return err
-	}
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+// checkMergeOut refuses an --out that already holds files: a merge never mixes into another
+// output.
+func checkMergeOut(ctx context.Context, out store.Store, name string) error {
+	objs, err := out.List(ctx, "")
 	if err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return fmt.Errorf("--out %s: %w", name, err)
 	}
-	if len(entries) > 0 {
-		return fmt.Errorf("--out %s already holds files: merge into a new --out directory", dir)
+	if len(objs) > 0 {
+		return fmt.Errorf("--out %s already holds files: merge into a new --out directory", name)
 	}
 	return nil
 }

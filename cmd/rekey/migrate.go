@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -22,7 +21,9 @@ import (
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/parquet"
 	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/source/file"
+	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -54,7 +55,8 @@ func newMigrateCmd(g *globalFlags) *cobra.Command {
 		Long: `migrate reads every row of the source, rewrites its primary key as the mapping says, routes it to
 its pre-split region and writes bulk-load files (Parquet or CSV), one folder per region:
 
-  DIR/region-0000/part-00000.parquet ...   data, no file spans two regions
+  DIR/data/region-0000/part-00000.parquet ...  data, no file spans two regions; data/ holds
+                                               nothing else: it is what the bulk load reads
   DIR/manifest.json                        regions, files, row counts (rows_in = rows_written + rows_rejected)
   DIR/ddl.sql                              CREATE TABLE with PRIMARY KEY and SPLITKEYS
   DIR/bulkload.json                        the Lindorm (LTS) bulkload job for these files (--lts-source,
@@ -188,7 +190,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	if err != nil {
 		return exitWith(2, err)
 	}
-	job.Format, job.Out, job.Store = format.Name(), f.out, isStoreURL(f.out)
+	job.Format, job.Out, job.Store = format.Name(), f.out, !store.IsLocal(f.out)
 	next := lindorm.NextRun{Out: f.out, Store: job.Store, Mapping: f.mapping, Source: f.source}
 	prog, err := loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
@@ -204,8 +206,12 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
+	st, err := openStore(ctx, f.out)
+	if err != nil {
+		return err
+	}
 	out, err := pipeline.OpenOutput(pipeline.OutputSpec{
-		Dir: f.out, Fingerprint: prog.Fingerprint(), Format: format.Name(), Source: src,
+		Store: st, Dir: f.out, Fingerprint: prog.Fingerprint(), Format: format.Name(), Source: src,
 		Regions: f.regions, Resume: f.resume, VerifyFile: files.VerifyFile(format),
 		Overwrite: f.overwrite, FinalFiles: []string{lindorm.DDLFile, lindorm.BulkloadFile, lindorm.ManifestFile},
 	}, logger.Named("pipeline"))
@@ -217,7 +223,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	defer out.Close()
 	resume := out.Checkpoint
 	if resume != nil && resume.Complete {
-		return finishComplete(cmd.OutOrStdout(), f.out, prog, format.Name(), resume, job, next)
+		return finishComplete(ctx, cmd.OutOrStdout(), st, f.out, prog, format.Name(), resume, job, next)
 	}
 	var plan pipeline.RegionPlan
 	if resume != nil {
@@ -227,7 +233,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	}
 	setMemoryBudget(memory)
 	sink, err := files.New(files.Config{
-		Dir: f.out, Schema: prog.Target(), Plan: plan, Format: format,
+		Store: st, Schema: prog.Target(), Plan: plan, Format: format,
 		MaxFileSize: maxFile, Memory: memory / 4, Sort: f.sort,
 	}, logger.Named("sink.files"))
 	if err != nil {
@@ -239,6 +245,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		Target:          prog.Target(),
 		Plan:            plan,
 		Sink:            sink,
+		Store:           st,
 		OutDir:          f.out,
 		Fingerprint:     prog.Fingerprint(),
 		Format:          format.Name(),
@@ -277,33 +284,33 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		printSummary(cmd.OutOrStdout(), "Migration failed (what was committed before the failure)", res, plan, f.out)
 		return exitWith(exitFailed, fmt.Errorf("migration failed: %w\nthe files committed so far are in %s (no manifest.json was written); once the cause is fixed, run the same command with --resume", runErr, f.out))
 	}
-	if err := finishRun(cmd.OutOrStdout(), f.out, prog, plan, format.Name(), res, job, next); err != nil {
+	if err := finishRun(ctx, cmd.OutOrStdout(), st, f.out, prog, plan, format.Name(), res, job, next); err != nil {
 		return exitWith(exitFailed, err)
 	}
 	if err := writeStats(f.statsJSON, res); err != nil {
 		return exitWith(exitFailed, err)
 	}
-	return rejectedExit(res, f.out)
+	return rejectedExit(res, st)
 }
 
 // rejectedExit is the exit of a run that completed: 0, or 1 when some rows were rejected.
-func rejectedExit(res pipeline.Result, out string) error {
+func rejectedExit(res pipeline.Result, st store.Store) error {
 	if res.RowsRejected == 0 {
 		return nil
 	}
-	return exitWith(exitRejects, fmt.Errorf("completed, but %d of %d rows were rejected: see %s for each row's position and reason", res.RowsRejected, res.RowsIn, filepath.Join(out, pipeline.RejectsFile)))
+	return exitWith(exitRejects, fmt.Errorf("completed, but %d of %d rows were rejected: see %s for each row's position and reason", res.RowsRejected, res.RowsIn, pipeline.RejectsLocation(st)))
 }
 
 // finishRun writes the final files of a run whose source was read to its end, its summary and
 // the next steps (create the table, submit the bulkload job, check the counts).
-func finishRun(w io.Writer, out string, prog *transform.Program, plan pipeline.RegionPlan, format string, res pipeline.Result,
+func finishRun(ctx context.Context, w io.Writer, st store.Store, out string, prog *transform.Program, plan pipeline.RegionPlan, format string, res pipeline.Result,
 	jobOpt lindorm.JobOptions, next lindorm.NextRun) error {
 	m, err := buildManifest(prog, plan, format, res, prog.RegionSize())
 	if err != nil {
 		return err
 	}
 	jobOpt.Regions, jobOpt.Timestamp = plan.Count(), res.StartedAt
-	job, err := writeTableFiles(out, prog, plan, m, jobOpt)
+	job, err := writeTableFiles(ctx, st, prog, plan, m, jobOpt)
 	if err != nil {
 		return err
 	}
@@ -318,14 +325,16 @@ func finishRun(w io.Writer, out string, prog *transform.Program, plan pipeline.R
 // finishComplete handles --resume of a run whose checkpoint says the source was read to its
 // end: if it was killed before writing manifest.json (written last), the final files are written
 // from the checkpoint now; otherwise there is nothing left to do.
-func finishComplete(w io.Writer, out string, prog *transform.Program, format string, cp *pipeline.Checkpoint,
+func finishComplete(ctx context.Context, w io.Writer, st store.Store, out string, prog *transform.Program, format string, cp *pipeline.Checkpoint,
 	jobOpt lindorm.JobOptions, next lindorm.NextRun) error {
-	if _, err := os.Stat(filepath.Join(out, lindorm.ManifestFile)); err == nil {
+	if _, err := st.Stat(ctx, lindorm.ManifestFile); err == nil {
 		fmt.Fprintf(w, "%s already holds a complete run (%d rows written); nothing to resume\n", out, cp.RowsWritten)
-	} else if err := finishRun(w, out, prog, cp.Plan, format, cp.Result(), jobOpt, next); err != nil {
+	} else if !store.IsNotExist(err) {
+		return exitWith(exitFailed, fmt.Errorf("--resume: %w", err))
+	} else if err := finishRun(ctx, w, st, out, prog, cp.Plan, format, cp.Result(), jobOpt, next); err != nil {
 		return exitWith(exitFailed, err)
 	}
-	return rejectedExit(cp.Result(), out)
+	return rejectedExit(cp.Result(), st)
 }
 
 // recordValues renders a rejected record's decoded values for rejects.jsonl when it has no raw text.
@@ -341,12 +350,12 @@ func recordValues(schema pipeline.SourceSchema) func(*pipeline.Record) map[strin
 	}
 }
 
-// writeTableFiles writes ddl.sql, bulkload.json and manifest.json next to the data, atomically,
-// and returns the bulkload job.
-func writeTableFiles(out string, prog *transform.Program, plan pipeline.RegionPlan, m *lindorm.Manifest, jobOpt lindorm.JobOptions) (*lindorm.BulkloadJob, error) {
+// writeTableFiles writes ddl.sql, bulkload.json and manifest.json beside data/, atomically (the
+// manifest last, as its presence marks a complete run), and returns the bulkload job.
+func writeTableFiles(ctx context.Context, st store.Store, prog *transform.Program, plan pipeline.RegionPlan, m *lindorm.Manifest, jobOpt lindorm.JobOptions) (*lindorm.BulkloadJob, error) {
 	ddl := lindorm.DDL(prog.Target(), plan, prog.Options())
-	if err := pipeline.WriteFileAtomic(filepath.Join(out, lindorm.DDLFile), []byte(ddl+"\n")); err != nil {
-		return nil, err
+	if err := st.Put(ctx, lindorm.DDLFile, []byte(ddl+"\n")); err != nil {
+		return nil, fmt.Errorf("write %s: %w", lindorm.DDLFile, err)
 	}
 	job, err := lindorm.NewBulkloadJob(prog.Target(), jobOpt)
 	if err != nil {
@@ -356,8 +365,20 @@ func writeTableFiles(out string, prog *transform.Program, plan pipeline.RegionPl
 	if err != nil {
 		return nil, fmt.Errorf("bulkload config: %w", err)
 	}
-	if err := lindorm.WriteBulkloadConfig(out, data); err != nil {
-		return nil, err
+	if err := st.Put(ctx, lindorm.BulkloadFile, append(data, '\n')); err != nil {
+		return nil, fmt.Errorf("write %s: %w", lindorm.BulkloadFile, err)
 	}
-	return job, lindorm.WriteManifest(out, m)
+	return job, lindorm.PutManifest(ctx, st, m)
+}
+
+// openStore opens the output --out names: a local folder, or a bucket prefix (s3://, oss://) once
+// its store is registered (registerStores). Credentials come from the environment only.
+func openStore(ctx context.Context, out string) (store.Store, error) {
+	st, err := store.Open(ctx, out, os.Getenv)
+	if errors.Is(err, store.ErrUnsupported) {
+		return nil, exitWith(exitUsage, fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
+	} else if err != nil {
+		return nil, exitWith(exitFailed, fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
+	}
+	return st, nil
 }

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -178,6 +180,67 @@ func TestMigrateCSVEndToEnd(t *testing.T) {
 	ddl, err := os.ReadFile(filepath.Join(out, "ddl.sql"))
 	if err != nil || !strings.Contains(string(ddl), "SPLITKEYS='1000,2000,3000,4000,5000,6000,7000,8000,9000,a000,b000,c000,d000,e000,f000'") {
 		t.Fatalf("ddl.sql: %s %v", ddl, err)
+	}
+	checkLayout(t, out, "parquet", pipeline.RejectsFile, pipeline.ReplayPrefix+"csv")
+}
+
+// checkLayout asserts issue 10's layout: the data files alone under data/ (LTS runs Spark, whose
+// listing recurses into subfolders and reads anything there as data), everything else beside it;
+// bulkload.json reads data/.
+func checkLayout(t *testing.T, out, ext string, top ...string) {
+	t.Helper()
+	checkLayoutFilePath(t, out, filepath.Join(out, "data"), ext, top...)
+}
+
+// checkLayoutFilePath is checkLayout for an output whose bulkload filePath is wantFilePath (an
+// object store's: relative to the bucket).
+func checkLayoutFilePath(t *testing.T, out, wantFilePath, ext string, top ...string) {
+	t.Helper()
+	err := filepath.WalkDir(filepath.Join(out, "data"), func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(out, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel != "data" && !regexp.MustCompile(`^data/region-\d{4}$`).MatchString(rel) {
+				t.Errorf("data/ holds a folder that is not a region's: %s", rel)
+			}
+			return nil
+		}
+		if !regexp.MustCompile(`^data/region-\d{4}/[^/.][^/]*\.` + ext + `$`).MatchString(rel) {
+			t.Errorf("data/ holds %s, which is not a data file: the bulk load would read it as data", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk data/: %v", err)
+	}
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	for _, want := range append([]string{"data", lindorm.ManifestFile, lindorm.DDLFile, lindorm.BulkloadFile, pipeline.CheckpointFile}, top...) {
+		if !slices.Contains(names, want) {
+			t.Errorf("%s lacks %s beside data/ (holds %q)", out, want, names)
+		}
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, pipeline.RegionDirPrefix) {
+			t.Errorf("%s: a region folder outside data/", n)
+		}
+	}
+	var job lindorm.BulkloadJob
+	data, err := os.ReadFile(filepath.Join(out, lindorm.BulkloadFile))
+	if err == nil {
+		err = json.Unmarshal(data, &job)
+	}
+	if err != nil || filepath.Clean(job.ReaderConfig.FilePath) != filepath.Clean(wantFilePath) {
+		t.Errorf("bulkload.json filePath %q, want %s (%v)", job.ReaderConfig.FilePath, wantFilePath, err)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/transform"
@@ -51,9 +52,9 @@ func newReplicateCmd(g *globalFlags) *cobra.Command {
 		Long: `replicate consumes a Kafka topic as a member of a consumer group, rewrites every message's key with
 the mapping and writes region-split bulk-load files in rolls, plus DELETE statements for deletes:
 
-  DIR/region-0003/p0002-<first offset>-<last offset>.parquet   upserts of partition 2 routed to region 3
-  DIR/region-0003/p0002-<first offset>-<last offset>.sql       DELETE statements, applied after them
-  DIR/rejects/p0002-<first offset>-<last offset>.jsonl         messages that could not be decoded or
+  DIR/data/region-0003/p0002-<first offset>-<last offset>.parquet    upserts of partition 2 routed to region 3
+  DIR/deletes/region-0003/p0002-<first offset>-<last offset>.sql    DELETE statements, applied after them
+  DIR/rejects/p0002-<first offset>-<last offset>.jsonl              messages that could not be decoded or
                         mapped, with topic, partition and offset (mode 0600: raw messages)
   DIR/manifest.json     regions, files, every segment in the order to apply it, per partition the next
                         offset and rows_in = rows_written + rows_rejected (rewritten per roll)
@@ -138,7 +139,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	}
 	toSQL := sqlsink.IsURI(f.out)
 	if err := pipeline.CheckLocalDir(f.out); err != nil && !toSQL {
-		return exitWith(2, err)
+		return exitWith(2, fmt.Errorf("%w; replicate writes to a SQL table, or a local (or shared, mounted) folder: not yet to an object store", err))
 	}
 	if f.source == "" {
 		return exitWith(2, fmt.Errorf("--source is required:\n  %s", kafka.URIHelp))
@@ -173,7 +174,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	if err != nil {
 		return exitWith(2, err)
 	}
-	job.Out, job.Store = f.out, isStoreURL(f.out)
+	job.Out, job.Store = f.out, !store.IsLocal(f.out)
 	prog, err := loadProgram(f.mapping)
 	if err != nil {
 		return err

@@ -94,7 +94,7 @@ func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *
 	dest := target.Redacted + " table " + w.Table()
 	if resume != nil && resume.Complete {
 		fmt.Fprintf(cmd.OutOrStdout(), "%s already holds a complete run into %s (%d rows written); nothing to resume\n", state, dest, resume.RowsWritten)
-		return rejectedExit(resume.Result(), state)
+		return rejectedExit(resume.Result(), out.Store)
 	}
 	plan := pipeline.RegionPlan{Type: prog.Target().Columns[0].Type, Strategy: "single"}
 	runner, err := pipeline.NewRunner(pipeline.Config{
@@ -143,7 +143,7 @@ func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *
 	if err := writeStats(f.statsJSON, res); err != nil {
 		return exitWith(exitFailed, err)
 	}
-	return rejectedExit(res, state)
+	return rejectedExit(res, out.Store)
 }
 
 func printSQLSummary(w interface{ Write([]byte) (int, error) }, title string, res pipeline.Result, sw *sqlsink.Writer, dest, state string) {

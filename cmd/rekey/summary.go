@@ -109,7 +109,7 @@ func printOversize(w io.Writer, m *lindorm.Manifest) {
 	var over []string
 	for _, r := range m.Regions {
 		if r.OverSize {
-			over = append(over, fmt.Sprintf("%s (%s)", pipeline.RegionDir(r.Index), transform.FormatSize(r.Bytes)))
+			over = append(over, fmt.Sprintf("%s (%s)", pipeline.RegionName(r.Index), transform.FormatSize(r.Bytes)))
 		}
 	}
 	if len(over) == 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/parquet"
 	"github.com/rekey/rekey/sink/sinktest"
+	"github.com/rekey/rekey/sink/store"
 )
 
 func newSink(t *testing.T, cfg files.Config) *files.Sink {
@@ -243,16 +244,11 @@ func TestAbort(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := listFiles(t, dir)
-		// more rows: some files rolled (finished, not committed), some open, sort runs spilled
+		// more rows: some files rolled (finished and in the store, not returned by Commit), some
+		// open, sort runs spilled
 		write(t, s, rows[5000:], 500)
-		var temps int
-		for _, f := range listFiles(t, dir) {
-			if pipeline.IsTemp(f) {
-				temps++
-			}
-		}
-		if temps == 0 {
-			t.Fatalf("sort=%v: expected temporary files mid-run", sorted)
+		if len(listFiles(t, dir)) == len(before) {
+			t.Fatalf("sort=%v: expected files not committed yet mid-run", sorted)
 		}
 		if err := s.Abort(); err != nil {
 			t.Fatal(err)
@@ -281,15 +277,19 @@ func TestCrashAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, s, rows[8000:], 500)
-	// crash: the process dies here. Only committed files have final names; every other file
-	// is a temporary, whatever byte it was cut at.
+	// crash: the process dies here. A file has its final name only once it is whole (its
+	// footer written: a finished file is committed to the store before Commit returns it, and
+	// a resume removes those the checkpoint does not list); every other file is a temporary,
+	// whatever byte it was cut at.
 	committed := map[string]bool{}
 	for _, fi := range first {
 		committed[fi.Path] = true
 	}
 	for _, f := range listFiles(t, dir) {
 		if !committed[f] && !pipeline.IsTemp(f) {
-			t.Fatalf("uncommitted file %s has a final name", f)
+			if _, err := sinktest.ReadParquet(filepath.Join(dir, filepath.FromSlash(f)), schema); err != nil {
+				t.Fatalf("file %s has a final name but is not whole: %v", f, err)
+			}
 		}
 	}
 	// a new run on the same folder removes the leftovers and continues the numbering
@@ -331,10 +331,10 @@ func TestSequenceAfterExisting(t *testing.T) {
 	dir := t.TempDir()
 	schema := sinktest.AllTypes()
 	plan := sinktest.VarcharPlan("h")
-	os.MkdirAll(filepath.Join(dir, "region-0001"), 0o755)
-	os.WriteFile(filepath.Join(dir, "region-0001", "part-00041.parquet"), []byte("x"), 0o644)
-	os.WriteFile(filepath.Join(dir, "region-0001", "part-00007.csv"), []byte("x"), 0o644)
-	os.WriteFile(filepath.Join(dir, "region-0001", pipeline.TempPrefix+"part-00042.parquet"), []byte("partial"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "data", "region-0001"), 0o755)
+	os.WriteFile(filepath.Join(dir, "data", "region-0001", "part-00041.parquet"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "data", "region-0001", "part-00007.csv"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "data", "region-0001", pipeline.TempPrefix+"part-00042.parquet"), []byte("partial"), 0o644)
 	s := newSink(t, files.Config{Dir: dir, Schema: schema, Plan: plan, Format: parquet.New()})
 	rows := sinktest.AllTypesRows(2000, 1, plan)
 	write(t, s, rows, 1000)
@@ -346,11 +346,11 @@ func TestSequenceAfterExisting(t *testing.T) {
 	for _, fi := range infos {
 		paths = append(paths, fi.Path)
 	}
-	want := "region-0000/part-00000.parquet,region-0001/part-00042.parquet"
+	want := "data/region-0000/part-00000.parquet,data/region-0001/part-00042.parquet"
 	if strings.Join(paths, ",") != want {
 		t.Fatalf("committed %v, want %s", paths, want)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "region-0001", "part-00041.parquet")); string(b) != "x" {
+	if b, _ := os.ReadFile(filepath.Join(dir, "data", "region-0001", "part-00041.parquet")); string(b) != "x" {
 		t.Fatal("existing file changed")
 	}
 }
@@ -492,4 +492,70 @@ func TestCheckRegions(t *testing.T) {
 	if err := s.Write(context.Background(), rows); err == nil || !strings.Contains(err.Error(), "row 3") {
 		t.Fatalf("misrouted row: %v", err)
 	}
+}
+
+// bucket is a local folder seen through store.Store alone, as the sink sees an object store.
+type bucket struct{ store.Store }
+
+// Issue 10: the region sink writes through store.Store, so the same code lands files in a bucket.
+// On a store that is not a local folder, Sort spills its runs to a local folder (never into the
+// bucket's data/), each file is committed as a whole object, and Abort removes what Commit did
+// not return.
+func TestSinkOnObjectStore(t *testing.T) {
+	dir, spill := t.TempDir(), t.TempDir()
+	local, err := store.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := sinktest.AllTypes()
+	plan := sinktest.VarcharPlan("h")
+	rows := sinktest.AllTypesRows(20000, 5, plan)
+	for _, sorted := range []bool{false, true} {
+		cfg := files.Config{Store: bucket{local}, SpillDir: spill, Schema: schema, Plan: plan, Format: parquet.New(), Sort: sorted, Memory: 1 << 20, MaxFileSize: 64 << 10}
+		s := newSink(t, cfg)
+		write(t, s, rows[:10000], 500)
+		for _, f := range listFiles(t, dir) {
+			if strings.Contains(f, "run-") {
+				t.Fatalf("sort=%v: a sort run in the store: %s", sorted, f)
+			}
+		}
+		first, err := s.Commit(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, s, rows[10000:], 500)
+		second, err := s.Commit(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := append(first, second...)
+		sameRows(t, schema, rows, readAll(t, dir, all, schema, plan))
+		if len(listFiles(t, dir)) != len(all) {
+			t.Fatalf("sort=%v: the store holds %d files, Commit returned %d", sorted, len(listFiles(t, dir)), len(all))
+		}
+		// Abort with files finished (in the store) and open: only what Commit returned stays
+		write(t, s, rows[:5000], 500)
+		if err := s.Abort(); err != nil {
+			t.Fatal(err)
+		}
+		if got := listFiles(t, dir); len(got) != len(all) {
+			t.Fatalf("sort=%v: after Abort the store holds %d files, want the %d committed", sorted, len(got), len(all))
+		}
+		if sorted {
+			if left := listFiles(t, spill); len(left) > 0 {
+				t.Fatalf("sort runs left after Abort: %v", left)
+			}
+		}
+		if err := local.Remove(context.Background(), names(all)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func names(infos []pipeline.FileInfo) []string {
+	var out []string
+	for _, fi := range infos {
+		out = append(out, fi.Path)
+	}
+	return out
 }

@@ -2,9 +2,9 @@ package files
 
 import (
 	"io"
-	"os"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/store"
 )
 
 // Format is one file format (sink/parquet, sink/csv). The region sink keeps one Buffer per
@@ -63,17 +63,12 @@ type Verifier interface {
 
 // VerifyFile returns the check pipeline.OutputSpec.VerifyFile runs on each file a checkpoint
 // lists: the format's Verify, or nil when the format has none (the size check is all).
-func VerifyFile(f Format) func(path string, info pipeline.FileInfo) error {
+func VerifyFile(f Format) func(r store.Reader, info pipeline.FileInfo) error {
 	v, ok := f.(Verifier)
 	if !ok {
 		return nil
 	}
-	return func(path string, info pipeline.FileInfo) error {
-		fh, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer fh.Close()
-		return v.Verify(fh, info.Bytes)
+	return func(r store.Reader, info pipeline.FileInfo) error {
+		return v.Verify(r, info.Bytes)
 	}
 }

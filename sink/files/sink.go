@@ -1,15 +1,20 @@
 // Package files is rekey's format-agnostic region sink: one folder per pre-split region, files
 // rolled at a size, written under temporary names and renamed only by Commit.
 //
-// Layout under Config.Dir:
+// Layout under the output (Config.Store, a local folder or a bucket prefix): the data files alone
+// under data/, which the bulk load reads whole (manifest, checkpoint and rejects are written
+// beside data/ by others). Each file is a store.Writer, committed (renamed on a disk, multipart
+// upload completed in a bucket) as soon as its footer is written:
 //
-//	region-0000/part-00000.parquet
-//	region-0000/part-00001.parquet
-//	region-0001/part-00000.parquet
-//	region-0001/.rekey-tmp-part-00001.parquet   (being written; never read by bulkload)
+//	data/region-0000/part-00000.parquet
+//	data/region-0000/part-00001.parquet
+//	data/region-0001/part-00000.parquet
+//	data/region-0001/.rekey-tmp-part-00001.parquet   (being written; never read by bulkload)
 //
 // A file holds rows of exactly one region. Sequence numbers continue after the highest file
-// already in the folder, so a resumed run never overwrites committed files.
+// already in the folder, so a resumed run never overwrites committed files. A file committed to
+// the store before the run's checkpoint lists it is removed by a resume (pipeline.OpenOutput)
+// or by Abort.
 //
 // Concurrency: Write is called by several workers at once. Rows are copied into the region's
 // Buffer under a short per-region lock; when a region's buffer is full it is cut into a Chunk that
@@ -24,6 +29,7 @@ package files
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,10 +40,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/store"
 )
 
 // Defaults.
@@ -50,11 +58,16 @@ const (
 
 // Config configures the region sink.
 type Config struct {
-	// Dir is the output root; one folder per region: region-0000, region-0001, ...
-	Dir    string
-	Schema pipeline.TargetSchema
-	Plan   pipeline.RegionPlan
-	Format Format
+	// Store is the output; one folder per region: data/region-0000, data/region-0001, ... nil:
+	// the local folder Dir.
+	Store store.Store
+	Dir   string
+	// SpillDir holds Sort's run files on an output that is not a local folder (default: the
+	// system's temporary folder). On a local folder they go to the region folders.
+	SpillDir string
+	Schema   pipeline.TargetSchema
+	Plan     pipeline.RegionPlan
+	Format   Format
 	// MaxFileSize rolls a region's file when it reaches this many bytes (estimated from the
 	// compression ratio seen so far; a file ends at most one chunk past it). Default 256 MiB.
 	MaxFileSize int64
@@ -79,8 +92,8 @@ type Config struct {
 // Validate checks the configuration and fills in defaults.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.Dir == "" {
-		errs = append(errs, errors.New("files: Dir is empty"))
+	if c.Dir == "" && c.Store == nil {
+		errs = append(errs, errors.New("files: neither Store nor Dir is set"))
 	}
 	if c.Format == nil {
 		errs = append(errs, errors.New("files: Format is nil"))
@@ -168,24 +181,34 @@ type Sink struct {
 	rawWritten   atomic.Int64 // Mem of chunks written, for the size estimate
 	bytesWritten atomic.Int64 // file bytes they became
 
+	st       store.Store
+	spillDir string // Sort's run files on a store that is not a local folder
+
 	failed  atomic.Pointer[error]
 	aborted atomic.Bool
 
 	commitMu sync.Mutex
 	liveMu   sync.Mutex
-	live     map[*file]struct{} // files not committed yet (open, rolled, finished)
-	finished []*file            // closed and fsynced, waiting for Commit to rename them
+	live     map[*file]struct{} // files not reported by Commit yet (open, rolled, finished)
+	finished []*file            // committed to the store, waiting for Commit to report them
 
 	scratch sync.Pool // *groupScratch
 }
 
 var _ pipeline.Sink = (*Sink)(nil)
 
-// New validates cfg, prepares the output folder (removing temporary files a crashed run left in
-// region folders) and returns the sink.
+// New validates cfg, prepares the output (removing what unfinished writers of a crashed run left
+// under data/) and returns the sink.
 func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	st := cfg.Store
+	if st == nil {
+		var err error
+		if st, err = store.NewLocal(cfg.Dir); err != nil {
+			return nil, fmt.Errorf("files: %w", err)
+		}
 	}
 	if logger == nil {
 		logger = zap.NewNop()
@@ -199,10 +222,16 @@ func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 	if limit < minRegionBuffer {
 		limit = minRegionBuffer
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("files: create output dir: %w", err)
+	ctx := context.Background()
+	if err := st.Sweep(ctx, pipeline.DataDir+"/"); err != nil {
+		return nil, fmt.Errorf("files: %w", err)
+	}
+	existing, err := st.List(ctx, pipeline.DataDir+"/")
+	if err != nil {
+		return nil, fmt.Errorf("files: %w", err)
 	}
 	s := &Sink{
+		st:      st,
 		cfg:     cfg,
 		log:     logger,
 		limit:   limit,
@@ -211,8 +240,13 @@ func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 		live:    map[*file]struct{}{},
 		regions: make([]*region, n),
 	}
+	if d, ok := st.(store.Dir); !ok && cfg.Sort {
+		s.spillDir = filepath.Join(cmp.Or(cfg.SpillDir, os.TempDir()), fmt.Sprintf("rekey-sort-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	} else if ok {
+		s.spillDir = d.Path()
+	}
 	for i := range s.regions {
-		r := &region{idx: i, dir: filepath.Join(cfg.Dir, RegionDir(i))}
+		r := &region{idx: i, dir: filepath.Join(s.spillDir, filepath.FromSlash(RegionDir(i)))}
 		buf, err := cfg.Format.NewBuffer(cfg.Schema)
 		if err != nil {
 			return nil, fmt.Errorf("files: %s buffer: %w", cfg.Format.Name(), err)
@@ -221,25 +255,37 @@ func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 		if cfg.Sort {
 			r.sorter = newSorter(cfg.Schema)
 		}
-		if err := r.scan(cfg.Format.Ext()); err != nil {
-			return nil, err
-		}
 		s.regions[i] = r
+	}
+	// sequence numbers go on after the highest file already in each region folder
+	for _, obj := range existing {
+		folder, name, ok := strings.Cut(strings.TrimPrefix(obj.Name, pipeline.DataDir+"/"), "/")
+		idx, isRegion := strings.CutPrefix(folder, pipeline.RegionDirPrefix)
+		if !ok || !isRegion || strings.Contains(name, "/") {
+			continue
+		}
+		i, err := strconv.Atoi(idx)
+		if err != nil || i < 0 || i >= n || pipeline.RegionDir(i) != pipeline.DataDir+"/"+folder {
+			continue
+		}
+		if seq, ok := parseSeq(name); ok && seq >= s.regions[i].nextSeq {
+			s.regions[i].nextSeq = seq + 1
+		}
 	}
 	logger.Debug("region sink ready", zap.String("format", cfg.Format.Name()), zap.Int("regions", n),
 		zap.Int64("region_buffer", limit), zap.Bool("sort", cfg.Sort))
 	return s, nil
 }
 
-// RegionDir is the folder name of region i.
-func RegionDir(i int) string { return fmt.Sprintf("region-%04d", i) }
+// RegionDir is the folder of region i relative to Dir: "data/region-0000".
+func RegionDir(i int) string { return pipeline.RegionDir(i) }
 
 // PartName is the file name of sequence number seq.
 func PartName(seq int, ext string) string { return fmt.Sprintf("part-%05d.%s", seq, ext) }
 
 type region struct {
 	idx    int
-	dir    string
+	dir    string  // Sort's run files
 	sorter *sorter // Sort mode only
 
 	mu      sync.Mutex // guards the fields below and the pending/rolled fields of its files
@@ -251,30 +297,6 @@ type region struct {
 	rows  atomic.Int64
 	bytes atomic.Int64
 	files atomic.Int64
-}
-
-// scan sets the next sequence number after the highest committed file and removes leftovers.
-func (r *region) scan(ext string) error {
-	ents, err := os.ReadDir(r.dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("files: list %s: %w", r.dir, err)
-	}
-	for _, e := range ents {
-		name := e.Name()
-		if pipeline.IsTemp(name) {
-			if err := os.Remove(filepath.Join(r.dir, name)); err != nil {
-				return fmt.Errorf("files: remove leftover %s: %w", name, err)
-			}
-			continue
-		}
-		if seq, ok := parseSeq(name); ok && seq >= r.nextSeq {
-			r.nextSeq = seq + 1
-		}
-	}
-	return nil
 }
 
 // parseSeq reads the sequence number of "part-00012.<ext>" (any extension).
@@ -293,10 +315,9 @@ func parseSeq(name string) (int, bool) {
 
 // file is one output file from creation to commit.
 type file struct {
-	r     *region
-	seq   int
-	final string // full path of the final name
-	rel   string // slash path relative to Dir
+	r   *region
+	seq int
+	rel string // the object's name: data/region-0000/part-00000.parquet
 
 	// under r.mu
 	pending     int   // chunks assigned, not yet written
@@ -305,12 +326,13 @@ type file struct {
 	assignedMem int64
 
 	mu         sync.Mutex // serializes the writes below
-	f          *os.File
+	w          store.Writer
 	out        output
 	fw         FileWriter
 	writtenMem atomic.Int64
 	size       int64
 	closed     bool
+	committed  bool          // to the store, by finish
 	done       chan struct{} // closed by finish
 	doneClosed bool
 }
@@ -325,7 +347,7 @@ func (f *file) closeDone() {
 
 // output counts bytes and buffers writes while a chunk is being written.
 type output struct {
-	f  *os.File
+	w  store.Writer
 	bw *bufio.Writer
 	n  atomic.Int64
 }
@@ -336,7 +358,7 @@ func (o *output) Write(p []byte) (int, error) {
 	if o.bw != nil {
 		n, err = o.bw.Write(p)
 	} else {
-		n, err = o.f.Write(p)
+		n, err = o.w.Write(p)
 	}
 	o.n.Add(int64(n))
 	return n, err
@@ -346,7 +368,7 @@ var bufioPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 256<
 
 func (o *output) attach() {
 	bw := bufioPool.Get().(*bufio.Writer)
-	bw.Reset(o.f)
+	bw.Reset(o.w)
 	o.bw = bw
 }
 
@@ -604,7 +626,7 @@ func (s *Sink) newFile(r *region) *file {
 	seq := r.nextSeq
 	r.nextSeq++
 	name := PartName(seq, s.cfg.Format.Ext())
-	f := &file{r: r, seq: seq, final: filepath.Join(r.dir, name), rel: RegionDir(r.idx) + "/" + name, done: make(chan struct{})}
+	f := &file{r: r, seq: seq, rel: RegionDir(r.idx) + "/" + name, done: make(chan struct{})}
 	s.liveMu.Lock()
 	s.live[f] = struct{}{}
 	s.liveMu.Unlock()
@@ -656,7 +678,7 @@ func (s *Sink) writeChunk(f *file, c Chunk) error {
 	if f.closed {
 		return fmt.Errorf("files: %s: write after close", f.rel)
 	}
-	if f.f == nil {
+	if f.w == nil {
 		if err := s.create(f); err != nil {
 			return err
 		}
@@ -676,15 +698,12 @@ func (s *Sink) create(f *file) error {
 	if s.aborted.Load() {
 		return ErrAborted
 	}
-	if err := os.MkdirAll(f.r.dir, 0o755); err != nil {
-		return fmt.Errorf("files: create %s: %w", f.r.dir, err)
-	}
-	fh, err := os.OpenFile(pipeline.TempPath(f.final), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	w, err := s.st.Create(context.Background(), f.rel)
 	if err != nil {
 		return fmt.Errorf("files: create %s: %w", f.rel, err)
 	}
-	f.f = fh
-	f.out.f = fh
+	f.w = w
+	f.out.w = w
 	f.out.attach()
 	fw, err := s.cfg.Format.NewWriter(&f.out, s.cfg.Schema)
 	if derr := f.out.detach(); err == nil && derr != nil {
@@ -697,12 +716,14 @@ func (s *Sink) create(f *file) error {
 	return nil
 }
 
-// finish writes the footer and fsyncs the file; Commit renames it.
+// finish writes the footer and commits the file to the store (fsync and rename on a disk, the
+// multipart upload completed in a bucket), so that it holds no buffer until the next Commit,
+// which reports it.
 func (s *Sink) finish(f *file) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.closeDone()
-	if f.closed || f.f == nil {
+	if f.closed || f.w == nil {
 		return s.err()
 	}
 	f.closed = true
@@ -712,19 +733,22 @@ func (s *Sink) finish(f *file) error {
 	if derr := f.out.detach(); err == nil && derr != nil {
 		err = derr
 	}
-	if err == nil {
-		if serr := f.f.Sync(); serr != nil {
-			err = fmt.Errorf("fsync: %w", serr)
-		}
-	}
-	if cerr := f.f.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
 	f.size = f.out.n.Load()
 	f.r.bytes.Add(f.size - before)
+	if err == nil && s.aborted.Load() {
+		err = ErrAborted
+	}
+	if err == nil {
+		var size int64
+		if size, err = f.w.Commit(context.Background()); err == nil && size != f.size {
+			err = fmt.Errorf("the store committed %d bytes, %d were written", size, f.size)
+		}
+	}
 	if err != nil {
+		f.w.Abort()
 		return s.fail(fmt.Errorf("files: close %s: %w", f.rel, err))
 	}
+	f.committed = true
 	s.liveMu.Lock()
 	s.finished = append(s.finished, f)
 	s.liveMu.Unlock()
@@ -746,8 +770,8 @@ func (s *Sink) err() error {
 	return nil
 }
 
-// Commit writes every buffered row, closes every open file (footer, fsync), renames the files
-// to their final names, fsyncs the folders and returns the files this call committed. Writes
+// Commit writes every buffered row, closes and commits every open file (footer, then the store's
+// commit) and returns the files committed since the last Commit. Writes
 // should not run concurrently with Commit; rows written meanwhile may land in the next Commit.
 func (s *Sink) Commit(ctx context.Context) ([]pipeline.FileInfo, error) {
 	s.commitMu.Lock()
@@ -788,29 +812,13 @@ func (s *Sink) Commit(ctx context.Context) ([]pipeline.FileInfo, error) {
 	s.finished = nil
 	s.liveMu.Unlock()
 	infos := make([]pipeline.FileInfo, 0, len(fin))
-	dirs := map[string]bool{}
 	for _, f := range fin {
-		if err := os.Rename(pipeline.TempPath(f.final), f.final); err != nil {
-			return nil, s.fail(fmt.Errorf("files: commit %s: %w", f.rel, err))
-		}
 		s.liveMu.Lock()
 		delete(s.live, f)
 		s.liveMu.Unlock()
-		dirs[f.r.dir] = true
 		f.r.files.Add(1)
 		infos = append(infos, pipeline.FileInfo{Region: f.r.idx, Path: f.rel, Rows: f.rows, Bytes: f.size})
 		s.log.Debug("file committed", zap.Int("region", f.r.idx), zap.String("file", f.rel), zap.Int64("rows", f.rows), zap.Int64("bytes", f.size))
-	}
-	for d := range dirs {
-		if err := pipeline.SyncDir(d); err != nil {
-			return nil, s.fail(err)
-		}
-	}
-	if len(dirs) > 0 {
-		// region folders may be new: make their entries durable too
-		if err := pipeline.SyncDir(s.cfg.Dir); err != nil {
-			return nil, s.fail(err)
-		}
 	}
 	sortInfos(infos)
 	s.log.Debug("committed", zap.Int("files", len(infos)))
@@ -893,8 +901,9 @@ func (s *Sink) parallel(ctx context.Context, fn func(r *region) error) error {
 	return ctx.Err()
 }
 
-// Abort stops the sink and removes every file not committed yet (temporary data files and sort
-// runs). Committed files stay. Write and Commit fail afterwards.
+// Abort stops the sink and removes every file Commit has not returned (open writers, files
+// finished since the last Commit, sort runs). Files Commit returned stay. Write and Commit fail
+// afterwards.
 func (s *Sink) Abort() error {
 	s.aborted.Store(true)
 	var errs []error
@@ -906,18 +915,22 @@ func (s *Sink) Abort() error {
 	s.live = map[*file]struct{}{}
 	s.finished = nil
 	s.liveMu.Unlock()
+	var remove []string
 	for _, f := range live {
 		f.mu.Lock()
-		if f.f != nil && !f.closed {
+		switch {
+		case f.committed:
+			remove = append(remove, f.rel) // in the store, but no checkpoint will list it
+		case f.w != nil:
 			f.closed = true
-			f.f.Close()
-		}
-		if f.f != nil {
-			if err := os.Remove(pipeline.TempPath(f.final)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := f.w.Abort(); err != nil {
 				errs = append(errs, err)
 			}
 		}
 		f.mu.Unlock()
+	}
+	if err := s.st.Remove(context.Background(), remove...); err != nil {
+		errs = append(errs, err)
 	}
 	for _, r := range s.regions {
 		r.mu.Lock()
@@ -926,6 +939,9 @@ func (s *Sink) Abort() error {
 			errs = append(errs, r.sorter.removeRuns())
 		}
 		r.mu.Unlock()
+	}
+	if _, local := s.st.(store.Dir); !local && s.spillDir != "" {
+		errs = append(errs, os.RemoveAll(s.spillDir))
 	}
 	return errors.Join(errs...)
 }

@@ -221,9 +221,9 @@ func TestManifestRoundTrip(t *testing.T) {
 	m.Mapping, m.MappingFingerprint, m.RekeyVersion = "orders", "sha256:abc", "v0.1.0"
 	m.RowsIn, m.RowsWritten, m.RowsRejected = 12, 10, 2
 	if err := m.AddFiles([]pipeline.FileInfo{
-		{Region: 0, Path: "region-0000/part-00001.parquet", Rows: 3, Bytes: 600},
-		{Region: 0, Path: "region-0000/part-00000.parquet", Rows: 3, Bytes: 600},
-		{Region: 2, Path: "region-0002/part-00000.parquet", Rows: 4, Bytes: 900},
+		{Region: 0, Path: "data/region-0000/part-00001.parquet", Rows: 3, Bytes: 600},
+		{Region: 0, Path: "data/region-0000/part-00000.parquet", Rows: 3, Bytes: 600},
+		{Region: 2, Path: "data/region-0002/part-00000.parquet", Rows: 4, Bytes: 900},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestManifestRoundTrip(t *testing.T) {
 	if r[0].Start != nil || *r[0].End != "4000" || *r[1].Start != "4000" || *r[2].Start != "8000" || r[2].End != nil {
 		t.Fatalf("bounds: %+v", r)
 	}
-	if !r[0].OverSize || r[1].OverSize || r[2].OverSize || r[0].Rows != 6 || r[0].Files[0].Path != "region-0000/part-00000.parquet" {
+	if !r[0].OverSize || r[1].OverSize || r[2].OverSize || r[0].Rows != 6 || r[0].Files[0].Path != "data/region-0000/part-00000.parquet" {
 		t.Fatalf("regions: %+v", r)
 	}
 	if got.Files != 3 || got.Bytes != 2100 {
@@ -272,9 +272,9 @@ func TestManifestRoundTrip(t *testing.T) {
 // {"path":"../canary.parquet"} made merge link the file): every reader of a manifest gets the
 // refusal, naming the manifest and the path.
 func TestReadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
-	for _, p := range []string{"../canary.parquet", "/tmp/canary.parquet", "region-0000/../../canary.parquet"} {
+	for _, p := range []string{"../canary.parquet", "/tmp/canary.parquet", "data/region-0000/../../canary.parquet"} {
 		dir := t.TempDir()
-		data := `{"format":"parquet","regions":[{"index":0,"files":[{"path":"region-0000/part-00000.parquet"},{"path":"` + p + `"}]}]}`
+		data := `{"format":"parquet","regions":[{"index":0,"files":[{"path":"data/region-0000/part-00000.parquet"},{"path":"` + p + `"}]}]}`
 		if err := os.WriteFile(filepath.Join(dir, lindorm.ManifestFile), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -1,14 +1,15 @@
 package lindorm
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/store"
 )
 
 // Manifest describes a run's output: what was migrated, how the table is split and which files
@@ -134,18 +135,39 @@ func WriteManifest(dir string, m *Manifest) error {
 	return pipeline.WriteJSONAtomic(filepath.Join(dir, ManifestFile), m)
 }
 
-// ReadManifest reads manifest.json from dir.
+// PutManifest writes manifest.json into the output st atomically.
+func PutManifest(ctx context.Context, st store.Store, m *Manifest) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("lindorm: encode manifest: %w", err)
+	}
+	if err := st.Put(ctx, ManifestFile, append(data, '\n')); err != nil {
+		return fmt.Errorf("lindorm: write manifest: %w", err)
+	}
+	return nil
+}
+
+// ReadManifest reads manifest.json from the local folder dir.
 func ReadManifest(dir string) (*Manifest, error) {
-	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	st, err := store.NewLocal(dir)
+	if err != nil {
+		return nil, err
+	}
+	return GetManifest(context.Background(), st)
+}
+
+// GetManifest reads manifest.json from the output st; a missing one wraps store.ErrNotExist.
+func GetManifest(ctx context.Context, st store.Store) (*Manifest, error) {
+	data, err := st.Get(ctx, ManifestFile)
 	if err != nil {
 		return nil, fmt.Errorf("lindorm: read manifest: %w", err)
 	}
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("lindorm: parse %s: %w", filepath.Join(dir, ManifestFile), err)
+		return nil, fmt.Errorf("lindorm: parse %s: %w", st.Location(ManifestFile), err)
 	}
 	if err := m.CheckPaths(); err != nil {
-		return nil, fmt.Errorf("lindorm: %s: %w", filepath.Join(dir, ManifestFile), err)
+		return nil, fmt.Errorf("lindorm: %s: %w", st.Location(ManifestFile), err)
 	}
 	return &m, nil
 }

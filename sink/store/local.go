@@ -397,6 +397,7 @@ func (l *Local) Sweep(_ context.Context, prefix string) error {
 		}
 		dir = l.full(prefix[:i])
 	}
+	swept := map[string]bool{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == dir && errors.Is(err, fs.ErrNotExist) {
@@ -415,10 +416,14 @@ func (l *Local) Sweep(_ context.Context, prefix string) error {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
+		swept[filepath.Dir(p)] = true
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("sweep %s: %w", l.Location(prefix), err)
+	}
+	for d := range swept {
+		l.pruneDirs(d) // folders only the unfinished writers needed
 	}
 	return nil
 }

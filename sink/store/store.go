@@ -82,6 +82,14 @@ var ErrNotExist = fs.ErrNotExist
 // IsNotExist tells whether err says an object does not exist.
 func IsNotExist(err error) bool { return errors.Is(err, ErrNotExist) }
 
+// Copier is implemented by stores that can copy an object without its bytes passing through
+// rekey (a server-side copy within one bucket or endpoint). CopyFrom copies src of from to dst
+// of this store, committed as Writer.Commit would; done is false, with no error, when it cannot
+// for this pair of stores (another bucket, another endpoint), and the caller copies the bytes.
+type Copier interface {
+	CopyFrom(ctx context.Context, from Store, src, dst string) (done bool, err error)
+}
+
 // Dir is implemented by stores that are local folders: what needs a path (an flock, hard links
 // when merging shards) asks for it and falls back to the Store methods otherwise.
 type Dir interface {

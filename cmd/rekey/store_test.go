@@ -1,0 +1,173 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/sinktest"
+	"github.com/rekey/rekey/sink/store/s3store/s3test"
+)
+
+// startVersitygw runs the real S3 server (versitygw, posix backend: objects are files under
+// Dir/BUCKET/) with its credentials in the environment, or skips the test when it is not
+// installed (CI installs it and sets REKEY_REQUIRE_VERSITYGW=1, which fails instead).
+func startVersitygw(t *testing.T) *s3test.Server {
+	t.Helper()
+	srv := s3test.StartVersitygw(t)
+	for k, v := range srv.Env {
+		t.Setenv(k, v)
+	}
+	return srv
+}
+
+// Issue 10: --out s3://... (a real S3 server) goes through the same code as a folder, with nothing local: data
+// files under data/ (alone), the manifest, ddl.sql, bulkload.json (reading data/) and the
+// checkpoint beside it, the rejects as checkpointed parts; interrupted with SIGINT and resumed,
+// every row is written once and every reject listed once; merge reads it from the bucket.
+func TestMigrateToObjectStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	dir := t.TempDir()
+	srv := startVersitygw(t)
+	root := filepath.Join(srv.Dir, s3test.Bucket)
+	out := filepath.Join(root, "run")
+	// a CSV with bad rows every 1,000 rows
+	var sb strings.Builder
+	sb.WriteString("userid,orderid,channel,ts,status,location,amount\n")
+	const rows = 300000
+	for i := 0; i < rows; i++ {
+		if i%1000 == 7 {
+			fmt.Fprintf(&sb, "u%d,notanumber,taobao,1700000000000,PAID,X,1.00\n", i)
+			continue
+		}
+		fmt.Fprintf(&sb, "u%d,%d,taobao,1700000000000,PAID,X,%d.25\n", i, i, i%100)
+	}
+	src := writeFile(t, dir, "orders.csv", sb.String())
+	args := []string{"migrate", "-m", "../../mappings/orders.yaml", "--source", "file:" + src, "--out", srv.URIFor("run"),
+		"--progress", "never", "--checkpoint-interval", "50ms", "--max-file-size", "256KiB", "--max-rejects", "-1"}
+	go func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			if cp, _ := pipeline.LoadCheckpoint(out); cp != nil && cp.RowsWritten > 0 && cp.RejectParts > 0 {
+				syscall.Kill(os.Getpid(), syscall.SIGINT)
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	code, stdout, stderr := runCLI(t, args...)
+	if code != 130 {
+		t.Logf("not interrupted (exit %d): the run was faster than the test\n%s%s", code, stdout, stderr)
+	}
+	if code == 130 {
+		code, stdout, stderr = runCLI(t, append(args, "--resume")...)
+	}
+	if code != exitRejects {
+		t.Fatalf("exit %d, want 1 (rejects)\n%s%s", code, stdout, stderr)
+	}
+	m, err := lindorm.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRejected := int64(rows / 1000)
+	if m.RowsIn != rows || m.RowsRejected != wantRejected || m.RowsWritten != rows-wantRejected {
+		t.Fatalf("manifest in=%d written=%d rejected=%d", m.RowsIn, m.RowsWritten, m.RowsRejected)
+	}
+	checkLayoutFilePath(t, out, "run/data", "parquet", pipeline.RejectsPartsDir, pipeline.ReplayPartsDir)
+	if _, err := os.Stat(filepath.Join(out, pipeline.RejectsFile)); err == nil {
+		t.Fatal("rejects.jsonl on an object store: it cannot be appended to")
+	}
+	var job lindorm.BulkloadJob
+	data, _ := os.ReadFile(filepath.Join(out, lindorm.BulkloadFile))
+	if err := json.Unmarshal(data, &job); err != nil || !strings.HasSuffix(job.ReaderConfig.FilePath, "/data/") {
+		t.Fatalf("bulkload.json filePath %q: %v", job.ReaderConfig.FilePath, err)
+	}
+	// every row once
+	schema := compileFile(t, "../../mappings/orders.yaml").Target()
+	seen := map[string]bool{}
+	for _, r := range m.Regions {
+		for _, fe := range r.Files {
+			pf, err := sinktest.ReadParquet(filepath.Join(out, filepath.FromSlash(fe.Path)), schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, row := range pf.Rows {
+				key := strings.Join(row[:2], "/")
+				if seen[key] {
+					t.Fatalf("row %s written twice", key)
+				}
+				seen[key] = true
+			}
+		}
+	}
+	if int64(len(seen)) != m.RowsWritten {
+		t.Fatalf("%d distinct rows, the manifest says %d", len(seen), m.RowsWritten)
+	}
+	// every reject once, across the parts
+	var positions []string
+	parts, _ := filepath.Glob(filepath.Join(out, pipeline.RejectsPartsDir, "part-*.jsonl"))
+	for _, p := range parts {
+		for _, line := range readLines(t, p) {
+			var rj pipeline.Reject
+			if err := json.Unmarshal([]byte(line), &rj); err != nil {
+				t.Fatal(err)
+			}
+			positions = append(positions, rj.Position)
+		}
+	}
+	sort.Strings(positions)
+	for i := 1; i < len(positions); i++ {
+		if positions[i] == positions[i-1] {
+			t.Fatalf("reject %s listed twice", positions[i])
+		}
+	}
+	if int64(len(positions)) != wantRejected {
+		t.Fatalf("%d rejects in %d parts, want %d", len(positions), len(parts), wantRejected)
+	}
+	// merge reads the run from the bucket into another prefix
+	code, stdout, stderr = runCLI(t, "merge", srv.URIFor("run"), "--out", srv.URIFor("merged"))
+	if code != 0 {
+		t.Fatalf("merge from the bucket: exit %d\n%s%s", code, stdout, stderr)
+	}
+	mm, err := lindorm.ReadManifest(filepath.Join(root, "merged"))
+	if err != nil || mm.RowsWritten != m.RowsWritten || mm.Files != m.Files {
+		t.Fatalf("merged manifest %+v: %v", mm, err)
+	}
+	if lines := readLines(t, filepath.Join(root, "merged", pipeline.RejectsFile)); int64(len(lines)) != wantRejected {
+		t.Fatalf("merged rejects: %d lines, want %d", len(lines), wantRejected)
+	}
+}
+
+// An object-store --out without credentials in the environment fails at once with one error
+// naming the variables to set (never a local folder named "s3:"), and writes nothing.
+func TestObjectStoreWithoutCredentials(t *testing.T) {
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "OSS_ACCESS_KEY_ID", "OSS_ACCESS_KEY_SECRET"} {
+		t.Setenv(k, "")
+	}
+	dir := t.TempDir()
+	src := ordersCSV(t, dir, "orders.csv", 10, 1)
+	for out, want := range map[string]string{"s3://bucket/prefix?endpoint=http://127.0.0.1:1&path_style=true": "AWS_ACCESS_KEY_ID",
+		"oss://bucket/prefix?region=cn-hangzhou&endpoint=http://127.0.0.1:1": "OSS_ACCESS_KEY_ID"} {
+		code, _, stderr := runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+src, "--out", out, "--progress", "never")
+		if code == 0 || !strings.Contains(stderr, "--out") || !strings.Contains(stderr, want) {
+			t.Fatalf("--out %s: exit %d: %s", out, code, stderr)
+		}
+	}
+	if ents, _ := os.ReadDir("."); len(ents) > 0 {
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ":") {
+				t.Fatalf("a folder %q was created", e.Name())
+			}
+		}
+	}
+}
