@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -24,50 +22,6 @@ type Objects interface {
 	// Open gives random access to an object (a Parquet file's footer, then its row groups).
 	Open(ctx context.Context, name string) (store.Reader, error)
 }
-
-// DirObjects reads a local folder. (Until the local store.Store lands; any store.Store can
-// replace it.)
-type DirObjects string
-
-func (d DirObjects) path(name string) (string, error) {
-	rel := filepath.FromSlash(name)
-	if !filepath.IsLocal(rel) {
-		return "", fmt.Errorf("%q is not a path inside %s", name, string(d))
-	}
-	return filepath.Join(string(d), rel), nil
-}
-
-func (d DirObjects) Get(_ context.Context, name string) ([]byte, error) {
-	p, err := d.path(name)
-	if err != nil {
-		return nil, err
-	}
-	return os.ReadFile(p)
-}
-
-func (d DirObjects) Open(_ context.Context, name string) (store.Reader, error) {
-	p, err := d.path(name)
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return fileReader{f, st.Size()}, nil
-}
-
-type fileReader struct {
-	*os.File
-	size int64
-}
-
-func (r fileReader) Size() int64 { return r.size }
 
 // Folder is a rekey output to verify: the data files its manifest (or, for a run that has not
 // finished, its checkpoint) lists.

@@ -16,6 +16,7 @@ import (
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/parquet"
 	"github.com/rekey/rekey/sink/sinktest"
+	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -360,7 +361,7 @@ func TestStoredFormMatchesFiles(t *testing.T) {
 			}
 			var used atomic.Int64
 			v := &run{schema: schema, keyCols: schema.Columns[:schema.KeyLen], rowCols: schema.Columns[schema.KeyLen:], sampleMax: ^uint64(0),
-				cfg: Config{Folder: &Folder{Objects: DirObjects(dir), Format: f.Name(), Files: []pipeline.FileInfo{{Path: path, Rows: int64(len(want))}}}}}
+				cfg: Config{Folder: &Folder{Objects: localStore(t, dir), Format: f.Name(), Files: []pipeline.FileInfo{{Path: path, Rows: int64(len(want))}}}}}
 			v.res = &Result{}
 			v.dst = newParts(dir, "target", 1, 0, &used, 1<<30)
 			tw := &targetWriter{v: v, w: v.dst.writer(), c: &pipeline.Counters{}}
@@ -392,4 +393,13 @@ func TestStoredFormMatchesFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+func localStore(t *testing.T, dir string) store.Store {
+	t.Helper()
+	st, err := store.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -146,6 +146,12 @@ func TestMigrateToObjectStore(t *testing.T) {
 	if lines := readLines(t, filepath.Join(root, "merged", pipeline.RejectsFile)); int64(len(lines)) != wantRejected {
 		t.Fatalf("merged rejects: %d lines, want %d", len(lines), wantRejected)
 	}
+	// verify reads the merged output from the bucket: it holds what the source gives
+	code, stdout, stderr = runCLI(t, "verify", "-m", "../../mappings/orders.yaml", "--source", "file:"+src,
+		"--target", srv.URIFor("merged"), "--progress", "never")
+	if code != 0 || !strings.Contains(stdout, "EQUAL") {
+		t.Fatalf("verify of the bucket: exit %d\n%s%s", code, stdout, stderr)
+	}
 }
 
 // An object-store --out without credentials in the environment fails at once with one error

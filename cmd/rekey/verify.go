@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report"
 	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/verify"
 )
@@ -38,22 +38,29 @@ func openSQLLookup(ctx context.Context, uri string, schema pipeline.TargetSchema
 	return sqlsink.OpenLookup(ctx, uri, schema, os.Getenv)
 }
 
-// openObjects opens a --target that is a rekey output. Local folders for now; s3:// and oss://
-// go through the storage layer (sink/store) once it is wired here.
-var openObjects = func(_ context.Context, uri string) (verify.Objects, string, error) {
+// openObjects opens a --target that is a rekey output: a local folder, or an s3:// or oss://
+// prefix (credentials from the environment, as for migrate's --out). It only ever reads.
+var openObjects = func(ctx context.Context, uri string) (verify.Objects, string, error) {
+	if !store.IsLocal(uri) {
+		st, err := store.Open(ctx, uri, os.Getenv)
+		if err != nil {
+			return nil, "", fmt.Errorf("--target %s: %w", sourceuri.Redact(uri), err)
+		}
+		return st, st.Location(""), nil
+	}
 	dir := strings.TrimPrefix(uri, "file:")
-	st, err := os.Stat(dir)
+	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, "", fmt.Errorf("--target %s: %w", uri, err)
 	}
-	if !st.IsDir() {
+	if !fi.IsDir() {
 		return nil, "", fmt.Errorf("--target %s is not a folder: give the --out folder of the migration", uri)
 	}
-	abs, err := filepath.Abs(dir)
+	st, err := store.NewLocal(dir)
 	if err != nil {
 		return nil, "", err
 	}
-	return verify.DirObjects(abs), abs, nil
+	return st, st.Path(), nil
 }
 
 type verifyFlags struct {
@@ -196,8 +203,8 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 		defer lt.Close()
 		cfg.Lookup = lt
 		target = sourceuri.Redact(f.target)
-	} else if ok && scheme != "file" {
-		return verifyFailed(fmt.Errorf("--target %s: unknown kind of target: give the --out folder of the migration, or lindorm:// or mysql:// (%s)", sourceuri.Redact(f.target), knownLookups()))
+	} else if ok && scheme != "file" && scheme != "s3" && scheme != "oss" {
+		return verifyFailed(fmt.Errorf("--target %s: unknown kind of target: give the --out of the migration (a folder, s3:// or oss://), or lindorm:// or mysql:// (%s)", sourceuri.Redact(f.target), knownLookups()))
 	} else {
 		objs, loc, err := openObjects(ctx, f.target)
 		if err != nil {
