@@ -46,7 +46,7 @@ before placing any file, a manifest that lists a file outside its own directory 
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runMerge(cmd, args, f) },
 	}
-	cmd.Flags().StringVar(&f.out, "out", "", "output directory (must be new or empty)")
+	cmd.Flags().StringVar(&f.out, "out", "", "output: a directory (must be new or empty), or s3://BUCKET/PREFIX or oss://BUCKET/PREFIX (inputs may be bucket prefixes too)")
 	cmd.Flags().StringVar(&f.files, "files", "link", "how data files reach --out: link (hard links, copy across filesystems), copy, or move")
 	return cmd
 }

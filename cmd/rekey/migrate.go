@@ -72,6 +72,12 @@ read and exits 130; run the same command with --resume to finish. --resume refus
 continue another job: another mapping, --format, --regions or input, or committed files that are
 damaged.
 
+Into a bucket (--out s3://BUCKET/PREFIX or oss://BUCKET/PREFIX?region=cn-hangzhou), the same files
+stream there as multipart uploads, visible only when complete; credentials come from the environment
+only (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, OSS_ACCESS_KEY_ID/OSS_ACCESS_KEY_SECRET); add
+?endpoint=http://HOST:PORT&path_style=true for an S3-compatible server. bulkload.json's filePath
+is then relative to the bucket, as LTS's OSS data source reads it.
+
 Into a SQL table (--out lindorm://... or mysql://...), rows are upserted through the MySQL protocol
 in batches (at most 2,000 rows and 2 MB per statement) over --sql-conns connections; the table must
 exist with the mapping's columns, types and primary key (checked before the first row). The
@@ -98,7 +104,7 @@ Exit codes:
 	fl := cmd.Flags()
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
 	fl.StringVar(&f.source, "source", "", "where rows come from: file:PATH or gen:NAME?rows=N (see below)")
-	fl.StringVar(&f.out, "out", "", "output directory (must be new or empty unless --resume), or a SQL table: lindorm://USER@HOST:33060/DB, mysql://USER@HOST:PORT/DB")
+	fl.StringVar(&f.out, "out", "", "output: a directory (must be new or empty unless --resume), a bucket prefix s3://BUCKET/PREFIX or oss://BUCKET/PREFIX?region=R (credentials from AWS_*/OSS_* environment variables), or a SQL table: lindorm://USER@HOST:33060/DB, mysql://USER@HOST:PORT/DB")
 	fl.StringVar(&f.format, "format", "parquet", "data file format: parquet (zstd) or csv")
 	fl.IntVar(&f.regions, "regions", 0, "number of pre-split regions (overrides the mapping's regions:)")
 	fl.StringVar(&f.maxFileSize, "max-file-size", "256MiB", "roll a region's data file at this size")
