@@ -387,6 +387,77 @@ func lockObject(ctx context.Context, st store.Store, out string, log *zap.Logger
 	return l, nil
 }
 
+// StoreLock is the output lock of an object store taken by a process that does not go through
+// OpenOutput (rekey replicate, which continues its output instead of resuming a checkpoint).
+type StoreLock struct{ l *objectLock }
+
+// LockStore takes st's output lock (the renewed object LockFile) for as long as this process
+// writes there; out names the output in messages. A lock held by a live run is refused with an
+// error wrapping ErrRefusedResume. With waitStale, a lock that is not renewed (its run was
+// killed) is waited for until it expires, at most LockTTL, and taken over; a lock renewed
+// meanwhile is refused. Release it when done.
+func LockStore(ctx context.Context, st store.Store, out string, log *zap.Logger, waitStale bool) (*StoreLock, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	var seen time.Time // the Renewed of the lock found first
+	poll := min(LockTTL/12, 5*time.Second)
+	for {
+		l, err := lockObject(ctx, st, out, log)
+		if err == nil {
+			return &StoreLock{l: l}, nil
+		}
+		if !waitStale || !errors.Is(err, ErrRefusedResume) {
+			return nil, err
+		}
+		data, gerr := st.Get(ctx, LockFile)
+		var held objectLockInfo
+		switch {
+		case store.IsNotExist(gerr):
+			continue // released meanwhile
+		case gerr != nil:
+			return nil, fmt.Errorf("lock %s: %w", out, gerr)
+		case json.Unmarshal(data, &held) != nil:
+			return nil, err
+		case seen.IsZero():
+			seen = held.Renewed
+			log.Info("waiting for the output's lock: held by a run that may have been killed; taken over once it expires unless it is renewed",
+				zap.String("holder", held.Holder), zap.Time("expires", held.Expires))
+		case !held.Renewed.Equal(seen):
+			return nil, err // renewed: its run is alive
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(min(poll, time.Until(held.Expires)+10*time.Millisecond)):
+		}
+	}
+}
+
+// Held reads the lock back: an error when it is no longer this process's (it was not renewed
+// for LockTTL, a pause or a partition from the store, and another run took it over). Call it
+// before a commit that must not race with another writer.
+func (s *StoreLock) Held(ctx context.Context) error {
+	data, err := s.l.st.Get(ctx, LockFile)
+	if err != nil {
+		return fmt.Errorf("read the output's lock: %w", err)
+	}
+	var now objectLockInfo
+	if json.Unmarshal(data, &now) != nil || now.Token != s.l.info.Token {
+		return fmt.Errorf("the output's lock was taken over by another rekey run (%s): this process stopped renewing it for %s (paused?) and must not write there any more", now.Holder, LockTTL)
+	}
+	return nil
+}
+
+// Release stops renewing the lock and removes it.
+func (s *StoreLock) Release() error { return s.l.release() }
+
+// Abandon stops renewing the lock and leaves it, as a killed process would (fault tests).
+func (s *StoreLock) Abandon() {
+	close(s.l.stop)
+	<-s.l.done
+}
+
 func (l *objectLock) renew(ctx context.Context) error {
 	now := time.Now().UTC()
 	l.info.Renewed, l.info.Expires = now, now.Add(LockTTL)

@@ -45,6 +45,7 @@ import (
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/transform"
 )
@@ -64,7 +65,15 @@ type Config struct {
 	// SaveState records it and New refuses a different one.
 	Plan   pipeline.RegionPlan
 	Format files.Format
+	// OutDir is the output folder, which the members of the group share (locally, or mounted).
 	OutDir string
+	// Store, when it is not a local folder (store.Dir), is the output instead of OutDir: an
+	// object store (s3://, oss://). Its prefix has one member of the group (its lock, the
+	// object .rekey.lock, refuses a second); OutDir then only names it in messages.
+	Store store.Store
+	// SpoolDir holds a roll's files on local disk until they are uploaded to Store (default
+	// os.TempDir()): about --roll-size per assigned partition.
+	SpoolDir string
 	// Job names the LTS data sources and namespace of bulkload.json (Format, Out and Regions
 	// are filled in from the fields above).
 	Job lindorm.JobOptions
@@ -141,6 +150,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Format == nil && c.SQL.Target == nil {
 		errs = append(errs, errors.New("replicate: no file format"))
+	}
+	if c.OutDir == "" && c.Store != nil {
+		c.OutDir = c.Store.Location("")
 	}
 	if c.OutDir == "" {
 		errs = append(errs, errors.New("replicate: no output directory"))

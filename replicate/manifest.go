@@ -1,10 +1,12 @@
 package replicate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/store"
 )
 
 // Manifest is manifest.json of a replication output: sink/lindorm's manifest (regions with
@@ -121,10 +124,12 @@ const LockFile = "replicate.lock"
 // manifest is this process's copy of manifest.json.
 type manifest struct {
 	mu     sync.Mutex
-	dir    string
+	dir    string                   // a local folder's path ("" on an object store)
+	st     store.Store              // where manifest.json is: the folder, or the object store
 	base   func() *lindorm.Manifest // a fresh lindorm manifest (schema, plan) to fill
 	repl   Replication
-	lockf  *os.File
+	lockf  *os.File            // a folder's lock file, shared by the members
+	held   *pipeline.StoreLock // an object store's lock, this member's alone
 	log    *zap.Logger
 	rev    int64 // revision of the copy; -1: reload
 	legacy bool  // loaded from a manifest without partitions (written before rolls committed there)
@@ -143,14 +148,45 @@ func openManifest(dir string, base func() *lindorm.Manifest, repl Replication, l
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", LockFile, err)
 	}
-	return &manifest{dir: dir, base: base, repl: repl, lockf: f, log: log, rev: -1}, nil
+	st, err := store.NewLocal(dir)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &manifest{dir: dir, st: st, base: base, repl: repl, lockf: f, log: log, rev: -1}, nil
 }
 
-func (m *manifest) close() error { return m.lockf.Close() }
+// storeManifest is the manifest of an object store's prefix, which one member writes: held is
+// its lock, checked before every commit.
+func storeManifest(base func() *lindorm.Manifest, repl Replication, held *pipeline.StoreLock, log *zap.Logger) *manifest {
+	return &manifest{base: base, repl: repl, held: held, log: log, rev: -1}
+}
 
-// lock takes the folder's lock (other members wait) and brings the copy up to date.
+func (m *manifest) close() error {
+	if m.held != nil {
+		return m.held.Release()
+	}
+	return m.lockf.Close()
+}
+
+// lock takes the folder's lock (other members wait) and brings the copy up to date. On an
+// object store only this process writes (it holds the output's lock): it reads manifest.json
+// once, and checks before each change that the lock is still its own.
 func (m *manifest) lock() (unlock func(), err error) {
 	m.mu.Lock()
+	if m.held != nil {
+		if err := m.held.Held(context.Background()); err != nil {
+			m.mu.Unlock()
+			return nil, err
+		}
+		if m.rev < 0 {
+			if err := m.load(0); err != nil {
+				m.mu.Unlock()
+				return nil, err
+			}
+		}
+		return m.mu.Unlock, nil
+	}
 	fd := int(m.lockf.Fd())
 	if err = syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err == syscall.EWOULDBLOCK {
 		// members hold it for a roll's renames and manifest: a long wait is not one of them
@@ -217,12 +253,12 @@ func (m *manifest) bump() error {
 func (m *manifest) load(rev int64) error {
 	m.segs, m.rejects, m.parts = map[string]SegmentEntry{}, map[string]RejectFile{}, map[int]*PartitionEntry{}
 	var old Manifest
-	ok, err := pipeline.ReadJSON(filepath.Join(m.dir, lindorm.ManifestFile), "manifest", &old)
+	ok, err := getJSON(context.Background(), m.st, lindorm.ManifestFile, &old)
 	if err != nil {
 		return err
 	}
 	if ok {
-		path := filepath.Join(m.dir, lindorm.ManifestFile)
+		path := m.st.Location(lindorm.ManifestFile)
 		for _, s := range old.Replication.Segments {
 			// the paths are carried into every manifest written from now on, which merge and
 			// the bulk load follow: refuse one outside the output (issue 9, item 13)
@@ -391,7 +427,15 @@ func (m *manifest) claim(partitions []int, regions int) (map[int]claimed, error)
 	for i := 0; i < regions; i++ {
 		folders = append(folders, pipeline.RegionDir(i), deletesRegionDir(i))
 	}
+	if m.held != nil {
+		if err := m.removeUnlisted(own, listed, folders); err != nil {
+			return nil, err
+		}
+	}
 	for _, folder := range folders {
+		if m.held != nil {
+			break
+		}
 		ents, err := os.ReadDir(filepath.Join(m.dir, filepath.FromSlash(folder)))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -421,6 +465,40 @@ func (m *manifest) claim(partitions []int, regions int) (map[int]claimed, error)
 	return out, nil
 }
 
+// removeUnlisted removes from an object store the objects of the partitions own under folders
+// that the manifest does not list: the uploads of a roll whose manifest was never written.
+// (Nothing uncommitted is ever an object: unfinished uploads were aborted at start.)
+func (m *manifest) removeUnlisted(own map[int]bool, listed map[string]bool, folders []string) error {
+	ctx := context.Background()
+	want := map[string]bool{}
+	for _, f := range folders {
+		want[f] = true
+	}
+	var stray []string
+	for _, top := range []string{pipeline.DataDir + "/", DeletesDir + "/", RejectsDir + "/"} {
+		objs, err := m.st.List(ctx, top)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", m.st.Location(top), err)
+		}
+		for _, o := range objs {
+			folder, name := path.Split(o.Name)
+			p, ok := filePartition(name)
+			if !ok || !want[strings.TrimSuffix(folder, "/")] || !own[p] || listed[o.Name] {
+				continue
+			}
+			stray = append(stray, o.Name)
+		}
+	}
+	if len(stray) == 0 {
+		return nil
+	}
+	if err := m.st.Remove(ctx, stray...); err != nil {
+		return fmt.Errorf("remove %d objects left by an interrupted roll: %w", len(stray), err)
+	}
+	m.log.Info("removed the objects of interrupted rolls", zap.Int("objects", len(stray)))
+	return nil
+}
+
 // filePartition returns the partition of a segment or rejects file, committed (named by
 // SegmentName) or temporary (tmpName).
 func filePartition(name string) (int, bool) {
@@ -448,8 +526,10 @@ func (m *manifest) init() error {
 
 // write rewrites manifest.json from the copy; the lock is held.
 func (m *manifest) write() error {
-	if err := m.bump(); err != nil {
-		return err
+	if m.held == nil {
+		if err := m.bump(); err != nil {
+			return err
+		}
 	}
 	out := Manifest{Manifest: *m.base(), Replication: m.repl}
 	out.Replication.Segments = make([]SegmentEntry, 0, len(m.segs))
@@ -495,5 +575,5 @@ func (m *manifest) write() error {
 		return err
 	}
 	out.Replication.Updated = time.Now().UTC()
-	return pipeline.WriteJSONAtomic(filepath.Join(m.dir, lindorm.ManifestFile), &out)
+	return putJSON(context.Background(), m.st, lindorm.ManifestFile, &out)
 }

@@ -2,10 +2,10 @@ package replicate
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/rekey/rekey/pipeline"
 )
@@ -16,8 +16,9 @@ import (
 // instead of appending its rejects a second time. Mode 0600: the lines hold raw messages, which
 // may be personal data.
 type rollRejects struct {
-	dir   string // DIR/rejects
-	tmp   string
+	r     *Replicator
+	part  int
+	first int64
 	f     *os.File
 	w     *bufio.Writer
 	lines int64
@@ -25,16 +26,12 @@ type rollRejects struct {
 }
 
 func (w *worker) newRejects(first int64) *rollRejects {
-	dir := filepath.Join(w.r.cfg.OutDir, RejectsDir)
-	return &rollRejects{dir: dir, tmp: filepath.Join(dir, w.r.tmpName(w.partition, first, "jsonl"))}
+	return &rollRejects{r: w.r, part: w.partition, first: first}
 }
 
 func (rr *rollRejects) add(rj *pipeline.Reject) error {
 	if rr.f == nil {
-		if err := os.MkdirAll(rr.dir, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", rr.dir, err)
-		}
-		f, err := os.OpenFile(rr.tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+		f, err := rr.r.createFile(RejectsDir, rr.part, rr.first, "jsonl", 0o600)
 		if err != nil {
 			return fmt.Errorf("create rejects file: %w", err)
 		}
@@ -46,23 +43,20 @@ func (rr *rollRejects) add(rj *pipeline.Reject) error {
 		return fmt.Errorf("encode reject: %w", err)
 	}
 	if _, err := rr.w.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("write %s: %w", rr.tmp, err)
+		return fmt.Errorf("write %s: %w", rr.f.Name(), err)
 	}
 	rr.lines++
 	return nil
 }
 
-// finish flushes, fsyncs and closes the file under its temporary name.
+// finish flushes the file (on a folder: fsyncs and closes it under its temporary name).
 func (rr *rollRejects) finish() error {
 	if rr.f == nil || rr.w == nil {
 		return nil
 	}
 	err := rr.w.Flush()
 	if err == nil {
-		err = rr.f.Sync()
-	}
-	if cerr := rr.f.Close(); err == nil {
-		err = cerr
+		err = rr.r.finishFile(rr.f)
 	}
 	rr.w = nil
 	if err != nil {
@@ -71,15 +65,14 @@ func (rr *rollRejects) finish() error {
 	return nil
 }
 
-// commit renames the finished file to its final name (the caller fsyncs the folder).
-func (rr *rollRejects) commit(partition int, first, last int64) (*RejectFile, error) {
+// commit gives the finished file its final name (see segment.commit).
+func (rr *rollRejects) commit(ctx context.Context, partition int, first, last int64) (*RejectFile, error) {
 	if rr.f == nil {
 		return nil, nil
 	}
-	name := SegmentName(partition, first, last) + ".jsonl"
-	rel := RejectsDir + "/" + name
-	if err := os.Rename(rr.tmp, filepath.Join(rr.dir, name)); err != nil {
-		return nil, fmt.Errorf("commit %s: %w", rel, err)
+	rel := RejectsDir + "/" + SegmentName(partition, first, last) + ".jsonl"
+	if err := rr.r.commitFile(ctx, rr.f, rel); err != nil {
+		return nil, err
 	}
 	return &RejectFile{Partition: partition, FirstOffset: first, RollLast: last, Path: rel, Rejects: rr.lines}, nil
 }
@@ -87,10 +80,7 @@ func (rr *rollRejects) commit(partition int, first, last int64) (*RejectFile, er
 // abort closes the temporary file and, when remove is set, removes it.
 func (rr *rollRejects) abort(remove bool) {
 	if rr.f != nil {
-		rr.f.Close()
-		if remove {
-			os.Remove(rr.tmp)
-		}
+		rr.r.dropFile(rr.f, remove)
 		rr.f = nil
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/source/kafka"
 )
 
@@ -31,8 +33,9 @@ type Replicator struct {
 	dialer  *kafkago.Dialer
 	metrics *Metrics
 	man     *manifest
-	sqlw    *sqlsink.Writer // the target table, when it is one (then man is nil)
-	member  string          // names this process's temporary files
+	sqlw    *sqlsink.Writer     // the target table, when it is one (then man is nil)
+	member  string              // names this process's temporary files
+	lock    *pipeline.StoreLock // an object store's lock, held for the whole run (nil: a folder)
 
 	rawWritten   atomic.Int64 // buffered bytes encoded into files, for the size estimate
 	bytesEncoded atomic.Int64 // file bytes they became
@@ -42,7 +45,8 @@ type Replicator struct {
 
 // New validates cfg and prepares the output folder, which the members of the consumer group
 // share: replicate.json (created, or checked against cfg), ddl.sql and bulkload.json, the
-// manifest of the members before it continued.
+// manifest of the members before it continued. On an object store (cfg.Store) it takes the
+// output's lock first: one member per prefix.
 func New(cfg Config) (*Replicator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -57,13 +61,26 @@ func New(cfg Config) (*Replicator, error) {
 	r := &Replicator{cfg: cfg, log: cfg.Logger, target: cfg.Program.Target(), dialer: dialer, metrics: newMetrics(cfg.Kafka.Topic, cfg.Version),
 		member: fmt.Sprintf("%08x", rand.Uint32())}
 	r.dstmt = newDeleteStmt(r.target)
-	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create output directory: %w", err)
+	if d, ok := cfg.Store.(store.Dir); ok {
+		r.cfg.OutDir, r.cfg.Store = d.Path(), nil
+	}
+	if cfg.SQL.Target != nil || r.cfg.Store == nil {
+		if err := os.MkdirAll(r.cfg.OutDir, 0o755); err != nil {
+			return nil, fmt.Errorf("create output directory: %w", err)
+		}
 	}
 	if cfg.SQL.Target != nil {
 		return r, r.openSQL()
 	}
-	r.man, err = openManifest(cfg.OutDir, r.baseManifest, Replication{Topic: cfg.Kafka.Topic, Group: cfg.Kafka.Group, Format: cfg.Kafka.Format}, r.log)
+	repl := Replication{Topic: cfg.Kafka.Topic, Group: cfg.Kafka.Group, Format: cfg.Kafka.Format}
+	if r.cfg.Store == nil {
+		if r.cfg.Store, err = store.NewLocal(r.cfg.OutDir); err != nil {
+			return nil, err
+		}
+		r.man, err = openManifest(r.cfg.OutDir, r.baseManifest, repl, r.log)
+	} else if r.man, err = r.lockStore(repl); err == nil {
+		r.man.st = r.cfg.Store
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -77,30 +94,53 @@ func New(cfg Config) (*Replicator, error) {
 	return r, nil
 }
 
+// lockStore takes an object store's lock for this process: a bucket has no lock the members of
+// a group could share for a roll's commit, so a prefix has one member (see the README). What
+// unfinished uploads a killed member left are aborted.
+func (r *Replicator) lockStore(repl Replication) (*manifest, error) {
+	ctx := context.Background()
+	lock, err := pipeline.LockStore(ctx, r.cfg.Store, r.cfg.OutDir, r.log, true)
+	if err != nil {
+		if errors.Is(err, pipeline.ErrRefusedResume) {
+			return nil, fmt.Errorf("%w.\nOn an object store a consumer group has one member per --out prefix: a bucket offers no lock that members could share to commit their rolls. Run one member, or replicate to a folder the members share", err)
+		}
+		return nil, err
+	}
+	r.lock = lock
+	if err := r.cfg.Store.Sweep(ctx, ""); err != nil {
+		lock.Release()
+		return nil, fmt.Errorf("--out %s: %w", r.cfg.OutDir, err)
+	}
+	return storeManifest(r.baseManifest, repl, lock, r.log), nil
+}
+
 // prepare writes the folder's own files under the folder's lock: members starting together
 // would otherwise race to create replicate.json (a quantile plan sampled by each could differ)
 // and write the same temporary names.
 func (r *Replicator) prepare() error {
 	cfg := &r.cfg
+	ctx := context.Background()
 	unlock, err := r.man.lock()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	// temporary files at the top of the folder are only written under this lock: whoever
-	// holds it may remove those a killed member left
-	ents, err := os.ReadDir(cfg.OutDir)
-	if err != nil {
-		return fmt.Errorf("list %s: %w", cfg.OutDir, err)
-	}
-	for _, e := range ents {
-		if pipeline.IsTemp(e.Name()) && !e.IsDir() {
-			if err := os.Remove(filepath.Join(cfg.OutDir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("remove leftover %s: %w", e.Name(), err)
+	if !r.onStore() {
+		// temporary files at the top of the folder are only written under this lock: whoever
+		// holds it may remove those a killed member left
+		ents, err := os.ReadDir(cfg.OutDir)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", cfg.OutDir, err)
+		}
+		for _, e := range ents {
+			if pipeline.IsTemp(e.Name()) && !e.IsDir() {
+				if err := os.Remove(filepath.Join(cfg.OutDir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("remove leftover %s: %w", e.Name(), err)
+				}
 			}
 		}
 	}
-	st, err := LoadState(cfg.OutDir)
+	st, err := LoadStateFrom(ctx, cfg.Store)
 	if err != nil {
 		return err
 	}
@@ -111,24 +151,27 @@ func (r *Replicator) prepare() error {
 	} else {
 		st = &State{Fingerprint: cfg.Program.Fingerprint(), Table: r.target.Table, Topic: cfg.Kafka.Topic, Group: cfg.Kafka.Group,
 			Message: cfg.Kafka.Format, FileFormat: cfg.Format.Name(), Plan: cfg.Plan, CreatedAt: time.Now().UTC()}
-		if err := st.save(cfg.OutDir); err != nil {
+		if err := st.save(ctx, cfg.Store); err != nil {
 			return err
 		}
 	}
-	if err := lindorm.WriteDDL(cfg.OutDir, lindorm.DDL(r.target, cfg.Plan, cfg.Program.Options())); err != nil {
-		return err
+	if err := cfg.Store.Put(ctx, lindorm.DDLFile, []byte(lindorm.DDL(r.target, cfg.Plan, cfg.Program.Options()))); err != nil {
+		return fmt.Errorf("write %s: %w", lindorm.DDLFile, err)
 	}
 	jobOpt := cfg.Job
 	jobOpt.Format, jobOpt.Regions = cfg.Format.Name(), cfg.Plan.Count()
 	if jobOpt.Out == "" {
 		jobOpt.Out = cfg.OutDir // filePath: DataFilePath adds data/
 	}
+	if r.onStore() {
+		jobOpt.Store = true
+	}
 	job, err := lindorm.BulkloadConfig(r.target, jobOpt)
 	if err != nil {
 		return err
 	}
-	if err := lindorm.WriteBulkloadConfig(cfg.OutDir, job); err != nil {
-		return err
+	if err := cfg.Store.Put(ctx, lindorm.BulkloadFile, job); err != nil {
+		return fmt.Errorf("write %s: %w", lindorm.BulkloadFile, err)
 	}
 	return r.man.write() // a folder describes itself from the start
 }
@@ -172,7 +215,13 @@ func (r *Replicator) ratio() float64 {
 // committed, temporary files are removed) or a worker fails (its error).
 func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 	if r.man != nil {
-		defer r.man.close()
+		defer func() {
+			if r.crashed.Load() && r.lock != nil {
+				r.lock.Abandon() // as a kill leaves it: the next run waits for it to expire
+				return
+			}
+			r.man.close()
+		}()
 	} else {
 		defer r.sqlw.Close()
 	}
@@ -276,7 +325,28 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 		return gen.CommitOffsets(map[string]map[int]int64{r.cfg.Kafka.Topic: {partition: offset}})
 	}
 	done := make(chan error, 1)
+	var others []int
+	if r.onStore() {
+		others = r.othersPartitions(ctx, parts)
+	}
 	gen.Start(func(gctx context.Context) {
+		if len(others) > 0 {
+			// a partition just added may be missing from an assignment made before it: a new
+			// generation follows at once. Missing for longer, another member holds it.
+			select {
+			case <-gctx.Done():
+				done <- nil
+			case <-ctx.Done():
+				done <- ctx.Err()
+			case <-stop:
+				done <- nil
+			case <-time.After(otherMemberWait):
+				done <- fmt.Errorf("another member of consumer group %s holds partitions %v of topic %s: on an object store the group has one member "+
+					"(an --out prefix has no lock members could share, and members writing to different prefixes would each keep the messages of a partition that moves between them); "+
+					"stop the other members, or replicate to a folder the members share", r.cfg.Kafka.Group, others, r.cfg.Kafka.Topic)
+			}
+			return
+		}
 		wctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		go func() {
@@ -325,6 +395,32 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 		r.log.Info("generation ended", zap.Int32("generation", gen.ID))
 	}
 	return err
+}
+
+// otherMemberWait is how long a member on an object store waits for the generation to end when
+// its assignment lacks partitions of the topic, before it fails.
+var otherMemberWait = 15 * time.Second
+
+// othersPartitions returns the topic's partitions that are not among parts (assigned to this
+// member); nil when the topic's partitions cannot be read (a warning: the next generation checks again).
+func (r *Replicator) othersPartitions(ctx context.Context, parts []int) []int {
+	offs, err := r.cfg.Kafka.Offsets(ctx)
+	if err != nil {
+		r.log.Warn("could not list the topic's partitions to check that this member is the group's only one", zap.Error(err))
+		return nil
+	}
+	mine := map[int]bool{}
+	for _, p := range parts {
+		mine[p] = true
+	}
+	var others []int
+	for _, o := range offs {
+		if !mine[o.Partition] {
+			others = append(others, o.Partition)
+		}
+	}
+	sort.Ints(others)
+	return others
 }
 
 var (

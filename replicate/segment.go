@@ -2,10 +2,10 @@ package replicate
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -64,8 +64,8 @@ type segment struct {
 	w      *worker
 	region int
 	first  int64
-	dir    string // of the data file
-	ddir   string // of the delete file
+	dir    string // of the data file, relative to the output (data/region-0003)
+	ddir   string // of the delete file (deletes/region-0003)
 
 	buf  files.Buffer
 	rows int64
@@ -80,10 +80,6 @@ type segment struct {
 	dkeys map[string]struct{}
 	dsize int64
 	dels  int64
-}
-
-func (s *segment) tmpName(dir, ext string) string {
-	return filepath.Join(dir, s.w.r.tmpName(s.w.partition, s.first, ext))
 }
 
 // countingWriter counts the bytes written to the file; a pooled bufio.Writer is attached while
@@ -139,10 +135,7 @@ func (s *segment) flush() error {
 		return nil
 	}
 	if s.f == nil {
-		if err := os.MkdirAll(s.dir, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", s.dir, err)
-		}
-		f, err := os.OpenFile(s.tmpName(s.dir, s.w.r.cfg.Format.Ext()), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		f, err := s.w.r.createFile(s.dir, s.w.partition, s.first, s.w.r.cfg.Format.Ext(), 0o644)
 		if err != nil {
 			return fmt.Errorf("create data file: %w", err)
 		}
@@ -196,10 +189,7 @@ func (s *segment) addDelete(row []pipeline.Value, key []byte) error {
 		return nil
 	}
 	if s.df == nil {
-		if err := os.MkdirAll(s.ddir, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", s.ddir, err)
-		}
-		f, err := os.OpenFile(s.tmpName(s.ddir, DeleteExt), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		f, err := s.w.r.createFile(s.ddir, s.w.partition, s.first, DeleteExt, 0o644)
 		if err != nil {
 			return fmt.Errorf("create delete file: %w", err)
 		}
@@ -231,7 +221,7 @@ type segmentFiles struct {
 	Deletes   *DeleteFile        // nil: no deletes
 }
 
-// finish closes both files (footer, fsync) under their temporary names.
+// finish closes both files (footer; on a folder fsync and close under their temporary names).
 func (s *segment) finish() error {
 	var errs []error
 	if err := s.flush(); err != nil {
@@ -244,10 +234,7 @@ func (s *segment) finish() error {
 			err = derr
 		}
 		if err == nil {
-			err = s.f.Sync()
-		}
-		if cerr := s.f.Close(); err == nil {
-			err = cerr
+			err = s.w.r.finishFile(s.f)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("close data file: %w", err))
@@ -256,10 +243,7 @@ func (s *segment) finish() error {
 	if s.df != nil {
 		err := s.dw.Flush()
 		if err == nil {
-			err = s.df.Sync()
-		}
-		if cerr := s.df.Close(); err == nil {
-			err = cerr
+			err = s.w.r.finishFile(s.df)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("close delete file: %w", err))
@@ -268,25 +252,25 @@ func (s *segment) finish() error {
 	return errors.Join(errs...)
 }
 
-// commit renames the finished files to their final names (the caller fsyncs the folders).
-func (s *segment) commit(rollLast int64) (segmentFiles, error) {
+// commit gives the finished files their final names (renamed on a folder, whose folders the
+// caller fsyncs; uploaded to an object store).
+func (s *segment) commit(ctx context.Context, rollLast int64) (segmentFiles, error) {
 	w := s.w
 	base := SegmentName(w.partition, s.first, rollLast)
-	rel, drel := pipeline.RegionDir(s.region)+"/", deletesRegionDir(s.region)+"/"
 	sf := segmentFiles{Region: s.region, Partition: w.partition, First: s.first, Last: rollLast}
 	if s.f != nil {
-		name := base + "." + w.r.cfg.Format.Ext()
-		if err := os.Rename(s.f.Name(), filepath.Join(s.dir, name)); err != nil {
-			return sf, fmt.Errorf("commit %s: %w", rel+name, err)
+		rel := s.dir + "/" + base + "." + w.r.cfg.Format.Ext()
+		if err := w.r.commitFile(ctx, s.f, rel); err != nil {
+			return sf, err
 		}
-		sf.Data = &pipeline.FileInfo{Region: s.region, Path: rel + name, Rows: s.rows, Bytes: s.out.n}
+		sf.Data = &pipeline.FileInfo{Region: s.region, Path: rel, Rows: s.rows, Bytes: s.out.n}
 	}
 	if s.df != nil {
-		name := base + "." + DeleteExt
-		if err := os.Rename(s.df.Name(), filepath.Join(s.ddir, name)); err != nil {
-			return sf, fmt.Errorf("commit %s: %w", drel+name, err)
+		rel := s.ddir + "/" + base + "." + DeleteExt
+		if err := w.r.commitFile(ctx, s.df, rel); err != nil {
+			return sf, err
 		}
-		sf.Deletes = &DeleteFile{Region: s.region, Path: drel + name, Keys: s.dels, Bytes: s.dsize}
+		sf.Deletes = &DeleteFile{Region: s.region, Path: rel, Keys: s.dels, Bytes: s.dsize}
 	}
 	return sf, nil
 }
@@ -294,17 +278,11 @@ func (s *segment) commit(rollLast int64) (segmentFiles, error) {
 // abort closes the temporary files and, when remove is set, removes them.
 func (s *segment) abort(remove bool) {
 	if s.f != nil {
-		s.f.Close()
-		if remove {
-			os.Remove(s.f.Name())
-		}
+		s.w.r.dropFile(s.f, remove)
 		s.f = nil
 	}
 	if s.df != nil {
-		s.df.Close()
-		if remove {
-			os.Remove(s.df.Name())
-		}
+		s.w.r.dropFile(s.df, remove)
 		s.df = nil
 	}
 }

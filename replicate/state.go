@@ -1,12 +1,14 @@
 package replicate
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/store"
 )
 
 // StateFile records what an output directory replicates: the mapping's fingerprint, the region
@@ -31,18 +33,54 @@ type State struct {
 
 // LoadState reads dir's replicate.json; (nil, nil) when there is none.
 func LoadState(dir string) (*State, error) {
+	st, err := store.NewLocal(dir)
+	if err != nil {
+		return nil, err
+	}
+	return LoadStateFrom(context.Background(), st)
+}
+
+// LoadStateFrom reads the output's replicate.json; (nil, nil) when there is none.
+func LoadStateFrom(ctx context.Context, st store.Store) (*State, error) {
 	var s State
-	if ok, err := pipeline.ReadJSON(filepath.Join(dir, StateFile), StateFile, &s); !ok {
+	if ok, err := getJSON(ctx, st, StateFile, &s); !ok {
 		return nil, err
 	}
 	s.Plan.Splits = s.Splits
 	return &s, nil
 }
 
-func (s *State) save(dir string) error {
+func (s *State) save(ctx context.Context, st store.Store) error {
 	s.Version = 1
 	s.Splits = s.Plan.Splits
-	return pipeline.WriteJSONAtomic(filepath.Join(dir, StateFile), s)
+	return putJSON(ctx, st, StateFile, s)
+}
+
+// getJSON reads the JSON object name of st into v; false, with no error, when there is none.
+func getJSON(ctx context.Context, st store.Store, name string, v any) (bool, error) {
+	data, err := st.Get(ctx, name)
+	if store.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", name, err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return false, fmt.Errorf("%s is damaged: %w", st.Location(name), err)
+	}
+	return true, nil
+}
+
+// putJSON writes v as indented JSON (and a newline) to name atomically and durably.
+func putJSON(ctx context.Context, st store.Store, name string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", name, err)
+	}
+	if err := st.Put(ctx, name, append(data, '\n')); err != nil {
+		return fmt.Errorf("write %s: %w", st.Location(name), err)
+	}
+	return nil
 }
 
 // check refuses to continue a directory with another mapping, plan, topic or file format.

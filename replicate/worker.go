@@ -25,6 +25,7 @@ type worker struct {
 	stream    string
 	commit    func(partition int, offset int64) error
 	log       *zap.Logger
+	ctx       context.Context // the process's: uploads stop on a hard stop only
 
 	dec     *kafka.Decoder
 	ev      *transform.Evaluator
@@ -94,6 +95,7 @@ func (r *Replicator) newWorker(partition int, commit func(int, int64) error, par
 // another worker's failure it is abandoned, its temporary files removed.
 func (w *worker) run(wctx, hard context.Context, offset int64, cl claimed) (err error) {
 	r := w.r
+	w.ctx = hard
 	r.metrics.assign(w.partition, true)
 	w.log.Info("partition assigned", zap.Int64("offset", offset))
 	offset = w.startAt(offset, cl)
@@ -253,8 +255,7 @@ func (w *worker) segment(region int) (*segment, error) {
 }
 
 func (w *worker) newSegment(region int, offset int64) (*segment, error) {
-	s := &segment{w: w, region: region, first: offset, dir: filepath.Join(w.r.cfg.OutDir, filepath.FromSlash(pipeline.RegionDir(region))),
-		ddir: filepath.Join(w.r.cfg.OutDir, filepath.FromSlash(deletesRegionDir(region)))}
+	s := &segment{w: w, region: region, first: offset, dir: pipeline.RegionDir(region), ddir: deletesRegionDir(region)}
 	if n := len(w.freeBufs); n > 0 {
 		s.buf = w.freeBufs[n-1]
 		w.freeBufs = w.freeBufs[:n-1]
@@ -544,7 +545,7 @@ func (w *worker) closeRoll(reason string) error {
 		var committed []segmentFiles
 		dirs := map[string]bool{}
 		for _, s := range segs {
-			sf, err := s.commit(rl.last)
+			sf, err := s.commit(w.ctx, rl.last)
 			if err != nil {
 				return nil, nil, fmt.Errorf("partition %d: %w", w.partition, err)
 			}
@@ -566,30 +567,19 @@ func (w *worker) closeRoll(reason string) error {
 				return nil, nil, err
 			}
 		}
-		rej, err := rl.rejects.commit(w.partition, rl.first, rl.last)
+		rej, err := rl.rejects.commit(w.ctx, w.partition, rl.first, rl.last)
 		if err != nil {
 			return nil, nil, fmt.Errorf("partition %d: %w", w.partition, err)
 		}
 		if rej != nil {
-			dirs[rl.rejects.dir] = true
+			dirs[RejectsDir] = true
 			if err := w.hook(StepRenaming, rl); err != nil {
 				return nil, nil, err
 			}
 		}
-		for d := range dirs {
-			if err := pipeline.SyncDir(d); err != nil {
+		if !r.onStore() { // an upload is durable once complete; renames need their folders fsynced
+			if err := syncDirs(r.cfg.OutDir, dirs); err != nil {
 				return nil, nil, err
-			}
-		}
-		if len(dirs) > 0 { // a region or rejects folder, and data/ or deletes/, may be new
-			parents := map[string]bool{r.cfg.OutDir: true}
-			for d := range dirs {
-				parents[filepath.Dir(d)] = true
-			}
-			for d := range parents {
-				if err := pipeline.SyncDir(d); err != nil {
-					return nil, nil, err
-				}
 			}
 		}
 		if err := w.hook(StepRenamed, rl); err != nil {
@@ -629,6 +619,28 @@ func (w *worker) closeRoll(reason string) error {
 	w.log.Debug("roll committed", zap.String("reason", reason), zap.Int64("offset", rl.first), zap.Int64("last", rl.last),
 		zap.Int64("messages", rl.msgs), zap.Int64("rejected", rl.rejected), zap.Int64("files", nfiles), zap.Int64("bytes", nbytes),
 		zap.Duration("took", time.Since(start)))
+	return nil
+}
+
+// syncDirs fsyncs the folders (relative to out) that renames went to, and their parents: a
+// region or rejects folder, and data/ or deletes/, may be new.
+func syncDirs(out string, dirs map[string]bool) error {
+	if len(dirs) == 0 {
+		return nil
+	}
+	parents := map[string]bool{out: true}
+	for d := range dirs {
+		full := filepath.Join(out, filepath.FromSlash(d))
+		if err := pipeline.SyncDir(full); err != nil {
+			return err
+		}
+		parents[filepath.Dir(full)] = true
+	}
+	for d := range parents {
+		if err := pipeline.SyncDir(d); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -68,9 +68,8 @@ whole and its leftover files removed; a listed one is not replayed, so no messag
 counted or rejected twice.
 
 Run several processes with the same group AND THE SAME --out to share the partitions: the members
-of a group share one output folder (a shared file system with flock, e.g. NFSv4, across hosts;
-one bucket prefix once object storage is supported), where the next owner of a partition continues
-its rolls and removes what a killed member left. Separate folders would each keep the messages a
+of a group share one output folder (a shared file system with flock, e.g. NFSv4, across hosts),
+where the next owner of a partition continues its rolls and removes what a killed member left. Separate folders would each keep the messages a
 killed member committed before its offset and the replay of them. On a rebalance each member closes
 and commits its rolls before handing partitions over. SIGTERM or Ctrl-C closes and commits the
 current rolls, commits the offsets, leaves the group and exits 0 (a second Ctrl-C aborts at once;
@@ -84,6 +83,14 @@ Message formats (format=): json, a row object per message (a null value deletes 
 by the message key, a JSON object of key columns); debezium, Debezium change events (op c/r/u/d,
 before/after, with or without the JSON converter's schema/payload wrapping; Cassandra connector
 cells {"value": ...} too). An update whose new values give another target key deletes the old one.
+
+To an object store (--out s3://BUCKET/PREFIX or oss://BUCKET/PREFIX, credentials from the
+environment as for migrate), a roll's files are spooled on local disk (TMPDIR: about --roll-size per
+partition) and uploaded under their final names when the roll closes, manifest.json after them. A
+prefix has ONE member: a bucket has no lock the members could share to commit rolls, so the
+output's lock object (.rekey.lock, renewed while the member runs) refuses a second process, and a
+member that sees the group's other partitions held by someone else fails. A restart after a kill
+waits for the killed member's lock to expire (up to 2 minutes) and continues.
 
 Into a SQL table (--out lindorm://... or mysql://...), every change is applied through the MySQL
 protocol instead: each fetched batch of a partition becomes batched upserts and deletes (in message
@@ -109,7 +116,7 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	fl := cmd.Flags()
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
 	fl.StringVar(&f.source, "source", "", "kafka://HOST:PORT[,HOST:PORT]/TOPIC?group=G&format=json|debezium (see below)")
-	fl.StringVar(&f.out, "out", "", "output directory, the same for every member of the group (a restart continues it), or a SQL table: lindorm://USER@HOST:33060/DB, mysql://USER@HOST:PORT/DB")
+	fl.StringVar(&f.out, "out", "", "output directory, the same for every member of the group (a restart continues it); s3://BUCKET/PREFIX or oss://BUCKET/PREFIX (one member); or a SQL table: lindorm://USER@HOST:33060/DB, mysql://USER@HOST:PORT/DB")
 	f.sql.register(fl)
 	fl.StringVar(&f.format, "format", "parquet", "data file format: parquet (zstd) or csv")
 	fl.IntVar(&f.regions, "regions", 0, "number of pre-split regions at the first start (overrides the mapping's regions:)")
@@ -138,9 +145,6 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		return exitWith(2, errors.New("--out is required: the directory for the bulk-load files"))
 	}
 	toSQL := sqlsink.IsURI(f.out)
-	if err := pipeline.CheckLocalDir(f.out); err != nil && !toSQL {
-		return exitWith(2, fmt.Errorf("%w; replicate writes to a SQL table, or a local (or shared, mounted) folder: not yet to an object store", err))
-	}
 	if f.source == "" {
 		return exitWith(2, fmt.Errorf("--source is required:\n  %s", kafka.URIHelp))
 	}
@@ -202,6 +206,13 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	var plan pipeline.RegionPlan
 	outDir := f.out
 	var sqlCfg sqlsink.Config
+	var out store.Store // the object store (s3://, oss://); nil: a local folder
+	if !toSQL && !store.IsLocal(f.out) {
+		if out, err = openStore(ctx, f.out); err != nil {
+			return err
+		}
+		outDir = out.Location("")
+	}
 	if toSQL {
 		// a table has no regions to cut files by; the state folder keeps the rejects
 		t, err := sqlsink.ParseURI(f.out, os.Getenv)
@@ -218,7 +229,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		outDir = f.sql.stateDir(t, table)
 		plan = pipeline.RegionPlan{Type: prog.Target().Columns[0].Type, Strategy: "single"}
 		sqlCfg = sqlsink.Config{Target: t, Conns: f.sql.conns, Logger: logger.Named("sink.sql")}
-	} else if plan, err = replicationPlan(ctx, f, kcfg, prog, logger); err != nil {
+	} else if plan, err = replicationPlan(ctx, f, out, kcfg, prog, logger); err != nil {
 		return err
 	}
 	r, err := replicate.New(replicate.Config{
@@ -228,6 +239,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		Plan:         plan,
 		Format:       format,
 		OutDir:       outDir,
+		Store:        out,
 		Job:          job,
 		RollSize:     rollSize,
 		RollInterval: f.rollInterval,
@@ -280,8 +292,14 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 // replicationPlan is the directory's plan when it has one (the plan never changes for an
 // output directory), else the mapping's, placed from a sample of the retained messages when
 // the strategy needs one.
-func replicationPlan(ctx context.Context, f *replicateFlags, kcfg kafka.Config, p *transform.Program, logger *zap.Logger) (pipeline.RegionPlan, error) {
-	st, err := replicate.LoadState(f.out)
+func replicationPlan(ctx context.Context, f *replicateFlags, out store.Store, kcfg kafka.Config, p *transform.Program, logger *zap.Logger) (pipeline.RegionPlan, error) {
+	var st *replicate.State
+	var err error
+	if out != nil {
+		st, err = replicate.LoadStateFrom(ctx, out)
+	} else {
+		st, err = replicate.LoadState(f.out)
+	}
 	if err != nil {
 		return pipeline.RegionPlan{}, exitWith(2, err)
 	}
