@@ -8,9 +8,13 @@
 # exits 1 if a run did not match (its output is kept). 5 to 10 minutes on a busy 2-core machine.
 #   KILLS (20)  ROWS (150000, the CSV file)  CASSANDRA_ROWS (150000)  SOURCES (file,cassandra)
 #   SEED (from the clock, printed: the same seed draws the same kill points)
+#   STORE=versitygw: --out is a bucket prefix on versitygw (a real S3 server the campaign starts;
+#   REKEY_VERSITYGW or ~/go/bin/versitygw), checked through the S3 API too (no stray objects, no
+#   unfinished multipart uploads)
 # More flags: go run ./bench/faults -h
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 exec go run ./bench/faults -kills "${KILLS:-20}" -rows "${ROWS:-150000}" \
-  -cassandra-rows "${CASSANDRA_ROWS:-150000}" -sources "${SOURCES:-file,cassandra}" -seed "${SEED:-0}" "$@"
+  -cassandra-rows "${CASSANDRA_ROWS:-150000}" -sources "${SOURCES:-file,cassandra}" -seed "${SEED:-0}" \
+  -store "${STORE:-}" "$@"

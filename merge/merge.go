@@ -2,6 +2,14 @@
 // typically the N shards of a Cassandra table (migrate --shard i/N), into one bulkload-ready
 // directory: data files placed region by region and renumbered, the manifest's totals summed,
 // ddl.sql and bulkload.json carried over and rejects.jsonl concatenated.
+//
+// On an object store the shards' files are copied by the server, not named where they lie: LTS's
+// bulkload job reads one filePath, a folder, so the files of one table must sit under one data/
+// folder. A merged manifest naming the shards' objects in place would need a job per shard, and
+// a shard prefix also holds its manifest, checkpoint and rejects beside data/. A server-side copy
+// (CopyObject, or UploadPartCopy ranges over 1 GiB) within one bucket moves no byte through rekey
+// and leaves the shards intact (--files move deletes them after); between buckets or servers the
+// bytes are streamed through rekey.
 package merge
 
 import (
@@ -55,7 +63,10 @@ type Input struct {
 // Result is what Write made.
 type Result struct {
 	Manifest *lindorm.Manifest // the merged manifest, as written to the output
-	Copied   int               // files copied instead of hard-linked (link mode, across filesystems)
+	Copied   int               // files whose bytes rekey copied (across filesystems in link mode, or between stores)
+	// ServerCopied counts the files the output store copied itself (store.Copier: a server-side
+	// copy within one bucket), with no byte through rekey.
+	ServerCopied int
 }
 
 // ReadInputs reads the manifest, checkpoint and ddl.sql of every input directory. out is the
@@ -282,7 +293,7 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	for i, r := range fm.Regions {
 		m.Regions[i] = lindorm.RegionInfo{Index: r.Index, Start: r.Start, End: r.End, Files: []lindorm.FileEntry{}}
 	}
-	copied := 0
+	copied, serverCopied := 0, 0
 	ext := "." + fm.Format
 	for _, in := range inputs {
 		im := in.Manifest
@@ -301,17 +312,21 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 				if err != nil {
 					return nil, err
 				}
-				var c bool
+				var c, server bool
 				if inLocal && outLocal {
 					c, err = placeFile(src, filepath.Join(outDir.Path(), filepath.FromSlash(rel)), mode)
 				} else {
-					c, err = placeObject(ctx, in.Store, fe.Path, out, rel, mode)
+					server, err = placeObject(ctx, in.Store, fe.Path, out, rel, mode)
+					c = !server
 				}
 				if err != nil {
 					return nil, err
 				}
 				if c {
 					copied++
+				}
+				if server {
+					serverCopied++
 				}
 				dst.Files = append(dst.Files, lindorm.FileEntry{Path: rel, Rows: fe.Rows, Bytes: fe.Bytes})
 				dst.Rows += fe.Rows
@@ -357,32 +372,28 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	if err := lindorm.PutManifest(ctx, out, &m); err != nil {
 		return nil, err
 	}
-	return &Result{Manifest: &m, Copied: copied}, nil
+	return &Result{Manifest: &m, Copied: copied, ServerCopied: serverCopied}, nil
 }
 
 // placeObject puts the object src of from at dst in out, by a copy the store makes itself when it
-// can (reported as not copied), else through rekey; move then removes src.
-func placeObject(ctx context.Context, from store.Store, src string, out store.Store, dst string, mode Mode) (bool, error) {
-	copied := true
-	done := false
+// can (reported as true: no byte went through rekey), else through rekey; move then removes src.
+func placeObject(ctx context.Context, from store.Store, src string, out store.Store, dst string, mode Mode) (server bool, err error) {
 	if c, ok := out.(store.Copier); ok {
-		var err error
-		if done, err = c.CopyFrom(ctx, from, src, dst); err != nil {
+		if server, err = c.CopyFrom(ctx, from, src, dst); err != nil {
 			return false, fmt.Errorf("copy %s: %w", from.Location(src), err)
 		}
-		copied = !done
 	}
-	if !done {
+	if !server {
 		if err := copyObject(ctx, from, src, out, dst); err != nil {
 			return false, err
 		}
 	}
 	if mode == Move {
 		if err := from.Remove(ctx, src); err != nil {
-			return copied, fmt.Errorf("move %s: %w", from.Location(src), err)
+			return server, fmt.Errorf("move %s: %w", from.Location(src), err)
 		}
 	}
-	return copied, nil
+	return server, nil
 }
 
 // copyObject streams an object from one store to another.

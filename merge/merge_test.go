@@ -320,9 +320,9 @@ func TestMergeThroughStores(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if serverCopy && (cp.copies != 3 || res.Copied != 0) {
+				if serverCopy && (cp.copies != 3 || res.Copied != 0 || res.ServerCopied != 3) {
 					t.Fatalf("the store copied %d files, rekey %d: want the store all 3", cp.copies, res.Copied)
-				} else if !serverCopy && res.Copied != 3 {
+				} else if !serverCopy && (res.Copied != 3 || res.ServerCopied != 0) {
 					t.Fatalf("rekey copied %d files, want 3", res.Copied)
 				}
 				m, err := lindorm.ReadManifest(outDir)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"testing"
@@ -149,4 +151,71 @@ func TestObjectStoreLock(t *testing.T) {
 		t.Fatalf("a stale lock was not taken over: %v", err)
 	}
 	second.Close()
+}
+
+// A run that ended without removing its lock (SIGKILL, or the store unreachable at the end:
+// "the server stopped mid-upload", then restarted) must not block the next run on the same
+// machine for LockTTL (2 minutes): the lock names its process, which is gone. Before the fix
+// `--resume` was refused with "in use by another rekey run" until the lock expired. A live
+// holder is still refused, and a holder on another machine is waited for.
+func TestObjectStoreLockOfAnEndedRunIsTakenOver(t *testing.T) {
+	defer func(settle time.Duration) { lockSettle = settle }(lockSettle)
+	lockSettle = 10 * time.Millisecond
+	if bootID() == "" {
+		t.Skip("no boot id on this system: locks wait for their expiry")
+	}
+	ctx := context.Background()
+	st := newBucket(t, t.TempDir())
+	host, _ := os.Hostname()
+	lockOf := func(pid int, host, token string) {
+		data, _ := json.Marshal(objectLockInfo{Holder: fmt.Sprintf("pid %d on %s", pid, host), Token: token, Host: host, Boot: bootID(), PID: pid,
+			Renewed: time.Now(), Expires: time.Now().Add(time.Hour)})
+		if err := st.Put(ctx, LockFile, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a run of this process that could not remove its lock (its store was down at the end)
+	first, err := OpenOutput(OutputSpec{Store: st}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, _ := st.Get(ctx, LockFile)
+	first.Close()
+	st.Put(ctx, LockFile, left)
+	second, err := OpenOutput(OutputSpec{Store: st, Resume: true}, nil)
+	if err != nil {
+		t.Fatalf("the lock of a run of this process that ended was not taken over: %v", err)
+	}
+	// ... while that second run holds it, a third is refused
+	if _, err := OpenOutput(OutputSpec{Store: st, Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
+		t.Fatalf("a held lock was taken over: %v", err)
+	}
+	second.Close()
+
+	// a killed process on this machine
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	lockOf(dead.Process.Pid, host, "dead")
+	third, err := OpenOutput(OutputSpec{Store: st, Resume: true}, nil)
+	if err != nil {
+		t.Fatalf("the lock of a dead process was not taken over: %v", err)
+	}
+	third.Close()
+
+	// a live process on this machine, and a process on another machine: refused
+	live := exec.Command("sleep", "30")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { live.Process.Kill(); live.Wait() }()
+	lockOf(live.Process.Pid, host, "live")
+	if _, err := OpenOutput(OutputSpec{Store: st, Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
+		t.Fatalf("a live holder's lock: %v", err)
+	}
+	lockOf(dead.Process.Pid, "elsewhere", "remote")
+	if _, err := OpenOutput(OutputSpec{Store: st, Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
+		t.Fatalf("another machine's lock: %v", err)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -349,6 +350,42 @@ type objectLockInfo struct {
 	Token   string    `json:"token"`
 	Renewed time.Time `json:"renewed"`
 	Expires time.Time `json:"expires"`
+	// Host, Boot and PID name the holding process, so that a run on the same machine can tell
+	// that the holder is gone (killed, or failed while the store was unreachable and could not
+	// remove its lock) without waiting for the lock to expire.
+	Host string `json:"host,omitempty"`
+	Boot string `json:"boot,omitempty"` // the kernel's boot id: same host name, same machine
+	PID  int    `json:"pid,omitempty"`
+}
+
+// heldLocks holds the tokens of the object-store locks this process holds: a lock naming this
+// process but not held is a run of this process that ended (rekey embedded, or tests).
+var heldLocks sync.Map
+
+// bootID identifies this boot of this machine ("" where the kernel does not say).
+func bootID() string {
+	data, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// holderGone tells whether the process that wrote a lock is known to have ended: it ran on this
+// machine (host name and boot id) and its pid is no longer alive, or it is this process and the
+// lock is none it holds. Otherwise (another machine, an older lock without these fields, a pid
+// in use again) the lock counts until it expires.
+func (h objectLockInfo) holderGone() bool {
+	host, _ := os.Hostname()
+	boot := bootID()
+	if h.PID <= 0 || h.Host == "" || h.Host != host || h.Boot == "" || h.Boot != boot {
+		return false
+	}
+	if h.PID == os.Getpid() {
+		_, held := heldLocks.Load(h.Token)
+		return !held
+	}
+	return errors.Is(syscall.Kill(h.PID, 0), syscall.ESRCH)
 }
 
 // lockSettle is how long lockObject waits before reading its lock back.
@@ -357,7 +394,11 @@ var lockSettle = 500 * time.Millisecond
 func lockObject(ctx context.Context, st store.Store, out string, log *zap.Logger) (*objectLock, error) {
 	if data, err := st.Get(ctx, LockFile); err == nil {
 		var held objectLockInfo
-		if json.Unmarshal(data, &held) == nil && time.Now().Before(held.Expires) {
+		switch {
+		case json.Unmarshal(data, &held) != nil || !time.Now().Before(held.Expires):
+		case held.holderGone():
+			log.Info("taking over the lock of a run that ended without removing it", zap.String("holder", held.Holder))
+		default:
 			return nil, refuse("--out %s is in use by another rekey run (%s, lock renewed %s): wait for it to end or stop it; two runs must never write one output. A run that was killed leaves this lock until %s; after that it is taken over",
 				out, held.Holder, held.Renewed.Format(time.RFC3339), held.Expires.Format(time.RFC3339))
 		}
@@ -368,9 +409,12 @@ func lockObject(ctx context.Context, st store.Store, out string, log *zap.Logger
 	if _, err := rand.Read(token[:]); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", out, err)
 	}
-	l := &objectLock{st: st, info: objectLockInfo{Holder: holderInfo(), Token: hex.EncodeToString(token[:])},
+	host, _ := os.Hostname()
+	l := &objectLock{st: st, info: objectLockInfo{Holder: holderInfo(), Token: hex.EncodeToString(token[:]), Host: host, Boot: bootID(), PID: os.Getpid()},
 		stop: make(chan struct{}), done: make(chan struct{}), log: log}
+	heldLocks.Store(l.info.Token, true)
 	if err := l.renew(ctx); err != nil {
+		heldLocks.Delete(l.info.Token)
 		return nil, fmt.Errorf("lock %s: %w", out, err)
 	}
 	// another run that wrote the lock at the same time: the last write wins, and both read it back
@@ -381,6 +425,7 @@ func lockObject(ctx context.Context, st store.Store, out string, log *zap.Logger
 	}
 	var now objectLockInfo
 	if json.Unmarshal(data, &now) != nil || now.Token != l.info.Token {
+		heldLocks.Delete(l.info.Token)
 		return nil, refuse("--out %s was locked by another rekey run (%s) starting at the same time: two runs must never write one output", out, now.Holder)
 	}
 	go l.heartbeat()
@@ -484,8 +529,12 @@ func (l *objectLock) heartbeat() {
 	}
 }
 
+// release stops renewing the lock and removes it. When the store cannot be reached the lock
+// stays; the next run on this machine sees that its holder ended (holderGone), one elsewhere
+// waits for it to expire.
 func (l *objectLock) release() error {
 	close(l.stop)
 	<-l.done
+	heldLocks.Delete(l.info.Token)
 	return l.st.Remove(context.Background(), LockFile)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/store/s3store"
+	"github.com/rekey/rekey/sink/store/s3store/s3test"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
 	"github.com/rekey/rekey/source/gen"
@@ -45,7 +48,12 @@ type Config struct {
 	CleanRuns int
 	// MaxResumeKills bounds the resumes of one kill point that are killed too (0 to 2, at random).
 	MaxResumeKills int
-	Out            io.Writer // one line per run, then the summary
+	// Store is where the runs write: "" for local folders, "versitygw" for prefixes of a bucket
+	// on a versitygw the campaign starts (its posix backend keeps each object as a file, so
+	// kills are aimed and outputs read as for a folder, and the bucket is also checked through
+	// the S3 API: no stray objects, no unfinished multipart uploads).
+	Store string
+	Out   io.Writer // one line per run, then the summary
 }
 
 // Summary is one source's outcome.
@@ -108,6 +116,18 @@ func Run(cfg Config) ([]Summary, error) {
 		cfg.Seed, cfg.Kills, cfg.Interval, cfg.MaxFileSize, cfg.Work)
 	var err error
 	var sums []Summary
+	var srv *s3test.Server
+	switch cfg.Store {
+	case "":
+	case "versitygw":
+		if srv, err = s3test.NewVersitygw(filepath.Join(cfg.Work, "versitygw")); err != nil {
+			return nil, err
+		}
+		defer srv.Stop()
+		fmt.Fprintf(cfg.Out, "writing to versitygw at %s (bucket %s, folder %s)\n", srv.Endpoint, s3test.Bucket, srv.Dir)
+	default:
+		return nil, fmt.Errorf("store %q: want versitygw, or none for local folders", cfg.Store)
+	}
 	for _, name := range cfg.Sources {
 		var src *source
 		switch name {
@@ -121,8 +141,12 @@ func Run(cfg Config) ([]Summary, error) {
 		if err != nil {
 			return sums, fmt.Errorf("%s: prepare the input: %w", name, err)
 		}
-		c := &campaign{cfg: cfg, src: src, mapping: mapping,
+		c := &campaign{cfg: cfg, src: src, mapping: mapping, label: name,
 			dir: filepath.Join(cfg.Work, name), rng: rand.New(rand.NewPCG(cfg.Seed, uint64(len(name))))} // -sources cassandra draws the same points
+		if srv != nil {
+			c.srv, c.label = srv, name+" on versitygw"
+			c.dir = filepath.Join(srv.Dir, s3test.Bucket, name) // the prefix's folder
+		}
 		sum, err := c.run()
 		src.close()
 		if err != nil {
@@ -241,16 +265,40 @@ func cassandraSource(rows, bad int) (*source, error) {
 type campaign struct {
 	cfg     Config
 	src     *source
+	label   string // the source, and the store when not local folders
 	mapping string
 	dir     string
+	srv     *s3test.Server // the object store the runs write to; nil for local folders
 	rng     *rand.Rand
 	clean   time.Duration
 	ref     *output
 }
 
+// outArg is the --out of the run whose output is the folder out: out itself, or on an object
+// store the URI of the prefix that folder holds.
+func (c *campaign) outArg(out string) string {
+	if c.srv == nil {
+		return out
+	}
+	rel, _ := filepath.Rel(filepath.Join(c.srv.Dir, s3test.Bucket), out)
+	return c.srv.URIFor(filepath.ToSlash(rel))
+}
+
+// read reads back a finished run (on an object store, also through the S3 API).
+func (c *campaign) read(out string) (*output, error) {
+	if c.srv == nil {
+		return readOutput(out)
+	}
+	st, err := s3store.Open(context.Background(), c.outArg(out), s3test.Getenv(c.srv.Env))
+	if err != nil {
+		return nil, err
+	}
+	return readOutputFrom(out, st)
+}
+
 func (c *campaign) args(out string, resume bool) []string {
 	// the planted bad rows are more than the default reject limit allows
-	a := []string{"migrate", "-m", c.mapping, "--source", c.src.uri, "--out", out, "--progress", "never",
+	a := []string{"migrate", "-m", c.mapping, "--source", c.src.uri, "--out", c.outArg(out), "--progress", "never",
 		"--checkpoint-interval", c.cfg.Interval.String(), "--max-file-size", c.cfg.MaxFileSize, "--max-rejects", "-1"}
 	if resume {
 		a = append(a, "--resume")
@@ -259,7 +307,7 @@ func (c *campaign) args(out string, resume bool) []string {
 }
 
 func (c *campaign) run() (Summary, error) {
-	sum := Summary{Source: c.src.name, Phases: map[string]int{}}
+	sum := Summary{Source: c.label, Phases: map[string]int{}}
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return sum, err
 	}
@@ -270,11 +318,11 @@ func (c *campaign) run() (Summary, error) {
 	for i := 1; i <= max(1, c.cfg.CleanRuns); i++ {
 		cleanOut := filepath.Join(c.dir, fmt.Sprintf("clean-%d", i))
 		os.RemoveAll(cleanOut)
-		res := c.start(c.args(cleanOut, false)).wait(kill{}, c.timeout())
+		res := c.start(cleanOut, false).wait(kill{}, c.timeout())
 		if res.err != nil {
 			return sum, fmt.Errorf("clean run: %w", res.err)
 		}
-		got, err := readOutput(cleanOut)
+		got, err := c.read(cleanOut)
 		if err != nil {
 			return sum, fmt.Errorf("clean run: %w", err)
 		}
@@ -298,7 +346,7 @@ func (c *campaign) run() (Summary, error) {
 	}
 	c.ref = ref
 	fmt.Fprintf(c.cfg.Out, "%s: clean run %.2fs (%s): %d rows in, %d written to %d files, %d rejected\n",
-		c.src.name, c.clean.Seconds(), cleanRuns(c.cfg.CleanRuns), m.RowsIn, m.RowsWritten, m.Files, m.RowsRejected)
+		c.label, c.clean.Seconds(), cleanRuns(c.cfg.CleanRuns), m.RowsIn, m.RowsWritten, m.Files, m.RowsRejected)
 
 	for i, p := range c.points() {
 		out := filepath.Join(c.dir, fmt.Sprintf("run-%02d", i+1))
@@ -314,7 +362,7 @@ func (c *campaign) run() (Summary, error) {
 			sum.Failed = append(sum.Failed, line)
 			line += " (kept in " + out + ")"
 		}
-		fmt.Fprintf(c.cfg.Out, "%s #%02d %s\n", c.src.name, i+1, line)
+		fmt.Fprintf(c.cfg.Out, "%s #%02d %s\n", c.label, i+1, line)
 	}
 	var phases []string
 	for _, ph := range phaseOrder {
@@ -323,7 +371,7 @@ func (c *campaign) run() (Summary, error) {
 		}
 	}
 	fmt.Fprintf(c.cfg.Out, "%s: %d/%d runs matched; %d kills; first kills landed: %s\n",
-		c.src.name, sum.Matched, sum.Runs, sum.Kills, strings.Join(phases, ", "))
+		c.label, sum.Matched, sum.Runs, sum.Kills, strings.Join(phases, ", "))
 	return sum, nil
 }
 
@@ -460,7 +508,7 @@ func (c *campaign) killAndResume(out string, p point) (line string, ok bool, kil
 	for try := 0; ; try++ {
 		k := p.first.at(c.clean)
 		fmt.Fprintf(&b, "kill %s", k)
-		res = c.start(c.args(out, false)).wait(k, c.timeout())
+		res = c.start(out, false).wait(k, c.timeout())
 		if res.killed || res.err != nil || (k.frac == 0 && k.event != evLate) || try == 2 {
 			break
 		}
@@ -488,7 +536,7 @@ func (c *campaign) killAndResume(out string, p point) (line string, ok bool, kil
 			k = p.resumes[resumes].at(c.clean)
 		}
 		resumes++
-		res = c.start(c.args(out, true)).wait(k, c.timeout())
+		res = c.start(out, true).wait(k, c.timeout())
 		if res.killed {
 			kills++
 			fmt.Fprintf(&b, "; resume %d killed %s (%s)", resumes, k, res.where)
@@ -498,7 +546,7 @@ func (c *campaign) killAndResume(out string, p point) (line string, ok bool, kil
 		return fmt.Sprintf("%s; resumes %d: MISMATCH: %v", b.String(), resumes, res.err), false, kills, phase
 	}
 	fmt.Fprintf(&b, "; resumes %d", resumes)
-	got, err := readOutput(out)
+	got, err := c.read(out)
 	if err != nil {
 		return fmt.Sprintf("%s: MISMATCH: %v", b.String(), err), false, kills, phase
 	}
@@ -511,18 +559,20 @@ func (c *campaign) killAndResume(out string, p point) (line string, ok bool, kil
 // attempt is one rekey process.
 type attempt struct {
 	cmd     *exec.Cmd
-	out     string // its --out
+	out     string // its output folder (on an object store, the prefix's folder in versitygw's)
 	started time.Time
 	done    chan error
 	stderr  *bytes.Buffer
 	err     error
 }
 
-func (c *campaign) start(args []string) *attempt {
-	a := &attempt{cmd: exec.Command(c.cfg.Rekey, args...), done: make(chan error, 1), stderr: &bytes.Buffer{}}
-	for i, s := range args {
-		if s == "--out" {
-			a.out = args[i+1]
+// start starts rekey migrate into the folder out (or the prefix it holds).
+func (c *campaign) start(out string, resume bool) *attempt {
+	a := &attempt{cmd: exec.Command(c.cfg.Rekey, c.args(out, resume)...), out: out, done: make(chan error, 1), stderr: &bytes.Buffer{}}
+	if c.srv != nil {
+		a.cmd.Env = os.Environ()
+		for k, v := range c.srv.Env { // credentials from the environment only, as for users
+			a.cmd.Env = append(a.cmd.Env, k+"="+v)
 		}
 	}
 	a.cmd.Stdout = io.Discard

@@ -14,6 +14,11 @@
 // the first checkpoint), the first second, the last 10% (the final commit and manifest.json),
 // and at four states of the output: locked, the first checkpoint, the final checkpoint, ddl.sql.
 //
+// With -store versitygw every run writes to a prefix of a bucket on a real S3 server (versitygw,
+// started by the campaign) instead of a local folder, and each finished run is also checked
+// through the S3 API: the prefix holds exactly the manifest's data objects and the rejects parts
+// the checkpoint counts, and no multipart upload is left unfinished.
+//
 // It prints one line per run (kill time, where the kill landed, resumes, matched or the
 // difference) and "file: 20/20 runs matched the clean run's rows; cassandra: 20/20". It exits 1
 // when a run did not match, keeping that run's output for inspection.
@@ -45,6 +50,7 @@ func main() {
 	flag.StringVar(&cfg.MaxFileSize, "max-file-size", "256KiB", "rekey's --max-file-size")
 	flag.IntVar(&cfg.CleanRuns, "clean-runs", 2, "clean runs, which must give the same output (the longest spreads the kill points)")
 	flag.IntVar(&cfg.MaxResumeKills, "resume-kills", 2, "at most this many resumes of a run are killed too")
+	flag.StringVar(&cfg.Store, "store", "", "write to an object store instead of local folders: versitygw (started by the campaign; $REKEY_VERSITYGW or ~/go/bin/versitygw)")
 	flag.StringVar(&work, "work", "", "scratch directory (default: a temporary one, removed unless a run fails)")
 	flag.Parse()
 	if seed == 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -10,11 +11,13 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
+	"github.com/rekey/rekey/sink/store/s3store"
 )
 
 // rowHash identifies a row (its region and every value, as the independent Parquet reader
@@ -48,7 +51,12 @@ type output struct {
 
 // readOutput reads back a finished run with sinktest.ReadParquet (parquet-go, not the arrow
 // writer rekey uses).
-func readOutput(dir string) (*output, error) {
+func readOutput(dir string) (*output, error) { return readOutputFrom(dir, nil) }
+
+// readOutputFrom is readOutput for a run written to an object store too: dir is then the
+// prefix's folder in versitygw's posix backend (each object a file), read as a local output,
+// and st the store at that prefix, which tells what the bucket itself lists (checkBucket).
+func readOutputFrom(dir string, st *s3store.Store) (*output, error) {
 	m, err := lindorm.ReadManifest(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
@@ -109,6 +117,15 @@ func readOutput(dir string) (*output, error) {
 	data, err := os.ReadFile(filepath.Join(dir, pipeline.RejectsFile))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err
+	}
+	if st != nil {
+		// an object store cannot append: the rejects are the parts the checkpoint counts
+		var problems []string
+		data, problems, err = checkBucket(st, m)
+		if err != nil {
+			return nil, err
+		}
+		o.problems = append(o.problems, problems...)
 	}
 	seen := map[string]int{}
 	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
@@ -279,4 +296,77 @@ func short(s string) string {
 		return s[:300] + "..."
 	}
 	return s
+}
+
+// checkBucket lists what an output on an object store holds through the S3 API and returns its
+// rejects (the parts the checkpoint counts, in order) and what is wrong: a data object the
+// manifest does not list, a listed one missing, a rejects part past the checkpoint's count, an
+// object at the top that is none of the run's, an unfinished multipart upload.
+func checkBucket(st *s3store.Store, m *lindorm.Manifest) (rejects []byte, problems []string, err error) {
+	ctx := context.Background()
+	cp, err := pipeline.ReadCheckpoint(ctx, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cp == nil || !cp.Complete {
+		problems = append(problems, "bucket: no complete checkpoint")
+		cp = &pipeline.Checkpoint{}
+	}
+	listed := map[string]bool{}
+	for _, r := range m.Regions {
+		for _, f := range r.Files {
+			listed[f.Path] = true
+		}
+	}
+	objs, err := st.List(ctx, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	parts := map[string]bool{}
+	for n := 0; n < cp.RejectParts; n++ {
+		parts[pipeline.RejectsPart(n)] = true
+	}
+	top := map[string]bool{lindorm.ManifestFile: true, lindorm.DDLFile: true, lindorm.BulkloadFile: true, pipeline.CheckpointFile: true}
+	for _, o := range objs {
+		switch {
+		case strings.HasPrefix(o.Name, pipeline.DataDir+"/"):
+			if !listed[o.Name] {
+				problems = append(problems, "bucket: a data object the manifest does not list: "+o.Name)
+			}
+			delete(listed, o.Name)
+		case strings.HasPrefix(o.Name, pipeline.RejectsPartsDir+"/"):
+			if !parts[o.Name] {
+				problems = append(problems, fmt.Sprintf("bucket: a rejects part the checkpoint does not count (%d parts): %s", cp.RejectParts, o.Name))
+			}
+		case strings.HasPrefix(o.Name, pipeline.ReplayPartsDir+"/"):
+			base := o.Name[strings.LastIndexByte(o.Name, '/')+1:]
+			digits, _, _ := strings.Cut(strings.TrimPrefix(base, "part-"), ".")
+			if n, err := strconv.Atoi(digits); err != nil || n >= cp.RejectParts {
+				problems = append(problems, fmt.Sprintf("bucket: a rejected-rows part the checkpoint does not count (%d parts): %s", cp.RejectParts, o.Name))
+			}
+		case !top[o.Name]:
+			problems = append(problems, "bucket: an object that is none of the run's: "+o.Name)
+		}
+	}
+	for name := range listed {
+		problems = append(problems, "bucket: the manifest lists "+name+", which the bucket does not hold")
+	}
+	up, err := st.Unfinished(ctx, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, name := range up {
+		problems = append(problems, "bucket: an unfinished multipart upload of "+name)
+	}
+	var buf bytes.Buffer
+	for n := 0; n < cp.RejectParts; n++ {
+		part, err := st.Get(ctx, pipeline.RejectsPart(n))
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("bucket: rejects part %d: %v", n, err))
+			continue
+		}
+		buf.Write(part)
+	}
+	sort.Strings(problems)
+	return buf.Bytes(), problems, nil
 }

@@ -36,13 +36,20 @@ DIR must be on the same filesystem as the inputs (shared storage mounted on ever
 usual case); across filesystems they are copied instead. --files copy always copies; --files move
 renames them out of the inputs.
 
+Inputs and --out may be s3:// or oss:// prefixes. Within one bucket the server copies the files
+(CopyObject; UploadPartCopy over 1 GiB): no data passes through rekey, and the inputs stay intact
+(--files move deletes them once copied). The files are copied rather than named where they lie
+because the bulkload job reads one folder: every file must sit under --out's data/. Between
+buckets, servers or a folder and a bucket, rekey streams the bytes.
+
 merge refuses inputs that are not complete runs (no manifest.json), that were made with
 different mappings (fingerprint) or region plans, or, for Cassandra shards, whose token ranges
 overlap (a shard given twice) or leave part of the ring unread (a shard missing). It also refuses,
 before placing any file, a manifest that lists a file outside its own directory (an absolute path,
 "..", a symbolic link) or anything but a regular file in a region folder.`,
 		Example: `  rekey merge /shared/out/shard-0 /shared/out/shard-1 /shared/out/shard-2 --out /shared/out/orders
-  rekey merge /shared/out/shard-* --out /shared/out/orders --files copy`,
+  rekey merge /shared/out/shard-* --out /shared/out/orders --files copy
+  rekey merge s3://bucket/orders/shard-0 s3://bucket/orders/shard-1 --out s3://bucket/orders/all`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runMerge(cmd, args, f) },
 	}
@@ -88,21 +95,47 @@ func runMerge(cmd *cobra.Command, dirs []string, f *mergeFlags) error {
 		{"rows written", fmt.Sprintf("%d", m.RowsWritten)},
 		{"rows rejected", fmt.Sprintf("%d", m.RowsRejected)},
 		{"regions", fmt.Sprintf("%d (%s)", m.Plan.Regions, m.Plan.Strategy)},
-		{"files", fmt.Sprintf("%d (%s)", m.Files, filesVerb(mode, res.Copied))},
+		{"files", fmt.Sprintf("%d (%s)", m.Files, filesVerb(mode, res, allLocal(out, inputs)))},
 		{"bytes", transform.FormatSize(m.Bytes)},
 	})
 	printOversize(w, m)
 	return nil
 }
 
-func filesVerb(mode merge.Mode, copied int) string {
+// allLocal tells whether the merge was between local folders, where files are hard-linked.
+func allLocal(out store.Store, inputs []*merge.Input) bool {
+	if _, ok := out.(store.Dir); !ok {
+		return false
+	}
+	for _, in := range inputs {
+		if _, ok := in.Store.(store.Dir); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func filesVerb(mode merge.Mode, res *merge.Result, local bool) string {
+	if !local { // an object store: no hard links; a server-side copy within one bucket
+		verb := fmt.Sprintf("%d copied by the server, %d through rekey", res.ServerCopied, res.Copied)
+		switch {
+		case res.Copied == 0:
+			verb = "copied by the server, no data through rekey"
+		case res.ServerCopied == 0:
+			verb = "copied through rekey"
+		}
+		if mode == merge.Move {
+			verb += ", inputs' files removed"
+		}
+		return verb
+	}
 	switch {
 	case mode == merge.Move:
 		return "moved"
 	case mode == merge.Copy:
 		return "copied"
-	case copied > 0:
-		return fmt.Sprintf("hard-linked, %d copied across filesystems", copied)
+	case res.Copied > 0:
+		return fmt.Sprintf("hard-linked, %d copied across filesystems", res.Copied)
 	}
 	return "hard-linked"
 }

@@ -20,7 +20,12 @@ import (
 // op names an S3 request by its method and query, as the server routes it.
 func op(r *http.Request) string {
 	q := r.URL.Query()
+	copySrc := r.Header.Get("X-Amz-Copy-Source") != ""
 	switch {
+	case r.Method == http.MethodPut && q.Has("partNumber") && copySrc:
+		return "UploadPartCopy"
+	case r.Method == http.MethodPut && copySrc:
+		return "CopyObject"
 	case r.Method == http.MethodPut && q.Has("partNumber"):
 		return "UploadPart"
 	case r.Method == http.MethodPut:

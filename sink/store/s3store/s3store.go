@@ -472,6 +472,29 @@ func (s *Store) Sweep(ctx context.Context, prefix string) error {
 	return nil
 }
 
+// Unfinished lists the names of the multipart uploads under prefix that were neither completed
+// nor aborted (what Sweep would abort): after a run, or a resume, there must be none.
+func (s *Store) Unfinished(ctx context.Context, prefix string) ([]string, error) {
+	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(s.t.bucket), Prefix: aws.String(s.key(prefix))}
+	var names []string
+	for {
+		out, err := s.client.ListMultipartUploads(ctx, in)
+		if isCode(err, "NoSuchUpload") {
+			return names, nil // gofakes3, for a bucket that never had an upload
+		}
+		if err != nil {
+			return nil, s.fail("list the unfinished uploads under", prefix, err)
+		}
+		for _, u := range out.Uploads {
+			names = append(names, strings.TrimPrefix(aws.ToString(u.Key), s.t.prefix))
+		}
+		if !aws.ToBool(out.IsTruncated) || (out.NextKeyMarker == nil && out.NextUploadIdMarker == nil) {
+			return names, nil
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+}
+
 // Open implements store.Store: a Reader whose ReadAt is a ranged GetObject, pinned to the
 // object's ETag so a replaced object fails the read instead of mixing two versions. ctx
 // governs every ReadAt.

@@ -17,9 +17,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,13 +50,69 @@ type Server struct {
 	// Dir is versitygw's root folder (objects are files under Dir/rekey/); "" for gofakes3.
 	Dir string
 
-	stop     func()
-	stopOnce sync.Once
+	mu      sync.Mutex
+	stop    func()
+	stopped bool
+	// restart starts the server again on the same address (versitygw: the same Dir).
+	restart func() (stop func(), err error)
 }
 
 // Stop stops the server now, closing its connections: a fault in the middle of a test. It
 // is also called when the test ends; calling it again does nothing.
-func (s *Server) Stop() { s.stopOnce.Do(s.stop) }
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.stopped {
+		s.stopped = true
+		s.stop()
+	}
+}
+
+// Restart starts a stopped versitygw again on the same address and folder, so the objects and
+// unfinished uploads it held are there again: a server back after an outage. It fails for
+// gofakes3, whose objects were in memory.
+func (s *Server) Restart() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.restart == nil {
+		return errors.New("this server cannot be restarted (gofakes3 keeps its objects in memory)")
+	}
+	if !s.stopped {
+		return errors.New("restart: the server is running; Stop it first")
+	}
+	stop, err := s.restart()
+	if err != nil {
+		return err
+	}
+	s.stop, s.stopped = stop, false
+	return nil
+}
+
+// Proxy starts a reverse proxy in front of s, its handler wrapped by wrap, and returns it as a
+// Server with the same bucket and credentials: tests count, delay or break the requests of a
+// real server. The Host header is passed on as the client sent it, so signatures verify.
+// Stopping the proxy leaves s running.
+func (s *Server) Proxy(t testing.TB, wrap func(http.Handler) http.Handler) *Server {
+	t.Helper()
+	u, err := url.Parse(s.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u) // its Director keeps the incoming Host
+	rp.ErrorLog = log.New(io.Discard, "", 0)
+	var h http.Handler = rp
+	if wrap != nil {
+		h = wrap(h)
+	}
+	ts := httptest.NewServer(h)
+	p := &Server{Endpoint: ts.URL, Env: s.Env, Dir: s.Dir, stop: func() {
+		ts.CloseClientConnections()
+		ts.Close()
+	}}
+	p.URI = p.URIFor(Prefix)
+	t.Cleanup(p.Stop)
+	return p
+}
 
 // URIFor is the URI of another prefix (or, with "", the bucket's root) on the same server.
 func (s *Server) URIFor(prefix string) string {
@@ -148,7 +208,7 @@ func StartVersitygw(t testing.TB) *Server {
 	const access, secret = "rekey-test-access", "rekey-test-secret-key"
 	var lastErr error
 	for try := 0; try < 3; try++ { // the free port may be taken between its probe and the start
-		s, err := startVersitygw(bin, dir, access, secret)
+		s, err := startVersitygw(bin, dir, access, secret, "")
 		if err == nil {
 			t.Cleanup(s.Stop)
 			return s
@@ -159,12 +219,37 @@ func StartVersitygw(t testing.TB) *Server {
 	return nil
 }
 
-func startVersitygw(bin, dir, access, secret string) (*Server, error) {
-	port, err := freePort()
+// NewVersitygw is StartVersitygw outside a test (the fault campaign): it starts versitygw on
+// dir, which it creates with the bucket folder, and returns a Server the caller must Stop.
+func NewVersitygw(dir string) (*Server, error) {
+	bin, err := VersitygwPath()
 	if err != nil {
 		return nil, err
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if err := os.MkdirAll(filepath.Join(dir, Bucket), 0o755); err != nil {
+		return nil, err
+	}
+	const access, secret = "rekey-test-access", "rekey-test-secret-key"
+	var lastErr error
+	for try := 0; try < 3; try++ {
+		s, err := startVersitygw(bin, dir, access, secret, "")
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+	}
+	return nil, fmt.Errorf("versitygw: %w", lastErr)
+}
+
+// startVersitygw starts versitygw on dir, on addr or, when addr is "", a free port.
+func startVersitygw(bin, dir, access, secret, addr string) (*Server, error) {
+	if addr == "" {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		addr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
 	var out syncBuffer
 	cmd := exec.Command(bin, "--access", access, "--secret", secret, "--port", addr, "--quiet", "posix", dir)
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -208,6 +293,18 @@ func startVersitygw(bin, dir, access, secret string) (*Server, error) {
 		Env:      map[string]string{"AWS_ACCESS_KEY_ID": access, "AWS_SECRET_ACCESS_KEY": secret},
 		Dir:      dir,
 		stop:     stop,
+	}
+	s.restart = func() (func(), error) {
+		var lastErr error
+		for try := 0; try < 20; try++ { // the old process's socket may linger a moment
+			again, err := startVersitygw(bin, dir, access, secret, addr)
+			if err == nil {
+				return again.stop, nil
+			}
+			lastErr = err
+			time.Sleep(100 * time.Millisecond)
+		}
+		return nil, lastErr
 	}
 	s.URI = s.URIFor(Prefix)
 	return s, nil

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/store/s3store"
+	"github.com/rekey/rekey/sink/store/s3store/s3test"
+	"github.com/rekey/rekey/source/cassandra/cassandratest"
+	"github.com/rekey/rekey/source/cassandra/cqltest"
+)
+
+// s3call is one request an S3 server answered: its operation, object key and body bytes each way.
+type s3call struct {
+	op, key     string
+	sent, recvd int64 // request body (client to server), response body (server to client)
+}
+
+// s3log records every request through a wrapped S3 handler (gofakes3's, or a proxy in front of
+// versitygw): which calls a command made, and how many object bytes crossed the wire.
+type s3log struct {
+	mu    sync.Mutex
+	calls []s3call
+}
+
+func (l *s3log) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := &countReader{r: r.Body}
+		r.Body = body
+		cw := &countWriter{ResponseWriter: w}
+		next.ServeHTTP(cw, r)
+		l.mu.Lock()
+		l.calls = append(l.calls, s3call{op: s3op(r), key: strings.TrimPrefix(r.URL.Path, "/"+s3test.Bucket+"/"), sent: body.n, recvd: cw.n})
+		l.mu.Unlock()
+	})
+}
+
+func (l *s3log) reset() {
+	l.mu.Lock()
+	l.calls = nil
+	l.mu.Unlock()
+}
+
+func (l *s3log) all() []s3call {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]s3call(nil), l.calls...)
+}
+
+type countReader struct {
+	r io.ReadCloser
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+func (c *countReader) Close() error { return c.r.Close() }
+
+type countWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// s3op names an S3 request as the server routes it.
+func s3op(r *http.Request) string {
+	q := r.URL.Query()
+	copySrc := r.Header.Get("X-Amz-Copy-Source") != ""
+	switch {
+	case r.Method == http.MethodPut && q.Has("partNumber") && copySrc:
+		return "UploadPartCopy"
+	case r.Method == http.MethodPut && copySrc:
+		return "CopyObject"
+	case r.Method == http.MethodPut && q.Has("partNumber"):
+		return "UploadPart"
+	case r.Method == http.MethodPut:
+		return "PutObject"
+	case r.Method == http.MethodPost && q.Has("uploads"):
+		return "CreateMultipartUpload"
+	case r.Method == http.MethodPost && q.Has("uploadId"):
+		return "CompleteMultipartUpload"
+	case r.Method == http.MethodPost && q.Has("delete"):
+		return "DeleteObjects"
+	case r.Method == http.MethodDelete && q.Has("uploadId"):
+		return "AbortMultipartUpload"
+	case r.Method == http.MethodGet && q.Has("uploads"):
+		return "ListMultipartUploads"
+	case r.Method == http.MethodGet && q.Get("list-type") == "2":
+		return "ListObjectsV2"
+	case r.Method == http.MethodGet:
+		return "GetObject"
+	case r.Method == http.MethodHead:
+		return "HeadObject"
+	}
+	return r.Method
+}
+
+// download copies every object under uri's prefix into a new local folder, so the readers of
+// local outputs (outputRows, the manifest) read what the bucket holds.
+func download(t *testing.T, uri string, env map[string]string) string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := s3store.Open(ctx, uri, s3test.Getenv(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := st.List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, o := range objs {
+		data, err := st.Get(ctx, o.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(o.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// Issue 10.2: "Shards (--shard i/N) writing under one bucket merge without copying data (...
+// or a server-side copy; say which and why)". Two shards of a Cassandra table migrated to two
+// prefixes of one bucket merge into a third with server-side copies: no data object is read
+// (GetObject) or sent (PutObject, UploadPart) by rekey, only copied by the server (CopyObject),
+// and the merged manifest and bulkload.json name the copies under the merged prefix's data/,
+// holding the rows of an unsharded run. On gofakes3 and on versitygw (through a counting proxy).
+func TestMergeShardsOnObjectStoreCopiesOnTheServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	c := cassandratest.Open(t, cqltest.WithNodes(3), cqltest.WithVnodes(8))
+	const n = 6000
+	seedShop(t, c, n)
+	dir := t.TempDir()
+	m := writeFile(t, dir, "hash.yaml", hashMapping)
+	uri := c.URI("shop", "orders", "page_size=300")
+	whole := filepath.Join(dir, "whole")
+	mustRun(t, "migrate", "-m", m, "--source", uri, "--out", whole, "--progress", "never")
+	want, _ := outputRows(t, whole)
+	if len(want) != n {
+		t.Fatalf("unsharded run: %d rows", len(want))
+	}
+	for _, server := range []string{"gofakes3", "versitygw"} {
+		t.Run(server, func(t *testing.T) {
+			log := &s3log{}
+			var srv *s3test.Server
+			if server == "gofakes3" {
+				srv = s3test.StartGofakes3(t, log.wrap)
+			} else {
+				srv = startVersitygw(t).Proxy(t, log.wrap)
+			}
+			for k, v := range srv.Env {
+				t.Setenv(k, v)
+			}
+			var shards []string
+			for i := 0; i < 2; i++ {
+				out := srv.URIFor(fmt.Sprintf("shard-%d", i))
+				mustRun(t, "migrate", "-m", m, "--source", uri, "--shard", fmt.Sprintf("%d/2", i), "--out", out, "--progress", "never", "--max-file-size", "16KiB")
+				shards = append(shards, out)
+			}
+			var dataBytes int64
+			for _, s := range shards {
+				sm, err := lindorm.GetManifest(context.Background(), openURI(t, s))
+				if err != nil {
+					t.Fatal(err)
+				}
+				dataBytes += sm.Bytes
+			}
+			log.reset()
+			stdout := mustRun(t, "merge", shards[0], shards[1], "--out", srv.URIFor("merged"))
+			if !strings.Contains(stdout, "copied by the server, no data through rekey") {
+				t.Errorf("merge output:\n%s", stdout)
+			}
+			copies := 0
+			var moved, total int64
+			for _, call := range log.all() {
+				total += call.sent + call.recvd
+				isData := strings.Contains(call.key, "/"+pipeline.DataDir+"/")
+				switch {
+				case call.op == "CopyObject":
+					copies++
+					if !strings.HasPrefix(call.key, "merged/data/region-") {
+						t.Errorf("a copy to %s", call.key)
+					}
+				case isData && (call.op == "GetObject" || call.op == "PutObject" || call.op == "UploadPart"):
+					t.Errorf("%s %s: %d bytes sent, %d received: data went through rekey", call.op, call.key, call.sent, call.recvd)
+					moved += call.sent + call.recvd
+				}
+			}
+			got := download(t, srv.URIFor("merged"), srv.Env)
+			rows, mm := outputRows(t, got)
+			if copies != mm.Files || mm.Files < 16 {
+				t.Errorf("%d CopyObject calls for %d merged files", copies, mm.Files)
+			}
+			t.Logf("%s: merge of %d files (%d bytes of data): %d CopyObject, %d bytes of request and response bodies in all, %d of data", server, mm.Files, dataBytes, copies, total, moved)
+			if mm.Bytes != dataBytes || total >= dataBytes {
+				t.Errorf("merged %d bytes of %d; %d bytes crossed the wire", mm.Bytes, dataBytes, total)
+			}
+			if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("merged shards: %d rows; unsharded: %d rows; they differ", len(rows), len(want))
+			}
+			for _, r := range mm.Regions {
+				for _, f := range r.Files {
+					if !strings.HasPrefix(f.Path, pipeline.RegionDir(r.Index)+"/") {
+						t.Errorf("merged manifest lists %s in region %d", f.Path, r.Index)
+					}
+				}
+			}
+			var job lindorm.BulkloadJob
+			data, _ := os.ReadFile(filepath.Join(got, lindorm.BulkloadFile))
+			if err := json.Unmarshal(data, &job); err != nil || job.ReaderConfig.FilePath != "merged/data/" {
+				t.Errorf("bulkload.json filePath %q, want merged/data/: %v", job.ReaderConfig.FilePath, err)
+			}
+			// the shards are intact (the default --files link copies; move would remove them)
+			for _, s := range shards {
+				if _, err := lindorm.GetManifest(context.Background(), openURI(t, s)); err != nil {
+					t.Errorf("%s after the merge: %v", s, err)
+				}
+			}
+		})
+	}
+}
+
+func openURI(t *testing.T, uri string) *s3store.Store {
+	t.Helper()
+	st, err := s3store.Open(context.Background(), uri, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
