@@ -36,15 +36,16 @@ import (
 // wrapping), each replicated by its own `rekey replicate --out mysql://` process into its own
 // table of one MariaDB. Half of each topic is there before rekey starts, the rest is produced
 // while it runs. Each process is SIGKILLed 3 to 5 times, each time a random moment after it has
-// applied messages again, and started again at once. MariaDB is SIGKILLed once in the middle, with
-// both processes running, and one of them is SIGKILLed and started again while MariaDB is down;
-// MariaDB starts again once the other has retried a statement against it. Both must ride through
-// it (a transient error, retried with backoff and counted, at start as in a statement), not exit. Finally the
-// groups' committed offsets must reach the ends of the topics, each table must hold the latest event
-// of every key (status, amount and timestamp), deleted keys absent, and the three bad messages of
-// each topic (undecodable, unsupported, a key too long for the table's column) must each be in the
-// rejects exactly once, though the state folder starts with the rejects file a crash before an
-// offset commit leaves (staleRejects). The seed is logged; REKEY_E2E_SEED=N runs the same messages and kill plan.
+// applied messages again, and started again at once. MariaDB is SIGKILLed once in the middle,
+// with both processes running, and one of them is SIGKILLed and started again while MariaDB is
+// down; MariaDB starts again once the other has retried a statement against it. Both must ride
+// through it (a transient error, retried with backoff and counted, at start as in a statement),
+// not exit. Finally the groups' committed offsets must reach the ends of the topics, each table
+// must hold the latest event of every key (status, amount and timestamp), deleted keys absent,
+// and the three bad messages of each topic (undecodable, unsupported, a key too long for the
+// table's column) must each be in the rejects exactly once, though the state folder starts with
+// the rejects file a crash before an offset commit leaves (staleRejects). The seed is logged;
+// REKEY_E2E_SEED=N runs the same messages and kill plan.
 func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the kill test runs for about 30 s")
