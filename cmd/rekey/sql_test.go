@@ -21,7 +21,16 @@ import (
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
 
-func TestMain(m *testing.M) { os.Exit(mysqltest.Run(m)) }
+// rekeyProcessEnv makes the test binary run as the rekey command (os.Args[1:] its arguments):
+// tests that SIGKILL rekey run it as a process of its own (see startRekeyProcess).
+const rekeyProcessEnv = "REKEY_TEST_RUN_AS_REKEY"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(rekeyProcessEnv) == "1" {
+		os.Exit(run(os.Args[1:]))
+	}
+	os.Exit(mysqltest.Run(m))
+}
 
 // sqlServers are the servers the SQL tests run against: go-mysql-server always (through one
 // connection: its memory tables lose concurrent writes), MariaDB when installed.

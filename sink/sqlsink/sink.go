@@ -8,6 +8,7 @@ import (
 	"io"
 	"log"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -122,20 +123,10 @@ func Open(ctx context.Context, cfg Config) (*Writer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	db, err := openDB(ctx, cfg.Target, cfg.Conns, cfg.ConnMaxLifetime)
-	if err != nil {
+	w := &Writer{cfg: cfg, log: cfg.Logger}
+	if err := w.connect(ctx); err != nil {
 		return nil, err
 	}
-	backslash, err := backslashEscapes(ctx, db, cfg.Target.Dialect)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	if err := CheckTable(ctx, db, cfg.Target.Dialect, cfg.Target.Database, cfg.Schema); err != nil {
-		db.Close()
-		return nil, err
-	}
-	w := &Writer{cfg: cfg, db: db, st: newStatements(cfg.Target.Dialect, cfg.Schema, backslash), log: cfg.Logger}
 	w.shards = make([]*shard, cfg.Conns)
 	for i := range w.shards {
 		w.shards[i] = &shard{}
@@ -143,21 +134,55 @@ func Open(ctx context.Context, cfg Config) (*Writer, error) {
 	return w, nil
 }
 
-// openDB opens the pool and checks that the server answers (and that the password is right).
-func openDB(ctx context.Context, t *Target, conns int, lifetime time.Duration) (*sql.DB, error) {
+// connect opens the pool, checks that the server answers (and that the password is right), reads
+// what the statements depend on and checks the table. A server that is restarting refuses
+// connections for a while: those transient errors are retried with backoff and counted, as a
+// statement's are, so that a replicate restarted together with its target waits for it rather
+// than exit. A timeout is not retried here: a host that does not answer at all is more likely
+// the wrong one, and the user hears it at once.
+func (w *Writer) connect(ctx context.Context) error {
+	t := w.cfg.Target
 	conn, err := mysql.NewConnector(t.driverConfig())
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", t.Redacted, err)
+		return fmt.Errorf("%s: %w", t.Redacted, err)
 	}
 	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(conns)
-	db.SetMaxIdleConns(conns)
-	db.SetConnMaxLifetime(lifetime)
-	db.SetConnMaxIdleTime(lifetime)
+	db.SetMaxOpenConns(w.cfg.Conns)
+	db.SetMaxIdleConns(w.cfg.Conns)
+	db.SetConnMaxLifetime(w.cfg.ConnMaxLifetime)
+	db.SetConnMaxIdleTime(w.cfg.ConnMaxLifetime)
+	backoff := w.cfg.BackoffMin
+	for attempt := 0; ; attempt++ {
+		backslash, err := checkServer(ctx, db, t, w.cfg.Schema)
+		if err == nil {
+			w.db, w.st = db, newStatements(t.Dialect, w.cfg.Schema, backslash)
+			return nil
+		}
+		var ne net.Error
+		if ctx.Err() != nil || classify(err) != classTransient || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+			db.Close()
+			return err
+		}
+		if attempt >= w.cfg.Retries {
+			db.Close()
+			return fmt.Errorf("%w (tried %d times: check that the server is up and reachable)", err, attempt+1)
+		}
+		w.Stats.Retries.Add(1)
+		w.log.Warn("cannot connect to the server yet, retrying", zap.String("target", t.Redacted), zap.Int("attempt", attempt+1), zap.Duration("backoff", backoff), zap.Error(err))
+		if err := pause(ctx, backoff); err != nil {
+			db.Close()
+			return err
+		}
+		backoff = min(backoff*2, w.cfg.BackoffMax)
+	}
+}
+
+// checkServer pings the server, reads whether string literals take backslash escapes, and
+// checks the table against the schema (ErrTableMismatch).
+func checkServer(ctx context.Context, db *sql.DB, t *Target, schema pipeline.TargetSchema) (backslash bool, err error) {
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
-		db.Close()
 		hint := ""
 		var me *mysql.MySQLError
 		if errors.As(err, &me) && me.Number == 1045 {
@@ -166,9 +191,12 @@ func openDB(ctx context.Context, t *Target, conns int, lifetime time.Duration) (
 		if errors.As(err, &me) && strings.Contains(strings.ToLower(me.Message), "time_zone") {
 			hint = " (the server refused SET time_zone='+00:00': Lindorm needs LindormTable 2.7.6 or later for it; without it TIMESTAMP values would shift by the session's zone)"
 		}
-		return nil, fmt.Errorf("connect to %s: %w%s", t.Redacted, err, hint)
+		return false, fmt.Errorf("connect to %s: %w%s", t.Redacted, err, hint)
 	}
-	return db, nil
+	if backslash, err = backslashEscapes(ctx, db, t.Dialect); err != nil {
+		return false, err
+	}
+	return backslash, CheckTable(ctx, db, t.Dialect, t.Database, schema)
 }
 
 // backslashEscapes tells whether string literals take backslash escapes: yes unless the
@@ -518,12 +546,20 @@ func (w *Writer) retry(ctx context.Context, kind string, rows int, f func() erro
 		}
 		w.Stats.Retries.Add(1)
 		w.log.Warn("statement failed, retrying", zap.String("kind", kind), zap.Int("rows", rows), zap.Int("attempt", attempt+1), zap.Duration("backoff", backoff), zap.Error(err))
-		sleep := backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(sleep):
+		if err := pause(ctx, backoff); err != nil {
+			return err
 		}
 		backoff = min(backoff*2, w.cfg.BackoffMax)
+	}
+}
+
+// pause waits between backoff/2 and backoff (jitter: connections that failed together do not
+// retry together), or until ctx ends.
+func pause(ctx context.Context, backoff time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))):
+		return nil
 	}
 }

@@ -470,6 +470,92 @@ func TestTransientErrorsAreRetriedAndCounted(t *testing.T) {
 	}
 }
 
+// A server that is restarting refuses connections for a while: Open retries that transient error
+// with backoff and counts it, as a statement's, so that a replicate restarted together with its
+// target waits for it (issue 12.1: "Transient errors (connection reset, timeouts, throttling)
+// retry with backoff and are counted"). Before, Open failed at the first refused connection
+// (the end-to-end TestReplicateIntoMariaDBSurvivesKills saw rekey exit 3).
+func TestOpenWaitsForARestartingServer(t *testing.T) {
+	srv := mysqltest.GMS(t)
+	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
+	srv.Exec(t, MySQLDDL(s))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there: connections are refused
+	tgt, err := ParseURI("mysql://root@"+addr+"/"+srv.Database, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// never up: the error after the last retry says what was tried
+	_, err = Open(context.Background(), Config{Target: tgt, Schema: s, Conns: 1, Retries: 2, BackoffMin: time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "tried 3 times") {
+		t.Fatalf("Open of a port nothing listens on: %v", err)
+	}
+
+	// up after a while: Open waits for it
+	type result struct {
+		w   *Writer
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		w, err := Open(context.Background(), Config{Target: tgt, Schema: s, Conns: 1, BackoffMin: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond})
+		done <- result{w, err}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case r := <-done:
+		t.Fatalf("Open returned while the server was down: %v", r.err)
+	default:
+	}
+	l, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() { // the server "comes back": a plain TCP relay to go-mysql-server
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b, err := net.Dial("tcp", srv.Addr)
+				if err != nil {
+					return
+				}
+				defer b.Close()
+				go io.Copy(b, c)
+				io.Copy(c, b)
+			}()
+		}
+	}()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("Open once the server is up: %v", r.err)
+	}
+	defer r.w.Close()
+	if n := r.w.Stats.Retries.Load(); n < 1 {
+		t.Errorf("%d retries counted, want at least 1", n)
+	}
+	if err := r.w.Write(context.Background(), []pipeline.Row{{Values: []pipeline.Value{pipeline.Int(1), pipeline.Int(2)}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// a refusal that is not transient (here: a missing table) is not retried
+	start := time.Now()
+	s.Table = "missing"
+	if _, err := Open(context.Background(), Config{Target: tgt, Schema: s, Conns: 1, BackoffMin: time.Second}); err == nil || time.Since(start) > 900*time.Millisecond {
+		t.Errorf("Open of a missing table: %v after %s", err, time.Since(start))
+	}
+}
+
 func TestParseURI(t *testing.T) {
 	env := func(k string) string {
 		if k == LindormPasswordEnv {

@@ -189,27 +189,46 @@ func startMariaDB(t testing.TB, dir string, extra []string) *Server {
 	return s
 }
 
+// OwnMariaDB starts a MariaDB of the test's own (its own data folder and port, extra server
+// flags), never the shared one nor REKEY_MYSQL_DSN's, so that the test may Kill, Start and
+// Restart it. It skips the test when mariadbd is not on PATH.
+func OwnMariaDB(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	if _, err := exec.LookPath("mariadbd"); err != nil {
+		t.Skip("this test kills and restarts a MariaDB of its own: mariadbd is not on PATH (apt-get install mariadb-server; REKEY_MYSQL_DSN is not enough)")
+	}
+	s := startMariaDB(t, t.TempDir(), extra)
+	t.Cleanup(s.stop)
+	createDatabase(t, s)
+	return s
+}
+
 // Restart stops the server (SIGKILL: a crash) and starts it again on the same data and port.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
-	if s.cmd == nil {
-		t.Fatal("Restart: only a MariaDB this package started can be restarted")
-	}
-	s.cmd.Process.Kill()
-	s.cmd.Wait()
-	s.cmd = exec.Command(s.cmd.Path, s.args...)
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("mariadbd: %v", err)
-	}
-	waitReady(t, s, 60*time.Second)
+	s.Kill()
+	s.Start(t)
 }
 
-// Kill stops the server at once; Start brings it back.
+// Kill stops the server at once (SIGKILL: a crash); Start brings it back.
 func (s *Server) Kill() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		s.cmd.Process.Kill()
 		s.cmd.Wait()
 	}
+}
+
+// Start starts a killed server again on the same data and port, and waits until it answers.
+func (s *Server) Start(t testing.TB) {
+	t.Helper()
+	if s.cmd == nil {
+		t.Fatal("Start: only a MariaDB this package started for the test alone can be restarted (OwnMariaDB)")
+	}
+	s.cmd = exec.Command(s.cmd.Path, s.args...)
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("mariadbd: %v", err)
+	}
+	waitReady(t, s, 60*time.Second)
 }
 
 func (s *Server) stop() {
