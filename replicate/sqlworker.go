@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -101,33 +100,15 @@ func (w *sqlWorker) run(wctx, hard context.Context, offset int64) error {
 		r.metrics.committed(w.partition, offset)
 		r.metrics.position(w.partition, offset, -1)
 	}
-	fctx, fcancel := context.WithCancel(hard)
-	ch := make(chan kafka.FetchBatch, 4)
-	free := make(chan []kafkago.Message, 8)
-	var ferr error
-	var fwg sync.WaitGroup
-	fwg.Add(1)
-	go func() {
-		defer fwg.Done()
-		defer close(ch)
-		ferr = r.cfg.Kafka.FetchPartition(fctx, r.dialer, w.partition, offset, kafka.FetchOptions{Logger: w.log, Free: free}, ch)
-	}()
-	stopFetch := func() {
-		fcancel()
-		for range ch {
-		}
-		fwg.Wait()
-	}
+	f := r.startFetch(hard, w.partition, offset, w.log)
+	ch, free, stopFetch := f.ch, f.free, f.stop
 	for {
 		select {
 		case b, ok := <-ch:
 			if !ok {
-				fwg.Wait()
+				ferr := f.ended(hard, w.partition)
 				if hard.Err() != nil {
-					return hard.Err()
-				}
-				if ferr == nil {
-					ferr = fmt.Errorf("partition %d: the fetcher stopped", w.partition)
+					return ferr
 				}
 				return ferr
 			}

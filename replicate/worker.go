@@ -103,23 +103,8 @@ func (w *worker) run(wctx, hard context.Context, offset int64, cl claimed) (err 
 		r.metrics.committed(w.partition, offset)
 		r.metrics.position(w.partition, offset, -1)
 	}
-	fctx, fcancel := context.WithCancel(hard)
-	ch := make(chan kafka.FetchBatch, 4)
-	free := make(chan []kafkago.Message, 8)
-	var ferr error
-	var fwg sync.WaitGroup
-	fwg.Add(1)
-	go func() {
-		defer fwg.Done()
-		defer close(ch)
-		ferr = r.cfg.Kafka.FetchPartition(fctx, r.dialer, w.partition, offset, kafka.FetchOptions{Logger: w.log, Free: free}, ch)
-	}()
-	stopFetch := func() {
-		fcancel()
-		for range ch {
-		}
-		fwg.Wait()
-	}
+	f := r.startFetch(hard, w.partition, offset, w.log)
+	ch, free, stopFetch := f.ch, f.free, f.stop
 	w.timer = time.NewTimer(time.Hour)
 	w.timer.Stop()
 	defer w.timer.Stop()
@@ -139,12 +124,9 @@ func (w *worker) run(wctx, hard context.Context, offset int64, cl claimed) (err 
 		select {
 		case b, ok := <-ch:
 			if !ok {
-				fwg.Wait()
+				ferr := f.ended(hard, w.partition)
 				if hard.Err() != nil {
-					return hard.Err()
-				}
-				if ferr == nil {
-					ferr = fmt.Errorf("partition %d: the fetcher stopped", w.partition)
+					return ferr
 				}
 				// keep what was read: close the roll, then fail
 				if cerr := w.closeRoll("fetch error"); cerr != nil {
@@ -700,4 +682,47 @@ func (w *worker) startAt(offset int64, cl claimed) int64 {
 		w.r.metrics.OffsetCommits.Add(1)
 	}
 	return next
+}
+
+// fetch reads one partition in the background (kafka.FetchPartition) for a worker: batches
+// arrive on ch, their message slices go back through free for reuse.
+type fetch struct {
+	ch     chan kafka.FetchBatch
+	free   chan []kafkago.Message
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	err    error
+}
+
+// startFetch starts fetching partition from offset until hard ends or stop is called.
+func (r *Replicator) startFetch(hard context.Context, partition int, offset int64, log *zap.Logger) *fetch {
+	fctx, cancel := context.WithCancel(hard)
+	f := &fetch{ch: make(chan kafka.FetchBatch, 4), free: make(chan []kafkago.Message, 8), cancel: cancel}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		defer close(f.ch)
+		f.err = r.cfg.Kafka.FetchPartition(fctx, r.dialer, partition, offset, kafka.FetchOptions{Logger: log, Free: f.free}, f.ch)
+	}()
+	return f
+}
+
+// stop cancels the fetch and waits for it, dropping what it had read.
+func (f *fetch) stop() {
+	f.cancel()
+	for range f.ch {
+	}
+	f.wg.Wait()
+}
+
+// ended is why the fetch closed ch: hard's error when it ended, else the fetcher's (never nil).
+func (f *fetch) ended(hard context.Context, partition int) error {
+	f.wg.Wait()
+	if err := hard.Err(); err != nil {
+		return err
+	}
+	if f.err == nil {
+		return fmt.Errorf("partition %d: the fetcher stopped", partition)
+	}
+	return f.err
 }
