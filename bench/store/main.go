@@ -23,7 +23,8 @@
 // WORK/out-store-local, for bench/run.sh to read both with DuckDB. The object names and sizes must
 // match the local run's files and the manifest must count -rows rows, or this fails.
 //
-// The medians are printed as JSON: {"local": {...}, "store": {...}, "ratio": store/local, ...}.
+// The medians are printed as JSON: {"local": {...}, "store": {...}, "ratio": store/local, ...},
+// with the 1-minute load average before and after (the cores are shared).
 package main
 
 import (
@@ -62,6 +63,7 @@ type Side struct {
 	ServerCPU       float64 `json:"server_cpu_seconds,omitempty"`      // versitygw's user + system time during the run
 	ServerPeakRSS   int64   `json:"server_peak_rss_bytes,omitempty"`   // versitygw's peak RSS so far
 	ClientServerCPU float64 `json:"client_server_cpu_ratio,omitempty"` // versitygw CPU / rekey CPU
+	Load            float64 `json:"loadavg"`                           // 1-minute load average when the run started
 }
 
 func main() {
@@ -111,11 +113,12 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 		cmd.Env = env
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
+		load := loadavg()
 		start := time.Now()
 		if err := cmd.Run(); err != nil {
 			return Side{}, fmt.Errorf("rekey %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
 		}
-		s := Side{Figures: benchproc.Measure(rows, time.Since(start), cmd.ProcessState)}
+		s := Side{Figures: benchproc.Measure(rows, time.Since(start), cmd.ProcessState), Load: load}
 		var st struct {
 			RowsIn      int64 `json:"rows_in"`
 			RowsWritten int64 `json:"rows_written"`
@@ -135,6 +138,7 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 		s.Files, s.Bytes = st.Files, st.Bytes
 		return s, nil
 	}
+	load0 := loadavg()
 	var locals, stores []Side
 	for i := 1; i <= runs; i++ {
 		os.RemoveAll(localOut)
@@ -175,7 +179,7 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 	}
 	l, s := median(locals), median(stores)
 	res := map[string]any{"rows": rows, "local": l, "store": s, "ratio": s.RowsPerSec / l.RowsPerSec,
-		"local_dir": localOut, "store_dir": readback}
+		"local_dir": localOut, "store_dir": readback, "loadavg_start": load0, "loadavg_end": loadavg()}
 	if err := writeJSON(out, res, map[string]any{"local": l, "store": s}); err != nil {
 		return err
 	}
@@ -391,4 +395,15 @@ func procPeakRSS(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// loadavg is /proc/loadavg's 1-minute figure: how busy the shared cores were.
+func loadavg() float64 {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }
