@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # rekey's benchmark, one command:   bash bench/run.sh
-# Cases (BENCH_CASES, default all): core, memory, report, verify, cassandra, kafka.
+# Cases (BENCH_CASES, default all): core, memory, report, verify, cassandra, kafka, sql, store.
 #   core    5M-row orders CSV -> 16 regions of zstd Parquet, rekey migrate next to DuckDB doing the
 #           same job in the same run (DuckDB installed from npm into bench/work/duckdb).
 #   memory  rekey migrate from gen:orders with 5M and with 50M rows: peak RSS must not grow.
@@ -20,12 +20,18 @@
 #           same batched inserts (2,000 rows per statement) of the same rows on the same number of
 #           connections, alternated, medians (SQL_ROWS, default 1M; SQL_CONNS, default 4); needs
 #           mariadbd (apt-get install mariadb-server) or REKEY_MYSQL_DSN (bench/sql).
-# ROWS overrides the row count of the core case. Results: bench/work/results.json and a table.
+#   store   the core case's job (ROWS rows of the orders CSV) written to a real S3 server, versitygw
+#           on loopback (its binary from $REKEY_VERSITYGW, PATH, ~/go/bin or the CI cache, else built
+#           once into bench/work), next to the same job to a local folder, alternated CORE_RUNS
+#           times, medians: store throughput >= 0.8x local, peak RSS < 512 MiB; versitygw's own CPU
+#           time is reported. Then the last store run's objects, downloaded through the S3 API, and
+#           the last local run are read back with DuckDB: same rows, sums and checksums (bench/store).
+# ROWS overrides the row count of the core and store cases. Results: bench/work/results.json and a table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 ROWS=${ROWS:-5000000}
-CASES=${BENCH_CASES:-core memory report verify cassandra kafka sql}
+CASES=${BENCH_CASES:-core memory report verify cassandra kafka sql store}
 WORK=bench/work
 mkdir -p "$WORK"
 go build -o "$WORK/rekey" ./cmd/rekey
@@ -58,19 +64,41 @@ median() { # median NAME... : NAME = the run with the median rows/s among NAME_1
     fs.writeFileSync(f, JSON.stringify(r,null,2))' "$RESULTS" "$@"
 }
 
+core_csv() { # the core case's CSV, generated once
+  CSV="$WORK/orders-$ROWS.csv"
+  if [ ! -f "$CSV" ]; then
+    echo "generating $CSV ..."
+    "$REKEY" gen orders --rows "$ROWS" --out "$CSV"
+  fi
+}
+
+duckdb_install() {
+  if [ ! -d "$WORK/duckdb/node_modules/@duckdb/node-api" ]; then
+    echo "installing DuckDB (npm @duckdb/node-api) into $WORK/duckdb ..."
+    mkdir -p "$WORK/duckdb"
+    (cd "$WORK/duckdb" && npm init -y >/dev/null && npm install --no-audit --no-fund @duckdb/node-api >/dev/null)
+  fi
+}
+
+versitygw_bin() { # prints the path of versitygw v1.8.0, found as sink/store/s3store/s3test finds it, or built once
+  local p
+  if [ -n "${REKEY_VERSITYGW:-}" ]; then echo "$REKEY_VERSITYGW"; return; fi
+  if p=$(command -v versitygw); then echo "$p"; return; fi
+  for p in "$(go env GOPATH)/bin/versitygw" \
+    "${REKEY_CI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rekey-ci}/versitygw-v1.8.0/versitygw" \
+    "$PWD/$WORK/versitygw-v1.8.0/versitygw"; do
+    if [ -x "$p" ]; then echo "$p"; return; fi
+  done
+  echo "building versitygw v1.8.0 into $WORK/versitygw-v1.8.0 (about 4 minutes, once) ..." >&2
+  GOBIN="$PWD/$WORK/versitygw-v1.8.0" go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 >&2
+  echo "$PWD/$WORK/versitygw-v1.8.0/versitygw"
+}
+
 for c in $CASES; do
   case $c in
   core)
-    CSV="$WORK/orders-$ROWS.csv"
-    if [ ! -f "$CSV" ]; then
-      echo "generating $CSV ..."
-      "$REKEY" gen orders --rows "$ROWS" --out "$CSV"
-    fi
-    if [ ! -d "$WORK/duckdb/node_modules/@duckdb/node-api" ]; then
-      echo "installing DuckDB (npm @duckdb/node-api) into $WORK/duckdb ..."
-      mkdir -p "$WORK/duckdb"
-      (cd "$WORK/duckdb" && npm init -y >/dev/null && npm install --no-audit --no-fund @duckdb/node-api >/dev/null)
-    fi
+    core_csv
+    duckdb_install
     cp bench/duckdb.mjs "$WORK/duckdb/duckdb.mjs"
     # These 2-core machines are noisy: alternate the two CORE_RUNS times, keep each one's median.
     for i in $(seq "${CORE_RUNS:-3}"); do
@@ -132,6 +160,23 @@ for c in $CASES; do
     record sql_bare "$WORK/sql-bare.json"
     record sql_rekey "$WORK/sql-rekey.json"
     ;;
+  store)
+    core_csv
+    duckdb_install
+    VGW=$(versitygw_bin)
+    echo "store: rekey migrate to versitygw ($VGW) on loopback vs to a local folder, $ROWS rows ..."
+    go run ./bench/store -rekey "$REKEY" -versitygw "$VGW" -csv "$CSV" -rows "$ROWS" -runs "${CORE_RUNS:-3}" \
+      -work "$WORK" -json "$WORK/store.json" > /dev/null
+    record store_local "$WORK/store-local.json"
+    record store_s3 "$WORK/store-store.json"
+    echo "store: reading both outputs back with DuckDB ..."
+    cp bench/readback.mjs "$WORK/duckdb/readback.mjs"
+    code=0
+    node "$WORK/duckdb/readback.mjs" "$PWD/$WORK/out-store-local" "$PWD/$WORK/store-readback" "$ROWS" > "$WORK/store-readback.json" || code=$?
+    record store_readback "$WORK/store-readback.json"
+    if [ "$code" != 0 ]; then cat "$WORK/store-readback.json"; echo "store: DuckDB readback differs from the local run" >&2; exit 1; fi
+    rm -rf "$WORK/out-store-local" "$WORK/store-readback" "$WORK/store-vgw"
+    ;;
   *) echo "unknown case $c" >&2; exit 2 ;;
   esac
 done
@@ -141,7 +186,7 @@ const r = JSON.parse(require('fs').readFileSync(process.argv[2]));
 const mb = b => (b / 1048576).toFixed(0) + ' MiB';
 const line = (name, x) => console.log(`${name.padEnd(22)} ${Math.round(x.rows_per_sec).toLocaleString('en').padStart(12)} rows/s ${x.seconds.toFixed(2).padStart(8)} s   ${x.peak_rss_bytes ? 'peak RSS ' + mb(x.peak_rss_bytes) : '(same process)'}${x.runs ? '   median of ' + x.runs.join(', ') : ''}`);
 console.log('\ncase                        throughput     time   memory');
-for (const [k, v] of Object.entries(r)) line(k, v);
+for (const [k, v] of Object.entries(r)) if (v.rows_per_sec !== undefined) line(k, v);
 if (r.rekey_migrate && r.duckdb) {
   const ratio = r.rekey_migrate.rows_per_sec / r.duckdb.rows_per_sec;
   console.log(`\nrekey / DuckDB throughput ratio: ${ratio.toFixed(2)} (target >= 1.0); rekey peak RSS ${mb(r.rekey_migrate.peak_rss_bytes)} (target < 512 MiB)`);
@@ -166,5 +211,13 @@ if (r.kafka_rekey && r.kafka_bare) {
 }
 if (r.sql_rekey && r.sql_bare) {
   console.log(`rekey migrate into MariaDB / bare go-sql-driver inserts throughput ratio: ${(r.sql_rekey.rows_per_sec / r.sql_bare.rows_per_sec).toFixed(2)} (target >= 0.8); rekey peak RSS ${mb(r.sql_rekey.peak_rss_bytes)} (target < 512 MiB)`);
+}
+if (r.store_s3 && r.store_local) {
+  const ratio = r.store_s3.rows_per_sec / r.store_local.rows_per_sec, rss = r.store_s3.peak_rss_bytes;
+  const pass = ratio >= 0.8 && rss < 512 * 1048576 && (!r.store_readback || r.store_readback.ok);
+  console.log(`rekey migrate to versitygw / to a local folder throughput ratio: ${ratio.toFixed(2)} (target >= 0.8); store peak RSS ${mb(rss)}, local ${mb(r.store_local.peak_rss_bytes)} (target < 512 MiB): ${pass ? 'PASS' : 'FAIL'}`);
+  console.log(`  load average when the median runs started: local ${r.store_local.loadavg}, store ${r.store_s3.loadavg} (2 cores, shared)`);
+  console.log(`  versitygw (same cores) spent ${r.store_s3.server_cpu_seconds.toFixed(1)} s CPU per run (rekey ${r.store_s3.cpu_seconds.toFixed(1)} s, local rekey ${r.store_local.cpu_seconds.toFixed(1)} s); versitygw peak RSS ${mb(r.store_s3.server_peak_rss_bytes)}`);
+  if (r.store_readback) console.log(`  DuckDB readback of the objects vs the local run: ${r.store_readback.ok ? 'equal' : 'DIFFERENT'} (${r.store_readback.store.rows} rows, sum(amount) ${r.store_readback.store.amount_sum}, checksum ${r.store_readback.store.checksum})`);
 }
 JS

@@ -4,6 +4,7 @@ package sinktest
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -213,14 +214,20 @@ func ReadParquet(path string, schema pipeline.TargetSchema) (*ParquetFile, error
 	if err != nil {
 		return nil, err
 	}
-	f, err := pq.OpenFile(fh, st.Size())
+	return ReadParquetAt(fh, st.Size(), path, schema)
+}
+
+// ReadParquetAt is ReadParquet of size bytes at r (an object opened on a store, read back through
+// its ranged reads); name is for errors.
+func ReadParquetAt(r io.ReaderAt, size int64, name string, schema pipeline.TargetSchema) (*ParquetFile, error) {
+	f, err := pq.OpenFile(r, size)
 	if err != nil {
-		return nil, fmt.Errorf("parquet-go open %s: %w", path, err)
+		return nil, fmt.Errorf("parquet-go open %s: %w", name, err)
 	}
 	out := &ParquetFile{Schema: f.Schema().String(), RowGroups: len(f.RowGroups()), Meta: f}
 	fields := f.Schema().Fields()
 	if len(fields) != len(schema.Columns) {
-		return nil, fmt.Errorf("%s: %d columns, want %d", path, len(fields), len(schema.Columns))
+		return nil, fmt.Errorf("%s: %d columns, want %d", name, len(fields), len(schema.Columns))
 	}
 	rd := pq.NewReader(f)
 	defer rd.Close()
@@ -240,7 +247,7 @@ func ReadParquet(path string, schema pipeline.TargetSchema) (*ParquetFile, error
 			if err.Error() == "EOF" {
 				break
 			}
-			return nil, fmt.Errorf("parquet-go read %s: %w", path, err)
+			return nil, fmt.Errorf("parquet-go read %s: %w", name, err)
 		}
 		if n == 0 {
 			break

@@ -1,0 +1,409 @@
+// Command store benchmarks `rekey migrate --out s3://...` on a real S3 server (versitygw on
+// loopback) against the same job written to a local folder.
+//
+//	go run ./bench/store -rekey bench/work/rekey -versitygw ~/go/bin/versitygw \
+//	  -csv bench/work/orders-5000000.csv -rows 5000000 -json bench/work/store.json
+//
+// versitygw (`versitygw --access K --secret S --port 127.0.0.1:PORT posix DIR`) serves the bucket
+// "bench" from a folder of -work, on the same disk as the local side's output. Then, alternated
+// -runs times, each in its own process, with the core case's job (mappings/orders.yaml, 16
+// regions of zstd Parquet, default --memory):
+//
+//   - local: `rekey migrate --out WORK/out-store-local`;
+//   - store: `rekey migrate --out s3://bench/run-N?endpoint=http://127.0.0.1:PORT&path_style=true`,
+//     the credentials in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
+//
+// Each side's time runs from its process start to its exit (the last CompleteMultipartUpload and the
+// manifest included), its peak RSS from wait4. versitygw runs on the same cores and does its own
+// MD5 of every part and its own disk writes: its CPU time during each store run (/proc/PID/stat) and
+// its peak RSS are reported beside the store side's figures.
+//
+// Readback: the last store run's objects are downloaded through the S3 API (s3store: List, then a
+// ranged Open of every object) into WORK/store-readback, next to the last local run in
+// WORK/out-store-local, for bench/run.sh to read both with DuckDB. The object names and sizes must
+// match the local run's files and the manifest must count -rows rows, or this fails.
+//
+// The medians are printed as JSON: {"local": {...}, "store": {...}, "ratio": store/local, ...},
+// with the 1-minute load average before and after (the cores are shared).
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rekey/rekey/bench/benchproc"
+	"github.com/rekey/rekey/sink/store/s3store"
+)
+
+const (
+	bucket         = "bench"
+	access, secret = "rekey-bench-access", "rekey-bench-secret-key"
+)
+
+// Side is one side's figures; the store side's also say what versitygw spent meanwhile.
+type Side struct {
+	benchproc.Figures
+	Bytes           int64   `json:"bytes"`                             // bytes of the output's data files
+	Files           int     `json:"files"`                             // data files
+	ServerCPU       float64 `json:"server_cpu_seconds,omitempty"`      // versitygw's user + system time during the run
+	ServerPeakRSS   int64   `json:"server_peak_rss_bytes,omitempty"`   // versitygw's peak RSS so far
+	ClientServerCPU float64 `json:"client_server_cpu_ratio,omitempty"` // versitygw CPU / rekey CPU
+	Load            float64 `json:"loadavg"`                           // 1-minute load average when the run started
+}
+
+func main() {
+	rekey := flag.String("rekey", "", "path of the rekey binary (built from ./cmd/rekey)")
+	vgw := flag.String("versitygw", "", "path of the versitygw binary (v1.8.0)")
+	csv := flag.String("csv", "", "the orders CSV (rekey gen orders)")
+	rows := flag.Int64("rows", 0, "rows in the CSV")
+	runs := flag.Int("runs", 3, "alternated runs of each side")
+	mapping := flag.String("mapping", "mappings/orders.yaml", "mapping")
+	work := flag.String("work", os.TempDir(), "work directory (versitygw's folder, the outputs)")
+	out := flag.String("json", "", "also write the figures to this file")
+	extra := flag.String("rekey-args", "", "extra arguments for both sides' rekey migrate, space-separated")
+	storeExtra := flag.String("store-args", "", "extra arguments for the store side only, space-separated")
+	flag.Parse()
+	if *rekey == "" || *vgw == "" || *csv == "" || *rows <= 0 {
+		fmt.Fprintln(os.Stderr, "bench/store: -rekey, -versitygw, -csv and -rows are required")
+		os.Exit(2)
+	}
+	if err := run(*rekey, *vgw, *csv, *mapping, *work, *out, *rows, *runs, strings.Fields(*extra), strings.Fields(*storeExtra)); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/store:", err)
+		os.Exit(1)
+	}
+}
+
+func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, extra, storeExtra []string) error {
+	work, _ = filepath.Abs(work)
+	root := filepath.Join(work, "store-vgw")
+	if err := os.RemoveAll(root); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(root, bucket), 0o755); err != nil {
+		return err
+	}
+	srv, err := startVersitygw(vgwBin, root)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	env := append(os.Environ(), "AWS_ACCESS_KEY_ID="+access, "AWS_SECRET_ACCESS_KEY="+secret)
+	localOut := filepath.Join(work, "out-store-local")
+	migrate := func(name, outArg string, more []string) (Side, error) {
+		stats := filepath.Join(work, "store-stats-"+name+".json")
+		args := append([]string{"migrate", "-m", mapping, "--source", "file:" + csv, "--out", outArg, "--regions", "16",
+			"--progress", "never", "--stats-json", stats}, extra...)
+		args = append(args, more...)
+		cmd := exec.Command(rekey, args...)
+		cmd.Env = env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		load := loadavg()
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			return Side{}, fmt.Errorf("rekey %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+		}
+		s := Side{Figures: benchproc.Measure(rows, time.Since(start), cmd.ProcessState), Load: load}
+		var st struct {
+			RowsIn      int64 `json:"rows_in"`
+			RowsWritten int64 `json:"rows_written"`
+			Files       int   `json:"files"`
+			Bytes       int64 `json:"bytes"`
+		}
+		data, err := os.ReadFile(stats)
+		if err == nil {
+			err = json.Unmarshal(data, &st)
+		}
+		if err != nil {
+			return Side{}, fmt.Errorf("rekey %s: its --stats-json: %w", name, err)
+		}
+		if st.RowsIn != rows || st.RowsWritten != rows {
+			return Side{}, fmt.Errorf("rekey %s: %d rows in, %d written, want %d", name, st.RowsIn, st.RowsWritten, rows)
+		}
+		s.Files, s.Bytes = st.Files, st.Bytes
+		return s, nil
+	}
+	load0 := loadavg()
+	var locals, stores []Side
+	for i := 1; i <= runs; i++ {
+		os.RemoveAll(localOut)
+		fmt.Fprintf(os.Stderr, "store: rekey migrate to a local folder (run %d) ...\n", i)
+		l, err := migrate("local", localOut, nil)
+		if err != nil {
+			return err
+		}
+		locals = append(locals, l)
+
+		// the previous store run's objects go: one run's worth of disk at a time
+		os.RemoveAll(filepath.Join(root, bucket, fmt.Sprintf("run-%d", i-1)))
+		fmt.Fprintf(os.Stderr, "store: rekey migrate to versitygw (run %d) ...\n", i)
+		cpu0, err := procCPU(srv.pid)
+		if err != nil {
+			return err
+		}
+		uri := fmt.Sprintf("s3://%s/run-%d?endpoint=%s&path_style=true", bucket, i, srv.endpoint)
+		s, err := migrate("s3", uri, storeExtra)
+		if err != nil {
+			return err
+		}
+		cpu1, err := procCPU(srv.pid)
+		if err != nil {
+			return err
+		}
+		s.ServerCPU = cpu1 - cpu0
+		s.ServerPeakRSS = procPeakRSS(srv.pid)
+		if s.CPUSeconds > 0 {
+			s.ClientServerCPU = s.ServerCPU / s.CPUSeconds
+		}
+		stores = append(stores, s)
+		fmt.Fprintf(os.Stderr, "store: run %d: local %.0f rows/s, store %.0f rows/s (versitygw %.1f s CPU)\n", i, l.RowsPerSec, s.RowsPerSec, s.ServerCPU)
+	}
+	readback := filepath.Join(work, "store-readback")
+	if err := download(srv.endpoint, fmt.Sprintf("run-%d", runs), readback, localOut, rows); err != nil {
+		return fmt.Errorf("readback: %w", err)
+	}
+	l, s := median(locals), median(stores)
+	res := map[string]any{"rows": rows, "local": l, "store": s, "ratio": s.RowsPerSec / l.RowsPerSec,
+		"local_dir": localOut, "store_dir": readback, "loadavg_start": load0, "loadavg_end": loadavg()}
+	if err := writeJSON(out, res, map[string]any{"local": l, "store": s}); err != nil {
+		return err
+	}
+	return nil
+}
+
+func median(runs []Side) Side {
+	s := append([]Side(nil), runs...)
+	sort.Slice(s, func(i, j int) bool { return s[i].RowsPerSec < s[j].RowsPerSec })
+	m := s[len(s)/2]
+	m.Runs = nil
+	for _, f := range s {
+		m.Runs = append(m.Runs, int64(f.RowsPerSec))
+	}
+	return m
+}
+
+// writeJSON prints res, writes it to out and each side next to it as OUT-NAME.json.
+func writeJSON(out string, res map[string]any, sides map[string]any) error {
+	data, _ := json.MarshalIndent(res, "", "  ")
+	fmt.Println(string(data))
+	if out == "" {
+		return nil
+	}
+	if err := os.WriteFile(out, append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	for name, f := range sides {
+		d, _ := json.MarshalIndent(f, "", "  ")
+		if err := os.WriteFile(strings.TrimSuffix(out, ".json")+"-"+name+".json", d, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// download copies every object of the prefix through the S3 API into dir, and checks the data
+// objects are the local run's files (the same names, as many) and the manifest counts rows.
+func download(endpoint, prefix, dir, localOut string, rows int64) error {
+	ctx := context.Background()
+	st, err := s3store.Open(ctx, fmt.Sprintf("s3://%s/%s?endpoint=%s&path_style=true", bucket, prefix, endpoint),
+		func(k string) string {
+			switch k {
+			case "AWS_ACCESS_KEY_ID":
+				return access
+			case "AWS_SECRET_ACCESS_KEY":
+				return secret
+			}
+			return ""
+		})
+	if err != nil {
+		return err
+	}
+	os.RemoveAll(dir)
+	objs, err := st.List(ctx, "")
+	if err != nil {
+		return err
+	}
+	var data []string
+	for _, o := range objs {
+		if strings.HasPrefix(o.Name, "data/") {
+			data = append(data, o.Name)
+			if _, err := os.Stat(filepath.Join(localOut, filepath.FromSlash(o.Name))); err != nil {
+				return fmt.Errorf("object %s: the local run has no such file: %w", o.Name, err)
+			}
+		}
+		r, err := st.Open(ctx, o.Name)
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(dir, filepath.FromSlash(o.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			r.Close()
+			return err
+		}
+		f, err := os.Create(p)
+		if err != nil {
+			r.Close()
+			return err
+		}
+		n, err := io.Copy(f, io.NewSectionReader(r, 0, r.Size()))
+		r.Close()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("get %s: %w", o.Name, err)
+		}
+		if n != o.Size {
+			return fmt.Errorf("get %s: %d bytes, listed as %d", o.Name, n, o.Size)
+		}
+	}
+	local, err := filepath.Glob(filepath.Join(localOut, "data", "*", "*"))
+	if err != nil {
+		return err
+	}
+	if len(local) != len(data) || len(data) == 0 {
+		return fmt.Errorf("%d data objects, the local run wrote %d files", len(data), len(local))
+	}
+	var m struct {
+		RowsIn      int64 `json:"rows_in"`
+		RowsWritten int64 `json:"rows_written"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err != nil {
+		return fmt.Errorf("manifest.json: %w", err)
+	}
+	if m.RowsIn != rows || m.RowsWritten != rows {
+		return fmt.Errorf("manifest.json: %d rows in, %d written, want %d", m.RowsIn, m.RowsWritten, rows)
+	}
+	fmt.Fprintf(os.Stderr, "store: downloaded %d objects (%d data) of %s through the S3 API into %s\n", len(objs), len(data), prefix, dir)
+	return nil
+}
+
+type server struct {
+	pid      int
+	endpoint string
+	stop     func()
+}
+
+func startVersitygw(bin, dir string) (*server, error) {
+	var lastErr error
+	for try := 0; try < 3; try++ { // the free port may be taken between its probe and the start
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		addr := l.Addr().String()
+		l.Close()
+		var log bytes.Buffer
+		cmd := exec.Command(bin, "--access", access, "--secret", secret, "--port", addr, "--quiet", "posix", dir)
+		cmd.Stdout, cmd.Stderr = &log, &log
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no server left behind
+		if err := cmd.Start(); err != nil {
+			return nil, fmt.Errorf("start %s: %w", bin, err)
+		}
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		stop := func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(5 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+			}
+		}
+		endpoint := "http://" + addr
+		if err := waitHTTP(endpoint, exited); err != nil {
+			stop()
+			lastErr = fmt.Errorf("versitygw on %s: %w: %s", addr, err, log.String())
+			continue
+		}
+		return &server{pid: cmd.Process.Pid, endpoint: endpoint, stop: stop}, nil
+	}
+	return nil, lastErr
+}
+
+// waitHTTP waits until the endpoint answers any HTTP (403 to an unsigned request means it serves).
+func waitHTTP(endpoint string, exited <-chan struct{}) error {
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-exited:
+			return errors.New("exited before it answered")
+		default:
+		}
+		if resp, err := client.Get(endpoint + "/"); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("no answer within 30 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// procCPU is a process's user + system time so far, from /proc/PID/stat (fields 14 and 15, in
+// clock ticks of 1/100 s: USER_HZ is 100 on Linux whatever the kernel's HZ).
+func procCPU(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("versitygw's CPU time: %w", err)
+	}
+	// the command name (field 2) is in parentheses and may hold spaces: count from the last ')'
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("versitygw's CPU time: /proc/%d/stat: %q", pid, b)
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("versitygw's CPU time: /proc/%d/stat: %q", pid, b)
+	}
+	return (utime + stime) / 100, nil
+}
+
+// procPeakRSS is a process's peak resident set (VmHWM), 0 when unknown.
+func procPeakRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// loadavg is /proc/loadavg's 1-minute figure: how busy the shared cores were.
+func loadavg() float64 {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
