@@ -116,6 +116,7 @@ func run(rekey, mapping, work, dbName, out string, rows int64, conns, runs int) 
 		start := time.Now()
 		cmd := exec.Command(rekey, "migrate", "-m", mapping, "--source", "file:"+csv, "--out", uri, "--sql-conns", strconv.Itoa(conns),
 			"--state", state, "--progress", "never", "--max-rejects", "0")
+		cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("REKEY_BENCH_ARGS"))...) // e.g. "--workers 8", to compare settings
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {
 			return benchproc.Figures{}, fmt.Errorf("rekey migrate: %w", err)
