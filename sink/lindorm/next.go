@@ -56,7 +56,7 @@ func NextSteps(job *BulkloadJob, run NextRun) string {
 	b.WriteString("     Read bulkload.json's rekey_uncertain list first; try one region before the whole table.\n")
 	// 4. the counts
 	fmt.Fprintf(&b, "  4. Check: SELECT COUNT(*) FROM %s.%s;  -- %d rows written\n", Ident(ns), Ident(job.WriterConfig.LindormTable), run.RowsWritten)
-	fmt.Fprintf(&b, "       rekey verify -m %s --source %s --target lindorm://LINDORM_HOST:33060/%s\n",
+	fmt.Fprintf(&b, "       rekey verify -m %s --source %s --target lindorm://LINDORM_USER@LINDORM_HOST:33060/%s\n",
 		shellQuote(run.Mapping), shellQuote(run.Source), url.PathEscape(ns))
 	return b.String()
 }

@@ -35,7 +35,7 @@ func TestNextStepsStore(t *testing.T) {
 		`curl -sS -u "$LTS_USER:$LTS_PASSWORD" -X POST http://LTS_MASTER:12311/pro/proc/bulkload/create`,
 		"rekey_uncertain",
 		"SELECT COUNT(*) FROM shop.orders;  -- 1234 rows written",
-		"rekey verify -m mappings/orders.yaml --source file:orders.csv --target lindorm://LINDORM_HOST:33060/shop",
+		"rekey verify -m mappings/orders.yaml --source file:orders.csv --target lindorm://LINDORM_USER@LINDORM_HOST:33060/shop",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("block lacks %q:\n%s", want, got)
