@@ -81,7 +81,10 @@ type comparer struct {
 	c      *pipeline.Counters
 	es     []srcEntry
 	keys   [][]pipeline.Value
-	at     []int32
+	// srcBuf and dstBuf are reused to read spilled buckets (the previous bucket's entries are
+	// no longer referenced by then: examples are rendered into strings)
+	srcBuf, dstBuf []byte
+	at             []int32
 }
 
 // srcEntry is a source key: its last row, and what the target holds under it.
@@ -136,7 +139,8 @@ func (c *comparer) bucket(ctx context.Context, src, dst *parts, b, depth int, em
 		}
 		return nil
 	}
-	data, err := src.load(b)
+	data, buf, err := src.load(b, c.srcBuf)
+	c.srcBuf = keepBuf(buf, c.budget)
 	if err != nil {
 		return err
 	}
@@ -146,7 +150,8 @@ func (c *comparer) bucket(ctx context.Context, src, dst *parts, b, depth int, em
 		return err
 	}
 	if dst != nil {
-		tdata, err := dst.load(b)
+		tdata, buf, err := dst.load(b, c.dstBuf)
+		c.dstBuf = keepBuf(buf, c.budget)
 		if err != nil {
 			return err
 		}
@@ -162,6 +167,15 @@ func (c *comparer) bucket(ctx context.Context, src, dst *parts, b, depth int, em
 	emit(r)
 	c.c.RowsIn.Add(r.checked)
 	return nil
+}
+
+// keepBuf keeps a read buffer for the next bucket unless it is over the budget (a bucket of
+// one key repeated that cannot be split): that one is let go.
+func keepBuf(buf []byte, budget int64) []byte {
+	if int64(cap(buf)) > budget {
+		return nil
+	}
+	return buf
 }
 
 func log2(n int) int {

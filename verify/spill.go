@@ -94,13 +94,17 @@ func (p *parts) add(b int, data []byte) {
 func (p *parts) size(b int) int64 { return p.sizes[b] + p.memN[b] }
 
 // load returns bucket b's entries, in chunks of whole entries, and releases them from p (its
-// file is removed).
-func (p *parts) load(b int) ([][]byte, error) {
+// file is removed). A spilled bucket is read into buf, grown if need be and returned for the
+// next bucket: a fresh buffer per bucket cost as much as reading it (zeroing, page faults).
+func (p *parts) load(b int, buf []byte) ([][]byte, []byte, error) {
 	chunks := p.mem[b]
 	if f := p.files[b]; f != nil {
-		data := make([]byte, p.sizes[b])
+		if int64(cap(buf)) < p.sizes[b] {
+			buf = make([]byte, p.sizes[b])
+		}
+		data := buf[:p.sizes[b]]
 		if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("verify: read temp file: %w", err)
+			return nil, buf, fmt.Errorf("verify: read temp file: %w", err)
 		}
 		f.Close()
 		os.Remove(f.Name())
@@ -109,7 +113,7 @@ func (p *parts) load(b int) ([][]byte, error) {
 	}
 	p.used.Add(-p.memN[b])
 	p.mem[b], p.memN[b] = nil, 0
-	return chunks, nil
+	return chunks, buf, nil
 }
 
 // close removes what is left of p's files.

@@ -369,7 +369,7 @@ func TestStoredFormMatchesFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			tw.w.flush()
-			chunks, err := v.dst.load(0)
+			chunks, _, err := v.dst.load(0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
