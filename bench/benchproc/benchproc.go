@@ -87,7 +87,7 @@ func (s *Server) Stop() {
 
 // WriteJSON prints res and writes it to out (when set), and each side's figures next to it as
 // OUT-NAME.json for bench/run.sh.
-func WriteJSON(out string, res map[string]any, sides map[string]Figures) error {
+func WriteJSON[T any](out string, res map[string]any, sides map[string]T) error {
 	data, _ := json.MarshalIndent(res, "", "  ")
 	fmt.Println(string(data))
 	if out == "" {

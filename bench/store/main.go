@@ -180,7 +180,7 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 	l, s := median(locals), median(stores)
 	res := map[string]any{"rows": rows, "local": l, "store": s, "ratio": s.RowsPerSec / l.RowsPerSec,
 		"local_dir": localOut, "store_dir": readback, "loadavg_start": load0, "loadavg_end": loadavg()}
-	if err := writeJSON(out, res, map[string]any{"local": l, "store": s}); err != nil {
+	if err := benchproc.WriteJSON(out, res, map[string]any{"local": l, "store": s}); err != nil {
 		return err
 	}
 	return nil
@@ -195,25 +195,6 @@ func median(runs []Side) Side {
 		m.Runs = append(m.Runs, int64(f.RowsPerSec))
 	}
 	return m
-}
-
-// writeJSON prints res, writes it to out and each side next to it as OUT-NAME.json.
-func writeJSON(out string, res map[string]any, sides map[string]any) error {
-	data, _ := json.MarshalIndent(res, "", "  ")
-	fmt.Println(string(data))
-	if out == "" {
-		return nil
-	}
-	if err := os.WriteFile(out, append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	for name, f := range sides {
-		d, _ := json.MarshalIndent(f, "", "  ")
-		if err := os.WriteFile(strings.TrimSuffix(out, ".json")+"-"+name+".json", d, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // download copies every object of the prefix through the S3 API into dir, and checks the data
