@@ -3,6 +3,7 @@ package kafka
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -181,6 +182,7 @@ func (d *Decoder) Decode(dst []Change, key, value []byte) []Change {
 	}
 	vals := d.alloc()
 	doc := str(value)
+	rowDoc := doc // the object that holds the row: doc, or its payload
 	var rerr *pipeline.RowError
 	if maybeWrapped(doc) {
 		var schemaRaw, payloadRaw string
@@ -197,10 +199,14 @@ func (d *Decoder) Decode(dst []Change, key, value []byte) []Change {
 		if members == 2 && schemaRaw != "" && strings.HasPrefix(payloadRaw, "{") {
 			// Kafka Connect's JsonConverter with schemas.enable: the row is the payload.
 			clear(vals)
+			rowDoc = payloadRaw
 			rerr = d.fields(payloadRaw, vals, nil, nil)
 		}
 	} else {
 		rerr = d.fields(doc, vals, nil, nil)
+	}
+	if rerr == nil && !d.anyValue(vals) {
+		rerr = d.noColumns(rowDoc) // checked only when every value is null: rare, so off the hot path
 	}
 	if rerr != nil {
 		return append(dst, Change{Err: rerr})
@@ -210,6 +216,38 @@ func (d *Decoder) Decode(dst []Change, key, value []byte) []Change {
 		d.fillFromKey(vals, key)
 	}
 	return append(dst, Change{Op: OpUpsert, Values: vals})
+}
+
+func (d *Decoder) anyValue(vals []pipeline.Value) bool {
+	for _, v := range vals {
+		if v.K != pipeline.KindNull {
+			return true
+		}
+	}
+	return false
+}
+
+// noColumns refuses a JSON object none of whose members is a column of the mapping (a Debezium
+// envelope read with format=json, say): upserting it would write a row of nulls around a key
+// taken from the message key, silently. An object naming a column, even as null, is a row.
+func (d *Decoder) noColumns(doc string) *pipeline.RowError {
+	var names []string
+	matched := false
+	cqlvalue.ObjectFields(doc, func(name, _ string) {
+		if d.column(name) >= 0 {
+			matched = true
+		} else if len(names) < 5 {
+			names = append(names, name)
+		}
+	})
+	if matched || len(names) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("none of the mapping's columns is in the message (its members: %s)", strings.Join(names, ", "))
+	if slices.Contains(names, "before") || slices.Contains(names, "after") || slices.Contains(names, "op") {
+		msg += ": a Debezium change event? read the topic with format=debezium"
+	}
+	return &pipeline.RowError{Code: pipeline.CodeParse, Message: msg}
 }
 
 func (d *Decoder) anyNull(vals []pipeline.Value) bool {

@@ -60,6 +60,12 @@ func TestDecodeJSON(t *testing.T) {
 		{"bad json", "", `{"userid":"u1",`, "ERR parse: invalid JSON", false},
 		{"not an object", "", `[1,2]`, "ERR parse: invalid JSON: expected a JSON object", false},
 		{"wrong type", "", `{"userid":"u1","orderid":"x7"}`, `ERR type: invalid bigint "x7"`, false},
+		// a Debezium envelope read as plain JSON used to become a row of nulls around the key
+		{"debezium read as json", `{"userid":"u1","orderid":7}`, `{"before":null,"after":{"userid":"u1","orderid":7},"op":"c"}`,
+			"ERR parse: none of the mapping's columns is in the message (its members: before, after, op): a Debezium change event? read the topic with format=debezium", false},
+		{"no column", "", `{"foo":1}`, "ERR parse: none of the mapping's columns is in the message (its members: foo)", false},
+		{"a column given as null is a row", `{"userid":"u1","orderid":7}`, `{"ts":null}`, "upsert u1|7|~|~", false},
+		{"empty object", `{"userid":"u1","orderid":7}`, `{}`, "upsert u1|7|~|~", false},
 	}
 	d, err := NewDecoder(Config{Format: FormatJSON}, testSchema)
 	if err != nil {
