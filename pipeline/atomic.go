@@ -42,12 +42,6 @@ func CommitFile(f *os.File, final string) error {
 	return SyncDir(filepath.Dir(final))
 }
 
-// WriteFileAtomic writes data to path so that readers see either the old file or the whole new
-// one, never a partial write, even across a crash.
-func WriteFileAtomic(path string, data []byte) error {
-	return WriteFileAtomicMode(path, data, 0o644)
-}
-
 // WriteFileAtomicMode is WriteFileAtomic with the file's permissions (before the umask).
 func WriteFileAtomicMode(path string, data []byte, perm os.FileMode) error {
 	f, err := os.OpenFile(TempPath(path), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, perm)

@@ -83,17 +83,6 @@ type SegmentEntry struct {
 	Deletes     *DeleteFile        `json:"deletes,omitempty"`
 }
 
-func (s SegmentEntry) paths() []string {
-	var p []string
-	if s.Data != nil {
-		p = append(p, s.Data.Path)
-	}
-	if s.Deletes != nil {
-		p = append(p, s.Deletes.Path)
-	}
-	return p
-}
-
 // DeleteFile is a file of DELETE statements.
 type DeleteFile struct {
 	Region int    `json:"-"`
@@ -512,16 +501,6 @@ func filePartition(name string) (int, bool) {
 	}
 	p, _, _, ok := ParseSegmentName(name)
 	return p, ok
-}
-
-// init writes manifest.json at start (a folder describes itself from the start).
-func (m *manifest) init() error {
-	unlock, err := m.lock()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return m.write()
 }
 
 // write rewrites manifest.json from the copy; the lock is held.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/rekey/rekey/sink/store"
 )
 
 // Where a roll's files go until the roll commits.
@@ -101,7 +100,3 @@ func (r *Replicator) dropFile(f *os.File, remove bool) {
 		os.Remove(f.Name())
 	}
 }
-
-// output returns the store the folder's own files (manifest, replicate.json, ddl.sql,
-// bulkload.json) are read from and written to.
-func (r *Replicator) output() store.Store { return r.cfg.Store }

@@ -234,8 +234,3 @@ func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob,
 	}
 	return job, nil
 }
-
-// WriteBulkloadConfig writes bulkload.json into dir atomically.
-func WriteBulkloadConfig(dir string, data []byte) error {
-	return pipeline.WriteFileAtomic(filepath.Join(dir, BulkloadFile), data)
-}

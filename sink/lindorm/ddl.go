@@ -4,7 +4,6 @@ package lindorm
 
 import (
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -151,9 +150,4 @@ func SplitValue(t pipeline.Type, v pipeline.Value) string {
 		}
 	}
 	return v.String()
-}
-
-// WriteDDL writes ddl.sql into dir atomically.
-func WriteDDL(dir, ddl string) error {
-	return pipeline.WriteFileAtomic(filepath.Join(dir, DDLFile), []byte(ddl))
 }

@@ -190,8 +190,8 @@ func startMariaDB(t testing.TB, dir string, extra []string) *Server {
 }
 
 // OwnMariaDB starts a MariaDB of the test's own (its own data folder and port, extra server
-// flags), never the shared one nor REKEY_MYSQL_DSN's, so that the test may Kill, Start and
-// Restart it. It skips the test when mariadbd is not on PATH.
+// flags), never the shared one nor REKEY_MYSQL_DSN's, so that the test may Kill and Start
+// it again. It skips the test when mariadbd is not on PATH.
 func OwnMariaDB(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("mariadbd"); err != nil {
@@ -201,13 +201,6 @@ func OwnMariaDB(t testing.TB, extra ...string) *Server {
 	t.Cleanup(s.stop)
 	createDatabase(t, s)
 	return s
-}
-
-// Restart stops the server (SIGKILL: a crash) and starts it again on the same data and port.
-func (s *Server) Restart(t testing.TB) {
-	t.Helper()
-	s.Kill()
-	s.Start(t)
 }
 
 // Kill stops the server at once (SIGKILL: a crash); Start brings it back.

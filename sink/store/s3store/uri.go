@@ -38,11 +38,6 @@ var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 // s3.oss-cn-hangzhou-internal.aliyuncs.com.
 var ossRegion = regexp.MustCompile(`^(?:s3\.)?oss-([a-z0-9-]+?)(?:-internal)?\.aliyuncs\.com$`)
 
-// IsURI tells whether out names an object store rather than a local folder.
-func IsURI(out string) bool {
-	return strings.HasPrefix(out, "s3://") || strings.HasPrefix(out, "oss://")
-}
-
 // parseURI reads s3://BUCKET/PREFIX or oss://BUCKET/PREFIX with the parameters endpoint=,
 // region= and path_style=. Credentials in the URI are refused, whatever their form: the user
 // info (s3://KEY:SECRET@bucket, or s3://KEY@bucket), a parameter named like a secret, or one

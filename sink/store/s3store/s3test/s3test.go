@@ -3,8 +3,8 @@
 //
 // Both give an output URI for s3store.Open and the environment holding its credentials:
 //
-//	uri, env := s3test.Gofakes3(t)
-//	st, err := s3store.Open(ctx, uri, s3test.Getenv(env))
+//	srv := s3test.StartGofakes3(t, nil) // or StartVersitygw(t)
+//	st, err := s3store.Open(ctx, srv.URI, s3test.Getenv(srv.Env))
 //
 // versitygw is found through $REKEY_VERSITYGW, then PATH, then $GOPATH/bin (~/go/bin). When it
 // is missing the test is skipped, unless REKEY_REQUIRE_VERSITYGW=1 (CI sets it), where it fails:
@@ -124,12 +124,6 @@ func Getenv(env map[string]string) func(string) string {
 	return func(name string) string { return env[name] }
 }
 
-// Gofakes3 starts an in-process gofakes3 server and returns its URI and environment.
-func Gofakes3(t testing.TB) (uri string, env map[string]string) {
-	s := StartGofakes3(t, nil)
-	return s.URI, s.Env
-}
-
 // StartGofakes3 starts an in-process gofakes3 server (s3mem backend, bucket "rekey").
 // wrap, when not nil, wraps its handler: tests inject delays or failures with it.
 // gofakes3 does not check signatures: any credentials are accepted.
@@ -155,13 +149,6 @@ func StartGofakes3(t testing.TB, wrap func(http.Handler) http.Handler) *Server {
 	s.URI = s.URIFor(Prefix)
 	t.Cleanup(s.Stop)
 	return s
-}
-
-// Versitygw starts versitygw on a temporary folder and returns its URI and environment; it
-// skips the test when the binary is missing (see the package doc).
-func Versitygw(t testing.TB) (uri string, env map[string]string) {
-	s := StartVersitygw(t)
-	return s.URI, s.Env
 }
 
 // VersitygwPath finds the versitygw binary, or says why not.
