@@ -8,6 +8,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/rekey/rekey/sink/store"
 )
 
 // ErrUnsafePath is wrapped by the errors of CheckRelPath, SafeRelPath and StatRelPath.
@@ -23,23 +25,8 @@ func CheckRelPath(rel string) error { return CheckRelPathIn(rel, DataDir) }
 // CheckRelPathIn is CheckRelPath for files under top/region-NNNN/ (replicate's delete files
 // live under deletes/, beside data/).
 func CheckRelPathIn(rel, top string) error {
-	why := ""
-	switch {
-	case rel == "":
-		why = "is empty"
-	case strings.ContainsRune(rel, '\\'):
-		why = "holds a backslash (paths in manifests and checkpoints are slash-separated)"
-	case strings.IndexByte(rel, 0) >= 0:
-		why = "holds a NUL byte"
-	case path.IsAbs(rel) || filepath.IsAbs(filepath.FromSlash(rel)) || filepath.VolumeName(filepath.FromSlash(rel)) != "":
-		why = "is absolute"
-	case rel == ".." || strings.HasPrefix(rel, "../") || strings.HasSuffix(rel, "/..") || strings.Contains(rel, "/../"):
-		why = "climbs out with .."
-	case path.Clean(rel) != rel:
-		why = "is not in clean form (. or empty segments)"
-	case !filepath.IsLocal(filepath.FromSlash(rel)):
-		why = "is not local to the output directory"
-	default:
+	why := store.NameProblem(rel)
+	if why == "" {
 		first, rest, _ := strings.Cut(rel, "/")
 		folder, rest, ok := strings.Cut(rest, "/")
 		switch {

@@ -23,21 +23,8 @@ var ErrBadName = errors.New("bad object name")
 // CheckName refuses a name no store accepts: empty, absolute, climbing out with "..", not in
 // clean form, holding a backslash or NUL, or with a segment that starts with TempPrefix.
 func CheckName(name string) error {
-	why := ""
-	switch {
-	case name == "":
-		why = "is empty"
-	case strings.ContainsRune(name, '\\'):
-		why = "holds a backslash"
-	case strings.IndexByte(name, 0) >= 0:
-		why = "holds a NUL byte"
-	case path.IsAbs(name) || filepath.IsAbs(filepath.FromSlash(name)) || filepath.VolumeName(filepath.FromSlash(name)) != "":
-		why = "is absolute"
-	case path.Clean(name) != name || strings.HasSuffix(name, "/"):
-		why = "is not in clean form"
-	case !filepath.IsLocal(filepath.FromSlash(name)):
-		why = "is not local to the store"
-	default:
+	why := NameProblem(name)
+	if why == "" {
 		for _, seg := range strings.Split(name, "/") {
 			if strings.HasPrefix(seg, TempPrefix) {
 				why = "is a temporary name"
@@ -48,6 +35,29 @@ func CheckName(name string) error {
 		return fmt.Errorf("%w %q: it %s", ErrBadName, name, why)
 	}
 	return nil
+}
+
+// NameProblem says why name is not a clean, relative, slash-separated path that stays inside
+// its root ("is absolute", "climbs out with .."...), or "" when it is one. CheckName and
+// pipeline.CheckRelPath (paths read from manifests and checkpoints) share it.
+func NameProblem(name string) string {
+	switch {
+	case name == "":
+		return "is empty"
+	case strings.ContainsRune(name, '\\'):
+		return "holds a backslash (names are slash-separated)"
+	case strings.IndexByte(name, 0) >= 0:
+		return "holds a NUL byte"
+	case path.IsAbs(name) || filepath.IsAbs(filepath.FromSlash(name)) || filepath.VolumeName(filepath.FromSlash(name)) != "":
+		return "is absolute"
+	case name == ".." || strings.HasPrefix(name, "../") || strings.HasSuffix(name, "/..") || strings.Contains(name, "/../"):
+		return "climbs out with .."
+	case path.Clean(name) != name || strings.HasSuffix(name, "/"):
+		return "is not in clean form (. or empty segments)"
+	case !filepath.IsLocal(filepath.FromSlash(name)):
+		return "is not local to its root"
+	}
+	return ""
 }
 
 // Local is a Store on a local folder. Create writes "<folder>/.rekey-tmp-<base>"; Commit fsyncs
