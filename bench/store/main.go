@@ -31,29 +31,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rekey/rekey/bench/benchproc"
 	"github.com/rekey/rekey/sink/store/s3store"
+	"github.com/rekey/rekey/sink/store/s3store/s3test"
 )
 
-const (
-	bucket         = "bench"
-	access, secret = "rekey-bench-access", "rekey-bench-secret-key"
-)
+const bucket = s3test.Bucket // versitygw serves it from a folder of the bench's work folder
 
 // Side is one side's figures; the store side's also say what versitygw spent meanwhile.
 type Side struct {
@@ -94,15 +88,15 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 	if err := os.RemoveAll(root); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(root, bucket), 0o755); err != nil {
-		return err
-	}
-	srv, err := startVersitygw(vgwBin, root)
+	srv, err := s3test.LaunchVersitygw(vgwBin, root)
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
-	env := append(os.Environ(), "AWS_ACCESS_KEY_ID="+access, "AWS_SECRET_ACCESS_KEY="+secret)
+	defer srv.Stop()
+	env := os.Environ()
+	for k, v := range srv.Env {
+		env = append(env, k+"="+v)
+	}
 	localOut := filepath.Join(work, "out-store-local")
 	migrate := func(name, outArg string, more []string) (Side, error) {
 		stats := filepath.Join(work, "store-stats-"+name+".json")
@@ -152,21 +146,21 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 		// the previous store run's objects go: one run's worth of disk at a time
 		os.RemoveAll(filepath.Join(root, bucket, fmt.Sprintf("run-%d", i-1)))
 		fmt.Fprintf(os.Stderr, "store: rekey migrate to versitygw (run %d) ...\n", i)
-		cpu0, err := procCPU(srv.pid)
+		cpu0, err := procCPU(srv.PID)
 		if err != nil {
 			return err
 		}
-		uri := fmt.Sprintf("s3://%s/run-%d?endpoint=%s&path_style=true", bucket, i, srv.endpoint)
+		uri := srv.URIFor(fmt.Sprintf("run-%d", i))
 		s, err := migrate("s3", uri, storeExtra)
 		if err != nil {
 			return err
 		}
-		cpu1, err := procCPU(srv.pid)
+		cpu1, err := procCPU(srv.PID)
 		if err != nil {
 			return err
 		}
 		s.ServerCPU = cpu1 - cpu0
-		s.ServerPeakRSS = procPeakRSS(srv.pid)
+		s.ServerPeakRSS = procPeakRSS(srv.PID)
 		if s.CPUSeconds > 0 {
 			s.ClientServerCPU = s.ServerCPU / s.CPUSeconds
 		}
@@ -174,7 +168,7 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 		fmt.Fprintf(os.Stderr, "store: run %d: local %.0f rows/s, store %.0f rows/s (versitygw %.1f s CPU)\n", i, l.RowsPerSec, s.RowsPerSec, s.ServerCPU)
 	}
 	readback := filepath.Join(work, "store-readback")
-	if err := download(srv.endpoint, fmt.Sprintf("run-%d", runs), readback, localOut, rows); err != nil {
+	if err := download(srv, fmt.Sprintf("run-%d", runs), readback, localOut, rows); err != nil {
 		return fmt.Errorf("readback: %w", err)
 	}
 	l, s := median(locals), median(stores)
@@ -199,18 +193,9 @@ func median(runs []Side) Side {
 
 // download copies every object of the prefix through the S3 API into dir, and checks the data
 // objects are the local run's files (the same names, as many) and the manifest counts rows.
-func download(endpoint, prefix, dir, localOut string, rows int64) error {
+func download(srv *s3test.Server, prefix, dir, localOut string, rows int64) error {
 	ctx := context.Background()
-	st, err := s3store.Open(ctx, fmt.Sprintf("s3://%s/%s?endpoint=%s&path_style=true", bucket, prefix, endpoint),
-		func(k string) string {
-			switch k {
-			case "AWS_ACCESS_KEY_ID":
-				return access
-			case "AWS_SECRET_ACCESS_KEY":
-				return secret
-			}
-			return ""
-		})
+	st, err := s3store.Open(ctx, srv.URIFor(prefix), s3test.Getenv(srv.Env))
 	if err != nil {
 		return err
 	}
@@ -276,71 +261,6 @@ func download(endpoint, prefix, dir, localOut string, rows int64) error {
 	}
 	fmt.Fprintf(os.Stderr, "store: downloaded %d objects (%d data) of %s through the S3 API into %s\n", len(objs), len(data), prefix, dir)
 	return nil
-}
-
-type server struct {
-	pid      int
-	endpoint string
-	stop     func()
-}
-
-func startVersitygw(bin, dir string) (*server, error) {
-	var lastErr error
-	for try := 0; try < 3; try++ { // the free port may be taken between its probe and the start
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		addr := l.Addr().String()
-		l.Close()
-		var log bytes.Buffer
-		cmd := exec.Command(bin, "--access", access, "--secret", secret, "--port", addr, "--quiet", "posix", dir)
-		cmd.Stdout, cmd.Stderr = &log, &log
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no server left behind
-		if err := cmd.Start(); err != nil {
-			return nil, fmt.Errorf("start %s: %w", bin, err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		stop := func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(5 * time.Second):
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-		}
-		endpoint := "http://" + addr
-		if err := waitHTTP(endpoint, exited); err != nil {
-			stop()
-			lastErr = fmt.Errorf("versitygw on %s: %w: %s", addr, err, log.String())
-			continue
-		}
-		return &server{pid: cmd.Process.Pid, endpoint: endpoint, stop: stop}, nil
-	}
-	return nil, lastErr
-}
-
-// waitHTTP waits until the endpoint answers any HTTP (403 to an unsigned request means it serves).
-func waitHTTP(endpoint string, exited <-chan struct{}) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case <-exited:
-			return errors.New("exited before it answered")
-		default:
-		}
-		if resp, err := client.Get(endpoint + "/"); err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return errors.New("no answer within 30 s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // procCPU is a process's user + system time so far, from /proc/PID/stat (fields 14 and 15, in

@@ -49,6 +49,8 @@ type Server struct {
 	Env      map[string]string // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
 	// Dir is versitygw's root folder (objects are files under Dir/rekey/); "" for gofakes3.
 	Dir string
+	// PID is versitygw's process id as first started (its CPU time, in the benchmark); 0 for gofakes3.
+	PID int
 
 	mu      sync.Mutex
 	stop    func()
@@ -188,22 +190,12 @@ func StartVersitygw(t testing.TB) *Server {
 		}
 		t.Skipf("skipping the real-server test: %v", err)
 	}
-	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, Bucket), 0o755); err != nil {
+	s, err := LaunchVersitygw(bin, t.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
-	const access, secret = "rekey-test-access", "rekey-test-secret-key"
-	var lastErr error
-	for try := 0; try < 3; try++ { // the free port may be taken between its probe and the start
-		s, err := startVersitygw(bin, dir, access, secret, "")
-		if err == nil {
-			t.Cleanup(s.Stop)
-			return s
-		}
-		lastErr = err
-	}
-	t.Fatalf("versitygw: %v", lastErr)
-	return nil
+	t.Cleanup(s.Stop)
+	return s
 }
 
 // NewVersitygw is StartVersitygw outside a test (the fault campaign): it starts versitygw on
@@ -213,12 +205,17 @@ func NewVersitygw(dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	return LaunchVersitygw(bin, dir)
+}
+
+// LaunchVersitygw starts the versitygw binary bin on dir (creating it with the bucket folder) on a free port.
+func LaunchVersitygw(bin, dir string) (*Server, error) {
 	if err := os.MkdirAll(filepath.Join(dir, Bucket), 0o755); err != nil {
 		return nil, err
 	}
 	const access, secret = "rekey-test-access", "rekey-test-secret-key"
 	var lastErr error
-	for try := 0; try < 3; try++ {
+	for try := 0; try < 3; try++ { // the free port may be taken between its probe and the start
 		s, err := startVersitygw(bin, dir, access, secret, "")
 		if err == nil {
 			return s, nil
@@ -279,6 +276,7 @@ func startVersitygw(bin, dir, access, secret, addr string) (*Server, error) {
 		Endpoint: endpoint,
 		Env:      map[string]string{"AWS_ACCESS_KEY_ID": access, "AWS_SECRET_ACCESS_KEY": secret},
 		Dir:      dir,
+		PID:      cmd.Process.Pid,
 		stop:     stop,
 	}
 	s.restart = func() (func(), error) {
