@@ -106,18 +106,10 @@ func (s *Source) parseRFCRow(data string, pos int, vals []pipeline.Value) (next,
 		}
 		if field < s.nfields {
 			if ci := s.colMap[field]; ci >= 0 && (quoted || val != "") {
-				if s.kinds[ci] == cqlvalue.Text {
-					// invalid UTF-8 in a VARCHAR makes the whole Parquet file unreadable; the
-					// split loop already saw whether an unquoted field is ASCII
-					if hi < utf8.RuneSelf || utf8.ValidString(val) {
-						vals[ci] = pipeline.Value{S: val, K: pipeline.KindText}
-					} else if rerr == nil {
-						rerr = &pipeline.RowError{Code: pipeline.CodeEncoding, Field: s.names[ci], Message: cqlvalue.CheckUTF8(val).Error()}
-					}
-				} else if v, err := s.types[ci].ParseText(val); err == nil {
-					vals[ci] = v
-				} else if rerr == nil {
-					rerr = &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: s.names[ci], Message: err.Error()}
+				if hi < utf8.RuneSelf && s.kinds[ci] == cqlvalue.Text {
+					vals[ci] = pipeline.Value{S: val, K: pipeline.KindText} // the common case, kept inline
+				} else if err := s.setCell(vals, ci, val, hi < utf8.RuneSelf); err != nil && rerr == nil {
+					rerr = err
 				}
 			}
 		}
@@ -236,18 +228,10 @@ func (s *Source) parseDialectRow(data string, pos int, vals []pipeline.Value) (n
 		if field < s.nfields {
 			// an unquoted empty field, or one that is the null text, is null
 			if ci := s.colMap[field]; ci >= 0 && (quoted || val != "" && val != s.csv.null) {
-				if s.kinds[ci] == cqlvalue.Text {
-					// invalid UTF-8 in a VARCHAR makes the whole Parquet file unreadable; the
-					// split loop already saw whether an unquoted field is ASCII
-					if hi < utf8.RuneSelf || utf8.ValidString(val) {
-						vals[ci] = pipeline.Value{S: val, K: pipeline.KindText}
-					} else if rerr == nil {
-						rerr = &pipeline.RowError{Code: pipeline.CodeEncoding, Field: s.names[ci], Message: cqlvalue.CheckUTF8(val).Error()}
-					}
-				} else if v, err := s.types[ci].ParseText(val); err == nil {
-					vals[ci] = v
-				} else if rerr == nil {
-					rerr = &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: s.names[ci], Message: err.Error()}
+				if hi < utf8.RuneSelf && s.kinds[ci] == cqlvalue.Text {
+					vals[ci] = pipeline.Value{S: val, K: pipeline.KindText} // the common case, kept inline
+				} else if err := s.setCell(vals, ci, val, hi < utf8.RuneSelf); err != nil && rerr == nil {
+					rerr = err
 				}
 			}
 		}
@@ -305,4 +289,23 @@ func (s *Source) headerName(i int) string {
 		return s.names[s.colMap[i]]
 	}
 	return ""
+}
+
+// setCell converts one field's text into vals[ci] by the column's type. ascii says the split loop
+// saw only ASCII bytes in it (so a VARCHAR needs no UTF-8 check). A refused value is a RowError
+// naming the column: invalid UTF-8 in a VARCHAR would make the whole Parquet file unreadable.
+func (s *Source) setCell(vals []pipeline.Value, ci int, val string, ascii bool) *pipeline.RowError {
+	if s.kinds[ci] == cqlvalue.Text {
+		if ascii || utf8.ValidString(val) {
+			vals[ci] = pipeline.Value{S: val, K: pipeline.KindText}
+			return nil
+		}
+		return &pipeline.RowError{Code: pipeline.CodeEncoding, Field: s.names[ci], Message: cqlvalue.CheckUTF8(val).Error()}
+	}
+	v, err := s.types[ci].ParseText(val)
+	if err != nil {
+		return &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: s.names[ci], Message: err.Error()}
+	}
+	vals[ci] = v
+	return nil
 }
