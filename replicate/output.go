@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-
 )
 
 // Where a roll's files go until the roll commits.

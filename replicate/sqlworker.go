@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
@@ -16,7 +15,6 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/kafka"
-	"github.com/rekey/rekey/transform"
 )
 
 // Replication into a SQL table (--out lindorm:// or mysql://) applies every change through the
@@ -50,15 +48,7 @@ func (r *Replicator) openSQL() error {
 
 // sqlWorker replicates one partition into the table for one generation.
 type sqlWorker struct {
-	r         *Replicator
-	partition int
-	stream    string
-	commit    func(partition int, offset int64) error
-	log       *zap.Logger
-
-	dec      *kafka.Decoder
-	ev       *transform.Evaluator
-	batch    pipeline.Batch
+	partWorker
 	changes  []kafka.Change
 	ops      []sqlsink.Op
 	opMsg    []int // ops[i] comes from message opMsg[i] of the batch
@@ -73,19 +63,7 @@ type sqlWorker struct {
 }
 
 func (r *Replicator) newSQLWorker(partition int, commit func(int, int64) error) *sqlWorker {
-	w := &sqlWorker{
-		r:         r,
-		partition: partition,
-		stream:    kafka.Stream(r.cfg.Kafka.Topic, partition),
-		commit: func(p int, off int64) error {
-			defer observeSince(r.metrics.offsetSeconds, time.Now())
-			return commit(p, off)
-		},
-		log: r.log.With(zap.Int("partition", partition)),
-		ev:  r.cfg.Program.NewEvaluator(),
-	}
-	w.dec, _ = kafka.NewDecoder(r.cfg.Kafka, r.cfg.Program.Source()) // validated by New
-	w.batch = pipeline.Batch{Stream: w.stream, SaltOrigin: true}
+	w := &sqlWorker{partWorker: r.newPartWorker(partition, commit)}
 	return w
 }
 

@@ -20,16 +20,9 @@ import (
 // worker replicates one partition for one generation: it owns the partition's roll, so nothing
 // in it is shared with other workers except the rejects log, the manifest and the metrics.
 type worker struct {
-	r         *Replicator
-	partition int
-	stream    string
-	commit    func(partition int, offset int64) error
-	log       *zap.Logger
-	ctx       context.Context // the process's: uploads stop on a hard stop only
+	partWorker
+	ctx context.Context // the process's: uploads stop on a hard stop only
 
-	dec     *kafka.Decoder
-	ev      *transform.Evaluator
-	batch   pipeline.Batch
 	rec     pipeline.Record
 	changes []kafka.Change
 	row     []pipeline.Value
@@ -69,20 +62,10 @@ type roll struct {
 
 func (r *Replicator) newWorker(partition int, commit func(int, int64) error, partitions int) *worker {
 	w := &worker{
-		r:         r,
-		partition: partition,
-		stream:    kafka.Stream(r.cfg.Kafka.Topic, partition),
-		commit: func(p int, off int64) error {
-			defer observeSince(r.metrics.offsetSeconds, time.Now())
-			return commit(p, off)
-		},
-		log:     r.log.With(zap.Int("partition", partition)),
-		ev:      r.cfg.Program.NewEvaluator(),
-		tracker: newTracker(),
-		budget:  r.cfg.Memory / int64(max(1, partitions)),
+		partWorker: r.newPartWorker(partition, commit),
+		tracker:    newTracker(),
+		budget:     r.cfg.Memory / int64(max(1, partitions)),
 	}
-	w.dec, _ = kafka.NewDecoder(r.cfg.Kafka, r.cfg.Program.Source()) // validated by New
-	w.batch = pipeline.Batch{Stream: w.stream, SaltOrigin: true}
 	n := len(r.target.Columns)
 	w.row = make([]pipeline.Value, n)
 	w.before = make([]pipeline.Value, n)
@@ -725,4 +708,35 @@ func (f *fetch) ended(hard context.Context, partition int) error {
 		return fmt.Errorf("partition %d: the fetcher stopped", partition)
 	}
 	return f.err
+}
+
+// partWorker is what both kinds of worker (files and SQL) hold for their partition: its stream,
+// the offset commit (timed), a logger naming it, and the decoder and evaluator its messages go
+// through.
+type partWorker struct {
+	r         *Replicator
+	partition int
+	stream    string
+	commit    func(partition int, offset int64) error
+	log       *zap.Logger
+	dec       *kafka.Decoder
+	ev        *transform.Evaluator
+	batch     pipeline.Batch
+}
+
+func (r *Replicator) newPartWorker(partition int, commit func(int, int64) error) partWorker {
+	w := partWorker{
+		r:         r,
+		partition: partition,
+		stream:    kafka.Stream(r.cfg.Kafka.Topic, partition),
+		commit: func(p int, off int64) error {
+			defer observeSince(r.metrics.offsetSeconds, time.Now())
+			return commit(p, off)
+		},
+		log: r.log.With(zap.Int("partition", partition)),
+		ev:  r.cfg.Program.NewEvaluator(),
+	}
+	w.dec, _ = kafka.NewDecoder(r.cfg.Kafka, r.cfg.Program.Source()) // validated by New
+	w.batch = pipeline.Batch{Stream: w.stream, SaltOrigin: true}
+	return w
 }
