@@ -34,17 +34,24 @@ func Measure(n int64, d time.Duration, ps *os.ProcessState) Figures {
 	return f
 }
 
-// Median is the run with the median rate, listing every run's rate.
-func Median(runs []Figures) Figures {
-	s := append([]Figures(nil), runs...)
-	sort.Slice(s, func(i, j int) bool { return s[i].RowsPerSec < s[j].RowsPerSec })
+// Median is the run with the median rate, listing every run's rate. T is Figures, or a type
+// embedding it (a side with figures of its own).
+func Median[T any, P interface {
+	*T
+	figures() *Figures
+}](runs []T) T {
+	s := append([]T(nil), runs...)
+	sort.Slice(s, func(i, j int) bool { return P(&s[i]).figures().RowsPerSec < P(&s[j]).figures().RowsPerSec })
 	m := s[len(s)/2]
-	m.Runs = nil
-	for _, f := range s {
-		m.Runs = append(m.Runs, int64(f.RowsPerSec))
+	mf := P(&m).figures()
+	mf.Runs = nil
+	for i := range s {
+		mf.Runs = append(mf.Runs, int64(P(&s[i]).figures().RowsPerSec))
 	}
 	return m
 }
+
+func (f *Figures) figures() *Figures { return f }
 
 // Server is a child process serving until Stop.
 type Server struct {

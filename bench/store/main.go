@@ -37,7 +37,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -171,24 +170,13 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 	if err := download(srv, fmt.Sprintf("run-%d", runs), readback, localOut, rows); err != nil {
 		return fmt.Errorf("readback: %w", err)
 	}
-	l, s := median(locals), median(stores)
+	l, s := benchproc.Median(locals), benchproc.Median(stores)
 	res := map[string]any{"rows": rows, "local": l, "store": s, "ratio": s.RowsPerSec / l.RowsPerSec,
 		"local_dir": localOut, "store_dir": readback, "loadavg_start": load0, "loadavg_end": loadavg()}
 	if err := benchproc.WriteJSON(out, res, map[string]any{"local": l, "store": s}); err != nil {
 		return err
 	}
 	return nil
-}
-
-func median(runs []Side) Side {
-	s := append([]Side(nil), runs...)
-	sort.Slice(s, func(i, j int) bool { return s[i].RowsPerSec < s[j].RowsPerSec })
-	m := s[len(s)/2]
-	m.Runs = nil
-	for _, f := range s {
-		m.Runs = append(m.Runs, int64(f.RowsPerSec))
-	}
-	return m
 }
 
 // download copies every object of the prefix through the S3 API into dir, and checks the data
