@@ -245,39 +245,15 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	if err != nil {
 		return exitWith(2, err)
 	}
-	runner, err := pipeline.NewRunner(pipeline.Config{
-		Source:          src,
-		NewTransformer:  func() pipeline.Transformer { return prog.NewEvaluator() },
-		Target:          prog.Target(),
-		Plan:            plan,
-		Sink:            sink,
-		Store:           st,
-		OutDir:          f.out,
-		Fingerprint:     prog.Fingerprint(),
-		Format:          format.Name(),
-		Workers:         f.workers,
-		RejectLimit:     limit,
-		CheckpointEvery: f.checkpoint,
-		RejectValues:    recordValues(prog.Source()),
-		Logger:          logger.Named("pipeline"),
-	})
+	logger.Info("migration starting", zap.String("mapping", prog.Name()), zap.String("table", prog.Table()),
+		zap.Int("regions", plan.Count()), zap.String("strategy", plan.Strategy), zap.String("out", f.out))
+	res, runErr, err := runMigration(ctx, cancel, f, prog, src, migrationOutput{
+		sink: sink, store: st, dir: f.out, format: format.Name(), plan: plan, resume: resume,
+		bytes: func() int64 { return sink.Stats().Bytes },
+	}, limit, logger, "\nrekey: stopping: finishing and committing the rows already read (Ctrl-C again to abort at once)")
 	if err != nil {
 		return err
 	}
-	logger.Info("migration starting", zap.String("mapping", prog.Name()), zap.String("table", prog.Table()),
-		zap.Int("regions", plan.Count()), zap.String("strategy", plan.Strategy), zap.String("out", f.out))
-
-	stop := make(chan struct{})
-	defer onInterrupt("\nrekey: stopping: finishing and committing the rows already read (Ctrl-C again to abort at once)",
-		func() { close(stop) }, cancel)()
-
-	prog2, err := f.progress.start("migrating", src, &runner.Counters, func() int64 { return sink.Stats().Bytes })
-	if err != nil {
-		return exitWith(2, err)
-	}
-	res, runErr := runner.Run(ctx, stop, resume)
-	prog2.finish()
-
 	if errors.Is(runErr, pipeline.ErrInterrupted) {
 		printSummary(cmd.OutOrStdout(), "Migration interrupted (what is committed so far)", res, plan, f.out)
 		next := "run the same command with --resume to finish"
@@ -387,4 +363,51 @@ func openStore(ctx context.Context, out string) (store.Store, error) {
 		return nil, exitWith(exitFailed, fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
 	}
 	return st, nil
+}
+
+// migrationOutput is where runMigration writes: a sink, and the folder (or store) that holds the
+// checkpoint and rejects.
+type migrationOutput struct {
+	sink   pipeline.Sink
+	store  store.Store // nil: the local folder dir
+	dir    string
+	format string
+	plan   pipeline.RegionPlan
+	resume *pipeline.Checkpoint
+	bytes  func() int64 // bytes written so far, for the progress display
+}
+
+// runMigration runs the pipeline from src into out with the migrate flags, showing progress; a
+// first Ctrl-C stops it gracefully (the rows already read are finished), a second at once.
+// runErr is the run's outcome; err says it could not start.
+func runMigration(ctx context.Context, cancel context.CancelFunc, f *migrateFlags, prog *transform.Program, src pipeline.Source,
+	out migrationOutput, limit pipeline.RejectLimit, logger *zap.Logger, stopping string) (res pipeline.Result, runErr, err error) {
+	runner, err := pipeline.NewRunner(pipeline.Config{
+		Source:          src,
+		NewTransformer:  func() pipeline.Transformer { return prog.NewEvaluator() },
+		Target:          prog.Target(),
+		Plan:            out.plan,
+		Sink:            out.sink,
+		Store:           out.store,
+		OutDir:          out.dir,
+		Fingerprint:     prog.Fingerprint(),
+		Format:          out.format,
+		Workers:         f.workers,
+		RejectLimit:     limit,
+		CheckpointEvery: f.checkpoint,
+		RejectValues:    recordValues(prog.Source()),
+		Logger:          logger.Named("pipeline"),
+	})
+	if err != nil {
+		return res, nil, err
+	}
+	stop := make(chan struct{})
+	defer onInterrupt(stopping, func() { close(stop) }, cancel)()
+	bar, err := f.progress.start("migrating", src, &runner.Counters, out.bytes)
+	if err != nil {
+		return res, nil, exitWith(exitUsage, err)
+	}
+	res, runErr = runner.Run(ctx, stop, out.resume)
+	bar.finish()
+	return res, runErr, nil
 }

@@ -97,35 +97,15 @@ func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *
 		return rejectedExit(resume.Result(), out.Store)
 	}
 	plan := pipeline.RegionPlan{Type: prog.Target().Columns[0].Type, Strategy: "single"}
-	runner, err := pipeline.NewRunner(pipeline.Config{
-		Source:          src,
-		NewTransformer:  func() pipeline.Transformer { return prog.NewEvaluator() },
-		Target:          prog.Target(),
-		Plan:            plan,
-		Sink:            w,
-		OutDir:          state,
-		Fingerprint:     prog.Fingerprint(),
-		Format:          format,
-		Workers:         f.workers,
-		RejectLimit:     limit,
-		CheckpointEvery: f.checkpoint,
-		RejectValues:    recordValues(prog.Source()),
-		Logger:          logger.Named("pipeline"),
-	})
+	logger.Info("migration into a SQL table starting", zap.String("mapping", prog.Name()), zap.String("target", target.Redacted),
+		zap.String("table", w.Table()), zap.Int("conns", f.sql.conns), zap.String("state", state))
+	res, runErr, err := runMigration(ctx, cancel, f, prog, src, migrationOutput{
+		sink: w, dir: state, format: format, plan: plan, resume: resume,
+		bytes: func() int64 { return w.Stats.Bytes.Load() },
+	}, limit, logger, "\nrekey: stopping: finishing the rows already read (Ctrl-C again to abort at once)")
 	if err != nil {
 		return err
 	}
-	logger.Info("migration into a SQL table starting", zap.String("mapping", prog.Name()), zap.String("target", target.Redacted),
-		zap.String("table", w.Table()), zap.Int("conns", f.sql.conns), zap.String("state", state))
-	stop := make(chan struct{})
-	defer onInterrupt("\nrekey: stopping: finishing the rows already read (Ctrl-C again to abort at once)",
-		func() { close(stop) }, cancel)()
-	bar, err := f.progress.start("migrating", src, &runner.Counters, func() int64 { return w.Stats.Bytes.Load() })
-	if err != nil {
-		return exitWith(exitUsage, err)
-	}
-	res, runErr := runner.Run(ctx, stop, resume)
-	bar.finish()
 	stdout := cmd.OutOrStdout()
 	if errors.Is(runErr, pipeline.ErrInterrupted) {
 		printSQLSummary(stdout, "Migration interrupted (what is written so far)", res, w, dest, state)
