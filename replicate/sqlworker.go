@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
@@ -320,9 +321,9 @@ func (w *sqlWorker) writeRejects(first, last int64) error {
 	return nil
 }
 
-// removeReplayedRejects removes the partition's rejects files of batches at or after first:
-// they were written before a crash that kept their offsets from being committed, and the
-// batches that replay them write them again.
+// removeReplayedRejects removes the partition's rejects files of batches at or after first, and
+// its unfinished (temporary) ones: they were written before a crash that kept their offsets from
+// being committed, and the batches that replay them write them again.
 func (w *sqlWorker) removeReplayedRejects(first int64) error {
 	dir := filepath.Join(w.r.cfg.OutDir, RejectsDir)
 	ents, err := os.ReadDir(dir)
@@ -333,7 +334,10 @@ func (w *sqlWorker) removeReplayedRejects(first int64) error {
 	}
 	removed := 0
 	for _, e := range ents {
-		if p, f, _, ok := ParseSegmentName(e.Name()); ok && p == w.partition && f >= first {
+		// a kill while writing a rejects file leaves it under its temporary name: the batch is
+		// replayed too (its offset was not committed), so the leftover goes as well
+		name := strings.TrimPrefix(e.Name(), pipeline.TempPrefix)
+		if p, f, _, ok := ParseSegmentName(name); ok && p == w.partition && (f >= first || name != e.Name()) {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
 				return fmt.Errorf("remove the replayed %s: %w", e.Name(), err)
 			}

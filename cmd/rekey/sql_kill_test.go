@@ -316,7 +316,8 @@ func (s *e2eStream) generate(rng *rand.Rand, pre, live int) {
 
 // staleRejects leaves in the state folder what a crash between making a batch's rejects durable
 // and committing its offset leaves: the rejects file of a batch (from offset 0 to the
-// undecodable message) that will be read again. Its replay must replace it, not add to it.
+// undecodable message) that will be read again, and the temporary file of a kill while writing
+// it. Its replay must replace both, not add to them.
 func (s *e2eStream) staleRejects(t *testing.T) {
 	t.Helper()
 	for _, m := range s.msgs[:s.pre] {
@@ -333,6 +334,10 @@ func (s *e2eStream) staleRejects(t *testing.T) {
 		}
 		name := replicate.SegmentName(m.Partition, 0, m.Offset) + ".jsonl"
 		if err := os.WriteFile(filepath.Join(dir, name), append(line, '\n'), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// and what a kill in the middle of writing that file leaves: its temporary name
+		if err := os.WriteFile(pipeline.TempPath(filepath.Join(dir, name)), append(line, '\n'), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return
