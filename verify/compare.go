@@ -14,23 +14,20 @@ import (
 	"github.com/rekey/rekey/pipeline"
 )
 
-// compare goes through the buckets, a few at a time, each with its share of the memory budget.
-func (v *run) compare(ctx context.Context) error {
-	par := v.cfg.Workers
-	name := "comparing"
-	if v.cfg.Lookup != nil {
-		par, name = v.cfg.Lookups, "looking up"
-	}
-	var counters pipeline.Counters
-	var total int64
-	for b := 0; b < v.src.n; b++ {
-		total += v.src.size(b)
-	}
-	done := v.cfg.Phase(name, -1, &counters)
-	defer done()
+// compareBuckets goes through the buckets of src (and of dst, for a folder target), par at a
+// time, each comparer with budget bytes; c, when set, counts the source rows compared.
+func (v *run) compareBuckets(ctx context.Context, src, dst *parts, par int, budget int64, c *pipeline.Counters) error {
+	return v.each(ctx, par, budget, c, src.n, func(ctx context.Context, cmp *comparer, b int, emit func(*bucketResult)) error {
+		return cmp.bucket(ctx, src, dst, b, 0, emit)
+	})
+}
+
+// each runs job(j) for j in [0, n) on par comparers, merging what they emit into the result;
+// the first error cancels the rest.
+func (v *run) each(ctx context.Context, par int, budget int64, c *pipeline.Counters, n int,
+	job func(ctx context.Context, cmp *comparer, j int, emit func(*bucketResult)) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	budget := v.cfg.Memory / 2 / int64(par)
 	jobs := make(chan int)
 	var mu sync.Mutex
 	var firstErr error
@@ -39,21 +36,21 @@ func (v *run) compare(ctx context.Context) error {
 	for i, c := range v.rowCols {
 		rowNames[i] = c.Name
 	}
+	emit := func(r *bucketResult) {
+		mu.Lock()
+		v.res.add(r, rowNames)
+		mu.Unlock()
+	}
 	for w := 0; w < par; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &comparer{v: v, budget: budget, c: &counters}
-			for b := range jobs {
+			cmp := &comparer{v: v, budget: budget, c: c}
+			for j := range jobs {
 				if ctx.Err() != nil {
 					continue
 				}
-				err := c.bucket(ctx, v.src, v.dst, b, 0, func(r *bucketResult) {
-					mu.Lock()
-					v.res.add(r, rowNames)
-					mu.Unlock()
-				})
-				if err != nil {
+				if err := job(ctx, cmp, j, emit); err != nil {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = err
@@ -64,8 +61,8 @@ func (v *run) compare(ctx context.Context) error {
 			}
 		}()
 	}
-	for b := 0; b < v.src.n; b++ {
-		jobs <- b
+	for j := 0; j < n; j++ {
+		jobs <- j
 	}
 	close(jobs)
 	wg.Wait()
@@ -80,6 +77,7 @@ type comparer struct {
 	budget int64
 	c      *pipeline.Counters
 	es     []srcEntry
+	ix     keyIndex
 	keys   [][]pipeline.Value
 	// srcBuf and dstBuf are reused to read spilled buckets (the previous bucket's entries are
 	// no longer referenced by then: examples are rendered into strings)
@@ -92,7 +90,6 @@ type srcEntry struct {
 	h        uint64
 	ord      uint64 // of the last row
 	key, row []byte
-	next     int32 // the next entry with the same hash, -1 at the end
 	n        int32 // source rows with this key
 	nt       int32 // target rows with this key
 	matched  bool  // one of them equals the last source row
@@ -145,8 +142,7 @@ func (c *comparer) bucket(ctx context.Context, src, dst *parts, b, depth int, em
 		return err
 	}
 	r := &bucketResult{differ1: map[int]int64{}}
-	idx, err := c.index(data, r)
-	if err != nil {
+	if err := c.index(data, r); err != nil {
 		return err
 	}
 	if dst != nil {
@@ -155,7 +151,13 @@ func (c *comparer) bucket(ctx context.Context, src, dst *parts, b, depth int, em
 		if err != nil {
 			return err
 		}
-		if err := c.matchFolder(tdata, idx, r); err != nil {
+		max := c.v.sampleMax
+		if err := eachEntry(tdata, func(e entry) error {
+			if e.h <= max {
+				c.matchTarget(e, r)
+			}
+			return nil
+		}); err != nil {
 			return err
 		}
 	} else if err := c.matchLookup(ctx, r); err != nil {
@@ -165,7 +167,9 @@ func (c *comparer) bucket(ctx context.Context, src, dst *parts, b, depth int, em
 		return err
 	}
 	emit(r)
-	c.c.RowsIn.Add(r.checked)
+	if c.c != nil {
+		c.c.RowsIn.Add(r.checked)
+	}
 	return nil
 }
 
@@ -256,21 +260,22 @@ func readEntry(r *bufio.Reader, buf []byte) (entry, []byte, error) {
 	return e, buf, nil
 }
 
-// index builds the bucket's map of source keys; each key keeps its last row (highest ord).
-func (c *comparer) index(chunks [][]byte, r *bucketResult) (map[uint64]int32, error) {
+// index builds the bucket's index of source keys; each key keeps its last row (highest ord).
+func (c *comparer) index(chunks [][]byte, r *bucketResult) error {
 	c.es = c.es[:0]
 	var size int
 	for _, ch := range chunks {
 		size += len(ch)
 	}
-	idx := make(map[uint64]int32, size/64)
+	c.ix.reset(size / 64) // about the bytes of an entry of a few short columns
 	max := c.v.sampleMax
-	return idx, eachEntry(chunks, func(e entry) error {
+	return eachEntry(chunks, func(e entry) error {
 		if e.h > max {
 			return nil
 		}
 		r.checked++
-		if i := c.find(idx, e.h, e.key); i >= 0 {
+		i, slot := c.ix.find(c.es, e.h, e.key)
+		if i >= 0 {
 			s := &c.es[i]
 			s.n++
 			r.overwritten++
@@ -279,12 +284,8 @@ func (c *comparer) index(chunks [][]byte, r *bucketResult) (map[uint64]int32, er
 			}
 			return nil
 		}
-		next, ok := idx[e.h]
-		if !ok {
-			next = -1
-		}
-		idx[e.h] = int32(len(c.es))
-		c.es = append(c.es, srcEntry{h: e.h, ord: e.ord, key: e.key, row: e.row, next: next, n: 1})
+		c.es = append(c.es, srcEntry{h: e.h, ord: e.ord, key: e.key, row: e.row, n: 1})
+		c.ix.insert(c.es, slot, int32(len(c.es)-1))
 		r.keys++
 		return nil
 	})
@@ -307,45 +308,25 @@ func eachEntry(chunks [][]byte, fn func(entry) error) error {
 	return nil
 }
 
-func (c *comparer) find(idx map[uint64]int32, h uint64, key []byte) int32 {
-	i, ok := idx[h]
-	if !ok {
-		return -1
+// matchTarget counts one target row against the source keys.
+func (c *comparer) matchTarget(e entry, r *bucketResult) {
+	r.targetRows++
+	i, _ := c.ix.find(c.es, e.h, e.key)
+	if i < 0 {
+		r.extra++
+		r.ex.Extra = offer(r.ex.Extra, e.h, func() Example {
+			return Example{Key: c.keyCells(e.key), Columns: c.rowCells(e.row), Where: c.v.targetWhere(e.ord)}
+		})
+		return
 	}
-	for ; i >= 0; i = c.es[i].next {
-		if bytes.Equal(c.es[i].key, key) {
-			return i
-		}
+	s := &c.es[i]
+	s.nt++
+	s.tord = e.ord
+	if bytes.Equal(e.row, s.row) {
+		s.matched = true
+	} else if s.trow == nil {
+		s.trow = append([]byte(nil), e.row...) // e.row may be a reused buffer
 	}
-	return -1
-}
-
-// matchFolder runs the bucket's target rows against the source keys.
-func (c *comparer) matchFolder(chunks [][]byte, idx map[uint64]int32, r *bucketResult) error {
-	max := c.v.sampleMax
-	return eachEntry(chunks, func(e entry) error {
-		if e.h > max {
-			return nil
-		}
-		r.targetRows++
-		i := c.find(idx, e.h, e.key)
-		if i < 0 {
-			r.extra++
-			r.ex.Extra = offer(r.ex.Extra, e.h, func() Example {
-				return Example{Key: c.keyCells(e.key), Columns: c.rowCells(e.row), Where: c.v.targetWhere(e.ord)}
-			})
-			return nil
-		}
-		s := &c.es[i]
-		s.nt++
-		s.tord = e.ord
-		if bytes.Equal(e.row, s.row) {
-			s.matched = true
-		} else if s.trow == nil {
-			s.trow = e.row
-		}
-		return nil
-	})
 }
 
 // matchLookup looks the bucket's keys up in the target, MaxKeys at a time.

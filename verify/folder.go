@@ -138,13 +138,9 @@ func (v *run) targetWhere(ord uint64) string {
 	return fmt.Sprintf("row %d", ord)
 }
 
-// readFolder reads every data file of the output, a few at a time, into the target buckets.
-func (v *run) readFolder(ctx context.Context) error {
-	fo := v.cfg.Folder
-	v.res.Notes = append(v.res.Notes, fo.Notes...)
-	var counters pipeline.Counters
-	done := v.cfg.Phase("reading target", fo.Rows, &counters)
-	defer done()
+// readFolder reads the given data files of the output, a few at a time, into dst's buckets by
+// key hash.
+func (v *run) readFolder(ctx context.Context, files []int, dst *parts, c *pipeline.Counters) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan int)
@@ -155,12 +151,18 @@ func (v *run) readFolder(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tw := &targetWriter{v: v, w: v.dst.writer(), c: &counters}
+			bw := dst.writer()
+			t := &targetReader{v: v, c: c}
+			t.put = func(file int, row int64) {
+				if h := hashKey(t.key); h <= v.sampleMax {
+					bw.add(h, targetOrd(file, row), t.key, t.row)
+				}
+			}
 			for i := range jobs {
 				if ctx.Err() != nil {
 					continue
 				}
-				if err := tw.file(ctx, i); err != nil {
+				if err := t.file(ctx, i); err != nil {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = err
@@ -169,10 +171,10 @@ func (v *run) readFolder(ctx context.Context) error {
 					cancel()
 				}
 			}
-			tw.w.flush()
+			bw.flush()
 		}()
 	}
-	for i := range fo.Files {
+	for _, i := range files {
 		jobs <- i
 	}
 	close(jobs)
@@ -183,19 +185,23 @@ func (v *run) readFolder(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	v.cfg.Logger.Info("target read", zap.Int64("rows", counters.RowsIn.Load()), zap.Int("files", len(fo.Files)))
-	return v.dst.failed()
+	v.cfg.Logger.Info("target read", zap.Int64("rows", c.RowsIn.Load()), zap.Int("files", len(files)))
+	return dst.failed()
 }
 
-// targetWriter turns one goroutine's target rows into bucket entries.
-type targetWriter struct {
+// targetOrd places a target row: its file's index in the Folder and its row in the file.
+func targetOrd(file int, row int64) uint64 { return uint64(file)<<32 | uint64(row) }
+
+// targetReader reads target files a row at a time: for each row it encodes the key and the row
+// into key and row and calls put, which files or matches them.
+type targetReader struct {
 	v        *run
-	w        *writer
 	c        *pipeline.Counters
 	key, row []byte
+	put      func(file int, row int64)
 }
 
-func (t *targetWriter) file(ctx context.Context, i int) error {
+func (t *targetReader) file(ctx context.Context, i int) error {
 	fo := t.v.cfg.Folder
 	fi := fo.Files[i]
 	r, err := fo.Objects.Open(ctx, fi.Path)
@@ -235,13 +241,4 @@ func listedIn(fo *Folder) string {
 		}
 	}
 	return lindorm.ManifestFile
-}
-
-// add files one target row, its key and row encoded in t.key and t.row.
-func (t *targetWriter) add(file int, row int64) {
-	h := hashKey(t.key)
-	if h > t.v.sampleMax {
-		return
-	}
-	t.w.add(h, uint64(file)<<32|uint64(row), t.key, t.row)
 }

@@ -29,7 +29,7 @@ const readBatch = 16 << 10
 
 // readParquet reads a Parquet data file with arrow's reader, a batch of columns at a time, and
 // files each row; it returns the rows read.
-func (t *targetWriter) readParquet(ctx context.Context, r store.Reader, fileIdx int) (int64, error) {
+func (t *targetReader) readParquet(ctx context.Context, r store.Reader, fileIdx int) (int64, error) {
 	pf, err := file.NewParquetReader(io.NewSectionReader(r, 0, r.Size()))
 	if err != nil {
 		return 0, fmt.Errorf("not a whole Parquet file: %w", err)
@@ -88,7 +88,7 @@ func (t *targetWriter) readParquet(ctx context.Context, r store.Reader, fileIdx 
 			for c := k; c < len(enc); c++ {
 				t.row = enc[c](t.row, row)
 			}
-			t.add(fileIdx, n)
+			t.put(fileIdx, n)
 			n++
 		}
 		t.c.RowsIn.Add(int64(rows))
@@ -202,7 +202,7 @@ func encoderFor(col pipeline.Column, a arrow.Array) (colEncoder, error) {
 
 // readCSV reads a CSV data file as sink/csv writes it (see its package comment): a header of
 // the column names, RFC 4180 quoting, null as an empty unquoted field and "" as an empty value.
-func (t *targetWriter) readCSV(r store.Reader, fileIdx int) (int64, error) {
+func (t *targetReader) readCSV(r store.Reader, fileIdx int) (int64, error) {
 	cr := &csvReader{r: bufio.NewReaderSize(io.NewSectionReader(r, 0, r.Size()), 1<<20), delim: ','}
 	schema := t.v.schema
 	ok, err := cr.next()
@@ -243,7 +243,7 @@ func (t *targetWriter) readCSV(r store.Reader, fileIdx int) (int64, error) {
 				return n, fmt.Errorf("row %d, column %s: %w", n+1, col.Name, err)
 			}
 		}
-		t.add(fileIdx, n)
+		t.put(fileIdx, n)
 		n++
 		if n%readBatch == 0 {
 			t.c.RowsIn.Add(readBatch)

@@ -98,21 +98,41 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if f := cfg.Sample.Fraction; f > 0 && f < 1 {
 		v.sampleMax = uint64(f * (1 << 64))
 	}
-	// half the budget holds buckets while the sides are read, the other half compares: each of
-	// the comparing goroutines loads one bucket of each side at a time
+	// half the budget holds the rows read, the other half compares: each comparing goroutine
+	// loads one bucket (or region) at a time
+	if cfg.Folder != nil {
+		v.res.Notes = append(v.res.Notes, cfg.Folder.Notes...)
+	}
 	v.src = newParts(dir, "source", topBuckets, 0, &v.used, cfg.Memory/2)
 	defer v.src.close()
 	if err := v.readSource(ctx); err != nil {
 		return nil, err
 	}
-	if cfg.Folder != nil {
-		v.dst = newParts(dir, "target", topBuckets, 0, &v.used, cfg.Memory/2)
-		defer v.dst.close()
-		if err := v.readFolder(ctx); err != nil {
+	var dst *parts
+	if fo := cfg.Folder; fo != nil {
+		dst = newParts(dir, "target", topBuckets, 0, &v.used, cfg.Memory/2)
+		defer dst.close()
+		var counters pipeline.Counters
+		done := cfg.Phase("reading target", fo.Rows, &counters)
+		all := make([]int, len(fo.Files))
+		for i := range all {
+			all[i] = i
+		}
+		err := v.readFolder(ctx, all, dst, &counters)
+		done()
+		if err != nil {
 			return nil, err
 		}
 	}
-	if err := v.compare(ctx); err != nil {
+	par, name := cfg.Workers, "comparing"
+	if cfg.Lookup != nil {
+		par, name = cfg.Lookups, "looking up"
+	}
+	var counters pipeline.Counters
+	done := cfg.Phase(name, -1, &counters)
+	err = v.compareBuckets(ctx, v.src, dst, par, cfg.Memory/2/int64(par), &counters)
+	done()
+	if err != nil {
 		return nil, err
 	}
 	v.res.finish(time.Since(started))
@@ -130,7 +150,7 @@ type run struct {
 	rowCols   []pipeline.Column
 	dir       string
 	used      atomic.Int64
-	src, dst  *parts
+	src       *parts
 	sampleMax uint64 // keys whose hash is above are not verified
 	res       *Result
 	notesMu   sync.Mutex

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"go.uber.org/zap"
+
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/csv"
 	"github.com/rekey/rekey/sink/files"
@@ -361,15 +363,13 @@ func TestStoredFormMatchesFiles(t *testing.T) {
 			}
 			var used atomic.Int64
 			v := &run{schema: schema, keyCols: schema.Columns[:schema.KeyLen], rowCols: schema.Columns[schema.KeyLen:], sampleMax: ^uint64(0),
-				cfg: Config{Folder: &Folder{Objects: localStore(t, dir), Format: f.Name(), Files: []pipeline.FileInfo{{Path: path, Rows: int64(len(want))}}}}}
+				cfg: Config{Workers: 1, Logger: zap.NewNop(), Folder: &Folder{Objects: localStore(t, dir), Format: f.Name(), Files: []pipeline.FileInfo{{Path: path, Rows: int64(len(want))}}}}}
 			v.res = &Result{}
-			v.dst = newParts(dir, "target", 1, 0, &used, 1<<30)
-			tw := &targetWriter{v: v, w: v.dst.writer(), c: &pipeline.Counters{}}
-			if err := tw.file(context.Background(), 0); err != nil {
+			dst := newParts(dir, "target", 1, 0, &used, 1<<30)
+			if err := v.readFolder(context.Background(), []int{0}, dst, &pipeline.Counters{}); err != nil {
 				t.Fatal(err)
 			}
-			tw.w.flush()
-			chunks, _, err := v.dst.load(0, nil)
+			chunks, _, err := dst.load(0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
