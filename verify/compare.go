@@ -14,33 +14,16 @@ import (
 	"github.com/rekey/rekey/pipeline"
 )
 
-// compareBuckets goes through the buckets of src (and of dst, for a folder target), par at a
-// time, each comparer with budget bytes; c, when set, counts the source rows compared.
-func (v *run) compareBuckets(ctx context.Context, src, dst *parts, par int, budget int64, c *pipeline.Counters) error {
-	return v.each(ctx, par, budget, c, src.n, func(ctx context.Context, cmp *comparer, b int, emit func(*bucketResult)) error {
-		return cmp.bucket(ctx, src, dst, b, 0, emit)
-	})
-}
-
-// each runs job(j) for j in [0, n) on par comparers, merging what they emit into the result;
-// the first error cancels the rest.
+// each runs job(j) for j in [0, n) on par comparers, each with budget bytes and counting into
+// c; the first error cancels the rest.
 func (v *run) each(ctx context.Context, par int, budget int64, c *pipeline.Counters, n int,
-	job func(ctx context.Context, cmp *comparer, j int, emit func(*bucketResult)) error) error {
+	job func(ctx context.Context, cmp *comparer, j int) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan int)
 	var mu sync.Mutex
 	var firstErr error
 	var wg sync.WaitGroup
-	rowNames := make([]string, len(v.rowCols))
-	for i, c := range v.rowCols {
-		rowNames[i] = c.Name
-	}
-	emit := func(r *bucketResult) {
-		mu.Lock()
-		v.res.add(r, rowNames)
-		mu.Unlock()
-	}
 	for w := 0; w < par; w++ {
 		wg.Add(1)
 		go func() {
@@ -50,7 +33,7 @@ func (v *run) each(ctx context.Context, par int, budget int64, c *pipeline.Count
 				if ctx.Err() != nil {
 					continue
 				}
-				if err := job(ctx, cmp, j, emit); err != nil {
+				if err := job(ctx, cmp, j); err != nil {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = err
@@ -77,6 +60,7 @@ type comparer struct {
 	budget int64
 	c      *pipeline.Counters
 	es     []srcEntry
+	ds     []digestEntry
 	ix     keyIndex
 	keys   [][]pipeline.Value
 	// srcBuf and dstBuf are reused to read spilled buckets (the previous bucket's entries are
@@ -274,7 +258,7 @@ func (c *comparer) index(chunks [][]byte, r *bucketResult) error {
 			return nil
 		}
 		r.checked++
-		i, slot := c.ix.find(c.es, e.h, e.key)
+		i, slot := c.find(e.h, e.key)
 		if i >= 0 {
 			s := &c.es[i]
 			s.n++
@@ -285,7 +269,7 @@ func (c *comparer) index(chunks [][]byte, r *bucketResult) error {
 			return nil
 		}
 		c.es = append(c.es, srcEntry{h: e.h, ord: e.ord, key: e.key, row: e.row, n: 1})
-		c.ix.insert(c.es, slot, int32(len(c.es)-1))
+		c.ix.insert(slot, int32(len(c.es)-1), c.entryHash)
 		r.keys++
 		return nil
 	})
@@ -308,10 +292,17 @@ func eachEntry(chunks [][]byte, fn func(entry) error) error {
 	return nil
 }
 
+// find returns the index in c.es of the source key, or -1 and the slot to insert it in.
+func (c *comparer) find(h uint64, key []byte) (int32, int) {
+	return c.ix.probe(h, func(i int32) bool { e := &c.es[i]; return e.h == h && bytes.Equal(e.key, key) })
+}
+
+func (c *comparer) entryHash(i int32) uint64 { return c.es[i].h }
+
 // matchTarget counts one target row against the source keys.
 func (c *comparer) matchTarget(e entry, r *bucketResult) {
 	r.targetRows++
-	i, _ := c.ix.find(c.es, e.h, e.key)
+	i, _ := c.find(e.h, e.key)
 	if i < 0 {
 		r.extra++
 		r.ex.Extra = offer(r.ex.Extra, e.h, func() Example {

@@ -139,8 +139,8 @@ func (v *run) targetWhere(ord uint64) string {
 }
 
 // readFolder reads the given data files of the output, a few at a time, into dst's buckets by
-// key hash.
-func (v *run) readFolder(ctx context.Context, files []int, dst *parts, c *pipeline.Counters) error {
+// key hash; keys hashing above max are passed over.
+func (v *run) readFolder(ctx context.Context, files []int, dst *parts, c *pipeline.Counters, max uint64) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan int)
@@ -153,8 +153,15 @@ func (v *run) readFolder(ctx context.Context, files []int, dst *parts, c *pipeli
 			defer wg.Done()
 			bw := dst.writer()
 			t := &targetReader{v: v, c: c}
+			var rec []byte
 			t.put = func(file int, row int64) {
-				if h := hashKey(t.key); h <= v.sampleMax {
+				h := hashKey(t.key)
+				switch {
+				case h > max || (v.only != nil && !has(v.only, h)):
+				case v.digests:
+					rec = targetDigest(rec[:0], h, t.key, t.row)
+					bw.addRecord(h, rec)
+				default:
 					bw.add(h, targetOrd(file, row), t.key, t.row)
 				}
 			}

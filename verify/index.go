@@ -1,11 +1,10 @@
 package verify
 
-import "bytes"
-
 // keyIndex finds a bucket's source entry by key: open addressing with linear probing, the slots
 // holding entry indexes. A slot is chosen by the top bits of the key hash times a Fibonacci
-// constant: the low bits of a bucket's hashes are all alike (they chose the bucket). It replaced a Go map of
-// hash -> chain of entries, which cost the comparison about twice the CPU per row.
+// constant: the low bits of a bucket's hashes are all alike (they chose the bucket). It replaced
+// a Go map of hash -> chain of entries, which cost the comparison about twice the CPU per row.
+// The entries live with the caller: probe and insert ask about them by index.
 type keyIndex struct {
 	slots []int32 // entry index + 1; 0 is empty
 	shift uint    // 64 - log2(len(slots))
@@ -35,23 +34,24 @@ func (x *keyIndex) reset(n int) {
 	x.n = 0
 }
 
-// find returns the index in es of the entry with key (and hash h), or -1 and the slot where
-// it would be inserted.
-func (x *keyIndex) find(es []srcEntry, h uint64, key []byte) (int32, int) {
+// probe returns the index of the entry with hash h for which is(i) holds, or -1 and the slot
+// where such an entry would be inserted.
+func (x *keyIndex) probe(h uint64, is func(i int32) bool) (int32, int) {
 	mask := len(x.slots) - 1
 	for i := x.start(h); ; i = (i + 1) & mask {
 		s := x.slots[i]
 		if s == 0 {
 			return -1, i
 		}
-		if e := &es[s-1]; e.h == h && bytes.Equal(e.key, key) {
+		if is(s - 1) {
 			return s - 1, i
 		}
 	}
 }
 
-// insert puts entry i in the empty slot find returned, growing the index past half full.
-func (x *keyIndex) insert(es []srcEntry, slot int, i int32) {
+// insert puts entry i in the empty slot probe returned, growing the index past half full
+// (hashOf gives an entry's hash).
+func (x *keyIndex) insert(slot int, i int32, hashOf func(i int32) uint64) {
 	x.slots[slot] = i + 1
 	x.n++
 	if 2*x.n <= len(x.slots) {
@@ -64,7 +64,7 @@ func (x *keyIndex) insert(es []srcEntry, slot int, i int32) {
 		if s == 0 {
 			continue
 		}
-		j := x.start(es[s-1].h)
+		j := x.start(hashOf(s - 1))
 		for x.slots[j] != 0 {
 			j = (j + 1) & mask
 		}

@@ -139,18 +139,32 @@ const writerBuf = 16 << 10
 
 func (p *parts) writer() *writer { return &writer{p: p, bufs: make([][]byte, p.n), size: writerBuf} }
 
+// add files an entry in the bucket of its key hash h.
 func (w *writer) add(h uint64, ord uint64, key, row []byte) {
 	b := w.p.bucket(h)
-	buf := w.bufs[b]
-	if buf == nil {
-		buf = make([]byte, 0, w.size+256)
+	w.give(b, appendEntry(w.take(b), h, ord, key, row))
+}
+
+// addRecord files a fixed-size record (a digest) in the bucket of its key hash h.
+func (w *writer) addRecord(h uint64, rec []byte) {
+	b := w.p.bucket(h)
+	w.give(b, append(w.take(b), rec...))
+}
+
+func (w *writer) take(b int) []byte {
+	if buf := w.bufs[b]; buf != nil {
+		return buf
 	}
-	buf = appendEntry(buf, h, ord, key, row)
-	w.bufs[b] = buf
+	return make([]byte, 0, w.size+256)
+}
+
+// give keeps bucket b's buffer, handing it to the bucket once it is full.
+func (w *writer) give(b int, buf []byte) {
 	if len(buf) >= w.size {
 		w.p.add(b, buf)
-		w.bufs[b] = nil
+		buf = nil
 	}
+	w.bufs[b] = buf
 }
 
 func (w *writer) flush() {

@@ -98,30 +98,48 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if f := cfg.Sample.Fraction; f > 0 && f < 1 {
 		v.sampleMax = uint64(f * (1 << 64))
 	}
-	// half the budget holds the rows read, the other half compares: each comparing goroutine
-	// loads one bucket (or region) at a time
-	if cfg.Folder != nil {
-		v.res.Notes = append(v.res.Notes, cfg.Folder.Notes...)
-	}
-	v.src = newParts(dir, "source", topBuckets, 0, &v.used, cfg.Memory/2)
-	defer v.src.close()
-	if err := v.readSource(ctx); err != nil {
+	if fo := cfg.Folder; fo != nil {
+		v.res.Notes = append(v.res.Notes, fo.Notes...)
+		diff, all, err := v.digestPass(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(diff) > 0 || all {
+			if err := v.detailPass(ctx, diff, all); err != nil {
+				return nil, err
+			}
+		}
+	} else if err := v.exact(ctx); err != nil {
 		return nil, err
+	}
+	v.res.finish(time.Since(started))
+	return v.res, nil
+}
+
+// exact compares the rows value by value: both sides are filed by key hash into buckets (half
+// the budget holds them, beyond it they spill), then compared a bucket at a time, each comparing
+// goroutine with its share of the other half.
+func (v *run) exact(ctx context.Context) error {
+	cfg := v.cfg
+	v.src = newParts(v.dir, "source", topBuckets, 0, &v.used, cfg.Memory/2)
+	defer v.src.close()
+	var read pipeline.Counters
+	done := v.phase("reading source", estimatedRows(cfg.Source), &read)
+	err := v.readSource(ctx, &read)
+	done()
+	if err != nil {
+		return err
 	}
 	var dst *parts
 	if fo := cfg.Folder; fo != nil {
-		dst = newParts(dir, "target", topBuckets, 0, &v.used, cfg.Memory/2)
+		dst = newParts(v.dir, "target", topBuckets, 0, &v.used, cfg.Memory/2)
 		defer dst.close()
-		var counters pipeline.Counters
-		done := cfg.Phase("reading target", fo.Rows, &counters)
-		all := make([]int, len(fo.Files))
-		for i := range all {
-			all[i] = i
-		}
-		err := v.readFolder(ctx, all, dst, &counters)
+		var read pipeline.Counters
+		done := v.phase("reading target", fo.Rows, &read)
+		err := v.readTarget(ctx, dst, &read, v.sampleMax)
 		done()
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
 	par, name := cfg.Workers, "comparing"
@@ -129,14 +147,35 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		par, name = cfg.Lookups, "looking up"
 	}
 	var counters pipeline.Counters
-	done := cfg.Phase(name, -1, &counters)
-	err = v.compareBuckets(ctx, v.src, dst, par, cfg.Memory/2/int64(par), &counters)
-	done()
-	if err != nil {
-		return nil, err
+	done = v.phase(name, -1, &counters)
+	defer done()
+	var mu sync.Mutex
+	rowNames := make([]string, len(v.rowCols))
+	for i, c := range v.rowCols {
+		rowNames[i] = c.Name
 	}
-	v.res.finish(time.Since(started))
-	return v.res, nil
+	budget := cfg.Memory / 2 / int64(par)
+	return v.each(ctx, par, budget, &counters, v.src.n, func(ctx context.Context, cmp *comparer, b int) error {
+		return cmp.bucket(ctx, v.src, dst, b, 0, func(r *bucketResult) {
+			mu.Lock()
+			v.res.add(r, rowNames)
+			mu.Unlock()
+		})
+	})
+}
+
+// readTarget reads every file of the folder target into dst.
+func (v *run) readTarget(ctx context.Context, dst *parts, c *pipeline.Counters, max uint64) error {
+	all := make([]int, len(v.cfg.Folder.Files))
+	for i := range all {
+		all[i] = i
+	}
+	return v.readFolder(ctx, all, dst, c, max)
+}
+
+// phase starts a progress display (Config.Phase), its name prefixed in the detail pass.
+func (v *run) phase(name string, total int64, c *pipeline.Counters) func() {
+	return v.cfg.Phase(v.phasePrefix+name, total, c)
 }
 
 // topBuckets partitions each side; a bucket that turns out larger than a comparing goroutine's
@@ -152,21 +191,23 @@ type run struct {
 	used      atomic.Int64
 	src       *parts
 	sampleMax uint64 // keys whose hash is above are not verified
-	res       *Result
-	notesMu   sync.Mutex
+	// digests: rows are filed as digests (the first pass over a folder target); only: when
+	// set, the keys (by hash) the detail pass compares, the others are passed over.
+	digests     bool
+	only        []uint64
+	phasePrefix string
+	res         *Result
+	notesMu     sync.Mutex
 }
 
 func hashKey(key []byte) uint64 { return xxh3.Hash(key) }
 
 // readSource runs the source through the mapping as migrate does, and partitions the accepted
 // rows by key.
-func (v *run) readSource(ctx context.Context) error {
+func (v *run) readSource(ctx context.Context, counters *pipeline.Counters) error {
 	cfg := v.cfg
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var counters pipeline.Counters
-	done := cfg.Phase("reading source", estimatedRows(cfg.Source), &counters)
-	defer done()
 
 	batches := make(chan pipeline.Batch, cfg.Workers*2)
 	srcErr := make(chan error, 1)
@@ -197,7 +238,7 @@ func (v *run) readSource(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for i := range workers {
 		w := &sourceWorker{v: v, ev: cfg.Program.NewEvaluator(), out: make([]pipeline.Value, len(v.schema.Columns)),
-			w: v.src.writer(), c: &counters, rejects: map[string]int64{}}
+			w: v.src.writer(), c: counters, rejects: map[string]int64{}}
 		if cfg.Sample.Rows > 0 {
 			w.heap = &maxHeap{limit: int(cfg.Sample.Rows)}
 		}
@@ -223,8 +264,8 @@ func (v *run) readSource(ctx context.Context) error {
 		return err
 	}
 	res := v.res
-	res.RowsRead = counters.RowsIn.Load()
 	for _, w := range workers {
+		res.RowsRead += w.read
 		res.RowsRejected += w.rejected
 		for c, n := range w.rejects {
 			res.RejectCodes[c] += n
@@ -251,7 +292,9 @@ type sourceWorker struct {
 	w        *writer
 	c        *pipeline.Counters
 	key, row []byte
+	rec      []byte
 	heap     *maxHeap
+	read     int64
 	rejected int64
 	rejects  map[string]int64
 }
@@ -295,17 +338,23 @@ func (w *sourceWorker) process(b *pipeline.Batch, firstOrd uint64) {
 			continue
 		}
 		h := hashKey(w.key)
-		if h > v.sampleMax || (w.heap != nil && !w.heap.offer(h)) {
+		if h > v.sampleMax || (w.heap != nil && !w.heap.offer(h)) || (v.only != nil && !has(v.only, h)) {
 			continue
 		}
 		kept++
-		w.w.add(h, firstOrd+uint64(i), w.key, w.row)
+		if v.digests {
+			w.rec = sourceDigest(w.rec[:0], h, w.key, w.row, firstOrd+uint64(i))
+			w.w.addRecord(h, w.rec)
+		} else {
+			w.w.add(h, firstOrd+uint64(i), w.key, w.row)
+		}
 	}
 	w.ev.Reset()
 	if b.Release != nil {
 		b.Release() // every value kept was copied into the buckets
 	}
 	rejected = w.rejected - before
+	w.read += int64(len(b.Records))
 	w.c.RowsIn.Add(int64(len(b.Records)))
 	w.c.RowsWritten.Add(kept)
 	w.c.RowsRejected.Add(rejected)

@@ -366,7 +366,7 @@ func TestStoredFormMatchesFiles(t *testing.T) {
 				cfg: Config{Workers: 1, Logger: zap.NewNop(), Folder: &Folder{Objects: localStore(t, dir), Format: f.Name(), Files: []pipeline.FileInfo{{Path: path, Rows: int64(len(want))}}}}}
 			v.res = &Result{}
 			dst := newParts(dir, "target", 1, 0, &used, 1<<30)
-			if err := v.readFolder(context.Background(), []int{0}, dst, &pipeline.Counters{}); err != nil {
+			if err := v.readFolder(context.Background(), []int{0}, dst, &pipeline.Counters{}, ^uint64(0)); err != nil {
 				t.Fatal(err)
 			}
 			chunks, _, err := dst.load(0, nil)
@@ -402,4 +402,133 @@ func localStore(t *testing.T, dir string) store.Store {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// writeFolder writes rows (as the transform produces them) to one Parquet data file, as migrate
+// would, and returns the folder target holding it.
+func writeFolder(t *testing.T, schema pipeline.TargetSchema, rows [][]pipeline.Value) *Folder {
+	t.Helper()
+	f := parquet.New()
+	buf, err := f.NewBuffer(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if err := buf.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	w, err := f.NewWriter(&out, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(buf.Cut()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "part.parquet"), out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &Folder{Objects: localStore(t, dir), Location: dir, Format: "parquet",
+		Files: []pipeline.FileInfo{{Path: "part.parquet", Rows: int64(len(rows))}}, Rows: int64(len(rows))}
+}
+
+// A folder target is compared by digests first and its differences value by value: the counts,
+// the differing columns and the examples' keys are those the exact comparison of the same rows
+// (a lookup target) finds, however many keys differ and whatever the memory.
+func TestFolderDigestsAgreeWithExactComparison(t *testing.T) {
+	p := testProgram(t)
+	schema := p.Target()
+	recs := testRecords(3000)
+	recs = append(recs, rec(5, "renamed", 1, 2, "3.00"), rec(6, "again", 1, 2, "3"), rec(6, "last", 1, 2, "3"))
+	tbl := migrated(t, p, recs)
+	keyOf := func(id int64) string { return tbl.keyOf([]pipeline.Value{pipeline.Int(id % 7), pipeline.Int(id)}) }
+	delete(tbl.rows, keyOf(17))
+	delete(tbl.rows, keyOf(6)) // a duplicated key missing
+	tbl.rows[keyOf(40)][schema.Index("name")] = pipeline.Text("changed")
+	tbl.rows[keyOf(41)][schema.Index("amount")] = pipeline.Decimal("0.01")
+	tbl.rows[keyOf(42)][schema.Index("score")] = pipeline.Float(0.5)
+	var rows [][]pipeline.Value
+	for _, r := range tbl.rows {
+		rows = append(rows, r)
+	}
+	// in the folder only: a key the source lacks, and key 100 written twice
+	stray := append([]pipeline.Value(nil), tbl.rows[keyOf(99)]...)
+	stray[0], stray[1] = pipeline.Int(9999%7), pipeline.Int(9999)
+	rows = append(rows, stray, tbl.rows[keyOf(100)])
+	folder := writeFolder(t, schema, rows)
+
+	exact := runLookup(t, p, recs, tbl, nil)
+	keys := func(ex []Example) string {
+		var s []string
+		for _, e := range ex {
+			s = append(s, fmt.Sprint(e.Key))
+		}
+		return strings.Join(s, " ")
+	}
+	runFolder := func(mod func(*Config)) *Result {
+		cfg := Config{Program: p, Source: &sliceSource{recs}, Folder: folder, TmpDir: t.TempDir(), Workers: 2}
+		if mod != nil {
+			mod(&cfg)
+		}
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	check := func(name string, got *Result) {
+		t.Helper()
+		if got.Missing != 2 || got.Differ != 3 || got.Extra == nil || *got.Extra != 2 {
+			t.Fatalf("%s: want 2 missing, 3 differ, 2 extra: %+v", name, got)
+		}
+		if got.Missing != exact.Missing || got.Differ != exact.Differ || fmt.Sprint(got.DifferColumns) != fmt.Sprint(exact.DifferColumns) ||
+			got.KeysChecked != exact.KeysChecked || got.RowsChecked != exact.RowsChecked || got.RowsOverwritten != exact.RowsOverwritten ||
+			keys(got.Examples.Missing) != keys(exact.Examples.Missing) || keys(got.Examples.Differ) != keys(exact.Examples.Differ) {
+			t.Fatalf("%s differs from the exact comparison:\n%+v\n%+v", name, got, exact)
+		}
+		if len(got.Examples.Extra) != 2 || len(got.Notes) != 0 {
+			t.Fatalf("%s: extra examples %+v, notes %v", name, got.Examples.Extra, got.Notes)
+		}
+	}
+	check("digests", runFolder(nil))
+	defer func(n int) { maxDetailKeys = n }(maxDetailKeys)
+	maxDetailKeys = 2 // more keys differ: the detail pass compares all of them
+	check("every key compared again", runFolder(nil))
+	maxDetailKeys = 1 << 20
+	splits := bucketSplits.Load()
+	check("spilled", runFolder(func(c *Config) { c.Memory = 16 << 10 }))
+	if bucketSplits.Load() == splits {
+		t.Fatal("a 16 KiB budget split no bucket")
+	}
+
+	// equal: one pass only (the source is read once)
+	same := writeFolder(t, schema, func() (rows [][]pipeline.Value) {
+		for _, r := range migrated(t, p, recs).rows {
+			rows = append(rows, r)
+		}
+		return rows
+	}())
+	src := &countingSource{sliceSource: sliceSource{recs}}
+	res, err := Run(context.Background(), Config{Program: p, Source: src, Folder: same, TmpDir: t.TempDir(), Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Equal || res.KeysChecked != 3000 || res.TargetRows != 3000 || src.runs != 1 {
+		t.Fatalf("want equal after one read of the source: %+v (%d reads)", res, src.runs)
+	}
+}
+
+type countingSource struct {
+	sliceSource
+	runs int
+}
+
+func (s *countingSource) Run(ctx context.Context, st map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
+	s.runs++
+	return s.sliceSource.Run(ctx, st, out)
 }

@@ -111,7 +111,10 @@ the 10,000 rows with the smallest hashes. The whole source is still read (the sa
 after the key is computed); what a sample saves is target lookups and memory.
 
 Memory stays bounded on a source of any size: rows are partitioned by key hash and spill to temp
-files in --tmp beyond --memory, then compared a partition at a time.
+files in --tmp beyond --memory, then compared a partition at a time. A folder target is first
+compared by digests (96 bits per key, 64 per row: a few million rows fit in memory); only when
+keys differ are both sides read again to compare those keys value by value (the columns, the
+examples).
 
 Exit codes:
   0    equal: every key checked is in the target with the same values (and nothing extra)
@@ -136,7 +139,7 @@ Exit codes:
 	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "transform and target-reading workers")
 	fl.IntVar(&f.lookups, "lookups", 4, "lookups in flight at once on a table target")
 	fl.StringVar(&f.tmp, "tmp", "", "directory for the temp files (about the size of the rows checked, both sides; removed at the end); default: the system temp directory")
-	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget of the whole process; a quarter of it holds rows before they spill to --tmp")
+	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget of the whole process; rows (or their digests) beyond their share of it spill to --tmp")
 	f.progress.register(fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line")
