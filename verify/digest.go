@@ -31,23 +31,23 @@ const (
 	sourceDigestSize = 28 // key hash 8 | second key hash 4 | row hash 8 | ord 8
 	targetDigestSize = 20 // key hash 8 | second key hash 4 | row hash 8
 
-	secondKeySeed = 0x5bd1e9955bd1e995
 )
 
 // maxDetailKeys bounds the keys the detail pass is told to compare (8 bytes each); past it the
 // detail pass compares every key. A variable for the tests.
 var maxDetailKeys = 1 << 20
 
-func secondKeyHash(key []byte) uint32 { return uint32(xxh3.HashSeed(key, secondKeySeed)) }
-
-func sourceDigest(dst []byte, h uint64, key, row []byte, ord uint64) []byte {
-	dst = targetDigest(dst, h, key, row)
+// sourceDigest appends a source row's record: its key's hashes (keyHashes), its row's hash and
+// its place in the source.
+func sourceDigest(dst []byte, h uint64, k2 uint32, row []byte, ord uint64) []byte {
+	dst = targetDigest(dst, h, k2, row)
 	return binary.LittleEndian.AppendUint64(dst, ord)
 }
 
-func targetDigest(dst []byte, h uint64, key, row []byte) []byte {
+// targetDigest appends a target row's record: its key's hashes and its row's hash.
+func targetDigest(dst []byte, h uint64, k2 uint32, row []byte) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, h)
-	dst = binary.LittleEndian.AppendUint32(dst, secondKeyHash(key))
+	dst = binary.LittleEndian.AppendUint32(dst, k2)
 	return binary.LittleEndian.AppendUint64(dst, xxh3.Hash(row))
 }
 

@@ -93,6 +93,11 @@ func appendText(dst []byte, s string) []byte {
 	return append(dst, s...)
 }
 
+func appendBytes(dst []byte, b []byte) []byte {
+	dst = binary.AppendUvarint(append(dst, tagValue), uint64(len(b)))
+	return append(dst, b...)
+}
+
 func appendInt(dst []byte, i int64) []byte { return binary.AppendVarint(append(dst, tagValue), i) }
 
 func appendBool(dst []byte, b bool) []byte {

@@ -155,11 +155,11 @@ func (v *run) readFolder(ctx context.Context, files []int, dst *parts, c *pipeli
 			t := &targetReader{v: v, c: c}
 			var rec []byte
 			t.put = func(file int, row int64) {
-				h := hashKey(t.key)
+				h, k2 := keyHashes(t.key)
 				switch {
 				case h > max || (v.only != nil && !has(v.only, h)):
 				case v.digests:
-					rec = targetDigest(rec[:0], h, t.key, t.row)
+					rec = targetDigest(rec[:0], h, k2, t.row)
 					bw.addRecord(h, rec)
 				default:
 					bw.add(h, targetOrd(file, row), t.key, t.row)

@@ -103,101 +103,57 @@ func (t *targetReader) readParquet(ctx context.Context, r store.Reader, fileIdx 
 type colEncoder func(dst []byte, i int) []byte
 
 func encoderFor(col pipeline.Column, a arrow.Array) (colEncoder, error) {
-	null := func(dst []byte, i int) ([]byte, bool) {
-		if a.IsNull(i) {
-			return append(dst, tagNull), true
-		}
-		return dst, false
-	}
+	var enc colEncoder // of a value that is not null
 	switch a := a.(type) {
 	case *array.String:
-		return func(dst []byte, i int) []byte {
-			if d, ok := null(dst, i); ok {
-				return d
-			}
-			return appendText(dst, a.Value(i))
-		}, nil
+		offs, data := a.ValueOffsets(), a.ValueBytes()
+		enc = func(dst []byte, i int) []byte { return appendBytes(dst, data[offs[i]:offs[i+1]]) }
 	case *array.Binary:
-		return func(dst []byte, i int) []byte {
-			if d, ok := null(dst, i); ok {
-				return d
-			}
-			b := a.Value(i)
-			return appendText(dst, unsafe.String(unsafe.SliceData(b), len(b)))
-		}, nil
+		offs, data := a.ValueOffsets(), a.ValueBytes()
+		enc = func(dst []byte, i int) []byte { return appendBytes(dst, data[offs[i]:offs[i+1]]) }
 	case *array.Int64:
-		return func(dst []byte, i int) []byte {
-			if d, ok := null(dst, i); ok {
-				return d
-			}
-			return appendInt(dst, a.Value(i))
-		}, nil
+		vals := a.Int64Values()
+		enc = func(dst []byte, i int) []byte { return appendInt(dst, vals[i]) }
 	case *array.Int32:
-		return func(dst []byte, i int) []byte {
-			if d, ok := null(dst, i); ok {
-				return d
-			}
-			return appendInt(dst, int64(a.Value(i)))
-		}, nil
+		vals := a.Int32Values()
+		enc = func(dst []byte, i int) []byte { return appendInt(dst, int64(vals[i])) }
 	case *array.Int16:
-		return func(dst []byte, i int) []byte {
-			if d, ok := null(dst, i); ok {
-				return d
-			}
-			return appendInt(dst, int64(a.Value(i)))
-		}, nil
+		vals := a.Int16Values()
+		enc = func(dst []byte, i int) []byte { return appendInt(dst, int64(vals[i])) }
 	case *array.Int8:
-		return func(dst []byte, i int) []byte {
-			if d, ok := null(dst, i); ok {
-				return d
-			}
-			return appendInt(dst, int64(a.Value(i)))
-		}, nil
+		vals := a.Int8Values()
+		enc = func(dst []byte, i int) []byte { return appendInt(dst, int64(vals[i])) }
 	case *array.Timestamp:
-		return func(dst []byte, i int) []byte {
-			if d, ok := null(dst, i); ok {
-				return d
-			}
-			return appendInt(dst, int64(a.Value(i)))
-		}, nil
+		vals := a.TimestampValues()
+		enc = func(dst []byte, i int) []byte { return appendInt(dst, int64(vals[i])) }
 	case *array.Date32:
-		return func(dst []byte, i int) []byte {
-			if d, ok := null(dst, i); ok {
-				return d
-			}
-			return appendInt(dst, int64(a.Value(i)))
-		}, nil
+		vals := a.Date32Values()
+		enc = func(dst []byte, i int) []byte { return appendInt(dst, int64(vals[i])) }
 	case *array.Boolean:
-		return func(dst []byte, i int) []byte {
-			if d, ok := null(dst, i); ok {
-				return d
-			}
-			return appendBool(dst, a.Value(i))
-		}, nil
+		enc = func(dst []byte, i int) []byte { return appendBool(dst, a.Value(i)) }
 	case *array.Float32:
-		return func(dst []byte, i int) []byte {
-			if d, ok := null(dst, i); ok {
-				return d
-			}
-			return appendFloat32(dst, a.Value(i))
-		}, nil
+		vals := a.Float32Values()
+		enc = func(dst []byte, i int) []byte { return appendFloat32(dst, vals[i]) }
 	case *array.Float64:
-		return func(dst []byte, i int) []byte {
-			if d, ok := null(dst, i); ok {
-				return d
-			}
-			return appendFloat64(dst, a.Value(i))
-		}, nil
+		vals := a.Float64Values()
+		enc = func(dst []byte, i int) []byte { return appendFloat64(dst, vals[i]) }
 	case *array.Decimal128:
-		return func(dst []byte, i int) []byte {
-			if d, ok := null(dst, i); ok {
-				return d
-			}
+		enc = func(dst []byte, i int) []byte {
 			n := a.Value(i)
 			return appendDecimal(dst, n.HighBits(), n.LowBits())
-		}, nil
+		}
+	default:
+		return nil, fmt.Errorf("column %s: arrow type %s is not read", col.Name, a.DataType())
 	}
-	return nil, fmt.Errorf("column %s: arrow type %s is not read", col.Name, a.DataType())
+	if a.NullN() == 0 {
+		return enc, nil
+	}
+	return func(dst []byte, i int) []byte {
+		if a.IsNull(i) {
+			return append(dst, tagNull)
+		}
+		return enc(dst, i)
+	}, nil
 }
 
 // readCSV reads a CSV data file as sink/csv writes it (see its package comment): a header of

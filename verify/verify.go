@@ -200,7 +200,14 @@ type run struct {
 	notesMu     sync.Mutex
 }
 
-func hashKey(key []byte) uint64 { return xxh3.Hash(key) }
+// hashKey is the key hash that files, samples and indexes keys; the digests add 32 more bits.
+func hashKey(key []byte) uint64 { h, _ := keyHashes(key); return h }
+
+// keyHashes is hashKey and the digests' 32 more bits, from one 128-bit xxh3.
+func keyHashes(key []byte) (uint64, uint32) {
+	h := xxh3.Hash128(key)
+	return h.Lo, uint32(h.Hi)
+}
 
 // readSource runs the source through the mapping as migrate does, and partitions the accepted
 // rows by key.
@@ -337,13 +344,13 @@ func (w *sourceWorker) process(b *pipeline.Batch, firstOrd uint64) {
 			w.reject(e.Code)
 			continue
 		}
-		h := hashKey(w.key)
+		h, k2 := keyHashes(w.key)
 		if h > v.sampleMax || (w.heap != nil && !w.heap.offer(h)) || (v.only != nil && !has(v.only, h)) {
 			continue
 		}
 		kept++
 		if v.digests {
-			w.rec = sourceDigest(w.rec[:0], h, w.key, w.row, firstOrd+uint64(i))
+			w.rec = sourceDigest(w.rec[:0], h, k2, w.row, firstOrd+uint64(i))
 			w.w.addRecord(h, w.rec)
 		} else {
 			w.w.add(h, firstOrd+uint64(i), w.key, w.row)
