@@ -366,7 +366,7 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	if err := out.Put(ctx, lindorm.DDLFile, inputs[0].DDL); err != nil {
 		return nil, err
 	}
-	if err := mergeBulkload(ctx, inputs[0], out); err != nil {
+	if err := mergeBulkload(ctx, inputs, out); err != nil {
 		return nil, err
 	}
 	if err := lindorm.PutManifest(ctx, out, &m); err != nil {
@@ -534,8 +534,12 @@ func mergeRejects(ctx context.Context, inputs []*Input, out store.Store) error {
 	return nil
 }
 
-// mergeBulkload rewrites the first input's bulkload.json to read the merged data/.
-func mergeBulkload(ctx context.Context, first *Input, out store.Store) error {
+// mergeBulkload rewrites the first input's bulkload.json to read the merged data/, with the
+// earliest writerConfig.timestamp of the inputs: each shard stamps its cells with the time it
+// started reading, so that live writes after it win; a later shard's time would let its cells
+// override live writes made after the first shard read them.
+func mergeBulkload(ctx context.Context, inputs []*Input, out store.Store) error {
+	first := inputs[0]
 	data, err := first.Store.Get(ctx, lindorm.BulkloadFile)
 	if store.IsNotExist(err) {
 		return nil
@@ -546,6 +550,21 @@ func mergeBulkload(ctx context.Context, first *Input, out store.Store) error {
 	var job lindorm.BulkloadJob
 	if err := json.Unmarshal(data, &job); err != nil {
 		return fmt.Errorf("%s: %w", first.Store.Location(lindorm.BulkloadFile), err)
+	}
+	for _, in := range inputs[1:] {
+		data, err := in.Store.Get(ctx, lindorm.BulkloadFile)
+		if store.IsNotExist(err) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		var other lindorm.BulkloadJob
+		if err := json.Unmarshal(data, &other); err != nil {
+			return fmt.Errorf("%s: %w", in.Store.Location(lindorm.BulkloadFile), err)
+		}
+		if ts := other.WriterConfig.Timestamp; ts != nil && (job.WriterConfig.Timestamp == nil || *ts < *job.WriterConfig.Timestamp) {
+			job.WriterConfig.Timestamp = ts
+		}
 	}
 	if job.ReaderConfig.FilePath, err = lindorm.DataFilePath(out.Location(""), !store.IsLocal(out.Location(""))); err != nil {
 		return err

@@ -294,7 +294,9 @@ func TestMergeThroughStores(t *testing.T) {
 				// b: local, rejects.jsonl longer than checkpointed (a crash after the last cut)
 				os.WriteFile(filepath.Join(b, pipeline.CheckpointFile), []byte(`{"version":1,"complete":true,"rejects_bytes":3}`), 0o600)
 				os.WriteFile(filepath.Join(b, pipeline.RejectsFile), []byte("b0\nafter\n"), 0o600)
-				os.WriteFile(filepath.Join(a, lindorm.BulkloadFile), []byte(`{"fileType":"parquet","readerConfig":{"filePath":"/elsewhere"}}`), 0o644)
+				// the shards started at different times: the merged job stamps cells with the earliest
+				os.WriteFile(filepath.Join(a, lindorm.BulkloadFile), []byte(`{"fileType":"parquet","readerConfig":{"filePath":"/elsewhere"},"writerConfig":{"timestamp":2000}}`), 0o644)
+				os.WriteFile(filepath.Join(b, lindorm.BulkloadFile), []byte(`{"fileType":"parquet","readerConfig":{"filePath":"/b"},"writerConfig":{"timestamp":1000}}`), 0o644)
 				open := func(_ context.Context, dir string) (store.Store, error) {
 					l, err := store.NewLocal(dir)
 					if dir == b {
@@ -341,6 +343,9 @@ func TestMergeThroughStores(t *testing.T) {
 				data, _ := os.ReadFile(filepath.Join(outDir, lindorm.BulkloadFile))
 				if json.Unmarshal(data, &job); job.ReaderConfig.FilePath != out.Location("data/") {
 					t.Fatalf("bulkload.json reads %q, want %q", job.ReaderConfig.FilePath, out.Location("data/"))
+				}
+				if ts := job.WriterConfig.Timestamp; ts == nil || *ts != 1000 {
+					t.Fatalf("writerConfig.timestamp %v, want the earliest shard's, 1000", ts)
 				}
 				_, err = os.Stat(filepath.Join(a, "data", "region-0000", "part-00001.parquet"))
 				if moved := errors.Is(err, os.ErrNotExist); moved != (mode == merge.Move) {
