@@ -102,6 +102,7 @@ type pqColumn struct {
 	leaf     int
 	nullable bool
 	r        file.ColumnChunkReader
+	phys     pq.Type // r's physical type (append switches on it per value)
 	defs     []int16 // a nullable column's levels: 0 is null
 	next     int     // the next value (values skip the nulls)
 	ba       []pq.ByteArray
@@ -119,7 +120,7 @@ func (c *pqColumn) open(rg *file.RowGroupReader) error {
 	if err != nil {
 		return err
 	}
-	c.r = r
+	c.r, c.phys = r, r.Type()
 	ok := false
 	switch r.(type) {
 	case *file.ByteArrayColumnChunkReader:
@@ -212,21 +213,21 @@ func (c *pqColumn) append(dst []byte, i int) []byte {
 	}
 	v := c.next
 	c.next++
-	switch c.r.(type) {
-	case *file.ByteArrayColumnChunkReader:
+	switch c.phys {
+	case pq.Types.ByteArray:
 		return appendBytes(dst, c.ba[v])
-	case *file.Int64ColumnChunkReader:
+	case pq.Types.Int64:
 		return appendInt(dst, c.i64[v])
-	case *file.Int32ColumnChunkReader:
+	case pq.Types.Int32:
 		return appendInt(dst, int64(c.i32[v]))
-	case *file.FixedLenByteArrayColumnChunkReader:
+	case pq.Types.FixedLenByteArray:
 		hi, lo := bigEndianDecimal(c.flba[v])
 		return appendDecimal(dst, hi, lo)
-	case *file.BooleanColumnChunkReader:
+	case pq.Types.Boolean:
 		return appendBool(dst, c.bools[v])
-	case *file.Float32ColumnChunkReader:
+	case pq.Types.Float:
 		return appendFloat32(dst, c.f32[v])
-	case *file.Float64ColumnChunkReader:
+	case pq.Types.Double:
 		return appendFloat64(dst, c.f64[v])
 	}
 	panic("verify: a column reader open did not accept")

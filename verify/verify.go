@@ -200,10 +200,8 @@ type run struct {
 	notesMu     sync.Mutex
 }
 
-// hashKey is the key hash that files, samples and indexes keys; the digests add 32 more bits.
-func hashKey(key []byte) uint64 { h, _ := keyHashes(key); return h }
-
-// keyHashes is hashKey and the digests' 32 more bits, from one 128-bit xxh3.
+// keyHashes is the key hash that files, samples and indexes keys, and the 32 more bits the
+// digests tell keys apart by, from one 128-bit xxh3.
 func keyHashes(key []byte) (uint64, uint32) {
 	h := xxh3.Hash128(key)
 	return h.Lo, uint32(h.Hi)

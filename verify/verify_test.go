@@ -318,7 +318,7 @@ func TestSpillBeyondMemory(t *testing.T) {
 func TestStoredFormMatchesFiles(t *testing.T) {
 	schema := sinktest.AllTypes()
 	plan := sinktest.VarcharPlan()
-	rows := sinktest.AllTypesRows(400, 3, plan)
+	rows := sinktest.AllTypesRows(9000, 3, plan) // more than two of readParquet's batches
 	for _, f := range []files.Format{parquet.New(), csv.New()} {
 		t.Run(f.Name(), func(t *testing.T) {
 			buf, err := f.NewBuffer(schema)
@@ -380,7 +380,7 @@ func TestStoredFormMatchesFiles(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			if len(got) != len(want) || len(want) < 300 {
+			if len(got) != len(want) || len(want) < 2*readBatch {
 				t.Fatalf("read %d rows, want %d", len(got), len(want))
 			}
 			for i := range want {
