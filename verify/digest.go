@@ -92,13 +92,7 @@ func (v *run) digestPass(ctx context.Context) (diff []uint64, all bool, err erro
 		return cmp.digestBucket(v.src, dst, b, func(r *digestResult) {
 			mu.Lock()
 			defer mu.Unlock()
-			res.RowsChecked += r.checked
-			res.KeysChecked += r.keys
-			res.RowsOverwritten += r.overwritten
-			res.TargetRows += r.targetRows
-			res.Missing += r.missing
-			res.Differ += r.differ
-			*res.Extra += r.extra
+			res.addCounts(r.counts)
 			if !all && len(diff)+len(r.diff) <= maxDetailKeys {
 				diff = append(diff, r.diff...)
 			} else {
@@ -155,9 +149,8 @@ type digestEntry struct {
 
 // digestResult is one bucket's counts and the hashes of its keys that differ.
 type digestResult struct {
-	checked, keys, overwritten, targetRows int64
-	missing, differ, extra                 int64
-	diff                                   []uint64
+	counts
+	diff []uint64
 }
 
 // digestBucket compares bucket b of the source and target digests, splitting it first when it

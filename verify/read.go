@@ -159,32 +159,24 @@ func (c *pqColumn) read(rows int) error {
 		if c.nullable {
 			defs = c.defs[levels:rows]
 		}
-		want := int64(rows - levels)
 		var total int64
 		var got int
 		var err error
 		switch r := c.r.(type) {
 		case *file.ByteArrayColumnChunkReader:
-			c.ba = grow(c.ba, rows)
-			total, got, err = r.ReadBatch(want, c.ba[values:], defs, nil)
+			total, got, err = readValues(r, &c.ba, rows, values, defs)
 		case *file.FixedLenByteArrayColumnChunkReader:
-			c.flba = grow(c.flba, rows)
-			total, got, err = r.ReadBatch(want, c.flba[values:], defs, nil)
+			total, got, err = readValues(r, &c.flba, rows, values, defs)
 		case *file.Int64ColumnChunkReader:
-			c.i64 = grow(c.i64, rows)
-			total, got, err = r.ReadBatch(want, c.i64[values:], defs, nil)
+			total, got, err = readValues(r, &c.i64, rows, values, defs)
 		case *file.Int32ColumnChunkReader:
-			c.i32 = grow(c.i32, rows)
-			total, got, err = r.ReadBatch(want, c.i32[values:], defs, nil)
+			total, got, err = readValues(r, &c.i32, rows, values, defs)
 		case *file.BooleanColumnChunkReader:
-			c.bools = grow(c.bools, rows)
-			total, got, err = r.ReadBatch(want, c.bools[values:], defs, nil)
+			total, got, err = readValues(r, &c.bools, rows, values, defs)
 		case *file.Float32ColumnChunkReader:
-			c.f32 = grow(c.f32, rows)
-			total, got, err = r.ReadBatch(want, c.f32[values:], defs, nil)
+			total, got, err = readValues(r, &c.f32, rows, values, defs)
 		case *file.Float64ColumnChunkReader:
-			c.f64 = grow(c.f64, rows)
-			total, got, err = r.ReadBatch(want, c.f64[values:], defs, nil)
+			total, got, err = readValues(r, &c.f64, rows, values, defs)
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("column %s: %w", c.col.Name, err)
@@ -198,12 +190,23 @@ func (c *pqColumn) read(rows int) error {
 	return nil
 }
 
-// grow returns s with room for n values (the old ones are not kept).
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
+// batchReader is a typed column chunk reader (file.Int64ColumnChunkReader...).
+type batchReader[T any] interface {
+	ReadBatch(batchSize int64, values []T, defLvls, repLvls []int16) (total int64, valuesRead int, err error)
+}
+
+// readValues reads the levels (defs) and values after the values already read of a batch of
+// rows into vals, sized for the batch.
+func readValues[T any](r batchReader[T], vals *[]T, rows, values int, defs []int16) (int64, int, error) {
+	if cap(*vals) < rows {
+		*vals = make([]T, rows)
 	}
-	return s[:n]
+	*vals = (*vals)[:rows]
+	levels := rows - values // at most: with nulls, fewer values than levels were read
+	if defs != nil {
+		levels = len(defs)
+	}
+	return r.ReadBatch(int64(levels), (*vals)[values:], defs, nil)
 }
 
 // append appends the stored form of row i of the batch read; rows are appended in order.

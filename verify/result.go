@@ -104,24 +104,33 @@ func newResult(cfg Config) *Result {
 	return r
 }
 
-// bucketResult is one bucket's share, merged into the Result.
-type bucketResult struct {
+// counts are a bucket's figures, merged into the Result.
+type counts struct {
 	checked, keys, overwritten, targetRows int64
 	missing, differ, extra                 int64
-	differ1                                map[int]int64 // per row column index
-	ex                                     Examples
+}
+
+// bucketResult is one bucket's share of the exact comparison.
+type bucketResult struct {
+	counts
+	differ1 map[int]int64 // per row column index
+	ex      Examples
+}
+
+func (r *Result) addCounts(c counts) {
+	r.RowsChecked += c.checked
+	r.KeysChecked += c.keys
+	r.RowsOverwritten += c.overwritten
+	r.TargetRows += c.targetRows
+	r.Missing += c.missing
+	r.Differ += c.differ
+	if r.Extra != nil {
+		*r.Extra += c.extra
+	}
 }
 
 func (r *Result) add(b *bucketResult, rowCols []string) {
-	r.RowsChecked += b.checked
-	r.KeysChecked += b.keys
-	r.RowsOverwritten += b.overwritten
-	r.TargetRows += b.targetRows
-	r.Missing += b.missing
-	r.Differ += b.differ
-	if r.Extra != nil {
-		*r.Extra += b.extra
-	}
+	r.addCounts(b.counts)
 	for c, n := range b.differ1 {
 		r.differ[rowCols[c]] += n
 	}

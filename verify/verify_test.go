@@ -141,7 +141,13 @@ func migrated(t testing.TB, p *transform.Program, recs []pipeline.Record) *fakeT
 
 func runLookup(t *testing.T, p *transform.Program, recs []pipeline.Record, tbl *fakeTable, mod func(*Config)) *Result {
 	t.Helper()
-	cfg := Config{Program: p, Source: &sliceSource{recs}, Lookup: tbl, TmpDir: t.TempDir(), Workers: 2}
+	return runWith(t, Config{Program: p, Source: &sliceSource{recs}, Lookup: tbl}, mod)
+}
+
+// runWith runs cfg, changed by mod, with two workers and a temp folder of the test's.
+func runWith(t *testing.T, cfg Config, mod func(*Config)) *Result {
+	t.Helper()
+	cfg.TmpDir, cfg.Workers = t.TempDir(), 2
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -408,29 +414,8 @@ func localStore(t *testing.T, dir string) store.Store {
 // would, and returns the folder target holding it.
 func writeFolder(t *testing.T, schema pipeline.TargetSchema, rows [][]pipeline.Value) *Folder {
 	t.Helper()
-	f := parquet.New()
-	buf, err := f.NewBuffer(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rows {
-		if err := buf.Append(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var out bytes.Buffer
-	w, err := f.NewWriter(&out, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(buf.Cut()); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "part.parquet"), out.Bytes(), 0o644); err != nil {
+	if err := sinktest.WriteParquet(filepath.Join(dir, "part.parquet"), schema, rows); err != nil {
 		t.Fatal(err)
 	}
 	return &Folder{Objects: localStore(t, dir), Location: dir, Format: "parquet",
@@ -471,15 +456,7 @@ func TestFolderDigestsAgreeWithExactComparison(t *testing.T) {
 		return strings.Join(s, " ")
 	}
 	runFolder := func(mod func(*Config)) *Result {
-		cfg := Config{Program: p, Source: &sliceSource{recs}, Folder: folder, TmpDir: t.TempDir(), Workers: 2}
-		if mod != nil {
-			mod(&cfg)
-		}
-		res, err := Run(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
+		return runWith(t, Config{Program: p, Source: &sliceSource{recs}, Folder: folder}, mod)
 	}
 	check := func(name string, got *Result) {
 		t.Helper()

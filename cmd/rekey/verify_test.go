@@ -12,7 +12,6 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
-	"github.com/rekey/rekey/sink/parquet"
 	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/verify"
 )
@@ -142,28 +141,7 @@ func TestVerifyAfterMigrate(t *testing.T) {
 
 func rewriteParquet(t *testing.T, path string, schema pipeline.TargetSchema, rows [][]pipeline.Value) {
 	t.Helper()
-	f := parquet.New()
-	buf, err := f.NewBuffer(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rows {
-		if err := buf.Append(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var b bytes.Buffer
-	w, err := f.NewWriter(&b, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(buf.Cut()); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+	if err := sinktest.WriteParquet(path, schema, rows); err != nil {
 		t.Fatal(err)
 	}
 }

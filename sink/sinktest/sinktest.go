@@ -1,8 +1,10 @@
 // Package sinktest holds test helpers shared by the sink packages: schemas, deterministic row
-// generators and an independent Parquet reader (parquet-go, not arrow). Only tests import it.
+// generators, an independent Parquet reader (parquet-go, not arrow) and a writer of files as
+// the sink writes them. Only tests import it.
 package sinktest
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
+	"github.com/rekey/rekey/sink/parquet"
 )
 
 // AllTypes is a table with every column type: key (k1 VARCHAR, k2 BIGINT DESC), the rest
@@ -291,4 +294,31 @@ func fromParquet(col pipeline.Column, v pq.Value) pipeline.Value {
 // DateString renders days since 1970-01-01 as yyyy-mm-dd.
 func DateString(days int64) string {
 	return time.Unix(days*86400, 0).UTC().Format("2006-01-02")
+}
+
+// WriteParquet writes rows (values as the transform produces them) to path as one Parquet file,
+// the way the sink does: to plant a file a test then reads or changes.
+func WriteParquet(path string, schema pipeline.TargetSchema, rows [][]pipeline.Value) error {
+	f := parquet.New()
+	buf, err := f.NewBuffer(schema)
+	if err != nil {
+		return err
+	}
+	for i, r := range rows {
+		if err := buf.Append(r); err != nil {
+			return fmt.Errorf("row %d: %w", i, err)
+		}
+	}
+	var out bytes.Buffer
+	w, err := f.NewWriter(&out, schema)
+	if err != nil {
+		return err
+	}
+	if err := w.Write(buf.Cut()); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(path, out.Bytes(), 0o644)
 }
