@@ -33,6 +33,9 @@ const MaxSampleRows = 10_000_000
 type Config struct {
 	Program *transform.Program
 	Source  pipeline.Source
+	// SourceOnce says the source can be read only once (stdin): a folder target is then compared
+	// value by value in one pass, as the digest pass's differences would need a second read.
+	SourceOnce bool
 	// Exactly one target: a rekey output folder (Folder), or a table read by key (Lookup).
 	Folder *Folder
 	Lookup LookupTarget
@@ -100,6 +103,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if fo := cfg.Folder; fo != nil {
 		v.res.Notes = append(v.res.Notes, fo.Notes...)
+	}
+	if cfg.Folder != nil && !cfg.SourceOnce {
 		diff, all, err := v.digestPass(ctx)
 		if err != nil {
 			return nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/rekey/rekey/report"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/verify"
 )
@@ -114,7 +115,7 @@ Memory stays bounded on a source of any size: rows are partitioned by key hash a
 files in --tmp beyond --memory, then compared a partition at a time. A folder target is first
 compared by digests (96 bits per key, 64 per row: a few million rows fit in memory); only when
 keys differ are both sides read again to compare those keys value by value (the columns, the
-examples).
+examples). A source on stdin, which can be read only once, is compared value by value at once.
 
 Exit codes:
   0    equal: every key checked is in the target with the same values (and nothing extra)
@@ -197,6 +198,7 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 		Workers: f.workers, Lookups: f.lookups, TmpDir: f.tmp, Memory: memory / 2,
 		Logger: logger.Named("verify"),
 	}
+	_, cfg.SourceOnce = src.(*file.Stdin) // read once: no second pass over the differences
 	target := f.target
 	if scheme, _, ok := strings.Cut(f.target, "://"); ok && lookupTargets[scheme] != nil {
 		lt, err := lookupTargets[scheme](ctx, f.target, prog.Target(), logger.Named("verify.target"))

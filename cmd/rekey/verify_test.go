@@ -197,3 +197,34 @@ func TestVerifyRefusesAnotherTarget(t *testing.T) {
 		t.Fatalf("verify of an unknown target: exit %d: %s", code, stderr)
 	}
 }
+
+// A source on stdin (file:-) can be read only once, and a folder target with a difference made
+// verify read it again for the value-by-value pass: it failed with "compare the differences (1
+// keys): read the source: stdin can be read only once" (exit 3) instead of reporting the
+// missing row. Such a source is compared value by value in one pass.
+func TestVerifyStdinSourceFolderDifferent(t *testing.T) {
+	dir := t.TempDir()
+	csvPath, out := migrateForVerify(t, dir, "csv")
+	m, err := lindorm.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(out, filepath.FromSlash(m.Regions[3].Files[0].Path))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	os.WriteFile(path, []byte(strings.Join(append(lines[:2], lines[3:]...), "")), 0o644) // the second data row
+	in, err := os.Open(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	defer func(old *os.File) { os.Stdin = old }(os.Stdin)
+	os.Stdin = in
+	code, stdout, stderr := runCLI(t, "verify", "-m", "../../mappings/orders.yaml", "--source", "file:-?format=csv", "--target", out, "--progress", "never", "-q")
+	if code != exitDifferent || !strings.Contains(stdout, "DIFFERENT: 1 missing (of 3000 keys checked)") {
+		t.Fatalf("verify of stdin against a folder with a row deleted: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
