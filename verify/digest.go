@@ -256,6 +256,9 @@ func (c *comparer) digestBucket(src, dst *parts, b int, emit func(*digestResult)
 		}
 		r.diff = append(r.diff, e.h)
 	}
+	// once per key: many rows of one stray key must not pass maxDetailKeys
+	slices.Sort(r.diff)
+	r.diff = slices.Compact(r.diff)
 	emit(r)
 	if c.c != nil {
 		c.c.RowsIn.Add(r.checked)

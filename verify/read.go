@@ -153,7 +153,7 @@ func (c *pqColumn) read(rows int) error {
 	levels, values := 0, 0
 	for levels < rows {
 		if !c.r.HasNext() {
-			return fmt.Errorf("column %s ends after %d of the row group's rows", c.col.Name, levels)
+			return fmt.Errorf("column %s holds fewer values than its row group's rows: the file is damaged", c.col.Name)
 		}
 		var defs []int16
 		if c.nullable {
@@ -182,7 +182,7 @@ func (c *pqColumn) read(rows int) error {
 			return fmt.Errorf("column %s: %w", c.col.Name, err)
 		}
 		if total == 0 {
-			return fmt.Errorf("column %s ends after %d of the row group's rows", c.col.Name, levels)
+			return fmt.Errorf("column %s holds fewer values than its row group's rows: the file is damaged", c.col.Name)
 		}
 		levels += int(total)
 		values += got

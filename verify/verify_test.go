@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/csv"
@@ -508,4 +509,33 @@ type countingSource struct {
 func (s *countingSource) Run(ctx context.Context, st map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
 	s.runs++
 	return s.sliceSource.Run(ctx, st, out)
+}
+
+// Rows of one key the source lacks, written many times, are one key for the detail pass: they
+// must not pass maxDetailKeys and send it over every key.
+func TestStrayRowsAreOneDetailKey(t *testing.T) {
+	p := testProgram(t)
+	recs := testRecords(500)
+	tbl := migrated(t, p, recs)
+	var rows [][]pipeline.Value
+	for _, r := range tbl.rows {
+		rows = append(rows, r)
+	}
+	stray := append([]pipeline.Value(nil), rows[0]...)
+	stray[0], stray[1] = pipeline.Int(9999%7), pipeline.Int(9999)
+	for range 5 {
+		rows = append(rows, stray)
+	}
+	folder := writeFolder(t, p.Target(), rows)
+	defer func(n int) { maxDetailKeys = n }(maxDetailKeys)
+	maxDetailKeys = 2
+	core, logs := observer.New(zap.InfoLevel)
+	res := runWith(t, Config{Program: p, Source: &sliceSource{recs}, Folder: folder, Logger: zap.New(core)}, nil)
+	if res.Extra == nil || *res.Extra != 5 || res.Missing != 0 || res.Differ != 0 {
+		t.Fatalf("want 5 extra rows: %+v", res)
+	}
+	detail := logs.FilterMessage("comparing the differences value by value").All()
+	if len(detail) != 1 || detail[0].ContextMap()["keys"] != "1 keys" {
+		t.Fatalf("the detail pass was told %v, want the one stray key", detail)
+	}
 }
