@@ -35,6 +35,9 @@ type progressFigures struct {
 	counters *pipeline.Counters
 	bytes    func() int64
 	total    int64 // rows expected, -1 when unknown
+	// rowsOnly: the phase counts rows and nothing is written or rejected in it (verify reading
+	// its target, comparing): the line shows rows, not "0 written, 0 rejected".
+	rowsOnly bool
 }
 
 // progressFlags are --progress and --progress-interval.
@@ -71,6 +74,15 @@ func (pf progressFlags) start(what string, src pipeline.Source, c *pipeline.Coun
 
 // startTotal is start for a display whose expected rows total() tells (-1: unknown).
 func (pf progressFlags) startTotal(what string, total func() int64, c *pipeline.Counters, bytes func() int64) (*progress, error) {
+	return pf.show(progressFigures{what: what, counters: c, bytes: bytes, total: total()})
+}
+
+// startRows shows a phase that only counts rows (c.RowsIn), total of them when known (> 0).
+func (pf progressFlags) startRows(what string, total int64, c *pipeline.Counters) (*progress, error) {
+	return pf.show(progressFigures{what: what, counters: c, total: total, rowsOnly: true})
+}
+
+func (pf progressFlags) show(f progressFigures) (*progress, error) {
 	mode, err := progressMode(pf.mode, term.IsTerminal(int(os.Stderr.Fd())))
 	if err != nil {
 		return nil, err
@@ -79,7 +91,6 @@ func (pf progressFlags) startTotal(what string, total func() int64, c *pipeline.
 	if mode == "never" {
 		return p, nil
 	}
-	f := progressFigures{what: what, counters: c, bytes: bytes, total: total()}
 	if mode == "plain" {
 		p.plain(os.Stderr, pf.interval, f)
 	} else {
@@ -123,7 +134,11 @@ func plainLine(f progressFigures, elapsed time.Duration) string {
 	c := f.counters
 	in := c.RowsIn.Load()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s rows read, %s written, %s rejected", f.what, groupDigits(in), groupDigits(c.RowsWritten.Load()), groupDigits(c.RowsRejected.Load()))
+	if f.rowsOnly {
+		fmt.Fprintf(&b, "%s: %s rows", f.what, groupDigits(in))
+	} else {
+		fmt.Fprintf(&b, "%s: %s rows read, %s written, %s rejected", f.what, groupDigits(in), groupDigits(c.RowsWritten.Load()), groupDigits(c.RowsRejected.Load()))
+	}
 	rate := 0.0
 	if s := elapsed.Seconds(); s > 0 {
 		rate = float64(in) / s
@@ -186,7 +201,9 @@ func (p *progress) startBar(f progressFigures) {
 		if f.bytes != nil {
 			desc += fmt.Sprintf("  %s written", transform.FormatSize(f.bytes()))
 		}
-		desc += fmt.Sprintf("  %s rejected", groupDigits(f.counters.RowsRejected.Load()))
+		if !f.rowsOnly {
+			desc += fmt.Sprintf("  %s rejected", groupDigits(f.counters.RowsRejected.Load()))
+		}
 		p.bar.Describe(desc)
 		p.bar.Set64(in)
 	}

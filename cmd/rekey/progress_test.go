@@ -30,6 +30,11 @@ func TestPlainProgressLines(t *testing.T) {
 	if line := plainLine(f, 5*time.Second); strings.Contains(line, "ETA") {
 		t.Fatalf("an ETA without a known total: %s", line)
 	}
+	// a phase that only counts rows (verify reading its target) shows no written/rejected figures
+	rows := progressFigures{what: "reading target", counters: &c, total: 2_400_000, rowsOnly: true}
+	if line, want := plainLine(rows, 5*time.Second), "reading target: 1,200,000 rows, 240,000 rows/s, elapsed 5s, ETA 5s (of ~2,400,000)"; line != want {
+		t.Fatalf("got  %q\nwant %q", line, want)
+	}
 }
 
 func TestProgressModes(t *testing.T) {

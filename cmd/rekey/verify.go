@@ -221,12 +221,13 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 		target = loc
 	}
 	cfg.Phase = func(name string, total int64, c *pipeline.Counters) func() {
-		bar, err := f.progress.startTotal(name, func() int64 {
-			if name == "reading source" {
-				return estimatedRows(src)
-			}
-			return total
-		}, c, nil)
+		var bar *progress
+		var err error
+		if strings.HasSuffix(name, "reading source") { // rows read, kept and rejected by the mapping
+			bar, err = f.progress.startTotal(name, func() int64 { return estimatedRows(src) }, c, nil)
+		} else {
+			bar, err = f.progress.startRows(name, total, c)
+		}
 		if err != nil {
 			return func() {}
 		}
