@@ -219,6 +219,20 @@ func (m *Metrics) Lag() int64 {
 	return lag
 }
 
+// Uncommitted is the number of messages of the assigned partitions read but not committed yet:
+// the messages of the open rolls.
+func (m *Metrics) Uncommitted() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var n int64
+	for _, g := range m.partitions {
+		if g.assigned && g.committed >= 0 && g.next > g.committed {
+			n += g.next - g.committed
+		}
+	}
+	return n
+}
+
 // Assigned is the number of partitions this process consumes now.
 func (m *Metrics) Assigned() int {
 	m.mu.Lock()
