@@ -204,7 +204,8 @@ func TestWindowSASL(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tr.CloseIdleConnections()
-			w := &kafkago.Writer{Addr: kafkago.TCP(c.Brokers...), Topic: "sasl", Transport: tr, BatchTimeout: time.Millisecond}
+			w := &kafkago.Writer{Addr: kafkago.TCP(c.Brokers...), Topic: "sasl", Transport: tr, BatchTimeout: time.Millisecond,
+				RequiredAcks: kafkago.RequireAll} // kafka-go's default is fire-and-forget: the window could start before the broker had the message
 			if err := w.WriteMessages(context.Background(), kafkago.Message{Value: []byte(`{"userid":"a","orderid":1}`)}); err != nil {
 				t.Fatalf("produce with %s: %v", mech, err)
 			}
@@ -281,7 +282,8 @@ func TestWindowTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.CloseIdleConnections()
-	w := &kafkago.Writer{Addr: kafkago.TCP(c.Brokers...), Topic: "tls", Transport: tr, BatchTimeout: time.Millisecond}
+	w := &kafkago.Writer{Addr: kafkago.TCP(c.Brokers...), Topic: "tls", Transport: tr, BatchTimeout: time.Millisecond,
+		RequiredAcks: kafkago.RequireAll} // acknowledged: see TestWindowSASL
 	if err := w.WriteMessages(context.Background(), kafkago.Message{Value: []byte(`{"userid":"a","orderid":1}`)}); err != nil {
 		t.Fatalf("produce over TLS: %v", err)
 	}
