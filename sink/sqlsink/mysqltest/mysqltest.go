@@ -171,14 +171,22 @@ func startMariaDB(t testing.TB, dir string, extra []string) *Server {
 		t.Skip("mariadbd is not on PATH and REKEY_MYSQL_DSN is not set (apt-get install mariadb-server)")
 	}
 	data := filepath.Join(dir, "data")
-	install := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+data, "--user=root", "--auth-root-authentication-method=normal", "--skip-test-db")
+	// a temp folder of its own: a MariaDB starting up removes the temporary tables it finds in
+	// its tmpdir, and with /tmp shared it removed those of another test's bootstrap (CI failed
+	// once so: "Could not remove temporary table '/tmp/#sql-temptable-...'", then "Unknown
+	// table 'mysql.tmp_user_sys'")
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	install := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+data, "--tmpdir="+tmp, "--user=root", "--auth-root-authentication-method=normal", "--skip-test-db")
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
 	s := &Server{Kind: "mariadb", User: "root", dataDir: dir, logPath: filepath.Join(dir, "mariadb.log")}
 	s.Addr = freeAddr(t)
 	_, port, _ := net.SplitHostPort(s.Addr)
-	s.args = append([]string{"--no-defaults", "--datadir=" + data, "--user=root", "--port=" + port, "--bind-address=127.0.0.1",
+	s.args = append([]string{"--no-defaults", "--datadir=" + data, "--tmpdir=" + tmp, "--user=root", "--port=" + port, "--bind-address=127.0.0.1",
 		"--socket=" + filepath.Join(dir, "sock"), "--pid-file=" + filepath.Join(dir, "pid"), "--log-error=" + s.logPath,
 		"--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M", "--max-connections=200"}, extra...)
 	s.cmd = exec.Command(bin, s.args...)
