@@ -40,7 +40,7 @@ func (l *s3log) wrap(next http.Handler) http.Handler {
 		cw := &countWriter{ResponseWriter: w}
 		next.ServeHTTP(cw, r)
 		l.mu.Lock()
-		l.calls = append(l.calls, s3call{op: s3op(r), key: strings.TrimPrefix(r.URL.Path, "/"+s3test.Bucket+"/"), sent: body.n, recvd: cw.n})
+		l.calls = append(l.calls, s3call{op: s3test.Op(r), key: strings.TrimPrefix(r.URL.Path, "/"+s3test.Bucket+"/"), sent: body.n, recvd: cw.n})
 		l.mu.Unlock()
 	})
 }
@@ -78,39 +78,6 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.ResponseWriter.Write(p)
 	c.n += int64(n)
 	return n, err
-}
-
-// s3op names an S3 request as the server routes it.
-func s3op(r *http.Request) string {
-	q := r.URL.Query()
-	copySrc := r.Header.Get("X-Amz-Copy-Source") != ""
-	switch {
-	case r.Method == http.MethodPut && q.Has("partNumber") && copySrc:
-		return "UploadPartCopy"
-	case r.Method == http.MethodPut && copySrc:
-		return "CopyObject"
-	case r.Method == http.MethodPut && q.Has("partNumber"):
-		return "UploadPart"
-	case r.Method == http.MethodPut:
-		return "PutObject"
-	case r.Method == http.MethodPost && q.Has("uploads"):
-		return "CreateMultipartUpload"
-	case r.Method == http.MethodPost && q.Has("uploadId"):
-		return "CompleteMultipartUpload"
-	case r.Method == http.MethodPost && q.Has("delete"):
-		return "DeleteObjects"
-	case r.Method == http.MethodDelete && q.Has("uploadId"):
-		return "AbortMultipartUpload"
-	case r.Method == http.MethodGet && q.Has("uploads"):
-		return "ListMultipartUploads"
-	case r.Method == http.MethodGet && q.Get("list-type") == "2":
-		return "ListObjectsV2"
-	case r.Method == http.MethodGet:
-		return "GetObject"
-	case r.Method == http.MethodHead:
-		return "HeadObject"
-	}
-	return r.Method
 }
 
 // download copies every object under uri's prefix into a new local folder, so the readers of

@@ -17,39 +17,6 @@ import (
 	"github.com/rekey/rekey/sink/store/s3store/s3test"
 )
 
-// op names an S3 request by its method and query, as the server routes it.
-func op(r *http.Request) string {
-	q := r.URL.Query()
-	copySrc := r.Header.Get("X-Amz-Copy-Source") != ""
-	switch {
-	case r.Method == http.MethodPut && q.Has("partNumber") && copySrc:
-		return "UploadPartCopy"
-	case r.Method == http.MethodPut && copySrc:
-		return "CopyObject"
-	case r.Method == http.MethodPut && q.Has("partNumber"):
-		return "UploadPart"
-	case r.Method == http.MethodPut:
-		return "PutObject"
-	case r.Method == http.MethodPost && q.Has("uploads"):
-		return "CreateMultipartUpload"
-	case r.Method == http.MethodPost && q.Has("uploadId"):
-		return "CompleteMultipartUpload"
-	case r.Method == http.MethodPost && q.Has("delete"):
-		return "DeleteObjects"
-	case r.Method == http.MethodDelete && q.Has("uploadId"):
-		return "AbortMultipartUpload"
-	case r.Method == http.MethodGet && q.Has("uploads"):
-		return "ListMultipartUploads"
-	case r.Method == http.MethodGet && q.Get("list-type") == "2":
-		return "ListObjectsV2"
-	case r.Method == http.MethodGet:
-		return "GetObject"
-	case r.Method == http.MethodHead:
-		return "HeadObject"
-	}
-	return r.Method
-}
-
 // recorded is one request as the server saw it: its operation, headers and body.
 type recorded struct {
 	op     string
@@ -71,7 +38,7 @@ func (rec *recorder) wrap(next http.Handler) http.Handler {
 			return
 		}
 		rec.mu.Lock()
-		rec.reqs = append(rec.reqs, recorded{op: op(r), header: r.Header.Clone(), body: body})
+		rec.reqs = append(rec.reqs, recorded{op: s3test.Op(r), header: r.Header.Clone(), body: body})
 		rec.mu.Unlock()
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
@@ -132,7 +99,7 @@ type discardServer struct {
 
 func (d *discardServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := strings.TrimPrefix(r.URL.Path, "/")
-	switch op(r) {
+	switch s3test.Op(r) {
 	case "ListObjectsV2":
 		fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>rekey</Name><KeyCount>0</KeyCount><IsTruncated>false</IsTruncated></ListBucketResult>`)
 	case "CreateMultipartUpload":

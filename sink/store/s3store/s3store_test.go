@@ -494,7 +494,7 @@ func TestPartFailuresRetryThenFail(t *testing.T) {
 	var failPart2 atomic.Int64 // refusals left for part 2
 	srv := s3test.StartGofakes3(t, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if op(r) == "UploadPart" && r.URL.Query().Get("partNumber") == "2" && failPart2.Add(-1) >= 0 {
+			if s3test.Op(r) == "UploadPart" && r.URL.Query().Get("partNumber") == "2" && failPart2.Add(-1) >= 0 {
 				io.Copy(io.Discard, r.Body)
 				w.Header().Set("Content-Type", "application/xml")
 				w.WriteHeader(http.StatusInternalServerError)

@@ -321,3 +321,37 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return string(bytes.TrimSpace(b.buf.Bytes()))
 }
+
+// Op names an S3 request by its method, query and headers as the server routes it (PutObject,
+// UploadPartCopy, ListObjectsV2...): for tests that count or fail requests behind a Proxy.
+func Op(r *http.Request) string {
+	q := r.URL.Query()
+	copySrc := r.Header.Get("X-Amz-Copy-Source") != ""
+	switch {
+	case r.Method == http.MethodPut && q.Has("partNumber") && copySrc:
+		return "UploadPartCopy"
+	case r.Method == http.MethodPut && copySrc:
+		return "CopyObject"
+	case r.Method == http.MethodPut && q.Has("partNumber"):
+		return "UploadPart"
+	case r.Method == http.MethodPut:
+		return "PutObject"
+	case r.Method == http.MethodPost && q.Has("uploads"):
+		return "CreateMultipartUpload"
+	case r.Method == http.MethodPost && q.Has("uploadId"):
+		return "CompleteMultipartUpload"
+	case r.Method == http.MethodPost && q.Has("delete"):
+		return "DeleteObjects"
+	case r.Method == http.MethodDelete && q.Has("uploadId"):
+		return "AbortMultipartUpload"
+	case r.Method == http.MethodGet && q.Has("uploads"):
+		return "ListMultipartUploads"
+	case r.Method == http.MethodGet && q.Get("list-type") == "2":
+		return "ListObjectsV2"
+	case r.Method == http.MethodGet:
+		return "GetObject"
+	case r.Method == http.MethodHead:
+		return "HeadObject"
+	}
+	return r.Method
+}
