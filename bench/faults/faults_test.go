@@ -69,21 +69,7 @@ func TestFaultCampaign(t *testing.T) {
 		cfg = Config{Sources: []string{"file", "cassandra"}, Kills: 20, Rows: 150000, CassandraRows: 150000, BadRows: 7500,
 			CleanRuns: 2, MaxResumeKills: 2, Interval: 200 * time.Millisecond, MaxFileSize: "256KiB"}
 	}
-	cfg.Rekey = rekeyBinary(t)
-	cfg.Seed = uint64(*campaignSeed)
-	if cfg.Seed == 0 {
-		cfg.Seed = uint64(time.Now().UnixNano() % 1_000_000)
-	}
-	var out strings.Builder
-	cfg.Out = &out
-	ok, err := campaignMain(&cfg, t.TempDir())
-	t.Log("\n" + out.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ok {
-		t.Fatalf("runs did not match the clean run (reproduce with -seed %d)", cfg.Seed)
-	}
+	runCampaign(t, cfg)
 }
 
 // TestComparisonFindsDamage checks the campaign's judge: a real output compared with itself
@@ -211,21 +197,7 @@ func TestFaultCampaignObjectStore(t *testing.T) {
 	needVersitygw(t)
 	cfg := Config{Sources: []string{"file"}, Kills: 3, Rows: 10000, BadRows: 500, Store: "versitygw",
 		CleanRuns: 1, MaxResumeKills: 1, Interval: 50 * time.Millisecond, MaxFileSize: "64KiB"}
-	cfg.Rekey = rekeyBinary(t)
-	cfg.Seed = uint64(*campaignSeed)
-	if cfg.Seed == 0 {
-		cfg.Seed = uint64(time.Now().UnixNano() % 1_000_000)
-	}
-	var out strings.Builder
-	cfg.Out = &out
-	ok, err := campaignMain(&cfg, t.TempDir())
-	t.Log("\n" + out.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ok {
-		t.Fatalf("runs did not match the clean run (reproduce with -seed %d)", cfg.Seed)
-	}
+	runCampaign(t, cfg)
 }
 
 // TestBucketCheckFindsDamage checks the object-store judge: a real run on versitygw has no
@@ -299,5 +271,26 @@ func TestBucketCheckFindsDamage(t *testing.T) {
 				t.Errorf("the comparison does not say %q: %s", c.want, diffs)
 			}
 		})
+	}
+}
+
+// runCampaign runs a campaign with the test's rekey build and -seed (a random one when 0), and
+// fails the test when a resumed run does not match the clean one.
+func runCampaign(t *testing.T, cfg Config) {
+	t.Helper()
+	cfg.Rekey = rekeyBinary(t)
+	cfg.Seed = uint64(*campaignSeed)
+	if cfg.Seed == 0 {
+		cfg.Seed = uint64(time.Now().UnixNano() % 1_000_000)
+	}
+	var out strings.Builder
+	cfg.Out = &out
+	ok, err := campaignMain(&cfg, t.TempDir())
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Fatalf("runs did not match the clean run (reproduce with -seed %d)", cfg.Seed)
 	}
 }

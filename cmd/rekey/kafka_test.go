@@ -134,14 +134,7 @@ func TestKafkaMigrateAndReplicate(t *testing.T) {
 	if strings.ContainsAny(stderr, "\r\x1b") {
 		t.Errorf("control characters on a non-terminal stderr:\n%q", stderr)
 	}
-	var m replicate.Manifest
-	data, err = os.ReadFile(filepath.Join(out, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := readReplication(t, out)
 	// every message is written (1979 upserts, 20 tombstones as DELETE statements) or rejected
 	var upserts int64
 	for _, p := range m.Replication.Partitions {
@@ -153,4 +146,18 @@ func TestKafkaMigrateAndReplicate(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "ddl.sql")); err != nil {
 		t.Error(err)
 	}
+}
+
+// readReplication reads the manifest.json replicate keeps in dir.
+func readReplication(t *testing.T, dir string) replicate.Manifest {
+	t.Helper()
+	var m replicate.Manifest
+	data, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

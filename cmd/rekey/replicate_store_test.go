@@ -135,14 +135,7 @@ func TestReplicateToObjectStoreKilled(t *testing.T) {
 	}
 	t.Logf("killed with %d of 2000 messages committed; restarted:\n%s", killedAt, lastLines(out2.String(), 20))
 
-	var m replicate.Manifest
-	data, err := os.ReadFile(filepath.Join(root, lindorm.ManifestFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := readReplication(t, root)
 	// ordersMessages: 2000 messages, 20 tombstones (DELETE statements), 1 poison
 	var upserts int64
 	for _, p := range m.Replication.Partitions {
