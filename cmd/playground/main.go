@@ -81,22 +81,36 @@ func flags(kind string) *flag.FlagSet {
 	return fs
 }
 
-// port is -port, else def when it is free, else 0 (any free port).
-func port(def int) int {
+// port is -port, else def when it is free, else 0 (any free port). busy is set when def was
+// taken, so the playground says why it listens elsewhere: a client configured for the usual
+// port would otherwise reach whatever holds it.
+func port(def int) (p int, busy bool) {
 	if opts.port > 0 {
-		return opts.port
+		return opts.port, false
 	}
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(def)))
 	if err != nil {
-		return 0
+		return 0, true
 	}
 	l.Close()
-	return def
+	return def, false
 }
+
+// movedNote is the line printed when the default port was taken.
+func movedNote(out io.Writer, def int, addr string) {
+	fmt.Fprintf(out, "Port %d is in use on 127.0.0.1 (another server?), so the playground listens on %s instead: use the URIs below as printed (-port N picks one).\n\n", def, addr)
+}
+
+// Default ports; variables so tests can point them at a port they hold.
+var (
+	kafkaPort     = 9092
+	cassandraPort = 9042
+)
 
 func runKafka(ctx context.Context, out io.Writer) error {
 	const topic = "orders"
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port(9092)), kfake.SeedTopics(6, topic))
+	p, busy := port(kafkaPort)
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(p), kfake.SeedTopics(6, topic))
 	if err != nil {
 		return fmt.Errorf("start the Kafka-protocol cluster: %w", err)
 	}
@@ -109,6 +123,9 @@ func runKafka(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	b := brokers[0]
+	if busy {
+		movedNote(out, kafkaPort, b)
+	}
 	fmt.Fprintf(out, `Kafka-protocol playground on %s: topic %q, 6 partitions, %d JSON orders, then %d new ones per second.
 
 Try (in another terminal, from the repository):
@@ -139,7 +156,8 @@ Ctrl-C stops the playground (the data is in memory only).
 }
 
 func runCassandra(ctx context.Context, out io.Writer) error {
-	srv, err := cqltest.New(cqltest.WithPort(port(9042)), cqltest.WithDataCenter("dc1", "rack1"))
+	p, busy := port(cassandraPort)
+	srv, err := cqltest.New(cqltest.WithPort(p), cqltest.WithDataCenter("dc1", "rack1"))
 	if err != nil {
 		return fmt.Errorf("start the CQL server: %w", err)
 	}
@@ -148,6 +166,9 @@ func runCassandra(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("seed shop.orders: %w", err)
 	}
 	uri := fmt.Sprintf("cassandra://%s/shop/orders?dc=dc1", srv.Addr())
+	if busy {
+		movedNote(out, cassandraPort, srv.Addr())
+	}
 	fmt.Fprintf(out, `Cassandra-protocol playground on %s: table shop.orders, %d rows (4 orders per user,
 monotonic order ids and timestamps), data centre dc1. No credentials needed.
 

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -101,5 +104,28 @@ func TestKafkaPlaygroundServesWhatItPrints(t *testing.T) {
 	}
 	if total != 300 {
 		t.Fatalf("the topic holds %d messages, want 300", total)
+	}
+}
+
+// When the usual port is taken, the playground says so and prints the port it took instead.
+func TestPlaygroundSaysWhenItsPortIsTaken(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	heldPort := held.Addr().(*net.TCPAddr).Port
+	saved := cassandraPort
+	cassandraPort = heldPort
+	defer func() { cassandraPort = saved }()
+	opts.rows, opts.port = 10, 0
+	out := &syncBuffer{}
+	addr := waitFor(t, func(ctx context.Context, w *syncBuffer) error { return runCassandra(ctx, io.MultiWriter(w, out)) }, `'cassandra://([0-9.:]+)/shop/orders\?dc=dc1'`)
+	if strings.HasSuffix(addr, ":"+strconv.Itoa(heldPort)) {
+		t.Fatalf("listening on the taken port: %s", addr)
+	}
+	want := fmt.Sprintf("Port %d is in use on 127.0.0.1 (another server?), so the playground listens on %s instead", heldPort, addr)
+	if !strings.Contains(out.String(), want) {
+		t.Fatalf("no note that the port moved (%q) in:\n%s", want, out.String())
 	}
 }
