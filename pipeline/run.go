@@ -69,8 +69,11 @@ type Result struct {
 	RejectCodes                       map[string]int64
 	Files                             []FileInfo
 	Resumed                           bool
-	Interrupted                       bool // stopped by the caller's stop signal before the end
-	Duration                          time.Duration
+	// RowsInThisRun is what this attempt read: RowsIn less what the checkpoint it resumed from
+	// held. Rates divide this by Duration (which is this attempt's time too).
+	RowsInThisRun int64
+	Interrupted   bool // stopped by the caller's stop signal before the end
+	Duration      time.Duration
 	// StartedAt is when the first attempt of the run started (a resume keeps it); zero for a
 	// checkpoint written before rekey recorded it.
 	StartedAt time.Time
@@ -138,6 +141,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 		r.Counters.RowsWritten.Store(cp.RowsWritten)
 		r.Counters.RowsRejected.Store(cp.RowsRejected)
 	}
+	rowsBefore := cp.RowsIn
 	rejects, err := OpenRejects(ctx, cfg.Store, resume)
 	if err != nil {
 		return Result{}, err
@@ -322,6 +326,7 @@ loop:
 	// What the last checkpoint holds: rows counted in a failed run's uncommitted buffers were
 	// never written, and a summary must not claim them.
 	res.RowsIn, res.RowsWritten, res.RowsRejected = cp.RowsIn, cp.RowsWritten, cp.RowsRejected
+	res.RowsInThisRun = cp.RowsIn - rowsBefore
 	res.RejectCodes = cp.RejectCodes
 	res.Files = cp.Files
 	res.Duration = time.Since(started)

@@ -317,12 +317,18 @@ func TestInterruptCommitsAndResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := cp.RowsIn
 	r2, _ := NewRunner(cfg)
-	if _, err := r2.Run(context.Background(), nil, cp); err != nil {
+	res2, err := r2.Run(context.Background(), nil, cp)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if len(sink.committed) != 10000 {
 		t.Fatalf("after resume %d rows committed, want 10000", len(sink.committed))
+	}
+	// the resumed attempt's own rows, from which its rate is computed, exclude the first attempt's
+	if res2.RowsIn != 10000 || res2.RowsInThisRun != 10000-before || before == 0 {
+		t.Fatalf("resumed run: rows in %d, this run %d, checkpoint held %d", res2.RowsIn, res2.RowsInThisRun, before)
 	}
 }
 

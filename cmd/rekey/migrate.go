@@ -403,7 +403,11 @@ func runMigration(ctx context.Context, cancel context.CancelFunc, f *migrateFlag
 	}
 	stop := make(chan struct{})
 	defer onInterrupt(stopping, func() { close(stop) }, cancel)()
-	bar, err := f.progress.start("migrating", src, &runner.Counters, out.bytes)
+	var before int64
+	if out.resume != nil {
+		before = out.resume.RowsIn
+	}
+	bar, err := f.progress.start("migrating", src, &runner.Counters, out.bytes, before)
 	if err != nil {
 		return res, nil, exitWith(exitUsage, err)
 	}

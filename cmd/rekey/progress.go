@@ -38,6 +38,8 @@ type progressFigures struct {
 	// rowsOnly: the phase counts rows and nothing is written or rejected in it (verify reading
 	// its target, comparing): the line shows rows, not "0 written, 0 rejected".
 	rowsOnly bool
+	// before is what an earlier attempt of a resumed run read: counted in the totals, not in the rate
+	before int64
 }
 
 // progressFlags are --progress and --progress-interval.
@@ -67,9 +69,9 @@ func progressMode(mode string, tty bool) (string, error) {
 	return "", fmt.Errorf("--progress %q: want auto, bar, plain or never", mode)
 }
 
-func (pf progressFlags) start(what string, src pipeline.Source, c *pipeline.Counters, bytes func() int64) (*progress, error) {
-	// the row estimate only when shown: it may cost the source a query
-	return pf.startTotal(what, func() int64 { return estimatedRows(src) }, c, bytes)
+// before is the rows a resumed run's earlier attempts read (0 for a new run).
+func (pf progressFlags) start(what string, src pipeline.Source, c *pipeline.Counters, bytes func() int64, before int64) (*progress, error) {
+	return pf.show(progressFigures{what: what, counters: c, bytes: bytes, total: estimatedRows(src), before: before})
 }
 
 // startTotal is start for a display whose expected rows total() tells (-1: unknown).
@@ -140,8 +142,8 @@ func plainLine(f progressFigures, elapsed time.Duration) string {
 		fmt.Fprintf(&b, "%s: %s rows read, %s written, %s rejected", f.what, groupDigits(in), groupDigits(c.RowsWritten.Load()), groupDigits(c.RowsRejected.Load()))
 	}
 	rate := 0.0
-	if s := elapsed.Seconds(); s > 0 {
-		rate = float64(in) / s
+	if s := elapsed.Seconds(); s > 0 && in > f.before {
+		rate = float64(in-f.before) / s
 	}
 	fmt.Fprintf(&b, ", %s rows/s", groupDigits(int64(rate)))
 	if f.bytes != nil {
@@ -195,8 +197,8 @@ func (p *progress) startBar(f progressFigures) {
 			p.bar.ChangeMax64(total)
 		}
 		desc := f.what
-		if s := time.Since(started).Seconds(); in > 0 && s > 0 {
-			desc += fmt.Sprintf("  %s rows/s", groupDigits(int64(float64(in)/s)))
+		if s := time.Since(started).Seconds(); in > f.before && s > 0 {
+			desc += fmt.Sprintf("  %s rows/s", groupDigits(int64(float64(in-f.before)/s)))
 		}
 		if f.bytes != nil {
 			desc += fmt.Sprintf("  %s written", transform.FormatSize(f.bytes()))

@@ -37,6 +37,21 @@ func TestPlainProgressLines(t *testing.T) {
 	}
 }
 
+// A resumed run's rate counts only the rows this attempt read: the totals include the earlier
+// attempt's, read in time this attempt did not spend.
+func TestResumedRunRateCountsThisAttempt(t *testing.T) {
+	var c pipeline.Counters
+	c.RowsIn.Store(1_200_000)
+	f := progressFigures{what: "migrating", counters: &c, total: 6_000_000, before: 1_000_000}
+	if line := plainLine(f, 5*time.Second); !strings.Contains(line, ", 40,000 rows/s,") || !strings.Contains(line, "ETA 2m0s") {
+		t.Fatalf("resumed progress: %s", line)
+	}
+	s := statsOf(pipeline.Result{RowsIn: 1_200_000, RowsInThisRun: 200_000, Resumed: true, Duration: 5 * time.Second})
+	if s.RowsPerSec != 40_000 || s.RowsIn != 1_200_000 {
+		t.Fatalf("resumed summary: %+v", s)
+	}
+}
+
 func TestProgressModes(t *testing.T) {
 	for _, c := range []struct {
 		mode string

@@ -166,7 +166,7 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 		est = estimateBytes(src, prog, planSample)
 	}
 	var counters pipeline.Counters
-	bar, err := f.progress.start("analysing", src, &counters, nil)
+	bar, err := f.progress.start("analysing", src, &counters, nil, 0)
 	if err != nil {
 		return exitWith(2, err)
 	}
@@ -235,7 +235,7 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 		table(out, files)
 	}
 	if f.statsJSON != "" {
-		res := pipeline.Result{RowsIn: rep.Totals.RowsRead, RowsWritten: rep.Totals.RowsOK, RowsRejected: rep.Totals.RowsRejected,
+		res := pipeline.Result{RowsIn: rep.Totals.RowsRead, RowsInThisRun: rep.Totals.RowsRead, RowsWritten: rep.Totals.RowsOK, RowsRejected: rep.Totals.RowsRejected,
 			Duration: time.Since(started)}
 		if err := writeStats(f.statsJSON, res); err != nil {
 			return err

@@ -41,8 +41,9 @@ func statsOf(res pipeline.Result) runStats {
 	for _, f := range res.Files {
 		s.Bytes += f.Bytes
 	}
+	// the rate of this attempt: a resumed run's totals include rows an earlier attempt read
 	if s.Seconds > 0 {
-		s.RowsPerSec = float64(res.RowsIn) / s.Seconds
+		s.RowsPerSec = float64(res.RowsInThisRun) / s.Seconds
 	}
 	return s
 }

@@ -259,7 +259,7 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 		return exitWith(exitVerifyFailed, err)
 	}
 	if f.statsJSON != "" {
-		st := pipeline.Result{RowsIn: res.RowsRead, RowsWritten: res.RowsChecked, RowsRejected: res.RowsRejected, Duration: time.Since(started)}
+		st := pipeline.Result{RowsIn: res.RowsRead, RowsInThisRun: res.RowsRead, RowsWritten: res.RowsChecked, RowsRejected: res.RowsRejected, Duration: time.Since(started)}
 		if err := writeStats(f.statsJSON, st); err != nil {
 			return exitWith(exitVerifyFailed, err)
 		}
