@@ -255,7 +255,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		return err
 	}
 	if errors.Is(runErr, pipeline.ErrInterrupted) {
-		printSummary(cmd.OutOrStdout(), "Migration interrupted (what is committed so far)", res, plan, f.out)
+		printSummary(cmd.OutOrStdout(), "Migration interrupted (what is committed so far)", res, filesOut(f.out, st, plan))
 		next := "run the same command with --resume to finish"
 		if _, stdin := src.(*file.Stdin); stdin {
 			next = "stdin cannot be read again: save the input to a file and migrate it into a new --out"
@@ -263,7 +263,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		return exitWith(exitInterrupted, fmt.Errorf("interrupted: %d rows committed to %s; %s", res.RowsWritten, f.out, next))
 	}
 	if runErr != nil {
-		printSummary(cmd.OutOrStdout(), "Migration failed (what was committed before the failure)", res, plan, f.out)
+		printSummary(cmd.OutOrStdout(), "Migration failed (what was committed before the failure)", res, filesOut(f.out, st, plan))
 		return exitWith(exitFailed, fmt.Errorf("migration failed: %w\nthe files committed so far are in %s (no manifest.json was written); once the cause is fixed, run the same command with --resume", runErr, f.out))
 	}
 	if err := finishRun(ctx, cmd.OutOrStdout(), st, f.out, prog, plan, format.Name(), res, job, next); err != nil {
@@ -296,7 +296,7 @@ func finishRun(ctx context.Context, w io.Writer, st store.Store, out string, pro
 	if err != nil {
 		return err
 	}
-	printSummary(w, "Migration summary", res, plan, out)
+	printSummary(w, "Migration summary", res, filesOut(out, st, plan))
 	printOversize(w, m)
 	next.RowsWritten = res.RowsWritten
 	fmt.Fprintln(w)

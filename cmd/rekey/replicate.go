@@ -266,8 +266,11 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	}
 
 	stop := make(chan struct{})
-	defer onInterrupt("\nrekey: stopping: closing and committing the open rolls (Ctrl-C again to abort at once)",
-		func() { close(stop) }, cancel)()
+	stopping := "\nrekey: stopping: closing and committing the open rolls (Ctrl-C again to abort at once)"
+	if toSQL {
+		stopping = "\nrekey: stopping: finishing the statements in flight and committing their offsets (Ctrl-C again to abort at once)"
+	}
+	defer onInterrupt(stopping, func() { close(stop) }, cancel)()
 
 	logger.Info("replication starting", zap.String("topic", kcfg.Topic), zap.String("group", kcfg.Group),
 		zap.Int("regions", plan.Count()), zap.String("strategy", plan.Strategy), zap.String("out", f.out))
@@ -279,11 +282,14 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	status := startStatus(os.Stderr, progress, interval, r.Metrics())
 	runErr := r.Run(ctx, stop)
 	status.finish()
-	printReplicationSummary(cmd.OutOrStdout(), r.Metrics(), plan, f.out, time.Since(started))
+	printReplicationSummary(cmd.OutOrStdout(), r.Metrics(), plan, sourceuri.Redact(f.out), toSQL, time.Since(started))
 	switch {
 	case runErr == nil:
 		return nil
 	case errors.Is(runErr, context.Canceled):
+		if toSQL {
+			return exitWith(exitInterrupted, errors.New("aborted: the messages whose offsets were not committed will be applied again by the next run (upserts and deletes in order: harmless)"))
+		}
 		return exitWith(exitInterrupted, errors.New("aborted: the open rolls were discarded and will be replayed by the next run"))
 	}
 	return exitWith(exitFailed, fmt.Errorf("replication failed: %w\nthe files and offsets committed so far are consistent; run the same command to continue", runErr))
@@ -391,28 +397,39 @@ func (s replicationStatus) frame() string {
 		transform.FormatSize(s.bytes), groupDigits(s.deletes), groupDigits(s.rejected))
 }
 
-func printReplicationSummary(w io.Writer, m *replicate.Metrics, plan pipeline.RegionPlan, out string, took time.Duration) {
+// printReplicationSummary prints what this process replicated; rolls, files, bytes and regions
+// only for an output of files (toSQL: a table, which has none of them).
+func printReplicationSummary(w io.Writer, m *replicate.Metrics, plan pipeline.RegionPlan, out string, toSQL bool, took time.Duration) {
 	in := m.MessagesIn.Load()
 	rate := 0.0
 	if took > 0 {
 		rate = float64(in) / took.Seconds()
 	}
 	fmt.Fprintln(w, "Replication summary (this process)")
-	table(w, [][2]string{
+	rows := [][2]string{
 		{"messages in", fmt.Sprintf("%d", in)},
 		{"rows written", fmt.Sprintf("%d", m.RowsWritten.Load())},
 		{"deletes", fmt.Sprintf("%d", m.Deletes.Load())},
 		{"rejected", fmt.Sprintf("%d", m.Rejected.Load())},
-		{"rolls", fmt.Sprintf("%d", m.Rolls.Load())},
-		{"files", fmt.Sprintf("%d", m.FilesCommitted.Load())},
-		{"bytes", transform.FormatSize(m.BytesWritten.Load())},
-		{"offset commits", fmt.Sprintf("%d (%d failed)", m.OffsetCommits.Load(), m.CommitErrors.Load())},
-		{"regions", fmt.Sprintf("%d (%s)", plan.Count(), plan.Strategy)},
-		{"time", took.Round(10 * time.Millisecond).String()},
-		{"messages/s", fmt.Sprintf("%.0f", rate)},
-		{"peak memory", transform.FormatSize(peakRSS())},
-		{"output", out},
-	})
+	}
+	if !toSQL {
+		rows = append(rows,
+			[2]string{"rolls", fmt.Sprintf("%d", m.Rolls.Load())},
+			[2]string{"files", fmt.Sprintf("%d", m.FilesCommitted.Load())},
+			[2]string{"bytes", transform.FormatSize(m.BytesWritten.Load())},
+		)
+	}
+	rows = append(rows, [2]string{"offset commits", fmt.Sprintf("%d (%d failed)", m.OffsetCommits.Load(), m.CommitErrors.Load())})
+	if !toSQL {
+		rows = append(rows, [2]string{"regions", fmt.Sprintf("%d (%s)", plan.Count(), plan.Strategy)})
+	}
+	rows = append(rows,
+		[2]string{"time", took.Round(10 * time.Millisecond).String()},
+		[2]string{"messages/s", fmt.Sprintf("%.0f", rate)},
+		[2]string{"peak memory", transform.FormatSize(peakRSS())},
+		[2]string{"output", out},
+	)
+	table(w, rows)
 }
 
 // peakHeapProfile rewrites a heap profile whenever the heap in use reaches a new high.

@@ -58,8 +58,14 @@ func TestMigrateIntoSQLTable(t *testing.T) {
 			args := []string{"migrate", "-m", mapping, "--source", "gen:orders?rows=5000&seed=3", "--out", srv.URI(""),
 				"--sql-conns", conns, "--state", state, "--progress", "never"}
 			out := mustRun(t, args...)
-			if !strings.Contains(out, "rows written") || !strings.Contains(out, "statements") {
+			if !strings.Contains(out, "rows written") || !strings.Contains(out, "statements") || !strings.Contains(out, "  state ") {
 				t.Errorf("summary:\n%s", out)
+			}
+			// a table has no files or regions: the summary does not show them
+			for _, line := range []string{"  regions ", "  files ", "  bytes "} {
+				if strings.Contains(out, line) {
+					t.Errorf("the summary of a SQL target shows %q:\n%s", line, out)
+				}
 			}
 			var n int
 			db := srv.DB(t)
@@ -205,6 +211,11 @@ func TestReplicateIntoSQLTable(t *testing.T) {
 			case code := <-done:
 				if code != 0 {
 					t.Fatalf("replicate exit %d:\n%s", code, out)
+				}
+				for _, line := range []string{"  rolls ", "  files ", "  regions ", "open rolls"} {
+					if strings.Contains(out, line) {
+						t.Errorf("replicate into a SQL table shows %q:\n%s", line, out)
+					}
 				}
 			case <-time.After(30 * time.Second):
 				t.Fatal("replicate did not stop on SIGTERM")

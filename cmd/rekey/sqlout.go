@@ -127,7 +127,7 @@ func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *
 }
 
 func printSQLSummary(w interface{ Write([]byte) (int, error) }, title string, res pipeline.Result, sw *sqlsink.Writer, dest, state string) {
-	printSummary(w, title, res, pipeline.RegionPlan{Strategy: "single"}, state)
+	printSummary(w, title, res, summaryOut{label: "state", where: state, rejects: filepath.Join(state, pipeline.RejectsFile)})
 	fmt.Fprintf(w, "  %-14s %s\n", "target", dest)
 	fmt.Fprintf(w, "  %-14s %d (%d retried after transient errors)\n", "statements", sw.Stats.Statements.Load(), sw.Stats.Retries.Load())
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -55,9 +56,23 @@ func writeStats(path string, res pipeline.Result) error {
 	return pipeline.WriteJSONAtomic(path, statsOf(res))
 }
 
+// summaryOut is where a run wrote, as its summary shows it.
+type summaryOut struct {
+	label   string               // "output" (a folder or bucket of files) or "state" (a SQL target's local folder)
+	where   string               // the --out (or state folder) as given
+	rejects string               // where the rejected rows are (RejectsLocation)
+	plan    *pipeline.RegionPlan // the region plan of a files output; nil for a SQL table, which has no files
+}
+
+// filesOut is the summaryOut of an output of region files in st.
+func filesOut(where string, st store.Store, plan pipeline.RegionPlan) summaryOut {
+	return summaryOut{label: "output", where: where, rejects: pipeline.RejectsLocation(st), plan: &plan}
+}
+
 // printSummary prints a run's figures under a title that says how it ended: "Migration
 // summary", "Migration interrupted", "Migration failed" (the figures are what was committed).
-func printSummary(w io.Writer, title string, res pipeline.Result, plan pipeline.RegionPlan, out string) {
+// Files, regions and bytes are shown only for an output of files.
+func printSummary(w io.Writer, title string, res pipeline.Result, out summaryOut) {
 	s := statsOf(res)
 	if res.Resumed {
 		title += " (resumed; totals include the earlier run)"
@@ -76,17 +91,21 @@ func printSummary(w io.Writer, title string, res pipeline.Result, plan pipeline.
 	for _, c := range codes {
 		rows = append(rows, [2]string{"  " + c, fmt.Sprintf("%d", res.RejectCodes[c])})
 	}
+	if out.plan != nil {
+		rows = append(rows,
+			[2]string{"regions", fmt.Sprintf("%d (%s)", out.plan.Count(), out.plan.Strategy)},
+			[2]string{"files", fmt.Sprintf("%d", s.Files)},
+			[2]string{"bytes", transform.FormatSize(s.Bytes)},
+		)
+	}
 	rows = append(rows,
-		[2]string{"regions", fmt.Sprintf("%d (%s)", plan.Count(), plan.Strategy)},
-		[2]string{"files", fmt.Sprintf("%d", s.Files)},
-		[2]string{"bytes", transform.FormatSize(s.Bytes)},
 		[2]string{"time", res.Duration.Round(1e7).String()},
 		[2]string{"rows/s", fmt.Sprintf("%.0f", s.RowsPerSec)},
 		[2]string{"peak memory", transform.FormatSize(s.PeakRSS)},
-		[2]string{"output", out},
+		[2]string{out.label, out.where},
 	)
 	if s.RowsRejected > 0 {
-		rows = append(rows, [2]string{"rejects", out + "/" + pipeline.RejectsFile})
+		rows = append(rows, [2]string{"rejects", out.rejects})
 	}
 	table(w, rows)
 }
