@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -74,6 +75,10 @@ func TestMigrateToObjectStore(t *testing.T) {
 	}
 	if code != exitRejects {
 		t.Fatalf("exit %d, want 1 (rejects)\n%s%s", code, stdout, stderr)
+	}
+	// the summary names where the rejects are: numbered parts, not a rejects.jsonl
+	if !regexp.MustCompile(`(?m)^  rejects +s3://\S+/rejects/$`).MatchString(stdout) || strings.Contains(stdout, pipeline.RejectsFile) {
+		t.Errorf("the summary's rejects line:\n%s", stdout)
 	}
 	m, err := lindorm.ReadManifest(out)
 	if err != nil {
