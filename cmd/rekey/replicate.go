@@ -122,7 +122,7 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	fl.IntVar(&f.regions, "regions", 0, "number of pre-split regions at the first start (overrides the mapping's regions:)")
 	fl.StringVar(&f.rollSize, "roll-size", "64MiB", "close a partition's roll when its files reach this size")
 	fl.DurationVar(&f.rollInterval, "roll-interval", time.Minute, "close a roll this long after its first message, even if no more arrive")
-	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget of the whole process; a quarter of it buffers the rows of the open files")
+	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides) and a quarter of it buffers the rows of the open files; the resident size can pass it by what lives outside the heap")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics (Prometheus text format) and /healthz on this address, e.g. :9464")
 	f.progress.register(fl)
 	fl.Lookup("progress").Usage = "status on stderr: auto (a line redrawn every second on a terminal, a plain line every --progress-interval otherwise), bar (the redrawn line), plain, never"

@@ -98,7 +98,7 @@ with --strict, 1 when there are warnings. --json writes every figure (schema: re
 	fl.StringVar(&f.tmp, "tmp", "", "directory for the collision check's temp files (about 24 bytes + the key per row; removed at the end); default: the system temp directory")
 	f.progress.register(fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
-	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget of the whole process (the report itself needs far less: the garbage collector may use the rest)")
+	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides); the report itself needs far less, and the garbage collector may use the rest")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line (with --json/--html for the rest)")
 	fl.StringArrayVar(&f.queries, "query", nil, "a query the table must serve, ranking the advisor's designs (repeat for several; replaces the mapping's queries:): COLUMN= for equality, COLUMN range for a range, comma-separated, e.g. 'device_id=, ts range'")
 	fl.StringVar(&f.writeMap, "write-mapping", "", "write each alternative design as a mapping file (DIR/<id>.yaml, ready for rekey check and migrate) into this directory")

@@ -140,7 +140,7 @@ Exit codes:
 	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "transform and target-reading workers")
 	fl.IntVar(&f.lookups, "lookups", 4, "lookups in flight at once on a table target")
 	fl.StringVar(&f.tmp, "tmp", "", "directory for the temp files (about the size of the rows checked, both sides; removed at the end); default: the system temp directory")
-	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget of the whole process; rows (or their digests) beyond their share of it spill to --tmp")
+	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides); rows (or their digests) beyond their share of it spill to --tmp")
 	f.progress.register(fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line")
