@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -200,20 +201,31 @@ func freeAddr() (string, error) {
 
 // waitRead polls rekey's /metrics until it has read n messages.
 func waitRead(addr string, n int64, timeout time.Duration) error {
-	want := fmt.Sprintf("rekey_messages_in_total %d\n", n)
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get("http://" + addr + "/metrics")
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if strings.Contains(string(body), want) {
+			if v, ok := metricValue(string(body), "rekey_messages_in_total"); ok && v >= float64(n) {
 				return nil
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("rekey did not read %d messages within %v", n, timeout)
+}
+
+// metricValue is the value of an unlabelled metric in Prometheus' text format, which writes
+// large counts in exponent form (2e+06).
+func metricValue(body, name string) (float64, bool) {
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
 }
 
 // waitCommitted waits until the group committed offsets summing to n.
