@@ -105,7 +105,7 @@ func OpenOutput(spec OutputSpec, logger *zap.Logger) (*Output, error) {
 	o := &Output{Dir: spec.Dir, Store: st}
 	if d, ok := st.(store.Dir); ok {
 		if err := os.MkdirAll(d.Path(), 0o755); err != nil {
-			return nil, fmt.Errorf("create output directory: %w", err)
+			return nil, fmt.Errorf("--out %s: create the output folder: %w", spec.Dir, err)
 		}
 		lock, err := lockDir(d.Path(), spec.Dir)
 		if err != nil {

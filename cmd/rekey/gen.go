@@ -32,7 +32,7 @@ logs:   monotonic timestamps, ~50 hosts, a few log events dominating.`,
 			if out != "" && out != "-" {
 				f, err := os.OpenFile(pipeline.TempPath(out), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 				if err != nil {
-					return fmt.Errorf("--out: %w", err)
+					return fmt.Errorf("--out %s: %w", out, err)
 				}
 				bw := bufio.NewWriterSize(f, 1<<20)
 				if err := gen.WriteCSV(bw, args[0], rows, seed); err != nil {

@@ -96,21 +96,41 @@ Sources: file:PATH (CSV, JSON Lines), gen:NAME, cassandra://hosts/keyspace/table
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.PersistentPreRunE = checkCommonFlags
+	// cobra checks the flags and arguments before it runs PersistentPreRunE: an error from
+	// before it is invalid use, one from after it comes from the command itself
+	ran := false
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		ran = true
+		return checkCommonFlags(cmd, args)
+	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "console", "log format: console or json")
 	root.AddCommand(newMigrateCmd(g), newCheckCmd(g), newDDLCmd(g), newGenCmd(g), newReportCmd(g), newMergeCmd(g), newReplicateCmd(g), newVerifyCmd(g))
 	root.SetArgs(args)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0
 	}
 	fmt.Fprintln(os.Stderr, "rekey:", err)
+	return exitCode(cmd, err, ran)
+}
+
+// exitCode is the one place an error becomes the process's exit code. A command chooses its
+// code with exitWith; any other error is a failure (3) when the command ran, and invalid use
+// when cobra refused the flags or arguments before it ran. Never 1: that code means "completed,
+// but some rows were rejected" (migrate) or "warnings" (report --strict), which only exitWith
+// gives, so that automation never reads a failed run as a finished one.
+func exitCode(cmd *cobra.Command, err error, ran bool) int {
 	var ee *exitError
-	if errors.As(err, &ee) {
+	switch {
+	case errors.As(err, &ee):
 		return ee.code
+	case ran:
+		return exitFailed
+	case cmd != nil && cmd.Name() == "verify":
+		return exitVerifyFailed // verify's 2 means "the target differs"
 	}
-	return 1
+	return exitUsage
 }
 
 // logger builds the one zap logger of the process; components get Named children of it.

@@ -72,7 +72,7 @@ func runMerge(cmd *cobra.Command, dirs []string, f *mergeFlags) error {
 		return err
 	}
 	if err := checkMergeOut(ctx, out, f.out); err != nil {
-		return exitWith(2, err)
+		return err
 	}
 	inputs, err := merge.OpenInputs(ctx, dirs, out, func(ctx context.Context, dir string) (store.Store, error) {
 		return store.Open(ctx, dir, os.Getenv)
@@ -145,10 +145,10 @@ func filesVerb(mode merge.Mode, res *merge.Result, local bool) string {
 func checkMergeOut(ctx context.Context, out store.Store, name string) error {
 	objs, err := out.List(ctx, "")
 	if err != nil {
-		return fmt.Errorf("--out %s: %w", name, err)
+		return exitWith(exitFailed, fmt.Errorf("--out %s: %w", name, err))
 	}
 	if len(objs) > 0 {
-		return fmt.Errorf("--out %s already holds files: merge into a new --out directory", name)
+		return exitWith(exitUsage, fmt.Errorf("--out %s already holds files: merge into a new --out directory", name))
 	}
 	return nil
 }

@@ -357,7 +357,7 @@ func writeTableFiles(ctx context.Context, st store.Store, prog *transform.Progra
 // its store is registered (registerStores). Credentials come from the environment only.
 func openStore(ctx context.Context, out string) (store.Store, error) {
 	st, err := store.Open(ctx, out, os.Getenv)
-	if errors.Is(err, store.ErrUnsupported) {
+	if store.IsUsage(err) {
 		return nil, exitWith(exitUsage, fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
 	} else if err != nil {
 		return nil, exitWith(exitFailed, fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))

@@ -73,8 +73,9 @@ every row to its pre-split region and writes no data files. It prints, worst fin
 The plan analysed is --regions N, else the mapping's regions: section, else the recommendation;
 when that is a single region, 16 regions are analysed (a single region takes every write).
 
-Exit codes: 0 no errors; 2 errors (colliding keys, keys over 2 KB, too many key columns);
-with --strict, 1 when there are warnings. --json writes every figure (schema: report/README.md);
+Exit codes: 0 no errors; 2 errors (colliding keys, keys over 2 KB, too many key columns) or
+invalid use; with --strict, 1 when there are warnings; 3 the report could not run (an unreadable
+source, a file it could not write). --json writes every figure (schema: report/README.md);
 --html a self-contained page with charts.
 
 ` + sourceHelp,

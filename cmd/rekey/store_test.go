@@ -160,7 +160,8 @@ func TestMigrateToObjectStore(t *testing.T) {
 }
 
 // An object-store --out without credentials in the environment fails at once with one error
-// naming the variables to set (never a local folder named "s3:"), and writes nothing.
+// naming the variables to set (never a local folder named "s3:"), exits 2 (invalid use, as a
+// missing flag) and writes nothing.
 func TestObjectStoreWithoutCredentials(t *testing.T) {
 	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "OSS_ACCESS_KEY_ID", "OSS_ACCESS_KEY_SECRET"} {
 		t.Setenv(k, "")
@@ -169,9 +170,16 @@ func TestObjectStoreWithoutCredentials(t *testing.T) {
 	src := ordersCSV(t, dir, "orders.csv", 10, 1)
 	for out, want := range map[string]string{"s3://bucket/prefix?endpoint=http://127.0.0.1:1&path_style=true": "AWS_ACCESS_KEY_ID",
 		"oss://bucket/prefix?region=cn-hangzhou&endpoint=http://127.0.0.1:1": "OSS_ACCESS_KEY_ID"} {
-		code, _, stderr := runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+src, "--out", out, "--progress", "never")
-		if code == 0 || !strings.Contains(stderr, "--out") || !strings.Contains(stderr, want) {
-			t.Fatalf("--out %s: exit %d: %s", out, code, stderr)
+		for _, args := range [][]string{
+			{"migrate", "-m", "../../mappings/orders.yaml", "--source", "file:" + src, "--progress", "never"},
+			{"replicate", "-m", "../../mappings/orders.yaml", "--source", "kafka://127.0.0.1:1/orders?group=g"},
+			{"merge", dir},
+		} {
+			// configuration missing from the environment is invalid use: exit 2, like a flag
+			code, _, stderr := runCLI(t, append(args, "--out", out)...)
+			if code != exitUsage || !strings.Contains(stderr, "--out") || !strings.Contains(stderr, want) {
+				t.Fatalf("%s --out %s: exit %d, want 2: %s", args[0], out, code, stderr)
+			}
 		}
 	}
 	if ents, _ := os.ReadDir("."); len(ents) > 0 {

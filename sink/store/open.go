@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -51,6 +52,20 @@ func Open(ctx context.Context, uri string, env func(string) string) (Store, erro
 // ErrUnsupported is wrapped by Open's error for a URI scheme rekey cannot write to: a usage
 // error.
 var ErrUnsupported = fmt.Errorf("unsupported output")
+
+// UsageError is an Opener's error for what the user gives wrong (the URI, a setting missing
+// from the environment) rather than a failure of the store: the same command fails again until
+// the user fixes it.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// IsUsage tells whether err is, or wraps, a UsageError or ErrUnsupported.
+func IsUsage(err error) bool {
+	var ue *UsageError
+	return errors.As(err, &ue) || errors.Is(err, ErrUnsupported)
+}
 
 // IsLocal tells whether uri names a local folder (no scheme).
 func IsLocal(uri string) bool {

@@ -152,7 +152,7 @@ var _ store.Opener = Opener
 func OpenWith(ctx context.Context, uri string, getenv func(string) string, opts Options) (*Store, error) {
 	t, err := parseURI(uri, getenv("AWS_REGION"))
 	if err != nil {
-		return nil, fmt.Errorf("output %s: %w", redactURI(uri), err)
+		return nil, &store.UsageError{Err: fmt.Errorf("output %s: %w", redactURI(uri), err)}
 	}
 	if err := opts.fill(); err != nil {
 		return nil, fmt.Errorf("output %s: %w", t.location(""), err)
@@ -172,7 +172,7 @@ func OpenWith(ctx context.Context, uri string, getenv func(string) string, opts 
 		missing = append(missing, env.secret)
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("output %s: no credentials: set %s (and %s for temporary credentials) in the environment", t.location(""), strings.Join(missing, " and "), env.token)
+		return nil, &store.UsageError{Err: fmt.Errorf("output %s: no credentials: set %s (and %s for temporary credentials) in the environment", t.location(""), strings.Join(missing, " and "), env.token)}
 	}
 	s := &Store{
 		t:     t,

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"net/http"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/store/s3store/s3test"
+)
+
+// Exit code 1 means "completed, but some rows were rejected" (migrate) and "warnings" (report
+// --strict): automation takes such a run as done. Only those two outcomes may give it. Every
+// exit code is a constant given to exitWith (or chosen by exitCode), and the process exits in
+// main only, so that no error path can reach 1 by accident.
+func TestOnlyCompletedRunsExitOne(t *testing.T) {
+	fset := token.NewFileSet()
+	paths, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	consts := map[string]int{}
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+		for _, d := range f.Decls {
+			if gd, ok := d.(*ast.GenDecl); ok && gd.Tok == token.CONST {
+				for _, s := range gd.Specs {
+					vs := s.(*ast.ValueSpec)
+					for i, n := range vs.Names {
+						if i < len(vs.Values) {
+							if v, ok := intLit(vs.Values[i]); ok {
+								consts[n.Name] = v
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	// the only functions that may exit 1, and why
+	mayExitOne := map[string]string{
+		"rejectedExit": "migrate completed with rejected rows",
+		"runReport":    "report --strict found warnings",
+	}
+	calls := 0
+	for _, f := range files {
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.CallExpr:
+					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Exit" && isIdent(sel.X, "os") && fd.Name.Name != "main" {
+						t.Errorf("%s: os.Exit in %s: return an error from the command, main exits", fset.Position(n.Pos()), fd.Name.Name)
+					}
+					if !isIdent(n.Fun, "exitWith") || len(n.Args) != 2 {
+						return true
+					}
+					calls++
+					code, ok := intLit(n.Args[0])
+					if id, isID := n.Args[0].(*ast.Ident); isID {
+						code, ok = consts[id.Name]
+					}
+					switch {
+					case !ok:
+						t.Errorf("%s: exitWith's code is not a constant of the package: name the outcome with one", fset.Position(n.Pos()))
+					case code == exitRejects && mayExitOne[fd.Name.Name] == "":
+						t.Errorf("%s: %s exits 1, which means a completed run: a failure exits %d, invalid use %d", fset.Position(n.Pos()), fd.Name.Name, exitFailed, exitUsage)
+					}
+				case *ast.CompositeLit:
+					if isIdent(n.Type, "exitError") && fd.Name.Name != "exitWith" {
+						t.Errorf("%s: build exit errors with exitWith", fset.Position(n.Pos()))
+					}
+				}
+				return true
+			})
+		}
+	}
+	if calls < 50 {
+		t.Fatalf("found only %d calls of exitWith: is the test reading the command's files?", calls)
+	}
+}
+
+func intLit(e ast.Expr) (int, bool) {
+	bl, ok := e.(*ast.BasicLit)
+	if !ok || bl.Kind != token.INT {
+		return 0, false
+	}
+	v, err := strconv.Atoi(bl.Value)
+	return v, err == nil
+}
+
+func isIdent(e ast.Expr, name string) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == name
+}
+
+// One failure of each kind per command, run through the command line: a failed run exits 3, a
+// use the command refuses exits 2 (verify: 3, its 2 means "different"), never 1.
+func TestFailuresExitThreeInvalidUseTwo(t *testing.T) {
+	mapping, err := filepath.Abs("../../mappings/orders.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src := ordersCSV(t, dir, "orders.csv", 100, 1)
+	regular := writeFile(t, dir, "regular", "a file, not a folder\n")
+	run := filepath.Join(dir, "run")
+	if code, stdout, stderr := runCLI(t, "migrate", "-m", mapping, "--source", "file:"+src, "--out", run, "--progress", "never"); code != 0 {
+		t.Fatalf("migrate: exit %d\n%s%s", code, stdout, stderr)
+	}
+	underFile := filepath.Join(regular, "out")
+	missing := filepath.Join(dir, "no-such-folder", "file")
+	for _, c := range []struct {
+		name string
+		args []string
+		want int
+		says string // the error names what failed
+	}{
+		{"unknown command", []string{"migrat"}, exitUsage, "unknown command"},
+
+		{"migrate: unknown flag", []string{"migrate", "--bogus"}, exitUsage, "--bogus"},
+		{"migrate: an argument", []string{"migrate", "x", "-m", mapping}, exitUsage, `unknown command "x"`},
+		{"migrate: --out under a regular file", []string{"migrate", "-m", mapping, "--source", "file:" + src, "--out", underFile, "--progress", "never"}, exitFailed, underFile},
+		{"migrate: --out where no folder can be made", []string{"migrate", "-m", mapping, "--source", "file:" + src, "--out", "/proc/rekey-out", "--progress", "never"}, exitFailed, "/proc/rekey-out"},
+
+		{"check: unknown flag", []string{"check", "--bogus"}, exitUsage, "--bogus"},
+		{"check: no mapping", []string{"check"}, exitUsage, "--mapping is required"},
+		{"ddl: unknown dialect", []string{"ddl", "-m", mapping, "--dialect", "pg"}, exitUsage, "--dialect"},
+		{"ddl: an argument", []string{"ddl", "x"}, exitUsage, `unknown command "x"`},
+
+		{"gen: no name", []string{"gen"}, exitUsage, "accepts 1 arg"},
+		{"gen: unknown data set", []string{"gen", "nosuch"}, exitUsage, "nosuch"},
+		{"gen: --out in a missing folder", []string{"gen", "orders", "--rows", "10", "--out", missing}, exitFailed, missing},
+
+		{"report: unknown flag", []string{"report", "--bogus"}, exitUsage, "--bogus"},
+		{"report: --json in a missing folder", []string{"report", "-m", mapping, "--source", "file:" + src, "--json", missing, "-q", "--progress", "never"}, exitFailed, missing},
+
+		{"verify: unknown flag", []string{"verify", "--bogus"}, exitVerifyFailed, "--bogus"},
+		{"verify: a missing target", []string{"verify", "-m", mapping, "--source", "file:" + src, "--target", missing, "--progress", "never"}, exitVerifyFailed, missing},
+
+		{"merge: no input", []string{"merge", "--out", filepath.Join(dir, "merged")}, exitUsage, "requires at least 1 arg"},
+		{"merge: --out under a regular file", []string{"merge", run, "--out", underFile}, exitFailed, underFile},
+
+		{"replicate: unknown flag", []string{"replicate", "--bogus"}, exitUsage, "--bogus"},
+		{"replicate: no group", []string{"replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/t", "--out", filepath.Join(dir, "live")}, exitUsage, "group"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, c.args...)
+			if code != c.want || !strings.Contains(stderr, c.says) {
+				t.Errorf("rekey %s: exit %d, want %d with an error naming %q\n%s%s", strings.Join(c.args, " "), code, c.want, c.says, stdout, stderr)
+			}
+		})
+	}
+}
+
+// The object store stops once the run has taken the output's lock, before its first checkpoint:
+// the run fails with exit 3, not 1 as a completed run with rejects.
+func TestMigrateObjectStoreStoppedAfterLockExitsThree(t *testing.T) {
+	srv := startVersitygw(t)
+	var stopOnce sync.Once
+	proxy := srv.Proxy(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r)
+			if s3test.Op(r) == "PutObject" && strings.HasSuffix(r.URL.Path, "/"+pipeline.LockFile) {
+				stopOnce.Do(srv.Stop)
+			}
+		})
+	})
+	dir := t.TempDir()
+	src := ordersCSV(t, dir, "orders.csv", 1000, 1)
+	code, stdout, stderr := runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+src,
+		"--out", proxy.URIFor("run"), "--progress", "never")
+	if code != exitFailed || !strings.Contains(stderr, "run") {
+		t.Fatalf("exit %d, want 3 (the run failed)\n%s%s", code, stdout, stderr)
+	}
+	stopped := false
+	stopOnce.Do(func() { stopped = true })
+	if stopped {
+		t.Fatal("the run never took the lock: the fault was not injected")
+	}
+	t.Log(stderr)
+}
