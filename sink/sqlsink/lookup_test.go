@@ -22,7 +22,7 @@ func TestLookupReadsRowsByKey(t *testing.T) {
 			if _, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv); !errors.Is(err, ErrTableMismatch) {
 				t.Fatalf("lookup of a missing table: %v", err)
 			}
-			srv.Exec(t, MySQLDDL(schema))
+			srv.Exec(t, MySQLDDL(schema, KeyCollations[srv.DDLDialect()]))
 			w := openWriter(t, srv, schema, 2)
 			var rows []pipeline.Row
 			for i := 0; i < 30; i++ {
@@ -81,7 +81,7 @@ func TestLookupReadsExactFloats(t *testing.T) {
 			srv := start(t)
 			schema := pipeline.TargetSchema{Table: "f", KeyLen: 1, Columns: []pipeline.Column{
 				{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeFloat, KeyPos: -1}}}
-			srv.Exec(t, MySQLDDL(schema))
+			srv.Exec(t, MySQLDDL(schema, KeyCollations[srv.DDLDialect()]))
 			rng := rand.New(rand.NewPCG(1, 2))
 			want := []float32{0.1, 1.2345678, 16777217, -3.4028233e38, 1.1754944e-38, 1.4e-45, 0, 123456.79}
 			for len(want) < 2000 {

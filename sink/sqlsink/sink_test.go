@@ -134,7 +134,7 @@ func TestWriteReadsBackEveryType(t *testing.T) {
 	for name, start := range servers(t) {
 		t.Run(name, func(t *testing.T) {
 			srv := start(t)
-			srv.Exec(t, MySQLDDL(testSchema()))
+			srv.Exec(t, MySQLDDL(testSchema(), KeyCollations[srv.DDLDialect()]))
 			w := openWriter(t, srv, testSchema(), 3)
 			var rows []pipeline.Row
 			for i := 0; i < 50; i++ {
@@ -266,6 +266,64 @@ func TestCheckTableRefusesCaseInsensitiveKey(t *testing.T) {
 	}
 }
 
+// Keys that differ only by trailing spaces ('a', 'a ', 'a  ') are three rows in Lindorm and in
+// the bulk-load files; a PAD SPACE key collation (utf8mb4_bin on MariaDB and MySQL) stored them
+// as one, and a CHAR key drops the spaces. The table check refuses both, saying which ALTER
+// makes the column compare byte by byte; after that ALTER, and in the table rekey ddl prints,
+// the three keys are three rows.
+func TestKeysDifferingByTrailingSpacesStayApart(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			noPad := KeyCollations[srv.DDLDialect()]
+			s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+				{Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
+			tgt, _ := ParseURI(srv.URI(""), noEnv)
+			open := func(s pipeline.TargetSchema) error {
+				w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
+				if err == nil {
+					w.Close()
+				}
+				return err
+			}
+			srv.Exec(t, "CREATE TABLE c (k char(10) CHARACTER SET utf8mb4 COLLATE "+noPad+" NOT NULL PRIMARY KEY, v bigint)")
+			cs := s
+			cs.Table = "c"
+			if err := open(cs); !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "char drops trailing spaces") ||
+				!strings.Contains(err.Error(), "ALTER TABLE `c` MODIFY `k` varchar(10) CHARACTER SET utf8mb4 COLLATE "+noPad+" NOT NULL") {
+				t.Errorf("a CHAR key: want a refusal, got %v", err)
+			}
+
+			srv.Exec(t, "CREATE TABLE t (k varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY, v bigint)")
+			err := open(s)
+			fix := "ALTER TABLE `t` MODIFY `k` varchar(10) CHARACTER SET utf8mb4 COLLATE " + noPad + " NOT NULL"
+			if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "utf8mb4_bin is PAD SPACE") || !strings.Contains(err.Error(), fix) {
+				t.Errorf("a PAD SPACE key: want a refusal naming the collation and %q, got %v", fix, err)
+			}
+			srv.Exec(t, fix)
+
+			ddl := s
+			ddl.Table = "d"
+			srv.Exec(t, MySQLDDL(ddl, noPad))
+			for _, s := range []pipeline.TargetSchema{s, ddl} {
+				w := openWriter(t, srv, s, 1)
+				keys := []string{"a", "a ", "a  "}
+				var rows []pipeline.Row
+				for i, k := range keys {
+					rows = append(rows, pipeline.Row{Values: []pipeline.Value{pipeline.Text(k), pipeline.Int(int64(i))}})
+				}
+				if err := w.Write(context.Background(), rows); err != nil {
+					t.Fatal(err)
+				}
+				got := readAll(t, srv.DB(t), s)
+				if len(got) != len(keys) {
+					t.Errorf("table %s: %d rows, want %d: %v", s.Table, len(got), len(keys), got)
+				}
+			}
+		})
+	}
+}
+
 // A row the server refuses (a value too long for its column) is found by bisecting its
 // statement and rejected with its index; every other row of the statement is written.
 func TestRefusedRowIsRejectedOthersWritten(t *testing.T) {
@@ -317,7 +375,7 @@ func TestApplyKeepsOrderPerKey(t *testing.T) {
 			s := pipeline.TargetSchema{Table: "t", KeyLen: 2, Columns: []pipeline.Column{
 				{Name: "a", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "b", Type: pipeline.TypeInteger, KeyPos: 1},
 				{Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
-			srv.Exec(t, MySQLDDL(s))
+			srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
 			w := openWriter(t, srv, s, 4)
 			var ops []Op
 			want := map[string]int64{}
@@ -473,7 +531,7 @@ func TestTransientErrorsAreRetriedAndCounted(t *testing.T) {
 	srv := mysqltest.GMS(t)
 	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
 		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
-	srv.Exec(t, MySQLDDL(s))
+	srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
 	p := newFlakyProxy(t, srv.Addr, 2)
 	tgt, err := ParseURI("mysql://root@"+p.l.Addr().String()+"/"+srv.Database, noEnv)
 	if err != nil {
@@ -509,7 +567,7 @@ func TestServerLimitErrorsAreRetried(t *testing.T) {
 	srv := mysqltest.GMS(t)
 	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
 		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
-	srv.Exec(t, MySQLDDL(s))
+	srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
 	var refuse, throttle atomic.Int64
 	refuse.Store(2)
 	throttle.Store(3)
@@ -564,7 +622,7 @@ func TestOpenWaitsForARestartingServer(t *testing.T) {
 	srv := mysqltest.GMS(t)
 	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
 		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
-	srv.Exec(t, MySQLDDL(s))
+	srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
