@@ -337,7 +337,8 @@ target:
 			args := []string{"migrate", "-m", mapping, "--source", src, "--out", srv.URI(""), "--sql-conns", conns, "--progress", "never"}
 			srv.Exec(t, "CREATE TABLE tags (tag varchar(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY, n bigint)")
 			code, _, errs := runCLI(t, append(args, "--state", filepath.Join(t.TempDir(), "state"))...)
-			if code != exitUsage || !strings.Contains(errs, "PAD SPACE") || !strings.Contains(errs, "ALTER TABLE `tags` MODIFY `tag` varchar(20)") {
+			if code != exitUsage || !strings.Contains(errs, "PAD SPACE") || !strings.Contains(errs, "ALTER TABLE `tags` MODIFY `tag` varchar(20)") ||
+				!strings.Contains(errs, "rekey ddl -m MAPPING --dialect "+srv.DDLDialect()+" prints") {
 				t.Errorf("migrate into a PAD SPACE key: exit %d\n%s", code, errs)
 			}
 			srv.Exec(t, "DROP TABLE tags", mustRun(t, "ddl", "-m", mapping, "--dialect", srv.DDLDialect()))

@@ -54,20 +54,25 @@ func CheckTable(ctx context.Context, db *sql.DB, d *Dialect, database string, sc
 	}
 	name := database + "." + schema.Table
 	if def == nil {
-		return fmt.Errorf("%w: table %s does not exist: create it first (rekey ddl -m MAPPING%s prints its CREATE TABLE)", ErrTableMismatch, name, ddlFlag(d))
+		return fmt.Errorf("%w: table %s does not exist: create it first (rekey ddl -m MAPPING%s prints its CREATE TABLE)", ErrTableMismatch, name, ddlFlag(ctx, db, d))
 	}
 	if diffs := compareTable(d, schema, def); len(diffs) > 0 {
 		return fmt.Errorf("%w: table %s differs from the mapping's target schema:\n  %s\nrekey writes only into a table of the mapping's columns, types and primary key: fix the table or the mapping (rekey ddl -m MAPPING%s prints the expected CREATE TABLE)",
-			ErrTableMismatch, name, strings.Join(diffs, "\n  "), ddlFlag(d))
+			ErrTableMismatch, name, strings.Join(diffs, "\n  "), ddlFlag(ctx, db, d))
 	}
 	return nil
 }
 
-func ddlFlag(d *Dialect) string {
-	if d == MySQL {
-		return " --dialect mysql"
+// ddlFlag is the --dialect of rekey ddl that prints a table this server creates.
+func ddlFlag(ctx context.Context, db *sql.DB, d *Dialect) string {
+	if d != MySQL {
+		return ""
 	}
-	return ""
+	var version string // only a hint: MySQL's when the server does not say
+	if db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version) == nil && strings.Contains(version, "MariaDB") {
+		return " --dialect mariadb"
+	}
+	return " --dialect mysql"
 }
 
 func describeMySQL(ctx context.Context, db *sql.DB, table string) (*tableDef, error) {
