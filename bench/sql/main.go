@@ -4,8 +4,8 @@
 //	go run ./bench/sql -rekey bench/work/rekey -rows 1000000 -json bench/work/sql.json
 //
 // A private MariaDB (mariadb-install-db + mariadbd on its own data folder and port; or the server
-// REKEY_MYSQL_DSN names, user@tcp(host:port)/) holds the table `rekey ddl --dialect mysql` prints
-// for mappings/orders.yaml. The rows: `rekey gen orders` writes a CSV; rekey migrates it once, and
+// REKEY_MYSQL_DSN names, user@tcp(host:port)/) holds the table `rekey ddl --dialect mariadb` (mysql
+// for a MySQL 8 server) prints for mappings/orders.yaml. The rows: `rekey gen orders` writes a CSV; rekey migrates it once, and
 // the table's rows (the target rows, keys rewritten) are exported to a TSV for the bare side, in
 // the source file's order, so that both sides send the same keys in the same order. Then,
 // alternated -runs times, the table emptied before each run, each side in its own process:
@@ -94,7 +94,15 @@ func run(rekey, mapping, work, dbName, out string, rows int64, conns, runs int) 
 		return err
 	}
 	defer db.Close()
-	ddl, err := exec.Command(rekey, "ddl", "-m", mapping, "--dialect", "mysql").Output()
+	var version string
+	if err := db.QueryRow("SELECT VERSION()").Scan(&version); err != nil {
+		return err
+	}
+	dialect := "mysql" // MySQL 8
+	if strings.Contains(version, "MariaDB") {
+		dialect = "mariadb"
+	}
+	ddl, err := exec.Command(rekey, "ddl", "-m", mapping, "--dialect", dialect).Output()
 	if err != nil {
 		return fmt.Errorf("rekey ddl: %w", err)
 	}

@@ -156,27 +156,28 @@ prefix, the values of a modulo bucket, or explicit split_keys. Where the plan pl
 the quantiles of the data (a first key column that is neither) or derives the count from the data
 size (regions.size), pass --source to sample it: without data such a plan has a single region.
 
---dialect mysql prints the table for a MySQL-protocol server instead (the mysql:// twin of the
-Lindorm table, for tests and MySQL targets): the same columns and primary key in MySQL types
-(TIMESTAMP as datetime(3), VARCHAR keys as varchar(N) COLLATE utf8mb4_bin, which compares bytes as
-Lindorm does), without split keys.`,
+--dialect mysql (MySQL 8) or --dialect mariadb prints the table for a MySQL-protocol server
+instead (the mysql:// twin of the Lindorm table, for tests and MySQL targets): the same columns and
+primary key in MySQL types (TIMESTAMP as datetime(3), VARCHAR keys as varchar(N) in the server's
+binary NO PAD collation, utf8mb4_0900_bin on MySQL 8, utf8mb4_nopad_bin on MariaDB, which compare
+bytes as Lindorm does: utf8mb4_bin would make 'a' and 'a ' one key), without split keys.`,
 		Example: "  rekey ddl -m mappings/orders.yaml\n" +
-			"  rekey ddl -m mappings/orders.yaml --dialect mysql | mariadb shop\n" +
+			"  rekey ddl -m mappings/orders.yaml --dialect mariadb | mariadb shop\n" +
 			"  rekey ddl -m mappings/orders.yaml --regions 64\n" +
 			"  rekey ddl -m mappings/users.yaml --source file:users.csv > ddl.sql",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch dialect {
 			case "lindorm":
-			case "mysql":
+			case "mysql", "mariadb":
 				prog, err := loadProgram(pf.mapping)
 				if err != nil {
 					return err
 				}
-				fmt.Fprint(cmd.OutOrStdout(), sqlsink.MySQLDDL(prog.Target()))
+				fmt.Fprint(cmd.OutOrStdout(), sqlsink.MySQLDDL(prog.Target(), sqlsink.KeyCollations[dialect]))
 				return nil
 			default:
-				return exitWith(exitUsage, fmt.Errorf("--dialect %q: want lindorm or mysql", dialect))
+				return exitWith(exitUsage, fmt.Errorf("--dialect %q: want lindorm, mysql (MySQL 8) or mariadb", dialect))
 			}
 			prog, plan, err := pf.plan(cmd, g, nil)
 			if err != nil {
@@ -187,6 +188,6 @@ Lindorm does), without split keys.`,
 		},
 	}
 	pf.add(cmd.Flags())
-	cmd.Flags().StringVar(&dialect, "dialect", "lindorm", "lindorm, or mysql for a MySQL-protocol server's CREATE TABLE")
+	cmd.Flags().StringVar(&dialect, "dialect", "lindorm", "lindorm, or mysql (MySQL 8) or mariadb for a MySQL-protocol server's CREATE TABLE")
 	return cmd
 }

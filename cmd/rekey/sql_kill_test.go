@@ -70,7 +70,7 @@ func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 	if kafkatest.Real() {
 		session = "6s" // Kafka's default group.min.session.timeout.ms
 	}
-	ddl := mustRun(t, "ddl", "-m", mapping, "--dialect", "mysql")
+	ddl := mustRun(t, "ddl", "-m", mapping, "--dialect", srv.DDLDialect())
 	dir := t.TempDir()
 	var streams []*e2eStream
 	for _, format := range []string{"json", "debezium"} {

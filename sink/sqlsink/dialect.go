@@ -21,6 +21,7 @@ import (
 //	              one key per statement (see below)
 //	multi-get     SELECT c.. FROM t WHERE (k1=.. AND k2=..)   SELECT c.. FROM t WHERE (k1,k2) IN ((..),..)
 //	              OR (..)   (k IN (..) for one key column)
+//	FLOAT read    f                                           `f` + 0e0 (see below)
 //	schema        DESCRIBE t                                  information_schema.COLUMNS + STATISTICS
 //	identifiers   bare when plain, `quoted` otherwise         always `quoted`
 //
@@ -28,6 +29,11 @@ import (
 // before LindormTable 2.8.2.26 (and after it unless batch deletion was enabled by Alibaba's
 // support): rekey sends one statement per key there. UNCERTAIN: whether Lindorm's planner
 // treats the OR form as a multi-get; it is the form every SQL engine accepts.
+//
+// MySQL's and MariaDB's text protocol print a FLOAT column with 6 significant digits (0.1 stored
+// as 0.100000001490116 reads as "0.1", 1.2345678 as "1.23457"), so verify read most stored
+// FLOATs as other values; as a DOUBLE (`f` + 0e0, the float widened exactly) every digit is
+// printed. UNCERTAIN: how Lindorm prints FLOAT; its select reads the column as it is.
 //
 // Statements carry their values as literals rather than placeholders: go-sql-driver's client-side
 // interpolation writes bytes as _binary'..', a MySQL introducer Lindorm does not document, and
@@ -45,15 +51,16 @@ type Dialect struct {
 	BatchDeletes bool
 	upsertVerb   string
 	onDuplicate  bool
-	rowIn        bool // (k1,k2) IN ((..),(..)) in SELECT
-	quoteAll     bool // back-quote every identifier
+	rowIn        bool   // (k1,k2) IN ((..),(..)) in SELECT
+	quoteAll     bool   // back-quote every identifier
+	floatRead    string // appended to a FLOAT column in a SELECT list: reads its exact value
 }
 
 // The two dialects.
 var (
 	Lindorm = &Dialect{Name: "lindorm", PasswordEnv: LindormPasswordEnv, DefaultPort: 33060, upsertVerb: "UPSERT INTO "}
 	MySQL   = &Dialect{Name: "mysql", PasswordEnv: MySQLPasswordEnv, DefaultPort: 3306, upsertVerb: "INSERT INTO ",
-		onDuplicate: true, BatchDeletes: true, rowIn: true, quoteAll: true}
+		onDuplicate: true, BatchDeletes: true, rowIn: true, quoteAll: true, floatRead: " + 0e0"}
 )
 
 // Ident renders an identifier.
@@ -113,7 +120,14 @@ func newStatements(d *Dialect, schema pipeline.TargetSchema, backslash bool) *st
 		}
 		s.keyEq = append(s.keyEq, sep+k+"=")
 	}
-	s.selectHead = "SELECT " + strings.Join(cols, ", ") + " FROM " + t + " WHERE "
+	read := make([]string, len(cols))
+	for i, c := range schema.Columns {
+		read[i] = cols[i]
+		if c.Type == pipeline.TypeFloat {
+			read[i] += d.floatRead
+		}
+	}
+	s.selectHead = "SELECT " + strings.Join(read, ", ") + " FROM " + t + " WHERE "
 	return s
 }
 

@@ -28,8 +28,11 @@ const (
 	classRow                       // a row of the statement is refused: bisect to find it
 )
 
-// serverErrors is the one table of MySQL server error numbers rekey acts on. Anything not
-// listed is fatal: the run stops with the server's message rather than guess.
+// serverErrors is the one table of MySQL server error numbers rekey acts on, with the numbers
+// of Lindorm's own that it documents beside them (Lindorm SQL's common error codes reference,
+// alibabacloud.com/help/en/lindorm/developer-reference/common-error-codes-reference: 1040 there
+// too means too many connections on a node). Anything not listed is fatal: the run stops with the
+// server's message rather than guess.
 //
 //	number  name                            class      why
 var serverErrors = map[uint16]errClass{
@@ -50,6 +53,7 @@ var serverErrors = map[uint16]errClass{
 	2013: classTransient, // CR_SERVER_LOST
 	3024: classTransient, // ER_QUERY_TIMEOUT            max_execution_time exceeded
 	4031: classTransient, // ER_CLIENT_INTERACTION_TIMEOUT
+	8008: classTransient, // Lindorm: resource limit exceeded (throttling: the instance's request quota)
 
 	1048: classRow, // ER_BAD_NULL_ERROR              column cannot be null
 	1264: classRow, // ER_WARN_DATA_OUT_OF_RANGE      out of range value for column

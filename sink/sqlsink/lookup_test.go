@@ -3,6 +3,10 @@ package sqlsink
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
@@ -18,7 +22,7 @@ func TestLookupReadsRowsByKey(t *testing.T) {
 			if _, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv); !errors.Is(err, ErrTableMismatch) {
 				t.Fatalf("lookup of a missing table: %v", err)
 			}
-			srv.Exec(t, MySQLDDL(schema))
+			srv.Exec(t, MySQLDDL(schema, KeyCollations[srv.DDLDialect()]))
 			w := openWriter(t, srv, schema, 2)
 			var rows []pipeline.Row
 			for i := 0; i < 30; i++ {
@@ -63,6 +67,74 @@ func TestLookupReadsRowsByKey(t *testing.T) {
 			}
 			if _, err := l.Lookup(context.Background(), make([][]pipeline.Value, 2001)); err == nil {
 				t.Error("2,001 keys accepted")
+			}
+		})
+	}
+}
+
+// Lookup reads back the FLOAT a column stores, bit for bit: the text protocol prints a FLOAT
+// column with 6 significant digits (1.2345678 as "1.23457"), and verify found 1,931 of 2,000
+// migrated FLOAT values different. A stored value one bit away is still read as different.
+func TestLookupReadsExactFloats(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			schema := pipeline.TargetSchema{Table: "f", KeyLen: 1, Columns: []pipeline.Column{
+				{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeFloat, KeyPos: -1}}}
+			srv.Exec(t, MySQLDDL(schema, KeyCollations[srv.DDLDialect()]))
+			rng := rand.New(rand.NewPCG(1, 2))
+			want := []float32{0.1, 1.2345678, 16777217, -3.4028233e38, 1.1754944e-38, 1.4e-45, 0, 123456.79}
+			for len(want) < 2000 {
+				f := math.Float32frombits(rng.Uint32())
+				if !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) && math.Abs(float64(f)) < 3.4e38 {
+					want = append(want, f)
+				}
+			}
+			rows := make([]pipeline.Row, len(want))
+			keys := make([][]pipeline.Value, len(want))
+			for i, f := range want {
+				rows[i] = pipeline.Row{Values: []pipeline.Value{pipeline.Int(int64(i)), pipeline.Float(float64(f))}}
+				keys[i] = rows[i].Values[:1]
+			}
+			w := openWriter(t, srv, schema, 2)
+			if err := w.Write(context.Background(), rows); err != nil {
+				t.Fatal(err)
+			}
+			l, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			read := func() []float32 {
+				got, err := l.Lookup(context.Background(), keys)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := make([]float32, len(got))
+				for i, r := range got {
+					if r == nil {
+						t.Fatalf("key %d: no row", i)
+					}
+					out[i] = float32(r[1].Float())
+				}
+				return out
+			}
+			differ := 0
+			for i, g := range read() {
+				if math.Float32bits(g) != math.Float32bits(want[i]) {
+					if differ < 3 {
+						t.Errorf("key %d: read %v, stored %v", i, g, want[i])
+					}
+					differ++
+				}
+			}
+			if differ > 0 {
+				t.Fatalf("%d of %d FLOAT values read back different", differ, len(want))
+			}
+			next := math.Nextafter32(want[1], 1)
+			srv.Exec(t, fmt.Sprintf("UPDATE f SET v = %s WHERE k = 1", strconv.FormatFloat(float64(next), 'g', -1, 32)))
+			if g := read()[1]; g != next {
+				t.Errorf("a value one bit away read as %v, want %v", g, next)
 			}
 		})
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/rekey/rekey/pipeline"
 )
 
@@ -22,6 +24,7 @@ type tableColumn struct {
 	Precision int    // MySQL: NUMERIC_PRECISION or DATETIME_PRECISION
 	Scale     int
 	Collation string
+	PadSpace  bool // the collation compares as if shorter strings were padded with spaces
 	Unsigned  bool
 	Desc      bool // Lindorm: SORT_ORDER DESC
 }
@@ -29,6 +32,10 @@ type tableColumn struct {
 type tableDef struct {
 	Columns []tableColumn
 	Key     []string // primary-key columns in key order
+	Table   string
+	// NoPadBin is a binary NO PAD utf8mb4 collation the server offers ("" if none): what a key
+	// text column should use.
+	NoPadBin string
 }
 
 // CheckTable reads the table's definition and compares it with the target schema: the table
@@ -47,20 +54,25 @@ func CheckTable(ctx context.Context, db *sql.DB, d *Dialect, database string, sc
 	}
 	name := database + "." + schema.Table
 	if def == nil {
-		return fmt.Errorf("%w: table %s does not exist: create it first (rekey ddl -m MAPPING%s prints its CREATE TABLE)", ErrTableMismatch, name, ddlFlag(d))
+		return fmt.Errorf("%w: table %s does not exist: create it first (rekey ddl -m MAPPING%s prints its CREATE TABLE)", ErrTableMismatch, name, ddlFlag(ctx, db, d))
 	}
 	if diffs := compareTable(d, schema, def); len(diffs) > 0 {
 		return fmt.Errorf("%w: table %s differs from the mapping's target schema:\n  %s\nrekey writes only into a table of the mapping's columns, types and primary key: fix the table or the mapping (rekey ddl -m MAPPING%s prints the expected CREATE TABLE)",
-			ErrTableMismatch, name, strings.Join(diffs, "\n  "), ddlFlag(d))
+			ErrTableMismatch, name, strings.Join(diffs, "\n  "), ddlFlag(ctx, db, d))
 	}
 	return nil
 }
 
-func ddlFlag(d *Dialect) string {
-	if d == MySQL {
-		return " --dialect mysql"
+// ddlFlag is the --dialect of rekey ddl that prints a table this server creates.
+func ddlFlag(ctx context.Context, db *sql.DB, d *Dialect) string {
+	if d != MySQL {
+		return ""
 	}
-	return ""
+	var version string // only a hint: MySQL's when the server does not say
+	if db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version) == nil && strings.Contains(version, "MariaDB") {
+		return " --dialect mariadb"
+	}
+	return " --dialect mysql"
 }
 
 func describeMySQL(ctx context.Context, db *sql.DB, table string) (*tableDef, error) {
@@ -70,7 +82,7 @@ func describeMySQL(ctx context.Context, db *sql.DB, table string) (*tableDef, er
 	if err != nil {
 		return nil, fmt.Errorf("read the definition of table %s (information_schema.COLUMNS): %w", table, err)
 	}
-	def := &tableDef{}
+	def := &tableDef{Table: table}
 	for rows.Next() {
 		var c tableColumn
 		if err := rows.Scan(&c.Name, &c.DataType, &c.Type, &c.Precision, &c.Scale, &c.Collation); err != nil {
@@ -89,6 +101,9 @@ func describeMySQL(ctx context.Context, db *sql.DB, table string) (*tableDef, er
 	if len(def.Columns) == 0 {
 		return nil, nil
 	}
+	if err := readPadding(ctx, db, def); err != nil {
+		return nil, fmt.Errorf("read the collations of table %s (information_schema.COLLATIONS): %w", table, err)
+	}
 	krows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
 		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`, table)
 	if err != nil {
@@ -106,6 +121,64 @@ func describeMySQL(ctx context.Context, db *sql.DB, table string) (*tableDef, er
 		return nil, fmt.Errorf("read the primary key of table %s: %w", table, err)
 	}
 	return def, nil
+}
+
+// KeyCollations are the binary NO PAD collations of key text columns, by the server `rekey
+// ddl --dialect` names. The binary collations servers default to (utf8mb4_bin) are PAD SPACE on
+// MariaDB and MySQL: 'a' and 'a ' compare equal there and would be one row, where Lindorm, like
+// the bulk-load files, keeps them apart.
+var KeyCollations = map[string]string{
+	"mysql":   "utf8mb4_0900_bin",  // MySQL 8 (and go-mysql-server, which follows it)
+	"mariadb": "utf8mb4_nopad_bin", // MariaDB 10.2 and later
+}
+
+// readPadding sets PadSpace of the table's text columns and NoPadBin.
+func readPadding(ctx context.Context, db *sql.DB, def *tableDef) error {
+	pad, err := collationPadding(ctx, db)
+	if err != nil {
+		return err
+	}
+	for _, name := range []string{KeyCollations["mysql"], KeyCollations["mariadb"]} {
+		if p, ok := pad[name]; ok && !p {
+			def.NoPadBin = name
+			break
+		}
+	}
+	for i, c := range def.Columns {
+		def.Columns[i].PadSpace = pad[strings.ToLower(c.Collation)]
+	}
+	return nil
+}
+
+// collationPadding tells of every collation of the server whether it is PAD SPACE. MySQL 8 says
+// so in PAD_ATTRIBUTE; MariaDB has no such column and names its NO PAD collations _nopad_.
+func collationPadding(ctx context.Context, db *sql.DB) (map[string]bool, error) {
+	named := false
+	rows, err := db.QueryContext(ctx, "SELECT COLLATION_NAME, PAD_ATTRIBUTE FROM information_schema.COLLATIONS")
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == 1054 { // unknown column
+		named = true
+		rows, err = db.QueryContext(ctx, "SELECT COLLATION_NAME, '' FROM information_schema.COLLATIONS")
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	pad := map[string]bool{}
+	for rows.Next() {
+		var name, attr string
+		if err := rows.Scan(&name, &attr); err != nil {
+			return nil, err
+		}
+		name = strings.ToLower(name)
+		if named {
+			pad[name] = !strings.Contains(name, "_nopad_")
+		} else {
+			pad[name] = strings.EqualFold(attr, "PAD SPACE")
+		}
+	}
+	pad["binary"] = false
+	return pad, rows.Err()
 }
 
 // describeLindorm reads DESCRIBE t, whose LindormTable result has one row per column with
@@ -193,7 +266,7 @@ func compareTable(d *Dialect, schema pipeline.TargetSchema, def *tableDef) []str
 			diffs = append(diffs, fmt.Sprintf("column %s (%s) is missing from the table", c.Name, c.SQLType()))
 			continue
 		}
-		if why := typeMismatch(d, c, tc); why != "" {
+		if why := typeMismatch(d, c, tc, def); why != "" {
 			diffs = append(diffs, fmt.Sprintf("column %s: %s in the mapping, %s in the table%s", c.Name, c.SQLType(), tc.Type, strings.TrimRight(why, "\x00")))
 		}
 	}
@@ -230,8 +303,9 @@ func compareTable(d *Dialect, schema pipeline.TargetSchema, def *tableDef) []str
 // mismatch is typeMismatch's answer for a type that differs with nothing more to say.
 const mismatch = "\x00"
 
-// typeMismatch says why the table's column cannot hold the mapping's type, "" when it can.
-func typeMismatch(d *Dialect, c pipeline.Column, tc tableColumn) string {
+// typeMismatch says why the table's column tc of def cannot hold the mapping's type, "" when it
+// can.
+func typeMismatch(d *Dialect, c pipeline.Column, tc tableColumn, def *tableDef) string {
 	if d == Lindorm {
 		t, p, s, err := pipeline.ParseType(tc.Type)
 		if err != nil {
@@ -254,8 +328,21 @@ func typeMismatch(d *Dialect, c pipeline.Column, tc tableColumn) string {
 		if !oneOf(dt, "varchar", "char", "text", "tinytext", "mediumtext", "longtext") {
 			return mismatch
 		}
-		if c.IsKey() && !binaryCollation(tc.Collation) {
-			return fmt.Sprintf(" (collation %s compares without case or accents: keys that differ only so would overwrite each other; use COLLATE utf8mb4_bin)", tc.Collation)
+		if c.IsKey() {
+			var why string
+			switch {
+			case dt == "char":
+				why = "char drops trailing spaces: keys that differ only by them would be one row"
+			case dt != "varchar":
+				why = dt + " is a key by a prefix only: keys that share it would be one row"
+			case !binaryCollation(tc.Collation):
+				why = "collation " + tc.Collation + " compares without case or accents: keys that differ only so would be one row"
+			case tc.PadSpace:
+				why = "collation " + tc.Collation + " is PAD SPACE: keys that differ only by trailing spaces ('a', 'a ') would be one row"
+			}
+			if why != "" {
+				return " (" + why + "; " + keyColumnFix(c, tc, def) + ")"
+			}
 		}
 	case pipeline.TypeJSON:
 		if !oneOf(dt, "json", "longtext", "mediumtext", "text") {
@@ -321,6 +408,22 @@ func oneOf(s string, set ...string) bool {
 	return false
 }
 
+// keyColumnFix says how to make a key text column compare byte by byte.
+func keyColumnFix(c pipeline.Column, tc tableColumn, def *tableDef) string {
+	if def.NoPadBin == "" {
+		return fmt.Sprintf("this server offers no binary NO PAD collation (%s, %s): use a MariaDB or MySQL 8 server", KeyCollations["mariadb"], KeyCollations["mysql"])
+	}
+	typ := tc.Type // COLUMN_TYPE: "varchar(512)", "char(10)"
+	switch tc.DataType {
+	case "varchar":
+	case "char":
+		typ = "var" + typ
+	default:
+		typ = "varchar(N)" // a text column: N as long as the longest key
+	}
+	return fmt.Sprintf("ALTER TABLE %s MODIFY %s %s CHARACTER SET utf8mb4 COLLATE %s NOT NULL", MySQL.Ident(def.Table), MySQL.Ident(c.Name), typ, def.NoPadBin)
+}
+
 func binaryCollation(c string) bool {
 	c = strings.ToLower(c)
 	return c == "" || c == "binary" || strings.HasSuffix(c, "_bin")
@@ -328,9 +431,9 @@ func binaryCollation(c string) bool {
 
 // MySQLDDL renders the CREATE TABLE of the target schema for a MySQL-protocol server (the
 // mysql:// twin of a Lindorm table): the types CheckTable accepts, key text columns compared
-// byte by byte as Lindorm does (utf8mb4_bin), and key lengths within InnoDB's 3,072-byte index
-// limit.
-func MySQLDDL(schema pipeline.TargetSchema) string {
+// byte by byte as Lindorm does (keyCollation: the server's binary NO PAD collation, one of
+// KeyCollations), and key lengths within InnoDB's 3,072-byte index limit.
+func MySQLDDL(schema pipeline.TargetSchema, keyCollation string) string {
 	d := MySQL
 	// the variable-length key columns share what the fixed ones leave of the index limit
 	avail, chars, bins := 3072, 0, 0
@@ -362,7 +465,7 @@ func MySQLDDL(schema pipeline.TargetSchema) string {
 		b.WriteString("  ")
 		b.WriteString(d.Ident(c.Name))
 		b.WriteByte(' ')
-		b.WriteString(mysqlType(c, keyLen))
+		b.WriteString(mysqlType(c, keyLen, keyCollation))
 		if c.IsKey() {
 			b.WriteString(" NOT NULL")
 		}
@@ -379,11 +482,11 @@ func MySQLDDL(schema pipeline.TargetSchema) string {
 	return b.String()
 }
 
-func mysqlType(c pipeline.Column, keyLen int) string {
+func mysqlType(c pipeline.Column, keyLen int, keyCollation string) string {
 	switch c.Type {
 	case pipeline.TypeVarchar:
 		if c.IsKey() {
-			return fmt.Sprintf("varchar(%d) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", keyLen)
+			return fmt.Sprintf("varchar(%d) CHARACTER SET utf8mb4 COLLATE %s", keyLen, keyCollation)
 		}
 		return "longtext CHARACTER SET utf8mb4"
 	case pipeline.TypeJSON:

@@ -134,7 +134,7 @@ func TestWriteReadsBackEveryType(t *testing.T) {
 	for name, start := range servers(t) {
 		t.Run(name, func(t *testing.T) {
 			srv := start(t)
-			srv.Exec(t, MySQLDDL(testSchema()))
+			srv.Exec(t, MySQLDDL(testSchema(), KeyCollations[srv.DDLDialect()]))
 			w := openWriter(t, srv, testSchema(), 3)
 			var rows []pipeline.Row
 			for i := 0; i < 50; i++ {
@@ -266,6 +266,64 @@ func TestCheckTableRefusesCaseInsensitiveKey(t *testing.T) {
 	}
 }
 
+// Keys that differ only by trailing spaces ('a', 'a ', 'a  ') are three rows in Lindorm and in
+// the bulk-load files; a PAD SPACE key collation (utf8mb4_bin on MariaDB and MySQL) stored them
+// as one, and a CHAR key drops the spaces. The table check refuses both, saying which ALTER
+// makes the column compare byte by byte; after that ALTER, and in the table rekey ddl prints,
+// the three keys are three rows.
+func TestKeysDifferingByTrailingSpacesStayApart(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			noPad := KeyCollations[srv.DDLDialect()]
+			s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+				{Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
+			tgt, _ := ParseURI(srv.URI(""), noEnv)
+			open := func(s pipeline.TargetSchema) error {
+				w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
+				if err == nil {
+					w.Close()
+				}
+				return err
+			}
+			srv.Exec(t, "CREATE TABLE c (k char(10) CHARACTER SET utf8mb4 COLLATE "+noPad+" NOT NULL PRIMARY KEY, v bigint)")
+			cs := s
+			cs.Table = "c"
+			if err := open(cs); !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "char drops trailing spaces") ||
+				!strings.Contains(err.Error(), "ALTER TABLE `c` MODIFY `k` varchar(10) CHARACTER SET utf8mb4 COLLATE "+noPad+" NOT NULL") {
+				t.Errorf("a CHAR key: want a refusal, got %v", err)
+			}
+
+			srv.Exec(t, "CREATE TABLE t (k varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY, v bigint)")
+			err := open(s)
+			fix := "ALTER TABLE `t` MODIFY `k` varchar(10) CHARACTER SET utf8mb4 COLLATE " + noPad + " NOT NULL"
+			if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "utf8mb4_bin is PAD SPACE") || !strings.Contains(err.Error(), fix) {
+				t.Errorf("a PAD SPACE key: want a refusal naming the collation and %q, got %v", fix, err)
+			}
+			srv.Exec(t, fix)
+
+			ddl := s
+			ddl.Table = "d"
+			srv.Exec(t, MySQLDDL(ddl, noPad))
+			for _, s := range []pipeline.TargetSchema{s, ddl} {
+				w := openWriter(t, srv, s, 1)
+				keys := []string{"a", "a ", "a  "}
+				var rows []pipeline.Row
+				for i, k := range keys {
+					rows = append(rows, pipeline.Row{Values: []pipeline.Value{pipeline.Text(k), pipeline.Int(int64(i))}})
+				}
+				if err := w.Write(context.Background(), rows); err != nil {
+					t.Fatal(err)
+				}
+				got := readAll(t, srv.DB(t), s)
+				if len(got) != len(keys) {
+					t.Errorf("table %s: %d rows, want %d: %v", s.Table, len(got), len(keys), got)
+				}
+			}
+		})
+	}
+}
+
 // A row the server refuses (a value too long for its column) is found by bisecting its
 // statement and rejected with its index; every other row of the statement is written.
 func TestRefusedRowIsRejectedOthersWritten(t *testing.T) {
@@ -317,7 +375,7 @@ func TestApplyKeepsOrderPerKey(t *testing.T) {
 			s := pipeline.TargetSchema{Table: "t", KeyLen: 2, Columns: []pipeline.Column{
 				{Name: "a", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "b", Type: pipeline.TypeInteger, KeyPos: 1},
 				{Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
-			srv.Exec(t, MySQLDDL(s))
+			srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
 			w := openWriter(t, srv, s, 4)
 			var ops []Op
 			want := map[string]int64{}
@@ -387,20 +445,22 @@ func TestTimestampSameInstantInAnyServerZone(t *testing.T) {
 	}
 }
 
-// flakyProxy forwards TCP to addr and cuts the first cuts connections once they carried a
-// statement: the driver sees a lost connection mid-statement.
-type flakyProxy struct {
-	l    net.Listener
-	cuts atomic.Int64
+// faultProxy forwards TCP to a MySQL-protocol server and lets a test answer in its place:
+// refuse a new connection with an error packet instead of the server's greeting (onConnect), or
+// answer a client packet with an error packet without forwarding it, or cut the connection
+// there (onPacket). Nil hooks forward everything.
+type faultProxy struct {
+	l         net.Listener
+	onConnect func() (errPacket []byte)
+	onPacket  func(p []byte) (errPacket []byte, cut bool)
 }
 
-func newFlakyProxy(t *testing.T, addr string, cuts int) *flakyProxy {
+func newFaultProxy(t *testing.T, addr string, onConnect func() []byte, onPacket func([]byte) ([]byte, bool)) *faultProxy {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &flakyProxy{l: l}
-	p.cuts.Store(int64(cuts))
+	p := &faultProxy{l: l, onConnect: onConnect, onPacket: onPacket}
 	var wg sync.WaitGroup
 	t.Cleanup(func() { l.Close(); wg.Wait() })
 	go func() {
@@ -413,6 +473,12 @@ func newFlakyProxy(t *testing.T, addr string, cuts int) *flakyProxy {
 			go func() {
 				defer wg.Done()
 				defer c.Close()
+				if p.onConnect != nil {
+					if e := p.onConnect(); e != nil {
+						c.Write(e)
+						return
+					}
+				}
 				s, err := net.Dial("tcp", addr)
 				if err != nil {
 					return
@@ -423,8 +489,13 @@ func newFlakyProxy(t *testing.T, addr string, cuts int) *flakyProxy {
 				for {
 					n, err := c.Read(buf)
 					if n > 0 {
-						if strings.Contains(string(buf[:n]), "INSERT INTO") && p.cuts.Add(-1) >= 0 {
-							return // drop the statement and the connection
+						if p.onPacket != nil {
+							if e, cut := p.onPacket(buf[:n]); cut {
+								return // drop the packet and the connection
+							} else if e != nil {
+								c.Write(e) // the server never sees the packet: the session stays in step
+								continue
+							}
 						}
 						s.Write(buf[:n])
 					}
@@ -438,11 +509,29 @@ func newFlakyProxy(t *testing.T, addr string, cuts int) *flakyProxy {
 	return p
 }
 
+// newFlakyProxy cuts the first cuts connections once they carried an INSERT: the driver sees a
+// lost connection mid-statement.
+func newFlakyProxy(t *testing.T, addr string, cuts int) *faultProxy {
+	var left atomic.Int64
+	left.Store(int64(cuts))
+	return newFaultProxy(t, addr, nil, func(p []byte) ([]byte, bool) {
+		return nil, bytes.Contains(p, []byte("INSERT INTO")) && left.Add(-1) >= 0
+	})
+}
+
+// errPacket is a MySQL ERR packet with sequence number seq (0 in place of a greeting, 1 as the
+// answer to a command).
+func errPacket(seq byte, code uint16, state, msg string) []byte {
+	payload := append([]byte{0xff, byte(code), byte(code >> 8), '#'}, state...)
+	payload = append(payload, msg...)
+	return append([]byte{byte(len(payload)), byte(len(payload) >> 8), byte(len(payload) >> 16), seq}, payload...)
+}
+
 func TestTransientErrorsAreRetriedAndCounted(t *testing.T) {
 	srv := mysqltest.GMS(t)
 	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
 		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
-	srv.Exec(t, MySQLDDL(s))
+	srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
 	p := newFlakyProxy(t, srv.Addr, 2)
 	tgt, err := ParseURI("mysql://root@"+p.l.Addr().String()+"/"+srv.Database, noEnv)
 	if err != nil {
@@ -470,6 +559,60 @@ func TestTransientErrorsAreRetriedAndCounted(t *testing.T) {
 	}
 }
 
+// A server at its limits answers with its error codes rather than dropping the connection:
+// "too many connections" (1040) instead of the greeting of a new connection, and Lindorm's
+// "resource limit exceeded" (8008, its throttling) to a statement. Both are retried with backoff
+// and counted, and the rows are then written. Before, 8008 stopped the run.
+func TestServerLimitErrorsAreRetried(t *testing.T) {
+	srv := mysqltest.GMS(t)
+	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
+	srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
+	var refuse, throttle atomic.Int64
+	refuse.Store(2)
+	throttle.Store(3)
+	p := newFaultProxy(t, srv.Addr,
+		func() []byte {
+			if refuse.Add(-1) >= 0 {
+				return errPacket(0, 1040, "08004", "Too many connections (current limit: 100)")
+			}
+			return nil
+		},
+		func(b []byte) ([]byte, bool) {
+			if bytes.Contains(b, []byte("INSERT INTO")) && throttle.Add(-1) >= 0 {
+				return errPacket(1, 8008, "HY000", "Resource limit exceeded: write quota of the instance"), false
+			}
+			return nil, false
+		})
+	tgt, err := ParseURI("mysql://root@"+p.l.Addr().String()+"/"+srv.Database, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(context.Background(), Config{Target: tgt, Schema: s, Conns: 1, BackoffMin: time.Millisecond, BackoffMax: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Open while the server refuses connections with 1040: %v", err)
+	}
+	defer w.Close()
+	if r := w.Stats.Retries.Load(); r != 2 {
+		t.Errorf("%d retries counted for the refused connections, want 2", r)
+	}
+	var rows []pipeline.Row
+	for i := 0; i < 10; i++ {
+		rows = append(rows, pipeline.Row{Values: []pipeline.Value{pipeline.Int(int64(i)), pipeline.Int(int64(i))}})
+	}
+	if err := w.Write(context.Background(), rows); err != nil {
+		t.Fatalf("Write while the server throttles with 8008: %v", err)
+	}
+	if r := w.Stats.Retries.Load(); r != 5 {
+		t.Errorf("%d retries counted in all, want 5 (2 connections, 3 statements)", r)
+	}
+	var n int
+	srv.DB(t).QueryRow("SELECT COUNT(*) FROM t").Scan(&n)
+	if n != 10 {
+		t.Errorf("%d rows, want 10", n)
+	}
+}
+
 // A server that is restarting refuses connections for a while: Open retries that transient error
 // with backoff and counts it, as a statement's, so that a replicate restarted together with its
 // target waits for it (issue 12.1: "Transient errors (connection reset, timeouts, throttling)
@@ -479,7 +622,7 @@ func TestOpenWaitsForARestartingServer(t *testing.T) {
 	srv := mysqltest.GMS(t)
 	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
 		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
-	srv.Exec(t, MySQLDDL(s))
+	srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ const URIHelp = `SQL targets (--out of migrate and replicate, --target of verify
                                       INSERT ... ON DUPLICATE KEY UPDATE; password from REKEY_MYSQL_PASSWORD
   The table is the mapping's target table unless ?table= names another. tls=true|skip-verify|preferred
   as go-sql-driver/mysql offers (default: no TLS). A password in the URI is refused. The table must
-  exist with the mapping's columns, types and primary key (rekey ddl --dialect mysql prints one).`
+  exist with the mapping's columns, types and primary key (rekey ddl --dialect mysql|mariadb prints one).`
 
 // IsURI tells whether s names a SQL target (lindorm:// or mysql://).
 func IsURI(s string) bool {

@@ -45,6 +45,15 @@ func (s *Server) URI(extra string) string {
 	return u
 }
 
+// DDLDialect is the --dialect of `rekey ddl` that prints a table this server creates:
+// "mariadb", or "mysql" for go-mysql-server, which follows MySQL 8.
+func (s *Server) DDLDialect() string {
+	if s.Kind == "mariadb" {
+		return "mariadb"
+	}
+	return "mysql"
+}
+
 // DB opens a connection pool to the test database, UTC, multi-statement (for DDL files).
 func (s *Server) DB(t testing.TB) *sql.DB {
 	t.Helper()
