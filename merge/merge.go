@@ -82,7 +82,7 @@ func ReadInputs(dirs []string, out string) ([]*Input, error) {
 
 // OpenInputs is ReadInputs for outputs anywhere: open opens each input (a folder, s3://...).
 func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(context.Context, string) (store.Store, error)) ([]*Input, error) {
-	outAt := out.Location("")
+	outAt := resolvedLocation(out)
 	seen := map[string]bool{}
 	var inputs []*Input
 	for _, d := range dirs {
@@ -90,9 +90,15 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", d, err)
 		}
-		at := st.Location("")
-		if at == outAt {
+		at := resolvedLocation(st)
+		switch {
+		case at == outAt:
 			return nil, fmt.Errorf("%s is both an input and --out", d)
+		case strings.HasPrefix(outAt, at):
+			// a later migrate --resume of the input deletes what its checkpoint does not list
+			return nil, fmt.Errorf("--out %s is inside the input %s: a migrate --resume of that input would delete the merged files; give an --out outside every input", out.Location(""), d)
+		case strings.HasPrefix(at, outAt):
+			return nil, fmt.Errorf("the input %s is inside --out %s: the merged output would hold another run's files; give an --out outside every input", d, out.Location(""))
 		}
 		if seen[at] {
 			return nil, fmt.Errorf("%s is given twice", d)
@@ -120,6 +126,29 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 		inputs = append(inputs, in)
 	}
 	return inputs, nil
+}
+
+// resolvedLocation is st's location ending in a separator, through symbolic links for a local
+// folder (as far as it exists), so that nesting shows as a prefix.
+func resolvedLocation(st store.Store) string {
+	d, ok := st.(store.Dir)
+	if !ok {
+		return st.Location("")
+	}
+	p, rest := d.Path(), ""
+	for {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+			break
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			break
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
+	return filepath.Join(p, rest) + string(filepath.Separator)
 }
 
 // checkFiles verifies, before any file is placed, that every data file in's manifest lists is a

@@ -44,7 +44,9 @@ buckets, servers or a folder and a bucket, rekey streams the bytes.
 
 merge refuses inputs that are not complete runs (no manifest.json), that were made with
 different mappings (fingerprint) or region plans, or, for Cassandra shards, whose token ranges
-overlap (a shard given twice) or leave part of the ring unread (a shard missing). It also refuses,
+overlap (a shard given twice) or leave part of the ring unread (a shard missing), and an --out
+inside an input (a migrate --resume of that input would delete the merged files) or an input
+inside --out, folders and bucket prefixes alike. It also refuses,
 before placing any file, a manifest that lists a file outside its own directory (an absolute path,
 "..", a symbolic link) or anything but a regular file in a region folder.`,
 		Example: `  rekey merge /shared/out/shard-0 /shared/out/shard-1 /shared/out/shard-2 --out /shared/out/orders
