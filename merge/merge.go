@@ -242,7 +242,26 @@ func Check(inputs []*Input) error {
 			return fmt.Errorf("%s and %s have different %s", first.Dir, in.Dir, lindorm.DDLFile)
 		}
 	}
+	if err := checkSameSource(inputs); err != nil {
+		return err
+	}
 	return checkShardRanges(inputs)
+}
+
+// checkSameSource refuses two inputs whose checkpoints name the same source (the same file,
+// folder, topic window, generator or Cassandra shard): merging them would count its rows twice.
+func checkSameSource(inputs []*Input) error {
+	for i, a := range inputs {
+		if a.Checkpoint == nil || len(a.Checkpoint.Source) == 0 {
+			continue
+		}
+		for _, b := range inputs[i+1:] {
+			if b.Checkpoint != nil && reflect.DeepEqual(a.Checkpoint.Source, b.Checkpoint.Source) {
+				return fmt.Errorf("%s and %s read the same source (%v): merged, its rows would be there twice; give each run's output once (only a Cassandra source is read in shards)", a.Dir, b.Dir, a.Checkpoint.Source)
+			}
+		}
+	}
+	return nil
 }
 
 func short(fp string) string {

@@ -48,7 +48,8 @@ because the bulkload job reads one folder: every file must sit under --out's dat
 buckets, servers or a folder and a bucket, rekey streams the bytes.
 
 merge refuses inputs that are not complete runs (no manifest.json), that were made with
-different mappings (fingerprint) or region plans, or, for Cassandra shards, whose token ranges
+different mappings (fingerprint) or region plans, two that read the same source (its rows would
+be counted twice; only Cassandra sources are read in shards), or, for Cassandra shards, whose token ranges
 overlap (a shard given twice) or leave part of the ring unread (a shard missing), and an --out
 inside an input (a migrate --resume of that input would delete the merged files) or an input
 inside --out, folders and bucket prefixes alike. It also refuses,

@@ -172,6 +172,9 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	if err != nil {
 		return exitWith(2, err)
 	}
+	if err := checkShardSource(f.source); err != nil {
+		return exitWith(2, err)
+	}
 	if sqlsink.IsURI(f.out) {
 		memory, err := parseSizeFlag("--memory", f.memory)
 		if err != nil {
