@@ -362,7 +362,7 @@ func readPlan(ctx context.Context, out store.Store) (*plan, error) {
 	}
 	var p plan
 	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("%s is damaged (%v): it is the plan of an interrupted merge; its files are in --out and the inputs, run the same merge command again only once it is readable", out.Location(PlanFile), err)
+		return nil, fmt.Errorf("%s, the plan of an interrupted merge, is damaged (%v): merge writes it whole or not at all, so it was changed since; restore it, then run the same merge again (with --files move some files may be only in %s: keep them)", out.Location(PlanFile), err, out.Location(pipeline.DataDir+"/"))
 	}
 	for _, f := range p.Files {
 		if err := pipeline.CheckRelPath(f.Dst); err != nil {

@@ -235,3 +235,21 @@ func TestMergeRestartsFromEveryCrashPoint(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeDamagedPlanKeepsTheOutput: a plan that cannot be read stops the merge with an error
+// that says to keep --out (with --files move some files may be only there), never to remove it.
+func TestMergeDamagedPlanKeepsTheOutput(t *testing.T) {
+	root := t.TempDir()
+	p := folders("folder", root, root)
+	ins := shards(t, p, "d")
+	if err := os.MkdirAll(filepath.Join(root, "d", "out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "d", "out", merge.PlanFile), []byte("{\"version\":1,"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := runMerge(t, p, ins, "d/out", merge.Move)
+	if err == nil || !strings.Contains(err.Error(), "is damaged") || !strings.Contains(err.Error(), "keep them") || strings.Contains(err.Error(), "remove") {
+		t.Fatalf("merge into an output with a damaged plan: %v", err)
+	}
+}
