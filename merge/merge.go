@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
@@ -82,17 +83,27 @@ func ReadInputs(dirs []string, out string) ([]*Input, error) {
 
 // OpenInputs is ReadInputs for outputs anywhere: open opens each input (a folder, s3://...).
 func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(context.Context, string) (store.Store, error)) ([]*Input, error) {
-	outAt := out.Location("")
+	outAt := resolvedLocation(out)
+	prev, err := readPlan(ctx, out)
+	if err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	var inputs []*Input
-	for _, d := range dirs {
+	for n, d := range dirs {
 		st, err := open(ctx, d)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", d, err)
 		}
-		at := st.Location("")
-		if at == outAt {
+		at := resolvedLocation(st)
+		switch {
+		case at == outAt:
 			return nil, fmt.Errorf("%s is both an input and --out", d)
+		case strings.HasPrefix(outAt, at):
+			// a later migrate --resume of the input deletes what its checkpoint does not list
+			return nil, fmt.Errorf("--out %s is inside the input %s: a migrate --resume of that input would delete the merged files; give an --out outside every input", out.Location(""), d)
+		case strings.HasPrefix(at, outAt):
+			return nil, fmt.Errorf("the input %s is inside --out %s: the merged output would hold another run's files; give an --out outside every input", d, out.Location(""))
 		}
 		if seen[at] {
 			return nil, fmt.Errorf("%s is given twice", d)
@@ -111,7 +122,12 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 		if in.Checkpoint != nil && !in.Checkpoint.Complete {
 			return nil, fmt.Errorf("%s: its checkpoint says the run did not finish", d)
 		}
-		if err := checkFiles(ctx, in); err != nil {
+		placed := func(string) bool { return false }
+		if prev != nil && n < len(prev.Inputs) && prev.Inputs[n] == st.Location("") {
+			// an interrupted --files move: what it moved is in out, not in the input
+			placed = func(src string) bool { return prev.placedBefore(ctx, out, n, src) }
+		}
+		if err := checkFiles(ctx, in, placed); err != nil {
 			return nil, err
 		}
 		if in.DDL, err = st.Get(ctx, lindorm.DDLFile); err != nil {
@@ -122,18 +138,42 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 	return inputs, nil
 }
 
+// resolvedLocation is st's location ending in a separator, through symbolic links for a local
+// folder (as far as it exists), so that nesting shows as a prefix.
+func resolvedLocation(st store.Store) string {
+	d, ok := st.(store.Dir)
+	if !ok {
+		return st.Location("")
+	}
+	p, rest := d.Path(), ""
+	for {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+			break
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			break
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
+	return filepath.Join(p, rest) + string(filepath.Separator)
+}
+
 // checkFiles verifies, before any file is placed, that every data file in's manifest lists is a
-// regular file inside in.Dir, listed once. A crafted manifest must not make merge link, copy or
-// move a file from elsewhere (issue 9: {"path":"../canary.parquet"}), and a refusal half way
-// through --files move would leave the input half moved.
-func checkFiles(ctx context.Context, in *Input) error {
+// regular file inside in.Dir, listed once, or one an interrupted merge already placed in the
+// output. A crafted manifest must not make merge link, copy or move a file from elsewhere
+// ({"path":"../canary.parquet"}), and a refusal half way through --files move would leave the
+// input half moved.
+func checkFiles(ctx context.Context, in *Input, placed func(src string) bool) error {
 	if !plainName(in.Manifest.Format) { // it names the merged files
 		return fmt.Errorf("%s: format %q is not a file format name", in.Store.Location(lindorm.ManifestFile), in.Manifest.Format)
 	}
 	listed := map[string]bool{}
 	for i, r := range in.Manifest.Regions {
 		for _, fe := range r.Files {
-			if _, err := sourceFile(ctx, in, i, fe); err != nil {
+			if _, err := sourceFile(ctx, in, i, fe); err != nil && !(store.IsNotExist(err) && placed(fe.Path)) {
 				return err
 			}
 			if listed[fe.Path] {
@@ -202,7 +242,26 @@ func Check(inputs []*Input) error {
 			return fmt.Errorf("%s and %s have different %s", first.Dir, in.Dir, lindorm.DDLFile)
 		}
 	}
+	if err := checkSameSource(inputs); err != nil {
+		return err
+	}
 	return checkShardRanges(inputs)
+}
+
+// checkSameSource refuses two inputs whose checkpoints name the same source (the same file,
+// folder, topic window, generator or Cassandra shard): merging them would count its rows twice.
+func checkSameSource(inputs []*Input) error {
+	for i, a := range inputs {
+		if a.Checkpoint == nil || len(a.Checkpoint.Source) == 0 {
+			continue
+		}
+		for _, b := range inputs[i+1:] {
+			if b.Checkpoint != nil && reflect.DeepEqual(a.Checkpoint.Source, b.Checkpoint.Source) {
+				return fmt.Errorf("%s and %s read the same source (%v): merged, its rows would be there twice; give each run's output once (only a Cassandra source is read in shards)", a.Dir, b.Dir, a.Checkpoint.Source)
+			}
+		}
+	}
+	return nil
 }
 
 func short(fp string) string {
@@ -269,6 +328,76 @@ func Write(inputs []*Input, out string, mode Mode, version string) (*Result, err
 	return WriteTo(context.Background(), inputs, st, mode, version)
 }
 
+// PlanFile is the merge plan WriteTo puts in the output before it places any file: the inputs,
+// the mode and where every file goes. A merge interrupted at any point (--files move leaves
+// the files split between the inputs and the output) is finished by running it again: a file
+// already at its destination counts as placed. WriteTo removes the plan once the manifest is written.
+const PlanFile = "merge-plan.json"
+
+// plan is PlanFile's content. Everything in it follows from the inputs' manifests and the mode,
+// so a re-run computes it again and continues only when it is the same.
+type plan struct {
+	Version int           `json:"version"`
+	Mode    Mode          `json:"mode"`
+	Inputs  []string      `json:"inputs"` // each input's location
+	Files   []plannedFile `json:"files"`
+}
+
+type plannedFile struct {
+	Input  int    `json:"input"` // index in Inputs
+	Region int    `json:"region"`
+	Src    string `json:"src"` // as the input's manifest lists it
+	Dst    string `json:"dst"` // in the output
+	Bytes  int64  `json:"bytes"`
+}
+
+// readPlan reads the plan an interrupted merge left in out, or nil when there is none.
+func readPlan(ctx context.Context, out store.Store) (*plan, error) {
+	data, err := out.Get(ctx, PlanFile)
+	if store.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", out.Location(PlanFile), err)
+	}
+	var p plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("%s, the plan of an interrupted merge, is damaged (%v): merge writes it whole or not at all, so it was changed since; restore it, then run the same merge again (with --files move some files may be only in %s: keep them)", out.Location(PlanFile), err, out.Location(pipeline.DataDir+"/"))
+	}
+	for _, f := range p.Files {
+		if err := pipeline.CheckRelPath(f.Dst); err != nil {
+			return nil, fmt.Errorf("%s: %w", out.Location(PlanFile), err)
+		}
+	}
+	return &p, nil
+}
+
+// placedBefore tells whether the plan in out says an interrupted merge placed input's file src,
+// and the file is at its destination.
+func (p *plan) placedBefore(ctx context.Context, out store.Store, input int, src string) bool {
+	if p == nil {
+		return false
+	}
+	for _, f := range p.Files {
+		if f.Input == input && f.Src == src {
+			_, err := out.Stat(ctx, f.Dst)
+			return err == nil
+		}
+	}
+	return false
+}
+
+// afterStep, when set (by tests), runs after each step of WriteTo ("planned", "placed DST",
+// "removed DST"); an error stops WriteTo there, as a crash would.
+var afterStep func(step string) error
+
+func step(name string) error {
+	if afterStep == nil {
+		return nil
+	}
+	return afterStep(name)
+}
+
 // WriteTo places the inputs' files in out and writes the merged manifest, ddl.sql, bulkload.json
 // and rejects.jsonl. The manifest is written last: its presence marks a complete merge. version
 // is recorded in the manifest as the rekey version that made it.
@@ -277,6 +406,9 @@ func Write(inputs []*Input, out string, mode Mode, version string) (*Result, err
 // Otherwise a store that copies without the bytes passing through rekey (store.Copier: a
 // server-side copy within one bucket) does; else the bytes are streamed from input to output.
 // move removes each input file once its copy is committed.
+//
+// Before placing anything WriteTo writes PlanFile into out; given an out holding the plan of an
+// interrupted merge of the same inputs and mode, it finishes that merge.
 func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, version string) (*Result, error) {
 	outDir, outLocal := out.(store.Dir)
 	if outLocal {
@@ -293,14 +425,14 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	for i, r := range fm.Regions {
 		m.Regions[i] = lindorm.RegionInfo{Index: r.Index, Start: r.Start, End: r.End, Files: []lindorm.FileEntry{}}
 	}
-	copied, serverCopied := 0, 0
+	p := &plan{Version: 1, Mode: mode}
 	ext := "." + fm.Format
-	for _, in := range inputs {
+	for n, in := range inputs {
+		p.Inputs = append(p.Inputs, in.Store.Location(""))
 		im := in.Manifest
 		if len(im.Regions) != len(m.Regions) {
 			return nil, fmt.Errorf("%s lists %d regions, want %d", in.Dir, len(im.Regions), len(m.Regions))
 		}
-		_, inLocal := in.Store.(store.Dir)
 		for i, r := range im.Regions {
 			dst := &m.Regions[i]
 			for _, fe := range r.Files {
@@ -308,26 +440,7 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 				if path.Ext(fe.Path) != ext {
 					rel = strings.TrimSuffix(rel, ext) + path.Ext(fe.Path)
 				}
-				src, err := sourceFile(ctx, in, i, fe) // checked again at use: WriteTo is exported
-				if err != nil {
-					return nil, err
-				}
-				var c, server bool
-				if inLocal && outLocal {
-					c, err = placeFile(src, filepath.Join(outDir.Path(), filepath.FromSlash(rel)), mode)
-				} else {
-					server, err = placeObject(ctx, in.Store, fe.Path, out, rel, mode)
-					c = !server
-				}
-				if err != nil {
-					return nil, err
-				}
-				if c {
-					copied++
-				}
-				if server {
-					serverCopied++
-				}
+				p.Files = append(p.Files, plannedFile{Input: n, Region: i, Src: fe.Path, Dst: rel, Bytes: fe.Bytes})
 				dst.Files = append(dst.Files, lindorm.FileEntry{Path: rel, Rows: fe.Rows, Bytes: fe.Bytes})
 				dst.Rows += fe.Rows
 				dst.Bytes += fe.Bytes
@@ -341,6 +454,60 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	}
 	for i := range m.Regions {
 		m.Regions[i].OverSize = m.RegionSize > 0 && m.Regions[i].Bytes > m.RegionSize
+	}
+	if err := startPlan(ctx, out, p); err != nil {
+		return nil, err
+	}
+	copied, serverCopied := 0, 0
+	for _, f := range p.Files {
+		in := inputs[f.Input]
+		_, inLocal := in.Store.(store.Dir)
+		if info, err := out.Stat(ctx, f.Dst); err == nil {
+			// placed by the interrupted merge: a store shows an object only once whole
+			if info.Size != f.Bytes {
+				return nil, fmt.Errorf("%s holds %d bytes, but %s lists %s with %d: the output was changed since the merge was interrupted", out.Location(f.Dst), info.Size, in.Store.Location(lindorm.ManifestFile), f.Src, f.Bytes)
+			}
+			if mode == Move { // it may have stopped between the copy and the removal
+				if err := removeSource(ctx, in, f); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		} else if !store.IsNotExist(err) {
+			return nil, fmt.Errorf("%s: %w", out.Location(f.Dst), err)
+		}
+		fe := lindorm.FileEntry{Path: f.Src, Bytes: f.Bytes}
+		src, err := sourceFile(ctx, in, f.Region, fe) // checked again at use: WriteTo is exported
+		if err != nil {
+			return nil, err
+		}
+		var c, server bool
+		if inLocal && outLocal {
+			c, err = placeFile(src, filepath.Join(outDir.Path(), filepath.FromSlash(f.Dst)), mode)
+		} else {
+			server, err = placeObject(ctx, in.Store, f.Src, out, f.Dst)
+			c = !server
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := step("placed " + f.Dst); err != nil {
+			return nil, err
+		}
+		if mode == Move {
+			if err := removeSource(ctx, in, f); err != nil {
+				return nil, err
+			}
+			if err := step("removed " + f.Dst); err != nil {
+				return nil, err
+			}
+		}
+		if c {
+			copied++
+		}
+		if server {
+			serverCopied++
+		}
 	}
 	if outLocal { // make the links and renames durable
 		for i := range m.Regions {
@@ -372,12 +539,56 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	if err := lindorm.PutManifest(ctx, out, &m); err != nil {
 		return nil, err
 	}
+	if err := step("manifest"); err != nil {
+		return nil, err
+	}
+	if err := out.Remove(ctx, PlanFile); err != nil {
+		return nil, fmt.Errorf("the merge is complete, but removing %s failed: %w", out.Location(PlanFile), err)
+	}
 	return &Result{Manifest: &m, Copied: copied, ServerCopied: serverCopied}, nil
 }
 
+// startPlan writes p into out, or, when out holds the plan of an interrupted merge, checks that
+// it is p: the same inputs, mode and files.
+func startPlan(ctx context.Context, out store.Store, p *plan) error {
+	prev, err := readPlan(ctx, out)
+	if err != nil {
+		return err
+	}
+	if prev != nil {
+		if !reflect.DeepEqual(prev.Inputs, p.Inputs) || prev.Mode != p.Mode {
+			return fmt.Errorf("%s is the plan of an interrupted merge of %s with --files %s: run merge with those inputs, in that order, and --files %s to finish it", out.Location(PlanFile), strings.Join(prev.Inputs, " "), prev.Mode, prev.Mode)
+		}
+		if !reflect.DeepEqual(prev.Files, p.Files) {
+			return fmt.Errorf("%s, the plan of an interrupted merge, lists other files than the inputs' manifests do now: an input changed since; the files it placed are in %s", out.Location(PlanFile), out.Location(pipeline.DataDir+"/"))
+		}
+		// copies the interruption left unfinished (temporary files, multipart uploads)
+		if err := out.Sweep(ctx, pipeline.DataDir+"/"); err != nil {
+			return fmt.Errorf("%s: %w", out.Location(pipeline.DataDir+"/"), err)
+		}
+		return nil
+	}
+	data, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := out.Put(ctx, PlanFile, data); err != nil {
+		return fmt.Errorf("write %s: %w", out.Location(PlanFile), err)
+	}
+	return step("planned")
+}
+
+// removeSource removes a moved file from its input (a file already gone is not an error).
+func removeSource(ctx context.Context, in *Input, f plannedFile) error {
+	if err := in.Store.Remove(ctx, f.Src); err != nil {
+		return fmt.Errorf("move %s: %w", in.Store.Location(f.Src), err)
+	}
+	return nil
+}
+
 // placeObject puts the object src of from at dst in out, by a copy the store makes itself when it
-// can (reported as true: no byte went through rekey), else through rekey; move then removes src.
-func placeObject(ctx context.Context, from store.Store, src string, out store.Store, dst string, mode Mode) (server bool, err error) {
+// can (reported as true: no byte went through rekey), else through rekey.
+func placeObject(ctx context.Context, from store.Store, src string, out store.Store, dst string) (server bool, err error) {
 	if c, ok := out.(store.Copier); ok {
 		if server, err = c.CopyFrom(ctx, from, src, dst); err != nil {
 			return false, fmt.Errorf("copy %s: %w", from.Location(src), err)
@@ -386,11 +597,6 @@ func placeObject(ctx context.Context, from store.Store, src string, out store.St
 	if !server {
 		if err := copyObject(ctx, from, src, out, dst); err != nil {
 			return false, err
-		}
-	}
-	if mode == Move {
-		if err := from.Remove(ctx, src); err != nil {
-			return server, fmt.Errorf("move %s: %w", from.Location(src), err)
 		}
 	}
 	return server, nil
@@ -426,7 +632,11 @@ func placeFile(src, dst string, mode Mode) (bool, error) {
 	}
 	switch mode {
 	case Move:
-		return false, os.Rename(src, dst)
+		err := os.Rename(src, dst)
+		if err == nil || !errors.Is(err, syscall.EXDEV) {
+			return false, err
+		}
+		// across filesystems: copied here, the caller removes src once the copy is durable
 	case Link:
 		err := os.Link(src, dst)
 		if err == nil {

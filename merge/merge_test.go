@@ -16,6 +16,8 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/sink/store/s3store"
+	"github.com/rekey/rekey/sink/store/s3store/s3test"
 )
 
 const canaryData = "canary: not rekey's to touch"
@@ -353,5 +355,53 @@ func TestMergeThroughStores(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestMergeRefusesNestedOutput: an --out inside an input's data/ was accepted, and a later
+// migrate --resume of that input deleted the merged files (they are not in its checkpoint). An
+// --out inside an input, an input inside --out, and the same place seen through a symbolic link
+// are refused before anything is written, for folders and for bucket prefixes.
+func TestMergeRefusesNestedOutput(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	in := filepath.Join(root, "shard-0")
+	writeRun(t, in, "data/region-0000/part-00000.parquet")
+	if err := os.Symlink(in, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	local := func(_ context.Context, dir string) (store.Store, error) { return store.NewLocal(dir) }
+	srv := s3test.StartGofakes3(t, nil)
+	bucketStore := func(_ context.Context, prefix string) (store.Store, error) {
+		return s3store.Open(ctx, srv.URIFor(prefix), s3test.Getenv(srv.Env))
+	}
+	for _, c := range []struct {
+		name, in, out string
+		open          func(context.Context, string) (store.Store, error)
+		want          string
+	}{
+		{"out in the input's data", in, filepath.Join(in, "data", "merged"), local, "is inside the input"},
+		{"out in the input", in, filepath.Join(in, "merged"), local, "is inside the input"},
+		{"out through a link into the input", in, filepath.Join(root, "link", "data", "merged"), local, "is inside the input"},
+		{"input in out", in, root, local, "is inside --out"},
+		{"same through a link", in, filepath.Join(root, "link"), local, "both an input and --out"},
+		{"prefix: out in the input's data", "orders/shard-0", "orders/shard-0/data/merged", bucketStore, "is inside the input"},
+		{"prefix: input in out", "orders/shard-0", "orders", bucketStore, "is inside --out"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := c.open(ctx, c.out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = merge.OpenInputs(ctx, []string{c.in}, out, c.open)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("merge %s --out %s: %v, want an error saying %q", c.in, c.out, err, c.want)
+			}
+		})
+	}
+	// a sibling whose name starts like the input's is not inside it
+	out, _ := store.NewLocal(in + "-merged")
+	if _, err := merge.OpenInputs(ctx, []string{in}, out, local); err != nil {
+		t.Fatalf("--out beside the input: %v", err)
 	}
 }

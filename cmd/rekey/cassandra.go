@@ -65,8 +65,17 @@ func addCassandraReadFlags(fs *pflag.FlagSet, shards bool) {
 	fs.Float64Var(&o.rate, "rate", 0, "read at most this many rows per second from Cassandra, over all workers (0: no limit)")
 	if shards {
 		// no backquotes in a usage string: pflag would take the quoted text as the value's name
-		fs.StringVar(&o.shard, "shard", "", "read shard i of N of the token ranges (i/N, e.g. 0/3); run N of them, each with its own --out, then combine them with rekey merge")
+		fs.StringVar(&o.shard, "shard", "", "Cassandra sources only (refused for file:, gen: and kafka:): read shard i of N of the token ranges (i/N, e.g. 0/3); run N of them, each with its own --out, then combine them with rekey merge")
 	}
+}
+
+// checkShardSource refuses --shard for a source that cannot read a share of its input: only a
+// Cassandra table's token ranges are sharded, any other source would be read whole by every shard.
+func checkShardSource(source string) error {
+	if cassandraOpts.shard == "" || isCassandraURI(source) {
+		return nil
+	}
+	return fmt.Errorf("--shard %s: only a Cassandra source (cassandra://...) is read in shards; every shard of %s would read all of it, and merge would combine full copies: migrate it in one run, without --shard", cassandraOpts.shard, sourceuri.Redact(source))
 }
 
 func isCassandraURI(uri string) bool { return strings.HasPrefix(uri, "cassandra://") }

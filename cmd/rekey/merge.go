@@ -36,6 +36,11 @@ DIR must be on the same filesystem as the inputs (shared storage mounted on ever
 usual case); across filesystems they are copied instead. --files copy always copies; --files move
 renames them out of the inputs.
 
+merge first writes its plan (DIR/merge-plan.json: the inputs, --files, where every file goes),
+then places the files, then the manifest, and removes the plan. An interrupted merge (a crash,
+a kill, a lost connection) is finished by running the same command again: it reads the plan, and
+a file already at its destination counts as placed, so --files move never loses a file.
+
 Inputs and --out may be s3:// or oss:// prefixes. Within one bucket the server copies the files
 (CopyObject; UploadPartCopy over 1 GiB): no data passes through rekey, and the inputs stay intact
 (--files move deletes them once copied). The files are copied rather than named where they lie
@@ -43,8 +48,11 @@ because the bulkload job reads one folder: every file must sit under --out's dat
 buckets, servers or a folder and a bucket, rekey streams the bytes.
 
 merge refuses inputs that are not complete runs (no manifest.json), that were made with
-different mappings (fingerprint) or region plans, or, for Cassandra shards, whose token ranges
-overlap (a shard given twice) or leave part of the ring unread (a shard missing). It also refuses,
+different mappings (fingerprint) or region plans, two that read the same source (its rows would
+be counted twice; only Cassandra sources are read in shards), or, for Cassandra shards, whose token ranges
+overlap (a shard given twice) or leave part of the ring unread (a shard missing), and an --out
+inside an input (a migrate --resume of that input would delete the merged files) or an input
+inside --out, folders and bucket prefixes alike. It also refuses,
 before placing any file, a manifest that lists a file outside its own directory (an absolute path,
 "..", a symbolic link) or anything but a regular file in a region folder.`,
 		Example: `  rekey merge /shared/out/shard-0 /shared/out/shard-1 /shared/out/shard-2 --out /shared/out/orders
@@ -85,7 +93,7 @@ func runMerge(cmd *cobra.Command, dirs []string, f *mergeFlags) error {
 	}
 	res, err := merge.WriteTo(ctx, inputs, out, mode, version)
 	if err != nil {
-		return fmt.Errorf("merge: %w (the partial output in %s has no manifest.json: remove it and run merge again)", err, f.out)
+		return fmt.Errorf("merge: %w (the merge in %s is unfinished, and with --files move some files may be only there: run the same merge command again to finish it)", err, f.out)
 	}
 	m := res.Manifest
 	w := cmd.OutOrStdout()
@@ -140,12 +148,15 @@ func filesVerb(mode merge.Mode, res *merge.Result, local bool) string {
 	return "hard-linked"
 }
 
-// checkMergeOut refuses an --out that already holds files: a merge never mixes into another
-// output.
+// checkMergeOut refuses an --out that already holds files, unless they are an interrupted
+// merge's (its plan is there), which this merge finishes: a merge never mixes into another output.
 func checkMergeOut(ctx context.Context, out store.Store, name string) error {
 	objs, err := out.List(ctx, "")
 	if err != nil {
 		return exitWith(exitFailed, fmt.Errorf("--out %s: %w", name, err))
+	}
+	if _, err := out.Stat(ctx, merge.PlanFile); err == nil {
+		return nil
 	}
 	if len(objs) > 0 {
 		return exitWith(exitUsage, fmt.Errorf("--out %s already holds files: merge into a new --out directory", name))

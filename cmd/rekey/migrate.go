@@ -172,6 +172,9 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	if err != nil {
 		return exitWith(2, err)
 	}
+	if err := checkShardSource(f.source); err != nil {
+		return exitWith(2, err)
+	}
 	if sqlsink.IsURI(f.out) {
 		memory, err := parseSizeFlag("--memory", f.memory)
 		if err != nil {
@@ -264,7 +267,8 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	}
 	if runErr != nil {
 		printSummary(cmd.OutOrStdout(), "Migration failed (what was committed before the failure)", res, filesOut(f.out, st, plan))
-		return exitWith(exitFailed, fmt.Errorf("migration failed: %w\nthe files committed so far are in %s (no manifest.json was written); once the cause is fixed, run the same command with --resume", runErr, f.out))
+		return exitWith(exitFailed, fmt.Errorf("migration failed: %w\nthe files committed so far are in %s (no manifest.json was written); %s", runErr, f.out,
+			afterFailure(runErr, "once the cause is fixed, run the same command with --resume", "with --overwrite (it replaces this output) or into a new --out")))
 	}
 	if err := finishRun(ctx, cmd.OutOrStdout(), st, f.out, prog, plan, format.Name(), res, job, next); err != nil {
 		return exitWith(exitFailed, err)
@@ -273,6 +277,19 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		return exitWith(exitFailed, err)
 	}
 	return rejectedExit(res, st)
+}
+
+// afterFailure says what to do after the run failed with runErr: resume, the usual next step, or,
+// after too many rejected rows, what works. Their fix changes the mapping or the input, and a
+// --resume refuses that as another job (a changed mapping changes the keys of the rows already
+// written), so the run starts over (startOver: how); --resume with a higher --max-rejects keeps
+// the rejected rows and goes on.
+func afterFailure(runErr error, resume, startOver string) string {
+	if !errors.Is(runErr, pipeline.ErrTooManyRejects) {
+		return resume
+	}
+	return "after fixing the mapping or the input, start over " + startOver + " (--resume refuses a changed mapping or input); " +
+		"to keep these rows rejected and go on, run the same command with --resume and a higher --max-rejects"
 }
 
 // rejectedExit is the exit of a run that completed: 0, or 1 when some rows were rejected.

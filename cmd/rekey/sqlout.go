@@ -117,7 +117,9 @@ func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *
 	}
 	if runErr != nil {
 		printSQLSummary(stdout, "Migration failed (what was checkpointed before the failure)", res, w, dest, state)
-		return exitWith(exitFailed, fmt.Errorf("migration failed: %w\nonce the cause is fixed, run the same command with --resume: it continues from the last checkpoint (rows after it are written again, harmlessly)", runErr))
+		return exitWith(exitFailed, fmt.Errorf("migration failed: %w\n%s", runErr,
+			afterFailure(runErr, "once the cause is fixed, run the same command with --resume: it continues from the last checkpoint (rows after it are written again, harmlessly)",
+				"with --overwrite (a new checkpoint; the rows already written stay in the table, and those whose key the fix changes stay as extra rows)")))
 	}
 	printSQLSummary(stdout, "Migration summary", res, w, dest, state)
 	if err := writeStats(f.statsJSON, res); err != nil {

@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/rekey/rekey/merge"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/store/s3store"
@@ -220,4 +222,59 @@ func openURI(t *testing.T, uri string) *s3store.Store {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// TestMergeMoveFinishesAfterAFailure: a `merge --files move` that failed half way (here the
+// bucket refuses the third removal of an input's object) left the files split between the
+// inputs and --out; merge then refused the inputs ("lists ... which is missing") and advised
+// removing --out, the only copy of the moved files. The error now says to run the same merge
+// again, which finishes it: the merged rows are those of a merge with --files copy, and no data
+// file is left in the inputs.
+func TestMergeMoveFinishesAfterAFailure(t *testing.T) {
+	var deletes atomic.Int32
+	var broken atomic.Bool
+	srv := s3test.StartGofakes3(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if s3test.Op(r) == "DeleteObjects" && broken.Load() && deletes.Add(1) > 2 {
+				http.Error(w, "<Error><Code>InternalError</Code><Message>injected</Message></Error>", http.StatusForbidden)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	for k, v := range srv.Env {
+		t.Setenv(k, v)
+	}
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	var ins []string
+	for i := 0; i < 2; i++ { // two runs of one table (different generated rows)
+		in := srv.URIFor(fmt.Sprintf("shard-%d", i))
+		mustRun(t, "migrate", "-m", mapping, "--source", fmt.Sprintf("gen:orders?rows=3000&seed=%d", i+1), "--out", in, "--progress", "never", "--max-file-size", "16KiB")
+		ins = append(ins, in)
+	}
+	mustRun(t, append(append([]string{"merge"}, ins...), "--out", srv.URIFor("copied"), "--files", "copy")...)
+	want, _ := outputRows(t, download(t, srv.URIFor("copied"), srv.Env))
+
+	args := append(append([]string{"merge"}, ins...), "--out", srv.URIFor("moved"), "--files", "move")
+	broken.Store(true)
+	code, stdout, errs := runCLI(t, args...)
+	broken.Store(false)
+	if code == 0 || !strings.Contains(errs, "run the same merge command again") || strings.Contains(errs, "remove it") {
+		t.Fatalf("merge --files move with a failing removal: exit %d\n%s%s", code, stdout, errs)
+	}
+	if out := mustRun(t, args...); !strings.Contains(out, "Merged 2 runs") {
+		t.Fatalf("merge run again:\n%s", out)
+	}
+	got, mm := outputRows(t, download(t, srv.URIFor("moved"), srv.Env))
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || mm.RowsWritten != 6000 {
+		t.Fatalf("the finished move holds %d rows (manifest: %d); a copy %d", len(got), mm.RowsWritten, len(want))
+	}
+	for _, in := range ins {
+		if objs, err := openURI(t, in).List(context.Background(), pipeline.DataDir+"/"); err != nil || len(objs) != 0 {
+			t.Errorf("%s holds %d data files after the move (%v)", in, len(objs), err)
+		}
+	}
+	if _, err := openURI(t, srv.URIFor("moved")).Stat(context.Background(), merge.PlanFile); err == nil {
+		t.Errorf("the finished merge left %s", merge.PlanFile)
+	}
 }

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
+)
+
+// TestTooManyRejectsSaysWhatWorks: after "too many rejected rows" the error said to fix the
+// cause and run with --resume, and the fixed mapping was then refused as "another job". It now
+// says what works: start over with --overwrite or a new --out after a fix, or --resume with a
+// higher --max-rejects to keep the rows rejected; each of them is run here as written, into
+// files and into a SQL table.
+func TestTooManyRejectsSaysWhatWorks(t *testing.T) {
+	dir := t.TempDir()
+	var sb strings.Builder
+	sb.WriteString("userid,orderid,channel,ts,status,location,amount\n")
+	for i := 0; i < 200; i++ {
+		orderid := fmt.Sprint(i)
+		if i%10 == 0 {
+			orderid = fmt.Sprintf("o%d", i) // not a bigint: rejected by the first mapping
+		}
+		fmt.Fprintf(&sb, "u%d,%s,taobao,1700000000000,PAID,Hangzhou,%d.25\n", i, orderid, i%100)
+	}
+	csv := writeFile(t, dir, "orders.csv", sb.String())
+	orders, err := os.ReadFile(filepath.Join("..", "..", "mappings", "orders.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapping := writeFile(t, dir, "orders.yaml", string(orders))
+	fixed := writeFile(t, dir, "fixed.yaml", strings.Replace(string(orders), "orderid: bigint", "orderid: text", 1))
+	migrate := func(m, out string, more ...string) (int, string) {
+		args := append([]string{"migrate", "-m", m, "--source", "file:" + csv, "--out", out, "--progress", "never", "--max-rejects", "5"}, more...)
+		code, stdout, errs := runCLI(t, args...)
+		return code, stdout + errs
+	}
+
+	out := filepath.Join(dir, "out")
+	code, msg := migrate(mapping, out)
+	if code != exitFailed || !strings.Contains(msg, "too many rejected rows") {
+		t.Fatalf("20 bad rows of 200 with --max-rejects 5: exit %d\n%s", code, msg)
+	}
+	for _, want := range []string{"start over with --overwrite", "or into a new --out", "--resume and a higher --max-rejects"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error does not say %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "once the cause is fixed, run the same command with --resume") {
+		t.Errorf("the error still advises --resume after a fix, which is refused:\n%s", msg)
+	}
+	// why: --resume with the fixed mapping is another job
+	if code, msg := migrate(fixed, out, "--resume"); code != 2 || !strings.Contains(msg, "another job") {
+		t.Fatalf("--resume with the fixed mapping: exit %d\n%s", code, msg)
+	}
+	// what works: --overwrite with the fixed mapping, or a new --out
+	if code, msg := migrate(fixed, out, "--overwrite"); code != 0 || !strings.Contains(msg, "200") {
+		t.Fatalf("--overwrite with the fixed mapping: exit %d\n%s", code, msg)
+	}
+	if code, msg := migrate(fixed, filepath.Join(dir, "new")); code != 0 {
+		t.Fatalf("a new --out with the fixed mapping: exit %d\n%s", code, msg)
+	}
+	// and keeping the rejects: --resume with a higher --max-rejects finishes (exit 1: rows rejected)
+	kept := filepath.Join(dir, "kept")
+	if code, msg := migrate(mapping, kept); code != exitFailed {
+		t.Fatalf("exit %d\n%s", code, msg)
+	}
+	if code, msg := migrate(mapping, kept, "--resume", "--max-rejects", "-1"); code != 1 || !strings.Contains(msg, "rows rejected") {
+		t.Fatalf("--resume --max-rejects -1: exit %d\n%s", code, msg)
+	}
+	if rows, m := outputRows(t, kept); len(rows) != 180 || m.RowsRejected != 20 {
+		t.Fatalf("kept: %d rows written, %d rejected; want 180 and 20", len(rows), m.RowsRejected)
+	}
+
+	// into a SQL table (go-mysql-server): the same advice, with --state in place of --out
+	srv := mysqltest.GMS(t)
+	srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", "mysql"))
+	state := filepath.Join(dir, "state")
+	sqlArgs := []string{"--sql-conns", "1", "--state", state}
+	code, msg = migrate(mapping, srv.URI(""), sqlArgs...)
+	if code != exitFailed || !strings.Contains(msg, "too many rejected rows") || !strings.Contains(msg, "start over with --overwrite") ||
+		!strings.Contains(msg, "--resume and a higher --max-rejects") {
+		t.Fatalf("into a table, 20 bad rows of 200 with --max-rejects 5: exit %d\n%s", code, msg)
+	}
+	if code, msg := migrate(mapping, srv.URI(""), append(sqlArgs, "--resume", "--max-rejects", "-1")...); code != 1 {
+		t.Fatalf("into a table, --resume --max-rejects -1: exit %d\n%s", code, msg)
+	}
+	var n int
+	if err := srv.DB(t).QueryRow("SELECT COUNT(*) FROM orders").Scan(&n); err != nil || n != 180 {
+		t.Fatalf("%d rows in the table (%v), want 180", n, err)
+	}
+}
