@@ -29,6 +29,9 @@ func Verdict(r *Result) string {
 	if r.Extra != nil && *r.Extra > 0 {
 		parts = append(parts, fmt.Sprintf("%d extra", *r.Extra))
 	}
+	if n := len(r.Files); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d data %s not as listed", n, plural(n, "file", "files")))
+	}
 	return fmt.Sprintf("DIFFERENT: %s (of %d keys checked)", strings.Join(parts, ", "), r.KeysChecked)
 }
 
@@ -94,6 +97,16 @@ func WriteText(w io.Writer, r *Result) error {
 			}
 		}
 	}
+	if len(r.Files) > 0 {
+		fmt.Fprintf(&b, "\nData files not as the output lists them (the bulk load reads every file under data/):\n")
+		for _, f := range r.Files {
+			if f.Unlisted {
+				fmt.Fprintf(&b, "  %s  %d rows, not listed: its rows are counted as target rows; remove it from data/ unless it belongs to this output\n", f.Path, f.Rows)
+			} else {
+				fmt.Fprintf(&b, "  %s  %d rows, listed as %d: the file or the listing was changed after the run\n", f.Path, f.Rows, *f.ListedRows)
+			}
+		}
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\nnote: %s\n", n)
 	}
@@ -107,4 +120,11 @@ func WriteJSON(w io.Writer, r *Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
