@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -289,5 +290,34 @@ func TestVerifyUnlistedAndMiscountedFiles(t *testing.T) {
 	r = readVerifyJSON(t, jsonPath)
 	if len(r.Files) != 1 || r.Files[0].Unlisted || r.Files[0].ListedRows == nil || *r.Files[0].ListedRows != listed.Rows+5 {
 		t.Fatalf("--json files %+v", r.Files)
+	}
+}
+
+// Data cannot drive the terminal through verify's examples or an error: values and names holding
+// escape sequences are shown escaped (as strconv.Quote writes them), never raw.
+func TestVerifyAndErrorsEscapeControlCharacters(t *testing.T) {
+	dir := t.TempDir()
+	m := writeFile(t, dir, "m.yaml", "version: 1\nsource:\n  columns: {id: text, s: text}\ntarget:\n  table: t\n  primary_key: \"[id]\"\n")
+	in := writeFile(t, dir, "in.csv", "id,s\n\"k\x1b]0;retitled\x07\",\"\x1b[31mred\"\n")
+	out := filepath.Join(dir, "out")
+	mustRun(t, "migrate", "-m", m, "--source", "file:"+in, "--out", out, "--progress", "never")
+	man, err := lindorm.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := compileFile(t, m).Target()
+	file := filepath.Join(out, filepath.FromSlash(man.Regions[0].Files[0].Path))
+	rewriteParquet(t, file, schema, [][]pipeline.Value{{pipeline.Text("k\x1b]0;retitled\x07"), pipeline.Text("\x1b[2Jcleared")}})
+	code, stdout, stderr := runCLI(t, "verify", "-m", m, "--source", "file:"+in, "--target", out, "--progress", "never")
+	raw := func(s string) bool {
+		return strings.IndexFunc(s, func(r rune) bool { return r != '\n' && !strconv.IsPrint(r) }) >= 0
+	}
+	if code != exitDifferent || raw(stdout) || raw(stderr) ||
+		!strings.Contains(stdout, `key id="k\x1b]0;retitled\a"`) || !strings.Contains(stdout, `s: source "\x1b[31mred", target "\x1b[2Jcleared"`) {
+		t.Fatalf("verify of values with escape sequences: exit %d\n%q\n%q", code, stdout, stderr)
+	}
+	code, _, stderr = runCLI(t, "verify", "-m", m, "--source", "file:"+filepath.Join(dir, "no\x1b[2Jsuch.csv"), "--target", out, "--progress", "never")
+	if code == 0 || raw(stderr) || !strings.Contains(stderr, `no\x1b[2Jsuch.csv`) {
+		t.Fatalf("an error naming a file with an escape sequence: exit %d\n%q", code, stderr)
 	}
 }
