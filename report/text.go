@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -32,8 +33,15 @@ type printer struct {
 	err error
 }
 
+// f prints a line. Its string arguments may hold data (keys, values, file names): their
+// control characters are shown escaped, never sent to the terminal.
 func (p *printer) f(format string, args ...any) {
 	if p.err == nil {
+		for i, a := range args {
+			if s, ok := a.(string); ok {
+				args[i] = pipeline.EscapeControls(s)
+			}
+		}
 		_, p.err = fmt.Fprintf(p.w, format, args...)
 	}
 }
@@ -51,6 +59,8 @@ func (p *printer) cols(rows [][]string, right map[int]bool) {
 	width := map[int]int{}
 	for _, r := range rows {
 		for i, c := range r {
+			r[i] = pipeline.EscapeControls(c) // aligned as printed
+			c = r[i]
 			width[i] = max(width[i], utf8.RuneCountInString(c))
 		}
 	}

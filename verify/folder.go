@@ -21,16 +21,22 @@ type Objects interface {
 	Get(ctx context.Context, name string) ([]byte, error)
 	// Open gives random access to an object (a Parquet file's footer, then its row groups).
 	Open(ctx context.Context, name string) (store.Reader, error)
+	// List names the committed objects under a prefix (data/: what the bulk load reads).
+	List(ctx context.Context, prefix string) ([]store.Info, error)
 }
 
 // Folder is a rekey output to verify: the data files its manifest (or, for a run that has not
-// finished, its checkpoint) lists.
+// finished, its checkpoint) lists, then those under data/ that the manifest does not list.
 type Folder struct {
 	Objects  Objects
 	Location string // for messages
 	Format   string // parquet or csv
 	Files    []pipeline.FileInfo
-	Rows     int64    // rows the files hold, as listed
+	// Unlisted is how many of Files, at the end, are under data/ without being listed (their
+	// Rows -1): the bulk load reads them all the same, so their rows are target rows (a copy of
+	// a listed file shows as extra).
+	Unlisted int
+	Rows     int64    // rows the listed files hold, as listed
 	Notes    []string // what the reader of the result should know (an unfinished run...)
 }
 
@@ -94,7 +100,64 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 	default:
 		return nil, fmt.Errorf("%s: data files in format %q, verify reads parquet and csv", location, f.Format)
 	}
+	unlisted, err := unlistedFiles(ctx, objs, f.Files)
+	if err != nil {
+		return nil, fmt.Errorf("%s: list %s/: %w", location, pipeline.DataDir, err)
+	}
+	switch {
+	case len(unlisted) == 0:
+	case listedIn(f) == pipeline.CheckpointFile:
+		// an unfinished run: its resume removes the files its checkpoint does not list
+		f.Notes = append(f.Notes, fmt.Sprintf("%s holds %d files under %s/ that its %s does not list (%s): not verified; migrate --resume removes them",
+			location, len(unlisted), pipeline.DataDir, pipeline.CheckpointFile, namesShort(unlisted)))
+	default:
+		for _, name := range unlisted {
+			f.Files = append(f.Files, pipeline.FileInfo{Region: -1, Path: name, Rows: -1})
+		}
+		f.Unlisted = len(unlisted)
+	}
 	return f, nil
+}
+
+// unlistedFiles lists the data files under data/ that listed does not name and that the bulk
+// load reads: Spark reads every file under its path except names starting with _ or . (at any
+// depth).
+func unlistedFiles(ctx context.Context, objs Objects, listed []pipeline.FileInfo) ([]string, error) {
+	all, err := objs.List(ctx, pipeline.DataDir+"/")
+	if err != nil {
+		return nil, err
+	}
+	known := make(map[string]bool, len(listed))
+	for _, fi := range listed {
+		known[fi.Path] = true
+	}
+	var out []string
+	for _, o := range all {
+		if !known[o.Name] && !sparkSkips(o.Name) {
+			out = append(out, o.Name)
+		}
+	}
+	return out, nil
+}
+
+// sparkSkips tells whether Spark's file listing passes over the object (a name in its path
+// starts with _ or .: _SUCCESS, .crc files, hidden folders).
+func sparkSkips(name string) bool {
+	for _, part := range strings.Split(name, "/") {
+		if strings.HasPrefix(part, "_") || strings.HasPrefix(part, ".") {
+			return true
+		}
+	}
+	return false
+}
+
+// namesShort names the first few of names and how many more there are.
+func namesShort(names []string) string {
+	const show = 3
+	if len(names) <= show {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:show], ", "), len(names)-show)
 }
 
 // checkManifestSchema names the first difference between the manifest's table and schema.
@@ -226,18 +289,28 @@ func (t *targetReader) file(ctx context.Context, i int) error {
 	default:
 		n, err = t.readParquet(ctx, r, i)
 	}
+	unlisted := i >= len(fo.Files)-fo.Unlisted
 	if err != nil {
+		if unlisted {
+			return fmt.Errorf("read %s, which %s does not list but the bulk load would read (it reads every file under %s/): %w; remove it or move it out of %s/",
+				fi.Path, listedIn(fo), pipeline.DataDir, err, pipeline.DataDir)
+		}
 		return fmt.Errorf("read %s: %w", fi.Path, err)
 	}
-	if n != fi.Rows { // the comparison shows what changed; this says where
-		t.v.note(fmt.Sprintf("%s holds %d rows, the output's %s says %d: the file was changed after the run", fi.Path, n, listedIn(fo), fi.Rows))
+	switch {
+	case unlisted:
+		t.v.fileProblem(FileRows{Path: fi.Path, Rows: n, Unlisted: true})
+	case n != fi.Rows: // the comparison shows what changed in the rows; this says where
+		listed := fi.Rows
+		t.v.fileProblem(FileRows{Path: fi.Path, Rows: n, ListedRows: &listed})
 	}
 	return nil
 }
 
-func (v *run) note(s string) {
+// fileProblem records a data file that the listing does not account for.
+func (v *run) fileProblem(f FileRows) {
 	v.notesMu.Lock()
-	v.res.Notes = append(v.res.Notes, s)
+	v.res.Files = append(v.res.Files, f)
 	v.notesMu.Unlock()
 }
 

@@ -40,12 +40,26 @@ type Result struct {
 	Extra *int64 `json:"extra"`
 
 	Examples Examples `json:"examples"`
-	Notes    []string `json:"notes,omitempty"`
+	// Files are the data files of a folder target that its manifest (or checkpoint) does not
+	// account for: files under data/ it does not list (the bulk load reads them: their rows are
+	// target rows) and listed files holding another number of rows than it says. Any makes
+	// the result different.
+	Files []FileRows `json:"files"`
+	Notes []string   `json:"notes,omitempty"`
 
 	Seconds    float64 `json:"seconds"`
 	RowsPerSec float64 `json:"rows_per_sec"` // source rows read per second, over the whole run
 
 	differ map[string]int64
+}
+
+// FileRows is a data file the listing does not account for, and the rows it holds.
+type FileRows struct {
+	Path     string `json:"path"`
+	Rows     int64  `json:"rows"`
+	Unlisted bool   `json:"unlisted,omitempty"` // not listed at all
+	// ListedRows is the rows the listing says a listed file holds.
+	ListedRows *int64 `json:"listed_rows,omitempty"`
 }
 
 // ColumnCount is a column and how many keys differ in it.
@@ -87,7 +101,7 @@ type Diff struct {
 
 func newResult(cfg Config) *Result {
 	r := &Result{Mapping: cfg.Program.Name(), Table: cfg.Program.Table(), RejectCodes: map[string]int64{},
-		differ: map[string]int64{}, Sample: "all", TargetKind: "folder", DifferColumns: []ColumnCount{}}
+		differ: map[string]int64{}, Sample: "all", TargetKind: "folder", DifferColumns: []ColumnCount{}, Files: []FileRows{}}
 	switch {
 	case cfg.Sample.Rows > 0:
 		r.Sample = fmt.Sprintf("%d rows", cfg.Sample.Rows)
@@ -164,7 +178,8 @@ func (r *Result) finish(took time.Duration) {
 		}
 		return a.Column < b.Column
 	})
-	r.Equal = r.Missing == 0 && r.Differ == 0 && (r.Extra == nil || *r.Extra == 0)
+	sort.Slice(r.Files, func(i, j int) bool { return r.Files[i].Path < r.Files[j].Path })
+	r.Equal = r.Missing == 0 && r.Differ == 0 && (r.Extra == nil || *r.Extra == 0) && len(r.Files) == 0
 	r.Seconds = took.Seconds()
 	if r.Seconds > 0 {
 		r.RowsPerSec = float64(r.RowsRead) / r.Seconds

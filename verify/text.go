@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/rekey/rekey/pipeline"
 )
 
 // Verdict is the one-line outcome: "EQUAL: ..." or "DIFFERENT: ...".
@@ -28,6 +30,9 @@ func Verdict(r *Result) string {
 	}
 	if r.Extra != nil && *r.Extra > 0 {
 		parts = append(parts, fmt.Sprintf("%d extra", *r.Extra))
+	}
+	if n := len(r.Files); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d data %s not as listed", n, plural(n, "file", "files")))
 	}
 	return fmt.Sprintf("DIFFERENT: %s (of %d keys checked)", strings.Join(parts, ", "), r.KeysChecked)
 }
@@ -82,20 +87,30 @@ func WriteText(w io.Writer, r *Result) error {
 		for _, e := range sec.ex {
 			var key []string
 			for _, c := range e.Key {
-				key = append(key, c.Column+"="+c.Value)
+				key = append(key, c.Column+"="+pipeline.Printable(c.Value))
 			}
-			fmt.Fprintf(&b, "  key %s  (%s)\n", strings.Join(key, ", "), e.Where)
+			fmt.Fprintf(&b, "  key %s  (%s)\n", strings.Join(key, ", "), pipeline.EscapeControls(e.Where))
 			for _, d := range e.Columns {
 				if sec.title == "differ" {
-					fmt.Fprintf(&b, "    %s: source %s, target %s\n", d.Column, d.Source, d.Target)
+					fmt.Fprintf(&b, "    %s: source %s, target %s\n", d.Column, pipeline.Printable(d.Source), pipeline.Printable(d.Target))
 				} else {
-					fmt.Fprintf(&b, "    %s: %s\n", d.Column, d.Target)
+					fmt.Fprintf(&b, "    %s: %s\n", d.Column, pipeline.Printable(d.Target))
 				}
 			}
 		}
 	}
+	if len(r.Files) > 0 {
+		fmt.Fprintf(&b, "\nData files not as the output lists them (the bulk load reads every file under data/):\n")
+		for _, f := range r.Files {
+			if f.Unlisted {
+				fmt.Fprintf(&b, "  %s  %d rows, not listed: its rows are counted as target rows; remove it from data/ unless it belongs to this output\n", pipeline.EscapeControls(f.Path), f.Rows)
+			} else {
+				fmt.Fprintf(&b, "  %s  %d rows, listed as %d: the file or the listing was changed after the run\n", f.Path, f.Rows, *f.ListedRows)
+			}
+		}
+	}
 	for _, n := range r.Notes {
-		fmt.Fprintf(&b, "\nnote: %s\n", n)
+		fmt.Fprintf(&b, "\nnote: %s\n", pipeline.EscapeControls(n))
 	}
 	fmt.Fprintf(&b, "\n%s\n", Verdict(r))
 	_, err := io.WriteString(w, b.String())
@@ -107,4 +122,11 @@ func WriteJSON(w io.Writer, r *Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

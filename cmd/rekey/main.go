@@ -111,7 +111,7 @@ Sources: file:PATH (CSV, JSON Lines), gen:NAME, cassandra://hosts/keyspace/table
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "rekey:", err)
+	fmt.Fprintln(os.Stderr, "rekey:", escapeLines(err.Error()))
 	return exitCode(cmd, err, ran)
 }
 

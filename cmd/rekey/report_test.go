@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -193,5 +194,38 @@ func TestReportQueryFlag(t *testing.T) {
 		if code != 2 || !strings.Contains(out, c.want) {
 			t.Errorf("--query %q: exit %d\n%s", c.q, code, out)
 		}
+	}
+}
+
+// Data cannot drive the terminal through the text report: a key and values holding escape
+// sequences (retitle, recolour, clear) and other control characters are shown escaped, as
+// strconv.Quote writes them (the region bounds printed them raw).
+func TestReportEscapesControlCharacters(t *testing.T) {
+	dir := t.TempDir()
+	const mapping = `version: 1
+source:
+  columns: {k: text, v: text}
+target:
+  table: t
+  primary_key: "[k]"
+`
+	m := writeFile(t, dir, "m.yaml", mapping)
+	var in strings.Builder
+	in.WriteString("k,v\n")
+	for i := 0; i < 50; i++ {
+		// each key twice, with other values: collisions the report shows as examples
+		in.WriteString("\"\x1b]0;retitled\x07key" + strconv.Itoa(i) + "\",\"\x1b[31mred\x1b[2J\"\n")
+		in.WriteString("\"\x1b]0;retitled\x07key" + strconv.Itoa(i) + "\",\"\u009b\u202eother\"\n")
+	}
+	csv := writeFile(t, dir, "in.csv", in.String())
+	code, out := reportCLI(t, "report", "-m", m, "--source", "file:"+csv, "--progress", "never")
+	if code != 2 || !strings.Contains(out, "ERROR  uniqueness") {
+		t.Fatalf("collisions: exit %d\n%s", code, out)
+	}
+	if i := strings.IndexFunc(out, func(r rune) bool { return r != '\n' && !strconv.IsPrint(r) }); i >= 0 {
+		t.Fatalf("the report prints the data's control character %q raw: ...%q...", out[i], out[max(0, i-40):min(len(out), i+40)])
+	}
+	if !strings.Contains(out, `\x1b]0;retitled\akey`) { // the region bounds
+		t.Errorf("the report does not show the key escaped:\n%s", out)
 	}
 }

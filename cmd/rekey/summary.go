@@ -150,3 +150,13 @@ func setMemoryBudget(budget int64) {
 		debug.SetGCPercent(400)
 	}
 }
+
+// escapeLines shows the control characters of a message that may name data values (a key, a
+// file name) escaped, keeping its own line breaks.
+func escapeLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = pipeline.EscapeControls(l)
+	}
+	return strings.Join(lines, "\n")
+}

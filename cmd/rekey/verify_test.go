@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -169,12 +171,12 @@ func TestVerifyCSVOutput(t *testing.T) {
 	os.WriteFile(path, []byte(strings.Join(append(lines[:2], lines[3:]...), "")), 0o644) // the second data row
 	jsonPath := filepath.Join(dir, "v.json")
 	code, stdout, stderr := runCLI(t, append(args, "--json", jsonPath)...)
-	if code != exitDifferent || !strings.Contains(stdout, "DIFFERENT: 1 missing (of 3000 keys checked)") {
+	if code != exitDifferent || !strings.Contains(stdout, "DIFFERENT: 1 missing, 1 data file not as listed (of 3000 keys checked)") {
 		t.Fatalf("verify after deleting a CSV line: exit %d\n%s%s", code, stdout, stderr)
 	}
 	r := readVerifyJSON(t, jsonPath)
-	if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], rel) || !strings.Contains(r.Notes[0], "manifest.json") {
-		t.Fatalf("notes %v", r.Notes)
+	if len(r.Files) != 1 || r.Files[0].Path != rel || r.Files[0].ListedRows == nil || *r.Files[0].ListedRows != r.Files[0].Rows+1 {
+		t.Fatalf("files %+v", r.Files)
 	}
 }
 
@@ -224,7 +226,98 @@ func TestVerifyStdinSourceFolderDifferent(t *testing.T) {
 	defer func(old *os.File) { os.Stdin = old }(os.Stdin)
 	os.Stdin = in
 	code, stdout, stderr := runCLI(t, "verify", "-m", "../../mappings/orders.yaml", "--source", "file:-?format=csv", "--target", out, "--progress", "never", "-q")
-	if code != exitDifferent || !strings.Contains(stdout, "DIFFERENT: 1 missing (of 3000 keys checked)") {
+	if code != exitDifferent || !strings.Contains(stdout, "DIFFERENT: 1 missing, 1 data file not as listed (of 3000 keys checked)") {
 		t.Fatalf("verify of stdin against a folder with a row deleted: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// The bulk load reads every file under data/ except names starting with _ or ., listed or not:
+// verify reads them too. A copy of a data file beside it shows as extra rows, naming the file;
+// a manifest whose rows count was edited is named too; _SUCCESS and dot files are passed over.
+func TestVerifyUnlistedAndMiscountedFiles(t *testing.T) {
+	dir := t.TempDir()
+	csvPath, out := migrateForVerify(t, dir, "parquet")
+	args := []string{"verify", "-m", "../../mappings/orders.yaml", "--source", "file:" + csvPath, "--target", out, "--progress", "never"}
+	m, err := lindorm.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := m.Regions[0].Files[0]
+	data, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(listed.Path)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	region := filepath.Join(out, filepath.FromSlash(path.Dir(listed.Path)))
+	writeFile(t, region, "_SUCCESS", "")
+	writeFile(t, region, ".part-00000.parquet.crc", "x")
+	if code, stdout, stderr := runCLI(t, args...); code != 0 || !strings.Contains(stdout, "EQUAL") {
+		t.Fatalf("verify with files Spark passes over: exit %d\n%s%s", code, stdout, stderr)
+	}
+
+	copyName := path.Dir(listed.Path) + "/part-copy.parquet"
+	writeFile(t, region, "part-copy.parquet", string(data))
+	jsonPath := filepath.Join(dir, "v.json")
+	code, stdout, stderr := runCLI(t, append(args, "--json", jsonPath)...)
+	want := fmt.Sprintf("DIFFERENT: %d extra, 1 data file not as listed", listed.Rows)
+	if code != exitDifferent || !strings.Contains(stdout, want) || !strings.Contains(stdout, copyName) {
+		t.Fatalf("verify with a copy of a data file: exit %d, want %d and %q naming %s\n%s%s", code, exitDifferent, want, copyName, stdout, stderr)
+	}
+	r := readVerifyJSON(t, jsonPath)
+	if *r.Extra != listed.Rows || r.Missing != 0 || r.Differ != 0 ||
+		len(r.Files) != 1 || r.Files[0].Path != copyName || !r.Files[0].Unlisted || r.Files[0].Rows != listed.Rows {
+		t.Fatalf("--json: extra %d missing %d differ %d files %+v", *r.Extra, r.Missing, r.Differ, r.Files)
+	}
+	os.Remove(filepath.Join(region, "part-copy.parquet"))
+
+	// the manifest's rows count of a file edited: the rows are all there, the listing is wrong
+	manifest := filepath.Join(out, lindorm.ManifestFile)
+	raw, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["regions"].([]any)[0].(map[string]any)["files"].([]any)[0].(map[string]any)["rows"] = listed.Rows + 5
+	raw, _ = json.Marshal(doc)
+	writeFile(t, out, lindorm.ManifestFile, string(raw))
+	code, stdout, stderr = runCLI(t, append(args, "--json", jsonPath)...)
+	if code != exitDifferent || !strings.Contains(stdout, "DIFFERENT: 1 data file not as listed") ||
+		!strings.Contains(stdout, fmt.Sprintf("%s  %d rows, listed as %d", listed.Path, listed.Rows, listed.Rows+5)) {
+		t.Fatalf("verify with an edited rows count: exit %d\n%s%s", code, stdout, stderr)
+	}
+	r = readVerifyJSON(t, jsonPath)
+	if len(r.Files) != 1 || r.Files[0].Unlisted || r.Files[0].ListedRows == nil || *r.Files[0].ListedRows != listed.Rows+5 {
+		t.Fatalf("--json files %+v", r.Files)
+	}
+}
+
+// Data cannot drive the terminal through verify's examples or an error: values and names holding
+// escape sequences are shown escaped (as strconv.Quote writes them), never raw.
+func TestVerifyAndErrorsEscapeControlCharacters(t *testing.T) {
+	dir := t.TempDir()
+	m := writeFile(t, dir, "m.yaml", "version: 1\nsource:\n  columns: {id: text, s: text}\ntarget:\n  table: t\n  primary_key: \"[id]\"\n")
+	in := writeFile(t, dir, "in.csv", "id,s\n\"k\x1b]0;retitled\x07\",\"\x1b[31mred\"\n")
+	out := filepath.Join(dir, "out")
+	mustRun(t, "migrate", "-m", m, "--source", "file:"+in, "--out", out, "--progress", "never")
+	man, err := lindorm.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := compileFile(t, m).Target()
+	file := filepath.Join(out, filepath.FromSlash(man.Regions[0].Files[0].Path))
+	rewriteParquet(t, file, schema, [][]pipeline.Value{{pipeline.Text("k\x1b]0;retitled\x07"), pipeline.Text("\x1b[2Jcleared")}})
+	code, stdout, stderr := runCLI(t, "verify", "-m", m, "--source", "file:"+in, "--target", out, "--progress", "never")
+	raw := func(s string) bool {
+		return strings.IndexFunc(s, func(r rune) bool { return r != '\n' && !strconv.IsPrint(r) }) >= 0
+	}
+	if code != exitDifferent || raw(stdout) || raw(stderr) ||
+		!strings.Contains(stdout, `key id="k\x1b]0;retitled\a"`) || !strings.Contains(stdout, `s: source "\x1b[31mred", target "\x1b[2Jcleared"`) {
+		t.Fatalf("verify of values with escape sequences: exit %d\n%q\n%q", code, stdout, stderr)
+	}
+	code, _, stderr = runCLI(t, "verify", "-m", m, "--source", "file:"+filepath.Join(dir, "no\x1b[2Jsuch.csv"), "--target", out, "--progress", "never")
+	if code == 0 || raw(stderr) || !strings.Contains(stderr, `no\x1b[2Jsuch.csv`) {
+		t.Fatalf("an error naming a file with an escape sequence: exit %d\n%q", code, stderr)
 	}
 }

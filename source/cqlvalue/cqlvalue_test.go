@@ -168,6 +168,7 @@ var textCases = []tcase{
 	{"blob", "0x0102ff", "bytes:\x01\x02\xff"},
 	{"blob", "0XABcd", "bytes:\xab\xcd"},
 	{"blob", "0x", "bytes:"},
+	{"blob", "", "bytes:"}, // a CSV "": the empty blob (an unquoted empty field never gets here)
 	{"blob", "AQL/", "bytes:\x01\x02\xff"},
 	{"blob", "0x123", "ERR:even number of hex digits"},
 	{"blob", "not base64!", "ERR:0x-prefixed hex or base64"},
@@ -267,6 +268,8 @@ func TestFromJSON(t *testing.T) {
 		{"uuid", `"123E4567-E89B-12D3-A456-426614174000"`, "text:123e4567-e89b-12d3-a456-426614174000"},
 		{"uuid", `123`, "ERR:got JSON number"},
 		{"blob", `"0x0102"`, "bytes:\x01\x02"},
+		{"blob", `""`, "bytes:"},
+		{"blob", `null`, "null"},
 		{"inet", `"127.0.0.1"`, "text:127.0.0.1"},
 		{"list<int>", `[3, 1]`, "text:[3,1]"},
 		{"set<int>", `[3, 1, 3]`, "text:[1,3]"},

@@ -20,7 +20,9 @@ import (
 //
 //   - text, varchar: the string itself (aliased, never copied), which must be valid UTF-8 (else an
 //     *EncodingError); ascii is checked to be 7-bit.
-//   - For every other type, surrounding spaces are ignored and an empty string is null.
+//   - For every other type, surrounding spaces are ignored and an empty string is null, except
+//     for blob, where it is the empty blob (a CSV `""`, a JSON `""`): a null blob is an unquoted
+//     empty CSV field or JSON null, as for text.
 //   - bigint, int, smallint, tinyint: KindInt, range-checked for the width. varint: KindInt when
 //     it fits int64, else KindDecimal with the canonical digits.
 //   - boolean: true/false (any case) or 1/0. float, double: KindFloat.
@@ -55,6 +57,9 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 	}
 	s = trimSpace(s)
 	if s == "" {
+		if t.Kind == Blob { // base64 of no bytes: the empty blob, not null
+			return pipeline.Bytes(""), nil
+		}
 		return pipeline.Null, nil
 	}
 	switch t.Kind {
