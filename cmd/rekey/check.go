@@ -182,7 +182,11 @@ Lindorm does), without split keys.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), lindorm.DDL(prog.Target(), plan, prog.Options()))
+			ddl, err := lindorm.DDL(prog.Target(), plan, prog.Options())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), ddl)
 			return nil
 		},
 	}
