@@ -21,8 +21,10 @@ import (
 // form ((k1, k2) IN ((..), (..))) is not used. Run a file's statements in order, in batches of at
 // most 2,000 (Lindorm's write batch limit), through any MySQL-protocol client.
 //
-// Literals: VARCHAR/JSON quoted with '' doubling; integers and DECIMAL as text; FLOAT/DOUBLE in
-// shortest form; BOOLEAN true/false; TIMESTAMP 'yyyy-mm-dd hh:mm:ss.SSS' and DATE 'yyyy-mm-dd'
+// Literals: VARCHAR/JSON quoted with '' doubling, or X'hex' when the text holds a backslash, a
+// control character or bytes that are not UTF-8 (lindorm.AppendString: the file means the same
+// under any client's escape rules, NO_BACKSLASH_ESCAPES or not); integers and DECIMAL as text;
+// FLOAT/DOUBLE in shortest form; BOOLEAN true/false; TIMESTAMP 'yyyy-mm-dd hh:mm:ss.SSS' and DATE 'yyyy-mm-dd'
 // (UTC); VARBINARY X'hex'. Lindorm reads a TIMESTAMP string in the session's time zone, UTC+8 by
 // default: every file starts with SET time_zone = '+00:00' (LindormTable 2.7.6 or later), so its
 // UTC literals name the right instant whatever the session's default. UNCERTAIN: the X'..' form
@@ -35,13 +37,9 @@ func appendLiteral(dst []byte, t pipeline.Type, v pipeline.Value) []byte {
 	}
 	switch t {
 	case pipeline.TypeVarchar, pipeline.TypeJSON:
-		return appendQuoted(dst, v.String())
+		return lindorm.AppendString(dst, v.String())
 	case pipeline.TypeVarbinary:
-		dst = append(dst, "X'"...)
-		for i := 0; i < len(v.S); i++ {
-			dst = append(dst, hexDigits[v.S[i]>>4], hexDigits[v.S[i]&0xf])
-		}
-		return append(dst, '\'')
+		return lindorm.AppendHex(dst, v.S)
 	case pipeline.TypeBoolean:
 		return strconv.AppendBool(dst, v.I != 0)
 	case pipeline.TypeFloat, pipeline.TypeDouble:
@@ -50,7 +48,7 @@ func appendLiteral(dst []byte, t pipeline.Type, v pipeline.Value) []byte {
 			f = float64(v.I)
 		}
 		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return appendQuoted(dst, strconv.FormatFloat(f, 'g', -1, 64))
+			return lindorm.AppendString(dst, strconv.FormatFloat(f, 'g', -1, 64))
 		}
 		return strconv.AppendFloat(dst, f, 'g', -1, 64)
 	case pipeline.TypeTimestamp:
@@ -66,25 +64,30 @@ func appendLiteral(dst []byte, t pipeline.Type, v pipeline.Value) []byte {
 			return append(dst, '\'')
 		}
 	case pipeline.TypeDecimal:
-		return append(dst, v.String()...)
+		if t := v.String(); numeric(t) {
+			return append(dst, t...)
+		}
 	}
-	if v.K == pipeline.KindText || v.K == pipeline.KindBytes {
-		return appendQuoted(dst, v.S)
+	if v.K == pipeline.KindText || v.K == pipeline.KindBytes || v.K == pipeline.KindDecimal && !numeric(v.S) {
+		return lindorm.AppendString(dst, v.S)
 	}
 	return v.AppendCanonical(dst)
 }
 
-const hexDigits = "0123456789abcdef"
-
-func appendQuoted(dst []byte, s string) []byte {
-	dst = append(dst, '\'')
+// numeric tells whether s is a bare number literal; any other text of a DECIMAL key is quoted,
+// never written as SQL.
+func numeric(s string) bool {
+	digits := false
 	for i := 0; i < len(s); i++ {
-		if s[i] == '\'' {
-			dst = append(dst, '\'')
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits = true
+		case c == '.' || c == 'e' || c == 'E' || ((c == '-' || c == '+') && (i == 0 || s[i-1] == 'e' || s[i-1] == 'E')):
+		default:
+			return false
 		}
-		dst = append(dst, s[i])
 	}
-	return append(dst, '\'')
+	return digits
 }
 
 // deleteStmt renders the DELETE of one key: the first KeyLen values of row.

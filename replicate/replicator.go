@@ -155,7 +155,11 @@ func (r *Replicator) prepare() error {
 			return err
 		}
 	}
-	if err := cfg.Store.Put(ctx, lindorm.DDLFile, []byte(lindorm.DDL(r.target, cfg.Plan, cfg.Program.Options()))); err != nil {
+	ddl, err := lindorm.DDL(r.target, cfg.Plan, cfg.Program.Options())
+	if err != nil {
+		return fmt.Errorf("write %s: %w", lindorm.DDLFile, err)
+	}
+	if err := cfg.Store.Put(ctx, lindorm.DDLFile, []byte(ddl)); err != nil {
 		return fmt.Errorf("write %s: %w", lindorm.DDLFile, err)
 	}
 	jobOpt := cfg.Job

@@ -509,6 +509,9 @@ func (d *decoder) target(n *yaml.Node) {
 			case "SPLITKEYS", "NUMREGIONS", "STARTKEY", "ENDKEY":
 				d.ps.add("target.options."+p.key, p.k.Line, "%s comes from the regions: section (the region plan), not from options", p.key)
 			}
+			if ok, why := pipeline.PlainSQLText(s); !ok {
+				d.ps.add("target.options."+p.key, p.k.Line, "the value holds %s: ddl.sql writes option values as quoted strings, which must read the same with and without backslash escapes", why)
+			}
 			t.Options = append(t.Options, [2]string{p.key, s})
 		}
 	}
@@ -562,6 +565,9 @@ func (d *decoder) regions(n *yaml.Node) {
 				path := "regions.split_keys[" + strconv.Itoa(i) + "]"
 				if s, ok := d.scalar(e, path); ok {
 					d.m.lines[path] = deref(e).Line
+					if why := pipeline.SplitTextProblem(s); why != "" {
+						d.ps.add(path, deref(e).Line, "split key %q holds %s: choose a split value without it", s, why)
+					}
 					r.SplitKeys = append(r.SplitKeys, s)
 				}
 			}

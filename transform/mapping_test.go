@@ -135,6 +135,9 @@ func TestDecodeKeyRules(t *testing.T) {
 		{`target: {table: t, primary_key: "[userid]"}` + "\nregions: {size: 8G}", [][2]string{{"regions.size", "ambiguous"}}},
 		{`target: {table: t, primary_key: "[userid]"}` + "\nregions: {count: 0}", [][2]string{{"regions.count", "from 1"}}},
 		{`target: {table: t, primary_key: "[userid]", options: {SPLITKEYS: "a"}}`, [][2]string{{"target.options.SPLITKEYS", "regions: section"}}},
+		{`target: {table: t, primary_key: "[userid]"}` + "\nregions: {split_keys: ['a,b', " + `"m\\'); DROP TABLE canary; -- "]}`, [][2]string{
+			{"regions.split_keys[0]", "a comma (SPLITKEYS separates"}, {"regions.split_keys[1]", "a backslash"}}},
+		{`target: {table: t, primary_key: "[userid]", options: {COMMENT: "x\\'); DROP TABLE canary; -- "}}`, [][2]string{{"target.options.COMMENT", "holds a backslash"}}},
 		{`target: {table: t, primary_key: "[random(n)]"}` + "\nvars: {n: x}", [][2]string{{"target.primary_key[0]", "positive integer constant"}}},
 		{`target: {table: t, primary_key: "[orderid + 1 :: BOOLEAN]"}`, [][2]string{{"target.primary_key[0]", "cannot convert BIGINT to BOOLEAN"}}},
 		{`target: {table: t, primary_key: "[userid.substr(3,1)]"}`, [][2]string{{"target.primary_key[0]", "want 0 <= begin <= end"}}},

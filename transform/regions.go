@@ -27,7 +27,9 @@ type RegionRequest struct {
 //   - int_bucket: the first column is x % n or random(n) (values 0..n-1): with N >= n regions,
 //     one region per bucket (splits 1..n-1); with fewer, buckets grouped evenly.
 //   - quantile: otherwise, split points at equal cumulative RowBytes of the sample's sorted first
-//     column, deduplicated (never an empty range), so there may be fewer regions than asked.
+//     column, deduplicated (never an empty range), so there may be fewer regions than asked. A
+//     text value SPLITKEYS cannot carry (a comma, a backslash, a control character:
+//     pipeline.SplitTextProblem) is never a split point: the next sample value is taken instead.
 //   - explicit: regions.split_keys.
 //   - single: one region (no regions: section and no Count, or a count of 1).
 //
@@ -314,10 +316,14 @@ func (p *Program) quantileSplits(n int, sample [][]pipeline.Value) []pipeline.Va
 			cum += items[j].w
 			j++
 		}
-		if j >= len(items) {
+		k := j // the next sample value that SPLITKEYS can carry
+		for k < len(items) && !splitWritable(typ, items[k].v) {
+			k++
+		}
+		if k >= len(items) {
 			break
 		}
-		v := items[j].v
+		v := items[k].v
 		if cmp(v, last) <= 0 {
 			continue
 		}
@@ -328,6 +334,16 @@ func (p *Program) quantileSplits(n int, sample [][]pipeline.Value) []pipeline.Va
 		out = append(out, v)
 	}
 	return out
+}
+
+// splitWritable tells whether ddl.sql can write v as a point of SPLITKEYS: text without a
+// comma, backslash or control character (pipeline.SplitTextProblem). Other types are written
+// as digits, dates or hex.
+func splitWritable(t pipeline.Type, v pipeline.Value) bool {
+	if t == pipeline.TypeVarbinary || v.K != pipeline.KindText && v.K != pipeline.KindBytes {
+		return true
+	}
+	return pipeline.SplitTextProblem(v.S) == ""
 }
 
 // FormatSize writes a byte size for humans in binary units ("512 B", "1.5 GiB"); ParseSize

@@ -427,3 +427,20 @@ func TestPlanNeedsSample(t *testing.T) {
 		}
 	}
 }
+
+// A quantile that falls on a value SPLITKEYS cannot carry (a comma, a backslash) moves to the
+// next sample value: ddl.sql never holds it, and the plan routes rows by the split it writes.
+func TestQuantileSkipsUnwritableSplitValues(t *testing.T) {
+	p := compileYAML(t, "version: 1\nsource: {columns: {a: text}}\ntarget: {table: t, primary_key: '[a]'}\n")
+	var sample [][]pipeline.Value
+	for _, v := range []string{"a", "b", "c,1", "c,2", `c\3`, "d", "e", "f", "g", "h"} {
+		sample = append(sample, []pipeline.Value{pipeline.Text(v)})
+	}
+	plan, err := p.PlanRegions(RegionRequest{Count: 2, Sample: sample})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := splitStrings(plan); got != "d" {
+		t.Errorf("splits %q, want d (the first value after the median c,2 that SPLITKEYS can carry)", got)
+	}
+}

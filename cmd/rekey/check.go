@@ -183,7 +183,11 @@ bytes as Lindorm does: utf8mb4_bin would make 'a' and 'a ' one key), without spl
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), lindorm.DDL(prog.Target(), plan, prog.Options()))
+			ddl, err := lindorm.DDL(prog.Target(), plan, prog.Options())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), ddl)
 			return nil
 		},
 	}

@@ -352,7 +352,10 @@ func recordValues(schema pipeline.SourceSchema) func(*pipeline.Record) map[strin
 // writeTableFiles writes ddl.sql, bulkload.json and manifest.json beside data/, atomically (the
 // manifest last, as its presence marks a complete run), and returns the bulkload job.
 func writeTableFiles(ctx context.Context, st store.Store, prog *transform.Program, plan pipeline.RegionPlan, m *lindorm.Manifest, jobOpt lindorm.JobOptions) (*lindorm.BulkloadJob, error) {
-	ddl := lindorm.DDL(prog.Target(), plan, prog.Options())
+	ddl, err := lindorm.DDL(prog.Target(), plan, prog.Options())
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", lindorm.DDLFile, err)
+	}
 	if err := st.Put(ctx, lindorm.DDLFile, []byte(ddl+"\n")); err != nil {
 		return nil, fmt.Errorf("write %s: %w", lindorm.DDLFile, err)
 	}

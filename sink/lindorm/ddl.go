@@ -43,7 +43,8 @@ func Ident(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }
 
-// quote renders a SQL string literal: single quotes doubled.
+// quote renders a SQL string literal: single quotes doubled (for text DDL checked with
+// pipeline.PlainSQLText).
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // splitKeyOptions are the pre-split options DDL writes itself from the plan.
@@ -60,11 +61,25 @@ var splitKeyOptions = map[string]bool{"SPLITKEYS": true, "NUMREGIONS": true, "ST
 // Key columns are NOT NULL. SPLITKEYS lists the plan's split values typed like the first key
 // column (see SplitValue) and is left out for a single region; a pre-split option among options
 // (SPLITKEYS, NUMREGIONS, STARTKEY, ENDKEY) is ignored, the plan decides. Every option value is
-// a quoted string, in the order given.
+// a quoted string, in the order given, with its quotes doubled.
 //
-// UNCERTAIN: how Lindorm escapes a comma or a quote inside a VARCHAR split key. Quotes are
-// doubled as in any SQL literal; a comma cannot be escaped: CheckSplitKeys reports such plans.
-func DDL(schema pipeline.TargetSchema, plan pipeline.RegionPlan, options [][2]string) string {
+// ddl.sql is run by a client whose escape rules rekey does not know (backslash escapes on or
+// off), so every literal must read the same under both: DDL refuses a split value SPLITKEYS
+// cannot carry (pipeline.SplitTextProblem: a comma, which its syntax cannot escape, a backslash,
+// a control character) and an option value that is not pipeline.PlainSQLText, rather than write
+// it. The planner never chooses such a split point (transform's quantile plan takes the next
+// sample value without one); explicit split_keys and options holding one are refused when the
+// mapping is read. UNCERTAIN: that Lindorm reads a doubled quote inside a split point as one
+// quote, as standard SQL does.
+func DDL(schema pipeline.TargetSchema, plan pipeline.RegionPlan, options [][2]string) (string, error) {
+	if err := CheckSplitKeys(plan); err != nil {
+		return "", err
+	}
+	for _, o := range options {
+		if ok, why := pipeline.PlainSQLText(o[1]); !ok {
+			return "", fmt.Errorf("lindorm: option %s holds %s, which ddl.sql cannot write as a quoted string that reads the same with and without backslash escapes: change the mapping's target.options", o[0], why)
+		}
+	}
 	var b strings.Builder
 	b.WriteString("CREATE TABLE IF NOT EXISTS ")
 	b.WriteString(Ident(schema.Table))
@@ -110,15 +125,15 @@ func DDL(schema pipeline.TargetSchema, plan pipeline.RegionPlan, options [][2]st
 		b.WriteString(")")
 	}
 	b.WriteString(";\n")
-	return b.String()
+	return b.String(), nil
 }
 
-// CheckSplitKeys reports split values DDL cannot render unambiguously: VARCHAR splits holding
-// a comma (SPLITKEYS is a comma-separated list).
+// CheckSplitKeys reports split values DDL cannot write (pipeline.SplitTextProblem).
 func CheckSplitKeys(plan pipeline.RegionPlan) error {
 	for i, v := range plan.Splits {
-		if s := SplitValue(plan.Type, v); strings.Contains(s, ",") {
-			return fmt.Errorf("lindorm: split key %d %q contains a comma, which SPLITKEYS cannot carry", i, s)
+		s := SplitValue(plan.Type, v)
+		if why := pipeline.SplitTextProblem(s); why != "" {
+			return fmt.Errorf("lindorm: split key %d %q holds %s: choose split keys without it (regions.split_keys), or fewer regions", i, s, why)
 		}
 	}
 	return nil

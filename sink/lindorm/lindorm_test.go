@@ -29,7 +29,7 @@ func orders() pipeline.TargetSchema {
 func TestDDLVarcharSplits(t *testing.T) {
 	plan := pipeline.RegionPlan{Type: pipeline.TypeVarchar, Strategy: "hex_prefix",
 		Splits: []pipeline.Value{pipeline.Text("4000"), pipeline.Text("8000"), pipeline.Text("c000")}}
-	got := lindorm.DDL(orders(), plan, [][2]string{{"COMPRESSION", "ZSTD"}, {"TTL", "2592000"}, {"SPLITKEYS", "ignored"}})
+	got := mustDDL(t, orders(), plan, [][2]string{{"COMPRESSION", "ZSTD"}, {"TTL", "2592000"}, {"SPLITKEYS", "ignored"}})
 	want := "CREATE TABLE IF NOT EXISTS orders (\n" +
 		"  pk1 VARCHAR NOT NULL,\n" +
 		"  orderid BIGINT NOT NULL,\n" +
@@ -51,7 +51,7 @@ func TestDDLBigintSplitsAndQuoting(t *testing.T) {
 	}}
 	plan := pipeline.RegionPlan{Type: pipeline.TypeBigint, Strategy: "int_bucket",
 		Splits: []pipeline.Value{pipeline.Int(-100), pipeline.Int(0), pipeline.Int(100)}}
-	got := lindorm.DDL(s, plan, [][2]string{{"DYNAMIC_COLUMNS", "true"}, {"COMMENT", "it's"}})
+	got := mustDDL(t, s, plan, [][2]string{{"DYNAMIC_COLUMNS", "true"}, {"COMMENT", "it's"}})
 	want := "CREATE TABLE IF NOT EXISTS `order` (\n" +
 		"  id BIGINT NOT NULL,\n" +
 		"  `note``s` VARCHAR,\n" +
@@ -63,7 +63,7 @@ func TestDDLBigintSplitsAndQuoting(t *testing.T) {
 }
 
 func TestDDLSingleRegion(t *testing.T) {
-	got := lindorm.DDL(orders(), pipeline.RegionPlan{Type: pipeline.TypeVarchar, Strategy: "single"}, nil)
+	got := mustDDL(t, orders(), pipeline.RegionPlan{Type: pipeline.TypeVarchar, Strategy: "single"}, nil)
 	want := "CREATE TABLE IF NOT EXISTS orders (\n" +
 		"  pk1 VARCHAR NOT NULL,\n" +
 		"  orderid BIGINT NOT NULL,\n" +
@@ -78,18 +78,31 @@ func TestDDLSingleRegion(t *testing.T) {
 	}
 }
 
-func TestSplitKeyEscaping(t *testing.T) {
-	plan := pipeline.RegionPlan{Type: pipeline.TypeVarchar, Splits: []pipeline.Value{pipeline.Text("o'brien")}}
-	ddl := lindorm.DDL(orders(), plan, nil)
-	if want := "SPLITKEYS='o''brien'"; !strings.Contains(ddl, want) {
-		t.Fatalf("%s does not hold %s", ddl, want)
-	}
-	if err := lindorm.CheckSplitKeys(plan); err != nil {
+func mustDDL(t *testing.T, schema pipeline.TargetSchema, plan pipeline.RegionPlan, options [][2]string) string {
+	t.Helper()
+	ddl, err := lindorm.DDL(schema, plan, options)
+	if err != nil {
 		t.Fatal(err)
 	}
-	plan.Splits = append(plan.Splits, pipeline.Text("a,b"))
-	if err := lindorm.CheckSplitKeys(plan); err == nil {
-		t.Fatal("comma in a split key accepted")
+	return ddl
+}
+
+// Quotes double; what SPLITKEYS cannot carry whatever the client's escape rules (a comma, a
+// backslash, a control character) and an option value with a backslash are refused, not written.
+func TestSplitKeyEscaping(t *testing.T) {
+	plan := pipeline.RegionPlan{Type: pipeline.TypeVarchar, Splits: []pipeline.Value{pipeline.Text("o'brien")}}
+	if ddl, want := mustDDL(t, orders(), plan, nil), "SPLITKEYS='o''brien'"; !strings.Contains(ddl, want) {
+		t.Fatalf("%s does not hold %s", ddl, want)
+	}
+	for _, bad := range []string{"a,b", `m\'); DROP TABLE canary; -- `, "a\nb", "\xff"} {
+		p := plan
+		p.Splits = append([]pipeline.Value{pipeline.Text("a")}, pipeline.Text(bad))
+		if ddl, err := lindorm.DDL(orders(), p, nil); err == nil || !strings.Contains(err.Error(), "split key 1") {
+			t.Errorf("split key %q: %v\n%s", bad, err, ddl)
+		}
+	}
+	if ddl, err := lindorm.DDL(orders(), plan, [][2]string{{"COMMENT", `x\'`}}); err == nil || !strings.Contains(err.Error(), "COMMENT") {
+		t.Errorf("option value with a backslash: %v\n%s", err, ddl)
 	}
 }
 

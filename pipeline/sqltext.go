@@ -1,0 +1,47 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// PlainSQLText tells whether s can be written as the SQL literal 's' (quotes doubled) and read
+// back as s by any MySQL-protocol client and server: valid UTF-8 with no backslash and no control
+// character. A backslash is an escape unless the session has NO_BACKSLASH_ESCAPES, so 'a\''
+// is a complete literal under one rule and an open one under the other; the mysql client
+// refuses a NUL outside --binary-mode. Otherwise it says what s holds that cannot be.
+func PlainSQLText(s string) (ok bool, why string) {
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\\':
+			return false, "a backslash"
+		case c < 0x20 || c == 0x7f:
+			return false, fmt.Sprintf("the control character %U", rune(c))
+		case c < utf8.RuneSelf:
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return false, "bytes that are not UTF-8"
+		}
+		i += n
+	}
+	return true, ""
+}
+
+// SplitTextProblem says why the text split value s cannot be a point of Lindorm's
+// SPLITKEYS='v1,v2,...' ("" when it can): the option is one quoted string whose points are
+// separated by commas, with no escape for a comma, and ddl.sql must read the same under any
+// client's escape rules (PlainSQLText).
+func SplitTextProblem(s string) string {
+	if strings.Contains(s, ",") {
+		return "a comma (SPLITKEYS separates its points with commas and has no escape for one)"
+	}
+	if ok, why := PlainSQLText(s); !ok {
+		return why + " (SPLITKEYS is a quoted string, which must read the same with and without backslash escapes)"
+	}
+	return ""
+}
