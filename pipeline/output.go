@@ -339,9 +339,10 @@ func holderInfo() string {
 }
 
 // objectLock is the lock of an output on an object store: the object LockFile, renewed while
-// the run goes on. Object stores offer no compare-and-swap through store.Store, so two runs
-// starting within the same instant could both write it; the read-back after a pause catches
-// all but an exact tie, and the stake (two runs writing one output) is named in every refusal.
+// the run goes on. Where the store offers conditional writes (store.ConditionalPutter) each
+// write of the lock is conditional on the version last seen; elsewhere two runs starting
+// within the same instant could both write it: the read-back after a pause catches all but an
+// exact tie, and the stake (two runs writing one output) is named in every refusal.
 type objectLock struct {
 	st   store.Store
 	info objectLockInfo
@@ -349,6 +350,11 @@ type objectLock struct {
 	done chan struct{}
 	log  *zap.Logger
 	lost atomic.Pointer[error] // set once the lock was found not to be ours: it never comes back
+	// cas, when the store offers it, makes each write of the lock conditional on version, the
+	// lock as this run last read or wrote it ("": absent): a renewal after a take-over, or two
+	// runs taking over at once, fail instead of overwriting the other run's lock.
+	cas     store.ConditionalPutter
+	version string
 }
 
 type objectLockInfo struct {
@@ -398,7 +404,16 @@ func (h objectLockInfo) holderGone() bool {
 var lockSettle = 500 * time.Millisecond
 
 func lockObject(ctx context.Context, st store.Store, out string, log *zap.Logger) (*objectLock, error) {
-	if data, err := st.Get(ctx, LockFile); err == nil {
+	cas, _ := st.(store.ConditionalPutter)
+	var version string // of the lock found, for the conditional write that takes it
+	var data []byte
+	var err error
+	if cas != nil {
+		data, version, err = cas.GetVersion(ctx, LockFile)
+	} else {
+		data, err = st.Get(ctx, LockFile)
+	}
+	if err == nil {
 		var held objectLockInfo
 		switch {
 		case json.Unmarshal(data, &held) != nil || !time.Now().Before(held.Expires):
@@ -417,15 +432,18 @@ func lockObject(ctx context.Context, st store.Store, out string, log *zap.Logger
 	}
 	host, _ := os.Hostname()
 	l := &objectLock{st: st, info: objectLockInfo{Holder: holderInfo(), Token: hex.EncodeToString(token[:]), Host: host, Boot: bootID(), PID: os.Getpid()},
-		stop: make(chan struct{}), done: make(chan struct{}), log: log}
+		stop: make(chan struct{}), done: make(chan struct{}), log: log, cas: cas, version: version}
 	heldLocks.Store(l.info.Token, true)
-	if err := l.renew(ctx); err != nil {
+	if err := l.renew(ctx); errors.Is(err, ErrLockLost) {
+		heldLocks.Delete(l.info.Token)
+		return nil, refuse("--out %s was locked by another rekey run starting at the same time: two runs must never write one output", out)
+	} else if err != nil {
 		heldLocks.Delete(l.info.Token)
 		return nil, fmt.Errorf("lock %s: %w", out, err)
 	}
 	// another run that wrote the lock at the same time: the last write wins, and both read it back
 	time.Sleep(lockSettle)
-	data, err := st.Get(ctx, LockFile)
+	data, err = st.Get(ctx, LockFile)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", out, err)
 	}
@@ -499,12 +517,31 @@ func (s *StoreLock) Abandon() {
 	<-s.l.done
 }
 
+// renew writes the lock with a new expiry: conditionally where the store can, so that it fails
+// with ErrLockLost, rather than overwrite it, when another run wrote the lock since.
 func (l *objectLock) renew(ctx context.Context) error {
 	now := time.Now().UTC()
 	l.info.Renewed, l.info.Expires = now, now.Add(LockTTL)
 	data, err := json.Marshal(l.info)
 	if err != nil {
 		return err
+	}
+	if l.cas != nil {
+		version, err := l.cas.PutIf(ctx, LockFile, data, l.version)
+		switch {
+		case err == nil:
+			l.version = version
+			return nil
+		case errors.Is(err, store.ErrChanged):
+			lost := fmt.Errorf("%w: another rekey run wrote it (took the output over) since this run last did: this run stopped without writing there any more", ErrLockLost)
+			l.lost.CompareAndSwap(nil, &lost)
+			return *l.lost.Load()
+		case errors.Is(err, errors.ErrUnsupported):
+			l.log.Info("the store refuses conditional writes: the output's lock is written plainly and read back", zap.Error(err))
+			l.cas = nil
+		default:
+			return err
+		}
 	}
 	return l.st.Put(ctx, LockFile, data)
 }
