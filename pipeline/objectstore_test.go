@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -217,5 +218,33 @@ func TestObjectStoreLockOfAnEndedRunIsTakenOver(t *testing.T) {
 	lockOf(dead.Process.Pid, "elsewhere", "remote")
 	if _, err := OpenOutput(OutputSpec{Store: st, Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
 		t.Fatalf("another machine's lock: %v", err)
+	}
+}
+
+// What a writer left unfinished during the run (an upload whose start or abort lost its answer
+// to a stall; a temporary file here) is gone once the run completes, not left for the next
+// resume, which a successful run never has.
+func TestCompleteRunSweepsUnfinishedWrites(t *testing.T) {
+	cfg := testConfig(t, &seqSource{streams: 2, rows: 500, batch: 50}, &memSink{}, copyTransform{})
+	st := newBucket(t, cfg.OutDir)
+	cfg.Store = st
+	w, err := st.Create(context.Background(), DataDir+"/region-0000/part-09999.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("lost")); err != nil {
+		t.Fatal(err)
+	}
+	// never committed nor aborted
+	r, err := NewRunner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := filepath.Glob(filepath.Join(cfg.OutDir, DataDir, "region-0000", store.TempPrefix+"*"))
+	if len(left) > 0 {
+		t.Fatalf("unfinished writes left after a complete run: %v", left)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,7 +55,10 @@ type OutputSpec struct {
 
 // Output is an output directory opened for one run: locked, and checked against its checkpoint.
 type Output struct {
-	Dir   string // where the output is, for people (Store.Location(""))
+	Dir string // where the output is, for people (Store.Location(""))
+	// Store is the output, fenced: each commit, replacement or removal first checks that this
+	// run still holds the lock (Held), so a run that lost it writes nothing more. Write through
+	// it, not through the store given in OutputSpec.
 	Store store.Store
 	// Checkpoint is the run to continue, nil for a fresh start. When Complete is set the
 	// source was read to its end: only the final files (manifest...) may be missing.
@@ -119,6 +123,7 @@ func OpenOutput(spec OutputSpec, logger *zap.Logger) (*Output, error) {
 		}
 		o.objLock = lock
 	}
+	o.Store = fence(st, o.Held)
 	if err := o.open(ctx, spec, logger); err != nil {
 		o.Close()
 		return nil, err
@@ -334,15 +339,22 @@ func holderInfo() string {
 }
 
 // objectLock is the lock of an output on an object store: the object LockFile, renewed while
-// the run goes on. Object stores offer no compare-and-swap through store.Store, so two runs
-// starting within the same instant could both write it; the read-back after a pause catches
-// all but an exact tie, and the stake (two runs writing one output) is named in every refusal.
+// the run goes on. Where the store offers conditional writes (store.ConditionalPutter) each
+// write of the lock is conditional on the version last seen; elsewhere two runs starting
+// within the same instant could both write it: the read-back after a pause catches all but an
+// exact tie, and the stake (two runs writing one output) is named in every refusal.
 type objectLock struct {
 	st   store.Store
 	info objectLockInfo
 	stop chan struct{}
 	done chan struct{}
 	log  *zap.Logger
+	lost atomic.Pointer[error] // set once the lock was found not to be ours: it never comes back
+	// cas, when the store offers it, makes each write of the lock conditional on version, the
+	// lock as this run last read or wrote it ("": absent): a renewal after a take-over, or two
+	// runs taking over at once, fail instead of overwriting the other run's lock.
+	cas     store.ConditionalPutter
+	version string
 }
 
 type objectLockInfo struct {
@@ -392,7 +404,16 @@ func (h objectLockInfo) holderGone() bool {
 var lockSettle = 500 * time.Millisecond
 
 func lockObject(ctx context.Context, st store.Store, out string, log *zap.Logger) (*objectLock, error) {
-	if data, err := st.Get(ctx, LockFile); err == nil {
+	cas, _ := st.(store.ConditionalPutter)
+	var version string // of the lock found, for the conditional write that takes it
+	var data []byte
+	var err error
+	if cas != nil {
+		data, version, err = cas.GetVersion(ctx, LockFile)
+	} else {
+		data, err = st.Get(ctx, LockFile)
+	}
+	if err == nil {
 		var held objectLockInfo
 		switch {
 		case json.Unmarshal(data, &held) != nil || !time.Now().Before(held.Expires):
@@ -411,15 +432,18 @@ func lockObject(ctx context.Context, st store.Store, out string, log *zap.Logger
 	}
 	host, _ := os.Hostname()
 	l := &objectLock{st: st, info: objectLockInfo{Holder: holderInfo(), Token: hex.EncodeToString(token[:]), Host: host, Boot: bootID(), PID: os.Getpid()},
-		stop: make(chan struct{}), done: make(chan struct{}), log: log}
+		stop: make(chan struct{}), done: make(chan struct{}), log: log, cas: cas, version: version}
 	heldLocks.Store(l.info.Token, true)
-	if err := l.renew(ctx); err != nil {
+	if err := l.renew(ctx); errors.Is(err, ErrLockLost) {
+		heldLocks.Delete(l.info.Token)
+		return nil, refuse("--out %s was locked by another rekey run starting at the same time: two runs must never write one output", out)
+	} else if err != nil {
 		heldLocks.Delete(l.info.Token)
 		return nil, fmt.Errorf("lock %s: %w", out, err)
 	}
 	// another run that wrote the lock at the same time: the last write wins, and both read it back
 	time.Sleep(lockSettle)
-	data, err := st.Get(ctx, LockFile)
+	data, err = st.Get(ctx, LockFile)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", out, err)
 	}
@@ -479,20 +503,10 @@ func LockStore(ctx context.Context, st store.Store, out string, log *zap.Logger,
 	}
 }
 
-// Held reads the lock back: an error when it is no longer this process's (it was not renewed
-// for LockTTL, a pause or a partition from the store, and another run took it over). Call it
-// before a commit that must not race with another writer.
-func (s *StoreLock) Held(ctx context.Context) error {
-	data, err := s.l.st.Get(ctx, LockFile)
-	if err != nil {
-		return fmt.Errorf("read the output's lock: %w", err)
-	}
-	var now objectLockInfo
-	if json.Unmarshal(data, &now) != nil || now.Token != s.l.info.Token {
-		return fmt.Errorf("the output's lock was taken over by another rekey run (%s): this process stopped renewing it for %s (paused?) and must not write there any more", now.Holder, LockTTL)
-	}
-	return nil
-}
+// Held reads the lock back: an error wrapping ErrLockLost when it is no longer this process's
+// (it was not renewed for LockTTL, a pause or a partition from the store, and another run may
+// have taken it over). Call it before a commit that must not race with another writer.
+func (s *StoreLock) Held(ctx context.Context) error { return s.l.held(ctx) }
 
 // Release stops renewing the lock and removes it.
 func (s *StoreLock) Release() error { return s.l.release() }
@@ -503,6 +517,8 @@ func (s *StoreLock) Abandon() {
 	<-s.l.done
 }
 
+// renew writes the lock with a new expiry: conditionally where the store can, so that it fails
+// with ErrLockLost, rather than overwrite it, when another run wrote the lock since.
 func (l *objectLock) renew(ctx context.Context) error {
 	now := time.Now().UTC()
 	l.info.Renewed, l.info.Expires = now, now.Add(LockTTL)
@@ -510,7 +526,54 @@ func (l *objectLock) renew(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if l.cas != nil {
+		version, err := l.cas.PutIf(ctx, LockFile, data, l.version)
+		switch {
+		case err == nil:
+			l.version = version
+			return nil
+		case errors.Is(err, store.ErrChanged):
+			lost := fmt.Errorf("%w: another rekey run wrote it (took the output over) since this run last did: this run stopped without writing there any more", ErrLockLost)
+			l.lost.CompareAndSwap(nil, &lost)
+			return *l.lost.Load()
+		case errors.Is(err, errors.ErrUnsupported):
+			l.log.Info("the store refuses conditional writes: the output's lock is written plainly and read back", zap.Error(err))
+			l.cas = nil
+		default:
+			return err
+		}
+	}
 	return l.st.Put(ctx, LockFile, data)
+}
+
+// held reads the lock back and fails, with an error wrapping ErrLockLost, when it is no longer
+// this run's: another run's token, no lock at all, or this run's but expired (a run that let
+// its lock expire may be being taken over at this very moment). Once lost, always lost. An
+// error reading it is returned as is: the write it guards must not go ahead either.
+func (l *objectLock) held(ctx context.Context) error {
+	if lost := l.lost.Load(); lost != nil {
+		return *lost
+	}
+	data, err := l.st.Get(ctx, LockFile)
+	if err != nil && !store.IsNotExist(err) {
+		return fmt.Errorf("check the output's lock: %w", err)
+	}
+	var now objectLockInfo
+	var lost error
+	switch {
+	case err != nil:
+		lost = fmt.Errorf("%w: %s was removed, so another rekey run may be writing the output: this run stopped without writing there any more", ErrLockLost, LockFile)
+	case json.Unmarshal(data, &now) != nil || now.Token != l.info.Token:
+		lost = fmt.Errorf("%w: another rekey run (%s) took over the output after this one stopped renewing its lock for %s (paused, or cut off from the store): this run stopped without writing there any more",
+			ErrLockLost, now.Holder, LockTTL)
+	case !time.Now().Before(now.Expires):
+		lost = fmt.Errorf("%w: it expired at %s (not renewed for %s: paused, or cut off from the store) and another rekey run may be taking the output over: this run stopped without writing there any more",
+			ErrLockLost, now.Expires.Format(time.RFC3339), LockTTL)
+	default:
+		return nil
+	}
+	l.lost.CompareAndSwap(nil, &lost)
+	return *l.lost.Load()
 }
 
 func (l *objectLock) heartbeat() {
@@ -522,19 +585,39 @@ func (l *objectLock) heartbeat() {
 		case <-l.stop:
 			return
 		case <-t.C:
-			if err := l.renew(context.Background()); err != nil {
+			// Checked first: a run resuming from a pause must not overwrite the lock of the
+			// run that took over meanwhile.
+			err := l.held(context.Background())
+			if errors.Is(err, ErrLockLost) {
+				l.log.Warn("stopped renewing the output's lock: it is no longer this run's", zap.Error(err))
+				return
+			}
+			if err == nil {
+				err = l.renew(context.Background())
+			}
+			if err != nil {
 				l.log.Warn("could not renew the output's lock; it expires unless a later renewal succeeds", zap.Error(err))
 			}
 		}
 	}
 }
 
-// release stops renewing the lock and removes it. When the store cannot be reached the lock
-// stays; the next run on this machine sees that its holder ended (holderGone), one elsewhere
-// waits for it to expire.
+// release stops renewing the lock and removes it, unless it is no longer this run's (another
+// run's lock is that run's to remove). When the store cannot be reached the lock stays; the
+// next run on this machine sees that its holder ended (holderGone), one elsewhere waits for it
+// to expire.
 func (l *objectLock) release() error {
 	close(l.stop)
 	<-l.done
 	heldLocks.Delete(l.info.Token)
-	return l.st.Remove(context.Background(), LockFile)
+	ctx := context.Background()
+	data, err := l.st.Get(ctx, LockFile)
+	if store.IsNotExist(err) {
+		return nil
+	}
+	var now objectLockInfo
+	if err == nil && (json.Unmarshal(data, &now) != nil || now.Token != l.info.Token) {
+		return nil
+	}
+	return l.st.Remove(ctx, LockFile)
 }

@@ -215,6 +215,14 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 		if err != nil {
 			return fmt.Errorf("commit files: %w", err)
 		}
+		if complete {
+			// Every file is committed and no writer is open: an unfinished upload under data/
+			// now is one whose abort, or whose start's answer, was lost (a stall). Without this
+			// the bucket keeps it, billed, after a successful run.
+			if err := cfg.Store.Sweep(runCtx, DataDir+"/"); err != nil {
+				return fmt.Errorf("abort the run's unfinished uploads: %w", err)
+			}
+		}
 		size, replaySize, codes, err := rejects.Sync()
 		if err != nil {
 			return err

@@ -230,6 +230,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		return err
 	}
 	defer out.Close()
+	st = out.Store // fenced: writes nothing once another run took the output over
 	resume := out.Checkpoint
 	if resume != nil && resume.Complete {
 		return finishComplete(ctx, cmd.OutOrStdout(), st, f.out, prog, format.Name(), resume, job, next)
@@ -264,6 +265,9 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 			next = "stdin cannot be read again: save the input to a file and migrate it into a new --out"
 		}
 		return exitWith(exitInterrupted, fmt.Errorf("interrupted: %d rows committed to %s; %s", res.RowsWritten, f.out, next))
+	}
+	if errors.Is(runErr, pipeline.ErrLockLost) {
+		return exitWith(exitFailed, fmt.Errorf("migration stopped: another rekey run took over %s (or may at any moment: this run's lock there is lost) and this run stopped without writing there: let the other run finish, or stop it and run the same command with --resume\n%w", f.out, runErr))
 	}
 	if runErr != nil {
 		printSummary(cmd.OutOrStdout(), "Migration failed (what was committed before the failure)", res, filesOut(f.out, st, plan))

@@ -100,7 +100,7 @@ func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *
 	logger.Info("migration into a SQL table starting", zap.String("mapping", prog.Name()), zap.String("target", target.Redacted),
 		zap.String("table", w.Table()), zap.Int("conns", f.sql.conns), zap.String("state", state))
 	res, runErr, err := runMigration(ctx, cancel, f, prog, src, migrationOutput{
-		sink: w, dir: state, format: format, plan: plan, resume: resume,
+		sink: w, store: out.Store, dir: state, format: format, plan: plan, resume: resume,
 		bytes: func() int64 { return w.Stats.Bytes.Load() },
 	}, limit, logger, "\nrekey: stopping: finishing the rows already read (Ctrl-C again to abort at once)")
 	if err != nil {

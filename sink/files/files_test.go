@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -558,4 +560,69 @@ func names(infos []pipeline.FileInfo) []string {
 		out = append(out, fi.Path)
 	}
 	return out
+}
+
+// --sort on an output that is not a local folder spills raw rows to the temporary folder: the
+// spill folder is private (0700) and so are its run files (0600); the spill folders of a killed
+// run (its pid gone) are removed by the next run, those of a live process are left alone.
+func TestSortSpillIsPrivateAndKilledRunsAreSwept(t *testing.T) {
+	dir, spill := t.TempDir(), t.TempDir()
+	local, err := store.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	killed := filepath.Join(spill, fmt.Sprintf("rekey-sort-%d-123", dead.Process.Pid))
+	live := filepath.Join(spill, fmt.Sprintf("rekey-sort-%d-456", os.Getppid()))
+	for _, d := range []string{killed, live} {
+		if err := os.MkdirAll(filepath.Join(d, "data", "region-0000"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "data", "region-0000", ".rekey-tmp-run-000001"), []byte("raw rows"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	schema := sinktest.AllTypes()
+	plan := sinktest.VarcharPlan("h")
+	rows := sinktest.AllTypesRows(10000, 5, plan)
+	s := newSink(t, files.Config{Store: bucket{local}, SpillDir: spill, Schema: schema, Plan: plan, Format: parquet.New(), Sort: true, Memory: 1 << 20, MaxFileSize: 64 << 10})
+	if _, err := os.Stat(killed); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the spill folder of a killed run is still there: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the spill folder of a live process was removed: %v", err)
+	}
+	write(t, s, rows, 500)
+	runs := 0
+	err = filepath.WalkDir(spill, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || strings.HasPrefix(p, live) {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch mode := info.Mode().Perm(); {
+		case p == spill:
+		case filepath.Dir(p) == spill && mode != 0o700:
+			t.Errorf("spill folder %s: mode %o, want 0700", p, mode)
+		case !d.IsDir() && mode != 0o600:
+			t.Errorf("sort run %s: mode %o, want 0600", p, mode)
+		case !d.IsDir():
+			runs++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs == 0 {
+		t.Fatal("no sort run was spilled: the test sees nothing")
+	}
+	if _, err := s.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -171,7 +171,7 @@ type runWriter struct {
 }
 
 func newRunWriter(path string) (*runWriter, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600) // raw rows: private
 	if err != nil {
 		return nil, fmt.Errorf("files: create sort run: %w", err)
 	}

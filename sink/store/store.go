@@ -97,3 +97,19 @@ type Dir interface {
 	// Path is the folder's absolute path.
 	Path() string
 }
+
+// ConditionalPutter is implemented by stores that can replace an object only while it is still
+// the version read (S3's If-Match and If-None-Match on PutObject): the output lock renews and
+// takes over with it, so two runs never both believe they hold it. A server that ignores the
+// conditions makes PutIf a Put; callers read the object back as well.
+type ConditionalPutter interface {
+	// GetVersion reads a whole object and its version (an ETag). A missing object wraps ErrNotExist.
+	GetVersion(ctx context.Context, name string) (data []byte, version string, err error)
+	// PutIf writes name only if its version is still ifVersion, or, with ifVersion "", only if
+	// it does not exist; otherwise it fails with an error wrapping ErrChanged. It returns the
+	// version written.
+	PutIf(ctx context.Context, name string, data []byte, ifVersion string) (version string, err error)
+}
+
+// ErrChanged is wrapped by PutIf's error when the object is no longer the version given.
+var ErrChanged = errors.New("the object was changed by another writer")

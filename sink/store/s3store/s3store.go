@@ -342,24 +342,69 @@ func (s *Store) Put(ctx context.Context, name string, data []byte) error {
 	return nil
 }
 
+var _ store.ConditionalPutter = (*Store)(nil)
+
+// GetVersion implements store.ConditionalPutter: the object and its ETag.
+func (s *Store) GetVersion(ctx context.Context, name string) ([]byte, string, error) {
+	return s.get(ctx, name)
+}
+
+// PutIf implements store.ConditionalPutter with PutObject's If-Match (or If-None-Match: *).
+// AWS S3 and versitygw evaluate them; OSS's support is UNCERTAIN (it documents
+// x-oss-forbid-overwrite, not If-Match on PutObject): where a server ignores them this is a
+// Put, and the lock's read-back is what remains. A server that refuses them (NotImplemented)
+// gives an error wrapping errors.ErrUnsupported, and the caller falls back to Put.
+func (s *Store) PutIf(ctx context.Context, name string, data []byte, ifVersion string) (string, error) {
+	if err := checkName(name); err != nil {
+		return "", err
+	}
+	in := &s3.PutObjectInput{
+		Bucket:        aws.String(s.t.bucket),
+		Key:           aws.String(s.key(name)),
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+	}
+	if ifVersion == "" {
+		in.IfNoneMatch = aws.String("*")
+	} else {
+		in.IfMatch = aws.String(ifVersion)
+	}
+	out, err := s.client.PutObject(ctx, in, s.bodyOpts...)
+	if code := errorCode(err); code == "PreconditionFailed" || code == "ConditionalRequestConflict" || httpStatus(err) == http.StatusPreconditionFailed {
+		return "", fmt.Errorf("put %s: %w (%w)", s.Location(name), store.ErrChanged, err)
+	}
+	if code := errorCode(err); code == "NotImplemented" || httpStatus(err) == http.StatusNotImplemented {
+		return "", fmt.Errorf("put %s: conditional writes: %w (%w)", s.Location(name), errors.ErrUnsupported, err)
+	}
+	if err != nil {
+		return "", s.fail("put", name, err)
+	}
+	return aws.ToString(out.ETag), nil
+}
+
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, name string) ([]byte, error) {
+	data, _, err := s.get(ctx, name)
+	return data, err
+}
+
+func (s *Store) get(ctx context.Context, name string) ([]byte, string, error) {
 	if err := checkName(name); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.t.bucket), Key: aws.String(s.key(name))})
 	if err != nil {
-		return nil, s.fail("get", name, err)
+		return nil, "", s.fail("get", name, err)
 	}
 	defer out.Body.Close()
 	data, err := io.ReadAll(out.Body)
 	if err != nil {
-		return nil, s.fail("get", name, err)
+		return nil, "", s.fail("get", name, err)
 	}
 	if out.ContentLength != nil && int64(len(data)) != *out.ContentLength {
-		return nil, fmt.Errorf("get %s: read %d bytes of %d: the connection broke, try again", s.Location(name), len(data), *out.ContentLength)
+		return nil, "", fmt.Errorf("get %s: read %d bytes of %d: the connection broke, try again", s.Location(name), len(data), *out.ContentLength)
 	}
-	return data, nil
+	return data, aws.ToString(out.ETag), nil
 }
 
 // Stat implements store.Store with HeadObject.
@@ -442,29 +487,19 @@ func (s *Store) Remove(ctx context.Context, names ...string) error {
 // crashed run's parts, which the bucket keeps, and bills, until aborted). The spool files of
 // a crashed process need nothing: they were unlinked when created.
 func (s *Store) Sweep(ctx context.Context, prefix string) error {
-	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(s.t.bucket), Prefix: aws.String(s.key(prefix))}
 	aborted := 0
-	for {
-		out, err := s.client.ListMultipartUploads(ctx, in)
-		if isCode(err, "NoSuchUpload") {
-			break // gofakes3's answer for a bucket that never had an upload; S3 lists none
+	err := s.eachUpload(ctx, s.key(prefix), func(u types.MultipartUpload) error {
+		_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
+			Bucket: aws.String(s.t.bucket), Key: u.Key, UploadId: u.UploadId,
+		})
+		if err != nil && !isCode(err, "NoSuchUpload") {
+			return s.fail("sweep: abort the unfinished upload of", strings.TrimPrefix(aws.ToString(u.Key), s.t.prefix), err)
 		}
-		if err != nil {
-			return s.fail("sweep", prefix, err)
-		}
-		for _, u := range out.Uploads {
-			_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
-				Bucket: aws.String(s.t.bucket), Key: u.Key, UploadId: u.UploadId,
-			})
-			if err != nil && !isCode(err, "NoSuchUpload") {
-				return s.fail("sweep: abort the unfinished upload of", strings.TrimPrefix(aws.ToString(u.Key), s.t.prefix), err)
-			}
-			aborted++
-		}
-		if !aws.ToBool(out.IsTruncated) || (out.NextKeyMarker == nil && out.NextUploadIdMarker == nil) {
-			break
-		}
-		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+		aborted++
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if aborted > 0 {
 		s.log.Info("aborted unfinished uploads", zap.String("under", s.Location(prefix)), zap.Int("uploads", aborted))
@@ -475,21 +510,33 @@ func (s *Store) Sweep(ctx context.Context, prefix string) error {
 // Unfinished lists the names of the multipart uploads under prefix that were neither completed
 // nor aborted (what Sweep would abort): after a run, or a resume, there must be none.
 func (s *Store) Unfinished(ctx context.Context, prefix string) ([]string, error) {
-	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(s.t.bucket), Prefix: aws.String(s.key(prefix))}
 	var names []string
+	err := s.eachUpload(ctx, s.key(prefix), func(u types.MultipartUpload) error {
+		names = append(names, strings.TrimPrefix(aws.ToString(u.Key), s.t.prefix))
+		return nil
+	})
+	return names, err
+}
+
+// eachUpload calls fn for every unfinished multipart upload whose key starts with keyPrefix,
+// page by page; fn's error stops it.
+func (s *Store) eachUpload(ctx context.Context, keyPrefix string, fn func(types.MultipartUpload) error) error {
+	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(s.t.bucket), Prefix: aws.String(keyPrefix)}
 	for {
 		out, err := s.client.ListMultipartUploads(ctx, in)
 		if isCode(err, "NoSuchUpload") {
-			return names, nil // gofakes3, for a bucket that never had an upload
+			return nil // gofakes3's answer for a bucket that never had an upload; S3 lists none
 		}
 		if err != nil {
-			return nil, s.fail("list the unfinished uploads under", prefix, err)
+			return s.fail("list the unfinished uploads under", strings.TrimPrefix(keyPrefix, s.t.prefix), err)
 		}
 		for _, u := range out.Uploads {
-			names = append(names, strings.TrimPrefix(aws.ToString(u.Key), s.t.prefix))
+			if err := fn(u); err != nil {
+				return err
+			}
 		}
 		if !aws.ToBool(out.IsTruncated) || (out.NextKeyMarker == nil && out.NextUploadIdMarker == nil) {
-			return names, nil
+			return nil
 		}
 		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"go.uber.org/zap"
@@ -172,9 +173,17 @@ func (w *writer) uploadPart(f *os.File, size int64, num int32) error {
 		})
 		if err != nil {
 			w.setErr(w.s.fail("write: start the multipart upload of", w.name, err))
+			w.abortOthers("") // a failed attempt may have started one all the same
 			return
 		}
 		w.uploadID = aws.ToString(out.UploadId)
+		if attempts, ok := retry.GetAttemptResults(out.ResultMetadata); ok && len(attempts.Results) > 1 {
+			// An attempt that timed out may have started an upload whose answer was lost: it
+			// would stay in the bucket, empty and billed, after a successful run.
+			if err := w.abortOthers(w.uploadID); err != nil {
+				w.setErr(err)
+			}
+		}
 	})
 	if w.uploadID == "" {
 		return w.failed()
@@ -298,6 +307,25 @@ func (w *writer) Abort() error {
 	}
 	w.uploadID = ""
 	return nil
+}
+
+// abortOthers aborts the unfinished uploads of the writer's key but keep: those started by
+// attempts of CreateMultipartUpload whose answer never came. No other writer uses the key (one
+// run per output, and a run names each file once), so they are all this writer's.
+func (w *writer) abortOthers(keep string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return w.s.eachUpload(ctx, w.key, func(u types.MultipartUpload) error {
+		if aws.ToString(u.Key) != w.key || aws.ToString(u.UploadId) == keep {
+			return nil
+		}
+		_, err := w.s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(w.s.t.bucket), Key: u.Key, UploadId: u.UploadId})
+		if err != nil && !isCode(err, "NoSuchUpload") {
+			return w.s.fail("write: abort a lost multipart upload of", w.name, err)
+		}
+		w.s.log.Warn("aborted a multipart upload started by a request that timed out", zap.String("file", w.name), zap.String("upload", aws.ToString(u.UploadId)))
+		return nil
+	})
 }
 
 // discard closes a spool file and removes it where newSpool could not.
