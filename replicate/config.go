@@ -90,6 +90,12 @@ type Config struct {
 
 	Group GroupOptions
 
+	// AcceptGaps lets a partition continue at its earliest available offset when the messages
+	// from its committed offset on were deleted (retention) before they were read: the gap is
+	// logged at Warn, counted (rekey_gap_messages_total) and recorded in manifest.json. Without
+	// it a gap stops the replication with an error (those messages are lost to the table).
+	AcceptGaps bool
+
 	// RegionSize flags regions over this size in the manifest (default Program.RegionSize()).
 	RegionSize int64
 	Version    string // rekey's version, for the manifest

@@ -38,6 +38,7 @@ type replicateFlags struct {
 	metricsAddr  string
 	progress     progressFlags
 	session      time.Duration
+	acceptGaps   bool
 	cpuProfile   string
 	memProfile   string
 	lts          ltsFlags
@@ -74,6 +75,11 @@ killed member committed before its offset and the replay of them. On a rebalance
 and commits its rolls before handing partitions over. SIGTERM or Ctrl-C closes and commits the
 current rolls, commits the offsets, leaves the group and exits 0 (a second Ctrl-C aborts at once;
 the open rolls are then replayed by the next run).
+
+Messages the topic deleted (retention) before replicate read them are lost to the table: replicate
+stops with an error naming the partition, its committed next offset and the earliest available one.
+--accept-gaps continues at the earliest offset instead, logs the gap at Warn, counts it
+(rekey_gaps_total, rekey_gap_messages_total) and records it in manifest.json (partitions[].gaps).
 
 Exit codes: 0 stopped cleanly (SIGTERM, Ctrl-C: everything read is committed); 2 invalid use
 (flags, mapping, another group's folder); 3 the replication failed (Kafka, disk, a lost partition:
@@ -127,6 +133,7 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	f.progress.register(fl)
 	fl.Lookup("progress").Usage = "status on stderr: auto (a line redrawn every second on a terminal, a plain line every --progress-interval otherwise), bar (the redrawn line), plain, never"
 	fl.DurationVar(&f.session, "session-timeout", 30*time.Second, "consumer group session timeout")
+	fl.BoolVar(&f.acceptGaps, "accept-gaps", false, "continue past messages the topic deleted (retention) before they were read: logged, counted (rekey_gap_messages_total) and recorded in manifest.json (default: stop with an error)")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the run to this file")
 	fl.MarkHidden("cpu-profile")
 	fl.StringVar(&f.memProfile, "mem-profile", "", "write a heap profile taken at the peak heap to this file")
@@ -245,6 +252,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		RollInterval: f.rollInterval,
 		Memory:       memory / 4,
 		Group:        replicate.GroupOptions{SessionTimeout: f.session, HeartbeatInterval: max(f.session/10, 100*time.Millisecond)},
+		AcceptGaps:   f.acceptGaps,
 		Version:      version,
 		Logger:       logger.Named("replicate"),
 	})
