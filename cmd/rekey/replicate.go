@@ -73,8 +73,9 @@ of a group share one output folder (a shared file system with flock, e.g. NFSv4,
 where the next owner of a partition continues its rolls and removes what a killed member left. Separate folders would each keep the messages a
 killed member committed before its offset and the replay of them. On a rebalance each member closes
 and commits its rolls before handing partitions over. SIGTERM or Ctrl-C closes and commits the
-current rolls, commits the offsets, leaves the group and exits 0 (a second Ctrl-C aborts at once;
-the open rolls are then replayed by the next run).
+current rolls, commits the offsets, leaves the group (waiting at most 5s) and exits 0 (a second
+Ctrl-C aborts at once; the open rolls are then replayed by the next run). A stop takes the open
+rolls' close plus 5s: set Kubernetes' terminationGracePeriodSeconds above that.
 
 Messages the topic deleted (retention) before replicate read them are lost to the table: replicate
 stops with an error naming the partition, its committed next offset and the earliest available one.
@@ -95,7 +96,7 @@ environment as for migrate), a roll's files are spooled on local disk (TMPDIR: a
 partition) and uploaded under their final names when the roll closes, manifest.json after them. A
 prefix has ONE member: a bucket has no lock the members could share to commit rolls, so the
 output's lock object (.rekey.lock, renewed while the member runs) refuses a second process, and a
-member that sees the group's other partitions held by someone else fails. A restart after a kill
+member that sees the group's other partitions held by someone else for two session timeouts fails. A restart after a kill
 waits for the killed member's lock to expire (up to 2 minutes) and continues.
 
 Into a SQL table (--out lindorm://... or mysql://...), every change is applied through the MySQL
