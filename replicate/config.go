@@ -90,6 +90,12 @@ type Config struct {
 
 	Group GroupOptions
 
+	// AcceptGaps lets a partition continue at its earliest available offset when the messages
+	// from its committed offset on were deleted (retention) before they were read: the gap is
+	// logged at Warn, counted (rekey_gap_messages_total) and recorded in manifest.json. Without
+	// it a gap stops the replication with an error (those messages are lost to the table).
+	AcceptGaps bool
+
 	// RegionSize flags regions over this size in the manifest (default Program.RegionSize()).
 	RegionSize int64
 	Version    string // rekey's version, for the manifest
@@ -112,6 +118,11 @@ type GroupOptions struct {
 	HeartbeatInterval time.Duration // default 3s
 	RebalanceTimeout  time.Duration // default 60s: the time a member gets to close its rolls
 	JoinBackoff       time.Duration // default 1s
+	// LeaveTimeout bounds how long a stop waits for kafka-go to leave the group (default 5s):
+	// its Close waits for a join in progress, which a killed member in the group can hold
+	// for the whole rebalance timeout. Not waiting is safe: offsets are committed only after
+	// durable output, and the broker drops the member after its session timeout.
+	LeaveTimeout time.Duration
 	// StartOffset is where partitions without a committed offset start: kafkago.FirstOffset
 	// (default) or kafkago.LastOffset.
 	StartOffset int64
@@ -189,6 +200,9 @@ func (c *Config) Validate() error {
 	}
 	if g.JoinBackoff == 0 {
 		g.JoinBackoff = time.Second
+	}
+	if g.LeaveTimeout == 0 {
+		g.LeaveTimeout = 5 * time.Second
 	}
 	if g.StartOffset == 0 {
 		g.StartOffset = kafkago.FirstOffset

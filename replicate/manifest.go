@@ -71,6 +71,18 @@ type PartitionEntry struct {
 	Upserts           int64 `json:"upserts"`
 	Deletes           int64 `json:"delete_statements"`
 	TombstonesDropped int64 `json:"tombstones_dropped"`
+	// Gaps are the runs of messages the topic deleted (retention) before they were read,
+	// skipped with --accept-gaps: their changes are not in the table.
+	Gaps []Gap `json:"gaps,omitempty"`
+}
+
+// Gap is a run of a partition's messages, from NextOffset to FirstOffset-1, deleted before they
+// were read.
+type Gap struct {
+	NextOffset  int64     `json:"next_offset"`  // the committed next offset
+	FirstOffset int64     `json:"first_offset"` // the earliest available one, where reading continued
+	Messages    int64     `json:"messages"`
+	At          time.Time `json:"skipped_at"`
 }
 
 // SegmentEntry is one committed segment.
@@ -367,6 +379,34 @@ func (m *manifest) commit(c *rollCommit) error {
 	return nil
 }
 
+// noteGap records a gap of partition in manifest.json at once: the rolls after it may commit
+// much later. A gap seen again (a restart before those rolls committed) is recorded once.
+func (m *manifest) noteGap(partition int, next, first int64) error {
+	unlock, err := m.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	pe := m.partition(partition)
+	i := 0
+	for i < len(pe.Gaps) && pe.Gaps[i].NextOffset != next {
+		i++
+	}
+	switch {
+	case i == len(pe.Gaps):
+		pe.Gaps = append(pe.Gaps, Gap{NextOffset: next, FirstOffset: first, Messages: first - next, At: time.Now().UTC()})
+	case pe.Gaps[i].FirstOffset >= first:
+		return nil
+	default:
+		pe.Gaps[i].FirstOffset, pe.Gaps[i].Messages = first, first-next
+	}
+	if err := m.write(); err != nil {
+		m.rev = -1
+		return err
+	}
+	return nil
+}
+
 // claimed is a partition's state when this member is assigned it.
 type claimed struct {
 	entry PartitionEntry
@@ -446,7 +486,7 @@ func (m *manifest) claim(partitions []int, regions int) (map[int]claimed, error)
 	out := map[int]claimed{}
 	for _, p := range partitions {
 		c := claimed{other: len(m.parts) > 0}
-		if pe := m.parts[p]; pe != nil {
+		if pe := m.parts[p]; pe != nil && pe.NextOffset > 0 { // an entry with only a gap has no roll
 			c.entry, c.known = *pe, true
 		}
 		out[p] = c

@@ -36,6 +36,8 @@ type Metrics struct {
 	OffsetCommits     atomic.Int64
 	CommitErrors      atomic.Int64
 	Rebalances        atomic.Int64 // generations joined
+	Gaps              atomic.Int64 // runs of messages deleted before they were read, skipped (AcceptGaps)
+	GapMessages       atomic.Int64 // messages in them
 
 	registry        *prometheus.Registry
 	rollSeconds     prometheus.Histogram // a roll's whole close
@@ -94,6 +96,8 @@ func newMetrics(topic, version string) *Metrics {
 		counter("rekey_files_committed_total", "Data and delete files committed.", &m.FilesCommitted),
 		counter("rekey_offset_commits_total", "Offset commits to Kafka.", &m.OffsetCommits),
 		counter("rekey_offset_commit_errors_total", "Failed offset commits (the files stay; the messages are replayed).", &m.CommitErrors),
+		counter("rekey_gaps_total", "Runs of messages the topic deleted (retention) before they were read, skipped with --accept-gaps.", &m.Gaps),
+		counter("rekey_gap_messages_total", "Messages the topic deleted (retention) before they were read, skipped with --accept-gaps: lost to the table.", &m.GapMessages),
 		counter("rekey_generations_total", "Consumer group generations joined (rebalances).", &m.Rebalances),
 		m.rollSeconds, m.manifestSeconds, m.offsetSeconds,
 		gauge("rekey_roll_seconds_max", "Longest roll close.", func() float64 {

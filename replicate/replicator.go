@@ -249,7 +249,7 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 	if err != nil {
 		return fmt.Errorf("consumer group: %w", err)
 	}
-	defer cg.Close()
+	defer r.leaveGroup(cg)
 	// Next blocks while joining: stop and ctx must interrupt it
 	nextCtx, cancelNext := context.WithCancel(ctx)
 	defer cancelNext()
@@ -293,6 +293,24 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 	r.metrics.setState("stopped")
 	log.Info("replication stopped: rolls committed, offsets committed, group left")
 	return nil
+}
+
+// leaveGroup closes the consumer group, waiting at most Group.LeaveTimeout: kafka-go's Close
+// waits for a join in progress, which can last the whole rebalance timeout.
+func (r *Replicator) leaveGroup(cg *kafkago.ConsumerGroup) {
+	left := make(chan struct{})
+	go func() {
+		cg.Close()
+		close(left)
+	}()
+	t := time.NewTimer(r.cfg.Group.LeaveTimeout)
+	defer t.Stop()
+	select {
+	case <-left:
+	case <-t.C:
+		r.log.Warn("stopping without waiting to leave the consumer group (a join is in progress): the broker drops this member after its session timeout; every committed offset is in durable output",
+			zap.Duration("waited", r.cfg.Group.LeaveTimeout), zap.Duration("session_timeout", r.cfg.Group.SessionTimeout))
+	}
 }
 
 func isClosed(ch <-chan struct{}) bool {
@@ -344,7 +362,7 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 				done <- ctx.Err()
 			case <-stop:
 				done <- nil
-			case <-time.After(otherMemberWait):
+			case <-time.After(r.otherMemberWait()):
 				done <- fmt.Errorf("another member of consumer group %s holds partitions %v of topic %s: on an object store the group has one member "+
 					"(an --out prefix has no lock members could share, and members writing to different prefixes would each keep the messages of a partition that moves between them); "+
 					"stop the other members, or replicate to a folder the members share", r.cfg.Kafka.Group, others, r.cfg.Kafka.Topic)
@@ -402,8 +420,12 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 }
 
 // otherMemberWait is how long a member on an object store waits for the generation to end when
-// its assignment lacks partitions of the topic, before it fails.
-var otherMemberWait = 15 * time.Second
+// its assignment lacks partitions of the topic, before it fails. A killed member (a restart's
+// predecessor) keeps its partitions until its session times out, at most a session timeout
+// after this generation began; the second one is margin for the broker to notice and rebalance.
+func (r *Replicator) otherMemberWait() time.Duration {
+	return 2 * r.cfg.Group.SessionTimeout
+}
 
 // othersPartitions returns the topic's partitions that are not among parts (assigned to this
 // member); nil when the topic's partitions cannot be read (a warning: the next generation checks again).

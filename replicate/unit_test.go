@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -237,5 +238,16 @@ func TestLoadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
 		t.Errorf("a good manifest: %v", err)
 	} else {
 		unlock()
+	}
+}
+
+// A member on an object store whose assignment lacks partitions waits for a killed predecessor's
+// session to time out before it blames another member: the wait follows the session timeout.
+func TestOtherMemberWaitOutlastsTheSession(t *testing.T) {
+	for _, session := range []time.Duration{6 * time.Second, 30 * time.Second, 2 * time.Minute} {
+		r := &Replicator{cfg: Config{Group: GroupOptions{SessionTimeout: session}}}
+		if w := r.otherMemberWait(); w <= session {
+			t.Errorf("session timeout %s: waits %s for the other member, not longer than its session", session, w)
+		}
 	}
 }

@@ -685,9 +685,33 @@ func (r *Replicator) startFetch(hard context.Context, partition int, offset int6
 	go func() {
 		defer f.wg.Done()
 		defer close(f.ch)
-		f.err = r.cfg.Kafka.FetchPartition(fctx, r.dialer, partition, offset, kafka.FetchOptions{Logger: log, Free: f.free}, f.ch)
+		f.err = r.cfg.Kafka.FetchPartition(fctx, r.dialer, partition, offset, kafka.FetchOptions{Logger: log, Free: f.free, Gap: r.gap(partition, log)}, f.ch)
 	}()
 	return f
+}
+
+// gap handles messages of partition deleted (retention) before they were read: they are lost
+// to the table, so the replication stops, unless Config.AcceptGaps accepts the loss, which is
+// then logged, counted and recorded in manifest.json.
+func (r *Replicator) gap(partition int, log *zap.Logger) func(next, first int64) error {
+	return func(next, first int64) error {
+		gerr := &kafka.GapError{Topic: r.cfg.Kafka.Topic, Partition: partition, Next: next, First: first}
+		if !r.cfg.AcceptGaps {
+			return fmt.Errorf("%w.\nThe topic's retention deleted them before rekey read them; the table misses their changes. "+
+				"Reload the table from a snapshot of the source, or accept the loss with --accept-gaps (recorded in manifest.json); "+
+				"then keep replicate within the topic's retention (retention.ms)", gerr)
+		}
+		log.Warn("messages deleted by retention before they were read were skipped (--accept-gaps): the table misses their changes",
+			zap.Int64("next_offset", next), zap.Int64("first_offset", first), zap.Int64("messages", first-next))
+		r.metrics.Gaps.Add(1)
+		r.metrics.GapMessages.Add(first - next)
+		if r.man != nil {
+			if err := r.man.noteGap(partition, next, first); err != nil {
+				return fmt.Errorf("record %v in the manifest: %w", gerr, err)
+			}
+		}
+		return nil
+	}
 }
 
 // stop cancels the fetch and waits for it, dropping what it had read.

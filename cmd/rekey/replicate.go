@@ -38,6 +38,7 @@ type replicateFlags struct {
 	metricsAddr  string
 	progress     progressFlags
 	session      time.Duration
+	acceptGaps   bool
 	cpuProfile   string
 	memProfile   string
 	lts          ltsFlags
@@ -72,8 +73,14 @@ of a group share one output folder (a shared file system with flock, e.g. NFSv4,
 where the next owner of a partition continues its rolls and removes what a killed member left. Separate folders would each keep the messages a
 killed member committed before its offset and the replay of them. On a rebalance each member closes
 and commits its rolls before handing partitions over. SIGTERM or Ctrl-C closes and commits the
-current rolls, commits the offsets, leaves the group and exits 0 (a second Ctrl-C aborts at once;
-the open rolls are then replayed by the next run).
+current rolls, commits the offsets, leaves the group (waiting at most 5s) and exits 0 (a second
+Ctrl-C aborts at once; the open rolls are then replayed by the next run). A stop takes the open
+rolls' close plus 5s: set Kubernetes' terminationGracePeriodSeconds above that.
+
+Messages the topic deleted (retention) before replicate read them are lost to the table: replicate
+stops with an error naming the partition, its committed next offset and the earliest available one.
+--accept-gaps continues at the earliest offset instead, logs the gap at Warn, counts it
+(rekey_gaps_total, rekey_gap_messages_total) and records it in manifest.json (partitions[].gaps).
 
 Exit codes: 0 stopped cleanly (SIGTERM, Ctrl-C: everything read is committed); 2 invalid use
 (flags, mapping, another group's folder); 3 the replication failed (Kafka, disk, a lost partition:
@@ -89,7 +96,7 @@ environment as for migrate), a roll's files are spooled on local disk (TMPDIR: a
 partition) and uploaded under their final names when the roll closes, manifest.json after them. A
 prefix has ONE member: a bucket has no lock the members could share to commit rolls, so the
 output's lock object (.rekey.lock, renewed while the member runs) refuses a second process, and a
-member that sees the group's other partitions held by someone else fails. A restart after a kill
+member that sees the group's other partitions held by someone else for two session timeouts fails. A restart after a kill
 waits for the killed member's lock to expire (up to 2 minutes) and continues.
 
 Into a SQL table (--out lindorm://... or mysql://...), every change is applied through the MySQL
@@ -127,6 +134,7 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	f.progress.register(fl)
 	fl.Lookup("progress").Usage = "status on stderr: auto (a line redrawn every second on a terminal, a plain line every --progress-interval otherwise), bar (the redrawn line), plain, never"
 	fl.DurationVar(&f.session, "session-timeout", 30*time.Second, "consumer group session timeout")
+	fl.BoolVar(&f.acceptGaps, "accept-gaps", false, "continue past messages the topic deleted (retention) before they were read: logged, counted (rekey_gap_messages_total) and recorded in manifest.json (default: stop with an error)")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the run to this file")
 	fl.MarkHidden("cpu-profile")
 	fl.StringVar(&f.memProfile, "mem-profile", "", "write a heap profile taken at the peak heap to this file")
@@ -245,6 +253,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		RollInterval: f.rollInterval,
 		Memory:       memory / 4,
 		Group:        replicate.GroupOptions{SessionTimeout: f.session, HeartbeatInterval: max(f.session/10, 100*time.Millisecond)},
+		AcceptGaps:   f.acceptGaps,
 		Version:      version,
 		Logger:       logger.Named("replicate"),
 	})

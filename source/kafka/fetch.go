@@ -19,8 +19,26 @@ type FetchOptions struct {
 	BatchLen int           // messages per FetchBatch at most (default 1024)
 	// Free, when set, returns batches' message slices for reuse: the consumer sends a slice
 	// back (cleared) once nothing refers to its messages any more.
-	Free   chan []kafkago.Message
+	Free chan []kafkago.Message
+	// Gap is called when the next offset to read is below the partition's first retained one:
+	// the messages from next to first were deleted (retention, DeleteRecords) before they were
+	// read. Its error ends the fetch; nil continues at first. A nil Gap continues with a warning
+	// (a window reads what the topic retains).
+	Gap    func(next, first int64) error
 	Logger *zap.Logger
+}
+
+// GapError says that messages of a partition were deleted before they were read.
+type GapError struct {
+	Topic     string
+	Partition int
+	Next      int64 // the next offset to read (the committed one)
+	First     int64 // the partition's earliest available offset
+}
+
+func (e *GapError) Error() string {
+	return fmt.Sprintf("topic %s partition %d: messages %d to %d were deleted (retention) before they were read: committed next offset %d, earliest available offset %d (%d messages lost)",
+		e.Topic, e.Partition, e.Next, e.First-1, e.Next, e.First, e.First-e.Next)
 }
 
 // fetchResponseMargin is how long a fetch response may take to arrive after the broker's MaxWait.
@@ -38,8 +56,7 @@ type FetchBatch struct {
 // channel operation per batch rather than per message (kafka-go's Reader hands messages over one
 // by one). It never joins a group nor commits. Transient errors (leader moves, broker restarts,
 // timeouts) are retried with backoff; an offset older than the partition's first one (deleted by
-// retention) restarts at the first offset, as kafka-go's Reader does. It returns nil when ctx
-// ends; out is never closed.
+// retention) goes to o.Gap. It returns nil when ctx ends, o.Gap's error; out is never closed.
 func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, partition int, offset int64, o FetchOptions, out chan<- FetchBatch) error {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = 16 << 20
@@ -55,6 +72,14 @@ func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, par
 		log = zap.NewNop()
 	}
 	log = log.With(zap.String("stream", Stream(c.Topic, partition)))
+	gap := o.Gap
+	if gap == nil {
+		gap = func(next, first int64) error {
+			log.Warn("kafka: messages were deleted by retention before they were read; continuing at the first retained offset",
+				zap.Int64("offset", next), zap.Int64("first", first))
+			return nil
+		}
+	}
 	send := func(b FetchBatch) bool {
 		select {
 		case out <- b:
@@ -67,7 +92,13 @@ func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, par
 		if attempt > 0 && !sleep(ctx, backoff(attempt)) {
 			return nil
 		}
-		conn, start, err := c.dialPartition(ctx, dialer, partition, offset)
+		conn, start, first, err := c.dialPartition(ctx, dialer, partition, offset)
+		if err == nil && offset >= 0 && offset < first {
+			if err := gap(offset, first); err != nil {
+				conn.Close()
+				return err
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -137,8 +168,11 @@ func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, par
 				conn.SetDeadline(time.Now().Add(10 * time.Second))
 				first, _, err := conn.ReadOffsets()
 				if err == nil && offset < first {
-					log.Warn("kafka: messages were deleted by retention before they were read; continuing at the first retained offset",
-						zap.Int64("offset", offset), zap.Int64("first", first))
+					if err := gap(offset, first); err != nil {
+						stopWatch()
+						conn.Close()
+						return err
+					}
 					offset = first
 				}
 			}
@@ -153,8 +187,9 @@ func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, par
 }
 
 // dialPartition connects to the partition's leader and seeks to offset (sentinels resolved,
-// an offset before the first retained one moved to it).
-func (c *Config) dialPartition(ctx context.Context, dialer *kafkago.Dialer, partition int, offset int64) (*kafkago.Conn, int64, error) {
+// an offset before the first retained one moved to it); it returns the offset it seeked to and
+// the partition's first retained one.
+func (c *Config) dialPartition(ctx context.Context, dialer *kafkago.Dialer, partition int, offset int64) (*kafkago.Conn, int64, int64, error) {
 	var lastErr error
 	for _, b := range c.Brokers {
 		conn, err := dialer.DialLeader(ctx, "tcp", b, c.Topic, partition)
@@ -166,7 +201,7 @@ func (c *Config) dialPartition(ctx context.Context, dialer *kafkago.Dialer, part
 		first, last, err := conn.ReadOffsets()
 		if err != nil {
 			conn.Close()
-			return nil, 0, fmt.Errorf("offsets of %s: %w", Stream(c.Topic, partition), err)
+			return nil, 0, 0, fmt.Errorf("offsets of %s: %w", Stream(c.Topic, partition), err)
 		}
 		switch {
 		case offset == kafkago.FirstOffset, offset < first:
@@ -177,12 +212,12 @@ func (c *Config) dialPartition(ctx context.Context, dialer *kafkago.Dialer, part
 		start, err := conn.Seek(offset, kafkago.SeekAbsolute)
 		if err != nil {
 			conn.Close()
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		conn.SetDeadline(time.Time{})
-		return conn, start, nil
+		return conn, start, first, nil
 	}
-	return nil, 0, lastErr
+	return nil, 0, 0, lastErr
 }
 
 func backoff(attempt int) time.Duration {

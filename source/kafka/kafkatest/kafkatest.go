@@ -14,7 +14,10 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Cluster is a running cluster.
@@ -133,6 +136,36 @@ func (c *Cluster) Committed(t testing.TB, group, topic string, partitions int) m
 		}
 	}
 	return out
+}
+
+// DeleteRecords deletes the messages of a partition before offset, as retention would (Kafka's
+// DeleteRecords admin request): the partition's earliest available offset becomes offset.
+func (c *Cluster) DeleteRecords(t testing.TB, topic string, partition int, offset int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...))
+	if err != nil {
+		t.Fatalf("delete records: %v", err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	req.TimeoutMillis = 10000
+	rt := kmsg.NewDeleteRecordsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	rp.Partition, rp.Offset = int32(partition), offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatalf("delete records of %s/%d before %d: %v", topic, partition, offset, err)
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil || rp.LowWatermark != offset {
+				t.Fatalf("delete records of %s/%d before %d: low watermark %d, %v", topic, partition, offset, rp.LowWatermark, err)
+			}
+		}
+	}
 }
 
 // FreePort returns a free TCP port on 127.0.0.1.
