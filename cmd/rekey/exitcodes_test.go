@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -197,4 +198,23 @@ func TestMigrateObjectStoreStoppedAfterLockExitsThree(t *testing.T) {
 		t.Fatal("the run never took the lock: the fault was not injected")
 	}
 	t.Log(stderr)
+}
+
+// With --log-format json the line that says why rekey stopped is a JSON log line too, carrying
+// the exit code, so a log pipeline reading rekey's JSON does not get one plain line at the end.
+func TestFinalErrorIsJSONWithJSONLogs(t *testing.T) {
+	code, _, stderr := runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=10",
+		"--out", filepath.Join(t.TempDir(), "out"), "--regions", "0", "--log-format", "json")
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	var last struct {
+		Level    string `json:"level"`
+		Msg      string `json:"msg"`
+		ExitCode int    `json:"exit_code"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+		t.Fatalf("the last line is not JSON (%v):\n%s", err, stderr)
+	}
+	if code != exitUsage || last.Level != "error" || last.ExitCode != exitUsage || !strings.Contains(last.Msg, "--regions 0") {
+		t.Fatalf("exit %d, last line %+v", code, last)
+	}
 }

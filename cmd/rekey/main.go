@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"strconv"
@@ -111,8 +112,22 @@ Sources: file:PATH (CSV, JSON Lines), gen:NAME, cassandra://hosts/keyspace/table
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "rekey:", escapeLines(err.Error()))
-	return exitCode(cmd, err, ran)
+	code := exitCode(cmd, err, ran)
+	printFinalError(os.Stderr, g.logFormat, err, code)
+	return code
+}
+
+// printFinalError writes the error that ends the process: a plain "rekey: ..." line, or with
+// --log-format json one JSON log line (level, msg, exit_code), so a log pipeline that reads
+// rekey's JSON logs also gets the line that says why it stopped.
+func printFinalError(w io.Writer, format string, err error, code int) {
+	if format != "json" {
+		fmt.Fprintln(w, "rekey:", escapeLines(err.Error()))
+		return
+	}
+	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	core := zapcore.NewCore(enc, zapcore.AddSync(w), zapcore.ErrorLevel)
+	zap.New(core).Error(err.Error(), zap.Int("exit_code", code))
 }
 
 // exitCode is the one place an error becomes the process's exit code. A command chooses its
