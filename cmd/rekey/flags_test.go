@@ -83,3 +83,13 @@ func TestOutRefusesUnknownSchemes(t *testing.T) {
 		t.Errorf("created %s", entries[0].Name())
 	}
 }
+
+// verify --help names the password variable of each SQL target it reads.
+func TestVerifyHelpNamesBothPasswordVariables(t *testing.T) {
+	out := mustRun(t, "verify", "--help")
+	for _, v := range []string{"REKEY_LINDORM_PASSWORD", "REKEY_MYSQL_PASSWORD"} {
+		if !strings.Contains(out, v) {
+			t.Errorf("verify --help does not name %s:\n%s", v, out)
+		}
+	}
+}

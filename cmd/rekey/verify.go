@@ -100,11 +100,13 @@ When the source has several rows with one key, the last one is compared (the las
 Lindorm), and the rows it replaces are counted as "rows overwritten".
 
 TARGET is
-  DIR                      the --out folder of rekey migrate: the data files its manifest.json lists
-                           (or, for a run that has not finished, its checkpoint.json), Parquet or CSV
+  DIR                      the --out folder of rekey migrate: every data file under its data/, as
+                           the bulk load reads them (a file manifest.json, or for a run that has not
+                           finished checkpoint.json, does not list is named, its rows extra), Parquet or CSV
   lindorm://USER@HOST:33060/DATABASE, mysql://USER@HOST:PORT/DATABASE
                            the table, read by key in batches (Lindorm: 2,000 keys per multi-get);
-                           the password comes from REKEY_LINDORM_PASSWORD
+                           the password comes from REKEY_LINDORM_PASSWORD (lindorm://) or
+                           REKEY_MYSQL_PASSWORD (mysql://), never from the URI
 
 --sample picks keys by a hash of the key, so repeated runs check the same rows, and every row of a
 key or none: --sample 1% checks the keys whose hash falls in 1% of the hash space, --sample 10000
