@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 
@@ -69,13 +70,35 @@ func addCassandraReadFlags(fs *pflag.FlagSet, shards bool) {
 	}
 }
 
-// checkShardSource refuses --shard for a source that cannot read a share of its input: only a
-// Cassandra table's token ranges are sharded, any other source would be read whole by every shard.
-func checkShardSource(source string) error {
-	if cassandraOpts.shard == "" || isCassandraURI(source) {
+// checkCassandraFlags refuses the Cassandra-only flags for a source that is not a Cassandra
+// table, which would otherwise ignore them: --shard (every shard of a file would read all of it,
+// and merge would combine full copies), --rate, the credentials and the TLS options.
+func checkCassandraFlags(source string) error {
+	if isCassandraURI(source) {
 		return nil
 	}
-	return fmt.Errorf("--shard %s: only a Cassandra source (cassandra://...) is read in shards; every shard of %s would read all of it, and merge would combine full copies: migrate it in one run, without --shard", cassandraOpts.shard, sourceuri.Redact(source))
+	o := cassandraOpts
+	if o.shard != "" {
+		return fmt.Errorf("--shard %s: only a Cassandra source (cassandra://...) is read in shards; every shard of %s would read all of it, and merge would combine full copies: migrate it in one run, without --shard", o.shard, sourceuri.Redact(source))
+	}
+	set := map[string]bool{"--rate": o.rate != 0, "--cassandra-user": o.user != "", "--cassandra-password-file": o.passwordFile != "",
+		"--cassandra-tls": o.tls, "--cassandra-ca": o.caFile != "", "--cassandra-cert": o.certFile != "", "--cassandra-key": o.keyFile != "",
+		"--cassandra-server-name": o.serverName != "", "--cassandra-tls-skip-verify": o.skipVerify}
+	var given []string
+	for name, ok := range set {
+		if ok {
+			given = append(given, name)
+		}
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	sort.Strings(given)
+	what := "no --source"
+	if source != "" {
+		what = "the source " + sourceuri.Redact(source)
+	}
+	return fmt.Errorf("%s: Cassandra sources only (cassandra://...), and %s is not one: leave %s out", strings.Join(given, ", "), what, map[bool]string{true: "them", false: "it"}[len(given) > 1])
 }
 
 func isCassandraURI(uri string) bool { return strings.HasPrefix(uri, "cassandra://") }

@@ -53,6 +53,9 @@ func (pf *planFlags) plan(cmd *cobra.Command, g *globalFlags, loaded func(*trans
 	if err != nil {
 		return nil, pipeline.RegionPlan{}, exitWith(2, err)
 	}
+	if err := checkCassandraFlags(pf.source); err != nil {
+		return nil, pipeline.RegionPlan{}, exitWith(2, err)
+	}
 	prog, err := loadProgramFor(pf.mapping, pf.source, 0, pf.regions, logger)
 	if err != nil {
 		return nil, pipeline.RegionPlan{}, err

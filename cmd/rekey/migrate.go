@@ -172,7 +172,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	if err != nil {
 		return exitWith(2, err)
 	}
-	if err := checkShardSource(f.source); err != nil {
+	if err := checkCassandraFlags(f.source); err != nil {
 		return exitWith(2, err)
 	}
 	if sqlsink.IsURI(f.out) {

@@ -135,6 +135,9 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 		}
 		queries = append(queries, pq)
 	}
+	if err := checkCassandraFlags(f.source); err != nil {
+		return exitWith(2, err)
+	}
 	prog, err := loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
 		return err

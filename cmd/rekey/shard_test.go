@@ -39,3 +39,32 @@ func TestShardRefusedForSourcesThatCannotShard(t *testing.T) {
 		t.Fatalf("merge of two runs of one file: exit %d\n%s%s", code, stdout, errs)
 	}
 }
+
+// The other Cassandra-only flags (--rate, credentials, TLS) were ignored for any other source: a
+// --rate meant to protect a cluster did nothing on a file. They are refused, naming the flags.
+func TestCassandraFlagsRefusedForOtherSources(t *testing.T) {
+	dir := t.TempDir()
+	csv := bigOrdersCSV(t, dir, 20)
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"migrate", "-m", mapping, "--source", "file:" + csv, "--out", filepath.Join(dir, "o1"), "--rate", "100", "--progress", "never"}, "--rate: Cassandra sources only"},
+		{[]string{"migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", filepath.Join(dir, "o2"), "--cassandra-tls", "--cassandra-user", "u", "--progress", "never"}, "--cassandra-tls, --cassandra-user: Cassandra sources only"},
+		{[]string{"report", "-m", mapping, "--source", "file:" + csv, "--rate", "5", "--progress", "never"}, "--rate: Cassandra sources only"},
+		{[]string{"check", "-m", mapping, "--cassandra-ca", "ca.pem"}, "and no --source is not one"},
+	} {
+		code, _, errs := runCLI(t, c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d, %s", strings.Join(c.args, " "), code, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "o1")); !os.IsNotExist(err) {
+		t.Errorf("the refused run made its --out (%v)", err)
+	}
+	code, _, errs := runCLI(t, "verify", "-m", mapping, "--source", "file:"+csv, "--target", filepath.Join(dir, "o1"), "--rate", "5")
+	if code != exitVerifyFailed || !strings.Contains(errs, "--rate: Cassandra sources only") {
+		t.Errorf("verify --rate with a file: exit %d, %s", code, errs)
+	}
+}

@@ -183,6 +183,9 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 		return verifyFailed(err)
 	}
 	setMemoryBudget(memory)
+	if err := checkCassandraFlags(f.source); err != nil {
+		return verifyFailed(err)
+	}
 	prog, err := loadProgramFor(f.mapping, f.source, f.workers, 0, logger)
 	if err != nil {
 		return verifyFailed(err)
