@@ -315,6 +315,12 @@ func (s *statements) appendLiteral(dst []byte, col pipeline.Column, v pipeline.V
 		bits := 64
 		if col.Type == pipeline.TypeFloat {
 			bits = 32
+			if math.Abs(float64(float32(f))) == math.MaxFloat32 {
+				// its shortest form, 3.4028235e+38, read as a double is above the largest FLOAT:
+				// MySQL and MariaDB refuse it as out of range; the exact value is not
+				bits = 64
+				f = float64(float32(f))
+			}
 		}
 		return strconv.AppendFloat(dst, f, 'g', -1, bits), nil
 	case pipeline.TypeDecimal:
