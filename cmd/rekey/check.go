@@ -173,6 +173,12 @@ bytes as Lindorm does: utf8mb4_bin would make 'a' and 'a ' one key), without spl
 			switch dialect {
 			case "lindorm":
 			case "mysql", "mariadb":
+				// a MySQL table has no split keys: the flags that shape them do not apply
+				for _, name := range []string{"regions", "source"} {
+					if cmd.Flags().Changed(name) {
+						return exitWith(exitUsage, fmt.Errorf("--%s shapes Lindorm's split keys, which a --dialect %s table does not have: leave it out", name, dialect))
+					}
+				}
 				prog, err := loadProgram(pf.mapping)
 				if err != nil {
 					return err

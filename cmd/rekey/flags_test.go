@@ -93,3 +93,15 @@ func TestVerifyHelpNamesBothPasswordVariables(t *testing.T) {
 		}
 	}
 }
+
+// rekey ddl --dialect mysql|mariadb has no split keys: --regions and --source, which shape them,
+// are refused instead of ignored.
+func TestDDLForMySQLRefusesSplitKeyFlags(t *testing.T) {
+	for _, extra := range [][]string{{"--regions", "8"}, {"--source", "gen:orders?rows=10"}} {
+		args := append([]string{"ddl", "-m", "../../mappings/orders.yaml", "--dialect", "mariadb"}, extra...)
+		code, _, errs := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(errs, extra[0]+" shapes Lindorm's split keys") {
+			t.Errorf("%s: exit %d, %s", strings.Join(args, " "), code, errs)
+		}
+	}
+}
