@@ -263,9 +263,19 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 	r.metrics.setState("joining")
 	log.Info("joining consumer group", zap.String("group", r.cfg.Kafka.Group), zap.String("topic", r.cfg.Kafka.Topic))
 	var lastErr string
+	joinLimit := r.unhealthyAfter()
+	joinDeadline := time.Now().Add(joinLimit)
 	for {
-		gen, err := cg.Next(nextCtx)
+		// a join that outlasts every timeout the broker applies waits for something that will
+		// not come: fail, saying what the broker reports, rather than sit in "joining"
+		jctx, cancelJoin := context.WithDeadline(nextCtx, joinDeadline)
+		gen, err := cg.Next(jctx)
+		cancelJoin()
 		if err != nil {
+			if nextCtx.Err() == nil && jctx.Err() != nil {
+				r.metrics.setState("failed")
+				return r.joinStuck(ctx, joinLimit)
+			}
 			if nextCtx.Err() != nil || errors.Is(err, kafkago.ErrGroupClosed) {
 				break
 			}
@@ -285,6 +295,7 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 			break
 		}
 		r.metrics.setState("joining")
+		joinDeadline = time.Now().Add(joinLimit)
 	}
 	if ctx.Err() != nil {
 		r.metrics.setState("failed")
@@ -293,6 +304,21 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 	r.metrics.setState("stopped")
 	log.Info("replication stopped: rolls committed, offsets committed, group left")
 	return nil
+}
+
+// joinStuck is the error of a join that took longer than limit, with the group as the broker
+// describes it.
+func (r *Replicator) joinStuck(ctx context.Context, limit time.Duration) error {
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	group, err := r.cfg.Kafka.DescribeGroup(dctx)
+	if err != nil {
+		group = "not known: " + err.Error()
+	}
+	g := r.cfg.Group
+	return fmt.Errorf("consumer group %s: no partitions assigned after joining for %s (2 x session timeout %s + rebalance timeout %s); the broker reports the group: %s. "+
+		"A member killed while joining, or a member that stopped heartbeating, can hold the group's rebalance: restart this member; if it fails again, check the members listed (and stop strays), or the broker's coordinator",
+		r.cfg.Kafka.Group, limit, g.SessionTimeout, g.RebalanceTimeout, group)
 }
 
 // leaveGroup closes the consumer group, waiting at most Group.LeaveTimeout: kafka-go's Close

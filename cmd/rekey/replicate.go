@@ -301,6 +301,10 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		}
 		return exitWith(exitInterrupted, errors.New("aborted: the open rolls were discarded and will be replayed by the next run"))
 	}
+	var gap *kafka.GapError
+	if errors.As(runErr, &gap) { // the same command stops again: the error says what to do
+		return exitWith(exitFailed, fmt.Errorf("replication stopped: %w", runErr))
+	}
 	return exitWith(exitFailed, fmt.Errorf("replication failed: %w\nthe files and offsets committed so far are consistent; run the same command to continue", runErr))
 }
 

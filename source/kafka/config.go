@@ -384,3 +384,30 @@ func sortOffsets(o []PartitionOffsets) {
 
 // Stream names a partition's stream in batches, rejects and salts: "topic/3".
 func Stream(topic string, partition int) string { return topic + "/" + strconv.Itoa(partition) }
+
+// DescribeGroup says what the broker reports of the consumer group: its state
+// (PreparingRebalance, CompletingRebalance, Stable, Empty, Dead) and its members.
+func (c *Config) DescribeGroup(ctx context.Context) (string, error) {
+	cl, tr, err := c.Client()
+	if err != nil {
+		return "", err
+	}
+	defer tr.CloseIdleConnections()
+	resp, err := cl.DescribeGroups(ctx, &kafkago.DescribeGroupsRequest{GroupIDs: []string{c.Group}})
+	if err != nil {
+		return "", fmt.Errorf("kafka: describe consumer group %s: %w", c.Group, err)
+	}
+	if len(resp.Groups) != 1 {
+		return "", fmt.Errorf("kafka: describe consumer group %s: %d groups in the answer", c.Group, len(resp.Groups))
+	}
+	g := resp.Groups[0]
+	if g.Error != nil {
+		return "", fmt.Errorf("kafka: describe consumer group %s: %w", c.Group, g.Error)
+	}
+	members := make([]string, 0, len(g.Members))
+	for _, m := range g.Members {
+		members = append(members, fmt.Sprintf("%s (client %s, host %s)", m.MemberID, m.ClientID, m.ClientHost))
+	}
+	sort.Strings(members)
+	return fmt.Sprintf("state %s, %d members: %s", g.GroupState, len(members), strings.Join(members, ", ")), nil
+}
