@@ -8,9 +8,10 @@ import (
 
 // PlainSQLText tells whether s can be written as the SQL literal 's' (quotes doubled) and read
 // back as s by any MySQL-protocol client and server: valid UTF-8 with no backslash and no control
-// character. A backslash is an escape unless the session has NO_BACKSLASH_ESCAPES, so 'a\''
-// is a complete literal under one rule and an open one under the other; the mysql client
-// refuses a NUL outside --binary-mode. Otherwise it says what s holds that cannot be.
+// character. A backslash is an escape unless the session has NO_BACKSLASH_ESCAPES, so a literal
+// of a backslash followed by a doubled quote is complete under one rule and open under the
+// other; the mysql client refuses a NUL outside --binary-mode. Otherwise it says what s holds
+// that cannot be.
 func PlainSQLText(s string) (ok bool, why string) {
 	for i := 0; i < len(s); {
 		c := s[i]

@@ -510,7 +510,7 @@ func (d *decoder) target(n *yaml.Node) {
 				d.ps.add("target.options."+p.key, p.k.Line, "%s comes from the regions: section (the region plan), not from options", p.key)
 			}
 			if ok, why := pipeline.PlainSQLText(s); !ok {
-				d.ps.add("target.options."+p.key, p.k.Line, "the value holds %s: ddl.sql writes option values as quoted strings, which must read the same with and without backslash escapes", why)
+				d.ps.add("target.options."+p.key, p.k.Line, "the value holds %s: ddl.sql writes option values as quoted strings, which must read the same with and without backslash escapes: write the value without it", why)
 			}
 			t.Options = append(t.Options, [2]string{p.key, s})
 		}

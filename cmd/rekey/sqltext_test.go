@@ -14,9 +14,13 @@ import (
 
 // Split keys are quantiles of the data's first key column: ddl.sql must not let a value run
 // SQL, whatever the escape rules of the client that applies it. Rows whose first column was
-// m\'); DROP TABLE canary; --  gave WITH (SPLITKEYS='m\''); DROP TABLE canary; -- '), and the
-// client, backslash escapes on, ran the DROP. MariaDB refuses Lindorm's WITH (...) clause, so the
-// client runs with --force, going on past it as it would past a statement Lindorm accepted.
+// m\'); DROP TABLE canary; --  gave
+//
+//	WITH (SPLITKEYS='m\''); DROP TABLE canary; -- ');
+//
+// and the client, backslash escapes on, ran the DROP. MariaDB refuses Lindorm's WITH (...)
+// clause, so the client runs with --force, going on past it as it would past a statement
+// Lindorm accepted.
 func TestDDLRunsNoSQLFromSplitKeys(t *testing.T) {
 	if !mysqltest.MariaDBAvailable() {
 		t.Skip("needs MariaDB")

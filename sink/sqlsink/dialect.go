@@ -38,8 +38,9 @@ import (
 // Statements carry their values as literals rather than placeholders: go-sql-driver's client-side
 // interpolation writes bytes as _binary'..', a MySQL introducer Lindorm does not document, and
 // server-side prepares cost a round trip per statement shape; literals also cost no allocation
-// per value. Literals: VARCHAR/JSON quoted (backslash escapes unless the session has
-// NO_BACKSLASH_ESCAPES); integers; FLOAT/DOUBLE in shortest round-trip form; DECIMAL at the
+// per value. Literals: VARCHAR/JSON quoted with backslash escapes (every MySQL connection sets
+// its sql_mode without NO_BACKSLASH_ESCAPES when it opens, so a server whose mode changes under
+// a run cannot change what a literal means; Lindorm's sessions take them by default); integers; FLOAT/DOUBLE in shortest round-trip form; DECIMAL at the
 // column's scale; BOOLEAN TRUE/FALSE; TIMESTAMP 'yyyy-mm-dd hh:mm:ss.SSS' and DATE 'yyyy-mm-dd'
 // in UTC, read by the session in UTC because every connection sets time_zone='+00:00';
 // VARBINARY X'hex'.
@@ -81,11 +82,10 @@ type statements struct {
 	selectHead string // "SELECT a, b FROM t WHERE "
 	keyEq      []string
 	keyList    string // "(k1, k2)" or "k1"
-	backslash  bool   // string literals use backslash escapes (the session has no NO_BACKSLASH_ESCAPES)
 }
 
-func newStatements(d *Dialect, schema pipeline.TargetSchema, backslash bool) *statements {
-	s := &statements{d: d, schema: schema, backslash: backslash}
+func newStatements(d *Dialect, schema pipeline.TargetSchema) *statements {
+	s := &statements{d: d, schema: schema}
 	t := d.Ident(schema.Table)
 	cols := make([]string, len(schema.Columns))
 	for i, c := range schema.Columns {
@@ -335,19 +335,10 @@ func (s *statements) appendLiteral(dst []byte, col pipeline.Column, v pipeline.V
 
 const hexDigits = "0123456789abcdef"
 
-// appendQuoted appends a string literal. With backslash escapes (MySQL's and Lindorm's default)
-// the characters MySQL's own client library escapes are escaped; without, only quotes double.
+// appendQuoted appends a string literal with backslash escapes: the characters MySQL's own
+// client library escapes are escaped (the session takes backslash escapes: see driverConfig).
 func (s *statements) appendQuoted(dst []byte, t string) []byte {
 	dst = append(dst, '\'')
-	if !s.backslash {
-		for i := 0; i < len(t); i++ {
-			if t[i] == '\'' {
-				dst = append(dst, '\'')
-			}
-			dst = append(dst, t[i])
-		}
-		return append(dst, '\'')
-	}
 	for i := 0; i < len(t); i++ {
 		switch c := t[i]; c {
 		case 0:

@@ -153,9 +153,9 @@ func (w *Writer) connect(ctx context.Context) error {
 	db.SetConnMaxIdleTime(w.cfg.ConnMaxLifetime)
 	backoff := w.cfg.BackoffMin
 	for attempt := 0; ; attempt++ {
-		backslash, err := checkServer(ctx, db, t, w.cfg.Schema)
+		err := checkServer(ctx, db, t, w.cfg.Schema)
 		if err == nil {
-			w.db, w.st = db, newStatements(t.Dialect, w.cfg.Schema, backslash)
+			w.db, w.st = db, newStatements(t.Dialect, w.cfg.Schema)
 			return nil
 		}
 		var ne net.Error
@@ -177,9 +177,9 @@ func (w *Writer) connect(ctx context.Context) error {
 	}
 }
 
-// checkServer pings the server, reads whether string literals take backslash escapes, and
-// checks the table against the schema (ErrTableMismatch).
-func checkServer(ctx context.Context, db *sql.DB, t *Target, schema pipeline.TargetSchema) (backslash bool, err error) {
+// checkServer pings the server, checks that the session takes backslash escapes, and checks
+// the table against the schema (ErrTableMismatch).
+func checkServer(ctx context.Context, db *sql.DB, t *Target, schema pipeline.TargetSchema) error {
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
@@ -191,26 +191,30 @@ func checkServer(ctx context.Context, db *sql.DB, t *Target, schema pipeline.Tar
 		if errors.As(err, &me) && strings.Contains(strings.ToLower(me.Message), "time_zone") {
 			hint = " (the server refused SET time_zone='+00:00': Lindorm needs LindormTable 2.7.6 or later for it; without it TIMESTAMP values would shift by the session's zone)"
 		}
-		return false, fmt.Errorf("connect to %s: %w%s", t.Redacted, err, hint)
+		return fmt.Errorf("connect to %s: %w%s", t.Redacted, err, hint)
 	}
-	if backslash, err = backslashEscapes(ctx, db, t.Dialect); err != nil {
-		return false, err
+	if err := checkBackslashEscapes(ctx, db, t.Dialect); err != nil {
+		return err
 	}
-	return backslash, CheckTable(ctx, db, t.Dialect, t.Database, schema)
+	return CheckTable(ctx, db, t.Dialect, t.Database, schema)
 }
 
-// backslashEscapes tells whether string literals take backslash escapes: yes unless the
-// session's sql_mode has NO_BACKSLASH_ESCAPES (MySQL). Lindorm's default escapes too (its
-// SQL_MODE variable is documented from 2.8.4.8 on, and rekey never sets it).
-func backslashEscapes(ctx context.Context, db *sql.DB, d *Dialect) (bool, error) {
+// checkBackslashEscapes refuses a MySQL session with NO_BACKSLASH_ESCAPES: every connection sets
+// its sql_mode without it (sessionSQLMode), and the statements' literals rely on that. Lindorm's
+// sessions take backslash escapes by default (its SQL_MODE variable is documented from 2.8.4.8
+// on; UNCERTAIN whether it can turn them off), and rekey does not set it there.
+func checkBackslashEscapes(ctx context.Context, db *sql.DB, d *Dialect) error {
 	if d != MySQL {
-		return true, nil
+		return nil
 	}
 	var mode string
 	if err := db.QueryRowContext(ctx, "SELECT @@SESSION.sql_mode").Scan(&mode); err != nil {
-		return false, fmt.Errorf("read sql_mode: %w", err)
+		return fmt.Errorf("read sql_mode: %w", err)
 	}
-	return !strings.Contains(strings.ToUpper(mode), "NO_BACKSLASH_ESCAPES"), nil
+	if strings.Contains(strings.ToUpper(mode), "NO_BACKSLASH_ESCAPES") {
+		return fmt.Errorf("the session's sql_mode %q still has NO_BACKSLASH_ESCAPES after rekey set it without: rekey's string literals need backslash escapes; report this with the server's version", mode)
+	}
+	return nil
 }
 
 // Table is the table written.

@@ -102,7 +102,7 @@ func TestStatementsPerDialect(t *testing.T) {
 			"DELETE FROM `order` WHERE (`pk`, `ts`) IN (('a\\'b','2023-11-14 22:13:20.123'))",
 			"SELECT `pk`, `ts`, `v` FROM `order` WHERE (`pk`, `ts`) IN (('a\\'b','2023-11-14 22:13:20.123'))"},
 	} {
-		st := newStatements(tc.d, s, true)
+		st := newStatements(tc.d, s)
 		tup, rerr := st.appendRow(nil, row)
 		if rerr != nil {
 			t.Fatal(rerr)
@@ -122,11 +122,6 @@ func TestStatementsPerDialect(t *testing.T) {
 		if got := st.lookup([][]byte{key}); got != tc.get {
 			t.Errorf("%s lookup:\n got %s\nwant %s", tc.d.Name, got, tc.get)
 		}
-	}
-	// without backslash escapes, only quotes double
-	st := newStatements(MySQL, s, false)
-	if got, _ := st.appendLiteral(nil, s.Columns[0], pipeline.Text(`a\'b`)); string(got) != `'a\''b'` {
-		t.Errorf("NO_BACKSLASH_ESCAPES literal: %s", got)
 	}
 }
 
@@ -169,7 +164,7 @@ func TestWriteReadsBackEveryType(t *testing.T) {
 // readAll reads a table through the lookup's decoding, keyed by keyString of the key values.
 func readAll(t *testing.T, db *sql.DB, schema pipeline.TargetSchema) map[string][]pipeline.Value {
 	t.Helper()
-	st := newStatements(MySQL, schema, true)
+	st := newStatements(MySQL, schema)
 	rows, err := db.Query(strings.TrimSuffix(st.selectHead, " WHERE "))
 	if err != nil {
 		t.Fatal(err)
@@ -753,7 +748,7 @@ func TestClassify(t *testing.T) {
 // BenchmarkAppendRow renders rows of every type as an upsert's tuples (the per-row work of Write).
 func BenchmarkAppendRow(b *testing.B) {
 	schema := testSchema()
-	st := newStatements(MySQL, schema, true)
+	st := newStatements(MySQL, schema)
 	rows := make([][]pipeline.Value, 64)
 	for i := range rows {
 		rows[i] = testRow(i)
@@ -769,4 +764,75 @@ func BenchmarkAppendRow(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// Literals must suit the session of the connection that runs them. MariaDB restarted with
+// NO_BACKSLASH_ESCAPES under a running writer: its new connections (reconnects, the lifetime's
+// rotation) used to get literals escaped for the mode read at Open, so the quote of a crafted
+// value closed its literal, a row of the value's making was inserted, the rows after it in the
+// statement were commented out, and the write still succeeded.
+func TestLiteralsSuitEveryConnectionsSQLMode(t *testing.T) {
+	srv := mysqltest.OwnMariaDB(t)
+	schema := pipeline.TargetSchema{Table: "ev", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "name", Type: pipeline.TypeVarchar, KeyPos: -1},
+		{Name: "n", Type: pipeline.TypeInteger, KeyPos: -1}}}
+	srv.Exec(t, MySQLDDL(schema, KeyCollations[srv.DDLDialect()]))
+	const crafted = "x',0),(0x6576696c,0x70776e6564,77)#" // ('evil','pwned',77), then a comment to the end
+	names := []string{`x\',0),(0x6576696c,0x70776e6564,77)#`, "x'\n", `a\b`, `c:\dir\`, "it's", "line\nbreak", `\\'`, "\x00\x1a\r"}
+	row := func(i int) []pipeline.Value {
+		name := names[i%len(names)]
+		if i >= 40 && i < 80 { // plain text around one crafted value: nothing but it could break the statement
+			name = fmt.Sprintf("n%d", i)
+			if i == 50 {
+				name = crafted
+			}
+		}
+		return []pipeline.Value{pipeline.Text(fmt.Sprintf("k%03d", i)), pipeline.Text(name), pipeline.Int(int64(i))}
+	}
+	batch := func(from, to int) []pipeline.Row {
+		var rows []pipeline.Row
+		for i := from; i < to; i++ {
+			rows = append(rows, pipeline.Row{Values: row(i)})
+		}
+		return rows
+	}
+	w := openWriter(t, srv, schema, 2)
+	ctx := context.Background()
+	if err := w.Write(ctx, batch(0, 40)); err != nil {
+		t.Fatal(err)
+	}
+	srv.Restart(t, "--sql-mode=STRICT_TRANS_TABLES,NO_BACKSLASH_ESCAPES")
+	var mode string
+	if err := srv.DB(t).QueryRow("SELECT @@GLOBAL.sql_mode").Scan(&mode); err != nil || !strings.Contains(mode, "NO_BACKSLASH_ESCAPES") {
+		t.Fatalf("the restarted server's sql_mode is %q (%v)", mode, err)
+	}
+	check := func(n int) {
+		t.Helper()
+		got := readAll(t, srv.DB(t), schema)
+		for _, v := range got {
+			if !strings.HasPrefix(v[0].S, "k") {
+				t.Errorf("a row the writer was not given: %q", v)
+			}
+		}
+		for i := 0; i < n; i++ {
+			want := row(i)
+			g, ok := got[keyString(want[:1])]
+			if !ok {
+				t.Errorf("row %d (%q) missing", i, want[1].S)
+			} else if d := diffRow(schema, want, g); d != "" {
+				t.Errorf("row %d: %s", i, d)
+			}
+		}
+		if len(got) != n || w.Stats.Upserts.Load() != int64(n) {
+			t.Fatalf("%d rows in the table, %d counted as written, want %d", len(got), w.Stats.Upserts.Load(), n)
+		}
+	}
+	if err := w.Write(ctx, batch(40, 80)); err != nil {
+		t.Fatal(err)
+	}
+	check(80)
+	if err := w.Write(ctx, batch(80, 120)); err != nil {
+		t.Fatal(err)
+	}
+	check(120)
 }

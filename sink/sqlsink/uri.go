@@ -112,15 +112,26 @@ func ParseURI(raw string, getenv func(string) string) (*Target, error) {
 	return t, nil
 }
 
+// sessionSQLMode is the server's sql_mode without NO_BACKSLASH_ESCAPES, set on every MySQL
+// connection: the statements' string literals take backslash escapes (dialect.go), and a
+// server whose mode changes (a restart with another configuration) must not change what they
+// mean on the connections opened after it. The other modes stay the server's.
+const sessionSQLMode = "TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',NO_BACKSLASH_ESCAPES,', ','))"
+
 // driverConfig is the go-sql-driver configuration: UTC everywhere (the session's time_zone is
 // set on every connection, so that a TIMESTAMP or DATE literal means the same instant whatever
-// the server's default zone: Lindorm's is UTC+8), no server-side prepares (statements carry
-// their literals: see dialect.go), timeouts so that a dead front end surfaces as an error.
+// the server's default zone: Lindorm's is UTC+8), backslash escapes on every MySQL connection
+// (sessionSQLMode; the driver runs the SET on each connection it opens), no server-side
+// prepares (statements carry their literals: see dialect.go), timeouts so that a dead front end
+// surfaces as an error.
 func (t *Target) driverConfig() *mysql.Config {
 	c := mysql.NewConfig()
 	c.User, c.Passwd, c.Net, c.Addr, c.DBName = t.User, t.password, "tcp", t.Addr, t.Database
 	c.Loc = time.UTC
 	c.Params = map[string]string{"time_zone": "'+00:00'"}
+	if t.Dialect == MySQL {
+		c.Params["sql_mode"] = sessionSQLMode
+	}
 	c.Timeout = 10 * time.Second
 	c.ReadTimeout = 5 * time.Minute // a 2 MB batch on a loaded server may take a while
 	c.WriteTimeout = time.Minute

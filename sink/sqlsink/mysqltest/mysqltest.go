@@ -241,6 +241,16 @@ func (s *Server) Start(t testing.TB) {
 	waitReady(t, s, 60*time.Second)
 }
 
+// Restart kills the server and starts it again on the same data and port with extra server
+// flags after those it started with (a configuration changed under running clients, such as
+// --sql-mode=NO_BACKSLASH_ESCAPES).
+func (s *Server) Restart(t testing.TB, extra ...string) {
+	t.Helper()
+	s.Kill()
+	s.args = append(append([]string(nil), s.args...), extra...)
+	s.Start(t)
+}
+
 func (s *Server) stop() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		s.cmd.Process.Kill()
