@@ -4,16 +4,20 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
-	"net/http"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/store/s3store/s3test"
+	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
 
 // Exit code 1 means "completed, but some rows were rejected" (migrate) and "warnings" (report
@@ -197,4 +201,40 @@ func TestMigrateObjectStoreStoppedAfterLockExitsThree(t *testing.T) {
 		t.Fatal("the run never took the lock: the fault was not injected")
 	}
 	t.Log(stderr)
+}
+
+// A broker refusing the SASL password is fatal, named as such, exit 3: replicate retried the
+// group join for ever after one warning, migrate said "metadata of topic st: unexpected EOF".
+func TestKafkaWrongPasswordFailsNamed(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("SASL users are set up in kfake only")
+	}
+	c := kafkatest.Start(t, kfake.EnableSASL(), kfake.Superuser("PLAIN", "admin", "right"), kfake.SeedTopics(1, "st"))
+	t.Setenv(kafka.PasswordEnv, "wrong")
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"migrate", "-m", mapping, "--source", "kafka://" + c.Brokers[0] + "/st?sasl=plain&user=admin", "--out", filepath.Join(dir, "migrate"), "--progress", "never"},
+		{"replicate", "-m", mapping, "--source", "kafka://" + c.Brokers[0] + "/st?group=g&sasl=plain&user=admin", "--out", filepath.Join(dir, "replicate"), "--progress", "never"},
+	} {
+		type result struct {
+			code           int
+			stdout, stderr string
+		}
+		done := make(chan result, 1)
+		go func() {
+			code, stdout, stderr := runCLI(t, args...)
+			done <- result{code, stdout, stderr}
+		}()
+		var r result
+		select {
+		case r = <-done:
+		case <-time.After(time.Minute): // replicate retried for ever
+			t.Fatalf("%s with a wrong password still running after a minute", args[0])
+		}
+		want := "authentication failed for user admin at broker " + c.Brokers[0] + ": check " + kafka.PasswordEnv
+		if r.code != exitFailed || !strings.Contains(r.stderr, want) {
+			t.Errorf("%s: exit %d, want 3 and %q\n%s%s", args[0], r.code, want, r.stdout, r.stderr)
+		}
+	}
 }
