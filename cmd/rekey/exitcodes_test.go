@@ -164,6 +164,8 @@ func TestFailuresExitThreeInvalidUseTwo(t *testing.T) {
 		{"merge: --out under a regular file", []string{"merge", run, "--out", underFile}, exitFailed, underFile},
 
 		{"replicate: unknown flag", []string{"replicate", "--bogus"}, exitUsage, "--bogus"},
+		{"replicate: --out under a regular file", []string{"replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/t?group=g", "--out", underFile}, exitFailed, underFile},
+		{"replicate: --out where no folder can be made", []string{"replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/t?group=g", "--out", "/proc/rekey-out"}, exitFailed, "/proc/rekey-out"},
 		{"replicate: no group", []string{"replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/t", "--out", filepath.Join(dir, "live")}, exitUsage, "group"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

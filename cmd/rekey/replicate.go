@@ -212,6 +212,11 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 			return err
 		}
 		outDir = out.Location("")
+	} else if !toSQL {
+		// a folder that cannot be made fails the run (3), before its state is read
+		if err := os.MkdirAll(f.out, 0o755); err != nil {
+			return exitWith(exitFailed, fmt.Errorf("--out %s: create the output folder: %w", f.out, err))
+		}
 	}
 	if toSQL {
 		// a table has no regions to cut files by; the state folder keeps the rejects
@@ -301,7 +306,7 @@ func replicationPlan(ctx context.Context, f *replicateFlags, out store.Store, kc
 		st, err = replicate.LoadState(f.out)
 	}
 	if err != nil {
-		return pipeline.RegionPlan{}, exitWith(2, err)
+		return pipeline.RegionPlan{}, exitWith(exitFailed, err)
 	}
 	if st != nil {
 		if f.regions > 0 && f.regions != st.Plan.Count() {
@@ -319,7 +324,7 @@ func replicationPlan(ctx context.Context, f *replicateFlags, out store.Store, kc
 	wcfg.Start, wcfg.Max = kafka.StartEarliest, 0
 	win, err := kafka.NewWindow(ctx, wcfg, p.Source(), logger.Named("source.kafka"))
 	if err != nil {
-		return pipeline.RegionPlan{}, exitWith(2, err)
+		return pipeline.RegionPlan{}, sourceOpenExit(err)
 	}
 	plan, _, err := planRegions(ctx, p, win, f.regions)
 	return plan, err
