@@ -235,7 +235,7 @@ func TestKafkaWrongPasswordFailsNamed(t *testing.T) {
 			t.Fatalf("%s with a wrong password still running after a minute", args[0])
 		}
 		want := "authentication failed for user admin at broker " + c.Brokers[0] + ": check " + kafka.PasswordEnv
-		if r.code != exitFailed || !strings.Contains(r.stderr, want) {
+		if r.code != exitFailed || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "run the same command") {
 			t.Errorf("%s: exit %d, want 3 and %q\n%s%s", args[0], r.code, want, r.stdout, r.stderr)
 		}
 	}

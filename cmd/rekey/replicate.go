@@ -290,6 +290,8 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		return nil
 	case errors.Is(runErr, context.Canceled):
 		return exitWith(exitInterrupted, errors.New("aborted: the open rolls were discarded and will be replayed by the next run"))
+	case errors.Is(runErr, kafka.ErrAuthentication): // the same command would fail again: the error says what to fix
+		return exitWith(exitFailed, fmt.Errorf("replication failed: %w", runErr))
 	}
 	return exitWith(exitFailed, fmt.Errorf("replication failed: %w\nthe files and offsets committed so far are consistent; run the same command to continue", runErr))
 }
