@@ -279,6 +279,12 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 			if nextCtx.Err() != nil || errors.Is(err, kafkago.ErrGroupClosed) {
 				break
 			}
+			if kafka.IsAuthFailure(err) { // retrying cannot fix credentials
+				if authErr := r.cfg.Kafka.CheckAuth(ctx); authErr != nil {
+					r.metrics.setState("failed")
+					return authErr
+				}
+			}
 			if msg := err.Error(); msg != lastErr {
 				log.Warn("consumer group: retrying", zap.Error(err))
 				lastErr = msg

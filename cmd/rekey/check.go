@@ -66,7 +66,7 @@ func (pf *planFlags) plan(cmd *cobra.Command, g *globalFlags, loaded func(*trans
 	var src pipeline.Source
 	if pf.source != "" {
 		if src, err = openSource(pf.source, prog.Source(), logger); err != nil {
-			return nil, pipeline.RegionPlan{}, exitWith(2, err)
+			return nil, pipeline.RegionPlan{}, sourceOpenExit(err)
 		}
 		defer closeSource(src)
 	}

@@ -5,16 +5,20 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
-	"net/http"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/store/s3store/s3test"
+	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
 
 // Exit code 1 means "completed, but some rows were rejected" (migrate) and "warnings" (report
@@ -161,6 +165,8 @@ func TestFailuresExitThreeInvalidUseTwo(t *testing.T) {
 		{"merge: --out under a regular file", []string{"merge", run, "--out", underFile}, exitFailed, underFile},
 
 		{"replicate: unknown flag", []string{"replicate", "--bogus"}, exitUsage, "--bogus"},
+		{"replicate: --out under a regular file", []string{"replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/t?group=g", "--out", underFile}, exitFailed, underFile},
+		{"replicate: --out where no folder can be made", []string{"replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/t?group=g", "--out", "/proc/rekey-out"}, exitFailed, "/proc/rekey-out"},
 		{"replicate: no group", []string{"replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/t", "--out", filepath.Join(dir, "live")}, exitUsage, "group"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -216,5 +222,41 @@ func TestFinalErrorIsJSONWithJSONLogs(t *testing.T) {
 	}
 	if code != exitUsage || last.Level != "error" || last.ExitCode != exitUsage || !strings.Contains(last.Msg, "--regions 0") {
 		t.Fatalf("exit %d, last line %+v", code, last)
+	}
+}
+
+// A broker refusing the SASL password is fatal, named as such, exit 3: replicate retried the
+// group join for ever after one warning, migrate said "metadata of topic st: unexpected EOF".
+func TestKafkaWrongPasswordFailsNamed(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("SASL users are set up in kfake only")
+	}
+	c := kafkatest.Start(t, kfake.EnableSASL(), kfake.Superuser("PLAIN", "admin", "right"), kfake.SeedTopics(1, "st"))
+	t.Setenv(kafka.PasswordEnv, "wrong")
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"migrate", "-m", mapping, "--source", "kafka://" + c.Brokers[0] + "/st?sasl=plain&user=admin", "--out", filepath.Join(dir, "migrate"), "--progress", "never"},
+		{"replicate", "-m", mapping, "--source", "kafka://" + c.Brokers[0] + "/st?group=g&sasl=plain&user=admin", "--out", filepath.Join(dir, "replicate"), "--progress", "never"},
+	} {
+		type result struct {
+			code           int
+			stdout, stderr string
+		}
+		done := make(chan result, 1)
+		go func() {
+			code, stdout, stderr := runCLI(t, args...)
+			done <- result{code, stdout, stderr}
+		}()
+		var r result
+		select {
+		case r = <-done:
+		case <-time.After(time.Minute): // replicate retried for ever
+			t.Fatalf("%s with a wrong password still running after a minute", args[0])
+		}
+		want := "authentication failed for user admin at broker " + c.Brokers[0] + ": check " + kafka.PasswordEnv
+		if r.code != exitFailed || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "run the same command") {
+			t.Errorf("%s: exit %d, want 3 and %q\n%s%s", args[0], r.code, want, r.stdout, r.stderr)
+		}
 	}
 }

@@ -206,10 +206,8 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		return err
 	}
 	src, err := openSource(f.source, prog.Source(), logger)
-	if errors.Is(err, pipeline.ErrDamagedInput) {
-		return exitWith(exitFailed, err)
-	} else if err != nil {
-		return exitWith(exitUsage, err)
+	if err != nil {
+		return sourceOpenExit(err)
 	}
 	defer closeSource(src)
 

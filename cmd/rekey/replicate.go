@@ -220,6 +220,11 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 			return err
 		}
 		outDir = out.Location("")
+	} else if !toSQL {
+		// a folder that cannot be made fails the run (3), before its state is read
+		if err := os.MkdirAll(f.out, 0o755); err != nil {
+			return exitWith(exitFailed, fmt.Errorf("--out %s: create the output folder: %w", f.out, err))
+		}
 	}
 	if toSQL {
 		// a table has no regions to cut files by; the state folder keeps the rejects
@@ -300,6 +305,8 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 			return exitWith(exitInterrupted, errors.New("aborted: the messages whose offsets were not committed will be applied again by the next run (upserts and deletes in order: harmless)"))
 		}
 		return exitWith(exitInterrupted, errors.New("aborted: the open rolls were discarded and will be replayed by the next run"))
+	case errors.Is(runErr, kafka.ErrAuthentication): // the same command would fail again: the error says what to fix
+		return exitWith(exitFailed, fmt.Errorf("replication failed: %w", runErr))
 	}
 	var gap *kafka.GapError
 	if errors.As(runErr, &gap) { // the same command stops again: the error says what to do
@@ -320,7 +327,7 @@ func replicationPlan(ctx context.Context, f *replicateFlags, out store.Store, kc
 		st, err = replicate.LoadState(f.out)
 	}
 	if err != nil {
-		return pipeline.RegionPlan{}, exitWith(2, err)
+		return pipeline.RegionPlan{}, exitWith(exitFailed, err)
 	}
 	if st != nil {
 		if f.regions > 0 && f.regions != st.Plan.Count() {
@@ -338,7 +345,7 @@ func replicationPlan(ctx context.Context, f *replicateFlags, out store.Store, kc
 	wcfg.Start, wcfg.Max = kafka.StartEarliest, 0
 	win, err := kafka.NewWindow(ctx, wcfg, p.Source(), logger.Named("source.kafka"))
 	if err != nil {
-		return pipeline.RegionPlan{}, exitWith(2, err)
+		return pipeline.RegionPlan{}, sourceOpenExit(err)
 	}
 	plan, _, err := planRegions(ctx, p, win, f.regions)
 	return plan, err

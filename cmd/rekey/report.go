@@ -151,7 +151,7 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 	}
 	src, err := openSource(f.source, prog.Source(), logger)
 	if err != nil {
-		return exitWith(2, err)
+		return sourceOpenExit(err)
 	}
 	defer closeSource(src)
 	ctx, cancel := context.WithCancel(cmd.Context())

@@ -15,6 +15,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/gen"
+	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/transform"
 )
@@ -30,6 +31,16 @@ var sourceHelp = `where rows come from:
 ` + fileParamsHelp + `
   gen:NAME?rows=N&seed=S
                      synthetic data for demos and benchmarks (orders, logs)` + cassandraSourceHelp + kafkaSourceHelp
+
+// sourceOpenExit gives an error opening --source its exit code: damaged input and credentials a
+// server refused are failures of the run (3); anything else (a path, a URI, a flag) is invalid
+// use (2).
+func sourceOpenExit(err error) error {
+	if errors.Is(err, pipeline.ErrDamagedInput) || errors.Is(err, kafka.ErrAuthentication) {
+		return exitWith(exitFailed, err)
+	}
+	return exitWith(exitUsage, err)
+}
 
 // openSource turns a --source URI into a pipeline.Source reading the mapping's source columns.
 func openSource(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {

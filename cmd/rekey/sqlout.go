@@ -72,10 +72,8 @@ func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *
 	}
 	defer w.Close()
 	src, err := openSource(f.source, prog.Source(), logger)
-	if errors.Is(err, pipeline.ErrDamagedInput) {
-		return exitWith(exitFailed, err)
-	} else if err != nil {
-		return exitWith(exitUsage, err)
+	if err != nil {
+		return sourceOpenExit(err)
 	}
 	defer closeSource(src)
 	state := f.sql.stateDir(target, w.Table())

@@ -332,7 +332,51 @@ func (c *Config) Offsets(ctx context.Context) ([]PartitionOffsets, error) {
 		return nil, err
 	}
 	defer tr.CloseIdleConnections()
-	return offsets(ctx, cl, c.Topic)
+	offs, err := offsets(ctx, cl, c.Topic)
+	if err != nil {
+		// the client reports refused credentials as "unexpected EOF": name them
+		if authErr := c.CheckAuth(ctx); authErr != nil {
+			return nil, authErr
+		}
+	}
+	return offs, err
+}
+
+// ErrAuthentication is wrapped by the error of a broker that refused the SASL credentials: a
+// wrong user, password or mechanism, which no retry can fix.
+var ErrAuthentication = errors.New("authentication failed")
+
+// CheckAuth connects to the brokers, one at a time, until one authenticates or refuses the
+// credentials: a wrong user, password or mechanism then fails the command at once with an
+// ErrAuthentication naming the user and the broker, where the metadata client reports "unexpected
+// EOF" and a consumer group retries for ever. Without SASL, or when no broker answers, it returns
+// nil: the command's own requests report unreachable brokers.
+func (c *Config) CheckAuth(ctx context.Context) error {
+	if c.SASL.Mechanism == "" {
+		return nil
+	}
+	dialer, err := c.Dialer()
+	if err != nil {
+		return err
+	}
+	for _, broker := range c.Brokers {
+		conn, err := dialer.DialContext(ctx, "tcp", broker)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		if IsAuthFailure(err) {
+			return fmt.Errorf("kafka: %w for user %s at broker %s: check %s and the mechanism (sasl=%s): %w",
+				ErrAuthentication, c.SASL.User, broker, PasswordEnv, c.SASL.Mechanism, err)
+		}
+	}
+	return nil
+}
+
+// IsAuthFailure tells whether err is a broker refusing the SASL credentials or mechanism.
+func IsAuthFailure(err error) bool {
+	return errors.Is(err, ErrAuthentication) || errors.Is(err, kafkago.SASLAuthenticationFailed) ||
+		errors.Is(err, kafkago.UnsupportedSASLMechanism) || errors.Is(err, kafkago.IllegalSASLState)
 }
 
 func offsets(ctx context.Context, cl *kafkago.Client, topic string) ([]PartitionOffsets, error) {

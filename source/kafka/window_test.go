@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,10 +224,12 @@ func TestWindowSASL(t *testing.T) {
 			if n != 1 {
 				t.Fatalf("%d records", n)
 			}
-			// a wrong password is refused
+			// a wrong password is refused, and named as such (the metadata client says "unexpected EOF")
 			cfg.SASL.Password = "wrong"
-			if _, err := kafka.NewWindow(context.Background(), cfg, schema, nil); err == nil {
-				t.Fatal("wrong password accepted")
+			_, err = kafka.NewWindow(context.Background(), cfg, schema, nil)
+			if !errors.Is(err, kafka.ErrAuthentication) || !strings.Contains(err.Error(), "authentication failed for user admin at broker "+c.Brokers[0]) ||
+				!strings.Contains(err.Error(), kafka.PasswordEnv) {
+				t.Fatalf("wrong password: %v", err)
 			}
 		})
 	}
