@@ -354,4 +354,26 @@ func TestVerifyNamesSourceRowsByLine(t *testing.T) {
 		len(r.Examples.Differ) != 1 || !strings.HasPrefix(r.Examples.Differ[0].Where, "in.csv:3; target ") {
 		t.Fatalf("verify: exit %d, examples %+v\n%s%s", code, r.Examples, stdout, stderr)
 	}
+
+	// a CSV output: its rows are named by line too (a row after one spanning two lines)
+	csvOut := filepath.Join(dir, "csvout")
+	runCLI(t, "migrate", "-m", m, "--source", "file:"+in, "--out", csvOut, "--format", "csv", "--progress", "never")
+	if man, err = lindorm.ReadManifest(csvOut); err != nil {
+		t.Fatal(err)
+	}
+	rel := man.Regions[0].Files[0].Path
+	path := filepath.Join(csvOut, filepath.FromSlash(rel))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "id,s\n1,a\n2,\"two\nlines\"\n3,b\n"; string(data) != want {
+		t.Fatalf("%s holds %q, want %q", rel, data, want)
+	}
+	writeFile(t, filepath.Dir(path), filepath.Base(path), strings.Replace(string(data), "3,b", "3,c", 1))
+	code, stdout, stderr = runCLI(t, "verify", "-m", m, "--source", "file:"+in, "--target", csvOut, "--progress", "never", "--json", jsonPath)
+	r = readVerifyJSON(t, jsonPath)
+	if code != exitDifferent || len(r.Examples.Differ) != 1 || r.Examples.Differ[0].Where != "in.csv:6; target "+rel+":5" {
+		t.Fatalf("verify of a CSV output: exit %d, examples %+v\n%s%s", code, r.Examples, stdout, stderr)
+	}
 }
