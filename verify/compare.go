@@ -389,7 +389,7 @@ func (c *comparer) judge(r *bucketResult) error {
 		case s.nt == 0:
 			r.missing++
 			r.ex.Missing = offer(r.ex.Missing, s.h, func() Example {
-				return Example{Key: c.keyCells(s.key), Where: fmt.Sprintf("source row %d", s.ord+1)}
+				return Example{Key: c.keyCells(s.key), Where: v.sourceWhere(s.ord)}
 			})
 			continue
 		case !s.matched:
@@ -412,7 +412,7 @@ func (c *comparer) judge(r *bucketResult) error {
 						diffs = append(diffs, Diff{Column: col.Name, Source: render(col, a[k]), Target: render(col, b[k])})
 					}
 				}
-				where := fmt.Sprintf("source row %d", s.ord+1)
+				where := v.sourceWhere(s.ord)
 				if v.cfg.Folder != nil {
 					where += "; target " + v.targetWhere(s.tord)
 				}

@@ -192,10 +192,14 @@ func checkManifestSchema(m *lindorm.Manifest, schema pipeline.TargetSchema) erro
 	return nil
 }
 
-// targetWhere names a target row by its ord (file index << 32 | row in the file).
+// targetWhere names a target row by its ord (file index << 32 | row in the file, from 0, or
+// for a CSV file its line, from 1).
 func (v *run) targetWhere(ord uint64) string {
 	files := v.cfg.Folder.Files
 	if i := int(ord >> 32); i < len(files) {
+		if v.cfg.Folder.Format == "csv" {
+			return fmt.Sprintf("%s:%d", files[i].Path, ord&(1<<32-1))
+		}
 		return fmt.Sprintf("%s row %d", files[i].Path, ord&(1<<32-1)+1)
 	}
 	return fmt.Sprintf("row %d", ord)

@@ -280,13 +280,13 @@ func (t *targetReader) readCSV(r store.Reader, fileIdx int) (int64, error) {
 	for {
 		ok, err := cr.next()
 		if err != nil {
-			return n, fmt.Errorf("row %d: %w", n+1, err)
+			return n, fmt.Errorf("line %d: %w", cr.line, err)
 		}
 		if !ok {
 			break
 		}
 		if len(cr.fields) != len(schema.Columns) {
-			return n, fmt.Errorf("row %d has %d fields, table %s has %d columns", n+1, len(cr.fields), schema.Table, len(schema.Columns))
+			return n, fmt.Errorf("line %d has %d fields, table %s has %d columns", cr.line, len(cr.fields), schema.Table, len(schema.Columns))
 		}
 		t.key, t.row = t.key[:0], t.row[:0]
 		for c, col := range schema.Columns {
@@ -295,10 +295,10 @@ func (t *targetReader) readCSV(r store.Reader, fileIdx int) (int64, error) {
 				dst = &t.key
 			}
 			if *dst, err = appendCSVField(*dst, col, cr.fields[c], cr.quoted[c]); err != nil {
-				return n, fmt.Errorf("row %d, column %s: %w", n+1, col.Name, err)
+				return n, fmt.Errorf("line %d, column %s: %w", cr.line, col.Name, err)
 			}
 		}
-		t.put(fileIdx, n)
+		t.put(fileIdx, cr.line) // a text file's rows are named by line, as a text editor shows them
 		n++
 		if n%readBatch == 0 {
 			t.c.RowsIn.Add(readBatch)
@@ -383,14 +383,20 @@ type csvReader struct {
 	buf    []byte
 	fields [][]byte
 	quoted []bool
+	line   int64 // the line the record read last starts at, from 1
+	lines  int64 // the lines read
 }
 
 // next reads one record; false at the end of the file.
 func (c *csvReader) next() (bool, error) {
 	c.rec = c.rec[:0]
+	c.line = c.lines + 1
 	quotes := 0
 	for {
 		line, err := c.r.ReadSlice('\n')
+		if err == nil {
+			c.lines++
+		}
 		c.rec = append(c.rec, line...)
 		quotes += bytes.Count(line, []byte{'"'})
 		if errors.Is(err, bufio.ErrBufferFull) {

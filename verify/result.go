@@ -80,8 +80,10 @@ type Example struct {
 	Key []Cell `json:"key"`
 	// Columns are the differing columns (differ), or the whole row the target holds (extra).
 	Columns []Diff `json:"columns,omitempty"`
-	// Where says where the row is: "source row 1234" (in reading order, from 1) or the target
-	// file and row ("data/region-0003/part-00000.parquet row 17").
+	// Where says where the row is, as rejects say it: the source file and line
+	// ("orders.csv:1235", the line a text editor shows), the Kafka partition and offset; and
+	// the target file and row ("data/region-0003/part-00000.parquet row 17"; a CSV file's line,
+	// "data/region-0003/part-00000.csv:18").
 	Where string `json:"where"`
 	hash  uint64
 }

@@ -201,6 +201,7 @@ type run struct {
 	digests     bool
 	only        []uint64
 	phasePrefix string
+	positions   positions // where the source rows are (the value by value comparison only)
 	res         *Result
 	notesMu     sync.Mutex
 }
@@ -234,6 +235,9 @@ func (v *run) readSource(ctx context.Context, counters *pipeline.Counters) error
 		defer close(work)
 		var ord uint64
 		for b := range batches {
+			if !v.digests { // the comparison names source rows in its examples
+				v.positions.add(&b, ord)
+			}
 			select {
 			case work <- job{b, ord}:
 			case <-ctx.Done():

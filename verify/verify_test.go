@@ -192,7 +192,7 @@ func TestLookupMissingAndDiffer(t *testing.T) {
 	if fmt.Sprint(res.DifferColumns) != fmt.Sprint(want) {
 		t.Fatalf("differ columns %v, want %v", res.DifferColumns, want)
 	}
-	if len(res.Examples.Missing) != 1 || fmt.Sprint(res.Examples.Missing[0].Key) != "[{b 3} {id 10}]" || res.Examples.Missing[0].Where != "source row 10" {
+	if len(res.Examples.Missing) != 1 || fmt.Sprint(res.Examples.Missing[0].Key) != "[{b 3} {id 10}]" || res.Examples.Missing[0].Where != "test:10" { // as rejects name it: stream:Seq
 		t.Fatalf("missing example: %+v", res.Examples.Missing)
 	}
 	var found bool

@@ -321,3 +321,59 @@ func TestVerifyAndErrorsEscapeControlCharacters(t *testing.T) {
 		t.Fatalf("an error naming a file with an escape sequence: exit %d\n%q", code, stderr)
 	}
 }
+
+// verify names a source row as rejects do: the file and the line a text editor shows, also
+// when a quoted CSV field spans lines (the row is then not line - 1).
+func TestVerifyNamesSourceRowsByLine(t *testing.T) {
+	dir := t.TempDir()
+	m := writeFile(t, dir, "m.yaml", "version: 1\nsource:\n  columns: {id: bigint, s: text}\ntarget:\n  table: t\n  primary_key: \"[id]\"\n")
+	in := writeFile(t, dir, "in.csv", "id,s\n1,a\n2,\"two\nlines\"\nbad,x\n3,b\n")
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := runCLI(t, "migrate", "-m", m, "--source", "file:"+in, "--out", out, "--progress", "never")
+	if code != exitRejects {
+		t.Fatalf("migrate: exit %d\n%s%s", code, stdout, stderr)
+	}
+	var rj pipeline.Reject
+	if err := json.Unmarshal([]byte(readLines(t, filepath.Join(out, pipeline.RejectsFile))[0]), &rj); err != nil {
+		t.Fatal(err)
+	}
+	if rj.Position != "in.csv:5" {
+		t.Fatalf("reject at %s, want in.csv:5", rj.Position)
+	}
+	man, err := lindorm.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := compileFile(t, m).Target()
+	rewriteParquet(t, filepath.Join(out, filepath.FromSlash(man.Regions[0].Files[0].Path)), schema,
+		[][]pipeline.Value{{pipeline.Int(1), pipeline.Text("a")}, {pipeline.Int(2), pipeline.Text("changed")}}) // 3 missing
+	jsonPath := filepath.Join(dir, "v.json")
+	code, stdout, stderr = runCLI(t, "verify", "-m", m, "--source", "file:"+in, "--target", out, "--progress", "never", "--json", jsonPath)
+	r := readVerifyJSON(t, jsonPath)
+	if code != exitDifferent || len(r.Examples.Missing) != 1 || r.Examples.Missing[0].Where != "in.csv:6" ||
+		len(r.Examples.Differ) != 1 || !strings.HasPrefix(r.Examples.Differ[0].Where, "in.csv:3; target ") {
+		t.Fatalf("verify: exit %d, examples %+v\n%s%s", code, r.Examples, stdout, stderr)
+	}
+
+	// a CSV output: its rows are named by line too (a row after one spanning two lines)
+	csvOut := filepath.Join(dir, "csvout")
+	runCLI(t, "migrate", "-m", m, "--source", "file:"+in, "--out", csvOut, "--format", "csv", "--progress", "never")
+	if man, err = lindorm.ReadManifest(csvOut); err != nil {
+		t.Fatal(err)
+	}
+	rel := man.Regions[0].Files[0].Path
+	path := filepath.Join(csvOut, filepath.FromSlash(rel))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "id,s\n1,a\n2,\"two\nlines\"\n3,b\n"; string(data) != want {
+		t.Fatalf("%s holds %q, want %q", rel, data, want)
+	}
+	writeFile(t, filepath.Dir(path), filepath.Base(path), strings.Replace(string(data), "3,b", "3,c", 1))
+	code, stdout, stderr = runCLI(t, "verify", "-m", m, "--source", "file:"+in, "--target", csvOut, "--progress", "never", "--json", jsonPath)
+	r = readVerifyJSON(t, jsonPath)
+	if code != exitDifferent || len(r.Examples.Differ) != 1 || r.Examples.Differ[0].Where != "in.csv:6; target "+rel+":5" {
+		t.Fatalf("verify of a CSV output: exit %d, examples %+v\n%s%s", code, r.Examples, stdout, stderr)
+	}
+}
