@@ -38,6 +38,7 @@ type replicateFlags struct {
 	metricsAddr  string
 	progress     progressFlags
 	session      time.Duration
+	rebalance    time.Duration
 	acceptGaps   bool
 	cpuProfile   string
 	memProfile   string
@@ -134,6 +135,7 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	f.progress.register(fl)
 	fl.Lookup("progress").Usage = "status on stderr: auto (a line redrawn every second on a terminal, a plain line every --progress-interval otherwise), bar (the redrawn line), plain, never"
 	fl.DurationVar(&f.session, "session-timeout", 30*time.Second, "consumer group session timeout")
+	fl.DurationVar(&f.rebalance, "rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long the broker waits for the members to rejoin (each closes its rolls first)")
 	fl.BoolVar(&f.acceptGaps, "accept-gaps", false, "continue past messages the topic deleted (retention) before they were read: logged, counted (rekey_gap_messages_total) and recorded in manifest.json (default: stop with an error)")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the run to this file")
 	fl.MarkHidden("cpu-profile")
@@ -181,6 +183,9 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	}
 	if f.rollInterval <= 0 {
 		return exitWith(2, errors.New("--roll-interval must be positive"))
+	}
+	if f.session <= 0 || f.rebalance <= 0 {
+		return exitWith(2, errors.New("--session-timeout and --rebalance-timeout must be positive"))
 	}
 	job, err := f.lts.options()
 	if err != nil {
@@ -245,6 +250,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	} else if plan, err = replicationPlan(ctx, f, out, kcfg, prog, logger); err != nil {
 		return err
 	}
+	group := replicate.GroupOptions{SessionTimeout: f.session, HeartbeatInterval: max(f.session/10, 100*time.Millisecond), RebalanceTimeout: f.rebalance}
 	r, err := replicate.New(replicate.Config{
 		SQL:          sqlCfg,
 		Kafka:        kcfg,
@@ -257,7 +263,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		RollSize:     rollSize,
 		RollInterval: f.rollInterval,
 		Memory:       memory / 4,
-		Group:        replicate.GroupOptions{SessionTimeout: f.session, HeartbeatInterval: max(f.session/10, 100*time.Millisecond)},
+		Group:        group,
 		AcceptGaps:   f.acceptGaps,
 		Version:      version,
 		Logger:       logger.Named("replicate"),
