@@ -270,9 +270,10 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 		// not come: fail, saying what the broker reports, rather than sit in "joining"
 		jctx, cancelJoin := context.WithDeadline(nextCtx, joinDeadline)
 		gen, err := cg.Next(jctx)
+		joinTimedOut := errors.Is(jctx.Err(), context.DeadlineExceeded) // before cancelJoin, which sets Canceled
 		cancelJoin()
 		if err != nil {
-			if nextCtx.Err() == nil && jctx.Err() != nil {
+			if nextCtx.Err() == nil && joinTimedOut {
 				r.metrics.setState("failed")
 				return r.joinStuck(ctx, joinLimit)
 			}
