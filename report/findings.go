@@ -177,16 +177,16 @@ func evaluate(rep *Report, strict bool) {
 		msg := fmt.Sprintf("the most frequent value of %s holds %s of the rows", name, pct(top.Share))
 		if top.Share > limit && fc.Distinct > 1 {
 			sev = SevWarning
-			msg = fmt.Sprintf("skewed first column: %s = %q holds %s of the rows; its key range stays hot however the table is split", name, top.Value, pct(top.Share))
+			msg = fmt.Sprintf("skewed first column: %s = \"%s\" holds %s of the rows; its key range stays hot however the table is split", name, top.Value, pct(top.Share))
 		}
 		add(finding("first_column_skew", sev, msg, map[string]float64{"top_share": top.Share, "top_rows_min": float64(top.RowsMin), "limit": limit}))
 	}
 	if fc.PrefixBytes > 0 && t.RowsOK > 1 && fc.Distinct > 1 && isTextType(fc.Type) {
 		pev := map[string]float64{"prefix_bytes": float64(fc.PrefixBytes), "min_bytes": float64(fc.MinBytes)}
 		if fc.PrefixBytes >= prefixBytes && 2*fc.PrefixBytes >= fc.MinBytes {
-			add(finding("first_column_prefix", SevWarning, fmt.Sprintf("every value of %s starts with %q (%d of at least %d bytes): a shared prefix clusters keys (the guide's \"column with a shared prefix\")", name, fc.CommonPrefix, fc.PrefixBytes, fc.MinBytes), pev))
+			add(finding("first_column_prefix", SevWarning, fmt.Sprintf("every value of %s starts with \"%s\" (%d of at least %d bytes): a shared prefix clusters keys (the guide's \"column with a shared prefix\")", name, fc.CommonPrefix, fc.PrefixBytes, fc.MinBytes), pev))
 		} else {
-			add(finding("first_column_prefix", SevInfo, fmt.Sprintf("every value of %s starts with %q", name, fc.CommonPrefix), pev))
+			add(finding("first_column_prefix", SevInfo, fmt.Sprintf("every value of %s starts with \"%s\"", name, fc.CommonPrefix), pev))
 		}
 	}
 	mono := max(fc.MonotonicUp, fc.MonotonicDown)

@@ -740,7 +740,7 @@ func (h *htmlWriter) keySection(rep *Report) {
 		{"monotonic (>= / <= previous row)", pct(fc.MonotonicUp) + " / " + pct(fc.MonotonicDown)},
 	}
 	if isTextType(fc.Type) {
-		fr = append(fr, [2]string{"common prefix", fmt.Sprintf("%q (%d bytes)", fc.CommonPrefix, fc.PrefixBytes)})
+		fr = append(fr, [2]string{"common prefix", fmt.Sprintf("\"%s\" (%d bytes)", fc.CommonPrefix, fc.PrefixBytes)})
 	}
 	if fc.OtherMaxShare > 0 {
 		fr = append(fr, [2]string{"any value not listed", "at most " + pct(fc.OtherMaxShare) + " of the rows"})

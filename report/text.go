@@ -230,7 +230,7 @@ func (p *printer) firstColumn(rep *Report) {
 		{"monotonic", fmt.Sprintf("%s of rows >= the previous row, %s <=", pct(fc.MonotonicUp), pct(fc.MonotonicDown))},
 	}
 	if isTextType(fc.Type) {
-		rows = append(rows, []string{"common prefix", fmt.Sprintf("%q (%d bytes)", fc.CommonPrefix, fc.PrefixBytes)})
+		rows = append(rows, []string{"common prefix", fmt.Sprintf("\"%s\" (%d bytes)", fc.CommonPrefix, fc.PrefixBytes)})
 	}
 	p.cols(rows, nil)
 	if len(fc.Top) > 0 {
@@ -244,7 +244,7 @@ func (p *printer) firstColumn(rep *Report) {
 			if i >= 5 {
 				break
 			}
-			tr = append(tr, []string{"  " + fmt.Sprintf("%q", t.Value), count(t.Rows), shareRange(t)})
+			tr = append(tr, []string{"  " + "\"" + t.Value + "\"", count(t.Rows), shareRange(t)})
 		}
 		p.cols(tr, map[int]bool{1: true, 2: true})
 	}

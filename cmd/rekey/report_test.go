@@ -225,7 +225,10 @@ target:
 	if i := strings.IndexFunc(out, func(r rune) bool { return r != '\n' && !strconv.IsPrint(r) }); i >= 0 {
 		t.Fatalf("the report prints the data's control character %q raw: ...%q...", out[i], out[max(0, i-40):min(len(out), i+40)])
 	}
-	if !strings.Contains(out, `\x1b]0;retitled\akey`) { // the region bounds
+	if !strings.Contains(out, `key \x1b]0;retitled\x07key`) { // the colliding keys
 		t.Errorf("the report does not show the key escaped:\n%s", out)
+	}
+	if strings.Contains(out, `\\x1b`) { // a value escaped, then quoted: its backslashes doubled
+		t.Errorf("the report escapes a value twice:\n%s", out)
 	}
 }
