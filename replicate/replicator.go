@@ -231,6 +231,9 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 	}
 	log := r.log
 	g := r.cfg.Group
+	// a group not left by the time Run returns (leaveGroup) may still log: past Run, to no one
+	var returned atomic.Bool
+	defer returned.Store(true)
 	cg, err := kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
 		ID:                     r.cfg.Kafka.Group,
 		Brokers:                r.cfg.Kafka.Brokers,
@@ -244,7 +247,11 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 		Timeout:                10 * time.Second,
 		WatchPartitionChanges:  true,
 		PartitionWatchInterval: 5 * time.Second,
-		ErrorLogger:            kafkago.LoggerFunc(func(f string, a ...any) { log.Debug("kafka-go: " + strings.TrimSpace(fmt.Sprintf(f, a...))) }),
+		ErrorLogger: kafkago.LoggerFunc(func(f string, a ...any) {
+			if !returned.Load() {
+				log.Debug("kafka-go: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+			}
+		}),
 	})
 	if err != nil {
 		return fmt.Errorf("consumer group: %w", err)
