@@ -89,16 +89,16 @@ func checkCanary(t *testing.T, canary string) {
 	}
 }
 
-// TestMergeRefusesPathsOutsideTheInput is issue 9, item 13: a crafted manifest.json holding
+// TestMergeRefusesPathsOutsideTheInput: before, a crafted manifest.json holding
 // {"path":"../canary.parquet"} made `rekey merge` hard-link the canary into its output, and with
-// --files move move it out of its place. Every such path is refused before any file is placed,
-// with an error naming the manifest and the path, and the canary is left alone.
+// --files move move it out of its place. Every such path is refused before any file is placed, with
+// an error naming the manifest and the path, and the canary is left alone.
 func TestMergeRefusesPathsOutsideTheInput(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		path func(canary string) string
 	}{
-		{"dotdot", func(string) string { return "../canary.parquet" }},               // the issue's repro
+		{"dotdot", func(string) string { return "../canary.parquet" }},               // the path that was linked before
 		{"absolute", func(canary string) string { return filepath.ToSlash(canary) }}, // /tmp/.../canary.parquet
 		{"data/region-dotdot", func(string) string { return "data/region-0000/../../canary.parquet" }},
 		{"backslash", func(string) string { return `data\region-0000\..\..\canary.parquet` }},
@@ -273,11 +273,11 @@ func (c *copier) CopyFrom(ctx context.Context, from store.Store, src, dst string
 	return true, c.Put(ctx, dst, data)
 }
 
-// Issue 10: merge goes through store.Store, so shards on a bucket merge into a bucket: files are
-// copied by the store when it can (no bytes through rekey), streamed otherwise, moved by removing
-// the input's object; the rejects of an input on an object store (checkpointed parts) and of a
-// local one (rejects.jsonl cut to its checkpointed length) are concatenated, and bulkload.json
-// reads the merged data/.
+// merge goes through store.Store, so shards on a bucket merge into a bucket: files are copied by
+// the store when it can (no bytes through rekey), streamed otherwise, moved by removing the input's
+// object; the rejects of an input on an object store (checkpointed parts) and of a local one
+// (rejects.jsonl cut to its checkpointed length) are concatenated, and bulkload.json reads the
+// merged data/.
 func TestMergeThroughStores(t *testing.T) {
 	ctx := context.Background()
 	for _, mode := range []merge.Mode{merge.Copy, merge.Move} {

@@ -49,10 +49,10 @@ func readParts(t *testing.T, st store.Store, folder, header string) []string {
 	return lines
 }
 
-// Issue 10: an object store cannot append, so rejects.jsonl could not be cut back to its
-// checkpointed length on resume. Rejects go out as numbered parts, one per cut, counted by the
-// checkpoint: killed at any point, and with a part committed after the last checkpoint (a kill
-// between the two), a resume leaves every reject listed once, and the replay parts likewise.
+// An object store cannot append, so rejects.jsonl could not be cut back to its checkpointed length
+// on resume. Rejects go out as numbered parts, one per cut, counted by the checkpoint: killed at
+// any point, and with a part committed after the last checkpoint (a kill between the two), a resume
+// leaves every reject listed once, and the replay parts likewise.
 func TestObjectStoreRejectsExactlyOnceAcrossResumes(t *testing.T) {
 	bad := map[int64]bool{}
 	var want []string
@@ -123,9 +123,9 @@ func TestObjectStoreRejectsExactlyOnceAcrossResumes(t *testing.T) {
 	}
 }
 
-// Issue 10: an object store has no flock; the lock is an object with an expiry that the run
-// renews. A second run is refused while it is fresh, takes it over once it is stale (a killed
-// run), and Close removes it.
+// An object store has no flock; the lock is an object with an expiry that the run renews. A second
+// run is refused while it is fresh, takes it over once it is stale (a killed run), and Close
+// removes it.
 func TestObjectStoreLock(t *testing.T) {
 	defer func(ttl, settle time.Duration) { LockTTL, lockSettle = ttl, settle }(LockTTL, lockSettle)
 	LockTTL, lockSettle = 300*time.Millisecond, 10*time.Millisecond

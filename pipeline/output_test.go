@@ -73,8 +73,8 @@ func openResume(cfg Config, mod func(*OutputSpec)) (*Output, error) {
 	return OpenOutput(spec, nil)
 }
 
-// Issue 9.3: `--resume` with another file (or the same name with other content), another
-// --format or --regions was accepted and mixed two inputs in one output marked complete.
+// Before, `--resume` with another file (or the same name with other content), another --format or
+// --regions was accepted and mixed two inputs in one output marked complete.
 func TestResumeRefusesAnotherJob(t *testing.T) {
 	id := Identity{"file": "/data/orders.csv", "size": "1000", "mtime": "2026-11-01T00:00:00Z"}
 	cfg := slowConfig(t, id)
@@ -113,8 +113,8 @@ func TestResumeRefusesAnotherJob(t *testing.T) {
 	o.Close()
 }
 
-// Issue 9.4: `--resume` trusted the checkpoint blindly: a committed file deleted or truncated
-// stayed listed and the run exited 0 claiming rows that were gone.
+// Before, `--resume` trusted the checkpoint blindly: a committed file deleted or truncated stayed
+// listed and the run exited 0 claiming rows that were gone.
 func TestResumeRefusesDamagedFiles(t *testing.T) {
 	for _, damage := range []string{"deleted", "truncated", "unreadable"} {
 		t.Run(damage, func(t *testing.T) {
@@ -148,9 +148,9 @@ func TestResumeRefusesDamagedFiles(t *testing.T) {
 	}
 }
 
-// Issue 9.9: a crash before the first checkpoint could never be resumed ("has no
-// checkpoint.json to resume from" on every retry). A run now checkpoints before it reads, and a
-// --resume that still finds no checkpoint starts over after removing the crashed run's files.
+// Before, a crash before the first checkpoint could never be resumed ("has no checkpoint.json to
+// resume from" on every retry). A run now checkpoints before it reads, and a --resume that still
+// finds no checkpoint starts over after removing the crashed run's files.
 func TestResumeWithoutCheckpointStartsOver(t *testing.T) {
 	cfg := slowConfig(t, nil)
 	cfg.CheckpointEvery = time.Hour
@@ -191,8 +191,8 @@ func TestResumeWithoutCheckpointStartsOver(t *testing.T) {
 	}
 }
 
-// Issue 9.8: two concurrent --resume on one --out hung; the second must be refused at once,
-// naming the holder.
+// Before, two concurrent --resume on one --out hung; the second must be refused at once, naming the
+// holder.
 func TestOutputIsLocked(t *testing.T) {
 	dir := t.TempDir()
 	first, err := OpenOutput(OutputSpec{Dir: dir}, nil)
@@ -211,8 +211,8 @@ func TestOutputIsLocked(t *testing.T) {
 	second.Close()
 }
 
-// Issue 9.8: with a periodic commit failing (disk full), the run hung for ever: the loop left
-// without cancelling the source, which stayed blocked sending a batch while Run waited for it.
+// Before, with a periodic commit failing (disk full), the run hung for ever: the loop left without
+// cancelling the source, which stayed blocked sending a batch while Run waited for it.
 func TestFailedPeriodicCommitEndsRun(t *testing.T) {
 	src := &seqSource{streams: 1, rows: 1_000_000, batch: 10}
 	sink := &memSink{failAfter: 2}
@@ -235,8 +235,8 @@ func TestFailedPeriodicCommitEndsRun(t *testing.T) {
 	}
 }
 
-// Issue 9.15: rejects.jsonl holds raw rows (maybe personal data) and the checkpoint names the
-// source: both are private to the run's user.
+// rejects.jsonl holds raw rows (maybe personal data) and the checkpoint names the source: both are
+// private to the run's user.
 func TestPrivateFilesMode(t *testing.T) {
 	src := &seqSource{streams: 1, rows: 100, batch: 10, bad: map[int64]bool{3: true}}
 	cfg := testConfig(t, src, &memSink{}, copyTransform{})
@@ -253,7 +253,8 @@ func TestPrivateFilesMode(t *testing.T) {
 	}
 }
 
-// Issue 11.5: `--out mysql://...` created a local folder named "mysql:".
+// An --out scheme the output cannot write to is refused: before, `--out mysql://...` created a
+// local folder named "mysql:".
 func TestOutputRefusesUnknownSchemes(t *testing.T) {
 	for _, out := range []string{"mysql://u@h:3306/db", "s3://bucket/prefix", "ftp://x"} {
 		dir := t.TempDir()
@@ -268,8 +269,8 @@ func TestOutputRefusesUnknownSchemes(t *testing.T) {
 	}
 }
 
-// Issue 11.5: the README's first command failed when run a second time ("already holds
-// files"). --overwrite replaces a previous rekey output, and never anything else.
+// Before, the README's first command failed when run a second time ("already holds files").
+// --overwrite replaces a previous rekey output, and never anything else.
 func TestOverwriteReplacesOnlyRekeyOutputs(t *testing.T) {
 	cfg := slowConfig(t, nil)
 	cfg.CheckpointEvery = 0

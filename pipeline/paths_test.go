@@ -20,7 +20,7 @@ func TestCheckRelPath(t *testing.T) {
 	}
 	for bad, why := range map[string]string{
 		"":                                      "empty",
-		"../canary.parquet":                     "climbs out", // issue 9, item 13
+		"../canary.parquet":                     "climbs out", // once linked by merge from a crafted manifest
 		"data/region-0000/../../canary.parquet": "climbs out",
 		"data/region-0000/..":                   "climbs out",
 		"..":                                    "climbs out",
@@ -37,7 +37,7 @@ func TestCheckRelPath(t *testing.T) {
 		"data/region-/part.parquet":             "region folder",
 		"data/region-00a0/part.parquet":         "region folder",
 		"checkpoint.json":                       "region folder",
-		"region-0000/part-00000.parquet":        "earlier rekey", // issue 10: data files live under data/
+		"region-0000/part-00000.parquet":        "earlier rekey", // data files live under data/
 		"data/part-00000.parquet":               "region folder",
 		"deletes/region-0000/p.sql":             "region folder",
 		"data/region-0000/a\x00b":               "NUL",

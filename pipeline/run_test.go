@@ -444,8 +444,8 @@ func (*replaySource) ReplayFile() (ReplayFile, bool) {
 	return ReplayFile{Name: ReplayPrefix + "txt", Header: "header\n"}, true
 }
 
-// Issue 11.2: rejected rows are also written in the input's own format for a replay after a fix;
-// like rejects.jsonl, the replay file holds each rejected row once across crashes and resumes.
+// Rejected rows are also written in the input's own format for a replay after a fix; like
+// rejects.jsonl, the replay file holds each rejected row once across crashes and resumes.
 func TestReplayFileExactlyOnceAcrossResumes(t *testing.T) {
 	bad := map[int64]bool{}
 	var want []string

@@ -16,10 +16,10 @@ import (
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 )
 
-// Issue 12: "TIMESTAMP key values are written as UTC strings, but Lindorm reads string
-// timestamps in the session time zone, UTC+8 by default: every delete of a key with a TIMESTAMP
-// column silently misses." The delete file sets the session's zone to UTC before its first
-// statement, so its UTC literals name the right instant in a session of any zone.
+// Before, TIMESTAMP key values were written as UTC strings, but Lindorm reads string timestamps in
+// the session time zone, UTC+8 by default: every delete of a key with a TIMESTAMP column silently
+// missed. The delete file sets the session's zone to UTC before its first statement, so its UTC
+// literals name the right instant in a session of any zone.
 func TestDeleteFileSetsUTCBeforeItsStatements(t *testing.T) {
 	h := deleteHeader("orders", 3, 2, 100)
 	set := strings.Index(h, "SET time_zone = '+00:00';\n")

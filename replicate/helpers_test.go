@@ -299,7 +299,7 @@ func checkDisk(t testing.TB, dir string, m *replicate.Manifest) {
 	}
 	ents, _ := filepath.Glob(filepath.Join(dir, "data", "region-*", "*"))
 	for _, e := range ents {
-		// issue 10: the bulk load reads data/ whole; a .sql file there would be read as data
+		// the bulk load reads data/ whole; a .sql file there would be read as data
 		if strings.HasSuffix(e, "."+replicate.DeleteExt) {
 			t.Errorf("a delete file under data/: %s", e)
 		}

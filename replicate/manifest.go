@@ -261,8 +261,8 @@ func (m *manifest) load(rev int64) error {
 	if ok {
 		path := m.st.Location(lindorm.ManifestFile)
 		for _, s := range old.Replication.Segments {
-			// the paths are carried into every manifest written from now on, which merge and
-			// the bulk load follow: refuse one outside the output (issue 9, item 13)
+			// the paths are carried into every manifest written from now on, which merge and the
+			// bulk load follow: refuse one outside the output
 			var err error
 			if s.Data != nil {
 				err = pipeline.CheckRelPath(s.Data.Path)

@@ -13,12 +13,12 @@ import (
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
 
-// TestReplayCountsOnce is issue 9, item 11: "After replays, rejects.jsonl holds the same poison
-// offsets two and three times (28 lines for 25 poison messages) and the manifest says
-// rows_written 523,981 > rows_in 521,504." For every step of a roll's commit, partition 1 is
-// killed there twice (the second time in the replay, with more messages), then a third process
-// finishes: every poison message has exactly one reject line, and the manifest's counts, in
-// total and per partition, are those of a run without a crash ("clean", run first).
+// TestReplayCountsOnce: before, after replays, rejects.jsonl held the same poison offsets two and
+// three times (28 lines for 25 poison messages) and the manifest said rows_written 523,981 >
+// rows_in 521,504. For every step of a roll's commit, partition 1 is killed there twice (the second
+// time in the replay, with more messages), then a third process finishes: every poison message has
+// exactly one reject line, and the manifest's counts, in total and per partition, are those of a
+// run without a crash ("clean", run first).
 func TestReplayCountsOnce(t *testing.T) {
 	const parts, perPart = 3, 300
 	steps := []replicate.CommitStep{"", replicate.StepFinished, replicate.StepRenaming, replicate.StepRenamed,

@@ -39,8 +39,8 @@ func TestJSONEndToEnd(t *testing.T) {
 	rn := start(t, cfg)
 	waitCommitted(t, c, "g-json", topic, endOffsets(t, c, topic), 60*time.Second)
 
-	// metrics and health while running: /metrics scraped over HTTP, parsed as Prometheus
-	// exposition (issue 11.7: client_golang, with histograms and the Go and process metrics)
+	// metrics and health while running: /metrics scraped over HTTP, parsed as Prometheus exposition
+	// (client_golang, with histograms and the Go and process metrics)
 	srv := httptest.NewServer(rn.r.Handler())
 	defer srv.Close()
 	fams := scrape(t, srv.URL+"/metrics")

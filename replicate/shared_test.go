@@ -30,11 +30,11 @@ func tempFiles(t testing.TB, dir string) []string {
 	return out
 }
 
-// TestSharedFolderMembers is issue 9, item 12: "Two members of one consumer group with separate
-// --out folders, one killed: the union holds 2,048 rows twice, and the killed member's folder
-// keeps .rekey-tmp files." Members share one folder: a member starting there leaves the open
-// rolls (temporary files) of a live member alone; a killed member's temporary files are removed
-// by the member its partitions move to; the folder holds every message once.
+// TestSharedFolderMembers: before, two members of one consumer group with separate --out folders,
+// one killed, left a union holding 2,048 rows twice, and the killed member's folder kept .rekey-tmp
+// files. Members share one folder: a member starting there leaves the open rolls (temporary files)
+// of a live member alone; a killed member's temporary files are removed by the member its
+// partitions move to; the folder holds every message once.
 func TestSharedFolderMembers(t *testing.T) {
 	c := kafkatest.Start(t)
 	topic := c.CreateTopic(t, "orders-shared", 2)

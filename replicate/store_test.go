@@ -72,13 +72,13 @@ func mirror(t testing.TB, st store.Store) (string, []string) {
 	return dir, names
 }
 
-// Issue 10.2, "Same for replicate's rolls and offsets": `rekey replicate --out s3://...` was
-// refused ("not yet to an object store"). Replicated to an S3 server (gofakes3, in process),
-// each roll's files are objects under data/, deletes/ and rejects/ with manifest.json beside;
-// for every step of a roll's commit, partition 1 is killed there twice (the lock left behind as
-// a kill leaves it: the restart waits for it to expire), then a third run finishes: the objects
-// hold every message once (parquet-go reads them), every poison message has one reject line,
-// the manifest's counts are a clean run's, and no object is left that the manifest does not list.
+// Before, `rekey replicate --out s3://...` was refused ("not yet to an object store"). Replicated
+// to an S3 server (gofakes3, in process), each roll's files are objects under data/, deletes/ and
+// rejects/ with manifest.json beside; for every step of a roll's commit, partition 1 is killed
+// there twice (the lock left behind as a kill leaves it: the restart waits for it to expire), then
+// a third run finishes: the objects hold every message once (parquet-go reads them), every poison
+// message has one reject line, the manifest's counts are a clean run's, and no object is left that
+// the manifest does not list.
 func TestReplicateToObjectStore(t *testing.T) {
 	shortLockTTL(t)
 	const parts, perPart = 3, 300

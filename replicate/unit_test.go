@@ -79,9 +79,9 @@ func TestDeleteStatement(t *testing.T) {
 }
 
 // TestClaimRemovesOnlyOwnedLeftovers: a member assigned partition 1 removes what an interrupted
-// roll of partition 1 left (temporary files of any member, committed names that manifest.json
-// does not list) and nothing of partition 0, which a live member may be writing (issue 9, item
-// 12: members share one folder, and a killed member's temporary files must not stay for ever).
+// roll of partition 1 left (temporary files of any member, committed names that manifest.json does
+// not list) and nothing of partition 0, which a live member may be writing (members share one
+// folder, and a killed member's temporary files must not stay for ever).
 func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 	dir := t.TempDir()
 	base := func() *lindorm.Manifest { return &lindorm.Manifest{Regions: make([]lindorm.RegionInfo, 1)} }
@@ -202,8 +202,8 @@ func TestFilePartition(t *testing.T) {
 }
 
 // TestLoadManifestRefusesPathsOutsideTheOutput: a crafted manifest.json of a replication output
-// listing "../canary.parquet" (issue 9, item 13) was carried into every manifest written after
-// it, for merge and the bulk load to follow; a restart now refuses it, naming the manifest.
+// listing "../canary.parquet" was carried into every manifest written after it, for merge and the
+// bulk load to follow; a restart now refuses it, naming the manifest.
 func TestLoadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
 	for _, seg := range []string{
 		`{"region":0,"partition":0,"first_offset":0,"roll_last_offset":9,"data":{"path":"../canary.parquet","rows":1,"bytes":1}}`,

@@ -100,11 +100,10 @@ func lostCell(t *testing.T, text, name string) string {
 	return ""
 }
 
-// Issue 11.4: "The advisor's lost figure and the uniqueness rule count the same collisions
-// (today: lost 0 beside 4,446 overwritten rows, because the advisor samples and misses adjacent
-// duplicates)". Here every collision is a pair of adjacent rows, and the advisor's subsample keeps
-// one row in 20: it sees none of them. The mapping's lost figure must still be the uniqueness
-// check's count.
+// The advisor's lost figure and the uniqueness rule count the same collisions (before: lost 0
+// beside 4,446 overwritten rows, because the advisor sampled and missed adjacent duplicates). Here
+// every collision is a pair of adjacent rows, and the advisor's subsample keeps one row in 20: it
+// sees none of them. The mapping's lost figure must still be the uniqueness check's count.
 func TestAdvisorLostCountsTheUniquenessCollisions(t *testing.T) {
 	const n = 20000
 	rep := runReport(t, fmt.Sprintf(readingsYAML, "[device_id][ts]", ""), readings(n), func(c *Config) { c.SubsampleMax = 1000 })
@@ -220,9 +219,8 @@ func TestSaltTokenMatchesRandom(t *testing.T) {
 	}
 }
 
-// Issue 11.4: "A uniqueness error shows for each example the columns in which the colliding
-// source rows differ and suggests the smallest key change that removes the collisions ("add `seq`
-// to the key")."
+// A uniqueness error shows for each example the columns in which the colliding source rows differ
+// and suggests the smallest key change that removes the collisions ("add `seq` to the key").
 func TestUniquenessSuggestsTheSmallestKeyChange(t *testing.T) {
 	const n = 20000
 	rep := runReport(t, fmt.Sprintf(readingsYAML, "[device_id][ts]", ""), readings(n), nil)
@@ -309,8 +307,8 @@ target:
 	}
 }
 
-// Issue 11.4: "A design that turns a declared range scan into a full-table fan-out
-// (md5(ts).substr(0,4)+ts for a time series) must not rank first; today it does."
+// A design that turns a declared range scan into a full-table fan-out (md5(ts).substr(0,4)+ts for a
+// time series) must not rank first; before, it did.
 func TestDeclaredRangeQueryRanksHashPrefixDown(t *testing.T) {
 	const yml = `
 version: 1
@@ -356,9 +354,9 @@ queries:
 	}
 }
 
-// The issue's own case, a time series keyed by md5(ts).substr(0,4) + ts and read by device and
-// time: the mapping's design scans the whole table for it (a warning), the advisor leads with
-// the key the query wants, [device_id][ts].
+// The case that ranked first before, a time series keyed by md5(ts).substr(0,4) + ts and read by
+// device and time: the mapping's design scans the whole table for it (a warning), the advisor leads
+// with the key the query wants, [device_id][ts].
 func TestQueryOrderedDesign(t *testing.T) {
 	rep := runReport(t, fmt.Sprintf(readingsYAML, "[md5(ts).substr(0,4) + ts AS h][device_id][seq]", "queries:\n  - {equal: [device_id], range: ts}\n"),
 		readings(20000), nil)
@@ -387,9 +385,8 @@ func TestQueryOrderedDesign(t *testing.T) {
 	}
 }
 
-// Issue 11.4: "The read note must be right when a range column stands before an equality
-// column": [ts][device_id] read by device_id and a ts range is one scan of the whole ts range
-// that filters device_id.
+// The read note is right when a range column stands before an equality column: [ts][device_id] read
+// by device_id and a ts range is one scan of the whole ts range that filters device_id.
 func TestRangeBeforeEqualityReadNote(t *testing.T) {
 	rep := runReport(t, fmt.Sprintf(readingsYAML, "[ts][device_id][seq]", "queries:\n  - {equal: [device_id], range: ts}\n"), readings(20000), nil)
 	f := wantSeverity(t, rep, "query_access", SevWarning)

@@ -362,8 +362,8 @@ func TestHTMLGroupsManyRegions(t *testing.T) {
 	}
 }
 
-// Issue 11.4: "The HTML heatmap: key ranges (the region's start key) on the region axis, and time
-// on the other axis when the mapping has a timestamp column."
+// The HTML heatmap shows key ranges (the region's start key) on the region axis, and time on the
+// other axis when the mapping has a timestamp column.
 func TestHTMLHeatmapKeyRangesAndTime(t *testing.T) {
 	rep := runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), events(40000), nil)
 	var buf bytes.Buffer

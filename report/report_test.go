@@ -395,7 +395,7 @@ func TestEmptyInput(t *testing.T) {
 	if rep.Totals.RowsRead != 0 || rep.Verdict.ExitCode != 0 {
 		t.Errorf("%+v %+v", rep.Totals, rep.Verdict)
 	}
-	// Issue 11.5: an empty input said "VERDICT OK"; it is a warning that nothing was judged.
+	// before, an empty input said "VERDICT OK"; it is a warning that nothing was judged.
 	if rep.Verdict.Warnings == 0 || rep.Findings[0].Rule != "no_rows" {
 		t.Errorf("an empty input is not flagged: %+v, first finding %+v", rep.Verdict, rep.Findings[0])
 	}

@@ -465,7 +465,8 @@ func TestDecodeWithoutSourceColumns(t *testing.T) {
 	}
 }
 
-// Issue 11.5: an unquoted cast gave YAML's raw "mapping values are not allowed in this context".
+// An unquoted cast says to quote it: before, it gave YAML's raw "mapping values are not allowed in
+// this context".
 func TestUnquotedCastSaysToQuote(t *testing.T) {
 	_, err := Decode([]byte("version: 1\nsource:\n  columns: {a: text, b: int}\ntarget:\n  table: t\n  primary_key: \"[a]\"\n  columns:\n    c: b :: TINYINT\n"), "m.yaml")
 	if err == nil || !strings.Contains(err.Error(), `quote the expression, c: "b :: TINYINT"`) || !strings.Contains(err.Error(), "line 8") {
@@ -473,8 +474,8 @@ func TestUnquotedCastSaysToQuote(t *testing.T) {
 	}
 }
 
-// Issue 11.5: "key column bucket is null" when the real cause was the missing device_id it is
-// computed from: the reject names the source column.
+// Before, "key column bucket is null" when the real cause was the missing device_id it is computed
+// from: the reject names the source column.
 func TestNullKeyNamesTheSourceColumn(t *testing.T) {
 	p := compileYAML(t, "version: 1\nsource: {columns: {device_id: bigint, ts: timestamp, v: text}}\n"+
 		"target:\n  table: t\n  primary_key: '[bucket][ts]'\n  columns: {bucket: device_id % 16}\n")

@@ -16,8 +16,8 @@ target:
   primary_key: "[device_id][ts]"
 %s`
 
-// The mapping declares the queries the table serves (issue 11.4: "let the mapping declare the
-// access patterns"); they are decoded strictly, names checked against the source columns.
+// The mapping declares the queries the table serves (its access patterns); they are decoded
+// strictly, names checked against the source columns.
 func TestQueriesAreDecoded(t *testing.T) {
 	m, err := Decode([]byte(fmt.Sprintf(queriesYAML, `queries:
   - {equal: [device_id], range: ts}

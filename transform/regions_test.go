@@ -92,7 +92,8 @@ func TestHexPrefix16Regions(t *testing.T) {
 	}
 }
 
-// Issue 11.5: `--regions 100000` on a 4-hex-digit prefix silently became 65,536 regions.
+// More regions than a 4-hex-digit prefix has are refused: before, `--regions 100000` silently
+// became 65,536 regions.
 func TestHexPrefixRefusesMoreRegionsThanItHas(t *testing.T) {
 	p := loadProgram(t, "orders.yaml")
 	if _, err := p.PlanRegions(RegionRequest{Count: 100000}); err == nil || !strings.Contains(err.Error(), "at most 65536 regions") {
@@ -227,7 +228,7 @@ func TestIntBucketRegions(t *testing.T) {
 		}
 		routeAll(t, plan, rows)
 	}
-	// Issue 11.5: more regions than buckets was silently clamped to the bucket count.
+	// before, more regions than buckets was silently clamped to the bucket count.
 	if _, err := p.PlanRegions(RegionRequest{Count: 64}); err == nil || !strings.Contains(err.Error(), "at most 16 regions") {
 		t.Errorf("64 regions on 16 buckets: %v", err)
 	}

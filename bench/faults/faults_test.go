@@ -52,11 +52,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// TestFaultCampaign kills `rekey migrate` (the real binary, built from ./cmd/rekey) and resumes
-// it, for the file and the Cassandra source, and fails unless every run ends with the clean run's
-// rows, counts and rejects (issue 9: "kills migrate at 20 random points ... and resumes").
-// Without -faults it runs a short campaign: 3 kills per source (one in the first 50 ms, one right
-// after the final checkpoint, one anywhere) on small inputs. With -faults:
+// TestFaultCampaign kills `rekey migrate` (the real binary, built from ./cmd/rekey) and resumes it,
+// for the file and the Cassandra source, and fails unless every run ends with the clean run's rows,
+// counts and rejects (the full campaign kills migrate at 20 random points and resumes). Without
+// -faults it runs a short campaign: 3 kills per source (one in the first 50 ms, one right after the
+// final checkpoint, one anywhere) on small inputs. With -faults:
 //
 //	go test ./bench/faults -run TestFaultCampaign -faults -v -timeout 30m
 func TestFaultCampaign(t *testing.T) {
@@ -185,11 +185,11 @@ func needVersitygw(t *testing.T) {
 	}
 }
 
-// TestFaultCampaignObjectStore is the short campaign with --out on a bucket of versitygw, a
-// real S3 server (issue 10.2: "Kill at any point + resume = the clean run's rows, no
-// duplicates, no stray objects"): after the last resume the prefix must hold exactly the
-// manifest's data objects and the checkpoint's rejects parts, with no unfinished multipart
-// upload, and the rows of the clean run. The whole one: bash bench/faults.sh with STORE=versitygw.
+// TestFaultCampaignObjectStore is the short campaign with --out on a bucket of versitygw, a real S3
+// server (a kill at any point + resume = the clean run's rows, no duplicates, no stray objects):
+// after the last resume the prefix must hold exactly the manifest's data objects and the
+// checkpoint's rejects parts, with no unfinished multipart upload, and the rows of the clean run.
+// The whole one: bash bench/faults.sh with STORE=versitygw.
 func TestFaultCampaignObjectStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds rekey and runs it a dozen times")

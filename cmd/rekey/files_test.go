@@ -65,11 +65,11 @@ func copyDir(t *testing.T, from, to string) {
 	}
 }
 
-// TestMigrateDSBulkUnloadExport is issue 11.1: "Ship a mapping + sample that reads a real dsbulk
-// unload CSV layout", given as a directory (--source file:DIR, in name order, each file its own
-// stream). Every value of the export reads as dsbulk wrote it: \" escapes, empty field null and ""
-// empty, 1/0 booleans, base64 blobs, JSON collections, ISO timestamps with short fractions. A
-// resume after a file was added to the directory is refused naming the file.
+// TestMigrateDSBulkUnloadExport: a shipped mapping and sample read a real dsbulk unload CSV layout,
+// given as a directory (--source file:DIR, in name order, each file its own stream). Every value of
+// the export reads as dsbulk wrote it: \" escapes, empty field null and "" empty, 1/0 booleans,
+// base64 blobs, JSON collections, ISO timestamps with short fractions. A resume after a file was
+// added to the directory is refused naming the file.
 func TestMigrateDSBulkUnloadExport(t *testing.T) {
 	dir := t.TempDir()
 	export := filepath.Join(dir, "export")
@@ -156,9 +156,9 @@ func withStdin(t *testing.T, path string, args ...string) (int, string, string) 
 	return runCLI(t, args...)
 }
 
-// TestMigrateStdin is issue 11.1's stdin (file:-?format=csv): it migrates what is piped in; a
-// resume of it is refused, saying why and what to do (exit 2); a region plan that needs a sample
-// says stdin cannot give one and what to do instead.
+// TestMigrateStdin: stdin (file:-?format=csv) migrates what is piped in; a resume of it is refused,
+// saying why and what to do (exit 2); a region plan that needs a sample says stdin cannot give one
+// and what to do instead.
 func TestMigrateStdin(t *testing.T) {
 	dir := t.TempDir()
 	in := ordersCSV(t, dir, "orders.csv", 3000, 5)
@@ -195,9 +195,8 @@ func TestMigrateStdin(t *testing.T) {
 	}
 }
 
-// TestMigrateLimitSkip is issue 11.1's "?limit=N&skip=N for trying a mapping on the head of a
-// big file": only those rows are read (rows_in counts them), and the window is part of what a
-// resume checks.
+// TestMigrateLimitSkip: ?limit=N&skip=N try a mapping on the head of a big file: only those rows
+// are read (rows_in counts them), and the window is part of what a resume checks.
 func TestMigrateLimitSkip(t *testing.T) {
 	dir := t.TempDir()
 	in := ordersCSV(t, dir, "orders.csv", 5000, 9)
@@ -225,9 +224,8 @@ func TestMigrateLimitSkip(t *testing.T) {
 	}
 }
 
-// TestEmptyCSVAndJSONLAgree is issue 11.5: "An empty .jsonl says VERDICT OK while an empty .csv is
-// an error: one rule for both." Both now read as 0 rows with a warning naming the file, in report
-// and migrate alike.
+// TestEmptyCSVAndJSONLAgree: before, an empty .jsonl said VERDICT OK while an empty .csv was an
+// error. Both now read as 0 rows with a warning naming the file, in report and migrate alike.
 func TestEmptyCSVAndJSONLAgree(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"empty.csv", "empty.jsonl"} {

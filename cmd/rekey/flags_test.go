@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// Issue 11.5: silent clamps. --regions 0 quietly used the mapping's count and --regions 100000
-// quietly became 65,536 regions: both are errors now (exit 2) that say what to do.
+// No silent clamps: before, --regions 0 quietly used the mapping's count and --regions 100000
+// quietly became 65,536 regions; both are errors now (exit 2) that say what to do.
 func TestRegionsFlagIsNeverClampedSilently(t *testing.T) {
 	for _, c := range []struct{ regions, want string }{
 		{"0", "want at least 1 region"},
@@ -24,8 +24,8 @@ func TestRegionsFlagIsNeverClampedSilently(t *testing.T) {
 	}
 }
 
-// Issue 11.5: `--shard` read "--shard rekey merge" in --help (pflag takes a backquoted word in a
-// usage string as the value's name), and check/ddl listed scan flags that do nothing there.
+// Before, `--shard` read "--shard rekey merge" in --help (pflag takes a backquoted word in a usage
+// string as the value's name), and check/ddl listed scan flags that do nothing there.
 func TestHelpListsOnlyFlagsThatApply(t *testing.T) {
 	_, out, _ := runCLI(t, "migrate", "--help")
 	if !strings.Contains(out, "--shard string") {
@@ -39,9 +39,9 @@ func TestHelpListsOnlyFlagsThatApply(t *testing.T) {
 	}
 }
 
-// Issue 11.2: exit codes as DSBulk's. A wrong mapping (every row rejected) hits the default
-// reject limit within the first thousand rows: exit 3, and the summary says the run failed and
-// claims no rows that were never committed.
+// Exit codes as DSBulk's. A wrong mapping (every row rejected) hits the default reject limit within
+// the first thousand rows: exit 3, and the summary says the run failed and claims no rows that were
+// never committed.
 func TestDefaultRejectLimitFailsSystematicRejects(t *testing.T) {
 	dir := t.TempDir()
 	var b strings.Builder
@@ -63,9 +63,9 @@ func TestDefaultRejectLimitFailsSystematicRejects(t *testing.T) {
 	}
 }
 
-// Issue 11.5: `--out mysql://...` created a local folder named "mysql:"; every command with an
-// --out refuses a URI it does not write to, and creates nothing. (migrate and replicate write to
-// mysql:// and lindorm:// since issue 12: postgres:// stands for any other scheme.)
+// Before, `--out mysql://...` created a local folder named "mysql:"; every command with an --out
+// refuses a URI it does not write to, and creates nothing. (migrate and replicate write to mysql://
+// and lindorm://: postgres:// stands for any other scheme.)
 func TestOutRefusesUnknownSchemes(t *testing.T) {
 	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
 	t.Chdir(t.TempDir())

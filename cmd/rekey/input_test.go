@@ -16,10 +16,10 @@ import (
 	"github.com/rekey/rekey/source/gen"
 )
 
-// TestMigrateTruncatedGzipFails: issue 9 item 1, "a truncated .csv.gz finishes with exit 0: rekey
-// reads what decompresses, rejects the partial last line (expected 7 fields, got 2) and exits 0
-// as if the file were complete". Cut in the part read while opening the source or later, the run
-// fails with a non-zero exit naming the file, and writes no manifest.
+// TestMigrateTruncatedGzipFails: before, a truncated .csv.gz finished with exit 0: rekey read what
+// decompressed, rejected the partial last line (expected 7 fields, got 2) and exited 0 as if the
+// file were complete. Cut in the part read while opening the source or later, the run fails with a
+// non-zero exit naming the file, and writes no manifest.
 func TestMigrateTruncatedGzipFails(t *testing.T) {
 	dir := t.TempDir()
 	var csv, gz bytes.Buffer
@@ -46,9 +46,9 @@ func TestMigrateTruncatedGzipFails(t *testing.T) {
 	}
 }
 
-// TestMigrateStrayQuote: issue 9 item 5, "a quote on line 503 of 1,000 made rows_in 501, the 499
-// later rows inside one reject's raw". Now the quote's line is the one reject and the counts add
-// up to every line of the file.
+// TestMigrateStrayQuote: before, a quote on line 503 of 1,000 made rows_in 501, the 499 later rows
+// inside one reject's raw. Now the quote's line is the one reject and the counts add up to every
+// line of the file.
 func TestMigrateStrayQuote(t *testing.T) {
 	dir := t.TempDir()
 	var csv bytes.Buffer
@@ -108,8 +108,8 @@ func TestMigrateStrayQuote(t *testing.T) {
 	}
 }
 
-// TestDuplicateHeaderFailsRun: issue 9 item 7, "a duplicate header name (amount,amount) silently
-// uses the first": migrate and report refuse the file, naming both fields.
+// TestDuplicateHeaderFailsRun: before, a duplicate header name (amount,amount) silently used the
+// first; migrate and report refuse the file, naming both fields.
 func TestDuplicateHeaderFailsRun(t *testing.T) {
 	dir := t.TempDir()
 	path := writeFile(t, dir, "dup.csv", "userid,orderid,channel,ts,amount,status,location,amount\nu1,1,taobao,0,1.00,PAID,X,2.00\n")

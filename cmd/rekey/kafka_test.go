@@ -89,7 +89,7 @@ func TestKafkaMigrateAndReplicate(t *testing.T) {
 	done := make(chan int, 1)
 	var stdout, stderr string
 	go func() {
-		// --progress auto with stderr a pipe: plain status lines (issue 11.3)
+		// --progress auto with stderr a pipe: plain status lines
 		code, o, e := runCLI(t, "replicate", "-m", mapping, "--source", "kafka://"+brokers+"/"+topic+"?group=cli&format=json",
 			"--out", out, "--roll-interval", "300ms", "--metrics-addr", addr, "--progress-interval", "100ms", "--session-timeout", session)
 		stdout, stderr = o+e, e
@@ -127,7 +127,7 @@ func TestKafkaMigrateAndReplicate(t *testing.T) {
 	if !strings.Contains(stdout, "Replication summary") {
 		t.Errorf("no summary:\n%s", stdout)
 	}
-	// before issue 11.3, --progress auto printed nothing without a terminal
+	// before, --progress auto printed nothing without a terminal
 	if !strings.Contains(stderr, "replicating (consuming): ") || !strings.Contains(stderr, "replicating (stopped): 2,000 messages read") {
 		t.Errorf("no plain status line:\n%s", stderr)
 	}

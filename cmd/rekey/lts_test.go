@@ -11,10 +11,10 @@ import (
 	"github.com/rekey/rekey/sink/lindorm"
 )
 
-// Issue 10, item 3: migrate writes a bulkload.json LTS accepts (form fields src, dst, fileType
-// "Parquet", driverSpec, instances; namespace from --namespace; filePath naming data/; the
-// cells' timestamp the run's start, kept by --resume) and ends with a "Next steps" block; the
-// DDL does not change with the job flags, and --stats-json holds figures only.
+// migrate writes a bulkload.json LTS accepts (form fields src, dst, fileType "Parquet", driverSpec,
+// instances; namespace from --namespace; filePath naming data/; the cells' timestamp the run's
+// start, kept by --resume) and ends with a "Next steps" block; the DDL does not change with the job
+// flags, and --stats-json holds figures only.
 func TestMigrateWritesAJobLTSAccepts(t *testing.T) {
 	dir := t.TempDir()
 	src := ordersCSV(t, dir, "orders.csv", 2000, 3)

@@ -184,7 +184,7 @@ func TestMigrateCSVEndToEnd(t *testing.T) {
 	checkLayout(t, out, "parquet", pipeline.RejectsFile, pipeline.ReplayPrefix+"csv")
 }
 
-// checkLayout asserts issue 10's layout: the data files alone under data/ (LTS runs Spark, whose
+// checkLayout asserts the output's layout: the data files alone under data/ (LTS runs Spark, whose
 // listing recurses into subfolders and reads anything there as data), everything else beside it;
 // bulkload.json reads data/.
 func checkLayout(t *testing.T, out, ext string, top ...string) {

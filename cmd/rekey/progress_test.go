@@ -10,8 +10,8 @@ import (
 	"github.com/rekey/rekey/replicate"
 )
 
-// Issue 11.3: with no terminal (Kubernetes, nohup, CI) progress is a plain line per interval:
-// no carriage returns, no colour codes, and the figures a person watching a log needs.
+// With no terminal (Kubernetes, nohup, CI) progress is a plain line per interval: no carriage
+// returns, no colour codes, and the figures a person watching a log needs.
 func TestPlainProgressLines(t *testing.T) {
 	var c pipeline.Counters
 	c.RowsIn.Store(1_200_000)
@@ -80,8 +80,8 @@ func TestMigrateWithoutTerminalHasNoControlCodes(t *testing.T) {
 	}
 }
 
-// Issue 11.3 for replicate: its status follows migrate's progress rules. With no terminal, a
-// plain line every --progress-interval; before, --progress auto printed nothing without one.
+// replicate's status follows migrate's progress rules. With no terminal, a plain line every
+// --progress-interval; before, --progress auto printed nothing without one.
 func TestReplicationStatusLines(t *testing.T) {
 	s := replicationStatus{state: "consuming", in: 1_200_000, written: 1_190_000, deletes: 9_000, rejected: 1_000, files: 22,
 		bytes: 64 << 20, lag: 12_345, partitions: 3, rate: 24_000.7, elapsed: 50*time.Second + 300*time.Millisecond}

@@ -55,13 +55,13 @@ func startChild(t *testing.T, out *bytes.Buffer, env []string, args ...string) *
 	return cmd
 }
 
-// Issue 10.2, "Same for replicate's rolls and offsets": `rekey replicate --out s3://...` was
-// refused ("not yet to an object store"). To a real S3 server (versitygw), a replicate process is
-// SIGKILLed while messages still arrive and rolls are open or uploading; the same command run
-// again waits for the killed process's lock to expire, removes what its uncommitted rolls
-// uploaded, and continues. Stopped with SIGTERM, the prefix holds every message once (the data
-// files read with parquet-go, an independent reader), the poison message rejected once, the
-// manifest's counts a clean run's, and no object the manifest does not list.
+// Before, `rekey replicate --out s3://...` was refused ("not yet to an object store"). To a real S3
+// server (versitygw), a replicate process is SIGKILLed while messages still arrive and rolls are
+// open or uploading; the same command run again waits for the killed process's lock to expire,
+// removes what its uncommitted rolls uploaded, and continues. Stopped with SIGTERM, the prefix
+// holds every message once (the data files read with parquet-go, an independent reader), the poison
+// message rejected once, the manifest's counts a clean run's, and no object the manifest does not
+// list.
 func TestReplicateToObjectStoreKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")

@@ -120,8 +120,8 @@ target:
 	}
 }
 
-// Issue 11.4: "Alternatives can be exported as mapping YAML (--write-mapping DIR), ready for
-// rekey check": one file per alternative, each loads and compiles, and `rekey check` accepts it.
+// Alternatives are exported as mapping YAML (--write-mapping DIR), ready for rekey check: one file
+// per alternative, each loads and compiles, and `rekey check` accepts it.
 func TestReportWriteMapping(t *testing.T) {
 	dir, tmp := t.TempDir(), t.TempDir()
 	out := filepath.Join(dir, "designs")

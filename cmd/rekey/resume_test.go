@@ -20,9 +20,9 @@ func ordersCSV(t *testing.T, dir, name string, rows, seed int64) string {
 	return writeFile(t, dir, name, buf.String())
 }
 
-// Issue 9.3: `--resume` with another file was accepted (a run mixing both, marked complete),
-// and the same file name with other content resumed mid-line. Both are refused with exit 2,
-// naming what differs.
+// Before, `--resume` with another file was accepted (a run mixing both, marked complete), and the
+// same file name with other content resumed mid-line. Both are refused with exit 2, naming what
+// differs.
 func TestResumeWithAnotherSourceIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	a := ordersCSV(t, dir, "a.csv", 2000, 1)
@@ -45,9 +45,9 @@ func TestResumeWithAnotherSourceIsRefused(t *testing.T) {
 	}
 }
 
-// Issue 9.10: a kill between the final checkpoint and manifest.json left a run that could never
-// be finished: --resume said "nothing to resume" while merge said "finish it first". --resume
-// now writes the final files from the complete checkpoint.
+// Before, a kill between the final checkpoint and manifest.json left a run that could never be
+// finished: --resume said "nothing to resume" while merge said "finish it first". --resume now
+// writes the final files from the complete checkpoint.
 func TestResumeWritesMissingFinalFiles(t *testing.T) {
 	dir := t.TempDir()
 	src := ordersCSV(t, dir, "orders.csv", 3000, 1)
@@ -95,8 +95,8 @@ func stripCreated(b []byte) string {
 	return strings.Join(keep, "\n")
 }
 
-// Issue 11.2: the rejected rows, in the input's own format beside rejects.jsonl, run again with
-// `--source file:OUT/rejected-rows.csv` once the cause is fixed.
+// The rejected rows, in the input's own format beside rejects.jsonl, run again with `--source
+// file:OUT/rejected-rows.csv` once the cause is fixed.
 func TestRejectedRowsReplayAfterAFix(t *testing.T) {
 	dir := t.TempDir()
 	var buf bytes.Buffer

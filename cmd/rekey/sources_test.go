@@ -9,11 +9,11 @@ import (
 	"github.com/rekey/rekey/source/kafka"
 )
 
-// TestSourceURIPasswordsRefusedAndMasked is issue 9, item 14: kafka:// URIs echoed the secret in
-// error messages when written PASSWORD=, pass%77ord=, a repeated password= (only the first was
-// masked) or kafka://u:pw@host (whose password was also used silently), and cassandra:// echoed
-// ?PASSWORD=. Every command now refuses a password in a URI with one error that says which
-// environment variable to set, and nothing it prints holds the secret.
+// TestSourceURIPasswordsRefusedAndMasked: before, kafka:// URIs echoed the secret in error messages
+// when written PASSWORD=, pass%77ord=, a repeated password= (only the first was masked) or
+// kafka://u:pw@host (whose password was also used silently), and cassandra:// echoed ?PASSWORD=.
+// Every command now refuses a password in a URI with one error that says which environment variable
+// to set, and nothing it prints holds the secret.
 func TestSourceURIPasswordsRefusedAndMasked(t *testing.T) {
 	const secret = "hunter2-s3cr3t"
 	// 127.0.0.1:1 refuses connections: nothing may get as far as dialling

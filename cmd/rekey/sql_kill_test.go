@@ -27,9 +27,9 @@ import (
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
 
-// Issue 12.5: "End-to-end: replicate a topic with updates and deletes (JSON and Debezium) into
-// MariaDB while SIGKILLing rekey several times and restarting MariaDB once; the final table must
-// equal the latest event per key, with deleted keys absent."
+// End-to-end: replicate a topic with updates and deletes (JSON and Debezium) into MariaDB while
+// SIGKILLing rekey several times and restarting MariaDB once; the final table must equal the latest
+// event per key, with deleted keys absent.
 //
 // Two topics of 4 partitions, one of plain JSON rows (deletes as tombstones) and one of Debezium
 // events (c/r/u, d followed by its tombstone, half of them in the JSON converter's schema/payload

@@ -16,9 +16,9 @@ import (
 	"github.com/rekey/rekey/sink/store/s3store/s3test"
 )
 
-// Faults of the object store, at the command line (issue 10.4: "Faults: the server stopped
-// mid-upload, a slow server, wrong credentials (one clear error, exit non-zero, nothing
-// committed), a bucket that does not exist").
+// Faults of the object store, at the command line: the server stopped mid-upload, a slow server,
+// wrong credentials (one clear error, exit non-zero, nothing committed), a bucket that does not
+// exist.
 
 // bigOrdersCSV writes rows good orders with distinct keys, enough for a run of a few seconds.
 func bigOrdersCSV(t *testing.T, dir string, rows int) string {

@@ -112,12 +112,12 @@ func download(t *testing.T, uri string, env map[string]string) string {
 	return dir
 }
 
-// Issue 10.2: "Shards (--shard i/N) writing under one bucket merge without copying data (...
-// or a server-side copy; say which and why)". Two shards of a Cassandra table migrated to two
-// prefixes of one bucket merge into a third with server-side copies: no data object is read
-// (GetObject) or sent (PutObject, UploadPart) by rekey, only copied by the server (CopyObject),
-// and the merged manifest and bulkload.json name the copies under the merged prefix's data/,
-// holding the rows of an unsharded run. On gofakes3 and on versitygw (through a counting proxy).
+// Shards (--shard i/N) writing under one bucket merge without copying data through rekey. Two
+// shards of a Cassandra table migrated to two prefixes of one bucket merge into a third with
+// server-side copies: no data object is read (GetObject) or sent (PutObject, UploadPart) by rekey,
+// only copied by the server (CopyObject), and the merged manifest and bulkload.json name the copies
+// under the merged prefix's data/, holding the rows of an unsharded run. On gofakes3 and on
+// versitygw (through a counting proxy).
 func TestMergeShardsOnObjectStoreCopiesOnTheServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")

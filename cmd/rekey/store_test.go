@@ -30,8 +30,8 @@ func startVersitygw(t *testing.T) *s3test.Server {
 	return srv
 }
 
-// Issue 10: --out s3://... (a real S3 server) goes through the same code as a folder, with nothing local: data
-// files under data/ (alone), the manifest, ddl.sql, bulkload.json (reading data/) and the
+// --out s3://... (a real S3 server) goes through the same code as a folder, with nothing local:
+// data files under data/ (alone), the manifest, ddl.sql, bulkload.json (reading data/) and the
 // checkpoint beside it, the rejects as checkpointed parts; interrupted with SIGINT and resumed,
 // every row is written once and every reject listed once; merge reads it from the bucket.
 func TestMigrateToObjectStore(t *testing.T) {

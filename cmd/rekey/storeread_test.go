@@ -15,12 +15,12 @@ import (
 	"github.com/rekey/rekey/sink/store/s3store/s3test"
 )
 
-// Issue 10.4: "Read the objects back with the independent reader (parquet-go)". The same job goes
-// to a local folder and to an S3 server (gofakes3, in process, so `go test ./...` covers it without
-// versitygw); every data object is read back through the store (List, then Open: ranged GETs)
-// with parquet-go; each region's objects must hold the rows of the local run's files of that
-// region (the same rows, order aside). The manifests agree, and the bucket holds the data objects
-// the manifest lists and nothing more under data/.
+// The objects are read back with an independent reader (parquet-go). The same job goes to a local
+// folder and to an S3 server (gofakes3, in process, so `go test ./...` covers it without
+// versitygw); every data object is read back through the store (List, then Open: ranged GETs) with
+// parquet-go; each region's objects must hold the rows of the local run's files of that region (the
+// same rows, order aside). The manifests agree, and the bucket holds the data objects the manifest
+// lists and nothing more under data/.
 func TestObjectStoreReadBackEqualsLocal(t *testing.T) {
 	dir := t.TempDir()
 	srv := s3test.StartGofakes3(t, nil)

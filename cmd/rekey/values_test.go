@@ -72,10 +72,10 @@ func migrateValues(t *testing.T, name, input, sourceLine string) (*lindorm.Manif
 	return m, rejects, rows
 }
 
-// Issue 9, item 2: CSV input `DELIV\xFF\xFEERED` (and the same in JSON Lines, raw or as a lone
-// surrogate escape) was written into a Parquet STRING column, and DuckDB refused the whole file
-// ("Invalid string encoding found in Parquet file"). Each such row is now a reject with code
-// encoding naming the field and the line; every other row is written and the file reads.
+// Before, CSV input `DELIV\xFF\xFEERED` (and the same in JSON Lines, raw or as a lone surrogate
+// escape) was written into a Parquet STRING column, and DuckDB refused the whole file ("Invalid
+// string encoding found in Parquet file"). Each such row is now a reject with code encoding naming
+// the field and the line; every other row is written and the file reads.
 func TestMigrateInvalidUTF8IsRejected(t *testing.T) {
 	csvIn := "id,status,note,ts\n" +
 		"1,DELIVERED,ok,1704067200000\n" +
@@ -121,8 +121,8 @@ func TestMigrateInvalidUTF8IsRejected(t *testing.T) {
 	}
 }
 
-// Issue 9, item 6: nanosecond timestamps were truncated to milliseconds, and epoch seconds
-// (1704067200) read as milliseconds (1970-01-20).
+// Before, nanosecond timestamps were truncated to milliseconds, and epoch seconds (1704067200) read
+// as milliseconds (1970-01-20).
 func TestMigrateTimestampPrecisionAndUnits(t *testing.T) {
 	in := "id,status,note,ts\n" +
 		"1,a,,1704067200\n" + // epoch seconds

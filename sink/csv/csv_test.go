@@ -177,8 +177,8 @@ func TestFields(t *testing.T) {
 	}
 }
 
-// Issue 9, item 2: text that is not UTF-8 is rejected by the CSV format too (code "encoding"), as
-// by Parquet: the same row is written or rejected whichever format the run uses. VARBINARY is hex.
+// Text that is not UTF-8 is rejected by the CSV format too (code "encoding"), as by Parquet: the
+// same row is written or rejected whichever format the run uses. VARBINARY is hex.
 func TestInvalidUTF8Rejected(t *testing.T) {
 	f := csv.New()
 	for _, col := range []pipeline.Column{{Name: "c", Type: pipeline.TypeVarchar, KeyPos: -1}, {Name: "c", Type: pipeline.TypeJSON, KeyPos: -1}} {

@@ -499,10 +499,9 @@ func TestCheckRegions(t *testing.T) {
 // bucket is a local folder seen through store.Store alone, as the sink sees an object store.
 type bucket struct{ store.Store }
 
-// Issue 10: the region sink writes through store.Store, so the same code lands files in a bucket.
-// On a store that is not a local folder, Sort spills its runs to a local folder (never into the
-// bucket's data/), each file is committed as a whole object, and Abort removes what Commit did
-// not return.
+// The region sink writes through store.Store, so the same code lands files in a bucket. On a store
+// that is not a local folder, Sort spills its runs to a local folder (never into the bucket's
+// data/), each file is committed as a whole object, and Abort removes what Commit did not return.
 func TestSinkOnObjectStore(t *testing.T) {
 	dir, spill := t.TempDir(), t.TempDir()
 	local, err := store.NewLocal(dir)

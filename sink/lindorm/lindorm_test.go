@@ -106,7 +106,7 @@ func TestSplitKeyEscaping(t *testing.T) {
 	}
 }
 
-// Issue 10, item 3: bulkload.json carries the LTS API's form fields with the values it documents
+// bulkload.json carries the LTS API's form fields with the values it documents
 // (alibabacloud.com/help/en/lindorm/user-guide/submit-data-import-tasks-through-api): src, dst,
 // fileType "Parquet"|"CSV" (rekey wrote "parquet"), driverSpec, instances, readerConfig with a
 // filePath naming data/ relative to the bucket on a store, writerConfig with namespace and the
@@ -281,8 +281,8 @@ func TestManifestRoundTrip(t *testing.T) {
 	}
 }
 
-// TestReadManifestRefusesPathsOutsideTheOutput: issue 9, item 13 (a crafted manifest.json with
-// {"path":"../canary.parquet"} made merge link the file): every reader of a manifest gets the
+// TestReadManifestRefusesPathsOutsideTheOutput: before, a crafted manifest.json with
+// {"path":"../canary.parquet"} made merge link the file; every reader of a manifest gets the
 // refusal, naming the manifest and the path.
 func TestReadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
 	for _, p := range []string{"../canary.parquet", "/tmp/canary.parquet", "data/region-0000/../../canary.parquet"} {

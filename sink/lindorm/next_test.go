@@ -10,9 +10,9 @@ import (
 	"github.com/rekey/rekey/sink/lindorm"
 )
 
-// Issue 10, item 3: after a migrate, a short "Next steps" block says how to create the table,
-// where the files are, how to submit the job (console path and a ready curl form post of
-// bulkload.json's fields) and how to check the counts.
+// After a migrate, a short "Next steps" block says how to create the table, where the files are,
+// how to submit the job (console path and a ready curl form post of bulkload.json's fields) and how
+// to check the counts.
 func TestNextStepsStore(t *testing.T) {
 	job, err := lindorm.NewBulkloadJob(orders(), lindorm.JobOptions{Format: "parquet", Out: "oss://bkt/runs/o'rders?endpoint=oss-cn-hangzhou.aliyuncs.com",
 		Store: true, Source: "oss src", Target: "ld", Namespace: "shop", Regions: 8})

@@ -39,10 +39,10 @@ func writeRows(t *testing.T, schema pipeline.TargetSchema, plan pipeline.RegionP
 	return paths
 }
 
-// Issue 10: arrow v15 wrote repetition_type=REPEATED on the root schema element, which the
-// Parquet format forbids (PARQUET-843, apache/arrow-go#722); readers such as hyparquet then fail
-// on every column. The root element read back from the footer (parquet-go's thrift decoding)
-// must be REQUIRED.
+// Before, arrow v15 wrote repetition_type=REPEATED on the root schema element, which the Parquet
+// format forbids (PARQUET-843, apache/arrow-go#722); readers such as hyparquet then fail on every
+// column. The root element read back from the footer (parquet-go's thrift decoding) must be
+// REQUIRED.
 func TestRootSchemaElementIsRequired(t *testing.T) {
 	schema := sinktest.AllTypes()
 	plan := sinktest.VarcharPlan("m")
@@ -83,11 +83,11 @@ func sparkRebaseMode(kv map[string]string, minVersion, legacyKey string) string 
 	return "CORRECTED"
 }
 
-// Issue 10: Spark 3 (what LTS runs) refuses (READ_ANCIENT_DATETIME) or shifts DATE before
-// 1582-10-15 and TIMESTAMP before 1900 in Parquet files without its own metadata; Cassandra data
-// often holds such sentinels. Every file says it is proleptic Gregorian, so Spark reads DATE
-// 1000-01-01 and TIMESTAMP 1800-01-01T00:00:00Z exactly as written, and the independent reader
-// gets the same values back.
+// Spark 3 (what LTS runs) refuses (READ_ANCIENT_DATETIME) or shifts DATE before 1582-10-15 and
+// TIMESTAMP before 1900 in Parquet files without its own metadata; Cassandra data often holds such
+// sentinels. Every file says it is proleptic Gregorian, so Spark reads DATE 1000-01-01 and
+// TIMESTAMP 1800-01-01T00:00:00Z exactly as written, and the independent reader gets the same
+// values back.
 func TestSparkReadsAncientDatetimesAsWritten(t *testing.T) {
 	schema := pipeline.TargetSchema{Table: "ancient", KeyLen: 1, Columns: []pipeline.Column{
 		{Name: "id", Type: pipeline.TypeVarchar, KeyPos: 0},

@@ -12,10 +12,10 @@ import (
 	"github.com/rekey/rekey/sink/sinktest"
 )
 
-// Issue 9, item 2: `DELIV\xFF\xFEERED` written into a Parquet STRING column made the whole file
-// unreadable (DuckDB: "Invalid string encoding found in Parquet file"). Whatever produced it,
-// the sink rejects a VARCHAR or JSON value that is not UTF-8 (code "encoding", naming the
-// column), writes every other row, and a VARBINARY column still takes any bytes.
+// Before, `DELIV\xFF\xFEERED` written into a Parquet STRING column made the whole file unreadable
+// (DuckDB: "Invalid string encoding found in Parquet file"). Whatever produced it, the sink rejects
+// a VARCHAR or JSON value that is not UTF-8 (code "encoding", naming the column), writes every
+// other row, and a VARBINARY column still takes any bytes.
 func TestInvalidUTF8NeverReachesAParquetFile(t *testing.T) {
 	parquet.Poisoned(t)
 	schema := sinktest.AllTypes()

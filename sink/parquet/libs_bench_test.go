@@ -20,8 +20,8 @@ import (
 	"github.com/rekey/rekey/sink/sinktest"
 )
 
-// Benchmarks of sink/parquet's own code next to what arrow does by itself (issue 11.7; named
-// in bench/libs/doc.go). BenchmarkDictTable (libs_dict_test.go) is the lookup structure alone.
+// Benchmarks of sink/parquet's own code next to what arrow does by itself (named in
+// bench/libs/doc.go). BenchmarkDictTable (libs_dict_test.go) is the lookup structure alone.
 
 const columnRows = 64 << 10
 

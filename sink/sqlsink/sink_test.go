@@ -610,9 +610,9 @@ func TestServerLimitErrorsAreRetried(t *testing.T) {
 
 // A server that is restarting refuses connections for a while: Open retries that transient error
 // with backoff and counts it, as a statement's, so that a replicate restarted together with its
-// target waits for it (issue 12.1: "Transient errors (connection reset, timeouts, throttling)
-// retry with backoff and are counted"). Before, Open failed at the first refused connection
-// (the end-to-end TestReplicateIntoMariaDBSurvivesKills saw rekey exit 3).
+// target waits for it (transient errors, such as a connection reset, timeouts or throttling, retry
+// with backoff and are counted). Before, Open failed at the first refused connection (the
+// end-to-end TestReplicateIntoMariaDBSurvivesKills saw rekey exit 3).
 func TestOpenWaitsForARestartingServer(t *testing.T) {
 	srv := mysqltest.GMS(t)
 	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{

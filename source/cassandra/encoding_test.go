@@ -10,9 +10,9 @@ import (
 	"github.com/rekey/rekey/source/cqlvalue"
 )
 
-// Issue 9, item 2: a text cell that is not UTF-8 (a server that did not validate it, an sstable
-// loaded around validation) went into a Parquet STRING column and made the file unreadable, and
-// inside a collection it silently became U+FFFD. Both are now rejects with code "encoding".
+// Before, a text cell that is not UTF-8 (a server that did not validate it, an sstable loaded
+// around validation) went into a Parquet STRING column and made the file unreadable, and inside a
+// collection it silently became U+FFFD. Both are now rejects with code "encoding".
 func TestInvalidUTF8CellsAreEncodingRejects(t *testing.T) {
 	bad := []byte("DELIV\xff\xfeERED")
 	for _, typ := range []gocql.Type{gocql.TypeVarchar, gocql.TypeText, gocql.TypeAscii} {
@@ -41,9 +41,9 @@ func TestInvalidUTF8CellsAreEncodingRejects(t *testing.T) {
 	}
 }
 
-// Issue 9, item 6: epoch integers that look like seconds are rejected when no unit is given, but
-// Cassandra's timestamps are epoch milliseconds on the wire: its collections' timestamps, which
-// go through cqlvalue to be canonical, must keep every value (here 5 ms and -1 ms).
+// Epoch integers that look like seconds are rejected when no unit is given, but Cassandra's
+// timestamps are epoch milliseconds on the wire: its collections' timestamps, which go through
+// cqlvalue to be canonical, must keep every value (here 5 ms and -1 ms).
 func TestCassandraTimestampsInCollectionsAreMilliseconds(t *testing.T) {
 	lt := gocql.CollectionType{NativeType: gocql.NewNativeType(4, gocql.TypeList, ""), Elem: native(gocql.TypeTimestamp)}
 	data, err := gocql.Marshal(lt, []int64{5, -1, 1704067200000})

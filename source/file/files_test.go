@@ -104,11 +104,11 @@ func ordersRows(from, to int) string {
 	return b.String()
 }
 
-// TestDirectoryReadsEveryFileInNameOrder is issue 11.1: "--source file: takes a directory (every
+// TestDirectoryReadsEveryFileInNameOrder: --source file: takes a directory (every
 // .csv/.csv.gz/.jsonl/.jsonl.gz file in it, in name order: the way dsbulk unload leaves
-// output-000001.csv...). Each file is its own stream (positions and resume per file)." Hidden
-// files, _SUCCESS, other extensions and subdirectories are left out; a resume after any batch
-// reads exactly the rows that follow it, file by file.
+// output-000001.csv...). Each file is its own stream (positions and resume per file). Hidden files,
+// _SUCCESS, other extensions and subdirectories are left out; a resume after any batch reads
+// exactly the rows that follow it, file by file.
 func TestDirectoryReadsEveryFileInNameOrder(t *testing.T) {
 	dir := t.TempDir()
 	put(t, dir, "output-000002.csv", ordersHeader+ordersRows(4, 6))
@@ -163,10 +163,10 @@ func TestDirectoryReadsEveryFileInNameOrder(t *testing.T) {
 	}
 }
 
-// TestGlobAndListNameStreamsByRelativePath: issue 11.1's glob (file:exports/*.csv) and several
-// files; two part.csv in different directories are two streams named by their relative paths, a
-// list is read in the order given, a name with a comma is one file when it exists, and every
-// mistake is an error naming the path.
+// TestGlobAndListNameStreamsByRelativePath: a glob (file:exports/*.csv) and several files; two
+// part.csv in different directories are two streams named by their relative paths, a list is read
+// in the order given, a name with a comma is one file when it exists, and every mistake is an error
+// naming the path.
 func TestGlobAndListNameStreamsByRelativePath(t *testing.T) {
 	dir := t.TempDir()
 	a := put(t, dir, "a/part.csv", ordersHeader+ordersRows(1, 2))
@@ -216,8 +216,8 @@ func TestGlobAndListNameStreamsByRelativePath(t *testing.T) {
 	}
 }
 
-// TestFilesIdentityNamesTheChangedFile: issue 11.1, "the checkpoint records every file's
-// identity": a resume with a file added, removed or changed is refused naming it.
+// TestFilesIdentityNamesTheChangedFile: the checkpoint records every file's identity: a resume with
+// a file added, removed or changed is refused naming it.
 func TestFilesIdentityNamesTheChangedFile(t *testing.T) {
 	dir := t.TempDir()
 	put(t, dir, "output-000001.csv", ordersHeader+ordersRows(1, 3))
@@ -253,8 +253,8 @@ func TestFilesIdentityNamesTheChangedFile(t *testing.T) {
 	}
 }
 
-// TestStdin is issue 11.1's stdin (file:-?format=csv): read once, from a pipe, with what was read
-// of its head to find the header read again; it has no size and no sample, and cannot resume.
+// TestStdin: stdin (file:-?format=csv) is read once, from a pipe, with what was read of its head to
+// find the header read again; it has no size and no sample, and cannot resume.
 func TestStdin(t *testing.T) {
 	content := ordersHeader + ordersRows(1, 300)
 	want := rowsOf(runAll(t, mustNew(t, Config{Path: writeFile(t, "s.csv", content), Schema: ordersSchema}), nil))
@@ -310,10 +310,9 @@ func mustNew(t *testing.T, cfg Config) *Source {
 	return s
 }
 
-// TestCSVDialects is issue 11.1's "CSV options as URI parameters: delimiter= (one character;
-// %09 or tab for TSV, .tsv files default to tab), header=false (columns then follow the mapping's
-// source.columns order), null=, quote=, escape=, comment=", each read the same at every chunking,
-// gzipped or not.
+// TestCSVDialects: CSV options as URI parameters: delimiter= (one character; %09 or tab for TSV,
+// .tsv files default to tab), header=false (columns then follow the mapping's source.columns
+// order), null=, quote=, escape=, comment=, each read the same at every chunking, gzipped or not.
 func TestCSVDialects(t *testing.T) {
 	ok := func(seq int, vals string) row { return row{Seq: int64(seq), Values: vals} }
 	cases := []struct {
@@ -407,10 +406,10 @@ func TestDSBulkQuoteHint(t *testing.T) {
 	}
 }
 
-// TestLimitAndSkip is issue 11.1's "?limit=N&skip=N to try a mapping on the head of a big file":
-// over the files in order, skip records are passed over and at most limit read; the run stops at
-// the limit without reading further files; a resume continues the window; the estimate and the
-// sample are the window's.
+// TestLimitAndSkip: ?limit=N&skip=N try a mapping on the head of a big file: over the files in
+// order, skip records are passed over and at most limit read; the run stops at the limit without
+// reading further files; a resume continues the window; the estimate and the sample are the
+// window's.
 func TestLimitAndSkip(t *testing.T) {
 	dir := t.TempDir()
 	put(t, dir, "p1.csv", ordersHeader+ordersRows(1, 5))
@@ -480,10 +479,10 @@ func TestLimitAndSkip(t *testing.T) {
 	}
 }
 
-// TestEmptyInputSameRuleForCSVAndJSONL is issue 11.5: "An empty .jsonl says VERDICT OK while an
-// empty .csv is an error: one rule for both." The rule: a file without rows reads as 0 rows with
-// a warning naming it, CSV (with or without a header line) and JSON Lines alike; so a directory
-// with an empty part among others reads the others.
+// TestEmptyInputSameRuleForCSVAndJSONL: before, an empty .jsonl said VERDICT OK while an empty .csv
+// was an error; one rule now holds for both. The rule: a file without rows reads as 0 rows with a
+// warning naming it, CSV (with or without a header line) and JSON Lines alike; so a directory with
+// an empty part among others reads the others.
 func TestEmptyInputSameRuleForCSVAndJSONL(t *testing.T) {
 	for _, c := range []struct{ name, content, warning string }{
 		{"e.csv", "", "file is empty (no header line, no rows)"},

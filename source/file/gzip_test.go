@@ -46,11 +46,11 @@ func readWhole(path string, resume map[string]pipeline.StreamState) (int, error)
 	return rows, <-errc
 }
 
-// TestTruncatedGzipFailsRun: issue 9 item 1, "a truncated .csv.gz finishes with exit 0: rekey
-// reads what decompresses, rejects the partial last line (expected 7 fields, got 2) and exits 0
-// as if the file were complete". A gzip file cut anywhere (in its header, inside the deflate
-// stream, just before or inside its 8-byte trailer) must fail, naming the file and the byte
-// positions, whether the cut falls in the part New reads (the header line) or later in Run.
+// TestTruncatedGzipFailsRun: before, a truncated .csv.gz finished with exit 0: rekey read what
+// decompressed, rejected the partial last line (expected 7 fields, got 2) and exited 0 as if the
+// file were complete. A gzip file cut anywhere (in its header, inside the deflate stream, just
+// before or inside its 8-byte trailer) must fail, naming the file and the byte positions, whether
+// the cut falls in the part New reads (the header line) or later in Run.
 func TestTruncatedGzipFailsRun(t *testing.T) {
 	plain, gz := gzipOrders(t, 120000) // about 3.5 MB uncompressed: more than New's first read
 	if len(plain) < 3<<20 {

@@ -9,10 +9,9 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-// TestDuplicateHeaderColumn: issue 9 item 7, "a duplicate header name (amount,amount) silently
-// uses the first: an error naming both columns". Two fields that the same declared column would
-// match are an error naming both positions; an exact match wins over one that differs in case
-// only, with a warning.
+// TestDuplicateHeaderColumn: before, a duplicate header name (amount,amount) silently used the
+// first. Two fields that the same declared column would match are an error naming both positions;
+// an exact match wins over one that differs in case only, with a warning.
 func TestDuplicateHeaderColumn(t *testing.T) {
 	for _, tc := range []struct{ header, want string }{
 		{"id,amount,name,ts,amount", `header names column "amount" twice (fields 2 and 5): rename or drop one of them in the header line`},

@@ -21,10 +21,10 @@ func readRows(t *testing.T, path string, chunk, workers, limit int) []row {
 	return rowsOf(runAll(t, src, nil))
 }
 
-// TestStrayQuoteRejectsOnlyItsLine is issue 9 item 5's repro: "a quote on line 503 of 1,000 made
-// rows_in 501, the 499 later rows inside one reject's raw". The stray quote opens a field that
-// never closes: that line alone is rejected and the 999 other lines are read, whatever the
-// chunking, compressed or not, and from any resume point.
+// TestStrayQuoteRejectsOnlyItsLine: before, a quote on line 503 of 1,000 made rows_in 501, the 499
+// later rows inside one reject's raw. The stray quote opens a field that never closes: that line
+// alone is rejected and the 999 other lines are read, whatever the chunking, compressed or not, and
+// from any resume point.
 func TestStrayQuoteRejectsOnlyItsLine(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("id,name,ts,amount\n")
@@ -230,7 +230,7 @@ func TestRecordLongerThanLimit(t *testing.T) {
 	}
 }
 
-// fuzzDialects are the CSV dialects the fuzz tests try (issue 11.1's URI options): the splitter
+// fuzzDialects are the CSV dialects the fuzz tests try (those the URI options set): the splitter
 // and the parser must agree on record boundaries in each.
 var fuzzDialects = []CSVOptions{
 	{},                              // RFC 4180

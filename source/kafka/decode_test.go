@@ -122,7 +122,7 @@ func TestDecodeDebezium(t *testing.T) {
 		{"delete from key", `{"userid":"u1","orderid":1}`, `{"before":null,"after":null,"op":"d"}`, "delete u1|1|~|~", false},
 		{"tombstone", `{"userid":"u1","orderid":1}`, "", "delete u1|1|~|~", true},
 		{"wrapped", "", `{"schema":` + schema + `,"payload":{"before":null,"after":{"userid":"u3","orderid":2,"ts":1700000000000000},"op":"c"}}`, "upsert u3|2|1700000000000|~", false},
-		// issue 9: MicroTimestamp 1700000000000123 was rounded down to the millisecond
+		// before, MicroTimestamp 1700000000000123 was rounded down to the millisecond
 		{"wrapped sub-millisecond", "", `{"schema":` + schema + `,"payload":{"before":null,"after":{"userid":"u3","orderid":2,"ts":1700000000000123},"op":"c"}}`, `ERR type: invalid timestamp "1700000000000123" (epoch microseconds): it has sub-millisecond digits`, false},
 		{"wrapped tombstone", `{"userid":"u1","orderid":1}`, `{"schema":null,"payload":null}`, "delete u1|1|~|~", false},
 		{"cassandra insert", "", `{"after":{"userid":{"value":"u4","deletion_ts":null,"set":true},"orderid":{"value":5,"deletion_ts":null,"set":true}},"op":"i","ts_ms":1}`, "upsert u4|5|~|~", false},
@@ -152,8 +152,8 @@ func TestDecodeDebezium(t *testing.T) {
 	}
 }
 
-// Issue 9, item 2: invalid UTF-8 in a Kafka JSON message reached a Parquet STRING column and made
-// the file unreadable.
+// Invalid UTF-8 in a Kafka JSON message is a reject: before, it reached a Parquet STRING column and
+// made the file unreadable.
 func TestDecodeEncoding(t *testing.T) {
 	cases := []struct {
 		name, format, keycol string
@@ -189,8 +189,8 @@ func TestDecodeEncoding(t *testing.T) {
 	}
 }
 
-// Issue 9, item 6: epoch seconds were read as milliseconds, and Debezium's micro- and nanosecond
-// timestamps were rounded down to the millisecond.
+// Epoch units are read as declared: before, epoch seconds were read as milliseconds, and Debezium's
+// micro- and nanosecond timestamps were rounded down to the millisecond.
 func TestDecodeTimestampUnits(t *testing.T) {
 	units := pipeline.SourceSchema{{Name: "userid", Type: "text"}, {Name: "orderid", Type: "bigint"},
 		{Name: "ts", Type: "timestamp(s)"}, {Name: "amount", Type: "decimal"}}

@@ -9,8 +9,8 @@ import (
 
 const secret = "hunter2"
 
-// secretURIs hold the secret in every spelling issue 9, item 14 found echoed in errors, and a
-// few more that a user may write.
+// secretURIs hold the secret in every spelling that errors once echoed, and a few more that a user
+// may write.
 var secretURIs = []string{
 	"kafka://b1:9092/t?sasl=plain&user=u&password=" + secret,
 	"kafka://b1:9092/t?sasl=plain&user=u&PASSWORD=" + secret,

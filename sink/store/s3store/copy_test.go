@@ -24,9 +24,9 @@ func put(t *testing.T, s *Store, name string, data []byte) {
 	}
 }
 
-// Issue 10.2: shards writing under one bucket merge without copying data. Between two
-// prefixes of one bucket, CopyFrom is one CopyObject: no object byte is read from or sent to
-// the server by rekey, and the copy is byte-exact.
+// Shards writing under one bucket merge without copying data. Between two prefixes of one bucket,
+// CopyFrom is one CopyObject: no object byte is read from or sent to the server by rekey, and the
+// copy is byte-exact.
 func TestCopyFromSameBucketGofakes3(t *testing.T) {
 	rec := &recorder{}
 	srv := s3test.StartGofakes3(t, rec.wrap)

@@ -7,10 +7,10 @@ import (
 	"github.com/rekey/rekey/pipeline"
 )
 
-// Issue 9, item 2: functions that turn values into VARCHAR must never produce invalid UTF-8
-// (one such value makes the whole Parquet file unreadable). Text stays UTF-8 through reverse,
-// substr, code and +, which work on characters; a blob's raw bytes that are not UTF-8 are a
-// reject with code "encoding" wherever they would become text.
+// Functions that turn values into VARCHAR must never produce invalid UTF-8 (one such value makes
+// the whole Parquet file unreadable). Text stays UTF-8 through reverse, substr, code and +, which
+// work on characters; a blob's raw bytes that are not UTF-8 are a reject with code "encoding"
+// wherever they would become text.
 func TestMultiByteTextAndBlobsToVarchar(t *testing.T) {
 	blob := pipeline.Bytes
 	ok := []struct {
@@ -73,7 +73,8 @@ func TestMultiByteTextAndBlobsToVarchar(t *testing.T) {
 	}
 }
 
-// Issue 9, item 6: text cast to TIMESTAMP was truncated to the millisecond by time.Parse.
+// Text cast to TIMESTAMP keeps every digit: before, it was truncated to the millisecond by
+// time.Parse.
 func TestCastToTimestampNeverRounds(t *testing.T) {
 	got, _, rerr := evalExpr(t, "s :: TIMESTAMP", map[string]V{"s": txt("2024-01-01T00:00:12.345000000Z")})
 	if rerr != nil || got != num(1704067212345) {
@@ -85,8 +86,8 @@ func TestCastToTimestampNeverRounds(t *testing.T) {
 	}
 }
 
-// Issue 9, item 6: source.timestamp_unit says how integer epochs in timestamp columns are read;
-// Compile writes it into the source schema's types, which the sources parse.
+// source.timestamp_unit says how integer epochs in timestamp columns are read; Compile writes it
+// into the source schema's types, which the sources parse.
 func TestTimestampUnitMapping(t *testing.T) {
 	const yml = `version: 1
 source:

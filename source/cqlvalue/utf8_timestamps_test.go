@@ -10,9 +10,9 @@ import (
 	"github.com/rekey/rekey/pipeline"
 )
 
-// Issue 9, item 2: `DELIV\xFF\xFEERED` in a text column was passed through and written into a
-// Parquet STRING column, which made the whole file unreadable. Text that is not UTF-8 is now an
-// *EncodingError (reject code "encoding") naming the byte; a blob takes any bytes.
+// Before, `DELIV\xFF\xFEERED` in a text column was passed through and written into a Parquet STRING
+// column, which made the whole file unreadable. Text that is not UTF-8 is now an *EncodingError
+// (reject code "encoding") naming the byte; a blob takes any bytes.
 func TestInvalidUTF8TextIsEncodingError(t *testing.T) {
 	cases := []struct {
 		typ, in string
@@ -84,8 +84,9 @@ func TestInvalidUTF8TextIsEncodingError(t *testing.T) {
 	}
 }
 
-// Issue 9, item 6: "2024-01-01T00:00:12.345678901Z" was truncated to .345 although values are
-// never rounded, and the epoch seconds 1704067200 were read as milliseconds (1970-01-20).
+// Timestamps keep every digit they are given or are rejected: before,
+// "2024-01-01T00:00:12.345678901Z" was truncated to .345 although values are never rounded, and the
+// epoch seconds 1704067200 were read as milliseconds (1970-01-20).
 func TestTimestampPrecisionAndEpochUnits(t *testing.T) {
 	cases := []tcase{
 		// sub-millisecond digits: rejected unless zeros
