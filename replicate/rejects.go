@@ -22,7 +22,6 @@ type rollRejects struct {
 	f     *os.File
 	w     *bufio.Writer
 	lines int64
-	line  []byte
 }
 
 func (w *worker) newRejects(first int64) *rollRejects {

@@ -66,7 +66,6 @@ type comparer struct {
 	// srcBuf and dstBuf are reused to read spilled buckets (the previous bucket's entries are
 	// no longer referenced by then: examples are rendered into strings)
 	srcBuf, dstBuf []byte
-	at             []int32
 }
 
 // srcEntry is a source key: its last row, and what the target holds under it.

@@ -204,7 +204,7 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 		Logger: logger.Named("verify"),
 	}
 	_, cfg.SourceOnce = src.(*file.Stdin) // read once: no second pass over the differences
-	target := f.target
+	var target string
 	if scheme, _, ok := strings.Cut(f.target, "://"); ok && lookupTargets[scheme] != nil {
 		lt, err := lookupTargets[scheme](ctx, f.target, prog.Target(), logger.Named("verify.target"))
 		if err != nil {

@@ -275,7 +275,6 @@ type applyState struct {
 	arena  []byte
 	spans  [][2]int // ops[i]'s text: arena[spans[i][0]:spans[i][1]]; [0,0] when rejected
 	shards [][]int  // op indices per shard, in order
-	hashes []uint64
 }
 
 func (w *Writer) state() *applyState {
