@@ -55,9 +55,12 @@ func NextSteps(job *BulkloadJob, run NextRun) string {
 	}
 	b.WriteString("     Read bulkload.json's rekey_uncertain list first; try one region before the whole table.\n")
 	// 4. the counts
-	fmt.Fprintf(&b, "  4. Check: SELECT COUNT(*) FROM %s.%s;  -- %d rows written\n", Ident(ns), Ident(job.WriterConfig.LindormTable), run.RowsWritten)
+	// rekey verify, not SELECT COUNT(*): the guide warns that COUNT scans the whole table
+	fmt.Fprintf(&b, "  4. Check that %s.%s holds the %d rows written, key by key (--sample 1%% on a large table):\n",
+		Ident(ns), Ident(job.WriterConfig.LindormTable), run.RowsWritten)
 	fmt.Fprintf(&b, "       rekey verify -m %s --source %s --target lindorm://LINDORM_USER@LINDORM_HOST:33060/%s\n",
 		shellQuote(run.Mapping), shellQuote(run.Source), url.PathEscape(ns))
+	b.WriteString("     (not SELECT COUNT(*): it scans the whole table)\n")
 	return b.String()
 }
 
