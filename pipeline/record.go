@@ -14,6 +14,10 @@ type Record struct {
 	Seq    int64     // position within the batch's stream: line number, row index, offset
 	Raw    string    // the raw input (a CSV line, a JSON document) when the source has one
 	Err    *RowError // set when the source could not decode the row
+	// Set, when not nil, names the source columns the record sets (Set[i] for Values[i]): a
+	// change that touches some cells only (Debezium's Cassandra connector) leaves the others as
+	// they are, and a null value in a set column writes NULL. nil: a whole row.
+	Set []bool
 }
 
 // Batch is a run of records from one stream of a source (a file, a token range, a partition).
@@ -54,6 +58,14 @@ const (
 	CodeKeyTooLong = "key_too_long" // the encoded primary key exceeds 2 KB
 	CodeEval       = "eval"         // an expression failed (overflow, bad argument)
 	CodeEncoding   = "encoding"     // a text value is not valid UTF-8
+	// CodeUnsetKey: a key column of a partial record reads a source column the record does not set.
+	CodeUnsetKey = "unset_key"
+	// CodeUnsetInput: a column of a partial record reads set and unset source columns at once.
+	CodeUnsetInput = "unset_input"
+	// CodePartialUpdate: a partial record reached an output that writes whole rows (files).
+	CodePartialUpdate = "partial_update"
+	// CodeRangeTombstone: a delete of a clustering range the output cannot express.
+	CodeRangeTombstone = "range_tombstone"
 )
 
 func (e *RowError) Error() string {

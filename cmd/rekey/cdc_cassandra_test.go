@@ -1,0 +1,160 @@
+package main
+
+import (
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
+	"github.com/rekey/rekey/source/kafka/kafkatest"
+)
+
+// Events of Debezium's Cassandra connector (debezium-connector-cassandra), written as its JSON
+// converter writes them: Record.buildValue gives {"ts_ms", "op", "source", "after"}; "after"
+// holds one cell per column the mutation wrote, CellData.record {"value", "deletion_ts", "set":
+// true} (CassandraSchemaFactory.java), absent for the columns it did not touch; ops are i, u, d
+// and r (Record.Operation). A cell deleted (DELETE email FROM ...) is a tombstone cell: value
+// null (Cassandra4CommitLogReadHandlerImpl.populateRegularColumns).
+const cassandraSource = `{"version":"2.7.0.Final","connector":"cassandra","name":"test_connector","ts_ms":1700000000000,"snapshot":"false","db":"NULL","cluster":"Test Cluster","file":"CommitLog-7-1.log","pos":120,"keyspace":"ks","table":"users"}`
+
+func cell(v string) string { return `{"value":` + v + `,"deletion_ts":null,"set":true}` }
+
+func deletedCell() string { return `{"value":null,"deletion_ts":1700000000000000,"set":true}` }
+
+func cassandraEvent(op string, cells ...string) kafkago.Message {
+	after := "{" + strings.Join(cells, ",") + "}"
+	key := ""
+	for _, c := range cells {
+		if strings.HasPrefix(c, `"id":`) {
+			key = `{"id":` + strings.TrimSuffix(strings.TrimPrefix(c, `"id":{"value":`), `,"deletion_ts":null,"set":true}`) + `}`
+		}
+	}
+	return kafkago.Message{Key: []byte(key), Value: []byte(`{"ts_ms":1700000000000,"op":"` + op + `","source":` + cassandraSource + `,"after":` + after + `}`)}
+}
+
+const usersMapping = `version: 1
+source:
+  name: ks.users
+  columns:
+    id: text
+    name: text
+    email: text
+    visits: int
+target:
+  table: users
+  primary_key: "[id]"
+`
+
+// replicateInto runs replicate from a one-partition topic holding msgs into srv until every
+// message is committed, stops it, and returns its output and its rejects lines.
+func replicateInto(t *testing.T, srv *mysqltest.Server, conns, mapping string, msgs []kafkago.Message) (string, []string) {
+	t.Helper()
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "cdc", 1)
+	c.Produce(t, topic, msgs...)
+	state := filepath.Join(t.TempDir(), "state")
+	done := make(chan int, 1)
+	var out string
+	go func() {
+		code, o, e := runCLI(t, "replicate", "-m", mapping, "--source", "kafka://"+strings.Join(c.Brokers, ",")+"/"+topic+"?group=cdc&format=debezium",
+			"--out", srv.URI(""), "--sql-conns", conns, "--state", state, "--progress", "never", "--session-timeout", "3s")
+		out = o + e
+		done <- code
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for c.Committed(t, "cdc", topic, 1)[0] != int64(len(msgs)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("offsets not committed: %v, want %d", c.Committed(t, "cdc", topic, 1), len(msgs))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("replicate exit %d:\n%s", code, out)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("replicate did not stop on SIGTERM")
+	}
+	var rejects []string
+	files, _ := filepath.Glob(filepath.Join(state, "rejects", "*.jsonl"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rejects = append(rejects, strings.Split(strings.TrimSpace(string(data)), "\n")...)
+	}
+	return out, rejects
+}
+
+// dumpTable returns the table's rows, "col col ..." each (NULL for null), sorted.
+func dumpTable(t *testing.T, db *sql.DB, query string) []string {
+	t.Helper()
+	rows, err := db.Query(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var got []string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = "NULL"
+			if v.Valid {
+				parts[i] = v.String
+			}
+		}
+		got = append(got, strings.Join(parts, " "))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(got)
+	return got
+}
+
+// A Cassandra UPDATE that sets one column, and a DELETE of one cell, change those columns only:
+// the other columns of the row keep their values (they used to be nulled, silently).
+func TestReplicateCassandraPartialUpdates(t *testing.T) {
+	mapping := writeFile(t, t.TempDir(), "users.yaml", usersMapping)
+	for name, start := range sqlServers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv, conns := start(t)
+			srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", srv.DDLDialect()))
+			msgs := []kafkago.Message{
+				cassandraEvent("i", `"id":`+cell(`"u1"`), `"name":`+cell(`"Ann"`), `"email":`+cell(`"ann@x.org"`), `"visits":`+cell(`1`)),
+				cassandraEvent("i", `"id":`+cell(`"u2"`), `"name":`+cell(`"Bob"`), `"email":`+cell(`"bob@x.org"`), `"visits":`+cell(`5`)),
+				cassandraEvent("u", `"id":`+cell(`"u1"`), `"visits":`+cell(`2`)), // UPDATE users SET visits = 2 WHERE id = 'u1'
+				cassandraEvent("u", `"id":`+cell(`"u2"`), `"email":`+deletedCell()), // DELETE email FROM users WHERE id = 'u2'
+			}
+			_, rejects := replicateInto(t, srv, conns, mapping, msgs)
+			if len(rejects) != 0 {
+				t.Errorf("rejects: %v", rejects)
+			}
+			got := dumpTable(t, srv.DB(t), "SELECT id, name, email, visits FROM users")
+			want := []string{"u1 Ann ann@x.org 2", "u2 Bob NULL 5"}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("table %q, want %q", got, want)
+			}
+		})
+	}
+}
