@@ -57,16 +57,29 @@ target:
 // message is committed, stops it, and returns its output and its rejects lines.
 func replicateInto(t *testing.T, srv *mysqltest.Server, conns, mapping string, msgs []kafkago.Message) (string, []string) {
 	t.Helper()
+	return replicateEvents(t, mapping, msgs, "--out", srv.URI(""), "--sql-conns", conns)
+}
+
+// replicateEvents runs replicate of msgs with the output flags out and returns its output and
+// its rejects lines (of the state folder or of the output folder).
+func replicateEvents(t *testing.T, mapping string, msgs []kafkago.Message, out ...string) (string, []string) {
+	t.Helper()
 	c := kafkatest.Start(t)
 	topic := c.CreateTopic(t, "cdc", 1)
 	c.Produce(t, topic, msgs...)
 	state := filepath.Join(t.TempDir(), "state")
 	done := make(chan int, 1)
-	var out string
+	var output string
+	args := append([]string{"replicate", "-m", mapping, "--source", "kafka://" + strings.Join(c.Brokers, ",") + "/" + topic + "?group=cdc&format=debezium",
+		"--progress", "never", "--session-timeout", "3s"}, out...)
+	if strings.Contains(out[1], "://") {
+		args = append(args, "--state", state)
+	} else {
+		state = out[1]
+	}
 	go func() {
-		code, o, e := runCLI(t, "replicate", "-m", mapping, "--source", "kafka://"+strings.Join(c.Brokers, ",")+"/"+topic+"?group=cdc&format=debezium",
-			"--out", srv.URI(""), "--sql-conns", conns, "--state", state, "--progress", "never", "--session-timeout", "3s")
-		out = o + e
+		code, o, e := runCLI(t, args...)
+		output = o + e
 		done <- code
 	}()
 	deadline := time.Now().Add(60 * time.Second)
@@ -80,7 +93,7 @@ func replicateInto(t *testing.T, srv *mysqltest.Server, conns, mapping string, m
 	select {
 	case code := <-done:
 		if code != 0 {
-			t.Fatalf("replicate exit %d:\n%s", code, out)
+			t.Fatalf("replicate exit %d:\n%s", code, output)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("replicate did not stop on SIGTERM")
@@ -94,7 +107,7 @@ func replicateInto(t *testing.T, srv *mysqltest.Server, conns, mapping string, m
 		}
 		rejects = append(rejects, strings.Split(strings.TrimSpace(string(data)), "\n")...)
 	}
-	return out, rejects
+	return output, rejects
 }
 
 // dumpTable returns the table's rows, "col col ..." each (NULL for null), sorted.
@@ -156,5 +169,34 @@ func TestReplicateCassandraPartialUpdates(t *testing.T) {
 				t.Errorf("table %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// Bulk-load files hold whole rows: a Cassandra event that sets some columns is rejected there
+// (partial_update, pointing to a SQL target) instead of being written as a row whose other
+// columns are null; an INSERT naming every column is a row.
+func TestReplicateCassandraPartialUpdateIntoFilesIsRejected(t *testing.T) {
+	mapping := writeFile(t, t.TempDir(), "users.yaml", usersMapping)
+	out := filepath.Join(t.TempDir(), "out")
+	msgs := []kafkago.Message{
+		cassandraEvent("i", `"id":`+cell(`"u1"`), `"name":`+cell(`"Ann"`), `"email":`+cell(`"ann@x.org"`), `"visits":`+cell(`1`)),
+		cassandraEvent("u", `"id":`+cell(`"u1"`), `"visits":`+cell(`2`)),
+		cassandraEvent("i", `"id":`+cell(`"u2"`), `"name":`+cell(`"Bob"`)),
+	}
+	_, rejects := replicateEvents(t, mapping, msgs, "--out", out, "--roll-interval", "100ms")
+	if len(rejects) != 2 {
+		t.Fatalf("rejects %q, want the two partial events", rejects)
+	}
+	for i, off := range []string{`"offset":1`, `"offset":2`} {
+		if !strings.Contains(rejects[i], `"code":"partial_update"`) || !strings.Contains(rejects[i], off) || !strings.Contains(rejects[i], "--out mysql://") {
+			t.Errorf("reject %d: %s", i, rejects[i])
+		}
+	}
+	manifest, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(manifest), `"rows_written": 1`) {
+		t.Errorf("manifest:\n%s", manifest)
 	}
 }
