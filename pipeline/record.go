@@ -75,6 +75,32 @@ func (e *RowError) Error() string {
 	return fmt.Sprintf("%s: field %q: %s", e.Code, e.Field, e.Message)
 }
 
+// ClusteringRange is a range of rows within one partition, as a Cassandra range tombstone gives
+// it: the rows whose clustering columns compare between Start and End.
+type ClusteringRange struct{ Start, End ClusteringBound }
+
+// ClusteringBound is one end of a ClusteringRange: values of the first len(Cols) clustering
+// columns (source column indices, in any order: the mapping's key gives the clustering order),
+// and whether the rows equal to that prefix are in the range. No columns: the partition's edge.
+type ClusteringBound struct {
+	Cols      []int
+	Vals      []Value
+	Inclusive bool
+}
+
+// KeyRange is a contiguous range of target keys: the first len(Prefix) key columns equal Prefix,
+// and the next columns compare, as tuples, between Start and End.
+type KeyRange struct {
+	Prefix     []Value
+	Start, End KeyBound
+}
+
+// KeyBound is one end of a KeyRange: values of the key columns after the prefix, in key order.
+type KeyBound struct {
+	Vals      []Value
+	Inclusive bool
+}
+
 // Row is one target row: Values follow the TargetSchema order (key columns first) and Region
 // is the index of the pre-split region that holds it.
 type Row struct {

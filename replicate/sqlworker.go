@@ -206,8 +206,7 @@ func (w *sqlWorker) message(i int, m *kafkago.Message) {
 			continue
 		}
 		if ch.Op == kafka.OpRangeDelete {
-			w.reject(i, m, "transform", &pipeline.RowError{Code: pipeline.CodeRangeTombstone, Field: "op",
-				Message: "range tombstones (deletes of a clustering range) are not replicated yet: delete the range from the table by hand"})
+			w.deleteRange(i, m, ch)
 			continue
 		}
 		row := w.row()
@@ -281,6 +280,20 @@ func (w *sqlWorker) delete(i int, m *kafkago.Message, ch *kafka.Change) {
 		return
 	}
 	w.ops = append(w.ops, sqlsink.Op{Delete: true, Values: row[:w.r.target.KeyLen]})
+	w.opMsg = append(w.opMsg, i)
+	w.deletes++
+}
+
+// deleteRange adds the delete of the key range a Cassandra range tombstone covers, or rejects it
+// when the mapping's key does not make it one range of the table.
+func (w *sqlWorker) deleteRange(i int, m *kafkago.Message, ch *kafka.Change) {
+	rec := pipeline.Record{Values: ch.Values, Seq: m.Offset, Set: ch.Set}
+	kr, rerr := w.ev.KeyRange(&w.batch, &rec, ch.Range, w.row())
+	if rerr != nil {
+		w.reject(i, m, "transform", rerr)
+		return
+	}
+	w.ops = append(w.ops, sqlsink.Op{Delete: true, Range: &kr})
 	w.opMsg = append(w.opMsg, i)
 	w.deletes++
 }

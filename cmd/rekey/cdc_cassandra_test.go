@@ -200,3 +200,74 @@ func TestReplicateCassandraPartialUpdateIntoFilesIsRejected(t *testing.T) {
 		t.Errorf("manifest:\n%s", manifest)
 	}
 }
+
+// The table of the connector's RangeTombstoneCommitLogProcessingTest: CREATE TABLE ks.tb (a int,
+// b int, c int, d int, e int, PRIMARY KEY (a, b, c, d)).
+const rangeMappingHead = `version: 1
+source:
+  name: ks.tb
+  columns:
+    a: int
+    b: int
+    c: int
+    d: int
+    e: int
+target:
+  table: tb
+`
+
+func rangeBound(method string, vals ...string) string {
+	var parts []string
+	for i := 0; i+1 < len(vals); i += 2 {
+		parts = append(parts, `{"name":"`+vals[i]+`","value":"`+vals[i+1]+`","type":"org.apache.cassandra.db.marshal.Int32Type"}`)
+	}
+	return `{"method":"` + method + `","values":[` + strings.Join(parts, ",") + `]}`
+}
+
+func tbRow(a, b, c, d, e int) kafkago.Message {
+	return cassandraEvent("i", `"a":`+cell(fmt.Sprint(a)), `"b":`+cell(fmt.Sprint(b)), `"c":`+cell(fmt.Sprint(c)), `"d":`+cell(fmt.Sprint(d)), `"e":`+cell(fmt.Sprint(e)))
+}
+
+// A Cassandra range tombstone (DELETE FROM ks.tb WHERE a = 1 AND b = 1 AND c <= 2, the
+// connector's RangeTombstoneCommitLogProcessingTest: start INCL_START_BOUND b=1, end
+// INCL_END_BOUND b=1, c=2) deletes the rows of that range in a table whose key is the source key
+// in order, with or without a hash prefix of the partition key; with a key that does not make it
+// one range it is rejected (range_tombstone), and nothing is deleted. It used to be upserted as
+// a row (a Debezium "r" read) and rejected for its null key.
+func TestReplicateCassandraRangeTombstone(t *testing.T) {
+	msgs := []kafkago.Message{
+		tbRow(1, 1, 1, 1, 1), tbRow(1, 1, 2, 3, 2), tbRow(1, 1, 3, 0, 3), tbRow(1, 2, 0, 0, 4), tbRow(2, 1, 1, 1, 5), tbRow(1, 0, 9, 9, 6),
+		cassandraEvent("r", `"a":`+cell("1"), `"_range_start":`+rangeBound("INCL_START_BOUND", "b", "1"),
+			`"_range_end":`+rangeBound("INCL_END_BOUND", "b", "1", "c", "2")),
+	}
+	all := []string{"1 0 9 9 6", "1 1 1 1 1", "1 1 2 3 2", "1 1 3 0 3", "1 2 0 0 4", "2 1 1 1 5"}
+	left := []string{"1 0 9 9 6", "1 1 3 0 3", "1 2 0 0 4", "2 1 1 1 5"}
+	for _, tc := range []struct {
+		key    string
+		want   []string
+		reject string
+	}{
+		{`"[a][b][c][d]"`, left, ""},
+		{`"[md5(a).substr(0,4) + a AS pk][b][c][d]"`, left, ""},
+		{`"[b][a][c][d]"`, all, "range_tombstone"},
+	} {
+		mapping := writeFile(t, t.TempDir(), "tb.yaml", rangeMappingHead+"  primary_key: "+tc.key+"\n")
+		for name, start := range sqlServers(t) {
+			t.Run(tc.key+"/"+name, func(t *testing.T) {
+				srv, conns := start(t)
+				srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", srv.DDLDialect()))
+				_, rejects := replicateInto(t, srv, conns, mapping, msgs)
+				switch {
+				case tc.reject == "" && len(rejects) != 0:
+					t.Errorf("rejects: %v", rejects)
+				case tc.reject != "" && (len(rejects) != 1 || !strings.Contains(rejects[0], `"code":"`+tc.reject+`"`)):
+					t.Errorf("rejects %v, want one %s", rejects, tc.reject)
+				}
+				got := dumpTable(t, srv.DB(t), "SELECT a, b, c, d, e FROM tb")
+				if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+					t.Errorf("table %q, want %q", got, tc.want)
+				}
+			})
+		}
+	}
+}

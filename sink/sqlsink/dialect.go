@@ -79,6 +79,8 @@ type statements struct {
 	full       upsertShape // every column
 	deleteHead string // "DELETE FROM t WHERE (k1, k2) IN (" or "DELETE FROM t WHERE "
 	selectHead string // "SELECT a, b FROM t WHERE "
+	deleteWhere string // "DELETE FROM t WHERE " (a range)
+	keySelect   string // "SELECT k1, k2 FROM t WHERE " (a range's keys)
 	keyEq      []string
 	keyList    string // "(k1, k2)" or "k1"
 }
@@ -116,7 +118,79 @@ func newStatements(d *Dialect, schema pipeline.TargetSchema) *statements {
 		}
 	}
 	s.selectHead = "SELECT " + strings.Join(read, ", ") + " FROM " + t + " WHERE "
+	s.deleteWhere = "DELETE FROM " + t + " WHERE "
+	s.keySelect = "SELECT " + strings.Join(read[:schema.KeyLen], ", ") + " FROM " + t + " WHERE "
 	return s
+}
+
+// keySchema is the schema of the key columns alone.
+func (s *statements) keySchema() pipeline.TargetSchema {
+	return pipeline.TargetSchema{Table: s.schema.Table, KeyLen: s.schema.KeyLen, Columns: s.schema.Columns[:s.schema.KeyLen]}
+}
+
+// appendRangeCond appends the condition of a key range: "k1=.. AND (bound) AND (bound)". A bound
+// on (c1, c2) compares as a tuple, written out so that every engine takes it: (c1 > v1 OR (c1 =
+// v1 AND c2 >= v2)) for an inclusive start; a DESC column compares the other way.
+func (s *statements) appendRangeCond(dst []byte, kr *pipeline.KeyRange) ([]byte, *pipeline.RowError) {
+	var rerr *pipeline.RowError
+	n := len(kr.Prefix)
+	and := false
+	for i, v := range kr.Prefix {
+		if and {
+			dst = append(dst, " AND "...)
+		}
+		and = true
+		dst = append(dst, s.d.Ident(s.schema.Columns[i].Name)+"="...)
+		if dst, rerr = s.appendLiteral(dst, s.schema.Columns[i], v); rerr != nil {
+			return dst, rerr
+		}
+	}
+	for _, b := range []struct {
+		kb    *pipeline.KeyBound
+		after bool // the start: rows after the bound
+	}{{&kr.Start, true}, {&kr.End, false}} {
+		if len(b.kb.Vals) == 0 {
+			continue
+		}
+		if and {
+			dst = append(dst, " AND "...)
+		}
+		and = true
+		dst = append(dst, '(')
+		for i := range b.kb.Vals {
+			if i > 0 {
+				dst = append(dst, " OR "...)
+			}
+			dst = append(dst, '(')
+			for j := 0; j <= i; j++ {
+				col := s.schema.Columns[n+j]
+				if j > 0 {
+					dst = append(dst, " AND "...)
+				}
+				dst = append(dst, s.d.Ident(col.Name)...)
+				switch {
+				case j < i:
+					dst = append(dst, '=')
+				case b.after != col.Desc:
+					dst = append(dst, '>')
+				default:
+					dst = append(dst, '<')
+				}
+				if j == len(b.kb.Vals)-1 && b.kb.Inclusive {
+					dst = append(dst, '=')
+				}
+				if dst, rerr = s.appendLiteral(dst, col, b.kb.Vals[j]); rerr != nil {
+					return dst, rerr
+				}
+			}
+			dst = append(dst, ')')
+		}
+		dst = append(dst, ')')
+	}
+	if !and {
+		dst = append(dst, "TRUE"...)
+	}
+	return dst, nil
 }
 
 // upsertShape is the text around an upsert's row tuples.

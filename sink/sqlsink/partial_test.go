@@ -109,3 +109,82 @@ func TestApplyPartialUpsertsInOrder(t *testing.T) {
 		})
 	}
 }
+
+// A key range is the prefix's equalities and each bound as a tuple comparison written out; a DESC
+// column compares the other way.
+func TestRangeCondition(t *testing.T) {
+	s := pipeline.TargetSchema{Table: "tb", KeyLen: 3, Columns: []pipeline.Column{
+		{Name: "a", Type: pipeline.TypeInteger, KeyPos: 0}, {Name: "b", Type: pipeline.TypeInteger, KeyPos: 1},
+		{Name: "c", Type: pipeline.TypeInteger, KeyPos: 2}}}
+	kr := &pipeline.KeyRange{Prefix: []pipeline.Value{pipeline.Int(1)},
+		Start: pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Int(1)}, Inclusive: true},
+		End:   pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Int(1), pipeline.Int(2)}}}
+	got, rerr := newStatements(Lindorm, s).appendRangeCond(nil, kr)
+	if want := "a=1 AND ((b>=1)) AND ((b<1) OR (b=1 AND c<2))"; rerr != nil || string(got) != want {
+		t.Errorf("got %s %v\nwant %s", got, rerr, want)
+	}
+	s.Columns[2].Desc = true
+	kr.End.Inclusive = true
+	got, _ = newStatements(MySQL, s).appendRangeCond(nil, kr)
+	if want := "`a`=1 AND ((`b`>=1)) AND ((`b`<1) OR (`b`=1 AND `c`>=2))"; string(got) != want {
+		t.Errorf("got %s\nwant %s", got, want)
+	}
+	got, _ = newStatements(MySQL, s).appendRangeCond(nil, &pipeline.KeyRange{Prefix: []pipeline.Value{pipeline.Int(7)}})
+	if want := "`a`=7"; string(got) != want {
+		t.Errorf("got %s\nwant %s", got, want)
+	}
+}
+
+// A range delete removes the rows of the range and no other, as one DELETE (MySQL) or, where
+// DELETE names one whole key (Lindorm), as the keys a SELECT finds, in batches of MaxRows. The
+// Lindorm statements run here against MySQL-protocol servers: their text is plain SQL.
+func TestDeleteRange(t *testing.T) {
+	for name, start := range servers(t) {
+		for _, d := range []*Dialect{MySQL, Lindorm} {
+			t.Run(name+"/"+d.Name, func(t *testing.T) {
+				srv := start(t)
+				s := pipeline.TargetSchema{Table: "tb", KeyLen: 3, Columns: []pipeline.Column{
+					{Name: "a", Type: pipeline.TypeInteger, KeyPos: 0}, {Name: "b", Type: pipeline.TypeInteger, KeyPos: 1},
+					{Name: "c", Type: pipeline.TypeInteger, KeyPos: 2}, {Name: "v", Type: pipeline.TypeInteger, KeyPos: -1}}}
+				srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
+				w := openWriter(t, srv, s, 2)
+				var ops []Op
+				for a := 1; a <= 2; a++ {
+					for b := 0; b <= 2; b++ {
+						for c := 0; c <= 3; c++ {
+							ops = append(ops, Op{Values: []pipeline.Value{pipeline.Int(int64(a)), pipeline.Int(int64(b)), pipeline.Int(int64(c)), pipeline.Int(0)}})
+						}
+					}
+				}
+				// DELETE ... WHERE a = 1 AND (b, c) >= (0, 2) AND b <= 1, then an upsert inside the range
+				ops = append(ops, Op{Delete: true, Range: &pipeline.KeyRange{Prefix: []pipeline.Value{pipeline.Int(1)},
+					Start: pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Int(0), pipeline.Int(2)}, Inclusive: true},
+					End:   pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Int(1)}, Inclusive: true}}},
+					Op{Values: []pipeline.Value{pipeline.Int(1), pipeline.Int(1), pipeline.Int(1), pipeline.Int(9)}})
+				w.st = newStatements(d, w.st.schema)
+				w.cfg.MaxRows = 2
+				if d == Lindorm {
+					// the upserts in MySQL's text, the range delete in Lindorm's
+					w.st.full = newStatements(MySQL, w.st.schema).full
+				}
+				rej, err := w.Apply(context.Background(), ops)
+				if err != nil || len(rej) > 0 {
+					t.Fatalf("apply: %v %v", rej, err)
+				}
+				got := readAll(t, srv.DB(t), s)
+				want := 24 - 6 + 1 // (1,0,2) (1,0,3) (1,1,0..3) deleted, (1,1,1) written again
+				if len(got) != want {
+					t.Errorf("%d rows, want %d", len(got), want)
+				}
+				for _, k := range [][3]int64{{1, 0, 2}, {1, 0, 3}, {1, 1, 0}, {1, 1, 2}, {1, 1, 3}} {
+					if _, ok := got[keyString([]pipeline.Value{pipeline.Int(k[0]), pipeline.Int(k[1]), pipeline.Int(k[2])})]; ok {
+						t.Errorf("%v not deleted", k)
+					}
+				}
+				if g := got[keyString([]pipeline.Value{pipeline.Int(1), pipeline.Int(1), pipeline.Int(1)})]; len(g) < 4 || g[3].I != 9 {
+					t.Errorf("the upsert after the range delete: %v", g)
+				}
+			})
+		}
+	}
+}

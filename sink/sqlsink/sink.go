@@ -236,6 +236,8 @@ type Op struct {
 	// for target column i; a set column whose value is null becomes NULL): the others keep
 	// their values. nil: the whole row.
 	Set []bool
+	// Range, with Delete, deletes every row in the key range instead of one key.
+	Range *pipeline.KeyRange
 }
 
 // Write upserts rows (pipeline.Sink). Every row is written, or refused by the server and
@@ -267,11 +269,93 @@ func (w *Writer) Abort() error { return nil }
 // Apply runs the changes in their order per key: rejects name the ops the server refused (or
 // that have no literal), by index into ops; the error is a failure of the run (the server
 // unreachable after every retry, a statement it refuses whole).
+//
+// A range delete covers keys of every shard: the ops before it finish first, then it runs alone.
 func (w *Writer) Apply(ctx context.Context, ops []Op) ([]pipeline.RowReject, error) {
 	a := w.state()
 	defer w.pool.Put(a)
-	a.ops = append(a.ops[:0], ops...)
-	return w.apply(ctx, a)
+	var rejects []pipeline.RowReject
+	for start := 0; start < len(ops); {
+		if ops[start].Range != nil {
+			if rerr, err := w.deleteRange(ctx, ops[start].Range); err != nil {
+				return nil, err
+			} else if rerr != nil {
+				rejects = append(rejects, pipeline.RowReject{Index: start, Err: rerr})
+			}
+			start++
+			continue
+		}
+		end := start + 1
+		for end < len(ops) && ops[end].Range == nil {
+			end++
+		}
+		a.ops = append(a.ops[:0], ops[start:end]...)
+		rej, err := w.apply(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rej {
+			r.Index += start
+			rejects = append(rejects, r)
+		}
+		start = end
+	}
+	return rejects, nil
+}
+
+// deleteRange deletes the rows of a key range: one DELETE where the dialect takes a range
+// (MySQL), otherwise (Lindorm's DELETE names one whole key) the range's keys read by a SELECT
+// and deleted one statement each, in batches of MaxRows.
+func (w *Writer) deleteRange(ctx context.Context, kr *pipeline.KeyRange) (*pipeline.RowError, error) {
+	cond, rerr := w.st.appendRangeCond(nil, kr)
+	if rerr != nil {
+		w.Stats.Rejected.Add(1)
+		return rerr, nil
+	}
+	if w.st.d.BatchDeletes {
+		err := w.run(ctx, "delete", 1, w.st.deleteWhere+string(cond))
+		if err != nil && classify(err) == classRow {
+			w.Stats.Rejected.Add(1)
+			return rowError(err), nil
+		}
+		return nil, err
+	}
+	for {
+		var keys [][]pipeline.Value
+		q := w.st.keySelect + string(cond) + " LIMIT " + fmt.Sprint(w.cfg.MaxRows)
+		err := w.retry(ctx, "select", 0, func() error {
+			keys = keys[:0]
+			rows, err := w.db.QueryContext(ctx, q)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				k, err := scanRow(rows, w.st.keySchema())
+				if err != nil {
+					return err
+				}
+				keys = append(keys, k)
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			eq, rerr := w.st.appendKeyEq(nil, k)
+			if rerr != nil {
+				return rerr, nil
+			}
+			if err := w.run(ctx, "delete", 1, w.st.deleteHead+string(eq)); err != nil {
+				return nil, err
+			}
+			w.Stats.Deletes.Add(1)
+		}
+		if len(keys) < w.cfg.MaxRows {
+			return nil, nil
+		}
+	}
 }
 
 // applyState is one call's rendering: every op's literal text in one arena.

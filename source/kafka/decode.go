@@ -56,7 +56,7 @@ type Change struct {
 	// Cassandra connector's events carry only the cells the mutation wrote. nil: a whole row.
 	Set []bool
 	// Range is the clustering range of an OpRangeDelete.
-	Range *Range
+	Range *pipeline.ClusteringRange
 	// Tombstone marks the delete of a null-value message, whose values come from the key only.
 	// Debezium sends one after every delete event, so in that format it is redundant.
 	Tombstone bool
@@ -601,19 +601,6 @@ const (
 	rangeEnd   = "_range_end"
 )
 
-// Range is a range of clustering prefixes within one partition, as a Cassandra range tombstone
-// gives it: the rows whose clustering columns compare between Start and End. A bound with no
-// columns is open (the partition's start or end).
-type Range struct{ Start, End Bound }
-
-// Bound is one end of a Range: the values of the first len(Cols) clustering columns (source
-// column indices, in clustering order) and whether rows equal to that prefix are in the range.
-type Bound struct {
-	Cols      []int
-	Vals      []pipeline.Value
-	Inclusive bool
-}
-
 // rangeBound is a bound as the connector writes it (RangeData): Cassandra's ClusteringPrefix
 // kind and the clustering values in Cassandra's text form.
 type rangeBound struct {
@@ -646,10 +633,10 @@ func (d *Decoder) rangeTombstone(key []byte, after string, scale []cqlvalue.Time
 	if rerr != nil {
 		return Change{Err: rerr}
 	}
-	var r Range
+	var r pipeline.ClusteringRange
 	for _, b := range []struct {
 		raw, name, incl, excl string
-		dst                   *Bound
+		dst                   *pipeline.ClusteringBound
 	}{{startRaw, rangeStart, "INCL_START_BOUND", "EXCL_START_BOUND", &r.Start}, {endRaw, rangeEnd, "INCL_END_BOUND", "EXCL_END_BOUND", &r.End}} {
 		if rerr := d.bound(b.raw, b.name, b.incl, b.excl, b.dst); rerr != nil {
 			return Change{Err: rerr}
@@ -665,7 +652,7 @@ func (d *Decoder) rangeTombstone(key []byte, after string, scale []cqlvalue.Time
 }
 
 // bound reads one bound of a range tombstone into dst.
-func (d *Decoder) bound(raw, name, incl, excl string, dst *Bound) *pipeline.RowError {
+func (d *Decoder) bound(raw, name, incl, excl string, dst *pipeline.ClusteringBound) *pipeline.RowError {
 	if raw == "" || raw == "null" {
 		return &pipeline.RowError{Code: pipeline.CodeParse, Field: name, Message: "range tombstone (op r) without its " + name + " bound"}
 	}
