@@ -166,8 +166,12 @@ func (e *Evaluator) ApplyPartial(b *pipeline.Batch, r *pipeline.Record, out []pi
 			Message: "the key uses random(n), whose salt hashes the whole row: a change that sets some columns only cannot give the row's key"}
 	}
 	full := &pipeline.Record{Values: r.Values, Seq: r.Seq, Raw: r.Raw}
-	for i := range p.steps {
-		st := &p.steps[i]
+	for i := range 2 * len(p.steps) {
+		// key columns first: an unset key refuses the change whatever its other columns
+		st := &p.steps[i%len(p.steps)]
+		if st.key != (i < len(p.steps)) {
+			continue
+		}
 		var unset []string
 		for _, c := range st.reads {
 			if !r.Set[c] {
