@@ -275,6 +275,11 @@ func (w *sqlWorker) delete(i int, m *kafkago.Message, ch *kafka.Change) {
 			w.dropped++
 			return
 		}
+		if ch.Set != nil && rerr.Code == pipeline.CodeNullKey {
+			// a Cassandra partition delete: every row of the partition, an open range
+			w.deleteRange(i, m, &kafka.Change{Values: ch.Values, Set: ch.Set, Range: &pipeline.ClusteringRange{}})
+			return
+		}
 		rerr.Message = "delete: " + rerr.Message
 		w.reject(i, m, "transform", rerr)
 		return

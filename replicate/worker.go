@@ -371,6 +371,10 @@ func (w *worker) delete(m *kafkago.Message, ch *kafka.Change) error {
 			w.roll.dropped++
 			return nil
 		}
+		if ch.Set != nil && rerr.Code == pipeline.CodeNullKey {
+			return w.reject(m, "sink", &pipeline.RowError{Code: pipeline.CodeRangeTombstone, Field: rerr.Field,
+				Message: "a Cassandra partition delete (its clustering cells are null) deletes every row of the partition, which bulk-load files cannot express: replicate into the table instead (--out mysql://... or lindorm://...)"})
+		}
 		rerr.Message = "delete: " + rerr.Message
 		return w.reject(m, "transform", rerr)
 	}

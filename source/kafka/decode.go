@@ -53,7 +53,9 @@ type Change struct {
 	Before []pipeline.Value
 	Err    *pipeline.RowError // the message cannot be decoded: reject it (Op is 0)
 	// Set, when not nil, names the columns the change sets (Values[i] counts when Set[i]): the
-	// Cassandra connector's events carry only the cells the mutation wrote. nil: a whole row.
+	// Cassandra connector's events carry only the cells the mutation wrote. nil: a whole row. On
+	// a delete it names the key cells the delete carries: the Cassandra connector's delete of a
+	// whole partition has the partition key cells, and null clustering cells.
 	Set []bool
 	// Range is the clustering range of an OpRangeDelete.
 	Range *pipeline.ClusteringRange
@@ -557,6 +559,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		if img == "" || img == "null" {
 			img, what = env.after, "after"
 		}
+		d.cells = 0
 		vals, rerr := image(img, what)
 		if rerr != nil {
 			return append(dst, Change{Err: rerr})
@@ -567,7 +570,15 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		if len(key) > 0 && d.anyNull(vals) {
 			d.fillFromKey(vals, key)
 		}
-		return append(dst, Change{Op: OpDelete, Values: vals})
+		ch := Change{Op: OpDelete, Values: vals}
+		if (connector == "cassandra" || d.cells > 0) && d.anyNull(vals) {
+			// the Cassandra connector's partition delete: the clustering cells are null
+			ch.Set = d.allocSet()
+			for i, v := range vals {
+				ch.Set[i] = v.K != pipeline.KindNull
+			}
+		}
+		return append(dst, ch)
 	case "t", "m":
 		what := "truncate"
 		if op == "m" {
