@@ -7,19 +7,6 @@ import (
 	"github.com/rekey/rekey/pipeline"
 )
 
-func partialProgram(t *testing.T, yaml string) *Program {
-	t.Helper()
-	m, err := Decode([]byte(yaml), "p.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Compile(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 const partialSource = `version: 1
 source:
   name: ks.tb
@@ -36,7 +23,7 @@ target:
 // unset, and is refused when a key column (unset_key) or a column (unset_input) reads a column it
 // does not set; Apply refuses it whole (partial_update).
 func TestApplyPartial(t *testing.T) {
-	p := partialProgram(t, partialSource+`  primary_key: "[a][b]"
+	p := compileYAML(t, partialSource+`  primary_key: "[a][b]"
   columns:
     label: name + '/' + city
 `)
@@ -86,7 +73,7 @@ func TestKeyRange(t *testing.T) {
 		{"[b][a]", "range_tombstone"},
 		{"[crc32(a) % 16 AS h][b]", "prefix [7] start [5] true"}, // the key already merges partitions of one h
 	} {
-		p := partialProgram(t, partialSource+"  primary_key: \""+tc.key+"\"\n")
+		p := compileYAML(t, partialSource+"  primary_key: \""+tc.key+"\"\n")
 		kr, rerr := p.NewEvaluator().KeyRange(&pipeline.Batch{}, rec, rng, make([]pipeline.Value, len(p.Target().Columns)))
 		got := ""
 		if rerr != nil {
