@@ -188,3 +188,13 @@ func TestDeleteRange(t *testing.T) {
 		}
 	}
 }
+
+// One Lindorm UPSERT must not hold one key twice: of a key's upserts in a run only the last is
+// sent, whatever their other values (two updates of a row differ in them).
+func TestLastPerKeyKeepsTheLastUpsertOfAKey(t *testing.T) {
+	row := func(k string, v int64) Op { return Op{Values: []pipeline.Value{pipeline.Text(k), pipeline.Int(v)}} }
+	a := &applyState{ops: []Op{row("a", 1), row("b", 1), row("a", 2), row("a", 3)}}
+	if got := lastPerKey(a, []int{0, 1, 2, 3}, 1); fmt.Sprint(got) != "[1 3]" {
+		t.Errorf("kept ops %v, want [1 3]", got)
+	}
+}

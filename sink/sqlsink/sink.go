@@ -485,7 +485,7 @@ func (w *Writer) runShard(ctx context.Context, a *applyState, idx []int) ([]pipe
 			continue
 		}
 		if !del && w.st.d == Lindorm {
-			run = lastPerKey(a, run) // one UPSERT batch must not hold one key twice
+			run = lastPerKey(a, run, w.st.schema.KeyLen) // one UPSERT batch must not hold one key twice
 		}
 		shape := &w.st.full
 		if del {
@@ -514,7 +514,7 @@ func (w *Writer) runPartial(ctx context.Context, a *applyState, run []int) ([]pi
 		for _, m := range order {
 			g := groups[m]
 			if w.st.d == Lindorm {
-				g = lastPerKey(a, g)
+				g = lastPerKey(a, g, w.st.schema.KeyLen)
 			}
 			rej, err := w.runBatch(ctx, a, g, w.shape(m, a.ops[g[0]].Set))
 			if err != nil {
@@ -573,16 +573,17 @@ func (w *Writer) shape(mask string, set []bool) *upsertShape {
 	return &sh
 }
 
-// lastPerKey keeps, of the upserts of one key in a run (no delete between them), the last:
-// upserts replace whole rows, so the earlier ones change nothing.
-func lastPerKey(a *applyState, run []int) []int {
+// lastPerKey keeps, of the upserts of one key (its first keyLen values) in a run of upserts of
+// the same columns (no delete between them), the last: it writes every column the earlier ones
+// do, so they change nothing.
+func lastPerKey(a *applyState, run []int, keyLen int) []int {
 	if len(run) < 2 {
 		return run
 	}
 	seen := make(map[string]bool, len(run))
 	keep := make([]int, 0, len(run))
 	for i := len(run) - 1; i >= 0; i-- {
-		k := keyString(a.ops[run[i]].Values)
+		k := keyString(a.ops[run[i]].Values[:keyLen])
 		if !seen[k] {
 			seen[k] = true
 			keep = append(keep, run[i])
