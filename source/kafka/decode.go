@@ -523,7 +523,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 	connector := env.connector()
 	switch op {
 	case "c", "r", "i", "u":
-		if op == "r" && (connector == "cassandra" || strings.Contains(env.after, `"`+rangeStart+`"`)) {
+		if op == "r" && cassandraEvent(connector, strings.Contains(env.after, `"`+rangeStart+`"`)) {
 			// the Cassandra connector's r is a range tombstone, not a snapshot read
 			return append(dst, d.rangeTombstone(key, env.after, scale))
 		}
@@ -541,7 +541,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			d.fillFromKey(after, key)
 		}
 		ch := Change{Op: OpUpsert, Values: after}
-		if op == "i" || connector == "cassandra" || d.cells > 0 {
+		if cassandraEvent(connector, op == "i" || d.cells > 0) {
 			// Cassandra: the event carries the cells the mutation wrote, an INSERT's as an
 			// UPDATE's; the columns it does not name keep their values
 			ch.Set = partialSet(set, after)
@@ -571,7 +571,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			d.fillFromKey(vals, key)
 		}
 		ch := Change{Op: OpDelete, Values: vals}
-		if (connector == "cassandra" || d.cells > 0) && d.anyNull(vals) {
+		if cassandraEvent(connector, d.cells > 0) && d.anyNull(vals) {
 			// the Cassandra connector's partition delete: the clustering cells are null
 			ch.Set = d.allocSet()
 			for i, v := range vals {
@@ -588,6 +588,13 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			Message: "Debezium " + what + " event (op " + op + ") is not replicated: apply it to the Lindorm table by hand"}})
 	}
 	return append(dst, Change{Err: &pipeline.RowError{Code: pipeline.CodeParse, Field: "op", Message: "unknown Debezium op " + strconv.Quote(op)}})
+}
+
+// cassandraEvent tells whether an event comes from Debezium's Cassandra connector: its
+// source.connector says so, or, when the event has no source, its shape (an op or cells only
+// that connector writes) does. Another connector's JSON column that looks like a cell does not.
+func cassandraEvent(connector string, shape bool) bool {
+	return connector == "cassandra" || connector == "" && shape
 }
 
 // partialSet completes the mask of the cells an event sets with the key columns its message key

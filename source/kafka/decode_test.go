@@ -334,3 +334,16 @@ func valStrings(vs []pipeline.Value) []string {
 	}
 	return out
 }
+
+// A relational connector's event is a whole row even when a JSON column's value looks like a
+// Cassandra cell and the event lacks a column of the mapping.
+func TestDecodeRelationalCellLookalike(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatDebezium}, pipeline.SourceSchema{{Name: "userid", Type: "text"}, {Name: "doc", Type: "text"}, {Name: "n", Type: "int"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := d.Decode(nil, nil, []byte(`{"op":"u","source":{"connector":"postgresql"},"after":{"userid":"u1","doc":{"value":"x","set":true}}}`))
+	if len(cs) != 1 || cs[0].Err != nil || cs[0].Set != nil {
+		t.Errorf("got %s, set %v: want a whole row", show(cs), cs[0].Set)
+	}
+}
