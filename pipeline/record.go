@@ -14,6 +14,10 @@ type Record struct {
 	Seq    int64     // position within the batch's stream: line number, row index, offset
 	Raw    string    // the raw input (a CSV line, a JSON document) when the source has one
 	Err    *RowError // set when the source could not decode the row
+	// Set, when not nil, names the source columns the record sets (Set[i] for Values[i]): a
+	// change that touches some cells only (Debezium's Cassandra connector) leaves the others as
+	// they are, and a null value in a set column writes NULL. nil: a whole row.
+	Set []bool
 }
 
 // Batch is a run of records from one stream of a source (a file, a token range, a partition).
@@ -54,6 +58,14 @@ const (
 	CodeKeyTooLong = "key_too_long" // the encoded primary key exceeds 2 KB
 	CodeEval       = "eval"         // an expression failed (overflow, bad argument)
 	CodeEncoding   = "encoding"     // a text value is not valid UTF-8
+	// CodeUnsetKey: a key column of a partial record reads a source column the record does not set.
+	CodeUnsetKey = "unset_key"
+	// CodeUnsetInput: a column of a partial record reads set and unset source columns at once.
+	CodeUnsetInput = "unset_input"
+	// CodePartialUpdate: a partial record reached an output that writes whole rows (files).
+	CodePartialUpdate = "partial_update"
+	// CodeRangeTombstone: a delete of a clustering range the output cannot express.
+	CodeRangeTombstone = "range_tombstone"
 )
 
 func (e *RowError) Error() string {
@@ -61,6 +73,32 @@ func (e *RowError) Error() string {
 		return e.Code + ": " + e.Message
 	}
 	return fmt.Sprintf("%s: field %q: %s", e.Code, e.Field, e.Message)
+}
+
+// ClusteringRange is a range of rows within one partition, as a Cassandra range tombstone gives
+// it: the rows whose clustering columns compare between Start and End.
+type ClusteringRange struct{ Start, End ClusteringBound }
+
+// ClusteringBound is one end of a ClusteringRange: values of the first len(Cols) clustering
+// columns (source column indices, in any order: the mapping's key gives the clustering order),
+// and whether the rows equal to that prefix are in the range. No columns: the partition's edge.
+type ClusteringBound struct {
+	Cols      []int
+	Vals      []Value
+	Inclusive bool
+}
+
+// KeyRange is a contiguous range of target keys: the first len(Prefix) key columns equal Prefix,
+// and the next columns compare, as tuples, between Start and End.
+type KeyRange struct {
+	Prefix     []Value
+	Start, End KeyBound
+}
+
+// KeyBound is one end of a KeyRange: values of the key columns after the prefix, in key order.
+type KeyBound struct {
+	Vals      []Value
+	Inclusive bool
 }
 
 // Row is one target row: Values follow the TargetSchema order (key columns first) and Region

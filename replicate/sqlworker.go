@@ -54,6 +54,7 @@ type sqlWorker struct {
 	ops      []sqlsink.Op
 	opMsg    []int // ops[i] comes from message opMsg[i] of the batch
 	slab     []pipeline.Value
+	setSlab  []bool
 	rejects  []*pipeline.Reject
 	rejected int // index of the last message with a reject line, or -1
 	cleaned  bool
@@ -129,7 +130,7 @@ func (w *sqlWorker) apply(ctx context.Context, msgs []kafkago.Message) error {
 		}
 		w.cleaned = true
 	}
-	w.ops, w.opMsg, w.slab, w.rejects, w.rejected = w.ops[:0], w.opMsg[:0], w.slab[:0], w.rejects[:0], -1
+	w.ops, w.opMsg, w.slab, w.setSlab, w.rejects, w.rejected = w.ops[:0], w.opMsg[:0], w.slab[:0], w.setSlab[:0], w.rejects[:0], -1
 	w.upserts, w.deletes, w.dropped = 0, 0, 0
 	for i := range msgs {
 		w.message(i, &msgs[i])
@@ -180,6 +181,16 @@ func (w *sqlWorker) row() []pipeline.Value {
 	return w.slab[len(w.slab)-n:]
 }
 
+// targetSet returns room for one target column mask in the batch's slab.
+func (w *sqlWorker) targetSet() []bool {
+	n := len(w.r.target.Columns)
+	if len(w.setSlab)+n > cap(w.setSlab) {
+		w.setSlab = make([]bool, 0, max(1024*n, 2*cap(w.setSlab))) // earlier masks keep the old slab
+	}
+	w.setSlab = w.setSlab[:len(w.setSlab)+n]
+	return w.setSlab[len(w.setSlab)-n:]
+}
+
 // message turns one message into ops (or rejects), as the file path does: a delete of the key,
 // an upsert, and for an update that moves the row to another key, the delete of the old key first.
 func (w *sqlWorker) message(i int, m *kafkago.Message) {
@@ -194,16 +205,28 @@ func (w *sqlWorker) message(i int, m *kafkago.Message) {
 			w.delete(i, m, ch)
 			continue
 		}
+		if ch.Op == kafka.OpRangeDelete {
+			w.deleteRange(i, m, ch)
+			continue
+		}
 		row := w.row()
-		rec := pipeline.Record{Values: ch.Values, Seq: m.Offset}
-		if rerr := w.ev.Apply(&w.batch, &rec, row); rerr != nil {
+		rec := pipeline.Record{Values: ch.Values, Seq: m.Offset, Set: ch.Set}
+		var set []bool
+		var rerr *pipeline.RowError
+		if ch.Set != nil {
+			set = w.targetSet()
+			rerr = w.ev.ApplyPartial(&w.batch, &rec, row, set)
+		} else {
+			rerr = w.ev.Apply(&w.batch, &rec, row)
+		}
+		if rerr != nil {
 			w.reject(i, m, "transform", rerr)
 			continue
 		}
 		if ch.Before != nil {
 			w.moveKey(i, m, row, ch.Before)
 		}
-		w.ops = append(w.ops, sqlsink.Op{Values: row})
+		w.ops = append(w.ops, sqlsink.Op{Values: row, Set: set})
 		w.opMsg = append(w.opMsg, i)
 		w.upserts++
 	}
@@ -252,11 +275,30 @@ func (w *sqlWorker) delete(i int, m *kafkago.Message, ch *kafka.Change) {
 			w.dropped++
 			return
 		}
+		if ch.Set != nil && rerr.Code == pipeline.CodeNullKey {
+			// a Cassandra partition delete: every row of the partition, an open range
+			w.deleteRange(i, m, &kafka.Change{Values: ch.Values, Set: ch.Set, Range: &pipeline.ClusteringRange{}})
+			return
+		}
 		rerr.Message = "delete: " + rerr.Message
 		w.reject(i, m, "transform", rerr)
 		return
 	}
 	w.ops = append(w.ops, sqlsink.Op{Delete: true, Values: row[:w.r.target.KeyLen]})
+	w.opMsg = append(w.opMsg, i)
+	w.deletes++
+}
+
+// deleteRange adds the delete of the key range a Cassandra range tombstone covers, or rejects it
+// when the mapping's key does not make it one range of the table.
+func (w *sqlWorker) deleteRange(i int, m *kafkago.Message, ch *kafka.Change) {
+	rec := pipeline.Record{Values: ch.Values, Seq: m.Offset, Set: ch.Set}
+	kr, rerr := w.ev.KeyRange(&w.batch, &rec, ch.Range, w.row())
+	if rerr != nil {
+		w.reject(i, m, "transform", rerr)
+		return
+	}
+	w.ops = append(w.ops, sqlsink.Op{Delete: true, Range: &kr})
 	w.opMsg = append(w.opMsg, i)
 	w.deletes++
 }

@@ -247,6 +247,12 @@ func (w *worker) message(m *kafkago.Message) error {
 			}
 			continue
 		}
+		if rerr := wholeRowsOnly(ch); rerr != nil {
+			if err := w.reject(m, "sink", rerr); err != nil {
+				return err
+			}
+			continue
+		}
 		w.rec = pipeline.Record{Values: ch.Values, Seq: m.Offset}
 		if ch.Op == kafka.OpDelete {
 			if err := w.delete(m, ch); err != nil {
@@ -328,6 +334,20 @@ func sameKey(a, b []pipeline.Value, n int) bool {
 	return true
 }
 
+// wholeRowsOnly refuses the changes a file of whole rows cannot express: a change that sets
+// some columns only (its row would null the others) and a range delete.
+func wholeRowsOnly(ch *kafka.Change) *pipeline.RowError {
+	switch {
+	case ch.Op == kafka.OpRangeDelete:
+		return &pipeline.RowError{Code: pipeline.CodeRangeTombstone, Field: "op",
+			Message: "a range tombstone (a delete of a clustering range) cannot be written to bulk-load files: replicate into the table instead (--out mysql://... or lindorm://...)"}
+	case ch.Set != nil && ch.Op == kafka.OpUpsert:
+		return &pipeline.RowError{Code: pipeline.CodePartialUpdate, Field: "after",
+			Message: "the change sets some columns only (a Cassandra UPDATE or INSERT that names some columns), and a bulk-load file holds whole rows: writing it would null the other columns; replicate into the table instead (--out mysql://... or lindorm://...), which updates the columns the change sets"}
+	}
+	return nil
+}
+
 // delete writes the DELETE of the key the values give.
 //
 // Debezium follows every delete event with a tombstone of the same key: when the target key
@@ -350,6 +370,10 @@ func (w *worker) delete(m *kafkago.Message, ch *kafka.Change) error {
 			w.r.metrics.TombstonesDropped.Add(1)
 			w.roll.dropped++
 			return nil
+		}
+		if ch.Set != nil && rerr.Code == pipeline.CodeNullKey {
+			return w.reject(m, "sink", &pipeline.RowError{Code: pipeline.CodeRangeTombstone, Field: rerr.Field,
+				Message: "a Cassandra partition delete (its clustering cells are null) deletes every row of the partition, which bulk-load files cannot express: replicate into the table instead (--out mysql://... or lindorm://...)"})
 		}
 		rerr.Message = "delete: " + rerr.Message
 		return w.reject(m, "transform", rerr)

@@ -34,6 +34,9 @@ type step struct {
 	// inputs are the source columns a key column's expression reads (through other target
 	// columns too): a null key then names the null source column that caused it.
 	inputs []int
+	// reads are the source columns the column reads, for every column (a copy reads its source
+	// column): which target columns a partial record sets.
+	reads []int
 }
 
 // Evaluator applies a Program to records. It is not safe for concurrent use: make one per
@@ -104,6 +107,9 @@ func (e *Evaluator) Apply(b *pipeline.Batch, r *pipeline.Record, out []pipeline.
 	if len(out) != len(p.target.Columns) {
 		panic("transform: Apply: out has " + strconv.Itoa(len(out)) + " values, the target schema " + strconv.Itoa(len(p.target.Columns)))
 	}
+	if r.Set != nil {
+		return &pipeline.RowError{Code: pipeline.CodePartialUpdate, Message: "the change sets some columns only: a whole row would null the others"}
+	}
 	if len(r.Values) < len(p.source) {
 		return &pipeline.RowError{Code: pipeline.CodeParse, Message: "the record has " + strconv.Itoa(len(r.Values)) +
 			" values, the source schema " + strconv.Itoa(len(p.source))}
@@ -141,6 +147,58 @@ func (e *Evaluator) Apply(b *pipeline.Batch, r *pipeline.Record, out []pipeline.
 	if n := p.KeyBytes(out); n > MaxKeyBytes {
 		return &pipeline.RowError{Code: pipeline.CodeKeyTooLong, Field: p.target.Columns[0].Name,
 			Message: "the encoded primary key is " + strconv.Itoa(n) + " bytes, Lindorm allows " + strconv.Itoa(MaxKeyBytes)}
+	}
+	return nil
+}
+
+// ApplyPartial computes the target row of a partial record (r.Set not nil) into out, and which
+// target columns it sets into set (len(set) == len(out)): a column is set when every source
+// column it reads is set, unset (left null, and left as it is in the table) when none is. A key
+// column that reads an unset column is refused (unset_key), as is a column reading both set and
+// unset columns (unset_input): neither can be computed from the cells the change carries.
+func (e *Evaluator) ApplyPartial(b *pipeline.Batch, r *pipeline.Record, out []pipeline.Value, set []bool) *pipeline.RowError {
+	p := e.p
+	if len(r.Set) < len(p.source) || len(set) != len(p.target.Columns) {
+		panic("transform: ApplyPartial: the set masks do not fit the schemas")
+	}
+	if p.saltUsed {
+		return &pipeline.RowError{Code: pipeline.CodeUnsetKey, Field: p.target.Columns[0].Name,
+			Message: "the key uses random(n), whose salt hashes the whole row: a change that sets some columns only cannot give the row's key"}
+	}
+	full := &pipeline.Record{Values: r.Values, Seq: r.Seq, Raw: r.Raw}
+	for i := range 2 * len(p.steps) {
+		// key columns first: an unset key refuses the change whatever its other columns
+		st := &p.steps[i%len(p.steps)]
+		if st.key != (i < len(p.steps)) {
+			continue
+		}
+		var unset []string
+		for _, c := range st.reads {
+			if !r.Set[c] {
+				unset = append(unset, p.source[c].Name)
+			}
+		}
+		switch {
+		case len(unset) == 0:
+			set[st.dst] = true
+		case st.key:
+			return &pipeline.RowError{Code: pipeline.CodeUnsetKey, Field: unset[0], Message: "key column " + st.field +
+				" is computed from " + strings.Join(unset, ", ") + ", which this change does not set (it sets some columns only): the row's key cannot be computed"}
+		case len(unset) < len(st.reads):
+			return &pipeline.RowError{Code: pipeline.CodeUnsetInput, Field: unset[0], Message: "column " + st.field +
+				" is computed from columns this change sets and from " + strings.Join(unset, ", ") + ", which it does not set: its new value cannot be computed"}
+		default:
+			set[st.dst] = false
+		}
+	}
+	// the unset columns' values are null in the record: their results are computed and dropped
+	if rerr := e.Apply(b, full, out); rerr != nil {
+		return rerr
+	}
+	for i, ok := range set {
+		if !ok {
+			out[i] = pipeline.Null
+		}
 	}
 	return nil
 }

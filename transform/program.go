@@ -105,7 +105,10 @@ func (p *Program) newStep(i int) step {
 	default:
 		st.fast = true
 	}
-	if col.expr != nil {
+	if col.expr == nil && col.src >= 0 {
+		st.reads = []int{col.src}
+	} else if col.expr != nil {
+		st.reads = p.sourceInputs(col.expr, nil)
 		st.fn = p.build(col.expr)
 		if st.key {
 			st.inputs = p.sourceInputs(col.expr, nil)

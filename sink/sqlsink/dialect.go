@@ -76,10 +76,11 @@ func (d *Dialect) Ident(name string) string {
 type statements struct {
 	d          *Dialect
 	schema     pipeline.TargetSchema
-	upsertHead string // "UPSERT INTO t (a, b) VALUES "
-	upsertTail string // "" or " ON DUPLICATE KEY UPDATE b=VALUES(b)"
+	full       upsertShape // every column
 	deleteHead string // "DELETE FROM t WHERE (k1, k2) IN (" or "DELETE FROM t WHERE "
 	selectHead string // "SELECT a, b FROM t WHERE "
+	deleteWhere string // "DELETE FROM t WHERE " (a range)
+	keySelect   string // "SELECT k1, k2 FROM t WHERE " (a range's keys)
 	keyEq      []string
 	keyList    string // "(k1, k2)" or "k1"
 }
@@ -92,18 +93,7 @@ func newStatements(d *Dialect, schema pipeline.TargetSchema) *statements {
 		cols[i] = d.Ident(c.Name)
 	}
 	keys := cols[:schema.KeyLen]
-	s.upsertHead = d.upsertVerb + t + " (" + strings.Join(cols, ", ") + ") VALUES "
-	if d.onDuplicate {
-		upd := cols[schema.KeyLen:]
-		if len(upd) == 0 {
-			upd = keys // a table of key columns only: the update is a no-op that keeps the row
-		}
-		parts := make([]string, len(upd))
-		for i, c := range upd {
-			parts[i] = c + "=VALUES(" + c + ")"
-		}
-		s.upsertTail = " ON DUPLICATE KEY UPDATE " + strings.Join(parts, ", ")
-	}
+	s.full = s.upsertShape(nil)
 	s.keyList = keys[0]
 	if len(keys) > 1 {
 		s.keyList = "(" + strings.Join(keys, ", ") + ")"
@@ -128,7 +118,132 @@ func newStatements(d *Dialect, schema pipeline.TargetSchema) *statements {
 		}
 	}
 	s.selectHead = "SELECT " + strings.Join(read, ", ") + " FROM " + t + " WHERE "
+	s.deleteWhere = "DELETE FROM " + t + " WHERE "
+	s.keySelect = "SELECT " + strings.Join(read[:schema.KeyLen], ", ") + " FROM " + t + " WHERE "
 	return s
+}
+
+// keySchema is the schema of the key columns alone.
+func (s *statements) keySchema() pipeline.TargetSchema {
+	return pipeline.TargetSchema{Table: s.schema.Table, KeyLen: s.schema.KeyLen, Columns: s.schema.Columns[:s.schema.KeyLen]}
+}
+
+// appendRangeCond appends the condition of a key range: "k1=.. AND (bound) AND (bound)". A bound
+// on (c1, c2) compares as a tuple, written out so that every engine takes it: (c1 > v1 OR (c1 =
+// v1 AND c2 >= v2)) for an inclusive start; a DESC column compares the other way.
+func (s *statements) appendRangeCond(dst []byte, kr *pipeline.KeyRange) ([]byte, *pipeline.RowError) {
+	var rerr *pipeline.RowError
+	n := len(kr.Prefix)
+	and := false
+	for i, v := range kr.Prefix {
+		if and {
+			dst = append(dst, " AND "...)
+		}
+		and = true
+		dst = append(dst, s.d.Ident(s.schema.Columns[i].Name)+"="...)
+		if dst, rerr = s.appendLiteral(dst, s.schema.Columns[i], v); rerr != nil {
+			return dst, rerr
+		}
+	}
+	for _, b := range []struct {
+		kb    *pipeline.KeyBound
+		after bool // the start: rows after the bound
+	}{{&kr.Start, true}, {&kr.End, false}} {
+		if len(b.kb.Vals) == 0 {
+			continue
+		}
+		if and {
+			dst = append(dst, " AND "...)
+		}
+		and = true
+		dst = append(dst, '(')
+		for i := range b.kb.Vals {
+			if i > 0 {
+				dst = append(dst, " OR "...)
+			}
+			dst = append(dst, '(')
+			for j := 0; j <= i; j++ {
+				col := s.schema.Columns[n+j]
+				if j > 0 {
+					dst = append(dst, " AND "...)
+				}
+				dst = append(dst, s.d.Ident(col.Name)...)
+				switch {
+				case j < i:
+					dst = append(dst, '=')
+				case b.after != col.Desc:
+					dst = append(dst, '>')
+				default:
+					dst = append(dst, '<')
+				}
+				if j == len(b.kb.Vals)-1 && b.kb.Inclusive {
+					dst = append(dst, '=')
+				}
+				if dst, rerr = s.appendLiteral(dst, col, b.kb.Vals[j]); rerr != nil {
+					return dst, rerr
+				}
+			}
+			dst = append(dst, ')')
+		}
+		dst = append(dst, ')')
+	}
+	if !and {
+		dst = append(dst, "TRUE"...)
+	}
+	return dst, nil
+}
+
+// upsertShape is the text around an upsert's row tuples.
+type upsertShape struct {
+	head string // "UPSERT INTO t (a, b) VALUES "
+	tail string // "" or " ON DUPLICATE KEY UPDATE b=VALUES(b)"
+}
+
+// upsertShape renders the upsert of the key columns and the columns set names (nil: every
+// column). The columns it does not name keep their values: Lindorm's UPSERT writes the named
+// columns only, and MySQL's ON DUPLICATE KEY UPDATE updates the ones it lists.
+func (s *statements) upsertShape(set []bool) upsertShape {
+	d := s.d
+	var cols, upd []string
+	for i, c := range s.schema.Columns {
+		if i < s.schema.KeyLen || set == nil || set[i] {
+			cols = append(cols, d.Ident(c.Name))
+		}
+	}
+	keys := cols[:s.schema.KeyLen]
+	sh := upsertShape{head: d.upsertVerb + d.Ident(s.schema.Table) + " (" + strings.Join(cols, ", ") + ") VALUES "}
+	if d.onDuplicate {
+		upd = cols[s.schema.KeyLen:]
+		if len(upd) == 0 {
+			upd = keys // key columns only: the update is a no-op that keeps the row
+		}
+		parts := make([]string, len(upd))
+		for i, c := range upd {
+			parts[i] = c + "=VALUES(" + c + ")"
+		}
+		sh.tail = " ON DUPLICATE KEY UPDATE " + strings.Join(parts, ", ")
+	}
+	return sh
+}
+
+// appendPartialRow appends "(k1, .., v)" for the key columns and the columns set names.
+func (s *statements) appendPartialRow(dst []byte, row []pipeline.Value, set []bool) ([]byte, *pipeline.RowError) {
+	dst = append(dst, '(')
+	first := true
+	for i := range s.schema.Columns {
+		if i >= s.schema.KeyLen && !set[i] {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		var err *pipeline.RowError
+		if dst, err = s.appendLiteral(dst, s.schema.Columns[i], row[i]); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, ')'), nil
 }
 
 // appendRow appends "(v1, v2, ...)" for a whole row, or the reject of the first value that has
@@ -181,15 +296,15 @@ func (s *statements) appendKeyEq(dst []byte, row []pipeline.Value) ([]byte, *pip
 }
 
 // upsert renders one upsert statement of the rendered row tuples.
-func (s *statements) upsert(dst []byte, tuples [][]byte) []byte {
-	dst = append(dst, s.upsertHead...)
+func (s *statements) upsert(dst []byte, sh *upsertShape, tuples [][]byte) []byte {
+	dst = append(dst, sh.head...)
 	for i, t := range tuples {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, t...)
 	}
-	return append(dst, s.upsertTail...)
+	return append(dst, sh.tail...)
 }
 
 // deletes renders the DELETE statements of the rendered keys (tuples for BatchDeletes, "k1=..

@@ -80,6 +80,7 @@ type Writer struct {
 	log    *zap.Logger
 	Stats  Stats
 	pool   sync.Pool // *applyState
+	shapes sync.Map  // set-column mask ("0110") -> *upsertShape of partial upserts
 }
 
 type shard struct{ mu sync.Mutex }
@@ -231,6 +232,12 @@ func (w *Writer) Close() error { return w.db.Close() }
 type Op struct {
 	Delete bool
 	Values []pipeline.Value
+	// Set, when not nil, makes an upsert write the key and the columns Set names only (Set[i]
+	// for target column i; a set column whose value is null becomes NULL): the others keep
+	// their values. nil: the whole row.
+	Set []bool
+	// Range, with Delete, deletes every row in the key range instead of one key.
+	Range *pipeline.KeyRange
 }
 
 // Write upserts rows (pipeline.Sink). Every row is written, or refused by the server and
@@ -262,11 +269,93 @@ func (w *Writer) Abort() error { return nil }
 // Apply runs the changes in their order per key: rejects name the ops the server refused (or
 // that have no literal), by index into ops; the error is a failure of the run (the server
 // unreachable after every retry, a statement it refuses whole).
+//
+// A range delete covers keys of every shard: the ops before it finish first, then it runs alone.
 func (w *Writer) Apply(ctx context.Context, ops []Op) ([]pipeline.RowReject, error) {
 	a := w.state()
 	defer w.pool.Put(a)
-	a.ops = append(a.ops[:0], ops...)
-	return w.apply(ctx, a)
+	var rejects []pipeline.RowReject
+	for start := 0; start < len(ops); {
+		if ops[start].Range != nil {
+			if rerr, err := w.deleteRange(ctx, ops[start].Range); err != nil {
+				return nil, err
+			} else if rerr != nil {
+				rejects = append(rejects, pipeline.RowReject{Index: start, Err: rerr})
+			}
+			start++
+			continue
+		}
+		end := start + 1
+		for end < len(ops) && ops[end].Range == nil {
+			end++
+		}
+		a.ops = append(a.ops[:0], ops[start:end]...)
+		rej, err := w.apply(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rej {
+			r.Index += start
+			rejects = append(rejects, r)
+		}
+		start = end
+	}
+	return rejects, nil
+}
+
+// deleteRange deletes the rows of a key range: one DELETE where the dialect takes a range
+// (MySQL), otherwise (Lindorm's DELETE names one whole key) the range's keys read by a SELECT
+// and deleted one statement each, in batches of MaxRows.
+func (w *Writer) deleteRange(ctx context.Context, kr *pipeline.KeyRange) (*pipeline.RowError, error) {
+	cond, rerr := w.st.appendRangeCond(nil, kr)
+	if rerr != nil {
+		w.Stats.Rejected.Add(1)
+		return rerr, nil
+	}
+	if w.st.d.BatchDeletes {
+		err := w.run(ctx, "delete", 1, w.st.deleteWhere+string(cond))
+		if err != nil && classify(err) == classRow {
+			w.Stats.Rejected.Add(1)
+			return rowError(err), nil
+		}
+		return nil, err
+	}
+	for {
+		var keys [][]pipeline.Value
+		q := w.st.keySelect + string(cond) + " LIMIT " + fmt.Sprint(w.cfg.MaxRows)
+		err := w.retry(ctx, "select", 0, func() error {
+			keys = keys[:0]
+			rows, err := w.db.QueryContext(ctx, q)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				k, err := scanRow(rows, w.st.keySchema())
+				if err != nil {
+					return err
+				}
+				keys = append(keys, k)
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			eq, rerr := w.st.appendKeyEq(nil, k)
+			if rerr != nil {
+				return rerr, nil
+			}
+			if err := w.run(ctx, "delete", 1, w.st.deleteHead+string(eq)); err != nil {
+				return nil, err
+			}
+			w.Stats.Deletes.Add(1)
+		}
+		if len(keys) < w.cfg.MaxRows {
+			return nil, nil
+		}
+	}
 }
 
 // applyState is one call's rendering: every op's literal text in one arena.
@@ -275,6 +364,8 @@ type applyState struct {
 	arena  []byte
 	spans  [][2]int // ops[i]'s text: arena[spans[i][0]:spans[i][1]]; [0,0] when rejected
 	shards [][]int  // op indices per shard, in order
+	// partial: some upsert sets some columns only (upserts then group by the columns they set)
+	partial bool
 }
 
 func (w *Writer) state() *applyState {
@@ -298,11 +389,15 @@ func (w *Writer) apply(ctx context.Context, a *applyState) ([]pipeline.RowReject
 	}
 	var rejects []pipeline.RowReject
 	var mu sync.Mutex
+	a.partial = false
 	for i := range a.ops {
 		op := &a.ops[i]
 		start := len(a.arena)
 		var rerr *pipeline.RowError
 		switch {
+		case !op.Delete && op.Set != nil:
+			a.partial = true
+			a.arena, rerr = st.appendPartialRow(a.arena, op.Values, op.Set)
 		case !op.Delete:
 			a.arena, rerr = st.appendRow(a.arena, op.Values)
 		case st.d.BatchDeletes:
@@ -379,10 +474,23 @@ func (w *Writer) runShard(ctx context.Context, a *applyState, idx []int) ([]pipe
 			end++
 		}
 		run := idx[start:end]
-		if !del && w.st.d == Lindorm {
-			run = lastPerKey(a, run) // one UPSERT batch must not hold one key twice
+		if !del && a.partial {
+			rej, err := w.runPartial(ctx, a, run)
+			if err != nil {
+				return nil, err
+			}
+			rejects = append(rejects, rej...)
+			start = end
+			continue
 		}
-		rej, err := w.runBatch(ctx, a, run, del)
+		if !del && w.st.d == Lindorm {
+			run = lastPerKey(a, run, w.st.schema.KeyLen) // one UPSERT batch must not hold one key twice
+		}
+		shape := &w.st.full
+		if del {
+			shape = nil
+		}
+		rej, err := w.runBatch(ctx, a, run, shape)
 		if err != nil {
 			return nil, err
 		}
@@ -392,16 +500,89 @@ func (w *Writer) runShard(ctx context.Context, a *applyState, idx []int) ([]pipe
 	return rejects, nil
 }
 
-// lastPerKey keeps, of the upserts of one key in a run (no delete between them), the last:
-// upserts replace whole rows, so the earlier ones change nothing.
-func lastPerKey(a *applyState, run []int) []int {
+// runPartial runs a run of upserts some of which set some columns only. Upserts of different
+// column sets cannot share a statement: each set has its statements. They may run in any order
+// as long as no key has upserts of two sets among them, so the run is cut where a key comes again
+// with another set, and each piece runs set by set, in the order the sets first appear.
+func (w *Writer) runPartial(ctx context.Context, a *applyState, run []int) ([]pipeline.RowReject, error) {
+	var rejects []pipeline.RowReject
+	var order []string
+	groups := map[string][]int{}
+	keySet := map[string]string{}
+	flush := func() error {
+		for _, m := range order {
+			g := groups[m]
+			if w.st.d == Lindorm {
+				g = lastPerKey(a, g, w.st.schema.KeyLen)
+			}
+			rej, err := w.runBatch(ctx, a, g, w.shape(m, a.ops[g[0]].Set))
+			if err != nil {
+				return err
+			}
+			rejects = append(rejects, rej...)
+		}
+		order = order[:0]
+		clear(groups)
+		clear(keySet)
+		return nil
+	}
+	var mask []byte
+	for _, i := range run {
+		op := &a.ops[i]
+		mask = mask[:0]
+		for _, s := range op.Set {
+			mask = append(mask, '0'+b2i(s))
+		}
+		m := string(mask)
+		k := keyString(op.Values[:w.st.schema.KeyLen])
+		if prev, ok := keySet[k]; ok && prev != m {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+		keySet[k] = m
+		if _, ok := groups[m]; !ok {
+			order = append(order, m)
+		}
+		groups[m] = append(groups[m], i)
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return rejects, nil
+}
+
+func b2i(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// shape returns the upsert text of the columns set names (mask is its text, "" for nil).
+func (w *Writer) shape(mask string, set []bool) *upsertShape {
+	if set == nil {
+		return &w.st.full
+	}
+	if sh, ok := w.shapes.Load(mask); ok {
+		return sh.(*upsertShape)
+	}
+	sh := w.st.upsertShape(set)
+	w.shapes.Store(mask, &sh)
+	return &sh
+}
+
+// lastPerKey keeps, of the upserts of one key (its first keyLen values) in a run of upserts of
+// the same columns (no delete between them), the last: it writes every column the earlier ones
+// do, so they change nothing.
+func lastPerKey(a *applyState, run []int, keyLen int) []int {
 	if len(run) < 2 {
 		return run
 	}
 	seen := make(map[string]bool, len(run))
 	keep := make([]int, 0, len(run))
 	for i := len(run) - 1; i >= 0; i-- {
-		k := keyString(a.ops[run[i]].Values)
+		k := keyString(a.ops[run[i]].Values[:keyLen])
 		if !seen[k] {
 			seen[k] = true
 			keep = append(keep, run[i])
@@ -423,12 +604,14 @@ func keyString(v []pipeline.Value) string {
 	return b.String()
 }
 
-// runBatch sends a run of upserts (or deletes) in statements within MaxRows and MaxBytes.
-func (w *Writer) runBatch(ctx context.Context, a *applyState, run []int, del bool) ([]pipeline.RowReject, error) {
+// runBatch sends a run of upserts of one shape (or deletes: shape nil) in statements within
+// MaxRows and MaxBytes.
+func (w *Writer) runBatch(ctx context.Context, a *applyState, run []int, shape *upsertShape) ([]pipeline.RowReject, error) {
+	del := shape == nil
 	if del && !w.st.d.BatchDeletes {
 		var rejects []pipeline.RowReject
 		for _, i := range run {
-			rej, err := w.exec(ctx, a, []int{i}, true)
+			rej, err := w.exec(ctx, a, []int{i}, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -436,9 +619,9 @@ func (w *Writer) runBatch(ctx context.Context, a *applyState, run []int, del boo
 		}
 		return rejects, nil
 	}
-	head := len(w.st.upsertHead) + len(w.st.upsertTail)
-	if del {
-		head = len(w.st.deleteHead) + 1
+	head := len(w.st.deleteHead) + 1
+	if !del {
+		head = len(shape.head) + len(shape.tail)
 	}
 	var rejects []pipeline.RowReject
 	for len(run) > 0 {
@@ -452,7 +635,7 @@ func (w *Writer) runBatch(ctx context.Context, a *applyState, run []int, del boo
 			size += l
 			n++
 		}
-		rej, err := w.exec(ctx, a, run[:n], del)
+		rej, err := w.exec(ctx, a, run[:n], shape)
 		if err != nil {
 			return nil, err
 		}
@@ -464,7 +647,8 @@ func (w *Writer) runBatch(ctx context.Context, a *applyState, run []int, del boo
 
 // exec runs one statement of ops, retrying transient errors; when the server refuses a row of
 // it, the statement is split in halves until the refused rows are alone, and those are rejected.
-func (w *Writer) exec(ctx context.Context, a *applyState, ops []int, del bool) ([]pipeline.RowReject, error) {
+func (w *Writer) exec(ctx context.Context, a *applyState, ops []int, shape *upsertShape) ([]pipeline.RowReject, error) {
+	del := shape == nil
 	tuples := make([][]byte, len(ops))
 	for i, o := range ops {
 		sp := a.spans[o]
@@ -476,7 +660,7 @@ func (w *Writer) exec(ctx context.Context, a *applyState, ops []int, del bool) (
 		kind = "delete"
 		stmt = w.st.deletes(tuples)[0]
 	} else {
-		buf := w.st.upsert(make([]byte, 0, len(w.st.upsertHead)+len(w.st.upsertTail)+len(tuples)*(len(tuples[0])+1)), tuples)
+		buf := w.st.upsert(make([]byte, 0, len(shape.head)+len(shape.tail)+len(tuples)*(len(tuples[0])+1)), shape, tuples)
 		stmt = unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is this statement's alone and never changed
 	}
 	err := w.run(ctx, kind, len(ops), stmt)
@@ -497,11 +681,11 @@ func (w *Writer) exec(ctx context.Context, a *applyState, ops []int, del bool) (
 		return []pipeline.RowReject{{Index: ops[0], Err: rowError(err)}}, nil
 	}
 	half := len(ops) / 2
-	r1, err := w.exec(ctx, a, ops[:half], del)
+	r1, err := w.exec(ctx, a, ops[:half], shape)
 	if err != nil {
 		return nil, err
 	}
-	r2, err := w.exec(ctx, a, ops[half:], del)
+	r2, err := w.exec(ctx, a, ops[half:], shape)
 	if err != nil {
 		return nil, err
 	}

@@ -107,7 +107,7 @@ func TestStatementsPerDialect(t *testing.T) {
 		if rerr != nil {
 			t.Fatal(rerr)
 		}
-		if got := string(st.upsert(nil, [][]byte{tup})); got != tc.upsert {
+		if got := string(st.upsert(nil, &st.full, [][]byte{tup})); got != tc.upsert {
 			t.Errorf("%s upsert:\n got %s\nwant %s", tc.d.Name, got, tc.upsert)
 		}
 		var key []byte

@@ -18,6 +18,9 @@ type Op uint8
 const (
 	OpUpsert Op = iota + 1 // write the row (Lindorm UPSERT semantics)
 	OpDelete               // delete the row whose key the values give
+	// OpRangeDelete deletes the rows of a partition whose clustering columns fall in Range
+	// (Debezium's Cassandra range tombstone): Values hold the partition key cells.
+	OpRangeDelete
 )
 
 func (o Op) String() string {
@@ -26,6 +29,8 @@ func (o Op) String() string {
 		return "upsert"
 	case OpDelete:
 		return "delete"
+	case OpRangeDelete:
+		return "range delete"
 	}
 	return "op(" + strconv.Itoa(int(o)) + ")"
 }
@@ -47,6 +52,13 @@ type Change struct {
 	Values []pipeline.Value
 	Before []pipeline.Value
 	Err    *pipeline.RowError // the message cannot be decoded: reject it (Op is 0)
+	// Set, when not nil, names the columns the change sets (Values[i] counts when Set[i]): the
+	// Cassandra connector's events carry only the cells the mutation wrote. nil: a whole row. On
+	// a delete it names the key cells the delete carries: the Cassandra connector's delete of a
+	// whole partition has the partition key cells, and null clustering cells.
+	Set []bool
+	// Range is the clustering range of an OpRangeDelete.
+	Range *pipeline.ClusteringRange
 	// Tombstone marks the delete of a null-value message, whose values come from the key only.
 	// Debezium sends one after every delete event, so in that format it is redundant.
 	Tombstone bool
@@ -65,6 +77,11 @@ type Decoder struct {
 
 	slab []pipeline.Value
 	used int
+	// mark, when set, records the columns fields() finds in a document (a Cassandra event's
+	// set cells); cells counts the Cassandra cells it unwrapped
+	mark    []bool
+	cells   int
+	setSlab []bool
 
 	// Debezium schema cache: the last envelope schema seen and the per-column time unit it gives
 	// (io.debezium.time.Timestamp ms, MicroTimestamp us, NanoTimestamp ns; 0 when none).
@@ -108,7 +125,19 @@ func NewDecoder(cfg Config, schema pipeline.SourceSchema) (*Decoder, error) {
 }
 
 // Reset recycles the slab: Values of earlier changes become invalid.
-func (d *Decoder) Reset() { d.used = 0 }
+func (d *Decoder) Reset() { d.used = 0; d.setSlab = d.setSlab[:0] }
+
+// allocSet returns a cleared column mask; earlier masks stay valid until Reset.
+func (d *Decoder) allocSet() []bool {
+	n := len(d.names)
+	if len(d.setSlab)+n > cap(d.setSlab) {
+		d.setSlab = make([]bool, 0, max(1024*n, 2*cap(d.setSlab)))
+	}
+	d.setSlab = d.setSlab[:len(d.setSlab)+n]
+	m := d.setSlab[len(d.setSlab)-n:]
+	clear(m)
+	return m
+}
 
 func (d *Decoder) alloc() []pipeline.Value {
 	n := len(d.names)
@@ -276,7 +305,11 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 		if d.format == FormatDebezium && len(raw) > 0 && raw[0] == '{' {
 			if v, ok := cassandraCell(raw); ok {
 				raw = v
+				d.cells++
 			}
+		}
+		if d.mark != nil {
+			d.mark[ci] = true
 		}
 		var v pipeline.Value
 		var err error
@@ -487,9 +520,17 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		}
 		return vals, nil
 	}
+	connector := env.connector()
 	switch op {
 	case "c", "r", "i", "u":
+		if op == "r" && cassandraEvent(connector, strings.Contains(env.after, `"`+rangeStart+`"`)) {
+			// the Cassandra connector's r is a range tombstone, not a snapshot read
+			return append(dst, d.rangeTombstone(key, env.after, scale))
+		}
+		set := d.allocSet()
+		d.mark, d.cells = set, 0
 		after, rerr := image(env.after, "after")
+		d.mark = nil
 		if rerr != nil {
 			return append(dst, Change{Err: rerr})
 		}
@@ -500,6 +541,11 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			d.fillFromKey(after, key)
 		}
 		ch := Change{Op: OpUpsert, Values: after}
+		if cassandraEvent(connector, op == "i" || d.cells > 0) {
+			// Cassandra: the event carries the cells the mutation wrote, an INSERT's as an
+			// UPDATE's; the columns it does not name keep their values
+			ch.Set = partialSet(set, after)
+		}
 		if op == "u" {
 			before, rerr := image(env.before, "before")
 			if rerr != nil {
@@ -513,6 +559,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		if img == "" || img == "null" {
 			img, what = env.after, "after"
 		}
+		d.cells = 0
 		vals, rerr := image(img, what)
 		if rerr != nil {
 			return append(dst, Change{Err: rerr})
@@ -523,7 +570,15 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		if len(key) > 0 && d.anyNull(vals) {
 			d.fillFromKey(vals, key)
 		}
-		return append(dst, Change{Op: OpDelete, Values: vals})
+		ch := Change{Op: OpDelete, Values: vals}
+		if cassandraEvent(connector, d.cells > 0) && d.anyNull(vals) {
+			// the Cassandra connector's partition delete: the clustering cells are null
+			ch.Set = d.allocSet()
+			for i, v := range vals {
+				ch.Set[i] = v.K != pipeline.KindNull
+			}
+		}
+		return append(dst, ch)
 	case "t", "m":
 		what := "truncate"
 		if op == "m" {
@@ -535,10 +590,121 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 	return append(dst, Change{Err: &pipeline.RowError{Code: pipeline.CodeParse, Field: "op", Message: "unknown Debezium op " + strconv.Quote(op)}})
 }
 
+// cassandraEvent tells whether an event comes from Debezium's Cassandra connector: its
+// source.connector says so, or, when the event has no source, its shape (an op or cells only
+// that connector writes) does. Another connector's JSON column that looks like a cell does not.
+func cassandraEvent(connector string, shape bool) bool {
+	return connector == "cassandra" || connector == "" && shape
+}
+
+// partialSet completes the mask of the cells an event sets with the key columns its message key
+// filled, and returns nil when it sets every column (a whole row).
+func partialSet(set []bool, vals []pipeline.Value) []bool {
+	all := true
+	for i := range set {
+		if !set[i] && vals[i].K != pipeline.KindNull {
+			set[i] = true
+		}
+		all = all && set[i]
+	}
+	if all {
+		return nil
+	}
+	return set
+}
+
+// The members of a Cassandra range tombstone's "after" that hold its bounds.
+const (
+	rangeStart = "_range_start"
+	rangeEnd   = "_range_end"
+)
+
+// rangeBound is a bound as the connector writes it (RangeData): Cassandra's ClusteringPrefix
+// kind and the clustering values in Cassandra's text form.
+type rangeBound struct {
+	Method string `json:"method"`
+	Values []struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+		Type  string `json:"type"`
+	} `json:"values"`
+}
+
+// rangeTombstone decodes the Cassandra connector's range tombstone (op r): the partition key
+// cells in "after", and its bounds in after._range_start and after._range_end.
+func (d *Decoder) rangeTombstone(key []byte, after string, scale []cqlvalue.TimeUnit) Change {
+	if !strings.HasPrefix(after, "{") {
+		return Change{Err: &pipeline.RowError{Code: pipeline.CodeParse, Field: "after", Message: "range tombstone (op r) without an \"after\" object"}}
+	}
+	vals, set := d.alloc(), d.allocSet()
+	var startRaw, endRaw string
+	d.mark = set
+	rerr := d.fields(after, vals, scale, func(name, raw string) {
+		switch name {
+		case rangeStart:
+			startRaw = raw
+		case rangeEnd:
+			endRaw = raw
+		}
+	})
+	d.mark = nil
+	if rerr != nil {
+		return Change{Err: rerr}
+	}
+	var r pipeline.ClusteringRange
+	for _, b := range []struct {
+		raw, name, incl, excl string
+		dst                   *pipeline.ClusteringBound
+	}{{startRaw, rangeStart, "INCL_START_BOUND", "EXCL_START_BOUND", &r.Start}, {endRaw, rangeEnd, "INCL_END_BOUND", "EXCL_END_BOUND", &r.End}} {
+		if rerr := d.bound(b.raw, b.name, b.incl, b.excl, b.dst); rerr != nil {
+			return Change{Err: rerr}
+		}
+	}
+	if len(key) > 0 && d.anyNull(vals) {
+		d.fillFromKey(vals, key)
+	}
+	for i := range set {
+		set[i] = set[i] || vals[i].K != pipeline.KindNull
+	}
+	return Change{Op: OpRangeDelete, Values: vals, Set: set, Range: &r}
+}
+
+// bound reads one bound of a range tombstone into dst.
+func (d *Decoder) bound(raw, name, incl, excl string, dst *pipeline.ClusteringBound) *pipeline.RowError {
+	if raw == "" || raw == "null" {
+		return &pipeline.RowError{Code: pipeline.CodeParse, Field: name, Message: "range tombstone (op r) without its " + name + " bound"}
+	}
+	var b rangeBound
+	if err := json.Unmarshal([]byte(raw), &b); err != nil {
+		return &pipeline.RowError{Code: pipeline.CodeParse, Field: name, Message: "invalid range bound: " + err.Error()}
+	}
+	switch b.Method {
+	case incl:
+		dst.Inclusive = true
+	case excl:
+	default:
+		return &pipeline.RowError{Code: pipeline.CodeParse, Field: name, Message: "unknown range bound kind " + strconv.Quote(b.Method) + ", want " + incl + " or " + excl}
+	}
+	for _, v := range b.Values {
+		ci := d.lookup(v.Name)
+		if ci < 0 {
+			return &pipeline.RowError{Code: pipeline.CodeParse, Field: name, Message: "the range bound names clustering column " + strconv.Quote(v.Name) + ", which is not a source column of the mapping"}
+		}
+		val, err := d.types[ci].ParseText(v.Value)
+		if err != nil {
+			return &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: v.Name, Message: name + ": " + err.Error()}
+		}
+		dst.Cols = append(dst.Cols, ci)
+		dst.Vals = append(dst.Vals, val)
+	}
+	return nil
+}
+
 // envelope holds the raw members of a Debezium event (or of its JSON converter wrapping).
 type envelope struct {
 	schema, payload   string
 	op, before, after string
+	source            string
 }
 
 func (e *envelope) read(doc string) error {
@@ -555,8 +721,23 @@ func (e *envelope) read(doc string) error {
 			e.before = raw
 		case "after":
 			e.after = raw
+		case "source":
+			e.source = raw
 		}
 	})
+}
+
+// connector is source.connector ("cassandra", "mysql", ...), or "".
+func (e *envelope) connector() string {
+	var c string
+	if strings.HasPrefix(e.source, "{") {
+		cqlvalue.ObjectFields(e.source, func(name, raw string) {
+			if name == "connector" {
+				c, _ = unquoteSimple(raw)
+			}
+		})
+	}
+	return c
 }
 
 func unquoteSimple(raw string) (string, bool) {

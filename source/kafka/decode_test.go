@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -272,5 +273,77 @@ func BenchmarkDecodeJSON(b *testing.B) {
 		if i%1024 == 0 {
 			d.Reset()
 		}
+	}
+}
+
+// The Cassandra connector's events carry the cells a mutation wrote (CassandraSchemaFactory.java:
+// CellData.record {"value", "deletion_ts", "set"}; RangeData {"method", "values": [{"name",
+// "value", "type"}]}): the change says which columns it sets, with or without the JSON
+// converter's wrapping; a relational event stays a whole row.
+func TestDecodeCassandraSetColumns(t *testing.T) {
+	c := func(v string) string { return `{"value":` + v + `,"deletion_ts":null,"set":true}` }
+	src := `"source":{"connector":"cassandra","keyspace":"ks","table":"orders"}`
+	cases := []struct {
+		name, value, want string
+	}{
+		{"update of one column", `{"op":"u",` + src + `,"after":{"userid":` + c(`"u1"`) + `,"orderid":` + c(`1`) + `,"amount":` + c(`"2.5"`) + `}}`, "upsert u1|1|~|2.5 set 1101"},
+		{"cell deleted", `{"op":"u",` + src + `,"after":{"userid":` + c(`"u1"`) + `,"orderid":` + c(`1`) + `,"ts":{"value":null,"deletion_ts":1700000000000000,"set":true}}}`, "upsert u1|1|~|~ set 1110"},
+		{"insert of every column", `{"op":"i","after":{"userid":` + c(`"u1"`) + `,"orderid":` + c(`1`) + `,"ts":` + c(`"2024-05-01T10:00:00Z"`) + `,"amount":` + c(`"1"`) + `}}`, "upsert u1|1|1714557600000|1 set all"},
+		{"insert of some columns", `{"op":"i","after":{"userid":` + c(`"u1"`) + `,"orderid":` + c(`1`) + `}}`, "upsert u1|1|~|~ set 1100"},
+		{"wrapped", `{"schema":{"type":"struct","name":"ks.orders.Envelope"},"payload":{"op":"u",` + src + `,"after":{"userid":` + c(`"u2"`) + `,"orderid":` + c(`2`) + `}}}`, "upsert u2|2|~|~ set 1100"},
+		{"relational update", `{"op":"u","source":{"connector":"mysql"},"after":{"userid":"u1","orderid":1}}`, "upsert u1|1|~|~ set all"},
+		{"relational snapshot read", `{"op":"r","source":{"connector":"postgresql"},"after":{"userid":"u1","orderid":1}}`, "upsert u1|1|~|~ set all"},
+		{"range tombstone", `{"op":"r",` + src + `,"after":{"userid":` + c(`"u1"`) + `,"_range_start":{"method":"EXCL_START_BOUND","values":[{"name":"orderid","value":"3","type":"org.apache.cassandra.db.marshal.LongType"}]},"_range_end":{"method":"INCL_END_BOUND","values":[]}}}`,
+			"range delete u1|~|~|~ set 1000 start [3] excl end [] incl"},
+		{"range tombstone of an unknown column", `{"op":"r",` + src + `,"after":{"userid":` + c(`"u1"`) + `,"_range_start":{"method":"INCL_START_BOUND","values":[{"name":"x","value":"3","type":"t"}]},"_range_end":{"method":"INCL_END_BOUND","values":[]}}}`,
+			`ERR parse: the range bound names clustering column "x"`},
+		{"range tombstone of an unknown kind", `{"op":"r",` + src + `,"after":{"userid":` + c(`"u1"`) + `,"_range_start":{"method":"TOP","values":[]},"_range_end":{"method":"INCL_END_BOUND","values":[]}}}`,
+			`ERR parse: unknown range bound kind "TOP"`},
+	}
+	d, err := NewDecoder(Config{Format: FormatDebezium}, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		cs := d.Decode(nil, nil, []byte(tc.value))
+		got := show(cs)
+		if len(cs) == 1 && cs[0].Err == nil {
+			mask := "all"
+			if cs[0].Set != nil {
+				mask = ""
+				for _, s := range cs[0].Set {
+					mask += map[bool]string{true: "1", false: "0"}[s]
+				}
+			}
+			got += " set " + mask
+			if r := cs[0].Range; r != nil {
+				incl := map[bool]string{true: "incl", false: "excl"}
+				got += fmt.Sprintf(" start %v %s end %v %s", valStrings(r.Start.Vals), incl[r.Start.Inclusive], valStrings(r.End.Vals), incl[r.End.Inclusive])
+			}
+		}
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: got %q, want prefix %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func valStrings(vs []pipeline.Value) []string {
+	out := []string{}
+	for _, v := range vs {
+		out = append(out, v.String())
+	}
+	return out
+}
+
+// A relational connector's event is a whole row even when a JSON column's value looks like a
+// Cassandra cell and the event lacks a column of the mapping.
+func TestDecodeRelationalCellLookalike(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatDebezium}, pipeline.SourceSchema{{Name: "userid", Type: "text"}, {Name: "doc", Type: "text"}, {Name: "n", Type: "int"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := d.Decode(nil, nil, []byte(`{"op":"u","source":{"connector":"postgresql"},"after":{"userid":"u1","doc":{"value":"x","set":true}}}`))
+	if len(cs) != 1 || cs[0].Err != nil || cs[0].Set != nil {
+		t.Errorf("got %s, set %v: want a whole row", show(cs), cs[0].Set)
 	}
 }

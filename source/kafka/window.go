@@ -191,6 +191,10 @@ func (w *Window) record(dec *Decoder, m *kafkago.Message) pipeline.Record {
 		r.Err = c.Err
 	case c.Op == OpDelete:
 		r.Err = &pipeline.RowError{Code: CodeDelete, Message: "a delete (tombstone or Debezium op d): report and migrate write rows only, rekey replicate applies deletes"}
+	case c.Op == OpRangeDelete:
+		r.Err = &pipeline.RowError{Code: pipeline.CodeRangeTombstone, Field: "op", Message: "a Cassandra range tombstone (op r): report and migrate write rows only, rekey replicate into a table (--out mysql://... or lindorm://...) applies it"}
+	case c.Set != nil:
+		r.Err = &pipeline.RowError{Code: pipeline.CodePartialUpdate, Field: "after", Message: "a Cassandra change that sets some columns only is not a whole row: report and migrate write rows only, rekey replicate into a table (--out mysql://... or lindorm://...) updates those columns"}
 	default:
 		r.Values = c.Values
 		return r

@@ -1,0 +1,200 @@
+package sqlsink
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// An upsert that sets some columns writes those (a null one as NULL) and keeps the others, on
+// both dialects' statement text.
+func TestPartialUpsertStatements(t *testing.T) {
+	s := pipeline.TargetSchema{Table: "u", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "id", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "name", Type: pipeline.TypeVarchar, KeyPos: -1},
+		{Name: "visits", Type: pipeline.TypeInteger, KeyPos: -1}}}
+	row := []pipeline.Value{pipeline.Text("u1"), pipeline.Null, pipeline.Int(2)}
+	for _, tc := range []struct {
+		d    *Dialect
+		set  []bool
+		want string
+	}{
+		{Lindorm, []bool{true, false, true}, "UPSERT INTO u (id, visits) VALUES ('u1',2)"},
+		{Lindorm, []bool{true, true, false}, "UPSERT INTO u (id, name) VALUES ('u1',NULL)"},
+		{MySQL, []bool{true, false, true}, "INSERT INTO `u` (`id`, `visits`) VALUES ('u1',2) ON DUPLICATE KEY UPDATE `visits`=VALUES(`visits`)"},
+		{MySQL, []bool{true, false, false}, "INSERT INTO `u` (`id`) VALUES ('u1') ON DUPLICATE KEY UPDATE `id`=VALUES(`id`)"},
+	} {
+		st := newStatements(tc.d, s)
+		tup, rerr := st.appendPartialRow(nil, row, tc.set)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		sh := st.upsertShape(tc.set)
+		if got := string(st.upsert(nil, &sh, [][]byte{tup})); got != tc.want {
+			t.Errorf("%s %v:\n got %s\nwant %s", tc.d.Name, tc.set, got, tc.want)
+		}
+	}
+}
+
+// Apply of a random mix of whole-row upserts, partial upserts (each setting some columns, some
+// to null) and deletes over few keys leaves the table as applying them one by one in order does:
+// upserts of different column sets go in different statements, and no key's changes reorder.
+func TestApplyPartialUpsertsInOrder(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			s := pipeline.TargetSchema{Table: "p", KeyLen: 1, Columns: []pipeline.Column{
+				{Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "a", Type: pipeline.TypeBigint, KeyPos: -1},
+				{Name: "b", Type: pipeline.TypeBigint, KeyPos: -1}, {Name: "c", Type: pipeline.TypeBigint, KeyPos: -1}}}
+			srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
+			w := openWriter(t, srv, s, 4)
+			rng := rand.New(rand.NewPCG(1, 2))
+			model := map[string][]pipeline.Value{}
+			for batch := 0; batch < 5; batch++ {
+				var ops []Op
+				for n := 0; n < 400; n++ {
+					k := fmt.Sprint("k", rng.IntN(25))
+					vals := []pipeline.Value{pipeline.Text(k), pipeline.Int(int64(n)), pipeline.Int(int64(-n)), pipeline.Int(int64(batch))}
+					for i := 1; i < 4; i++ {
+						if rng.IntN(5) == 0 {
+							vals[i] = pipeline.Null
+						}
+					}
+					switch r := rng.IntN(10); {
+					case r == 0:
+						ops = append(ops, Op{Delete: true, Values: vals[:1]})
+						delete(model, k)
+					case r == 1:
+						ops = append(ops, Op{Values: vals})
+						model[k] = vals
+					default:
+						set := []bool{true, rng.IntN(2) == 0, rng.IntN(2) == 0, rng.IntN(2) == 0}
+						ops = append(ops, Op{Values: vals, Set: set})
+						m, ok := model[k]
+						if !ok {
+							m = []pipeline.Value{pipeline.Text(k), pipeline.Null, pipeline.Null, pipeline.Null}
+						}
+						m = append([]pipeline.Value(nil), m...)
+						for i := 1; i < 4; i++ {
+							if set[i] {
+								m[i] = vals[i]
+							}
+						}
+						model[k] = m
+					}
+				}
+				rej, err := w.Apply(context.Background(), ops)
+				if err != nil || len(rej) > 0 {
+					t.Fatalf("apply: %v %v", rej, err)
+				}
+			}
+			got := readAll(t, srv.DB(t), s)
+			if len(got) != len(model) {
+				t.Errorf("%d rows, want %d", len(got), len(model))
+			}
+			for _, m := range model {
+				g, ok := got[keyString(m[:1])]
+				if !ok {
+					t.Errorf("key %v missing", m[0])
+					continue
+				}
+				for i := 1; i < 4; i++ {
+					if g[i].K != m[i].K || g[i].I != m[i].I {
+						t.Errorf("key %v column %s: got %v, want %v", m[0], s.Columns[i].Name, g[i], m[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// A key range is the prefix's equalities and each bound as a tuple comparison written out; a DESC
+// column compares the other way.
+func TestRangeCondition(t *testing.T) {
+	s := pipeline.TargetSchema{Table: "tb", KeyLen: 3, Columns: []pipeline.Column{
+		{Name: "a", Type: pipeline.TypeInteger, KeyPos: 0}, {Name: "b", Type: pipeline.TypeInteger, KeyPos: 1},
+		{Name: "c", Type: pipeline.TypeInteger, KeyPos: 2}}}
+	kr := &pipeline.KeyRange{Prefix: []pipeline.Value{pipeline.Int(1)},
+		Start: pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Int(1)}, Inclusive: true},
+		End:   pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Int(1), pipeline.Int(2)}}}
+	got, rerr := newStatements(Lindorm, s).appendRangeCond(nil, kr)
+	if want := "a=1 AND ((b>=1)) AND ((b<1) OR (b=1 AND c<2))"; rerr != nil || string(got) != want {
+		t.Errorf("got %s %v\nwant %s", got, rerr, want)
+	}
+	s.Columns[2].Desc = true
+	kr.End.Inclusive = true
+	got, _ = newStatements(MySQL, s).appendRangeCond(nil, kr)
+	if want := "`a`=1 AND ((`b`>=1)) AND ((`b`<1) OR (`b`=1 AND `c`>=2))"; string(got) != want {
+		t.Errorf("got %s\nwant %s", got, want)
+	}
+	got, _ = newStatements(MySQL, s).appendRangeCond(nil, &pipeline.KeyRange{Prefix: []pipeline.Value{pipeline.Int(7)}})
+	if want := "`a`=7"; string(got) != want {
+		t.Errorf("got %s\nwant %s", got, want)
+	}
+}
+
+// A range delete removes the rows of the range and no other, as one DELETE (MySQL) or, where
+// DELETE names one whole key (Lindorm), as the keys a SELECT finds, in batches of MaxRows. The
+// Lindorm statements run here against MySQL-protocol servers: their text is plain SQL.
+func TestDeleteRange(t *testing.T) {
+	for name, start := range servers(t) {
+		for _, d := range []*Dialect{MySQL, Lindorm} {
+			t.Run(name+"/"+d.Name, func(t *testing.T) {
+				srv := start(t)
+				s := pipeline.TargetSchema{Table: "tb", KeyLen: 3, Columns: []pipeline.Column{
+					{Name: "a", Type: pipeline.TypeInteger, KeyPos: 0}, {Name: "b", Type: pipeline.TypeInteger, KeyPos: 1},
+					{Name: "c", Type: pipeline.TypeInteger, KeyPos: 2}, {Name: "v", Type: pipeline.TypeInteger, KeyPos: -1}}}
+				srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
+				w := openWriter(t, srv, s, 2)
+				var ops []Op
+				for a := 1; a <= 2; a++ {
+					for b := 0; b <= 2; b++ {
+						for c := 0; c <= 3; c++ {
+							ops = append(ops, Op{Values: []pipeline.Value{pipeline.Int(int64(a)), pipeline.Int(int64(b)), pipeline.Int(int64(c)), pipeline.Int(0)}})
+						}
+					}
+				}
+				// DELETE ... WHERE a = 1 AND (b, c) >= (0, 2) AND b <= 1, then an upsert inside the range
+				ops = append(ops, Op{Delete: true, Range: &pipeline.KeyRange{Prefix: []pipeline.Value{pipeline.Int(1)},
+					Start: pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Int(0), pipeline.Int(2)}, Inclusive: true},
+					End:   pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Int(1)}, Inclusive: true}}},
+					Op{Values: []pipeline.Value{pipeline.Int(1), pipeline.Int(1), pipeline.Int(1), pipeline.Int(9)}})
+				w.st = newStatements(d, w.st.schema)
+				w.cfg.MaxRows = 2
+				if d == Lindorm {
+					// the upserts in MySQL's text, the range delete in Lindorm's
+					w.st.full = newStatements(MySQL, w.st.schema).full
+				}
+				rej, err := w.Apply(context.Background(), ops)
+				if err != nil || len(rej) > 0 {
+					t.Fatalf("apply: %v %v", rej, err)
+				}
+				got := readAll(t, srv.DB(t), s)
+				want := 24 - 6 + 1 // (1,0,2) (1,0,3) (1,1,0..3) deleted, (1,1,1) written again
+				if len(got) != want {
+					t.Errorf("%d rows, want %d", len(got), want)
+				}
+				for _, k := range [][3]int64{{1, 0, 2}, {1, 0, 3}, {1, 1, 0}, {1, 1, 2}, {1, 1, 3}} {
+					if _, ok := got[keyString([]pipeline.Value{pipeline.Int(k[0]), pipeline.Int(k[1]), pipeline.Int(k[2])})]; ok {
+						t.Errorf("%v not deleted", k)
+					}
+				}
+				if g := got[keyString([]pipeline.Value{pipeline.Int(1), pipeline.Int(1), pipeline.Int(1)})]; len(g) < 4 || g[3].I != 9 {
+					t.Errorf("the upsert after the range delete: %v", g)
+				}
+			})
+		}
+	}
+}
+
+// One Lindorm UPSERT must not hold one key twice: of a key's upserts in a run only the last is
+// sent, whatever their other values (two updates of a row differ in them).
+func TestLastPerKeyKeepsTheLastUpsertOfAKey(t *testing.T) {
+	row := func(k string, v int64) Op { return Op{Values: []pipeline.Value{pipeline.Text(k), pipeline.Int(v)}} }
+	a := &applyState{ops: []Op{row("a", 1), row("b", 1), row("a", 2), row("a", 3)}}
+	if got := lastPerKey(a, []int{0, 1, 2, 3}, 1); fmt.Sprint(got) != "[1 3]" {
+		t.Errorf("kept ops %v, want [1 3]", got)
+	}
+}

@@ -1,0 +1,146 @@
+package transform
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// KeyRange turns a clustering range of one partition (a Cassandra range tombstone: r.Set names
+// the partition key cells it carries) into a range of target keys, when the key lets it be one:
+// the key's leading columns are computed from the partition key cells only and read all of them
+// (the source key as it is, or with a hash prefix of it), and every key column after them is a
+// clustering column as it is, in clustering order, the bounds' columns first. A clustering column
+// declared DESC in the key is taken as DESC in Cassandra's clustering order too. Any other key is
+// refused (range_tombstone): the range's rows are not one range of the table. out is scratch room
+// for a target row.
+func (e *Evaluator) KeyRange(b *pipeline.Batch, r *pipeline.Record, rng *pipeline.ClusteringRange, out []pipeline.Value) (pipeline.KeyRange, *pipeline.RowError) {
+	p := e.p
+	var kr pipeline.KeyRange
+	refuse := func(msg string) (pipeline.KeyRange, *pipeline.RowError) {
+		return kr, &pipeline.RowError{Code: pipeline.CodeRangeTombstone, Field: p.target.Columns[0].Name,
+			Message: "a range tombstone (a delete of a clustering range) cannot be applied: " + msg + "; delete the range from the table by hand"}
+	}
+	if p.saltUsed {
+		return refuse("the key uses random(n)")
+	}
+	byDst := make([]*step, len(p.target.Columns))
+	for i := range p.steps {
+		byDst[p.steps[i].dst] = &p.steps[i]
+	}
+	allSet := func(st *step) bool {
+		for _, c := range st.reads {
+			if !r.Set[c] {
+				return false
+			}
+		}
+		return true
+	}
+	// the columns computed from the partition key cells alone, in the steps' order (an expression
+	// may read other target columns); the key's leading ones are the prefix
+	e.batch, e.saltOK = b, false
+	clear(out)
+	for i := range p.steps {
+		st := &p.steps[i]
+		if !allSet(st) {
+			continue
+		}
+		v, rerr := e.eval(st, r, out)
+		if rerr != nil {
+			return kr, rerr
+		}
+		out[st.dst] = v
+	}
+	n := 0
+	var read []int
+	for n < p.target.KeyLen && allSet(byDst[n]) {
+		kr.Prefix = append(kr.Prefix, out[n])
+		for _, c := range byDst[n].reads {
+			if !slices.Contains(read, c) {
+				read = append(read, c)
+			}
+		}
+		n++
+	}
+	for c, set := range r.Set {
+		if set && !slices.Contains(read, c) {
+			return refuse("the key's leading columns do not hold partition key column " + p.source[c].Name)
+		}
+	}
+	// then the clustering columns as they are
+	var clustering []int
+	for j := n; j < p.target.KeyLen; j++ {
+		st := byDst[j]
+		if st.fn != nil || st.src < 0 {
+			return refuse("key column " + st.field + " is computed (" + strings.Join(p.sourceNames(st.reads), ", ") + "), not a clustering column as it is")
+		}
+		clustering = append(clustering, st.src)
+	}
+	for _, bd := range []struct {
+		src *pipeline.ClusteringBound
+		dst *pipeline.KeyBound
+	}{{&rng.Start, &kr.Start}, {&rng.End, &kr.End}} {
+		bd.dst.Inclusive = bd.src.Inclusive
+		for i, c := range clustering[:min(len(bd.src.Cols), len(clustering))] {
+			k := slices.Index(bd.src.Cols, c)
+			if k < 0 {
+				break
+			}
+			st := byDst[n+i]
+			v, rerr := e.fit(st, bd.src.Vals[k])
+			if rerr != nil {
+				return kr, rerr
+			}
+			bd.dst.Vals = append(bd.dst.Vals, v)
+		}
+		if len(bd.dst.Vals) != len(bd.src.Cols) {
+			var names []string
+			for _, c := range bd.src.Cols {
+				names = append(names, p.source[c].Name)
+			}
+			return refuse("its bound names clustering columns " + strings.Join(names, ", ") + ", which are not the key columns after the partition key, in order")
+		}
+	}
+	return kr, nil
+}
+
+// eval computes one step's value, converted to its column's type.
+func (e *Evaluator) eval(st *step, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+	var v pipeline.Value
+	if st.fn == nil {
+		v = r.Values[st.src]
+	} else {
+		var rerr *pipeline.RowError
+		if v, rerr = st.fn(e, r, out); rerr != nil {
+			if rerr.Field == "" {
+				rerr.Field = st.field
+			}
+			return v, rerr
+		}
+	}
+	if v.IsNull() && st.key {
+		return v, e.nullKey(st, r)
+	}
+	return e.fit(st, v)
+}
+
+// fit converts v to st's column type.
+func (e *Evaluator) fit(st *step, v pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+	if v.IsNull() || (v.K == st.kind && st.fast) {
+		return v, nil
+	}
+	v, rerr := e.convert(v, st.typ)
+	if rerr != nil {
+		rerr.Field = st.field
+	}
+	return v, rerr
+}
+
+func (p *Program) sourceNames(idx []int) []string {
+	names := make([]string, len(idx))
+	for i, c := range idx {
+		names[i] = p.source[c].Name
+	}
+	return names
+}

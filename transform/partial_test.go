@@ -1,0 +1,92 @@
+package transform
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+const partialSource = `version: 1
+source:
+  name: ks.tb
+  columns:
+    a: int
+    b: int
+    name: text
+    city: text
+target:
+  table: tb
+`
+
+// A partial record sets the target columns whose source columns it sets, leaves the others
+// unset, and is refused when a key column (unset_key) or a column (unset_input) reads a column it
+// does not set; Apply refuses it whole (partial_update).
+func TestApplyPartial(t *testing.T) {
+	p := compileYAML(t, partialSource+`  primary_key: "[a][b]"
+  columns:
+    label: name + '/' + city
+`)
+	ev := p.NewEvaluator()
+	b := &pipeline.Batch{Stream: "s"}
+	n := len(p.Target().Columns)
+	names := func(set []bool) string {
+		var s []string
+		for i, ok := range set {
+			if ok {
+				s = append(s, p.Target().Columns[i].Name)
+			}
+		}
+		return strings.Join(s, ",")
+	}
+	rec := func(set ...bool) *pipeline.Record {
+		return &pipeline.Record{Values: []pipeline.Value{pipeline.Int(1), pipeline.Int(2), pipeline.Text("Ann"), pipeline.Null}, Set: set}
+	}
+	out, set := make([]pipeline.Value, n), make([]bool, n)
+	if rerr := ev.ApplyPartial(b, rec(true, true, false, false), out, set); rerr != nil || names(set) != "a,b" {
+		t.Errorf("keys only: %v %s", rerr, names(set))
+	}
+	if rerr := ev.ApplyPartial(b, rec(true, true, true, true), out, set); rerr != nil || names(set) != "a,b,label,name,city" || !out[len(out)-1].IsNull() {
+		t.Errorf("every column, city deleted: %v %s %v", rerr, names(set), out)
+	}
+	if rerr := ev.ApplyPartial(b, rec(true, false, true, false), out, set); rerr == nil || rerr.Code != pipeline.CodeUnsetKey || rerr.Field != "b" {
+		t.Errorf("key column unset: %v", rerr)
+	}
+	if rerr := ev.ApplyPartial(b, rec(true, true, true, false), out, set); rerr == nil || rerr.Code != pipeline.CodeUnsetInput || rerr.Field != "city" {
+		t.Errorf("label from name (set) and city (unset): %v", rerr)
+	}
+	if rerr := ev.Apply(b, rec(true, true, true, false), out); rerr == nil || rerr.Code != pipeline.CodePartialUpdate {
+		t.Errorf("Apply of a partial record: %v", rerr)
+	}
+}
+
+// A clustering range becomes a key range when the key is the partition key (maybe after a hash
+// prefix of it) then the clustering columns as they are; any other key is refused.
+func TestKeyRange(t *testing.T) {
+	rng := &pipeline.ClusteringRange{
+		Start: pipeline.ClusteringBound{Cols: []int{1}, Vals: []pipeline.Value{pipeline.Int(5)}, Inclusive: true}}
+	rec := &pipeline.Record{Values: []pipeline.Value{pipeline.Int(1), pipeline.Null, pipeline.Null, pipeline.Null}, Set: []bool{true, false, false, false}}
+	for _, tc := range []struct{ key, want string }{
+		{"[a][b]", "prefix [1] start [5] true"},
+		{"[crc32(a) % 16 AS h][a][b]", "prefix [7 1] start [5] true"},
+		{"[a][name][b]", "range_tombstone"},
+		{"[b][a]", "range_tombstone"},
+		{"[crc32(a) % 16 AS h][b]", "prefix [7] start [5] true"}, // the key already merges partitions of one h
+	} {
+		p := compileYAML(t, partialSource+"  primary_key: \""+tc.key+"\"\n")
+		kr, rerr := p.NewEvaluator().KeyRange(&pipeline.Batch{}, rec, rng, make([]pipeline.Value, len(p.Target().Columns)))
+		got := ""
+		if rerr != nil {
+			got = rerr.Code
+		} else {
+			var prefix []string
+			for _, v := range kr.Prefix {
+				prefix = append(prefix, v.String())
+			}
+			got = "prefix [" + strings.Join(prefix, " ") + "] start [" + kr.Start.Vals[0].String() + "] " + map[bool]string{true: "true", false: "false"}[kr.Start.Inclusive]
+		}
+		if tc.want == "range_tombstone" && strings.HasPrefix(got, "prefix") || tc.want != "range_tombstone" && !strings.HasPrefix(got, "prefix") {
+			t.Errorf("%s: got %s, want %s", tc.key, got, tc.want)
+		}
+	}
+}
