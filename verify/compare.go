@@ -304,6 +304,9 @@ func (c *comparer) matchTarget(e entry, r *bucketResult) {
 	i, _ := c.find(e.h, e.key)
 	if i < 0 {
 		r.extra++
+		if c.v.cfg.Repair != nil {
+			r.extraKeys = append(r.extraKeys, c.keyCells(e.key))
+		}
 		r.ex.Extra = offer(r.ex.Extra, e.h, func() Example {
 			return Example{Key: c.keyCells(e.key), Columns: c.rowCells(e.row), Where: c.v.targetWhere(e.ord)}
 		})
@@ -387,12 +390,18 @@ func (c *comparer) judge(r *bucketResult) error {
 		switch {
 		case s.nt == 0:
 			r.missing++
+			if v.cfg.Repair != nil {
+				r.repair = append(r.repair, string(s.key)) // s.key lives in a reused buffer
+			}
 			r.ex.Missing = offer(r.ex.Missing, s.h, func() Example {
 				return Example{Key: c.keyCells(s.key), Where: v.sourceWhere(s.ord)}
 			})
 			continue
 		case !s.matched:
 			r.differ++
+			if v.cfg.Repair != nil {
+				r.repair = append(r.repair, string(s.key))
+			}
 			var okA, okB bool
 			a, okA = splitValues(v.rowCols, s.row, a[:0])
 			b, okB = splitValues(v.rowCols, s.trow, b[:0])

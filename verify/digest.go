@@ -131,6 +131,7 @@ func (v *run) detailPass(ctx context.Context, diff []uint64, all bool) error {
 		r.Notes = append(r.Notes, fmt.Sprintf("the digests found %d differences, comparing their values %d: did the source or the target change while verify ran?", want, found))
 	}
 	r.Missing, r.Differ, r.Extra, r.differ, r.Examples = e.Missing, e.Differ, e.Extra, e.differ, e.Examples
+	r.repairKeys, r.ExtraKeys = e.repairKeys, e.ExtraKeys
 	for _, n := range e.Notes { // the files read again repeat the first pass's notes
 		if !slices.Contains(r.Notes, n) {
 			r.Notes = append(r.Notes, n)

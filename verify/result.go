@@ -47,10 +47,18 @@ type Result struct {
 	Files []FileRows `json:"files"`
 	Notes []string   `json:"notes,omitempty"`
 
+	// RepairRows are the source rows given to Config.Repair: those of the keys missing or
+	// differing. ExtraKeys are the keys of the target rows the source does not produce (with
+	// Config.Repair only): writing source rows again cannot remove them.
+	RepairRows int64    `json:"repair_rows,omitempty"`
+	ExtraKeys  [][]Cell `json:"-"`
+
 	Seconds    float64 `json:"seconds"`
 	RowsPerSec float64 `json:"rows_per_sec"` // source rows read per second, over the whole run
 
 	differ map[string]int64
+	// repairKeys are the encoded keys whose source rows Config.Repair receives.
+	repairKeys map[string]struct{}
 }
 
 // FileRows is a data file the listing does not account for, and the rows it holds.
@@ -131,6 +139,9 @@ type bucketResult struct {
 	counts
 	differ1 map[int]int64 // per row column index
 	ex      Examples
+	// with Config.Repair: the keys to write again, and those of target rows the source has not
+	repair    []string
+	extraKeys [][]Cell
 }
 
 func (r *Result) addCounts(c counts) {
@@ -150,6 +161,13 @@ func (r *Result) add(b *bucketResult, rowCols []string) {
 	for c, n := range b.differ1 {
 		r.differ[rowCols[c]] += n
 	}
+	for _, k := range b.repair {
+		if r.repairKeys == nil {
+			r.repairKeys = map[string]struct{}{}
+		}
+		r.repairKeys[k] = struct{}{}
+	}
+	r.ExtraKeys = append(r.ExtraKeys, b.extraKeys...)
 	r.Examples.Missing = keepSmallest(append(r.Examples.Missing, b.ex.Missing...))
 	r.Examples.Differ = keepSmallest(append(r.Examples.Differ, b.ex.Differ...))
 	r.Examples.Extra = keepSmallest(append(r.Examples.Extra, b.ex.Extra...))

@@ -52,7 +52,13 @@ type Config struct {
 	// looking up) with the rows it expects (-1: unknown) and the counters it advances: RowsIn
 	// counts rows read, RowsWritten rows kept, RowsRejected rejected ones. It returns the
 	// function that ends the display.
-	Phase  func(name string, total int64, c *pipeline.Counters) (done func())
+	Phase func(name string, total int64, c *pipeline.Counters) (done func())
+	// Repair, when set, receives after the comparison, in source order, every source row of
+	// the keys checked that the target misses or holds with other values (all the rows of such
+	// a key, so that the last one wins again), from one more read of the source; and the result
+	// lists the keys of target rows the source does not produce (ExtraKeys). It needs a source
+	// that can be read again.
+	Repair func(b *pipeline.Batch, rec *pipeline.Record) error
 	Logger *zap.Logger
 }
 
@@ -68,6 +74,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if (cfg.Folder == nil) == (cfg.Lookup == nil) {
 		return nil, errors.New("verify: exactly one target (a folder or a lookup target) is required")
+	}
+	if cfg.Repair != nil && cfg.SourceOnce {
+		return nil, errors.New("verify: the repair rows need a second read of the source, and it can be read only once")
 	}
 	if cfg.Sample.Rows > MaxSampleRows {
 		return nil, fmt.Errorf("--sample %d: at most %d rows; give a percentage (--sample 1%%) for more", cfg.Sample.Rows, MaxSampleRows)
@@ -116,6 +125,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	} else if err := v.exact(ctx); err != nil {
 		return nil, err
+	}
+	if cfg.Repair != nil && len(v.res.repairKeys) > 0 {
+		if err := v.repairPass(ctx); err != nil {
+			return nil, err
+		}
 	}
 	v.res.finish(time.Since(started))
 	return v.res, nil

@@ -77,12 +77,13 @@ type verifyFlags struct {
 	progress  progressFlags
 	statsJSON string
 	quiet     bool
+	repair    string
 }
 
 func newVerifyCmd(g *globalFlags) *cobra.Command {
 	f := &verifyFlags{}
 	cmd := &cobra.Command{
-		Use:   "verify -m MAPPING --source URI --target TARGET [--sample N|P%] [--json FILE]",
+		Use:   "verify -m MAPPING --source URI --target TARGET [--sample N|P%] [--json FILE] [--repair FILE.jsonl]",
 		Short: "Check that a migration's target holds what the source gives: rows missing, differing, extra",
 		Long: `verify reads the source again (all of it, or a sample), rewrites every key exactly as migrate does
 (the same mapping, the same rejects) and looks each row up in the target. It never writes to the
@@ -113,6 +114,16 @@ key or none: --sample 1% checks the keys whose hash falls in 1% of the hash spac
 the 10,000 rows with the smallest hashes. The whole source is still read (the sample is chosen
 after the key is computed); what a sample saves is target lookups and memory.
 
+--repair FILE.jsonl writes the source rows of the keys missing or differing (every source column,
+typed so that migrate reads back the same values: blobs as "0x..", timestamps in ISO-8601 UTC,
+decimals as written, null apart from "") for one more migrate to repair the target: a table
+takes them as upserts (migrate -m MAPPING --source file:FILE.jsonl --out TABLE); for a folder,
+migrate them to a new --out and bulk load it after the first: its later writerConfig.timestamp
+makes its cells win. Keys of extra target rows, which no migrate removes, go to
+FILE.jsonl.extra-keys. The files are written (mode 0600, atomically) only when there is
+something to repair; with --sample they cover the sampled keys only. It needs a source that
+can be read again (not stdin).
+
 Memory stays bounded on a source of any size: rows are partitioned by key hash and spill to temp
 files in --tmp beyond --memory, then compared a partition at a time. A folder target is first
 compared by digests (96 bits per key, 64 per row: a few million rows fit in memory); only when
@@ -129,7 +140,8 @@ Exit codes:
 ` + sourceHelp,
 		Example: `  rekey verify -m mappings/orders.yaml --source file:orders.csv --target out/orders
   rekey verify -m mappings/orders.yaml --source file:orders.csv --target out/orders --sample 1% --json verify.json
-  rekey verify -m mappings/orders.yaml --source 'cassandra://10.0.0.5/shop/orders' --target 'lindorm://root@ld-xxx:33060/shop' --sample 100000`,
+  rekey verify -m mappings/orders.yaml --source 'cassandra://10.0.0.5/shop/orders' --target 'lindorm://root@ld-xxx:33060/shop' --sample 100000
+  rekey verify -m mappings/orders.yaml --source file:orders.csv --target 'mysql://root@127.0.0.1:3306/shop' --repair repair.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runVerify(cmd, g, f) },
 	}
@@ -146,6 +158,7 @@ Exit codes:
 	f.progress.register(fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line")
+	fl.StringVar(&f.repair, "repair", "", "write the source rows of the keys missing or differing to this JSON Lines file (.jsonl), for migrate --source file:FILE to repair the target; keys of extra target rows go to FILE.extra-keys")
 	addCassandraFlags(fl)
 	addCassandraReadFlags(fl, false)
 	addFileFlags(fl)
@@ -173,6 +186,11 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 	defer logger.Sync()
 	if f.target == "" {
 		return verifyFailed(errors.New("--target is required: the --out folder of the migration, or lindorm://USER@HOST:33060/DATABASE"))
+	}
+	if f.repair != "" {
+		if err := checkRepairPath(f.repair); err != nil {
+			return verifyFailed(err)
+		}
 	}
 	sample, err := report.ParseSample(f.sample)
 	if err != nil {
@@ -204,6 +222,17 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 		Logger: logger.Named("verify"),
 	}
 	_, cfg.SourceOnce = src.(*file.Stdin) // read once: no second pass over the differences
+	var repair *repairFile
+	if f.repair != "" {
+		if cfg.SourceOnce {
+			return verifyFailed(errRepairStdin)
+		}
+		if repair, err = createRepairFile(f.repair, prog.Source()); err != nil {
+			return verifyFailed(err)
+		}
+		defer repair.discard()
+		cfg.Repair = repair.write
+	}
 	var target string
 	if scheme, _, ok := strings.Cut(f.target, "://"); ok && lookupTargets[scheme] != nil {
 		lt, err := lookupTargets[scheme](ctx, f.target, prog.Target(), logger.Named("verify.target"))
@@ -262,6 +291,11 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 		fmt.Fprintln(out, verify.Verdict(res))
 	} else if err := verify.WriteText(out, res); err != nil {
 		return exitWith(exitVerifyFailed, err)
+	}
+	if repair != nil {
+		if err := finishRepair(out, repair, res, f, f.quiet); err != nil {
+			return exitWith(exitVerifyFailed, fmt.Errorf("--repair: %w", err))
+		}
 	}
 	if f.statsJSON != "" {
 		st := pipeline.Result{RowsIn: res.RowsRead, RowsInThisRun: res.RowsRead, RowsWritten: res.RowsChecked, RowsRejected: res.RowsRejected, Duration: time.Since(started)}

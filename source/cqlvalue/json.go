@@ -435,3 +435,17 @@ func AppendJSONFloat(dst []byte, f float64) []byte {
 	}
 	return strconv.AppendFloat(dst, f, 'g', -1, 64)
 }
+
+// AppendJSON appends v as the JSON value FromJSON reads back as v: null as null (an empty text
+// stays ""), collections as their JSON, blobs as "0x..." strings, timestamps as ISO-8601 UTC
+// strings with milliseconds (read the same whatever the column's time unit), dates as
+// yyyy-mm-dd, integers and decimals as numbers written as they are held (the scale kept).
+func (t Type) AppendJSON(dst []byte, v pipeline.Value) []byte {
+	switch {
+	case v.K == pipeline.KindNull:
+		return append(dst, "null"...)
+	case t.Kind.IsCollection() && v.K == pipeline.KindText:
+		return append(dst, v.S...) // held as canonical JSON already
+	}
+	return appendScalarJSON(dst, t.Kind, v)
+}

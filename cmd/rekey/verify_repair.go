@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/cqlvalue"
+	"github.com/rekey/rekey/verify"
+)
+
+// repairFile is verify --repair's output: the source rows of the keys the target misses or
+// holds otherwise, as JSON Lines that the file source reads back as the same values, written
+// under a temporary name and renamed only when verify finds such rows (or extra keys).
+type repairFile struct {
+	path  string
+	f     *os.File
+	w     *bufio.Writer
+	names []string
+	types []cqlvalue.Type
+	line  []byte
+}
+
+// checkRepairPath refuses a --repair name the file source would not read as JSON Lines.
+func checkRepairPath(path string) error {
+	if !strings.HasSuffix(path, ".jsonl") && !strings.HasSuffix(path, ".ndjson") {
+		return fmt.Errorf("--repair %s: name the file .jsonl: it holds JSON Lines, and migrate --source file: picks the format by the name", path)
+	}
+	return nil
+}
+
+func createRepairFile(path string, schema pipeline.SourceSchema) (*repairFile, error) {
+	r := &repairFile{path: path}
+	for _, col := range schema {
+		t, err := cqlvalue.ParseType(col.Type)
+		if err != nil {
+			return nil, fmt.Errorf("--repair: source column %s: %w", col.Name, err)
+		}
+		r.names = append(r.names, col.Name)
+		r.types = append(r.types, t)
+	}
+	f, err := os.OpenFile(pipeline.TempPath(path), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600) // source rows: the owner's only
+	if err != nil {
+		return nil, fmt.Errorf("--repair %s: %w", path, err)
+	}
+	r.f, r.w = f, bufio.NewWriterSize(f, 1<<20)
+	return r, nil
+}
+
+// write appends one source row as a JSON object of every source column (null ones too).
+func (r *repairFile) write(_ *pipeline.Batch, rec *pipeline.Record) error {
+	if len(rec.Values) != len(r.names) {
+		return fmt.Errorf("a row of %d values, the mapping's source has %d columns", len(rec.Values), len(r.names))
+	}
+	b := append(r.line[:0], '{')
+	for i, v := range rec.Values {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = cqlvalue.AppendJSONString(b, r.names[i])
+		b = append(b, ':')
+		b = r.types[i].AppendJSON(b, v)
+	}
+	b = append(b, '}', '\n')
+	r.line = b
+	_, err := r.w.Write(b)
+	return err
+}
+
+// commit makes the file durable under its name.
+func (r *repairFile) commit() error {
+	if err := r.w.Flush(); err != nil {
+		r.discard()
+		return fmt.Errorf("write %s: %w", r.path, err)
+	}
+	f := r.f
+	r.f = nil
+	if err := pipeline.CommitFile(f, r.path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
+}
+
+// discard removes the temporary file unless it was committed.
+func (r *repairFile) discard() {
+	if r.f != nil {
+		r.f.Close()
+		os.Remove(r.f.Name())
+		r.f = nil
+	}
+}
+
+// extraKeysPath is where the keys of extra target rows go: not named .jsonl, so that a
+// --source file: folder holding the repair file never reads them as source rows.
+func extraKeysPath(repair string) string { return repair + ".extra-keys" }
+
+// writeExtraKeys writes one JSON object of key columns per line (0600, atomically).
+func writeExtraKeys(path string, keys [][]verify.Cell) error {
+	var b []byte
+	for _, key := range keys {
+		b = append(b, '{')
+		for i, c := range key {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = cqlvalue.AppendJSONString(b, c.Column)
+			b = append(b, ':')
+			b = cqlvalue.AppendJSONString(b, c.Value)
+		}
+		b = append(b, '}', '\n')
+	}
+	return pipeline.WriteFileAtomicMode(path, b, 0o600)
+}
+
+// finishRepair writes (or, with nothing to repair, drops) the repair files and says how to use
+// them.
+func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFlags, quiet bool) error {
+	if res.RepairRows == 0 && len(res.ExtraKeys) == 0 {
+		r.discard()
+		if !res.Equal && !quiet {
+			fmt.Fprintf(out, "\nrepair: no file written: no key is missing or differs (%s)\n", verify.Verdict(res))
+		}
+		return nil
+	}
+	if err := r.commit(); err != nil {
+		return err
+	}
+	var extra string
+	if len(res.ExtraKeys) > 0 {
+		extra = extraKeysPath(f.repair)
+		if err := writeExtraKeys(extra, res.ExtraKeys); err != nil {
+			return err
+		}
+	}
+	if quiet {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nRepair\n  %d source rows of the %d keys missing or differing written to %s", res.RepairRows, res.Missing+res.Differ, f.repair)
+	if res.Sample != "all" {
+		fmt.Fprintf(&b, " (the sampled keys only: --sample %s)", res.Sample)
+	}
+	b.WriteString("\n")
+	if res.RepairRows > 0 {
+		switch res.TargetKind {
+		case "lookup":
+			fmt.Fprintf(&b, "  repair the table (its writes are upserts):\n    rekey migrate -m %s --source file:%s --out '%s'\n", f.mapping, f.repair, res.Target)
+		default:
+			fmt.Fprintf(&b, "  write them to a new output folder and bulk load it after %s: its cells are newer (writerConfig.timestamp), so they overwrite the rows that differ:\n"+
+				"    rekey migrate -m %s --source file:%s --out NEW_FOLDER\n", f.target, f.mapping, f.repair)
+		}
+	}
+	if extra != "" {
+		fmt.Fprintf(&b, "  %d keys of target rows the source does not produce listed in %s: a migrate cannot remove them; delete them from the table if they should not be there\n", len(res.ExtraKeys), extra)
+	}
+	_, err := io.WriteString(out, b.String())
+	return err
+}
+
+var errRepairStdin = errors.New("--repair reads the source a second time, for the rows to write: a source on stdin (file:-) can be read only once; give the source as a file")

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/sinktest"
+)
+
+// jsonLines reads a file's lines, checking it is the owner's only.
+func jsonLines(t *testing.T, path string) []string {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %v, want 0600", path, fi.Mode().Perm())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}
+
+// outputRowsByKey reads every row of a migrate --out folder's Parquet files, by "pk1/orderid".
+func outputRowsByKey(t *testing.T, out string, schema pipeline.TargetSchema) map[string][]pipeline.Value {
+	t.Helper()
+	m, err := lindorm.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]pipeline.Value{}
+	for _, r := range m.Regions {
+		for _, fe := range r.Files {
+			pf, err := sinktest.ReadParquet(filepath.Join(out, filepath.FromSlash(fe.Path)), schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, row := range pf.Values {
+				rows[row[0].S+"/"+row[1].String()] = row
+			}
+		}
+	}
+	return rows
+}
+
+// verify --repair of a folder target with a row deleted, a value changed and a row added: exit
+// 2, the repair file holds the source rows of the two keys, the extra key is listed apart, and
+// the summary says how to use them. The repair file migrated into a new folder holds exactly the
+// rows the first migration wrote for those keys (verify of it against the repair file: EQUAL):
+// bulk loaded after the first folder, with its later writerConfig.timestamp, it overwrites the
+// changed row and adds the deleted one.
+func TestVerifyRepairFolder(t *testing.T) {
+	dir := t.TempDir()
+	csvPath, out := migrateForVerify(t, dir, "parquet")
+	mapping := "../../mappings/orders.yaml"
+	schema := compileFile(t, mapping).Target()
+	original := outputRowsByKey(t, out, schema)
+
+	m, err := lindorm.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file string
+	for _, r := range m.Regions {
+		if len(r.Files) > 0 && r.Files[0].Rows > 3 {
+			file = filepath.Join(out, filepath.FromSlash(r.Files[0].Path))
+			break
+		}
+	}
+	pf, err := sinktest.ReadParquet(file, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := pf.Values
+	key := func(vals []pipeline.Value) string { return vals[0].S + "/" + vals[1].String() }
+	deleted, changed := key(rows[0]), key(rows[1])
+	extra := append([]pipeline.Value(nil), rows[2]...)
+	extra[1] = pipeline.Int(-42) // an orderid no source row has
+	rows[1] = append([]pipeline.Value(nil), rows[1]...)
+	rows[1][schema.Index("status")] = pipeline.Text("TAMPERED")
+	rewriteParquet(t, file, schema, append(rows[1:], extra))
+
+	repair := filepath.Join(dir, "repair.jsonl")
+	code, stdout, stderr := runCLI(t, "verify", "-m", mapping, "--source", "file:"+csvPath, "--target", out, "--progress", "never", "--repair", repair)
+	if code != exitDifferent || !strings.Contains(stdout, "DIFFERENT: 1 missing, 1 differ, 1 extra") ||
+		!strings.Contains(stdout, "2 source rows of the 2 keys missing or differing written to "+repair) ||
+		!strings.Contains(stdout, "rekey migrate -m "+mapping+" --source file:"+repair+" --out NEW_FOLDER") ||
+		!strings.Contains(stdout, "1 keys of target rows the source does not produce listed in "+repair+".extra-keys") {
+		t.Fatalf("verify --repair: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if lines := jsonLines(t, repair); len(lines) != 2 {
+		t.Fatalf("repair file: %q, want the 2 source rows", lines)
+	}
+	if lines := jsonLines(t, repair+".extra-keys"); len(lines) != 1 || lines[0] != `{"pk1":"`+extra[0].S+`","orderid":"-42"}` {
+		t.Fatalf("extra keys: %q", lines)
+	}
+	if _, err := os.Stat(pipeline.TempPath(repair)); !os.IsNotExist(err) {
+		t.Errorf("temporary repair file left: %v", err)
+	}
+
+	repairOut := filepath.Join(dir, "repair-out")
+	mustRun(t, "migrate", "-m", mapping, "--source", "file:"+repair, "--out", repairOut, "--progress", "never")
+	code, stdout, stderr = runCLI(t, "verify", "-m", mapping, "--source", "file:"+repair, "--target", repairOut, "--progress", "never")
+	if code != 0 || !strings.Contains(stdout, "EQUAL: the target holds all 2 keys checked and nothing else") {
+		t.Fatalf("verify of the repair folder: exit %d\n%s%s", code, stdout, stderr)
+	}
+	got := outputRowsByKey(t, repairOut, schema)
+	if len(got) != 2 {
+		t.Fatalf("repair folder holds %d rows, want 2", len(got))
+	}
+	for _, k := range []string{deleted, changed} {
+		if g, w := sinktest.CanonRow(schema, got[k]), sinktest.CanonRow(schema, original[k]); got[k] == nil || !slices.Equal(g, w) {
+			t.Errorf("repair row %s: %v, the first migration wrote %v", k, got[k], original[k])
+		}
+	}
+}
+
+// verify --repair of a table with a row deleted and a value changed: exit 2, the repair file
+// holds the 2 source rows, and migrating it into the same table (upserts) makes verify EQUAL.
+func TestVerifyRepairSQLTable(t *testing.T) {
+	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
+	for name, start := range sqlServers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv, conns := start(t)
+			srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", srv.DDLDialect()))
+			src := "gen:orders?rows=3000&seed=5"
+			mustRun(t, "migrate", "-m", mapping, "--source", src, "--out", srv.URI(""),
+				"--sql-conns", conns, "--state", filepath.Join(t.TempDir(), "state"), "--progress", "never")
+			db := srv.DB(t)
+			var pk1 string
+			var id int64
+			if err := db.QueryRow("SELECT pk1, orderid FROM orders ORDER BY pk1, orderid LIMIT 1").Scan(&pk1, &id); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec("DELETE FROM orders WHERE pk1 = ? AND orderid = ?", pk1, id); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec("UPDATE orders SET status = 'tampered', amount = -1 WHERE pk1 = (SELECT MAX(pk1) FROM (SELECT pk1 FROM orders) x) LIMIT 1"); err != nil {
+				t.Fatal(err)
+			}
+			repair := filepath.Join(t.TempDir(), "repair.jsonl")
+			verifyArgs := []string{"verify", "-m", mapping, "--source", src, "--target", srv.URI(""), "--progress", "never"}
+			code, stdout, errs := runCLI(t, append(verifyArgs, "--repair", repair)...)
+			if code != exitDifferent || !strings.Contains(stdout, "DIFFERENT: 1 missing, 1 differ") ||
+				!strings.Contains(stdout, "rekey migrate -m "+mapping+" --source file:"+repair+" --out '"+srv.URI("")+"'") {
+				t.Fatalf("verify --repair of a tampered table: exit %d\n%s%s", code, stdout, errs)
+			}
+			if lines := jsonLines(t, repair); len(lines) != 2 {
+				t.Fatalf("repair file: %q, want the 2 source rows", lines)
+			}
+			if _, err := os.Stat(repair + ".extra-keys"); !os.IsNotExist(err) {
+				t.Errorf("an extra-keys file for a table read by key: %v", err)
+			}
+			mustRun(t, "migrate", "-m", mapping, "--source", "file:"+repair, "--out", srv.URI(""),
+				"--sql-conns", conns, "--state", filepath.Join(t.TempDir(), "repair-state"), "--progress", "never")
+			code, stdout, errs = runCLI(t, append(verifyArgs, "--repair", repair+".again.jsonl")...)
+			if code != 0 || !strings.Contains(stdout, "EQUAL: the target holds all 3000 keys checked") {
+				t.Fatalf("verify after the repair: exit %d\n%s%s", code, stdout, errs)
+			}
+			if _, err := os.Stat(repair + ".again.jsonl"); !os.IsNotExist(err) {
+				t.Errorf("a repair file written with nothing to repair: %v", err)
+			}
+		})
+	}
+}
