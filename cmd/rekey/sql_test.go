@@ -260,23 +260,29 @@ func TestVerifySQLTarget(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("verify of a migrated table: exit %d\n%s%s", code, stdout, errs)
 			}
-			db := srv.DB(t)
-			var pk1 string
-			var id int64
-			if err := db.QueryRow("SELECT pk1, orderid FROM orders ORDER BY pk1, orderid LIMIT 1").Scan(&pk1, &id); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := db.Exec("DELETE FROM orders WHERE pk1 = ? AND orderid = ?", pk1, id); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := db.Exec("UPDATE orders SET status = 'tampered' WHERE pk1 = (SELECT MAX(pk1) FROM (SELECT pk1 FROM orders) x) LIMIT 1"); err != nil {
-				t.Fatal(err)
-			}
+			deleteOneChangeOne(t, srv.DB(t))
 			code, stdout, errs = runCLI(t, verifyArgs...)
 			if code != exitDifferent || !strings.Contains(stdout, "1 missing") || !strings.Contains(stdout, "1 differ") || !strings.Contains(stdout, "status") {
 				t.Errorf("verify of a tampered table: exit %d\n%s%s", code, stdout, errs)
 			}
 		})
+	}
+}
+
+// deleteOneChangeOne deletes the first row of the orders table and changes the status of
+// another: one key missing, one differing.
+func deleteOneChangeOne(t *testing.T, db *sql.DB) {
+	t.Helper()
+	var pk1 string
+	var id int64
+	if err := db.QueryRow("SELECT pk1, orderid FROM orders ORDER BY pk1, orderid LIMIT 1").Scan(&pk1, &id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("DELETE FROM orders WHERE pk1 = ? AND orderid = ?", pk1, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("UPDATE orders SET status = 'tampered' WHERE pk1 = (SELECT MAX(pk1) FROM (SELECT pk1 FROM orders) x) LIMIT 1"); err != nil {
+		t.Fatal(err)
 	}
 }
 

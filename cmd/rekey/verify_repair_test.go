@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,8 +13,8 @@ import (
 	"github.com/rekey/rekey/sink/sinktest"
 )
 
-// jsonLines reads a file's lines, checking it is the owner's only.
-func jsonLines(t *testing.T, path string) []string {
+// ownerOnlyLines reads a file's lines, checking it is the owner's only.
+func ownerOnlyLines(t *testing.T, path string) []string {
 	t.Helper()
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -24,17 +23,7 @@ func jsonLines(t *testing.T, path string) []string {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("%s has mode %v, want 0600", path, fi.Mode().Perm())
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	return lines
+	return readLines(t, path)
 }
 
 // outputRowsByKey reads every row of a migrate --out folder's Parquet files, by their key
@@ -73,17 +62,7 @@ func TestVerifyRepairFolder(t *testing.T) {
 	schema := compileFile(t, mapping).Target()
 	original := outputRowsByKey(t, out, schema)
 
-	m, err := lindorm.ReadManifest(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file string
-	for _, r := range m.Regions {
-		if len(r.Files) > 0 && r.Files[0].Rows > 3 {
-			file = filepath.Join(out, filepath.FromSlash(r.Files[0].Path))
-			break
-		}
-	}
+	file := fileWithRows(t, out, 4)
 	pf, err := sinktest.ReadParquet(file, schema)
 	if err != nil {
 		t.Fatal(err)
@@ -105,10 +84,10 @@ func TestVerifyRepairFolder(t *testing.T) {
 		!strings.Contains(stdout, "1 keys of target rows the source does not produce listed in "+repair+".extra-keys") {
 		t.Fatalf("verify --repair: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if lines := jsonLines(t, repair); len(lines) != 2 {
+	if lines := ownerOnlyLines(t, repair); len(lines) != 2 {
 		t.Fatalf("repair file: %q, want the 2 source rows", lines)
 	}
-	if lines := jsonLines(t, repair+".extra-keys"); len(lines) != 1 || lines[0] != `{"pk1":"`+extra[0].S+`","orderid":"-42"}` {
+	if lines := ownerOnlyLines(t, repair+".extra-keys"); len(lines) != 1 || lines[0] != `{"pk1":"`+extra[0].S+`","orderid":"-42"}` {
 		t.Fatalf("extra keys: %q", lines)
 	}
 	if _, err := os.Stat(pipeline.TempPath(repair)); !os.IsNotExist(err) {
@@ -143,18 +122,7 @@ func TestVerifyRepairSQLTable(t *testing.T) {
 			src := "gen:orders?rows=3000&seed=5"
 			mustRun(t, "migrate", "-m", mapping, "--source", src, "--out", srv.URI(""),
 				"--sql-conns", conns, "--state", filepath.Join(t.TempDir(), "state"), "--progress", "never")
-			db := srv.DB(t)
-			var pk1 string
-			var id int64
-			if err := db.QueryRow("SELECT pk1, orderid FROM orders ORDER BY pk1, orderid LIMIT 1").Scan(&pk1, &id); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := db.Exec("DELETE FROM orders WHERE pk1 = ? AND orderid = ?", pk1, id); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := db.Exec("UPDATE orders SET status = 'tampered', amount = -1 WHERE pk1 = (SELECT MAX(pk1) FROM (SELECT pk1 FROM orders) x) LIMIT 1"); err != nil {
-				t.Fatal(err)
-			}
+			deleteOneChangeOne(t, srv.DB(t))
 			repair := filepath.Join(t.TempDir(), "repair.jsonl")
 			verifyArgs := []string{"verify", "-m", mapping, "--source", src, "--target", srv.URI(""), "--progress", "never"}
 			code, stdout, errs := runCLI(t, append(verifyArgs, "--repair", repair)...)
@@ -162,7 +130,7 @@ func TestVerifyRepairSQLTable(t *testing.T) {
 				!strings.Contains(stdout, "rekey migrate -m "+mapping+" --source file:"+repair+" --out '"+srv.URI("")+"'") {
 				t.Fatalf("verify --repair of a tampered table: exit %d\n%s%s", code, stdout, errs)
 			}
-			if lines := jsonLines(t, repair); len(lines) != 2 {
+			if lines := ownerOnlyLines(t, repair); len(lines) != 2 {
 				t.Fatalf("repair file: %q, want the 2 source rows", lines)
 			}
 			if _, err := os.Stat(repair + ".extra-keys"); !os.IsNotExist(err) {

@@ -63,17 +63,7 @@ func TestVerifyAfterMigrate(t *testing.T) {
 		t.Fatalf("verify after migrate: exit %d\n%s%s", code, stdout, stderr)
 	}
 
-	m, err := lindorm.ReadManifest(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file string
-	for _, r := range m.Regions {
-		if len(r.Files) > 0 && r.Files[0].Rows > 3 {
-			file = filepath.Join(out, filepath.FromSlash(r.Files[0].Path))
-			break
-		}
-	}
+	file := fileWithRows(t, out, 4)
 	schema := compileFile(t, "../../mappings/orders.yaml").Target()
 	pf, err := sinktest.ReadParquet(file, schema)
 	if err != nil {
@@ -139,6 +129,23 @@ func TestVerifyAfterMigrate(t *testing.T) {
 	if s := readVerifyJSON(t, jsonPath); s.RowsChecked != 100 || s.Sample != "100 rows" {
 		t.Fatalf("--sample 100: %+v", s)
 	}
+}
+
+// fileWithRows is the path of the first data file of an output, in region order, that holds at
+// least min rows.
+func fileWithRows(t *testing.T, out string, min int64) string {
+	t.Helper()
+	m, err := lindorm.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range m.Regions {
+		if len(r.Files) > 0 && r.Files[0].Rows >= min {
+			return filepath.Join(out, filepath.FromSlash(r.Files[0].Path))
+		}
+	}
+	t.Fatalf("%s has no data file of %d rows or more", out, min)
+	return ""
 }
 
 func rewriteParquet(t *testing.T, path string, schema pipeline.TargetSchema, rows [][]pipeline.Value) {
