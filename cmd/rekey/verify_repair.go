@@ -120,10 +120,16 @@ func writeExtraKeys(path string, keys [][]verify.Cell) error {
 // finishRepair writes (or, with nothing to repair, drops) the repair files and says how to use
 // them.
 func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFlags, quiet bool) error {
+	// extra rows of keys the source has: a data file copied, or a row written twice
+	var repeats string
+	if res.Extra != nil && *res.Extra > int64(len(res.ExtraKeys)) {
+		repeats = fmt.Sprintf("  %d extra target rows repeat keys the source has (a data file copied or written twice): no migrate removes them; remove the data files named above that do not belong to the output\n",
+			*res.Extra-int64(len(res.ExtraKeys)))
+	}
 	if res.RepairRows == 0 && len(res.ExtraKeys) == 0 {
 		r.discard()
 		if !res.Equal && !quiet {
-			fmt.Fprintf(out, "\nrepair: no file written: no key is missing or differs (%s)\n", verify.Verdict(res))
+			fmt.Fprintf(out, "\nRepair\n  no file written: no key is missing or differs\n%s", repeats)
 		}
 		return nil
 	}
@@ -158,6 +164,7 @@ func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFla
 	if extra != "" {
 		fmt.Fprintf(&b, "  %d keys of target rows the source does not produce listed in %s: a migrate cannot remove them; delete them from the table if they should not be there\n", len(res.ExtraKeys), extra)
 	}
+	b.WriteString(repeats)
 	_, err := io.WriteString(out, b.String())
 	return err
 }

@@ -63,11 +63,7 @@ func TestVerifyRepairFolder(t *testing.T) {
 	original := outputRowsByKey(t, out, schema)
 
 	file := fileWithRows(t, out, 4)
-	pf, err := sinktest.ReadParquet(file, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := pf.Values
+	rows := sinktestRows(t, file, schema)
 	key := func(vals []pipeline.Value) string { return strings.Join(sinktest.CanonRow(schema, vals)[:2], "/") }
 	deleted, changed := key(rows[0]), key(rows[1])
 	extra := append([]pipeline.Value(nil), rows[2]...)
@@ -206,4 +202,37 @@ target:
 			t.Errorf("row %s: repair %q, first migration %q", k, g, w)
 		}
 	}
+}
+
+// A copy of a data file beside it is extra rows of keys the source has: no migrate removes them,
+// so verify --repair writes no file and says what to remove instead.
+func TestVerifyRepairOfACopiedDataFile(t *testing.T) {
+	dir := t.TempDir()
+	csvPath, out := migrateForVerify(t, dir, "parquet")
+	file := fileWithRows(t, out, 1)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := len(sinktestRows(t, file, compileFile(t, "../../mappings/orders.yaml").Target()))
+	writeFile(t, filepath.Dir(file), "part-copy.parquet", string(data))
+	repair := filepath.Join(dir, "repair.jsonl")
+	code, stdout, stderr := runCLI(t, "verify", "-m", "../../mappings/orders.yaml", "--source", "file:"+csvPath, "--target", out, "--progress", "never", "--repair", repair)
+	if code != exitDifferent || !strings.Contains(stdout, "no file written: no key is missing or differs") ||
+		!strings.Contains(stdout, fmt.Sprintf("%d extra target rows repeat keys the source has", rows)) {
+		t.Fatalf("verify --repair with a copied data file: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(repair); !os.IsNotExist(err) {
+		t.Errorf("a repair file with nothing a migrate can repair: %v", err)
+	}
+}
+
+// sinktestRows reads a Parquet data file's rows.
+func sinktestRows(t *testing.T, file string, schema pipeline.TargetSchema) [][]pipeline.Value {
+	t.Helper()
+	pf, err := sinktest.ReadParquet(file, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pf.Values
 }
