@@ -71,7 +71,7 @@ func (p *Program) DesignRules(regionsGiven bool) []DesignRule {
 }
 
 // monotonic says why a key column's values grow with time ("" when they need not): a TIMESTAMP
-// or DATE, or a timeuuid source column.
+// or DATE, or a timestamp, date or timeuuid source column carried as it is or cast.
 func (p *Program) monotonic(col colDef) string {
 	switch col.typ.T {
 	case pipeline.TypeTimestamp:
@@ -79,8 +79,11 @@ func (p *Program) monotonic(col colDef) string {
 	case pipeline.TypeDate:
 		return "a DATE"
 	}
-	if src := p.bareSource(col); src >= 0 && pipeline.NormalizeCQLType(p.source[src].Type) == "timeuuid" {
-		return "a timeuuid"
+	if src := p.bareSource(col); src >= 0 {
+		switch t := pipeline.NormalizeCQLType(p.source[src].Type); t {
+		case "timestamp", "date", "timeuuid":
+			return "a " + t + " (source column " + p.source[src].Name + ")"
+		}
 	}
 	return ""
 }

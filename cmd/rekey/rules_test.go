@@ -45,7 +45,7 @@ target:
   primary_key: "[id]"
 `)
 	out = mustRun(t, "check", "-m", mapping, "--regions", "1")
-	if !strings.Contains(out, "warning monotonic_first_key (target.primary_key[0]): the first key column id is a timeuuid:") || strings.Contains(out, "no_regions") {
+	if !strings.Contains(out, "warning monotonic_first_key (target.primary_key[0]): the first key column id is a timeuuid (source column id):") || strings.Contains(out, "no_regions") {
 		t.Errorf("timeuuid first key, --regions 1:\n%s", out)
 	}
 
