@@ -44,7 +44,7 @@ func (b *Batch) Position(r *Record) string { return fmt.Sprintf("%s:%d", b.Strea
 
 // RowError says why a row was rejected. Code is stable and machine-readable.
 type RowError struct {
-	Code    string // parse, type, dict_miss, null_key, key_too_long, eval
+	Code    string // parse, type, dict_miss, null_key, key_too_long, key_only_row, eval
 	Field   string // the source or target column, or the key element ("target.primary_key[1]")
 	Message string
 }
@@ -56,6 +56,7 @@ const (
 	CodeDictMiss   = "dict_miss"    // code(x, dict) found no entry and on_missing_code is reject
 	CodeNullKey    = "null_key"     // a primary-key column evaluated to null
 	CodeKeyTooLong = "key_too_long" // the encoded primary key exceeds 2 KB
+	CodeKeyOnlyRow = "key_only_row" // every non-key value is null: Lindorm would store nothing
 	CodeEval       = "eval"         // an expression failed (overflow, bad argument)
 	CodeEncoding   = "encoding"     // a text value is not valid UTF-8
 	// CodeUnsetKey: a key column of a partial record reads a source column the record does not set.

@@ -217,7 +217,9 @@ func (w *sqlWorker) message(i int, m *kafkago.Message) {
 			set = w.targetSet()
 			rerr = w.ev.ApplyPartial(&w.batch, &rec, row, set)
 		} else {
-			rerr = w.ev.Apply(&w.batch, &rec, row)
+			// a change that nulls every non-key column deletes those cells: it is not a
+			// key-only row to reject (Apply's key_only_row is for whole-row snapshots)
+			rerr = w.ev.ApplyKey(&w.batch, &rec, row)
 		}
 		if rerr != nil {
 			w.reject(i, m, "transform", rerr)
@@ -243,7 +245,7 @@ func (w *sqlWorker) moveKey(i int, m *kafkago.Message, row, before []pipeline.Va
 	}
 	old := w.row()
 	rec := pipeline.Record{Values: before, Seq: m.Offset}
-	if rerr := w.ev.Apply(&w.batch, &rec, old); rerr != nil {
+	if rerr := w.ev.ApplyKey(&w.batch, &rec, old); rerr != nil {
 		rerr.Message = "update: cannot compute the old key from \"before\" to delete it: " + rerr.Message
 		w.reject(i, m, "transform", rerr)
 		return
@@ -270,7 +272,7 @@ func (w *sqlWorker) delete(i int, m *kafkago.Message, ch *kafka.Change) {
 	}
 	row := w.row()
 	rec := pipeline.Record{Values: ch.Values, Seq: m.Offset}
-	if rerr := w.ev.Apply(&w.batch, &rec, row); rerr != nil {
+	if rerr := w.ev.ApplyKey(&w.batch, &rec, row); rerr != nil {
 		if dbzTombstone && rerr.Code == pipeline.CodeNullKey {
 			w.dropped++
 			return

@@ -260,7 +260,9 @@ func (w *worker) message(m *kafkago.Message) error {
 			}
 			continue
 		}
-		if rerr := w.ev.Apply(&w.batch, &w.rec, w.row); rerr != nil {
+		// a change that nulls every non-key column deletes those cells: it is not a key-only
+		// row to reject (Apply's key_only_row is for whole-row snapshots)
+		if rerr := w.ev.ApplyKey(&w.batch, &w.rec, w.row); rerr != nil {
 			if err := w.reject(m, "transform", rerr); err != nil {
 				return err
 			}
@@ -314,7 +316,7 @@ func (w *worker) moveKey(m *kafkago.Message, before []pipeline.Value) error {
 		return nil
 	}
 	rec := pipeline.Record{Values: before, Seq: m.Offset}
-	if rerr := w.ev.Apply(&w.batch, &rec, w.before); rerr != nil {
+	if rerr := w.ev.ApplyKey(&w.batch, &rec, w.before); rerr != nil {
 		// the before image may lack non-key columns; only a key error matters
 		rerr.Message = "update: cannot compute the old key from \"before\" to delete it: " + rerr.Message
 		return w.reject(m, "transform", rerr)
@@ -365,7 +367,7 @@ func (w *worker) delete(m *kafkago.Message, ch *kafka.Change) error {
 			Message: "delete: the key uses random(n), whose salt depends on the row and its offset: the key of the row to delete cannot be computed"})
 	}
 	rec := pipeline.Record{Values: ch.Values, Seq: m.Offset}
-	if rerr := w.ev.Apply(&w.batch, &rec, w.row); rerr != nil {
+	if rerr := w.ev.ApplyKey(&w.batch, &rec, w.row); rerr != nil {
 		if dbzTombstone && rerr.Code == pipeline.CodeNullKey {
 			w.r.metrics.TombstonesDropped.Add(1)
 			w.roll.dropped++

@@ -410,7 +410,8 @@ func (d *design) exampleKey(o origin) []pipeline.Value {
 	out := make([]pipeline.Value, len(d.prog.Target().Columns))
 	ev := d.prog.NewEvaluator()
 	rec := pipeline.Record{Values: vals, Seq: o.seq}
-	if ev.Apply(&pipeline.Batch{Stream: o.stream}, &rec, out) != nil {
+	// rec holds only the columns the key reads: its other values are null
+	if ev.ApplyKey(&pipeline.Batch{Stream: o.stream}, &rec, out) != nil {
 		return nil
 	}
 	key := out[:d.keyLen]

@@ -12,7 +12,10 @@ import (
 // MaxKeyColumns is Lindorm's limit on primary-key columns.
 const MaxKeyColumns = 5
 
-// MaxKeyBytes is the longest encoded primary key Apply accepts (Lindorm's 2 KB).
+// MaxKeyBytes is the longest encoded primary key Apply accepts. Lindorm's quotas-and-limits page
+// (alibabacloud.com/help/en/lindorm/latest/quotas-and-limits) limits the TOTAL length of all
+// primary-key values to 2 KB; the design guides' "each column within 2 KB" is a recommendation
+// the total already implies.
 const MaxKeyBytes = 2048
 
 type op uint8

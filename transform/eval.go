@@ -99,10 +99,37 @@ func (p *Program) SampleRows(recs []pipeline.Record) [][]pipeline.Value {
 func (e *Evaluator) Reset() { e.a.reset() }
 
 // Apply computes the target row of r into out (len(out) == len(Target().Columns)), or says why
-// the record is rejected: null_key, key_too_long, type, dict_miss or eval. Records with r.Err set
-// must not be passed. Output strings may point into r's values or into the evaluator's arena
-// (valid until Reset).
+// the record is rejected: null_key, key_too_long, key_only_row, type, dict_miss or eval. Records
+// with r.Err set must not be passed. Output strings may point into r's values or into the
+// evaluator's arena (valid until Reset).
 func (e *Evaluator) Apply(b *pipeline.Batch, r *pipeline.Record, out []pipeline.Value) *pipeline.RowError {
+	if rerr := e.ApplyKey(b, r, out); rerr != nil {
+		return rerr
+	}
+	return e.keyOnlyRow(out)
+}
+
+// keyOnlyRow rejects a row whose non-key values are all null: Lindorm "cannot write a row of
+// data that contains only the primary key", so it would store nothing and the counts would not
+// match. A target without non-key columns passes: it is refused as a whole (Program.KeyOnly) by
+// migrate and check, rather than row by row.
+func (e *Evaluator) keyOnlyRow(out []pipeline.Value) *pipeline.RowError {
+	keyLen := e.p.target.KeyLen
+	if keyLen == len(out) {
+		return nil
+	}
+	for _, v := range out[keyLen:] {
+		if v.K != pipeline.KindNull {
+			return nil
+		}
+	}
+	return &pipeline.RowError{Code: pipeline.CodeKeyOnlyRow, Field: e.p.target.Columns[0].Name,
+		Message: "every non-key column is null: Lindorm cannot write a row that contains only the primary key"}
+}
+
+// ApplyKey is Apply without the key-only row check: for records whose non-key values may well
+// all be null (a delete, the before image of an update, a change that nulls every cell).
+func (e *Evaluator) ApplyKey(b *pipeline.Batch, r *pipeline.Record, out []pipeline.Value) *pipeline.RowError {
 	p := e.p
 	if len(out) != len(p.target.Columns) {
 		panic("transform: Apply: out has " + strconv.Itoa(len(out)) + " values, the target schema " + strconv.Itoa(len(p.target.Columns)))
@@ -192,7 +219,7 @@ func (e *Evaluator) ApplyPartial(b *pipeline.Batch, r *pipeline.Record, out []pi
 		}
 	}
 	// the unset columns' values are null in the record: their results are computed and dropped
-	if rerr := e.Apply(b, full, out); rerr != nil {
+	if rerr := e.ApplyKey(b, full, out); rerr != nil {
 		return rerr
 	}
 	for i, ok := range set {

@@ -76,7 +76,7 @@ func evalExpr(t testing.TB, expr string, vals map[string]pipeline.Value, edit ..
 	}
 	out := make([]pipeline.Value, len(p.Target().Columns))
 	e := p.NewEvaluator()
-	rerr := e.Apply(&pipeline.Batch{Stream: "test"}, record(vals), out)
+	rerr := e.ApplyKey(&pipeline.Batch{Stream: "test"}, record(vals), out)
 	x := p.Target().Index("x0")
 	return out[x], p.Target().Columns[x], rerr
 }

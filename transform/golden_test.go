@@ -69,7 +69,7 @@ func TestMappingGoldens(t *testing.T) {
 			r.Values[j] = v
 		}
 		out := make([]pipeline.Value, len(p.Target().Columns))
-		if rerr := p.NewEvaluator().Apply(&pipeline.Batch{Stream: "golden"}, r, out); rerr != nil {
+		if rerr := p.NewEvaluator().ApplyKey(&pipeline.Batch{Stream: "golden"}, r, out); rerr != nil {
 			t.Errorf("%s %v: %v", c.file, c.in, rerr)
 			continue
 		}

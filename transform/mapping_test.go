@@ -361,7 +361,7 @@ func TestNullAndLongKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	e = p.NewEvaluator()
-	if rerr := e.Apply(nil, record(map[string]V{"s": txt(strings.Repeat("x", 2040))}), out); rerr != nil {
+	if rerr := e.ApplyKey(nil, record(map[string]V{"s": txt(strings.Repeat("x", 2040))}), out); rerr != nil {
 		t.Errorf("2048-byte key rejected: %v", rerr)
 	}
 	if n := p.KeyBytes(out); n != 2048 {

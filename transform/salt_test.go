@@ -18,7 +18,7 @@ target: {table: t, primary_key: "[userId][orderid][random(100)]"}
 func salt(t *testing.T, p *Program, b *pipeline.Batch, r *pipeline.Record) int64 {
 	t.Helper()
 	out := make([]pipeline.Value, len(p.Target().Columns))
-	if rerr := p.NewEvaluator().Apply(b, r, out); rerr != nil {
+	if rerr := p.NewEvaluator().ApplyKey(b, r, out); rerr != nil {
 		t.Fatal(rerr)
 	}
 	return out[2].I
@@ -96,7 +96,7 @@ func TestRandomUniform(t *testing.T) {
 	b := &pipeline.Batch{Stream: "s"}
 	for i := 0; i < n; i++ {
 		r := &pipeline.Record{Values: []pipeline.Value{pipeline.Text("user" + strconv.Itoa(i%1000)), pipeline.Int(int64(i)), pipeline.Null}}
-		if rerr := e.Apply(b, r, out); rerr != nil {
+		if rerr := e.ApplyKey(b, r, out); rerr != nil {
 			t.Fatal(rerr)
 		}
 		if out[2].I < 0 || out[2].I >= buckets {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -106,7 +107,12 @@ func newCheckCmd(g *globalFlags) *cobra.Command {
 		Long: `check decodes the mapping strictly (unknown fields, functions, columns and type errors are all
 reported at once, each with its path), then prints the resolved primary key (element names,
 expressions, types, order), the target columns and the region plan. With --source it samples the
-source to place quantile split keys.`,
+source to place quantile split keys.
+
+Last come the rules of Lindorm's design guides the mapping does not follow: warnings (a TIMESTAMP,
+DATE or timeuuid first key column, more than 3 key columns, a collection in the key, no regions:)
+leave the exit code 0; a target whose every column is in the primary key, which Lindorm cannot
+write a row into, is an error (exit 2).`,
 		Example: "  rekey check -m mappings/orders.yaml\n  rekey check -m mappings/users.yaml --source file:users.csv --regions 32",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -116,11 +122,43 @@ source to place quantile split keys.`,
 				return err
 			}
 			printPlan(out, prog.Target(), plan)
-			return nil
+			return printDesignRules(out, pf.mapping, prog.DesignRules(pf.regions > 0))
 		},
 	}
 	pf.add(cmd.Flags())
 	return cmd
+}
+
+// printDesignRules prints the design guides' rules the mapping does not follow: warnings leave the
+// exit code 0, an error (a target that cannot hold the data) exits 2.
+func printDesignRules(w io.Writer, mapping string, rules []transform.DesignRule) error {
+	if len(rules) == 0 {
+		fmt.Fprintln(w, "\nDesign rules: the mapping follows Lindorm's design guides")
+		return nil
+	}
+	fmt.Fprintln(w, "\nDesign rules (Lindorm's wide-table and primary-key design guides):")
+	var failed []string
+	for _, r := range rules {
+		level := "warning"
+		if r.Error {
+			level = "ERROR"
+			failed = append(failed, r.Code)
+		}
+		fmt.Fprintf(w, "  %s %s (%s): %s\n", level, r.Code, r.Path, r.Message)
+	}
+	if len(failed) > 0 {
+		return exitWith(2, fmt.Errorf("%s: the target table breaks Lindorm's design rules (%s): fix the mapping as the ERROR lines above say", mapping, strings.Join(failed, ", ")))
+	}
+	return nil
+}
+
+// refuseKeyOnly refuses a mapping whose every target column is in the key: Lindorm would store
+// none of its rows.
+func refuseKeyOnly(mapping string, prog *transform.Program) error {
+	if prog.KeyOnly() {
+		return exitWith(2, fmt.Errorf("%s: %s", mapping, prog.KeyOnlyMessage()))
+	}
+	return nil
 }
 
 func printPlan(w io.Writer, schema pipeline.TargetSchema, plan pipeline.RegionPlan) {

@@ -205,6 +205,9 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseKeyOnly(f.mapping, prog); err != nil {
+		return err
+	}
 	src, err := openSource(f.source, prog.Source(), logger)
 	if err != nil {
 		return sourceOpenExit(err)

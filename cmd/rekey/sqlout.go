@@ -64,6 +64,9 @@ func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *
 	if err != nil {
 		return err
 	}
+	if err := refuseKeyOnly(f.mapping, prog); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 	w, target, err := openSQLTarget(ctx, f.out, prog, f.sql.conns, logger, nil)

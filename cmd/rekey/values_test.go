@@ -164,14 +164,15 @@ func TestMigrateEmptyBlobIsNotNull(t *testing.T) {
 	const mapping = `version: 1
 source:
   name: things
-  columns: {id: bigint, bl: blob}
+  columns: {id: bigint, bl: blob, n: int}
 target:
   table: things
   primary_key: "[id]"
 `
+	// n keeps the row with the null blob from holding nothing but its key (key_only_row)
 	for _, c := range []struct{ name, input string }{
-		{"in.csv", "id,bl\n1,\"\"\n2,\n3,0x01\n"},
-		{"in.jsonl", `{"id":1,"bl":""}` + "\n" + `{"id":2,"bl":null}` + "\n" + `{"id":3,"bl":"0x01"}` + "\n"},
+		{"in.csv", "id,bl,n\n1,\"\",1\n2,,2\n3,0x01,3\n"},
+		{"in.jsonl", `{"id":1,"bl":"","n":1}` + "\n" + `{"id":2,"bl":null,"n":2}` + "\n" + `{"id":3,"bl":"0x01","n":3}` + "\n"},
 	} {
 		dir := t.TempDir()
 		in := writeFile(t, dir, c.name, c.input)

@@ -1,0 +1,110 @@
+package transform
+
+import (
+	"strconv"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// DesignRule is one of Lindorm's table design rules (the wide-table and primary-key design
+// guides) that a mapping does not follow. Code is stable and machine-readable.
+type DesignRule struct {
+	Code    string
+	Error   bool // the target cannot hold the data; otherwise a warning
+	Path    string
+	Message string
+}
+
+// Design rule codes.
+const (
+	RuleKeyOnlyTarget     = "key_only_target"
+	RuleMonotonicFirst    = "monotonic_first_key"
+	RuleManyKeyColumns    = "many_key_columns"
+	RuleCollectionInKey   = "collection_in_key"
+	RuleNoRegions         = "no_regions"
+	recommendedKeyColumns = 3
+)
+
+// KeyOnly says whether every target column is in the primary key: Lindorm cannot write a row that
+// holds only its primary key, so such a target cannot receive a single row.
+func (p *Program) KeyOnly() bool { return p.target.KeyLen == len(p.target.Columns) }
+
+// KeyOnlyMessage says why a key-only target is refused and what to do.
+func (p *Program) KeyOnlyMessage() string {
+	return "every target column of table " + p.table + " is in the primary key: Lindorm \"cannot write a row of data " +
+		"that contains only the primary key\" (wide-table design guide): add a value column to the mapping: a source " +
+		"column left out of the key, or a constant target.columns entry (present: \"1\") when the source has no other column"
+}
+
+// DesignRules checks the mapping against the design guides' static rules, in a stable order.
+// regionsGiven says the region count comes from elsewhere (--regions).
+func (p *Program) DesignRules(regionsGiven bool) []DesignRule {
+	var rules []DesignRule
+	if p.KeyOnly() {
+		rules = append(rules, DesignRule{Code: RuleKeyOnlyTarget, Error: true, Path: "target", Message: p.KeyOnlyMessage()})
+	}
+	first := p.cols[0]
+	if why := p.monotonic(first); why != "" {
+		rules = append(rules, DesignRule{Code: RuleMonotonicFirst, Path: first.path, Message: "the first key column " +
+			first.name + " is " + why + ": its values grow with time, so every write goes to the last region (a write hotspot); " +
+			"put a hash prefix first (md5(x).substr(0,4) + x) or a modulo bucket column (x % 16) before it"})
+	}
+	if n := p.target.KeyLen; n > recommendedKeyColumns {
+		rules = append(rules, DesignRule{Code: RuleManyKeyColumns, Path: "target.primary_key", Message: strconv.Itoa(n) +
+			" key columns: the design guide recommends 1-3 (fewer key columns write faster and store less)"})
+	}
+	for _, col := range p.cols[:p.target.KeyLen] {
+		if src := p.bareSource(col); src >= 0 {
+			if _, coll := lindormType(p.source[src].Type); coll {
+				rules = append(rules, DesignRule{Code: RuleCollectionInKey, Path: col.path, Message: "key column " + col.name +
+					" is the collection " + p.source[src].Type + " as JSON text: its encoding changes with element order " +
+					"and makes long keys; key on a scalar column instead"})
+			}
+		}
+	}
+	if p.regions == nil && !regionsGiven {
+		rules = append(rules, DesignRule{Code: RuleNoRegions, Path: "regions", Message: "no regions: section: the table " +
+			"gets one region and the bulk load goes into it; the guide recommends regions = data size in GB / 8 for a bulk " +
+			"load (regions: {size: 8GiB} computes it from the data size, sampled with --source; or regions: {count: N})"})
+	}
+	return rules
+}
+
+// monotonic says why a key column's values grow with time ("" when they need not): a TIMESTAMP
+// or DATE, or a timestamp, date or timeuuid source column carried as it is or cast.
+func (p *Program) monotonic(col colDef) string {
+	switch col.typ.T {
+	case pipeline.TypeTimestamp:
+		return "a TIMESTAMP"
+	case pipeline.TypeDate:
+		return "a DATE"
+	}
+	if src := p.bareSource(col); src >= 0 {
+		switch t := pipeline.NormalizeCQLType(p.source[src].Type); t {
+		case "timestamp", "date", "timeuuid":
+			return "a " + t + " (source column " + p.source[src].Name + ")"
+		}
+	}
+	return ""
+}
+
+// bareSource is the source column a target column carries as it is (possibly cast), or -1.
+func (p *Program) bareSource(col colDef) int {
+	if col.expr == nil {
+		if col.origin == originSource {
+			return col.src
+		}
+		return -1
+	}
+	t := col.expr
+	for t.op == opCast || t.op == opStr || t.op == opLong || t.op == opInt {
+		t = t.args[0]
+	}
+	switch t.op {
+	case opSrc:
+		return t.idx
+	case opTgt:
+		return p.bareSource(p.cols[t.idx])
+	}
+	return -1
+}
