@@ -163,7 +163,7 @@ func TestReplicateCassandraPartialUpdates(t *testing.T) {
 			msgs := []kafkago.Message{
 				cassandraEvent("i", `"id":`+cell(`"u1"`), `"name":`+cell(`"Ann"`), `"email":`+cell(`"ann@x.org"`), `"visits":`+cell(`1`)),
 				cassandraEvent("i", `"id":`+cell(`"u2"`), `"name":`+cell(`"Bob"`), `"email":`+cell(`"bob@x.org"`), `"visits":`+cell(`5`)),
-				cassandraEvent("u", `"id":`+cell(`"u1"`), `"visits":`+cell(`2`)), // UPDATE users SET visits = 2 WHERE id = 'u1'
+				cassandraEvent("u", `"id":`+cell(`"u1"`), `"visits":`+cell(`2`)),             // UPDATE users SET visits = 2 WHERE id = 'u1'
 				wrapped(cassandraEvent("u", `"id":`+cell(`"u2"`), `"email":`+deletedCell())), // DELETE email FROM users WHERE id = 'u2'
 			}
 			_, rejects := replicateInto(t, srv, conns, mapping, msgs)

@@ -74,15 +74,15 @@ func (d *Dialect) Ident(name string) string {
 
 // statements holds a table's fixed statement pieces.
 type statements struct {
-	d          *Dialect
-	schema     pipeline.TargetSchema
-	full       upsertShape // every column
-	deleteHead string // "DELETE FROM t WHERE (k1, k2) IN (" or "DELETE FROM t WHERE "
-	selectHead string // "SELECT a, b FROM t WHERE "
-	deleteWhere string // "DELETE FROM t WHERE " (a range)
-	keySelect   string // "SELECT k1, k2 FROM t WHERE " (a range's keys)
-	keyEq      []string
-	keyList    string // "(k1, k2)" or "k1"
+	d           *Dialect
+	schema      pipeline.TargetSchema
+	full        upsertShape // every column
+	deleteHead  string      // "DELETE FROM t WHERE (k1, k2) IN (" or "DELETE FROM t WHERE "
+	selectHead  string      // "SELECT a, b FROM t WHERE "
+	deleteWhere string      // "DELETE FROM t WHERE " (a range)
+	keySelect   string      // "SELECT k1, k2 FROM t WHERE " (a range's keys)
+	keyEq       []string
+	keyList     string // "(k1, k2)" or "k1"
 }
 
 func newStatements(d *Dialect, schema pipeline.TargetSchema) *statements {
