@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // NextRun is what the "Next steps" block needs to know about a finished run.
@@ -15,6 +16,10 @@ type NextRun struct {
 	RowsWritten int64
 	Mapping     string // -m, for the verify command
 	Source      string // --source, for the verify command
+	// NextSince, when set, is the since= of the next catch-up and CatchupSource the --source
+	// that reads it (a Cassandra source).
+	NextSince     time.Time
+	CatchupSource string
 }
 
 // NextSteps is the short block printed after a migration: create the table, where the files
@@ -61,6 +66,12 @@ func NextSteps(job *BulkloadJob, run NextRun) string {
 	fmt.Fprintf(&b, "       rekey verify -m %s --source %s --target lindorm://LINDORM_USER@LINDORM_HOST:33060/%s\n",
 		shellQuote(run.Mapping), shellQuote(run.Source), url.PathEscape(ns))
 	b.WriteString("     (not SELECT COUNT(*): it scans the whole table)\n")
+	// 5. the next catch-up
+	if !run.NextSince.IsZero() {
+		fmt.Fprintf(&b, "  5. Catch up later with the rows written since this run started (since=%s: its start less a\n"+
+			"     margin for clock skew; deletes are not caught up), into a new output:\n", run.NextSince.Format(time.RFC3339))
+		fmt.Fprintf(&b, "       rekey migrate -m %s --source %s --out NEW_OUT\n", shellQuote(run.Mapping), shellQuote(run.CatchupSource))
+	}
 	return b.String()
 }
 
