@@ -76,6 +76,19 @@ func TestCatchupWithSinceAndNextSince(t *testing.T) {
 		t.Fatalf("Next steps give no catch-up command with since=%s:\n%s", next, stdout)
 	}
 
+	// the same catch-up in two shards merges into the same counts, skipped shown
+	var shards []string
+	for i := range 2 {
+		shards = append(shards, filepath.Join(dir, fmt.Sprint("shard-", i)))
+		mustRun(t, "migrate", "-m", m, "--source", c.URI("app", "events", "since="+since), "--shard", fmt.Sprintf("%d/2", i),
+			"--out", shards[i], "--progress", "never")
+	}
+	merged := mustRun(t, "merge", shards[0], shards[1], "--out", filepath.Join(dir, "merged"))
+	if !regexp.MustCompile(`rows in\s+300\n`).MatchString(merged) || !regexp.MustCompile(`rows skipped \(older than since=\)\s+100\n`).MatchString(merged) ||
+		!strings.Contains(merged, "next since") {
+		t.Fatalf("merge summary does not show 100 rows skipped and the next since:\n%s", merged)
+	}
+
 	// rows written after the first run: the printed command catches them up
 	insert(1000, 30, func(int) int64 { return 0 }) // 0: written now
 	out2 := filepath.Join(dir, "second")
