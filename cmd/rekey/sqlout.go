@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/transform"
@@ -120,7 +121,18 @@ func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *
 			afterFailure(runErr, "once the cause is fixed, run the same command with --resume: it continues from the last checkpoint (rows after it are written again, harmlessly)",
 				"with --overwrite (a new checkpoint; the rows already written stay in the table, and those whose key the fix changes stay as extra rows)")))
 	}
-	printSQLSummary(stdout, "Migration summary", res, w, dest, state, nextSince(f.source, res))
+	since := nextSince(f.source, res)
+	printSQLSummary(stdout, "Migration summary", res, w, dest, state, since)
+	if !since.IsZero() {
+		// the same table and state folder: --overwrite starts a new checkpoint there, and the
+		// rows already in the table stay (writes are upserts)
+		out := []string{"--out", f.out, "--overwrite"}
+		if f.sql.state != "" {
+			out = append(out, "--state", f.sql.state)
+		}
+		fmt.Fprintf(stdout, "\nNext catch-up, the rows written since this run started (since=%s: its start less %s for clock skew;\n"+
+			"deletes are not caught up):\n  %s\n", since.Format(time.RFC3339), catchupMargin, lindorm.CatchupCommand(f.mapping, withSince(f.source, since), out...))
+	}
 	if err := writeStats(f.statsJSON, res); err != nil {
 		return exitWith(exitFailed, err)
 	}

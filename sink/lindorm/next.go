@@ -70,9 +70,19 @@ func NextSteps(job *BulkloadJob, run NextRun) string {
 	if !run.NextSince.IsZero() {
 		fmt.Fprintf(&b, "  5. Catch up later with the rows written since this run started (since=%s: its start less a\n"+
 			"     margin for clock skew; deletes are not caught up), into a new output:\n", run.NextSince.Format(time.RFC3339))
-		fmt.Fprintf(&b, "       rekey migrate -m %s --source %s --out NEW_OUT\n", shellQuote(run.Mapping), shellQuote(run.CatchupSource))
+		fmt.Fprintf(&b, "       %s\n", CatchupCommand(run.Mapping, run.CatchupSource, "--out", "NEW_OUT"))
 	}
 	return b.String()
+}
+
+// CatchupCommand is the migrate command line of the next catch-up: the mapping, the source
+// with its since= set, then the output arguments; each argument quoted for a POSIX shell.
+func CatchupCommand(mapping, source string, out ...string) string {
+	args := []string{"rekey migrate -m", shellQuote(mapping), "--source", shellQuote(source)}
+	for _, a := range out {
+		args = append(args, shellQuote(a))
+	}
+	return strings.Join(args, " ")
 }
 
 // curlCommand is the API call that submits job: a form post, each field URL-encoded by curl.
