@@ -419,7 +419,7 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	fm := inputs[0].Manifest
 	m := *fm
 	m.Regions = make([]lindorm.RegionInfo, len(fm.Regions))
-	m.RowsIn, m.RowsWritten, m.RowsRejected, m.Bytes, m.Files = 0, 0, 0, 0, 0
+	m.RowsIn, m.RowsWritten, m.RowsRejected, m.RowsSkipped, m.Bytes, m.Files = 0, 0, 0, 0, 0, 0
 	m.CreatedAt = time.Now().UTC()
 	m.RekeyVersion = version
 	for i, r := range fm.Regions {
@@ -451,6 +451,12 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 		m.RowsIn += im.RowsIn
 		m.RowsWritten += im.RowsWritten
 		m.RowsRejected += im.RowsRejected
+		m.RowsSkipped += im.RowsSkipped
+		if im.NextSince == nil || (m.NextSince != nil && im.NextSince.Before(*m.NextSince)) {
+			// the earliest shard's start: a later one would miss rows written while it ran;
+			// none when a shard has none
+			m.NextSince = im.NextSince
+		}
 	}
 	for i := range m.Regions {
 		m.Regions[i].OverSize = m.RegionSize > 0 && m.Regions[i].Bytes > m.RegionSize

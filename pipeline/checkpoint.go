@@ -29,6 +29,7 @@ type Checkpoint struct {
 	RowsIn       int64                  `json:"rows_in"`
 	RowsWritten  int64                  `json:"rows_written"`
 	RowsRejected int64                  `json:"rows_rejected"`
+	RowsSkipped  int64                  `json:"rows_skipped,omitempty"` // left out by the source's filter (since=)
 	RejectCodes  map[string]int64       `json:"reject_codes,omitempty"`
 	RejectsBytes int64                  `json:"rejects_bytes"`
 	// RejectParts counts the committed objects rejects/part-NNNNN.jsonl (and rejected-rows/...) of
@@ -160,6 +161,6 @@ func RegionDir(i int) string { return DataDir + "/" + RegionName(i) }
 // Result is the outcome the checkpointed run recorded: a complete checkpoint whose final files
 // (manifest...) were never written is finished from it, without reading the source again.
 func (c *Checkpoint) Result() Result {
-	return Result{RowsIn: c.RowsIn, RowsWritten: c.RowsWritten, RowsRejected: c.RowsRejected,
+	return Result{RowsIn: c.RowsIn, RowsWritten: c.RowsWritten, RowsRejected: c.RowsRejected, RowsSkipped: c.RowsSkipped,
 		RejectCodes: c.RejectCodes, Files: c.Files, Resumed: true, StartedAt: c.StartedAt}
 }

@@ -29,6 +29,9 @@ type Batch struct {
 	Cursor string
 	// Done marks the stream's last batch: a resumed run skips the stream entirely.
 	Done bool
+	// Skipped counts rows the source read and left out by its own filter (a Cassandra
+	// catch-up's since=): they are neither written nor rejected, and count as rows in.
+	Skipped int64
 	// SaltOrigin makes random(n) hash the record's origin (stream and Seq) along with its
 	// values: Kafka sets it, because two identical messages are still two events.
 	SaltOrigin bool

@@ -60,15 +60,17 @@ type Counters struct {
 	RowsIn       atomic.Int64
 	RowsWritten  atomic.Int64
 	RowsRejected atomic.Int64
+	RowsSkipped  atomic.Int64 // Batch.Skipped: in RowsIn, neither written nor rejected
 }
 
 // Result is the outcome of a run: what its last checkpoint holds. Files lists every committed
 // file (across resumes).
 type Result struct {
-	RowsIn, RowsWritten, RowsRejected int64
-	RejectCodes                       map[string]int64
-	Files                             []FileInfo
-	Resumed                           bool
+	// RowsIn = RowsWritten + RowsRejected + RowsSkipped (rows the source's filter left out).
+	RowsIn, RowsWritten, RowsRejected, RowsSkipped int64
+	RejectCodes                                    map[string]int64
+	Files                                          []FileInfo
+	Resumed                                        bool
 	// RowsInThisRun is what this attempt read: RowsIn less what the checkpoint it resumed from
 	// held. Rates divide this by Duration (which is this attempt's time too).
 	RowsInThisRun int64
@@ -140,6 +142,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 		r.Counters.RowsIn.Store(cp.RowsIn)
 		r.Counters.RowsWritten.Store(cp.RowsWritten)
 		r.Counters.RowsRejected.Store(cp.RowsRejected)
+		r.Counters.RowsSkipped.Store(cp.RowsSkipped)
 	}
 	rowsBefore := cp.RowsIn
 	rejects, err := OpenRejects(ctx, cfg.Store, resume)
@@ -232,6 +235,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 		cp.RowsIn = r.Counters.RowsIn.Load()
 		cp.RowsWritten = r.Counters.RowsWritten.Load()
 		cp.RowsRejected = r.Counters.RowsRejected.Load()
+		cp.RowsSkipped = r.Counters.RowsSkipped.Load()
 		cp.RejectsBytes, cp.RejectCodes = size, codes
 		cp.RejectParts = rejects.Parts()
 		cp.Complete = complete
@@ -333,7 +337,7 @@ loop:
 	}
 	// What the last checkpoint holds: rows counted in a failed run's uncommitted buffers were
 	// never written, and a summary must not claim them.
-	res.RowsIn, res.RowsWritten, res.RowsRejected = cp.RowsIn, cp.RowsWritten, cp.RowsRejected
+	res.RowsIn, res.RowsWritten, res.RowsRejected, res.RowsSkipped = cp.RowsIn, cp.RowsWritten, cp.RowsRejected, cp.RowsSkipped
 	res.RowsInThisRun = cp.RowsIn - rowsBefore
 	res.RejectCodes = cp.RejectCodes
 	res.Files = cp.Files
@@ -350,7 +354,8 @@ const MinRowsForPercent = 1000
 
 func (r *Runner) checkRejects() error {
 	lim := r.cfg.RejectLimit
-	rej, in := r.Counters.RowsRejected.Load(), r.Counters.RowsIn.Load()
+	// a percentage is of the rows the transform saw, not of those the source's filter left out
+	rej, in := r.Counters.RowsRejected.Load(), r.Counters.RowsIn.Load()-r.Counters.RowsSkipped.Load()
 	if lim.Count != nil && rej > *lim.Count {
 		return fmt.Errorf("%w: %d rows rejected, more than --max-rejects %d allows; see %s for each row's reason", ErrTooManyRejects, rej, *lim.Count, RejectsFile)
 	}
@@ -419,7 +424,10 @@ func (w *worker) process(ctx context.Context, b *Batch) error {
 	}
 	w.t.Reset()
 	c := &w.r.Counters
-	c.RowsIn.Add(int64(len(b.Records)))
+	c.RowsIn.Add(int64(len(b.Records)) + b.Skipped)
+	if b.Skipped > 0 {
+		c.RowsSkipped.Add(b.Skipped)
+	}
 	c.RowsWritten.Add(written)
 	if rejected > 0 {
 		c.RowsRejected.Add(rejected)

@@ -24,7 +24,12 @@ const cassandraSourceHelp = `
                      types come from the table's schema (source.columns is optional and, when
                      given, checked). More parameters: workers, rate, writetime=c1,c2, ttl=c1,
                      shard=i/N, retries, timeout, tls=true. Credentials: --cassandra-user (or
-                     REKEY_CASSANDRA_USER) and REKEY_CASSANDRA_PASSWORD or --cassandra-password-file`
+                     REKEY_CASSANDRA_USER) and REKEY_CASSANDRA_PASSWORD or --cassandra-password-file.
+                     since=2026-11-25T10:00:00Z (or epoch ms or us): a catch-up, only rows with a
+                     cell written since then (by WRITETIME); CQL cannot filter on it, so every row
+                     is still read and the older ones are counted as skipped. Rows without any
+                     regular cell are kept; deletes are not caught up. migrate prints the since=
+                     of the next catch-up`
 
 // cassandraFlags are the options of a Cassandra source that do not belong in the URI:
 // credentials and TLS files, plus --rate and --shard.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -98,14 +99,22 @@ func runMerge(cmd *cobra.Command, dirs []string, f *mergeFlags) error {
 	m := res.Manifest
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "Merged %d runs into %s\n", len(inputs), f.out)
-	table(w, [][2]string{
+	rows := [][2]string{
 		{"rows in", fmt.Sprintf("%d", m.RowsIn)},
 		{"rows written", fmt.Sprintf("%d", m.RowsWritten)},
 		{"rows rejected", fmt.Sprintf("%d", m.RowsRejected)},
+	}
+	if m.RowsSkipped > 0 {
+		rows = append(rows, [2]string{"rows skipped (older than since=)", fmt.Sprintf("%d", m.RowsSkipped)})
+	}
+	if m.NextSince != nil {
+		rows = append(rows, [2]string{"next since", m.NextSince.Format(time.RFC3339) + " (the earliest shard's)"})
+	}
+	table(w, append(rows, [][2]string{
 		{"regions", fmt.Sprintf("%d (%s)", m.Plan.Regions, m.Plan.Strategy)},
 		{"files", fmt.Sprintf("%d (%s)", m.Files, filesVerb(mode, res, allLocal(out, inputs)))},
 		{"bytes", transform.FormatSize(m.Bytes)},
-	})
+	}...))
 	printOversize(w, m)
 	return nil
 }

@@ -57,7 +57,8 @@ its pre-split region and writes bulk-load files (Parquet or CSV), one folder per
 
   DIR/data/region-0000/part-00000.parquet ...  data, no file spans two regions; data/ holds
                                                nothing else: it is what the bulk load reads
-  DIR/manifest.json                        regions, files, row counts (rows_in = rows_written + rows_rejected)
+  DIR/manifest.json                        regions, files, row counts (rows_in = rows_written + rows_rejected
+                                           + rows_skipped, a catch-up's older rows); next_since for a catch-up
   DIR/ddl.sql                              CREATE TABLE with PRIMARY KEY and SPLITKEYS
   DIR/bulkload.json                        the Lindorm (LTS) bulkload job for these files (--lts-source,
                                            --lts-target, --namespace fill it); the run ends with the next steps
@@ -313,12 +314,17 @@ func finishRun(ctx context.Context, w io.Writer, st store.Store, out string, pro
 	if err != nil {
 		return err
 	}
+	summary := filesOut(out, st, plan)
+	if since := nextSince(next.Source, res); !since.IsZero() {
+		m.NextSince, summary.nextSince = &since, since
+		next.NextSince, next.CatchupSource = since, withSince(next.Source, since)
+	}
 	jobOpt.Regions, jobOpt.Timestamp = plan.Count(), res.StartedAt
 	job, err := writeTableFiles(ctx, st, prog, plan, m, jobOpt)
 	if err != nil {
 		return err
 	}
-	printSummary(w, "Migration summary", res, filesOut(out, st, plan))
+	printSummary(w, "Migration summary", res, summary)
 	printOversize(w, m)
 	next.RowsWritten = res.RowsWritten
 	fmt.Fprintln(w)

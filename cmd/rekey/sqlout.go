@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/transform"
@@ -109,7 +111,7 @@ func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *
 	}
 	stdout := cmd.OutOrStdout()
 	if errors.Is(runErr, pipeline.ErrInterrupted) {
-		printSQLSummary(stdout, "Migration interrupted (what is written so far)", res, w, dest, state)
+		printSQLSummary(stdout, "Migration interrupted (what is written so far)", res, w, dest, state, time.Time{})
 		next := "run the same command with --resume to finish"
 		if _, stdin := src.(*file.Stdin); stdin {
 			next = "stdin cannot be read again: save the input to a file and migrate it"
@@ -117,20 +119,33 @@ func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *
 		return exitWith(exitInterrupted, fmt.Errorf("interrupted: %d rows written to %s; %s", res.RowsWritten, dest, next))
 	}
 	if runErr != nil {
-		printSQLSummary(stdout, "Migration failed (what was checkpointed before the failure)", res, w, dest, state)
+		printSQLSummary(stdout, "Migration failed (what was checkpointed before the failure)", res, w, dest, state, time.Time{})
 		return exitWith(exitFailed, fmt.Errorf("migration failed: %w\n%s", runErr,
 			afterFailure(runErr, "once the cause is fixed, run the same command with --resume: it continues from the last checkpoint (rows after it are written again, harmlessly)",
 				"with --overwrite (a new checkpoint; the rows already written stay in the table, and those whose key the fix changes stay as extra rows)")))
 	}
-	printSQLSummary(stdout, "Migration summary", res, w, dest, state)
+	since := nextSince(f.source, res)
+	printSQLSummary(stdout, "Migration summary", res, w, dest, state, since)
+	if !since.IsZero() {
+		// the same table and state folder: --overwrite starts a new checkpoint there, and the
+		// rows already in the table stay (writes are upserts)
+		out := []string{"--out", f.out, "--overwrite"}
+		if f.sql.state != "" {
+			out = append(out, "--state", f.sql.state)
+		}
+		fmt.Fprintf(stdout, "\nNext catch-up, the rows written since this run started (since=%s: its start less %s for clock skew;\n"+
+			"deletes are not caught up):\n  %s\n", since.Format(time.RFC3339), catchupMargin, lindorm.CatchupCommand(f.mapping, withSince(f.source, since), out...))
+	}
 	if err := writeStats(f.statsJSON, res); err != nil {
 		return exitWith(exitFailed, err)
 	}
 	return rejectedExit(res, out.Store)
 }
 
-func printSQLSummary(w interface{ Write([]byte) (int, error) }, title string, res pipeline.Result, sw *sqlsink.Writer, dest, state string) {
-	printSummary(w, title, res, summaryOut{label: "state", where: state, rejects: filepath.Join(state, pipeline.RejectsFile)})
+// printSQLSummary prints the summary of a run into a SQL table; nextSince (zero: none) is the
+// since= of the next catch-up.
+func printSQLSummary(w interface{ Write([]byte) (int, error) }, title string, res pipeline.Result, sw *sqlsink.Writer, dest, state string, nextSince time.Time) {
+	printSummary(w, title, res, summaryOut{label: "state", where: state, rejects: filepath.Join(state, pipeline.RejectsFile), nextSince: nextSince})
 	fmt.Fprintf(w, "  %-14s %s\n", "target", dest)
 	fmt.Fprintf(w, "  %-14s %d (%d retried after transient errors)\n", "statements", sw.Stats.Statements.Load(), sw.Stats.Retries.Load())
 }

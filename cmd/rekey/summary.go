@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
@@ -29,6 +30,7 @@ type runStats struct {
 	RowsIn       int64   `json:"rows_in"`
 	RowsWritten  int64   `json:"rows_written"`
 	RowsRejected int64   `json:"rows_rejected"`
+	RowsSkipped  int64   `json:"rows_skipped"`
 	Files        int     `json:"files"`
 	Bytes        int64   `json:"bytes"`
 	Seconds      float64 `json:"seconds"`
@@ -37,7 +39,7 @@ type runStats struct {
 }
 
 func statsOf(res pipeline.Result) runStats {
-	s := runStats{RowsIn: res.RowsIn, RowsWritten: res.RowsWritten, RowsRejected: res.RowsRejected,
+	s := runStats{RowsIn: res.RowsIn, RowsWritten: res.RowsWritten, RowsRejected: res.RowsRejected, RowsSkipped: res.RowsSkipped,
 		Files: len(res.Files), Seconds: res.Duration.Seconds(), PeakRSS: peakRSS()}
 	for _, f := range res.Files {
 		s.Bytes += f.Bytes
@@ -62,6 +64,8 @@ type summaryOut struct {
 	where   string               // the --out (or state folder) as given
 	rejects string               // where the rejected rows are (RejectsLocation)
 	plan    *pipeline.RegionPlan // the region plan of a files output; nil for a SQL table, which has no files
+	// nextSince is the since= of the next catch-up of a Cassandra source (nextSince), once complete
+	nextSince time.Time
 }
 
 // filesOut is the summaryOut of an output of region files in st.
@@ -82,6 +86,10 @@ func printSummary(w io.Writer, title string, res pipeline.Result, out summaryOut
 		{"rows in", fmt.Sprintf("%d", s.RowsIn)},
 		{"rows written", fmt.Sprintf("%d", s.RowsWritten)},
 		{"rows rejected", fmt.Sprintf("%d", s.RowsRejected)},
+	}
+	if s.RowsSkipped > 0 {
+		// neither written nor rejected: rows in = written + rejected + skipped
+		rows = append(rows, [2]string{"rows skipped (older than since=)", fmt.Sprintf("%d", s.RowsSkipped)})
 	}
 	codes := make([]string, 0, len(res.RejectCodes))
 	for c := range res.RejectCodes {
@@ -107,6 +115,9 @@ func printSummary(w io.Writer, title string, res pipeline.Result, out summaryOut
 	if s.RowsRejected > 0 {
 		rows = append(rows, [2]string{"rejects", out.rejects})
 	}
+	if !out.nextSince.IsZero() {
+		rows = append(rows, [2]string{"next since", out.nextSince.Format(time.RFC3339) + " (for the next catch-up: this run's start less " + catchupMargin.String() + ")"})
+	}
 	table(w, rows)
 }
 
@@ -119,7 +130,7 @@ func buildManifest(prog *transform.Program, plan pipeline.RegionPlan, format str
 	if err := m.AddFiles(res.Files); err != nil {
 		return nil, err
 	}
-	m.RowsIn, m.RowsWritten, m.RowsRejected = res.RowsIn, res.RowsWritten, res.RowsRejected
+	m.RowsIn, m.RowsWritten, m.RowsRejected, m.RowsSkipped = res.RowsIn, res.RowsWritten, res.RowsRejected, res.RowsSkipped
 	return m, nil
 }
 

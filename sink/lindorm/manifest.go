@@ -30,8 +30,14 @@ type Manifest struct {
 	RowsIn       int64 `json:"rows_in"`
 	RowsWritten  int64 `json:"rows_written"`
 	RowsRejected int64 `json:"rows_rejected"`
-	Bytes        int64 `json:"bytes"`
-	Files        int   `json:"files"`
+	// RowsSkipped are rows a catch-up (a Cassandra source's since=) read and left out as older:
+	// rows_in = rows_written + rows_rejected + rows_skipped.
+	RowsSkipped int64 `json:"rows_skipped,omitempty"`
+	// NextSince is the since= of the next catch-up of a Cassandra source: this run's start less
+	// a margin for clock skew.
+	NextSince *time.Time `json:"next_since,omitempty"`
+	Bytes     int64      `json:"bytes"`
+	Files     int        `json:"files"`
 
 	CreatedAt    time.Time `json:"created_at"`
 	RekeyVersion string    `json:"rekey_version"`

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // NextRun is what the "Next steps" block needs to know about a finished run.
@@ -15,6 +16,10 @@ type NextRun struct {
 	RowsWritten int64
 	Mapping     string // -m, for the verify command
 	Source      string // --source, for the verify command
+	// NextSince, when set, is the since= of the next catch-up and CatchupSource the --source
+	// that reads it (a Cassandra source).
+	NextSince     time.Time
+	CatchupSource string
 }
 
 // NextSteps is the short block printed after a migration: create the table, where the files
@@ -61,7 +66,23 @@ func NextSteps(job *BulkloadJob, run NextRun) string {
 	fmt.Fprintf(&b, "       rekey verify -m %s --source %s --target lindorm://LINDORM_USER@LINDORM_HOST:33060/%s\n",
 		shellQuote(run.Mapping), shellQuote(run.Source), url.PathEscape(ns))
 	b.WriteString("     (not SELECT COUNT(*): it scans the whole table)\n")
+	// 5. the next catch-up
+	if !run.NextSince.IsZero() {
+		fmt.Fprintf(&b, "  5. Catch up later with the rows written since this run started (since=%s: its start less a\n"+
+			"     margin for clock skew; deletes are not caught up), into a new output:\n", run.NextSince.Format(time.RFC3339))
+		fmt.Fprintf(&b, "       %s\n", CatchupCommand(run.Mapping, run.CatchupSource, "--out", "NEW_OUT"))
+	}
 	return b.String()
+}
+
+// CatchupCommand is the migrate command line of the next catch-up: the mapping, the source
+// with its since= set, then the output arguments; each argument quoted for a POSIX shell.
+func CatchupCommand(mapping, source string, out ...string) string {
+	args := []string{"rekey migrate -m", shellQuote(mapping), "--source", shellQuote(source)}
+	for _, a := range out {
+		args = append(args, shellQuote(a))
+	}
+	return strings.Join(args, " ")
 }
 
 // curlCommand is the API call that submits job: a form post, each field URL-encoded by curl.

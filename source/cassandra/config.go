@@ -46,6 +46,12 @@ type Config struct {
 	// offered to the mapping as writetime_<col> (timestamp, epoch ms: Cassandra's microseconds
 	// divided by 1000) and ttl_<col> (int, seconds left; null without a TTL).
 	WriteTime, TTL []string
+	// Since, when set, makes a catch-up read: only rows with a regular cell written at or after
+	// it (the newest WRITETIME of the row's regular columns) become records. CQL cannot filter
+	// on WRITETIME, so every row is still read and the older ones are counted as skipped
+	// (Batch.Skipped). Rows whose regular columns are all null (or only non-frozen
+	// collections) have no WRITETIME and are kept: they cannot be dated.
+	Since time.Time
 	// Columns, when set, are the columns to read, in this order: records then follow it instead
 	// of the whole table (Source.Schema). Each must be a column of the table (or a writetime_ /
 	// ttl_ column) with the same CQL type. Empty: every column of the table.
@@ -197,7 +203,7 @@ func (c *Config) Validate() error {
 //	cassandra://host1,host2:9042/keyspace/table?consistency=LOCAL_ONE&dc=dc1&page_size=5000&splits=N
 //
 // Further parameters: workers, rate (rows/s), writetime=col1,col2, ttl=col1, shard=i/N, retries,
-// timeout (a Go duration), tls=true, proto. Parameter names are matched without case. A user
+// timeout (a Go duration), tls=true, proto, since (ParseSince). Parameter names are matched without case. A user
 // name may be given as user@host; a password in the URI (user:password@host, or a parameter
 // named password, PASSWORD, pwd...) is refused, as it would show in process lists and logs: use
 // REKEY_CASSANDRA_PASSWORD. Errors quote the URI with its secrets masked (sourceuri.Redact).
@@ -282,6 +288,10 @@ func ParseURI(uri string) (Config, error) {
 			cfg.WriteTime = splitList(v)
 		case "ttl":
 			cfg.TTL = splitList(v)
+		case "since":
+			if cfg.Since, err = ParseSince(v); err != nil {
+				return Config{}, fmt.Errorf("source %q: %w", uri, err)
+			}
 		case "shard":
 			if cfg.Shard, err = ParseShard(v); err != nil {
 				return Config{}, fmt.Errorf("source %q: %w", uri, err)
@@ -306,10 +316,27 @@ func ParseURI(uri string) (Config, error) {
 				return Config{}, bad("3, 4 or 5")
 			}
 		default:
-			return Config{}, fmt.Errorf("source %q: unknown parameter %q (want consistency, dc, page_size, splits, workers, rate, writetime, ttl, shard, retries, timeout, tls, proto)", uri, k)
+			return Config{}, fmt.Errorf("source %q: unknown parameter %q (want consistency, dc, page_size, splits, workers, rate, writetime, ttl, since, shard, retries, timeout, tls, proto)", uri, k)
 		}
 	}
 	return cfg, nil
+}
+
+// ParseSince reads a since= value: an RFC 3339 time (2026-11-25T10:00:00Z), or epoch
+// milliseconds, or epoch microseconds (Cassandra's WRITETIME unit) for numbers of 10^14 and more.
+func ParseSince(v string) (time.Time, error) {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		switch {
+		case n <= 0:
+		case n >= 1e14:
+			return time.UnixMicro(n).UTC(), nil
+		default:
+			return time.UnixMilli(n).UTC(), nil
+		}
+	} else if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.UTC(), nil
+	}
+	return time.Time{}, fmt.Errorf("since=%q: want an RFC 3339 time like 2026-11-25T10:00:00Z, or epoch milliseconds or microseconds", v)
 }
 
 func splitList(s string) []string {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/rekey/rekey/pipeline"
 )
@@ -16,14 +17,20 @@ var (
 )
 
 // Identity is the table, the token ring (a digest of every node's tokens), the split count and
-// the shard: together they fix the sub-ranges the checkpoint's cursors belong to.
+// the shard: together they fix the sub-ranges the checkpoint's cursors belong to; and since=,
+// when set.
 func (s *Source) Identity() pipeline.Identity {
-	return pipeline.Identity{
+	id := pipeline.Identity{
 		"table":  s.table.Keyspace + "." + s.table.Name,
 		"ring":   ringDigest(s.ring),
 		"splits": strconv.Itoa(s.splits),
 		"shard":  s.cfg.Shard.String(),
 	}
+	if !s.cfg.Since.IsZero() {
+		// a resume with another since would mix two catch-ups' rows
+		id["since"] = s.cfg.Since.Format(time.RFC3339Nano)
+	}
+	return id
 }
 
 // AdoptIdentity takes over the recorded split count when the URI leaves splits to its default

@@ -309,14 +309,14 @@ func (s *Source) readRange(parent context.Context, r Range, st pipeline.StreamSt
 				res.iter.Close()
 				return err
 			}
-			pd = newPageDecoder(decs, &s.pages)
+			pd = newPageDecoder(decs, &s.pages, len(s.sel.dating), s.sinceMicros())
 		}
-		recs, release, err := pd.decodePage(res.iter, rows)
+		recs, skipped, release, err := pd.decodePage(res.iter, rows)
 		if err != nil {
 			return &retriesExhausted{page: page, attempts: 1, err: fmt.Errorf("decode page: %w", err)}
 		}
-		rows += int64(len(recs))
-		b := pipeline.Batch{Stream: name, Records: recs, Cursor: encodeCursor(rows, more), Done: last, Release: release}
+		rows += int64(len(recs) + skipped)
+		b := pipeline.Batch{Stream: name, Records: recs, Skipped: int64(skipped), Cursor: encodeCursor(rows, more), Done: last, Release: release}
 		if err := s.limiter.wait(ctx, len(recs)); err != nil {
 			return err
 		}
@@ -409,11 +409,12 @@ func (s *Source) decoders(cols []gocql.ColumnInfo) ([]*colDecoder, error) {
 }
 
 func (s *Source) compileDecoders(cols []gocql.ColumnInfo) ([]*colDecoder, error) {
-	if len(cols) != len(s.sel.schema) {
-		return nil, fmt.Errorf("the scan returned %d columns, want %d (%s)", len(cols), len(s.sel.schema), strings.Join(s.sel.schema.Names(), ", "))
+	if len(cols) != len(s.sel.schema)+len(s.sel.dating) {
+		return nil, fmt.Errorf("the scan returned %d columns, want %d (%s)", len(cols), len(s.sel.schema)+len(s.sel.dating),
+			strings.Join(append(s.sel.schema.Names(), s.sel.dating...), ", "))
 	}
-	decs := make([]*colDecoder, len(cols))
-	for i, c := range cols {
+	decs := make([]*colDecoder, len(s.sel.schema))
+	for i, c := range cols[:len(decs)] {
 		d, err := newColDecoder(s.sel.schema[i].Name, c.TypeInfo, s.sel.types[i], s.sel.wt[i])
 		if err != nil {
 			return nil, err
@@ -421,6 +422,14 @@ func (s *Source) compileDecoders(cols []gocql.ColumnInfo) ([]*colDecoder, error)
 		decs[i] = d
 	}
 	return decs, nil
+}
+
+// sinceMicros is Config.Since as a WRITETIME (microseconds); 0 when not set.
+func (s *Source) sinceMicros() int64 {
+	if s.cfg.Since.IsZero() {
+		return 0
+	}
+	return s.cfg.Since.UnixMicro()
 }
 
 // ---- decoding pages ----
@@ -436,6 +445,9 @@ type pageDecoder struct {
 	pool    *sync.Pool
 	scratch []byte
 	rowErr  *pipeline.RowError
+	// since (microseconds; 0: no filter) drops rows whose newest dating writetime is older;
+	// newest is the current row's, -1 when none of its dated cells is set.
+	since, newest int64
 }
 
 // pageMem is the memory of one page's records: their values and the bytes of their strings.
@@ -480,12 +492,28 @@ func (e *tupleElem) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
 	return nil
 }
 
-// newPageDecoder returns a decoder taking page memory from pool (nil: no reuse).
-func newPageDecoder(decs []*colDecoder, pool *sync.Pool) *pageDecoder {
+// datingSink keeps the newest writetime() of the row's dated cells (null: the cell is not set).
+type datingSink struct{ pd *pageDecoder }
+
+func (d datingSink) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
+	if data == nil {
+		return nil
+	}
+	if len(data) != 8 {
+		return fmt.Errorf("writetime() returned %d bytes, want 8", len(data))
+	}
+	d.pd.newest = max(d.pd.newest, int64(binary.BigEndian.Uint64(data)))
+	return nil
+}
+
+// newPageDecoder returns a decoder taking page memory from pool (nil: no reuse). dating
+// writetime() columns follow the decoded ones; rows whose newest is older than since
+// (microseconds; 0: none) are skipped.
+func newPageDecoder(decs []*colDecoder, pool *sync.Pool, dating int, since int64) *pageDecoder {
 	if pool == nil {
 		pool = &sync.Pool{}
 	}
-	pd := &pageDecoder{decs: decs, pool: pool}
+	pd := &pageDecoder{decs: decs, pool: pool, since: since}
 	for i, d := range decs {
 		if d.tupleN > 0 {
 			ts := &tupleSink{i: i, d: d, parts: make([][]byte, d.tupleN)}
@@ -496,6 +524,9 @@ func newPageDecoder(decs []*colDecoder, pool *sync.Pool) *pageDecoder {
 			continue
 		}
 		pd.dests = append(pd.dests, &colSink{pd: pd, i: i, d: d})
+	}
+	for range dating {
+		pd.dests = append(pd.dests, datingSink{pd})
 	}
 	return pd
 }
@@ -530,9 +561,10 @@ func (pd *pageDecoder) finishTuples() {
 	}
 }
 
-// decodePage reads every row of the page; seq0 is the range's row count before it. release
-// hands the records' memory back for reuse: call it once nothing refers to them anymore.
-func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline.Record, release func(), err error) {
+// decodePage reads every row of the page; seq0 is the range's row count before it. skipped
+// counts the rows older than since, which get no record. release hands the records' memory
+// back for reuse: call it once nothing refers to them anymore.
+func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline.Record, skipped int, release func(), err error) {
 	n := iter.NumRows()
 	ncol := len(pd.decs)
 	mem, _ := pd.pool.Get().(*pageMem)
@@ -548,10 +580,15 @@ func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline
 	pd.mem = mem
 	slab, recs := mem.slab[:n*ncol], mem.recs[:0]
 	for i := 0; i < n; i++ {
-		pd.vals = slab[i*ncol : (i+1)*ncol : (i+1)*ncol]
-		pd.rowErr = nil
+		k := len(recs) // a skipped row's values are overwritten by the next row's
+		pd.vals = slab[k*ncol : (k+1)*ncol : (k+1)*ncol]
+		pd.rowErr, pd.newest = nil, -1
 		if !iter.Scan(pd.dests...) {
 			break
+		}
+		if pd.since != 0 && pd.newest >= 0 && pd.newest < pd.since {
+			skipped++ // an undated row (newest -1: no regular cell set) is kept
+			continue
 		}
 		if pd.tuples != nil {
 			pd.finishTuples()
@@ -565,13 +602,13 @@ func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline
 	}
 	if err := iter.Close(); err != nil {
 		release()
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
-	if len(recs) != n {
+	if len(recs)+skipped != n {
 		release()
-		return nil, nil, fmt.Errorf("read %d of the page's %d rows", len(recs), n)
+		return nil, 0, nil, fmt.Errorf("read %d of the page's %d rows", len(recs)+skipped, n)
 	}
-	return recs, release, nil
+	return recs, skipped, release, nil
 }
 
 // ---- sampling ----
@@ -612,7 +649,8 @@ func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 				errs[i] = err
 				return
 			}
-			recs, _, err := newPageDecoder(decs, nil).decodePage(iter, 0) // kept: not released
+			// the sample draws split keys from every row, older than since or not
+			recs, _, _, err := newPageDecoder(decs, nil, len(s.sel.dating), 0).decodePage(iter, 0) // kept: not released
 			if err != nil {
 				errs[i] = err
 				return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -167,6 +168,20 @@ type selection struct {
 	exprs  []string // the SELECT expressions, quoted
 	types  []string // CQL type text of each selected column ("" for writetime/ttl)
 	wt     []bool   // writetime columns (microseconds -> milliseconds)
+	// dating are writetime() expressions read after the columns above, not part of records: a
+	// row's newest one decides whether it is older than Config.Since.
+	dating []string
+}
+
+// dateRows makes the scan read writetime() of every regular and static column that has one
+// (non-frozen collections have none), for the since= filter.
+func (sel *selection) dateRows(t *Table) {
+	for _, c := range t.Columns {
+		if c.Kind == "partition_key" || c.Kind == "clustering" || isMultiCell(c.Type) {
+			continue
+		}
+		sel.dating = append(sel.dating, "writetime("+quoteIdent(c.Name)+")")
+	}
 }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
@@ -248,6 +263,7 @@ func (sel *selection) statement(t *Table) string {
 		q[i] = quoteIdent(c)
 	}
 	tk := "token(" + strings.Join(q, ", ") + ")"
-	return "SELECT " + strings.Join(sel.exprs, ", ") + " FROM " + quoteIdent(t.Keyspace) + "." + quoteIdent(t.Name) +
+	exprs := append(slices.Clip(sel.exprs), sel.dating...)
+	return "SELECT " + strings.Join(exprs, ", ") + " FROM " + quoteIdent(t.Keyspace) + "." + quoteIdent(t.Name) +
 		" WHERE " + tk + " > ? AND " + tk + " <= ?"
 }

@@ -135,6 +135,9 @@ func (s *Source) init(ctx context.Context) error {
 			return fmt.Errorf("the columns to read: %w", err)
 		}
 	}
+	if !s.cfg.Since.IsZero() {
+		s.sel.dateRows(t)
+	}
 	s.stmt = s.sel.statement(t)
 	if err := s.readRing(ctx); err != nil {
 		return err
