@@ -1,0 +1,152 @@
+package rekey_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/rekey/rekey"
+
+// testServers are the packages only tests and the playground use: the rekey binary must not link them.
+var testServers = []string{
+	"source/cassandra/cqltest", "source/cassandra/cassandratest", "source/kafka/kafkademo", "source/kafka/kafkatest",
+	"sink/store/storetest", "sink/store/s3store/s3test", "sink/sqlsink/mysqltest", "sink/sinktest",
+}
+
+// testModules are libraries that only tests use (in-process servers, a second Parquet reader).
+var testModules = []string{
+	"github.com/dolthub/go-mysql-server", "github.com/johannesboyne/gofakes3", "github.com/twmb/franz-go",
+	"github.com/parquet-go/parquet-go",
+}
+
+// importRule is one row of ARCHITECTURE.md's package table.
+type importRule struct {
+	folders []string // module-relative package paths the row governs
+	allowed []string // rekey packages they may import; nil with any
+	any     bool
+}
+
+var backticked = regexp.MustCompile("`([^`]+)`")
+
+// readRules parses the package table of ARCHITECTURE.md: the first column names the folders, the
+// last the rekey packages they may import (in backticks), "any", or "-" for none.
+func readRules(t *testing.T) []importRule {
+	t.Helper()
+	f, err := os.Open("ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rules []importRule
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		r := importRule{}
+		for _, m := range backticked.FindAllStringSubmatch(cells[0], -1) {
+			r.folders = append(r.folders, strings.TrimSuffix(m[1], "/"))
+		}
+		last := cells[len(cells)-1]
+		r.any = strings.HasPrefix(last, "any")
+		for _, m := range backticked.FindAllStringSubmatch(last, -1) {
+			r.allowed = append(r.allowed, m[1])
+		}
+		rules = append(rules, r)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rules) < 10 {
+		t.Fatalf("ARCHITECTURE.md: found %d rows in the package table, want the whole table", len(rules))
+	}
+	return rules
+}
+
+// ruleFor is the row governing pkg: the one naming the longest folder that holds it.
+func ruleFor(rules []importRule, pkg string) (importRule, bool) {
+	best, bestLen := importRule{}, -1
+	for _, r := range rules {
+		for _, f := range r.folders {
+			if (pkg == f || strings.HasPrefix(pkg, f+"/")) && len(f) > bestLen {
+				best, bestLen = r, len(f)
+			}
+		}
+	}
+	return best, bestLen >= 0
+}
+
+type listedPackage struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+func goList(t *testing.T, args ...string) []listedPackage {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-json"}, args...)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v", args, err)
+	}
+	var pkgs []listedPackage
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p listedPackage
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// Every package imports only what ARCHITECTURE.md's table allows it (its non-test files), and every
+// package is in the table: the layering the document describes is the one the code has.
+func TestPackagesImportOnlyWhatArchitectureAllows(t *testing.T) {
+	rules := readRules(t)
+	for _, p := range goList(t, "./...") {
+		pkg := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if pkg == "" {
+			continue // this test's own package
+		}
+		r, ok := ruleFor(rules, pkg)
+		if !ok {
+			t.Errorf("%s is not in ARCHITECTURE.md's package table: add a row saying what lives there and what it may import", pkg)
+			continue
+		}
+		for _, imp := range p.Imports {
+			dep, own := strings.CutPrefix(imp, module+"/")
+			if !own {
+				continue
+			}
+			if strings.HasPrefix(pkg, "cmd/rekey") && slices.Contains(testServers, dep) {
+				t.Errorf("%s imports %s, a test server: the rekey binary must not ship it", pkg, dep)
+			}
+			if !r.any && !slices.Contains(r.allowed, dep) {
+				t.Errorf("%s imports %s, which ARCHITECTURE.md does not allow it (allowed: %v): move the code, or change the table if the design changed", pkg, dep, r.allowed)
+			}
+		}
+	}
+}
+
+// The rekey binary links none of the libraries that only tests use.
+func TestBinaryLinksNoTestOnlyLibrary(t *testing.T) {
+	for _, p := range goList(t, "-deps", "./cmd/rekey") {
+		for _, m := range testModules {
+			if p.ImportPath == m || strings.HasPrefix(p.ImportPath, m+"/") {
+				t.Errorf("cmd/rekey links %s (a test-only library)", p.ImportPath)
+			}
+		}
+	}
+}
