@@ -174,10 +174,17 @@ func appendOrdered(dst []byte, v pipeline.Value, desc bool) ([]byte, bool) {
 	return dst, ok
 }
 
-// mappingRegionCount is the mapping's regions.count (0 when it sets none).
-func (r *runner) mappingRegionCount() int {
-	if m := r.cfg.Mapping; m != nil && m.Regions != nil {
+// mappingRegionCount is the region count the mapping asks for: its regions.count, or for a
+// regions.size the estimated data over it (0 when it sets neither).
+func (r *runner) mappingRegionCount(est int64) int {
+	m := r.cfg.Mapping
+	switch {
+	case m == nil || m.Regions == nil:
+		return 0
+	case m.Regions.Count > 0:
 		return m.Regions.Count
+	case m.Regions.Size > 0:
+		return bulkRegions(est, m.Regions.Size)
 	}
 	return 0
 }
@@ -279,6 +286,22 @@ func incrementalFinding(kc KeyColumn, i int, prefix string, n int) Finding {
 		return finding("key_column_incremental", SevInfo, fmt.Sprintf("key column %s is incremental within each %s (%s), behind %s prefix values for %d regions: new rows spread over every region's prefixes, no hot range (the guide's [userid][orderid])", kc.Name, prefix, evidence, count(kc.PrefixDistinct), n), ev)
 	}
 	return finding("key_column_incremental", SevWarning, fmt.Sprintf("key column %s is incremental within each %s (%s) and %s has only %s values for %d regions: Lindorm splits a big value of %s into several regions, but every new row lands at the end of its value's range, one hot range per value: put a hash before %s (md5(%s).substr(0,4) + %s, the guide's hash(id) + id)", kc.Name, prefix, evidence, prefix, count(kc.PrefixDistinct), n, prefix, kc.Name, kc.Expr, kc.Expr), ev)
+}
+
+// splitByNext: the first column's most frequent value passes the region size and the next key
+// column spreads its rows (not incremental within it, enough values): Lindorm splits it.
+func splitByNext(rep *Report) bool {
+	kcs := rep.Mapping.KeyColumns
+	if len(kcs) < 2 || len(rep.FirstColumn.Top) == 0 {
+		return false
+	}
+	size := rep.Recommendation.RegionSize
+	if size <= 0 {
+		size = transform.DefaultRegionSize
+	}
+	bytes := int64(rep.FirstColumn.Top[0].Share * float64(rep.Totals.EstimatedTargetBytes))
+	next := kcs[1]
+	return bytes > size && !(risesInPrefix(next) && !hashedColumn(next)) && next.Distinct >= (bytes+size-1)/size
 }
 
 // skewFinding judges the heaviest first-column value with regions bounded by the full key:

@@ -165,6 +165,8 @@ func evaluate(rep *Report, strict bool) {
 		add(finding("first_column_cardinality", SevWarning, fmt.Sprintf("first key column %s has only %s%s distinct values for %d regions: %d regions can never get data (enumerated values: the guide's \"order type or status code\" case)", name, approx, count(fc.Distinct), n, n-int(fc.Distinct)), cev))
 	case fc.Distinct < fewValues && rep.Plan.Strategy == "int_bucket":
 		add(finding("first_column_cardinality", SevInfo, fmt.Sprintf("first key column %s is a bucket with %s%s values for %d regions, by design", name, approx, count(fc.Distinct), n), cev))
+	case fc.Distinct < fewValues && splitByNext(rep):
+		add(finding("first_column_cardinality", SevInfo, fmt.Sprintf("first key column %s has only %s%s distinct values, but its values pass the region size and the next key column spreads them: Lindorm splits each into regions of its own (pre-split can only cut between values of %s)", name, approx, count(fc.Distinct), name), cev))
 	case fc.Distinct < fewValues:
 		add(finding("first_column_cardinality", SevWarning, fmt.Sprintf("first key column %s has only %s%s distinct values: writes pile up on a few key ranges", name, approx, count(fc.Distinct)), cev))
 	default:

@@ -247,14 +247,14 @@ type TopValue struct {
 
 // PlanInfo is the region plan analysed.
 type PlanInfo struct {
-	Regions   int      `json:"regions"`
-	Strategy  string   `json:"strategy"` // hex_prefix, int_bucket, quantile, explicit, single
+	Regions  int    `json:"regions"`
+	Strategy string `json:"strategy"` // hex_prefix, int_bucket, quantile, explicit, single
 	// Asked is the region count asked for (--regions, the mapping's count, or the one chosen
 	// for the analysis): more than regions when the first column has too few values to place
 	// them. The advisor judges every design over this many regions, and regions bounded by the
 	// full key reach it once Lindorm splits by size.
-	Asked int `json:"asked"`
-	Origin    string   `json:"origin"`   // --regions, mapping, recommendation, default
+	Asked     int      `json:"asked"`
+	Origin    string   `json:"origin"` // --regions, mapping, recommendation, default
 	Desc      bool     `json:"desc"`
 	SplitKeys []string `json:"split_keys"`
 	Note      string   `json:"note,omitempty"`
@@ -323,10 +323,10 @@ type Alternative struct {
 	// past 8 GiB splits inside one first-column value) leave the table once it has grown. The
 	// grade judges writes by it.
 	SplitHotFactor float64 `json:"split_hot_factor"`
-	Monotonic    float64 `json:"monotonic"`
-	Distinct     int64   `json:"distinct_first"`
-	Collisions   int64   `json:"collision_rows"` // within the subsample only: see Overwritten
-	Rejected     int64   `json:"rejected"`
+	Monotonic      float64 `json:"monotonic"`
+	Distinct       int64   `json:"distinct_first"`
+	Collisions     int64   `json:"collision_rows"` // within the subsample only: see Overwritten
+	Rejected       int64   `json:"rejected"`
 	// Overwritten is the rows the design's keys would overwrite over the whole analysed input:
 	// for the mapping the uniqueness check's collision_rows, for a derived design the same exact
 	// check on the columns it reads (OverwrittenExact false: only the subsample's, scaled).

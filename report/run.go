@@ -501,7 +501,7 @@ func (r *runner) choosePlan(sample [][]pipeline.Value, est int64) (pipeline.Regi
 		info.Note = strings.TrimSpace(info.Note + fmt.Sprintf(" %d regions asked, %d placed: the sampled first column has too few distinct values for more quantile splits.", req.Count, plan.Count()))
 	}
 	info.Regions, info.Strategy, info.Desc = plan.Count(), plan.Strategy, plan.Desc
-	info.Asked = max(req.Count, r.mappingRegionCount(), plan.Count())
+	info.Asked = max(req.Count, r.mappingRegionCount(est), plan.Count())
 	info.SplitKeys = []string{}
 	for _, s := range plan.Splits {
 		info.SplitKeys = append(info.SplitKeys, r.cfg.FormatSplit(plan.Type, s))
