@@ -236,6 +236,14 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, ad
 		{id: id("reverse"), name: name("reversed first column"), pk: "[reverse(" + bq + ") AS " + freeName("rk_rev", taken) + "]" + rest,
 			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (the client reverses the value). Ranges of %s are lost (a scan of every region); it spreads only when the end of %s varies fastest (sequence numbers, ids).", b, b, b)},
 	}
+	if len(key) > 1 {
+		// the guide's hash(id) + id on the column after the first: an id that rises within each
+		// value of the first column no longer writes at the end of the value's range
+		r0 := key[1]
+		rq := quoteName(r0)
+		specs = append(specs, altSpec{id: id("hash_next"), name: name("hash prefix on " + r0), pk: "[" + bq + "][md5(" + rq + ").substr(0,4) + " + rq + " AS " + freeName("rk_hash", taken) + "]" + bracketed(key[2:]) + bracketed(add),
+			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single key ranges (the client computes md5(%s).substr(0,4) + %s); the writes of one %s spread over its whole key range, so the regions Lindorm splits it into share them. A range of %s within one %s becomes a scan of the whole %s.", b, r0, r0, b, r0, b, b)})
+	}
 	if isIntegralCQL(btype) {
 		specs = append(specs, altSpec{id: id("bucket"), name: name("modulo bucket"), pk: "[" + bq + " % " + ns + " AS " + freeName("rk_bucket", taken) + "][" + bq + "]" + rest,
 			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (bucket = %s %% %d). A range of %s%s becomes %d scans, one per bucket, merged by the client.", b, b, n, b, timeNote(btype), n)})
@@ -324,6 +332,7 @@ type altResult struct {
 	Alternative
 	keysHash uint64 // identity of the key tuples produced, to recognise the mapping's own design
 	prog     *transform.Program
+	order    *keyOrder // each key column's order within its prefix, on the subsample
 }
 
 // evalDesign analyses a design on the subsample with a plan of n regions.
@@ -347,6 +356,13 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int) (altResu
 	b := &pipeline.Batch{Stream: "subsample"}
 	pairs := make([]spillRec, 0, len(recs))
 	var ident uint64 = 1
+	types := make([]pipeline.Type, d.keyLen)
+	desc := make([]bool, d.keyLen)
+	for i, ke := range prog.KeyElements() {
+		types[i], desc[i] = ke.Type, ke.Desc
+	}
+	order := newKeyOrder(types)
+	keys := make([][]pipeline.Value, 0, len(recs))
 	for i := range recs {
 		if i%1024 == 1023 {
 			ev.Reset()
@@ -363,8 +379,16 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int) (altResu
 		kh := hashValues(out[:d.keyLen])
 		ident = mix64(ident^kh, uint64(i))
 		pairs = append(pairs, spillRec{key: kh, src: hashRecord(recs[i].Values)})
+		order.add(out[:d.keyLen])
+		key := slices.Clone(out[:d.keyLen])
+		for k := range key {
+			key[k].S = strings.Clone(key[k].S)
+		}
+		keys = append(keys, key)
 	}
 	ev.Reset()
+	res.order = order
+	res.SplitHotFactor = splitHotFactor(keys, types, desc, n)
 	res.keysHash = ident
 	res.Regions = plan.Count()
 	res.Strategy = plan.Strategy
@@ -691,6 +715,10 @@ func better(a, b *Alternative, n int) bool {
 	if la, lb := loses(a), loses(b); la != lb {
 		return !la
 	}
+	// a naive incremental key (every new row at the end of the key space) never ranks first
+	if ia, ib := incrementalFirst(a), incrementalFirst(b); ia != ib {
+		return !ia
+	}
 	fa, oa, sa := queryCost(a.Queries, n)
 	fb, ob, sb := queryCost(b.Queries, n)
 	if fa != fb {
@@ -708,7 +736,22 @@ func better(a, b *Alternative, n int) bool {
 	if ca, cb := readCost(a.Reads, a.Regions), readCost(b.Reads, b.Regions); ca != cb {
 		return ca < cb
 	}
-	return a.HotFactor < b.HotFactor
+	return writeHotFactor(a) < writeHotFactor(b)
+}
+
+// incrementalFirst: the design's first column keeps rising (or falling) from row to row of the
+// subsample: every new row lands at the end of the key space.
+func incrementalFirst(a *Alternative) bool {
+	return a.Error == "" && a.Distinct > 1 && a.Monotonic >= monotonicShare
+}
+
+// writeHotFactor is the design's write hot factor over regions bounded by the full key (as
+// Lindorm's size-based splits leave them) when measured, else over its pre-split plan.
+func writeHotFactor(a *Alternative) float64 {
+	if a.SplitHotFactor > 0 {
+		return a.SplitHotFactor
+	}
+	return a.HotFactor
 }
 
 // loses: rows overwritten, or more than 1% of the rows rejected.
@@ -724,9 +767,10 @@ func firstLine(s string) string {
 	return s
 }
 
-// grade: poor when the design loses rows or concentrates writes (the busiest region of a window
-// takes more than 4x its share, or half of them, or one region holds 4x the mean); good when
-// both stay within 2x; fair in between.
+// grade: poor when the design loses rows or concentrates writes (over regions bounded by the
+// full key, the busiest region of a window takes more than 4x its share; or one region of the
+// pre-split holds 4x the mean; or the first column is incremental); good when both stay within
+// 2x, or the full-key spread does and the pre-split within 4x; fair in between.
 func grade(a *Alternative) string {
 	switch {
 	case a.Error != "":
@@ -742,9 +786,13 @@ func spreadGrade(a *Alternative) string {
 	switch {
 	case a.Regions <= 1:
 		return "fair"
-	case a.HotFactor > 4 || a.MeanTopShare >= 0.5 && a.Regions >= 4 || a.RowsMaxMean > 4:
+	case writeHotFactor(a) > 4 || a.RowsMaxMean > 4 || incrementalFirst(a):
 		return "poor"
-	case a.HotFactor <= 2 && a.RowsMaxMean <= 2:
+	case writeHotFactor(a) <= 2 && a.RowsMaxMean <= 2:
+		return "good"
+	case a.SplitHotFactor > 0 && a.SplitHotFactor <= 2 && a.RowsMaxMean <= 4:
+		// the pre-split can only cut between first-column values; Lindorm splits a heavy value's
+		// region by the rest of the key once it grows, and the writes spread over those regions
 		return "good"
 	}
 	return "fair"

@@ -163,7 +163,17 @@ type colAcc struct {
 	n        int64
 	jsonLike int64
 	longText int64
+	// distinct values of a key column after the first (the first column's are acc.hll)
+	hll *hyperloglog.Sketch
+	// text columns: the longest prefix every value shares, and whether every value so far is a
+	// number long() can store (digits only, within int64)
+	lcp     []byte
+	lcpSet  bool
+	numeric bool
 }
+
+// maxNumericDigits: a digit string up to this long always fits a BIGINT (long()).
+const maxNumericDigits = 18
 
 // longTextBytes is the length above which a key value counts as long text.
 const longTextBytes = 256
@@ -179,8 +189,12 @@ func newAcc(d *design) *acc {
 		regRows: make([]int64, d.plan.Count()), regBytes: make([]int64, d.plan.Count()),
 		hll: hyperloglog.New16NoSparse(), ss: newSpaceSaving(heavyHitters)}
 	t := d.prog.Target()
-	for _, c := range t.Columns[:d.keyLen] {
-		a.cols = append(a.cols, colAcc{text: c.Type == pipeline.TypeVarchar || c.Type == pipeline.TypeVarbinary, minLen: math.MaxInt})
+	for i, c := range t.Columns[:d.keyLen] {
+		ca := colAcc{text: c.Type == pipeline.TypeVarchar || c.Type == pipeline.TypeVarbinary, minLen: math.MaxInt, numeric: true}
+		if i > 0 {
+			ca.hll = hyperloglog.New16NoSparse()
+		}
+		a.cols = append(a.cols, ca)
 	}
 	return a
 }
@@ -262,10 +276,24 @@ func (a *acc) row(out []pipeline.Value, region int) {
 	}
 	for i := range a.cols {
 		c := &a.cols[i]
+		if c.hll != nil {
+			c.hll.InsertHash(hashValue(out[i], 0))
+		}
 		if !c.text {
 			continue
 		}
 		s := out[i].S
+		if i > 0 {
+			// the first column's prefix is acc.lcp
+			if !c.lcpSet {
+				c.lcp, c.lcpSet = append(c.lcp[:0], s...), true
+			} else if len(c.lcp) > 0 {
+				c.lcp = c.lcp[:commonPrefix(c.lcp, unsafeBytes(s))]
+			}
+		}
+		if c.numeric {
+			c.numeric = isDigits(s)
+		}
 		n := len(s)
 		c.n++
 		c.sumLen += int64(n)
@@ -290,6 +318,20 @@ func (a *acc) row(out []pipeline.Value, region int) {
 		a.pairs++
 	}
 	a.prev, a.hasPrev = v, true
+}
+
+// isDigits: a non-empty decimal number without sign or leading zero that long() stores exactly
+// ('2015122410'); a leading zero would be lost.
+func isDigits(s string) bool {
+	if len(s) == 0 || len(s) > maxNumericDigits || s[0] == '0' && len(s) > 1 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // looksJSON: a JSON object or array (first and last non-space characters), as key columns holding
@@ -340,6 +382,17 @@ func (a *acc) merge(o *acc) {
 		c.n += oc.n
 		c.jsonLike += oc.jsonLike
 		c.longText += oc.longText
+		if c.hll != nil {
+			c.hll.Merge(oc.hll)
+		}
+		c.numeric = c.numeric && oc.numeric
+		switch {
+		case !oc.lcpSet:
+		case !c.lcpSet:
+			c.lcp, c.lcpSet = append([]byte(nil), oc.lcp...), true
+		default:
+			c.lcp = c.lcp[:commonPrefix(c.lcp, oc.lcp)]
+		}
 	}
 	a.up += o.up
 	a.down += o.down

@@ -35,9 +35,24 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 				kc.MeanBytes = float64(c.sumLen) / float64(c.n)
 			}
 			kc.JSONLike, kc.LongText = c.jsonLike, c.longText
+			kc.Numeric = c.numeric && c.n > 0
+			if c.n > 0 {
+				kc.MinBytes = c.minLen
+			}
 		} else {
 			w := prog.Target().Columns[i].Type.FixedSize()
-			kc.MaxBytes, kc.MeanBytes = w, float64(w)
+			kc.MaxBytes, kc.MeanBytes, kc.MinBytes = w, float64(w), w
+		}
+		if i == 0 {
+			kc.Distinct, kc.DistinctExact = a.distinct()
+			if c.text {
+				kc.CommonPrefix, kc.PrefixBytes = displayValue(pipeline.Text(string(a.lcp)), 80), len(a.lcp)
+			}
+		} else {
+			kc.Distinct = int64(c.hll.Estimate())
+			if c.text {
+				kc.CommonPrefix, kc.PrefixBytes = displayValue(pipeline.Text(string(c.lcp)), 80), len(c.lcp)
+			}
 		}
 	}
 

@@ -165,21 +165,15 @@ func evaluate(rep *Report, strict bool) {
 		add(finding("first_column_cardinality", SevWarning, fmt.Sprintf("first key column %s has only %s%s distinct values for %d regions: %d regions can never get data (enumerated values: the guide's \"order type or status code\" case)", name, approx, count(fc.Distinct), n, n-int(fc.Distinct)), cev))
 	case fc.Distinct < fewValues && rep.Plan.Strategy == "int_bucket":
 		add(finding("first_column_cardinality", SevInfo, fmt.Sprintf("first key column %s is a bucket with %s%s values for %d regions, by design", name, approx, count(fc.Distinct), n), cev))
+	case fc.Distinct < fewValues && splitByNext(rep):
+		add(finding("first_column_cardinality", SevInfo, fmt.Sprintf("first key column %s has only %s%s distinct values, but its values pass the region size and the next key column spreads them: Lindorm splits each into regions of its own (pre-split can only cut between values of %s)", name, approx, count(fc.Distinct), name), cev))
 	case fc.Distinct < fewValues:
 		add(finding("first_column_cardinality", SevWarning, fmt.Sprintf("first key column %s has only %s%s distinct values: writes pile up on a few key ranges", name, approx, count(fc.Distinct)), cev))
 	default:
 		add(finding("first_column_cardinality", SevInfo, fmt.Sprintf("first key column %s has %s%s distinct values", name, approx, count(fc.Distinct)), cev))
 	}
 	if len(fc.Top) > 0 && t.RowsOK > 0 {
-		top := fc.Top[0]
-		sev := SevInfo
-		limit := max(skewShare, 2/float64(max(n, 1)))
-		msg := fmt.Sprintf("the most frequent value of %s holds %s of the rows", name, pct(top.Share))
-		if top.Share > limit && fc.Distinct > 1 {
-			sev = SevWarning
-			msg = fmt.Sprintf("skewed first column: %s = \"%s\" holds %s of the rows; its key range stays hot however the table is split", name, top.Value, pct(top.Share))
-		}
-		add(finding("first_column_skew", sev, msg, map[string]float64{"top_share": top.Share, "top_rows_min": float64(top.RowsMin), "limit": limit}))
+		add(skewFinding(rep, fc.Top[0], max(skewShare, 2/float64(max(n, 1)))))
 	}
 	if fc.PrefixBytes > 0 && t.RowsOK > 1 && fc.Distinct > 1 && isTextType(fc.Type) {
 		pev := map[string]float64{"prefix_bytes": float64(fc.PrefixBytes), "min_bytes": float64(fc.MinBytes)}
@@ -216,6 +210,8 @@ func evaluate(rep *Report, strict bool) {
 		add(finding("key_json_text", SevWarning, fmt.Sprintf("key column %s: %s (max %d bytes): the guide says not to put JSON or long text in the primary key", kc.Name, strings.Join(what, ", "), kc.MaxBytes),
 			map[string]float64{"json_like": float64(kc.JSONLike), "long_text": float64(kc.LongText), "max_bytes": float64(kc.MaxBytes)}))
 	}
+
+	fs = append(fs, columnFindings(rep)...)
 
 	// regions
 	pev := map[string]float64{"regions": float64(n)}
@@ -286,7 +282,7 @@ func evaluate(rep *Report, strict bool) {
 		case own != nil && best.IsMapping:
 			add(finding("advisor", SevInfo, fmt.Sprintf("the mapping's design ranks first of %d (%s)", len(rep.Alternatives), own.Grade), aev))
 		case own != nil:
-			add(finding("advisor", SevInfo, fmt.Sprintf("the advisor ranks %s %s first (%s, hot factor %.1f); the mapping ranks %d (%s)", best.Name, best.PrimaryKey, best.Grade, best.HotFactor, own.Rank, own.Grade), aev))
+			add(finding("advisor", SevInfo, fmt.Sprintf("the advisor ranks %s %s first (%s, hot factor %.1f); the mapping ranks %d (%s)", best.Name, best.PrimaryKey, best.Grade, writeHotFactor(&best), own.Rank, own.Grade), aev))
 		}
 	}
 	if rep.Source.Sampled {

@@ -56,6 +56,31 @@ type KeyColumn struct {
 	MeanBytes float64  `json:"mean_bytes"` //
 	JSONLike  int64    `json:"json_like"`  // values that look like a JSON object or array
 	LongText  int64    `json:"long_text"`  // values over 256 bytes
+	// Distinct values of the column (HyperLogLog, about 0.4% error; exact for the first column
+	// while distinct_exact).
+	Distinct      int64 `json:"distinct"`
+	DistinctExact bool  `json:"distinct_exact"`
+	// CommonPrefix is the longest prefix every value shares (text columns), PrefixBytes its length.
+	CommonPrefix string `json:"common_prefix"`
+	PrefixBytes  int    `json:"common_prefix_bytes"`
+	MinBytes     int    `json:"min_bytes"`
+	// Numeric: every value is a decimal number without sign or leading zero, up to 18 digits,
+	// which long() stores as a BIGINT in 8 bytes (text columns).
+	Numeric bool `json:"numeric"`
+	// Incremental: new rows bring a larger (or smaller) value than the rows before them, in the
+	// order the application creates rows; IncrementalEvidence says what showed it. Filled by the
+	// write-order model.
+	Incremental         bool   `json:"incremental"`
+	IncrementalEvidence string `json:"incremental_evidence,omitempty"`
+	// RisesInPrefix is, over consecutive subsample rows that share every key column before this
+	// one, the share whose value is >= (or <=, whichever is larger) the previous row's:
+	// near 1, new rows of one prefix value land at one end of its key range. PrefixPairs is the
+	// number of such pairs (0: the column is first, or no two rows shared a prefix).
+	RisesInPrefix float64 `json:"rises_in_prefix"`
+	PrefixPairs   int64   `json:"prefix_pairs"`
+	// PrefixDistinct is the number of distinct values of the key columns before this one, on
+	// the subsample (0 for the first column).
+	PrefixDistinct int64 `json:"prefix_distinct"`
 }
 
 // SourceInfo says what was read.
@@ -222,9 +247,14 @@ type TopValue struct {
 
 // PlanInfo is the region plan analysed.
 type PlanInfo struct {
-	Regions   int      `json:"regions"`
-	Strategy  string   `json:"strategy"` // hex_prefix, int_bucket, quantile, explicit, single
-	Origin    string   `json:"origin"`   // --regions, mapping, recommendation, default
+	Regions  int    `json:"regions"`
+	Strategy string `json:"strategy"` // hex_prefix, int_bucket, quantile, explicit, single
+	// Asked is the region count asked for (--regions, the mapping's count, or the one chosen
+	// for the analysis): more than regions when the first column has too few values to place
+	// them. The advisor judges every design over this many regions, and regions bounded by the
+	// full key reach it once Lindorm splits by size.
+	Asked     int      `json:"asked"`
+	Origin    string   `json:"origin"` // --regions, mapping, recommendation, default
 	Desc      bool     `json:"desc"`
 	SplitKeys []string `json:"split_keys"`
 	Note      string   `json:"note,omitempty"`
@@ -288,10 +318,15 @@ type Alternative struct {
 	CV           float64 `json:"cv"`
 	MeanTopShare float64 `json:"mean_top_share"`
 	HotFactor    float64 `json:"hot_factor"`
-	Monotonic    float64 `json:"monotonic"`
-	Distinct     int64   `json:"distinct_first"`
-	Collisions   int64   `json:"collision_rows"` // within the subsample only: see Overwritten
-	Rejected     int64   `json:"rejected"`
+	// SplitHotFactor is the hot factor over regions bounded by the full key: the subsample cut
+	// into as many equal key ranges as regions analysed, as Lindorm's size-based splits (a region
+	// past 8 GiB splits inside one first-column value) leave the table once it has grown. The
+	// grade judges writes by it.
+	SplitHotFactor float64 `json:"split_hot_factor"`
+	Monotonic      float64 `json:"monotonic"`
+	Distinct       int64   `json:"distinct_first"`
+	Collisions     int64   `json:"collision_rows"` // within the subsample only: see Overwritten
+	Rejected       int64   `json:"rejected"`
 	// Overwritten is the rows the design's keys would overwrite over the whole analysed input:
 	// for the mapping the uniqueness check's collision_rows, for a derived design the same exact
 	// check on the columns it reads (OverwrittenExact false: only the subsample's, scaled).

@@ -272,7 +272,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if r.queries == nil && cfg.Mapping != nil {
 		r.queries = cfg.Mapping.Queries
 	}
-	r.adv = newAdvisor(r, plan.Count())
+	r.adv = newAdvisor(r, planInfo.Asked)
 	r.hashed = min(len(r.prog.Source()), maxHashedColumns)
 	if len(r.adv.specs) > 0 {
 		r.saltN = uint64(plan.Count())
@@ -363,6 +363,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	rep.Alternatives = r.adv.finish(tl.subsample, ex)
+	r.adv.keyColumnFigures(rep)
 	r.log.Info("advisor", zap.Int("subsample", len(tl.subsample)), zap.Int("designs", len(rep.Alternatives)), zap.Duration("took", time.Since(advised)))
 	r.recommend(rep, tl.subsample)
 	evaluate(rep, cfg.Strict)
@@ -500,6 +501,7 @@ func (r *runner) choosePlan(sample [][]pipeline.Value, est int64) (pipeline.Regi
 		info.Note = strings.TrimSpace(info.Note + fmt.Sprintf(" %d regions asked, %d placed: the sampled first column has too few distinct values for more quantile splits.", req.Count, plan.Count()))
 	}
 	info.Regions, info.Strategy, info.Desc = plan.Count(), plan.Strategy, plan.Desc
+	info.Asked = max(req.Count, r.mappingRegionCount(est), plan.Count())
 	info.SplitKeys = []string{}
 	for _, s := range plan.Splits {
 		info.SplitKeys = append(info.SplitKeys, r.cfg.FormatSplit(plan.Type, s))

@@ -427,7 +427,7 @@ func (p *printer) alternatives(rep *Report) {
 		if !a.OverwrittenExact {
 			lost = "~" + lost
 		}
-		row := []string{fmt.Sprint(a.Rank), name, a.Grade, fmt.Sprintf("%.1fx", a.HotFactor), fmt.Sprintf("%.2f", a.RowsMaxMean), pct(a.Monotonic), lost}
+		row := []string{fmt.Sprint(a.Rank), name, a.Grade, fmt.Sprintf("%.1fx", writeHotFactor(&a)), fmt.Sprintf("%.2f", a.RowsMaxMean), pct(a.Monotonic), lost}
 		if len(rep.Queries) > 0 {
 			for _, q := range a.Queries {
 				row = append(row, planText(q))
@@ -438,7 +438,7 @@ func (p *printer) alternatives(rep *Report) {
 		rows = append(rows, append(row, a.PrimaryKey))
 	}
 	p.cols(rows, right)
-	p.f("  * the mapping's own design. hot: busiest region's share of a window / even share. lost: rows overwritten (counted exactly over every row analysed, as the uniqueness check does; ~ from the subsample) + rows rejected.\n")
+	p.f("  * the mapping's own design. hot: busiest region's share of a window / even share, over regions bounded by the full key (as Lindorm's 8 GiB splits leave them). lost: rows overwritten (counted exactly over every row analysed, as the uniqueness check does; ~ from the subsample) + rows rejected.\n")
 	for _, a := range rep.Alternatives {
 		if len(rep.Queries) > 0 && len(a.Queries) > 0 {
 			var parts []string

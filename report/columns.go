@@ -1,0 +1,343 @@
+package report
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
+)
+
+// Every key column, and regions bounded by the full key. Lindorm pre-splits a table only between
+// first-column values, but it splits any region that passes its size threshold (8 GiB) wherever
+// the full key falls: the wide-table guide's "alipay" rows end up in Region_1, Region_2 and
+// Region_3. So a heavy first-column value is spread by the columns after it once it is big
+// enough, unless the next column rises with time (every new row of the value lands at the end of
+// its range: one hot range per value). The figures here are gathered per key column: distinct
+// values, shared prefix and numeric text on every row (acc), and on the advisor's subsample the
+// order of each column within its prefix and the spread over equal full-key ranges.
+
+// Thresholds of the per-column rules (README lists them).
+const (
+	// key_column_cardinality: a key column after the first with this few distinct values (and
+	// fewer than the regions) splits a heavy prefix into at most that many ranges.
+	fewColumnValues = 16
+	// code(): a text column with at most this many distinct values is a dictionary candidate.
+	codeMaxValues = 256
+	// code(): and its values are at least this long (shorter codes save little).
+	codeMinBytes = 4
+	// key_column_incremental: at least this many consecutive subsample pairs shared a prefix.
+	minPrefixPairs = 50
+)
+
+// keyOrder gathers, over rows in order, each key column's order within its prefix (the key
+// columns before it) and the number of distinct prefixes.
+type keyOrder struct {
+	types    []pipeline.Type
+	prev     []pipeline.Value
+	hasPrev  bool
+	up, down []int64
+	pairs    []int64
+	prefixes []map[uint64]struct{}
+}
+
+func newKeyOrder(types []pipeline.Type) *keyOrder {
+	n := len(types)
+	o := &keyOrder{types: types, prev: make([]pipeline.Value, n), up: make([]int64, n), down: make([]int64, n), pairs: make([]int64, n), prefixes: make([]map[uint64]struct{}, n)}
+	for i := 1; i < n; i++ {
+		o.prefixes[i] = map[uint64]struct{}{}
+	}
+	return o
+}
+
+func (o *keyOrder) add(key []pipeline.Value) {
+	h := uint64(1)
+	for i := 1; i < len(key); i++ {
+		h = mix64(h^hashValue(key[i-1], 0), uint64(i))
+		o.prefixes[i][h] = struct{}{}
+	}
+	if o.hasPrev {
+		for i := 1; i < len(key); i++ {
+			if pipeline.Compare(o.types[i-1], o.prev[i-1], key[i-1]) != 0 {
+				break // the prefix differs from here on
+			}
+			c := pipeline.Compare(o.types[i], o.prev[i], key[i])
+			if c <= 0 {
+				o.up[i]++
+			}
+			if c >= 0 {
+				o.down[i]++
+			}
+			o.pairs[i]++
+		}
+	}
+	for i, v := range key {
+		v.S = strings.Clone(v.S)
+		o.prev[i] = v
+	}
+	o.hasPrev = true
+}
+
+// splitHotFactor cuts the keys (rows in order) into n equal ranges of the full key, as regions
+// split by size end up, and measures the write hotspot over them in windows of rows in order.
+// Keys are sorted by an order-preserving byte encoding (see appendOrdered), or by comparing
+// values when a column holds decimals.
+func splitHotFactor(keys [][]pipeline.Value, types []pipeline.Type, desc []bool, n int) float64 {
+	if n <= 1 || len(keys) < 2 {
+		return 0
+	}
+	idx := make([]int32, len(keys))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	enc := make([]string, len(keys))
+	var buf []byte
+	encoded := true
+	for i, k := range keys {
+		buf = buf[:0]
+		for c, v := range k {
+			var ok bool
+			if buf, ok = appendOrdered(buf, v, desc[c]); !ok {
+				encoded = false
+			}
+		}
+		enc[i] = string(buf)
+	}
+	if encoded {
+		slices.SortFunc(idx, func(a, b int32) int { return strings.Compare(enc[a], enc[b]) })
+	} else {
+		slices.SortFunc(idx, func(a, b int32) int {
+			ka, kb := keys[a], keys[b]
+			for c := range types {
+				x := pipeline.Compare(types[c], ka[c], kb[c])
+				if desc[c] {
+					x = -x
+				}
+				if x != 0 {
+					return x
+				}
+			}
+			return 0
+		})
+	}
+	piece := make([]int, len(keys))
+	for rank, i := range idx {
+		piece[i] = rank * n / len(keys)
+	}
+	w := newWindows(n, int64(len(keys)), altWindows, altWindowsMax)
+	for _, p := range piece {
+		w.add(p)
+	}
+	return summarize(w.result(), n, w.per).HotFactor
+}
+
+// appendOrdered appends v so that byte order is the table's order (pipeline.Compare; null
+// first), inverted for a DESC column: integers big-endian with the sign bit flipped, floats by
+// their sortable bits, text and bytes with 0x00 escaped and a 0x00 0x00 terminator. ok is false
+// for a decimal, which has no such encoding here.
+func appendOrdered(dst []byte, v pipeline.Value, desc bool) ([]byte, bool) {
+	start := len(dst)
+	ok := true
+	switch v.K {
+	case pipeline.KindNull:
+		dst = append(dst, 0)
+	case pipeline.KindInt, pipeline.KindBool:
+		dst = binary.BigEndian.AppendUint64(append(dst, 1), uint64(v.I)^(1<<63))
+	case pipeline.KindFloat:
+		b := uint64(v.I)
+		if b>>63 == 1 {
+			b = ^b
+		} else {
+			b |= 1 << 63
+		}
+		dst = binary.BigEndian.AppendUint64(append(dst, 1), b)
+	case pipeline.KindText, pipeline.KindBytes:
+		dst = append(dst, 1)
+		for i := 0; i < len(v.S); i++ {
+			if v.S[i] == 0 {
+				dst = append(dst, 0, 0xff)
+			} else {
+				dst = append(dst, v.S[i])
+			}
+		}
+		dst = append(dst, 0, 0)
+	default:
+		ok = false
+	}
+	if desc {
+		for i := start; i < len(dst); i++ {
+			dst[i] = ^dst[i]
+		}
+	}
+	return dst, ok
+}
+
+// mappingRegionCount is the region count the mapping asks for: its regions.count, or for a
+// regions.size the estimated data over it (0 when it sets neither).
+func (r *runner) mappingRegionCount(est int64) int {
+	m := r.cfg.Mapping
+	switch {
+	case m == nil || m.Regions == nil:
+		return 0
+	case m.Regions.Count > 0:
+		return m.Regions.Count
+	case m.Regions.Size > 0:
+		return bulkRegions(est, m.Regions.Size)
+	}
+	return 0
+}
+
+// keyColumnFigures copies the order figures of the mapping's own design, measured on the
+// subsample, into the report's key columns.
+func (a *advisor) keyColumnFigures(rep *Report) {
+	if len(a.results) == 0 || a.errs[0] != nil {
+		return
+	}
+	res := a.results[0]
+	for i := range rep.Mapping.KeyColumns {
+		if i >= len(res.order.pairs) || i == 0 {
+			continue
+		}
+		kc := &rep.Mapping.KeyColumns[i]
+		o := res.order
+		kc.PrefixPairs = o.pairs[i]
+		kc.PrefixDistinct = int64(len(o.prefixes[i]))
+		if o.pairs[i] > 0 {
+			kc.RisesInPrefix = float64(max(o.up[i], o.down[i])) / float64(o.pairs[i])
+		}
+	}
+}
+
+// risesInPrefix: the column is incremental (the write-order model says so), or on the
+// subsample its values keep rising (or falling) within each prefix value.
+func risesInPrefix(kc KeyColumn) bool {
+	return kc.Incremental || kc.PrefixPairs >= minPrefixPairs && kc.RisesInPrefix >= monotonicShare
+}
+
+// columnFindings are the per-column rules for the key columns after the first (the first has
+// its own first_column_* findings) and the rewrites the guide proposes for any key column.
+func columnFindings(rep *Report) []Finding {
+	var fs []Finding
+	if rep.Totals.RowsOK == 0 {
+		return nil
+	}
+	n := max(rep.Plan.Regions, rep.Plan.Asked, rep.Recommendation.Bulkload.Regions)
+	kcs := rep.Mapping.KeyColumns
+	for i, kc := range kcs {
+		about := ""
+		if !kc.DistinctExact {
+			about = "about "
+		}
+		prefix := func() string {
+			var names []string
+			for _, p := range kcs[:i] {
+				names = append(names, p.Name)
+			}
+			return strings.Join(names, ", ")
+		}
+		if i > 0 {
+			ev := map[string]float64{"column": float64(i + 1), "distinct": float64(kc.Distinct), "regions": float64(n)}
+			if kc.Distinct < fewColumnValues && kc.Distinct < int64(n) && rep.Totals.RowsOK > int64(fewColumnValues) {
+				fs = append(fs, finding("key_column_cardinality", SevInfo, fmt.Sprintf("key column %s has only %s%s distinct values: a region split inside one value of %s can cut it into at most %s ranges", kc.Name, about, count(kc.Distinct), prefix(), count(kc.Distinct)), ev))
+			}
+			if kc.PrefixBytes >= prefixBytes && 2*kc.PrefixBytes >= kc.MinBytes && kc.Distinct > 1 {
+				fs = append(fs, finding("key_column_prefix", SevInfo, fmt.Sprintf("every value of key column %s starts with \"%s\" (%d of at least %d bytes): the shared prefix is stored in every key and spreads nothing (the guide: keep keys short)", kc.Name, kc.CommonPrefix, kc.PrefixBytes, kc.MinBytes),
+					map[string]float64{"column": float64(i + 1), "prefix_bytes": float64(kc.PrefixBytes), "min_bytes": float64(kc.MinBytes)}))
+			}
+			if risesInPrefix(kc) && !hashedColumn(kc) {
+				fs = append(fs, incrementalFinding(kc, i, prefix(), n))
+			}
+		}
+		if kc.Numeric && kc.Distinct > 1 && kc.MeanBytes > 8 && !strings.Contains(strings.ToLower(kc.Expr), "long(") && !hashedColumn(kc) {
+			fs = append(fs, finding("key_column_long", SevInfo, fmt.Sprintf("key column %s holds only numbers written as text (up to %d bytes): long(%s) stores each in 8 bytes and keeps their numeric order (the guide: '2015122410' as a long)", kc.Name, kc.MaxBytes, kc.Expr),
+				map[string]float64{"column": float64(i + 1), "max_bytes": float64(kc.MaxBytes)}))
+		} else if isTextType(kc.Type) && kc.Distinct > 1 && kc.Distinct <= codeMaxValues && kc.MinBytes >= codeMinBytes && !strings.Contains(strings.ToLower(kc.Expr), "code(") && !hashedColumn(kc) {
+			fs = append(fs, finding("key_column_code", SevInfo, fmt.Sprintf("key column %s has only %s%s distinct values of %d to %d bytes: code(%s, DICT) with a codes: dictionary stores each in a short code (the guide: 'taobao' as 'tb')", kc.Name, about, count(kc.Distinct), kc.MinBytes, kc.MaxBytes, kc.Expr),
+				map[string]float64{"column": float64(i + 1), "distinct": float64(kc.Distinct), "max_bytes": float64(kc.MaxBytes)}))
+		}
+	}
+	return fs
+}
+
+// hashedColumn: the column's expression already leads with a hash (md5(id).substr(0,4) + id).
+func hashedColumn(kc KeyColumn) bool {
+	e := strings.ToLower(kc.Expr)
+	for _, f := range []string{"md5(", "hash(", "sha1(", "sha256(", "crc32(", "murmur3(", "reverse("} {
+		if strings.HasPrefix(e, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// incrementalFinding: an incremental column after a prefix. Behind a well-spread prefix (more
+// distinct prefixes than regions: [userid][orderid]) every region gets some prefixes' new rows,
+// which is fine; behind a few prefix values every value's new rows land at the end of its range,
+// one hot range per value.
+func incrementalFinding(kc KeyColumn, i int, prefix string, n int) Finding {
+	ev := map[string]float64{"column": float64(i + 1), "rises_in_prefix": kc.RisesInPrefix, "prefix_pairs": float64(kc.PrefixPairs), "prefix_distinct": float64(kc.PrefixDistinct), "regions": float64(n), "incremental": b2f(kc.Incremental)}
+	evidence := fmt.Sprintf("on the subsample, %s of consecutive rows with the same %s keep its order (>= or <= the previous value)", pct(kc.RisesInPrefix), prefix)
+	if kc.Incremental && kc.IncrementalEvidence != "" {
+		evidence = kc.IncrementalEvidence
+	}
+	if kc.PrefixDistinct >= int64(n) {
+		return finding("key_column_incremental", SevInfo, fmt.Sprintf("key column %s is incremental within each %s (%s), behind %s prefix values for %d regions: new rows spread over every region's prefixes, no hot range (the guide's [userid][orderid])", kc.Name, prefix, evidence, count(kc.PrefixDistinct), n), ev)
+	}
+	return finding("key_column_incremental", SevWarning, fmt.Sprintf("key column %s is incremental within each %s (%s) and %s has only %s values for %d regions: Lindorm splits a big value of %s into several regions, but every new row lands at the end of its value's range, one hot range per value: put a hash before %s (md5(%s).substr(0,4) + %s, the guide's hash(id) + id)", kc.Name, prefix, evidence, prefix, count(kc.PrefixDistinct), n, prefix, kc.Name, kc.Expr, kc.Expr), ev)
+}
+
+// splitByNext: the first column's most frequent value passes the region size and the next key
+// column spreads its rows (not incremental within it, enough values): Lindorm splits it.
+func splitByNext(rep *Report) bool {
+	kcs := rep.Mapping.KeyColumns
+	if len(kcs) < 2 || len(rep.FirstColumn.Top) == 0 {
+		return false
+	}
+	size := rep.Recommendation.RegionSize
+	if size <= 0 {
+		size = transform.DefaultRegionSize
+	}
+	bytes := int64(rep.FirstColumn.Top[0].Share * float64(rep.Totals.EstimatedTargetBytes))
+	next := kcs[1]
+	return bytes > size && !(risesInPrefix(next) && !hashedColumn(next)) && next.Distinct >= (bytes+size-1)/size
+}
+
+// skewFinding judges the heaviest first-column value with regions bounded by the full key:
+// a value whose rows pass the region size is split by the next key columns, and stays one hot
+// range only when it is small or the next column rises within it.
+func skewFinding(rep *Report, top TopValue, limit float64) Finding {
+	fc := rep.FirstColumn
+	ev := map[string]float64{"top_share": top.Share, "top_rows_min": float64(top.RowsMin), "limit": limit}
+	msg := fmt.Sprintf("the most frequent value of %s holds %s of the rows", fc.Name, pct(top.Share))
+	if top.Share <= limit || fc.Distinct <= 1 {
+		return finding("first_column_skew", SevInfo, msg, ev)
+	}
+	size := rep.Recommendation.RegionSize
+	if size <= 0 {
+		size = transform.DefaultRegionSize
+	}
+	bytes := int64(top.Share * float64(rep.Totals.EstimatedTargetBytes))
+	pieces := (bytes + size - 1) / size
+	ev["value_bytes"], ev["region_size"], ev["split_regions"] = float64(bytes), float64(size), float64(pieces)
+	head := fmt.Sprintf("skewed first column: %s = \"%s\" holds %s of the rows (about %s)", fc.Name, top.Value, pct(top.Share), transform.FormatSize(bytes))
+	kcs := rep.Mapping.KeyColumns
+	switch {
+	case len(kcs) < 2:
+		return finding("first_column_skew", SevWarning, head+"; the key has no other column to split it by: its key range stays hot however the table is split", ev)
+	case bytes <= size:
+		return finding("first_column_skew", SevWarning, fmt.Sprintf("%s; under the region size (%s), it stays in one region, a hot range: pre-split can only cut between values of %s", head, transform.FormatSize(size), fc.Name), ev)
+	}
+	next := kcs[1]
+	ev["next_rises"] = b2f(risesInPrefix(next))
+	ev["next_distinct"] = float64(next.Distinct)
+	split := fmt.Sprintf("%s; past the region size (%s) Lindorm splits it into about %d regions by the next key column %s", head, transform.FormatSize(size), pieces, next.Name)
+	switch {
+	case risesInPrefix(next) && !hashedColumn(next):
+		return finding("first_column_skew", SevWarning, split+", but "+next.Name+" is incremental within it: every new row lands in the last of them, one hot range", ev)
+	case next.Distinct < pieces:
+		return finding("first_column_skew", SevWarning, fmt.Sprintf("%s, but %s has only %s values: at most that many ranges share its writes", split, next.Name, count(next.Distinct)), ev)
+	}
+	return finding("first_column_skew", SevInfo, split+", which spreads its writes over them; pre-split can only cut between values of "+fc.Name+", so a bulk load writes it into one region that Lindorm splits afterwards", ev)
+}

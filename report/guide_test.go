@@ -1,0 +1,155 @@
+package report
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
+)
+
+// The design guides' example tables, with rows generated in creation order (increasing ids and
+// timestamps, as an application writes them). The guide's designs (the mappings/ files) get no
+// warning; the naive keys the guides warn about are flagged and ranked below the guide's fixes.
+
+// guideTable is a table of rows made in creation order.
+func guideTable(make func(i int) []pipeline.Value) pipeline.Source {
+	return &samplingSource{memSource{n: 200_000, make: make}}
+}
+
+const guideBase = 1704067200000
+
+// spreadOf is a fixed pseudo-random value of i (users and sellers placing orders at random).
+func spreadOf(i int, n uint64) uint64 { return mix64(uint64(i), 0x9e37) % n }
+
+var channels = []string{"alipay", "alipay", "alipay", "alipay", "taobao", "taobao", "taobao", "wechat", "wechat", "jd"}
+
+func channelOrderRow(i int) []pipeline.Value {
+	return []pipeline.Value{pipeline.Text(channels[spreadOf(i, 10)]), pipeline.Text(fmt.Sprint(1_000_000_000 + i)), pipeline.Int(guideBase + int64(i)), pipeline.Text("paid"), pipeline.Text("hz")}
+}
+
+func orderRow(i int) []pipeline.Value {
+	return []pipeline.Value{pipeline.Text(fmt.Sprintf("user%06d", spreadOf(i, 100000))), pipeline.Int(int64(i)), pipeline.Text(channels[i%10]),
+		pipeline.Int(guideBase + int64(i)), pipeline.Text("paid"), pipeline.Text("hz"), pipeline.Decimal("12.50")}
+}
+
+func logRow(i int) []pipeline.Value {
+	// a few events per millisecond at irregular times
+	return []pipeline.Value{pipeline.Int(guideBase + int64(i)*7 + int64(spreadOf(i, 7))), pipeline.Text(fmt.Sprintf("web-%02d", spreadOf(i, 50))), pipeline.Text(fmt.Sprintf("event-%d", i%7)),
+		pipeline.Text("info"), pipeline.Int(int64(i % 300)), pipeline.Text("ok")}
+}
+
+func transactionRow(i int) []pipeline.Value {
+	return []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text(fmt.Sprintf("%x", mix64(spreadOf(i, 20000), 1))), pipeline.Text(fmt.Sprintf("buyer%06d", spreadOf(i+7, 100000))),
+		pipeline.Int(guideBase + int64(i)), pipeline.Text("item"), pipeline.Int(1), pipeline.Decimal("3.20"), pipeline.Text("paid")}
+}
+
+// withKey is a mapping file with another primary key; a regions.size is scaled to the test's
+// table (the heaviest first-column value then passes it, as it would 8 GiB in production).
+func withKey(t *testing.T, file, pk string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case pk != "" && strings.HasPrefix(line, "  primary_key:"):
+			line = "  primary_key: \"" + pk + "\""
+		case strings.HasPrefix(line, "  size:"):
+			line = "  size: 1MiB"
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
+
+func guideReport(t *testing.T, yml string, src pipeline.Source, queries []transform.Query) *Report {
+	t.Helper()
+	return runReport(t, yml, src, func(c *Config) {
+		c.Queries = queries
+	})
+}
+
+func warnings(rep *Report) []string {
+	var out []string
+	for _, f := range rep.Findings {
+		if f.Severity != SevInfo {
+			out = append(out, f.Rule+": "+f.Message)
+		}
+	}
+	return out
+}
+
+func mappingAlt(rep *Report) Alternative {
+	for _, a := range rep.Alternatives {
+		if a.IsMapping {
+			return a
+		}
+	}
+	return Alternative{}
+}
+
+func altRank(t *testing.T, rep *Report, id string) int {
+	t.Helper()
+	for _, a := range rep.Alternatives {
+		if a.ID == id || a.SameAs == id {
+			return a.Rank
+		}
+	}
+	t.Fatalf("no design %s among %+v", id, rep.Alternatives)
+	return 0
+}
+
+func TestGuideExampleTables(t *testing.T) {
+	timeRange := []transform.Query{{Range: "ts"}}
+	cases := []struct {
+		name    string
+		file    string
+		row     func(int) []pipeline.Value
+		naive   string
+		flagged string // a warning the naive key gets
+		fix     string // the derived design the guide's fix is, in the naive key's report
+		queries []transform.Query
+	}{
+		{"orders(channel, id, ts)", "../mappings/channel_orders.yaml", channelOrderRow, "[channel][id][ts]", "key_column_incremental", "hash_next", nil},
+		{"orders by user", "../mappings/orders.yaml", orderRow, "[orderid]", "first_column_monotonic", "", nil},
+		{"logs by host", "../mappings/logs.yaml", logRow, "[ts][hostname][log-event]", "first_column_monotonic", "bucket", timeRange},
+		{"transactions by seller", "../mappings/transactions_by_seller.yaml", transactionRow, "[ts][order_number]", "first_column_monotonic", "", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			guide := guideReport(t, withKey(t, tc.file, ""), guideTable(tc.row), tc.queries)
+			if w := warnings(guide); len(w) > 0 && !(len(w) == 1 && strings.HasPrefix(w[0], "key_columns: 4 key columns")) {
+				// the guide's own logs table has 4 key columns: the 1-3 advice stays
+				t.Errorf("the guide's design %s gets warnings:\n%s", guide.Mapping.PrimaryKey, strings.Join(w, "\n"))
+			}
+			if own := mappingAlt(guide); own.Grade != "good" || incrementalFirst(&own) {
+				t.Errorf("the guide's design %s is graded %s (rank %d)", own.PrimaryKey, own.Grade, own.Rank)
+			}
+
+			naive := guideReport(t, withKey(t, tc.file, tc.naive), guideTable(tc.row), tc.queries)
+			if findingOf(naive, tc.flagged) == nil || findingOf(naive, tc.flagged).Severity != SevWarning {
+				t.Errorf("naive key %s: no %s warning; warnings:\n%s\nkey columns %+v\nplan %+v", tc.naive, tc.flagged, strings.Join(warnings(naive), "\n"), naive.Mapping.KeyColumns, naive.Plan)
+			}
+			own := mappingAlt(naive)
+			if own.Rank == 1 {
+				t.Errorf("naive key %s ranks first: %+v", tc.naive, naive.Alternatives)
+			}
+			if first := naive.Alternatives[0]; incrementalFirst(&first) {
+				t.Errorf("an incremental key ranks first: %s", first.PrimaryKey)
+			}
+			if tc.fix != "" {
+				if r := altRank(t, naive, tc.fix); r >= own.Rank {
+					t.Errorf("the guide's fix %s ranks %d, the naive key %d", tc.fix, r, own.Rank)
+				}
+				if naive.Alternatives[0].ID != tc.fix {
+					t.Errorf("the advisor ranks %s %s first, not the guide's fix %s", naive.Alternatives[0].ID, naive.Alternatives[0].PrimaryKey, tc.fix)
+				}
+			}
+		})
+	}
+}
