@@ -474,6 +474,11 @@ func writeOrderFindings(rep *Report, add func(Finding)) {
 		add(finding("write_order_unknown", SevInfo, "the order the application creates rows in is unknown: windows and monotonicity are judged in "+wo.Description+
 			" (a Cassandra token scan or a dsbulk unload delivers rows in hash order, an export in whatever order it was sorted by); declare the creation-time column as source.write_order or pass --write-order COLUMN", nil))
 	}
+	// Each prefix value writes at the end of its own range, so fewer values than regions leave
+	// regions idle (a modulo bucket with a value per region is the guide's fix). Lindorm splits a
+	// region that grows past 8 GB, inside one prefix value too: a table gets at least the
+	// analysis' default count in time, however few first-column values the plan could split on.
+	regions := max(rep.Plan.Regions, defaultAnalysisRegions)
 	for i, ko := range wo.KeyColumns {
 		if !ko.Incremental {
 			continue
@@ -482,8 +487,8 @@ func writeOrderFindings(rep *Report, add func(Finding)) {
 		switch {
 		case i == 0:
 			add(finding("incremental_key_column", SevWarning, fmt.Sprintf("first key column %s is incremental: it %s, judged in write order by %s; every new row lands at the end of the key space, in one region (the design guide's incremental primary key hotspot): put a hash prefix or a modulo bucket before it", ko.Name, ko.Why, wo.Description), ev))
-		case ko.PrefixDistinct < fewValues:
-			add(finding("incremental_key_column", SevWarning, fmt.Sprintf("key column %s is incremental (it %s, judged in write order by %s) after a prefix with only %d distinct values: each prefix value writes one hot range at its end", ko.Name, ko.Why, wo.Description, ko.PrefixDistinct), ev))
+		case ko.PrefixDistinct < int64(regions):
+			add(finding("incremental_key_column", SevWarning, fmt.Sprintf("key column %s is incremental (it %s, judged in write order by %s) after a prefix with only %d distinct values for %d regions: each prefix value writes one hot range at its end", ko.Name, ko.Why, wo.Description, ko.PrefixDistinct, regions), ev))
 		default:
 			add(finding("incremental_key_column", SevInfo, fmt.Sprintf("key column %s is incremental (it %s) after a prefix with %s distinct values that spreads writes", ko.Name, ko.Why, count(ko.PrefixDistinct)), ev))
 		}
@@ -544,4 +549,13 @@ func (r *runner) writeOrder(tl *timeline, rowsOK int64) orderResult {
 		res.w, res.up, res.down, res.pairs = orderWindows(s, r.d.plan.Count(), r.d.first.Type)
 	}
 	return res
+}
+
+// orderText names the order windows follow, for renderings: "write order (evidence)".
+func orderText(rep *Report) string {
+	wo := rep.WriteOrder
+	if wo == nil || wo.Evidence == OrderArrival {
+		return "arrival order"
+	}
+	return "write order (" + wo.Description + ")"
 }
