@@ -40,6 +40,11 @@ type Batch struct {
 	// runner: once the batch is transformed, written into the sink's buffers and its rejects
 	// logged). A batch never released is simply garbage-collected.
 	Release func()
+	// WriteTimes, when not nil, holds each record's write time as the source knows it, in epoch
+	// milliseconds (math.MinInt64: unknown): the earliest WRITETIME() of a Cassandra row's
+	// regular cells, a Kafka message's timestamp. Sources fill it only when asked to (rekey
+	// report's write-order model); the records' order stays the source's.
+	WriteTimes []int64
 }
 
 // Position names a record for humans and rejects files: "orders.csv:1234", "kafka:t/3:42".

@@ -12,7 +12,7 @@ import (
 
 // build turns the accumulated figures into the report (findings come later, in evaluate).
 func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline.RegionPlan, planInfo PlanInfo,
-	info SourceInfo, elapsed time.Duration) *Report {
+	info SourceInfo, elapsed time.Duration, ord orderResult) *Report {
 	prog := r.prog
 	d := r.d
 	rep := &Report{Schema: SchemaVersion, Generator: r.cfg.Generator, Source: info, Plan: planInfo}
@@ -156,6 +156,9 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 		fc.MinBytes = first.Type.FixedSize()
 	}
 	up, down, pairs := a.up+tl.up, a.down+tl.down, a.pairs+tl.pairs
+	if ord.w != nil { // in write order, over the subsample
+		up, down, pairs = ord.up, ord.down, ord.pairs
+	}
 	if pairs > 0 {
 		fc.MonotonicUp = float64(up) / float64(pairs)
 		fc.MonotonicDown = float64(down) / float64(pairs)
@@ -192,17 +195,27 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 	}
 
 	// windows
-	ws := tl.w.result()
-	hs := summarize(ws, plan.Count(), tl.w.per)
-	rep.Hotspot = Hotspot{Windows: hs.Windows, RowsPerWindow: hs.RowsPerWindow, EvenShare: hs.EvenShare,
+	rep.WriteOrder = ord.info
+	win := tl.w
+	if ord.w != nil {
+		win = ord.w
+	}
+	ws := win.result()
+	hs := summarize(ws, plan.Count(), win.per)
+	rep.Hotspot = Hotspot{Order: ord.info.Evidence, Windows: hs.Windows, RowsPerWindow: hs.RowsPerWindow, EvenShare: hs.EvenShare,
 		MeanTopShare: hs.MeanTopShare, MaxTopShare: hs.MaxTopShare, HotFactor: hs.HotFactor, TopRegions: hs.DistinctTopReg}
 	rep.HotspotWindows = make([]Window, len(ws))
 	for i, w := range ws {
 		rep.HotspotWindows[i] = Window{Index: i, FirstRow: w.First, Rows: w.Rows, TopRegion: w.TopRegion, TopShare: w.TopShare, Counts: w.Counts}
 	}
 	rep.Alternatives = []Alternative{}
-	if tl.heat != nil {
-		rep.TimeHeatmap = tl.heat.result(prog.Target().Columns[r.tsCol].Name, rep.Regions)
+	if ord.heat != nil && ord.info.Axis == "time" { // a declared integer column draws windows instead
+		label := ord.info.Column
+		if label == "" {
+			label = ord.info.Evidence
+		}
+		rep.TimeHeatmap = ord.heat.result(label, rep.Regions)
+		rep.TimeHeatmap.Order, rep.TimeHeatmap.Axis = ord.info.Evidence, ord.info.Axis
 	}
 	return rep
 }

@@ -184,18 +184,28 @@ func evaluate(rep *Report, strict bool) {
 		}
 	}
 	mono := max(fc.MonotonicUp, fc.MonotonicDown)
+	ordered, incFirst := "arrival order", false
+	if wo := rep.WriteOrder; wo != nil {
+		ordered = "write order (" + wo.Evidence + ")"
+		incFirst = len(wo.KeyColumns) > 0 && wo.KeyColumns[0].Incremental
+	}
 	if t.RowsOK > 1 {
 		mev := map[string]float64{"monotonic_up": fc.MonotonicUp, "monotonic_down": fc.MonotonicDown}
 		dir := "increasing"
 		if fc.MonotonicDown > fc.MonotonicUp {
 			dir = "decreasing"
 		}
-		if mono >= monotonicShare && fc.Distinct > 1 {
-			add(finding("first_column_monotonic", SevWarning, fmt.Sprintf("first key column %s is monotonic: %s of rows arrive with a value %s the previous one (timestamps, auto-increment ids): every new row lands at the end of the key space, in one region", name, pct(mono), map[string]string{"increasing": ">=", "decreasing": "<="}[dir]), mev))
-		} else {
-			add(finding("first_column_monotonic", SevInfo, fmt.Sprintf("first key column %s is not monotonic in arrival order (%s of rows >= the previous, %s <=)", name, pct(fc.MonotonicUp), pct(fc.MonotonicDown)), mev))
+		msg := fmt.Sprintf("first key column %s is monotonic: in %s, %s of rows come with a value %s the previous one (timestamps, auto-increment ids): every new row lands at the end of the key space, in one region", name, ordered, pct(mono), map[string]string{"increasing": ">=", "decreasing": "<="}[dir])
+		switch {
+		case mono >= monotonicShare && fc.Distinct > 1 && incFirst:
+			add(finding("first_column_monotonic", SevInfo, msg+" (the incremental_key_column warning)", mev))
+		case mono >= monotonicShare && fc.Distinct > 1:
+			add(finding("first_column_monotonic", SevWarning, msg, mev))
+		default:
+			add(finding("first_column_monotonic", SevInfo, fmt.Sprintf("first key column %s is not monotonic in %s (%s of rows >= the previous, %s <=)", name, ordered, pct(fc.MonotonicUp), pct(fc.MonotonicDown)), mev))
 		}
 	}
+	writeOrderFindings(rep, add)
 	for _, kc := range rep.Mapping.KeyColumns {
 		if kc.JSONLike == 0 && kc.LongText == 0 {
 			continue
@@ -247,10 +257,10 @@ func evaluate(rep *Report, strict bool) {
 			if mono >= monotonicShare {
 				why = " (the incremental primary key hotspot: Lindorm cannot split it away, new rows always land in the last range)"
 			}
-			add(finding("write_hotspot", SevWarning, fmt.Sprintf("write hotspot: in each window of %s rows the busiest region takes %s of the writes on average (even: %s, %.1fx)%s; continuous writes in this order would load one region at a time",
-				count(hs.RowsPerWindow), pct(hs.MeanTopShare), pct(hs.EvenShare), hs.HotFactor, why), hev))
+			add(finding("write_hotspot", SevWarning, fmt.Sprintf("write hotspot: in each window of %s rows in %s the busiest region takes %s of the writes on average (even: %s, %.1fx)%s; continuous writes in this order would load one region at a time",
+				count(hs.RowsPerWindow), ordered, pct(hs.MeanTopShare), pct(hs.EvenShare), hs.HotFactor, why), hev))
 		} else if hs.Windows > 0 {
-			add(finding("write_hotspot", SevInfo, fmt.Sprintf("writes spread over time: the busiest region of a window takes %s on average (even: %s, %.1fx)", pct(hs.MeanTopShare), pct(hs.EvenShare), hs.HotFactor), hev))
+			add(finding("write_hotspot", SevInfo, fmt.Sprintf("writes spread over time in %s: the busiest region of a window takes %s on average (even: %s, %.1fx)", ordered, pct(hs.MeanTopShare), pct(hs.EvenShare), hs.HotFactor), hev))
 		}
 	}
 

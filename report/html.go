@@ -408,9 +408,10 @@ func (h *htmlWriter) heatmap(rep *Report) {
 	}
 	if th := rep.TimeHeatmap; th != nil && len(th.Bins) > 0 {
 		bins := th.Bins
-		h.raw(`<h2>Write heatmap: key ranges × time (`)
+		h.raw(`<h2>Write heatmap: key ranges × write order (`)
 		h.text(th.Column)
 		h.raw(`)</h2><div class="card"><div class="sub" style="margin-bottom:6px">`)
+		h.text("The time axis is the write order: " + rep.WriteOrder.Description + ". ")
 		h.text(fmt.Sprintf("The accepted rows by their %s (left to right, %d slices of %s from %s) and by key range (top to bottom: each row starts at the region's split key, in key order). Each cell is the share of a time slice's rows whose keys land in that key range: data written in time order by a key that leads with its time draws one dark diagonal (every slice in one region); a key that spreads writes is an even tint.%s",
 			th.Column, len(bins), durationText(th.BinMillis), timeText(th.StartMillis), nullNote(th.NullRows)))
 		h.raw(`</div>`)
@@ -440,9 +441,11 @@ func (h *htmlWriter) heatmap(rep *Report) {
 		h.raw(`</div>`)
 	} else {
 		ws := rep.HotspotWindows
-		h.raw(`<h2>Write heatmap: key ranges × arrival order</h2><div class="card">`)
+		h.raw(`<h2>Write heatmap: key ranges × `)
+		h.text(orderText(rep))
+		h.raw(`</h2><div class="card">`)
 		h.raw(`<div class="sub" style="margin-bottom:6px">`)
-		h.text(fmt.Sprintf("The input in arrival order (the mapping has no timestamp column), cut into %d windows of %s rows (left to right); each cell is the share of a window's writes that lands in a key range (top to bottom: each row starts at the region's split key, in key order). A monotonic key draws one dark diagonal (each window writes one region); a good spread is an even tint.",
+		h.text(fmt.Sprintf("The input in "+orderText(rep)+", cut into %d windows of %s rows (left to right); each cell is the share of a window's writes that lands in a key range (top to bottom: each row starts at the region's split key, in key order). A monotonic key draws one dark diagonal (each window writes one region); a good spread is an even tint.",
 			hs.Windows, count(hs.RowsPerWindow)))
 		h.raw(`</div>`)
 		if len(ws) == 0 || n == 0 {
@@ -472,7 +475,7 @@ func (h *htmlWriter) heatmap(rep *Report) {
 				}
 				return fmt.Sprintf("window %d (rows %s-%s), %s: %s rows, %s", c, count(w.FirstRow), count(w.FirstRow+w.Rows-1), regionsOf(r), count(k), pct(share))
 			},
-			yLabel: heatRowLabels(rep, rowsN, group), xTicks: ticks, xLabel: "rows in arrival order →"}
+			yLabel: heatRowLabels(rep, rowsN, group), xTicks: ticks, xLabel: "rows in " + orderText(rep) + " →"}
 		h.drawHeat(g)
 		h.raw(`</div>`)
 	}
@@ -590,14 +593,16 @@ func (h *htmlWriter) windowLine(rep *Report) {
 		return
 	}
 	h.raw(`<div class="card" style="margin-top:10px"><div class="sub" style="margin-bottom:6px">`)
-	h.text(fmt.Sprintf("Writes in arrival order, as bulkload or a migration sends them: %d windows of %s rows; the busiest region's share of each window is %s on average, %s at most; an even spread gives %s (%.1fx).",
+	h.text(fmt.Sprintf("Writes in "+orderText(rep)+": %d windows of %s rows; the busiest region's share of each window is %s on average, %s at most; an even spread gives %s (%.1fx).",
 		hs.Windows, count(hs.RowsPerWindow), pct(hs.MeanTopShare), pct(hs.MaxTopShare), pct(hs.EvenShare), hs.HotFactor))
 	h.raw(`</div>`)
 	const lineH, padT = 90.0, 14.0
 	plotW := float64(chartW - padL - padR - 90)
 	H := padT + lineH + 30
 	h.rawf(`<svg xmlns="http://www.w3.org/2000/svg" id="window-line" width="%d" height="%.0f" viewBox="0 0 %d %.0f" role="img">`, chartW, H, chartW, H)
-	h.raw(`<title>busiest region's share of each window, in arrival order</title>`)
+	h.raw(`<title>busiest region's share of each window, in `)
+	h.text(orderText(rep))
+	h.raw(`</title>`)
 	y0 := padT
 	for _, s := range []float64{0, 0.5, 1} {
 		y := y0 + lineH - s*lineH
@@ -614,7 +619,7 @@ func (h *htmlWriter) windowLine(rep *Report) {
 		pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y0+lineH-w.TopShare*lineH))
 	}
 	h.raw(`<polyline class="line" points="`, strings.Join(pts, " "), `"/>`)
-	h.rawf(`<text class="label" x="%.1f" y="%.1f" text-anchor="middle">busiest region's share of each window, windows in arrival order →</text>`, padL+plotW/2, y0+lineH+22)
+	h.rawf(`<text class="label" x="%.1f" y="%.1f" text-anchor="middle">busiest region's share of each window, windows in write order →</text>`, padL+plotW/2, y0+lineH+22)
 	h.raw(`</svg></div>`)
 }
 

@@ -33,7 +33,8 @@ type Report struct {
 	Queries        []QueryInfo    `json:"queries"` // the declared access patterns the advisor ranks by
 	Alternatives   []Alternative  `json:"alternatives"`
 	Recommendation Recommendation `json:"recommendation"`
-	TimeHeatmap    *TimeHeatmap   `json:"time_heatmap"` // null without a timestamp column
+	TimeHeatmap    *TimeHeatmap   `json:"time_heatmap"` // null when the write order has no axis (arrival order, offsets)
+	WriteOrder     *WriteOrder    `json:"write_order"`  // the order the application is taken to write rows in
 }
 
 // MappingInfo identifies the mapping analysed.
@@ -283,6 +284,9 @@ type Distribution struct {
 
 // Hotspot condenses the windows.
 type Hotspot struct {
+	// Order is the write order's evidence the windows follow (WriteOrder.Evidence): in any order
+	// but arrival, windows cut the advisor's subsample sorted by it.
+	Order         string  `json:"order"`
 	Windows       int     `json:"windows"`
 	RowsPerWindow int64   `json:"rows_per_window"`
 	EvenShare     float64 `json:"even_share"`     // 1 / regions
@@ -376,7 +380,10 @@ type RegionAdvice struct {
 // TimeHeatmap is the accepted rows by time (the mapping's timestamp column, in bins) and key range
 // (region groups, in key order): when the data was written against where its keys land.
 type TimeHeatmap struct {
-	Column string `json:"column"` // the timestamp column: the first TIMESTAMP key column, else the first TIMESTAMP or DATE column
+	Column string `json:"column"` // the write order's column, or its evidence (writetime, kafka_timestamp)
+	Order  string `json:"order"`  // the write order's evidence (WriteOrder.Evidence)
+	// Axis is time (bins of epoch ms) or value (a declared integer column: bins of its values).
+	Axis string `json:"axis"`
 	// StartMillis is the first bin's start (epoch ms), BinMillis each bin's width.
 	StartMillis int64 `json:"start_ms"`
 	BinMillis   int64 `json:"bin_ms"`

@@ -397,7 +397,8 @@ func TestHTMLHeatmapKeyRangesAndTime(t *testing.T) {
 	if len(ticks) < 3 || !strings.HasPrefix(ticks[0], "2024-01-01 00:0") || !regexp.MustCompile(`^\d\d:\d\d`).MatchString(ticks[1]) {
 		t.Errorf("time ticks %q", ticks)
 	}
-	if !bytes.Contains(buf.Bytes(), []byte("Write heatmap: key ranges × time (ts)")) {
+	// the page says which order its time axis is
+	if !bytes.Contains(buf.Bytes(), []byte("Write heatmap: key ranges × write order (ts)")) || !bytes.Contains(buf.Bytes(), []byte("The time axis is the write order: column ts (timestamp), inferred")) {
 		t.Error("heading")
 	}
 	th := rep.TimeHeatmap

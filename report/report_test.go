@@ -41,7 +41,12 @@ func events(n int) *samplingSource {
 
 func TestMonotonicFirstColumnIsFlagged(t *testing.T) {
 	rep := runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), events(100000), nil)
-	f := wantSeverity(t, rep, "first_column_monotonic", SevWarning)
+	// the incremental column is the warning; the monotonic share backs it as a note
+	inc := wantSeverity(t, rep, "incremental_key_column", SevWarning)
+	if !strings.Contains(inc.Message, "first key column ts") || !strings.Contains(inc.Message, "column ts (timestamp), inferred") {
+		t.Errorf("incremental_key_column does not name the column and the evidence: %s", inc.Message)
+	}
+	f := wantSeverity(t, rep, "first_column_monotonic", SevInfo)
 	if f.Evidence["monotonic_up"] < 0.999 {
 		t.Errorf("monotonic_up = %v, want ~1", f.Evidence["monotonic_up"])
 	}
@@ -379,7 +384,7 @@ func TestTextOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{"VERDICT  WARN", "WARN  first_column_monotonic", "WRITE HOTSPOTS OVER TIME", "ADVISOR", "RECOMMENDED REGIONS", "* the mapping"} {
+	for _, want := range []string{"VERDICT  WARN", "WARN  incremental_key_column", "WRITE HOTSPOTS OVER TIME", "ADVISOR", "RECOMMENDED REGIONS", "* the mapping"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
 		}

@@ -107,6 +107,9 @@ type Config struct {
 	// Queries are the access patterns the advisor ranks designs by (--query); nil: the
 	// mapping's queries: section.
 	Queries []transform.Query
+	// Order is what the caller knows about the order the application writes rows in (the
+	// write-order model's evidence).
+	Order OrderHints
 }
 
 const (
@@ -128,7 +131,8 @@ type job struct {
 	firstOrd int64
 	done     chan struct{}
 	regions  []uint32
-	times    []int64 // per accepted row, with regions: the time heatmap's column (epoch ms)
+	wo       []int64 // per accepted row, with regions: its write-order value (the best evidence)
+	wo2      []int64 // and the fallback evidence's, when there is one
 	first    pipeline.Value
 	last     pipeline.Value
 	hasFirst bool
@@ -151,8 +155,7 @@ type runner struct {
 	saltN    uint64 // the advisor's salt design's n: each row keeps saltToken % saltN (0: none)
 	queries  []transform.Query
 	adv      *advisor
-	tsCol    int  // target column of the time heatmap, -1 for none
-	tsDate   bool // it is a DATE (days)
+	order    *orderModel
 	log      *zap.Logger
 }
 
@@ -293,8 +296,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	tl := newTimeline(plan.Count(), r.expectedAnalysed(), cfg.SubsampleMax, r.every, plan.Type)
-	if r.tsCol, r.tsDate = timeColumn(r.prog); r.tsCol >= 0 {
+	r.order = newOrderModel(r.prog, cfg.Order)
+	if hasAxis(r.order.primary.kind) {
 		tl.heat = newTimeHeat(plan.Count())
+	}
+	tl.order = r.order
+	if b := r.order.backup; b != nil && hasAxis(b.kind) {
+		tl.heat2 = newTimeHeat(plan.Count())
 	}
 	accs, err := r.pass(ctx, held, batches, tl, cancelSrc)
 	if err != nil {
@@ -312,6 +320,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		total.merge(a)
 	}
 	r.log.Info("read the source", zap.Int64("rows", tl.read), zap.Duration("took", time.Since(started)))
+	ord := r.writeOrder(tl, total.rows)
 	// the advisor analyses its designs on the subsample while the collision check reads the
 	// temp files; the exact figures are put together after both
 	advised := time.Now()
@@ -342,7 +351,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			info.Scale, info.ScaleKnown = float64(r.estRows)/float64(tl.read), true
 		}
 	}
-	rep := r.build(total, tl, coll, plan, planInfo, info, elapsed)
+	rep := r.build(total, tl, coll, plan, planInfo, info, elapsed, ord)
 	rep.Queries = r.queryInfo()
 	ex := exactFigures{mapping: coll, sets: coll2, analysed: tl.analysed, rejected: total.rejected, setsExact: len(r.adv.sets) > 0}
 	if m := cfg.Mapping; m != nil {
@@ -642,7 +651,7 @@ func (w *worker) process(j *job) {
 	d := r.d
 	b := &j.batch
 	j.regions = j.regions[:0]
-	j.times = j.times[:0]
+	j.wo, j.wo2 = j.wo[:0], j.wo2[:0]
 	j.hasFirst = false
 	j.analysed = 0
 	a.hasPrev = false
@@ -697,8 +706,9 @@ func (w *worker) process(j *job) {
 		w.text = appendOrigin(w.text, sid, rec.Seq, keep, d.srcCols, rec.Values)
 		w.sw.add(hashValues(key), src, w.text)
 		j.regions = append(j.regions, uint32(region))
-		if r.tsCol >= 0 {
-			j.times = append(j.times, timeMillis(out[r.tsCol], r.tsDate))
+		j.wo = append(j.wo, r.order.primary.value(b, i, ord))
+		if bk := r.order.backup; bk != nil {
+			j.wo2 = append(j.wo2, bk.value(b, i, ord))
 		}
 		if !j.hasFirst {
 			j.first, j.hasFirst = cloneValue(out[0]), true
@@ -733,9 +743,13 @@ type timeline struct {
 	up, down int64
 	pairs    int64
 
-	heat *timeHeat // nil without a timestamp column
+	heat  *timeHeat // by the write order's best evidence; nil when it is no time or value (arrival, offsets)
+	heat2 *timeHeat // by the fallback evidence
+	order *orderModel
 
 	subsample []pipeline.Record
+	subWO     []int64 // each kept record's write-order value (best evidence)
+	subWO2    []int64 // and its fallback's
 	subLevel  []uint8 // each kept record's level (see sampleLevel)
 	subMax    int
 	level     uint8 // keep analysed records whose level is at least this
@@ -762,7 +776,10 @@ func (tl *timeline) consume(j *job, every int64) {
 	for i, reg := range j.regions {
 		tl.w.add(int(reg))
 		if tl.heat != nil {
-			tl.heat.add(j.times[i], int(reg))
+			tl.heat.add(j.wo[i], int(reg))
+		}
+		if tl.heat2 != nil {
+			tl.heat2.add(j.wo2[i], int(reg))
 		}
 	}
 	if j.hasFirst {
@@ -790,7 +807,13 @@ func (tl *timeline) consume(j *job, every int64) {
 		if lv < tl.level || recs[i].Err != nil {
 			continue
 		}
+		wo2 := int64(noTime)
+		if bk := tl.order.backup; bk != nil {
+			wo2 = bk.value(&j.batch, i, ord)
+		}
 		tl.subsample = append(tl.subsample, cloneRecord(&recs[i]))
+		tl.subWO = append(tl.subWO, tl.order.primary.value(&j.batch, i, ord))
+		tl.subWO2 = append(tl.subWO2, wo2)
 		tl.subLevel = append(tl.subLevel, lv)
 		for len(tl.subsample) > tl.subMax {
 			// keep the records of the next level: still one in 2^level, in order
@@ -799,11 +822,13 @@ func (tl *timeline) consume(j *job, every int64) {
 			for q := range tl.subsample {
 				if tl.subLevel[q] >= tl.level {
 					tl.subsample[k], tl.subLevel[k] = tl.subsample[q], tl.subLevel[q]
+					tl.subWO[k], tl.subWO2[k] = tl.subWO[q], tl.subWO2[q]
 					k++
 				}
 			}
 			clear(tl.subsample[k:])
 			tl.subsample, tl.subLevel = tl.subsample[:k], tl.subLevel[:k]
+			tl.subWO, tl.subWO2 = tl.subWO[:k], tl.subWO2[:k]
 		}
 	}
 	tl.read += int64(len(recs))

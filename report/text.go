@@ -96,6 +96,12 @@ func (p *printer) header(rep *Report) {
 	p.f("rekey report  %s -> table %s\n", file, rep.Mapping.Table)
 	p.f("source        %s\n", src)
 	p.f("primary key   %s\n", rep.Mapping.PrimaryKey)
+	if wo := rep.WriteOrder; wo != nil {
+		p.f("write order   %s\n", wo.Description)
+		for _, n := range wo.Notes {
+			p.f("              %s\n", n)
+		}
+	}
 	v := rep.Verdict
 	verdict := "OK"
 	switch {
@@ -347,8 +353,8 @@ func sparkline(vals []float64, width int) string {
 
 func (p *printer) hotspots(rep *Report) {
 	h := rep.Hotspot
-	p.section("WRITE HOTSPOTS OVER TIME", fmt.Sprintf("%d windows of %s rows in arrival order; busiest region's share per window: mean %s, max %s (even: %s) -> %.1fx",
-		h.Windows, count(h.RowsPerWindow), pct(h.MeanTopShare), pct(h.MaxTopShare), pct(h.EvenShare), h.HotFactor))
+	p.section("WRITE HOTSPOTS OVER TIME", fmt.Sprintf("%d windows of %s rows in %s; busiest region's share per window: mean %s, max %s (even: %s) -> %.1fx",
+		h.Windows, count(h.RowsPerWindow), orderText(rep), pct(h.MeanTopShare), pct(h.MaxTopShare), pct(h.EvenShare), h.HotFactor))
 	if len(rep.HotspotWindows) == 0 {
 		return
 	}

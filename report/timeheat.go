@@ -2,12 +2,9 @@ package report
 
 import (
 	"math"
-
-	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/transform"
 )
 
-// The time heatmap: accepted rows by the mapping's timestamp column (in time bins) and key range
+// The time heatmap: accepted rows by their write-order value (in time bins) and key range
 // (region groups), so the HTML page can show when the data was written against where its keys
 // land. Bins are a fixed number of equal slices that adapt to the values seen: when a value falls
 // outside, the bin width doubles (neighbours merge; a value before the start also moves the start
@@ -21,34 +18,6 @@ const (
 	// and offsets stay far from overflowing.
 	timeClamp = int64(1) << 60
 )
-
-// timeColumn picks the timestamp column of the time heatmap: the first TIMESTAMP key column,
-// else the first TIMESTAMP or DATE target column; -1 when there is none.
-func timeColumn(prog *transform.Program) (int, bool) {
-	t := prog.Target()
-	for i, c := range t.Columns[:t.KeyLen] {
-		if c.Type == pipeline.TypeTimestamp {
-			return i, false
-		}
-	}
-	for i, c := range t.Columns {
-		if c.Type == pipeline.TypeTimestamp || c.Type == pipeline.TypeDate {
-			return i, c.Type == pipeline.TypeDate
-		}
-	}
-	return -1, false
-}
-
-// timeMillis is a timestamp or date value in epoch milliseconds (noTime for null).
-func timeMillis(v pipeline.Value, date bool) int64 {
-	if v.K == pipeline.KindNull {
-		return noTime
-	}
-	if date {
-		return v.I * 86400000
-	}
-	return v.I
-}
 
 type timeHeat struct {
 	group  int // regions per row

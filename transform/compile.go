@@ -213,6 +213,11 @@ func Compile(m *Mapping, src pipeline.SourceSchema) (*Program, error) {
 func (c *compiler) run() *Program {
 	m := c.m
 	c.sourceSchema()
+	if col := m.Source.WriteOrder; col != "" && c.src != nil {
+		if err := CheckWriteOrder(col, c.src); err != nil {
+			c.fail("source.write_order", "%s", err.Error())
+		}
+	}
 	c.varsAndDicts()
 	c.layout()
 	if c.broken && len(c.cols) == 0 {

@@ -40,6 +40,10 @@ type SourceSpec struct {
 	// or "" (milliseconds, rejecting integers that look like another unit). Compile writes it
 	// into the source schema's types ("timestamp(s)"), which carry it to the sources.
 	TimestampUnit string
+	// WriteOrder names the source column that holds a row's creation time (or a value that
+	// rises with it, such as a sequence): `rekey report` judges hotspots in its order. "" when
+	// the mapping does not say.
+	WriteOrder string
 }
 
 // Var is a named constant usable in expressions (vars: section): an integer or a string.
@@ -360,9 +364,12 @@ func (d *decoder) root(n *yaml.Node) {
 }
 
 func (d *decoder) source(n *yaml.Node) {
-	f := d.fields(n, "source", "name", "columns", "timestamp_unit")
+	f := d.fields(n, "source", "name", "columns", "timestamp_unit", "write_order")
 	if v, ok := f["name"]; ok {
 		d.m.Source.Name, _ = d.scalar(v, "source.name")
+	}
+	if v, ok := f["write_order"]; ok {
+		d.m.Source.WriteOrder, _ = d.scalar(v, "source.write_order")
 	}
 	if v, ok := f["timestamp_unit"]; ok {
 		if u, ok := d.scalar(v, "source.timestamp_unit"); ok {

@@ -44,6 +44,8 @@ type cassandraFlags struct {
 	skipVerify   bool
 	rate         float64
 	shard        string
+	// rowWriteTimes: report reads each row's WRITETIME() for its write order (not a flag)
+	rowWriteTimes bool
 }
 
 // cassandraOpts is filled by the flags of whichever command runs (each run() registers them
@@ -54,6 +56,7 @@ var cassandraOpts cassandraFlags
 // flag set.
 func addCassandraFlags(fs *pflag.FlagSet) {
 	o := &cassandraOpts
+	o.rowWriteTimes = false
 	fs.StringVar(&o.user, "cassandra-user", "", "Cassandra user name (default $"+cassandra.UserEnv+"); the password comes from $"+cassandra.PasswordEnv+" or --cassandra-password-file, never from the command line")
 	fs.StringVar(&o.passwordFile, "cassandra-password-file", "", "file holding the Cassandra password (a mounted Kubernetes secret, for example)")
 	fs.BoolVar(&o.tls, "cassandra-tls", false, "connect to Cassandra with TLS (implied by the other TLS options)")
@@ -150,6 +153,7 @@ func cassandraConfig(uri string, m *transform.Mapping, workers int) (cassandra.C
 	if cfg.Workers == 0 && workers > 0 {
 		cfg.Workers = workers // --workers: ranges read at once
 	}
+	cfg.RowWriteTimes = o.rowWriteTimes
 	return cfg, nil
 }
 

@@ -16,6 +16,9 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/source/cassandra"
+	"github.com/rekey/rekey/source/file"
+	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/transform"
 )
@@ -37,6 +40,7 @@ type reportFlags struct {
 	memory    string
 	queries   []string
 	writeMap  string
+	order     string
 }
 
 func newReportCmd(g *globalFlags) *cobra.Command {
@@ -102,6 +106,7 @@ source, a file it could not write). --json writes every figure (schema: report/R
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides); the report itself needs far less, and the garbage collector may use the rest")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line (with --json/--html for the rest)")
 	fl.StringArrayVar(&f.queries, "query", nil, "a query the table must serve, ranking the advisor's designs (repeat for several; replaces the mapping's queries:): COLUMN= for equality, COLUMN range for a range, comma-separated, e.g. 'device_id=, ts range'")
+	fl.StringVar(&f.order, "write-order", "", "the source column that holds each row's creation time (or a sequence that rises with it): hotspots are judged in its order (overrides the mapping's source.write_order)")
 	fl.StringVar(&f.writeMap, "write-mapping", "", "write each alternative design as a mapping file (DIR/<id>.yaml, ready for rekey check and migrate) into this directory")
 	addCassandraFlags(fl)
 	addCassandraReadFlags(fl, false)
@@ -138,6 +143,7 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 	if err := checkCassandraFlags(f.source); err != nil {
 		return exitWith(2, err)
 	}
+	cassandraOpts.rowWriteTimes = true // the rows' WRITETIME(), for the write order
 	prog, err := loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
 		return err
@@ -145,6 +151,13 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 	m, err := transform.Load(f.mapping) // the decoded mapping, for the advisor's alternatives
 	if err != nil {
 		return exitWith(2, err)
+	}
+	order := report.OrderHints{Column: m.Source.WriteOrder, ColumnOrigin: "source.write_order"}
+	if f.order != "" {
+		if err := transform.CheckWriteOrder(f.order, prog.Source()); err != nil {
+			return exitWith(2, fmt.Errorf("--write-order: %w", err))
+		}
+		order.Column, order.ColumnOrigin = f.order, "--write-order"
 	}
 	if err := report.CheckQueries(queries, prog.Source()); err != nil {
 		return exitWith(2, err)
@@ -154,6 +167,7 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 		return sourceOpenExit(err)
 	}
 	defer closeSource(src)
+	sourceOrder(src, &order)
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 	defer onInterrupt("\nrekey: report interrupted", cancel, cancel)()
@@ -192,6 +206,7 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 		Generator:      "rekey " + version,
 		FormatSplit:    lindorm.SplitValue,
 		Queries:        queries,
+		Order:          order,
 	})
 	bar.finish()
 	if err != nil {
@@ -252,6 +267,27 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 		return exitWith(1, fmt.Errorf("--strict: the report found warnings: %s", report.VerdictLine(rep)))
 	}
 	return nil
+}
+
+// sourceOrder adds what the source tells about the order rows were written in: Cassandra's
+// WRITETIME() (none for a key-only table), Kafka's message timestamps and offsets.
+func sourceOrder(src pipeline.Source, h *report.OrderHints) {
+	switch s := src.(type) {
+	case *cassandra.Source:
+		h.Arrival = "a Cassandra token-range scan: hash order of the partition key"
+		if s.RowWriteTimes() {
+			h.WriteTimes = report.OrderWriteTime
+		} else {
+			h.Notes = append(h.Notes, fmt.Sprintf("table %s.%s has no regular column WRITETIME() is defined on (every column is in the key, or a non-frozen collection): Cassandra cannot tell when its rows were written", s.Table().Keyspace, s.Table().Name))
+		}
+	case *kafka.Window:
+		s.Timestamps = true
+		h.WriteTimes, h.Offsets = report.OrderKafkaTime, true
+	case *file.Source:
+		h.Arrival = "file order"
+	default:
+		h.Arrival = "the source's order"
+	}
 }
 
 // writeReportFile writes a report rendering atomically.

@@ -52,6 +52,11 @@ type Config struct {
 	// (Batch.Skipped). Rows whose regular columns are all null (or only non-frozen
 	// collections) have no WRITETIME and are kept: they cannot be dated.
 	Since time.Time
+	// RowWriteTimes makes every batch carry each row's write time (Batch.WriteTimes): the
+	// earliest WRITETIME of the row's regular columns, in epoch milliseconds, the row's creation
+	// as well as Cassandra knows it (rekey report's write order). Rows without a set regular
+	// cell (a key-only table) have none. It reads one writetime() per regular column.
+	RowWriteTimes bool
 	// Columns, when set, are the columns to read, in this order: records then follow it instead
 	// of the whole table (Source.Schema). Each must be a column of the table (or a writetime_ /
 	// ttl_ column) with the same CQL type. Empty: every column of the table.

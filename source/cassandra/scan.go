@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"runtime"
 	"strconv"
@@ -310,6 +311,7 @@ func (s *Source) readRange(parent context.Context, r Range, st pipeline.StreamSt
 				return err
 			}
 			pd = newPageDecoder(decs, &s.pages, len(s.sel.dating), s.sinceMicros())
+			pd.rowTimes = s.cfg.RowWriteTimes && len(s.sel.dating) > 0
 		}
 		recs, skipped, release, err := pd.decodePage(res.iter, rows)
 		if err != nil {
@@ -317,6 +319,9 @@ func (s *Source) readRange(parent context.Context, r Range, st pipeline.StreamSt
 		}
 		rows += int64(len(recs) + skipped)
 		b := pipeline.Batch{Stream: name, Records: recs, Skipped: int64(skipped), Cursor: encodeCursor(rows, more), Done: last, Release: release}
+		if pd.rowTimes {
+			b.WriteTimes = pd.times
+		}
 		if err := s.limiter.wait(ctx, len(recs)); err != nil {
 			return err
 		}
@@ -448,6 +453,11 @@ type pageDecoder struct {
 	// since (microseconds; 0: no filter) drops rows whose newest dating writetime is older;
 	// newest is the current row's, -1 when none of its dated cells is set.
 	since, newest int64
+	// rowTimes: the records' earliest dating writetime goes to Batch.WriteTimes (earliest is
+	// the current row's, -1 when none of its dated cells is set).
+	rowTimes bool
+	earliest int64
+	times    []int64 // the last page's write times, with rowTimes (in its page memory)
 }
 
 // pageMem is the memory of one page's records: their values and the bytes of their strings.
@@ -456,6 +466,7 @@ type pageDecoder struct {
 type pageMem struct {
 	slab  []pipeline.Value
 	recs  []pipeline.Record
+	times []int64 // with rowTimes: each record's write time (epoch ms)
 	arena arena
 }
 
@@ -502,7 +513,11 @@ func (d datingSink) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
 	if len(data) != 8 {
 		return fmt.Errorf("writetime() returned %d bytes, want 8", len(data))
 	}
-	d.pd.newest = max(d.pd.newest, int64(binary.BigEndian.Uint64(data)))
+	wt := int64(binary.BigEndian.Uint64(data))
+	d.pd.newest = max(d.pd.newest, wt)
+	if d.pd.earliest < 0 || wt < d.pd.earliest {
+		d.pd.earliest = wt
+	}
 	return nil
 }
 
@@ -578,11 +593,11 @@ func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline
 		mem.recs = make([]pipeline.Record, 0, n)
 	}
 	pd.mem = mem
-	slab, recs := mem.slab[:n*ncol], mem.recs[:0]
+	slab, recs, times := mem.slab[:n*ncol], mem.recs[:0], mem.times[:0]
 	for i := 0; i < n; i++ {
 		k := len(recs) // a skipped row's values are overwritten by the next row's
 		pd.vals = slab[k*ncol : (k+1)*ncol : (k+1)*ncol]
-		pd.rowErr, pd.newest = nil, -1
+		pd.rowErr, pd.newest, pd.earliest = nil, -1, -1
 		if !iter.Scan(pd.dests...) {
 			break
 		}
@@ -594,7 +609,15 @@ func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline
 			pd.finishTuples()
 		}
 		recs = append(recs, pipeline.Record{Values: pd.vals, Seq: seq0 + int64(i), Err: pd.rowErr})
+		if pd.rowTimes {
+			wt := int64(math.MinInt64) // no regular cell set: no write time
+			if pd.earliest >= 0 {
+				wt = pd.earliest / 1000 // microseconds -> ms
+			}
+			times = append(times, wt)
+		}
 	}
+	mem.times, pd.times = times, times
 	pd.vals, pd.mem = nil, nil
 	release = func() {
 		mem.arena.reset() // slab and records are overwritten by the next page

@@ -135,7 +135,7 @@ func (s *Source) init(ctx context.Context) error {
 			return fmt.Errorf("the columns to read: %w", err)
 		}
 	}
-	if !s.cfg.Since.IsZero() {
+	if !s.cfg.Since.IsZero() || s.cfg.RowWriteTimes {
 		s.sel.dateRows(t)
 	}
 	s.stmt = s.sel.statement(t)
@@ -380,3 +380,7 @@ func (s *Source) Workers() int {
 	}
 	return defaultWorkers()
 }
+
+// RowWriteTimes tells whether batches carry each row's write time (Config.RowWriteTimes, and
+// the table has a regular column WRITETIME() is defined on: a key-only table has none).
+func (s *Source) RowWriteTimes() bool { return s.cfg.RowWriteTimes && len(s.sel.dating) > 0 }

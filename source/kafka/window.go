@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -41,6 +42,9 @@ type Window struct {
 	// offset is reached (compacted topics and transaction markers leave gaps before the end).
 	// Default 5s.
 	Idle time.Duration
+	// Timestamps makes every batch carry its messages' timestamps (Batch.WriteTimes, epoch ms;
+	// unknown for a message without one), for rekey report's write order.
+	Timestamps bool
 }
 
 type windowPart struct {
@@ -155,14 +159,22 @@ func (w *Window) runPart(ctx context.Context, p windowPart, from int64, out chan
 		return err
 	}
 	var recs []pipeline.Record
+	var times []int64
 	next := from
 	flush := func(done bool) error {
-		b := pipeline.Batch{Stream: stream, Records: recs, Cursor: strconv.FormatInt(next, 10), Done: done, SaltOrigin: true}
-		recs = nil
+		b := pipeline.Batch{Stream: stream, Records: recs, Cursor: strconv.FormatInt(next, 10), Done: done, SaltOrigin: true, WriteTimes: times}
+		recs, times = nil, nil
 		return send(b)
 	}
 	err = w.read(ctx, p.partition, from, p.end, func(m *kafkago.Message) error {
 		recs = append(recs, w.record(dec, m))
+		if w.Timestamps {
+			t := int64(math.MinInt64) // no timestamp
+			if !m.Time.IsZero() && m.Time.UnixMilli() > 0 {
+				t = m.Time.UnixMilli()
+			}
+			times = append(times, t)
+		}
 		next = m.Offset + 1
 		if len(recs) >= w.BatchSize {
 			return flush(false)

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/report"
+	"github.com/rekey/rekey/source/cassandra/cassandratest"
+	"github.com/rekey/rekey/source/cassandra/cqltest"
+)
+
+// writeOrderReport runs rekey report --strict with a mapping and returns the exit code, the
+// output and the JSON report.
+func writeOrderReport(t *testing.T, mapping, source string, extra ...string) (int, string, report.Report) {
+	t.Helper()
+	dir := t.TempDir()
+	m, js := filepath.Join(dir, "m.yaml"), filepath.Join(dir, "r.json")
+	if err := os.WriteFile(m, []byte(mapping), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"report", "-m", m, "--source", source, "--strict", "--json", js, "--regions", "16"}, extra...)
+	code, out := reportCLI(t, args...)
+	var rep report.Report
+	data, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatalf("exit %d, no JSON: %v\n%s", code, err, out)
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return code, out, rep
+}
+
+func findingsOf(rep report.Report, rule string) []report.Finding {
+	var out []report.Finding
+	for _, f := range rep.Findings {
+		if f.Rule == rule {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func incrementalWarning(rep report.Report, column string) *report.Finding {
+	for _, f := range findingsOf(rep, "incremental_key_column") {
+		if f.Severity == report.SevWarning && strings.Contains(f.Message, "column "+column+" is incremental") {
+			return &f
+		}
+	}
+	return nil
+}
+
+// A table whose incremental id is the partition key, one row per partition: the token scan
+// serves it in hash order, where it looks evenly spread; its WRITETIME()s say the application
+// wrote the ids in increasing order, and that is the order Lindorm will see.
+func TestReportWriteOrderCassandraPartitionKey(t *testing.T) {
+	c := cassandratest.Open(t)
+	c.Faults(t) // write times set per cell: the in-process server
+	cols := []cqltest.Column{{Name: "id", Type: "bigint"}, {Name: "note", Type: "text"}}
+	if err := c.CreateTable("ks", "events", cols, []string{"id"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	const base = int64(1_700_000_000_000_000) // microseconds
+	if err := c.InsertMany("ks", "events", 20000, func(i int, r map[string]any) error {
+		r["id"] = int64(i)
+		r["note"] = cqltest.Cell{Value: fmt.Sprintf("n%d", i%7), WriteTime: base + int64(i)*1000}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	uri := c.URI("ks", "events", "")
+	const naive = "version: 1\nsource:\n  name: ks.events\ntarget:\n  table: events\n  primary_key: \"[id]\"\n"
+	code, out, rep := writeOrderReport(t, naive, uri)
+	if rep.WriteOrder == nil || rep.WriteOrder.Evidence != report.OrderWriteTime {
+		t.Fatalf("write order %+v, want Cassandra WRITETIME()\n%s", rep.WriteOrder, out)
+	}
+	f := incrementalWarning(rep, "id")
+	if f == nil || !strings.Contains(f.Message, "WRITETIME()") {
+		t.Fatalf("no incremental_key_column warning naming id and WRITETIME():\n%s", out)
+	}
+	if code != 1 {
+		t.Errorf("exit %d, want 1 under --strict", code)
+	}
+	if rep.Hotspot.HotFactor < 8 {
+		t.Errorf("hot factor %.1f in write order, want one region per window", rep.Hotspot.HotFactor)
+	}
+	// the guide's fix: a hash prefix on the incrementing id
+	const hashed = "version: 1\nsource:\n  name: ks.events\ntarget:\n  table: events\n  primary_key: \"[md5(id).substr(0,4) + id AS k]\"\n"
+	_, out, rep = writeOrderReport(t, hashed, uri)
+	if fs := findingsOf(rep, "incremental_key_column"); len(fs) > 0 {
+		t.Errorf("the hash prefix is flagged: %+v\n%s", fs, out)
+	}
+	if rep.Hotspot.HotFactor > 2 {
+		t.Errorf("hash prefix hot factor %.1f, want an even spread", rep.Hotspot.HotFactor)
+	}
+}
+
+// Long partitions served in clustering order: in arrival order each host's seq rises (looks
+// monotonic); the application writes the hosts round robin, so in write order host is not
+// monotonic, but seq is incremental after a prefix of 4 values: four hot ranges.
+func TestReportWriteOrderLongPartitions(t *testing.T) {
+	c := cassandratest.Open(t)
+	c.Faults(t)
+	cols := []cqltest.Column{{Name: "host", Type: "text"}, {Name: "seq", Type: "bigint"}, {Name: "msg", Type: "text"}}
+	if err := c.CreateTable("ks", "logs", cols, []string{"host"}, []string{"seq"}); err != nil {
+		t.Fatal(err)
+	}
+	const base = int64(1_700_000_000_000_000)
+	if err := c.InsertMany("ks", "logs", 20000, func(i int, r map[string]any) error {
+		r["host"] = fmt.Sprintf("host-%d", i%4)
+		r["seq"] = int64(i / 4)
+		r["msg"] = cqltest.Cell{Value: "m", WriteTime: base + int64(i)*1000}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const m = "version: 1\nsource:\n  name: ks.logs\ntarget:\n  table: logs\n  primary_key: \"[host][seq]\"\n"
+	code, out, rep := writeOrderReport(t, m, c.URI("ks", "logs", ""))
+	if rep.WriteOrder.Evidence != report.OrderWriteTime {
+		t.Fatalf("write order %+v\n%s", rep.WriteOrder, out)
+	}
+	if f := incrementalWarning(rep, "seq"); f == nil || !strings.Contains(f.Message, "only 4 distinct values") {
+		t.Errorf("seq after 4 hosts is not flagged:\n%s", out)
+	}
+	if incrementalWarning(rep, "host") != nil {
+		t.Errorf("host flagged as incremental:\n%s", out)
+	}
+	if fs := findingsOf(rep, "first_column_monotonic"); len(fs) != 1 || fs[0].Severity != report.SevInfo {
+		t.Errorf("first_column_monotonic %+v: host is not monotonic in write order", fs)
+	}
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+}
+
+// A CSV export sorted by md5 of an incremental id, with a ts column: the file's order looks
+// like an even spread, the ts column says ids rise with time.
+func TestReportWriteOrderHashOrderedExport(t *testing.T) {
+	dir := t.TempDir()
+	type row struct {
+		id  int
+		sum string
+	}
+	rows := make([]row, 20000)
+	for i := range rows {
+		h := md5.Sum([]byte(fmt.Sprint(i)))
+		rows[i] = row{i, hex.EncodeToString(h[:])}
+	}
+	sort.Slice(rows, func(a, b int) bool { return rows[a].sum < rows[b].sum })
+	var sb strings.Builder
+	sb.WriteString("id,ts,amount\n")
+	for _, r := range rows {
+		fmt.Fprintf(&sb, "%d,%d,%d\n", r.id, 1704067200000+int64(r.id)*1000, r.id%97)
+	}
+	csv := filepath.Join(dir, "export.csv")
+	if err := os.WriteFile(csv, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const mapping = "version: 1\nsource:\n  name: export\n  columns:\n    id: bigint\n    ts: timestamp\n    amount: int\ntarget:\n  table: t\n  primary_key: \"%s\"\n"
+	code, out, rep := writeOrderReport(t, fmt.Sprintf(mapping, "[id]"), "file:"+csv)
+	if rep.WriteOrder.Evidence != report.OrderTimeColumn || rep.WriteOrder.Column != "ts" {
+		t.Fatalf("write order %+v, want the ts column\n%s", rep.WriteOrder, out)
+	}
+	if f := incrementalWarning(rep, "id"); f == nil || !strings.Contains(f.Message, "column ts") {
+		t.Errorf("id is not flagged with the ts evidence:\n%s", out)
+	}
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	for _, fix := range []string{"[md5(id).substr(0,4) + id AS k]", "[id % 16 AS b][id]"} {
+		_, out, rep = writeOrderReport(t, fmt.Sprintf(mapping, fix), "file:"+csv)
+		for _, f := range findingsOf(rep, "incremental_key_column") {
+			if f.Severity == report.SevWarning {
+				t.Errorf("%s flagged: %s", fix, f.Message)
+			}
+		}
+		if rep.Hotspot.HotFactor > 2.5 {
+			t.Errorf("%s: hot factor %.1f\n%s", fix, rep.Hotspot.HotFactor, out)
+		}
+	}
+	// declared: --write-order names the column; a column of another type is refused
+	_, out, rep = writeOrderReport(t, fmt.Sprintf(mapping, "[id]"), "file:"+csv, "--write-order", "ts")
+	if rep.WriteOrder.Evidence != report.OrderDeclared {
+		t.Errorf("--write-order ts: evidence %q\n%s", rep.WriteOrder.Evidence, out)
+	}
+	m := filepath.Join(dir, "m.yaml")
+	os.WriteFile(m, []byte(fmt.Sprintf(mapping, "[id]")), 0o644)
+	if code, out := reportCLI(t, "report", "-m", m, "--source", "file:"+csv, "--write-order", "nope"); code != 2 || !strings.Contains(out, "--write-order") {
+		t.Errorf("--write-order nope: exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,561 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
+)
+
+// The write-order model: the order in which the application creates rows, which is the order
+// Lindorm will receive new rows after the cut-over. A Cassandra token scan (and a dsbulk
+// unload) delivers rows in hash order and an export may be sorted by anything, so the order a
+// report reads rows in says little about hotspots. Each row gets a write-order value from the
+// best evidence available (a declared column, Cassandra's WRITETIME(), a Kafka message's
+// timestamp, a time column of the row, Kafka offsets, arrival as a last resort); windows,
+// monotonicity and the advisor's subsample are judged in that order. Memory stays bounded: the
+// values go to the time heatmap's bins and to the advisor's bounded subsample, which is sorted
+// by them once the pass is over.
+
+// Write-order evidence, best first (WriteOrder.Evidence).
+const (
+	OrderDeclared    = "declared"        // a column source.write_order or --write-order names
+	OrderWriteTime   = "writetime"       // Cassandra WRITETIME() of the row's regular cells
+	OrderKafkaTime   = "kafka_timestamp" // the Kafka message's timestamp
+	OrderTimeColumn  = "time_column"     // a timestamp, date or timeuuid column of the row, inferred
+	OrderKafkaOffset = "kafka_offset"    // offset order within each partition
+	OrderArrival     = "arrival"         // the order the report read rows in
+)
+
+// OrderHints is what the caller knows about the source's order.
+type OrderHints struct {
+	// Column is the declared write-order column (source.write_order, or --write-order), "" for none.
+	Column       string
+	ColumnOrigin string // "source.write_order" or "--write-order"
+	// WriteTimes is OrderWriteTime or OrderKafkaTime when the source fills Batch.WriteTimes.
+	WriteTimes string
+	// Offsets: records' Seq are Kafka offsets, in order within each partition.
+	Offsets bool
+	// Arrival says what the order of reading is, for the arrival finding: "a Cassandra token-range
+	// scan (hash order)", "file order".
+	Arrival string
+	// Notes say why better evidence is missing (a key-only Cassandra table has no WRITETIME()).
+	Notes []string
+}
+
+// orderCand is one way of giving a row its write-order value.
+type orderCand struct {
+	kind string
+	col  int  // source column (declared, time column)
+	date bool // the column is a DATE (days)
+	uuid bool // the column is a timeuuid (text)
+	name string
+	typ  string
+}
+
+// value is the write-order value of record i of b (ord: its ordinal in arrival order); noTime
+// when the row has none.
+func (c *orderCand) value(b *pipeline.Batch, i int, ord int64) int64 {
+	rec := &b.Records[i]
+	switch c.kind {
+	case OrderDeclared, OrderTimeColumn:
+		if c.col >= len(rec.Values) {
+			return noTime
+		}
+		v := rec.Values[c.col]
+		switch {
+		case v.K == pipeline.KindNull:
+			return noTime
+		case c.uuid:
+			return timeUUIDMillis(v.S)
+		case v.K != pipeline.KindInt:
+			return noTime
+		case c.date:
+			return v.I * 86400000
+		}
+		return v.I
+	case OrderWriteTime, OrderKafkaTime:
+		if i < len(b.WriteTimes) {
+			return b.WriteTimes[i]
+		}
+		return noTime
+	case OrderKafkaOffset:
+		return rec.Seq
+	}
+	return ord
+}
+
+// timeUUIDMillis is the time of a version-1 UUID in epoch milliseconds (noTime if s is not one).
+func timeUUIDMillis(s string) int64 {
+	if len(s) != 36 || s[14] != '1' {
+		return noTime
+	}
+	var t uint64
+	for _, part := range []string{s[15:18], s[9:13], s[0:8]} {
+		for i := 0; i < len(part); i++ {
+			c := part[i]
+			var d byte
+			switch {
+			case c >= '0' && c <= '9':
+				d = c - '0'
+			case c >= 'a' && c <= 'f':
+				d = c - 'a' + 10
+			case c >= 'A' && c <= 'F':
+				d = c - 'A' + 10
+			default:
+				return noTime
+			}
+			t = t<<4 | uint64(d)
+		}
+	}
+	const gregorianToUnix = 0x01B21DD213814000 // 100 ns intervals from 1582-10-15 to 1970-01-01
+	return (int64(t) - gregorianToUnix) / 10000
+}
+
+// orderModel holds the candidates: the best evidence, and the one to fall back on when the
+// best gives no order (every row with the same WRITETIME(), as after a bulk load).
+type orderModel struct {
+	hints   OrderHints
+	primary orderCand
+	backup  *orderCand
+	notes   []string
+}
+
+func newOrderModel(prog *transform.Program, h OrderHints) *orderModel {
+	src := prog.Source()
+	m := &orderModel{hints: h, notes: append([]string{}, h.Notes...)}
+	column := func(kind string, i int) orderCand {
+		t := pipeline.NormalizeCQLType(src[i].Type)
+		return orderCand{kind: kind, col: i, name: src[i].Name, typ: src[i].Type,
+			date: t == "date", uuid: t == "timeuuid"}
+	}
+	last := orderCand{kind: OrderArrival}
+	if h.Offsets {
+		last.kind = OrderKafkaOffset
+	}
+	var cands []orderCand
+	if h.Column != "" {
+		if i := src.Index(h.Column); i >= 0 {
+			cands = append(cands, column(OrderDeclared, i))
+		}
+	}
+	if h.WriteTimes != "" {
+		cands = append(cands, orderCand{kind: h.WriteTimes})
+	}
+	if i := inferTimeColumn(src); i >= 0 {
+		cands = append(cands, column(OrderTimeColumn, i))
+	}
+	cands = append(cands, last)
+	m.primary = cands[0]
+	if m.primary.kind != OrderDeclared && len(cands) > 1 {
+		b := cands[1]
+		m.backup = &b
+	}
+	return m
+}
+
+// inferTimeColumn picks the source column most likely to be a row's creation time: a
+// timestamp, date or timeuuid column, one named like a creation time first; -1 for none.
+// writetime_ pseudo-columns are left to the WRITETIME() evidence.
+func inferTimeColumn(src pipeline.SourceSchema) int {
+	best, bestScore := -1, 0
+	for i, c := range src {
+		if transform.WriteOrderKind(c.Type) != "time" || strings.HasPrefix(c.Name, "writetime_") {
+			continue
+		}
+		n := strings.ToLower(c.Name)
+		score := 1
+		switch {
+		case strings.Contains(n, "creat") || strings.Contains(n, "insert"):
+			score = 3
+		case strings.Contains(n, "updat") || strings.Contains(n, "modif") || strings.Contains(n, "delet"):
+			score = 0 // changes, not creation: only when nothing else is there
+		}
+		if best < 0 || score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return best
+}
+
+// describe is the evidence in words, as findings and renderings name it.
+func (c *orderCand) describe(h OrderHints) string {
+	switch c.kind {
+	case OrderDeclared:
+		return fmt.Sprintf("column %s, declared the row's creation time by %s", c.name, h.ColumnOrigin)
+	case OrderWriteTime:
+		return "Cassandra WRITETIME() of each row (the earliest of its regular cells)"
+	case OrderKafkaTime:
+		return "the Kafka message timestamps"
+	case OrderTimeColumn:
+		return fmt.Sprintf("column %s (%s), inferred as the row's creation time (declare source.write_order to be sure)", c.name, c.typ)
+	case OrderKafkaOffset:
+		return "offset order within each Kafka partition"
+	}
+	what := h.Arrival
+	if what == "" {
+		what = "the source's order"
+	}
+	return "arrival order (" + what + "), which need not be the application's"
+}
+
+// orderInformative tells whether write-order values order rows at all: most rows have one and
+// they take more than a handful of distinct values.
+func orderInformative(vals []int64) bool {
+	if len(vals) < 2 {
+		return false
+	}
+	s := make([]int64, 0, len(vals))
+	for _, v := range vals {
+		if v != noTime {
+			s = append(s, v)
+		}
+	}
+	if 2*len(s) < len(vals) {
+		return false
+	}
+	slices.Sort(s)
+	return int64(len(slices.Compact(s))) >= max(2, min(16, int64(len(vals))/4))
+}
+
+// WriteOrder is the write-order model the report used (Report.WriteOrder).
+type WriteOrder struct {
+	// Evidence is declared, writetime, kafka_timestamp, time_column, kafka_offset or arrival.
+	Evidence    string `json:"evidence"`
+	Column      string `json:"column"`      // the declared or inferred column, "" otherwise
+	Description string `json:"description"` // the evidence in words
+	// Axis of the time heatmap: time (epoch ms), value (a declared integer column), or rows.
+	Axis string `json:"axis"`
+	// Notes say why better evidence was not used.
+	Notes []string `json:"notes"`
+	// SubsampleRows is how many rows the key columns were judged on (in write order).
+	SubsampleRows int        `json:"subsample_rows"`
+	KeyColumns    []KeyOrder `json:"key_columns"`
+}
+
+// KeyOrder is how one key column's values follow the write order.
+type KeyOrder struct {
+	Name string `json:"name"`
+	// RankCorrelation is Spearman's rho between the column and the write order over the
+	// subsample (1: rises with it, -1: falls); 0 in arrival order.
+	RankCorrelation float64 `json:"rank_correlation"`
+	Distinct        int64   `json:"distinct"`        // distinct values in the subsample
+	PrefixDistinct  int64   `json:"prefix_distinct"` // distinct values of the key columns before it (0 for the first)
+	Incremental     bool    `json:"incremental"`
+	Why             string  `json:"why"` // the evidence, when incremental
+}
+
+// Thresholds of the incremental_key_column rule.
+const (
+	// incrementalRho: a key column whose rank correlation with the write order is at least this
+	// (or at most its negative) is incremental.
+	incrementalRho = 0.8
+	// sequenceDensity: with no write order, an integer column whose distinct values fill at
+	// least this share of [min, max] is a sequence.
+	sequenceDensity = 0.5
+)
+
+// orderedSample is the subsample in write order with each accepted row's target key, its
+// region under the main plan, and its write-order value.
+type orderedSample struct {
+	keys    [][]pipeline.Value // accepted rows: key values
+	regions []int
+	wo      []int64
+}
+
+// sortSubsample sorts the subsample by write order (stable: ties keep arrival order) and
+// returns the values in the new order.
+func sortSubsample(recs []pipeline.Record, wo []int64) {
+	idx := make([]int, len(recs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return wo[idx[a]] < wo[idx[b]] })
+	r2 := make([]pipeline.Record, len(recs))
+	w2 := make([]int64, len(wo))
+	for k, i := range idx {
+		r2[k], w2[k] = recs[i], wo[i]
+	}
+	copy(recs, r2)
+	copy(wo, w2)
+}
+
+// orderSample runs the (write-ordered) subsample through the mapping and routes it.
+// dated: rows without a write-order value are left out.
+func (r *runner) orderSample(recs []pipeline.Record, wo []int64, dated bool) orderedSample {
+	var s orderedSample
+	ev := r.prog.NewEvaluator()
+	out := make([]pipeline.Value, len(r.prog.Target().Columns))
+	b := &pipeline.Batch{Stream: "subsample"}
+	for i := range recs {
+		if dated && wo[i] == noTime || ev.Apply(b, &recs[i], out) != nil {
+			continue
+		}
+		key := make([]pipeline.Value, r.d.keyLen)
+		for k, v := range out[:r.d.keyLen] {
+			v.S = strings.Clone(v.S)
+			key[k] = v
+		}
+		s.keys = append(s.keys, key)
+		s.regions = append(s.regions, r.d.route(key[0]))
+		s.wo = append(s.wo, wo[i])
+		if i%1024 == 1023 {
+			ev.Reset()
+		}
+	}
+	ev.Reset()
+	return s
+}
+
+// keyOrders judges every key column against the write order.
+func (r *runner) keyOrders(s orderedSample, evidence string, analysed int64) []KeyOrder {
+	cols := r.prog.Target().Columns[:r.d.keyLen]
+	out := make([]KeyOrder, len(cols))
+	n := len(s.keys)
+	var woRank []float64
+	if evidence != OrderArrival && n > 1 {
+		woRank = ranks(n, func(a, b int) int { return cmpInt(s.wo[a], s.wo[b]) })
+	}
+	prefix := make([]uint64, n)
+	for c, col := range cols {
+		ko := KeyOrder{Name: col.Name}
+		ko.PrefixDistinct = int64(len(distinctU64(prefix)))
+		if c == 0 {
+			ko.PrefixDistinct = 0
+		}
+		vals := make([]pipeline.Value, n)
+		for i := range s.keys {
+			vals[i] = s.keys[i][c]
+			prefix[i] = mix64(prefix[i]^hashValue(vals[i], uint64(c)), 0x9e37)
+		}
+		hashes := make([]uint64, n)
+		for i, v := range vals {
+			hashes[i] = hashValue(v, 0)
+		}
+		ko.Distinct = int64(len(distinctU64(hashes)))
+		switch {
+		case ko.Distinct < 2:
+		case col.Type == pipeline.TypeTimestamp || col.Type == pipeline.TypeDate:
+			ko.Incremental, ko.Why = true, fmt.Sprintf("is a %s, and times only grow", col.SQLType())
+		case woRank != nil:
+			cr := ranks(n, func(a, b int) int { return pipeline.Compare(col.Type, vals[a], vals[b]) })
+			ko.RankCorrelation = pearson(woRank, cr)
+			if math.Abs(ko.RankCorrelation) >= incrementalRho {
+				dir := "rises"
+				if ko.RankCorrelation < 0 {
+					dir = "falls"
+				}
+				ko.Incremental, ko.Why = true, fmt.Sprintf("%s with the write order (rank correlation %.2f)", dir, ko.RankCorrelation)
+			}
+		case isIntType(col.Type):
+			if lo, hi, ok := intRange(vals); ok && hi > lo {
+				// the subsample keeps about n of analysed rows: scale its distinct count
+				dens := float64(ko.Distinct) * float64(max(analysed, int64(n))) / float64(n) / (float64(hi) - float64(lo) + 1)
+				if dens >= sequenceDensity && float64(ko.Distinct) >= 0.9*float64(n) {
+					ko.Incremental, ko.Why = true, fmt.Sprintf("looks like a sequence (dense values from %d to %d)", lo, hi)
+				}
+			}
+		}
+		out[c] = ko
+	}
+	return out
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// ranks are the 1-based ranks of n items under cmp, ties given their average rank.
+func ranks(n int, cmp func(a, b int) int) []float64 {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return cmp(idx[a], idx[b]) < 0 })
+	out := make([]float64, n)
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && cmp(idx[i], idx[j]) == 0 {
+			j++
+		}
+		avg := float64(i+j+1) / 2
+		for k := i; k < j; k++ {
+			out[idx[k]] = avg
+		}
+		i = j
+	}
+	return out
+}
+
+func pearson(x, y []float64) float64 {
+	n := float64(len(x))
+	if n < 2 {
+		return 0
+	}
+	var mx, my float64
+	for i := range x {
+		mx += x[i]
+		my += y[i]
+	}
+	mx /= n
+	my /= n
+	var sxy, sxx, syy float64
+	for i := range x {
+		dx, dy := x[i]-mx, y[i]-my
+		sxy += dx * dy
+		sxx += dx * dx
+		syy += dy * dy
+	}
+	if sxx == 0 || syy == 0 {
+		return 0
+	}
+	return sxy / math.Sqrt(sxx*syy)
+}
+
+func distinctU64(v []uint64) []uint64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+func intRange(vals []pipeline.Value) (lo, hi int64, ok bool) {
+	for i, v := range vals {
+		if v.K != pipeline.KindInt {
+			return 0, 0, false
+		}
+		if i == 0 || v.I < lo {
+			lo = v.I
+		}
+		if i == 0 || v.I > hi {
+			hi = v.I
+		}
+	}
+	return lo, hi, len(vals) > 0
+}
+
+// orderWindows are the windows and monotonicity of the write-ordered subsample under the main
+// plan (in arrival order the exact windows of every row are used instead).
+func orderWindows(s orderedSample, regions int, typ pipeline.Type) (*windows, int64, int64, int64) {
+	w := newWindows(regions, int64(len(s.keys)), mainWindows, mainWindowsMax)
+	var up, down, pairs int64
+	for i, reg := range s.regions {
+		w.add(reg)
+		if i > 0 {
+			c := pipeline.Compare(typ, s.keys[i-1][0], s.keys[i][0])
+			if c <= 0 {
+				up++
+			}
+			if c >= 0 {
+				down++
+			}
+			pairs++
+		}
+	}
+	return w, up, down, pairs
+}
+
+// writeOrderFindings are the incremental_key_column and write_order_unknown findings.
+func writeOrderFindings(rep *Report, add func(Finding)) {
+	wo := rep.WriteOrder
+	if wo == nil || rep.Totals.RowsOK < 2 {
+		return
+	}
+	if wo.Evidence == OrderArrival {
+		add(finding("write_order_unknown", SevInfo, "the order the application creates rows in is unknown: windows and monotonicity are judged in "+wo.Description+
+			" (a Cassandra token scan or a dsbulk unload delivers rows in hash order, an export in whatever order it was sorted by); declare the creation-time column as source.write_order or pass --write-order COLUMN", nil))
+	}
+	// Each prefix value writes at the end of its own range, so fewer values than regions leave
+	// regions idle (a modulo bucket with a value per region is the guide's fix). Lindorm splits a
+	// region that grows past 8 GB, inside one prefix value too: a table gets at least the
+	// analysis' default count in time, however few first-column values the plan could split on.
+	regions := max(rep.Plan.Regions, defaultAnalysisRegions)
+	for i, ko := range wo.KeyColumns {
+		if !ko.Incremental {
+			continue
+		}
+		ev := map[string]float64{"column": float64(i), "rank_correlation": ko.RankCorrelation, "distinct": float64(ko.Distinct), "prefix_distinct": float64(ko.PrefixDistinct)}
+		switch {
+		case i == 0:
+			add(finding("incremental_key_column", SevWarning, fmt.Sprintf("first key column %s is incremental: it %s, judged in write order by %s; every new row lands at the end of the key space, in one region (the design guide's incremental primary key hotspot): put a hash prefix or a modulo bucket before it", ko.Name, ko.Why, wo.Description), ev))
+		case ko.PrefixDistinct < int64(regions):
+			add(finding("incremental_key_column", SevWarning, fmt.Sprintf("key column %s is incremental (it %s, judged in write order by %s) after a prefix with only %d distinct values for %d regions: each prefix value writes one hot range at its end", ko.Name, ko.Why, wo.Description, ko.PrefixDistinct, regions), ev))
+		default:
+			add(finding("incremental_key_column", SevInfo, fmt.Sprintf("key column %s is incremental (it %s) after a prefix with %s distinct values that spreads writes", ko.Name, ko.Why, count(ko.PrefixDistinct)), ev))
+		}
+	}
+}
+
+// hasAxis tells whether an evidence's values can draw the heatmap's axis (times or declared
+// values, not arrival ordinals or offsets of several partitions).
+func hasAxis(kind string) bool {
+	switch kind {
+	case OrderDeclared, OrderWriteTime, OrderKafkaTime, OrderTimeColumn:
+		return true
+	}
+	return false
+}
+
+// orderResult is the write order the report judges in.
+type orderResult struct {
+	info *WriteOrder
+	heat *timeHeat // nil when the order has no axis
+	// w are the windows of the write-ordered subsample, with its first column's monotonicity;
+	// nil in arrival order (the exact windows of every row are used)
+	w               *windows
+	up, down, pairs int64
+}
+
+// writeOrder picks the evidence (the best one that orders rows at all), sorts the advisor's
+// subsample into that order, and judges the key columns and windows in it.
+func (r *runner) writeOrder(tl *timeline, rowsOK int64) orderResult {
+	m := r.order
+	cand, heat, wo := &m.primary, tl.heat, tl.subWO
+	notes := m.notes
+	if m.backup != nil && !orderInformative(tl.subWO) {
+		notes = append(notes, cand.describe(m.hints)+" gives no order here (the same value for most rows, or none): "+m.backup.describe(m.hints)+" is used instead")
+		cand, heat, wo = m.backup, tl.heat2, tl.subWO2
+	}
+	info := &WriteOrder{Evidence: cand.kind, Description: cand.describe(m.hints), Notes: notes, Axis: "rows"}
+	if cand.kind == OrderDeclared || cand.kind == OrderTimeColumn {
+		info.Column = cand.name
+	}
+	if hasAxis(cand.kind) {
+		info.Axis = "time"
+		if cand.kind == OrderDeclared && transform.WriteOrderKind(cand.typ) != "time" {
+			info.Axis = "value"
+		}
+	}
+	if info.Notes == nil {
+		info.Notes = []string{}
+	}
+	res := orderResult{info: info, heat: heat}
+	if cand.kind != OrderArrival {
+		sortSubsample(tl.subsample, wo)
+	}
+	s := r.orderSample(tl.subsample, wo, cand.kind != OrderArrival)
+	info.SubsampleRows = len(s.keys)
+	info.KeyColumns = r.keyOrders(s, cand.kind, rowsOK)
+	if cand.kind != OrderArrival && len(s.keys) > 0 {
+		res.w, res.up, res.down, res.pairs = orderWindows(s, r.d.plan.Count(), r.d.first.Type)
+	}
+	return res
+}
+
+// orderText names the order windows follow, for renderings: "write order (evidence)".
+func orderText(rep *Report) string {
+	wo := rep.WriteOrder
+	if wo == nil || wo.Evidence == OrderArrival {
+		return "arrival order"
+	}
+	return "write order (" + wo.Description + ")"
+}
