@@ -159,15 +159,34 @@ func (w *sqlWorker) apply(ctx context.Context, msgs []kafkago.Message) error {
 	m.Deletes.Add(w.deletes)
 	m.TombstonesDropped.Add(w.dropped)
 	m.Rejected.Add(int64(len(w.rejects)))
+	if err := w.hook(StepApplied, first, last); err != nil {
+		return err
+	}
 	if err := w.commit(w.partition, last+1); err != nil {
 		m.CommitErrors.Add(1)
 		w.log.Warn("offset commit failed: the changes are applied, their messages will be read again (harmlessly)", zap.Int64("offset", last+1), zap.Error(err))
 	} else {
 		m.OffsetCommits.Add(1)
 		m.committed(w.partition, last+1)
+		if err := w.hook(StepOffset, first, last); err != nil {
+			return err
+		}
 	}
 	w.log.Debug("batch applied", zap.Int64("offset", first), zap.Int64("last", last), zap.Int("messages", len(msgs)),
 		zap.Int64("upserts", w.upserts), zap.Int64("deletes", w.deletes), zap.Int("rejected", len(w.rejects)))
+	return nil
+}
+
+// hook runs the fault hook of a step after a batch; its error stops the process as a kill would.
+func (w *sqlWorker) hook(step CommitStep, first, last int64) error {
+	h := w.r.cfg.Hooks.Commit
+	if h == nil {
+		return nil
+	}
+	if err := h(step, w.partition, first, last); err != nil {
+		w.r.crashed.Store(true)
+		return err
+	}
 	return nil
 }
 

@@ -26,6 +26,10 @@ import (
 	"github.com/rekey/rekey/transform"
 )
 
+// replicateHooks are the replicator's fault hooks: set only by tests (a process that kills itself
+// at a chosen step).
+var replicateHooks replicate.Hooks
+
 type replicateFlags struct {
 	mapping      string
 	source       string
@@ -267,6 +271,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		AcceptGaps:   f.acceptGaps,
 		Version:      version,
 		Logger:       logger.Named("replicate"),
+		Hooks:        replicateHooks,
 	})
 	if err != nil {
 		if toSQL && !errors.Is(err, sqlsink.ErrTableMismatch) {
