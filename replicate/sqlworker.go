@@ -30,6 +30,10 @@ import (
 //     replay's rejects replace the rejects file of the batch it repeats (files are named by
 //     partition and offsets: rejects/p0002-<first>-<last>.jsonl in the state folder, OutDir).
 
+// CodeNoWriteTime rejects a change without a Cassandra write time into a target that writes
+// cell timestamps (lindorm://...?write_time=true).
+const CodeNoWriteTime = "no_write_time"
+
 // openSQL opens the target table (its definition checked first) with the statement metrics wired.
 func (r *Replicator) openSQL() error {
 	cfg := r.cfg.SQL
@@ -220,6 +224,17 @@ func (w *sqlWorker) message(i int, m *kafkago.Message) {
 			w.reject(i, m, "source", ch.Err)
 			continue
 		}
+		if w.r.cfg.SQL.Target.CellTimestamps && ch.WriteTime == 0 {
+			if ch.Tombstone && w.r.cfg.Kafka.Format == kafka.FormatDebezium {
+				// it repeats the delete event before it, which carried the write time; at
+				// the server's time it would hide the writes made after it
+				w.dropped++
+				continue
+			}
+			w.reject(i, m, "source", &pipeline.RowError{Code: CodeNoWriteTime,
+				Message: "write_time=true: the event carries no Cassandra write time (source.ts_us or source.ts_ms of Debezium's Cassandra connector); replicate other events without write_time"})
+			continue
+		}
 		if ch.Op == kafka.OpDelete {
 			w.delete(i, m, ch)
 			continue
@@ -247,7 +262,7 @@ func (w *sqlWorker) message(i int, m *kafkago.Message) {
 		if ch.Before != nil {
 			w.moveKey(i, m, row, ch.Before)
 		}
-		w.ops = append(w.ops, sqlsink.Op{Values: row, Set: set})
+		w.ops = append(w.ops, sqlsink.Op{Values: row, Set: set, Timestamp: ch.WriteTime})
 		w.opMsg = append(w.opMsg, i)
 		w.upserts++
 	}
@@ -298,14 +313,14 @@ func (w *sqlWorker) delete(i int, m *kafkago.Message, ch *kafka.Change) {
 		}
 		if ch.Set != nil && rerr.Code == pipeline.CodeNullKey {
 			// a Cassandra partition delete: every row of the partition, an open range
-			w.deleteRange(i, m, &kafka.Change{Values: ch.Values, Set: ch.Set, Range: &pipeline.ClusteringRange{}})
+			w.deleteRange(i, m, &kafka.Change{Values: ch.Values, Set: ch.Set, Range: &pipeline.ClusteringRange{}, WriteTime: ch.WriteTime})
 			return
 		}
 		rerr.Message = "delete: " + rerr.Message
 		w.reject(i, m, "transform", rerr)
 		return
 	}
-	w.ops = append(w.ops, sqlsink.Op{Delete: true, Values: row[:w.r.target.KeyLen]})
+	w.ops = append(w.ops, sqlsink.Op{Delete: true, Values: row[:w.r.target.KeyLen], Timestamp: ch.WriteTime})
 	w.opMsg = append(w.opMsg, i)
 	w.deletes++
 }
@@ -319,7 +334,7 @@ func (w *sqlWorker) deleteRange(i int, m *kafkago.Message, ch *kafka.Change) {
 		w.reject(i, m, "transform", rerr)
 		return
 	}
-	w.ops = append(w.ops, sqlsink.Op{Delete: true, Range: &kr})
+	w.ops = append(w.ops, sqlsink.Op{Delete: true, Range: &kr, Timestamp: ch.WriteTime})
 	w.opMsg = append(w.opMsg, i)
 	w.deletes++
 }

@@ -457,3 +457,24 @@ func firstLine(s string, words ...string) string {
 	}
 	return ""
 }
+
+// write_time=true (Lindorm's cell timestamps from the events' write times) is refused where it
+// does not apply, before anything is written: on mysql://, for migrate (a copy's rows carry no
+// write time), for replicate of events other than Debezium's.
+func TestWriteTimeRefusedWhereItDoesNotApply(t *testing.T) {
+	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
+	state := filepath.Join(t.TempDir(), "state")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", "mysql://root@127.0.0.1:1/db?write_time=true", "--state", state}, "a MySQL row has none"},
+		{[]string{"migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", "lindorm://root@127.0.0.1:1/db?write_time=true", "--state", state}, "a copy has none"},
+		{[]string{"replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/t?group=g&format=json", "--out", "lindorm://root@127.0.0.1:1/db?write_time=true", "--state", state}, "use format=debezium"},
+	} {
+		code, out, errs := runCLI(t, append(tc.args, "--progress", "never")...)
+		if code != exitUsage || !strings.Contains(out+errs, tc.want) {
+			t.Errorf("rekey %s: exit %d, want %d and %q\n%s%s", strings.Join(tc.args, " "), code, exitUsage, tc.want, out, errs)
+		}
+	}
+}

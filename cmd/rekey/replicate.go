@@ -241,6 +241,9 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		if err != nil {
 			return exitWith(exitUsage, err)
 		}
+		if t.CellTimestamps && kcfg.Format != kafka.FormatDebezium {
+			return exitWith(exitUsage, fmt.Errorf("--out %s: write_time takes each change's write time from Debezium's Cassandra connector events: use format=debezium in --source, or drop write_time", t.Redacted))
+		}
 		if f.sql.conns < 1 {
 			return exitWith(exitUsage, fmt.Errorf("--sql-conns %d: want at least 1", f.sql.conns))
 		}
