@@ -56,8 +56,8 @@ type Target struct {
 	// change's write time as the cells' timestamp (Lindorm's _l_ts_ hint), so a change older
 	// than what a cell holds loses to it, as in Cassandra. replicate only.
 	CellTimestamps bool
-	Redacted string // the URI as errors and logs may quote it
-	password string
+	Redacted       string // the URI as errors and logs may quote it
+	password       string
 }
 
 // ParseURI parses a lindorm:// or mysql:// URI; the password comes from getenv (the dialect's
