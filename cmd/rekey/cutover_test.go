@@ -50,7 +50,8 @@ func killAtStep(spec string) {
 	}
 }
 
-const cutoverMapping = `version: 1
+// evMapping maps ks.ev (a int, b int, c int, x text, y int, PRIMARY KEY (a, b, c)) to ev.
+const evMapping = `version: 1
 source:
   name: ks.ev
   columns:
@@ -258,7 +259,7 @@ func TestCutoverWithWritesArriving(t *testing.T) {
 		srv = mysqltest.GMS(t)
 	}
 	dir := t.TempDir()
-	mapping := writeFile(t, dir, "ev.yaml", cutoverMapping)
+	mapping := writeFile(t, dir, "ev.yaml", evMapping)
 	srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", srv.DDLDialect()))
 
 	// 1. capturing starts: every mutation from now on has its event in the topic
