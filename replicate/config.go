@@ -128,7 +128,8 @@ type GroupOptions struct {
 	StartOffset int64
 }
 
-// Hooks are called by a partition's worker while it closes a roll.
+// Hooks are called by a partition's worker while it closes a roll, or, into a SQL table, after
+// it applied a batch (StepApplied, then StepOffset; first and last are the batch's offsets).
 type Hooks struct {
 	// Commit runs at each step of a roll's commit. A non-nil error stops the process there as
 	// a kill would: nothing more is committed, and no file is removed.
@@ -145,6 +146,10 @@ const (
 	StepRenamed  CommitStep = "renamed"  // every file renamed, the folders fsynced; manifest.json not rewritten
 	StepManifest CommitStep = "manifest" // manifest.json lists the roll: it is committed; the Kafka offset is not
 	StepOffset   CommitStep = "offset"   // the Kafka offset after the roll is committed
+
+	// StepApplied: into a SQL table, every statement of a batch succeeded and its rejects are
+	// durable; the Kafka offset after it is not committed (a crash replays the batch).
+	StepApplied CommitStep = "applied"
 )
 
 // Validate checks the configuration and fills in defaults.

@@ -30,6 +30,10 @@ import (
 //     replay's rejects replace the rejects file of the batch it repeats (files are named by
 //     partition and offsets: rejects/p0002-<first>-<last>.jsonl in the state folder, OutDir).
 
+// CodeNoWriteTime rejects a change without a Cassandra write time into a target that writes
+// cell timestamps (lindorm://...?write_time=true).
+const CodeNoWriteTime = "no_write_time"
+
 // openSQL opens the target table (its definition checked first) with the statement metrics wired.
 func (r *Replicator) openSQL() error {
 	cfg := r.cfg.SQL
@@ -159,15 +163,34 @@ func (w *sqlWorker) apply(ctx context.Context, msgs []kafkago.Message) error {
 	m.Deletes.Add(w.deletes)
 	m.TombstonesDropped.Add(w.dropped)
 	m.Rejected.Add(int64(len(w.rejects)))
+	if err := w.hook(StepApplied, first, last); err != nil {
+		return err
+	}
 	if err := w.commit(w.partition, last+1); err != nil {
 		m.CommitErrors.Add(1)
 		w.log.Warn("offset commit failed: the changes are applied, their messages will be read again (harmlessly)", zap.Int64("offset", last+1), zap.Error(err))
 	} else {
 		m.OffsetCommits.Add(1)
 		m.committed(w.partition, last+1)
+		if err := w.hook(StepOffset, first, last); err != nil {
+			return err
+		}
 	}
 	w.log.Debug("batch applied", zap.Int64("offset", first), zap.Int64("last", last), zap.Int("messages", len(msgs)),
 		zap.Int64("upserts", w.upserts), zap.Int64("deletes", w.deletes), zap.Int("rejected", len(w.rejects)))
+	return nil
+}
+
+// hook runs the fault hook of a step after a batch; its error stops the process as a kill would.
+func (w *sqlWorker) hook(step CommitStep, first, last int64) error {
+	h := w.r.cfg.Hooks.Commit
+	if h == nil {
+		return nil
+	}
+	if err := h(step, w.partition, first, last); err != nil {
+		w.r.crashed.Store(true)
+		return err
+	}
 	return nil
 }
 
@@ -201,6 +224,17 @@ func (w *sqlWorker) message(i int, m *kafkago.Message) {
 			w.reject(i, m, "source", ch.Err)
 			continue
 		}
+		if w.r.cfg.SQL.Target.CellTimestamps && ch.WriteTime == 0 {
+			if ch.Tombstone && w.r.cfg.Kafka.Format == kafka.FormatDebezium {
+				// it repeats the delete event before it, which carried the write time; at
+				// the server's time it would hide the writes made after it
+				w.dropped++
+				continue
+			}
+			w.reject(i, m, "source", &pipeline.RowError{Code: CodeNoWriteTime,
+				Message: "write_time=true: the event carries no Cassandra write time (source.ts_us or source.ts_ms of Debezium's Cassandra connector); replicate other events without write_time"})
+			continue
+		}
 		if ch.Op == kafka.OpDelete {
 			w.delete(i, m, ch)
 			continue
@@ -228,7 +262,7 @@ func (w *sqlWorker) message(i int, m *kafkago.Message) {
 		if ch.Before != nil {
 			w.moveKey(i, m, row, ch.Before)
 		}
-		w.ops = append(w.ops, sqlsink.Op{Values: row, Set: set})
+		w.ops = append(w.ops, sqlsink.Op{Values: row, Set: set, Timestamp: ch.WriteTime})
 		w.opMsg = append(w.opMsg, i)
 		w.upserts++
 	}
@@ -279,14 +313,14 @@ func (w *sqlWorker) delete(i int, m *kafkago.Message, ch *kafka.Change) {
 		}
 		if ch.Set != nil && rerr.Code == pipeline.CodeNullKey {
 			// a Cassandra partition delete: every row of the partition, an open range
-			w.deleteRange(i, m, &kafka.Change{Values: ch.Values, Set: ch.Set, Range: &pipeline.ClusteringRange{}})
+			w.deleteRange(i, m, &kafka.Change{Values: ch.Values, Set: ch.Set, Range: &pipeline.ClusteringRange{}, WriteTime: ch.WriteTime})
 			return
 		}
 		rerr.Message = "delete: " + rerr.Message
 		w.reject(i, m, "transform", rerr)
 		return
 	}
-	w.ops = append(w.ops, sqlsink.Op{Delete: true, Values: row[:w.r.target.KeyLen]})
+	w.ops = append(w.ops, sqlsink.Op{Delete: true, Values: row[:w.r.target.KeyLen], Timestamp: ch.WriteTime})
 	w.opMsg = append(w.opMsg, i)
 	w.deletes++
 }
@@ -300,7 +334,7 @@ func (w *sqlWorker) deleteRange(i int, m *kafkago.Message, ch *kafka.Change) {
 		w.reject(i, m, "transform", rerr)
 		return
 	}
-	w.ops = append(w.ops, sqlsink.Op{Delete: true, Range: &kr})
+	w.ops = append(w.ops, sqlsink.Op{Delete: true, Range: &kr, Timestamp: ch.WriteTime})
 	w.opMsg = append(w.opMsg, i)
 	w.deletes++
 }

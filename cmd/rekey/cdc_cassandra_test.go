@@ -313,19 +313,7 @@ func inRange(bc [2]int, vals []int, incl, start bool) bool {
 // INSERT created: a row that only UPDATEs wrote disappears in Cassandra with its last cell, which
 // a table row does not (README).
 func TestReplicateCassandraMixedStream(t *testing.T) {
-	mapping := writeFile(t, t.TempDir(), "ev.yaml", `version: 1
-source:
-  name: ks.ev
-  columns:
-    a: int
-    b: int
-    c: int
-    x: text
-    y: int
-target:
-  table: ev
-  primary_key: "[a][b][c]"
-`)
+	mapping := writeFile(t, t.TempDir(), "ev.yaml", evMapping)
 	rng := rand.New(rand.NewPCG(7, 9))
 	model := cassandraModel{}
 	var msgs []kafkago.Message

@@ -26,6 +26,10 @@ import (
 	"github.com/rekey/rekey/transform"
 )
 
+// replicateHooks are the replicator's fault hooks: set only by tests (a process that kills itself
+// at a chosen step).
+var replicateHooks replicate.Hooks
+
 type replicateFlags struct {
 	mapping      string
 	source       string
@@ -237,6 +241,9 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		if err != nil {
 			return exitWith(exitUsage, err)
 		}
+		if t.CellTimestamps && kcfg.Format != kafka.FormatDebezium {
+			return exitWith(exitUsage, fmt.Errorf("--out %s: write_time takes each change's write time from Debezium's Cassandra connector events: use format=debezium in --source, or drop write_time", t.Redacted))
+		}
 		if f.sql.conns < 1 {
 			return exitWith(exitUsage, fmt.Errorf("--sql-conns %d: want at least 1", f.sql.conns))
 		}
@@ -267,6 +274,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		AcceptGaps:   f.acceptGaps,
 		Version:      version,
 		Logger:       logger.Named("replicate"),
+		Hooks:        replicateHooks,
 	})
 	if err != nil {
 		if toSQL && !errors.Is(err, sqlsink.ErrTableMismatch) {

@@ -30,6 +30,7 @@ const rekeyProcessEnv = "REKEY_TEST_RUN_AS_REKEY"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(rekeyProcessEnv) == "1" {
+		killAtStep(os.Getenv(killAtEnv))
 		os.Exit(run(os.Args[1:]))
 	}
 	os.Exit(mysqltest.Run(m))

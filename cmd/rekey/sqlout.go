@@ -45,6 +45,11 @@ func openSQLTarget(ctx context.Context, uri string, prog *transform.Program, con
 	if err != nil {
 		return nil, nil, exitWith(exitUsage, err)
 	}
+	if t.CellTimestamps {
+		// a copy's rows carry no write time: the cells would get the server's time, which is
+		// what happens without the parameter
+		return nil, nil, exitWith(exitUsage, fmt.Errorf("--out %s: write_time applies to replicate (each event's Cassandra write time); a copy has none: drop the parameter for migrate", t.Redacted))
+	}
 	if conns < 1 {
 		return nil, nil, exitWith(exitUsage, fmt.Errorf("--sql-conns %d: want at least 1", conns))
 	}

@@ -295,6 +295,14 @@ func (s *statements) appendKeyEq(dst []byte, row []pipeline.Value) ([]byte, *pip
 	return dst, nil
 }
 
+// cellTimestamp puts Lindorm's _l_ts_ hint after a statement's verb (UPSERT, DELETE): the cells
+// it writes, or its delete marker, carry the timestamp ms instead of the server's time. Lindorm
+// takes a hint only right after the verb, and as text (not in a prepared statement).
+func cellTimestamp(stmt string, ms int64) string {
+	verb, rest, _ := strings.Cut(stmt, " ")
+	return verb + " /*+ _l_ts_(" + strconv.FormatInt(ms, 10) + ") */ " + rest
+}
+
 // upsert renders one upsert statement of the rendered row tuples.
 func (s *statements) upsert(dst []byte, sh *upsertShape, tuples [][]byte) []byte {
 	dst = append(dst, sh.head...)

@@ -28,6 +28,9 @@ func OpenLookup(ctx context.Context, uri string, target pipeline.TargetSchema, g
 	if err != nil {
 		return nil, err
 	}
+	if t.CellTimestamps {
+		return nil, fmt.Errorf("%s: write_time applies to the writes of replicate; verify reads the table: drop the parameter", t.Redacted)
+	}
 	w, err := Open(ctx, Config{Target: t, Schema: target, Conns: 2})
 	if err != nil {
 		return nil, err

@@ -238,6 +238,9 @@ type Op struct {
 	Set []bool
 	// Range, with Delete, deletes every row in the key range instead of one key.
 	Range *pipeline.KeyRange
+	// Timestamp is the change's write time in epoch milliseconds, written as the cells'
+	// timestamp when the target has CellTimestamps (0: the server's time).
+	Timestamp int64
 }
 
 // Write upserts rows (pipeline.Sink). Every row is written, or refused by the server and
@@ -277,7 +280,7 @@ func (w *Writer) Apply(ctx context.Context, ops []Op) ([]pipeline.RowReject, err
 	var rejects []pipeline.RowReject
 	for start := 0; start < len(ops); {
 		if ops[start].Range != nil {
-			if rerr, err := w.deleteRange(ctx, ops[start].Range); err != nil {
+			if rerr, err := w.deleteRange(ctx, ops[start].Range, ops[start].Timestamp); err != nil {
 				return nil, err
 			} else if rerr != nil {
 				rejects = append(rejects, pipeline.RowReject{Index: start, Err: rerr})
@@ -306,14 +309,14 @@ func (w *Writer) Apply(ctx context.Context, ops []Op) ([]pipeline.RowReject, err
 // deleteRange deletes the rows of a key range: one DELETE where the dialect takes a range
 // (MySQL), otherwise (Lindorm's DELETE names one whole key) the range's keys read by a SELECT
 // and deleted one statement each, in batches of MaxRows.
-func (w *Writer) deleteRange(ctx context.Context, kr *pipeline.KeyRange) (*pipeline.RowError, error) {
+func (w *Writer) deleteRange(ctx context.Context, kr *pipeline.KeyRange, ts int64) (*pipeline.RowError, error) {
 	cond, rerr := w.st.appendRangeCond(nil, kr)
 	if rerr != nil {
 		w.Stats.Rejected.Add(1)
 		return rerr, nil
 	}
 	if w.st.d.BatchDeletes {
-		err := w.run(ctx, "delete", 1, w.st.deleteWhere+string(cond))
+		err := w.run(ctx, "delete", 1, w.withTimestamp(w.st.deleteWhere+string(cond), ts))
 		if err != nil && classify(err) == classRow {
 			w.Stats.Rejected.Add(1)
 			return rowError(err), nil
@@ -347,7 +350,7 @@ func (w *Writer) deleteRange(ctx context.Context, kr *pipeline.KeyRange) (*pipel
 			if rerr != nil {
 				return rerr, nil
 			}
-			if err := w.run(ctx, "delete", 1, w.st.deleteHead+string(eq)); err != nil {
+			if err := w.run(ctx, "delete", 1, w.withTimestamp(w.st.deleteHead+string(eq), ts)); err != nil {
 				return nil, err
 			}
 			w.Stats.Deletes.Add(1)
@@ -608,10 +611,11 @@ func keyString(v []pipeline.Value) string {
 // MaxRows and MaxBytes.
 func (w *Writer) runBatch(ctx context.Context, a *applyState, run []int, shape *upsertShape) ([]pipeline.RowReject, error) {
 	del := shape == nil
-	if del && !w.st.d.BatchDeletes {
+	if del && !w.st.d.BatchDeletes || w.cfg.Target.CellTimestamps {
+		// one statement per change: a statement carries one cell timestamp
 		var rejects []pipeline.RowReject
 		for _, i := range run {
-			rej, err := w.exec(ctx, a, []int{i}, nil)
+			rej, err := w.exec(ctx, a, []int{i}, shape)
 			if err != nil {
 				return nil, err
 			}
@@ -645,6 +649,14 @@ func (w *Writer) runBatch(ctx context.Context, a *applyState, run []int, shape *
 	return rejects, nil
 }
 
+// withTimestamp gives stmt the cell timestamp ts when the target writes cell timestamps.
+func (w *Writer) withTimestamp(stmt string, ts int64) string {
+	if !w.cfg.Target.CellTimestamps || ts <= 0 {
+		return stmt
+	}
+	return cellTimestamp(stmt, ts)
+}
+
 // exec runs one statement of ops, retrying transient errors; when the server refuses a row of
 // it, the statement is split in halves until the refused rows are alone, and those are rejected.
 func (w *Writer) exec(ctx context.Context, a *applyState, ops []int, shape *upsertShape) ([]pipeline.RowReject, error) {
@@ -662,6 +674,9 @@ func (w *Writer) exec(ctx context.Context, a *applyState, ops []int, shape *upse
 	} else {
 		buf := w.st.upsert(make([]byte, 0, len(shape.head)+len(shape.tail)+len(tuples)*(len(tuples[0])+1)), shape, tuples)
 		stmt = unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is this statement's alone and never changed
+	}
+	if len(ops) == 1 {
+		stmt = w.withTimestamp(stmt, a.ops[ops[0]].Timestamp)
 	}
 	err := w.run(ctx, kind, len(ops), stmt)
 	if err == nil {

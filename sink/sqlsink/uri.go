@@ -30,7 +30,9 @@ const (
 // URIHelp describes the SQL target URIs for --help.
 const URIHelp = `SQL targets (--out of migrate and replicate, --target of verify):
   lindorm://USER@HOST:33060/DATABASE[?table=T&tls=true]   Lindorm's wide-table SQL endpoint (MySQL
-                                      protocol): UPSERT INTO; password from REKEY_LINDORM_PASSWORD
+                                      protocol): UPSERT INTO; password from REKEY_LINDORM_PASSWORD;
+                                      write_time=true (replicate of Cassandra events): each write
+                                      carries the event's Cassandra write time (UPSERT /*+ _l_ts_(ms) */)
   mysql://USER@HOST:PORT/DATABASE[?table=T&tls=true]      a MySQL-protocol server (MySQL, MariaDB):
                                       INSERT ... ON DUPLICATE KEY UPDATE; password from REKEY_MYSQL_PASSWORD
   The table is the mapping's target table unless ?table= names another. tls=true|skip-verify|preferred
@@ -50,8 +52,12 @@ type Target struct {
 	Database string
 	Table    string // from ?table=, "" when the mapping's table is meant
 	TLS      string // "", "true", "skip-verify", "preferred"
-	Redacted string // the URI as errors and logs may quote it
-	password string
+	// CellTimestamps (lindorm://...?write_time=true): every upsert and delete carries its
+	// change's write time as the cells' timestamp (Lindorm's _l_ts_ hint), so a change older
+	// than what a cell holds loses to it, as in Cassandra. replicate only.
+	CellTimestamps bool
+	Redacted       string // the URI as errors and logs may quote it
+	password       string
 }
 
 // ParseURI parses a lindorm:// or mysql:// URI; the password comes from getenv (the dialect's
@@ -104,8 +110,17 @@ func ParseURI(raw string, getenv func(string) string) (*Target, error) {
 			default:
 				return nil, fmt.Errorf("%s: tls=%q: want true, skip-verify, preferred or false", t.Redacted, v)
 			}
+		case "write_time":
+			if d != Lindorm {
+				return nil, fmt.Errorf("%s: write_time applies to lindorm:// only: a Lindorm cell carries a timestamp a write can set (the _l_ts_ hint), a MySQL row has none; drop the parameter", t.Redacted)
+			}
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s: write_time=%q: want true or false", t.Redacted, v)
+			}
+			t.CellTimestamps = b
 		default:
-			return nil, fmt.Errorf("%s: unknown parameter %q (known: table, tls)", t.Redacted, name)
+			return nil, fmt.Errorf("%s: unknown parameter %q (known: table, tls, write_time)", t.Redacted, name)
 		}
 	}
 	t.password = getenv(d.PasswordEnv)

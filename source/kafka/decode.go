@@ -59,6 +59,10 @@ type Change struct {
 	Set []bool
 	// Range is the clustering range of an OpRangeDelete.
 	Range *pipeline.ClusteringRange
+	// WriteTime is the Cassandra write time of the mutation in epoch milliseconds (the
+	// connector's source.ts_us, else source.ts_ms: the partition update's newest cell
+	// timestamp), 0 when the event has none (other connectors, events without a source).
+	WriteTime int64
 	// Tombstone marks the delete of a null-value message, whose values come from the key only.
 	// Debezium sends one after every delete event, so in that format it is redundant.
 	Tombstone bool
@@ -520,12 +524,19 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		}
 		return vals, nil
 	}
-	connector := env.connector()
+	connector, ts := env.connector()
+	if connector != "cassandra" {
+		ts = 0 // another database's commit time is not a Cassandra cell timestamp
+	}
 	switch op {
 	case "c", "r", "i", "u":
 		if op == "r" && cassandraEvent(connector, strings.Contains(env.after, `"`+rangeStart+`"`)) {
 			// the Cassandra connector's r is a range tombstone, not a snapshot read
-			return append(dst, d.rangeTombstone(key, env.after, scale))
+			ch := d.rangeTombstone(key, env.after, scale)
+			if ch.Err == nil {
+				ch.WriteTime = ts
+			}
+			return append(dst, ch)
 		}
 		set := d.allocSet()
 		d.mark, d.cells = set, 0
@@ -540,7 +551,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		if len(key) > 0 && d.anyNull(after) {
 			d.fillFromKey(after, key)
 		}
-		ch := Change{Op: OpUpsert, Values: after}
+		ch := Change{Op: OpUpsert, Values: after, WriteTime: ts}
 		if cassandraEvent(connector, op == "i" || d.cells > 0) {
 			// Cassandra: the event carries the cells the mutation wrote, an INSERT's as an
 			// UPDATE's; the columns it does not name keep their values
@@ -570,7 +581,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		if len(key) > 0 && d.anyNull(vals) {
 			d.fillFromKey(vals, key)
 		}
-		ch := Change{Op: OpDelete, Values: vals}
+		ch := Change{Op: OpDelete, Values: vals, WriteTime: ts}
 		if cassandraEvent(connector, d.cells > 0) && d.anyNull(vals) {
 			// the Cassandra connector's partition delete: the clustering cells are null
 			ch.Set = d.allocSet()
@@ -727,17 +738,27 @@ func (e *envelope) read(doc string) error {
 	})
 }
 
-// connector is source.connector ("cassandra", "mysql", ...), or "".
-func (e *envelope) connector() string {
+// connector is source.connector ("cassandra", "mysql", ...), or "", and the event's time in
+// epoch milliseconds from source.ts_us (microseconds, newer Debezium) or source.ts_ms, or 0.
+func (e *envelope) connector() (string, int64) {
 	var c string
+	var us, ms int64
 	if strings.HasPrefix(e.source, "{") {
 		cqlvalue.ObjectFields(e.source, func(name, raw string) {
-			if name == "connector" {
+			switch name {
+			case "connector":
 				c, _ = unquoteSimple(raw)
+			case "ts_us":
+				us, _ = strconv.ParseInt(raw, 10, 64)
+			case "ts_ms":
+				ms, _ = strconv.ParseInt(raw, 10, 64)
 			}
 		})
 	}
-	return c
+	if us > 0 {
+		ms = us / 1000
+	}
+	return c, max(ms, 0)
 }
 
 func unquoteSimple(raw string) (string, bool) {
