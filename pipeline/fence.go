@@ -19,6 +19,9 @@ var ErrLockLost = errors.New("this run no longer holds the output's lock")
 // run there, as a stopped process would be, to let another run take the output over).
 var BeforeFencedWrite func(op, name string)
 
+// afterCheck, when set, runs between a passed check and the write (tests: a take-over there).
+var afterCheck func()
+
 // Held tells whether this run still holds the output's lock; an error wrapping ErrLockLost when
 // it does not. Every write through Output.Store calls it first.
 //
@@ -92,14 +95,30 @@ func (s fencedStore) check(ctx context.Context, op, name string) error {
 	if err := s.held(ctx); err != nil {
 		return fmt.Errorf("%s %s: %w", op, s.Location(name), err)
 	}
+	if afterCheck != nil {
+		afterCheck()
+	}
 	return nil
+}
+
+// failed is the error of a write that passed the check and then failed: when the lock is lost by
+// now, another run took the output over meanwhile (its sweep may be why the write failed), and
+// the error says so first.
+func (s fencedStore) failed(ctx context.Context, op, name string, err error) error {
+	if err == nil || errors.Is(err, ErrLockLost) {
+		return err
+	}
+	if herr := s.held(ctx); errors.Is(herr, ErrLockLost) {
+		return fmt.Errorf("%s %s: %w (the write failed: %v)", op, s.Location(name), herr, err)
+	}
+	return err
 }
 
 func (s fencedStore) Put(ctx context.Context, name string, data []byte) error {
 	if err := s.check(ctx, "write", name); err != nil {
 		return err
 	}
-	return s.Store.Put(ctx, name, data)
+	return s.failed(ctx, "write", name, s.Store.Put(ctx, name, data))
 }
 
 func (s fencedStore) Remove(ctx context.Context, names ...string) error {
@@ -109,14 +128,14 @@ func (s fencedStore) Remove(ctx context.Context, names ...string) error {
 	if err := s.check(ctx, "remove", names[0]); err != nil {
 		return err
 	}
-	return s.Store.Remove(ctx, names...)
+	return s.failed(ctx, "remove", names[0], s.Store.Remove(ctx, names...))
 }
 
 func (s fencedStore) Sweep(ctx context.Context, prefix string) error {
 	if err := s.check(ctx, "sweep", prefix); err != nil {
 		return err
 	}
-	return s.Store.Sweep(ctx, prefix)
+	return s.failed(ctx, "sweep", prefix, s.Store.Sweep(ctx, prefix))
 }
 
 func (s fencedStore) Create(ctx context.Context, name string) (store.Writer, error) {
@@ -138,5 +157,6 @@ func (w fencedWriter) Commit(ctx context.Context) (int64, error) {
 	if err := w.s.check(ctx, "commit", w.name); err != nil {
 		return 0, err
 	}
-	return w.Writer.Commit(ctx)
+	n, err := w.Writer.Commit(ctx)
+	return n, w.s.failed(ctx, "commit", w.name, err)
 }
