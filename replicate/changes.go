@@ -2,7 +2,6 @@ package replicate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -111,41 +110,31 @@ func ReadChanges(ctx context.Context, cfg ChangesConfig, windows []PartitionWind
 	return g.Wait()
 }
 
-// errWindowRead ends a partition's fetch at the end of its window.
-var errWindowRead = errors.New("window read")
-
 func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, wholeRows bool, fn func(*ChangeBatch) error) error {
 	w := &sqlWorker{partWorker: r.newPartWorker(win.Partition, nil)}
-	fctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	fctx, cancel := context.WithCancel(ctx)
 	ch := make(chan kafka.FetchBatch, 2)
 	var ferr error
-	done := make(chan struct{})
 	go func() {
-		defer close(done)
+		defer close(ch)
 		ferr = r.cfg.Kafka.FetchPartition(fctx, r.dialer, win.Partition, win.From, kafka.FetchOptions{Logger: w.log,
 			Gap: func(next, first int64) error {
 				return fmt.Errorf("%w: verify cannot read the changes replicate applied from them", &kafka.GapError{Topic: r.cfg.Kafka.Topic, Partition: win.Partition, Next: next, First: first})
 			}}, ch)
 	}()
-	defer func() {
-		cancel(errWindowRead)
+	defer func() { // the fetch ends at the window's end, or on an error
+		cancel()
 		for range ch {
 		}
-		<-done
 	}()
 	next := win.From
 	for next < win.End {
-		var b kafka.FetchBatch
-		select {
-		case b = <-ch:
-		case <-done:
-			if ferr != nil {
-				return fmt.Errorf("partition %d: %w", win.Partition, ferr)
+		b, ok := <-ch
+		if !ok { // ferr is set before ch is closed
+			if ferr == nil {
+				ferr = ctx.Err()
 			}
-			return fmt.Errorf("partition %d: %w", win.Partition, ctx.Err())
-		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("partition %d at offset %d (reading up to %d): %w", win.Partition, next, win.End, ferr)
 		}
 		msgs := b.Messages
 		for i := range msgs {
