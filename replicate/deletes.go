@@ -2,9 +2,12 @@ package replicate
 
 import (
 	"encoding/binary"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
@@ -143,4 +146,111 @@ func deleteHeader(table string, region, partition int, first int64) string {
 		"-- in one session: the SET makes its TIMESTAMP literals (UTC) mean the same instant in any session zone.\n"+
 		"SET time_zone = '+00:00';\n",
 		table, region, partition, first)
+}
+
+// ParseDeletes reads back a delete file's keys (the inverse of deleteStmt.append, for `rekey
+// verify`): one row of the key columns' values per DELETE statement, in file order, typed as
+// pipeline.Value's conventions say for schema's key column types. Comments and the SET line are
+// passed over; any other line is an error naming it.
+func ParseDeletes(data []byte, schema pipeline.TargetSchema) ([][]pipeline.Value, error) {
+	d := newDeleteStmt(schema)
+	var out [][]pipeline.Value
+	for n, line := range strings.Split(string(data), "\n") {
+		if line == "" || strings.HasPrefix(line, "--") || strings.HasPrefix(line, "SET ") {
+			continue
+		}
+		rest, ok := strings.CutPrefix(line, string(d.prefix))
+		if !ok {
+			return nil, fmt.Errorf("line %d is not a DELETE from table %s", n+1, schema.Table)
+		}
+		key := make([]pipeline.Value, len(d.cols))
+		for i, c := range d.cols {
+			if rest, ok = strings.CutPrefix(rest, string(c)); !ok {
+				return nil, fmt.Errorf("line %d: want %q next", n+1, strings.TrimSpace(string(c)))
+			}
+			var err error
+			if key[i], rest, err = parseLiteral(rest, d.types[i]); err != nil {
+				return nil, fmt.Errorf("line %d, key column %d: %w", n+1, i+1, err)
+			}
+		}
+		if rest != ";" {
+			return nil, fmt.Errorf("line %d: %q after the key", n+1, rest)
+		}
+		out = append(out, key)
+	}
+	return out, nil
+}
+
+// parseLiteral reads one literal appendLiteral wrote for type t at the start of s.
+func parseLiteral(s string, t pipeline.Type) (pipeline.Value, string, error) {
+	var text string
+	quoted, hexed := false, false
+	switch {
+	case strings.HasPrefix(s, "X'"):
+		end := strings.IndexByte(s[2:], '\'')
+		if end < 0 {
+			return pipeline.Value{}, s, errors.New("an unclosed X'..' literal")
+		}
+		b, err := hex.DecodeString(s[2 : 2+end])
+		if err != nil {
+			return pipeline.Value{}, s, fmt.Errorf("X'..': %w", err)
+		}
+		text, s, hexed = string(b), s[3+end:], true
+	case strings.HasPrefix(s, "'"):
+		var sb strings.Builder
+		i := 1
+		for ; i < len(s); i++ {
+			if s[i] == '\'' {
+				if i+1 < len(s) && s[i+1] == '\'' {
+					sb.WriteByte('\'')
+					i++
+					continue
+				}
+				break
+			}
+			sb.WriteByte(s[i])
+		}
+		if i >= len(s) {
+			return pipeline.Value{}, s, errors.New("an unclosed '..' literal")
+		}
+		text, s, quoted = sb.String(), s[i+1:], true
+	default:
+		end := strings.IndexAny(s, " ;")
+		if end < 0 {
+			end = len(s)
+		}
+		text, s = s[:end], s[end:]
+		if text == "NULL" {
+			return pipeline.Value{}, s, nil
+		}
+	}
+	switch t {
+	case pipeline.TypeVarchar, pipeline.TypeJSON:
+		return pipeline.Text(text), s, nil
+	case pipeline.TypeVarbinary:
+		return pipeline.Bytes(text), s, nil
+	case pipeline.TypeBoolean:
+		b, err := strconv.ParseBool(text)
+		return pipeline.Bool(b), s, err
+	case pipeline.TypeFloat, pipeline.TypeDouble:
+		f, err := strconv.ParseFloat(text, 64)
+		return pipeline.Float(f), s, err
+	case pipeline.TypeTimestamp:
+		if quoted {
+			ts, err := time.Parse("2006-01-02 15:04:05.000", text)
+			return pipeline.Int(ts.UnixMilli()), s, err
+		}
+	case pipeline.TypeDate:
+		if quoted {
+			d, err := time.Parse("2006-01-02", text)
+			return pipeline.Int(d.Unix() / 86400), s, err
+		}
+	case pipeline.TypeDecimal:
+		return pipeline.Decimal(text), s, nil
+	}
+	if quoted || hexed {
+		return pipeline.Text(text), s, nil
+	}
+	i, err := strconv.ParseInt(text, 10, 64)
+	return pipeline.Int(i), s, err
 }

@@ -119,6 +119,9 @@ func (c *comparer) bucket(ctx context.Context, src, dst *parts, b, depth int, em
 		}
 		return nil
 	}
+	if c.v.state {
+		return c.stateBucket(ctx, src, dst, b, emit)
+	}
 	data, buf, err := src.load(b, c.srcBuf)
 	c.srcBuf = keepBuf(buf, c.budget)
 	if err != nil {

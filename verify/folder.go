@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/store"
 )
@@ -36,8 +37,12 @@ type Folder struct {
 	// Rows -1): the bulk load reads them all the same, so their rows are target rows (a copy of
 	// a listed file shows as extra).
 	Unlisted int
-	Rows     int64    // rows the listed files hold, as listed
-	Notes    []string // what the reader of the result should know (an unfinished run...)
+	Rows     int64 // rows the listed files hold, as listed
+	// Replication is the replication section of the manifest of a replicate output: Files
+	// are then its segments' files in the order they apply, Deletes[i] telling a delete file.
+	Replication *replicate.Replication
+	Deletes     []bool
+	Notes       []string // what the reader of the result should know (an unfinished run...)
 }
 
 // OpenFolder reads an output's manifest.json, or its checkpoint.json when the run has not
@@ -62,6 +67,18 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 			f.Notes = append(f.Notes, fmt.Sprintf("%s was written with another version of the mapping (fingerprint %.12s, this one %.12s): keys computed differently show as missing and extra", location, m.MappingFingerprint, fingerprint))
 		}
 		f.Format = m.Format
+		var rm struct {
+			Replication *replicate.Replication `json:"replication"`
+		}
+		if err := json.Unmarshal(data, &rm); err != nil {
+			return nil, fmt.Errorf("%s: %s is damaged: %w", location, lindorm.ManifestFile, err)
+		}
+		if f.Replication = rm.Replication; f.Replication != nil {
+			if f.Files, f.Deletes, f.Rows, err = replicationFiles(location, f.Replication); err != nil {
+				return nil, err
+			}
+			break
+		}
 		for _, r := range m.Regions {
 			for _, fe := range r.Files {
 				f.Files = append(f.Files, pipeline.FileInfo{Region: r.Index, Path: fe.Path, Rows: fe.Rows, Bytes: fe.Bytes})
@@ -220,9 +237,13 @@ func (v *run) readFolder(ctx context.Context, files []int, dst *parts, c *pipeli
 			defer wg.Done()
 			bw := dst.writer()
 			t := &targetReader{v: v, c: c}
-			var rec []byte
+			var rec, state []byte
 			t.put = func(file int, row int64) {
 				h, k2 := keyHashes(t.key)
+				if v.state && !t.deletes { // an upsert of the whole row
+					state = append(append(state[:0], stateUpsert), t.row...)
+					t.row, state = state, t.row
+				}
 				switch {
 				case h > max || (v.only != nil && !has(v.only, h)):
 				case v.digests:
@@ -273,6 +294,7 @@ type targetReader struct {
 	c        *pipeline.Counters
 	key, row []byte
 	put      func(file int, row int64)
+	deletes  bool // reading a delete file
 }
 
 func (t *targetReader) file(ctx context.Context, i int) error {
@@ -287,8 +309,11 @@ func (t *targetReader) file(ctx context.Context, i int) error {
 	}
 	defer r.Close()
 	var n int64
-	switch fo.Format {
-	case "csv":
+	t.deletes = fo.Deletes != nil && fo.Deletes[i]
+	switch {
+	case t.deletes:
+		n, err = t.readDeletes(ctx, i)
+	case fo.Format == "csv":
 		n, err = t.readCSV(r, i)
 	default:
 		n, err = t.readParquet(ctx, r, i)

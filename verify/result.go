@@ -12,6 +12,9 @@ type Result struct {
 	Table   string `json:"table"`
 	Source  string `json:"source,omitempty"` // set by the caller (redacted)
 	Target  string `json:"target,omitempty"` // set by the caller
+	// UpTo says, for a replication's changes, the offsets verified up to and where they come
+	// from (set by the caller).
+	UpTo string `json:"up_to,omitempty"`
 	// TargetKind is "folder" (a rekey output: every target row is read) or "lookup" (a table
 	// read by key: rows the source does not produce cannot be seen).
 	TargetKind string `json:"target_kind"`

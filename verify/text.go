@@ -49,6 +49,9 @@ func WriteText(w io.Writer, r *Result) error {
 	if r.Target != "" {
 		add("target", fmt.Sprintf("%s (%s)", r.Target, r.TargetKind))
 	}
+	if r.UpTo != "" {
+		add("up to", r.UpTo)
+	}
 	add("sample", r.Sample)
 	add("rows read", fmt.Sprint(r.RowsRead))
 	add("rows rejected", fmt.Sprintf("%d (migrate rejects them too: not looked for)", r.RowsRejected))

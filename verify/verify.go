@@ -33,6 +33,11 @@ const MaxSampleRows = 10_000_000
 type Config struct {
 	Program *transform.Program
 	Source  pipeline.Source
+	// Changes, instead of Source, is a replication's changes (a Kafka topic up to the offsets
+	// replicate committed): each key is compared with what it holds once they are applied in
+	// order, deletes and partial upserts included. It calls fn with each batch, possibly from
+	// several goroutines (one per stream), each stream's batches in order.
+	Changes func(ctx context.Context, fn func(*ChangeBatch) error) error
 	// SourceOnce says the source can be read only once (stdin): a folder target is then compared
 	// value by value in one pass, as the digest pass's differences would need a second read.
 	SourceOnce bool
@@ -69,8 +74,11 @@ const maxExamples = 5
 // Run verifies the target against the source. Differences are in the Result; an error means
 // the verification itself could not be completed.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	if cfg.Program == nil || cfg.Source == nil {
-		return nil, errors.New("verify: a program and a source are required")
+	if cfg.Program == nil || (cfg.Source == nil) == (cfg.Changes == nil) {
+		return nil, errors.New("verify: a program and a source (rows or changes) are required")
+	}
+	if cfg.Changes != nil && cfg.Repair != nil {
+		return nil, errors.New("verify: the repair rows are source rows, and a replication's changes are not rows to migrate: run replicate again from the offsets to repair, or verify against the table's source")
 	}
 	if (cfg.Folder == nil) == (cfg.Lookup == nil) {
 		return nil, errors.New("verify: exactly one target (a folder or a lookup target) is required")
@@ -113,7 +121,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if fo := cfg.Folder; fo != nil {
 		v.res.Notes = append(v.res.Notes, fo.Notes...)
 	}
-	if cfg.Folder != nil && !cfg.SourceOnce {
+	// a replication's changes, or an output of replicate (upserts and deletes), compare by state
+	v.state = cfg.Changes != nil || (cfg.Folder != nil && cfg.Folder.Replication != nil)
+	if v.state && cfg.Lookup != nil {
+		var zero int64
+		v.res.Extra = &zero
+		v.res.Notes = append(v.res.Notes, "extra counts the keys the changes delete that the table still holds: a table read by key cannot list rows of keys the changes never name")
+	}
+	if cfg.Folder != nil && !cfg.SourceOnce && !v.state {
 		diff, all, err := v.digestPass(ctx)
 		if err != nil {
 			return nil, err
@@ -143,9 +158,16 @@ func (v *run) exact(ctx context.Context) error {
 	v.src = newParts(v.dir, "source", topBuckets, 0, &v.used, cfg.Memory/2)
 	defer v.src.close()
 	var read pipeline.Counters
-	done := v.phase("reading source", estimatedRows(cfg.Source), &read)
-	err := v.readSource(ctx, &read)
-	done()
+	var err error
+	if cfg.Changes != nil {
+		done := v.phase("reading changes", -1, &read)
+		err = v.readChanges(ctx, &read)
+		done()
+	} else {
+		done := v.phase("reading source", estimatedRows(cfg.Source), &read)
+		err = v.readSource(ctx, &read)
+		done()
+	}
 	if err != nil {
 		return err
 	}
@@ -166,7 +188,7 @@ func (v *run) exact(ctx context.Context) error {
 		par, name = cfg.Lookups, "looking up"
 	}
 	var counters pipeline.Counters
-	done = v.phase(name, -1, &counters)
+	done := v.phase(name, -1, &counters)
 	defer done()
 	var mu sync.Mutex
 	rowNames := make([]string, len(v.rowCols))
@@ -216,8 +238,13 @@ type run struct {
 	only        []uint64
 	phasePrefix string
 	positions   positions // where the source rows are (the value by value comparison only)
-	res         *Result
-	notesMu     sync.Mutex
+	// state: both sides are reduced to each key's state (state.go); ranges are the source's
+	// range deletes, by ord
+	state    bool
+	ranges   []rangeDelete
+	rangesMu sync.Mutex
+	res      *Result
+	notesMu  sync.Mutex
 }
 
 // keyHashes is the key hash that files, samples and indexes keys, and the 32 more bits the

@@ -71,6 +71,14 @@ func replicateInto(t *testing.T, srv *mysqltest.Server, conns, mapping string, m
 // its rejects lines (of the state folder or of the output folder).
 func replicateEvents(t *testing.T, mapping string, msgs []kafkago.Message, out ...string) (string, []string) {
 	t.Helper()
+	_, _, output, rejects := replicateTopic(t, mapping, msgs, out...)
+	return output, rejects
+}
+
+// replicateTopic is replicateEvents, also returning the cluster and the topic (consumer group
+// "cdc") it replicated.
+func replicateTopic(t *testing.T, mapping string, msgs []kafkago.Message, out ...string) (*kafkatest.Cluster, string, string, []string) {
+	t.Helper()
 	c := kafkatest.Start(t)
 	topic := c.CreateTopic(t, "cdc", 1)
 	c.Produce(t, topic, msgs...)
@@ -114,7 +122,7 @@ func replicateEvents(t *testing.T, mapping string, msgs []kafkago.Message, out .
 		}
 		rejects = append(rejects, strings.Split(strings.TrimSpace(string(data)), "\n")...)
 	}
-	return output, rejects
+	return c, topic, output, rejects
 }
 
 // dumpTable returns the table's rows, "col col ..." each (NULL for null), sorted.

@@ -208,11 +208,14 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 	if err != nil {
 		return verifyFailed(err)
 	}
-	src, err := openSource(f.source, prog.Source(), logger)
-	if err != nil {
-		return verifyFailed(err)
+	// a kafka:// source is opened once the target says whether it is a replication's
+	var src pipeline.Source
+	if !isKafkaURI(f.source) {
+		if src, err = openSource(f.source, prog.Source(), logger); err != nil {
+			return verifyFailed(err)
+		}
+		defer closeSource(src)
 	}
-	defer closeSource(src)
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 
@@ -234,6 +237,7 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 		cfg.Repair = repair.write
 	}
 	var target string
+	var notes []string
 	if scheme, _, ok := strings.Cut(f.target, "://"); ok && lookupTargets[scheme] != nil {
 		lt, err := lookupTargets[scheme](ctx, f.target, prog.Target(), logger.Named("verify.target"))
 		if err != nil {
@@ -253,6 +257,27 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 			return verifyFailed(err)
 		}
 		target = loc
+	}
+	var upTo string
+	if isKafkaURI(f.source) {
+		rep, err := replicationSource(ctx, f.source, prog, cfg.Folder, logger)
+		if err != nil {
+			return verifyFailed(err)
+		}
+		if rep != nil {
+			if repair != nil {
+				return verifyFailed(errRepairChanges)
+			}
+			cfg.Changes, upTo = rep.changes, rep.upTo
+			cfg.Logger.Info("verifying a replication", zap.String("up_to", upTo))
+			notes = rep.notes
+		} else {
+			if src, err = openSource(f.source, prog.Source(), logger); err != nil {
+				return verifyFailed(err)
+			}
+			defer closeSource(src)
+			cfg.Source = src
+		}
 	}
 	cfg.Phase = func(name string, total int64, c *pipeline.Counters) func() {
 		var bar *progress
@@ -280,7 +305,8 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 		}
 		return exitWith(exitVerifyFailed, fmt.Errorf("verify failed: %w", err))
 	}
-	res.Source, res.Target = sourceuri.Redact(f.source), target
+	res.Source, res.Target, res.UpTo = sourceuri.Redact(f.source), target, upTo
+	res.Notes = append(res.Notes, notes...)
 	if f.jsonOut != "" {
 		if err := writeReportFile(f.jsonOut, func(w io.Writer) error { return verify.WriteJSON(w, res) }); err != nil {
 			return exitWith(exitVerifyFailed, err)

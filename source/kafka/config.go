@@ -455,3 +455,38 @@ func (c *Config) DescribeGroup(ctx context.Context) (string, error) {
 	sort.Strings(members)
 	return fmt.Sprintf("state %s, %d members: %s", g.GroupState, len(members), strings.Join(members, ", ")), nil
 }
+
+// GroupOffsets returns the consumer group's committed offsets of the topic's partitions (the
+// next offset it reads), by partition; a partition the group never committed is absent.
+func (c *Config) GroupOffsets(ctx context.Context) (map[int]int64, error) {
+	offs, err := c.Offsets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cl, tr, err := c.Client()
+	if err != nil {
+		return nil, err
+	}
+	defer tr.CloseIdleConnections()
+	parts := make([]int, len(offs))
+	for i, o := range offs {
+		parts[i] = o.Partition
+	}
+	resp, err := cl.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: c.Group, Topics: map[string][]int{c.Topic: parts}})
+	if err == nil {
+		err = resp.Error
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kafka: committed offsets of consumer group %s on topic %s: %w", c.Group, c.Topic, err)
+	}
+	out := map[int]int64{}
+	for _, p := range resp.Topics[c.Topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("kafka: committed offset of consumer group %s on %s: %w", c.Group, Stream(c.Topic, p.Partition), p.Error)
+		}
+		if p.CommittedOffset >= 0 {
+			out[p.Partition] = p.CommittedOffset
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/source/sourceuri"
+	"github.com/rekey/rekey/transform"
+	"github.com/rekey/rekey/verify"
+)
+
+// replication is a kafka:// source verified as a replication: its changes up to the offsets
+// replicate committed, and where those offsets come from.
+type replication struct {
+	changes func(ctx context.Context, fn func(*verify.ChangeBatch) error) error
+	upTo    string
+	notes   []string
+}
+
+// replicationSource says whether a kafka:// --source is verified as the replication the target
+// holds: when the target is a replicate output (its manifest.json records the offsets) or a table
+// and the URI names the consumer group (group=, whose committed offsets say where it stands). nil:
+// the topic is read as a window of rows, as migrate reads it.
+func replicationSource(ctx context.Context, uri string, prog *transform.Program, folder *verify.Folder, logger *zap.Logger) (*replication, error) {
+	if !isKafkaURI(uri) {
+		return nil, nil
+	}
+	kc, err := kafka.ParseURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	var end map[int]int64
+	var from string
+	switch {
+	case folder != nil && folder.Replication != nil:
+		rep := folder.Replication
+		if rep.Topic != kc.Topic {
+			return nil, fmt.Errorf("%s holds a replication of topic %s, not %s: give that topic", folder.Location, rep.Topic, kc.Topic)
+		}
+		end = map[int]int64{}
+		for _, p := range rep.Partitions {
+			end[p.Partition] = p.NextOffset
+		}
+		from = "the next offsets " + folder.Location + "/manifest.json records"
+	case folder == nil && kc.Group != "":
+		if end, err = kc.GroupOffsets(ctx); err != nil {
+			return nil, err
+		}
+		from = "the committed offsets of consumer group " + kc.Group
+	default:
+		return nil, nil
+	}
+	q := uriParams(uri)
+	for _, p := range []string{"start", "max"} {
+		if q[p] {
+			return nil, fmt.Errorf("--source %s: %s= does not apply when verifying a replication: the changes are read up to %s", sourceuri.Redact(uri), p, from)
+		}
+	}
+	cfg := replicate.ChangesConfig{Kafka: kc, Program: prog, End: end, WholeRows: folder != nil, Logger: logger.Named("verify.changes")}
+	windows, err := replicate.ChangeWindows(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := &replication{}
+	var parts []string
+	for _, w := range windows {
+		parts = append(parts, fmt.Sprintf("%s < %d", kafka.Stream(kc.Topic, w.Partition), w.End))
+		if w.Deleted > 0 {
+			r.notes = append(r.notes, fmt.Sprintf("topic %s retains partition %d from offset %d only: changes replicate may have applied before it cannot be read, and their keys may show as extra or differing",
+				kc.Topic, w.Partition, w.From))
+		}
+	}
+	sort.Strings(parts)
+	if len(parts) == 0 {
+		parts = append(parts, "nothing committed yet")
+	}
+	r.upTo = strings.Join(parts, ", ") + " (" + from + ")"
+	r.changes = func(ctx context.Context, fn func(*verify.ChangeBatch) error) error {
+		return replicate.ReadChanges(ctx, cfg, windows, func(b *replicate.ChangeBatch) error {
+			vb := &verify.ChangeBatch{Stream: kafka.Stream(kc.Topic, b.Partition), Messages: b.Messages, Rejects: map[string]int64{}}
+			for code, n := range b.Rejects {
+				vb.Rejects[code] = int64(n)
+			}
+			vb.Changes = make([]verify.Change, len(b.Ops))
+			for i, op := range b.Ops {
+				vb.Changes[i] = verify.Change{Seq: b.Offsets[i], Delete: op.Delete, Values: op.Values, Set: op.Set, Range: op.Range}
+			}
+			return fn(vb)
+		})
+	}
+	return r, nil
+}
+
+// uriParams names the query parameters a URI gives.
+func uriParams(uri string) map[string]bool {
+	out := map[string]bool{}
+	_, q, ok := strings.Cut(uri, "?")
+	if !ok {
+		return out
+	}
+	for _, kv := range strings.Split(q, "&") {
+		k, _, _ := strings.Cut(kv, "=")
+		out[k] = true
+	}
+	return out
+}
+
+var errRepairChanges = errors.New("--repair writes source rows for migrate, and a replication's changes are not rows: to repair a replication, run replicate again from earlier offsets (or migrate the table's source and replicate from the offsets noted before it)")

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sinktest"
+	"github.com/rekey/rekey/source/kafka/kafkatest"
+)
+
+// Debezium's relational connectors: a whole row in "after", a delete with "before" and a
+// tombstone after it.
+func relationalEvent(op, id, name, email string, visits int) kafkago.Message {
+	row := fmt.Sprintf(`{"id":%q,"name":%q,"email":%q,"visits":%d}`, id, name, email, visits)
+	v := `{"before":null,"after":` + row + `,"op":"` + op + `","ts_ms":1}`
+	if op == "d" {
+		v = `{"before":` + row + `,"after":null,"op":"d","ts_ms":1}`
+	}
+	return kafkago.Message{Key: []byte(`{"id":"` + id + `"}`), Value: []byte(v)}
+}
+
+func relationalTombstone(id string) kafkago.Message {
+	return kafkago.Message{Key: []byte(`{"id":"` + id + `"}`)}
+}
+
+// relationalStream inserts n users, updates every third one twice and deletes every fifth one
+// (then inserts u0 again): the same keys change several times, deletes included.
+func relationalStream(n int) []kafkago.Message {
+	var msgs []kafkago.Message
+	for i := 0; i < n; i++ {
+		msgs = append(msgs, relationalEvent("c", fmt.Sprintf("u%d", i), "name", fmt.Sprintf("u%d@x.org", i), i))
+	}
+	for i := 0; i < n; i += 3 {
+		msgs = append(msgs, relationalEvent("u", fmt.Sprintf("u%d", i), "renamed", "", 100+i), relationalEvent("u", fmt.Sprintf("u%d", i), "again", "x", 200+i))
+	}
+	for i := 0; i < n; i += 5 {
+		id := fmt.Sprintf("u%d", i)
+		msgs = append(msgs, relationalEvent("d", id, "again", "x", 200+i), relationalTombstone(id))
+	}
+	return append(msgs, relationalEvent("c", "u0", "back", "b", 7))
+}
+
+// verifyTopic runs verify of the topic (format=debezium, params added) against target.
+func verifyTopic(t *testing.T, c *kafkatest.Cluster, topic, mapping, params, target string, extra ...string) (int, string) {
+	t.Helper()
+	src := "kafka://" + strings.Join(c.Brokers, ",") + "/" + topic + "?format=debezium" + params
+	args := append([]string{"verify", "-m", mapping, "--source", src, "--target", target, "--progress", "never"}, extra...)
+	code, out, errOut := runCLI(t, args...)
+	return code, out + errOut
+}
+
+// A replicate output folder (upserts in rolls, deletes in .sql files) is verified against the
+// topic up to the offsets its manifest records: EQUAL, and the summary says up to where. Before,
+// verify read the topic as a window of rows (deletes rejected, every message up to the end) and
+// the output's upserts without its deletes: the keys deleted showed as extra, and messages
+// produced after replicate stopped as missing or differing.
+func TestVerifyReplicateOutputUpToItsManifest(t *testing.T) {
+	mapping := writeFile(t, t.TempDir(), "users.yaml", usersMapping)
+	out := filepath.Join(t.TempDir(), "out")
+	msgs := relationalStream(30)
+	c, topic, output, rejects := replicateTopic(t, mapping, msgs, "--out", out, "--roll-interval", "200ms")
+	if len(rejects) != 0 {
+		t.Fatalf("replicate rejected %q:\n%s", rejects, output)
+	}
+	// changes after replicate stopped: not in the output, not verified
+	c.Produce(t, topic, relationalEvent("c", "late1", "late", "l", 1), relationalEvent("u", "u1", "late", "l", 2), relationalEvent("d", "u2", "", "", 0))
+
+	code, got := verifyTopic(t, c, topic, mapping, "", out)
+	if code != 0 || !strings.Contains(got, "EQUAL") {
+		t.Fatalf("verify exit %d, want EQUAL:\n%s", code, got)
+	}
+	if want := fmt.Sprintf("%s/0 < %d (the next offsets %s/manifest.json records)", topic, len(msgs), out); !strings.Contains(got, want) {
+		t.Errorf("the summary does not say %q:\n%s", want, got)
+	}
+	// 30 users, 6 of them deleted, u0 inserted again
+	if !strings.Contains(got, "keys checked      25") {
+		t.Errorf("keys checked:\n%s", got)
+	}
+
+	// tamper: one value changed, one row's key changed (a row deleted, another added)
+	m := readReplication(t, out)
+	first := filepath.Join(out, filepath.FromSlash(m.Replication.Segments[0].Data.Path))
+	schema := pipeline.TargetSchema{Table: "users", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "id", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "name", Type: pipeline.TypeVarchar, KeyPos: -1},
+		{Name: "email", Type: pipeline.TypeVarchar, KeyPos: -1}, {Name: "visits", Type: pipeline.TypeInteger, KeyPos: -1}}}
+	pf, err := sinktest.ReadParquet(first, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := pf.Values
+	for i, r := range rows {
+		switch r[0].S {
+		case "u1":
+			rows[i][2] = pipeline.Text("changed@x.org")
+		case "u4":
+			rows[i][0] = pipeline.Text("intruder")
+		}
+	}
+	rewriteParquet(t, first, schema, rows)
+	code, got = verifyTopic(t, c, topic, mapping, "", out)
+	if code != exitDifferent || !strings.Contains(got, "DIFFERENT: 1 missing, 1 differ, 1 extra (of 25 keys checked)") {
+		t.Fatalf("verify exit %d, want 1 missing, 1 differ, 1 extra:\n%s", code, got)
+	}
+	for _, want := range []string{"key id=u4", "key id=u1", "email: source u1@x.org, target changed@x.org", "key id=intruder"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in:\n%s", want, got)
+		}
+	}
+
+	// a window of the topic is not where replicate stopped: refused, with why
+	code, got = verifyTopic(t, c, topic, mapping, "&max=10", out)
+	if code != exitVerifyFailed || !strings.Contains(got, "max= does not apply when verifying a replication") {
+		t.Errorf("verify with max= exit %d:\n%s", code, got)
+	}
+	code, got = verifyTopic(t, c, topic, mapping, "", out, "--repair", filepath.Join(t.TempDir(), "r.jsonl"))
+	if code != exitVerifyFailed || !strings.Contains(got, "run replicate again") {
+		t.Errorf("verify --repair exit %d:\n%s", code, got)
+	}
+}
+
+// A delete file's statement removed from the output: the key it deleted is an extra row.
+func TestVerifyReplicateOutputReadsItsDeletes(t *testing.T) {
+	mapping := writeFile(t, t.TempDir(), "users.yaml", usersMapping)
+	out := filepath.Join(t.TempDir(), "out")
+	msgs := []kafkago.Message{
+		relationalEvent("c", "a", "A", "a@x", 1), relationalEvent("c", "b", "B", "b@x", 2),
+		relationalEvent("d", "a", "A", "a@x", 1), relationalTombstone("a"),
+	}
+	c, topic, _, _ := replicateTopic(t, mapping, msgs, "--out", out, "--roll-interval", "200ms")
+	if code, got := verifyTopic(t, c, topic, mapping, "", out); code != 0 {
+		t.Fatalf("verify exit %d, want EQUAL:\n%s", code, got)
+	}
+	m := readReplication(t, out)
+	var sqlFile string
+	for _, s := range m.Replication.Segments {
+		if s.Deletes != nil {
+			sqlFile = filepath.Join(out, filepath.FromSlash(s.Deletes.Path))
+		}
+	}
+	data, err := os.ReadFile(sqlFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := strings.ReplaceAll(string(data), "DELETE FROM users WHERE id = 'a';\n", "")
+	if kept == string(data) {
+		t.Fatalf("no DELETE of a in:\n%s", data)
+	}
+	if err := os.WriteFile(sqlFile, []byte(kept), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, got := verifyTopic(t, c, topic, mapping, "", out)
+	if code != exitDifferent || !strings.Contains(got, "DIFFERENT: 1 extra") || !strings.Contains(got, "key id=a") {
+		t.Errorf("verify exit %d, want the deleted key a extra:\n%s", code, got)
+	}
+}
+
+// A table replicate writes, verified against the topic up to the consumer group's committed
+// offsets: Debezium's Cassandra connector's events (partial updates, a cell delete, a row
+// delete) applied as replicate applies them. Then the table is tampered with.
+func TestVerifyReplicatedTableUpToTheGroupsOffsets(t *testing.T) {
+	mapping := writeFile(t, t.TempDir(), "users.yaml", usersMapping)
+	msgs := []kafkago.Message{
+		cassandraEvent("i", `"id":`+cell(`"u1"`), `"name":`+cell(`"Ann"`), `"email":`+cell(`"ann@x.org"`), `"visits":`+cell(`1`)),
+		cassandraEvent("i", `"id":`+cell(`"u2"`), `"name":`+cell(`"Bob"`), `"email":`+cell(`"bob@x.org"`), `"visits":`+cell(`5`)),
+		cassandraEvent("u", `"id":`+cell(`"u1"`), `"visits":`+cell(`2`)),
+		wrapped(cassandraEvent("u", `"id":`+cell(`"u2"`), `"email":`+deletedCell())),
+		cassandraEvent("i", `"id":`+cell(`"u3"`), `"name":`+cell(`"Cy"`), `"visits":`+cell(`3`)),
+		cassandraEvent("i", `"id":`+cell(`"u4"`), `"name":`+cell(`"Di"`), `"visits":`+cell(`4`)),
+		cassandraEvent("d", `"id":`+cell(`"u4"`)),
+		cassandraEvent("u", `"id":`+cell(`"u5"`), `"visits":`+cell(`9`)), // an update of a row that did not exist
+	}
+	for name, start := range sqlServers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv, conns := start(t)
+			srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", srv.DDLDialect()))
+			c, topic, output, rejects := replicateTopic(t, mapping, msgs, "--out", srv.URI(""), "--sql-conns", conns)
+			if len(rejects) != 0 {
+				t.Fatalf("replicate rejected %q:\n%s", rejects, output)
+			}
+			c.Produce(t, topic, cassandraEvent("u", `"id":`+cell(`"u1"`), `"visits":`+cell(`99`)))
+			code, got := verifyTopic(t, c, topic, mapping, "&group=cdc", srv.URI(""))
+			if code != 0 || !strings.Contains(got, "EQUAL: the target holds all 4 keys checked") {
+				t.Fatalf("verify exit %d, want EQUAL:\n%s", code, got)
+			}
+			if want := fmt.Sprintf("%s/0 < %d (the committed offsets of consumer group cdc)", topic, len(msgs)); !strings.Contains(got, want) {
+				t.Errorf("the summary does not say %q:\n%s", want, got)
+			}
+			srv.Exec(t, "UPDATE users SET name = 'Zed' WHERE id = 'u1'", "DELETE FROM users WHERE id = 'u3'",
+				"INSERT INTO users (id, name, visits) VALUES ('u4', 'Ghost', 1)")
+			code, got = verifyTopic(t, c, topic, mapping, "&group=cdc", srv.URI(""))
+			if code != exitDifferent || !strings.Contains(got, "DIFFERENT: 1 missing, 1 differ, 1 extra") {
+				t.Fatalf("verify exit %d, want 1 missing, 1 differ, 1 extra:\n%s", code, got)
+			}
+			for _, want := range []string{"name: source Ann, target Zed", "key id=u3", "key id=u4"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("no %q in:\n%s", want, got)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,183 @@
+package replicate
+
+import (
+	"context"
+	"fmt"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/transform"
+)
+
+// ChangesConfig is a read of a topic's changes as replicate applies them, for `rekey verify` of
+// a replication: each message becomes the upserts and deletes replicate makes of it (the same
+// decoding and mapping, through the SQL worker's own translation), up to the offsets it
+// committed.
+type ChangesConfig struct {
+	Kafka   kafka.Config
+	Program *transform.Program
+	// End is, per partition, the offset to stop before: the next offset replicate committed. A
+	// partition End does not name is not read (replicate applied none of its messages).
+	End map[int]int64
+	// WholeRows refuses what a folder output refuses (a change that sets some columns only, a
+	// range or partition delete): those messages were rejected there, not applied.
+	WholeRows bool
+	Logger    *zap.Logger
+}
+
+// ChangeBatch is a run of one partition's messages, in offset order, as changes. Ops and their
+// values are valid until the callback returns.
+type ChangeBatch struct {
+	Partition int
+	Messages  int64           // messages read
+	Ops       []sqlsink.Op    // the changes, in message order
+	Offsets   []int64         // Ops[i] comes from the message at Offsets[i]
+	Rejects   map[string]int  // messages rejected, by code (a message counts once)
+	Range     PartitionWindow // the partition's window (the same in each of its batches)
+}
+
+// PartitionWindow is the offsets of a partition a change read covers: [From, End).
+type PartitionWindow struct {
+	Partition int
+	From, End int64
+	// Deleted is the messages before From that replicate may have applied but the topic no
+	// longer retains (retention): their changes cannot be read.
+	Deleted int64
+}
+
+// ChangeWindows returns the window of each partition End names: from its first retained offset
+// up to End.
+func ChangeWindows(ctx context.Context, cfg ChangesConfig) ([]PartitionWindow, error) {
+	offs, err := cfg.Kafka.Offsets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []PartitionWindow
+	for _, o := range offs {
+		end, ok := cfg.End[o.Partition]
+		if !ok || end <= 0 {
+			continue
+		}
+		if end > o.End {
+			return nil, fmt.Errorf("kafka: partition %s: replicate committed offset %d, past the partition's end %d: is this the topic it replicated?", kafka.Stream(cfg.Kafka.Topic, o.Partition), end, o.End)
+		}
+		w := PartitionWindow{Partition: o.Partition, From: min(o.First, end), End: end}
+		w.Deleted = w.From
+		out = append(out, w)
+	}
+	have := map[int]bool{}
+	for _, o := range offs {
+		have[o.Partition] = true
+	}
+	for p := range cfg.End {
+		if !have[p] {
+			return nil, fmt.Errorf("kafka: replicate committed offsets of partition %d, which topic %s does not have: is this the topic it replicated?", p, cfg.Kafka.Topic)
+		}
+	}
+	return out, nil
+}
+
+// ReadChanges reads the windows (ChangeWindows) and calls fn with each batch, from one
+// goroutine per partition: fn must be safe for concurrent use.
+func ReadChanges(ctx context.Context, cfg ChangesConfig, windows []PartitionWindow, fn func(*ChangeBatch) error) error {
+	if err := cfg.Kafka.Validate(); err != nil {
+		return err
+	}
+	if _, err := kafka.NewDecoder(cfg.Kafka, cfg.Program.Source()); err != nil {
+		return err
+	}
+	dialer, err := cfg.Kafka.Dialer()
+	if err != nil {
+		return err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	// a replicator without an output: its SQL worker's translation of messages is what is reused
+	r := &Replicator{cfg: Config{Kafka: cfg.Kafka, Program: cfg.Program}, log: log, target: cfg.Program.Target(), dialer: dialer}
+	g, ctx := errgroup.WithContext(ctx)
+	for _, win := range windows {
+		if win.From >= win.End {
+			continue
+		}
+		g.Go(func() error { return r.readChanges(ctx, win, cfg.WholeRows, fn) })
+	}
+	return g.Wait()
+}
+
+func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, wholeRows bool, fn func(*ChangeBatch) error) error {
+	w := &sqlWorker{partWorker: r.newPartWorker(win.Partition, nil)}
+	fctx, cancel := context.WithCancel(ctx)
+	ch := make(chan kafka.FetchBatch, 2)
+	var ferr error
+	go func() {
+		defer close(ch)
+		ferr = r.cfg.Kafka.FetchPartition(fctx, r.dialer, win.Partition, win.From, kafka.FetchOptions{Logger: w.log,
+			Gap: func(next, first int64) error {
+				return fmt.Errorf("%w: verify cannot read the changes replicate applied from them", &kafka.GapError{Topic: r.cfg.Kafka.Topic, Partition: win.Partition, Next: next, First: first})
+			}}, ch)
+	}()
+	defer func() { // the fetch ends at the window's end, or on an error
+		cancel()
+		for range ch {
+		}
+	}()
+	next := win.From
+	for next < win.End {
+		b, ok := <-ch
+		if !ok { // ferr is set before ch is closed
+			if ferr == nil {
+				ferr = ctx.Err()
+			}
+			return fmt.Errorf("partition %d at offset %d (reading up to %d): %w", win.Partition, next, win.End, ferr)
+		}
+		msgs := b.Messages
+		for i := range msgs {
+			if msgs[i].Offset >= win.End {
+				msgs = msgs[:i]
+				break
+			}
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		next = msgs[len(msgs)-1].Offset + 1
+		if err := fn(w.changeBatch(msgs, win, wholeRows)); err != nil {
+			return err
+		}
+		w.ev.Reset()
+		w.dec.Reset()
+	}
+	return nil
+}
+
+// changeBatch turns messages into changes as sqlWorker.apply does, without applying them.
+func (w *sqlWorker) changeBatch(msgs []kafkago.Message, win PartitionWindow, wholeRows bool) *ChangeBatch {
+	w.ops, w.opMsg, w.slab, w.setSlab, w.rejects, w.rejected = w.ops[:0], w.opMsg[:0], nil, nil, w.rejects[:0], -1
+	for i := range msgs {
+		w.message(i, &msgs[i])
+	}
+	b := &ChangeBatch{Partition: w.partition, Messages: int64(len(msgs)), Rejects: map[string]int{}, Range: win}
+	for k, op := range w.ops {
+		i := w.opMsg[k]
+		if wholeRows && (op.Range != nil || op.Set != nil) {
+			rerr := wholeRowsOnly(&kafka.Change{Op: kafka.OpRangeDelete})
+			if op.Set != nil {
+				rerr = wholeRowsOnly(&kafka.Change{Op: kafka.OpUpsert, Set: []bool{}})
+			}
+			w.reject(i, &msgs[i], "sink", rerr)
+			continue
+		}
+		b.Ops = append(b.Ops, op)
+		b.Offsets = append(b.Offsets, msgs[i].Offset)
+	}
+	for _, rj := range w.rejects {
+		b.Rejects[rj.Code]++
+	}
+	return b
+}

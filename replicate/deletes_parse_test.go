@@ -1,0 +1,45 @@
+package replicate
+
+import (
+	"math"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// Every key a delete file holds reads back as the values it was written from, whatever the type
+// and however the literal is quoted (X'..' for text a client could misread).
+func TestParseDeletesReadsBackWhatWasWritten(t *testing.T) {
+	schema := pipeline.TargetSchema{Table: "select", KeyLen: 7, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "n", Type: pipeline.TypeBigint, KeyPos: 1},
+		{Name: "ts", Type: pipeline.TypeTimestamp, KeyPos: 2}, {Name: "d", Type: pipeline.TypeDate, KeyPos: 3},
+		{Name: "b", Type: pipeline.TypeVarbinary, KeyPos: 4}, {Name: "f", Type: pipeline.TypeDouble, KeyPos: 5},
+		{Name: "dec", Type: pipeline.TypeDecimal, KeyPos: 6, Precision: 10, Scale: 2}, {Name: "v", Type: pipeline.TypeVarchar, KeyPos: -1},
+	}}
+	rows := [][]pipeline.Value{
+		{pipeline.Text("it's"), pipeline.Int(-42), pipeline.Int(1700000000123), pipeline.Int(19000), pipeline.Bytes("\x00\xff"), pipeline.Float(1.5), pipeline.Decimal("12.50")},
+		{pipeline.Text("back\\slash\n"), pipeline.Int(math.MaxInt64), pipeline.Int(0), pipeline.Int(-1), pipeline.Bytes(""), pipeline.Float(-0.25), pipeline.Decimal("-1")},
+	}
+	d := newDeleteStmt(schema)
+	data := []byte(deleteHeader(schema.Table, 0, 1, 2))
+	for _, r := range rows {
+		data = d.append(data, r)
+	}
+	got, err := ParseDeletes(data, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(rows) {
+		t.Fatalf("%d keys, want %d", len(got), len(rows))
+	}
+	for i := range rows {
+		for j := range rows[i] {
+			if got[i][j] != rows[i][j] {
+				t.Errorf("key %d column %s: %#v, want %#v", i, schema.Columns[j].Name, got[i][j], rows[i][j])
+			}
+		}
+	}
+	if _, err := ParseDeletes([]byte("DROP TABLE x;\n"), schema); err == nil {
+		t.Error("a line that is not a DELETE was read")
+	}
+}

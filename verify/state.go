@@ -1,0 +1,544 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/sink/lindorm"
+)
+
+// A replication is verified by state: what each key holds once every change is applied in order
+// (the last upsert, the columns later partial upserts set, nothing after a delete), on both
+// sides. The source side is a replication's changes (Config.Changes); the target side a table,
+// or a replicate output folder, whose segments (upserts, then deletes) are applied in the order
+// manifest.json lists them. Entries carry a kind byte before the row:
+//
+//	stateUpsert  stored row                     the whole row
+//	statePartial per row column: stored value, or tagUnset (the column keeps its value)
+//	stateDelete  nothing                        the key is deleted
+//
+// A range delete (a Cassandra range tombstone) is kept in memory with its ord, and deletes
+// every key it covers whose changes came before it.
+const (
+	stateUpsert  = 'U'
+	statePartial = 'P'
+	stateDelete  = 'D'
+	tagUnset     = 3
+)
+
+// Change is one change a replication applies to its table, in target columns: the upsert of a
+// row (Values: the target row), of the columns Set names only (the others keep their values), the
+// delete of the key Values' first key columns give, or of a key Range.
+type Change struct {
+	Seq    int64 // where it is in its stream (the Kafka offset)
+	Delete bool
+	Values []pipeline.Value
+	Set    []bool
+	Range  *pipeline.KeyRange
+}
+
+// ChangeBatch is a run of one stream's changes, in order. Messages counts what was read;
+// Rejects, by code, the messages that made no change (replicate rejected them too).
+type ChangeBatch struct {
+	Stream   string
+	Changes  []Change
+	Messages int64
+	Rejects  map[string]int64
+}
+
+// maxRanges bounds the range deletes held in memory (each is compared with every key).
+const maxRanges = 1_000_000
+
+type rangeDelete struct {
+	ord uint64
+	kr  pipeline.KeyRange
+}
+
+// readChanges files the changes of Config.Changes by key, as readSource files rows.
+func (v *run) readChanges(ctx context.Context, counters *pipeline.Counters) error {
+	var mu sync.Mutex
+	var next uint64
+	var free []*changeWorker
+	var all []*changeWorker
+	err := v.cfg.Changes(ctx, func(b *ChangeBatch) error {
+		mu.Lock()
+		first := next
+		next += uint64(len(b.Changes))
+		recs := make([]pipeline.Record, len(b.Changes))
+		for i := range b.Changes {
+			recs[i].Seq = b.Changes[i].Seq
+		}
+		v.positions.add(&pipeline.Batch{Stream: b.Stream, Records: recs}, first)
+		var w *changeWorker
+		if n := len(free); n > 0 {
+			w, free = free[n-1], free[:n-1]
+		} else {
+			w = &changeWorker{v: v, w: v.src.writer(), rejects: map[string]int64{}}
+			all = append(all, w)
+		}
+		mu.Unlock()
+		err := w.process(b, first, counters)
+		mu.Lock()
+		free = append(free, w)
+		mu.Unlock()
+		return err
+	})
+	for _, w := range all {
+		w.w.flush()
+	}
+	if err != nil {
+		return fmt.Errorf("read the changes: %w", err)
+	}
+	if err := v.src.failed(); err != nil {
+		return err
+	}
+	for _, w := range all {
+		v.res.RowsRead += w.read
+		v.res.RowsRejected += w.rejected
+		for c, n := range w.rejects {
+			v.res.RejectCodes[c] += n
+		}
+	}
+	sort.Slice(v.ranges, func(i, j int) bool { return v.ranges[i].ord < v.ranges[j].ord })
+	v.cfg.Logger.Info("changes read", zap.Int64("messages", v.res.RowsRead), zap.Int64("rejected", v.res.RowsRejected), zap.Int("range_deletes", len(v.ranges)))
+	return nil
+}
+
+type changeWorker struct {
+	v        *run
+	w        *writer
+	key, row []byte
+	read     int64
+	rejected int64
+	rejects  map[string]int64
+}
+
+func (w *changeWorker) process(b *ChangeBatch, first uint64, c *pipeline.Counters) error {
+	v := w.v
+	var rejected int64
+	for code, n := range b.Rejects {
+		w.rejects[code] += n
+		rejected += n
+	}
+	var kept int64
+	for i := range b.Changes {
+		ch := &b.Changes[i]
+		ord := first + uint64(i)
+		if ch.Range != nil {
+			v.rangesMu.Lock()
+			if len(v.ranges) >= maxRanges {
+				v.rangesMu.Unlock()
+				return fmt.Errorf("over %d range deletes: verify holds them in memory; verify a sample of the keys or a shorter stretch of the topic", maxRanges)
+			}
+			v.ranges = append(v.ranges, rangeDelete{ord: ord, kr: cloneRange(ch.Range)})
+			v.rangesMu.Unlock()
+			kept++
+			continue
+		}
+		var e *pipeline.RowError
+		w.key = w.key[:0]
+		for k := range v.keyCols {
+			if w.key, e = appendStored(w.key, v.keyCols[k], ch.Values[k]); e != nil {
+				break
+			}
+		}
+		w.row = w.row[:0]
+		switch {
+		case e != nil:
+		case ch.Delete:
+			w.row = append(w.row, stateDelete)
+		case ch.Set != nil:
+			w.row = append(w.row, statePartial)
+			for k := range v.rowCols {
+				if !ch.Set[v.schema.KeyLen+k] {
+					w.row = append(w.row, tagUnset)
+				} else if w.row, e = appendStored(w.row, v.rowCols[k], ch.Values[v.schema.KeyLen+k]); e != nil {
+					break
+				}
+			}
+		default:
+			w.row = append(w.row, stateUpsert)
+			for k := range v.rowCols {
+				if w.row, e = appendStored(w.row, v.rowCols[k], ch.Values[v.schema.KeyLen+k]); e != nil {
+					break
+				}
+			}
+		}
+		if e != nil { // the table would have refused it: replicate rejected it
+			w.rejects[e.Code]++
+			rejected++
+			continue
+		}
+		h, _ := keyHashes(w.key)
+		if h > v.sampleMax {
+			continue
+		}
+		kept++
+		w.w.add(h, ord, w.key, w.row)
+	}
+	w.read += b.Messages
+	w.rejected += rejected
+	c.RowsIn.Add(b.Messages)
+	c.RowsWritten.Add(kept)
+	c.RowsRejected.Add(rejected)
+	return nil
+}
+
+func cloneRange(kr *pipeline.KeyRange) pipeline.KeyRange {
+	vals := func(vs []pipeline.Value) []pipeline.Value {
+		out := make([]pipeline.Value, len(vs))
+		for i, x := range vs {
+			x.S = strings.Clone(x.S)
+			out[i] = x
+		}
+		return out
+	}
+	return pipeline.KeyRange{Prefix: vals(kr.Prefix), Start: pipeline.KeyBound{Vals: vals(kr.Start.Vals), Inclusive: kr.Start.Inclusive},
+		End: pipeline.KeyBound{Vals: vals(kr.End.Vals), Inclusive: kr.End.Inclusive}}
+}
+
+// covers tells whether the range holds the key (its columns' values), comparing as the SQL
+// condition sqlsink writes for it does: the prefix equal, then the columns after it as tuples,
+// a DESC column the other way round.
+func (v *run) covers(kr *pipeline.KeyRange, key []pipeline.Value) bool {
+	n := len(kr.Prefix)
+	for i, p := range kr.Prefix {
+		if compareValues(v.keyCols[i], key[i], p) != 0 {
+			return false
+		}
+	}
+	bound := func(kb *pipeline.KeyBound, after bool) bool {
+		for j, b := range kb.Vals {
+			c := compareValues(v.keyCols[n+j], key[n+j], b)
+			if v.keyCols[n+j].Desc {
+				c = -c
+			}
+			if !after {
+				c = -c
+			}
+			if c != 0 {
+				return c > 0
+			}
+		}
+		return kb.Inclusive || len(kb.Vals) == 0
+	}
+	return bound(&kr.Start, true) && bound(&kr.End, false)
+}
+
+// compareValues orders two values of a column (as the table does: numbers by value, text and
+// bytes by their bytes).
+func compareValues(col pipeline.Column, a, b pipeline.Value) int {
+	switch {
+	case a.K == pipeline.KindFloat || b.K == pipeline.KindFloat:
+		fa, fb := a.Float(), b.Float()
+		if a.K == pipeline.KindInt {
+			fa = float64(a.I)
+		}
+		if b.K == pipeline.KindInt {
+			fb = float64(b.I)
+		}
+		switch {
+		case fa < fb:
+			return -1
+		case fa > fb:
+			return 1
+		}
+		return 0
+	case a.K == pipeline.KindInt || a.K == pipeline.KindBool:
+		switch {
+		case a.I < b.I:
+			return -1
+		case a.I > b.I:
+			return 1
+		}
+		return 0
+	}
+	return strings.Compare(a.S, b.S)
+}
+
+// keyState is what a key holds once its changes are applied: row (nil when it is absent).
+type keyState struct {
+	ord  uint64 // of the last change
+	row  []byte // the stored row, or nil: no row
+	n    int32  // changes applied
+	vals []pipeline.Value
+}
+
+// apply applies one change (an entry's kind and payload) to the state; it reports whether the
+// key holds a row after it.
+func (c *comparer) applyChange(s *keyState, e entry) error {
+	if len(e.row) == 0 {
+		return errDamagedSpill
+	}
+	s.n++
+	s.ord = e.ord
+	switch e.row[0] {
+	case stateDelete:
+		s.row = nil
+	case stateUpsert:
+		s.row = e.row[1:]
+	case statePartial:
+		// an upsert of some columns: a key without a row gets one, its other columns null
+		cols := c.v.rowCols
+		var old [][]byte
+		if s.row != nil {
+			var ok bool
+			if old, ok = splitValues(cols, s.row, nil); !ok {
+				return errDamagedSpill
+			}
+		}
+		p := e.row[1:]
+		var row []byte
+		for k, col := range cols {
+			if len(p) > 0 && p[0] == tagUnset {
+				p = p[1:]
+				if old != nil {
+					row = append(row, old[k]...)
+				} else {
+					row = append(row, tagNull)
+				}
+				continue
+			}
+			n := skipValue(col, p)
+			if n <= 0 {
+				return errDamagedSpill
+			}
+			row, p = append(row, p[:n]...), p[n:]
+		}
+		s.row = row
+	default:
+		return errDamagedSpill
+	}
+	return nil
+}
+
+// fold applies a bucket's entries (sorted by ord here) to the keys' states, and the range
+// deletes between them; it returns the keys in the order first seen.
+func (c *comparer) fold(chunks [][]byte, ranges []rangeDelete) (map[string]*keyState, []string, error) {
+	var es []entry
+	max := c.v.sampleMax
+	if err := eachEntry(chunks, func(e entry) error {
+		if e.h <= max {
+			es = append(es, e)
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	sort.SliceStable(es, func(i, j int) bool { return es[i].ord < es[j].ord })
+	states := map[string]*keyState{}
+	var order []string
+	for _, e := range es {
+		s := states[string(e.key)]
+		if s == nil {
+			s = &keyState{}
+			states[string(e.key)] = s
+			order = append(order, string(e.key))
+		}
+		if len(ranges) > 0 && s.n > 0 && c.rangeAfter(s, e.key, ranges, e.ord) {
+			s.row = nil
+		}
+		if err := c.applyChange(s, e); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(ranges) > 0 {
+		for _, k := range order {
+			if s := states[k]; s.row != nil && c.rangeAfter(s, []byte(k), ranges, ^uint64(0)) {
+				s.row = nil
+			}
+		}
+	}
+	return states, order, nil
+}
+
+// rangeAfter tells whether a range delete after the key's last change and before ord covers it.
+func (c *comparer) rangeAfter(s *keyState, key []byte, ranges []rangeDelete, ord uint64) bool {
+	i := sort.Search(len(ranges), func(i int) bool { return ranges[i].ord > s.ord })
+	for ; i < len(ranges) && ranges[i].ord < ord; i++ {
+		if s.vals == nil {
+			parts, ok := splitValues(c.v.keyCols, key, nil)
+			if !ok {
+				return false
+			}
+			s.vals = make([]pipeline.Value, len(parts))
+			for k, p := range parts {
+				s.vals[k] = decodeValue(c.v.keyCols[k], p)
+			}
+		}
+		if c.v.covers(&ranges[i].kr, s.vals) {
+			return true
+		}
+	}
+	return false
+}
+
+// stateBucket compares bucket b by state: the source's changes applied, against the target's
+// (a folder's segments applied, or the table's rows looked up).
+func (c *comparer) stateBucket(ctx context.Context, src, dst *parts, b int, emit func(*bucketResult)) error {
+	v := c.v
+	data, buf, err := src.load(b, c.srcBuf)
+	c.srcBuf = keepBuf(buf, c.budget)
+	if err != nil {
+		return err
+	}
+	r := &bucketResult{differ1: map[int]int64{}}
+	states, order, err := c.fold(data, v.ranges)
+	if err != nil {
+		return err
+	}
+	c.es = c.es[:0]
+	for _, k := range order {
+		s := states[k]
+		r.checked += int64(s.n)
+		r.overwritten += int64(s.n - 1)
+		h, _ := keyHashes([]byte(k))
+		c.es = append(c.es, srcEntry{h: h, ord: s.ord, key: []byte(k), row: s.row, n: 1})
+	}
+	if dst != nil {
+		tdata, buf, err := dst.load(b, c.dstBuf)
+		c.dstBuf = keepBuf(buf, c.budget)
+		if err != nil {
+			return err
+		}
+		// the target's changes carry no range deletes: a folder output refuses them
+		tstates, torder, err := c.fold(tdata, nil)
+		if err != nil {
+			return err
+		}
+		for i := range c.es {
+			se := &c.es[i]
+			if t := tstates[string(se.key)]; t != nil {
+				delete(tstates, string(se.key))
+				if t.row != nil {
+					c.matchState(se, t.row, t.ord, r)
+				}
+			}
+		}
+		for _, k := range torder {
+			if t := tstates[k]; t != nil && t.row != nil {
+				r.targetRows++
+				c.extra(r, []byte(k), t.row, v.targetWhere(t.ord))
+			}
+		}
+	} else if err := c.matchLookup(ctx, r); err != nil {
+		return err
+	}
+	// a deleted key is checked absent; judge sees the keys that hold a row
+	kept := c.es[:0]
+	for _, se := range c.es {
+		if se.row != nil {
+			r.keys++
+			kept = append(kept, se)
+		} else if se.nt > 0 {
+			c.extra(r, se.key, se.trow, "the changes delete this key")
+		}
+	}
+	c.es = kept
+	if err := c.judge(r); err != nil {
+		return err
+	}
+	emit(r)
+	if c.c != nil {
+		c.c.RowsIn.Add(r.checked)
+	}
+	return nil
+}
+
+// matchState counts the target's row of a source key.
+func (c *comparer) matchState(se *srcEntry, row []byte, ord uint64, r *bucketResult) {
+	r.targetRows++
+	se.nt, se.tord = 1, ord
+	if se.row != nil && bytes.Equal(row, se.row) {
+		se.matched = true
+	} else {
+		se.trow = row
+	}
+}
+
+// extra counts a target row whose key the changes do not leave a row under.
+func (c *comparer) extra(r *bucketResult, key, row []byte, where string) {
+	r.extra++
+	if c.v.cfg.Repair != nil {
+		r.extraKeys = append(r.extraKeys, c.keyCells(key))
+	}
+	h, _ := keyHashes(key)
+	r.ex.Extra = offer(r.ex.Extra, h, func() Example {
+		return Example{Key: c.keyCells(key), Columns: c.rowCells(row), Where: where}
+	})
+}
+
+// readDeletes reads a replicate output's delete file: each key it deletes is a stateDelete.
+func (t *targetReader) readDeletes(ctx context.Context, fileIdx int) (int64, error) {
+	fo := t.v.cfg.Folder
+	data, err := fo.Objects.Get(ctx, fo.Files[fileIdx].Path)
+	if err != nil {
+		return 0, err
+	}
+	keys, err := replicate.ParseDeletes(data, t.v.schema)
+	if err != nil {
+		return 0, err
+	}
+	for i, k := range keys {
+		t.key = t.key[:0]
+		for c, col := range t.v.keyCols {
+			var e *pipeline.RowError
+			if t.key, e = appendStored(t.key, col, k[c]); e != nil {
+				return int64(i), fmt.Errorf("key %d: %s", i+1, e.Message)
+			}
+		}
+		t.row = append(t.row[:0], stateDelete)
+		t.put(fileIdx, int64(i))
+	}
+	t.c.RowsIn.Add(int64(len(keys)))
+	return int64(len(keys)), nil
+}
+
+// replicationFiles lists a replicate output's files in the order they apply: by region,
+// partition and first offset, each segment's data file, then its delete file.
+func replicationFiles(location string, r *replicate.Replication) ([]pipeline.FileInfo, []bool, int64, error) {
+	segs := slices.Clone(r.Segments)
+	sort.SliceStable(segs, func(i, j int) bool {
+		a, b := segs[i], segs[j]
+		if a.Region != b.Region {
+			return a.Region < b.Region
+		}
+		if a.Partition != b.Partition {
+			return a.Partition < b.Partition
+		}
+		if a.FirstOffset != b.FirstOffset {
+			return a.FirstOffset < b.FirstOffset
+		}
+		return a.RollLast < b.RollLast
+	})
+	var files []pipeline.FileInfo
+	var deletes []bool
+	var rows int64
+	for _, s := range segs {
+		if s.Data != nil {
+			if err := pipeline.CheckRelPath(s.Data.Path); err != nil {
+				return nil, nil, 0, fmt.Errorf("%s: %s: %w", location, lindorm.ManifestFile, err)
+			}
+			files = append(files, pipeline.FileInfo{Region: s.Region, Path: s.Data.Path, Rows: s.Data.Rows, Bytes: s.Data.Bytes})
+			deletes = append(deletes, false)
+			rows += s.Data.Rows
+		}
+		if s.Deletes != nil {
+			if err := pipeline.CheckRelPathIn(s.Deletes.Path, replicate.DeletesDir); err != nil {
+				return nil, nil, 0, fmt.Errorf("%s: %s: %w", location, lindorm.ManifestFile, err)
+			}
+			files = append(files, pipeline.FileInfo{Region: s.Region, Path: s.Deletes.Path, Rows: s.Deletes.Keys, Bytes: s.Deletes.Bytes})
+			deletes = append(deletes, true)
+		}
+	}
+	return files, deletes, rows, nil
+}
