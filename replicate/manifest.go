@@ -562,19 +562,7 @@ func (m *manifest) write() error {
 			out.Replication.Deletes += s.Deletes.Keys
 		}
 	}
-	sort.Slice(out.Replication.Segments, func(i, j int) bool {
-		a, b := out.Replication.Segments[i], out.Replication.Segments[j]
-		if a.Region != b.Region {
-			return a.Region < b.Region
-		}
-		if a.Partition != b.Partition {
-			return a.Partition < b.Partition
-		}
-		if a.FirstOffset != b.FirstOffset {
-			return a.FirstOffset < b.FirstOffset
-		}
-		return a.RollLast < b.RollLast
-	})
+	SortSegments(out.Replication.Segments)
 	out.Replication.Rejects = make([]RejectFile, 0, len(m.rejects))
 	for _, r := range m.rejects {
 		out.Replication.Rejects = append(out.Replication.Rejects, r)
@@ -595,4 +583,22 @@ func (m *manifest) write() error {
 	}
 	out.Replication.Updated = time.Now().UTC()
 	return putJSON(context.Background(), m.st, lindorm.ManifestFile, &out)
+}
+
+// SortSegments puts segments in the order they apply: by region, then partition, then offset (a
+// roll's data file before a later roll's).
+func SortSegments(segs []SegmentEntry) {
+	sort.SliceStable(segs, func(i, j int) bool {
+		a, b := segs[i], segs[j]
+		if a.Region != b.Region {
+			return a.Region < b.Region
+		}
+		if a.Partition != b.Partition {
+			return a.Partition < b.Partition
+		}
+		if a.FirstOffset != b.FirstOffset {
+			return a.FirstOffset < b.FirstOffset
+		}
+		return a.RollLast < b.RollLast
+	})
 }

@@ -507,19 +507,7 @@ func (t *targetReader) readDeletes(ctx context.Context, fileIdx int) (int64, err
 // partition and first offset, each segment's data file, then its delete file.
 func replicationFiles(location string, r *replicate.Replication) ([]pipeline.FileInfo, []bool, int64, error) {
 	segs := slices.Clone(r.Segments)
-	sort.SliceStable(segs, func(i, j int) bool {
-		a, b := segs[i], segs[j]
-		if a.Region != b.Region {
-			return a.Region < b.Region
-		}
-		if a.Partition != b.Partition {
-			return a.Partition < b.Partition
-		}
-		if a.FirstOffset != b.FirstOffset {
-			return a.FirstOffset < b.FirstOffset
-		}
-		return a.RollLast < b.RollLast
-	})
+	replicate.SortSegments(segs)
 	var files []pipeline.FileInfo
 	var deletes []bool
 	var rows int64
