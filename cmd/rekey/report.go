@@ -285,7 +285,7 @@ func sourceOrder(src pipeline.Source, h *report.OrderHints) {
 		}
 	case *kafka.Window:
 		s.Timestamps = true
-		h.WriteTimes, h.Offsets = report.OrderKafkaTime, true
+		h.WriteTimes, h.Offsets, h.OffsetWindow = report.OrderKafkaTime, true, s.PartitionWindow
 	case *file.Source:
 		h.Arrival = "file order"
 	default:

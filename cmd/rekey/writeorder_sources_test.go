@@ -1,13 +1,18 @@
 package main
 
 import (
+	"crypto/md5"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/rekey/rekey/report"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
+	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
 
 func hasNote(wo *report.WriteOrder, parts ...string) bool {
@@ -123,5 +128,69 @@ func TestReportWriteOrderSampledCassandra(t *testing.T) {
 	}
 	if incrementalWarning(sampled, "id") == nil || code != 1 {
 		t.Errorf("sampled: exit %d, id not flagged:\n%s", code, sout)
+	}
+}
+
+// kafkaOrderMessages are n messages with an incremental id, created in id order, placed on 4
+// partitions by a hash of the id with a skew (6/10, 2/10, 1/10, 1/10 of the ids), each
+// partition in creation order; stamp gives message i's timestamp.
+func kafkaOrderMessages(n int, stamp func(i int) time.Time) []kafkago.Message {
+	msgs := make([]kafkago.Message, n)
+	for i := range msgs {
+		h := md5.Sum([]byte(fmt.Sprint(i)))
+		p := []int{0, 0, 0, 0, 0, 0, 1, 1, 2, 3}[int(h[0])%10]
+		msgs[i] = kafkago.Message{Partition: p, Key: []byte(fmt.Sprint(i)), Time: stamp(i),
+			Value: []byte(fmt.Sprintf(`{"id":%d,"note":"n%d"}`, i, i%7))}
+	}
+	return msgs
+}
+
+// A topic whose messages carry an incremental id spread over partitions by its hash: read
+// partition by partition the ids look spread; the message timestamps say they rise in creation
+// order, and the report flags the id with that evidence, sampled or not. A producer that left
+// every timestamp equal gives no order: the report falls back to each partition's offset order
+// and says how the partitions are put side by side.
+func TestReportWriteOrderKafka(t *testing.T) {
+	c := kafkatest.Start(t)
+	base := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
+	rising := c.CreateTopic(t, "wo-rising", 4)
+	c.Produce(t, rising, kafkaOrderMessages(8000, func(i int) time.Time { return base.Add(time.Duration(i) * time.Second) })...)
+	flat := c.CreateTopic(t, "wo-flat", 4)
+	c.Produce(t, flat, kafkaOrderMessages(8000, func(int) time.Time { return base })...)
+	brokers := strings.Join(c.Brokers, ",")
+	const m = "version: 1\nsource:\n  name: events\n  columns:\n    id: bigint\n    note: text\ntarget:\n  table: events\n  primary_key: \"[id]\"\n"
+
+	for _, extra := range [][]string{nil, {"--sample", "2000"}} {
+		code, out, rep := writeOrderReport(t, m, "kafka://"+brokers+"/"+rising, extra...)
+		if rep.WriteOrder == nil || rep.WriteOrder.Evidence != report.OrderKafkaTime {
+			t.Fatalf("%v: write order %+v, want the message timestamps\n%s", extra, rep.WriteOrder, out)
+		}
+		if f := incrementalWarning(rep, "id"); f == nil || !strings.Contains(f.Message, "Kafka message timestamps") {
+			t.Errorf("%v: id is not flagged with the timestamps' evidence:\n%s", extra, out)
+		}
+		if code != 1 {
+			t.Errorf("%v: exit %d, want 1 under --strict", extra, code)
+		}
+		if th := rep.TimeHeatmap; th == nil || th.Axis != "time" || th.StartMillis > base.UnixMilli() || base.UnixMilli() >= th.StartMillis+th.BinMillis {
+			t.Errorf("%v: no time heatmap whose first bin holds %v", extra, base)
+		}
+	}
+
+	code, out, rep := writeOrderReport(t, m, "kafka://"+brokers+"/"+flat)
+	wo := rep.WriteOrder
+	if wo == nil || wo.Evidence != report.OrderKafkaOffset {
+		t.Fatalf("equal timestamps: write order %+v, want offsets\n%s", wo, out)
+	}
+	if !hasNote(wo, "Kafka message timestamps gives no order") {
+		t.Errorf("no note that the timestamps give no order: %q", wo.Notes)
+	}
+	if !strings.Contains(wo.Description, "offset order within each Kafka partition") || !strings.Contains(wo.Description, "share of its partition's window") {
+		t.Errorf("the description does not say how partitions are interleaved: %q", wo.Description)
+	}
+	if f := incrementalWarning(rep, "id"); f == nil || !strings.Contains(f.Message, "offset order") {
+		t.Errorf("equal timestamps: id is not flagged in offset order:\n%s", out)
+	}
+	if code != 1 {
+		t.Errorf("equal timestamps: exit %d, want 1", code)
 	}
 }

@@ -38,6 +38,9 @@ type Window struct {
 	parts  []windowPart
 	total  int64
 
+	spansOnce sync.Once
+	spans     map[string]windowPart // PartitionWindow's
+
 	// BatchSize is the number of records per batch (default 1024).
 	BatchSize int
 	// Idle ends a partition's stream when no message arrives for this long before its end
@@ -116,6 +119,19 @@ func windowParts(offs []PartitionOffsets, start string, max int64) ([]windowPart
 		total += n
 	}
 	return parts, total
+}
+
+// PartitionWindow is the offsets [first, end) the window reads of a stream ("topic/3"). It is
+// called for every record of a report: a map built once.
+func (w *Window) PartitionWindow(stream string) (first, end int64, ok bool) {
+	w.spansOnce.Do(func() {
+		w.spans = make(map[string]windowPart, len(w.parts))
+		for _, p := range w.parts {
+			w.spans[Stream(w.cfg.Topic, p.partition)] = p
+		}
+	})
+	p, ok := w.spans[stream]
+	return p.start, p.end, ok
 }
 
 // EstimatedRows is the number of messages in the window.
