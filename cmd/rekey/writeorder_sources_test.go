@@ -102,20 +102,7 @@ func TestReportWriteOrderCassandraWriteTimeRefused(t *testing.T) {
 // WRITETIME()s, so the sampled report judges the write order by the same evidence as the full
 // one and flags the same incremental key.
 func TestReportWriteOrderSampledCassandra(t *testing.T) {
-	c := cassandratest.Open(t)
-	c.Faults(t) // write times set per cell: the in-process server
-	cols := []cqltest.Column{{Name: "id", Type: "bigint"}, {Name: "note", Type: "text"}}
-	if err := c.CreateTable("ks", "events", cols, []string{"id"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	const base = int64(1_700_000_000_000_000) // microseconds
-	if err := c.InsertMany("ks", "events", 20000, func(i int, r map[string]any) error {
-		r["id"] = int64(i)
-		r["note"] = cqltest.Cell{Value: fmt.Sprintf("n%d", i%7), WriteTime: base + int64(i)*1000}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	c := idEventsTable(t)
 	const m = "version: 1\nsource:\n  name: ks.events\ntarget:\n  table: events\n  primary_key: \"[id]\"\n"
 	uri := c.URI("ks", "events", "")
 	_, out, full := writeOrderReport(t, m, uri)
