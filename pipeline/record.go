@@ -142,6 +142,23 @@ type Sampler interface {
 	Sample(ctx context.Context, n int) ([]Record, error)
 }
 
+// BatchSampler is a Sampler whose sample keeps what batches carry besides their records: each
+// record's stream, its write time (Batch.WriteTimes, when the source fills them) and
+// SaltOrigin, so that a report over a sample judges the write order by the same evidence as a
+// report over everything.
+type BatchSampler interface {
+	SampleBatches(ctx context.Context, n int) ([]Batch, error)
+}
+
+// SampleRecords are the records of a BatchSampler's sample, in order.
+func SampleRecords(bs []Batch) []Record {
+	var out []Record
+	for _, b := range bs {
+		out = append(out, b.Records...)
+	}
+	return out
+}
+
 // Sink receives target rows. Write may block (back-pressure) and must be safe for concurrent use
 // by the transform workers. Commit makes every row written so far durable (close each open file,
 // fsync, rename to its final name, fsync the directory) and returns the files it committed;

@@ -209,7 +209,7 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 		rep.HotspotWindows[i] = Window{Index: i, FirstRow: w.First, Rows: w.Rows, TopRegion: w.TopRegion, TopShare: w.TopShare, Counts: w.Counts}
 	}
 	rep.Alternatives = []Alternative{}
-	if ord.heat != nil && ord.info.Axis == "time" { // a declared integer column draws windows instead
+	if ord.heat != nil && (ord.info.Axis == "time" || ord.info.Axis == "value") {
 		label := ord.info.Column
 		if label == "" {
 			label = ord.info.Evidence

@@ -411,9 +411,17 @@ func (h *htmlWriter) heatmap(rep *Report) {
 		h.raw(`<h2>Write heatmap: key ranges × write order (`)
 		h.text(th.Column)
 		h.raw(`)</h2><div class="card"><div class="sub" style="margin-bottom:6px">`)
-		h.text("The time axis is the write order: " + rep.WriteOrder.Description + ". ")
-		h.text(fmt.Sprintf("The accepted rows by their %s (left to right, %d slices of %s from %s) and by key range (top to bottom: each row starts at the region's split key, in key order). Each cell is the share of a time slice's rows whose keys land in that key range: data written in time order by a key that leads with its time draws one dark diagonal (every slice in one region); a key that spreads writes is an even tint.%s",
-			th.Column, len(bins), durationText(th.BinMillis), timeText(th.StartMillis), nullNote(th.NullRows)))
+		// a declared integer write order (a sequence) is binned by its values, not by dates
+		values := th.Axis == "value"
+		at, width, ticks := timeText, durationText, timeTicks
+		if values {
+			at, width, ticks = valueText, func(w int64) string { return valueText(w) + " values" }, valueTicks
+			h.text("The horizontal axis is the write order: " + rep.WriteOrder.Description + ", by its values. ")
+		} else {
+			h.text("The time axis is the write order: " + rep.WriteOrder.Description + ". ")
+		}
+		h.text(fmt.Sprintf("The accepted rows by their %s (left to right, %d slices of %s from %s) and by key range (top to bottom: each row starts at the region's split key, in key order). Each cell is the share of a slice's rows whose keys land in that key range: data written in this order by a key that leads with it draws one dark diagonal (every slice in one region); a key that spreads writes is an even tint.%s",
+			th.Column, len(bins), width(th.BinMillis), at(th.StartMillis), nullNote(th.NullRows)))
 		h.raw(`</div>`)
 		first, span := th.StartMillis, th.BinMillis*int64(len(bins))
 		g := heatGrid{id: "heatmap", title: "share of each time slice's rows per key range", cols: len(bins), rows: len(th.Rows),
@@ -434,9 +442,9 @@ func (h *htmlWriter) heatmap(rep *Report) {
 				if b.Rows > 0 {
 					share = float64(k) / float64(b.Rows)
 				}
-				return fmt.Sprintf("%s to %s, %s (from %s): %s rows, %s", timeText(b.StartMillis), timeText(b.StartMillis+th.BinMillis), regionsOf(r), labelOr(th.Rows[r].Start), count(k), pct(share))
+				return fmt.Sprintf("%s to %s, %s (from %s): %s rows, %s", at(b.StartMillis), at(b.StartMillis+th.BinMillis), regionsOf(r), labelOr(th.Rows[r].Start), count(k), pct(share))
 			},
-			yLabel: heatRowLabels(rep, len(th.Rows), th.RegionsPerRow), xTicks: timeTicks(first, span), xLabel: th.Column + " →"}
+			yLabel: heatRowLabels(rep, len(th.Rows), th.RegionsPerRow), xTicks: ticks(first, span), xLabel: th.Column + " →"}
 		h.drawHeat(g)
 		h.raw(`</div>`)
 	} else {
@@ -672,6 +680,30 @@ func timeTicks(first, span int64) []heatTick {
 			label = time.UnixMilli(t).UTC().Format(clockFormat(step))
 		}
 		out = append(out, heatTick{at: float64(t-first) / float64(span), label: label, day: t / 86400000})
+	}
+	return out
+}
+
+// valueText renders a value of a declared integer write order in full (a sequence's values
+// must stay distinct, where shortCount would round them).
+func valueText(v int64) string { return strconv.FormatInt(v, 10) }
+
+// valueTicks are round value ticks over [first, first+span) of a declared integer write order.
+func valueTicks(first, span int64) []heatTick {
+	if span <= 0 {
+		return nil
+	}
+	step := max(int64(niceStep(float64(span), 8)), 1)
+	var out []heatTick
+	t := (first + step - 1) / step * step
+	if first < 0 {
+		t = first / step * step
+		if t < first {
+			t += step
+		}
+	}
+	for ; t <= first+span && len(out) < 16; t += step {
+		out = append(out, heatTick{at: float64(t-first) / float64(span), label: valueText(t)})
 	}
 	return out
 }

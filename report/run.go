@@ -204,14 +204,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		case r.estRows >= 0 && s.Rows >= r.estRows:
 			// the whole input is smaller than the sample
 		case isSampler && s.Rows <= samplerMaxRows:
-			recs, err := sampler.Sample(ctx, int(s.Rows))
+			bs, err := sampleBatches(ctx, sampler, int(s.Rows))
 			if err != nil {
 				return nil, fmt.Errorf("report: sample the source: %w", err)
 			}
-			src = &sliceSource{recs: recs, stream: "sample"}
-			info.Sampled, info.Sample = true, strconv.FormatInt(int64(len(recs)), 10)+" rows spread over the input"
+			ss := &sliceSource{batches: bs}
+			src = ss
+			rows := ss.rows()
+			info.Sampled, info.Sample = true, strconv.FormatInt(int64(rows), 10)+" rows spread over the input"
 			if r.estRows > 0 {
-				info.Scale = float64(r.estRows) / float64(max(1, len(recs)))
+				info.Scale = float64(r.estRows) / float64(max(1, rows))
 			} else {
 				info.ScaleKnown = false
 			}
@@ -854,20 +856,46 @@ func cloneRecord(r *pipeline.Record) pipeline.Record {
 	return pipeline.Record{Values: vals, Seq: r.Seq}
 }
 
-// sliceSource replays records (a Sampler's sample) as batches.
+// sampleBatches draws a sample as batches: a BatchSampler's keep their streams and write
+// times (the write order's evidence), a plain Sampler's records make one batch.
+func sampleBatches(ctx context.Context, s pipeline.Sampler, n int) ([]pipeline.Batch, error) {
+	if bs, ok := s.(pipeline.BatchSampler); ok {
+		return bs.SampleBatches(ctx, n)
+	}
+	recs, err := s.Sample(ctx, n)
+	if err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	return []pipeline.Batch{{Stream: "sample", Records: recs}}, nil
+}
+
+// sliceSource replays a sample's batches, cut to at most 4096 records each.
 type sliceSource struct {
-	recs   []pipeline.Record
-	stream string
+	batches []pipeline.Batch
+}
+
+func (s *sliceSource) rows() int {
+	n := 0
+	for _, b := range s.batches {
+		n += len(b.Records)
+	}
+	return n
 }
 
 func (s *sliceSource) Run(ctx context.Context, _ map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
 	const batch = 4096
-	for i := 0; i < len(s.recs); i += batch {
-		b := pipeline.Batch{Stream: s.stream, Records: s.recs[i:min(i+batch, len(s.recs))], Done: i+batch >= len(s.recs)}
-		select {
-		case out <- b:
-		case <-ctx.Done():
-			return ctx.Err()
+	for _, sb := range s.batches {
+		for i := 0; i < len(sb.Records); i += batch {
+			end := min(i+batch, len(sb.Records))
+			b := pipeline.Batch{Stream: sb.Stream, Records: sb.Records[i:end], Done: end == len(sb.Records), SaltOrigin: sb.SaltOrigin}
+			if sb.WriteTimes != nil {
+				b.WriteTimes = sb.WriteTimes[i:end]
+			}
+			select {
+			case out <- b:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 	}
 	return nil

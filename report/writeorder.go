@@ -40,6 +40,10 @@ type OrderHints struct {
 	WriteTimes string
 	// Offsets: records' Seq are Kafka offsets, in order within each partition.
 	Offsets bool
+	// OffsetWindow gives the offsets [first, end) a stream (a partition) is read over, so that
+	// partitions of different lengths are put side by side by each message's share of its
+	// partition; nil or !ok: raw offsets.
+	OffsetWindow func(stream string) (first, end int64, ok bool)
 	// Arrival says what the order of reading is, for the arrival finding: "a Cassandra token-range
 	// scan (hash order)", "file order".
 	Arrival string
@@ -55,7 +59,13 @@ type orderCand struct {
 	uuid bool // the column is a timeuuid (text)
 	name string
 	typ  string
+	// window: kafka_offset's partition windows (OrderHints.OffsetWindow)
+	window func(stream string) (first, end int64, ok bool)
 }
+
+// offsetScale is the write-order value of a partition window's end: a message's value is its
+// share of its partition's window on this scale.
+const offsetScale = 1 << 40
 
 // value is the write-order value of record i of b (ord: its ordinal in arrival order); noTime
 // when the row has none.
@@ -84,6 +94,11 @@ func (c *orderCand) value(b *pipeline.Batch, i int, ord int64) int64 {
 		}
 		return noTime
 	case OrderKafkaOffset:
+		if c.window != nil {
+			if first, end, ok := c.window(b.Stream); ok && end > first {
+				return int64(float64(rec.Seq-first) / float64(end-first) * offsetScale)
+			}
+		}
 		return rec.Seq
 	}
 	return ord
@@ -133,10 +148,6 @@ func newOrderModel(prog *transform.Program, h OrderHints) *orderModel {
 		return orderCand{kind: kind, col: i, name: src[i].Name, typ: src[i].Type,
 			date: t == "date", uuid: t == "timeuuid"}
 	}
-	last := orderCand{kind: OrderArrival}
-	if h.Offsets {
-		last.kind = OrderKafkaOffset
-	}
 	var cands []orderCand
 	if h.Column != "" {
 		if i := src.Index(h.Column); i >= 0 {
@@ -146,10 +157,15 @@ func newOrderModel(prog *transform.Program, h OrderHints) *orderModel {
 	if h.WriteTimes != "" {
 		cands = append(cands, orderCand{kind: h.WriteTimes})
 	}
-	if i := inferTimeColumn(src); i >= 0 {
-		cands = append(cands, column(OrderTimeColumn, i))
+	// a Kafka partition's offsets are its creation order: known, where a time column is a guess
+	if h.Offsets {
+		cands = append(cands, orderCand{kind: OrderKafkaOffset, window: h.OffsetWindow})
+	} else {
+		if i := inferTimeColumn(src); i >= 0 {
+			cands = append(cands, column(OrderTimeColumn, i))
+		}
+		cands = append(cands, orderCand{kind: OrderArrival})
 	}
-	cands = append(cands, last)
 	m.primary = cands[0]
 	if m.primary.kind != OrderDeclared && len(cands) > 1 {
 		b := cands[1]
@@ -194,7 +210,10 @@ func (c *orderCand) describe(h OrderHints) string {
 	case OrderTimeColumn:
 		return fmt.Sprintf("column %s (%s), inferred as the row's creation time (declare source.write_order to be sure)", c.name, c.typ)
 	case OrderKafkaOffset:
-		return "offset order within each Kafka partition"
+		if c.window == nil {
+			return "offset order within each Kafka partition, the partitions side by side by offset"
+		}
+		return "offset order within each Kafka partition, the partitions side by side by each message's share of its partition's window (as if every partition were written at a steady pace over the same time)"
 	}
 	what := h.Arrival
 	if what == "" {

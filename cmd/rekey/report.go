@@ -275,14 +275,17 @@ func sourceOrder(src pipeline.Source, h *report.OrderHints) {
 	switch s := src.(type) {
 	case *cassandra.Source:
 		h.Arrival = "a Cassandra token-range scan: hash order of the partition key"
-		if s.RowWriteTimes() {
+		switch {
+		case s.RowWriteTimes():
 			h.WriteTimes = report.OrderWriteTime
-		} else {
+		case s.WriteTimesRefused() != nil:
+			h.Notes = append(h.Notes, fmt.Sprintf("the server refused WRITETIME() on table %s.%s (%v): it cannot tell when the rows were written", s.Table().Keyspace, s.Table().Name, s.WriteTimesRefused()))
+		default:
 			h.Notes = append(h.Notes, fmt.Sprintf("table %s.%s has no regular column WRITETIME() is defined on (every column is in the key, or a non-frozen collection): Cassandra cannot tell when its rows were written", s.Table().Keyspace, s.Table().Name))
 		}
 	case *kafka.Window:
 		s.Timestamps = true
-		h.WriteTimes, h.Offsets = report.OrderKafkaTime, true
+		h.WriteTimes, h.Offsets, h.OffsetWindow = report.OrderKafkaTime, true, s.PartitionWindow
 	case *file.Source:
 		h.Arrival = "file order"
 	default:

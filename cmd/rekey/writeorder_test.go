@@ -61,20 +61,7 @@ func incrementalWarning(rep report.Report, column string) *report.Finding {
 // serves it in hash order, where it looks evenly spread; its WRITETIME()s say the application
 // wrote the ids in increasing order, and that is the order Lindorm will see.
 func TestReportWriteOrderCassandraPartitionKey(t *testing.T) {
-	c := cassandratest.Open(t)
-	c.Faults(t) // write times set per cell: the in-process server
-	cols := []cqltest.Column{{Name: "id", Type: "bigint"}, {Name: "note", Type: "text"}}
-	if err := c.CreateTable("ks", "events", cols, []string{"id"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	const base = int64(1_700_000_000_000_000) // microseconds
-	if err := c.InsertMany("ks", "events", 20000, func(i int, r map[string]any) error {
-		r["id"] = int64(i)
-		r["note"] = cqltest.Cell{Value: fmt.Sprintf("n%d", i%7), WriteTime: base + int64(i)*1000}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	c := idEventsTable(t)
 	uri := c.URI("ks", "events", "")
 	const naive = "version: 1\nsource:\n  name: ks.events\ntarget:\n  table: events\n  primary_key: \"[id]\"\n"
 	code, out, rep := writeOrderReport(t, naive, uri)
@@ -195,4 +182,24 @@ func TestReportWriteOrderHashOrderedExport(t *testing.T) {
 	if code, out := reportCLI(t, "report", "-m", m, "--source", "file:"+csv, "--write-order", "nope"); code != 2 || !strings.Contains(out, "--write-order") {
 		t.Errorf("--write-order nope: exit %d\n%s", code, out)
 	}
+}
+
+// idEventsTable is ks.events on the in-process CQL server: 20,000 rows whose partition key id
+// was written in increasing order (its WRITETIME()s rise with it), served in token order.
+func idEventsTable(t *testing.T) *cassandratest.Cluster {
+	c := cassandratest.Open(t)
+	c.Faults(t) // write times set per cell: the in-process server
+	cols := []cqltest.Column{{Name: "id", Type: "bigint"}, {Name: "note", Type: "text"}}
+	if err := c.CreateTable("ks", "events", cols, []string{"id"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	const base = int64(1_700_000_000_000_000) // microseconds
+	if err := c.InsertMany("ks", "events", 20000, func(i int, r map[string]any) error {
+		r["id"] = int64(i)
+		r["note"] = cqltest.Cell{Value: fmt.Sprintf("n%d", i%7), WriteTime: base + int64(i)*1000}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -642,6 +642,13 @@ func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline
 // their number (not on the ring, splits or shard), so every shard of a sharded run, and an
 // unsharded run of the same table, draw the same sample and place the same quantile split keys.
 func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
+	bs, err := s.SampleBatches(ctx, n)
+	return pipeline.SampleRecords(bs), err
+}
+
+// SampleBatches is Sample with one batch per slice of the ring, each carrying its rows' write
+// times when Config.RowWriteTimes asks for them (RowWriteTimes).
+func (s *Source) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, error) {
 	if n <= 0 {
 		return nil, nil
 	}
@@ -651,7 +658,7 @@ func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 	if workers <= 0 {
 		workers = defaultWorkers()
 	}
-	results := make([][]pipeline.Record, len(picks))
+	results := make([]pipeline.Batch, len(picks))
 	errs := make([]error, len(picks))
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
@@ -673,25 +680,37 @@ func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 				return
 			}
 			// the sample draws split keys from every row, older than since or not
-			recs, _, _, err := newPageDecoder(decs, nil, len(s.sel.dating), 0).decodePage(iter, 0) // kept: not released
+			pd := newPageDecoder(decs, nil, len(s.sel.dating), 0)
+			pd.rowTimes = s.RowWriteTimes()
+			recs, _, _, err := pd.decodePage(iter, 0) // kept: not released
 			if err != nil {
 				errs[i] = err
 				return
 			}
-			results[i] = recs
+			results[i] = pipeline.Batch{Stream: r.Name(), Records: recs}
+			if pd.rowTimes {
+				results[i].WriteTimes = pd.times
+			}
 		}()
 	}
 	wg.Wait()
-	var out []pipeline.Record
-	for i, recs := range results {
+	var out []pipeline.Batch
+	rows := 0
+	for i, b := range results {
 		if errs[i] != nil {
 			return nil, fmt.Errorf("sample %s: %w", picks[i].Name(), errs[i])
 		}
-		out = append(out, recs...)
+		if k := n - rows; len(b.Records) > k {
+			b.Records = b.Records[:k]
+			if b.WriteTimes != nil {
+				b.WriteTimes = b.WriteTimes[:k]
+			}
+		}
+		if len(b.Records) > 0 {
+			out = append(out, b)
+			rows += len(b.Records)
+		}
 	}
-	if len(out) > n {
-		out = out[:n]
-	}
-	s.log.Debug("sampled", zap.Int("rows", len(out)), zap.Int("ranges", len(picks)))
+	s.log.Debug("sampled", zap.Int("rows", rows), zap.Int("ranges", len(picks)))
 	return out, nil
 }

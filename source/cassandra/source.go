@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strconv"
@@ -56,12 +57,17 @@ type Source struct {
 
 	estOnce sync.Once
 	est     int64
+
+	// wtRefused is why the server refused the rows' WRITETIME() (Config.RowWriteTimes), nil
+	// when it did not
+	wtRefused error
 }
 
 var (
-	_ pipeline.Source  = (*Source)(nil)
-	_ pipeline.Sizer   = (*Source)(nil)
-	_ pipeline.Sampler = (*Source)(nil)
+	_ pipeline.Source       = (*Source)(nil)
+	_ pipeline.Sizer        = (*Source)(nil)
+	_ pipeline.Sampler      = (*Source)(nil)
+	_ pipeline.BatchSampler = (*Source)(nil)
 )
 
 // New connects to the cluster, reads the table's schema and the token ring, and computes the
@@ -141,6 +147,9 @@ func (s *Source) init(ctx context.Context) error {
 	s.stmt = s.sel.statement(t)
 	if err := s.readRing(ctx); err != nil {
 		return err
+	}
+	if s.cfg.RowWriteTimes && len(s.sel.dating) > 0 && s.cfg.Since.IsZero() {
+		s.probeWriteTimes(ctx)
 	}
 	s.splits = s.cfg.Splits
 	if s.splits == 0 {
@@ -381,6 +390,31 @@ func (s *Source) Workers() int {
 	return defaultWorkers()
 }
 
-// RowWriteTimes tells whether batches carry each row's write time (Config.RowWriteTimes, and
-// the table has a regular column WRITETIME() is defined on: a key-only table has none).
+// RowWriteTimes tells whether batches carry each row's write time (Config.RowWriteTimes, the
+// table has a regular column WRITETIME() is defined on (a key-only table has none) and the
+// server did not refuse it: see WriteTimesRefused).
 func (s *Source) RowWriteTimes() bool { return s.cfg.RowWriteTimes && len(s.sel.dating) > 0 }
+
+// WriteTimesRefused is the server's answer when it refused WRITETIME() (a Cassandra-compatible
+// service without it), nil otherwise: the scan then reads no write times.
+func (s *Source) WriteTimesRefused() error { return s.wtRefused }
+
+// probeWriteTimes reads one row with the rows' writetime()s. A server that refuses the query
+// as invalid (it has no WRITETIME()) gets the scan without them, so that Config.RowWriteTimes,
+// which only informs a report, never fails one. Any other failure is left to the scan, which
+// retries or reports it as it does for every page.
+func (s *Source) probeWriteTimes(ctx context.Context) {
+	iter, err := s.fetchPage(ctx, Range{Start: math.MinInt64, End: math.MaxInt64}, nil, 1, 1)
+	if err == nil {
+		iter.Close()
+		return
+	}
+	var re gocql.RequestError
+	if !errors.As(err, &re) || re.Code() != gocql.ErrCodeInvalid && re.Code() != gocql.ErrCodeSyntax {
+		return
+	}
+	s.wtRefused = re
+	s.sel.dating = nil
+	s.stmt = s.sel.statement(s.table)
+	s.log.Warn("the server refused WRITETIME(): rows are read without their write times", zap.Error(err))
+}

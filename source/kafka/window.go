@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +38,9 @@ type Window struct {
 	parts  []windowPart
 	total  int64
 
+	spansOnce sync.Once
+	spans     map[string]windowPart // PartitionWindow's
+
 	// BatchSize is the number of records per batch (default 1024).
 	BatchSize int
 	// Idle ends a partition's stream when no message arrives for this long before its end
@@ -53,9 +58,10 @@ type windowPart struct {
 }
 
 var (
-	_ pipeline.Source  = (*Window)(nil)
-	_ pipeline.Sizer   = (*Window)(nil)
-	_ pipeline.Sampler = (*Window)(nil)
+	_ pipeline.Source       = (*Window)(nil)
+	_ pipeline.Sizer        = (*Window)(nil)
+	_ pipeline.Sampler      = (*Window)(nil)
+	_ pipeline.BatchSampler = (*Window)(nil)
 )
 
 // NewWindow validates cfg, looks up the topic's partitions and offsets and fixes the window.
@@ -115,6 +121,19 @@ func windowParts(offs []PartitionOffsets, start string, max int64) ([]windowPart
 	return parts, total
 }
 
+// PartitionWindow is the offsets [first, end) the window reads of a stream ("topic/3"). It is
+// called for every record of a report: a map built once.
+func (w *Window) PartitionWindow(stream string) (first, end int64, ok bool) {
+	w.spansOnce.Do(func() {
+		w.spans = make(map[string]windowPart, len(w.parts))
+		for _, p := range w.parts {
+			w.spans[Stream(w.cfg.Topic, p.partition)] = p
+		}
+	})
+	p, ok := w.spans[stream]
+	return p.start, p.end, ok
+}
+
 // EstimatedRows is the number of messages in the window.
 func (w *Window) EstimatedRows() int64 { return w.total }
 
@@ -169,11 +188,7 @@ func (w *Window) runPart(ctx context.Context, p windowPart, from int64, out chan
 	err = w.read(ctx, p.partition, from, p.end, func(m *kafkago.Message) error {
 		recs = append(recs, w.record(dec, m))
 		if w.Timestamps {
-			t := int64(math.MinInt64) // no timestamp
-			if !m.Time.IsZero() && m.Time.UnixMilli() > 0 {
-				t = m.Time.UnixMilli()
-			}
-			times = append(times, t)
+			times = append(times, messageTime(m))
 		}
 		next = m.Offset + 1
 		if len(recs) >= w.BatchSize {
@@ -298,11 +313,18 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 // messages starting at evenly spaced offsets. Deletes are left out; records that fail to decode
 // are included with Err set.
 func (w *Window) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
+	bs, err := w.SampleBatches(ctx, n)
+	return pipeline.SampleRecords(bs), err
+}
+
+// SampleBatches is Sample with one batch per partition (its stream, offsets as Seq, SaltOrigin),
+// carrying the messages' timestamps when Timestamps asks for them.
+func (w *Window) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, error) {
 	if n <= 0 || w.total == 0 {
 		return nil, nil
 	}
 	var mu sync.Mutex
-	var out []pipeline.Record
+	var out []pipeline.Batch
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for _, p := range w.parts {
@@ -324,14 +346,17 @@ func (w *Window) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 			if err != nil {
 				return err
 			}
-			var recs []pipeline.Record
+			b := pipeline.Batch{Stream: Stream(w.cfg.Topic, p.partition), SaltOrigin: true}
 			for j := int64(0); j < runs; j++ {
 				from := p.start + j*size/runs
 				end := min(from+runLen, p.end)
 				err := w.read(ctx, p.partition, from, end, func(m *kafkago.Message) error {
 					r := w.record(dec, m)
 					if r.Err == nil || r.Err.Code != CodeDelete {
-						recs = append(recs, r)
+						b.Records = append(b.Records, r)
+						if w.Timestamps {
+							b.WriteTimes = append(b.WriteTimes, messageTime(m))
+						}
 					}
 					return nil
 				}, func() error { return nil })
@@ -340,7 +365,7 @@ func (w *Window) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 				}
 			}
 			mu.Lock()
-			out = append(out, recs...)
+			out = append(out, b)
 			mu.Unlock()
 			return nil
 		})
@@ -348,8 +373,26 @@ func (w *Window) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	if len(out) > n {
-		out = out[:n]
+	// partitions in their window's order, so that the sample does not depend on scheduling
+	slices.SortFunc(out, func(a, b pipeline.Batch) int { return strings.Compare(a.Stream, b.Stream) })
+	rows := 0
+	for i := range out {
+		b := &out[i]
+		if k := n - rows; len(b.Records) > k {
+			b.Records = b.Records[:k]
+			if b.WriteTimes != nil {
+				b.WriteTimes = b.WriteTimes[:k]
+			}
+		}
+		rows += len(b.Records)
 	}
 	return out, nil
+}
+
+// messageTime is a message's timestamp in epoch ms, math.MinInt64 when it has none.
+func messageTime(m *kafkago.Message) int64 {
+	if m.Time.IsZero() || m.Time.UnixMilli() <= 0 {
+		return math.MinInt64
+	}
+	return m.Time.UnixMilli()
 }

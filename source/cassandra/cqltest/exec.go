@@ -143,6 +143,9 @@ func (s *Server) buildPlan(st *statement, curKeyspace string) (*plan, *cqlError)
 			}
 			oc = outCol{kind: outToken, name: "system.token(" + strings.Join(it.args, ", ") + ")", typ: typBigint}
 		case "writetime", "ttl":
+			if !p.sys && s.refusedSelector() == it.fn {
+				return nil, invalid("Unsupported selector %s: this server does not support it", strings.ToUpper(it.fn))
+			}
 			i, err := colIndex(it.args[0])
 			if err != nil {
 				return nil, err

@@ -101,6 +101,22 @@ func (s *Server) RemoveFault(f *Fault) {
 	}
 }
 
+// RefuseSelector makes statements that select fn(...) ("writetime" or "ttl") fail at PREPARE
+// (and as a plain QUERY) with an Invalid error, as a server without that function does (Azure
+// Cosmos DB's Cassandra API refuses WRITETIME(); Amazon Keyspaces does without client-side
+// timestamps). "" refuses nothing again.
+func (s *Server) RefuseSelector(fn string) {
+	s.faultMu.Lock()
+	s.refused = fn
+	s.faultMu.Unlock()
+}
+
+func (s *Server) refusedSelector() string {
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	return s.refused
+}
+
 // ClearFaults uninstalls every fault.
 func (s *Server) ClearFaults() {
 	s.faultMu.Lock()

@@ -40,6 +40,7 @@ type Server struct {
 
 	faultMu sync.Mutex
 	faults  []*Fault
+	refused string // RefuseSelector
 
 	stats statsCounter
 	wg    sync.WaitGroup
