@@ -455,3 +455,73 @@ func (c *Config) DescribeGroup(ctx context.Context) (string, error) {
 	sort.Strings(members)
 	return fmt.Sprintf("state %s, %d members: %s", g.GroupState, len(members), strings.Join(members, ", ")), nil
 }
+
+// ErrGroupHasOffsets is wrapped by MarkStart's error when the group already committed offsets
+// for the topic: moving them would skip or replay changes.
+var ErrGroupHasOffsets = errors.New("the consumer group already has committed offsets")
+
+// MarkStart fixes where a new consumer group starts reading the topic: it commits the topic's
+// end offsets now, for every partition, so that the group reads only the messages produced from
+// now on (the capture point of a cut-over, fixed before the copy starts). A group that already
+// has offsets for the topic is refused (ErrGroupHasOffsets), as is one with active members
+// (the broker refuses a commit from outside the group's generation).
+func (c *Config) MarkStart(ctx context.Context) ([]PartitionOffsets, error) {
+	if c.Group == "" {
+		return nil, errors.New("kafka: mark the start of a consumer group: name it (group=NAME)")
+	}
+	cl, tr, err := c.Client()
+	if err != nil {
+		return nil, err
+	}
+	defer tr.CloseIdleConnections()
+	offs, err := offsets(ctx, cl, c.Topic)
+	if err != nil {
+		if authErr := c.CheckAuth(ctx); authErr != nil {
+			return nil, authErr
+		}
+		return nil, err
+	}
+	parts := make([]int, len(offs))
+	for i, o := range offs {
+		parts[i] = o.Partition
+	}
+	fetched, err := cl.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: c.Group, Topics: map[string][]int{c.Topic: parts}})
+	if err == nil {
+		err = fetched.Error
+	}
+	// a group never seen has no offsets (some brokers say so with GROUP_ID_NOT_FOUND)
+	if err != nil && !errors.Is(err, kafkago.GroupIdNotFound) {
+		return nil, fmt.Errorf("kafka: committed offsets of group %s: %w", c.Group, err)
+	}
+	var held []string
+	for _, p := range fetched.Topics[c.Topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("kafka: committed offset of group %s on %s: %w", c.Group, Stream(c.Topic, p.Partition), p.Error)
+		}
+		if p.CommittedOffset >= 0 {
+			held = append(held, fmt.Sprintf("partition %d at %d", p.Partition, p.CommittedOffset))
+		}
+	}
+	if len(held) > 0 {
+		sort.Strings(held)
+		return nil, fmt.Errorf("kafka: group %s, topic %s: %w (%s): marking the start again would skip or replay changes; "+
+			"to start over, use a new group name", c.Group, c.Topic, ErrGroupHasOffsets, strings.Join(held, ", "))
+	}
+	commits := make([]kafkago.OffsetCommit, len(offs))
+	for i, o := range offs {
+		commits[i] = kafkago.OffsetCommit{Partition: o.Partition, Offset: o.End}
+	}
+	// generation -1 and no member: a commit from outside a group's generation, which the broker
+	// accepts only while the group has no members
+	resp, err := cl.OffsetCommit(ctx, &kafkago.OffsetCommitRequest{GroupID: c.Group, GenerationID: -1, Topics: map[string][]kafkago.OffsetCommit{c.Topic: commits}})
+	if err != nil {
+		return nil, fmt.Errorf("kafka: commit the end offsets of %s for group %s: %w", c.Topic, c.Group, err)
+	}
+	for _, p := range resp.Topics[c.Topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("kafka: commit the end offset of %s for group %s (is a member of the group running?): %w",
+				Stream(c.Topic, p.Partition), c.Group, p.Error)
+		}
+	}
+	return offs, nil
+}
