@@ -18,6 +18,7 @@ import (
 	gsql "github.com/dolthub/go-mysql-server/sql"
 	_ "github.com/go-sql-driver/mysql"
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/rekey/rekey/source/cassandra/cqltest"
@@ -147,6 +148,7 @@ Ctrl-C stops the playground (the data is in memory only).
 // serveSQL serves go-mysql-server (in memory) on 127.0.0.1:port with database cutover holding
 // an empty table ev, and returns its address.
 func serveSQL(port int) (string, func(), error) {
+	logrus.SetLevel(logrus.ErrorLevel) // go-mysql-server's per-connection lines would bury the instructions
 	db := memory.NewDatabase(sqlDatabase)
 	db.BaseDatabase.EnablePrimaryKeyIndexes()
 	pro := memory.NewDBProvider(db)
