@@ -4,6 +4,7 @@
 //
 //	go run ./cmd/playground kafka       # topic "orders", then a trickle of new orders
 //	go run ./cmd/playground cassandra   # table shop.orders
+//	go run ./cmd/playground cutover     # a changing Cassandra table, its CDC topic, a SQL table
 //
 // It prints the --source URI to paste into rekey and serves until Ctrl-C. Both servers are the
 // in-process ones rekey's own tests run against (franz-go's kfake; rekey's CQL test server):
@@ -19,6 +20,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -30,12 +32,17 @@ import (
 	"github.com/rekey/rekey/source/kafka/kafkademo"
 )
 
-const usage = `usage: go run ./cmd/playground kafka|cassandra [flags]
+const usage = `usage: go run ./cmd/playground kafka|cassandra|cutover [flags]
 
   kafka      a Kafka-protocol cluster (franz-go's kfake) on 127.0.0.1 with topic "orders"
              (6 partitions) holding -messages JSON orders, then -rate new orders per second
   cassandra  a Cassandra-protocol (CQL v4) server on 127.0.0.1 with table shop.orders
              (PRIMARY KEY ((userid), orderid)) holding -rows orders, data centre dc1
+  cutover    the README's cut-over rehearsal: the CQL server with table ks.ev (-rows mutations),
+             an application changing it (-rate mutations per second) whose every mutation
+             Debezium's Cassandra connector, played, publishes to Kafka topic cdc.ks.ev, and a
+             MySQL-protocol server (go-mysql-server) with an empty table cutover.ev; writes stop
+             when -stop-file appears
 
 It prints the --source URI to give rekey and serves until Ctrl-C. Data lives in memory only.
 
@@ -43,7 +50,7 @@ flags:
 `
 
 func main() {
-	if len(os.Args) < 2 || (os.Args[1] != "kafka" && os.Args[1] != "cassandra") {
+	if len(os.Args) < 2 || (os.Args[1] != "kafka" && os.Args[1] != "cassandra" && os.Args[1] != "cutover") {
 		fmt.Fprint(os.Stderr, usage)
 		flags("kafka").PrintDefaults()
 		os.Exit(2)
@@ -54,10 +61,13 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if kind == "kafka" {
+	switch kind {
+	case "kafka":
 		err = runKafka(ctx, os.Stdout)
-	} else {
+	case "cassandra":
 		err = runCassandra(ctx, os.Stdout)
+	default:
+		err = runCutover(ctx, os.Stdout)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "playground:", err)
@@ -70,10 +80,17 @@ var opts struct {
 	messages int64
 	rate     int
 	rows     int
+	stopFile string
 }
 
 func flags(kind string) *flag.FlagSet {
 	fs := flag.NewFlagSet("playground "+kind, flag.ExitOnError)
+	if kind == "cutover" {
+		fs.IntVar(&opts.rows, "rows", 2000, "mutations of ks.ev made before the connector starts")
+		fs.IntVar(&opts.rate, "rate", 200, "mutations (and events) per second after the start (0: none)")
+		fs.StringVar(&opts.stopFile, "stop-file", filepath.Join(os.TempDir(), "rekey-playground-stop-writes"), "writes stop when this file appears (removed at the start)")
+		return fs
+	}
 	fs.IntVar(&opts.port, "port", 0, "port to listen on (default: 9092 for kafka, 9042 for cassandra, or a free one if taken)")
 	fs.Int64Var(&opts.messages, "messages", 10000, "kafka: order messages in the topic at the start")
 	fs.IntVar(&opts.rate, "rate", 100, "kafka: new order messages per second after the start (0: none)")

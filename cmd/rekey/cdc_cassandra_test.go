@@ -15,6 +15,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
+	"github.com/rekey/rekey/source/kafka/cdcdemo"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
 
@@ -26,9 +27,7 @@ import (
 // null (Cassandra4CommitLogReadHandlerImpl.populateRegularColumns).
 const cassandraSource = `{"version":"2.7.0.Final","connector":"cassandra","name":"test_connector","ts_ms":1700000000000,"snapshot":"false","db":"NULL","cluster":"Test Cluster","file":"CommitLog-7-1.log","pos":120,"keyspace":"ks","table":"users"}`
 
-func cell(v string) string { return `{"value":` + v + `,"deletion_ts":null,"set":true}` }
-
-func deletedCell() string { return `{"value":null,"deletion_ts":1700000000000000,"set":true}` }
+var cell, deletedCell, rangeBound = cdcdemo.Cell, cdcdemo.DeletedCell, cdcdemo.RangeBound
 
 func cassandraEvent(op string, cells ...string) kafkago.Message {
 	after := "{" + strings.Join(cells, ",") + "}"
@@ -231,14 +230,6 @@ target:
   table: tb
 `
 
-func rangeBound(method string, vals ...string) string {
-	var parts []string
-	for i := 0; i+1 < len(vals); i += 2 {
-		parts = append(parts, `{"name":"`+vals[i]+`","value":"`+vals[i+1]+`","type":"org.apache.cassandra.db.marshal.Int32Type"}`)
-	}
-	return `{"method":"` + method + `","values":[` + strings.Join(parts, ",") + `]}`
-}
-
 func tbRow(a, b, c, d, e int) kafkago.Message {
 	return cassandraEvent("i", `"a":`+cell(fmt.Sprint(a)), `"b":`+cell(fmt.Sprint(b)), `"c":`+cell(fmt.Sprint(c)), `"d":`+cell(fmt.Sprint(d)), `"e":`+cell(fmt.Sprint(e)))
 }
@@ -291,19 +282,6 @@ func TestReplicateCassandraRangeTombstone(t *testing.T) {
 	}
 }
 
-// cassandraModel applies the connector's events as Cassandra applies their mutations, for the
-// table ks.ev (a int, b int, c int, x text, y int, PRIMARY KEY (a, b, c)).
-type cassandraModel map[[3]int]map[string]string // row -> regular column -> literal ("NULL": no cell)
-
-func (m cassandraModel) rows() []string {
-	var out []string
-	for k, cols := range m {
-		out = append(out, fmt.Sprintf("%d %d %d %s %s", k[0], k[1], k[2], cols["x"], cols["y"]))
-	}
-	sort.Strings(out)
-	return out
-}
-
 // inRange tells whether the clustering (b, c) is within a bound: vals a prefix of it, after
 // (start) or before (end) it.
 func inRange(bc [2]int, vals []int, incl, start bool) bool {
@@ -321,9 +299,9 @@ func inRange(bc [2]int, vals []int, incl, start bool) bool {
 // INSERT created: a row that only UPDATEs wrote disappears in Cassandra with its last cell, which
 // a table row does not (README).
 func TestReplicateCassandraMixedStream(t *testing.T) {
-	mapping := writeFile(t, t.TempDir(), "ev.yaml", evMapping)
+	mapping := writeFile(t, t.TempDir(), "ev.yaml", cdcdemo.Mapping)
 	rng := rand.New(rand.NewPCG(7, 9))
-	model := cassandraModel{}
+	model := cdcdemo.Model{} // Cassandra applying the same mutations
 	var msgs []kafkago.Message
 	keyCells := func(k [3]int) []string {
 		return []string{`"a":` + cell(fmt.Sprint(k[0])), `"b":` + cell(fmt.Sprint(k[1])), `"c":` + cell(fmt.Sprint(k[2]))}
@@ -418,7 +396,7 @@ func TestReplicateCassandraMixedStream(t *testing.T) {
 				t.Errorf("rejects: %v", rejects)
 			}
 			got := dumpTable(t, srv.DB(t), "SELECT a, b, c, x, y FROM ev")
-			want := model.rows()
+			want := model.Rows()
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("table (%d rows):\n%s\nCassandra (%d rows):\n%s", len(got), strings.Join(got, "\n"), len(want), strings.Join(want, "\n"))
 			}

@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -18,9 +17,10 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
-	"github.com/rekey/rekey/source/cassandra/cqltest"
+	"github.com/rekey/rekey/source/kafka/cdcdemo"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
 
@@ -50,187 +50,32 @@ func killAtStep(spec string) {
 	}
 }
 
-// evMapping maps ks.ev (a int, b int, c int, x text, y int, PRIMARY KEY (a, b, c)) to ev.
-const evMapping = `version: 1
-source:
-  name: ks.ev
-  columns:
-    a: int
-    b: int
-    c: int
-    x: text
-    y: int
-target:
-  table: ev
-  primary_key: "[a][b][c]"
-`
-
 // cutoverPartitions: the topic is partitioned by the Cassandra partition key (a), so that the
 // events of one Cassandra partition, range tombstones included, keep their order.
 const cutoverPartitions = 2
 
-// cassandraWriter is the application: it keeps mutating the Cassandra table ks.ev (a int, b int,
-// c int, x text, y int, PRIMARY KEY (a, b, c)) and, for each mutation, publishes the event
-// Debezium's Cassandra connector publishes for it, after the mutation is applied, in the order
-// of the mutations (the commit log's). model is Cassandra's table, as in the mixed-stream test.
-type cassandraWriter struct {
-	srv   *cqltest.Server
-	topic *kafkago.Writer
-	rng   *rand.Rand
-
-	mu    sync.Mutex
-	model cassandraModel
-	ends  [cutoverPartitions]int64 // the next offset of each partition
-	n     int                      // mutations made
-}
-
-// cutoverEvent is the connector's event of a mutation of ks.ev made at wt, keyed by the primary
-// key (the partition key alone for a range tombstone).
-func cutoverEvent(op string, wt time.Time, key string, a int, cells ...string) kafkago.Message {
-	source := fmt.Sprintf(`{"version":"2.7.0.Final","connector":"cassandra","name":"cutover","ts_ms":%d,"ts_us":%d,"snapshot":"false",`+
-		`"db":"NULL","cluster":"Test Cluster","file":"CommitLog-7-1.log","pos":120,"keyspace":"ks","table":"ev"}`, wt.UnixMilli(), wt.UnixMicro())
-	return kafkago.Message{Partition: a % cutoverPartitions, Key: []byte(key),
-		Value: []byte(`{"ts_ms":` + strconv.FormatInt(wt.UnixMilli(), 10) + `,"op":"` + op + `","source":` + source + `,"after":{` + strings.Join(cells, ",") + `}}`)}
-}
-
-// store writes the model's row k into the test server, as Cassandra holds it after a mutation.
-func (w *cassandraWriter) store(k [3]int) error {
-	row := w.model[k]
-	if row == nil {
-		_, err := w.srv.Delete("ks", "ev", map[string]any{"a": k[0], "b": k[1], "c": k[2]})
-		return err
-	}
-	vals := map[string]any{"a": k[0], "b": k[1], "c": k[2], "x": nil, "y": nil}
-	if v := row["x"]; v != "NULL" {
-		vals["x"] = v
-	}
-	if v := row["y"]; v != "NULL" {
-		y, _ := strconv.Atoi(v)
-		vals["y"] = y
-	}
-	return w.srv.Insert("ks", "ev", vals)
-}
-
-// mutate makes one random mutation in Cassandra and returns its event. x is never null, so that
-// no row is key-only (migrate rejects those: Lindorm cannot store them).
-func (w *cassandraWriter) mutate() (kafkago.Message, error) {
-	rng := w.rng
-	k := [3]int{rng.IntN(8), rng.IntN(6), rng.IntN(4)}
-	key := fmt.Sprintf(`{"a":%d,"b":%d,"c":%d}`, k[0], k[1], k[2])
-	keyCells := []string{`"a":` + cell(fmt.Sprint(k[0])), `"b":` + cell(fmt.Sprint(k[1])), `"c":` + cell(fmt.Sprint(k[2]))}
-	now := time.Now()
-	setX := func(row map[string]string) string {
-		row["x"] = fmt.Sprint("s", rng.IntN(1000))
-		return `"x":` + cell(`"`+row["x"]+`"`)
-	}
-	setY := func(row map[string]string) string {
-		if rng.IntN(3) == 0 { // DELETE y FROM ks.ev WHERE ...: a tombstone cell
-			row["y"] = "NULL"
-			return `"y":` + deletedCell()
-		}
-		row["y"] = fmt.Sprint(rng.IntN(1000))
-		return `"y":` + cell(row["y"])
-	}
-	row := w.model[k]
-	var m kafkago.Message
-	switch r := rng.IntN(20); {
-	case r < 6 || row == nil && r < 14: // INSERT INTO ks.ev (a, b, c, x[, y]) VALUES (...)
-		if row == nil {
-			row = map[string]string{"y": "NULL"}
-			w.model[k] = row
-		}
-		cells := append(keyCells, setX(row))
-		if rng.IntN(2) == 0 {
-			cells = append(cells, setY(row))
-		}
-		m = cutoverEvent("i", now, key, k[0], cells...)
-	case r < 14: // UPDATE ks.ev SET x = .. WHERE ..., SET y = .., DELETE y FROM ...
-		var cells []string
-		switch rng.IntN(3) {
-		case 0:
-			cells = append(keyCells, setX(row))
-		case 1:
-			cells = append(keyCells, setY(row))
-		default:
-			cells = append(keyCells, setX(row), setY(row))
-		}
-		m = cutoverEvent("u", now, key, k[0], cells...)
-	case r < 18: // DELETE FROM ks.ev WHERE a = .. AND b = .. AND c = ..
-		delete(w.model, k)
-		m = cutoverEvent("d", now, key, k[0], append(keyCells, `"x":`+deletedCell(), `"y":`+deletedCell())...)
-	default: // DELETE FROM ks.ev WHERE a = .. AND b >= .. AND b < ..
-		lo := rng.IntN(6)
-		hi := lo + 1 + rng.IntN(2)
-		var gone [][3]int
-		for rk := range w.model {
-			if rk[0] == k[0] && rk[1] >= lo && rk[1] < hi {
-				gone = append(gone, rk)
-			}
-		}
-		for _, rk := range gone {
-			delete(w.model, rk)
-			if err := w.store(rk); err != nil {
-				return m, err
-			}
-		}
-		return cutoverEvent("r", now, fmt.Sprintf(`{"a":%d}`, k[0]), k[0], `"a":`+cell(fmt.Sprint(k[0])),
-			`"_range_start":`+rangeBound("INCL_START_BOUND", "b", fmt.Sprint(lo)),
-			`"_range_end":`+rangeBound("EXCL_END_BOUND", "b", fmt.Sprint(hi))), nil
-	}
-	return m, w.store(k)
-}
-
-// run mutates and publishes until ctx ends: a few mutations at a time, each batch of events
-// published before the next mutations are made.
-func (w *cassandraWriter) run(ctx context.Context) error {
-	tick := time.NewTicker(5 * time.Millisecond) // the application's pace, not a synchronisation
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		w.mu.Lock()
-		msgs := make([]kafkago.Message, 0, 5)
-		for range 5 {
-			m, err := w.mutate()
-			if err != nil {
-				w.mu.Unlock()
-				return err
-			}
-			msgs = append(msgs, m)
-		}
-		// Cassandra applied them; the connector publishes them (a failed publish stops the
-		// application: its events must not be missing)
-		if err := w.topic.WriteMessages(context.Background(), msgs...); err != nil {
-			w.mu.Unlock()
-			return err
-		}
-		for _, m := range msgs {
-			w.ends[m.Partition]++
-		}
-		w.n += len(msgs)
-		w.mu.Unlock()
-	}
-}
-
-func (w *cassandraWriter) mutations() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.n
-}
-
 // The cut-over of the README ("Cut-over without downtime"), step by step, while the application
 // keeps writing to Cassandra (inserts, updates of some columns, cell deletes, row deletes, range
-// tombstones) and the connector publishes each mutation's event: (1) capturing starts (the topic
-// is new: a new consumer group starts at its first offset), (2) migrate copies the table into
-// the SQL target, (3) replicate applies the captured changes from the start, SIGKILLed at
-// hook-chosen points (a batch applied whose offset is not committed, an offset just committed)
-// and started again each time, (4) verify against Cassandra while writes go on, (5) writes stop,
-// (6) replicate drains to the topic's end offsets, (7) verify says EQUAL, and the table equals
-// a model of Cassandra applying the same mutations.
-func TestCutoverWithWritesArriving(t *testing.T) {
+// tombstones) and the connector publishes each mutation's event: (1) the capture point is fixed
+// (`replicate --mark-start` commits the topic's end offsets for the group while events keep
+// arriving; those before it are never applied), (2) migrate copies the table into the SQL target,
+// (3) replicate applies the captured changes from the mark, SIGKILLed at hook-chosen points (a
+// batch applied whose offset is not committed, an offset just committed) and started again each
+// time, (4) verify against Cassandra while writes go on, (5) writes stop, (6) replicate drains to
+// the topic's end offsets, (7) verify says EQUAL, and the table equals a model of Cassandra
+// applying the same mutations.
+func TestCutoverWithWritesArriving(t *testing.T) { runCutover(t, false) }
+
+// The same cut-over with the copy written as bulk-load files (migrate --out DIR) and the changes
+// applied through SQL. Without a Lindorm to run the bulkload job, what is checked is what rekey
+// controls: bulkload.json's writerConfig.timestamp is the copy's start (after the capture point,
+// before the copy ended), so Lindorm keeps the changes written after it through SQL over the
+// loaded cells; and the files, loaded into the table before replicate starts (as the runbook
+// orders), then the changes from the mark, end equal to Cassandra. That the job stamps the cells
+// with writerConfig.timestamp and that a later SQL write wins over them rests on Lindorm.
+func TestCutoverFilesForTheCopySQLForTheChanges(t *testing.T) { runCutover(t, true) }
+
+func runCutover(t *testing.T, files bool) {
 	if testing.Short() {
 		t.Skip("-short: the cut-over runs for about 20 s")
 	}
@@ -238,18 +83,14 @@ func TestCutoverWithWritesArriving(t *testing.T) {
 	if cas.Real() {
 		t.Skip("the application's writes go through the test server's Go API")
 	}
-	if err := cas.CreateTable("ks", "ev", []cqltest.Column{{Name: "a", Type: "int"}, {Name: "b", Type: "int"}, {Name: "c", Type: "int"},
-		{Name: "x", Type: "text"}, {Name: "y", Type: "int"}}, []string{"a"}, []string{"b", "c"}); err != nil {
+	if err := cdcdemo.CreateTable(cas.Server); err != nil {
 		t.Fatal(err)
 	}
 	// the table before capturing starts: no events
-	w := &cassandraWriter{srv: cas.Server, rng: rand.New(rand.NewPCG(11, 3)), model: cassandraModel{}}
-	for range 150 {
-		if _, err := w.mutate(); err != nil {
-			t.Fatal(err)
-		}
+	w := cdcdemo.NewWriter(cas.Server, cutoverPartitions, 11)
+	if err := w.Seed(150); err != nil {
+		t.Fatal(err)
 	}
-	w.n = 0
 
 	var srv *mysqltest.Server
 	conns := "1"
@@ -259,37 +100,57 @@ func TestCutoverWithWritesArriving(t *testing.T) {
 		srv = mysqltest.GMS(t)
 	}
 	dir := t.TempDir()
-	mapping := writeFile(t, dir, "ev.yaml", evMapping)
+	mapping := writeFile(t, dir, "ev.yaml", cdcdemo.Mapping)
 	srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", srv.DDLDialect()))
 
-	// 1. capturing starts: every mutation from now on has its event in the topic
+	// the connector runs: the topic already holds events when the capture point is fixed
 	kc := kafkatest.Start(t)
 	topic := kc.CreateTopic(t, "cutover", cutoverPartitions)
-	w.topic = kc.Writer(topic)
-	defer w.topic.Close()
+	tw := kc.Writer(topic)
+	defer tw.Close()
+	w.Capture(tw)
 	ctx, stopWrites := context.WithCancel(context.Background())
 	defer stopWrites()
 	writerDone := make(chan error, 1)
-	go func() { writerDone <- w.run(ctx) }()
-	waitFor(t, "the application's first writes", func() bool { return w.mutations() >= 200 })
+	go func() { writerDone <- w.Run(ctx, 5*time.Millisecond, nil) }()
+	waitFor(t, "the connector's first events", func() bool { return w.Published() >= 100 })
+
+	// 1. fix the capture point: the group's offsets are the topic's end offsets now
+	kafkaURI := "kafka://" + strings.Join(kc.Brokers, ",") + "/" + topic + "?group=cutover&format=debezium"
+	before := w.Published()
+	if code, out, errs := runCLI(t, "replicate", "--source", kafkaURI, "--mark-start"); code != 0 {
+		t.Fatalf("replicate --mark-start: exit %d\n%s%s", code, out, errs)
+	}
+	marked := sumOffsets(kc.Committed(t, "cutover", topic, cutoverPartitions))
+	if after := w.Published(); marked < int64(before) || marked > int64(after) {
+		t.Fatalf("--mark-start committed %d offsets in all, want the end offsets between %d and %d", marked, before, after)
+	}
+	waitFor(t, "changes between the capture point and the copy", func() bool { return w.Published() >= int(marked)+100 })
 
 	// 2. copy the table while writes go on
 	source := cas.URI("ks", "ev", "splits=8&page_size=20")
 	target := srv.URI("")
-	if code, out, errs := runCLI(t, "migrate", "-m", mapping, "--source", source, "--out", target, "--sql-conns", conns,
+	copyStart := time.Now()
+	if files {
+		out := filepath.Join(dir, "copy")
+		if code, o, errs := runCLI(t, "migrate", "-m", mapping, "--source", source, "--out", out, "--progress", "never"); code != 0 {
+			t.Fatalf("migrate: exit %d\n%s%s", code, o, errs)
+		}
+		checkCopyTimestamp(t, out, copyStart, time.Now())
+		bulkLoad(t, srv, mapping, out)
+	} else if code, out, errs := runCLI(t, "migrate", "-m", mapping, "--source", source, "--out", target, "--sql-conns", conns,
 		"--state", filepath.Join(dir, "migrate-state"), "--progress", "never"); code != 0 {
 		t.Fatalf("migrate: exit %d\n%s%s", code, out, errs)
 	}
-	copied := w.mutations()
+	copied := w.Published()
 
-	// 3. apply the captured changes from the first offset, killed at chosen points
+	// 3. apply the captured changes from the mark, killed at chosen points
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep := &cutoverReplicate{exe: exe, log: filepath.Join(dir, "replicate.log"), args: []string{"replicate", "-m", mapping,
-		"--source", "kafka://" + strings.Join(kc.Brokers, ",") + "/" + topic + "?group=cutover&format=debezium",
-		"--out", target, "--sql-conns", conns, "--state", filepath.Join(dir, "replicate-state"),
+		"--source", kafkaURI, "--out", target, "--sql-conns", conns, "--state", filepath.Join(dir, "replicate-state"),
 		"--progress", "never", "--session-timeout", "2s", "--rebalance-timeout", "4s", "--log-level", "info"}}
 	for _, at := range []string{"applied:1", "offset:3", "applied:4", "offset:1"} {
 		rep.start(t, at)
@@ -314,7 +175,7 @@ func TestCutoverWithWritesArriving(t *testing.T) {
 	if err := <-writerDone; err != nil {
 		t.Fatalf("the application's writes: %v", err)
 	}
-	ends := w.ends
+	ends := w.Ends()
 	waitFor(t, "replicate to drain the topic", func() bool {
 		rep.checkAlive(t)
 		committed := kc.Committed(t, "cutover", topic, cutoverPartitions)
@@ -335,15 +196,79 @@ func TestCutoverWithWritesArriving(t *testing.T) {
 		t.Errorf("verify after the drain: exit %d\n%s%s", code, out, errs)
 	}
 	got := dumpTable(t, srv.DB(t), "SELECT a, b, c, x, y FROM ev")
-	want := w.model.rows()
+	want := w.Rows()
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("table (%d rows):\n%s\nCassandra (%d rows):\n%s", len(got), strings.Join(got, "\n"), len(want), strings.Join(want, "\n"))
 	}
 	if rejects, _ := filepath.Glob(filepath.Join(dir, "replicate-state", "rejects", "*.jsonl")); len(rejects) != 0 {
 		t.Errorf("replicate rejected messages: %v", rejects)
 	}
-	t.Logf("%d mutations with events (%d before the copy ended), offsets %v, %d rows, %d replicate starts (%d SIGKILLed)",
-		w.n, copied, ends, len(want), rep.starts, rep.kills)
+	t.Logf("%d events (%d before the mark, %d before the copy ended), offsets %v, %d rows, %d replicate starts (%d SIGKILLed)",
+		w.Published(), marked, copied, ends, len(want), rep.starts, rep.kills)
+}
+
+// checkCopyTimestamp checks that the copy's bulkload.json stamps the loaded cells with the copy's
+// start: no earlier than migrate was started, no later than it ended.
+func checkCopyTimestamp(t *testing.T, out string, started, ended time.Time) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(out, "bulkload.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job struct {
+		WriterConfig struct {
+			Timestamp *int64 `json:"timestamp"`
+		} `json:"writerConfig"`
+	}
+	if err := json.Unmarshal(data, &job); err != nil {
+		t.Fatalf("bulkload.json: %v\n%s", err, data)
+	}
+	ts := job.WriterConfig.Timestamp
+	if ts == nil || *ts < started.UnixMilli() || *ts > ended.UnixMilli() {
+		t.Fatalf("bulkload.json writerConfig.timestamp %v, want the copy's start, within [%d, %d]\n%s", ts, started.UnixMilli(), ended.UnixMilli(), data)
+	}
+}
+
+// bulkLoad plays the bulkload job: it reads the copy's Parquet files with an independent reader
+// and inserts their rows into the table, checking that they are the rows the manifest counts.
+func bulkLoad(t *testing.T, srv *mysqltest.Server, mapping, out string) {
+	t.Helper()
+	prog, err := loadProgram(mapping)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := prog.Target()
+	paths, err := filepath.Glob(filepath.Join(out, "data", "region-*", "*.parquet"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no Parquet files in %s: %v", out, err)
+	}
+	db := srv.DB(t)
+	rows := 0
+	for _, p := range paths {
+		f, err := sinktest.ReadParquet(p, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range f.Rows {
+			args := make([]any, len(r))
+			for i, v := range r {
+				if v != "NULL" {
+					args[i] = v
+				}
+			}
+			if _, err := db.Exec("INSERT INTO ev (a, b, c, x, y) VALUES (?, ?, ?, ?, ?)", args...); err != nil {
+				t.Fatalf("load %s: %v", p, err)
+			}
+			rows++
+		}
+	}
+	manifest, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(manifest), fmt.Sprintf(`"rows_written": %d,`, rows)) {
+		t.Fatalf("loaded %d rows; manifest:\n%s", rows, manifest)
+	}
 }
 
 // cutoverReplicate is the `rekey replicate` process of the cut-over, run from the test binary.
@@ -477,5 +402,74 @@ func TestWriteTimeRefusedWhereItDoesNotApply(t *testing.T) {
 		if code != exitUsage || !strings.Contains(out+errs, tc.want) {
 			t.Errorf("rekey %s: exit %d, want %d and %q\n%s%s", strings.Join(tc.args, " "), code, exitUsage, tc.want, out, errs)
 		}
+	}
+}
+
+// replicate --mark-start commits the topic's end offsets for a new group, so that replicate
+// applies only the messages produced after it; it refuses a group that has offsets and the
+// flags it would ignore. start=latest and max=, the window's bounds, are refused by replicate
+// (they used to be accepted and ignored: the group read from the first offset).
+func TestReplicateMarkStart(t *testing.T) {
+	mapping := writeFile(t, t.TempDir(), "users.yaml", usersMapping)
+	kc := kafkatest.Start(t)
+	topic := kc.CreateTopic(t, "users", 2)
+	user := func(p int, id string) kafkago.Message {
+		return kafkago.Message{Partition: p, Value: []byte(`{"id":"` + id + `","name":"n","email":"e","visits":1}`)}
+	}
+	kc.Produce(t, topic, user(0, "old1"), user(1, "old2"), user(1, "old3"))
+	uri := "kafka://" + strings.Join(kc.Brokers, ",") + "/" + topic + "?group=cut"
+	out := filepath.Join(t.TempDir(), "out")
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"replicate", "-m", mapping, "--source", uri + "&start=latest", "--out", out}, "--mark-start"},
+		{[]string{"replicate", "-m", mapping, "--source", uri + "&max=2", "--out", out}, "--mark-start"},
+		{[]string{"replicate", "-m", mapping, "--source", uri, "--out", out, "--mark-start"}, "drop --mapping, --out"},
+	} {
+		if code, o, errs := runCLI(t, tc.args...); code != exitUsage || !strings.Contains(o+errs, tc.want) {
+			t.Errorf("rekey %s: exit %d, want %d and %q\n%s%s", strings.Join(tc.args, " "), code, exitUsage, tc.want, o, errs)
+		}
+	}
+	if got := kc.Committed(t, "cut", topic, 2); len(got) != 0 {
+		t.Fatalf("a refused command committed offsets %v", got)
+	}
+
+	code, o, errs := runCLI(t, "replicate", "--source", uri, "--mark-start")
+	if code != 0 || !strings.Contains(o, "0:1 1:2") {
+		t.Fatalf("--mark-start: exit %d\n%s%s", code, o, errs)
+	}
+	if got := kc.Committed(t, "cut", topic, 2); got[0] != 1 || got[1] != 2 {
+		t.Fatalf("committed %v, want the end offsets 0:1 1:2", got)
+	}
+	if code, o, errs := runCLI(t, "replicate", "--source", uri, "--mark-start"); code != exitUsage || !strings.Contains(o+errs, "partition 0 at 1, partition 1 at 2") {
+		t.Errorf("--mark-start of a group with offsets: exit %d, want %d naming them\n%s%s", code, exitUsage, o, errs)
+	}
+
+	// the changes after the mark, and only they, are replicated
+	kc.Produce(t, topic, user(0, "new1"), user(1, "new2"))
+	done := make(chan int, 1)
+	var output string
+	go func() {
+		code, o, e := runCLI(t, "replicate", "-m", mapping, "--source", uri, "--out", out, "--roll-interval", "100ms",
+			"--progress", "never", "--session-timeout", "3s")
+		output = o + e
+		done <- code
+	}()
+	waitFor(t, "replicate to commit the messages after the mark", func() bool {
+		got := kc.Committed(t, "cut", topic, 2)
+		return got[0] == 2 && got[1] == 3
+	})
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	if code := <-done; code != 0 {
+		t.Fatalf("replicate: exit %d\n%s", code, output)
+	}
+	manifest, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(manifest), `"rows_written": 2,`) {
+		t.Errorf("manifest, want the 2 rows produced after the mark:\n%s", manifest)
 	}
 }

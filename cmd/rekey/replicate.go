@@ -11,9 +11,11 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 	"golang.org/x/term"
 
@@ -44,6 +46,7 @@ type replicateFlags struct {
 	session      time.Duration
 	rebalance    time.Duration
 	acceptGaps   bool
+	markStart    bool
 	cpuProfile   string
 	memProfile   string
 	lts          ltsFlags
@@ -141,6 +144,7 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	fl.DurationVar(&f.session, "session-timeout", 30*time.Second, "consumer group session timeout")
 	fl.DurationVar(&f.rebalance, "rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long the broker waits for the members to rejoin (each closes its rolls first)")
 	fl.BoolVar(&f.acceptGaps, "accept-gaps", false, "continue past messages the topic deleted (retention) before they were read: logged, counted (rekey_gap_messages_total) and recorded in manifest.json (default: stop with an error)")
+	fl.BoolVar(&f.markStart, "mark-start", false, "fix where a new consumer group starts: commit the topic's end offsets now for the group, then exit (takes --source alone); the next replicate with that group applies only the messages produced after the mark")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the run to this file")
 	fl.MarkHidden("cpu-profile")
 	fl.StringVar(&f.memProfile, "mem-profile", "", "write a heap profile taken at the peak heap to this file")
@@ -155,7 +159,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		return exitWith(2, err)
 	}
 	defer logger.Sync()
-	if f.out == "" {
+	if f.out == "" && !f.markStart {
 		return exitWith(2, errors.New("--out is required: the directory for the bulk-load files"))
 	}
 	toSQL := sqlsink.IsURI(f.out)
@@ -168,6 +172,16 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	}
 	if kcfg.Group == "" {
 		return exitWith(2, fmt.Errorf("--source %s: name the consumer group: ...?group=NAME", sourceuri.Redact(f.source)))
+	}
+	// a group reads from its committed offsets (a new one from the first): a window's bounds
+	// would be ignored, so they are refused
+	if kcfg.Start == kafka.StartLatest || kcfg.Max > 0 {
+		return exitWith(2, fmt.Errorf("--source %s: start=latest and max= bound the window of report and migrate; replicate reads from the group's committed offsets "+
+			"(a new group from the topic's first offset). To begin at the topic's current end, run once, before anything else: "+
+			"rekey replicate --source 'kafka://HOST:PORT/%s?group=%s' --mark-start (it commits the end offsets for the group)", sourceuri.Redact(f.source), kcfg.Topic, kcfg.Group))
+	}
+	if f.markStart {
+		return markStart(cmd, kcfg)
 	}
 	progress, err := progressMode(f.progress.mode, term.IsTerminal(int(os.Stderr.Fd())))
 	if err != nil {
@@ -327,6 +341,38 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		return exitWith(exitFailed, fmt.Errorf("replication stopped: %w", runErr))
 	}
 	return exitWith(exitFailed, fmt.Errorf("replication failed: %w\nthe files and offsets committed so far are consistent; run the same command to continue", runErr))
+}
+
+// markStart commits the topic's end offsets for a new group (replicate --mark-start) and says
+// what it fixed. It takes --source alone: any other flag of replicate would be ignored.
+func markStart(cmd *cobra.Command, kcfg kafka.Config) error {
+	var other []string
+	own := cmd.LocalNonPersistentFlags() // replicate's flags, not the global ones (--log-level)
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if own.Lookup(fl.Name) != nil && fl.Name != "source" && fl.Name != "mark-start" {
+			other = append(other, "--"+fl.Name)
+		}
+	})
+	if len(other) > 0 {
+		return exitWith(2, fmt.Errorf("--mark-start takes --source alone (it only commits offsets for the group): drop %s", strings.Join(other, ", ")))
+	}
+	offs, err := kcfg.MarkStart(cmd.Context())
+	if errors.Is(err, kafka.ErrGroupHasOffsets) {
+		return exitWith(2, err)
+	}
+	if err != nil {
+		return exitWith(exitFailed, fmt.Errorf("mark the start: %w", err))
+	}
+	var total int64
+	parts := make([]string, len(offs))
+	for i, o := range offs {
+		parts[i] = fmt.Sprintf("%d:%d", o.Partition, o.End)
+		total += o.End - o.First
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Marked the start of group %s on topic %s at the end offsets (partition:offset) %s.\n"+
+		"replicate with group=%s applies the messages produced from now on; the %d retained before the mark are skipped.\n",
+		kcfg.Group, kcfg.Topic, strings.Join(parts, " "), kcfg.Group, total)
+	return nil
 }
 
 // replicationPlan is the directory's plan when it has one (the plan never changes for an

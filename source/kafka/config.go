@@ -457,7 +457,8 @@ func (c *Config) DescribeGroup(ctx context.Context) (string, error) {
 }
 
 // GroupOffsets returns the consumer group's committed offsets of the topic's partitions (the
-// next offset it reads), by partition; a partition the group never committed is absent.
+// next offset it reads), by partition; a partition the group never committed is absent, and a
+// group the broker never saw has none.
 func (c *Config) GroupOffsets(ctx context.Context) (map[int]int64, error) {
 	offs, err := c.Offsets(ctx)
 	if err != nil {
@@ -468,25 +469,90 @@ func (c *Config) GroupOffsets(ctx context.Context) (map[int]int64, error) {
 		return nil, err
 	}
 	defer tr.CloseIdleConnections()
+	return groupOffsets(ctx, cl, c.Group, c.Topic, offs)
+}
+
+func groupOffsets(ctx context.Context, cl *kafkago.Client, group, topic string, offs []PartitionOffsets) (map[int]int64, error) {
 	parts := make([]int, len(offs))
 	for i, o := range offs {
 		parts[i] = o.Partition
 	}
-	resp, err := cl.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: c.Group, Topics: map[string][]int{c.Topic: parts}})
+	resp, err := cl.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
 	if err == nil {
 		err = resp.Error
 	}
+	// a group never seen has no offsets (some brokers say so with GROUP_ID_NOT_FOUND)
+	if errors.Is(err, kafkago.GroupIdNotFound) {
+		return map[int]int64{}, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("kafka: committed offsets of consumer group %s on topic %s: %w", c.Group, c.Topic, err)
+		return nil, fmt.Errorf("kafka: committed offsets of consumer group %s on topic %s: %w", group, topic, err)
 	}
 	out := map[int]int64{}
-	for _, p := range resp.Topics[c.Topic] {
+	for _, p := range resp.Topics[topic] {
 		if p.Error != nil {
-			return nil, fmt.Errorf("kafka: committed offset of consumer group %s on %s: %w", c.Group, Stream(c.Topic, p.Partition), p.Error)
+			return nil, fmt.Errorf("kafka: committed offset of consumer group %s on %s: %w", group, Stream(topic, p.Partition), p.Error)
 		}
 		if p.CommittedOffset >= 0 {
 			out[p.Partition] = p.CommittedOffset
 		}
 	}
 	return out, nil
+}
+
+// ErrGroupHasOffsets is wrapped by MarkStart's error when the group already committed offsets
+// for the topic: moving them would skip or replay changes.
+var ErrGroupHasOffsets = errors.New("the consumer group already has committed offsets")
+
+// MarkStart fixes where a new consumer group starts reading the topic: it commits the topic's
+// end offsets now, for every partition, so that the group reads only the messages produced from
+// now on (the capture point of a cut-over, fixed before the copy starts). A group that already
+// has offsets for the topic is refused (ErrGroupHasOffsets), as is one with active members
+// (the broker refuses a commit from outside the group's generation).
+func (c *Config) MarkStart(ctx context.Context) ([]PartitionOffsets, error) {
+	if c.Group == "" {
+		return nil, errors.New("kafka: mark the start of a consumer group: name it (group=NAME)")
+	}
+	cl, tr, err := c.Client()
+	if err != nil {
+		return nil, err
+	}
+	defer tr.CloseIdleConnections()
+	offs, err := offsets(ctx, cl, c.Topic)
+	if err != nil {
+		if authErr := c.CheckAuth(ctx); authErr != nil {
+			return nil, authErr
+		}
+		return nil, err
+	}
+	committed, err := groupOffsets(ctx, cl, c.Group, c.Topic, offs)
+	if err != nil {
+		return nil, err
+	}
+	if len(committed) > 0 {
+		held := make([]string, 0, len(committed))
+		for p, o := range committed {
+			held = append(held, fmt.Sprintf("partition %d at %d", p, o))
+		}
+		sort.Strings(held)
+		return nil, fmt.Errorf("kafka: group %s, topic %s: %w (%s): marking the start again would skip or replay changes; "+
+			"to start over, use a new group name", c.Group, c.Topic, ErrGroupHasOffsets, strings.Join(held, ", "))
+	}
+	commits := make([]kafkago.OffsetCommit, len(offs))
+	for i, o := range offs {
+		commits[i] = kafkago.OffsetCommit{Partition: o.Partition, Offset: o.End}
+	}
+	// generation -1 and no member: a commit from outside a group's generation, which the broker
+	// accepts only while the group has no members
+	resp, err := cl.OffsetCommit(ctx, &kafkago.OffsetCommitRequest{GroupID: c.Group, GenerationID: -1, Topics: map[string][]kafkago.OffsetCommit{c.Topic: commits}})
+	if err != nil {
+		return nil, fmt.Errorf("kafka: commit the end offsets of %s for group %s: %w", c.Topic, c.Group, err)
+	}
+	for _, p := range resp.Topics[c.Topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("kafka: commit the end offset of %s for group %s (is a member of the group running?): %w",
+				Stream(c.Topic, p.Partition), c.Group, p.Error)
+		}
+	}
+	return offs, nil
 }

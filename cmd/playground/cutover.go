@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	sqle "github.com/dolthub/go-mysql-server"
+	"github.com/dolthub/go-mysql-server/memory"
+	"github.com/dolthub/go-mysql-server/server"
+	gsql "github.com/dolthub/go-mysql-server/sql"
+	_ "github.com/go-sql-driver/mysql"
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/rekey/rekey/source/cassandra/cqltest"
+	"github.com/rekey/rekey/source/kafka/cdcdemo"
+)
+
+// The cut-over playground's names.
+const (
+	cdcTopic      = "cdc.ks.ev" // the connector's topic name: <name>.<keyspace>.<table>
+	cdcPartitions = 2           // partitioned by the Cassandra partition key (README)
+	sqlDatabase   = "cutover"
+)
+
+var sqlPort = 3306
+
+// evDDL is `rekey ddl -m mappings/ev.yaml --dialect mysql`: the target table, made in advance.
+const evDDL = "CREATE TABLE IF NOT EXISTS `ev` (`a` int NOT NULL, `b` int NOT NULL, `c` int NOT NULL, " +
+	"`x` longtext CHARACTER SET utf8mb4, `y` int, PRIMARY KEY (`a`, `b`, `c`))"
+
+// runCutover serves the cut-over rehearsal: Cassandra's ks.ev, kept changing by an application
+// whose every mutation the connector publishes to cdc.ks.ev, and an empty MySQL-protocol table ev
+// to migrate into, until the stop file appears (writes stop) and then ctx ends.
+func runCutover(ctx context.Context, out io.Writer) error {
+	if err := os.Remove(opts.stopFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the stop file of an earlier run: %w", err)
+	}
+	var moved []string
+	cp, busy := port(cassandraPort)
+	if busy {
+		moved = append(moved, strconv.Itoa(cassandraPort))
+	}
+	cas, err := cqltest.New(cqltest.WithPort(cp), cqltest.WithDataCenter("dc1", "rack1"))
+	if err != nil {
+		return fmt.Errorf("start the CQL server: %w", err)
+	}
+	defer cas.Close()
+	if err := cdcdemo.CreateTable(cas); err != nil {
+		return fmt.Errorf("create ks.ev: %w", err)
+	}
+	app := cdcdemo.NewWriter(cas, cdcPartitions, uint64(time.Now().UnixNano()))
+	if err := app.Seed(opts.rows); err != nil {
+		return fmt.Errorf("seed ks.ev: %w", err)
+	}
+
+	kp, busy := port(kafkaPort)
+	if busy {
+		moved = append(moved, strconv.Itoa(kafkaPort))
+	}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(kp), kfake.SeedTopics(cdcPartitions, cdcTopic))
+	if err != nil {
+		return fmt.Errorf("start the Kafka-protocol cluster: %w", err)
+	}
+	defer cluster.Close()
+	broker := cluster.ListenAddrs()[0]
+	topic := &kafkago.Writer{Addr: kafkago.TCP(broker), Topic: cdcTopic, RequiredAcks: kafkago.RequireAll, BatchTimeout: time.Millisecond,
+		Balancer: kafkago.BalancerFunc(func(m kafkago.Message, _ ...int) int { return m.Partition })}
+	defer topic.Close()
+
+	sp, busy := port(sqlPort)
+	if busy {
+		moved = append(moved, strconv.Itoa(sqlPort))
+	}
+	sqlAddr, closeSQL, err := serveSQL(sp)
+	if err != nil {
+		return err
+	}
+	defer closeSQL()
+
+	// the connector is running: every mutation from now on has its event
+	app.Capture(topic)
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	interval := time.Second
+	if opts.rate > 0 {
+		interval = max(time.Duration(float64(time.Second)*5/float64(opts.rate)), time.Millisecond)
+	} else {
+		close(stop)
+	}
+	go func() { done <- app.Run(ctx, interval, stop) }()
+
+	if len(moved) > 0 {
+		fmt.Fprintf(out, "Port(s) %s in use on 127.0.0.1 (other servers?): the playground listens elsewhere; use the variables below as printed.\n\n", strings.Join(moved, ", "))
+	}
+	fmt.Fprintf(out, `Cut-over playground: Cassandra table ks.ev (%d mutations made before the connector started), an
+application that keeps changing it (%d mutations per second: inserts, updates of some columns,
+cell, row and range deletes), Debezium's Cassandra connector publishing each one to topic %s
+(%d partitions, by partition key), and an empty MySQL-protocol table ev to copy into.
+
+Rehearse README's "Cut-over without downtime" in another terminal, from the repository, with:
+  CASS=cassandra://%s/ks/ev
+  KAFKA=kafka://%s/%s
+  TABLE=mysql://root@%s/%s
+  STOP_WRITES='touch %s'
+
+Ctrl-C stops the playground (the data is in memory only).
+`, opts.rows, opts.rate, cdcTopic, cdcPartitions, cas.Addr(), broker, cdcTopic, sqlAddr, sqlDatabase, opts.stopFile)
+
+	poll := time.NewTicker(200 * time.Millisecond)
+	defer poll.Stop()
+	for stopped := opts.rate <= 0; !stopped; {
+		select {
+		case <-ctx.Done():
+			return <-done
+		case err := <-done:
+			return fmt.Errorf("the application's writes: %w", err)
+		case <-poll.C:
+			if _, err := os.Stat(opts.stopFile); err == nil {
+				close(stop)
+				stopped = true
+			}
+		}
+	}
+	if err := <-done; err != nil {
+		return fmt.Errorf("the application's writes: %w", err)
+	}
+	ends := app.Ends()
+	offs := make([]string, len(ends))
+	for p, end := range ends {
+		offs[p] = fmt.Sprintf("%d:%d", p, end)
+	}
+	fmt.Fprintf(out, "\nWrites stopped: %d events published, the topic's end offsets (partition:offset) are %s; ks.ev holds %d rows.\n",
+		app.Published(), strings.Join(offs, " "), len(app.Rows()))
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// serveSQL serves go-mysql-server (in memory) on 127.0.0.1:port with database cutover holding
+// an empty table ev, and returns its address.
+func serveSQL(port int) (string, func(), error) {
+	logrus.SetLevel(logrus.ErrorLevel) // go-mysql-server's per-connection lines would bury the instructions
+	db := memory.NewDatabase(sqlDatabase)
+	db.BaseDatabase.EnablePrimaryKeyIndexes()
+	pro := memory.NewDBProvider(db)
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return "", nil, fmt.Errorf("listen for the SQL server: %w", err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srv, err := server.NewServer(server.Config{Protocol: "tcp", Address: addr}, sqle.NewDefault(pro), gsql.NewContext, memory.NewSessionBuilder(pro), nil)
+	if err != nil {
+		return "", nil, fmt.Errorf("start the SQL server: %w", err)
+	}
+	go srv.Start()
+	conn, err := sql.Open("mysql", "root@tcp("+addr+")/"+sqlDatabase)
+	if err == nil {
+		defer conn.Close()
+		for range 100 { // the server starts in the background
+			if err = conn.Ping(); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if err == nil {
+		_, err = conn.Exec(evDDL)
+	}
+	if err != nil {
+		srv.Close()
+		return "", nil, fmt.Errorf("create table %s.ev: %w", sqlDatabase, err)
+	}
+	return addr, func() { srv.Close() }, nil
+}
