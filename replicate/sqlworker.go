@@ -224,7 +224,7 @@ func (w *sqlWorker) message(i int, m *kafkago.Message) {
 			w.reject(i, m, "source", ch.Err)
 			continue
 		}
-		if w.r.cfg.SQL.Target.CellTimestamps && ch.WriteTime == 0 {
+		if t := w.r.cfg.SQL.Target; t != nil && t.CellTimestamps && ch.WriteTime == 0 {
 			if ch.Tombstone && w.r.cfg.Kafka.Format == kafka.FormatDebezium {
 				// it repeats the delete event before it, which carried the write time; at
 				// the server's time it would hide the writes made after it
