@@ -332,7 +332,6 @@ type altResult struct {
 	Alternative
 	keysHash uint64 // identity of the key tuples produced, to recognise the mapping's own design
 	prog     *transform.Program
-	order    *keyOrder // each key column's order within its prefix, on the subsample
 }
 
 // evalDesign analyses a design on the subsample with a plan of n regions.
@@ -361,7 +360,6 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int) (altResu
 	for i, ke := range prog.KeyElements() {
 		types[i], desc[i] = ke.Type, ke.Desc
 	}
-	order := newKeyOrder(types)
 	keys := make([][]pipeline.Value, 0, len(recs))
 	for i := range recs {
 		if i%1024 == 1023 {
@@ -379,7 +377,6 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int) (altResu
 		kh := hashValues(out[:d.keyLen])
 		ident = mix64(ident^kh, uint64(i))
 		pairs = append(pairs, spillRec{key: kh, src: hashRecord(recs[i].Values)})
-		order.add(out[:d.keyLen])
 		key := slices.Clone(out[:d.keyLen])
 		for k := range key {
 			key[k].S = strings.Clone(key[k].S)
@@ -387,7 +384,6 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int) (altResu
 		keys = append(keys, key)
 	}
 	ev.Reset()
-	res.order = order
 	res.SplitHotFactor = splitHotFactor(keys, types, desc, n)
 	res.keysHash = ident
 	res.Regions = plan.Count()

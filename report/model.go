@@ -73,14 +73,8 @@ type KeyColumn struct {
 	// write-order model.
 	Incremental         bool   `json:"incremental"`
 	IncrementalEvidence string `json:"incremental_evidence,omitempty"`
-	// RisesInPrefix is, over consecutive subsample rows that share every key column before this
-	// one, the share whose value is >= (or <=, whichever is larger) the previous row's:
-	// near 1, new rows of one prefix value land at one end of its key range. PrefixPairs is the
-	// number of such pairs (0: the column is first, or no two rows shared a prefix).
-	RisesInPrefix float64 `json:"rises_in_prefix"`
-	PrefixPairs   int64   `json:"prefix_pairs"`
 	// PrefixDistinct is the number of distinct values of the key columns before this one, on
-	// the subsample (0 for the first column).
+	// the subsample (0 for the first column). Filled by the write-order model.
 	PrefixDistinct int64 `json:"prefix_distinct"`
 }
 

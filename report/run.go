@@ -372,7 +372,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	rep.Alternatives = r.adv.finish(tl.subsample, ex)
-	r.adv.keyColumnFigures(rep)
 	r.log.Info("advisor", zap.Int("subsample", len(tl.subsample)), zap.Int("designs", len(rep.Alternatives)), zap.Duration("took", time.Since(advised)))
 	r.recommend(rep, tl.subsample)
 	evaluate(rep, cfg.Strict)

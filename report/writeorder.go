@@ -245,8 +245,15 @@ type KeyOrder struct {
 	RankCorrelation float64 `json:"rank_correlation"`
 	Distinct        int64   `json:"distinct"`        // distinct values in the subsample
 	PrefixDistinct  int64   `json:"prefix_distinct"` // distinct values of the key columns before it (0 for the first)
-	Incremental     bool    `json:"incremental"`
-	Why             string  `json:"why"` // the evidence, when incremental
+	// RisesInPrefix is, in write order, over pairs of successive rows with the same values of
+	// every key column before this one, the share that keep one direction (>=, or <=); near 1,
+	// each prefix value's new rows land at one end of its range. PrefixPairs counts the pairs
+	// (0 for the first column and in arrival order, where a partition's clustering order would
+	// pass for it).
+	RisesInPrefix float64 `json:"rises_in_prefix"`
+	PrefixPairs   int64   `json:"prefix_pairs"`
+	Incremental   bool    `json:"incremental"`
+	Why           string  `json:"why"` // the evidence, when incremental
 }
 
 // Thresholds of the incremental_key_column rule.
@@ -257,6 +264,10 @@ const (
 	// sequenceDensity: with no write order, an integer column whose distinct values fill at
 	// least this share of [min, max] is a sequence.
 	sequenceDensity = 0.5
+	// A key column after the first is also incremental when, in write order, at least
+	// monotonicShare of at least minPrefixPairs successive rows of one prefix keep its direction
+	// (a counter per prefix value: [channel][id] where ids rise per channel).
+	minPrefixPairs = 50
 )
 
 // orderedSample is the subsample in write order with each accepted row's target key, its
@@ -321,12 +332,16 @@ func (r *runner) keyOrders(s orderedSample, evidence string, analysed int64) []K
 		woRank = ranks(n, func(a, b int) int { return cmpInt(s.wo[a], s.wo[b]) })
 	}
 	prefix := make([]uint64, n)
+	prefixBefore := make([]uint64, n)
+	var names []string
 	for c, col := range cols {
 		ko := KeyOrder{Name: col.Name}
 		ko.PrefixDistinct = int64(len(distinctU64(prefix)))
 		if c == 0 {
 			ko.PrefixDistinct = 0
 		}
+		copy(prefixBefore, prefix)
+		names = append(names, col.Name)
 		vals := make([]pipeline.Value, n)
 		for i := range s.keys {
 			vals[i] = s.keys[i][c]
@@ -337,6 +352,9 @@ func (r *runner) keyOrders(s orderedSample, evidence string, analysed int64) []K
 			hashes[i] = hashValue(v, 0)
 		}
 		ko.Distinct = int64(len(distinctU64(hashes)))
+		if c > 0 && woRank != nil {
+			ko.RisesInPrefix, ko.PrefixPairs = risesInPrefix(col.Type, vals, prefixBefore)
+		}
 		switch {
 		case ko.Distinct < 2:
 		case col.Type == pipeline.TypeTimestamp || col.Type == pipeline.TypeDate:
@@ -344,12 +362,15 @@ func (r *runner) keyOrders(s orderedSample, evidence string, analysed int64) []K
 		case woRank != nil:
 			cr := ranks(n, func(a, b int) int { return pipeline.Compare(col.Type, vals[a], vals[b]) })
 			ko.RankCorrelation = pearson(woRank, cr)
-			if math.Abs(ko.RankCorrelation) >= incrementalRho {
-				dir := "rises"
-				if ko.RankCorrelation < 0 {
-					dir = "falls"
-				}
+			dir := "rises"
+			if ko.RankCorrelation < 0 {
+				dir = "falls"
+			}
+			switch {
+			case math.Abs(ko.RankCorrelation) >= incrementalRho:
 				ko.Incremental, ko.Why = true, fmt.Sprintf("%s with the write order (rank correlation %.2f)", dir, ko.RankCorrelation)
+			case ko.PrefixPairs >= minPrefixPairs && ko.RisesInPrefix >= monotonicShare:
+				ko.Incremental, ko.Why = true, fmt.Sprintf("keeps its direction within each %s in write order (%s of %s successive rows)", strings.Join(names[:c], ", "), pct(ko.RisesInPrefix), count(ko.PrefixPairs))
 			}
 		case isIntType(col.Type):
 			if lo, hi, ok := intRange(vals); ok && hi > lo {
@@ -363,6 +384,48 @@ func (r *runner) keyOrders(s orderedSample, evidence string, analysed int64) []K
 		out[c] = ko
 	}
 	return out
+}
+
+// risesInPrefix measures, over rows in write order, how each prefix value's successive rows
+// move: the share of pairs that keep the dominant direction (ties count for both), and the
+// pairs. A column that mostly repeats its value (a status) does not pass: ties only count when
+// most pairs move.
+func risesInPrefix(typ pipeline.Type, vals []pipeline.Value, prefix []uint64) (float64, int64) {
+	idx := make([]int32, len(vals))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int { return cmpU64(prefix[a], prefix[b]) })
+	var up, down, ties, pairs int64
+	for k := 1; k < len(idx); k++ {
+		a, b := idx[k-1], idx[k]
+		if prefix[a] != prefix[b] {
+			continue
+		}
+		pairs++
+		switch c := pipeline.Compare(typ, vals[a], vals[b]); {
+		case c < 0:
+			up++
+		case c > 0:
+			down++
+		default:
+			ties++
+		}
+	}
+	if pairs == 0 || 2*ties > pairs {
+		return 0, pairs
+	}
+	return float64(max(up, down)+ties) / float64(pairs), pairs
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 func cmpInt(a, b int64) int {
@@ -474,25 +537,55 @@ func writeOrderFindings(rep *Report, add func(Finding)) {
 		add(finding("write_order_unknown", SevInfo, "the order the application creates rows in is unknown: windows and monotonicity are judged in "+wo.Description+
 			" (a Cassandra token scan or a dsbulk unload delivers rows in hash order, an export in whatever order it was sorted by); declare the creation-time column as source.write_order or pass --write-order COLUMN", nil))
 	}
-	// Each prefix value writes at the end of its own range, so fewer values than regions leave
-	// regions idle (a modulo bucket with a value per region is the guide's fix). Lindorm splits a
-	// region that grows past 8 GB, inside one prefix value too: a table gets at least the
-	// analysis' default count in time, however few first-column values the plan could split on.
-	regions := max(rep.Plan.Regions, defaultAnalysisRegions)
+	regions := incrementalRegions(rep)
+	kcs := rep.Mapping.KeyColumns
 	for i, ko := range wo.KeyColumns {
-		if !ko.Incremental {
+		if !ko.Incremental || i >= len(kcs) {
 			continue
 		}
-		ev := map[string]float64{"column": float64(i), "rank_correlation": ko.RankCorrelation, "distinct": float64(ko.Distinct), "prefix_distinct": float64(ko.PrefixDistinct)}
-		switch {
-		case i == 0:
-			add(finding("incremental_key_column", SevWarning, fmt.Sprintf("first key column %s is incremental: it %s, judged in write order by %s; every new row lands at the end of the key space, in one region (the design guide's incremental primary key hotspot): put a hash prefix or a modulo bucket before it", ko.Name, ko.Why, wo.Description), ev))
-		case ko.PrefixDistinct < int64(regions):
-			add(finding("incremental_key_column", SevWarning, fmt.Sprintf("key column %s is incremental (it %s, judged in write order by %s) after a prefix with only %d distinct values for %d regions: each prefix value writes one hot range at its end", ko.Name, ko.Why, wo.Description, ko.PrefixDistinct, regions), ev))
-		default:
-			add(finding("incremental_key_column", SevInfo, fmt.Sprintf("key column %s is incremental (it %s) after a prefix with %s distinct values that spreads writes", ko.Name, ko.Why, count(ko.PrefixDistinct)), ev))
-		}
+		add(incrementalFinding(kcs, i, ko, wo.Description, regions))
 	}
+}
+
+// incrementalRegions is the region count an incremental column's prefix is judged against.
+// Each prefix value writes at the end of its own range, so fewer values than regions leave
+// regions idle. Lindorm splits a region that grows past 8 GB, inside one prefix value too: a
+// table gets at least the analysis' default count in time, however few first-column values the
+// plan could split on.
+func incrementalRegions(rep *Report) int {
+	return max(rep.Plan.Regions, rep.Plan.Asked, rep.Recommendation.Bulkload.Regions, defaultAnalysisRegions)
+}
+
+// incrementalFinding is the incremental_key_column finding of key column i: it names the
+// column, the evidence and the guide's fix. First in the key, every new row lands at the end of
+// the key space: a hash prefix, or for a number or time a modulo bucket, spreads it. After a
+// few prefix values, each value's new rows land at the end of its range (one hot range per
+// value): the guide keeps a hash on the incrementing id. After a well-spread prefix
+// ([userid][orderid]) every region gets some prefixes' new rows: fine.
+func incrementalFinding(kcs []KeyColumn, i int, ko KeyOrder, order string, regions int) Finding {
+	kc := kcs[i]
+	ev := map[string]float64{"column": float64(i + 1), "rank_correlation": ko.RankCorrelation, "distinct": float64(ko.Distinct),
+		"prefix_distinct": float64(ko.PrefixDistinct), "rises_in_prefix": ko.RisesInPrefix, "prefix_pairs": float64(ko.PrefixPairs), "regions": float64(regions)}
+	x := kc.Expr
+	hashed := "md5(" + x + ").substr(0,4) + " + x
+	if i == 0 {
+		fix := fmt.Sprintf("put a hash prefix before it ([%s]: the guide's hash(id) + id)", hashed)
+		if t, _, _, err := pipeline.ParseType(kc.Type); err == nil && isIntType(t) {
+			fix = fmt.Sprintf("put a modulo bucket ([%s %% %d][%s], the guide's bucket for time series read by time range) or a hash prefix ([%s]) before it", x, regions, x, hashed)
+		}
+		return finding("incremental_key_column", SevWarning, fmt.Sprintf("first key column %s is incremental: it %s, judged in write order by %s; every new row lands at the end of the key space, in one region (the design guide's incremental primary key hotspot): %s", kc.Name, ko.Why, order, fix), ev)
+	}
+	var names, prefix []string
+	for _, p := range kcs[:i] {
+		names = append(names, p.Name)
+		prefix = append(prefix, "["+p.Expr+"]")
+	}
+	pn := strings.Join(names, ", ")
+	if ko.PrefixDistinct < int64(regions) {
+		return finding("incremental_key_column", SevWarning, fmt.Sprintf("key column %s is incremental (it %s, judged in write order by %s) and %s before it has only %s distinct values for %d regions: Lindorm splits a big value of %s into several regions, but every new row lands at the end of its value's range, one hot range per value: keep a hash on %s (%s[%s], the guide's hash(id) + id)",
+			kc.Name, ko.Why, order, pn, count(ko.PrefixDistinct), regions, pn, kc.Name, strings.Join(prefix, ""), hashed), ev)
+	}
+	return finding("incremental_key_column", SevInfo, fmt.Sprintf("key column %s is incremental (it %s) behind %s values of %s for %d regions: new rows spread over every region's prefixes, no hot range (the guide's [userid][orderid])", kc.Name, ko.Why, count(ko.PrefixDistinct), pn, regions), ev)
 }
 
 // hasAxis tells whether an evidence's values can draw the heatmap's axis (times or declared
