@@ -355,35 +355,46 @@ func (r *runner) keyOrders(s orderedSample, evidence string, analysed int64) []K
 		if c > 0 && woRank != nil {
 			ko.RisesInPrefix, ko.PrefixPairs = risesInPrefix(col.Type, vals, prefixBefore)
 		}
-		switch {
-		case ko.Distinct < 2:
-		case col.Type == pipeline.TypeTimestamp || col.Type == pipeline.TypeDate:
-			ko.Incremental, ko.Why = true, fmt.Sprintf("is a %s, and times only grow", col.SQLType())
-		case woRank != nil:
-			cr := ranks(n, func(a, b int) int { return pipeline.Compare(col.Type, vals[a], vals[b]) })
-			ko.RankCorrelation = pearson(woRank, cr)
-			dir := "rises"
-			if ko.RankCorrelation < 0 {
-				dir = "falls"
-			}
-			switch {
-			case math.Abs(ko.RankCorrelation) >= incrementalRho:
-				ko.Incremental, ko.Why = true, fmt.Sprintf("%s with the write order (rank correlation %.2f)", dir, ko.RankCorrelation)
-			case ko.PrefixPairs >= minPrefixPairs && ko.RisesInPrefix >= monotonicShare:
-				ko.Incremental, ko.Why = true, fmt.Sprintf("keeps its direction within each %s in write order (%s of %s successive rows)", strings.Join(names[:c], ", "), pct(ko.RisesInPrefix), count(ko.PrefixPairs))
-			}
-		case isIntType(col.Type):
-			if lo, hi, ok := intRange(vals); ok && hi > lo {
-				// the subsample keeps about n of analysed rows: scale its distinct count
-				dens := float64(ko.Distinct) * float64(max(analysed, int64(n))) / float64(n) / (float64(hi) - float64(lo) + 1)
-				if dens >= sequenceDensity && float64(ko.Distinct) >= 0.9*float64(n) {
-					ko.Incremental, ko.Why = true, fmt.Sprintf("looks like a sequence (dense values from %d to %d)", lo, hi)
-				}
-			}
+		ko.RankCorrelation, ko.Incremental, ko.Why = incrementalColumn(col.Type, vals, ko.Distinct, woRank, analysed)
+		if !ko.Incremental && ko.Distinct > 1 && woRank != nil && ko.PrefixPairs >= minPrefixPairs && ko.RisesInPrefix >= monotonicShare {
+			ko.Incremental, ko.Why = true, fmt.Sprintf("keeps its direction within each %s in write order (%s of %s successive rows)", strings.Join(names[:c], ", "), pct(ko.RisesInPrefix), count(ko.PrefixPairs))
 		}
 		out[c] = ko
 	}
 	return out
+}
+
+// incrementalColumn judges one key column's values (rows in write order) against the write
+// order's ranks (nil in arrival order): a TIMESTAMP or DATE; a rank correlation with the write
+// order of at least incrementalRho (or at most its negative); with no write order, integers
+// that look like a sequence. distinct is the values' distinct count; analysed the rows the
+// subsample was drawn from. The advisor judges each design's first column by it too.
+func incrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64, woRank []float64, analysed int64) (rho float64, inc bool, why string) {
+	n := len(vals)
+	switch {
+	case distinct < 2:
+	case typ == pipeline.TypeTimestamp || typ == pipeline.TypeDate:
+		return 0, true, fmt.Sprintf("is a %s, and times only grow", typ)
+	case woRank != nil:
+		cr := ranks(n, func(a, b int) int { return pipeline.Compare(typ, vals[a], vals[b]) })
+		rho = pearson(woRank, cr)
+		if math.Abs(rho) >= incrementalRho {
+			dir := "rises"
+			if rho < 0 {
+				dir = "falls"
+			}
+			return rho, true, fmt.Sprintf("%s with the write order (rank correlation %.2f)", dir, rho)
+		}
+	case isIntType(typ):
+		if lo, hi, ok := intRange(vals); ok && hi > lo {
+			// the subsample keeps about n of analysed rows: scale its distinct count
+			dens := float64(distinct) * float64(max(analysed, int64(n))) / float64(n) / (float64(hi) - float64(lo) + 1)
+			if dens >= sequenceDensity && float64(distinct) >= 0.9*float64(n) {
+				return 0, true, fmt.Sprintf("looks like a sequence (dense values from %d to %d)", lo, hi)
+			}
+		}
+	}
+	return rho, false, ""
 }
 
 // risesInPrefix measures, over rows in write order, how each prefix value's successive rows
@@ -606,6 +617,8 @@ type orderResult struct {
 	// nil in arrival order (the exact windows of every row are used)
 	w               *windows
 	up, down, pairs int64
+	// wo are the subsample's write-order values, in its new order; nil in arrival order
+	wo []int64
 }
 
 // writeOrder picks the evidence (the best one that orders rows at all), sorts the advisor's
@@ -634,6 +647,7 @@ func (r *runner) writeOrder(tl *timeline, rowsOK int64) orderResult {
 	res := orderResult{info: info, heat: heat}
 	if cand.kind != OrderArrival {
 		sortSubsample(tl.subsample, wo)
+		res.wo = wo
 	}
 	s := r.orderSample(tl.subsample, wo, cand.kind != OrderArrival)
 	info.SubsampleRows = len(s.keys)
