@@ -402,12 +402,8 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int, wo []int
 		}
 	}
 	ev.Reset()
-	var woRank []float64
-	if wo != nil && len(firsts) > 1 {
-		woRank = ranks(len(firstWO), func(a, b int) int { return cmpInt(firstWO[a], firstWO[b]) })
-	}
 	firstDistinct, _ := a.distinct()
-	_, res.Incremental, _ = incrementalColumn(types[0], firsts, firstDistinct, woRank, analysed)
+	_, res.Incremental, _ = incrementalColumn(types[0], firsts, firstDistinct, firstWO, analysed)
 	res.SplitHotFactor = splitHotFactor(keys, types, desc, n)
 	res.keysHash = ident
 	res.Regions = plan.Count()
