@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -408,7 +409,7 @@ func rankCorrelation(typ pipeline.Type, vals []pipeline.Value, wo []int64) float
 	for i := 0; i < len(vals); i += step {
 		v, w = append(v, vals[i]), append(w, wo[i])
 	}
-	return pearson(ranks(len(w), func(a, b int) int { return cmpInt(w[a], w[b]) }),
+	return pearson(ranks(len(w), func(a, b int) int { return cmp.Compare(w[a], w[b]) }),
 		ranks(len(v), func(a, b int) int { return pipeline.Compare(typ, v[a], v[b]) }))
 }
 
@@ -421,7 +422,7 @@ func risesInPrefix(typ pipeline.Type, vals []pipeline.Value, prefix []uint64) (f
 	for i := range idx {
 		idx[i] = int32(i)
 	}
-	slices.SortStableFunc(idx, func(a, b int32) int { return cmpU64(prefix[a], prefix[b]) })
+	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(prefix[a], prefix[b]) })
 	var up, down, ties, pairs int64
 	for k := 1; k < len(idx); k++ {
 		a, b := idx[k-1], idx[k]
@@ -444,42 +445,22 @@ func risesInPrefix(typ pipeline.Type, vals []pipeline.Value, prefix []uint64) (f
 	return float64(max(up, down)+ties) / float64(pairs), pairs
 }
 
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // ranks are the 1-based ranks of n items under cmp, ties given their average rank.
-func ranks(n int, cmp func(a, b int) int) []float64 {
+func ranks(n int, compare func(a, b int) int) []float64 {
 	idx := make([]int32, n)
 	for i := range idx {
 		idx[i] = int32(i)
 	}
 	slices.SortFunc(idx, func(a, b int32) int {
-		if c := cmp(int(a), int(b)); c != 0 {
+		if c := compare(int(a), int(b)); c != 0 {
 			return c
 		}
-		return cmpInt(int64(a), int64(b))
+		return cmp.Compare(a, b)
 	})
 	out := make([]float64, n)
 	for i := 0; i < n; {
 		j := i + 1
-		for j < n && cmp(int(idx[i]), int(idx[j])) == 0 {
+		for j < n && compare(int(idx[i]), int(idx[j])) == 0 {
 			j++
 		}
 		avg := float64(i+j+1) / 2
