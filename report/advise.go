@@ -180,7 +180,7 @@ func baseKeys(prog *transform.Program, queries []transform.Query) []baseKey {
 
 // deriveSpecs are the designs derived from one base key [B][R...] (plus add, appended), over n
 // regions.
-func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, add []string, n int) []altSpec {
+func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, add []string, n int, buckets map[string]bucketInput) []altSpec {
 	key := base.cols
 	b := key[0]
 	taken := map[string]bool{}
@@ -245,8 +245,16 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, ad
 			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single key ranges (the client computes md5(%s).substr(0,4) + %s); the writes of one %s spread over its whole key range, so the regions Lindorm splits it into share them. A range of %s within one %s becomes a scan of the whole %s.", b, r0, r0, b, r0, b, b)})
 	}
 	if isIntegralCQL(btype) {
-		specs = append(specs, altSpec{id: id("bucket"), name: name("modulo bucket"), pk: "[" + bq + " % " + ns + " AS " + freeName("rk_bucket", taken) + "][" + bq + "]" + rest,
-			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (bucket = %s %% %d). A range of %s%s becomes %d scans, one per bucket, merged by the client.", b, b, n, b, timeNote(btype), n)})
+		bk, ok := buckets[b]
+		if !ok {
+			bk = bucketInput{expr: bq + " % " + ns}
+		}
+		tradeOff := fmt.Sprintf("GET and a SCAN of one %s stay single (bucket = %s). A range of %s%s becomes %d scans, one per bucket, merged by the client.", b, bk.expr, b, timeNote(btype), n)
+		if bk.other {
+			tradeOff = fmt.Sprintf("GET stays single (bucket = %s). A SCAN of one %s and a range of %s%s become %d scans, one per bucket, merged by the client.", bk.expr, b, b, timeNote(btype), n)
+		}
+		specs = append(specs, altSpec{id: id("bucket"), name: name("modulo bucket"), pk: "[" + bk.expr + " AS " + freeName("rk_bucket", taken) + "][" + bq + "]" + rest,
+			tradeOff: bk.why + tradeOff})
 	}
 	specs = append(specs, altSpec{id: id("salt"), name: name("salt"), pk: "[random(" + ns + ") AS " + freeName("rk_salt", taken) + "][" + bq + "]" + rest, salted: true,
 		tradeOff: fmt.Sprintf("Writes spread evenly whatever %s looks like, but the salt cannot be computed from the key: a GET becomes %d lookups, a SCAN of one %s or of a range %d scans.", b, n, b, n)})
@@ -332,11 +340,12 @@ type altResult struct {
 	Alternative
 	keysHash uint64 // identity of the key tuples produced, to recognise the mapping's own design
 	prog     *transform.Program
-	order    *keyOrder // each key column's order within its prefix, on the subsample
 }
 
-// evalDesign analyses a design on the subsample with a plan of n regions.
-func evalDesign(prog *transform.Program, recs []pipeline.Record, n int) (altResult, error) {
+// evalDesign analyses a design on the subsample (in write order) with a plan of n regions. wo
+// are the subsample's write-order values (nil in arrival order), analysed the rows it was drawn
+// from: the first key column is judged by the write-order model.
+func evalDesign(prog *transform.Program, recs []pipeline.Record, n int, wo []int64, analysed int64) (altResult, error) {
 	var res altResult
 	// the plan, from an even spread of the subsample
 	step := max(1, len(recs)/altPlanRows)
@@ -361,8 +370,9 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int) (altResu
 	for i, ke := range prog.KeyElements() {
 		types[i], desc[i] = ke.Type, ke.Desc
 	}
-	order := newKeyOrder(types)
 	keys := make([][]pipeline.Value, 0, len(recs))
+	var firsts []pipeline.Value // the first key column of the accepted rows with a write order
+	var firstWO []int64
 	for i := range recs {
 		if i%1024 == 1023 {
 			ev.Reset()
@@ -379,15 +389,21 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int) (altResu
 		kh := hashValues(out[:d.keyLen])
 		ident = mix64(ident^kh, uint64(i))
 		pairs = append(pairs, spillRec{key: kh, src: hashRecord(recs[i].Values)})
-		order.add(out[:d.keyLen])
 		key := slices.Clone(out[:d.keyLen])
 		for k := range key {
 			key[k].S = strings.Clone(key[k].S)
 		}
 		keys = append(keys, key)
+		if wo == nil || wo[i] != noTime {
+			firsts = append(firsts, key[0])
+			if wo != nil {
+				firstWO = append(firstWO, wo[i])
+			}
+		}
 	}
 	ev.Reset()
-	res.order = order
+	firstDistinct, _ := a.distinct()
+	_, res.Incremental, _ = incrementalColumn(types[0], firsts, firstDistinct, firstWO, analysed)
 	res.SplitHotFactor = splitHotFactor(keys, types, desc, n)
 	res.keysHash = ident
 	res.Regions = plan.Count()
@@ -452,8 +468,13 @@ type advisor struct {
 	sets    []uint64 // column sets the collision check counts: one per base key (see setOf)
 	setOf   map[uint64]int
 	specs   []altSpec
-	results []altResult // [0] the mapping, then specs
-	errs    []error
+	buckets map[string]bucketInput // the modulo bucket's input per first column (see spreadBuckets)
+	// wo are the subsample's write-order values (nil in arrival order), analysed the rows the
+	// subsample was drawn from: designs are judged in the write-order model
+	wo       []int64
+	analysed int64
+	results  []altResult // [0] the mapping, then specs
+	errs     []error
 }
 
 func newAdvisor(r *runner, n int) *advisor {
@@ -469,7 +490,7 @@ func newAdvisor(r *runner, n int) *advisor {
 				a.sets = append(a.sets, m)
 			}
 		}
-		a.specs = append(a.specs, deriveSpecs(r.prog, r.cfg.Mapping, b, nil, n)...)
+		a.specs = append(a.specs, deriveSpecs(r.prog, r.cfg.Mapping, b, nil, n, nil)...)
 	}
 	return a
 }
@@ -499,7 +520,7 @@ func (a *advisor) evaluate(recs []pipeline.Record, specs []altSpec, withMapping 
 					return
 				}
 			}
-			results[i], errs[i] = evalDesign(prog, recs, a.n)
+			results[i], errs[i] = evalDesign(prog, recs, a.n, a.wo, a.analysed)
 			results[i].prog = prog
 			results[i].edit = ed
 		}()
@@ -575,7 +596,7 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 	if len(ex.derived) > 0 {
 		var withAdd []altSpec
 		for _, base := range a.bases {
-			withAdd = append(withAdd, deriveSpecs(r.prog, m, base, ex.derived, a.n)...)
+			withAdd = append(withAdd, deriveSpecs(r.prog, m, base, ex.derived, a.n, a.buckets)...)
 		}
 		res2, errs2 := a.evaluate(recs, withAdd, false)
 		// a design that would exceed the key column limit with the change keeps its plain form
@@ -739,10 +760,10 @@ func better(a, b *Alternative, n int) bool {
 	return writeHotFactor(a) < writeHotFactor(b)
 }
 
-// incrementalFirst: the design's first column keeps rising (or falling) from row to row of the
-// subsample: every new row lands at the end of the key space.
+// incrementalFirst: the design's first column is incremental in write order: every new row
+// lands at the end of the key space.
 func incrementalFirst(a *Alternative) bool {
-	return a.Error == "" && a.Distinct > 1 && a.Monotonic >= monotonicShare
+	return a.Error == "" && a.Distinct > 1 && a.Incremental
 }
 
 // writeHotFactor is the design's write hot factor over regions bounded by the full key (as

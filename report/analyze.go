@@ -192,7 +192,9 @@ func newAcc(d *design) *acc {
 	for i, c := range t.Columns[:d.keyLen] {
 		ca := colAcc{text: c.Type == pipeline.TypeVarchar || c.Type == pipeline.TypeVarbinary, minLen: math.MaxInt, numeric: true}
 		if i > 0 {
-			ca.hll = hyperloglog.New16NoSparse()
+			// precision 14 (about 0.8% error, 16 KiB): its rules only ask below 16, 256 or a
+			// region count, and the smaller registers stay in cache on the per-row path
+			ca.hll = hyperloglog.NewNoSparse()
 		}
 		a.cols = append(a.cols, ca)
 	}

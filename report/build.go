@@ -196,6 +196,12 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 
 	// windows
 	rep.WriteOrder = ord.info
+	for i, ko := range ord.info.KeyColumns {
+		if i < len(rep.Mapping.KeyColumns) {
+			kc := &rep.Mapping.KeyColumns[i]
+			kc.Incremental, kc.IncrementalEvidence, kc.PrefixDistinct = ko.Incremental, ko.Why, ko.PrefixDistinct
+		}
+	}
 	win := tl.w
 	if ord.w != nil {
 		win = ord.w

@@ -28,57 +28,7 @@ const (
 	codeMaxValues = 256
 	// code(): and its values are at least this long (shorter codes save little).
 	codeMinBytes = 4
-	// key_column_incremental: at least this many consecutive subsample pairs shared a prefix.
-	minPrefixPairs = 50
 )
-
-// keyOrder gathers, over rows in order, each key column's order within its prefix (the key
-// columns before it) and the number of distinct prefixes.
-type keyOrder struct {
-	types    []pipeline.Type
-	prev     []pipeline.Value
-	hasPrev  bool
-	up, down []int64
-	pairs    []int64
-	prefixes []map[uint64]struct{}
-}
-
-func newKeyOrder(types []pipeline.Type) *keyOrder {
-	n := len(types)
-	o := &keyOrder{types: types, prev: make([]pipeline.Value, n), up: make([]int64, n), down: make([]int64, n), pairs: make([]int64, n), prefixes: make([]map[uint64]struct{}, n)}
-	for i := 1; i < n; i++ {
-		o.prefixes[i] = map[uint64]struct{}{}
-	}
-	return o
-}
-
-func (o *keyOrder) add(key []pipeline.Value) {
-	h := uint64(1)
-	for i := 1; i < len(key); i++ {
-		h = mix64(h^hashValue(key[i-1], 0), uint64(i))
-		o.prefixes[i][h] = struct{}{}
-	}
-	if o.hasPrev {
-		for i := 1; i < len(key); i++ {
-			if pipeline.Compare(o.types[i-1], o.prev[i-1], key[i-1]) != 0 {
-				break // the prefix differs from here on
-			}
-			c := pipeline.Compare(o.types[i], o.prev[i], key[i])
-			if c <= 0 {
-				o.up[i]++
-			}
-			if c >= 0 {
-				o.down[i]++
-			}
-			o.pairs[i]++
-		}
-	}
-	for i, v := range key {
-		v.S = strings.Clone(v.S)
-		o.prev[i] = v
-	}
-	o.hasPrev = true
-}
 
 // splitHotFactor cuts the keys (rows in order) into n equal ranges of the full key, as regions
 // split by size end up, and measures the write hotspot over them in windows of rows in order.
@@ -189,33 +139,6 @@ func (r *runner) mappingRegionCount(est int64) int {
 	return 0
 }
 
-// keyColumnFigures copies the order figures of the mapping's own design, measured on the
-// subsample, into the report's key columns.
-func (a *advisor) keyColumnFigures(rep *Report) {
-	if len(a.results) == 0 || a.errs[0] != nil {
-		return
-	}
-	res := a.results[0]
-	for i := range rep.Mapping.KeyColumns {
-		if i >= len(res.order.pairs) || i == 0 {
-			continue
-		}
-		kc := &rep.Mapping.KeyColumns[i]
-		o := res.order
-		kc.PrefixPairs = o.pairs[i]
-		kc.PrefixDistinct = int64(len(o.prefixes[i]))
-		if o.pairs[i] > 0 {
-			kc.RisesInPrefix = float64(max(o.up[i], o.down[i])) / float64(o.pairs[i])
-		}
-	}
-}
-
-// risesInPrefix: the column is incremental (the write-order model says so), or on the
-// subsample its values keep rising (or falling) within each prefix value.
-func risesInPrefix(kc KeyColumn) bool {
-	return kc.Incremental || kc.PrefixPairs >= minPrefixPairs && kc.RisesInPrefix >= monotonicShare
-}
-
 // columnFindings are the per-column rules for the key columns after the first (the first has
 // its own first_column_* findings) and the rewrites the guide proposes for any key column.
 func columnFindings(rep *Report) []Finding {
@@ -246,9 +169,6 @@ func columnFindings(rep *Report) []Finding {
 				fs = append(fs, finding("key_column_prefix", SevInfo, fmt.Sprintf("every value of key column %s starts with \"%s\" (%d of at least %d bytes): the shared prefix is stored in every key and spreads nothing (the guide: keep keys short)", kc.Name, kc.CommonPrefix, kc.PrefixBytes, kc.MinBytes),
 					map[string]float64{"column": float64(i + 1), "prefix_bytes": float64(kc.PrefixBytes), "min_bytes": float64(kc.MinBytes)}))
 			}
-			if risesInPrefix(kc) && !hashedColumn(kc) {
-				fs = append(fs, incrementalFinding(kc, i, prefix(), n))
-			}
 		}
 		if kc.Numeric && kc.Distinct > 1 && kc.MeanBytes > 8 && !strings.Contains(strings.ToLower(kc.Expr), "long(") && !hashedColumn(kc) {
 			fs = append(fs, finding("key_column_long", SevInfo, fmt.Sprintf("key column %s holds only numbers written as text (up to %d bytes): long(%s) stores each in 8 bytes and keeps their numeric order (the guide: '2015122410' as a long)", kc.Name, kc.MaxBytes, kc.Expr),
@@ -272,22 +192,6 @@ func hashedColumn(kc KeyColumn) bool {
 	return false
 }
 
-// incrementalFinding: an incremental column after a prefix. Behind a well-spread prefix (more
-// distinct prefixes than regions: [userid][orderid]) every region gets some prefixes' new rows,
-// which is fine; behind a few prefix values every value's new rows land at the end of its range,
-// one hot range per value.
-func incrementalFinding(kc KeyColumn, i int, prefix string, n int) Finding {
-	ev := map[string]float64{"column": float64(i + 1), "rises_in_prefix": kc.RisesInPrefix, "prefix_pairs": float64(kc.PrefixPairs), "prefix_distinct": float64(kc.PrefixDistinct), "regions": float64(n), "incremental": b2f(kc.Incremental)}
-	evidence := fmt.Sprintf("on the subsample, %s of consecutive rows with the same %s keep its order (>= or <= the previous value)", pct(kc.RisesInPrefix), prefix)
-	if kc.Incremental && kc.IncrementalEvidence != "" {
-		evidence = kc.IncrementalEvidence
-	}
-	if kc.PrefixDistinct >= int64(n) {
-		return finding("key_column_incremental", SevInfo, fmt.Sprintf("key column %s is incremental within each %s (%s), behind %s prefix values for %d regions: new rows spread over every region's prefixes, no hot range (the guide's [userid][orderid])", kc.Name, prefix, evidence, count(kc.PrefixDistinct), n), ev)
-	}
-	return finding("key_column_incremental", SevWarning, fmt.Sprintf("key column %s is incremental within each %s (%s) and %s has only %s values for %d regions: Lindorm splits a big value of %s into several regions, but every new row lands at the end of its value's range, one hot range per value: put a hash before %s (md5(%s).substr(0,4) + %s, the guide's hash(id) + id)", kc.Name, prefix, evidence, prefix, count(kc.PrefixDistinct), n, prefix, kc.Name, kc.Expr, kc.Expr), ev)
-}
-
 // splitByNext: the first column's most frequent value passes the region size and the next key
 // column spreads its rows (not incremental within it, enough values): Lindorm splits it.
 func splitByNext(rep *Report) bool {
@@ -301,7 +205,7 @@ func splitByNext(rep *Report) bool {
 	}
 	bytes := int64(rep.FirstColumn.Top[0].Share * float64(rep.Totals.EstimatedTargetBytes))
 	next := kcs[1]
-	return bytes > size && !(risesInPrefix(next) && !hashedColumn(next)) && next.Distinct >= (bytes+size-1)/size
+	return bytes > size && !next.Incremental && next.Distinct >= (bytes+size-1)/size
 }
 
 // skewFinding judges the heaviest first-column value with regions bounded by the full key:
@@ -330,11 +234,11 @@ func skewFinding(rep *Report, top TopValue, limit float64) Finding {
 		return finding("first_column_skew", SevWarning, fmt.Sprintf("%s; under the region size (%s), it stays in one region, a hot range: pre-split can only cut between values of %s", head, transform.FormatSize(size), fc.Name), ev)
 	}
 	next := kcs[1]
-	ev["next_rises"] = b2f(risesInPrefix(next))
+	ev["next_rises"] = b2f(next.Incremental)
 	ev["next_distinct"] = float64(next.Distinct)
 	split := fmt.Sprintf("%s; past the region size (%s) Lindorm splits it into about %d regions by the next key column %s", head, transform.FormatSize(size), pieces, next.Name)
 	switch {
-	case risesInPrefix(next) && !hashedColumn(next):
+	case next.Incremental:
 		return finding("first_column_skew", SevWarning, split+", but "+next.Name+" is incremental within it: every new row lands in the last of them, one hot range", ev)
 	case next.Distinct < pieces:
 		return finding("first_column_skew", SevWarning, fmt.Sprintf("%s, but %s has only %s values: at most that many ranges share its writes", split, next.Name, count(next.Distinct)), ev)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -104,6 +105,16 @@ func altRank(t *testing.T, rep *Report, id string) int {
 	return 0
 }
 
+// incrementalWarning is the incremental_key_column warning about key column col.
+func incrementalWarning(rep *Report, col string) *Finding {
+	for i, f := range rep.Findings {
+		if f.Rule == "incremental_key_column" && f.Severity == SevWarning && strings.Contains(f.Message, "key column "+col+" is incremental") {
+			return &rep.Findings[i]
+		}
+	}
+	return nil
+}
+
 func TestGuideExampleTables(t *testing.T) {
 	timeRange := []transform.Query{{Range: "ts"}}
 	cases := []struct {
@@ -111,14 +122,19 @@ func TestGuideExampleTables(t *testing.T) {
 		file    string
 		row     func(int) []pipeline.Value
 		naive   string
-		flagged string // a warning the naive key gets
-		fix     string // the derived design the guide's fix is, in the naive key's report
+		column  string   // the naive key's incremental column, the guide's hotspot
+		says    []string // what its incremental_key_column warning says: the evidence and the guide's fix
+		fix     string   // the derived design the guide's fix is, in the naive key's report
 		queries []transform.Query
 	}{
-		{"orders(channel, id, ts)", "../mappings/channel_orders.yaml", channelOrderRow, "[channel][id][ts]", "key_column_incremental", "hash_next", nil},
-		{"orders by user", "../mappings/orders.yaml", orderRow, "[orderid]", "first_column_monotonic", "", nil},
-		{"logs by host", "../mappings/logs.yaml", logRow, "[ts][hostname][log-event]", "first_column_monotonic", "bucket", timeRange},
-		{"transactions by seller", "../mappings/transactions_by_seller.yaml", transactionRow, "[ts][order_number]", "first_column_monotonic", "", nil},
+		{"orders(channel, id, ts)", "../mappings/channel_orders.yaml", channelOrderRow, "[channel][id][ts]", "id",
+			[]string{"rises with the write order", "column ts (timestamp), inferred", "one hot range per value", "[channel][md5(id).substr(0,4) + id]"}, "hash_next", nil},
+		{"orders by user", "../mappings/orders.yaml", orderRow, "[orderid]", "orderid",
+			[]string{"rises with the write order", "column ts (timestamp), inferred", "[orderid % 16][orderid]", "[md5(orderid).substr(0,4) + orderid]"}, "", nil},
+		{"logs by host", "../mappings/logs.yaml", logRow, "[ts][hostname][log-event]", "ts",
+			[]string{"TIMESTAMP, and times only grow", "[ts % 16][ts]"}, "bucket", timeRange},
+		{"transactions by seller", "../mappings/transactions_by_seller.yaml", transactionRow, "[ts][order_number]", "ts",
+			[]string{"TIMESTAMP, and times only grow", "[ts % 59][ts]"}, "", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -132,8 +148,14 @@ func TestGuideExampleTables(t *testing.T) {
 			}
 
 			naive := guideReport(t, withKey(t, tc.file, tc.naive), guideTable(tc.row), tc.queries)
-			if findingOf(naive, tc.flagged) == nil || findingOf(naive, tc.flagged).Severity != SevWarning {
-				t.Errorf("naive key %s: no %s warning; warnings:\n%s\nkey columns %+v\nplan %+v", tc.naive, tc.flagged, strings.Join(warnings(naive), "\n"), naive.Mapping.KeyColumns, naive.Plan)
+			if f := incrementalWarning(naive, tc.column); f == nil {
+				t.Errorf("naive key %s: no incremental_key_column warning on %s; warnings:\n%s\nkey columns %+v\nplan %+v", tc.naive, tc.column, strings.Join(warnings(naive), "\n"), naive.Mapping.KeyColumns, naive.Plan)
+			} else {
+				for _, want := range tc.says {
+					if !strings.Contains(f.Message, want) {
+						t.Errorf("naive key %s: the warning does not say %q: %s", tc.naive, want, f.Message)
+					}
+				}
 			}
 			own := mappingAlt(naive)
 			if own.Rank == 1 {
@@ -151,5 +173,47 @@ func TestGuideExampleTables(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A counter per channel ([channel][seq], each channel numbering its own orders from its own
+// base) does not rise with the write order across channels, but within each channel it does:
+// the write-order model flags it from the rows of each channel in write order, even when the
+// export's order is scrambled.
+func TestIncrementalWithinPrefix(t *testing.T) {
+	const n = 40_000
+	yml := `
+version: 1
+source:
+  name: shop.channel_orders
+  columns:
+    channel: text
+    seq: bigint
+    ts: timestamp
+    status: text
+target:
+  table: channel_orders
+  primary_key: "[channel][seq]"
+`
+	src := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+		j := int64(i) * 7919 % n // the export's order is not the write order
+		ch := j % 4
+		return []pipeline.Value{pipeline.Text([]string{"alipay", "taobao", "wechat", "jd"}[ch]), pipeline.Int(ch*1_000_000 + j/4), pipeline.Int(guideBase + j*1000), pipeline.Text("paid")}
+	}}}
+	rep := guideReport(t, yml, src, nil)
+	f := incrementalWarning(rep, "seq")
+	if f == nil {
+		t.Fatalf("no incremental_key_column warning on seq; warnings:\n%s\nwrite order %+v", strings.Join(warnings(rep), "\n"), rep.WriteOrder)
+	}
+	for _, want := range []string{"keeps its direction within each channel in write order", "[channel][md5(seq).substr(0,4) + seq]"} {
+		if !strings.Contains(f.Message, want) {
+			t.Errorf("the warning does not say %q: %s", want, f.Message)
+		}
+	}
+	if kc := rep.Mapping.KeyColumns[1]; !kc.Incremental || !strings.Contains(kc.IncrementalEvidence, "within each channel") {
+		t.Errorf("key column seq: %+v", kc)
+	}
+	if ko := rep.WriteOrder.KeyColumns[1]; math.Abs(ko.RankCorrelation) >= incrementalRho || ko.RisesInPrefix < 0.99 {
+		t.Errorf("seq's figures: rank correlation %.2f, rises in prefix %.2f", ko.RankCorrelation, ko.RisesInPrefix)
 	}
 }

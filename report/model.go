@@ -73,14 +73,8 @@ type KeyColumn struct {
 	// write-order model.
 	Incremental         bool   `json:"incremental"`
 	IncrementalEvidence string `json:"incremental_evidence,omitempty"`
-	// RisesInPrefix is, over consecutive subsample rows that share every key column before this
-	// one, the share whose value is >= (or <=, whichever is larger) the previous row's:
-	// near 1, new rows of one prefix value land at one end of its key range. PrefixPairs is the
-	// number of such pairs (0: the column is first, or no two rows shared a prefix).
-	RisesInPrefix float64 `json:"rises_in_prefix"`
-	PrefixPairs   int64   `json:"prefix_pairs"`
 	// PrefixDistinct is the number of distinct values of the key columns before this one, on
-	// the subsample (0 for the first column).
+	// the subsample (0 for the first column). Filled by the write-order model.
 	PrefixDistinct int64 `json:"prefix_distinct"`
 }
 
@@ -328,9 +322,13 @@ type Alternative struct {
 	// grade judges writes by it.
 	SplitHotFactor float64 `json:"split_hot_factor"`
 	Monotonic      float64 `json:"monotonic"`
-	Distinct       int64   `json:"distinct_first"`
-	Collisions     int64   `json:"collision_rows"` // within the subsample only: see Overwritten
-	Rejected       int64   `json:"rejected"`
+	// Incremental: the first key column is incremental by the write-order model (as
+	// write_order.key_columns judges the mapping's): every new row lands at the end of the key
+	// space, so the design grades poor and never ranks first.
+	Incremental bool  `json:"incremental_first"`
+	Distinct    int64 `json:"distinct_first"`
+	Collisions  int64 `json:"collision_rows"` // within the subsample only: see Overwritten
+	Rejected    int64 `json:"rejected"`
 	// Overwritten is the rows the design's keys would overwrite over the whole analysed input:
 	// for the mapping the uniqueness check's collision_rows, for a derived design the same exact
 	// check on the columns it reads (OverwrittenExact false: only the subsample's, scaled).

@@ -323,12 +323,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	r.log.Info("read the source", zap.Int64("rows", tl.read), zap.Duration("took", time.Since(started)))
 	ord := r.writeOrder(tl, total.rows)
+	r.adv.wo, r.adv.analysed = ord.wo, total.rows
 	// the advisor analyses its designs on the subsample while the collision check reads the
 	// temp files; the exact figures are put together after both
 	advised := time.Now()
 	done := make(chan struct{})
 	go func() {
 		if len(r.adv.specs) > 0 && len(tl.subsample) > 0 {
+			r.adv.spreadBuckets(tl.subsample)
 			r.adv.results, r.adv.errs = r.adv.evaluate(tl.subsample, r.adv.specs, true)
 		}
 		close(done)
@@ -374,7 +376,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	rep.Alternatives = r.adv.finish(tl.subsample, ex)
-	r.adv.keyColumnFigures(rep)
 	r.log.Info("advisor", zap.Int("subsample", len(tl.subsample)), zap.Int("designs", len(rep.Alternatives)), zap.Duration("took", time.Since(advised)))
 	r.recommend(rep, tl.subsample)
 	evaluate(rep, cfg.Strict)

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -264,8 +265,15 @@ type KeyOrder struct {
 	RankCorrelation float64 `json:"rank_correlation"`
 	Distinct        int64   `json:"distinct"`        // distinct values in the subsample
 	PrefixDistinct  int64   `json:"prefix_distinct"` // distinct values of the key columns before it (0 for the first)
-	Incremental     bool    `json:"incremental"`
-	Why             string  `json:"why"` // the evidence, when incremental
+	// RisesInPrefix is, in write order, over pairs of successive rows with the same values of
+	// every key column before this one, the share that keep one direction (>=, or <=); near 1,
+	// each prefix value's new rows land at one end of its range. PrefixPairs counts the pairs
+	// (0 for the first column and in arrival order, where a partition's clustering order would
+	// pass for it).
+	RisesInPrefix float64 `json:"rises_in_prefix"`
+	PrefixPairs   int64   `json:"prefix_pairs"`
+	Incremental   bool    `json:"incremental"`
+	Why           string  `json:"why"` // the evidence, when incremental
 }
 
 // Thresholds of the incremental_key_column rule.
@@ -276,6 +284,10 @@ const (
 	// sequenceDensity: with no write order, an integer column whose distinct values fill at
 	// least this share of [min, max] is a sequence.
 	sequenceDensity = 0.5
+	// A key column after the first is also incremental when, in write order, at least
+	// monotonicShare of at least minPrefixPairs successive rows of one prefix keep its direction
+	// (a counter per prefix value: [channel][id] where ids rise per channel).
+	minPrefixPairs = 50
 )
 
 // orderedSample is the subsample in write order with each accepted row's target key, its
@@ -335,17 +347,21 @@ func (r *runner) keyOrders(s orderedSample, evidence string, analysed int64) []K
 	cols := r.prog.Target().Columns[:r.d.keyLen]
 	out := make([]KeyOrder, len(cols))
 	n := len(s.keys)
-	var woRank []float64
+	var wo []int64 // nil in arrival order
 	if evidence != OrderArrival && n > 1 {
-		woRank = ranks(n, func(a, b int) int { return cmpInt(s.wo[a], s.wo[b]) })
+		wo = s.wo
 	}
 	prefix := make([]uint64, n)
+	prefixBefore := make([]uint64, n)
+	var names []string
 	for c, col := range cols {
 		ko := KeyOrder{Name: col.Name}
 		ko.PrefixDistinct = int64(len(distinctU64(prefix)))
 		if c == 0 {
 			ko.PrefixDistinct = 0
 		}
+		copy(prefixBefore, prefix)
+		names = append(names, col.Name)
 		vals := make([]pipeline.Value, n)
 		for i := range s.keys {
 			vals[i] = s.keys[i][c]
@@ -356,55 +372,114 @@ func (r *runner) keyOrders(s orderedSample, evidence string, analysed int64) []K
 			hashes[i] = hashValue(v, 0)
 		}
 		ko.Distinct = int64(len(distinctU64(hashes)))
-		switch {
-		case ko.Distinct < 2:
-		case col.Type == pipeline.TypeTimestamp || col.Type == pipeline.TypeDate:
-			ko.Incremental, ko.Why = true, fmt.Sprintf("is a %s, and times only grow", col.SQLType())
-		case woRank != nil:
-			cr := ranks(n, func(a, b int) int { return pipeline.Compare(col.Type, vals[a], vals[b]) })
-			ko.RankCorrelation = pearson(woRank, cr)
-			if math.Abs(ko.RankCorrelation) >= incrementalRho {
-				dir := "rises"
-				if ko.RankCorrelation < 0 {
-					dir = "falls"
-				}
-				ko.Incremental, ko.Why = true, fmt.Sprintf("%s with the write order (rank correlation %.2f)", dir, ko.RankCorrelation)
-			}
-		case isIntType(col.Type):
-			if lo, hi, ok := intRange(vals); ok && hi > lo {
-				// the subsample keeps about n of analysed rows: scale its distinct count
-				dens := float64(ko.Distinct) * float64(max(analysed, int64(n))) / float64(n) / (float64(hi) - float64(lo) + 1)
-				if dens >= sequenceDensity && float64(ko.Distinct) >= 0.9*float64(n) {
-					ko.Incremental, ko.Why = true, fmt.Sprintf("looks like a sequence (dense values from %d to %d)", lo, hi)
-				}
-			}
+		if c > 0 && wo != nil {
+			ko.RisesInPrefix, ko.PrefixPairs = risesInPrefix(col.Type, vals, prefixBefore)
+		}
+		ko.RankCorrelation, ko.Incremental, ko.Why = incrementalColumn(col.Type, vals, ko.Distinct, wo, analysed)
+		if !ko.Incremental && ko.Distinct > 1 && wo != nil && ko.PrefixPairs >= minPrefixPairs && ko.RisesInPrefix >= monotonicShare {
+			ko.Incremental, ko.Why = true, fmt.Sprintf("keeps its direction within each %s in write order (%s of %s successive rows)", strings.Join(names[:c], ", "), pct(ko.RisesInPrefix), count(ko.PrefixPairs))
 		}
 		out[c] = ko
 	}
 	return out
 }
 
-func cmpInt(a, b int64) int {
+// incrementalColumn judges one key column's values (rows in write order) against the write
+// order's ranks (nil in arrival order): a TIMESTAMP or DATE; a rank correlation with the write
+// order of at least incrementalRho (or at most its negative); with no write order, integers
+// that look like a sequence. distinct is the values' distinct count; analysed the rows the
+// subsample was drawn from. The advisor judges each design's first column by it too.
+func incrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64, wo []int64, analysed int64) (rho float64, inc bool, why string) {
+	n := len(vals)
 	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+	case distinct < 2:
+	case typ == pipeline.TypeTimestamp || typ == pipeline.TypeDate:
+		return 0, true, fmt.Sprintf("is a %s, and times only grow", typ)
+	case wo != nil:
+		rho = rankCorrelation(typ, vals, wo)
+		if math.Abs(rho) >= incrementalRho {
+			dir := "rises"
+			if rho < 0 {
+				dir = "falls"
+			}
+			return rho, true, fmt.Sprintf("%s with the write order (rank correlation %.2f)", dir, rho)
+		}
+	case isIntType(typ):
+		if lo, hi, ok := intRange(vals); ok && hi > lo {
+			// the subsample keeps about n of analysed rows: scale its distinct count
+			dens := float64(distinct) * float64(max(analysed, int64(n))) / float64(n) / (float64(hi) - float64(lo) + 1)
+			if dens >= sequenceDensity && float64(distinct) >= 0.9*float64(n) {
+				return 0, true, fmt.Sprintf("looks like a sequence (dense values from %d to %d)", lo, hi)
+			}
+		}
 	}
-	return 0
+	return rho, false, ""
+}
+
+// rhoRows bounds the rows a rank correlation is computed over (evenly spread over the
+// subsample): its standard error is then below 0.01, far inside the 0.8 threshold.
+const rhoRows = 20000
+
+// rankCorrelation is Spearman's rho between the values and their rows' write-order values.
+func rankCorrelation(typ pipeline.Type, vals []pipeline.Value, wo []int64) float64 {
+	step := max(1, len(vals)/rhoRows)
+	var v []pipeline.Value
+	var w []int64
+	for i := 0; i < len(vals); i += step {
+		v, w = append(v, vals[i]), append(w, wo[i])
+	}
+	return pearson(ranks(len(w), func(a, b int) int { return cmp.Compare(w[a], w[b]) }),
+		ranks(len(v), func(a, b int) int { return pipeline.Compare(typ, v[a], v[b]) }))
+}
+
+// risesInPrefix measures, over rows in write order, how each prefix value's successive rows
+// move: the share of pairs that keep the dominant direction (ties count for both), and the
+// pairs. A column that mostly repeats its value (a status) does not pass: ties only count when
+// most pairs move.
+func risesInPrefix(typ pipeline.Type, vals []pipeline.Value, prefix []uint64) (float64, int64) {
+	idx := make([]int32, len(vals))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(prefix[a], prefix[b]) })
+	var up, down, ties, pairs int64
+	for k := 1; k < len(idx); k++ {
+		a, b := idx[k-1], idx[k]
+		if prefix[a] != prefix[b] {
+			continue
+		}
+		pairs++
+		switch c := pipeline.Compare(typ, vals[a], vals[b]); {
+		case c < 0:
+			up++
+		case c > 0:
+			down++
+		default:
+			ties++
+		}
+	}
+	if pairs == 0 || 2*ties > pairs {
+		return 0, pairs
+	}
+	return float64(max(up, down)+ties) / float64(pairs), pairs
 }
 
 // ranks are the 1-based ranks of n items under cmp, ties given their average rank.
-func ranks(n int, cmp func(a, b int) int) []float64 {
-	idx := make([]int, n)
+func ranks(n int, compare func(a, b int) int) []float64 {
+	idx := make([]int32, n)
 	for i := range idx {
-		idx[i] = i
+		idx[i] = int32(i)
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return cmp(idx[a], idx[b]) < 0 })
+	slices.SortFunc(idx, func(a, b int32) int {
+		if c := compare(int(a), int(b)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
 	out := make([]float64, n)
 	for i := 0; i < n; {
 		j := i + 1
-		for j < n && cmp(idx[i], idx[j]) == 0 {
+		for j < n && compare(int(idx[i]), int(idx[j])) == 0 {
 			j++
 		}
 		avg := float64(i+j+1) / 2
@@ -493,25 +568,55 @@ func writeOrderFindings(rep *Report, add func(Finding)) {
 		add(finding("write_order_unknown", SevInfo, "the order the application creates rows in is unknown: windows and monotonicity are judged in "+wo.Description+
 			" (a Cassandra token scan or a dsbulk unload delivers rows in hash order, an export in whatever order it was sorted by); declare the creation-time column as source.write_order or pass --write-order COLUMN", nil))
 	}
-	// Each prefix value writes at the end of its own range, so fewer values than regions leave
-	// regions idle (a modulo bucket with a value per region is the guide's fix). Lindorm splits a
-	// region that grows past 8 GB, inside one prefix value too: a table gets at least the
-	// analysis' default count in time, however few first-column values the plan could split on.
-	regions := max(rep.Plan.Regions, defaultAnalysisRegions)
+	regions := incrementalRegions(rep)
+	kcs := rep.Mapping.KeyColumns
 	for i, ko := range wo.KeyColumns {
-		if !ko.Incremental {
+		if !ko.Incremental || i >= len(kcs) {
 			continue
 		}
-		ev := map[string]float64{"column": float64(i), "rank_correlation": ko.RankCorrelation, "distinct": float64(ko.Distinct), "prefix_distinct": float64(ko.PrefixDistinct)}
-		switch {
-		case i == 0:
-			add(finding("incremental_key_column", SevWarning, fmt.Sprintf("first key column %s is incremental: it %s, judged in write order by %s; every new row lands at the end of the key space, in one region (the design guide's incremental primary key hotspot): put a hash prefix or a modulo bucket before it", ko.Name, ko.Why, wo.Description), ev))
-		case ko.PrefixDistinct < int64(regions):
-			add(finding("incremental_key_column", SevWarning, fmt.Sprintf("key column %s is incremental (it %s, judged in write order by %s) after a prefix with only %d distinct values for %d regions: each prefix value writes one hot range at its end", ko.Name, ko.Why, wo.Description, ko.PrefixDistinct, regions), ev))
-		default:
-			add(finding("incremental_key_column", SevInfo, fmt.Sprintf("key column %s is incremental (it %s) after a prefix with %s distinct values that spreads writes", ko.Name, ko.Why, count(ko.PrefixDistinct)), ev))
-		}
+		add(incrementalFinding(kcs, i, ko, wo.Description, regions))
 	}
+}
+
+// incrementalRegions is the region count an incremental column's prefix is judged against.
+// Each prefix value writes at the end of its own range, so fewer values than regions leave
+// regions idle. Lindorm splits a region that grows past 8 GB, inside one prefix value too: a
+// table gets at least the analysis' default count in time, however few first-column values the
+// plan could split on.
+func incrementalRegions(rep *Report) int {
+	return max(rep.Plan.Regions, rep.Plan.Asked, rep.Recommendation.Bulkload.Regions, defaultAnalysisRegions)
+}
+
+// incrementalFinding is the incremental_key_column finding of key column i: it names the
+// column, the evidence and the guide's fix. First in the key, every new row lands at the end of
+// the key space: a hash prefix, or for a number or time a modulo bucket, spreads it. After a
+// few prefix values, each value's new rows land at the end of its range (one hot range per
+// value): the guide keeps a hash on the incrementing id. After a well-spread prefix
+// ([userid][orderid]) every region gets some prefixes' new rows: fine.
+func incrementalFinding(kcs []KeyColumn, i int, ko KeyOrder, order string, regions int) Finding {
+	kc := kcs[i]
+	ev := map[string]float64{"column": float64(i + 1), "rank_correlation": ko.RankCorrelation, "distinct": float64(ko.Distinct),
+		"prefix_distinct": float64(ko.PrefixDistinct), "rises_in_prefix": ko.RisesInPrefix, "prefix_pairs": float64(ko.PrefixPairs), "regions": float64(regions)}
+	x := kc.Expr
+	hashed := "md5(" + x + ").substr(0,4) + " + x
+	if i == 0 {
+		fix := fmt.Sprintf("put a hash prefix before it ([%s]: the guide's hash(id) + id)", hashed)
+		if t, _, _, err := pipeline.ParseType(kc.Type); err == nil && isIntType(t) {
+			fix = fmt.Sprintf("put a modulo bucket ([%s %% %d][%s], the guide's bucket for time series read by time range) or a hash prefix ([%s]) before it", x, regions, x, hashed)
+		}
+		return finding("incremental_key_column", SevWarning, fmt.Sprintf("first key column %s is incremental: it %s, judged in write order by %s; every new row lands at the end of the key space, in one region (the design guide's incremental primary key hotspot): %s", kc.Name, ko.Why, order, fix), ev)
+	}
+	var names, prefix []string
+	for _, p := range kcs[:i] {
+		names = append(names, p.Name)
+		prefix = append(prefix, "["+p.Expr+"]")
+	}
+	pn := strings.Join(names, ", ")
+	if ko.PrefixDistinct < int64(regions) {
+		return finding("incremental_key_column", SevWarning, fmt.Sprintf("key column %s is incremental (it %s, judged in write order by %s) and %s before it has only %s distinct values for %d regions: Lindorm splits a big value of %s into several regions, but every new row lands at the end of its value's range, one hot range per value: keep a hash on %s (%s[%s], the guide's hash(id) + id)",
+			kc.Name, ko.Why, order, pn, count(ko.PrefixDistinct), regions, pn, kc.Name, strings.Join(prefix, ""), hashed), ev)
+	}
+	return finding("incremental_key_column", SevInfo, fmt.Sprintf("key column %s is incremental (it %s) behind %s values of %s for %d regions: new rows spread over every region's prefixes, no hot range (the guide's [userid][orderid])", kc.Name, ko.Why, count(ko.PrefixDistinct), pn, regions), ev)
 }
 
 // hasAxis tells whether an evidence's values can draw the heatmap's axis (times or declared
@@ -532,6 +637,8 @@ type orderResult struct {
 	// nil in arrival order (the exact windows of every row are used)
 	w               *windows
 	up, down, pairs int64
+	// wo are the subsample's write-order values, in its new order; nil in arrival order
+	wo []int64
 }
 
 // writeOrder picks the evidence (the best one that orders rows at all), sorts the advisor's
@@ -560,6 +667,7 @@ func (r *runner) writeOrder(tl *timeline, rowsOK int64) orderResult {
 	res := orderResult{info: info, heat: heat}
 	if cand.kind != OrderArrival {
 		sortSubsample(tl.subsample, wo)
+		res.wo = wo
 	}
 	s := r.orderSample(tl.subsample, wo, cand.kind != OrderArrival)
 	info.SubsampleRows = len(s.keys)

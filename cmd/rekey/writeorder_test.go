@@ -203,3 +203,44 @@ func idEventsTable(t *testing.T) *cassandratest.Cluster {
 	}
 	return c
 }
+
+// The playground's table (go run ./cmd/playground cassandra): orders whose ids and timestamps
+// rise together, ts a second apart. Keyed by the incrementing id, or by time then id, every new
+// order lands in the last region; the guide's fixes (a hash prefix, a modulo bucket) must rank
+// above both, and the bucket must spread: ts % 16 of whole seconds takes only two values.
+func TestReportPlaygroundOrders(t *testing.T) {
+	c := cassandratest.Open(t)
+	if err := cassandratest.SeedOrders(c, 20000); err != nil {
+		t.Fatal(err)
+	}
+	uri := c.URI("shop", "orders", "")
+	for _, tc := range []struct{ pk, column string }{{"[orderid]", "orderid"}, {"[ts][orderid]", "ts"}} {
+		t.Run(tc.pk, func(t *testing.T) {
+			m := "version: 1\nsource:\n  name: shop.orders\ntarget:\n  table: orders\n  primary_key: \"" + tc.pk + "\"\n"
+			code, out, rep := writeOrderReport(t, m, uri)
+			if incrementalWarning(rep, tc.column) == nil {
+				t.Errorf("no incremental_key_column warning on %s:\n%s", tc.column, out)
+			}
+			if code != 1 {
+				t.Errorf("exit %d, want 1 under --strict", code)
+			}
+			rank := map[string]report.Alternative{}
+			for _, a := range rep.Alternatives {
+				rank[a.ID] = a
+				if a.SameAs != "" {
+					rank[a.SameAs] = a
+				}
+			}
+			own := rank["mapping"]
+			if b := rank["bucket"]; tc.column == "ts" && (!strings.Contains(b.PrimaryKey, "[ts / 1000 % 16 AS") || !strings.Contains(b.TradeOff, "ts advances in steps of 1000")) {
+				t.Errorf("the bucket of a timestamp in whole seconds: %s (%s)", b.PrimaryKey, b.TradeOff)
+			}
+			for _, fix := range []string{"hash_prefix", "bucket"} {
+				a, ok := rank[fix]
+				if !ok || a.Rank >= own.Rank || a.Grade == "poor" {
+					t.Errorf("the guide's %s %s ranks %d (%s), the mapping %s %d (%s):\n%s", fix, a.PrimaryKey, a.Rank, a.Grade, tc.pk, own.Rank, own.Grade, out)
+				}
+			}
+		})
+	}
+}
