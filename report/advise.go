@@ -47,6 +47,9 @@ type baseKey struct {
 	prefix string // id prefix: "" for the source key, "query_order_" ...
 	label  string // name prefix for humans
 	cols   []string
+	// newest: a column a declared newest-first query reads right after the columns it fixes,
+	// so the key can store it DESC (the guide's [hostname][log-event][timestamp DESC]); "" for none
+	newest string
 }
 
 // maxQueryBases bounds the query-ordered keys derived (one per declared query, distinct).
@@ -175,7 +178,43 @@ func baseKeys(prog *transform.Program, queries []transform.Query) []baseKey {
 		}
 		out = append(out, baseKey{prefix: prefix, label: label, cols: order})
 	}
+	for i := range out {
+		for _, q := range queries {
+			if q.NewestFirst && readsInOrder(out[i].cols, q) {
+				out[i].newest = q.Range
+				break
+			}
+		}
+	}
 	return out
+}
+
+// readsInOrder: the key columns cols start with the query's equality columns (in any order),
+// then its range column: a scan returns the rows in the range column's order.
+func readsInOrder(cols []string, q transform.Query) bool {
+	n := len(q.Equal)
+	if q.Range == "" || len(cols) <= n || cols[n] != q.Range {
+		return false
+	}
+	for _, c := range cols[:n] {
+		if !slices.Contains(q.Equal, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// bracketedDesc writes key columns as bracketed, the column desc declared DESC.
+func bracketedDesc(cols []string, desc string) string {
+	s := ""
+	for _, c := range cols {
+		if c == desc {
+			s += "[" + quoteName(c) + " DESC]"
+		} else {
+			s += "[" + quoteName(c) + "]"
+		}
+	}
+	return s
 }
 
 // deriveSpecs are the designs derived from one base key [B][R...] (plus add, appended), over n
@@ -236,6 +275,11 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, ad
 		{id: id("reverse"), name: name("reversed first column"), pk: "[reverse(" + bq + ") AS " + freeName("rk_rev", taken) + "]" + rest,
 			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (the client reverses the value). Ranges of %s are lost (a scan of every region); it spreads only when the end of %s varies fastest (sequence numbers, ids).", b, b, b)},
 	}
+	if base.newest != "" {
+		// the guide's DESC for a newest-first query: a SCAN returns the latest rows first
+		specs = append(specs, altSpec{id: id("newest_first"), name: name("newest first (" + base.newest + " DESC)"), pk: bracketedDesc(key, base.newest) + bracketed(add),
+			tradeOff: fmt.Sprintf("As the source key, with %s stored DESC: a SCAN returns the newest rows first, without reading backwards or sorting (the guide's [hostname][log-event][timestamp DESC]). An oldest-first read of %s becomes the backwards one.", base.newest, base.newest)})
+	}
 	if len(key) > 1 {
 		// the guide's hash(id) + id on the column after the first: an id that rises within each
 		// value of the first column no longer writes at the end of the value's range
@@ -247,6 +291,10 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, ad
 	if isIntegralCQL(btype) {
 		specs = append(specs, altSpec{id: id("bucket"), name: name("modulo bucket"), pk: "[" + bq + " % " + ns + " AS " + freeName("rk_bucket", taken) + "][" + bq + "]" + rest,
 			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (bucket = %s %% %d). A range of %s%s becomes %d scans, one per bucket, merged by the client.", b, b, n, b, timeNote(btype), n)})
+		if base.newest == b {
+			specs = append(specs, altSpec{id: id("bucket_newest_first"), name: name("modulo bucket, " + b + " DESC"), pk: "[" + bq + " % " + ns + " AS " + freeName("rk_bucket", taken) + "][" + bq + " DESC]" + rest,
+				tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (bucket = %s %% %d). A range of %s%s becomes %d scans, one per bucket, each newest first (%s DESC), merged by the client.", b, b, n, b, timeNote(btype), n, b)})
+		}
 	}
 	specs = append(specs, altSpec{id: id("salt"), name: name("salt"), pk: "[random(" + ns + ") AS " + freeName("rk_salt", taken) + "][" + bq + "]" + rest, salted: true,
 		tradeOff: fmt.Sprintf("Writes spread evenly whatever %s looks like, but the salt cannot be computed from the key: a GET becomes %d lookups, a SCAN of one %s or of a range %d scans.", b, n, b, n)})
@@ -360,6 +408,9 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int) (altResu
 	desc := make([]bool, d.keyLen)
 	for i, ke := range prog.KeyElements() {
 		types[i], desc[i] = ke.Type, ke.Desc
+		if ke.Desc {
+			ident = mix64(ident, uint64(i)+0xde5c) // the same values stored DESC are another design
+		}
 	}
 	order := newKeyOrder(types)
 	keys := make([][]pipeline.Value, 0, len(recs))
@@ -706,8 +757,8 @@ func mappingTradeOff(r Reads, b string) string {
 
 // better orders designs: buildable first; then those that lose no rows; then those that serve
 // every declared query without a full-table scan; then by write spread (grade); then declared
-// queries that read rows they filter out, the scans they take, the three standard reads; then
-// the hot factor.
+// queries that read rows they filter out, newest-first queries not served in key order, the
+// scans they take, the three standard reads; then the hot factor.
 func better(a, b *Alternative, n int) bool {
 	if (a.Error == "") != (b.Error == "") {
 		return a.Error == ""
@@ -719,8 +770,8 @@ func better(a, b *Alternative, n int) bool {
 	if ia, ib := incrementalFirst(a), incrementalFirst(b); ia != ib {
 		return !ia
 	}
-	fa, oa, sa := queryCost(a.Queries, n)
-	fb, ob, sb := queryCost(b.Queries, n)
+	fa, oa, ua, sa := queryCost(a.Queries, n)
+	fb, ob, ub, sb := queryCost(b.Queries, n)
 	if fa != fb {
 		return fa < fb
 	}
@@ -729,6 +780,9 @@ func better(a, b *Alternative, n int) bool {
 	}
 	if oa != ob {
 		return oa < ob
+	}
+	if ua != ub {
+		return ua < ub
 	}
 	if sa != sb {
 		return sa < sb

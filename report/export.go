@@ -142,6 +142,10 @@ func editMapping(data []byte, a Alternative, rep *Report) ([]byte, error) {
 				e.Content = append(e.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "range"},
 					&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: q.Range})
 			}
+			if q.NewestFirst {
+				e.Content = append(e.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "order"},
+					&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "newest_first"})
+			}
 			seq.Content = append(seq.Content, e)
 		}
 		setField(root, "queries", seq)

@@ -153,3 +153,37 @@ func TestGuideExampleTables(t *testing.T) {
 		})
 	}
 }
+
+// The guide's "most recent records of a metric" query, [hostname][log-event][timestamp DESC]: a
+// declared newest-first query gets the DESC design, which ranks above the same key stored
+// ascending, and the ascending key's plan says the rows come back oldest first.
+func TestGuideNewestFirstQueryDesc(t *testing.T) {
+	latest := []transform.Query{{Equal: []string{"hostname", "log-event"}, Range: "ts", NewestFirst: true}}
+	for _, c := range []struct{ key, asc, desc string }{
+		{"[hostname][log-event][ts]", "mapping", "newest_first"},
+		{"", "query_order", "query_order_newest_first"}, // the guide's logs table, bucketed by time
+	} {
+		rep := guideReport(t, withKey(t, "../mappings/logs.yaml", c.key), guideTable(logRow), latest)
+		var asc, desc *Alternative
+		for i, a := range rep.Alternatives {
+			switch {
+			case a.ID == c.desc:
+				desc = &rep.Alternatives[i]
+			case a.ID == c.asc || c.asc == "mapping" && a.IsMapping:
+				asc = &rep.Alternatives[i]
+			}
+		}
+		if asc == nil || desc == nil {
+			t.Fatalf("%s: no %s or %s among %+v", c.key, c.asc, c.desc, rep.Alternatives)
+		}
+		if desc.PrimaryKey != "[hostname][log-event][ts DESC]" || desc.Queries[0].Unordered || !strings.Contains(desc.Queries[0].Note, "newest first in key order (ts DESC)") {
+			t.Errorf("%s: the DESC design %s: %+v", c.key, desc.PrimaryKey, desc.Queries)
+		}
+		if !asc.Queries[0].Unordered || !strings.Contains(asc.Queries[0].Note, "declare [ts DESC]") {
+			t.Errorf("%s: the ascending design %s: %+v", c.key, asc.PrimaryKey, asc.Queries)
+		}
+		if desc.Rank >= asc.Rank {
+			t.Errorf("%s: the DESC design ranks %d, the ascending one %d", c.key, desc.Rank, asc.Rank)
+		}
+	}
+}

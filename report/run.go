@@ -404,7 +404,7 @@ func (r *runner) queryInfo() []QueryInfo {
 	out := []QueryInfo{}
 	for _, q := range r.queries {
 		eq := append([]string{}, q.Equal...)
-		out = append(out, QueryInfo{Query: q.String(), Equal: eq, Range: q.Range, Origin: origin})
+		out = append(out, QueryInfo{Query: q.String(), Equal: eq, Range: q.Range, NewestFirst: q.NewestFirst, Origin: origin})
 	}
 	return out
 }
