@@ -145,7 +145,7 @@ func TestDerivedDesignsLoseExactly(t *testing.T) {
 		if !ok {
 			t.Fatalf("no %s design: %+v", id, rep.Alternatives)
 		}
-		p, _, err := compileAlt(prog, m, a.edit.pk, false)
+		p, _, err := compileAlt(prog, m, a.edit.pk, false, a.edit.codes)
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
@@ -178,7 +178,7 @@ func TestSaltedMappingCountsTheSourceKey(t *testing.T) {
 		if a.IsMapping || a.Error != "" || len(a.Added) > 0 {
 			continue
 		}
-		p, _, err := compileAlt(prog, m, a.edit.pk, false)
+		p, _, err := compileAlt(prog, m, a.edit.pk, false, a.edit.codes)
 		if err != nil {
 			t.Fatal(err)
 		}

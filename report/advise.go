@@ -39,6 +39,10 @@ type altSpec struct {
 	add      []string // columns appended for uniqueness (the smallest key change)
 	// keepMapping: the mapping as it is but for the key (the mapping with the key change)
 	keepMapping bool
+	// rewrite: the mapping's key with a column rewritten one-to-one (long(), code()): it
+	// overwrites what the mapping overwrites
+	rewrite bool
+	dict    transform.Dict // a dictionary the key's code() reads, added to target.codes
 }
 
 // baseKey is a source-column order the advisor derives designs from: the source key, or the
@@ -326,21 +330,25 @@ func colMask(src pipeline.SourceSchema, cols []string) (uint64, bool) {
 // mappingEdit is how a design's mapping differs from the user's: what --write-mapping changes
 // in the file.
 type mappingEdit struct {
-	pk          string   // target.primary_key
-	dropColumns []string // target.columns entries removed
-	dropExclude []string // target.exclude entries removed
-	dropAll     bool     // every target.columns entry removed
-	keepRegions bool     // the mapping's regions: stay (else the analysed count)
+	pk          string         // target.primary_key
+	dropColumns []string       // target.columns entries removed
+	dropExclude []string       // target.exclude entries removed
+	dropAll     bool           // every target.columns entry removed
+	keepRegions bool           // the mapping's regions: stay (else the analysed count)
+	codes       transform.Dict // a dictionary added to target.codes ("" Name: none)
 }
 
 // compileAlt builds a derived design: the mapping with another primary key and no regions:
 // section. target.columns entries named like a source key column are dropped (so [channel] is the
 // source's channel, not code(channel)); if it still does not compile, every entry is dropped.
 // With keep, only the primary key changes (the mapping's own design with a column added).
-func compileAlt(prog *transform.Program, m *transform.Mapping, pk string, keep bool) (*transform.Program, mappingEdit, error) {
-	ed := mappingEdit{pk: pk, keepRegions: keep}
+func compileAlt(prog *transform.Program, m *transform.Mapping, pk string, keep bool, dict transform.Dict) (*transform.Program, mappingEdit, error) {
+	ed := mappingEdit{pk: pk, keepRegions: keep, codes: dict}
 	m2 := *m
 	m2.Target.PrimaryKey = pk
+	if dict.Name != "" {
+		m2.Target.Codes = append(slices.Clip(m.Target.Codes), dict)
+	}
 	if keep {
 		p, err := transform.Compile(&m2, prog.Source())
 		return p, ed, err
@@ -477,18 +485,7 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int) (altResu
 		}
 		i = j
 	}
-	var ks []string
-	for _, ke := range prog.KeyElements() {
-		s := ke.Expr
-		if ke.Expr != ke.Name && ke.Expr != quoteName(ke.Name) {
-			s += " AS " + ke.Name
-		}
-		if ke.Desc {
-			s += " DESC"
-		}
-		ks = append(ks, "["+s+"]")
-	}
-	res.PrimaryKey = strings.Join(ks, "")
+	res.PrimaryKey = keyText(prog.KeyElements(), -1, "")
 	return res, nil
 }
 
@@ -546,7 +543,7 @@ func (a *advisor) evaluate(recs []pipeline.Record, specs []altSpec, withMapping 
 			var ed mappingEdit
 			if i >= off {
 				s := specs[i-off]
-				if prog, ed, errs[i] = compileAlt(r.prog, r.cfg.Mapping, s.pk, s.keepMapping); errs[i] != nil {
+				if prog, ed, errs[i] = compileAlt(r.prog, r.cfg.Mapping, s.pk, s.keepMapping, s.dict); errs[i] != nil {
 					return
 				}
 			}
@@ -658,6 +655,8 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 			withReads(&res, res.prog)
 			res.RejectedRows = int64(math.Round(float64(res.Rejected) * scale))
 			switch mask, ok := colMask(r.prog.Source(), s.cols); {
+			case s.rewrite:
+				res.Overwritten, res.OverwrittenExact = ex.mapping.Rows, true // one-to-one: the mapping's collisions
 			case len(s.add) > 0:
 				res.Overwritten, res.OverwrittenExact = 0, true // the change separates every colliding row
 			case ok && ex.setsExact && a.setIndex(mask) >= 0 && s.salted:
@@ -758,7 +757,7 @@ func mappingTradeOff(r Reads, b string) string {
 // better orders designs: buildable first; then those that lose no rows; then those that serve
 // every declared query without a full-table scan; then by write spread (grade); then declared
 // queries that read rows they filter out, newest-first queries not served in key order, the
-// scans they take, the three standard reads; then the hot factor.
+// scans they take, the three standard reads; then the hot factor; then the key's length.
 func better(a, b *Alternative, n int) bool {
 	if (a.Error == "") != (b.Error == "") {
 		return a.Error == ""
@@ -790,7 +789,11 @@ func better(a, b *Alternative, n int) bool {
 	if ca, cb := readCost(a.Reads, a.Regions), readCost(b.Reads, b.Regions); ca != cb {
 		return ca < cb
 	}
-	return writeHotFactor(a) < writeHotFactor(b)
+	if ha, hb := writeHotFactor(a), writeHotFactor(b); ha != hb {
+		return ha < hb
+	}
+	// the same spread: the shorter key (the guide's long() and code())
+	return a.MeanKeyBytes < b.MeanKeyBytes
 }
 
 // incrementalFirst: the design's first column keeps rising (or falling) from row to row of the

@@ -187,3 +187,43 @@ func TestGuideNewestFirstQueryDesc(t *testing.T) {
 		}
 	}
 }
+
+// The guide's shorter keys as designs: a key column of numbers written as text gets the mapping's
+// design with long() ('2015122410' as Long(2015122410)), one with a few long names gets code()
+// with a dictionary of the observed values ('taobao' as 'tb'); both lose nothing, store shorter
+// keys, and rank above the same key with the text as it is.
+func TestGuideLongAndCodeDesigns(t *testing.T) {
+	rep := guideReport(t, withKey(t, "../mappings/channel_orders.yaml", "[channel][id][ts]"), guideTable(channelOrderRow), nil)
+	own := mappingAlt(rep)
+	want := map[string]string{
+		"long_id":      "[channel][long(id) AS id_long][ts]",
+		"code_channel": "[code(channel, channel_codes) AS channel_code][id][ts]",
+	}
+	for _, a := range rep.Alternatives {
+		pk, ok := want[a.ID]
+		if !ok {
+			continue
+		}
+		delete(want, a.ID)
+		if a.PrimaryKey != pk || a.Error != "" || a.LostRows != 0 || a.MeanKeyBytes >= own.MeanKeyBytes || a.Rank >= own.Rank {
+			t.Errorf("%s: %s (error %q), lost %d, key bytes %.1f (the mapping's %.1f), rank %d (the mapping's %d)", a.ID, a.PrimaryKey, a.Error, a.LostRows, a.MeanKeyBytes, own.MeanKeyBytes, a.Rank, own.Rank)
+		}
+		if a.ID == "code_channel" && fmt.Sprint(a.edit.codes) != "{channel_codes [[alipay 0] [jd 1] [taobao 2] [wechat 3]]}" {
+			t.Errorf("code_channel dictionary %v", a.edit.codes)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no design %v among %+v", want, rep.Alternatives)
+	}
+	// numbers with a leading zero would merge under long() ("007" and "7"): no long() design
+	rep = guideReport(t, withKey(t, "../mappings/channel_orders.yaml", "[channel][id][ts]"), guideTable(func(i int) []pipeline.Value {
+		r := channelOrderRow(i)
+		r[1] = pipeline.Text(fmt.Sprintf("%07d", i))
+		return r
+	}), nil)
+	for _, a := range rep.Alternatives {
+		if a.ID == "long_id" {
+			t.Errorf("long() proposed for ids with leading zeros: %s", a.PrimaryKey)
+		}
+	}
+}

@@ -108,7 +108,7 @@ type keyCol struct {
 	name    string
 	expr    string
 	sources []string
-	ident   string // the source column, when the key column is that column as it is
+	ident   string // the source column whose order the key column keeps (it as it is, an ordered code())
 	buckets int64  // > 0: the column takes the values 0..buckets-1
 	desc    bool   // declared DESC
 }
@@ -116,10 +116,11 @@ type keyCol struct {
 func keyShape(p *transform.Program) []keyCol {
 	srcs := p.KeySourceColumns()
 	buckets := p.KeyBuckets()
+	ordered := p.KeyOrderedSources()
 	var out []keyCol
 	for i, ke := range p.KeyElements() {
 		c := keyCol{name: ke.Name, expr: ke.Expr, sources: srcs[i], buckets: buckets[i], desc: ke.Desc}
-		if len(c.sources) == 1 && (ke.Expr == c.sources[0] || ke.Expr == quoteName(c.sources[0])) {
+		if len(c.sources) == 1 && ordered[i] == c.sources[0] {
 			c.ident = c.sources[0]
 		}
 		out = append(out, c)
