@@ -485,7 +485,7 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int) (altResu
 		}
 		i = j
 	}
-	res.PrimaryKey = keyText(prog.KeyElements(), -1, "")
+	res.PrimaryKey = keyText(prog.KeyElements())
 	return res, nil
 }
 

@@ -32,6 +32,24 @@ func rewriteSpecs(prog *transform.Program, m *transform.Mapping, recs []pipeline
 	}
 	elems := prog.KeyElements()
 	srcs := prog.KeySourceColumns()
+	texts, err := transform.KeyElementTexts(m.Target.PrimaryKey)
+	if err != nil || len(texts) != len(elems) {
+		return nil
+	}
+	// the key as the mapping writes it, element i replaced by expr
+	keyWith := func(i int, expr string) string {
+		s := ""
+		for k, t := range texts {
+			if k == i {
+				t = expr
+				if elems[i].Desc {
+					t += " DESC"
+				}
+			}
+			s += "[" + t + "]"
+		}
+		return s
+	}
 	dicts := map[string]bool{}
 	for _, d := range m.Target.Codes {
 		dicts[strings.ToLower(d.Name)] = true
@@ -65,12 +83,12 @@ func rewriteSpecs(prog *transform.Program, m *transform.Mapping, recs []pipeline
 		switch {
 		case numeric:
 			expr := "long(" + quoteName(col) + ") AS " + quoteName(freeName(col+"_long", taken))
-			out = append(out, altSpec{id: "long_" + ke.Name, name: "the mapping with long(" + col + ")", pk: keyText(elems, i, expr), keepMapping: true, rewrite: true,
+			out = append(out, altSpec{id: "long_" + ke.Name, name: "the mapping with long(" + col + ")", pk: keyWith(i, expr), keepMapping: true, rewrite: true,
 				tradeOff: fmt.Sprintf("The mapping's design with %s stored as a BIGINT: every value the subsample holds is an integer written as text, 8 bytes instead of up to %d, in numeric order (the guide: '2015122410' as Long(2015122410)). Clients look up %s by its number; a value that is not an integer is rejected.", col, maxLen(vals), col)})
 		case len(vals) <= codeMaxValues && bytes >= int64(codeMinBytes)*rows:
 			d := codeDict(freeName(col+"_codes", dicts), vals)
 			expr := "code(" + quoteName(col) + ", " + d.Name + ") AS " + quoteName(freeName(col+"_code", taken))
-			out = append(out, altSpec{id: "code_" + ke.Name, name: "the mapping with code(" + col + ")", pk: keyText(elems, i, expr), keepMapping: true, rewrite: true, dict: d,
+			out = append(out, altSpec{id: "code_" + ke.Name, name: "the mapping with code(" + col + ")", pk: keyWith(i, expr), keepMapping: true, rewrite: true, dict: d,
 				tradeOff: fmt.Sprintf("The mapping's design with the %d values of %s replaced by %d-character codes in the dictionary %s (the guide: 'taobao' as 'tb'); the codes keep the values' order. Clients look %s up by its code; a value missing from the dictionary follows on_missing_code (reject, the default, sends the row to the rejects file: add the value to target.codes before migrating).", len(vals), col, len(d.Entries[0][1]), d.Name, col)})
 		}
 	}
@@ -128,16 +146,13 @@ func codeDict(name string, vals []string) transform.Dict {
 	return d
 }
 
-// keyText writes the key elements as the mapping language reads them, element i as expr.
-func keyText(elems []transform.KeyElement, i int, expr string) string {
+// keyText writes the key elements as the mapping language reads them.
+func keyText(elems []transform.KeyElement) string {
 	var s string
-	for k, ke := range elems {
+	for _, ke := range elems {
 		e := ke.Expr
 		if ke.Expr != ke.Name && ke.Expr != quoteName(ke.Name) {
 			e += " AS " + quoteName(ke.Name)
-		}
-		if k == i {
-			e = expr
 		}
 		if ke.Desc {
 			e += " DESC"

@@ -82,3 +82,21 @@ func (d *dictionary) ordered() bool {
 	}
 	return true
 }
+
+// KeyElementTexts splits a primary_key string into the text of each element, between its
+// brackets, as written (vars and target.columns names unresolved): `rekey report` rewrites one
+// element of a mapping's key and keeps the others as the user wrote them.
+func KeyElementTexts(pk string) ([]string, error) {
+	elems, outer := parseKey(pk)
+	if outer != nil {
+		return nil, outer
+	}
+	out := make([]string, len(elems))
+	for i, e := range elems {
+		if e.err != nil {
+			return nil, e.err
+		}
+		out[i] = e.text
+	}
+	return out, nil
+}
