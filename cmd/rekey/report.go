@@ -63,8 +63,9 @@ every row to its pre-split region and writes no data files. It prints, worst fin
   hotspots      the input in arrival order cut into windows: the busiest region's share of each
                 window (a timestamp or auto-increment first column puts ~100% in one region)
   advisor       the same analysis for the source key, a hash prefix, a reversed first column, a
-                modulo bucket (integer or time first column), a salt, and the key each declared
-                query wants, with the rows each loses (counted exactly, as the uniqueness check
+                modulo bucket (integer or time first column), a salt, the key each declared
+                query wants, and the mapping's key with long(c) for a text key column of
+                integers or code(c, DICT) for one of few long values, with the rows each loses (counted exactly, as the uniqueness check
                 does), ranked by the queries the table must serve: declare them in the mapping's
                 queries: section or with --query ('device_id=, ts range': equality columns with
                 =, the range column with range, newest_first for the latest rows first, which
