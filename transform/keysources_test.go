@@ -37,7 +37,7 @@ target:
 func TestKeyOrderedSources(t *testing.T) {
 	for _, c := range []struct{ dict, missing, want string }{
 		{"{alipay: '0', jd: '1', taobao: '2'}", "reject", "[channel  ts]"},
-		{"{alipay: ap, jd: jd, taobao: tb}", "reject", "[  ts]"},  // tb < jd: not in order
+		{"{alipay: wx, jd: jd, taobao: tb}", "reject", "[  ts]"},  // wx > jd: not in order
 		{"{alipay: '0', jd: '1', taobao: '2'}", "keep", "[  ts]"}, // a kept value falls anywhere
 	} {
 		m, err := Decode([]byte(`
