@@ -185,6 +185,9 @@ func TestGuideNewestFirstQueryDesc(t *testing.T) {
 		if desc.Rank >= asc.Rank {
 			t.Errorf("%s: the DESC design ranks %d, the ascending one %d", c.key, desc.Rank, asc.Rank)
 		}
+		if got := planText(asc.Queries[0]); got != "1^" {
+			t.Errorf("%s: the ascending design's q1 cell %q, want 1^ (read oldest first)", c.key, got)
+		}
 	}
 }
 
