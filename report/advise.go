@@ -625,6 +625,13 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 		for _, base := range a.bases {
 			withAdd = append(withAdd, deriveSpecs(r.prog, m, base, ex.derived, a.n)...)
 		}
+		for _, s := range specs {
+			// the mapping's key rewritten: with the change, as the mapping_unique design
+			if s.rewrite && strings.Count(s.pk, "][")+1+len(ex.derived) <= transform.MaxKeyColumns {
+				s.pk, s.add = s.pk+bracketed(ex.derived), ex.derived
+				withAdd = append(withAdd, s)
+			}
+		}
 		res2, errs2 := a.evaluate(recs, withAdd, false)
 		// a design that would exceed the key column limit with the change keeps its plain form
 		byID := map[string]int{}
@@ -655,10 +662,10 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 			withReads(&res, res.prog)
 			res.RejectedRows = int64(math.Round(float64(res.Rejected) * scale))
 			switch mask, ok := colMask(r.prog.Source(), s.cols); {
-			case s.rewrite:
-				res.Overwritten, res.OverwrittenExact = ex.mapping.Rows, true // one-to-one: the mapping's collisions
 			case len(s.add) > 0:
 				res.Overwritten, res.OverwrittenExact = 0, true // the change separates every colliding row
+			case s.rewrite:
+				res.Overwritten, res.OverwrittenExact = ex.mapping.Rows, true // one-to-one: the mapping's collisions
 			case ok && ex.setsExact && a.setIndex(mask) >= 0 && s.salted:
 				res.Overwritten, res.OverwrittenExact = ex.sets.SaltRows[a.setIndex(mask)], true
 			case ok && ex.setsExact && a.setIndex(mask) >= 0:

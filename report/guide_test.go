@@ -229,4 +229,18 @@ func TestGuideLongAndCodeDesigns(t *testing.T) {
 			t.Errorf("long() proposed for ids with leading zeros: %s", a.PrimaryKey)
 		}
 	}
+	// a channel the subsample misses (a few rows of 200,000): a dictionary of the subsample's
+	// values would reject them, so no code()
+	rep = runReport(t, withKey(t, "../mappings/channel_orders.yaml", "[channel][id][ts]"), guideTable(func(i int) []pipeline.Value {
+		r := channelOrderRow(i)
+		if i%50_000 == 7 {
+			r[0] = pipeline.Text("unionpay")
+		}
+		return r
+	}), func(c *Config) { c.SubsampleMax = 1000 })
+	for _, a := range rep.Alternatives {
+		if a.ID == "code_channel" {
+			t.Errorf("code() proposed from a subsample without every channel: %s %v", a.PrimaryKey, a.edit.codes)
+		}
+	}
 }

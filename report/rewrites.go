@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,13 +22,16 @@ import (
 //	               them, sorted, to fixed-width base-36 codes, so the codes keep the values' order
 //	               and the same values always get the same codes
 //
-// A value the subsample did not hold is rejected when the table is migrated (long(): not an
-// integer; code(): on_missing_code, reject unless the mapping says keep), never merged.
+// The figures of every row analysed decide too: long() only when every value of the column was
+// such an integer, code() only when the column has no more distinct values than the subsample
+// holds (its dictionary then covers them). A value the run did not see is rejected when the table
+// is migrated (long(): not an integer; code(): on_missing_code, reject unless the mapping says
+// keep), never merged.
 
 // rewriteSpecs are the long() and code() designs for the mapping's key columns, from the values
-// the subsample holds.
-func rewriteSpecs(prog *transform.Program, m *transform.Mapping, recs []pipeline.Record) []altSpec {
-	if m == nil || len(recs) == 0 {
+// the subsample holds and the figures of every row analysed (all).
+func rewriteSpecs(prog *transform.Program, m *transform.Mapping, recs []pipeline.Record, all *acc) []altSpec {
+	if m == nil || len(recs) == 0 || all == nil {
 		return nil
 	}
 	elems := prog.KeyElements()
@@ -77,15 +81,26 @@ func rewriteSpecs(prog *transform.Program, m *transform.Mapping, recs []pipeline
 			continue
 		}
 		vals, numeric, bytes, rows := columnValues(recs, idx)
-		if len(vals) < 2 {
+		if len(vals) < 2 || i >= len(all.cols) {
 			continue
+		}
+		c := &all.cols[i]
+		numeric = numeric && c.text && c.numeric && c.n > 0
+		var distinct int64
+		switch {
+		case i == 0:
+			distinct, _ = all.distinct()
+		case c.hll != nil:
+			distinct = int64(c.hll.Estimate())
+		default:
+			distinct = math.MaxInt64 // not counted: no dictionary
 		}
 		switch {
 		case numeric:
 			expr := "long(" + quoteName(col) + ") AS " + quoteName(freeName(col+"_long", taken))
 			out = append(out, altSpec{id: "long_" + ke.Name, name: "the mapping with long(" + col + ")", pk: keyWith(i, expr), keepMapping: true, rewrite: true,
 				tradeOff: fmt.Sprintf("The mapping's design with %s stored as a BIGINT: every value the subsample holds is an integer written as text, 8 bytes instead of up to %d, in numeric order (the guide: '2015122410' as Long(2015122410)). Clients look up %s by its number; a value that is not an integer is rejected.", col, maxLen(vals), col)})
-		case len(vals) <= codeMaxValues && bytes >= int64(codeMinBytes)*rows:
+		case len(vals) <= codeMaxValues && distinct <= int64(len(vals)) && bytes >= int64(codeMinBytes)*rows:
 			d := codeDict(freeName(col+"_codes", dicts), vals)
 			expr := "code(" + quoteName(col) + ", " + d.Name + ") AS " + quoteName(freeName(col+"_code", taken))
 			out = append(out, altSpec{id: "code_" + ke.Name, name: "the mapping with code(" + col + ")", pk: keyWith(i, expr), keepMapping: true, rewrite: true, dict: d,

@@ -327,7 +327,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	done := make(chan struct{})
 	go func() {
 		if len(r.adv.specs) > 0 && len(tl.subsample) > 0 {
-			r.adv.specs = append(r.adv.specs, rewriteSpecs(r.prog, r.cfg.Mapping, tl.subsample)...)
+			r.adv.specs = append(r.adv.specs, rewriteSpecs(r.prog, r.cfg.Mapping, tl.subsample, total)...)
 			r.adv.results, r.adv.errs = r.adv.evaluate(tl.subsample, r.adv.specs, true)
 		}
 		close(done)
