@@ -40,7 +40,7 @@ func TestKeyOrderedSources(t *testing.T) {
 		{"{alipay: wx, jd: jd, taobao: tb}", "reject", "[  ts]"},  // wx > jd: not in order
 		{"{alipay: '0', jd: '1', taobao: '2'}", "keep", "[  ts]"}, // a kept value falls anywhere
 	} {
-		m, err := Decode([]byte(`
+		p := compileYAML(t, `
 version: 1
 source:
   columns: {channel: text, id: text, ts: timestamp}
@@ -50,20 +50,13 @@ target:
   codes:
     d: `+c.dict+`
   on_missing_code: `+c.missing+`
-`), "k.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := Compile(m, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+`)
 		if got := fmt.Sprint(p.KeyOrderedSources()); got != c.want {
 			t.Errorf("%s, %s: KeyOrderedSources = %q, want %q", c.dict, c.missing, got, c.want)
 		}
-		if got, err := KeyElementTexts(m.Target.PrimaryKey); err != nil || fmt.Sprintf("%q", got) != `["code(channel, d) AS c" "md5(id).substr(0,4) + id AS h" "ts DESC"]` {
-			t.Errorf("KeyElementTexts = %q, %v", got, err)
-		}
+	}
+	if got, err := KeyElementTexts("[code(channel, d) AS c][md5(id).substr(0,4) + id AS h][ts DESC]"); err != nil || fmt.Sprintf("%q", got) != `["code(channel, d) AS c" "md5(id).substr(0,4) + id AS h" "ts DESC"]` {
+		t.Errorf("KeyElementTexts = %q, %v", got, err)
 	}
 	if _, err := KeyElementTexts("[a][b"); err == nil {
 		t.Errorf("KeyElementTexts of an unclosed element: no error")
