@@ -145,7 +145,7 @@ func TestDerivedDesignsLoseExactly(t *testing.T) {
 		if !ok {
 			t.Fatalf("no %s design: %+v", id, rep.Alternatives)
 		}
-		p, _, err := compileAlt(prog, m, a.edit.pk, false)
+		p, _, err := compileAlt(prog, m, a.edit.pk, false, a.edit.codes)
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
@@ -178,7 +178,7 @@ func TestSaltedMappingCountsTheSourceKey(t *testing.T) {
 		if a.IsMapping || a.Error != "" || len(a.Added) > 0 {
 			continue
 		}
-		p, _, err := compileAlt(prog, m, a.edit.pk, false)
+		p, _, err := compileAlt(prog, m, a.edit.pk, false, a.edit.codes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -447,10 +447,11 @@ func TestPlanQuery(t *testing.T) {
 
 func TestParseQuery(t *testing.T) {
 	for in, want := range map[string]string{
-		"device_id=, ts range":         "device_id = ? and ts range",
-		"device_id=?,ts range":         "device_id = ? and ts range",
-		" a = , b=? , log-event range": "a = ? and b = ? and log-event range",
-		"ts range":                     "ts range",
+		"device_id=, ts range":          "device_id = ? and ts range",
+		"device_id=?,ts range":          "device_id = ? and ts range",
+		" a = , b=? , log-event range":  "a = ? and b = ? and log-event range",
+		"ts range":                      "ts range",
+		"host=, ts range, newest_first": "host = ? and ts range, newest first",
 	} {
 		q, err := ParseQuery(in)
 		if err != nil || q.String() != want {
@@ -458,12 +459,13 @@ func TestParseQuery(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"device_id":        "is neither COLUMN= nor COLUMN range",
+		"device_id":        "is neither COLUMN=, COLUMN range nor newest_first",
 		"a range, b range": "more than one range column",
 		"a=, a=":           `column "a" is listed twice`,
 		"":                 "names no column",
 		"ts range, ts=":    "both in equal and the range",
 		"device id=":       "is not a column name",
+		"a=, newest_first": "order: newest_first needs a range column",
 	} {
 		if _, err := ParseQuery(in); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "e.g. --query 'device_id=, ts range'") {
 			t.Errorf("ParseQuery(%q): %v, want ...%s...", in, err, want)

@@ -39,6 +39,10 @@ type altSpec struct {
 	add      []string // columns appended for uniqueness (the smallest key change)
 	// keepMapping: the mapping as it is but for the key (the mapping with the key change)
 	keepMapping bool
+	// rewrite: the mapping's key with a column rewritten one-to-one (long(), code()): it
+	// overwrites what the mapping overwrites
+	rewrite bool
+	dict    transform.Dict // a dictionary the key's code() reads, added to target.codes
 }
 
 // baseKey is a source-column order the advisor derives designs from: the source key, or the
@@ -47,6 +51,9 @@ type baseKey struct {
 	prefix string // id prefix: "" for the source key, "query_order_" ...
 	label  string // name prefix for humans
 	cols   []string
+	// newest: a column a declared newest-first query reads right after the columns it fixes,
+	// so the key can store it DESC (the guide's [hostname][log-event][timestamp DESC]); "" for none
+	newest string
 }
 
 // maxQueryBases bounds the query-ordered keys derived (one per declared query, distinct).
@@ -175,7 +182,43 @@ func baseKeys(prog *transform.Program, queries []transform.Query) []baseKey {
 		}
 		out = append(out, baseKey{prefix: prefix, label: label, cols: order})
 	}
+	for i := range out {
+		for _, q := range queries {
+			if q.NewestFirst && readsInOrder(out[i].cols, q) {
+				out[i].newest = q.Range
+				break
+			}
+		}
+	}
 	return out
+}
+
+// readsInOrder: the key columns cols start with the query's equality columns (in any order),
+// then its range column: a scan returns the rows in the range column's order.
+func readsInOrder(cols []string, q transform.Query) bool {
+	n := len(q.Equal)
+	if q.Range == "" || len(cols) <= n || cols[n] != q.Range {
+		return false
+	}
+	for _, c := range cols[:n] {
+		if !slices.Contains(q.Equal, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// bracketedDesc writes key columns as bracketed, the column desc declared DESC.
+func bracketedDesc(cols []string, desc string) string {
+	s := ""
+	for _, c := range cols {
+		if c == desc {
+			s += "[" + quoteName(c) + " DESC]"
+		} else {
+			s += "[" + quoteName(c) + "]"
+		}
+	}
+	return s
 }
 
 // deriveSpecs are the designs derived from one base key [B][R...] (plus add, appended), over n
@@ -236,6 +279,11 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, ad
 		{id: id("reverse"), name: name("reversed first column"), pk: "[reverse(" + bq + ") AS " + freeName("rk_rev", taken) + "]" + rest,
 			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (the client reverses the value). Ranges of %s are lost (a scan of every region); it spreads only when the end of %s varies fastest (sequence numbers, ids).", b, b, b)},
 	}
+	if base.newest != "" {
+		// the guide's DESC for a newest-first query: a SCAN returns the latest rows first
+		specs = append(specs, altSpec{id: id("newest_first"), name: name("newest first (" + base.newest + " DESC)"), pk: bracketedDesc(key, base.newest) + bracketed(add),
+			tradeOff: fmt.Sprintf("As the source key, with %s stored DESC: a SCAN returns the newest rows first, without reading backwards or sorting (the guide's [hostname][log-event][timestamp DESC]). An oldest-first read of %s becomes the backwards one.", base.newest, base.newest)})
+	}
 	if len(key) > 1 {
 		// the guide's hash(id) + id on the column after the first: an id that rises within each
 		// value of the first column no longer writes at the end of the value's range
@@ -255,6 +303,10 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, ad
 		}
 		specs = append(specs, altSpec{id: id("bucket"), name: name("modulo bucket"), pk: "[" + bk.expr + " AS " + freeName("rk_bucket", taken) + "][" + bq + "]" + rest,
 			tradeOff: bk.why + tradeOff})
+		if base.newest == b {
+			specs = append(specs, altSpec{id: id("bucket_newest_first"), name: name("modulo bucket, " + b + " DESC"), pk: "[" + bk.expr + " AS " + freeName("rk_bucket", taken) + "][" + bq + " DESC]" + rest,
+				tradeOff: bk.why + strings.Replace(tradeOff, "merged by the client.", fmt.Sprintf("each newest first (%s DESC), merged by the client.", b), 1)})
+		}
 	}
 	specs = append(specs, altSpec{id: id("salt"), name: name("salt"), pk: "[random(" + ns + ") AS " + freeName("rk_salt", taken) + "][" + bq + "]" + rest, salted: true,
 		tradeOff: fmt.Sprintf("Writes spread evenly whatever %s looks like, but the salt cannot be computed from the key: a GET becomes %d lookups, a SCAN of one %s or of a range %d scans.", b, n, b, n)})
@@ -286,21 +338,25 @@ func colMask(src pipeline.SourceSchema, cols []string) (uint64, bool) {
 // mappingEdit is how a design's mapping differs from the user's: what --write-mapping changes
 // in the file.
 type mappingEdit struct {
-	pk          string   // target.primary_key
-	dropColumns []string // target.columns entries removed
-	dropExclude []string // target.exclude entries removed
-	dropAll     bool     // every target.columns entry removed
-	keepRegions bool     // the mapping's regions: stay (else the analysed count)
+	pk          string         // target.primary_key
+	dropColumns []string       // target.columns entries removed
+	dropExclude []string       // target.exclude entries removed
+	dropAll     bool           // every target.columns entry removed
+	keepRegions bool           // the mapping's regions: stay (else the analysed count)
+	codes       transform.Dict // a dictionary added to target.codes ("" Name: none)
 }
 
 // compileAlt builds a derived design: the mapping with another primary key and no regions:
 // section. target.columns entries named like a source key column are dropped (so [channel] is the
 // source's channel, not code(channel)); if it still does not compile, every entry is dropped.
 // With keep, only the primary key changes (the mapping's own design with a column added).
-func compileAlt(prog *transform.Program, m *transform.Mapping, pk string, keep bool) (*transform.Program, mappingEdit, error) {
-	ed := mappingEdit{pk: pk, keepRegions: keep}
+func compileAlt(prog *transform.Program, m *transform.Mapping, pk string, keep bool, dict transform.Dict) (*transform.Program, mappingEdit, error) {
+	ed := mappingEdit{pk: pk, keepRegions: keep, codes: dict}
 	m2 := *m
 	m2.Target.PrimaryKey = pk
+	if dict.Name != "" {
+		m2.Target.Codes = append(slices.Clip(m.Target.Codes), dict)
+	}
 	if keep {
 		p, err := transform.Compile(&m2, prog.Source())
 		return p, ed, err
@@ -369,6 +425,9 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int, wo []int
 	desc := make([]bool, d.keyLen)
 	for i, ke := range prog.KeyElements() {
 		types[i], desc[i] = ke.Type, ke.Desc
+		if ke.Desc {
+			ident = mix64(ident, uint64(i)+0xde5c) // the same values stored DESC are another design
+		}
 	}
 	keys := make([][]pipeline.Value, 0, len(recs))
 	var firsts []pipeline.Value // the first key column of the accepted rows with a write order
@@ -442,18 +501,7 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int, wo []int
 		}
 		i = j
 	}
-	var ks []string
-	for _, ke := range prog.KeyElements() {
-		s := ke.Expr
-		if ke.Expr != ke.Name && ke.Expr != quoteName(ke.Name) {
-			s += " AS " + ke.Name
-		}
-		if ke.Desc {
-			s += " DESC"
-		}
-		ks = append(ks, "["+s+"]")
-	}
-	res.PrimaryKey = strings.Join(ks, "")
+	res.PrimaryKey = keyText(prog.KeyElements())
 	return res, nil
 }
 
@@ -516,7 +564,7 @@ func (a *advisor) evaluate(recs []pipeline.Record, specs []altSpec, withMapping 
 			var ed mappingEdit
 			if i >= off {
 				s := specs[i-off]
-				if prog, ed, errs[i] = compileAlt(r.prog, r.cfg.Mapping, s.pk, s.keepMapping); errs[i] != nil {
+				if prog, ed, errs[i] = compileAlt(r.prog, r.cfg.Mapping, s.pk, s.keepMapping, s.dict); errs[i] != nil {
 					return
 				}
 			}
@@ -598,6 +646,13 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 		for _, base := range a.bases {
 			withAdd = append(withAdd, deriveSpecs(r.prog, m, base, ex.derived, a.n, a.buckets)...)
 		}
+		for _, s := range specs {
+			// the mapping's key rewritten: with the change, as the mapping_unique design
+			if s.rewrite && strings.Count(s.pk, "][")+1+len(ex.derived) <= transform.MaxKeyColumns {
+				s.pk, s.add = s.pk+bracketed(ex.derived), ex.derived
+				withAdd = append(withAdd, s)
+			}
+		}
 		res2, errs2 := a.evaluate(recs, withAdd, false)
 		// a design that would exceed the key column limit with the change keeps its plain form
 		byID := map[string]int{}
@@ -630,6 +685,8 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 			switch mask, ok := colMask(r.prog.Source(), s.cols); {
 			case len(s.add) > 0:
 				res.Overwritten, res.OverwrittenExact = 0, true // the change separates every colliding row
+			case s.rewrite:
+				res.Overwritten, res.OverwrittenExact = ex.mapping.Rows, true // one-to-one: the mapping's collisions
 			case ok && ex.setsExact && a.setIndex(mask) >= 0 && s.salted:
 				res.Overwritten, res.OverwrittenExact = ex.sets.SaltRows[a.setIndex(mask)], true
 			case ok && ex.setsExact && a.setIndex(mask) >= 0:
@@ -727,8 +784,8 @@ func mappingTradeOff(r Reads, b string) string {
 
 // better orders designs: buildable first; then those that lose no rows; then those that serve
 // every declared query without a full-table scan; then by write spread (grade); then declared
-// queries that read rows they filter out, the scans they take, the three standard reads; then
-// the hot factor.
+// queries that read rows they filter out, newest-first queries not served in key order, the
+// scans they take, the three standard reads; then the hot factor; then the key's length.
 func better(a, b *Alternative, n int) bool {
 	if (a.Error == "") != (b.Error == "") {
 		return a.Error == ""
@@ -740,8 +797,8 @@ func better(a, b *Alternative, n int) bool {
 	if ia, ib := incrementalFirst(a), incrementalFirst(b); ia != ib {
 		return !ia
 	}
-	fa, oa, sa := queryCost(a.Queries, n)
-	fb, ob, sb := queryCost(b.Queries, n)
+	fa, oa, ua, sa := queryCost(a.Queries, n)
+	fb, ob, ub, sb := queryCost(b.Queries, n)
 	if fa != fb {
 		return fa < fb
 	}
@@ -751,13 +808,20 @@ func better(a, b *Alternative, n int) bool {
 	if oa != ob {
 		return oa < ob
 	}
+	if ua != ub {
+		return ua < ub
+	}
 	if sa != sb {
 		return sa < sb
 	}
 	if ca, cb := readCost(a.Reads, a.Regions), readCost(b.Reads, b.Regions); ca != cb {
 		return ca < cb
 	}
-	return writeHotFactor(a) < writeHotFactor(b)
+	if ha, hb := writeHotFactor(a), writeHotFactor(b); ha != hb {
+		return ha < hb
+	}
+	// the same spread: the shorter key (the guide's long() and code())
+	return a.MeanKeyBytes < b.MeanKeyBytes
 }
 
 // incrementalFirst: the design's first column is incremental in write order: every new row

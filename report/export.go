@@ -102,6 +102,19 @@ func editMapping(data []byte, a Alternative, rep *Report) ([]byte, error) {
 			removeField(target, "columns")
 		}
 	}
+	if d := ed.codes; d.Name != "" {
+		// the dictionary the design's code() reads, with the mapping's own
+		codes := field(target, "codes")
+		if codes == nil || codes.Kind != yaml.MappingNode {
+			codes = &yaml.Node{Kind: yaml.MappingNode}
+			setField(target, "codes", codes)
+		}
+		dict := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		for _, e := range d.Entries {
+			dict.Content = append(dict.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: e[0]}, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: e[1]})
+		}
+		setField(codes, d.Name, dict)
+	}
 	if ex := field(target, "exclude"); ex != nil && ex.Kind == yaml.SequenceNode && len(ed.dropExclude) > 0 {
 		drop := map[string]bool{}
 		for _, x := range ed.dropExclude {
@@ -141,6 +154,10 @@ func editMapping(data []byte, a Alternative, rep *Report) ([]byte, error) {
 			if q.Range != "" {
 				e.Content = append(e.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "range"},
 					&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: q.Range})
+			}
+			if q.NewestFirst {
+				e.Content = append(e.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "order"},
+					&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "newest_first"})
 			}
 			seq.Content = append(seq.Content, e)
 		}

@@ -217,3 +217,94 @@ target:
 		t.Errorf("seq's figures: rank correlation %.2f, rises in prefix %.2f", ko.RankCorrelation, ko.RisesInPrefix)
 	}
 }
+
+// The guide's "most recent records of a metric" query, [hostname][log-event][timestamp DESC]: a
+// declared newest-first query gets the DESC design, which ranks above the same key stored
+// ascending, and the ascending key's plan says the rows come back oldest first.
+func TestGuideNewestFirstQueryDesc(t *testing.T) {
+	latest := []transform.Query{{Equal: []string{"hostname", "log-event"}, Range: "ts", NewestFirst: true}}
+	for _, c := range []struct{ key, asc, desc string }{
+		{"[hostname][log-event][ts]", "mapping", "newest_first"},
+		{"", "query_order", "query_order_newest_first"}, // the guide's logs table, bucketed by time
+	} {
+		rep := guideReport(t, withKey(t, "../mappings/logs.yaml", c.key), guideTable(logRow), latest)
+		var asc, desc *Alternative
+		for i, a := range rep.Alternatives {
+			switch {
+			case a.ID == c.desc:
+				desc = &rep.Alternatives[i]
+			case a.ID == c.asc || c.asc == "mapping" && a.IsMapping:
+				asc = &rep.Alternatives[i]
+			}
+		}
+		if asc == nil || desc == nil {
+			t.Fatalf("%s: no %s or %s among %+v", c.key, c.asc, c.desc, rep.Alternatives)
+		}
+		if desc.PrimaryKey != "[hostname][log-event][ts DESC]" || desc.Queries[0].Unordered || !strings.Contains(desc.Queries[0].Note, "newest first in key order (ts DESC)") {
+			t.Errorf("%s: the DESC design %s: %+v", c.key, desc.PrimaryKey, desc.Queries)
+		}
+		if !asc.Queries[0].Unordered || !strings.Contains(asc.Queries[0].Note, "declare [ts DESC]") {
+			t.Errorf("%s: the ascending design %s: %+v", c.key, asc.PrimaryKey, asc.Queries)
+		}
+		if desc.Rank >= asc.Rank {
+			t.Errorf("%s: the DESC design ranks %d, the ascending one %d", c.key, desc.Rank, asc.Rank)
+		}
+		if got := planText(asc.Queries[0]); got != "1^" {
+			t.Errorf("%s: the ascending design's q1 cell %q, want 1^ (read oldest first)", c.key, got)
+		}
+	}
+}
+
+// The guide's shorter keys as designs: a key column of numbers written as text gets the mapping's
+// design with long() ('2015122410' as Long(2015122410)), one with a few long names gets code()
+// with a dictionary of the observed values ('taobao' as 'tb'); both lose nothing, store shorter
+// keys, and rank above the same key with the text as it is.
+func TestGuideLongAndCodeDesigns(t *testing.T) {
+	rep := guideReport(t, withKey(t, "../mappings/channel_orders.yaml", "[channel][id][ts]"), guideTable(channelOrderRow), nil)
+	own := mappingAlt(rep)
+	want := map[string]string{
+		"long_id":      "[channel][long(id) AS id_long][ts]",
+		"code_channel": "[code(channel, channel_codes) AS channel_code][id][ts]",
+	}
+	for _, a := range rep.Alternatives {
+		pk, ok := want[a.ID]
+		if !ok {
+			continue
+		}
+		delete(want, a.ID)
+		if a.PrimaryKey != pk || a.Error != "" || a.LostRows != 0 || a.MeanKeyBytes >= own.MeanKeyBytes || a.Rank >= own.Rank {
+			t.Errorf("%s: %s (error %q), lost %d, key bytes %.1f (the mapping's %.1f), rank %d (the mapping's %d)", a.ID, a.PrimaryKey, a.Error, a.LostRows, a.MeanKeyBytes, own.MeanKeyBytes, a.Rank, own.Rank)
+		}
+		if a.ID == "code_channel" && fmt.Sprint(a.edit.codes) != "{channel_codes [[alipay 0] [jd 1] [taobao 2] [wechat 3]]}" {
+			t.Errorf("code_channel dictionary %v", a.edit.codes)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no design %v among %+v", want, rep.Alternatives)
+	}
+	// numbers with a leading zero would merge under long() ("007" and "7"): no long() design
+	rep = guideReport(t, withKey(t, "../mappings/channel_orders.yaml", "[channel][id][ts]"), guideTable(func(i int) []pipeline.Value {
+		r := channelOrderRow(i)
+		r[1] = pipeline.Text(fmt.Sprintf("%07d", i))
+		return r
+	}), nil)
+	for _, a := range rep.Alternatives {
+		if a.ID == "long_id" {
+			t.Errorf("long() proposed for ids with leading zeros: %s", a.PrimaryKey)
+		}
+	}
+	// a channel the subsample misses (a few rows of 200,000): a dictionary of the subsample's
+	// values would reject them, so no code()
+	rep = runReport(t, withKey(t, "../mappings/channel_orders.yaml", "[channel][id][ts]"), guideTable(func(i int) []pipeline.Value {
+		r := channelOrderRow(i)
+		if i%50_000 == 7 {
+			r[0] = pipeline.Text("unionpay")
+		}
+		return r
+	}), func(c *Config) { c.SubsampleMax = 1000 })
+	for _, a := range rep.Alternatives {
+		if a.ID == "code_channel" {
+			t.Errorf("code() proposed from a subsample without every channel: %s %v", a.PrimaryKey, a.edit.codes)
+		}
+	}
+}

@@ -18,9 +18,11 @@ import (
 // values (a modulo bucket, a salt) can be enumerated by the client: one scan per value.
 
 // ParseQuery reads --query: terms separated by commas, `COLUMN=` (or `COLUMN=?`) for a column
-// looked up by equality, `COLUMN range` for the column looked up by a range:
+// looked up by equality, `COLUMN range` for the column looked up by a range, and newest_first
+// when the query reads the range from its highest value down:
 //
 //	--query 'device_id=, ts range'
+//	--query 'device_id=, ts range, newest_first'
 func ParseQuery(s string) (transform.Query, error) {
 	var q transform.Query
 	bad := func(term, why string) (transform.Query, error) {
@@ -32,6 +34,8 @@ func ParseQuery(s string) (transform.Query, error) {
 			continue
 		}
 		switch {
+		case t == "newest_first":
+			q.NewestFirst = true
 		case strings.HasSuffix(t, "=?") || strings.HasSuffix(t, "="):
 			name := strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(t, "?"), "="))
 			if name == "" || strings.ContainsAny(name, " =") {
@@ -48,7 +52,7 @@ func ParseQuery(s string) (transform.Query, error) {
 			}
 			q.Range = name
 		default:
-			return bad(quoteName(t), "is neither COLUMN= nor COLUMN range")
+			return bad(quoteName(t), "is neither COLUMN=, COLUMN range nor newest_first")
 		}
 	}
 	if msgs := transform.CheckQuery(q); len(msgs) > 0 {
@@ -72,10 +76,12 @@ func CheckQueries(qs []transform.Query, src pipeline.SourceSchema) error {
 
 // QueryInfo is a declared query.
 type QueryInfo struct {
-	Query  string   `json:"query"`  // "device_id = ? and ts range"
-	Equal  []string `json:"equal"`  // source columns compared with =
-	Range  string   `json:"range"`  // the source column compared with a range, "" for none
-	Origin string   `json:"origin"` // mapping (its queries: section) or --query
+	Query string   `json:"query"` // "device_id = ? and ts range"
+	Equal []string `json:"equal"` // source columns compared with =
+	Range string   `json:"range"` // the source column compared with a range, "" for none
+	// NewestFirst: the query reads the range from its highest value down (order: newest_first)
+	NewestFirst bool   `json:"newest_first"`
+	Origin      string `json:"origin"` // mapping (its queries: section) or --query
 }
 
 // QueryPlan is how one key design serves one declared query.
@@ -90,7 +96,11 @@ type QueryPlan struct {
 	// Filtered lists the query's columns that Lindorm checks row by row instead of seeking on:
 	// the scan reads rows the query does not want.
 	Filtered []string `json:"filtered"`
-	Note     string   `json:"note"`
+	// Unordered: the query reads newest first, but the key does not store its range column DESC
+	// right where the scan seeks: Lindorm returns the rows oldest first, to be read backwards or
+	// sorted by the client.
+	Unordered bool   `json:"unordered"`
+	Note      string `json:"note"`
 }
 
 // keyCol is what the planner needs of one key column.
@@ -98,17 +108,19 @@ type keyCol struct {
 	name    string
 	expr    string
 	sources []string
-	ident   string // the source column, when the key column is that column as it is
+	ident   string // the source column whose order the key column keeps (it as it is, an ordered code())
 	buckets int64  // > 0: the column takes the values 0..buckets-1
+	desc    bool   // declared DESC
 }
 
 func keyShape(p *transform.Program) []keyCol {
 	srcs := p.KeySourceColumns()
 	buckets := p.KeyBuckets()
+	ordered := p.KeyOrderedSources()
 	var out []keyCol
 	for i, ke := range p.KeyElements() {
-		c := keyCol{name: ke.Name, expr: ke.Expr, sources: srcs[i], buckets: buckets[i]}
-		if len(c.sources) == 1 && (ke.Expr == c.sources[0] || ke.Expr == quoteName(c.sources[0])) {
+		c := keyCol{name: ke.Name, expr: ke.Expr, sources: srcs[i], buckets: buckets[i], desc: ke.Desc}
+		if len(c.sources) == 1 && ordered[i] == c.sources[0] {
 			c.ident = c.sources[0]
 		}
 		out = append(out, c)
@@ -144,7 +156,7 @@ func planQuery(key []keyCol, q transform.Query) QueryPlan {
 	var usefulEnum, prefix []string
 	fixed := 0
 	stop := -1
-	rangeAt := false
+	rangeAt, rangeDesc := false, false
 	for i, c := range key {
 		all := len(c.sources) > 0 || c.buckets == 0 // a constant is fixed; random(n) is not
 		for _, s := range c.sources {
@@ -167,7 +179,7 @@ func planQuery(key []keyCol, q transform.Query) QueryPlan {
 		stop = i
 		if q.Range != "" && c.ident == q.Range {
 			used[q.Range] = true
-			rangeAt = true
+			rangeAt, rangeDesc = true, c.desc
 			useful, usefulFan, usefulEnum = i, fan, append([]string(nil), enum...)
 		}
 		break
@@ -216,6 +228,9 @@ func planQuery(key []keyCol, q transform.Query) QueryPlan {
 			p.Note += fmt.Sprintf(": the range column %s stands before %s in the key, so the scan reads the whole %s range for every value of %s and filters %s (put %s first to make it a key range)",
 				q.Range, listText(after), q.Range, listText(after), listText(after), listText(after))
 		}
+		if q.NewestFirst && rangeDesc {
+			p.Note += fmt.Sprintf(", newest first in key order (%s DESC)", q.Range)
+		}
 	case useful < 0:
 		p.Access, p.Scans = "full_scan", -1
 		c := key[max(stop, 0)]
@@ -244,6 +259,10 @@ func planQuery(key []keyCol, q transform.Query) QueryPlan {
 			}
 		}
 	}
+	if q.NewestFirst && !(rangeAt && rangeDesc) {
+		p.Unordered = true
+		p.Note += fmt.Sprintf("; newest first: the key does not store %s DESC where the scan seeks, so the rows come back oldest first, to be read backwards or sorted by the client (the guide: declare [%s DESC] after the columns the query fixes)", q.Range, q.Range)
+	}
 	return p
 }
 
@@ -260,9 +279,13 @@ func enumAll(key []keyCol, stop int) []string {
 }
 
 // queryCost condenses a design's plans for ranking: queries that scan the whole table, queries
-// that read rows they filter out, and the scans (a full scan counting as n).
-func queryCost(plans []QueryPlan, n int) (full, overread int, scans int64) {
+// that read rows they filter out, newest-first queries the key does not serve in its order, and
+// the scans (a full scan counting as n).
+func queryCost(plans []QueryPlan, n int) (full, overread, unordered int, scans int64) {
 	for _, p := range plans {
+		if p.Unordered {
+			unordered++
+		}
 		switch {
 		case p.Access == "full_scan":
 			full++

@@ -331,6 +331,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	go func() {
 		if len(r.adv.specs) > 0 && len(tl.subsample) > 0 {
 			r.adv.spreadBuckets(tl.subsample)
+			r.adv.specs = append(r.adv.specs, rewriteSpecs(r.prog, r.cfg.Mapping, tl.subsample, total)...)
 			r.adv.results, r.adv.errs = r.adv.evaluate(tl.subsample, r.adv.specs, true)
 		}
 		close(done)
@@ -407,7 +408,7 @@ func (r *runner) queryInfo() []QueryInfo {
 	out := []QueryInfo{}
 	for _, q := range r.queries {
 		eq := append([]string{}, q.Equal...)
-		out = append(out, QueryInfo{Query: q.String(), Equal: eq, Range: q.Range, Origin: origin})
+		out = append(out, QueryInfo{Query: q.String(), Equal: eq, Range: q.Range, NewestFirst: q.NewestFirst, Origin: origin})
 	}
 	return out
 }

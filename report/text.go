@@ -395,7 +395,7 @@ func (p *printer) alternatives(rep *Report) {
 	a0 := rep.Alternatives[0]
 	by := "(regions read by GET / one-value SCAN / range SCAN)"
 	if len(rep.Queries) > 0 {
-		by = "ranked by the declared queries (scans per query; all = every region, + = reads rows it filters out)"
+		by = "ranked by the declared queries (scans per query; all = every region, + = reads rows it filters out, ^ = a newest-first query read oldest first)"
 	}
 	p.section("ADVISOR", fmt.Sprintf("key designs derived from the mapping, on a %s-row subsample, %d regions each %s",
 		count(a0.Rows+a0.Rejected), a0.Regions, by))
@@ -463,7 +463,8 @@ func (p *printer) alternatives(rep *Report) {
 	}
 }
 
-// planText is a query plan in one cell: scans, "all" for a full scan, + when it filters rows.
+// planText is a query plan in one cell: scans, "all" for a full scan, + when it filters rows,
+// ^ when a newest-first query gets its rows oldest first.
 func planText(q QueryPlan) string {
 	s := readText(int(min(q.Scans, 1<<30)))
 	if q.Access == "full_scan" {
@@ -471,6 +472,9 @@ func planText(q QueryPlan) string {
 	}
 	if q.Access == "scan" && len(q.Filtered) > 0 {
 		s += "+"
+	}
+	if q.Unordered {
+		s += "^"
 	}
 	return s
 }

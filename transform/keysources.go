@@ -53,3 +53,50 @@ func (p *Program) KeyBuckets() []int64 {
 	}
 	return out
 }
+
+// KeyOrderedSources lists, for each primary-key column in key order, the source column whose
+// order the key column keeps, so that a range of that column is a range of the key column: the
+// column as it is, or code(column, dict) through a dictionary whose codes sort as its values do
+// and with on_missing_code: reject (a kept value would fall anywhere). "" for any other column.
+func (p *Program) KeyOrderedSources() []string {
+	out := make([]string, p.target.KeyLen)
+	for i, col := range p.cols[:p.target.KeyLen] {
+		switch e := col.expr; {
+		case e == nil && col.src >= 0 && col.src < len(p.source):
+			out[i] = p.source[col.src].Name
+		case e != nil && e.op == opSrc:
+			out[i] = p.source[e.idx].Name
+		case e != nil && e.op == opCode && e.args[0].op == opSrc && !p.keepMissing && e.dict.ordered():
+			out[i] = p.source[e.args[0].idx].Name
+		}
+	}
+	return out
+}
+
+// ordered: the codes rise strictly with the values (keys are sorted).
+func (d *dictionary) ordered() bool {
+	for i := 1; i < len(d.vals); i++ {
+		if d.vals[i-1] >= d.vals[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// KeyElementTexts splits a primary_key string into the text of each element, between its
+// brackets, as written (vars and target.columns names unresolved): `rekey report` rewrites one
+// element of a mapping's key and keeps the others as the user wrote them.
+func KeyElementTexts(pk string) ([]string, error) {
+	elems, outer := parseKey(pk)
+	if outer != nil {
+		return nil, outer
+	}
+	out := make([]string, len(elems))
+	for i, e := range elems {
+		if e.err != nil {
+			return nil, e.err
+		}
+		out[i] = e.text
+	}
+	return out, nil
+}

@@ -31,3 +31,34 @@ target:
 		t.Errorf("KeySourceColumns = %s, want %s", got, want)
 	}
 }
+
+// A range of a source column is a range of the key column that keeps its order: the column as
+// it is, or code() through a dictionary whose codes sort as its values and that rejects misses.
+func TestKeyOrderedSources(t *testing.T) {
+	for _, c := range []struct{ dict, missing, want string }{
+		{"{alipay: '0', jd: '1', taobao: '2'}", "reject", "[channel  ts]"},
+		{"{alipay: wx, jd: jd, taobao: tb}", "reject", "[  ts]"},  // wx > jd: not in order
+		{"{alipay: '0', jd: '1', taobao: '2'}", "keep", "[  ts]"}, // a kept value falls anywhere
+	} {
+		p := compileYAML(t, `
+version: 1
+source:
+  columns: {channel: text, id: text, ts: timestamp}
+target:
+  table: t
+  primary_key: "[code(channel, d) AS c][md5(id).substr(0,4) + id AS h][ts DESC]"
+  codes:
+    d: `+c.dict+`
+  on_missing_code: `+c.missing+`
+`)
+		if got := fmt.Sprint(p.KeyOrderedSources()); got != c.want {
+			t.Errorf("%s, %s: KeyOrderedSources = %q, want %q", c.dict, c.missing, got, c.want)
+		}
+	}
+	if got, err := KeyElementTexts("[code(channel, d) AS c][md5(id).substr(0,4) + id AS h][ts DESC]"); err != nil || fmt.Sprintf("%q", got) != `["code(channel, d) AS c" "md5(id).substr(0,4) + id AS h" "ts DESC"]` {
+		t.Errorf("KeyElementTexts = %q, %v", got, err)
+	}
+	if _, err := KeyElementTexts("[a][b"); err == nil {
+		t.Errorf("KeyElementTexts of an unclosed element: no error")
+	}
+}

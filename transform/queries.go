@@ -13,13 +13,21 @@ import (
 //
 //	queries:
 //	  - {equal: [device_id], range: ts}
+//	  - {equal: [device_id], range: ts, order: newest_first}
 //	  - equal: [device_id, ts]
+//
+// order: newest_first says the query reads its range from the highest value down (the latest
+// events of a device first); the guide stores such a column DESC in the key so that a SCAN
+// returns them without sorting. oldest_first, the default, is the key's ascending order.
 //
 // They change nothing a migration writes (not part of the fingerprint); `rekey report` ranks key
 // designs by how they serve them.
 type Query struct {
 	Equal []string // source columns compared with =, in the order given
 	Range string   // the source column compared with a range; "" for none
+	// NewestFirst: the query reads the range column from its highest value down (order:
+	// newest_first), the guide's ORDER BY ... DESC.
+	NewestFirst bool
 }
 
 // String renders the query as the report prints it: "device_id = ? and ts range".
@@ -31,7 +39,11 @@ func (q Query) String() string {
 	if q.Range != "" {
 		parts = append(parts, q.Range+" range")
 	}
-	return strings.Join(parts, " and ")
+	s := strings.Join(parts, " and ")
+	if q.NewestFirst {
+		s += ", newest first"
+	}
+	return s
 }
 
 // CheckQuery reports what is wrong with a query whatever the source: no column, a column twice,
@@ -54,6 +66,9 @@ func CheckQuery(q Query) []string {
 	if q.Range != "" && seen[q.Range] {
 		out = append(out, "column "+strconv.Quote(q.Range)+" is both in equal and the range: a range on a column already fixed by = reads nothing more")
 	}
+	if q.NewestFirst && q.Range == "" {
+		out = append(out, "order: newest_first needs a range column: the column read newest first, e.g. {equal: [hostname], range: ts, order: newest_first}")
+	}
 	return out
 }
 
@@ -74,7 +89,7 @@ func (d *decoder) queries(n *yaml.Node) {
 			d.ps.add(path, deref(e).Line, "want a query: {equal: [columns], range: column}, found %s", kindName(deref(e)))
 			continue
 		}
-		f := d.fields(e, path, "equal", "range")
+		f := d.fields(e, path, "equal", "range", "order")
 		var q Query
 		if v, ok := f["equal"]; ok {
 			v = deref(v)
@@ -90,6 +105,17 @@ func (d *decoder) queries(n *yaml.Node) {
 		}
 		if v, ok := f["range"]; ok {
 			q.Range, _ = d.scalar(v, path+".range")
+		}
+		if v, ok := f["order"]; ok {
+			if s, ok := d.scalar(v, path+".order"); ok {
+				switch s {
+				case "newest_first":
+					q.NewestFirst = true
+				case "oldest_first":
+				default:
+					d.ps.add(path+".order", deref(v).Line, "want newest_first or oldest_first (the order the query reads its range column in), found %q", s)
+				}
+			}
 		}
 		for _, msg := range CheckQuery(q) {
 			d.ps.add(path, deref(e).Line, "%s", msg)

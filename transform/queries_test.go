@@ -23,12 +23,14 @@ func TestQueriesAreDecoded(t *testing.T) {
   - {equal: [device_id], range: ts}
   - equal: [device_id, ts]
   - range: ts
+  - {equal: [device_id], range: ts, order: newest_first}
+  - {range: ts, order: oldest_first}
 `)), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := fmt.Sprintf("%q", m.Queries)
-	if want := `["device_id = ? and ts range" "device_id = ? and ts = ?" "ts range"]`; got != want {
+	if want := `["device_id = ? and ts range" "device_id = ? and ts = ?" "ts range" "device_id = ? and ts range, newest first" "ts range"]`; got != want {
 		t.Errorf("queries %s, want %s", got, want)
 	}
 	if q := m.Queries[1]; len(q.Equal) != 2 || q.Equal[1] != "ts" || q.Range != "" {
@@ -55,6 +57,8 @@ func TestQueriesProblems(t *testing.T) {
   - {}
   - {equal: [device_id], order: desc}
   - device_id
+  - {equal: [device_id], order: newest_first}
+  - {range: ts, order: [newest_first]}
 `))
 	wantProblems(t, me, [][2]string{
 		{"queries[0].equal[0]", `"device" is not a source column (source columns: device_id, ts, seq, v)`},
@@ -64,8 +68,10 @@ func TestQueriesProblems(t *testing.T) {
 		{"queries[2]", `column "ts" is listed twice`},
 		{"queries[3]", `"ts" is both in equal and the range`},
 		{"queries[4]", "names no column"},
-		{"queries[5].order", `unknown field "order" (allowed here: equal, range)`},
+		{"queries[5].order", `want newest_first or oldest_first (the order the query reads its range column in), found "desc"`},
 		{"queries[6]", "want a query"},
+		{"queries[7]", "order: newest_first needs a range column"},
+		{"queries[8].order", "want a single value"},
 	})
 	me = decodeErr(t, fmt.Sprintf(queriesYAML, "queries: {equal: [ts]}\n"))
 	wantProblems(t, me, [][2]string{{"queries", "want a list of queries"}})

@@ -63,11 +63,13 @@ every row to its pre-split region and writes no data files. It prints, worst fin
   hotspots      the input in arrival order cut into windows: the busiest region's share of each
                 window (a timestamp or auto-increment first column puts ~100% in one region)
   advisor       the same analysis for the source key, a hash prefix, a reversed first column, a
-                modulo bucket (integer or time first column), a salt, and the key each declared
-                query wants, with the rows each loses (counted exactly, as the uniqueness check
+                modulo bucket (integer or time first column), a salt, the key each declared
+                query wants, and the mapping's key with long(c) for a text key column of
+                integers or code(c, DICT) for one of few long values, with the rows each loses (counted exactly, as the uniqueness check
                 does), ranked by the queries the table must serve: declare them in the mapping's
                 queries: section or with --query ('device_id=, ts range': equality columns with
-                =, the range column with range). Designs that lose rows rank last; of the
+                =, the range column with range, newest_first for the latest rows first, which
+                the advisor serves with the range column DESC). Designs that lose rows rank last; of the
                 others, one that turns a declared query into a scan of the whole table ranks
                 below those that serve it.
                 --write-mapping DIR writes each design as a mapping file (DIR/<id>.yaml)
@@ -105,7 +107,7 @@ source, a file it could not write). --json writes every figure (schema: report/R
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides); the report itself needs far less, and the garbage collector may use the rest")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line (with --json/--html for the rest)")
-	fl.StringArrayVar(&f.queries, "query", nil, "a query the table must serve, ranking the advisor's designs (repeat for several; replaces the mapping's queries:): COLUMN= for equality, COLUMN range for a range, comma-separated, e.g. 'device_id=, ts range'")
+	fl.StringArrayVar(&f.queries, "query", nil, "a query the table must serve, ranking the advisor's designs (repeat for several; replaces the mapping's queries:): COLUMN= for equality, COLUMN range for a range, newest_first to read the range latest first, comma-separated, e.g. 'device_id=, ts range'")
 	fl.StringVar(&f.order, "write-order", "", "the source column that holds each row's creation time (or a sequence that rises with it): hotspots are judged in its order (overrides the mapping's source.write_order)")
 	fl.StringVar(&f.writeMap, "write-mapping", "", "write each alternative design as a mapping file (DIR/<id>.yaml, ready for rekey check and migrate) into this directory")
 	addCassandraFlags(fl)

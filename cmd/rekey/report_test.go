@@ -188,7 +188,7 @@ func TestReportWriteMapping(t *testing.T) {
 func TestReportQueryFlag(t *testing.T) {
 	for _, c := range []struct{ q, want string }{
 		{"device=, ts range", `"device" is not a source column`},
-		{"ts", "is neither COLUMN= nor COLUMN range"},
+		{"ts", "is neither COLUMN=, COLUMN range nor newest_first"},
 	} {
 		code, out := reportCLI(t, "report", "-m", "../../report/testdata/logs_by_time.yaml", "--source", "gen:logs?rows=100", "--query", c.q, "--progress", "never")
 		if code != 2 || !strings.Contains(out, c.want) {
