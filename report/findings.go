@@ -186,7 +186,7 @@ func evaluate(rep *Report, strict bool) {
 	mono := max(fc.MonotonicUp, fc.MonotonicDown)
 	ordered, incFirst := "arrival order", false
 	if wo := rep.WriteOrder; wo != nil {
-		ordered = "write order (" + wo.Evidence + ")"
+		ordered = "write order (" + wo.Label() + ")"
 		incFirst = len(wo.KeyColumns) > 0 && wo.KeyColumns[0].Incremental
 	}
 	if t.RowsOK > 1 {

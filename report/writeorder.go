@@ -612,11 +612,34 @@ func incrementalFinding(kcs []KeyColumn, i int, ko KeyOrder, order string, regio
 		prefix = append(prefix, "["+p.Expr+"]")
 	}
 	pn := strings.Join(names, ", ")
+	for _, p := range kcs[:i] {
+		if p.Incremental {
+			// the prefix's own finding already says where new rows go, and how to fix it
+			return finding("incremental_key_column", SevInfo, fmt.Sprintf("key column %s is incremental too (it %s), behind %s, which is itself incremental: fixing %s's finding fixes this one", kc.Name, ko.Why, p.Name, p.Name), ev)
+		}
+	}
 	if ko.PrefixDistinct < int64(regions) {
 		return finding("incremental_key_column", SevWarning, fmt.Sprintf("key column %s is incremental (it %s, judged in write order by %s) and %s before it has only %s distinct values for %d regions: Lindorm splits a big value of %s into several regions, but every new row lands at the end of its value's range, one hot range per value: keep a hash on %s (%s[%s], the guide's hash(id) + id)",
 			kc.Name, ko.Why, order, pn, count(ko.PrefixDistinct), regions, pn, kc.Name, strings.Join(prefix, ""), hashed), ev)
 	}
 	return finding("incremental_key_column", SevInfo, fmt.Sprintf("key column %s is incremental (it %s) behind %s values of %s for %d regions: new rows spread over every region's prefixes, no hot range (the guide's [userid][orderid])", kc.Name, ko.Why, count(ko.PrefixDistinct), pn, regions), ev)
+}
+
+// Label is the evidence in a few words, for findings that say which order they judged in.
+func (wo *WriteOrder) Label() string {
+	switch wo.Evidence {
+	case OrderDeclared:
+		return "declared column " + wo.Column
+	case OrderTimeColumn:
+		return "column " + wo.Column + ", inferred"
+	case OrderWriteTime:
+		return "Cassandra WRITETIME()"
+	case OrderKafkaTime:
+		return "Kafka message timestamps"
+	case OrderKafkaOffset:
+		return "Kafka offsets"
+	}
+	return "arrival order"
 }
 
 // hasAxis tells whether an evidence's values can draw the heatmap's axis (times or declared
