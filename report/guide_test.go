@@ -308,3 +308,38 @@ func TestGuideLongAndCodeDesigns(t *testing.T) {
 		}
 	}
 }
+
+// [ts][orderid] with both rising together: ts's warning says where new rows go; orderid, behind
+// an incremental prefix, gets a note pointing to it, never the claim that its rows spread.
+func TestIncrementalBehindAnIncrementalPrefix(t *testing.T) {
+	const n = 20_000
+	yml := `
+version: 1
+source:
+  name: shop.orders
+  columns:
+    orderid: bigint
+    ts: timestamp
+    status: text
+target:
+  table: orders
+  primary_key: "[ts][orderid]"
+`
+	src := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+		j := int64(i) * 7919 % n // a token scan's order
+		return []pipeline.Value{pipeline.Int(j), pipeline.Int(guideBase + j*1000), pipeline.Text("paid")}
+	}}}
+	rep := guideReport(t, yml, src, nil)
+	if incrementalWarning(rep, "ts") == nil {
+		t.Fatalf("no incremental_key_column warning on ts:\n%s", strings.Join(warnings(rep), "\n"))
+	}
+	for _, f := range rep.Findings {
+		if f.Rule == "incremental_key_column" && strings.Contains(f.Message, "key column orderid") {
+			if !strings.Contains(f.Message, "itself incremental") || strings.Contains(f.Message, "no hot range") {
+				t.Errorf("orderid's finding: %s", f.Message)
+			}
+			return
+		}
+	}
+	t.Errorf("no incremental_key_column finding on orderid")
+}
