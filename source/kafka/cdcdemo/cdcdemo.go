@@ -47,7 +47,12 @@ const (
 )
 
 // Mapping maps ks.ev to the Lindorm table ev with the same key (mappings/ev.yaml holds it too).
-const Mapping = `version: 1
+const Mapping = `# ev: the cut-over rehearsal's table (go run ./cmd/playground cutover serves ks.ev in Cassandra and
+# cutover.ev as the SQL target; README's "Cut-over without downtime" runs against it).
+#
+# The key is Cassandra's own, [a][b][c] (a the partition key, b and c clustering columns): the
+# rehearsal is about losing nothing while the table changes, not about the key's design.
+version: 1
 source:
   name: ks.ev
   columns:
