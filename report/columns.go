@@ -174,7 +174,7 @@ func columnFindings(rep *Report) []Finding {
 			fs = append(fs, finding("key_column_long", SevInfo, fmt.Sprintf("key column %s holds only numbers written as text (up to %d bytes): long(%s) stores each in 8 bytes and keeps their numeric order (the guide: '2015122410' as a long)", kc.Name, kc.MaxBytes, kc.Expr),
 				map[string]float64{"column": float64(i + 1), "max_bytes": float64(kc.MaxBytes)}))
 		} else if isTextType(kc.Type) && kc.Distinct > 1 && kc.Distinct <= codeMaxValues && kc.MinBytes >= codeMinBytes && !strings.Contains(strings.ToLower(kc.Expr), "code(") && !hashedColumn(kc) {
-			fs = append(fs, finding("key_column_code", SevInfo, fmt.Sprintf("key column %s has only %s%s distinct values of %d to %d bytes: code(%s, DICT) with a codes: dictionary stores each in a short code (the guide: 'taobao' as 'tb')", kc.Name, about, count(kc.Distinct), kc.MinBytes, kc.MaxBytes, kc.Expr),
+			fs = append(fs, finding("key_column_code", SevInfo, fmt.Sprintf("key column %s has only %s%s distinct values of %s: code(%s, DICT) with a codes: dictionary stores each in a short code (the guide: 'taobao' as 'tb')", kc.Name, about, count(kc.Distinct), byteRange(kc.MinBytes, kc.MaxBytes), kc.Expr),
 				map[string]float64{"column": float64(i + 1), "distinct": float64(kc.Distinct), "max_bytes": float64(kc.MaxBytes)}))
 		}
 	}
@@ -244,4 +244,12 @@ func skewFinding(rep *Report, top TopValue, limit float64) Finding {
 		return finding("first_column_skew", SevWarning, fmt.Sprintf("%s, but %s has only %s values: at most that many ranges share its writes", split, next.Name, count(next.Distinct)), ev)
 	}
 	return finding("first_column_skew", SevInfo, split+", which spreads its writes over them; pre-split can only cut between values of "+fc.Name+", so a bulk load writes it into one region that Lindorm splits afterwards", ev)
+}
+
+// byteRange is "6 bytes" or "5 to 13 bytes".
+func byteRange(lo, hi int) string {
+	if lo == hi {
+		return fmt.Sprintf("%d bytes", lo)
+	}
+	return fmt.Sprintf("%d to %d bytes", lo, hi)
 }
