@@ -1,6 +1,7 @@
 package replicate
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sort"
@@ -13,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/source/kafka"
 )
 
 // Metrics are the replicator's live figures, served by Handler on /metrics through
@@ -62,7 +65,8 @@ type partitionGauge struct {
 
 // newMetrics registers the replicator's metrics, with the Go runtime's and the process's, in a
 // registry of their own. topic labels the per-partition gauges; version is rekey_build_info's.
-func newMetrics(topic, version string) *Metrics {
+// ends reads the partitions' offsets from the brokers when /metrics is scraped (the lag gauge).
+func newMetrics(topic, version string, ends func(context.Context) ([]kafka.PartitionOffsets, error)) *Metrics {
 	now := time.Now()
 	m := &Metrics{partitions: map[int]*partitionGauge{}, state: "starting", stateSince: now, registry: prometheus.NewRegistry()}
 	// a roll closes in milliseconds on a local disk and in seconds on a loaded shared one
@@ -112,8 +116,8 @@ func newMetrics(topic, version string) *Metrics {
 			}
 			return 0
 		}),
-		&partitionCollector{m: m, topic: topic,
-			lag: prometheus.NewDesc("rekey_consumer_lag", "Messages in the partition past the next offset to read (high watermark - next).",
+		&partitionCollector{m: m, topic: topic, ends: ends,
+			lag: prometheus.NewDesc("rekey_consumer_lag", "Messages in the partition past the next offset to read: its end offset, read from the brokers at scrape time, - next.",
 				[]string{"topic", "partition"}, nil),
 			committed: prometheus.NewDesc("rekey_committed_offset", "Last offset this process committed for the partition.",
 				[]string{"topic", "partition"}, nil)},
@@ -123,16 +127,43 @@ func newMetrics(topic, version string) *Metrics {
 
 // partitionCollector exports the per-partition gauges as they are at scrape time: lag for the
 // partitions assigned now, the committed offset for those this process committed.
+//
+// The lag is measured against the end offsets read from the brokers at scrape time, not the high
+// watermark that came with the last fetch: that one is as old as the fetch, so a lag of 0 scraped
+// after the producers stopped could still miss their last messages (and read 0 before the first
+// fetch), and a drain that waits for 0 stopped replicate before it applied them.
 type partitionCollector struct {
 	m              *Metrics
 	topic          string
+	ends           func(context.Context) ([]kafka.PartitionOffsets, error)
 	lag, committed *prometheus.Desc
 }
+
+// endsTimeout bounds the end-offset look-up of one scrape.
+const endsTimeout = 10 * time.Second
 
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.lag; ch <- c.committed }
 
 func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	m := c.m
+	// read before the positions: a message produced before the scrape is then counted unless
+	// already applied
+	var offs map[int]kafka.PartitionOffsets
+	var endsErr error
+	if m.Assigned() > 0 && c.ends != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), endsTimeout)
+		list, err := c.ends(ctx)
+		cancel()
+		if err != nil {
+			// no lag rather than a stale one: a scraper waiting for 0 keeps waiting
+			endsErr = fmt.Errorf("rekey_consumer_lag: read the end offsets of topic %s: %w", c.topic, err)
+			ch <- prometheus.NewInvalidMetric(c.lag, endsErr)
+		}
+		offs = make(map[int]kafka.PartitionOffsets, len(list))
+		for _, o := range list {
+			offs[o.Partition] = o
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	parts := make([]int, 0, len(m.partitions))
@@ -142,8 +173,9 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	sort.Ints(parts)
 	for _, p := range parts {
 		g, label := m.partitions[p], strconv.Itoa(p)
-		if g.assigned {
-			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(max(g.hwm-g.next, 0)), c.topic, label)
+		if o, ok := offs[p]; g.assigned && ok && endsErr == nil {
+			// a partition without a committed offset starts at its first retained one
+			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(max(o.End-max(g.next, o.First), 0)), c.topic, label)
 		}
 		if g.committed >= 0 {
 			ch <- prometheus.MustNewConstMetric(c.committed, prometheus.GaugeValue, float64(g.committed), c.topic, label)

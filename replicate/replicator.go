@@ -58,7 +58,7 @@ func New(cfg Config) (*Replicator, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Replicator{cfg: cfg, log: cfg.Logger, target: cfg.Program.Target(), dialer: dialer, metrics: newMetrics(cfg.Kafka.Topic, cfg.Version),
+	r := &Replicator{cfg: cfg, log: cfg.Logger, target: cfg.Program.Target(), dialer: dialer, metrics: newMetrics(cfg.Kafka.Topic, cfg.Version, cfg.Kafka.Offsets),
 		member: fmt.Sprintf("%08x", rand.Uint32())}
 	r.dstmt = newDeleteStmt(r.target)
 	if d, ok := cfg.Store.(store.Dir); ok {
