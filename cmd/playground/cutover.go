@@ -10,12 +10,15 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	sqle "github.com/dolthub/go-mysql-server"
 	"github.com/dolthub/go-mysql-server/memory"
 	"github.com/dolthub/go-mysql-server/server"
 	gsql "github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/vitess/go/mysql"
+	"github.com/dolthub/vitess/go/sqltypes"
 	_ "github.com/go-sql-driver/mysql"
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/sirupsen/logrus"
@@ -145,6 +148,32 @@ Ctrl-C stops the playground (the data is in memory only).
 	return ctx.Err()
 }
 
+// oneAtATime runs one statement at a time over all connections: go-mysql-server's in-memory
+// tables lose writes that several connections make at once, and the rehearsal must run with
+// the connections rekey opens by default, as it would against Lindorm.
+type oneAtATime struct {
+	mysql.Handler
+	mu sync.Mutex
+}
+
+func (h *oneAtATime) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.Handler.ComQuery(ctx, c, query, callback)
+}
+
+func (h *oneAtATime) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.Handler.ComMultiQuery(ctx, c, query, callback)
+}
+
+func (h *oneAtATime) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *mysql.PrepareData, callback func(*sqltypes.Result) error) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.Handler.ComStmtExecute(ctx, c, prepare, callback)
+}
+
 // serveSQL serves go-mysql-server (in memory) on 127.0.0.1:port with database cutover holding
 // an empty table ev, and returns its address.
 func serveSQL(port int) (string, func(), error) {
@@ -158,7 +187,8 @@ func serveSQL(port int) (string, func(), error) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	srv, err := server.NewServer(server.Config{Protocol: "tcp", Address: addr}, sqle.NewDefault(pro), gsql.NewContext, memory.NewSessionBuilder(pro), nil)
+	srv, err := server.NewServerWithHandler(server.Config{Protocol: "tcp", Address: addr}, sqle.NewDefault(pro), gsql.NewContext, memory.NewSessionBuilder(pro), nil,
+		func(h mysql.Handler) (mysql.Handler, error) { return &oneAtATime{Handler: h}, nil })
 	if err != nil {
 		return "", nil, fmt.Errorf("start the SQL server: %w", err)
 	}
