@@ -69,44 +69,8 @@ func registerStores() {
 func run(args []string) int {
 	registerStores()
 	g := &globalFlags{}
-	root := &cobra.Command{
-		Use:   "rekey",
-		Short: "Move Cassandra, Kafka and file data into Lindorm wide tables with hotspot-free primary keys",
-		Long: `rekey moves rows into Alibaba Cloud Lindorm wide tables and rewrites each row's primary key on
-the way, following Lindorm's key design guide: hash prefixes, reversed keys, modulo buckets, salts,
-DESC order, short codes. It writes bulk-load files split by the table's pre-split regions, together
-with the CREATE TABLE (split keys included) and the bulkload job config.
-
-A mapping file (mappings/*.yaml) describes the source columns and the target key in the guide's
-own notation, for example:
-
-  primary_key: "[md5(userid).substr(0,4) AS h][userid][orderid DESC]"
-
-Start here:
-  rekey check   -m mappings/orders.yaml                  # validate a mapping, show the resolved key
-  rekey report  -m mappings/orders.yaml --source 'gen:orders?rows=1000000' --html report.html
-                                                         # dry run: will this key hotspot Lindorm?
-  rekey migrate -m mappings/orders.yaml --source 'gen:orders?rows=1000000' --out out/orders
-  rekey verify  -m mappings/orders.yaml --source 'gen:orders?rows=1000000' --target out/orders
-                                                         # does the target hold what the source gives?
-  rekey ddl     -m mappings/orders.yaml                  # the CREATE TABLE with its split keys
-  rekey replicate -m mappings/orders.yaml --source 'kafka://broker:9092/orders?group=rekey' --out out/live
-
-Sources: file:PATH (CSV, JSON Lines), gen:NAME, cassandra://hosts/keyspace/table, kafka://brokers/topic.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Version:       version,
-	}
-	// cobra checks the flags and arguments before it runs PersistentPreRunE: an error from
-	// before it is invalid use, one from after it comes from the command itself
 	ran := false
-	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
-		ran = true
-		return checkCommonFlags(cmd, args)
-	}
-	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
-	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "console", "log format: console or json")
-	root.AddCommand(newMigrateCmd(g), newCheckCmd(g), newDDLCmd(g), newGenCmd(g), newReportCmd(g), newMergeCmd(g), newReplicateCmd(g), newVerifyCmd(g))
+	root := newRootCmd(g, &ran)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
 	if err == nil {
