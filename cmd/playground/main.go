@@ -38,7 +38,7 @@ const usage = `usage: go run ./cmd/playground kafka|cassandra|cutover [flags]
              (6 partitions) holding -messages JSON orders, then -rate new orders per second
   cassandra  a Cassandra-protocol (CQL v4) server on 127.0.0.1 with table shop.orders
              (PRIMARY KEY ((userid), orderid)) holding -rows orders, data centre dc1
-  cutover    the README's cut-over rehearsal: the CQL server with table ks.ev (-rows mutations),
+  cutover    the cut-over rehearsal of docs/cutover.md: the CQL server with table ks.ev (-rows mutations),
              an application changing it (-rate mutations per second) whose every mutation
              Debezium's Cassandra connector, played, publishes to Kafka topic cdc.ks.ev, and a
              MySQL-protocol server (go-mysql-server) with an empty table cutover.ev; writes stop

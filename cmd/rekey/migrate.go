@@ -84,7 +84,7 @@ in batches (at most 2,000 rows and 2 MB per statement) over --sql-conns connecti
 exist with the mapping's columns, types and primary key (checked before the first row). The
 checkpoint and rejects.jsonl live in --state (default .rekey-state/<hash>); --resume replays from
 the checkpoint (upserts are idempotent). Suits small and medium tables: for large ones, bulk-load
-files (the default) load faster (see the README).
+files (the default) load faster (see docs/sql.md).
 
 ` + sqlsink.URIHelp + `
 
