@@ -17,7 +17,7 @@ import (
 )
 
 // bucket is a local folder seen through store.Store alone, as pipeline sees an object store: no
-// path, so no flock and no appending.
+// path, so no flock and no appending. Its Store field is the folder itself (a store.Dir).
 type bucket struct{ store.Store }
 
 func newBucket(t *testing.T, dir string) bucket {

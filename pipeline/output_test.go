@@ -161,7 +161,7 @@ func TestResumeWithoutCheckpointStartsOver(t *testing.T) {
 	cfg.CheckpointEvery = time.Hour
 	ctx, kill := context.WithCancel(context.Background())
 	var hit *atomic.Bool
-	cfg.Store, hit = withCrash(localStore(t, cfg.OutDir), afterFirstCheckpoint, kill)
+	cfg.Store, hit = withCrash(newBucket(t, cfg.OutDir).Store, afterFirstCheckpoint, kill)
 	r, _ := NewRunner(cfg)
 	r.Run(ctx, nil, nil) // killed after the checkpoint before any row, long before a periodic one
 	kill()

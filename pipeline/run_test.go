@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/internal/wait"
-	"github.com/rekey/rekey/sink/store"
 )
 
 // seqSource emits streams of numbered rows; row values are (stream index, row number).
@@ -275,7 +274,7 @@ func TestCrashAndResumeExactlyOnce(t *testing.T) {
 			ctx, kill := context.WithCancel(context.Background())
 			defer kill()
 			var hit *atomic.Bool
-			cfg.Store, hit = withCrash(localStore(t, cfg.OutDir), point, kill)
+			cfg.Store, hit = withCrash(newBucket(t, cfg.OutDir).Store, point, kill)
 			r, _ := NewRunner(cfg)
 			if _, err := r.Run(ctx, nil, nil); err == nil || !hit.Load() {
 				t.Fatalf("the run was not killed at its crash point: err %v, crash point met %v", err, hit.Load())
@@ -312,15 +311,6 @@ func TestCrashAndResumeExactlyOnce(t *testing.T) {
 			}
 		})
 	}
-}
-
-func localStore(t *testing.T, dir string) store.Store {
-	t.Helper()
-	st, err := store.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
 }
 
 // Closing stop finishes what was read, commits it, and the checkpoint lets a resume finish.
@@ -493,7 +483,7 @@ func TestReplayFileExactlyOnceAcrossResumes(t *testing.T) {
 		cfg.CheckpointEvery = time.Millisecond
 		ctx, kill := context.WithCancel(context.Background())
 		var hit *atomic.Bool
-		cfg.Store, hit = withCrash(localStore(t, cfg.OutDir), point, kill)
+		cfg.Store, hit = withCrash(newBucket(t, cfg.OutDir).Store, point, kill)
 		r, _ := NewRunner(cfg)
 		_, err := r.Run(ctx, nil, nil)
 		kill()

@@ -41,13 +41,9 @@ func TestSourceConformance(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			plain := strings.TrimSuffix(format, ".gz")
 			path := writeFile(t, "in."+format, conformanceRows(plain, 60, 17))
-			open := func(t *testing.T) pipeline.Source {
-				src, err := New(Config{Path: path, Schema: conformanceSchema, BatchSize: 7, ChunkSize: 64, Workers: 2}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return src
-			}
+			open := opener(func() (pipeline.Source, error) {
+				return New(Config{Path: path, Schema: conformanceSchema, BatchSize: 7, ChunkSize: 64, Workers: 2}, nil)
+			})
 			sourcetest.Run(t, sourcetest.Case{
 				Open: open,
 				OpenChanged: func(t *testing.T) pipeline.Source {
@@ -68,13 +64,9 @@ func TestSourceConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		open := func(t *testing.T) pipeline.Source {
-			src, err := Open(Spec{Path: dir}, Config{Schema: conformanceSchema, BatchSize: 6, Workers: 2}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return src
-		}
+		open := opener(func() (pipeline.Source, error) {
+			return Open(Spec{Path: dir}, Config{Schema: conformanceSchema, BatchSize: 6, Workers: 2}, nil)
+		})
 		sourcetest.Run(t, sourcetest.Case{
 			Open: open,
 			OpenChanged: func(t *testing.T) pipeline.Source {
@@ -85,4 +77,15 @@ func TestSourceConformance(t *testing.T) {
 			},
 		})
 	})
+}
+
+func opener(open func() (pipeline.Source, error)) func(t *testing.T) pipeline.Source {
+	return func(t *testing.T) pipeline.Source {
+		t.Helper()
+		src, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src
+	}
 }
