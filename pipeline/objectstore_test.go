@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 )
 
 // bucket is a local folder seen through store.Store alone, as pipeline sees an object store: no
-// path, so no flock and no appending.
+// path, so no flock and no appending. Its Store field is the folder itself (a store.Dir).
 type bucket struct{ store.Store }
 
 func newBucket(t *testing.T, dir string) bucket {
@@ -51,7 +52,7 @@ func readParts(t *testing.T, st store.Store, folder, header string) []string {
 
 // An object store cannot append, so rejects.jsonl could not be cut back to its checkpointed length
 // on resume. Rejects go out as numbered parts, one per cut, counted by the checkpoint: killed at
-// any point, and with a part committed after the last checkpoint (a kill between the two), a resume
+// each crash point, and with a part committed after the last checkpoint (a kill between the two), a resume
 // leaves every reject listed once, and the replay parts likewise.
 func TestObjectStoreRejectsExactlyOnceAcrossResumes(t *testing.T) {
 	bad := map[int64]bool{}
@@ -63,17 +64,21 @@ func TestObjectStoreRejectsExactlyOnceAcrossResumes(t *testing.T) {
 		}
 	}
 	sort.Strings(want)
-	for _, killAt := range []time.Duration{2 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond} {
-		t.Run(killAt.String(), func(t *testing.T) {
-			src := &replaySource{seqSource{streams: 3, rows: 3000, batch: 50, delay: 100 * time.Microsecond, bad: bad, rawIDs: true}}
+	for _, point := range crashPoints(50) {
+		t.Run(point.name, func(t *testing.T) {
+			src := &replaySource{seqSource{streams: 3, rows: 3000, batch: 50, bad: bad, rawIDs: true, pauseAfter: point.pauseAfter}}
 			cfg := testConfig(t, src, &memSink{}, copyTransform{})
 			st := newBucket(t, cfg.OutDir)
-			cfg.Store = st
-			cfg.CheckpointEvery = 2 * time.Millisecond
+			ctx, kill := context.WithCancel(context.Background())
+			defer kill()
+			var hit *atomic.Bool
+			cfg.Store, hit = withCrash(st, point, kill)
+			cfg.CheckpointEvery = time.Millisecond
 			r, _ := NewRunner(cfg)
-			ctx, cancel := context.WithTimeout(context.Background(), killAt)
-			r.Run(ctx, nil, nil)
-			cancel()
+			if _, err := r.Run(ctx, nil, nil); err == nil || !hit.Load() {
+				t.Fatalf("the run was not killed at its crash point: err %v", err)
+			}
+			src.pauseAfter, cfg.Store = 0, st
 			cp, err := ReadCheckpoint(context.Background(), st)
 			if err != nil || cp == nil {
 				t.Fatalf("no checkpoint after the kill: %v", err)

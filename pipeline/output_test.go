@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/sink/store"
 )
 
@@ -38,17 +40,20 @@ func finishedRun(t *testing.T, cfg Config, stop <-chan struct{}) *Checkpoint {
 	return cp
 }
 
-// interruptedRun stops cfg's run after it committed some files and returns its checkpoint.
+// interruptedRun stops cfg's run (Ctrl-C) once a checkpoint lists files, its source stalled
+// until then so that the run cannot end first, and returns its checkpoint.
 func interruptedRun(t *testing.T, cfg Config) *Checkpoint {
 	t.Helper()
+	src := cfg.Source.(*idSource)
+	src.pauseAfter = 20
+	defer func() { src.pauseAfter = 0 }()
 	stop := make(chan struct{})
-	go func() { // stop once something is committed, however slow the machine
+	go func() {
 		defer close(stop)
-		for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(time.Millisecond) {
-			if cp, _ := LoadCheckpoint(cfg.OutDir); cp != nil && len(cp.Files) > 0 {
-				return
-			}
-		}
+		wait.Until(func() bool {
+			cp, _ := LoadCheckpoint(cfg.OutDir)
+			return cp != nil && len(cp.Files) > 0
+		}, wait.Timeout)
 	}()
 	cp := finishedRun(t, cfg, stop)
 	if len(cp.Files) == 0 || cp.Complete {
@@ -57,11 +62,11 @@ func interruptedRun(t *testing.T, cfg Config) *Checkpoint {
 	return cp
 }
 
-func slowConfig(t *testing.T, id Identity) Config {
-	src := &idSource{seqSource: seqSource{streams: 2, rows: 5000, batch: 50, delay: 200 * time.Microsecond}, id: id}
+func jobConfig(t *testing.T, id Identity) Config {
+	src := &idSource{seqSource: seqSource{streams: 2, rows: 5000, batch: 50}, id: id}
 	cfg := testConfig(t, src, &memSink{}, copyTransform{})
 	cfg.Fingerprint, cfg.Format = "f1", "parquet"
-	cfg.CheckpointEvery = 2 * time.Millisecond
+	cfg.CheckpointEvery = time.Millisecond
 	return cfg
 }
 
@@ -77,7 +82,7 @@ func openResume(cfg Config, mod func(*OutputSpec)) (*Output, error) {
 // --regions was accepted and mixed two inputs in one output marked complete.
 func TestResumeRefusesAnotherJob(t *testing.T) {
 	id := Identity{"file": "/data/orders.csv", "size": "1000", "mtime": "2026-11-01T00:00:00Z"}
-	cfg := slowConfig(t, id)
+	cfg := jobConfig(t, id)
 	interruptedRun(t, cfg)
 	cases := []struct {
 		name string
@@ -118,7 +123,7 @@ func TestResumeRefusesAnotherJob(t *testing.T) {
 func TestResumeRefusesDamagedFiles(t *testing.T) {
 	for _, damage := range []string{"deleted", "truncated", "unreadable"} {
 		t.Run(damage, func(t *testing.T) {
-			cfg := slowConfig(t, nil)
+			cfg := jobConfig(t, nil)
 			cp := interruptedRun(t, cfg)
 			victim := cp.Files[len(cp.Files)/2]
 			path := filepath.Join(cfg.OutDir, victim.Path)
@@ -152,12 +157,18 @@ func TestResumeRefusesDamagedFiles(t *testing.T) {
 // resume from" on every retry). A run now checkpoints before it reads, and a --resume that still
 // finds no checkpoint starts over after removing the crashed run's files.
 func TestResumeWithoutCheckpointStartsOver(t *testing.T) {
-	cfg := slowConfig(t, nil)
+	cfg := jobConfig(t, nil)
 	cfg.CheckpointEvery = time.Hour
+	ctx, kill := context.WithCancel(context.Background())
+	var hit *atomic.Bool
+	cfg.Store, hit = withCrash(newBucket(t, cfg.OutDir).Store, afterFirstCheckpoint, kill)
 	r, _ := NewRunner(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	r.Run(ctx, nil, nil) // killed long before its first periodic checkpoint
-	cancel()
+	r.Run(ctx, nil, nil) // killed after the checkpoint before any row, long before a periodic one
+	kill()
+	if !hit.Load() {
+		t.Fatal("the run was not killed after its first checkpoint")
+	}
+	cfg.Store = nil
 	cp, err := resumeFrom(t, cfg)
 	if err != nil || cp == nil {
 		t.Fatalf("a run killed before its first periodic checkpoint cannot be resumed: cp %v, %v", cp, err)
@@ -272,7 +283,7 @@ func TestOutputRefusesUnknownSchemes(t *testing.T) {
 // Before, the README's first command failed when run a second time ("already holds files").
 // --overwrite replaces a previous rekey output, and never anything else.
 func TestOverwriteReplacesOnlyRekeyOutputs(t *testing.T) {
-	cfg := slowConfig(t, nil)
+	cfg := jobConfig(t, nil)
 	cfg.CheckpointEvery = 0
 	finishedRun(t, cfg, nil)
 	final := []string{"manifest.json"}

@@ -12,8 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rekey/rekey/internal/wait"
 )
 
 // seqSource emits streams of numbered rows; row values are (stream index, row number).
@@ -25,9 +28,11 @@ type seqSource struct {
 	failStream           int   // the source fails when it reaches this stream (0: never)
 	failErr              error // the error it fails with (default: a range that keeps failing)
 	rawIDs               bool  // bad rows' Raw names the row ("garbage 0/5")
+	pauseAfter           int   // after sending this many batches, wait for ctx's end (0: never)
 }
 
 func (s *seqSource) Run(ctx context.Context, resume map[string]StreamState, out chan<- Batch) error {
+	sent := 0
 	for si := 0; si < s.streams; si++ {
 		if s.failStream > 0 && si == s.failStream {
 			if s.failErr != nil {
@@ -62,8 +67,13 @@ func (s *seqSource) Run(ctx context.Context, resume map[string]StreamState, out 
 			if s.delay > 0 {
 				time.Sleep(s.delay)
 			}
+			if s.pauseAfter > 0 && sent == s.pauseAfter {
+				<-ctx.Done()
+				return ctx.Err()
+			}
 			select {
 			case out <- b:
+				sent++
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -91,6 +101,7 @@ type memSink struct {
 	mu          sync.Mutex
 	pending     []string
 	committed   []string
+	files       map[string][]string // committed file -> its rows
 	commits     int
 	failAfter   int   // Commit fails from this call on (0: never)
 	rejectEvery int64 // Write rejects rows whose number is 1 modulo this (0: none)
@@ -122,12 +133,17 @@ func (m *memSink) Commit(ctx context.Context) ([]FileInfo, error) {
 	}
 	m.committed = append(m.committed, m.pending...)
 	n := len(m.pending)
+	rows := m.pending
 	m.pending = nil
 	if n == 0 {
 		return nil, nil
 	}
 	// A real file, so that a resume can check it is still there with its size.
 	fi := FileInfo{Path: fmt.Sprintf("data/region-0000/part-%05d.x", m.commits), Rows: int64(n), Bytes: int64(n)}
+	if m.files == nil {
+		m.files = map[string][]string{}
+	}
+	m.files[fi.Path] = rows
 	if m.dir != "" {
 		os.MkdirAll(filepath.Join(m.dir, "data", "region-0000"), 0o755)
 		if err := os.WriteFile(filepath.Join(m.dir, fi.Path), make([]byte, n), 0o644); err != nil {
@@ -245,21 +261,23 @@ func TestRejectLimitAborts(t *testing.T) {
 	}
 }
 
-// A run killed hard (context cancelled, no final commit) at different moments, then resumed
-// from its checkpoint, must commit exactly the rows of a clean run: none lost, none twice.
+// A run killed hard (context cancelled: nothing more committed or checkpointed) at each crash
+// point, then resumed from its checkpoint, commits exactly the rows of a clean run: none lost, none
+// twice, and rejects.jsonl lists each rejected row once.
 func TestCrashAndResumeExactlyOnce(t *testing.T) {
-	for _, killAt := range []time.Duration{3 * time.Millisecond, 15 * time.Millisecond, 40 * time.Millisecond} {
-		t.Run(killAt.String(), func(t *testing.T) {
-			src := &seqSource{streams: 4, rows: 3000, batch: 50, delay: 200 * time.Microsecond}
+	for _, point := range crashPoints(50) {
+		t.Run(point.name, func(t *testing.T) {
+			src := &seqSource{streams: 4, rows: 3000, batch: 50, pauseAfter: point.pauseAfter}
 			sink := &memSink{}
 			cfg := testConfig(t, src, sink, copyTransform{rejectEvery: 97})
-			cfg.CheckpointEvery = 2 * time.Millisecond
+			cfg.CheckpointEvery = time.Millisecond
+			ctx, kill := context.WithCancel(context.Background())
+			defer kill()
+			var hit *atomic.Bool
+			cfg.Store, hit = withCrash(newBucket(t, cfg.OutDir).Store, point, kill)
 			r, _ := NewRunner(cfg)
-			ctx, cancel := context.WithTimeout(context.Background(), killAt)
-			_, err := r.Run(ctx, nil, nil)
-			cancel()
-			if err == nil {
-				t.Skip("run finished before the kill; nothing to resume")
+			if _, err := r.Run(ctx, nil, nil); err == nil || !hit.Load() {
+				t.Fatalf("the run was not killed at its crash point: err %v, crash point met %v", err, hit.Load())
 			}
 			cp, err := resumeFrom(t, cfg)
 			if err != nil {
@@ -267,16 +285,18 @@ func TestCrashAndResumeExactlyOnce(t *testing.T) {
 			}
 			if cp == nil {
 				t.Fatal("a run writes its first checkpoint before reading: there must be one to resume from")
-			} else if int64(len(sink.committed)) != cp.RowsWritten {
-				t.Fatalf("checkpoint says %d rows written, sink committed %d", cp.RowsWritten, len(sink.committed))
+			} else if n := len(sink.rowsOnDisk()); int64(n) != cp.RowsWritten {
+				t.Fatalf("checkpoint says %d rows written, the files left after opening for resume hold %d", cp.RowsWritten, n)
 			}
+			src.pauseAfter = 0
+			cfg.Store = nil
 			r2, _ := NewRunner(cfg)
 			res, err := r2.Run(context.Background(), nil, cp)
 			if err != nil {
 				t.Fatal(err)
 			}
 			seen := map[string]int{}
-			for _, k := range sink.committed {
+			for _, k := range sink.rowsOnDisk() {
 				seen[k]++
 				if seen[k] > 1 {
 					t.Fatalf("row %s written twice", k)
@@ -295,15 +315,14 @@ func TestCrashAndResumeExactlyOnce(t *testing.T) {
 
 // Closing stop finishes what was read, commits it, and the checkpoint lets a resume finish.
 func TestInterruptCommitsAndResumes(t *testing.T) {
-	src := &seqSource{streams: 2, rows: 5000, batch: 100, delay: 100 * time.Microsecond}
+	// the source stalls after 10 batches, so the run is still reading when it is interrupted
+	src := &seqSource{streams: 2, rows: 5000, batch: 100, pauseAfter: 10}
 	sink := &memSink{}
 	cfg := testConfig(t, src, sink, copyTransform{})
 	r, _ := NewRunner(cfg)
 	stop := make(chan struct{})
-	go func() { // interrupt once rows flow, however loaded the machine
-		for r.Counters.RowsIn.Load() == 0 {
-			time.Sleep(time.Millisecond)
-		}
+	go func() { // interrupt once rows flow
+		wait.Until(func() bool { return r.Counters.RowsIn.Load() > 0 }, wait.Timeout)
 		close(stop)
 	}()
 	res, err := r.Run(context.Background(), stop, nil)
@@ -318,6 +337,7 @@ func TestInterruptCommitsAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := cp.RowsIn
+	src.pauseAfter = 0
 	r2, _ := NewRunner(cfg)
 	res2, err := r2.Run(context.Background(), nil, cp)
 	if err != nil {
@@ -445,7 +465,8 @@ func (*replaySource) ReplayFile() (ReplayFile, bool) {
 }
 
 // Rejected rows are also written in the input's own format for a replay after a fix; like
-// rejects.jsonl, the replay file holds each rejected row once across crashes and resumes.
+// rejects.jsonl, the replay file holds each rejected row once across a crash at each crash point
+// and the resume.
 func TestReplayFileExactlyOnceAcrossResumes(t *testing.T) {
 	bad := map[int64]bool{}
 	var want []string
@@ -455,18 +476,25 @@ func TestReplayFileExactlyOnceAcrossResumes(t *testing.T) {
 			want = append(want, fmt.Sprintf("garbage %d/%d", si, j))
 		}
 	}
-	for _, killAt := range []time.Duration{2 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond} {
-		src := &replaySource{seqSource{streams: 3, rows: 3000, batch: 50, delay: 100 * time.Microsecond, bad: bad, rawIDs: true}}
+	for _, point := range crashPoints(50) {
+		killAt := point.name
+		src := &replaySource{seqSource{streams: 3, rows: 3000, batch: 50, bad: bad, rawIDs: true, pauseAfter: point.pauseAfter}}
 		cfg := testConfig(t, src, &memSink{}, copyTransform{})
-		cfg.CheckpointEvery = 2 * time.Millisecond
+		cfg.CheckpointEvery = time.Millisecond
+		ctx, kill := context.WithCancel(context.Background())
+		var hit *atomic.Bool
+		cfg.Store, hit = withCrash(newBucket(t, cfg.OutDir).Store, point, kill)
 		r, _ := NewRunner(cfg)
-		ctx, cancel := context.WithTimeout(context.Background(), killAt)
-		r.Run(ctx, nil, nil)
-		cancel()
+		_, err := r.Run(ctx, nil, nil)
+		kill()
+		if err == nil || !hit.Load() {
+			t.Fatalf("%s: the run was not killed there: err %v", killAt, err)
+		}
 		cp, err := resumeFrom(t, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
+		src.pauseAfter, cfg.Store = 0, nil
 		r2, _ := NewRunner(cfg)
 		if _, err := r2.Run(context.Background(), nil, cp); err != nil {
 			t.Fatal(err)
@@ -477,14 +505,14 @@ func TestReplayFileExactlyOnceAcrossResumes(t *testing.T) {
 		}
 		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 		if lines[0] != "header" {
-			t.Fatalf("killed at %v: the replay file starts with %q", killAt, lines[0])
+			t.Fatalf("killed %s: the replay file starts with %q", killAt, lines[0])
 		}
 		got := append([]string(nil), lines[1:]...)
 		sort.Strings(got)
 		w := append([]string(nil), want...)
 		sort.Strings(w)
 		if strings.Join(got, "|") != strings.Join(w, "|") {
-			t.Fatalf("killed at %v: replay file has %d rows, want %d once each", killAt, len(got), len(w))
+			t.Fatalf("killed %s: replay file has %d rows, want %d once each", killAt, len(got), len(w))
 		}
 		if st, _ := os.Stat(filepath.Join(cfg.OutDir, ReplayPrefix+"txt")); st.Mode().Perm() != 0o600 {
 			t.Fatalf("replay file mode %v", st.Mode().Perm())
