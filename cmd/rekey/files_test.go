@@ -150,10 +150,7 @@ func withStdin(t *testing.T, path string, args ...string) (int, string, string) 
 		t.Fatal(err)
 	}
 	defer f.Close()
-	old := os.Stdin
-	os.Stdin = f
-	defer func() { os.Stdin = old }()
-	return runCLI(t, args...)
+	return runCLIWithStdin(t, f, args...)
 }
 
 // TestMigrateStdin: stdin (file:-?format=csv) migrates what is piped in; a resume of it is refused,

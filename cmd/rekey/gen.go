@@ -12,7 +12,7 @@ import (
 	"github.com/rekey/rekey/source/gen"
 )
 
-func newGenCmd(_ *globalFlags) *cobra.Command {
+func newGenCmd(_ *invocation) *cobra.Command {
 	var rows, seed int64
 	var out string
 	cmd := &cobra.Command{

@@ -3,15 +3,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/pprof"
 	"strconv"
+	"time"
 
 	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/sink/store/s3store"
+	"github.com/rekey/rekey/source/cassandra"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -40,23 +43,41 @@ const (
 	exitInterrupted = 130 // stopped by Ctrl-C or SIGTERM; --resume finishes
 )
 
-type globalFlags struct {
+// invocation is one run of the command line: what it reads and writes outside its flags (the
+// process's streams and environment in main, buffers in tests), the flags every command shares,
+// and what one step of a command hands to the next. Nothing of it outlives run, so that runs
+// in one process (the tests) share no state.
+type invocation struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+
 	logLevel  string
 	logFormat string
+	// ran is set once cobra has accepted the flags and arguments and the command starts
+	ran bool
+
+	// the source flags of the command that runs (every command binds its own to these)
+	cassandra cassandraFlags
+	file      fileFlags
+	// openedCassandra keeps the Cassandra source loadProgramFor connected (to read the table's
+	// schema) for the openSource call that follows, by URI
+	openedCassandra map[string]*cassandra.Source
 }
 
 func main() {
+	args := os.Args[1:]
 	// REKEY_CPUPROFILE=FILE writes a CPU profile of the whole command (for `go tool pprof`).
 	if path := os.Getenv("REKEY_CPUPROFILE"); path != "" {
 		if f, err := os.Create(path); err == nil {
 			pprof.StartCPUProfile(f)
-			code := run(os.Args[1:])
+			code := run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 			pprof.StopCPUProfile()
 			f.Close()
 			os.Exit(code)
 		}
 	}
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
 // registerStores wires the object stores --out may name (store.Open): S3 and OSS (through its
@@ -66,19 +87,29 @@ func registerStores() {
 	store.Register("oss", s3store.Opener)
 }
 
-func run(args []string) int {
+// run is rekey's one entry: it runs the command line args with the given streams and
+// environment and returns the process's exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	registerStores()
-	g := &globalFlags{}
-	ran := false
-	root := newRootCmd(g, &ran)
+	inv := &invocation{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	root := newRootCmd(inv)
 	root.SetArgs(args)
-	cmd, err := root.ExecuteC()
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
 	}
-	code := exitCode(cmd, err, ran)
-	printFinalError(os.Stderr, g.logFormat, err, code)
+	code := exitCode(cmd, err, inv.ran)
+	printFinalError(stderr, inv.logFormat, err, code)
 	return code
+}
+
+// isTerminal tells whether w is a terminal (colours, progress bars, a prompt on stdin).
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // printFinalError writes the error that ends the process: a plain "rekey: ..." line, or with
@@ -113,29 +144,44 @@ func exitCode(cmd *cobra.Command, err error, ran bool) int {
 }
 
 // logger builds the one zap logger of the process; components get Named children of it.
-func (g *globalFlags) logger() (*zap.Logger, error) {
-	level, err := zapcore.ParseLevel(g.logLevel)
+func (inv *invocation) logger() (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(inv.logLevel)
 	if err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", inv.logLevel)
 	}
 	var cfg zap.Config
-	switch g.logFormat {
+	switch inv.logFormat {
 	case "json":
 		cfg = zap.NewProductionConfig()
 	case "console":
 		cfg = zap.NewDevelopmentConfig()
 		cfg.DisableStacktrace = true
 		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalLevelEncoder
-		if term.IsTerminal(int(os.Stderr.Fd())) { // colour codes only where a terminal renders them
+		if isTerminal(inv.stderr) { // colour codes only where a terminal renders them
 			cfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
 		}
 	default:
-		return nil, fmt.Errorf("--log-format %q: want console or json", g.logFormat)
+		return nil, fmt.Errorf("--log-format %q: want console or json", inv.logFormat)
 	}
 	cfg.Level = zap.NewAtomicLevelAt(level)
-	cfg.OutputPaths = []string{"stderr"}
-	cfg.ErrorOutputPaths = []string{"stderr"}
-	return cfg.Build()
+	// the logs go to the invocation's stderr: zap's own sinks could only name the process's
+	w := zapcore.Lock(zapcore.AddSync(inv.stderr))
+	enc := zapcore.NewConsoleEncoder(cfg.EncoderConfig)
+	if cfg.Encoding == "json" {
+		enc = zapcore.NewJSONEncoder(cfg.EncoderConfig)
+	}
+	core := zapcore.NewCore(enc, w, cfg.Level)
+	if s := cfg.Sampling; s != nil {
+		core = zapcore.NewSamplerWithOptions(core, time.Second, s.Initial, s.Thereafter)
+	}
+	opts := []zap.Option{zap.ErrorOutput(w), zap.AddCaller()}
+	if cfg.Development {
+		opts = append(opts, zap.Development())
+	}
+	if !cfg.DisableStacktrace {
+		opts = append(opts, zap.AddStacktrace(zapcore.ErrorLevel))
+	}
+	return zap.New(core, opts...), nil
 }
 
 // checkCommonFlags refuses values of flags several commands share that would otherwise be

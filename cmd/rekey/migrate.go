@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -47,7 +46,7 @@ type migrateFlags struct {
 	sql         sqlFlags
 }
 
-func newMigrateCmd(g *globalFlags) *cobra.Command {
+func newMigrateCmd(inv *invocation) *cobra.Command {
 	f := &migrateFlags{}
 	cmd := &cobra.Command{
 		Use:   "migrate -m MAPPING --source URI --out DIR",
@@ -100,7 +99,7 @@ Exit codes:
   rekey migrate -m mappings/orders.yaml --source file:orders.csv --out out/orders --regions 64 --max-rejects 100
   rekey migrate -m mappings/logs.yaml --source file:logs.jsonl.gz --out out/logs --format csv --sort`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runMigrate(cmd, g, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runMigrate(cmd, inv, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
@@ -116,13 +115,13 @@ Exit codes:
 	fl.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out from its checkpoint")
 	fl.BoolVar(&f.overwrite, "overwrite", false, "replace a previous run's output in --out (only rekey's own files; refused when --out holds anything else)")
 	fl.DurationVar(&f.checkpoint, "checkpoint-interval", time.Minute, "how often to commit files and save a checkpoint (each one closes the open files)")
-	f.progress.register(fl)
+	f.progress.register(inv, fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	addLTSFlags(fl, &f.lts)
 	f.sql.register(fl)
-	addCassandraFlags(fl)
-	addCassandraReadFlags(fl, true)
-	addFileFlags(fl)
+	inv.addCassandraFlags(fl)
+	inv.addCassandraReadFlags(fl, true)
+	inv.addFileFlags(fl)
 	return cmd
 }
 
@@ -160,8 +159,8 @@ func fileFormat(name string) (files.Format, error) {
 	return nil, fmt.Errorf("--format %q: want parquet or csv", name)
 }
 
-func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
-	logger, err := g.logger()
+func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
+	logger, err := inv.logger()
 	if err != nil {
 		return exitWith(2, err)
 	}
@@ -173,7 +172,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	if err != nil {
 		return exitWith(2, err)
 	}
-	if err := checkCassandraFlags(f.source); err != nil {
+	if err := inv.checkCassandraFlags(f.source); err != nil {
 		return exitWith(2, err)
 	}
 	if sqlsink.IsURI(f.out) {
@@ -181,8 +180,8 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		if err != nil {
 			return exitWith(2, err)
 		}
-		setMemoryBudget(memory)
-		return runMigrateSQL(cmd, g, f, logger, limit)
+		setMemoryBudget(inv.getenv, memory)
+		return runMigrateSQL(cmd, inv, f, logger, limit)
 	}
 	format, err := fileFormat(f.format)
 	if err != nil {
@@ -202,14 +201,14 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	}
 	job.Format, job.Out, job.Store = format.Name(), f.out, !store.IsLocal(f.out)
 	next := lindorm.NextRun{Out: f.out, Store: job.Store, Mapping: f.mapping, Source: f.source}
-	prog, err := loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
+	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
 		return err
 	}
 	if err := refuseKeyOnly(f.mapping, prog); err != nil {
 		return err
 	}
-	src, err := openSource(f.source, prog.Source(), logger)
+	src, err := inv.openSource(f.source, prog.Source(), logger)
 	if err != nil {
 		return sourceOpenExit(err)
 	}
@@ -217,7 +216,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	st, err := openStore(ctx, f.out)
+	st, err := inv.openStore(ctx, f.out)
 	if err != nil {
 		return err
 	}
@@ -243,7 +242,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	} else if plan, _, err = planRegions(ctx, prog, src, f.regions); err != nil {
 		return err
 	}
-	setMemoryBudget(memory)
+	setMemoryBudget(inv.getenv, memory)
 	sink, err := files.New(files.Config{
 		Store: st, Schema: prog.Target(), Plan: plan, Format: format,
 		MaxFileSize: maxFile, Memory: memory / 4, Sort: f.sort,
@@ -386,8 +385,8 @@ func writeTableFiles(ctx context.Context, st store.Store, prog *transform.Progra
 
 // openStore opens the output --out names: a local folder, or a bucket prefix (s3://, oss://) once
 // its store is registered (registerStores). Credentials come from the environment only.
-func openStore(ctx context.Context, out string) (store.Store, error) {
-	st, err := store.Open(ctx, out, os.Getenv)
+func (inv *invocation) openStore(ctx context.Context, out string) (store.Store, error) {
+	st, err := store.Open(ctx, out, inv.getenv)
 	if store.IsUsage(err) {
 		return nil, exitWith(exitUsage, fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
 	} else if err != nil {
@@ -433,7 +432,7 @@ func runMigration(ctx context.Context, cancel context.CancelFunc, f *migrateFlag
 		return res, nil, err
 	}
 	stop := make(chan struct{})
-	defer onInterrupt(stopping, func() { close(stop) }, cancel)()
+	defer onInterrupt(f.progress.stderr, stopping, func() { close(stop) }, cancel)()
 	var before int64
 	if out.resume != nil {
 		before = out.resume.RowsIn

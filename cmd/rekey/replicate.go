@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
-	"golang.org/x/term"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
@@ -53,7 +52,7 @@ type replicateFlags struct {
 	sql          sqlFlags
 }
 
-func newReplicateCmd(g *globalFlags) *cobra.Command {
+func newReplicateCmd(inv *invocation) *cobra.Command {
 	f := &replicateFlags{}
 	cmd := &cobra.Command{
 		Use:   "replicate -m MAPPING --source 'kafka://HOST:PORT/TOPIC?group=G&format=json' --out DIR",
@@ -126,7 +125,7 @@ retains, taken at the first start; replicate.json keeps it for every later start
     --source 'kafka://b1:9093/orders?group=g&sasl=scram-sha-512&user=rekey&tls=true&ca=/etc/ca.pem' \
     --out /data/orders --roll-size 128MiB --roll-interval 5m --metrics-addr :9464`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runReplicate(cmd, g, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runReplicate(cmd, inv, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
@@ -139,7 +138,7 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	fl.DurationVar(&f.rollInterval, "roll-interval", time.Minute, "close a roll this long after its first message, even if no more arrive")
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides) and a quarter of it buffers the rows of the open files; the resident size can pass it by what lives outside the heap")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics (Prometheus text format) and /healthz on this address, e.g. :9464")
-	f.progress.register(fl)
+	f.progress.register(inv, fl)
 	fl.Lookup("progress").Usage = "status on stderr: auto (a line redrawn every second on a terminal, a plain line every --progress-interval otherwise), bar (the redrawn line), plain, never"
 	fl.DurationVar(&f.session, "session-timeout", 30*time.Second, "consumer group session timeout")
 	fl.DurationVar(&f.rebalance, "rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long the broker waits for the members to rejoin (each closes its rolls first)")
@@ -153,8 +152,8 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	return cmd
 }
 
-func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
-	logger, err := g.logger()
+func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error {
+	logger, err := inv.logger()
 	if err != nil {
 		return exitWith(2, err)
 	}
@@ -183,7 +182,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	if f.markStart {
 		return markStart(cmd, kcfg)
 	}
-	progress, err := progressMode(f.progress.mode, term.IsTerminal(int(os.Stderr.Fd())))
+	progress, err := progressMode(f.progress.mode, isTerminal(inv.stderr))
 	if err != nil {
 		return exitWith(2, err)
 	}
@@ -214,8 +213,8 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	if err != nil {
 		return err
 	}
-	setMemoryBudget(memory) // GOGC=400 and a soft memory limit, as migrate does
-	if os.Getenv("GOMEMLIMIT") == "" {
+	setMemoryBudget(inv.getenv, memory) // GOGC=400 and a soft memory limit, as migrate does
+	if inv.getenv("GOMEMLIMIT") == "" {
 		// more headroom than migrate's 90%: every partition may close its roll at once, and
 		// the limit bounds the Go heap, not the whole resident set
 		debug.SetMemoryLimit(memory * 3 / 4)
@@ -239,7 +238,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	var sqlCfg sqlsink.Config
 	var out store.Store // the object store (s3://, oss://); nil: a local folder
 	if !toSQL && !store.IsLocal(f.out) {
-		if out, err = openStore(ctx, f.out); err != nil {
+		if out, err = inv.openStore(ctx, f.out); err != nil {
 			return err
 		}
 		outDir = out.Location("")
@@ -251,7 +250,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	}
 	if toSQL {
 		// a table has no regions to cut files by; the state folder keeps the rejects
-		t, err := sqlsink.ParseURI(f.out, os.Getenv)
+		t, err := sqlsink.ParseURI(f.out, inv.getenv)
 		if err != nil {
 			return exitWith(exitUsage, err)
 		}
@@ -312,7 +311,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	if toSQL {
 		stopping = "\nrekey: stopping: finishing the statements in flight and committing their offsets (Ctrl-C again to abort at once)"
 	}
-	defer onInterrupt(stopping, func() { close(stop) }, cancel)()
+	defer onInterrupt(inv.stderr, stopping, func() { close(stop) }, cancel)()
 
 	logger.Info("replication starting", zap.String("topic", kcfg.Topic), zap.String("group", kcfg.Group),
 		zap.Int("regions", plan.Count()), zap.String("strategy", plan.Strategy), zap.String("out", f.out))
@@ -321,7 +320,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	if progress == "bar" {
 		interval = time.Second
 	}
-	status := startStatus(os.Stderr, progress, interval, r.Metrics())
+	status := startStatus(inv.stderr, progress, interval, r.Metrics())
 	runErr := r.Run(ctx, stop)
 	status.finish()
 	printReplicationSummary(cmd.OutOrStdout(), r.Metrics(), plan, sourceuri.Redact(f.out), toSQL, time.Since(started))

@@ -43,7 +43,7 @@ type reportFlags struct {
 	order     string
 }
 
-func newReportCmd(g *globalFlags) *cobra.Command {
+func newReportCmd(inv *invocation) *cobra.Command {
 	f := &reportFlags{}
 	cmd := &cobra.Command{
 		Use:   "report -m MAPPING --source URI [--sample N|P%] [--regions N] [--nodes N] [--query 'COL=, COL range']... [--write-mapping DIR] [--json FILE] [--html FILE] [--strict]",
@@ -90,7 +90,7 @@ source, a file it could not write). --json writes every figure (schema: report/R
   rekey report -m mappings/users.yaml --source file:users.csv --nodes 6 --json report.json --strict
   rekey report -m readings.yaml --source file:readings.csv --query 'device_id=, ts range' --write-mapping designs/`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runReport(cmd, g, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runReport(cmd, inv, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
@@ -103,21 +103,21 @@ source, a file it could not write). --json writes every figure (schema: report/R
 	fl.BoolVar(&f.strict, "strict", false, "exit 1 when there are warnings (2 stays for errors)")
 	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "transform workers")
 	fl.StringVar(&f.tmp, "tmp", "", "directory for the collision check's temp files (about 24 bytes + the key per row; removed at the end); default: the system temp directory")
-	f.progress.register(fl)
+	f.progress.register(inv, fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides); the report itself needs far less, and the garbage collector may use the rest")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line (with --json/--html for the rest)")
 	fl.StringArrayVar(&f.queries, "query", nil, "a query the table must serve, ranking the advisor's designs (repeat for several; replaces the mapping's queries:): COLUMN= for equality, COLUMN range for a range, newest_first to read the range latest first, comma-separated, e.g. 'device_id=, ts range'")
 	fl.StringVar(&f.order, "write-order", "", "the source column that holds each row's creation time (or a sequence that rises with it): hotspots are judged in its order (overrides the mapping's source.write_order)")
 	fl.StringVar(&f.writeMap, "write-mapping", "", "write each alternative design as a mapping file (DIR/<id>.yaml, ready for rekey check and migrate) into this directory")
-	addCassandraFlags(fl)
-	addCassandraReadFlags(fl, false)
-	addFileFlags(fl)
+	inv.addCassandraFlags(fl)
+	inv.addCassandraReadFlags(fl, false)
+	inv.addFileFlags(fl)
 	return cmd
 }
 
-func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
-	logger, err := g.logger()
+func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
+	logger, err := inv.logger()
 	if err != nil {
 		return exitWith(2, err)
 	}
@@ -133,7 +133,7 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 	if err != nil {
 		return exitWith(2, err)
 	}
-	setMemoryBudget(memory) // as migrate does: a lazier GC within the budget
+	setMemoryBudget(inv.getenv, memory) // as migrate does: a lazier GC within the budget
 	var queries []transform.Query
 	for _, q := range f.queries {
 		pq, err := report.ParseQuery(q)
@@ -142,11 +142,11 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 		}
 		queries = append(queries, pq)
 	}
-	if err := checkCassandraFlags(f.source); err != nil {
+	if err := inv.checkCassandraFlags(f.source); err != nil {
 		return exitWith(2, err)
 	}
-	cassandraOpts.rowWriteTimes = true // the rows' WRITETIME(), for the write order
-	prog, err := loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
+	inv.cassandra.rowWriteTimes = true // the rows' WRITETIME(), for the write order
+	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 	if err := report.CheckQueries(queries, prog.Source()); err != nil {
 		return exitWith(2, err)
 	}
-	src, err := openSource(f.source, prog.Source(), logger)
+	src, err := inv.openSource(f.source, prog.Source(), logger)
 	if err != nil {
 		return sourceOpenExit(err)
 	}
@@ -172,7 +172,7 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 	sourceOrder(src, &order)
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	defer onInterrupt("\nrekey: report interrupted", cancel, cancel)()
+	defer onInterrupt(inv.stderr, "\nrekey: report interrupted", cancel, cancel)()
 
 	started := time.Now()
 	// a spread sample of the source places quantile split keys over the whole input; a source

@@ -2,36 +2,24 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rekey/rekey/transform"
 )
 
-var reportCLIMu sync.Mutex
-
-// reportCLI runs the command line in-process and returns its exit code and output.
+// reportCLI runs the command line in-process and returns its exit code and output (stdout and
+// stderr together).
 func reportCLI(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	reportCLIMu.Lock()
-	defer reportCLIMu.Unlock()
-	oldOut, oldErr := os.Stdout, os.Stderr
-	r, w, _ := os.Pipe()
-	os.Stdout, os.Stderr = w, w
-	var buf bytes.Buffer
-	done := make(chan struct{})
-	go func() { io.Copy(&buf, r); close(done) }()
-	code := run(args)
-	w.Close()
-	<-done
-	os.Stdout, os.Stderr = oldOut, oldErr
-	return code, buf.String()
+	var out lockedBuffer
+	code := run(context.Background(), args, strings.NewReader(""), &out, &out, os.Getenv)
+	return code, out.String()
 }
 
 func TestReportCommand(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/md5"
 	"database/sql"
 	"encoding/hex"
@@ -31,7 +32,7 @@ const rekeyProcessEnv = "REKEY_TEST_RUN_AS_REKEY"
 func TestMain(m *testing.M) {
 	if os.Getenv(rekeyProcessEnv) == "1" {
 		killAtStep(os.Getenv(killAtEnv))
-		os.Exit(run(os.Args[1:]))
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 	}
 	os.Exit(mysqltest.Run(m))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -40,8 +39,8 @@ func (s *sqlFlags) stateDir(t *sqlsink.Target, table string) string {
 }
 
 // openSQLTarget parses the URI and opens the writer, which checks the table first.
-func openSQLTarget(ctx context.Context, uri string, prog *transform.Program, conns int, logger *zap.Logger, observe func(string, int, float64, error)) (*sqlsink.Writer, *sqlsink.Target, error) {
-	t, err := sqlsink.ParseURI(uri, os.Getenv)
+func (inv *invocation) openSQLTarget(ctx context.Context, uri string, prog *transform.Program, conns int, logger *zap.Logger, observe func(string, int, float64, error)) (*sqlsink.Writer, *sqlsink.Target, error) {
+	t, err := sqlsink.ParseURI(uri, inv.getenv)
 	if err != nil {
 		return nil, nil, exitWith(exitUsage, err)
 	}
@@ -66,8 +65,8 @@ func openSQLTarget(ctx context.Context, uri string, prog *transform.Program, con
 // runMigrateSQL is migrate into a SQL table: the same pipeline, with the table as the sink and
 // the checkpoint and rejects in a local state folder. A resume replays from the checkpointed
 // cursor: rows written after it are written again, harmlessly (upserts).
-func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *zap.Logger, limit pipeline.RejectLimit) error {
-	prog, err := loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
+func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger *zap.Logger, limit pipeline.RejectLimit) error {
+	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
 		return err
 	}
@@ -76,12 +75,12 @@ func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	w, target, err := openSQLTarget(ctx, f.out, prog, f.sql.conns, logger, nil)
+	w, target, err := inv.openSQLTarget(ctx, f.out, prog, f.sql.conns, logger, nil)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	src, err := openSource(f.source, prog.Source(), logger)
+	src, err := inv.openSource(f.source, prog.Source(), logger)
 	if err != nil {
 		return sourceOpenExit(err)
 	}

@@ -28,22 +28,20 @@ const (
 	exitVerifyFailed = 3 // it could not run to the end: flags, mapping, source or target error
 )
 
-// lookupOpener opens a table verify reads by key.
-type lookupOpener func(ctx context.Context, uri string, schema pipeline.TargetSchema, logger *zap.Logger) (verify.LookupTarget, error)
+// lookupTargets are the --target schemes read by key, with openLookup.
+var lookupTargets = map[string]bool{"lindorm": true, "mysql": true}
 
-// lookupTargets are the --target schemes read by key (each checks the table's definition
-// against schema before returning).
-var lookupTargets = map[string]lookupOpener{"lindorm": openSQLLookup, "mysql": openSQLLookup}
-
-func openSQLLookup(ctx context.Context, uri string, schema pipeline.TargetSchema, _ *zap.Logger) (verify.LookupTarget, error) {
-	return sqlsink.OpenLookup(ctx, uri, schema, os.Getenv)
+// openLookup opens a table verify reads by key; it checks the table's definition against schema
+// before returning.
+func (inv *invocation) openLookup(ctx context.Context, uri string, schema pipeline.TargetSchema) (verify.LookupTarget, error) {
+	return sqlsink.OpenLookup(ctx, uri, schema, inv.getenv)
 }
 
 // openObjects opens a --target that is a rekey output: a local folder, or an s3:// or oss://
 // prefix (credentials from the environment, as for migrate's --out). It only ever reads.
-var openObjects = func(ctx context.Context, uri string) (verify.Objects, string, error) {
+func (inv *invocation) openObjects(ctx context.Context, uri string) (verify.Objects, string, error) {
 	if !store.IsLocal(uri) {
-		st, err := store.Open(ctx, uri, os.Getenv)
+		st, err := store.Open(ctx, uri, inv.getenv)
 		if err != nil {
 			return nil, "", fmt.Errorf("--target %s: %w", sourceuri.Redact(uri), err)
 		}
@@ -80,7 +78,7 @@ type verifyFlags struct {
 	repair    string
 }
 
-func newVerifyCmd(g *globalFlags) *cobra.Command {
+func newVerifyCmd(inv *invocation) *cobra.Command {
 	f := &verifyFlags{}
 	cmd := &cobra.Command{
 		Use:   "verify -m MAPPING --source URI --target TARGET [--sample N|P%] [--json FILE] [--repair FILE.jsonl]",
@@ -143,7 +141,7 @@ Exit codes:
   rekey verify -m mappings/orders.yaml --source 'cassandra://10.0.0.5/shop/orders' --target 'lindorm://root@ld-xxx:33060/shop' --sample 100000
   rekey verify -m mappings/orders.yaml --source file:orders.csv --target 'mysql://root@127.0.0.1:3306/shop' --repair repair.jsonl`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runVerify(cmd, g, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runVerify(cmd, inv, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML): the one the migration used")
@@ -155,13 +153,13 @@ Exit codes:
 	fl.IntVar(&f.lookups, "lookups", 4, "lookups in flight at once on a table target")
 	fl.StringVar(&f.tmp, "tmp", "", "directory for the temp files (about the size of the rows checked, both sides; removed at the end); default: the system temp directory")
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides); rows (or their digests) beyond their share of it spill to --tmp")
-	f.progress.register(fl)
+	f.progress.register(inv, fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line")
 	fl.StringVar(&f.repair, "repair", "", "write the source rows of the keys missing or differing to this JSON Lines file (.jsonl), for migrate --source file:FILE to repair the target; keys of extra target rows go to FILE.extra-keys")
-	addCassandraFlags(fl)
-	addCassandraReadFlags(fl, false)
-	addFileFlags(fl)
+	inv.addCassandraFlags(fl)
+	inv.addCassandraReadFlags(fl, false)
+	inv.addFileFlags(fl)
 	return cmd
 }
 
@@ -178,8 +176,8 @@ func verifyFailed(err error) error {
 	return exitWith(exitVerifyFailed, err)
 }
 
-func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
-	logger, err := g.logger()
+func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
+	logger, err := inv.logger()
 	if err != nil {
 		return verifyFailed(err)
 	}
@@ -200,18 +198,18 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 	if err != nil {
 		return verifyFailed(err)
 	}
-	setMemoryBudget(memory)
-	if err := checkCassandraFlags(f.source); err != nil {
+	setMemoryBudget(inv.getenv, memory)
+	if err := inv.checkCassandraFlags(f.source); err != nil {
 		return verifyFailed(err)
 	}
-	prog, err := loadProgramFor(f.mapping, f.source, f.workers, 0, logger)
+	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, 0, logger)
 	if err != nil {
 		return verifyFailed(err)
 	}
 	// a kafka:// source is opened once the target says whether it is a replication's
 	var src pipeline.Source
 	if !isKafkaURI(f.source) {
-		if src, err = openSource(f.source, prog.Source(), logger); err != nil {
+		if src, err = inv.openSource(f.source, prog.Source(), logger); err != nil {
 			return verifyFailed(err)
 		}
 		defer closeSource(src)
@@ -238,8 +236,8 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 	}
 	var target string
 	var notes []string
-	if scheme, _, ok := strings.Cut(f.target, "://"); ok && lookupTargets[scheme] != nil {
-		lt, err := lookupTargets[scheme](ctx, f.target, prog.Target(), logger.Named("verify.target"))
+	if scheme, _, ok := strings.Cut(f.target, "://"); ok && lookupTargets[scheme] {
+		lt, err := inv.openLookup(ctx, f.target, prog.Target())
 		if err != nil {
 			return verifyFailed(fmt.Errorf("--target %s: %w", sourceuri.Redact(f.target), err))
 		}
@@ -249,7 +247,7 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 	} else if ok && scheme != "file" && scheme != "s3" && scheme != "oss" {
 		return verifyFailed(fmt.Errorf("--target %s: unknown kind of target: give the --out of the migration (a folder, s3:// or oss://), or lindorm:// or mysql:// (%s)", sourceuri.Redact(f.target), knownLookups()))
 	} else {
-		objs, loc, err := openObjects(ctx, f.target)
+		objs, loc, err := inv.openObjects(ctx, f.target)
 		if err != nil {
 			return verifyFailed(err)
 		}
@@ -272,7 +270,7 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 			cfg.Logger.Info("verifying a replication", zap.String("up_to", upTo))
 			notes = rep.notes
 		} else {
-			if src, err = openSource(f.source, prog.Source(), logger); err != nil {
+			if src, err = inv.openSource(f.source, prog.Source(), logger); err != nil {
 				return verifyFailed(err)
 			}
 			defer closeSource(src)
@@ -295,7 +293,7 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 	if _, err := progressMode(f.progress.mode, false); err != nil {
 		return verifyFailed(err)
 	}
-	defer onInterrupt("\nrekey: verify interrupted", cancel, cancel)()
+	defer onInterrupt(inv.stderr, "\nrekey: verify interrupted", cancel, cancel)()
 
 	started := time.Now()
 	res, err := verify.Run(ctx, cfg)

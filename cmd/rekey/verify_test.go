@@ -230,9 +230,7 @@ func TestVerifyStdinSourceFolderDifferent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	defer func(old *os.File) { os.Stdin = old }(os.Stdin)
-	os.Stdin = in
-	code, stdout, stderr := runCLI(t, "verify", "-m", "../../mappings/orders.yaml", "--source", "file:-?format=csv", "--target", out, "--progress", "never", "-q")
+	code, stdout, stderr := runCLIWithStdin(t, in, "verify", "-m", "../../mappings/orders.yaml", "--source", "file:-?format=csv", "--target", out, "--progress", "never", "-q")
 	if code != exitDifferent || !strings.Contains(stdout, "DIFFERENT: 1 missing, 1 data file not as listed (of 3000 keys checked)") {
 		t.Fatalf("verify of stdin against a folder with a row deleted: exit %d\n%s%s", code, stdout, stderr)
 	}
