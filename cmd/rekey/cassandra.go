@@ -165,23 +165,23 @@ func (inv *invocation) loadProgramFor(path, uri string, workers, regions int, lo
 	}
 	m, err := transform.Load(path)
 	if err != nil {
-		return nil, exitWith(2, err)
+		return nil, usageError(err)
 	}
 	cfg, err := inv.cassandraConfig(uri, m, workers)
 	if err != nil {
-		return nil, exitWith(2, err)
+		return nil, usageError(err)
 	}
 	if cfg.Shard.Count > 1 && regions == 0 && m.Regions != nil && m.Regions.Size > 0 {
-		return nil, exitWith(2, fmt.Errorf("--shard: %s sizes its regions from the table's size estimate (regions.size), which each shard may see differently; every shard must use the same region plan: pass --regions N, or use regions.count or regions.split_keys", path))
+		return nil, usageError(fmt.Errorf("--shard: %s sizes its regions from the table's size estimate (regions.size), which each shard may see differently; every shard must use the same region plan: pass --regions N, or use regions.count or regions.split_keys", path))
 	}
 	src, err := cassandra.New(cfg, logger.Named("source.cassandra"))
 	if err != nil {
-		return nil, exitWith(2, err)
+		return nil, usageError(err)
 	}
 	prog, err := transform.Compile(m, src.Schema())
 	if err != nil {
 		src.Close()
-		return nil, exitWith(2, fmt.Errorf("%s against %s.%s: %w", path, src.Table().Keyspace, src.Table().Name, err))
+		return nil, usageError(fmt.Errorf("%s against %s.%s: %w", path, src.Table().Keyspace, src.Table().Name, err))
 	}
 	if inv.openedCassandra == nil {
 		inv.openedCassandra = map[string]*cassandra.Source{}

@@ -19,15 +19,15 @@ import (
 // loadProgram reads, strictly decodes and compiles a mapping; problems exit with code 2.
 func loadProgram(path string) (*transform.Program, error) {
 	if path == "" {
-		return nil, exitWith(2, errors.New("-m/--mapping is required: the mapping file that describes the target key (see mappings/*.yaml)"))
+		return nil, usageError(errors.New("-m/--mapping is required: the mapping file that describes the target key (see mappings/*.yaml)"))
 	}
 	m, err := transform.Load(path)
 	if err != nil {
-		return nil, exitWith(2, err)
+		return nil, usageError(err)
 	}
 	prog, err := transform.Compile(m, nil)
 	if err != nil {
-		return nil, exitWith(2, fmt.Errorf("%s: %w", path, err))
+		return nil, usageError(fmt.Errorf("%s: %w", path, err))
 	}
 	return prog, nil
 }
@@ -52,10 +52,10 @@ func (pf *planFlags) add(inv *invocation, fl *pflag.FlagSet) {
 func (pf *planFlags) plan(cmd *cobra.Command, inv *invocation, loaded func(*transform.Program)) (*transform.Program, pipeline.RegionPlan, error) {
 	logger, err := inv.logger()
 	if err != nil {
-		return nil, pipeline.RegionPlan{}, exitWith(2, err)
+		return nil, pipeline.RegionPlan{}, usageError(err)
 	}
 	if err := inv.checkCassandraFlags(pf.source); err != nil {
-		return nil, pipeline.RegionPlan{}, exitWith(2, err)
+		return nil, pipeline.RegionPlan{}, usageError(err)
 	}
 	prog, err := inv.loadProgramFor(pf.mapping, pf.source, 0, pf.regions, logger)
 	if err != nil {
@@ -91,7 +91,7 @@ func planRegions(ctx context.Context, prog *transform.Program, src pipeline.Sour
 	}
 	plan, err := prog.PlanRegions(transform.RegionRequest{Count: regions, Sample: sample, EstimatedBytes: est})
 	if err != nil {
-		return plan, sample, exitWith(2, fmt.Errorf("region plan: %w", err))
+		return plan, sample, usageError(fmt.Errorf("region plan: %w", err))
 	}
 	return plan, sample, nil
 }
@@ -147,7 +147,7 @@ func printDesignRules(w io.Writer, mapping string, rules []transform.DesignRule)
 		fmt.Fprintf(w, "  %s %s (%s): %s\n", level, r.Code, r.Path, r.Message)
 	}
 	if len(failed) > 0 {
-		return exitWith(2, fmt.Errorf("%s: the target table breaks Lindorm's design rules (%s): fix the mapping as the ERROR lines above say", mapping, strings.Join(failed, ", ")))
+		return usageError(fmt.Errorf("%s: the target table breaks Lindorm's design rules (%s): fix the mapping as the ERROR lines above say", mapping, strings.Join(failed, ", ")))
 	}
 	return nil
 }
@@ -156,7 +156,7 @@ func printDesignRules(w io.Writer, mapping string, rules []transform.DesignRule)
 // none of its rows.
 func refuseKeyOnly(mapping string, prog *transform.Program) error {
 	if prog.KeyOnly() {
-		return exitWith(2, fmt.Errorf("%s: %s", mapping, prog.KeyOnlyMessage()))
+		return usageError(fmt.Errorf("%s: %s", mapping, prog.KeyOnlyMessage()))
 	}
 	return nil
 }
@@ -214,7 +214,7 @@ bytes as Lindorm does: utf8mb4_bin would make 'a' and 'a ' one key), without spl
 				// a MySQL table has no split keys: the flags that shape them do not apply
 				for _, name := range []string{"regions", "source"} {
 					if cmd.Flags().Changed(name) {
-						return exitWith(exitUsage, fmt.Errorf("--%s shapes Lindorm's split keys, which a --dialect %s table does not have: leave it out", name, dialect))
+						return usageError(fmt.Errorf("--%s shapes Lindorm's split keys, which a --dialect %s table does not have: leave it out", name, dialect))
 					}
 				}
 				prog, err := loadProgram(pf.mapping)
@@ -224,7 +224,7 @@ bytes as Lindorm does: utf8mb4_bin would make 'a' and 'a ' one key), without spl
 				fmt.Fprint(cmd.OutOrStdout(), sqlsink.MySQLDDL(prog.Target(), sqlsink.KeyCollations[dialect]))
 				return nil
 			default:
-				return exitWith(exitUsage, fmt.Errorf("--dialect %q: want lindorm, mysql (MySQL 8) or mariadb", dialect))
+				return usageError(fmt.Errorf("--dialect %q: want lindorm, mysql (MySQL 8) or mariadb", dialect))
 			}
 			prog, plan, err := pf.plan(cmd, inv, nil)
 			if err != nil {

@@ -24,23 +24,50 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// exitError carries a process exit code through cobra.
-type exitError struct {
-	code int
-	err  error
+// outcome is what an error that ends a command says about the run. Commands return it in an
+// outcomeError (usageError, runFailed, ...); exitCode alone maps it to the command's exit code.
+type outcome int
+
+const (
+	outcomeFailed         outcome = iota // the run failed; any error without an outcome, once the command ran
+	outcomeUsage                         // invalid use: flags, mapping, a refused resume
+	outcomeInterrupted                   // stopped by Ctrl-C or SIGTERM
+	outcomeRejects                       // migrate completed, but some rows were rejected
+	outcomeReportWarnings                // report --strict completed and found warnings
+	outcomeReportErrors                  // report completed and found errors
+	outcomeTargetDiffers                 // verify completed: the target does not hold what the source gives
+)
+
+// outcomeError carries an outcome through cobra.
+type outcomeError struct {
+	outcome outcome
+	err     error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
+func (e *outcomeError) Error() string { return e.err.Error() }
+func (e *outcomeError) Unwrap() error { return e.err }
 
-func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+func usageError(err error) error           { return &outcomeError{outcomeUsage, err} }
+func runFailed(err error) error            { return &outcomeError{outcomeFailed, err} }
+func interrupted(err error) error          { return &outcomeError{outcomeInterrupted, err} }
+func completedWithRejects(err error) error { return &outcomeError{outcomeRejects, err} }
+func reportWarnings(err error) error       { return &outcomeError{outcomeReportWarnings, err} }
+func reportErrors(err error) error         { return &outcomeError{outcomeReportErrors, err} }
+func targetDiffers(err error) error        { return &outcomeError{outcomeTargetDiffers, err} }
 
-// Exit codes of migrate and replicate, as DSBulk users know them.
+// Exit codes of migrate, replicate, merge, check, ddl and gen, as DSBulk users know them; report
+// and verify add their own (below, and in verify.go).
 const (
 	exitRejects     = 1   // completed, but some rows were rejected
 	exitUsage       = 2   // invalid use: flags, mapping, a refused resume
 	exitFailed      = 3   // the run failed: source or sink error, damaged input, too many rejects
 	exitInterrupted = 130 // stopped by Ctrl-C or SIGTERM; --resume finishes
+)
+
+// Exit codes of report (its verdict), besides exitUsage, exitFailed and exitInterrupted.
+const (
+	exitReportWarnings = 1 // --strict: the report found warnings
+	exitReportErrors   = 2 // the report found errors
 )
 
 // invocation is one run of the command line: what it reads and writes outside its flags (the
@@ -125,22 +152,48 @@ func printFinalError(w io.Writer, format string, err error, code int) {
 	zap.New(core).Error(err.Error(), zap.Int("exit_code", code))
 }
 
-// exitCode is the one place an error becomes the process's exit code. A command chooses its
-// code with exitWith; any other error is a failure (3) when the command ran, and invalid use
-// when cobra refused the flags or arguments before it ran. Never 1: that code means "completed,
-// but some rows were rejected" (migrate) or "warnings" (report --strict), which only exitWith
-// gives, so that automation never reads a failed run as a finished one.
+// exitCode is the one place an error becomes the process's exit code. A command says what
+// happened with an outcomeError; any other error is a failure when the command ran, and invalid
+// use when cobra refused the flags or arguments before it ran.
 func exitCode(cmd *cobra.Command, err error, ran bool) int {
-	var ee *exitError
+	o := outcomeFailed
+	var oe *outcomeError
 	switch {
-	case errors.As(err, &ee):
-		return ee.code
-	case ran:
-		return exitFailed
-	case cmd != nil && cmd.Name() == "verify":
-		return exitVerifyFailed // verify's 2 means "the target differs"
+	case errors.As(err, &oe):
+		o = oe.outcome
+	case !ran:
+		o = outcomeUsage
 	}
-	return exitUsage
+	name := ""
+	if cmd != nil {
+		name = cmd.Name()
+	}
+	return commandExitCode(name, o)
+}
+
+// commandExitCode is the exit code of a command's outcome. Never 1 but for a completed run: 1
+// means "completed, but some rows were rejected" (migrate) or "warnings" (report --strict), so
+// that automation never reads a failed run as a finished one.
+func commandExitCode(command string, o outcome) int {
+	switch o {
+	case outcomeInterrupted:
+		return exitInterrupted
+	case outcomeRejects:
+		return exitRejects
+	case outcomeReportWarnings:
+		return exitReportWarnings
+	case outcomeReportErrors:
+		return exitReportErrors
+	case outcomeTargetDiffers:
+		return exitDifferent
+	}
+	if command == "verify" {
+		return exitVerifyFailed // verify's 2 means "the target differs": it could not run
+	}
+	if o == outcomeUsage {
+		return exitUsage
+	}
+	return exitFailed
 }
 
 // logger builds the one zap logger of the process; components get Named children of it.
@@ -189,7 +242,7 @@ func (inv *invocation) logger() (*zap.Logger, error) {
 func checkCommonFlags(cmd *cobra.Command, _ []string) error {
 	if f := cmd.Flags().Lookup("regions"); f != nil && f.Changed {
 		if n, err := strconv.Atoi(f.Value.String()); err != nil || n < 1 {
-			return exitWith(2, fmt.Errorf("--regions %s: want at least 1 region (leave --regions out to use the mapping's regions: section)", f.Value))
+			return usageError(fmt.Errorf("--regions %s: want at least 1 region (leave --regions out to use the mapping's regions: section)", f.Value))
 		}
 	}
 	return nil

@@ -68,11 +68,11 @@ before placing any file, a manifest that lists a file outside its own directory 
 
 func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags) error {
 	if f.out == "" {
-		return exitWith(2, errors.New("--out is required: the directory for the merged bulk-load files"))
+		return usageError(errors.New("--out is required: the directory for the merged bulk-load files"))
 	}
 	mode, err := merge.ParseMode(f.files)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	ctx := cmd.Context()
 	out, err := inv.openStore(ctx, f.out)
@@ -86,10 +86,10 @@ func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags)
 		return store.Open(ctx, dir, inv.getenv)
 	})
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	if err := merge.Check(inputs); err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	res, err := merge.WriteTo(ctx, inputs, out, mode, version)
 	if err != nil {
@@ -161,13 +161,13 @@ func filesVerb(mode merge.Mode, res *merge.Result, local bool) string {
 func checkMergeOut(ctx context.Context, out store.Store, name string) error {
 	objs, err := out.List(ctx, "")
 	if err != nil {
-		return exitWith(exitFailed, fmt.Errorf("--out %s: %w", name, err))
+		return runFailed(fmt.Errorf("--out %s: %w", name, err))
 	}
 	if _, err := out.Stat(ctx, merge.PlanFile); err == nil {
 		return nil
 	}
 	if len(objs) > 0 {
-		return exitWith(exitUsage, fmt.Errorf("--out %s already holds files: merge into a new --out directory", name))
+		return usageError(fmt.Errorf("--out %s already holds files: merge into a new --out directory", name))
 	}
 	return nil
 }

@@ -155,27 +155,27 @@ retains, taken at the first start; replicate.json keeps it for every later start
 func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error {
 	logger, err := inv.logger()
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	defer logger.Sync()
 	if f.out == "" && !f.markStart {
-		return exitWith(2, errors.New("--out is required: the directory for the bulk-load files"))
+		return usageError(errors.New("--out is required: the directory for the bulk-load files"))
 	}
 	toSQL := sqlsink.IsURI(f.out)
 	if f.source == "" {
-		return exitWith(2, fmt.Errorf("--source is required:\n  %s", kafka.URIHelp))
+		return usageError(fmt.Errorf("--source is required:\n  %s", kafka.URIHelp))
 	}
 	kcfg, err := kafka.ParseURI(f.source)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	if kcfg.Group == "" {
-		return exitWith(2, fmt.Errorf("--source %s: name the consumer group: ...?group=NAME", sourceuri.Redact(f.source)))
+		return usageError(fmt.Errorf("--source %s: name the consumer group: ...?group=NAME", sourceuri.Redact(f.source)))
 	}
 	// a group reads from its committed offsets (a new one from the first): a window's bounds
 	// would be ignored, so they are refused
 	if kcfg.Start == kafka.StartLatest || kcfg.Max > 0 {
-		return exitWith(2, fmt.Errorf("--source %s: start=latest and max= bound the window of report and migrate; replicate reads from the group's committed offsets "+
+		return usageError(fmt.Errorf("--source %s: start=latest and max= bound the window of report and migrate; replicate reads from the group's committed offsets "+
 			"(a new group from the topic's first offset). To begin at the topic's current end, run once, before anything else: "+
 			"rekey replicate --source 'kafka://HOST:PORT/%s?group=%s' --mark-start (it commits the end offsets for the group)", sourceuri.Redact(f.source), kcfg.Topic, kcfg.Group))
 	}
@@ -184,29 +184,29 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	}
 	progress, err := progressMode(f.progress.mode, isTerminal(inv.stderr))
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	format, err := fileFormat(f.format)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	rollSize, err := parseSize("--roll-size", f.rollSize)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	memory, err := parseSize("--memory", f.memory)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	if f.rollInterval <= 0 {
-		return exitWith(2, errors.New("--roll-interval must be positive"))
+		return usageError(errors.New("--roll-interval must be positive"))
 	}
 	if f.session <= 0 || f.rebalance <= 0 {
-		return exitWith(2, errors.New("--session-timeout and --rebalance-timeout must be positive"))
+		return usageError(errors.New("--session-timeout and --rebalance-timeout must be positive"))
 	}
 	job, err := f.lts.options()
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	job.Out, job.Store = f.out, !store.IsLocal(f.out)
 	prog, err := loadProgram(f.mapping)
@@ -222,7 +222,7 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	if f.cpuProfile != "" {
 		pf, err := os.Create(f.cpuProfile)
 		if err != nil {
-			return exitWith(2, err)
+			return usageError(err)
 		}
 		pprof.StartCPUProfile(pf)
 		defer func() { pprof.StopCPUProfile(); pf.Close() }()
@@ -245,20 +245,20 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	} else if !toSQL {
 		// a folder that cannot be made fails the run (3), before its state is read
 		if err := os.MkdirAll(f.out, 0o755); err != nil {
-			return exitWith(exitFailed, fmt.Errorf("--out %s: create the output folder: %w", f.out, err))
+			return runFailed(fmt.Errorf("--out %s: create the output folder: %w", f.out, err))
 		}
 	}
 	if toSQL {
 		// a table has no regions to cut files by; the state folder keeps the rejects
 		t, err := sqlsink.ParseURI(f.out, inv.getenv)
 		if err != nil {
-			return exitWith(exitUsage, err)
+			return usageError(err)
 		}
 		if t.CellTimestamps && kcfg.Format != kafka.FormatDebezium {
-			return exitWith(exitUsage, fmt.Errorf("--out %s: write_time takes each change's write time from Debezium's Cassandra connector events: use format=debezium in --source, or drop write_time", t.Redacted))
+			return usageError(fmt.Errorf("--out %s: write_time takes each change's write time from Debezium's Cassandra connector events: use format=debezium in --source, or drop write_time", t.Redacted))
 		}
 		if f.sql.conns < 1 {
-			return exitWith(exitUsage, fmt.Errorf("--sql-conns %d: want at least 1", f.sql.conns))
+			return usageError(fmt.Errorf("--sql-conns %d: want at least 1", f.sql.conns))
 		}
 		table := prog.Target().Table
 		if t.Table != "" {
@@ -291,14 +291,14 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	})
 	if err != nil {
 		if toSQL && !errors.Is(err, sqlsink.ErrTableMismatch) {
-			return exitWith(exitFailed, err)
+			return runFailed(err)
 		}
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	if f.metricsAddr != "" {
 		ln, err := net.Listen("tcp", f.metricsAddr)
 		if err != nil {
-			return exitWith(2, fmt.Errorf("--metrics-addr: %w", err))
+			return usageError(fmt.Errorf("--metrics-addr: %w", err))
 		}
 		srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(ln)
@@ -329,17 +329,17 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 		return nil
 	case errors.Is(runErr, context.Canceled):
 		if toSQL {
-			return exitWith(exitInterrupted, errors.New("aborted: the messages whose offsets were not committed will be applied again by the next run (upserts and deletes in order: harmless)"))
+			return interrupted(errors.New("aborted: the messages whose offsets were not committed will be applied again by the next run (upserts and deletes in order: harmless)"))
 		}
-		return exitWith(exitInterrupted, errors.New("aborted: the open rolls were discarded and will be replayed by the next run"))
+		return interrupted(errors.New("aborted: the open rolls were discarded and will be replayed by the next run"))
 	case errors.Is(runErr, kafka.ErrAuthentication): // the same command would fail again: the error says what to fix
-		return exitWith(exitFailed, fmt.Errorf("replication failed: %w", runErr))
+		return runFailed(fmt.Errorf("replication failed: %w", runErr))
 	}
 	var gap *kafka.GapError
 	if errors.As(runErr, &gap) { // the same command stops again: the error says what to do
-		return exitWith(exitFailed, fmt.Errorf("replication stopped: %w", runErr))
+		return runFailed(fmt.Errorf("replication stopped: %w", runErr))
 	}
-	return exitWith(exitFailed, fmt.Errorf("replication failed: %w\nthe files and offsets committed so far are consistent; run the same command to continue", runErr))
+	return runFailed(fmt.Errorf("replication failed: %w\nthe files and offsets committed so far are consistent; run the same command to continue", runErr))
 }
 
 // markStart commits the topic's end offsets for a new group (replicate --mark-start) and says
@@ -353,14 +353,14 @@ func markStart(cmd *cobra.Command, kcfg kafka.Config) error {
 		}
 	})
 	if len(other) > 0 {
-		return exitWith(2, fmt.Errorf("--mark-start takes --source alone (it only commits offsets for the group): drop %s", strings.Join(other, ", ")))
+		return usageError(fmt.Errorf("--mark-start takes --source alone (it only commits offsets for the group): drop %s", strings.Join(other, ", ")))
 	}
 	offs, err := kcfg.MarkStart(cmd.Context())
 	if errors.Is(err, kafka.ErrGroupHasOffsets) {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	if err != nil {
-		return exitWith(exitFailed, fmt.Errorf("mark the start: %w", err))
+		return runFailed(fmt.Errorf("mark the start: %w", err))
 	}
 	var total int64
 	parts := make([]string, len(offs))
@@ -386,7 +386,7 @@ func replicationPlan(ctx context.Context, f *replicateFlags, out store.Store, kc
 		st, err = replicate.LoadState(f.out)
 	}
 	if err != nil {
-		return pipeline.RegionPlan{}, exitWith(exitFailed, err)
+		return pipeline.RegionPlan{}, runFailed(err)
 	}
 	if st != nil {
 		if f.regions > 0 && f.regions != st.Plan.Count() {

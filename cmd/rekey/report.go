@@ -119,31 +119,31 @@ source, a file it could not write). --json writes every figure (schema: report/R
 func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 	logger, err := inv.logger()
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	defer logger.Sync()
 	sample, err := report.ParseSample(f.sample)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	if f.regions < 0 || f.nodes < 0 {
-		return exitWith(2, errors.New("--regions and --nodes must not be negative"))
+		return usageError(errors.New("--regions and --nodes must not be negative"))
 	}
 	memory, err := parseSizeFlag("--memory", f.memory)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	setMemoryBudget(inv.getenv, memory) // as migrate does: a lazier GC within the budget
 	var queries []transform.Query
 	for _, q := range f.queries {
 		pq, err := report.ParseQuery(q)
 		if err != nil {
-			return exitWith(2, err)
+			return usageError(err)
 		}
 		queries = append(queries, pq)
 	}
 	if err := inv.checkCassandraFlags(f.source); err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	inv.cassandra.rowWriteTimes = true // the rows' WRITETIME(), for the write order
 	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
@@ -152,17 +152,17 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 	}
 	m, err := transform.Load(f.mapping) // the decoded mapping, for the advisor's alternatives
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	order := report.OrderHints{Column: m.Source.WriteOrder, ColumnOrigin: "source.write_order"}
 	if f.order != "" {
 		if err := transform.CheckWriteOrder(f.order, prog.Source()); err != nil {
-			return exitWith(2, fmt.Errorf("--write-order: %w", err))
+			return usageError(fmt.Errorf("--write-order: %w", err))
 		}
 		order.Column, order.ColumnOrigin = f.order, "--write-order"
 	}
 	if err := report.CheckQueries(queries, prog.Source()); err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	src, err := inv.openSource(f.source, prog.Source(), logger)
 	if err != nil {
@@ -188,7 +188,7 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 	var counters pipeline.Counters
 	bar, err := f.progress.start("analysing", src, &counters, nil, 0)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	rep, err := report.Run(ctx, report.Config{
 		Program:        prog,
@@ -213,7 +213,7 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 	bar.finish()
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return exitWith(130, errors.New("report interrupted"))
+			return interrupted(errors.New("report interrupted"))
 		}
 		return fmt.Errorf("report failed: %w", err)
 	}
@@ -264,9 +264,9 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 	}
 	switch rep.Verdict.ExitCode {
 	case 2:
-		return exitWith(2, fmt.Errorf("the report found errors: %s", report.VerdictLine(rep)))
+		return reportErrors(fmt.Errorf("the report found errors: %s", report.VerdictLine(rep)))
 	case 1:
-		return exitWith(1, fmt.Errorf("--strict: the report found warnings: %s", report.VerdictLine(rep)))
+		return reportWarnings(fmt.Errorf("--strict: the report found warnings: %s", report.VerdictLine(rep)))
 	}
 	return nil
 }

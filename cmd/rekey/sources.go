@@ -36,9 +36,9 @@ var sourceHelp = `where rows come from:
 // use (2).
 func sourceOpenExit(err error) error {
 	if errors.Is(err, pipeline.ErrDamagedInput) || errors.Is(err, kafka.ErrAuthentication) {
-		return exitWith(exitFailed, err)
+		return runFailed(err)
 	}
-	return exitWith(exitUsage, err)
+	return usageError(err)
 }
 
 // openSource turns a --source URI into a pipeline.Source reading the mapping's source columns.
@@ -108,8 +108,8 @@ func (inv *invocation) openFile(uri string, schema pipeline.SourceSchema, logger
 func sampleRows(ctx context.Context, src pipeline.Source, prog *transform.Program, n int) ([][]pipeline.Value, error) {
 	if _, ok := src.(*file.Stdin); ok {
 		// called only when the region plan needs a sample: stdin can be read only once
-		return nil, exitWith(exitUsage, errors.New("region plan: stdin (file:-) cannot be sampled before it is read, and this plan needs a sample "+
-			"(quantile split keys on the first key column, or regions.size): save the input to a file and give that, "+
+		return nil, usageError(errors.New("region plan: stdin (file:-) cannot be sampled before it is read, and this plan needs a sample " +
+			"(quantile split keys on the first key column, or regions.size): save the input to a file and give that, " +
 			"set regions.split_keys in the mapping, or pass --regions 1"))
 	}
 	s, ok := src.(pipeline.Sampler)

@@ -22,7 +22,8 @@ import (
 	"github.com/rekey/rekey/verify"
 )
 
-// Exit codes of verify: 2 is "the target differs", so that a script can tell it from a failure.
+// Exit codes of verify: 2 is "the target differs", so that a script can tell it from a failure;
+// invalid use is a failure to run here (exitCode). Ctrl-C: exitInterrupted.
 const (
 	exitDifferent    = 2 // the verification ran: the target does not hold what the source gives
 	exitVerifyFailed = 3 // it could not run to the end: flags, mapping, source or target error
@@ -163,54 +164,41 @@ Exit codes:
 	return cmd
 }
 
-// verifyFailed turns an error of the shared setup helpers (which use migrate's code 2 for bad
-// usage) into verify's "could not run" code: 2 means "different" here.
-func verifyFailed(err error) error {
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.code == exitInterrupted {
-			return err
-		}
-		return exitWith(exitVerifyFailed, ee.err)
-	}
-	return exitWith(exitVerifyFailed, err)
-}
-
 func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 	logger, err := inv.logger()
 	if err != nil {
-		return verifyFailed(err)
+		return err
 	}
 	defer logger.Sync()
 	if f.target == "" {
-		return verifyFailed(errors.New("--target is required: the --out folder of the migration, or lindorm://USER@HOST:33060/DATABASE"))
+		return errors.New("--target is required: the --out folder of the migration, or lindorm://USER@HOST:33060/DATABASE")
 	}
 	if f.repair != "" {
 		if err := checkRepairPath(f.repair); err != nil {
-			return verifyFailed(err)
+			return err
 		}
 	}
 	sample, err := report.ParseSample(f.sample)
 	if err != nil {
-		return verifyFailed(err)
+		return err
 	}
 	memory, err := parseSize("--memory", f.memory)
 	if err != nil {
-		return verifyFailed(err)
+		return err
 	}
 	setMemoryBudget(inv.getenv, memory)
 	if err := inv.checkCassandraFlags(f.source); err != nil {
-		return verifyFailed(err)
+		return err
 	}
 	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, 0, logger)
 	if err != nil {
-		return verifyFailed(err)
+		return err
 	}
 	// a kafka:// source is opened once the target says whether it is a replication's
 	var src pipeline.Source
 	if !isKafkaURI(f.source) {
 		if src, err = inv.openSource(f.source, prog.Source(), logger); err != nil {
-			return verifyFailed(err)
+			return err
 		}
 		defer closeSource(src)
 	}
@@ -226,10 +214,10 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 	var repair *repairFile
 	if f.repair != "" {
 		if cfg.SourceOnce {
-			return verifyFailed(errRepairStdin)
+			return errRepairStdin
 		}
 		if repair, err = createRepairFile(f.repair, prog.Source()); err != nil {
-			return verifyFailed(err)
+			return err
 		}
 		defer repair.discard()
 		cfg.Repair = repair.write
@@ -239,20 +227,20 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 	if scheme, _, ok := strings.Cut(f.target, "://"); ok && lookupTargets[scheme] {
 		lt, err := inv.openLookup(ctx, f.target, prog.Target())
 		if err != nil {
-			return verifyFailed(fmt.Errorf("--target %s: %w", sourceuri.Redact(f.target), err))
+			return fmt.Errorf("--target %s: %w", sourceuri.Redact(f.target), err)
 		}
 		defer lt.Close()
 		cfg.Lookup = lt
 		target = sourceuri.Redact(f.target)
 	} else if ok && scheme != "file" && scheme != "s3" && scheme != "oss" {
-		return verifyFailed(fmt.Errorf("--target %s: unknown kind of target: give the --out of the migration (a folder, s3:// or oss://), or lindorm:// or mysql:// (%s)", sourceuri.Redact(f.target), knownLookups()))
+		return fmt.Errorf("--target %s: unknown kind of target: give the --out of the migration (a folder, s3:// or oss://), or lindorm:// or mysql:// (%s)", sourceuri.Redact(f.target), knownLookups())
 	} else {
 		objs, loc, err := inv.openObjects(ctx, f.target)
 		if err != nil {
-			return verifyFailed(err)
+			return err
 		}
 		if cfg.Folder, err = verify.OpenFolder(ctx, objs, loc, prog.Target(), prog.Fingerprint()); err != nil {
-			return verifyFailed(err)
+			return err
 		}
 		target = loc
 	}
@@ -260,18 +248,18 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 	if isKafkaURI(f.source) {
 		rep, err := replicationSource(ctx, f.source, prog, cfg.Folder, logger)
 		if err != nil {
-			return verifyFailed(err)
+			return err
 		}
 		if rep != nil {
 			if repair != nil {
-				return verifyFailed(errRepairChanges)
+				return errRepairChanges
 			}
 			cfg.Changes, upTo = rep.changes, rep.upTo
 			cfg.Logger.Info("verifying a replication", zap.String("up_to", upTo))
 			notes = rep.notes
 		} else {
 			if src, err = inv.openSource(f.source, prog.Source(), logger); err != nil {
-				return verifyFailed(err)
+				return err
 			}
 			defer closeSource(src)
 			cfg.Source = src
@@ -291,7 +279,7 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 		return bar.finish
 	}
 	if _, err := progressMode(f.progress.mode, false); err != nil {
-		return verifyFailed(err)
+		return err
 	}
 	defer onInterrupt(inv.stderr, "\nrekey: verify interrupted", cancel, cancel)()
 
@@ -299,36 +287,36 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 	res, err := verify.Run(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return exitWith(exitInterrupted, errors.New("verify interrupted"))
+			return interrupted(errors.New("verify interrupted"))
 		}
-		return exitWith(exitVerifyFailed, fmt.Errorf("verify failed: %w", err))
+		return runFailed(fmt.Errorf("verify failed: %w", err))
 	}
 	res.Source, res.Target, res.UpTo = sourceuri.Redact(f.source), target, upTo
 	res.Notes = append(res.Notes, notes...)
 	if f.jsonOut != "" {
 		if err := writeReportFile(f.jsonOut, func(w io.Writer) error { return verify.WriteJSON(w, res) }); err != nil {
-			return exitWith(exitVerifyFailed, err)
+			return runFailed(err)
 		}
 	}
 	out := cmd.OutOrStdout()
 	if f.quiet {
 		fmt.Fprintln(out, verify.Verdict(res))
 	} else if err := verify.WriteText(out, res); err != nil {
-		return exitWith(exitVerifyFailed, err)
+		return runFailed(err)
 	}
 	if repair != nil {
 		if err := finishRepair(out, repair, res, f, f.quiet); err != nil {
-			return exitWith(exitVerifyFailed, fmt.Errorf("--repair: %w", err))
+			return runFailed(fmt.Errorf("--repair: %w", err))
 		}
 	}
 	if f.statsJSON != "" {
 		st := pipeline.Result{RowsIn: res.RowsRead, RowsInThisRun: res.RowsRead, RowsWritten: res.RowsChecked, RowsRejected: res.RowsRejected, Duration: time.Since(started)}
 		if err := writeStats(f.statsJSON, st); err != nil {
-			return exitWith(exitVerifyFailed, err)
+			return runFailed(err)
 		}
 	}
 	if !res.Equal {
-		return exitWith(exitDifferent, errors.New(verify.Verdict(res)))
+		return targetDiffers(errors.New(verify.Verdict(res)))
 	}
 	return nil
 }
