@@ -22,6 +22,7 @@ type docCommand struct {
 // exists and cobra accepts its flags and arguments, so a renamed or removed flag cannot linger in
 // the manual.
 func TestDocCommandsParse(t *testing.T) {
+	t.Parallel()
 	files := []string{"../../README.md"}
 	for _, pattern := range []string{"../../docs/*.md", "../../docs/cli/*.md"} {
 		more, err := filepath.Glob(pattern)

@@ -27,6 +27,7 @@ import (
 // constructor, and the process exits in main only, so that no error path can reach 1 by
 // accident.
 func TestOnlyCompletedRunsExitOne(t *testing.T) {
+	t.Parallel()
 	commands := []string{""}
 	visitCommands(newRootCmd(&invocation{}), func(c *cobra.Command) { commands = append(commands, c.Name()) })
 	for o := outcomeFailed; o <= outcomeTargetDiffers; o++ {
@@ -102,6 +103,7 @@ func isIdent(e ast.Expr, name string) bool {
 // One failure of each kind per command, run through the command line: a failed run exits 3, a
 // use the command refuses exits 2 (verify: 3, its 2 means "different"), never 1.
 func TestFailuresExitThreeInvalidUseTwo(t *testing.T) {
+	t.Parallel()
 	mapping, err := filepath.Abs("../../mappings/orders.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +193,7 @@ func TestMigrateObjectStoreStoppedAfterLockExitsThree(t *testing.T) {
 // With --log-format json the line that says why rekey stopped is a JSON log line too, carrying
 // the exit code, so a log pipeline reading rekey's JSON does not get one plain line at the end.
 func TestFinalErrorIsJSONWithJSONLogs(t *testing.T) {
+	t.Parallel()
 	code, _, stderr := runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=10",
 		"--out", filepath.Join(t.TempDir(), "out"), "--regions", "0", "--log-format", "json")
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")

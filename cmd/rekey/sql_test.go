@@ -110,6 +110,7 @@ func TestMigrateIntoSQLTable(t *testing.T) {
 // A password in the URI is refused without being shown; the password comes from the dialect's
 // environment variable.
 func TestSQLTargetPassword(t *testing.T) {
+	t.Parallel()
 	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
 	code, _, errs := runCLI(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", "mysql://u:hunter2@127.0.0.1:1/db", "--progress", "never")
 	if code != exitUsage || strings.Contains(errs, "hunter2") || !strings.Contains(errs, sqlsink.MySQLPasswordEnv) {
