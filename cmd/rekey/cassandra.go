@@ -6,7 +6,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
@@ -48,15 +47,10 @@ type cassandraFlags struct {
 	rowWriteTimes bool
 }
 
-// cassandraOpts is filled by the flags of whichever command runs (each run() registers them
-// afresh, which resets them to their defaults).
-var cassandraOpts cassandraFlags
-
 // addCassandraFlags registers the Cassandra connection flags (credentials, TLS) on a command's
 // flag set.
-func addCassandraFlags(fs *pflag.FlagSet) {
-	o := &cassandraOpts
-	o.rowWriteTimes = false
+func (inv *invocation) addCassandraFlags(fs *pflag.FlagSet) {
+	o := &inv.cassandra
 	fs.StringVar(&o.user, "cassandra-user", "", "Cassandra user name (default $"+cassandra.UserEnv+"); the password comes from $"+cassandra.PasswordEnv+" or --cassandra-password-file, never from the command line")
 	fs.StringVar(&o.passwordFile, "cassandra-password-file", "", "file holding the Cassandra password (a mounted Kubernetes secret, for example)")
 	fs.BoolVar(&o.tls, "cassandra-tls", false, "connect to Cassandra with TLS (implied by the other TLS options)")
@@ -69,8 +63,8 @@ func addCassandraFlags(fs *pflag.FlagSet) {
 
 // addCassandraReadFlags registers the flags of commands that scan a table: --rate, and --shard
 // when shards makes sense (migrate).
-func addCassandraReadFlags(fs *pflag.FlagSet, shards bool) {
-	o := &cassandraOpts
+func (inv *invocation) addCassandraReadFlags(fs *pflag.FlagSet, shards bool) {
+	o := &inv.cassandra
 	fs.Float64Var(&o.rate, "rate", 0, "read at most this many rows per second from Cassandra, over all workers (0: no limit)")
 	if shards {
 		// no backquotes in a usage string: pflag would take the quoted text as the value's name
@@ -81,11 +75,11 @@ func addCassandraReadFlags(fs *pflag.FlagSet, shards bool) {
 // checkCassandraFlags refuses the Cassandra-only flags for a source that is not a Cassandra
 // table, which would otherwise ignore them: --shard (every shard of a file would read all of it,
 // and merge would combine full copies), --rate, the credentials and the TLS options.
-func checkCassandraFlags(source string) error {
+func (inv *invocation) checkCassandraFlags(source string) error {
 	if isCassandraURI(source) {
 		return nil
 	}
-	o := cassandraOpts
+	o := inv.cassandra
 	if o.shard != "" {
 		return fmt.Errorf("--shard %s: only a Cassandra source (cassandra://...) is read in shards; every shard of %s would read all of it, and merge would combine full copies: migrate it in one run, without --shard", o.shard, sourceuri.Redact(source))
 	}
@@ -112,7 +106,7 @@ func checkCassandraFlags(source string) error {
 func isCassandraURI(uri string) bool { return strings.HasPrefix(uri, "cassandra://") }
 
 // cassandraConfig builds a source configuration from a URI, the flags and the environment.
-func cassandraConfig(uri string, m *transform.Mapping, workers int) (cassandra.Config, error) {
+func (inv *invocation) cassandraConfig(uri string, m *transform.Mapping, workers int) (cassandra.Config, error) {
 	cfg, err := cassandra.ParseURI(uri)
 	if err != nil {
 		return cfg, err
@@ -124,14 +118,14 @@ func cassandraConfig(uri string, m *transform.Mapping, workers int) (cassandra.C
 		}
 		cfg.Keyspace, cfg.Table = ks, t
 	}
-	o := cassandraOpts
+	o := inv.cassandra
 	switch {
 	case o.user != "":
 		cfg.Username = o.user
 	case cfg.Username == "":
-		cfg.Username = os.Getenv(cassandra.UserEnv)
+		cfg.Username = inv.getenv(cassandra.UserEnv)
 	}
-	cfg.Password = os.Getenv(cassandra.PasswordEnv)
+	cfg.Password = inv.getenv(cassandra.PasswordEnv)
 	if o.passwordFile != "" {
 		data, err := os.ReadFile(o.passwordFile)
 		if err != nil {
@@ -157,18 +151,12 @@ func cassandraConfig(uri string, m *transform.Mapping, workers int) (cassandra.C
 	return cfg, nil
 }
 
-// opened keeps the Cassandra source loadProgramFor connected for the openSource call that follows.
-var opened struct {
-	sync.Mutex
-	byURI map[string]*cassandra.Source
-}
-
 // loadProgramFor loads and compiles a mapping for a source. For a Cassandra source it first
 // connects and reads the table's schema, then compiles the mapping against it: source.columns
 // may be left out, and a column the table lacks, or of another type, is an error before any
 // data moves. The connected source is kept for openSource. Other sources: loadProgram.
 // workers is --workers (ranges read at once); regions is --regions (0: the mapping's).
-func loadProgramFor(path, uri string, workers, regions int, logger *zap.Logger) (*transform.Program, error) {
+func (inv *invocation) loadProgramFor(path, uri string, workers, regions int, logger *zap.Logger) (*transform.Program, error) {
 	if !isCassandraURI(uri) {
 		return loadProgram(path)
 	}
@@ -177,45 +165,41 @@ func loadProgramFor(path, uri string, workers, regions int, logger *zap.Logger) 
 	}
 	m, err := transform.Load(path)
 	if err != nil {
-		return nil, exitWith(2, err)
+		return nil, usageError(err)
 	}
-	cfg, err := cassandraConfig(uri, m, workers)
+	cfg, err := inv.cassandraConfig(uri, m, workers)
 	if err != nil {
-		return nil, exitWith(2, err)
+		return nil, usageError(err)
 	}
 	if cfg.Shard.Count > 1 && regions == 0 && m.Regions != nil && m.Regions.Size > 0 {
-		return nil, exitWith(2, fmt.Errorf("--shard: %s sizes its regions from the table's size estimate (regions.size), which each shard may see differently; every shard must use the same region plan: pass --regions N, or use regions.count or regions.split_keys", path))
+		return nil, usageError(fmt.Errorf("--shard: %s sizes its regions from the table's size estimate (regions.size), which each shard may see differently; every shard must use the same region plan: pass --regions N, or use regions.count or regions.split_keys", path))
 	}
 	src, err := cassandra.New(cfg, logger.Named("source.cassandra"))
 	if err != nil {
-		return nil, exitWith(2, err)
+		return nil, usageError(err)
 	}
 	prog, err := transform.Compile(m, src.Schema())
 	if err != nil {
 		src.Close()
-		return nil, exitWith(2, fmt.Errorf("%s against %s.%s: %w", path, src.Table().Keyspace, src.Table().Name, err))
+		return nil, usageError(fmt.Errorf("%s against %s.%s: %w", path, src.Table().Keyspace, src.Table().Name, err))
 	}
-	opened.Lock()
-	if opened.byURI == nil {
-		opened.byURI = map[string]*cassandra.Source{}
+	if inv.openedCassandra == nil {
+		inv.openedCassandra = map[string]*cassandra.Source{}
 	}
-	if old := opened.byURI[uri]; old != nil {
+	if old := inv.openedCassandra[uri]; old != nil {
 		old.Close()
 	}
-	opened.byURI[uri] = src
-	opened.Unlock()
+	inv.openedCassandra[uri] = src
 	return prog, nil
 }
 
 // openCassandra hands out the source loadProgramFor connected, or connects anew and reads the
 // columns of schema (a mapping compiled from its own source.columns), in that order.
-func openCassandra(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
-	opened.Lock()
-	src := opened.byURI[uri]
-	delete(opened.byURI, uri)
-	opened.Unlock()
+func (inv *invocation) openCassandra(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
+	src := inv.openedCassandra[uri]
+	delete(inv.openedCassandra, uri)
 	if src == nil { // read the columns the mapping lists, in its order
-		cfg, err := cassandraConfig(uri, nil, 0)
+		cfg, err := inv.cassandraConfig(uri, nil, 0)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -19,28 +20,37 @@ import (
 	"github.com/rekey/rekey/source/cassandra/cqltest"
 )
 
-var cliMu sync.Mutex
-
-// runCLI runs the rekey command line in-process and captures what it prints.
+// runCLI runs the rekey command line in-process, with nothing on stdin, and returns its exit
+// code and what it printed. Runs share no streams, so tests may run them in parallel.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	cliMu.Lock()
-	defer cliMu.Unlock()
-	oldOut, oldErr := os.Stdout, os.Stderr
-	rOut, wOut, _ := os.Pipe()
-	rErr, wErr, _ := os.Pipe()
-	os.Stdout, os.Stderr = wOut, wErr
-	var bo, be bytes.Buffer
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { io.Copy(&bo, rOut); wg.Done() }()
-	go func() { io.Copy(&be, rErr); wg.Done() }()
-	code = run(args)
-	wOut.Close()
-	wErr.Close()
-	wg.Wait()
-	os.Stdout, os.Stderr = oldOut, oldErr
-	return code, bo.String(), be.String()
+	return runCLIWithStdin(t, strings.NewReader(""), args...)
+}
+
+// runCLIWithStdin is runCLI with stdin read from in.
+func runCLIWithStdin(t *testing.T, in io.Reader, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errs lockedBuffer
+	code = run(context.Background(), args, in, &out, &errs, os.Getenv)
+	return code, out.String(), errs.String()
+}
+
+// lockedBuffer holds what a run prints: its logs and progress come from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func mustRun(t *testing.T, args ...string) string {

@@ -19,15 +19,15 @@ import (
 // loadProgram reads, strictly decodes and compiles a mapping; problems exit with code 2.
 func loadProgram(path string) (*transform.Program, error) {
 	if path == "" {
-		return nil, exitWith(2, errors.New("-m/--mapping is required: the mapping file that describes the target key (see mappings/*.yaml)"))
+		return nil, usageError(errors.New("-m/--mapping is required: the mapping file that describes the target key (see mappings/*.yaml)"))
 	}
 	m, err := transform.Load(path)
 	if err != nil {
-		return nil, exitWith(2, err)
+		return nil, usageError(err)
 	}
 	prog, err := transform.Compile(m, nil)
 	if err != nil {
-		return nil, exitWith(2, fmt.Errorf("%s: %w", path, err))
+		return nil, usageError(fmt.Errorf("%s: %w", path, err))
 	}
 	return prog, nil
 }
@@ -39,25 +39,25 @@ type planFlags struct {
 	source  string
 }
 
-func (pf *planFlags) add(fl *pflag.FlagSet) {
+func (pf *planFlags) add(inv *invocation, fl *pflag.FlagSet) {
 	fl.StringVarP(&pf.mapping, "mapping", "m", "", "mapping file (YAML)")
 	fl.StringVar(&pf.source, "source", "", "source to sample for quantile split keys (optional)")
 	fl.IntVar(&pf.regions, "regions", 0, "number of pre-split regions (overrides the mapping's regions:)")
-	addCassandraFlags(fl)
-	addFileFlags(fl)
+	inv.addCassandraFlags(fl)
+	inv.addFileFlags(fl)
 }
 
 // plan loads the mapping and computes its region plan, sampling --source when given. loaded,
 // when not nil, is called once the mapping compiled, before the source is opened.
-func (pf *planFlags) plan(cmd *cobra.Command, g *globalFlags, loaded func(*transform.Program)) (*transform.Program, pipeline.RegionPlan, error) {
-	logger, err := g.logger()
+func (pf *planFlags) plan(cmd *cobra.Command, inv *invocation, loaded func(*transform.Program)) (*transform.Program, pipeline.RegionPlan, error) {
+	logger, err := inv.logger()
 	if err != nil {
-		return nil, pipeline.RegionPlan{}, exitWith(2, err)
+		return nil, pipeline.RegionPlan{}, usageError(err)
 	}
-	if err := checkCassandraFlags(pf.source); err != nil {
-		return nil, pipeline.RegionPlan{}, exitWith(2, err)
+	if err := inv.checkCassandraFlags(pf.source); err != nil {
+		return nil, pipeline.RegionPlan{}, usageError(err)
 	}
-	prog, err := loadProgramFor(pf.mapping, pf.source, 0, pf.regions, logger)
+	prog, err := inv.loadProgramFor(pf.mapping, pf.source, 0, pf.regions, logger)
 	if err != nil {
 		return nil, pipeline.RegionPlan{}, err
 	}
@@ -66,7 +66,7 @@ func (pf *planFlags) plan(cmd *cobra.Command, g *globalFlags, loaded func(*trans
 	}
 	var src pipeline.Source
 	if pf.source != "" {
-		if src, err = openSource(pf.source, prog.Source(), logger); err != nil {
+		if src, err = inv.openSource(pf.source, prog.Source(), logger); err != nil {
 			return nil, pipeline.RegionPlan{}, sourceOpenExit(err)
 		}
 		defer closeSource(src)
@@ -91,7 +91,7 @@ func planRegions(ctx context.Context, prog *transform.Program, src pipeline.Sour
 	}
 	plan, err := prog.PlanRegions(transform.RegionRequest{Count: regions, Sample: sample, EstimatedBytes: est})
 	if err != nil {
-		return plan, sample, exitWith(2, fmt.Errorf("region plan: %w", err))
+		return plan, sample, usageError(fmt.Errorf("region plan: %w", err))
 	}
 	return plan, sample, nil
 }
@@ -99,7 +99,7 @@ func planRegions(ctx context.Context, prog *transform.Program, src pipeline.Sour
 // sampleSize is how many source rows a run reads up front to place quantile split keys.
 const sampleSize = 20000
 
-func newCheckCmd(g *globalFlags) *cobra.Command {
+func newCheckCmd(inv *invocation) *cobra.Command {
 	var pf planFlags
 	cmd := &cobra.Command{
 		Use:   "check -m MAPPING [--source URI] [--regions N]",
@@ -117,7 +117,7 @@ write a row into, is an error (exit 2).`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			prog, plan, err := pf.plan(cmd, g, func(prog *transform.Program) { fmt.Fprintln(out, prog.Describe()) })
+			prog, plan, err := pf.plan(cmd, inv, func(prog *transform.Program) { fmt.Fprintln(out, prog.Describe()) })
 			if err != nil {
 				return err
 			}
@@ -125,7 +125,7 @@ write a row into, is an error (exit 2).`,
 			return printDesignRules(out, pf.mapping, prog.DesignRules(pf.regions > 0))
 		},
 	}
-	pf.add(cmd.Flags())
+	pf.add(inv, cmd.Flags())
 	return cmd
 }
 
@@ -147,7 +147,7 @@ func printDesignRules(w io.Writer, mapping string, rules []transform.DesignRule)
 		fmt.Fprintf(w, "  %s %s (%s): %s\n", level, r.Code, r.Path, r.Message)
 	}
 	if len(failed) > 0 {
-		return exitWith(2, fmt.Errorf("%s: the target table breaks Lindorm's design rules (%s): fix the mapping as the ERROR lines above say", mapping, strings.Join(failed, ", ")))
+		return usageError(fmt.Errorf("%s: the target table breaks Lindorm's design rules (%s): fix the mapping as the ERROR lines above say", mapping, strings.Join(failed, ", ")))
 	}
 	return nil
 }
@@ -156,7 +156,7 @@ func printDesignRules(w io.Writer, mapping string, rules []transform.DesignRule)
 // none of its rows.
 func refuseKeyOnly(mapping string, prog *transform.Program) error {
 	if prog.KeyOnly() {
-		return exitWith(2, fmt.Errorf("%s: %s", mapping, prog.KeyOnlyMessage()))
+		return usageError(fmt.Errorf("%s: %s", mapping, prog.KeyOnlyMessage()))
 	}
 	return nil
 }
@@ -181,7 +181,7 @@ func boundText(v pipeline.Value, ok bool, open string) string {
 	return fmt.Sprintf("%q", v.String())
 }
 
-func newDDLCmd(g *globalFlags) *cobra.Command {
+func newDDLCmd(inv *invocation) *cobra.Command {
 	var pf planFlags
 	var dialect string
 	cmd := &cobra.Command{
@@ -214,7 +214,7 @@ bytes as Lindorm does: utf8mb4_bin would make 'a' and 'a ' one key), without spl
 				// a MySQL table has no split keys: the flags that shape them do not apply
 				for _, name := range []string{"regions", "source"} {
 					if cmd.Flags().Changed(name) {
-						return exitWith(exitUsage, fmt.Errorf("--%s shapes Lindorm's split keys, which a --dialect %s table does not have: leave it out", name, dialect))
+						return usageError(fmt.Errorf("--%s shapes Lindorm's split keys, which a --dialect %s table does not have: leave it out", name, dialect))
 					}
 				}
 				prog, err := loadProgram(pf.mapping)
@@ -224,9 +224,9 @@ bytes as Lindorm does: utf8mb4_bin would make 'a' and 'a ' one key), without spl
 				fmt.Fprint(cmd.OutOrStdout(), sqlsink.MySQLDDL(prog.Target(), sqlsink.KeyCollations[dialect]))
 				return nil
 			default:
-				return exitWith(exitUsage, fmt.Errorf("--dialect %q: want lindorm, mysql (MySQL 8) or mariadb", dialect))
+				return usageError(fmt.Errorf("--dialect %q: want lindorm, mysql (MySQL 8) or mariadb", dialect))
 			}
-			prog, plan, err := pf.plan(cmd, g, nil)
+			prog, plan, err := pf.plan(cmd, inv, nil)
 			if err != nil {
 				return err
 			}
@@ -238,7 +238,7 @@ bytes as Lindorm does: utf8mb4_bin would make 'a' and 'a ' one key), without spl
 			return nil
 		},
 	}
-	pf.add(cmd.Flags())
+	pf.add(inv, cmd.Flags())
 	cmd.Flags().StringVar(&dialect, "dialect", "lindorm", "lindorm, or mysql (MySQL 8) or mariadb for a MySQL-protocol server's CREATE TABLE")
 	return cmd
 }

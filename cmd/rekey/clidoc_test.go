@@ -26,7 +26,7 @@ const cliDocsDir = "../../docs/cli"
 // writeCLIReference renders every command's help into dir as Markdown.
 func writeCLIReference(t *testing.T, dir string) {
 	t.Helper()
-	root := newRootCmd(&globalFlags{}, new(bool))
+	root := newRootCmd(&invocation{})
 	root.DisableAutoGenTag = true // no date: the pages change only when the help does
 	perCPU := cpuDependentFlags()
 	visitCommands(root, func(c *cobra.Command) {
@@ -51,7 +51,7 @@ func cpuDependentFlags() map[string]bool {
 	defaults := func(procs int) map[string]string {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		out := map[string]string{}
-		visitCommands(newRootCmd(&globalFlags{}, new(bool)), func(c *cobra.Command) {
+		visitCommands(newRootCmd(&invocation{}), func(c *cobra.Command) {
 			c.Flags().VisitAll(func(f *pflag.Flag) { out[c.CommandPath()+" --"+f.Name] = f.DefValue })
 		})
 		return out

@@ -388,6 +388,7 @@ func firstLine(s string, words ...string) string {
 // does not apply, before anything is written: on mysql://, for migrate (a copy's rows carry no
 // write time), for replicate of events other than Debezium's.
 func TestWriteTimeRefusedWhereItDoesNotApply(t *testing.T) {
+	t.Parallel()
 	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
 	state := filepath.Join(t.TempDir(), "state")
 	for _, tc := range []struct {

@@ -22,6 +22,7 @@ type docCommand struct {
 // exists and cobra accepts its flags and arguments, so a renamed or removed flag cannot linger in
 // the manual.
 func TestDocCommandsParse(t *testing.T) {
+	t.Parallel()
 	files := []string{"../../README.md"}
 	for _, pattern := range []string{"../../docs/*.md", "../../docs/cli/*.md"} {
 		more, err := filepath.Glob(pattern)
@@ -52,7 +53,7 @@ func TestDocCommandsParse(t *testing.T) {
 // parseDocCommand runs cobra's parsing of args against a fresh command tree, without running
 // the command.
 func parseDocCommand(args []string) error {
-	root := newRootCmd(&globalFlags{}, new(bool))
+	root := newRootCmd(&invocation{})
 	cmd, rest, err := root.Find(args)
 	if err != nil {
 		return err
@@ -143,7 +144,7 @@ func docCommands(name, text string) []docCommand {
 // a redirection or a comment.
 func commandsIn(where, line string) []docCommand {
 	words := shellWords(line)
-	root := newRootCmd(&globalFlags{}, new(bool))
+	root := newRootCmd(&invocation{})
 	var out []docCommand
 	for i := 0; i < len(words); i++ {
 		w := words[i]

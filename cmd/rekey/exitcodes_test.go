@@ -7,12 +7,12 @@ import (
 	"go/token"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/rekey/rekey/pipeline"
@@ -22,17 +22,27 @@ import (
 )
 
 // Exit code 1 means "completed, but some rows were rejected" (migrate) and "warnings" (report
-// --strict): automation takes such a run as done. Only those two outcomes may give it. Every
-// exit code is a constant given to exitWith (or chosen by exitCode), and the process exits in
-// main only, so that no error path can reach 1 by accident.
+// --strict): automation takes such a run as done. Only those two outcomes may give it, only the
+// two functions that decide them return those outcomes, every outcome is built by its
+// constructor, and the process exits in main only, so that no error path can reach 1 by
+// accident.
 func TestOnlyCompletedRunsExitOne(t *testing.T) {
+	t.Parallel()
+	commands := []string{""}
+	visitCommands(newRootCmd(&invocation{}), func(c *cobra.Command) { commands = append(commands, c.Name()) })
+	for o := outcomeFailed; o <= outcomeTargetDiffers; o++ {
+		for _, c := range commands {
+			if code := commandExitCode(c, o); code == 1 && o != outcomeRejects && o != outcomeReportWarnings {
+				t.Errorf("%s: outcome %d exits 1, which means a completed run", c, o)
+			}
+		}
+	}
 	fset := token.NewFileSet()
 	paths, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var files []*ast.File
-	consts := map[string]int{}
 	for _, p := range paths {
 		if strings.HasSuffix(p, "_test.go") {
 			continue
@@ -42,26 +52,14 @@ func TestOnlyCompletedRunsExitOne(t *testing.T) {
 			t.Fatal(err)
 		}
 		files = append(files, f)
-		for _, d := range f.Decls {
-			if gd, ok := d.(*ast.GenDecl); ok && gd.Tok == token.CONST {
-				for _, s := range gd.Specs {
-					vs := s.(*ast.ValueSpec)
-					for i, n := range vs.Names {
-						if i < len(vs.Values) {
-							if v, ok := intLit(vs.Values[i]); ok {
-								consts[n.Name] = v
-							}
-						}
-					}
-				}
-			}
-		}
 	}
-	// the only functions that may exit 1, and why
+	// the outcomes that exit 1, and the only functions that may return them
 	mayExitOne := map[string]string{
-		"rejectedExit": "migrate completed with rejected rows",
-		"runReport":    "report --strict found warnings",
+		"completedWithRejects": "rejectedExit", // migrate completed with rejected rows
+		"reportWarnings":       "runReport",    // report --strict found warnings
 	}
+	constructors := map[string]bool{"usageError": true, "runFailed": true, "interrupted": true, "completedWithRejects": true,
+		"reportWarnings": true, "reportErrors": true, "targetDiffers": true}
 	calls := 0
 	for _, f := range files {
 		for _, d := range f.Decls {
@@ -75,23 +73,17 @@ func TestOnlyCompletedRunsExitOne(t *testing.T) {
 					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Exit" && isIdent(sel.X, "os") && fd.Name.Name != "main" {
 						t.Errorf("%s: os.Exit in %s: return an error from the command, main exits", fset.Position(n.Pos()), fd.Name.Name)
 					}
-					if !isIdent(n.Fun, "exitWith") || len(n.Args) != 2 {
+					id, ok := n.Fun.(*ast.Ident)
+					if !ok || !constructors[id.Name] {
 						return true
 					}
 					calls++
-					code, ok := intLit(n.Args[0])
-					if id, isID := n.Args[0].(*ast.Ident); isID {
-						code, ok = consts[id.Name]
-					}
-					switch {
-					case !ok:
-						t.Errorf("%s: exitWith's code is not a constant of the package: name the outcome with one", fset.Position(n.Pos()))
-					case code == exitRejects && mayExitOne[fd.Name.Name] == "":
-						t.Errorf("%s: %s exits 1, which means a completed run: a failure exits %d, invalid use %d", fset.Position(n.Pos()), fd.Name.Name, exitFailed, exitUsage)
+					if only, ok := mayExitOne[id.Name]; ok && fd.Name.Name != only {
+						t.Errorf("%s: %s in %s exits 1, which means a completed run: a failure is runFailed, invalid use usageError", fset.Position(n.Pos()), id.Name, fd.Name.Name)
 					}
 				case *ast.CompositeLit:
-					if isIdent(n.Type, "exitError") && fd.Name.Name != "exitWith" {
-						t.Errorf("%s: build exit errors with exitWith", fset.Position(n.Pos()))
+					if isIdent(n.Type, "outcomeError") && !constructors[fd.Name.Name] {
+						t.Errorf("%s: build outcome errors with their constructors (usageError, runFailed, ...)", fset.Position(n.Pos()))
 					}
 				}
 				return true
@@ -99,17 +91,8 @@ func TestOnlyCompletedRunsExitOne(t *testing.T) {
 		}
 	}
 	if calls < 50 {
-		t.Fatalf("found only %d calls of exitWith: is the test reading the command's files?", calls)
+		t.Fatalf("found only %d outcome errors: is the test reading the command's files?", calls)
 	}
-}
-
-func intLit(e ast.Expr) (int, bool) {
-	bl, ok := e.(*ast.BasicLit)
-	if !ok || bl.Kind != token.INT {
-		return 0, false
-	}
-	v, err := strconv.Atoi(bl.Value)
-	return v, err == nil
 }
 
 func isIdent(e ast.Expr, name string) bool {
@@ -120,6 +103,7 @@ func isIdent(e ast.Expr, name string) bool {
 // One failure of each kind per command, run through the command line: a failed run exits 3, a
 // use the command refuses exits 2 (verify: 3, its 2 means "different"), never 1.
 func TestFailuresExitThreeInvalidUseTwo(t *testing.T) {
+	t.Parallel()
 	mapping, err := filepath.Abs("../../mappings/orders.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +193,7 @@ func TestMigrateObjectStoreStoppedAfterLockExitsThree(t *testing.T) {
 // With --log-format json the line that says why rekey stopped is a JSON log line too, carrying
 // the exit code, so a log pipeline reading rekey's JSON does not get one plain line at the end.
 func TestFinalErrorIsJSONWithJSONLogs(t *testing.T) {
+	t.Parallel()
 	code, _, stderr := runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=10",
 		"--out", filepath.Join(t.TempDir(), "out"), "--regions", "0", "--log-format", "json")
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")

@@ -112,10 +112,9 @@ func testTakeOver(t *testing.T, outArg, dir string, loseLock, after func()) {
 		t.Fatalf("the first run ended before its fourth commit: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	loseLock()
-	// runCLI holds the terminal of the paused run: the second run prints there too
-	if code := run(append(args, "--resume")); code != 0 {
+	if code, stdout, stderr := runCLI(t, append(args, "--resume")...); code != 0 {
 		close(release)
-		t.Fatalf("the run taking the output over: exit %d", code)
+		t.Fatalf("the run taking the output over: exit %d\n%s%s", code, stdout, stderr)
 	}
 	m, err := lindorm.ReadManifest(dir)
 	if err != nil {

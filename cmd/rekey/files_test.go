@@ -71,6 +71,7 @@ func copyDir(t *testing.T, from, to string) {
 // base64 blobs, JSON collections, ISO timestamps with short fractions. A resume after a file was
 // added to the directory is refused naming the file.
 func TestMigrateDSBulkUnloadExport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	export := filepath.Join(dir, "export")
 	copyDir(t, dsbulkExport, export)
@@ -150,16 +151,14 @@ func withStdin(t *testing.T, path string, args ...string) (int, string, string) 
 		t.Fatal(err)
 	}
 	defer f.Close()
-	old := os.Stdin
-	os.Stdin = f
-	defer func() { os.Stdin = old }()
-	return runCLI(t, args...)
+	return runCLIWithStdin(t, f, args...)
 }
 
 // TestMigrateStdin: stdin (file:-?format=csv) migrates what is piped in; a resume of it is refused,
 // saying why and what to do (exit 2); a region plan that needs a sample says stdin cannot give one
 // and what to do instead.
 func TestMigrateStdin(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := ordersCSV(t, dir, "orders.csv", 3000, 5)
 	out := filepath.Join(dir, "out")
@@ -198,6 +197,7 @@ func TestMigrateStdin(t *testing.T) {
 // TestMigrateLimitSkip: ?limit=N&skip=N try a mapping on the head of a big file: only those rows
 // are read (rows_in counts them), and the window is part of what a resume checks.
 func TestMigrateLimitSkip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := ordersCSV(t, dir, "orders.csv", 5000, 9)
 	out := filepath.Join(dir, "out")
@@ -227,6 +227,7 @@ func TestMigrateLimitSkip(t *testing.T) {
 // TestEmptyCSVAndJSONLAgree: before, an empty .jsonl said VERDICT OK while an empty .csv was an
 // error. Both now read as 0 rows with a warning naming the file, in report and migrate alike.
 func TestEmptyCSVAndJSONLAgree(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, name := range []string{"empty.csv", "empty.jsonl"} {
 		path := writeFile(t, dir, name, "")

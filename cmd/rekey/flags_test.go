@@ -11,6 +11,7 @@ import (
 // No silent clamps: before, --regions 0 quietly used the mapping's count and --regions 100000
 // quietly became 65,536 regions; both are errors now (exit 2) that say what to do.
 func TestRegionsFlagIsNeverClampedSilently(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ regions, want string }{
 		{"0", "want at least 1 region"},
 		{"100000", "at most 65536 regions"},
@@ -27,6 +28,7 @@ func TestRegionsFlagIsNeverClampedSilently(t *testing.T) {
 // Before, `--shard` read "--shard rekey merge" in --help (pflag takes a backquoted word in a usage
 // string as the value's name), and check/ddl listed scan flags that do nothing there.
 func TestHelpListsOnlyFlagsThatApply(t *testing.T) {
+	t.Parallel()
 	_, out, _ := runCLI(t, "migrate", "--help")
 	if !strings.Contains(out, "--shard string") {
 		t.Fatalf("migrate --help: %s", out)
@@ -43,6 +45,7 @@ func TestHelpListsOnlyFlagsThatApply(t *testing.T) {
 // the first thousand rows: exit 3, and the summary says the run failed and claims no rows that were
 // never committed.
 func TestDefaultRejectLimitFailsSystematicRejects(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var b strings.Builder
 	b.WriteString("userid,orderid,channel,ts,status,location,amount\n")
@@ -97,6 +100,7 @@ func TestVerifyHelpNamesBothPasswordVariables(t *testing.T) {
 // rekey ddl --dialect mysql|mariadb has no split keys: --regions and --source, which shape them,
 // are refused instead of ignored.
 func TestDDLForMySQLRefusesSplitKeyFlags(t *testing.T) {
+	t.Parallel()
 	for _, extra := range [][]string{{"--regions", "8"}, {"--source", "gen:orders?rows=10"}} {
 		args := append([]string{"ddl", "-m", "../../mappings/orders.yaml", "--dialect", "mariadb"}, extra...)
 		code, _, errs := runCLI(t, args...)

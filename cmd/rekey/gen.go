@@ -12,7 +12,7 @@ import (
 	"github.com/rekey/rekey/source/gen"
 )
 
-func newGenCmd(_ *globalFlags) *cobra.Command {
+func newGenCmd(_ *invocation) *cobra.Command {
 	var rows, seed int64
 	var out string
 	cmd := &cobra.Command{
@@ -26,7 +26,7 @@ logs:   monotonic timestamps, ~50 hosts, a few log events dominating.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := gen.Columns(args[0]); err != nil {
-				return exitWith(2, err)
+				return usageError(err)
 			}
 			var w io.Writer = cmd.OutOrStdout()
 			if out != "" && out != "-" {

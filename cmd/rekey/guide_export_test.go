@@ -15,6 +15,7 @@ import (
 // that `rekey check` accepts and `rekey migrate` runs on the same input, every row written or
 // rejected.
 func TestReportExportedDesignsMigrate(t *testing.T) {
+	t.Parallel()
 	const rows = 3000
 	const base = 1704067200000
 	channels := []string{"alipay", "alipay", "alipay", "taobao", "taobao", "wechat", "jd"}

@@ -21,6 +21,7 @@ import (
 // file were complete. Cut in the part read while opening the source or later, the run fails with a
 // non-zero exit naming the file, and writes no manifest.
 func TestMigrateTruncatedGzipFails(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var csv, gz bytes.Buffer
 	if err := gen.WriteCSV(&csv, "orders", 60000, 3); err != nil {
@@ -50,6 +51,7 @@ func TestMigrateTruncatedGzipFails(t *testing.T) {
 // inside one reject's raw. Now the quote's line is the one reject and the counts add up to every
 // line of the file.
 func TestMigrateStrayQuote(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var csv bytes.Buffer
 	if err := gen.WriteCSV(&csv, "orders", 1000, 3); err != nil {
@@ -111,6 +113,7 @@ func TestMigrateStrayQuote(t *testing.T) {
 // TestDuplicateHeaderFailsRun: before, a duplicate header name (amount,amount) silently used the
 // first; migrate and report refuse the file, naming both fields.
 func TestDuplicateHeaderFailsRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := writeFile(t, dir, "dup.csv", "userid,orderid,channel,ts,amount,status,location,amount\nu1,1,taobao,0,1.00,PAID,X,2.00\n")
 	mapping := writeFile(t, dir, "orders.yaml", strictOrders)

@@ -16,6 +16,7 @@ import (
 // start, kept by --resume) and ends with a "Next steps" block; the DDL does not change with the job
 // flags, and --stats-json holds figures only.
 func TestMigrateWritesAJobLTSAccepts(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	src := ordersCSV(t, dir, "orders.csv", 2000, 3)
 	plain := filepath.Join(dir, "plain")

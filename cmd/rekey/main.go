@@ -3,15 +3,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/pprof"
 	"strconv"
+	"time"
 
 	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/sink/store/s3store"
+	"github.com/rekey/rekey/source/cassandra"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -21,18 +24,39 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// exitError carries a process exit code through cobra.
-type exitError struct {
-	code int
-	err  error
+// outcome is what an error that ends a command says about the run. Commands return it in an
+// outcomeError (usageError, runFailed, ...); exitCode alone maps it to the command's exit code.
+type outcome int
+
+const (
+	outcomeFailed         outcome = iota // the run failed; any error without an outcome, once the command ran
+	outcomeUsage                         // invalid use: flags, mapping, a refused resume
+	outcomeInterrupted                   // stopped by Ctrl-C or SIGTERM
+	outcomeRejects                       // migrate completed, but some rows were rejected
+	outcomeReportWarnings                // report --strict completed and found warnings
+	outcomeReportErrors                  // report completed and found errors
+	outcomeTargetDiffers                 // verify completed: the target does not hold what the source gives
+)
+
+// outcomeError carries an outcome through cobra.
+type outcomeError struct {
+	outcome outcome
+	err     error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
+func (e *outcomeError) Error() string { return e.err.Error() }
+func (e *outcomeError) Unwrap() error { return e.err }
 
-func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+func usageError(err error) error           { return &outcomeError{outcomeUsage, err} }
+func runFailed(err error) error            { return &outcomeError{outcomeFailed, err} }
+func interrupted(err error) error          { return &outcomeError{outcomeInterrupted, err} }
+func completedWithRejects(err error) error { return &outcomeError{outcomeRejects, err} }
+func reportWarnings(err error) error       { return &outcomeError{outcomeReportWarnings, err} }
+func reportErrors(err error) error         { return &outcomeError{outcomeReportErrors, err} }
+func targetDiffers(err error) error        { return &outcomeError{outcomeTargetDiffers, err} }
 
-// Exit codes of migrate and replicate, as DSBulk users know them.
+// Exit codes of migrate, replicate, merge, check, ddl and gen, as DSBulk users know them; report
+// and verify add their own (below, and in verify.go).
 const (
 	exitRejects     = 1   // completed, but some rows were rejected
 	exitUsage       = 2   // invalid use: flags, mapping, a refused resume
@@ -40,23 +64,47 @@ const (
 	exitInterrupted = 130 // stopped by Ctrl-C or SIGTERM; --resume finishes
 )
 
-type globalFlags struct {
+// Exit codes of report (its verdict), besides exitUsage, exitFailed and exitInterrupted.
+const (
+	exitReportWarnings = 1 // --strict: the report found warnings
+	exitReportErrors   = 2 // the report found errors
+)
+
+// invocation is one run of the command line: what it reads and writes outside its flags (the
+// process's streams and environment in main, buffers in tests), the flags every command shares,
+// and what one step of a command hands to the next. Nothing of it outlives run, so that runs
+// in one process (the tests) share no state.
+type invocation struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+
 	logLevel  string
 	logFormat string
+	// ran is set once cobra has accepted the flags and arguments and the command starts
+	ran bool
+
+	// the source flags of the command that runs (every command binds its own to these)
+	cassandra cassandraFlags
+	file      fileFlags
+	// openedCassandra keeps the Cassandra source loadProgramFor connected (to read the table's
+	// schema) for the openSource call that follows, by URI
+	openedCassandra map[string]*cassandra.Source
 }
 
 func main() {
+	args := os.Args[1:]
 	// REKEY_CPUPROFILE=FILE writes a CPU profile of the whole command (for `go tool pprof`).
 	if path := os.Getenv("REKEY_CPUPROFILE"); path != "" {
 		if f, err := os.Create(path); err == nil {
 			pprof.StartCPUProfile(f)
-			code := run(os.Args[1:])
+			code := run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 			pprof.StopCPUProfile()
 			f.Close()
 			os.Exit(code)
 		}
 	}
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
 // registerStores wires the object stores --out may name (store.Open): S3 and OSS (through its
@@ -66,19 +114,29 @@ func registerStores() {
 	store.Register("oss", s3store.Opener)
 }
 
-func run(args []string) int {
+// run is rekey's one entry: it runs the command line args with the given streams and
+// environment and returns the process's exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	registerStores()
-	g := &globalFlags{}
-	ran := false
-	root := newRootCmd(g, &ran)
+	inv := &invocation{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	root := newRootCmd(inv)
 	root.SetArgs(args)
-	cmd, err := root.ExecuteC()
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
 	}
-	code := exitCode(cmd, err, ran)
-	printFinalError(os.Stderr, g.logFormat, err, code)
+	code := exitCode(cmd, err, inv.ran)
+	printFinalError(stderr, inv.logFormat, err, code)
 	return code
+}
+
+// isTerminal tells whether w is a terminal (colours, progress bars, a prompt on stdin).
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // printFinalError writes the error that ends the process: a plain "rekey: ..." line, or with
@@ -94,48 +152,89 @@ func printFinalError(w io.Writer, format string, err error, code int) {
 	zap.New(core).Error(err.Error(), zap.Int("exit_code", code))
 }
 
-// exitCode is the one place an error becomes the process's exit code. A command chooses its
-// code with exitWith; any other error is a failure (3) when the command ran, and invalid use
-// when cobra refused the flags or arguments before it ran. Never 1: that code means "completed,
-// but some rows were rejected" (migrate) or "warnings" (report --strict), which only exitWith
-// gives, so that automation never reads a failed run as a finished one.
+// exitCode is the one place an error becomes the process's exit code. A command says what
+// happened with an outcomeError; any other error is a failure when the command ran, and invalid
+// use when cobra refused the flags or arguments before it ran.
 func exitCode(cmd *cobra.Command, err error, ran bool) int {
-	var ee *exitError
+	o := outcomeFailed
+	var oe *outcomeError
 	switch {
-	case errors.As(err, &ee):
-		return ee.code
-	case ran:
-		return exitFailed
-	case cmd != nil && cmd.Name() == "verify":
-		return exitVerifyFailed // verify's 2 means "the target differs"
+	case errors.As(err, &oe):
+		o = oe.outcome
+	case !ran:
+		o = outcomeUsage
 	}
-	return exitUsage
+	name := ""
+	if cmd != nil {
+		name = cmd.Name()
+	}
+	return commandExitCode(name, o)
+}
+
+// commandExitCode is the exit code of a command's outcome. Never 1 but for a completed run: 1
+// means "completed, but some rows were rejected" (migrate) or "warnings" (report --strict), so
+// that automation never reads a failed run as a finished one.
+func commandExitCode(command string, o outcome) int {
+	switch o {
+	case outcomeInterrupted:
+		return exitInterrupted
+	case outcomeRejects:
+		return exitRejects
+	case outcomeReportWarnings:
+		return exitReportWarnings
+	case outcomeReportErrors:
+		return exitReportErrors
+	case outcomeTargetDiffers:
+		return exitDifferent
+	}
+	if command == "verify" {
+		return exitVerifyFailed // verify's 2 means "the target differs": it could not run
+	}
+	if o == outcomeUsage {
+		return exitUsage
+	}
+	return exitFailed
 }
 
 // logger builds the one zap logger of the process; components get Named children of it.
-func (g *globalFlags) logger() (*zap.Logger, error) {
-	level, err := zapcore.ParseLevel(g.logLevel)
+func (inv *invocation) logger() (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(inv.logLevel)
 	if err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", inv.logLevel)
 	}
 	var cfg zap.Config
-	switch g.logFormat {
+	switch inv.logFormat {
 	case "json":
 		cfg = zap.NewProductionConfig()
 	case "console":
 		cfg = zap.NewDevelopmentConfig()
 		cfg.DisableStacktrace = true
 		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalLevelEncoder
-		if term.IsTerminal(int(os.Stderr.Fd())) { // colour codes only where a terminal renders them
+		if isTerminal(inv.stderr) { // colour codes only where a terminal renders them
 			cfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
 		}
 	default:
-		return nil, fmt.Errorf("--log-format %q: want console or json", g.logFormat)
+		return nil, fmt.Errorf("--log-format %q: want console or json", inv.logFormat)
 	}
 	cfg.Level = zap.NewAtomicLevelAt(level)
-	cfg.OutputPaths = []string{"stderr"}
-	cfg.ErrorOutputPaths = []string{"stderr"}
-	return cfg.Build()
+	// the logs go to the invocation's stderr: zap's own sinks could only name the process's
+	w := zapcore.Lock(zapcore.AddSync(inv.stderr))
+	enc := zapcore.NewConsoleEncoder(cfg.EncoderConfig)
+	if cfg.Encoding == "json" {
+		enc = zapcore.NewJSONEncoder(cfg.EncoderConfig)
+	}
+	core := zapcore.NewCore(enc, w, cfg.Level)
+	if s := cfg.Sampling; s != nil {
+		core = zapcore.NewSamplerWithOptions(core, time.Second, s.Initial, s.Thereafter)
+	}
+	opts := []zap.Option{zap.ErrorOutput(w), zap.AddCaller()}
+	if cfg.Development {
+		opts = append(opts, zap.Development())
+	}
+	if !cfg.DisableStacktrace {
+		opts = append(opts, zap.AddStacktrace(zapcore.ErrorLevel))
+	}
+	return zap.New(core, opts...), nil
 }
 
 // checkCommonFlags refuses values of flags several commands share that would otherwise be
@@ -143,7 +242,7 @@ func (g *globalFlags) logger() (*zap.Logger, error) {
 func checkCommonFlags(cmd *cobra.Command, _ []string) error {
 	if f := cmd.Flags().Lookup("regions"); f != nil && f.Changed {
 		if n, err := strconv.Atoi(f.Value.String()); err != nil || n < 1 {
-			return exitWith(2, fmt.Errorf("--regions %s: want at least 1 region (leave --regions out to use the mapping's regions: section)", f.Value))
+			return usageError(fmt.Errorf("--regions %s: want at least 1 region (leave --regions out to use the mapping's regions: section)", f.Value))
 		}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,7 +18,7 @@ type mergeFlags struct {
 	files string
 }
 
-func newMergeCmd(g *globalFlags) *cobra.Command {
+func newMergeCmd(inv *invocation) *cobra.Command {
 	f := &mergeFlags{}
 	cmd := &cobra.Command{
 		Use:   "merge DIR... --out DIR",
@@ -60,23 +59,23 @@ before placing any file, a manifest that lists a file outside its own directory 
   rekey merge /shared/out/shard-* --out /shared/out/orders --files copy
   rekey merge s3://bucket/orders/shard-0 s3://bucket/orders/shard-1 --out s3://bucket/orders/all`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runMerge(cmd, args, f) },
+		RunE: func(cmd *cobra.Command, args []string) error { return runMerge(cmd, inv, args, f) },
 	}
 	cmd.Flags().StringVar(&f.out, "out", "", "output: a directory (must be new or empty), or s3://BUCKET/PREFIX or oss://BUCKET/PREFIX (inputs may be bucket prefixes too)")
 	cmd.Flags().StringVar(&f.files, "files", "link", "how data files reach --out: link (hard links, copy across filesystems), copy, or move")
 	return cmd
 }
 
-func runMerge(cmd *cobra.Command, dirs []string, f *mergeFlags) error {
+func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags) error {
 	if f.out == "" {
-		return exitWith(2, errors.New("--out is required: the directory for the merged bulk-load files"))
+		return usageError(errors.New("--out is required: the directory for the merged bulk-load files"))
 	}
 	mode, err := merge.ParseMode(f.files)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	ctx := cmd.Context()
-	out, err := openStore(ctx, f.out)
+	out, err := inv.openStore(ctx, f.out)
 	if err != nil {
 		return err
 	}
@@ -84,13 +83,13 @@ func runMerge(cmd *cobra.Command, dirs []string, f *mergeFlags) error {
 		return err
 	}
 	inputs, err := merge.OpenInputs(ctx, dirs, out, func(ctx context.Context, dir string) (store.Store, error) {
-		return store.Open(ctx, dir, os.Getenv)
+		return store.Open(ctx, dir, inv.getenv)
 	})
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	if err := merge.Check(inputs); err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	res, err := merge.WriteTo(ctx, inputs, out, mode, version)
 	if err != nil {
@@ -162,13 +161,13 @@ func filesVerb(mode merge.Mode, res *merge.Result, local bool) string {
 func checkMergeOut(ctx context.Context, out store.Store, name string) error {
 	objs, err := out.List(ctx, "")
 	if err != nil {
-		return exitWith(exitFailed, fmt.Errorf("--out %s: %w", name, err))
+		return runFailed(fmt.Errorf("--out %s: %w", name, err))
 	}
 	if _, err := out.Stat(ctx, merge.PlanFile); err == nil {
 		return nil
 	}
 	if len(objs) > 0 {
-		return exitWith(exitUsage, fmt.Errorf("--out %s already holds files: merge into a new --out directory", name))
+		return usageError(fmt.Errorf("--out %s already holds files: merge into a new --out directory", name))
 	}
 	return nil
 }

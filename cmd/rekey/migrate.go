@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -47,7 +46,7 @@ type migrateFlags struct {
 	sql         sqlFlags
 }
 
-func newMigrateCmd(g *globalFlags) *cobra.Command {
+func newMigrateCmd(inv *invocation) *cobra.Command {
 	f := &migrateFlags{}
 	cmd := &cobra.Command{
 		Use:   "migrate -m MAPPING --source URI --out DIR",
@@ -100,7 +99,7 @@ Exit codes:
   rekey migrate -m mappings/orders.yaml --source file:orders.csv --out out/orders --regions 64 --max-rejects 100
   rekey migrate -m mappings/logs.yaml --source file:logs.jsonl.gz --out out/logs --format csv --sort`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runMigrate(cmd, g, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runMigrate(cmd, inv, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
@@ -116,13 +115,13 @@ Exit codes:
 	fl.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out from its checkpoint")
 	fl.BoolVar(&f.overwrite, "overwrite", false, "replace a previous run's output in --out (only rekey's own files; refused when --out holds anything else)")
 	fl.DurationVar(&f.checkpoint, "checkpoint-interval", time.Minute, "how often to commit files and save a checkpoint (each one closes the open files)")
-	f.progress.register(fl)
+	f.progress.register(inv, fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	addLTSFlags(fl, &f.lts)
 	f.sql.register(fl)
-	addCassandraFlags(fl)
-	addCassandraReadFlags(fl, true)
-	addFileFlags(fl)
+	inv.addCassandraFlags(fl)
+	inv.addCassandraReadFlags(fl, true)
+	inv.addFileFlags(fl)
 	return cmd
 }
 
@@ -160,56 +159,56 @@ func fileFormat(name string) (files.Format, error) {
 	return nil, fmt.Errorf("--format %q: want parquet or csv", name)
 }
 
-func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
-	logger, err := g.logger()
+func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
+	logger, err := inv.logger()
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	defer logger.Sync()
 	if f.out == "" {
-		return exitWith(2, errors.New("--out is required: the directory for the bulk-load files"))
+		return usageError(errors.New("--out is required: the directory for the bulk-load files"))
 	}
 	limit, err := parseRejectLimit(f.maxRejects)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
-	if err := checkCassandraFlags(f.source); err != nil {
-		return exitWith(2, err)
+	if err := inv.checkCassandraFlags(f.source); err != nil {
+		return usageError(err)
 	}
 	if sqlsink.IsURI(f.out) {
 		memory, err := parseSizeFlag("--memory", f.memory)
 		if err != nil {
-			return exitWith(2, err)
+			return usageError(err)
 		}
-		setMemoryBudget(memory)
-		return runMigrateSQL(cmd, g, f, logger, limit)
+		setMemoryBudget(inv.getenv, memory)
+		return runMigrateSQL(cmd, inv, f, logger, limit)
 	}
 	format, err := fileFormat(f.format)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	maxFile, err := parseSizeFlag("--max-file-size", f.maxFileSize)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	memory, err := parseSizeFlag("--memory", f.memory)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	job, err := f.lts.options()
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	job.Format, job.Out, job.Store = format.Name(), f.out, !store.IsLocal(f.out)
 	next := lindorm.NextRun{Out: f.out, Store: job.Store, Mapping: f.mapping, Source: f.source}
-	prog, err := loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
+	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
 		return err
 	}
 	if err := refuseKeyOnly(f.mapping, prog); err != nil {
 		return err
 	}
-	src, err := openSource(f.source, prog.Source(), logger)
+	src, err := inv.openSource(f.source, prog.Source(), logger)
 	if err != nil {
 		return sourceOpenExit(err)
 	}
@@ -217,7 +216,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	st, err := openStore(ctx, f.out)
+	st, err := inv.openStore(ctx, f.out)
 	if err != nil {
 		return err
 	}
@@ -227,7 +226,7 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		Overwrite: f.overwrite, FinalFiles: []string{lindorm.DDLFile, lindorm.BulkloadFile, lindorm.ManifestFile},
 	}, logger.Named("pipeline"))
 	if errors.Is(err, pipeline.ErrRefusedResume) {
-		return exitWith(2, err)
+		return usageError(err)
 	} else if err != nil {
 		return err
 	}
@@ -243,13 +242,13 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 	} else if plan, _, err = planRegions(ctx, prog, src, f.regions); err != nil {
 		return err
 	}
-	setMemoryBudget(memory)
+	setMemoryBudget(inv.getenv, memory)
 	sink, err := files.New(files.Config{
 		Store: st, Schema: prog.Target(), Plan: plan, Format: format,
 		MaxFileSize: maxFile, Memory: memory / 4, Sort: f.sort,
 	}, logger.Named("sink.files"))
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	logger.Info("migration starting", zap.String("mapping", prog.Name()), zap.String("table", prog.Table()),
 		zap.Int("regions", plan.Count()), zap.String("strategy", plan.Strategy), zap.String("out", f.out))
@@ -266,21 +265,21 @@ func runMigrate(cmd *cobra.Command, g *globalFlags, f *migrateFlags) error {
 		if _, stdin := src.(*file.Stdin); stdin {
 			next = "stdin cannot be read again: save the input to a file and migrate it into a new --out"
 		}
-		return exitWith(exitInterrupted, fmt.Errorf("interrupted: %d rows committed to %s; %s", res.RowsWritten, f.out, next))
+		return interrupted(fmt.Errorf("interrupted: %d rows committed to %s; %s", res.RowsWritten, f.out, next))
 	}
 	if errors.Is(runErr, pipeline.ErrLockLost) {
-		return exitWith(exitFailed, fmt.Errorf("migration stopped: another rekey run took over %s (or may at any moment: this run's lock there is lost) and this run stopped without writing there: let the other run finish, or stop it and run the same command with --resume\n%w", f.out, runErr))
+		return runFailed(fmt.Errorf("migration stopped: another rekey run took over %s (or may at any moment: this run's lock there is lost) and this run stopped without writing there: let the other run finish, or stop it and run the same command with --resume\n%w", f.out, runErr))
 	}
 	if runErr != nil {
 		printSummary(cmd.OutOrStdout(), "Migration failed (what was committed before the failure)", res, filesOut(f.out, st, plan))
-		return exitWith(exitFailed, fmt.Errorf("migration failed: %w\nthe files committed so far are in %s (no manifest.json was written); %s", runErr, f.out,
+		return runFailed(fmt.Errorf("migration failed: %w\nthe files committed so far are in %s (no manifest.json was written); %s", runErr, f.out,
 			afterFailure(runErr, "once the cause is fixed, run the same command with --resume", "with --overwrite (it replaces this output) or into a new --out")))
 	}
 	if err := finishRun(ctx, cmd.OutOrStdout(), st, f.out, prog, plan, format.Name(), res, job, next); err != nil {
-		return exitWith(exitFailed, err)
+		return runFailed(err)
 	}
 	if err := writeStats(f.statsJSON, res); err != nil {
-		return exitWith(exitFailed, err)
+		return runFailed(err)
 	}
 	return rejectedExit(res, st)
 }
@@ -303,7 +302,7 @@ func rejectedExit(res pipeline.Result, st store.Store) error {
 	if res.RowsRejected == 0 {
 		return nil
 	}
-	return exitWith(exitRejects, fmt.Errorf("completed, but %d of %d rows were rejected: see %s for each row's position and reason", res.RowsRejected, res.RowsIn, pipeline.RejectsLocation(st)))
+	return completedWithRejects(fmt.Errorf("completed, but %d of %d rows were rejected: see %s for each row's position and reason", res.RowsRejected, res.RowsIn, pipeline.RejectsLocation(st)))
 }
 
 // finishRun writes the final files of a run whose source was read to its end, its summary and
@@ -340,9 +339,9 @@ func finishComplete(ctx context.Context, w io.Writer, st store.Store, out string
 	if _, err := st.Stat(ctx, lindorm.ManifestFile); err == nil {
 		fmt.Fprintf(w, "%s already holds a complete run (%d rows written); nothing to resume\n", out, cp.RowsWritten)
 	} else if !store.IsNotExist(err) {
-		return exitWith(exitFailed, fmt.Errorf("--resume: %w", err))
+		return runFailed(fmt.Errorf("--resume: %w", err))
 	} else if err := finishRun(ctx, w, st, out, prog, cp.Plan, format, cp.Result(), jobOpt, next); err != nil {
-		return exitWith(exitFailed, err)
+		return runFailed(err)
 	}
 	return rejectedExit(cp.Result(), st)
 }
@@ -386,12 +385,12 @@ func writeTableFiles(ctx context.Context, st store.Store, prog *transform.Progra
 
 // openStore opens the output --out names: a local folder, or a bucket prefix (s3://, oss://) once
 // its store is registered (registerStores). Credentials come from the environment only.
-func openStore(ctx context.Context, out string) (store.Store, error) {
-	st, err := store.Open(ctx, out, os.Getenv)
+func (inv *invocation) openStore(ctx context.Context, out string) (store.Store, error) {
+	st, err := store.Open(ctx, out, inv.getenv)
 	if store.IsUsage(err) {
-		return nil, exitWith(exitUsage, fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
+		return nil, usageError(fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
 	} else if err != nil {
-		return nil, exitWith(exitFailed, fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
+		return nil, runFailed(fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
 	}
 	return st, nil
 }
@@ -433,14 +432,14 @@ func runMigration(ctx context.Context, cancel context.CancelFunc, f *migrateFlag
 		return res, nil, err
 	}
 	stop := make(chan struct{})
-	defer onInterrupt(stopping, func() { close(stop) }, cancel)()
+	defer onInterrupt(f.progress.stderr, stopping, func() { close(stop) }, cancel)()
 	var before int64
 	if out.resume != nil {
 		before = out.resume.RowsIn
 	}
 	bar, err := f.progress.start("migrating", src, &runner.Counters, out.bytes, before)
 	if err != nil {
-		return res, nil, exitWith(exitUsage, err)
+		return res, nil, usageError(err)
 	}
 	res, runErr = runner.Run(ctx, stop, out.resume)
 	bar.finish()

@@ -85,6 +85,7 @@ func expectedRows(t *testing.T, csvPath string) map[string][]string {
 // TestMigrateCSVEndToEnd runs `rekey migrate` on a CSV with planted bad rows and reads every
 // Parquet file back with parquet-go: schema, values, region bounds, and counts that add up.
 func TestMigrateCSVEndToEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var buf bytes.Buffer
 	if err := gen.WriteCSV(&buf, "orders", 20000, 3); err != nil {

@@ -3,14 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/transform"
@@ -46,9 +44,11 @@ type progressFigures struct {
 type progressFlags struct {
 	mode     string
 	interval time.Duration
+	stderr   io.Writer // where the progress shows: the invocation's stderr
 }
 
-func (p *progressFlags) register(fl *pflag.FlagSet) {
+func (p *progressFlags) register(inv *invocation, fl *pflag.FlagSet) {
+	p.stderr = inv.stderr
 	fl.StringVar(&p.mode, "progress", "auto", progressModes)
 	fl.DurationVar(&p.interval, "progress-interval", 10*time.Second, "how often a plain progress line is printed when there is no terminal")
 }
@@ -85,7 +85,7 @@ func (pf progressFlags) startRows(what string, total int64, c *pipeline.Counters
 }
 
 func (pf progressFlags) show(f progressFigures) (*progress, error) {
-	mode, err := progressMode(pf.mode, term.IsTerminal(int(os.Stderr.Fd())))
+	mode, err := progressMode(pf.mode, isTerminal(pf.stderr))
 	if err != nil {
 		return nil, err
 	}
@@ -94,9 +94,9 @@ func (pf progressFlags) show(f progressFigures) (*progress, error) {
 		return p, nil
 	}
 	if mode == "plain" {
-		p.plain(os.Stderr, pf.interval, f)
+		p.plain(pf.stderr, pf.interval, f)
 	} else {
-		p.startBar(f)
+		p.startBar(pf.stderr, f)
 	}
 	return p, nil
 }
@@ -177,10 +177,10 @@ func groupDigits(n int64) string {
 
 // startBar draws a bar whose rate is computed here: the library's own shows "0 rows/hr" until
 // the first rows arrive.
-func (p *progress) startBar(f progressFigures) {
+func (p *progress) startBar(w io.Writer, f progressFigures) {
 	total := f.total
 	p.bar = progressbar.NewOptions64(total,
-		progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription(f.what),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetWidth(30),

@@ -13,6 +13,7 @@ import (
 // With no terminal (Kubernetes, nohup, CI) progress is a plain line per interval: no carriage
 // returns, no colour codes, and the figures a person watching a log needs.
 func TestPlainProgressLines(t *testing.T) {
+	t.Parallel()
 	var c pipeline.Counters
 	c.RowsIn.Store(1_200_000)
 	c.RowsWritten.Store(1_199_990)
@@ -40,6 +41,7 @@ func TestPlainProgressLines(t *testing.T) {
 // A resumed run's rate counts only the rows this attempt read: the totals include the earlier
 // attempt's, read in time this attempt did not spend.
 func TestResumedRunRateCountsThisAttempt(t *testing.T) {
+	t.Parallel()
 	var c pipeline.Counters
 	c.RowsIn.Store(1_200_000)
 	f := progressFigures{what: "migrating", counters: &c, total: 6_000_000, before: 1_000_000}
@@ -53,6 +55,7 @@ func TestResumedRunRateCountsThisAttempt(t *testing.T) {
 }
 
 func TestProgressModes(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		mode string
 		tty  bool
@@ -69,6 +72,7 @@ func TestProgressModes(t *testing.T) {
 
 // A migrate run without a terminal prints plain progress lines on stderr and no colour codes.
 func TestMigrateWithoutTerminalHasNoControlCodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, _, stderr := runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=200000",
 		"--out", dir+"/out", "--progress-interval", "50ms", "--log-level", "info")
@@ -83,6 +87,7 @@ func TestMigrateWithoutTerminalHasNoControlCodes(t *testing.T) {
 // replicate's status follows migrate's progress rules. With no terminal, a plain line every
 // --progress-interval; before, --progress auto printed nothing without one.
 func TestReplicationStatusLines(t *testing.T) {
+	t.Parallel()
 	s := replicationStatus{state: "consuming", in: 1_200_000, written: 1_190_000, deletes: 9_000, rejected: 1_000, files: 22,
 		bytes: 64 << 20, lag: 12_345, partitions: 3, rate: 24_000.7, elapsed: 50*time.Second + 300*time.Millisecond}
 	want := "replicating (consuming): 1,200,000 messages read, 1,190,000 rows written, 9,000 deletes, 1,000 rejected, 24,000 msg/s, 22 files 64.0 MiB, lag 12,345 over 3 partitions, elapsed 50s"
@@ -95,6 +100,7 @@ func TestReplicationStatusLines(t *testing.T) {
 }
 
 func TestReplicationStatusModes(t *testing.T) {
+	t.Parallel()
 	var m replicate.Metrics
 	m.MessagesIn.Store(500)
 	run := func(mode string) string {

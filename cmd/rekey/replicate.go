@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
-	"golang.org/x/term"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
@@ -53,7 +52,7 @@ type replicateFlags struct {
 	sql          sqlFlags
 }
 
-func newReplicateCmd(g *globalFlags) *cobra.Command {
+func newReplicateCmd(inv *invocation) *cobra.Command {
 	f := &replicateFlags{}
 	cmd := &cobra.Command{
 		Use:   "replicate -m MAPPING --source 'kafka://HOST:PORT/TOPIC?group=G&format=json' --out DIR",
@@ -126,7 +125,7 @@ retains, taken at the first start; replicate.json keeps it for every later start
     --source 'kafka://b1:9093/orders?group=g&sasl=scram-sha-512&user=rekey&tls=true&ca=/etc/ca.pem' \
     --out /data/orders --roll-size 128MiB --roll-interval 5m --metrics-addr :9464`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runReplicate(cmd, g, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runReplicate(cmd, inv, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
@@ -139,7 +138,7 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	fl.DurationVar(&f.rollInterval, "roll-interval", time.Minute, "close a roll this long after its first message, even if no more arrive")
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides) and a quarter of it buffers the rows of the open files; the resident size can pass it by what lives outside the heap")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics (Prometheus text format) and /healthz on this address, e.g. :9464")
-	f.progress.register(fl)
+	f.progress.register(inv, fl)
 	fl.Lookup("progress").Usage = "status on stderr: auto (a line redrawn every second on a terminal, a plain line every --progress-interval otherwise), bar (the redrawn line), plain, never"
 	fl.DurationVar(&f.session, "session-timeout", 30*time.Second, "consumer group session timeout")
 	fl.DurationVar(&f.rebalance, "rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long the broker waits for the members to rejoin (each closes its rolls first)")
@@ -153,69 +152,69 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	return cmd
 }
 
-func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
-	logger, err := g.logger()
+func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error {
+	logger, err := inv.logger()
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	defer logger.Sync()
 	if f.out == "" && !f.markStart {
-		return exitWith(2, errors.New("--out is required: the directory for the bulk-load files"))
+		return usageError(errors.New("--out is required: the directory for the bulk-load files"))
 	}
 	toSQL := sqlsink.IsURI(f.out)
 	if f.source == "" {
-		return exitWith(2, fmt.Errorf("--source is required:\n  %s", kafka.URIHelp))
+		return usageError(fmt.Errorf("--source is required:\n  %s", kafka.URIHelp))
 	}
 	kcfg, err := kafka.ParseURI(f.source)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	if kcfg.Group == "" {
-		return exitWith(2, fmt.Errorf("--source %s: name the consumer group: ...?group=NAME", sourceuri.Redact(f.source)))
+		return usageError(fmt.Errorf("--source %s: name the consumer group: ...?group=NAME", sourceuri.Redact(f.source)))
 	}
 	// a group reads from its committed offsets (a new one from the first): a window's bounds
 	// would be ignored, so they are refused
 	if kcfg.Start == kafka.StartLatest || kcfg.Max > 0 {
-		return exitWith(2, fmt.Errorf("--source %s: start=latest and max= bound the window of report and migrate; replicate reads from the group's committed offsets "+
+		return usageError(fmt.Errorf("--source %s: start=latest and max= bound the window of report and migrate; replicate reads from the group's committed offsets "+
 			"(a new group from the topic's first offset). To begin at the topic's current end, run once, before anything else: "+
 			"rekey replicate --source 'kafka://HOST:PORT/%s?group=%s' --mark-start (it commits the end offsets for the group)", sourceuri.Redact(f.source), kcfg.Topic, kcfg.Group))
 	}
 	if f.markStart {
 		return markStart(cmd, kcfg)
 	}
-	progress, err := progressMode(f.progress.mode, term.IsTerminal(int(os.Stderr.Fd())))
+	progress, err := progressMode(f.progress.mode, isTerminal(inv.stderr))
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	format, err := fileFormat(f.format)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	rollSize, err := parseSize("--roll-size", f.rollSize)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	memory, err := parseSize("--memory", f.memory)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	if f.rollInterval <= 0 {
-		return exitWith(2, errors.New("--roll-interval must be positive"))
+		return usageError(errors.New("--roll-interval must be positive"))
 	}
 	if f.session <= 0 || f.rebalance <= 0 {
-		return exitWith(2, errors.New("--session-timeout and --rebalance-timeout must be positive"))
+		return usageError(errors.New("--session-timeout and --rebalance-timeout must be positive"))
 	}
 	job, err := f.lts.options()
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	job.Out, job.Store = f.out, !store.IsLocal(f.out)
 	prog, err := loadProgram(f.mapping)
 	if err != nil {
 		return err
 	}
-	setMemoryBudget(memory) // GOGC=400 and a soft memory limit, as migrate does
-	if os.Getenv("GOMEMLIMIT") == "" {
+	setMemoryBudget(inv.getenv, memory) // GOGC=400 and a soft memory limit, as migrate does
+	if inv.getenv("GOMEMLIMIT") == "" {
 		// more headroom than migrate's 90%: every partition may close its roll at once, and
 		// the limit bounds the Go heap, not the whole resident set
 		debug.SetMemoryLimit(memory * 3 / 4)
@@ -223,7 +222,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	if f.cpuProfile != "" {
 		pf, err := os.Create(f.cpuProfile)
 		if err != nil {
-			return exitWith(2, err)
+			return usageError(err)
 		}
 		pprof.StartCPUProfile(pf)
 		defer func() { pprof.StopCPUProfile(); pf.Close() }()
@@ -239,27 +238,27 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	var sqlCfg sqlsink.Config
 	var out store.Store // the object store (s3://, oss://); nil: a local folder
 	if !toSQL && !store.IsLocal(f.out) {
-		if out, err = openStore(ctx, f.out); err != nil {
+		if out, err = inv.openStore(ctx, f.out); err != nil {
 			return err
 		}
 		outDir = out.Location("")
 	} else if !toSQL {
 		// a folder that cannot be made fails the run (3), before its state is read
 		if err := os.MkdirAll(f.out, 0o755); err != nil {
-			return exitWith(exitFailed, fmt.Errorf("--out %s: create the output folder: %w", f.out, err))
+			return runFailed(fmt.Errorf("--out %s: create the output folder: %w", f.out, err))
 		}
 	}
 	if toSQL {
 		// a table has no regions to cut files by; the state folder keeps the rejects
-		t, err := sqlsink.ParseURI(f.out, os.Getenv)
+		t, err := sqlsink.ParseURI(f.out, inv.getenv)
 		if err != nil {
-			return exitWith(exitUsage, err)
+			return usageError(err)
 		}
 		if t.CellTimestamps && kcfg.Format != kafka.FormatDebezium {
-			return exitWith(exitUsage, fmt.Errorf("--out %s: write_time takes each change's write time from Debezium's Cassandra connector events: use format=debezium in --source, or drop write_time", t.Redacted))
+			return usageError(fmt.Errorf("--out %s: write_time takes each change's write time from Debezium's Cassandra connector events: use format=debezium in --source, or drop write_time", t.Redacted))
 		}
 		if f.sql.conns < 1 {
-			return exitWith(exitUsage, fmt.Errorf("--sql-conns %d: want at least 1", f.sql.conns))
+			return usageError(fmt.Errorf("--sql-conns %d: want at least 1", f.sql.conns))
 		}
 		table := prog.Target().Table
 		if t.Table != "" {
@@ -292,14 +291,14 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	})
 	if err != nil {
 		if toSQL && !errors.Is(err, sqlsink.ErrTableMismatch) {
-			return exitWith(exitFailed, err)
+			return runFailed(err)
 		}
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	if f.metricsAddr != "" {
 		ln, err := net.Listen("tcp", f.metricsAddr)
 		if err != nil {
-			return exitWith(2, fmt.Errorf("--metrics-addr: %w", err))
+			return usageError(fmt.Errorf("--metrics-addr: %w", err))
 		}
 		srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(ln)
@@ -312,7 +311,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	if toSQL {
 		stopping = "\nrekey: stopping: finishing the statements in flight and committing their offsets (Ctrl-C again to abort at once)"
 	}
-	defer onInterrupt(stopping, func() { close(stop) }, cancel)()
+	defer onInterrupt(inv.stderr, stopping, func() { close(stop) }, cancel)()
 
 	logger.Info("replication starting", zap.String("topic", kcfg.Topic), zap.String("group", kcfg.Group),
 		zap.Int("regions", plan.Count()), zap.String("strategy", plan.Strategy), zap.String("out", f.out))
@@ -321,7 +320,7 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 	if progress == "bar" {
 		interval = time.Second
 	}
-	status := startStatus(os.Stderr, progress, interval, r.Metrics())
+	status := startStatus(inv.stderr, progress, interval, r.Metrics())
 	runErr := r.Run(ctx, stop)
 	status.finish()
 	printReplicationSummary(cmd.OutOrStdout(), r.Metrics(), plan, sourceuri.Redact(f.out), toSQL, time.Since(started))
@@ -330,17 +329,17 @@ func runReplicate(cmd *cobra.Command, g *globalFlags, f *replicateFlags) error {
 		return nil
 	case errors.Is(runErr, context.Canceled):
 		if toSQL {
-			return exitWith(exitInterrupted, errors.New("aborted: the messages whose offsets were not committed will be applied again by the next run (upserts and deletes in order: harmless)"))
+			return interrupted(errors.New("aborted: the messages whose offsets were not committed will be applied again by the next run (upserts and deletes in order: harmless)"))
 		}
-		return exitWith(exitInterrupted, errors.New("aborted: the open rolls were discarded and will be replayed by the next run"))
+		return interrupted(errors.New("aborted: the open rolls were discarded and will be replayed by the next run"))
 	case errors.Is(runErr, kafka.ErrAuthentication): // the same command would fail again: the error says what to fix
-		return exitWith(exitFailed, fmt.Errorf("replication failed: %w", runErr))
+		return runFailed(fmt.Errorf("replication failed: %w", runErr))
 	}
 	var gap *kafka.GapError
 	if errors.As(runErr, &gap) { // the same command stops again: the error says what to do
-		return exitWith(exitFailed, fmt.Errorf("replication stopped: %w", runErr))
+		return runFailed(fmt.Errorf("replication stopped: %w", runErr))
 	}
-	return exitWith(exitFailed, fmt.Errorf("replication failed: %w\nthe files and offsets committed so far are consistent; run the same command to continue", runErr))
+	return runFailed(fmt.Errorf("replication failed: %w\nthe files and offsets committed so far are consistent; run the same command to continue", runErr))
 }
 
 // markStart commits the topic's end offsets for a new group (replicate --mark-start) and says
@@ -354,14 +353,14 @@ func markStart(cmd *cobra.Command, kcfg kafka.Config) error {
 		}
 	})
 	if len(other) > 0 {
-		return exitWith(2, fmt.Errorf("--mark-start takes --source alone (it only commits offsets for the group): drop %s", strings.Join(other, ", ")))
+		return usageError(fmt.Errorf("--mark-start takes --source alone (it only commits offsets for the group): drop %s", strings.Join(other, ", ")))
 	}
 	offs, err := kcfg.MarkStart(cmd.Context())
 	if errors.Is(err, kafka.ErrGroupHasOffsets) {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	if err != nil {
-		return exitWith(exitFailed, fmt.Errorf("mark the start: %w", err))
+		return runFailed(fmt.Errorf("mark the start: %w", err))
 	}
 	var total int64
 	parts := make([]string, len(offs))
@@ -387,7 +386,7 @@ func replicationPlan(ctx context.Context, f *replicateFlags, out store.Store, kc
 		st, err = replicate.LoadState(f.out)
 	}
 	if err != nil {
-		return pipeline.RegionPlan{}, exitWith(exitFailed, err)
+		return pipeline.RegionPlan{}, runFailed(err)
 	}
 	if st != nil {
 		if f.regions > 0 && f.regions != st.Plan.Count() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -38,7 +39,7 @@ func TestCLIChild(t *testing.T) {
 		}
 		pipeline.LockTTL = d
 	}
-	os.Exit(run(args))
+	os.Exit(run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
 // startChild runs `rekey args...` in a child process; its output goes to out.

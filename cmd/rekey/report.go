@@ -43,7 +43,7 @@ type reportFlags struct {
 	order     string
 }
 
-func newReportCmd(g *globalFlags) *cobra.Command {
+func newReportCmd(inv *invocation) *cobra.Command {
 	f := &reportFlags{}
 	cmd := &cobra.Command{
 		Use:   "report -m MAPPING --source URI [--sample N|P%] [--regions N] [--nodes N] [--query 'COL=, COL range']... [--write-mapping DIR] [--json FILE] [--html FILE] [--strict]",
@@ -90,7 +90,7 @@ source, a file it could not write). --json writes every figure (schema: report/R
   rekey report -m mappings/users.yaml --source file:users.csv --nodes 6 --json report.json --strict
   rekey report -m readings.yaml --source file:readings.csv --query 'device_id=, ts range' --write-mapping designs/`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runReport(cmd, g, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runReport(cmd, inv, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
@@ -103,68 +103,68 @@ source, a file it could not write). --json writes every figure (schema: report/R
 	fl.BoolVar(&f.strict, "strict", false, "exit 1 when there are warnings (2 stays for errors)")
 	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "transform workers")
 	fl.StringVar(&f.tmp, "tmp", "", "directory for the collision check's temp files (about 24 bytes + the key per row; removed at the end); default: the system temp directory")
-	f.progress.register(fl)
+	f.progress.register(inv, fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides); the report itself needs far less, and the garbage collector may use the rest")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line (with --json/--html for the rest)")
 	fl.StringArrayVar(&f.queries, "query", nil, "a query the table must serve, ranking the advisor's designs (repeat for several; replaces the mapping's queries:): COLUMN= for equality, COLUMN range for a range, newest_first to read the range latest first, comma-separated, e.g. 'device_id=, ts range'")
 	fl.StringVar(&f.order, "write-order", "", "the source column that holds each row's creation time (or a sequence that rises with it): hotspots are judged in its order (overrides the mapping's source.write_order)")
 	fl.StringVar(&f.writeMap, "write-mapping", "", "write each alternative design as a mapping file (DIR/<id>.yaml, ready for rekey check and migrate) into this directory")
-	addCassandraFlags(fl)
-	addCassandraReadFlags(fl, false)
-	addFileFlags(fl)
+	inv.addCassandraFlags(fl)
+	inv.addCassandraReadFlags(fl, false)
+	inv.addFileFlags(fl)
 	return cmd
 }
 
-func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
-	logger, err := g.logger()
+func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
+	logger, err := inv.logger()
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	defer logger.Sync()
 	sample, err := report.ParseSample(f.sample)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	if f.regions < 0 || f.nodes < 0 {
-		return exitWith(2, errors.New("--regions and --nodes must not be negative"))
+		return usageError(errors.New("--regions and --nodes must not be negative"))
 	}
 	memory, err := parseSizeFlag("--memory", f.memory)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
-	setMemoryBudget(memory) // as migrate does: a lazier GC within the budget
+	setMemoryBudget(inv.getenv, memory) // as migrate does: a lazier GC within the budget
 	var queries []transform.Query
 	for _, q := range f.queries {
 		pq, err := report.ParseQuery(q)
 		if err != nil {
-			return exitWith(2, err)
+			return usageError(err)
 		}
 		queries = append(queries, pq)
 	}
-	if err := checkCassandraFlags(f.source); err != nil {
-		return exitWith(2, err)
+	if err := inv.checkCassandraFlags(f.source); err != nil {
+		return usageError(err)
 	}
-	cassandraOpts.rowWriteTimes = true // the rows' WRITETIME(), for the write order
-	prog, err := loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
+	inv.cassandra.rowWriteTimes = true // the rows' WRITETIME(), for the write order
+	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
 		return err
 	}
 	m, err := transform.Load(f.mapping) // the decoded mapping, for the advisor's alternatives
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	order := report.OrderHints{Column: m.Source.WriteOrder, ColumnOrigin: "source.write_order"}
 	if f.order != "" {
 		if err := transform.CheckWriteOrder(f.order, prog.Source()); err != nil {
-			return exitWith(2, fmt.Errorf("--write-order: %w", err))
+			return usageError(fmt.Errorf("--write-order: %w", err))
 		}
 		order.Column, order.ColumnOrigin = f.order, "--write-order"
 	}
 	if err := report.CheckQueries(queries, prog.Source()); err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
-	src, err := openSource(f.source, prog.Source(), logger)
+	src, err := inv.openSource(f.source, prog.Source(), logger)
 	if err != nil {
 		return sourceOpenExit(err)
 	}
@@ -172,7 +172,7 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 	sourceOrder(src, &order)
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	defer onInterrupt("\nrekey: report interrupted", cancel, cancel)()
+	defer onInterrupt(inv.stderr, "\nrekey: report interrupted", cancel, cancel)()
 
 	started := time.Now()
 	// a spread sample of the source places quantile split keys over the whole input; a source
@@ -188,7 +188,7 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 	var counters pipeline.Counters
 	bar, err := f.progress.start("analysing", src, &counters, nil, 0)
 	if err != nil {
-		return exitWith(2, err)
+		return usageError(err)
 	}
 	rep, err := report.Run(ctx, report.Config{
 		Program:        prog,
@@ -213,7 +213,7 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 	bar.finish()
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return exitWith(130, errors.New("report interrupted"))
+			return interrupted(errors.New("report interrupted"))
 		}
 		return fmt.Errorf("report failed: %w", err)
 	}
@@ -264,9 +264,9 @@ func runReport(cmd *cobra.Command, g *globalFlags, f *reportFlags) error {
 	}
 	switch rep.Verdict.ExitCode {
 	case 2:
-		return exitWith(2, fmt.Errorf("the report found errors: %s", report.VerdictLine(rep)))
+		return reportErrors(fmt.Errorf("the report found errors: %s", report.VerdictLine(rep)))
 	case 1:
-		return exitWith(1, fmt.Errorf("--strict: the report found warnings: %s", report.VerdictLine(rep)))
+		return reportWarnings(fmt.Errorf("--strict: the report found warnings: %s", report.VerdictLine(rep)))
 	}
 	return nil
 }

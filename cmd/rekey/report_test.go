@@ -2,39 +2,28 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rekey/rekey/transform"
 )
 
-var reportCLIMu sync.Mutex
-
-// reportCLI runs the command line in-process and returns its exit code and output.
+// reportCLI runs the command line in-process and returns its exit code and output (stdout and
+// stderr together).
 func reportCLI(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	reportCLIMu.Lock()
-	defer reportCLIMu.Unlock()
-	oldOut, oldErr := os.Stdout, os.Stderr
-	r, w, _ := os.Pipe()
-	os.Stdout, os.Stderr = w, w
-	var buf bytes.Buffer
-	done := make(chan struct{})
-	go func() { io.Copy(&buf, r); close(done) }()
-	code := run(args)
-	w.Close()
-	<-done
-	os.Stdout, os.Stderr = oldOut, oldErr
-	return code, buf.String()
+	var out lockedBuffer
+	code := run(context.Background(), args, strings.NewReader(""), &out, &out, os.Getenv)
+	return code, out.String()
 }
 
 func TestReportCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	jsonOut, htmlOut, stats := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html"), filepath.Join(dir, "stats.json")
 	code, out := reportCLI(t, "report", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=30000",
@@ -86,6 +75,7 @@ func TestReportCommand(t *testing.T) {
 }
 
 func TestReportExitCodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// channel has 5 values: warnings, no errors
 	const yml = `version: 1
@@ -123,6 +113,7 @@ target:
 // Alternatives are exported as mapping YAML (--write-mapping DIR), ready for rekey check: one file
 // per alternative, each loads and compiles, and `rekey check` accepts it.
 func TestReportWriteMapping(t *testing.T) {
+	t.Parallel()
 	dir, tmp := t.TempDir(), t.TempDir()
 	out := filepath.Join(dir, "designs")
 	code, text := reportCLI(t, "report", "-m", "../../report/testdata/logs_by_time.yaml", "--source", "gen:logs?rows=20000",
@@ -186,6 +177,7 @@ func TestReportWriteMapping(t *testing.T) {
 }
 
 func TestReportQueryFlag(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ q, want string }{
 		{"device=, ts range", `"device" is not a source column`},
 		{"ts", "is neither COLUMN=, COLUMN range nor newest_first"},
@@ -201,6 +193,7 @@ func TestReportQueryFlag(t *testing.T) {
 // sequences (retitle, recolour, clear) and other control characters are shown escaped, as
 // strconv.Quote writes them (the region bounds printed them raw).
 func TestReportEscapesControlCharacters(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const mapping = `version: 1
 source:

@@ -24,6 +24,7 @@ func ordersCSV(t *testing.T, dir, name string, rows, seed int64) string {
 // same file name with other content resumed mid-line. Both are refused with exit 2, naming what
 // differs.
 func TestResumeWithAnotherSourceIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a := ordersCSV(t, dir, "a.csv", 2000, 1)
 	b := ordersCSV(t, dir, "b.csv", 3000, 2)
@@ -49,6 +50,7 @@ func TestResumeWithAnotherSourceIsRefused(t *testing.T) {
 // finished: --resume said "nothing to resume" while merge said "finish it first". --resume now
 // writes the final files from the complete checkpoint.
 func TestResumeWritesMissingFinalFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	src := ordersCSV(t, dir, "orders.csv", 3000, 1)
 	out := filepath.Join(dir, "out")
@@ -98,6 +100,7 @@ func stripCreated(b []byte) string {
 // The rejected rows, in the input's own format beside rejects.jsonl, run again with `--source
 // file:OUT/rejected-rows.csv` once the cause is fixed.
 func TestRejectedRowsReplayAfterAFix(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var buf bytes.Buffer
 	if err := gen.WriteCSV(&buf, "orders", 500, 1); err != nil {

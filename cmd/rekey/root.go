@@ -3,9 +3,9 @@ package main
 import "github.com/spf13/cobra"
 
 // newRootCmd builds rekey's command tree: run executes it, and the CLI reference under docs/cli
-// is generated from it (TestCLIReference), so --help and the manual share one source. ran is set
-// once cobra has accepted the flags and arguments and the command starts.
-func newRootCmd(g *globalFlags, ran *bool) *cobra.Command {
+// is generated from it (TestCLIReference), so --help and the manual share one source. The
+// commands' flags and state live in inv, one per run.
+func newRootCmd(inv *invocation) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "rekey",
 		Short: "Move Cassandra, Kafka and file data into Lindorm wide tables with hotspot-free primary keys",
@@ -37,11 +37,11 @@ Sources: file:PATH (CSV, JSON Lines), gen:NAME, cassandra://hosts/keyspace/table
 	// cobra checks the flags and arguments before it runs PersistentPreRunE: an error from
 	// before it is invalid use, one from after it comes from the command itself
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
-		*ran = true
+		inv.ran = true
 		return checkCommonFlags(cmd, args)
 	}
-	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
-	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "console", "log format: console or json")
-	root.AddCommand(newMigrateCmd(g), newCheckCmd(g), newDDLCmd(g), newGenCmd(g), newReportCmd(g), newMergeCmd(g), newReplicateCmd(g), newVerifyCmd(g))
+	root.PersistentFlags().StringVar(&inv.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	root.PersistentFlags().StringVar(&inv.logFormat, "log-format", "console", "log format: console or json")
+	root.AddCommand(newMigrateCmd(inv), newCheckCmd(inv), newDDLCmd(inv), newGenCmd(inv), newReportCmd(inv), newMergeCmd(inv), newReplicateCmd(inv), newVerifyCmd(inv))
 	return root
 }

@@ -14,6 +14,7 @@ import (
 // mapping breaks: a TIMESTAMP first key column, more than 3 key columns, a collection in the key
 // and no regions: section.
 func TestCheckPrintsDesignRules(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mapping := writeFile(t, dir, "events.yaml", `version: 1
 source:
@@ -71,6 +72,7 @@ regions:
 // TestCheckKeyOnlyTargetIsError: a target whose every column is in the key cannot hold a row
 // (Lindorm cannot write a row that contains only the primary key): check says so and exits 2.
 func TestCheckKeyOnlyTargetIsError(t *testing.T) {
+	t.Parallel()
 	mapping := writeFile(t, t.TempDir(), "follows.yaml", keyOnlyMapping)
 	code, out, errs := runCLI(t, "check", "-m", mapping)
 	if code != 2 || !strings.Contains(out, "  ERROR key_only_target (target): every target column of table follows is in the primary key") ||
@@ -82,6 +84,7 @@ func TestCheckKeyOnlyTargetIsError(t *testing.T) {
 // TestMigrateRefusesKeyOnlyTarget: migrate refuses a key-only target before reading a row (exit
 // 2), says what to add, and leaves no output behind.
 func TestMigrateRefusesKeyOnlyTarget(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	csvPath := writeFile(t, dir, "follows.csv", "user,follows\nann,bob\n")
 	out, code, stdout, stderr := migrateFile(t, dir, keyOnlyMapping, csvPath)
@@ -122,6 +125,7 @@ regions:
 // TestMigrateRejectsKeyOnlyRows: a row whose non-key values are all null would store nothing in
 // Lindorm: migrate rejects it as key_only_row and counts it.
 func TestMigrateRejectsKeyOnlyRows(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	csvPath := writeFile(t, dir, "t.csv", "id,a,b\n1,x,\n2,,\n3,,5\n")
 	out, code, stdout, stderr := migrateFile(t, dir, keyValueMapping, csvPath)
@@ -138,6 +142,7 @@ func TestMigrateRejectsKeyOnlyRows(t *testing.T) {
 // TestReportCountsKeyOnlyRows: report counts the rows migrate would reject as key_only_row in its
 // rejects finding.
 func TestReportCountsKeyOnlyRows(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mapping := writeFile(t, dir, "t.yaml", keyValueMapping)
 	csvPath := writeFile(t, dir, "t.csv", "id,a,b\n1,x,\n2,,\n3,,5\n")

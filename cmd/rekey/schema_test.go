@@ -13,6 +13,7 @@ import (
 // TestJSONSchemas validates real `report --json` and `verify --json` output against the schemas
 // published in docs/schema, so a field added, renamed or retyped shows up there.
 func TestJSONSchemas(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	mustRun(t, "gen", "orders", "--rows", "20000", "--out", filepath.Join(dir, "orders.csv"))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,16 +13,16 @@ import (
 
 // Setup shared by the migrate, replicate and report commands.
 
-// onInterrupt prints msg and calls first at the first Ctrl-C (or SIGTERM), and calls abort at the
+// onInterrupt prints msg on w and calls first at the first Ctrl-C (or SIGTERM), and calls abort at the
 // second. The returned function stops listening.
-func onInterrupt(msg string, first, abort func()) (stop func()) {
+func onInterrupt(w io.Writer, msg string, first, abort func()) (stop func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		if _, ok := <-sigs; !ok {
 			return
 		}
-		fmt.Fprintln(os.Stderr, msg)
+		fmt.Fprintln(w, msg)
 		first()
 		if _, ok := <-sigs; ok {
 			abort()

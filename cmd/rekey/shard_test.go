@@ -13,6 +13,7 @@ import (
 // kafka:// exits 2 before anything is read or written, --help says where it applies, and merge
 // refuses two outputs that read the same source.
 func TestShardRefusedForSourcesThatCannotShard(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	csv := bigOrdersCSV(t, dir, 50)
 	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
@@ -43,6 +44,7 @@ func TestShardRefusedForSourcesThatCannotShard(t *testing.T) {
 // The other Cassandra-only flags (--rate, credentials, TLS) were ignored for any other source: a
 // --rate meant to protect a cluster did nothing on a file. They are refused, naming the flags.
 func TestCassandraFlagsRefusedForOtherSources(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	csv := bigOrdersCSV(t, dir, 20)
 	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")

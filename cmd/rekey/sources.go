@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
-	"golang.org/x/term"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/file"
@@ -37,13 +36,13 @@ var sourceHelp = `where rows come from:
 // use (2).
 func sourceOpenExit(err error) error {
 	if errors.Is(err, pipeline.ErrDamagedInput) || errors.Is(err, kafka.ErrAuthentication) {
-		return exitWith(exitFailed, err)
+		return runFailed(err)
 	}
-	return exitWith(exitUsage, err)
+	return usageError(err)
 }
 
 // openSource turns a --source URI into a pipeline.Source reading the mapping's source columns.
-func openSource(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
+func (inv *invocation) openSource(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
 	switch {
 	case uri == "":
 		return nil, fmt.Errorf("--source is required:\n%s", sourceHelp)
@@ -54,28 +53,27 @@ func openSource(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (p
 		}
 		return gen.New(cfg, schema, logger.Named("source.gen"))
 	case isCassandraURI(uri):
-		return openCassandra(uri, schema, logger)
+		return inv.openCassandra(uri, schema, logger)
 	case isKafkaURI(uri):
 		return openKafka(uri, schema, logger)
 	case strings.HasPrefix(uri, "file:"):
-		return openFile(strings.TrimPrefix(uri, "file:"), schema, logger)
+		return inv.openFile(strings.TrimPrefix(uri, "file:"), schema, logger)
 	case !strings.Contains(uri, "://"):
 		if _, err := os.Stat(uri); err == nil { // a bare path is a file
-			return openFile(uri, schema, logger)
+			return inv.openFile(uri, schema, logger)
 		}
 	}
 	return nil, fmt.Errorf("--source %q: unknown kind of source\n%s", sourceuri.Redact(uri), sourceHelp)
 }
 
-// fileOpts is filled by the file source flags of whichever command runs (each run() registers
-// them afresh, which resets them to their defaults).
-var fileOpts struct {
+// fileFlags are the flags of the file source.
+type fileFlags struct {
 	maxRecordSize string
 }
 
 // addFileFlags registers the flags of the file source on a command's flag set.
-func addFileFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&fileOpts.maxRecordSize, "max-record-size", "16MiB",
+func (inv *invocation) addFileFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&inv.file.maxRecordSize, "max-record-size", "16MiB",
 		"file sources: the largest CSV row or JSON line; a longer one is rejected, and a CSV quote not closed within it is taken for a stray one that rejects only its own line")
 }
 
@@ -83,22 +81,26 @@ func addFileFlags(fs *pflag.FlagSet) {
 var fileParamsHelp = "                     " + strings.ReplaceAll(file.URIParams, "\n", "\n                     ")
 
 // openFile opens a file: URI (without its scheme).
-func openFile(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
-	limit, err := parseSize("--max-record-size", fileOpts.maxRecordSize)
+func (inv *invocation) openFile(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
+	limit, err := parseSize("--max-record-size", inv.file.maxRecordSize)
 	if err != nil {
 		return nil, err
 	}
 	if limit > math.MaxInt32 {
-		return nil, fmt.Errorf("--max-record-size %s: at most 2GiB", fileOpts.maxRecordSize)
+		return nil, fmt.Errorf("--max-record-size %s: at most 2GiB", inv.file.maxRecordSize)
 	}
 	spec, err := file.ParseURI(uri)
 	if err != nil {
 		return nil, err
 	}
-	if spec.Path == "-" && term.IsTerminal(int(os.Stdin.Fd())) {
-		return nil, errors.New("--source file:- reads stdin, which is a terminal here: pipe the data in (zcat rows.csv.gz | rekey ... --source 'file:-?format=csv')")
+	cfg := file.Config{Schema: schema, MaxRecordSize: int(limit)}
+	if spec.Path == "-" {
+		if isTerminal(inv.stdin) {
+			return nil, errors.New("--source file:- reads stdin, which is a terminal here: pipe the data in (zcat rows.csv.gz | rekey ... --source 'file:-?format=csv')")
+		}
+		cfg.Stdin = inv.stdin
 	}
-	return file.Open(spec, file.Config{Schema: schema, MaxRecordSize: int(limit)}, logger.Named("source.file"))
+	return file.Open(spec, cfg, logger.Named("source.file"))
 }
 
 // sampleRows reads a spread sample from the source, when it can, and applies the mapping to it.
@@ -106,8 +108,8 @@ func openFile(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pip
 func sampleRows(ctx context.Context, src pipeline.Source, prog *transform.Program, n int) ([][]pipeline.Value, error) {
 	if _, ok := src.(*file.Stdin); ok {
 		// called only when the region plan needs a sample: stdin can be read only once
-		return nil, exitWith(exitUsage, errors.New("region plan: stdin (file:-) cannot be sampled before it is read, and this plan needs a sample "+
-			"(quantile split keys on the first key column, or regions.size): save the input to a file and give that, "+
+		return nil, usageError(errors.New("region plan: stdin (file:-) cannot be sampled before it is read, and this plan needs a sample " +
+			"(quantile split keys on the first key column, or regions.size): save the input to a file and give that, " +
 			"set regions.split_keys in the mapping, or pass --regions 1"))
 	}
 	s, ok := src.(pipeline.Sampler)

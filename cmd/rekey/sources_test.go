@@ -15,6 +15,7 @@ import (
 // Every command now refuses a password in a URI with one error that says which environment variable
 // to set, and nothing it prints holds the secret.
 func TestSourceURIPasswordsRefusedAndMasked(t *testing.T) {
+	t.Parallel()
 	const secret = "hunter2-s3cr3t"
 	// 127.0.0.1:1 refuses connections: nothing may get as far as dialling
 	for _, c := range []struct {

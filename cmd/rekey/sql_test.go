@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/md5"
 	"database/sql"
 	"encoding/hex"
@@ -31,7 +32,7 @@ const rekeyProcessEnv = "REKEY_TEST_RUN_AS_REKEY"
 func TestMain(m *testing.M) {
 	if os.Getenv(rekeyProcessEnv) == "1" {
 		killAtStep(os.Getenv(killAtEnv))
-		os.Exit(run(os.Args[1:]))
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 	}
 	os.Exit(mysqltest.Run(m))
 }
@@ -109,6 +110,7 @@ func TestMigrateIntoSQLTable(t *testing.T) {
 // A password in the URI is refused without being shown; the password comes from the dialect's
 // environment variable.
 func TestSQLTargetPassword(t *testing.T) {
+	t.Parallel()
 	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
 	code, _, errs := runCLI(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", "mysql://u:hunter2@127.0.0.1:1/db", "--progress", "never")
 	if code != exitUsage || strings.Contains(errs, "hunter2") || !strings.Contains(errs, sqlsink.MySQLPasswordEnv) {

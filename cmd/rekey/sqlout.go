@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -40,25 +39,25 @@ func (s *sqlFlags) stateDir(t *sqlsink.Target, table string) string {
 }
 
 // openSQLTarget parses the URI and opens the writer, which checks the table first.
-func openSQLTarget(ctx context.Context, uri string, prog *transform.Program, conns int, logger *zap.Logger, observe func(string, int, float64, error)) (*sqlsink.Writer, *sqlsink.Target, error) {
-	t, err := sqlsink.ParseURI(uri, os.Getenv)
+func (inv *invocation) openSQLTarget(ctx context.Context, uri string, prog *transform.Program, conns int, logger *zap.Logger, observe func(string, int, float64, error)) (*sqlsink.Writer, *sqlsink.Target, error) {
+	t, err := sqlsink.ParseURI(uri, inv.getenv)
 	if err != nil {
-		return nil, nil, exitWith(exitUsage, err)
+		return nil, nil, usageError(err)
 	}
 	if t.CellTimestamps {
 		// a copy's rows carry no write time: the cells would get the server's time, which is
 		// what happens without the parameter
-		return nil, nil, exitWith(exitUsage, fmt.Errorf("--out %s: write_time applies to replicate (each event's Cassandra write time); a copy has none: drop the parameter for migrate", t.Redacted))
+		return nil, nil, usageError(fmt.Errorf("--out %s: write_time applies to replicate (each event's Cassandra write time); a copy has none: drop the parameter for migrate", t.Redacted))
 	}
 	if conns < 1 {
-		return nil, nil, exitWith(exitUsage, fmt.Errorf("--sql-conns %d: want at least 1", conns))
+		return nil, nil, usageError(fmt.Errorf("--sql-conns %d: want at least 1", conns))
 	}
 	cfg := sqlsink.Config{Target: t, Schema: prog.Target(), Conns: conns, Logger: logger.Named("sink.sql")}
 	w, err := sqlsink.Open(ctx, cfg)
 	if errors.Is(err, sqlsink.ErrTableMismatch) {
-		return nil, nil, exitWith(exitUsage, err)
+		return nil, nil, usageError(err)
 	} else if err != nil {
-		return nil, nil, exitWith(exitFailed, err)
+		return nil, nil, runFailed(err)
 	}
 	return w, t, nil
 }
@@ -66,8 +65,8 @@ func openSQLTarget(ctx context.Context, uri string, prog *transform.Program, con
 // runMigrateSQL is migrate into a SQL table: the same pipeline, with the table as the sink and
 // the checkpoint and rejects in a local state folder. A resume replays from the checkpointed
 // cursor: rows written after it are written again, harmlessly (upserts).
-func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *zap.Logger, limit pipeline.RejectLimit) error {
-	prog, err := loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
+func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger *zap.Logger, limit pipeline.RejectLimit) error {
+	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
 		return err
 	}
@@ -76,12 +75,12 @@ func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	w, target, err := openSQLTarget(ctx, f.out, prog, f.sql.conns, logger, nil)
+	w, target, err := inv.openSQLTarget(ctx, f.out, prog, f.sql.conns, logger, nil)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	src, err := openSource(f.source, prog.Source(), logger)
+	src, err := inv.openSource(f.source, prog.Source(), logger)
 	if err != nil {
 		return sourceOpenExit(err)
 	}
@@ -93,7 +92,7 @@ func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *
 		Resume: f.resume, Overwrite: f.overwrite,
 	}, logger.Named("pipeline"))
 	if errors.Is(err, pipeline.ErrRefusedResume) {
-		return exitWith(exitUsage, fmt.Errorf("%w\n(the state folder of %s table %s is %s; --state chooses another)", err, target.Redacted, w.Table(), state))
+		return usageError(fmt.Errorf("%w\n(the state folder of %s table %s is %s; --state chooses another)", err, target.Redacted, w.Table(), state))
 	} else if err != nil {
 		return err
 	}
@@ -121,11 +120,11 @@ func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *
 		if _, stdin := src.(*file.Stdin); stdin {
 			next = "stdin cannot be read again: save the input to a file and migrate it"
 		}
-		return exitWith(exitInterrupted, fmt.Errorf("interrupted: %d rows written to %s; %s", res.RowsWritten, dest, next))
+		return interrupted(fmt.Errorf("interrupted: %d rows written to %s; %s", res.RowsWritten, dest, next))
 	}
 	if runErr != nil {
 		printSQLSummary(stdout, "Migration failed (what was checkpointed before the failure)", res, w, dest, state, time.Time{})
-		return exitWith(exitFailed, fmt.Errorf("migration failed: %w\n%s", runErr,
+		return runFailed(fmt.Errorf("migration failed: %w\n%s", runErr,
 			afterFailure(runErr, "once the cause is fixed, run the same command with --resume: it continues from the last checkpoint (rows after it are written again, harmlessly)",
 				"with --overwrite (a new checkpoint; the rows already written stay in the table, and those whose key the fix changes stay as extra rows)")))
 	}
@@ -142,7 +141,7 @@ func runMigrateSQL(cmd *cobra.Command, g *globalFlags, f *migrateFlags, logger *
 			"deletes are not caught up):\n  %s\n", since.Format(time.RFC3339), catchupMargin, lindorm.CatchupCommand(f.mapping, withSince(f.source, since), out...))
 	}
 	if err := writeStats(f.statsJSON, res); err != nil {
-		return exitWith(exitFailed, err)
+		return runFailed(err)
 	}
 	return rejectedExit(res, out.Store)
 }

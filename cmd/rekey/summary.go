@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -153,11 +152,11 @@ func printOversize(w io.Writer, m *lindorm.Manifest) {
 // setMemoryBudget makes --memory the Go runtime's soft memory limit, so the whole process stays
 // near it, and lets the heap grow further between collections below it (GOGC=400): most of
 // what a run allocates is short-lived batches. GOGC and GOMEMLIMIT in the environment win.
-func setMemoryBudget(budget int64) {
-	if os.Getenv("GOMEMLIMIT") == "" && budget > 0 {
+func setMemoryBudget(getenv func(string) string, budget int64) {
+	if getenv("GOMEMLIMIT") == "" && budget > 0 {
 		debug.SetMemoryLimit(budget * 8 / 10)
 	}
-	if os.Getenv("GOGC") == "" {
+	if getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
 }

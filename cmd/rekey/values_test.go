@@ -77,6 +77,7 @@ func migrateValues(t *testing.T, name, input, sourceLine string) (*lindorm.Manif
 // string encoding found in Parquet file"). Each such row is now a reject with code encoding naming
 // the field and the line; every other row is written and the file reads.
 func TestMigrateInvalidUTF8IsRejected(t *testing.T) {
+	t.Parallel()
 	csvIn := "id,status,note,ts\n" +
 		"1,DELIVERED,ok,1704067200000\n" +
 		"2,DELIV\xff\xfeERED,bad status,1704067200000\n" +
@@ -124,6 +125,7 @@ func TestMigrateInvalidUTF8IsRejected(t *testing.T) {
 // Before, nanosecond timestamps were truncated to milliseconds, and epoch seconds (1704067200) read
 // as milliseconds (1970-01-20).
 func TestMigrateTimestampPrecisionAndUnits(t *testing.T) {
+	t.Parallel()
 	in := "id,status,note,ts\n" +
 		"1,a,,1704067200\n" + // epoch seconds
 		"2,a,,2024-01-01T00:00:12.345678901Z\n" + // sub-millisecond digits
@@ -161,6 +163,7 @@ func TestMigrateTimestampPrecisionAndUnits(t *testing.T) {
 // null: the Parquet file holds an empty, non-null binary, and verify compares it as such (equal
 // after migrate; different once the file holds null there instead).
 func TestMigrateEmptyBlobIsNotNull(t *testing.T) {
+	t.Parallel()
 	const mapping = `version: 1
 source:
   name: things

@@ -22,28 +22,27 @@ import (
 	"github.com/rekey/rekey/verify"
 )
 
-// Exit codes of verify: 2 is "the target differs", so that a script can tell it from a failure.
+// Exit codes of verify: 2 is "the target differs", so that a script can tell it from a failure;
+// invalid use is a failure to run here (exitCode). Ctrl-C: exitInterrupted.
 const (
 	exitDifferent    = 2 // the verification ran: the target does not hold what the source gives
 	exitVerifyFailed = 3 // it could not run to the end: flags, mapping, source or target error
 )
 
-// lookupOpener opens a table verify reads by key.
-type lookupOpener func(ctx context.Context, uri string, schema pipeline.TargetSchema, logger *zap.Logger) (verify.LookupTarget, error)
+// lookupTargets are the --target schemes read by key, with openLookup.
+var lookupTargets = map[string]bool{"lindorm": true, "mysql": true}
 
-// lookupTargets are the --target schemes read by key (each checks the table's definition
-// against schema before returning).
-var lookupTargets = map[string]lookupOpener{"lindorm": openSQLLookup, "mysql": openSQLLookup}
-
-func openSQLLookup(ctx context.Context, uri string, schema pipeline.TargetSchema, _ *zap.Logger) (verify.LookupTarget, error) {
-	return sqlsink.OpenLookup(ctx, uri, schema, os.Getenv)
+// openLookup opens a table verify reads by key; it checks the table's definition against schema
+// before returning.
+func (inv *invocation) openLookup(ctx context.Context, uri string, schema pipeline.TargetSchema) (verify.LookupTarget, error) {
+	return sqlsink.OpenLookup(ctx, uri, schema, inv.getenv)
 }
 
 // openObjects opens a --target that is a rekey output: a local folder, or an s3:// or oss://
 // prefix (credentials from the environment, as for migrate's --out). It only ever reads.
-var openObjects = func(ctx context.Context, uri string) (verify.Objects, string, error) {
+func (inv *invocation) openObjects(ctx context.Context, uri string) (verify.Objects, string, error) {
 	if !store.IsLocal(uri) {
-		st, err := store.Open(ctx, uri, os.Getenv)
+		st, err := store.Open(ctx, uri, inv.getenv)
 		if err != nil {
 			return nil, "", fmt.Errorf("--target %s: %w", sourceuri.Redact(uri), err)
 		}
@@ -80,7 +79,7 @@ type verifyFlags struct {
 	repair    string
 }
 
-func newVerifyCmd(g *globalFlags) *cobra.Command {
+func newVerifyCmd(inv *invocation) *cobra.Command {
 	f := &verifyFlags{}
 	cmd := &cobra.Command{
 		Use:   "verify -m MAPPING --source URI --target TARGET [--sample N|P%] [--json FILE] [--repair FILE.jsonl]",
@@ -143,7 +142,7 @@ Exit codes:
   rekey verify -m mappings/orders.yaml --source 'cassandra://10.0.0.5/shop/orders' --target 'lindorm://root@ld-xxx:33060/shop' --sample 100000
   rekey verify -m mappings/orders.yaml --source file:orders.csv --target 'mysql://root@127.0.0.1:3306/shop' --repair repair.jsonl`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runVerify(cmd, g, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runVerify(cmd, inv, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML): the one the migration used")
@@ -155,64 +154,51 @@ Exit codes:
 	fl.IntVar(&f.lookups, "lookups", 4, "lookups in flight at once on a table target")
 	fl.StringVar(&f.tmp, "tmp", "", "directory for the temp files (about the size of the rows checked, both sides; removed at the end); default: the system temp directory")
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides); rows (or their digests) beyond their share of it spill to --tmp")
-	f.progress.register(fl)
+	f.progress.register(inv, fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line")
 	fl.StringVar(&f.repair, "repair", "", "write the source rows of the keys missing or differing to this JSON Lines file (.jsonl), for migrate --source file:FILE to repair the target; keys of extra target rows go to FILE.extra-keys")
-	addCassandraFlags(fl)
-	addCassandraReadFlags(fl, false)
-	addFileFlags(fl)
+	inv.addCassandraFlags(fl)
+	inv.addCassandraReadFlags(fl, false)
+	inv.addFileFlags(fl)
 	return cmd
 }
 
-// verifyFailed turns an error of the shared setup helpers (which use migrate's code 2 for bad
-// usage) into verify's "could not run" code: 2 means "different" here.
-func verifyFailed(err error) error {
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.code == exitInterrupted {
-			return err
-		}
-		return exitWith(exitVerifyFailed, ee.err)
-	}
-	return exitWith(exitVerifyFailed, err)
-}
-
-func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
-	logger, err := g.logger()
+func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
+	logger, err := inv.logger()
 	if err != nil {
-		return verifyFailed(err)
+		return err
 	}
 	defer logger.Sync()
 	if f.target == "" {
-		return verifyFailed(errors.New("--target is required: the --out folder of the migration, or lindorm://USER@HOST:33060/DATABASE"))
+		return errors.New("--target is required: the --out folder of the migration, or lindorm://USER@HOST:33060/DATABASE")
 	}
 	if f.repair != "" {
 		if err := checkRepairPath(f.repair); err != nil {
-			return verifyFailed(err)
+			return err
 		}
 	}
 	sample, err := report.ParseSample(f.sample)
 	if err != nil {
-		return verifyFailed(err)
+		return err
 	}
 	memory, err := parseSize("--memory", f.memory)
 	if err != nil {
-		return verifyFailed(err)
+		return err
 	}
-	setMemoryBudget(memory)
-	if err := checkCassandraFlags(f.source); err != nil {
-		return verifyFailed(err)
+	setMemoryBudget(inv.getenv, memory)
+	if err := inv.checkCassandraFlags(f.source); err != nil {
+		return err
 	}
-	prog, err := loadProgramFor(f.mapping, f.source, f.workers, 0, logger)
+	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, 0, logger)
 	if err != nil {
-		return verifyFailed(err)
+		return err
 	}
 	// a kafka:// source is opened once the target says whether it is a replication's
 	var src pipeline.Source
 	if !isKafkaURI(f.source) {
-		if src, err = openSource(f.source, prog.Source(), logger); err != nil {
-			return verifyFailed(err)
+		if src, err = inv.openSource(f.source, prog.Source(), logger); err != nil {
+			return err
 		}
 		defer closeSource(src)
 	}
@@ -228,33 +214,33 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 	var repair *repairFile
 	if f.repair != "" {
 		if cfg.SourceOnce {
-			return verifyFailed(errRepairStdin)
+			return errRepairStdin
 		}
 		if repair, err = createRepairFile(f.repair, prog.Source()); err != nil {
-			return verifyFailed(err)
+			return err
 		}
 		defer repair.discard()
 		cfg.Repair = repair.write
 	}
 	var target string
 	var notes []string
-	if scheme, _, ok := strings.Cut(f.target, "://"); ok && lookupTargets[scheme] != nil {
-		lt, err := lookupTargets[scheme](ctx, f.target, prog.Target(), logger.Named("verify.target"))
+	if scheme, _, ok := strings.Cut(f.target, "://"); ok && lookupTargets[scheme] {
+		lt, err := inv.openLookup(ctx, f.target, prog.Target())
 		if err != nil {
-			return verifyFailed(fmt.Errorf("--target %s: %w", sourceuri.Redact(f.target), err))
+			return fmt.Errorf("--target %s: %w", sourceuri.Redact(f.target), err)
 		}
 		defer lt.Close()
 		cfg.Lookup = lt
 		target = sourceuri.Redact(f.target)
 	} else if ok && scheme != "file" && scheme != "s3" && scheme != "oss" {
-		return verifyFailed(fmt.Errorf("--target %s: unknown kind of target: give the --out of the migration (a folder, s3:// or oss://), or lindorm:// or mysql:// (%s)", sourceuri.Redact(f.target), knownLookups()))
+		return fmt.Errorf("--target %s: unknown kind of target: give the --out of the migration (a folder, s3:// or oss://), or lindorm:// or mysql:// (%s)", sourceuri.Redact(f.target), knownLookups())
 	} else {
-		objs, loc, err := openObjects(ctx, f.target)
+		objs, loc, err := inv.openObjects(ctx, f.target)
 		if err != nil {
-			return verifyFailed(err)
+			return err
 		}
 		if cfg.Folder, err = verify.OpenFolder(ctx, objs, loc, prog.Target(), prog.Fingerprint()); err != nil {
-			return verifyFailed(err)
+			return err
 		}
 		target = loc
 	}
@@ -262,18 +248,18 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 	if isKafkaURI(f.source) {
 		rep, err := replicationSource(ctx, f.source, prog, cfg.Folder, logger)
 		if err != nil {
-			return verifyFailed(err)
+			return err
 		}
 		if rep != nil {
 			if repair != nil {
-				return verifyFailed(errRepairChanges)
+				return errRepairChanges
 			}
 			cfg.Changes, upTo = rep.changes, rep.upTo
 			cfg.Logger.Info("verifying a replication", zap.String("up_to", upTo))
 			notes = rep.notes
 		} else {
-			if src, err = openSource(f.source, prog.Source(), logger); err != nil {
-				return verifyFailed(err)
+			if src, err = inv.openSource(f.source, prog.Source(), logger); err != nil {
+				return err
 			}
 			defer closeSource(src)
 			cfg.Source = src
@@ -293,44 +279,44 @@ func runVerify(cmd *cobra.Command, g *globalFlags, f *verifyFlags) error {
 		return bar.finish
 	}
 	if _, err := progressMode(f.progress.mode, false); err != nil {
-		return verifyFailed(err)
+		return err
 	}
-	defer onInterrupt("\nrekey: verify interrupted", cancel, cancel)()
+	defer onInterrupt(inv.stderr, "\nrekey: verify interrupted", cancel, cancel)()
 
 	started := time.Now()
 	res, err := verify.Run(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return exitWith(exitInterrupted, errors.New("verify interrupted"))
+			return interrupted(errors.New("verify interrupted"))
 		}
-		return exitWith(exitVerifyFailed, fmt.Errorf("verify failed: %w", err))
+		return runFailed(fmt.Errorf("verify failed: %w", err))
 	}
 	res.Source, res.Target, res.UpTo = sourceuri.Redact(f.source), target, upTo
 	res.Notes = append(res.Notes, notes...)
 	if f.jsonOut != "" {
 		if err := writeReportFile(f.jsonOut, func(w io.Writer) error { return verify.WriteJSON(w, res) }); err != nil {
-			return exitWith(exitVerifyFailed, err)
+			return runFailed(err)
 		}
 	}
 	out := cmd.OutOrStdout()
 	if f.quiet {
 		fmt.Fprintln(out, verify.Verdict(res))
 	} else if err := verify.WriteText(out, res); err != nil {
-		return exitWith(exitVerifyFailed, err)
+		return runFailed(err)
 	}
 	if repair != nil {
 		if err := finishRepair(out, repair, res, f, f.quiet); err != nil {
-			return exitWith(exitVerifyFailed, fmt.Errorf("--repair: %w", err))
+			return runFailed(fmt.Errorf("--repair: %w", err))
 		}
 	}
 	if f.statsJSON != "" {
 		st := pipeline.Result{RowsIn: res.RowsRead, RowsInThisRun: res.RowsRead, RowsWritten: res.RowsChecked, RowsRejected: res.RowsRejected, Duration: time.Since(started)}
 		if err := writeStats(f.statsJSON, st); err != nil {
-			return exitWith(exitVerifyFailed, err)
+			return runFailed(err)
 		}
 	}
 	if !res.Equal {
-		return exitWith(exitDifferent, errors.New(verify.Verdict(res)))
+		return targetDiffers(errors.New(verify.Verdict(res)))
 	}
 	return nil
 }

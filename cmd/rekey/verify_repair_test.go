@@ -56,6 +56,7 @@ func outputRowsByKey(t *testing.T, out string, schema pipeline.TargetSchema) map
 // bulk loaded after the first folder, with its later writerConfig.timestamp, it overwrites the
 // changed row and adds the deleted one.
 func TestVerifyRepairFolder(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	csvPath, out := migrateForVerify(t, dir, "parquet")
 	mapping := "../../mappings/orders.yaml"
@@ -150,6 +151,7 @@ func TestVerifyRepairSQLTable(t *testing.T) {
 // seconds, floats, dates, sets, empty texts and nulls goes missing from the target, and the
 // repair file migrated into a new folder writes the same rows as the first migration.
 func TestVerifyRepairFileKeepsTypes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mapping := writeFile(t, dir, "m.yaml", `version: 1
 source:
@@ -207,6 +209,7 @@ target:
 // A copy of a data file beside it is extra rows of keys the source has: no migrate removes them,
 // so verify --repair writes no file and says what to remove instead.
 func TestVerifyRepairOfACopiedDataFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	csvPath, out := migrateForVerify(t, dir, "parquet")
 	file := fileWithRows(t, out, 1)

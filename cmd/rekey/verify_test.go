@@ -54,6 +54,7 @@ func readVerifyJSON(t *testing.T, path string) verify.Result {
 // row deleted, a value changed and a row added: missing 1, differ 1 (in status), extra 1, exit 2,
 // all in --json with examples.
 func TestVerifyAfterMigrate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	csvPath, out := migrateForVerify(t, dir, "parquet")
 	args := []string{"verify", "-m", "../../mappings/orders.yaml", "--source", "file:" + csvPath, "--target", out, "--progress", "never"}
@@ -158,6 +159,7 @@ func rewriteParquet(t *testing.T, path string, schema pipeline.TargetSchema, row
 // A CSV output: equal, then a line deleted from a data file is one missing row, and the note
 // names the file whose row count no longer matches the manifest.
 func TestVerifyCSVOutput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	csvPath, out := migrateForVerify(t, dir, "csv")
 	args := []string{"verify", "-m", "../../mappings/orders.yaml", "--source", "file:" + csvPath, "--target", out, "--progress", "never", "-q"}
@@ -189,6 +191,7 @@ func TestVerifyCSVOutput(t *testing.T) {
 
 // verify never runs against what is not the mapping's table: exit 3, naming why.
 func TestVerifyRefusesAnotherTarget(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	csvPath, out := migrateForVerify(t, dir, "parquet")
 	other := strings.Replace(strictOrders, "amount: \"amount :: DECIMAL(18,2)\"", "amount: \"amount :: DECIMAL(20,2)\"", 1)
@@ -212,6 +215,7 @@ func TestVerifyRefusesAnotherTarget(t *testing.T) {
 // keys): read the source: stdin can be read only once" (exit 3) instead of reporting the
 // missing row. Such a source is compared value by value in one pass.
 func TestVerifyStdinSourceFolderDifferent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	csvPath, out := migrateForVerify(t, dir, "csv")
 	m, err := lindorm.ReadManifest(out)
@@ -230,9 +234,7 @@ func TestVerifyStdinSourceFolderDifferent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	defer func(old *os.File) { os.Stdin = old }(os.Stdin)
-	os.Stdin = in
-	code, stdout, stderr := runCLI(t, "verify", "-m", "../../mappings/orders.yaml", "--source", "file:-?format=csv", "--target", out, "--progress", "never", "-q")
+	code, stdout, stderr := runCLIWithStdin(t, in, "verify", "-m", "../../mappings/orders.yaml", "--source", "file:-?format=csv", "--target", out, "--progress", "never", "-q")
 	if code != exitDifferent || !strings.Contains(stdout, "DIFFERENT: 1 missing, 1 data file not as listed (of 3000 keys checked)") {
 		t.Fatalf("verify of stdin against a folder with a row deleted: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -242,6 +244,7 @@ func TestVerifyStdinSourceFolderDifferent(t *testing.T) {
 // verify reads them too. A copy of a data file beside it shows as extra rows, naming the file;
 // a manifest whose rows count was edited is named too; _SUCCESS and dot files are passed over.
 func TestVerifyUnlistedAndMiscountedFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	csvPath, out := migrateForVerify(t, dir, "parquet")
 	args := []string{"verify", "-m", "../../mappings/orders.yaml", "--source", "file:" + csvPath, "--target", out, "--progress", "never"}
@@ -303,6 +306,7 @@ func TestVerifyUnlistedAndMiscountedFiles(t *testing.T) {
 // Data cannot drive the terminal through verify's examples or an error: values and names holding
 // escape sequences are shown escaped (as strconv.Quote writes them), never raw.
 func TestVerifyAndErrorsEscapeControlCharacters(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	m := writeFile(t, dir, "m.yaml", "version: 1\nsource:\n  columns: {id: text, s: text}\ntarget:\n  table: t\n  primary_key: \"[id]\"\n")
 	in := writeFile(t, dir, "in.csv", "id,s\n\"k\x1b]0;retitled\x07\",\"\x1b[31mred\"\n")
@@ -332,6 +336,7 @@ func TestVerifyAndErrorsEscapeControlCharacters(t *testing.T) {
 // verify names a source row as rejects do: the file and the line a text editor shows, also
 // when a quoted CSV field spans lines (the row is then not line - 1).
 func TestVerifyNamesSourceRowsByLine(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	m := writeFile(t, dir, "m.yaml", "version: 1\nsource:\n  columns: {id: bigint, s: text}\ntarget:\n  table: t\n  primary_key: \"[id]\"\n")
 	in := writeFile(t, dir, "in.csv", "id,s\n1,a\n2,\"two\nlines\"\nbad,x\n3,b\n")

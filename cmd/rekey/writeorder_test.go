@@ -130,6 +130,7 @@ func TestReportWriteOrderLongPartitions(t *testing.T) {
 // A CSV export sorted by md5 of an incremental id, with a ts column: the file's order looks
 // like an even spread, the ts column says ids rise with time.
 func TestReportWriteOrderHashOrderedExport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	type row struct {
 		id  int

@@ -54,8 +54,8 @@ const (
 )
 
 // Open returns the source that spec names: a *Files for files, directories and globs, a *Stdin
-// for "-". base holds what applies to every file (Schema, MaxRecordSize, ...); its Path,
-// Format, CSV and Stream are set per file. Every file's head is read (and a CSV header matched
+// for "-" (reading base.Stdin, the process's stdin when nil). base holds what applies to every
+// file (Schema, MaxRecordSize, ...); its Path, Format, CSV and Stream are set per file. Every file's head is read (and a CSV header matched
 // to the schema) before it returns, so that a bad file stops the run before it starts.
 func Open(spec Spec, base Config, logger *zap.Logger) (pipeline.Source, error) {
 	if logger == nil {
@@ -67,7 +67,10 @@ func Open(spec Spec, base Config, logger *zap.Logger) (pipeline.Source, error) {
 			return nil, errors.New("--source file:- reads stdin, which has no name to tell its format: add ?format=csv, tsv or jsonl (with .gz for gzip data)")
 		}
 		cfg := base
-		cfg.Path, cfg.Stream, cfg.Stdin, cfg.Format, cfg.CSV = "stdin", "stdin", stdinReader(), spec.Format, spec.CSV
+		if cfg.Stdin == nil {
+			cfg.Stdin = stdinReader()
+		}
+		cfg.Path, cfg.Stream, cfg.Format, cfg.CSV = "stdin", "stdin", spec.Format, spec.CSV
 		s, err := New(cfg, logger)
 		if err != nil {
 			return nil, err
