@@ -283,15 +283,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		r.saltN = uint64(plan.Count())
 	}
 
-	rowBytes := int64(spillRowBytes + 4*r.hashed)
-	sp, err := newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed(), rowBytes))
+	sp, err := newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed()))
 	if err != nil {
 		return nil, err
 	}
 	r.spill = sp
 	defer sp.close()
 	if r.prog.UsesSalt() && len(r.adv.sets) > 0 {
-		if r.bySource, err = newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed(), rowBytes-spillRowBytes+24)); err != nil {
+		if r.bySource, err = newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed())); err != nil {
 			return nil, err
 		}
 		defer r.bySource.close()

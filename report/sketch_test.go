@@ -102,7 +102,7 @@ func TestSpillCountsExactly(t *testing.T) {
 }
 
 func testSpill(t *testing.T) {
-	s, err := newSpill(t.TempDir(), spillBuckets(0, spillRowBytes))
+	s, err := newSpill(t.TempDir(), spillBuckets(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +137,18 @@ func testSpill(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
+	// the bucket files, which the pass reads back whole, hold 24 bytes a row: the texts are apart
+	var bucketBytes int64
+	for _, f := range s.files {
+		st, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bucketBytes += st.Size()
+	}
+	if want := int64(24 * len(rows)); bucketBytes != want {
+		t.Errorf("bucket files hold %d bytes for %d rows, want %d", bucketBytes, len(rows), want)
+	}
 	res, err := s.count(countSpec{maxExamples: 3, maxOrigins: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +195,7 @@ func testSpill(t *testing.T) {
 // Beyond the mapping's own collisions, the bucket pass counts the rows a key reading other
 // column sets would lose, with a salt too, and the columns in which colliding rows differ, all
 // exactly as an in-memory count over the column values gives: with the file held in memory,
-// split first, or read in a stream (a few keys with many rows each: it cannot be split).
+// split first, or sorted as it is (a few keys with many rows each: it cannot be split).
 func TestSpillCountsColumnSets(t *testing.T) {
 	t.Run("held", func(t *testing.T) { testSpillSets(t, 40000) })
 	t.Run("split", func(t *testing.T) {
@@ -199,7 +211,7 @@ func TestSpillCountsColumnSets(t *testing.T) {
 }
 
 func testSpillSets(t *testing.T, keys uint64) {
-	s, err := newSpill(t.TempDir(), spillBuckets(0, spillRowBytes))
+	s, err := newSpill(t.TempDir(), spillBuckets(0))
 	if err != nil {
 		t.Fatal(err)
 	}

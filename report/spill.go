@@ -9,29 +9,36 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rekey/rekey/pipeline"
 )
 
-// Exact collision counting in bounded memory. Every accepted row appends
+// Exact collision counting in bounded memory. Every accepted row appends a fixed record
 //
-//	hash64(target key) | hash64(source values) | uvarint length | text
+//	hash64(target key) | hash64(source values) | text offset << 24 | text length
 //
-// to one of `buckets` temp files chosen by the key hash's top bits; the text is the row's salt
+// to one of `buckets` temp files chosen by the key hash's top bits, and its text to one text
+// file that every writer fills sequentially (each reserves 1 MiB of it at a time). The text is
+// only read back for the rows of colliding keys, so the bucket pass reads 24 bytes per row and
+// most texts never leave the page cache's write path. The text is the row's salt
 // (see saltToken), a 32-bit hash of each of its first 64 source values, and its origin (where it
 // was read, its key values when kept, and the source values the key is computed from, each
 // capped). Afterwards each bucket is loaded on its own (a bucket holds about 1/buckets of the
 // rows) and sorted by (key hash, source hash): a key with more than one distinct source hash is a
 // collision, and rows beyond the distinct ones are identical duplicates. Only the rows of
-// colliding keys have their text read: the column hashes tell in which columns colliding rows
+// colliding keys have their text read (one pread each): the column hashes tell in which columns colliding rows
 // differ (for the uniqueness rule's advice) and how many rows a key reading other columns would
 // lose (for the advisor). Memory: the workers' write buffers and one bucket at a time; disk:
 // about 24 + len(text) bytes per row, removed by close.
 type spill struct {
-	dir     string
-	shift   uint
-	files   []*os.File
-	mu      []sync.Mutex
+	dir   string
+	shift uint
+	files []*os.File
+	mu    []sync.Mutex
+	// text holds every row's text; textEnd is the next offset no writer has reserved
+	text    *os.File
+	textEnd atomic.Int64
 	failed  error
 	errOnce sync.Once
 
@@ -47,14 +54,18 @@ const (
 	maxBuckets = 512 // open files; beyond, oversized buckets are split when counted
 	// spillBufBytes is each worker's write buffer, shared out over the buckets (8-32 KiB each)
 	spillBufBytes = 8 << 20
-	// spillRowBytes is a typical temp record (hashes, origin, key source values) without the
-	// column hashes (4 bytes per source column), for sizing.
-	spillRowBytes = 48
+	// spillRecBytes is a bucket file's record: key hash, source hash, text position.
+	spillRecBytes = 24
+	// spillTextChunk is the part of the text file a writer reserves and fills at a time.
+	spillTextChunk = 1 << 20
+	// maxSpillText bounds a row's text (its length shares the position's 64 bits).
+	maxSpillText = 1<<24 - 1
 )
 
 // spillBuckets is the number of temp files for an expected row count: enough that a file stays
 // under maxBucketBytes, between minBuckets and maxBuckets (a power of two).
-func spillBuckets(expectedRows int64, rowBytes int64) int {
+func spillBuckets(expectedRows int64) int {
+	const rowBytes = spillRecBytes
 	n := minBuckets
 	for n < maxBuckets && expectedRows > 0 && expectedRows*rowBytes/int64(n) > maxBucketBytes*3/4 {
 		n *= 2
@@ -81,6 +92,10 @@ func newSpill(tmp string, buckets int) (*spill, error) {
 		}
 		s.files[i] = f
 	}
+	if s.text, err = os.Create(dir + "/texts"); err != nil {
+		s.close()
+		return nil, fmt.Errorf("report: collision check: %w", err)
+	}
 	return s, nil
 }
 
@@ -90,6 +105,9 @@ func (s *spill) close() {
 		if f != nil {
 			f.Close()
 		}
+	}
+	if s.text != nil {
+		s.text.Close()
 	}
 	os.RemoveAll(s.dir)
 }
@@ -119,10 +137,14 @@ func (s *spill) streamName(id uint64) string {
 	return "?"
 }
 
-// spillWriter buffers one worker's records per bucket.
+// spillWriter buffers one worker's records per bucket, and its texts for the part of the text
+// file it reserved: [base, base+reserved).
 type spillWriter struct {
-	s    *spill
-	bufs [][]byte
+	s        *spill
+	bufs     [][]byte
+	text     []byte
+	base     int64
+	reserved int
 }
 
 func (s *spill) writer() *spillWriter {
@@ -130,15 +152,23 @@ func (s *spill) writer() *spillWriter {
 }
 
 func (w *spillWriter) add(keyHash, srcHash uint64, text []byte) {
+	if len(text) > maxSpillText {
+		w.s.fail(fmt.Errorf("report: collision check: a row's text takes %d bytes, over %d", len(text), maxSpillText))
+		return
+	}
+	if len(w.text)+len(text) > w.reserved {
+		w.flushText(len(text))
+	}
+	pos := uint64(w.base+int64(len(w.text)))<<24 | uint64(len(text))
+	w.text = append(w.text, text...)
 	b := int(keyHash >> w.s.shift)
 	buf := w.bufs[b]
 	if buf == nil {
-		buf = make([]byte, 0, w.s.bufSize+256)
+		buf = make([]byte, 0, w.s.bufSize+spillRecBytes)
 	}
 	buf = binary.LittleEndian.AppendUint64(buf, keyHash)
 	buf = binary.LittleEndian.AppendUint64(buf, srcHash)
-	buf = binary.AppendUvarint(buf, uint64(len(text)))
-	buf = append(buf, text...)
+	buf = binary.LittleEndian.AppendUint64(buf, pos)
 	w.bufs[b] = buf
 	if len(buf) >= w.s.bufSize {
 		w.flushBucket(b)
@@ -160,7 +190,26 @@ func (w *spillWriter) flushBucket(b int) {
 	w.bufs[b] = buf[:0]
 }
 
+// flushText writes the buffered texts where they were reserved and, when next > 0, reserves
+// room for at least next bytes more.
+func (w *spillWriter) flushText(next int) {
+	if len(w.text) > 0 {
+		if _, err := w.s.text.WriteAt(w.text, w.base); err != nil {
+			w.s.fail(fmt.Errorf("report: collision check: write temp file: %w", err))
+		}
+	}
+	w.text, w.reserved = w.text[:0], 0
+	if next > 0 {
+		w.reserved = max(spillTextChunk, next)
+		w.base = w.s.textEnd.Add(int64(w.reserved)) - int64(w.reserved)
+		if cap(w.text) < w.reserved {
+			w.text = make([]byte, 0, w.reserved)
+		}
+	}
+}
+
 func (w *spillWriter) flush() {
+	w.flushText(0)
 	for b := range w.bufs {
 		w.flushBucket(b)
 	}
@@ -330,10 +379,10 @@ type collisionExample struct {
 	Hashed  int    // source columns with a hash (Diff covers these)
 }
 
-// spillRec is a temp record's fixed part in memory: 24 bytes.
+// spillRec is a bucket file's record: 24 bytes.
 type spillRec struct {
 	key, src uint64
-	pos      uint64 // offset of the text in the file << 24 | its length
+	pos      uint64 // offset of the text in the text file << 24 | its length
 }
 
 func (r spillRec) off() int64 { return int64(r.pos >> 24) }
@@ -431,14 +480,11 @@ func (r *collisionResult) addMask(m uint64, n int64) {
 	r.Unrecorded += n
 }
 
-// maxBucketBytes bounds the temp file one goroutine sorts in memory (about 32 bytes per row of
-// it for the sort, twice, and the file itself): a larger one (an input of more than ~50M rows) is
-// first split into 16 files by the next 4 bits of the key hash, so memory stays flat however large
-// the input. A file that cannot be split (one key with millions of rows) is read in a stream.
+// maxBucketBytes bounds the bucket file one goroutine sorts in memory (its records, twice, for
+// the radix sort): a larger one (an input of more than ~100M rows) is first split into 16 files
+// by the next 4 bits of the key hash, so memory stays flat however large the input. A file that
+// cannot be split (one key with millions of rows) is sorted as it is.
 var maxBucketBytes int64 = 8 << 20
-
-// spillHeader is the fixed part of a temp record: key hash, source hash, then the text length.
-const spillHeader = 16
 
 // counter counts bucket files, reusing its buffers from one file to the next.
 type counter struct {
@@ -446,15 +492,12 @@ type counter struct {
 	spec countSpec
 
 	recs, tmp []spillRec
-	data      []byte // the whole file, when it is small enough
-	f         *os.File
-	size      int64
+	chunk     []byte
 
 	reps  []int    // indexes of one row per distinct source row of a key
 	salts []uint64 // per rep
 	colh  []uint32 // per rep, spec.cols column hashes
 	projs []uint64
-	order []int
 	buf   []byte
 }
 
@@ -468,30 +511,11 @@ func (c *counter) file(path string, depth int) (collisionResult, error) {
 	if st.Size() > maxBucketBytes && depth < 8 && c.s.shift >= 4*uint(depth+1) {
 		return c.split(path, depth)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return res, fmt.Errorf("report: collision check: %w", err)
-	}
-	defer f.Close()
-	c.f, c.size, c.data = f, st.Size(), c.data[:0]
 	c.recs = c.recs[:0]
-	add := func(k, src uint64, off int64, n int, _ []byte) error {
-		c.recs = append(c.recs, spillRec{key: k, src: src, pos: uint64(off)<<24 | uint64(n)})
+	err = c.readRecs(path, func(r spillRec) error {
+		c.recs = append(c.recs, r)
 		return nil
-	}
-	if st.Size() <= 2*maxBucketBytes {
-		// small enough to hold: the text of colliding rows is then a slice away
-		if int64(cap(c.data)) < st.Size() {
-			c.data = make([]byte, st.Size())
-		}
-		c.data = c.data[:st.Size()]
-		if _, err := io.ReadFull(f, c.data); err != nil {
-			return res, fmt.Errorf("report: collision check: read temp file: %w", err)
-		}
-		err = parseSpill(c.data, add)
-	} else {
-		err = scanSpill(f, add, false)
-	}
+	})
 	if err != nil {
 		return res, err
 	}
@@ -508,6 +532,37 @@ func (c *counter) file(path string, depth int) (collisionResult, error) {
 		i = j
 	}
 	return res, nil
+}
+
+// readRecs calls fn with each record of a bucket file, in file order.
+func (c *counter) readRecs(path string, fn func(spillRec) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("report: collision check: %w", err)
+	}
+	defer f.Close()
+	if c.chunk == nil {
+		c.chunk = make([]byte, 256<<10/spillRecBytes*spillRecBytes)
+	}
+	for {
+		n, err := io.ReadFull(f, c.chunk)
+		if n%spillRecBytes != 0 {
+			return errors.New("report: collision check: truncated temp file")
+		}
+		for o := 0; o < n; o += spillRecBytes {
+			b := c.chunk[o : o+spillRecBytes]
+			r := spillRec{key: binary.LittleEndian.Uint64(b), src: binary.LittleEndian.Uint64(b[8:]), pos: binary.LittleEndian.Uint64(b[16:])}
+			if ferr := fn(r); ferr != nil {
+				return ferr
+			}
+		}
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			return nil
+		case err != nil:
+			return fmt.Errorf("report: collision check: read temp file: %w", err)
+		}
+	}
 }
 
 // group counts the rows of one key hash.
@@ -634,37 +689,19 @@ func (c *counter) rowInfo(g []spillRec) error {
 	return nil
 }
 
-// texts calls fn(i, text) with the text of each row g[idx[i]] (valid during the call): in index
-// order when the file is held in memory, else in file order, in one pass over the file.
+// texts calls fn(i, text) with the text of each row g[idx[i]] (valid during the call), read
+// from the text file.
 func (c *counter) texts(g []spillRec, idx []int, fn func(i int, text []byte)) error {
-	if int64(len(c.data)) == c.size {
-		for i, q := range idx {
-			r := g[q]
-			fn(i, c.data[r.off():r.off()+int64(r.n())])
-		}
-		return nil
-	}
-	c.order = c.order[:0]
-	for i := range idx {
-		c.order = append(c.order, i)
-	}
-	slices.SortFunc(c.order, func(a, b int) int { return int(min(max(g[idx[a]].off()-g[idx[b]].off(), -1), 1)) })
-	br := bufio.NewReaderSize(io.NewSectionReader(c.f, 0, c.size), 256<<10)
-	cur := int64(0)
-	for _, i := range c.order {
-		r := g[idx[i]]
-		if _, err := br.Discard(int(r.off() - cur)); err != nil {
-			return fmt.Errorf("report: collision check: read temp file: %w", err)
-		}
+	for i, q := range idx {
+		r := g[q]
 		if cap(c.buf) < r.n() {
 			c.buf = make([]byte, r.n())
 		}
 		t := c.buf[:r.n()]
-		if _, err := io.ReadFull(br, t); err != nil {
+		if _, err := c.s.text.ReadAt(t, r.off()); err != nil {
 			return fmt.Errorf("report: collision check: read temp file: %w", err)
 		}
 		fn(i, t)
-		cur = r.off() + int64(r.n())
 	}
 	return nil
 }
@@ -704,81 +741,11 @@ func diffMask(a, b []uint32) uint64 {
 	return d
 }
 
-// parseSpill reads the records of a temp file held in memory.
-func parseSpill(data []byte, fn func(key, src uint64, off int64, n int, text []byte) error) error {
-	off := 0
-	for off < len(data) {
-		if len(data)-off < spillHeader {
-			return errors.New("report: collision check: truncated temp file")
-		}
-		k := binary.LittleEndian.Uint64(data[off:])
-		src := binary.LittleEndian.Uint64(data[off+8:])
-		n, w := binary.Uvarint(data[off+spillHeader:])
-		if w <= 0 || n >= 1<<24 {
-			return errors.New("report: collision check: corrupt temp file")
-		}
-		start := off + spillHeader + w
-		if uint64(len(data)-start) < n {
-			return errors.New("report: collision check: truncated temp file")
-		}
-		if err := fn(k, src, int64(start), int(n), data[start:start+int(n)]); err != nil {
-			return err
-		}
-		off = start + int(n)
-	}
-	return nil
-}
-
-// scanSpill reads a temp file's records in order; with text the callback gets each record's
-// text (valid during the call), otherwise only its offset and length.
-func scanSpill(f *os.File, fn func(key, src uint64, off int64, n int, text []byte) error, text bool) error {
-	br := bufio.NewReaderSize(f, 256<<10)
-	var hdr [spillHeader]byte
-	var buf []byte
-	off := int64(0)
-	for {
-		if _, err := io.ReadFull(br, hdr[:]); err != nil {
-			if err == io.EOF {
-				return nil
-			}
-			return errors.New("report: collision check: truncated temp file")
-		}
-		n, err := binary.ReadUvarint(br)
-		if err != nil || n >= 1<<24 {
-			return errors.New("report: collision check: corrupt temp file")
-		}
-		off += spillHeader + int64(uvarintLen(n))
-		if text {
-			if cap(buf) < int(n) {
-				buf = make([]byte, n)
-			}
-			buf = buf[:n]
-			if _, err := io.ReadFull(br, buf); err != nil {
-				return errors.New("report: collision check: truncated temp file")
-			}
-		} else if _, err := br.Discard(int(n)); err != nil {
-			return errors.New("report: collision check: truncated temp file")
-		}
-		if err := fn(binary.LittleEndian.Uint64(hdr[:]), binary.LittleEndian.Uint64(hdr[8:]), off, int(n), buf); err != nil {
-			return err
-		}
-		off += int64(n)
-	}
-}
-
-func uvarintLen(n uint64) int {
-	var b [binary.MaxVarintLen64]byte
-	return binary.PutUvarint(b[:], n)
-}
-
 // split distributes a bucket file over 16 files by the next 4 bits of the key hash (the caller
 // checked that there are bits left), removes it, and counts each part.
 func (c *counter) split(path string, depth int) (collisionResult, error) {
 	res := newResult(c.spec)
-	in, err := os.Open(path)
-	if err != nil {
-		return res, fmt.Errorf("report: collision check: %w", err)
-	}
+	var err error
 	shift := c.s.shift - 4*uint(depth+1)
 	var parts [16]*os.File
 	var ws [16]*bufio.Writer
@@ -791,23 +758,19 @@ func (c *counter) split(path string, depth int) (collisionResult, error) {
 	}
 	for i := range parts {
 		if parts[i], err = os.Create(fmt.Sprintf("%s.%x", path, i)); err != nil {
-			in.Close()
 			closeAll()
 			return res, fmt.Errorf("report: collision check: %w", err)
 		}
 		ws[i] = bufio.NewWriterSize(parts[i], 32<<10)
 	}
-	var hdr [spillHeader + binary.MaxVarintLen64]byte
-	err = scanSpill(in, func(k, src uint64, _ int64, n int, text []byte) error {
-		w := ws[(k>>shift)&15]
-		binary.LittleEndian.PutUint64(hdr[:], k)
-		binary.LittleEndian.PutUint64(hdr[8:], src)
-		m := binary.PutUvarint(hdr[spillHeader:], uint64(n))
-		w.Write(hdr[:spillHeader+m])
-		_, err := w.Write(text)
+	var rec [spillRecBytes]byte
+	err = c.readRecs(path, func(r spillRec) error {
+		binary.LittleEndian.PutUint64(rec[:], r.key)
+		binary.LittleEndian.PutUint64(rec[8:], r.src)
+		binary.LittleEndian.PutUint64(rec[16:], r.pos)
+		_, err := ws[(r.key>>shift)&15].Write(rec[:])
 		return err
-	}, true)
-	in.Close()
+	})
 	for _, w := range ws {
 		if ferr := w.Flush(); ferr != nil && err == nil {
 			err = fmt.Errorf("report: collision check: write temp file: %w", ferr)
