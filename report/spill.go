@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/rekey/rekey/pipeline"
 )
@@ -18,16 +17,16 @@ import (
 //
 //	hash64(target key) | hash64(source values) | text offset << 24 | text length
 //
-// to one of `buckets` temp files chosen by the key hash's top bits, and its text to one text
-// file that every writer fills sequentially (each reserves 1 MiB of it at a time). The text is
-// only read back for the rows of colliding keys, so the bucket pass reads 24 bytes per row and
-// most texts never leave the page cache's write path. The text is the row's salt
+// to one of `buckets` temp files chosen by the key hash's top bits, and its text to that
+// bucket's text file. The text is only read back for the rows of colliding keys, so the bucket
+// pass reads 24 bytes per row when keys are unique. The text is the row's salt
 // (see saltToken), a 32-bit hash of each of its first 64 source values, and its origin (where it
 // was read, its key values when kept, and the source values the key is computed from, each
 // capped). Afterwards each bucket is loaded on its own (a bucket holds about 1/buckets of the
 // rows) and sorted by (key hash, source hash): a key with more than one distinct source hash is a
 // collision, and rows beyond the distinct ones are identical duplicates. Only the rows of
-// colliding keys have their text read (one pread each): the column hashes tell in which columns colliding rows
+// colliding keys have their text read (one pread each, or the bucket's whole text file once
+// there are many): the column hashes tell in which columns colliding rows
 // differ (for the uniqueness rule's advice) and how many rows a key reading other columns would
 // lose (for the advisor). Memory: the workers' write buffers and one bucket at a time; disk:
 // about 24 + len(text) bytes per row, removed by close.
@@ -36,11 +35,11 @@ type spill struct {
 	shift uint
 	files []*os.File
 	mu    []sync.Mutex
-	// text holds every row's text; textEnd is the next offset no writer has reserved
-	text    *os.File
-	textEnd atomic.Int64
-	failed  error
-	errOnce sync.Once
+	// texts[b] holds the texts of bucket b's rows, textSize[b] bytes so far (under mu[b])
+	texts    []*os.File
+	textSize []int64
+	failed   error
+	errOnce  sync.Once
 
 	bufSize int
 
@@ -56,8 +55,6 @@ const (
 	spillBufBytes = 8 << 20
 	// spillRecBytes is a bucket file's record: key hash, source hash, text position.
 	spillRecBytes = 24
-	// spillTextChunk is the part of the text file a writer reserves and fills at a time.
-	spillTextChunk = 1 << 20
 	// maxSpillText bounds a row's text (its length shares the position's 64 bits).
 	maxSpillText = 1<<24 - 1
 )
@@ -83,6 +80,7 @@ func newSpill(tmp string, buckets int) (*spill, error) {
 		shift--
 	}
 	s := &spill{dir: dir, shift: shift, files: make([]*os.File, buckets), mu: make([]sync.Mutex, buckets),
+		texts: make([]*os.File, buckets), textSize: make([]int64, buckets),
 		streams: map[string]uint64{}, bufSize: min(max(spillBufBytes/buckets, 8<<10), 32<<10)}
 	for i := range s.files {
 		f, err := os.Create(fmt.Sprintf("%s/bucket-%03d", dir, i))
@@ -91,10 +89,10 @@ func newSpill(tmp string, buckets int) (*spill, error) {
 			return nil, fmt.Errorf("report: collision check: %w", err)
 		}
 		s.files[i] = f
-	}
-	if s.text, err = os.Create(dir + "/texts"); err != nil {
-		s.close()
-		return nil, fmt.Errorf("report: collision check: %w", err)
+		if s.texts[i], err = os.Create(fmt.Sprintf("%s/text-%03d", dir, i)); err != nil {
+			s.close()
+			return nil, fmt.Errorf("report: collision check: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -106,8 +104,10 @@ func (s *spill) close() {
 			f.Close()
 		}
 	}
-	if s.text != nil {
-		s.text.Close()
+	for _, f := range s.texts {
+		if f != nil {
+			f.Close()
+		}
 	}
 	os.RemoveAll(s.dir)
 }
@@ -137,18 +137,16 @@ func (s *spill) streamName(id uint64) string {
 	return "?"
 }
 
-// spillWriter buffers one worker's records per bucket, and its texts for the part of the text
-// file it reserved: [base, base+reserved).
+// spillWriter buffers one worker's records and texts per bucket; a buffered record's text
+// position is relative to its bucket's text buffer until the flush places it.
 type spillWriter struct {
-	s        *spill
-	bufs     [][]byte
-	text     []byte
-	base     int64
-	reserved int
+	s     *spill
+	bufs  [][]byte
+	texts [][]byte
 }
 
 func (s *spill) writer() *spillWriter {
-	return &spillWriter{s: s, bufs: make([][]byte, len(s.files))}
+	return &spillWriter{s: s, bufs: make([][]byte, len(s.files)), texts: make([][]byte, len(s.files))}
 }
 
 func (w *spillWriter) add(keyHash, srcHash uint64, text []byte) {
@@ -156,60 +154,46 @@ func (w *spillWriter) add(keyHash, srcHash uint64, text []byte) {
 		w.s.fail(fmt.Errorf("report: collision check: a row's text takes %d bytes, over %d", len(text), maxSpillText))
 		return
 	}
-	if len(w.text)+len(text) > w.reserved {
-		w.flushText(len(text))
-	}
-	pos := uint64(w.base+int64(len(w.text)))<<24 | uint64(len(text))
-	w.text = append(w.text, text...)
 	b := int(keyHash >> w.s.shift)
-	buf := w.bufs[b]
+	buf, tb := w.bufs[b], w.texts[b]
 	if buf == nil {
 		buf = make([]byte, 0, w.s.bufSize+spillRecBytes)
+		tb = make([]byte, 0, 2*w.s.bufSize)
 	}
 	buf = binary.LittleEndian.AppendUint64(buf, keyHash)
 	buf = binary.LittleEndian.AppendUint64(buf, srcHash)
-	buf = binary.LittleEndian.AppendUint64(buf, pos)
-	w.bufs[b] = buf
-	if len(buf) >= w.s.bufSize {
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(len(tb))<<24|uint64(len(text)))
+	tb = append(tb, text...)
+	w.bufs[b], w.texts[b] = buf, tb
+	if len(buf) >= w.s.bufSize || len(tb) >= 2*w.s.bufSize {
 		w.flushBucket(b)
 	}
 }
 
 func (w *spillWriter) flushBucket(b int) {
-	buf := w.bufs[b]
+	buf, tb := w.bufs[b], w.texts[b]
 	if len(buf) == 0 {
 		return
 	}
 	s := w.s
 	s.mu[b].Lock()
+	base := uint64(s.textSize[b]) << 24
+	for o := 16; o < len(buf); o += spillRecBytes {
+		binary.LittleEndian.PutUint64(buf[o:], binary.LittleEndian.Uint64(buf[o:])+base)
+	}
 	_, err := s.files[b].Write(buf)
+	if err == nil {
+		_, err = s.texts[b].Write(tb)
+	}
+	s.textSize[b] += int64(len(tb))
 	s.mu[b].Unlock()
 	if err != nil {
 		s.fail(fmt.Errorf("report: collision check: write temp file: %w", err))
 	}
-	w.bufs[b] = buf[:0]
-}
-
-// flushText writes the buffered texts where they were reserved and, when next > 0, reserves
-// room for at least next bytes more.
-func (w *spillWriter) flushText(next int) {
-	if len(w.text) > 0 {
-		if _, err := w.s.text.WriteAt(w.text, w.base); err != nil {
-			w.s.fail(fmt.Errorf("report: collision check: write temp file: %w", err))
-		}
-	}
-	w.text, w.reserved = w.text[:0], 0
-	if next > 0 {
-		w.reserved = max(spillTextChunk, next)
-		w.base = w.s.textEnd.Add(int64(w.reserved)) - int64(w.reserved)
-		if cap(w.text) < w.reserved {
-			w.text = make([]byte, 0, w.reserved)
-		}
-	}
+	w.bufs[b], w.texts[b] = buf[:0], tb[:0]
 }
 
 func (w *spillWriter) flush() {
-	w.flushText(0)
 	for b := range w.bufs {
 		w.flushBucket(b)
 	}
@@ -382,7 +366,7 @@ type collisionExample struct {
 // spillRec is a bucket file's record: 24 bytes.
 type spillRec struct {
 	key, src uint64
-	pos      uint64 // offset of the text in the text file << 24 | its length
+	pos      uint64 // offset of the text in the bucket's text file << 24 | its length
 }
 
 func (r spillRec) off() int64 { return int64(r.pos >> 24) }
@@ -414,8 +398,10 @@ func (s *spill) count(spec countSpec) (collisionResult, error) {
 			c := &counter{s: s, spec: spec}
 			for b := range next {
 				name := s.files[b].Name()
+				c.bucket, c.textReads, c.textHeld = b, 0, false
 				parts[b].res, parts[b].err = c.file(name, 0)
 				os.Remove(name) // free the disk as we go
+				os.Remove(s.texts[b].Name())
 			}
 		}()
 	}
@@ -493,6 +479,12 @@ type counter struct {
 
 	recs, tmp []spillRec
 	chunk     []byte
+
+	bucket    int    // the bucket whose (sub)files are counted: its text file holds their texts
+	textReads int    // texts of the bucket read one by one so far
+	textHeld  bool   // the bucket's text file is in text
+	text      []byte // the bucket's whole text file, once many of its texts are needed
+	order     []int
 
 	reps  []int    // indexes of one row per distinct source row of a key
 	salts []uint64 // per rep
@@ -689,21 +681,71 @@ func (c *counter) rowInfo(g []spillRec) error {
 	return nil
 }
 
-// texts calls fn(i, text) with the text of each row g[idx[i]] (valid during the call), read
-// from the text file.
+// textReads is how many texts of a bucket are read one by one (a pread each) before its whole
+// text file is read instead, when it is small enough to hold (2 x maxBucketBytes).
+const textReads = 64
+
+// texts calls fn(i, text) with the text of each row g[idx[i]] (valid during the call): in index
+// order when they are read one by one or the text file is held in memory, else in file order, in
+// one pass over the text file.
 func (c *counter) texts(g []spillRec, idx []int, fn func(i int, text []byte)) error {
-	for i, q := range idx {
-		r := g[q]
-		if cap(c.buf) < r.n() {
-			c.buf = make([]byte, r.n())
+	f, size := c.s.texts[c.bucket], c.s.textSize[c.bucket]
+	if !c.textHeld && c.textReads+len(idx) > textReads && size <= 2*maxBucketBytes {
+		c.text = slices.Grow(c.text[:0], int(size))[:size]
+		if _, err := f.ReadAt(c.text, 0); err != nil && !(err == io.EOF && size == 0) {
+			return fmt.Errorf("report: collision check: read temp file: %w", err)
 		}
-		t := c.buf[:r.n()]
-		if _, err := c.s.text.ReadAt(t, r.off()); err != nil {
+		c.textHeld = true
+	}
+	switch {
+	case c.textHeld:
+		for i, q := range idx {
+			r := g[q]
+			if r.off()+int64(r.n()) > size {
+				return errors.New("report: collision check: corrupt temp file")
+			}
+			fn(i, c.text[r.off():r.off()+int64(r.n())])
+		}
+		return nil
+	case len(idx) <= textReads:
+		c.textReads += len(idx)
+		for i, q := range idx {
+			r := g[q]
+			t := c.textBuf(r.n())
+			if _, err := f.ReadAt(t, r.off()); err != nil {
+				return fmt.Errorf("report: collision check: read temp file: %w", err)
+			}
+			fn(i, t)
+		}
+		return nil
+	}
+	c.order = c.order[:0]
+	for i := range idx {
+		c.order = append(c.order, i)
+	}
+	slices.SortFunc(c.order, func(a, b int) int { return int(min(max(g[idx[a]].off()-g[idx[b]].off(), -1), 1)) })
+	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 256<<10)
+	cur := int64(0)
+	for _, i := range c.order {
+		r := g[idx[i]]
+		if _, err := br.Discard(int(r.off() - cur)); err != nil {
+			return fmt.Errorf("report: collision check: read temp file: %w", err)
+		}
+		t := c.textBuf(r.n())
+		if _, err := io.ReadFull(br, t); err != nil {
 			return fmt.Errorf("report: collision check: read temp file: %w", err)
 		}
 		fn(i, t)
+		cur = r.off() + int64(r.n())
 	}
 	return nil
+}
+
+func (c *counter) textBuf(n int) []byte {
+	if cap(c.buf) < n {
+		c.buf = make([]byte, n)
+	}
+	return c.buf[:n]
 }
 
 // lost is the rows a key reading exactly the columns of set (and the salt, with salt) would
