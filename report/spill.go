@@ -150,20 +150,33 @@ func (s *spill) writer() *spillWriter {
 }
 
 func (w *spillWriter) add(keyHash, srcHash uint64, text []byte) {
-	if len(text) > maxSpillText {
-		w.s.fail(fmt.Errorf("report: collision check: a row's text takes %d bytes, over %d", len(text), maxSpillText))
+	w.commit(keyHash, srcHash, append(w.textFor(keyHash), text...))
+}
+
+// textFor returns the text buffer of keyHash's bucket: a row's text appended to it (no copy)
+// is then added by commit.
+func (w *spillWriter) textFor(keyHash uint64) []byte {
+	b := int(keyHash >> w.s.shift)
+	if w.bufs[b] == nil {
+		w.bufs[b] = make([]byte, 0, w.s.bufSize+spillRecBytes)
+		w.texts[b] = make([]byte, 0, 2*w.s.bufSize)
+	}
+	return w.texts[b]
+}
+
+// commit adds a row whose text was appended to textFor(keyHash): tb is that buffer with it.
+func (w *spillWriter) commit(keyHash, srcHash uint64, tb []byte) {
+	b := int(keyHash >> w.s.shift)
+	start := len(w.texts[b])
+	n := len(tb) - start
+	if n > maxSpillText {
+		w.s.fail(fmt.Errorf("report: collision check: a row's text takes %d bytes, over %d", n, maxSpillText))
 		return
 	}
-	b := int(keyHash >> w.s.shift)
-	buf, tb := w.bufs[b], w.texts[b]
-	if buf == nil {
-		buf = make([]byte, 0, w.s.bufSize+spillRecBytes)
-		tb = make([]byte, 0, 2*w.s.bufSize)
-	}
+	buf := w.bufs[b]
 	buf = binary.LittleEndian.AppendUint64(buf, keyHash)
 	buf = binary.LittleEndian.AppendUint64(buf, srcHash)
-	buf = binary.LittleEndian.AppendUint64(buf, uint64(len(tb))<<24|uint64(len(text)))
-	tb = append(tb, text...)
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(start)<<24|uint64(n))
 	w.bufs[b], w.texts[b] = buf, tb
 	if len(buf) >= w.s.bufSize || len(tb) >= 2*w.s.bufSize {
 		w.flushBucket(b)
