@@ -1,9 +1,11 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -455,5 +457,45 @@ func TestTimeHeatBins(t *testing.T) {
 	}
 	if sum != int64(len(vals)) || res.NullRows != 1 || len(res.Rows) != 100 || res.Rows[1].FirstRegion != 3 {
 		t.Errorf("result: %d rows, %+v", sum, res.Rows[:2])
+	}
+}
+
+// sortByKey orders a bucket's records by key hash as a full sort does: uniform keys, keys that
+// repeat (a few keys with many rows) and a split file's constant bits.
+func TestSortByKey(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, c := range []struct {
+		name string
+		n    int
+		top  uint
+		key  func() uint64
+	}{
+		{"uniform", 100000, 8, func() uint64 { return r.Uint64()>>8 | 0x5a<<56 }},
+		{"repeated", 50000, 8, func() uint64 { return r.Uint64N(7)<<40 | 0x5a<<56 }},
+		{"split", 30000, 12, func() uint64 { return r.Uint64()>>12 | 0x5a3<<52 }},
+		{"small", 40, 8, func() uint64 { return r.Uint64() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			recs := make([]spillRec, c.n)
+			for i := range recs {
+				recs[i] = spillRec{key: c.key(), src: uint64(i)}
+			}
+			want := slices.Clone(recs)
+			slices.SortStableFunc(want, func(a, b spillRec) int { return cmp.Compare(a.key, b.key) })
+			got, _ := sortByKey(recs, nil, c.top)
+			if len(got) != len(want) {
+				t.Fatalf("%d records, want %d", len(got), len(want))
+			}
+			seen := map[uint64]int{}
+			for i := range got {
+				if got[i].key != want[i].key {
+					t.Fatalf("record %d: key %x, want %x", i, got[i].key, want[i].key)
+				}
+				seen[got[i].src]++
+			}
+			if len(seen) != c.n {
+				t.Errorf("%d distinct records after the sort, want %d", len(seen), c.n)
+			}
+		})
 	}
 }

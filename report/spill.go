@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -524,7 +525,7 @@ func (c *counter) file(path string, depth int) (collisionResult, error) {
 	if err != nil {
 		return res, err
 	}
-	c.recs, c.tmp = radixSort(c.recs, c.tmp)
+	c.recs, c.tmp = sortByKey(c.recs, c.tmp, 64-c.s.shift+4*uint(depth))
 	recs := c.recs
 	for i := 0; i < len(recs); {
 		j := i + 1
@@ -845,6 +846,51 @@ func (c *counter) split(path string, depth int) (collisionResult, error) {
 		res.add(r, c.spec.maxExamples)
 	}
 	return res, nil
+}
+
+// sortByKey orders a bucket's records by key hash; its top bits are the same for all. The key
+// hashes are uniform below them, so one counting pass on the next bits leaves runs of a few
+// records, each sorted on its own: two passes over the records where a full radix sort takes
+// eight. A long run (a key with many rows) is sorted by comparison.
+func sortByKey(recs, tmp []spillRec, top uint) ([]spillRec, []spillRec) {
+	bits := uint(4)
+	for bits < 16 && len(recs)>>bits > 8 {
+		bits++
+	}
+	if len(recs) < 64 || top+bits > 64 {
+		return radixSort(recs, tmp)
+	}
+	if cap(tmp) < len(recs) {
+		tmp = make([]spillRec, len(recs))
+	}
+	tmp = tmp[:len(recs)]
+	digit := func(k uint64) uint64 { return k << top >> (64 - bits) }
+	counts := make([]int, 1<<bits+1)
+	for i := range recs {
+		counts[digit(recs[i].key)+1]++
+	}
+	for i := 1; i < len(counts); i++ {
+		counts[i] += counts[i-1]
+	}
+	next := slices.Clone(counts[:len(counts)-1])
+	for i := range recs {
+		d := digit(recs[i].key)
+		tmp[next[d]] = recs[i]
+		next[d]++
+	}
+	for d := 0; d+1 < len(counts); d++ {
+		run := tmp[counts[d]:counts[d+1]]
+		if len(run) <= 32 {
+			for i := 1; i < len(run); i++ {
+				for j := i; j > 0 && run[j].key < run[j-1].key; j-- {
+					run[j], run[j-1] = run[j-1], run[j]
+				}
+			}
+			continue
+		}
+		slices.SortFunc(run, func(a, b spillRec) int { return cmp.Compare(a.key, b.key) })
+	}
+	return tmp, recs
 }
 
 // radixSort orders records by key hash (LSD radix over the low 56 bits: the top 8 or more bits
