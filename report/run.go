@@ -283,15 +283,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		r.saltN = uint64(plan.Count())
 	}
 
-	rowBytes := int64(spillRowBytes + 4*r.hashed)
-	sp, err := newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed(), rowBytes))
+	sp, err := newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed()))
 	if err != nil {
 		return nil, err
 	}
 	r.spill = sp
 	defer sp.close()
 	if r.prog.UsesSalt() && len(r.adv.sets) > 0 {
-		if r.bySource, err = newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed(), rowBytes-spillRowBytes+24)); err != nil {
+		if r.bySource, err = newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed())); err != nil {
 			return nil, err
 		}
 		defer r.bySource.close()
@@ -645,7 +644,6 @@ type worker struct {
 	sw   *spillWriter
 	sw2  *spillWriter // the source-key check, when there is one
 	out  []pipeline.Value
-	text []byte
 	cols []uint64 // the record's column hashes
 	salt []byte   // scratch for saltToken
 }
@@ -703,12 +701,16 @@ func (w *worker) process(j *job) {
 			tok, w.salt = transform.SaltToken(w.salt, b, rec, len(r.prog.Source()))
 			salt = tok % r.saltN
 		}
-		w.text = appendRowInfo(w.text[:0], salt, w.cols, r.hashed)
+		// the text goes straight into the spill's buffer
+		kh := hashValues(key)
+		text := w.sw.textFor(kh)
+		start := len(text)
+		text = appendRowInfo(text, salt, w.cols, r.hashed)
 		if w.sw2 != nil {
-			w.sw2.add(hashSubset(w.cols, d.srcCols), src, w.text)
+			w.sw2.add(hashSubset(w.cols, d.srcCols), src, text[start:])
 		}
-		w.text = appendOrigin(w.text, sid, rec.Seq, keep, d.srcCols, rec.Values)
-		w.sw.add(hashValues(key), src, w.text)
+		text = appendOrigin(text, sid, rec.Seq, keep, d.srcCols, rec.Values)
+		w.sw.commit(kh, src, text)
 		j.regions = append(j.regions, uint32(region))
 		j.wo = append(j.wo, r.order.primary.value(b, i, ord))
 		if bk := r.order.backup; bk != nil {

@@ -1,9 +1,11 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -102,7 +104,7 @@ func TestSpillCountsExactly(t *testing.T) {
 }
 
 func testSpill(t *testing.T) {
-	s, err := newSpill(t.TempDir(), spillBuckets(0, spillRowBytes))
+	s, err := newSpill(t.TempDir(), spillBuckets(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +139,18 @@ func testSpill(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
+	// the bucket files, which the pass reads back whole, hold 24 bytes a row: the texts are apart
+	var bucketBytes int64
+	for _, f := range s.files {
+		st, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bucketBytes += st.Size()
+	}
+	if want := int64(24 * len(rows)); bucketBytes != want {
+		t.Errorf("bucket files hold %d bytes for %d rows, want %d", bucketBytes, len(rows), want)
+	}
 	res, err := s.count(countSpec{maxExamples: 3, maxOrigins: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +197,7 @@ func testSpill(t *testing.T) {
 // Beyond the mapping's own collisions, the bucket pass counts the rows a key reading other
 // column sets would lose, with a salt too, and the columns in which colliding rows differ, all
 // exactly as an in-memory count over the column values gives: with the file held in memory,
-// split first, or read in a stream (a few keys with many rows each: it cannot be split).
+// split first, or sorted as it is (a few keys with many rows each: it cannot be split).
 func TestSpillCountsColumnSets(t *testing.T) {
 	t.Run("held", func(t *testing.T) { testSpillSets(t, 40000) })
 	t.Run("split", func(t *testing.T) {
@@ -199,7 +213,7 @@ func TestSpillCountsColumnSets(t *testing.T) {
 }
 
 func testSpillSets(t *testing.T, keys uint64) {
-	s, err := newSpill(t.TempDir(), spillBuckets(0, spillRowBytes))
+	s, err := newSpill(t.TempDir(), spillBuckets(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,5 +457,45 @@ func TestTimeHeatBins(t *testing.T) {
 	}
 	if sum != int64(len(vals)) || res.NullRows != 1 || len(res.Rows) != 100 || res.Rows[1].FirstRegion != 3 {
 		t.Errorf("result: %d rows, %+v", sum, res.Rows[:2])
+	}
+}
+
+// sortByKey orders a bucket's records by key hash as a full sort does: uniform keys, keys that
+// repeat (a few keys with many rows) and a split file's constant bits.
+func TestSortByKey(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, c := range []struct {
+		name string
+		n    int
+		top  uint
+		key  func() uint64
+	}{
+		{"uniform", 100000, 8, func() uint64 { return r.Uint64()>>8 | 0x5a<<56 }},
+		{"repeated", 50000, 8, func() uint64 { return r.Uint64N(7)<<40 | 0x5a<<56 }},
+		{"split", 30000, 12, func() uint64 { return r.Uint64()>>12 | 0x5a3<<52 }},
+		{"small", 40, 8, func() uint64 { return r.Uint64() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			recs := make([]spillRec, c.n)
+			for i := range recs {
+				recs[i] = spillRec{key: c.key(), src: uint64(i)}
+			}
+			want := slices.Clone(recs)
+			slices.SortStableFunc(want, func(a, b spillRec) int { return cmp.Compare(a.key, b.key) })
+			got, _ := sortByKey(recs, nil, c.top)
+			if len(got) != len(want) {
+				t.Fatalf("%d records, want %d", len(got), len(want))
+			}
+			seen := map[uint64]int{}
+			for i := range got {
+				if got[i].key != want[i].key {
+					t.Fatalf("record %d: key %x, want %x", i, got[i].key, want[i].key)
+				}
+				seen[got[i].src]++
+			}
+			if len(seen) != c.n {
+				t.Errorf("%d distinct records after the sort, want %d", len(seen), c.n)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,27 +14,33 @@ import (
 	"github.com/rekey/rekey/pipeline"
 )
 
-// Exact collision counting in bounded memory. Every accepted row appends
+// Exact collision counting in bounded memory. Every accepted row appends a fixed record
 //
-//	hash64(target key) | hash64(source values) | uvarint length | text
+//	hash64(target key) | hash64(source values) | text offset << 24 | text length
 //
-// to one of `buckets` temp files chosen by the key hash's top bits; the text is the row's salt
+// to one of `buckets` temp files chosen by the key hash's top bits, and its text to that
+// bucket's text file. The text is only read back for the rows of colliding keys, so the bucket
+// pass reads 24 bytes per row when keys are unique. The text is the row's salt
 // (see saltToken), a 32-bit hash of each of its first 64 source values, and its origin (where it
 // was read, its key values when kept, and the source values the key is computed from, each
 // capped). Afterwards each bucket is loaded on its own (a bucket holds about 1/buckets of the
 // rows) and sorted by (key hash, source hash): a key with more than one distinct source hash is a
 // collision, and rows beyond the distinct ones are identical duplicates. Only the rows of
-// colliding keys have their text read: the column hashes tell in which columns colliding rows
+// colliding keys have their text read (one pread each, or the bucket's whole text file once
+// there are many): the column hashes tell in which columns colliding rows
 // differ (for the uniqueness rule's advice) and how many rows a key reading other columns would
 // lose (for the advisor). Memory: the workers' write buffers and one bucket at a time; disk:
 // about 24 + len(text) bytes per row, removed by close.
 type spill struct {
-	dir     string
-	shift   uint
-	files   []*os.File
-	mu      []sync.Mutex
-	failed  error
-	errOnce sync.Once
+	dir   string
+	shift uint
+	files []*os.File
+	mu    []sync.Mutex
+	// texts[b] holds the texts of bucket b's rows, textSize[b] bytes so far (under mu[b])
+	texts    []*os.File
+	textSize []int64
+	failed   error
+	errOnce  sync.Once
 
 	bufSize int
 
@@ -47,14 +54,16 @@ const (
 	maxBuckets = 512 // open files; beyond, oversized buckets are split when counted
 	// spillBufBytes is each worker's write buffer, shared out over the buckets (8-32 KiB each)
 	spillBufBytes = 8 << 20
-	// spillRowBytes is a typical temp record (hashes, origin, key source values) without the
-	// column hashes (4 bytes per source column), for sizing.
-	spillRowBytes = 48
+	// spillRecBytes is a bucket file's record: key hash, source hash, text position.
+	spillRecBytes = 24
+	// maxSpillText bounds a row's text (its length shares the position's 64 bits).
+	maxSpillText = 1<<24 - 1
 )
 
 // spillBuckets is the number of temp files for an expected row count: enough that a file stays
 // under maxBucketBytes, between minBuckets and maxBuckets (a power of two).
-func spillBuckets(expectedRows int64, rowBytes int64) int {
+func spillBuckets(expectedRows int64) int {
+	const rowBytes = spillRecBytes
 	n := minBuckets
 	for n < maxBuckets && expectedRows > 0 && expectedRows*rowBytes/int64(n) > maxBucketBytes*3/4 {
 		n *= 2
@@ -72,6 +81,7 @@ func newSpill(tmp string, buckets int) (*spill, error) {
 		shift--
 	}
 	s := &spill{dir: dir, shift: shift, files: make([]*os.File, buckets), mu: make([]sync.Mutex, buckets),
+		texts: make([]*os.File, buckets), textSize: make([]int64, buckets),
 		streams: map[string]uint64{}, bufSize: min(max(spillBufBytes/buckets, 8<<10), 32<<10)}
 	for i := range s.files {
 		f, err := os.Create(fmt.Sprintf("%s/bucket-%03d", dir, i))
@@ -80,6 +90,10 @@ func newSpill(tmp string, buckets int) (*spill, error) {
 			return nil, fmt.Errorf("report: collision check: %w", err)
 		}
 		s.files[i] = f
+		if s.texts[i], err = os.Create(fmt.Sprintf("%s/text-%03d", dir, i)); err != nil {
+			s.close()
+			return nil, fmt.Errorf("report: collision check: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -87,6 +101,11 @@ func newSpill(tmp string, buckets int) (*spill, error) {
 // close removes the temp files.
 func (s *spill) close() {
 	for _, f := range s.files {
+		if f != nil {
+			f.Close()
+		}
+	}
+	for _, f := range s.texts {
 		if f != nil {
 			f.Close()
 		}
@@ -119,45 +138,73 @@ func (s *spill) streamName(id uint64) string {
 	return "?"
 }
 
-// spillWriter buffers one worker's records per bucket.
+// spillWriter buffers one worker's records and texts per bucket; a buffered record's text
+// position is relative to its bucket's text buffer until the flush places it.
 type spillWriter struct {
-	s    *spill
-	bufs [][]byte
+	s     *spill
+	bufs  [][]byte
+	texts [][]byte
 }
 
 func (s *spill) writer() *spillWriter {
-	return &spillWriter{s: s, bufs: make([][]byte, len(s.files))}
+	return &spillWriter{s: s, bufs: make([][]byte, len(s.files)), texts: make([][]byte, len(s.files))}
 }
 
 func (w *spillWriter) add(keyHash, srcHash uint64, text []byte) {
+	w.commit(keyHash, srcHash, append(w.textFor(keyHash), text...))
+}
+
+// textFor returns the text buffer of keyHash's bucket: a row's text appended to it (no copy)
+// is then added by commit.
+func (w *spillWriter) textFor(keyHash uint64) []byte {
 	b := int(keyHash >> w.s.shift)
-	buf := w.bufs[b]
-	if buf == nil {
-		buf = make([]byte, 0, w.s.bufSize+256)
+	if w.bufs[b] == nil {
+		w.bufs[b] = make([]byte, 0, w.s.bufSize+spillRecBytes)
+		w.texts[b] = make([]byte, 0, 2*w.s.bufSize)
 	}
+	return w.texts[b]
+}
+
+// commit adds a row whose text was appended to textFor(keyHash): tb is that buffer with it.
+func (w *spillWriter) commit(keyHash, srcHash uint64, tb []byte) {
+	b := int(keyHash >> w.s.shift)
+	start := len(w.texts[b])
+	n := len(tb) - start
+	if n > maxSpillText {
+		w.s.fail(fmt.Errorf("report: collision check: a row's text takes %d bytes, over %d", n, maxSpillText))
+		return
+	}
+	buf := w.bufs[b]
 	buf = binary.LittleEndian.AppendUint64(buf, keyHash)
 	buf = binary.LittleEndian.AppendUint64(buf, srcHash)
-	buf = binary.AppendUvarint(buf, uint64(len(text)))
-	buf = append(buf, text...)
-	w.bufs[b] = buf
-	if len(buf) >= w.s.bufSize {
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(start)<<24|uint64(n))
+	w.bufs[b], w.texts[b] = buf, tb
+	if len(buf) >= w.s.bufSize || len(tb) >= 2*w.s.bufSize {
 		w.flushBucket(b)
 	}
 }
 
 func (w *spillWriter) flushBucket(b int) {
-	buf := w.bufs[b]
+	buf, tb := w.bufs[b], w.texts[b]
 	if len(buf) == 0 {
 		return
 	}
 	s := w.s
 	s.mu[b].Lock()
+	base := uint64(s.textSize[b]) << 24
+	for o := 16; o < len(buf); o += spillRecBytes {
+		binary.LittleEndian.PutUint64(buf[o:], binary.LittleEndian.Uint64(buf[o:])+base)
+	}
 	_, err := s.files[b].Write(buf)
+	if err == nil {
+		_, err = s.texts[b].Write(tb)
+	}
+	s.textSize[b] += int64(len(tb))
 	s.mu[b].Unlock()
 	if err != nil {
 		s.fail(fmt.Errorf("report: collision check: write temp file: %w", err))
 	}
-	w.bufs[b] = buf[:0]
+	w.bufs[b], w.texts[b] = buf[:0], tb[:0]
 }
 
 func (w *spillWriter) flush() {
@@ -330,10 +377,10 @@ type collisionExample struct {
 	Hashed  int    // source columns with a hash (Diff covers these)
 }
 
-// spillRec is a temp record's fixed part in memory: 24 bytes.
+// spillRec is a bucket file's record: 24 bytes.
 type spillRec struct {
 	key, src uint64
-	pos      uint64 // offset of the text in the file << 24 | its length
+	pos      uint64 // offset of the text in the bucket's text file << 24 | its length
 }
 
 func (r spillRec) off() int64 { return int64(r.pos >> 24) }
@@ -365,8 +412,10 @@ func (s *spill) count(spec countSpec) (collisionResult, error) {
 			c := &counter{s: s, spec: spec}
 			for b := range next {
 				name := s.files[b].Name()
+				c.bucket, c.textReads, c.textHeld = b, 0, false
 				parts[b].res, parts[b].err = c.file(name, 0)
 				os.Remove(name) // free the disk as we go
+				os.Remove(s.texts[b].Name())
 			}
 		}()
 	}
@@ -431,14 +480,11 @@ func (r *collisionResult) addMask(m uint64, n int64) {
 	r.Unrecorded += n
 }
 
-// maxBucketBytes bounds the temp file one goroutine sorts in memory (about 32 bytes per row of
-// it for the sort, twice, and the file itself): a larger one (an input of more than ~50M rows) is
-// first split into 16 files by the next 4 bits of the key hash, so memory stays flat however large
-// the input. A file that cannot be split (one key with millions of rows) is read in a stream.
+// maxBucketBytes bounds the bucket file one goroutine sorts in memory (its records, twice, for
+// the radix sort): a larger one (an input of more than ~100M rows) is first split into 16 files
+// by the next 4 bits of the key hash, so memory stays flat however large the input. A file that
+// cannot be split (one key with millions of rows) is sorted as it is.
 var maxBucketBytes int64 = 8 << 20
-
-// spillHeader is the fixed part of a temp record: key hash, source hash, then the text length.
-const spillHeader = 16
 
 // counter counts bucket files, reusing its buffers from one file to the next.
 type counter struct {
@@ -446,15 +492,18 @@ type counter struct {
 	spec countSpec
 
 	recs, tmp []spillRec
-	data      []byte // the whole file, when it is small enough
-	f         *os.File
-	size      int64
+	chunk     []byte
+
+	bucket    int    // the bucket whose (sub)files are counted: its text file holds their texts
+	textReads int    // texts of the bucket read one by one so far
+	textHeld  bool   // the bucket's text file is in text
+	text      []byte // the bucket's whole text file, once many of its texts are needed
+	order     []int
 
 	reps  []int    // indexes of one row per distinct source row of a key
 	salts []uint64 // per rep
 	colh  []uint32 // per rep, spec.cols column hashes
 	projs []uint64
-	order []int
 	buf   []byte
 }
 
@@ -468,34 +517,15 @@ func (c *counter) file(path string, depth int) (collisionResult, error) {
 	if st.Size() > maxBucketBytes && depth < 8 && c.s.shift >= 4*uint(depth+1) {
 		return c.split(path, depth)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return res, fmt.Errorf("report: collision check: %w", err)
-	}
-	defer f.Close()
-	c.f, c.size, c.data = f, st.Size(), c.data[:0]
 	c.recs = c.recs[:0]
-	add := func(k, src uint64, off int64, n int, _ []byte) error {
-		c.recs = append(c.recs, spillRec{key: k, src: src, pos: uint64(off)<<24 | uint64(n)})
+	err = c.readRecs(path, func(r spillRec) error {
+		c.recs = append(c.recs, r)
 		return nil
-	}
-	if st.Size() <= 2*maxBucketBytes {
-		// small enough to hold: the text of colliding rows is then a slice away
-		if int64(cap(c.data)) < st.Size() {
-			c.data = make([]byte, st.Size())
-		}
-		c.data = c.data[:st.Size()]
-		if _, err := io.ReadFull(f, c.data); err != nil {
-			return res, fmt.Errorf("report: collision check: read temp file: %w", err)
-		}
-		err = parseSpill(c.data, add)
-	} else {
-		err = scanSpill(f, add, false)
-	}
+	})
 	if err != nil {
 		return res, err
 	}
-	c.recs, c.tmp = radixSort(c.recs, c.tmp)
+	c.recs, c.tmp = sortByKey(c.recs, c.tmp, 64-c.s.shift+4*uint(depth))
 	recs := c.recs
 	for i := 0; i < len(recs); {
 		j := i + 1
@@ -508,6 +538,37 @@ func (c *counter) file(path string, depth int) (collisionResult, error) {
 		i = j
 	}
 	return res, nil
+}
+
+// readRecs calls fn with each record of a bucket file, in file order.
+func (c *counter) readRecs(path string, fn func(spillRec) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("report: collision check: %w", err)
+	}
+	defer f.Close()
+	if c.chunk == nil {
+		c.chunk = make([]byte, 256<<10/spillRecBytes*spillRecBytes)
+	}
+	for {
+		n, err := io.ReadFull(f, c.chunk)
+		if n%spillRecBytes != 0 {
+			return errors.New("report: collision check: truncated temp file")
+		}
+		for o := 0; o < n; o += spillRecBytes {
+			b := c.chunk[o : o+spillRecBytes]
+			r := spillRec{key: binary.LittleEndian.Uint64(b), src: binary.LittleEndian.Uint64(b[8:]), pos: binary.LittleEndian.Uint64(b[16:])}
+			if ferr := fn(r); ferr != nil {
+				return ferr
+			}
+		}
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			return nil
+		case err != nil:
+			return fmt.Errorf("report: collision check: read temp file: %w", err)
+		}
+	}
 }
 
 // group counts the rows of one key hash.
@@ -634,13 +695,41 @@ func (c *counter) rowInfo(g []spillRec) error {
 	return nil
 }
 
+// textReads is how many texts of a bucket are read one by one (a pread each) before its whole
+// text file is read instead, when it is small enough to hold (2 x maxBucketBytes).
+const textReads = 64
+
 // texts calls fn(i, text) with the text of each row g[idx[i]] (valid during the call): in index
-// order when the file is held in memory, else in file order, in one pass over the file.
+// order when they are read one by one or the text file is held in memory, else in file order, in
+// one pass over the text file.
 func (c *counter) texts(g []spillRec, idx []int, fn func(i int, text []byte)) error {
-	if int64(len(c.data)) == c.size {
+	f, size := c.s.texts[c.bucket], c.s.textSize[c.bucket]
+	if !c.textHeld && c.textReads+len(idx) > textReads && size <= 2*maxBucketBytes {
+		c.text = slices.Grow(c.text[:0], int(size))[:size]
+		if _, err := f.ReadAt(c.text, 0); err != nil && !(err == io.EOF && size == 0) {
+			return fmt.Errorf("report: collision check: read temp file: %w", err)
+		}
+		c.textHeld = true
+	}
+	switch {
+	case c.textHeld:
 		for i, q := range idx {
 			r := g[q]
-			fn(i, c.data[r.off():r.off()+int64(r.n())])
+			if r.off()+int64(r.n()) > size {
+				return errors.New("report: collision check: corrupt temp file")
+			}
+			fn(i, c.text[r.off():r.off()+int64(r.n())])
+		}
+		return nil
+	case len(idx) <= textReads:
+		c.textReads += len(idx)
+		for i, q := range idx {
+			r := g[q]
+			t := c.textBuf(r.n())
+			if _, err := f.ReadAt(t, r.off()); err != nil {
+				return fmt.Errorf("report: collision check: read temp file: %w", err)
+			}
+			fn(i, t)
 		}
 		return nil
 	}
@@ -649,17 +738,14 @@ func (c *counter) texts(g []spillRec, idx []int, fn func(i int, text []byte)) er
 		c.order = append(c.order, i)
 	}
 	slices.SortFunc(c.order, func(a, b int) int { return int(min(max(g[idx[a]].off()-g[idx[b]].off(), -1), 1)) })
-	br := bufio.NewReaderSize(io.NewSectionReader(c.f, 0, c.size), 256<<10)
+	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 256<<10)
 	cur := int64(0)
 	for _, i := range c.order {
 		r := g[idx[i]]
 		if _, err := br.Discard(int(r.off() - cur)); err != nil {
 			return fmt.Errorf("report: collision check: read temp file: %w", err)
 		}
-		if cap(c.buf) < r.n() {
-			c.buf = make([]byte, r.n())
-		}
-		t := c.buf[:r.n()]
+		t := c.textBuf(r.n())
 		if _, err := io.ReadFull(br, t); err != nil {
 			return fmt.Errorf("report: collision check: read temp file: %w", err)
 		}
@@ -667,6 +753,13 @@ func (c *counter) texts(g []spillRec, idx []int, fn func(i int, text []byte)) er
 		cur = r.off() + int64(r.n())
 	}
 	return nil
+}
+
+func (c *counter) textBuf(n int) []byte {
+	if cap(c.buf) < n {
+		c.buf = make([]byte, n)
+	}
+	return c.buf[:n]
 }
 
 // lost is the rows a key reading exactly the columns of set (and the salt, with salt) would
@@ -704,81 +797,11 @@ func diffMask(a, b []uint32) uint64 {
 	return d
 }
 
-// parseSpill reads the records of a temp file held in memory.
-func parseSpill(data []byte, fn func(key, src uint64, off int64, n int, text []byte) error) error {
-	off := 0
-	for off < len(data) {
-		if len(data)-off < spillHeader {
-			return errors.New("report: collision check: truncated temp file")
-		}
-		k := binary.LittleEndian.Uint64(data[off:])
-		src := binary.LittleEndian.Uint64(data[off+8:])
-		n, w := binary.Uvarint(data[off+spillHeader:])
-		if w <= 0 || n >= 1<<24 {
-			return errors.New("report: collision check: corrupt temp file")
-		}
-		start := off + spillHeader + w
-		if uint64(len(data)-start) < n {
-			return errors.New("report: collision check: truncated temp file")
-		}
-		if err := fn(k, src, int64(start), int(n), data[start:start+int(n)]); err != nil {
-			return err
-		}
-		off = start + int(n)
-	}
-	return nil
-}
-
-// scanSpill reads a temp file's records in order; with text the callback gets each record's
-// text (valid during the call), otherwise only its offset and length.
-func scanSpill(f *os.File, fn func(key, src uint64, off int64, n int, text []byte) error, text bool) error {
-	br := bufio.NewReaderSize(f, 256<<10)
-	var hdr [spillHeader]byte
-	var buf []byte
-	off := int64(0)
-	for {
-		if _, err := io.ReadFull(br, hdr[:]); err != nil {
-			if err == io.EOF {
-				return nil
-			}
-			return errors.New("report: collision check: truncated temp file")
-		}
-		n, err := binary.ReadUvarint(br)
-		if err != nil || n >= 1<<24 {
-			return errors.New("report: collision check: corrupt temp file")
-		}
-		off += spillHeader + int64(uvarintLen(n))
-		if text {
-			if cap(buf) < int(n) {
-				buf = make([]byte, n)
-			}
-			buf = buf[:n]
-			if _, err := io.ReadFull(br, buf); err != nil {
-				return errors.New("report: collision check: truncated temp file")
-			}
-		} else if _, err := br.Discard(int(n)); err != nil {
-			return errors.New("report: collision check: truncated temp file")
-		}
-		if err := fn(binary.LittleEndian.Uint64(hdr[:]), binary.LittleEndian.Uint64(hdr[8:]), off, int(n), buf); err != nil {
-			return err
-		}
-		off += int64(n)
-	}
-}
-
-func uvarintLen(n uint64) int {
-	var b [binary.MaxVarintLen64]byte
-	return binary.PutUvarint(b[:], n)
-}
-
 // split distributes a bucket file over 16 files by the next 4 bits of the key hash (the caller
 // checked that there are bits left), removes it, and counts each part.
 func (c *counter) split(path string, depth int) (collisionResult, error) {
 	res := newResult(c.spec)
-	in, err := os.Open(path)
-	if err != nil {
-		return res, fmt.Errorf("report: collision check: %w", err)
-	}
+	var err error
 	shift := c.s.shift - 4*uint(depth+1)
 	var parts [16]*os.File
 	var ws [16]*bufio.Writer
@@ -791,23 +814,19 @@ func (c *counter) split(path string, depth int) (collisionResult, error) {
 	}
 	for i := range parts {
 		if parts[i], err = os.Create(fmt.Sprintf("%s.%x", path, i)); err != nil {
-			in.Close()
 			closeAll()
 			return res, fmt.Errorf("report: collision check: %w", err)
 		}
 		ws[i] = bufio.NewWriterSize(parts[i], 32<<10)
 	}
-	var hdr [spillHeader + binary.MaxVarintLen64]byte
-	err = scanSpill(in, func(k, src uint64, _ int64, n int, text []byte) error {
-		w := ws[(k>>shift)&15]
-		binary.LittleEndian.PutUint64(hdr[:], k)
-		binary.LittleEndian.PutUint64(hdr[8:], src)
-		m := binary.PutUvarint(hdr[spillHeader:], uint64(n))
-		w.Write(hdr[:spillHeader+m])
-		_, err := w.Write(text)
+	var rec [spillRecBytes]byte
+	err = c.readRecs(path, func(r spillRec) error {
+		binary.LittleEndian.PutUint64(rec[:], r.key)
+		binary.LittleEndian.PutUint64(rec[8:], r.src)
+		binary.LittleEndian.PutUint64(rec[16:], r.pos)
+		_, err := ws[(r.key>>shift)&15].Write(rec[:])
 		return err
-	}, true)
-	in.Close()
+	})
 	for _, w := range ws {
 		if ferr := w.Flush(); ferr != nil && err == nil {
 			err = fmt.Errorf("report: collision check: write temp file: %w", ferr)
@@ -827,6 +846,51 @@ func (c *counter) split(path string, depth int) (collisionResult, error) {
 		res.add(r, c.spec.maxExamples)
 	}
 	return res, nil
+}
+
+// sortByKey orders a bucket's records by key hash; its top bits are the same for all. The key
+// hashes are uniform below them, so one counting pass on the next bits leaves runs of a few
+// records, each sorted on its own: two passes over the records where a full radix sort takes
+// eight. A long run (a key with many rows) is sorted by comparison.
+func sortByKey(recs, tmp []spillRec, top uint) ([]spillRec, []spillRec) {
+	bits := uint(4)
+	for bits < 16 && len(recs)>>bits > 8 {
+		bits++
+	}
+	if len(recs) < 64 || top+bits > 64 {
+		return radixSort(recs, tmp)
+	}
+	if cap(tmp) < len(recs) {
+		tmp = make([]spillRec, len(recs))
+	}
+	tmp = tmp[:len(recs)]
+	digit := func(k uint64) uint64 { return k << top >> (64 - bits) }
+	counts := make([]int, 1<<bits+1)
+	for i := range recs {
+		counts[digit(recs[i].key)+1]++
+	}
+	for i := 1; i < len(counts); i++ {
+		counts[i] += counts[i-1]
+	}
+	next := slices.Clone(counts[:len(counts)-1])
+	for i := range recs {
+		d := digit(recs[i].key)
+		tmp[next[d]] = recs[i]
+		next[d]++
+	}
+	for d := 0; d+1 < len(counts); d++ {
+		run := tmp[counts[d]:counts[d+1]]
+		if len(run) <= 32 {
+			for i := 1; i < len(run); i++ {
+				for j := i; j > 0 && run[j].key < run[j-1].key; j-- {
+					run[j], run[j-1] = run[j-1], run[j]
+				}
+			}
+			continue
+		}
+		slices.SortFunc(run, func(a, b spillRec) int { return cmp.Compare(a.key, b.key) })
+	}
+	return tmp, recs
 }
 
 // radixSort orders records by key hash (LSD radix over the low 56 bits: the top 8 or more bits

@@ -1,0 +1,68 @@
+package report
+
+import (
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// BenchmarkSpill is the collision check's cost per row: a row's text (salt, 7 column hashes, its
+// origin) added by one writer, then the bucket pass over all of them.
+func BenchmarkSpill(b *testing.B) {
+	s, err := newSpill(b.TempDir(), 256)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.close()
+	sw := s.writer()
+	id := s.streamID("orders.csv")
+	cols := make([]uint64, 7)
+	src := []pipeline.Value{pipeline.Text("user-000123456")}
+	var text []byte
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := mix64(uint64(i), 1)
+		for c := range cols {
+			cols[c] = mix64(uint64(i), uint64(c))
+		}
+		text = appendRowInfo(text[:0], k%16, cols, len(cols))
+		text = appendOrigin(text, id, int64(i), nil, []int{0}, src)
+		sw.add(k, mix64(k, 2), text)
+	}
+	sw.flush()
+	res, err := s.count(countSpec{maxExamples: 3, maxOrigins: 4, pairs: true, cols: len(cols)})
+	if err != nil || res.Keys != int64(b.N) {
+		b.Fatalf("%d keys of %d rows: %v", res.Keys, b.N, err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// A bucket of 80,000 records, as the collision check sorts one at 20M rows.
+func bucketRecs(n int, top uint) []spillRec {
+	recs := make([]spillRec, n)
+	for i := range recs {
+		recs[i] = spillRec{key: mix64(uint64(i), 3)>>top | 0xab<<56, src: uint64(i), pos: uint64(i)}
+	}
+	return recs
+}
+
+func BenchmarkSortBucket(b *testing.B) {
+	in := bucketRecs(80000, 8)
+	recs, tmp := make([]spillRec, len(in)), make([]spillRec, len(in))
+	for _, bc := range []struct {
+		name string
+		sort func(recs, tmp []spillRec) ([]spillRec, []spillRec)
+	}{
+		{"radix", radixSort},
+		{"byKey", func(recs, tmp []spillRec) ([]spillRec, []spillRec) { return sortByKey(recs, tmp, 8) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				copy(recs, in)
+				recs, tmp = bc.sort(recs, tmp)
+			}
+			b.ReportMetric(float64(b.N*len(in))/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
