@@ -100,7 +100,7 @@ func (m model) delete(userid string, orderid int64) {
 func config(t testing.TB, c *kafkatest.Cluster, topic, group, format, dir string) replicate.Config {
 	t.Helper()
 	p := program(t)
-	kc, err := kafka.ParseURI(fmt.Sprintf("kafka://%s/%s?group=%s&format=%s", strings.Join(c.Brokers, ","), topic, group, format))
+	kc, err := kafka.ParseURI(fmt.Sprintf("kafka://%s/%s?group=%s&format=%s", strings.Join(c.Brokers, ","), topic, group, format), os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,21 @@ func runCLIWithStdin(t *testing.T, in io.Reader, args ...string) (code int, stdo
 	return code, out.String(), errs.String()
 }
 
+// runCLIWithEnv is runCLI with env's variables set over the process's, for this run only (unlike
+// t.Setenv, it lets the test run in parallel).
+func runCLIWithEnv(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	}
+	var out, errs lockedBuffer
+	code = run(context.Background(), args, strings.NewReader(""), &out, &errs, getenv)
+	return code, out.String(), errs.String()
+}
+
 // lockedBuffer holds what a run prints: its logs and progress come from several goroutines.
 type lockedBuffer struct {
 	mu sync.Mutex

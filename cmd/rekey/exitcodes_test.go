@@ -216,8 +216,9 @@ func TestKafkaWrongPasswordFailsNamed(t *testing.T) {
 	if kafkatest.Real() {
 		t.Skip("SASL users are set up in kfake only")
 	}
+	t.Parallel()
 	c := kafkatest.Start(t, kfake.EnableSASL(), kfake.Superuser("PLAIN", "admin", "right"), kfake.SeedTopics(1, "st"))
-	t.Setenv(kafka.PasswordEnv, "wrong")
+	env := map[string]string{kafka.PasswordEnv: "wrong"}
 	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
 	dir := t.TempDir()
 	for _, args := range [][]string{
@@ -230,7 +231,7 @@ func TestKafkaWrongPasswordFailsNamed(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			code, stdout, stderr := runCLI(t, args...)
+			code, stdout, stderr := runCLIWithEnv(t, env, args...)
 			done <- result{code, stdout, stderr}
 		}()
 		var r result

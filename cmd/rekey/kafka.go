@@ -24,9 +24,14 @@ const kafkaSourceHelp = `
 
 func isKafkaURI(uri string) bool { return strings.HasPrefix(uri, "kafka://") }
 
+// kafkaConfig parses a kafka:// URI, with the SASL password from the invocation's environment.
+func (inv *invocation) kafkaConfig(uri string) (kafka.Config, error) {
+	return kafka.ParseURI(uri, inv.getenv)
+}
+
 // openKafka opens the bounded window source of a kafka:// URI.
-func openKafka(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
-	cfg, err := kafka.ParseURI(uri)
+func (inv *invocation) openKafka(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
+	cfg, err := inv.kafkaConfig(uri)
 	if err != nil {
 		return nil, err
 	}

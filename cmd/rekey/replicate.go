@@ -165,7 +165,7 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	if f.source == "" {
 		return usageError(fmt.Errorf("--source is required:\n  %s", kafka.URIHelp))
 	}
-	kcfg, err := kafka.ParseURI(f.source)
+	kcfg, err := inv.kafkaConfig(f.source)
 	if err != nil {
 		return usageError(err)
 	}

@@ -55,7 +55,7 @@ func (inv *invocation) openSource(uri string, schema pipeline.SourceSchema, logg
 	case isCassandraURI(uri):
 		return inv.openCassandra(uri, schema, logger)
 	case isKafkaURI(uri):
-		return openKafka(uri, schema, logger)
+		return inv.openKafka(uri, schema, logger)
 	case strings.HasPrefix(uri, "file:"):
 		return inv.openFile(strings.TrimPrefix(uri, "file:"), schema, logger)
 	case !strings.Contains(uri, "://"):

@@ -246,7 +246,7 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 	}
 	var upTo string
 	if isKafkaURI(f.source) {
-		rep, err := replicationSource(ctx, f.source, prog, cfg.Folder, logger)
+		rep, err := inv.replicationSource(ctx, f.source, prog, cfg.Folder, logger)
 		if err != nil {
 			return err
 		}

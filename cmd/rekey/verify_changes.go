@@ -28,11 +28,11 @@ type replication struct {
 // holds: when the target is a replicate output (its manifest.json records the offsets) or a table
 // and the URI names the consumer group (group=, whose committed offsets say where it stands). nil:
 // the topic is read as a window of rows, as migrate reads it.
-func replicationSource(ctx context.Context, uri string, prog *transform.Program, folder *verify.Folder, logger *zap.Logger) (*replication, error) {
+func (inv *invocation) replicationSource(ctx context.Context, uri string, prog *transform.Program, folder *verify.Folder, logger *zap.Logger) (*replication, error) {
 	if !isKafkaURI(uri) {
 		return nil, nil
 	}
-	kc, err := kafka.ParseURI(uri)
+	kc, err := inv.kafkaConfig(uri)
 	if err != nil {
 		return nil, err
 	}

@@ -108,10 +108,10 @@ const URIHelp = `kafka://HOST:PORT[,HOST:PORT...]/TOPIC?PARAMS
                      tls=true&ca=FILE&cert=FILE&key=FILE&servername=NAME&insecure=true`
 
 // ParseURI reads a kafka:// URI (see URIHelp). The SASL password comes from the
-// REKEY_KAFKA_PASSWORD environment variable only: a URI holding one (user:password@host, or a
+// REKEY_KAFKA_PASSWORD environment variable only, read with getenv (os.Getenv in rekey): a URI holding one (user:password@host, or a
 // parameter named password, PASSWORD, pass%77ord, token...) is refused, and errors quote the
 // URI with its secrets masked (sourceuri.Redact).
-func ParseURI(uri string) (Config, error) {
+func ParseURI(uri string, getenv func(string) string) (Config, error) {
 	var c Config
 	if !strings.HasPrefix(uri, "kafka://") {
 		return c, fmt.Errorf("kafka source %q: want kafka://HOST:PORT[,HOST:PORT]/TOPIC?format=json", sourceuri.Redact(uri))
@@ -176,7 +176,7 @@ func ParseURI(uri string) (Config, error) {
 		c.SASL.Mechanism = "plain"
 	}
 	if c.SASL.Mechanism != "" {
-		c.SASL.Password = os.Getenv(PasswordEnv)
+		c.SASL.Password = getenv(PasswordEnv)
 	}
 	c.TLS.Enabled = boolParam("tls")
 	c.TLS.CAFile, c.TLS.CertFile, c.TLS.KeyFile = q.Get("ca"), q.Get("cert"), q.Get("key")

@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ func TestSlowFetchResponsesStillDeliver(t *testing.T) {
 		c.Fake.SleepControl(func() { time.Sleep(600 * time.Millisecond) }) // > MaxWait (250ms)
 		return nil, nil, false
 	})
-	cfg, err := kafka.ParseURI("kafka://" + c.Brokers[0] + "/slow")
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/slow", os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

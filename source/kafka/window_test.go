@@ -73,7 +73,7 @@ func TestWindow(t *testing.T) {
 	topic := c.CreateTopic(t, "window", 3)
 	produceOrders(t, c, topic, 3, 500)
 	ctx := context.Background()
-	cfg, err := kafka.ParseURI("kafka://" + c.Brokers[0] + "/" + topic + "?format=json")
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic+"?format=json", os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestWindowSASL(t *testing.T) {
 			c := kafkatest.Start(t, kfake.EnableSASL(), kfake.Superuser(kmech, "admin", "s3cret-pässwörd"),
 				kfake.SeedTopics(1, "sasl"))
 			t.Setenv(kafka.PasswordEnv, "s3cret-pässwörd")
-			cfg, err := kafka.ParseURI("kafka://" + c.Brokers[0] + "/sasl?sasl=" + mech + "&user=admin")
+			cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/sasl?sasl="+mech+"&user=admin", os.Getenv)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -236,7 +236,7 @@ func TestWindowSASL(t *testing.T) {
 }
 
 func TestParseURI(t *testing.T) {
-	c, err := kafka.ParseURI("kafka://b1:9092,b2/orders?group=g1&format=debezium&start=latest&max=100&tls=true&keycol=userid")
+	c, err := kafka.ParseURI("kafka://b1:9092,b2/orders?group=g1&format=debezium&start=latest&max=100&tls=true&keycol=userid", os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,12 +255,12 @@ func TestParseURI(t *testing.T) {
 		"kafka://b1:9092/t?cert=a.pem",
 	} {
 		t.Setenv(kafka.PasswordEnv, "")
-		if _, err := kafka.ParseURI(bad); err == nil {
+		if _, err := kafka.ParseURI(bad, os.Getenv); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}
 	t.Setenv(kafka.PasswordEnv, "pw")
-	c, err = kafka.ParseURI("kafka://alice@b1:9092/t")
+	c, err = kafka.ParseURI("kafka://alice@b1:9092/t", os.Getenv)
 	if err != nil || c.SASL.Mechanism != "plain" || c.SASL.User != "alice" || c.SASL.Password != "pw" {
 		t.Fatalf("userinfo: %+v %v", c.SASL, err)
 	}
@@ -277,7 +277,7 @@ func TestWindowTLS(t *testing.T) {
 	if err := os.WriteFile(ca, caPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := kafka.ParseURI("kafka://" + c.Brokers[0] + "/tls?tls=true&ca=" + ca)
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/tls?tls=true&ca="+ca, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func TestWindowCassandraPartialEvents(t *testing.T) {
 		kafkago.Message{Value: []byte(`{"op":"i",` + src + `,"after":{"userid":` + cellOf(`"u1"`) + `,"orderid":` + cellOf(`1`) + `}}`)},
 		kafkago.Message{Value: []byte(`{"op":"u",` + src + `,"after":{"userid":` + cellOf(`"u1"`) + `}}`)},
 		kafkago.Message{Value: []byte(`{"op":"r",` + src + `,"after":{"userid":` + cellOf(`"u1"`) + `,"_range_start":{"method":"INCL_START_BOUND","values":[]},"_range_end":{"method":"INCL_END_BOUND","values":[]}}}`)})
-	cfg, err := kafka.ParseURI("kafka://" + c.Brokers[0] + "/" + topic + "?format=debezium")
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic+"?format=debezium", os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
