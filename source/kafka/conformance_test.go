@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
@@ -17,7 +18,7 @@ func TestSourceConformance(t *testing.T) {
 	c := kafkatest.Start(t)
 	topic := c.CreateTopic(t, "conformance", 3)
 	produceOrders(t, c, topic, 3, 120)
-	cfg, err := kafka.ParseURI("kafka://" + c.Brokers[0] + "/" + topic + "?format=json")
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic+"?format=json", os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
