@@ -332,9 +332,14 @@ func (c *Config) Offsets(ctx context.Context) ([]PartitionOffsets, error) {
 		return nil, err
 	}
 	defer tr.CloseIdleConnections()
+	return c.topicOffsets(ctx, cl)
+}
+
+// topicOffsets reads the topic's offsets through cl, naming refused credentials (the client
+// reports them as "unexpected EOF").
+func (c *Config) topicOffsets(ctx context.Context, cl *kafkago.Client) ([]PartitionOffsets, error) {
 	offs, err := offsets(ctx, cl, c.Topic)
 	if err != nil {
-		// the client reports refused credentials as "unexpected EOF": name them
 		if authErr := c.CheckAuth(ctx); authErr != nil {
 			return nil, authErr
 		}
@@ -518,11 +523,8 @@ func (c *Config) MarkStart(ctx context.Context) ([]PartitionOffsets, error) {
 		return nil, err
 	}
 	defer tr.CloseIdleConnections()
-	offs, err := offsets(ctx, cl, c.Topic)
+	offs, err := c.topicOffsets(ctx, cl)
 	if err != nil {
-		if authErr := c.CheckAuth(ctx); authErr != nil {
-			return nil, authErr
-		}
 		return nil, err
 	}
 	committed, err := groupOffsets(ctx, cl, c.Group, c.Topic, offs)
