@@ -193,7 +193,7 @@ func parseLiteral(s string, t pipeline.Type) (pipeline.Value, string, error) {
 		}
 		b, err := hex.DecodeString(s[2 : 2+end])
 		if err != nil {
-			return pipeline.Value{}, s, fmt.Errorf("X'..': %w", err)
+			return pipeline.Value{}, s, fmt.Errorf("a hex literal X'..': %w", err)
 		}
 		text, s, hexed = string(b), s[3+end:], true
 	case strings.HasPrefix(s, "'"):
