@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -232,19 +232,7 @@ func applyOutputs(t testing.TB, schema pipeline.TargetSchema, pl pipeline.Region
 		}
 		checkDisk(t, d, m)
 	}
-	sort.SliceStable(segs, func(i, j int) bool {
-		a, b := segs[i], segs[j]
-		if a.Region != b.Region {
-			return a.Region < b.Region
-		}
-		if a.Partition != b.Partition {
-			return a.Partition < b.Partition
-		}
-		if a.FirstOffset != b.FirstOffset {
-			return a.FirstOffset < b.FirstOffset
-		}
-		return a.RollLast < b.RollLast
-	})
+	slices.SortStableFunc(segs, func(a, b dirSegment) int { return replicate.CompareSegments(a.SegmentEntry, b.SegmentEntry) })
 	state := model{}
 	for _, s := range segs {
 		if s.Data != nil {

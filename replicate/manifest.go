@@ -1,6 +1,7 @@
 package replicate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -585,20 +587,12 @@ func (m *manifest) write() error {
 	return putJSON(context.Background(), m.st, lindorm.ManifestFile, &out)
 }
 
-// SortSegments puts segments in the order they apply: by region, then partition, then offset (a
-// roll's data file before a later roll's).
-func SortSegments(segs []SegmentEntry) {
-	sort.SliceStable(segs, func(i, j int) bool {
-		a, b := segs[i], segs[j]
-		if a.Region != b.Region {
-			return a.Region < b.Region
-		}
-		if a.Partition != b.Partition {
-			return a.Partition < b.Partition
-		}
-		if a.FirstOffset != b.FirstOffset {
-			return a.FirstOffset < b.FirstOffset
-		}
-		return a.RollLast < b.RollLast
-	})
+// SortSegments puts segments in the order they apply (CompareSegments).
+func SortSegments(segs []SegmentEntry) { slices.SortStableFunc(segs, CompareSegments) }
+
+// CompareSegments orders segments as they apply: by region, then partition, then offset (a roll's
+// data file before a later roll's).
+func CompareSegments(a, b SegmentEntry) int {
+	return cmp.Or(cmp.Compare(a.Region, b.Region), cmp.Compare(a.Partition, b.Partition),
+		cmp.Compare(a.FirstOffset, b.FirstOffset), cmp.Compare(a.RollLast, b.RollLast))
 }
