@@ -80,7 +80,7 @@ duckdb_install() {
   fi
 }
 
-versitygw_bin() { # prints the path of versitygw v1.8.0, found as sink/store/s3store/s3test finds it, or built once
+versitygw_bin() { # prints the path of versitygw v1.8.0, found as store/s3store/s3test finds it, or built once
   local p
   if [ -n "${REKEY_VERSITYGW:-}" ]; then echo "$REKEY_VERSITYGW"; return; fi
   if p=$(command -v versitygw); then echo "$p"; return; fi

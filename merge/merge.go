@@ -29,8 +29,8 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
-	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/source/cassandra"
+	"github.com/rekey/rekey/store"
 )
 
 // Mode is how data files reach the output directory.

@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 // TempPrefix starts the name of every file rekey has not committed yet. A reader that skips
 // dot-files never sees a partial file, and a resumed run deletes leftovers with this prefix.
-// The local store (sink/store) writes through it; these helpers serve what is not a Store yet.
+// The local store (store) writes through it; these helpers serve what is not a Store yet.
 const TempPrefix = store.TempPrefix
 
 // TempPath returns the temporary name a file is written under before Commit renames it.

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 // CheckpointFile is the name of the checkpoint in the output directory.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rekey/rekey/sink/store/s3store"
-	"github.com/rekey/rekey/sink/store/s3store/s3test"
+	"github.com/rekey/rekey/store/s3store"
+	"github.com/rekey/rekey/store/s3store/s3test"
 )
 
 // A run paused past its lock's TTL goes on with a renewal due while another run has taken the

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 // bucket is a local folder seen through store.Store alone, as pipeline sees an object store: no

@@ -19,7 +19,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 // LockFile is held by the run writing an output, for as long as it runs. On a local folder it is

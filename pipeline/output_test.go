@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/internal/wait"
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 // idSource is a seqSource that says what it reads.

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 // ErrUnsafePath is wrapped by the errors of CheckRelPath, SafeRelPath and StatRelPath.

@@ -27,20 +27,20 @@ func (p RegionPlan) Count() int { return len(p.Splits) + 1 }
 func (p RegionPlan) Route(v Value) int {
 	lo, hi := 0, len(p.Splits)
 	switch {
-	case (v.K == KindText || v.K == KindBytes) && (p.Type == TypeVarchar || p.Type == TypeVarbinary):
+	case (v.Kind == KindText || v.Kind == KindBytes) && (p.Type == TypeVarchar || p.Type == TypeVarbinary):
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)
-			if c := strings.Compare(p.Splits[m].S, v.S); c > 0 != p.Desc && c != 0 {
+			if c := strings.Compare(p.Splits[m].Str, v.Str); c > 0 != p.Desc && c != 0 {
 				hi = m
 			} else {
 				lo = m + 1
 			}
 		}
 		return lo
-	case v.K == KindInt && p.Type != TypeDecimal:
+	case v.Kind == KindInt && p.Type != TypeDecimal:
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)
-			if s := p.Splits[m].I; s != v.I && (s > v.I) != p.Desc {
+			if s := p.Splits[m].Num; s != v.Num && (s > v.Num) != p.Desc {
 				hi = m
 			} else {
 				lo = m + 1
@@ -79,28 +79,28 @@ func (p RegionPlan) compare(a, b Value) int {
 // Compare orders two values of a Lindorm type the way the table stores them ascending: numbers
 // numerically, VARCHAR and VARBINARY byte-wise, false before true. Null sorts first.
 func Compare(t Type, a, b Value) int {
-	if a.K == KindNull || b.K == KindNull {
+	if a.Kind == KindNull || b.Kind == KindNull {
 		switch {
-		case a.K == b.K:
+		case a.Kind == b.Kind:
 			return 0
-		case a.K == KindNull:
+		case a.Kind == KindNull:
 			return -1
 		}
 		return 1
 	}
 	switch {
-	case a.K == KindInt && b.K == KindInt, a.K == KindBool && b.K == KindBool:
-		return cmpInt(a.I, b.I)
-	case a.K == KindFloat && b.K == KindFloat:
+	case a.Kind == KindInt && b.Kind == KindInt, a.Kind == KindBool && b.Kind == KindBool:
+		return cmpInt(a.Num, b.Num)
+	case a.Kind == KindFloat && b.Kind == KindFloat:
 		return cmpFloat(a.Float(), b.Float())
-	case a.K == KindDecimal || b.K == KindDecimal || t == TypeDecimal:
+	case a.Kind == KindDecimal || b.Kind == KindDecimal || t == TypeDecimal:
 		return cmpDecimal(a, b)
-	case a.K == KindInt && b.K == KindFloat:
-		return cmpFloat(float64(a.I), b.Float())
-	case a.K == KindFloat && b.K == KindInt:
-		return cmpFloat(a.Float(), float64(b.I))
+	case a.Kind == KindInt && b.Kind == KindFloat:
+		return cmpFloat(float64(a.Num), b.Float())
+	case a.Kind == KindFloat && b.Kind == KindInt:
+		return cmpFloat(a.Float(), float64(b.Num))
 	}
-	return strings.Compare(a.S, b.S)
+	return strings.Compare(a.Str, b.Str)
 }
 
 func cmpInt(a, b int64) int {
@@ -126,13 +126,13 @@ func cmpFloat(a, b float64) int {
 func cmpDecimal(a, b Value) int {
 	toRat := func(v Value) *big.Rat {
 		r := new(big.Rat)
-		switch v.K {
+		switch v.Kind {
 		case KindInt:
-			r.SetInt64(v.I)
+			r.SetInt64(v.Num)
 		case KindFloat:
 			r.SetFloat64(v.Float())
 		default:
-			if _, ok := r.SetString(v.S); !ok {
+			if _, ok := r.SetString(v.Str); !ok {
 				return nil
 			}
 		}
@@ -140,7 +140,7 @@ func cmpDecimal(a, b Value) int {
 	}
 	ra, rb := toRat(a), toRat(b)
 	if ra == nil || rb == nil {
-		return strings.Compare(a.S, b.S)
+		return strings.Compare(a.Str, b.Str)
 	}
 	return ra.Cmp(rb)
 }

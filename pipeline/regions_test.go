@@ -32,11 +32,11 @@ func TestRouteMatchesCompare(t *testing.T) {
 				tv = text.Splits[rng.IntN(len(text.Splits))] // exactly on a split
 			}
 			if got, want := text.Route(tv), general(text, tv); got != want {
-				t.Fatalf("desc=%v text %q: Route %d, compare says %d", desc, tv.S, got, want)
+				t.Fatalf("desc=%v text %q: Route %d, compare says %d", desc, tv.Str, got, want)
 			}
 			iv := Int(rng.Int64N(2000) - 1000)
 			if got, want := ints.Route(iv), general(ints, iv); got != want {
-				t.Fatalf("desc=%v int %d: Route %d, compare says %d", desc, iv.I, got, want)
+				t.Fatalf("desc=%v int %d: Route %d, compare says %d", desc, iv.Num, got, want)
 			}
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 // RejectsFile is the name of the rejected-rows file in the output directory.

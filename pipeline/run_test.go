@@ -86,7 +86,7 @@ func (s *seqSource) Run(ctx context.Context, resume map[string]StreamState, out 
 type copyTransform struct{ rejectEvery int64 }
 
 func (t copyTransform) Apply(b *Batch, r *Record, out []Value) *RowError {
-	if t.rejectEvery > 0 && r.Values[1].I%t.rejectEvery == 0 {
+	if t.rejectEvery > 0 && r.Values[1].Num%t.rejectEvery == 0 {
 		return &RowError{Code: CodeDictMiss, Field: "n", Message: "no code"}
 	}
 	copy(out, r.Values)
@@ -112,11 +112,11 @@ func (m *memSink) Write(ctx context.Context, rows []Row) error {
 	defer m.mu.Unlock()
 	var rr RowRejects
 	for i, r := range rows {
-		if m.rejectEvery > 0 && r.Values[1].I%m.rejectEvery == 1 {
+		if m.rejectEvery > 0 && r.Values[1].Num%m.rejectEvery == 1 {
 			rr.Rows = append(rr.Rows, RowReject{Index: i, Err: &RowError{Code: CodeType, Field: "n", Message: "does not fit"}})
 			continue
 		}
-		m.pending = append(m.pending, fmt.Sprintf("%d/%d", r.Values[0].I, r.Values[1].I))
+		m.pending = append(m.pending, fmt.Sprintf("%d/%d", r.Values[0].Num, r.Values[1].Num))
 	}
 	if len(rr.Rows) > 0 {
 		return &rr

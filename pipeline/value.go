@@ -14,12 +14,12 @@ type Kind uint8
 
 const (
 	KindNull    Kind = iota
-	KindInt          // I: bigint, int, smallint, tinyint, varint in range, timestamp (epoch ms), date (days since epoch)
-	KindFloat        // I holds math.Float64bits: float, double
-	KindBool         // I is 0 or 1
-	KindText         // S: text, varchar, ascii, uuid/timeuuid (lowercase, 36 chars), inet, collections as JSON
-	KindBytes        // S holds the raw bytes: blob
-	KindDecimal      // S holds the canonical decimal text ("-12.340"): decimal, varint out of int64 range
+	KindInt          // Num: bigint, int, smallint, tinyint, varint in range, timestamp (epoch ms), date (days since epoch)
+	KindFloat        // Num holds math.Float64bits: float, double
+	KindBool         // Num is 0 or 1
+	KindText         // Str: text, varchar, ascii, uuid/timeuuid (lowercase, 36 chars), inet, collections as JSON
+	KindBytes        // Str holds the raw bytes: blob
+	KindDecimal      // Str holds the canonical decimal text ("-12.340"): decimal, varint out of int64 range
 )
 
 var kindNames = [...]string{"null", "int", "float", "bool", "text", "bytes", "decimal"}
@@ -34,23 +34,24 @@ func (k Kind) String() string {
 // Value is one field of a record. It is a small struct rather than an interface so that batches
 // of values live in one slab and reading a field never allocates.
 type Value struct {
-	S string
-	I int64
-	K Kind
-	// D caches the number of a KindDecimal: when D > 0, the value is exactly I × 10^-(D-1) (I the
-	// unscaled value, D-1 the scale). Sources that decode decimals from binary set it so that
-	// casts and sinks need not parse S again; S is always set and authoritative.
-	D uint8
+	Str  string
+	Num  int64
+	Kind Kind
+	// DecScale caches the number of a KindDecimal: when DecScale > 0, the value is exactly
+	// Num × 10^-(DecScale-1) (Num the unscaled value, DecScale-1 the scale). Sources that decode
+	// decimals from binary set it so that casts and sinks need not parse Str again; Str is always
+	// set and authoritative.
+	DecScale uint8
 }
 
 // Null is the absent value.
 var Null = Value{}
 
-func Int(i int64) Value      { return Value{I: i, K: KindInt} }
-func Float(f float64) Value  { return Value{I: int64(math.Float64bits(f)), K: KindFloat} }
-func Text(s string) Value    { return Value{S: s, K: KindText} }
-func Bytes(b string) Value   { return Value{S: b, K: KindBytes} }
-func Decimal(s string) Value { return Value{S: s, K: KindDecimal} }
+func Int(i int64) Value      { return Value{Num: i, Kind: KindInt} }
+func Float(f float64) Value  { return Value{Num: int64(math.Float64bits(f)), Kind: KindFloat} }
+func Text(s string) Value    { return Value{Str: s, Kind: KindText} }
+func Bytes(b string) Value   { return Value{Str: b, Kind: KindBytes} }
+func Decimal(s string) Value { return Value{Str: s, Kind: KindDecimal} }
 
 // DecimalUnscaled is the decimal s whose number is also known as unscaled × 10^-scale. A scale
 // outside 0..254 is not cached.
@@ -58,31 +59,31 @@ func DecimalUnscaled(s string, unscaled int64, scale int) Value {
 	if scale < 0 || scale > 254 {
 		return Decimal(s)
 	}
-	return Value{S: s, I: unscaled, K: KindDecimal, D: uint8(scale + 1)}
+	return Value{Str: s, Num: unscaled, Kind: KindDecimal, DecScale: uint8(scale + 1)}
 }
 
 // Unscaled returns a decimal's cached unscaled value and scale, ok false when it has none.
 func (v Value) Unscaled() (unscaled int64, scale int, ok bool) {
-	if v.K != KindDecimal || v.D == 0 {
+	if v.Kind != KindDecimal || v.DecScale == 0 {
 		return 0, 0, false
 	}
-	return v.I, int(v.D) - 1, true
+	return v.Num, int(v.DecScale) - 1, true
 }
 func Bool(b bool) Value {
 	if b {
-		return Value{I: 1, K: KindBool}
+		return Value{Num: 1, Kind: KindBool}
 	}
-	return Value{K: KindBool}
+	return Value{Kind: KindBool}
 }
 
-func (v Value) IsNull() bool    { return v.K == KindNull }
-func (v Value) Float() float64  { return math.Float64frombits(uint64(v.I)) }
-func (v Value) BoolValue() bool { return v.I != 0 }
+func (v Value) IsNull() bool    { return v.Kind == KindNull }
+func (v Value) Float() float64  { return math.Float64frombits(uint64(v.Num)) }
+func (v Value) BoolValue() bool { return v.Num != 0 }
 
 // Equal tells whether two values are the same value of the same kind.
 func (v Value) Equal(o Value) bool {
-	if v.K == KindDecimal && o.K == KindDecimal {
-		return v.S == o.S // the cached number (I, D) may be present on one side only
+	if v.Kind == KindDecimal && o.Kind == KindDecimal {
+		return v.Str == o.Str // the cached number (I, D) may be present on one side only
 	}
 	return v == o
 }
@@ -91,23 +92,23 @@ func (v Value) Equal(o Value) bool {
 // text as is, integers in decimal (timestamps are epoch milliseconds), floats in Go's shortest
 // round-trip form, booleans true/false, decimals as their text, bytes raw. Null appends nothing.
 func (v Value) AppendCanonical(dst []byte) []byte {
-	switch v.K {
+	switch v.Kind {
 	case KindInt:
-		return strconv.AppendInt(dst, v.I, 10)
+		return strconv.AppendInt(dst, v.Num, 10)
 	case KindFloat:
 		return strconv.AppendFloat(dst, v.Float(), 'g', -1, 64)
 	case KindBool:
-		return strconv.AppendBool(dst, v.I != 0)
+		return strconv.AppendBool(dst, v.Num != 0)
 	case KindText, KindBytes, KindDecimal:
-		return append(dst, v.S...)
+		return append(dst, v.Str...)
 	}
 	return dst
 }
 
 // String is the canonical form as a string; use AppendCanonical on hot paths.
 func (v Value) String() string {
-	if v.K == KindText || v.K == KindBytes || v.K == KindDecimal {
-		return v.S
+	if v.Kind == KindText || v.Kind == KindBytes || v.Kind == KindDecimal {
+		return v.Str
 	}
 	return string(v.AppendCanonical(nil))
 }

@@ -45,8 +45,8 @@ import (
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
-	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
 

@@ -42,28 +42,28 @@ func appendLiteral(dst []byte, t pipeline.Type, v pipeline.Value) []byte {
 	case pipeline.TypeVarchar, pipeline.TypeJSON:
 		return lindorm.AppendString(dst, v.String())
 	case pipeline.TypeVarbinary:
-		return lindorm.AppendHex(dst, v.S)
+		return lindorm.AppendHex(dst, v.Str)
 	case pipeline.TypeBoolean:
-		return strconv.AppendBool(dst, v.I != 0)
+		return strconv.AppendBool(dst, v.Num != 0)
 	case pipeline.TypeFloat, pipeline.TypeDouble:
 		f := v.Float()
-		if v.K == pipeline.KindInt {
-			f = float64(v.I)
+		if v.Kind == pipeline.KindInt {
+			f = float64(v.Num)
 		}
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return lindorm.AppendString(dst, strconv.FormatFloat(f, 'g', -1, 64))
 		}
 		return strconv.AppendFloat(dst, f, 'g', -1, 64)
 	case pipeline.TypeTimestamp:
-		if v.K == pipeline.KindInt {
+		if v.Kind == pipeline.KindInt {
 			dst = append(dst, '\'')
-			dst = time.UnixMilli(v.I).UTC().AppendFormat(dst, "2006-01-02 15:04:05.000")
+			dst = time.UnixMilli(v.Num).UTC().AppendFormat(dst, "2006-01-02 15:04:05.000")
 			return append(dst, '\'')
 		}
 	case pipeline.TypeDate:
-		if v.K == pipeline.KindInt {
+		if v.Kind == pipeline.KindInt {
 			dst = append(dst, '\'')
-			dst = time.Unix(v.I*86400, 0).UTC().AppendFormat(dst, "2006-01-02")
+			dst = time.Unix(v.Num*86400, 0).UTC().AppendFormat(dst, "2006-01-02")
 			return append(dst, '\'')
 		}
 	case pipeline.TypeDecimal:
@@ -71,8 +71,8 @@ func appendLiteral(dst []byte, t pipeline.Type, v pipeline.Value) []byte {
 			return append(dst, t...)
 		}
 	}
-	if v.K == pipeline.KindText || v.K == pipeline.KindBytes || v.K == pipeline.KindDecimal && !numeric(v.S) {
-		return lindorm.AppendString(dst, v.S)
+	if v.Kind == pipeline.KindText || v.Kind == pipeline.KindBytes || v.Kind == pipeline.KindDecimal && !numeric(v.Str) {
+		return lindorm.AppendString(dst, v.Str)
 	}
 	return v.AppendCanonical(dst)
 }
@@ -126,14 +126,14 @@ func (d *deleteStmt) append(dst []byte, row []pipeline.Value) []byte {
 // kind, then 8 bytes for numbers or a length-prefixed string.
 func appendKey(dst []byte, row []pipeline.Value, n int) []byte {
 	for _, v := range row[:n] {
-		dst = append(dst, byte(v.K))
-		switch v.K {
+		dst = append(dst, byte(v.Kind))
+		switch v.Kind {
 		case pipeline.KindNull:
 		case pipeline.KindInt, pipeline.KindFloat, pipeline.KindBool:
-			dst = binary.BigEndian.AppendUint64(dst, uint64(v.I))
+			dst = binary.BigEndian.AppendUint64(dst, uint64(v.Num))
 		default:
-			dst = binary.BigEndian.AppendUint32(dst, uint32(len(v.S)))
-			dst = append(dst, v.S...)
+			dst = binary.BigEndian.AppendUint32(dst, uint32(len(v.Str)))
+			dst = append(dst, v.Str...)
 		}
 	}
 	return dst

@@ -244,8 +244,8 @@ func applyOutputs(t testing.TB, schema pipeline.TargetSchema, pl pipeline.Region
 				if r := pl.Route(v[0]); r != s.Region {
 					t.Fatalf("%s (region %d) holds a row of region %d", s.Data.Path, s.Region, r)
 				}
-				k := tkey{v[0].S, v[1].I}
-				r := row{userid: v[2].S, amount: v[3].I, note: v[4].S}
+				k := tkey{v[0].Str, v[1].Num}
+				r := row{userid: v[2].Str, amount: v[3].Num, note: v[4].Str}
 				if k.pk1 != pk1(r.userid) {
 					t.Fatalf("%s: key %s for userid %s", s.Data.Path, k.pk1, r.userid)
 				}

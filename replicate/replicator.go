@@ -20,8 +20,8 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
-	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/store"
 )
 
 // Replicator is one member of the consumer group. Metrics may be read while Run is in progress.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 // StateFile records what an output directory replicates: the mapping's fingerprint, the region

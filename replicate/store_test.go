@@ -15,10 +15,10 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/lindorm"
-	"github.com/rekey/rekey/sink/store"
-	"github.com/rekey/rekey/sink/store/s3store"
-	"github.com/rekey/rekey/sink/store/s3store/s3test"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
+	"github.com/rekey/rekey/store"
+	"github.com/rekey/rekey/store/s3store"
+	"github.com/rekey/rekey/store/s3store/s3test"
 )
 
 // shortLockTTL makes a killed run's object-store lock expire quickly, so that a restart (which

@@ -211,8 +211,8 @@ func TestSaltTokenMatchesRandom(t *testing.T) {
 			}
 			var tok uint64
 			tok, buf = transform.SaltToken(buf, b, &rec, len(prog.Source()))
-			if int64(tok%13) != out[0].I {
-				t.Fatalf("row %d (origin %v): salt %d, random(13) %d", i, origin, tok%13, out[0].I)
+			if int64(tok%13) != out[0].Num {
+				t.Fatalf("row %d (origin %v): salt %d, random(13) %d", i, origin, tok%13, out[0].Num)
 			}
 			ev.Reset()
 		}

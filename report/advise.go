@@ -450,7 +450,7 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int, wo []int
 		pairs = append(pairs, spillRec{key: kh, src: hashRecord(recs[i].Values)})
 		key := slices.Clone(out[:d.keyLen])
 		for k := range key {
-			key[k].S = strings.Clone(key[k].S)
+			key[k].Str = strings.Clone(key[k].Str)
 		}
 		keys = append(keys, key)
 		if wo == nil || wo[i] != noTime {

@@ -59,18 +59,18 @@ func (d *design) fastRoute() {
 	}
 	text, ints := true, true
 	for _, v := range p.Splits {
-		text = text && (v.K == pipeline.KindText || v.K == pipeline.KindBytes)
-		ints = ints && v.K == pipeline.KindInt
+		text = text && (v.Kind == pipeline.KindText || v.Kind == pipeline.KindBytes)
+		ints = ints && v.Kind == pipeline.KindInt
 	}
 	switch {
 	case text && (p.Type == pipeline.TypeVarchar || p.Type == pipeline.TypeVarbinary):
 		for _, v := range p.Splits {
-			d.textSplits = append(d.textSplits, v.S)
-			d.textPrefix = append(d.textPrefix, prefix8(v.S))
+			d.textSplits = append(d.textSplits, v.Str)
+			d.textPrefix = append(d.textPrefix, prefix8(v.Str))
 		}
 	case ints && isIntType(p.Type):
 		for _, v := range p.Splits {
-			d.intSplits = append(d.intSplits, v.I)
+			d.intSplits = append(d.intSplits, v.Num)
 		}
 	}
 }
@@ -97,24 +97,24 @@ func isIntType(t pipeline.Type) bool {
 // route is the region of a first-column value: the number of splits <= v.
 func (d *design) route(v pipeline.Value) int {
 	switch {
-	case d.textSplits != nil && (v.K == pipeline.KindText || v.K == pipeline.KindBytes):
+	case d.textSplits != nil && (v.Kind == pipeline.KindText || v.Kind == pipeline.KindBytes):
 		// compare the first 8 bytes as a big-endian integer, the whole strings only on a tie
-		pv := prefix8(v.S)
+		pv := prefix8(v.Str)
 		lo, hi := 0, len(d.textSplits)
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)
-			if ps := d.textPrefix[m]; ps < pv || ps == pv && d.textSplits[m] <= v.S {
+			if ps := d.textPrefix[m]; ps < pv || ps == pv && d.textSplits[m] <= v.Str {
 				lo = m + 1
 			} else {
 				hi = m
 			}
 		}
 		return lo
-	case d.intSplits != nil && v.K == pipeline.KindInt:
+	case d.intSplits != nil && v.Kind == pipeline.KindInt:
 		lo, hi := 0, len(d.intSplits)
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)
-			if d.intSplits[m] <= v.I {
+			if d.intSplits[m] <= v.Num {
 				lo = m + 1
 			} else {
 				hi = m
@@ -263,9 +263,9 @@ func (a *acc) row(out []pipeline.Value, region int) {
 	}
 	// longest common prefix of the canonical text
 	var txt []byte
-	switch v.K {
+	switch v.Kind {
 	case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
-		txt = unsafeBytes(v.S)
+		txt = unsafeBytes(v.Str)
 	default:
 		a.scratch = v.AppendCanonical(a.scratch[:0])
 		txt = a.scratch
@@ -284,7 +284,7 @@ func (a *acc) row(out []pipeline.Value, region int) {
 		if !c.text {
 			continue
 		}
-		s := out[i].S
+		s := out[i].Str
 		if i > 0 {
 			// the first column's prefix is acc.lcp
 			if !c.lcpSet {
@@ -471,7 +471,7 @@ func (d *design) exampleKey(o origin) []pipeline.Value {
 	}
 	key := out[:d.keyLen]
 	for i := range key {
-		key[i].S = strings.Clone(key[i].S)
+		key[i].Str = strings.Clone(key[i].Str)
 	}
 	return key
 }

@@ -55,10 +55,10 @@ func step(vals []int64) int64 {
 func intValues(recs []pipeline.Record, col int) []int64 {
 	out := make([]int64, 0, len(recs))
 	for i := range recs {
-		if col >= len(recs[i].Values) || recs[i].Values[col].K != pipeline.KindInt {
+		if col >= len(recs[i].Values) || recs[i].Values[col].Kind != pipeline.KindInt {
 			return nil
 		}
-		out = append(out, recs[i].Values[col].I)
+		out = append(out, recs[i].Values[col].Num)
 	}
 	return out
 }

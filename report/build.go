@@ -259,7 +259,7 @@ func minTextLen(a *acc) int {
 // displayValue renders a value for humans: canonical text, non-printable bytes escaped, capped.
 func displayValue(v pipeline.Value, maxLen int) string {
 	s := v.String()
-	if v.K == pipeline.KindNull {
+	if v.Kind == pipeline.KindNull {
 		return "null"
 	}
 	var sb strings.Builder

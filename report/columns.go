@@ -90,13 +90,13 @@ func splitHotFactor(keys [][]pipeline.Value, types []pipeline.Type, desc []bool,
 func appendOrdered(dst []byte, v pipeline.Value, desc bool) ([]byte, bool) {
 	start := len(dst)
 	ok := true
-	switch v.K {
+	switch v.Kind {
 	case pipeline.KindNull:
 		dst = append(dst, 0)
 	case pipeline.KindInt, pipeline.KindBool:
-		dst = binary.BigEndian.AppendUint64(append(dst, 1), uint64(v.I)^(1<<63))
+		dst = binary.BigEndian.AppendUint64(append(dst, 1), uint64(v.Num)^(1<<63))
 	case pipeline.KindFloat:
-		b := uint64(v.I)
+		b := uint64(v.Num)
 		if b>>63 == 1 {
 			b = ^b
 		} else {
@@ -105,11 +105,11 @@ func appendOrdered(dst []byte, v pipeline.Value, desc bool) ([]byte, bool) {
 		dst = binary.BigEndian.AppendUint64(append(dst, 1), b)
 	case pipeline.KindText, pipeline.KindBytes:
 		dst = append(dst, 1)
-		for i := 0; i < len(v.S); i++ {
-			if v.S[i] == 0 {
+		for i := 0; i < len(v.Str); i++ {
+			if v.Str[i] == 0 {
 				dst = append(dst, 0, 0xff)
 			} else {
-				dst = append(dst, v.S[i])
+				dst = append(dst, v.Str[i])
 			}
 		}
 		dst = append(dst, 0, 0)

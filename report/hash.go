@@ -39,14 +39,14 @@ func mix64(x, seed uint64) uint64 {
 // hashValue hashes a value by its kind and content: equal values hash equal, and an integer
 // never hashes like the text of its digits.
 func hashValue(v pipeline.Value, seed uint64) uint64 {
-	seed ^= uint64(v.K) * wyp2
-	switch v.K {
+	seed ^= uint64(v.Kind) * wyp2
+	switch v.Kind {
 	case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
-		return hashString(v.S, seed)
+		return hashString(v.Str, seed)
 	case pipeline.KindNull:
 		return mix64(0, seed)
 	}
-	return mix64(uint64(v.I), seed)
+	return mix64(uint64(v.Num), seed)
 }
 
 // hashValues hashes a sequence of values.
@@ -63,11 +63,11 @@ func hashValues(vs []pipeline.Value) uint64 {
 func hashRecord(vs []pipeline.Value) uint64 {
 	h := uint64(len(vs)) ^ wyp3
 	for _, v := range vs {
-		switch v.K {
+		switch v.Kind {
 		case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
-			h = hashString(v.S, h^uint64(v.K))
+			h = hashString(v.Str, h^uint64(v.Kind))
 		default:
-			h = mum(h^uint64(v.I)^wyp0, uint64(v.K)<<56^wyp1)
+			h = mum(h^uint64(v.Num)^wyp0, uint64(v.Kind)<<56^wyp1)
 		}
 	}
 	return mum(h^wyp2, wyp3)
@@ -99,11 +99,11 @@ func hashSubset(cols []uint64, idx []int) uint64 {
 // appendValue encodes a value compactly (kind, then a varint or length-prefixed bytes, at most
 // maxText bytes of text); decodeValue reads it back.
 func appendValue(dst []byte, v pipeline.Value, maxText int) []byte {
-	dst = append(dst, byte(v.K))
-	switch v.K {
+	dst = append(dst, byte(v.Kind))
+	switch v.Kind {
 	case pipeline.KindNull:
 	case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
-		s := v.S
+		s := v.Str
 		trunc := byte(0)
 		if len(s) > maxText {
 			s, trunc = s[:maxText], 1
@@ -112,7 +112,7 @@ func appendValue(dst []byte, v pipeline.Value, maxText int) []byte {
 		dst = binary.AppendUvarint(dst, uint64(len(s)))
 		dst = append(dst, s...)
 	default:
-		dst = binary.AppendVarint(dst, v.I)
+		dst = binary.AppendVarint(dst, v.Num)
 	}
 	return dst
 }
@@ -121,9 +121,9 @@ func decodeValue(b []byte) (v pipeline.Value, truncated bool, rest []byte, ok bo
 	if len(b) == 0 {
 		return v, false, nil, false
 	}
-	v.K = pipeline.Kind(b[0])
+	v.Kind = pipeline.Kind(b[0])
 	b = b[1:]
-	switch v.K {
+	switch v.Kind {
 	case pipeline.KindNull:
 		return v, false, b, true
 	case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
@@ -135,14 +135,14 @@ func decodeValue(b []byte) (v pipeline.Value, truncated bool, rest []byte, ok bo
 		if k <= 0 || uint64(len(b)-1-k) < n {
 			return v, false, nil, false
 		}
-		v.S = string(b[1+k : 1+k+int(n)])
+		v.Str = string(b[1+k : 1+k+int(n)])
 		return v, truncated, b[1+k+int(n):], true
 	default:
 		i, k := binary.Varint(b)
 		if k <= 0 {
 			return v, false, nil, false
 		}
-		v.I = i
+		v.Num = i
 		return v, false, b[k:], true
 	}
 }

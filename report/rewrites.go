@@ -120,23 +120,23 @@ func columnValues(recs []pipeline.Record, idx int) (vals []string, numeric bool,
 			continue
 		}
 		v := recs[i].Values[idx]
-		if v.K != pipeline.KindText {
-			if v.K != pipeline.KindNull {
+		if v.Kind != pipeline.KindText {
+			if v.Kind != pipeline.KindNull {
 				numeric = false
 			}
 			continue
 		}
 		rows++
-		bytes += int64(len(v.S))
-		if seen[v.S] {
+		bytes += int64(len(v.Str))
+		if seen[v.Str] {
 			continue
 		}
 		if len(seen) <= codeMaxValues || numeric {
-			seen[v.S] = true
+			seen[v.Str] = true
 		}
 		if numeric {
-			n, err := strconv.ParseInt(v.S, 10, 64)
-			numeric = err == nil && strconv.FormatInt(n, 10) == v.S
+			n, err := strconv.ParseInt(v.Str, 10, 64)
+			numeric = err == nil && strconv.FormatInt(n, 10) == v.Str
 		}
 	}
 	for s := range seen {

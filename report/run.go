@@ -733,7 +733,7 @@ func (w *worker) process(j *job) {
 }
 
 func cloneValue(v pipeline.Value) pipeline.Value {
-	v.S = strings.Clone(v.S)
+	v.Str = strings.Clone(v.Str)
 	return v
 }
 
@@ -844,18 +844,18 @@ func (tl *timeline) consume(j *job, every int64) {
 func cloneRecord(r *pipeline.Record) pipeline.Record {
 	n := 0
 	for _, v := range r.Values {
-		n += len(v.S)
+		n += len(v.Str)
 	}
 	buf := make([]byte, 0, n)
 	for _, v := range r.Values {
-		buf = append(buf, v.S...)
+		buf = append(buf, v.Str...)
 	}
 	all := string(buf)
 	vals := make([]pipeline.Value, len(r.Values))
 	off := 0
 	for i, v := range r.Values {
-		vals[i] = pipeline.Value{K: v.K, I: v.I, S: all[off : off+len(v.S)]}
-		off += len(v.S)
+		vals[i] = pipeline.Value{Kind: v.Kind, Num: v.Num, Str: all[off : off+len(v.Str)]}
+		off += len(v.Str)
 	}
 	return pipeline.Record{Values: vals, Seq: r.Seq}
 }
@@ -909,7 +909,7 @@ func (s *sliceSource) Run(ctx context.Context, _ map[string]pipeline.StreamState
 // (then the key cannot be recomputed from them and is kept itself).
 func longSource(vals []pipeline.Value, cols []int) bool {
 	for _, c := range cols {
-		if c < len(vals) && len(vals[c].S) > maxOriginText {
+		if c < len(vals) && len(vals[c].Str) > maxOriginText {
 			return true
 		}
 	}

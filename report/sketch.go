@@ -37,8 +37,8 @@ func newSpaceSaving(k int) *spaceSaving {
 }
 
 func (ss *spaceSaving) set(e *ssEntry, h uint64, v pipeline.Value) {
-	e.hash, e.kind, e.i = h, v.K, v.I
-	s := v.S
+	e.hash, e.kind, e.i = h, v.Kind, v.Num
+	s := v.Str
 	e.trunc = len(s) > maxValueText
 	if e.trunc {
 		s = s[:maxValueText]
@@ -166,7 +166,7 @@ func (ss *spaceSaving) merge(o *spaceSaving) {
 	*ss = *newSpaceSaving(ss.k)
 	for _, it := range list {
 		e := it.e
-		v := pipeline.Value{K: e.kind, I: e.i, S: string(e.s)}
+		v := pipeline.Value{Kind: e.kind, Num: e.i, Str: string(e.s)}
 		ss.addN(e.hash, v, it.count, it.err)
 		ss.entries[ss.index[e.hash]].trunc = e.trunc
 	}
@@ -185,7 +185,7 @@ type topValue struct {
 func (ss *spaceSaving) top(n int) []topValue {
 	out := make([]topValue, 0, len(ss.entries))
 	for _, e := range ss.entries {
-		out = append(out, topValue{Value: pipeline.Value{K: e.kind, I: e.i, S: string(e.s)}, Truncated: e.trunc, Count: e.count, Err: e.err})
+		out = append(out, topValue{Value: pipeline.Value{Kind: e.kind, Num: e.i, Str: string(e.s)}, Truncated: e.trunc, Count: e.count, Err: e.err})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Count != out[j].Count {

@@ -21,15 +21,15 @@ func TestSpaceSavingExactWhileRoomy(t *testing.T) {
 		if i%3 == 0 {
 			v = pipeline.Text("v0")
 		}
-		want[v.S]++
+		want[v.Str]++
 		ss.add(hashValue(v, 0), v)
 	}
 	if ss.evicted {
 		t.Fatal("evicted with 5 values and 8 counters")
 	}
 	for _, tv := range ss.top(10) {
-		if tv.Count != want[tv.Value.S] || tv.Err != 0 {
-			t.Errorf("%s: %d (err %d), want %d", tv.Value.S, tv.Count, tv.Err, want[tv.Value.S])
+		if tv.Count != want[tv.Value.Str] || tv.Err != 0 {
+			t.Errorf("%s: %d (err %d), want %d", tv.Value.Str, tv.Count, tv.Err, want[tv.Value.Str])
 		}
 	}
 }
@@ -55,13 +55,13 @@ func TestSpaceSavingFindsHeavyHittersAndMerges(t *testing.T) {
 	}
 	a.merge(b)
 	top := a.top(2)
-	if top[0].Value.I != 1 || top[1].Value.I != 2 {
+	if top[0].Value.Num != 1 || top[1].Value.Num != 2 {
 		t.Fatalf("top %+v", top)
 	}
 	for _, tv := range top {
-		e := exact[tv.Value.I]
+		e := exact[tv.Value.Num]
 		if tv.Count < e || tv.Count-tv.Err > e {
-			t.Errorf("%d: bounds [%d, %d] do not hold the exact %d", tv.Value.I, tv.Count-tv.Err, tv.Count, e)
+			t.Errorf("%d: bounds [%d, %d] do not hold the exact %d", tv.Value.Num, tv.Count-tv.Err, tv.Count, e)
 		}
 	}
 }
@@ -347,8 +347,8 @@ func TestHashIsStableAndSpread(t *testing.T) {
 	}
 	for _, s := range []string{"", "a", "abc", "abcd", "0123456789abcdef", "0123456789abcdefg", string(make([]byte, 100))} {
 		v, _, rest, ok := decodeValue(appendValue(nil, pipeline.Text(s), 1000))
-		if !ok || v.S != s || len(rest) != 0 {
-			t.Errorf("round trip of %q: %q %v", s, v.S, ok)
+		if !ok || v.Str != s || len(rest) != 0 {
+			t.Errorf("round trip of %q: %q %v", s, v.Str, ok)
 		}
 	}
 }
@@ -393,7 +393,7 @@ func TestFastRouteMatchesPlan(t *testing.T) {
 			splits = append(splits, pipeline.Text(s))
 		}
 	}
-	sort.Slice(splits, func(i, j int) bool { return splits[i].S < splits[j].S })
+	sort.Slice(splits, func(i, j int) bool { return splits[i].Str < splits[j].Str })
 	text := &design{plan: pipeline.RegionPlan{Type: pipeline.TypeVarchar, Splits: splits, Strategy: "quantile"}}
 	text.fastRoute()
 	ints := &design{plan: pipeline.RegionPlan{Type: pipeline.TypeBigint, Splits: []pipeline.Value{pipeline.Int(-5), pipeline.Int(0), pipeline.Int(7), pipeline.Int(1 << 40)}}}
@@ -404,14 +404,14 @@ func TestFastRouteMatchesPlan(t *testing.T) {
 	for i := 0; i < 20000; i++ {
 		v := pipeline.Text(randText())
 		if got, want := text.route(v), text.plan.Route(v); got != want {
-			t.Fatalf("route(%q) = %d, plan says %d", v.S, got, want)
+			t.Fatalf("route(%q) = %d, plan says %d", v.Str, got, want)
 		}
 		n := pipeline.Int(r.Int64N(1<<41) - 1<<40)
 		if i%10 == 0 {
 			n = pipeline.Int(int64(r.IntN(20) - 10))
 		}
 		if got, want := ints.route(n), ints.plan.Route(n); got != want {
-			t.Fatalf("route(%d) = %d, plan says %d", n.I, got, want)
+			t.Fatalf("route(%d) = %d, plan says %d", n.Num, got, want)
 		}
 	}
 }

@@ -79,16 +79,16 @@ func (c *orderCand) value(b *pipeline.Batch, i int, ord int64) int64 {
 		}
 		v := rec.Values[c.col]
 		switch {
-		case v.K == pipeline.KindNull:
+		case v.Kind == pipeline.KindNull:
 			return noTime
 		case c.uuid:
-			return timeUUIDMillis(v.S)
-		case v.K != pipeline.KindInt:
+			return timeUUIDMillis(v.Str)
+		case v.Kind != pipeline.KindInt:
 			return noTime
 		case c.date:
-			return v.I * 86400000
+			return v.Num * 86400000
 		}
-		return v.I
+		return v.Num
 	case OrderWriteTime, OrderKafkaTime:
 		if i < len(b.WriteTimes) {
 			return b.WriteTimes[i]
@@ -328,7 +328,7 @@ func (r *runner) orderSample(recs []pipeline.Record, wo []int64, dated bool) ord
 		}
 		key := make([]pipeline.Value, r.d.keyLen)
 		for k, v := range out[:r.d.keyLen] {
-			v.S = strings.Clone(v.S)
+			v.Str = strings.Clone(v.Str)
 			key[k] = v
 		}
 		s.keys = append(s.keys, key)
@@ -524,14 +524,14 @@ func distinctU64(v []uint64) []uint64 {
 
 func intRange(vals []pipeline.Value) (lo, hi int64, ok bool) {
 	for i, v := range vals {
-		if v.K != pipeline.KindInt {
+		if v.Kind != pipeline.KindInt {
 			return 0, 0, false
 		}
-		if i == 0 || v.I < lo {
-			lo = v.I
+		if i == 0 || v.Num < lo {
+			lo = v.Num
 		}
-		if i == 0 || v.I > hi {
-			hi = v.I
+		if i == 0 || v.Num > hi {
+			hi = v.Num
 		}
 	}
 	return lo, hi, len(vals) > 0

@@ -57,8 +57,8 @@ type texpr struct {
 }
 
 func (t *texpr) isConstInt() (int64, bool) {
-	if t.op == opLit && t.lit.K == pipeline.KindInt {
-		return t.lit.I, true
+	if t.op == opLit && t.lit.Kind == pipeline.KindInt {
+		return t.lit.Num, true
 	}
 	return 0, false
 }
@@ -565,7 +565,7 @@ func (c *compiler) typeExpr(n *node, ctx *exprCtx) *texpr {
 		case refVar:
 			v := c.vars[r.name]
 			t := tBigint
-			if v.Value.K == pipeline.KindText {
+			if v.Value.Kind == pipeline.KindText {
 				t = tVarchar
 			}
 			return &texpr{op: opLit, typ: t, lit: v.Value, isVar: true, name: r.name}
@@ -781,11 +781,11 @@ func deriveName(t *texpr) string {
 		if t.isVar {
 			return t.name
 		}
-		if t.lit.K == pipeline.KindInt {
-			if t.lit.I < 0 {
-				return "m" + strconv.FormatInt(-t.lit.I, 10)
+		if t.lit.Kind == pipeline.KindInt {
+			if t.lit.Num < 0 {
+				return "m" + strconv.FormatInt(-t.lit.Num, 10)
 			}
-			return strconv.FormatInt(t.lit.I, 10)
+			return strconv.FormatInt(t.lit.Num, 10)
 		}
 		return "lit"
 	case opCast:

@@ -16,30 +16,30 @@ import (
 func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipeline.RowError) {
 	switch t.T {
 	case pipeline.TypeVarchar, pipeline.TypeJSON:
-		if v.K == pipeline.KindText {
+		if v.Kind == pipeline.KindText {
 			return v, nil
 		}
 		s := e.canonString(v)
-		if rerr := blobText("a blob stored as "+t.String(), v.K == pipeline.KindBytes, s); rerr != nil {
+		if rerr := blobText("a blob stored as "+t.String(), v.Kind == pipeline.KindBytes, s); rerr != nil {
 			return v, rerr
 		}
 		return pipeline.Text(s), nil
 	case pipeline.TypeVarbinary:
-		if v.K == pipeline.KindBytes {
+		if v.Kind == pipeline.KindBytes {
 			return v, nil
 		}
 		return pipeline.Bytes(e.canonString(v)), nil
 	case pipeline.TypeBigint, pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint:
-		i := v.I
-		switch v.K {
+		i := v.Num
+		switch v.Kind {
 		case pipeline.KindInt:
 		case pipeline.KindText, pipeline.KindDecimal:
 			var err error
-			if i, err = strconv.ParseInt(strings.TrimSpace(v.S), 10, 64); err != nil {
-				return v, typeErr(strconv.Quote(truncate(v.S, 64)) + " is not a " + t.String() + " value")
+			if i, err = strconv.ParseInt(strings.TrimSpace(v.Str), 10, 64); err != nil {
+				return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " is not a " + t.String() + " value")
 			}
 		default:
-			return v, typeErr("a " + v.K.String() + " value cannot be stored as " + t.String())
+			return v, typeErr("a " + v.Kind.String() + " value cannot be stored as " + t.String())
 		}
 		lo, hi := intRange(t.T)
 		if i < lo || i > hi {
@@ -47,77 +47,77 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 		}
 		return pipeline.Int(i), nil
 	case pipeline.TypeTimestamp:
-		switch v.K {
+		switch v.Kind {
 		case pipeline.KindInt:
 			return v, nil
 		case pipeline.KindText:
-			ms, ok, subMillis := parseTimestamp(v.S)
+			ms, ok, subMillis := parseTimestamp(v.Str)
 			if ok {
 				return pipeline.Int(ms), nil
 			}
 			if subMillis {
-				return v, typeErr(strconv.Quote(truncate(v.S, 64)) + " has sub-millisecond digits, which a TIMESTAMP (milliseconds) cannot hold; rekey does not round (keep it as VARCHAR)")
+				return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " has sub-millisecond digits, which a TIMESTAMP (milliseconds) cannot hold; rekey does not round (keep it as VARCHAR)")
 			}
-			return v, typeErr(strconv.Quote(truncate(v.S, 64)) + " is not a TIMESTAMP (epoch milliseconds or RFC 3339)")
+			return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " is not a TIMESTAMP (epoch milliseconds or RFC 3339)")
 		}
-		return v, typeErr("a " + v.K.String() + " value cannot be stored as TIMESTAMP")
+		return v, typeErr("a " + v.Kind.String() + " value cannot be stored as TIMESTAMP")
 	case pipeline.TypeDate:
-		switch v.K {
+		switch v.Kind {
 		case pipeline.KindInt:
-			if v.I < math.MinInt32 || v.I > math.MaxInt32 {
-				return v, typeErr(strconv.FormatInt(v.I, 10) + " days is out of the DATE range")
+			if v.Num < math.MinInt32 || v.Num > math.MaxInt32 {
+				return v, typeErr(strconv.FormatInt(v.Num, 10) + " days is out of the DATE range")
 			}
 			return v, nil
 		case pipeline.KindText:
-			if d, ok := parseDate(v.S); ok {
+			if d, ok := parseDate(v.Str); ok {
 				return pipeline.Int(d), nil
 			}
-			return v, typeErr(strconv.Quote(truncate(v.S, 64)) + " is not a DATE (YYYY-MM-DD or days since 1970-01-01)")
+			return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " is not a DATE (YYYY-MM-DD or days since 1970-01-01)")
 		}
-		return v, typeErr("a " + v.K.String() + " value cannot be stored as DATE")
+		return v, typeErr("a " + v.Kind.String() + " value cannot be stored as DATE")
 	case pipeline.TypeBoolean:
-		switch v.K {
+		switch v.Kind {
 		case pipeline.KindBool:
 			return v, nil
 		case pipeline.KindText:
-			switch strings.ToLower(strings.TrimSpace(v.S)) {
+			switch strings.ToLower(strings.TrimSpace(v.Str)) {
 			case "true":
 				return pipeline.Bool(true), nil
 			case "false":
 				return pipeline.Bool(false), nil
 			}
-			return v, typeErr(strconv.Quote(truncate(v.S, 64)) + " is not a BOOLEAN (true or false)")
+			return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " is not a BOOLEAN (true or false)")
 		}
-		return v, typeErr("a " + v.K.String() + " value cannot be stored as BOOLEAN")
+		return v, typeErr("a " + v.Kind.String() + " value cannot be stored as BOOLEAN")
 	case pipeline.TypeFloat, pipeline.TypeDouble:
-		switch v.K {
+		switch v.Kind {
 		case pipeline.KindFloat:
 			return v, nil
 		case pipeline.KindInt:
-			return pipeline.Float(float64(v.I)), nil
+			return pipeline.Float(float64(v.Num)), nil
 		case pipeline.KindText, pipeline.KindDecimal:
-			f, err := strconv.ParseFloat(strings.TrimSpace(v.S), 64)
+			f, err := strconv.ParseFloat(strings.TrimSpace(v.Str), 64)
 			if err != nil {
-				return v, typeErr(strconv.Quote(truncate(v.S, 64)) + " is not a " + t.String() + " value")
+				return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " is not a " + t.String() + " value")
 			}
 			return pipeline.Float(f), nil
 		}
-		return v, typeErr("a " + v.K.String() + " value cannot be stored as " + t.String())
+		return v, typeErr("a " + v.Kind.String() + " value cannot be stored as " + t.String())
 	case pipeline.TypeDecimal:
 		if u, sc, ok := v.Unscaled(); ok && decimalFits(u, sc, t.P, t.S) {
 			return v, nil // a number the source decoded: no text to parse
 		}
 		var s string
-		switch v.K {
+		switch v.Kind {
 		case pipeline.KindDecimal, pipeline.KindText:
-			s = strings.TrimSpace(v.S)
+			s = strings.TrimSpace(v.Str)
 		case pipeline.KindInt, pipeline.KindFloat:
-			if v.K == pipeline.KindFloat && (math.IsNaN(v.Float()) || math.IsInf(v.Float(), 0)) {
+			if v.Kind == pipeline.KindFloat && (math.IsNaN(v.Float()) || math.IsInf(v.Float(), 0)) {
 				return v, typeErr("NaN and infinities cannot be stored as DECIMAL")
 			}
 			s = e.canonString(v)
 		default:
-			return v, typeErr("a " + v.K.String() + " value cannot be stored as " + t.String())
+			return v, typeErr("a " + v.Kind.String() + " value cannot be stored as " + t.String())
 		}
 		if msg := checkDecimal(s, t.P, t.S); msg != "" {
 			return v, typeErr(strconv.Quote(truncate(s, 64)) + ": " + msg)
@@ -268,8 +268,8 @@ func parseLiteral(s string, t colType) (pipeline.Value, error) {
 	if rerr != nil {
 		return v, errors.New(rerr.Message)
 	}
-	if v.K == pipeline.KindText || v.K == pipeline.KindBytes || v.K == pipeline.KindDecimal {
-		v.S = strings.Clone(v.S)
+	if v.Kind == pipeline.KindText || v.Kind == pipeline.KindBytes || v.Kind == pipeline.KindDecimal {
+		v.Str = strings.Clone(v.Str)
 	}
 	return v, nil
 }

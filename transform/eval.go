@@ -86,7 +86,7 @@ func (p *Program) SampleRows(recs []pipeline.Record) [][]pipeline.Value {
 			continue
 		}
 		for j := range row {
-			row[j].S = strings.Clone(row[j].S)
+			row[j].Str = strings.Clone(row[j].Str)
 		}
 		out = append(out, row)
 	}
@@ -119,7 +119,7 @@ func (e *Evaluator) keyOnlyRow(out []pipeline.Value) *pipeline.RowError {
 		return nil
 	}
 	for _, v := range out[keyLen:] {
-		if v.K != pipeline.KindNull {
+		if v.Kind != pipeline.KindNull {
 			return nil
 		}
 	}
@@ -156,8 +156,8 @@ func (e *Evaluator) ApplyKey(b *pipeline.Batch, r *pipeline.Record, out []pipeli
 				return rerr
 			}
 		}
-		if v.K != st.kind || !st.fast {
-			if v.K == pipeline.KindNull {
+		if v.Kind != st.kind || !st.fast {
+			if v.Kind == pipeline.KindNull {
 				if st.key {
 					return e.nullKey(st, r)
 				}
@@ -313,8 +313,8 @@ func isStringKind(k pipeline.Kind) bool {
 // canon returns the canonical bytes of v without allocating: string kinds are viewed in place,
 // others are formatted into the evaluator's scratch buffer (valid until the next canon call).
 func (e *Evaluator) canon(v pipeline.Value) []byte {
-	if isStringKind(v.K) {
-		return unsafe.Slice(unsafe.StringData(v.S), len(v.S))
+	if isStringKind(v.Kind) {
+		return unsafe.Slice(unsafe.StringData(v.Str), len(v.Str))
 	}
 	e.scratch = v.AppendCanonical(e.scratch[:0])
 	return e.scratch
@@ -322,8 +322,8 @@ func (e *Evaluator) canon(v pipeline.Value) []byte {
 
 // canonString is the canonical form as a string; non-string kinds are formatted into the arena.
 func (e *Evaluator) canonString(v pipeline.Value) string {
-	if isStringKind(v.K) {
-		return v.S
+	if isStringKind(v.Kind) {
+		return v.Str
 	}
 	e.a.reserve(32)
 	start := len(e.a.buf)
@@ -390,17 +390,17 @@ func digest(o op, b []byte) (sum [32]byte) {
 // asInt reads an integer operand: integers as they are; text and decimals parsed (a varint out of
 // the int64 range fails).
 func asInt(v pipeline.Value, what string) (int64, *pipeline.RowError) {
-	switch v.K {
+	switch v.Kind {
 	case pipeline.KindInt:
-		return v.I, nil
+		return v.Num, nil
 	case pipeline.KindText, pipeline.KindDecimal:
-		i, err := strconv.ParseInt(v.S, 10, 64)
+		i, err := strconv.ParseInt(v.Str, 10, 64)
 		if err != nil {
-			return 0, typeErr(what + ": " + strconv.Quote(v.S) + " is not a 64-bit integer")
+			return 0, typeErr(what + ": " + strconv.Quote(v.Str) + " is not a 64-bit integer")
 		}
 		return i, nil
 	}
-	return 0, typeErr(what + ": a " + v.K.String() + " value is not an integer")
+	return 0, typeErr(what + ": a " + v.Kind.String() + " value is not an integer")
 }
 
 // substrBounds finds the byte offsets of characters [begin, end) of s with Java's rules: an index
@@ -485,7 +485,7 @@ func (p *Program) build(t *texpr) evalFn {
 		x := p.build(t.args[0])
 		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 			v, err := x(e, r, out)
-			if err != nil || v.K == pipeline.KindNull {
+			if err != nil || v.Kind == pipeline.KindNull {
 				return v, err
 			}
 			return pipeline.Int(int64(crc32.ChecksumIEEE(e.canon(v)))), nil
@@ -494,7 +494,7 @@ func (p *Program) build(t *texpr) evalFn {
 		x := p.build(t.args[0])
 		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 			v, err := x(e, r, out)
-			if err != nil || v.K == pipeline.KindNull {
+			if err != nil || v.Kind == pipeline.KindNull {
 				return v, err
 			}
 			return pipeline.Int(murmur3.Token(e.canon(v))), nil
@@ -505,11 +505,11 @@ func (p *Program) build(t *texpr) evalFn {
 		x := p.build(t.args[0])
 		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 			v, err := x(e, r, out)
-			if err != nil || v.K == pipeline.KindNull {
+			if err != nil || v.Kind == pipeline.KindNull {
 				return v, err
 			}
 			s := e.canonString(v)
-			if rerr := blobText("reverse(x)", v.K == pipeline.KindBytes, s); rerr != nil {
+			if rerr := blobText("reverse(x)", v.Kind == pipeline.KindBytes, s); rerr != nil {
 				return v, rerr
 			}
 			e.a.reserve(len(s))
@@ -530,19 +530,19 @@ func (p *Program) build(t *texpr) evalFn {
 		l, rt := p.build(t.args[0]), p.build(t.args[1])
 		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 			a, err := l(e, r, out)
-			if err != nil || a.K == pipeline.KindNull {
+			if err != nil || a.Kind == pipeline.KindNull {
 				return a, err
 			}
 			b, err := rt(e, r, out)
-			if err != nil || b.K == pipeline.KindNull {
+			if err != nil || b.Kind == pipeline.KindNull {
 				return b, err
 			}
-			e.a.reserve(len(a.S) + len(b.S) + 64)
+			e.a.reserve(len(a.Str) + len(b.Str) + 64)
 			start := len(e.a.buf)
 			e.a.buf = a.AppendCanonical(e.a.buf)
 			e.a.buf = b.AppendCanonical(e.a.buf)
 			s := e.a.since(start)
-			if rerr := blobText("operator +", a.K == pipeline.KindBytes || b.K == pipeline.KindBytes, s); rerr != nil {
+			if rerr := blobText("operator +", a.Kind == pipeline.KindBytes || b.Kind == pipeline.KindBytes, s); rerr != nil {
 				return a, rerr
 			}
 			return pipeline.Text(s), nil
@@ -555,17 +555,17 @@ func (p *Program) build(t *texpr) evalFn {
 		name := opNames[t.op]
 		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 			v, err := x(e, r, out)
-			if err != nil || v.K == pipeline.KindNull {
+			if err != nil || v.Kind == pipeline.KindNull {
 				return v, err
 			}
-			i := v.I
-			if v.K != pipeline.KindInt {
-				if !isStringKind(v.K) {
-					return v, evalErr(name + "(x): a " + v.K.String() + " value is not an integer")
+			i := v.Num
+			if v.Kind != pipeline.KindInt {
+				if !isStringKind(v.Kind) {
+					return v, evalErr(name + "(x): a " + v.Kind.String() + " value is not an integer")
 				}
 				var perr error
-				if i, perr = strconv.ParseInt(v.S, 10, 64); perr != nil {
-					return v, evalErr(name + "(" + strconv.Quote(v.S) + "): not a 64-bit integer")
+				if i, perr = strconv.ParseInt(v.Str, 10, 64); perr != nil {
+					return v, evalErr(name + "(" + strconv.Quote(v.Str) + "): not a 64-bit integer")
 				}
 			}
 			if isInt && (i < math.MinInt32 || i > math.MaxInt32) {
@@ -577,11 +577,11 @@ func (p *Program) build(t *texpr) evalFn {
 		x := p.build(t.args[0])
 		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 			v, err := x(e, r, out)
-			if err != nil || v.K == pipeline.KindNull || v.K == pipeline.KindText {
+			if err != nil || v.Kind == pipeline.KindNull || v.Kind == pipeline.KindText {
 				return v, err
 			}
 			s := e.canonString(v)
-			if rerr := blobText("str(x)", v.K == pipeline.KindBytes, s); rerr != nil {
+			if rerr := blobText("str(x)", v.Kind == pipeline.KindBytes, s); rerr != nil {
 				return v, rerr
 			}
 			return pipeline.Text(s), nil
@@ -599,7 +599,7 @@ func (p *Program) build(t *texpr) evalFn {
 		to := t.typ
 		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 			v, err := x(e, r, out)
-			if err != nil || v.K == pipeline.KindNull {
+			if err != nil || v.Kind == pipeline.KindNull {
 				return v, err
 			}
 			return e.convert(v, to)
@@ -615,7 +615,7 @@ func (p *Program) buildDigest(t *texpr) evalFn {
 	p.digests++
 	return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 		v, err := x(e, r, out)
-		if err != nil || v.K == pipeline.KindNull {
+		if err != nil || v.Kind == pipeline.KindNull {
 			return v, err
 		}
 		var hex [64]byte
@@ -651,7 +651,7 @@ func (p *Program) buildSubstr(t *texpr) evalFn {
 		p.digests++
 		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 			v, err := x(e, r, out)
-			if err != nil || v.K == pipeline.KindNull {
+			if err != nil || v.Kind == pipeline.KindNull {
 				return v, err
 			}
 			var hex [64]byte
@@ -672,13 +672,13 @@ func (p *Program) buildSubstr(t *texpr) evalFn {
 	}
 	return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 		v, err := x(e, r, out)
-		if err != nil || v.K == pipeline.KindNull {
+		if err != nil || v.Kind == pipeline.KindNull {
 			return v, err
 		}
 		begin, end := a, b
 		if af != nil {
 			iv, err := af(e, r, out)
-			if err != nil || iv.K == pipeline.KindNull {
+			if err != nil || iv.Kind == pipeline.KindNull {
 				return iv, err
 			}
 			if begin, err = asInt(iv, name); err != nil {
@@ -687,7 +687,7 @@ func (p *Program) buildSubstr(t *texpr) evalFn {
 		}
 		if bf != nil {
 			iv, err := bf(e, r, out)
-			if err != nil || iv.K == pipeline.KindNull {
+			if err != nil || iv.Kind == pipeline.KindNull {
 				return iv, err
 			}
 			if end, err = asInt(iv, name); err != nil {
@@ -699,7 +699,7 @@ func (p *Program) buildSubstr(t *texpr) evalFn {
 		if msg != "" {
 			return v, evalErr(name + ": " + msg + " (" + strconv.Quote(truncate(s, 64)) + ")")
 		}
-		if rerr := blobText(name, v.K == pipeline.KindBytes, s[i:j]); rerr != nil {
+		if rerr := blobText(name, v.Kind == pipeline.KindBytes, s[i:j]); rerr != nil {
 			return v, rerr
 		}
 		return pipeline.Text(s[i:j]), nil
@@ -729,20 +729,20 @@ func (p *Program) buildArith(t *texpr) evalFn {
 	sym := map[op]string{opAdd: "+", opMul: "*", opDiv: "/", opMod: "%"}[o]
 	return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 		av, err := l(e, r, out)
-		if err != nil || av.K == pipeline.KindNull {
+		if err != nil || av.Kind == pipeline.KindNull {
 			return av, err
 		}
 		bv, err := rt(e, r, out)
-		if err != nil || bv.K == pipeline.KindNull {
+		if err != nil || bv.Kind == pipeline.KindNull {
 			return bv, err
 		}
-		a, b := av.I, bv.I
-		if av.K != pipeline.KindInt {
+		a, b := av.Num, bv.Num
+		if av.Kind != pipeline.KindInt {
 			if a, err = asInt(av, "operator "+sym); err != nil {
 				return av, err
 			}
 		}
-		if bv.K != pipeline.KindInt {
+		if bv.Kind != pipeline.KindInt {
 			if b, err = asInt(bv, "operator "+sym); err != nil {
 				return bv, err
 			}
@@ -812,12 +812,12 @@ func (p *Program) buildCode(t *texpr) evalFn {
 	keep := p.keepMissing
 	return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 		v, err := x(e, r, out)
-		if err != nil || v.K == pipeline.KindNull {
+		if err != nil || v.Kind == pipeline.KindNull {
 			return v, err
 		}
 		var k string
-		if isStringKind(v.K) {
-			k = v.S
+		if isStringKind(v.Kind) {
+			k = v.Str
 		} else {
 			b := e.canon(v)
 			k = unsafe.String(unsafe.SliceData(b), len(b))
@@ -850,14 +850,14 @@ func (e *Evaluator) recordSalt(r *pipeline.Record) uint64 {
 func SaltToken(buf []byte, b *pipeline.Batch, r *pipeline.Record, nsrc int) (uint64, []byte) {
 	buf = buf[:0]
 	for _, v := range r.Values[:min(nsrc, len(r.Values))] {
-		buf = append(buf, byte(v.K))
-		switch v.K {
+		buf = append(buf, byte(v.Kind))
+		switch v.Kind {
 		case pipeline.KindNull:
 		case pipeline.KindInt, pipeline.KindFloat, pipeline.KindBool:
-			buf = binary.BigEndian.AppendUint64(buf, uint64(v.I))
+			buf = binary.BigEndian.AppendUint64(buf, uint64(v.Num))
 		default:
-			buf = binary.BigEndian.AppendUint32(buf, uint32(len(v.S)))
-			buf = append(buf, v.S...)
+			buf = binary.BigEndian.AppendUint32(buf, uint32(len(v.Str)))
+			buf = append(buf, v.Str...)
 		}
 	}
 	if b != nil && b.SaltOrigin {

@@ -408,7 +408,7 @@ func TestDigestMemo(t *testing.T) {
 		for col, want := range map[string]string{
 			"x0": hex.EncodeToString(md5s[:])[:6], "x1": hex.EncodeToString(sha[:]), "x2": hex.EncodeToString(idSum[:]),
 		} {
-			if got := out[p.Target().Index(col)].S; got != want {
+			if got := out[p.Target().Index(col)].Str; got != want {
 				t.Errorf("row %d (%q, %q): %s = %q, want %q", i, s, u, col, got, want)
 			}
 		}

@@ -96,7 +96,7 @@ func FuzzApply(f *testing.F) {
 				return nil, rerr.Error()
 			}
 			for i := range out {
-				out[i].S = strings.Clone(out[i].S)
+				out[i].Str = strings.Clone(out[i].Str)
 			}
 			return out, ""
 		}
@@ -110,8 +110,8 @@ func FuzzApply(f *testing.F) {
 				t.Fatalf("%s: column %d differs: %#v vs %#v", expr, i, o1[i], o2[i])
 			}
 			col := p.Target().Columns[i]
-			if o1[i].K != pipeline.KindNull && o1[i].K != kindOf(col.Type) {
-				t.Fatalf("%s: column %s %s holds a %s value %#v", expr, col.Name, col.SQLType(), o1[i].K, o1[i])
+			if o1[i].Kind != pipeline.KindNull && o1[i].Kind != kindOf(col.Type) {
+				t.Fatalf("%s: column %s %s holds a %s value %#v", expr, col.Name, col.SQLType(), o1[i].Kind, o1[i])
 			}
 		}
 	})

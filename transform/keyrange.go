@@ -127,7 +127,7 @@ func (e *Evaluator) eval(st *step, r *pipeline.Record, out []pipeline.Value) (pi
 
 // fit converts v to st's column type.
 func (e *Evaluator) fit(st *step, v pipeline.Value) (pipeline.Value, *pipeline.RowError) {
-	if v.IsNull() || (v.K == st.kind && st.fast) {
+	if v.IsNull() || (v.Kind == st.kind && st.fast) {
 		return v, nil
 	}
 	v, rerr := e.convert(v, st.typ)

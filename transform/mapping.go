@@ -536,8 +536,8 @@ func (d *decoder) regions(n *yaml.Node) {
 		if dv := deref(v); dv.Kind == yaml.ScalarNode && dv.Tag == "!!str" {
 			// a var name: count: numBuckets
 			for _, x := range d.m.Vars {
-				if x.Name == dv.Value && x.Value.K == pipeline.KindInt {
-					dv = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(x.Value.I, 10), Line: dv.Line}
+				if x.Name == dv.Value && x.Value.Kind == pipeline.KindInt {
+					dv = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(x.Value.Num, 10), Line: dv.Line}
 				}
 			}
 			v = dv

@@ -190,7 +190,7 @@ func valueBytes(t pipeline.Type, v pipeline.Value) int {
 	if n := t.FixedSize(); n > 0 {
 		return n
 	}
-	return len(v.S)
+	return len(v.Str)
 }
 
 // KeyBytes is the encoded primary-key length of a target row: fixed-width types at their width
@@ -217,7 +217,7 @@ func (p *Program) RowBytes(row []pipeline.Value) int {
 	n, cells := 0, 0
 	cols := p.target.Columns
 	for i := p.target.KeyLen; i < len(cols); i++ {
-		if row[i].K == pipeline.KindNull {
+		if row[i].Kind == pipeline.KindNull {
 			continue
 		}
 		n += key + p.nameLens[i] + valueBytes(cols[i].Type, row[i]) + cellOverhead
@@ -386,10 +386,10 @@ func (t *texpr) walk(f func(*texpr)) {
 }
 
 func literalText(v pipeline.Value) string {
-	if v.K == pipeline.KindInt {
-		return strconv.FormatInt(v.I, 10)
+	if v.Kind == pipeline.KindInt {
+		return strconv.FormatInt(v.Num, 10)
 	}
-	return quoteString(v.S)
+	return quoteString(v.Str)
 }
 
 // String is the canonical text of the expression (vars by name).

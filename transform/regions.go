@@ -289,7 +289,7 @@ func (p *Program) quantileSplits(n int, sample [][]pipeline.Value) []pipeline.Va
 	items := make([]item, 0, len(sample))
 	total := 0.0
 	for _, row := range sample {
-		if len(row) == 0 || row[0].K == pipeline.KindNull {
+		if len(row) == 0 || row[0].Kind == pipeline.KindNull {
 			continue
 		}
 		w := float64(p.RowBytes(row))
@@ -328,8 +328,8 @@ func (p *Program) quantileSplits(n int, sample [][]pipeline.Value) []pipeline.Va
 			continue
 		}
 		last = v
-		if isStringKind(v.K) {
-			v.S = strings.Clone(v.S)
+		if isStringKind(v.Kind) {
+			v.Str = strings.Clone(v.Str)
 		}
 		out = append(out, v)
 	}
@@ -340,10 +340,10 @@ func (p *Program) quantileSplits(n int, sample [][]pipeline.Value) []pipeline.Va
 // comma, backslash or control character (pipeline.SplitTextProblem). Other types are written
 // as digits, dates or hex.
 func splitWritable(t pipeline.Type, v pipeline.Value) bool {
-	if t == pipeline.TypeVarbinary || v.K != pipeline.KindText && v.K != pipeline.KindBytes {
+	if t == pipeline.TypeVarbinary || v.Kind != pipeline.KindText && v.Kind != pipeline.KindBytes {
 		return true
 	}
-	return pipeline.SplitTextProblem(v.S) == ""
+	return pipeline.SplitTextProblem(v.Str) == ""
 }
 
 // FormatSize writes a byte size for humans in binary units ("512 B", "1.5 GiB"); ParseSize

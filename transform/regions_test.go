@@ -34,7 +34,7 @@ func applyAll(t testing.TB, p *Program, recs []pipeline.Record) [][]pipeline.Val
 			t.Fatal(rerr)
 		}
 		for j := range row {
-			row[j].S = strings.Clone(row[j].S)
+			row[j].Str = strings.Clone(row[j].Str)
 		}
 		rows = append(rows, row)
 	}
@@ -124,7 +124,7 @@ func TestHexSplits(t *testing.T) {
 		}
 	}
 	// more regions than prefixes: one per prefix value
-	if got := hexSplits(300, 2, false, false); len(got) != 255 || got[0].S != "01" || got[254].S != "ff" {
+	if got := hexSplits(300, 2, false, false); len(got) != 255 || got[0].Str != "01" || got[254].Str != "ff" {
 		t.Errorf("hexSplits(300, 2): %d splits %v..%v", len(got), got[0], got[len(got)-1])
 	}
 }
@@ -275,7 +275,7 @@ func TestQuantileRegions(t *testing.T) {
 	// weighted by RowBytes: heavier rows get narrower regions
 	heavy := sellerSample(t, p, 100, 5000)
 	for _, row := range heavy {
-		if row[0].S < "seller050" {
+		if row[0].Str < "seller050" {
 			row[p.Target().Index("item_id")] = pipeline.Text(strings.Repeat("x", 400))
 		}
 	}

@@ -21,7 +21,7 @@ func salt(t *testing.T, p *Program, b *pipeline.Batch, r *pipeline.Record) int64
 	if rerr := p.NewEvaluator().ApplyKey(b, r, out); rerr != nil {
 		t.Fatal(rerr)
 	}
-	return out[2].I
+	return out[2].Num
 }
 
 // TestRandomExactHash pins down what random(n) hashes (README.md "random(n)"): per source value
@@ -99,10 +99,10 @@ func TestRandomUniform(t *testing.T) {
 		if rerr := e.ApplyKey(b, r, out); rerr != nil {
 			t.Fatal(rerr)
 		}
-		if out[2].I < 0 || out[2].I >= buckets {
-			t.Fatalf("salt %d out of range", out[2].I)
+		if out[2].Num < 0 || out[2].Num >= buckets {
+			t.Fatalf("salt %d out of range", out[2].Num)
 		}
-		counts[out[2].I]++
+		counts[out[2].Num]++
 		if i%1024 == 0 {
 			e.Reset()
 		}
@@ -135,7 +135,7 @@ func TestConcurrentEvaluators(t *testing.T) {
 					panic(rerr)
 				}
 				for j := range row {
-					row[j].S = strings.Clone(row[j].S)
+					row[j].Str = strings.Clone(row[j].Str)
 				}
 				rows = append(rows, row)
 				if i%100 == 99 {

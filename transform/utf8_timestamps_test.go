@@ -34,7 +34,7 @@ func TestMultiByteTextAndBlobsToVarchar(t *testing.T) {
 	}
 	for _, c := range ok {
 		got, _, rerr := evalExpr(t, c.expr, c.in, dict)
-		if rerr != nil || got.S != c.want || got.K != pipeline.KindText {
+		if rerr != nil || got.Str != c.want || got.Kind != pipeline.KindText {
 			t.Errorf("%s %q: got %#v, %v; want text %q", c.expr, c.in, got, rerr, c.want)
 		}
 	}

@@ -43,7 +43,7 @@ var (
 // appendStored appends v's stored form for col, or says why the sink would refuse it (the same
 // checks as files.CheckValue: migrate rejected such a row).
 func appendStored(dst []byte, col pipeline.Column, v pipeline.Value) ([]byte, *pipeline.RowError) {
-	if v.K == pipeline.KindNull {
+	if v.Kind == pipeline.KindNull {
 		if col.IsKey() {
 			return dst, files.NullKeyError(col)
 		}
@@ -246,11 +246,11 @@ func render(col pipeline.Column, b []byte) string {
 	var s string
 	switch col.Type {
 	case pipeline.TypeTimestamp:
-		s = time.UnixMilli(v.I).UTC().Format("2006-01-02T15:04:05.000Z")
+		s = time.UnixMilli(v.Num).UTC().Format("2006-01-02T15:04:05.000Z")
 	case pipeline.TypeDate:
-		s = time.Unix(v.I*86400, 0).UTC().Format("2006-01-02")
+		s = time.Unix(v.Num*86400, 0).UTC().Format("2006-01-02")
 	case pipeline.TypeVarbinary:
-		s = "0x" + hex.EncodeToString([]byte(v.S))
+		s = "0x" + hex.EncodeToString([]byte(v.Str))
 	case pipeline.TypeFloat:
 		s = strconv.FormatFloat(v.Float(), 'g', -1, 32)
 	default:

@@ -12,7 +12,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/lindorm"
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 // Objects is what verify reads a rekey output through: every store.Store has these methods, so

@@ -21,7 +21,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/parquet"
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 // readBatch is the rows decoded at a time from a Parquet file.

@@ -197,7 +197,7 @@ func cloneRange(kr *pipeline.KeyRange) pipeline.KeyRange {
 	vals := func(vs []pipeline.Value) []pipeline.Value {
 		out := make([]pipeline.Value, len(vs))
 		for i, x := range vs {
-			x.S = strings.Clone(x.S)
+			x.Str = strings.Clone(x.Str)
 			out[i] = x
 		}
 		return out
@@ -238,13 +238,13 @@ func (v *run) covers(kr *pipeline.KeyRange, key []pipeline.Value) bool {
 // bytes by their bytes).
 func compareValues(col pipeline.Column, a, b pipeline.Value) int {
 	switch {
-	case a.K == pipeline.KindFloat || b.K == pipeline.KindFloat:
+	case a.Kind == pipeline.KindFloat || b.Kind == pipeline.KindFloat:
 		fa, fb := a.Float(), b.Float()
-		if a.K == pipeline.KindInt {
-			fa = float64(a.I)
+		if a.Kind == pipeline.KindInt {
+			fa = float64(a.Num)
 		}
-		if b.K == pipeline.KindInt {
-			fb = float64(b.I)
+		if b.Kind == pipeline.KindInt {
+			fb = float64(b.Num)
 		}
 		switch {
 		case fa < fb:
@@ -253,16 +253,16 @@ func compareValues(col pipeline.Column, a, b pipeline.Value) int {
 			return 1
 		}
 		return 0
-	case a.K == pipeline.KindInt || a.K == pipeline.KindBool:
+	case a.Kind == pipeline.KindInt || a.Kind == pipeline.KindBool:
 		switch {
-		case a.I < b.I:
+		case a.Num < b.Num:
 			return -1
-		case a.I > b.I:
+		case a.Num > b.Num:
 			return 1
 		}
 		return 0
 	}
-	return strings.Compare(a.S, b.S)
+	return strings.Compare(a.Str, b.Str)
 }
 
 // keyState is what a key holds once its changes are applied: row (nil when it is absent).

@@ -19,7 +19,7 @@ import (
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/parquet"
 	"github.com/rekey/rekey/sink/sinktest"
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -126,7 +126,7 @@ func migrated(t testing.TB, p *transform.Program, recs []pipeline.Record) *fakeT
 			continue
 		}
 		for j, c := range p.Target().Columns {
-			out[j].S = strings.Clone(out[j].S)
+			out[j].Str = strings.Clone(out[j].Str)
 			if c.Type == pipeline.TypeDecimal {
 				d, e := files.DecimalValue(c, out[j])
 				if e != nil {

@@ -18,11 +18,11 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/store/s3store"
-	"github.com/rekey/rekey/sink/store/s3store/s3test"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
 	"github.com/rekey/rekey/source/gen"
+	"github.com/rekey/rekey/store/s3store"
+	"github.com/rekey/rekey/store/s3store/s3test"
 )
 
 // Config is one campaign.

@@ -17,7 +17,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
-	"github.com/rekey/rekey/sink/store/s3store"
+	"github.com/rekey/rekey/store/s3store"
 )
 
 // rowHash identifies a row (its region and every value, as the independent Parquet reader

@@ -84,7 +84,7 @@ func BenchmarkTimestamp(b *testing.B) {
 		b.Run(in.name+"/rekey-ParseText", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if v, err := ts.ParseText(in.s); err != nil || v.I != 1714557600123 {
+				if v, err := ts.ParseText(in.s); err != nil || v.Num != 1714557600123 {
 					b.Fatal(v, err)
 				}
 			}
@@ -117,7 +117,7 @@ func BenchmarkDecimal(b *testing.B) {
 	b.Run("arrow-decimal128.FromString", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if d, err := decimal128.FromString(v.S, 12, 2); err != nil || d.LowBits() != 12345 {
+			if d, err := decimal128.FromString(v.Str, 12, 2); err != nil || d.LowBits() != 12345 {
 				b.Fatal(d, err)
 			}
 		}

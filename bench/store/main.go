@@ -42,8 +42,8 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/bench/benchproc"
-	"github.com/rekey/rekey/sink/store/s3store"
-	"github.com/rekey/rekey/sink/store/s3store/s3test"
+	"github.com/rekey/rekey/store/s3store"
+	"github.com/rekey/rekey/store/s3store/s3test"
 )
 
 const bucket = s3test.Bucket // versitygw serves it from a folder of the bench's work folder

@@ -16,9 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/store/s3store/s3test"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
+	"github.com/rekey/rekey/store/s3store/s3test"
 )
 
 // Exit code 1 means "completed, but some rows were rejected" (migrate) and "warnings" (report

@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rekey/rekey/sink/store"
-	"github.com/rekey/rekey/sink/store/s3store"
 	"github.com/rekey/rekey/source/cassandra"
+	"github.com/rekey/rekey/store"
+	"github.com/rekey/rekey/store/s3store"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -108,7 +108,7 @@ func main() {
 }
 
 // registerStores wires the object stores --out may name (store.Open): S3 and OSS (through its
-// S3-compatible API), both by sink/store/s3store.
+// S3-compatible API), both by store/s3store.
 func registerStores() {
 	store.Register("s3", s3store.Opener)
 	store.Register("oss", s3store.Opener)

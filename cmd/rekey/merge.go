@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rekey/rekey/merge"
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
 

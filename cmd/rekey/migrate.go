@@ -20,9 +20,9 @@ import (
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/parquet"
 	"github.com/rekey/rekey/sink/sqlsink"
-	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/sourceuri"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
 

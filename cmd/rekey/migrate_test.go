@@ -158,9 +158,9 @@ func TestMigrateCSVEndToEnd(t *testing.T) {
 			}
 			for i, vals := range pf.Values {
 				if reg := plan.Route(vals[0]); reg != r.Index {
-					t.Fatalf("%s: pk1 %q belongs to region %d", fe.Path, vals[0].S, reg)
+					t.Fatalf("%s: pk1 %q belongs to region %d", fe.Path, vals[0].Str, reg)
 				}
-				key := vals[0].S + "/" + strconv.FormatInt(vals[1].I, 10)
+				key := vals[0].Str + "/" + strconv.FormatInt(vals[1].Num, 10)
 				if _, dup := got[key]; dup {
 					t.Fatalf("row %s written twice", key)
 				}
@@ -356,7 +356,7 @@ func TestMigrateInterruptThenResume(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, v := range pf.Values {
-				k := v[0].S + "/" + strconv.FormatInt(v[1].I, 10)
+				k := v[0].Str + "/" + strconv.FormatInt(v[1].Num, 10)
 				if seen[k] {
 					t.Fatalf("row %s written twice", k)
 				}

@@ -21,9 +21,9 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/sqlsink"
-	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/sourceuri"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
 

@@ -17,8 +17,8 @@ import (
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
-	"github.com/rekey/rekey/sink/store/s3store/s3test"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
+	"github.com/rekey/rekey/store/s3store/s3test"
 )
 
 // TestCLIChild is not a test: it runs the command line that REKEY_CLI_CHILD holds (JSON) in a

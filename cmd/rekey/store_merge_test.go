@@ -16,10 +16,10 @@ import (
 	"github.com/rekey/rekey/merge"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
-	"github.com/rekey/rekey/sink/store/s3store"
-	"github.com/rekey/rekey/sink/store/s3store/s3test"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
+	"github.com/rekey/rekey/store/s3store"
+	"github.com/rekey/rekey/store/s3store/s3test"
 )
 
 // s3call is one request an S3 server answered: its operation, object key and body bytes each way.

@@ -15,7 +15,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
-	"github.com/rekey/rekey/sink/store/s3store/s3test"
+	"github.com/rekey/rekey/store/s3store/s3test"
 )
 
 // startVersitygw runs the real S3 server (versitygw, posix backend: objects are files under

@@ -11,7 +11,7 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
 

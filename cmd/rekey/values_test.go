@@ -58,11 +58,11 @@ func migrateValues(t *testing.T, name, input, sourceLine string) (*lindorm.Manif
 			}
 			for _, vals := range pf.Values {
 				for c, v := range vals {
-					if schema.Columns[c].Type == pipeline.TypeVarchar && !utf8.ValidString(v.S) {
-						t.Errorf("%s: STRING column %s holds invalid UTF-8 %q: readers refuse the file", fe.Path, schema.Columns[c].Name, v.S)
+					if schema.Columns[c].Type == pipeline.TypeVarchar && !utf8.ValidString(v.Str) {
+						t.Errorf("%s: STRING column %s holds invalid UTF-8 %q: readers refuse the file", fe.Path, schema.Columns[c].Name, v.Str)
 					}
 				}
-				rows[vals[0].I] = vals
+				rows[vals[0].Num] = vals
 			}
 		}
 	}
@@ -116,7 +116,7 @@ func TestMigrateInvalidUTF8IsRejected(t *testing.T) {
 				t.Errorf("%s: row %d written: %v", c.name, id, rows[id] != nil)
 			}
 		}
-		if r := rows[3]; r == nil || !strings.HasPrefix(r[1].S, "送达") {
+		if r := rows[3]; r == nil || !strings.HasPrefix(r[1].Str, "送达") {
 			t.Errorf("%s: multi-byte row: %v", c.name, r)
 		}
 	}
@@ -143,18 +143,18 @@ func TestMigrateTimestampPrecisionAndUnits(t *testing.T) {
 	if rj := rejects[1]; rj.Seq != 3 || rj.Code != pipeline.CodeType || !strings.Contains(rj.Message, "sub-millisecond digits, which Lindorm's TIMESTAMP (milliseconds) cannot hold") {
 		t.Errorf("sub-ms: %+v", rj)
 	}
-	if rows[3][3].I != 1704067212345 || rows[4][3].I != 1704067212345 {
+	if rows[3][3].Num != 1704067212345 || rows[4][3].Num != 1704067212345 {
 		t.Errorf("exact values: %v %v", rows[3], rows[4])
 	}
 
 	// with source.timestamp_unit: s, 1704067200 is 2024-01-01T00:00:00Z
 	_, rejects, rows = migrateValues(t, "ts.csv", "id,status,note,ts\n1,a,,1704067200\n2,a,,2024-01-01T00:00:01Z\n", "timestamp_unit: s")
-	if len(rejects) != 0 || rows[1][3].I != 1704067200000 || rows[2][3].I != 1704067201000 {
+	if len(rejects) != 0 || rows[1][3].Num != 1704067200000 || rows[2][3].Num != 1704067201000 {
 		t.Errorf("unit s: rejects %+v rows %v", rejects, rows)
 	}
 	// with us, a value that is not a whole millisecond is a reject, not rounded
 	_, rejects, rows = migrateValues(t, "ts.csv", "id,status,note,ts\n1,a,,1704067200123000\n2,a,,1704067200123456\n", "timestamp_unit: us")
-	if len(rejects) != 1 || rejects[0].Seq != 3 || !strings.Contains(rejects[0].Message, "sub-millisecond") || rows[1][3].I != 1704067200123 {
+	if len(rejects) != 1 || rejects[0].Seq != 3 || !strings.Contains(rejects[0].Message, "sub-millisecond") || rows[1][3].Num != 1704067200123 {
 		t.Errorf("unit us: rejects %+v rows %v", rejects, rows)
 	}
 }
@@ -197,20 +197,20 @@ target:
 					t.Fatal(err)
 				}
 				for _, vals := range pf.Values {
-					got[vals[0].I] = vals[1]
-					if vals[0].I == 1 {
+					got[vals[0].Num] = vals[1]
+					if vals[0].Num == 1 {
 						file, rows = filepath.Join(out, filepath.FromSlash(fe.Path)), pf.Values
 					}
 				}
 			}
 		}
-		if v := got[1]; v.K != pipeline.KindBytes || v.S != "" {
-			t.Errorf("%s: the empty blob was written as %v (kind %s), want an empty binary", c.name, v, v.K)
+		if v := got[1]; v.Kind != pipeline.KindBytes || v.Str != "" {
+			t.Errorf("%s: the empty blob was written as %v (kind %s), want an empty binary", c.name, v, v.Kind)
 		}
 		if v := got[2]; !v.IsNull() {
-			t.Errorf("%s: the null blob was written as %v (kind %s), want null", c.name, v, v.K)
+			t.Errorf("%s: the null blob was written as %v (kind %s), want null", c.name, v, v.Kind)
 		}
-		if v := got[3]; v.K != pipeline.KindBytes || v.S != "\x01" {
+		if v := got[3]; v.Kind != pipeline.KindBytes || v.Str != "\x01" {
 			t.Errorf("%s: 0x01 was written as %v", c.name, v)
 		}
 		args := []string{"verify", "-m", m, "--source", "file:" + in, "--target", out, "--progress", "never", "-q"}
@@ -218,7 +218,7 @@ target:
 			t.Fatalf("%s: verify after migrate: exit %d\n%s%s", c.name, code, stdout, stderr)
 		}
 		for _, vals := range rows {
-			if vals[0].I == 1 {
+			if vals[0].Num == 1 {
 				vals[1] = pipeline.Null
 			}
 		}

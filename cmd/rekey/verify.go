@@ -16,9 +16,9 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report"
 	"github.com/rekey/rekey/sink/sqlsink"
-	"github.com/rekey/rekey/sink/store"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/sourceuri"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/verify"
 )
 

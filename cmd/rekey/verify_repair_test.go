@@ -84,7 +84,7 @@ func TestVerifyRepairFolder(t *testing.T) {
 	if lines := ownerOnlyLines(t, repair); len(lines) != 2 {
 		t.Fatalf("repair file: %q, want the 2 source rows", lines)
 	}
-	if lines := ownerOnlyLines(t, repair+".extra-keys"); len(lines) != 1 || lines[0] != `{"pk1":"`+extra[0].S+`","orderid":"-42"}` {
+	if lines := ownerOnlyLines(t, repair+".extra-keys"); len(lines) != 1 || lines[0] != `{"pk1":"`+extra[0].Str+`","orderid":"-42"}` {
 		t.Fatalf("extra keys: %q", lines)
 	}
 	if _, err := os.Stat(pipeline.TempPath(repair)); !os.IsNotExist(err) {

@@ -95,7 +95,7 @@ func TestVerifyReplicateOutputUpToItsManifest(t *testing.T) {
 	}
 	rows := pf.Values
 	for i, r := range rows {
-		switch r[0].S {
+		switch r[0].Str {
 		case "u1":
 			rows[i][2] = pipeline.Text("changed@x.org")
 		case "u4":

@@ -88,7 +88,7 @@ func TestVerifyAfterMigrate(t *testing.T) {
 		r.KeysChecked != 3000 || r.TargetRows != 3000 || len(r.DifferColumns) != 1 || r.DifferColumns[0] != (verify.ColumnCount{Column: "status", Rows: 1}) {
 		t.Fatalf("--json: %+v", r)
 	}
-	key := func(vals []pipeline.Value) string { return vals[0].S + "/" + vals[1].String() }
+	key := func(vals []pipeline.Value) string { return vals[0].Str + "/" + vals[1].String() }
 	exKey := func(e verify.Example) string { return e.Key[0].Value + "/" + e.Key[1].Value }
 	if len(r.Examples.Missing) != 1 || exKey(r.Examples.Missing[0]) != key(deleted) {
 		t.Fatalf("missing example %+v, want key %s", r.Examples.Missing, key(deleted))

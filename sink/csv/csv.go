@@ -173,7 +173,7 @@ func (f *Format) AppendValue(dst []byte, col pipeline.Column, v pipeline.Value) 
 }
 
 func (f *Format) appendValue(dst []byte, col pipeline.Column, v pipeline.Value) ([]byte, *pipeline.RowError) {
-	if v.K == pipeline.KindNull {
+	if v.Kind == pipeline.KindNull {
 		if col.IsKey() {
 			return dst, files.NullKeyError(col)
 		}

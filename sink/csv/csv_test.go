@@ -89,7 +89,7 @@ func render(schema pipeline.TargetSchema, vals []pipeline.Value) []string {
 		}
 		switch col.Type {
 		case pipeline.TypeDate:
-			out[i] = sinktest.DateString(v.I)
+			out[i] = sinktest.DateString(v.Num)
 		default:
 			// encoding/csv drops the CR of a CRLF even inside quotes (documented)
 			out[i] = strings.ReplaceAll(sinktest.Canon(col, v), "\r\n", "\n")
@@ -186,7 +186,7 @@ func TestInvalidUTF8Rejected(t *testing.T) {
 			_, err := f.AppendValue(nil, col, v)
 			re, ok := err.(*pipeline.RowError)
 			if !ok || re.Code != pipeline.CodeEncoding || re.Field != "c" {
-				t.Errorf("%s %q: %v; want an encoding reject", col.Type, v.S, err)
+				t.Errorf("%s %q: %v; want an encoding reject", col.Type, v.Str, err)
 			}
 		}
 	}

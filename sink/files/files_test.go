@@ -21,7 +21,7 @@ import (
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/parquet"
 	"github.com/rekey/rekey/sink/sinktest"
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 func newSink(t *testing.T, cfg files.Config) *files.Sink {
@@ -81,7 +81,7 @@ func readAll(t *testing.T, dir string, infos []pipeline.FileInfo, schema pipelin
 		}
 		for i, v := range pf.Values {
 			if r := plan.Route(v[0]); r != fi.Region {
-				t.Fatalf("%s row %d: key %q belongs to region %d, file is in region %d", fi.Path, i, v[0].S, r, fi.Region)
+				t.Fatalf("%s row %d: key %q belongs to region %d, file is in region %d", fi.Path, i, v[0].Str, r, fi.Region)
 			}
 		}
 		out[fi.Path] = pf
@@ -218,9 +218,9 @@ func TestSort(t *testing.T) {
 			for path, pf := range got {
 				for i := 1; i < len(pf.Values); i++ {
 					a, b := pf.Values[i-1], pf.Values[i]
-					c := strings.Compare(a[0].S, b[0].S)
-					if c > 0 || c == 0 && a[1].I < b[1].I {
-						t.Fatalf("%s rows %d,%d out of order: (%s,%d) then (%s,%d)", path, i-1, i, a[0].S, a[1].I, b[0].S, b[1].I)
+					c := strings.Compare(a[0].Str, b[0].Str)
+					if c > 0 || c == 0 && a[1].Num < b[1].Num {
+						t.Fatalf("%s rows %d,%d out of order: (%s,%d) then (%s,%d)", path, i-1, i, a[0].Str, a[1].Num, b[0].Str, b[1].Num)
 					}
 				}
 			}

@@ -4,7 +4,7 @@ import (
 	"io"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 // Format is one file format (sink/parquet, sink/csv). The region sink keeps one Buffer per

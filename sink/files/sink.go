@@ -45,7 +45,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 // Defaults.

@@ -73,11 +73,11 @@ func (t *sorter) copyString(s string) string {
 
 func (t *sorter) add(values []pipeline.Value) {
 	for _, v := range values {
-		switch v.K {
+		switch v.Kind {
 		case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
-			v.S = t.copyString(v.S)
+			v.Str = t.copyString(v.Str)
 		default:
-			v.S = ""
+			v.Str = ""
 		}
 		t.vals = append(t.vals, v)
 	}
@@ -181,14 +181,14 @@ func newRunWriter(path string) (*runWriter, error) {
 func (w *runWriter) write(row []pipeline.Value) {
 	b := w.tmp[:0]
 	for _, v := range row {
-		b = append(b, byte(v.K))
-		switch v.K {
+		b = append(b, byte(v.Kind))
+		switch v.Kind {
 		case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
-			b = binary.AppendUvarint(b, uint64(len(v.S)))
-			b = append(b, v.S...)
+			b = binary.AppendUvarint(b, uint64(len(v.Str)))
+			b = append(b, v.Str...)
 		case pipeline.KindNull:
 		default:
-			b = binary.AppendVarint(b, v.I)
+			b = binary.AppendVarint(b, v.Num)
 		}
 	}
 	w.tmp = b
@@ -245,8 +245,8 @@ func (r *runReader) next() ([]pipeline.Value, error) {
 			}
 			return nil, fmt.Errorf("files: read sort run %s: %w", r.f.Name(), noEOF(err))
 		}
-		v := pipeline.Value{K: pipeline.Kind(k)}
-		switch v.K {
+		v := pipeline.Value{Kind: pipeline.Kind(k)}
+		switch v.Kind {
 		case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
 			n, err := binary.ReadUvarint(r.br)
 			if err != nil {
@@ -260,7 +260,7 @@ func (r *runReader) next() ([]pipeline.Value, error) {
 			sp = append(sp, span{c, start, int(n)})
 		case pipeline.KindNull:
 		default:
-			v.I, err = binary.ReadVarint(r.br)
+			v.Num, err = binary.ReadVarint(r.br)
 			if err != nil {
 				return nil, fmt.Errorf("files: read sort run %s: %w", r.f.Name(), noEOF(err))
 			}
@@ -269,7 +269,7 @@ func (r *runReader) next() ([]pipeline.Value, error) {
 	}
 	for _, s := range sp {
 		if s.n > 0 {
-			r.vals[s.col].S = unsafe.String(&r.buf[s.start], s.n)
+			r.vals[s.col].Str = unsafe.String(&r.buf[s.start], s.n)
 		}
 	}
 	return r.vals, nil

@@ -67,7 +67,7 @@ func CheckRow(schema pipeline.TargetSchema, values []pipeline.Value) *pipeline.R
 
 // CheckValue validates one value for its column.
 func CheckValue(col pipeline.Column, v pipeline.Value) *pipeline.RowError {
-	if v.K == pipeline.KindNull {
+	if v.Kind == pipeline.KindNull {
 		if col.IsKey() {
 			return NullKeyError(col)
 		}
@@ -95,29 +95,29 @@ func CheckValue(col pipeline.Column, v pipeline.Value) *pipeline.RowError {
 // TextValue returns the bytes of a VARCHAR, JSON or VARBINARY value. Text, bytes and decimal
 // values are returned without copying; VARCHAR and JSON text must be valid UTF-8.
 func TextValue(col pipeline.Column, v pipeline.Value) (string, *pipeline.RowError) {
-	switch v.K {
+	switch v.Kind {
 	case pipeline.KindText, pipeline.KindBytes:
-		if col.Type != pipeline.TypeVarbinary && !utf8.ValidString(v.S) {
-			return "", EncodingError(col, v.S)
+		if col.Type != pipeline.TypeVarbinary && !utf8.ValidString(v.Str) {
+			return "", EncodingError(col, v.Str)
 		}
-		return v.S, nil
+		return v.Str, nil
 	case pipeline.KindDecimal, pipeline.KindInt, pipeline.KindFloat, pipeline.KindBool:
 		if col.Type == pipeline.TypeVarbinary {
 			break
 		}
 		return v.String(), nil
 	}
-	return "", TypeError(col, "%s value for a %s column", v.K, col.Type)
+	return "", TypeError(col, "%s value for a %s column", v.Kind, col.Type)
 }
 
 // IntValue returns an integer value checked against the column type's range.
 func IntValue(col pipeline.Column, v pipeline.Value) (int64, *pipeline.RowError) {
 	var i int64
-	switch v.K {
+	switch v.Kind {
 	case pipeline.KindInt, pipeline.KindBool:
-		i = v.I
+		i = v.Num
 	default:
-		return 0, TypeError(col, "%s value for a %s column", v.K, col.Type)
+		return 0, TypeError(col, "%s value for a %s column", v.Kind, col.Type)
 	}
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 	switch col.Type {
@@ -137,22 +137,22 @@ func IntValue(col pipeline.Column, v pipeline.Value) (int64, *pipeline.RowError)
 // BoolValue returns a BOOLEAN value.
 func BoolValue(col pipeline.Column, v pipeline.Value) (bool, *pipeline.RowError) {
 	switch {
-	case v.K == pipeline.KindBool, v.K == pipeline.KindInt && (v.I == 0 || v.I == 1):
-		return v.I != 0, nil
+	case v.Kind == pipeline.KindBool, v.Kind == pipeline.KindInt && (v.Num == 0 || v.Num == 1):
+		return v.Num != 0, nil
 	}
-	return false, TypeError(col, "%s value %s for a BOOLEAN column", v.K, v.String())
+	return false, TypeError(col, "%s value %s for a BOOLEAN column", v.Kind, v.String())
 }
 
 // FloatValue returns a FLOAT or DOUBLE value.
 func FloatValue(col pipeline.Column, v pipeline.Value) (float64, *pipeline.RowError) {
 	var f float64
-	switch v.K {
+	switch v.Kind {
 	case pipeline.KindFloat:
 		f = v.Float()
 	case pipeline.KindInt:
-		f = float64(v.I)
+		f = float64(v.Num)
 	default:
-		return 0, TypeError(col, "%s value for a %s column", v.K, col.Type)
+		return 0, TypeError(col, "%s value for a %s column", v.Kind, col.Type)
 	}
 	if col.Type == pipeline.TypeFloat && !math.IsInf(f, 0) && !math.IsNaN(f) && math.Abs(f) > math.MaxFloat32 {
 		return 0, TypeError(col, "%g is out of FLOAT range", f)
@@ -176,22 +176,22 @@ var pow10u64 = func() (p [20]uint64) {
 
 // DecimalValue returns the unscaled value of a DECIMAL(p,s) column, exactly, or a reject.
 func DecimalValue(col pipeline.Column, v pipeline.Value) (Dec128, *pipeline.RowError) {
-	switch v.K {
+	switch v.Kind {
 	case pipeline.KindDecimal, pipeline.KindText:
 		if u, sc, ok := v.Unscaled(); ok {
 			if d, ok := scaleInt64(u, sc, col.Precision, col.Scale); ok {
 				return d, nil
 			}
 		}
-		if d, ok := parseDecimalFast(v.S, col.Precision, col.Scale); ok {
+		if d, ok := parseDecimalFast(v.Str, col.Precision, col.Scale); ok {
 			return d, nil
 		}
-		return parseDecimalBig(col, v.S)
+		return parseDecimalBig(col, v.Str)
 	case pipeline.KindInt:
-		if d, ok := scaleInt64(v.I, 0, col.Precision, col.Scale); ok {
+		if d, ok := scaleInt64(v.Num, 0, col.Precision, col.Scale); ok {
 			return d, nil
 		}
-		return parseDecimalBig(col, strconv.FormatInt(v.I, 10))
+		return parseDecimalBig(col, strconv.FormatInt(v.Num, 10))
 	case pipeline.KindFloat:
 		f := v.Float()
 		if math.IsNaN(f) || math.IsInf(f, 0) {
@@ -203,7 +203,7 @@ func DecimalValue(col pipeline.Column, v pipeline.Value) (Dec128, *pipeline.RowE
 		}
 		return parseDecimalBig(col, s)
 	}
-	return Dec128{}, TypeError(col, "%s value for a %s column", v.K, col.SQLType())
+	return Dec128{}, TypeError(col, "%s value for a %s column", v.Kind, col.SQLType())
 }
 
 // parseDecimalFast handles the common case (plain notation, at most 18 significant digits) with

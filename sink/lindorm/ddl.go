@@ -150,18 +150,18 @@ func SplitValue(t pipeline.Type, v pipeline.Value) string {
 	}
 	switch t {
 	case pipeline.TypeVarbinary:
-		return fmt.Sprintf("%x", v.S)
+		return fmt.Sprintf("%x", v.Str)
 	case pipeline.TypeDate:
-		if v.K == pipeline.KindInt {
-			return time.Unix(v.I*86400, 0).UTC().Format("2006-01-02")
+		if v.Kind == pipeline.KindInt {
+			return time.Unix(v.Num*86400, 0).UTC().Format("2006-01-02")
 		}
 	case pipeline.TypeTimestamp:
-		if v.K == pipeline.KindInt {
-			return time.UnixMilli(v.I).UTC().Format("2006-01-02 15:04:05.000")
+		if v.Kind == pipeline.KindInt {
+			return time.UnixMilli(v.Num).UTC().Format("2006-01-02 15:04:05.000")
 		}
 	case pipeline.TypeFloat, pipeline.TypeDouble:
-		if v.K == pipeline.KindInt {
-			return strconv.FormatInt(v.I, 10)
+		if v.Kind == pipeline.KindInt {
+			return strconv.FormatInt(v.Num, 10)
 		}
 	}
 	return v.String()

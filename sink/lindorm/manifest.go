@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 // Manifest describes a run's output: what was migrated, how the table is split and which files

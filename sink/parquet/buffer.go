@@ -175,7 +175,7 @@ func (b *buffer) Mem() int64 {
 // convert validates value v of column i into its slot.
 func (b *buffer) convert(i int, v pipeline.Value) *pipeline.RowError {
 	sp, s := &b.specs[i], &b.slots[i]
-	if v.K == pipeline.KindNull {
+	if v.Kind == pipeline.KindNull {
 		if !sp.nullable {
 			return files.NullKeyError(sp.col)
 		}
@@ -187,24 +187,24 @@ func (b *buffer) convert(i int, v pipeline.Value) *pipeline.RowError {
 	switch sp.phys {
 	case physBytes:
 		s.hit = false
-		if v.K == pipeline.KindText || v.K == pipeline.KindBytes {
-			s.s = v.S
+		if v.Kind == pipeline.KindText || v.Kind == pipeline.KindBytes {
+			s.s = v.Str
 			if sp.utf8 {
 				// One invalid STRING value makes readers refuse the whole file. A dictionary
 				// entry was checked when it was added: look it up now, and append by index.
 				if c := &b.cols[i]; c.dictMode {
-					s.k, s.hit = b.dicts[i].find(v.S, c)
+					s.k, s.hit = b.dicts[i].find(v.Str, c)
 				}
-				if !s.hit && !utf8.ValidString(v.S) {
-					return files.EncodingError(sp.col, v.S)
+				if !s.hit && !utf8.ValidString(v.Str) {
+					return files.EncodingError(sp.col, v.Str)
 				}
 			}
 			return nil
 		}
 		s.s, err = files.TextValue(sp.col, v)
 	case physInt64:
-		if v.K == pipeline.KindInt {
-			s.i = v.I
+		if v.Kind == pipeline.KindInt {
+			s.i = v.Num
 			return nil
 		}
 		s.i, err = files.IntValue(sp.col, v)
@@ -218,7 +218,7 @@ func (b *buffer) convert(i int, v pipeline.Value) *pipeline.RowError {
 			s.i = 1
 		}
 	case physFloat32, physFloat64:
-		if v.K == pipeline.KindFloat && sp.phys == physFloat64 {
+		if v.Kind == pipeline.KindFloat && sp.phys == physFloat64 {
 			s.f = v.Float()
 			return nil
 		}

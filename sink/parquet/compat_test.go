@@ -175,14 +175,14 @@ func TestSparkReadsAncientDatetimesAsWritten(t *testing.T) {
 			t.Fatalf("read %d rows, wrote %d", len(pf.Values), len(want))
 		}
 		for i, vals := range pf.Values {
-			if vals[1].I != want[i][0] || vals[2].I != want[i][1] {
-				t.Errorf("row %d: read date %d ts %d, wrote %d %d", i, vals[1].I, vals[2].I, want[i][0], want[i][1])
+			if vals[1].Num != want[i][0] || vals[2].Num != want[i][1] {
+				t.Errorf("row %d: read date %d ts %d, wrote %d %d", i, vals[1].Num, vals[2].Num, want[i][0], want[i][1])
 			}
 		}
-		if got := sinktest.DateString(pf.Values[0][1].I); got != "1000-01-01" {
+		if got := sinktest.DateString(pf.Values[0][1].Num); got != "1000-01-01" {
 			t.Errorf("first date reads as %s", got)
 		}
-		if got := time.UnixMilli(pf.Values[0][2].I).UTC().Format(time.RFC3339); got != "1800-01-01T00:00:00Z" {
+		if got := time.UnixMilli(pf.Values[0][2].Num).UTC().Format(time.RFC3339); got != "1800-01-01T00:00:00Z" {
 			t.Errorf("first timestamp reads as %s", got)
 		}
 	}

@@ -186,11 +186,11 @@ func TestKeyStatistics(t *testing.T) {
 			vals := pf.Values[first : first+n]
 			first += n
 			st := rg.Columns[0].MetaData.Statistics
-			minS, maxS := vals[0][0].S, vals[0][0].S
-			var minI, maxI int64 = vals[0][1].I, vals[0][1].I
+			minS, maxS := vals[0][0].Str, vals[0][0].Str
+			var minI, maxI int64 = vals[0][1].Num, vals[0][1].Num
 			for _, v := range vals {
-				minS, maxS = min(minS, v[0].S), max(maxS, v[0].S)
-				minI, maxI = min(minI, v[1].I), max(maxI, v[1].I)
+				minS, maxS = min(minS, v[0].Str), max(maxS, v[0].Str)
+				minI, maxI = min(minI, v[1].Num), max(maxI, v[1].Num)
 			}
 			if !bytes.Equal(st.MinValue, []byte(minS)) || !bytes.Equal(st.MaxValue, []byte(maxS)) {
 				t.Fatalf("%s row group %d: k1 statistics [%q, %q], data [%q, %q]", fi.Path, g, st.MinValue, st.MaxValue, minS, maxS)

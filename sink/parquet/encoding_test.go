@@ -73,11 +73,11 @@ func TestInvalidUTF8NeverReachesAParquetFile(t *testing.T) {
 			for _, vals := range pf.Values {
 				rows++
 				for c, v := range vals {
-					if schema.Columns[c].Type != pipeline.TypeVarbinary && !utf8.ValidString(v.S) {
-						t.Errorf("sort=%v: %s: STRING column %s holds invalid UTF-8 %q", sorted, fi.Path, schema.Columns[c].Name, v.S)
+					if schema.Columns[c].Type != pipeline.TypeVarbinary && !utf8.ValidString(v.Str) {
+						t.Errorf("sort=%v: %s: STRING column %s holds invalid UTF-8 %q", sorted, fi.Path, schema.Columns[c].Name, v.Str)
 					}
 				}
-				if vals[12].S == "\xff\xfe\x00" {
+				if vals[12].Str == "\xff\xfe\x00" {
 					bin++
 				}
 			}

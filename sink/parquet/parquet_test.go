@@ -92,12 +92,12 @@ func TestAllTypesRoundTrip(t *testing.T) {
 		}
 		for i, vals := range pf.Values {
 			if reg := plan.Route(vals[0]); reg != fi.Region {
-				t.Fatalf("%s row %d: key %q belongs to region %d", fi.Path, i, vals[0].S, reg)
+				t.Fatalf("%s row %d: key %q belongs to region %d", fi.Path, i, vals[0].Str, reg)
 			}
 			k := strings.Join(pf.Rows[i], "|")
 			if want[k] == 0 {
 				for _, r := range rows {
-					if r.Values[0].S == vals[0].S && r.Values[1].I == vals[1].I {
+					if r.Values[0].Str == vals[0].Str && r.Values[1].Num == vals[1].Num {
 						t.Logf("want %v", sinktest.CanonRow(schema, r.Values))
 					}
 				}

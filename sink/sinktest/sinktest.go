@@ -180,9 +180,9 @@ func Canon(col pipeline.Column, v pipeline.Value) string {
 		}
 		return string(d.AppendText(nil, col.Scale))
 	case pipeline.TypeBoolean:
-		return strconv.FormatBool(v.I != 0)
+		return strconv.FormatBool(v.Num != 0)
 	case pipeline.TypeVarbinary:
-		return fmt.Sprintf("%x", v.S)
+		return fmt.Sprintf("%x", v.Str)
 	}
 	return v.String()
 }
@@ -288,7 +288,7 @@ func fromParquet(col pipeline.Column, v pq.Value) pipeline.Value {
 		r := new(big.Rat).SetFrac(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(col.Scale)), nil))
 		return pipeline.Decimal(r.FloatString(col.Scale))
 	}
-	return pipeline.Value{K: pipeline.KindText, S: "unknown " + v.String()}
+	return pipeline.Value{Kind: pipeline.KindText, Str: "unknown " + v.String()}
 }
 
 // DateString renders days since 1970-01-01 as yyyy-mm-dd.

@@ -101,7 +101,7 @@ func TestApplyPartialUpsertsInOrder(t *testing.T) {
 					continue
 				}
 				for i := 1; i < 4; i++ {
-					if g[i].K != m[i].K || g[i].I != m[i].I {
+					if g[i].Kind != m[i].Kind || g[i].Num != m[i].Num {
 						t.Errorf("key %v column %s: got %v, want %v", m[0], s.Columns[i].Name, g[i], m[i])
 					}
 				}
@@ -181,7 +181,7 @@ func TestDeleteRange(t *testing.T) {
 						t.Errorf("%v not deleted", k)
 					}
 				}
-				if g := got[keyString([]pipeline.Value{pipeline.Int(1), pipeline.Int(1), pipeline.Int(1)})]; len(g) < 4 || g[3].I != 9 {
+				if g := got[keyString([]pipeline.Value{pipeline.Int(1), pipeline.Int(1), pipeline.Int(1)})]; len(g) < 4 || g[3].Num != 9 {
 					t.Errorf("the upsert after the range delete: %v", g)
 				}
 			})

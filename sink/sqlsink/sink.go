@@ -456,11 +456,11 @@ func (w *Writer) apply(ctx context.Context, a *applyState) ([]pipeline.RowReject
 func keyHash(key []pipeline.Value) uint64 {
 	var h uint64 = 0x9e3779b97f4a7c15
 	for _, v := range key {
-		switch v.K {
+		switch v.Kind {
 		case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
-			h = h*0x100000001b3 ^ xxh3.HashString(v.S)
+			h = h*0x100000001b3 ^ xxh3.HashString(v.Str)
 		default:
-			h = h*0x100000001b3 ^ uint64(v.I)*0xbf58476d1ce4e5b9 ^ uint64(v.K)
+			h = h*0x100000001b3 ^ uint64(v.Num)*0xbf58476d1ce4e5b9 ^ uint64(v.Kind)
 		}
 	}
 	return h ^ h>>31
@@ -600,7 +600,7 @@ func lastPerKey(a *applyState, run []int, keyLen int) []int {
 func keyString(v []pipeline.Value) string {
 	var b strings.Builder
 	for _, x := range v {
-		b.WriteByte(byte(x.K))
+		b.WriteByte(byte(x.Kind))
 		b.WriteString(x.String())
 		b.WriteByte(0)
 	}

@@ -189,19 +189,19 @@ func diffRow(schema pipeline.TargetSchema, want, got []pipeline.Value) string {
 	for i, c := range schema.Columns {
 		w := want[i]
 		if c.Type == pipeline.TypeDecimal && !w.IsNull() {
-			w = pipeline.Decimal(w.S + "00") // the column's scale is 3
+			w = pipeline.Decimal(w.Str + "00") // the column's scale is 3
 		}
 		if c.Type == pipeline.TypeJSON && !w.IsNull() { // servers may reformat JSON
 			var a, b bytes.Buffer
-			json.Compact(&a, []byte(w.S))
-			json.Compact(&b, []byte(got[i].S))
+			json.Compact(&a, []byte(w.Str))
+			json.Compact(&b, []byte(got[i].Str))
 			w, got[i] = pipeline.Text(a.String()), pipeline.Text(b.String())
 		}
 		if c.Type == pipeline.TypeFloat && !w.IsNull() {
 			w = pipeline.Float(float64(float32(w.Float())))
 		}
 		if !w.Equal(got[i]) {
-			d = append(d, fmt.Sprintf("%s: want %v %q, got %v %q", c.Name, w.K, w.String(), got[i].K, got[i].String()))
+			d = append(d, fmt.Sprintf("%s: want %v %q, got %v %q", c.Name, w.Kind, w.String(), got[i].Kind, got[i].String()))
 		}
 	}
 	return strings.Join(d, "; ")
@@ -396,7 +396,7 @@ func TestApplyKeepsOrderPerKey(t *testing.T) {
 				t.Errorf("%d rows, want %d", len(got), len(want))
 			}
 			for k, v := range want {
-				if g, ok := got[k]; !ok || g[2].I != v {
+				if g, ok := got[k]; !ok || g[2].Num != v {
 					t.Errorf("key %q: got %v, want %d", k, g, v)
 				}
 			}
@@ -810,7 +810,7 @@ func TestLiteralsSuitEveryConnectionsSQLMode(t *testing.T) {
 		t.Helper()
 		got := readAll(t, srv.DB(t), schema)
 		for _, v := range got {
-			if !strings.HasPrefix(v[0].S, "k") {
+			if !strings.HasPrefix(v[0].Str, "k") {
 				t.Errorf("a row the writer was not given: %q", v)
 			}
 		}
@@ -818,7 +818,7 @@ func TestLiteralsSuitEveryConnectionsSQLMode(t *testing.T) {
 			want := row(i)
 			g, ok := got[keyString(want[:1])]
 			if !ok {
-				t.Errorf("row %d (%q) missing", i, want[1].S)
+				t.Errorf("row %d (%q) missing", i, want[1].Str)
 			} else if d := diffRow(schema, want, g); d != "" {
 				t.Errorf("row %d: %s", i, d)
 			}

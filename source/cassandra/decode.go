@@ -232,9 +232,9 @@ func (d *colDecoder) decode(data []byte, a *arena, scratch *[]byte) (pipeline.Va
 		if !utf8.Valid(data) {
 			return pipeline.Null, cqlvalue.CheckUTF8(string(data))
 		}
-		return pipeline.Value{S: a.str(data), K: pipeline.KindText}, nil
+		return pipeline.Value{Str: a.str(data), Kind: pipeline.KindText}, nil
 	case kBlob:
-		return pipeline.Value{S: a.str(data), K: pipeline.KindBytes}, nil
+		return pipeline.Value{Str: a.str(data), Kind: pipeline.KindBytes}, nil
 	}
 	if len(data) == 0 {
 		return pipeline.Null, nil
@@ -244,40 +244,40 @@ func (d *colDecoder) decode(data []byte, a *arena, scratch *[]byte) (pipeline.Va
 		if len(data) != 8 {
 			return pipeline.Null, lengthError("8", len(data))
 		}
-		return pipeline.Value{I: int64(binary.BigEndian.Uint64(data)), K: pipeline.KindInt}, nil
+		return pipeline.Value{Num: int64(binary.BigEndian.Uint64(data)), Kind: pipeline.KindInt}, nil
 	case kWritetime:
 		if len(data) != 8 {
 			return pipeline.Null, lengthError("8", len(data))
 		}
-		return pipeline.Value{I: microsToMillis(int64(binary.BigEndian.Uint64(data))), K: pipeline.KindInt}, nil
+		return pipeline.Value{Num: microsToMillis(int64(binary.BigEndian.Uint64(data))), Kind: pipeline.KindInt}, nil
 	case kInt:
 		if len(data) != 4 {
 			return pipeline.Null, lengthError("4", len(data))
 		}
-		return pipeline.Value{I: int64(int32(binary.BigEndian.Uint32(data))), K: pipeline.KindInt}, nil
+		return pipeline.Value{Num: int64(int32(binary.BigEndian.Uint32(data))), Kind: pipeline.KindInt}, nil
 	case kSmallint:
 		if len(data) != 2 {
 			return pipeline.Null, lengthError("2", len(data))
 		}
-		return pipeline.Value{I: int64(int16(binary.BigEndian.Uint16(data))), K: pipeline.KindInt}, nil
+		return pipeline.Value{Num: int64(int16(binary.BigEndian.Uint16(data))), Kind: pipeline.KindInt}, nil
 	case kTinyint:
 		if len(data) != 1 {
 			return pipeline.Null, lengthError("1", len(data))
 		}
-		return pipeline.Value{I: int64(int8(data[0])), K: pipeline.KindInt}, nil
+		return pipeline.Value{Num: int64(int8(data[0])), Kind: pipeline.KindInt}, nil
 	case kDate:
 		if len(data) != 4 {
 			return pipeline.Null, lengthError("4", len(data))
 		}
-		return pipeline.Value{I: dateDays(data), K: pipeline.KindInt}, nil
+		return pipeline.Value{Num: dateDays(data), Kind: pipeline.KindInt}, nil
 	case kBool:
 		if len(data) != 1 {
 			return pipeline.Null, lengthError("1", len(data))
 		}
 		if data[0] != 0 {
-			return pipeline.Value{I: 1, K: pipeline.KindBool}, nil
+			return pipeline.Value{Num: 1, Kind: pipeline.KindBool}, nil
 		}
-		return pipeline.Value{K: pipeline.KindBool}, nil
+		return pipeline.Value{Kind: pipeline.KindBool}, nil
 	case kFloat:
 		if len(data) != 4 {
 			return pipeline.Null, lengthError("4", len(data))
@@ -287,14 +287,14 @@ func (d *colDecoder) decode(data []byte, a *arena, scratch *[]byte) (pipeline.Va
 		if len(data) != 8 {
 			return pipeline.Null, lengthError("8", len(data))
 		}
-		return pipeline.Value{I: int64(binary.BigEndian.Uint64(data)), K: pipeline.KindFloat}, nil
+		return pipeline.Value{Num: int64(binary.BigEndian.Uint64(data)), Kind: pipeline.KindFloat}, nil
 	case kVarint:
 		if n, ok := varintInt64(data); ok {
-			return pipeline.Value{I: n, K: pipeline.KindInt}, nil
+			return pipeline.Value{Num: n, Kind: pipeline.KindInt}, nil
 		}
 		b := appendBigInt((*scratch)[:0], data)
 		*scratch = b
-		return pipeline.Value{S: a.str(b), K: pipeline.KindDecimal}, nil
+		return pipeline.Value{Str: a.str(b), Kind: pipeline.KindDecimal}, nil
 	case kDecimal:
 		b, err := appendDecimal((*scratch)[:0], data)
 		*scratch = b
@@ -304,28 +304,28 @@ func (d *colDecoder) decode(data []byte, a *arena, scratch *[]byte) (pipeline.Va
 		if u, ok := varintInt64(data[4:]); ok { // appendDecimal checked the length
 			return pipeline.DecimalUnscaled(a.str(b), u, int(int32(binary.BigEndian.Uint32(data)))), nil
 		}
-		return pipeline.Value{S: a.str(b), K: pipeline.KindDecimal}, nil
+		return pipeline.Value{Str: a.str(b), Kind: pipeline.KindDecimal}, nil
 	case kUUID:
 		if len(data) != 16 {
 			return pipeline.Null, lengthError("16", len(data))
 		}
 		b := appendUUID((*scratch)[:0], data)
 		*scratch = b
-		return pipeline.Value{S: a.str(b), K: pipeline.KindText}, nil
+		return pipeline.Value{Str: a.str(b), Kind: pipeline.KindText}, nil
 	case kInet:
 		b, err := appendInet((*scratch)[:0], data)
 		*scratch = b
 		if err != nil {
 			return pipeline.Null, err
 		}
-		return pipeline.Value{S: a.str(b), K: pipeline.KindText}, nil
+		return pipeline.Value{Str: a.str(b), Kind: pipeline.KindText}, nil
 	case kDuration:
 		b, err := appendDuration((*scratch)[:0], d.info, data)
 		*scratch = b
 		if err != nil {
 			return pipeline.Null, err
 		}
-		return pipeline.Value{S: a.str(b), K: pipeline.KindText}, nil
+		return pipeline.Value{Str: a.str(b), Kind: pipeline.KindText}, nil
 	case kJSON:
 		b, err := d.json.appendJSON((*scratch)[:0], data, d.isCanon)
 		*scratch = b
@@ -338,12 +338,12 @@ func (d *colDecoder) decode(data []byte, a *arena, scratch *[]byte) (pipeline.Va
 			if err != nil {
 				return pipeline.Null, fmt.Errorf("canonicalise %s: %w", d.canon, err)
 			}
-			if len(v.S) > 0 && unsafe.StringData(v.S) == unsafe.SliceData(b) {
-				v.S = a.str(b) // never keep a string pointing into the scratch buffer
+			if len(v.Str) > 0 && unsafe.StringData(v.Str) == unsafe.SliceData(b) {
+				v.Str = a.str(b) // never keep a string pointing into the scratch buffer
 			}
 			return v, nil
 		}
-		return pipeline.Value{S: a.str(b), K: pipeline.KindText}, nil
+		return pipeline.Value{Str: a.str(b), Kind: pipeline.KindText}, nil
 	}
 	return pipeline.Null, fmt.Errorf("column %s: no decoder", d.name)
 }
@@ -707,22 +707,22 @@ func (n *jnode) appendScalar(dst []byte, data []byte, canon bool) ([]byte, error
 	switch n.dec.kind {
 	case kTimestamp:
 		if canon {
-			return strconv.AppendInt(dst, v.I, 10), nil
+			return strconv.AppendInt(dst, v.Num, 10), nil
 		}
 		dst = append(dst, '"')
-		dst = time.UnixMilli(v.I).UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
+		dst = time.UnixMilli(v.Num).UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
 		return append(dst, '"'), nil
 	case kDate:
 		if canon {
-			return strconv.AppendInt(dst, v.I, 10), nil
+			return strconv.AppendInt(dst, v.Num, 10), nil
 		}
 		dst = append(dst, '"')
-		dst = time.Unix(v.I*86400, 0).UTC().AppendFormat(dst, "2006-01-02")
+		dst = time.Unix(v.Num*86400, 0).UTC().AppendFormat(dst, "2006-01-02")
 		return append(dst, '"'), nil
 	case kFloat, kDouble:
 		return cqlvalue.AppendJSONFloat(dst, v.Float()), nil
 	case kInet, kDuration:
-		return cqlvalue.AppendJSONString(dst, v.S), nil
+		return cqlvalue.AppendJSONString(dst, v.Str), nil
 	}
 	return v.AppendCanonical(dst), nil
 }

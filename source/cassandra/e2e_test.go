@@ -245,8 +245,8 @@ func expectedRows(t testing.TB, prog *transform.Program, schema pipeline.SourceS
 		}
 		// the key rewrite, checked independently of the transform
 		sum := md5.Sum([]byte(strconv.Itoa(i)))
-		if h := hex.EncodeToString(sum[:])[:4]; out[0].S != h {
-			t.Fatalf("row %d: key prefix %q, want %q", i, out[0].S, h)
+		if h := hex.EncodeToString(sum[:])[:4]; out[0].Str != h {
+			t.Fatalf("row %d: key prefix %q, want %q", i, out[0].Str, h)
 		}
 		rows = append(rows, canonRow(target, out))
 		ev.Reset()

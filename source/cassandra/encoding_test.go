@@ -33,7 +33,7 @@ func TestInvalidUTF8CellsAreEncodingRejects(t *testing.T) {
 	for _, cql := range []string{"list<text>", ""} { // canonical (cqlvalue) and plain JSON paths
 		v, err := decodeOne(t, lt, cql, data)
 		if cellError("c", err).Code != pipeline.CodeEncoding {
-			t.Errorf("list<text> %q: %q, %v; want an encoding error", cql, v.S, err)
+			t.Errorf("list<text> %q: %q, %v; want an encoding error", cql, v.Str, err)
 		}
 	}
 	if re := cellError("c", lengthError("8", 3)); re.Code != pipeline.CodeParse {
@@ -52,7 +52,7 @@ func TestCassandraTimestampsInCollectionsAreMilliseconds(t *testing.T) {
 	}
 	v, err := decodeOne(t, lt, "list<timestamp>", data)
 	want := `["1970-01-01T00:00:00.005Z","1969-12-31T23:59:59.999Z","2024-01-01T00:00:00.000Z"]`
-	if err != nil || v.S != want {
-		t.Errorf("got %q, %v; want %s", v.S, err, want)
+	if err != nil || v.Str != want {
+		t.Errorf("got %q, %v; want %s", v.Str, err, want)
 	}
 }

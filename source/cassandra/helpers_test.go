@@ -92,7 +92,7 @@ func show(v pipeline.Value) string {
 	if v.IsNull() {
 		return "null"
 	}
-	return v.K.String() + ":" + fmt.Sprintf("%q", v.String())
+	return v.Kind.String() + ":" + fmt.Sprintf("%q", v.String())
 }
 
 // rowSet is the sorted list of rows in batches (error-free records only; fails on errors).

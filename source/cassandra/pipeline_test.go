@@ -109,7 +109,7 @@ func sampleTargets(ctx context.Context, src pipeline.Source, prog *transform.Pro
 			continue
 		}
 		for j := range row {
-			row[j].S = strings.Clone(row[j].S)
+			row[j].Str = strings.Clone(row[j].Str)
 		}
 		out = append(out, row)
 	}
@@ -134,9 +134,9 @@ func canonOut(col pipeline.Column, v pipeline.Value) string {
 		}
 		return r.RatString()
 	case pipeline.TypeVarbinary:
-		return fmt.Sprintf("%x", v.S)
+		return fmt.Sprintf("%x", v.Str)
 	case pipeline.TypeBoolean:
-		return strconv.FormatBool(v.I != 0)
+		return strconv.FormatBool(v.Num != 0)
 	}
 	return v.String()
 }

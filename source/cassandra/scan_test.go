@@ -300,14 +300,14 @@ func TestWriteTimeAndTTL(t *testing.T) {
 	must(t, err)
 	for _, b := range batches {
 		for _, r := range b.Records {
-			id := r.Values[0].I
+			id := r.Values[0].Num
 			if r.Values[4] != pipeline.Int(1704164645678) {
 				t.Errorf("row %d writetime_v = %v, want 1704164645678 (ms)", id, r.Values[4])
 			}
 			if id == 1 != r.Values[5].IsNull() {
 				t.Errorf("row %d writetime_w = %v", id, r.Values[5])
 			}
-			if id == 0 != r.Values[6].IsNull() || id > 0 && (r.Values[6].I <= 0 || r.Values[6].I > 3600*id) {
+			if id == 0 != r.Values[6].IsNull() || id > 0 && (r.Values[6].Num <= 0 || r.Values[6].Num > 3600*id) {
 				t.Errorf("row %d ttl_v = %v", id, r.Values[6])
 			}
 		}
@@ -347,7 +347,7 @@ func TestSampleAndEstimate(t *testing.T) {
 		users := map[string]bool{}
 		for _, r := range recs {
 			keys = append(keys, rowKey(r.Values))
-			users[r.Values[0].S] = true
+			users[r.Values[0].Str] = true
 		}
 		if len(users) < 150 {
 			t.Errorf("%s: the sample holds only %d users", params, len(users))
@@ -431,7 +431,7 @@ func TestReadChosenColumns(t *testing.T) {
 	must(t, err)
 	for _, b := range batches {
 		for _, r := range b.Records {
-			if len(r.Values) != 3 || !strings.HasPrefix(r.Values[0].S, "p-") || !strings.HasPrefix(r.Values[1].S, "u") || r.Values[2].K != pipeline.KindInt {
+			if len(r.Values) != 3 || !strings.HasPrefix(r.Values[0].Str, "p-") || !strings.HasPrefix(r.Values[1].Str, "u") || r.Values[2].Kind != pipeline.KindInt {
 				t.Fatalf("record %v", r.Values)
 			}
 		}

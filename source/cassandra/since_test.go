@@ -73,7 +73,7 @@ func TestSinceReadsOnlyRowsWrittenSince(t *testing.T) {
 	for _, b := range batches {
 		skipped += b.Skipped
 		for _, r := range b.Records {
-			kept[r.Values[0].I] = true
+			kept[r.Values[0].Num] = true
 		}
 	}
 	for i := int64(0); i < n; i++ {

@@ -195,7 +195,7 @@ func TestDecodeEveryType(t *testing.T) {
 			if r.Err != nil {
 				t.Fatalf("%s: %v", b.Position(&r), r.Err)
 			}
-			got[r.Values[0].I] = r.Values
+			got[r.Values[0].Num] = r.Values
 		}
 	}
 	if len(got) != len(typeRows) {

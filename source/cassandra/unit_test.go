@@ -75,8 +75,8 @@ func TestDecimalMatchesCqlvalue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(got) != want.S {
-			t.Fatalf("unscaled %s scale %d: got %s, want %s", unscaled, scale, got, want.S)
+		if string(got) != want.Str {
+			t.Fatalf("unscaled %s scale %d: got %s, want %s", unscaled, scale, got, want.Str)
 		}
 	}
 	if _, err := appendDecimal(nil, []byte{0x7f, 0, 0, 0, 1}); err == nil {
@@ -144,14 +144,14 @@ func TestScalarEdges(t *testing.T) {
 	}
 	// an IPv4-mapped IPv6 address keeps its form, as cqlvalue writes it
 	mapped := append(make([]byte, 10), 0xff, 0xff, 10, 0, 0, 1)
-	if v, _ := decodeOne(t, native(gocql.TypeInet), "inet", mapped); v.S != "::ffff:10.0.0.1" {
-		t.Errorf("mapped: %q", v.S)
+	if v, _ := decodeOne(t, native(gocql.TypeInet), "inet", mapped); v.Str != "::ffff:10.0.0.1" {
+		t.Errorf("mapped: %q", v.Str)
 	}
 	// dates around the epoch
 	for days, want := range map[uint32]int64{1 << 31: 0, 1<<31 - 1: -1, 0: -1 << 31, math.MaxUint32: 1<<31 - 1} {
 		v, _ := decodeOne(t, native(gocql.TypeDate), "date", binary.BigEndian.AppendUint32(nil, days))
-		if v.I != want {
-			t.Errorf("date %d: %d, want %d", days, v.I, want)
+		if v.Num != want {
+			t.Errorf("date %d: %d, want %d", days, v.Num, want)
 		}
 	}
 	// writetime: microseconds to milliseconds, rounding down
@@ -160,7 +160,7 @@ func TestScalarEdges(t *testing.T) {
 		var a arena
 		var sc []byte
 		v, _ := d.decode(binary.BigEndian.AppendUint64(nil, uint64(us)), &a, &sc)
-		if v.I != ms || v.K != pipeline.KindInt {
+		if v.Num != ms || v.Kind != pipeline.KindInt {
 			t.Errorf("writetime %d us: %v, want %d ms", us, v, ms)
 		}
 	}
@@ -179,20 +179,20 @@ func TestJSONOfTuplesAndUDTs(t *testing.T) {
 	}
 	v, err := decodeOne(t, udt, "frozen<addr>", data)
 	want := `{"street":"Main \"St\"","zip":12345,"since":"1969-12-31","tags":["b","a"]}`
-	if err != nil || v.S != want || v.K != pipeline.KindText {
+	if err != nil || v.Str != want || v.Kind != pipeline.KindText {
 		t.Errorf("udt: %v %v\nwant %s", v, err, want)
 	}
 	// a UDT value written before fields were added has fewer components: the rest are null
 	short := data[:4+len("Main \"St\"")]
 	v, err = decodeOne(t, udt, "frozen<addr>", short)
-	if err != nil || v.S != `{"street":"Main \"St\"","zip":null,"since":null,"tags":null}` {
+	if err != nil || v.Str != `{"street":"Main \"St\"","zip":null,"since":null,"tags":null}` {
 		t.Errorf("short udt: %v %v", v, err)
 	}
 	// maps with non-text keys: keys quoted, as cqlvalue does
 	mt := gocql.CollectionType{NativeType: gocql.NewNativeType(4, gocql.TypeMap, ""), Key: native(gocql.TypeTimestamp), Elem: native(gocql.TypeBlob)}
 	data, _ = gocql.Marshal(mt, map[int64][]byte{-1: {1}})
 	v, err = decodeOne(t, mt, "map<timestamp, blob>", data)
-	if err != nil || v.S != `{"1969-12-31T23:59:59.999Z":"0x01"}` {
+	if err != nil || v.Str != `{"1969-12-31T23:59:59.999Z":"0x01"}` {
 		t.Errorf("map: %v %v", v, err)
 	}
 	// truncated collections are errors, not panics
@@ -366,8 +366,8 @@ func TestAppendJSONString(t *testing.T) {
 	for _, s := range []string{"", "a\"b\\c", "\x00\x1f\t\n\r", "é漢🎉", "<>&", "\xff"} {
 		js := string(cqlvalue.AppendJSONString([]byte("["), s)) + "]"
 		v, err := lt.ParseText(js)
-		if err != nil || v.S != js && s != "\xff" {
-			t.Errorf("%q: %s vs %v %v", s, js, v.S, err)
+		if err != nil || v.Str != js && s != "\xff" {
+			t.Errorf("%q: %s vs %v %v", s, js, v.Str, err)
 		}
 	}
 }

@@ -212,8 +212,8 @@ func (p *collParser) setOrMap(t Type, dst []byte, depth int) ([]byte, error) {
 }
 
 func compareKeys(a, b pipeline.Value) int {
-	if a.K == pipeline.KindText || a.K == pipeline.KindBytes {
-		return strings.Compare(a.S, b.S)
+	if a.Kind == pipeline.KindText || a.Kind == pipeline.KindBytes {
+		return strings.Compare(a.Str, b.Str)
 	}
 	return pipeline.Compare(pipeline.TypeInvalid, a, b)
 }
@@ -269,31 +269,31 @@ func (p *collParser) scalar() (string, bool, error) {
 // appendScalarJSON writes a scalar value of kind k as JSON: numbers as numbers, timestamps as
 // ISO-8601 UTC strings, dates as yyyy-mm-dd, blobs as "0x..." strings.
 func appendScalarJSON(dst []byte, k Kind, v pipeline.Value) []byte {
-	switch v.K {
+	switch v.Kind {
 	case pipeline.KindInt:
 		switch k {
 		case Timestamp:
 			dst = append(dst, '"')
-			dst = time.UnixMilli(v.I).UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
+			dst = time.UnixMilli(v.Num).UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
 			return append(dst, '"')
 		case Date:
 			dst = append(dst, '"')
-			dst = time.Unix(v.I*86400, 0).UTC().AppendFormat(dst, "2006-01-02")
+			dst = time.Unix(v.Num*86400, 0).UTC().AppendFormat(dst, "2006-01-02")
 			return append(dst, '"')
 		}
-		return strconv.AppendInt(dst, v.I, 10)
+		return strconv.AppendInt(dst, v.Num, 10)
 	case pipeline.KindFloat:
 		return AppendJSONFloat(dst, v.Float())
 	case pipeline.KindBool:
-		return strconv.AppendBool(dst, v.I != 0)
+		return strconv.AppendBool(dst, v.Num != 0)
 	case pipeline.KindDecimal:
-		return append(dst, v.S...)
+		return append(dst, v.Str...)
 	case pipeline.KindBytes:
 		dst = append(dst, '"', '0', 'x')
-		for i := 0; i < len(v.S); i++ {
-			dst = append(dst, hexDigits[v.S[i]>>4], hexDigits[v.S[i]&0xf])
+		for i := 0; i < len(v.Str); i++ {
+			dst = append(dst, hexDigits[v.Str[i]>>4], hexDigits[v.Str[i]&0xf])
 		}
 		return append(dst, '"')
 	}
-	return AppendJSONString(dst, v.S)
+	return AppendJSONString(dst, v.Str)
 }

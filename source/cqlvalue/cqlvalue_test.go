@@ -44,7 +44,7 @@ func v(x pipeline.Value) string {
 	if x.IsNull() {
 		return "null"
 	}
-	return x.K.String() + ":" + x.String()
+	return x.Kind.String() + ":" + x.String()
 }
 
 type tcase struct {
@@ -367,18 +367,18 @@ func FuzzParseText(f *testing.F) {
 			return
 		}
 		if ty.Kind == Decimal {
-			again, err := ty.ParseText(v.S)
+			again, err := ty.ParseText(v.Str)
 			if err != nil || again != v {
-				t.Fatalf("decimal %q -> %q -> %v %v", in, v.S, again, err)
+				t.Fatalf("decimal %q -> %q -> %v %v", in, v.Str, again, err)
 			}
 		}
 		if ty.Kind.IsCollection() {
-			again, err := ty.ParseText(v.S)
+			again, err := ty.ParseText(v.Str)
 			if err != nil || again != v {
-				t.Fatalf("collection %q -> %q -> %q %v", in, v.S, again.S, err)
+				t.Fatalf("collection %q -> %q -> %q %v", in, v.Str, again.Str, err)
 			}
 		}
-		if ty.Kind == Double && !v.IsNull() && v.K != pipeline.KindFloat {
+		if ty.Kind == Double && !v.IsNull() && v.Kind != pipeline.KindFloat {
 			t.Fatal("kind")
 		}
 	})

@@ -31,7 +31,7 @@ func (t Type) FromJSON(raw string) (pipeline.Value, error) {
 			return pipeline.Null, err
 		}
 		if ascii && t.Kind == Text { // UTF-8 already: unquote saw every byte
-			return pipeline.Value{S: s, K: pipeline.KindText}, nil
+			return pipeline.Value{Str: s, Kind: pipeline.KindText}, nil
 		}
 		return t.ParseText(s)
 	case 'n':
@@ -44,7 +44,7 @@ func (t Type) FromJSON(raw string) (pipeline.Value, error) {
 			case Boolean:
 				return pipeline.Bool(c == 't'), nil
 			case Text, Ascii:
-				return pipeline.Value{S: raw, K: pipeline.KindText}, nil
+				return pipeline.Value{Str: raw, Kind: pipeline.KindText}, nil
 			}
 			return pipeline.Null, fmt.Errorf("invalid %s: expected %s, got JSON %s", t.Kind, t, raw)
 		}
@@ -55,7 +55,7 @@ func (t Type) FromJSON(raw string) (pipeline.Value, error) {
 			if err != nil {
 				return pipeline.Null, err
 			}
-			return pipeline.Value{S: js, K: pipeline.KindText}, nil
+			return pipeline.Value{Str: js, Kind: pipeline.KindText}, nil
 		case t.Kind == Text || t.Kind == Ascii:
 			var b bytes.Buffer
 			if err := json.Compact(&b, []byte(raw)); err != nil {
@@ -442,10 +442,10 @@ func AppendJSONFloat(dst []byte, f float64) []byte {
 // yyyy-mm-dd, integers and decimals as numbers written as they are held (the scale kept).
 func (t Type) AppendJSON(dst []byte, v pipeline.Value) []byte {
 	switch {
-	case v.K == pipeline.KindNull:
+	case v.Kind == pipeline.KindNull:
 		return append(dst, "null"...)
-	case t.Kind.IsCollection() && v.K == pipeline.KindText:
-		return append(dst, v.S...) // held as canonical JSON already
+	case t.Kind.IsCollection() && v.Kind == pipeline.KindText:
+		return append(dst, v.Str...) // held as canonical JSON already
 	}
 	return appendScalarJSON(dst, t.Kind, v)
 }

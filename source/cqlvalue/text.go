@@ -46,14 +46,14 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 		if !utf8.ValidString(s) {
 			return pipeline.Null, invalidUTF8(s)
 		}
-		return pipeline.Value{S: s, K: pipeline.KindText}, nil
+		return pipeline.Value{Str: s, Kind: pipeline.KindText}, nil
 	case Ascii:
 		for i := 0; i < len(s); i++ {
 			if s[i] >= 0x80 {
 				return pipeline.Null, errors.New("non-ASCII character in ascii value")
 			}
 		}
-		return pipeline.Value{S: s, K: pipeline.KindText}, nil
+		return pipeline.Value{Str: s, Kind: pipeline.KindText}, nil
 	}
 	s = trimSpace(s)
 	if s == "" {
@@ -74,15 +74,15 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 		if !inRange(n, t.Kind) {
 			return pipeline.Null, rangeError(s, t.Kind)
 		}
-		return pipeline.Value{I: n, K: pipeline.KindInt}, nil
+		return pipeline.Value{Num: n, Kind: pipeline.KindInt}, nil
 	case Varint:
 		return parseVarint(s)
 	case Boolean:
 		switch {
 		case s == "1" || strings.EqualFold(s, "true"):
-			return pipeline.Value{I: 1, K: pipeline.KindBool}, nil
+			return pipeline.Value{Num: 1, Kind: pipeline.KindBool}, nil
 		case s == "0" || strings.EqualFold(s, "false"):
-			return pipeline.Value{K: pipeline.KindBool}, nil
+			return pipeline.Value{Kind: pipeline.KindBool}, nil
 		}
 		return pipeline.Null, expected(s, t.Kind, "true or false")
 	case Float, Double:
@@ -103,25 +103,25 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 		if err != nil {
 			return pipeline.Null, err
 		}
-		return pipeline.Value{S: d, K: pipeline.KindDecimal}, nil
+		return pipeline.Value{Str: d, Kind: pipeline.KindDecimal}, nil
 	case Timestamp:
 		ms, st := parseTimestamp(s, t.unit)
 		if st != tsOK {
 			return pipeline.Null, timestampError(s, t.unit, ms, st)
 		}
-		return pipeline.Value{I: ms, K: pipeline.KindInt}, nil
+		return pipeline.Value{Num: ms, Kind: pipeline.KindInt}, nil
 	case Date:
 		if n, ok, overflow := parseInt(s); ok || overflow {
 			if !ok || n < math.MinInt32 || n > math.MaxInt32 {
 				return pipeline.Null, rangeError(s, t.Kind)
 			}
-			return pipeline.Value{I: n, K: pipeline.KindInt}, nil
+			return pipeline.Value{Num: n, Kind: pipeline.KindInt}, nil
 		}
 		y, m, d, n, ok := parseDate(s)
 		if !ok || n != len(s) {
 			return pipeline.Null, expected(s, t.Kind, "yyyy-mm-dd")
 		}
-		return pipeline.Value{I: daysFromCivil(y, m, d), K: pipeline.KindInt}, nil
+		return pipeline.Value{Num: daysFromCivil(y, m, d), Kind: pipeline.KindInt}, nil
 	case UUID, TimeUUID:
 		return parseUUID(s, t.Kind)
 	case Blob:
@@ -131,13 +131,13 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 		if err != nil || a.Zone() != "" {
 			return pipeline.Null, expected(s, t.Kind, "an IPv4 or IPv6 address")
 		}
-		return pipeline.Value{S: a.String(), K: pipeline.KindText}, nil
+		return pipeline.Value{Str: a.String(), Kind: pipeline.KindText}, nil
 	case List, Set, Map:
 		js, err := parseCollection(t, s)
 		if err != nil {
 			return pipeline.Null, err
 		}
-		return pipeline.Value{S: js, K: pipeline.KindText}, nil
+		return pipeline.Value{Str: js, Kind: pipeline.KindText}, nil
 	}
 	return pipeline.Null, fmt.Errorf("invalid CQL type")
 }
@@ -243,7 +243,7 @@ func parseInt(s string) (n int64, ok, overflow bool) {
 func parseVarint(s string) (pipeline.Value, error) {
 	n, ok, overflow := parseInt(s)
 	if ok {
-		return pipeline.Value{I: n, K: pipeline.KindInt}, nil
+		return pipeline.Value{Num: n, Kind: pipeline.KindInt}, nil
 	}
 	if !overflow {
 		return pipeline.Null, expected(s, Varint, "an integer")
@@ -258,7 +258,7 @@ func parseVarint(s string) (pipeline.Value, error) {
 	if neg {
 		s = "-" + s
 	}
-	return pipeline.Value{S: s, K: pipeline.KindDecimal}, nil
+	return pipeline.Value{Str: s, Kind: pipeline.KindDecimal}, nil
 }
 
 const maxDecimalExponent = 1000
@@ -676,7 +676,7 @@ func parseUUID(s string, k Kind) (pipeline.Value, error) {
 	if upper {
 		s = strings.ToLower(s)
 	}
-	return pipeline.Value{S: s, K: pipeline.KindText}, nil
+	return pipeline.Value{Str: s, Kind: pipeline.KindText}, nil
 }
 
 func parseBlob(s string) (pipeline.Value, error) {
@@ -685,11 +685,11 @@ func parseBlob(s string) (pipeline.Value, error) {
 		if err != nil {
 			return pipeline.Null, expected(s, Blob, "0x followed by an even number of hex digits")
 		}
-		return pipeline.Value{S: string(b), K: pipeline.KindBytes}, nil
+		return pipeline.Value{Str: string(b), Kind: pipeline.KindBytes}, nil
 	}
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return pipeline.Null, expected(s, Blob, "0x-prefixed hex or base64")
 	}
-	return pipeline.Value{S: string(b), K: pipeline.KindBytes}, nil
+	return pipeline.Value{Str: string(b), Kind: pipeline.KindBytes}, nil
 }

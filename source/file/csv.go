@@ -107,7 +107,7 @@ func (s *Source) parseRFCRow(data string, pos int, vals []pipeline.Value) (next,
 		if field < s.nfields {
 			if ci := s.colMap[field]; ci >= 0 && (quoted || val != "") {
 				if hi < utf8.RuneSelf && s.kinds[ci] == cqlvalue.Text {
-					vals[ci] = pipeline.Value{S: val, K: pipeline.KindText} // the common case, kept inline
+					vals[ci] = pipeline.Value{Str: val, Kind: pipeline.KindText} // the common case, kept inline
 				} else if err := s.setCell(vals, ci, val, hi < utf8.RuneSelf); err != nil && rerr == nil {
 					rerr = err
 				}
@@ -229,7 +229,7 @@ func (s *Source) parseDialectRow(data string, pos int, vals []pipeline.Value) (n
 			// an unquoted empty field, or one that is the null text, is null
 			if ci := s.colMap[field]; ci >= 0 && (quoted || val != "" && val != s.csv.null) {
 				if hi < utf8.RuneSelf && s.kinds[ci] == cqlvalue.Text {
-					vals[ci] = pipeline.Value{S: val, K: pipeline.KindText} // the common case, kept inline
+					vals[ci] = pipeline.Value{Str: val, Kind: pipeline.KindText} // the common case, kept inline
 				} else if err := s.setCell(vals, ci, val, hi < utf8.RuneSelf); err != nil && rerr == nil {
 					rerr = err
 				}
@@ -297,7 +297,7 @@ func (s *Source) headerName(i int) string {
 func (s *Source) setCell(vals []pipeline.Value, ci int, val string, ascii bool) *pipeline.RowError {
 	if s.kinds[ci] == cqlvalue.Text {
 		if ascii || utf8.ValidString(val) {
-			vals[ci] = pipeline.Value{S: val, K: pipeline.KindText}
+			vals[ci] = pipeline.Value{Str: val, Kind: pipeline.KindText}
 			return nil
 		}
 		return &pipeline.RowError{Code: pipeline.CodeEncoding, Field: s.names[ci], Message: cqlvalue.CheckUTF8(val).Error()}

@@ -542,7 +542,7 @@ func (f *Files) sampleWindow(ctx context.Context, n int) ([]pipeline.Record, err
 func cloneRecord(r pipeline.Record) pipeline.Record {
 	vals := make([]pipeline.Value, len(r.Values))
 	for i, v := range r.Values {
-		v.S = strings.Clone(v.S)
+		v.Str = strings.Clone(v.Str)
 		vals[i] = v
 	}
 	c := pipeline.Record{Values: vals, Seq: r.Seq, Err: r.Err}

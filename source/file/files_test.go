@@ -542,7 +542,7 @@ func TestFilesSampleSpreadsOverFiles(t *testing.T) {
 		if r.Err != nil {
 			t.Fatal(r.Err)
 		}
-		if r.Values[0].I <= 20000 {
+		if r.Values[0].Num <= 20000 {
 			inA++
 		}
 	}

@@ -82,7 +82,7 @@ func fmtValues(vs []pipeline.Value) string {
 		if v.IsNull() {
 			parts[i] = "NULL"
 		} else {
-			parts[i] = fmt.Sprintf("%s:%q", v.K, v.String())
+			parts[i] = fmt.Sprintf("%s:%q", v.Kind, v.String())
 		}
 	}
 	return strings.Join(parts, " ")
@@ -399,13 +399,13 @@ func TestEstimateAndSample(t *testing.T) {
 		if r.Err != nil {
 			t.Fatal(r.Err)
 		}
-		id := r.Values[0].I - base
-		if id <= prev || id >= rows || len(r.Values[1].S) != 11 {
+		id := r.Values[0].Num - base
+		if id <= prev || id >= rows || len(r.Values[1].Str) != 11 {
 			t.Fatalf("sample not increasing or bad: %d after %d (%v)", id, prev, r.Values)
 		}
 		prev = id
 	}
-	if first, last := sample[0].Values[0].I-base, sample[99].Values[0].I-base; first > rows/50 || last < rows*97/100 {
+	if first, last := sample[0].Values[0].Num-base, sample[99].Values[0].Num-base; first > rows/50 || last < rows*97/100 {
 		t.Fatalf("sample not spread: %d..%d", first, last)
 	}
 	// Small sample relative to n: reads everything, spread evenly, with line numbers.
@@ -424,7 +424,7 @@ func TestEstimateAndSample(t *testing.T) {
 		t.Fatalf("gz estimate %d", n)
 	}
 	sample, err = src.Sample(context.Background(), 10)
-	if err != nil || len(sample) != 10 || sample[9].Values[0].I != base+9 || sample[9].Seq != 11 {
+	if err != nil || len(sample) != 10 || sample[9].Values[0].Num != base+9 || sample[9].Seq != 11 {
 		t.Fatalf("gz sample: %v %v", sample, err)
 	}
 }

@@ -208,7 +208,7 @@ func (s *Source) patch(vals []pipeline.Value, gcols int, arena string) {
 	for _, c := range s.g.arenaCols {
 		for k := c; k < len(vals); k += gcols {
 			v := &vals[k]
-			v.S, v.I = arena[v.I>>32:v.I&(1<<32-1)], 0
+			v.Str, v.Num = arena[v.Num>>32:v.Num&(1<<32-1)], 0
 		}
 	}
 }
@@ -348,10 +348,10 @@ func WriteCSV(w io.Writer, name string, rows int64, seed int64) error {
 				if c > 0 {
 					line = append(line, ',')
 				}
-				switch v.K {
+				switch v.Kind {
 				case pipeline.KindNull:
 				case pipeline.KindText:
-					line = appendCSVText(line, v.S)
+					line = appendCSVText(line, v.Str)
 				default:
 					line = v.AppendCanonical(line)
 				}

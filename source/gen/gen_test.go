@@ -214,24 +214,24 @@ func TestOrdersShape(t *testing.T) {
 	var bytes int
 	for i, r := range rs {
 		v := r.Values
-		if v[1].I != 1000000000+int64(i) {
-			t.Fatalf("orderid %d at %d", v[1].I, i)
+		if v[1].Num != 1000000000+int64(i) {
+			t.Fatalf("orderid %d at %d", v[1].Num, i)
 		}
-		if ts := v[3].I; ts < 1704067200000+int64(i)*4 || ts > 1704067200000+int64(i)*4+7 {
+		if ts := v[3].Num; ts < 1704067200000+int64(i)*4 || ts > 1704067200000+int64(i)*4+7 {
 			t.Fatalf("ts %d at %d", ts, i)
 		}
-		if len(v[0].S) != 11 || v[0].S[0] != 'u' || strings.Trim(v[0].S[1:], "0123456789") != "" {
-			t.Fatalf("userid %q", v[0].S)
+		if len(v[0].Str) != 11 || v[0].Str[0] != 'u' || strings.Trim(v[0].Str[1:], "0123456789") != "" {
+			t.Fatalf("userid %q", v[0].Str)
 		}
-		a := v[6].S
+		a := v[6].Str
 		if dot := strings.IndexByte(a, '.'); dot < 1 || len(a)-dot != 3 {
 			t.Fatalf("amount %q", a)
 		}
-		channels[v[2].S]++
-		users[v[0].S]++
-		statuses[v[4].S]++
-		cities[v[5].S] = true
-		bytes += len(v[0].S) + 10 + len(v[2].S) + 13 + len(v[4].S) + len(v[5].S) + len(a) + 7
+		channels[v[2].Str]++
+		users[v[0].Str]++
+		statuses[v[4].Str]++
+		cities[v[5].Str] = true
+		bytes += len(v[0].Str) + 10 + len(v[2].Str) + 13 + len(v[4].Str) + len(v[5].Str) + len(a) + 7
 	}
 	if p := float64(channels["taobao"]) / n; p < 0.55 || p > 0.65 || len(channels) != 5 {
 		t.Fatalf("channels %v", channels)

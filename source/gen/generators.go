@@ -115,7 +115,7 @@ const (
 )
 
 func placeholder(start, end int) pipeline.Value {
-	return pipeline.Value{I: int64(start)<<32 | int64(end), K: pipeline.KindText}
+	return pipeline.Value{Num: int64(start)<<32 | int64(end), Kind: pipeline.KindText}
 }
 
 func ordersGen() *generator {
@@ -154,11 +154,11 @@ func ordersGen() *generator {
 			arena = append(arena, 'u')
 			arena = appendPadded(arena, id, 10)
 			vals[0] = placeholder(start, len(arena))
-			vals[1] = pipeline.Value{I: orderBase + i, K: pipeline.KindInt}
-			vals[2] = pipeline.Value{S: channels.pick(r), K: pipeline.KindText}
-			vals[3] = pipeline.Value{I: epoch2024 + i*4 + int64(r.next()>>61), K: pipeline.KindInt}
-			vals[4] = pipeline.Value{S: statuses.pick(r), K: pipeline.KindText}
-			vals[5] = pipeline.Value{S: locations.pick(r), K: pipeline.KindText}
+			vals[1] = pipeline.Value{Num: orderBase + i, Kind: pipeline.KindInt}
+			vals[2] = pipeline.Value{Str: channels.pick(r), Kind: pipeline.KindText}
+			vals[3] = pipeline.Value{Num: epoch2024 + i*4 + int64(r.next()>>61), Kind: pipeline.KindInt}
+			vals[4] = pipeline.Value{Str: statuses.pick(r), Kind: pipeline.KindText}
+			vals[5] = pipeline.Value{Str: locations.pick(r), Kind: pipeline.KindText}
 			lo := uint64(100)
 			for b := buckets.index(r); b > 0; b-- {
 				lo *= 10
@@ -167,7 +167,7 @@ func ordersGen() *generator {
 			start = len(arena)
 			arena = strconv.AppendUint(arena, cents/100, 10)
 			arena = append(arena, '.', byte('0'+cents/10%10), byte('0'+cents%10))
-			vals[6] = pipeline.Value{I: int64(start)<<32 | int64(len(arena)), K: pipeline.KindDecimal}
+			vals[6] = pipeline.Value{Num: int64(start)<<32 | int64(len(arena)), Kind: pipeline.KindDecimal}
 			return arena
 		},
 	}
@@ -204,18 +204,18 @@ func logsGen() *generator {
 			{Name: "latency_ms", Type: "int"}, {Name: "message", Type: "text"},
 		},
 		fill: func(r *rng, i int64, vals []pipeline.Value, arena []byte) []byte {
-			vals[0] = pipeline.Value{I: epoch2024 + i*2 + int64(r.next()>>62), K: pipeline.KindInt}
-			vals[1] = pipeline.Value{S: hosts.pick(r), K: pipeline.KindText}
+			vals[0] = pipeline.Value{Num: epoch2024 + i*2 + int64(r.next()>>62), Kind: pipeline.KindInt}
+			vals[1] = pipeline.Value{Str: hosts.pick(r), Kind: pipeline.KindText}
 			ev := eventChoice.index(r)
-			vals[2] = pipeline.Value{S: events[ev], K: pipeline.KindText}
-			vals[3] = pipeline.Value{S: levels.pick(r), K: pipeline.KindText}
+			vals[2] = pipeline.Value{Str: events[ev], Kind: pipeline.KindText}
+			vals[3] = pipeline.Value{Str: levels.pick(r), Kind: pipeline.KindText}
 			lo := uint64(1)
 			for b := latency.index(r); b > 0; b-- {
 				lo *= 10
 			}
-			vals[4] = pipeline.Value{I: int64(lo + r.below(9*lo)), K: pipeline.KindInt}
+			vals[4] = pipeline.Value{Num: int64(lo + r.below(9*lo)), Kind: pipeline.KindInt}
 			m := messages[ev]
-			vals[5] = pipeline.Value{S: m[r.below(uint64(len(m)))], K: pipeline.KindText}
+			vals[5] = pipeline.Value{Str: m[r.below(uint64(len(m)))], Kind: pipeline.KindText}
 			return arena
 		},
 	}

@@ -253,7 +253,7 @@ func (d *Decoder) Decode(dst []Change, key, value []byte) []Change {
 
 func (d *Decoder) anyValue(vals []pipeline.Value) bool {
 	for _, v := range vals {
-		if v.K != pipeline.KindNull {
+		if v.Kind != pipeline.KindNull {
 			return true
 		}
 	}
@@ -285,7 +285,7 @@ func (d *Decoder) noColumns(doc string) *pipeline.RowError {
 
 func (d *Decoder) anyNull(vals []pipeline.Value) bool {
 	for _, v := range vals {
-		if v.K == pipeline.KindNull {
+		if v.Kind == pipeline.KindNull {
 			return true
 		}
 	}
@@ -364,7 +364,7 @@ func (d *Decoder) scaledTimestamp(ci int, raw string, unit cqlvalue.TimeUnit) (p
 		if err != nil {
 			return pipeline.Null, err
 		}
-		return pipeline.Value{I: ms, K: pipeline.KindInt}, nil
+		return pipeline.Value{Num: ms, Kind: pipeline.KindInt}, nil
 	}
 	// null, ISO-8601 text, or a quoted epoch: read in the envelope's unit too
 	return cqlvalue.Scalar(cqlvalue.Timestamp).WithTimestampUnit(unit).FromJSON(raw)
@@ -406,9 +406,9 @@ func (d *Decoder) fillFromKey(vals []pipeline.Value, key []byte) (found int, rer
 			return 0, rerr
 		}
 		for i, v := range tmp {
-			if v.K != pipeline.KindNull {
+			if v.Kind != pipeline.KindNull {
 				found++
-				if vals[i].K == pipeline.KindNull {
+				if vals[i].Kind == pipeline.KindNull {
 					vals[i] = v
 				}
 			}
@@ -422,9 +422,9 @@ func (d *Decoder) fillFromKey(vals []pipeline.Value, key []byte) (found int, rer
 	if err != nil {
 		return 0, &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: d.names[d.keyCol], Message: "message key: " + err.Error()}
 	}
-	if v.K != pipeline.KindNull {
+	if v.Kind != pipeline.KindNull {
 		found++
-		if vals[d.keyCol].K == pipeline.KindNull {
+		if vals[d.keyCol].Kind == pipeline.KindNull {
 			vals[d.keyCol] = v
 		}
 	}
@@ -586,7 +586,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			// the Cassandra connector's partition delete: the clustering cells are null
 			ch.Set = d.allocSet()
 			for i, v := range vals {
-				ch.Set[i] = v.K != pipeline.KindNull
+				ch.Set[i] = v.Kind != pipeline.KindNull
 			}
 		}
 		return append(dst, ch)
@@ -613,7 +613,7 @@ func cassandraEvent(connector string, shape bool) bool {
 func partialSet(set []bool, vals []pipeline.Value) []bool {
 	all := true
 	for i := range set {
-		if !set[i] && vals[i].K != pipeline.KindNull {
+		if !set[i] && vals[i].Kind != pipeline.KindNull {
 			set[i] = true
 		}
 		all = all && set[i]
@@ -675,7 +675,7 @@ func (d *Decoder) rangeTombstone(key []byte, after string, scale []cqlvalue.Time
 		d.fillFromKey(vals, key)
 	}
 	for i := range set {
-		set[i] = set[i] || vals[i].K != pipeline.KindNull
+		set[i] = set[i] || vals[i].Kind != pipeline.KindNull
 	}
 	return Change{Op: OpRangeDelete, Values: vals, Set: set, Range: &r}
 }

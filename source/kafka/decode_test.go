@@ -236,7 +236,7 @@ func TestDecodeSlabReuse(t *testing.T) {
 		cs = d.Decode(cs, nil, []byte(`{"userid":"u","orderid":1}`))
 	}
 	for i, c := range cs {
-		if c.Values[1].I != 1 || c.Values[0].S != "u" {
+		if c.Values[1].Num != 1 || c.Values[0].Str != "u" {
 			t.Fatalf("change %d corrupted: %v", i, c.Values)
 		}
 	}

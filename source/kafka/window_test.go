@@ -105,7 +105,7 @@ func TestWindow(t *testing.T) {
 				continue
 			}
 			p, _ := strconv.Atoi(b.Stream[len(b.Stream)-1:])
-			if want := fmt.Sprintf("u%d-%d", p, r.Seq); r.Values[0].S != want || r.Values[1].I != r.Seq {
+			if want := fmt.Sprintf("u%d-%d", p, r.Seq); r.Values[0].Str != want || r.Values[1].Num != r.Seq {
 				t.Fatalf("%s:%d = %v", b.Stream, r.Seq, r.Values)
 			}
 		}
@@ -360,7 +360,7 @@ func TestWindowCassandraPartialEvents(t *testing.T) {
 			if r.Err != nil {
 				got = append(got, r.Err.Code)
 			} else {
-				got = append(got, r.Values[0].S)
+				got = append(got, r.Values[0].Str)
 			}
 		}
 	}

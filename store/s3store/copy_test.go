@@ -5,8 +5,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/rekey/rekey/sink/store"
-	"github.com/rekey/rekey/sink/store/s3store/s3test"
+	"github.com/rekey/rekey/store"
+	"github.com/rekey/rekey/store/s3store/s3test"
 )
 
 // put commits data under name through a Writer, as the region sink does.

@@ -59,7 +59,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"go.uber.org/zap"
 
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 // Options tune a Store. The zero value gives the defaults.

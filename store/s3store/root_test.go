@@ -3,9 +3,9 @@ package s3store
 import (
 	"testing"
 
-	"github.com/rekey/rekey/sink/store"
-	"github.com/rekey/rekey/sink/store/s3store/s3test"
-	"github.com/rekey/rekey/sink/store/storetest"
+	"github.com/rekey/rekey/store"
+	"github.com/rekey/rekey/store/s3store/s3test"
+	"github.com/rekey/rekey/store/storetest"
 )
 
 // A store at the bucket's root (s3://bucket, no prefix) lists the whole bucket, and must not

@@ -3,8 +3,8 @@ package store_test
 import (
 	"testing"
 
-	"github.com/rekey/rekey/sink/store"
-	"github.com/rekey/rekey/sink/store/storetest"
+	"github.com/rekey/rekey/store"
+	"github.com/rekey/rekey/store/storetest"
 )
 
 func TestLocalConformance(t *testing.T) {

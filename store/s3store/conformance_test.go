@@ -5,9 +5,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/rekey/rekey/sink/store"
-	"github.com/rekey/rekey/sink/store/s3store/s3test"
-	"github.com/rekey/rekey/sink/store/storetest"
+	"github.com/rekey/rekey/store"
+	"github.com/rekey/rekey/store/s3store/s3test"
+	"github.com/rekey/rekey/store/storetest"
 )
 
 // prefixes gives every subtest of the suite its own prefix on one server: the suite then also

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rekey/rekey/sink/store/s3store/s3test"
+	"github.com/rekey/rekey/store/s3store/s3test"
 )
 
 // A CreateMultipartUpload whose answer never comes (a stall: the server started the upload,

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"go.uber.org/zap"
 
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 // Server-side copies (store.Copier), which merge uses to gather the shards' files under one

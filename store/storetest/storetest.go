@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rekey/rekey/sink/store"
+	"github.com/rekey/rekey/store"
 )
 
 // Run runs the suite. newStore returns an empty store for each subtest (a new folder, a new

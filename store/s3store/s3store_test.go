@@ -21,8 +21,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/rekey/rekey/sink/store"
-	"github.com/rekey/rekey/sink/store/s3store/s3test"
+	"github.com/rekey/rekey/store"
+	"github.com/rekey/rekey/store/s3store/s3test"
 )
 
 func TestOpenWithoutCredentialsSaysWhatToSet(t *testing.T) {

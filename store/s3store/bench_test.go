@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/rekey/rekey/sink/store/s3store/s3test"
+	"github.com/rekey/rekey/store/s3store/s3test"
 )
 
 // BenchmarkWrite streams 64 MiB objects through 4 writers at once, in 64 KiB writes as the

@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/rekey/rekey/sink/store"
-	"github.com/rekey/rekey/sink/store/s3store/s3test"
+	"github.com/rekey/rekey/store"
+	"github.com/rekey/rekey/store/s3store/s3test"
 )
 
 // recorded is one request as the server saw it: its operation, headers and body.
