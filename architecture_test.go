@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -87,6 +88,8 @@ func ruleFor(rules []importRule, pkg string) (importRule, bool) {
 
 type listedPackage struct {
 	ImportPath string
+	Dir        string
+	GoFiles    []string
 	Imports    []string
 	Deps       []string
 }
@@ -105,6 +108,13 @@ func goList(t *testing.T, args ...string) []listedPackage {
 		var p listedPackage
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
+		}
+		// go test caches a result by the files the test itself opened; go list reads the sources
+		// in another process, so stat them here, or an import added later would pass from cache.
+		for _, f := range p.GoFiles {
+			if _, err := os.Stat(filepath.Join(p.Dir, f)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		pkgs = append(pkgs, p)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/cqlvalue"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -145,7 +146,7 @@ func newOrderModel(prog *transform.Program, h OrderHints) *orderModel {
 	src := prog.Source()
 	m := &orderModel{hints: h, notes: append([]string{}, h.Notes...)}
 	column := func(kind string, i int) orderCand {
-		t := pipeline.NormalizeCQLType(src[i].Type)
+		t := cqlvalue.NormalizeType(src[i].Type)
 		return orderCand{kind: kind, col: i, name: src[i].Name, typ: src[i].Type,
 			date: t == "date", uuid: t == "timeuuid"}
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/cqlvalue"
 )
 
 // colType is a Lindorm column type with DECIMAL's precision and scale.
@@ -51,7 +52,7 @@ var cqlScalar = map[string]colType{
 
 // sameCQL tells whether two CQL type spellings mean the same type (varchar is text; frozen and
 // spacing do not matter).
-func sameCQL(a, b string) bool { return pipeline.NormalizeCQLType(a) == pipeline.NormalizeCQLType(b) }
+func sameCQL(a, b string) bool { return cqlvalue.NormalizeType(a) == cqlvalue.NormalizeType(b) }
 
 // checkCQL validates a CQL type spelling as written in a mapping: scalars, list<t>, set<t>,
 // map<k,v>, tuple<...>, frozen<t>. It returns a message, or "".
@@ -160,7 +161,7 @@ func isNameByte(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '
 // type of a carried-over column. Collections, tuples and user-defined types become JSON text in a
 // VARCHAR column; collection reports whether that happened.
 func lindormType(cql string) (t colType, collection bool) {
-	n := pipeline.NormalizeCQLType(cql)
+	n := cqlvalue.NormalizeType(cql)
 	if t, ok := cqlScalar[n]; ok {
 		return t, false
 	}

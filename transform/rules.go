@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/cqlvalue"
 )
 
 // DesignRule is one of Lindorm's table design rules (the wide-table and primary-key design
@@ -80,7 +81,7 @@ func (p *Program) monotonic(col colDef) string {
 		return "a DATE"
 	}
 	if src := p.bareSource(col); src >= 0 {
-		switch t := pipeline.NormalizeCQLType(p.source[src].Type); t {
+		switch t := cqlvalue.NormalizeType(p.source[src].Type); t {
 		case "timestamp", "date", "timeuuid":
 			return "a " + t + " (source column " + p.source[src].Name + ")"
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/cqlvalue"
 )
 
 // Column is one column of a Cassandra table, as system_schema.columns describes it.
@@ -240,7 +241,7 @@ func (sel *selection) project(cols pipeline.SourceSchema) (*selection, error) {
 			problems = append(problems, fmt.Sprintf("no column %q (columns: %s)", c.Name, strings.Join(sel.schema.Names(), ", ")))
 			continue
 		}
-		if pipeline.NormalizeCQLType(c.Type) != pipeline.NormalizeCQLType(sel.schema[j].Type) {
+		if cqlvalue.NormalizeType(c.Type) != cqlvalue.NormalizeType(sel.schema[j].Type) {
 			problems = append(problems, fmt.Sprintf("column %q is %s, not %s", c.Name, sel.schema[j].Type, c.Type))
 			continue
 		}
