@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/merge"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/sink/lindorm"
 )
 
@@ -21,7 +22,7 @@ func TestMergeCatchupShards(t *testing.T) {
 	writeRun(t, b, "data/region-0000/part-00000.parquet")
 	early := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	for dir, since := range map[string]time.Time{a: early.Add(time.Minute), b: early} {
-		m, err := lindorm.ReadManifest(dir)
+		m, err := outputtest.Manifest(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +41,7 @@ func TestMergeCatchupShards(t *testing.T) {
 	if err := mergeRun([]string{a, b}, out, merge.Link); err != nil {
 		t.Fatal(err)
 	}
-	m, err := lindorm.ReadManifest(out)
+	m, err := outputtest.Manifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}

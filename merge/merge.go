@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/cassandra"
@@ -113,10 +114,10 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 		if _, err := st.Stat(ctx, lindorm.ManifestFile); err != nil {
 			return nil, fmt.Errorf("%s holds no complete run (no %s): finish it first (rekey migrate ... --resume)", d, lindorm.ManifestFile)
 		}
-		if in.Manifest, err = lindorm.GetManifest(ctx, st); err != nil {
+		if in.Manifest, err = output.ReadManifest(ctx, st); err != nil {
 			return nil, err
 		}
-		if in.Checkpoint, err = pipeline.ReadCheckpoint(ctx, st); err != nil {
+		if in.Checkpoint, err = output.ReadCheckpoint(ctx, st); err != nil {
 			return nil, err
 		}
 		if in.Checkpoint != nil && !in.Checkpoint.Complete {
@@ -192,7 +193,7 @@ func sourceFile(ctx context.Context, in *Input, region int, fe lindorm.FileEntry
 	manifest := in.Store.Location(lindorm.ManifestFile)
 	d, local := in.Store.(store.Dir)
 	if !local {
-		if err := pipeline.CheckRelPath(fe.Path); err != nil {
+		if err := output.CheckRelPath(fe.Path); err != nil {
 			return "", fmt.Errorf("%s: region %d: %w; merge reads files inside each input only", manifest, region, err)
 		}
 		if _, err := in.Store.Stat(ctx, fe.Path); err != nil {
@@ -200,9 +201,9 @@ func sourceFile(ctx context.Context, in *Input, region int, fe lindorm.FileEntry
 		}
 		return "", nil
 	}
-	full, fi, err := pipeline.StatRelPath(d.Path(), fe.Path)
+	full, fi, err := output.StatRelPath(d.Path(), fe.Path)
 	switch {
-	case errors.Is(err, pipeline.ErrUnsafePath):
+	case errors.Is(err, output.ErrUnsafePath):
 		return "", fmt.Errorf("%s: region %d: %w; merge reads files inside each input only", manifest, region, err)
 	case errors.Is(err, fs.ErrNotExist):
 		return "", fmt.Errorf("%s lists %s, which is missing: %w", manifest, fe.Path, err)
@@ -362,10 +363,10 @@ func readPlan(ctx context.Context, out store.Store) (*plan, error) {
 	}
 	var p plan
 	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("%s, the plan of an interrupted merge, is damaged (%v): merge writes it whole or not at all, so it was changed since; restore it, then run the same merge again (with --files move some files may be only in %s: keep them)", out.Location(PlanFile), err, out.Location(pipeline.DataDir+"/"))
+		return nil, fmt.Errorf("%s, the plan of an interrupted merge, is damaged (%v): merge writes it whole or not at all, so it was changed since; restore it, then run the same merge again (with --files move some files may be only in %s: keep them)", out.Location(PlanFile), err, out.Location(output.DataDir+"/"))
 	}
 	for _, f := range p.Files {
-		if err := pipeline.CheckRelPath(f.Dst); err != nil {
+		if err := output.CheckRelPath(f.Dst); err != nil {
 			return nil, fmt.Errorf("%s: %w", out.Location(PlanFile), err)
 		}
 	}
@@ -436,7 +437,7 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 		for i, r := range im.Regions {
 			dst := &m.Regions[i]
 			for _, fe := range r.Files {
-				rel := pipeline.RegionDir(i) + "/" + fmt.Sprintf("part-%05d%s", len(dst.Files), ext)
+				rel := output.RegionDir(i) + "/" + fmt.Sprintf("part-%05d%s", len(dst.Files), ext)
 				if path.Ext(fe.Path) != ext {
 					rel = strings.TrimSuffix(rel, ext) + path.Ext(fe.Path)
 				}
@@ -520,12 +521,12 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 			if len(m.Regions[i].Files) == 0 {
 				continue
 			}
-			if err := pipeline.SyncDir(filepath.Join(outDir.Path(), filepath.FromSlash(pipeline.RegionDir(i)))); err != nil {
+			if err := pipeline.SyncDir(filepath.Join(outDir.Path(), filepath.FromSlash(output.RegionDir(i)))); err != nil {
 				return nil, err
 			}
 		}
 		if m.Files > 0 { // data/ is new in out
-			if err := pipeline.SyncDir(filepath.Join(outDir.Path(), pipeline.DataDir)); err != nil {
+			if err := pipeline.SyncDir(filepath.Join(outDir.Path(), output.DataDir)); err != nil {
 				return nil, err
 			}
 			if err := pipeline.SyncDir(outDir.Path()); err != nil {
@@ -542,7 +543,7 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	if err := mergeBulkload(ctx, inputs, out); err != nil {
 		return nil, err
 	}
-	if err := lindorm.PutManifest(ctx, out, &m); err != nil {
+	if err := output.WriteManifest(ctx, out, &m); err != nil {
 		return nil, err
 	}
 	if err := step("manifest"); err != nil {
@@ -566,11 +567,11 @@ func startPlan(ctx context.Context, out store.Store, p *plan) error {
 			return fmt.Errorf("%s is the plan of an interrupted merge of %s with --files %s: run merge with those inputs, in that order, and --files %s to finish it", out.Location(PlanFile), strings.Join(prev.Inputs, " "), prev.Mode, prev.Mode)
 		}
 		if !reflect.DeepEqual(prev.Files, p.Files) {
-			return fmt.Errorf("%s, the plan of an interrupted merge, lists other files than the inputs' manifests do now: an input changed since; the files it placed are in %s", out.Location(PlanFile), out.Location(pipeline.DataDir+"/"))
+			return fmt.Errorf("%s, the plan of an interrupted merge, lists other files than the inputs' manifests do now: an input changed since; the files it placed are in %s", out.Location(PlanFile), out.Location(output.DataDir+"/"))
 		}
 		// copies the interruption left unfinished (temporary files, multipart uploads)
-		if err := out.Sweep(ctx, pipeline.DataDir+"/"); err != nil {
-			return fmt.Errorf("%s: %w", out.Location(pipeline.DataDir+"/"), err)
+		if err := out.Sweep(ctx, output.DataDir+"/"); err != nil {
+			return fmt.Errorf("%s: %w", out.Location(output.DataDir+"/"), err)
 		}
 		return nil
 	}
@@ -702,7 +703,7 @@ func mergeRejects(ctx context.Context, inputs []*Input, out store.Store) error {
 	add := func(r io.Reader) error {
 		if w == nil {
 			var err error
-			if w, err = out.Create(ctx, pipeline.RejectsFile); err != nil {
+			if w, err = out.Create(ctx, output.RejectsFile); err != nil {
 				return err
 			}
 		}
@@ -714,17 +715,17 @@ func mergeRejects(ctx context.Context, inputs []*Input, out store.Store) error {
 		limit := int64(-1)
 		if in.Checkpoint != nil && in.Checkpoint.RejectParts > 0 {
 			for n := 0; n < in.Checkpoint.RejectParts; n++ {
-				names = append(names, pipeline.RejectsPart(n))
+				names = append(names, output.RejectsPart(n))
 			}
 		} else {
-			names = []string{pipeline.RejectsFile}
+			names = []string{output.RejectsFile}
 			if in.Checkpoint != nil {
 				limit = in.Checkpoint.RejectsBytes
 			}
 		}
 		for _, name := range names {
 			r, err := in.Store.Open(ctx, name)
-			if store.IsNotExist(err) && name == pipeline.RejectsFile {
+			if store.IsNotExist(err) && name == output.RejectsFile {
 				continue
 			} else if err != nil {
 				return fmt.Errorf("%s: %w", in.Dir, err)
@@ -745,7 +746,7 @@ func mergeRejects(ctx context.Context, inputs []*Input, out store.Store) error {
 	}
 	// the local store keeps it 0600 as migrate does: rejected rows are raw input
 	if _, err := w.Commit(ctx); err != nil {
-		return fmt.Errorf("write %s: %w", out.Location(pipeline.RejectsFile), err)
+		return fmt.Errorf("write %s: %w", out.Location(output.RejectsFile), err)
 	}
 	return nil
 }

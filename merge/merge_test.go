@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/merge"
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
@@ -125,8 +127,8 @@ func TestMergeRefusesPathsOutsideTheInput(t *testing.T) {
 				if !strings.Contains(msg, filepath.Join(in, lindorm.ManifestFile)) || !strings.Contains(msg, strings.ReplaceAll(bad, `\`, `\\`)) {
 					t.Errorf("the error does not name the manifest and the path %q: %v", bad, err)
 				}
-				if !errors.Is(err, pipeline.ErrUnsafePath) {
-					t.Errorf("the error does not wrap pipeline.ErrUnsafePath: %v", err)
+				if !errors.Is(err, output.ErrUnsafePath) {
+					t.Errorf("the error does not wrap output.ErrUnsafePath: %v", err)
 				}
 				checkCanary(t, canary)
 				if _, err := os.Stat(filepath.Join(in, "data", "region-0000", "part-00000.parquet")); err != nil {
@@ -174,7 +176,7 @@ func TestMergeRefusesSymlinks(t *testing.T) {
 				writeRun(t, in, "data/region-0000/part-00000.parquet", p)
 				out := filepath.Join(root, "out")
 				err := mergeRun([]string{in}, out, mode)
-				if err == nil || !errors.Is(err, pipeline.ErrUnsafePath) || !strings.Contains(err.Error(), "symbolic link") ||
+				if err == nil || !errors.Is(err, output.ErrUnsafePath) || !strings.Contains(err.Error(), "symbolic link") ||
 					!strings.Contains(err.Error(), filepath.Join(in, lindorm.ManifestFile)) {
 					t.Fatalf("merge of a manifest path through a symlink: %v", err)
 				}
@@ -209,10 +211,10 @@ func TestMergeRefusesDamagedRejectsLength(t *testing.T) {
 	root := t.TempDir()
 	in := filepath.Join(root, "shard-0")
 	writeRun(t, in, "data/region-0000/part-00000.parquet")
-	if err := os.WriteFile(filepath.Join(in, pipeline.RejectsFile), []byte(`{"stream":"s"}`+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(in, output.RejectsFile), []byte(`{"stream":"s"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(in, pipeline.CheckpointFile), []byte(`{"version":1,"complete":true,"rejects_bytes":-1}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(in, output.CheckpointFile), []byte(`{"version":1,"complete":true,"rejects_bytes":-1}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	err := mergeRun([]string{in}, filepath.Join(root, "out"), merge.Link)
@@ -234,7 +236,7 @@ func TestMergeHandMadeRuns(t *testing.T) {
 			if err := mergeRun([]string{a, b}, out, mode); err != nil {
 				t.Fatal(err)
 			}
-			m, err := lindorm.ReadManifest(out)
+			m, err := outputtest.Manifest(out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -288,14 +290,14 @@ func TestMergeThroughStores(t *testing.T) {
 				writeRun(t, a, "data/region-0000/part-00000.parquet", "data/region-0000/part-00001.parquet")
 				writeRun(t, b, "data/region-0000/part-00000.parquet")
 				// a: on an "object store", its rejects in two parts and a third never checkpointed
-				os.WriteFile(filepath.Join(a, pipeline.CheckpointFile), []byte(`{"version":1,"complete":true,"rejects_parts":2}`), 0o600)
+				os.WriteFile(filepath.Join(a, output.CheckpointFile), []byte(`{"version":1,"complete":true,"rejects_parts":2}`), 0o600)
 				os.MkdirAll(filepath.Join(a, "rejects"), 0o755)
 				for i, line := range []string{"a0\n", "a1\n", "stray\n"} {
-					os.WriteFile(filepath.Join(a, filepath.FromSlash(pipeline.RejectsPart(i))), []byte(line), 0o600)
+					os.WriteFile(filepath.Join(a, filepath.FromSlash(output.RejectsPart(i))), []byte(line), 0o600)
 				}
 				// b: local, rejects.jsonl longer than checkpointed (a crash after the last cut)
-				os.WriteFile(filepath.Join(b, pipeline.CheckpointFile), []byte(`{"version":1,"complete":true,"rejects_bytes":3}`), 0o600)
-				os.WriteFile(filepath.Join(b, pipeline.RejectsFile), []byte("b0\nafter\n"), 0o600)
+				os.WriteFile(filepath.Join(b, output.CheckpointFile), []byte(`{"version":1,"complete":true,"rejects_bytes":3}`), 0o600)
+				os.WriteFile(filepath.Join(b, output.RejectsFile), []byte("b0\nafter\n"), 0o600)
 				// the shards started at different times: the merged job stamps cells with the earliest
 				os.WriteFile(filepath.Join(a, lindorm.BulkloadFile), []byte(`{"fileType":"parquet","readerConfig":{"filePath":"/elsewhere"},"writerConfig":{"timestamp":2000}}`), 0o644)
 				os.WriteFile(filepath.Join(b, lindorm.BulkloadFile), []byte(`{"fileType":"parquet","readerConfig":{"filePath":"/b"},"writerConfig":{"timestamp":1000}}`), 0o644)
@@ -329,7 +331,7 @@ func TestMergeThroughStores(t *testing.T) {
 				} else if !serverCopy && (res.Copied != 3 || res.ServerCopied != 0) {
 					t.Fatalf("rekey copied %d files, want 3", res.Copied)
 				}
-				m, err := lindorm.ReadManifest(outDir)
+				m, err := outputtest.Manifest(outDir)
 				if err != nil || m.Files != 3 {
 					t.Fatalf("merged manifest: %v %v", m, err)
 				}
@@ -338,7 +340,7 @@ func TestMergeThroughStores(t *testing.T) {
 						t.Errorf("%s: %q %v", fe.Path, data, err)
 					}
 				}
-				if rej, _ := os.ReadFile(filepath.Join(outDir, pipeline.RejectsFile)); string(rej) != "a0\na1\nb0\n" {
+				if rej, _ := os.ReadFile(filepath.Join(outDir, output.RejectsFile)); string(rej) != "a0\na1\nb0\n" {
 					t.Fatalf("merged rejects %q, want each input's checkpointed rejects once", rej)
 				}
 				var job lindorm.BulkloadJob

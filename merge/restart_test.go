@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/merge"
-	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store"
@@ -221,7 +221,7 @@ func TestMergeRestartsFromEveryCrashPoint(t *testing.T) {
 							t.Fatalf("after a crash at %q and a second run the output holds\n%v\nan uninterrupted merge\n%v", crashAt, got, want)
 						}
 						for _, in := range ins {
-							objs, err := p.open(t, in).List(context.Background(), pipeline.DataDir+"/")
+							objs, err := p.open(t, in).List(context.Background(), output.DataDir+"/")
 							if err != nil {
 								t.Fatal(err)
 							}

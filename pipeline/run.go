@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/rekey/rekey/store"
 )
 
 // Transformer turns source records into target rows. One per worker goroutine.
@@ -38,9 +36,8 @@ type Config struct {
 	Target         TargetSchema
 	Plan           RegionPlan
 	Sink           Sink
-	// Store is the output; nil: the local folder OutDir.
-	Store       store.Store
-	OutDir      string
+	// Journal records the rejects and the checkpoints (package output: the output's).
+	Journal     Journal
 	Fingerprint string // of the resolved mapping, stored in checkpoints
 	Format      string // of the data files, stored in checkpoints
 	Workers     int    // transform goroutines; default GOMAXPROCS
@@ -48,11 +45,7 @@ type Config struct {
 	// CheckpointEvery is how often the run commits open files and saves a checkpoint; 0 means
 	// only at the end. Each cut closes every open file, so shorter intervals mean smaller files.
 	CheckpointEvery time.Duration
-	// Resume continues from OutDir's checkpoint; without it OutDir must not hold a run.
-	Resume bool
-	// RejectValues turns a rejected record's values into a column->text map when it has no Raw.
-	RejectValues func(*Record) map[string]string
-	Logger       *zap.Logger
+	Logger          *zap.Logger
 }
 
 // Counters are live figures for progress displays; read them with Load.
@@ -107,8 +100,8 @@ func NewRunner(cfg Config) (*Runner, error) {
 		return nil, errors.New("pipeline: no sink")
 	case cfg.NewTransformer == nil:
 		return nil, errors.New("pipeline: no transform")
-	case cfg.OutDir == "" && cfg.Store == nil:
-		return nil, errors.New("pipeline: no output directory")
+	case cfg.Journal == nil:
+		return nil, errors.New("pipeline: no journal (the output's rejects and checkpoints)")
 	case len(cfg.Target.Columns) == 0:
 		return nil, errors.New("pipeline: target schema has no columns")
 	}
@@ -117,13 +110,6 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
-	}
-	if cfg.Store == nil {
-		st, err := store.NewLocal(cfg.OutDir)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Store = st
 	}
 	return &Runner{cfg: cfg}, nil
 }
@@ -145,22 +131,10 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 		r.Counters.RowsSkipped.Store(cp.RowsSkipped)
 	}
 	rowsBefore := cp.RowsIn
-	rejects, err := OpenRejects(ctx, cfg.Store, resume)
-	if err != nil {
-		return Result{}, err
-	}
-	defer rejects.Close()
-	if rp, ok := cfg.Source.(Replayer); ok {
-		if rf, ok := rp.ReplayFile(); ok {
-			if err := rejects.OpenReplayIn(cfg.Store, rf, cp.ReplayBytes); err != nil {
-				return Result{}, err
-			}
-		}
-	}
 	if resume == nil {
 		// The first checkpoint, before any row: it fixes the region plan and the source's
 		// identity, so a run killed at any later instant can be resumed (from the start).
-		if err := cp.save(ctx, cfg.Store); err != nil {
+		if err := cfg.Journal.Cut(ctx, cp); err != nil {
 			return Result{}, err
 		}
 	}
@@ -197,7 +171,7 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			w := r.newWorker(rejects)
+			w := r.newWorker()
 			for b := range work {
 				if err := w.process(runCtx, b); err != nil {
 					fail(err)
@@ -218,29 +192,14 @@ func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoi
 		if err != nil {
 			return fmt.Errorf("commit files: %w", err)
 		}
-		if complete {
-			// Every file is committed and no writer is open: an unfinished upload under data/
-			// now is one whose abort, or whose start's answer, was lost (a stall). Without this
-			// the bucket keeps it, billed, after a successful run.
-			if err := cfg.Store.Sweep(runCtx, DataDir+"/"); err != nil {
-				return fmt.Errorf("abort the run's unfinished uploads: %w", err)
-			}
-		}
-		size, replaySize, codes, err := rejects.Sync()
-		if err != nil {
-			return err
-		}
-		cp.ReplayBytes = replaySize
 		cp.Files = append(cp.Files, files...)
 		cp.RowsIn = r.Counters.RowsIn.Load()
 		cp.RowsWritten = r.Counters.RowsWritten.Load()
 		cp.RowsRejected = r.Counters.RowsRejected.Load()
 		cp.RowsSkipped = r.Counters.RowsSkipped.Load()
-		cp.RejectsBytes, cp.RejectCodes = size, codes
-		cp.RejectParts = rejects.Parts()
 		cp.Complete = complete
 		// the cut's context: a hard stop (ctx cancelled) must not write a checkpoint either
-		if err := cp.save(ctx, cfg.Store); err != nil {
+		if err := cfg.Journal.Cut(ctx, cp); err != nil {
 			return err
 		}
 		log.Debug("checkpoint", zap.Int("files", len(files)), zap.Int64("rows", cp.RowsWritten))
@@ -357,27 +316,26 @@ func (r *Runner) checkRejects() error {
 	// a percentage is of the rows the transform saw, not of those the source's filter left out
 	rej, in := r.Counters.RowsRejected.Load(), r.Counters.RowsIn.Load()-r.Counters.RowsSkipped.Load()
 	if lim.Count != nil && rej > *lim.Count {
-		return fmt.Errorf("%w: %d rows rejected, more than --max-rejects %d allows; see %s for each row's reason", ErrTooManyRejects, rej, *lim.Count, RejectsFile)
+		return fmt.Errorf("%w: %d rows rejected, more than --max-rejects %d allows; see %s for each row's reason", ErrTooManyRejects, rej, *lim.Count, r.cfg.Journal.RejectsName())
 	}
 	if lim.Percent > 0 && in >= MinRowsForPercent {
 		if pct := 100 * float64(rej) / float64(in); pct > lim.Percent {
-			return fmt.Errorf("%w: %d of %d rows rejected (%.2f%%), more than --max-rejects %g%% allows; see %s for each row's reason", ErrTooManyRejects, rej, in, pct, lim.Percent, RejectsFile)
+			return fmt.Errorf("%w: %d of %d rows rejected (%.2f%%), more than --max-rejects %g%% allows; see %s for each row's reason", ErrTooManyRejects, rej, in, pct, lim.Percent, r.cfg.Journal.RejectsName())
 		}
 	}
 	return nil
 }
 
 type worker struct {
-	r       *Runner
-	t       Transformer
-	rejects *RejectLog
-	rows    []Row
-	recs    []int // recs[i] is the index in the batch of rows[i]'s record
-	slab    []Value
+	r    *Runner
+	t    Transformer
+	rows []Row
+	recs []int // recs[i] is the index in the batch of rows[i]'s record
+	slab []Value
 }
 
-func (r *Runner) newWorker(rejects *RejectLog) *worker {
-	return &worker{r: r, t: r.cfg.NewTransformer(), rejects: rejects}
+func (r *Runner) newWorker() *worker {
+	return &worker{r: r, t: r.cfg.NewTransformer()}
 }
 
 func (w *worker) process(ctx context.Context, b *Batch) error {
@@ -437,11 +395,5 @@ func (w *worker) process(ctx context.Context, b *Batch) error {
 }
 
 func (w *worker) reject(b *Batch, rec *Record, stage string, rerr *RowError) error {
-	rj := &Reject{Position: b.Position(rec), Stream: b.Stream, Seq: rec.Seq, Stage: stage,
-		Code: rerr.Code, Field: rerr.Field, Message: rerr.Message, Raw: rec.Raw}
-	if rj.Raw == "" && w.r.cfg.RejectValues != nil && rec.Values != nil {
-		rj.Values = w.r.cfg.RejectValues(rec)
-	}
-	w.r.cfg.Logger.Debug("row rejected", zap.String("position", rj.Position), zap.String("code", rj.Code), zap.String("field", rj.Field))
-	return w.rejects.Add(rj)
+	return w.r.cfg.Journal.Reject(b, rec, stage, rerr)
 }

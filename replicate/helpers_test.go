@@ -20,6 +20,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/lindorm"
@@ -486,11 +487,11 @@ func rejectLines(t testing.TB, dirs ...string) map[string]int {
 			sc := bufio.NewScanner(f)
 			sc.Buffer(nil, 1<<20)
 			for sc.Scan() {
-				var r pipeline.Reject
+				var r output.Reject
 				if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 					t.Fatal(err)
 				}
-				if r.KafkaMessage == nil || r.Topic == "" || r.Position == "" || r.Code == "" {
+				if r.LogPosition == nil || r.Topic == "" || r.Position == "" || r.Code == "" {
 					t.Fatalf("reject without coordinates: %s", sc.Text())
 				}
 				out[fmt.Sprintf("%d/%d", r.Partition, r.Offset)]++

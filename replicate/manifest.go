@@ -19,6 +19,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
@@ -131,8 +132,8 @@ type manifest struct {
 	st     store.Store              // where manifest.json is: the folder, or the object store
 	base   func() *lindorm.Manifest // a fresh lindorm manifest (schema, plan) to fill
 	repl   Replication
-	lockf  *os.File            // a folder's lock file, shared by the members
-	held   *pipeline.StoreLock // an object store's lock, this member's alone
+	lockf  *os.File          // a folder's lock file, shared by the members
+	held   *output.StoreLock // an object store's lock, this member's alone
 	log    *zap.Logger
 	rev    int64 // revision of the copy; -1: reload
 	legacy bool  // loaded from a manifest without partitions (written before rolls committed there)
@@ -161,7 +162,7 @@ func openManifest(dir string, base func() *lindorm.Manifest, repl Replication, l
 
 // storeManifest is the manifest of an object store's prefix, which one member writes: held is
 // its lock, checked before every commit.
-func storeManifest(base func() *lindorm.Manifest, repl Replication, held *pipeline.StoreLock, log *zap.Logger) *manifest {
+func storeManifest(base func() *lindorm.Manifest, repl Replication, held *output.StoreLock, log *zap.Logger) *manifest {
 	return &manifest{base: base, repl: repl, held: held, log: log, rev: -1}
 }
 
@@ -267,10 +268,10 @@ func (m *manifest) load(rev int64) error {
 			// bulk load follow: refuse one outside the output
 			var err error
 			if s.Data != nil {
-				err = pipeline.CheckRelPath(s.Data.Path)
+				err = output.CheckRelPath(s.Data.Path)
 			}
 			if s.Deletes != nil && err == nil {
-				err = pipeline.CheckRelPathIn(s.Deletes.Path, DeletesDir)
+				err = output.CheckRelPathIn(s.Deletes.Path, DeletesDir)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: segment %s: %w", path, SegmentName(s.Partition, s.FirstOffset, s.RollLast), err)
@@ -279,7 +280,7 @@ func (m *manifest) load(rev int64) error {
 		}
 		for _, r := range old.Replication.Rejects {
 			if name, ok := strings.CutPrefix(r.Path, RejectsDir+"/"); !ok || !filepath.IsLocal(name) || strings.ContainsAny(name, `/\`) {
-				return fmt.Errorf("%s: rejects of partition %d: %q: %w", path, r.Partition, r.Path, pipeline.ErrUnsafePath)
+				return fmt.Errorf("%s: rejects of partition %d: %q: %w", path, r.Partition, r.Path, output.ErrUnsafePath)
 			}
 			m.rejects[r.Path] = r
 		}
@@ -456,7 +457,7 @@ func (m *manifest) claim(partitions []int, regions int) (map[int]claimed, error)
 	}
 	folders := []string{RejectsDir}
 	for i := 0; i < regions; i++ {
-		folders = append(folders, pipeline.RegionDir(i), deletesRegionDir(i))
+		folders = append(folders, output.RegionDir(i), deletesRegionDir(i))
 	}
 	if m.held != nil {
 		if err := m.removeUnlisted(own, listed, folders); err != nil {
@@ -506,7 +507,7 @@ func (m *manifest) removeUnlisted(own map[int]bool, listed map[string]bool, fold
 		want[f] = true
 	}
 	var stray []string
-	for _, top := range []string{pipeline.DataDir + "/", DeletesDir + "/", RejectsDir + "/"} {
+	for _, top := range []string{output.DataDir + "/", DeletesDir + "/", RejectsDir + "/"} {
 		objs, err := m.st.List(ctx, top)
 		if err != nil {
 			return fmt.Errorf("list %s: %w", m.st.Location(top), err)

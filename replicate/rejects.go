@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/output"
 )
 
 // rollRejects is a roll's rejects file: rejects/p0002-<first>-<last>.jsonl, a line per rejected
-// message (pipeline.Reject with the message's topic, partition and offset). It is written under
+// message (output.Reject with the message's topic, partition and offset). It is written under
 // a temporary name and committed with the roll's data files, so a replayed roll rewrites it
 // instead of appending its rejects a second time. Mode 0600: the lines hold raw messages, which
 // may be personal data.
@@ -28,7 +28,7 @@ func (w *worker) newRejects(first int64) *rollRejects {
 	return &rollRejects{r: w.r, part: w.partition, first: first}
 }
 
-func (rr *rollRejects) add(rj *pipeline.Reject) error {
+func (rr *rollRejects) add(rj *output.Reject) error {
 	if rr.f == nil {
 		f, err := rr.r.createFile(RejectsDir, rr.part, rr.first, "jsonl", 0o600)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
@@ -33,9 +34,9 @@ type Replicator struct {
 	dialer  *kafkago.Dialer
 	metrics *Metrics
 	man     *manifest
-	sqlw    *sqlsink.Writer     // the target table, when it is one (then man is nil)
-	member  string              // names this process's temporary files
-	lock    *pipeline.StoreLock // an object store's lock, held for the whole run (nil: a folder)
+	sqlw    *sqlsink.Writer   // the target table, when it is one (then man is nil)
+	member  string            // names this process's temporary files
+	lock    *output.StoreLock // an object store's lock, held for the whole run (nil: a folder)
 
 	rawWritten   atomic.Int64 // buffered bytes encoded into files, for the size estimate
 	bytesEncoded atomic.Int64 // file bytes they became
@@ -99,9 +100,9 @@ func New(cfg Config) (*Replicator, error) {
 // unfinished uploads a killed member left are aborted.
 func (r *Replicator) lockStore(repl Replication) (*manifest, error) {
 	ctx := context.Background()
-	lock, err := pipeline.LockStore(ctx, r.cfg.Store, r.cfg.OutDir, r.log, true)
+	lock, err := output.LockStore(ctx, r.cfg.Store, r.cfg.OutDir, r.log, true)
 	if err != nil {
-		if errors.Is(err, pipeline.ErrRefusedResume) {
+		if errors.Is(err, output.ErrRefusedResume) {
 			return nil, fmt.Errorf("%w.\nOn an object store a consumer group has one member per --out prefix: a bucket offers no lock that members could share to commit their rolls. Run one member, or replicate to a folder the members share", err)
 		}
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
 )
@@ -56,7 +57,7 @@ const DeleteExt = "sql"
 const DeletesDir = "deletes"
 
 // deletesRegionDir is region i's folder of delete files, relative to the output.
-func deletesRegionDir(i int) string { return DeletesDir + "/" + pipeline.RegionName(i) }
+func deletesRegionDir(i int) string { return DeletesDir + "/" + output.RegionName(i) }
 
 // segment is one (region, partition) part of a roll: an upsert file in the table format and a
 // file of DELETE statements, both written under temporary names until the roll commits.

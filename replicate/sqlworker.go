@@ -13,6 +13,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/kafka"
@@ -59,7 +60,7 @@ type sqlWorker struct {
 	opMsg    []int // ops[i] comes from message opMsg[i] of the batch
 	slab     []pipeline.Value
 	setSlab  []bool
-	rejects  []*pipeline.Reject
+	rejects  []*output.Reject
 	rejected int // index of the last message with a reject line, or -1
 	cleaned  bool
 	saltWarn bool
@@ -353,11 +354,11 @@ func (w *sqlWorker) reject(i int, m *kafkago.Message, stage string, rerr *pipeli
 }
 
 // messageReject is the rejects.jsonl line of a message.
-func messageReject(topic, stream string, partition int, m *kafkago.Message, stage string, rerr *pipeline.RowError) *pipeline.Reject {
-	rj := &pipeline.Reject{
+func messageReject(topic, stream string, partition int, m *kafkago.Message, stage string, rerr *pipeline.RowError) *output.Reject {
+	rj := &output.Reject{
 		Position: "kafka:" + stream + ":" + strconv.FormatInt(m.Offset, 10), Stream: stream, Seq: m.Offset,
 		Stage: stage, Code: rerr.Code, Field: rerr.Field, Message: rerr.Message,
-		KafkaMessage: &pipeline.KafkaMessage{Topic: topic, Partition: partition, Offset: m.Offset},
+		LogPosition: &output.LogPosition{Topic: topic, Partition: partition, Offset: m.Offset},
 	}
 	const limit = 64 << 10
 	switch {

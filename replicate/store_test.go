@@ -12,7 +12,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
-	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
@@ -25,9 +25,9 @@ import (
 // waits for it) does not wait the default two minutes.
 func shortLockTTL(t *testing.T) {
 	t.Helper()
-	old := pipeline.LockTTL
-	pipeline.LockTTL = 1500 * time.Millisecond
-	t.Cleanup(func() { pipeline.LockTTL = old })
+	old := output.LockTTL
+	output.LockTTL = 1500 * time.Millisecond
+	t.Cleanup(func() { output.LockTTL = old })
 }
 
 // openStore opens the object store prefix of srv.

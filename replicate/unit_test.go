@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 )
@@ -220,7 +221,7 @@ func TestLoadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
 		}
 		_, err = m.lock()
 		m.close()
-		if !errors.Is(err, pipeline.ErrUnsafePath) || !strings.Contains(err.Error(), filepath.Join(dir, lindorm.ManifestFile)) {
+		if !errors.Is(err, output.ErrUnsafePath) || !strings.Contains(err.Error(), filepath.Join(dir, lindorm.ManifestFile)) {
 			t.Errorf("%s: %v", seg, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/source/kafka"
@@ -220,7 +221,7 @@ func (w *worker) segment(region int) (*segment, error) {
 }
 
 func (w *worker) newSegment(region int, offset int64) (*segment, error) {
-	s := &segment{w: w, region: region, first: offset, dir: pipeline.RegionDir(region), ddir: deletesRegionDir(region)}
+	s := &segment{w: w, region: region, first: offset, dir: output.RegionDir(region), ddir: deletesRegionDir(region)}
 	if n := len(w.freeBufs); n > 0 {
 		s.buf = w.freeBufs[n-1]
 		w.freeBufs = w.freeBufs[:n-1]
@@ -409,10 +410,10 @@ func (w *worker) reject(m *kafkago.Message, stage string, rerr *pipeline.RowErro
 	}
 	w.msgRejected = true
 	// Position is "kafka:TOPIC/PARTITION:OFFSET"; the message's coordinates are also fields.
-	rj := &pipeline.Reject{
+	rj := &output.Reject{
 		Position: "kafka:" + w.stream + ":" + fmt.Sprint(m.Offset), Stream: w.stream, Seq: m.Offset,
 		Stage: stage, Code: rerr.Code, Field: rerr.Field, Message: rerr.Message,
-		KafkaMessage: &pipeline.KafkaMessage{Topic: r.cfg.Kafka.Topic, Partition: w.partition, Offset: m.Offset},
+		LogPosition: &output.LogPosition{Topic: r.cfg.Kafka.Topic, Partition: w.partition, Offset: m.Offset},
 	}
 	const limit = 64 << 10
 	raw := m.Value

@@ -39,7 +39,7 @@ func CheckName(name string) error {
 
 // NameProblem says why name is not a clean, relative, slash-separated path that stays inside
 // its root ("is absolute", "climbs out with .."...), or "" when it is one. CheckName and
-// pipeline.CheckRelPath (paths read from manifests and checkpoints) share it.
+// output.CheckRelPath (paths read from manifests and checkpoints) share it.
 func NameProblem(name string) string {
 	switch {
 	case name == "":

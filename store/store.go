@@ -3,7 +3,7 @@
 // them cares which.
 //
 // Names are slash-separated paths relative to the store's root ("data/region-0000/part-00000.parquet",
-// "checkpoint.json"); callers check them with pipeline.CheckRelPath where they come from a file.
+// "checkpoint.json"); callers check them with output.CheckRelPath where they come from a file.
 //
 // What every Store guarantees, and what rekey's resume relies on:
 //   - an object is visible (List, Stat, Get, Open) only once whole: Writer.Commit is the atomic

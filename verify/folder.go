@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/lindorm"
@@ -57,7 +58,7 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 		if err := json.Unmarshal(data, &m); err != nil {
 			return nil, fmt.Errorf("%s: %s is damaged: %w", location, lindorm.ManifestFile, err)
 		}
-		if err := m.CheckPaths(); err != nil {
+		if err := output.CheckManifestPaths(&m); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", location, lindorm.ManifestFile, err)
 		}
 		if err := checkManifestSchema(&m, schema); err != nil {
@@ -86,19 +87,19 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 			}
 		}
 	case store.IsNotExist(err):
-		data, err := objs.Get(ctx, pipeline.CheckpointFile)
+		data, err := objs.Get(ctx, output.CheckpointFile)
 		if store.IsNotExist(err) {
-			return nil, fmt.Errorf("%s is not a rekey output: it has neither %s nor %s", location, lindorm.ManifestFile, pipeline.CheckpointFile)
+			return nil, fmt.Errorf("%s is not a rekey output: it has neither %s nor %s", location, lindorm.ManifestFile, output.CheckpointFile)
 		} else if err != nil {
-			return nil, fmt.Errorf("%s: read %s: %w", location, pipeline.CheckpointFile, err)
+			return nil, fmt.Errorf("%s: read %s: %w", location, output.CheckpointFile, err)
 		}
 		var cp pipeline.Checkpoint
 		if err := json.Unmarshal(data, &cp); err != nil {
-			return nil, fmt.Errorf("%s: %s is damaged: %w", location, pipeline.CheckpointFile, err)
+			return nil, fmt.Errorf("%s: %s is damaged: %w", location, output.CheckpointFile, err)
 		}
 		for _, fi := range cp.Files {
-			if err := pipeline.CheckRelPath(fi.Path); err != nil {
-				return nil, fmt.Errorf("%s: %s is damaged: %w", location, pipeline.CheckpointFile, err)
+			if err := output.CheckRelPath(fi.Path); err != nil {
+				return nil, fmt.Errorf("%s: %s is damaged: %w", location, output.CheckpointFile, err)
 			}
 			f.Rows += fi.Rows
 		}
@@ -119,14 +120,14 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 	}
 	unlisted, err := unlistedFiles(ctx, objs, f.Files)
 	if err != nil {
-		return nil, fmt.Errorf("%s: list %s/: %w", location, pipeline.DataDir, err)
+		return nil, fmt.Errorf("%s: list %s/: %w", location, output.DataDir, err)
 	}
 	switch {
 	case len(unlisted) == 0:
-	case listedIn(f) == pipeline.CheckpointFile:
+	case listedIn(f) == output.CheckpointFile:
 		// an unfinished run: its resume removes the files its checkpoint does not list
 		f.Notes = append(f.Notes, fmt.Sprintf("%s holds %d files under %s/ that its %s does not list (%s): not verified; migrate --resume removes them",
-			location, len(unlisted), pipeline.DataDir, pipeline.CheckpointFile, namesShort(unlisted)))
+			location, len(unlisted), output.DataDir, output.CheckpointFile, namesShort(unlisted)))
 	default:
 		for _, name := range unlisted {
 			f.Files = append(f.Files, pipeline.FileInfo{Region: -1, Path: name, Rows: -1})
@@ -140,7 +141,7 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 // load reads: Spark reads every file under its path except names starting with _ or . (at any
 // depth).
 func unlistedFiles(ctx context.Context, objs Objects, listed []pipeline.FileInfo) ([]string, error) {
-	all, err := objs.List(ctx, pipeline.DataDir+"/")
+	all, err := objs.List(ctx, output.DataDir+"/")
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +323,7 @@ func (t *targetReader) file(ctx context.Context, i int) error {
 	if err != nil {
 		if unlisted {
 			return fmt.Errorf("read %s, which %s does not list but the bulk load would read (it reads every file under %s/): %w; remove it or move it out of %s/",
-				fi.Path, listedIn(fo), pipeline.DataDir, err, pipeline.DataDir)
+				fi.Path, listedIn(fo), output.DataDir, err, output.DataDir)
 		}
 		return fmt.Errorf("read %s: %w", fi.Path, err)
 	}
@@ -345,8 +346,8 @@ func (v *run) fileProblem(f FileRows) {
 
 func listedIn(fo *Folder) string {
 	for _, n := range fo.Notes {
-		if strings.Contains(n, pipeline.CheckpointFile) {
-			return pipeline.CheckpointFile
+		if strings.Contains(n, output.CheckpointFile) {
+			return output.CheckpointFile
 		}
 	}
 	return lindorm.ManifestFile

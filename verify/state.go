@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/lindorm"
@@ -513,7 +514,7 @@ func replicationFiles(location string, r *replicate.Replication) ([]pipeline.Fil
 	var rows int64
 	for _, s := range segs {
 		if s.Data != nil {
-			if err := pipeline.CheckRelPath(s.Data.Path); err != nil {
+			if err := output.CheckRelPath(s.Data.Path); err != nil {
 				return nil, nil, 0, fmt.Errorf("%s: %s: %w", location, lindorm.ManifestFile, err)
 			}
 			files = append(files, pipeline.FileInfo{Region: s.Region, Path: s.Data.Path, Rows: s.Data.Rows, Bytes: s.Data.Bytes})
@@ -521,7 +522,7 @@ func replicationFiles(location string, r *replicate.Replication) ([]pipeline.Fil
 			rows += s.Data.Rows
 		}
 		if s.Deletes != nil {
-			if err := pipeline.CheckRelPathIn(s.Deletes.Path, replicate.DeletesDir); err != nil {
+			if err := output.CheckRelPathIn(s.Deletes.Path, replicate.DeletesDir); err != nil {
 				return nil, nil, 0, fmt.Errorf("%s: %s: %w", location, lindorm.ManifestFile, err)
 			}
 			files = append(files, pipeline.FileInfo{Region: s.Region, Path: s.Deletes.Path, Rows: s.Deletes.Keys, Bytes: s.Deletes.Bytes})

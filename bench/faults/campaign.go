@@ -17,7 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
 	"github.com/rekey/rekey/source/gen"
@@ -271,7 +272,7 @@ type campaign struct {
 	srv     *s3test.Server // the object store the runs write to; nil for local folders
 	rng     *rand.Rand
 	clean   time.Duration
-	ref     *output
+	ref     *runOutput
 }
 
 // outArg is the --out of the run whose output is the folder out: out itself, or on an object
@@ -285,7 +286,7 @@ func (c *campaign) outArg(out string) string {
 }
 
 // read reads back a finished run (on an object store, also through the S3 API).
-func (c *campaign) read(out string) (*output, error) {
+func (c *campaign) read(out string) (*runOutput, error) {
 	if c.srv == nil {
 		return readOutput(out)
 	}
@@ -314,7 +315,7 @@ func (c *campaign) run() (Summary, error) {
 	// The clean runs: the reference rows, which must not depend on the run, and the duration the
 	// kill points are spread over: the longest one, since a kill point found to be past the end
 	// of a run is aimed again at the same fraction of that run, while one that is too early is not.
-	var ref *output
+	var ref *runOutput
 	for i := 1; i <= max(1, c.cfg.CleanRuns); i++ {
 		cleanOut := filepath.Join(c.dir, fmt.Sprintf("clean-%d", i))
 		os.RemoveAll(cleanOut)
@@ -705,12 +706,12 @@ func (w *watcher) reached(out string, k kill) bool {
 	case evDDL, evLocked:
 		name := "ddl.sql"
 		if k.event == evLocked {
-			name = pipeline.LockFile
+			name = output.LockFile
 		}
 		_, err := os.Stat(filepath.Join(out, name))
 		return err == nil
 	case evFirstCheckpoint, evFinalCheckpoint, evLate:
-		path := filepath.Join(out, pipeline.CheckpointFile)
+		path := filepath.Join(out, output.CheckpointFile)
 		st, err := os.Stat(path)
 		if err != nil {
 			return false
@@ -722,7 +723,7 @@ func (w *watcher) reached(out string, k kill) bool {
 			return false
 		}
 		w.mod, w.size = st.ModTime(), st.Size()
-		cp, err := pipeline.LoadCheckpoint(out)
+		cp, err := outputtest.Checkpoint(out)
 		if err != nil || cp == nil {
 			return false
 		}
@@ -756,10 +757,10 @@ func phaseOf(out string) (phase, where string) {
 	if err != nil || len(entries) == 0 {
 		return phStart, phStart
 	}
-	if len(entries) == 1 && entries[0].Name() == pipeline.LockFile {
+	if len(entries) == 1 && entries[0].Name() == output.LockFile {
 		return phLocked, phLocked
 	}
-	cp, err := pipeline.LoadCheckpoint(out)
+	cp, err := outputtest.Checkpoint(out)
 	switch {
 	case err != nil:
 		return phUnreadble, phUnreadble + ": " + err.Error()

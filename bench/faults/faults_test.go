@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store/s3store"
@@ -105,17 +107,17 @@ func TestComparisonFindsDamage(t *testing.T) {
 
 	file0 := ref.manifest.Regions[0].Files[0]
 	editManifest := func(out string, edit func(m *lindorm.Manifest)) {
-		m, err := lindorm.ReadManifest(out)
+		m, err := outputtest.Manifest(out)
 		if err != nil {
 			t.Fatal(err)
 		}
 		edit(m)
-		if err := lindorm.WriteManifest(out, m); err != nil {
+		if err := outputtest.WriteManifest(out, m); err != nil {
 			t.Fatal(err)
 		}
 	}
 	editRejects := func(out string, edit func([]string) []string) {
-		path := filepath.Join(out, pipeline.RejectsFile)
+		path := filepath.Join(out, output.RejectsFile)
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -239,12 +241,12 @@ func TestBucketCheckFindsDamage(t *testing.T) {
 	if len(ref.problems) > 0 || len(ref.rows) != 3000 || len(ref.rejects) != 60 {
 		t.Fatalf("clean output: %d rows, %d rejects, problems %v", len(ref.rows), len(ref.rejects), ref.problems)
 	}
-	cp, err := pipeline.ReadCheckpoint(ctx, st)
+	cp, err := output.ReadCheckpoint(ctx, st)
 	if err != nil || cp.RejectParts == 0 {
 		t.Fatalf("checkpoint %+v: %v", cp, err)
 	}
-	stray := pipeline.RegionDir(0) + "/part-09999.parquet"
-	pastCount := pipeline.RejectsPart(cp.RejectParts)
+	stray := output.RegionDir(0) + "/part-09999.parquet"
+	pastCount := output.RejectsPart(cp.RejectParts)
 	for _, c := range []struct {
 		name         string
 		damage, undo func()
@@ -255,10 +257,10 @@ func TestBucketCheckFindsDamage(t *testing.T) {
 		{"a rejects part past the count", func() { st.Put(ctx, pastCount, []byte("{}\n")) }, func() { st.Remove(ctx, pastCount) },
 			"bucket: a rejects part the checkpoint does not count"},
 		{"an unfinished upload", func() {
-			w, _ := st.Create(ctx, pipeline.RegionDir(1)+"/part-09999.parquet")
+			w, _ := st.Create(ctx, output.RegionDir(1)+"/part-09999.parquet")
 			w.Write(make([]byte, 9<<20)) // one 8 MiB part sent; never committed, never aborted
 			time.Sleep(time.Second)
-		}, func() { st.Sweep(ctx, "") }, "bucket: an unfinished multipart upload of " + pipeline.RegionDir(1) + "/part-09999.parquet"},
+		}, func() { st.Sweep(ctx, "") }, "bucket: an unfinished multipart upload of " + output.RegionDir(1) + "/part-09999.parquet"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.damage()

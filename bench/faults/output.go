@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
@@ -36,8 +38,8 @@ func hashRow(region int, row []string) rowHash {
 	return out
 }
 
-// output is what a finished run left in its --out directory.
-type output struct {
+// runOutput is what a finished run left in its --out directory.
+type runOutput struct {
 	dir      string
 	manifest *lindorm.Manifest
 	schema   pipeline.TargetSchema // the columns the manifest lists, in file order
@@ -51,13 +53,13 @@ type output struct {
 
 // readOutput reads back a finished run with sinktest.ReadParquet (parquet-go, not the arrow
 // writer rekey uses).
-func readOutput(dir string) (*output, error) { return readOutputFrom(dir, nil) }
+func readOutput(dir string) (*runOutput, error) { return readOutputFrom(dir, nil) }
 
 // readOutputFrom is readOutput for a run written to an object store too: dir is then the
 // prefix's folder in versitygw's posix backend (each object a file), read as a local output,
 // and st the store at that prefix, which tells what the bucket itself lists (checkBucket).
-func readOutputFrom(dir string, st *s3store.Store) (*output, error) {
-	m, err := lindorm.ReadManifest(dir)
+func readOutputFrom(dir string, st *s3store.Store) (*runOutput, error) {
+	m, err := outputtest.Manifest(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
@@ -65,12 +67,12 @@ func readOutputFrom(dir string, st *s3store.Store) (*output, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &output{dir: dir, manifest: m, schema: schema}
+	o := &runOutput{dir: dir, manifest: m, schema: schema}
 	listed := map[string]bool{}
 	for _, r := range m.Regions {
 		for _, f := range r.Files {
 			listed[filepath.FromSlash(f.Path)] = true
-			path, err := pipeline.SafeRelPath(dir, f.Path)
+			path, err := output.SafeRelPath(dir, f.Path)
 			if err != nil {
 				o.problems = append(o.problems, "manifest: "+err.Error())
 				continue
@@ -104,7 +106,7 @@ func readOutputFrom(dir string, st *s3store.Store) (*output, error) {
 		switch {
 		case pipeline.IsTemp(path):
 			o.problems = append(o.problems, "temporary file left: "+rel)
-		case !d.IsDir() && strings.HasPrefix(rel, pipeline.DataDir+string(filepath.Separator)) && !listed[rel]:
+		case !d.IsDir() && strings.HasPrefix(rel, output.DataDir+string(filepath.Separator)) && !listed[rel]:
 			o.problems = append(o.problems, "data file the manifest does not list: "+rel)
 		}
 		return nil
@@ -114,7 +116,7 @@ func readOutputFrom(dir string, st *s3store.Store) (*output, error) {
 	}
 	sort.Strings(o.names)
 
-	data, err := os.ReadFile(filepath.Join(dir, pipeline.RejectsFile))
+	data, err := os.ReadFile(filepath.Join(dir, output.RejectsFile))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
@@ -132,7 +134,7 @@ func readOutputFrom(dir string, st *s3store.Store) (*output, error) {
 		if line == "" {
 			continue
 		}
-		var rj pipeline.Reject
+		var rj output.Reject
 		if err := json.Unmarshal([]byte(line), &rj); err != nil {
 			o.problems = append(o.problems, fmt.Sprintf("rejects.jsonl: a damaged line %q: %v", short(line), err))
 			continue
@@ -154,7 +156,7 @@ func readOutputFrom(dir string, st *s3store.Store) (*output, error) {
 
 // compare lists how got differs from the clean run ref: rows lost or duplicated (with examples),
 // counts, rejects, files.
-func compare(ref, got *output) []string {
+func compare(ref, got *runOutput) []string {
 	diffs := append([]string(nil), got.problems...)
 	rm, gm := ref.manifest, got.manifest
 	if !slices.Equal(rm.Columns, gm.Columns) {
@@ -243,7 +245,7 @@ func diffLines(ref, got []string) (lost, extra []string) {
 }
 
 // findRows reads o's files again for up to n of the rows hashes names, each shown with its file.
-func findRows(o *output, hashes []rowHash, n int) []string {
+func findRows(o *runOutput, hashes []rowHash, n int) []string {
 	want := map[rowHash]bool{}
 	for _, h := range hashes[:min(n, len(hashes))] {
 		want[h] = true
@@ -251,7 +253,7 @@ func findRows(o *output, hashes []rowHash, n int) []string {
 	var found []string
 	for _, r := range o.manifest.Regions {
 		for _, f := range r.Files {
-			path, err := pipeline.SafeRelPath(o.dir, f.Path)
+			path, err := output.SafeRelPath(o.dir, f.Path)
 			if err != nil {
 				continue
 			}
@@ -304,7 +306,7 @@ func short(s string) string {
 // object at the top that is none of the run's, an unfinished multipart upload.
 func checkBucket(st *s3store.Store, m *lindorm.Manifest) (rejects []byte, problems []string, err error) {
 	ctx := context.Background()
-	cp, err := pipeline.ReadCheckpoint(ctx, st)
+	cp, err := output.ReadCheckpoint(ctx, st)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -324,21 +326,21 @@ func checkBucket(st *s3store.Store, m *lindorm.Manifest) (rejects []byte, proble
 	}
 	parts := map[string]bool{}
 	for n := 0; n < cp.RejectParts; n++ {
-		parts[pipeline.RejectsPart(n)] = true
+		parts[output.RejectsPart(n)] = true
 	}
-	top := map[string]bool{lindorm.ManifestFile: true, lindorm.DDLFile: true, lindorm.BulkloadFile: true, pipeline.CheckpointFile: true}
+	top := map[string]bool{lindorm.ManifestFile: true, lindorm.DDLFile: true, lindorm.BulkloadFile: true, output.CheckpointFile: true}
 	for _, o := range objs {
 		switch {
-		case strings.HasPrefix(o.Name, pipeline.DataDir+"/"):
+		case strings.HasPrefix(o.Name, output.DataDir+"/"):
 			if !listed[o.Name] {
 				problems = append(problems, "bucket: a data object the manifest does not list: "+o.Name)
 			}
 			delete(listed, o.Name)
-		case strings.HasPrefix(o.Name, pipeline.RejectsPartsDir+"/"):
+		case strings.HasPrefix(o.Name, output.RejectsPartsDir+"/"):
 			if !parts[o.Name] {
 				problems = append(problems, fmt.Sprintf("bucket: a rejects part the checkpoint does not count (%d parts): %s", cp.RejectParts, o.Name))
 			}
-		case strings.HasPrefix(o.Name, pipeline.ReplayPartsDir+"/"):
+		case strings.HasPrefix(o.Name, output.ReplayPartsDir+"/"):
 			base := o.Name[strings.LastIndexByte(o.Name, '/')+1:]
 			digits, _, _ := strings.Cut(strings.TrimPrefix(base, "part-"), ".")
 			if n, err := strconv.Atoi(digits); err != nil || n >= cp.RejectParts {
@@ -360,7 +362,7 @@ func checkBucket(st *s3store.Store, m *lindorm.Manifest) (rejects []byte, proble
 	}
 	var buf bytes.Buffer
 	for n := 0; n < cp.RejectParts; n++ {
-		part, err := st.Get(ctx, pipeline.RejectsPart(n))
+		part, err := st.Get(ctx, output.RejectsPart(n))
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("bucket: rejects part %d: %v", n, err))
 			continue

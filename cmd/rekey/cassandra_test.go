@@ -14,7 +14,8 @@ import (
 
 	pq "github.com/parquet-go/parquet-go"
 
-	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
@@ -175,7 +176,7 @@ func TestCheckReadsTheSchema(t *testing.T) {
 // outputRows reads every data file a run lists in its manifest, with parquet-go.
 func outputRows(t *testing.T, dir string) (rows []string, m *lindorm.Manifest) {
 	t.Helper()
-	m, err := lindorm.ReadManifest(dir)
+	m, err := outputtest.Manifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func TestShardedMigrationAndMerge(t *testing.T) {
 			}
 			for _, r := range mm.Regions {
 				for _, f := range r.Files {
-					if strings.Contains(f.Path, "..") || !strings.HasPrefix(f.Path, pipeline.RegionDir(r.Index)+"/") {
+					if strings.Contains(f.Path, "..") || !strings.HasPrefix(f.Path, output.RegionDir(r.Index)+"/") {
 						t.Errorf("file path %s", f.Path)
 					}
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
@@ -166,7 +167,7 @@ func printPlan(w io.Writer, schema pipeline.TargetSchema, plan pipeline.RegionPl
 	fmt.Fprintf(w, "\nRegion plan: %d regions on %s (%s), strategy %s\n", plan.Count(), first.Name, first.SQLType(), plan.Strategy)
 	for i := 0; i < plan.Count(); i++ {
 		start, hasStart, end, hasEnd := plan.Bounds(i)
-		fmt.Fprintf(w, "  %s  [%s, %s)\n", pipeline.RegionName(i), boundText(start, hasStart, "-inf"), boundText(end, hasEnd, "+inf"))
+		fmt.Fprintf(w, "  %s  [%s, %s)\n", output.RegionName(i), boundText(start, hasStart, "-inf"), boundText(end, hasEnd, "+inf"))
 		if i == 20 && plan.Count() > 24 {
 			fmt.Fprintf(w, "  ... %d more\n", plan.Count()-21)
 			break

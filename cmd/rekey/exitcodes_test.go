@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 	"github.com/rekey/rekey/store/s3store/s3test"
@@ -170,7 +170,7 @@ func TestMigrateObjectStoreStoppedAfterLockExitsThree(t *testing.T) {
 	proxy := srv.Proxy(t, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(w, r)
-			if s3test.Op(r) == "PutObject" && strings.HasSuffix(r.URL.Path, "/"+pipeline.LockFile) {
+			if s3test.Op(r) == "PutObject" && strings.HasSuffix(r.URL.Path, "/"+output.LockFile) {
 				stopOnce.Do(srv.Stop)
 			}
 		})

@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store/s3store"
 	"github.com/rekey/rekey/store/s3store/s3test"
 )
@@ -34,7 +35,7 @@ func TestMigrateStopsWhenAnotherRunTookOverTheOutput(t *testing.T) {
 	t.Run("folder", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out")
 		testTakeOver(t, out, out, func() {
-			if err := os.Remove(filepath.Join(out, pipeline.LockFile)); err != nil {
+			if err := os.Remove(filepath.Join(out, output.LockFile)); err != nil {
 				t.Fatal(err)
 			}
 		}, nil)
@@ -48,7 +49,7 @@ func TestMigrateStopsWhenAnotherRunTookOverTheOutput(t *testing.T) {
 		}
 		// The paused run's lock as time leaves it: not renewed for LockTTL.
 		stale := func() {
-			data, err := st.Get(context.Background(), pipeline.LockFile)
+			data, err := st.Get(context.Background(), output.LockFile)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +59,7 @@ func TestMigrateStopsWhenAnotherRunTookOverTheOutput(t *testing.T) {
 			}
 			lock["expires"] = time.Now().Add(-time.Second).UTC()
 			data, _ = json.Marshal(lock)
-			if err := st.Put(context.Background(), pipeline.LockFile, data); err != nil {
+			if err := st.Put(context.Background(), output.LockFile, data); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -66,7 +67,7 @@ func TestMigrateStopsWhenAnotherRunTookOverTheOutput(t *testing.T) {
 			if left, err := st.Unfinished(context.Background(), ""); err != nil || len(left) > 0 {
 				t.Errorf("unfinished uploads left: %v %v", left, err)
 			}
-			if _, err := st.Stat(context.Background(), pipeline.LockFile); err == nil {
+			if _, err := st.Stat(context.Background(), output.LockFile); err == nil {
 				t.Error("the paused run left a lock on the output after the other run released its own")
 			}
 		})
@@ -78,20 +79,20 @@ func TestMigrateStopsWhenAnotherRunTookOverTheOutput(t *testing.T) {
 // on. dir is the output as a local folder (versitygw keeps objects as files); after, if set,
 // checks the store.
 func testTakeOver(t *testing.T, outArg, dir string, loseLock, after func()) {
-	defer func(ttl time.Duration) { pipeline.LockTTL = ttl }(pipeline.LockTTL)
-	pipeline.LockTTL = time.Hour // no renewal while the test runs: loseLock decides when it is stale
+	defer func(ttl time.Duration) { output.LockTTL = ttl }(output.LockTTL)
+	output.LockTTL = time.Hour // no renewal while the test runs: loseLock decides when it is stale
 	paused, release := make(chan struct{}), make(chan struct{})
 	var commits atomic.Int32
 	var once sync.Once
-	pipeline.BeforeFencedWrite = func(op, name string) {
-		if op == "commit" && strings.HasPrefix(name, pipeline.DataDir+"/") && commits.Add(1) == 4 {
+	output.BeforeFencedWrite = func(op, name string) {
+		if op == "commit" && strings.HasPrefix(name, output.DataDir+"/") && commits.Add(1) == 4 {
 			once.Do(func() {
 				close(paused)
 				<-release
 			})
 		}
 	}
-	defer func() { pipeline.BeforeFencedWrite = nil }()
+	defer func() { output.BeforeFencedWrite = nil }()
 
 	const rows = 60000
 	src := bigOrdersCSV(t, t.TempDir(), rows)
@@ -116,7 +117,7 @@ func testTakeOver(t *testing.T, outArg, dir string, loseLock, after func()) {
 		close(release)
 		t.Fatalf("the run taking the output over: exit %d\n%s%s", code, stdout, stderr)
 	}
-	m, err := lindorm.ReadManifest(dir)
+	m, err := outputtest.Manifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func testTakeOver(t *testing.T, outArg, dir string, loseLock, after func()) {
 		}
 	}
 	for name := range now {
-		if strings.HasPrefix(name, pipeline.DataDir+"/") && !listed[name] {
+		if strings.HasPrefix(name, output.DataDir+"/") && !listed[name] {
 			t.Errorf("%s is not in the manifest", name)
 		}
 	}
@@ -175,7 +176,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel == pipeline.LockFile || pipeline.IsTemp(filepath.Base(rel)) {
+		if rel == output.LockFile || pipeline.IsTemp(filepath.Base(rel)) {
 			return nil
 		}
 		data, err := os.ReadFile(p)

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/source/file"
 )
 
@@ -19,7 +19,7 @@ const dsbulkExport = "../../mappings/dsbulk/customers"
 // csvOutput reads the rows of a --format csv run by their first column, with the header.
 func csvOutput(t *testing.T, dir string) (header []string, rows map[string]map[string]string) {
 	t.Helper()
-	m, err := lindorm.ReadManifest(dir)
+	m, err := outputtest.Manifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestMigrateDSBulkUnloadExport(t *testing.T) {
 	// the "" of a quoted empty note is the empty string, the empty field of a missing one null:
 	// the CSV sink writes them "" and nothing; the reader above reads both as ""; the checkpoint's
 	// streams tell the files apart
-	cp, err := pipeline.LoadCheckpoint(out)
+	cp, err := outputtest.Checkpoint(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestMigrateDSBulkUnloadExport(t *testing.T) {
 	if code != exitRejects {
 		t.Fatalf("without escape=: exit %d: %s", code, errs)
 	}
-	rejects, _ := os.ReadFile(filepath.Join(out2, pipeline.RejectsFile))
+	rejects, _ := os.ReadFile(filepath.Join(out2, output.RejectsFile))
 	if !strings.Contains(string(rejects), `add escape=\\ to the --source URI`) {
 		t.Fatalf("rejects without the hint:\n%s", rejects)
 	}

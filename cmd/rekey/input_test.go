@@ -11,8 +11,9 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/gen"
 )
 
@@ -66,15 +67,15 @@ func TestMigrateStrayQuote(t *testing.T) {
 	if code != exitRejects {
 		t.Fatalf("exit %d, want 1 (completed with a reject)\n%s%s", code, stdout, stderr)
 	}
-	m, err := lindorm.ReadManifest(out)
+	m, err := outputtest.Manifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.RowsIn != 1000 || m.RowsWritten != 999 || m.RowsRejected != 1 {
 		t.Fatalf("manifest counts in=%d written=%d rejected=%d, want 1000 = 999 + 1", m.RowsIn, m.RowsWritten, m.RowsRejected)
 	}
-	rejects := readLines(t, filepath.Join(out, pipeline.RejectsFile))
-	var rj pipeline.Reject
+	rejects := readLines(t, filepath.Join(out, output.RejectsFile))
+	var rj output.Reject
 	if len(rejects) != 1 || json.Unmarshal([]byte(rejects[0]), &rj) != nil {
 		t.Fatalf("rejects: %q", rejects)
 	}
@@ -97,7 +98,7 @@ func TestMigrateStrayQuote(t *testing.T) {
 		if want := map[bool]int{true: exitRejects, false: 0}[tc.rej > 0]; code != want {
 			t.Fatalf("--max-record-size %s: exit %d\n%s%s", tc.limit, code, stdout, stderr)
 		}
-		m, err := lindorm.ReadManifest(out)
+		m, err := outputtest.Manifest(out)
 		if err != nil {
 			t.Fatal(err)
 		}

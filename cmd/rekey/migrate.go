@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/csv"
 	"github.com/rekey/rekey/sink/files"
@@ -220,12 +221,12 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	if err != nil {
 		return err
 	}
-	out, err := pipeline.OpenOutput(pipeline.OutputSpec{
-		Store: st, Dir: f.out, Fingerprint: prog.Fingerprint(), Format: format.Name(), Source: src,
-		Regions: f.regions, Resume: f.resume, VerifyFile: files.VerifyFile(format),
-		Overwrite: f.overwrite, FinalFiles: []string{lindorm.DDLFile, lindorm.BulkloadFile, lindorm.ManifestFile},
+	verifier, _ := format.(output.Verifier)
+	out, err := output.Open(ctx, st, output.Spec{
+		Dir: f.out, Fingerprint: prog.Fingerprint(), Format: format.Name(), Source: src,
+		Regions: f.regions, Resume: f.resume, Verify: verifier, Overwrite: f.overwrite,
 	}, logger.Named("pipeline"))
-	if errors.Is(err, pipeline.ErrRefusedResume) {
+	if errors.Is(err, output.ErrRefusedResume) {
 		return usageError(err)
 	} else if err != nil {
 		return err
@@ -253,7 +254,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	logger.Info("migration starting", zap.String("mapping", prog.Name()), zap.String("table", prog.Table()),
 		zap.Int("regions", plan.Count()), zap.String("strategy", plan.Strategy), zap.String("out", f.out))
 	res, runErr, err := runMigration(ctx, cancel, f, prog, src, migrationOutput{
-		sink: sink, store: st, dir: f.out, format: format.Name(), plan: plan, resume: resume,
+		sink: sink, out: out, format: format.Name(), plan: plan,
 		bytes: func() int64 { return sink.Stats().Bytes },
 	}, limit, logger, "\nrekey: stopping: finishing and committing the rows already read (Ctrl-C again to abort at once)")
 	if err != nil {
@@ -267,7 +268,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 		}
 		return interrupted(fmt.Errorf("interrupted: %d rows committed to %s; %s", res.RowsWritten, f.out, next))
 	}
-	if errors.Is(runErr, pipeline.ErrLockLost) {
+	if errors.Is(runErr, output.ErrLockLost) {
 		return runFailed(fmt.Errorf("migration stopped: another rekey run took over %s (or may at any moment: this run's lock there is lost) and this run stopped without writing there: let the other run finish, or stop it and run the same command with --resume\n%w", f.out, runErr))
 	}
 	if runErr != nil {
@@ -302,7 +303,7 @@ func rejectedExit(res pipeline.Result, st store.Store) error {
 	if res.RowsRejected == 0 {
 		return nil
 	}
-	return completedWithRejects(fmt.Errorf("completed, but %d of %d rows were rejected: see %s for each row's position and reason", res.RowsRejected, res.RowsIn, pipeline.RejectsLocation(st)))
+	return completedWithRejects(fmt.Errorf("completed, but %d of %d rows were rejected: see %s for each row's position and reason", res.RowsRejected, res.RowsIn, output.RejectsLocation(st)))
 }
 
 // finishRun writes the final files of a run whose source was read to its end, its summary and
@@ -346,19 +347,6 @@ func finishComplete(ctx context.Context, w io.Writer, st store.Store, out string
 	return rejectedExit(cp.Result(), st)
 }
 
-// recordValues renders a rejected record's decoded values for rejects.jsonl when it has no raw text.
-func recordValues(schema pipeline.SourceSchema) func(*pipeline.Record) map[string]string {
-	return func(r *pipeline.Record) map[string]string {
-		m := make(map[string]string, len(schema))
-		for i, c := range schema {
-			if i < len(r.Values) && !r.Values[i].IsNull() {
-				m[c.Name] = r.Values[i].String()
-			}
-		}
-		return m
-	}
-}
-
 // writeTableFiles writes ddl.sql, bulkload.json and manifest.json beside data/, atomically (the
 // manifest last, as its presence marks a complete run), and returns the bulkload job.
 func writeTableFiles(ctx context.Context, st store.Store, prog *transform.Program, plan pipeline.RegionPlan, m *lindorm.Manifest, jobOpt lindorm.JobOptions) (*lindorm.BulkloadJob, error) {
@@ -380,7 +368,7 @@ func writeTableFiles(ctx context.Context, st store.Store, prog *transform.Progra
 	if err := st.Put(ctx, lindorm.BulkloadFile, append(data, '\n')); err != nil {
 		return nil, fmt.Errorf("write %s: %w", lindorm.BulkloadFile, err)
 	}
-	return job, lindorm.PutManifest(ctx, st, m)
+	return job, output.WriteManifest(ctx, st, m)
 }
 
 // openStore opens the output --out names: a local folder, or a bucket prefix (s3://, oss://) once
@@ -395,15 +383,13 @@ func (inv *invocation) openStore(ctx context.Context, out string) (store.Store, 
 	return st, nil
 }
 
-// migrationOutput is where runMigration writes: a sink, and the folder (or store) that holds the
-// checkpoint and rejects.
+// migrationOutput is where runMigration writes: a sink, and the output that holds the
+// checkpoint and rejects (and the checkpoint to resume from).
 type migrationOutput struct {
 	sink   pipeline.Sink
-	store  store.Store // nil: the local folder dir
-	dir    string
+	out    *output.Output
 	format string
 	plan   pipeline.RegionPlan
-	resume *pipeline.Checkpoint
 	bytes  func() int64 // bytes written so far, for the progress display
 }
 
@@ -412,20 +398,23 @@ type migrationOutput struct {
 // runErr is the run's outcome; err says it could not start.
 func runMigration(ctx context.Context, cancel context.CancelFunc, f *migrateFlags, prog *transform.Program, src pipeline.Source,
 	out migrationOutput, limit pipeline.RejectLimit, logger *zap.Logger, stopping string) (res pipeline.Result, runErr, err error) {
+	journal, err := out.out.Journal(src, prog.Source())
+	if err != nil {
+		return res, nil, err
+	}
+	defer journal.Close()
 	runner, err := pipeline.NewRunner(pipeline.Config{
 		Source:          src,
 		NewTransformer:  func() pipeline.Transformer { return prog.NewEvaluator() },
 		Target:          prog.Target(),
 		Plan:            out.plan,
 		Sink:            out.sink,
-		Store:           out.store,
-		OutDir:          out.dir,
+		Journal:         journal,
 		Fingerprint:     prog.Fingerprint(),
 		Format:          out.format,
 		Workers:         f.workers,
 		RejectLimit:     limit,
 		CheckpointEvery: f.checkpoint,
-		RejectValues:    recordValues(prog.Source()),
 		Logger:          logger.Named("pipeline"),
 	})
 	if err != nil {
@@ -433,15 +422,16 @@ func runMigration(ctx context.Context, cancel context.CancelFunc, f *migrateFlag
 	}
 	stop := make(chan struct{})
 	defer onInterrupt(f.progress.stderr, stopping, func() { close(stop) }, cancel)()
+	resume := out.out.Checkpoint
 	var before int64
-	if out.resume != nil {
-		before = out.resume.RowsIn
+	if resume != nil {
+		before = resume.RowsIn
 	}
 	bar, err := f.progress.start("migrating", src, &runner.Counters, out.bytes, before)
 	if err != nil {
 		return res, nil, usageError(err)
 	}
-	res, runErr = runner.Run(ctx, stop, out.resume)
+	res, runErr = runner.Run(ctx, stop, resume)
 	bar.finish()
 	return res, runErr, nil
 }

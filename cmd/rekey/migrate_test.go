@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
@@ -104,7 +106,7 @@ func TestMigrateCSVEndToEnd(t *testing.T) {
 	if code != exitRejects || !strings.Contains(stderr, "4 of 20004 rows were rejected") {
 		t.Fatalf("exit %d, want 1: completed with rejects\n%s%s", code, stdout, stderr)
 	}
-	m, err := lindorm.ReadManifest(out)
+	m, err := outputtest.Manifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +114,8 @@ func TestMigrateCSVEndToEnd(t *testing.T) {
 		t.Fatalf("manifest counts in=%d written=%d rejected=%d", m.RowsIn, m.RowsWritten, m.RowsRejected)
 	}
 	codes := map[string]int{}
-	for _, line := range readLines(t, filepath.Join(out, pipeline.RejectsFile)) {
-		var rj pipeline.Reject
+	for _, line := range readLines(t, filepath.Join(out, output.RejectsFile)) {
+		var rj output.Reject
 		if err := json.Unmarshal([]byte(line), &rj); err != nil {
 			t.Fatalf("rejects line %q: %v", line, err)
 		}
@@ -182,7 +184,7 @@ func TestMigrateCSVEndToEnd(t *testing.T) {
 	if err != nil || !strings.Contains(string(ddl), "SPLITKEYS='1000,2000,3000,4000,5000,6000,7000,8000,9000,a000,b000,c000,d000,e000,f000'") {
 		t.Fatalf("ddl.sql: %s %v", ddl, err)
 	}
-	checkLayout(t, out, "parquet", pipeline.RejectsFile, pipeline.ReplayPrefix+"csv")
+	checkLayout(t, out, "parquet", output.RejectsFile, output.ReplayPrefix+"csv")
 }
 
 // checkLayout asserts the output's layout: the data files alone under data/ (LTS runs Spark, whose
@@ -225,13 +227,13 @@ func checkLayoutFilePath(t *testing.T, out, wantFilePath, ext string, top ...str
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	for _, want := range append([]string{"data", lindorm.ManifestFile, lindorm.DDLFile, lindorm.BulkloadFile, pipeline.CheckpointFile}, top...) {
+	for _, want := range append([]string{"data", lindorm.ManifestFile, lindorm.DDLFile, lindorm.BulkloadFile, output.CheckpointFile}, top...) {
 		if !slices.Contains(names, want) {
 			t.Errorf("%s lacks %s beside data/ (holds %q)", out, want, names)
 		}
 	}
 	for _, n := range names {
-		if strings.HasPrefix(n, pipeline.RegionDirPrefix) {
+		if strings.HasPrefix(n, output.RegionDirPrefix) {
 			t.Errorf("%s: a region folder outside data/", n)
 		}
 	}
@@ -296,7 +298,7 @@ func TestMigrateInterruptThenResume(t *testing.T) {
 		// Interrupt once the run has committed something (its signal handler is installed by then).
 		deadline := time.Now().Add(30 * time.Second)
 		for time.Now().Before(deadline) {
-			if cp, _ := pipeline.LoadCheckpoint(out); cp != nil && cp.RowsWritten > 0 {
+			if cp, _ := outputtest.Checkpoint(out); cp != nil && cp.RowsWritten > 0 {
 				syscall.Kill(os.Getpid(), syscall.SIGINT)
 				return
 			}
@@ -310,7 +312,7 @@ func TestMigrateInterruptThenResume(t *testing.T) {
 	if !strings.Contains(stderr, "--resume") {
 		t.Fatalf("the message should say how to finish: %s", stderr)
 	}
-	cp, err := pipeline.LoadCheckpoint(out)
+	cp, err := outputtest.Checkpoint(out)
 	if err != nil || cp == nil || cp.Complete || cp.RowsWritten == 0 || cp.RowsWritten >= rows {
 		t.Fatalf("checkpoint after the interrupt: %+v %v", cp, err)
 	}
@@ -340,7 +342,7 @@ func TestMigrateInterruptThenResume(t *testing.T) {
 	if code, stdout, stderr := runCLI(t, args...); code != 0 {
 		t.Fatalf("resume: exit %d\n%s%s", code, stdout, stderr)
 	}
-	m, err := lindorm.ReadManifest(out)
+	m, err := outputtest.Manifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}

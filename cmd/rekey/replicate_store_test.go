@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
@@ -37,7 +37,7 @@ func TestCLIChild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pipeline.LockTTL = d
+		output.LockTTL = d
 	}
 	os.Exit(run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
@@ -112,7 +112,7 @@ func TestReplicateToObjectStoreKilled(t *testing.T) {
 	if killedAt == 0 || killedAt >= 2000 {
 		t.Fatalf("killed with %d messages committed: the test needs a kill in the middle\n%s", killedAt, out1.String())
 	}
-	if _, err := os.Stat(filepath.Join(root, pipeline.LockFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(root, output.LockFile)); err != nil {
 		t.Fatalf("the killed process left no lock: %v", err)
 	}
 	c.Produce(t, topic, msgs[produced:]...)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/gen"
 )
@@ -64,7 +65,7 @@ func TestResumeWritesMissingFinalFiles(t *testing.T) {
 		os.Remove(filepath.Join(out, f)) // as if killed right after the final checkpoint
 	}
 	stdout := mustRun(t, append(args, "--resume")...)
-	m, err := lindorm.ReadManifest(out)
+	m, err := outputtest.Manifest(out)
 	if err != nil {
 		t.Fatalf("--resume did not write the manifest: %v\n%s", err, stdout)
 	}
@@ -128,7 +129,7 @@ func TestRejectedRowsReplayAfterAFix(t *testing.T) {
 	fixed := writeFile(t, dir, "fixed.yaml", strings.Replace(strictOrders, "pdd: pd}", "pdd: pd, paypal: pp}", 1))
 	out2 := filepath.Join(dir, "out2")
 	code, stdout, stderr := runCLI(t, "migrate", "-m", fixed, "--source", "file:"+replay, "--out", out2, "--progress", "never", "--max-rejects", "-1")
-	m, err := lindorm.ReadManifest(out2)
+	m, err := outputtest.Manifest(out2)
 	if code != exitRejects || err != nil || m.RowsIn != 2 || m.RowsWritten != 1 || m.RowsRejected != 1 {
 		t.Fatalf("replay: exit %d, manifest %+v %v\n%s%s", code, m, err, stdout, stderr)
 	}

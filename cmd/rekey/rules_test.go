@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 )
 
@@ -132,8 +133,8 @@ func TestMigrateRejectsKeyOnlyRows(t *testing.T) {
 	if code != exitRejects || !strings.Contains(stdout, "    key_only_row  1\n") {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	lines := readLines(t, filepath.Join(out, pipeline.RejectsFile))
-	var rj pipeline.Reject
+	lines := readLines(t, filepath.Join(out, output.RejectsFile))
+	var rj output.Reject
 	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &rj) != nil || rj.Code != pipeline.CodeKeyOnlyRow || rj.Raw != "2,," {
 		t.Fatalf("rejects %q", lines)
 	}

@@ -21,6 +21,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
@@ -329,9 +330,9 @@ func (s *e2eStream) staleRejects(t *testing.T) {
 		if s.poison[at] == "" {
 			continue
 		}
-		line, _ := json.Marshal(&pipeline.Reject{Position: fmt.Sprintf("kafka:%s/%d:%d", s.topic, m.Partition, m.Offset),
+		line, _ := json.Marshal(&output.Reject{Position: fmt.Sprintf("kafka:%s/%d:%d", s.topic, m.Partition, m.Offset),
 			Stage: "source", Code: "parse", Message: "invalid JSON (a run that crashed before committing)", Raw: string(m.Value),
-			KafkaMessage: &pipeline.KafkaMessage{Topic: s.topic, Partition: m.Partition, Offset: m.Offset}})
+			LogPosition: &output.LogPosition{Topic: s.topic, Partition: m.Partition, Offset: m.Offset}})
 		dir := filepath.Join(s.state, replicate.RejectsDir)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -529,8 +530,8 @@ func (s *e2eStream) checkRejects(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			var rj pipeline.Reject
-			if err := json.Unmarshal([]byte(line), &rj); err != nil || rj.KafkaMessage == nil {
+			var rj output.Reject
+			if err := json.Unmarshal([]byte(line), &rj); err != nil || rj.LogPosition == nil {
 				t.Errorf("%s: %s: reject line %q: %v", s.name, f, line, err)
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rekey/rekey/store"
 	"path/filepath"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
@@ -87,11 +89,15 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	defer closeSource(src)
 	state := f.sql.stateDir(target, w.Table())
 	format := "sql-" + target.Dialect.Name
-	out, err := pipeline.OpenOutput(pipeline.OutputSpec{
-		Dir: state, Fingerprint: prog.Fingerprint(), Format: format, Source: src,
-		Resume: f.resume, Overwrite: f.overwrite,
-	}, logger.Named("pipeline"))
-	if errors.Is(err, pipeline.ErrRefusedResume) {
+	var out *output.Output
+	stateStore, err := openStateFolder(state)
+	if err == nil {
+		out, err = output.Open(ctx, stateStore, output.Spec{
+			Dir: state, Fingerprint: prog.Fingerprint(), Format: format, Source: src,
+			Resume: f.resume, Overwrite: f.overwrite,
+		}, logger.Named("pipeline"))
+	}
+	if errors.Is(err, output.ErrRefusedResume) {
 		return usageError(fmt.Errorf("%w\n(the state folder of %s table %s is %s; --state chooses another)", err, target.Redacted, w.Table(), state))
 	} else if err != nil {
 		return err
@@ -107,7 +113,7 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	logger.Info("migration into a SQL table starting", zap.String("mapping", prog.Name()), zap.String("target", target.Redacted),
 		zap.String("table", w.Table()), zap.Int("conns", f.sql.conns), zap.String("state", state))
 	res, runErr, err := runMigration(ctx, cancel, f, prog, src, migrationOutput{
-		sink: w, store: out.Store, dir: state, format: format, plan: plan, resume: resume,
+		sink: w, out: out, format: format, plan: plan,
 		bytes: func() int64 { return w.Stats.Bytes.Load() },
 	}, limit, logger, "\nrekey: stopping: finishing the rows already read (Ctrl-C again to abort at once)")
 	if err != nil {
@@ -149,7 +155,16 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 // printSQLSummary prints the summary of a run into a SQL table; nextSince (zero: none) is the
 // since= of the next catch-up.
 func printSQLSummary(w interface{ Write([]byte) (int, error) }, title string, res pipeline.Result, sw *sqlsink.Writer, dest, state string, nextSince time.Time) {
-	printSummary(w, title, res, summaryOut{label: "state", where: state, rejects: filepath.Join(state, pipeline.RejectsFile), nextSince: nextSince})
+	printSummary(w, title, res, summaryOut{label: "state", where: state, rejects: filepath.Join(state, output.RejectsFile), nextSince: nextSince})
 	fmt.Fprintf(w, "  %-14s %s\n", "target", dest)
 	fmt.Fprintf(w, "  %-14s %d (%d retried after transient errors)\n", "statements", sw.Stats.Statements.Load(), sw.Stats.Retries.Load())
+}
+
+// openStateFolder opens the local folder that keeps a run's checkpoint and rejects beside a SQL
+// table, refusing a URI (--state takes a folder).
+func openStateFolder(state string) (store.Store, error) {
+	if err := output.CheckLocalDir(state); err != nil {
+		return nil, err
+	}
+	return store.NewLocal(state)
 }

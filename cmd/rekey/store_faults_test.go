@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store/s3store"
 	"github.com/rekey/rekey/store/s3store/s3test"
@@ -65,7 +66,7 @@ func TestMigrateObjectStoreServerStoppedMidRunThenResume(t *testing.T) {
 	go func() {
 		deadline := time.Now().Add(60 * time.Second)
 		for time.Now().Before(deadline) {
-			if cp, _ := pipeline.LoadCheckpoint(out); cp != nil && cp.RowsWritten > 0 {
+			if cp, _ := outputtest.Checkpoint(out); cp != nil && cp.RowsWritten > 0 {
 				srv.Stop()
 				stopped <- time.Now()
 				return
@@ -95,7 +96,7 @@ func TestMigrateObjectStoreServerStoppedMidRunThenResume(t *testing.T) {
 		t.Errorf("the error does not say to resume:\n%s", stderr)
 	}
 	// what the checkpoint claims was committed is there, whole
-	cp, err := pipeline.LoadCheckpoint(out)
+	cp, err := outputtest.Checkpoint(out)
 	if err != nil || cp == nil || cp.Complete {
 		t.Fatalf("checkpoint after the failure: %+v, %v", cp, err)
 	}
@@ -117,7 +118,7 @@ func TestMigrateObjectStoreServerStoppedMidRunThenResume(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--resume after the restart: exit %d\n%s%s", code, stdout, stderr)
 	}
-	m, err := lindorm.ReadManifest(out)
+	m, err := outputtest.Manifest(out)
 	if err != nil || m.RowsIn != rows || m.RowsWritten != rows {
 		t.Fatalf("manifest %+v: %v", m, err)
 	}
@@ -134,7 +135,7 @@ func TestMigrateObjectStoreServerStoppedMidRunThenResume(t *testing.T) {
 // checkOnlyListed fails unless the data objects under the prefix are exactly the manifest's files.
 func checkOnlyListed(t *testing.T, st *s3store.Store, m *lindorm.Manifest) {
 	t.Helper()
-	objs, err := st.List(context.Background(), pipeline.DataDir+"/")
+	objs, err := st.List(context.Background(), output.DataDir+"/")
 	if err != nil {
 		t.Fatal(err)
 	}

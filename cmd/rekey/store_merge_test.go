@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/merge"
-	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
@@ -154,7 +154,7 @@ func TestMergeShardsOnObjectStoreCopiesOnTheServer(t *testing.T) {
 			}
 			var dataBytes int64
 			for _, s := range shards {
-				sm, err := lindorm.GetManifest(context.Background(), openURI(t, s))
+				sm, err := output.ReadManifest(context.Background(), openURI(t, s))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -169,7 +169,7 @@ func TestMergeShardsOnObjectStoreCopiesOnTheServer(t *testing.T) {
 			var moved, total int64
 			for _, call := range log.all() {
 				total += call.sent + call.recvd
-				isData := strings.Contains(call.key, "/"+pipeline.DataDir+"/")
+				isData := strings.Contains(call.key, "/"+output.DataDir+"/")
 				switch {
 				case call.op == "CopyObject":
 					copies++
@@ -195,7 +195,7 @@ func TestMergeShardsOnObjectStoreCopiesOnTheServer(t *testing.T) {
 			}
 			for _, r := range mm.Regions {
 				for _, f := range r.Files {
-					if !strings.HasPrefix(f.Path, pipeline.RegionDir(r.Index)+"/") {
+					if !strings.HasPrefix(f.Path, output.RegionDir(r.Index)+"/") {
 						t.Errorf("merged manifest lists %s in region %d", f.Path, r.Index)
 					}
 				}
@@ -207,7 +207,7 @@ func TestMergeShardsOnObjectStoreCopiesOnTheServer(t *testing.T) {
 			}
 			// the shards are intact (the default --files link copies; move would remove them)
 			for _, s := range shards {
-				if _, err := lindorm.GetManifest(context.Background(), openURI(t, s)); err != nil {
+				if _, err := output.ReadManifest(context.Background(), openURI(t, s)); err != nil {
 					t.Errorf("%s after the merge: %v", s, err)
 				}
 			}
@@ -270,7 +270,7 @@ func TestMergeMoveFinishesAfterAFailure(t *testing.T) {
 		t.Fatalf("the finished move holds %d rows (manifest: %d); a copy %d", len(got), mm.RowsWritten, len(want))
 	}
 	for _, in := range ins {
-		if objs, err := openURI(t, in).List(context.Background(), pipeline.DataDir+"/"); err != nil || len(objs) != 0 {
+		if objs, err := openURI(t, in).List(context.Background(), output.DataDir+"/"); err != nil || len(objs) != 0 {
 			t.Errorf("%s holds %d data files after the move (%v)", in, len(objs), err)
 		}
 	}

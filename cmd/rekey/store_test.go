@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/store/s3store/s3test"
@@ -59,7 +60,7 @@ func TestMigrateToObjectStore(t *testing.T) {
 	go func() {
 		deadline := time.Now().Add(30 * time.Second)
 		for time.Now().Before(deadline) {
-			if cp, _ := pipeline.LoadCheckpoint(out); cp != nil && cp.RowsWritten > 0 && cp.RejectParts > 0 {
+			if cp, _ := outputtest.Checkpoint(out); cp != nil && cp.RowsWritten > 0 && cp.RejectParts > 0 {
 				syscall.Kill(os.Getpid(), syscall.SIGINT)
 				return
 			}
@@ -77,10 +78,10 @@ func TestMigrateToObjectStore(t *testing.T) {
 		t.Fatalf("exit %d, want 1 (rejects)\n%s%s", code, stdout, stderr)
 	}
 	// the summary names where the rejects are: numbered parts, not a rejects.jsonl
-	if !regexp.MustCompile(`(?m)^  rejects +s3://\S+/rejects/$`).MatchString(stdout) || strings.Contains(stdout, pipeline.RejectsFile) {
+	if !regexp.MustCompile(`(?m)^  rejects +s3://\S+/rejects/$`).MatchString(stdout) || strings.Contains(stdout, output.RejectsFile) {
 		t.Errorf("the summary's rejects line:\n%s", stdout)
 	}
-	m, err := lindorm.ReadManifest(out)
+	m, err := outputtest.Manifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,8 +89,8 @@ func TestMigrateToObjectStore(t *testing.T) {
 	if m.RowsIn != rows || m.RowsRejected != wantRejected || m.RowsWritten != rows-wantRejected {
 		t.Fatalf("manifest in=%d written=%d rejected=%d", m.RowsIn, m.RowsWritten, m.RowsRejected)
 	}
-	checkLayoutFilePath(t, out, "run/data", "parquet", pipeline.RejectsPartsDir, pipeline.ReplayPartsDir)
-	if _, err := os.Stat(filepath.Join(out, pipeline.RejectsFile)); err == nil {
+	checkLayoutFilePath(t, out, "run/data", "parquet", output.RejectsPartsDir, output.ReplayPartsDir)
+	if _, err := os.Stat(filepath.Join(out, output.RejectsFile)); err == nil {
 		t.Fatal("rejects.jsonl on an object store: it cannot be appended to")
 	}
 	var job lindorm.BulkloadJob
@@ -120,10 +121,10 @@ func TestMigrateToObjectStore(t *testing.T) {
 	}
 	// every reject once, across the parts
 	var positions []string
-	parts, _ := filepath.Glob(filepath.Join(out, pipeline.RejectsPartsDir, "part-*.jsonl"))
+	parts, _ := filepath.Glob(filepath.Join(out, output.RejectsPartsDir, "part-*.jsonl"))
 	for _, p := range parts {
 		for _, line := range readLines(t, p) {
-			var rj pipeline.Reject
+			var rj output.Reject
 			if err := json.Unmarshal([]byte(line), &rj); err != nil {
 				t.Fatal(err)
 			}
@@ -144,11 +145,11 @@ func TestMigrateToObjectStore(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("merge from the bucket: exit %d\n%s%s", code, stdout, stderr)
 	}
-	mm, err := lindorm.ReadManifest(filepath.Join(root, "merged"))
+	mm, err := outputtest.Manifest(filepath.Join(root, "merged"))
 	if err != nil || mm.RowsWritten != m.RowsWritten || mm.Files != m.Files {
 		t.Fatalf("merged manifest %+v: %v", mm, err)
 	}
-	if lines := readLines(t, filepath.Join(root, "merged", pipeline.RejectsFile)); int64(len(lines)) != wantRejected {
+	if lines := readLines(t, filepath.Join(root, "merged", output.RejectsFile)); int64(len(lines)) != wantRejected {
 		t.Fatalf("merged rejects: %d lines, want %d", len(lines), wantRejected)
 	}
 	// verify reads the merged output from the bucket: it holds what the source gives

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store/s3test"
@@ -44,11 +45,11 @@ func TestObjectStoreReadBackEqualsLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lm, err := lindorm.ReadManifest(local)
+	lm, err := outputtest.Manifest(local)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sm, err := lindorm.GetManifest(ctx, st)
+	sm, err := output.ReadManifest(ctx, st)
 	if err != nil {
 		t.Fatalf("the store's manifest: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
@@ -69,7 +70,7 @@ type summaryOut struct {
 
 // filesOut is the summaryOut of an output of region files in st.
 func filesOut(where string, st store.Store, plan pipeline.RegionPlan) summaryOut {
-	return summaryOut{label: "output", where: where, rejects: pipeline.RejectsLocation(st), plan: &plan}
+	return summaryOut{label: "output", where: where, rejects: output.RejectsLocation(st), plan: &plan}
 }
 
 // printSummary prints a run's figures under a title that says how it ended: "Migration
@@ -139,7 +140,7 @@ func printOversize(w io.Writer, m *lindorm.Manifest) {
 	var over []string
 	for _, r := range m.Regions {
 		if r.OverSize {
-			over = append(over, fmt.Sprintf("%s (%s)", pipeline.RegionName(r.Index), transform.FormatSize(r.Bytes)))
+			over = append(over, fmt.Sprintf("%s (%s)", output.RegionName(r.Index), transform.FormatSize(r.Bytes)))
 		}
 	}
 	if len(over) == 0 {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
@@ -25,7 +27,7 @@ target:
 
 // migrateValues runs migrate on one input file and returns the manifest, the rejects and every
 // written row (id -> values), read back with the independent Parquet reader.
-func migrateValues(t *testing.T, name, input, sourceLine string) (*lindorm.Manifest, []pipeline.Reject, map[int64][]pipeline.Value) {
+func migrateValues(t *testing.T, name, input, sourceLine string) (*lindorm.Manifest, []output.Reject, map[int64][]pipeline.Value) {
 	t.Helper()
 	dir := t.TempDir()
 	in := writeFile(t, dir, name, input)
@@ -36,13 +38,13 @@ func migrateValues(t *testing.T, name, input, sourceLine string) (*lindorm.Manif
 	if code != 0 && code != exitRejects {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	m, err := lindorm.ReadManifest(out)
+	m, err := outputtest.Manifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rejects []pipeline.Reject
-	for _, line := range readLines(t, filepath.Join(out, pipeline.RejectsFile)) {
-		var rj pipeline.Reject
+	var rejects []output.Reject
+	for _, line := range readLines(t, filepath.Join(out, output.RejectsFile)) {
+		var rj output.Reject
 		if err := json.Unmarshal([]byte(line), &rj); err != nil {
 			t.Fatalf("rejects line %q: %v", line, err)
 		}
@@ -182,7 +184,7 @@ target:
 		m := writeFile(t, dir, "m.yaml", mapping)
 		out := filepath.Join(dir, "out")
 		mustRun(t, "migrate", "-m", m, "--source", "file:"+in, "--out", out, "--progress", "never")
-		man, err := lindorm.ReadManifest(out)
+		man, err := outputtest.Manifest(out)
 		if err != nil {
 			t.Fatal(err)
 		}

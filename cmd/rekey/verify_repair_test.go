@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
 )
 
@@ -30,7 +30,7 @@ func ownerOnlyLines(t *testing.T, path string) []string {
 // columns joined with "/".
 func outputRowsByKey(t *testing.T, out string, schema pipeline.TargetSchema) map[string][]pipeline.Value {
 	t.Helper()
-	m, err := lindorm.ReadManifest(out)
+	m, err := outputtest.Manifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ target:
 	if len(original) != 40 {
 		t.Fatalf("the first migration wrote %d rows, want 40", len(original))
 	}
-	m, err := lindorm.ReadManifest(out)
+	m, err := outputtest.Manifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
@@ -136,7 +138,7 @@ func TestVerifyAfterMigrate(t *testing.T) {
 // least min rows.
 func fileWithRows(t *testing.T, out string, min int64) string {
 	t.Helper()
-	m, err := lindorm.ReadManifest(out)
+	m, err := outputtest.Manifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +168,7 @@ func TestVerifyCSVOutput(t *testing.T) {
 	if code, stdout, stderr := runCLI(t, args...); code != 0 || !strings.Contains(stdout, "EQUAL") {
 		t.Fatalf("verify csv output: exit %d\n%s%s", code, stdout, stderr)
 	}
-	m, err := lindorm.ReadManifest(out)
+	m, err := outputtest.Manifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +220,7 @@ func TestVerifyStdinSourceFolderDifferent(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	csvPath, out := migrateForVerify(t, dir, "csv")
-	m, err := lindorm.ReadManifest(out)
+	m, err := outputtest.Manifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +250,7 @@ func TestVerifyUnlistedAndMiscountedFiles(t *testing.T) {
 	dir := t.TempDir()
 	csvPath, out := migrateForVerify(t, dir, "parquet")
 	args := []string{"verify", "-m", "../../mappings/orders.yaml", "--source", "file:" + csvPath, "--target", out, "--progress", "never"}
-	m, err := lindorm.ReadManifest(out)
+	m, err := outputtest.Manifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +314,7 @@ func TestVerifyAndErrorsEscapeControlCharacters(t *testing.T) {
 	in := writeFile(t, dir, "in.csv", "id,s\n\"k\x1b]0;retitled\x07\",\"\x1b[31mred\"\n")
 	out := filepath.Join(dir, "out")
 	mustRun(t, "migrate", "-m", m, "--source", "file:"+in, "--out", out, "--progress", "never")
-	man, err := lindorm.ReadManifest(out)
+	man, err := outputtest.Manifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,14 +347,14 @@ func TestVerifyNamesSourceRowsByLine(t *testing.T) {
 	if code != exitRejects {
 		t.Fatalf("migrate: exit %d\n%s%s", code, stdout, stderr)
 	}
-	var rj pipeline.Reject
-	if err := json.Unmarshal([]byte(readLines(t, filepath.Join(out, pipeline.RejectsFile))[0]), &rj); err != nil {
+	var rj output.Reject
+	if err := json.Unmarshal([]byte(readLines(t, filepath.Join(out, output.RejectsFile))[0]), &rj); err != nil {
 		t.Fatal(err)
 	}
 	if rj.Position != "in.csv:5" {
 		t.Fatalf("reject at %s, want in.csv:5", rj.Position)
 	}
-	man, err := lindorm.ReadManifest(out)
+	man, err := outputtest.Manifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +372,7 @@ func TestVerifyNamesSourceRowsByLine(t *testing.T) {
 	// a CSV output: its rows are named by line too (a row after one spanning two lines)
 	csvOut := filepath.Join(dir, "csvout")
 	runCLI(t, "migrate", "-m", m, "--source", "file:"+in, "--out", csvOut, "--format", "csv", "--progress", "never")
-	if man, err = lindorm.ReadManifest(csvOut); err != nil {
+	if man, err = outputtest.Manifest(csvOut); err != nil {
 		t.Fatal(err)
 	}
 	rel := man.Regions[0].Files[0].Path

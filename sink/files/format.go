@@ -4,7 +4,6 @@ import (
 	"io"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/store"
 )
 
 // Format is one file format (sink/parquet, sink/csv). The region sink keeps one Buffer per
@@ -56,19 +55,7 @@ type FileWriter interface {
 }
 
 // Verifier is implemented by formats that can check a committed file is whole (a Parquet
-// footer), so that a resume never builds on a file a reader cannot open.
+// footer), so that a resume never builds on a file a reader cannot open (output.Verifier).
 type Verifier interface {
 	Verify(r io.ReaderAt, size int64) error
-}
-
-// VerifyFile returns the check pipeline.OutputSpec.VerifyFile runs on each file a checkpoint
-// lists: the format's Verify, or nil when the format has none (the size check is all).
-func VerifyFile(f Format) func(r store.Reader, info pipeline.FileInfo) error {
-	v, ok := f.(Verifier)
-	if !ok {
-		return nil
-	}
-	return func(r store.Reader, info pipeline.FileInfo) error {
-		return v.Verify(r, info.Bytes)
-	}
 }

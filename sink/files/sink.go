@@ -13,7 +13,7 @@
 //
 // A file holds rows of exactly one region. Sequence numbers continue after the highest file
 // already in the folder, so a resumed run never overwrites committed files. A file committed to
-// the store before the run's checkpoint lists it is removed by a resume (pipeline.OpenOutput)
+// the store before the run's checkpoint lists it is removed by a resume (output.Open)
 // or by Abort.
 //
 // Concurrency: Write is called by several workers at once. Rows are copied into the region's
@@ -44,6 +44,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/store"
 )
@@ -223,10 +224,10 @@ func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 		limit = minRegionBuffer
 	}
 	ctx := context.Background()
-	if err := st.Sweep(ctx, pipeline.DataDir+"/"); err != nil {
+	if err := st.Sweep(ctx, output.DataDir+"/"); err != nil {
 		return nil, fmt.Errorf("files: %w", err)
 	}
-	existing, err := st.List(ctx, pipeline.DataDir+"/")
+	existing, err := st.List(ctx, output.DataDir+"/")
 	if err != nil {
 		return nil, fmt.Errorf("files: %w", err)
 	}
@@ -267,13 +268,13 @@ func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 	}
 	// sequence numbers go on after the highest file already in each region folder
 	for _, obj := range existing {
-		folder, name, ok := strings.Cut(strings.TrimPrefix(obj.Name, pipeline.DataDir+"/"), "/")
-		idx, isRegion := strings.CutPrefix(folder, pipeline.RegionDirPrefix)
+		folder, name, ok := strings.Cut(strings.TrimPrefix(obj.Name, output.DataDir+"/"), "/")
+		idx, isRegion := strings.CutPrefix(folder, output.RegionDirPrefix)
 		if !ok || !isRegion || strings.Contains(name, "/") {
 			continue
 		}
 		i, err := strconv.Atoi(idx)
-		if err != nil || i < 0 || i >= n || pipeline.RegionDir(i) != pipeline.DataDir+"/"+folder {
+		if err != nil || i < 0 || i >= n || output.RegionDir(i) != output.DataDir+"/"+folder {
 			continue
 		}
 		if seq, ok := parseSeq(name); ok && seq >= s.regions[i].nextSeq {
@@ -286,7 +287,7 @@ func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 }
 
 // RegionDir is the folder of region i relative to Dir: "data/region-0000".
-func RegionDir(i int) string { return pipeline.RegionDir(i) }
+func RegionDir(i int) string { return output.RegionDir(i) }
 
 // PartName is the file name of sequence number seq.
 func PartName(seq int, ext string) string { return fmt.Sprintf("part-%05d.%s", seq, ext) }
@@ -335,7 +336,7 @@ type file struct {
 
 	mu         sync.Mutex // serializes the writes below
 	w          store.Writer
-	out        output
+	out        countingWriter
 	fw         FileWriter
 	writtenMem atomic.Int64
 	size       int64
@@ -353,14 +354,14 @@ func (f *file) closeDone() {
 	}
 }
 
-// output counts bytes and buffers writes while a chunk is being written.
-type output struct {
+// countingWriter counts bytes and buffers writes while a chunk is being written.
+type countingWriter struct {
 	w  store.Writer
 	bw *bufio.Writer
 	n  atomic.Int64
 }
 
-func (o *output) Write(p []byte) (int, error) {
+func (o *countingWriter) Write(p []byte) (int, error) {
 	var n int
 	var err error
 	if o.bw != nil {
@@ -374,13 +375,13 @@ func (o *output) Write(p []byte) (int, error) {
 
 var bufioPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 256<<10) }}
 
-func (o *output) attach() {
+func (o *countingWriter) attach() {
 	bw := bufioPool.Get().(*bufio.Writer)
 	bw.Reset(o.w)
 	o.bw = bw
 }
 
-func (o *output) detach() error {
+func (o *countingWriter) detach() error {
 	err := o.bw.Flush()
 	o.bw.Reset(nil)
 	bufioPool.Put(o.bw)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 )
@@ -240,10 +242,10 @@ func TestManifestRoundTrip(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := lindorm.WriteManifest(dir, m); err != nil {
+	if err := outputtest.WriteManifest(dir, m); err != nil {
 		t.Fatal(err)
 	}
-	got, err := lindorm.ReadManifest(dir)
+	got, err := outputtest.Manifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,8 +293,8 @@ func TestReadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, lindorm.ManifestFile), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := lindorm.ReadManifest(dir)
-		if !errors.Is(err, pipeline.ErrUnsafePath) || !strings.Contains(err.Error(), filepath.Join(dir, lindorm.ManifestFile)) || !strings.Contains(err.Error(), p) {
+		_, err := outputtest.Manifest(dir)
+		if !errors.Is(err, output.ErrUnsafePath) || !strings.Contains(err.Error(), filepath.Join(dir, lindorm.ManifestFile)) || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s: %v", p, err)
 		}
 	}

@@ -1,15 +1,11 @@
 package lindorm
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/store"
 )
 
 // Manifest describes a run's output: what was migrated, how the table is split and which files
@@ -132,61 +128,6 @@ func (m *Manifest) AddFiles(infos []pipeline.FileInfo) error {
 	}
 	for i := range m.Regions {
 		sort.Slice(m.Regions[i].Files, func(a, b int) bool { return m.Regions[i].Files[a].Path < m.Regions[i].Files[b].Path })
-	}
-	return nil
-}
-
-// WriteManifest writes manifest.json into dir atomically.
-func WriteManifest(dir string, m *Manifest) error {
-	return pipeline.WriteJSONAtomic(filepath.Join(dir, ManifestFile), m)
-}
-
-// PutManifest writes manifest.json into the output st atomically.
-func PutManifest(ctx context.Context, st store.Store, m *Manifest) error {
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return fmt.Errorf("lindorm: encode manifest: %w", err)
-	}
-	if err := st.Put(ctx, ManifestFile, append(data, '\n')); err != nil {
-		return fmt.Errorf("lindorm: write manifest: %w", err)
-	}
-	return nil
-}
-
-// ReadManifest reads manifest.json from the local folder dir.
-func ReadManifest(dir string) (*Manifest, error) {
-	st, err := store.NewLocal(dir)
-	if err != nil {
-		return nil, err
-	}
-	return GetManifest(context.Background(), st)
-}
-
-// GetManifest reads manifest.json from the output st; a missing one wraps store.ErrNotExist.
-func GetManifest(ctx context.Context, st store.Store) (*Manifest, error) {
-	data, err := st.Get(ctx, ManifestFile)
-	if err != nil {
-		return nil, fmt.Errorf("lindorm: read manifest: %w", err)
-	}
-	var m Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("lindorm: parse %s: %w", st.Location(ManifestFile), err)
-	}
-	if err := m.CheckPaths(); err != nil {
-		return nil, fmt.Errorf("lindorm: %s: %w", st.Location(ManifestFile), err)
-	}
-	return &m, nil
-}
-
-// CheckPaths refuses a manifest listing a file outside its own output directory (see
-// pipeline.CheckRelPath): whoever reads one follows its paths to link, copy or move files.
-func (m *Manifest) CheckPaths() error {
-	for i, r := range m.Regions {
-		for _, f := range r.Files {
-			if err := pipeline.CheckRelPath(f.Path); err != nil {
-				return fmt.Errorf("region %d: %w; a manifest lists files inside its own output directory only: was it edited, or written by another tool?", i, err)
-			}
-		}
 	}
 	return nil
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/gocql/gocql"
 	"gopkg.in/inf.v0"
 
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cassandra"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
@@ -286,13 +288,13 @@ func TestEndToEndParquet(t *testing.T) {
 	if rejected == 0 || res.RejectCodes["type"] != int64(rejected) {
 		t.Errorf("reject codes %v", res.RejectCodes)
 	}
-	cp, err := pipeline.LoadCheckpoint(out)
+	cp, err := outputtest.Checkpoint(out)
 	must(t, err)
 	start = time.Now()
 	got := readOutput(t, out, prog.Target(), cp.Plan)
 	t.Logf("read back with parquet-go in %v", time.Since(start))
 	compareRows(t, got, want)
-	rej, err := os.ReadFile(filepath.Join(out, pipeline.RejectsFile))
+	rej, err := os.ReadFile(filepath.Join(out, output.RejectsFile))
 	must(t, err)
 	if lines := strings.Count(string(rej), "\n"); lines != rejected || !strings.Contains(string(rej), `"range(`) {
 		t.Errorf("rejects.jsonl: %d lines, want %d", lines, rejected)
@@ -323,7 +325,7 @@ func TestEndToEndResume(t *testing.T) {
 	clean := filepath.Join(t.TempDir(), "clean")
 	_, err := migrate(t, src, prog, clean, runOpts{})
 	must(t, err)
-	cp, _ := pipeline.LoadCheckpoint(clean)
+	cp, _ := outputtest.Checkpoint(clean)
 	want := readOutput(t, clean, prog.Target(), cp.Plan)
 
 	resumeAll := func(out string) {
@@ -337,7 +339,7 @@ func TestEndToEndResume(t *testing.T) {
 				t.Fatalf("resume: %v", err)
 			}
 		}
-		cp, err := pipeline.LoadCheckpoint(out)
+		cp, err := outputtest.Checkpoint(out)
 		must(t, err)
 		if !cp.Complete {
 			t.Fatal("resumed run not complete")
@@ -385,7 +387,7 @@ func TestEndToEndResume(t *testing.T) {
 		if !errors.As(err, &re) || len(re.Failed) != 1 || re.Failed[0].Range != bad {
 			t.Fatalf("got %v, want the failure of %s", err, bad)
 		}
-		cp, err := pipeline.LoadCheckpoint(out)
+		cp, err := outputtest.Checkpoint(out)
 		must(t, err)
 		if cp == nil || cp.Streams[bad.Name()].Done {
 			t.Fatalf("checkpoint %v: the failed range must not be done", cp)

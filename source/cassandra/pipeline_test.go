@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/rekey/rekey/sink/sinktest"
+	"github.com/rekey/rekey/store"
 	"math/big"
 	"path/filepath"
 	"sort"
@@ -14,6 +15,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/parquet"
@@ -49,13 +52,22 @@ func migrate(t testing.TB, src pipeline.Source, prog *transform.Program, out str
 	if o.logger == nil {
 		o.logger = zap.NewNop()
 	}
-	output, err := pipeline.OpenOutput(pipeline.OutputSpec{Dir: out, Fingerprint: prog.Fingerprint(), Format: "parquet",
-		Source: src, Resume: o.resume, VerifyFile: files.VerifyFile(parquet.New())}, o.logger)
+	st, err := store.NewLocal(out)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	defer output.Close()
-	resume := output.Checkpoint
+	opened, err := output.Open(o.ctx, st, output.Spec{Dir: out, Fingerprint: prog.Fingerprint(), Format: "parquet",
+		Source: src, Resume: o.resume, Verify: parquet.New()}, o.logger)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	defer opened.Close()
+	journal, err := opened.Journal(src, prog.Source())
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	defer journal.Close()
+	resume := opened.Checkpoint
 	var plan pipeline.RegionPlan
 	if resume != nil {
 		plan = resume.Plan
@@ -78,7 +90,7 @@ func migrate(t testing.TB, src pipeline.Source, prog *transform.Program, out str
 		Target:          prog.Target(),
 		Plan:            plan,
 		Sink:            sink,
-		OutDir:          out,
+		Journal:         journal,
 		Fingerprint:     prog.Fingerprint(),
 		Workers:         o.workers,
 		CheckpointEvery: o.checkpointEvery,
@@ -153,7 +165,7 @@ func canonRow(schema pipeline.TargetSchema, vals []pipeline.Value) string {
 // reader) and returns the rows in canonical text form, sorted, and the rows per region.
 func readOutput(t testing.TB, dir string, schema pipeline.TargetSchema, plan pipeline.RegionPlan) []string {
 	t.Helper()
-	cp, err := pipeline.LoadCheckpoint(dir)
+	cp, err := outputtest.Checkpoint(dir)
 	must(t, err)
 	if cp == nil {
 		t.Fatalf("%s has no checkpoint", dir)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cassandra"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
@@ -113,7 +114,7 @@ func TestSinceMigrationCountsSkippedAndResumes(t *testing.T) {
 		}
 	}
 	check(res)
-	cp, err := pipeline.LoadCheckpoint(clean)
+	cp, err := outputtest.Checkpoint(clean)
 	must(t, err)
 	if cp.RowsSkipped != n/4 {
 		t.Fatalf("checkpoint rows_skipped %d, want %d", cp.RowsSkipped, n/4)
@@ -133,7 +134,7 @@ func TestSinceMigrationCountsSkippedAndResumes(t *testing.T) {
 	res, err = migrate(t, open(t, c, "since", "ev", params), prog, out, runOpts{resume: true})
 	must(t, err)
 	check(res)
-	cp, err = pipeline.LoadCheckpoint(out)
+	cp, err = outputtest.Checkpoint(out)
 	must(t, err)
 	compareRows(t, readOutput(t, out, prog.Target(), cp.Plan), want)
 

@@ -18,11 +18,11 @@ var (
 // rows again. The lines keep the input's dialect: read the file with the same CSV parameters.
 func (s *Source) ReplayFile() (pipeline.ReplayFile, bool) {
 	if s.format == formatJSONL {
-		return pipeline.ReplayFile{Name: pipeline.ReplayPrefix + "jsonl"}, true
+		return pipeline.ReplayFile{Ext: "jsonl"}, true
 	}
-	rf := pipeline.ReplayFile{Name: pipeline.ReplayPrefix + "csv"}
+	rf := pipeline.ReplayFile{Ext: "csv"}
 	if s.csv.delim == '\t' {
-		rf.Name = pipeline.ReplayPrefix + "tsv"
+		rf.Ext = "tsv"
 	}
 	if !s.csv.header {
 		return rf, true
@@ -50,12 +50,12 @@ func (f *Files) ReplayFile() (pipeline.ReplayFile, bool) {
 			continue
 		}
 		r, ok := s.ReplayFile()
-		if !ok || (i > 0 && rf.Name != "" && r != rf) {
+		if !ok || (i > 0 && rf.Ext != "" && r != rf) {
 			return pipeline.ReplayFile{}, false
 		}
 		rf = r
 	}
-	return rf, rf.Name != ""
+	return rf, rf.Ext != ""
 }
 
 // ReplayFile is the replay file of the input read from stdin.

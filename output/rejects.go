@@ -1,10 +1,11 @@
-package pipeline
+package output
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/rekey/rekey/pipeline"
 	"io"
 	"os"
 	"path/filepath"
@@ -30,14 +31,15 @@ type Reject struct {
 	Raw      string            `json:"raw,omitempty"`    // the input as read, when the source keeps it
 	Values   map[string]string `json:"values,omitempty"` // the decoded source values, when there is no raw text
 
-	// *KafkaMessage adds the message's coordinates (topic, partition, offset, key) to the line;
-	// nil (and absent from the line) outside replicate.
-	*KafkaMessage
+	// *LogPosition adds a message's coordinates in a partitioned log (topic, partition, offset,
+	// key) to the line; nil (and absent from the line) for rows of files and tables.
+	*LogPosition
 }
 
-// KafkaMessage identifies a rejected Kafka message by (topic, partition, offset); replicate writes
-// a roll's rejects with the roll, so a replayed message is never listed twice.
-type KafkaMessage struct {
+// LogPosition identifies a rejected message of a partitioned log (a Kafka topic) by (topic,
+// partition, offset); replicate writes a roll's rejects with the roll, so a replayed message is
+// never listed twice.
+type LogPosition struct {
 	Topic     string `json:"topic"`
 	Partition int    `json:"partition"`
 	Offset    int64  `json:"offset"`
@@ -64,7 +66,7 @@ type RejectLog struct {
 	// object stores only
 	st         store.Store
 	parts      int // committed parts
-	replayName ReplayFile
+	replayFile pipeline.ReplayFile
 }
 
 // RejectsPartsDir and ReplayPartsDir hold the rejects of an output on an object store.
@@ -96,25 +98,49 @@ func RejectsLocation(st store.Store) string {
 	return st.Location(RejectsPartsDir + "/")
 }
 
-// OpenRejects opens the rejects of the output st from its checkpoint cp (nil on a fresh run).
-func OpenRejects(ctx context.Context, st store.Store, cp *Checkpoint) (*RejectLog, error) {
+// openRejects opens the rejects of the output st from its checkpoint cp (nil on a fresh run),
+// and the replay file rf of the source, if it has one. A folder's files are cut to the
+// checkpointed lengths and appended to; an object store's lines are spooled into parts.
+func openRejects(st store.Store, cp *pipeline.Checkpoint, rf *pipeline.ReplayFile) (*RejectLog, error) {
 	if cp == nil {
-		cp = &Checkpoint{}
-	}
-	if d, ok := st.(store.Dir); ok {
-		return OpenRejectLog(filepath.Join(d.Path(), RejectsFile), cp.RejectsBytes, cp.RejectCodes)
-	}
-	f, err := openSpool("rejects")
-	if err != nil {
-		return nil, err
+		cp = &pipeline.Checkpoint{}
 	}
 	counts := cp.RejectCodes
 	if counts == nil {
 		counts = map[string]int64{}
 	}
-	// the checkpointed lengths go on from the committed parts
-	f.size = cp.RejectsBytes
-	return &RejectLog{log: f, counts: counts, st: st, parts: cp.RejectParts}, nil
+	l := &RejectLog{counts: counts}
+	d, local := st.(store.Dir)
+	var err error
+	if local {
+		l.log, err = openAppendFile(filepath.Join(d.Path(), RejectsFile), cp.RejectsBytes, "rejects file")
+	} else {
+		l.log, err = openSpool("rejects")
+		// the checkpointed lengths go on from the committed parts
+		l.st, l.parts = st, cp.RejectParts
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.log.size = cp.RejectsBytes
+	if rf == nil {
+		return l, nil
+	}
+	if local {
+		// a fresh file starts with the header; each part on an object store does (commitPart)
+		l.replay, err = openAppendFile(filepath.Join(d.Path(), ReplayPrefix+rf.Ext), cp.ReplayBytes, "replay file")
+		if err == nil && l.replay.size == 0 && rf.Header != "" {
+			err = l.replay.write([]byte(rf.Header))
+		}
+	} else if l.replay, err = openSpool("replay"); err == nil {
+		l.replay.size = cp.ReplayBytes
+	}
+	if err != nil {
+		l.log.close()
+		return nil, err
+	}
+	l.replayFile = *rf
+	return l, nil
 }
 
 // openSpool creates a local temporary file that holds lines until they are committed.
@@ -134,69 +160,8 @@ func (l *RejectLog) Parts() int {
 	return l.parts
 }
 
-// ReplayFile names the file a source's rejected records are written back to, in the input's own
-// format (a CSV header and lines, JSON Lines), so that once the cause is fixed `rekey migrate
-// --source file:rejected-rows.csv` runs exactly those rows again.
-type ReplayFile struct {
-	Name   string // in the output directory: ReplayPrefix + extension
-	Header string // written at the top of the file (a CSV header line with its newline), or ""
-}
-
 // ReplayPrefix starts the name of every replay file.
 const ReplayPrefix = "rejected-rows."
-
-// Replayer is implemented by sources whose Record.Raw is a whole input record in the input's
-// format; ok is false when this input cannot be replayed as one file.
-type Replayer interface {
-	ReplayFile() (f ReplayFile, ok bool)
-}
-
-// OpenRejectLog opens (or creates) the rejects file at path. A truncateTo >= 0 cuts the file to
-// that length (a resumed run drops the lines written after its checkpoint); a negative one keeps
-// the file and appends at its end. counts holds the per-code counts so far (nil: none).
-func OpenRejectLog(path string, truncateTo int64, counts map[string]int64) (*RejectLog, error) {
-	f, err := openAppendFile(path, truncateTo, "rejects file")
-	if err != nil {
-		return nil, err
-	}
-	if counts == nil {
-		counts = map[string]int64{}
-	}
-	return &RejectLog{log: f, counts: counts}, nil
-}
-
-// OpenReplay starts writing rejected records' raw text to the replay file rf in dir, cut to
-// truncateTo (the checkpointed length; 0 on a fresh run, when the header is written).
-func (l *RejectLog) OpenReplay(dir string, rf ReplayFile, truncateTo int64) error {
-	f, err := openAppendFile(filepath.Join(dir, rf.Name), truncateTo, "replay file")
-	if err != nil {
-		return err
-	}
-	if f.size == 0 && rf.Header != "" {
-		f.write([]byte(rf.Header))
-	}
-	l.mu.Lock()
-	l.replay = f
-	l.mu.Unlock()
-	return nil
-}
-
-// OpenReplayIn is OpenReplay for the output st: the replay file beside data/ on a local folder,
-// or its parts on an object store (ReplayPartsDir/part-NNNNN.<ext>, each under the header).
-func (l *RejectLog) OpenReplayIn(st store.Store, rf ReplayFile, truncateTo int64) error {
-	if d, ok := st.(store.Dir); ok {
-		return l.OpenReplay(d.Path(), rf, truncateTo)
-	}
-	f, err := openSpool("replay")
-	if err != nil {
-		return err
-	}
-	f.size = truncateTo
-	l.mu.Lock()
-	l.replay, l.replayName = f, rf
-	l.mu.Unlock()
-	return nil
-}
 
 // Add appends one line (buffered), and the record's raw text to the replay file.
 func (l *RejectLog) Add(r *Reject) error {
@@ -259,9 +224,8 @@ func (l *RejectLog) commitPart() error {
 		return err
 	}
 	if l.replay != nil {
-		ext := strings.TrimPrefix(l.replayName.Name, ReplayPrefix)
-		name := fmt.Sprintf("%s/part-%05d.%s", ReplayPartsDir, l.parts, ext)
-		if err := l.replay.commitTo(ctx, l.st, name, l.replayName.Header); err != nil {
+		name := fmt.Sprintf("%s/part-%05d.%s", ReplayPartsDir, l.parts, l.replayFile.Ext)
+		if err := l.replay.commitTo(ctx, l.st, name, l.replayFile.Header); err != nil {
 			return err
 		}
 	}
@@ -298,13 +262,9 @@ type appendFile struct {
 }
 
 // openAppendFile opens path (0600: rejected rows are raw input, which may be personal data) cut
-// to truncateTo, or at its end when truncateTo < 0.
+// to truncateTo.
 func openAppendFile(path string, truncateTo int64, what string) (*appendFile, error) {
-	flags := os.O_CREATE | os.O_WRONLY
-	if truncateTo < 0 {
-		flags |= os.O_APPEND
-	}
-	f, err := os.OpenFile(path, flags, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", what, err)
 	}
@@ -312,17 +272,12 @@ func openAppendFile(path string, truncateTo int64, what string) (*appendFile, er
 		f.Close()
 		return nil, fmt.Errorf("open %s: %w", what, err)
 	}
-	var size int64
-	if truncateTo >= 0 {
-		// A resumed run drops the lines written after the last checkpoint: their rows are read again.
-		if err := f.Truncate(truncateTo); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("truncate %s to its checkpointed length: %w", what, err)
-		}
-		size, err = f.Seek(truncateTo, io.SeekStart)
-	} else {
-		size, err = f.Seek(0, io.SeekEnd)
+	// A resumed run drops the lines written after the last checkpoint: their rows are read again.
+	if err := f.Truncate(truncateTo); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("truncate %s to its checkpointed length: %w", what, err)
 	}
+	size, err := f.Seek(truncateTo, io.SeekStart)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("seek %s: %w", what, err)

@@ -1,4 +1,4 @@
-package pipeline
+package output
 
 import (
 	"context"
@@ -74,7 +74,7 @@ func TestObjectStoreRejectsExactlyOnceAcrossResumes(t *testing.T) {
 			var hit *atomic.Bool
 			cfg.Store, hit = withCrash(st, point, kill)
 			cfg.CheckpointEvery = time.Millisecond
-			r, _ := NewRunner(cfg)
+			r, _ := newRunner(t, cfg)
 			if _, err := r.Run(ctx, nil, nil); err == nil || !hit.Load() {
 				t.Fatalf("the run was not killed at its crash point: err %v", err)
 			}
@@ -92,12 +92,12 @@ func TestObjectStoreRejectsExactlyOnceAcrossResumes(t *testing.T) {
 				}
 				st.Put(context.Background(), fmt.Sprintf("%s/part-%05d.txt", ReplayPartsDir, n), []byte("header\ngarbage 0/7\n"))
 			}
-			o, err := OpenOutput(OutputSpec{Store: st, Fingerprint: cfg.Fingerprint, Format: cfg.Format, Source: cfg.Source, Resume: true}, nil)
+			o, err := Open(context.Background(), st, Spec{Fingerprint: cfg.Fingerprint, Format: cfg.Format, Source: cfg.Source, Resume: true}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			cp = o.Checkpoint
-			r2, _ := NewRunner(cfg)
+			r2, _ := newRunner(t, cfg)
 			res, err := r2.Run(context.Background(), nil, cp)
 			o.Close()
 			if err != nil {
@@ -136,13 +136,13 @@ func TestObjectStoreLock(t *testing.T) {
 	LockTTL, lockSettle = 300*time.Millisecond, 10*time.Millisecond
 	st := newBucket(t, t.TempDir())
 	ctx := context.Background()
-	first, err := OpenOutput(OutputSpec{Store: st}, nil)
+	first, err := Open(context.Background(), st, Spec{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// outlives its TTL: the heartbeat keeps it
 	time.Sleep(2 * LockTTL)
-	if _, err := OpenOutput(OutputSpec{Store: st, Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
+	if _, err := Open(context.Background(), st, Spec{Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
 		t.Fatalf("second run on a locked output: %v", err)
 	}
 	first.Close()
@@ -152,7 +152,7 @@ func TestObjectStoreLock(t *testing.T) {
 	// a killed run's lock: not renewed, it expires
 	stale, _ := json.Marshal(objectLockInfo{Holder: "pid 1 on gone", Token: "x", Renewed: time.Now().Add(-time.Hour), Expires: time.Now().Add(-time.Minute)})
 	st.Put(ctx, LockFile, stale)
-	second, err := OpenOutput(OutputSpec{Store: st, Resume: true}, nil)
+	second, err := Open(context.Background(), st, Spec{Resume: true}, nil)
 	if err != nil {
 		t.Fatalf("a stale lock was not taken over: %v", err)
 	}
@@ -181,19 +181,19 @@ func TestObjectStoreLockOfAnEndedRunIsTakenOver(t *testing.T) {
 		}
 	}
 	// a run of this process that could not remove its lock (its store was down at the end)
-	first, err := OpenOutput(OutputSpec{Store: st}, nil)
+	first, err := Open(context.Background(), st, Spec{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	left, _ := st.Get(ctx, LockFile)
 	first.Close()
 	st.Put(ctx, LockFile, left)
-	second, err := OpenOutput(OutputSpec{Store: st, Resume: true}, nil)
+	second, err := Open(context.Background(), st, Spec{Resume: true}, nil)
 	if err != nil {
 		t.Fatalf("the lock of a run of this process that ended was not taken over: %v", err)
 	}
 	// ... while that second run holds it, a third is refused
-	if _, err := OpenOutput(OutputSpec{Store: st, Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
+	if _, err := Open(context.Background(), st, Spec{Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
 		t.Fatalf("a held lock was taken over: %v", err)
 	}
 	second.Close()
@@ -204,7 +204,7 @@ func TestObjectStoreLockOfAnEndedRunIsTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	lockOf(dead.Process.Pid, host, "dead")
-	third, err := OpenOutput(OutputSpec{Store: st, Resume: true}, nil)
+	third, err := Open(context.Background(), st, Spec{Resume: true}, nil)
 	if err != nil {
 		t.Fatalf("the lock of a dead process was not taken over: %v", err)
 	}
@@ -217,11 +217,11 @@ func TestObjectStoreLockOfAnEndedRunIsTakenOver(t *testing.T) {
 	}
 	defer func() { live.Process.Kill(); live.Wait() }()
 	lockOf(live.Process.Pid, host, "live")
-	if _, err := OpenOutput(OutputSpec{Store: st, Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
+	if _, err := Open(context.Background(), st, Spec{Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
 		t.Fatalf("a live holder's lock: %v", err)
 	}
 	lockOf(dead.Process.Pid, "elsewhere", "remote")
-	if _, err := OpenOutput(OutputSpec{Store: st, Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
+	if _, err := Open(context.Background(), st, Spec{Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
 		t.Fatalf("another machine's lock: %v", err)
 	}
 }
@@ -241,7 +241,7 @@ func TestCompleteRunSweepsUnfinishedWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	// never committed nor aborted
-	r, err := NewRunner(cfg)
+	r, err := newRunner(t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package output
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rekey/rekey/pipeline"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,25 +34,25 @@ const LockFile = ".rekey.lock"
 // LockTTL is how long an object-store lock stays valid without being renewed.
 var LockTTL = 2 * time.Minute
 
-// OutputSpec says what a run will write into an output directory; OpenOutput checks that the
-// directory's checkpoint, if any, was written by the same job.
-type OutputSpec struct {
-	// Store is the output; nil: the local folder Dir.
-	Store       store.Store
-	Dir         string
-	Fingerprint string // of the resolved mapping
-	Format      string // data file format ("parquet", "csv")
-	Source      Source // its Identity, if it has one, must match the checkpoint's
-	Regions     int    // the region count asked for on the command line (0: not given)
+// Spec says what a run will write into an output; Open checks that the output's checkpoint, if
+// any, was written by the same job.
+type Spec struct {
+	Dir         string          // the output as the user named it, for messages (default: the store's location)
+	Fingerprint string          // of the resolved mapping
+	Format      string          // data file format ("parquet", "csv")
+	Source      pipeline.Source // its Identity, if it has one, must match the checkpoint's
+	Regions     int             // the region count asked for on the command line (0: not given)
 	Resume      bool
 	// Overwrite replaces a previous run's output (rekey's files only) instead of refusing it.
 	Overwrite bool
-	// FinalFiles are the names of the files a finished run writes beside the data (manifest...):
-	// with the data, rejects and checkpoint, what Overwrite may remove.
-	FinalFiles []string
-	// VerifyFile checks one committed file of the checkpoint (a Parquet footer, say) before a
-	// resume trusts it. Size is checked before it is called. Optional.
-	VerifyFile func(r store.Reader, f FileInfo) error
+	// Verify is the data format, when it can check that a committed file of the checkpoint is
+	// whole (a Parquet footer) before a resume trusts it. Size is checked first. Optional.
+	Verify Verifier
+}
+
+// Verifier checks that a data file is whole (sink/files.Verifier: a Parquet footer).
+type Verifier interface {
+	Verify(r io.ReaderAt, size int64) error
 }
 
 // Output is an output directory opened for one run: locked, and checked against its checkpoint.
@@ -58,16 +60,17 @@ type Output struct {
 	Dir string // where the output is, for people (Store.Location(""))
 	// Store is the output, fenced: each commit, replacement or removal first checks that this
 	// run still holds the lock (Held), so a run that lost it writes nothing more. Write through
-	// it, not through the store given in OutputSpec.
+	// it, not through the store given to Open.
 	Store store.Store
 	// Checkpoint is the run to continue, nil for a fresh start. When Complete is set the
 	// source was read to its end: only the final files (manifest...) may be missing.
-	Checkpoint *Checkpoint
+	Checkpoint *pipeline.Checkpoint
 	lock       *os.File    // local folders
 	objLock    *objectLock // object stores
+	log        *zap.Logger
 }
 
-// ErrRefusedResume is wrapped by OpenOutput's errors when the directory cannot be resumed or
+// ErrRefusedResume is wrapped by Open's errors when the directory cannot be resumed or
 // reused as asked: a usage error, not a failure of a run.
 var ErrRefusedResume = errors.New("refused")
 
@@ -78,7 +81,7 @@ func (refusal) Is(target error) bool { return target == ErrRefusedResume }
 
 func refuse(format string, args ...any) error { return refusal{fmt.Errorf(format, args...)} }
 
-// OpenOutput locks dir for this run and decides where the run starts:
+// Open locks the output st for this run and decides where the run starts:
 //   - a fresh run needs an empty (or absent) directory;
 //   - --resume continues from the checkpoint once it has checked that the mapping, format, region
 //     count and source are the same and that every file the checkpoint lists is intact, and
@@ -87,26 +90,14 @@ func refuse(format string, args ...any) error { return refusal{fmt.Errorf(format
 //     that run left (only rekey's own files: a directory holding anything else is refused).
 //
 // Close the Output when the run ends to release the lock.
-func OpenOutput(spec OutputSpec, logger *zap.Logger) (*Output, error) {
+func Open(ctx context.Context, st store.Store, spec Spec, logger *zap.Logger) (*Output, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	ctx := context.Background()
-	st := spec.Store
-	if st == nil {
-		if err := CheckLocalDir(spec.Dir); err != nil {
-			return nil, err
-		}
-		var err error
-		if st, err = store.NewLocal(spec.Dir); err != nil {
-			return nil, err
-		}
-	}
-	where := st.Location("")
 	if spec.Dir == "" {
-		spec.Dir = where
+		spec.Dir = st.Location("")
 	}
-	o := &Output{Dir: spec.Dir, Store: st}
+	o := &Output{Dir: spec.Dir, Store: st, log: logger}
 	if d, ok := st.(store.Dir); ok {
 		if err := os.MkdirAll(d.Path(), 0o755); err != nil {
 			return nil, fmt.Errorf("--out %s: create the output folder: %w", spec.Dir, err)
@@ -131,7 +122,7 @@ func OpenOutput(spec OutputSpec, logger *zap.Logger) (*Output, error) {
 	return o, nil
 }
 
-func (o *Output) open(ctx context.Context, spec OutputSpec, logger *zap.Logger) error {
+func (o *Output) open(ctx context.Context, spec Spec, logger *zap.Logger) error {
 	st := o.Store
 	// what unfinished writers of an earlier run left is never an object: it goes first
 	if err := st.Sweep(ctx, ""); err != nil {
@@ -156,7 +147,7 @@ func (o *Output) open(ctx context.Context, spec OutputSpec, logger *zap.Logger) 
 		return nil // a fresh start, with or without --resume
 	}
 	if spec.Overwrite && !spec.Resume {
-		if foreign := notRekeyFiles(tops, spec.FinalFiles); len(foreign) > 0 {
+		if foreign := notRekeyFiles(tops, finalFiles); len(foreign) > 0 {
 			return refuse("--overwrite: %s holds files rekey did not write (%s): it is not a rekey output; choose a new --out directory", spec.Dir, strings.Join(foreign, ", "))
 		}
 		if err := st.Remove(ctx, names...); err != nil {
@@ -187,7 +178,7 @@ func (o *Output) open(ctx context.Context, spec OutputSpec, logger *zap.Logger) 
 	if err := checkResume(cp, spec); err != nil {
 		return err
 	}
-	if damaged := verifyFiles(ctx, st, cp.Files, spec.VerifyFile); len(damaged) > 0 {
+	if damaged := verifyFiles(ctx, st, cp.Files, spec.Verify); len(damaged) > 0 {
 		return refuse("--resume: %d of the %d files %s lists are damaged, so the rows they held are lost:\n  %s\nthe run cannot be resumed without losing rows: start over in a new --out directory (or restore the files)",
 			len(damaged), len(cp.Files), CheckpointFile, strings.Join(damaged, "\n  "))
 	}
@@ -203,7 +194,7 @@ func (o *Output) open(ctx context.Context, spec OutputSpec, logger *zap.Logger) 
 }
 
 // checkResume refuses a checkpoint written by another job: mapping, format, regions, source.
-func checkResume(cp *Checkpoint, spec OutputSpec) error {
+func checkResume(cp *pipeline.Checkpoint, spec Spec) error {
 	var diffs []string
 	if cp.Fingerprint != spec.Fingerprint {
 		diffs = append(diffs, fmt.Sprintf("mapping: fingerprint %s then, %s now", cp.Fingerprint, spec.Fingerprint))
@@ -215,12 +206,12 @@ func checkResume(cp *Checkpoint, spec OutputSpec) error {
 		diffs = append(diffs, fmt.Sprintf("--regions: %d then, %d now", cp.Plan.Count(), spec.Regions))
 	}
 	if cp.Source != nil && spec.Source != nil {
-		if a, ok := spec.Source.(IdentityAdopter); ok {
+		if a, ok := spec.Source.(pipeline.IdentityAdopter); ok {
 			if err := a.AdoptIdentity(cp.Source); err != nil {
 				return refuse("--resume: %v", err)
 			}
 		}
-		if now := SourceIdentity(spec.Source); now != nil {
+		if now := pipeline.SourceIdentity(spec.Source); now != nil {
 			for _, d := range cp.Source.Diff(now) {
 				diffs = append(diffs, "source "+d)
 			}
@@ -235,7 +226,7 @@ func checkResume(cp *Checkpoint, spec OutputSpec) error {
 
 // verifyFiles checks that every committed file is still there, whole: the size is the one
 // committed, and verify (if any) accepts it. It returns one line per damaged file.
-func verifyFiles(ctx context.Context, st store.Store, files []FileInfo, verify func(store.Reader, FileInfo) error) []string {
+func verifyFiles(ctx context.Context, st store.Store, files []pipeline.FileInfo, verify Verifier) []string {
 	var damaged []string
 	for _, f := range files {
 		info, err := st.Stat(ctx, f.Path)
@@ -259,13 +250,13 @@ func verifyFiles(ctx context.Context, st store.Store, files []FileInfo, verify f
 	return damaged
 }
 
-func verifyOne(ctx context.Context, st store.Store, f FileInfo, verify func(store.Reader, FileInfo) error) error {
+func verifyOne(ctx context.Context, st store.Store, f pipeline.FileInfo, verify Verifier) error {
 	r, err := st.Open(ctx, f.Path)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	return verify(r, f)
+	return verify.Verify(r, f.Bytes)
 }
 
 // notRekeyFiles lists the names among an output's top-level entries that no rekey run writes
@@ -274,7 +265,7 @@ func notRekeyFiles(names, final []string) []string {
 	var foreign []string
 	for _, n := range names {
 		early := n == DataDir || n == RejectsFile || strings.HasPrefix(n, ReplayPrefix) || n == CheckpointFile ||
-			n == RejectsPartsDir || n == ReplayPartsDir || IsTemp(n)
+			n == RejectsPartsDir || n == ReplayPartsDir || pipeline.IsTemp(n)
 		if !early && !slices.Contains(final, n) {
 			foreign = append(foreign, n)
 		}
@@ -457,7 +448,7 @@ func lockObject(ctx context.Context, st store.Store, out string, log *zap.Logger
 }
 
 // StoreLock is the output lock of an object store taken by a process that does not go through
-// OpenOutput (rekey replicate, which continues its output instead of resuming a checkpoint).
+// Open (rekey replicate, which continues its output instead of resuming a checkpoint).
 type StoreLock struct{ l *objectLock }
 
 // LockStore takes st's output lock (the renewed object LockFile) for as long as this process

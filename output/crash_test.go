@@ -1,8 +1,9 @@
-package pipeline
+package output
 
 import (
 	"context"
 	"encoding/json"
+	"github.com/rekey/rekey/pipeline"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -21,25 +22,25 @@ type crashPoint struct {
 	// beforeSave kills the run as it is about to save the checkpoint that matches: the cut's files
 	// are committed, the checkpoint listing them is not written. Otherwise the kill follows the save.
 	beforeSave bool
-	matches    func(cp *Checkpoint) bool
+	matches    func(cp *pipeline.Checkpoint) bool
 }
 
 // afterFirstCheckpoint kills a run after the checkpoint it saves before reading any row.
 var afterFirstCheckpoint = crashPoint{name: "after the first checkpoint, before any row",
-	matches: func(cp *Checkpoint) bool { return cp.RowsIn == 0 }}
+	matches: func(cp *pipeline.Checkpoint) bool { return cp.RowsIn == 0 }}
 
 // crashPoints are the instants every kill test covers; rowsPerBatch sizes the mid-run points.
 func crashPoints(rowsPerBatch int64) []crashPoint {
 	return []crashPoint{
 		afterFirstCheckpoint,
 		{name: "after the checkpoint of the first batch", pauseAfter: 1,
-			matches: func(cp *Checkpoint) bool { return cp.RowsIn == rowsPerBatch }},
+			matches: func(cp *pipeline.Checkpoint) bool { return cp.RowsIn == rowsPerBatch }},
 		{name: "after the checkpoint of 100 batches", pauseAfter: 100,
-			matches: func(cp *Checkpoint) bool { return cp.RowsIn == 100*rowsPerBatch }},
+			matches: func(cp *pipeline.Checkpoint) bool { return cp.RowsIn == 100*rowsPerBatch }},
 		{name: "between the commit of 100 batches and its checkpoint", pauseAfter: 100, beforeSave: true,
-			matches: func(cp *Checkpoint) bool { return cp.RowsIn == 100*rowsPerBatch }},
+			matches: func(cp *pipeline.Checkpoint) bool { return cp.RowsIn == 100*rowsPerBatch }},
 		{name: "after the final commit, before the final checkpoint", beforeSave: true,
-			matches: func(cp *Checkpoint) bool { return cp.Complete }},
+			matches: func(cp *pipeline.Checkpoint) bool { return cp.Complete }},
 	}
 }
 
@@ -69,7 +70,7 @@ func (s *crashStore) Put(ctx context.Context, name string, data []byte) error {
 	if name != CheckpointFile || s.hit.Load() {
 		return s.Store.Put(ctx, name, data)
 	}
-	var cp Checkpoint
+	var cp pipeline.Checkpoint
 	if err := json.Unmarshal(data, &cp); err != nil || !s.point.matches(&cp) {
 		return s.Store.Put(ctx, name, data)
 	}

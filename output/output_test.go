@@ -1,8 +1,10 @@
-package pipeline
+package output
 
 import (
 	"context"
 	"errors"
+	"github.com/rekey/rekey/pipeline"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,28 +14,27 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/internal/wait"
-	"github.com/rekey/rekey/store"
 )
 
 // idSource is a seqSource that says what it reads.
 type idSource struct {
 	seqSource
-	id Identity
+	id pipeline.Identity
 }
 
-func (s *idSource) Identity() Identity { return s.id }
+func (s *idSource) Identity() pipeline.Identity { return s.id }
 
 // finishedRun runs cfg to its end and returns the output directory's checkpoint.
-func finishedRun(t *testing.T, cfg Config, stop <-chan struct{}) *Checkpoint {
+func finishedRun(t *testing.T, cfg testCfg, stop <-chan struct{}) *pipeline.Checkpoint {
 	t.Helper()
-	r, err := NewRunner(cfg)
+	r, err := newRunner(t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Run(context.Background(), stop, nil); err != nil && !errors.Is(err, ErrInterrupted) {
+	if _, err := r.Run(context.Background(), stop, nil); err != nil && !errors.Is(err, pipeline.ErrInterrupted) {
 		t.Fatal(err)
 	}
-	cp, err := LoadCheckpoint(cfg.OutDir)
+	cp, err := ReadCheckpoint(context.Background(), localStore(t, cfg.OutDir))
 	if err != nil || cp == nil {
 		t.Fatalf("no checkpoint: %v", err)
 	}
@@ -42,7 +43,7 @@ func finishedRun(t *testing.T, cfg Config, stop <-chan struct{}) *Checkpoint {
 
 // interruptedRun stops cfg's run (Ctrl-C) once a checkpoint lists files, its source stalled
 // until then so that the run cannot end first, and returns its checkpoint.
-func interruptedRun(t *testing.T, cfg Config) *Checkpoint {
+func interruptedRun(t *testing.T, cfg testCfg) *pipeline.Checkpoint {
 	t.Helper()
 	src := cfg.Source.(*idSource)
 	src.pauseAfter = 20
@@ -51,7 +52,7 @@ func interruptedRun(t *testing.T, cfg Config) *Checkpoint {
 	go func() {
 		defer close(stop)
 		wait.Until(func() bool {
-			cp, _ := LoadCheckpoint(cfg.OutDir)
+			cp, _ := ReadCheckpoint(context.Background(), localStore(t, cfg.OutDir))
 			return cp != nil && len(cp.Files) > 0
 		}, wait.Timeout)
 	}()
@@ -62,7 +63,7 @@ func interruptedRun(t *testing.T, cfg Config) *Checkpoint {
 	return cp
 }
 
-func jobConfig(t *testing.T, id Identity) Config {
+func jobConfig(t *testing.T, id pipeline.Identity) testCfg {
 	src := &idSource{seqSource: seqSource{streams: 2, rows: 5000, batch: 50}, id: id}
 	cfg := testConfig(t, src, &memSink{}, copyTransform{})
 	cfg.Fingerprint, cfg.Format = "f1", "parquet"
@@ -70,34 +71,34 @@ func jobConfig(t *testing.T, id Identity) Config {
 	return cfg
 }
 
-func openResume(cfg Config, mod func(*OutputSpec)) (*Output, error) {
-	spec := OutputSpec{Dir: cfg.OutDir, Fingerprint: cfg.Fingerprint, Format: cfg.Format, Source: cfg.Source, Resume: true}
+func openResume(cfg testCfg, mod func(*Spec)) (*Output, error) {
+	spec := Spec{Dir: cfg.OutDir, Fingerprint: cfg.Fingerprint, Format: cfg.Format, Source: cfg.Source, Resume: true}
 	if mod != nil {
 		mod(&spec)
 	}
-	return OpenOutput(spec, nil)
+	return Open(context.Background(), cfg.store(nil), spec, nil)
 }
 
 // Before, `--resume` with another file (or the same name with other content), another --format or
 // --regions was accepted and mixed two inputs in one output marked complete.
 func TestResumeRefusesAnotherJob(t *testing.T) {
-	id := Identity{"file": "/data/orders.csv", "size": "1000", "mtime": "2026-11-01T00:00:00Z"}
+	id := pipeline.Identity{"file": "/data/orders.csv", "size": "1000", "mtime": "2026-11-01T00:00:00Z"}
 	cfg := jobConfig(t, id)
 	interruptedRun(t, cfg)
 	cases := []struct {
 		name string
-		mod  func(*OutputSpec)
+		mod  func(*Spec)
 		want string
 	}{
-		{"other file", func(s *OutputSpec) {
-			s.Source = &idSource{id: Identity{"file": "/data/other.csv", "size": "1000", "mtime": "2026-11-01T00:00:00Z"}}
+		{"other file", func(s *Spec) {
+			s.Source = &idSource{id: pipeline.Identity{"file": "/data/other.csv", "size": "1000", "mtime": "2026-11-01T00:00:00Z"}}
 		}, "source file: /data/orders.csv then, /data/other.csv now"},
-		{"same name, other content", func(s *OutputSpec) {
-			s.Source = &idSource{id: Identity{"file": "/data/orders.csv", "size": "2000", "mtime": "2026-11-02T00:00:00Z"}}
+		{"same name, other content", func(s *Spec) {
+			s.Source = &idSource{id: pipeline.Identity{"file": "/data/orders.csv", "size": "2000", "mtime": "2026-11-02T00:00:00Z"}}
 		}, "source size: 1000 then, 2000 now"},
-		{"other format", func(s *OutputSpec) { s.Format = "csv" }, "--format: parquet then, csv now"},
-		{"other regions", func(s *OutputSpec) { s.Regions = 32 }, "--regions: 1 then, 32 now"},
-		{"other mapping", func(s *OutputSpec) { s.Fingerprint = "f2" }, "mapping: fingerprint f1 then, f2 now"},
+		{"other format", func(s *Spec) { s.Format = "csv" }, "--format: parquet then, csv now"},
+		{"other regions", func(s *Spec) { s.Regions = 32 }, "--regions: 1 then, 32 now"},
+		{"other mapping", func(s *Spec) { s.Fingerprint = "f2" }, "mapping: fingerprint f1 then, f2 now"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -127,21 +128,16 @@ func TestResumeRefusesDamagedFiles(t *testing.T) {
 			cp := interruptedRun(t, cfg)
 			victim := cp.Files[len(cp.Files)/2]
 			path := filepath.Join(cfg.OutDir, victim.Path)
-			var verify func(store.Reader, FileInfo) error
+			var verify Verifier
 			switch damage {
 			case "deleted":
 				os.Remove(path)
 			case "truncated":
 				os.Truncate(path, victim.Bytes/2)
 			case "unreadable":
-				verify = func(_ store.Reader, f FileInfo) error {
-					if f.Path == victim.Path {
-						return errors.New("no footer")
-					}
-					return nil
-				}
+				verify = refuseSize(victim.Bytes)
 			}
-			o, err := openResume(cfg, func(s *OutputSpec) { s.VerifyFile = verify })
+			o, err := openResume(cfg, func(s *Spec) { s.Verify = verify })
 			if err == nil {
 				o.Close()
 				t.Fatal("resume accepted a damaged output")
@@ -162,7 +158,7 @@ func TestResumeWithoutCheckpointStartsOver(t *testing.T) {
 	ctx, kill := context.WithCancel(context.Background())
 	var hit *atomic.Bool
 	cfg.Store, hit = withCrash(newBucket(t, cfg.OutDir).Store, afterFirstCheckpoint, kill)
-	r, _ := NewRunner(cfg)
+	r, _ := newRunner(t, cfg)
 	r.Run(ctx, nil, nil) // killed after the checkpoint before any row, long before a periodic one
 	kill()
 	if !hit.Load() {
@@ -177,9 +173,9 @@ func TestResumeWithoutCheckpointStartsOver(t *testing.T) {
 	// A crash before even the first checkpoint (during planning): only rekey's files are there.
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "data", "region-0003"), 0o755)
-	os.WriteFile(filepath.Join(dir, "data", "region-0003", TempPrefix+"part-00000.parquet"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "data", "region-0003", pipeline.TempPrefix+"part-00000.parquet"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(dir, RejectsFile), []byte("{}\n"), 0o600)
-	o, err := OpenOutput(OutputSpec{Dir: dir, Resume: true}, nil)
+	o, err := Open(context.Background(), localStore(t, dir), Spec{Dir: dir, Resume: true}, nil)
 	if err != nil {
 		t.Fatalf("--resume with no checkpoint must start over: %v", err)
 	}
@@ -193,7 +189,7 @@ func TestResumeWithoutCheckpointStartsOver(t *testing.T) {
 
 	// Anything rekey does not write means this is not a rekey output: never delete it.
 	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
-	if o, err := OpenOutput(OutputSpec{Dir: dir, Resume: true}, nil); err == nil {
+	if o, err := Open(context.Background(), localStore(t, dir), Spec{Dir: dir, Resume: true}, nil); err == nil {
 		o.Close()
 		t.Fatal("--resume took over a folder with someone else's files")
 	}
@@ -206,16 +202,16 @@ func TestResumeWithoutCheckpointStartsOver(t *testing.T) {
 // holder.
 func TestOutputIsLocked(t *testing.T) {
 	dir := t.TempDir()
-	first, err := OpenOutput(OutputSpec{Dir: dir}, nil)
+	first, err := Open(context.Background(), localStore(t, dir), Spec{Dir: dir}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenOutput(OutputSpec{Dir: dir, Resume: true}, nil)
+	_, err = Open(context.Background(), localStore(t, dir), Spec{Dir: dir, Resume: true}, nil)
 	if err == nil || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
 		t.Fatalf("second run on a locked output: %v", err)
 	}
 	first.Close()
-	second, err := OpenOutput(OutputSpec{Dir: dir, Resume: true}, nil)
+	second, err := Open(context.Background(), localStore(t, dir), Spec{Dir: dir, Resume: true}, nil)
 	if err != nil {
 		t.Fatalf("the lock was not released: %v", err)
 	}
@@ -230,7 +226,7 @@ func TestFailedPeriodicCommitEndsRun(t *testing.T) {
 	cfg := testConfig(t, src, sink, copyTransform{})
 	cfg.CheckpointEvery = time.Millisecond
 	cfg.Workers = 1
-	r, _ := NewRunner(cfg)
+	r, _ := newRunner(t, cfg)
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.Run(context.Background(), nil, nil)
@@ -270,7 +266,7 @@ func TestOutputRefusesUnknownSchemes(t *testing.T) {
 	for _, out := range []string{"mysql://u@h:3306/db", "s3://bucket/prefix", "ftp://x"} {
 		dir := t.TempDir()
 		t.Chdir(dir)
-		_, err := OpenOutput(OutputSpec{Dir: out}, nil)
+		err := CheckLocalDir(out)
 		if err == nil || !strings.Contains(err.Error(), "does not write to") {
 			t.Errorf("--out %s: %v", out, err)
 		}
@@ -286,12 +282,11 @@ func TestOverwriteReplacesOnlyRekeyOutputs(t *testing.T) {
 	cfg := jobConfig(t, nil)
 	cfg.CheckpointEvery = 0
 	finishedRun(t, cfg, nil)
-	final := []string{"manifest.json"}
 	os.WriteFile(filepath.Join(cfg.OutDir, "manifest.json"), []byte("{}"), 0o644)
-	if _, err := OpenOutput(OutputSpec{Dir: cfg.OutDir}, nil); err == nil || !strings.Contains(err.Error(), "--overwrite") {
+	if _, err := Open(context.Background(), localStore(t, cfg.OutDir), Spec{Dir: cfg.OutDir}, nil); err == nil || !strings.Contains(err.Error(), "--overwrite") {
 		t.Fatalf("a second run without --overwrite: %v", err)
 	}
-	o, err := OpenOutput(OutputSpec{Dir: cfg.OutDir, Overwrite: true, FinalFiles: final}, nil)
+	o, err := Open(context.Background(), localStore(t, cfg.OutDir), Spec{Dir: cfg.OutDir, Overwrite: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,10 +295,21 @@ func TestOverwriteReplacesOnlyRekeyOutputs(t *testing.T) {
 		t.Fatalf("--overwrite left %v", left)
 	}
 	os.WriteFile(filepath.Join(cfg.OutDir, "notes.txt"), []byte("mine"), 0o644)
-	if _, err := OpenOutput(OutputSpec{Dir: cfg.OutDir, Overwrite: true, FinalFiles: final}, nil); err == nil {
+	if _, err := Open(context.Background(), localStore(t, cfg.OutDir), Spec{Dir: cfg.OutDir, Overwrite: true}, nil); err == nil {
 		t.Fatal("--overwrite took over a folder holding someone else's file")
 	}
 	if _, err := os.Stat(filepath.Join(cfg.OutDir, "notes.txt")); err != nil {
 		t.Fatal("--overwrite removed a file rekey did not write")
 	}
+}
+
+// refuseSize is a data format that finds the files of one size damaged (a Parquet footer it
+// cannot read, say).
+type refuseSize int64
+
+func (n refuseSize) Verify(_ io.ReaderAt, size int64) error {
+	if size == int64(n) {
+		return errors.New("no footer")
+	}
+	return nil
 }

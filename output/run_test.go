@@ -1,4 +1,4 @@
-package pipeline
+package output
 
 import (
 	"bufio"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rekey/rekey/pipeline"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,7 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/rekey/rekey/internal/wait"
+	"github.com/rekey/rekey/store"
 )
 
 // seqSource emits streams of numbered rows; row values are (stream index, row number).
@@ -31,7 +35,7 @@ type seqSource struct {
 	pauseAfter           int   // after sending this many batches, wait for ctx's end (0: never)
 }
 
-func (s *seqSource) Run(ctx context.Context, resume map[string]StreamState, out chan<- Batch) error {
+func (s *seqSource) Run(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
 	sent := 0
 	for si := 0; si < s.streams; si++ {
 		if s.failStream > 0 && si == s.failStream {
@@ -49,11 +53,11 @@ func (s *seqSource) Run(ctx context.Context, resume map[string]StreamState, out 
 			start, _ = strconv.Atoi(st.Cursor)
 		}
 		for i := start; i < s.rows; i += s.batch {
-			b := Batch{Stream: name}
+			b := pipeline.Batch{Stream: name}
 			for j := i; j < i+s.batch && j < s.rows; j++ {
-				r := Record{Seq: int64(j), Values: []Value{Int(int64(si)), Int(int64(j))}}
+				r := pipeline.Record{Seq: int64(j), Values: []pipeline.Value{pipeline.Int(int64(si)), pipeline.Int(int64(j))}}
 				if s.bad[int64(si*1_000_000+j)] {
-					r.Err = &RowError{Code: CodeParse, Message: "cannot decode"}
+					r.Err = &pipeline.RowError{Code: pipeline.CodeParse, Message: "cannot decode"}
 					r.Raw = "garbage"
 					if s.rawIDs {
 						r.Raw = fmt.Sprintf("garbage %d/%d", si, j)
@@ -85,9 +89,9 @@ func (s *seqSource) Run(ctx context.Context, resume map[string]StreamState, out 
 // copyTransform passes values through; rows whose number is divisible by rejectEvery are rejected.
 type copyTransform struct{ rejectEvery int64 }
 
-func (t copyTransform) Apply(b *Batch, r *Record, out []Value) *RowError {
+func (t copyTransform) Apply(b *pipeline.Batch, r *pipeline.Record, out []pipeline.Value) *pipeline.RowError {
 	if t.rejectEvery > 0 && r.Values[1].Num%t.rejectEvery == 0 {
-		return &RowError{Code: CodeDictMiss, Field: "n", Message: "no code"}
+		return &pipeline.RowError{Code: pipeline.CodeDictMiss, Field: "n", Message: "no code"}
 	}
 	copy(out, r.Values)
 	return nil
@@ -107,13 +111,13 @@ type memSink struct {
 	rejectEvery int64 // Write rejects rows whose number is 1 modulo this (0: none)
 }
 
-func (m *memSink) Write(ctx context.Context, rows []Row) error {
+func (m *memSink) Write(ctx context.Context, rows []pipeline.Row) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var rr RowRejects
+	var rr pipeline.RowRejects
 	for i, r := range rows {
 		if m.rejectEvery > 0 && r.Values[1].Num%m.rejectEvery == 1 {
-			rr.Rows = append(rr.Rows, RowReject{Index: i, Err: &RowError{Code: CodeType, Field: "n", Message: "does not fit"}})
+			rr.Rows = append(rr.Rows, pipeline.RowReject{Index: i, Err: &pipeline.RowError{Code: pipeline.CodeType, Field: "n", Message: "does not fit"}})
 			continue
 		}
 		m.pending = append(m.pending, fmt.Sprintf("%d/%d", r.Values[0].Num, r.Values[1].Num))
@@ -124,7 +128,7 @@ func (m *memSink) Write(ctx context.Context, rows []Row) error {
 	return nil
 }
 
-func (m *memSink) Commit(ctx context.Context) ([]FileInfo, error) {
+func (m *memSink) Commit(ctx context.Context) ([]pipeline.FileInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.commits++
@@ -139,7 +143,7 @@ func (m *memSink) Commit(ctx context.Context) ([]FileInfo, error) {
 		return nil, nil
 	}
 	// A real file, so that a resume can check it is still there with its size.
-	fi := FileInfo{Path: fmt.Sprintf("data/region-0000/part-%05d.x", m.commits), Rows: int64(n), Bytes: int64(n)}
+	fi := pipeline.FileInfo{Path: fmt.Sprintf("data/region-0000/part-%05d.x", m.commits), Rows: int64(n), Bytes: int64(n)}
 	if m.files == nil {
 		m.files = map[string][]string{}
 	}
@@ -150,7 +154,7 @@ func (m *memSink) Commit(ctx context.Context) ([]FileInfo, error) {
 			return nil, err
 		}
 	}
-	return []FileInfo{fi}, nil
+	return []pipeline.FileInfo{fi}, nil
 }
 
 func (m *memSink) Abort() error {
@@ -160,38 +164,85 @@ func (m *memSink) Abort() error {
 	return nil
 }
 
-func testConfig(t *testing.T, src Source, sink Sink, tr Transformer) Config {
-	cfg := Config{
+// testCfg is a run of the pipeline into an output folder (OutDir), or into Store.
+type testCfg struct {
+	pipeline.Config
+	OutDir string
+	Store  store.Store // nil: the folder OutDir
+}
+
+func testConfig(t *testing.T, src pipeline.Source, sink pipeline.Sink, tr pipeline.Transformer) testCfg {
+	cfg := testCfg{Config: pipeline.Config{
 		Source:         src,
-		NewTransformer: func() Transformer { return tr },
-		Target:         TargetSchema{Columns: []Column{{Name: "s", Type: TypeBigint}, {Name: "n", Type: TypeBigint, KeyPos: -1}}, KeyLen: 1},
-		Plan:           RegionPlan{Type: TypeBigint},
+		NewTransformer: func() pipeline.Transformer { return tr },
+		Target:         pipeline.TargetSchema{Columns: []pipeline.Column{{Name: "s", Type: pipeline.TypeBigint}, {Name: "n", Type: pipeline.TypeBigint, KeyPos: -1}}, KeyLen: 1},
+		Plan:           pipeline.RegionPlan{Type: pipeline.TypeBigint},
 		Sink:           sink,
-		OutDir:         t.TempDir(),
 		Workers:        4,
-	}
+	}, OutDir: t.TempDir()}
 	if ms, ok := sink.(*memSink); ok {
 		ms.dir = cfg.OutDir
 	}
 	return cfg
 }
 
-// resumeFrom opens cfg's output for --resume, as migrate does, and returns its checkpoint.
-func resumeFrom(t *testing.T, cfg Config) (*Checkpoint, error) {
-	t.Helper()
-	o, err := OpenOutput(OutputSpec{Dir: cfg.OutDir, Fingerprint: cfg.Fingerprint, Format: cfg.Format, Source: cfg.Source, Resume: true}, nil)
-	if err != nil {
-		return nil, err
+// store is the output the run writes.
+func (cfg testCfg) store(t *testing.T) store.Store {
+	if cfg.Store != nil {
+		return cfg.Store
 	}
-	o.Close()
-	return o.Checkpoint, nil
+	st, err := store.Open(context.Background(), cfg.OutDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// testRunner runs the pipeline through a journal of cfg's output (not locked: the tests
+// that need the lock open the output), as migrate does.
+type testRunner struct {
+	*pipeline.Runner
+	t   *testing.T
+	cfg testCfg
+	jr  **Journal
+}
+
+func newRunner(t *testing.T, cfg testCfg) (testRunner, error) {
+	var jr *Journal
+	cfg.Journal = journalRef{&jr}
+	r, err := pipeline.NewRunner(cfg.Config)
+	return testRunner{Runner: r, t: t, cfg: cfg, jr: &jr}, err
+}
+
+// journalRef lets the runner be built before its journal, which depends on the checkpoint the
+// run resumes from.
+type journalRef struct{ j **Journal }
+
+func (r journalRef) Reject(b *pipeline.Batch, rec *pipeline.Record, stage string, err *pipeline.RowError) error {
+	return (*r.j).Reject(b, rec, stage, err)
+}
+func (r journalRef) Cut(ctx context.Context, cp *pipeline.Checkpoint) error {
+	return (*r.j).Cut(ctx, cp)
+}
+func (r journalRef) RejectsName() string { return RejectsFile }
+
+// Run opens the journal from resume, runs, and closes the journal as migrate does.
+func (r testRunner) Run(ctx context.Context, stop <-chan struct{}, resume *pipeline.Checkpoint) (pipeline.Result, error) {
+	o := &Output{Store: r.cfg.store(r.t), Checkpoint: resume, log: zap.NewNop()}
+	j, err := o.Journal(r.cfg.Source, nil)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	defer j.Close()
+	*r.jr = j
+	return r.Runner.Run(ctx, stop, resume)
 }
 
 func TestRunCountsAddUp(t *testing.T) {
 	src := &seqSource{streams: 3, rows: 1000, batch: 64, bad: map[int64]bool{5: true, 1_000_007: true}}
 	sink := &memSink{}
 	cfg := testConfig(t, src, sink, copyTransform{rejectEvery: 100})
-	r, err := NewRunner(cfg)
+	r, err := newRunner(t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +257,7 @@ func TestRunCountsAddUp(t *testing.T) {
 	if res.RowsIn != res.RowsWritten+res.RowsRejected || len(sink.committed) != 2968 {
 		t.Fatalf("rows do not add up: committed %d", len(sink.committed))
 	}
-	if res.RejectCodes[CodeParse] != 2 || res.RejectCodes[CodeDictMiss] != 30 {
+	if res.RejectCodes[pipeline.CodeParse] != 2 || res.RejectCodes[pipeline.CodeDictMiss] != 30 {
 		t.Fatalf("reject codes %v", res.RejectCodes)
 	}
 	lines := readRejects(t, cfg.OutDir)
@@ -215,7 +266,7 @@ func TestRunCountsAddUp(t *testing.T) {
 	}
 	var sawParse bool
 	for _, l := range lines {
-		if l.Code == CodeParse {
+		if l.Code == pipeline.CodeParse {
 			sawParse = true
 			if l.Stage != "source" || l.Raw != "garbage" || l.Position == "" {
 				t.Fatalf("source reject lacks its details: %+v", l)
@@ -248,14 +299,14 @@ func readRejects(t *testing.T, dir string) []Reject {
 
 func TestRejectLimitAborts(t *testing.T) {
 	five, zero := int64(5), int64(0)
-	for _, lim := range []RejectLimit{{Count: &five}, {Count: &zero}, {Percent: 0.5}} {
+	for _, lim := range []pipeline.RejectLimit{{Count: &five}, {Count: &zero}, {Percent: 0.5}} {
 		src := &seqSource{streams: 1, rows: 5000, batch: 100}
 		sink := &memSink{}
 		cfg := testConfig(t, src, sink, copyTransform{rejectEvery: 10})
 		cfg.RejectLimit = lim
-		r, _ := NewRunner(cfg)
+		r, _ := newRunner(t, cfg)
 		_, err := r.Run(context.Background(), nil, nil)
-		if !errors.Is(err, ErrTooManyRejects) {
+		if !errors.Is(err, pipeline.ErrTooManyRejects) {
 			t.Fatalf("limit %+v: err = %v, want ErrTooManyRejects", lim, err)
 		}
 	}
@@ -275,7 +326,7 @@ func TestCrashAndResumeExactlyOnce(t *testing.T) {
 			defer kill()
 			var hit *atomic.Bool
 			cfg.Store, hit = withCrash(newBucket(t, cfg.OutDir).Store, point, kill)
-			r, _ := NewRunner(cfg)
+			r, _ := newRunner(t, cfg)
 			if _, err := r.Run(ctx, nil, nil); err == nil || !hit.Load() {
 				t.Fatalf("the run was not killed at its crash point: err %v, crash point met %v", err, hit.Load())
 			}
@@ -290,7 +341,7 @@ func TestCrashAndResumeExactlyOnce(t *testing.T) {
 			}
 			src.pauseAfter = 0
 			cfg.Store = nil
-			r2, _ := NewRunner(cfg)
+			r2, _ := newRunner(t, cfg)
 			res, err := r2.Run(context.Background(), nil, cp)
 			if err != nil {
 				t.Fatal(err)
@@ -319,14 +370,14 @@ func TestInterruptCommitsAndResumes(t *testing.T) {
 	src := &seqSource{streams: 2, rows: 5000, batch: 100, pauseAfter: 10}
 	sink := &memSink{}
 	cfg := testConfig(t, src, sink, copyTransform{})
-	r, _ := NewRunner(cfg)
+	r, _ := newRunner(t, cfg)
 	stop := make(chan struct{})
 	go func() { // interrupt once rows flow
 		wait.Until(func() bool { return r.Counters.RowsIn.Load() > 0 }, wait.Timeout)
 		close(stop)
 	}()
 	res, err := r.Run(context.Background(), stop, nil)
-	if !errors.Is(err, ErrInterrupted) {
+	if !errors.Is(err, pipeline.ErrInterrupted) {
 		t.Fatalf("err = %v, want ErrInterrupted", err)
 	}
 	if res.RowsWritten != int64(len(sink.committed)) || res.RowsWritten == 0 || len(sink.pending) != 0 {
@@ -338,7 +389,7 @@ func TestInterruptCommitsAndResumes(t *testing.T) {
 	}
 	before := cp.RowsIn
 	src.pauseAfter = 0
-	r2, _ := NewRunner(cfg)
+	r2, _ := newRunner(t, cfg)
 	res2, err := r2.Run(context.Background(), nil, cp)
 	if err != nil {
 		t.Fatal(err)
@@ -356,11 +407,11 @@ func TestCommitFailureFailsRun(t *testing.T) {
 	src := &seqSource{streams: 1, rows: 100, batch: 10}
 	sink := &memSink{failAfter: 1}
 	cfg := testConfig(t, src, sink, copyTransform{})
-	r, _ := NewRunner(cfg)
+	r, _ := newRunner(t, cfg)
 	if _, err := r.Run(context.Background(), nil, nil); err == nil {
 		t.Fatal("a failed commit must fail the run")
 	}
-	cp, err := LoadCheckpoint(cfg.OutDir)
+	cp, err := ReadCheckpoint(context.Background(), localStore(t, cfg.OutDir))
 	if err != nil || cp == nil {
 		t.Fatalf("the first checkpoint is missing: %v", err)
 	}
@@ -372,17 +423,17 @@ func TestCommitFailureFailsRun(t *testing.T) {
 func TestRemoveUncommitted(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "data", "region-0000"), 0o755)
-	for _, n := range []string{"data/region-0000/part-00001.parquet", "data/region-0000/part-00002.parquet", "data/region-0000/" + TempPrefix + "part-00003.parquet", "manifest.json"} {
+	for _, n := range []string{"data/region-0000/part-00001.parquet", "data/region-0000/part-00002.parquet", "data/region-0000/" + pipeline.TempPrefix + "part-00003.parquet", "manifest.json"} {
 		os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644)
 	}
-	removed, err := RemoveUncommitted(dir, []FileInfo{{Path: "data/region-0000/part-00001.parquet"}})
+	removed, err := removeUncommitted(context.Background(), localStore(t, dir), &pipeline.Checkpoint{Files: []pipeline.FileInfo{{Path: "data/region-0000/part-00001.parquet"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(removed) != 1 || removed[0] != "data/region-0000/part-00002.parquet" {
 		t.Fatalf("removed %v", removed)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "data", "region-0000", TempPrefix+"part-00003.parquet")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "data", "region-0000", pipeline.TempPrefix+"part-00003.parquet")); err == nil {
 		t.Fatal("a temporary file was left")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data", "region-0000/part-00001.parquet")); err != nil {
@@ -398,7 +449,7 @@ func TestSinkRejectsAreCounted(t *testing.T) {
 	src := &seqSource{streams: 2, rows: 1000, batch: 64}
 	sink := &memSink{rejectEvery: 10}
 	cfg := testConfig(t, src, sink, copyTransform{})
-	r, _ := NewRunner(cfg)
+	r, _ := newRunner(t, cfg)
 	res, err := r.Run(context.Background(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -419,7 +470,7 @@ func TestSourceFailureCheckpointsWhatWasRead(t *testing.T) {
 	src := &seqSource{streams: 3, rows: 500, batch: 50, failStream: 2}
 	sink := &memSink{}
 	cfg := testConfig(t, src, sink, copyTransform{})
-	r, _ := NewRunner(cfg)
+	r, _ := newRunner(t, cfg)
 	if _, err := r.Run(context.Background(), nil, nil); err == nil {
 		t.Fatal("a failing source must fail the run")
 	}
@@ -431,7 +482,7 @@ func TestSourceFailureCheckpointsWhatWasRead(t *testing.T) {
 		t.Fatalf("committed %d rows, streams %v", len(sink.committed), cp.Streams)
 	}
 	src.failStream = 0
-	r2, _ := NewRunner(cfg)
+	r2, _ := newRunner(t, cfg)
 	if _, err := r2.Run(context.Background(), nil, cp); err != nil {
 		t.Fatal(err)
 	}
@@ -443,15 +494,15 @@ func TestSourceFailureCheckpointsWhatWasRead(t *testing.T) {
 // A damaged input (a gzip file with a bad checksum) may already have delivered wrong values:
 // unlike a source that merely stopped, nothing read from it is committed.
 func TestDamagedInputCommitsNothing(t *testing.T) {
-	src := &seqSource{streams: 3, rows: 500, batch: 50, failStream: 2, failErr: fmt.Errorf("file x.csv.gz: %w", ErrDamagedInput)}
+	src := &seqSource{streams: 3, rows: 500, batch: 50, failStream: 2, failErr: fmt.Errorf("file x.csv.gz: %w", pipeline.ErrDamagedInput)}
 	sink := &memSink{}
 	cfg := testConfig(t, src, sink, copyTransform{})
-	r, _ := NewRunner(cfg)
+	r, _ := newRunner(t, cfg)
 	res, err := r.Run(context.Background(), nil, nil)
-	if !errors.Is(err, ErrDamagedInput) {
+	if !errors.Is(err, pipeline.ErrDamagedInput) {
 		t.Fatalf("err = %v", err)
 	}
-	cp, _ := LoadCheckpoint(cfg.OutDir)
+	cp, _ := ReadCheckpoint(context.Background(), localStore(t, cfg.OutDir))
 	if len(sink.committed) != 0 || cp == nil || cp.RowsWritten != 0 || res.RowsWritten != 0 {
 		t.Fatalf("committed %d rows from a damaged input (checkpoint %+v, result %d)", len(sink.committed), cp, res.RowsWritten)
 	}
@@ -460,8 +511,8 @@ func TestDamagedInputCommitsNothing(t *testing.T) {
 // replaySource is a seqSource whose rejected records can be written back as they were read.
 type replaySource struct{ seqSource }
 
-func (*replaySource) ReplayFile() (ReplayFile, bool) {
-	return ReplayFile{Name: ReplayPrefix + "txt", Header: "header\n"}, true
+func (*replaySource) ReplayFile() (pipeline.ReplayFile, bool) {
+	return pipeline.ReplayFile{Ext: "txt", Header: "header\n"}, true
 }
 
 // Rejected rows are also written in the input's own format for a replay after a fix; like
@@ -484,7 +535,7 @@ func TestReplayFileExactlyOnceAcrossResumes(t *testing.T) {
 		ctx, kill := context.WithCancel(context.Background())
 		var hit *atomic.Bool
 		cfg.Store, hit = withCrash(newBucket(t, cfg.OutDir).Store, point, kill)
-		r, _ := NewRunner(cfg)
+		r, _ := newRunner(t, cfg)
 		_, err := r.Run(ctx, nil, nil)
 		kill()
 		if err == nil || !hit.Load() {
@@ -495,7 +546,7 @@ func TestReplayFileExactlyOnceAcrossResumes(t *testing.T) {
 			t.Fatal(err)
 		}
 		src.pauseAfter, cfg.Store = 0, nil
-		r2, _ := NewRunner(cfg)
+		r2, _ := newRunner(t, cfg)
 		if _, err := r2.Run(context.Background(), nil, cp); err != nil {
 			t.Fatal(err)
 		}
@@ -518,4 +569,24 @@ func TestReplayFileExactlyOnceAcrossResumes(t *testing.T) {
 			t.Fatalf("replay file mode %v", st.Mode().Perm())
 		}
 	}
+}
+
+// localStore is the folder dir as a store.
+func localStore(t testing.TB, dir string) store.Store {
+	st, err := store.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// resumeFrom opens cfg's output for --resume, as migrate does, and returns its checkpoint.
+func resumeFrom(t *testing.T, cfg testCfg) (*pipeline.Checkpoint, error) {
+	t.Helper()
+	o, err := Open(context.Background(), cfg.store(t), Spec{Dir: cfg.OutDir, Fingerprint: cfg.Fingerprint, Format: cfg.Format, Source: cfg.Source, Resume: true}, nil)
+	if err != nil {
+		return nil, err
+	}
+	o.Close()
+	return o.Checkpoint, nil
 }

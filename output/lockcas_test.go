@@ -1,4 +1,4 @@
-package pipeline
+package output
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func TestObjectStoreLockRenewalKeepsATakeOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := OpenOutput(OutputSpec{Store: st}, nil)
+	first, err := Open(context.Background(), st, Spec{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package output
 
 import (
 	"errors"
@@ -88,3 +88,21 @@ func StatRelPath(dir, rel string) (string, fs.FileInfo, error) {
 	}
 	return full, fi, nil
 }
+
+// DataDir is the folder of an output that holds the data files and nothing else: the bulk
+// load reads it whole (Spark lists it recursively and would read anything else as data).
+// Everything else (manifest, checkpoint, rejects...) lives beside it.
+const DataDir = "data"
+
+// RegionDirPrefix starts the name of every region folder under DataDir.
+const RegionDirPrefix = "region-"
+
+// RegionName is the name of region i's folder ("region-0007"), for people.
+func RegionName(i int) string { return fmt.Sprintf("%s%04d", RegionDirPrefix, i) }
+
+// RegionDir is the folder of region i, relative to the output directory: "data/region-0007".
+func RegionDir(i int) string { return DataDir + "/" + RegionName(i) }
+
+// finalFiles are the files a finished migrate writes beside the data: with the data, rejects and
+// checkpoint, what --overwrite may remove.
+var finalFiles = []string{DDLFile, BulkloadFile, ManifestFile}

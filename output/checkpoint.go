@@ -1,0 +1,96 @@
+package output
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"github.com/rekey/rekey/pipeline"
+	"sort"
+	"time"
+
+	"github.com/rekey/rekey/store"
+)
+
+// CheckpointFile is the name of the checkpoint in the output directory.
+const CheckpointFile = "checkpoint.json"
+
+// ReadCheckpoint reads an output's checkpoint; it returns (nil, nil) when there is none.
+func ReadCheckpoint(ctx context.Context, st store.Store) (*pipeline.Checkpoint, error) {
+	data, err := st.Get(ctx, CheckpointFile)
+	if store.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint: %w", err)
+	}
+	var c pipeline.Checkpoint
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("%s is damaged: %w", st.Location(CheckpointFile), err)
+	}
+	c.Plan.Splits = c.Splits
+	for _, f := range c.Files {
+		// these paths are deleted around, resumed from and copied into the manifest
+		if err := CheckRelPath(f.Path); err != nil {
+			return nil, fmt.Errorf("%s is damaged: %w", st.Location(CheckpointFile), err)
+		}
+	}
+	for field, n := range map[string]int64{"rejects_bytes": c.RejectsBytes, "replay_bytes": c.ReplayBytes, "rejects_parts": int64(c.RejectParts)} {
+		if n < 0 {
+			return nil, fmt.Errorf("%s is damaged: %s %d is negative", st.Location(CheckpointFile), field, n)
+		}
+	}
+	return &c, nil
+}
+
+// saveCheckpoint writes the checkpoint atomically (the local store keeps it 0600: it names the
+// source and its cursors, which nobody but the run's user needs).
+func saveCheckpoint(ctx context.Context, st store.Store, c *pipeline.Checkpoint) error {
+	c.Version = 1
+	c.Splits = c.Plan.Splits
+	c.UpdatedAt = time.Now().UTC()
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode checkpoint: %w", err)
+	}
+	if err := st.Put(ctx, CheckpointFile, append(data, '\n')); err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	return nil
+}
+
+// removeUncommitted deletes what a crashed run left after its last checkpoint cp: unfinished
+// writes (Sweep), data objects cp does not list, and rejects parts past cp's count.
+func removeUncommitted(ctx context.Context, st store.Store, cp *pipeline.Checkpoint) (removed []string, err error) {
+	if err := st.Sweep(ctx, ""); err != nil {
+		return nil, fmt.Errorf("remove files of the interrupted run: %w", err)
+	}
+	listed := make(map[string]bool, len(cp.Files))
+	for _, f := range cp.Files {
+		listed[f.Path] = true
+	}
+	objs, err := st.List(ctx, DataDir+"/")
+	if err != nil {
+		return nil, fmt.Errorf("remove files of the interrupted run: %w", err)
+	}
+	for _, o := range objs {
+		if !listed[o.Name] {
+			removed = append(removed, o.Name)
+		}
+	}
+	for _, folder := range []string{RejectsPartsDir, ReplayPartsDir} {
+		objs, err := st.List(ctx, folder+"/")
+		if err != nil {
+			return nil, fmt.Errorf("remove files of the interrupted run: %w", err)
+		}
+		for _, o := range objs {
+			if n, ok := partNumber(o.Name); !ok || n >= cp.RejectParts {
+				removed = append(removed, o.Name)
+			}
+		}
+	}
+	if err := st.Remove(ctx, removed...); err != nil {
+		return nil, fmt.Errorf("remove files of the interrupted run: %w", err)
+	}
+	sort.Strings(removed)
+	return removed, nil
+}

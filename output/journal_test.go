@@ -1,0 +1,46 @@
+package output
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// A rejected record without its raw text (a Cassandra row, say) is written with its decoded
+// values by source column name, nulls left out; one with raw text carries the text alone.
+func TestJournalRejectNamesValues(t *testing.T) {
+	dir := t.TempDir()
+	o := &Output{Store: localStore(t, dir), log: zap.NewNop()}
+	schema := pipeline.SourceSchema{{Name: "id"}, {Name: "note"}, {Name: "amount"}}
+	j, err := o.Journal(nil, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &pipeline.Batch{Stream: "orders"}
+	rerr := &pipeline.RowError{Code: "type", Field: "amount", Message: "not a number"}
+	decoded := &pipeline.Record{Seq: 1, Values: []pipeline.Value{pipeline.Text("7"), pipeline.Null, pipeline.Text("x")}}
+	raw := &pipeline.Record{Seq: 2, Raw: "7,,x", Values: decoded.Values}
+	for _, rec := range []*pipeline.Record{decoded, raw} {
+		if err := j.Reject(b, rec, "transform", rerr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.Cut(context.Background(), &pipeline.Checkpoint{}); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	data, err := os.ReadFile(filepath.Join(dir, RejectsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"position":"orders:1","stream":"orders","seq":1,"stage":"transform","code":"type","field":"amount","message":"not a number","values":{"amount":"x","id":"7"}}` + "\n" +
+		`{"position":"orders:2","stream":"orders","seq":2,"stage":"transform","code":"type","field":"amount","message":"not a number","raw":"7,,x"}` + "\n"
+	if string(data) != want {
+		t.Fatalf("rejects:\n%s\nwant:\n%s", data, want)
+	}
+}

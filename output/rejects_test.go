@@ -1,0 +1,97 @@
+package output
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// TestRejectLogResume: a resume cuts the rejects to the checkpointed length, and a message's
+// coordinates appear only when set, partition 0 included.
+func TestRejectLogResume(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, RejectsFile)
+	l, err := openRejects(localStore(t, dir), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Add(&Reject{Position: "a:1", Code: "type"}); err != nil {
+		t.Fatal(err)
+	}
+	size, _, counts, err := l.Sync()
+	if err != nil || counts["type"] != 1 {
+		t.Fatalf("sync: %d %v %v", size, counts, err)
+	}
+	if err := l.Add(&Reject{Position: "a:2", Code: "type"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// resume: drop the second line
+	if l, err = openRejects(localStore(t, dir), &pipeline.Checkpoint{RejectsBytes: size}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Add(&Reject{Position: "kafka:t/0:0", Code: "eval", LogPosition: &LogPosition{Topic: "t"}}); err != nil {
+		t.Fatal(err)
+	}
+	end, _, _, err := l.Sync()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(data)) != end {
+		t.Errorf("file has %d bytes, Sync said %d", len(data), end)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2:\n%s", len(lines), data)
+	}
+	if strings.Contains(lines[0], "topic") {
+		t.Errorf("line without Kafka coordinates names a topic: %s", lines[0])
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[1]), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"topic", "partition", "offset"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("Kafka reject lacks %q: %s", k, lines[1])
+		}
+	}
+}
+
+// A rejects line keeps its bytes whoever writes it: the fields in this order, a message's
+// coordinates (topic, partition, offset, key) last and only when set.
+func TestRejectLineBytes(t *testing.T) {
+	for _, c := range []struct {
+		rj   Reject
+		want string
+	}{
+		{Reject{Position: "orders.csv:3", Stream: "orders.csv", Seq: 2, Stage: "transform", Code: "type", Field: "amount", Message: "not a number", Raw: "a,b"},
+			`{"position":"orders.csv:3","stream":"orders.csv","seq":2,"stage":"transform","code":"type","field":"amount","message":"not a number","raw":"a,b"}`},
+		{Reject{Position: "kafka:t/0:7", Stream: "t/0", Stage: "source", Code: "parse", Message: "bad json", Values: map[string]string{"id": "1"},
+			LogPosition: &LogPosition{Topic: "t", Partition: 0, Offset: 7, Key: "k"}},
+			`{"position":"kafka:t/0:7","stream":"t/0","seq":0,"stage":"source","code":"parse","message":"bad json","values":{"id":"1"},"topic":"t","partition":0,"offset":7,"key":"k"}`},
+	} {
+		got, err := json.Marshal(&c.rj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != c.want {
+			t.Errorf("line\n%s\nwant\n%s", got, c.want)
+		}
+	}
+}
