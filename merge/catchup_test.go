@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/merge"
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/output/outputtest"
-	"github.com/rekey/rekey/sink/lindorm"
 )
 
 // TestMergeCatchupShards: shards of a catch-up (a Cassandra source's since=) merge into a
@@ -33,7 +33,7 @@ func TestMergeCatchupShards(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, lindorm.ManifestFile), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, output.ManifestFile), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -111,8 +111,8 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 		}
 		seen[at] = true
 		in := &Input{Dir: d, Store: st}
-		if _, err := st.Stat(ctx, lindorm.ManifestFile); err != nil {
-			return nil, fmt.Errorf("%s holds no complete run (no %s): finish it first (rekey migrate ... --resume)", d, lindorm.ManifestFile)
+		if _, err := st.Stat(ctx, output.ManifestFile); err != nil {
+			return nil, fmt.Errorf("%s holds no complete run (no %s): finish it first (rekey migrate ... --resume)", d, output.ManifestFile)
 		}
 		if in.Manifest, err = output.ReadManifest(ctx, st); err != nil {
 			return nil, err
@@ -131,7 +131,7 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 		if err := checkFiles(ctx, in, placed); err != nil {
 			return nil, err
 		}
-		if in.DDL, err = st.Get(ctx, lindorm.DDLFile); err != nil {
+		if in.DDL, err = st.Get(ctx, output.DDLFile); err != nil {
 			return nil, fmt.Errorf("%s: %w", d, err)
 		}
 		inputs = append(inputs, in)
@@ -169,7 +169,7 @@ func resolvedLocation(st store.Store) string {
 // input half moved.
 func checkFiles(ctx context.Context, in *Input, placed func(src string) bool) error {
 	if !plainName(in.Manifest.Format) { // it names the merged files
-		return fmt.Errorf("%s: format %q is not a file format name", in.Store.Location(lindorm.ManifestFile), in.Manifest.Format)
+		return fmt.Errorf("%s: format %q is not a file format name", in.Store.Location(output.ManifestFile), in.Manifest.Format)
 	}
 	listed := map[string]bool{}
 	for i, r := range in.Manifest.Regions {
@@ -178,7 +178,7 @@ func checkFiles(ctx context.Context, in *Input, placed func(src string) bool) er
 				return err
 			}
 			if listed[fe.Path] {
-				return fmt.Errorf("%s lists %s twice: was it edited by hand?", in.Store.Location(lindorm.ManifestFile), fe.Path)
+				return fmt.Errorf("%s lists %s twice: was it edited by hand?", in.Store.Location(output.ManifestFile), fe.Path)
 			}
 			listed[fe.Path] = true
 		}
@@ -190,7 +190,7 @@ func checkFiles(ctx context.Context, in *Input, placed func(src string) bool) er
 // input, paths through symbolic links and anything but a regular file. On a local folder it
 // returns the file's full path ("" on a bucket).
 func sourceFile(ctx context.Context, in *Input, region int, fe lindorm.FileEntry) (string, error) {
-	manifest := in.Store.Location(lindorm.ManifestFile)
+	manifest := in.Store.Location(output.ManifestFile)
 	d, local := in.Store.(store.Dir)
 	if !local {
 		if err := output.CheckRelPath(fe.Path); err != nil {
@@ -240,7 +240,7 @@ func Check(inputs []*Input) error {
 		case m.Table != fm.Table || !reflect.DeepEqual(m.Columns, fm.Columns) || !reflect.DeepEqual(m.KeyColumns, fm.KeyColumns):
 			return fmt.Errorf("%s and %s describe different tables", first.Dir, in.Dir)
 		case string(in.DDL) != string(first.DDL):
-			return fmt.Errorf("%s and %s have different %s", first.Dir, in.Dir, lindorm.DDLFile)
+			return fmt.Errorf("%s and %s have different %s", first.Dir, in.Dir, output.DDLFile)
 		}
 	}
 	if err := checkSameSource(inputs); err != nil {
@@ -472,7 +472,7 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 		if info, err := out.Stat(ctx, f.Dst); err == nil {
 			// placed by the interrupted merge: a store shows an object only once whole
 			if info.Size != f.Bytes {
-				return nil, fmt.Errorf("%s holds %d bytes, but %s lists %s with %d: the output was changed since the merge was interrupted", out.Location(f.Dst), info.Size, in.Store.Location(lindorm.ManifestFile), f.Src, f.Bytes)
+				return nil, fmt.Errorf("%s holds %d bytes, but %s lists %s with %d: the output was changed since the merge was interrupted", out.Location(f.Dst), info.Size, in.Store.Location(output.ManifestFile), f.Src, f.Bytes)
 			}
 			if mode == Move { // it may have stopped between the copy and the removal
 				if err := removeSource(ctx, in, f); err != nil {
@@ -537,7 +537,7 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	if err := mergeRejects(ctx, inputs, out); err != nil {
 		return nil, err
 	}
-	if err := out.Put(ctx, lindorm.DDLFile, inputs[0].DDL); err != nil {
+	if err := out.Put(ctx, output.DDLFile, inputs[0].DDL); err != nil {
 		return nil, err
 	}
 	if err := mergeBulkload(ctx, inputs, out); err != nil {
@@ -757,7 +757,7 @@ func mergeRejects(ctx context.Context, inputs []*Input, out store.Store) error {
 // override live writes made after the first shard read them.
 func mergeBulkload(ctx context.Context, inputs []*Input, out store.Store) error {
 	first := inputs[0]
-	data, err := first.Store.Get(ctx, lindorm.BulkloadFile)
+	data, err := first.Store.Get(ctx, output.BulkloadFile)
 	if store.IsNotExist(err) {
 		return nil
 	}
@@ -766,10 +766,10 @@ func mergeBulkload(ctx context.Context, inputs []*Input, out store.Store) error 
 	}
 	var job lindorm.BulkloadJob
 	if err := json.Unmarshal(data, &job); err != nil {
-		return fmt.Errorf("%s: %w", first.Store.Location(lindorm.BulkloadFile), err)
+		return fmt.Errorf("%s: %w", first.Store.Location(output.BulkloadFile), err)
 	}
 	for _, in := range inputs[1:] {
-		data, err := in.Store.Get(ctx, lindorm.BulkloadFile)
+		data, err := in.Store.Get(ctx, output.BulkloadFile)
 		if store.IsNotExist(err) {
 			continue
 		} else if err != nil {
@@ -777,7 +777,7 @@ func mergeBulkload(ctx context.Context, inputs []*Input, out store.Store) error 
 		}
 		var other lindorm.BulkloadJob
 		if err := json.Unmarshal(data, &other); err != nil {
-			return fmt.Errorf("%s: %w", in.Store.Location(lindorm.BulkloadFile), err)
+			return fmt.Errorf("%s: %w", in.Store.Location(output.BulkloadFile), err)
 		}
 		if ts := other.WriterConfig.Timestamp; ts != nil && (job.WriterConfig.Timestamp == nil || *ts < *job.WriterConfig.Timestamp) {
 			job.WriterConfig.Timestamp = ts
@@ -793,5 +793,5 @@ func mergeBulkload(ctx context.Context, inputs []*Input, out store.Store) error 
 	if err != nil {
 		return err
 	}
-	return out.Put(ctx, lindorm.BulkloadFile, data)
+	return out.Put(ctx, output.BulkloadFile, data)
 }

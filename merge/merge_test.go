@@ -50,10 +50,10 @@ func writeRun(t *testing.T, dir string, paths ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, lindorm.ManifestFile), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, output.ManifestFile), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, lindorm.DDLFile), []byte("CREATE TABLE t (id BIGINT NOT NULL, PRIMARY KEY(id));\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, output.DDLFile), []byte("CREATE TABLE t (id BIGINT NOT NULL, PRIMARY KEY(id));\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -124,7 +124,7 @@ func TestMergeRefusesPathsOutsideTheInput(t *testing.T) {
 					t.Fatalf("merge accepted the manifest path %q", bad)
 				}
 				msg := err.Error()
-				if !strings.Contains(msg, filepath.Join(in, lindorm.ManifestFile)) || !strings.Contains(msg, strings.ReplaceAll(bad, `\`, `\\`)) {
+				if !strings.Contains(msg, filepath.Join(in, output.ManifestFile)) || !strings.Contains(msg, strings.ReplaceAll(bad, `\`, `\\`)) {
 					t.Errorf("the error does not name the manifest and the path %q: %v", bad, err)
 				}
 				if !errors.Is(err, output.ErrUnsafePath) {
@@ -177,7 +177,7 @@ func TestMergeRefusesSymlinks(t *testing.T) {
 				out := filepath.Join(root, "out")
 				err := mergeRun([]string{in}, out, mode)
 				if err == nil || !errors.Is(err, output.ErrUnsafePath) || !strings.Contains(err.Error(), "symbolic link") ||
-					!strings.Contains(err.Error(), filepath.Join(in, lindorm.ManifestFile)) {
+					!strings.Contains(err.Error(), filepath.Join(in, output.ManifestFile)) {
 					t.Fatalf("merge of a manifest path through a symlink: %v", err)
 				}
 				checkCanary(t, canary)
@@ -299,8 +299,8 @@ func TestMergeThroughStores(t *testing.T) {
 				os.WriteFile(filepath.Join(b, output.CheckpointFile), []byte(`{"version":1,"complete":true,"rejects_bytes":3}`), 0o600)
 				os.WriteFile(filepath.Join(b, output.RejectsFile), []byte("b0\nafter\n"), 0o600)
 				// the shards started at different times: the merged job stamps cells with the earliest
-				os.WriteFile(filepath.Join(a, lindorm.BulkloadFile), []byte(`{"fileType":"parquet","readerConfig":{"filePath":"/elsewhere"},"writerConfig":{"timestamp":2000}}`), 0o644)
-				os.WriteFile(filepath.Join(b, lindorm.BulkloadFile), []byte(`{"fileType":"parquet","readerConfig":{"filePath":"/b"},"writerConfig":{"timestamp":1000}}`), 0o644)
+				os.WriteFile(filepath.Join(a, output.BulkloadFile), []byte(`{"fileType":"parquet","readerConfig":{"filePath":"/elsewhere"},"writerConfig":{"timestamp":2000}}`), 0o644)
+				os.WriteFile(filepath.Join(b, output.BulkloadFile), []byte(`{"fileType":"parquet","readerConfig":{"filePath":"/b"},"writerConfig":{"timestamp":1000}}`), 0o644)
 				open := func(_ context.Context, dir string) (store.Store, error) {
 					l, err := store.NewLocal(dir)
 					if dir == b {
@@ -344,7 +344,7 @@ func TestMergeThroughStores(t *testing.T) {
 					t.Fatalf("merged rejects %q, want each input's checkpointed rejects once", rej)
 				}
 				var job lindorm.BulkloadJob
-				data, _ := os.ReadFile(filepath.Join(outDir, lindorm.BulkloadFile))
+				data, _ := os.ReadFile(filepath.Join(outDir, output.BulkloadFile))
 				if json.Unmarshal(data, &job); job.ReaderConfig.FilePath != out.Location("data/") {
 					t.Fatalf("bulkload.json reads %q, want %q", job.ReaderConfig.FilePath, out.Location("data/"))
 				}

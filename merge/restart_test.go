@@ -83,7 +83,7 @@ func contents(t *testing.T, st store.Store) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if o.Name == lindorm.ManifestFile {
+		if o.Name == output.ManifestFile {
 			var m lindorm.Manifest
 			if err := json.Unmarshal(data, &m); err != nil {
 				t.Fatal(err)

@@ -12,9 +12,9 @@ import (
 // ManifestFile, DDLFile and BulkloadFile are what a finished run writes beside data/: the
 // manifest (its presence marks a complete run), the table's DDL and the LTS bulkload job.
 const (
-	ManifestFile = lindorm.ManifestFile
-	DDLFile      = lindorm.DDLFile
-	BulkloadFile = lindorm.BulkloadFile
+	ManifestFile = "manifest.json"
+	DDLFile      = "ddl.sql"
+	BulkloadFile = "bulkload.json"
 )
 
 // WriteManifest writes manifest.json into the output st atomically.

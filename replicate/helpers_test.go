@@ -23,7 +23,6 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/parquet"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
@@ -204,7 +203,7 @@ func endOffsets(t testing.TB, c *kafkatest.Cluster, topic string) map[int]int64 
 
 func readManifest(t testing.TB, dir string) *replicate.Manifest {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, lindorm.ManifestFile))
+	data, err := os.ReadFile(filepath.Join(dir, output.ManifestFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -257,12 +257,12 @@ func (m *manifest) bump() error {
 func (m *manifest) load(rev int64) error {
 	m.segs, m.rejects, m.parts = map[string]SegmentEntry{}, map[string]RejectFile{}, map[int]*PartitionEntry{}
 	var old Manifest
-	ok, err := getJSON(context.Background(), m.st, lindorm.ManifestFile, &old)
+	ok, err := getJSON(context.Background(), m.st, output.ManifestFile, &old)
 	if err != nil {
 		return err
 	}
 	if ok {
-		path := m.st.Location(lindorm.ManifestFile)
+		path := m.st.Location(output.ManifestFile)
 		for _, s := range old.Replication.Segments {
 			// the paths are carried into every manifest written from now on, which merge and the
 			// bulk load follow: refuse one outside the output
@@ -585,7 +585,7 @@ func (m *manifest) write() error {
 		return err
 	}
 	out.Replication.Updated = time.Now().UTC()
-	return putJSON(context.Background(), m.st, lindorm.ManifestFile, &out)
+	return putJSON(context.Background(), m.st, output.ManifestFile, &out)
 }
 
 // SortSegments puts segments in the order they apply (CompareSegments).

@@ -158,10 +158,10 @@ func (r *Replicator) prepare() error {
 	}
 	ddl, err := lindorm.DDL(r.target, cfg.Plan, cfg.Program.Options())
 	if err != nil {
-		return fmt.Errorf("write %s: %w", lindorm.DDLFile, err)
+		return fmt.Errorf("write %s: %w", output.DDLFile, err)
 	}
-	if err := cfg.Store.Put(ctx, lindorm.DDLFile, []byte(ddl)); err != nil {
-		return fmt.Errorf("write %s: %w", lindorm.DDLFile, err)
+	if err := cfg.Store.Put(ctx, output.DDLFile, []byte(ddl)); err != nil {
+		return fmt.Errorf("write %s: %w", output.DDLFile, err)
 	}
 	jobOpt := cfg.Job
 	jobOpt.Format, jobOpt.Regions = cfg.Format.Name(), cfg.Plan.Count()
@@ -175,8 +175,8 @@ func (r *Replicator) prepare() error {
 	if err != nil {
 		return err
 	}
-	if err := cfg.Store.Put(ctx, lindorm.BulkloadFile, job); err != nil {
-		return fmt.Errorf("write %s: %w", lindorm.BulkloadFile, err)
+	if err := cfg.Store.Put(ctx, output.BulkloadFile, job); err != nil {
+		return fmt.Errorf("write %s: %w", output.BulkloadFile, err)
 	}
 	return r.man.write() // a folder describes itself from the start
 }

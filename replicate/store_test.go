@@ -14,7 +14,6 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/replicate"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store"
@@ -145,8 +144,8 @@ func TestReplicateToObjectStore(t *testing.T) {
 			}
 
 			dir, names := mirror(t, st)
-			allowed := map[string]bool{"data": true, replicate.DeletesDir: true, replicate.RejectsDir: true, lindorm.ManifestFile: true,
-				lindorm.DDLFile: true, lindorm.BulkloadFile: true, replicate.StateFile: true}
+			allowed := map[string]bool{"data": true, replicate.DeletesDir: true, replicate.RejectsDir: true, output.ManifestFile: true,
+				output.DDLFile: true, output.BulkloadFile: true, replicate.StateFile: true}
 			for _, n := range names {
 				top, _, _ := strings.Cut(n, "/")
 				if !allowed[top] {
@@ -181,7 +180,7 @@ func TestReplicateToObjectStore(t *testing.T) {
 					t.Errorf("partition %d: next offset %d, want %d", pe.Partition, pe.NextOffset, perPart)
 				}
 			}
-			job, err := st.Get(context.Background(), lindorm.BulkloadFile)
+			job, err := st.Get(context.Background(), output.BulkloadFile)
 			if err != nil {
 				t.Fatal(err)
 			}

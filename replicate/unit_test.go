@@ -170,7 +170,7 @@ func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 		t.Errorf("commit over a committed roll: %v", err)
 	}
 	var mf Manifest
-	if _, err := pipeline.ReadJSON(filepath.Join(dir, lindorm.ManifestFile), "manifest", &mf); err != nil {
+	if _, err := pipeline.ReadJSON(filepath.Join(dir, output.ManifestFile), "manifest", &mf); err != nil {
 		t.Fatal(err)
 	}
 	if len(mf.Replication.Partitions) != 1 || mf.Replication.Partitions[0].NextOffset != 20 || mf.RowsIn != 20 || mf.RowsRejected != 1 || mf.RowsWritten != 19 {
@@ -212,7 +212,7 @@ func TestLoadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		data := `{"regions":[],"replication":{"segments":[` + seg + `]}}`
-		if err := os.WriteFile(filepath.Join(dir, lindorm.ManifestFile), []byte(data), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, output.ManifestFile), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		m, err := openManifest(dir, nil, Replication{}, zap.NewNop())
@@ -221,13 +221,13 @@ func TestLoadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
 		}
 		_, err = m.lock()
 		m.close()
-		if !errors.Is(err, output.ErrUnsafePath) || !strings.Contains(err.Error(), filepath.Join(dir, lindorm.ManifestFile)) {
+		if !errors.Is(err, output.ErrUnsafePath) || !strings.Contains(err.Error(), filepath.Join(dir, output.ManifestFile)) {
 			t.Errorf("%s: %v", seg, err)
 		}
 	}
 	dir := t.TempDir()
 	good := `{"regions":[],"replication":{"segments":[{"region":1,"partition":0,"first_offset":0,"roll_last_offset":9,"data":{"path":"data/region-0001/p.parquet","rows":1,"bytes":1}}]}}`
-	if err := os.WriteFile(filepath.Join(dir, lindorm.ManifestFile), []byte(good), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, output.ManifestFile), []byte(good), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m, err := openManifest(dir, nil, Replication{}, zap.NewNop())

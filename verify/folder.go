@@ -51,15 +51,15 @@ type Folder struct {
 // and primary key. It never writes anything.
 func OpenFolder(ctx context.Context, objs Objects, location string, schema pipeline.TargetSchema, fingerprint string) (*Folder, error) {
 	f := &Folder{Objects: objs, Location: location}
-	data, err := objs.Get(ctx, lindorm.ManifestFile)
+	data, err := objs.Get(ctx, output.ManifestFile)
 	switch {
 	case err == nil:
 		var m lindorm.Manifest
 		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, fmt.Errorf("%s: %s is damaged: %w", location, lindorm.ManifestFile, err)
+			return nil, fmt.Errorf("%s: %s is damaged: %w", location, output.ManifestFile, err)
 		}
 		if err := output.CheckManifestPaths(&m); err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", location, lindorm.ManifestFile, err)
+			return nil, fmt.Errorf("%s: %s: %w", location, output.ManifestFile, err)
 		}
 		if err := checkManifestSchema(&m, schema); err != nil {
 			return nil, fmt.Errorf("%s does not hold the mapping's table: %w; verify it with the mapping it was migrated with", location, err)
@@ -72,7 +72,7 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 			Replication *replicate.Replication `json:"replication"`
 		}
 		if err := json.Unmarshal(data, &rm); err != nil {
-			return nil, fmt.Errorf("%s: %s is damaged: %w", location, lindorm.ManifestFile, err)
+			return nil, fmt.Errorf("%s: %s is damaged: %w", location, output.ManifestFile, err)
 		}
 		if f.Replication = rm.Replication; f.Replication != nil {
 			if f.Files, f.Deletes, f.Rows, err = replicationFiles(location, f.Replication); err != nil {
@@ -89,7 +89,7 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 	case store.IsNotExist(err):
 		data, err := objs.Get(ctx, output.CheckpointFile)
 		if store.IsNotExist(err) {
-			return nil, fmt.Errorf("%s is not a rekey output: it has neither %s nor %s", location, lindorm.ManifestFile, output.CheckpointFile)
+			return nil, fmt.Errorf("%s is not a rekey output: it has neither %s nor %s", location, output.ManifestFile, output.CheckpointFile)
 		} else if err != nil {
 			return nil, fmt.Errorf("%s: read %s: %w", location, output.CheckpointFile, err)
 		}
@@ -107,9 +107,9 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 			return nil, fmt.Errorf("%s holds a run of another mapping (fingerprint %.12s, this one %.12s); verify it with the mapping it was migrated with", location, cp.Fingerprint, fingerprint)
 		}
 		f.Format, f.Files = cp.Format, cp.Files
-		f.Notes = append(f.Notes, fmt.Sprintf("%s has no %s: its migration has not finished; verifying the %d files its checkpoint lists (finish it with migrate --resume)", location, lindorm.ManifestFile, len(cp.Files)))
+		f.Notes = append(f.Notes, fmt.Sprintf("%s has no %s: its migration has not finished; verifying the %d files its checkpoint lists (finish it with migrate --resume)", location, output.ManifestFile, len(cp.Files)))
 	default:
-		return nil, fmt.Errorf("%s: read %s: %w", location, lindorm.ManifestFile, err)
+		return nil, fmt.Errorf("%s: read %s: %w", location, output.ManifestFile, err)
 	}
 	switch f.Format {
 	case "parquet", "csv":
@@ -350,5 +350,5 @@ func listedIn(fo *Folder) string {
 			return output.CheckpointFile
 		}
 	}
-	return lindorm.ManifestFile
+	return output.ManifestFile
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
-	"github.com/rekey/rekey/sink/lindorm"
 )
 
 // A replication is verified by state: what each key holds once every change is applied in order
@@ -515,7 +514,7 @@ func replicationFiles(location string, r *replicate.Replication) ([]pipeline.Fil
 	for _, s := range segs {
 		if s.Data != nil {
 			if err := output.CheckRelPath(s.Data.Path); err != nil {
-				return nil, nil, 0, fmt.Errorf("%s: %s: %w", location, lindorm.ManifestFile, err)
+				return nil, nil, 0, fmt.Errorf("%s: %s: %w", location, output.ManifestFile, err)
 			}
 			files = append(files, pipeline.FileInfo{Region: s.Region, Path: s.Data.Path, Rows: s.Data.Rows, Bytes: s.Data.Bytes})
 			deletes = append(deletes, false)
@@ -523,7 +522,7 @@ func replicationFiles(location string, r *replicate.Replication) ([]pipeline.Fil
 		}
 		if s.Deletes != nil {
 			if err := output.CheckRelPathIn(s.Deletes.Path, replicate.DeletesDir); err != nil {
-				return nil, nil, 0, fmt.Errorf("%s: %s: %w", location, lindorm.ManifestFile, err)
+				return nil, nil, 0, fmt.Errorf("%s: %s: %w", location, output.ManifestFile, err)
 			}
 			files = append(files, pipeline.FileInfo{Region: s.Region, Path: s.Deletes.Path, Rows: s.Deletes.Keys, Bytes: s.Deletes.Bytes})
 			deletes = append(deletes, true)

@@ -328,7 +328,7 @@ func checkBucket(st *s3store.Store, m *lindorm.Manifest) (rejects []byte, proble
 	for n := 0; n < cp.RejectParts; n++ {
 		parts[output.RejectsPart(n)] = true
 	}
-	top := map[string]bool{lindorm.ManifestFile: true, lindorm.DDLFile: true, lindorm.BulkloadFile: true, output.CheckpointFile: true}
+	top := map[string]bool{output.ManifestFile: true, output.DDLFile: true, output.BulkloadFile: true, output.CheckpointFile: true}
 	for _, o := range objs {
 		switch {
 		case strings.HasPrefix(o.Name, output.DataDir+"/"):

@@ -260,12 +260,12 @@ func TestShardedMigrationAndMerge(t *testing.T) {
 					}
 				}
 			}
-			ddlA, _ := os.ReadFile(filepath.Join(whole, lindorm.DDLFile))
-			ddlB, _ := os.ReadFile(filepath.Join(merged, lindorm.DDLFile))
+			ddlA, _ := os.ReadFile(filepath.Join(whole, output.DDLFile))
+			ddlB, _ := os.ReadFile(filepath.Join(merged, output.DDLFile))
 			if string(ddlA) != string(ddlB) {
 				t.Errorf("ddl differs:\n%s\n%s", ddlA, ddlB)
 			}
-			bl, _ := os.ReadFile(filepath.Join(merged, lindorm.BulkloadFile))
+			bl, _ := os.ReadFile(filepath.Join(merged, output.BulkloadFile))
 			if !strings.Contains(string(bl), merged) {
 				t.Errorf("bulkload.json does not read %s: %s", merged, bl)
 			}
@@ -321,7 +321,7 @@ func TestMigrateFailingRangeThenResume(t *testing.T) {
 	if code == 0 || !strings.Contains(errs, "could not be read after retries") || !strings.Contains(errs, "range(") || !strings.Contains(errs, "--resume") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if _, err := os.Stat(filepath.Join(out, lindorm.ManifestFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(out, output.ManifestFile)); err == nil {
 		t.Fatal("a failed run wrote manifest.json")
 	}
 	srv.RemoveFault(f)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/sink/lindorm"
 )
 
@@ -31,7 +32,7 @@ func TestMigrateWritesAJobLTSAccepts(t *testing.T) {
 	after := time.Now()
 
 	var job lindorm.BulkloadJob
-	data, err := os.ReadFile(filepath.Join(out, lindorm.BulkloadFile))
+	data, err := os.ReadFile(filepath.Join(out, output.BulkloadFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,8 +48,8 @@ func TestMigrateWritesAJobLTSAccepts(t *testing.T) {
 	if ts := job.WriterConfig.Timestamp; ts == nil || *ts < before.UnixMilli() || *ts > after.UnixMilli() {
 		t.Errorf("writerConfig.timestamp %v, want the run's start (between %d and %d)", ts, before.UnixMilli(), after.UnixMilli())
 	}
-	ddlPlain, _ := os.ReadFile(filepath.Join(plain, lindorm.DDLFile))
-	ddl, _ := os.ReadFile(filepath.Join(out, lindorm.DDLFile))
+	ddlPlain, _ := os.ReadFile(filepath.Join(plain, output.DDLFile))
+	ddl, _ := os.ReadFile(filepath.Join(out, output.DDLFile))
 	if len(ddl) == 0 || string(ddl) != string(ddlPlain) {
 		t.Errorf("ddl.sql changed with the job flags:\n%s\n---\n%s", ddl, ddlPlain)
 	}
@@ -79,12 +80,12 @@ func TestMigrateWritesAJobLTSAccepts(t *testing.T) {
 
 	// --resume of a run killed before its final files writes the same timestamp (the first
 	// attempt's start, from the checkpoint), not the resume's.
-	for _, f := range []string{lindorm.ManifestFile, lindorm.DDLFile, lindorm.BulkloadFile} {
+	for _, f := range []string{output.ManifestFile, output.DDLFile, output.BulkloadFile} {
 		os.Remove(filepath.Join(out, f))
 	}
 	time.Sleep(5 * time.Millisecond)
 	mustRun(t, append(args, "--resume")...)
-	data2, _ := os.ReadFile(filepath.Join(out, lindorm.BulkloadFile))
+	data2, _ := os.ReadFile(filepath.Join(out, output.BulkloadFile))
 	if string(data2) != string(data) {
 		t.Errorf("bulkload.json written on resume differs:\n%s\n---\n%s", data2, data)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -201,7 +200,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 		return usageError(err)
 	}
 	job.Format, job.Out, job.Store = format.Name(), f.out, !store.IsLocal(f.out)
-	next := lindorm.NextRun{Out: f.out, Store: job.Store, Mapping: f.mapping, Source: f.source}
+	next := output.NextRun{Out: f.out, Store: job.Store, Mapping: f.mapping, Source: f.source}
 	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
 		return err
@@ -235,7 +234,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	st = out.Store // fenced: writes nothing once another run took the output over
 	resume := out.Checkpoint
 	if resume != nil && resume.Complete {
-		return finishComplete(ctx, cmd.OutOrStdout(), st, f.out, prog, format.Name(), resume, job, next)
+		return finishComplete(ctx, cmd.OutOrStdout(), out, f.out, prog, format.Name(), resume, job, next)
 	}
 	var plan pipeline.RegionPlan
 	if resume != nil {
@@ -276,7 +275,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 		return runFailed(fmt.Errorf("migration failed: %w\nthe files committed so far are in %s (no manifest.json was written); %s", runErr, f.out,
 			afterFailure(runErr, "once the cause is fixed, run the same command with --resume", "with --overwrite (it replaces this output) or into a new --out")))
 	}
-	if err := finishRun(ctx, cmd.OutOrStdout(), st, f.out, prog, plan, format.Name(), res, job, next); err != nil {
+	if err := finishRun(ctx, cmd.OutOrStdout(), out, f.out, prog, plan, format.Name(), res, job, next); err != nil {
 		return runFailed(err)
 	}
 	if err := writeStats(f.statsJSON, res); err != nil {
@@ -308,19 +307,17 @@ func rejectedExit(res pipeline.Result, st store.Store) error {
 
 // finishRun writes the final files of a run whose source was read to its end, its summary and
 // the next steps (create the table, submit the bulkload job, check the counts).
-func finishRun(ctx context.Context, w io.Writer, st store.Store, out string, prog *transform.Program, plan pipeline.RegionPlan, format string, res pipeline.Result,
-	jobOpt lindorm.JobOptions, next lindorm.NextRun) error {
-	m, err := buildManifest(prog, plan, format, res, prog.RegionSize())
-	if err != nil {
-		return err
-	}
-	summary := filesOut(out, st, plan)
-	if since := nextSince(next.Source, res); !since.IsZero() {
-		m.NextSince, summary.nextSince = &since, since
+func finishRun(ctx context.Context, w io.Writer, o *output.Output, out string, prog *transform.Program, plan pipeline.RegionPlan, format string, res pipeline.Result,
+	jobOpt lindorm.JobOptions, next output.NextRun) error {
+	summary := filesOut(out, o.Store, plan)
+	since := nextSince(next.Source, res)
+	if !since.IsZero() {
+		summary.nextSince = since
 		next.NextSince, next.CatchupSource = since, withSince(next.Source, since)
 	}
-	jobOpt.Regions, jobOpt.Timestamp = plan.Count(), res.StartedAt
-	job, err := writeTableFiles(ctx, st, prog, plan, m, jobOpt)
+	table := output.Table{Schema: prog.Target(), Options: prog.Options(), Mapping: prog.Name(), Fingerprint: prog.Fingerprint(),
+		RegionSize: prog.RegionSize(), Version: version}
+	m, job, err := o.Finish(ctx, table, plan, format, res, since, jobOpt)
 	if err != nil {
 		return err
 	}
@@ -328,47 +325,23 @@ func finishRun(ctx context.Context, w io.Writer, st store.Store, out string, pro
 	printOversize(w, m)
 	next.RowsWritten = res.RowsWritten
 	fmt.Fprintln(w)
-	fmt.Fprint(w, lindorm.NextSteps(job, next))
+	fmt.Fprint(w, output.NextSteps(job, next))
 	return nil
 }
 
 // finishComplete handles --resume of a run whose checkpoint says the source was read to its
 // end: if it was killed before writing manifest.json (written last), the final files are written
 // from the checkpoint now; otherwise there is nothing left to do.
-func finishComplete(ctx context.Context, w io.Writer, st store.Store, out string, prog *transform.Program, format string, cp *pipeline.Checkpoint,
-	jobOpt lindorm.JobOptions, next lindorm.NextRun) error {
-	if _, err := st.Stat(ctx, lindorm.ManifestFile); err == nil {
-		fmt.Fprintf(w, "%s already holds a complete run (%d rows written); nothing to resume\n", out, cp.RowsWritten)
-	} else if !store.IsNotExist(err) {
+func finishComplete(ctx context.Context, w io.Writer, o *output.Output, out string, prog *transform.Program, format string, cp *pipeline.Checkpoint,
+	jobOpt lindorm.JobOptions, next output.NextRun) error {
+	if finished, err := o.Finished(ctx); err != nil {
 		return runFailed(fmt.Errorf("--resume: %w", err))
-	} else if err := finishRun(ctx, w, st, out, prog, cp.Plan, format, cp.Result(), jobOpt, next); err != nil {
+	} else if finished {
+		fmt.Fprintf(w, "%s already holds a complete run (%d rows written); nothing to resume\n", out, cp.RowsWritten)
+	} else if err := finishRun(ctx, w, o, out, prog, cp.Plan, format, cp.Result(), jobOpt, next); err != nil {
 		return runFailed(err)
 	}
-	return rejectedExit(cp.Result(), st)
-}
-
-// writeTableFiles writes ddl.sql, bulkload.json and manifest.json beside data/, atomically (the
-// manifest last, as its presence marks a complete run), and returns the bulkload job.
-func writeTableFiles(ctx context.Context, st store.Store, prog *transform.Program, plan pipeline.RegionPlan, m *lindorm.Manifest, jobOpt lindorm.JobOptions) (*lindorm.BulkloadJob, error) {
-	ddl, err := lindorm.DDL(prog.Target(), plan, prog.Options())
-	if err != nil {
-		return nil, fmt.Errorf("write %s: %w", lindorm.DDLFile, err)
-	}
-	if err := st.Put(ctx, lindorm.DDLFile, []byte(ddl+"\n")); err != nil {
-		return nil, fmt.Errorf("write %s: %w", lindorm.DDLFile, err)
-	}
-	job, err := lindorm.NewBulkloadJob(prog.Target(), jobOpt)
-	if err != nil {
-		return nil, fmt.Errorf("bulkload config: %w", err)
-	}
-	data, err := json.MarshalIndent(job, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("bulkload config: %w", err)
-	}
-	if err := st.Put(ctx, lindorm.BulkloadFile, append(data, '\n')); err != nil {
-		return nil, fmt.Errorf("write %s: %w", lindorm.BulkloadFile, err)
-	}
-	return job, output.WriteManifest(ctx, st, m)
+	return rejectedExit(cp.Result(), o.Store)
 }
 
 // openStore opens the output --out names: a local folder, or a bucket prefix (s3://, oss://) once

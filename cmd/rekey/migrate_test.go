@@ -227,7 +227,7 @@ func checkLayoutFilePath(t *testing.T, out, wantFilePath, ext string, top ...str
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	for _, want := range append([]string{"data", lindorm.ManifestFile, lindorm.DDLFile, lindorm.BulkloadFile, output.CheckpointFile}, top...) {
+	for _, want := range append([]string{"data", output.ManifestFile, output.DDLFile, output.BulkloadFile, output.CheckpointFile}, top...) {
 		if !slices.Contains(names, want) {
 			t.Errorf("%s lacks %s beside data/ (holds %q)", out, want, names)
 		}
@@ -238,7 +238,7 @@ func checkLayoutFilePath(t *testing.T, out, wantFilePath, ext string, top ...str
 		}
 	}
 	var job lindorm.BulkloadJob
-	data, err := os.ReadFile(filepath.Join(out, lindorm.BulkloadFile))
+	data, err := os.ReadFile(filepath.Join(out, output.BulkloadFile))
 	if err == nil {
 		err = json.Unmarshal(data, &job)
 	}

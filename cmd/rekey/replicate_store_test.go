@@ -82,7 +82,7 @@ func TestReplicateToObjectStoreKilled(t *testing.T) {
 	env := []string{"REKEY_TEST_LOCK_TTL=3s", "TMPDIR=" + t.TempDir()}
 	rowsIn := func() int64 {
 		var m lindorm.Manifest
-		data, err := os.ReadFile(filepath.Join(root, lindorm.ManifestFile))
+		data, err := os.ReadFile(filepath.Join(root, output.ManifestFile))
 		if err != nil || json.Unmarshal(data, &m) != nil {
 			return 0
 		}
@@ -184,7 +184,7 @@ func TestReplicateToObjectStoreKilled(t *testing.T) {
 		t.Errorf("%d reject lines, want 1 (the poison message once)", rejects)
 	}
 	// every object of the prefix is the manifest's or the output's own (the lock is released)
-	own := map[string]bool{lindorm.ManifestFile: true, lindorm.DDLFile: true, lindorm.BulkloadFile: true, replicate.StateFile: true}
+	own := map[string]bool{output.ManifestFile: true, output.DDLFile: true, output.BulkloadFile: true, replicate.StateFile: true}
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err

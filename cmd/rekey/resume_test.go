@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/output/outputtest"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/gen"
 )
 
@@ -57,11 +57,11 @@ func TestResumeWritesMissingFinalFiles(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	args := []string{"migrate", "-m", "../../mappings/orders.yaml", "--source", "file:" + src, "--out", out, "--progress", "never"}
 	mustRun(t, args...)
-	want, err := os.ReadFile(filepath.Join(out, lindorm.ManifestFile))
+	want, err := os.ReadFile(filepath.Join(out, output.ManifestFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{lindorm.ManifestFile, "ddl.sql", "bulkload.json"} {
+	for _, f := range []string{output.ManifestFile, "ddl.sql", "bulkload.json"} {
 		os.Remove(filepath.Join(out, f)) // as if killed right after the final checkpoint
 	}
 	stdout := mustRun(t, append(args, "--resume")...)
@@ -72,7 +72,7 @@ func TestResumeWritesMissingFinalFiles(t *testing.T) {
 	if m.RowsIn != 3000 || m.RowsWritten != 3000 {
 		t.Fatalf("manifest after resume: in %d written %d", m.RowsIn, m.RowsWritten)
 	}
-	got, _ := os.ReadFile(filepath.Join(out, lindorm.ManifestFile))
+	got, _ := os.ReadFile(filepath.Join(out, output.ManifestFile))
 	if stripCreated(got) != stripCreated(want) {
 		t.Fatalf("the manifest written on resume differs from the clean run's:\n%s\n---\n%s", got, want)
 	}

@@ -106,7 +106,7 @@ func TestMigrateObjectStoreServerStoppedMidRunThenResume(t *testing.T) {
 			t.Fatalf("the checkpoint lists %s (%d bytes), which is not committed: %v", f.Path, f.Bytes, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(out, lindorm.ManifestFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(out, output.ManifestFile)); err == nil {
 		t.Fatal("a failed run wrote manifest.json")
 	}
 	t.Logf("checkpoint at the failure: %d rows, %d files", cp.RowsWritten, len(cp.Files))

@@ -201,7 +201,7 @@ func TestMergeShardsOnObjectStoreCopiesOnTheServer(t *testing.T) {
 				}
 			}
 			var job lindorm.BulkloadJob
-			data, _ := os.ReadFile(filepath.Join(got, lindorm.BulkloadFile))
+			data, _ := os.ReadFile(filepath.Join(got, output.BulkloadFile))
 			if err := json.Unmarshal(data, &job); err != nil || job.ReaderConfig.FilePath != "merged/data/" {
 				t.Errorf("bulkload.json filePath %q, want merged/data/: %v", job.ReaderConfig.FilePath, err)
 			}

@@ -94,7 +94,7 @@ func TestMigrateToObjectStore(t *testing.T) {
 		t.Fatal("rejects.jsonl on an object store: it cannot be appended to")
 	}
 	var job lindorm.BulkloadJob
-	data, _ := os.ReadFile(filepath.Join(out, lindorm.BulkloadFile))
+	data, _ := os.ReadFile(filepath.Join(out, output.BulkloadFile))
 	if err := json.Unmarshal(data, &job); err != nil || !strings.HasSuffix(job.ReaderConfig.FilePath, "/data/") {
 		t.Fatalf("bulkload.json filePath %q: %v", job.ReaderConfig.FilePath, err)
 	}

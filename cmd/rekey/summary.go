@@ -121,19 +121,6 @@ func printSummary(w io.Writer, title string, res pipeline.Result, out summaryOut
 	table(w, rows)
 }
 
-// buildManifest describes a finished run: mapping, plan, every committed file per region, totals.
-func buildManifest(prog *transform.Program, plan pipeline.RegionPlan, format string, res pipeline.Result, regionSize int64) (*lindorm.Manifest, error) {
-	m := lindorm.NewManifest(prog.Target(), plan, format, regionSize)
-	m.Mapping = prog.Name()
-	m.MappingFingerprint = prog.Fingerprint()
-	m.RekeyVersion = version
-	if err := m.AddFiles(res.Files); err != nil {
-		return nil, err
-	}
-	m.RowsIn, m.RowsWritten, m.RowsRejected, m.RowsSkipped = res.RowsIn, res.RowsWritten, res.RowsRejected, res.RowsSkipped
-	return m, nil
-}
-
 // printOversize warns about regions holding more data than the region size: Lindorm would split
 // them during the load, so pre-split into more regions instead.
 func printOversize(w io.Writer, m *lindorm.Manifest) {

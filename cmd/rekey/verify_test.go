@@ -15,7 +15,6 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/verify"
 )
@@ -282,7 +281,7 @@ func TestVerifyUnlistedAndMiscountedFiles(t *testing.T) {
 	os.Remove(filepath.Join(region, "part-copy.parquet"))
 
 	// the manifest's rows count of a file edited: the rows are all there, the listing is wrong
-	manifest := filepath.Join(out, lindorm.ManifestFile)
+	manifest := filepath.Join(out, output.ManifestFile)
 	raw, err := os.ReadFile(manifest)
 	if err != nil {
 		t.Fatal(err)
@@ -293,7 +292,7 @@ func TestVerifyUnlistedAndMiscountedFiles(t *testing.T) {
 	}
 	doc["regions"].([]any)[0].(map[string]any)["files"].([]any)[0].(map[string]any)["rows"] = listed.Rows + 5
 	raw, _ = json.Marshal(doc)
-	writeFile(t, out, lindorm.ManifestFile, string(raw))
+	writeFile(t, out, output.ManifestFile, string(raw))
 	code, stdout, stderr = runCLI(t, append(args, "--json", jsonPath)...)
 	if code != exitDifferent || !strings.Contains(stdout, "DIFFERENT: 1 data file not as listed") ||
 		!strings.Contains(stdout, fmt.Sprintf("%s  %d rows, listed as %d", listed.Path, listed.Rows, listed.Rows+5)) {

@@ -12,13 +12,6 @@ import (
 	"github.com/rekey/rekey/pipeline"
 )
 
-// File names written next to the region folders.
-const (
-	DDLFile      = "ddl.sql"
-	BulkloadFile = "bulkload.json"
-	ManifestFile = "manifest.json"
-)
-
 var plainIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // reserved are words Lindorm SQL (and SQL in general) may read as keywords: always back-quoted.

@@ -15,18 +15,10 @@ import (
 	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/sinktest"
 )
 
-func orders() pipeline.TargetSchema {
-	return pipeline.TargetSchema{Table: "orders", KeyLen: 2, Columns: []pipeline.Column{
-		{Name: "pk1", Type: pipeline.TypeVarchar, KeyPos: 0},
-		{Name: "orderid", Type: pipeline.TypeBigint, KeyPos: 1, Desc: true},
-		{Name: "status", Type: pipeline.TypeVarchar, KeyPos: -1},
-		{Name: "amount", Type: pipeline.TypeDecimal, Precision: 12, Scale: 2, KeyPos: -1},
-		{Name: "log-event", Type: pipeline.TypeJSON, KeyPos: -1},
-		{Name: "ts", Type: pipeline.TypeTimestamp, KeyPos: -1},
-	}}
-}
+func orders() pipeline.TargetSchema { return sinktest.OrdersSchema() }
 
 func TestDDLVarcharSplits(t *testing.T) {
 	plan := pipeline.RegionPlan{Type: pipeline.TypeVarchar, Strategy: "hex_prefix",
@@ -263,7 +255,7 @@ func TestManifestRoundTrip(t *testing.T) {
 		t.Fatalf("totals: %d files %d bytes", got.Files, got.Bytes)
 	}
 	// the stable field names
-	raw, _ := os.ReadFile(filepath.Join(dir, lindorm.ManifestFile))
+	raw, _ := os.ReadFile(filepath.Join(dir, output.ManifestFile))
 	var generic map[string]any
 	json.Unmarshal(raw, &generic)
 	for _, k := range []string{"mapping", "mapping_fingerprint", "table", "format", "key_columns", "columns", "region_plan", "region_size",
@@ -290,11 +282,11 @@ func TestReadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
 	for _, p := range []string{"../canary.parquet", "/tmp/canary.parquet", "data/region-0000/../../canary.parquet"} {
 		dir := t.TempDir()
 		data := `{"format":"parquet","regions":[{"index":0,"files":[{"path":"data/region-0000/part-00000.parquet"},{"path":"` + p + `"}]}]}`
-		if err := os.WriteFile(filepath.Join(dir, lindorm.ManifestFile), []byte(data), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, output.ManifestFile), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		_, err := outputtest.Manifest(dir)
-		if !errors.Is(err, output.ErrUnsafePath) || !strings.Contains(err.Error(), filepath.Join(dir, lindorm.ManifestFile)) || !strings.Contains(err.Error(), p) {
+		if !errors.Is(err, output.ErrUnsafePath) || !strings.Contains(err.Error(), filepath.Join(dir, output.ManifestFile)) || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s: %v", p, err)
 		}
 	}

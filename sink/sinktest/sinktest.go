@@ -322,3 +322,16 @@ func WriteParquet(path string, schema pipeline.TargetSchema, rows [][]pipeline.V
 	}
 	return os.WriteFile(path, out.Bytes(), 0o644)
 }
+
+// OrdersSchema is a table with a descending key column and a column name that needs quoting:
+// what the DDL, the bulkload job and the "Next steps" text are tested with.
+func OrdersSchema() pipeline.TargetSchema {
+	return pipeline.TargetSchema{Table: "orders", KeyLen: 2, Columns: []pipeline.Column{
+		{Name: "pk1", Type: pipeline.TypeVarchar, KeyPos: 0},
+		{Name: "orderid", Type: pipeline.TypeBigint, KeyPos: 1, Desc: true},
+		{Name: "status", Type: pipeline.TypeVarchar, KeyPos: -1},
+		{Name: "amount", Type: pipeline.TypeDecimal, Precision: 12, Scale: 2, KeyPos: -1},
+		{Name: "log-event", Type: pipeline.TypeJSON, KeyPos: -1},
+		{Name: "ts", Type: pipeline.TypeTimestamp, KeyPos: -1},
+	}}
+}

@@ -1,4 +1,4 @@
-package lindorm_test
+package output_test
 
 import (
 	"encoding/json"
@@ -7,19 +7,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/sinktest"
 )
 
 // After a migrate, a short "Next steps" block says how to create the table, where the files are,
 // how to submit the job (console path and a ready curl form post of bulkload.json's fields) and how
 // to check the counts.
 func TestNextStepsStore(t *testing.T) {
-	job, err := lindorm.NewBulkloadJob(orders(), lindorm.JobOptions{Format: "parquet", Out: "oss://bkt/runs/o'rders?endpoint=oss-cn-hangzhou.aliyuncs.com",
+	job, err := lindorm.NewBulkloadJob(sinktest.OrdersSchema(), lindorm.JobOptions{Format: "parquet", Out: "oss://bkt/runs/o'rders?endpoint=oss-cn-hangzhou.aliyuncs.com",
 		Store: true, Source: "oss src", Target: "ld", Namespace: "shop", Regions: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := lindorm.NextSteps(job, lindorm.NextRun{Out: "oss://bkt/runs/o'rders?endpoint=oss-cn-hangzhou.aliyuncs.com", Store: true,
+	got := output.NextSteps(job, output.NextRun{Out: "oss://bkt/runs/o'rders?endpoint=oss-cn-hangzhou.aliyuncs.com", Store: true,
 		RowsWritten: 1234, Mapping: "mappings/orders.yaml", Source: "file:orders.csv"})
 	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
 	if len(lines) > 15 {
@@ -74,11 +76,11 @@ func TestNextStepsStore(t *testing.T) {
 
 func TestNextStepsLocalWithPlaceholders(t *testing.T) {
 	dir := t.TempDir()
-	job, err := lindorm.NewBulkloadJob(orders(), lindorm.JobOptions{Format: "csv", Out: dir, Regions: 1})
+	job, err := lindorm.NewBulkloadJob(sinktest.OrdersSchema(), lindorm.JobOptions{Format: "csv", Out: dir, Regions: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := lindorm.NextSteps(job, lindorm.NextRun{Out: dir, RowsWritten: 7, Mapping: "m.yaml", Source: "gen:orders?rows=7"})
+	got := output.NextSteps(job, output.NextRun{Out: dir, RowsWritten: 7, Mapping: "m.yaml", Source: "gen:orders?rows=7"})
 	if n := strings.Count(got, "\n"); n > 15 {
 		t.Errorf("%d lines:\n%s", n, got)
 	}
@@ -99,7 +101,7 @@ func TestNextStepsLocalWithPlaceholders(t *testing.T) {
 // (the wide-table guide's warning).
 func TestNextStepsCheckWithVerifyNotCount(t *testing.T) {
 	job := &lindorm.BulkloadJob{WriterConfig: lindorm.WriterConfig{Namespace: "shop", LindormTable: "orders"}}
-	got := lindorm.NextSteps(job, lindorm.NextRun{Out: "out", RowsWritten: 5, Mapping: "m.yaml", Source: "file:o.csv"})
+	got := output.NextSteps(job, output.NextRun{Out: "out", RowsWritten: 5, Mapping: "m.yaml", Source: "file:o.csv"})
 	if strings.Contains(got, "SELECT COUNT(*) FROM") || !strings.Contains(got, "rekey verify -m m.yaml") {
 		t.Fatalf("the check step:\n%s", got)
 	}

@@ -1,8 +1,9 @@
-package lindorm
+package output
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rekey/rekey/sink/lindorm"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -26,7 +27,7 @@ type NextRun struct {
 // are, how to submit the bulkload job (console path and a ready curl form post of job's fields)
 // and how to check the counts. Host names and credentials are placeholders: LINDORM_HOST,
 // LTS_MASTER and the environment variables $LINDORM_USER, $LTS_USER, $LTS_PASSWORD.
-func NextSteps(job *BulkloadJob, run NextRun) string {
+func NextSteps(job *lindorm.BulkloadJob, run NextRun) string {
 	var b strings.Builder
 	ns := job.WriterConfig.Namespace
 	loc := displayLocation(run.Out, run.Store)
@@ -55,14 +56,14 @@ func NextSteps(job *BulkloadJob, run NextRun) string {
 	b.WriteString("  3. Submit the job with bulkload.json's fields: LTS console > Data Source Management > Add Data Source (the\n" +
 		"     OSS/HDFS source and LindormTable), then Import to Lindorm/HBase > Universal Import > Create task; or the API:\n")
 	fmt.Fprintf(&b, "       %s\n", curlCommand(job))
-	if job.Src == SourcePlaceholder || job.Dst == TargetPlaceholder {
+	if job.Src == lindorm.SourcePlaceholder || job.Dst == lindorm.TargetPlaceholder {
 		b.WriteString("     src/dst are placeholders: put your LTS data-source names there (--lts-source, --lts-target)\n")
 	}
 	b.WriteString("     Read bulkload.json's rekey_uncertain list first; try one region before the whole table.\n")
 	// 4. the counts
 	// rekey verify, not SELECT COUNT(*): the guide warns that COUNT scans the whole table
 	fmt.Fprintf(&b, "  4. Check that %s.%s holds the %d rows written, key by key (--sample 1%% on a large table):\n",
-		Ident(ns), Ident(job.WriterConfig.LindormTable), run.RowsWritten)
+		lindorm.Ident(ns), lindorm.Ident(job.WriterConfig.LindormTable), run.RowsWritten)
 	fmt.Fprintf(&b, "       rekey verify -m %s --source %s --target lindorm://LINDORM_USER@LINDORM_HOST:33060/%s\n",
 		shellQuote(run.Mapping), shellQuote(run.Source), url.PathEscape(ns))
 	b.WriteString("     (not SELECT COUNT(*): it scans the whole table)\n")
@@ -86,7 +87,7 @@ func CatchupCommand(mapping, source string, out ...string) string {
 }
 
 // curlCommand is the API call that submits job: a form post, each field URL-encoded by curl.
-func curlCommand(job *BulkloadJob) string {
+func curlCommand(job *lindorm.BulkloadJob) string {
 	reader, _ := json.Marshal(job.ReaderConfig) // plain structs: cannot fail
 	writer, _ := json.Marshal(job.WriterConfig)
 	fields := [][2]string{
