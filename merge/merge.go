@@ -71,18 +71,8 @@ type Result struct {
 	ServerCopied int
 }
 
-// ReadInputs reads the manifest, checkpoint and ddl.sql of every input directory. out is the
-// output directory, which must not be one of them.
-func ReadInputs(dirs []string, out string) ([]*Input, error) {
-	open := func(_ context.Context, dir string) (store.Store, error) { return store.NewLocal(dir) }
-	outStore, err := store.NewLocal(out)
-	if err != nil {
-		return nil, err
-	}
-	return OpenInputs(context.Background(), dirs, outStore, open)
-}
-
-// OpenInputs is ReadInputs for outputs anywhere: open opens each input (a folder, s3://...).
+// OpenInputs reads the manifest, checkpoint and ddl.sql of every input: open opens each one (a
+// folder, s3://...). out is the output, which must not be one of them.
 func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(context.Context, string) (store.Store, error)) ([]*Input, error) {
 	outAt := resolvedLocation(out)
 	prev, err := readPlan(ctx, out)
@@ -319,23 +309,7 @@ func checkShardRanges(inputs []*Input) error {
 	return nil
 }
 
-// Write places the inputs' files in the local folder out and writes the merged manifest,
-// ddl.sql, bulkload.json and rejects.jsonl (see WriteTo).
-func Write(inputs []*Input, out string, mode Mode, version string) (*Result, error) {
-	st, err := store.NewLocal(out)
-	if err != nil {
-		return nil, err
-	}
-	return WriteTo(context.Background(), inputs, st, mode, version)
-}
-
-// PlanFile is the merge plan WriteTo puts in the output before it places any file: the inputs,
-// the mode and where every file goes. A merge interrupted at any point (--files move leaves
-// the files split between the inputs and the output) is finished by running it again: a file
-// already at its destination counts as placed. WriteTo removes the plan once the manifest is written.
-const PlanFile = "merge-plan.json"
-
-// plan is PlanFile's content. Everything in it follows from the inputs' manifests and the mode,
+// plan is output.MergePlanFile's content. Everything in it follows from the inputs' manifests and the mode,
 // so a re-run computes it again and continues only when it is the same.
 type plan struct {
 	Version int           `json:"version"`
@@ -354,20 +328,20 @@ type plannedFile struct {
 
 // readPlan reads the plan an interrupted merge left in out, or nil when there is none.
 func readPlan(ctx context.Context, out store.Store) (*plan, error) {
-	data, err := out.Get(ctx, PlanFile)
+	data, err := out.Get(ctx, output.MergePlanFile)
 	if store.IsNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", out.Location(PlanFile), err)
+		return nil, fmt.Errorf("read %s: %w", out.Location(output.MergePlanFile), err)
 	}
 	var p plan
 	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("%s, the plan of an interrupted merge, is damaged (%v): merge writes it whole or not at all, so it was changed since; restore it, then run the same merge again (with --files move some files may be only in %s: keep them)", out.Location(PlanFile), err, out.Location(output.DataDir+"/"))
+		return nil, fmt.Errorf("%s, the plan of an interrupted merge, is damaged (%v): merge writes it whole or not at all, so it was changed since; restore it, then run the same merge again (with --files move some files may be only in %s: keep them)", out.Location(output.MergePlanFile), err, out.Location(output.DataDir+"/"))
 	}
 	for _, f := range p.Files {
 		if err := output.CheckRelPath(f.Dst); err != nil {
-			return nil, fmt.Errorf("%s: %w", out.Location(PlanFile), err)
+			return nil, fmt.Errorf("%s: %w", out.Location(output.MergePlanFile), err)
 		}
 	}
 	return &p, nil
@@ -408,7 +382,7 @@ func step(name string) error {
 // server-side copy within one bucket) does; else the bytes are streamed from input to output.
 // move removes each input file once its copy is committed.
 //
-// Before placing anything WriteTo writes PlanFile into out; given an out holding the plan of an
+// Before placing anything WriteTo writes output.MergePlanFile into out; given an out holding the plan of an
 // interrupted merge of the same inputs and mode, it finishes that merge.
 func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, version string) (*Result, error) {
 	outDir, outLocal := out.(store.Dir)
@@ -549,8 +523,8 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	if err := step("manifest"); err != nil {
 		return nil, err
 	}
-	if err := out.Remove(ctx, PlanFile); err != nil {
-		return nil, fmt.Errorf("the merge is complete, but removing %s failed: %w", out.Location(PlanFile), err)
+	if err := out.Remove(ctx, output.MergePlanFile); err != nil {
+		return nil, fmt.Errorf("the merge is complete, but removing %s failed: %w", out.Location(output.MergePlanFile), err)
 	}
 	return &Result{Manifest: &m, Copied: copied, ServerCopied: serverCopied}, nil
 }
@@ -564,10 +538,10 @@ func startPlan(ctx context.Context, out store.Store, p *plan) error {
 	}
 	if prev != nil {
 		if !reflect.DeepEqual(prev.Inputs, p.Inputs) || prev.Mode != p.Mode {
-			return fmt.Errorf("%s is the plan of an interrupted merge of %s with --files %s: run merge with those inputs, in that order, and --files %s to finish it", out.Location(PlanFile), strings.Join(prev.Inputs, " "), prev.Mode, prev.Mode)
+			return fmt.Errorf("%s is the plan of an interrupted merge of %s with --files %s: run merge with those inputs, in that order, and --files %s to finish it", out.Location(output.MergePlanFile), strings.Join(prev.Inputs, " "), prev.Mode, prev.Mode)
 		}
 		if !reflect.DeepEqual(prev.Files, p.Files) {
-			return fmt.Errorf("%s, the plan of an interrupted merge, lists other files than the inputs' manifests do now: an input changed since; the files it placed are in %s", out.Location(PlanFile), out.Location(output.DataDir+"/"))
+			return fmt.Errorf("%s, the plan of an interrupted merge, lists other files than the inputs' manifests do now: an input changed since; the files it placed are in %s", out.Location(output.MergePlanFile), out.Location(output.DataDir+"/"))
 		}
 		// copies the interruption left unfinished (temporary files, multipart uploads)
 		if err := out.Sweep(ctx, output.DataDir+"/"); err != nil {
@@ -579,8 +553,8 @@ func startPlan(ctx context.Context, out store.Store, p *plan) error {
 	if err != nil {
 		return err
 	}
-	if err := out.Put(ctx, PlanFile, data); err != nil {
-		return fmt.Errorf("write %s: %w", out.Location(PlanFile), err)
+	if err := out.Put(ctx, output.MergePlanFile, data); err != nil {
+		return fmt.Errorf("write %s: %w", out.Location(output.MergePlanFile), err)
 	}
 	return step("planned")
 }

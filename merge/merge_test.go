@@ -60,14 +60,20 @@ func writeRun(t *testing.T, dir string, paths ...string) {
 
 // mergeRun does what `rekey merge` does: read, check, write.
 func mergeRun(dirs []string, out string, mode merge.Mode) error {
-	inputs, err := merge.ReadInputs(dirs, out)
+	ctx := context.Background()
+	st, err := store.NewLocal(out)
+	if err != nil {
+		return err
+	}
+	open := func(_ context.Context, dir string) (store.Store, error) { return store.NewLocal(dir) }
+	inputs, err := merge.OpenInputs(ctx, dirs, st, open)
 	if err != nil {
 		return err
 	}
 	if err := merge.Check(inputs); err != nil {
 		return err
 	}
-	_, err = merge.Write(inputs, out, mode, "test")
+	_, err = merge.WriteTo(ctx, inputs, st, mode, "test")
 	return err
 }
 

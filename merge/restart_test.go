@@ -245,7 +245,7 @@ func TestMergeDamagedPlanKeepsTheOutput(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, "d", "out"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, "d", "out", merge.PlanFile), []byte("{\"version\":1,"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "d", "out", output.MergePlanFile), []byte("{\"version\":1,"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	err := runMerge(t, p, ins, "d/out", merge.Move)

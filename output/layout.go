@@ -106,3 +106,10 @@ func RegionDir(i int) string { return DataDir + "/" + RegionName(i) }
 // finalFiles are the files a finished migrate writes beside the data: with the data, rejects and
 // checkpoint, what --overwrite may remove.
 var finalFiles = []string{DDLFile, BulkloadFile, ManifestFile}
+
+// MergePlanFile is the merge plan merge.WriteTo puts in the output before it places any file:
+// the inputs, the mode and where every file goes. A merge interrupted at any point (--files move
+// leaves the files split between the inputs and the output) is finished by running it again: a
+// file already at its destination counts as placed. WriteTo removes the plan once the manifest
+// is written.
+const MergePlanFile = "merge-plan.json"

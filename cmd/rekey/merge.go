@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rekey/rekey/merge"
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
@@ -163,7 +164,7 @@ func checkMergeOut(ctx context.Context, out store.Store, name string) error {
 	if err != nil {
 		return runFailed(fmt.Errorf("--out %s: %w", name, err))
 	}
-	if _, err := out.Stat(ctx, merge.PlanFile); err == nil {
+	if _, err := out.Stat(ctx, output.MergePlanFile); err == nil {
 		return nil
 	}
 	if len(objs) > 0 {

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/rekey/rekey/merge"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
@@ -274,7 +273,7 @@ func TestMergeMoveFinishesAfterAFailure(t *testing.T) {
 			t.Errorf("%s holds %d data files after the move (%v)", in, len(objs), err)
 		}
 	}
-	if _, err := openURI(t, srv.URIFor("moved")).Stat(context.Background(), merge.PlanFile); err == nil {
-		t.Errorf("the finished merge left %s", merge.PlanFile)
+	if _, err := openURI(t, srv.URIFor("moved")).Stat(context.Background(), output.MergePlanFile); err == nil {
+		t.Errorf("the finished merge left %s", output.MergePlanFile)
 	}
 }
