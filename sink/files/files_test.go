@@ -124,7 +124,7 @@ func TestRolling(t *testing.T) {
 	plan := sinktest.VarcharPlan("9", "h", "q")
 	rows := sinktest.AllTypesRows(30000, 3, plan)
 	const maxSize = 64 << 10
-	s := newSink(t, files.Config{Dir: dir, Schema: schema, Plan: plan, Format: parquet.New(), MaxFileSize: maxSize, Memory: 4 << 20})
+	s := newSink(t, files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New(), MaxFileSize: maxSize, Memory: 4 << 20})
 	write(t, s, rows, 500)
 	infos, err := s.Commit(context.Background())
 	if err != nil {
@@ -195,7 +195,7 @@ func TestSort(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			rows := keyRows(20000, plan)
-			s := newSink(t, files.Config{Dir: dir, Schema: schema, Plan: plan, Format: parquet.New(), Sort: true, Memory: tc.memory, MaxFileSize: 256 << 10})
+			s := newSink(t, files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New(), Sort: true, Memory: tc.memory, MaxFileSize: 256 << 10})
 			var infos []pipeline.FileInfo
 			if tc.commit > 0 {
 				write(t, s, rows[:tc.commit], 700)
@@ -239,7 +239,7 @@ func TestAbort(t *testing.T) {
 	plan := sinktest.VarcharPlan("h")
 	rows := sinktest.AllTypesRows(20000, 9, plan)
 	for _, sorted := range []bool{false, true} {
-		s := newSink(t, files.Config{Dir: dir, Schema: schema, Plan: plan, Format: parquet.New(), MaxFileSize: 32 << 10, Memory: 1 << 20, Sort: sorted})
+		s := newSink(t, files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New(), MaxFileSize: 32 << 10, Memory: 1 << 20, Sort: sorted})
 		write(t, s, rows[:5000], 500)
 		committed, err := s.Commit(context.Background())
 		if err != nil {
@@ -271,7 +271,7 @@ func TestCrashAndResume(t *testing.T) {
 	schema := sinktest.AllTypes()
 	plan := sinktest.VarcharPlan("h")
 	rows := sinktest.AllTypesRows(20000, 11, plan)
-	cfg := files.Config{Dir: dir, Schema: schema, Plan: plan, Format: parquet.New(), MaxFileSize: 32 << 10, Memory: 1 << 20}
+	cfg := files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New(), MaxFileSize: 32 << 10, Memory: 1 << 20}
 	s := newSink(t, cfg)
 	write(t, s, rows[:8000], 500)
 	first, err := s.Commit(context.Background())
@@ -337,7 +337,7 @@ func TestSequenceAfterExisting(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "data", "region-0001", "part-00041.parquet"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(dir, "data", "region-0001", "part-00007.csv"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(dir, "data", "region-0001", pipeline.TempPrefix+"part-00042.parquet"), []byte("partial"), 0o644)
-	s := newSink(t, files.Config{Dir: dir, Schema: schema, Plan: plan, Format: parquet.New()})
+	s := newSink(t, files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New()})
 	rows := sinktest.AllTypesRows(2000, 1, plan)
 	write(t, s, rows, 1000)
 	infos, err := s.Commit(context.Background())
@@ -394,7 +394,7 @@ func TestWriteFailure(t *testing.T) {
 	plan := sinktest.VarcharPlan("h")
 	rows := sinktest.AllTypesRows(20000, 13, plan)
 	ff := &failingFormat{Format: parquet.New(), n: 5}
-	s := newSink(t, files.Config{Dir: dir, Schema: schema, Plan: plan, Format: ff, MaxFileSize: 32 << 10, Memory: 1 << 20})
+	s := newSink(t, files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: ff, MaxFileSize: 32 << 10, Memory: 1 << 20})
 	var err error
 	for i := 0; i < len(rows) && err == nil; i += 500 {
 		err = s.Write(context.Background(), rows[i:i+500])
@@ -424,7 +424,7 @@ func TestMemory1000Regions(t *testing.T) {
 		t.Run(f.Name(), func(t *testing.T) {
 			dir := t.TempDir()
 			const budget = 96 << 20 // 96 KiB per region
-			s := newSink(t, files.Config{Dir: dir, Schema: schema, Plan: plan, Format: f, Memory: budget})
+			s := newSink(t, files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: f, Memory: budget})
 			var wg sync.WaitGroup
 			for w := 0; w < 4; w++ {
 				wg.Add(1)
@@ -467,18 +467,18 @@ func TestConfigErrors(t *testing.T) {
 	schema := sinktest.AllTypes()
 	bad := []files.Config{
 		{Schema: schema, Format: csv.New()},
-		{Dir: t.TempDir(), Schema: schema},
-		{Dir: t.TempDir(), Format: csv.New()},
-		{Dir: t.TempDir(), Schema: pipeline.TargetSchema{Columns: schema.Columns}, Format: csv.New()},
-		{Dir: t.TempDir(), Schema: schema, Format: csv.New(), Plan: pipeline.RegionPlan{Type: pipeline.TypeBigint, Splits: []pipeline.Value{pipeline.Int(1)}}},
-		{Dir: t.TempDir(), Schema: schema, Format: csv.New(), Memory: -1},
+		{Store: sinktest.Folder(t, t.TempDir()), Schema: schema},
+		{Store: sinktest.Folder(t, t.TempDir()), Format: csv.New()},
+		{Store: sinktest.Folder(t, t.TempDir()), Schema: pipeline.TargetSchema{Columns: schema.Columns}, Format: csv.New()},
+		{Store: sinktest.Folder(t, t.TempDir()), Schema: schema, Format: csv.New(), Plan: pipeline.RegionPlan{Type: pipeline.TypeBigint, Splits: []pipeline.Value{pipeline.Int(1)}}},
+		{Store: sinktest.Folder(t, t.TempDir()), Schema: schema, Format: csv.New(), Memory: -1},
 	}
 	for i, cfg := range bad {
 		if _, err := files.New(cfg, nil); err == nil {
 			t.Errorf("config %d accepted", i)
 		}
 	}
-	s := newSink(t, files.Config{Dir: t.TempDir(), Schema: schema, Plan: sinktest.VarcharPlan("h"), Format: csv.New()})
+	s := newSink(t, files.Config{Store: sinktest.Folder(t, t.TempDir()), Schema: schema, Plan: sinktest.VarcharPlan("h"), Format: csv.New()})
 	rows := sinktest.AllTypesRows(1, 1, sinktest.VarcharPlan("h"))
 	rows[0].Region = 5
 	if err := s.Write(context.Background(), rows); err == nil {
@@ -488,7 +488,7 @@ func TestConfigErrors(t *testing.T) {
 
 func TestCheckRegions(t *testing.T) {
 	plan := sinktest.VarcharPlan("h")
-	s := newSink(t, files.Config{Dir: t.TempDir(), Schema: sinktest.AllTypes(), Plan: plan, Format: csv.New(), CheckRegions: true})
+	s := newSink(t, files.Config{Store: sinktest.Folder(t, t.TempDir()), Schema: sinktest.AllTypes(), Plan: plan, Format: csv.New(), CheckRegions: true})
 	rows := sinktest.AllTypesRows(10, 1, plan)
 	rows[3].Region = 1 - rows[3].Region
 	if err := s.Write(context.Background(), rows); err == nil || !strings.Contains(err.Error(), "row 3") {

@@ -59,10 +59,8 @@ const (
 
 // Config configures the region sink.
 type Config struct {
-	// Store is the output; one folder per region: data/region-0000, data/region-0001, ... nil:
-	// the local folder Dir.
+	// Store is the output; one folder per region: data/region-0000, data/region-0001, ...
 	Store store.Store
-	Dir   string
 	// SpillDir holds Sort's run files on an output that is not a local folder (default: the
 	// system's temporary folder). On a local folder they go to the region folders.
 	SpillDir string
@@ -93,8 +91,8 @@ type Config struct {
 // Validate checks the configuration and fills in defaults.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.Dir == "" && c.Store == nil {
-		errs = append(errs, errors.New("files: neither Store nor Dir is set"))
+	if c.Store == nil {
+		errs = append(errs, errors.New("files: Store is not set"))
 	}
 	if c.Format == nil {
 		errs = append(errs, errors.New("files: Format is nil"))
@@ -205,12 +203,6 @@ func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 		return nil, err
 	}
 	st := cfg.Store
-	if st == nil {
-		var err error
-		if st, err = store.NewLocal(cfg.Dir); err != nil {
-			return nil, fmt.Errorf("files: %w", err)
-		}
-	}
 	if logger == nil {
 		logger = zap.NewNop()
 	}
@@ -286,7 +278,7 @@ func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 	return s, nil
 }
 
-// RegionDir is the folder of region i relative to Dir: "data/region-0000".
+// RegionDir is the folder of region i relative to the output: "data/region-0000".
 func RegionDir(i int) string { return output.RegionDir(i) }
 
 // PartName is the file name of sequence number seq.

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	pq "github.com/parquet-go/parquet-go"
@@ -20,6 +21,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/store"
 )
 
 // AllTypes is a table with every column type: key (k1 VARCHAR, k2 BIGINT DESC), the rest
@@ -334,4 +336,14 @@ func OrdersSchema() pipeline.TargetSchema {
 		{Name: "log-event", Type: pipeline.TypeJSON, KeyPos: -1},
 		{Name: "ts", Type: pipeline.TypeTimestamp, KeyPos: -1},
 	}}
+}
+
+// Folder is the local folder dir as a store (the output of a sink under test).
+func Folder(tb testing.TB, dir string) store.Store {
+	tb.Helper()
+	st, err := store.NewLocal(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st
 }
