@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/source/cassandra"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store"
@@ -90,6 +91,14 @@ type invocation struct {
 	// openedCassandra keeps the Cassandra source loadProgramFor connected (to read the table's
 	// schema) for the openSource call that follows, by URI
 	openedCassandra map[string]*cassandra.Source
+
+	// Test seams, nil in main. signals replaces the process's Ctrl-C and SIGTERM, so that a test
+	// interrupts its own run (and runs in parallel with others); wrapOut wraps the store --out
+	// opens, so that a test meets a run at a chosen point (a checkpoint saved) instead of a time.
+	// replicateHooks are the replicator's fault hooks (a process that kills itself at a step).
+	signals        <-chan os.Signal
+	wrapOut        func(store.Store) store.Store
+	replicateHooks replicate.Hooks
 }
 
 func main() {
@@ -117,8 +126,13 @@ func registerStores() {
 // run is rekey's one entry: it runs the command line args with the given streams and
 // environment and returns the process's exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	return (&invocation{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}).run(ctx, args)
+}
+
+// run runs the command line args with the invocation's streams, environment and seams.
+func (inv *invocation) run(ctx context.Context, args []string) int {
+	stdin, stdout, stderr := inv.stdin, inv.stdout, inv.stderr
 	registerStores()
-	inv := &invocation{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 	root := newRootCmd(inv)
 	root.SetArgs(args)
 	root.SetIn(stdin)

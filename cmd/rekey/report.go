@@ -172,7 +172,7 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 	sourceOrder(src, &order)
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	defer onInterrupt(inv.stderr, "\nrekey: report interrupted", cancel, cancel)()
+	defer inv.onInterrupt(inv.stderr, "\nrekey: report interrupted", cancel, cancel)()
 
 	started := time.Now()
 	// a spread sample of the source places quantile split keys over the whole input; a source

@@ -281,7 +281,7 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 	if _, err := progressMode(f.progress.mode, false); err != nil {
 		return err
 	}
-	defer onInterrupt(inv.stderr, "\nrekey: verify interrupted", cancel, cancel)()
+	defer inv.onInterrupt(inv.stderr, "\nrekey: verify interrupted", cancel, cancel)()
 
 	started := time.Now()
 	res, err := verify.Run(ctx, cfg)
