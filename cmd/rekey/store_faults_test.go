@@ -157,7 +157,7 @@ func TestMigrateSlowObjectStore(t *testing.T) {
 	t.Parallel()
 	slow := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			time.Sleep(40 * time.Millisecond)
+			time.Sleep(40 * time.Millisecond) // the server's latency
 			r.Body = &slowBody{r: r.Body}
 			next.ServeHTTP(w, r)
 		})
@@ -185,7 +185,7 @@ type slowBody struct {
 }
 
 func (b *slowBody) Read(p []byte) (int, error) {
-	time.Sleep(time.Millisecond)
+	time.Sleep(time.Millisecond) // the link's speed
 	return b.r.Read(p[:min(len(p), 16<<10)])
 }
 func (b *slowBody) Close() error { return b.r.Close() }
