@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/source/cassandra"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store"
@@ -85,9 +86,10 @@ type invocation struct {
 	// ran is set once cobra has accepted the flags and arguments and the command starts
 	ran bool
 
-	// the source flags of the command that runs (every command binds its own to these)
-	cassandra cassandraFlags
-	file      fileFlags
+	// the kinds of source --source reads, their flags bound to the command that runs
+	sources *source.Set
+	// sourceWriteTimes asks the source for each row's write time (report: the write order)
+	sourceWriteTimes bool
 	// openedCassandra keeps the Cassandra source loadProgramFor connected (to read the table's
 	// schema) for the openSource call that follows, by URI
 	openedCassandra map[string]*cassandra.Source

@@ -20,6 +20,7 @@ import (
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/parquet"
 	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/store"
@@ -94,7 +95,7 @@ Exit codes:
   3    the run failed: source or sink error, damaged input, too many rejects
   130  interrupted (Ctrl-C, SIGTERM): --resume finishes
 
-` + sourceHelp,
+` + inv.sources.Help(),
 		Example: `  rekey migrate -m mappings/orders.yaml --source 'gen:orders?rows=1000000' --out out/orders
   rekey migrate -m mappings/orders.yaml --source file:orders.csv --out out/orders --regions 64 --max-rejects 100
   rekey migrate -m mappings/logs.yaml --source file:logs.jsonl.gz --out out/logs --format csv --sort`,
@@ -119,9 +120,7 @@ Exit codes:
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	addLTSFlags(fl, &f.lts)
 	f.sql.register(fl)
-	inv.addCassandraFlags(fl)
-	inv.addCassandraReadFlags(fl, true)
-	inv.addFileFlags(fl)
+	inv.sources.AddFlags(fl, source.Use{Scan: true, Shards: true})
 	return cmd
 }
 
@@ -172,7 +171,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	if err := inv.checkCassandraFlags(f.source); err != nil {
+	if err := inv.sources.Refuse(f.source); err != nil {
 		return usageError(err)
 	}
 	if sqlsink.IsURI(f.out) {
