@@ -23,6 +23,8 @@ import (
 type Kind struct {
 	// Prefix starts every --source URI of the kind: "kafka://", "file:".
 	Prefix string
+	// Match, when set, accepts more URIs of the kind (the file source's s3:// and oss://).
+	Match func(uri string) bool
 	// Paths: a bare path that exists (no scheme) is a source of this kind.
 	Paths bool
 	// Help is the kind's paragraph of the --source help, indented as --help shows it.
@@ -135,7 +137,7 @@ func (s *Set) find(uri string) int {
 		return -1
 	}
 	for i, k := range s.kinds {
-		if strings.HasPrefix(uri, k.Prefix) {
+		if strings.HasPrefix(uri, k.Prefix) || k.Match != nil && k.Match(uri) {
 			return i
 		}
 	}

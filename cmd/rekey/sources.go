@@ -33,12 +33,12 @@ func sourceOpenExit(err error) error {
 
 // openSource turns a --source URI into a pipeline.Source reading the mapping's source columns:
 // the Cassandra source loadProgramFor connected, or the source its kind opens.
-func (inv *invocation) openSource(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
+func (inv *invocation) openSource(ctx context.Context, uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
 	if src := inv.openedCassandra[uri]; src != nil {
 		delete(inv.openedCassandra, uri)
 		return checkedSchema(uri, src, schema)
 	}
-	src, err := inv.sources.Open(context.Background(), uri, inv.sourceInput(schema, 0, logger))
+	src, err := inv.sources.Open(ctx, uri, inv.sourceInput(schema, 0, logger))
 	if err != nil {
 		return nil, err
 	}

@@ -11,13 +11,17 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source"
+	"github.com/rekey/rekey/source/sourceuri"
+	"github.com/rekey/rekey/store"
 )
 
-// Kind is the file source for the command line: file:PATH, or a bare path that exists.
+// Kind is the file source for the command line: file:PATH, a bare path that exists, or files
+// in a bucket (s3://BUCKET/PATH, oss://...).
 var Kind = source.Kind{
 	Prefix:   "file:",
+	Match:    IsObjectURI,
 	Paths:    true,
-	Help:     help + "                     " + strings.ReplaceAll(URIParams, "\n", "\n                     "),
+	Help:     help + "                     " + strings.ReplaceAll(URIParams, "\n", "\n                     ") + bucketHelp,
 	NewFlags: func() source.Flags { return &flags{} },
 	Open:     open,
 }
@@ -32,6 +36,14 @@ const help = `  file:PATH[?PARAM=VALUE&...]
                      Each file is its own stream: resumed, and checked on --resume, on its own.
 `
 
+// bucketHelp is the paragraph of files in a bucket.
+const bucketHelp = `
+  s3://BUCKET/PATH[?PARAM=VALUE&...], oss://BUCKET/PATH?region=R[&...]
+                     the same files in a bucket: a prefix (its data files), a pattern
+                     ('s3://b/export/*.csv') or one object, streamed with ranged reads;
+                     credentials and endpoint=, region=, path_style= as for --out; the file
+                     parameters above in the same query`
+
 // flags are the file source's flags.
 type flags struct {
 	maxRecordSize string
@@ -45,8 +57,9 @@ func (f *flags) Add(fs *pflag.FlagSet, _ source.Use) {
 // Refuse refuses nothing: --max-record-size has a default, so whether it was given is not told.
 func (f *flags) Refuse(string) error { return nil }
 
-// open opens a file: URI, or a bare path.
-func open(_ context.Context, uri string, in source.Input) (pipeline.Source, error) {
+// open opens a file: URI, a bare path, or files in a bucket (with the credentials and endpoint
+// rules of --out).
+func open(ctx context.Context, uri string, in source.Input) (pipeline.Source, error) {
 	f := in.Flags.(*flags)
 	limit, err := in.ParseSize(f.maxRecordSize)
 	if err != nil {
@@ -58,8 +71,20 @@ func open(_ context.Context, uri string, in source.Input) (pipeline.Source, erro
 	if limit > math.MaxInt32 {
 		return nil, fmt.Errorf("--max-record-size %s: at most 2GiB", f.maxRecordSize)
 	}
-	spec, err := ParseURI(strings.TrimPrefix(uri, "file:"))
-	if err != nil {
+	var spec Spec
+	if IsObjectURI(uri) {
+		storeURI, pattern, fileURI, err := SplitObjectURI(uri)
+		if err != nil {
+			return nil, err
+		}
+		if spec, err = ParseURI(fileURI); err != nil {
+			return nil, err
+		}
+		if spec.Store, err = store.Open(ctx, storeURI, in.Getenv); err != nil {
+			return nil, fmt.Errorf("--source %s: %w", sourceuri.Redact(uri), err)
+		}
+		spec.Pattern = pattern
+	} else if spec, err = ParseURI(strings.TrimPrefix(uri, "file:")); err != nil {
 		return nil, err
 	}
 	cfg := Config{Schema: in.Schema, MaxRecordSize: int(limit)}
@@ -69,5 +94,5 @@ func open(_ context.Context, uri string, in source.Input) (pipeline.Source, erro
 		}
 		cfg.Stdin = in.Stdin
 	}
-	return Open(spec, cfg, in.Logger.Named("source.file"))
+	return Open(ctx, spec, cfg, in.Logger.Named("source.file"))
 }
