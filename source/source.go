@@ -25,6 +25,8 @@ type Kind struct {
 	Prefix string
 	// Match, when set, accepts more URIs of the kind (the file source's s3:// and oss://).
 	Match func(uri string) bool
+	// Unsharded, when set, is why the kind is not read in shards: --shard is refused with it.
+	Unsharded string
 	// Paths: a bare path that exists (no scheme) is a source of this kind.
 	Paths bool
 	// Help is the kind's paragraph of the --source help, indented as --help shows it.
@@ -60,6 +62,8 @@ type Input struct {
 	StdinTerminal bool
 	// Workers is --workers, the parts read at once (0: the kind's default)
 	Workers int
+	// Shard is --shard's part of the source (the zero Shard: the whole source)
+	Shard pipeline.Shard
 	// WriteTimes asks for each row's write time, when the kind can tell it
 	WriteTimes bool
 	// ParseSize reads a size given on the command line (16MiB), as every size flag does
@@ -71,6 +75,7 @@ type Input struct {
 type Set struct {
 	kinds []Kind
 	flags []Flags
+	shard string // --shard, which every kind but the Unsharded ones reads its part of
 }
 
 // NewSet binds kinds' flags for one command line; the --source help lists them in this order.
@@ -93,8 +98,13 @@ func (s *Set) Help() string {
 	return strings.Join(parts, "\n")
 }
 
-// AddFlags registers every kind's flags that a command of the given use takes.
+// AddFlags registers every kind's flags that a command of the given use takes, and --shard for
+// a command that reads a shard.
 func (s *Set) AddFlags(fs *pflag.FlagSet, use Use) {
+	if use.Shards {
+		// no backquotes in a usage string: pflag would take the quoted text as the value's name
+		fs.StringVar(&s.shard, "shard", "", "read shard i of N of the source (i/N, e.g. 0/3): Cassandra token ranges, files (each file read whole by one shard, balanced by size) or gen: rows; refused for kafka:. Run N of them, each with its own --out, then combine them with rekey merge")
+	}
 	for _, f := range s.flags {
 		if f != nil {
 			f.Add(fs, use)
@@ -102,9 +112,13 @@ func (s *Set) AddFlags(fs *pflag.FlagSet, use Use) {
 	}
 }
 
-// Refuse is the error for flags of a kind other than uri's that the command line gave.
+// Refuse is the error for --shard of a kind not read in shards, or flags of a kind other than
+// uri's that the command line gave.
 func (s *Set) Refuse(uri string) error {
 	k := s.find(uri)
+	if k >= 0 && s.shard != "" && s.kinds[k].Unsharded != "" {
+		return fmt.Errorf("--shard %s: %s", s.shard, s.kinds[k].Unsharded)
+	}
 	for i, f := range s.flags {
 		if f != nil && i != k {
 			if err := f.Refuse(uri); err != nil {
@@ -113,6 +127,18 @@ func (s *Set) Refuse(uri string) error {
 		}
 	}
 	return nil
+}
+
+// Shard is --shard's part of the source: the whole source without it.
+func (s *Set) Shard() (pipeline.Shard, error) {
+	if s.shard == "" {
+		return pipeline.Shard{}, nil
+	}
+	sh, err := pipeline.ParseShard(s.shard)
+	if err != nil {
+		return sh, fmt.Errorf("--shard: %w", err)
+	}
+	return sh, nil
 }
 
 // Is tells whether uri is a URI of the kind whose prefix is prefix.
@@ -163,5 +189,9 @@ func (s *Set) Open(ctx context.Context, uri string, in Input) (pipeline.Source, 
 		return nil, fmt.Errorf("--source %q: unknown kind of source\n%s", sourceuri.Redact(uri), s.Help())
 	}
 	in.Flags = s.flags[k]
+	var err error
+	if in.Shard, err = s.Shard(); err != nil {
+		return nil, err
+	}
 	return s.kinds[k].Open(ctx, uri, in)
 }

@@ -107,3 +107,33 @@ func TestSetPicksTheKindOfAURI(t *testing.T) {
 		t.Error("a scan flag registered for a command that does not scan")
 	}
 }
+
+// --shard is the Set's, for a command that reads shards: each kind opens with its part, and a
+// kind not read in shards refuses it, saying why.
+func TestSetShard(t *testing.T) {
+	topic := fakeKind("kafka://", false, "")
+	topic.Unsharded = "a topic is not read in shards"
+	var got pipeline.Shard
+	gen := fakeKind("gen:", false, "")
+	gen.Open = func(_ context.Context, _ string, in Input) (pipeline.Source, error) { got = in.Shard; return nil, nil }
+	s := NewSet(gen, topic)
+	fs := pflag.NewFlagSet("migrate", pflag.ContinueOnError)
+	s.AddFlags(fs, Use{Scan: true, Shards: true})
+	if err := fs.Parse([]string{"--shard", "1/3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refuse("kafka://b/t"); err == nil || err.Error() != "--shard 1/3: a topic is not read in shards" {
+		t.Errorf("--shard of a topic: %v", err)
+	}
+	if err := s.Refuse("gen:orders"); err != nil {
+		t.Errorf("--shard of gen: refused: %v", err)
+	}
+	if _, err := s.Open(context.Background(), "gen:orders", Input{}); err != nil || got != (pipeline.Shard{Index: 1, Count: 3}) {
+		t.Errorf("gen: opened with shard %v (%v), want 1/3", got, err)
+	}
+	report := pflag.NewFlagSet("report", pflag.ContinueOnError)
+	NewSet(gen).AddFlags(report, Use{Scan: true})
+	if report.Lookup("shard") != nil {
+		t.Error("--shard registered for a command that does not read shards")
+	}
+}

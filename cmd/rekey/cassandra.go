@@ -33,6 +33,9 @@ func (inv *invocation) loadProgramFor(path, uri string, workers, regions int, lo
 	}
 	in := inv.sourceInput(nil, workers, logger)
 	in.Flags = inv.sources.Flags(cassandra.URIPrefix)
+	if in.Shard, err = inv.sources.Shard(); err != nil {
+		return nil, usageError(err)
+	}
 	cfg, err := cassandra.CommandConfig(uri, m.Source.Name, in)
 	if err != nil {
 		return nil, usageError(err)

@@ -47,7 +47,7 @@ const help = `  cassandra://host1,host2:9042/keyspace/table?consistency=LOCAL_ON
                      of the next catch-up`
 
 // Flags are the options of a Cassandra source that do not belong in the URI: credentials and
-// TLS files, plus --rate and --shard.
+// TLS files, plus --rate.
 type Flags struct {
 	user         string
 	passwordFile string
@@ -58,11 +58,10 @@ type Flags struct {
 	serverName   string
 	skipVerify   bool
 	rate         float64
-	shard        string
 }
 
 // Add registers the connection flags (credentials, TLS), and --rate for a command that scans a
-// table, --shard for one that reads a shard of it.
+// table.
 func (o *Flags) Add(fs *pflag.FlagSet, use source.Use) {
 	fs.StringVar(&o.user, "cassandra-user", "", "Cassandra user name (default $"+UserEnv+"); the password comes from $"+PasswordEnv+" or --cassandra-password-file, never from the command line")
 	fs.StringVar(&o.passwordFile, "cassandra-password-file", "", "file holding the Cassandra password (a mounted Kubernetes secret, for example)")
@@ -75,19 +74,11 @@ func (o *Flags) Add(fs *pflag.FlagSet, use source.Use) {
 	if use.Scan {
 		fs.Float64Var(&o.rate, "rate", 0, "read at most this many rows per second from Cassandra, over all workers (0: no limit)")
 	}
-	if use.Shards {
-		// no backquotes in a usage string: pflag would take the quoted text as the value's name
-		fs.StringVar(&o.shard, "shard", "", "Cassandra sources only (refused for file:, gen: and kafka:): read shard i of N of the token ranges (i/N, e.g. 0/3); run N of them, each with its own --out, then combine them with rekey merge")
-	}
 }
 
 // Refuse refuses the Cassandra-only flags for a source that is not a Cassandra table, which
-// would otherwise ignore them: --shard (every shard of a file would read all of it, and merge
-// would combine full copies), --rate, the credentials and the TLS options.
+// would otherwise ignore them: --rate, the credentials and the TLS options.
 func (o *Flags) Refuse(uri string) error {
-	if o.shard != "" {
-		return fmt.Errorf("--shard %s: only a Cassandra source (cassandra://...) is read in shards; every shard of %s would read all of it, and merge would combine full copies: migrate it in one run, without --shard", o.shard, sourceuri.Redact(uri))
-	}
 	set := map[string]bool{"--rate": o.rate != 0, "--cassandra-user": o.user != "", "--cassandra-password-file": o.passwordFile != "",
 		"--cassandra-tls": o.tls, "--cassandra-ca": o.caFile != "", "--cassandra-cert": o.certFile != "", "--cassandra-key": o.keyFile != "",
 		"--cassandra-server-name": o.serverName != "", "--cassandra-tls-skip-verify": o.skipVerify}
@@ -147,10 +138,8 @@ func CommandConfig(uri, table string, in source.Input) (Config, error) {
 	if o.rate > 0 {
 		cfg.Rate = o.rate
 	}
-	if o.shard != "" {
-		if cfg.Shard, err = ParseShard(o.shard); err != nil {
-			return cfg, fmt.Errorf("--shard: %w", err)
-		}
+	if in.Shard != (Shard{}) { // --shard, over the URI's shard=
+		cfg.Shard = in.Shard
 	}
 	if cfg.Workers == 0 && in.Workers > 0 {
 		cfg.Workers = in.Workers // --workers: ranges read at once

@@ -87,6 +87,7 @@ func open(ctx context.Context, uri string, in source.Input) (pipeline.Source, er
 	} else if spec, err = ParseURI(strings.TrimPrefix(uri, "file:")); err != nil {
 		return nil, err
 	}
+	spec.Shard = in.Shard
 	cfg := Config{Schema: in.Schema, MaxRecordSize: int(limit)}
 	if spec.Path == "-" {
 		if in.StdinTerminal {

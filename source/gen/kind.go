@@ -17,6 +17,7 @@ var Kind = source.Kind{
 		if err != nil {
 			return nil, err
 		}
+		cfg.Shard = in.Shard
 		return New(cfg, in.Schema, in.Logger.Named("source.gen"))
 	},
 }

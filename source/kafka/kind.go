@@ -14,7 +14,8 @@ const URIPrefix = "kafka://"
 // Kind is the Kafka source for the command line: a bounded window of a topic (report, migrate,
 // check); rekey replicate consumes the topic with a group instead.
 var Kind = source.Kind{
-	Prefix: URIPrefix,
+	Prefix:    URIPrefix,
+	Unsharded: "a Kafka topic is not read in shards: its window is read by one run (replicate scales by consumer group instead); drop --shard",
 	Help: `  kafka://host1:9092,host2:9092/topic?format=json&start=earliest&max=N
                      a window of the messages a Kafka topic retains (report, migrate, check): from
                      the earliest offsets or the latest (start=latest: the last max messages),
