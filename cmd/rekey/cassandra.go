@@ -68,7 +68,7 @@ func (inv *invocation) addCassandraReadFlags(fs *pflag.FlagSet, shards bool) {
 	fs.Float64Var(&o.rate, "rate", 0, "read at most this many rows per second from Cassandra, over all workers (0: no limit)")
 	if shards {
 		// no backquotes in a usage string: pflag would take the quoted text as the value's name
-		fs.StringVar(&o.shard, "shard", "", "Cassandra sources only (refused for file:, gen: and kafka:): read shard i of N of the token ranges (i/N, e.g. 0/3); run N of them, each with its own --out, then combine them with rekey merge")
+		fs.StringVar(&o.shard, "shard", "", "read shard i of N of the source (i/N, e.g. 0/3): Cassandra token ranges, files (each file read whole by one shard, balanced by size) or gen: rows; refused for kafka:. Run N of them, each with its own --out, then combine them with rekey merge")
 	}
 }
 
@@ -80,8 +80,8 @@ func (inv *invocation) checkCassandraFlags(source string) error {
 		return nil
 	}
 	o := inv.cassandra
-	if o.shard != "" {
-		return fmt.Errorf("--shard %s: only a Cassandra source (cassandra://...) is read in shards; every shard of %s would read all of it, and merge would combine full copies: migrate it in one run, without --shard", o.shard, sourceuri.Redact(source))
+	if o.shard != "" && isKafkaURI(source) {
+		return fmt.Errorf("--shard %s: a Kafka topic is not read in shards: its window is read by one run (replicate scales by consumer group instead); drop --shard", o.shard)
 	}
 	set := map[string]bool{"--rate": o.rate != 0, "--cassandra-user": o.user != "", "--cassandra-password-file": o.passwordFile != "",
 		"--cassandra-tls": o.tls, "--cassandra-ca": o.caFile != "", "--cassandra-cert": o.certFile != "", "--cassandra-key": o.keyFile != "",

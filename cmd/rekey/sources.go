@@ -57,6 +57,9 @@ func (inv *invocation) openSource(ctx context.Context, uri string, schema pipeli
 		if err != nil {
 			return nil, err
 		}
+		if cfg.Shard, err = inv.shard(); err != nil {
+			return nil, err
+		}
 		return gen.New(cfg, schema, logger.Named("source.gen"))
 	case isCassandraURI(uri):
 		return inv.openCassandra(uri, schema, logger)
@@ -72,6 +75,18 @@ func (inv *invocation) openSource(ctx context.Context, uri string, schema pipeli
 		}
 	}
 	return nil, fmt.Errorf("--source %q: unknown kind of source\n%s", sourceuri.Redact(uri), sourceHelp)
+}
+
+// shard is --shard's part of the source, the whole source without it.
+func (inv *invocation) shard() (pipeline.Shard, error) {
+	if inv.cassandra.shard == "" {
+		return pipeline.Shard{}, nil
+	}
+	sh, err := pipeline.ParseShard(inv.cassandra.shard)
+	if err != nil {
+		return sh, fmt.Errorf("--shard: %w", err)
+	}
+	return sh, nil
 }
 
 // fileFlags are the flags of the file source.
@@ -122,6 +137,9 @@ func (inv *invocation) openFileSpec(ctx context.Context, spec file.Spec, schema 
 	}
 	if limit > math.MaxInt32 {
 		return nil, fmt.Errorf("--max-record-size %s: at most 2GiB", inv.file.maxRecordSize)
+	}
+	if spec.Shard, err = inv.shard(); err != nil {
+		return nil, err
 	}
 	cfg := file.Config{Schema: schema, MaxRecordSize: int(limit)}
 	if spec.Path == "-" {
