@@ -117,195 +117,232 @@ func NewRunner(cfg Config) (*Runner, error) {
 // Run moves every record from the source through the transform into the sink. Closing stop
 // (Ctrl-C) stops reading; what was read is finished, committed and checkpointed, and Run
 // returns ErrInterrupted. ctx cancellation is a hard stop: nothing more is committed.
+//
+// A run is a small state machine: open (the first checkpoint) -> read (hand batches to
+// the workers, cut on the ticker; after stop, the same while the source drains) -> settle (which
+// error ends the run, if any) -> finish (the last cut, or abort).
 func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoint) (Result, error) {
-	cfg := r.cfg
-	log := cfg.Logger
-	started := time.Now()
-	cp := &Checkpoint{Fingerprint: cfg.Fingerprint, Format: cfg.Format, Source: SourceIdentity(cfg.Source),
-		Plan: cfg.Plan, Streams: map[string]StreamState{}, StartedAt: started.UTC()}
-	if resume != nil {
-		cp = resume
-		r.Counters.RowsIn.Store(cp.RowsIn)
-		r.Counters.RowsWritten.Store(cp.RowsWritten)
-		r.Counters.RowsRejected.Store(cp.RowsRejected)
-		r.Counters.RowsSkipped.Store(cp.RowsSkipped)
+	m := &runState{r: r, cfg: r.cfg, ctx: ctx, stop: stop, resume: resume, started: time.Now()}
+	state := m.open
+	for state != nil {
+		state = state()
 	}
-	rowsBefore := cp.RowsIn
-	if resume == nil {
+	if m.cancelRun != nil {
+		m.cancelRun(nil)
+	}
+	if m.ticker != nil {
+		m.ticker.Stop()
+	}
+	return m.result, m.err
+}
+
+// runState is one Run in progress; each state method returns the next state, nil at the end.
+type runState struct {
+	r       *Runner
+	cfg     Config
+	ctx     context.Context // the caller's: cancelled, it is a hard stop
+	stop    <-chan struct{}
+	resume  *Checkpoint
+	started time.Time
+
+	cp         *Checkpoint
+	rowsBefore int64
+	runCtx     context.Context
+	cancelRun  context.CancelCauseFunc
+	feed       *Feed
+	workers    *Workers[*Batch]
+	// inflight counts batches handed out and not yet written: a cut waits for it
+	inflight  sync.WaitGroup
+	workerErr atomic.Pointer[error]
+	ticker    *time.Ticker
+
+	interrupted  bool
+	sourceFailed bool
+	err          error
+	result       Result
+}
+
+type runStep func() runStep
+
+// open loads or starts the checkpoint, and starts the source and workers.
+func (m *runState) open() runStep {
+	cfg, r := m.cfg, m.r
+	m.cp = &Checkpoint{Fingerprint: cfg.Fingerprint, Format: cfg.Format, Source: SourceIdentity(cfg.Source),
+		Plan: cfg.Plan, Streams: map[string]StreamState{}, StartedAt: m.started.UTC()}
+	if m.resume != nil {
+		m.cp = m.resume
+		r.Counters.RowsIn.Store(m.cp.RowsIn)
+		r.Counters.RowsWritten.Store(m.cp.RowsWritten)
+		r.Counters.RowsRejected.Store(m.cp.RowsRejected)
+		r.Counters.RowsSkipped.Store(m.cp.RowsSkipped)
+	}
+	m.rowsBefore = m.cp.RowsIn
+	if m.resume == nil {
 		// The first checkpoint, before any row: it fixes the region plan and the source's
 		// identity, so a run killed at any later instant can be resumed (from the start).
-		if err := cfg.Journal.Cut(ctx, cp); err != nil {
-			return Result{}, err
+		if err := cfg.Journal.Cut(m.ctx, m.cp); err != nil {
+			m.err = err
+			return nil
 		}
 	}
-
-	runCtx, cancelRun := context.WithCancelCause(ctx)
-	defer cancelRun(nil)
-	srcCtx, cancelSrc := context.WithCancel(runCtx)
-	defer cancelSrc()
-
-	batches := make(chan Batch, cfg.Workers*2)
-	srcErr := make(chan error, 1)
-	resumeAt := make(map[string]StreamState, len(cp.Streams)) // the source's own copy: cp.Streams moves on
-	for k, v := range cp.Streams {
+	m.runCtx, m.cancelRun = context.WithCancelCause(m.ctx)
+	resumeAt := make(map[string]StreamState, len(m.cp.Streams)) // the source's own copy: cp.Streams moves on
+	for k, v := range m.cp.Streams {
 		resumeAt[k] = v
 	}
-	go func() {
-		err := cfg.Source.Run(srcCtx, resumeAt, batches)
-		close(batches)
-		srcErr <- err
-	}()
-
-	// The dispatcher hands batches to workers and remembers, per stream, the cursor of the last
-	// batch handed out. A cut waits until every handed-out batch is written, so those cursors
-	// describe exactly what the committed files hold, even though workers finish out of order.
-	work := make(chan *Batch)
-	var inflight sync.WaitGroup
-	var workerErr atomic.Pointer[error]
-	fail := func(err error) {
-		workerErr.CompareAndSwap(nil, &err)
-		cancelRun(err)
-	}
-	var workers sync.WaitGroup
-	for i := 0; i < cfg.Workers; i++ {
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			w := r.newWorker()
-			for b := range work {
-				if err := w.process(runCtx, b); err != nil {
-					fail(err)
-				} else if b.Release != nil {
-					b.Release() // Sink.Write copied what it keeps
-				}
-				inflight.Done()
+	m.feed = StartFeed(m.runCtx, cfg.Source, resumeAt, cfg.Workers*2)
+	m.workers = StartWorkers(cfg.Workers, 0, func(int) (func(*Batch), func()) {
+		w := r.newWorker()
+		return func(b *Batch) {
+			if err := w.process(m.runCtx, b); err != nil {
+				m.fail(err)
+			} else if b.Release != nil {
+				b.Release() // Sink.Write copied what it keeps
 			}
-		}()
-	}
-
-	cut := func(complete bool) error {
-		inflight.Wait()
-		if err := runCtx.Err(); err != nil {
-			return context.Cause(runCtx)
-		}
-		files, err := cfg.Sink.Commit(runCtx)
-		if err != nil {
-			return fmt.Errorf("commit files: %w", err)
-		}
-		cp.Files = append(cp.Files, files...)
-		cp.RowsIn = r.Counters.RowsIn.Load()
-		cp.RowsWritten = r.Counters.RowsWritten.Load()
-		cp.RowsRejected = r.Counters.RowsRejected.Load()
-		cp.RowsSkipped = r.Counters.RowsSkipped.Load()
-		cp.Complete = complete
-		// the cut's context: a hard stop (ctx cancelled) must not write a checkpoint either
-		if err := cfg.Journal.Cut(ctx, cp); err != nil {
-			return err
-		}
-		log.Debug("checkpoint", zap.Int("files", len(files)), zap.Int64("rows", cp.RowsWritten))
-		return nil
-	}
-
-	var tick <-chan time.Time
-	var ticker *time.Ticker
+			m.inflight.Done()
+		}, nil
+	})
 	if cfg.CheckpointEvery > 0 {
-		ticker = time.NewTicker(cfg.CheckpointEvery)
-		defer ticker.Stop()
-		tick = ticker.C
+		m.ticker = time.NewTicker(cfg.CheckpointEvery)
 	}
-	interrupted := false
-	var runErr error
-loop:
+	return m.read
+}
+
+// fail ends the run with a worker's error (the first one wins).
+func (m *runState) fail(err error) {
+	m.workerErr.CompareAndSwap(nil, &err)
+	m.cancelRun(err)
+}
+
+// handOut records the batch's cursor for the next cut and gives the batch to a worker. The
+// dispatcher remembers, per stream, the cursor of the last batch handed out; a cut waits until
+// every handed-out batch is written, so those cursors describe exactly what the committed files
+// hold, even though workers finish out of order.
+func (m *runState) handOut(b Batch) bool {
+	if b.Cursor != "" || b.Done {
+		m.cp.Streams[b.Stream] = StreamState{Cursor: b.Cursor, Done: b.Done}
+	}
+	m.inflight.Add(1)
+	select {
+	case m.workers.Jobs() <- &b:
+		return true
+	case <-m.runCtx.Done():
+		m.inflight.Done()
+		return false
+	}
+}
+
+// read dispatches batches until the source ends or the run fails, cutting on the ticker.
+func (m *runState) read() runStep {
+	var tick <-chan time.Time
+	if m.ticker != nil {
+		tick = m.ticker.C
+	}
 	for {
 		select {
-		case b, ok := <-batches:
-			if !ok {
-				break loop
-			}
-			bp := &b
-			if b.Cursor != "" || b.Done {
-				cp.Streams[b.Stream] = StreamState{Cursor: b.Cursor, Done: b.Done}
-			}
-			inflight.Add(1)
-			select {
-			case work <- bp:
-			case <-runCtx.Done():
-				inflight.Done()
-				break loop
+		case b, ok := <-m.feed.Batches:
+			if !ok || !m.handOut(b) {
+				return m.settle
 			}
 		case <-tick:
-			if err := cut(false); err != nil {
-				runErr = err
-				break loop
+			if err := m.cut(false); err != nil {
+				// A failed cut: stop everything now. The source may be blocked sending a batch
+				// that nobody will take; cancelling the run unblocks it and the workers.
+				m.err = err
+				m.cancelRun(err)
+				return m.settle
 			}
 			// The interval counts from the end of this cut: a cut slower than the interval
 			// would otherwise be followed at once by another with nothing new to commit.
-			ticker.Reset(cfg.CheckpointEvery)
-		case <-stop:
-			interrupted = true
-			stop = nil
-			cancelSrc() // stop reading; batches already read are drained below
-		case <-runCtx.Done():
-			break loop
+			m.ticker.Reset(m.cfg.CheckpointEvery)
+		case <-m.stop:
+			// Draining: the source stops reading, and what it already read is still handed
+			// out (those rows were read) until it closes its batches.
+			m.interrupted = true
+			m.stop = nil
+			m.feed.Stop()
+			return m.read
+		case <-m.runCtx.Done():
+			return m.settle
 		}
 	}
-	if runErr != nil {
-		// A failed cut: stop everything now. The source may be blocked sending a batch that
-		// nobody will take; cancelling the run unblocks it and the workers.
-		cancelRun(runErr)
+}
+
+// settle waits for the workers and the source and decides how the run ends.
+func (m *runState) settle() runStep {
+	m.workers.Close()
+	if e := m.workerErr.Load(); e != nil && m.err == nil {
+		m.err = *e
 	}
-	// Drain what the source already produced when it was told to stop: those rows were read.
-	if interrupted && runErr == nil && runCtx.Err() == nil {
-		for b := range batches {
-			bp := &b
-			cp.Streams[b.Stream] = StreamState{Cursor: b.Cursor, Done: b.Done}
-			inflight.Add(1)
-			work <- bp
-		}
+	serr := m.feed.Err()
+	if m.err == nil && serr != nil && !(m.interrupted && errors.Is(serr, context.Canceled)) {
+		m.err = fmt.Errorf("source: %w", serr)
+		m.sourceFailed = m.runCtx.Err() == nil && !errors.Is(serr, ErrDamagedInput)
 	}
-	close(work)
-	workers.Wait()
-	if e := workerErr.Load(); e != nil && runErr == nil {
-		runErr = *e
+	if m.err == nil && m.runCtx.Err() != nil {
+		m.err = context.Cause(m.runCtx)
 	}
-	serr := <-srcErr
-	sourceFailed := false
-	if runErr == nil && serr != nil && !(interrupted && errors.Is(serr, context.Canceled)) {
-		runErr = fmt.Errorf("source: %w", serr)
-		sourceFailed = runCtx.Err() == nil && !errors.Is(serr, ErrDamagedInput)
+	if m.err == nil {
+		m.err = m.r.checkRejects()
 	}
-	if runErr == nil && runCtx.Err() != nil {
-		runErr = context.Cause(runCtx)
-	}
-	if runErr == nil {
-		runErr = r.checkRejects()
-	}
-	res := Result{Resumed: resume != nil, Interrupted: interrupted}
-	if sourceFailed {
+	return m.finish
+}
+
+// finish makes the last cut (or aborts the sink) and fills the result from the last checkpoint.
+func (m *runState) finish() runStep {
+	switch {
+	case m.sourceFailed:
 		// What was read before the source failed (a token range that kept timing out, say) is
 		// sound: commit and checkpoint it so that --resume redoes only what is missing.
-		if err := cut(false); err != nil {
-			cfg.Sink.Abort()
-			runErr = fmt.Errorf("%w (and committing what was read failed: %v)", runErr, err)
+		if err := m.cut(false); err != nil {
+			m.cfg.Sink.Abort()
+			m.err = fmt.Errorf("%w (and committing what was read failed: %v)", m.err, err)
 		}
-	} else if runErr != nil {
-		cfg.Sink.Abort()
-	} else if err := cut(!interrupted); err != nil {
-		cfg.Sink.Abort()
-		runErr = err
+	case m.err != nil:
+		m.cfg.Sink.Abort()
+	default:
+		if err := m.cut(!m.interrupted); err != nil {
+			m.cfg.Sink.Abort()
+			m.err = err
+		}
 	}
 	// What the last checkpoint holds: rows counted in a failed run's uncommitted buffers were
 	// never written, and a summary must not claim them.
-	res.RowsIn, res.RowsWritten, res.RowsRejected, res.RowsSkipped = cp.RowsIn, cp.RowsWritten, cp.RowsRejected, cp.RowsSkipped
-	res.RowsInThisRun = cp.RowsIn - rowsBefore
-	res.RejectCodes = cp.RejectCodes
-	res.Files = cp.Files
-	res.Duration = time.Since(started)
-	res.StartedAt = cp.StartedAt
-	if runErr == nil && interrupted {
-		runErr = ErrInterrupted
+	cp := m.cp
+	m.result = Result{Resumed: m.resume != nil, Interrupted: m.interrupted,
+		RowsIn: cp.RowsIn, RowsWritten: cp.RowsWritten, RowsRejected: cp.RowsRejected, RowsSkipped: cp.RowsSkipped,
+		RowsInThisRun: cp.RowsIn - m.rowsBefore, RejectCodes: cp.RejectCodes, Files: cp.Files,
+		Duration: time.Since(m.started), StartedAt: cp.StartedAt}
+	if m.err == nil && m.interrupted {
+		m.err = ErrInterrupted
 	}
-	return res, runErr
+	return nil
+}
+
+// cut commits what every handed-out batch wrote and saves a checkpoint with the dispatcher's
+// cursors; complete marks the run's last checkpoint.
+func (m *runState) cut(complete bool) error {
+	cfg, cp, c := m.cfg, m.cp, &m.r.Counters
+	m.inflight.Wait()
+	if err := m.runCtx.Err(); err != nil {
+		return context.Cause(m.runCtx)
+	}
+	files, err := cfg.Sink.Commit(m.runCtx)
+	if err != nil {
+		return fmt.Errorf("commit files: %w", err)
+	}
+	cp.Files = append(cp.Files, files...)
+	cp.RowsIn = c.RowsIn.Load()
+	cp.RowsWritten = c.RowsWritten.Load()
+	cp.RowsRejected = c.RowsRejected.Load()
+	cp.RowsSkipped = c.RowsSkipped.Load()
+	cp.Complete = complete
+	// the caller's context: a hard stop (ctx cancelled) must not write a checkpoint either
+	if err := cfg.Journal.Cut(m.ctx, cp); err != nil {
+		return err
+	}
+	cfg.Logger.Debug("checkpoint", zap.Int("files", len(files)), zap.Int64("rows", cp.RowsWritten))
+	return nil
 }
 
 // MinRowsForPercent keeps a percentage reject limit from firing on the first few rows.

@@ -55,7 +55,6 @@ func (r *Replicator) openSQL() error {
 // sqlWorker replicates one partition into the table for one generation.
 type sqlWorker struct {
 	partWorker
-	changes  []kafka.Change
 	ops      []sqlsink.Op
 	opMsg    []int // ops[i] comes from message opMsg[i] of the batch
 	slab     []pipeline.Value
@@ -63,7 +62,6 @@ type sqlWorker struct {
 	rejects  []*output.Reject
 	rejected int // index of the last message with a reject line, or -1
 	cleaned  bool
-	saltWarn bool
 	upserts  int64
 	deletes  int64
 	dropped  int64
@@ -218,9 +216,8 @@ func (w *sqlWorker) targetSet() []bool {
 // message turns one message into ops (or rejects), as the file path does: a delete of the key,
 // an upsert, and for an update that moves the row to another key, the delete of the old key first.
 func (w *sqlWorker) message(i int, m *kafkago.Message) {
-	w.changes = w.dec.Decode(w.changes[:0], m.Key, m.Value)
-	for c := range w.changes {
-		ch := &w.changes[c]
+	for c, changes := 0, w.decode(m); c < len(changes); c++ {
+		ch := &changes[c]
 		if ch.Err != nil {
 			w.reject(i, m, "source", ch.Err)
 			continue
@@ -245,18 +242,11 @@ func (w *sqlWorker) message(i int, m *kafkago.Message) {
 			continue
 		}
 		row := w.row()
-		rec := pipeline.Record{Values: ch.Values, Seq: m.Offset, Set: ch.Set}
 		var set []bool
-		var rerr *pipeline.RowError
 		if ch.Set != nil {
 			set = w.targetSet()
-			rerr = w.ev.ApplyPartial(&w.batch, &rec, row, set)
-		} else {
-			// a change that nulls every non-key column deletes those cells: it is not a
-			// key-only row to reject (Apply's key_only_row is for whole-row snapshots)
-			rerr = w.ev.ApplyKey(&w.batch, &rec, row)
 		}
-		if rerr != nil {
+		if rerr := w.mapRow(ch, m.Offset, row, set); rerr != nil {
 			w.reject(i, m, "transform", rerr)
 			continue
 		}
@@ -271,21 +261,13 @@ func (w *sqlWorker) message(i int, m *kafkago.Message) {
 
 // moveKey deletes the old key of an update whose before image maps to another target key.
 func (w *sqlWorker) moveKey(i int, m *kafkago.Message, row, before []pipeline.Value) {
-	if w.r.cfg.Program.UsesSalt() {
-		if !w.saltWarn {
-			w.saltWarn = true
-			w.log.Warn("the key uses random(n): an update that changes the row's values gets a new salt, and the old key cannot be found to delete it")
-		}
-		return
-	}
 	old := w.row()
-	rec := pipeline.Record{Values: before, Seq: m.Offset}
-	if rerr := w.ev.ApplyKey(&w.batch, &rec, old); rerr != nil {
-		rerr.Message = "update: cannot compute the old key from \"before\" to delete it: " + rerr.Message
+	moved, rerr := w.oldKey(before, m.Offset, row, old)
+	if rerr != nil {
 		w.reject(i, m, "transform", rerr)
 		return
 	}
-	if sameKey(row, old, w.r.target.KeyLen) {
+	if !moved {
 		return
 	}
 	w.ops = append(w.ops, sqlsink.Op{Delete: true, Values: old[:w.r.target.KeyLen]})

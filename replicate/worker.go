@@ -24,13 +24,11 @@ type worker struct {
 	partWorker
 	ctx context.Context // the process's: uploads stop on a hard stop only
 
-	rec     pipeline.Record
-	changes []kafka.Change
-	row     []pipeline.Value
-	before  []pipeline.Value
-	key     []byte
-	stmt    []byte
-	budget  int64 // bytes of buffered rows this worker may hold
+	row    []pipeline.Value
+	before []pipeline.Value
+	key    []byte
+	stmt   []byte
+	budget int64 // bytes of buffered rows this worker may hold
 
 	tracker     *tracker
 	roll        *roll
@@ -39,7 +37,6 @@ type worker struct {
 	hwm         int64
 	floor       int64 // the partition's next offset in the manifest: offsets below are in committed rolls
 	msgRejected bool  // the current message has its reject line
-	saltWarn    bool
 	sinceCheck  int64 // message bytes since the last memory and roll-size check
 }
 
@@ -239,9 +236,8 @@ func (w *worker) newSegment(region int, offset int64) (*segment, error) {
 // message applies one message's changes to the roll.
 func (w *worker) message(m *kafkago.Message) error {
 	r := w.r
-	w.changes = w.dec.Decode(w.changes[:0], m.Key, m.Value)
-	for i := range w.changes {
-		ch := &w.changes[i]
+	for i, changes := 0, w.decode(m); i < len(changes); i++ {
+		ch := &changes[i]
 		if ch.Err != nil {
 			if err := w.reject(m, "source", ch.Err); err != nil {
 				return err
@@ -254,16 +250,13 @@ func (w *worker) message(m *kafkago.Message) error {
 			}
 			continue
 		}
-		w.rec = pipeline.Record{Values: ch.Values, Seq: m.Offset}
 		if ch.Op == kafka.OpDelete {
 			if err := w.delete(m, ch); err != nil {
 				return err
 			}
 			continue
 		}
-		// a change that nulls every non-key column deletes those cells: it is not a key-only
-		// row to reject (Apply's key_only_row is for whole-row snapshots)
-		if rerr := w.ev.ApplyKey(&w.batch, &w.rec, w.row); rerr != nil {
+		if rerr := w.mapRow(ch, m.Offset, w.row, nil); rerr != nil {
 			if err := w.reject(m, "transform", rerr); err != nil {
 				return err
 			}
@@ -309,20 +302,11 @@ func (w *worker) message(m *kafkago.Message) error {
 
 // moveKey deletes the old key of an update whose before image maps to another target key.
 func (w *worker) moveKey(m *kafkago.Message, before []pipeline.Value) error {
-	if w.r.cfg.Program.UsesSalt() {
-		if !w.saltWarn {
-			w.saltWarn = true
-			w.log.Warn("the key uses random(n): an update that changes the row's values gets a new salt, and the old key cannot be found to delete it")
-		}
-		return nil
-	}
-	rec := pipeline.Record{Values: before, Seq: m.Offset}
-	if rerr := w.ev.ApplyKey(&w.batch, &rec, w.before); rerr != nil {
-		// the before image may lack non-key columns; only a key error matters
-		rerr.Message = "update: cannot compute the old key from \"before\" to delete it: " + rerr.Message
+	moved, rerr := w.oldKey(before, m.Offset, w.row, w.before)
+	if rerr != nil {
 		return w.reject(m, "transform", rerr)
 	}
-	if sameKey(w.row, w.before, w.r.target.KeyLen) {
+	if !moved {
 		return nil
 	}
 	return w.deleteRow(m, w.before)
@@ -773,6 +757,50 @@ type partWorker struct {
 	dec       *kafka.Decoder
 	ev        *transform.Evaluator
 	batch     pipeline.Batch
+	changes   []kafka.Change
+	rec       pipeline.Record
+	saltWarn  bool
+}
+
+// The decode -> transform step both workers (files and SQL) share: a message's changes, each
+// change's target row, and the old key of an update that moved its row.
+
+// decode turns a message into its changes; valid until the next decode.
+func (w *partWorker) decode(m *kafkago.Message) []kafka.Change {
+	w.changes = w.dec.Decode(w.changes[:0], m.Key, m.Value)
+	return w.changes
+}
+
+// mapRow maps a change's values to the target row; set receives the target columns a partial
+// change sets (nil for a whole row).
+func (w *partWorker) mapRow(ch *kafka.Change, offset int64, row []pipeline.Value, set []bool) *pipeline.RowError {
+	w.rec = pipeline.Record{Values: ch.Values, Seq: offset, Set: ch.Set}
+	if ch.Set != nil {
+		return w.ev.ApplyPartial(&w.batch, &w.rec, row, set)
+	}
+	// a change that nulls every non-key column deletes those cells: it is not a key-only row
+	// to reject (Apply's key_only_row is for whole-row snapshots)
+	return w.ev.ApplyKey(&w.batch, &w.rec, row)
+}
+
+// oldKey computes into old the key an update's before image maps to; moved tells whether it
+// differs from row's. A key with a salt cannot be recomputed (the salt depends on the values):
+// never moved, with one warning.
+func (w *partWorker) oldKey(before []pipeline.Value, offset int64, row, old []pipeline.Value) (moved bool, rerr *pipeline.RowError) {
+	if w.r.cfg.Program.UsesSalt() {
+		if !w.saltWarn {
+			w.saltWarn = true
+			w.log.Warn("the key uses random(n): an update that changes the row's values gets a new salt, and the old key cannot be found to delete it")
+		}
+		return false, nil
+	}
+	w.rec = pipeline.Record{Values: before, Seq: offset}
+	if rerr := w.ev.ApplyKey(&w.batch, &w.rec, old); rerr != nil {
+		// the before image may lack non-key columns; only a key error matters
+		rerr.Message = "update: cannot compute the old key from \"before\" to delete it: " + rerr.Message
+		return false, rerr
+	}
+	return !sameKey(row, old, w.r.target.KeyLen), nil
 }
 
 func (r *Replicator) newPartWorker(partition int, commit func(int, int64) error) partWorker {

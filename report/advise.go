@@ -404,12 +404,7 @@ type altResult struct {
 func evalDesign(prog *transform.Program, recs []pipeline.Record, n int, wo []int64, analysed int64) (altResult, error) {
 	var res altResult
 	// the plan, from an even spread of the subsample
-	step := max(1, len(recs)/altPlanRows)
-	var planRecs []pipeline.Record
-	for i := 0; i < len(recs); i += step {
-		planRecs = append(planRecs, recs[i])
-	}
-	plan, err := prog.PlanRegions(transform.RegionRequest{Count: n, Sample: prog.SampleRows(planRecs)})
+	plan, err := prog.PlanRegions(transform.RegionRequest{Count: n, Sample: prog.SpreadRows(recs, altPlanRows)})
 	if err != nil {
 		return res, err
 	}

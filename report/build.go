@@ -332,12 +332,7 @@ func sortedCodes(m map[string]int64) []string {
 func (r *runner) recommend(rep *Report, recs []pipeline.Record) {
 	prog := r.prog
 	size := prog.RegionSize()
-	step := max(1, len(recs)/altPlanRows)
-	var spread []pipeline.Record
-	for i := 0; i < len(recs); i += step {
-		spread = append(spread, recs[i])
-	}
-	rows := prog.SampleRows(spread)
+	rows := prog.SpreadRows(recs, altPlanRows)
 	est := rep.Totals.EstimatedTargetBytes
 	rec := &rep.Recommendation
 	rec.RegionSize = size

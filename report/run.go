@@ -159,11 +159,59 @@ type runner struct {
 	log      *zap.Logger
 }
 
-// Run reads the source and builds the report.
+// Run reads the source and builds the report: the sample and the region plan are chosen
+// first (plan), then every row goes through the workers (analyse), then the collision check,
+// the advisor and the figures are put together (assemble).
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Program == nil || cfg.Source == nil {
 		return nil, errors.New("report: no program or source")
 	}
+	cfg = withDefaults(cfg)
+	started := time.Now()
+	r := &runner{cfg: cfg, prog: cfg.Program, every: 1, estRows: -1, log: cfg.Logger}
+	if sz, ok := cfg.Source.(pipeline.Sizer); ok {
+		r.estRows = sz.EstimatedRows()
+	}
+	src, info, err := r.sample(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// the region plan, from a spread sample (or the stream's first rows); a source is sampled
+	// before it runs, never while
+	sample := cfg.PlanSample
+	if sample == nil {
+		if sampler, ok := cfg.Source.(pipeline.Sampler); ok {
+			recs, err := sampler.Sample(ctx, planSampleRows)
+			if err != nil {
+				return nil, fmt.Errorf("report: sample the source: %w", err)
+			}
+			sample = r.prog.SampleRows(recs)
+		}
+	}
+	feed := pipeline.StartFeed(ctx, src, nil, cfg.Workers*2)
+	var held []pipeline.Batch
+	if sample == nil {
+		if held, sample, err = r.prefixSample(ctx, feed.Batches); err != nil {
+			_ = feed.Discard()
+			return nil, err
+		}
+	}
+	plan, planInfo, err := r.plan(sample)
+	if err != nil {
+		_ = feed.Discard()
+		return nil, err
+	}
+	tl, total, cleanup, err := r.analyse(ctx, feed, held, plan)
+	defer cleanup()
+	if err != nil {
+		return nil, err
+	}
+	r.log.Info("read the source", zap.Int64("rows", tl.read), zap.Duration("took", time.Since(started)))
+	return r.assemble(total, tl, plan, planInfo, info, started)
+}
+
+// withDefaults fills the zero fields of cfg.
+func withDefaults(cfg Config) Config {
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -185,15 +233,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.FormatSplit == nil {
 		cfg.FormatSplit = func(_ pipeline.Type, v pipeline.Value) string { return v.String() }
 	}
-	started := time.Now()
-	r := &runner{cfg: cfg, prog: cfg.Program, every: 1, estRows: -1, log: cfg.Logger}
-	if sz, ok := cfg.Source.(pipeline.Sizer); ok {
-		r.estRows = sz.EstimatedRows()
-	}
-	src := cfg.Source
-	info := SourceInfo{URI: cfg.SourceURI, EstimatedRows: r.estRows, Sample: "all", Scale: 1, ScaleKnown: true}
+	return cfg
+}
 
-	// --sample
+// sample applies --sample: every k-th row, the first N rows, or a spread sample read up front
+// (then the source to read is that sample).
+func (r *runner) sample(ctx context.Context) (pipeline.Source, SourceInfo, error) {
+	cfg, src := r.cfg, r.cfg.Source
+	info := SourceInfo{URI: cfg.SourceURI, EstimatedRows: r.estRows, Sample: "all", Scale: 1, ScaleKnown: true}
 	switch s := cfg.Sample; {
 	case s.Fraction > 0 && s.Fraction < 1:
 		r.every = max(1, int64(math.Round(1/s.Fraction)))
@@ -206,7 +253,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		case isSampler && s.Rows <= samplerMaxRows:
 			bs, err := sampleBatches(ctx, sampler, int(s.Rows))
 			if err != nil {
-				return nil, fmt.Errorf("report: sample the source: %w", err)
+				return nil, info, fmt.Errorf("report: sample the source: %w", err)
 			}
 			ss := &sliceSource{batches: bs}
 			src = ss
@@ -227,50 +274,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			info.Sampled, info.Sample, info.ScaleKnown = true, "first "+strconv.FormatInt(s.Rows, 10)+" rows", false
 		}
 	}
+	return src, info, nil
+}
 
-	// the region plan, from a spread sample (or the stream's first rows); a source is sampled
-	// before it runs, never while
-	sample := cfg.PlanSample
-	if sample == nil {
-		if sampler, ok := cfg.Source.(pipeline.Sampler); ok {
-			recs, err := sampler.Sample(ctx, planSampleRows)
-			if err != nil {
-				return nil, fmt.Errorf("report: sample the source: %w", err)
-			}
-			sample = r.prog.SampleRows(recs)
-		}
-	}
-	srcCtx, cancelSrc := context.WithCancel(ctx)
-	defer cancelSrc()
-	batches := make(chan pipeline.Batch, cfg.Workers*2)
-	srcErr := make(chan error, 1)
-	go func() {
-		err := src.Run(srcCtx, nil, batches)
-		close(batches)
-		srcErr <- err
-	}()
-	var held []pipeline.Batch
-	if sample == nil {
-		var err error
-		if held, sample, err = r.prefixSample(ctx, batches); err != nil {
-			cancelSrc()
-			for range batches {
-			}
-			<-srcErr
-			return nil, err
-		}
-	}
+// plan chooses the region plan from the sample and sets up the design and the advisor.
+func (r *runner) plan(sample [][]pipeline.Value) (pipeline.RegionPlan, PlanInfo, error) {
+	cfg := r.cfg
 	est := cfg.EstimatedBytes
-	if est <= 0 && r.estRows > 0 && len(sample) > 0 {
-		var tot int64
-		for _, row := range sample {
-			tot += int64(r.prog.RowBytes(row))
-		}
-		est = tot / int64(len(sample)) * r.estRows
+	if est <= 0 {
+		est = r.prog.EstimateBytes(sample, r.estRows)
 	}
 	plan, planInfo, err := r.choosePlan(sample, est)
 	if err != nil {
-		return nil, err
+		return plan, planInfo, err
 	}
 	r.d = newDesign(r.prog, plan)
 	r.queries = cfg.Queries
@@ -282,21 +298,37 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(r.adv.specs) > 0 {
 		r.saltN = uint64(plan.Count())
 	}
+	return plan, planInfo, nil
+}
 
+// analyse runs every row through the workers: sketches per worker (merged into total), the
+// collision check's temp files, and the timeline in arrival order. cleanup removes the temp
+// files; call it after assemble.
+func (r *runner) analyse(ctx context.Context, feed *pipeline.Feed, held []pipeline.Batch, plan pipeline.RegionPlan) (tl *timeline, total *acc, cleanup func(), err error) {
+	cfg := r.cfg
+	var closers []func()
+	cleanup = func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	fail := func(err error) (*timeline, *acc, func(), error) {
+		_ = feed.Discard()
+		return nil, nil, cleanup, err
+	}
 	sp, err := newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed()))
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	r.spill = sp
-	defer sp.close()
+	closers = append(closers, sp.close)
 	if r.prog.UsesSalt() && len(r.adv.sets) > 0 {
 		if r.bySource, err = newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed())); err != nil {
-			return nil, err
+			return fail(err)
 		}
-		defer r.bySource.close()
+		closers = append(closers, r.bySource.close)
 	}
-
-	tl := newTimeline(plan.Count(), r.expectedAnalysed(), cfg.SubsampleMax, r.every, plan.Type)
+	tl = newTimeline(plan.Count(), r.expectedAnalysed(), cfg.SubsampleMax, r.every, plan.Type)
 	r.order = newOrderModel(r.prog, cfg.Order)
 	if hasAxis(r.order.primary.kind) {
 		tl.heat = newTimeHeat(plan.Count())
@@ -305,22 +337,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if b := r.order.backup; b != nil && hasAxis(b.kind) {
 		tl.heat2 = newTimeHeat(plan.Count())
 	}
-	accs, err := r.pass(ctx, held, batches, tl, cancelSrc)
+	accs, err := r.pass(ctx, held, feed, tl)
 	if err != nil {
-		cancelSrc()
-		for range batches {
-		}
-		<-srcErr
-		return nil, err
+		return fail(err)
 	}
-	if err := <-srcErr; err != nil && !(r.limit > 0 && tl.read >= r.limit && errors.Is(err, context.Canceled)) {
-		return nil, fmt.Errorf("report: source: %w", err)
+	if err := feed.Err(); err != nil && !(r.limit > 0 && tl.read >= r.limit && errors.Is(err, context.Canceled)) {
+		return nil, nil, cleanup, fmt.Errorf("report: source: %w", err)
 	}
-	total := accs[0]
+	total = accs[0]
 	for _, a := range accs[1:] {
 		total.merge(a)
 	}
-	r.log.Info("read the source", zap.Int64("rows", tl.read), zap.Duration("took", time.Since(started)))
+	return tl, total, cleanup, nil
+}
+
+// assemble runs the collision check and the advisor and builds the report.
+func (r *runner) assemble(total *acc, tl *timeline, plan pipeline.RegionPlan, planInfo PlanInfo, info SourceInfo, started time.Time) (*Report, error) {
+	cfg := r.cfg
 	ord := r.writeOrder(tl, total.rows)
 	r.adv.wo, r.adv.analysed = ord.wo, total.rows
 	// the advisor analyses its designs on the subsample while the collision check reads the
@@ -521,20 +554,40 @@ func (r *runner) choosePlan(sample [][]pipeline.Value, est int64) (pipeline.Regi
 	return plan, info, nil
 }
 
-// pass runs every batch through the workers and feeds the timeline in arrival order.
-func (r *runner) pass(ctx context.Context, held []pipeline.Batch, batches <-chan pipeline.Batch, tl *timeline, stopSource func()) ([]*acc, error) {
+// pass runs every batch through the workers and feeds the timeline in arrival order: the
+// dispatcher numbers the batches and queues them in order, the workers process them in any
+// order, and this goroutine consumes each in turn once its worker is done with it.
+func (r *runner) pass(ctx context.Context, held []pipeline.Batch, feed *pipeline.Feed, tl *timeline) ([]*acc, error) {
 	cfg := r.cfg
 	workers := cfg.Workers
 	order := make(chan *job, workers*2+2)
-	work := make(chan *job, workers)
-	pool := sync.Pool{New: func() any { return &job{} }}
+	jobPool := sync.Pool{New: func() any { return &job{} }}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+
+	accs := make([]*acc, workers)
+	pool := pipeline.StartWorkers(workers, workers, func(i int) (func(*job), func()) {
+		a := newAcc(r.d)
+		accs[i] = a
+		wk := &worker{r: r, a: a, ev: r.prog.NewEvaluator(), sw: r.spill.writer(),
+			out: make([]pipeline.Value, len(r.prog.Target().Columns))}
+		if r.bySource != nil {
+			wk.sw2 = r.bySource.writer()
+		}
+		return func(j *job) {
+				wk.process(j)
+				close(j.done)
+			}, func() {
+				wk.sw.flush()
+				if wk.sw2 != nil {
+					wk.sw2.flush()
+				}
+			}
+	})
 
 	// dispatcher: number the batches, hand them out, keep their order for the fan-in
 	go func() {
 		defer close(order)
-		defer close(work)
 		var seq, ord int64
 		send := func(b pipeline.Batch) bool {
 			if r.limit > 0 {
@@ -545,7 +598,7 @@ func (r *runner) pass(ctx context.Context, held []pipeline.Batch, batches <-chan
 					b.Records = b.Records[:rest]
 				}
 			}
-			j := pool.Get().(*job)
+			j := jobPool.Get().(*job)
 			j.seq, j.batch, j.firstOrd, j.done = seq, b, ord, make(chan struct{})
 			seq++
 			ord += int64(len(b.Records))
@@ -555,7 +608,7 @@ func (r *runner) pass(ctx context.Context, held []pipeline.Batch, batches <-chan
 				return false
 			}
 			select {
-			case work <- j:
+			case pool.Jobs() <- j:
 			case <-ctx.Done():
 				return false
 			}
@@ -563,11 +616,12 @@ func (r *runner) pass(ctx context.Context, held []pipeline.Batch, batches <-chan
 		}
 		stop := func() {
 			if ctx.Err() == nil { // at the --sample limit: stop the source, drop what it had read
-				stopSource()
-				for range batches {
+				feed.Stop()
+				for range feed.Batches {
 				}
 			}
 		}
+		defer pool.Close()
 		for _, b := range held {
 			if !send(b) {
 				stop()
@@ -576,7 +630,7 @@ func (r *runner) pass(ctx context.Context, held []pipeline.Batch, batches <-chan
 		}
 		for {
 			select {
-			case b, ok := <-batches:
+			case b, ok := <-feed.Batches:
 				if !ok {
 					return
 				}
@@ -590,29 +644,6 @@ func (r *runner) pass(ctx context.Context, held []pipeline.Batch, batches <-chan
 		}
 	}()
 
-	accs := make([]*acc, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		a := newAcc(r.d)
-		accs[w] = a
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wk := &worker{r: r, a: a, ev: r.prog.NewEvaluator(), sw: r.spill.writer(),
-				out: make([]pipeline.Value, len(r.prog.Target().Columns))}
-			if r.bySource != nil {
-				wk.sw2 = r.bySource.writer()
-			}
-			for j := range work {
-				wk.process(j)
-				close(j.done)
-			}
-			wk.sw.flush()
-			if wk.sw2 != nil {
-				wk.sw2.flush()
-			}
-		}()
-	}
 	var err error
 	for j := range order {
 		select {
@@ -628,9 +659,8 @@ func (r *runner) pass(ctx context.Context, held []pipeline.Batch, batches <-chan
 		tl.consume(j, r.every)
 		j.batch = pipeline.Batch{}
 		j.first, j.last = pipeline.Value{}, pipeline.Value{}
-		pool.Put(j)
+		jobPool.Put(j)
 	}
-	wg.Wait()
 	if err != nil {
 		return nil, err
 	}

@@ -88,6 +88,30 @@ func (p *Program) PlanRegions(req RegionRequest) (pipeline.RegionPlan, error) {
 	return plan, nil
 }
 
+// EstimateBytes extrapolates the target data size from a sample of target rows and the
+// source's row estimate; 0 when either is missing.
+func (p *Program) EstimateBytes(sample [][]pipeline.Value, sourceRows int64) int64 {
+	if sourceRows <= 0 || len(sample) == 0 {
+		return 0
+	}
+	var total int64
+	for _, r := range sample {
+		total += int64(p.RowBytes(r))
+	}
+	return total / int64(len(sample)) * sourceRows
+}
+
+// SpreadRows maps an even spread of at most about n of recs (every len/n-th record) to target
+// rows, for a plan placed from a subsample.
+func (p *Program) SpreadRows(recs []pipeline.Record, n int) [][]pipeline.Value {
+	step := max(1, len(recs)/n)
+	spread := make([]pipeline.Record, 0, len(recs)/step+1)
+	for i := 0; i < len(recs); i += step {
+		spread = append(spread, recs[i])
+	}
+	return p.SampleRows(spread)
+}
+
 // PlanNeedsSample tells whether PlanRegions needs a sample of the source for this Count: for
 // quantile split keys, or to size a regions.size plan. Hex-prefix, bucket, explicit and
 // single-region plans do not look at the data, so a run can skip sampling them.

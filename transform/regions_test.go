@@ -446,3 +446,39 @@ func TestQuantileSkipsUnwritableSplitValues(t *testing.T) {
 		t.Errorf("splits %q, want f1 (the first value from the median e,1 on that SPLITKEYS can carry)", got)
 	}
 }
+
+// The data size estimate a regions.size plan is counted from: the sample's mean row size times
+// the source's row estimate; nothing when either is unknown.
+func TestEstimateBytesExtrapolatesTheSample(t *testing.T) {
+	p := compileYAML(t, "version: 1\nsource: {columns: {id: bigint, v: text}}\ntarget:\n  table: t\n  primary_key: '[id]'\n")
+	rows := applyAll(t, p, []pipeline.Record{
+		{Values: []pipeline.Value{pipeline.Int(1), pipeline.Text("ab")}},
+		{Values: []pipeline.Value{pipeline.Int(2), pipeline.Text("abcdef")}},
+	})
+	mean := int64(p.RowBytes(rows[0])+p.RowBytes(rows[1])) / 2
+	if got := p.EstimateBytes(rows, 1000); got != mean*1000 {
+		t.Fatalf("EstimateBytes = %d, want %d (mean row %d x 1000 rows)", got, mean*1000, mean)
+	}
+	if p.EstimateBytes(rows, -1) != 0 || p.EstimateBytes(nil, 1000) != 0 {
+		t.Fatal("an unknown row count or an empty sample must give no estimate")
+	}
+}
+
+// A plan placed from a subsample reads an even spread of it (every len/n-th record), skipping
+// the records the mapping rejects.
+func TestSpreadRowsTakesAnEvenSpread(t *testing.T) {
+	p := compileYAML(t, "version: 1\nsource: {columns: {id: bigint, v: text}}\ntarget:\n  table: t\n  primary_key: '[id]'\n")
+	var recs []pipeline.Record
+	for i := range 100 {
+		recs = append(recs, pipeline.Record{Values: []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text("x")}})
+	}
+	recs[30].Err = &pipeline.RowError{Code: pipeline.CodeParse}
+	rows := p.SpreadRows(recs, 10)
+	var ids []string
+	for _, r := range rows {
+		ids = append(ids, r[0].String())
+	}
+	if got := strings.Join(ids, ","); got != "0,10,20,40,50,60,70,80,90" {
+		t.Fatalf("spread %s, want every 10th record but the rejected 30th", got)
+	}
+}

@@ -261,54 +261,39 @@ func (v *run) readSource(ctx context.Context, counters *pipeline.Counters) error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	batches := make(chan pipeline.Batch, cfg.Workers*2)
-	srcErr := make(chan error, 1)
-	go func() {
-		defer close(batches)
-		srcErr <- cfg.Source.Run(ctx, nil, batches)
-	}()
+	feed := pipeline.StartFeed(ctx, cfg.Source, nil, cfg.Workers*2)
 	type job struct {
 		b        pipeline.Batch
 		firstOrd uint64
 	}
-	work := make(chan job, cfg.Workers)
-	go func() { // number the rows in the order the source gives them: the last of a key wins
-		defer close(work)
-		var ord uint64
-		for b := range batches {
-			if !v.digests { // the comparison names source rows in its examples
-				v.positions.add(&b, ord)
-			}
-			select {
-			case work <- job{b, ord}:
-			case <-ctx.Done():
-				for range batches { // let the source see the cancellation and return
-				}
-				return
-			}
-			ord += uint64(len(b.Records))
-		}
-	}()
 	workers := make([]*sourceWorker, cfg.Workers)
-	var wg sync.WaitGroup
-	for i := range workers {
+	pool := pipeline.StartWorkers(cfg.Workers, cfg.Workers, func(i int) (func(job), func()) {
 		w := &sourceWorker{v: v, ev: cfg.Program.NewEvaluator(), out: make([]pipeline.Value, len(v.schema.Columns)),
 			w: v.src.writer(), c: counters, rejects: map[string]int64{}}
 		if cfg.Sample.Rows > 0 {
 			w.heap = &maxHeap{limit: int(cfg.Sample.Rows)}
 		}
 		workers[i] = w
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range work {
-				w.process(&j.b, j.firstOrd)
-			}
-			w.w.flush()
-		}()
+		return func(j job) { w.process(&j.b, j.firstOrd) }, w.w.flush
+	})
+	// number the rows in the order the source gives them: the last of a key wins
+	var ord uint64
+dispatch:
+	for b := range feed.Batches {
+		if !v.digests { // the comparison names source rows in its examples
+			v.positions.add(&b, ord)
+		}
+		select {
+		case pool.Jobs() <- job{b, ord}:
+		case <-ctx.Done():
+			break dispatch
+		}
+		ord += uint64(len(b.Records))
 	}
-	wg.Wait()
-	err := <-srcErr
+	for range feed.Batches { // after a cancellation: let the source see it and return
+	}
+	pool.Close()
+	err := feed.Err()
 	if err == nil {
 		err = ctx.Err()
 	}

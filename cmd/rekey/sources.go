@@ -78,16 +78,8 @@ func sampleRows(ctx context.Context, src pipeline.Source, prog *transform.Progra
 // estimateBytes extrapolates the target data size from a sample and the source's row estimate.
 func estimateBytes(src pipeline.Source, prog *transform.Program, sample [][]pipeline.Value) int64 {
 	sz, ok := src.(pipeline.Sizer)
-	if !ok || len(sample) == 0 {
+	if !ok {
 		return 0
 	}
-	rows := sz.EstimatedRows()
-	if rows <= 0 {
-		return 0
-	}
-	var total int64
-	for _, r := range sample {
-		total += int64(prog.RowBytes(r))
-	}
-	return total / int64(len(sample)) * rows
+	return prog.EstimateBytes(sample, sz.EstimatedRows())
 }

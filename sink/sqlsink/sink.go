@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/zeebo/xxh3"
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/internal/backoff"
 	"github.com/rekey/rekey/pipeline"
 )
 
@@ -152,7 +152,7 @@ func (w *Writer) connect(ctx context.Context) error {
 	db.SetMaxIdleConns(w.cfg.Conns)
 	db.SetConnMaxLifetime(w.cfg.ConnMaxLifetime)
 	db.SetConnMaxIdleTime(w.cfg.ConnMaxLifetime)
-	backoff := w.cfg.BackoffMin
+	bo := w.backoff()
 	for attempt := 0; ; attempt++ {
 		err := checkServer(ctx, db, t, w.cfg.Schema)
 		if err == nil {
@@ -169,12 +169,11 @@ func (w *Writer) connect(ctx context.Context) error {
 			return fmt.Errorf("%w (tried %d times: check that the server is up and reachable)", err, attempt+1)
 		}
 		w.Stats.Retries.Add(1)
-		w.log.Warn("cannot connect to the server yet, retrying", zap.String("target", t.Redacted), zap.Int("attempt", attempt+1), zap.Duration("backoff", backoff), zap.Error(err))
-		if err := pause(ctx, backoff); err != nil {
+		w.log.Warn("cannot connect to the server yet, retrying", zap.String("target", t.Redacted), zap.Int("attempt", attempt+1), zap.Duration("backoff", bo.Delay()), zap.Error(err))
+		if err := bo.Wait(ctx); err != nil {
 			db.Close()
 			return err
 		}
-		backoff = min(backoff*2, w.cfg.BackoffMax)
 	}
 }
 
@@ -721,7 +720,7 @@ func (w *Writer) run(ctx context.Context, kind string, rows int, stmt string) er
 // retry runs f until it succeeds, retrying transient errors with exponential backoff and
 // jitter; a row-level error is returned as is, a fatal one with context.
 func (w *Writer) retry(ctx context.Context, kind string, rows int, f func() error) error {
-	backoff := w.cfg.BackoffMin
+	bo := w.backoff()
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
 		err := f()
@@ -747,21 +746,15 @@ func (w *Writer) retry(ctx context.Context, kind string, rows int, f func() erro
 				kind, rows, w.cfg.Target.Redacted, attempt+1, err)
 		}
 		w.Stats.Retries.Add(1)
-		w.log.Warn("statement failed, retrying", zap.String("kind", kind), zap.Int("rows", rows), zap.Int("attempt", attempt+1), zap.Duration("backoff", backoff), zap.Error(err))
-		if err := pause(ctx, backoff); err != nil {
+		w.log.Warn("statement failed, retrying", zap.String("kind", kind), zap.Int("rows", rows), zap.Int("attempt", attempt+1), zap.Duration("backoff", bo.Delay()), zap.Error(err))
+		if err := bo.Wait(ctx); err != nil {
 			return err
 		}
-		backoff = min(backoff*2, w.cfg.BackoffMax)
 	}
 }
 
-// pause waits between backoff/2 and backoff (jitter: connections that failed together do not
-// retry together), or until ctx ends.
-func pause(ctx context.Context, backoff time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))):
-		return nil
-	}
+// backoff starts a retry sequence: jittered, so that connections that failed together do not
+// retry together.
+func (w *Writer) backoff() *backoff.Backoff {
+	return backoff.Policy{Min: w.cfg.BackoffMin, Max: w.cfg.BackoffMax, Jitter: true}.Start()
 }

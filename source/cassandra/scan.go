@@ -18,6 +18,7 @@ import (
 	"github.com/gocql/gocql"
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/internal/backoff"
 	"github.com/rekey/rekey/pipeline"
 )
 
@@ -340,7 +341,7 @@ func (s *Source) readRange(parent context.Context, r Range, st pipeline.StreamSt
 
 // fetchPage runs the range query for one page, retrying retryable failures with backoff.
 func (s *Source) fetchPage(ctx context.Context, r Range, state []byte, pageSize, page int) (*gocql.Iter, error) {
-	backoff := s.cfg.RetryBackoff
+	bo := backoff.Policy{Min: s.cfg.RetryBackoff, Max: s.cfg.MaxBackoff}.Start()
 	for attempt := 1; ; attempt++ {
 		q := s.sess.Query(s.stmt, r.Start, r.End).WithContext(ctx).Consistency(s.cons).
 			PageSize(pageSize).PageState(state).Idempotent(true)
@@ -362,15 +363,10 @@ func (s *Source) fetchPage(ctx context.Context, r Range, state []byte, pageSize,
 			return nil, &retriesExhausted{page: page, attempts: attempt, err: err}
 		}
 		s.log.Warn("page failed; retrying", zap.String("range", r.Name()), zap.Int("page", page),
-			zap.Int("attempt", attempt), zap.Duration("backoff", backoff), zap.Error(err))
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
+			zap.Int("attempt", attempt), zap.Duration("backoff", bo.Delay()), zap.Error(err))
+		if err := bo.Wait(ctx); err != nil {
+			return nil, err
 		}
-		backoff = min(2*backoff, s.cfg.MaxBackoff)
 	}
 }
 
