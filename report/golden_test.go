@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,4 +112,34 @@ func firstDiff(want, got string) string {
 		}
 	}
 	return "(equal lines)"
+}
+
+// TestRuleTable checks the table of rules against what users read: every rule name is in
+// report/README.md's table, and every finding of the golden reports comes from the row that
+// names it.
+func TestRuleTable(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if r.what == "" {
+			t.Errorf("rule %v says nothing of what it checks", r.names)
+		}
+		for _, n := range r.names {
+			if !bytes.Contains(readme, []byte("| `"+n+"` |")) {
+				t.Errorf("rule %s is not in report/README.md's table", n)
+			}
+		}
+	}
+	for name, rep := range goldenReports(t) {
+		f := newFacts(rep)
+		for _, r := range rules {
+			for _, fd := range r.check(f) {
+				if !slices.Contains(r.names, fd.Rule) {
+					t.Errorf("%s: the row %v gives a finding %s", name, r.names, fd.Rule)
+				}
+			}
+		}
+	}
 }
