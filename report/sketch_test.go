@@ -139,7 +139,7 @@ func testSpill(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
-	// the bucket files, which the pass reads back whole, hold 24 bytes a row: the texts are apart
+	// the bucket files, which the pass reads back whole, hold 20 bytes a row: the texts are apart
 	var bucketBytes int64
 	for _, f := range s.files {
 		st, err := f.Stat()
@@ -148,7 +148,7 @@ func testSpill(t *testing.T) {
 		}
 		bucketBytes += st.Size()
 	}
-	if want := int64(24 * len(rows)); bucketBytes != want {
+	if want := int64(20 * len(rows)); bucketBytes != want {
 		t.Errorf("bucket files hold %d bytes for %d rows, want %d", bucketBytes, len(rows), want)
 	}
 	res, err := s.count(countSpec{maxExamples: 3, maxOrigins: 4})
