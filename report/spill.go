@@ -45,6 +45,10 @@ type spill struct {
 
 	bufSize int
 
+	// fromOrigin and skip: see leaveOutOriginHashes
+	fromOrigin []int
+	skip       uint64
+
 	streamMu sync.Mutex
 	streams  map[string]uint64
 	names    []string
@@ -222,10 +226,19 @@ const maxHashedColumns = 64
 
 // appendRowInfo starts a row's text: its salt and the 32-bit hashes of its first n (at most
 // maxHashedColumns) source values; cols holds 64-bit hashes (folded here), a missing one is a
-// null's. n is the same for every row of a spill (countSpec.cols), so it is not written.
-func appendRowInfo(dst []byte, salt uint64, cols []uint64, n int) []byte {
-	dst = binary.AppendUvarint(dst, salt)
+// null's. n is the same for every row of a spill (countSpec.cols), so it is not written. The
+// columns of skip (spill.skip, or 0) are left out, and the salt's low bit says so: the row's
+// origin holds their values whole, the counter hashes those.
+func appendRowInfo(dst []byte, salt uint64, cols []uint64, n int, skip uint64) []byte {
+	left := uint64(0)
+	if skip != 0 {
+		left = 1
+	}
+	dst = binary.AppendUvarint(dst, salt<<1|left)
 	for i := 0; i < n; i++ {
+		if skip>>uint(i)&1 != 0 {
+			continue
+		}
 		h := nullHash
 		if i < len(cols) {
 			h = cols[i]
@@ -237,17 +250,42 @@ func appendRowInfo(dst []byte, salt uint64, cols []uint64, n int) []byte {
 
 var nullHash = hashValue(pipeline.Null, 0)
 
-// decodeRowInfo reads what appendRowInfo wrote with n column hashes; they are appended to cols.
-func decodeRowInfo(b []byte, n int, cols []uint32) (salt uint64, _ []uint32, rest []byte, ok bool) {
-	salt, k := binary.Uvarint(b)
-	if k <= 0 || n > maxHashedColumns || len(b)-k < 4*n {
-		return 0, cols, nil, false
+// decodeRowInfo reads what appendRowInfo wrote with n column hashes and skip; the hashes are
+// appended to cols, a left-out one as 0, and left says whether the origin must give them.
+func decodeRowInfo(b []byte, n int, skip uint64, cols []uint32) (salt uint64, _ []uint32, rest []byte, left, ok bool) {
+	v, k := binary.Uvarint(b)
+	if k <= 0 || n > maxHashedColumns {
+		return 0, cols, nil, false, false
+	}
+	salt, left = v>>1, v&1 == 1
+	if !left {
+		skip = 0
 	}
 	b = b[k:]
 	for i := 0; i < n; i++ {
-		cols = append(cols, binary.LittleEndian.Uint32(b[4*i:]))
+		if skip>>uint(i)&1 != 0 {
+			cols = append(cols, 0)
+			continue
+		}
+		if len(b) < 4 {
+			return 0, cols, nil, false, false
+		}
+		cols = append(cols, binary.LittleEndian.Uint32(b))
+		b = b[4:]
 	}
-	return salt, cols, b[4*n:], true
+	return salt, cols, b, left, true
+}
+
+// leaveOutOriginHashes makes rows whose origin holds the source columns srcCols whole (none cut
+// to maxOriginText) leave their hashes out: the counter hashes the origin's values instead.
+// Only for a spill whose texts all have an origin.
+func (s *spill) leaveOutOriginHashes(srcCols []int, hashed int) {
+	s.fromOrigin = srcCols
+	for _, c := range srcCols {
+		if c < hashed {
+			s.skip |= 1 << uint(c)
+		}
+	}
 }
 
 // origin text: stream id, seq, key values (when kept), source values.
@@ -279,11 +317,16 @@ type origin struct {
 
 // decodeOrigin reads a row's text (row info with cols column hashes, then origin).
 func (s *spill) decodeOrigin(b []byte, cols int) (origin, bool) {
-	var o origin
-	_, _, b, ok := decodeRowInfo(b, cols, nil)
+	_, _, b, _, ok := decodeRowInfo(b, cols, s.skip, nil)
 	if !ok {
-		return o, false
+		return origin{}, false
 	}
+	return s.readOrigin(b)
+}
+
+// readOrigin reads the origin that follows a row's info.
+func (s *spill) readOrigin(b []byte) (origin, bool) {
+	var o origin
 	id, k := binary.Uvarint(b)
 	if k <= 0 {
 		return o, false
@@ -686,11 +729,24 @@ func (c *counter) rowInfo(g []spillRec) error {
 	var bad bool
 	var scratch []uint32
 	err := c.texts(g, c.reps, func(i int, text []byte) {
-		salt, cols, _, ok := decodeRowInfo(text, m, scratch[:0])
+		salt, cols, rest, left, ok := decodeRowInfo(text, m, c.s.skip, scratch[:0])
 		scratch = cols
 		if !ok || len(cols) != m {
 			bad = true
 			return
+		}
+		if left {
+			o, ok := c.s.readOrigin(rest)
+			if !ok || o.trunc || len(o.src) != len(c.s.fromOrigin) {
+				bad = true
+				return
+			}
+			for k, col := range c.s.fromOrigin {
+				if col < m {
+					h := hashValue(o.src[k], 0)
+					cols[col] = uint32(h ^ h>>32) // as appendRowInfo folds it
+				}
+			}
 		}
 		c.salts[i] = salt
 		copy(c.colh[i*m:], cols)

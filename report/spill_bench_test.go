@@ -28,7 +28,7 @@ func BenchmarkSpill(b *testing.B) {
 		for c := range cols {
 			cols[c] = mix64(uint64(i), uint64(c))
 		}
-		text = appendRowInfo(text[:0], k%16, cols, len(cols))
+		text = appendRowInfo(text[:0], k%16, cols, len(cols), 0)
 		text = appendOrigin(text, id, int64(i), nil, []int{0}, src)
 		sw.add(k, mix64(k, 2), text)
 	}
