@@ -74,6 +74,9 @@ type Info struct {
 	Name     string // relative to the store's root, slash-separated
 	Size     int64
 	Modified time.Time
+	// ETag is a bucket's version of the object's content (the same bytes keep it, a rewrite
+	// changes it); empty on a disk, whose files are told apart by Size and Modified.
+	ETag string
 }
 
 // ErrNotExist is wrapped by the errors of Get, Open and Stat for a missing object.

@@ -99,55 +99,27 @@ type source struct {
 
 // Run runs the campaign over every source of cfg and prints one line per run and a summary.
 func Run(cfg Config) ([]Summary, error) {
-	if cfg.Out == nil {
-		cfg.Out = io.Discard
-	}
-	if cfg.MaxFileSize == "" {
-		cfg.MaxFileSize = "256KiB"
-	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = 200 * time.Millisecond
-	}
-	mapping := filepath.Join(cfg.Work, "orders.yaml")
-	if err := os.WriteFile(mapping, []byte(campaignMapping), 0o644); err != nil {
+	cfg = withDefaults(cfg)
+	mapping, err := writeMapping(cfg)
+	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Out, "fault campaign: seed %d, %d kills per source, --checkpoint-interval %v, --max-file-size %s, work %s\n",
 		cfg.Seed, cfg.Kills, cfg.Interval, cfg.MaxFileSize, cfg.Work)
-	var err error
 	var sums []Summary
-	var srv *s3test.Server
-	switch cfg.Store {
-	case "":
-	case "versitygw":
-		if srv, err = s3test.NewVersitygw(filepath.Join(cfg.Work, "versitygw")); err != nil {
-			return nil, err
-		}
+	srv, err := startStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if srv != nil {
 		defer srv.Stop()
-		fmt.Fprintf(cfg.Out, "writing to versitygw at %s (bucket %s, folder %s)\n", srv.Endpoint, s3test.Bucket, srv.Dir)
-	default:
-		return nil, fmt.Errorf("store %q: want versitygw, or none for local folders", cfg.Store)
 	}
 	for _, name := range cfg.Sources {
-		var src *source
-		switch name {
-		case "file":
-			src, err = fileSource(cfg.Work, cfg.Rows, cfg.BadRows, cfg.Seed)
-		case "cassandra":
-			src, err = cassandraSource(cfg.CassandraRows, cfg.BadRows)
-		default:
-			err = fmt.Errorf("unknown source %q: want file or cassandra", name)
-		}
+		src, err := openSource(cfg, name)
 		if err != nil {
 			return sums, fmt.Errorf("%s: prepare the input: %w", name, err)
 		}
-		c := &campaign{cfg: cfg, src: src, mapping: mapping, label: name,
-			dir: filepath.Join(cfg.Work, name), rng: rand.New(rand.NewPCG(cfg.Seed, uint64(len(name))))} // -sources cassandra draws the same points
-		if srv != nil {
-			c.srv, c.label = srv, name+" on versitygw"
-			c.dir = filepath.Join(srv.Dir, s3test.Bucket, name) // the prefix's folder
-		}
-		sum, err := c.run()
+		sum, err := newCampaign(cfg, src, mapping, srv).run()
 		src.close()
 		if err != nil {
 			return sums, fmt.Errorf("%s: %w", name, err)
@@ -164,6 +136,87 @@ func Run(cfg Config) ([]Summary, error) {
 	}
 	fmt.Fprintln(cfg.Out, strings.Join(parts, "; "))
 	return sums, nil
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	if cfg.MaxFileSize == "" {
+		cfg.MaxFileSize = "256KiB"
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 200 * time.Millisecond
+	}
+	return cfg
+}
+
+// writeMapping writes the campaign's mapping into the scratch folder.
+func writeMapping(cfg Config) (string, error) {
+	mapping := filepath.Join(cfg.Work, "orders.yaml")
+	return mapping, os.WriteFile(mapping, []byte(campaignMapping), 0o644)
+}
+
+// startStore starts the object store the runs write to; nil for local folders.
+func startStore(cfg Config) (*s3test.Server, error) {
+	switch cfg.Store {
+	case "":
+		return nil, nil
+	case "versitygw":
+		srv, err := s3test.NewVersitygw(filepath.Join(cfg.Work, "versitygw"))
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(cfg.Out, "writing to versitygw at %s (bucket %s, folder %s)\n", srv.Endpoint, s3test.Bucket, srv.Dir)
+		return srv, nil
+	}
+	return nil, fmt.Errorf("store %q: want versitygw, or none for local folders", cfg.Store)
+}
+
+func openSource(cfg Config, name string) (*source, error) {
+	switch name {
+	case "file":
+		return fileSource(cfg.Work, cfg.Rows, cfg.BadRows, cfg.Seed)
+	case "cassandra":
+		return cassandraSource(cfg.CassandraRows, cfg.BadRows)
+	}
+	return nil, fmt.Errorf("unknown source %q: want file or cassandra", name)
+}
+
+func newCampaign(cfg Config, src *source, mapping string, srv *s3test.Server) *campaign {
+	c := &campaign{cfg: cfg, src: src, mapping: mapping, label: src.name,
+		dir: filepath.Join(cfg.Work, src.name), rng: rand.New(rand.NewPCG(cfg.Seed, uint64(len(src.name))))} // -sources cassandra draws the same points
+	if srv != nil {
+		c.srv, c.label = srv, src.name+" on versitygw"
+		c.dir = filepath.Join(srv.Dir, s3test.Bucket, src.name) // the prefix's folder
+	}
+	return c
+}
+
+// prepare is Run's setup for one source: the campaign, and what undoes it.
+func prepare(cfg Config, name string) (*campaign, func(), error) {
+	cfg = withDefaults(cfg)
+	mapping, err := writeMapping(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := startStore(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	src, err := openSource(cfg, name)
+	if err != nil {
+		if srv != nil {
+			srv.Stop()
+		}
+		return nil, nil, fmt.Errorf("%s: prepare the input: %w", name, err)
+	}
+	return newCampaign(cfg, src, mapping, srv), func() {
+		src.close()
+		if srv != nil {
+			srv.Stop()
+		}
+	}, nil
 }
 
 // fileSource writes orders.csv: rows of `rekey gen orders` with bad rows planted at even
@@ -568,7 +621,12 @@ type attempt struct {
 
 // start starts rekey migrate into the folder out (or the prefix it holds).
 func (c *campaign) start(out string, resume bool) *attempt {
-	a := &attempt{cmd: exec.Command(c.cfg.Rekey, c.args(out, resume)...), out: out, done: make(chan error, 1), stderr: &bytes.Buffer{}}
+	return c.startArgs(c.args(out, resume), out)
+}
+
+// startArgs starts rekey with args; out is the folder its output is in (watched for kill events).
+func (c *campaign) startArgs(args []string, out string) *attempt {
+	a := &attempt{cmd: exec.Command(c.cfg.Rekey, args...), out: out, done: make(chan error, 1), stderr: &bytes.Buffer{}}
 	if c.srv != nil {
 		a.cmd.Env = os.Environ()
 		for k, v := range c.srv.Env { // credentials from the environment only, as for users

@@ -285,12 +285,45 @@ func runCampaign(t *testing.T, cfg Config) {
 	}
 	var out strings.Builder
 	cfg.Out = &out
-	ok, err := campaignMain(&cfg, t.TempDir())
+	ok, err := campaignMain(&cfg, t.TempDir(), JobConfig{})
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !ok {
 		t.Fatalf("runs did not match the clean run (reproduce with -seed %d)", cfg.Seed)
+	}
+}
+
+// TestKubernetesJobPlayed plays deploy/kubernetes' Indexed Job with the manifests' own arguments:
+// every index's pods SIGKILLed at random instants until its backoffLimitPerIndex, replaced as the
+// Job controller replaces them (they resume), the podFailurePolicy applied to exit codes, then
+// merge-job.yaml's finishing step killed once and run again. The merged output must hold exactly
+// what one process migrating the whole table writes, on a folder and on versitygw.
+func TestKubernetesJobPlayed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds rekey and runs it a dozen times")
+	}
+	for _, store := range []string{"", "versitygw"} {
+		t.Run("store="+store, func(t *testing.T) {
+			if store != "" {
+				needVersitygw(t)
+			}
+			seed := uint64(*campaignSeed)
+			if seed == 0 {
+				seed = uint64(time.Now().UnixNano() % 1_000_000)
+			}
+			var out strings.Builder
+			cfg := Config{Rekey: rekeyBinary(t), CassandraRows: 12000, BadRows: 60, Store: store, Seed: seed,
+				Interval: 50 * time.Millisecond, MaxFileSize: "64KiB", Work: t.TempDir(), Out: &out}
+			sum, err := RunJob(cfg, JobConfig{Manifests: "../../deploy/kubernetes", KillRate: 1})
+			t.Log("\n" + out.String())
+			if err != nil {
+				t.Fatalf("%v (reproduce with -seed %d)", err, seed)
+			}
+			if sum.Kills == 0 || sum.Pods <= 8 || !sum.Matched {
+				t.Fatalf("%d pods, %d killed, matched %v: the play killed no pod (reproduce with -seed %d)", sum.Pods, sum.Kills, sum.Matched, seed)
+			}
+		})
 	}
 }

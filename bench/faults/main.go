@@ -4,6 +4,7 @@
 //
 //	bash bench/faults.sh                         # or: go run ./bench/faults
 //	go run ./bench/faults -kills 20 -rows 150000 -cassandra-rows 150000 -seed 7
+//	go run ./bench/faults -job deploy/kubernetes [-store versitygw]   # the Kubernetes Job, played
 //
 // For each source (a CSV file with planted bad rows; shop.orders on the CQL test server, which
 // runs in this process while rekey connects to it over loopback) it builds the real rekey binary,
@@ -52,6 +53,9 @@ func main() {
 	flag.IntVar(&cfg.MaxResumeKills, "resume-kills", 2, "at most this many resumes of a run are killed too")
 	flag.StringVar(&cfg.Store, "store", "", "write to an object store instead of local folders: versitygw (started by the campaign; $REKEY_VERSITYGW or ~/go/bin/versitygw)")
 	flag.StringVar(&work, "work", "", "scratch directory (default: a temporary one, removed unless a run fails)")
+	var job JobConfig
+	flag.StringVar(&job.Manifests, "job", "", "play the Kubernetes Job of this folder's migrate-job.yaml and merge-job.yaml (deploy/kubernetes) instead of the campaign: the Cassandra source, -cassandra-rows rows")
+	flag.Float64Var(&job.KillRate, "job-kill-rate", 0.4, "with -job: the share of pods SIGKILLed (each index at most backoffLimitPerIndex times)")
 	flag.Parse()
 	if seed == 0 {
 		seed = time.Now().UnixNano() % 1_000_000
@@ -62,7 +66,10 @@ func main() {
 	}
 	cfg.Sources = strings.Split(sources, ",")
 	cfg.Out = os.Stdout
-	ok, err := campaignMain(&cfg, work)
+	if job.Manifests != "" {
+		cfg.Sources = []string{"cassandra"}
+	}
+	ok, err := campaignMain(&cfg, work, job)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/faults:", err)
 		os.Exit(2)
@@ -75,7 +82,7 @@ func main() {
 // campaignMain prepares the scratch directory and the binary, runs the campaign and tells
 // whether every run matched. The scratch directory is removed when it was temporary and every
 // run matched.
-func campaignMain(cfg *Config, work string) (bool, error) {
+func campaignMain(cfg *Config, work string, job JobConfig) (bool, error) {
 	temp := work == ""
 	if temp {
 		d, err := os.MkdirTemp("", "rekey-faults-")
@@ -96,10 +103,17 @@ func campaignMain(cfg *Config, work string) (bool, error) {
 			return false, err
 		}
 	}
-	sums, err := Run(*cfg)
-	ok := err == nil
-	for _, s := range sums {
-		ok = ok && s.Matched == s.Runs
+	var ok bool
+	if job.Manifests != "" {
+		_, err = RunJob(*cfg, job)
+		ok = err == nil
+	} else {
+		var sums []Summary
+		sums, err = Run(*cfg)
+		ok = err == nil
+		for _, s := range sums {
+			ok = ok && s.Matched == s.Runs
+		}
 	}
 	if ok && temp {
 		os.RemoveAll(work)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
@@ -17,6 +18,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store"
 )
 
@@ -57,6 +59,12 @@ func readOutput(dir string) (*output, error) { return readOutputFrom(dir, nil) }
 // prefix's folder in versitygw's posix backend (each object a file), read as a local output,
 // and st the store at that prefix, which tells what the bucket itself lists (checkBucket).
 func readOutputFrom(dir string, st *s3store.Store) (*output, error) {
+	return readOutputAt(dir, st, false)
+}
+
+// readOutputAt reads an output; merged says it is rekey merge's, which holds no checkpoint and
+// keeps its rejects in one rejects.jsonl on an object store too.
+func readOutputAt(dir string, st *s3store.Store, merged bool) (*output, error) {
 	m, err := lindorm.ReadManifest(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
@@ -121,7 +129,7 @@ func readOutputFrom(dir string, st *s3store.Store) (*output, error) {
 	if st != nil {
 		// an object store cannot append: the rejects are the parts the checkpoint counts
 		var problems []string
-		data, problems, err = checkBucket(st, m)
+		data, problems, err = checkBucket(st, m, merged)
 		if err != nil {
 			return nil, err
 		}
@@ -301,16 +309,25 @@ func short(s string) string {
 // checkBucket lists what an output on an object store holds through the S3 API and returns its
 // rejects (the parts the checkpoint counts, in order) and what is wrong: a data object the
 // manifest does not list, a listed one missing, a rejects part past the checkpoint's count, an
-// object at the top that is none of the run's, an unfinished multipart upload.
-func checkBucket(st *s3store.Store, m *lindorm.Manifest) (rejects []byte, problems []string, err error) {
+// object at the top that is none of the run's, an unfinished multipart upload. A merged output
+// has no checkpoint and one rejects.jsonl.
+func checkBucket(st *s3store.Store, m *lindorm.Manifest, merged bool) (rejects []byte, problems []string, err error) {
 	ctx := context.Background()
-	cp, err := pipeline.ReadCheckpoint(ctx, st)
-	if err != nil {
-		return nil, nil, err
-	}
-	if cp == nil || !cp.Complete {
-		problems = append(problems, "bucket: no complete checkpoint")
-		cp = &pipeline.Checkpoint{}
+	top := map[string]bool{lindorm.ManifestFile: true, lindorm.DDLFile: true, lindorm.BulkloadFile: true, pipeline.CheckpointFile: true}
+	cp := &pipeline.Checkpoint{}
+	if merged {
+		top = map[string]bool{lindorm.ManifestFile: true, lindorm.DDLFile: true, lindorm.BulkloadFile: true, pipeline.RejectsFile: true}
+		if rejects, err = st.Get(ctx, pipeline.RejectsFile); err != nil && !errors.Is(err, store.ErrNotExist) {
+			return nil, nil, err
+		}
+	} else {
+		if cp, err = pipeline.ReadCheckpoint(ctx, st); err != nil {
+			return nil, nil, err
+		}
+		if cp == nil || !cp.Complete {
+			problems = append(problems, "bucket: no complete checkpoint")
+			cp = &pipeline.Checkpoint{}
+		}
 	}
 	listed := map[string]bool{}
 	for _, r := range m.Regions {
@@ -326,7 +343,6 @@ func checkBucket(st *s3store.Store, m *lindorm.Manifest) (rejects []byte, proble
 	for n := 0; n < cp.RejectParts; n++ {
 		parts[pipeline.RejectsPart(n)] = true
 	}
-	top := map[string]bool{lindorm.ManifestFile: true, lindorm.DDLFile: true, lindorm.BulkloadFile: true, pipeline.CheckpointFile: true}
 	for _, o := range objs {
 		switch {
 		case strings.HasPrefix(o.Name, pipeline.DataDir+"/"):
@@ -357,6 +373,10 @@ func checkBucket(st *s3store.Store, m *lindorm.Manifest) (rejects []byte, proble
 	}
 	for _, name := range up {
 		problems = append(problems, "bucket: an unfinished multipart upload of "+name)
+	}
+	if merged {
+		sort.Strings(problems)
+		return rejects, problems, nil
 	}
 	var buf bytes.Buffer
 	for n := 0; n < cp.RejectParts; n++ {

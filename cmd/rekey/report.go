@@ -164,7 +164,7 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 	if err := report.CheckQueries(queries, prog.Source()); err != nil {
 		return usageError(err)
 	}
-	src, err := inv.openSource(f.source, prog.Source(), logger)
+	src, err := inv.openSource(cmd.Context(), f.source, prog.Source(), logger)
 	if err != nil {
 		return sourceOpenExit(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/rekey/rekey/source/gen"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/sourceuri"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -28,6 +29,11 @@ var sourceHelp = `where rows come from:
                      separated by commas (file:a.csv,b.csv), or - for stdin (file:-?format=csv).
                      Each file is its own stream: resumed, and checked on --resume, on its own.
 ` + fileParamsHelp + `
+  s3://BUCKET/PATH[?PARAM=VALUE&...], oss://BUCKET/PATH?region=R[&...]
+                     the same files in a bucket: a prefix (its data files), a pattern
+                     ('s3://b/export/*.csv') or one object, streamed with ranged reads;
+                     credentials and endpoint=, region=, path_style= as for --out; the file
+                     parameters above in the same query
   gen:NAME?rows=N&seed=S
                      synthetic data for demos and benchmarks (orders, logs)` + cassandraSourceHelp + kafkaSourceHelp
 
@@ -42,7 +48,7 @@ func sourceOpenExit(err error) error {
 }
 
 // openSource turns a --source URI into a pipeline.Source reading the mapping's source columns.
-func (inv *invocation) openSource(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
+func (inv *invocation) openSource(ctx context.Context, uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
 	switch {
 	case uri == "":
 		return nil, fmt.Errorf("--source is required:\n%s", sourceHelp)
@@ -57,10 +63,12 @@ func (inv *invocation) openSource(uri string, schema pipeline.SourceSchema, logg
 	case isKafkaURI(uri):
 		return inv.openKafka(uri, schema, logger)
 	case strings.HasPrefix(uri, "file:"):
-		return inv.openFile(strings.TrimPrefix(uri, "file:"), schema, logger)
+		return inv.openFile(ctx, strings.TrimPrefix(uri, "file:"), schema, logger)
+	case file.IsObjectURI(uri):
+		return inv.openBucketFiles(ctx, uri, schema, logger)
 	case !strings.Contains(uri, "://"):
 		if _, err := os.Stat(uri); err == nil { // a bare path is a file
-			return inv.openFile(uri, schema, logger)
+			return inv.openFile(ctx, uri, schema, logger)
 		}
 	}
 	return nil, fmt.Errorf("--source %q: unknown kind of source\n%s", sourceuri.Redact(uri), sourceHelp)
@@ -81,17 +89,39 @@ func (inv *invocation) addFileFlags(fs *pflag.FlagSet) {
 var fileParamsHelp = "                     " + strings.ReplaceAll(file.URIParams, "\n", "\n                     ")
 
 // openFile opens a file: URI (without its scheme).
-func (inv *invocation) openFile(uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
+func (inv *invocation) openFile(ctx context.Context, uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
+	spec, err := file.ParseURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	return inv.openFileSpec(ctx, spec, schema, logger)
+}
+
+// openBucketFiles opens files in a bucket (s3://BUCKET/PATH or oss://...), with the credentials and
+// endpoint rules of --out.
+func (inv *invocation) openBucketFiles(ctx context.Context, uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
+	storeURI, pattern, fileURI, err := file.SplitObjectURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := file.ParseURI(fileURI)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Store, err = store.Open(ctx, storeURI, inv.getenv); err != nil {
+		return nil, fmt.Errorf("--source %s: %w", sourceuri.Redact(uri), err)
+	}
+	spec.Pattern = pattern
+	return inv.openFileSpec(ctx, spec, schema, logger)
+}
+
+func (inv *invocation) openFileSpec(ctx context.Context, spec file.Spec, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
 	limit, err := parseSize("--max-record-size", inv.file.maxRecordSize)
 	if err != nil {
 		return nil, err
 	}
 	if limit > math.MaxInt32 {
 		return nil, fmt.Errorf("--max-record-size %s: at most 2GiB", inv.file.maxRecordSize)
-	}
-	spec, err := file.ParseURI(uri)
-	if err != nil {
-		return nil, err
 	}
 	cfg := file.Config{Schema: schema, MaxRecordSize: int(limit)}
 	if spec.Path == "-" {
@@ -100,7 +130,7 @@ func (inv *invocation) openFile(uri string, schema pipeline.SourceSchema, logger
 		}
 		cfg.Stdin = inv.stdin
 	}
-	return file.Open(spec, cfg, logger.Named("source.file"))
+	return file.Open(ctx, spec, cfg, logger.Named("source.file"))
 }
 
 // sampleRows reads a spread sample from the source, when it can, and applies the mapping to it.

@@ -80,7 +80,7 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 		return err
 	}
 	defer w.Close()
-	src, err := inv.openSource(f.source, prog.Source(), logger)
+	src, err := inv.openSource(ctx, f.source, prog.Source(), logger)
 	if err != nil {
 		return sourceOpenExit(err)
 	}

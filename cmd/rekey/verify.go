@@ -197,7 +197,7 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 	// a kafka:// source is opened once the target says whether it is a replication's
 	var src pipeline.Source
 	if !isKafkaURI(f.source) {
-		if src, err = inv.openSource(f.source, prog.Source(), logger); err != nil {
+		if src, err = inv.openSource(cmd.Context(), f.source, prog.Source(), logger); err != nil {
 			return err
 		}
 		defer closeSource(src)
@@ -258,7 +258,7 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 			cfg.Logger.Info("verifying a replication", zap.String("up_to", upTo))
 			notes = rep.notes
 		} else {
-			if src, err = inv.openSource(f.source, prog.Source(), logger); err != nil {
+			if src, err = inv.openSource(ctx, f.source, prog.Source(), logger); err != nil {
 				return err
 			}
 			defer closeSource(src)

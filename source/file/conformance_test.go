@@ -1,6 +1,7 @@
 package file
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,7 +66,7 @@ func TestSourceConformance(t *testing.T) {
 			}
 		}
 		open := opener(func() (pipeline.Source, error) {
-			return Open(Spec{Path: dir}, Config{Schema: conformanceSchema, BatchSize: 6, Workers: 2}, nil)
+			return Open(context.Background(), Spec{Path: dir}, Config{Schema: conformanceSchema, BatchSize: 6, Workers: 2}, nil)
 		})
 		sourcetest.Run(t, sourcetest.Case{
 			Open: open,

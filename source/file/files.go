@@ -57,10 +57,11 @@ const (
 // for "-" (reading base.Stdin, the process's stdin when nil). base holds what applies to every
 // file (Schema, MaxRecordSize, ...); its Path, Format, CSV and Stream are set per file. Every file's head is read (and a CSV header matched
 // to the schema) before it returns, so that a bad file stops the run before it starts.
-func Open(spec Spec, base Config, logger *zap.Logger) (pipeline.Source, error) {
+func Open(ctx context.Context, spec Spec, base Config, logger *zap.Logger) (pipeline.Source, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
+	base.Context = ctx
 	f := &Files{log: logger, skip: spec.Skip, limit: spec.Limit, format: spec.Format, csv: spec.CSV}
 	if spec.Path == "-" {
 		if spec.Format == "" {
@@ -78,14 +79,28 @@ func Open(spec Spec, base Config, logger *zap.Logger) (pipeline.Source, error) {
 		f.files = []*Source{s}
 		return &Stdin{f: f}, nil
 	}
-	paths, single, err := resolvePaths(spec.Path, spec.Format, logger)
-	if err != nil {
-		return nil, err
-	}
-	f.single = single
-	var streams []string
-	if f.dir, streams, err = streamNames(paths); err != nil {
-		return nil, err
+	var paths, streams []string
+	var objects []Object
+	if spec.Store != nil {
+		var err error
+		if objects, err = listObjects(ctx, spec.Store, spec.Pattern, spec.Format, logger); err != nil {
+			return nil, err
+		}
+		f.single = len(objects) == 1 && spec.Pattern != "" && !hasGlobMeta(spec.Pattern)
+		f.dir = spec.Store.Location("")
+		for _, o := range objects {
+			paths, streams = append(paths, spec.Store.Location(o.Name)), append(streams, o.Name)
+		}
+	} else {
+		var single bool
+		var err error
+		if paths, single, err = resolvePaths(spec.Path, spec.Format, logger); err != nil {
+			return nil, err
+		}
+		f.single = single
+		if f.dir, streams, err = streamNames(paths); err != nil {
+			return nil, err
+		}
 	}
 	headSize := max(minHeadSize, min(maxHead, headBudget/len(paths)))
 	var errs []error
@@ -93,6 +108,9 @@ func Open(spec Spec, base Config, logger *zap.Logger) (pipeline.Source, error) {
 	for i, p := range paths {
 		cfg := base
 		cfg.Path, cfg.Stream, cfg.Format, cfg.headSize = p, streams[i], spec.Format, headSize
+		if objects != nil {
+			cfg.Object = &objects[i]
+		}
 		if fm, _, _, err := parseFormat(p, spec.Format); err == nil && fm == formatCSV {
 			cfg.CSV = spec.CSV // JSON Lines files among CSV ones take no CSV options
 			csvFiles++

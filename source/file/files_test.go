@@ -86,7 +86,7 @@ func openSpec(t *testing.T, spec Spec, cfg Config) pipeline.Source {
 	if cfg.Schema == nil {
 		cfg.Schema = ordersSchema
 	}
-	src, err := Open(spec, cfg, nil)
+	src, err := Open(context.Background(), spec, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestGlobAndListNameStreamsByRelativePath(t *testing.T) {
 		{empty, "holds no files named .csv, .tsv, .jsonl or .ndjson (optionally .gz): it holds readme.md; to read files of another name as one format, add ?format="},
 		{a + ",-", "file:- (stdin) must be the only input"},
 	} {
-		_, err := Open(Spec{Path: c.path}, Config{Schema: ordersSchema}, nil)
+		_, err := Open(context.Background(), Spec{Path: c.path}, Config{Schema: ordersSchema}, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v\nwant %q", c.path, err, c.want)
 		}
@@ -292,11 +292,11 @@ func TestStdin(t *testing.T) {
 			t.Fatalf("identity %v", id)
 		}
 	}
-	if _, err := Open(Spec{Path: "-"}, Config{Schema: ordersSchema}, nil); err == nil || !strings.Contains(err.Error(), "add ?format=csv") {
+	if _, err := Open(context.Background(), Spec{Path: "-"}, Config{Schema: ordersSchema}, nil); err == nil || !strings.Contains(err.Error(), "add ?format=csv") {
 		t.Fatalf("no format: %v", err)
 	}
 	stdinReader = func() io.Reader { return strings.NewReader("") }
-	if _, err := Open(Spec{Path: "-", Format: "csv"}, Config{Schema: ordersSchema}, nil); err != nil {
+	if _, err := Open(context.Background(), Spec{Path: "-", Format: "csv"}, Config{Schema: ordersSchema}, nil); err != nil {
 		t.Fatalf("empty stdin: %v", err)
 	}
 }

@@ -21,6 +21,14 @@ var (
 // file, or of the same name with other content, is refused instead of continuing mid-line. How it
 // is read (a format=, CSV options) is part of it: another dialect would cut other records.
 func (s *Source) Identity() pipeline.Identity {
+	if o := s.cfg.Object; o != nil {
+		// An object is named by its location, and its content by size and ETag (a bucket keeps
+		// no modification time that a rewrite with the same bytes would not change).
+		id := pipeline.Identity{"file": o.Store.Location(o.Name), "max_record_size": strconv.Itoa(s.cfg.MaxRecordSize),
+			"size": strconv.FormatInt(o.Info.Size, 10), "etag": o.Info.ETag}
+		addReadOptions(id, s.cfg.Format, s.cfg.CSV)
+		return id
+	}
 	path, err := filepath.Abs(s.cfg.Path)
 	if err != nil {
 		path = s.cfg.Path
@@ -76,6 +84,10 @@ func (f *Files) Identity() pipeline.Identity {
 	id := pipeline.Identity{"dir": f.dir, "files": strconv.Itoa(len(f.files)),
 		"max_record_size": strconv.Itoa(f.files[0].cfg.MaxRecordSize)}
 	for _, s := range f.files {
+		if o := s.cfg.Object; o != nil {
+			id["file["+s.stream+"].size"], id["file["+s.stream+"].etag"] = strconv.FormatInt(o.Info.Size, 10), o.Info.ETag
+			continue
+		}
 		id["file["+s.stream+"].size"], id["file["+s.stream+"].modified"] = statIdentity(s.cfg.Path)
 	}
 	addReadOptions(id, f.format, f.csv)

@@ -213,7 +213,7 @@ func TestRecordLongerThanLimit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := src.openAt(src.dataStart)
+			r, err := src.openAt(context.Background(), src.dataStart)
 			if err != nil {
 				t.Fatal(err)
 			}

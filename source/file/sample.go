@@ -32,7 +32,7 @@ func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 }
 
 func (s *Source) sampleSequential(ctx context.Context, n int) ([]pipeline.Record, error) {
-	r, err := s.openAt(s.dataStart)
+	r, err := s.openAt(ctx, s.dataStart)
 	if err != nil {
 		return nil, err
 	}
@@ -61,11 +61,24 @@ func (s *Source) sampleSequential(ctx context.Context, n int) ([]pipeline.Record
 }
 
 func (s *Source) sampleSpread(ctx context.Context, n int, dataSize int64) ([]pipeline.Record, error) {
-	f, err := os.Open(s.cfg.Path)
+	f, err := s.openRandom(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", s.cfg.Path, err)
+		return nil, err
 	}
 	defer f.Close()
+	at := func(k int) int64 { return s.dataStart + int64(k)*dataSize/int64(n) }
+	var r io.ReaderAt = f
+	if s.cfg.Object != nil {
+		// A bucket answers each ranged read in milliseconds: sample clusters of neighbouring rows
+		// at objectSampleClusters places, each cluster fetched by one read.
+		per := (n + objectSampleClusters - 1) / objectSampleClusters
+		clusters := int64((n + per - 1) / per)
+		step := max(1, int64(s.avgRow))
+		at = func(k int) int64 {
+			return s.dataStart + int64(k/per)*dataSize/clusters + int64(k%per)*step
+		}
+		r = &blockReaderAt{r: f, size: int(float64(per)*s.avgRow*2) + 64<<10}
+	}
 	ncols := len(s.names)
 	slab := make([]pipeline.Value, n*ncols)
 	recs := make([]pipeline.Record, 0, n)
@@ -78,7 +91,7 @@ func (s *Source) sampleSpread(ctx context.Context, n int, dataSize int64) ([]pip
 		if k%256 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		off := s.dataStart + int64(k)*dataSize/int64(n)
+		off := at(k)
 		size := int(s.avgRow*4) + 4096
 		// The line start and one whole record lie within this many bytes, or the sample point is
 		// skipped (a record longer than the limit is a reject, not a sample).
@@ -88,7 +101,7 @@ func (s *Source) sampleSpread(ctx context.Context, n int, dataSize int64) ([]pip
 				buf = make([]byte, size)
 			}
 			buf = buf[:size]
-			m, err := f.ReadAt(buf, off)
+			m, err := r.ReadAt(buf, off)
 			if err != nil && !errors.Is(err, io.EOF) {
 				return nil, fmt.Errorf("read %s at %d: %w", s.cfg.Path, off, err)
 			}
@@ -145,4 +158,55 @@ func (s *Source) sampleSpread(ctx context.Context, n int, dataSize int64) ([]pip
 		}
 	}
 	return recs, nil
+}
+
+// openRandom opens the file, or the object, for reads at any offset.
+func (s *Source) openRandom(ctx context.Context) (interface {
+	io.ReaderAt
+	io.Closer
+}, error) {
+	if o := s.cfg.Object; o != nil {
+		r, err := o.Store.Open(ctx, o.Name)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", s.cfg.Path, err)
+		}
+		return r, nil
+	}
+	f, err := os.Open(s.cfg.Path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", s.cfg.Path, err)
+	}
+	return f, nil
+}
+
+// objectSampleClusters is how many places of an object a spread sample reads.
+const objectSampleClusters = 256
+
+// blockReaderAt serves reads from the last block it fetched: the reads of one sample cluster
+// cost one request.
+type blockReaderAt struct {
+	r     io.ReaderAt
+	size  int
+	block []byte
+	off   int64
+	err   error // the fetch's error (io.EOF at the end of the object)
+}
+
+func (b *blockReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < b.off || off+int64(len(p)) > b.off+int64(len(b.block)) && b.err == nil || b.block == nil {
+		buf := make([]byte, max(b.size, len(p)))
+		n, err := b.r.ReadAt(buf, off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		b.block, b.off, b.err = buf[:n], off, err
+	}
+	if off-b.off >= int64(len(b.block)) {
+		return 0, io.EOF
+	}
+	n := copy(p, b.block[off-b.off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }

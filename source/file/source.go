@@ -31,6 +31,12 @@ type Config struct {
 	Path string
 	// Stdin, when set, is read instead of a file, once; Path then only names it in messages.
 	Stdin io.Reader
+	// Object, when set, is read instead of a local file: an object in a bucket, through ranged
+	// reads; Path then names it (s3://bucket/key) in messages.
+	Object *Object
+	// Context bounds the reads New makes (the head, the object's size); Run and Sample take
+	// their own. Default: context.Background().
+	Context context.Context
 	// Format, when set, overrides the extension: csv, tsv, jsonl or ndjson, optionally followed
 	// by .gz (a file whose name ends in .gz is read as gzip either way).
 	Format string
@@ -222,8 +228,14 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 			s.jsonIndex[n] = i
 		}
 	}
+	if cfg.Context == nil {
+		cfg.Context = context.Background()
+		s.cfg.Context = cfg.Context
+	}
 	if cfg.Stdin != nil {
 		s.stdin, s.size = &onceInput{r: cfg.Stdin}, -1
+	} else if cfg.Object != nil {
+		s.size = cfg.Object.Info.Size
 	} else {
 		st, err := os.Stat(cfg.Path)
 		if err != nil {
@@ -271,7 +283,7 @@ func (o *onceInput) open(name string) (io.Reader, error) {
 
 // open returns a reader of the uncompressed content from its start, and the file when it is a
 // plain file that can seek.
-func (s *Source) open() (io.ReadCloser, *os.File, error) {
+func (s *Source) open(ctx context.Context) (io.ReadCloser, *os.File, error) {
 	var raw io.Reader
 	var closer io.Closer = io.NopCloser(nil)
 	var f *os.File
@@ -281,6 +293,12 @@ func (s *Source) open() (io.ReadCloser, *os.File, error) {
 			return nil, nil, err
 		}
 		raw = r
+	} else if s.cfg.Object != nil {
+		r, err := openObject(ctx, s.cfg.Object, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		raw, closer = r, r
 	} else {
 		var err error
 		if f, err = os.Open(s.cfg.Path); err != nil {
@@ -307,8 +325,11 @@ type readCloser struct {
 func (r readCloser) Close() error { return r.c.Close() }
 
 // openAt returns a reader of the uncompressed content from offset off.
-func (s *Source) openAt(off int64) (io.ReadCloser, error) {
-	r, f, err := s.open()
+func (s *Source) openAt(ctx context.Context, off int64) (io.ReadCloser, error) {
+	if s.cfg.Object != nil && !s.gz {
+		return openObject(ctx, s.cfg.Object, off) // a ranged read from off
+	}
+	r, f, err := s.open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +364,7 @@ func readError(path string, off int64, err error) error {
 // readHead reads the head of the file: BOM, CSV header, average row size. It reads headSize
 // bytes, more (up to maxHead) while the CSV header has not ended.
 func (s *Source) readHead() error {
-	r, _, err := s.open()
+	r, _, err := s.open(s.cfg.Context)
 	if err != nil {
 		return err
 	}
@@ -590,7 +611,7 @@ func (s *Source) Run(ctx context.Context, resume map[string]pipeline.StreamState
 			}
 		}
 	}
-	r, err := s.openAt(off)
+	r, err := s.openAt(ctx, off)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package file
 
 import (
+	"github.com/rekey/rekey/store"
+
 	"fmt"
 	"net/url"
 	"sort"
@@ -21,6 +23,10 @@ type Spec struct {
 	// Skip is how many records to pass over first and Limit (when > 0) how many to read at
 	// most, over the whole input in order: for trying a mapping on the head of a big input.
 	Skip, Limit int64
+	// Store, when set, holds the files: objects under a bucket prefix (SplitObjectURI), those
+	// matching Pattern, or with no Pattern every data file directly under the prefix.
+	Store   store.Store
+	Pattern string
 }
 
 // URIParams documents the parameters ParseURI takes, for --help.

@@ -416,7 +416,7 @@ func (s *Store) Stat(ctx context.Context, name string) (store.Info, error) {
 	if err != nil {
 		return store.Info{}, s.fail("stat", name, err)
 	}
-	return store.Info{Name: name, Size: aws.ToInt64(out.ContentLength), Modified: aws.ToTime(out.LastModified)}, nil
+	return store.Info{Name: name, Size: aws.ToInt64(out.ContentLength), Modified: aws.ToTime(out.LastModified), ETag: aws.ToString(out.ETag)}, nil
 }
 
 // List implements store.Store: ListObjectsV2 page by page, without a delimiter so every depth
@@ -438,7 +438,7 @@ func (s *Store) List(ctx context.Context, prefix string) ([]store.Info, error) {
 			if !ok || name == "" || strings.HasSuffix(name, "/") {
 				continue // a folder marker made by a console, not an object of ours
 			}
-			infos = append(infos, store.Info{Name: name, Size: aws.ToInt64(o.Size), Modified: aws.ToTime(o.LastModified)})
+			infos = append(infos, store.Info{Name: name, Size: aws.ToInt64(o.Size), Modified: aws.ToTime(o.LastModified), ETag: aws.ToString(o.ETag)})
 		}
 	}
 	slices.SortFunc(infos, func(a, b store.Info) int { return strings.Compare(a.Name, b.Name) })

@@ -1,0 +1,231 @@
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/store"
+)
+
+// Object is a file in a bucket (s3://, oss://), read through the store with ranged reads: nothing
+// is copied to local disk, and memory stays bounded by the read-ahead.
+type Object struct {
+	Store store.Store
+	Name  string // relative to the store's root
+	Info  store.Info
+}
+
+// readAhead is how much of an object is fetched per request, and how many requests run ahead of
+// the parser: large ranged reads keep a bucket's latency off the read rate.
+const (
+	readAheadBlock = 8 << 20
+	readAheadDepth = 2
+)
+
+// objectReader reads an object sequentially from an offset, readAheadDepth blocks ahead.
+type objectReader struct {
+	cancel context.CancelFunc
+	blocks chan objectBlock
+	cur    []byte
+	err    error
+	r      store.Reader
+}
+
+type objectBlock struct {
+	data []byte
+	err  error
+}
+
+func openObject(ctx context.Context, o *Object, off int64) (io.ReadCloser, error) {
+	r, err := o.Store.Open(ctx, o.Name)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", o.Store.Location(o.Name), err)
+	}
+	if r.Size() != o.Info.Size {
+		r.Close()
+		return nil, fmt.Errorf("%s changed since it was listed (%d bytes, now %d): was it replaced?", o.Store.Location(o.Name), o.Info.Size, r.Size())
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	or := &objectReader{cancel: cancel, blocks: make(chan objectBlock, readAheadDepth), r: r}
+	go func() {
+		defer close(or.blocks)
+		for at := off; at < r.Size(); at += readAheadBlock {
+			buf := make([]byte, min(readAheadBlock, r.Size()-at))
+			n, err := r.ReadAt(buf, at)
+			if errors.Is(err, io.EOF) && n == len(buf) {
+				err = nil
+			}
+			select {
+			case or.blocks <- objectBlock{buf[:n], err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return or, nil
+}
+
+func (o *objectReader) Read(p []byte) (int, error) {
+	for len(o.cur) == 0 {
+		if o.err != nil {
+			return 0, o.err
+		}
+		b, ok := <-o.blocks
+		if !ok {
+			o.err = io.EOF
+			continue
+		}
+		o.cur, o.err = b.data, b.err
+	}
+	n := copy(p, o.cur)
+	o.cur = o.cur[n:]
+	return n, nil
+}
+
+func (o *objectReader) Close() error {
+	o.cancel()
+	for range o.blocks { // let the read-ahead goroutine end
+	}
+	return o.r.Close()
+}
+
+// IsObjectURI tells whether a --source names files in a bucket.
+func IsObjectURI(uri string) bool {
+	return strings.HasPrefix(uri, "s3://") || strings.HasPrefix(uri, "oss://")
+}
+
+func knownExtension(name string) bool {
+	_, _, _, err := parseFormat(name, "")
+	return err == nil
+}
+
+// storeParams are the parameters of a bucket URI that belong to the store, not to the files.
+var storeParams = map[string]bool{"endpoint": true, "region": true, "path_style": true}
+
+// SplitObjectURI splits s3://BUCKET/PATTERN?params into the store's URI (the bucket and the
+// pattern's folder, with endpoint=, region=, path_style=), the pattern of object names under that
+// folder ("" for every data file in it, as for a directory), and the file: URI of the rest
+// (format=, the CSV dialect, skip=, limit=).
+func SplitObjectURI(uri string) (storeURI, pattern, fileURI string, err error) {
+	scheme, rest, _ := strings.Cut(uri, "://")
+	loc, query, _ := strings.Cut(rest, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", "", "", fmt.Errorf("--source %s: parameters: %w", uri, err)
+	}
+	storeQ, fileQ := url.Values{}, []string{}
+	for k, vs := range q {
+		for _, v := range vs {
+			if storeParams[k] {
+				storeQ.Add(k, v)
+			} else {
+				fileQ = append(fileQ, k+"="+url.QueryEscape(v))
+			}
+		}
+	}
+	sort.Strings(fileQ)
+	bucket, key, _ := strings.Cut(loc, "/")
+	dir := key
+	switch base := path.Base(key); {
+	case hasGlobMeta(key):
+		// the folder is what precedes the first path element holding a wildcard
+		i := strings.IndexAny(key, "*?[")
+		j := strings.LastIndexByte(key[:i], '/')
+		dir, pattern = key[:j+1], key[j+1:]
+	case key != "" && !strings.HasSuffix(key, "/") && knownExtension(base):
+		// one object named as such
+		dir, pattern = path.Dir(key), base
+		if dir == "." {
+			dir = ""
+		}
+	}
+	storeURI = scheme + "://" + bucket + "/" + strings.Trim(dir, "/")
+	if len(storeQ) > 0 {
+		storeURI += "?" + storeQ.Encode()
+	}
+	fileURI = "file:" + scheme + "://" + loc
+	if len(fileQ) > 0 {
+		fileURI += "?" + strings.Join(fileQ, "&")
+	}
+	return storeURI, pattern, fileURI, nil
+}
+
+// listObjects returns the objects to read under st: those matching pattern (path.Match on the
+// name under the folder), or with no pattern every data file directly in it (as for a directory:
+// hidden ones, _SUCCESS and, without format=, names without a known extension are left out).
+// A store whose folder is a single object (s3://bucket/export/orders.csv) gives that one.
+func listObjects(ctx context.Context, st store.Store, pattern, format string, log *zap.Logger) ([]Object, error) {
+	infos, err := st.List(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", st.Location(""), err)
+	}
+	var objs []Object
+	var skipped []string
+	for _, in := range infos {
+		name := in.Name
+		base := path.Base(name)
+		switch {
+		case pattern != "":
+			ok, err := path.Match(pattern, name)
+			if err != nil {
+				return nil, fmt.Errorf("--source %s%s: bad pattern: %w", st.Location(""), pattern, err)
+			}
+			if !ok {
+				continue
+			}
+		case strings.Contains(name, "/"):
+			skipped = append(skipped, name[:strings.IndexByte(name, '/')+1])
+			continue
+		case strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_"):
+			skipped = append(skipped, name)
+			continue
+		case format == "":
+			if _, _, _, err := parseFormat(name, ""); err != nil {
+				skipped = append(skipped, name)
+				continue
+			}
+		}
+		objs = append(objs, Object{Store: st, Name: name, Info: in})
+	}
+	if len(objs) == 0 {
+		if pattern != "" {
+			return nil, fmt.Errorf("--source %s%s: the pattern matches no object", st.Location(""), pattern)
+		}
+		return nil, fmt.Errorf("%s holds no files named .csv, .tsv, .jsonl or .ndjson (optionally .gz)%s", st.Location(""), skippedNote(skipped))
+	}
+	if len(skipped) > 0 {
+		log.Info("leaving out what is not a data file under the prefix (sub-folders are not read)",
+			zap.String("prefix", st.Location("")), zap.Strings("skipped", dedupe(skipped)))
+	}
+	return objs, nil
+}
+
+func skippedNote(skipped []string) string {
+	if len(skipped) == 0 {
+		return ""
+	}
+	return ": it holds " + listNames(dedupe(skipped)) + "; to read files of another name as one format, add ?format=csv, tsv or jsonl"
+}
+
+func dedupe(names []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}

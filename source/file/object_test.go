@@ -1,0 +1,129 @@
+package file
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/sourcetest"
+	"github.com/rekey/rekey/store/s3store"
+	"github.com/rekey/rekey/store/s3store/s3test"
+)
+
+// openBucket opens the store SplitObjectURI names for uri on srv, and the spec of its files.
+func openBucket(t *testing.T, srv *s3test.Server, uri string) Spec {
+	t.Helper()
+	storeURI, pattern, fileURI, err := SplitObjectURI(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := ParseURI(fileURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Store, err = s3store.Open(t.Context(), storeURI, s3test.Getenv(srv.Env)); err != nil {
+		t.Fatal(err)
+	}
+	spec.Pattern = pattern
+	return spec
+}
+
+func putObjects(t *testing.T, srv *s3test.Server, objects map[string]string) {
+	t.Helper()
+	st, err := s3store.Open(t.Context(), srv.URIFor(""), s3test.Getenv(srv.Env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range objects {
+		if err := st.Put(t.Context(), name, []byte(content)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Files in a bucket (a prefix, a pattern, one object) read as local ones do: the conformance
+// suite's resume after every batch, an identity that a rewritten object changes (by its ETag).
+func TestBucketFilesConformance(t *testing.T) {
+	srv := s3test.StartVersitygw(t)
+	endpoint := strings.SplitN(srv.URI, "?", 2)[1]
+	putObjects(t, srv, map[string]string{
+		"export/a.csv":        conformanceRows("csv", 20, 3),
+		"export/b.jsonl":      conformanceRows("jsonl", 25, 4),
+		"export/c.csv.gz":     string(gzipBytes(conformanceRows("csv", 30, 5))),
+		"export/_SUCCESS":     "",
+		"export/sub/d.csv":    conformanceRows("csv", 5, 1),
+		"export/big/one.csv":  conformanceRows("csv", 60, 17),
+		"export/notes.txt":    "not data",
+		"other/unrelated.csv": conformanceRows("csv", 3, 1),
+	})
+	for _, c := range []struct {
+		name, uri, change string
+		files             int
+	}{
+		{"prefix", "s3://rekey/export?" + endpoint, "export/b.jsonl", 3},
+		{"pattern", "s3://rekey/export/*.csv*?" + endpoint, "export/a.csv", 2},
+		{"one object", "s3://rekey/export/big/one.csv?" + endpoint, "export/big/one.csv", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			open := opener(func() (pipeline.Source, error) {
+				return Open(context.Background(), openBucket(t, srv, c.uri), Config{Schema: conformanceSchema, BatchSize: 6, ChunkSize: 64, Workers: 2}, nil)
+			})
+			if got := len(open(t).(*Files).files); got != c.files {
+				t.Fatalf("%s: %d files, want %d", c.uri, got, c.files)
+			}
+			sourcetest.Run(t, sourcetest.Case{
+				Open: open,
+				OpenChanged: func(t *testing.T) pipeline.Source {
+					putObjects(t, srv, map[string]string{c.change: conformanceRows("csv", 27, 2)})
+					return open(t)
+				},
+			})
+		})
+	}
+}
+
+// A bucket URI splits into the store's part and the files' part.
+func TestSplitObjectURI(t *testing.T) {
+	for _, c := range []struct{ uri, store, pattern, file string }{
+		{"s3://b/export/*.csv?region=r&header=false", "s3://b/export?region=r", "*.csv", "file:s3://b/export/*.csv?header=false"},
+		{"oss://b/x/y.csv.gz?region=cn-hangzhou", "oss://b/x?region=cn-hangzhou", "y.csv.gz", "file:oss://b/x/y.csv.gz"},
+		{"s3://b/dump/?format=csv&endpoint=http://h:1&path_style=true", "s3://b/dump?endpoint=http%3A%2F%2Fh%3A1&path_style=true", "", "file:s3://b/dump/?format=csv"},
+		{"s3://b/part-*/rows.jsonl", "s3://b/", "part-*/rows.jsonl", "file:s3://b/part-*/rows.jsonl"},
+	} {
+		st, pat, f, err := SplitObjectURI(c.uri)
+		if err != nil || st != c.store || pat != c.pattern || f != c.file {
+			t.Errorf("SplitObjectURI(%q) = %q, %q, %q, %v; want %q, %q, %q", c.uri, st, pat, f, err, c.store, c.pattern, c.file)
+		}
+	}
+}
+
+
+// A spread sample of an object reads a few places of it, not one request per row, and still
+// spans the whole object.
+func TestBucketFileSampleSpansTheObject(t *testing.T) {
+	srv := s3test.StartVersitygw(t)
+	putObjects(t, srv, map[string]string{"big.csv": conformanceRows("csv", 20000, -1)})
+	spec := openBucket(t, srv, "s3://rekey/big.csv?"+strings.SplitN(srv.URI, "?", 2)[1])
+	src, err := Open(context.Background(), spec, Config{Schema: conformanceSchema}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := src.(pipeline.Sampler).Sample(t.Context(), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) < 900 {
+		t.Fatalf("%d records sampled, want about 1000", len(recs))
+	}
+	lo, hi := int64(1<<62), int64(-1)
+	for _, r := range recs {
+		if r.Err != nil {
+			t.Fatalf("a sampled record failed to parse: %v (%q)", r.Err, r.Raw)
+		}
+		lo, hi = min(lo, r.Values[0].Num), max(hi, r.Values[0].Num)
+	}
+	if lo > 200 || hi < 19800 {
+		t.Fatalf("the sample spans ids %d..%d of 0..19999", lo, hi)
+	}
+}
