@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -20,11 +20,14 @@ var testServers = []string{
 	"store/storetest", "store/s3store/s3test", "sink/sqlsink/mysqltest", "sink/sinktest", "internal/wait", "source/sourcetest",
 }
 
-// testModules are libraries that only tests use (in-process servers, a second Parquet reader).
-var testModules = []string{
-	"github.com/dolthub/go-mysql-server", "github.com/johannesboyne/gofakes3", "github.com/twmb/franz-go",
-	"github.com/parquet-go/parquet-go",
-}
+// testModules are libraries that no shipped binary links: the S3 test server and a second
+// Parquet reader, used by tests only.
+var testModules = []string{"github.com/johannesboyne/gofakes3", "github.com/parquet-go/parquet-go"}
+
+// playgroundModules are the servers the playground ships (go-mysql-server serves cutover's
+// MySQL-protocol table, kfake its Kafka): they are in go.mod for it, and the rekey binary links
+// none of them.
+var playgroundModules = []string{"github.com/dolthub/go-mysql-server", "github.com/twmb/franz-go"}
 
 // importRule is one row of ARCHITECTURE.md's package table.
 type importRule struct {
@@ -150,12 +153,18 @@ func TestPackagesImportOnlyWhatArchitectureAllows(t *testing.T) {
 	}
 }
 
-// The rekey binary links none of the libraries that only tests use.
+// The rekey binary links none of the libraries that only tests and the playground use, and the
+// playground none that only tests use.
 func TestBinaryLinksNoTestOnlyLibrary(t *testing.T) {
-	for _, p := range goList(t, "-deps", "./cmd/rekey") {
-		for _, m := range testModules {
-			if p.ImportPath == m || strings.HasPrefix(p.ImportPath, m+"/") {
-				t.Errorf("cmd/rekey links %s (a test-only library)", p.ImportPath)
+	for bin, refused := range map[string][]string{
+		"cmd/rekey":      append(append([]string{}, testModules...), playgroundModules...),
+		"cmd/playground": testModules,
+	} {
+		for _, p := range goList(t, "-deps", "./"+bin) {
+			for _, m := range refused {
+				if p.ImportPath == m || strings.HasPrefix(p.ImportPath, m+"/") {
+					t.Errorf("%s links %s (a library it must not ship)", bin, p.ImportPath)
+				}
 			}
 		}
 	}

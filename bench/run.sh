@@ -26,12 +26,15 @@
 #           times, medians: store throughput >= 0.8x local, peak RSS < 512 MiB; versitygw's own CPU
 #           time is reported. Then the last store run's objects, downloaded through the S3 API, and
 #           the last local run are read back with DuckDB: same rows, sums and checksums (bench/store).
+#   shards  the core case's CSV as 8 files: rekey migrate of the folder in one process next to 4
+#           shards of it (--shard i/4, one after the other) and rekey merge: total CPU of the shards
+#           and the merge within 1.1x the one process's, merge time independent of the data size.
 # ROWS overrides the row count of the core and store cases. Results: bench/work/results.json and a table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 ROWS=${ROWS:-5000000}
-CASES=${BENCH_CASES:-core memory report verify cassandra kafka sql store}
+CASES=${BENCH_CASES:-core memory report verify cassandra kafka sql store shards}
 WORK=bench/work
 mkdir -p "$WORK"
 go build -o "$WORK/rekey" ./cmd/rekey
@@ -177,6 +180,28 @@ for c in $CASES; do
     if [ "$code" != 0 ]; then cat "$WORK/store-readback.json"; echo "store: DuckDB readback differs from the local run" >&2; exit 1; fi
     rm -rf "$WORK/out-store-local" "$WORK/store-readback" "$WORK/store-vgw"
     ;;
+  shards)
+    core_csv
+    SH="$WORK/shards"; rm -rf "$SH"; mkdir -p "$SH/export"
+    # the core CSV dealt round-robin into 8 files, each with the header
+    awk -v dir="$SH/export" 'NR==1{h=$0; next} {f=sprintf("%s/part-%d.csv", dir, (NR-2)%8); if(!(f in seen)){print h > f; seen[f]=1} print > f}' "$CSV"
+    cpu() { # cpu NAME CMD...: runs CMD, appends "NAME wall user+sys" to $SH/times
+      /usr/bin/time -f "$1 %e %U %S" -a -o "$SH/times" "${@:2}" > /dev/null
+    }
+    echo "shards: one process over 8 files vs 4 shards + merge, $ROWS rows ..."
+    job=(migrate -m mappings/orders.yaml --source "file:$SH/export" --regions 16 --progress never)
+    cpu one "$REKEY" "${job[@]}" --out "$SH/one"
+    for i in 0 1 2 3; do cpu "shard$i" "$REKEY" "${job[@]}" --shard "$i/4" --out "$SH/shard-$i"; done
+    cpu merge "$REKEY" merge "$SH/shard-0" "$SH/shard-1" "$SH/shard-2" "$SH/shard-3" --out "$SH/all"
+    "$REKEY" verify -m mappings/orders.yaml --source "file:$SH/export" --target "$SH/all" --progress never > "$SH/verify.txt" || { cat "$SH/verify.txt"; echo "shards: the merged shards differ from the source" >&2; exit 1; }
+    node -e 'const fs=require("fs");const t={};for(const l of fs.readFileSync(process.argv[1],"utf8").trim().split("\n")){const [n,w,u,s]=l.split(" ");t[n]={wall:+w,cpu:+u+ +s};}
+      const sh=[0,1,2,3].map(i=>t["shard"+i]);const cpu=sh.reduce((a,x)=>a+x.cpu,0)+t.merge.cpu;
+      const r={rows_per_sec:+process.argv[2]/(sh.reduce((a,x)=>a+x.wall,0)+t.merge.wall),seconds:sh.reduce((a,x)=>a+x.wall,0)+t.merge.wall,
+        one_cpu_seconds:t.one.cpu,one_seconds:t.one.wall,shards_cpu_seconds:cpu,merge_seconds:t.merge.wall,merge_cpu_seconds:t.merge.cpu};
+      fs.writeFileSync(process.argv[3],JSON.stringify(r))' "$SH/times" "$ROWS" "$WORK/shards.json"
+    record shards "$WORK/shards.json"
+    rm -rf "$SH"
+    ;;
   *) echo "unknown case $c" >&2; exit 2 ;;
   esac
 done
@@ -211,6 +236,10 @@ if (r.kafka_rekey && r.kafka_bare) {
 }
 if (r.sql_rekey && r.sql_bare) {
   console.log(`rekey migrate into MariaDB / bare go-sql-driver inserts throughput ratio: ${(r.sql_rekey.rows_per_sec / r.sql_bare.rows_per_sec).toFixed(2)} (target >= 0.8); rekey peak RSS ${mb(r.sql_rekey.peak_rss_bytes)} (target < 512 MiB)`);
+}
+if (r.shards) {
+  const x = r.shards, ratio = x.shards_cpu_seconds / x.one_cpu_seconds;
+  console.log(`4 shards + merge / one process total CPU: ${ratio.toFixed(2)} (target <= 1.1; ${x.shards_cpu_seconds.toFixed(1)} s vs ${x.one_cpu_seconds.toFixed(1)} s); merge ${x.merge_seconds.toFixed(2)} s wall, ${x.merge_cpu_seconds.toFixed(2)} s CPU`);
 }
 if (r.store_s3 && r.store_local) {
   const ratio = r.store_s3.rows_per_sec / r.store_local.rows_per_sec, rss = r.store_s3.peak_rss_bytes;

@@ -23,6 +23,7 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -245,7 +246,93 @@ func Check(inputs []*Input) error {
 	if err := checkSameSource(inputs); err != nil {
 		return err
 	}
+	if err := checkShards(inputs); err != nil {
+		return err
+	}
 	return checkShardRanges(inputs)
+}
+
+// checkShards verifies, when the inputs are shards of files or of a generator (their sources'
+// identities name a shard), that they are the shards 0..N-1 of one source, each once, and that
+// no file was read by two of them. Cassandra shards are checked by their token ranges.
+func checkShards(inputs []*Input) error {
+	var sharded []*Input
+	for _, in := range inputs {
+		if in.Checkpoint != nil && in.Checkpoint.Source["shard"] != "" && in.Checkpoint.Source["ring"] == "" { // Cassandra shards: checkShardRanges
+			sharded = append(sharded, in)
+		}
+	}
+	if len(sharded) == 0 {
+		return nil
+	}
+	if len(sharded) != len(inputs) {
+		return fmt.Errorf("%s read a shard of its source and %s did not: merge the shards of one migration, all of them", sharded[0].Dir, firstNotIn(inputs, sharded).Dir)
+	}
+	// what the shards share: the source without the shard and the files each one read
+	common := func(id pipeline.Identity) string {
+		var keys []string
+		for k, v := range id {
+			if k != "shard" && k != "files" && !strings.HasPrefix(k, "file[") {
+				keys = append(keys, k+"="+v)
+			}
+		}
+		sort.Strings(keys)
+		return strings.Join(keys, " ")
+	}
+	first := sharded[0]
+	sh0, err := pipeline.ParseShard(first.Checkpoint.Source["shard"])
+	if err != nil {
+		return fmt.Errorf("%s: %w", first.Dir, err)
+	}
+	seen := map[int]string{}
+	readBy := map[string]string{}
+	for _, in := range sharded {
+		id := in.Checkpoint.Source
+		sh, err := pipeline.ParseShard(id["shard"])
+		if err != nil {
+			return fmt.Errorf("%s: %w", in.Dir, err)
+		}
+		switch {
+		case common(id) != common(first.Checkpoint.Source):
+			return fmt.Errorf("%s and %s read different sources: merge the shards of one migration", first.Dir, in.Dir)
+		case sh.Count != sh0.Count:
+			return fmt.Errorf("%s is shard %s and %s shard %s: every shard of a migration is i/N with the same N", first.Dir, sh0, in.Dir, sh)
+		case seen[sh.Index] != "":
+			return fmt.Errorf("%s and %s are both shard %s: the same shard given twice?", seen[sh.Index], in.Dir, sh)
+		}
+		seen[sh.Index] = in.Dir
+		for k := range id {
+			if strings.HasPrefix(k, "file[") && strings.HasSuffix(k, "].size") {
+				if prev := readBy[k]; prev != "" {
+					return fmt.Errorf("%s and %s both read %s: its rows would be there twice", prev, in.Dir, strings.TrimSuffix(strings.TrimPrefix(k, "file["), "].size"))
+				}
+				readBy[k] = in.Dir
+			}
+		}
+	}
+	if len(seen) != sh0.Count {
+		var missing []string
+		for i := range sh0.Count {
+			if seen[i] == "" {
+				missing = append(missing, fmt.Sprintf("%d/%d", i, sh0.Count))
+			}
+		}
+		return fmt.Errorf("shard %s missing: merge all %d shards of the migration (run the missing ones first)", strings.Join(missing, ", "), sh0.Count)
+	}
+	return nil
+}
+
+func firstNotIn(all, some []*Input) *Input {
+	for _, in := range all {
+		found := false
+		for _, s := range some {
+			found = found || s == in
+		}
+		if !found {
+			return in
+		}
+	}
+	return all[0]
 }
 
 // checkSameSource refuses two inputs whose checkpoints name the same source (the same file,
@@ -257,7 +344,7 @@ func checkSameSource(inputs []*Input) error {
 		}
 		for _, b := range inputs[i+1:] {
 			if b.Checkpoint != nil && reflect.DeepEqual(a.Checkpoint.Source, b.Checkpoint.Source) {
-				return fmt.Errorf("%s and %s read the same source (%v): merged, its rows would be there twice; give each run's output once (only a Cassandra source is read in shards)", a.Dir, b.Dir, a.Checkpoint.Source)
+				return fmt.Errorf("%s and %s read the same source (%v): merged, its rows would be there twice; give each run's output once (a source read in shards is read with --shard i/N)", a.Dir, b.Dir, a.Checkpoint.Source)
 			}
 		}
 	}

@@ -141,7 +141,7 @@ func TestObjectStoreLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	// outlives its TTL: the heartbeat keeps it
-	time.Sleep(2 * LockTTL)
+	time.Sleep(2 * LockTTL) // time passes: what the test is about
 	if _, err := OpenOutput(OutputSpec{Store: st, Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
 		t.Fatalf("second run on a locked output: %v", err)
 	}

@@ -65,7 +65,7 @@ func (s *seqSource) Run(ctx context.Context, resume map[string]StreamState, out 
 			b.Cursor = strconv.Itoa(next)
 			b.Done = next >= s.rows
 			if s.delay > 0 {
-				time.Sleep(s.delay)
+				time.Sleep(s.delay) // a slow source: its pace, not a wait
 			}
 			if s.pauseAfter > 0 && sent == s.pauseAfter {
 				<-ctx.Done()

@@ -12,6 +12,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 	"github.com/rekey/rekey/transform"
 )
@@ -57,9 +58,7 @@ func BenchmarkReplicate(b *testing.B) {
 	b.ResetTimer()
 	t0 := time.Now()
 	rn := start(b, cfg)
-	for rn.r.Metrics().MessagesIn.Load() < int64(b.N) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.For(b, func() bool { return rn.r.Metrics().MessagesIn.Load() >= int64(b.N) }, "every message read")
 	if err := rn.shutdown(b); err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
 
@@ -87,11 +88,7 @@ func groupState(t testing.TB, c *kafkatest.Cluster, group string) (state string,
 // waitFor polls cond until it holds, or fails the test after timeout.
 func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !wait.Until(cond, timeout) {
+		t.Fatalf("waited %v for %s; it never came", timeout, what)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
@@ -94,12 +95,8 @@ func TestRetentionGap(t *testing.T) {
 func committedTo(c *kafkatest.Cluster, group, topic string, offset int64) <-chan struct{} {
 	ch := make(chan struct{})
 	go func() {
-		for {
-			if committed(c, group, topic) >= offset {
-				close(ch)
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
+		if wait.Until(func() bool { return committed(c, group, topic) >= offset }, wait.Timeout) {
+			close(ch)
 		}
 	}()
 	return ch

@@ -20,6 +20,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/lindorm"
@@ -165,22 +166,18 @@ func (rn *running) shutdown(t testing.TB) error {
 // waitCommitted waits until the group committed every partition's end offset.
 func waitCommitted(t testing.TB, c *kafkatest.Cluster, group, topic string, ends map[int]int64, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		got := c.Committed(t, group, topic, len(ends))
-		ok := true
+	var got map[int]int64
+	reached := func() bool {
+		got = c.Committed(t, group, topic, len(ends))
 		for p, e := range ends {
 			if got[p] < e {
-				ok = false
+				return false
 			}
 		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("committed offsets %v, want %v", got, ends)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return true
+	}
+	if !wait.Until(reached, timeout) {
+		t.Fatalf("committed offsets %v, want %v", got, ends)
 	}
 }
 

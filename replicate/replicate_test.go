@@ -23,6 +23,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
@@ -362,8 +363,10 @@ func TestCrashRecovery(t *testing.T) {
 			rn := start(t, cfg)
 			// roll partition 1 twice: the second close crashes
 			go func() {
-				time.Sleep(700 * time.Millisecond)
-				c.Produce(t, topic, late[:len(late)/2]...)
+				// once the first roll of partition 1 is closing
+				if wait.Until(func() bool { return rolls.Load() >= 1 }, wait.Timeout) {
+					c.Produce(t, topic, late[:len(late)/2]...)
+				}
 			}()
 			select {
 			case err := <-rn.done:
@@ -440,26 +443,19 @@ func TestGroupHandover(t *testing.T) {
 	a := start(t, config(t, c, topic, "g-two", "json", dir))
 	b := start(t, config(t, c, topic, "g-two", "json", dir))
 	// both members get partitions
-	deadline := time.Now().Add(30 * time.Second)
-	for a.r.Metrics().Assigned() == 0 || b.r.Metrics().Assigned() == 0 || a.r.Metrics().Assigned()+b.r.Metrics().Assigned() != 4 {
-		if time.Now().After(deadline) {
-			t.Fatalf("assignment: a %d, b %d", a.r.Metrics().Assigned(), b.r.Metrics().Assigned())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(t, func() bool {
+		return a.r.Metrics().Assigned() > 0 && b.r.Metrics().Assigned() > 0 && a.r.Metrics().Assigned()+b.r.Metrics().Assigned() == 4
+	}, "the 4 partitions shared by both members")
+	read := func() int64 { return a.r.Metrics().MessagesIn.Load() + b.r.Metrics().MessagesIn.Load() }
+	before := read()
 	go c.Produce(t, topic, phase[1]...)
-	time.Sleep(300 * time.Millisecond)
+	wait.For(t, func() bool { return read() > before }, "phase 1 being read")
 	if err := a.shutdown(t); err != nil { // a leaves mid-stream
 		t.Fatal(err)
 	}
 	c.Produce(t, topic, phase[2]...)
 	waitCommitted(t, c, "g-two", topic, endOffsets(t, c, topic), 60*time.Second)
-	for b.r.Metrics().Assigned() != 4 {
-		if time.Now().After(deadline) {
-			t.Fatalf("b holds %d partitions after a left", b.r.Metrics().Assigned())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(t, func() bool { return b.r.Metrics().Assigned() == 4 }, "b to hold the 4 partitions after a left")
 	if err := b.shutdown(t); err != nil {
 		t.Fatal(err)
 	}
@@ -486,9 +482,7 @@ func TestRollInterval(t *testing.T) {
 	cfg.RollInterval = time.Second
 	rn := start(t, cfg)
 	defer rn.shutdown(t)
-	for rn.r.Metrics().Assigned() == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.For(t, func() bool { return rn.r.Metrics().Assigned() > 0 }, "the partition assigned")
 	c.Produce(t, topic, msgs...)
 	sent := time.Now()
 	waitCommitted(t, c, "g-idle", topic, map[int]int64{0: 10}, 20*time.Second)
@@ -520,20 +514,12 @@ func TestRollSize(t *testing.T) {
 	cfg.RollSize = 256 << 10
 	cfg.Memory = 1 << 20
 	rn := start(t, cfg)
-	deadline := time.Now().Add(60 * time.Second)
-	for rn.r.Metrics().MessagesIn.Load() < 30000 {
-		if time.Now().After(deadline) {
-			t.Fatal("messages not read")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond)
+	wait.For(t, func() bool { return rn.r.Metrics().MessagesIn.Load() >= 30000 }, "the 30000 messages read")
+	// rolls close by size while the messages are read, the last one at shutdown
+	wait.For(t, func() bool { return rn.r.Metrics().Rolls.Load() >= 3 }, "3 rolls closed by size before shutdown")
 	rolls := rn.r.Metrics().Rolls.Load()
 	if err := rn.shutdown(t); err != nil {
 		t.Fatal(err)
-	}
-	if rolls < 3 {
-		t.Errorf("%d rolls by size before shutdown", rolls)
 	}
 	waitCommitted(t, c, "g-size", topic, map[int]int64{0: 30000}, 10*time.Second)
 	m := readManifest(t, dir)
@@ -603,14 +589,8 @@ func TestIdleMember(t *testing.T) {
 	dir := t.TempDir()
 	a := start(t, config(t, c, topic, "g-idle-member", "json", dir))
 	b := start(t, config(t, c, topic, "g-idle-member", "json", dir))
-	deadline := time.Now().Add(30 * time.Second)
-	for a.r.Metrics().Assigned()+b.r.Metrics().Assigned() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("no assignment")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(1500 * time.Millisecond)
+	wait.For(t, func() bool { return a.r.Metrics().Assigned()+b.r.Metrics().Assigned() == 1 }, "the partition assigned to a member")
+	time.Sleep(1500 * time.Millisecond) // the window the group is watched over, not a wait
 	if n := a.r.Metrics().Rebalances.Load() + b.r.Metrics().Rebalances.Load(); n > 4 {
 		t.Errorf("%d generations in 1.5s: the idle member makes the group rebalance", n)
 	}
@@ -652,13 +632,9 @@ func TestSASLGroup(t *testing.T) {
 	}
 	w.Close()
 	rn := start(t, cfg)
-	deadline := time.Now().Add(30 * time.Second)
-	for rn.r.Metrics().MessagesIn.Load() < 120 || rn.r.Metrics().OffsetCommits.Load() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("read %d messages, %d commits", rn.r.Metrics().MessagesIn.Load(), rn.r.Metrics().OffsetCommits.Load())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(t, func() bool {
+		return rn.r.Metrics().MessagesIn.Load() >= 120 && rn.r.Metrics().OffsetCommits.Load() >= 2
+	}, "120 messages read and 2 offset commits")
 	if err := rn.shutdown(t); err != nil {
 		t.Fatal(err)
 	}

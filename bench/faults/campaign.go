@@ -115,7 +115,7 @@ func Run(cfg Config) ([]Summary, error) {
 		defer srv.Stop()
 	}
 	for _, name := range cfg.Sources {
-		src, err := openSource(cfg, name)
+		src, err := openSource(cfg, name, srv)
 		if err != nil {
 			return sums, fmt.Errorf("%s: prepare the input: %w", name, err)
 		}
@@ -173,10 +173,12 @@ func startStore(cfg Config) (*s3test.Server, error) {
 	return nil, fmt.Errorf("store %q: want versitygw, or none for local folders", cfg.Store)
 }
 
-func openSource(cfg Config, name string) (*source, error) {
+func openSource(cfg Config, name string, srv *s3test.Server) (*source, error) {
 	switch name {
 	case "file":
 		return fileSource(cfg.Work, cfg.Rows, cfg.BadRows, cfg.Seed)
+	case "export":
+		return exportSource(cfg, srv)
 	case "cassandra":
 		return cassandraSource(cfg.CassandraRows, cfg.BadRows)
 	}
@@ -204,7 +206,7 @@ func prepare(cfg Config, name string) (*campaign, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	src, err := openSource(cfg, name)
+	src, err := openSource(cfg, name, srv)
 	if err != nil {
 		if srv != nil {
 			srv.Stop()
@@ -253,6 +255,66 @@ func fileSource(dir string, rows, bad int, seed uint64) (*source, error) {
 		return nil, err
 	}
 	return &source{name: "file", uri: "file:" + path, rows: int64(rows + bad), bad: int64(bad), close: func() {}}, nil
+}
+
+// exportFiles is how many files exportSource writes: more than the Job's completions, of unequal
+// sizes, as an export's files are.
+const exportFiles = 12
+
+// exportSource is fileSource's rows split into exportFiles CSV files of unequal sizes, each with
+// the header, as an export of a table is: in the folder exports/, or with srv in the bucket's
+// prefix exports/ (read through s3://).
+func exportSource(cfg Config, srv *s3test.Server) (*source, error) {
+	tmp := filepath.Join(cfg.Work, "export-whole")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	whole, err := fileSource(tmp, cfg.Rows, cfg.BadRows, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(tmp, "orders.csv"))
+	if err != nil {
+		return nil, err
+	}
+	header, body, _ := bytes.Cut(data, []byte("\n"))
+	lines := bytes.SplitAfter(body, []byte("\n"))
+	dir := filepath.Join(cfg.Work, "exports")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var bucket *s3store.Store
+	if srv != nil {
+		if bucket, err = s3store.Open(context.Background(), srv.URIFor("exports"), s3test.Getenv(srv.Env)); err != nil {
+			return nil, err
+		}
+	}
+	// file k holds a share proportional to k+1: the shards balance them by size
+	weights := exportFiles * (exportFiles + 1) / 2
+	at := 0
+	for k := range exportFiles {
+		n := len(lines) * (k + 1) / weights
+		if k == exportFiles-1 {
+			n = len(lines) - at
+		}
+		part := append(append(append([]byte{}, header...), '\n'), bytes.Join(lines[at:at+n], nil)...)
+		at += n
+		name := fmt.Sprintf("part-%02d.csv", k)
+		if bucket != nil {
+			err = bucket.Put(context.Background(), name, part)
+		} else {
+			err = os.WriteFile(filepath.Join(dir, name), part, 0o644)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	uri := "file:" + dir
+	if srv != nil {
+		base, query, _ := strings.Cut(srv.URIFor("exports"), "?")
+		uri = base + "/*.csv?" + query
+	}
+	return &source{name: "export", uri: uri, rows: whole.rows, bad: whole.bad, close: func() {}}, nil
 }
 
 // badCSVRow is the i-th planted bad line: a type error, an unknown channel, a key over 2 KB, a

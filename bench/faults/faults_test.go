@@ -314,7 +314,7 @@ func TestKubernetesJobPlayed(t *testing.T) {
 				seed = uint64(time.Now().UnixNano() % 1_000_000)
 			}
 			var out strings.Builder
-			cfg := Config{Rekey: rekeyBinary(t), CassandraRows: 12000, BadRows: 60, Store: store, Seed: seed,
+			cfg := Config{Rekey: rekeyBinary(t), Rows: 12000, BadRows: 60, Store: store, Seed: seed,
 				Interval: 50 * time.Millisecond, MaxFileSize: "64KiB", Work: t.TempDir(), Out: &out}
 			sum, err := RunJob(cfg, JobConfig{Manifests: "../../deploy/kubernetes", KillRate: 1})
 			t.Log("\n" + out.String())

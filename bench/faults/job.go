@@ -136,7 +136,7 @@ func (c *campaign) place(uri string) string {
 }
 
 // jobArgs rewrites a manifest's arguments for the play: the mapping (the ConfigMap's file), the
-// source (the CQL test server) and every output (place) are swapped; the play adds a short
+// source (the export's files, in a folder or the bucket) and every output (place) are swapped; the play adds a short
 // --checkpoint-interval and small files so that kills land between and inside commits, and lifts
 // the reject limit for the planted rows. index is substituted as Kubernetes does.
 func (c *campaign) jobArgs(args []string, index int) []string {
@@ -346,7 +346,7 @@ func RunJob(cfg Config, jc JobConfig) (JobSummary, error) {
 	if err != nil {
 		return JobSummary{}, err
 	}
-	c, cleanup, err := prepare(cfg, "cassandra")
+	c, cleanup, err := prepare(cfg, "export")
 	if err != nil {
 		return JobSummary{}, err
 	}

@@ -54,7 +54,7 @@ func main() {
 	flag.StringVar(&cfg.Store, "store", "", "write to an object store instead of local folders: versitygw (started by the campaign; $REKEY_VERSITYGW or ~/go/bin/versitygw)")
 	flag.StringVar(&work, "work", "", "scratch directory (default: a temporary one, removed unless a run fails)")
 	var job JobConfig
-	flag.StringVar(&job.Manifests, "job", "", "play the Kubernetes Job of this folder's migrate-job.yaml and merge-job.yaml (deploy/kubernetes) instead of the campaign: the Cassandra source, -cassandra-rows rows")
+	flag.StringVar(&job.Manifests, "job", "", "play the Kubernetes Job of this folder's migrate-job.yaml and merge-job.yaml (deploy/kubernetes) instead of the campaign: an export of -rows rows in 12 CSV files (in the bucket with -store versitygw)")
 	flag.Float64Var(&job.KillRate, "job-kill-rate", 0.4, "with -job: the share of pods SIGKILLed (each index at most backoffLimitPerIndex times)")
 	flag.Parse()
 	if seed == 0 {
@@ -67,7 +67,7 @@ func main() {
 	cfg.Sources = strings.Split(sources, ",")
 	cfg.Out = os.Stdout
 	if job.Manifests != "" {
-		cfg.Sources = []string{"cassandra"}
+		cfg.Sources = []string{"export"}
 	}
 	ok, err := campaignMain(&cfg, work, job)
 	if err != nil {

@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gocql/gocql"
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/source/kafka/cdcdemo"
 )
 
@@ -86,13 +86,7 @@ func TestCutoverPlaygroundServesWhatItPrints(t *testing.T) {
 		}
 		return out
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for sum(ends()) < 50 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no events in %s: end offsets %v", cdcTopic, ends())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(t, func() bool { return sum(ends()) >= 50 }, "the connector's first 50 events")
 	// the events are the connector's: the decoder's Cassandra shape
 	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: []string{kafka[1]}, Topic: cdcTopic, Partition: 0})
 	defer r.Close()
@@ -105,11 +99,7 @@ func TestCutoverPlaygroundServesWhatItPrints(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopped := regexp.MustCompile(`Writes stopped: \d+ events published, the topic's end offsets \(partition:offset\) are 0:(\d+) 1:(\d+)`)
-	for deadline = time.Now().Add(30 * time.Second); stopped.FindStringSubmatch(out.String()) == nil; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("writes did not stop:\n%s", out)
-		}
-	}
+	wait.For(t, func() bool { return stopped.FindStringSubmatch(out.String()) != nil }, "the writes to stop")
 	said := stopped.FindStringSubmatch(out.String())
 	got := ends()
 	if said[1] != strconv.FormatInt(got[0], 10) || said[2] != strconv.FormatInt(got[1], 10) {

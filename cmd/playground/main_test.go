@@ -11,10 +11,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/gocql/gocql"
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/rekey/rekey/internal/wait"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server goroutine writing and the test reading.
@@ -38,18 +39,23 @@ func waitFor(t *testing.T, run func(context.Context, *syncBuffer) error, re stri
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, out) }()
 	t.Cleanup(func() { cancel(); <-done })
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := regexp.MustCompile(re).FindStringSubmatch(out.String()); m != nil {
-			return m[1]
+	var m []string
+	var ended error
+	found := wait.Until(func() bool {
+		if m = regexp.MustCompile(re).FindStringSubmatch(out.String()); m != nil {
+			return true
 		}
 		select {
-		case err := <-done:
-			t.Fatalf("playground ended: %v\n%s", err, out.String())
+		case ended = <-done:
+			return true
 		default:
+			return false
 		}
+	}, wait.Timeout)
+	if m == nil {
+		t.Fatalf("no %s in (found %v, playground ended: %v):\n%s", re, found, ended, out.String())
 	}
-	t.Fatalf("no %s in:\n%s", re, out.String())
-	return ""
+	return m[1]
 }
 
 // The URI the Cassandra playground prints reaches a server holding the seeded table.

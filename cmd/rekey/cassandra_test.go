@@ -18,35 +18,56 @@ import (
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
+	"github.com/rekey/rekey/store"
 )
 
 // runCLI runs the rekey command line in-process, with nothing on stdin, and returns its exit
 // code and what it printed. Runs share no streams, so tests may run them in parallel.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	return runCLIWithStdin(t, strings.NewReader(""), args...)
+	return cliRun{}.run(t, args...)
 }
 
 // runCLIWithStdin is runCLI with stdin read from in.
 func runCLIWithStdin(t *testing.T, in io.Reader, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errs lockedBuffer
-	code = run(context.Background(), args, in, &out, &errs, os.Getenv)
-	return code, out.String(), errs.String()
+	return cliRun{stdin: in}.run(t, args...)
 }
 
 // runCLIWithEnv is runCLI with env's variables set over the process's, for this run only (unlike
 // t.Setenv, it lets the test run in parallel).
 func runCLIWithEnv(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	getenv := func(k string) string {
-		if v, ok := env[k]; ok {
-			return v
+	return cliRun{env: env}.run(t, args...)
+}
+
+// cliRun is one in-process run of the command line and the seams a test sets on it.
+type cliRun struct {
+	stdin io.Reader         // nothing when nil
+	env   map[string]string // set over the process's environment, for this run only
+	// signals stand for Ctrl-C and SIGTERM (interrupt sends one); the process's own when nil
+	signals chan os.Signal
+	wrapOut func(store.Store) store.Store // wraps the store --out opens
+}
+
+func (c cliRun) run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	in := c.stdin
+	if in == nil {
+		in = strings.NewReader("")
+	}
+	getenv := os.Getenv
+	if c.env != nil {
+		getenv = func(k string) string {
+			if v, ok := c.env[k]; ok {
+				return v
+			}
+			return os.Getenv(k)
 		}
-		return os.Getenv(k)
 	}
 	var out, errs lockedBuffer
-	code = run(context.Background(), args, strings.NewReader(""), &out, &errs, getenv)
+	inv := &invocation{stdin: in, stdout: &out, stderr: &errs, getenv: getenv, signals: c.signals, wrapOut: c.wrapOut}
+	code = inv.run(context.Background(), args)
 	return code, out.String(), errs.String()
 }
 
@@ -70,7 +91,13 @@ func (l *lockedBuffer) String() string {
 
 func mustRun(t *testing.T, args ...string) string {
 	t.Helper()
-	code, out, errs := runCLI(t, args...)
+	return mustRunWithEnv(t, nil, args...)
+}
+
+// mustRunWithEnv is mustRun with env's variables set over the process's, for this run only.
+func mustRunWithEnv(t *testing.T, env map[string]string, args ...string) string {
+	t.Helper()
+	code, out, errs := runCLIWithEnv(t, env, args...)
 	if code != 0 {
 		t.Fatalf("rekey %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errs)
 	}

@@ -14,6 +14,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 	"github.com/rekey/rekey/source/kafka/cdcdemo"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
@@ -91,19 +92,15 @@ func replicateTopic(t *testing.T, mapping string, msgs []kafkago.Message, out ..
 	} else {
 		state = out[1]
 	}
+	sigs := make(chan os.Signal)
 	go func() {
-		code, o, e := runCLI(t, args...)
+		code, o, e := cliRun{signals: sigs}.run(t, args...)
 		output = o + e
 		done <- code
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for c.Committed(t, "cdc", topic, 1)[0] != int64(len(msgs)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("offsets not committed: %v, want %d", c.Committed(t, "cdc", topic, 1), len(msgs))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	wait.For(t, func() bool { return c.Committed(t, "cdc", topic, 1)[0] == int64(len(msgs)) },
+		fmt.Sprintf("replicate to commit the offset %d", len(msgs)))
+	interrupt(t, sigs, syscall.SIGTERM)
 	select {
 	case code := <-done:
 		if code != 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -43,8 +44,7 @@ func (pf *planFlags) add(inv *invocation, fl *pflag.FlagSet) {
 	fl.StringVarP(&pf.mapping, "mapping", "m", "", "mapping file (YAML)")
 	fl.StringVar(&pf.source, "source", "", "source to sample for quantile split keys (optional)")
 	fl.IntVar(&pf.regions, "regions", 0, "number of pre-split regions (overrides the mapping's regions:)")
-	inv.addCassandraFlags(fl)
-	inv.addFileFlags(fl)
+	inv.sources.AddFlags(fl, source.Use{})
 }
 
 // plan loads the mapping and computes its region plan, sampling --source when given. loaded,
@@ -54,7 +54,7 @@ func (pf *planFlags) plan(cmd *cobra.Command, inv *invocation, loaded func(*tran
 	if err != nil {
 		return nil, pipeline.RegionPlan{}, usageError(err)
 	}
-	if err := inv.checkCassandraFlags(pf.source); err != nil {
+	if err := inv.sources.Refuse(pf.source); err != nil {
 		return nil, pipeline.RegionPlan{}, usageError(err)
 	}
 	prog, err := inv.loadProgramFor(pf.mapping, pf.source, 0, pf.regions, logger)

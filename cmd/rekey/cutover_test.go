@@ -16,6 +16,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
@@ -29,10 +30,10 @@ import (
 // committed, "offset:N" right after the N-th batch's offset is committed.
 const killAtEnv = "REKEY_TEST_KILL_AT"
 
-// killAtStep sets the replicator's hook that spec (killAtEnv) asks for.
-func killAtStep(spec string) {
+// killAtStep is the replicator's hook that spec (killAtEnv) asks for.
+func killAtStep(spec string) (hooks replicate.Hooks) {
 	if spec == "" {
-		return
+		return hooks
 	}
 	step, count, _ := strings.Cut(spec, ":")
 	n, err := strconv.ParseInt(count, 10, 64)
@@ -41,13 +42,14 @@ func killAtStep(spec string) {
 		os.Exit(2)
 	}
 	var seen atomic.Int64
-	replicateHooks.Commit = func(s replicate.CommitStep, _ int, _, _ int64) error {
+	hooks.Commit = func(s replicate.CommitStep, _ int, _, _ int64) error {
 		if string(s) == step && seen.Add(1) == n {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal is on its way: nothing more may happen
 		}
 		return nil
 	}
+	return hooks
 }
 
 // cutoverPartitions: the topic is partitioned by the Cassandra partition key (a), so that the
@@ -113,7 +115,7 @@ func runCutover(t *testing.T, files bool) {
 	defer stopWrites()
 	writerDone := make(chan error, 1)
 	go func() { writerDone <- w.Run(ctx, 5*time.Millisecond, nil) }()
-	waitFor(t, "the connector's first events", func() bool { return w.Published() >= 100 })
+	wait.For(t, func() bool { return w.Published() >= 100 }, "the connector's first events")
 
 	// 1. fix the capture point: the group's offsets are the topic's end offsets now
 	kafkaURI := "kafka://" + strings.Join(kc.Brokers, ",") + "/" + topic + "?group=cutover&format=debezium"
@@ -125,7 +127,7 @@ func runCutover(t *testing.T, files bool) {
 	if after := w.Published(); marked < int64(before) || marked > int64(after) {
 		t.Fatalf("--mark-start committed %d offsets in all, want the end offsets between %d and %d", marked, before, after)
 	}
-	waitFor(t, "changes between the capture point and the copy", func() bool { return w.Published() >= int(marked)+100 })
+	wait.For(t, func() bool { return w.Published() >= int(marked)+100 }, "changes between the capture point and the copy")
 
 	// 2. copy the table while writes go on
 	source := cas.URI("ks", "ev", "splits=8&page_size=20")
@@ -161,9 +163,9 @@ func runCutover(t *testing.T, files bool) {
 
 	// 4. verify while the application still writes: only keys changed since are expected to differ
 	verifyArgs := []string{"verify", "-m", mapping, "--source", source, "--target", target, "--progress", "never"}
-	waitFor(t, "replicate to apply some of the changes made after the copy", func() bool {
+	wait.For(t, func() bool {
 		return sumOffsets(kc.Committed(t, "cutover", topic, cutoverPartitions)) > int64(copied)
-	})
+	}, "replicate to apply some of the changes made after the copy")
 	code, out, errs := runCLI(t, verifyArgs...)
 	if code != 0 && code != exitDifferent {
 		t.Fatalf("verify during writes: exit %d\n%s%s", code, out, errs)
@@ -176,7 +178,7 @@ func runCutover(t *testing.T, files bool) {
 		t.Fatalf("the application's writes: %v", err)
 	}
 	ends := w.Ends()
-	waitFor(t, "replicate to drain the topic", func() bool {
+	wait.For(t, func() bool {
 		rep.checkAlive(t)
 		committed := kc.Committed(t, "cutover", topic, cutoverPartitions)
 		for p, end := range ends {
@@ -185,7 +187,7 @@ func runCutover(t *testing.T, files bool) {
 			}
 		}
 		return true
-	})
+	}, "replicate to drain the topic")
 	if code := rep.terminate(t); code != 0 {
 		t.Fatalf("replicate: exit %d after SIGTERM\n%s", code, rep.logTail())
 	}
@@ -352,18 +354,6 @@ func (r *cutoverReplicate) logTail() string {
 	return string(data)
 }
 
-// waitFor polls cond until it holds, failing the test after a minute.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func sumOffsets(m map[int]int64) int64 {
 	var n int64
 	for _, v := range m {
@@ -452,17 +442,18 @@ func TestReplicateMarkStart(t *testing.T) {
 	kc.Produce(t, topic, user(0, "new1"), user(1, "new2"))
 	done := make(chan int, 1)
 	var output string
+	sigs := make(chan os.Signal)
 	go func() {
-		code, o, e := runCLI(t, "replicate", "-m", mapping, "--source", uri, "--out", out, "--roll-interval", "100ms",
+		code, o, e := cliRun{signals: sigs}.run(t, "replicate", "-m", mapping, "--source", uri, "--out", out, "--roll-interval", "100ms",
 			"--progress", "never", "--session-timeout", "3s")
 		output = o + e
 		done <- code
 	}()
-	waitFor(t, "replicate to commit the messages after the mark", func() bool {
+	wait.For(t, func() bool {
 		got := kc.Committed(t, "cut", topic, 2)
 		return got[0] == 2 && got[1] == 3
-	})
-	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	}, "replicate to commit the messages after the mark")
+	interrupt(t, sigs, syscall.SIGTERM)
 	if code := <-done; code != 0 {
 		t.Fatalf("replicate: exit %d\n%s", code, output)
 	}

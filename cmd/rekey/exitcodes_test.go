@@ -165,6 +165,7 @@ func TestFailuresExitThreeInvalidUseTwo(t *testing.T) {
 // The object store stops once the run has taken the output's lock, before its first checkpoint:
 // the run fails with exit 3, not 1 as a completed run with rejects.
 func TestMigrateObjectStoreStoppedAfterLockExitsThree(t *testing.T) {
+	t.Parallel()
 	srv := startVersitygw(t)
 	var stopOnce sync.Once
 	proxy := srv.Proxy(t, func(next http.Handler) http.Handler {
@@ -177,7 +178,7 @@ func TestMigrateObjectStoreStoppedAfterLockExitsThree(t *testing.T) {
 	})
 	dir := t.TempDir()
 	src := ordersCSV(t, dir, "orders.csv", 1000, 1)
-	code, stdout, stderr := runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+src,
+	code, stdout, stderr := runCLIWithEnv(t, srv.Env, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+src,
 		"--out", proxy.URIFor("run"), "--progress", "never")
 	if code != exitFailed || !strings.Contains(stderr, "run") {
 		t.Fatalf("exit %d, want 3 (the run failed)\n%s%s", code, stdout, stderr)

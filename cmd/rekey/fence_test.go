@@ -33,7 +33,7 @@ func TestMigrateStopsWhenAnotherRunTookOverTheOutput(t *testing.T) {
 	}
 	t.Run("folder", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out")
-		testTakeOver(t, out, out, func() {
+		testTakeOver(t, out, out, nil, func() {
 			if err := os.Remove(filepath.Join(out, pipeline.LockFile)); err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +62,7 @@ func TestMigrateStopsWhenAnotherRunTookOverTheOutput(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		testTakeOver(t, srv.URIFor("run"), out, stale, func() {
+		testTakeOver(t, srv.URIFor("run"), out, srv.Env, stale, func() {
 			if left, err := st.Unfinished(context.Background(), ""); err != nil || len(left) > 0 {
 				t.Errorf("unfinished uploads left: %v %v", left, err)
 			}
@@ -76,8 +76,8 @@ func TestMigrateStopsWhenAnotherRunTookOverTheOutput(t *testing.T) {
 // testTakeOver pauses a migrate into outArg at its fourth data file commit, lets loseLock make
 // its lock another run's for the taking, runs --resume to its end, then lets the first run go
 // on. dir is the output as a local folder (versitygw keeps objects as files); after, if set,
-// checks the store.
-func testTakeOver(t *testing.T, outArg, dir string, loseLock, after func()) {
+// checks the store. env holds the store's credentials.
+func testTakeOver(t *testing.T, outArg, dir string, env map[string]string, loseLock, after func()) {
 	defer func(ttl time.Duration) { pipeline.LockTTL = ttl }(pipeline.LockTTL)
 	pipeline.LockTTL = time.Hour // no renewal while the test runs: loseLock decides when it is stale
 	paused, release := make(chan struct{}), make(chan struct{})
@@ -103,7 +103,7 @@ func testTakeOver(t *testing.T, outArg, dir string, loseLock, after func()) {
 	}
 	first := make(chan result, 1)
 	go func() {
-		code, stdout, stderr := runCLI(t, args...)
+		code, stdout, stderr := runCLIWithEnv(t, env, args...)
 		first <- result{code, stdout, stderr}
 	}()
 	select {
@@ -112,7 +112,7 @@ func testTakeOver(t *testing.T, outArg, dir string, loseLock, after func()) {
 		t.Fatalf("the first run ended before its fourth commit: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	loseLock()
-	if code, stdout, stderr := runCLI(t, append(args, "--resume")...); code != 0 {
+	if code, stdout, stderr := runCLIWithEnv(t, env, append(args, "--resume")...); code != 0 {
 		close(release)
 		t.Fatalf("the run taking the output over: exit %d\n%s%s", code, stdout, stderr)
 	}

@@ -14,6 +14,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
@@ -88,24 +89,18 @@ func TestKafkaMigrateAndReplicate(t *testing.T) {
 	}
 	done := make(chan int, 1)
 	var stdout, stderr string
+	sigs := make(chan os.Signal)
 	go func() {
 		// --progress auto with stderr a pipe: plain status lines
-		code, o, e := runCLI(t, "replicate", "-m", mapping, "--source", "kafka://"+brokers+"/"+topic+"?group=cli&format=json",
+		code, o, e := cliRun{signals: sigs}.run(t, "replicate", "-m", mapping, "--source", "kafka://"+brokers+"/"+topic+"?group=cli&format=json",
 			"--out", out, "--roll-interval", "300ms", "--metrics-addr", addr, "--progress-interval", "100ms", "--session-timeout", session)
 		stdout, stderr = o+e, e
 		done <- code
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	wait.For(t, func() bool {
 		committed := c.Committed(t, "cli", topic, 2)
-		if committed[0] == 1000 && committed[1] == 1000 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("offsets not committed: %v", committed)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return committed[0] == 1000 && committed[1] == 1000
+	}, "replicate to commit the offsets of all 2000 messages")
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +110,7 @@ func TestKafkaMigrateAndReplicate(t *testing.T) {
 	if !strings.Contains(string(body), "rekey_messages_in_total 2000") {
 		t.Errorf("/metrics:\n%s", body)
 	}
-	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	interrupt(t, sigs, syscall.SIGTERM)
 	select {
 	case code := <-done:
 		if code != 0 {

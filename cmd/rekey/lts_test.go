@@ -82,7 +82,7 @@ func TestMigrateWritesAJobLTSAccepts(t *testing.T) {
 	for _, f := range []string{lindorm.ManifestFile, lindorm.DDLFile, lindorm.BulkloadFile} {
 		os.Remove(filepath.Join(out, f))
 	}
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond) // the clock moves on: a resume that wrote its own start would show
 	mustRun(t, append(args, "--resume")...)
 	data2, _ := os.ReadFile(filepath.Join(out, lindorm.BulkloadFile))
 	if string(data2) != string(data) {

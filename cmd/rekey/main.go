@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/source/cassandra"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store"
@@ -84,12 +86,21 @@ type invocation struct {
 	// ran is set once cobra has accepted the flags and arguments and the command starts
 	ran bool
 
-	// the source flags of the command that runs (every command binds its own to these)
-	cassandra cassandraFlags
-	file      fileFlags
+	// the kinds of source --source reads, their flags bound to the command that runs
+	sources *source.Set
+	// sourceWriteTimes asks the source for each row's write time (report: the write order)
+	sourceWriteTimes bool
 	// openedCassandra keeps the Cassandra source loadProgramFor connected (to read the table's
 	// schema) for the openSource call that follows, by URI
 	openedCassandra map[string]*cassandra.Source
+
+	// Test seams, nil in main. signals replaces the process's Ctrl-C and SIGTERM, so that a test
+	// interrupts its own run (and runs in parallel with others); wrapOut wraps the store --out
+	// opens, so that a test meets a run at a chosen point (a checkpoint saved) instead of a time.
+	// replicateHooks are the replicator's fault hooks (a process that kills itself at a step).
+	signals        <-chan os.Signal
+	wrapOut        func(store.Store) store.Store
+	replicateHooks replicate.Hooks
 }
 
 func main() {
@@ -117,8 +128,13 @@ func registerStores() {
 // run is rekey's one entry: it runs the command line args with the given streams and
 // environment and returns the process's exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	return (&invocation{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}).run(ctx, args)
+}
+
+// run runs the command line args with the invocation's streams, environment and seams.
+func (inv *invocation) run(ctx context.Context, args []string) int {
+	stdin, stdout, stderr := inv.stdin, inv.stdout, inv.stderr
 	registerStores()
-	inv := &invocation{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 	root := newRootCmd(inv)
 	root.SetArgs(args)
 	root.SetIn(stdin)

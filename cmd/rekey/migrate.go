@@ -20,6 +20,7 @@ import (
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/parquet"
 	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/store"
@@ -94,7 +95,7 @@ Exit codes:
   3    the run failed: source or sink error, damaged input, too many rejects
   130  interrupted (Ctrl-C, SIGTERM): --resume finishes
 
-` + sourceHelp,
+` + inv.sources.Help(),
 		Example: `  rekey migrate -m mappings/orders.yaml --source 'gen:orders?rows=1000000' --out out/orders
   rekey migrate -m mappings/orders.yaml --source file:orders.csv --out out/orders --regions 64 --max-rejects 100
   rekey migrate -m mappings/logs.yaml --source file:logs.jsonl.gz --out out/logs --format csv --sort`,
@@ -119,9 +120,7 @@ Exit codes:
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	addLTSFlags(fl, &f.lts)
 	f.sql.register(fl)
-	inv.addCassandraFlags(fl)
-	inv.addCassandraReadFlags(fl, true)
-	inv.addFileFlags(fl)
+	inv.sources.AddFlags(fl, source.Use{Scan: true, Shards: true})
 	return cmd
 }
 
@@ -172,7 +171,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	if err := inv.checkCassandraFlags(f.source); err != nil {
+	if err := inv.sources.Refuse(f.source); err != nil {
 		return usageError(err)
 	}
 	if sqlsink.IsURI(f.out) {
@@ -252,7 +251,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	}
 	logger.Info("migration starting", zap.String("mapping", prog.Name()), zap.String("table", prog.Table()),
 		zap.Int("regions", plan.Count()), zap.String("strategy", plan.Strategy), zap.String("out", f.out))
-	res, runErr, err := runMigration(ctx, cancel, f, prog, src, migrationOutput{
+	res, runErr, err := inv.runMigration(ctx, cancel, f, prog, src, migrationOutput{
 		sink: sink, store: st, dir: f.out, format: format.Name(), plan: plan, resume: resume,
 		bytes: func() int64 { return sink.Stats().Bytes },
 	}, limit, logger, "\nrekey: stopping: finishing and committing the rows already read (Ctrl-C again to abort at once)")
@@ -392,6 +391,9 @@ func (inv *invocation) openStore(ctx context.Context, out string) (store.Store, 
 	} else if err != nil {
 		return nil, runFailed(fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
 	}
+	if inv.wrapOut != nil {
+		st = inv.wrapOut(st)
+	}
 	return st, nil
 }
 
@@ -410,7 +412,7 @@ type migrationOutput struct {
 // runMigration runs the pipeline from src into out with the migrate flags, showing progress; a
 // first Ctrl-C stops it gracefully (the rows already read are finished), a second at once.
 // runErr is the run's outcome; err says it could not start.
-func runMigration(ctx context.Context, cancel context.CancelFunc, f *migrateFlags, prog *transform.Program, src pipeline.Source,
+func (inv *invocation) runMigration(ctx context.Context, cancel context.CancelFunc, f *migrateFlags, prog *transform.Program, src pipeline.Source,
 	out migrationOutput, limit pipeline.RejectLimit, logger *zap.Logger, stopping string) (res pipeline.Result, runErr, err error) {
 	runner, err := pipeline.NewRunner(pipeline.Config{
 		Source:          src,
@@ -432,7 +434,7 @@ func runMigration(ctx context.Context, cancel context.CancelFunc, f *migrateFlag
 		return res, nil, err
 	}
 	stop := make(chan struct{})
-	defer onInterrupt(f.progress.stderr, stopping, func() { close(stop) }, cancel)()
+	defer inv.onInterrupt(f.progress.stderr, stopping, func() { close(stop) }, cancel)()
 	var before int64
 	if out.resume != nil {
 		before = out.resume.RowsIn

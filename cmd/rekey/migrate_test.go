@@ -17,7 +17,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
@@ -280,30 +279,21 @@ func readLines(t *testing.T, path string) []string {
 	return lines
 }
 
-// TestMigrateInterruptThenResume sends the process a real SIGINT in the middle of a run: the run
-// stops with exit 130 and leaves no partial or temporary file; --resume then finishes, and the
-// output holds every row exactly once.
+// TestMigrateInterruptThenResume interrupts a run (Ctrl-C, through the run's signals) once it has
+// checkpointed written rows: the run stops with exit 130 and leaves no partial or temporary file;
+// --resume then finishes, and the output holds every row exactly once.
 func TestMigrateInterruptThenResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
 	}
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	const rows = 400000
 	args := []string{"migrate", "-m", "../../mappings/orders.yaml", "--source", fmt.Sprintf("gen:orders?rows=%d&seed=5", rows),
 		"--out", out, "--progress", "never", "--checkpoint-interval", "100ms", "--max-file-size", "1MiB"}
-	go func() {
-		// Interrupt once the run has committed something (its signal handler is installed by then).
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			if cp, _ := pipeline.LoadCheckpoint(out); cp != nil && cp.RowsWritten > 0 {
-				syscall.Kill(os.Getpid(), syscall.SIGINT)
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-	code, stdout, stderr := runCLI(t, args...)
+	sigs := make(chan os.Signal)
+	code, stdout, stderr := cliRun{signals: sigs, wrapOut: atCheckpoint(midRun, func() { interrupt(t, sigs, syscall.SIGINT) })}.run(t, args...)
 	if code != 130 {
 		t.Fatalf("interrupted run: exit %d, want 130\n%s%s", code, stdout, stderr)
 	}

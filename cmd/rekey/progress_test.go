@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 )
@@ -103,12 +103,18 @@ func TestReplicationStatusModes(t *testing.T) {
 	t.Parallel()
 	var m replicate.Metrics
 	m.MessagesIn.Store(500)
+	// each mode runs until its status goroutine has written two updates (never: at once)
 	run := func(mode string) string {
-		var b bytes.Buffer
-		s := startStatus(&b, mode, 10*time.Millisecond, &m)
-		time.Sleep(60 * time.Millisecond)
+		var b lockedBuffer
+		s := startStatus(&b, mode, time.Millisecond, &m)
+		if mode != "never" {
+			wait.For(t, func() bool {
+				out := b.String()
+				return strings.Count(out, "\n") >= 2 || strings.Count(out, "\r") >= 2
+			}, mode+": two status updates")
+		}
 		s.finish()
-		return b.String() // written only by the status goroutine, then by finish after it ended
+		return b.String()
 	}
 	plain := run("plain")
 	lines := strings.Split(strings.TrimSuffix(plain, "\n"), "\n")

@@ -27,10 +27,6 @@ import (
 	"github.com/rekey/rekey/transform"
 )
 
-// replicateHooks are the replicator's fault hooks: set only by tests (a process that kills itself
-// at a chosen step).
-var replicateHooks replicate.Hooks
-
 type replicateFlags struct {
 	mapping      string
 	source       string
@@ -287,7 +283,7 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 		AcceptGaps:   f.acceptGaps,
 		Version:      version,
 		Logger:       logger.Named("replicate"),
-		Hooks:        replicateHooks,
+		Hooks:        inv.replicateHooks,
 	})
 	if err != nil {
 		if toSQL && !errors.Is(err, sqlsink.ErrTableMismatch) {
@@ -311,7 +307,7 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	if toSQL {
 		stopping = "\nrekey: stopping: finishing the statements in flight and committing their offsets (Ctrl-C again to abort at once)"
 	}
-	defer onInterrupt(inv.stderr, stopping, func() { close(stop) }, cancel)()
+	defer inv.onInterrupt(inv.stderr, stopping, func() { close(stop) }, cancel)()
 
 	logger.Info("replication starting", zap.String("topic", kcfg.Topic), zap.String("group", kcfg.Group),
 		zap.Int("regions", plan.Count()), zap.String("strategy", plan.Strategy), zap.String("out", f.out))

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/lindorm"
@@ -39,7 +40,9 @@ func TestCLIChild(t *testing.T) {
 		}
 		pipeline.LockTTL = d
 	}
-	os.Exit(run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+	inv := &invocation{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
+		replicateHooks: killAtStep(os.Getenv(killAtEnv))}
+	os.Exit(inv.run(context.Background(), args))
 }
 
 // startChild runs `rekey args...` in a child process; its output goes to out.
@@ -56,10 +59,10 @@ func startChild(t *testing.T, out *bytes.Buffer, env []string, args ...string) *
 	return cmd
 }
 
-// Before, `rekey replicate --out s3://...` was refused ("not yet to an object store"). To a real S3
-// server (versitygw), a replicate process is SIGKILLed while messages still arrive and rolls are
-// open or uploading; the same command run again waits for the killed process's lock to expire,
-// removes what its uncommitted rolls uploaded, and continues. Stopped with SIGTERM, the prefix
+// To a real S3 server (versitygw), a replicate process is SIGKILLed while messages still arrive,
+// once a roll's files are uploaded and before the manifest lists them; the same command run
+// again waits for the killed process's lock to expire, removes what its uncommitted rolls
+// uploaded, and continues. Stopped with SIGTERM, the prefix
 // holds every message once (the data files read with parquet-go, an independent reader), the poison
 // message rejected once, the manifest's counts a clean run's, and no object the manifest does not
 // list.
@@ -80,6 +83,9 @@ func TestReplicateToObjectStoreKilled(t *testing.T) {
 	args := []string{"replicate", "-m", mapping, "--source", "kafka://" + strings.Join(c.Brokers, ",") + "/" + topic + "?group=cli-s3&format=json",
 		"--out", srv.URIFor("repl"), "--roll-interval", "150ms", "--progress", "never", "--session-timeout", session}
 	env := []string{"REKEY_TEST_LOCK_TTL=3s", "TMPDIR=" + t.TempDir()}
+	for k, v := range srv.Env {
+		env = append(env, k+"="+v)
+	}
 	rowsIn := func() int64 {
 		var m lindorm.Manifest
 		data, err := os.ReadFile(filepath.Join(root, lindorm.ManifestFile))
@@ -89,25 +95,33 @@ func TestReplicateToObjectStoreKilled(t *testing.T) {
 		return m.RowsIn
 	}
 
+	// the first process kills itself once the sixth roll's files are uploaded, before the
+	// manifest lists them: rolls committed before it, that one uploaded and uncommitted
 	var out1 bytes.Buffer
-	first := startChild(t, &out1, env, args...)
-	// messages keep arriving: the kill finds rolls open, closing or uploading
-	c.Produce(t, topic, msgs[:200]...)
-	produced := 200
-	for wait := time.Now().Add(60 * time.Second); rowsIn() == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(wait) {
-			t.Fatalf("no roll committed\n%s", out1.String())
+	first := startChild(t, &out1, append(env, killAtEnv+"=renamed:6"), args...)
+	exited := make(chan struct{})
+	go func() { first.Wait(); close(exited) }()
+	killed := func() bool {
+		select {
+		case <-exited:
+			return true
+		default:
+			return false
 		}
 	}
-	for rowsIn() < 600 && produced < 1600 {
+	// messages keep arriving, 100 at a time once the last ones are committed, until the kill
+	produced := 0
+	for !killed() {
+		if produced == len(msgs) {
+			t.Fatalf("every message produced and committed, and no kill\n%s", out1.String())
+		}
 		c.Produce(t, topic, msgs[produced:produced+100]...)
 		produced += 100
-		time.Sleep(40 * time.Millisecond)
+		wait.For(t, func() bool { return killed() || rowsIn() >= int64(produced) }, "the messages produced committed, or the kill")
 	}
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	if ws, ok := first.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the first process ended with %v, not at its kill point\n%s", first.ProcessState, out1.String())
 	}
-	first.Wait()
 	killedAt := rowsIn()
 	if killedAt == 0 || killedAt >= 2000 {
 		t.Fatalf("killed with %d messages committed: the test needs a kill in the middle\n%s", killedAt, out1.String())
@@ -119,17 +133,10 @@ func TestReplicateToObjectStoreKilled(t *testing.T) {
 
 	var out2 bytes.Buffer
 	second := startChild(t, &out2, env, args...)
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	wait.For(t, func() bool {
 		got := c.Committed(t, "cli-s3", topic, 2)
-		if got[0] == 1000 && got[1] == 1000 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("offsets not committed: %v\n%s", got, out2.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return got[0] == 1000 && got[1] == 1000
+	}, "the restarted replicate to commit every offset")
 	second.Process.Signal(syscall.SIGTERM)
 	if err := second.Wait(); err != nil {
 		t.Fatalf("the restarted replicate: %v\n%s", err, out2.String())

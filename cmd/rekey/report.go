@@ -16,6 +16,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/source/cassandra"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/kafka"
@@ -84,7 +85,7 @@ invalid use; with --strict, 1 when there are warnings; 3 the report could not ru
 source, a file it could not write). --json writes every figure (schema: report/README.md);
 --html a self-contained page with charts.
 
-` + sourceHelp,
+` + inv.sources.Help(),
 		Example: `  rekey report -m mappings/orders.yaml --source 'gen:orders?rows=1000000'
   rekey report -m mappings/logs.yaml --source file:logs.csv --sample 10% --html report.html
   rekey report -m mappings/users.yaml --source file:users.csv --nodes 6 --json report.json --strict
@@ -110,9 +111,7 @@ source, a file it could not write). --json writes every figure (schema: report/R
 	fl.StringArrayVar(&f.queries, "query", nil, "a query the table must serve, ranking the advisor's designs (repeat for several; replaces the mapping's queries:): COLUMN= for equality, COLUMN range for a range, newest_first to read the range latest first, comma-separated, e.g. 'device_id=, ts range'")
 	fl.StringVar(&f.order, "write-order", "", "the source column that holds each row's creation time (or a sequence that rises with it): hotspots are judged in its order (overrides the mapping's source.write_order)")
 	fl.StringVar(&f.writeMap, "write-mapping", "", "write each alternative design as a mapping file (DIR/<id>.yaml, ready for rekey check and migrate) into this directory")
-	inv.addCassandraFlags(fl)
-	inv.addCassandraReadFlags(fl, false)
-	inv.addFileFlags(fl)
+	inv.sources.AddFlags(fl, source.Use{Scan: true})
 	return cmd
 }
 
@@ -142,10 +141,10 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 		}
 		queries = append(queries, pq)
 	}
-	if err := inv.checkCassandraFlags(f.source); err != nil {
+	if err := inv.sources.Refuse(f.source); err != nil {
 		return usageError(err)
 	}
-	inv.cassandra.rowWriteTimes = true // the rows' WRITETIME(), for the write order
+	inv.sourceWriteTimes = true // the rows' WRITETIME(), for the write order
 	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
 		return err
@@ -172,7 +171,7 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 	sourceOrder(src, &order)
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	defer onInterrupt(inv.stderr, "\nrekey: report interrupted", cancel, cancel)()
+	defer inv.onInterrupt(inv.stderr, "\nrekey: report interrupted", cancel, cancel)()
 
 	started := time.Now()
 	// a spread sample of the source places quantile split keys over the whole input; a source

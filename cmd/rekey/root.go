@@ -6,6 +6,9 @@ import "github.com/spf13/cobra"
 // is generated from it (TestCLIReference), so --help and the manual share one source. The
 // commands' flags and state live in inv, one per run.
 func newRootCmd(inv *invocation) *cobra.Command {
+	if inv.sources == nil {
+		inv.sources = newSourceSet()
+	}
 	root := &cobra.Command{
 		Use:   "rekey",
 		Short: "Move Cassandra, Kafka and file data into Lindorm wide tables with hotspot-free primary keys",

@@ -15,22 +15,37 @@ import (
 
 // onInterrupt prints msg on w and calls first at the first Ctrl-C (or SIGTERM), and calls abort at the
 // second. The returned function stops listening.
-func onInterrupt(w io.Writer, msg string, first, abort func()) (stop func()) {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+func (inv *invocation) onInterrupt(w io.Writer, msg string, first, abort func()) (stop func()) {
+	sigs := inv.signals
+	unsubscribe := func() {}
+	if sigs == nil {
+		own := make(chan os.Signal, 2)
+		signal.Notify(own, os.Interrupt, syscall.SIGTERM)
+		sigs = own
+		unsubscribe = func() { signal.Stop(own) }
+	}
+	done := make(chan struct{})
+	next := func() bool {
+		select {
+		case <-sigs:
+			return true
+		case <-done:
+			return false
+		}
+	}
 	go func() {
-		if _, ok := <-sigs; !ok {
+		if !next() {
 			return
 		}
 		fmt.Fprintln(w, msg)
 		first()
-		if _, ok := <-sigs; ok {
+		if next() {
 			abort()
 		}
 	}()
 	return func() {
-		signal.Stop(sigs) // no signal is sent on sigs once Stop returns
-		close(sigs)
+		unsubscribe()
+		close(done)
 	}
 }
 

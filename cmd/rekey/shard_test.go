@@ -1,36 +1,82 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rekey/rekey/sink/lindorm"
 )
 
-// TestShardRefusedForSourcesThatCannotShard: --shard was ignored for file sources, so every
-// shard read the whole file and merge combined full copies (rows in 4000020 from 2,000,010
-// rows). Only Cassandra sources read a share of their input: --shard with file:, gen: or
-// kafka:// exits 2 before anything is read or written, --help says where it applies, and merge
-// refuses two outputs that read the same source.
-func TestShardRefusedForSourcesThatCannotShard(t *testing.T) {
+// Files and generators read in shards: each shard of a directory reads whole files (balanced by
+// size), each shard of gen: its rows; merge of all the shards equals one run (verify EQUAL against
+// the whole source), and merge refuses a shard missing or given twice. --shard is refused where a
+// source cannot shard (Kafka, one file for more shards than files), before anything is written,
+// and merge refuses two full runs of one source (what --shard once silently made of a file).
+func TestShardsOfFilesAndGenMergeIntoOneRun(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	csv := bigOrdersCSV(t, dir, 50)
 	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
-	for _, src := range []string{"file:" + csv, csv, "gen:orders?rows=100", "kafka://127.0.0.1:1/orders?format=json"} {
-		out := filepath.Join(dir, "shard-of-"+strings.NewReplacer("/", "_", ":", "_", "?", "_").Replace(src))
-		code, _, errs := runCLI(t, "migrate", "-m", mapping, "--source", src, "--shard", "0/2", "--out", out, "--progress", "never")
-		if code != 2 || !strings.Contains(errs, "--shard 0/2: only a Cassandra source") {
-			t.Errorf("--source %s --shard 0/2: exit %d, %s", src, code, errs)
+	export := filepath.Join(dir, "export")
+	if err := os.Mkdir(export, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	for i, rows := range []int64{900, 300, 250, 200, 120} { // unequal files: balanced by size
+		ordersCSV(t, export, fmt.Sprintf("part-%d.csv", i), rows, int64(i+1))
+		total += rows
+	}
+	for _, c := range []struct {
+		name, source string
+		shards       int
+		rows         int64
+	}{
+		{"files", "file:" + export, 3, total},
+		{"gen", "gen:orders?rows=5000", 2, 5000},
+	} {
+		var outs []string
+		for i := range c.shards {
+			out := filepath.Join(dir, fmt.Sprintf("%s-shard-%d", c.name, i))
+			mustRun(t, "migrate", "-m", mapping, "--source", c.source, "--shard", fmt.Sprintf("%d/%d", i, c.shards), "--regions", "4", "--out", out, "--progress", "never")
+			outs = append(outs, out)
+		}
+		if code, _, errs := runCLI(t, "merge", outs[0], outs[0], "--out", filepath.Join(dir, c.name+"-twice")); code != 2 {
+			t.Errorf("%s: merge of one shard twice: exit %d, %s", c.name, code, errs)
+		}
+		if code, _, errs := runCLI(t, append([]string{"merge"}, append(outs[1:], "--out", filepath.Join(dir, c.name+"-short"))...)...); code != 2 || !strings.Contains(errs, "shard 0/") {
+			t.Errorf("%s: merge without shard 0: exit %d, %s", c.name, code, errs)
+		}
+		merged := filepath.Join(dir, c.name+"-all")
+		mustRun(t, append([]string{"merge"}, append(outs, "--out", merged)...)...)
+		m, err := lindorm.ReadManifest(merged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.RowsIn != c.rows || m.RowsWritten != c.rows {
+			t.Errorf("%s: merged %d rows in, %d written; the source holds %d", c.name, m.RowsIn, m.RowsWritten, c.rows)
+		}
+		if code, stdout, errs := runCLI(t, "verify", "-m", mapping, "--source", c.source, "--target", merged, "--progress", "never"); code != 0 || !strings.Contains(stdout, "EQUAL") {
+			t.Errorf("%s: verify of the merged shards against the whole source: exit %d\n%s%s", c.name, code, stdout, errs)
+		}
+	}
+
+	csv := bigOrdersCSV(t, dir, 50)
+	for _, c := range []struct{ source, want string }{
+		{"kafka://127.0.0.1:1/orders?format=json", "a Kafka topic is not read in shards"},
+		{"file:" + csv, "1 file(s) for 2 shards"},
+	} {
+		out := filepath.Join(dir, "refused-"+strings.NewReplacer("/", "_", ":", "_", "?", "_").Replace(c.source))
+		code, _, errs := runCLI(t, "migrate", "-m", mapping, "--source", c.source, "--shard", "0/2", "--out", out, "--progress", "never")
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("--source %s --shard 0/2: exit %d, want 2 saying %q: %s", c.source, code, c.want, errs)
 		}
 		if _, err := os.Stat(out); !os.IsNotExist(err) {
-			t.Errorf("--source %s --shard 0/2: the refused run made %s (%v)", src, out, err)
+			t.Errorf("--source %s --shard 0/2: the refused run made %s (%v)", c.source, out, err)
 		}
 	}
-	if help := mustRun(t, "migrate", "--help"); !strings.Contains(help, "Cassandra sources only") {
-		t.Errorf("migrate --help does not say which sources --shard applies to:\n%s", help)
-	}
-	// two full runs of one file (what two "shards" of it were) are not merged into a double count
+	// two full runs of one file are not merged into a double count
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	for _, out := range []string{a, b} {
 		mustRun(t, "migrate", "-m", mapping, "--source", "file:"+csv, "--out", out, "--progress", "never")

@@ -21,6 +21,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
@@ -128,6 +129,8 @@ func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 			restartMariaDB(t, srv, streams, streams[rng.IntN(len(streams))], exe, caughtUp)
 		}
 		s.waitApplying(t, caughtUp)
+		// the kill's instant is the seeded plan's, anywhere in a statement or a commit: it is
+		// what this test varies, not a wait for something to happen
 		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
 		s.kill(t)
 		s.start(t, exe)
@@ -139,15 +142,8 @@ func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 	}
 
 	// drain: every message applied and its offset committed
-	deadline := time.Now().Add(40 * time.Second)
 	for _, s := range streams {
-		for !caughtUp(s) {
-			s.checkAlive(t)
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: committed offsets %v, want %v\n%s", s.name, c.Committed(t, s.group, s.topic, e2ePartitions), s.ends, s.logTail())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		wait.For(t, func() bool { s.checkAlive(t); return caughtUp(s) }, s.name+": every offset committed")
 	}
 	db := srv.DB(t)
 	for _, s := range streams {
@@ -427,23 +423,21 @@ func (s *e2eStream) metric(name string) (v float64, ok bool) {
 // timeout, a minute, on kfake; this test is about the SQL path.)
 func (s *e2eStream) waitApplying(t *testing.T, caughtUp func(*e2eStream) bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for i := 0; ; i++ {
+	polls := 0
+	wait.For(t, func() bool {
 		s.checkAlive(t)
 		if n, ok := s.metric("rekey_messages_in_total"); ok && n > 0 {
-			return
+			return true
 		}
-		if i%10 == 9 {
+		// the offsets are read from the broker now and then, not at every poll
+		if polls++; polls%10 == 0 {
 			if n, ok := s.metric("rekey_assigned_partitions"); ok && n == e2ePartitions && caughtUp(s) {
 				s.idleKills++
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no message applied 30 s after start %d\n%s", s.name, s.starts, s.logTail())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	}, fmt.Sprintf("%s to apply messages after start %d", s.name, s.starts))
 }
 
 func (s *e2eStream) kill(t *testing.T) {
@@ -462,17 +456,11 @@ func (s *e2eStream) kill(t *testing.T) {
 // kills it, as a SIGKILL would.
 func (s *e2eStream) terminate(t *testing.T) int {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	wait.For(t, func() bool {
 		s.checkAlive(t)
-		if n, ok := s.metric("rekey_assigned_partitions"); ok && n == e2ePartitions {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: the partitions not assigned 30 s after start %d\n%s", s.name, s.starts, s.logTail())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		n, ok := s.metric("rekey_assigned_partitions")
+		return ok && n == e2ePartitions
+	}, fmt.Sprintf("%s to be assigned its partitions after start %d", s.name, s.starts))
 	s.proc.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.exited:
@@ -575,10 +563,11 @@ func restartMariaDB(t *testing.T, srv *mysqltest.Server, streams []*e2eStream, v
 	down := time.Now()
 	victim.kill(t)
 	victim.start(t, exe)
-	for time.Since(down) < 10*time.Second && retries() == before {
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(time.Second - time.Since(down)) // the victim fails to connect a few times
+	// a statement of the others retried against the stopped server, or (checked below) none
+	wait.Until(func() bool { return retries() != before }, 10*time.Second)
+	// MariaDB stays down a second in all, the outage's length: the victim fails to connect a
+	// few times
+	time.Sleep(time.Second - time.Since(down))
 	after := retries()
 	srv.Start(t)
 	t.Logf("MariaDB down for %s: %.0f statements retried meanwhile; %s restarted meanwhile", time.Since(down).Round(time.Millisecond), after-before, victim.name)
@@ -587,22 +576,16 @@ func restartMariaDB(t *testing.T, srv *mysqltest.Server, streams []*e2eStream, v
 	}
 	// all apply messages again, through the same processes (or have nothing left to apply)
 	victim.waitApplying(t, caughtUp)
-	deadline := time.Now().Add(30 * time.Second)
 	for _, s := range streams {
 		if s == victim {
 			continue
 		}
 		n0, _ := s.metric("rekey_messages_in_total")
-		for {
+		wait.For(t, func() bool {
 			s.checkAlive(t)
-			if n, ok := s.metric("rekey_messages_in_total"); (ok && n > n0) || caughtUp(s) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: nothing applied 30 s after MariaDB came back\n%s", s.name, s.logTail())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			n, ok := s.metric("rekey_messages_in_total")
+			return (ok && n > n0) || caughtUp(s)
+		}, s.name+" to apply messages after MariaDB came back")
 	}
 }
 

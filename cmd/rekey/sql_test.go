@@ -20,6 +20,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
@@ -31,8 +32,9 @@ const rekeyProcessEnv = "REKEY_TEST_RUN_AS_REKEY"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(rekeyProcessEnv) == "1" {
-		killAtStep(os.Getenv(killAtEnv))
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+		inv := &invocation{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
+			replicateHooks: killAtStep(os.Getenv(killAtEnv))}
+		os.Exit(inv.run(context.Background(), os.Args[1:]))
 	}
 	os.Exit(mysqltest.Run(m))
 }
@@ -184,23 +186,17 @@ func TestReplicateIntoSQLTable(t *testing.T) {
 			addr := fmt.Sprintf("127.0.0.1:%d", kafkatest.FreePort(t))
 			done := make(chan int, 1)
 			var out string
+			sigs := make(chan os.Signal)
 			go func() {
-				code, o, e := runCLI(t, "replicate", "-m", mapping, "--source", "kafka://"+strings.Join(c.Brokers, ",")+"/"+topic+"?group=sql&format=json",
+				code, o, e := cliRun{signals: sigs}.run(t, "replicate", "-m", mapping, "--source", "kafka://"+strings.Join(c.Brokers, ",")+"/"+topic+"?group=sql&format=json",
 					"--out", srv.URI(""), "--sql-conns", conns, "--state", state, "--metrics-addr", addr, "--progress", "never", "--session-timeout", "3s")
 				out = o + e
 				done <- code
 			}()
-			deadline := time.Now().Add(60 * time.Second)
-			for {
+			wait.For(t, func() bool {
 				committed := c.Committed(t, "sql", topic, 2)
-				if committed[0] == ends[0] && committed[1] == ends[1] {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("offsets not committed: %v, want %v", committed, ends)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+				return committed[0] == ends[0] && committed[1] == ends[1]
+			}, fmt.Sprintf("replicate to commit the offsets %v", ends))
 			resp, err := http.Get("http://" + addr + "/metrics")
 			if err != nil {
 				t.Fatal(err)
@@ -212,7 +208,7 @@ func TestReplicateIntoSQLTable(t *testing.T) {
 					t.Errorf("/metrics lacks %s", m)
 				}
 			}
-			syscall.Kill(os.Getpid(), syscall.SIGTERM)
+			interrupt(t, sigs, syscall.SIGTERM)
 			select {
 			case code := <-done:
 				if code != 0 {

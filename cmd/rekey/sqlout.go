@@ -106,7 +106,7 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	plan := pipeline.RegionPlan{Type: prog.Target().Columns[0].Type, Strategy: "single"}
 	logger.Info("migration into a SQL table starting", zap.String("mapping", prog.Name()), zap.String("target", target.Redacted),
 		zap.String("table", w.Table()), zap.Int("conns", f.sql.conns), zap.String("state", state))
-	res, runErr, err := runMigration(ctx, cancel, f, prog, src, migrationOutput{
+	res, runErr, err := inv.runMigration(ctx, cancel, f, prog, src, migrationOutput{
 		sink: w, store: out.Store, dir: state, format: format, plan: plan, resume: resume,
 		bytes: func() int64 { return w.Stats.Bytes.Load() },
 	}, limit, logger, "\nrekey: stopping: finishing the rows already read (Ctrl-C again to abort at once)")

@@ -54,6 +54,7 @@ func TestMigrateObjectStoreServerStoppedMidRunThenResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
 	}
+	t.Parallel()
 	dir := t.TempDir()
 	srv := startVersitygw(t)
 	out := filepath.Join(srv.Dir, s3test.Bucket, "run")
@@ -61,24 +62,16 @@ func TestMigrateObjectStoreServerStoppedMidRunThenResume(t *testing.T) {
 	src := bigOrdersCSV(t, dir, rows)
 	args := []string{"migrate", "-m", "../../mappings/orders.yaml", "--source", "file:" + src, "--out", srv.URIFor("run"),
 		"--progress", "never", "--checkpoint-interval", "50ms", "--max-file-size", "256KiB"}
-	stopped := make(chan time.Time, 1)
-	go func() {
-		deadline := time.Now().Add(60 * time.Second)
-		for time.Now().Before(deadline) {
-			if cp, _ := pipeline.LoadCheckpoint(out); cp != nil && cp.RowsWritten > 0 {
-				srv.Stop()
-				stopped <- time.Now()
-				return
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-		close(stopped)
-	}()
-	code, stdout, stderr := runCLI(t, args...)
+	// the server stops once a checkpoint lists written rows, before the run goes on
+	var stopAt time.Time
+	stop := func() {
+		srv.Stop()
+		stopAt = time.Now()
+	}
+	code, stdout, stderr := cliRun{env: srv.Env, wrapOut: atCheckpoint(midRun, stop)}.run(t, args...)
 	ended := time.Now()
-	stopAt, ok := <-stopped
-	if !ok {
-		t.Fatalf("the run wrote no checkpoint within 60 s (exit %d)\n%s%s", code, stdout, stderr)
+	if stopAt.IsZero() {
+		t.Fatalf("the run saved no checkpoint with rows written before it ended (exit %d)\n%s%s", code, stdout, stderr)
 	}
 	took := ended.Sub(stopAt)
 	t.Logf("server stopped: exit %d %.1fs later; stderr:\n%s", code, took.Seconds(), stderr)
@@ -113,7 +106,7 @@ func TestMigrateObjectStoreServerStoppedMidRunThenResume(t *testing.T) {
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr = runCLI(t, append(args, "--resume")...)
+	code, stdout, stderr = runCLIWithEnv(t, srv.Env, append(args, "--resume")...)
 	if code != 0 {
 		t.Fatalf("--resume after the restart: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -124,7 +117,7 @@ func TestMigrateObjectStoreServerStoppedMidRunThenResume(t *testing.T) {
 	if n := distinctRows(t, out); n != rows {
 		t.Fatalf("%d rows, want %d", n, rows)
 	}
-	st := openURI(t, srv.URIFor("run"))
+	st := openURI(t, srv.URIFor("run"), srv.Env)
 	if up, err := st.Unfinished(context.Background(), ""); err != nil || len(up) > 0 {
 		t.Fatalf("unfinished uploads after the resume: %v %v", up, err)
 	}
@@ -161,22 +154,20 @@ func TestMigrateSlowObjectStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
 	}
+	t.Parallel()
 	slow := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			time.Sleep(40 * time.Millisecond)
+			time.Sleep(40 * time.Millisecond) // the server's latency
 			r.Body = &slowBody{r: r.Body}
 			next.ServeHTTP(w, r)
 		})
 	}
 	srv := s3test.StartGofakes3(t, slow)
-	for k, v := range srv.Env {
-		t.Setenv(k, v)
-	}
 	dir := t.TempDir()
 	const rows = 60000
 	src := bigOrdersCSV(t, dir, rows)
 	start := time.Now()
-	mustRun(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+src, "--out", srv.URIFor("slow"),
+	mustRunWithEnv(t, srv.Env, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+src, "--out", srv.URIFor("slow"),
 		"--progress", "never", "--checkpoint-interval", "100ms", "--max-file-size", "256KiB")
 	t.Logf("slow server: %.1fs", time.Since(start).Seconds())
 	got := download(t, srv.URIFor("slow"), srv.Env)
@@ -194,7 +185,7 @@ type slowBody struct {
 }
 
 func (b *slowBody) Read(p []byte) (int, error) {
-	time.Sleep(time.Millisecond)
+	time.Sleep(time.Millisecond) // the link's speed
 	return b.r.Read(p[:min(len(p), 16<<10)])
 }
 func (b *slowBody) Close() error { return b.r.Close() }
@@ -202,6 +193,7 @@ func (b *slowBody) Close() error { return b.r.Close() }
 // Wrong credentials on a real server: one error that says which variables to check, a non-zero
 // exit, nothing written in the bucket, and the secret nowhere in the output.
 func TestMigrateObjectStoreWrongCredentials(t *testing.T) {
+	t.Parallel()
 	srv := startVersitygw(t)
 	dir := t.TempDir()
 	src := ordersCSV(t, dir, "orders.csv", 100, 1)
@@ -210,9 +202,8 @@ func TestMigrateObjectStoreWrongCredentials(t *testing.T) {
 		"unknown key":  {"NOSUCHACCESSKEY", "another-wrong-secret-98765"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			t.Setenv("AWS_ACCESS_KEY_ID", env[0])
-			t.Setenv("AWS_SECRET_ACCESS_KEY", env[1])
-			code, stdout, stderr := runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+src,
+			creds := map[string]string{"AWS_ACCESS_KEY_ID": env[0], "AWS_SECRET_ACCESS_KEY": env[1]}
+			code, stdout, stderr := runCLIWithEnv(t, creds, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+src,
 				"--out", srv.URIFor("creds"), "--progress", "never")
 			t.Logf("exit %d: %s", code, stderr)
 			if code == 0 || code == exitRejects {
@@ -246,6 +237,7 @@ func assertBucketEmpty(t *testing.T, srv *s3test.Server) {
 
 // A bucket that does not exist: one error saying to create it, a non-zero exit, no bucket made.
 func TestMigrateObjectStoreMissingBucket(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	src := ordersCSV(t, dir, "orders.csv", 100, 1)
 	for _, server := range []string{"gofakes3", "versitygw"} {
@@ -256,11 +248,8 @@ func TestMigrateObjectStoreMissingBucket(t *testing.T) {
 			} else {
 				srv = startVersitygw(t)
 			}
-			for k, v := range srv.Env {
-				t.Setenv(k, v)
-			}
 			uri := strings.Replace(srv.URIFor("out"), "s3://"+s3test.Bucket+"/", "s3://no-such-bucket/", 1)
-			code, _, stderr := runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+src, "--out", uri, "--progress", "never")
+			code, _, stderr := runCLIWithEnv(t, srv.Env, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+src, "--out", uri, "--progress", "never")
 			t.Logf("exit %d: %s", code, stderr)
 			if code == 0 || code == exitRejects {
 				t.Fatalf("exit %d for a missing bucket", code)

@@ -122,6 +122,7 @@ func TestMergeShardsOnObjectStoreCopiesOnTheServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
 	}
+	t.Parallel()
 	c := cassandratest.Open(t, cqltest.WithNodes(3), cqltest.WithVnodes(8))
 	const n = 6000
 	seedShop(t, c, n)
@@ -143,25 +144,22 @@ func TestMergeShardsOnObjectStoreCopiesOnTheServer(t *testing.T) {
 			} else {
 				srv = startVersitygw(t).Proxy(t, log.wrap)
 			}
-			for k, v := range srv.Env {
-				t.Setenv(k, v)
-			}
 			var shards []string
 			for i := 0; i < 2; i++ {
 				out := srv.URIFor(fmt.Sprintf("shard-%d", i))
-				mustRun(t, "migrate", "-m", m, "--source", uri, "--shard", fmt.Sprintf("%d/2", i), "--out", out, "--progress", "never", "--max-file-size", "16KiB")
+				mustRunWithEnv(t, srv.Env, "migrate", "-m", m, "--source", uri, "--shard", fmt.Sprintf("%d/2", i), "--out", out, "--progress", "never", "--max-file-size", "16KiB")
 				shards = append(shards, out)
 			}
 			var dataBytes int64
 			for _, s := range shards {
-				sm, err := lindorm.GetManifest(context.Background(), openURI(t, s))
+				sm, err := lindorm.GetManifest(context.Background(), openURI(t, s, srv.Env))
 				if err != nil {
 					t.Fatal(err)
 				}
 				dataBytes += sm.Bytes
 			}
 			log.reset()
-			stdout := mustRun(t, "merge", shards[0], shards[1], "--out", srv.URIFor("merged"))
+			stdout := mustRunWithEnv(t, srv.Env, "merge", shards[0], shards[1], "--out", srv.URIFor("merged"))
 			if !strings.Contains(stdout, "copied by the server, no data through rekey") {
 				t.Errorf("merge output:\n%s", stdout)
 			}
@@ -207,7 +205,7 @@ func TestMergeShardsOnObjectStoreCopiesOnTheServer(t *testing.T) {
 			}
 			// the shards are intact (the default --files link copies; move would remove them)
 			for _, s := range shards {
-				if _, err := lindorm.GetManifest(context.Background(), openURI(t, s)); err != nil {
+				if _, err := lindorm.GetManifest(context.Background(), openURI(t, s, srv.Env)); err != nil {
 					t.Errorf("%s after the merge: %v", s, err)
 				}
 			}
@@ -215,9 +213,9 @@ func TestMergeShardsOnObjectStoreCopiesOnTheServer(t *testing.T) {
 	}
 }
 
-func openURI(t *testing.T, uri string) *s3store.Store {
+func openURI(t *testing.T, uri string, env map[string]string) *s3store.Store {
 	t.Helper()
-	st, err := s3store.Open(context.Background(), uri, os.Getenv)
+	st, err := s3store.Open(context.Background(), uri, s3test.Getenv(env))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,6 +229,7 @@ func openURI(t *testing.T, uri string) *s3store.Store {
 // again, which finishes it: the merged rows are those of a merge with --files copy, and no data
 // file is left in the inputs.
 func TestMergeMoveFinishesAfterAFailure(t *testing.T) {
+	t.Parallel()
 	var deletes atomic.Int32
 	var broken atomic.Bool
 	srv := s3test.StartGofakes3(t, func(next http.Handler) http.Handler {
@@ -242,27 +241,24 @@ func TestMergeMoveFinishesAfterAFailure(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	})
-	for k, v := range srv.Env {
-		t.Setenv(k, v)
-	}
 	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
 	var ins []string
 	for i := 0; i < 2; i++ { // two runs of one table (different generated rows)
 		in := srv.URIFor(fmt.Sprintf("shard-%d", i))
-		mustRun(t, "migrate", "-m", mapping, "--source", fmt.Sprintf("gen:orders?rows=3000&seed=%d", i+1), "--out", in, "--progress", "never", "--max-file-size", "16KiB")
+		mustRunWithEnv(t, srv.Env, "migrate", "-m", mapping, "--source", fmt.Sprintf("gen:orders?rows=3000&seed=%d", i+1), "--out", in, "--progress", "never", "--max-file-size", "16KiB")
 		ins = append(ins, in)
 	}
-	mustRun(t, append(append([]string{"merge"}, ins...), "--out", srv.URIFor("copied"), "--files", "copy")...)
+	mustRunWithEnv(t, srv.Env, append(append([]string{"merge"}, ins...), "--out", srv.URIFor("copied"), "--files", "copy")...)
 	want, _ := outputRows(t, download(t, srv.URIFor("copied"), srv.Env))
 
 	args := append(append([]string{"merge"}, ins...), "--out", srv.URIFor("moved"), "--files", "move")
 	broken.Store(true)
-	code, stdout, errs := runCLI(t, args...)
+	code, stdout, errs := runCLIWithEnv(t, srv.Env, args...)
 	broken.Store(false)
 	if code == 0 || !strings.Contains(errs, "run the same merge command again") || strings.Contains(errs, "remove it") {
 		t.Fatalf("merge --files move with a failing removal: exit %d\n%s%s", code, stdout, errs)
 	}
-	if out := mustRun(t, args...); !strings.Contains(out, "Merged 2 runs") {
+	if out := mustRunWithEnv(t, srv.Env, args...); !strings.Contains(out, "Merged 2 runs") {
 		t.Fatalf("merge run again:\n%s", out)
 	}
 	got, mm := outputRows(t, download(t, srv.URIFor("moved"), srv.Env))
@@ -270,11 +266,11 @@ func TestMergeMoveFinishesAfterAFailure(t *testing.T) {
 		t.Fatalf("the finished move holds %d rows (manifest: %d); a copy %d", len(got), mm.RowsWritten, len(want))
 	}
 	for _, in := range ins {
-		if objs, err := openURI(t, in).List(context.Background(), pipeline.DataDir+"/"); err != nil || len(objs) != 0 {
+		if objs, err := openURI(t, in, srv.Env).List(context.Background(), pipeline.DataDir+"/"); err != nil || len(objs) != 0 {
 			t.Errorf("%s holds %d data files after the move (%v)", in, len(objs), err)
 		}
 	}
-	if _, err := openURI(t, srv.URIFor("moved")).Stat(context.Background(), merge.PlanFile); err == nil {
+	if _, err := openURI(t, srv.URIFor("moved"), srv.Env).Stat(context.Background(), merge.PlanFile); err == nil {
 		t.Errorf("the finished merge left %s", merge.PlanFile)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
@@ -19,25 +18,22 @@ import (
 )
 
 // startVersitygw runs the real S3 server (versitygw, posix backend: objects are files under
-// Dir/BUCKET/) with its credentials in the environment, or skips the test when it is not
+// Dir/BUCKET/; its credentials in srv.Env, for runCLIWithEnv), or skips the test when it is not
 // installed (CI installs it and sets REKEY_REQUIRE_VERSITYGW=1, which fails instead).
 func startVersitygw(t *testing.T) *s3test.Server {
 	t.Helper()
-	srv := s3test.StartVersitygw(t)
-	for k, v := range srv.Env {
-		t.Setenv(k, v)
-	}
-	return srv
+	return s3test.StartVersitygw(t)
 }
 
 // --out s3://... (a real S3 server) goes through the same code as a folder, with nothing local:
 // data files under data/ (alone), the manifest, ddl.sql, bulkload.json (reading data/) and the
-// checkpoint beside it, the rejects as checkpointed parts; interrupted with SIGINT and resumed,
+// checkpoint beside it, the rejects as checkpointed parts; interrupted (Ctrl-C) and resumed,
 // every row is written once and every reject listed once; merge reads it from the bucket.
 func TestMigrateToObjectStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
 	}
+	t.Parallel()
 	dir := t.TempDir()
 	srv := startVersitygw(t)
 	root := filepath.Join(srv.Dir, s3test.Bucket)
@@ -56,23 +52,14 @@ func TestMigrateToObjectStore(t *testing.T) {
 	src := writeFile(t, dir, "orders.csv", sb.String())
 	args := []string{"migrate", "-m", "../../mappings/orders.yaml", "--source", "file:" + src, "--out", srv.URIFor("run"),
 		"--progress", "never", "--checkpoint-interval", "50ms", "--max-file-size", "256KiB", "--max-rejects", "-1"}
-	go func() {
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			if cp, _ := pipeline.LoadCheckpoint(out); cp != nil && cp.RowsWritten > 0 && cp.RejectParts > 0 {
-				syscall.Kill(os.Getpid(), syscall.SIGINT)
-				return
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	}()
-	code, stdout, stderr := runCLI(t, args...)
-	if code != 130 {
-		t.Logf("not interrupted (exit %d): the run was faster than the test\n%s%s", code, stdout, stderr)
+	// interrupted once a checkpoint lists written rows and rejects parts
+	sigs := make(chan os.Signal)
+	withRejects := func(cp *pipeline.Checkpoint) bool { return midRun(cp) && cp.RejectParts > 0 }
+	code, stdout, stderr := cliRun{env: srv.Env, signals: sigs, wrapOut: atCheckpoint(withRejects, func() { interrupt(t, sigs, syscall.SIGINT) })}.run(t, args...)
+	if code != exitInterrupted {
+		t.Fatalf("interrupted run: exit %d, want %d\n%s%s", code, exitInterrupted, stdout, stderr)
 	}
-	if code == 130 {
-		code, stdout, stderr = runCLI(t, append(args, "--resume")...)
-	}
+	code, stdout, stderr = runCLIWithEnv(t, srv.Env, append(args, "--resume")...)
 	if code != exitRejects {
 		t.Fatalf("exit %d, want 1 (rejects)\n%s%s", code, stdout, stderr)
 	}
@@ -140,7 +127,7 @@ func TestMigrateToObjectStore(t *testing.T) {
 		t.Fatalf("%d rejects in %d parts, want %d", len(positions), len(parts), wantRejected)
 	}
 	// merge reads the run from the bucket into another prefix
-	code, stdout, stderr = runCLI(t, "merge", srv.URIFor("run"), "--out", srv.URIFor("merged"))
+	code, stdout, stderr = runCLIWithEnv(t, srv.Env, "merge", srv.URIFor("run"), "--out", srv.URIFor("merged"))
 	if code != 0 {
 		t.Fatalf("merge from the bucket: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -152,7 +139,7 @@ func TestMigrateToObjectStore(t *testing.T) {
 		t.Fatalf("merged rejects: %d lines, want %d", len(lines), wantRejected)
 	}
 	// verify reads the merged output from the bucket: it holds what the source gives
-	code, stdout, stderr = runCLI(t, "verify", "-m", "../../mappings/orders.yaml", "--source", "file:"+src,
+	code, stdout, stderr = runCLIWithEnv(t, srv.Env, "verify", "-m", "../../mappings/orders.yaml", "--source", "file:"+src,
 		"--target", srv.URIFor("merged"), "--progress", "never")
 	if code != 0 || !strings.Contains(stdout, "EQUAL") {
 		t.Fatalf("verify of the bucket: exit %d\n%s%s", code, stdout, stderr)
@@ -163,8 +150,10 @@ func TestMigrateToObjectStore(t *testing.T) {
 // naming the variables to set (never a local folder named "s3:"), exits 2 (invalid use, as a
 // missing flag) and writes nothing.
 func TestObjectStoreWithoutCredentials(t *testing.T) {
+	t.Parallel()
+	noCreds := map[string]string{}
 	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "OSS_ACCESS_KEY_ID", "OSS_ACCESS_KEY_SECRET"} {
-		t.Setenv(k, "")
+		noCreds[k] = ""
 	}
 	dir := t.TempDir()
 	src := ordersCSV(t, dir, "orders.csv", 10, 1)
@@ -176,7 +165,7 @@ func TestObjectStoreWithoutCredentials(t *testing.T) {
 			{"merge", dir},
 		} {
 			// configuration missing from the environment is invalid use: exit 2, like a flag
-			code, _, stderr := runCLI(t, append(args, "--out", out)...)
+			code, _, stderr := runCLIWithEnv(t, noCreds, append(args, "--out", out)...)
 			if code != exitUsage || !strings.Contains(stderr, "--out") || !strings.Contains(stderr, want) {
 				t.Fatalf("%s --out %s: exit %d, want 2: %s", args[0], out, code, stderr)
 			}

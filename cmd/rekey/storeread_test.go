@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -22,25 +21,23 @@ import (
 // same rows, order aside). The manifests agree, and the bucket holds the data objects the manifest
 // lists and nothing more under data/.
 func TestObjectStoreReadBackEqualsLocal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srv := s3test.StartGofakes3(t, nil)
-	for k, v := range srv.Env {
-		t.Setenv(k, v)
-	}
 	const rows = 6000
 	src := ordersCSV(t, dir, "orders.csv", rows, 7)
 	local := filepath.Join(dir, "local")
 	job := []string{"migrate", "-m", "../../mappings/orders.yaml", "--source", "file:" + src, "--regions", "4",
 		"--max-file-size", "16KiB", "--progress", "never"}
-	if code, stdout, stderr := runCLI(t, append(job, "--out", local)...); code != 0 {
+	if code, stdout, stderr := runCLIWithEnv(t, srv.Env, append(job, "--out", local)...); code != 0 {
 		t.Fatalf("to a folder: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if code, stdout, stderr := runCLI(t, append(job, "--out", srv.URI)...); code != 0 {
+	if code, stdout, stderr := runCLIWithEnv(t, srv.Env, append(job, "--out", srv.URI)...); code != 0 {
 		t.Fatalf("to %s: exit %d\n%s%s", srv.URI, code, stdout, stderr)
 	}
 
 	ctx := context.Background()
-	st, err := store.Open(ctx, srv.URI, os.Getenv)
+	st, err := store.Open(ctx, srv.URI, s3test.Getenv(srv.Env))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report"
 	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/store"
@@ -136,7 +137,7 @@ Exit codes:
        holding another table
   130  interrupted
 
-` + sourceHelp,
+` + inv.sources.Help(),
 		Example: `  rekey verify -m mappings/orders.yaml --source file:orders.csv --target out/orders
   rekey verify -m mappings/orders.yaml --source file:orders.csv --target out/orders --sample 1% --json verify.json
   rekey verify -m mappings/orders.yaml --source 'cassandra://10.0.0.5/shop/orders' --target 'lindorm://root@ld-xxx:33060/shop' --sample 100000
@@ -158,9 +159,7 @@ Exit codes:
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line")
 	fl.StringVar(&f.repair, "repair", "", "write the source rows of the keys missing or differing to this JSON Lines file (.jsonl), for migrate --source file:FILE to repair the target; keys of extra target rows go to FILE.extra-keys")
-	inv.addCassandraFlags(fl)
-	inv.addCassandraReadFlags(fl, false)
-	inv.addFileFlags(fl)
+	inv.sources.AddFlags(fl, source.Use{Scan: true})
 	return cmd
 }
 
@@ -187,7 +186,7 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 		return err
 	}
 	setMemoryBudget(inv.getenv, memory)
-	if err := inv.checkCassandraFlags(f.source); err != nil {
+	if err := inv.sources.Refuse(f.source); err != nil {
 		return err
 	}
 	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, 0, logger)
@@ -281,7 +280,7 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 	if _, err := progressMode(f.progress.mode, false); err != nil {
 		return err
 	}
-	defer onInterrupt(inv.stderr, "\nrekey: verify interrupted", cancel, cancel)()
+	defer inv.onInterrupt(inv.stderr, "\nrekey: verify interrupted", cancel, cancel)()
 
 	started := time.Now()
 	res, err := verify.Run(ctx, cfg)

@@ -80,31 +80,6 @@ func DDL(schema pipeline.TargetSchema, plan pipeline.RegionPlan, options [][2]st
 			return "", fmt.Errorf("lindorm: option %s holds %s, which ddl.sql cannot write as a quoted string that reads the same with and without backslash escapes: change the mapping's target.options", o[0], why)
 		}
 	}
-	var b strings.Builder
-	b.WriteString("CREATE TABLE IF NOT EXISTS ")
-	b.WriteString(Ident(schema.Table))
-	b.WriteString(" (\n")
-	for _, c := range schema.Columns {
-		b.WriteString("  ")
-		b.WriteString(Ident(c.Name))
-		b.WriteByte(' ')
-		b.WriteString(c.SQLType())
-		if c.IsKey() {
-			b.WriteString(" NOT NULL")
-		}
-		b.WriteString(",\n")
-	}
-	b.WriteString("  PRIMARY KEY(")
-	for i, c := range schema.Key() {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(Ident(c.Name))
-		if c.Desc {
-			b.WriteString(" DESC")
-		}
-	}
-	b.WriteString(")\n)")
 	var opts []string
 	if len(plan.Splits) > 0 {
 		vals := make([]string, len(plan.Splits))
@@ -119,13 +94,63 @@ func DDL(schema pipeline.TargetSchema, plan pipeline.RegionPlan, options [][2]st
 		}
 		opts = append(opts, o[0]+"="+quote(o[1]))
 	}
-	if len(opts) > 0 {
+	return CreateTable(schema, lindormTable, opts), nil
+}
+
+// TableDialect is how a SQL dialect writes a CREATE TABLE: Lindorm's (ddl.sql), or a
+// MySQL-protocol server's for the mysql:// twin of a Lindorm table (sink/sqlsink).
+type TableDialect struct {
+	Ident func(name string) string       // an identifier
+	Type  func(c pipeline.Column) string // a column's type
+	// KeyOrder writes DESC after a descending key column (MySQL, which ignores it, gets none)
+	KeyOrder bool
+	// KeySpace writes "PRIMARY KEY (" where Lindorm's ddl.sql has "PRIMARY KEY("
+	KeySpace bool
+}
+
+// lindormTable is Lindorm's dialect.
+var lindormTable = TableDialect{Ident: Ident, Type: pipeline.Column.SQLType, KeyOrder: true}
+
+// CreateTable renders CREATE TABLE IF NOT EXISTS of schema in dialect d: its columns in order,
+// the key columns NOT NULL, the primary key in key order, then WITH (options) when there are
+// options (each NAME='value', rendered by the caller).
+func CreateTable(schema pipeline.TargetSchema, d TableDialect, options []string) string {
+	var b strings.Builder
+	b.WriteString("CREATE TABLE IF NOT EXISTS ")
+	b.WriteString(d.Ident(schema.Table))
+	b.WriteString(" (\n")
+	for _, c := range schema.Columns {
+		b.WriteString("  ")
+		b.WriteString(d.Ident(c.Name))
+		b.WriteByte(' ')
+		b.WriteString(d.Type(c))
+		if c.IsKey() {
+			b.WriteString(" NOT NULL")
+		}
+		b.WriteString(",\n")
+	}
+	b.WriteString("  PRIMARY KEY")
+	if d.KeySpace {
+		b.WriteByte(' ')
+	}
+	b.WriteByte('(')
+	for i, c := range schema.Key() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(d.Ident(c.Name))
+		if c.Desc && d.KeyOrder {
+			b.WriteString(" DESC")
+		}
+	}
+	b.WriteString(")\n)")
+	if len(options) > 0 {
 		b.WriteString(" WITH (")
-		b.WriteString(strings.Join(opts, ", "))
+		b.WriteString(strings.Join(options, ", "))
 		b.WriteString(")")
 	}
 	b.WriteString(";\n")
-	return b.String(), nil
+	return b.String()
 }
 
 // CheckSplitKeys reports split values DDL cannot write (pipeline.SplitTextProblem).

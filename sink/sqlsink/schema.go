@@ -10,6 +10,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
 )
 
 // ErrTableMismatch is wrapped by CheckTable's error when the table is missing or differs from
@@ -457,29 +458,11 @@ func MySQLDDL(schema pipeline.TargetSchema, keyCollation string) string {
 	if chars+bins > 0 {
 		keyLen = min(keyLen, avail/(4*chars+bins))
 	}
-	var b strings.Builder
-	b.WriteString("CREATE TABLE IF NOT EXISTS ")
-	b.WriteString(d.Ident(schema.Table))
-	b.WriteString(" (\n")
-	for _, c := range schema.Columns {
-		b.WriteString("  ")
-		b.WriteString(d.Ident(c.Name))
-		b.WriteByte(' ')
-		b.WriteString(mysqlType(c, keyLen, keyCollation))
-		if c.IsKey() {
-			b.WriteString(" NOT NULL")
-		}
-		b.WriteString(",\n")
-	}
-	b.WriteString("  PRIMARY KEY (")
-	for i, c := range schema.Key() {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(d.Ident(c.Name))
-	}
-	b.WriteString(")\n);\n")
-	return b.String()
+	return lindorm.CreateTable(schema, lindorm.TableDialect{
+		Ident:    d.Ident,
+		Type:     func(c pipeline.Column) string { return mysqlType(c, keyLen, keyCollation) },
+		KeySpace: true,
+	}, nil)
 }
 
 func mysqlType(c pipeline.Column, keyLen int, keyCollation string) string {

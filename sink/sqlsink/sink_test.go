@@ -645,7 +645,7 @@ func TestOpenWaitsForARestartingServer(t *testing.T) {
 		w, err := Open(context.Background(), Config{Target: tgt, Schema: s, Conns: 1, BackoffMin: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond})
 		done <- result{w, err}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the server stays down a while: the outage's length
 	select {
 	case r := <-done:
 		t.Fatalf("Open returned while the server was down: %v", r.err)

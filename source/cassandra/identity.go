@@ -52,7 +52,7 @@ func (s *Source) AdoptIdentity(recorded pipeline.Identity) error {
 	if err != nil {
 		return fmt.Errorf("cassandra: split the ring as the first run did: %w", err)
 	}
-	s.splits, s.all, s.ranges = splits, all, s.cfg.Shard.Take(all)
+	s.splits, s.all, s.ranges = splits, all, takeShard(s.cfg.Shard, all)
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package cassandra
 
 import (
+	"github.com/rekey/rekey/pipeline"
+
 	"errors"
 	"fmt"
 	"math"
@@ -161,32 +163,15 @@ func CheckTiling(ranges []Range) error {
 	return nil
 }
 
-// Shard is one part of a run split across machines: Index in 0..Count-1.
-type Shard struct {
-	Index, Count int
-}
+// Shard is one part of a run split across machines: its ranges are takeShard's.
+type Shard = pipeline.Shard
 
 // ParseShard reads "i/N".
-func ParseShard(s string) (Shard, error) {
-	a, b, ok := strings.Cut(strings.TrimSpace(s), "/")
-	i, err1 := strconv.Atoi(a)
-	n, err2 := strconv.Atoi(b)
-	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
-		return Shard{}, fmt.Errorf("shard %q: want i/N with 0 <= i < N, e.g. 0/3 (a Kubernetes Indexed Job passes its completion index as i)", s)
-	}
-	return Shard{Index: i, Count: n}, nil
-}
+func ParseShard(s string) (Shard, error) { return pipeline.ParseShard(s) }
 
-func (s Shard) String() string {
-	if s.Count <= 1 {
-		return "0/1"
-	}
-	return fmt.Sprintf("%d/%d", s.Index, s.Count)
-}
-
-// Take returns the shard's ranges: every Count-th range starting at Index, so every shard's
+// takeShard returns the shard's ranges: every Count-th range starting at Index, so every shard's
 // share is spread over the whole ring and the shards together hold each range exactly once.
-func (s Shard) Take(ranges []Range) []Range {
+func takeShard(s Shard, ranges []Range) []Range {
 	if s.Count <= 1 {
 		return ranges
 	}

@@ -162,7 +162,7 @@ func (s *Source) init(ctx context.Context) error {
 	if s.all, err = SplitRing(s.ring, s.splits); err != nil {
 		return err
 	}
-	s.ranges = s.cfg.Shard.Take(s.all)
+	s.ranges = takeShard(s.cfg.Shard, s.all)
 	s.log.Info("table and ring read",
 		zap.String("table", t.Keyspace+"."+t.Name), zap.Int("columns", len(s.sel.schema)),
 		zap.Strings("partition_key", t.PartitionKey()), zap.Int("nodes", s.nodes),

@@ -258,7 +258,7 @@ func TestShards(t *testing.T) {
 	rs, _ := SplitRing([]int64{-100, 0, 100}, 50)
 	seen := map[Range]int{}
 	for i := 0; i < 3; i++ {
-		for _, r := range (Shard{Index: i, Count: 3}).Take(rs) {
+		for _, r := range takeShard(Shard{Index: i, Count: 3}, rs) {
 			seen[r]++
 		}
 	}
@@ -275,7 +275,7 @@ func TestShards(t *testing.T) {
 			t.Errorf("ParseShard(%q) accepted", bad)
 		}
 	}
-	if s, err := ParseShard(" 2/5 "); err != nil || s != (Shard{2, 5}) {
+	if s, err := ParseShard(" 2/5 "); err != nil || s != (Shard{Index: 2, Count: 5}) {
 		t.Errorf("ParseShard: %v %v", s, err)
 	}
 }
@@ -308,7 +308,7 @@ func TestParseURI(t *testing.T) {
 	if cfg.Keyspace != "shop" || cfg.Table != "orders" || cfg.Consistency != "LOCAL_QUORUM" || cfg.DC != "dc1" ||
 		cfg.PageSize != 100 || cfg.Splits != 64 || cfg.Workers != 3 || cfg.Rate != 1000 ||
 		strings.Join(cfg.WriteTime, ",") != "a,b" || strings.Join(cfg.TTL, ",") != "a" ||
-		cfg.Shard != (Shard{1, 3}) || cfg.Retries != -1 || cfg.Timeout != 30*time.Second {
+		cfg.Shard != (Shard{Index: 1, Count: 3}) || cfg.Retries != -1 || cfg.Timeout != 30*time.Second {
 		t.Errorf("%+v", cfg)
 	}
 	must := func(err error) {

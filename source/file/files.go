@@ -26,6 +26,7 @@ type Files struct {
 	skip, limit int64
 	dir         string // the files' common directory, absolute
 	single      bool   // one file named as such: the identity is that file's
+	shard       pipeline.Shard
 	format      string
 	csv         CSVOptions
 }
@@ -63,6 +64,9 @@ func Open(ctx context.Context, spec Spec, base Config, logger *zap.Logger) (pipe
 	}
 	base.Context = ctx
 	f := &Files{log: logger, skip: spec.Skip, limit: spec.Limit, format: spec.Format, csv: spec.CSV}
+	if !spec.Shard.Whole() && (spec.Path == "-" || spec.Skip > 0 || spec.Limit > 0) {
+		return nil, fmt.Errorf("--shard %s: stdin and a skip=/limit= window are read by one run: drop --shard", spec.Shard)
+	}
 	if spec.Path == "-" {
 		if spec.Format == "" {
 			return nil, errors.New("--source file:- reads stdin, which has no name to tell its format: add ?format=csv, tsv or jsonl (with .gz for gzip data)")
@@ -101,6 +105,25 @@ func Open(ctx context.Context, spec Spec, base Config, logger *zap.Logger) (pipe
 		if f.dir, streams, err = streamNames(paths); err != nil {
 			return nil, err
 		}
+	}
+	if !spec.Shard.Whole() {
+		var sizes []int64
+		for i, p := range paths {
+			if objects != nil {
+				sizes = append(sizes, objects[i].Info.Size)
+			} else if st, err := os.Stat(p); err == nil {
+				sizes = append(sizes, st.Size())
+			} else {
+				return nil, fmt.Errorf("file %s: %w", p, err)
+			}
+		}
+		mine, err := shardFiles(sizes, spec.Shard)
+		if err != nil {
+			return nil, fmt.Errorf("--shard %s of %s: %w", spec.Shard, spec.Path, err)
+		}
+		paths, streams, objects = pick(paths, mine), pick(streams, mine), pick(objects, mine)
+		f.single, f.shard = false, spec.Shard
+		logger.Info("reading this shard's files", zap.String("shard", spec.Shard.String()), zap.Int("files", len(paths)), zap.Strings("streams", streams))
 	}
 	headSize := max(minHeadSize, min(maxHead, headBudget/len(paths)))
 	var errs []error
@@ -568,4 +591,45 @@ func cloneRecord(r pipeline.Record) pipeline.Record {
 		c.Raw = strings.Clone(r.Raw)
 	}
 	return c
+}
+
+// shardFiles gives shard sh its files, by index: the files are dealt largest first, each to the
+// shard holding the fewest bytes so far (the lowest index on a tie), so shards get similar
+// amounts of data and every file goes to exactly one shard, the same one on every machine.
+func shardFiles(sizes []int64, sh pipeline.Shard) ([]int, error) {
+	if len(sizes) < sh.Count {
+		return nil, fmt.Errorf("%d file(s) for %d shards: a file is read whole by one shard, so a shard would read nothing; run at most %d shards, or split the input into more files (split -n l/%d FILE splits at line ends, for data without line breaks inside quoted fields)", len(sizes), sh.Count, len(sizes), sh.Count)
+	}
+	order := make([]int, len(sizes))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return sizes[order[a]] > sizes[order[b]] })
+	load := make([]int64, sh.Count)
+	var mine []int
+	for _, i := range order {
+		to := 0
+		for k := range load {
+			if load[k] < load[to] {
+				to = k
+			}
+		}
+		load[to] += sizes[i]
+		if to == sh.Index {
+			mine = append(mine, i)
+		}
+	}
+	sort.Ints(mine) // read in the input's order
+	return mine, nil
+}
+
+func pick[T any](all []T, idx []int) []T {
+	if all == nil {
+		return nil
+	}
+	out := make([]T, 0, len(idx))
+	for _, i := range idx {
+		out = append(out, all[i])
+	}
+	return out
 }

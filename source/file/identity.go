@@ -83,6 +83,9 @@ func (f *Files) Identity() pipeline.Identity {
 	}
 	id := pipeline.Identity{"dir": f.dir, "files": strconv.Itoa(len(f.files)),
 		"max_record_size": strconv.Itoa(f.files[0].cfg.MaxRecordSize)}
+	if !f.shard.Whole() {
+		id["shard"] = f.shard.String()
+	}
 	for _, s := range f.files {
 		if o := s.cfg.Object; o != nil {
 			id["file["+s.stream+"].size"], id["file["+s.stream+"].etag"] = strconv.FormatInt(o.Info.Size, 10), o.Info.ETag

@@ -98,7 +98,6 @@ func TestSplitObjectURI(t *testing.T) {
 	}
 }
 
-
 // A spread sample of an object reads a few places of it, not one request per row, and still
 // spans the whole object.
 func TestBucketFileSampleSpansTheObject(t *testing.T) {

@@ -1,6 +1,8 @@
 package file
 
 import (
+	"github.com/rekey/rekey/pipeline"
+
 	"github.com/rekey/rekey/store"
 
 	"fmt"
@@ -27,6 +29,9 @@ type Spec struct {
 	// matching Pattern, or with no Pattern every data file directly under the prefix.
 	Store   store.Store
 	Pattern string
+	// Shard, when not whole, reads only the shard's files (shardFiles): several machines read
+	// one export, each its part.
+	Shard pipeline.Shard
 }
 
 // URIParams documents the parameters ParseURI takes, for --help.

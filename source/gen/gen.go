@@ -26,6 +26,9 @@ type Config struct {
 	Seed      int64  // default 1
 	BatchSize int    // rows per batch (default 4096)
 	Workers   int    // parallel generators (default GOMAXPROCS)
+	// Shard, when not whole, generates only its part of the rows: shard i of N has rows
+	// [Rows*i/N, Rows*(i+1)/N), the same rows a whole run gives them.
+	Shard pipeline.Shard
 }
 
 const (
@@ -120,6 +123,7 @@ type Source struct {
 	proj     []int // schema column -> generator column
 	identity bool
 	stream   string
+	lo, hi   int64 // the rows [lo, hi) this source generates: all of them, or its shard's
 	log      *zap.Logger
 }
 
@@ -143,7 +147,11 @@ func New(cfg Config, schema pipeline.SourceSchema, logger *zap.Logger) (*Source,
 		schema = g.columns
 	}
 	s := &Source{cfg: cfg, g: g, seedHash: splitmix64(uint64(cfg.Seed)), stream: "gen:" + cfg.Name,
-		log: logger, identity: len(schema) == len(g.columns)}
+		log: logger, identity: len(schema) == len(g.columns), lo: 0, hi: cfg.Rows}
+	if !cfg.Shard.Whole() {
+		s.lo = cfg.Rows * int64(cfg.Shard.Index) / int64(cfg.Shard.Count)
+		s.hi = cfg.Rows * int64(cfg.Shard.Index+1) / int64(cfg.Shard.Count)
+	}
 	var problems []string
 	for i, col := range schema {
 		gi := g.columns.Index(col.Name)
@@ -172,7 +180,7 @@ func New(cfg Config, schema pipeline.SourceSchema, logger *zap.Logger) (*Source,
 }
 
 // EstimatedRows is the exact row count.
-func (s *Source) EstimatedRows() int64 { return s.cfg.Rows }
+func (s *Source) EstimatedRows() int64 { return s.hi - s.lo }
 
 // batch generates rows [from, to) as one batch with the schema's columns.
 func (s *Source) batch(from, to int64) pipeline.Batch {
@@ -200,7 +208,7 @@ func (s *Source) batch(from, to int64) pipeline.Batch {
 	for k := range recs {
 		recs[k] = pipeline.Record{Values: vals[k*ncols : (k+1)*ncols : (k+1)*ncols], Seq: from + int64(k)}
 	}
-	return pipeline.Batch{Stream: s.stream, Records: recs, Cursor: strconv.FormatInt(to, 10), Done: to >= s.cfg.Rows}
+	return pipeline.Batch{Stream: s.stream, Records: recs, Cursor: strconv.FormatInt(to, 10), Done: to >= s.hi}
 }
 
 // patch points the arena-backed placeholders at the batch's arena string.
@@ -216,24 +224,24 @@ func (s *Source) patch(vals []pipeline.Value, gcols int, arena string) {
 // Run generates batches in parallel and sends them in row order. The cursor is the index of the
 // next row.
 func (s *Source) Run(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
-	start := int64(0)
+	start := s.lo
 	if st, ok := resume[s.stream]; ok {
 		if st.Done {
 			return nil
 		}
 		if st.Cursor != "" {
 			n, err := strconv.ParseInt(st.Cursor, 10, 64)
-			if err != nil || n < 0 || n > s.cfg.Rows {
-				return fmt.Errorf("%s: bad resume cursor %q: want a row index in 0..%d", s.stream, st.Cursor, s.cfg.Rows)
+			if err != nil || n < s.lo || n > s.hi {
+				return fmt.Errorf("%s: bad resume cursor %q: want a row index in %d..%d", s.stream, st.Cursor, s.lo, s.hi)
 			}
 			start = n
 		}
 	}
-	s.log.Info("generating", zap.String("stream", s.stream), zap.Int64("rows", s.cfg.Rows-start),
+	s.log.Info("generating", zap.String("stream", s.stream), zap.Int64("rows", s.hi-start),
 		zap.Int64("offset", start))
-	if start >= s.cfg.Rows {
+	if start >= s.hi {
 		select {
-		case out <- pipeline.Batch{Stream: s.stream, Cursor: strconv.FormatInt(s.cfg.Rows, 10), Done: true}:
+		case out <- pipeline.Batch{Stream: s.stream, Cursor: strconv.FormatInt(s.hi, 10), Done: true}:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -251,8 +259,8 @@ func (s *Source) Run(ctx context.Context, resume map[string]pipeline.StreamState
 		defer close(order)
 		defer close(jobs)
 		bs := int64(s.cfg.BatchSize)
-		for from := start; from < s.cfg.Rows; from += bs {
-			j := &job{from: from, to: min(from+bs, s.cfg.Rows), result: make(chan pipeline.Batch, 1)}
+		for from := start; from < s.hi; from += bs {
+			j := &job{from: from, to: min(from+bs, s.hi), result: make(chan pipeline.Batch, 1)}
 			select {
 			case order <- j:
 			case <-ctx.Done():
@@ -301,18 +309,19 @@ func (s *Source) Run(ctx context.Context, resume map[string]pipeline.StreamState
 
 // Sample generates n rows at evenly spaced indexes (all rows when n >= Rows).
 func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
-	if n <= 0 || s.cfg.Rows == 0 {
+	rows := s.hi - s.lo
+	if n <= 0 || rows == 0 {
 		return nil, ctx.Err()
 	}
-	if int64(n) > s.cfg.Rows {
-		n = int(s.cfg.Rows)
+	if int64(n) > rows {
+		n = int(rows)
 	}
 	recs := make([]pipeline.Record, 0, n)
 	for k := 0; k < n; k++ {
 		if k%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		i := int64(k) * s.cfg.Rows / int64(n)
+		i := s.lo + int64(k)*rows/int64(n)
 		b := s.batch(i, i+1)
 		recs = append(recs, b.Records[0])
 	}
@@ -380,5 +389,9 @@ var _ pipeline.Identifier = (*Source)(nil)
 
 // Identity is the generator, its row count and seed: together they fix every row.
 func (s *Source) Identity() pipeline.Identity {
-	return pipeline.Identity{"gen": s.cfg.Name, "rows": strconv.FormatInt(s.cfg.Rows, 10), "seed": strconv.FormatInt(s.cfg.Seed, 10)}
+	id := pipeline.Identity{"gen": s.cfg.Name, "rows": strconv.FormatInt(s.cfg.Rows, 10), "seed": strconv.FormatInt(s.cfg.Seed, 10)}
+	if !s.cfg.Shard.Whole() {
+		id["shard"] = s.cfg.Shard.String()
+	}
+	return id
 }

@@ -454,7 +454,7 @@ func TestHungServerFailsAfterStall(t *testing.T) {
 func TestSlowServerStillWorks(t *testing.T) {
 	srv := s3test.StartGofakes3(t, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			time.Sleep(150 * time.Millisecond)
+			time.Sleep(150 * time.Millisecond) // the server's latency
 			r.Body = io.NopCloser(&slowReader{r: r.Body, perRead: 2 * time.Millisecond})
 			next.ServeHTTP(w, r)
 		})
@@ -484,7 +484,7 @@ type slowReader struct {
 }
 
 func (s *slowReader) Read(p []byte) (int, error) {
-	time.Sleep(s.perRead)
+	time.Sleep(s.perRead) // the link's speed
 	return s.r.Read(p[:min(len(p), 32<<10)])
 }
 

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/rekey/rekey/internal/wait"
 )
 
 func scanAll(sess *gocql.Session, q string, pageSize int, args ...any) (int, error) {
@@ -164,14 +166,14 @@ func TestDropConnections(t *testing.T) {
 	waitOK(t, sess)
 
 	// A request held in flight by a delay fails when all connections are dropped.
-	s.DelayPage(FaultMatch{Times: 1}, 5*time.Second)
+	held := s.DelayPage(FaultMatch{Times: 1}, 5*time.Second)
 	conns := s.Stats().Connections
 	done := make(chan error, 1)
 	go func() {
 		_, err := scanAll(sess, "SELECT id FROM ks.t", 1000)
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	wait.For(t, func() bool { return held.Fired() == 1 }, "the query held in flight by the delay")
 	s.DropConnections()
 	select {
 	case err := <-done:
@@ -190,15 +192,12 @@ func TestDropConnections(t *testing.T) {
 // waitOK waits until the session can scan again (gocql refills its pool asynchronously).
 func waitOK(t *testing.T, sess *gocql.Session) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n, err := scanAll(sess, "SELECT id FROM ks.t", 1000)
-		if err == nil && n == 3000 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("session did not recover: %d rows, %v", n, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var n int
+	var err error
+	if !wait.Until(func() bool {
+		n, err = scanAll(sess, "SELECT id FROM ks.t", 1000)
+		return err == nil && n == 3000
+	}, 10*time.Second) {
+		t.Fatalf("session did not recover: %d rows, %v", n, err)
 	}
 }

@@ -1,0 +1,99 @@
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source"
+	"github.com/rekey/rekey/source/sourceuri"
+	"github.com/rekey/rekey/store"
+)
+
+// Kind is the file source for the command line: file:PATH, a bare path that exists, or files
+// in a bucket (s3://BUCKET/PATH, oss://...).
+var Kind = source.Kind{
+	Prefix:   "file:",
+	Match:    IsObjectURI,
+	Paths:    true,
+	Help:     help + "                     " + strings.ReplaceAll(URIParams, "\n", "\n                     ") + bucketHelp,
+	NewFlags: func() source.Flags { return &flags{} },
+	Open:     open,
+}
+
+// help is the --source help's paragraph, the URI parameters (URIParams) after it.
+const help = `  file:PATH[?PARAM=VALUE&...]
+                     CSV (.csv, .tsv) with a header line, or JSON Lines (.jsonl, .ndjson), each
+                     optionally .gz; values are parsed by the mapping's source.columns types.
+                     PATH is a file, a directory (its data files in name order, as dsbulk unload
+                     leaves output-000001.csv ...), a glob ('exports/*.csv'), several of these
+                     separated by commas (file:a.csv,b.csv), or - for stdin (file:-?format=csv).
+                     Each file is its own stream: resumed, and checked on --resume, on its own.
+`
+
+// bucketHelp is the paragraph of files in a bucket.
+const bucketHelp = `
+  s3://BUCKET/PATH[?PARAM=VALUE&...], oss://BUCKET/PATH?region=R[&...]
+                     the same files in a bucket: a prefix (its data files), a pattern
+                     ('s3://b/export/*.csv') or one object, streamed with ranged reads;
+                     credentials and endpoint=, region=, path_style= as for --out; the file
+                     parameters above in the same query`
+
+// flags are the file source's flags.
+type flags struct {
+	maxRecordSize string
+}
+
+func (f *flags) Add(fs *pflag.FlagSet, _ source.Use) {
+	fs.StringVar(&f.maxRecordSize, "max-record-size", "16MiB",
+		"file sources: the largest CSV row or JSON line; a longer one is rejected, and a CSV quote not closed within it is taken for a stray one that rejects only its own line")
+}
+
+// Refuse refuses nothing: --max-record-size has a default, so whether it was given is not told.
+func (f *flags) Refuse(string) error { return nil }
+
+// open opens a file: URI, a bare path, or files in a bucket (with the credentials and endpoint
+// rules of --out).
+func open(ctx context.Context, uri string, in source.Input) (pipeline.Source, error) {
+	f := in.Flags.(*flags)
+	limit, err := in.ParseSize(f.maxRecordSize)
+	if err != nil {
+		return nil, fmt.Errorf("--max-record-size: %w", err)
+	}
+	if limit <= 0 {
+		return nil, errors.New("--max-record-size must be positive")
+	}
+	if limit > math.MaxInt32 {
+		return nil, fmt.Errorf("--max-record-size %s: at most 2GiB", f.maxRecordSize)
+	}
+	var spec Spec
+	if IsObjectURI(uri) {
+		storeURI, pattern, fileURI, err := SplitObjectURI(uri)
+		if err != nil {
+			return nil, err
+		}
+		if spec, err = ParseURI(fileURI); err != nil {
+			return nil, err
+		}
+		if spec.Store, err = store.Open(ctx, storeURI, in.Getenv); err != nil {
+			return nil, fmt.Errorf("--source %s: %w", sourceuri.Redact(uri), err)
+		}
+		spec.Pattern = pattern
+	} else if spec, err = ParseURI(strings.TrimPrefix(uri, "file:")); err != nil {
+		return nil, err
+	}
+	spec.Shard = in.Shard
+	cfg := Config{Schema: in.Schema, MaxRecordSize: int(limit)}
+	if spec.Path == "-" {
+		if in.StdinTerminal {
+			return nil, errors.New("--source file:- reads stdin, which is a terminal here: pipe the data in (zcat rows.csv.gz | rekey ... --source 'file:-?format=csv')")
+		}
+		cfg.Stdin = in.Stdin
+	}
+	return Open(ctx, spec, cfg, in.Logger.Named("source.file"))
+}

@@ -1,0 +1,36 @@
+package kafka
+
+import (
+	"context"
+	"time"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source"
+)
+
+// URIPrefix starts every Kafka --source URI.
+const URIPrefix = "kafka://"
+
+// Kind is the Kafka source for the command line: a bounded window of a topic (report, migrate,
+// check); rekey replicate consumes the topic with a group instead.
+var Kind = source.Kind{
+	Prefix:    URIPrefix,
+	Unsharded: "a Kafka topic is not read in shards: its window is read by one run (replicate scales by consumer group instead); drop --shard",
+	Help: `  kafka://host1:9092,host2:9092/topic?format=json&start=earliest&max=N
+                     a window of the messages a Kafka topic retains (report, migrate, check): from
+                     the earliest offsets or the latest (start=latest: the last max messages),
+                     never joining a group nor committing offsets. format=json (a row object per
+                     message) or debezium (change events). SASL: sasl=plain|scram-sha-256|
+                     scram-sha-512&user=U with the password in $` + PasswordEnv + ` (never in the URI);
+                     TLS: tls=true&ca=FILE.
+                     rekey replicate consumes a topic continuously with ?group=NAME`,
+	Open: func(_ context.Context, uri string, in source.Input) (pipeline.Source, error) {
+		cfg, err := ParseURI(uri, in.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return NewWindow(ctx, cfg, in.Schema, in.Logger.Named("source.kafka"))
+	},
+}
