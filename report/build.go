@@ -10,16 +10,27 @@ import (
 	"github.com/rekey/rekey/transform"
 )
 
-// build turns the accumulated figures into the report (findings come later, in evaluate).
+// build turns the accumulated figures into the report (findings come later, in evaluate), one
+// section after the other: a later one reads what an earlier one set.
 func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline.RegionPlan, planInfo PlanInfo,
 	info SourceInfo, elapsed time.Duration, ord orderResult) *Report {
-	prog := r.prog
-	d := r.d
-	rep := &Report{Schema: SchemaVersion, Generator: r.cfg.Generator, Source: info, Plan: planInfo}
+	rep := &Report{Schema: SchemaVersion, Generator: r.cfg.Generator, Source: info, Plan: planInfo, Alternatives: []Alternative{}}
 	if rep.Generator == "" {
 		rep.Generator = "rekey"
 	}
-	// mapping
+	r.buildKeyColumns(rep, a)
+	buildTotals(rep, a, tl, elapsed)
+	buildKeyShape(rep, a, r.d.keyLen)
+	r.buildUniqueness(rep, coll)
+	r.buildFirstColumn(rep, a, tl, ord)
+	r.buildRegions(rep, a, plan)                // after the first column: its distinct values bound the regions reached
+	buildWriteOrder(rep, tl, ord, plan.Count()) // after the key columns and the regions
+	return rep
+}
+
+// buildKeyColumns describes the mapping and each key column's values.
+func (r *runner) buildKeyColumns(rep *Report, a *acc) {
+	prog := r.prog
 	rep.Mapping = mappingInfo(prog, r.cfg.Mapping)
 	srcOf := prog.KeySourceColumns()
 	for i := range rep.Mapping.KeyColumns {
@@ -55,8 +66,11 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 			}
 		}
 	}
+}
 
-	// totals
+// buildTotals counts the rows and bytes.
+func buildTotals(rep *Report, a *acc, tl *timeline, elapsed time.Duration) {
+	info := rep.Source
 	t := &rep.Totals
 	t.RowsRead, t.RowsAnalysed = tl.read, tl.analysed
 	t.RowsOK, t.RowsRejected = a.rows, a.rejected
@@ -72,19 +86,24 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 	if t.Seconds > 0 {
 		t.RowsPerSec = float64(t.RowsRead) / t.Seconds
 	}
+}
 
-	// key shape
+// buildKeyShape sums up the key lengths.
+func buildKeyShape(rep *Report, a *acc, keyLen int) {
 	h := a.keyHist
-	rep.Key = KeyShape{Columns: d.keyLen, MinBytes: h.min(), P50Bytes: h.quantile(0.5), P99Bytes: h.quantile(0.99),
+	rep.Key = KeyShape{Columns: keyLen, MinBytes: h.min(), P50Bytes: h.quantile(0.5), P99Bytes: h.quantile(0.99),
 		MaxBytes: h.maxSeen, OverLimit: a.codes[pipeline.CodeKeyTooLong] + h.over}
 	if h.n > 0 {
 		rep.Key.MeanBytes = float64(h.sum) / float64(h.n)
 		rep.Key.FixedLength = rep.Key.MinBytes == rep.Key.MaxBytes
 	}
+}
 
-	// uniqueness
+// buildUniqueness reports the collision check, with its examples.
+func (r *runner) buildUniqueness(rep *Report, coll collisionResult) {
+	prog, d := r.prog, r.d
 	u := &rep.Uniqueness
-	u.Exact = !info.Sampled
+	u.Exact = !rep.Source.Sampled
 	u.Keys, u.CollidingKeys, u.CollisionRows, u.DuplicateRows = coll.Keys, coll.Colliding, coll.Rows, coll.Duplicates
 	u.Examples = []CollisionExample{}
 	u.SourceColumns = append([]string{}, d.srcName...)
@@ -122,10 +141,12 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 		}
 		u.Examples = append(u.Examples, ce)
 	}
+}
 
-	// first column
+// buildFirstColumn describes the first key column: distinct and top values, prefix, order.
+func (r *runner) buildFirstColumn(rep *Report, a *acc, tl *timeline, ord orderResult) {
 	fc := &rep.FirstColumn
-	first := prog.Target().Columns[0]
+	first := r.prog.Target().Columns[0]
 	fc.Name, fc.Type = first.Name, first.SQLType()
 	fc.Distinct, fc.DistinctExact = a.distinct()
 	fc.TopExact = !a.ss.evicted
@@ -163,8 +184,11 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 		fc.MonotonicUp = float64(up) / float64(pairs)
 		fc.MonotonicDown = float64(down) / float64(pairs)
 	}
+}
 
-	// regions
+// buildRegions lists the rows and bytes per region and how evenly they spread.
+func (r *runner) buildRegions(rep *Report, a *acc, plan pipeline.RegionPlan) {
+	fc := &rep.FirstColumn
 	var total int64
 	for _, n := range a.regRows {
 		total += n
@@ -193,8 +217,11 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 	if dist.HottestRegions == nil {
 		dist.HottestRegions = []int{}
 	}
+}
 
-	// windows
+// buildWriteOrder reports the write order: how the key columns follow it, the hotspot windows
+// and the heatmap over time.
+func buildWriteOrder(rep *Report, tl *timeline, ord orderResult, regions int) {
 	rep.WriteOrder = ord.info
 	for i, ko := range ord.info.KeyColumns {
 		if i < len(rep.Mapping.KeyColumns) {
@@ -207,14 +234,13 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 		win = ord.w
 	}
 	ws := win.result()
-	hs := summarize(ws, plan.Count(), win.per)
+	hs := summarize(ws, regions, win.per)
 	rep.Hotspot = Hotspot{Order: ord.info.Evidence, Windows: hs.Windows, RowsPerWindow: hs.RowsPerWindow, EvenShare: hs.EvenShare,
 		MeanTopShare: hs.MeanTopShare, MaxTopShare: hs.MaxTopShare, HotFactor: hs.HotFactor, TopRegions: hs.DistinctTopReg}
 	rep.HotspotWindows = make([]Window, len(ws))
 	for i, w := range ws {
 		rep.HotspotWindows[i] = Window{Index: i, FirstRow: w.First, Rows: w.Rows, TopRegion: w.TopRegion, TopShare: w.TopShare, Counts: w.Counts}
 	}
-	rep.Alternatives = []Alternative{}
 	if ord.heat != nil && (ord.info.Axis == "time" || ord.info.Axis == "value") {
 		label := ord.info.Column
 		if label == "" {
@@ -223,7 +249,6 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 		rep.TimeHeatmap = ord.heat.result(label, rep.Regions)
 		rep.TimeHeatmap.Order, rep.TimeHeatmap.Axis = ord.info.Evidence, ord.info.Axis
 	}
-	return rep
 }
 
 func mappingInfo(prog *transform.Program, m *transform.Mapping) MappingInfo {

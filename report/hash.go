@@ -96,20 +96,19 @@ func hashSubset(cols []uint64, idx []int) uint64 {
 	return h
 }
 
-// appendValue encodes a value compactly (kind, then a varint or length-prefixed bytes, at most
-// maxText bytes of text); decodeValue reads it back.
+// appendValue encodes a value compactly (kind, then a varint, or bytes after a varint of their
+// length << 1 | 1 when they were cut to maxText bytes); decodeValue reads it back.
 func appendValue(dst []byte, v pipeline.Value, maxText int) []byte {
 	dst = append(dst, byte(v.Kind))
 	switch v.Kind {
 	case pipeline.KindNull:
 	case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
 		s := v.Str
-		trunc := byte(0)
+		trunc := uint64(0)
 		if len(s) > maxText {
 			s, trunc = s[:maxText], 1
 		}
-		dst = append(dst, trunc)
-		dst = binary.AppendUvarint(dst, uint64(len(s)))
+		dst = binary.AppendUvarint(dst, uint64(len(s))<<1|trunc)
 		dst = append(dst, s...)
 	default:
 		dst = binary.AppendVarint(dst, v.Num)
@@ -127,16 +126,13 @@ func decodeValue(b []byte) (v pipeline.Value, truncated bool, rest []byte, ok bo
 	case pipeline.KindNull:
 		return v, false, b, true
 	case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
-		if len(b) == 0 {
+		n, k := binary.Uvarint(b)
+		truncated, n = n&1 == 1, n>>1
+		if k <= 0 || uint64(len(b)-k) < n {
 			return v, false, nil, false
 		}
-		truncated = b[0] == 1
-		n, k := binary.Uvarint(b[1:])
-		if k <= 0 || uint64(len(b)-1-k) < n {
-			return v, false, nil, false
-		}
-		v.Str = string(b[1+k : 1+k+int(n)])
-		return v, truncated, b[1+k+int(n):], true
+		v.Str = string(b[k : k+int(n)])
+		return v, truncated, b[k+int(n):], true
 	default:
 		i, k := binary.Varint(b)
 		if k <= 0 {

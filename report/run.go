@@ -322,6 +322,7 @@ func (r *runner) analyse(ctx context.Context, feed *pipeline.Feed, held []pipeli
 	}
 	r.spill = sp
 	closers = append(closers, sp.close)
+	sp.leaveOutOriginHashes(r.d.srcCols, r.hashed)
 	if r.prog.UsesSalt() && len(r.adv.sets) > 0 {
 		if r.bySource, err = newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed())); err != nil {
 			return fail(err)
@@ -720,7 +721,8 @@ func (w *worker) process(j *job) {
 		a.row(out, region)
 		key := out[:d.keyLen]
 		var keep []pipeline.Value
-		if d.storeKey || longSource(rec.Values, d.srcCols) {
+		long := longSource(rec.Values, d.srcCols)
+		if d.storeKey || long {
 			keep = key
 		}
 		var src uint64
@@ -735,7 +737,11 @@ func (w *worker) process(j *job) {
 		kh := hashValues(key)
 		text := w.sw.textFor(kh)
 		start := len(text)
-		text = appendRowInfo(text, salt, w.cols, r.hashed)
+		var skip uint64
+		if !long && w.sw2 == nil { // the source-key check's texts are the row info alone
+			skip = r.spill.skip
+		}
+		text = appendRowInfo(text, salt, w.cols, r.hashed, skip)
 		if w.sw2 != nil {
 			w.sw2.add(hashSubset(w.cols, d.srcCols), src, text[start:])
 		}

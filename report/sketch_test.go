@@ -132,14 +132,14 @@ func testSpill(t *testing.T) {
 			defer wg.Done()
 			sw := s.writer()
 			for i := w; i < len(rows); i += 3 {
-				text := appendRowInfo(nil, 0, nil, 0)
+				text := appendRowInfo(nil, 0, nil, 0, 0)
 				sw.add(rows[i].k, rows[i].src, appendOrigin(text, s.streamID("t"), int64(i), nil, nil, nil))
 			}
 			sw.flush()
 		}(w)
 	}
 	wg.Wait()
-	// the bucket files, which the pass reads back whole, hold 24 bytes a row: the texts are apart
+	// the bucket files, which the pass reads back whole, hold 20 bytes a row: the texts are apart
 	var bucketBytes int64
 	for _, f := range s.files {
 		st, err := f.Stat()
@@ -148,7 +148,7 @@ func testSpill(t *testing.T) {
 		}
 		bucketBytes += st.Size()
 	}
-	if want := int64(24 * len(rows)); bucketBytes != want {
+	if want := int64(20 * len(rows)); bucketBytes != want {
 		t.Errorf("bucket files hold %d bytes for %d rows, want %d", bucketBytes, len(rows), want)
 	}
 	res, err := s.count(countSpec{maxExamples: 3, maxOrigins: 4})
@@ -199,25 +199,39 @@ func testSpill(t *testing.T) {
 // exactly as an in-memory count over the column values gives: with the file held in memory,
 // split first, or sorted as it is (a few keys with many rows each: it cannot be split).
 func TestSpillCountsColumnSets(t *testing.T) {
-	t.Run("held", func(t *testing.T) { testSpillSets(t, 40000) })
-	t.Run("split", func(t *testing.T) {
-		defer func(v int64) { maxBucketBytes = v }(maxBucketBytes)
-		maxBucketBytes = 16 << 10
-		testSpillSets(t, 40000)
-	})
-	t.Run("stream", func(t *testing.T) {
-		defer func(v int64) { maxBucketBytes = v }(maxBucketBytes)
-		maxBucketBytes = 4 << 10 // groups of ~7,000 rows cannot be split below this
-		testSpillSets(t, 6)
-	})
+	for _, origin := range []bool{false, true} {
+		name := ""
+		if origin {
+			name = "/from_origin"
+		}
+		t.Run("held"+name, func(t *testing.T) { testSpillSets(t, 40000, origin) })
+		t.Run("split"+name, func(t *testing.T) {
+			defer func(v int64) { maxBucketBytes = v }(maxBucketBytes)
+			maxBucketBytes = 16 << 10
+			testSpillSets(t, 40000, origin)
+		})
+		t.Run("stream"+name, func(t *testing.T) {
+			defer func(v int64) { maxBucketBytes = v }(maxBucketBytes)
+			maxBucketBytes = 4 << 10 // groups of ~7,000 rows cannot be split below this
+			testSpillSets(t, 6, origin)
+		})
+	}
 }
 
-func testSpillSets(t *testing.T, keys uint64) {
+// testSpillSets counts column sets exactly; with fromOrigin, the origin holds columns a and b
+// and the rows leave their hashes out (b differs between rows of a key): the counts are the
+// same, and the texts hold one column hash a row instead of three.
+func testSpillSets(t *testing.T, keys uint64, fromOrigin bool) {
 	s, err := newSpill(t.TempDir(), spillBuckets(0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.close()
+	var srcCols []int
+	if fromOrigin {
+		srcCols = []int{0, 1}
+		s.leaveOutOriginHashes(srcCols, 3)
+	}
 	// rows (a, b, c): the key reads a; sets {a, b} and {a, c}; the salt is c % 3 for odd b
 	r := rand.New(rand.NewPCG(5, 6))
 	type row struct{ a, b, c, salt uint64 }
@@ -238,14 +252,23 @@ func testSpillSets(t *testing.T, keys uint64) {
 			sw := s.writer()
 			for i := w; i < len(rows); i += 2 {
 				cols := colHashes(rows[i])
-				_, src := hashColumns([]pipeline.Value{pipeline.Int(int64(rows[i].a)), pipeline.Int(int64(rows[i].b)), pipeline.Int(int64(rows[i].c))}, nil)
-				text := appendRowInfo(nil, rows[i].salt, cols, 3)
-				sw.add(hashValue(pipeline.Int(int64(rows[i].a)), 7), src, appendOrigin(text, s.streamID("t"), int64(i), nil, nil, nil))
+				vals := []pipeline.Value{pipeline.Int(int64(rows[i].a)), pipeline.Int(int64(rows[i].b)), pipeline.Int(int64(rows[i].c))}
+				_, src := hashColumns(vals, nil)
+				text := appendRowInfo(nil, rows[i].salt, cols, 3, s.skip)
+				sw.add(hashValue(pipeline.Int(int64(rows[i].a)), 7), src, appendOrigin(text, s.streamID("t"), int64(i), nil, srcCols, vals))
 			}
 			sw.flush()
 		}(w)
 	}
 	wg.Wait()
+	var textBytes int64
+	for b := range s.texts {
+		textBytes += s.textSize[b]
+	}
+	// salt, column hashes, stream id, seq (1-3 bytes), key count, source count, a and b (2-4 each)
+	if hashes := 3 - len(srcCols); textBytes > int64(len(rows)*(1+4*hashes+1+3+1+1+4*len(srcCols))) || textBytes < int64(len(rows)*(1+4*hashes+1+1+1+1+2*len(srcCols))) {
+		t.Errorf("texts take %.1f bytes a row, want %d column hashes a row", float64(textBytes)/float64(len(rows)), hashes)
+	}
 	sets := []uint64{0b011, 0b101, 0b111}
 	res, err := s.count(countSpec{maxExamples: 2, maxOrigins: 4, sets: sets, salted: true, pairs: true, cols: 3})
 	if err != nil {

@@ -16,11 +16,12 @@ import (
 
 // Exact collision counting in bounded memory. Every accepted row appends a fixed record
 //
-//	hash64(target key) | hash64(source values) | text offset << 24 | text length
+//	hash64(target key) | hash64(source values) | text length (32 bits)
 //
 // to one of `buckets` temp files chosen by the key hash's top bits, and its text to that
-// bucket's text file. The text is only read back for the rows of colliding keys, so the bucket
-// pass reads 24 bytes per row when keys are unique. The text is the row's salt
+// bucket's text file, in the same order: a text's offset is the sum of the lengths before it.
+// The text is only read back for the rows of colliding keys, so the bucket pass reads 20 bytes
+// per row when keys are unique. The text is the row's salt
 // (see saltToken), a 32-bit hash of each of its first 64 source values, and its origin (where it
 // was read, its key values when kept, and the source values the key is computed from, each
 // capped). Afterwards each bucket is loaded on its own (a bucket holds about 1/buckets of the
@@ -30,7 +31,7 @@ import (
 // there are many): the column hashes tell in which columns colliding rows
 // differ (for the uniqueness rule's advice) and how many rows a key reading other columns would
 // lose (for the advisor). Memory: the workers' write buffers and one bucket at a time; disk:
-// about 24 + len(text) bytes per row, removed by close.
+// about 20 + len(text) bytes per row, removed by close.
 type spill struct {
 	dir   string
 	shift uint
@@ -44,6 +45,10 @@ type spill struct {
 
 	bufSize int
 
+	// fromOrigin and skip: see leaveOutOriginHashes
+	fromOrigin []int
+	skip       uint64
+
 	streamMu sync.Mutex
 	streams  map[string]uint64
 	names    []string
@@ -54,8 +59,11 @@ const (
 	maxBuckets = 512 // open files; beyond, oversized buckets are split when counted
 	// spillBufBytes is each worker's write buffer, shared out over the buckets (8-32 KiB each)
 	spillBufBytes = 8 << 20
-	// spillRecBytes is a bucket file's record: key hash, source hash, text position.
-	spillRecBytes = 24
+	// spillRecBytes is a bucket file's record: key hash, source hash, text length.
+	spillRecBytes = 20
+	// splitRecBytes is the record of a bucket file's part (see split): its texts are not in
+	// order, so it keeps the text's position (spillRec.pos).
+	splitRecBytes = 24
 	// maxSpillText bounds a row's text (its length shares the position's 64 bits).
 	maxSpillText = 1<<24 - 1
 )
@@ -138,8 +146,8 @@ func (s *spill) streamName(id uint64) string {
 	return "?"
 }
 
-// spillWriter buffers one worker's records and texts per bucket; a buffered record's text
-// position is relative to its bucket's text buffer until the flush places it.
+// spillWriter buffers one worker's records and texts per bucket; a flush writes both under the
+// bucket's lock, so the texts stay in the records' order.
 type spillWriter struct {
 	s     *spill
 	bufs  [][]byte
@@ -177,7 +185,7 @@ func (w *spillWriter) commit(keyHash, srcHash uint64, tb []byte) {
 	buf := w.bufs[b]
 	buf = binary.LittleEndian.AppendUint64(buf, keyHash)
 	buf = binary.LittleEndian.AppendUint64(buf, srcHash)
-	buf = binary.LittleEndian.AppendUint64(buf, uint64(start)<<24|uint64(n))
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(n))
 	w.bufs[b], w.texts[b] = buf, tb
 	if len(buf) >= w.s.bufSize || len(tb) >= 2*w.s.bufSize {
 		w.flushBucket(b)
@@ -191,10 +199,6 @@ func (w *spillWriter) flushBucket(b int) {
 	}
 	s := w.s
 	s.mu[b].Lock()
-	base := uint64(s.textSize[b]) << 24
-	for o := 16; o < len(buf); o += spillRecBytes {
-		binary.LittleEndian.PutUint64(buf[o:], binary.LittleEndian.Uint64(buf[o:])+base)
-	}
 	_, err := s.files[b].Write(buf)
 	if err == nil {
 		_, err = s.texts[b].Write(tb)
@@ -222,11 +226,19 @@ const maxHashedColumns = 64
 
 // appendRowInfo starts a row's text: its salt and the 32-bit hashes of its first n (at most
 // maxHashedColumns) source values; cols holds 64-bit hashes (folded here), a missing one is a
-// null's.
-func appendRowInfo(dst []byte, salt uint64, cols []uint64, n int) []byte {
-	dst = binary.AppendUvarint(dst, salt)
-	dst = binary.AppendUvarint(dst, uint64(n))
+// null's. n is the same for every row of a spill (countSpec.cols), so it is not written. The
+// columns of skip (spill.skip, or 0) are left out, and the salt's low bit says so: the row's
+// origin holds their values whole, the counter hashes those.
+func appendRowInfo(dst []byte, salt uint64, cols []uint64, n int, skip uint64) []byte {
+	left := uint64(0)
+	if skip != 0 {
+		left = 1
+	}
+	dst = binary.AppendUvarint(dst, salt<<1|left)
 	for i := 0; i < n; i++ {
+		if skip>>uint(i)&1 != 0 {
+			continue
+		}
 		h := nullHash
 		if i < len(cols) {
 			h = cols[i]
@@ -238,22 +250,42 @@ func appendRowInfo(dst []byte, salt uint64, cols []uint64, n int) []byte {
 
 var nullHash = hashValue(pipeline.Null, 0)
 
-// decodeRowInfo reads what appendRowInfo wrote; the column hashes are appended to cols.
-func decodeRowInfo(b []byte, cols []uint32) (salt uint64, _ []uint32, rest []byte, ok bool) {
-	salt, k := binary.Uvarint(b)
-	if k <= 0 {
-		return 0, cols, nil, false
+// decodeRowInfo reads what appendRowInfo wrote with n column hashes and skip; the hashes are
+// appended to cols, a left-out one as 0, and left says whether the origin must give them.
+func decodeRowInfo(b []byte, n int, skip uint64, cols []uint32) (salt uint64, _ []uint32, rest []byte, left, ok bool) {
+	v, k := binary.Uvarint(b)
+	if k <= 0 || n > maxHashedColumns {
+		return 0, cols, nil, false, false
+	}
+	salt, left = v>>1, v&1 == 1
+	if !left {
+		skip = 0
 	}
 	b = b[k:]
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > maxHashedColumns || uint64(len(b)-k) < 4*n {
-		return 0, cols, nil, false
+	for i := 0; i < n; i++ {
+		if skip>>uint(i)&1 != 0 {
+			cols = append(cols, 0)
+			continue
+		}
+		if len(b) < 4 {
+			return 0, cols, nil, false, false
+		}
+		cols = append(cols, binary.LittleEndian.Uint32(b))
+		b = b[4:]
 	}
-	b = b[k:]
-	for i := uint64(0); i < n; i++ {
-		cols = append(cols, binary.LittleEndian.Uint32(b[4*i:]))
+	return salt, cols, b, left, true
+}
+
+// leaveOutOriginHashes makes rows whose origin holds the source columns srcCols whole (none cut
+// to maxOriginText) leave their hashes out: the counter hashes the origin's values instead.
+// Only for a spill whose texts all have an origin.
+func (s *spill) leaveOutOriginHashes(srcCols []int, hashed int) {
+	s.fromOrigin = srcCols
+	for _, c := range srcCols {
+		if c < hashed {
+			s.skip |= 1 << uint(c)
+		}
 	}
-	return salt, cols, b[4*n:], true
 }
 
 // origin text: stream id, seq, key values (when kept), source values.
@@ -283,13 +315,18 @@ type origin struct {
 	trunc  bool
 }
 
-// decodeOrigin reads a row's text (row info, then origin).
-func (s *spill) decodeOrigin(b []byte) (origin, bool) {
-	var o origin
-	_, _, b, ok := decodeRowInfo(b, nil)
+// decodeOrigin reads a row's text (row info with cols column hashes, then origin).
+func (s *spill) decodeOrigin(b []byte, cols int) (origin, bool) {
+	_, _, b, _, ok := decodeRowInfo(b, cols, s.skip, nil)
 	if !ok {
-		return o, false
+		return origin{}, false
 	}
+	return s.readOrigin(b)
+}
+
+// readOrigin reads the origin that follows a row's info.
+func (s *spill) readOrigin(b []byte) (origin, bool) {
+	var o origin
 	id, k := binary.Uvarint(b)
 	if k <= 0 {
 		return o, false
@@ -377,7 +414,7 @@ type collisionExample struct {
 	Hashed  int    // source columns with a hash (Diff covers these)
 }
 
-// spillRec is a bucket file's record: 24 bytes.
+// spillRec is a bucket file's record, with its text's position.
 type spillRec struct {
 	key, src uint64
 	pos      uint64 // offset of the text in the bucket's text file << 24 | its length
@@ -518,7 +555,7 @@ func (c *counter) file(path string, depth int) (collisionResult, error) {
 		return c.split(path, depth)
 	}
 	c.recs = c.recs[:0]
-	err = c.readRecs(path, func(r spillRec) error {
+	err = c.readRecs(path, depth, func(r spillRec) error {
 		c.recs = append(c.recs, r)
 		return nil
 	})
@@ -540,24 +577,39 @@ func (c *counter) file(path string, depth int) (collisionResult, error) {
 	return res, nil
 }
 
-// readRecs calls fn with each record of a bucket file, in file order.
-func (c *counter) readRecs(path string, fn func(spillRec) error) error {
+// readRecs calls fn with each record of a bucket file (depth 0) or of one of its parts (see
+// split), in file order.
+func (c *counter) readRecs(path string, depth int, fn func(spillRec) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("report: collision check: %w", err)
 	}
 	defer f.Close()
-	if c.chunk == nil {
-		c.chunk = make([]byte, 256<<10/spillRecBytes*spillRecBytes)
+	size := spillRecBytes
+	if depth > 0 {
+		size = splitRecBytes
 	}
+	// a multiple of both record sizes
+	const chunk = 256 << 10 / (spillRecBytes * splitRecBytes) * (spillRecBytes * splitRecBytes)
+	if c.chunk == nil {
+		c.chunk = make([]byte, chunk)
+	}
+	var off uint64 // depth 0: the texts are in the records' order
 	for {
 		n, err := io.ReadFull(f, c.chunk)
-		if n%spillRecBytes != 0 {
+		if n%size != 0 {
 			return errors.New("report: collision check: truncated temp file")
 		}
-		for o := 0; o < n; o += spillRecBytes {
-			b := c.chunk[o : o+spillRecBytes]
-			r := spillRec{key: binary.LittleEndian.Uint64(b), src: binary.LittleEndian.Uint64(b[8:]), pos: binary.LittleEndian.Uint64(b[16:])}
+		for o := 0; o < n; o += size {
+			b := c.chunk[o : o+size]
+			r := spillRec{key: binary.LittleEndian.Uint64(b), src: binary.LittleEndian.Uint64(b[8:])}
+			if depth > 0 {
+				r.pos = binary.LittleEndian.Uint64(b[16:])
+			} else {
+				n := uint64(binary.LittleEndian.Uint32(b[16:]))
+				r.pos = off<<24 | n
+				off += n
+			}
 			if ferr := fn(r); ferr != nil {
 				return ferr
 			}
@@ -641,7 +693,7 @@ func (c *counter) group(g []spillRec, res *collisionResult) error {
 		ex := collisionExample{keyHash: g[0].key, Rows: int64(len(g)), Sources: distinct, Hashed: m}
 		n := min(len(reps), spec.maxOrigins)
 		err := c.texts(g, reps[:n], func(_ int, text []byte) {
-			if o, ok := c.s.decodeOrigin(text); ok {
+			if o, ok := c.s.decodeOrigin(text, m); ok {
 				ex.Origins = append(ex.Origins, o)
 			}
 		})
@@ -677,11 +729,24 @@ func (c *counter) rowInfo(g []spillRec) error {
 	var bad bool
 	var scratch []uint32
 	err := c.texts(g, c.reps, func(i int, text []byte) {
-		salt, cols, _, ok := decodeRowInfo(text, scratch[:0])
+		salt, cols, rest, left, ok := decodeRowInfo(text, m, c.s.skip, scratch[:0])
 		scratch = cols
 		if !ok || len(cols) != m {
 			bad = true
 			return
+		}
+		if left {
+			o, ok := c.s.readOrigin(rest)
+			if !ok || o.trunc || len(o.src) != len(c.s.fromOrigin) {
+				bad = true
+				return
+			}
+			for k, col := range c.s.fromOrigin {
+				if col < m {
+					h := hashValue(o.src[k], 0)
+					cols[col] = uint32(h ^ h>>32) // as appendRowInfo folds it
+				}
+			}
 		}
 		c.salts[i] = salt
 		copy(c.colh[i*m:], cols)
@@ -819,8 +884,8 @@ func (c *counter) split(path string, depth int) (collisionResult, error) {
 		}
 		ws[i] = bufio.NewWriterSize(parts[i], 32<<10)
 	}
-	var rec [spillRecBytes]byte
-	err = c.readRecs(path, func(r spillRec) error {
+	var rec [splitRecBytes]byte
+	err = c.readRecs(path, depth, func(r spillRec) error {
 		binary.LittleEndian.PutUint64(rec[:], r.key)
 		binary.LittleEndian.PutUint64(rec[8:], r.src)
 		binary.LittleEndian.PutUint64(rec[16:], r.pos)

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
@@ -26,11 +28,12 @@ func BenchmarkSpill(b *testing.B) {
 		for c := range cols {
 			cols[c] = mix64(uint64(i), uint64(c))
 		}
-		text = appendRowInfo(text[:0], k%16, cols, len(cols))
+		text = appendRowInfo(text[:0], k%16, cols, len(cols), 0)
 		text = appendOrigin(text, id, int64(i), nil, []int{0}, src)
 		sw.add(k, mix64(k, 2), text)
 	}
 	sw.flush()
+	b.ReportMetric(float64(spillBytes(b, s.dir))/float64(b.N), "disk-B/row")
 	res, err := s.count(countSpec{maxExamples: 3, maxOrigins: 4, pairs: true, cols: len(cols)})
 	if err != nil || res.Keys != int64(b.N) {
 		b.Fatalf("%d keys of %d rows: %v", res.Keys, b.N, err)
@@ -65,4 +68,23 @@ func BenchmarkSortBucket(b *testing.B) {
 			b.ReportMetric(float64(b.N*len(in))/b.Elapsed().Seconds(), "rows/s")
 		})
 	}
+}
+
+// spillBytes is the size of the files in dir.
+func spillBytes(tb testing.TB, dir string) int64 {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
 }

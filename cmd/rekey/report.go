@@ -103,7 +103,7 @@ source, a file it could not write). --json writes every figure (schema: report/R
 	fl.StringVar(&f.htmlOut, "html", "", "also write the report as a self-contained HTML page to this file")
 	fl.BoolVar(&f.strict, "strict", false, "exit 1 when there are warnings (2 stays for errors)")
 	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "transform workers")
-	fl.StringVar(&f.tmp, "tmp", "", "directory for the collision check's temp files (about 24 bytes + the key per row; removed at the end); default: the system temp directory")
+	fl.StringVar(&f.tmp, "tmp", "", "directory for the collision check's temp files (about 30 bytes a row, plus 4 per source column the key is not computed from and the values of those it is; removed at the end); default: the system temp directory")
 	f.progress.register(inv, fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides); the report itself needs far less, and the garbage collector may use the rest")

@@ -1,0 +1,145 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the report's golden files in testdata/golden")
+
+// goldenReports are inputs that fire most rules between them: a monotonic key that hotspots, a
+// hash prefix with a sample, a dictionary that makes rows collide (with rejects and duplicates),
+// JSON and long text in the key, keys over Lindorm's limit and an empty input.
+func goldenReports(t *testing.T) map[string]*Report {
+	one := func(c *Config) { c.Workers = 1 } // heavy hitters and examples do not depend on scheduling
+	reps := map[string]*Report{
+		"monotonic": runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), events(20000), one),
+		"hash_prefix_sampled": runReport(t, fmt.Sprintf(eventsYAML, "[md5(id).substr(0,4) + id AS h][ts]"), events(20000),
+			func(c *Config) { one(c); c.Sample = Sample{Fraction: 0.5} }),
+		"few_values": runReport(t, fmt.Sprintf(eventsYAML, "[kind][ts]"), events(5000), one),
+		"empty":      runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), &memSource{n: 0, make: events(1).make}, one),
+	}
+	splits := strings.Replace(fmt.Sprintf(eventsYAML, "[payload][ts]"), "count: 16", "split_keys: [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o]", 1)
+	reps["prefix_splits_queries"] = runReport(t, splits, events(5000), func(c *Config) {
+		one(c)
+		for _, q := range []string{"payload=, ts range", "kind="} {
+			pq, err := ParseQuery(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Queries = append(c.Queries, pq)
+		}
+	})
+	channels := []string{"alipay", "alipay_hk", "wechat"}
+	var rows [][]pipeline.Value
+	for i := 0; i < 3000; i++ {
+		rows = append(rows, []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text(channels[i%3]), pipeline.Text(fmt.Sprint("x", i%7))})
+	}
+	for i := 0; i < 5; i++ {
+		rows = append(rows, rows[i], []pipeline.Value{pipeline.Int(int64(9000 + i)), pipeline.Text("unionpay"), pipeline.Text("x")})
+	}
+	rows = append(rows, []pipeline.Value{pipeline.Int(1), pipeline.Text("wechat"), pipeline.Text(strings.Repeat("y", 3000))})
+	src := &memSource{n: len(rows), batch: 777, make: func(i int) []pipeline.Value { return rows[i] }}
+	reps["collisions"] = runReport(t, fmt.Sprintf(ordersYAML, "[code(channel, ch) AS c][code]"), src, one)
+	jsonSrc := &memSource{n: 200, make: func(i int) []pipeline.Value {
+		code := fmt.Sprintf(`{"user": %d, "tags": ["a"]}`, i)
+		if i%2 == 1 {
+			code = strings.Repeat("z", 300) + fmt.Sprint(i)
+		}
+		return []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text("wechat"), pipeline.Text(code)}
+	}}
+	reps["json_key"] = runReport(t, fmt.Sprintf(ordersYAML, "[id][code]"), jsonSrc, func(c *Config) { one(c); c.Strict = true })
+	return reps
+}
+
+// TestGoldenOutputs pins the findings, the text, the JSON and the HTML page of the reports
+// above byte for byte: a change of shape must not change what users read. Run with -update to
+// rewrite them after a deliberate change, and review the diff.
+func TestGoldenOutputs(t *testing.T) {
+	for name, rep := range goldenReports(t) {
+		rep.Totals.Seconds, rep.Totals.RowsPerSec = 1, float64(rep.Totals.RowsRead) // the only figures that vary by run
+		for ext, write := range map[string]func(*bytes.Buffer, *Report) error{
+			"txt":  func(b *bytes.Buffer, r *Report) error { return WriteText(b, r) },
+			"json": func(b *bytes.Buffer, r *Report) error { return WriteJSON(b, r) },
+			"html": func(b *bytes.Buffer, r *Report) error { return WriteHTML(b, r) },
+		} {
+			if ext == "html" && (name == "monotonic" || name == "hash_prefix_sampled" || name == "prefix_splits_queries") {
+				continue // their heatmaps make pages of ~0.5 MB; the other pages have every section
+			}
+			var buf bytes.Buffer
+			if err := write(&buf, rep); err != nil {
+				t.Fatalf("%s.%s: %v", name, ext, err)
+			}
+			got := buf.String()
+			path := filepath.Join("testdata", "golden", name+"."+ext)
+			if *updateGolden {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./report -run TestGoldenOutputs -update)", err)
+			}
+			if got != string(want) {
+				t.Errorf("%s differs from %s:\n%s", name+"."+ext, path, firstDiff(string(want), got))
+			}
+		}
+	}
+}
+
+func firstDiff(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(wl), len(gl)); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return fmt.Sprintf("line %d\nwant: %.300s\ngot:  %.300s", i+1, w, g)
+		}
+	}
+	return "(equal lines)"
+}
+
+// TestRuleTable checks the table of rules against what users read: every rule name is in
+// report/README.md's table, and every finding of the golden reports comes from the row that
+// names it.
+func TestRuleTable(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if r.what == "" {
+			t.Errorf("rule %v says nothing of what it checks", r.names)
+		}
+		for _, n := range r.names {
+			if !bytes.Contains(readme, []byte("| `"+n+"` |")) {
+				t.Errorf("rule %s is not in report/README.md's table", n)
+			}
+		}
+	}
+	for name, rep := range goldenReports(t) {
+		f := newFacts(rep)
+		for _, r := range rules {
+			for _, fd := range r.check(f) {
+				if !slices.Contains(r.names, fd.Rule) {
+					t.Errorf("%s: the row %v gives a finding %s", name, r.names, fd.Rule)
+				}
+			}
+		}
+	}
+}
