@@ -26,6 +26,7 @@
 #           times, medians: store throughput >= 0.8x local, peak RSS < 512 MiB; versitygw's own CPU
 #           time is reported. Then the last store run's objects, downloaded through the S3 API, and
 #           the last local run are read back with DuckDB: same rows, sums and checksums (bench/store).
+#           Also the local job with its CSV read from the bucket (--source s3://...): >= 0.8x local.
 #   shards  the core case's CSV as 8 files: rekey migrate of the folder in one process next to 4
 #           shards of it (--shard i/4, one after the other) and rekey merge: total CPU of the shards
 #           and the merge within 1.1x the one process's, merge time independent of the data size.
@@ -172,6 +173,7 @@ for c in $CASES; do
       -work "$WORK" -json "$WORK/store.json" > /dev/null
     record store_local "$WORK/store-local.json"
     record store_s3 "$WORK/store-store.json"
+    record store_read "$WORK/store-read.json"
     echo "store: reading both outputs back with DuckDB ..."
     cp bench/readback.mjs "$WORK/duckdb/readback.mjs"
     code=0
@@ -247,6 +249,7 @@ if (r.store_s3 && r.store_local) {
   console.log(`rekey migrate to versitygw / to a local folder throughput ratio: ${ratio.toFixed(2)} (target >= 0.8); store peak RSS ${mb(rss)}, local ${mb(r.store_local.peak_rss_bytes)} (target < 512 MiB): ${pass ? 'PASS' : 'FAIL'}`);
   console.log(`  load average when the median runs started: local ${r.store_local.loadavg}, store ${r.store_s3.loadavg} (2 cores, shared)`);
   console.log(`  versitygw (same cores) spent ${r.store_s3.server_cpu_seconds.toFixed(1)} s CPU per run (rekey ${r.store_s3.cpu_seconds.toFixed(1)} s, local rekey ${r.store_local.cpu_seconds.toFixed(1)} s); versitygw peak RSS ${mb(r.store_s3.server_peak_rss_bytes)}`);
+  if (r.store_read) console.log(`rekey migrate reading the CSV from versitygw / from local disk throughput ratio: ${(r.store_read.rows_per_sec / r.store_local.rows_per_sec).toFixed(2)} (target >= 0.8); peak RSS ${mb(r.store_read.peak_rss_bytes)}`);
   if (r.store_readback) console.log(`  DuckDB readback of the objects vs the local run: ${r.store_readback.ok ? 'equal' : 'DIFFERENT'} (${r.store_readback.store.rows} rows, sum(amount) ${r.store_readback.store.amount_sum}, checksum ${r.store_readback.store.checksum})`);
 }
 JS

@@ -11,7 +11,9 @@
 //
 //   - local: `rekey migrate --out WORK/out-store-local`;
 //   - store: `rekey migrate --out s3://bench/run-N?endpoint=http://127.0.0.1:PORT&path_style=true`,
-//     the credentials in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
+//     the credentials in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY;
+//   - read: the local side's job with its source, the same CSV, read from the bucket
+//     (`--source s3://bench/in/orders.csv?...`, ranged reads).
 //
 // Each side's time runs from its process start to its exit (the last CompleteMultipartUpload and the
 // manifest included), its peak RSS from wait4. versitygw runs on the same cores and does its own
@@ -97,9 +99,14 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 		env = append(env, k+"="+v)
 	}
 	localOut := filepath.Join(work, "out-store-local")
-	migrate := func(name, outArg string, more []string) (Side, error) {
+	// the CSV in the bucket too, for the side that reads its source from there
+	inURI, err := upload(srv, csv, "in/orders.csv")
+	if err != nil {
+		return fmt.Errorf("upload the CSV: %w", err)
+	}
+	migrate := func(name, source, outArg string, more []string) (Side, error) {
 		stats := filepath.Join(work, "store-stats-"+name+".json")
-		args := append([]string{"migrate", "-m", mapping, "--source", "file:" + csv, "--out", outArg, "--regions", "16",
+		args := append([]string{"migrate", "-m", mapping, "--source", source, "--out", outArg, "--regions", "16",
 			"--progress", "never", "--stats-json", stats}, extra...)
 		args = append(args, more...)
 		cmd := exec.Command(rekey, args...)
@@ -132,15 +139,25 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 		return s, nil
 	}
 	load0 := loadavg()
-	var locals, stores []Side
+	var locals, stores, reads []Side
 	for i := 1; i <= runs; i++ {
 		os.RemoveAll(localOut)
 		fmt.Fprintf(os.Stderr, "store: rekey migrate to a local folder (run %d) ...\n", i)
-		l, err := migrate("local", localOut, nil)
+		l, err := migrate("local", "file:"+csv, localOut, nil)
 		if err != nil {
 			return err
 		}
 		locals = append(locals, l)
+
+		readOut := filepath.Join(work, "out-store-read")
+		os.RemoveAll(readOut)
+		fmt.Fprintf(os.Stderr, "store: rekey migrate from the CSV in versitygw to a local folder (run %d) ...\n", i)
+		r, err := migrate("read", inURI, readOut, nil)
+		if err != nil {
+			return err
+		}
+		os.RemoveAll(readOut)
+		reads = append(reads, r)
 
 		// the previous store run's objects go: one run's worth of disk at a time
 		os.RemoveAll(filepath.Join(root, bucket, fmt.Sprintf("run-%d", i-1)))
@@ -150,7 +167,7 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 			return err
 		}
 		uri := srv.URIFor(fmt.Sprintf("run-%d", i))
-		s, err := migrate("s3", uri, storeExtra)
+		s, err := migrate("s3", "file:"+csv, uri, storeExtra)
 		if err != nil {
 			return err
 		}
@@ -170,13 +187,41 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 	if err := download(srv, fmt.Sprintf("run-%d", runs), readback, localOut, rows); err != nil {
 		return fmt.Errorf("readback: %w", err)
 	}
-	l, s := benchproc.Median(locals), benchproc.Median(stores)
+	l, s, rd := benchproc.Median(locals), benchproc.Median(stores), benchproc.Median(reads)
 	res := map[string]any{"rows": rows, "local": l, "store": s, "ratio": s.RowsPerSec / l.RowsPerSec,
+		"read": rd, "read_ratio": rd.RowsPerSec / l.RowsPerSec,
 		"local_dir": localOut, "store_dir": readback, "loadavg_start": load0, "loadavg_end": loadavg()}
-	if err := benchproc.WriteJSON(out, res, map[string]any{"local": l, "store": s}); err != nil {
+	if err := benchproc.WriteJSON(out, res, map[string]any{"local": l, "store": s, "read": rd}); err != nil {
 		return err
 	}
 	return nil
+}
+
+// upload puts the file into the bucket as name through the S3 API (a multipart upload) and returns
+// the --source URI that reads it.
+func upload(srv *s3test.Server, file, name string) (string, error) {
+	ctx := context.Background()
+	st, err := s3store.Open(ctx, srv.URIFor(""), s3test.Getenv(srv.Env))
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	w, err := st.Create(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(w, f); err != nil {
+		w.Abort()
+		return "", err
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		return "", err
+	}
+	return srv.URIFor(name), nil
 }
 
 // download copies every object of the prefix through the S3 API into dir, and checks the data
