@@ -102,6 +102,8 @@ func TestCassandraFlagsRefusedForOtherSources(t *testing.T) {
 		{[]string{"migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", filepath.Join(dir, "o2"), "--cassandra-tls", "--cassandra-user", "u", "--progress", "never"}, "--cassandra-tls, --cassandra-user: Cassandra sources only"},
 		{[]string{"report", "-m", mapping, "--source", "file:" + csv, "--rate", "5", "--progress", "never"}, "--rate: Cassandra sources only"},
 		{[]string{"check", "-m", mapping, "--cassandra-ca", "ca.pem"}, "and no --source is not one"},
+		// --max-record-size bounds a file's records; a generator or a table has none to bound
+		{[]string{"migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", filepath.Join(dir, "o3"), "--max-record-size", "1MiB", "--progress", "never"}, "--max-record-size: file sources only"},
 	} {
 		code, _, errs := runCLI(t, c.args...)
 		if code != 2 || !strings.Contains(errs, c.want) {

@@ -47,15 +47,41 @@ const bucketHelp = `
 // flags are the file source's flags.
 type flags struct {
 	maxRecordSize string
+	given         bool // --max-record-size was on the command line
 }
 
 func (f *flags) Add(fs *pflag.FlagSet, _ source.Use) {
-	fs.StringVar(&f.maxRecordSize, "max-record-size", "16MiB",
+	f.maxRecordSize = "16MiB"
+	fs.Var(&givenString{&f.maxRecordSize, &f.given}, "max-record-size",
 		"file sources: the largest CSV row or JSON line; a longer one is rejected, and a CSV quote not closed within it is taken for a stray one that rejects only its own line")
 }
 
-// Refuse refuses nothing: --max-record-size has a default, so whether it was given is not told.
-func (f *flags) Refuse(string) error { return nil }
+// givenString is a string flag that remembers being given: every command binds the kinds'
+// flags to its own flag set, so which set to ask would depend on the command.
+type givenString struct {
+	p     *string
+	given *bool
+}
+
+func (g *givenString) String() string { return *g.p }
+func (g *givenString) Type() string   { return "string" }
+func (g *givenString) Set(v string) error {
+	*g.p, *g.given = v, true
+	return nil
+}
+
+// Refuse refuses --max-record-size, when given, for a source that is not files: it would bound
+// nothing.
+func (f *flags) Refuse(uri string) error {
+	if !f.given {
+		return nil
+	}
+	what := "no --source"
+	if uri != "" {
+		what = "the source " + sourceuri.Redact(uri)
+	}
+	return fmt.Errorf("--max-record-size: file sources only (file:, a path, s3://, oss://), and %s is not one: leave it out", what)
+}
 
 // open opens a file: URI, a bare path, or files in a bucket (with the credentials and endpoint
 // rules of --out).
