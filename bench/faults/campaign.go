@@ -711,6 +711,7 @@ func (c *campaign) startArgs(args []string, out string) *attempt {
 // result is how an attempt ended.
 type result struct {
 	killed  bool          // by our SIGKILL; phase says where it landed
+	hung    bool          // it outlived the timeout (err holds its goroutines)
 	err     error         // it ended by itself with an error (exit code and the end of its stderr)
 	elapsed time.Duration // from its start to the kill or its exit
 	phase   string        // where the kill landed (phaseOf)
@@ -767,7 +768,7 @@ func (a *attempt) wait(k kill, timeout time.Duration) result {
 			if len(dump) > 8000 {
 				dump = dump[:8000] + "..."
 			}
-			return result{elapsed: time.Since(a.started), err: fmt.Errorf("hung: still running after %v; its goroutines:\n%s", timeout, dump)}
+			return result{elapsed: time.Since(a.started), hung: true, err: fmt.Errorf("hung: still running after %v; its goroutines:\n%s", timeout, dump)}
 		}
 	}
 }

@@ -116,7 +116,7 @@ type JobConfig struct {
 // JobSummary is how the play went.
 type JobSummary struct {
 	Pods, Kills         int
-	Succeeded, Failed   []int // indexes
+	Succeeded           []int // indexes
 	ExitedWithRejects   []int // indexes that ended with exit code 1 (complete; the policy fails the index)
 	MergeKills          int
 	Matched             bool
@@ -238,7 +238,7 @@ func (c *campaign) playJob(jc JobConfig, spec jobSpec) (JobSummary, error) {
 		switch {
 		case p.res.killed:
 			sum.Kills++
-		case strings.HasPrefix(p.res.phase, "hung"), p.res.err != nil && p.exit == 0:
+		case p.res.hung, p.res.err != nil && p.exit == 0:
 			return sum, fmt.Errorf("index %d: %w", p.index, p.res.err)
 		}
 		switch {
@@ -251,7 +251,6 @@ func (c *campaign) playJob(jc JobConfig, spec jobSpec) (JobSummary, error) {
 			sum.ExitedWithRejects = append(sum.ExitedWithRejects, p.index)
 		default:
 			if failures[p.index]++; failures[p.index] > spec.backoffLimitPerIndex {
-				sum.Failed = append(sum.Failed, p.index)
 				return sum, fmt.Errorf("index %d failed %d times (backoffLimitPerIndex %d), last: exit %d %v", p.index, failures[p.index], spec.backoffLimitPerIndex, p.exit, p.res.err)
 			}
 			pending = append([]int{p.index}, pending...) // the controller replaces the pod at once

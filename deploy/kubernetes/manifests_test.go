@@ -128,7 +128,7 @@ func container(t *testing.T, what string, spec corev1.PodSpec) corev1.Container 
 func flag(args []string, name string) string {
 	for _, a := range args {
 		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
-			return strings.TrimSpace(strings.SplitN(v, " #", 2)[0])
+			return v
 		}
 	}
 	return ""

@@ -298,7 +298,7 @@ func ParseURI(uri string) (Config, error) {
 				return Config{}, fmt.Errorf("source %q: %w", uri, err)
 			}
 		case "shard":
-			if cfg.Shard, err = ParseShard(v); err != nil {
+			if cfg.Shard, err = pipeline.ParseShard(v); err != nil {
 				return Config{}, fmt.Errorf("source %q: %w", uri, err)
 			}
 		case "retries":

@@ -166,9 +166,6 @@ func CheckTiling(ranges []Range) error {
 // Shard is one part of a run split across machines: its ranges are takeShard's.
 type Shard = pipeline.Shard
 
-// ParseShard reads "i/N".
-func ParseShard(s string) (Shard, error) { return pipeline.ParseShard(s) }
-
 // takeShard returns the shard's ranges: every Count-th range starting at Index, so every shard's
 // share is spread over the whole ring and the shards together hold each range exactly once.
 func takeShard(s Shard, ranges []Range) []Range {

@@ -271,11 +271,11 @@ func TestShards(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"3/3", "-1/2", "1", "a/b", "0/0"} {
-		if _, err := ParseShard(bad); err == nil {
-			t.Errorf("ParseShard(%q) accepted", bad)
+		if _, err := pipeline.ParseShard(bad); err == nil {
+			t.Errorf("pipeline.ParseShard(%q) accepted", bad)
 		}
 	}
-	if s, err := ParseShard(" 2/5 "); err != nil || s != (Shard{Index: 2, Count: 5}) {
+	if s, err := pipeline.ParseShard(" 2/5 "); err != nil || s != (Shard{Index: 2, Count: 5}) {
 		t.Errorf("ParseShard: %v %v", s, err)
 	}
 }

@@ -93,7 +93,7 @@ func Open(ctx context.Context, spec Spec, base Config, logger *zap.Logger) (pipe
 		f.single = len(objects) == 1 && spec.Pattern != "" && !hasGlobMeta(spec.Pattern)
 		f.dir = spec.Store.Location("")
 		for _, o := range objects {
-			paths, streams = append(paths, spec.Store.Location(o.Name)), append(streams, o.Name)
+			paths, streams = append(paths, spec.Store.Location(o.Info.Name)), append(streams, o.Info.Name)
 		}
 	} else {
 		var single bool
@@ -261,11 +261,9 @@ func listDir(dir, format string, log *zap.Logger) ([]string, error) {
 			skipped = append(skipped, name)
 			continue
 		}
-		if format == "" {
-			if _, _, _, err := parseFormat(name, ""); err != nil {
-				skipped = append(skipped, name)
-				continue
-			}
+		if format == "" && !knownExtension(name) {
+			skipped = append(skipped, name)
+			continue
 		}
 		files = append(files, p)
 	}

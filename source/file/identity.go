@@ -24,7 +24,7 @@ func (s *Source) Identity() pipeline.Identity {
 	if o := s.cfg.Object; o != nil {
 		// An object is named by its location, and its content by size and ETag (a bucket keeps
 		// no modification time that a rewrite with the same bytes would not change).
-		id := pipeline.Identity{"file": o.Store.Location(o.Name), "max_record_size": strconv.Itoa(s.cfg.MaxRecordSize),
+		id := pipeline.Identity{"file": o.Store.Location(o.Info.Name), "max_record_size": strconv.Itoa(s.cfg.MaxRecordSize),
 			"size": strconv.FormatInt(o.Info.Size, 10), "etag": o.Info.ETag}
 		addReadOptions(id, s.cfg.Format, s.cfg.CSV)
 		return id

@@ -19,8 +19,7 @@ import (
 // is copied to local disk, and memory stays bounded by the read-ahead.
 type Object struct {
 	Store store.Store
-	Name  string // relative to the store's root
-	Info  store.Info
+	Info  store.Info // as listed; Info.Info.Name is relative to the store's root
 }
 
 // readAhead is how much of an object is fetched per request, and how many requests run ahead of
@@ -45,13 +44,13 @@ type objectBlock struct {
 }
 
 func openObject(ctx context.Context, o *Object, off int64) (io.ReadCloser, error) {
-	r, err := o.Store.Open(ctx, o.Name)
+	r, err := o.Store.Open(ctx, o.Info.Name)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", o.Store.Location(o.Name), err)
+		return nil, fmt.Errorf("open %s: %w", o.Store.Location(o.Info.Name), err)
 	}
 	if r.Size() != o.Info.Size {
 		r.Close()
-		return nil, fmt.Errorf("%s changed since it was listed (%d bytes, now %d): was it replaced?", o.Store.Location(o.Name), o.Info.Size, r.Size())
+		return nil, fmt.Errorf("%s changed since it was listed (%d bytes, now %d): was it replaced?", o.Store.Location(o.Info.Name), o.Info.Size, r.Size())
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	or := &objectReader{cancel: cancel, blocks: make(chan objectBlock, readAheadDepth), r: r}
@@ -190,13 +189,11 @@ func listObjects(ctx context.Context, st store.Store, pattern, format string, lo
 		case strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_"):
 			skipped = append(skipped, name)
 			continue
-		case format == "":
-			if _, _, _, err := parseFormat(name, ""); err != nil {
-				skipped = append(skipped, name)
-				continue
-			}
+		case format == "" && !knownExtension(name):
+			skipped = append(skipped, name)
+			continue
 		}
-		objs = append(objs, Object{Store: st, Name: name, Info: in})
+		objs = append(objs, Object{Store: st, Info: in})
 	}
 	if len(objs) == 0 {
 		if pattern != "" {

@@ -166,7 +166,7 @@ func (s *Source) openRandom(ctx context.Context) (interface {
 	io.Closer
 }, error) {
 	if o := s.cfg.Object; o != nil {
-		r, err := o.Store.Open(ctx, o.Name)
+		r, err := o.Store.Open(ctx, o.Info.Name)
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", s.cfg.Path, err)
 		}
@@ -193,7 +193,10 @@ type blockReaderAt struct {
 }
 
 func (b *blockReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	if off < b.off || off+int64(len(p)) > b.off+int64(len(b.block)) && b.err == nil || b.block == nil {
+	end := b.off + int64(len(b.block))
+	// a hit: off lies in the block, and so does the read's end unless the block ends the object
+	hit := b.block != nil && off >= b.off && (off+int64(len(p)) <= end || b.err != nil)
+	if !hit {
 		buf := make([]byte, max(b.size, len(p)))
 		n, err := b.r.ReadAt(buf, off)
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -201,7 +204,7 @@ func (b *blockReaderAt) ReadAt(p []byte, off int64) (int, error) {
 		}
 		b.block, b.off, b.err = buf[:n], off, err
 	}
-	if off-b.off >= int64(len(b.block)) {
+	if off >= b.off+int64(len(b.block)) {
 		return 0, io.EOF
 	}
 	n := copy(p, b.block[off-b.off:])
