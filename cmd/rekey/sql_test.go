@@ -84,8 +84,10 @@ func TestMigrateIntoSQLTable(t *testing.T) {
 			if err := db.QueryRow("SELECT pk1, amount FROM orders ORDER BY pk1 LIMIT 1").Scan(&pk1, &amount); err != nil || len(pk1) < 5 || !strings.Contains(amount, ".") {
 				t.Errorf("a row: %q %q %v", pk1, amount, err)
 			}
-			if _, err := os.Stat(filepath.Join(state, "checkpoint.json")); err != nil {
+			if fi, err := os.Stat(filepath.Join(state, "checkpoint.json")); err != nil {
 				t.Errorf("no checkpoint in --state: %v", err)
+			} else if fi.Mode().Perm() != 0o600 {
+				t.Errorf("the checkpoint in --state has mode %v, want 0600 (it names the source)", fi.Mode().Perm())
 			}
 			code, _, errs := runCLI(t, args...)
 			if code != exitUsage || !strings.Contains(errs, "--resume") {
