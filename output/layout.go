@@ -103,6 +103,16 @@ func RegionName(i int) string { return fmt.Sprintf("%s%04d", RegionDirPrefix, i)
 // RegionDir is the folder of region i, relative to the output directory: "data/region-0007".
 func RegionDir(i int) string { return DataDir + "/" + RegionName(i) }
 
+// PrivateName tells which of an output's files a local folder keeps to its owner (0600): the
+// rejects and replay files hold raw input (personal data, perhaps), and the checkpoint names the
+// source and its cursors. Everything else is 0644. Give it to the local store that holds an
+// output: store.Open(ctx, dir, getenv, store.PrivateNames(output.PrivateName)).
+func PrivateName(name string) bool {
+	base := path.Base(name)
+	return base == CheckpointFile || base == RejectsFile || strings.HasPrefix(base, ReplayPrefix) ||
+		strings.HasPrefix(name, RejectsPartsDir+"/") || strings.HasPrefix(name, ReplayPartsDir+"/")
+}
+
 // finalFiles are the files a finished migrate writes beside the data: with the data, rejects and
 // checkpoint, what --overwrite may remove.
 var finalFiles = []string{DDLFile, BulkloadFile, ManifestFile}

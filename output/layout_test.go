@@ -94,3 +94,18 @@ func TestStatRelPath(t *testing.T) {
 		t.Errorf("through a linked output directory: %v", err)
 	}
 }
+
+// The rejects, the replay files and the checkpoint are the output's private files (0600 in a
+// local folder); the data and the files beside it are not.
+func TestPrivateName(t *testing.T) {
+	for name, want := range map[string]bool{
+		CheckpointFile: true, RejectsFile: true, ReplayPrefix + "csv": true, ReplayPrefix + "jsonl": true,
+		RejectsPart(3): true, ReplayPartsDir + "/part-00003.csv": true,
+		ManifestFile: false, DDLFile: false, BulkloadFile: false, LockFile: false, MergePlanFile: false,
+		RegionDir(0) + "/part-00000.parquet": false,
+	} {
+		if got := PrivateName(name); got != want {
+			t.Errorf("PrivateName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -191,7 +191,7 @@ func (cfg testCfg) store(t *testing.T) store.Store {
 	if cfg.Store != nil {
 		return cfg.Store
 	}
-	st, err := store.Open(context.Background(), cfg.OutDir, nil)
+	st, err := store.Open(context.Background(), cfg.OutDir, nil, store.PrivateNames(PrivateName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,22 +70,28 @@ type Local struct {
 
 var _ Dir = (*Local)(nil)
 
-// NewLocal opens the folder dir as a store (it is created by the first write). Objects that
-// PrivateName matches are created 0600, the rest 0644 (before the umask).
-func NewLocal(dir string) (*Local, error) {
+// LocalOption sets up a Local store (NewLocal, or Open given a folder).
+type LocalOption func(*Local)
+
+// PrivateNames makes the store create the objects private matches 0600, the owner's only, and
+// the rest 0644 (before the umask). The store knows no names: the output that writes through
+// it tells which of its objects are private (output.PrivateName).
+func PrivateNames(private func(name string) bool) LocalOption {
+	return func(l *Local) { l.private = private }
+}
+
+// NewLocal opens the folder dir as a store (it is created by the first write). Its objects are
+// created 0644 unless an option says otherwise.
+func NewLocal(dir string, opts ...LocalOption) (*Local, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", dir, err)
 	}
-	return &Local{root: abs, private: PrivateName}, nil
-}
-
-// PrivateName tells which objects the local store creates 0600: rejected rows are raw input
-// (personal data, perhaps), and a checkpoint names the source and its cursors.
-func PrivateName(name string) bool {
-	base := path.Base(name)
-	return base == "checkpoint.json" || strings.HasPrefix(base, "rejects") || strings.HasPrefix(base, "rejected-rows.") ||
-		strings.HasPrefix(name, "rejects/")
+	l := &Local{root: abs}
+	for _, o := range opts {
+		o(l)
+	}
+	return l, nil
 }
 
 // Path is the folder's absolute path.

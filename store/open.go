@@ -27,14 +27,15 @@ func Register(scheme string, open Opener) {
 
 // Open returns the store --out names: a local folder for a path, an object store for a
 // registered scheme (s3://, oss://). A URI of any other scheme is refused, so that "mysql://x"
-// never becomes a local folder named "mysql:".
-func Open(ctx context.Context, uri string, env func(string) string) (Store, error) {
+// never becomes a local folder named "mysql:". opts set up a local folder (an object store has no
+// file modes).
+func Open(ctx context.Context, uri string, env func(string) string, opts ...LocalOption) (Store, error) {
 	if uri == "" {
 		return nil, fmt.Errorf("store: no location given")
 	}
 	scheme, _, ok := strings.Cut(uri, "://")
 	if !ok || strings.ContainsAny(scheme, `/\`) {
-		return NewLocal(uri)
+		return NewLocal(uri, opts...)
 	}
 	openersMu.Lock()
 	open := openers[strings.ToLower(scheme)]

@@ -36,19 +36,41 @@ func TestOpen(t *testing.T) {
 	}
 }
 
+// The names PrivateNames' function matches are created 0600 (by Put and by Create, over a wider
+// leftover of an earlier run too), the rest 0644 (before the umask); without it every object is
+// 0644.
 func TestLocalPrivateNames(t *testing.T) {
 	ctx := context.Background()
-	l, _ := NewLocal(t.TempDir())
-	for name, perm := range map[string]os.FileMode{
-		"checkpoint.json": 0o600, "rejects.jsonl": 0o600, "rejected-rows.csv": 0o600, "rejects/p0001-x.jsonl": 0o600,
-		"manifest.json": 0o644, "data/region-0000/part-00000.parquet": 0o644,
+	dir := t.TempDir()
+	private := func(name string) bool { return strings.HasPrefix(name, "secret") }
+	l, _ := NewLocal(dir, PrivateNames(private))
+	plain, _ := NewLocal(filepath.Join(dir, "plain"))
+	if err := os.WriteFile(filepath.Join(dir, TempPrefix+"secret-created"), []byte("left wide"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		st   *Local
+		name string
+		perm os.FileMode
+	}{
+		{l, "secret.json", 0o600}, {l, "secret-created", 0o600}, {l, "public.json", 0o644},
+		{l, "data/region-0000/part-00000.parquet", 0o644}, {plain, "secret.json", 0o644},
 	} {
-		if err := l.Put(ctx, name, []byte("x")); err != nil {
+		if strings.HasSuffix(c.name, "-created") {
+			w, err := c.st.Create(ctx, c.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write([]byte("x"))
+			if _, err := w.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := c.st.Put(ctx, c.name, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
-		st, err := os.Stat(filepath.Join(l.Path(), name))
-		if err != nil || st.Mode().Perm()&^perm != 0 || st.Mode().Perm()&0o600 != 0o600 {
-			t.Fatalf("%s: mode %v, want %v (rejected rows may be personal data)", name, st.Mode().Perm(), perm)
+		st, err := os.Stat(filepath.Join(c.st.Path(), c.name))
+		if err != nil || st.Mode().Perm()&^c.perm != 0 || st.Mode().Perm()&0o600 != 0o600 || (c.perm == 0o644 && st.Mode().Perm()&0o004 == 0) {
+			t.Fatalf("%s in %s: mode %v (%v), want %v", c.name, c.st.Path(), st.Mode().Perm(), err, c.perm)
 		}
 	}
 }

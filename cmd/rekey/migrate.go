@@ -346,7 +346,7 @@ func finishComplete(ctx context.Context, w io.Writer, o *output.Output, out stri
 // openStore opens the output --out names: a local folder, or a bucket prefix (s3://, oss://) once
 // its store is registered (registerStores). Credentials come from the environment only.
 func (inv *invocation) openStore(ctx context.Context, out string) (store.Store, error) {
-	st, err := store.Open(ctx, out, inv.getenv)
+	st, err := store.Open(ctx, out, inv.getenv, store.PrivateNames(output.PrivateName))
 	if store.IsUsage(err) {
 		return nil, usageError(fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
 	} else if err != nil {

@@ -165,5 +165,5 @@ func openStateFolder(state string) (store.Store, error) {
 	if err := output.CheckLocalDir(state); err != nil {
 		return nil, err
 	}
-	return store.NewLocal(state)
+	return store.NewLocal(state, store.PrivateNames(output.PrivateName))
 }
