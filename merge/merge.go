@@ -844,7 +844,7 @@ func mergeBulkload(ctx context.Context, inputs []*Input, out store.Store) error 
 			job.WriterConfig.Timestamp = ts
 		}
 	}
-	if job.ReaderConfig.FilePath, err = lindorm.DataFilePath(out.Location(""), !store.IsLocal(out.Location(""))); err != nil {
+	if job.ReaderConfig.FilePath, err = lindorm.DataFilePath(out.Location(""), output.DataDir, !store.IsLocal(out.Location(""))); err != nil {
 		return err
 	}
 	if ft, err := lindorm.FileType(strings.ToLower(job.FileType)); err == nil {

@@ -23,20 +23,30 @@ func ReadCheckpoint(ctx context.Context, st store.Store) (*pipeline.Checkpoint, 
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint: %w", err)
 	}
+	c, err := ParseCheckpoint(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s is damaged: %w", st.Location(CheckpointFile), err)
+	}
+	return c, nil
+}
+
+// ParseCheckpoint reads a checkpoint's bytes as ReadCheckpoint does (for a reader of an output
+// that holds no store.Store): its error says how it is damaged.
+func ParseCheckpoint(data []byte) (*pipeline.Checkpoint, error) {
 	var c pipeline.Checkpoint
 	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("%s is damaged: %w", st.Location(CheckpointFile), err)
+		return nil, err
 	}
 	c.Plan.Splits = c.Splits
 	for _, f := range c.Files {
 		// these paths are deleted around, resumed from and copied into the manifest
 		if err := CheckRelPath(f.Path); err != nil {
-			return nil, fmt.Errorf("%s is damaged: %w", st.Location(CheckpointFile), err)
+			return nil, err
 		}
 	}
 	for field, n := range map[string]int64{"rejects_bytes": c.RejectsBytes, "replay_bytes": c.ReplayBytes, "rejects_parts": int64(c.RejectParts)} {
 		if n < 0 {
-			return nil, fmt.Errorf("%s is damaged: %s %d is negative", st.Location(CheckpointFile), field, n)
+			return nil, fmt.Errorf("%s %d is negative", field, n)
 		}
 	}
 	return &c, nil

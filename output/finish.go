@@ -43,7 +43,7 @@ func (o *Output) Finish(ctx context.Context, t Table, plan pipeline.RegionPlan, 
 	if err := o.Store.Put(ctx, DDLFile, []byte(ddl+"\n")); err != nil {
 		return nil, nil, fmt.Errorf("write %s: %w", DDLFile, err)
 	}
-	jobOpt.Regions, jobOpt.Timestamp = plan.Count(), res.StartedAt
+	jobOpt.Regions, jobOpt.Timestamp, jobOpt.DataDir = plan.Count(), res.StartedAt, DataDir
 	job, err := lindorm.NewBulkloadJob(t.Schema, jobOpt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("bulkload config: %w", err)

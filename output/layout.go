@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/rekey/rekey/store"
@@ -102,6 +103,41 @@ func RegionName(i int) string { return fmt.Sprintf("%s%04d", RegionDirPrefix, i)
 
 // RegionDir is the folder of region i, relative to the output directory: "data/region-0007".
 func RegionDir(i int) string { return DataDir + "/" + RegionName(i) }
+
+// DataFile is the name of region's data file number seq, relative to the output directory:
+// "data/region-0007/part-00012.parquet".
+func DataFile(region, seq int, ext string) string {
+	return fmt.Sprintf("%s/%s%05d.%s", RegionDir(region), dataFilePrefix, seq, ext)
+}
+
+const dataFilePrefix = "part-"
+
+// ParseDataFile reads the region and number of a data file's name as DataFile writes it (any
+// extension); ok is false for any other name, a temporary one included.
+func ParseDataFile(name string) (region, seq int, ok bool) {
+	folder, base, ok := strings.Cut(strings.TrimPrefix(name, DataDir+"/"), "/")
+	digits, isRegion := strings.CutPrefix(folder, RegionDirPrefix)
+	if !ok || !isRegion || !strings.HasPrefix(name, DataDir+"/") || strings.Contains(base, "/") {
+		return 0, 0, false
+	}
+	region, err := strconv.Atoi(digits)
+	if err != nil || region < 0 || RegionDir(region) != DataDir+"/"+folder {
+		return 0, 0, false
+	}
+	rest, ok := strings.CutPrefix(base, dataFilePrefix)
+	if !ok {
+		return 0, 0, false
+	}
+	digits, _, ok = strings.Cut(rest, ".")
+	if !ok || digits == "" {
+		return 0, 0, false
+	}
+	seq, err = strconv.Atoi(digits)
+	if err != nil || seq < 0 {
+		return 0, 0, false
+	}
+	return region, seq, true
+}
 
 // PrivateName tells which of an output's files a local folder keeps to its owner (0600): the
 // rejects and replay files hold raw input (personal data, perhaps), and the checkpoint names the

@@ -109,3 +109,21 @@ func TestPrivateName(t *testing.T) {
 		}
 	}
 }
+
+// A data file's name is read back as DataFile writes it; anything else (a temporary file, a
+// folder that is not a region's, a region number written otherwise) is not a data file.
+func TestParseDataFile(t *testing.T) {
+	if region, seq, ok := ParseDataFile(DataFile(7, 12, "parquet")); !ok || region != 7 || seq != 12 {
+		t.Errorf("ParseDataFile(%q) = %d, %d, %v", DataFile(7, 12, "parquet"), region, seq, ok)
+	}
+	if got := DataFile(7, 12, "csv"); got != "data/region-0007/part-00012.csv" {
+		t.Errorf("DataFile = %q", got)
+	}
+	for _, name := range []string{"data/region-0007/.rekey-tmp-part-00012.parquet", "data/region-7/part-00012.parquet",
+		"data/regions/part-00012.parquet", "region-0007/part-00012.parquet", "data/region-0007/x/part-00012.parquet",
+		"data/region-0007/part-x.parquet", "data/region-0007/part-00012", "rejects/part-00012.jsonl"} {
+		if _, _, ok := ParseDataFile(name); ok {
+			t.Errorf("ParseDataFile(%q) took it for a data file", name)
+		}
+	}
+}

@@ -16,7 +16,7 @@ import (
 // how to submit the job (console path and a ready curl form post of bulkload.json's fields) and how
 // to check the counts.
 func TestNextStepsStore(t *testing.T) {
-	job, err := lindorm.NewBulkloadJob(sinktest.OrdersSchema(), lindorm.JobOptions{Format: "parquet", Out: "oss://bkt/runs/o'rders?endpoint=oss-cn-hangzhou.aliyuncs.com",
+	job, err := lindorm.NewBulkloadJob(sinktest.OrdersSchema(), lindorm.JobOptions{DataDir: "data", Format: "parquet", Out: "oss://bkt/runs/o'rders?endpoint=oss-cn-hangzhou.aliyuncs.com",
 		Store: true, Source: "oss src", Target: "ld", Namespace: "shop", Regions: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestNextStepsStore(t *testing.T) {
 
 func TestNextStepsLocalWithPlaceholders(t *testing.T) {
 	dir := t.TempDir()
-	job, err := lindorm.NewBulkloadJob(sinktest.OrdersSchema(), lindorm.JobOptions{Format: "csv", Out: dir, Regions: 1})
+	job, err := lindorm.NewBulkloadJob(sinktest.OrdersSchema(), lindorm.JobOptions{DataDir: "data", Format: "csv", Out: dir, Regions: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,9 +164,9 @@ func (r *Replicator) prepare() error {
 		return fmt.Errorf("write %s: %w", output.DDLFile, err)
 	}
 	jobOpt := cfg.Job
-	jobOpt.Format, jobOpt.Regions = cfg.Format.Name(), cfg.Plan.Count()
+	jobOpt.Format, jobOpt.Regions, jobOpt.DataDir = cfg.Format.Name(), cfg.Plan.Count(), output.DataDir
 	if jobOpt.Out == "" {
-		jobOpt.Out = cfg.OutDir // filePath: DataFilePath adds data/
+		jobOpt.Out = cfg.OutDir // filePath: DataFilePath adds DataDir
 	}
 	if r.onStore() {
 		jobOpt.Store = true

@@ -61,7 +61,7 @@ func mirror(t testing.TB, st store.Store) (string, []string) {
 			t.Fatal(err)
 		}
 		perm := os.FileMode(0o644)
-		if store.PrivateName(o.Name) {
+		if output.PrivateName(o.Name) {
 			perm = 0o600
 		}
 		if err := os.WriteFile(path, data, perm); err != nil {

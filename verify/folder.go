@@ -93,14 +93,11 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 		} else if err != nil {
 			return nil, fmt.Errorf("%s: read %s: %w", location, output.CheckpointFile, err)
 		}
-		var cp pipeline.Checkpoint
-		if err := json.Unmarshal(data, &cp); err != nil {
+		cp, err := output.ParseCheckpoint(data)
+		if err != nil {
 			return nil, fmt.Errorf("%s: %s is damaged: %w", location, output.CheckpointFile, err)
 		}
 		for _, fi := range cp.Files {
-			if err := output.CheckRelPath(fi.Path); err != nil {
-				return nil, fmt.Errorf("%s: %s is damaged: %w", location, output.CheckpointFile, err)
-			}
 			f.Rows += fi.Rows
 		}
 		if cp.Fingerprint != "" && fingerprint != "" && cp.Fingerprint != fingerprint {

@@ -247,7 +247,7 @@ func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 		s.spillDir = d.Path()
 	}
 	for i := range s.regions {
-		r := &region{idx: i, dir: filepath.Join(s.spillDir, filepath.FromSlash(RegionDir(i)))}
+		r := &region{idx: i, dir: filepath.Join(s.spillDir, filepath.FromSlash(output.RegionDir(i)))}
 		buf, err := cfg.Format.NewBuffer(cfg.Schema)
 		if err != nil {
 			return nil, fmt.Errorf("files: %s buffer: %w", cfg.Format.Name(), err)
@@ -260,16 +260,7 @@ func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 	}
 	// sequence numbers go on after the highest file already in each region folder
 	for _, obj := range existing {
-		folder, name, ok := strings.Cut(strings.TrimPrefix(obj.Name, output.DataDir+"/"), "/")
-		idx, isRegion := strings.CutPrefix(folder, output.RegionDirPrefix)
-		if !ok || !isRegion || strings.Contains(name, "/") {
-			continue
-		}
-		i, err := strconv.Atoi(idx)
-		if err != nil || i < 0 || i >= n || output.RegionDir(i) != output.DataDir+"/"+folder {
-			continue
-		}
-		if seq, ok := parseSeq(name); ok && seq >= s.regions[i].nextSeq {
+		if i, seq, ok := output.ParseDataFile(obj.Name); ok && i < n && seq >= s.regions[i].nextSeq {
 			s.regions[i].nextSeq = seq + 1
 		}
 	}
@@ -277,12 +268,6 @@ func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 		zap.Int64("region_buffer", limit), zap.Bool("sort", cfg.Sort))
 	return s, nil
 }
-
-// RegionDir is the folder of region i relative to the output: "data/region-0000".
-func RegionDir(i int) string { return output.RegionDir(i) }
-
-// PartName is the file name of sequence number seq.
-func PartName(seq int, ext string) string { return fmt.Sprintf("part-%05d.%s", seq, ext) }
 
 type region struct {
 	idx    int
@@ -298,20 +283,6 @@ type region struct {
 	rows  atomic.Int64
 	bytes atomic.Int64
 	files atomic.Int64
-}
-
-// parseSeq reads the sequence number of "part-00012.<ext>" (any extension).
-func parseSeq(name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, "part-")
-	if !ok {
-		return 0, false
-	}
-	digits, _, ok := strings.Cut(rest, ".")
-	if !ok || digits == "" {
-		return 0, false
-	}
-	n, err := strconv.Atoi(digits)
-	return n, err == nil && n >= 0
 }
 
 // file is one output file from creation to commit.
@@ -626,8 +597,7 @@ func (s *Sink) cut(r *region) *job {
 func (s *Sink) newFile(r *region) *file {
 	seq := r.nextSeq
 	r.nextSeq++
-	name := PartName(seq, s.cfg.Format.Ext())
-	f := &file{r: r, seq: seq, rel: RegionDir(r.idx) + "/" + name, done: make(chan struct{})}
+	f := &file{r: r, seq: seq, rel: output.DataFile(r.idx, seq, s.cfg.Format.Ext()), done: make(chan struct{})}
 	s.liveMu.Lock()
 	s.live[f] = struct{}{}
 	s.liveMu.Unlock()

@@ -63,10 +63,6 @@ const (
 	TargetPlaceholder = "<--lts-target: the LTS data source of LindormTable>"
 )
 
-// DataDir is the folder of the output that holds the data files, and nothing else, so that the
-// job's Spark listing reads no manifest, DDL or rejects as data.
-const DataDir = "data"
-
 // JobOptions is what the job needs beyond the table: where the output is and the LTS names.
 type JobOptions struct {
 	Format string // "parquet" or "csv"
@@ -74,6 +70,10 @@ type JobOptions struct {
 	// oss://BUCKET/PREFIX (query parameters ignored) when Store is set.
 	Out   string
 	Store bool
+	// DataDir is the folder under Out that holds the data files and nothing else (the output's
+	// layout names it: output.DataDir), so that the job's Spark listing reads no manifest, DDL or
+	// rejects as data.
+	DataDir string
 	// Source and Target are the LTS data-source names (--lts-source, --lts-target); empty:
 	// placeholders.
 	Source, Target string
@@ -87,16 +87,19 @@ type JobOptions struct {
 	Timestamp time.Time
 }
 
-// DataFilePath is readerConfig.filePath for an output: the data/ folder, relative to the data
-// source's root (the bucket) with a trailing slash as in the API's example ("parquet/") when
-// the output is on a store, an absolute local path otherwise.
-func DataFilePath(out string, store bool) (string, error) {
+// DataFilePath is readerConfig.filePath for an output: its folder dataDir ("data"), relative to
+// the data source's root (the bucket) with a trailing slash as in the API's example ("parquet/")
+// when the output is on a store, an absolute local path otherwise.
+func DataFilePath(out, dataDir string, store bool) (string, error) {
+	if dataDir == "" {
+		return "", fmt.Errorf("lindorm: no data folder given for the job's filePath")
+	}
 	if !store {
 		abs, err := filepath.Abs(out)
 		if err != nil {
 			return "", fmt.Errorf("lindorm: output folder %s: %w", out, err)
 		}
-		return filepath.ToSlash(filepath.Join(abs, DataDir)) + "/", nil
+		return filepath.ToSlash(filepath.Join(abs, dataDir)) + "/", nil
 	}
 	u, err := url.Parse(out)
 	if err != nil || u.Host == "" || (u.Scheme != "s3" && u.Scheme != "oss") {
@@ -104,9 +107,9 @@ func DataFilePath(out string, store bool) (string, error) {
 	}
 	prefix := strings.Trim(u.Path, "/")
 	if prefix == "" {
-		return DataDir + "/", nil
+		return dataDir + "/", nil
 	}
-	return path.Join(prefix, DataDir) + "/", nil
+	return path.Join(prefix, dataDir) + "/", nil
 }
 
 // FileType is the API's fileType for a rekey format: "Parquet" or "CSV".
@@ -139,7 +142,7 @@ func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob,
 	if err != nil {
 		return nil, err
 	}
-	filePath, err := DataFilePath(opt.Out, opt.Store)
+	filePath, err := DataFilePath(opt.Out, opt.DataDir, opt.Store)
 	if err != nil {
 		return nil, err
 	}
@@ -178,11 +181,11 @@ func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob,
 		job.WriterConfig.Timestamp = &ms
 	}
 	job.Uncertain = []string{
-		"readerConfig.filePath: whether the reader descends into the region-NNNN folders under data/; check: the job's row count " +
-			"(SELECT COUNT(*)) equals manifest.json rows_written; if not, submit one job per data/region-NNNN/ folder",
+		"readerConfig.filePath: whether the reader descends into the region-NNNN folders under " + opt.DataDir + "/; check: the job's row count " +
+			"(SELECT COUNT(*)) equals manifest.json rows_written; if not, submit one job per " + opt.DataDir + "/region-NNNN/ folder",
 		"readerConfig.filePath: taken as relative to the data source's root (the bucket), as in the API example \"parquet/\"; " +
 			"check: if the OSS/HDFS data source itself points at a folder, drop that folder from the path; a local --out " +
-			"gives a local path: upload data/ and set the path it has in the data source",
+			"gives a local path: upload " + opt.DataDir + "/ and set the path it has in the data source",
 		"fileType: \"Parquet\" / \"CSV\" as the API page writes them; check: if the API answers that the file type is unknown, " +
 			"try the console's File Type list and use its spelling",
 	}

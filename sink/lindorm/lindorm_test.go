@@ -108,7 +108,7 @@ func TestSplitKeyEscaping(t *testing.T) {
 func TestBulkloadConfig(t *testing.T) {
 	started := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for _, format := range []string{"parquet", "csv"} {
-		data, err := lindorm.BulkloadConfig(orders(), lindorm.JobOptions{Format: format, Out: "oss://bucket/runs/orders?endpoint=oss-cn-hangzhou.aliyuncs.com",
+		data, err := lindorm.BulkloadConfig(orders(), lindorm.JobOptions{DataDir: "data", Format: format, Out: "oss://bucket/runs/orders?endpoint=oss-cn-hangzhou.aliyuncs.com",
 			Store: true, Source: "oss_src", Target: "ld", Namespace: "shop", Regions: 16, Timestamp: started})
 		if err != nil {
 			t.Fatal(err)
@@ -177,7 +177,7 @@ func TestBulkloadConfig(t *testing.T) {
 			}
 		}
 	}
-	if _, err := lindorm.BulkloadConfig(orders(), lindorm.JobOptions{Format: "orc", Out: "x"}); err == nil {
+	if _, err := lindorm.BulkloadConfig(orders(), lindorm.JobOptions{DataDir: "data", Format: "orc", Out: "x"}); err == nil {
 		t.Fatal("orc accepted")
 	}
 }
@@ -186,7 +186,7 @@ func TestBulkloadConfigDefaultsAndVarbinary(t *testing.T) {
 	s := orders()
 	s.Columns = append(s.Columns, pipeline.Column{Name: "blob", Type: pipeline.TypeVarbinary, KeyPos: -1})
 	dir := t.TempDir()
-	job, err := lindorm.NewBulkloadJob(s, lindorm.JobOptions{Format: "csv", Out: dir, Regions: 1})
+	job, err := lindorm.NewBulkloadJob(s, lindorm.JobOptions{DataDir: "data", Format: "csv", Out: dir, Regions: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestBulkloadConfigDefaultsAndVarbinary(t *testing.T) {
 		out, want string
 		regions   int
 	}{{"s3://b", "data/", 200}, {"s3://b/", "data/", 200}, {"oss://b/a/b/?path_style=true", "a/b/data/", 7}} {
-		job, err := lindorm.NewBulkloadJob(s, lindorm.JobOptions{Format: "parquet", Out: c.out, Store: true, Regions: c.regions})
+		job, err := lindorm.NewBulkloadJob(s, lindorm.JobOptions{DataDir: "data", Format: "parquet", Out: c.out, Store: true, Regions: c.regions})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,9 +214,31 @@ func TestBulkloadConfigDefaultsAndVarbinary(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"/local/path", "gs://b/p", "s3:///p"} {
-		if _, err := lindorm.NewBulkloadJob(s, lindorm.JobOptions{Format: "parquet", Out: bad, Store: true}); err == nil {
+		if _, err := lindorm.NewBulkloadJob(s, lindorm.JobOptions{DataDir: "data", Format: "parquet", Out: bad, Store: true}); err == nil {
 			t.Errorf("store output %q accepted", bad)
 		}
+	}
+}
+
+// The job reads the folder the output's layout names (JobOptions.DataDir): lindorm knows no
+// output names, and a job without the folder is refused rather than pointed at the whole output.
+func TestBulkloadJobReadsTheGivenDataFolder(t *testing.T) {
+	dir := t.TempDir()
+	job, err := lindorm.NewBulkloadJob(orders(), lindorm.JobOptions{DataDir: "files", Format: "parquet", Out: dir, Regions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.ToSlash(filepath.Join(dir, "files")) + "/"; job.ReaderConfig.FilePath != want {
+		t.Errorf("local filePath %s, want %s", job.ReaderConfig.FilePath, want)
+	}
+	if all := strings.Join(job.Uncertain, "\n"); !strings.Contains(all, "one job per files/region-NNNN/ folder") || !strings.Contains(all, "upload files/ and") {
+		t.Errorf("uncertain names another folder:\n%s", all)
+	}
+	if job, err := lindorm.NewBulkloadJob(orders(), lindorm.JobOptions{DataDir: "files", Format: "parquet", Out: "oss://b/runs", Store: true}); err != nil || job.ReaderConfig.FilePath != "runs/files/" {
+		t.Errorf("store filePath: %v, %v", job, err)
+	}
+	if _, err := lindorm.NewBulkloadJob(orders(), lindorm.JobOptions{Format: "parquet", Out: dir}); err == nil {
+		t.Error("a job without its data folder was accepted")
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/parquet"
@@ -87,7 +88,7 @@ func TestAllTypesRoundTrip(t *testing.T) {
 		if st, _ := os.Stat(path); st.Size() != fi.Bytes {
 			t.Errorf("%s: %d bytes, FileInfo says %d", fi.Path, st.Size(), fi.Bytes)
 		}
-		if !strings.HasPrefix(fi.Path, files.RegionDir(fi.Region)+"/") {
+		if !strings.HasPrefix(fi.Path, output.RegionDir(fi.Region)+"/") {
 			t.Errorf("%s: not in its region %d folder", fi.Path, fi.Region)
 		}
 		for i, vals := range pf.Values {
