@@ -157,7 +157,7 @@ func (m *memSink) Commit(ctx context.Context) ([]pipeline.FileInfo, error) {
 	return []pipeline.FileInfo{fi}, nil
 }
 
-func (m *memSink) Abort() error {
+func (m *memSink) Abort(context.Context) error {
 	m.mu.Lock()
 	m.pending = nil
 	m.mu.Unlock()

@@ -163,12 +163,14 @@ func SampleRecords(bs []Batch) []Record {
 // by the transform workers. Commit makes every row written so far durable (close each open file,
 // fsync, rename to its final name, fsync the directory) and returns the files it committed;
 // only after Commit returns may the pipeline checkpoint or acknowledge the source. Abort removes
-// temporary files and leaves committed ones. Write must not keep the rows, or strings of their
-// values, once it returns: it copies what it buffers (the source reuses the memory).
+// temporary files and leaves committed ones; its ctx carries the cleanup's I/O, so a run that
+// failed by cancellation gives one that is not cancelled. Write must not keep the rows, or
+// strings of their values, once it returns: it copies what it buffers (the source reuses the
+// memory).
 type Sink interface {
 	Write(ctx context.Context, rows []Row) error
 	Commit(ctx context.Context) ([]FileInfo, error)
-	Abort() error
+	Abort(ctx context.Context) error
 }
 
 // RowReject is one row a Sink's Write did not write because a value does not fit its column.

@@ -290,19 +290,22 @@ func (m *runState) settle() runStep {
 
 // finish makes the last cut (or aborts the sink) and fills the result from the last checkpoint.
 func (m *runState) finish() runStep {
+	// the cleanup of a failed run, cancelled or not (a hard stop commits nothing, but leaves no
+	// uncommitted file behind either)
+	cleanup := context.WithoutCancel(m.ctx)
 	switch {
 	case m.sourceFailed:
 		// What was read before the source failed (a token range that kept timing out, say) is
 		// sound: commit and checkpoint it so that --resume redoes only what is missing.
 		if err := m.cut(false); err != nil {
-			m.cfg.Sink.Abort()
+			m.cfg.Sink.Abort(cleanup)
 			m.err = fmt.Errorf("%w (and committing what was read failed: %v)", m.err, err)
 		}
 	case m.err != nil:
-		m.cfg.Sink.Abort()
+		m.cfg.Sink.Abort(cleanup)
 	default:
 		if err := m.cut(!m.interrupted); err != nil {
-			m.cfg.Sink.Abort()
+			m.cfg.Sink.Abort(cleanup)
 			m.err = err
 		}
 	}

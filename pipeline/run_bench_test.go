@@ -25,7 +25,7 @@ type discardSink struct{}
 
 func (discardSink) Write(context.Context, []Row) error         { return nil }
 func (discardSink) Commit(context.Context) ([]FileInfo, error) { return nil, nil }
-func (discardSink) Abort() error                               { return nil }
+func (discardSink) Abort(context.Context) error                { return nil }
 
 // discardJournal keeps no rejects and saves no checkpoint: the benchmark measures the run's own
 // path, not the output's I/O.

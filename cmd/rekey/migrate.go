@@ -242,7 +242,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 		return err
 	}
 	setMemoryBudget(inv.getenv, memory)
-	sink, err := files.New(files.Config{
+	sink, err := files.New(ctx, files.Config{
 		Store: st, Schema: prog.Target(), Plan: plan, Format: format,
 		MaxFileSize: maxFile, Memory: memory / 4, Sort: f.sort,
 	}, logger.Named("sink.files"))

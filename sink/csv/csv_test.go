@@ -19,7 +19,7 @@ func TestRoundTrip(t *testing.T) {
 	schema := sinktest.AllTypes()
 	plan := sinktest.VarcharPlan("h", "q")
 	rows := sinktest.AllTypesRows(5000, 4, plan)
-	s, err := files.New(files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: csv.New(), CheckRegions: true}, nil)
+	s, err := files.New(context.Background(), files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: csv.New(), CheckRegions: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 
 func newSink(t *testing.T, cfg files.Config) *files.Sink {
 	t.Helper()
-	s, err := files.New(cfg, zaptest.NewLogger(t))
+	s, err := files.New(context.Background(), cfg, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestAbort(t *testing.T) {
 		if len(listFiles(t, dir)) == len(before) {
 			t.Fatalf("sort=%v: expected files not committed yet mid-run", sorted)
 		}
-		if err := s.Abort(); err != nil {
+		if err := s.Abort(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		after := listFiles(t, dir)
@@ -405,7 +405,7 @@ func TestWriteFailure(t *testing.T) {
 	if _, err := s.Commit(context.Background()); err == nil {
 		t.Fatal("Commit after a failed write succeeded")
 	}
-	if err := s.Abort(); err != nil {
+	if err := s.Abort(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got := listFiles(t, dir); len(got) != 0 {
@@ -474,7 +474,7 @@ func TestConfigErrors(t *testing.T) {
 		{Store: sinktest.Folder(t, t.TempDir()), Schema: schema, Format: csv.New(), Memory: -1},
 	}
 	for i, cfg := range bad {
-		if _, err := files.New(cfg, nil); err == nil {
+		if _, err := files.New(context.Background(), cfg, nil); err == nil {
 			t.Errorf("config %d accepted", i)
 		}
 	}
@@ -536,7 +536,7 @@ func TestSinkOnObjectStore(t *testing.T) {
 		}
 		// Abort with files finished (in the store) and open: only what Commit returned stays
 		write(t, s, rows[:5000], 500)
-		if err := s.Abort(); err != nil {
+		if err := s.Abort(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if got := listFiles(t, dir); len(got) != len(all) {

@@ -197,8 +197,8 @@ type Sink struct {
 var _ pipeline.Sink = (*Sink)(nil)
 
 // New validates cfg, prepares the output (removing what unfinished writers of a crashed run left
-// under data/) and returns the sink.
-func New(cfg Config, logger *zap.Logger) (*Sink, error) {
+// under data/ through ctx) and returns the sink.
+func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -215,7 +215,6 @@ func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 	if limit < minRegionBuffer {
 		limit = minRegionBuffer
 	}
-	ctx := context.Background()
 	if err := st.Sweep(ctx, output.DataDir+"/"); err != nil {
 		return nil, fmt.Errorf("files: %w", err)
 	}
@@ -391,14 +390,14 @@ func (s *Sink) Write(ctx context.Context, rows []pipeline.Row) error {
 			g.busy = append(g.busy, int32(ri))
 			continue
 		}
-		if err := s.writeRegion(r, rows, idx, &rejects); err != nil {
+		if err := s.writeRegion(ctx, r, rows, idx, &rejects); err != nil {
 			return err
 		}
 	}
 	for _, ri := range g.busy {
 		r := s.regions[ri]
 		r.mu.Lock()
-		if err := s.writeRegion(r, rows, g.order[g.start[ri]:g.start[ri+1]], &rejects); err != nil {
+		if err := s.writeRegion(ctx, r, rows, g.order[g.start[ri]:g.start[ri+1]], &rejects); err != nil {
 			return err
 		}
 	}
@@ -490,7 +489,7 @@ func (s *Sink) addMem(d int64) {
 }
 
 // writeRegion appends rows[idx] to region r. r.mu is held on entry and released.
-func (s *Sink) writeRegion(r *region, rows []pipeline.Row, idx []int32, rejects *[]RowReject) error {
+func (s *Sink) writeRegion(ctx context.Context, r *region, rows []pipeline.Row, idx []int32, rejects *[]RowReject) error {
 	if s.cfg.Sort {
 		return s.writeSorted(r, rows, idx, rejects) // unlocks
 	}
@@ -510,7 +509,7 @@ func (s *Sink) writeRegion(r *region, rows []pipeline.Row, idx []int32, rejects 
 	}
 	r.mu.Unlock()
 	if j != nil {
-		return s.run(j)
+		return s.run(ctx, j)
 	}
 	return nil
 }
@@ -605,12 +604,12 @@ func (s *Sink) newFile(r *region) *file {
 }
 
 // run writes a job's chunk and, when it was the last chunk of a rolled file, finishes the file.
-func (s *Sink) run(j *job) error {
+func (s *Sink) run(ctx context.Context, j *job) error {
 	f, r := j.f, j.r
 	mem := j.c.Mem()
 	f.mu.Lock()
 	before := f.out.n.Load()
-	err := s.writeChunk(f, j.c)
+	err := s.writeChunk(ctx, f, j.c)
 	written := f.out.n.Load() - before
 	f.mu.Unlock()
 	j.c.Release()
@@ -639,18 +638,18 @@ func (s *Sink) run(j *job) error {
 		return s.fail(err)
 	}
 	if last {
-		return s.finish(f)
+		return s.finish(ctx, f)
 	}
 	return nil
 }
 
 // writeChunk creates the file on first use and writes c. f.mu held.
-func (s *Sink) writeChunk(f *file, c Chunk) error {
+func (s *Sink) writeChunk(ctx context.Context, f *file, c Chunk) error {
 	if f.closed {
 		return fmt.Errorf("files: %s: write after close", f.rel)
 	}
 	if f.w == nil {
-		if err := s.create(f); err != nil {
+		if err := s.create(ctx, f); err != nil {
 			return err
 		}
 	}
@@ -665,11 +664,11 @@ func (s *Sink) writeChunk(f *file, c Chunk) error {
 	return nil
 }
 
-func (s *Sink) create(f *file) error {
+func (s *Sink) create(ctx context.Context, f *file) error {
 	if s.aborted.Load() {
 		return ErrAborted
 	}
-	w, err := s.st.Create(context.Background(), f.rel)
+	w, err := s.st.Create(ctx, f.rel)
 	if err != nil {
 		return fmt.Errorf("files: create %s: %w", f.rel, err)
 	}
@@ -690,7 +689,7 @@ func (s *Sink) create(f *file) error {
 // finish writes the footer and commits the file to the store (fsync and rename on a disk, the
 // multipart upload completed in a bucket), so that it holds no buffer until the next Commit,
 // which reports it.
-func (s *Sink) finish(f *file) error {
+func (s *Sink) finish(ctx context.Context, f *file) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.closeDone()
@@ -711,7 +710,7 @@ func (s *Sink) finish(f *file) error {
 	}
 	if err == nil {
 		var size int64
-		if size, err = f.w.Commit(context.Background()); err == nil && size != f.size {
+		if size, err = f.w.Commit(ctx); err == nil && size != f.size {
 			err = fmt.Errorf("the store committed %d bytes, %d were written", size, f.size)
 		}
 	}
@@ -758,7 +757,7 @@ func (s *Sink) Commit(ctx context.Context) ([]pipeline.FileInfo, error) {
 		if s.cfg.Sort {
 			rolled, err = s.mergeRegion(ctx, r)
 		} else {
-			rolled, err = s.flushRegion(r)
+			rolled, err = s.flushRegion(ctx, r)
 		}
 		waitMu.Lock()
 		wait = append(wait, rolled...)
@@ -807,7 +806,7 @@ func sortInfos(infos []pipeline.FileInfo) {
 
 // flushRegion writes the region's buffer and rolls its current file; returns the rolled files
 // (Commit waits for them to be finished).
-func (s *Sink) flushRegion(r *region) ([]*file, error) {
+func (s *Sink) flushRegion(ctx context.Context, r *region) ([]*file, error) {
 	r.mu.Lock()
 	var j *job
 	if r.buf.Rows() > 0 {
@@ -828,12 +827,12 @@ func (s *Sink) flushRegion(r *region) ([]*file, error) {
 	}
 	r.mu.Unlock()
 	if j != nil {
-		if err := s.run(j); err != nil {
+		if err := s.run(ctx, j); err != nil {
 			return rolled, err
 		}
 	}
 	if finishNow != nil {
-		if err := s.finish(finishNow); err != nil {
+		if err := s.finish(ctx, finishNow); err != nil {
 			return rolled, err
 		}
 	}
@@ -873,9 +872,9 @@ func (s *Sink) parallel(ctx context.Context, fn func(r *region) error) error {
 }
 
 // Abort stops the sink and removes every file Commit has not returned (open writers, files
-// finished since the last Commit, sort runs). Files Commit returned stay. Write and Commit fail
-// afterwards.
-func (s *Sink) Abort() error {
+// finished since the last Commit, sort runs) through ctx. Files Commit returned stay. Write and
+// Commit fail afterwards.
+func (s *Sink) Abort(ctx context.Context) error {
 	s.aborted.Store(true)
 	var errs []error
 	s.liveMu.Lock()
@@ -900,7 +899,7 @@ func (s *Sink) Abort() error {
 		}
 		f.mu.Unlock()
 	}
-	if err := s.st.Remove(context.Background(), remove...); err != nil {
+	if err := s.st.Remove(ctx, remove...); err != nil {
 		errs = append(errs, err)
 	}
 	for _, r := range s.regions {

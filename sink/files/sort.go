@@ -451,7 +451,7 @@ func (s *Sink) mergeRegion(ctx context.Context, r *region) ([]*file, error) {
 	}
 	if t.rows() == 0 && len(t.runs) == 0 {
 		r.mu.Unlock()
-		return s.flushRegion(r)
+		return s.flushRegion(ctx, r)
 	}
 	t.sortRows()
 	srcs := make([]rowSource, 0, len(t.runs)+1)
@@ -486,7 +486,7 @@ func (s *Sink) mergeRegion(ctx context.Context, r *region) ([]*file, error) {
 			}
 			r.mu.Unlock()
 			if j != nil {
-				return s.run(j)
+				return s.run(ctx, j)
 			}
 			return nil
 		})
@@ -495,7 +495,7 @@ func (s *Sink) mergeRegion(ctx context.Context, r *region) ([]*file, error) {
 	if err != nil {
 		return rolled, err
 	}
-	more, err := s.flushRegion(r)
+	more, err := s.flushRegion(ctx, r)
 	rolled = append(rolled, more...)
 	if err != nil {
 		return rolled, err

@@ -126,7 +126,7 @@ func benchOrders(b *testing.B, sink bool) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			s, err = files.New(files.Config{Store: sinktest.Folder(b, dir), Schema: schema, Plan: plan, Format: parquet.New(benchOpts...)}, nil)
+			s, err = files.New(context.Background(), files.Config{Store: sinktest.Folder(b, dir), Schema: schema, Plan: plan, Format: parquet.New(benchOpts...)}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -19,7 +19,7 @@ import (
 func writeRows(t *testing.T, schema pipeline.TargetSchema, plan pipeline.RegionPlan, rows []pipeline.Row) []string {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := files.New(files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New()}, nil)
+	s, err := files.New(context.Background(), files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func TestDictionaryFallbacks(t *testing.T) {
 	schema := dictSchema()
 	rows := dictRows(40000)
 	// 64 KiB buffers: many chunks (row groups) per file; a 2 KiB dictionary overflows quickly
-	s, err := files.New(files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: pipeline.RegionPlan{Type: pipeline.TypeBigint}, Format: parquet.NewWithDictMax(2 << 10), Memory: 64 << 10}, nil)
+	s, err := files.New(context.Background(), files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: pipeline.RegionPlan{Type: pipeline.TypeBigint}, Format: parquet.NewWithDictMax(2 << 10), Memory: 64 << 10}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestKeyStatistics(t *testing.T) {
 	schema := sinktest.AllTypes()
 	plan := sinktest.VarcharPlan("m")
 	rows := sinktest.AllTypesRows(30000, 21, plan)
-	s, err := files.New(files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New(), Memory: 1 << 20}, nil)
+	s, err := files.New(context.Background(), files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New(), Memory: 1 << 20}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

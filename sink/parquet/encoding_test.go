@@ -38,7 +38,7 @@ func TestInvalidUTF8NeverReachesAParquetFile(t *testing.T) {
 	binary := with(12, pipeline.Bytes("\xff\xfe\x00")) // VARBINARY: any bytes
 	for _, sorted := range []bool{false, true} {
 		dir := t.TempDir()
-		s, err := files.New(files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New(), Sort: sorted}, nil)
+		s, err := files.New(context.Background(), files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New(), Sort: sorted}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

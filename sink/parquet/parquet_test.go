@@ -44,7 +44,7 @@ func TestAllTypesRoundTrip(t *testing.T) {
 	schema := sinktest.AllTypes()
 	plan := sinktest.VarcharPlan("9", "h", "q")
 	rows := sinktest.AllTypesRows(20000, 1, plan)
-	s, err := files.New(files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New(), CheckRegions: true}, zaptest.NewLogger(t))
+	s, err := files.New(context.Background(), files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New(), CheckRegions: true}, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestRejects(t *testing.T) {
 	}
 	// Write reports rejects and writes the rest
 	dir := t.TempDir()
-	s, err := files.New(files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New()}, nil)
+	s, err := files.New(context.Background(), files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -266,7 +266,7 @@ func (w *Writer) Commit(context.Context) ([]pipeline.FileInfo, error) { return n
 
 // Abort has nothing to remove: what was written is in the table, and a resume writes it again
 // (upserts are idempotent).
-func (w *Writer) Abort() error { return nil }
+func (w *Writer) Abort(context.Context) error { return nil }
 
 // Apply runs the changes in their order per key: rejects name the ops the server refused (or
 // that have no literal), by index into ops; the error is a failure of the run (the server

@@ -80,7 +80,7 @@ func migrate(t testing.TB, src pipeline.Source, prog *transform.Program, out str
 			return pipeline.Result{}, err
 		}
 	}
-	sink, err := files.New(files.Config{Store: sinktest.Folder(t, out), Schema: prog.Target(), Plan: plan, Format: parquet.New()}, o.logger)
+	sink, err := files.New(context.Background(), files.Config{Store: sinktest.Folder(t, out), Schema: prog.Target(), Plan: plan, Format: parquet.New()}, o.logger)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
