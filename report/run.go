@@ -316,7 +316,7 @@ func (r *runner) analyse(ctx context.Context, feed *pipeline.Feed, held []pipeli
 		_ = feed.Discard()
 		return nil, nil, cleanup, err
 	}
-	sp, err := newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed()))
+	sp, err := newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed()), r.log)
 	if err != nil {
 		return fail(err)
 	}
@@ -324,7 +324,7 @@ func (r *runner) analyse(ctx context.Context, feed *pipeline.Feed, held []pipeli
 	closers = append(closers, sp.close)
 	sp.leaveOutOriginHashes(r.d.srcCols, r.hashed)
 	if r.prog.UsesSalt() && len(r.adv.sets) > 0 {
-		if r.bySource, err = newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed())); err != nil {
+		if r.bySource, err = newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed()), r.log); err != nil {
 			return fail(err)
 		}
 		closers = append(closers, r.bySource.close)

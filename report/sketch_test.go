@@ -104,7 +104,7 @@ func TestSpillCountsExactly(t *testing.T) {
 }
 
 func testSpill(t *testing.T) {
-	s, err := newSpill(t.TempDir(), spillBuckets(0))
+	s, err := newSpill(t.TempDir(), spillBuckets(0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestSpillCountsColumnSets(t *testing.T) {
 // and the rows leave their hashes out (b differs between rows of a key): the counts are the
 // same, and the texts hold one column hash a row instead of three.
 func testSpillSets(t *testing.T, keys uint64, fromOrigin bool) {
-	s, err := newSpill(t.TempDir(), spillBuckets(0))
+	s, err := newSpill(t.TempDir(), spillBuckets(0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

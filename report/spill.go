@@ -11,6 +11,9 @@ import (
 	"slices"
 	"sync"
 
+	"go.uber.org/zap"
+
+	spillfolder "github.com/rekey/rekey/internal/spill" // this package's spill is the collision check
 	"github.com/rekey/rekey/pipeline"
 )
 
@@ -79,8 +82,10 @@ func spillBuckets(expectedRows int64) int {
 	return n
 }
 
-func newSpill(tmp string, buckets int) (*spill, error) {
-	dir, err := os.MkdirTemp(tmp, "rekey-report-")
+// newSpill makes the collision check's temp files in a spill folder under tmp (spillfolder.New: the
+// texts hold source values; the folders of killed runs are removed).
+func newSpill(tmp string, buckets int, log *zap.Logger) (*spill, error) {
+	dir, err := spillfolder.New(tmp, "rekey-report-", log)
 	if err != nil {
 		return nil, fmt.Errorf("report: temp directory for the collision check: %w", err)
 	}
@@ -118,7 +123,7 @@ func (s *spill) close() {
 			f.Close()
 		}
 	}
-	os.RemoveAll(s.dir)
+	spillfolder.Remove(s.dir)
 }
 
 func (s *spill) fail(err error) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
 	"sort"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/zeebo/xxh3"
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/internal/spill"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/transform"
 )
@@ -105,11 +105,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Phase = func(string, int64, *pipeline.Counters) func() { return func() {} }
 	}
 	started := time.Now()
-	dir, err := os.MkdirTemp(cfg.TmpDir, "rekey-verify-")
+	dir, err := spill.New(cfg.TmpDir, "rekey-verify-", cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("verify: temp folder: %w (set --tmp to a folder with room)", err)
 	}
-	defer os.RemoveAll(dir)
+	defer spill.Remove(dir)
 
 	v := &run{cfg: cfg, schema: cfg.Program.Target(), dir: dir, res: newResult(cfg)}
 	v.keyCols = v.schema.Columns[:v.schema.KeyLen]

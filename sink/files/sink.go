@@ -29,21 +29,17 @@ package files
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/internal/spill"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/store"
@@ -233,11 +229,7 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Sink, error) {
 		regions: make([]*region, n),
 	}
 	if d, ok := st.(store.Dir); !ok && cfg.Sort {
-		base := cmp.Or(cfg.SpillDir, os.TempDir())
-		removeDeadSpills(base, logger)
-		// private (0700): the runs hold raw rows; named by the pid so a later run can tell
-		// when its process is gone
-		dir, err := os.MkdirTemp(base, fmt.Sprintf("%s%d-", spillPrefix, os.Getpid()))
+		dir, err := spill.New(cfg.SpillDir, spillPrefix, logger)
 		if err != nil {
 			return nil, fmt.Errorf("files: --sort spill folder: %w (set TMPDIR to a folder with room for the rows being sorted)", err)
 		}
@@ -911,41 +903,14 @@ func (s *Sink) Abort(ctx context.Context) error {
 		r.mu.Unlock()
 	}
 	if _, local := s.st.(store.Dir); !local && s.spillDir != "" {
-		errs = append(errs, os.RemoveAll(s.spillDir))
+		errs = append(errs, spill.Remove(s.spillDir))
 	}
 	return errors.Join(errs...)
 }
 
 // spillPrefix begins the names of the spill folders of Sort on an output that is not a local
-// folder: rekey-sort-PID-RANDOM.
+// folder (spill.New): rekey-sort-PID-RANDOM.
 const spillPrefix = "rekey-sort-"
-
-// removeDeadSpills removes the spill folders under base of rekey processes that are gone (killed:
-// a run that ends removes its own), so raw rows do not pile up in the temporary folder. A folder
-// whose pid is alive is left alone, even if the pid was reused by another process since.
-func removeDeadSpills(base string, log *zap.Logger) {
-	entries, err := os.ReadDir(base)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), spillPrefix)
-		if !ok || !e.IsDir() {
-			continue
-		}
-		digits, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(digits)
-		if err != nil || pid <= 0 || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-			continue
-		}
-		path := filepath.Join(base, e.Name())
-		if err := os.RemoveAll(path); err != nil {
-			log.Warn("could not remove the sort spill folder of a run that was killed", zap.String("dir", path), zap.Error(err))
-			continue
-		}
-		log.Info("removed the sort spill folder of a run that was killed", zap.String("dir", path), zap.Int("pid", pid))
-	}
-}
 
 // Stats returns the counters so far.
 func (s *Sink) Stats() Stats {
