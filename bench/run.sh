@@ -21,7 +21,8 @@
 #   sql     rekey migrate into MariaDB over mysql:// next to a bare go-sql-driver program doing the
 #           same batched inserts (2,000 rows per statement) of the same rows on the same number of
 #           connections, alternated, medians (SQL_ROWS, default 1M; SQL_CONNS, default 4); needs
-#           mariadbd (apt-get install mariadb-server) or REKEY_MYSQL_DSN (bench/sql).
+#           mariadbd (apt-get install mariadb-server) or REKEY_MYSQL_DSN (bench/sql). After each
+#           migrate, rekey verify checks the table against the CSV: at least as fast as migrate wrote it.
 #   store   the core case's job (ROWS rows of the orders CSV) written to a real S3 server, versitygw
 #           on loopback (its binary from $REKEY_VERSITYGW, PATH, ~/go/bin or the CI cache, else built
 #           once into bench/work), next to the same job to a local folder, alternated CORE_RUNS
@@ -181,6 +182,7 @@ for c in $CASES; do
     go run ./bench/sql -rekey "$REKEY" -rows "${SQL_ROWS:-1000000}" -conns "${SQL_CONNS:-4}" -work "$WORK" -json "$WORK/sql.json" > /dev/null
     record sql_bare "$WORK/sql-bare.json"
     record sql_rekey "$WORK/sql-rekey.json"
+    record sql_verify "$WORK/sql-verify.json"
     ;;
   store)
     core_csv
@@ -260,6 +262,9 @@ if (r.kafka_rekey && r.kafka_bare) {
 }
 if (r.sql_rekey && r.sql_bare) {
   console.log(`rekey migrate into MariaDB / bare go-sql-driver inserts throughput ratio: ${(r.sql_rekey.rows_per_sec / r.sql_bare.rows_per_sec).toFixed(2)} (target >= 0.8); rekey peak RSS ${mb(r.sql_rekey.peak_rss_bytes)} (target < 512 MiB)`);
+}
+if (r.sql_verify && r.sql_rekey) {
+  console.log(`rekey verify against MariaDB / rekey migrate into it throughput ratio: ${(r.sql_verify.rows_per_sec / r.sql_rekey.rows_per_sec).toFixed(2)} (target >= 1.0); verify peak RSS ${mb(r.sql_verify.peak_rss_bytes)}`);
 }
 if (r.shards) {
   const x = r.shards, ratio = x.shards_cpu_seconds / x.one_cpu_seconds;
