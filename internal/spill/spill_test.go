@@ -4,33 +4,21 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rekey/rekey/internal/spill"
+	"github.com/rekey/rekey/internal/spill/spilltest"
 )
 
 // New makes a private folder named by the pid; it removes the folders of its prefix whose
-// process is gone, and leaves those of a live process, another prefix's and files alone.
+// process is gone, and leaves those of a live process and another prefix's alone.
 func TestNewSweepsKilledRunsFolders(t *testing.T) {
 	base := t.TempDir()
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
-	}
-	killed := filepath.Join(base, fmt.Sprintf("rekey-x-%d-123", dead.Process.Pid))
-	live := filepath.Join(base, fmt.Sprintf("rekey-x-%d-456", os.Getppid()))
-	other := filepath.Join(base, fmt.Sprintf("rekey-y-%d-789", dead.Process.Pid))
-	for _, d := range []string{killed, live, other} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(d, "part-000"), []byte("raw rows"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	killed := spilltest.Killed(t, base, "rekey-x-")
+	live := spilltest.Folder(t, base, "rekey-x-", os.Getppid())
+	other := spilltest.Killed(t, base, "rekey-y-")
 	dir, err := spill.New(base, "rekey-x-", nil)
 	if err != nil {
 		t.Fatal(err)
