@@ -289,9 +289,9 @@ func checkDisk(t testing.TB, dir string, m *replicate.Manifest) {
 			t.Errorf("a delete file under data/: %s", e)
 		}
 	}
-	more, _ := filepath.Glob(filepath.Join(dir, replicate.RejectsDir, "*"))
+	more, _ := filepath.Glob(filepath.Join(dir, output.RejectsDir, "*"))
 	ents = append(ents, more...)
-	more, _ = filepath.Glob(filepath.Join(dir, replicate.DeletesDir, "region-*", "*"))
+	more, _ = filepath.Glob(filepath.Join(dir, output.DeletesDir, "region-*", "*"))
 	ents = append(ents, more...)
 	tops, _ := filepath.Glob(filepath.Join(dir, "*"))
 	for _, e := range tops {
@@ -464,7 +464,7 @@ func rejectLines(t testing.TB, dirs ...string) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, d := range dirs {
-		files, _ := filepath.Glob(filepath.Join(d, replicate.RejectsDir, "*.jsonl"))
+		files, _ := filepath.Glob(filepath.Join(d, output.RejectsDir, "*.jsonl"))
 		for _, name := range files {
 			if pipeline.IsTemp(name) {
 				continue

@@ -115,16 +115,6 @@ type RejectFile struct {
 	Rejects     int64  `json:"rejects"`
 }
 
-// RejectsDir is the folder of the rolls' rejects files.
-const RejectsDir = "rejects"
-
-// LockFile serializes, between the members sharing an output folder, every change of its
-// shared files: replicate.json, ddl.sql and bulkload.json at start, a roll's renames and
-// manifest.json, a partition's clean-up when it is assigned. It is held (flock) for those
-// moments only, and holds the manifest's revision: a member reloads manifest.json when another
-// one changed it.
-const LockFile = "replicate.lock"
-
 // manifest is this process's copy of manifest.json.
 type manifest struct {
 	mu     sync.Mutex
@@ -148,9 +138,9 @@ func segKey(region, partition int, first, last int64) string {
 }
 
 func openManifest(dir string, base func() *lindorm.Manifest, repl Replication, log *zap.Logger) (*manifest, error) {
-	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, output.ReplicateLockFile), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", LockFile, err)
+		return nil, fmt.Errorf("open %s: %w", output.ReplicateLockFile, err)
 	}
 	st, err := store.NewLocal(dir)
 	if err != nil {
@@ -196,7 +186,7 @@ func (m *manifest) lock() (unlock func(), err error) {
 		// members hold it for a roll's renames and manifest: a long wait is not one of them
 		slow := time.AfterFunc(time.Minute, func() {
 			m.log.Warn("waiting over a minute for the output folder's lock, held by another process (an earlier rekey replicate, which held it for its whole run?)",
-				zap.String("lock", filepath.Join(m.dir, LockFile)))
+				zap.String("lock", filepath.Join(m.dir, output.ReplicateLockFile)))
 		})
 		for err = syscall.EINTR; err == syscall.EINTR; {
 			err = syscall.Flock(fd, syscall.LOCK_EX)
@@ -205,7 +195,7 @@ func (m *manifest) lock() (unlock func(), err error) {
 	}
 	if err != nil {
 		m.mu.Unlock()
-		return nil, fmt.Errorf("lock %s: %w", filepath.Join(m.dir, LockFile), err)
+		return nil, fmt.Errorf("lock %s: %w", filepath.Join(m.dir, output.ReplicateLockFile), err)
 	}
 	unlock = func() {
 		syscall.Flock(fd, syscall.LOCK_UN)
@@ -227,7 +217,7 @@ func (m *manifest) readRev() (int64, error) {
 	var b [24]byte
 	n, err := m.lockf.ReadAt(b[:], 0)
 	if err != nil && err != io.EOF {
-		return 0, fmt.Errorf("read %s: %w", LockFile, err)
+		return 0, fmt.Errorf("read %s: %w", output.ReplicateLockFile, err)
 	}
 	s := strings.TrimSpace(string(b[:n]))
 	if s == "" {
@@ -235,7 +225,7 @@ func (m *manifest) readRev() (int64, error) {
 	}
 	rev, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%s is damaged (%q): remove it while no member runs", filepath.Join(m.dir, LockFile), s)
+		return 0, fmt.Errorf("%s is damaged (%q): remove it while no member runs", filepath.Join(m.dir, output.ReplicateLockFile), s)
 	}
 	return rev, nil
 }
@@ -247,7 +237,7 @@ func (m *manifest) bump() error {
 	// revisions only grow, so the new number overwrites the old one wholly: no truncation,
 	// which a crash could leave as an empty file reading as revision 0
 	if _, err := m.lockf.WriteAt([]byte(strconv.FormatInt(rev, 10)+"\n"), 0); err != nil {
-		return fmt.Errorf("write %s: %w", LockFile, err)
+		return fmt.Errorf("write %s: %w", output.ReplicateLockFile, err)
 	}
 	m.rev = rev
 	return nil
@@ -271,7 +261,7 @@ func (m *manifest) load(rev int64) error {
 				err = output.CheckRelPath(s.Data.Path)
 			}
 			if s.Deletes != nil && err == nil {
-				err = output.CheckRelPathIn(s.Deletes.Path, DeletesDir)
+				err = output.CheckRelPathIn(s.Deletes.Path, output.DeletesDir)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: segment %s: %w", path, SegmentName(s.Partition, s.FirstOffset, s.RollLast), err)
@@ -279,7 +269,7 @@ func (m *manifest) load(rev int64) error {
 			m.segs[segKey(s.Region, s.Partition, s.FirstOffset, s.RollLast)] = s
 		}
 		for _, r := range old.Replication.Rejects {
-			if name, ok := strings.CutPrefix(r.Path, RejectsDir+"/"); !ok || !filepath.IsLocal(name) || strings.ContainsAny(name, `/\`) {
+			if name, ok := strings.CutPrefix(r.Path, output.RejectsDir+"/"); !ok || !filepath.IsLocal(name) || strings.ContainsAny(name, `/\`) {
 				return fmt.Errorf("%s: rejects of partition %d: %q: %w", path, r.Partition, r.Path, output.ErrUnsafePath)
 			}
 			m.rejects[r.Path] = r
@@ -455,9 +445,9 @@ func (m *manifest) claim(partitions []int, regions int) (map[int]claimed, error)
 			listed[path] = true
 		}
 	}
-	folders := []string{RejectsDir}
+	folders := []string{output.RejectsDir}
 	for i := 0; i < regions; i++ {
-		folders = append(folders, output.RegionDir(i), deletesRegionDir(i))
+		folders = append(folders, output.RegionDir(i), output.DeletesRegionDir(i))
 	}
 	if m.held != nil {
 		if err := m.removeUnlisted(own, listed, folders); err != nil {
@@ -507,7 +497,7 @@ func (m *manifest) removeUnlisted(own map[int]bool, listed map[string]bool, fold
 		want[f] = true
 	}
 	var stray []string
-	for _, top := range []string{output.DataDir + "/", DeletesDir + "/", RejectsDir + "/"} {
+	for _, top := range []string{output.DataDir + "/", output.DeletesDir + "/", output.RejectsDir + "/"} {
 		objs, err := m.st.List(ctx, top)
 		if err != nil {
 			return fmt.Errorf("list %s: %w", m.st.Location(top), err)

@@ -30,7 +30,7 @@ func (w *worker) newRejects(first int64) *rollRejects {
 
 func (rr *rollRejects) add(rj *output.Reject) error {
 	if rr.f == nil {
-		f, err := rr.r.createFile(RejectsDir, rr.part, rr.first, "jsonl", 0o600)
+		f, err := rr.r.createFile(output.RejectsDir, rr.part, rr.first, "jsonl", 0o600)
 		if err != nil {
 			return fmt.Errorf("create rejects file: %w", err)
 		}
@@ -69,7 +69,7 @@ func (rr *rollRejects) commit(ctx context.Context, partition int, first, last in
 	if rr.f == nil {
 		return nil, nil
 	}
-	rel := RejectsDir + "/" + SegmentName(partition, first, last) + ".jsonl"
+	rel := output.RejectsDir + "/" + SegmentName(partition, first, last) + ".jsonl"
 	if err := rr.r.commitFile(ctx, rr.f, rel); err != nil {
 		return nil, err
 	}

@@ -151,7 +151,7 @@ func TestJSONEndToEnd(t *testing.T) {
 	if m.Replication.Deletes == 0 || m.Files == 0 || m.RowsIn != 1200 {
 		t.Errorf("manifest: %d deletes, %d files, rows_in %d", m.Replication.Deletes, m.Files, m.RowsIn)
 	}
-	for _, f := range []string{"ddl.sql", "bulkload.json", replicate.StateFile} {
+	for _, f := range []string{"ddl.sql", "bulkload.json", "replicate.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
 		}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
 )
@@ -52,12 +51,6 @@ func ParseSegmentName(name string) (partition int, first, rollLast int64, ok boo
 
 // DeleteExt is the extension of delete files.
 const DeleteExt = "sql"
-
-// DeletesDir is the folder of the delete files, beside data/: deletes/region-NNNN/.
-const DeletesDir = "deletes"
-
-// deletesRegionDir is region i's folder of delete files, relative to the output.
-func deletesRegionDir(i int) string { return DeletesDir + "/" + output.RegionName(i) }
 
 // segment is one (region, partition) part of a roll: an upsert file in the table format and a
 // file of DELETE statements, both written under temporary names until the roll commits.

@@ -363,7 +363,7 @@ func (w *sqlWorker) writeRejects(first, last int64) error {
 	if len(w.rejects) == 0 {
 		return nil
 	}
-	dir := filepath.Join(w.r.cfg.OutDir, RejectsDir)
+	dir := filepath.Join(w.r.cfg.OutDir, output.RejectsDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
@@ -386,7 +386,7 @@ func (w *sqlWorker) writeRejects(first, last int64) error {
 // its unfinished (temporary) ones: they were written before a crash that kept their offsets from
 // being committed, and the batches that replay them write them again.
 func (w *sqlWorker) removeReplayedRejects(first int64) error {
-	dir := filepath.Join(w.r.cfg.OutDir, RejectsDir)
+	dir := filepath.Join(w.r.cfg.OutDir, output.RejectsDir)
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

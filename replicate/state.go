@@ -7,17 +7,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/store"
 )
 
-// StateFile records what an output directory replicates: the mapping's fingerprint, the region
-// plan (fixed for the directory's life: the table is pre-split once, and a replay must route a
-// message to the same region), the topic, the consumer group (whose members all write there)
-// and formats.
-const StateFile = "replicate.json"
-
-// State is the content of replicate.json.
+// State is the content of replicate.json (output.ReplicateStateFile): what an output replicates,
+// the mapping's fingerprint, the region plan (fixed for the output's life: the table is
+// pre-split once, and a replay must route a message to the same region), the topic, the
+// consumer group (whose members all write there) and formats.
 type State struct {
 	Version     int                 `json:"version"`
 	Fingerprint string              `json:"mapping_fingerprint"`
@@ -43,7 +41,7 @@ func LoadState(dir string) (*State, error) {
 // LoadStateFrom reads the output's replicate.json; (nil, nil) when there is none.
 func LoadStateFrom(ctx context.Context, st store.Store) (*State, error) {
 	var s State
-	if ok, err := getJSON(ctx, st, StateFile, &s); !ok {
+	if ok, err := getJSON(ctx, st, output.ReplicateStateFile, &s); !ok {
 		return nil, err
 	}
 	s.Plan.Splits = s.Splits
@@ -53,7 +51,7 @@ func LoadStateFrom(ctx context.Context, st store.Store) (*State, error) {
 func (s *State) save(ctx context.Context, st store.Store) error {
 	s.Version = 1
 	s.Splits = s.Plan.Splits
-	return putJSON(ctx, st, StateFile, s)
+	return putJSON(ctx, st, output.ReplicateStateFile, s)
 }
 
 // getJSON reads the JSON object name of st into v; false, with no error, when there is none.

@@ -144,8 +144,8 @@ func TestReplicateToObjectStore(t *testing.T) {
 			}
 
 			dir, names := mirror(t, st)
-			allowed := map[string]bool{"data": true, replicate.DeletesDir: true, replicate.RejectsDir: true, output.ManifestFile: true,
-				output.DDLFile: true, output.BulkloadFile: true, replicate.StateFile: true}
+			allowed := map[string]bool{"data": true, output.DeletesDir: true, output.RejectsDir: true, output.ManifestFile: true,
+				output.DDLFile: true, output.BulkloadFile: true, output.ReplicateStateFile: true}
 			for _, n := range names {
 				top, _, _ := strings.Cut(n, "/")
 				if !allowed[top] {

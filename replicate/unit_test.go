@@ -102,7 +102,7 @@ func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 		}
 	}
 	committed := "data/region-0000/" + SegmentName(1, 0, 9) + ".parquet"
-	committedRejects := RejectsDir + "/" + SegmentName(1, 0, 9) + ".jsonl"
+	committedRejects := output.RejectsDir + "/" + SegmentName(1, 0, 9) + ".jsonl"
 	write(committed)
 	write(committedRejects)
 	err = m.commit(&rollCommit{partition: 1, first: 0, last: 9, messages: 10, rejected: 1, upserts: 9,
@@ -124,8 +124,8 @@ func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 		"deletes/region-0000/" + SegmentName(1, 10, 19) + ".sql",                             // renamed, never committed
 		"data/region-0000/" + pipeline.TempPrefix + "p0001-0000000000000010.parquet",         // an earlier rekey's name
 		"data/region-0000/" + SegmentName(1, 10, 19) + ".parquet",                            // renamed, never committed
-		RejectsDir + "/" + pipeline.TempPrefix + "p0001-0000000000000010-bbbbbbbb.jsonl",
-		RejectsDir + "/" + SegmentName(1, 10, 19) + ".jsonl",
+		output.RejectsDir + "/" + pipeline.TempPrefix + "p0001-0000000000000010-bbbbbbbb.jsonl",
+		output.RejectsDir + "/" + SegmentName(1, 10, 19) + ".jsonl",
 	}
 	for _, f := range append(keep[2:], gone...) {
 		write(f)

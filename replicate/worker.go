@@ -218,7 +218,7 @@ func (w *worker) segment(region int) (*segment, error) {
 }
 
 func (w *worker) newSegment(region int, offset int64) (*segment, error) {
-	s := &segment{w: w, region: region, first: offset, dir: output.RegionDir(region), ddir: deletesRegionDir(region)}
+	s := &segment{w: w, region: region, first: offset, dir: output.RegionDir(region), ddir: output.DeletesRegionDir(region)}
 	if n := len(w.freeBufs); n > 0 {
 		s.buf = w.freeBufs[n-1]
 		w.freeBufs = w.freeBufs[:n-1]
@@ -548,7 +548,7 @@ func (w *worker) closeRoll(reason string) error {
 			return nil, nil, fmt.Errorf("partition %d: %w", w.partition, err)
 		}
 		if rej != nil {
-			dirs[RejectsDir] = true
+			dirs[output.RejectsDir] = true
 			if err := w.hook(StepRenaming, rl); err != nil {
 				return nil, nil, err
 			}
