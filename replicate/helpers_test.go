@@ -27,6 +27,7 @@ import (
 	"github.com/rekey/rekey/sink/parquet"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -110,7 +111,8 @@ func config(t testing.TB, c *kafkatest.Cluster, topic, group, format, dir string
 		Program:      p,
 		Plan:         plan(t, p),
 		Format:       parquet.New(),
-		OutDir:       dir,
+		Store:        folder(t, dir),
+		Out:          dir,
 		RollSize:     64 << 20,
 		RollInterval: 300 * time.Millisecond,
 		Memory:       16 << 20,
@@ -141,7 +143,7 @@ type running struct {
 
 func start(t testing.TB, cfg replicate.Config) *running {
 	t.Helper()
-	r, err := replicate.New(cfg)
+	r, err := replicate.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,4 +498,14 @@ func rejectLines(t testing.TB, dirs ...string) map[string]int {
 		}
 	}
 	return out
+}
+
+// folder is the local folder dir as replicate's output.
+func folder(t testing.TB, dir string) store.Store {
+	t.Helper()
+	st, err := store.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

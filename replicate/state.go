@@ -29,15 +29,6 @@ type State struct {
 	CreatedAt   time.Time           `json:"created_at"`
 }
 
-// LoadState reads dir's replicate.json; (nil, nil) when there is none.
-func LoadState(dir string) (*State, error) {
-	st, err := store.NewLocal(dir)
-	if err != nil {
-		return nil, err
-	}
-	return LoadStateFrom(context.Background(), st)
-}
-
 // LoadStateFrom reads the output's replicate.json; (nil, nil) when there is none.
 func LoadStateFrom(ctx context.Context, st store.Store) (*State, error) {
 	var s State
@@ -101,7 +92,7 @@ func (s *State) check(cfg *Config) error {
 		errs = append(errs, fmt.Errorf("its region plan (%d regions, %s) differs from this one (%d regions, %s): the plan is fixed for a directory", s.Plan.Count(), s.Plan.Strategy, cfg.Plan.Count(), cfg.Plan.Strategy))
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("%s: %w; use a new --out directory (or the same mapping and options)", cfg.OutDir, errors.Join(errs...))
+		return fmt.Errorf("%s: %w; use a new --out directory (or the same mapping and options)", cfg.Out, errors.Join(errs...))
 	}
 	return nil
 }
