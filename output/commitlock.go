@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -96,18 +97,9 @@ func openFolderCommitLock(ctx context.Context, dir string, log *zap.Logger) (*fo
 	defer l.Unlock()
 	// temporary files at the top of the folder are only written under this lock: whoever holds
 	// it may remove those a killed member left
-	ents, err := os.ReadDir(dir)
-	if err != nil {
+	if err := l.SweepOwned(ctx, []string{""}, func(string) bool { return true }); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("list %s: %w", dir, err)
-	}
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), store.TempPrefix) && !e.IsDir() {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-				f.Close()
-				return nil, fmt.Errorf("remove leftover %s: %w", e.Name(), err)
-			}
-		}
+		return nil, err
 	}
 	return l, nil
 }
@@ -176,7 +168,7 @@ func (l *folderCommitLock) SweepOwned(ctx context.Context, folders []string, own
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		dir := filepath.Join(l.dir, filepath.FromSlash(folder))
+		dir := filepath.Join(l.dir, filepath.FromSlash(folder)) // "": the top
 		ents, err := os.ReadDir(dir)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -190,7 +182,7 @@ func (l *folderCommitLock) SweepOwned(ctx context.Context, folders []string, own
 				continue
 			}
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("remove %s, left by an interrupted roll: %w", folder+"/"+e.Name(), err)
+				return fmt.Errorf("remove %s, left by an interrupted writer: %w", path.Join(folder, e.Name()), err)
 			}
 		}
 	}

@@ -24,7 +24,6 @@ type PendingFile struct {
 	st    store.Store
 	local store.Renamer // a folder's writer; nil: spooled
 	spool *os.File
-	n     int64
 }
 
 // CreatePending starts a file under folder dir of st, named pending until it commits; spoolDir
@@ -55,19 +54,11 @@ func CreatePending(ctx context.Context, st store.Store, dir, pending, spoolDir s
 }
 
 func (p *PendingFile) Write(b []byte) (int, error) {
-	var n int
-	var err error
 	if p.local != nil {
-		n, err = p.local.Write(b)
-	} else {
-		n, err = p.spool.Write(b)
+		return p.local.Write(b)
 	}
-	p.n += int64(n)
-	return n, err
+	return p.spool.Write(b)
 }
-
-// Size is the bytes written.
-func (p *PendingFile) Size() int64 { return p.n }
 
 // Finish ends the writing: a folder's file is made durable (fsynced) under its temporary name;
 // a spool file stays open for its upload.

@@ -25,9 +25,9 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
-	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -111,7 +111,7 @@ func config(t testing.TB, c *kafkatest.Cluster, topic, group, format, dir string
 		Program:      p,
 		Plan:         plan(t, p),
 		Format:       parquet.New(),
-		Store:        folder(t, dir),
+		Store:        sinktest.Folder(t, dir),
 		Out:          dir,
 		RollSize:     64 << 20,
 		RollInterval: 300 * time.Millisecond,
@@ -498,14 +498,4 @@ func rejectLines(t testing.TB, dirs ...string) map[string]int {
 		}
 	}
 	return out
-}
-
-// folder is the local folder dir as replicate's output.
-func folder(t testing.TB, dir string) store.Store {
-	t.Helper()
-	st, err := store.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
 }

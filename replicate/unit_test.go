@@ -15,7 +15,7 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
-	"github.com/rekey/rekey/store"
+	"github.com/rekey/rekey/sink/sinktest"
 )
 
 func TestTracker(t *testing.T) {
@@ -88,7 +88,7 @@ func TestDeleteStatement(t *testing.T) {
 func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 	dir := t.TempDir()
 	base := func() *lindorm.Manifest { return &lindorm.Manifest{Regions: make([]lindorm.RegionInfo, 1)} }
-	m, err := openManifest(context.Background(), localStore(t, dir), dir, base, Replication{Topic: "t", Group: "g"}, zap.NewNop())
+	m, err := openManifest(context.Background(), sinktest.Folder(t, dir), dir, base, Replication{Topic: "t", Group: "g"}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 		write(f)
 	}
 	// another process sees the commit through the folder's manifest
-	other, err := openManifest(context.Background(), localStore(t, dir), dir, base, Replication{Topic: "t", Group: "g"}, zap.NewNop())
+	other, err := openManifest(context.Background(), sinktest.Folder(t, dir), dir, base, Replication{Topic: "t", Group: "g"}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestLoadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, output.ManifestFile), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		m, err := openManifest(context.Background(), localStore(t, dir), dir, nil, Replication{}, zap.NewNop())
+		m, err := openManifest(context.Background(), sinktest.Folder(t, dir), dir, nil, Replication{}, zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +232,7 @@ func TestLoadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, output.ManifestFile), []byte(good), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m, err := openManifest(context.Background(), localStore(t, dir), dir, nil, Replication{}, zap.NewNop())
+	m, err := openManifest(context.Background(), sinktest.Folder(t, dir), dir, nil, Replication{}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,13 +253,4 @@ func TestOtherMemberWaitOutlastsTheSession(t *testing.T) {
 			t.Errorf("session timeout %s: waits %s for the other member, not longer than its session", session, w)
 		}
 	}
-}
-
-func localStore(t testing.TB, dir string) store.Store {
-	t.Helper()
-	st, err := store.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
 }
