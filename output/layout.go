@@ -113,3 +113,22 @@ var finalFiles = []string{DDLFile, BulkloadFile, ManifestFile}
 // file already at its destination counts as placed. WriteTo removes the plan once the manifest
 // is written.
 const MergePlanFile = "merge-plan.json"
+
+// The files of a replication output (rekey replicate), beside data/ as every other non-data file.
+const (
+	// DeletesDir holds replicate's delete files, SQL that must never be read as data:
+	// deletes/region-NNNN/ (DeletesRegionDir).
+	DeletesDir = "deletes"
+	// RejectsDir holds rejects files, one per object: replicate's, one per roll (or per SQL
+	// batch), and migrate's numbered parts on an object store (RejectsPartsDir).
+	RejectsDir = "rejects"
+	// ReplicateStateFile records what an output replicates (the mapping's fingerprint, the
+	// region plan, the topic and group): replicate.json.
+	ReplicateStateFile = "replicate.json"
+	// ReplicateLockFile is the lock the members of a consumer group sharing a folder take for
+	// each change of its shared files (see FolderCommitLock); it holds the manifest's revision.
+	ReplicateLockFile = "replicate.lock"
+)
+
+// DeletesRegionDir is region i's folder of delete files: "deletes/region-0007".
+func DeletesRegionDir(i int) string { return DeletesDir + "/" + RegionName(i) }
