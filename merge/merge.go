@@ -478,50 +478,21 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 			return nil, err
 		}
 	}
-	fm := inputs[0].Manifest
-	m := *fm
-	m.Regions = make([]lindorm.RegionInfo, len(fm.Regions))
-	m.RowsIn, m.RowsWritten, m.RowsRejected, m.RowsSkipped, m.Bytes, m.Files = 0, 0, 0, 0, 0, 0
-	m.CreatedAt = time.Now().UTC()
-	m.RekeyVersion = version
-	for i, r := range fm.Regions {
-		m.Regions[i] = lindorm.RegionInfo{Index: r.Index, Start: r.Start, End: r.End, Files: []lindorm.FileEntry{}}
-	}
 	p := &plan{Version: 1, Mode: mode}
-	ext := "." + fm.Format
-	for n, in := range inputs {
-		p.Inputs = append(p.Inputs, in.Store.Location(""))
-		im := in.Manifest
-		if len(im.Regions) != len(m.Regions) {
-			return nil, fmt.Errorf("%s lists %d regions, want %d", in.Dir, len(im.Regions), len(m.Regions))
+	ext := "." + inputs[0].Manifest.Format
+	m, err := sumManifests(inputs, version, func(n, region, seq int, fe lindorm.FileEntry) string {
+		rel := output.RegionDir(region) + "/" + fmt.Sprintf("part-%05d%s", seq, ext)
+		if path.Ext(fe.Path) != ext {
+			rel = strings.TrimSuffix(rel, ext) + path.Ext(fe.Path)
 		}
-		for i, r := range im.Regions {
-			dst := &m.Regions[i]
-			for _, fe := range r.Files {
-				rel := output.RegionDir(i) + "/" + fmt.Sprintf("part-%05d%s", len(dst.Files), ext)
-				if path.Ext(fe.Path) != ext {
-					rel = strings.TrimSuffix(rel, ext) + path.Ext(fe.Path)
-				}
-				p.Files = append(p.Files, plannedFile{Input: n, Region: i, Src: fe.Path, Dst: rel, Bytes: fe.Bytes})
-				dst.Files = append(dst.Files, lindorm.FileEntry{Path: rel, Rows: fe.Rows, Bytes: fe.Bytes})
-				dst.Rows += fe.Rows
-				dst.Bytes += fe.Bytes
-				m.Bytes += fe.Bytes
-				m.Files++
-			}
-		}
-		m.RowsIn += im.RowsIn
-		m.RowsWritten += im.RowsWritten
-		m.RowsRejected += im.RowsRejected
-		m.RowsSkipped += im.RowsSkipped
-		if im.NextSince == nil || (m.NextSince != nil && im.NextSince.Before(*m.NextSince)) {
-			// the earliest shard's start: a later one would miss rows written while it ran;
-			// none when a shard has none
-			m.NextSince = im.NextSince
-		}
+		p.Files = append(p.Files, plannedFile{Input: n, Region: region, Src: fe.Path, Dst: rel, Bytes: fe.Bytes})
+		return rel
+	})
+	if err != nil {
+		return nil, err
 	}
-	for i := range m.Regions {
-		m.Regions[i].OverSize = m.RegionSize > 0 && m.Regions[i].Bytes > m.RegionSize
+	for _, in := range inputs {
+		p.Inputs = append(p.Inputs, in.Store.Location(""))
 	}
 	if err := startPlan(ctx, out, p); err != nil {
 		return nil, err
@@ -604,7 +575,7 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	if err := mergeBulkload(ctx, inputs, out); err != nil {
 		return nil, err
 	}
-	if err := output.WriteManifest(ctx, out, &m); err != nil {
+	if err := output.WriteManifest(ctx, out, m); err != nil {
 		return nil, err
 	}
 	if err := step("manifest"); err != nil {
@@ -613,7 +584,51 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	if err := out.Remove(ctx, output.MergePlanFile); err != nil {
 		return nil, fmt.Errorf("the merge is complete, but removing %s failed: %w", out.Location(output.MergePlanFile), err)
 	}
-	return &Result{Manifest: &m, Copied: copied, ServerCopied: serverCopied}, nil
+	return &Result{Manifest: m, Copied: copied, ServerCopied: serverCopied}, nil
+}
+
+// sumManifests is the manifest of the inputs together: the first input's, with every input's
+// files region by region (in input order; dst names each file in the output: input n's file fe,
+// the seq-th of its region there) and the totals summed. version is the rekey that made it.
+func sumManifests(inputs []*Input, version string, dst func(n, region, seq int, fe lindorm.FileEntry) string) (*lindorm.Manifest, error) {
+	fm := inputs[0].Manifest
+	m := *fm
+	m.Regions = make([]lindorm.RegionInfo, len(fm.Regions))
+	m.RowsIn, m.RowsWritten, m.RowsRejected, m.RowsSkipped, m.Bytes, m.Files = 0, 0, 0, 0, 0, 0
+	m.CreatedAt = time.Now().UTC()
+	m.RekeyVersion = version
+	for i, r := range fm.Regions {
+		m.Regions[i] = lindorm.RegionInfo{Index: r.Index, Start: r.Start, End: r.End, Files: []lindorm.FileEntry{}}
+	}
+	for n, in := range inputs {
+		im := in.Manifest
+		if len(im.Regions) != len(m.Regions) {
+			return nil, fmt.Errorf("%s lists %d regions, want %d", in.Dir, len(im.Regions), len(m.Regions))
+		}
+		for i, r := range im.Regions {
+			d := &m.Regions[i]
+			for _, fe := range r.Files {
+				d.Files = append(d.Files, lindorm.FileEntry{Path: dst(n, i, len(d.Files), fe), Rows: fe.Rows, Bytes: fe.Bytes})
+				d.Rows += fe.Rows
+				d.Bytes += fe.Bytes
+				m.Bytes += fe.Bytes
+				m.Files++
+			}
+		}
+		m.RowsIn += im.RowsIn
+		m.RowsWritten += im.RowsWritten
+		m.RowsRejected += im.RowsRejected
+		m.RowsSkipped += im.RowsSkipped
+		if im.NextSince == nil || (m.NextSince != nil && im.NextSince.Before(*m.NextSince)) {
+			// the earliest shard's start: a later one would miss rows written while it ran;
+			// none when a shard has none
+			m.NextSince = im.NextSince
+		}
+	}
+	for i := range m.Regions {
+		m.Regions[i].OverSize = m.RegionSize > 0 && m.Regions[i].Bytes > m.RegionSize
+	}
+	return &m, nil
 }
 
 // startPlan writes p into out, or, when out holds the plan of an interrupted merge, checks that
