@@ -473,11 +473,6 @@ func step(name string) error {
 // interrupted merge of the same inputs and mode, it finishes that merge.
 func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, version string) (*Result, error) {
 	outDir, outLocal := out.(store.Dir)
-	if outLocal {
-		if err := os.MkdirAll(outDir.Path(), 0o755); err != nil {
-			return nil, err
-		}
-	}
 	p := &plan{Version: 1, Mode: mode}
 	ext := "." + inputs[0].Manifest.Format
 	m, err := sumManifests(inputs, version, func(n, region, seq int, fe lindorm.FileEntry) string {
@@ -520,9 +515,12 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 		if err != nil {
 			return nil, err
 		}
-		var c, server bool
+		var c, server, placed bool
 		if inLocal && outLocal {
-			c, err = placeFile(src, filepath.Join(outDir.Path(), filepath.FromSlash(f.Dst)), mode)
+			placed, err = linkOrRename(src, filepath.Join(outDir.Path(), filepath.FromSlash(f.Dst)), mode)
+			if err == nil && !placed { // --files copy, or across filesystems
+				c, err = true, copyObject(ctx, in.Store, f.Src, out, f.Dst)
+			}
 		} else {
 			server, err = placeObject(ctx, in.Store, f.Src, out, f.Dst)
 			c = !server
@@ -707,63 +705,37 @@ func copyObject(ctx context.Context, from store.Store, src string, out store.Sto
 	return nil
 }
 
-// placeFile puts src at dst: a hard link (a copy across filesystems), a copy, or a rename. It
-// reports whether the file was copied instead of linked.
-func placeFile(src, dst string, mode Mode) (bool, error) {
+// linkOrRename puts src at dst, two paths of local folders, by a hard link (--files link) or a
+// rename (--files move): what a store cannot do. It reports false, with no error, when the file
+// is to be copied instead: --files copy, or across filesystems (a moved file's source is removed
+// by the caller once its copy is committed).
+func linkOrRename(src, dst string, mode Mode) (bool, error) {
+	if mode == Copy {
+		return false, nil
+	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return false, err
 	}
-	switch mode {
-	case Move:
+	if mode == Move {
 		err := os.Rename(src, dst)
-		if err == nil || !errors.Is(err, syscall.EXDEV) {
-			return false, err
-		}
-		// across filesystems: copied here, the caller removes src once the copy is durable
-	case Link:
-		err := os.Link(src, dst)
-		if err == nil {
+		if err != nil && errors.Is(err, syscall.EXDEV) {
 			return false, nil
 		}
-		if !errors.Is(err, os.ErrExist) && !isCrossDevice(err) {
-			return false, fmt.Errorf("hard-link %s: %w (use --files copy)", src, err)
-		}
+		return err == nil, err
 	}
-	return true, copyFile(src, dst)
+	err := os.Link(src, dst)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, os.ErrExist) || isCrossDevice(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("hard-link %s: %w (use --files copy)", src, err)
 }
 
 func isCrossDevice(err error) bool {
 	var le *os.LinkError
 	return errors.As(err, &le) && (strings.Contains(le.Err.Error(), "cross-device") || strings.Contains(le.Err.Error(), "not permitted") || strings.Contains(le.Err.Error(), "not supported"))
-}
-
-// copyFile copies src to dst through a temporary name, fsyncs it and renames it.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp := pipeline.TempPath(dst)
-	outF, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(outF, in); err != nil {
-		outF.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("copy %s: %w", src, err)
-	}
-	if err := outF.Sync(); err != nil {
-		outF.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := outF.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, dst)
 }
 
 // mergeRejects concatenates the inputs' rejects (each line names its stream and position) into
