@@ -96,13 +96,7 @@ func FinishShards(ctx context.Context, inputs []*Input, out store.Store, version
 	if err := checkDataListed(ctx, out, m); err != nil {
 		return nil, err
 	}
-	if err := out.Put(ctx, output.DDLFile, inputs[0].DDL); err != nil {
-		return nil, err
-	}
-	if err := mergeBulkload(ctx, inputs, out); err != nil {
-		return nil, err
-	}
-	if err := output.WriteManifest(ctx, out, m); err != nil {
+	if err := writeFinal(ctx, inputs, out, m); err != nil {
 		return nil, err
 	}
 	return &Result{Manifest: m}, nil

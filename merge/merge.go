@@ -567,13 +567,7 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	if err := mergeRejects(ctx, inputs, out); err != nil {
 		return nil, err
 	}
-	if err := out.Put(ctx, output.DDLFile, inputs[0].DDL); err != nil {
-		return nil, err
-	}
-	if err := mergeBulkload(ctx, inputs, out); err != nil {
-		return nil, err
-	}
-	if err := output.WriteManifest(ctx, out, m); err != nil {
+	if err := writeFinal(ctx, inputs, out, m); err != nil {
 		return nil, err
 	}
 	if err := step("manifest"); err != nil {
@@ -627,6 +621,18 @@ func sumManifests(inputs []*Input, version string, dst func(n, region, seq int, 
 		m.Regions[i].OverSize = m.RegionSize > 0 && m.Regions[i].Bytes > m.RegionSize
 	}
 	return &m, nil
+}
+
+// writeFinal writes the final files of the inputs together into out: ddl.sql, bulkload.json and
+// the manifest m, last (its presence marks a complete output).
+func writeFinal(ctx context.Context, inputs []*Input, out store.Store, m *lindorm.Manifest) error {
+	if err := out.Put(ctx, output.DDLFile, inputs[0].DDL); err != nil {
+		return err
+	}
+	if err := mergeBulkload(ctx, inputs, out); err != nil {
+		return err
+	}
+	return output.WriteManifest(ctx, out, m)
 }
 
 // startPlan writes p into out, or, when out holds the plan of an interrupted merge, checks that

@@ -20,23 +20,7 @@ func TestShardsOfFilesAndGenMergeIntoOneRun(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
-	export := filepath.Join(dir, "export")
-	if err := os.Mkdir(export, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	total := int64(0)
-	for i, rows := range []int64{900, 300, 250, 200, 120} { // unequal files: balanced by size
-		ordersCSV(t, export, fmt.Sprintf("part-%d.csv", i), rows, int64(i+1))
-		total += rows
-	}
-	for _, c := range []struct {
-		name, source string
-		shards       int
-		rows         int64
-	}{
-		{"files", "file:" + export, 3, total},
-		{"gen", "gen:orders?rows=5000", 2, 5000},
-	} {
+	for _, c := range shardCases(t, dir) {
 		var outs []string
 		for i := range c.shards {
 			out := filepath.Join(dir, fmt.Sprintf("%s-shard-%d", c.name, i))
@@ -130,23 +114,7 @@ func TestShardsWriteOneOutTogether(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
-	export := filepath.Join(dir, "export")
-	if err := os.Mkdir(export, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	total := int64(0)
-	for i, rows := range []int64{900, 300, 250, 200, 120} {
-		ordersCSV(t, export, fmt.Sprintf("part-%d.csv", i), rows, int64(i+1))
-		total += rows
-	}
-	for _, c := range []struct {
-		name, source string
-		shards       int
-		rows         int64
-	}{
-		{"files", "file:" + export, 3, total},
-		{"gen", "gen:orders?rows=5000", 2, 5000},
-	} {
+	for _, c := range shardCases(t, dir) {
 		out := filepath.Join(dir, c.name)
 		for i := range c.shards {
 			shard := fmt.Sprintf("%d/%d", i, c.shards)
@@ -208,4 +176,32 @@ func TestShardsWriteOneOutTogether(t *testing.T) {
 	if code != 2 || !strings.Contains(errs, "holds the shards of a migration") {
 		t.Errorf("a whole-table run --overwrite into the shards' output: exit %d, %s", code, errs)
 	}
+}
+
+// shardCase is a source read in shards: a folder of files, or gen: rows.
+type shardCase struct {
+	name, source string
+	shards       int
+	rows         int64
+}
+
+// shardCases are the sources read in shards: an export of unequal files in dir, and gen:.
+func shardCases(t *testing.T, dir string) []shardCase {
+	export, total := ordersExport(t, dir)
+	return []shardCase{{"files", "file:" + export, 3, total}, {"gen", "gen:orders?rows=5000", 2, 5000}}
+}
+
+// ordersExport writes an export of 5 orders CSV files of unequal sizes (shards are balanced by
+// size) into dir/export, and returns the folder and its row count.
+func ordersExport(t *testing.T, dir string) (string, int64) {
+	export := filepath.Join(dir, "export")
+	if err := os.Mkdir(export, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	for i, rows := range []int64{900, 300, 250, 200, 120} {
+		ordersCSV(t, export, fmt.Sprintf("part-%d.csv", i), rows, int64(i+1))
+		total += rows
+	}
+	return export, total
 }

@@ -122,18 +122,7 @@ func TestMergeShardsOnObjectStoreCopiesOnTheServer(t *testing.T) {
 		t.Skip("long")
 	}
 	t.Parallel()
-	c := cassandratest.Open(t, cqltest.WithNodes(3), cqltest.WithVnodes(8))
-	const n = 6000
-	seedShop(t, c, n)
-	dir := t.TempDir()
-	m := writeFile(t, dir, "hash.yaml", hashMapping)
-	uri := c.URI("shop", "orders", "page_size=300")
-	whole := filepath.Join(dir, "whole")
-	mustRun(t, "migrate", "-m", m, "--source", uri, "--out", whole, "--progress", "never")
-	want, _ := outputRows(t, whole)
-	if len(want) != n {
-		t.Fatalf("unsharded run: %d rows", len(want))
-	}
+	m, uri, want := shopShards(t)
 	for _, server := range []string{"gofakes3", "versitygw"} {
 		t.Run(server, func(t *testing.T) {
 			log := &s3log{}
@@ -282,15 +271,7 @@ func TestSharedOutShardsFinishWithMetadataOnly(t *testing.T) {
 		t.Skip("long")
 	}
 	t.Parallel()
-	c := cassandratest.Open(t, cqltest.WithNodes(3), cqltest.WithVnodes(8))
-	const n = 6000
-	seedShop(t, c, n)
-	dir := t.TempDir()
-	m := writeFile(t, dir, "hash.yaml", hashMapping)
-	uri := c.URI("shop", "orders", "page_size=300")
-	whole := filepath.Join(dir, "whole")
-	mustRun(t, "migrate", "-m", m, "--source", uri, "--out", whole, "--progress", "never")
-	want, _ := outputRows(t, whole)
+	m, uri, want := shopShards(t)
 	log := &s3log{}
 	srv := startVersitygw(t).Proxy(t, log.wrap)
 	out := srv.URIFor("shared")
@@ -323,4 +304,21 @@ func TestSharedOutShardsFinishWithMetadataOnly(t *testing.T) {
 	if err := json.Unmarshal(data, &job); err != nil || job.ReaderConfig.FilePath != "shared/data/" {
 		t.Errorf("bulkload.json filePath %q, want shared/data/: %v", job.ReaderConfig.FilePath, err)
 	}
+}
+
+// shopShards serves a table of 6000 orders on 3 fake nodes and returns a mapping, the table's
+// source URI and the rows of an unsharded run of it, the reference for its shards.
+func shopShards(t *testing.T) (mapping, uri string, want []string) {
+	c := cassandratest.Open(t, cqltest.WithNodes(3), cqltest.WithVnodes(8))
+	const n = 6000
+	seedShop(t, c, n)
+	dir := t.TempDir()
+	mapping = writeFile(t, dir, "hash.yaml", hashMapping)
+	uri = c.URI("shop", "orders", "page_size=300")
+	whole := filepath.Join(dir, "whole")
+	mustRun(t, "migrate", "-m", mapping, "--source", uri, "--out", whole, "--progress", "never")
+	if want, _ = outputRows(t, whole); len(want) != n {
+		t.Fatalf("unsharded run: %d rows", len(want))
+	}
+	return mapping, uri, want
 }
