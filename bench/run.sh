@@ -2,7 +2,9 @@
 # rekey's benchmark, one command:   bash bench/run.sh
 # Cases (BENCH_CASES, default all): core, memory, report, verify, cassandra, kafka, sql, store.
 #   core    5M-row orders CSV -> 16 regions of zstd Parquet, rekey migrate next to DuckDB doing the
-#           same job in the same run (DuckDB installed from npm into bench/work/duckdb).
+#           same job in the same run (DuckDB installed from npm into bench/work/duckdb), in two job
+#           shapes: mappings/orders.yaml (amount as DECIMAL(18,2)) and bench/orders-decimal.yaml
+#           (amount as the unscaled decimal, DECIMAL(38,18)); alternated CORE_RUNS times, medians.
 #   memory  rekey migrate from gen:orders with 5M and with 50M rows: peak RSS must not grow.
 #   report  rekey report (dry run, writes nothing) over the core case's CSV, then over gen:orders
 #           with 5M and 50M rows: faster than migrate, peak RSS must not grow.
@@ -19,7 +21,8 @@
 #   sql     rekey migrate into MariaDB over mysql:// next to a bare go-sql-driver program doing the
 #           same batched inserts (2,000 rows per statement) of the same rows on the same number of
 #           connections, alternated, medians (SQL_ROWS, default 1M; SQL_CONNS, default 4); needs
-#           mariadbd (apt-get install mariadb-server) or REKEY_MYSQL_DSN (bench/sql).
+#           mariadbd (apt-get install mariadb-server) or REKEY_MYSQL_DSN (bench/sql). After each
+#           migrate, rekey verify checks the table against the CSV: at least as fast as migrate wrote it.
 #   store   the core case's job (ROWS rows of the orders CSV) written to a real S3 server, versitygw
 #           on loopback (its binary from $REKEY_VERSITYGW, PATH, ~/go/bin or the CI cache, else built
 #           once into bench/work), next to the same job to a local folder, alternated CORE_RUNS
@@ -31,12 +34,22 @@
 #           shards of it writing one --out (--shard i/4 --shared-out, one after the other) and the
 #           finishing step (rekey merge --out, metadata only): total CPU of the shards and the
 #           finishing step within 1.1x the one process's, its time independent of the data size.
+#   stages  where rekey migrate's CPU goes on the core CSV, stage by stage (a CPU profile), next to
+#           each stage's floor measured on the same bytes, for both job shapes (bench/stages).
 # ROWS overrides the row count of the core and store cases. Results: bench/work/results.json and a table.
+# BENCH_QUICK=1 runs every case on small inputs, once: it checks that the benchmark runs (CI runs
+# it), its figures mean nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
+if [ -n "${BENCH_QUICK:-}" ]; then
+  export ROWS=${ROWS:-100000} CORE_RUNS=${CORE_RUNS:-1} CASSANDRA_ROWS=${CASSANDRA_ROWS:-50000} \
+    KAFKA_MESSAGES=${KAFKA_MESSAGES:-50000} SQL_ROWS=${SQL_ROWS:-50000} GEN_SMALL=${GEN_SMALL:-100000} GEN_LARGE=${GEN_LARGE:-1000000}
+fi
 ROWS=${ROWS:-5000000}
-CASES=${BENCH_CASES:-core memory report verify cassandra kafka sql store shards}
+GEN_SMALL=${GEN_SMALL:-5000000}   # the memory and report cases' two gen:orders sizes
+GEN_LARGE=${GEN_LARGE:-50000000}
+CASES=${BENCH_CASES:-core stages memory report verify cassandra kafka sql store shards}
 WORK=bench/work
 mkdir -p "$WORK"
 go build -o "$WORK/rekey" ./cmd/rekey
@@ -48,9 +61,9 @@ record() { # record NAME JSONFILE
   node -e 'const fs=require("fs");const r=JSON.parse(fs.readFileSync(process.argv[1]));r[process.argv[2]]=JSON.parse(fs.readFileSync(process.argv[3]));fs.writeFileSync(process.argv[1],JSON.stringify(r,null,2))' "$RESULTS" "$1" "$2"
 }
 
-migrate() { # migrate NAME SOURCE
+migrate() { # migrate NAME SOURCE [MAPPING]
   rm -rf "$WORK/out-$1"
-  "$REKEY" migrate -m mappings/orders.yaml --source "$2" --out "$WORK/out-$1" --regions 16 \
+  "$REKEY" migrate -m "${3:-mappings/orders.yaml}" --source "$2" --out "$WORK/out-$1" --regions 16 \
     --progress never --stats-json "$WORK/$1.json" > "$WORK/$1.summary"
   record "$1" "$WORK/$1.json"
 }
@@ -113,23 +126,38 @@ for c in $CASES; do
       rm -rf "$WORK/out-duckdb"
       node "$WORK/duckdb/duckdb.mjs" "$PWD/$CSV" "$PWD/$WORK/out-duckdb" "$ROWS" > "$WORK/duckdb_$i.json"
       record "duckdb_$i" "$WORK/duckdb_$i.json"
+      echo "core, decimal shape: rekey migrate, $ROWS rows (run $i) ..."
+      migrate "decimal_rekey_$i" "file:$CSV" bench/orders-decimal.yaml
+      echo "core, decimal shape: DuckDB, same job (run $i) ..."
+      rm -rf "$WORK/out-duckdb"
+      node "$WORK/duckdb/duckdb.mjs" "$PWD/$CSV" "$PWD/$WORK/out-duckdb" "$ROWS" 'DECIMAL(38,18)' > "$WORK/decimal_duckdb_$i.json"
+      record "decimal_duckdb_$i" "$WORK/decimal_duckdb_$i.json"
     done
-    median rekey_migrate duckdb
+    rm -rf "$WORK/out-duckdb" "$WORK"/out-rekey_migrate_* "$WORK"/out-decimal_rekey_*
+    median rekey_migrate duckdb decimal_rekey decimal_duckdb
+    ;;
+  stages)
+    core_csv
+    for m in mappings/orders.yaml bench/orders-decimal.yaml; do
+      echo "stages: where rekey migrate's CPU goes, $m, $ROWS rows ..."
+      go run ./bench/stages -rekey "$REKEY" -csv "$CSV" -mapping "$m" -work "$WORK" -json "$WORK/stages-$(basename "$m" .yaml).json" > "$WORK/stages-$(basename "$m" .yaml).md"
+    done
     ;;
   memory)
-    echo "memory: rekey migrate from gen:orders, 5M rows ..."
-    migrate gen_5m "gen:orders?rows=5000000"
-    echo "memory: rekey migrate from gen:orders, 50M rows ..."
-    migrate gen_50m "gen:orders?rows=50000000"
+    echo "memory: rekey migrate from gen:orders, $GEN_SMALL rows ..."
+    migrate gen_5m "gen:orders?rows=$GEN_SMALL"
+    echo "memory: rekey migrate from gen:orders, $GEN_LARGE rows ..."
+    migrate gen_50m "gen:orders?rows=$GEN_LARGE"
+    rm -rf "$WORK/out-gen_5m" "$WORK/out-gen_50m"
     ;;
   report)
     CSV="$WORK/orders-$ROWS.csv"
     [ -f "$CSV" ] || "$REKEY" gen orders --rows "$ROWS" --out "$CSV"
     echo "report: rekey report, $ROWS rows ..."
     report_run rekey_report "file:$CSV"
-    echo "report: rekey report from gen:orders, 5M and 50M rows ..."
-    report_run report_gen_5m "gen:orders?rows=5000000"
-    report_run report_gen_50m "gen:orders?rows=50000000"
+    echo "report: rekey report from gen:orders, $GEN_SMALL and $GEN_LARGE rows ..."
+    report_run report_gen_5m "gen:orders?rows=$GEN_SMALL"
+    report_run report_gen_50m "gen:orders?rows=$GEN_LARGE"
     ;;
   verify)
     CSV="$WORK/orders-$ROWS.csv"
@@ -164,6 +192,7 @@ for c in $CASES; do
     go run ./bench/sql -rekey "$REKEY" -rows "${SQL_ROWS:-1000000}" -conns "${SQL_CONNS:-4}" -work "$WORK" -json "$WORK/sql.json" > /dev/null
     record sql_bare "$WORK/sql-bare.json"
     record sql_rekey "$WORK/sql-rekey.json"
+    record sql_verify "$WORK/sql-verify.json"
     ;;
   store)
     core_csv
@@ -217,10 +246,14 @@ console.log('\ncase                        throughput     time   memory');
 for (const [k, v] of Object.entries(r)) if (v.rows_per_sec !== undefined) line(k, v);
 if (r.rekey_migrate && r.duckdb) {
   const ratio = r.rekey_migrate.rows_per_sec / r.duckdb.rows_per_sec;
-  console.log(`\nrekey / DuckDB throughput ratio: ${ratio.toFixed(2)} (target >= 1.0); rekey peak RSS ${mb(r.rekey_migrate.peak_rss_bytes)} (target < 512 MiB)`);
+  console.log(`\nrekey / DuckDB throughput ratio: ${ratio.toFixed(2)} (target >= 1.3); rekey peak RSS ${mb(r.rekey_migrate.peak_rss_bytes)} (target < 512 MiB)`);
+}
+if (r.decimal_rekey && r.decimal_duckdb) {
+  const ratio = r.decimal_rekey.rows_per_sec / r.decimal_duckdb.rows_per_sec;
+  console.log(`decimal shape: rekey / DuckDB throughput ratio: ${ratio.toFixed(2)} (target >= 1.3); rekey peak RSS ${mb(r.decimal_rekey.peak_rss_bytes)} (target < 512 MiB)`);
 }
 if (r.gen_5m && r.gen_50m) {
-  console.log(`peak RSS 5M rows ${mb(r.gen_5m.peak_rss_bytes)} vs 50M rows ${mb(r.gen_50m.peak_rss_bytes)} (target: unchanged)`);
+  console.log(`peak RSS ${r.gen_5m.rows_in} rows ${mb(r.gen_5m.peak_rss_bytes)} vs ${r.gen_50m.rows_in} rows ${mb(r.gen_50m.peak_rss_bytes)} (target: unchanged)`);
 }
 if (r.rekey_report && r.rekey_migrate) {
   console.log(`rekey report / migrate throughput ratio: ${(r.rekey_report.rows_per_sec / r.rekey_migrate.rows_per_sec).toFixed(2)} (target > 1.0)`);
@@ -229,16 +262,23 @@ if (r.verify && r.verify_migrate) {
   console.log(`rekey verify / migrate throughput ratio: ${(r.verify.rows_per_sec / r.verify_migrate.rows_per_sec).toFixed(2)} (target >= 1.0); verify peak RSS ${mb(r.verify.peak_rss_bytes)}`);
 }
 if (r.report_gen_5m && r.report_gen_50m) {
-  console.log(`report peak RSS 5M rows ${mb(r.report_gen_5m.peak_rss_bytes)} vs 50M rows ${mb(r.report_gen_50m.peak_rss_bytes)} (target: unchanged)`);
+  console.log(`report peak RSS ${r.report_gen_5m.rows_in} rows ${mb(r.report_gen_5m.peak_rss_bytes)} vs ${r.report_gen_50m.rows_in} rows ${mb(r.report_gen_50m.peak_rss_bytes)} (target: unchanged)`);
 }
 if (r.cassandra_rekey && r.cassandra_bare) {
   console.log(`rekey migrate from Cassandra / bare gocql scan throughput ratio: ${(r.cassandra_rekey.rows_per_sec / r.cassandra_bare.rows_per_sec).toFixed(2)} (target >= 0.8)`);
 }
 if (r.kafka_rekey && r.kafka_bare) {
-  console.log(`rekey replicate / bare kafka-go reader throughput ratio: ${(r.kafka_rekey.rows_per_sec / r.kafka_bare.rows_per_sec).toFixed(2)} (target >= 0.5); replicate peak RSS ${mb(r.kafka_rekey.peak_rss_bytes)} (target < 512 MiB)`);
+  console.log(`rekey replicate / bare kafka-go reader throughput ratio: ${(r.kafka_rekey.rows_per_sec / r.kafka_bare.rows_per_sec).toFixed(2)} (target >= 0.8); replicate peak RSS ${mb(r.kafka_rekey.peak_rss_bytes)} (target < 512 MiB)`);
 }
 if (r.sql_rekey && r.sql_bare) {
   console.log(`rekey migrate into MariaDB / bare go-sql-driver inserts throughput ratio: ${(r.sql_rekey.rows_per_sec / r.sql_bare.rows_per_sec).toFixed(2)} (target >= 0.8); rekey peak RSS ${mb(r.sql_rekey.peak_rss_bytes)} (target < 512 MiB)`);
+}
+if (r.sql_verify && r.sql_rekey) {
+  console.log(`rekey verify against MariaDB / rekey migrate into it throughput ratio: ${(r.sql_verify.rows_per_sec / r.sql_rekey.rows_per_sec).toFixed(2)} (target >= 1.0); verify peak RSS ${mb(r.sql_verify.peak_rss_bytes)}`);
+}
+for (const m of ['orders', 'orders-decimal']) {
+  const f = require('path').join(require('path').dirname(process.argv[2]), `stages-${m}.md`);
+  if (require('fs').existsSync(f)) console.log(`\nstages, ${m}: ` + require('fs').readFileSync(f, 'utf8').trim());
 }
 if (r.shards) {
   const x = r.shards, ratio = x.shards_cpu_seconds / x.one_cpu_seconds;

@@ -16,8 +16,10 @@
 //     UPDATE statements of 2,000 rows over C connections (database/sql, placeholders with the
 //     driver's client-side interpolation, the usual way to batch with go-sql-driver).
 //
-// Each side's time runs from its process start to its exit, its peak RSS from wait4. The medians
-// are printed as JSON: {"bare": {...}, "rekey": {...}, "ratio": rekey/bare}.
+// After each rekey run, `rekey verify` checks the table it filled against the CSV (each key looked
+// up in the table). Each side's time runs from its process start to its exit, its peak RSS from
+// wait4. The medians are printed as JSON: {"bare": {...}, "rekey": {...}, "verify": {...},
+// "ratio": rekey/bare, "verify_ratio": verify/rekey}.
 package main
 
 import (
@@ -153,13 +155,29 @@ func run(rekey, mapping, work, dbName, out string, rows int64, conns, runs int) 
 		}
 		return benchproc.Measure(rows, time.Since(start), cmd.ProcessState), nil
 	}
-	var rk, br []benchproc.Figures
+	// verify reads the source again and looks every key up in the table rekey just filled: it
+	// should check the table at least as fast as migrate wrote it
+	verifyRun := func() (benchproc.Figures, error) {
+		start := time.Now()
+		cmd := exec.Command(rekey, "verify", "-m", mapping, "--source", "file:"+csv, "--target", uri, "--progress", "never", "--tmp", work)
+		cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("REKEY_BENCH_ARGS"))...)
+		cmd.Stderr = os.Stderr
+		if out, err := cmd.Output(); err != nil {
+			return benchproc.Figures{}, fmt.Errorf("rekey verify: %w\n%s", err, out)
+		}
+		return benchproc.Measure(rows, time.Since(start), cmd.ProcessState), nil
+	}
+	var rk, vf, br []benchproc.Figures
 	for i := 0; i < runs; i++ {
 		f, err := rekeyRun()
 		if err != nil {
 			return err
 		}
 		rk = append(rk, f)
+		if f, err = verifyRun(); err != nil {
+			return err
+		}
+		vf = append(vf, f)
 		if f, err = bareRun(); err != nil {
 			return err
 		}
@@ -169,9 +187,10 @@ func run(rekey, mapping, work, dbName, out string, rows int64, conns, runs int) 
 	if err := db.QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil || n != rows {
 		return fmt.Errorf("the bare side left %d rows (%v), want %d", n, err, rows)
 	}
-	r, b := benchproc.Median(rk), benchproc.Median(br)
-	return benchproc.WriteJSON(out, map[string]any{"rekey": r, "bare": b, "ratio": r.RowsPerSec / b.RowsPerSec, "conns": conns},
-		map[string]benchproc.Figures{"rekey": r, "bare": b})
+	r, v, b := benchproc.Median(rk), benchproc.Median(vf), benchproc.Median(br)
+	return benchproc.WriteJSON(out, map[string]any{"rekey": r, "verify": v, "bare": b, "ratio": r.RowsPerSec / b.RowsPerSec,
+		"verify_ratio": v.RowsPerSec / r.RowsPerSec, "conns": conns},
+		map[string]benchproc.Figures{"rekey": r, "verify": v, "bare": b})
 }
 
 // columns of mappings/orders.yaml's target, in the table's order.
