@@ -36,8 +36,10 @@ func NextSteps(job *lindorm.BulkloadJob, run NextRun) string {
 	if run.Shard != nil {
 		b.WriteString("Next steps\n")
 		fmt.Fprintf(&b, "  Shard %s is complete. Once every shard 0..%d of the migration is, finish them (metadata only: the\n"+
-			"  data files stay where the shards wrote them), then follow the next steps it prints:\n", run.Shard, run.Shard.Count-1)
+			"  data files stay where the shards wrote them):\n", run.Shard, run.Shard.Count-1)
 		fmt.Fprintf(&b, "       rekey merge --out %s\n", shellQuote(run.Out))
+		fmt.Fprintf(&b, "  It writes %s, %s and %s there: create the table and submit the bulkload job as after a\n"+
+			"  single run (docs/outputs.md).\n", DDLFile, BulkloadFile, ManifestFile)
 		return b.String()
 	}
 	ns := job.WriterConfig.Namespace
