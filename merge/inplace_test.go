@@ -117,20 +117,12 @@ func TestFinishShardsRefuses(t *testing.T) {
 		}},
 		{"another shard's file", "which is not shard 1/2's", func(t *testing.T) string {
 			out := two(t)
-			p := filepath.Join(out, "shards", "0001-of-0002", output.ManifestFile)
-			data, _ := os.ReadFile(p)
-			if err := os.WriteFile(p, []byte(strings.ReplaceAll(string(data), "s0001-", "s0000-")), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			replaceIn(t, filepath.Join(out, "shards", "0001-of-0002", output.ManifestFile), "s0001-", "s0000-")
 			return out
 		}},
 		{"same input", "read the same source", func(t *testing.T) string {
 			out := two(t)
-			p := filepath.Join(out, "shards", "0001-of-0002", output.CheckpointFile)
-			data, _ := os.ReadFile(p)
-			if err := os.WriteFile(p, []byte(strings.ReplaceAll(string(data), `"1/2"`, `"0/2"`)), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			replaceIn(t, filepath.Join(out, "shards", "0001-of-0002", output.CheckpointFile), `"1/2"`, `"0/2"`)
 			return out
 		}},
 	} {
@@ -156,5 +148,17 @@ func TestFinishShardsRefuses(t *testing.T) {
 	}
 	if got := fmt.Sprint(paths); got != "[data/region-0000/s0000-part-00000.parquet data/region-0000/s0001-part-00000.parquet]" || res.Manifest.RowsIn != 2 {
 		t.Errorf("finished with %s, %d rows in", got, res.Manifest.RowsIn)
+	}
+}
+
+// replaceIn edits the file p by hand: every old becomes new.
+func replaceIn(t *testing.T, p, old, new string) {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(strings.ReplaceAll(string(data), old, new)), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
