@@ -82,6 +82,9 @@ type Config struct {
 	// in the region folder; Commit merges them into files rolled at MaxFileSize, so the files one
 	// Commit writes for a region are each sorted and do not overlap.
 	Sort bool
+	// NamePrefix begins the name of every data file ("s0002-part-00000.parquet"): the shards of
+	// one migration that write into one output (output.ShardFilePrefix) keep their files apart.
+	NamePrefix string
 	// CheckRegions verifies that every row's Region is Plan.Route of its first key column
 	// (a misrouted row is a run error, never silently written). Off by default: the transform
 	// routes rows with the same plan.
@@ -269,7 +272,7 @@ func New(cfg Config, logger *zap.Logger) (*Sink, error) {
 		if err != nil || i < 0 || i >= n || output.RegionDir(i) != output.DataDir+"/"+folder {
 			continue
 		}
-		if seq, ok := parseSeq(name); ok && seq >= s.regions[i].nextSeq {
+		if seq, ok := parseSeq(strings.TrimPrefix(name, cfg.NamePrefix)); ok && seq >= s.regions[i].nextSeq {
 			s.regions[i].nextSeq = seq + 1
 		}
 	}
@@ -626,7 +629,7 @@ func (s *Sink) cut(r *region) *job {
 func (s *Sink) newFile(r *region) *file {
 	seq := r.nextSeq
 	r.nextSeq++
-	name := PartName(seq, s.cfg.Format.Ext())
+	name := s.cfg.NamePrefix + PartName(seq, s.cfg.Format.Ext())
 	f := &file{r: r, seq: seq, rel: RegionDir(r.idx) + "/" + name, done: make(chan struct{})}
 	s.liveMu.Lock()
 	s.live[f] = struct{}{}
