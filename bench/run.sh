@@ -31,8 +31,9 @@
 #           the last local run are read back with DuckDB: same rows, sums and checksums (bench/store).
 #           Also the local job with its CSV read from the bucket (--source s3://...): >= 0.8x local.
 #   shards  the core case's CSV as 8 files: rekey migrate of the folder in one process next to 4
-#           shards of it (--shard i/4, one after the other) and rekey merge: total CPU of the shards
-#           and the merge within 1.1x the one process's, merge time independent of the data size.
+#           shards of it writing one --out (--shard i/4 --shared-out, one after the other) and the
+#           finishing step (rekey merge --out, metadata only): total CPU of the shards and the
+#           finishing step within 1.1x the one process's, its time independent of the data size.
 #   stages  where rekey migrate's CPU goes on the core CSV, stage by stage (a CPU profile), next to
 #           each stage's floor measured on the same bytes, for both job shapes (bench/stages).
 # ROWS overrides the row count of the core and store cases. Results: bench/work/results.json and a table.
@@ -219,12 +220,12 @@ for c in $CASES; do
     cpu() { # cpu NAME CMD...: runs CMD, appends "NAME wall user+sys" to $SH/times
       /usr/bin/time -f "$1 %e %U %S" -a -o "$SH/times" "${@:2}" > /dev/null
     }
-    echo "shards: one process over 8 files vs 4 shards + merge, $ROWS rows ..."
+    echo "shards: one process over 8 files vs 4 shards writing one --out + the finishing step, $ROWS rows ..."
     job=(migrate -m mappings/orders.yaml --source "file:$SH/export" --regions 16 --progress never)
     cpu one "$REKEY" "${job[@]}" --out "$SH/one"
-    for i in 0 1 2 3; do cpu "shard$i" "$REKEY" "${job[@]}" --shard "$i/4" --out "$SH/shard-$i"; done
-    cpu merge "$REKEY" merge "$SH/shard-0" "$SH/shard-1" "$SH/shard-2" "$SH/shard-3" --out "$SH/all"
-    "$REKEY" verify -m mappings/orders.yaml --source "file:$SH/export" --target "$SH/all" --progress never > "$SH/verify.txt" || { cat "$SH/verify.txt"; echo "shards: the merged shards differ from the source" >&2; exit 1; }
+    for i in 0 1 2 3; do cpu "shard$i" "$REKEY" "${job[@]}" --shard "$i/4" --shared-out --out "$SH/all"; done
+    cpu merge "$REKEY" merge --out "$SH/all"
+    "$REKEY" verify -m mappings/orders.yaml --source "file:$SH/export" --target "$SH/all" --progress never > "$SH/verify.txt" || { cat "$SH/verify.txt"; echo "shards: the finished shards differ from the source" >&2; exit 1; }
     node -e 'const fs=require("fs");const t={};for(const l of fs.readFileSync(process.argv[1],"utf8").trim().split("\n")){const [n,w,u,s]=l.split(" ");t[n]={wall:+w,cpu:+u+ +s};}
       const sh=[0,1,2,3].map(i=>t["shard"+i]);const cpu=sh.reduce((a,x)=>a+x.cpu,0)+t.merge.cpu;
       const r={rows_per_sec:+process.argv[2]/(sh.reduce((a,x)=>a+x.wall,0)+t.merge.wall),seconds:sh.reduce((a,x)=>a+x.wall,0)+t.merge.wall,
@@ -281,7 +282,7 @@ for (const m of ['orders', 'orders-decimal']) {
 }
 if (r.shards) {
   const x = r.shards, ratio = x.shards_cpu_seconds / x.one_cpu_seconds;
-  console.log(`4 shards + merge / one process total CPU: ${ratio.toFixed(2)} (target <= 1.1; ${x.shards_cpu_seconds.toFixed(1)} s vs ${x.one_cpu_seconds.toFixed(1)} s); merge ${x.merge_seconds.toFixed(2)} s wall, ${x.merge_cpu_seconds.toFixed(2)} s CPU`);
+  console.log(`4 shards + finishing step / one process total CPU: ${ratio.toFixed(2)} (target <= 1.1; ${x.shards_cpu_seconds.toFixed(1)} s vs ${x.one_cpu_seconds.toFixed(1)} s); finishing step (metadata only) ${x.merge_seconds.toFixed(2)} s wall, ${x.merge_cpu_seconds.toFixed(2)} s CPU`);
 }
 if (r.store_s3 && r.store_local) {
   const ratio = r.store_s3.rows_per_sec / r.store_local.rows_per_sec, rss = r.store_s3.peak_rss_bytes;

@@ -473,55 +473,21 @@ func step(name string) error {
 // interrupted merge of the same inputs and mode, it finishes that merge.
 func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, version string) (*Result, error) {
 	outDir, outLocal := out.(store.Dir)
-	if outLocal {
-		if err := os.MkdirAll(outDir.Path(), 0o755); err != nil {
-			return nil, err
-		}
-	}
-	fm := inputs[0].Manifest
-	m := *fm
-	m.Regions = make([]lindorm.RegionInfo, len(fm.Regions))
-	m.RowsIn, m.RowsWritten, m.RowsRejected, m.RowsSkipped, m.Bytes, m.Files = 0, 0, 0, 0, 0, 0
-	m.CreatedAt = time.Now().UTC()
-	m.RekeyVersion = version
-	for i, r := range fm.Regions {
-		m.Regions[i] = lindorm.RegionInfo{Index: r.Index, Start: r.Start, End: r.End, Files: []lindorm.FileEntry{}}
-	}
 	p := &plan{Version: 1, Mode: mode}
-	ext := "." + fm.Format
-	for n, in := range inputs {
-		p.Inputs = append(p.Inputs, in.Store.Location(""))
-		im := in.Manifest
-		if len(im.Regions) != len(m.Regions) {
-			return nil, fmt.Errorf("%s lists %d regions, want %d", in.Dir, len(im.Regions), len(m.Regions))
+	ext := "." + inputs[0].Manifest.Format
+	m, err := sumManifests(inputs, version, func(n, region, seq int, fe lindorm.FileEntry) string {
+		rel := output.RegionDir(region) + "/" + fmt.Sprintf("part-%05d%s", seq, ext)
+		if path.Ext(fe.Path) != ext {
+			rel = strings.TrimSuffix(rel, ext) + path.Ext(fe.Path)
 		}
-		for i, r := range im.Regions {
-			dst := &m.Regions[i]
-			for _, fe := range r.Files {
-				rel := output.RegionDir(i) + "/" + fmt.Sprintf("part-%05d%s", len(dst.Files), ext)
-				if path.Ext(fe.Path) != ext {
-					rel = strings.TrimSuffix(rel, ext) + path.Ext(fe.Path)
-				}
-				p.Files = append(p.Files, plannedFile{Input: n, Region: i, Src: fe.Path, Dst: rel, Bytes: fe.Bytes})
-				dst.Files = append(dst.Files, lindorm.FileEntry{Path: rel, Rows: fe.Rows, Bytes: fe.Bytes})
-				dst.Rows += fe.Rows
-				dst.Bytes += fe.Bytes
-				m.Bytes += fe.Bytes
-				m.Files++
-			}
-		}
-		m.RowsIn += im.RowsIn
-		m.RowsWritten += im.RowsWritten
-		m.RowsRejected += im.RowsRejected
-		m.RowsSkipped += im.RowsSkipped
-		if im.NextSince == nil || (m.NextSince != nil && im.NextSince.Before(*m.NextSince)) {
-			// the earliest shard's start: a later one would miss rows written while it ran;
-			// none when a shard has none
-			m.NextSince = im.NextSince
-		}
+		p.Files = append(p.Files, plannedFile{Input: n, Region: region, Src: fe.Path, Dst: rel, Bytes: fe.Bytes})
+		return rel
+	})
+	if err != nil {
+		return nil, err
 	}
-	for i := range m.Regions {
-		m.Regions[i].OverSize = m.RegionSize > 0 && m.Regions[i].Bytes > m.RegionSize
+	for _, in := range inputs {
+		p.Inputs = append(p.Inputs, in.Store.Location(""))
 	}
 	if err := startPlan(ctx, out, p); err != nil {
 		return nil, err
@@ -549,9 +515,12 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 		if err != nil {
 			return nil, err
 		}
-		var c, server bool
+		var c, server, placed bool
 		if inLocal && outLocal {
-			c, err = placeFile(src, filepath.Join(outDir.Path(), filepath.FromSlash(f.Dst)), mode)
+			placed, err = linkOrRename(src, filepath.Join(outDir.Path(), filepath.FromSlash(f.Dst)), mode)
+			if err == nil && !placed { // --files copy, or across filesystems
+				c, err = true, copyObject(ctx, in.Store, f.Src, out, f.Dst)
+			}
 		} else {
 			server, err = placeObject(ctx, in.Store, f.Src, out, f.Dst)
 			c = !server
@@ -598,13 +567,7 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	if err := mergeRejects(ctx, inputs, out); err != nil {
 		return nil, err
 	}
-	if err := out.Put(ctx, output.DDLFile, inputs[0].DDL); err != nil {
-		return nil, err
-	}
-	if err := mergeBulkload(ctx, inputs, out); err != nil {
-		return nil, err
-	}
-	if err := output.WriteManifest(ctx, out, &m); err != nil {
+	if err := writeFinal(ctx, inputs, out, m); err != nil {
 		return nil, err
 	}
 	if err := step("manifest"); err != nil {
@@ -613,7 +576,63 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	if err := out.Remove(ctx, output.MergePlanFile); err != nil {
 		return nil, fmt.Errorf("the merge is complete, but removing %s failed: %w", out.Location(output.MergePlanFile), err)
 	}
-	return &Result{Manifest: &m, Copied: copied, ServerCopied: serverCopied}, nil
+	return &Result{Manifest: m, Copied: copied, ServerCopied: serverCopied}, nil
+}
+
+// sumManifests is the manifest of the inputs together: the first input's, with every input's
+// files region by region (in input order; dst names each file in the output: input n's file fe,
+// the seq-th of its region there) and the totals summed. version is the rekey that made it.
+func sumManifests(inputs []*Input, version string, dst func(n, region, seq int, fe lindorm.FileEntry) string) (*lindorm.Manifest, error) {
+	fm := inputs[0].Manifest
+	m := *fm
+	m.Regions = make([]lindorm.RegionInfo, len(fm.Regions))
+	m.RowsIn, m.RowsWritten, m.RowsRejected, m.RowsSkipped, m.Bytes, m.Files = 0, 0, 0, 0, 0, 0
+	m.CreatedAt = time.Now().UTC()
+	m.RekeyVersion = version
+	for i, r := range fm.Regions {
+		m.Regions[i] = lindorm.RegionInfo{Index: r.Index, Start: r.Start, End: r.End, Files: []lindorm.FileEntry{}}
+	}
+	for n, in := range inputs {
+		im := in.Manifest
+		if len(im.Regions) != len(m.Regions) {
+			return nil, fmt.Errorf("%s lists %d regions, want %d", in.Dir, len(im.Regions), len(m.Regions))
+		}
+		for i, r := range im.Regions {
+			d := &m.Regions[i]
+			for _, fe := range r.Files {
+				d.Files = append(d.Files, lindorm.FileEntry{Path: dst(n, i, len(d.Files), fe), Rows: fe.Rows, Bytes: fe.Bytes})
+				d.Rows += fe.Rows
+				d.Bytes += fe.Bytes
+				m.Bytes += fe.Bytes
+				m.Files++
+			}
+		}
+		m.RowsIn += im.RowsIn
+		m.RowsWritten += im.RowsWritten
+		m.RowsRejected += im.RowsRejected
+		m.RowsSkipped += im.RowsSkipped
+		if im.NextSince == nil || (m.NextSince != nil && im.NextSince.Before(*m.NextSince)) {
+			// the earliest shard's start: a later one would miss rows written while it ran;
+			// none when a shard has none
+			m.NextSince = im.NextSince
+		}
+	}
+	for i := range m.Regions {
+		m.Regions[i].OverSize = m.RegionSize > 0 && m.Regions[i].Bytes > m.RegionSize
+	}
+	return &m, nil
+}
+
+// writeFinal writes the final files of the inputs together into out: ddl.sql, bulkload.json and
+// the manifest m, last (its presence marks a complete output).
+func writeFinal(ctx context.Context, inputs []*Input, out store.Store, m *lindorm.Manifest) error {
+	if err := out.Put(ctx, output.DDLFile, inputs[0].DDL); err != nil {
+		return err
+	}
+	if err := mergeBulkload(ctx, inputs, out); err != nil {
+		return err
+	}
+	return output.WriteManifest(ctx, out, m)
 }
 
 // startPlan writes p into out, or, when out holds the plan of an interrupted merge, checks that
@@ -692,63 +711,37 @@ func copyObject(ctx context.Context, from store.Store, src string, out store.Sto
 	return nil
 }
 
-// placeFile puts src at dst: a hard link (a copy across filesystems), a copy, or a rename. It
-// reports whether the file was copied instead of linked.
-func placeFile(src, dst string, mode Mode) (bool, error) {
+// linkOrRename puts src at dst, two paths of local folders, by a hard link (--files link) or a
+// rename (--files move): what a store cannot do. It reports false, with no error, when the file
+// is to be copied instead: --files copy, or across filesystems (a moved file's source is removed
+// by the caller once its copy is committed).
+func linkOrRename(src, dst string, mode Mode) (bool, error) {
+	if mode == Copy {
+		return false, nil
+	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return false, err
 	}
-	switch mode {
-	case Move:
+	if mode == Move {
 		err := os.Rename(src, dst)
-		if err == nil || !errors.Is(err, syscall.EXDEV) {
-			return false, err
-		}
-		// across filesystems: copied here, the caller removes src once the copy is durable
-	case Link:
-		err := os.Link(src, dst)
-		if err == nil {
+		if err != nil && errors.Is(err, syscall.EXDEV) {
 			return false, nil
 		}
-		if !errors.Is(err, os.ErrExist) && !isCrossDevice(err) {
-			return false, fmt.Errorf("hard-link %s: %w (use --files copy)", src, err)
-		}
+		return err == nil, err
 	}
-	return true, copyFile(src, dst)
+	err := os.Link(src, dst)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, os.ErrExist) || isCrossDevice(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("hard-link %s: %w (use --files copy)", src, err)
 }
 
 func isCrossDevice(err error) bool {
 	var le *os.LinkError
 	return errors.As(err, &le) && (strings.Contains(le.Err.Error(), "cross-device") || strings.Contains(le.Err.Error(), "not permitted") || strings.Contains(le.Err.Error(), "not supported"))
-}
-
-// copyFile copies src to dst through a temporary name, fsyncs it and renames it.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp := pipeline.TempPath(dst)
-	outF, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(outF, in); err != nil {
-		outF.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("copy %s: %w", src, err)
-	}
-	if err := outF.Sync(); err != nil {
-		outF.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := outF.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, dst)
 }
 
 // mergeRejects concatenates the inputs' rejects (each line names its stream and position) into

@@ -250,10 +250,26 @@ func TestMergeHandMadeRuns(t *testing.T) {
 				t.Fatalf("merged manifest: %d files, %d rows", m.Files, m.RowsWritten)
 			}
 			for _, fe := range m.Regions[0].Files {
-				data, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(fe.Path)))
+				p := filepath.Join(out, filepath.FromSlash(fe.Path))
+				data, err := os.ReadFile(p)
 				if err != nil || !bytes.Equal(data, []byte("data")) {
 					t.Errorf("%s: %q %v", fe.Path, data, err)
 				}
+				// a copy is a file of its own, readable as the inputs' files are; a link is one file twice
+				fi, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantLinks := map[merge.Mode]uint64{merge.Link: 2, merge.Move: 1, merge.Copy: 1}[mode]
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok && uint64(st.Nlink) != wantLinks {
+					t.Errorf("--files %s: %s has %d links, want %d", mode, fe.Path, st.Nlink, wantLinks)
+				}
+				if mode == merge.Copy && fi.Mode().Perm() != 0o644 {
+					t.Errorf("--files copy: %s has mode %v, want 0644", fe.Path, fi.Mode().Perm())
+				}
+			}
+			if left, _ := filepath.Glob(filepath.Join(out, "data", "region-0000", ".*")); len(left) > 0 {
+				t.Errorf("--files %s left temporary files %v", mode, left)
 			}
 			_, err = os.Stat(filepath.Join(a, "data", "region-0000", "part-00001.parquet"))
 			if moved := errors.Is(err, os.ErrNotExist); moved != (mode == merge.Move) {

@@ -105,16 +105,18 @@ func RegionName(i int) string { return fmt.Sprintf("%s%04d", RegionDirPrefix, i)
 func RegionDir(i int) string { return DataDir + "/" + RegionName(i) }
 
 // DataFile is the name of region's data file number seq, relative to the output directory:
-// "data/region-0007/part-00012.parquet".
-func DataFile(region, seq int, ext string) string {
-	return fmt.Sprintf("%s/%s%05d.%s", RegionDir(region), dataFilePrefix, seq, ext)
+// "data/region-0007/part-00012.parquet", its base name after prefix ("" or a shard's
+// ShardFilePrefix: "data/region-0007/s0002-part-00012.parquet").
+func DataFile(region, seq int, prefix, ext string) string {
+	return fmt.Sprintf("%s/%s%s%05d.%s", RegionDir(region), prefix, dataFilePrefix, seq, ext)
 }
 
 const dataFilePrefix = "part-"
 
-// ParseDataFile reads the region and number of a data file's name as DataFile writes it (any
-// extension); ok is false for any other name, a temporary one included.
-func ParseDataFile(name string) (region, seq int, ok bool) {
+// ParseDataFile reads the region and number of a data file's name as DataFile writes it with
+// prefix (any extension); ok is false for any other name: a temporary one, or one of another
+// prefix.
+func ParseDataFile(name, prefix string) (region, seq int, ok bool) {
 	folder, base, ok := strings.Cut(strings.TrimPrefix(name, DataDir+"/"), "/")
 	digits, isRegion := strings.CutPrefix(folder, RegionDirPrefix)
 	if !ok || !isRegion || !strings.HasPrefix(name, DataDir+"/") || strings.Contains(base, "/") {
@@ -124,7 +126,7 @@ func ParseDataFile(name string) (region, seq int, ok bool) {
 	if err != nil || region < 0 || RegionDir(region) != DataDir+"/"+folder {
 		return 0, 0, false
 	}
-	rest, ok := strings.CutPrefix(base, dataFilePrefix)
+	rest, ok := strings.CutPrefix(strings.TrimPrefix(base, prefix), dataFilePrefix)
 	if !ok {
 		return 0, 0, false
 	}
@@ -159,3 +161,22 @@ var finalFiles = []string{DDLFile, BulkloadFile, ManifestFile}
 // file already at its destination counts as placed. WriteTo removes the plan once the manifest
 // is written.
 const MergePlanFile = "merge-plan.json"
+
+// The files of a replication output (rekey replicate), beside data/ as every other non-data file.
+const (
+	// DeletesDir holds replicate's delete files, SQL that must never be read as data:
+	// deletes/region-NNNN/ (DeletesRegionDir).
+	DeletesDir = "deletes"
+	// RejectsDir holds rejects files, one per object: replicate's, one per roll (or per SQL
+	// batch), and migrate's numbered parts on an object store (RejectsPartsDir).
+	RejectsDir = "rejects"
+	// ReplicateStateFile records what an output replicates (the mapping's fingerprint, the
+	// region plan, the topic and group): replicate.json.
+	ReplicateStateFile = "replicate.json"
+	// ReplicateLockFile is the lock the members of a consumer group sharing a folder take for
+	// each change of its shared files (see FolderCommitLock); it holds the manifest's revision.
+	ReplicateLockFile = "replicate.lock"
+)
+
+// DeletesRegionDir is region i's folder of delete files: "deletes/region-0007".
+func DeletesRegionDir(i int) string { return DeletesDir + "/" + RegionName(i) }

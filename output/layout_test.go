@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rekey/rekey/pipeline"
 )
 
 func TestCheckRelPath(t *testing.T) {
@@ -113,17 +115,27 @@ func TestPrivateName(t *testing.T) {
 // A data file's name is read back as DataFile writes it; anything else (a temporary file, a
 // folder that is not a region's, a region number written otherwise) is not a data file.
 func TestParseDataFile(t *testing.T) {
-	if region, seq, ok := ParseDataFile(DataFile(7, 12, "parquet")); !ok || region != 7 || seq != 12 {
-		t.Errorf("ParseDataFile(%q) = %d, %d, %v", DataFile(7, 12, "parquet"), region, seq, ok)
+	if region, seq, ok := ParseDataFile(DataFile(7, 12, "", "parquet"), ""); !ok || region != 7 || seq != 12 {
+		t.Errorf("ParseDataFile(%q) = %d, %d, %v", DataFile(7, 12, "", "parquet"), region, seq, ok)
 	}
-	if got := DataFile(7, 12, "csv"); got != "data/region-0007/part-00012.csv" {
+	if got := DataFile(7, 12, "", "csv"); got != "data/region-0007/part-00012.csv" {
 		t.Errorf("DataFile = %q", got)
 	}
-	for _, name := range []string{"data/region-0007/.rekey-tmp-part-00012.parquet", "data/region-7/part-00012.parquet",
-		"data/regions/part-00012.parquet", "region-0007/part-00012.parquet", "data/region-0007/x/part-00012.parquet",
-		"data/region-0007/part-x.parquet", "data/region-0007/part-00012", "rejects/part-00012.jsonl"} {
-		if _, _, ok := ParseDataFile(name); ok {
-			t.Errorf("ParseDataFile(%q) took it for a data file", name)
+	shard := ShardFilePrefix(pipeline.Shard{Index: 2, Count: 4})
+	if got := DataFile(7, 12, shard, "csv"); got != "data/region-0007/s0002-part-00012.csv" {
+		t.Errorf("DataFile of a shard = %q", got)
+	}
+	if region, seq, ok := ParseDataFile("data/region-0007/s0002-part-00012.csv", shard); !ok || region != 7 || seq != 12 {
+		t.Errorf("ParseDataFile of a shard's file = %d, %d, %v", region, seq, ok)
+	}
+	for _, c := range []struct{ name, prefix string }{
+		{"data/region-0007/.rekey-tmp-part-00012.parquet", ""}, {"data/region-7/part-00012.parquet", ""},
+		{"data/regions/part-00012.parquet", ""}, {"region-0007/part-00012.parquet", ""}, {"data/region-0007/x/part-00012.parquet", ""},
+		{"data/region-0007/part-x.parquet", ""}, {"data/region-0007/part-00012", ""}, {"rejects/part-00012.jsonl", ""},
+		{"data/region-0007/s0001-part-00012.parquet", shard}, {"data/region-0007/s0001-part-00012.parquet", ""},
+	} {
+		if _, _, ok := ParseDataFile(c.name, c.prefix); ok {
+			t.Errorf("ParseDataFile(%q, %q) took it for a data file", c.name, c.prefix)
 		}
 	}
 }

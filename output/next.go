@@ -3,6 +3,7 @@ package output
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"net/url"
 	"path/filepath"
@@ -21,6 +22,9 @@ type NextRun struct {
 	// that reads it (a Cassandra source).
 	NextSince     time.Time
 	CatchupSource string
+	// Shard, when set, is the shard of a migration whose N shards write one output together
+	// (--shared-out): its next step is to finish them all, not the bulk load yet.
+	Shard *pipeline.Shard
 }
 
 // NextSteps is the short block printed after a migration: create the table, where the files
@@ -29,6 +33,15 @@ type NextRun struct {
 // LTS_MASTER and the environment variables $LINDORM_USER, $LTS_USER, $LTS_PASSWORD.
 func NextSteps(job *lindorm.BulkloadJob, run NextRun) string {
 	var b strings.Builder
+	if run.Shard != nil {
+		b.WriteString("Next steps\n")
+		fmt.Fprintf(&b, "  Shard %s is complete. Once every shard 0..%d of the migration is, finish them (metadata only: the\n"+
+			"  data files stay where the shards wrote them):\n", run.Shard, run.Shard.Count-1)
+		fmt.Fprintf(&b, "       rekey merge --out %s\n", shellQuote(run.Out))
+		fmt.Fprintf(&b, "  It writes %s, %s and %s there: create the table and submit the bulkload job as after a\n"+
+			"  single run (docs/outputs.md).\n", DDLFile, BulkloadFile, ManifestFile)
+		return b.String()
+	}
 	ns := job.WriterConfig.Namespace
 	loc := displayLocation(run.Out, run.Store)
 	b.WriteString("Next steps\n")

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
 )
@@ -104,5 +105,18 @@ func TestNextStepsCheckWithVerifyNotCount(t *testing.T) {
 	got := output.NextSteps(job, output.NextRun{Out: "out", RowsWritten: 5, Mapping: "m.yaml", Source: "file:o.csv"})
 	if strings.Contains(got, "SELECT COUNT(*) FROM") || !strings.Contains(got, "rekey verify -m m.yaml") {
 		t.Fatalf("the check step:\n%s", got)
+	}
+}
+
+// A shard of a shared output is not loaded on its own: its next step is the finishing step on
+// the shared --out (quoted for the shell), not the bulkload job.
+func TestNextStepsOfASharedShard(t *testing.T) {
+	job, err := lindorm.NewBulkloadJob(sinktest.OrdersSchema(), lindorm.JobOptions{DataDir: "data", Format: "parquet", Out: "out dir", Regions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := output.NextSteps(job, output.NextRun{Out: "out dir", Shard: &pipeline.Shard{Index: 1, Count: 4}})
+	if !strings.Contains(text, "Shard 1/4 is complete") || !strings.Contains(text, "rekey merge --out 'out dir'\n") || strings.Contains(text, "curl") {
+		t.Errorf("next steps of a shard:\n%s", text)
 	}
 }

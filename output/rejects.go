@@ -71,7 +71,7 @@ type RejectLog struct {
 
 // RejectsPartsDir and ReplayPartsDir hold the rejects of an output on an object store.
 const (
-	RejectsPartsDir = "rejects"
+	RejectsPartsDir = RejectsDir
 	ReplayPartsDir  = "rejected-rows"
 )
 

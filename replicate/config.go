@@ -65,14 +65,14 @@ type Config struct {
 	// SaveState records it and New refuses a different one.
 	Plan   pipeline.RegionPlan
 	Format files.Format
-	// OutDir is the output folder, which the members of the group share (locally, or mounted).
-	OutDir string
-	// Store, when it is not a local folder (store.Dir), is the output instead of OutDir: an
-	// object store (s3://, oss://). Its prefix has one member of the group (its lock, the
-	// object .rekey.lock, refuses a second); OutDir then only names it in messages.
+	// Store is the output: a local folder (store.Local), which the members of the group share
+	// (locally, or mounted), or an object store's prefix (s3://, oss://), which has one member of
+	// the group (its lock, the object .rekey.lock, refuses a second). See output.CommitLock.
 	Store store.Store
-	// SpoolDir holds a roll's files on local disk until they are uploaded to Store (default
-	// os.TempDir()): about --roll-size per assigned partition.
+	// Out names the output in messages and bulkload.json (default Store.Location("")).
+	Out string
+	// SpoolDir holds a roll's files on local disk until they are uploaded to an object store
+	// (default os.TempDir()): about --roll-size per assigned partition.
 	SpoolDir string
 	// Job names the LTS data sources and namespace of bulkload.json (Format, Out and Regions
 	// are filled in from the fields above).
@@ -106,7 +106,7 @@ type Config struct {
 	Hooks Hooks
 
 	// SQL, when its Target is set, makes the replicator apply every change to that table through
-	// SQL (lindorm:// or mysql://) instead of writing files: OutDir is then a local state folder
+	// SQL (lindorm:// or mysql://) instead of writing files: Store is then a local state folder
 	// for the rejects, Format and the roll settings are not used, and offsets are committed after
 	// each fetched batch's statements succeeded (see sqlworker.go).
 	SQL sqlsink.Config
@@ -167,11 +167,10 @@ func (c *Config) Validate() error {
 	if c.Format == nil && c.SQL.Target == nil {
 		errs = append(errs, errors.New("replicate: no file format"))
 	}
-	if c.OutDir == "" && c.Store != nil {
-		c.OutDir = c.Store.Location("")
-	}
-	if c.OutDir == "" {
+	if c.Store == nil {
 		errs = append(errs, errors.New("replicate: no output directory"))
+	} else if c.Out == "" {
+		c.Out = c.Store.Location("")
 	}
 	if c.RollSize < 0 || c.RollInterval < 0 || c.Memory < 0 {
 		errs = append(errs, errors.New("replicate: roll size, roll interval and memory must not be negative"))

@@ -25,6 +25,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 	"github.com/rekey/rekey/transform"
@@ -110,7 +111,8 @@ func config(t testing.TB, c *kafkatest.Cluster, topic, group, format, dir string
 		Program:      p,
 		Plan:         plan(t, p),
 		Format:       parquet.New(),
-		OutDir:       dir,
+		Store:        sinktest.Folder(t, dir),
+		Out:          dir,
 		RollSize:     64 << 20,
 		RollInterval: 300 * time.Millisecond,
 		Memory:       16 << 20,
@@ -141,7 +143,7 @@ type running struct {
 
 func start(t testing.TB, cfg replicate.Config) *running {
 	t.Helper()
-	r, err := replicate.New(cfg)
+	r, err := replicate.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,9 +291,9 @@ func checkDisk(t testing.TB, dir string, m *replicate.Manifest) {
 			t.Errorf("a delete file under data/: %s", e)
 		}
 	}
-	more, _ := filepath.Glob(filepath.Join(dir, replicate.RejectsDir, "*"))
+	more, _ := filepath.Glob(filepath.Join(dir, output.RejectsDir, "*"))
 	ents = append(ents, more...)
-	more, _ = filepath.Glob(filepath.Join(dir, replicate.DeletesDir, "region-*", "*"))
+	more, _ = filepath.Glob(filepath.Join(dir, output.DeletesDir, "region-*", "*"))
 	ents = append(ents, more...)
 	tops, _ := filepath.Glob(filepath.Join(dir, "*"))
 	for _, e := range tops {
@@ -464,7 +466,7 @@ func rejectLines(t testing.TB, dirs ...string) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, d := range dirs {
-		files, _ := filepath.Glob(filepath.Join(d, replicate.RejectsDir, "*.jsonl"))
+		files, _ := filepath.Glob(filepath.Join(d, output.RejectsDir, "*.jsonl"))
 		for _, name := range files {
 			if pipeline.IsTemp(name) {
 				continue

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -14,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -115,25 +112,13 @@ type RejectFile struct {
 	Rejects     int64  `json:"rejects"`
 }
 
-// RejectsDir is the folder of the rolls' rejects files.
-const RejectsDir = "rejects"
-
-// LockFile serializes, between the members sharing an output folder, every change of its
-// shared files: replicate.json, ddl.sql and bulkload.json at start, a roll's renames and
-// manifest.json, a partition's clean-up when it is assigned. It is held (flock) for those
-// moments only, and holds the manifest's revision: a member reloads manifest.json when another
-// one changed it.
-const LockFile = "replicate.lock"
-
 // manifest is this process's copy of manifest.json.
 type manifest struct {
 	mu     sync.Mutex
-	dir    string                   // a local folder's path ("" on an object store)
-	st     store.Store              // where manifest.json is: the folder, or the object store
+	st     store.Store              // where manifest.json is
+	cl     output.CommitLock        // taken for every change of the output's shared files
 	base   func() *lindorm.Manifest // a fresh lindorm manifest (schema, plan) to fill
 	repl   Replication
-	lockf  *os.File          // a folder's lock file, shared by the members
-	held   *output.StoreLock // an object store's lock, this member's alone
 	log    *zap.Logger
 	rev    int64 // revision of the copy; -1: reload
 	legacy bool  // loaded from a manifest without partitions (written before rolls committed there)
@@ -147,117 +132,48 @@ func segKey(region, partition int, first, last int64) string {
 	return fmt.Sprintf("%d/%s", region, SegmentName(partition, first, last))
 }
 
-func openManifest(dir string, base func() *lindorm.Manifest, repl Replication, log *zap.Logger) (*manifest, error) {
-	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_CREATE|os.O_RDWR, 0o644)
+// openManifest opens the manifest of the output st (out names it in messages) and its commit
+// lock: a folder's members share it, an object store's prefix has one member.
+func openManifest(ctx context.Context, st store.Store, out string, base func() *lindorm.Manifest, repl Replication, log *zap.Logger) (*manifest, error) {
+	cl, err := output.OpenCommitLock(ctx, st, out, log)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", LockFile, err)
-	}
-	st, err := store.NewLocal(dir)
-	if err != nil {
-		f.Close()
+		if errors.Is(err, output.ErrRefusedResume) {
+			return nil, fmt.Errorf("%w.\nOn an object store a consumer group has one member per --out prefix: a bucket offers no lock that members could share to commit their rolls. Run one member, or replicate to a folder the members share", err)
+		}
 		return nil, err
 	}
-	return &manifest{dir: dir, st: st, base: base, repl: repl, lockf: f, log: log, rev: -1}, nil
+	return &manifest{st: st, cl: cl, base: base, repl: repl, log: log, rev: -1}, nil
 }
 
-// storeManifest is the manifest of an object store's prefix, which one member writes: held is
-// its lock, checked before every commit.
-func storeManifest(base func() *lindorm.Manifest, repl Replication, held *output.StoreLock, log *zap.Logger) *manifest {
-	return &manifest{base: base, repl: repl, held: held, log: log, rev: -1}
-}
+func (m *manifest) close() error { return m.cl.Release() }
 
-func (m *manifest) close() error {
-	if m.held != nil {
-		return m.held.Release()
-	}
-	return m.lockf.Close()
-}
-
-// lock takes the folder's lock (other members wait) and brings the copy up to date. On an
-// object store only this process writes (it holds the output's lock): it reads manifest.json
-// once, and checks before each change that the lock is still its own.
-func (m *manifest) lock() (unlock func(), err error) {
+// lock takes the output's commit lock (a folder's other members wait) and brings the copy up to
+// date (on an object store, which only this process writes, it reads manifest.json once).
+func (m *manifest) lock(ctx context.Context) (unlock func(), err error) {
 	m.mu.Lock()
-	if m.held != nil {
-		if err := m.held.Held(context.Background()); err != nil {
-			m.mu.Unlock()
-			return nil, err
-		}
-		if m.rev < 0 {
-			if err := m.load(0); err != nil {
-				m.mu.Unlock()
-				return nil, err
-			}
-		}
-		return m.mu.Unlock, nil
-	}
-	fd := int(m.lockf.Fd())
-	if err = syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err == syscall.EWOULDBLOCK {
-		// members hold it for a roll's renames and manifest: a long wait is not one of them
-		slow := time.AfterFunc(time.Minute, func() {
-			m.log.Warn("waiting over a minute for the output folder's lock, held by another process (an earlier rekey replicate, which held it for its whole run?)",
-				zap.String("lock", filepath.Join(m.dir, LockFile)))
-		})
-		for err = syscall.EINTR; err == syscall.EINTR; {
-			err = syscall.Flock(fd, syscall.LOCK_EX)
-		}
-		slow.Stop()
-	}
+	rev, err := m.cl.Lock(ctx)
 	if err != nil {
 		m.mu.Unlock()
-		return nil, fmt.Errorf("lock %s: %w", filepath.Join(m.dir, LockFile), err)
+		return nil, err
 	}
 	unlock = func() {
-		syscall.Flock(fd, syscall.LOCK_UN)
+		m.cl.Unlock()
 		m.mu.Unlock()
 	}
-	rev, err := m.readRev()
-	if err == nil && rev != m.rev {
-		err = m.load(rev)
-	}
-	if err != nil {
-		unlock()
-		return nil, err
+	if rev != m.rev {
+		if err := m.load(ctx, rev); err != nil {
+			unlock()
+			return nil, err
+		}
 	}
 	return unlock, nil
 }
 
-// readRev reads the revision in the lock file (0 when empty).
-func (m *manifest) readRev() (int64, error) {
-	var b [24]byte
-	n, err := m.lockf.ReadAt(b[:], 0)
-	if err != nil && err != io.EOF {
-		return 0, fmt.Errorf("read %s: %w", LockFile, err)
-	}
-	s := strings.TrimSpace(string(b[:n]))
-	if s == "" {
-		return 0, nil
-	}
-	rev, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s is damaged (%q): remove it while no member runs", filepath.Join(m.dir, LockFile), s)
-	}
-	return rev, nil
-}
-
-// bump announces a new revision before manifest.json changes: a member that dies between the
-// two leaves the others reloading an unchanged manifest, never trusting a stale copy.
-func (m *manifest) bump() error {
-	rev := m.rev + 1
-	// revisions only grow, so the new number overwrites the old one wholly: no truncation,
-	// which a crash could leave as an empty file reading as revision 0
-	if _, err := m.lockf.WriteAt([]byte(strconv.FormatInt(rev, 10)+"\n"), 0); err != nil {
-		return fmt.Errorf("write %s: %w", LockFile, err)
-	}
-	m.rev = rev
-	return nil
-}
-
 // load reads manifest.json (the lock is held).
-func (m *manifest) load(rev int64) error {
+func (m *manifest) load(ctx context.Context, rev int64) error {
 	m.segs, m.rejects, m.parts = map[string]SegmentEntry{}, map[string]RejectFile{}, map[int]*PartitionEntry{}
 	var old Manifest
-	ok, err := getJSON(context.Background(), m.st, output.ManifestFile, &old)
+	ok, err := getJSON(ctx, m.st, output.ManifestFile, &old)
 	if err != nil {
 		return err
 	}
@@ -271,7 +187,7 @@ func (m *manifest) load(rev int64) error {
 				err = output.CheckRelPath(s.Data.Path)
 			}
 			if s.Deletes != nil && err == nil {
-				err = output.CheckRelPathIn(s.Deletes.Path, DeletesDir)
+				err = output.CheckRelPathIn(s.Deletes.Path, output.DeletesDir)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: segment %s: %w", path, SegmentName(s.Partition, s.FirstOffset, s.RollLast), err)
@@ -279,7 +195,7 @@ func (m *manifest) load(rev int64) error {
 			m.segs[segKey(s.Region, s.Partition, s.FirstOffset, s.RollLast)] = s
 		}
 		for _, r := range old.Replication.Rejects {
-			if name, ok := strings.CutPrefix(r.Path, RejectsDir+"/"); !ok || !filepath.IsLocal(name) || strings.ContainsAny(name, `/\`) {
+			if name, ok := strings.CutPrefix(r.Path, output.RejectsDir+"/"); !ok || !filepath.IsLocal(name) || strings.ContainsAny(name, `/\`) {
 				return fmt.Errorf("%s: rejects of partition %d: %q: %w", path, r.Partition, r.Path, output.ErrUnsafePath)
 			}
 			m.rejects[r.Path] = r
@@ -331,8 +247,8 @@ var errLost = errors.New("partition lost")
 // manifest.json lists a roll or not, so a crash at any instant leaves the roll wholly committed
 // (its messages counted once, its files listed) or not at all (its files are orphans the
 // partition's next owner removes, and the roll is replayed from the committed offset).
-func (m *manifest) commit(c *rollCommit) error {
-	unlock, err := m.lock()
+func (m *manifest) commit(ctx context.Context, c *rollCommit) error {
+	unlock, err := m.lock(ctx)
 	if err != nil {
 		return err
 	}
@@ -375,7 +291,7 @@ func (m *manifest) commit(c *rollCommit) error {
 	pe.Rejected += c.rejected
 	pe.Upserts += c.upserts
 	pe.TombstonesDropped += c.dropped
-	if err := m.write(); err != nil {
+	if err := m.write(ctx); err != nil {
 		m.rev = -1 // the copy is ahead of the file: reload it
 		return err
 	}
@@ -384,8 +300,8 @@ func (m *manifest) commit(c *rollCommit) error {
 
 // noteGap records a gap of partition in manifest.json at once: the rolls after it may commit
 // much later. A gap seen again (a restart before those rolls committed) is recorded once.
-func (m *manifest) noteGap(partition int, next, first int64) error {
-	unlock, err := m.lock()
+func (m *manifest) noteGap(ctx context.Context, partition int, next, first int64) error {
+	unlock, err := m.lock(ctx)
 	if err != nil {
 		return err
 	}
@@ -403,7 +319,7 @@ func (m *manifest) noteGap(partition int, next, first int64) error {
 	default:
 		pe.Gaps[i].FirstOffset, pe.Gaps[i].Messages = first, first-next
 	}
-	if err := m.write(); err != nil {
+	if err := m.write(ctx); err != nil {
 		m.rev = -1
 		return err
 	}
@@ -426,11 +342,11 @@ type claimed struct {
 // before it rejoins the group). So the files of a partition this member now owns are left by
 // an earlier owner that was killed or lost it: they go, whichever member wrote them. Files of
 // other partitions may belong to a live member's open roll, and are left alone.
-func (m *manifest) claim(partitions []int, regions int) (map[int]claimed, error) {
+func (m *manifest) claim(ctx context.Context, partitions []int, regions int) (map[int]claimed, error) {
 	if len(partitions) == 0 {
 		return nil, nil
 	}
-	unlock, err := m.lock()
+	unlock, err := m.lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -455,36 +371,19 @@ func (m *manifest) claim(partitions []int, regions int) (map[int]claimed, error)
 			listed[path] = true
 		}
 	}
-	folders := []string{RejectsDir}
+	folders := []string{output.RejectsDir}
 	for i := 0; i < regions; i++ {
-		folders = append(folders, output.RegionDir(i), deletesRegionDir(i))
+		folders = append(folders, output.RegionDir(i), output.DeletesRegionDir(i))
 	}
-	if m.held != nil {
-		if err := m.removeUnlisted(own, listed, folders); err != nil {
-			return nil, err
-		}
+	if err := m.removeUnlisted(ctx, own, listed, folders); err != nil {
+		return nil, err
 	}
-	for _, folder := range folders {
-		if m.held != nil {
-			break
-		}
-		ents, err := os.ReadDir(filepath.Join(m.dir, filepath.FromSlash(folder)))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", filepath.Join(m.dir, folder), err)
-		}
-		for _, e := range ents {
-			name := e.Name()
-			p, ok := filePartition(name)
-			if !ok || !own[p] || listed[folder+"/"+name] {
-				continue
-			}
-			if err := os.Remove(filepath.Join(m.dir, filepath.FromSlash(folder), name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("remove %s, left by an interrupted roll: %w", folder+"/"+name, err)
-			}
-		}
+	err = m.cl.SweepOwned(ctx, folders, func(name string) bool {
+		p, ok := pendingPartition(name)
+		return ok && own[p]
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := map[int]claimed{}
 	for _, p := range partitions {
@@ -497,17 +396,15 @@ func (m *manifest) claim(partitions []int, regions int) (map[int]claimed, error)
 	return out, nil
 }
 
-// removeUnlisted removes from an object store the objects of the partitions own under folders
-// that the manifest does not list: the uploads of a roll whose manifest was never written.
-// (Nothing uncommitted is ever an object: unfinished uploads were aborted at start.)
-func (m *manifest) removeUnlisted(own map[int]bool, listed map[string]bool, folders []string) error {
-	ctx := context.Background()
+// removeUnlisted removes the files of the partitions own under folders that the manifest does
+// not list: the files of a roll whose manifest was never written.
+func (m *manifest) removeUnlisted(ctx context.Context, own map[int]bool, listed map[string]bool, folders []string) error {
 	want := map[string]bool{}
 	for _, f := range folders {
 		want[f] = true
 	}
 	var stray []string
-	for _, top := range []string{output.DataDir + "/", DeletesDir + "/", RejectsDir + "/"} {
+	for _, top := range []string{output.DataDir + "/", output.DeletesDir + "/", output.RejectsDir + "/"} {
 		objs, err := m.st.List(ctx, top)
 		if err != nil {
 			return fmt.Errorf("list %s: %w", m.st.Location(top), err)
@@ -532,27 +429,32 @@ func (m *manifest) removeUnlisted(own map[int]bool, listed map[string]bool, fold
 }
 
 // filePartition returns the partition of a segment or rejects file, committed (named by
-// SegmentName) or temporary (tmpName).
+// SegmentName) or temporary (the temporary prefix and pendingName).
 func filePartition(name string) (int, bool) {
 	if rest, ok := strings.CutPrefix(name, pipeline.TempPrefix); ok {
-		digits, _, ok := strings.Cut(strings.TrimPrefix(rest, "p"), "-")
-		if !ok || len(digits) < 4 || !strings.HasPrefix(rest, "p") {
-			return 0, false
-		}
-		p, err := strconv.Atoi(digits)
-		return p, err == nil && p >= 0
+		return pendingPartition(rest)
 	}
 	p, _, _, ok := ParseSegmentName(name)
 	return p, ok
 }
 
-// write rewrites manifest.json from the copy; the lock is held.
-func (m *manifest) write() error {
-	if m.held == nil {
-		if err := m.bump(); err != nil {
-			return err
-		}
+// pendingPartition returns the partition of an uncommitted file, from the name it has while it
+// is written (pendingName, without the temporary prefix).
+func pendingPartition(name string) (int, bool) {
+	digits, _, ok := strings.Cut(strings.TrimPrefix(name, "p"), "-")
+	if !ok || len(digits) < 4 || !strings.HasPrefix(name, "p") {
+		return 0, false
 	}
+	p, err := strconv.Atoi(digits)
+	return p, err == nil && p >= 0
+}
+
+// write rewrites manifest.json from the copy; the lock is held.
+func (m *manifest) write(ctx context.Context) error {
+	if err := m.cl.Bump(m.rev + 1); err != nil {
+		return err
+	}
+	m.rev++
 	out := Manifest{Manifest: *m.base(), Replication: m.repl}
 	out.Replication.Segments = make([]SegmentEntry, 0, len(m.segs))
 	var infos []pipeline.FileInfo
@@ -585,7 +487,7 @@ func (m *manifest) write() error {
 		return err
 	}
 	out.Replication.Updated = time.Now().UTC()
-	return putJSON(context.Background(), m.st, output.ManifestFile, &out)
+	return putJSON(ctx, m.st, output.ManifestFile, &out)
 }
 
 // SortSegments puts segments in the order they apply (CompareSegments).

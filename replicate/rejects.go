@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/rekey/rekey/output"
 )
@@ -19,7 +18,7 @@ type rollRejects struct {
 	r     *Replicator
 	part  int
 	first int64
-	f     *os.File
+	f     *output.PendingFile
 	w     *bufio.Writer
 	lines int64
 }
@@ -28,9 +27,9 @@ func (w *worker) newRejects(first int64) *rollRejects {
 	return &rollRejects{r: w.r, part: w.partition, first: first}
 }
 
-func (rr *rollRejects) add(rj *output.Reject) error {
+func (rr *rollRejects) add(ctx context.Context, rj *output.Reject) error {
 	if rr.f == nil {
-		f, err := rr.r.createFile(RejectsDir, rr.part, rr.first, "jsonl", 0o600)
+		f, err := rr.r.createFile(ctx, output.RejectsDir, rr.part, rr.first, "jsonl")
 		if err != nil {
 			return fmt.Errorf("create rejects file: %w", err)
 		}
@@ -42,7 +41,7 @@ func (rr *rollRejects) add(rj *output.Reject) error {
 		return fmt.Errorf("encode reject: %w", err)
 	}
 	if _, err := rr.w.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("write %s: %w", rr.f.Name(), err)
+		return fmt.Errorf("write the rejects file of partition %d: %w", rr.part, err)
 	}
 	rr.lines++
 	return nil
@@ -55,7 +54,7 @@ func (rr *rollRejects) finish() error {
 	}
 	err := rr.w.Flush()
 	if err == nil {
-		err = rr.r.finishFile(rr.f)
+		err = rr.f.Finish()
 	}
 	rr.w = nil
 	if err != nil {
@@ -69,8 +68,8 @@ func (rr *rollRejects) commit(ctx context.Context, partition int, first, last in
 	if rr.f == nil {
 		return nil, nil
 	}
-	rel := RejectsDir + "/" + SegmentName(partition, first, last) + ".jsonl"
-	if err := rr.r.commitFile(ctx, rr.f, rel); err != nil {
+	rel := output.RejectsDir + "/" + SegmentName(partition, first, last) + ".jsonl"
+	if err := rr.f.Commit(ctx, rel); err != nil {
 		return nil, err
 	}
 	return &RejectFile{Partition: partition, FirstOffset: first, RollLast: last, Path: rel, Rejects: rr.lines}, nil
@@ -79,7 +78,7 @@ func (rr *rollRejects) commit(ctx context.Context, partition int, first, last in
 // abort closes the temporary file and, when remove is set, removes it.
 func (rr *rollRejects) abort(remove bool) {
 	if rr.f != nil {
-		rr.r.dropFile(rr.f, remove)
+		dropFile(rr.f, remove)
 		rr.f = nil
 	}
 }

@@ -151,7 +151,7 @@ func TestJSONEndToEnd(t *testing.T) {
 	if m.Replication.Deletes == 0 || m.Files == 0 || m.RowsIn != 1200 {
 		t.Errorf("manifest: %d deletes, %d files, rows_in %d", m.Replication.Deletes, m.Files, m.RowsIn)
 	}
-	for _, f := range []string{"ddl.sql", "bulkload.json", replicate.StateFile} {
+	for _, f := range []string{"ddl.sql", "bulkload.json", "replicate.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
 		}
@@ -543,11 +543,11 @@ func TestRestartKeepsPlan(t *testing.T) {
 	topic := c.CreateTopic(t, "orders-state", 1)
 	dir := t.TempDir()
 	cfg := config(t, c, topic, "g-state", "json", dir)
-	if _, err := replicate.New(cfg); err != nil {
+	if _, err := replicate.New(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Plan.Splits = cfg.Plan.Splits[:1]
-	if _, err := replicate.New(cfg); err == nil || !strings.Contains(err.Error(), "region plan") {
+	if _, err := replicate.New(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "region plan") {
 		t.Fatalf("a different plan was accepted: %v", err)
 	}
 }
@@ -595,7 +595,7 @@ func TestIdleMember(t *testing.T) {
 		t.Errorf("%d generations in 1.5s: the idle member makes the group rebalance", n)
 	}
 	// another group would read every partition into the folder again
-	if _, err := replicate.New(config(t, c, topic, "g-other", "json", dir)); err == nil || !strings.Contains(err.Error(), "consumer group g-idle-member") {
+	if _, err := replicate.New(context.Background(), config(t, c, topic, "g-other", "json", dir)); err == nil || !strings.Contains(err.Error(), "consumer group g-idle-member") {
 		t.Errorf("a process of another group: %v", err)
 	}
 	msgs, want, _ := jsonStream(1, 50)
@@ -639,5 +639,5 @@ func TestSASLGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := program(t)
-	compareModels(t, applyOutputs(t, p.Target(), plan(t, p), cfg.OutDir), want)
+	compareModels(t, applyOutputs(t, p.Target(), plan(t, p), cfg.Out), want)
 }

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -34,9 +33,8 @@ type Replicator struct {
 	dialer  *kafkago.Dialer
 	metrics *Metrics
 	man     *manifest
-	sqlw    *sqlsink.Writer   // the target table, when it is one (then man is nil)
-	member  string            // names this process's temporary files
-	lock    *output.StoreLock // an object store's lock, held for the whole run (nil: a folder)
+	sqlw    *sqlsink.Writer // the target table, when it is one (then man is nil)
+	member  string          // names this process's temporary files
 
 	rawWritten   atomic.Int64 // buffered bytes encoded into files, for the size estimate
 	bytesEncoded atomic.Int64 // file bytes they became
@@ -44,11 +42,11 @@ type Replicator struct {
 	crashed atomic.Bool // a fault hook stopped the process: leave the disk as a kill would
 }
 
-// New validates cfg and prepares the output folder, which the members of the consumer group
+// New validates cfg and prepares the output, which on a folder the members of the consumer group
 // share: replicate.json (created, or checked against cfg), ddl.sql and bulkload.json, the
-// manifest of the members before it continued. On an object store (cfg.Store) it takes the
-// output's lock first: one member per prefix.
-func New(cfg Config) (*Replicator, error) {
+// manifest of the members before it continued. On an object store it takes the output's lock
+// first: one member per prefix.
+func New(ctx context.Context, cfg Config) (*Replicator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -62,30 +60,19 @@ func New(cfg Config) (*Replicator, error) {
 	r := &Replicator{cfg: cfg, log: cfg.Logger, target: cfg.Program.Target(), dialer: dialer, metrics: newMetrics(cfg.Kafka.Topic, cfg.Version, cfg.Kafka.Offsets),
 		member: fmt.Sprintf("%08x", rand.Uint32())}
 	r.dstmt = newDeleteStmt(r.target)
-	if d, ok := cfg.Store.(store.Dir); ok {
-		r.cfg.OutDir, r.cfg.Store = d.Path(), nil
-	}
-	if cfg.SQL.Target != nil || r.cfg.Store == nil {
-		if err := os.MkdirAll(r.cfg.OutDir, 0o755); err != nil {
-			return nil, fmt.Errorf("create output directory: %w", err)
-		}
-	}
 	if cfg.SQL.Target != nil {
+		if d, ok := cfg.Store.(store.Dir); ok { // the state folder exists from the start, as an output folder does
+			if err := os.MkdirAll(d.Path(), 0o755); err != nil {
+				return nil, fmt.Errorf("create output directory: %w", err)
+			}
+		}
 		return r, r.openSQL()
 	}
 	repl := Replication{Topic: cfg.Kafka.Topic, Group: cfg.Kafka.Group, Format: cfg.Kafka.Format}
-	if r.cfg.Store == nil {
-		if r.cfg.Store, err = store.NewLocal(r.cfg.OutDir); err != nil {
-			return nil, err
-		}
-		r.man, err = openManifest(r.cfg.OutDir, r.baseManifest, repl, r.log)
-	} else if r.man, err = r.lockStore(repl); err == nil {
-		r.man.st = r.cfg.Store
-	}
-	if err != nil {
+	if r.man, err = openManifest(ctx, cfg.Store, cfg.Out, r.baseManifest, repl, r.log); err != nil {
 		return nil, err
 	}
-	if err := r.prepare(); err != nil {
+	if err := r.prepare(ctx); err != nil {
 		r.man.close()
 		return nil, err
 	}
@@ -95,52 +82,16 @@ func New(cfg Config) (*Replicator, error) {
 	return r, nil
 }
 
-// lockStore takes an object store's lock for this process: a bucket has no lock the members of
-// a group could share for a roll's commit, so a prefix has one member (see the README). What
-// unfinished uploads a killed member left are aborted.
-func (r *Replicator) lockStore(repl Replication) (*manifest, error) {
-	ctx := context.Background()
-	lock, err := output.LockStore(ctx, r.cfg.Store, r.cfg.OutDir, r.log, true)
-	if err != nil {
-		if errors.Is(err, output.ErrRefusedResume) {
-			return nil, fmt.Errorf("%w.\nOn an object store a consumer group has one member per --out prefix: a bucket offers no lock that members could share to commit their rolls. Run one member, or replicate to a folder the members share", err)
-		}
-		return nil, err
-	}
-	r.lock = lock
-	if err := r.cfg.Store.Sweep(ctx, ""); err != nil {
-		lock.Release()
-		return nil, fmt.Errorf("--out %s: %w", r.cfg.OutDir, err)
-	}
-	return storeManifest(r.baseManifest, repl, lock, r.log), nil
-}
-
-// prepare writes the folder's own files under the folder's lock: members starting together
+// prepare writes the output's own files under its commit lock: members starting together
 // would otherwise race to create replicate.json (a quantile plan sampled by each could differ)
 // and write the same temporary names.
-func (r *Replicator) prepare() error {
+func (r *Replicator) prepare(ctx context.Context) error {
 	cfg := &r.cfg
-	ctx := context.Background()
-	unlock, err := r.man.lock()
+	unlock, err := r.man.lock(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if !r.onStore() {
-		// temporary files at the top of the folder are only written under this lock: whoever
-		// holds it may remove those a killed member left
-		ents, err := os.ReadDir(cfg.OutDir)
-		if err != nil {
-			return fmt.Errorf("list %s: %w", cfg.OutDir, err)
-		}
-		for _, e := range ents {
-			if pipeline.IsTemp(e.Name()) && !e.IsDir() {
-				if err := os.Remove(filepath.Join(cfg.OutDir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return fmt.Errorf("remove leftover %s: %w", e.Name(), err)
-				}
-			}
-		}
-	}
 	st, err := LoadStateFrom(ctx, cfg.Store)
 	if err != nil {
 		return err
@@ -166,9 +117,9 @@ func (r *Replicator) prepare() error {
 	jobOpt := cfg.Job
 	jobOpt.Format, jobOpt.Regions, jobOpt.DataDir = cfg.Format.Name(), cfg.Plan.Count(), output.DataDir
 	if jobOpt.Out == "" {
-		jobOpt.Out = cfg.OutDir // filePath: DataFilePath adds DataDir
+		jobOpt.Out = cfg.Out // filePath: DataFilePath adds DataDir
 	}
-	if r.onStore() {
+	if _, local := cfg.Store.(store.Dir); !local {
 		jobOpt.Store = true
 	}
 	job, err := lindorm.BulkloadConfig(r.target, jobOpt)
@@ -178,7 +129,7 @@ func (r *Replicator) prepare() error {
 	if err := cfg.Store.Put(ctx, output.BulkloadFile, job); err != nil {
 		return fmt.Errorf("write %s: %w", output.BulkloadFile, err)
 	}
-	return r.man.write() // a folder describes itself from the start
+	return r.man.write(ctx) // an output describes itself from the start
 }
 
 func (r *Replicator) baseManifest() *lindorm.Manifest {
@@ -189,9 +140,10 @@ func (r *Replicator) baseManifest() *lindorm.Manifest {
 	return m
 }
 
-// tmpName is the temporary name of a partition's file (see offsetDigits).
-func (r *Replicator) tmpName(partition int, first int64, ext string) string {
-	return pipeline.TempPrefix + fmt.Sprintf("p%04d-%0*d-%s.%s", partition, offsetDigits, first, r.member, ext)
+// pendingName names a partition's file until its roll commits (see offsetDigits); a folder's
+// temporary file is the store's temporary prefix and this name.
+func (r *Replicator) pendingName(partition int, first int64, ext string) string {
+	return fmt.Sprintf("p%04d-%0*d-%s.%s", partition, offsetDigits, first, r.member, ext)
 }
 
 // Metrics returns the live figures.
@@ -221,8 +173,8 @@ func (r *Replicator) ratio() float64 {
 func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 	if r.man != nil {
 		defer func() {
-			if r.crashed.Load() && r.lock != nil {
-				r.lock.Abandon() // as a kill leaves it: the next run waits for it to expire
+			if r.crashed.Load() {
+				r.man.cl.Abandon() // as a kill leaves it: on an object store the next run waits for it to expire
 				return
 			}
 			r.man.close()
@@ -376,7 +328,7 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 	var claims map[int]claimed
 	var err error
 	if r.man != nil {
-		if claims, err = r.man.claim(parts, r.cfg.Plan.Count()); err != nil {
+		if claims, err = r.man.claim(ctx, parts, r.cfg.Plan.Count()); err != nil {
 			return err
 		}
 	}
@@ -389,7 +341,7 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 	}
 	done := make(chan error, 1)
 	var others []int
-	if r.onStore() {
+	if r.man != nil && r.man.cl.Exclusive() {
 		others = r.othersPartitions(ctx, parts)
 	}
 	gen.Start(func(gctx context.Context) {

@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"strings"
 	"sync"
 
@@ -53,12 +53,6 @@ func ParseSegmentName(name string) (partition int, first, rollLast int64, ok boo
 // DeleteExt is the extension of delete files.
 const DeleteExt = "sql"
 
-// DeletesDir is the folder of the delete files, beside data/: deletes/region-NNNN/.
-const DeletesDir = "deletes"
-
-// deletesRegionDir is region i's folder of delete files, relative to the output.
-func deletesRegionDir(i int) string { return DeletesDir + "/" + output.RegionName(i) }
-
 // segment is one (region, partition) part of a roll: an upsert file in the table format and a
 // file of DELETE statements, both written under temporary names until the roll commits.
 type segment struct {
@@ -71,12 +65,12 @@ type segment struct {
 	buf  files.Buffer
 	rows int64
 
-	f       *os.File
+	f       *output.PendingFile
 	out     countingWriter
 	fw      files.FileWriter
 	rawDone int64 // buffered bytes already encoded into the file
 
-	df    *os.File
+	df    *output.PendingFile
 	dw    *bufio.Writer
 	dkeys map[string]struct{}
 	dsize int64
@@ -86,7 +80,7 @@ type segment struct {
 // countingWriter counts the bytes written to the file; a pooled bufio.Writer is attached while
 // a chunk is encoded, so idle segments hold no write buffer.
 type countingWriter struct {
-	f  *os.File
+	f  io.Writer
 	bw *bufio.Writer
 	n  int64
 }
@@ -136,7 +130,7 @@ func (s *segment) flush() error {
 		return nil
 	}
 	if s.f == nil {
-		f, err := s.w.r.createFile(s.dir, s.w.partition, s.first, s.w.r.cfg.Format.Ext(), 0o644)
+		f, err := s.w.r.createFile(s.w.ctx, s.dir, s.w.partition, s.first, s.w.r.cfg.Format.Ext())
 		if err != nil {
 			return fmt.Errorf("create data file: %w", err)
 		}
@@ -162,7 +156,7 @@ func (s *segment) flush() error {
 	}
 	c.Release()
 	if err != nil {
-		return fmt.Errorf("write %s: %w", s.f.Name(), err)
+		return fmt.Errorf("write %s's file of partition %d: %w", s.dir, s.w.partition, err)
 	}
 	s.rawDone += raw
 	s.w.r.noteRatio(raw, s.out.n-before)
@@ -190,7 +184,7 @@ func (s *segment) addDelete(row []pipeline.Value, key []byte) error {
 		return nil
 	}
 	if s.df == nil {
-		f, err := s.w.r.createFile(s.ddir, s.w.partition, s.first, DeleteExt, 0o644)
+		f, err := s.w.r.createFile(s.w.ctx, s.ddir, s.w.partition, s.first, DeleteExt)
 		if err != nil {
 			return fmt.Errorf("create delete file: %w", err)
 		}
@@ -235,7 +229,7 @@ func (s *segment) finish() error {
 			err = derr
 		}
 		if err == nil {
-			err = s.w.r.finishFile(s.f)
+			err = s.f.Finish()
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("close data file: %w", err))
@@ -244,7 +238,7 @@ func (s *segment) finish() error {
 	if s.df != nil {
 		err := s.dw.Flush()
 		if err == nil {
-			err = s.w.r.finishFile(s.df)
+			err = s.df.Finish()
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("close delete file: %w", err))
@@ -253,22 +247,22 @@ func (s *segment) finish() error {
 	return errors.Join(errs...)
 }
 
-// commit gives the finished files their final names (renamed on a folder, whose folders the
-// caller fsyncs; uploaded to an object store).
+// commit gives the finished files their final names (renamed on a folder; uploaded to an
+// object store).
 func (s *segment) commit(ctx context.Context, rollLast int64) (segmentFiles, error) {
 	w := s.w
 	base := SegmentName(w.partition, s.first, rollLast)
 	sf := segmentFiles{Region: s.region, Partition: w.partition, First: s.first, Last: rollLast}
 	if s.f != nil {
 		rel := s.dir + "/" + base + "." + w.r.cfg.Format.Ext()
-		if err := w.r.commitFile(ctx, s.f, rel); err != nil {
+		if err := s.f.Commit(ctx, rel); err != nil {
 			return sf, err
 		}
 		sf.Data = &pipeline.FileInfo{Region: s.region, Path: rel, Rows: s.rows, Bytes: s.out.n}
 	}
 	if s.df != nil {
 		rel := s.ddir + "/" + base + "." + DeleteExt
-		if err := w.r.commitFile(ctx, s.df, rel); err != nil {
+		if err := s.df.Commit(ctx, rel); err != nil {
 			return sf, err
 		}
 		sf.Deletes = &DeleteFile{Region: s.region, Path: rel, Keys: s.dels, Bytes: s.dsize}
@@ -279,11 +273,11 @@ func (s *segment) commit(ctx context.Context, rollLast int64) (segmentFiles, err
 // abort closes the temporary files and, when remove is set, removes them.
 func (s *segment) abort(remove bool) {
 	if s.f != nil {
-		s.w.r.dropFile(s.f, remove)
+		dropFile(s.f, remove)
 		s.f = nil
 	}
 	if s.df != nil {
-		s.w.r.dropFile(s.df, remove)
+		dropFile(s.df, remove)
 		s.df = nil
 	}
 }

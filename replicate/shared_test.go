@@ -1,9 +1,11 @@
 package replicate_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -133,4 +135,40 @@ func TestSharedFolderMembers(t *testing.T) {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// TestFolderStartRemovesOnlyTopLevelLeftovers: a member starting on a shared folder removes the
+// temporary files a killed member left at its top (written only under the folder's lock:
+// replicate.json, ddl.sql, bulkload.json, manifest.json), and leaves those of the region folders,
+// which may be a live member's open roll; a damaged revision in replicate.lock is refused, naming it.
+func TestFolderStartRemovesOnlyTopLevelLeftovers(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-leftovers", 2)
+	dir := t.TempDir()
+	top := filepath.Join(dir, pipeline.TempPrefix+"manifest.json")
+	live := filepath.Join(dir, "data", "region-0000", pipeline.TempPrefix+"p0001-0000000000000010-aaaaaaaa.parquet")
+	for _, f := range []string{top, live} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := replicate.New(context.Background(), config(t, c, topic, "g-leftovers", "json", dir)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(top); !os.IsNotExist(err) {
+		t.Errorf("the top-level leftover stays: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a region folder's temporary file was removed at start: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "replicate.lock"), []byte("x1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := replicate.New(context.Background(), config(t, c, topic, "g-leftovers", "json", dir))
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "replicate.lock")+` is damaged ("x1")`) {
+		t.Errorf("a damaged replicate.lock: %v", err)
+	}
 }

@@ -3,12 +3,9 @@ package replicate
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 	"strconv"
-	"strings"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
@@ -29,7 +26,7 @@ import (
 //     messages succeeded and its rejects file is durable;
 //   - a crash replays the uncommitted batch: upserts and deletes by key are idempotent, and the
 //     replay's rejects replace the rejects file of the batch it repeats (files are named by
-//     partition and offsets: rejects/p0002-<first>-<last>.jsonl in the state folder, OutDir).
+//     partition and offsets: rejects/p0002-<first>-<last>.jsonl in the state folder, Config.Store).
 
 // CodeNoWriteTime rejects a change without a Cassandra write time into a target that writes
 // cell timestamps (lindorm://...?write_time=true).
@@ -128,7 +125,7 @@ func (w *sqlWorker) apply(ctx context.Context, msgs []kafkago.Message) error {
 	r := w.r
 	first, last := msgs[0].Offset, msgs[len(msgs)-1].Offset
 	if !w.cleaned {
-		if err := w.removeReplayedRejects(first); err != nil {
+		if err := w.removeReplayedRejects(ctx, first); err != nil {
 			return err
 		}
 		w.cleaned = true
@@ -151,7 +148,7 @@ func (w *sqlWorker) apply(ctx context.Context, msgs []kafkago.Message) error {
 		}
 		w.reject(i, &msgs[i], "sink", x.Err)
 	}
-	if err := w.writeRejects(first, last); err != nil {
+	if err := w.writeRejects(ctx, first, last); err != nil {
 		return err
 	}
 	w.ev.Reset()
@@ -358,14 +355,10 @@ func messageReject(topic, stream string, partition int, m *kafkago.Message, stag
 }
 
 // writeRejects makes the batch's rejects durable before its offset is committed: written under a
-// temporary name, fsynced, renamed, the folder fsynced. Mode 0600: raw messages.
-func (w *sqlWorker) writeRejects(first, last int64) error {
+// temporary name, fsynced, renamed, the folder fsynced (store.Local's Put). Mode 0600: raw messages.
+func (w *sqlWorker) writeRejects(ctx context.Context, first, last int64) error {
 	if len(w.rejects) == 0 {
 		return nil
-	}
-	dir := filepath.Join(w.r.cfg.OutDir, RejectsDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	var buf []byte
 	for _, rj := range w.rejects {
@@ -375,9 +368,9 @@ func (w *sqlWorker) writeRejects(first, last int64) error {
 		}
 		buf = append(append(buf, line...), '\n')
 	}
-	path := filepath.Join(dir, SegmentName(w.partition, first, last)+".jsonl")
-	if err := pipeline.WriteFileAtomicMode(path, buf, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	name := output.RejectsDir + "/" + SegmentName(w.partition, first, last) + ".jsonl"
+	if err := w.r.cfg.Store.Put(ctx, name, buf); err != nil {
+		return fmt.Errorf("write %s: %w", w.r.cfg.Store.Location(name), err)
 	}
 	return nil
 }
@@ -385,29 +378,29 @@ func (w *sqlWorker) writeRejects(first, last int64) error {
 // removeReplayedRejects removes the partition's rejects files of batches at or after first, and
 // its unfinished (temporary) ones: they were written before a crash that kept their offsets from
 // being committed, and the batches that replay them write them again.
-func (w *sqlWorker) removeReplayedRejects(first int64) error {
-	dir := filepath.Join(w.r.cfg.OutDir, RejectsDir)
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("list %s: %w", dir, err)
+func (w *sqlWorker) removeReplayedRejects(ctx context.Context, first int64) error {
+	st := w.r.cfg.Store
+	// a kill while writing a rejects file leaves it under its temporary name: the batch is
+	// replayed too (its offset was not committed), so the leftover goes as well
+	if err := st.Sweep(ctx, output.RejectsDir+"/"+fmt.Sprintf("p%04d-", w.partition)); err != nil {
+		return fmt.Errorf("remove the unfinished rejects files of partition %d: %w", w.partition, err)
 	}
-	removed := 0
-	for _, e := range ents {
-		// a kill while writing a rejects file leaves it under its temporary name: the batch is
-		// replayed too (its offset was not committed), so the leftover goes as well
-		name := strings.TrimPrefix(e.Name(), pipeline.TempPrefix)
-		if p, f, _, ok := ParseSegmentName(name); ok && p == w.partition && (f >= first || name != e.Name()) {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
-				return fmt.Errorf("remove the replayed %s: %w", e.Name(), err)
-			}
-			removed++
+	objs, err := st.List(ctx, output.RejectsDir+"/")
+	if err != nil {
+		return fmt.Errorf("list %s: %w", st.Location(output.RejectsDir+"/"), err)
+	}
+	var replayed []string
+	for _, o := range objs {
+		if p, f, _, ok := ParseSegmentName(path.Base(o.Name)); ok && p == w.partition && f >= first && path.Dir(o.Name) == output.RejectsDir {
+			replayed = append(replayed, o.Name)
 		}
 	}
-	if removed > 0 {
-		w.log.Info("removed the rejects files of batches being replayed", zap.Int("files", removed), zap.Int64("offset", first))
-		return pipeline.SyncDir(dir)
+	if len(replayed) == 0 {
+		return nil
 	}
+	if err := st.Remove(ctx, replayed...); err != nil {
+		return fmt.Errorf("remove the replayed rejects files of partition %d: %w", w.partition, err)
+	}
+	w.log.Info("removed the rejects files of batches being replayed", zap.Int("files", len(replayed)), zap.Int64("offset", first))
 	return nil
 }

@@ -7,17 +7,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/store"
 )
 
-// StateFile records what an output directory replicates: the mapping's fingerprint, the region
-// plan (fixed for the directory's life: the table is pre-split once, and a replay must route a
-// message to the same region), the topic, the consumer group (whose members all write there)
-// and formats.
-const StateFile = "replicate.json"
-
-// State is the content of replicate.json.
+// State is the content of replicate.json (output.ReplicateStateFile): what an output replicates,
+// the mapping's fingerprint, the region plan (fixed for the output's life: the table is
+// pre-split once, and a replay must route a message to the same region), the topic, the
+// consumer group (whose members all write there) and formats.
 type State struct {
 	Version     int                 `json:"version"`
 	Fingerprint string              `json:"mapping_fingerprint"`
@@ -31,19 +29,10 @@ type State struct {
 	CreatedAt   time.Time           `json:"created_at"`
 }
 
-// LoadState reads dir's replicate.json; (nil, nil) when there is none.
-func LoadState(dir string) (*State, error) {
-	st, err := store.NewLocal(dir)
-	if err != nil {
-		return nil, err
-	}
-	return LoadStateFrom(context.Background(), st)
-}
-
 // LoadStateFrom reads the output's replicate.json; (nil, nil) when there is none.
 func LoadStateFrom(ctx context.Context, st store.Store) (*State, error) {
 	var s State
-	if ok, err := getJSON(ctx, st, StateFile, &s); !ok {
+	if ok, err := getJSON(ctx, st, output.ReplicateStateFile, &s); !ok {
 		return nil, err
 	}
 	s.Plan.Splits = s.Splits
@@ -53,7 +42,7 @@ func LoadStateFrom(ctx context.Context, st store.Store) (*State, error) {
 func (s *State) save(ctx context.Context, st store.Store) error {
 	s.Version = 1
 	s.Splits = s.Plan.Splits
-	return putJSON(ctx, st, StateFile, s)
+	return putJSON(ctx, st, output.ReplicateStateFile, s)
 }
 
 // getJSON reads the JSON object name of st into v; false, with no error, when there is none.
@@ -103,7 +92,7 @@ func (s *State) check(cfg *Config) error {
 		errs = append(errs, fmt.Errorf("its region plan (%d regions, %s) differs from this one (%d regions, %s): the plan is fixed for a directory", s.Plan.Count(), s.Plan.Strategy, cfg.Plan.Count(), cfg.Plan.Strategy))
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("%s: %w; use a new --out directory (or the same mapping and options)", cfg.OutDir, errors.Join(errs...))
+		return fmt.Errorf("%s: %w; use a new --out directory (or the same mapping and options)", cfg.Out, errors.Join(errs...))
 	}
 	return nil
 }

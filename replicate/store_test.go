@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -144,8 +145,8 @@ func TestReplicateToObjectStore(t *testing.T) {
 			}
 
 			dir, names := mirror(t, st)
-			allowed := map[string]bool{"data": true, replicate.DeletesDir: true, replicate.RejectsDir: true, output.ManifestFile: true,
-				output.DDLFile: true, output.BulkloadFile: true, replicate.StateFile: true}
+			allowed := map[string]bool{"data": true, output.DeletesDir: true, output.RejectsDir: true, output.ManifestFile: true,
+				output.DDLFile: true, output.BulkloadFile: true, output.ReplicateStateFile: true}
 			for _, n := range names {
 				top, _, _ := strings.Cut(n, "/")
 				if !allowed[top] {
@@ -206,11 +207,64 @@ func TestObjectStoreSecondMemberRefused(t *testing.T) {
 	waitCommitted(t, c, "g-store-two", topic, endOffsets(t, c, topic), 60*time.Second)
 	cfgB := cfg
 	cfgB.Store = openStore(t, srv, "repl")
-	_, err := replicate.New(cfgB)
+	_, err := replicate.New(context.Background(), cfgB)
 	if err == nil || !strings.Contains(err.Error(), "one member per --out prefix") {
 		t.Errorf("a second member on the same prefix: %v", err)
 	}
 	if err := a.shutdown(t); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// stallingList is an object store whose listings of data/ hang until their context ends, as an
+// unreachable bucket's would.
+type stallingList struct {
+	store.Store
+	stalled chan struct{} // closed when the first listing hangs
+	once    sync.Once
+}
+
+func (s *stallingList) List(ctx context.Context, prefix string) ([]store.Info, error) {
+	if prefix != output.DataDir+"/" {
+		return s.Store.List(ctx, prefix)
+	}
+	s.once.Do(func() { close(s.stalled) })
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestObjectStoreHardStopCancelsAListing: a hard stop (Ctrl-C twice, Run's ctx cancelled) while
+// the member lists the bucket for an interrupted roll's objects, when it is assigned its
+// partitions, ends the run at once with the cancellation, rather than waiting for the bucket.
+func TestObjectStoreHardStopCancelsAListing(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-store-stall", 2)
+	srv := s3test.StartGofakes3(t, nil)
+	cfg := config(t, c, topic, "g-store-stall", "json", "")
+	st := &stallingList{Store: openStore(t, srv, "repl"), stalled: make(chan struct{})}
+	cfg.Store = st
+	r, err := replicate.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, make(chan struct{})) }()
+	select {
+	case <-st.stalled:
+	case err := <-done:
+		t.Fatalf("run ended before listing the bucket: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the member never listed the bucket")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("run ended with %v, want the cancellation", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a hard stop did not cancel the bucket's listing: the run is still waiting for it")
 	}
 }

@@ -1,6 +1,7 @@
 package replicate
 
 import (
+	"context"
 	"errors"
 	"math"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/sinktest"
 )
 
 func TestTracker(t *testing.T) {
@@ -86,7 +88,7 @@ func TestDeleteStatement(t *testing.T) {
 func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 	dir := t.TempDir()
 	base := func() *lindorm.Manifest { return &lindorm.Manifest{Regions: make([]lindorm.RegionInfo, 1)} }
-	m, err := openManifest(dir, base, Replication{Topic: "t", Group: "g"}, zap.NewNop())
+	m, err := openManifest(context.Background(), sinktest.Folder(t, dir), dir, base, Replication{Topic: "t", Group: "g"}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,10 +104,10 @@ func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 		}
 	}
 	committed := "data/region-0000/" + SegmentName(1, 0, 9) + ".parquet"
-	committedRejects := RejectsDir + "/" + SegmentName(1, 0, 9) + ".jsonl"
+	committedRejects := output.RejectsDir + "/" + SegmentName(1, 0, 9) + ".jsonl"
 	write(committed)
 	write(committedRejects)
-	err = m.commit(&rollCommit{partition: 1, first: 0, last: 9, messages: 10, rejected: 1, upserts: 9,
+	err = m.commit(context.Background(), &rollCommit{partition: 1, first: 0, last: 9, messages: 10, rejected: 1, upserts: 9,
 		rename: func() ([]segmentFiles, *RejectFile, error) {
 			return []segmentFiles{{Region: 0, Partition: 1, First: 0, Last: 9, Data: &pipeline.FileInfo{Path: committed, Rows: 9, Bytes: 1}}},
 				&RejectFile{Partition: 1, FirstOffset: 0, RollLast: 9, Path: committedRejects, Rejects: 1}, nil
@@ -124,19 +126,19 @@ func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 		"deletes/region-0000/" + SegmentName(1, 10, 19) + ".sql",                             // renamed, never committed
 		"data/region-0000/" + pipeline.TempPrefix + "p0001-0000000000000010.parquet",         // an earlier rekey's name
 		"data/region-0000/" + SegmentName(1, 10, 19) + ".parquet",                            // renamed, never committed
-		RejectsDir + "/" + pipeline.TempPrefix + "p0001-0000000000000010-bbbbbbbb.jsonl",
-		RejectsDir + "/" + SegmentName(1, 10, 19) + ".jsonl",
+		output.RejectsDir + "/" + pipeline.TempPrefix + "p0001-0000000000000010-bbbbbbbb.jsonl",
+		output.RejectsDir + "/" + SegmentName(1, 10, 19) + ".jsonl",
 	}
 	for _, f := range append(keep[2:], gone...) {
 		write(f)
 	}
 	// another process sees the commit through the folder's manifest
-	other, err := openManifest(dir, base, Replication{Topic: "t", Group: "g"}, zap.NewNop())
+	other, err := openManifest(context.Background(), sinktest.Folder(t, dir), dir, base, Replication{Topic: "t", Group: "g"}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.close()
-	cl, err := other.claim([]int{1, 2}, 1)
+	cl, err := other.claim(context.Background(), []int{1, 2}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,10 +161,10 @@ func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 	// the other process commits partition 1's next roll; the first one, its copy not knowing
 	// it, may not commit those messages again (it lost the partition)
 	none := func() ([]segmentFiles, *RejectFile, error) { return nil, nil, nil }
-	if err := other.commit(&rollCommit{partition: 1, first: 10, last: 19, expect: 10, messages: 10, rename: none}); err != nil {
+	if err := other.commit(context.Background(), &rollCommit{partition: 1, first: 10, last: 19, expect: 10, messages: 10, rename: none}); err != nil {
 		t.Fatal(err)
 	}
-	err = m.commit(&rollCommit{partition: 1, first: 10, last: 12, expect: 10, rename: func() ([]segmentFiles, *RejectFile, error) {
+	err = m.commit(context.Background(), &rollCommit{partition: 1, first: 10, last: 12, expect: 10, rename: func() ([]segmentFiles, *RejectFile, error) {
 		t.Error("renamed the files of a lost partition")
 		return nil, nil, nil
 	}})
@@ -215,11 +217,11 @@ func TestLoadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, output.ManifestFile), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		m, err := openManifest(dir, nil, Replication{}, zap.NewNop())
+		m, err := openManifest(context.Background(), sinktest.Folder(t, dir), dir, nil, Replication{}, zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = m.lock()
+		_, err = m.lock(context.Background())
 		m.close()
 		if !errors.Is(err, output.ErrUnsafePath) || !strings.Contains(err.Error(), filepath.Join(dir, output.ManifestFile)) {
 			t.Errorf("%s: %v", seg, err)
@@ -230,12 +232,12 @@ func TestLoadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, output.ManifestFile), []byte(good), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m, err := openManifest(dir, nil, Replication{}, zap.NewNop())
+	m, err := openManifest(context.Background(), sinktest.Folder(t, dir), dir, nil, Replication{}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.close()
-	if unlock, err := m.lock(); err != nil || len(m.segs) != 1 {
+	if unlock, err := m.lock(context.Background()); err != nil || len(m.segs) != 1 {
 		t.Errorf("a good manifest: %v", err)
 	} else {
 		unlock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -218,7 +217,7 @@ func (w *worker) segment(region int) (*segment, error) {
 }
 
 func (w *worker) newSegment(region int, offset int64) (*segment, error) {
-	s := &segment{w: w, region: region, first: offset, dir: output.RegionDir(region), ddir: deletesRegionDir(region)}
+	s := &segment{w: w, region: region, first: offset, dir: output.RegionDir(region), ddir: output.DeletesRegionDir(region)}
 	if n := len(w.freeBufs); n > 0 {
 		s.buf = w.freeBufs[n-1]
 		w.freeBufs = w.freeBufs[:n-1]
@@ -418,7 +417,7 @@ func (w *worker) reject(m *kafkago.Message, stage string, rerr *pipeline.RowErro
 	}
 	r.metrics.Rejected.Add(1)
 	w.log.Debug("message rejected", zap.Int64("offset", m.Offset), zap.String("code", rerr.Code), zap.String("field", rerr.Field))
-	return w.roll.rejects.add(rj)
+	return w.roll.rejects.add(w.ctx, rj)
 }
 
 // fitMemory keeps the memory of the roll's buffers (allocated bytes) within the worker's
@@ -491,8 +490,8 @@ func (w *worker) rollSize() int64 {
 }
 
 // closeRoll makes the roll durable and commits its offsets: finish every file (footer, fsync)
-// under its temporary name, then, under the folder's lock, rename them and fsync the folders,
-// rewrite the manifest (the roll's commit point), and last commit the offset after the roll's
+// under its temporary name, then, under the output's commit lock, give them their final names
+// (output.PendingFile), rewrite the manifest (the roll's commit point), and last commit the offset after the roll's
 // last message to Kafka.
 func (w *worker) closeRoll(reason string) error {
 	rl := w.roll
@@ -519,7 +518,6 @@ func (w *worker) closeRoll(reason string) error {
 		rejected: rl.rejected, upserts: rl.upserts, dropped: rl.dropped}
 	c.rename = func() ([]segmentFiles, *RejectFile, error) {
 		var committed []segmentFiles
-		dirs := map[string]bool{}
 		for _, s := range segs {
 			sf, err := s.commit(w.ctx, rl.last)
 			if err != nil {
@@ -530,12 +528,10 @@ func (w *worker) closeRoll(reason string) error {
 			}
 			committed = append(committed, sf)
 			if sf.Data != nil {
-				dirs[s.dir] = true
 				nfiles++
 				nbytes += sf.Data.Bytes
 			}
 			if sf.Deletes != nil {
-				dirs[s.ddir] = true
 				nfiles++
 				nbytes += sf.Deletes.Bytes
 			}
@@ -548,13 +544,7 @@ func (w *worker) closeRoll(reason string) error {
 			return nil, nil, fmt.Errorf("partition %d: %w", w.partition, err)
 		}
 		if rej != nil {
-			dirs[RejectsDir] = true
 			if err := w.hook(StepRenaming, rl); err != nil {
-				return nil, nil, err
-			}
-		}
-		if !r.onStore() { // an upload is durable once complete; renames need their folders fsynced
-			if err := syncDirs(r.cfg.OutDir, dirs); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -564,7 +554,7 @@ func (w *worker) closeRoll(reason string) error {
 		return committed, rej, nil
 	}
 	committing := time.Now()
-	if err := r.man.commit(c); err != nil {
+	if err := r.man.commit(w.ctx, c); err != nil {
 		return err
 	}
 	observeSince(r.metrics.manifestSeconds, committing)
@@ -595,28 +585,6 @@ func (w *worker) closeRoll(reason string) error {
 	w.log.Debug("roll committed", zap.String("reason", reason), zap.Int64("offset", rl.first), zap.Int64("last", rl.last),
 		zap.Int64("messages", rl.msgs), zap.Int64("rejected", rl.rejected), zap.Int64("files", nfiles), zap.Int64("bytes", nbytes),
 		zap.Duration("took", time.Since(start)))
-	return nil
-}
-
-// syncDirs fsyncs the folders (relative to out) that renames went to, and their parents: a
-// region or rejects folder, and data/ or deletes/, may be new.
-func syncDirs(out string, dirs map[string]bool) error {
-	if len(dirs) == 0 {
-		return nil
-	}
-	parents := map[string]bool{out: true}
-	for d := range dirs {
-		full := filepath.Join(out, filepath.FromSlash(d))
-		if err := pipeline.SyncDir(full); err != nil {
-			return err
-		}
-		parents[filepath.Dir(full)] = true
-	}
-	for d := range parents {
-		if err := pipeline.SyncDir(d); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
@@ -653,7 +621,7 @@ func (w *worker) startAt(offset int64, cl claimed) int64 {
 		if offset > 0 && cl.other {
 			w.log.Warn("the group has read this partition up to the offset, but the output folder holds none of its rolls: "+
 				"if another member of the group writes to another --out, the two folders overlap (members of a group must share one --out)",
-				zap.Int64("offset", offset), zap.String("out", w.r.cfg.OutDir))
+				zap.Int64("offset", offset), zap.String("out", w.r.cfg.Out))
 		}
 		return offset
 	}
@@ -663,7 +631,7 @@ func (w *worker) startAt(offset int64, cl claimed) int64 {
 	case offset > next:
 		w.log.Warn("the group's offset is past the output folder's last roll of this partition: the messages in between are not in the folder; "+
 			"another member of the group may write to another --out (members of a group must share one), or the group's offsets were moved",
-			zap.Int64("offset", offset), zap.Int64("next_offset", next), zap.String("out", w.r.cfg.OutDir))
+			zap.Int64("offset", offset), zap.Int64("next_offset", next), zap.String("out", w.r.cfg.Out))
 		return offset
 	case offset == next:
 		return offset
@@ -696,7 +664,7 @@ func (r *Replicator) startFetch(hard context.Context, partition int, offset int6
 	go func() {
 		defer f.wg.Done()
 		defer close(f.ch)
-		f.err = r.cfg.Kafka.FetchPartition(fctx, r.dialer, partition, offset, kafka.FetchOptions{Logger: log, Free: f.free, Gap: r.gap(partition, log)}, f.ch)
+		f.err = r.cfg.Kafka.FetchPartition(fctx, r.dialer, partition, offset, kafka.FetchOptions{Logger: log, Free: f.free, Gap: r.gap(hard, partition, log)}, f.ch)
 	}()
 	return f
 }
@@ -704,7 +672,7 @@ func (r *Replicator) startFetch(hard context.Context, partition int, offset int6
 // gap handles messages of partition deleted (retention) before they were read: they are lost
 // to the table, so the replication stops, unless Config.AcceptGaps accepts the loss, which is
 // then logged, counted and recorded in manifest.json.
-func (r *Replicator) gap(partition int, log *zap.Logger) func(next, first int64) error {
+func (r *Replicator) gap(ctx context.Context, partition int, log *zap.Logger) func(next, first int64) error {
 	return func(next, first int64) error {
 		gerr := &kafka.GapError{Topic: r.cfg.Kafka.Topic, Partition: partition, Next: next, First: first}
 		if !r.cfg.AcceptGaps {
@@ -717,7 +685,7 @@ func (r *Replicator) gap(partition int, log *zap.Logger) func(next, first int64)
 		r.metrics.Gaps.Add(1)
 		r.metrics.GapMessages.Add(first - next)
 		if r.man != nil {
-			if err := r.man.noteGap(partition, next, first); err != nil {
+			if err := r.man.noteGap(ctx, partition, next, first); err != nil {
 				return fmt.Errorf("record %v in the manifest: %w", gerr, err)
 			}
 		}

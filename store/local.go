@@ -135,7 +135,7 @@ func (l *Local) Create(_ context.Context, name string) (Writer, error) {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("create %s: %w", name, err)
 	}
-	return &localWriter{f: f, tmp: tmp, final: final, name: name, made: made}, nil
+	return &localWriter{root: l.root, f: f, tmp: tmp, final: final, name: name, made: made}, nil
 }
 
 // mkdirs creates dir and its missing parents under root and returns the ones it created,
@@ -166,7 +166,8 @@ func mkdirs(root, dir string) ([]string, error) {
 }
 
 type localWriter struct {
-	f          *os.File
+	root       string
+	f          *os.File // nil once finished
 	tmp, final string
 	name       string
 	made       []string
@@ -185,13 +186,9 @@ func (w *localWriter) Commit(context.Context) (int64, error) {
 	if w.committed || w.aborted {
 		return 0, fmt.Errorf("commit %s: the writer is already closed", w.name)
 	}
-	if err := w.f.Sync(); err != nil {
-		return 0, fmt.Errorf("fsync %s: %w", w.name, err)
+	if err := w.Finish(); err != nil {
+		return 0, err
 	}
-	if err := w.f.Close(); err != nil {
-		return 0, fmt.Errorf("close %s: %w", w.name, err)
-	}
-	w.f = nil
 	if err := os.Rename(w.tmp, w.final); err != nil {
 		return 0, fmt.Errorf("commit %s: %w", w.name, err)
 	}
@@ -207,6 +204,35 @@ func (w *localWriter) Commit(context.Context) (int64, error) {
 		}
 	}
 	return w.n, nil
+}
+
+// Finish fsyncs and closes the temporary file.
+func (w *localWriter) Finish() error {
+	if w.f == nil {
+		return nil
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", w.name, err)
+	}
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", w.name, err)
+	}
+	w.f = nil
+	return nil
+}
+
+// CommitAs commits the object under name instead of the one it was created with.
+func (w *localWriter) CommitAs(ctx context.Context, name string) (int64, error) {
+	if err := CheckName(name); err != nil {
+		return 0, err
+	}
+	final := filepath.Join(w.root, filepath.FromSlash(name))
+	made, err := mkdirs(w.root, filepath.Dir(final))
+	if err != nil {
+		return 0, fmt.Errorf("commit %s: %w", name, err)
+	}
+	w.final, w.name, w.made = final, name, append(w.made, made...)
+	return w.Commit(ctx)
 }
 
 func (w *localWriter) Abort() error {

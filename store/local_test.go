@@ -1,6 +1,9 @@
 package store_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/rekey/rekey/store"
@@ -15,4 +18,50 @@ func TestLocalConformance(t *testing.T) {
 		}
 		return s
 	})
+}
+
+// TestLocalCommitAs: a local folder's writer commits its object under a name chosen once it is
+// finished (replicate names a roll's files after its last offset): the temporary file, named
+// after the name it was created with, is renamed to it; nothing else is left.
+func TestLocalCommitAs(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := store.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Create(ctx, "data/region-0000/p0001-0000000000000010-aaaaaaaa.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rn, ok := w.(store.Renamer)
+	if !ok {
+		t.Fatalf("a local folder's writer %T is not a store.Renamer", w)
+	}
+	if _, err := w.Write([]byte("rows")); err != nil {
+		t.Fatal(err)
+	}
+	if err := rn.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "data", "region-0000", store.TempPrefix+"p0001-0000000000000010-aaaaaaaa.parquet")
+	if _, err := os.Stat(tmp); err != nil {
+		t.Fatalf("finished: %v", err)
+	}
+	if objs, _ := s.List(ctx, ""); len(objs) != 0 {
+		t.Fatalf("visible before its commit: %v", objs)
+	}
+	n, err := rn.CommitAs(ctx, "data/region-0000/p0001-0000000000000010-0000000000000019.parquet")
+	if err != nil || n != 4 {
+		t.Fatalf("CommitAs: %d, %v", n, err)
+	}
+	if objs, _ := s.List(ctx, ""); len(objs) != 1 || objs[0].Name != "data/region-0000/p0001-0000000000000010-0000000000000019.parquet" {
+		t.Errorf("committed: %v", objs)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("the temporary file stays: %v", err)
+	}
+	if _, err := rn.CommitAs(ctx, "../x"); err == nil {
+		t.Error("a second commit, and a bad name, passed")
+	}
 }

@@ -62,6 +62,17 @@ type Writer interface {
 	Abort() error
 }
 
+// Renamer is implemented by the Writers of a local folder, whose objects can be committed under
+// a name chosen only once they are finished (their temporary file is renamed to it); a bucket's
+// upload is named when it starts. rekey replicate names a roll's files after its last offset.
+type Renamer interface {
+	Writer
+	// Finish makes the bytes durable under the temporary name, which Sweep removes after a crash.
+	Finish() error
+	// CommitAs is Commit under name rather than the name given to Create.
+	CommitAs(ctx context.Context, name string) (int64, error)
+}
+
 // Reader reads a committed object at any offset.
 type Reader interface {
 	io.ReaderAt

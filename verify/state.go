@@ -521,7 +521,7 @@ func replicationFiles(location string, r *replicate.Replication) ([]pipeline.Fil
 			rows += s.Data.Rows
 		}
 		if s.Deletes != nil {
-			if err := output.CheckRelPathIn(s.Deletes.Path, replicate.DeletesDir); err != nil {
+			if err := output.CheckRelPathIn(s.Deletes.Path, output.DeletesDir); err != nil {
 				return nil, nil, 0, fmt.Errorf("%s: %s: %w", location, output.ManifestFile, err)
 			}
 			files = append(files, pipeline.FileInfo{Region: s.Region, Path: s.Deletes.Path, Rows: s.Deletes.Keys, Bytes: s.Deletes.Bytes})

@@ -299,9 +299,10 @@ func runCampaign(t *testing.T, cfg Config) {
 
 // TestKubernetesJobPlayed plays deploy/kubernetes' Indexed Job with the manifests' own arguments:
 // every index's pods SIGKILLed at random instants until its backoffLimitPerIndex, replaced as the
-// Job controller replaces them (they resume), the podFailurePolicy applied to exit codes, then
-// merge-job.yaml's finishing step killed once and run again. The merged output must hold exactly
-// what one process migrating the whole table writes, on a folder and on versitygw.
+// Job controller replaces them (they resume, each removing only its own leftovers while the other
+// indexes write the same --out), the podFailurePolicy applied to exit codes, then merge-job.yaml's
+// finishing step (metadata only) killed once and run again. The finished output must hold exactly
+// what one process migrating the whole table writes, and nothing stray, on a folder and on versitygw.
 func TestKubernetesJobPlayed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds rekey and runs it a dozen times")

@@ -14,6 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store"
 	"github.com/rekey/rekey/store/s3store/s3test"
 	"go.yaml.in/yaml/v3"
@@ -25,7 +28,9 @@ import (
 // backoffLimitPerIndex, the podFailurePolicy's exit codes failing an index at once), some pods are
 // SIGKILLed as a lost node would kill them, then merge-job.yaml's finishing step runs (and is
 // killed once, and run again as its Job would). The merged output must equal one process migrating
-// the whole table: the same rows, counts and rejects, nothing stray.
+// the whole table: the same rows, counts and rejects, nothing stray. When the indexes write one
+// --out together (--shared-out), the finishing step writes its metadata only, and the rejects are
+// every shard's own.
 
 // indexVar is what the Job controller sets and Kubernetes expands in args.
 const indexVar = "$(JOB_COMPLETION_INDEX)"
@@ -168,7 +173,7 @@ func (c *campaign) singleArgs(spec jobSpec, out string) []string {
 	for _, a := range c.jobArgs(spec.migrateArgs, 0) {
 		name, _, _ := strings.Cut(a, "=")
 		switch name {
-		case "--shard", "--resume":
+		case "--shard", "--resume", "--shared-out":
 		case "--out":
 			args = append(args, "--out="+c.outArg(out))
 		default:
@@ -278,7 +283,11 @@ func (c *campaign) playJob(jc JobConfig, spec jobSpec) (JobSummary, error) {
 		break
 	}
 	sum.Shards = time.Since(start)
-	got, err := c.readMerged(merged)
+	read := c.readMerged
+	if slices.Contains(spec.migrateArgs, "--shared-out") {
+		read = c.readShared
+	}
+	got, err := read(merged)
 	if err != nil {
 		return sum, fmt.Errorf("the merged output: %w", err)
 	}
@@ -378,6 +387,82 @@ func rejectKey(line string) string {
 		return line // compare reports it as it is
 	}
 	return rj.Position + " " + rj.Stage + " " + rj.Code + " " + rj.Field
+}
+
+// readShared reads back the output the indexes wrote together and merge --out finished: the
+// files its manifest lists, and every shard's rejects (on a folder, its rejects.jsonl up to its
+// checkpoint; in a bucket, the parts its checkpoint counts, with what the bucket lists checked
+// shard by shard and at the top, which holds only the metadata merge wrote).
+func (c *campaign) readShared(out string) (*runOutput, error) {
+	ctx := context.Background()
+	var root store.Store
+	if c.srv == nil {
+		local, err := store.NewLocal(out)
+		if err != nil {
+			return nil, err
+		}
+		root = local
+	} else {
+		st, err := s3store.Open(ctx, c.outArg(out), s3test.Getenv(c.srv.Env))
+		if err != nil {
+			return nil, err
+		}
+		root = st
+	}
+	return readOutputWith(out, func(*lindorm.Manifest) (rejects []byte, problems []string, err error) {
+		shards, err := output.SharedShards(ctx, root)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, sh := range shards {
+			view := output.ShardStore(root, sh)
+			cp, err := output.ReadCheckpoint(ctx, view)
+			if err != nil {
+				return nil, nil, err
+			}
+			if cp == nil || !cp.Complete {
+				problems = append(problems, fmt.Sprintf("shard %s: no complete checkpoint", sh))
+				continue
+			}
+			if c.srv == nil {
+				data, err := view.Get(ctx, output.RejectsFile)
+				if err != nil && !store.IsNotExist(err) {
+					return nil, nil, err
+				}
+				rejects = append(rejects, data[:min(int64(len(data)), cp.RejectsBytes)]...)
+				continue
+			}
+			m, err := output.ReadManifest(ctx, view)
+			if err != nil {
+				return nil, nil, err
+			}
+			data, more, err := checkBucket(view, m, false)
+			if err != nil {
+				return nil, nil, err
+			}
+			rejects = append(rejects, data...)
+			for _, p := range more {
+				problems = append(problems, fmt.Sprintf("shard %s: %s", sh, p))
+			}
+		}
+		if c.srv != nil {
+			objs, err := root.List(ctx, "")
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, o := range objs {
+				top, _, nested := strings.Cut(o.Name, "/")
+				if !nested && !slices.Contains([]string{output.ManifestFile, output.DDLFile, output.BulkloadFile}, top) ||
+					nested && top != output.DataDir && top != output.ShardsDir {
+					problems = append(problems, "bucket: an object that is none of the finished output's: "+o.Name)
+				}
+			}
+			if problems, err = checkUnfinished(root, problems); err != nil {
+				return nil, nil, err
+			}
+		}
+		return rejects, problems, nil
+	})
 }
 
 // readMerged reads back merge's output (on an object store, also through the S3 API).

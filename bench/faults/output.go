@@ -67,6 +67,22 @@ func readOutputFrom(dir string, st *s3store.Store) (*runOutput, error) {
 // readOutputAt reads an output; merged says it is rekey merge's, which holds no checkpoint and
 // keeps its rejects in one rejects.jsonl on an object store too.
 func readOutputAt(dir string, st *s3store.Store, merged bool) (*runOutput, error) {
+	return readOutputWith(dir, func(m *lindorm.Manifest) ([]byte, []string, error) {
+		data, err := os.ReadFile(filepath.Join(dir, output.RejectsFile))
+		if err != nil && !os.IsNotExist(err) {
+			return nil, nil, err
+		}
+		if st != nil {
+			// an object store cannot append: the rejects are the parts the checkpoint counts
+			return checkBucket(st, m, merged)
+		}
+		return data, nil, nil
+	})
+}
+
+// readOutputWith reads an output whose rejects (and what is wrong about where they are kept)
+// rejects reads.
+func readOutputWith(dir string, rejects func(*lindorm.Manifest) ([]byte, []string, error)) (*runOutput, error) {
 	m, err := outputtest.Manifest(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
@@ -124,19 +140,11 @@ func readOutputAt(dir string, st *s3store.Store, merged bool) (*runOutput, error
 	}
 	sort.Strings(o.names)
 
-	data, err := os.ReadFile(filepath.Join(dir, output.RejectsFile))
-	if err != nil && !os.IsNotExist(err) {
+	data, problems, err := rejects(m)
+	if err != nil {
 		return nil, err
 	}
-	if st != nil {
-		// an object store cannot append: the rejects are the parts the checkpoint counts
-		var problems []string
-		data, problems, err = checkBucket(st, m, merged)
-		if err != nil {
-			return nil, err
-		}
-		o.problems = append(o.problems, problems...)
-	}
+	o.problems = append(o.problems, problems...)
 	seen := map[string]int{}
 	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
 		if line == "" {
@@ -313,7 +321,7 @@ func short(s string) string {
 // manifest does not list, a listed one missing, a rejects part past the checkpoint's count, an
 // object at the top that is none of the run's, an unfinished multipart upload. A merged output
 // has no checkpoint and one rejects.jsonl.
-func checkBucket(st *s3store.Store, m *lindorm.Manifest, merged bool) (rejects []byte, problems []string, err error) {
+func checkBucket(st store.Store, m *lindorm.Manifest, merged bool) (rejects []byte, problems []string, err error) {
 	ctx := context.Background()
 	top := map[string]bool{output.ManifestFile: true, output.DDLFile: true, output.BulkloadFile: true, output.CheckpointFile: true}
 	cp := &pipeline.Checkpoint{}
@@ -369,12 +377,8 @@ func checkBucket(st *s3store.Store, m *lindorm.Manifest, merged bool) (rejects [
 	for name := range listed {
 		problems = append(problems, "bucket: the manifest lists "+name+", which the bucket does not hold")
 	}
-	up, err := st.Unfinished(ctx, "")
-	if err != nil {
+	if problems, err = checkUnfinished(st, problems); err != nil {
 		return nil, nil, err
-	}
-	for _, name := range up {
-		problems = append(problems, "bucket: an unfinished multipart upload of "+name)
 	}
 	if merged {
 		sort.Strings(problems)
@@ -391,4 +395,21 @@ func checkBucket(st *s3store.Store, m *lindorm.Manifest, merged bool) (rejects [
 	}
 	sort.Strings(problems)
 	return buf.Bytes(), problems, nil
+}
+
+// checkUnfinished adds to problems the multipart uploads left unfinished in st (a bucket; a
+// shard's part of one is checked with the whole bucket).
+func checkUnfinished(st store.Store, problems []string) ([]string, error) {
+	s3, ok := st.(*s3store.Store)
+	if !ok {
+		return problems, nil
+	}
+	up, err := s3.Unfinished(context.Background(), "")
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range up {
+		problems = append(problems, "bucket: an unfinished multipart upload of "+name)
+	}
+	return problems, nil
 }

@@ -145,7 +145,7 @@ func TestFailuresExitThreeInvalidUseTwo(t *testing.T) {
 		{"verify: unknown flag", []string{"verify", "--bogus"}, exitVerifyFailed, "--bogus"},
 		{"verify: a missing target", []string{"verify", "-m", mapping, "--source", "file:" + src, "--target", missing, "--progress", "never"}, exitVerifyFailed, missing},
 
-		{"merge: no input", []string{"merge", "--out", filepath.Join(dir, "merged")}, exitUsage, "requires at least 1 arg"},
+		{"merge: no input and no shards", []string{"merge", "--out", filepath.Join(dir, "merged")}, exitUsage, "holds no shards"},
 		{"merge: --out under a regular file", []string{"merge", run, "--out", underFile}, exitFailed, underFile},
 
 		{"replicate: unknown flag", []string{"replicate", "--bogus"}, exitUsage, "--bogus"},

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rekey/rekey/merge"
 	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
@@ -22,9 +24,22 @@ type mergeFlags struct {
 func newMergeCmd(inv *invocation) *cobra.Command {
 	f := &mergeFlags{}
 	cmd := &cobra.Command{
-		Use:   "merge DIR... --out DIR",
+		Use:   "merge [DIR...] --out DIR",
 		Short: "Combine the outputs of a sharded migration (--shard i/N on N machines) into one bulk-load set",
-		Long: `merge combines the --out directories of runs that migrated one table together, typically the N
+		Long: `With no DIR, merge finishes the output that the N shards of one migration wrote together
+(migrate --shard i/N --shared-out --out DIR): their data files already sit in DIR/data/, so it
+writes metadata only, in a time that does not grow with the data:
+
+  DIR/manifest.json                        every shard's data files where they lie, the totals summed
+  DIR/ddl.sql, DIR/bulkload.json           as the shards wrote them (bulkload.json reads DIR/data, with
+                                           the earliest shard's timestamp)
+
+It refuses unless every shard 0..N-1 is there and complete, all of one migration (mapping, format,
+region plan) and no two of them read the same input, and unless DIR/data/ holds exactly the files
+the shards' manifests list. Each shard's rejected rows stay in DIR/shards/<i>-of-<N>/. Run again,
+it writes the same files; interrupted, run it again to finish.
+
+With DIRs, merge combines the --out directories of runs that migrated one table together, typically the N
 shards of a Cassandra table (migrate --shard i/N), into one bulkload-ready directory:
 
   DIR/data/region-0000/part-00000.parquet ...   every input's files of the region, renumbered
@@ -57,15 +72,51 @@ inside an input (a migrate --resume of that input would delete the merged files)
 inside --out, folders and bucket prefixes alike. It also refuses,
 before placing any file, a manifest that lists a file outside its own directory (an absolute path,
 "..", a symbolic link) or anything but a regular file in a region folder.`,
-		Example: `  rekey merge /shared/out/shard-0 /shared/out/shard-1 /shared/out/shard-2 --out /shared/out/orders
+		Example: `  rekey merge --out /shared/out/orders
+  rekey merge /shared/out/shard-0 /shared/out/shard-1 /shared/out/shard-2 --out /shared/out/orders
   rekey merge /shared/out/shard-* --out /shared/out/orders --files copy
   rekey merge s3://bucket/orders/shard-0 s3://bucket/orders/shard-1 --out s3://bucket/orders/all`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runMerge(cmd, inv, args, f) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return runFinishShards(cmd, inv, f)
+			}
+			return runMerge(cmd, inv, args, f)
+		},
 	}
-	cmd.Flags().StringVar(&f.out, "out", "", "output: a directory (must be new or empty), or s3://BUCKET/PREFIX or oss://BUCKET/PREFIX (inputs may be bucket prefixes too)")
-	cmd.Flags().StringVar(&f.files, "files", "link", "how data files reach --out: link (hard links, copy across filesystems), copy, or move")
+	cmd.Flags().StringVar(&f.out, "out", "", "output: a directory (must be new or empty), or s3://BUCKET/PREFIX or oss://BUCKET/PREFIX (inputs may be bucket prefixes too); with no DIR, the output the shards wrote together")
+	cmd.Flags().StringVar(&f.files, "files", "link", "how data files reach --out: link (hard links, copy across filesystems), copy, or move (not with no DIR: nothing is placed)")
 	return cmd
+}
+
+// runFinishShards is merge with no inputs: it finishes the output the shards wrote together.
+func runFinishShards(cmd *cobra.Command, inv *invocation, f *mergeFlags) error {
+	if f.out == "" {
+		return usageError(errors.New("--out is required: the output the shards wrote together (migrate --shard i/N --shared-out), or give the outputs to merge: rekey merge DIR... --out DIR"))
+	}
+	if cmd.Flags().Changed("files") {
+		return usageError(errors.New("--files applies to merging outputs (rekey merge DIR... --out DIR): finishing shards that wrote one --out together places no file"))
+	}
+	ctx := cmd.Context()
+	out, err := inv.openStore(ctx, f.out)
+	if err != nil {
+		return err
+	}
+	inputs, err := merge.OpenShards(ctx, out)
+	if err != nil {
+		return usageError(err)
+	}
+	if err := merge.Check(inputs); err != nil {
+		return usageError(err)
+	}
+	res, err := merge.FinishShards(ctx, inputs, out, version)
+	if err != nil {
+		return runFailed(fmt.Errorf("finish the shards in %s: %w (run the same command again once the cause is fixed)", f.out, err))
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "Finished the %d shards in %s (metadata only: no data file copied)\n", len(inputs), f.out)
+	printMerged(w, res.Manifest, fmt.Sprintf("%d (where the shards wrote them)", res.Manifest.Files))
+	fmt.Fprintf(w, "  rejected rows: %s\n", out.Location(output.ShardsDir+"/*/"))
+	return nil
 }
 
 func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags) error {
@@ -97,9 +148,14 @@ func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags)
 	if err != nil {
 		return fmt.Errorf("merge: %w (the merge in %s is unfinished, and with --files move some files may be only there: run the same merge command again to finish it)", err, f.out)
 	}
-	m := res.Manifest
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "Merged %d runs into %s\n", len(inputs), f.out)
+	printMerged(w, res.Manifest, fmt.Sprintf("%d (%s)", res.Manifest.Files, filesVerb(mode, res, allLocal(out, inputs))))
+	return nil
+}
+
+// printMerged prints the figures of a merged manifest; files says how many files and where.
+func printMerged(w io.Writer, m *lindorm.Manifest, files string) {
 	rows := [][2]string{
 		{"rows in", fmt.Sprintf("%d", m.RowsIn)},
 		{"rows written", fmt.Sprintf("%d", m.RowsWritten)},
@@ -113,11 +169,10 @@ func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags)
 	}
 	table(w, append(rows, [][2]string{
 		{"regions", fmt.Sprintf("%d (%s)", m.Plan.Regions, m.Plan.Strategy)},
-		{"files", fmt.Sprintf("%d (%s)", m.Files, filesVerb(mode, res, allLocal(out, inputs)))},
+		{"files", files},
 		{"bytes", transform.FormatSize(m.Bytes)},
 	}...))
 	printOversize(w, m)
-	return nil
 }
 
 // allLocal tells whether the merge was between local folders, where files are hard-linked.

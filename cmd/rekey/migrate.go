@@ -40,6 +40,7 @@ type migrateFlags struct {
 	sort        bool
 	resume      bool
 	overwrite   bool
+	sharedOut   bool
 	checkpoint  time.Duration
 	progress    progressFlags
 	statsJSON   string
@@ -115,6 +116,7 @@ Exit codes:
 	fl.BoolVar(&f.sort, "sort", false, "order the rows in each file by the full target key")
 	fl.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out from its checkpoint")
 	fl.BoolVar(&f.overwrite, "overwrite", false, "replace a previous run's output in --out (only rekey's own files; refused when --out holds anything else)")
+	fl.BoolVar(&f.sharedOut, "shared-out", false, "with --shard i/N: --out is shared by all N shards; each writes its data files straight into --out's data/ (named s<i>-part-...) and keeps its checkpoint, rejects and lock in --out's shards/<i>-of-<N>/; rekey merge --out finishes them without copying data")
 	fl.DurationVar(&f.checkpoint, "checkpoint-interval", time.Minute, "how often to commit files and save a checkpoint (each one closes the open files)")
 	f.progress.register(inv, fl)
 	fl.StringVar(&f.statsJSON, "stats-json", "", "also write the run's figures (rows/s, peak memory) to this JSON file")
@@ -174,7 +176,17 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	if err := inv.sources.Refuse(f.source); err != nil {
 		return usageError(err)
 	}
+	shard, err := inv.sources.Shard()
+	if err != nil {
+		return usageError(err)
+	}
+	if f.sharedOut && shard.Whole() {
+		return usageError(errors.New("--shared-out needs --shard i/N: it is the output the N shards of one migration write together"))
+	}
 	if sqlsink.IsURI(f.out) {
+		if f.sharedOut {
+			return usageError(errors.New("--shared-out applies to bulk-load files (a folder or a bucket prefix), not to a SQL table: every shard writes its rows into the table as it is"))
+		}
 		memory, err := parseSizeFlag("--memory", f.memory)
 		if err != nil {
 			return usageError(err)
@@ -220,10 +232,19 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 		return err
 	}
 	verifier, _ := format.(output.Verifier)
-	out, err := output.Open(ctx, st, output.Spec{
+	spec := output.Spec{
 		Dir: f.out, Fingerprint: prog.Fingerprint(), Format: format.Name(), Source: src,
 		Regions: f.regions, Resume: f.resume, Verify: verifier, Overwrite: f.overwrite,
-	}, logger.Named("pipeline"))
+	}
+	var out *output.Output
+	namePrefix := ""
+	if f.sharedOut {
+		out, err = output.OpenShard(ctx, st, shard, spec, logger.Named("pipeline"))
+		namePrefix = output.ShardFilePrefix(shard)
+		next.Shard = &shard
+	} else {
+		out, err = output.Open(ctx, st, spec, logger.Named("pipeline"))
+	}
 	if errors.Is(err, output.ErrRefusedResume) {
 		return usageError(err)
 	} else if err != nil {
@@ -244,7 +265,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	setMemoryBudget(inv.getenv, memory)
 	sink, err := files.New(ctx, files.Config{
 		Store: st, Schema: prog.Target(), Plan: plan, Format: format,
-		MaxFileSize: maxFile, Memory: memory / 4, Sort: f.sort,
+		MaxFileSize: maxFile, Memory: memory / 4, Sort: f.sort, NamePrefix: namePrefix,
 	}, logger.Named("sink.files"))
 	if err != nil {
 		return usageError(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/sqlsink"
@@ -232,7 +233,7 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	var plan pipeline.RegionPlan
 	outDir := f.out
 	var sqlCfg sqlsink.Config
-	var out store.Store // the object store (s3://, oss://); nil: a local folder
+	var out store.Store // the output: a local folder, or an object store's prefix (s3://, oss://)
 	if !toSQL && !store.IsLocal(f.out) {
 		if out, err = inv.openStore(ctx, f.out); err != nil {
 			return err
@@ -242,6 +243,9 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 		// a folder that cannot be made fails the run (3), before its state is read
 		if err := os.MkdirAll(f.out, 0o755); err != nil {
 			return runFailed(fmt.Errorf("--out %s: create the output folder: %w", f.out, err))
+		}
+		if out, err = store.NewLocal(f.out, store.PrivateNames(output.PrivateName)); err != nil {
+			return runFailed(fmt.Errorf("--out %s: %w", f.out, err))
 		}
 	}
 	if toSQL {
@@ -266,15 +270,20 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	} else if plan, err = replicationPlan(ctx, f, out, kcfg, prog, logger); err != nil {
 		return err
 	}
+	if toSQL { // the state folder of the table
+		if out, err = store.NewLocal(outDir, store.PrivateNames(output.PrivateName)); err != nil {
+			return runFailed(fmt.Errorf("--out %s: %w", outDir, err))
+		}
+	}
 	group := replicate.GroupOptions{SessionTimeout: f.session, HeartbeatInterval: max(f.session/10, 100*time.Millisecond), RebalanceTimeout: f.rebalance}
-	r, err := replicate.New(replicate.Config{
+	r, err := replicate.New(ctx, replicate.Config{
 		SQL:          sqlCfg,
 		Kafka:        kcfg,
 		Program:      prog,
 		Plan:         plan,
 		Format:       format,
-		OutDir:       outDir,
 		Store:        out,
+		Out:          outDir,
 		Job:          job,
 		RollSize:     rollSize,
 		RollInterval: f.rollInterval,
@@ -374,13 +383,7 @@ func markStart(cmd *cobra.Command, kcfg kafka.Config) error {
 // output directory), else the mapping's, placed from a sample of the retained messages when
 // the strategy needs one.
 func replicationPlan(ctx context.Context, f *replicateFlags, out store.Store, kcfg kafka.Config, p *transform.Program, logger *zap.Logger) (pipeline.RegionPlan, error) {
-	var st *replicate.State
-	var err error
-	if out != nil {
-		st, err = replicate.LoadStateFrom(ctx, out)
-	} else {
-		st, err = replicate.LoadState(f.out)
-	}
+	st, err := replicate.LoadStateFrom(ctx, out)
 	if err != nil {
 		return pipeline.RegionPlan{}, runFailed(err)
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/output"
-	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
@@ -191,7 +190,7 @@ func TestReplicateToObjectStoreKilled(t *testing.T) {
 		t.Errorf("%d reject lines, want 1 (the poison message once)", rejects)
 	}
 	// every object of the prefix is the manifest's or the output's own (the lock is released)
-	own := map[string]bool{output.ManifestFile: true, output.DDLFile: true, output.BulkloadFile: true, replicate.StateFile: true}
+	own := map[string]bool{output.ManifestFile: true, output.DDLFile: true, output.BulkloadFile: true, output.ReplicateStateFile: true}
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -19,23 +20,7 @@ func TestShardsOfFilesAndGenMergeIntoOneRun(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
-	export := filepath.Join(dir, "export")
-	if err := os.Mkdir(export, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	total := int64(0)
-	for i, rows := range []int64{900, 300, 250, 200, 120} { // unequal files: balanced by size
-		ordersCSV(t, export, fmt.Sprintf("part-%d.csv", i), rows, int64(i+1))
-		total += rows
-	}
-	for _, c := range []struct {
-		name, source string
-		shards       int
-		rows         int64
-	}{
-		{"files", "file:" + export, 3, total},
-		{"gen", "gen:orders?rows=5000", 2, 5000},
-	} {
+	for _, c := range shardCases(t, dir) {
 		var outs []string
 		for i := range c.shards {
 			out := filepath.Join(dir, fmt.Sprintf("%s-shard-%d", c.name, i))
@@ -117,4 +102,106 @@ func TestCassandraFlagsRefusedForOtherSources(t *testing.T) {
 	if code != exitVerifyFailed || !strings.Contains(errs, "--rate: Cassandra sources only") {
 		t.Errorf("verify --rate with a file: exit %d, %s", code, errs)
 	}
+}
+
+// The N shards of a migration write one --out together (--shared-out): each puts its data files
+// straight into data/ under names of its own and keeps its checkpoint, rejects and manifest in
+// shards/<i>-of-<N>/. merge --out with no inputs then writes only metadata: the data files stay
+// the very files the shards wrote (same inodes), the manifest lists them all with the totals
+// summed, verify finds the whole source, and run again it writes the same manifest. It refuses
+// to finish before every shard is complete, and --files (nothing is placed).
+func TestShardsWriteOneOutTogether(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	for _, c := range shardCases(t, dir) {
+		out := filepath.Join(dir, c.name)
+		for i := range c.shards {
+			shard := fmt.Sprintf("%d/%d", i, c.shards)
+			code, stdout, errs := runCLI(t, "migrate", "-m", mapping, "--source", c.source, "--shard", shard, "--shared-out", "--regions", "4", "--out", out, "--progress", "never")
+			if code != 0 || !strings.Contains(stdout, "rekey merge --out "+out) {
+				t.Fatalf("%s: shard %s: exit %d\n%s%s", c.name, shard, code, stdout, errs)
+			}
+			if i == 0 {
+				if code, _, errs := runCLI(t, "merge", "--out", out); code != 2 || !strings.Contains(errs, fmt.Sprintf("shard 1/%d", c.shards)) || !strings.Contains(errs, "missing") {
+					t.Errorf("%s: finishing before every shard ran: exit %d, %s", c.name, code, errs)
+				}
+			}
+		}
+		data := map[string]os.FileInfo{}
+		filepath.WalkDir(filepath.Join(out, "data"), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				data[p], _ = os.Stat(p)
+			}
+			return err
+		})
+		if code, _, errs := runCLI(t, "merge", "--out", out, "--files", "copy"); code != 2 || !strings.Contains(errs, "--files applies to merging outputs") {
+			t.Errorf("%s: merge --out with --files and no inputs: exit %d, %s", c.name, code, errs)
+		}
+		mustRun(t, "merge", "--out", out)
+		m, err := outputtest.Manifest(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.RowsIn != c.rows || m.RowsWritten != c.rows || m.Files != len(data) {
+			t.Errorf("%s: finished with %d rows in, %d written, %d files; the source holds %d rows, data/ %d files", c.name, m.RowsIn, m.RowsWritten, m.Files, c.rows, len(data))
+		}
+		for _, r := range m.Regions {
+			for _, f := range r.Files {
+				before, ok := data[filepath.Join(out, filepath.FromSlash(f.Path))]
+				now, err := os.Stat(filepath.Join(out, filepath.FromSlash(f.Path)))
+				if !ok || err != nil || !os.SameFile(before, now) {
+					t.Errorf("%s: the manifest lists %s, not a file a shard wrote there (%v)", c.name, f.Path, err)
+				}
+			}
+		}
+		if code, stdout, errs := runCLI(t, "verify", "-m", mapping, "--source", c.source, "--target", out, "--progress", "never"); code != 0 || !strings.Contains(stdout, "EQUAL") {
+			t.Errorf("%s: verify of the finished shards against the whole source: exit %d\n%s%s", c.name, code, stdout, errs)
+		}
+		mustRun(t, "merge", "--out", out)
+		again, err := outputtest.Manifest(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.RowsIn != m.RowsIn || !reflect.DeepEqual(again.Regions, m.Regions) {
+			t.Errorf("%s: finished twice, the manifests differ", c.name)
+		}
+	}
+	// --shared-out is refused where it does not apply, and a whole-table run in a shared output
+	code, _, errs := runCLI(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--shared-out", "--out", filepath.Join(dir, "whole"), "--progress", "never")
+	if code != 2 || !strings.Contains(errs, "--shared-out needs --shard") {
+		t.Errorf("--shared-out without --shard: exit %d, %s", code, errs)
+	}
+	code, _, errs = runCLI(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", filepath.Join(dir, "gen"), "--overwrite", "--progress", "never")
+	if code != 2 || !strings.Contains(errs, "holds the shards of a migration") {
+		t.Errorf("a whole-table run --overwrite into the shards' output: exit %d, %s", code, errs)
+	}
+}
+
+// shardCase is a source read in shards: a folder of files, or gen: rows.
+type shardCase struct {
+	name, source string
+	shards       int
+	rows         int64
+}
+
+// shardCases are the sources read in shards: an export of unequal files in dir, and gen:.
+func shardCases(t *testing.T, dir string) []shardCase {
+	export, total := ordersExport(t, dir)
+	return []shardCase{{"files", "file:" + export, 3, total}, {"gen", "gen:orders?rows=5000", 2, 5000}}
+}
+
+// ordersExport writes an export of 5 orders CSV files of unequal sizes (shards are balanced by
+// size) into dir/export, and returns the folder and its row count.
+func ordersExport(t *testing.T, dir string) (string, int64) {
+	export := filepath.Join(dir, "export")
+	if err := os.Mkdir(export, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	for i, rows := range []int64{900, 300, 250, 200, 120} {
+		ordersCSV(t, export, fmt.Sprintf("part-%d.csv", i), rows, int64(i+1))
+		total += rows
+	}
+	return export, total
 }

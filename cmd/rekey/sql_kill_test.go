@@ -329,7 +329,7 @@ func (s *e2eStream) staleRejects(t *testing.T) {
 		line, _ := json.Marshal(&output.Reject{Position: fmt.Sprintf("kafka:%s/%d:%d", s.topic, m.Partition, m.Offset),
 			Stage: "source", Code: "parse", Message: "invalid JSON (a run that crashed before committing)", Raw: string(m.Value),
 			LogPosition: &output.LogPosition{Topic: s.topic, Partition: m.Partition, Offset: m.Offset}})
-		dir := filepath.Join(s.state, replicate.RejectsDir)
+		dir := filepath.Join(s.state, output.RejectsDir)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -122,18 +122,7 @@ func TestMergeShardsOnObjectStoreCopiesOnTheServer(t *testing.T) {
 		t.Skip("long")
 	}
 	t.Parallel()
-	c := cassandratest.Open(t, cqltest.WithNodes(3), cqltest.WithVnodes(8))
-	const n = 6000
-	seedShop(t, c, n)
-	dir := t.TempDir()
-	m := writeFile(t, dir, "hash.yaml", hashMapping)
-	uri := c.URI("shop", "orders", "page_size=300")
-	whole := filepath.Join(dir, "whole")
-	mustRun(t, "migrate", "-m", m, "--source", uri, "--out", whole, "--progress", "never")
-	want, _ := outputRows(t, whole)
-	if len(want) != n {
-		t.Fatalf("unsharded run: %d rows", len(want))
-	}
+	m, uri, want := shopShards(t)
 	for _, server := range []string{"gofakes3", "versitygw"} {
 		t.Run(server, func(t *testing.T) {
 			log := &s3log{}
@@ -272,4 +261,64 @@ func TestMergeMoveFinishesAfterAFailure(t *testing.T) {
 	if _, err := openURI(t, srv.URIFor("moved"), srv.Env).Stat(context.Background(), output.MergePlanFile); err == nil {
 		t.Errorf("the finished merge left %s", output.MergePlanFile)
 	}
+}
+
+// Cassandra shards writing one bucket prefix together (--shared-out), then merge --out with no
+// inputs: the finishing step reads and writes metadata only (no copy, no data object read or
+// written), the shards' token ranges tile the ring, and the rows equal an unsharded run's.
+func TestSharedOutShardsFinishWithMetadataOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	t.Parallel()
+	m, uri, want := shopShards(t)
+	log := &s3log{}
+	srv := startVersitygw(t).Proxy(t, log.wrap)
+	out := srv.URIFor("shared")
+	for i := 0; i < 3; i++ {
+		mustRunWithEnv(t, srv.Env, "migrate", "-m", m, "--source", uri, "--shard", fmt.Sprintf("%d/3", i), "--shared-out", "--out", out, "--progress", "never", "--max-file-size", "16KiB")
+	}
+	log.reset()
+	stdout := mustRunWithEnv(t, srv.Env, "merge", "--out", out)
+	if !strings.Contains(stdout, "metadata only") {
+		t.Errorf("merge --out output:\n%s", stdout)
+	}
+	var total int64
+	for _, call := range log.all() {
+		total += call.sent + call.recvd
+		if call.op == "CopyObject" || call.op == "UploadPartCopy" || strings.HasPrefix(call.key, "shared/"+output.DataDir+"/") && call.op != "ListObjectsV2" {
+			t.Errorf("the finishing step made %s %s", call.op, call.key)
+		}
+	}
+	got := download(t, out, srv.Env)
+	rows, mm := outputRows(t, got)
+	t.Logf("finished %d files (%d bytes of data) with %d bytes of request and response bodies", mm.Files, mm.Bytes, total)
+	if total >= mm.Bytes {
+		t.Errorf("%d bytes crossed the wire finishing %d bytes of data", total, mm.Bytes)
+	}
+	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("shards written together: %d rows; unsharded: %d rows; they differ", len(rows), len(want))
+	}
+	var job lindorm.BulkloadJob
+	data, _ := os.ReadFile(filepath.Join(got, output.BulkloadFile))
+	if err := json.Unmarshal(data, &job); err != nil || job.ReaderConfig.FilePath != "shared/data/" {
+		t.Errorf("bulkload.json filePath %q, want shared/data/: %v", job.ReaderConfig.FilePath, err)
+	}
+}
+
+// shopShards serves a table of 6000 orders on 3 fake nodes and returns a mapping, the table's
+// source URI and the rows of an unsharded run of it, the reference for its shards.
+func shopShards(t *testing.T) (mapping, uri string, want []string) {
+	c := cassandratest.Open(t, cqltest.WithNodes(3), cqltest.WithVnodes(8))
+	const n = 6000
+	seedShop(t, c, n)
+	dir := t.TempDir()
+	mapping = writeFile(t, dir, "hash.yaml", hashMapping)
+	uri = c.URI("shop", "orders", "page_size=300")
+	whole := filepath.Join(dir, "whole")
+	mustRun(t, "migrate", "-m", mapping, "--source", uri, "--out", whole, "--progress", "never")
+	if want, _ = outputRows(t, whole); len(want) != n {
+		t.Fatalf("unsharded run: %d rows", len(want))
+	}
+	return mapping, uri, want
 }

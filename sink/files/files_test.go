@@ -625,3 +625,22 @@ func TestSortSpillIsPrivateAndKilledRunsAreSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// With NamePrefix (a shard of a shared output), every file is named with it and a resumed run
+// goes on after the highest of its own files, never rewriting one under a name it had committed.
+func TestNamePrefixSequenceAfterExisting(t *testing.T) {
+	dir := t.TempDir()
+	schema := sinktest.AllTypes()
+	plan := sinktest.VarcharPlan("h")
+	os.MkdirAll(filepath.Join(dir, "data", "region-0001"), 0o755)
+	os.WriteFile(filepath.Join(dir, "data", "region-0001", "s0002-part-00041.parquet"), []byte("x"), 0o644)
+	s := newSink(t, files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New(), NamePrefix: "s0002-"})
+	write(t, s, sinktest.AllTypesRows(2000, 1, plan), 1000)
+	infos, err := s.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(names(infos), ","), "data/region-0000/s0002-part-00000.parquet,data/region-0001/s0002-part-00042.parquet"; got != want {
+		t.Fatalf("committed %s, want %s", got, want)
+	}
+}

@@ -78,6 +78,9 @@ type Config struct {
 	// in the region folder; Commit merges them into files rolled at MaxFileSize, so the files one
 	// Commit writes for a region are each sorted and do not overlap.
 	Sort bool
+	// NamePrefix begins the name of every data file ("s0002-part-00000.parquet"): the shards of
+	// one migration that write into one output (output.ShardFilePrefix) keep their files apart.
+	NamePrefix string
 	// CheckRegions verifies that every row's Region is Plan.Route of its first key column
 	// (a misrouted row is a run error, never silently written). Off by default: the transform
 	// routes rows with the same plan.
@@ -251,7 +254,7 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Sink, error) {
 	}
 	// sequence numbers go on after the highest file already in each region folder
 	for _, obj := range existing {
-		if i, seq, ok := output.ParseDataFile(obj.Name); ok && i < n && seq >= s.regions[i].nextSeq {
+		if i, seq, ok := output.ParseDataFile(obj.Name, cfg.NamePrefix); ok && i < n && seq >= s.regions[i].nextSeq {
 			s.regions[i].nextSeq = seq + 1
 		}
 	}
@@ -588,7 +591,7 @@ func (s *Sink) cut(r *region) *job {
 func (s *Sink) newFile(r *region) *file {
 	seq := r.nextSeq
 	r.nextSeq++
-	f := &file{r: r, seq: seq, rel: output.DataFile(r.idx, seq, s.cfg.Format.Ext()), done: make(chan struct{})}
+	f := &file{r: r, seq: seq, rel: output.DataFile(r.idx, seq, s.cfg.NamePrefix, s.cfg.Format.Ext()), done: make(chan struct{})}
 	s.liveMu.Lock()
 	s.live[f] = struct{}{}
 	s.liveMu.Unlock()

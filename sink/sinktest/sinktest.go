@@ -18,6 +18,7 @@ import (
 
 	pq "github.com/parquet-go/parquet-go"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/parquet"
@@ -341,7 +342,7 @@ func OrdersSchema() pipeline.TargetSchema {
 // Folder is the local folder dir as a store (the output of a sink under test).
 func Folder(tb testing.TB, dir string) store.Store {
 	tb.Helper()
-	st, err := store.NewLocal(dir)
+	st, err := store.NewLocal(dir, store.PrivateNames(output.PrivateName)) // as cmd opens an output's folder
 	if err != nil {
 		tb.Fatal(err)
 	}

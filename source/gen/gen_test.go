@@ -197,7 +197,7 @@ func TestWriteCSVReadsBack(t *testing.T) {
 			t.Fatalf("%s: %d rows, want %d", name, len(got), len(want))
 		}
 		for i := range want {
-			if got[i].Err != nil || !reflect.DeepEqual(got[i].Values, want[i].Values) || got[i].Seq != int64(i)+2 {
+			if got[i].Err != nil || !equalValues(got[i].Values, want[i].Values) || got[i].Seq != int64(i)+2 {
 				t.Fatalf("%s row %d: %v %v, want %v", name, i, got[i].Err, got[i].Values, want[i].Values)
 			}
 		}
@@ -329,4 +329,17 @@ u9164723461,1000000003,wechat,1704067200017,DELIVERED,Kunming,12.36
 			t.Errorf("%s:\n%s\nwant\n%s", name, b.String(), w)
 		}
 	}
+}
+
+// equalValues compares by Value.Equal: a decimal read back from text carries its number too.
+func equalValues(a, b []pipeline.Value) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].Equal(b[i]) {
+			return false
+		}
+	}
+	return true
 }

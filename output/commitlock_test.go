@@ -1,0 +1,97 @@
+package output
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rekey/rekey/store"
+)
+
+// TestFolderCommitLockSharesRevisions: two members of a folder each open its commit lock; a
+// revision one bumps is the one the other reads when it locks next, and SweepOwned removes only
+// the temporary files whose pending names the holder owns.
+func TestFolderCommitLockSharesRevisions(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := store.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := OpenCommitLock(ctx, st, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release()
+	b, err := OpenCommitLock(ctx, st, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release()
+	if a.Exclusive() || b.Exclusive() {
+		t.Error("a folder's commit lock is exclusive: its members could not share it")
+	}
+	if rev, err := a.Lock(ctx); err != nil || rev != 0 {
+		t.Fatalf("a new folder: revision %d, %v", rev, err)
+	}
+	if err := a.Bump(1); err != nil {
+		t.Fatal(err)
+	}
+	a.Unlock()
+	if rev, err := b.Lock(ctx); err != nil || rev != 1 {
+		t.Fatalf("the other member reads revision %d (%v), want 1", rev, err)
+	}
+	folder := filepath.Join(dir, "data", "region-0000")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mine, theirs := store.TempPrefix+"p0001-0000000000000010-aaaaaaaa.parquet", store.TempPrefix+"p0002-0000000000000010-bbbbbbbb.parquet"
+	for _, f := range []string{mine, theirs} {
+		if err := os.WriteFile(filepath.Join(folder, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = b.SweepOwned(ctx, []string{"data/region-0000", "data/region-0001"}, func(name string) bool {
+		return name == "p0001-0000000000000010-aaaaaaaa.parquet"
+	})
+	b.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(folder, mine)); !os.IsNotExist(err) {
+		t.Errorf("an owned leftover stays: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(folder, theirs)); err != nil {
+		t.Errorf("another member's file was removed: %v", err)
+	}
+}
+
+// TestBucketCommitLockIsOneMembers: on an object store one process holds the prefix's commit
+// lock; a second is refused while the first runs, and takes it once the first released it.
+func TestBucketCommitLockIsOneMembers(t *testing.T) {
+	defer func(ttl, settle time.Duration) { LockTTL, lockSettle = ttl, settle }(LockTTL, lockSettle)
+	LockTTL, lockSettle = 600*time.Millisecond, 10*time.Millisecond // the second holder sees a renewal soon
+	ctx := context.Background()
+	st := newBucket(t, t.TempDir())
+	a, err := OpenCommitLock(ctx, st, "s3://b/p", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Exclusive() {
+		t.Error("an object store's commit lock is shared")
+	}
+	if _, err := OpenCommitLock(ctx, st, "s3://b/p", nil); !errors.Is(err, ErrRefusedResume) {
+		t.Fatalf("a second holder: %v", err)
+	}
+	if err := a.Release(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenCommitLock(ctx, st, "s3://b/p", nil)
+	if err != nil {
+		t.Fatalf("after the release: %v", err)
+	}
+	b.Release()
+}
