@@ -309,29 +309,6 @@ func TestShardsSplitFilesFewerThanShards(t *testing.T) {
 	}
 }
 
-// A part of a file resumes after any batch, and its identity changes with the file.
-func TestPartConformance(t *testing.T) {
-	for _, format := range []string{"jsonl", "csv"} {
-		t.Run(format, func(t *testing.T) {
-			path := writeFile(t, "in."+format, conformanceRows(format, 90, 40))
-			open := opener(func() (pipeline.Source, error) {
-				return New(Config{Path: path, Schema: conformanceSchema, BatchSize: 5, ChunkSize: 64, Workers: 2,
-					CSV: CSVOptions{SingleLine: format == "csv"}, Part: pipeline.Shard{Index: 1, Count: 3}}, nil)
-			})
-			sourcetest.Run(t, sourcetest.Case{
-				Open: open,
-				OpenChanged: func(t *testing.T) pipeline.Source {
-					changed := writeFile(t, "in."+format, conformanceRows(format, 91, 40))
-					if err := os.Rename(changed, path); err != nil {
-						t.Fatal(err)
-					}
-					return open(t)
-				},
-			})
-		})
-	}
-}
-
 // An object in a bucket is read in parts through ranged reads: the parts' records are the whole
 // object's, and a part resumes after any batch.
 func TestBucketFileInParts(t *testing.T) {
