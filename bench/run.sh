@@ -33,6 +33,8 @@
 #   shards  the core case's CSV as 8 files: rekey migrate of the folder in one process next to 4
 #           shards of it (--shard i/4, one after the other) and rekey merge: total CPU of the shards
 #           and the merge within 1.1x the one process's, merge time independent of the data size.
+#   stages  where rekey migrate's CPU goes on the core CSV, stage by stage (a CPU profile), next to
+#           each stage's floor measured on the same bytes, for both job shapes (bench/stages).
 # ROWS overrides the row count of the core and store cases. Results: bench/work/results.json and a table.
 # BENCH_QUICK=1 runs every case on small inputs, once: it checks that the benchmark runs (CI runs
 # it), its figures mean nothing.
@@ -46,7 +48,7 @@ fi
 ROWS=${ROWS:-5000000}
 GEN_SMALL=${GEN_SMALL:-5000000}   # the memory and report cases' two gen:orders sizes
 GEN_LARGE=${GEN_LARGE:-50000000}
-CASES=${BENCH_CASES:-core memory report verify cassandra kafka sql store shards}
+CASES=${BENCH_CASES:-core stages memory report verify cassandra kafka sql store shards}
 WORK=bench/work
 mkdir -p "$WORK"
 go build -o "$WORK/rekey" ./cmd/rekey
@@ -132,6 +134,13 @@ for c in $CASES; do
     done
     rm -rf "$WORK/out-duckdb" "$WORK"/out-rekey_migrate_* "$WORK"/out-decimal_rekey_*
     median rekey_migrate duckdb decimal_rekey decimal_duckdb
+    ;;
+  stages)
+    core_csv
+    for m in mappings/orders.yaml bench/orders-decimal.yaml; do
+      echo "stages: where rekey migrate's CPU goes, $m, $ROWS rows ..."
+      go run ./bench/stages -rekey "$REKEY" -csv "$CSV" -mapping "$m" -work "$WORK" -json "$WORK/stages-$(basename "$m" .yaml).json" > "$WORK/stages-$(basename "$m" .yaml).md"
+    done
     ;;
   memory)
     echo "memory: rekey migrate from gen:orders, $GEN_SMALL rows ..."
@@ -265,6 +274,10 @@ if (r.sql_rekey && r.sql_bare) {
 }
 if (r.sql_verify && r.sql_rekey) {
   console.log(`rekey verify against MariaDB / rekey migrate into it throughput ratio: ${(r.sql_verify.rows_per_sec / r.sql_rekey.rows_per_sec).toFixed(2)} (target >= 1.0); verify peak RSS ${mb(r.sql_verify.peak_rss_bytes)}`);
+}
+for (const m of ['orders', 'orders-decimal']) {
+  const f = require('path').join(require('path').dirname(process.argv[2]), `stages-${m}.md`);
+  if (require('fs').existsSync(f)) console.log(`\nstages, ${m}: ` + require('fs').readFileSync(f, 'utf8').trim());
 }
 if (r.shards) {
   const x = r.shards, ratio = x.shards_cpu_seconds / x.one_cpu_seconds;

@@ -314,3 +314,42 @@ func FuzzCSVSplitPoint(f *testing.F) {
 		}
 	})
 }
+
+// TestChunksShrinkAfterALongRecord: a record longer than the chunk size grows the read buffer to
+// hold it; the chunks after it go back to the chunk size. Before, the buffer stayed grown (up to
+// --max-record-size, 16 MiB) for the rest of the file, and every later chunk, with the records
+// parsed from it, was that large: one stray quote took a --memory 256MiB run from 225 to 440 MB.
+func TestChunksShrinkAfterALongRecord(t *testing.T) {
+	const chunkSize = 256
+	var b strings.Builder
+	b.WriteString("id,name,ts,amount\n")
+	fmt.Fprintf(&b, "1,\"%s\",1,1.5\n", strings.Repeat("long\n", 400)) // 2 KB, quoted, within the limit
+	for line := 2; line <= 500; line++ {
+		fmt.Fprintf(&b, "%d,user%d,%d,1.5\n", line, line, line)
+	}
+	src, err := New(Config{Path: writeFile(t, "long.csv", b.String()), Schema: ordersSchema, ChunkSize: chunkSize, MaxRecordSize: 1 << 20}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := src.openAt(context.Background(), src.dataStart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var sizes []int
+	err = src.readChunks(context.Background(), r, src.dataStart, src.dataLine, func(c *chunk) bool {
+		sizes = append(sizes, len(c.data))
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sizes) < 3 || sizes[0] <= chunkSize {
+		t.Fatalf("chunk sizes %v: want a first chunk holding the long record, then more", sizes)
+	}
+	for i, n := range sizes[1:] {
+		if n > chunkSize {
+			t.Fatalf("chunk %d after the long record is %d bytes, more than the chunk size %d (all: %v)", i+1, n, chunkSize, sizes)
+		}
+	}
+}

@@ -816,6 +816,12 @@ func (s *Source) readChunks(ctx context.Context, r io.Reader, off, line int64, e
 			c.lines = strings.Count(c.data, "\n")
 			carry = copy(buf, buf[cut:total])
 		}
+		if len(buf) > s.cfg.ChunkSize && carry < s.cfg.ChunkSize {
+			// The long record that grew the buffer is out: later chunks, and the records parsed
+			// from each, go back to the chunk size (they are what the memory budget counts on).
+			nb := make([]byte, s.cfg.ChunkSize)
+			buf, carry = nb, copy(nb, buf[:carry])
+		}
 		c.result = make(chan []pipeline.Batch, 1)
 		if !emit(c) {
 			return ctx.Err()
