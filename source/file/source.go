@@ -2,7 +2,8 @@
 // as a pipeline.Source: one file (Source), or several, a directory, a glob or stdin (Files, made
 // by Open from a file: URI). A file is read in large chunks split at record boundaries; chunks are
 // parsed by parallel workers into batches that are delivered in file order, each with a cursor
-// (uncompressed byte offset and line number) from which a resumed run continues.
+// (uncompressed byte offset and line number) from which a resumed run continues. A file whose
+// line ends are all record ends can also be read in parts, byte ranges of it (part.go).
 package file
 
 import (

@@ -29,8 +29,9 @@ type Spec struct {
 	// matching Pattern, or with no Pattern every data file directly under the prefix.
 	Store   store.Store
 	Pattern string
-	// Shard, when not whole, reads only the shard's files (shardFiles): several machines read
-	// one export, each its part.
+	// Shard, when not whole, reads only the shard's files (shardFiles), or with fewer files
+	// than shards the shard's byte range of every file (Config.Part): several machines read one
+	// export, each its part.
 	Shard pipeline.Shard
 }
 
