@@ -19,11 +19,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -245,7 +247,8 @@ func Check(inputs []*Input) error {
 
 // checkShards verifies, when the inputs are shards of files or of a generator (their sources'
 // identities name a shard), that they are the shards 0..N-1 of one source, each once, and that
-// no file was read by two of them. Cassandra shards are checked by their token ranges.
+// no file was read by two of them (a file read in parts: no byte of it). Cassandra shards are
+// checked by their token ranges.
 func checkShards(inputs []*Input) error {
 	var sharded []*Input
 	for _, in := range inputs {
@@ -276,7 +279,7 @@ func checkShards(inputs []*Input) error {
 		return fmt.Errorf("%s: %w", first.Dir, err)
 	}
 	seen := map[int]string{}
-	readBy := map[string]string{}
+	readBy := map[string][]byteRange{} // file -> the shards that read it, and which bytes
 	for _, in := range sharded {
 		id := in.Checkpoint.Source
 		sh, err := pipeline.ParseShard(id["shard"])
@@ -294,10 +297,17 @@ func checkShards(inputs []*Input) error {
 		seen[sh.Index] = in.Dir
 		for k := range id {
 			if strings.HasPrefix(k, "file[") && strings.HasSuffix(k, "].size") {
-				if prev := readBy[k]; prev != "" {
-					return fmt.Errorf("%s and %s both read %s: its rows would be there twice", prev, in.Dir, strings.TrimSuffix(strings.TrimPrefix(k, "file["), "].size"))
+				name := strings.TrimSuffix(strings.TrimPrefix(k, "file["), "].size")
+				r, err := readRange(id, name, in.Dir)
+				if err != nil {
+					return err
 				}
-				readBy[k] = in.Dir
+				for _, prev := range readBy[name] {
+					if r.from < prev.to && prev.from < r.to && r.from < r.to && prev.from < prev.to {
+						return fmt.Errorf("%s and %s both read %s (%s and %s): its rows would be there twice", prev.dir, in.Dir, name, prev, r)
+					}
+				}
+				readBy[name] = append(readBy[name], r)
 			}
 		}
 	}
@@ -311,6 +321,34 @@ func checkShards(inputs []*Input) error {
 		return fmt.Errorf("shard %s missing: merge all %d shards of the migration (run the missing ones first)", strings.Join(missing, ", "), sh0.Count)
 	}
 	return nil
+}
+
+// byteRange is the bytes of a file a shard read: [from, to), the whole file when its identity
+// names no range (file[NAME].range, a file read in parts, one per shard).
+type byteRange struct {
+	dir      string
+	from, to int64
+}
+
+func (r byteRange) String() string {
+	if r.to == math.MaxInt64 {
+		return "whole"
+	}
+	return fmt.Sprintf("bytes %d-%d", r.from, r.to)
+}
+
+func readRange(id pipeline.Identity, name, dir string) (byteRange, error) {
+	v, ok := id["file["+name+"].range"]
+	if !ok {
+		return byteRange{dir: dir, to: math.MaxInt64}, nil
+	}
+	a, b, _ := strings.Cut(v, "-")
+	from, err1 := strconv.ParseInt(a, 10, 64)
+	to, err2 := strconv.ParseInt(b, 10, 64)
+	if err1 != nil || err2 != nil || from < 0 || to < from {
+		return byteRange{}, fmt.Errorf("%s: the checkpoint's range of %s is %q, not FROM-TO: was it edited?", dir, name, v)
+	}
+	return byteRange{dir: dir, from: from, to: to}, nil
 }
 
 func firstNotIn(all, some []*Input) *Input {

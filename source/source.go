@@ -103,7 +103,7 @@ func (s *Set) Help() string {
 func (s *Set) AddFlags(fs *pflag.FlagSet, use Use) {
 	if use.Shards {
 		// no backquotes in a usage string: pflag would take the quoted text as the value's name
-		fs.StringVar(&s.shard, "shard", "", "read shard i of N of the source (i/N, e.g. 0/3): Cassandra token ranges, files (each file read whole by one shard, balanced by size) or gen: rows; refused for kafka:. Run N of them, each with its own --out, then combine them with rekey merge; or all with one --out and --shared-out, then finish them with rekey merge --out")
+		fs.StringVar(&s.shard, "shard", "", "read shard i of N of the source (i/N, e.g. 0/3): Cassandra token ranges, files (each file read whole by one shard, balanced by size; with fewer files than shards, a byte range of every file: JSON Lines, or CSV with multiline=false, not gzip) or gen: rows; refused for kafka:. Run N of them, each with its own --out, then combine them with rekey merge; or all with one --out and --shared-out, then finish them with rekey merge --out")
 	}
 	for _, f := range s.flags {
 		if f != nil {

@@ -14,7 +14,8 @@ import (
 // Files and generators read in shards: each shard of a directory reads whole files (balanced by
 // size), each shard of gen: its rows; merge of all the shards equals one run (verify EQUAL against
 // the whole source), and merge refuses a shard missing or given twice. --shard is refused where a
-// source cannot shard (Kafka, one file for more shards than files), before anything is written,
+// source cannot shard (Kafka; one CSV file, whose quoted fields may span lines, for more shards
+// than files: shard_bytes_test.go splits files that can be), before anything is written,
 // and merge refuses two full runs of one source (what --shard once silently made of a file).
 func TestShardsOfFilesAndGenMergeIntoOneRun(t *testing.T) {
 	t.Parallel()

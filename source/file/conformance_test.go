@@ -35,16 +35,22 @@ func conformanceRows(format string, n, bad int) string {
 
 var conformanceSchema = pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "name", Type: "text"}}
 
-// Every file format, and a directory read as one source with a stream per file, resumes after any
-// batch without losing or repeating a row, and says which file (name, size, time) it read.
+// Every file format, a part of a file (a byte range of it: JSON Lines, CSV with multiline=false),
+// and a directory read as one source with a stream per file, resumes after any batch without
+// losing or repeating a row, and says which file (name, size, time) it read.
 func TestSourceConformance(t *testing.T) {
-	for _, format := range []string{"csv", "jsonl", "csv.gz", "jsonl.gz"} {
-		t.Run(format, func(t *testing.T) {
+	for _, name := range []string{"csv", "jsonl", "csv.gz", "jsonl.gz", "csv part", "jsonl part"} {
+		t.Run(name, func(t *testing.T) {
+			format, part := strings.CutSuffix(name, " part")
 			plain := strings.TrimSuffix(format, ".gz")
 			path := writeFile(t, "in."+format, conformanceRows(plain, 60, 17))
-			open := opener(func() (pipeline.Source, error) {
-				return New(Config{Path: path, Schema: conformanceSchema, BatchSize: 7, ChunkSize: 64, Workers: 2}, nil)
-			})
+			cfg := Config{Path: path, Schema: conformanceSchema, BatchSize: 7, ChunkSize: 64, Workers: 2}
+			if part {
+				cfg.Part = pipeline.Shard{Index: 1, Count: 3}
+				cfg.CSV.SingleLine = format == "csv"
+				cfg.BatchSize = 3
+			}
+			open := opener(func() (pipeline.Source, error) { return New(cfg, nil) })
 			sourcetest.Run(t, sourcetest.Case{
 				Open: open,
 				OpenChanged: func(t *testing.T) pipeline.Source {

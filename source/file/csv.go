@@ -16,7 +16,21 @@ func (s *Source) parseCSVRow(data string, pos int, vals []pipeline.Value) (next,
 	if s.rfc {
 		return s.parseRFCRow(data, pos, vals)
 	}
-	return s.parseDialectRow(data, pos, vals)
+	return s.parseDialectRow(s.recordData(data, pos), pos, vals)
+}
+
+// recordData is what the parser of the record at data[pos:] may read: with multiline=false, up to
+// the end of its line, so that a quote left open there is a stray quote (the rule for a quote not
+// closed within the limit) and the record is that line, however the file is cut into chunks or
+// byte ranges.
+func (s *Source) recordData(data string, pos int) string {
+	if !s.csv.singleLine {
+		return data
+	}
+	if e := strings.IndexByte(data[pos:], '\n'); e >= 0 {
+		return data[:pos+e+1]
+	}
+	return data
 }
 
 // parseRFCRow is parseCSVRow for the default dialect (RFC 4180: ',', '"', "" escapes, no comments,
@@ -273,6 +287,12 @@ func (s *Source) unclosedQuote(field, nl int) *pipeline.RowError {
 	name := s.headerName(field)
 	if name == "" && field < len(s.header) {
 		where += " (" + strconv.Quote(s.header[field]) + ")"
+	}
+	if s.csv.singleLine {
+		return &pipeline.RowError{Code: pipeline.CodeParse, Field: name,
+			Message: "the quote that opens " + where + " is not closed on its line (multiline=false: each line is one record): " +
+				"the record is rejected and reading goes on with the next line (a stray '\"' at the start of a field, " +
+				"or a quoted field with a line break? then leave multiline=false out)"}
 	}
 	if nl > 0 {
 		where += ", on line " + strconv.Itoa(nl+1) + " of the record,"

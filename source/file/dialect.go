@@ -26,6 +26,11 @@ type CSVOptions struct {
 	// Null is the text of an unquoted field that is null. An unquoted empty field is always
 	// null; a quoted one is the empty string.
 	Null string
+	// SingleLine (multiline=false): each line is one record. A quoted field does not continue
+	// past its line's end: a quote left open on its line is a stray quote (its record, that
+	// line, is rejected). Every line end is then a record boundary, so a file can be split by
+	// bytes (--shard).
+	SingleLine bool
 }
 
 // dialect is the resolved CSV dialect shared by the chunk splitter, the header reader and the
@@ -34,6 +39,7 @@ type dialect struct {
 	delim, quote, esc, comment byte
 	header                     bool
 	null                       string
+	singleLine                 bool // multiline=false: a record never spans lines
 }
 
 // defaultDialect is RFC 4180 with a header line.
@@ -64,6 +70,7 @@ func (o CSVOptions) resolve(tsv bool) (dialect, error) {
 	d.comment = o.Comment
 	d.header = !o.NoHeader
 	d.null = o.Null
+	d.singleLine = o.SingleLine
 	for _, c := range []struct {
 		name string
 		c    byte
@@ -110,6 +117,9 @@ func (o CSVOptions) String() string {
 	}
 	if o.Null != "" {
 		parts = append(parts, "null="+strconv.Quote(o.Null))
+	}
+	if o.SingleLine {
+		parts = append(parts, "multiline=false")
 	}
 	return strings.Join(parts, "&")
 }
@@ -363,6 +373,12 @@ func (d *dialect) splitHeader(data string, pos int, eof bool) (fields []string, 
 				}
 			} else {
 				j, _, closed = d.closeEscaped(data, i)
+			}
+			if d.singleLine {
+				// multiline=false: the header is one line too
+				if e := strings.IndexByte(data[i+1:], '\n'); e >= 0 && (!closed || i+1+e < j) {
+					return nil, 0, skipped, headerInvalid
+				}
 			}
 			if !closed {
 				if eof {

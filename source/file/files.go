@@ -106,7 +106,12 @@ func Open(ctx context.Context, spec Spec, base Config, logger *zap.Logger) (pipe
 			return nil, err
 		}
 	}
-	if !spec.Shard.Whole() {
+	var part pipeline.Shard // set: every file is read in parts, this shard's part of each
+	if !spec.Shard.Whole() && len(paths) < spec.Shard.Count {
+		part, f.single, f.shard = spec.Shard, false, spec.Shard
+		logger.Info("fewer files than shards: reading this shard's byte range of each file", zap.String("shard", spec.Shard.String()),
+			zap.Int("files", len(paths)))
+	} else if !spec.Shard.Whole() {
 		var sizes []int64
 		for i, p := range paths {
 			if objects != nil {
@@ -117,10 +122,7 @@ func Open(ctx context.Context, spec Spec, base Config, logger *zap.Logger) (pipe
 				return nil, fmt.Errorf("file %s: %w", p, err)
 			}
 		}
-		mine, err := shardFiles(sizes, spec.Shard)
-		if err != nil {
-			return nil, fmt.Errorf("--shard %s of %s: %w", spec.Shard, spec.Path, err)
-		}
+		mine := shardFiles(sizes, spec.Shard)
 		paths, streams, objects = pick(paths, mine), pick(streams, mine), pick(objects, mine)
 		f.single, f.shard = false, spec.Shard
 		logger.Info("reading this shard's files", zap.String("shard", spec.Shard.String()), zap.Int("files", len(paths)), zap.Strings("streams", streams))
@@ -130,7 +132,7 @@ func Open(ctx context.Context, spec Spec, base Config, logger *zap.Logger) (pipe
 	csvFiles := 0
 	for i, p := range paths {
 		cfg := base
-		cfg.Path, cfg.Stream, cfg.Format, cfg.headSize = p, streams[i], spec.Format, headSize
+		cfg.Path, cfg.Stream, cfg.Format, cfg.headSize, cfg.Part = p, streams[i], spec.Format, headSize, part
 		if objects != nil {
 			cfg.Object = &objects[i]
 		}
@@ -148,6 +150,10 @@ func Open(ctx context.Context, spec Spec, base Config, logger *zap.Logger) (pipe
 			continue
 		}
 		f.files = append(f.files, s)
+	}
+	if len(errs) > 0 && !part.Whole() {
+		return nil, fmt.Errorf("--shard %s of %s: %d file(s) for %d shards, so each shard reads a byte range of every file (or run at most %d shards, each reading whole files):\n%w",
+			part, spec.Path, len(paths), part.Count, len(paths), errors.Join(errs...))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -594,10 +600,8 @@ func cloneRecord(r pipeline.Record) pipeline.Record {
 // shardFiles gives shard sh its files, by index: the files are dealt largest first, each to the
 // shard holding the fewest bytes so far (the lowest index on a tie), so shards get similar
 // amounts of data and every file goes to exactly one shard, the same one on every machine.
-func shardFiles(sizes []int64, sh pipeline.Shard) ([]int, error) {
-	if len(sizes) < sh.Count {
-		return nil, fmt.Errorf("%d file(s) for %d shards: a file is read whole by one shard, so a shard would read nothing; run at most %d shards, or split the input into more files (split -n l/%d FILE splits at line ends, for data without line breaks inside quoted fields)", len(sizes), sh.Count, len(sizes), sh.Count)
-	}
+// With fewer files than shards, Open reads every file in parts instead.
+func shardFiles(sizes []int64, sh pipeline.Shard) []int {
 	order := make([]int, len(sizes))
 	for i := range order {
 		order[i] = i
@@ -618,7 +622,7 @@ func shardFiles(sizes []int64, sh pipeline.Shard) ([]int, error) {
 		}
 	}
 	sort.Ints(mine) // read in the input's order
-	return mine, nil
+	return mine
 }
 
 func pick[T any](all []T, idx []int) []T {

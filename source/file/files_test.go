@@ -578,7 +578,7 @@ func TestParseURI(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ uri, want string }{
-		{"file:x.csv?delimter=;", "unknown parameter delimter for file: (known: comment, delimiter, escape, format, header, limit, null, quote, skip)"},
+		{"file:x.csv?delimter=;", "unknown parameter delimter for file: (known: comment, delimiter, escape, format, header, limit, multiline, null, quote, skip)"},
 		{"file:x.csv?delimiter=;;", "delimiter=;;: want one character"},
 		{"file:x.csv?limit=0", "limit=0 reads nothing"},
 		{"file:x.csv?skip=-1", "skip=-1: want a row count"},

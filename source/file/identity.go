@@ -27,6 +27,7 @@ func (s *Source) Identity() pipeline.Identity {
 		id := pipeline.Identity{"file": o.Store.Location(o.Info.Name), "max_record_size": strconv.Itoa(s.cfg.MaxRecordSize),
 			"size": strconv.FormatInt(o.Info.Size, 10), "etag": o.Info.ETag}
 		addReadOptions(id, s.cfg.Format, s.cfg.CSV)
+		s.addPart(id, "")
 		return id
 	}
 	path, err := filepath.Abs(s.cfg.Path)
@@ -38,7 +39,16 @@ func (s *Source) Identity() pipeline.Identity {
 	id := pipeline.Identity{"file": path, "max_record_size": strconv.Itoa(s.cfg.MaxRecordSize)}
 	id["size"], id["modified"] = statIdentity(s.cfg.Path)
 	addReadOptions(id, s.cfg.Format, s.cfg.CSV)
+	s.addPart(id, "")
 	return id
+}
+
+// addPart records a part's byte range under prefix+"range": another split would read other rows,
+// and merge checks that no two shards read the same bytes.
+func (s *Source) addPart(id pipeline.Identity, prefix string) {
+	if s.parted {
+		id[prefix+"range"] = s.claimed()
+	}
 }
 
 // statIdentity is a file's size and modification time, "unknown" when it cannot be read.
@@ -74,7 +84,7 @@ func (f *Files) addWindow(id pipeline.Identity) {
 // Identity of one file named as such is the file's; of several (a directory, a glob, a list) it
 // is their directory, their count and each one's size and modification time under its stream
 // name (file[output-000001.csv].size), so that a resume with a file added, removed or changed is
-// refused naming it.
+// refused naming it. A file read in parts also has its part's byte range (file[orders.jsonl].range).
 func (f *Files) Identity() pipeline.Identity {
 	if f.single {
 		id := f.files[0].Identity()
@@ -87,11 +97,13 @@ func (f *Files) Identity() pipeline.Identity {
 		id["shard"] = f.shard.String()
 	}
 	for _, s := range f.files {
+		key := "file[" + s.name + "]."
+		s.addPart(id, key)
 		if o := s.cfg.Object; o != nil {
-			id["file["+s.stream+"].size"], id["file["+s.stream+"].etag"] = strconv.FormatInt(o.Info.Size, 10), o.Info.ETag
+			id[key+"size"], id[key+"etag"] = strconv.FormatInt(o.Info.Size, 10), o.Info.ETag
 			continue
 		}
-		id["file["+s.stream+"].size"], id["file["+s.stream+"].modified"] = statIdentity(s.cfg.Path)
+		id[key+"size"], id[key+"modified"] = statIdentity(s.cfg.Path)
 	}
 	addReadOptions(id, f.format, f.csv)
 	f.addWindow(id)

@@ -29,7 +29,7 @@ const (
 	readAheadDepth = 2
 )
 
-// objectReader reads an object sequentially from an offset, readAheadDepth blocks ahead.
+// objectReader reads an object sequentially from an offset to an end, readAheadDepth blocks ahead.
 type objectReader struct {
 	cancel context.CancelFunc
 	blocks chan objectBlock
@@ -43,7 +43,7 @@ type objectBlock struct {
 	err  error
 }
 
-func openObject(ctx context.Context, o *Object, off int64) (io.ReadCloser, error) {
+func openObject(ctx context.Context, o *Object, off, end int64) (io.ReadCloser, error) {
 	r, err := o.Store.Open(ctx, o.Info.Name)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", o.Store.Location(o.Info.Name), err)
@@ -56,8 +56,9 @@ func openObject(ctx context.Context, o *Object, off int64) (io.ReadCloser, error
 	or := &objectReader{cancel: cancel, blocks: make(chan objectBlock, readAheadDepth), r: r}
 	go func() {
 		defer close(or.blocks)
-		for at := off; at < r.Size(); at += readAheadBlock {
-			buf := make([]byte, min(readAheadBlock, r.Size()-at))
+		end := min(end, r.Size())
+		for at := off; at < end; at += readAheadBlock {
+			buf := make([]byte, min(readAheadBlock, end-at))
 			n, err := r.ReadAt(buf, at)
 			if errors.Is(err, io.EOF) && n == len(buf) {
 				err = nil

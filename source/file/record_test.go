@@ -213,7 +213,7 @@ func TestRecordLongerThanLimit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := src.openAt(context.Background(), src.dataStart)
+			r, err := src.openAt(context.Background(), src.dataStart, src.size)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -331,7 +331,7 @@ func TestChunksShrinkAfterALongRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := src.openAt(context.Background(), src.dataStart)
+	r, err := src.openAt(context.Background(), src.dataStart, src.size)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 }
 
 func (s *Source) sampleSequential(ctx context.Context, n int) ([]pipeline.Record, error) {
-	r, err := s.openAt(ctx, s.dataStart)
+	r, err := s.openAt(ctx, s.dataStart, s.size) // the whole file, also for a part: every part plans the same regions
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,8 @@
 // as a pipeline.Source: one file (Source), or several, a directory, a glob or stdin (Files, made
 // by Open from a file: URI). A file is read in large chunks split at record boundaries; chunks are
 // parsed by parallel workers into batches that are delivered in file order, each with a cursor
-// (uncompressed byte offset and line number) from which a resumed run continues.
+// (uncompressed byte offset and line number) from which a resumed run continues. A file whose
+// line ends are all record ends can also be read in parts, byte ranges of it (part.go).
 package file
 
 import (
@@ -61,6 +62,10 @@ type Config struct {
 	// within it ends its record with the line the quote opens on, and a longer record is
 	// rejected. It also bounds the memory one record can take.
 	MaxRecordSize int
+	// Part, when not whole, reads part Part.Index of Part.Count of the file: the records that
+	// start in its byte range (part.go). Only where every line end is a record's end: JSON Lines,
+	// CSV with multiline=false; not gzip.
+	Part pipeline.Shard
 
 	// headSize is how much of the file New reads to find the header and the average row size
 	// (default and at most maxHead). Open lowers it when it opens many files.
@@ -180,6 +185,13 @@ type Source struct {
 	header  []string
 	// JSON Lines: member name -> schema column.
 	jsonIndex map[string]int
+
+	// name is the file's stream name; stream adds a part's @base to it
+	name string
+	// A part (Config.Part): the records that start in [from, to); base is the offset its line
+	// numbers count from.
+	parted         bool
+	from, to, base int64
 }
 
 var (
@@ -201,6 +213,7 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 	if s.stream == "" {
 		s.stream = filepath.Base(cfg.Path)
 	}
+	s.name = s.stream
 	var err error
 	if s.format, s.gz, s.tsv, err = parseFormat(cfg.Path, cfg.Format); err != nil {
 		return nil, err
@@ -209,7 +222,9 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 		if s.csv, err = cfg.CSV.resolve(s.tsv); err != nil {
 			return nil, fmt.Errorf("file %s: %w", cfg.Path, err)
 		}
-		s.rfc = s.csv.isRFC()
+		// multiline=false cuts each record's data at its line end, in parseDialectRow's path:
+		// the default dialect's own parser stays as it is
+		s.rfc = s.csv.isRFC() && !s.csv.singleLine
 	} else if cfg.CSV != (CSVOptions{}) {
 		return nil, fmt.Errorf("file %s is JSON Lines: the CSV options (delimiter=, header=, null=, quote=, escape=, comment=) do not apply to it", cfg.Path)
 	}
@@ -259,6 +274,11 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 	if err := s.readHead(); err != nil {
 		return nil, err
 	}
+	if !cfg.Part.Whole() {
+		if err := s.findPart(s.cfg.Context); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -294,7 +314,7 @@ func (s *Source) open(ctx context.Context) (io.ReadCloser, *os.File, error) {
 		}
 		raw = r
 	} else if s.cfg.Object != nil {
-		r, err := openObject(ctx, s.cfg.Object, 0)
+		r, err := openObject(ctx, s.cfg.Object, 0, s.size)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -324,10 +344,11 @@ type readCloser struct {
 
 func (r readCloser) Close() error { return r.c.Close() }
 
-// openAt returns a reader of the uncompressed content from offset off.
-func (s *Source) openAt(ctx context.Context, off int64) (io.ReadCloser, error) {
+// openAt returns a reader of the uncompressed content from offset off to end (of an
+// uncompressed file; a gzip file's is read to its end).
+func (s *Source) openAt(ctx context.Context, off, end int64) (io.ReadCloser, error) {
 	if s.cfg.Object != nil && !s.gz {
-		return openObject(ctx, s.cfg.Object, off) // a ranged read from off
+		return openObject(ctx, s.cfg.Object, off, end) // a ranged read from off
 	}
 	r, f, err := s.open(ctx)
 	if err != nil {
@@ -346,6 +367,9 @@ func (s *Source) openAt(ctx context.Context, off int64) (io.ReadCloser, error) {
 			r.Close()
 			return nil, fmt.Errorf("file %s: seek to %d: %w", s.cfg.Path, off, err)
 		}
+	}
+	if f != nil && end < s.size {
+		return readCloser{io.LimitReader(r, end-off), r}, nil
 	}
 	return r, nil
 }
@@ -548,11 +572,14 @@ func (s *Source) EstimatedRows() int64 {
 		return 0
 	case s.avgRow <= 0:
 		return -1
+	case s.parted:
+		return int64(float64(s.to-s.from)/s.avgRow + 0.5)
 	}
 	return int64(float64(s.size-s.dataStart)/s.avgRow + 0.5)
 }
 
-// Stream is the stream name batches carry: the file's base name.
+// Stream is the stream name batches carry: the file's base name (a part's with @ and the offset
+// its line numbers count from).
 func (s *Source) Stream() string { return s.stream }
 
 // cursor encodes a resume point: off=N,line=N, followed by ,rows=N when Files counts the rows
@@ -592,7 +619,14 @@ func cursorRows(c string) (int64, bool) {
 // Run reads the file and sends its batches to out in file order. A resume cursor for the stream
 // continues after the batch it was saved with; a stream marked done sends nothing.
 func (s *Source) Run(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
-	off, line := s.dataStart, s.dataLine
+	off, line, end := s.dataStart, s.dataLine, s.size
+	if s.parted {
+		off, end = s.from, s.to
+		if s.base > 0 {
+			line = 1
+		}
+	}
+	start := off
 	if st, ok := resume[s.stream]; ok {
 		if st.Done {
 			s.log.Info("file already done, skipping", zap.String("file", s.cfg.Path))
@@ -606,19 +640,30 @@ func (s *Source) Run(ctx context.Context, resume map[string]pipeline.StreamState
 			if off, line, err = parseCursor(st.Cursor); err != nil {
 				return fmt.Errorf("file %s: %w", s.cfg.Path, err)
 			}
-			if off < s.dataStart || (!s.gz && off > s.size) {
-				return fmt.Errorf("file %s: resume offset %d is outside the file (%d bytes): was it replaced?", s.cfg.Path, off, s.size)
+			if off < start || (!s.gz && off > end) {
+				return fmt.Errorf("file %s: resume offset %d is outside the %s (%d-%d): was it replaced?", s.cfg.Path, off, s.what(), start, end)
 			}
 		}
 	}
-	r, err := s.openAt(ctx, off)
+	r, err := s.openAt(ctx, off, end)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	s.log.Info("reading file", zap.String("file", s.cfg.Path), zap.Int64("bytes", s.size),
-		zap.Int64("offset", off), zap.Int64("line", line))
-	return s.run(ctx, r, off, line, out)
+	fields := []zap.Field{zap.String("file", s.cfg.Path), zap.Int64("bytes", s.size), zap.Int64("offset", off), zap.Int64("line", line)}
+	if s.parted {
+		fields = append(fields, zap.String("range", s.claimed()), zap.String("stream", s.stream))
+	}
+	s.log.Info("reading file", fields...)
+	return s.run(ctx, r, off, line, start, out)
+}
+
+// what names what Run reads, for messages: the file, or its part.
+func (s *Source) what() string {
+	if s.parted {
+		return "part " + s.cfg.Part.String() + " of the file"
+	}
+	return "file"
 }
 
 // chunk is a run of whole records handed to a parser.
@@ -635,7 +680,7 @@ type chunk struct {
 	size     int64
 }
 
-func (s *Source) run(parent context.Context, r io.Reader, off, line int64, out chan<- pipeline.Batch) error {
+func (s *Source) run(parent context.Context, r io.Reader, off, line, start int64, out chan<- pipeline.Batch) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	jobs := make(chan *chunk)
@@ -692,11 +737,13 @@ func (s *Source) run(parent context.Context, r io.Reader, off, line int64, out c
 		return err
 	}
 	s.log.Info("file read", zap.String("file", s.cfg.Path), zap.Int64("rows", rows))
-	if rows == 0 && off == s.dataStart {
+	if rows == 0 && off == start {
 		// One rule for CSV and JSON Lines: a file without rows reads as 0 rows, with a warning
 		// (a wrong file? a failed export?), whether or not it has a header line.
 		msg := "file holds no rows: 0 rows read from it"
-		if s.empty {
+		if s.parted {
+			msg = "this part of the file holds no rows: 0 rows read from it (a file of a few long lines, split in more parts than it has lines?)"
+		} else if s.empty {
 			msg = "file is empty (no header line, no rows): 0 rows read from it"
 		}
 		s.log.Warn(msg, zap.String("file", s.cfg.Path))
@@ -820,10 +867,14 @@ func (s *Source) skipRecord(ctx context.Context, r io.Reader, buf []byte, total,
 	}
 }
 
+// lineRecords tells whether every '\n' ends a record: JSON Lines (JSON text holds no raw line
+// break), and CSV with multiline=false.
+func (s *Source) lineRecords() bool { return s.format == formatJSONL || s.csv.singleLine }
+
 // splitPoint returns the length of the longest prefix of b that holds whole records, or 0; see
 // dialect.splitPoint for head.
 func (s *Source) splitPoint(b []byte) (cut, head int) {
-	if s.format == formatJSONL {
+	if s.lineRecords() {
 		cut = bytes.LastIndexByte(b, '\n') + 1
 		if cut == 0 && len(b) > s.cfg.MaxRecordSize {
 			return 0, s.cfg.MaxRecordSize + 1
@@ -859,7 +910,7 @@ func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
 			if s.rfc {
 				next, nl, blank, rerr = s.parseRFCRow(data, pos, vals)
 			} else if s.format == formatCSV {
-				next, nl, blank, rerr = s.parseDialectRow(data, pos, vals)
+				next, nl, blank, rerr = s.parseDialectRow(s.recordData(data, pos), pos, vals)
 			} else {
 				next, nl, blank, rerr = s.parseJSONRow(data, pos, vals)
 			}

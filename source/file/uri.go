@@ -29,8 +29,9 @@ type Spec struct {
 	// matching Pattern, or with no Pattern every data file directly under the prefix.
 	Store   store.Store
 	Pattern string
-	// Shard, when not whole, reads only the shard's files (shardFiles): several machines read
-	// one export, each its part.
+	// Shard, when not whole, reads only the shard's files (shardFiles), or with fewer files
+	// than shards the shard's byte range of every file (Config.Part): several machines read one
+	// export, each its part.
 	Shard pipeline.Shard
 }
 
@@ -43,11 +44,13 @@ const URIParams = `parameters (file:PATH?header=false&delimiter=%09):
   quote=C       the quote character (default ")
   escape=C      escapes a quote inside quotes: default "" (RFC 4180); dsbulk unload: \
   comment=C     skip the lines that start with C
+  multiline=false  each line is one record (no line breaks inside quoted fields):
+                lets --shard split one large CSV file by bytes
   skip=N        pass over the first N rows (of all the files, in order)
   limit=N       read at most N rows: try a mapping on the head of a big input`
 
 var uriParams = map[string]bool{"format": true, "delimiter": true, "header": true, "null": true,
-	"quote": true, "escape": true, "comment": true, "skip": true, "limit": true}
+	"quote": true, "escape": true, "comment": true, "skip": true, "limit": true, "multiline": true}
 
 // ParseURI parses file:PATH?param=value&... (the file: prefix is optional). Parameter values are
 // percent-decoded (%09 is a tab). A '?' whose suffix is not made of parameters belongs to the
@@ -85,6 +88,12 @@ func ParseURI(uri string) (Spec, error) {
 				err = fmt.Errorf("header=%s: want true or false", v)
 			}
 			spec.CSV.NoHeader = !h
+		case "multiline":
+			var m bool
+			if m, err = strconv.ParseBool(v); err != nil {
+				err = fmt.Errorf("multiline=%s: want true or false", v)
+			}
+			spec.CSV.SingleLine = !m
 		case "null":
 			if v == "" {
 				err = fmt.Errorf("null= needs a value (an unquoted empty field is null anyway)")

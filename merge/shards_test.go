@@ -1,0 +1,39 @@
+package merge
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
+// A file read in byte ranges, one per shard, is read by every shard: merge accepts its disjoint
+// ranges and still refuses two shards that read the same bytes of it, or one that read it whole.
+func TestCheckShardsFileInDisjointRanges(t *testing.T) {
+	shard := func(dir, sh string, ranges ...string) *Input {
+		id := pipeline.Identity{"dir": "/data", "files": "1", "shard": sh, "file[big.jsonl].size": "300", "file[big.jsonl].modified": "t"}
+		if len(ranges) > 0 {
+			id["file[big.jsonl].range"] = ranges[0]
+		}
+		return &Input{Dir: dir, Checkpoint: &pipeline.Checkpoint{Source: id}}
+	}
+	for _, c := range []struct {
+		name   string
+		inputs []*Input
+		want   string // "" accepted
+	}{
+		{"disjoint ranges", []*Input{shard("s0", "0/3", "0-100"), shard("s1", "1/3", "100-210"), shard("s2", "2/3", "210-300")}, ""},
+		{"an empty range", []*Input{shard("s0", "0/3", "0-100"), shard("s1", "1/3", "100-100"), shard("s2", "2/3", "100-300")}, ""},
+		{"overlapping ranges", []*Input{shard("s0", "0/3", "0-100"), shard("s1", "1/3", "90-210"), shard("s2", "2/3", "210-300")}, "s0 and s1 both read big.jsonl (bytes 0-100 and bytes 90-210)"},
+		{"whole and a range", []*Input{shard("s0", "0/2"), shard("s1", "1/2", "100-300")}, "s0 and s1 both read big.jsonl (whole and bytes 100-300)"},
+		{"a damaged range", []*Input{shard("s0", "0/2", "0-x"), shard("s1", "1/2", "100-300")}, `s0: the checkpoint's range of big.jsonl is "0-x"`},
+	} {
+		err := checkShards(c.inputs)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: got %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+}
