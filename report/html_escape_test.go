@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -93,5 +94,93 @@ func TestHTMLControlCharacters(t *testing.T) {
 	uri := "file:in" + strings.Repeat("\uFFFD", 9) + "\t\n" + strings.Repeat("\uFFFD", 21) + ".csv"
 	if !bytes.Contains(page, []byte(" · source <code>"+uri+"</code>")) {
 		t.Errorf("the source is not shown as %q", uri)
+	}
+}
+
+// poisonStrings appends s to every string in v that the page could print: fields, slices, map
+// keys and values, through pointers.
+func poisonStrings(v reflect.Value, s string) {
+	switch v.Kind() {
+	case reflect.String:
+		if v.CanSet() {
+			v.SetString(v.String() + s)
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			poisonStrings(v.Elem(), s)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			poisonStrings(v.Field(i), s)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			poisonStrings(v.Index(i), s)
+		}
+	case reflect.Map:
+		if v.IsNil() || !v.CanSet() {
+			return
+		}
+		m := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			k := reflect.New(v.Type().Key()).Elem()
+			k.Set(it.Key())
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(it.Value())
+			poisonStrings(k, s)
+			poisonStrings(e, s)
+			m.SetMapIndex(k, e)
+		}
+		v.Set(m)
+	}
+}
+
+// Every value the page prints from the report is escaped for where it lands: markup in a value
+// stays text, so the page has the same elements and attributes as when the values are plain
+// (no script, link or event handler appears), control characters show as U+FFFD, and the page
+// stays well-formed.
+func TestHTMLEscapesEveryValue(t *testing.T) {
+	const poison = `</title></style></text><script>alert(1)</script><a href="javascript:alert(1)" onclick="x">'"&+` + "\x00\x01\x1f"
+	render := func(suffix string) []byte {
+		rep := fullReport(t)
+		poisonStrings(reflect.ValueOf(rep), suffix)
+		if !strings.HasSuffix(rep.Mapping.Table, suffix) || !strings.HasSuffix(rep.Findings[0].Message, suffix) {
+			t.Fatal("the report's strings were not changed")
+		}
+		var buf bytes.Buffer
+		if err := WriteHTML(&buf, rep); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	// the elements and attribute names, in order
+	shape := func(page []byte) []string {
+		var out []string
+		z := html.NewTokenizer(bytes.NewReader(page))
+		for tt := z.Next(); tt != html.ErrorToken; tt = z.Next() {
+			if tok := z.Token(); tt != html.TextToken {
+				keys := make([]string, len(tok.Attr))
+				for i, a := range tok.Attr {
+					keys[i] = a.Key
+				}
+				out = append(out, fmt.Sprint(tt, tok.Data, keys))
+			}
+		}
+		return out
+	}
+	plain, page := render("x"), render(poison)
+	if raw := controlBytes(page); len(raw) > 0 {
+		t.Errorf("the page holds control characters raw: %q", raw)
+	}
+	parseXHTML(t, page)
+	want, got := shape(plain), shape(page)
+	for i := range max(len(want), len(got)) {
+		if i >= len(want) || i >= len(got) || want[i] != got[i] {
+			t.Fatalf("markup in the values changed the page's elements at token %d of %d (%d with plain values):\n%.2000s", i, len(got), len(want), got[max(i-3, 0):min(i+3, len(got))])
+		}
+	}
+	shown := `<title>rekey report: events&lt;/title&gt;&lt;/style&gt;&lt;/text&gt;&lt;script&gt;`
+	if !bytes.Contains(page, []byte(shown)) {
+		t.Errorf("the table name is not shown as text in the page's title: %.300s", page[bytes.Index(page, []byte("<title>")):])
 	}
 }

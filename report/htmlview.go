@@ -1,0 +1,342 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rekey/rekey/transform"
+)
+
+// The HTML page's view model: what templates/page.html.tmpl prints, as plain strings and
+// numbers worked out from the report (the charts' geometry is in htmlchart.go). The templates
+// hold the markup and html/template escapes every value for where it lands.
+
+type pageView struct {
+	Title          string
+	Header         headerView
+	Findings       []findingView
+	RegionChart    regionChartView
+	Heatmap        heatmapView
+	Keys           keysView
+	Uniqueness     uniquenessView
+	Advisor        *advisorView // nil without alternatives
+	Recommendation recommendationView
+	Footer         string
+}
+
+func newPageView(rep *Report) *pageView {
+	return &pageView{
+		Title:          "rekey report: " + rep.Mapping.Table,
+		Header:         newHeaderView(rep),
+		Findings:       newFindingViews(rep.Findings),
+		RegionChart:    newRegionChart(rep),
+		Heatmap:        newHeatmapView(rep),
+		Keys:           newKeysView(rep),
+		Uniqueness:     newUniquenessView(rep.Uniqueness),
+		Advisor:        newAdvisorView(rep),
+		Recommendation: newRecommendationView(rep.Recommendation),
+		Footer:         fmt.Sprintf("%s · schema %s · mapping fingerprint %s", rep.Generator, rep.Schema, rep.Mapping.Fingerprint),
+	}
+}
+
+type headerView struct {
+	Table, MappingFile, SourceURI string
+	Sampled                       bool
+	Sample                        string
+	PrimaryKey                    string
+	Verdict                       string // FAIL, WARN or OK: also the badge's class
+	Counts                        string
+	ExitCode                      int
+	KPIs                          []kpiView
+}
+
+type kpiView struct {
+	Label, Value string
+	Class        string // "", warn or bad
+}
+
+func verdictWord(v Verdict) string {
+	switch {
+	case v.Errors > 0:
+		return "FAIL"
+	case v.Warnings > 0:
+		return "WARN"
+	}
+	return "OK"
+}
+
+func newHeaderView(rep *Report) headerView {
+	v, t := rep.Verdict, rep.Totals
+	h := headerView{
+		Table: rep.Mapping.Table, MappingFile: rep.Mapping.File, SourceURI: rep.Source.URI,
+		Sampled: rep.Source.Sampled, Sample: rep.Source.Sample,
+		PrimaryKey: rep.Mapping.PrimaryKey,
+		Verdict:    verdictWord(v),
+		Counts:     fmt.Sprintf("%d error%s · %d warning%s · %d note%s", v.Errors, plural(v.Errors), v.Warnings, plural(v.Warnings), v.Infos, plural(v.Infos)),
+		ExitCode:   v.ExitCode,
+	}
+	flag := func(on bool, class string) string {
+		if on {
+			return class
+		}
+		return ""
+	}
+	h.KPIs = []kpiView{
+		{"rows read", count(t.RowsRead), ""},
+		{"rows rejected", count(t.RowsRejected), flag(t.RowsRejected > 0, "warn")},
+		{"rows overwritten", count(rep.Uniqueness.CollisionRows), flag(rep.Uniqueness.CollisionRows > 0, "bad")},
+		{"target data", transform.FormatSize(t.EstimatedTargetBytes), ""},
+		{"regions (" + rep.Plan.Strategy + ")", fmt.Sprint(rep.Plan.Regions), ""},
+		{"rows max / mean", fmt.Sprintf("%.2f", rep.Distribution.RowsMaxMean), flag(rep.Distribution.RowsMaxMean >= balanceMaxMean, "warn")},
+		{"write hot factor", fmt.Sprintf("%.1fx", rep.Hotspot.HotFactor), flag(rep.Hotspot.HotFactor >= hotFactorWarn, "warn")},
+	}
+	return h
+}
+
+type findingView struct {
+	Severity string // also the badge's class
+	Label    string // the severity, upper case
+	Rule     string
+	Message  string
+}
+
+func newFindingViews(fs []Finding) []findingView {
+	out := make([]findingView, len(fs))
+	for i, f := range fs {
+		out[i] = findingView{Severity: f.Severity, Label: strings.ToUpper(f.Severity), Rule: f.Rule, Message: f.Message}
+	}
+	return out
+}
+
+// labelled is one row of a two-column table: a label and its value.
+type labelled struct{ Label, Value string }
+
+type keysView struct {
+	Totals          []labelled
+	Rejects         []rejectRow
+	FirstColumn     string // its name and type
+	FirstColumnRows []labelled
+	Top             []topValueRow
+	KeyColumns      []keyColumnRow
+}
+
+type rejectRow struct{ Position, Code, Message string }
+
+type topValueRow struct{ Value, Rows, Share string }
+
+type keyColumnRow struct {
+	Name, Type, Expr, From string
+	MaxBytes               int
+	JSONLike, LongText     string
+}
+
+// topValuesShown bounds the first column's heavy hitters on the page.
+const topValuesShown = 6
+
+func newKeysView(rep *Report) keysView {
+	k, fc, t := rep.Key, rep.FirstColumn, rep.Totals
+	shape := "variable length"
+	if k.FixedLength {
+		shape = "fixed length"
+	}
+	v := keysView{Totals: []labelled{
+		{"rows read / analysed", count(t.RowsRead) + " / " + count(t.RowsAnalysed)},
+		{"rows accepted / rejected", count(t.RowsOK) + " / " + count(t.RowsRejected)},
+	}}
+	for _, c := range sortedCodes(t.RejectCodes) {
+		v.Totals = append(v.Totals, labelled{"  rejected: " + c, count(t.RejectCodes[c])})
+	}
+	v.Totals = append(v.Totals,
+		labelled{"target bytes (uncompressed)", transform.FormatSize(t.TargetBytes) + " read, about " + transform.FormatSize(t.EstimatedTargetBytes) + " in all"},
+		labelled{"key columns", fmt.Sprint(k.Columns)},
+		labelled{"key bytes min / mean / p99 / max", fmt.Sprintf("%d / %.1f / %d / %d (%s)", k.MinBytes, k.MeanBytes, k.P99Bytes, k.MaxBytes, shape)},
+		labelled{"keys over 2 KB", count(k.OverLimit)},
+		labelled{"time", fmt.Sprintf("%.2f s (%s rows/s)", t.Seconds, count(int64(t.RowsPerSec)))},
+	)
+	for _, e := range t.RejectExamples {
+		v.Rejects = append(v.Rejects, rejectRow{e.Position, e.Code, e.Message})
+	}
+
+	v.FirstColumn = fc.Name + " " + fc.Type
+	distinct := count(fc.Distinct)
+	if !fc.DistinctExact {
+		distinct = "about " + distinct + " (HyperLogLog)"
+	}
+	v.FirstColumnRows = []labelled{
+		{"distinct values", distinct},
+		{"monotonic (>= / <= previous row)", pct(fc.MonotonicUp) + " / " + pct(fc.MonotonicDown)},
+	}
+	if isTextType(fc.Type) {
+		v.FirstColumnRows = append(v.FirstColumnRows, labelled{"common prefix", fmt.Sprintf("\"%s\" (%d bytes)", fc.CommonPrefix, fc.PrefixBytes)})
+	}
+	if fc.OtherMaxShare > 0 {
+		v.FirstColumnRows = append(v.FirstColumnRows, labelled{"any value not listed", "at most " + pct(fc.OtherMaxShare) + " of the rows"})
+	}
+	for _, tv := range fc.Top[:min(len(fc.Top), topValuesShown)] {
+		v.Top = append(v.Top, topValueRow{tv.Value, count(tv.Rows), shareRange(tv)})
+	}
+
+	for _, c := range rep.Mapping.KeyColumns {
+		typ := c.Type
+		if c.Desc {
+			typ += " DESC"
+		}
+		v.KeyColumns = append(v.KeyColumns, keyColumnRow{
+			Name: c.Name, Type: typ, Expr: c.Expr, From: strings.Join(c.Sources, ", "),
+			MaxBytes: c.MaxBytes, JSONLike: count(c.JSONLike), LongText: count(c.LongText),
+		})
+	}
+	return v
+}
+
+type uniquenessView struct {
+	Summary  string
+	Advice   *adviceView // nil without a key suggestion
+	Columns  []string    // the source columns the examples show
+	Examples []collisionView
+}
+
+type adviceView struct {
+	Message  string
+	DifferIn string // "" when no pair was compared
+}
+
+// collisionView is one colliding target key: its rows, one per source row.
+type collisionView struct {
+	Key     string
+	Note    string // how many rows, and the columns they differ in
+	Origins []originRow
+}
+
+type originRow struct {
+	Position string
+	Values   []string // per Columns
+}
+
+func newUniquenessView(u Uniqueness) uniquenessView {
+	exact := "Exact count over every row."
+	if !u.Exact {
+		exact = "Counted on the sample only."
+	}
+	v := uniquenessView{
+		Summary: fmt.Sprintf("%s distinct target keys; %s keys are produced by more than one distinct source row, so %s rows would be silently overwritten by bulkload; %s rows are identical repeats (not a loss). %s",
+			count(u.Keys), count(u.CollidingKeys), count(u.CollisionRows), count(u.DuplicateRows), exact),
+		Columns: u.SourceColumns,
+	}
+	if sg := u.Suggestion; sg != nil {
+		v.Advice = &adviceView{Message: sg.Message}
+		if len(sg.DifferIn) > 0 {
+			var parts []string
+			for _, d := range sg.DifferIn {
+				parts = append(parts, fmt.Sprintf("%s %s", d.Column, count(d.Pairs)))
+			}
+			v.Advice.DifferIn = fmt.Sprintf("Pairs of colliding rows that differ, per column (of %s compared): %s.", count(sg.Pairs), strings.Join(parts, ", "))
+		}
+	}
+	for _, ex := range u.Examples {
+		note := fmt.Sprintf("%d distinct source rows, %d rows", ex.Sources, ex.Rows)
+		switch {
+		case ex.SameKeySources && len(ex.DifferIn) > 0:
+			note += "; they differ only in " + listText(ex.DifferIn) + ", which the key does not read"
+		case ex.SameKeySources:
+			note += "; they differ only in columns the key does not read"
+		case len(ex.DifferIn) > 0:
+			note += "; they differ in " + listText(ex.DifferIn)
+		}
+		cv := collisionView{Key: strings.Join(ex.Key, " | "), Note: note}
+		for _, o := range ex.Origins {
+			row := originRow{Position: o.Position, Values: make([]string, len(u.SourceColumns))}
+			for i, c := range u.SourceColumns {
+				row.Values[i] = o.Values[c]
+			}
+			cv.Origins = append(cv.Origins, row)
+		}
+		v.Examples = append(v.Examples, cv)
+	}
+	return v
+}
+
+type advisorView struct {
+	Intro   string
+	Queries []labelled // the declared queries (q1 ...) and where each was declared
+	Designs []designView
+}
+
+type designView struct {
+	ID         string
+	IsMapping  bool
+	Rank       int
+	Name       string
+	Grade      string // also the grade badge's class
+	PrimaryKey string
+	Error      string // the design could not be built: nothing else is shown
+	Chart      miniChartView
+	HotFactor  string
+	MaxMean    string
+	Monotonic  string
+	Lost       string
+	GetScan    string
+	RangeScan  string
+	Queries    []labelled // how it serves each declared query
+	TradeOff   string
+}
+
+func newAdvisorView(rep *Report) *advisorView {
+	if len(rep.Alternatives) == 0 {
+		return nil
+	}
+	a0 := rep.Alternatives[0]
+	v := &advisorView{Intro: fmt.Sprintf("The same analysis for designs derived from the mapping, on an order-preserving %s-row subsample, each over %d regions; rows lost are counted over every row, as the uniqueness check counts them. Ranked by rows lost, then by declared queries that would scan the whole table, write spread (grade), queries that read rows they filter out, scans, the standard reads, and hot factor. Reads: regions a full-key GET, a SCAN of one value, and a range SCAN touch (all = every region).", count(a0.Rows+a0.Rejected), a0.Regions)}
+	for i, q := range rep.Queries {
+		v.Queries = append(v.Queries, labelled{fmt.Sprintf("q%d  %s", i+1, q.Query), q.Origin})
+	}
+	for _, a := range rep.Alternatives {
+		d := designView{ID: a.ID, IsMapping: a.IsMapping, Rank: a.Rank, Name: a.Name, Grade: a.Grade, PrimaryKey: a.PrimaryKey, Error: a.Error}
+		if a.Error == "" {
+			lost := count(a.LostRows)
+			if !a.OverwrittenExact {
+				lost = "~" + lost
+			}
+			d.Chart = newMiniChart(a)
+			d.HotFactor = fmt.Sprintf("%.1fx", a.HotFactor)
+			d.MaxMean = fmt.Sprintf("%.2f", a.RowsMaxMean)
+			d.Monotonic = pct(a.Monotonic)
+			d.Lost = lost
+			d.GetScan = readText(a.Reads.Get) + " / " + readText(a.Reads.PrefixScan)
+			d.RangeScan = readText(a.Reads.RangeScan)
+			for i, q := range a.Queries {
+				d.Queries = append(d.Queries, labelled{fmt.Sprintf("q%d", i+1), planText(q) + " · " + q.Note})
+			}
+			d.TradeOff = a.TradeOff
+		}
+		v.Designs = append(v.Designs, d)
+	}
+	return v
+}
+
+type recommendationView struct {
+	Bulkload regionAdviceView
+	API      *regionAdviceView // nil without --nodes
+}
+
+type regionAdviceView struct {
+	Heading string
+	Basis   string
+	SQL     string // the WITH (...) clause's contents; "" for one region
+}
+
+func newRecommendationView(r Recommendation) recommendationView {
+	one := func(label string, a RegionAdvice) regionAdviceView {
+		basis := a.Basis
+		if a.Strategy != "" {
+			basis += " · strategy " + a.Strategy
+		}
+		return regionAdviceView{Heading: fmt.Sprintf("%s: %d region%s", label, a.Regions, plural(a.Regions)), Basis: basis, SQL: a.SQL}
+	}
+	v := recommendationView{Bulkload: one("Bulkload", r.Bulkload)}
+	if r.API != nil {
+		api := one("API writes", *r.API)
+		v.API = &api
+	}
+	return v
+}
