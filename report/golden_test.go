@@ -104,20 +104,28 @@ func TestGoldenOutputs(t *testing.T) {
 }
 
 func firstDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < max(len(wl), len(gl)); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return fmt.Sprintf("line %d\nwant: %.300s\ngot:  %.300s", i+1, w, g)
-		}
+	if i, w, g := firstDifference(strings.Split(want, "\n"), strings.Split(got, "\n")); i >= 0 {
+		return fmt.Sprintf("line %d\nwant: %.300s\ngot:  %.300s", i+1, w, g)
 	}
 	return "(equal lines)"
+}
+
+// firstDifference is the first index at which want and got differ, with their elements there
+// ("" past either's end), or -1 when they are equal.
+func firstDifference(want, got []string) (int, string, string) {
+	for i := 0; i < max(len(want), len(got)); i++ {
+		var w, g string
+		if i < len(want) {
+			w = want[i]
+		}
+		if i < len(got) {
+			g = got[i]
+		}
+		if w != g {
+			return i, w, g
+		}
+	}
+	return -1, "", ""
 }
 
 // TestRuleTable checks the table of rules against what users read: every rule name is in

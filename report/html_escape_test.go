@@ -36,18 +36,8 @@ func htmlTokens(t testing.TB, page []byte) []string {
 // the same tokens (they then differ in escaping only).
 func tokenDiff(t testing.TB, want, got []byte) string {
 	t.Helper()
-	wt, gt := htmlTokens(t, want), htmlTokens(t, got)
-	for i := 0; i < max(len(wt), len(gt)); i++ {
-		var w, g string
-		if i < len(wt) {
-			w = wt[i]
-		}
-		if i < len(gt) {
-			g = gt[i]
-		}
-		if w != g {
-			return fmt.Sprintf("token %d\nwant: %.400s\ngot:  %.400s", i, w, g)
-		}
+	if i, w, g := firstDifference(htmlTokens(t, want), htmlTokens(t, got)); i >= 0 {
+		return fmt.Sprintf("token %d\nwant: %.400s\ngot:  %.400s", i, w, g)
 	}
 	return ""
 }
@@ -173,11 +163,8 @@ func TestHTMLEscapesEveryValue(t *testing.T) {
 		t.Errorf("the page holds control characters raw: %q", raw)
 	}
 	parseXHTML(t, page)
-	want, got := shape(plain), shape(page)
-	for i := range max(len(want), len(got)) {
-		if i >= len(want) || i >= len(got) || want[i] != got[i] {
-			t.Fatalf("markup in the values changed the page's elements at token %d of %d (%d with plain values):\n%.2000s", i, len(got), len(want), got[max(i-3, 0):min(i+3, len(got))])
-		}
+	if i, w, g := firstDifference(shape(plain), shape(page)); i >= 0 {
+		t.Errorf("markup in the values changed the page's elements at token %d:\nwith plain values: %s\nwith markup:       %s", i, w, g)
 	}
 	shown := `<title>rekey report: events&lt;/title&gt;&lt;/style&gt;&lt;/text&gt;&lt;script&gt;`
 	if !bytes.Contains(page, []byte(shown)) {
