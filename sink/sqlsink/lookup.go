@@ -22,8 +22,10 @@ type Lookup struct {
 }
 
 // OpenLookup connects to the lindorm:// or mysql:// table uri names (the password from getenv)
-// and checks that the table matches the target schema (as the sink does) before any read.
-func OpenLookup(ctx context.Context, uri string, target pipeline.TargetSchema, getenv func(string) string) (*Lookup, error) {
+// and checks that the table matches the target schema (as the sink does) before any read. conns
+// is how many lookups run at once, each on its own connection (a lookup mostly waits for the
+// server: fewer connections than lookups in flight left verify at 0.6x the speed migrate wrote).
+func OpenLookup(ctx context.Context, uri string, target pipeline.TargetSchema, getenv func(string) string, conns int) (*Lookup, error) {
 	t, err := ParseURI(uri, getenv)
 	if err != nil {
 		return nil, err
@@ -31,7 +33,7 @@ func OpenLookup(ctx context.Context, uri string, target pipeline.TargetSchema, g
 	if t.CellTimestamps {
 		return nil, fmt.Errorf("%s: write_time applies to the writes of replicate; verify reads the table: drop the parameter", t.Redacted)
 	}
-	w, err := Open(ctx, Config{Target: t, Schema: target, Conns: 2})
+	w, err := Open(ctx, Config{Target: t, Schema: target, Conns: max(conns, 1)})
 	if err != nil {
 		return nil, err
 	}
