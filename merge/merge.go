@@ -514,10 +514,11 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	p := &plan{Version: 1, Mode: mode}
 	ext := "." + inputs[0].Manifest.Format
 	m, err := sumManifests(inputs, version, func(n, region, seq int, fe lindorm.FileEntry) string {
-		rel := output.RegionDir(region) + "/" + fmt.Sprintf("part-%05d%s", seq, ext)
-		if path.Ext(fe.Path) != ext {
-			rel = strings.TrimSuffix(rel, ext) + path.Ext(fe.Path)
+		e := path.Ext(fe.Path) // a file keeps its extension
+		if e == "" {
+			e = ext
 		}
+		rel := output.DataFile(region, seq, "", strings.TrimPrefix(e, "."))
 		p.Files = append(p.Files, plannedFile{Input: n, Region: region, Src: fe.Path, Dst: rel, Bytes: fe.Bytes})
 		return rel
 	})

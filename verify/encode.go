@@ -195,7 +195,7 @@ func splitValues(cols []pipeline.Column, b []byte, into [][]byte) ([][]byte, boo
 }
 
 // decodeValue turns one encoded value of col back into a pipeline.Value, in the conventions of
-// ARCHITECTURE.md "Values" (what a LookupTarget takes as keys).
+// docs/internals.md "Values" (what a LookupTarget takes as keys).
 func decodeValue(col pipeline.Column, b []byte) pipeline.Value {
 	if len(b) == 0 || b[0] == tagNull {
 		return pipeline.Null

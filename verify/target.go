@@ -14,7 +14,7 @@ type LookupTarget interface {
 	MaxKeys() int
 	// Lookup returns the rows stored under keys (keys[i]: the key columns' values, in key order,
 	// typed as the target schema says) in the same order: nil where no row exists. Values follow
-	// pipeline.Value's conventions for the target schema's types (see ARCHITECTURE.md "Values").
+	// pipeline.Value's conventions for the target schema's types (see docs/internals.md "Values").
 	Lookup(ctx context.Context, keys [][]pipeline.Value) ([][]pipeline.Value, error)
 	Close() error
 }

@@ -33,10 +33,19 @@ const (
 // lookupTargets are the --target schemes read by key, with openLookup.
 var lookupTargets = map[string]bool{"lindorm": true, "mysql": true}
 
+// lookupScheme is target's URI scheme ("" for a path) and whether verify reads it by key.
+func lookupScheme(target string) (scheme string, isTable bool) {
+	scheme, _, ok := strings.Cut(target, "://")
+	if !ok {
+		return "", false
+	}
+	return scheme, lookupTargets[scheme]
+}
+
 // openLookup opens a table verify reads by key; it checks the table's definition against schema
 // before returning.
-func (inv *invocation) openLookup(ctx context.Context, uri string, schema pipeline.TargetSchema) (verify.LookupTarget, error) {
-	return sqlsink.OpenLookup(ctx, uri, schema, inv.getenv)
+func (inv *invocation) openLookup(ctx context.Context, uri string, schema pipeline.TargetSchema, conns int) (verify.LookupTarget, error) {
+	return sqlsink.OpenLookup(ctx, uri, schema, inv.getenv, conns)
 }
 
 // openObjects opens a --target that is a rekey output: a local folder, or an s3:// or oss://
@@ -152,7 +161,7 @@ Exit codes:
 	fl.StringVar(&f.sample, "sample", "", "check part of the keys, chosen by key hash: a row count (10000, 1m) or a percentage (1%); default: all")
 	fl.StringVar(&f.jsonOut, "json", "", "also write the result as JSON to this file (every figure and the examples)")
 	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "transform and target-reading workers")
-	fl.IntVar(&f.lookups, "lookups", 4, "lookups in flight at once on a table target")
+	fl.IntVar(&f.lookups, "lookups", 4, "lookups in flight at once on a table target, each on its own connection")
 	fl.StringVar(&f.tmp, "tmp", "", "directory for the temp files (about the size of the rows checked, both sides; removed at the end); default: the system temp directory")
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides); rows (or their digests) beyond their share of it spill to --tmp")
 	f.progress.register(inv, fl)
@@ -176,6 +185,12 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 		if err := checkRepairPath(f.repair); err != nil {
 			return err
 		}
+	}
+	if f.lookups < 1 {
+		return fmt.Errorf("--lookups %d: want at least 1 lookup in flight", f.lookups)
+	}
+	if _, isTable := lookupScheme(f.target); !isTable && cmd.Flags().Changed("lookups") {
+		return fmt.Errorf("--lookups applies to a table target (lindorm://, mysql://), which verify reads by key; --target %s is read whole: drop --lookups", sourceuri.Redact(f.target))
 	}
 	sample, err := report.ParseSample(f.sample)
 	if err != nil {
@@ -223,15 +238,15 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 	}
 	var target string
 	var notes []string
-	if scheme, _, ok := strings.Cut(f.target, "://"); ok && lookupTargets[scheme] {
-		lt, err := inv.openLookup(ctx, f.target, prog.Target())
+	if scheme, isTable := lookupScheme(f.target); isTable {
+		lt, err := inv.openLookup(ctx, f.target, prog.Target(), f.lookups)
 		if err != nil {
 			return fmt.Errorf("--target %s: %w", sourceuri.Redact(f.target), err)
 		}
 		defer lt.Close()
 		cfg.Lookup = lt
 		target = sourceuri.Redact(f.target)
-	} else if ok && scheme != "file" && scheme != "s3" && scheme != "oss" {
+	} else if scheme != "" && scheme != "file" && scheme != "s3" && scheme != "oss" {
 		return fmt.Errorf("--target %s: unknown kind of target: give the --out of the migration (a folder, s3:// or oss://), or lindorm:// or mysql:// (%s)", sourceuri.Redact(f.target), knownLookups())
 	} else {
 		objs, loc, err := inv.openObjects(ctx, f.target)

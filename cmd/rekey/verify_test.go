@@ -211,6 +211,23 @@ func TestVerifyRefusesAnotherTarget(t *testing.T) {
 	}
 }
 
+// --lookups says how many key lookups a table target serves at once (each on its own connection):
+// a folder target is read whole, and --lookups there was silently ignored, as --lookups 0 was
+// (verify then ran 4).
+func TestVerifyLookupsRefusedWhereTheyDoNotApply(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	csvPath, out := migrateForVerify(t, dir, "parquet")
+	code, _, stderr := runCLI(t, "verify", "-m", "../../mappings/orders.yaml", "--source", "file:"+csvPath, "--target", out, "--lookups", "8", "--progress", "never")
+	if code != exitVerifyFailed || !strings.Contains(stderr, "--lookups applies to a table target") {
+		t.Fatalf("verify of a folder with --lookups: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "verify", "-m", "../../mappings/orders.yaml", "--source", "file:"+csvPath, "--target", "mysql://u@127.0.0.1:1/db", "--lookups", "0", "--progress", "never")
+	if code != exitVerifyFailed || !strings.Contains(stderr, "--lookups 0: want at least 1") {
+		t.Fatalf("verify with --lookups 0: exit %d: %s", code, stderr)
+	}
+}
+
 // A source on stdin (file:-) can be read only once, and a folder target with a difference made
 // verify read it again for the value-by-value pass: it failed with "compare the differences (1
 // keys): read the source: stdin can be read only once" (exit 3) instead of reporting the

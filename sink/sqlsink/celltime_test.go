@@ -67,7 +67,7 @@ func TestWriteTimeParameter(t *testing.T) {
 	if _, err := ParseURI("lindorm://u@h:33060/db?write_time=maybe", env); err == nil {
 		t.Error("write_time=maybe accepted")
 	}
-	if _, err := OpenLookup(t.Context(), "lindorm://u@h:33060/db?write_time=true", pipeline.TargetSchema{}, env); err == nil || !strings.Contains(err.Error(), "verify reads") {
+	if _, err := OpenLookup(t.Context(), "lindorm://u@h:33060/db?write_time=true", pipeline.TargetSchema{}, env, 2); err == nil || !strings.Contains(err.Error(), "verify reads") {
 		t.Errorf("verify with write_time: %v", err)
 	}
 }

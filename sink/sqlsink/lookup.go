@@ -22,8 +22,10 @@ type Lookup struct {
 }
 
 // OpenLookup connects to the lindorm:// or mysql:// table uri names (the password from getenv)
-// and checks that the table matches the target schema (as the sink does) before any read.
-func OpenLookup(ctx context.Context, uri string, target pipeline.TargetSchema, getenv func(string) string) (*Lookup, error) {
+// and checks that the table matches the target schema (as the sink does) before any read. conns
+// is how many lookups run at once, each on its own connection (a lookup mostly waits for the
+// server: fewer connections than lookups in flight left verify at 0.6x the speed migrate wrote).
+func OpenLookup(ctx context.Context, uri string, target pipeline.TargetSchema, getenv func(string) string, conns int) (*Lookup, error) {
 	t, err := ParseURI(uri, getenv)
 	if err != nil {
 		return nil, err
@@ -31,7 +33,7 @@ func OpenLookup(ctx context.Context, uri string, target pipeline.TargetSchema, g
 	if t.CellTimestamps {
 		return nil, fmt.Errorf("%s: write_time applies to the writes of replicate; verify reads the table: drop the parameter", t.Redacted)
 	}
-	w, err := Open(ctx, Config{Target: t, Schema: target, Conns: 2})
+	w, err := Open(ctx, Config{Target: t, Schema: target, Conns: max(conns, 1)})
 	if err != nil {
 		return nil, err
 	}
@@ -82,8 +84,9 @@ func (l *Lookup) Lookup(ctx context.Context, keys [][]pipeline.Value) ([][]pipel
 			return err
 		}
 		defer rows.Close()
+		sc := newRowScanner(st.schema)
 		for rows.Next() {
-			vals, err := scanRow(rows, st.schema)
+			vals, err := sc.scan(rows)
 			if err != nil {
 				return err
 			}
@@ -105,31 +108,60 @@ func (l *Lookup) Lookup(ctx context.Context, keys [][]pipeline.Value) ([][]pipel
 
 // scanRow reads one row of the schema's columns (in schema order) from the text protocol.
 func scanRow(rows *sql.Rows, schema pipeline.TargetSchema) ([]pipeline.Value, error) {
-	raw := make([]sql.RawBytes, len(schema.Columns))
-	ptrs := make([]any, len(raw))
-	for i := range raw {
-		ptrs[i] = &raw[i]
+	return newRowScanner(schema).scan(rows)
+}
+
+// rowScanner reads the rows of one query: its scan buffers serve every row, and a row's text
+// values share one string (a lookup reads 2,000 rows; a string and two slices per value made
+// allocation a quarter of verify's CPU against a table).
+type rowScanner struct {
+	schema pipeline.TargetSchema
+	raw    []sql.RawBytes
+	ptrs   []any
+}
+
+func newRowScanner(schema pipeline.TargetSchema) *rowScanner {
+	s := &rowScanner{schema: schema, raw: make([]sql.RawBytes, len(schema.Columns)), ptrs: make([]any, len(schema.Columns))}
+	for i := range s.raw {
+		s.ptrs[i] = &s.raw[i]
 	}
-	if err := rows.Scan(ptrs...); err != nil {
+	return s
+}
+
+func (s *rowScanner) scan(rows *sql.Rows) ([]pipeline.Value, error) {
+	if err := rows.Scan(s.ptrs...); err != nil {
 		return nil, err
 	}
-	vals := make([]pipeline.Value, len(raw))
-	for i, c := range schema.Columns {
-		v, err := decodeValue(c, raw[i])
+	n := 0
+	for _, b := range s.raw {
+		n += len(b)
+	}
+	var all strings.Builder
+	all.Grow(n)
+	for _, b := range s.raw {
+		all.Write(b)
+	}
+	text := all.String()
+	vals := make([]pipeline.Value, len(s.raw))
+	at := 0
+	for i, c := range s.schema.Columns {
+		b := s.raw[i]
+		if b == nil {
+			continue // NULL
+		}
+		v, err := decodeValue(c, text[at:at+len(b)])
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", c.Name, err)
 		}
 		vals[i] = v
+		at += len(b)
 	}
 	return vals, nil
 }
 
-// decodeValue turns a column's text-protocol value into a pipeline.Value of the column's type.
-func decodeValue(c pipeline.Column, b sql.RawBytes) (pipeline.Value, error) {
-	if b == nil {
-		return pipeline.Null, nil
-	}
-	s := string(b)
+// decodeValue turns a column's text-protocol value (not NULL) into a pipeline.Value of the
+// column's type.
+func decodeValue(c pipeline.Column, s string) (pipeline.Value, error) {
 	switch c.Type {
 	case pipeline.TypeVarchar, pipeline.TypeJSON:
 		return pipeline.Text(s), nil

@@ -19,7 +19,7 @@ func TestLookupReadsRowsByKey(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := start(t)
 			schema := testSchema()
-			if _, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv); !errors.Is(err, ErrTableMismatch) {
+			if _, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv, 2); !errors.Is(err, ErrTableMismatch) {
 				t.Fatalf("lookup of a missing table: %v", err)
 			}
 			srv.Exec(t, MySQLDDL(schema, KeyCollations[srv.DDLDialect()]))
@@ -37,7 +37,7 @@ func TestLookupReadsRowsByKey(t *testing.T) {
 			if err := w.Write(context.Background(), rows); err != nil {
 				t.Fatal(err)
 			}
-			l, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv)
+			l, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +102,7 @@ func TestLookupReadsExactFloats(t *testing.T) {
 			if err := w.Write(context.Background(), rows); err != nil {
 				t.Fatal(err)
 			}
-			l, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv)
+			l, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
