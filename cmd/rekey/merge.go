@@ -115,7 +115,9 @@ func runFinishShards(cmd *cobra.Command, inv *invocation, f *mergeFlags) error {
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "Finished the %d shards in %s (metadata only: no data file copied)\n", len(inputs), f.out)
 	printMerged(w, res.Manifest, fmt.Sprintf("%d (where the shards wrote them)", res.Manifest.Files))
-	fmt.Fprintf(w, "  rejected rows: %s\n", out.Location(output.ShardsDir+"/*/"))
+	if res.Manifest.RowsRejected > 0 { // each shard keeps its rejects in its own folder
+		fmt.Fprintf(w, "  rejected rows: %s\n", out.Location(output.ShardsDir+"/*/"))
+	}
 	return nil
 }
 
