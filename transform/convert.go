@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/cqlvalue"
 )
 
 // convert turns a non-null value into the representation of a target type, or rejects it with
@@ -122,7 +123,7 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 		if msg := checkDecimal(s, t.P, t.S); msg != "" {
 			return v, typeErr(strconv.Quote(truncate(s, 64)) + ": " + msg)
 		}
-		if u, sc, ok := plainUnscaled(s); ok {
+		if u, sc, ok := cqlvalue.DecimalNumber(s); ok {
 			// the sink then encodes the number without parsing the text a second time
 			return pipeline.DecimalUnscaled(s, u, sc), nil
 		}
@@ -161,42 +162,6 @@ func decimalFits(unscaled int64, scale, p, s int) bool {
 		digits++
 	}
 	return scale <= s && max(digits-scale, 0) <= p-s
-}
-
-// plainUnscaled reads decimal text checkDecimal accepted as unscaled × 10^-scale, when it is in
-// plain notation ([sign] digits [. digits], no exponent) with at most 18 digits: ok is false
-// otherwise (the text stays the only form of the number).
-func plainUnscaled(s string) (unscaled int64, scale int, ok bool) {
-	i, neg := 0, false
-	if i < len(s) && (s[i] == '+' || s[i] == '-') {
-		neg = s[i] == '-'
-		i++
-	}
-	digits, dot := 0, -1
-	for ; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9':
-			if digits++; digits > 18 {
-				return 0, 0, false
-			}
-			unscaled = unscaled*10 + int64(c-'0')
-		case c == '.' && dot < 0:
-			dot = i
-		default:
-			return 0, 0, false
-		}
-	}
-	if digits == 0 {
-		return 0, 0, false
-	}
-	if dot >= 0 {
-		scale = len(s) - dot - 1
-	}
-	if neg {
-		unscaled = -unscaled
-	}
-	return unscaled, scale, true
 }
 
 // checkDecimal validates decimal text (sign, digits, optional fraction and exponent) and that it

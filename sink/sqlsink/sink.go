@@ -332,8 +332,9 @@ func (w *Writer) deleteRange(ctx context.Context, kr *pipeline.KeyRange, ts int6
 				return err
 			}
 			defer rows.Close()
+			sc := newRowScanner(w.st.keySchema())
 			for rows.Next() {
-				k, err := scanRow(rows, w.st.keySchema())
+				k, err := sc.scan(rows)
 				if err != nil {
 					return err
 				}

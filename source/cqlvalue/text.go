@@ -347,6 +347,13 @@ func canonicalDecimal(s string) (string, error) {
 	return b.String(), nil
 }
 
+// DecimalNumber reads canonical decimal text (-?(0|[1-9][0-9]*)(\.[0-9]+)?, as ParseText
+// returns it) of at most 18 digits as unscaled × 10^-scale; ok is false for any other text.
+func DecimalNumber(s string) (unscaled int64, scale int, ok bool) {
+	_, unscaled, scale, ok = plainDecimal(s)
+	return unscaled, scale, ok
+}
+
 // plainDecimal reports whether s is already canonical: -?(0|[1-9][0-9]*)(\.[0-9]+)? and not a
 // negative zero. It is the common case, checked in one pass, which also reads the number as
 // unscaled × 10^-scale when it has at most 18 digits (num false otherwise).
