@@ -1,0 +1,90 @@
+package replicate
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/sink/sinktest"
+	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/source/kafka/kafkademo"
+	"github.com/rekey/rekey/transform"
+)
+
+// BenchmarkWorkers is rekey's own per-message cost of replicating to Parquet, Kafka left out:
+// b.N orders messages (kafkademo, about 150 bytes of JSON) already fetched, in batches of 1024,
+// through six partitions' workers (decode, map, buffer, encode, roll close) as `rekey replicate`
+// runs them with its default --memory, mappings/orders.yaml and 16 regions.
+// go test ./replicate -run XXX -bench Workers -benchtime 1000000x
+func BenchmarkWorkers(b *testing.B) {
+	const partitions, batch = 6, 1024
+	m, err := transform.Load("../mappings/orders.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := transform.Compile(m, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	kc, err := kafka.ParseURI("kafka://127.0.0.1:9/orders?group=bench&format=json", os.Getenv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	cfg := Config{Kafka: kc, Program: p, Format: parquet.New(), Store: sinktest.Folder(b, dir), Out: dir,
+		RollSize: 64 << 20, RollInterval: time.Hour, Memory: 512 << 20 / 4, Logger: zap.NewNop()}
+	if cfg.Plan, err = p.PlanRegions(transform.RegionRequest{}); err != nil {
+		b.Fatal(err)
+	}
+	// every partition's messages, made before the clock starts
+	gen := kafkademo.NewOrders(1)
+	msgs := make([][]kafkago.Message, partitions)
+	for i := range msgs {
+		msgs[i] = make([]kafkago.Message, 0, b.N/partitions+1)
+	}
+	for i := 0; i < b.N; i++ {
+		part := i % partitions
+		m := gen.Next()
+		m.Partition, m.Offset = part, int64(len(msgs[part]))
+		msgs[part] = append(msgs[part], m)
+	}
+	r, err := New(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.man.close()
+	ws := make([]*worker, partitions)
+	for i := range ws {
+		ws[i] = r.newWorker(i, func(int, int64) error { return nil }, partitions)
+		ws[i].ctx = context.Background()
+		ws[i].timer = time.NewTimer(time.Hour)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for at := 0; ; at += batch {
+		more := false
+		for i, w := range ws {
+			if at >= len(msgs[i]) {
+				continue
+			}
+			more = true
+			if err := w.process(msgs[i][at:min(at+batch, len(msgs[i]))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	for _, w := range ws {
+		if err := w.closeRoll("stop"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
