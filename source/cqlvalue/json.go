@@ -2,12 +2,15 @@ package cqlvalue
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/rekey/rekey/pipeline"
 )
@@ -94,16 +97,44 @@ func unquote(raw string) (s string, ascii bool, err error) {
 		return "", false, fmt.Errorf("invalid JSON string %s", quoteShort(raw))
 	}
 	inner := raw[1 : len(raw)-1]
-	var hi byte
-	for i := 0; i < len(inner); i++ {
-		c := inner[i]
-		if c == '\\' || c == '"' || c < 0x20 {
-			s, err = unescapeJSON(raw, inner)
-			return s, false, err
-		}
-		hi |= c
+	k, nonASCII := plainRun(inner, 0)
+	if k < len(inner) {
+		s, err = unescapeJSON(raw, inner)
+		return s, false, err
 	}
-	return inner, hi < utf8.RuneSelf, nil
+	return inner, !nonASCII, nil
+}
+
+// plainRun returns the offset of the first byte at or after i that ends or escapes a JSON
+// string's plain run ('"', '\\' or a control character), or len(s), and whether a byte it skipped
+// is not ASCII. It tests eight bytes at a time: the strings of a message are read two or three
+// times (skipped, then unquoted), and byte by byte that was a third of a Kafka JSON message's
+// decoding.
+func plainRun(s string, i int) (int, bool) {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	var acc uint64
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
+		q, b := x^(ones*'"'), x^(ones*'\\')
+		// a byte's high bit is set where it is '"', '\\' or below 0x20; a borrow can set it in
+		// a later byte too, never in an earlier one: the lowest set bit is the first such byte
+		m := ((q-ones)&^q | (b-ones)&^b | (x-ones*0x20)&^x) & highs
+		if m != 0 {
+			n := bits.TrailingZeros64(m) / 8
+			acc |= x & (1<<(8*n) - 1)
+			return i + n, acc&highs != 0
+		}
+		acc |= x
+	}
+	nonASCII := acc&highs != 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+		nonASCII = nonASCII || c >= utf8.RuneSelf
+	}
+	return i, nonASCII
 }
 
 // unescapeJSON decodes the escapes of a JSON string's content. Unlike encoding/json, which
@@ -204,13 +235,18 @@ func ObjectFields(doc string, fn func(key, raw string)) error {
 			if i >= len(doc) || doc[i] != '"' {
 				return fmt.Errorf("expected a member name at offset %d", i)
 			}
-			end, err := skipString(doc, i)
-			if err != nil {
-				return err
-			}
-			key, err := unquoteJSON(doc[i:end])
-			if err != nil {
-				return err
+			var key string
+			end, _ := plainRun(doc, i+1)
+			var err error
+			if end < len(doc) && doc[end] == '"' { // no escapes: one pass
+				key, end = doc[i+1:end], end+1
+			} else {
+				if end, err = skipString(doc, i); err != nil {
+					return err
+				}
+				if key, err = unquoteJSON(doc[i:end]); err != nil {
+					return err
+				}
 			}
 			i = skipWS(doc, end)
 			if i >= len(doc) || doc[i] != ':' {
@@ -310,7 +346,8 @@ func skipValue(s string, i, depth int) (int, error) {
 
 // skipString returns the offset just after the JSON string starting at s[i] ('"').
 func skipString(s string, i int) (int, error) {
-	for j := i + 1; j < len(s); j++ {
+	j, _ := plainRun(s, i+1)
+	for ; j < len(s); j++ {
 		switch c := s[j]; {
 		case c == '"':
 			return j + 1, nil

@@ -205,3 +205,40 @@ func FuzzUnquoteJSON(f *testing.F) {
 		}
 	})
 }
+
+// plainRun tests eight bytes at a time: every byte value at every position of a word, behind
+// every kind of byte before it, stops where a byte-by-byte scan stops and tells non-ASCII alike.
+func TestPlainRunMatchesByteScan(t *testing.T) {
+	byteScan := func(s string, i int) (int, bool) {
+		nonASCII := false
+		for ; i < len(s); i++ {
+			if c := s[i]; c == '"' || c == '\\' || c < 0x20 {
+				break
+			}
+			nonASCII = nonASCII || s[i] >= utf8.RuneSelf
+		}
+		return i, nonASCII
+	}
+	buf := make([]byte, 20)
+	for _, fill := range []byte{'a', 0xe9, 0x1f, '"', '\\', 0x20, 0x7f, 0x80, 0xff} {
+		for pos := 0; pos < len(buf); pos++ {
+			for c := 0; c < 256; c++ {
+				for k := range buf {
+					buf[k] = 'x'
+				}
+				if pos > 0 {
+					buf[pos-1] = fill // the byte before: a borrow from it must not hide c
+				}
+				buf[pos] = byte(c)
+				s := string(buf)
+				for from := 0; from <= 3; from++ {
+					gi, gn := plainRun(s, from)
+					wi, wn := byteScan(s, from)
+					if gi != wi || gn != wn {
+						t.Fatalf("plainRun(%q, %d) = %d, %v; byte scan %d, %v", s, from, gi, gn, wi, wn)
+					}
+				}
+			}
+		}
+	}
+}
