@@ -32,6 +32,7 @@ type worker struct {
 	tracker     *tracker
 	roll        *roll
 	freeBufs    []files.Buffer
+	firstBuf    files.Buffer // the buffers' first: the others are its siblings
 	timer       *time.Timer
 	hwm         int64
 	floor       int64 // the partition's next offset in the manifest: offsets below are in committed rolls
@@ -222,14 +223,34 @@ func (w *worker) newSegment(region int, offset int64) (*segment, error) {
 		s.buf = w.freeBufs[n-1]
 		w.freeBufs = w.freeBufs[:n-1]
 	} else {
-		b, err := w.r.cfg.Format.NewBuffer(w.r.target)
+		b, err := w.newBuffer()
 		if err != nil {
-			return nil, fmt.Errorf("%s buffer: %w", w.r.cfg.Format.Name(), err)
+			return nil, err
 		}
 		s.buf = b
 	}
 	w.roll.segs[region] = s
 	return s, nil
+}
+
+// sibling is a buffer that makes empty buffers learning with it (sink/parquet: which columns
+// are not worth a dictionary).
+type sibling interface{ Sibling() files.Buffer }
+
+// newBuffer returns an empty buffer: a sibling of the worker's first one, so that what one
+// region's chunks learn about the partition's data every region's chunks use.
+func (w *worker) newBuffer() (files.Buffer, error) {
+	if s, ok := w.firstBuf.(sibling); ok {
+		return s.Sibling(), nil
+	}
+	b, err := w.r.cfg.Format.NewBuffer(w.r.target)
+	if err != nil {
+		return nil, fmt.Errorf("%s buffer: %w", w.r.cfg.Format.Name(), err)
+	}
+	if w.firstBuf == nil {
+		w.firstBuf = b
+	}
+	return b, nil
 }
 
 // message applies one message's changes to the roll.
@@ -457,7 +478,7 @@ func (w *worker) flushFresh(s *segment) error {
 	if err := s.flush(); err != nil {
 		return err
 	}
-	b, err := w.r.cfg.Format.NewBuffer(w.r.target)
+	b, err := w.newBuffer()
 	if err != nil {
 		return err
 	}

@@ -23,24 +23,8 @@ import (
 // go test ./replicate -run XXX -bench Workers -benchtime 1000000x
 func BenchmarkWorkers(b *testing.B) {
 	const partitions, batch = 6, 1024
-	m, err := transform.Load("../mappings/orders.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := transform.Compile(m, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	kc, err := kafka.ParseURI("kafka://127.0.0.1:9/orders?group=bench&format=json", os.Getenv)
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := b.TempDir()
-	cfg := Config{Kafka: kc, Program: p, Format: parquet.New(), Store: sinktest.Folder(b, dir), Out: dir,
-		RollSize: 64 << 20, RollInterval: time.Hour, Memory: 512 << 20 / 4, Logger: zap.NewNop()}
-	if cfg.Plan, err = p.PlanRegions(transform.RegionRequest{}); err != nil {
-		b.Fatal(err)
-	}
+	r := ordersReplicator(b, b.TempDir())
+	defer r.man.close()
 	// every partition's messages, made before the clock starts
 	gen := kafkademo.NewOrders(1)
 	msgs := make([][]kafkago.Message, partitions)
@@ -53,16 +37,9 @@ func BenchmarkWorkers(b *testing.B) {
 		m.Partition, m.Offset = part, int64(len(msgs[part]))
 		msgs[part] = append(msgs[part], m)
 	}
-	r, err := New(context.Background(), cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.man.close()
 	ws := make([]*worker, partitions)
 	for i := range ws {
-		ws[i] = r.newWorker(i, func(int, int64) error { return nil }, partitions)
-		ws[i].ctx = context.Background()
-		ws[i].timer = time.NewTimer(time.Hour)
+		ws[i] = r.detachedWorker(i, partitions)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -87,4 +64,40 @@ func BenchmarkWorkers(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// ordersReplicator replicates orders messages (kafkademo) with mappings/orders.yaml, 16 regions
+// and the default memory budget of `rekey replicate` into dir, as Parquet; no broker behind it.
+func ordersReplicator(tb testing.TB, dir string) *Replicator {
+	tb.Helper()
+	m, err := transform.Load("../mappings/orders.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := transform.Compile(m, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	kc, err := kafka.ParseURI("kafka://127.0.0.1:9/orders?group=bench&format=json", os.Getenv)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg := Config{Kafka: kc, Program: p, Format: parquet.New(), Store: sinktest.Folder(tb, dir), Out: dir,
+		RollSize: 64 << 20, RollInterval: time.Hour, Memory: 512 << 20 / 4, Logger: zap.NewNop()}
+	if cfg.Plan, err = p.PlanRegions(transform.RegionRequest{}); err != nil {
+		tb.Fatal(err)
+	}
+	r, err := New(context.Background(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// detachedWorker is a worker of partition that is fed with process and commits nothing to Kafka.
+func (r *Replicator) detachedWorker(partition, partitions int) *worker {
+	w := r.newWorker(partition, func(int, int64) error { return nil }, partitions)
+	w.ctx = context.Background()
+	w.timer = time.NewTimer(time.Hour)
+	return w
 }

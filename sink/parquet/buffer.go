@@ -97,7 +97,7 @@ type buffer struct {
 	rows  int
 
 	dicts     []*dictTable // per dictionary column: value -> index (this chunk)
-	overflows []int        // consecutive chunks whose dictionary overflowed
+	verdicts  *dictVerdicts
 	last      []colLens    // sizes of the last chunk, to presize
 	lastRows  int
 }
@@ -139,14 +139,44 @@ func (f *Format) NewBuffer(schema pipeline.TargetSchema) (files.Buffer, error) {
 		return nil, err
 	}
 	b := &buffer{f: f, specs: specs, cols: make([]colData, len(specs)), slots: make([]slot, len(specs)),
-		dicts: make([]*dictTable, len(specs)), overflows: make([]int, len(specs)), last: make([]colLens, len(specs))}
-	for i, sp := range specs {
+		dicts: make([]*dictTable, len(specs)), verdicts: &dictVerdicts{giveUps: make([]int, len(specs)), plain: make([]bool, len(specs))},
+		last: make([]colLens, len(specs))}
+	b.startDicts()
+	return b, nil
+}
+
+// dictVerdicts is what a buffer and its siblings learn together about their dictionary columns:
+// a column whose dictionary was given up in two chunks in a row (a chunk that kept its
+// dictionary in between starts the count again) is plain from then on, in every chunk of them.
+type dictVerdicts struct {
+	giveUps  []int
+	plain    []bool
+	siblings bool // the verdicts are shared (Sibling was called)
+}
+
+// Sibling returns an empty buffer of the same schema that shares b's dictionary verdicts: a
+// column one of them found not worth a dictionary (timestamps, amounts) starts plain in the
+// others' chunks, instead of each chunk of each buffer finding it out again over thousands of
+// rows. b and its siblings must be used from one goroutine.
+func (b *buffer) Sibling() files.Buffer {
+	s := &buffer{f: b.f, specs: b.specs, cols: make([]colData, len(b.specs)), slots: make([]slot, len(b.specs)),
+		dicts: make([]*dictTable, len(b.specs)), verdicts: b.verdicts, last: make([]colLens, len(b.specs))}
+	b.verdicts.siblings = true
+	s.startDicts()
+	return s
+}
+
+// startDicts puts the next chunk's dictionary columns in dictionary mode, except those found
+// not worth one.
+func (b *buffer) startDicts() {
+	for i, sp := range b.specs {
 		if sp.dict {
-			b.dicts[i] = newDictTable()
-			b.cols[i].dictMode = true
+			if b.dicts[i] == nil {
+				b.dicts[i] = newDictTable()
+			}
+			b.cols[i].dictMode = !b.verdicts.plain[i]
 		}
 	}
-	return b, nil
 }
 
 func (b *buffer) Rows() int { return b.rows }
@@ -399,6 +429,11 @@ func putBE(dst []byte, d files.Dec128) {
 // dictProbeRows is the row count at which a chunk's dictionary must have proved itself.
 const dictProbeRows = 4096
 
+// Siblings' chunks are small (a partition's rows spread over the regions) and their verdict is
+// shared: from earlyProbeRows rows on, a column of nearly distinct values (over 90% of the rows
+// so far) gives its dictionary up before dictProbeRows.
+const earlyProbeRows = 1024
+
 // appendDict appends a value's dictionary index, adding the value to the dictionary; when the
 // dictionary grows past the limit the column switches to plain values for the rest of the chunk.
 func (b *buffer) appendDict(i int, s string) {
@@ -411,8 +446,17 @@ func (b *buffer) appendDict(i int, s string) {
 		return
 	}
 	// give up when the dictionary grows too large, or when the column looks mostly distinct
-	// (more entries than half the rows so far, checked once at dictProbeRows rows)
-	if len(c.dvals)+len(s) > b.f.dictMax || d.len() >= 1<<15 || (len(c.idx) >= dictProbeRows && 2*d.len() > len(c.idx)) {
+	// (more entries than half the rows so far, checked once at dictProbeRows rows), or when a
+	// sibling's chunks found the column not worth one
+	rows := len(c.idx)
+	giveUp := len(c.dvals)+len(s) > b.f.dictMax || d.len() >= 1<<15 || (rows >= dictProbeRows && 2*d.len() > rows) ||
+		(b.verdicts.siblings && rows >= earlyProbeRows && 10*d.len() > 9*rows)
+	if giveUp || b.verdicts.plain[i] {
+		if v := b.verdicts; giveUp {
+			if v.giveUps[i]++; v.giveUps[i] >= 2 {
+				v.plain[i] = true
+			}
+		}
 		b.toPlain(i)
 		if sp := &b.specs[i]; sp.phys != physBytes {
 			b.appendNumber(sp, c, unsafe.Slice(unsafe.StringData(s), len(s)))
@@ -520,15 +564,12 @@ func (b *buffer) Cut() files.Chunk {
 		b.last[i] = colLens{values: max(len(c.i64), len(c.i32), len(c.bools), len(c.f32), len(c.f64), len(c.ends), len(c.idx)), data: len(c.data)}
 		if b.dicts[i] != nil {
 			b.dicts[i].reset()
-			if !c.dictMode {
-				b.overflows[i]++
-			} else {
-				b.overflows[i] = 0
+			if c.dictMode {
+				b.verdicts.giveUps[i] = 0
 			}
-			// a column whose dictionary overflowed twice in a row stays plain
-			b.cols[i].dictMode = b.overflows[i] < 2
 		}
 	}
+	b.startDicts()
 	b.lastRows = b.rows
 	b.rows = 0
 	return ch

@@ -202,3 +202,83 @@ func TestKeyStatistics(t *testing.T) {
 		}
 	}
 }
+
+// A timestamp column is mostly distinct: the first two chunks that give its dictionary up, in
+// any of a buffer's siblings, make it plain in every sibling, in the chunks under way (at their
+// next new value) and in those to come; a low-cardinality column keeps its dictionary. The
+// values read back the same from every sibling's file.
+func TestSiblingsShareDictionaryVerdicts(t *testing.T) {
+	schema := pipeline.TargetSchema{Table: "s", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0},
+		{Name: "ts", Type: pipeline.TypeTimestamp, KeyPos: -1},
+		{Name: "lo", Type: pipeline.TypeVarchar, KeyPos: -1},
+	}}
+	f := parquet.New()
+	a, err := f.NewBuffer(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type sibling interface{ Sibling() files.Buffer }
+	b, c := a.(sibling).Sibling(), a.(sibling).Sibling()
+	rows := map[files.Buffer][][]pipeline.Value{}
+	next := int64(0)
+	add := func(buf files.Buffer, n int) {
+		for range n {
+			r := []pipeline.Value{pipeline.Int(next), pipeline.Int(1_700_000_000_000 + next*7), pipeline.Text([]string{"x", "y", "z"}[next%3])}
+			next++
+			if err := buf.Append(r); err != nil {
+				t.Fatal(err)
+			}
+			rows[buf] = append(rows[buf], r)
+		}
+	}
+	add(c, 100)
+	add(a, 5000) // gives ts up at 4096 rows: once
+	if !parquet.DictMode(c, 1) || !parquet.DictMode(b, 1) {
+		t.Fatal("one chunk's give-up made the column plain in the siblings")
+	}
+	add(b, 5000) // twice in a row: plain for all
+	add(c, 1)
+	if parquet.DictMode(c, 1) || !parquet.DictMode(c, 2) {
+		t.Fatalf("c's chunk under way: ts dictionary %v (want plain), lo dictionary %v (want kept)", parquet.DictMode(c, 1), parquet.DictMode(c, 2))
+	}
+	d := c.(sibling).Sibling()
+	if parquet.DictMode(d, 1) || !parquet.DictMode(d, 2) {
+		t.Fatal("a new sibling's ts must start plain, lo with a dictionary")
+	}
+	add(d, 10)
+	for i, buf := range []files.Buffer{a, b, c, d} {
+		var out bytes.Buffer
+		w, err := f.NewWriter(&out, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := buf.Cut()
+		if err := w.Write(ch); err != nil {
+			t.Fatal(err)
+		}
+		ch.Release()
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		pf, err := sinktest.ReadParquetAt(bytes.NewReader(out.Bytes()), int64(out.Len()), fmt.Sprint("buffer ", i), schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := rows[buf]
+		if len(pf.Rows) != len(want) {
+			t.Fatalf("buffer %d: %d rows, want %d", i, len(pf.Rows), len(want))
+		}
+		for r := range want {
+			w := sinktest.CanonRow(schema, want[r])
+			for col := range w {
+				if pf.Rows[r][col] != w[col] {
+					t.Fatalf("buffer %d row %d col %d: %q, want %q", i, r, col, pf.Rows[r][col], w[col])
+				}
+			}
+		}
+	}
+	if parquet.DictMode(a, 1) || !parquet.DictMode(a, 2) {
+		t.Fatal("after a cut, a's next chunk: ts plain, lo with a dictionary")
+	}
+}

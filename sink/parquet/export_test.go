@@ -16,3 +16,6 @@ func Poisoned(t interface{ Cleanup(func()) }) {
 	Poison(true)
 	t.Cleanup(func() { Poison(false) })
 }
+
+// DictMode tells whether column col of buf's current chunk is dictionary-encoded.
+func DictMode(buf interface{}, col int) bool { return buf.(*buffer).cols[col].dictMode }
