@@ -277,6 +277,9 @@ func ObjectFields(doc string, fn func(key, raw string)) error {
 }
 
 func skipWS(s string, i int) int {
+	if i < len(s) && s[i] > ' ' { // compact JSON: one test
+		return i
+	}
 	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
 		i++
 	}
