@@ -3,6 +3,7 @@ package cassandra
 import (
 	"errors"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gocql/gocql"
 
@@ -54,5 +55,43 @@ func TestCassandraTimestampsInCollectionsAreMilliseconds(t *testing.T) {
 	want := `["1970-01-01T00:00:00.005Z","1969-12-31T23:59:59.999Z","2024-01-01T00:00:00.000Z"]`
 	if err != nil || v.Str != want {
 		t.Errorf("got %q, %v; want %s", v.Str, err, want)
+	}
+}
+
+// Every text cell's verdict is utf8.Valid's, whatever its length and wherever a byte above 0x7f
+// sits in it: a valid multi-byte rune is kept as it is, a stray or truncated byte is a reject, in
+// a plain text column and inside a collection.
+func TestTextCellsAreValidUTF8AtEveryLengthAndPosition(t *testing.T) {
+	lt := gocql.CollectionType{NativeType: gocql.NewNativeType(4, gocql.TypeList, ""), Elem: native(gocql.TypeVarchar)}
+	inserts := []string{"é", "中", "😀", "\xff", "\xc3", "\xe4\xb8", "\x80", "\xed\xa0\x80"}
+	for n := 0; n <= 40; n++ {
+		ascii := []byte("abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH")[:n]
+		cells := [][]byte{ascii}
+		for pos := 0; pos <= n; pos++ {
+			for _, ins := range inserts {
+				cells = append(cells, append(append(append([]byte(nil), ascii[:pos]...), ins...), ascii[pos:]...))
+			}
+		}
+		for _, cell := range cells {
+			valid := utf8.Valid(cell)
+			v, err := decodeOne(t, native(gocql.TypeVarchar), "text", cell)
+			if valid && (err != nil || v.Str != string(cell) || v.Kind != pipeline.KindText) {
+				t.Fatalf("text %q: %+v, %v; want it kept", cell, v, err)
+			}
+			if !valid && cellError("c", err).Code != pipeline.CodeEncoding {
+				t.Fatalf("text %q: %+v, %v; want an encoding reject", cell, v, err)
+			}
+			data, err := gocql.Marshal(lt, []string{string(cell)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err = decodeOne(t, lt, "", data)
+			if valid && (err != nil || v.Str != string(cqlvalue.AppendJSONString([]byte("["), string(cell)))+"]") {
+				t.Fatalf("list<text> [%q]: %q, %v; want it kept", cell, v.Str, err)
+			}
+			if !valid && cellError("c", err).Code != pipeline.CodeEncoding {
+				t.Fatalf("list<text> [%q]: %q, %v; want an encoding reject", cell, v.Str, err)
+			}
+		}
 	}
 }
