@@ -95,3 +95,40 @@ func TestTextCellsAreValidUTF8AtEveryLengthAndPosition(t *testing.T) {
 		}
 	}
 }
+
+// A cell handed over by gocql.Iter.Scan (the page decoder's sink) gives exactly what decode gives
+// the same bytes, value and reject alike, for the text and 8-byte integer cells the sink reads
+// without calling decode: null, empty, well-formed, not UTF-8, wrong lengths.
+func TestPageSinkGivesWhatDecodeGives(t *testing.T) {
+	cells := [][]byte{nil, {}, []byte("plain"), []byte("exactly16bytes!!"), []byte("送达"), []byte("DELIV\xff\xfeERED"),
+		[]byte("quoted \xc3"), {0xff}, {0, 0, 0, 0, 0, 0, 0, 42}, {0x80, 0, 0, 0, 0, 0, 0, 1}, {1, 2, 3},
+		{1, 2, 3, 4, 5, 6, 7, 8, 9}}
+	for _, typ := range []gocql.Type{gocql.TypeVarchar, gocql.TypeText, gocql.TypeAscii, gocql.TypeBlob, gocql.TypeBigInt,
+		gocql.TypeCounter, gocql.TypeTimestamp, gocql.TypeTime, gocql.TypeInt, gocql.TypeDecimal} {
+		d, err := newColDecoder("c", native(typ), "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pd := newPageDecoder([]*colDecoder{d}, nil, 0, 0)
+		pd.mem = &pageMem{}
+		sink := pd.dests[0].(gocql.Unmarshaler)
+		for _, cell := range cells {
+			var a arena
+			var scratch []byte
+			want, wantErr := d.decode(cell, &a, &scratch)
+			pd.vals, pd.rowErr = make([]pipeline.Value, 1), nil
+			if err := sink.UnmarshalCQL(native(typ), cell); err != nil {
+				t.Fatalf("%s %q: %v", typ, cell, err)
+			}
+			if got := pd.vals[0]; got != want {
+				t.Errorf("%s %q: sink %+v, decode %+v", typ, cell, got, want)
+			}
+			switch {
+			case wantErr == nil && pd.rowErr != nil:
+				t.Errorf("%s %q: sink rejects %+v, decode does not", typ, cell, pd.rowErr)
+			case wantErr != nil && (pd.rowErr == nil || *pd.rowErr != *cellError("c", wantErr)):
+				t.Errorf("%s %q: sink rejects %+v, decode %v", typ, cell, pd.rowErr, wantErr)
+			}
+		}
+	}
+}
