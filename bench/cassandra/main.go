@@ -98,11 +98,7 @@ func parent(rekey, mapping, work string, n, runs int, out string, extra []string
 	uri := "cassandra://" + strings.Join(hosts, ",") + "/shop/orders"
 
 	// rekey's own sub-ranges and concurrency (its defaults), for the bare scan
-	cfg, err := cassandra.ParseURI(uri)
-	if err != nil {
-		return err
-	}
-	probe, err := cassandra.New(cfg, zap.NewNop())
+	probe, err := openSource(uri)
 	if err != nil {
 		return err
 	}
@@ -261,11 +257,7 @@ func bare(hosts []string, rangesFile string, workers int, want int64) error {
 // sourceOnly reads the table with rekey's Cassandra source (its defaults: the same ranges,
 // concurrency and page size as rekey migrate) and drops every record, releasing each batch.
 func sourceOnly(uri string, want int64) error {
-	cfg, err := cassandra.ParseURI(uri)
-	if err != nil {
-		return err
-	}
-	src, err := cassandra.New(cfg, zap.NewNop())
+	src, err := openSource(uri)
 	if err != nil {
 		return err
 	}
@@ -292,4 +284,13 @@ func sourceOnly(uri string, want int64) error {
 		return fmt.Errorf("read %d rows, want %d", got, want)
 	}
 	return nil
+}
+
+// openSource opens rekey's Cassandra source on uri with its default settings.
+func openSource(uri string) (*cassandra.Source, error) {
+	cfg, err := cassandra.ParseURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	return cassandra.New(cfg, zap.NewNop())
 }
