@@ -141,3 +141,65 @@ func TestLookupReadsExactFloats(t *testing.T) {
 		})
 	}
 }
+
+// Scan reads every row of a key range once, typed as Lookup reads it, page after page (4,500
+// rows: three pages, the later ones starting inside a run of one first key column's value).
+func TestScanReadsKeyRangesPageByPage(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			schema := testSchema()
+			srv.Exec(t, MySQLDDL(schema, KeyCollations[srv.DDLDialect()]))
+			w := openWriter(t, srv, schema, 2)
+			const n = 4500
+			var rows []pipeline.Row
+			for i := 0; i < n; i++ {
+				rows = append(rows, pipeline.Row{Values: testRow(i)})
+			}
+			if err := w.Write(context.Background(), rows); err != nil {
+				t.Fatal(err)
+			}
+			l, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			bound := func(pk string) pipeline.KeyBound {
+				return pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Text(pk)}, Inclusive: true}
+			}
+			for _, tc := range []struct {
+				kr   pipeline.KeyRange
+				want func(i int) bool
+			}{
+				{pipeline.KeyRange{}, func(int) bool { return true }},
+				{pipeline.KeyRange{Start: bound("k002"), End: pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Text("k005")}}}, func(i int) bool { return i%7 >= 2 && i%7 < 5 }},
+				{pipeline.KeyRange{Start: bound("k005")}, func(i int) bool { return i%7 >= 5 }},
+				{pipeline.KeyRange{End: bound("k000")}, func(i int) bool { return i%7 == 0 }},
+			} {
+				seen := make([]int, n)
+				var prev string
+				err := l.Scan(context.Background(), tc.kr, func(row []pipeline.Value) error {
+					i := int(row[1].Num)
+					seen[i]++
+					if d := diffRow(schema, testRow(i), row); d != "" {
+						t.Errorf("row %d: %s", i, d)
+					}
+					if k := fmt.Sprintf("%s %06d", row[0].Str, i); k <= prev {
+						t.Errorf("row %q after %q: not in key order", k, prev)
+					} else {
+						prev = k
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, c := range seen {
+					if want := tc.want(i); c != 0 && !want || want && c != 1 {
+						t.Fatalf("range %+v: row %d read %d times", tc.kr, i, c)
+					}
+				}
+			}
+		})
+	}
+}
