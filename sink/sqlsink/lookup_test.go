@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 )
 
 // OpenLookup checks the table like the sink, then reads rows by key in the order asked, nil
@@ -23,7 +24,6 @@ func TestLookupReadsRowsByKey(t *testing.T) {
 				t.Fatalf("lookup of a missing table: %v", err)
 			}
 			srv.Exec(t, MySQLDDL(schema, KeyCollations[srv.DDLDialect()]))
-			w := openWriter(t, srv, schema, 2)
 			var rows []pipeline.Row
 			for i := 0; i < 30; i++ {
 				r := testRow(i)
@@ -34,14 +34,7 @@ func TestLookupReadsRowsByKey(t *testing.T) {
 				}
 				rows = append(rows, pipeline.Row{Values: r})
 			}
-			if err := w.Write(context.Background(), rows); err != nil {
-				t.Fatal(err)
-			}
-			l, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
+			l := lookupOf(t, srv, schema, rows)
 			if l.MaxKeys() != 2000 {
 				t.Errorf("MaxKeys %d", l.MaxKeys())
 			}
@@ -72,6 +65,21 @@ func TestLookupReadsRowsByKey(t *testing.T) {
 	}
 }
 
+// lookupOf writes rows into the schema's table on srv and opens a Lookup of it.
+func lookupOf(t *testing.T, srv *mysqltest.Server, schema pipeline.TargetSchema, rows []pipeline.Row) *Lookup {
+	t.Helper()
+	w := openWriter(t, srv, schema, 2)
+	if err := w.Write(context.Background(), rows); err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
 // Lookup reads back the FLOAT a column stores, bit for bit: the text protocol prints a FLOAT
 // column with 6 significant digits (1.2345678 as "1.23457"), and verify found 1,931 of 2,000
 // migrated FLOAT values different. The largest FLOAT is written (its shortest form is out of
@@ -98,15 +106,7 @@ func TestLookupReadsExactFloats(t *testing.T) {
 				rows[i] = pipeline.Row{Values: []pipeline.Value{pipeline.Int(int64(i)), pipeline.Float(float64(f))}}
 				keys[i] = rows[i].Values[:1]
 			}
-			w := openWriter(t, srv, schema, 2)
-			if err := w.Write(context.Background(), rows); err != nil {
-				t.Fatal(err)
-			}
-			l, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
+			l := lookupOf(t, srv, schema, rows)
 			read := func() []float32 {
 				got, err := l.Lookup(context.Background(), keys)
 				if err != nil {
@@ -150,20 +150,12 @@ func TestScanReadsKeyRangesPageByPage(t *testing.T) {
 			srv := start(t)
 			schema := testSchema()
 			srv.Exec(t, MySQLDDL(schema, KeyCollations[srv.DDLDialect()]))
-			w := openWriter(t, srv, schema, 2)
 			const n = 4500
 			var rows []pipeline.Row
 			for i := 0; i < n; i++ {
 				rows = append(rows, pipeline.Row{Values: testRow(i)})
 			}
-			if err := w.Write(context.Background(), rows); err != nil {
-				t.Fatal(err)
-			}
-			l, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
+			l := lookupOf(t, srv, schema, rows)
 			bound := func(pk string) pipeline.KeyBound {
 				return pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Text(pk)}, Inclusive: true}
 			}
