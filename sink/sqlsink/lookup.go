@@ -122,7 +122,7 @@ func (l *Lookup) Scan(ctx context.Context, kr pipeline.KeyRange, fn func(row []p
 	sc := newRowScanner(st.schema)
 	page := make([][]pipeline.Value, 0, ScanPage)
 	for {
-		q, rerr := st.appendRangeCond([]byte(st.selectHead), &kr)
+		q, rerr := st.appendScanCond([]byte(st.selectHead), &kr)
 		if rerr != nil {
 			return fmt.Errorf("scan: a bound: %v", rerr)
 		}
@@ -156,6 +156,28 @@ func (l *Lookup) Scan(ctx context.Context, kr pipeline.KeyRange, fn func(row []p
 		}
 		kr.Start = pipeline.KeyBound{Vals: page[len(page)-1][:st.schema.KeyLen]}
 	}
+}
+
+// appendScanCond appends a scan page's condition: kr's, and when its start is a whole key (a
+// page after the first), that key's first column as a bound of its own too, so that a planner
+// that looks for a range of the first key column at the top of the condition (Lindorm refuses
+// a query without one as a full table scan) finds it, not only inside the ORs.
+func (s *statements) appendScanCond(dst []byte, kr *pipeline.KeyRange) ([]byte, *pipeline.RowError) {
+	if len(kr.Start.Vals) > 1 {
+		first := s.schema.Columns[0]
+		dst = append(dst, s.d.Ident(first.Name)...)
+		if first.Desc {
+			dst = append(dst, "<="...)
+		} else {
+			dst = append(dst, ">="...)
+		}
+		var rerr *pipeline.RowError
+		if dst, rerr = s.appendLiteral(dst, first, kr.Start.Vals[0]); rerr != nil {
+			return dst, rerr
+		}
+		dst = append(dst, " AND "...)
+	}
+	return s.appendRangeCond(dst, kr)
 }
 
 // scanRow reads one row of the schema's columns (in schema order) from the text protocol.

@@ -195,3 +195,35 @@ func TestScanReadsKeyRangesPageByPage(t *testing.T) {
 		})
 	}
 }
+
+// A scan page's statement per dialect: the range of the first key column, after the first page
+// the last key read as a tuple bound (a DESC column compares the other way) and its first column
+// also as a plain bound, so that Lindorm sees a range of the first key column; key order, 2,000
+// rows.
+func TestScanPageStatements(t *testing.T) {
+	s := pipeline.TargetSchema{Table: "t", KeyLen: 2, Columns: []pipeline.Column{
+		{Name: "pk", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "id", Type: pipeline.TypeBigint, KeyPos: 1, Desc: true},
+		{Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
+	first := pipeline.KeyRange{Start: pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Text("a")}, Inclusive: true},
+		End: pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Text("b")}}}
+	later := pipeline.KeyRange{Start: pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Text("a"), pipeline.Int(5)}}, End: first.End}
+	for _, tc := range []struct {
+		d    *Dialect
+		kr   pipeline.KeyRange
+		want string
+	}{
+		{Lindorm, pipeline.KeyRange{}, "SELECT pk, id, v FROM t WHERE TRUE ORDER BY pk, id DESC LIMIT 2000"},
+		{Lindorm, first, "SELECT pk, id, v FROM t WHERE ((pk>='a')) AND ((pk<'b')) ORDER BY pk, id DESC LIMIT 2000"},
+		{Lindorm, later, "SELECT pk, id, v FROM t WHERE pk>='a' AND ((pk>'a') OR (pk='a' AND id<5)) AND ((pk<'b')) ORDER BY pk, id DESC LIMIT 2000"},
+		{MySQL, later, "SELECT `pk`, `id`, `v` FROM `t` WHERE `pk`>='a' AND ((`pk`>'a') OR (`pk`='a' AND `id`<5)) AND ((`pk`<'b')) ORDER BY `pk`, `id` DESC LIMIT 2000"},
+	} {
+		st := newStatements(tc.d, s)
+		q, err := st.appendScanCond([]byte(st.selectHead), &tc.kr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(q) + st.scanTail; got != tc.want {
+			t.Errorf("%s %+v:\n got %s\nwant %s", tc.d.Name, tc.kr, got, tc.want)
+		}
+	}
+}
