@@ -13,18 +13,30 @@ import (
 	"github.com/rekey/rekey/pipeline"
 )
 
-// scanRowsPerKey bounds a table scan: past this many table rows per source key, the scan gives
-// up and the keys are looked up instead. A row read by range cost MariaDB a tenth of a row
-// looked up by key, so a table of up to twice the source's keys is cheaper read whole; beyond it
-// the rows read so far are the most a scan wastes.
+// scanRowsPerKey bounds a table scan: past this many table rows per source key, in any key
+// range, the scan gives up and the keys are looked up instead. A row read by range cost MariaDB
+// a tenth of a row looked up by key, so a table of up to twice the source's keys is cheaper read
+// whole; a larger one (the source of one shard of the table, say) is found out within the
+// first ranges read, which bounds what the scan wastes.
 const scanRowsPerKey = 2
 
 // scanRangesPerLookup is how many key ranges each of the scans in flight reads on average: small
-// enough ranges that a range larger than the others leaves no scan idle for long.
-const scanRangesPerLookup = 4
+// ranges, so that a larger table is found out early and no scan waits long on a larger range.
+const scanRangesPerLookup = 16
 
-// scanSample is how many source keys (of the first buckets) place the range bounds.
+// scanSample is how many source keys (of the first buckets) place the range bounds and tell
+// each range's share of the source's keys.
 const scanSample = 4096
+
+// scanSlack is the rows a range may hold beyond scanRowsPerKey per source key it is expected
+// to have: a range of few sampled keys is not given up on for the sample's chance.
+const scanSlack = 64
+
+// scanRange is a key range of the table and the most rows it may hold before the scan gives up.
+type scanRange struct {
+	kr    pipeline.KeyRange
+	limit int64
+}
 
 // errScanGaveUp ends a scan that is no longer worth it or cannot represent a row.
 var errScanGaveUp = errors.New("scan gave up")
@@ -35,11 +47,10 @@ var errScanGaveUp = errors.New("scan gave up")
 // then looked up. keys is the number of source rows kept.
 func (v *run) scanTable(parent context.Context, rs RangeScanner, dst *parts, keys int64) (bool, error) {
 	cfg := v.cfg
-	ranges, err := v.scanRanges(cfg.Lookups * scanRangesPerLookup)
+	ranges, err := v.scanRanges(cfg.Lookups*scanRangesPerLookup, keys)
 	if err != nil {
 		return false, err
 	}
-	limit := scanRowsPerKey * keys
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	var c pipeline.Counters
@@ -59,7 +70,7 @@ func (v *run) scanTable(parent context.Context, rs RangeScanner, dst *parts, key
 		mu.Unlock()
 		cancel()
 	}
-	next := make(chan pipeline.KeyRange)
+	next := make(chan scanRange)
 	for range cfg.Lookups {
 		wg.Add(1)
 		go func() {
@@ -67,15 +78,17 @@ func (v *run) scanTable(parent context.Context, rs RangeScanner, dst *parts, key
 			w := dst.writer()
 			defer w.flush()
 			var key, row []byte
-			for kr := range next {
-				err := rs.Scan(ctx, kr, func(vals []pipeline.Value) error {
+			for sr := range next {
+				var n int64
+				err := rs.Scan(ctx, sr.kr, func(vals []pipeline.Value) error {
 					var e *pipeline.RowError
 					if key, row, e = v.encodeTableRow(key[:0], row[:0], vals); e != nil {
 						return fmt.Errorf("%w: a row of the table does not fit its type (%s)", errScanGaveUp, e.Message)
 					}
-					if read.Add(1) > limit {
-						return fmt.Errorf("%w: the table holds more than %d rows per source key", errScanGaveUp, scanRowsPerKey)
+					if n++; n > sr.limit {
+						return fmt.Errorf("%w: a key range holds more than %d rows of the table per source key", errScanGaveUp, scanRowsPerKey)
 					}
+					read.Add(1)
 					h, _ := keyHashes(key)
 					w.add(h, 0, key, row)
 					c.RowsIn.Add(1)
@@ -88,9 +101,9 @@ func (v *run) scanTable(parent context.Context, rs RangeScanner, dst *parts, key
 		}()
 	}
 feed:
-	for _, kr := range ranges {
+	for _, sr := range ranges {
 		select {
-		case next <- kr:
+		case next <- sr:
 		case <-ctx.Done():
 			break feed
 		}
@@ -137,10 +150,11 @@ func (v *run) encodeTableRow(key, row []byte, vals []pipeline.Value) ([]byte, []
 
 // scanRanges cuts the table's key space into about n ranges of as many source keys each, at
 // values of the first key column taken from the source's first buckets (the buckets hold keys
-// in hash order, so any of them is a sample of all). The ranges cover every key whatever the
-// values: bounds out of the server's order only unbalance them, and the keys a range misses
-// are looked up.
-func (v *run) scanRanges(n int) ([]pipeline.KeyRange, error) {
+// in hash order, so any of them is a sample of all), each with its limit: scanRowsPerKey rows
+// per source key its share of the sample says it holds (of keys in all). The ranges cover every
+// key whatever the values: bounds out of the server's order only unbalance them, and the keys a
+// range misses are looked up.
+func (v *run) scanRanges(n int, keys int64) ([]scanRange, error) {
 	col := v.keyCols[0]
 	var vals []pipeline.Value
 	var parts [][]byte
@@ -161,25 +175,36 @@ func (v *run) scanRanges(n int) ([]pipeline.KeyRange, error) {
 		}
 	}
 	if len(vals) == 0 {
-		return []pipeline.KeyRange{{}}, nil
+		return []scanRange{{limit: scanRowsPerKey*keys + scanSlack}}, nil
 	}
-	sort.Slice(vals, func(i, j int) bool {
+	less := func(a, b pipeline.Value) bool {
 		if col.Desc { // the key order is the values' reversed
-			return lessValue(vals[j], vals[i])
+			return lessValue(b, a)
 		}
-		return lessValue(vals[i], vals[j])
-	})
-	var bounds []pipeline.Value
+		return lessValue(a, b)
+	}
+	sort.Slice(vals, func(i, j int) bool { return less(vals[i], vals[j]) })
+	// starts[i]: the first sampled value of range i (a bound's first place in the sample)
+	starts := []int{0}
 	for i := 1; i < n; i++ {
-		b := vals[i*len(vals)/n]
-		if len(bounds) == 0 || !b.Equal(bounds[len(bounds)-1]) {
-			bounds = append(bounds, b)
+		at := i * len(vals) / n
+		b := vals[at]
+		at = sort.Search(len(vals), func(j int) bool { return !less(vals[j], b) })
+		if at > starts[len(starts)-1] {
+			starts = append(starts, at)
 		}
 	}
-	ranges := make([]pipeline.KeyRange, len(bounds)+1)
-	for i, b := range bounds {
-		ranges[i].End = pipeline.KeyBound{Vals: []pipeline.Value{b}}
-		ranges[i+1].Start = pipeline.KeyBound{Vals: []pipeline.Value{b}, Inclusive: true}
+	ranges := make([]scanRange, len(starts))
+	for i, at := range starts {
+		end := len(vals)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+			ranges[i].kr.End = pipeline.KeyBound{Vals: []pipeline.Value{vals[end]}}
+		}
+		if i > 0 {
+			ranges[i].kr.Start = pipeline.KeyBound{Vals: []pipeline.Value{vals[at]}, Inclusive: true}
+		}
+		ranges[i].limit = scanRowsPerKey*int64(end-at)*keys/int64(len(vals)) + scanSlack
 	}
 	return ranges, nil
 }
