@@ -66,7 +66,7 @@ func TestLookupReadsRowsByKey(t *testing.T) {
 }
 
 // lookupOf writes rows into the schema's table on srv and opens a Lookup of it.
-func lookupOf(t *testing.T, srv *mysqltest.Server, schema pipeline.TargetSchema, rows []pipeline.Row) *Lookup {
+func lookupOf(t testing.TB, srv *mysqltest.Server, schema pipeline.TargetSchema, rows []pipeline.Row) *Lookup {
 	t.Helper()
 	w := openWriter(t, srv, schema, 2)
 	if err := w.Write(context.Background(), rows); err != nil {
