@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -57,7 +56,6 @@ func (v *run) scanTable(parent context.Context, rs RangeScanner, dst *parts, key
 	done := v.phase("reading table", -1, &c)
 	defer done()
 	var (
-		read     atomic.Int64
 		mu       sync.Mutex
 		firstErr error
 		wg       sync.WaitGroup
@@ -88,7 +86,6 @@ func (v *run) scanTable(parent context.Context, rs RangeScanner, dst *parts, key
 					if n++; n > sr.limit {
 						return fmt.Errorf("%w: a key range holds more than %d rows of the table per source key", errScanGaveUp, scanRowsPerKey)
 					}
-					read.Add(1)
 					h, _ := keyHashes(key)
 					w.add(h, 0, key, row)
 					c.RowsIn.Add(1)
@@ -117,7 +114,7 @@ feed:
 		return false, err
 	}
 	if firstErr == nil {
-		cfg.Logger.Info("table read by key range", zap.Int64("rows", read.Load()), zap.Int("ranges", len(ranges)))
+		cfg.Logger.Info("table read by key range", zap.Int64("rows", c.RowsIn.Load()), zap.Int("ranges", len(ranges)))
 		return true, nil
 	}
 	dst.discard()
