@@ -13,10 +13,10 @@ import (
 )
 
 // scanRowsPerKey bounds a table scan: past this many table rows per source key, in any key
-// range, the scan gives up and the keys are looked up instead. A row read by range cost MariaDB
-// a tenth of a row looked up by key, so a table of up to twice the source's keys is cheaper read
-// whole; a larger one (the source of one shard of the table, say) is found out within the
-// first ranges read, which bounds what the scan wastes.
+// range, the scan ends and the keys not read yet are looked up. A row read by range cost
+// MariaDB a tenth of a row looked up by key, so a table of up to twice the source's keys is
+// cheaper read whole; a larger one (the source of one shard of the table, say) is found out
+// within the first ranges read, which bounds what the scan costs on top of the lookups.
 const scanRowsPerKey = 2
 
 // scanRangesPerLookup is how many key ranges each of the scans in flight reads on average: small
@@ -37,18 +37,20 @@ type scanRange struct {
 	limit int64
 }
 
-// errScanGaveUp ends a scan that is no longer worth it or cannot represent a row.
-var errScanGaveUp = errors.New("scan gave up")
+// errTableTooLarge ends every range of a scan: the table holds more rows than are worth reading.
+var errTableTooLarge = errors.New("the table holds more rows than the source has keys")
 
-// scanTable reads the lookup target's rows into dst by key range, when the target can, and says
-// whether it did: false (dst left empty) when the table turned out larger than scanRowsPerKey
-// rows per source key, held a value the scan cannot compare, or refused the scan; the keys are
-// then looked up. keys is the number of source rows kept.
-func (v *run) scanTable(parent context.Context, rs RangeScanner, dst *parts, keys int64) (bool, error) {
+// scanTable reads the lookup target's rows into dst by key range. Whatever it could not read
+// is looked up afterwards (the keys no row was read for), so that it never changes a verdict:
+// a range that holds more than scanRowsPerKey rows per source key it should ends the scan (the
+// table is larger than the source: reading on would cost more than the lookups); a range the
+// server refuses, or whose row does not fit its column's type (the lookup of that key then
+// says so, as it did before), ends that range. keys is the number of source rows kept.
+func (v *run) scanTable(parent context.Context, rs RangeScanner, dst *parts, keys int64) error {
 	cfg := v.cfg
 	ranges, err := v.scanRanges(cfg.Lookups*scanRangesPerLookup, keys)
 	if err != nil {
-		return false, err
+		return err
 	}
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
@@ -57,17 +59,11 @@ func (v *run) scanTable(parent context.Context, rs RangeScanner, dst *parts, key
 	defer done()
 	var (
 		mu       sync.Mutex
-		firstErr error
+		firstErr error // of a range refused or not read to its end
+		failed   int
+		tooLarge bool
 		wg       sync.WaitGroup
 	)
-	fail := func(err error) {
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		mu.Unlock()
-		cancel()
-	}
 	next := make(chan scanRange)
 	for range cfg.Lookups {
 		wg.Add(1)
@@ -81,19 +77,27 @@ func (v *run) scanTable(parent context.Context, rs RangeScanner, dst *parts, key
 				err := rs.Scan(ctx, sr.kr, func(vals []pipeline.Value) error {
 					var e *pipeline.RowError
 					if key, row, e = v.encodeTableRow(key[:0], row[:0], vals); e != nil {
-						return fmt.Errorf("%w: a row of the table does not fit its type (%s)", errScanGaveUp, e.Message)
+						return fmt.Errorf("a row of the table does not fit its type (%s)", e.Message)
 					}
 					if n++; n > sr.limit {
-						return fmt.Errorf("%w: a key range holds more than %d rows of the table per source key", errScanGaveUp, scanRowsPerKey)
+						return errTableTooLarge
 					}
 					h, _ := keyHashes(key)
 					w.add(h, 0, key, row)
 					c.RowsIn.Add(1)
 					return nil
 				})
-				if err != nil {
-					fail(err)
+				if err == nil || ctx.Err() != nil {
+					continue
 				}
+				mu.Lock()
+				if errors.Is(err, errTableTooLarge) {
+					tooLarge = true
+					cancel()
+				} else if failed++; firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
 			}
 		}()
 	}
@@ -108,22 +112,21 @@ feed:
 	close(next)
 	wg.Wait()
 	if err := parent.Err(); err != nil {
-		return false, err
+		return err
 	}
 	if err := dst.failed(); err != nil {
-		return false, err
+		return err
 	}
-	if firstErr == nil {
-		cfg.Logger.Info("table read by key range", zap.Int64("rows", c.RowsIn.Load()), zap.Int("ranges", len(ranges)))
-		return true, nil
-	}
-	dst.discard()
-	if errors.Is(firstErr, errScanGaveUp) {
-		cfg.Logger.Info("looking keys up instead of reading the table", zap.String("reason", firstErr.Error()))
+	if tooLarge {
+		cfg.Logger.Info("table larger than the source: looking up the keys not read yet", zap.Int64("rows", c.RowsIn.Load()),
+			zap.Int("rows_per_key", scanRowsPerKey))
 	} else {
-		cfg.Logger.Warn("reading the table by key range failed: looking keys up instead", zap.Error(firstErr))
+		cfg.Logger.Info("table read by key range", zap.Int64("rows", c.RowsIn.Load()), zap.Int("ranges", len(ranges)))
 	}
-	return false, nil
+	if firstErr != nil {
+		cfg.Logger.Warn("key ranges of the table not read: their keys are looked up", zap.Int("ranges", failed), zap.Error(firstErr))
+	}
+	return nil
 }
 
 // encodeTableRow appends a table row's key and other values in their stored form.

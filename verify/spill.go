@@ -129,15 +129,6 @@ func (p *parts) peek(b int) ([][]byte, error) {
 	return chunks, nil
 }
 
-// discard lets every entry of p go: its memory back to the budget, its files removed.
-func (p *parts) discard() {
-	p.close()
-	for b := range p.mem {
-		p.used.Add(-p.memN[b])
-		p.mem[b], p.memN[b], p.sizes[b] = nil, 0, 0
-	}
-}
-
 // close removes what is left of p's files.
 func (p *parts) close() {
 	for b, f := range p.files {

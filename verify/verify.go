@@ -187,12 +187,10 @@ func (v *run) exact(ctx context.Context) error {
 	if rs, ok := cfg.Lookup.(RangeScanner); ok && !v.state && cfg.Sample == (Sample{}) && read.RowsWritten.Load() > 0 {
 		dst = newParts(v.dir, "table", topBuckets, 0, &v.used, cfg.Memory/2)
 		defer dst.close()
-		if v.scanned, err = v.scanTable(ctx, rs, dst, read.RowsWritten.Load()); err != nil {
+		if err := v.scanTable(ctx, rs, dst, read.RowsWritten.Load()); err != nil {
 			return err
 		}
-		if !v.scanned {
-			dst = nil
-		}
+		v.scanned = true
 	}
 	par, name := cfg.Workers, "comparing"
 	if cfg.Lookup != nil {
@@ -254,7 +252,7 @@ type run struct {
 	state  bool
 	ranges []rangeDelete
 	// scanned: the lookup target's rows were read by key range (scan.go) into the target side;
-	// the keys they do not hold are looked up
+	// the keys no row was read for are looked up
 	scanned  bool
 	rangesMu sync.Mutex
 	res      *Result
