@@ -48,20 +48,26 @@ func ordersRows(tb testing.TB, n int) *samplingSource {
 	}}}
 }
 
+// ordersMapping is mappings/orders.yaml, compiled.
+func ordersMapping(tb testing.TB) (*transform.Program, *transform.Mapping) {
+	m, err := transform.Load("../mappings/orders.yaml")
+	if err == nil {
+		var p *transform.Program
+		if p, err = transform.Compile(m, nil); err == nil {
+			return p, m
+		}
+	}
+	tb.Fatal(err)
+	return nil, nil
+}
+
 // BenchmarkRunOrders is `rekey report` with mappings/orders.yaml on one worker, per row: the
 // mapping, the sketches, the collision check's temp files and their count. The advisor's
 // subsample is kept small so that its fixed cost (BenchmarkAdvisorOrders) does not weigh in.
 func BenchmarkRunOrders(b *testing.B) {
 	const rows = 1000000
 	src := ordersRows(b, rows)
-	m, err := transform.Load("../mappings/orders.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := transform.Compile(m, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	p, m := ordersMapping(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := cpuTime()
@@ -87,14 +93,7 @@ func cpuTime() time.Duration {
 func BenchmarkAdvisorOrders(b *testing.B) {
 	const rows = 78000
 	src := ordersRows(b, rows)
-	m, err := transform.Load("../mappings/orders.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := transform.Compile(m, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	p, m := ordersMapping(b)
 	r := &runner{cfg: withDefaults(Config{Program: p, Mapping: m, Source: src, Workers: 1}), prog: p, every: 1}
 	if _, _, err := r.plan(p.SampleRows(src.sampleRecs(20000))); err != nil {
 		b.Fatal(err)
