@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"time"
@@ -114,6 +115,16 @@ func main() {
 			f.Close()
 			os.Exit(code)
 		}
+	}
+	// REKEY_MEMPROFILE=FILE writes what the whole command allocated (`go tool pprof -sample_index=alloc_space`).
+	if path := os.Getenv("REKEY_MEMPROFILE"); path != "" {
+		runtime.MemProfileRate = 64 << 10
+		code := run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+		if f, err := os.Create(path); err == nil {
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+		os.Exit(code)
 	}
 	os.Exit(run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }

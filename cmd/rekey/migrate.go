@@ -191,7 +191,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 		if err != nil {
 			return usageError(err)
 		}
-		setMemoryBudget(inv.getenv, memory)
+		setMemoryBudgetGC(inv.getenv, memory, migrateGCPercent)
 		return runMigrateSQL(cmd, inv, f, logger, limit)
 	}
 	format, err := fileFormat(f.format)
@@ -262,10 +262,11 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	} else if plan, _, err = planRegions(ctx, prog, src, f.regions); err != nil {
 		return err
 	}
-	setMemoryBudget(inv.getenv, memory)
+	setMemoryBudgetGC(inv.getenv, memory, migrateGCPercent)
 	sink, err := files.New(ctx, files.Config{
 		Store: st, Schema: prog.Target(), Plan: plan, Format: format,
 		MaxFileSize: maxFile, Memory: memory / 4, Sort: f.sort, NamePrefix: namePrefix,
+		ExpectedRows: max(estimatedRows(src), 0),
 	}, logger.Named("sink.files"))
 	if err != nil {
 		return usageError(err)

@@ -644,3 +644,39 @@ func TestNamePrefixSequenceAfterExisting(t *testing.T) {
 		t.Fatalf("committed %s, want %s", got, want)
 	}
 }
+
+// A run that expects few rows for its budget (one shard of many) cuts each region's buffer
+// once it holds a quarter of the region's expected share, instead of holding its whole output
+// until Commit; a run that expects nothing, or more than the budget holds, cuts as the budget
+// says; a cut is never smaller than an eighth of the budget's (a small run keeps its row groups).
+func TestExpectedRowsCutBuffersSooner(t *testing.T) {
+	schema := sinktest.AllTypes()
+	plan := sinktest.VarcharPlan("h")
+	rows := sinktest.AllTypesRows(20000, 7, plan)
+	for _, tc := range []struct {
+		memory, expected     int64
+		minGroups, maxGroups int
+	}{
+		{64 << 20, 0, 1, 1},                       // the budget holds every row: one row group a file
+		{64 << 20, int64(len(rows)) * 1000, 1, 1}, // more rows expected than the budget holds
+		{4 << 20, 0, 2, 3},                        // the budget's own cut
+		{4 << 20, int64(len(rows)), 4, 6},         // a quarter of each region's share
+		{64 << 20, int64(len(rows)), 1, 1},        // a quarter of the share is under an eighth of the budget's cut
+	} {
+		dir := t.TempDir()
+		s := newSink(t, files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New(),
+			Memory: tc.memory, ExpectedRows: tc.expected})
+		write(t, s, rows, 500)
+		infos, err := s.Commit(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := readAll(t, dir, infos, schema, plan)
+		sameRows(t, schema, rows, got)
+		for p, pf := range got {
+			if pf.RowGroups < tc.minGroups || pf.RowGroups > tc.maxGroups {
+				t.Errorf("Memory %d, ExpectedRows %d: %s has %d row groups, want %d to %d", tc.memory, tc.expected, p, pf.RowGroups, tc.minGroups, tc.maxGroups)
+			}
+		}
+	}
+}

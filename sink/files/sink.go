@@ -73,6 +73,12 @@ type Config struct {
 	Memory int64
 	// RowGroupSize caps one chunk (Parquet row group) in buffered bytes. Default 64 MiB.
 	RowGroupSize int64
+	// ExpectedRows is how many rows the run expects (pipeline.Sizer; 0: unknown). A region then
+	// also cuts its buffer once it holds a quarter of its share of them, so a run smaller than
+	// the budget (one shard of many) reuses a few small buffers instead of holding its whole
+	// output until Commit: a process's first touch of each page of heap is what a short run
+	// pays for most on a virtual machine.
+	ExpectedRows int64
 	// Sort orders the rows of each file by the full primary key (pipeline.Compare per key
 	// column, DESC reversed). Buffers that fill up are sorted and spilled to temporary run files
 	// in the region folder; Commit merges them into files rolled at MaxFileSize, so the files one
@@ -169,6 +175,7 @@ type Sink struct {
 	regions []*region
 	limit   int64 // a region's share of Memory
 	cutAt   int64 // a region cuts its buffer when it uses this many bytes (headroom for growth)
+	cutRows int64 // ... or holds this many rows (0: no such bound); see Config.ExpectedRows
 
 	mem      atomic.Int64 // buffers + chunks in flight
 	peak     atomic.Int64
@@ -227,6 +234,7 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Sink, error) {
 		log:     logger,
 		limit:   limit,
 		cutAt:   limit * 3 / 5,
+		cutRows: cfg.ExpectedRows / int64(4*n),
 		freed:   make(chan struct{}),
 		live:    map[*file]struct{}{},
 		regions: make([]*region, n),
@@ -547,7 +555,9 @@ func (s *Sink) shouldCut(r *region) bool {
 		return false
 	}
 	used := r.buf.Used()
-	if used >= s.cutAt {
+	// the expected rows' cut is no smaller than an eighth of the budget's: a small run's
+	// memory does not matter, its row groups would
+	if used >= s.cutAt || (s.cutRows > 0 && int64(r.buf.Rows()) >= s.cutRows && used >= s.cutAt/8) {
 		return true
 	}
 	if r.cur == nil {

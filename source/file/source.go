@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.uber.org/zap"
@@ -900,8 +901,8 @@ func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
 	var cur []byte
 	for {
 		n := min(bs, remaining)
-		slab := make([]pipeline.Value, n*ncols)
-		recs := make([]pipeline.Record, 0, n)
+		sl := takeSlab(n*ncols, n)
+		slab, recs := sl.vals[:n*ncols], sl.recs[:0]
 		for len(recs) < n && pos < len(data) {
 			vals := slab[len(recs)*ncols : (len(recs)+1)*ncols : (len(recs)+1)*ncols]
 			var next, nl int
@@ -932,7 +933,7 @@ func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
 			pos, line = next, line+int64(nl)
 		}
 		cur = appendCursor(cur[:0], c.off+int64(pos), line)
-		b := pipeline.Batch{Stream: s.stream, Records: recs, Cursor: string(cur)}
+		b := pipeline.Batch{Stream: s.stream, Records: recs, Cursor: string(cur), Release: sl.release}
 		atEnd := pos >= len(data)
 		if atEnd {
 			b.Done = c.last
@@ -947,6 +948,32 @@ func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
 			remaining = 1
 		}
 	}
+}
+
+// A slab is one batch's records and their values. The consumer's Batch.Release gives it back
+// for a later batch: most of what a read allocates is these, so reusing them keeps the heap
+// (and the garbage collector's work) small. A batch never released is garbage-collected.
+type slab struct {
+	vals []pipeline.Value
+	recs []pipeline.Record
+}
+
+var slabs sync.Pool
+
+// takeSlab returns a zeroed slab with room for nvals values and nrecs records.
+func takeSlab(nvals, nrecs int) *slab {
+	if sl, ok := slabs.Get().(*slab); ok && cap(sl.vals) >= nvals && cap(sl.recs) >= nrecs {
+		return sl
+	}
+	return &slab{vals: make([]pipeline.Value, nvals), recs: make([]pipeline.Record, 0, nrecs)}
+}
+
+// release zeroes the slab (a missing JSON member is a zero Value; no reference to the chunk
+// outlives its batch) and pools it.
+func (sl *slab) release() {
+	clear(sl.vals[:cap(sl.vals)])
+	clear(sl.recs[:cap(sl.recs)])
+	slabs.Put(sl)
 }
 
 // tooLong is the error of a record of size bytes, more than MaxRecordSize.
