@@ -662,6 +662,11 @@ func (r *runner) pass(ctx context.Context, held []pipeline.Batch, feed *pipeline
 			continue
 		}
 		tl.consume(j, r.every)
+		// nothing refers to the records anymore (the subsample and the first and last values
+		// are copies): the source may reuse their memory
+		if j.batch.Release != nil {
+			j.batch.Release()
+		}
 		j.batch = pipeline.Batch{}
 		j.first, j.last = pipeline.Value{}, pipeline.Value{}
 		jobPool.Put(j)
