@@ -121,14 +121,27 @@ func (l *Local) Create(_ context.Context, name string) (Writer, error) {
 		return nil, err
 	}
 	final := l.full(name)
-	made, err := mkdirs(l.root, filepath.Dir(final))
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", name, err)
-	}
 	tmp := filepath.Join(filepath.Dir(final), TempPrefix+filepath.Base(final))
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, l.perm(name))
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", name, err)
+	var made []string
+	var f *os.File
+	for attempt := 0; ; attempt++ {
+		m, err := mkdirs(l.root, filepath.Dir(final))
+		if err != nil {
+			return nil, fmt.Errorf("create %s: %w", name, err)
+		}
+		made = append(made, m...)
+		if afterMkdirs != nil {
+			afterMkdirs(filepath.Dir(final))
+		}
+		f, err = os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, l.perm(name))
+		// Another process sharing the folder (a shard of the same output) may have removed the
+		// folder, empty, between the two steps: make it again.
+		if err != nil && (!errors.Is(err, fs.ErrNotExist) || attempt == 3) {
+			return nil, fmt.Errorf("create %s: %w", name, err)
+		}
+		if err == nil {
+			break
+		}
 	}
 	if err := f.Chmod(l.perm(name)); err != nil { // a leftover may be wider
 		f.Close()
@@ -137,6 +150,10 @@ func (l *Local) Create(_ context.Context, name string) (Writer, error) {
 	}
 	return &localWriter{root: l.root, f: f, tmp: tmp, final: final, name: name, made: made}, nil
 }
+
+// afterMkdirs, when set (by tests), runs between Create's making of the folder and its opening
+// of the file: where another process may remove the folder.
+var afterMkdirs func(dir string)
 
 // mkdirs creates dir and its missing parents under root and returns the ones it created,
 // deepest last: their parents need an fsync for the new entries to survive a crash.
