@@ -13,8 +13,9 @@
 #           fast as migrate wrote it.
 #   cassandra  1M rows served by the CQL test server (source/cassandra/cqltest, own process) over
 #           token ranges: rekey migrate (source + transform + Parquet) next to a bare gocql scan of
-#           the same ranges (the ceiling), 3 alternated runs each, medians (CASSANDRA_ROWS
-#           overrides the count); each side in its own process (bench/cassandra).
+#           the same ranges (the ceiling) and to rekey's Cassandra source alone (the scan's own
+#           work), 3 alternated runs each, medians (CASSANDRA_ROWS overrides the count); each side
+#           in its own process, the server's CPU time reported per side (bench/cassandra).
 #   kafka   2M JSON messages pre-produced to kfake (an in-process Kafka, own process): rekey replicate to Parquet
 #           (rolls of 64 MiB) next to a bare kafka-go group reader draining the same topic
 #           (KAFKA_MESSAGES overrides the count); each side in its own process (bench/kafka).
@@ -179,6 +180,7 @@ for c in $CASES; do
     echo "cassandra: rekey migrate from the CQL test server vs a bare gocql scan, ${CASSANDRA_ROWS:-1000000} rows ..."
     go run ./bench/cassandra -rekey "$REKEY" -rows "${CASSANDRA_ROWS:-1000000}" -work "$WORK" -json "$WORK/cassandra.json" > /dev/null
     record cassandra_bare "$WORK/cassandra-bare.json"
+    record cassandra_source "$WORK/cassandra-source.json"
     record cassandra_rekey "$WORK/cassandra-rekey.json"
     ;;
   kafka)
@@ -266,6 +268,7 @@ if (r.report_gen_5m && r.report_gen_50m) {
 }
 if (r.cassandra_rekey && r.cassandra_bare) {
   console.log(`rekey migrate from Cassandra / bare gocql scan throughput ratio: ${(r.cassandra_rekey.rows_per_sec / r.cassandra_bare.rows_per_sec).toFixed(2)} (target >= 0.8)`);
+  if (r.cassandra_source) console.log(`rekey's Cassandra source alone / bare gocql scan throughput ratio: ${(r.cassandra_source.rows_per_sec / r.cassandra_bare.rows_per_sec).toFixed(2)} (the same work on both sides; CPU ${r.cassandra_source.cpu_seconds.toFixed(2)} vs ${r.cassandra_bare.cpu_seconds.toFixed(2)} s)`);
 }
 if (r.kafka_rekey && r.kafka_bare) {
   console.log(`rekey replicate / bare kafka-go reader throughput ratio: ${(r.kafka_rekey.rows_per_sec / r.kafka_bare.rows_per_sec).toFixed(2)} (target >= 0.8); replicate peak RSS ${mb(r.kafka_rekey.peak_rss_bytes)} (target < 512 MiB)`);

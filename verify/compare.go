@@ -63,6 +63,7 @@ type comparer struct {
 	ds     []digestEntry
 	ix     keyIndex
 	keys   [][]pipeline.Value
+	todo   []int32 // the entries matchLookup looks up
 	// srcBuf and dstBuf are reused to read spilled buckets (the previous bucket's entries are
 	// no longer referenced by then: examples are rendered into strings)
 	srcBuf, dstBuf []byte
@@ -138,16 +139,23 @@ func (c *comparer) bucket(ctx context.Context, src, dst *parts, b, depth int, em
 			return err
 		}
 		max := c.v.sampleMax
+		match := c.matchTarget
+		if c.v.scanned {
+			match = c.matchScanned
+		}
 		if err := eachEntry(tdata, func(e entry) error {
 			if e.h <= max {
-				c.matchTarget(e, r)
+				match(e, r)
 			}
 			return nil
 		}); err != nil {
 			return err
 		}
-	} else if err := c.matchLookup(ctx, r); err != nil {
-		return err
+	}
+	if c.v.cfg.Lookup != nil {
+		if err := c.matchLookup(ctx, r); err != nil {
+			return err
+		}
 	}
 	if err := c.judge(r); err != nil {
 		return err
@@ -325,7 +333,25 @@ func (c *comparer) matchTarget(e entry, r *bucketResult) {
 	}
 }
 
-// matchLookup looks the bucket's keys up in the target, MaxKeys at a time.
+// matchScanned counts one row of a table read by key range against the source keys, as a
+// lookup of its key would have: a row of a key the source has not is passed over (a lookup
+// never reads it), and a row given again (ranges that overlap) counts once.
+func (c *comparer) matchScanned(e entry, r *bucketResult) {
+	i, _ := c.find(e.h, e.key)
+	if i < 0 || c.es[i].nt > 0 {
+		return
+	}
+	s := &c.es[i]
+	s.nt = 1
+	r.targetRows++
+	if bytes.Equal(e.row, s.row) {
+		s.matched = true
+	} else {
+		s.trow = append([]byte(nil), e.row...) // e.row may be a reused buffer
+	}
+}
+
+// matchLookup looks up in the target the bucket's keys not found yet, MaxKeys at a time.
 func (c *comparer) matchLookup(ctx context.Context, r *bucketResult) error {
 	t := c.v.cfg.Lookup
 	max := t.MaxKeys()
@@ -334,11 +360,17 @@ func (c *comparer) matchLookup(ctx context.Context, r *bucketResult) error {
 	}
 	v := c.v
 	cols := len(v.schema.Columns)
+	c.todo = c.todo[:0]
+	for i := range c.es {
+		if c.es[i].nt == 0 {
+			c.todo = append(c.todo, int32(i))
+		}
+	}
 	var parts [][]byte
-	for start := 0; start < len(c.es); start += max {
-		end := min(start+max, len(c.es))
+	for start := 0; start < len(c.todo); start += max {
+		end := min(start+max, len(c.todo))
 		c.keys = c.keys[:0]
-		for i := start; i < end; i++ {
+		for _, i := range c.todo[start:end] {
 			var ok bool
 			parts, ok = splitValues(v.keyCols, c.es[i].key, parts[:0])
 			if !ok {
@@ -364,7 +396,7 @@ func (c *comparer) matchLookup(ctx context.Context, r *bucketResult) error {
 			if len(row) != cols {
 				return fmt.Errorf("look up in the target: a row of %d values, the table %s has %d columns", len(row), v.schema.Table, cols)
 			}
-			s := &c.es[start+k]
+			s := &c.es[c.todo[start+k]]
 			s.nt = 1
 			r.targetRows++
 			var enc []byte

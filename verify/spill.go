@@ -116,6 +116,19 @@ func (p *parts) load(b int, buf []byte) ([][]byte, []byte, error) {
 	return chunks, buf, nil
 }
 
+// peek returns bucket b's entries, in chunks of whole entries, and keeps them in p.
+func (p *parts) peek(b int) ([][]byte, error) {
+	chunks := p.mem[b]
+	if f := p.files[b]; f != nil {
+		data := make([]byte, p.sizes[b])
+		if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("verify: read temp file: %w", err)
+		}
+		chunks = append([][]byte{data}, chunks...)
+	}
+	return chunks, nil
+}
+
 // close removes what is left of p's files.
 func (p *parts) close() {
 	for b, f := range p.files {

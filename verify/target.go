@@ -18,3 +18,13 @@ type LookupTarget interface {
 	Lookup(ctx context.Context, keys [][]pipeline.Value) ([][]pipeline.Value, error)
 	Close() error
 }
+
+// RangeScanner is a LookupTarget that also reads its rows by key range. When the table holds
+// about as many rows as the source has keys, verify reads it whole in ranges rather than looking
+// each key up (a fraction of the server's work), and looks up only the keys the ranges did not
+// give; the verdicts are the lookups' (rows of keys the source has not are passed over).
+type RangeScanner interface {
+	// Scan calls fn with every row whose key lies in kr (bounds in the table's key order; the
+	// zero KeyRange is the whole table), values as Lookup returns them. fn must not keep row.
+	Scan(ctx context.Context, kr pipeline.KeyRange, fn func(row []pipeline.Value) error) error
+}

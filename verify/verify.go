@@ -47,7 +47,8 @@ type Config struct {
 
 	Sample  Sample
 	Workers int // transform and target-reading goroutines; default GOMAXPROCS
-	// Lookups is how many Lookup calls run at once (default 4): a SQL round trip mostly waits.
+	// Lookups is how many Lookup calls (or key ranges of a RangeScanner) are read at once
+	// (default 4): a SQL round trip mostly waits.
 	Lookups int
 	TmpDir  string // for the temp files; default os.TempDir()
 	// Memory is the budget for the buckets held in memory (beyond it they spill to temp files)
@@ -183,6 +184,14 @@ func (v *run) exact(ctx context.Context) error {
 			return err
 		}
 	}
+	if rs, ok := cfg.Lookup.(RangeScanner); ok && !v.state && cfg.Sample == (Sample{}) && read.RowsWritten.Load() > 0 {
+		dst = newParts(v.dir, "table", topBuckets, 0, &v.used, cfg.Memory/2)
+		defer dst.close()
+		if err := v.scanTable(ctx, rs, dst, read.RowsWritten.Load()); err != nil {
+			return err
+		}
+		v.scanned = true
+	}
 	par, name := cfg.Workers, "comparing"
 	if cfg.Lookup != nil {
 		par, name = cfg.Lookups, "looking up"
@@ -240,8 +249,11 @@ type run struct {
 	positions   positions // where the source rows are (the value by value comparison only)
 	// state: both sides are reduced to each key's state (state.go); ranges are the source's
 	// range deletes, by ord
-	state    bool
-	ranges   []rangeDelete
+	state  bool
+	ranges []rangeDelete
+	// scanned: the lookup target's rows were read by key range (scan.go) into the target side;
+	// the keys no row was read for are looked up
+	scanned  bool
 	rangesMu sync.Mutex
 	res      *Result
 	notesMu  sync.Mutex

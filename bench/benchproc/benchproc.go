@@ -4,11 +4,13 @@
 package benchproc
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -86,6 +88,9 @@ func StartServer(name string, args ...string) (*Server, error) {
 	return s, nil
 }
 
+// PID is the child's process id.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // Stop closes the child's stdin (its signal to exit) and waits for it.
 func (s *Server) Stop() {
 	s.stdin.Close()
@@ -110,4 +115,35 @@ func WriteJSON[T any](out string, res map[string]any, sides map[string]T) error 
 		}
 	}
 	return nil
+}
+
+// ProcCPU is a running process's user + system time so far, in seconds, from /proc/PID/stat
+// (fields 14 and 15, in clock ticks of 1/100 s: USER_HZ is 100 on Linux whatever the kernel's HZ).
+func ProcCPU(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("CPU time of process %d: %w", pid, err)
+	}
+	// the command name (field 2) is in parentheses and may hold spaces: count from the last ')'
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("CPU time of process %d: /proc/%d/stat: %q", pid, pid, b)
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("CPU time of process %d: /proc/%d/stat: %q", pid, pid, b)
+	}
+	return (utime + stime) / 100, nil
+}
+
+// LoadAvg is /proc/loadavg's 1-minute figure: how busy the shared cores were.
+func LoadAvg() float64 {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }

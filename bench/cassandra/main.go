@@ -11,19 +11,28 @@
 //   - bare: this program with -side bare: gocql alone, a token-range scan of every column into Go
 //     values (iter.Scan), nothing else, over the same sub-ranges with the same number of ranges in
 //     flight and the same page size as rekey's defaults;
+//   - source: this program with -side source: rekey's Cassandra source alone (source/cassandra,
+//     default settings), every row decoded into a record and dropped: the same work as the bare
+//     scan, done by rekey's code;
 //   - rekey: `rekey migrate` (the real CLI, default settings) with mappings/orders.yaml into 16
 //     regions of zstd Parquet, committed and checkpointed.
 //
 // Each side's time runs from its process start to its exit. The machine's cores are shared by the
-// server and the side running, as they would be by any client on the server's host. The median
-// run of each side is printed as JSON: {"bare": {...}, "rekey": {...}, "ratio": rekey/bare}.
+// server and the side running, as they would be by any client on the server's host: the server's
+// CPU time during each side's run is reported next to the side's own (server_cpu_seconds). The
+// median run of each side is printed as JSON: {"bare": {...}, "source": {...}, "rekey": {...},
+// "ratio": rekey/bare, "source_ratio": source/bare}, with the 1-minute load average before and
+// after (the cores are shared with whatever else runs).
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,15 +43,17 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/bench/benchproc"
+	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cassandra"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
 )
 
 func main() {
-	side := flag.String("side", "", "internal: run one side (server, bare)")
+	side := flag.String("side", "", "internal: run one side (server, bare, source)")
 	hosts := flag.String("hosts", "", "internal: host:port list of the server")
 	ranges := flag.String("ranges", "", "internal: file with the token ranges, one name per line")
+	uri := flag.String("uri", "", "internal: --source URI of the table, for -side source")
 	workers := flag.Int("workers", 0, "internal: ranges in flight")
 	rows := flag.Int("rows", 1000000, "rows to seed and migrate")
 	runs := flag.Int("runs", 3, "runs of each side (alternating); the median is reported")
@@ -58,6 +69,8 @@ func main() {
 		err = server(*rows)
 	case "bare":
 		err = bare(strings.Split(*hosts, ","), *ranges, *workers, int64(*rows))
+	case "source":
+		err = sourceOnly(*uri, int64(*rows))
 	default:
 		if *rekey == "" {
 			fmt.Fprintln(os.Stderr, "-rekey is required (go build -o bench/work/rekey ./cmd/rekey)")
@@ -85,11 +98,7 @@ func parent(rekey, mapping, work string, n, runs int, out string, extra []string
 	uri := "cassandra://" + strings.Join(hosts, ",") + "/shop/orders"
 
 	// rekey's own sub-ranges and concurrency (its defaults), for the bare scan
-	cfg, err := cassandra.ParseURI(uri)
-	if err != nil {
-		return err
-	}
-	probe, err := cassandra.New(cfg, zap.NewNop())
+	probe, err := openSource(uri)
 	if err != nil {
 		return err
 	}
@@ -108,40 +117,75 @@ func parent(rekey, mapping, work string, n, runs int, out string, extra []string
 	}
 	fmt.Fprintf(os.Stderr, "%d rows, %d ranges, %d in flight, page size %d\n", n, len(names), workers, cassandra.DefaultPageSize)
 
-	var bareRuns, rekeyRuns []benchproc.Figures
+	load0 := benchproc.LoadAvg()
+	var bareRuns, sourceRuns, rekeyRuns []Side
 	dir := filepath.Join(work, "out-cassandra")
+	stats := filepath.Join(work, "cassandra-stats.json")
 	for i := 0; i < runs; i++ {
-		start := time.Now()
-		cmd := exec.Command(self, "-side", "bare", "-hosts", strings.Join(hosts, ","), "-ranges", rangesFile,
-			"-workers", strconv.Itoa(workers), "-rows", strconv.Itoa(n))
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
+		b, err := measure(srv, n, exec.Command(self, "-side", "bare", "-hosts", strings.Join(hosts, ","), "-ranges", rangesFile,
+			"-workers", strconv.Itoa(workers), "-rows", strconv.Itoa(n)))
+		if err != nil {
 			return fmt.Errorf("bare scan: %w", err)
 		}
-		b := benchproc.Measure(int64(n), time.Since(start), cmd.ProcessState)
 		bareRuns = append(bareRuns, b)
 
+		s, err := measure(srv, n, exec.Command(self, "-side", "source", "-uri", uri, "-rows", strconv.Itoa(n)))
+		if err != nil {
+			return fmt.Errorf("rekey's source alone: %w", err)
+		}
+		sourceRuns = append(sourceRuns, s)
+
 		os.RemoveAll(dir)
-		start = time.Now()
-		stats := filepath.Join(work, "cassandra-stats.json")
-		cmd = exec.Command(rekey, "migrate", "-m", mapping, "--source", uri, "--out", dir, "--progress", "never",
+		cmd := exec.Command(rekey, "migrate", "-m", mapping, "--source", uri, "--out", dir, "--progress", "never",
 			"--stats-json", stats)
 		cmd.Args = append(cmd.Args, extra...)
-		cmd.Stderr = os.Stderr
-		if summary, err := cmd.Output(); err != nil {
-			return fmt.Errorf("rekey migrate: %w\n%s", err, summary)
+		r, err := measure(srv, n, cmd)
+		if err != nil {
+			return fmt.Errorf("rekey migrate: %w", err)
 		}
-		r := benchproc.Measure(int64(n), time.Since(start), cmd.ProcessState)
 		if err := checkWritten(stats, n); err != nil {
 			return err
 		}
 		rekeyRuns = append(rekeyRuns, r)
-		fmt.Fprintf(os.Stderr, "run %d: bare %.0f rows/s (%.2fs, cpu %.2fs), rekey %.0f rows/s (%.2fs, cpu %.2fs): %.2f\n", i+1,
-			b.RowsPerSec, b.Seconds, b.CPUSeconds, r.RowsPerSec, r.Seconds, r.CPUSeconds, r.RowsPerSec/b.RowsPerSec)
+		fmt.Fprintf(os.Stderr, "run %d (load %.1f): bare %s; source %s; rekey %s: %.2f (source %.2f)\n", i+1, b.Load,
+			b, s, r, r.RowsPerSec/b.RowsPerSec, s.RowsPerSec/b.RowsPerSec)
 	}
-	b, r := benchproc.Median(bareRuns), benchproc.Median(rekeyRuns)
-	res := map[string]any{"bare": b, "rekey": r, "ratio": r.RowsPerSec / b.RowsPerSec}
-	return benchproc.WriteJSON(out, res, map[string]benchproc.Figures{"bare": b, "rekey": r})
+	b, s, r := benchproc.Median(bareRuns), benchproc.Median(sourceRuns), benchproc.Median(rekeyRuns)
+	res := map[string]any{"bare": b, "source": s, "rekey": r, "ratio": r.RowsPerSec / b.RowsPerSec,
+		"source_ratio": s.RowsPerSec / b.RowsPerSec, "loadavg_start": load0, "loadavg_end": benchproc.LoadAvg()}
+	return benchproc.WriteJSON(out, res, map[string]Side{"bare": b, "source": s, "rekey": r})
+}
+
+// Side is one side's figures, with what the server spent meanwhile.
+type Side struct {
+	benchproc.Figures
+	ServerCPU float64 `json:"server_cpu_seconds"` // the test server's user + system time during the run
+	Load      float64 `json:"loadavg"`            // 1-minute load average when the run started
+}
+
+func (s Side) String() string {
+	return fmt.Sprintf("%.0f rows/s (%.2fs, cpu %.2fs, server cpu %.2fs)", s.RowsPerSec, s.Seconds, s.CPUSeconds, s.ServerCPU)
+}
+
+// measure runs one side to its exit and returns its figures and the server's CPU time meanwhile.
+func measure(srv *benchproc.Server, n int, cmd *exec.Cmd) (Side, error) {
+	load := benchproc.LoadAvg()
+	cpu0, err := benchproc.ProcCPU(srv.PID())
+	if err != nil {
+		return Side{}, err
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return Side{}, fmt.Errorf("%w\n%s", err, stderr.Bytes())
+	}
+	f := benchproc.Measure(int64(n), time.Since(start), cmd.ProcessState)
+	cpu1, err := benchproc.ProcCPU(srv.PID())
+	if err != nil {
+		return Side{}, err
+	}
+	return Side{Figures: f, ServerCPU: math.Round((cpu1-cpu0)*100) / 100, Load: load}, nil
 }
 
 // checkWritten reads rekey's --stats-json and checks that every row was written.
@@ -208,4 +252,45 @@ func bare(hosts []string, rangesFile string, workers int, want int64) error {
 		return fmt.Errorf("read %d rows, want %d", got, want)
 	}
 	return nil
+}
+
+// sourceOnly reads the table with rekey's Cassandra source (its defaults: the same ranges,
+// concurrency and page size as rekey migrate) and drops every record, releasing each batch.
+func sourceOnly(uri string, want int64) error {
+	src, err := openSource(uri)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	out := make(chan pipeline.Batch, 8)
+	var got int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for b := range out {
+			got += int64(len(b.Records))
+			if b.Release != nil {
+				b.Release()
+			}
+		}
+	}()
+	err = src.Run(context.Background(), nil, out)
+	close(out)
+	<-done
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("read %d rows, want %d", got, want)
+	}
+	return nil
+}
+
+// openSource opens rekey's Cassandra source on uri with its default settings.
+func openSource(uri string) (*cassandra.Source, error) {
+	cfg, err := cassandra.ParseURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	return cassandra.New(cfg, zap.NewNop())
 }

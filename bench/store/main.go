@@ -113,7 +113,7 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 		cmd.Env = env
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		load := loadavg()
+		load := benchproc.LoadAvg()
 		start := time.Now()
 		if err := cmd.Run(); err != nil {
 			return Side{}, fmt.Errorf("rekey %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
@@ -138,7 +138,7 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 		s.Files, s.Bytes = st.Files, st.Bytes
 		return s, nil
 	}
-	load0 := loadavg()
+	load0 := benchproc.LoadAvg()
 	var locals, stores, reads []Side
 	for i := 1; i <= runs; i++ {
 		os.RemoveAll(localOut)
@@ -162,7 +162,7 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 		// the previous store run's objects go: one run's worth of disk at a time
 		os.RemoveAll(filepath.Join(root, bucket, fmt.Sprintf("run-%d", i-1)))
 		fmt.Fprintf(os.Stderr, "store: rekey migrate to versitygw (run %d) ...\n", i)
-		cpu0, err := procCPU(srv.PID)
+		cpu0, err := benchproc.ProcCPU(srv.PID)
 		if err != nil {
 			return err
 		}
@@ -171,7 +171,7 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 		if err != nil {
 			return err
 		}
-		cpu1, err := procCPU(srv.PID)
+		cpu1, err := benchproc.ProcCPU(srv.PID)
 		if err != nil {
 			return err
 		}
@@ -190,7 +190,7 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 	l, s, rd := benchproc.Median(locals), benchproc.Median(stores), benchproc.Median(reads)
 	res := map[string]any{"rows": rows, "local": l, "store": s, "ratio": s.RowsPerSec / l.RowsPerSec,
 		"read": rd, "read_ratio": rd.RowsPerSec / l.RowsPerSec,
-		"local_dir": localOut, "store_dir": readback, "loadavg_start": load0, "loadavg_end": loadavg()}
+		"local_dir": localOut, "store_dir": readback, "loadavg_start": load0, "loadavg_end": benchproc.LoadAvg()}
 	if err := benchproc.WriteJSON(out, res, map[string]any{"local": l, "store": s, "read": rd}); err != nil {
 		return err
 	}
@@ -296,26 +296,6 @@ func download(srv *s3test.Server, prefix, dir, localOut string, rows int64) erro
 	return nil
 }
 
-// procCPU is a process's user + system time so far, from /proc/PID/stat (fields 14 and 15, in
-// clock ticks of 1/100 s: USER_HZ is 100 on Linux whatever the kernel's HZ).
-func procCPU(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("versitygw's CPU time: %w", err)
-	}
-	// the command name (field 2) is in parentheses and may hold spaces: count from the last ')'
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("versitygw's CPU time: /proc/%d/stat: %q", pid, b)
-	}
-	utime, err1 := strconv.ParseFloat(f[11], 64)
-	stime, err2 := strconv.ParseFloat(f[12], 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("versitygw's CPU time: /proc/%d/stat: %q", pid, b)
-	}
-	return (utime + stime) / 100, nil
-}
-
 // procPeakRSS is a process's peak resident set (VmHWM), 0 when unknown.
 func procPeakRSS(pid int) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -329,15 +309,4 @@ func procPeakRSS(pid int) int64 {
 		}
 	}
 	return 0
-}
-
-// loadavg is /proc/loadavg's 1-minute figure: how busy the shared cores were.
-func loadavg() float64 {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
 }

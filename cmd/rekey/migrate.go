@@ -110,7 +110,7 @@ Exit codes:
 	fl.StringVar(&f.format, "format", "parquet", "data file format: parquet (zstd) or csv")
 	fl.IntVar(&f.regions, "regions", 0, "number of pre-split regions (overrides the mapping's regions:)")
 	fl.StringVar(&f.maxFileSize, "max-file-size", "256MiB", "roll a region's data file at this size")
-	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides) and a quarter of it buffers the rows of all open regions; the resident size can pass it by what lives outside the heap (object-store uploads, the runtime)")
+	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides) and a quarter of it buffers the rows of all open regions (a run expecting fewer rows, such as one shard of many, cuts each region's buffer at a quarter of its share and uses less); the resident size can pass it by what lives outside the heap (object-store uploads, the runtime)")
 	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "transform workers")
 	fl.StringVar(&f.maxRejects, "max-rejects", defaultMaxRejects, "abort (exit 3) when more rows than this are rejected: a count (0 stops at the first), a percentage of the rows read (judged from the 1,000th row on), or -1 for no limit")
 	fl.BoolVar(&f.sort, "sort", false, "order the rows in each file by the full target key")

@@ -81,6 +81,7 @@ type statements struct {
 	selectHead  string      // "SELECT a, b FROM t WHERE "
 	deleteWhere string      // "DELETE FROM t WHERE " (a range)
 	keySelect   string      // "SELECT k1, k2 FROM t WHERE " (a range's keys)
+	scanTail    string      // " ORDER BY k1, k2 DESC LIMIT 2000" (a page of a scan)
 	keyEq       []string
 	keyList     string // "(k1, k2)" or "k1"
 }
@@ -120,6 +121,14 @@ func newStatements(d *Dialect, schema pipeline.TargetSchema) *statements {
 	s.selectHead = "SELECT " + strings.Join(read, ", ") + " FROM " + t + " WHERE "
 	s.deleteWhere = "DELETE FROM " + t + " WHERE "
 	s.keySelect = "SELECT " + strings.Join(read[:schema.KeyLen], ", ") + " FROM " + t + " WHERE "
+	order := make([]string, len(keys))
+	for i, k := range keys {
+		order[i] = k
+		if schema.Columns[i].Desc {
+			order[i] += " DESC"
+		}
+	}
+	s.scanTail = " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(ScanPage)
 	return s
 }
 

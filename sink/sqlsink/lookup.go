@@ -106,6 +106,80 @@ func (l *Lookup) Lookup(ctx context.Context, keys [][]pipeline.Value) ([][]pipel
 	return out, nil
 }
 
+// ScanPage is the most rows one page of Scan reads: Lindorm returns at most 2,000 rows a query.
+const ScanPage = 2000
+
+// Scan calls fn with every row (all columns, schema order, typed as Lookup returns them) whose
+// key lies in kr (its bounds in key order; the zero KeyRange is the whole table), in key order,
+// a page of ScanPage rows per query: each page after the first starts after the last key read.
+// Reading the table in key ranges costs the server a fraction of looking each key up (MariaDB:
+// 1M rows in 2,000-row pages took 1 s of its CPU, the same rows by IN lookups 10 s). fn must not
+// keep row. UNCERTAIN: whether Lindorm takes a range bounded on one side only (the first and
+// last ranges verify reads) as a scan rather than refusing it as a full table scan; verify then
+// looks the keys up.
+func (l *Lookup) Scan(ctx context.Context, kr pipeline.KeyRange, fn func(row []pipeline.Value) error) error {
+	st := l.w.st
+	sc := newRowScanner(st.schema)
+	page := make([][]pipeline.Value, 0, ScanPage)
+	for {
+		q, rerr := st.appendScanCond([]byte(st.selectHead), &kr)
+		if rerr != nil {
+			return fmt.Errorf("scan: a bound: %v", rerr)
+		}
+		q = append(q, st.scanTail...)
+		err := l.w.retry(ctx, "select", ScanPage, func() error {
+			page = page[:0] // a page read again after a lost connection is read whole
+			rows, err := l.w.db.QueryContext(ctx, string(q))
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				vals, err := sc.scan(rows)
+				if err != nil {
+					return err
+				}
+				page = append(page, vals)
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return err
+		}
+		for _, row := range page {
+			if err := fn(row); err != nil {
+				return err
+			}
+		}
+		if len(page) < ScanPage {
+			return nil
+		}
+		kr.Start = pipeline.KeyBound{Vals: page[len(page)-1][:st.schema.KeyLen]}
+	}
+}
+
+// appendScanCond appends a scan page's condition: kr's, and when its start is a whole key (a
+// page after the first), that key's first column as a bound of its own too, so that a planner
+// that looks for a range of the first key column at the top of the condition (Lindorm refuses
+// a query without one as a full table scan) finds it, not only inside the ORs.
+func (s *statements) appendScanCond(dst []byte, kr *pipeline.KeyRange) ([]byte, *pipeline.RowError) {
+	if len(kr.Start.Vals) > 1 {
+		first := s.schema.Columns[0]
+		dst = append(dst, s.d.Ident(first.Name)...)
+		if first.Desc {
+			dst = append(dst, "<="...)
+		} else {
+			dst = append(dst, ">="...)
+		}
+		var rerr *pipeline.RowError
+		if dst, rerr = s.appendLiteral(dst, first, kr.Start.Vals[0]); rerr != nil {
+			return dst, rerr
+		}
+		dst = append(dst, " AND "...)
+	}
+	return s.appendRangeCond(dst, kr)
+}
+
 // scanRow reads one row of the schema's columns (in schema order) from the text protocol.
 func scanRow(rows *sql.Rows, schema pipeline.TargetSchema) ([]pipeline.Value, error) {
 	return newRowScanner(schema).scan(rows)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 )
 
 // OpenLookup checks the table like the sink, then reads rows by key in the order asked, nil
@@ -23,7 +24,6 @@ func TestLookupReadsRowsByKey(t *testing.T) {
 				t.Fatalf("lookup of a missing table: %v", err)
 			}
 			srv.Exec(t, MySQLDDL(schema, KeyCollations[srv.DDLDialect()]))
-			w := openWriter(t, srv, schema, 2)
 			var rows []pipeline.Row
 			for i := 0; i < 30; i++ {
 				r := testRow(i)
@@ -34,14 +34,7 @@ func TestLookupReadsRowsByKey(t *testing.T) {
 				}
 				rows = append(rows, pipeline.Row{Values: r})
 			}
-			if err := w.Write(context.Background(), rows); err != nil {
-				t.Fatal(err)
-			}
-			l, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
+			l := lookupOf(t, srv, schema, rows)
 			if l.MaxKeys() != 2000 {
 				t.Errorf("MaxKeys %d", l.MaxKeys())
 			}
@@ -72,6 +65,21 @@ func TestLookupReadsRowsByKey(t *testing.T) {
 	}
 }
 
+// lookupOf writes rows into the schema's table on srv and opens a Lookup of it.
+func lookupOf(t testing.TB, srv *mysqltest.Server, schema pipeline.TargetSchema, rows []pipeline.Row) *Lookup {
+	t.Helper()
+	w := openWriter(t, srv, schema, 2)
+	if err := w.Write(context.Background(), rows); err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
 // Lookup reads back the FLOAT a column stores, bit for bit: the text protocol prints a FLOAT
 // column with 6 significant digits (1.2345678 as "1.23457"), and verify found 1,931 of 2,000
 // migrated FLOAT values different. The largest FLOAT is written (its shortest form is out of
@@ -98,15 +106,7 @@ func TestLookupReadsExactFloats(t *testing.T) {
 				rows[i] = pipeline.Row{Values: []pipeline.Value{pipeline.Int(int64(i)), pipeline.Float(float64(f))}}
 				keys[i] = rows[i].Values[:1]
 			}
-			w := openWriter(t, srv, schema, 2)
-			if err := w.Write(context.Background(), rows); err != nil {
-				t.Fatal(err)
-			}
-			l, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
+			l := lookupOf(t, srv, schema, rows)
 			read := func() []float32 {
 				got, err := l.Lookup(context.Background(), keys)
 				if err != nil {
@@ -139,5 +139,91 @@ func TestLookupReadsExactFloats(t *testing.T) {
 				t.Errorf("a value one bit away read as %v, want %v", g, next)
 			}
 		})
+	}
+}
+
+// Scan reads every row of a key range once, typed as Lookup reads it, page after page (4,500
+// rows: three pages, the later ones starting inside a run of one first key column's value).
+func TestScanReadsKeyRangesPageByPage(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			schema := testSchema()
+			srv.Exec(t, MySQLDDL(schema, KeyCollations[srv.DDLDialect()]))
+			const n = 4500
+			var rows []pipeline.Row
+			for i := 0; i < n; i++ {
+				rows = append(rows, pipeline.Row{Values: testRow(i)})
+			}
+			l := lookupOf(t, srv, schema, rows)
+			bound := func(pk string) pipeline.KeyBound {
+				return pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Text(pk)}, Inclusive: true}
+			}
+			for _, tc := range []struct {
+				kr   pipeline.KeyRange
+				want func(i int) bool
+			}{
+				{pipeline.KeyRange{}, func(int) bool { return true }},
+				{pipeline.KeyRange{Start: bound("k002"), End: pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Text("k005")}}}, func(i int) bool { return i%7 >= 2 && i%7 < 5 }},
+				{pipeline.KeyRange{Start: bound("k005")}, func(i int) bool { return i%7 >= 5 }},
+				{pipeline.KeyRange{End: bound("k000")}, func(i int) bool { return i%7 == 0 }},
+			} {
+				seen := make([]int, n)
+				var prev string
+				err := l.Scan(context.Background(), tc.kr, func(row []pipeline.Value) error {
+					i := int(row[1].Num)
+					seen[i]++
+					if d := diffRow(schema, testRow(i), row); d != "" {
+						t.Errorf("row %d: %s", i, d)
+					}
+					if k := fmt.Sprintf("%s %06d", row[0].Str, i); k <= prev {
+						t.Errorf("row %q after %q: not in key order", k, prev)
+					} else {
+						prev = k
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, c := range seen {
+					if want := tc.want(i); c != 0 && !want || want && c != 1 {
+						t.Fatalf("range %+v: row %d read %d times", tc.kr, i, c)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A scan page's statement per dialect: the range of the first key column, after the first page
+// the last key read as a tuple bound (a DESC column compares the other way) and its first column
+// also as a plain bound, so that Lindorm sees a range of the first key column; key order, 2,000
+// rows.
+func TestScanPageStatements(t *testing.T) {
+	s := pipeline.TargetSchema{Table: "t", KeyLen: 2, Columns: []pipeline.Column{
+		{Name: "pk", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "id", Type: pipeline.TypeBigint, KeyPos: 1, Desc: true},
+		{Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
+	first := pipeline.KeyRange{Start: pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Text("a")}, Inclusive: true},
+		End: pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Text("b")}}}
+	later := pipeline.KeyRange{Start: pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Text("a"), pipeline.Int(5)}}, End: first.End}
+	for _, tc := range []struct {
+		d    *Dialect
+		kr   pipeline.KeyRange
+		want string
+	}{
+		{Lindorm, pipeline.KeyRange{}, "SELECT pk, id, v FROM t WHERE TRUE ORDER BY pk, id DESC LIMIT 2000"},
+		{Lindorm, first, "SELECT pk, id, v FROM t WHERE ((pk>='a')) AND ((pk<'b')) ORDER BY pk, id DESC LIMIT 2000"},
+		{Lindorm, later, "SELECT pk, id, v FROM t WHERE pk>='a' AND ((pk>'a') OR (pk='a' AND id<5)) AND ((pk<'b')) ORDER BY pk, id DESC LIMIT 2000"},
+		{MySQL, later, "SELECT `pk`, `id`, `v` FROM `t` WHERE `pk`>='a' AND ((`pk`>'a') OR (`pk`='a' AND `id`<5)) AND ((`pk`<'b')) ORDER BY `pk`, `id` DESC LIMIT 2000"},
+	} {
+		st := newStatements(tc.d, s)
+		q, err := st.appendScanCond([]byte(st.selectHead), &tc.kr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(q) + st.scanTail; got != tc.want {
+			t.Errorf("%s %+v:\n got %s\nwant %s", tc.d.Name, tc.kr, got, tc.want)
+		}
 	}
 }

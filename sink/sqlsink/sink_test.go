@@ -67,7 +67,7 @@ func servers(t *testing.T) map[string]func(t *testing.T) *mysqltest.Server {
 
 func noEnv(string) string { return "" }
 
-func openWriter(t *testing.T, srv *mysqltest.Server, schema pipeline.TargetSchema, conns int) *Writer {
+func openWriter(t testing.TB, srv *mysqltest.Server, schema pipeline.TargetSchema, conns int) *Writer {
 	t.Helper()
 	tgt, err := ParseURI(srv.URI(""), noEnv)
 	if err != nil {

@@ -3,6 +3,7 @@ package cassandra
 import (
 	"errors"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gocql/gocql"
 
@@ -54,5 +55,80 @@ func TestCassandraTimestampsInCollectionsAreMilliseconds(t *testing.T) {
 	want := `["1970-01-01T00:00:00.005Z","1969-12-31T23:59:59.999Z","2024-01-01T00:00:00.000Z"]`
 	if err != nil || v.Str != want {
 		t.Errorf("got %q, %v; want %s", v.Str, err, want)
+	}
+}
+
+// Every text cell's verdict is utf8.Valid's, whatever its length and wherever a byte above 0x7f
+// sits in it: a valid multi-byte rune is kept as it is, a stray or truncated byte is a reject, in
+// a plain text column and inside a collection.
+func TestTextCellsAreValidUTF8AtEveryLengthAndPosition(t *testing.T) {
+	lt := gocql.CollectionType{NativeType: gocql.NewNativeType(4, gocql.TypeList, ""), Elem: native(gocql.TypeVarchar)}
+	inserts := []string{"é", "中", "😀", "\xff", "\xc3", "\xe4\xb8", "\x80", "\xed\xa0\x80"}
+	for n := 0; n <= 40; n++ {
+		ascii := []byte("abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH")[:n]
+		cells := [][]byte{ascii}
+		for pos := 0; pos <= n; pos++ {
+			for _, ins := range inserts {
+				cells = append(cells, append(append(append([]byte(nil), ascii[:pos]...), ins...), ascii[pos:]...))
+			}
+		}
+		for _, cell := range cells {
+			valid := utf8.Valid(cell)
+			v, err := decodeOne(t, native(gocql.TypeVarchar), "text", cell)
+			if valid && (err != nil || v.Str != string(cell) || v.Kind != pipeline.KindText) {
+				t.Fatalf("text %q: %+v, %v; want it kept", cell, v, err)
+			}
+			if !valid && cellError("c", err).Code != pipeline.CodeEncoding {
+				t.Fatalf("text %q: %+v, %v; want an encoding reject", cell, v, err)
+			}
+			data, err := gocql.Marshal(lt, []string{string(cell)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err = decodeOne(t, lt, "", data)
+			if valid && (err != nil || v.Str != string(cqlvalue.AppendJSONString([]byte("["), string(cell)))+"]") {
+				t.Fatalf("list<text> [%q]: %q, %v; want it kept", cell, v.Str, err)
+			}
+			if !valid && cellError("c", err).Code != pipeline.CodeEncoding {
+				t.Fatalf("list<text> [%q]: %q, %v; want an encoding reject", cell, v.Str, err)
+			}
+		}
+	}
+}
+
+// A cell handed over by gocql.Iter.Scan (the page decoder's sink) gives exactly what decode gives
+// the same bytes, value and reject alike, for the text and 8-byte integer cells the sink reads
+// without calling decode: null, empty, well-formed, not UTF-8, wrong lengths.
+func TestPageSinkGivesWhatDecodeGives(t *testing.T) {
+	cells := [][]byte{nil, {}, []byte("plain"), []byte("exactly16bytes!!"), []byte("送达"), []byte("DELIV\xff\xfeERED"),
+		[]byte("quoted \xc3"), {0xff}, {0, 0, 0, 0, 0, 0, 0, 42}, {0x80, 0, 0, 0, 0, 0, 0, 1}, {1, 2, 3},
+		{1, 2, 3, 4, 5, 6, 7, 8, 9}}
+	for _, typ := range []gocql.Type{gocql.TypeVarchar, gocql.TypeText, gocql.TypeAscii, gocql.TypeBlob, gocql.TypeBigInt,
+		gocql.TypeCounter, gocql.TypeTimestamp, gocql.TypeTime, gocql.TypeInt, gocql.TypeDecimal} {
+		d, err := newColDecoder("c", native(typ), "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pd := newPageDecoder([]*colDecoder{d}, nil, 0, 0)
+		pd.mem = &pageMem{}
+		sink := pd.dests[0].(gocql.Unmarshaler)
+		for _, cell := range cells {
+			var a arena
+			var scratch []byte
+			want, wantErr := d.decode(cell, &a, &scratch)
+			pd.vals, pd.rowErr = make([]pipeline.Value, 1), nil
+			if err := sink.UnmarshalCQL(native(typ), cell); err != nil {
+				t.Fatalf("%s %q: %v", typ, cell, err)
+			}
+			if got := pd.vals[0]; got != want {
+				t.Errorf("%s %q: sink %+v, decode %+v", typ, cell, got, want)
+			}
+			switch {
+			case wantErr == nil && pd.rowErr != nil:
+				t.Errorf("%s %q: sink rejects %+v, decode does not", typ, cell, pd.rowErr)
+			case wantErr != nil && (pd.rowErr == nil || *pd.rowErr != *cellError("c", wantErr)):
+				t.Errorf("%s %q: sink rejects %+v, decode %v", typ, cell, pd.rowErr, wantErr)
+			}
+		}
 	}
 }
