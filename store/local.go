@@ -121,65 +121,45 @@ func (l *Local) Create(_ context.Context, name string) (Writer, error) {
 		return nil, err
 	}
 	final := l.full(name)
-	tmp := filepath.Join(filepath.Dir(final), TempPrefix+filepath.Base(final))
-	var made []string
+	dir := filepath.Dir(final)
+	tmp := filepath.Join(dir, TempPrefix+filepath.Base(final))
 	var f *os.File
-	for attempt := 0; ; attempt++ {
-		m, err := mkdirs(l.root, filepath.Dir(final))
-		if err != nil {
-			return nil, fmt.Errorf("create %s: %w", name, err)
+	err := retryVanishedFolder(func() error {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
 		}
-		made = append(made, m...)
 		if afterMkdirs != nil {
-			afterMkdirs(filepath.Dir(final))
+			afterMkdirs(dir)
 		}
+		var err error
 		f, err = os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, l.perm(name))
-		// Another process sharing the folder (a shard of the same output) may have removed the
-		// folder, empty, between the two steps: make it again.
-		if err != nil && (!errors.Is(err, fs.ErrNotExist) || attempt == 3) {
-			return nil, fmt.Errorf("create %s: %w", name, err)
-		}
-		if err == nil {
-			break
-		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", name, err)
 	}
 	if err := f.Chmod(l.perm(name)); err != nil { // a leftover may be wider
 		f.Close()
 		os.Remove(tmp)
 		return nil, fmt.Errorf("create %s: %w", name, err)
 	}
-	return &localWriter{root: l.root, f: f, tmp: tmp, final: final, name: name, made: made}, nil
+	return &localWriter{root: l.root, f: f, tmp: tmp, final: final, name: name}, nil
 }
 
 // afterMkdirs, when set (by tests), runs between Create's making of the folder and its opening
 // of the file: where another process may remove the folder.
 var afterMkdirs func(dir string)
 
-// mkdirs creates dir and its missing parents under root and returns the ones it created,
-// deepest last: their parents need an fsync for the new entries to survive a crash.
-func mkdirs(root, dir string) ([]string, error) {
-	var missing []string
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil {
-			break
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		missing = append(missing, d)
-		if d == root || d == filepath.Dir(d) {
-			break
+// retryVanishedFolder runs op again when it fails because a folder does not exist: another
+// process sharing the output (a shard of it) removes the folders it leaves empty, and may remove
+// one between this process's making of it and its use.
+func retryVanishedFolder(op func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := op()
+		if err == nil || !errors.Is(err, fs.ErrNotExist) || attempt == 3 {
+			return err
 		}
 	}
-	if len(missing) == 0 {
-		return nil, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	for i, j := 0, len(missing)-1; i < j; i, j = i+1, j-1 {
-		missing[i], missing[j] = missing[j], missing[i]
-	}
-	return missing, nil
 }
 
 type localWriter struct {
@@ -187,7 +167,6 @@ type localWriter struct {
 	f          *os.File // nil once finished
 	tmp, final string
 	name       string
-	made       []string
 	n          int64
 	committed  bool
 	aborted    bool
@@ -206,18 +185,25 @@ func (w *localWriter) Commit(context.Context) (int64, error) {
 	if err := w.Finish(); err != nil {
 		return 0, err
 	}
-	if err := os.Rename(w.tmp, w.final); err != nil {
+	err := retryVanishedFolder(func() error {
+		if err := os.MkdirAll(filepath.Dir(w.final), 0o755); err != nil { // CommitAs's folder
+			return err
+		}
+		return os.Rename(w.tmp, w.final)
+	})
+	if err != nil {
 		return 0, fmt.Errorf("commit %s: %w", w.name, err)
 	}
 	w.committed = true
-	// the rename, and every folder this object needed, must survive a crash
-	dirs := []string{filepath.Dir(w.final)}
-	for _, d := range w.made {
-		dirs = append(dirs, filepath.Dir(d))
-	}
-	for _, d := range dirs {
+	// The rename, and every folder on the way to it (the output's own folder included), must
+	// survive a crash: a folder this writer found may be one another process sharing the output
+	// made (or made again) and has not synced into its parent yet.
+	for d := filepath.Dir(w.final); ; d = filepath.Dir(d) {
 		if err := SyncDir(d); err != nil {
 			return 0, err
+		}
+		if d == filepath.Dir(w.root) || !strings.HasPrefix(d, filepath.Dir(w.root)) {
+			break
 		}
 	}
 	return w.n, nil
@@ -243,12 +229,7 @@ func (w *localWriter) CommitAs(ctx context.Context, name string) (int64, error) 
 	if err := CheckName(name); err != nil {
 		return 0, err
 	}
-	final := filepath.Join(w.root, filepath.FromSlash(name))
-	made, err := mkdirs(w.root, filepath.Dir(final))
-	if err != nil {
-		return 0, fmt.Errorf("commit %s: %w", name, err)
-	}
-	w.final, w.name, w.made = final, name, append(w.made, made...)
+	w.final, w.name = filepath.Join(w.root, filepath.FromSlash(name)), name
 	return w.Commit(ctx)
 }
 
