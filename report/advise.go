@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/transform"
@@ -400,31 +401,40 @@ type altResult struct {
 
 // evalDesign analyses a design on the subsample (in write order) with a plan of n regions. wo
 // are the subsample's write-order values (nil in arrival order), analysed the rows it was drawn
-// from: the first key column is judged by the write-order model.
-func evalDesign(prog *transform.Program, recs []pipeline.Record, n int, wo []int64, analysed int64) (altResult, error) {
+// from: the first key column is judged by the write-order model. srcHashes are hashRecord of
+// each subsample record (the same for every design).
+//
+// Every record goes through the design once: its key is kept, and so is the whole target row
+// of the records a quantile plan is placed from (prog.SpreadRows' even spread); the rows are
+// routed once the plan is known.
+func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uint64, n int, wo []int64, analysed int64) (altResult, error) {
 	var res altResult
-	// the plan, from an even spread of the subsample
-	plan, err := prog.PlanRegions(transform.RegionRequest{Count: n, Sample: prog.SpreadRows(recs, altPlanRows)})
-	if err != nil {
-		return res, err
-	}
-	d := newDesign(prog, plan)
-	a := newAcc(d)
-	w := newWindows(plan.Count(), int64(len(recs)), altWindows, altWindowsMax)
+	keyLen := prog.Target().KeyLen
 	ev := prog.NewEvaluator()
 	out := make([]pipeline.Value, len(prog.Target().Columns))
 	b := &pipeline.Batch{Stream: "subsample"}
 	pairs := make([]spillRec, 0, len(recs))
 	var ident uint64 = 1
-	types := make([]pipeline.Type, d.keyLen)
-	desc := make([]bool, d.keyLen)
+	types := make([]pipeline.Type, keyLen)
+	desc := make([]bool, keyLen)
 	for i, ke := range prog.KeyElements() {
 		types[i], desc[i] = ke.Type, ke.Desc
 		if ke.Desc {
 			ident = mix64(ident, uint64(i)+0xde5c) // the same values stored DESC are another design
 		}
 	}
+	// the plan's sample: every step-th record, as prog.SpreadRows(recs, altPlanRows) takes them
+	var sample [][]pipeline.Value
+	step := len(recs) + 1 // none: the plan does not look at the data
+	if prog.PlanNeedsSample(n) {
+		step = max(1, len(recs)/altPlanRows)
+		sample = make([][]pipeline.Value, 0, len(recs)/step+1)
+	}
+	flat := make([]pipeline.Value, 0, len(recs)*keyLen) // the keys' values, keyLen a row
+	var text stringArena
 	keys := make([][]pipeline.Value, 0, len(recs))
+	var rejected int64
+	codes := map[string]int64{}
 	var firsts []pipeline.Value // the first key column of the accepted rows with a write order
 	var firstWO []int64
 	for i := range recs {
@@ -432,21 +442,27 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int, wo []int
 			ev.Reset()
 		}
 		if e := ev.Apply(b, &recs[i], out); e != nil {
-			a.rejected++
-			a.codes[e.Code]++
+			rejected++
+			codes[e.Code]++
 			ident = mix64(ident, 0x5eed)
 			continue
 		}
-		region := d.route(out[0])
-		a.row(out, region)
-		w.add(region)
-		kh := hashValues(out[:d.keyLen])
-		ident = mix64(ident^kh, uint64(i))
-		pairs = append(pairs, spillRec{key: kh, src: hashRecord(recs[i].Values)})
-		key := slices.Clone(out[:d.keyLen])
-		for k := range key {
-			key[k].Str = strings.Clone(key[k].Str)
+		if i%step == 0 && recs[i].Err == nil {
+			row := slices.Clone(out)
+			for k := range row {
+				row[k].Str = text.clone(row[k].Str)
+			}
+			sample = append(sample, row)
 		}
+		kh := hashValues(out[:keyLen])
+		ident = mix64(ident^kh, uint64(i))
+		pairs = append(pairs, spillRec{key: kh, src: srcHashes[i]})
+		at := len(flat)
+		for _, v := range out[:keyLen] {
+			v.Str = text.clone(v.Str)
+			flat = append(flat, v)
+		}
+		key := flat[at:len(flat):len(flat)]
 		keys = append(keys, key)
 		if wo == nil || wo[i] != noTime {
 			firsts = append(firsts, key[0])
@@ -456,6 +472,19 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, n int, wo []int
 		}
 	}
 	ev.Reset()
+	plan, err := prog.PlanRegions(transform.RegionRequest{Count: n, Sample: sample})
+	if err != nil {
+		return res, err
+	}
+	d := newDesign(prog, plan)
+	a := newAcc(d)
+	a.rejected, a.codes = rejected, codes
+	w := newWindows(plan.Count(), int64(len(recs)), altWindows, altWindowsMax)
+	for _, key := range keys {
+		region := d.route(key[0])
+		a.keyRow(key, region)
+		w.add(region)
+	}
 	firstDistinct, _ := a.distinct()
 	_, res.Incremental, _ = incrementalColumn(types[0], firsts, firstDistinct, firstWO, analysed)
 	res.SplitHotFactor = splitHotFactor(keys, types, desc, n)
@@ -547,6 +576,10 @@ func (a *advisor) evaluate(recs []pipeline.Record, specs []altSpec, withMapping 
 	}
 	results := make([]altResult, len(specs)+off)
 	errs := make([]error, len(specs)+off)
+	srcHashes := make([]uint64, len(recs))
+	for i := range recs {
+		srcHashes[i] = hashRecord(recs[i].Values)
+	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(1, r.cfg.Workers))
 	for i := range results {
@@ -563,7 +596,7 @@ func (a *advisor) evaluate(recs []pipeline.Record, specs []altSpec, withMapping 
 					return
 				}
 			}
-			results[i], errs[i] = evalDesign(prog, recs, a.n, a.wo, a.analysed)
+			results[i], errs[i] = evalDesign(prog, recs, srcHashes, a.n, a.wo, a.analysed)
 			results[i].prog = prog
 			results[i].edit = ed
 		}()
@@ -898,4 +931,28 @@ func readCost(r Reads, n int) int {
 		c += x
 	}
 	return c
+}
+
+// stringArena copies strings into shared blocks: the advisor keeps a key per subsample row, and
+// one allocation per value would make its designs' evaluation mostly allocation.
+type stringArena struct {
+	block []byte
+}
+
+const stringArenaBlock = 64 << 10
+
+// clone returns a copy of s that stays valid as long as the arena's blocks are referenced.
+func (sa *stringArena) clone(s string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	if len(s) > stringArenaBlock/8 {
+		return strings.Clone(s)
+	}
+	if cap(sa.block)-len(sa.block) < len(s) {
+		sa.block = make([]byte, 0, stringArenaBlock)
+	}
+	at := len(sa.block)
+	sa.block = append(sa.block, s...)
+	return unsafe.String(&sa.block[at], len(s))
 }

@@ -241,14 +241,19 @@ func (a *acc) trimRejects() {
 
 // row adds an accepted target row routed to region.
 func (a *acc) row(out []pipeline.Value, region int) {
-	p := a.d.prog
-	kb := p.KeyBytes(out)
-	rb := int64(p.RowBytes(out))
+	rb := int64(a.d.prog.RowBytes(out))
+	a.rowBytes += rb
+	a.regBytes[region] += rb
+	a.keyRow(out, region)
+}
+
+// keyRow adds all of a row routed to region but its bytes (rowBytes, regBytes): out needs to
+// hold only the key's values.
+func (a *acc) keyRow(out []pipeline.Value, region int) {
+	kb := a.d.prog.KeyBytes(out)
 	a.rows++
 	a.keyHist.add(kb)
-	a.rowBytes += rb
 	a.regRows[region]++
-	a.regBytes[region] += rb
 	v := out[0]
 	h := hashValue(v, 0)
 	a.hll.InsertHash(h)

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -42,21 +43,36 @@ func splitHotFactor(keys [][]pipeline.Value, types []pipeline.Type, desc []bool,
 	for i := range idx {
 		idx[i] = int32(i)
 	}
-	enc := make([]string, len(keys))
+	// the encodings, one after the other in buf (key i's at off[i]:off[i+1]), and their first 8
+	// bytes as a big-endian integer: most comparisons end there
+	off := make([]int, len(keys)+1)
+	head := make([]uint64, len(keys))
 	var buf []byte
 	encoded := true
 	for i, k := range keys {
-		buf = buf[:0]
+		start := len(buf)
 		for c, v := range k {
 			var ok bool
 			if buf, ok = appendOrdered(buf, v, desc[c]); !ok {
 				encoded = false
 			}
 		}
-		enc[i] = string(buf)
+		off[i+1] = len(buf)
+		var h [8]byte
+		copy(h[:], buf[start:])
+		head[i] = binary.BigEndian.Uint64(h[:])
 	}
 	if encoded {
-		slices.SortFunc(idx, func(a, b int32) int { return strings.Compare(enc[a], enc[b]) })
+		// the order of the encodings (a shorter one that is a prefix of another first)
+		slices.SortFunc(idx, func(a, b int32) int {
+			if ha, hb := head[a], head[b]; ha != hb {
+				if ha < hb {
+					return -1
+				}
+				return 1
+			}
+			return bytes.Compare(buf[off[a]:off[a+1]], buf[off[b]:off[b+1]])
+		})
 	} else {
 		slices.SortFunc(idx, func(a, b int32) int {
 			ka, kb := keys[a], keys[b]

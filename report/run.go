@@ -355,28 +355,32 @@ func (r *runner) analyse(ctx context.Context, feed *pipeline.Feed, held []pipeli
 // assemble runs the collision check and the advisor and builds the report.
 func (r *runner) assemble(total *acc, tl *timeline, plan pipeline.RegionPlan, planInfo PlanInfo, info SourceInfo, started time.Time) (*Report, error) {
 	cfg := r.cfg
+	// the collision check reads the temp files while the write order is put together and the
+	// advisor analyses its designs on the subsample; the exact figures are put together after both
+	counted := time.Now()
+	var coll, coll2 collisionResult
+	var err error
+	var countTook time.Duration
+	counting := make(chan struct{})
+	go func() {
+		coll, coll2, err = r.countCollisions()
+		countTook = time.Since(counted)
+		close(counting)
+	}()
 	ord := r.writeOrder(tl, total.rows)
 	r.adv.wo, r.adv.analysed = ord.wo, total.rows
-	// the advisor analyses its designs on the subsample while the collision check reads the
-	// temp files; the exact figures are put together after both
 	advised := time.Now()
-	done := make(chan struct{})
-	go func() {
-		if len(r.adv.specs) > 0 && len(tl.subsample) > 0 {
-			r.adv.spreadBuckets(tl.subsample)
-			r.adv.specs = append(r.adv.specs, rewriteSpecs(r.prog, r.cfg.Mapping, tl.subsample, total)...)
-			r.adv.results, r.adv.errs = r.adv.evaluate(tl.subsample, r.adv.specs, true)
-		}
-		close(done)
-	}()
-	counted := time.Now()
-	coll, coll2, err := r.countCollisions()
-	<-done
+	if len(r.adv.specs) > 0 && len(tl.subsample) > 0 {
+		r.adv.spreadBuckets(tl.subsample)
+		r.adv.specs = append(r.adv.specs, rewriteSpecs(r.prog, r.cfg.Mapping, tl.subsample, total)...)
+		r.adv.results, r.adv.errs = r.adv.evaluate(tl.subsample, r.adv.specs, true)
+	}
+	<-counting
 	if err != nil {
 		return nil, err
 	}
 	elapsed := time.Since(started)
-	r.log.Info("collision check", zap.Int64("keys", coll.Keys), zap.Int64("collision_rows", coll.Rows), zap.Duration("took", time.Since(counted)))
+	r.log.Info("collision check", zap.Int64("keys", coll.Keys), zap.Int64("collision_rows", coll.Rows), zap.Duration("took", countTook))
 
 	if !info.Sampled || r.every > 1 {
 		info.Scale = 1
@@ -658,6 +662,11 @@ func (r *runner) pass(ctx context.Context, held []pipeline.Batch, feed *pipeline
 			continue
 		}
 		tl.consume(j, r.every)
+		// nothing refers to the records anymore (the subsample and the first and last values
+		// are copies): the source may reuse their memory
+		if j.batch.Release != nil {
+			j.batch.Release()
+		}
 		j.batch = pipeline.Batch{}
 		j.first, j.last = pipeline.Value{}, pipeline.Value{}
 		jobPool.Put(j)

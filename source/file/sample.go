@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unsafe"
 
 	"github.com/rekey/rekey/pipeline"
 )
@@ -136,10 +137,13 @@ func (s *Source) sampleSpread(ctx context.Context, n int, dataSize int64) ([]pip
 				}
 				win = win[:cut]
 			}
-			str := string(win)
+			// The window is only looked at to find where its first record ends: a view of it, not
+			// a copy (the window is a few KiB, the record a few dozen bytes).
+			str := unsafe.String(unsafe.SliceData(win), len(win))
 			vals := slab[len(recs)*ncols : (len(recs)+1)*ncols : (len(recs)+1)*ncols]
 			next, _, blank, _ := parse(str, 0, vals)
 			if blank || next == 0 {
+				clear(vals) // no value may point into the window, which the next read overwrites
 				break
 			}
 			// Keep only the row's bytes alive, not the window.
