@@ -146,6 +146,9 @@ func (l *Local) Create(_ context.Context, name string) (Writer, error) {
 	return &localWriter{root: l.root, f: f, tmp: tmp, final: final, name: name}, nil
 }
 
+// listVisit, when set (by tests), runs as List's walk comes to each path.
+var listVisit func(p string)
+
 // afterMkdirs, when set (by tests), runs between Create's making of the folder and its opening
 // of the file: where another process may remove the folder.
 var afterMkdirs func(dir string)
@@ -358,9 +361,15 @@ func (l *Local) List(_ context.Context, prefix string) ([]Info, error) {
 	}
 	var out []Info
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if listVisit != nil {
+			listVisit(p)
+		}
 		if err != nil {
 			if p == dir && errors.Is(err, fs.ErrNotExist) {
 				return fs.SkipAll
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // a folder removed meanwhile (empty: another shard's pruning)
 			}
 			return err
 		}
@@ -442,6 +451,9 @@ func (l *Local) Sweep(_ context.Context, prefix string) error {
 		if err != nil {
 			if p == dir && errors.Is(err, fs.ErrNotExist) {
 				return fs.SkipAll
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // a folder removed meanwhile (empty: another shard's pruning)
 			}
 			return err
 		}
