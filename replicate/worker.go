@@ -233,14 +233,10 @@ func (w *worker) newSegment(region int, offset int64) (*segment, error) {
 	return s, nil
 }
 
-// sibling is a buffer that makes empty buffers learning with it (sink/parquet: which columns
-// are not worth a dictionary).
-type sibling interface{ Sibling() files.Buffer }
-
 // newBuffer returns an empty buffer: a sibling of the worker's first one, so that what one
 // region's chunks learn about the partition's data every region's chunks use.
 func (w *worker) newBuffer() (files.Buffer, error) {
-	if s, ok := w.firstBuf.(sibling); ok {
+	if s, ok := w.firstBuf.(files.Siblings); ok {
 		return s.Sibling(), nil
 	}
 	b, err := w.r.cfg.Format.NewBuffer(w.r.target)

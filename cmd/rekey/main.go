@@ -116,10 +116,13 @@ func main() {
 			os.Exit(code)
 		}
 	}
-	// REKEY_MEMPROFILE=FILE writes what the whole command allocated (`go tool pprof -sample_index=alloc_space`).
+	// REKEY_MEMPROFILE=FILE writes what the whole command allocated (`go tool pprof -sample_index=alloc_space`),
+	// and FILE.peak the live heap when it was largest (-sample_index=inuse_space).
 	if path := os.Getenv("REKEY_MEMPROFILE"); path != "" {
 		runtime.MemProfileRate = 64 << 10
+		stop := watchPeakHeap(path + ".peak")
 		code := run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+		stop()
 		if f, err := os.Create(path); err == nil {
 			pprof.Lookup("allocs").WriteTo(f, 0)
 			f.Close()

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/rekey/rekey/pipeline"
@@ -36,6 +37,31 @@ type Buffer interface {
 	Used() int64
 	// Cut detaches the buffered rows as a Chunk and leaves the buffer empty and reusable.
 	Cut() Chunk
+}
+
+// Siblings is a Buffer that makes empty buffers learning with it: what one learns about the data
+// (sink/parquet: which columns are not worth a dictionary) the others use from their next chunk
+// on. Siblings may be filled concurrently, each by one goroutine at a time.
+type Siblings interface {
+	Sibling() Buffer
+}
+
+// NewBuffers returns n empty buffers of the schema, siblings of the first where the format's
+// buffers learn together.
+func NewBuffers(f Format, schema pipeline.TargetSchema, n int) ([]Buffer, error) {
+	bufs := make([]Buffer, n)
+	for i := range bufs {
+		if s, ok := bufs[0].(Siblings); ok && i > 0 {
+			bufs[i] = s.Sibling()
+			continue
+		}
+		b, err := f.NewBuffer(schema)
+		if err != nil {
+			return nil, fmt.Errorf("%s buffer: %w", f.Name(), err)
+		}
+		bufs[i] = b
+	}
+	return bufs, nil
 }
 
 // Chunk is a detached run of rows ready to be written as one unit (a Parquet row group).

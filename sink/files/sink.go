@@ -248,13 +248,12 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Sink, error) {
 	} else if ok {
 		s.spillDir = d.Path()
 	}
+	bufs, err := NewBuffers(cfg.Format, cfg.Schema, n)
+	if err != nil {
+		return nil, fmt.Errorf("files: %w", err)
+	}
 	for i := range s.regions {
-		r := &region{idx: i, dir: filepath.Join(s.spillDir, filepath.FromSlash(output.RegionDir(i)))}
-		buf, err := cfg.Format.NewBuffer(cfg.Schema)
-		if err != nil {
-			return nil, fmt.Errorf("files: %s buffer: %w", cfg.Format.Name(), err)
-		}
-		r.buf = buf
+		r := &region{idx: i, dir: filepath.Join(s.spillDir, filepath.FromSlash(output.RegionDir(i))), buf: bufs[i]}
 		if cfg.Sort {
 			r.sorter = newSorter(cfg.Schema)
 		}

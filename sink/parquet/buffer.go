@@ -3,6 +3,7 @@ package parquet
 import (
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
 
@@ -96,10 +97,10 @@ type buffer struct {
 	slots []slot
 	rows  int
 
-	dicts     []*dictTable // per dictionary column: value -> index (this chunk)
-	verdicts  *dictVerdicts
-	last      []colLens    // sizes of the last chunk, to presize
-	lastRows  int
+	dicts    []*dictTable // per dictionary column: value -> index (this chunk)
+	verdicts *dictVerdicts
+	last     []colLens // sizes of the last chunk, to presize
+	lastRows int
 }
 
 func specsOf(f *Format, schema pipeline.TargetSchema) ([]colSpec, error) {
@@ -139,7 +140,7 @@ func (f *Format) NewBuffer(schema pipeline.TargetSchema) (files.Buffer, error) {
 		return nil, err
 	}
 	b := &buffer{f: f, specs: specs, cols: make([]colData, len(specs)), slots: make([]slot, len(specs)),
-		dicts: make([]*dictTable, len(specs)), verdicts: &dictVerdicts{giveUps: make([]int, len(specs)), plain: make([]bool, len(specs))},
+		dicts: make([]*dictTable, len(specs)), verdicts: &dictVerdicts{giveUps: make([]atomic.Int32, len(specs)), plain: make([]atomic.Bool, len(specs))},
 		last: make([]colLens, len(specs))}
 	b.startDicts()
 	return b, nil
@@ -148,16 +149,17 @@ func (f *Format) NewBuffer(schema pipeline.TargetSchema) (files.Buffer, error) {
 // dictVerdicts is what a buffer and its siblings learn together about their dictionary columns:
 // a column whose dictionary was given up in two chunks in a row (a chunk that kept its
 // dictionary in between starts the count again) is plain from then on, in every chunk of them.
+// Siblings may be filled by different goroutines (a migrate's regions), hence the atomics.
 type dictVerdicts struct {
-	giveUps  []int
-	plain    []bool
-	siblings bool // the verdicts are shared (Sibling was called)
+	giveUps  []atomic.Int32
+	plain    []atomic.Bool
+	siblings bool // the verdicts are shared (Sibling was called, before any Append)
 }
 
 // Sibling returns an empty buffer of the same schema that shares b's dictionary verdicts: a
 // column one of them found not worth a dictionary (timestamps, amounts) starts plain in the
 // others' chunks, instead of each chunk of each buffer finding it out again over thousands of
-// rows. b and its siblings must be used from one goroutine.
+// rows. Each buffer is used by one goroutine at a time; siblings may be used concurrently.
 func (b *buffer) Sibling() files.Buffer {
 	s := &buffer{f: b.f, specs: b.specs, cols: make([]colData, len(b.specs)), slots: make([]slot, len(b.specs)),
 		dicts: make([]*dictTable, len(b.specs)), verdicts: b.verdicts, last: make([]colLens, len(b.specs))}
@@ -174,7 +176,7 @@ func (b *buffer) startDicts() {
 			if b.dicts[i] == nil {
 				b.dicts[i] = newDictTable()
 			}
-			b.cols[i].dictMode = !b.verdicts.plain[i]
+			b.cols[i].dictMode = !b.verdicts.plain[i].Load()
 		}
 	}
 }
@@ -451,11 +453,9 @@ func (b *buffer) appendDict(i int, s string) {
 	rows := len(c.idx)
 	giveUp := len(c.dvals)+len(s) > b.f.dictMax || d.len() >= 1<<15 || (rows >= dictProbeRows && 2*d.len() > rows) ||
 		(b.verdicts.siblings && rows >= earlyProbeRows && 10*d.len() > 9*rows)
-	if giveUp || b.verdicts.plain[i] {
-		if v := b.verdicts; giveUp {
-			if v.giveUps[i]++; v.giveUps[i] >= 2 {
-				v.plain[i] = true
-			}
+	if giveUp || b.verdicts.plain[i].Load() {
+		if v := b.verdicts; giveUp && v.giveUps[i].Add(1) >= 2 {
+			v.plain[i].Store(true)
 		}
 		b.toPlain(i)
 		if sp := &b.specs[i]; sp.phys != physBytes {
@@ -565,7 +565,7 @@ func (b *buffer) Cut() files.Chunk {
 		if b.dicts[i] != nil {
 			b.dicts[i].reset()
 			if c.dictMode {
-				b.verdicts.giveUps[i] = 0
+				b.verdicts.giveUps[i].Store(0)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/parquet-go/parquet-go/format"
@@ -218,8 +219,7 @@ func TestSiblingsShareDictionaryVerdicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type sibling interface{ Sibling() files.Buffer }
-	b, c := a.(sibling).Sibling(), a.(sibling).Sibling()
+	b, c := a.(files.Siblings).Sibling(), a.(files.Siblings).Sibling()
 	rows := map[files.Buffer][][]pipeline.Value{}
 	next := int64(0)
 	add := func(buf files.Buffer, n int) {
@@ -242,7 +242,7 @@ func TestSiblingsShareDictionaryVerdicts(t *testing.T) {
 	if parquet.DictMode(c, 1) || !parquet.DictMode(c, 2) {
 		t.Fatalf("c's chunk under way: ts dictionary %v (want plain), lo dictionary %v (want kept)", parquet.DictMode(c, 1), parquet.DictMode(c, 2))
 	}
-	d := c.(sibling).Sibling()
+	d := c.(files.Siblings).Sibling()
 	if parquet.DictMode(d, 1) || !parquet.DictMode(d, 2) {
 		t.Fatal("a new sibling's ts must start plain, lo with a dictionary")
 	}
@@ -280,5 +280,75 @@ func TestSiblingsShareDictionaryVerdicts(t *testing.T) {
 	}
 	if parquet.DictMode(a, 1) || !parquet.DictMode(a, 2) {
 		t.Fatal("after a cut, a's next chunk: ts plain, lo with a dictionary")
+	}
+}
+
+// A migrate's regions are siblings filled by different workers at once: what one region learns
+// (a timestamp column is not worth a dictionary) the others use, and every row reads back.
+func TestSiblingsFilledConcurrently(t *testing.T) {
+	schema := pipeline.TargetSchema{Table: "s", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0},
+		{Name: "ts", Type: pipeline.TypeTimestamp, KeyPos: -1},
+		{Name: "lo", Type: pipeline.TypeVarchar, KeyPos: -1},
+	}}
+	f := parquet.New()
+	bufs, err := files.NewBuffers(f, schema, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const chunks, rows = 3, 5000
+	files := make([][]byte, len(bufs))
+	var wg sync.WaitGroup
+	for i, buf := range bufs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out bytes.Buffer
+			w, err := f.NewWriter(&out, schema)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for c := range chunks {
+				for r := range rows {
+					n := int64((i*chunks+c)*rows + r)
+					if err := buf.Append([]pipeline.Value{pipeline.Int(n), pipeline.Int(1_700_000_000_000 + n), pipeline.Text([]string{"x", "y"}[n%2])}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				ch := buf.Cut()
+				if err := w.Write(ch); err != nil {
+					t.Error(err)
+				}
+				ch.Release()
+			}
+			if err := w.Close(); err != nil {
+				t.Error(err)
+			}
+			files[i] = out.Bytes()
+		}()
+	}
+	wg.Wait()
+	for i, buf := range bufs {
+		if parquet.DictMode(buf, 1) || !parquet.DictMode(buf, 2) {
+			t.Fatalf("buffer %d: ts dictionary %v (want plain: given up by the regions together), lo %v (want kept)", i, parquet.DictMode(buf, 1), parquet.DictMode(buf, 2))
+		}
+		pf, err := sinktest.ReadParquetAt(bytes.NewReader(files[i]), int64(len(files[i])), fmt.Sprint("buffer ", i), schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pf.Rows) != chunks*rows {
+			t.Fatalf("buffer %d: %d rows, want %d", i, len(pf.Rows), chunks*rows)
+		}
+		for r, row := range pf.Rows {
+			n := int64(i*chunks*rows + r)
+			want := sinktest.CanonRow(schema, []pipeline.Value{pipeline.Int(n), pipeline.Int(1_700_000_000_000 + n), pipeline.Text([]string{"x", "y"}[n%2])})
+			for col := range want {
+				if row[col] != want[col] {
+					t.Fatalf("buffer %d row %d col %d: %q, want %q", i, r, col, row[col], want[col])
+				}
+			}
+		}
 	}
 }

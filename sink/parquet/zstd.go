@@ -47,7 +47,7 @@ func (z *zstdCodec) encoder(level int) *zstd.Encoder {
 		zstd.WithEncoderLevel(l),
 		zstd.WithZeroFrames(true),
 		zstd.WithEncoderCRC(false),
-		zstd.WithWindowSize(4<<20), // pages are ~1 MiB
+		zstd.WithWindowSize(1<<20), // pages are ~1 MiB
 		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)))
 	if err != nil {
 		panic(err) // options are constant: cannot fail
