@@ -540,3 +540,45 @@ func TestHashColumnsIsHashValue(t *testing.T) {
 		t.Errorf("record hash %x, want %x", src, want)
 	}
 }
+
+// A worker's spill buffers are live heap for the whole read: at the bucket counts a report uses
+// they hold at most 6 MiB a worker (record buffers of 2 MiB, text buffers twice that) and rows
+// of the usual size never grow them (a grown buffer is a copy and pages touched for nothing).
+func TestSpillWriterBuffersStayBounded(t *testing.T) {
+	for _, buckets := range []int{minBuckets, maxBuckets} {
+		s, err := newSpill(t.TempDir(), buckets, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw := s.writer()
+		id := s.streamID("orders.csv")
+		cols := make([]uint64, 7)
+		src := []pipeline.Value{pipeline.Text("user-000123456")}
+		caps := map[int][2]int{}
+		for i := 0; i < 200000; i++ {
+			k := mix64(uint64(i), 1)
+			for c := range cols {
+				cols[c] = mix64(uint64(i), uint64(c))
+			}
+			text := sw.textFor(k)
+			text = appendRowInfo(text, k%16, cols, len(cols), 0)
+			text = appendOrigin(text, id, int64(i), nil, []int{0}, src)
+			sw.commit(k, mix64(k, 2), text)
+			b := int(k >> s.shift)
+			now := [2]int{cap(sw.bufs[b]), cap(sw.texts[b])}
+			if was, ok := caps[b]; ok && was != now {
+				t.Fatalf("%d buckets: bucket %d's buffers grew from %v to %v bytes", buckets, b, was, now)
+			}
+			caps[b] = now
+		}
+		total := 0
+		for b := range sw.bufs {
+			total += cap(sw.bufs[b]) + cap(sw.texts[b])
+		}
+		if total > 6<<20+buckets*2<<10 { // and a record and a row's text of slack a bucket
+			t.Errorf("%d buckets: a writer holds %d bytes of buffers, want at most 6 MiB", buckets, total)
+		}
+		sw.flush()
+		s.close()
+	}
+}
