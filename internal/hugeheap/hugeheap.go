@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // Reserve makes the next n bytes of heap the process allocates eligible for huge pages: it
@@ -22,13 +23,14 @@ import (
 // advice on it, and the runtime's page allocator hands it out for what the process allocates
 // next (lowest addresses first). Nothing happens under GODEBUG=disablethp=1, where the kernel
 // does not offer huge pages, under strict overcommit accounting (the object is committed memory
-// there), or on other systems; n is capped at half the machine's memory. It returns the bytes
-// advised.
+// there), or on other systems; n is capped at half the machine's memory. Only the first call
+// in a process acts: a later one would find the heap's free pages used and clear them all. It
+// returns the bytes advised.
 func Reserve(n int64) int64 {
 	if strings.Contains(os.Getenv("GODEBUG"), "disablethp=1") || !offered() {
 		return 0
 	}
-	if n = min(n, memTotal()/2); n < 4<<20 {
+	if n = min(n, memTotal()/2); n < 4<<20 || !once.CompareAndSwap(false, true) {
 		return 0
 	}
 	b := make([]byte, n) // a large object: whole pages, fresh from the kernel, untouched
@@ -39,6 +41,8 @@ func Reserve(n int64) int64 {
 	runtime.GC() // free the object: its pages go back to the heap, advised
 	return n
 }
+
+var once atomic.Bool
 
 // offered tells whether the kernel gives huge pages to advised ranges, and commits memory on
 // first touch rather than on allocation (vm.overcommit_memory 0 or 1).

@@ -23,7 +23,10 @@ func TestAllocationsAfterReserveGetHugePages(t *testing.T) {
 	}
 	const n = 64 << 20
 	if got := Reserve(n); got != n {
-		t.Fatalf("Reserve advised %d bytes, want about %d", got, n)
+		t.Fatalf("Reserve advised %d bytes, want %d", got, n)
+	}
+	if again := Reserve(n); again != 0 {
+		t.Fatalf("a second Reserve advised %d bytes, want none (the first one's range is the heap's)", again)
 	}
 	buf := make([]byte, 32<<20)
 	for i := range buf {
