@@ -18,7 +18,7 @@ import (
 )
 
 // Reserve makes the next n bytes of heap the process allocates eligible for huge pages: it
-// allocates one n-byte object (fresh memory from the kernel: nothing is touched), advises
+// allocates one n-byte object (fresh memory from the kernel: nothing is touched; 64-bit systems only), advises
 // its address range MADV_HUGEPAGE, and frees it. The range stays mapped for the heap, with the
 // advice on it, and the runtime's page allocator hands it out for what the process allocates
 // next (lowest addresses first). Nothing happens under GODEBUG=disablethp=1, where the kernel
@@ -27,7 +27,7 @@ import (
 // in a process acts: a later one would find the heap's free pages used and clear them all. It
 // returns the bytes advised.
 func Reserve(n int64) int64 {
-	if strings.Contains(os.Getenv("GODEBUG"), "disablethp=1") || !offered() {
+	if strconv.IntSize < 64 || disabled(os.Getenv("GODEBUG")) || !offered() {
 		return 0
 	}
 	if n = min(n, memTotal()/2); n < 4<<20 || !once.CompareAndSwap(false, true) {
@@ -43,6 +43,17 @@ func Reserve(n int64) int64 {
 }
 
 var once atomic.Bool
+
+// disabled tells whether a GODEBUG value sets disablethp (the last setting wins, as in the runtime).
+func disabled(godebug string) bool {
+	off := false
+	for _, kv := range strings.Split(godebug, ",") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(kv), "disablethp="); ok {
+			off = v != "0"
+		}
+	}
+	return off
+}
 
 // offered tells whether the kernel gives huge pages to advised ranges, and commits memory on
 // first touch rather than on allocation (vm.overcommit_memory 0 or 1).

@@ -18,7 +18,7 @@ func TestAllocationsAfterReserveGetHugePages(t *testing.T) {
 	if runtime.GOOS != "linux" || !offered() {
 		t.Skip("the kernel offers no transparent huge pages here")
 	}
-	if strings.Contains(os.Getenv("GODEBUG"), "disablethp=1") {
+	if disabled(os.Getenv("GODEBUG")) {
 		t.Skip("GODEBUG=disablethp=1")
 	}
 	once.Store(false) // as in a fresh process (go test -count=N runs this again)
@@ -50,6 +50,15 @@ func TestReserveHonoursDisableTHP(t *testing.T) {
 	t.Setenv("GODEBUG", "disablethp=1")
 	if got := Reserve(64 << 20); got != 0 {
 		t.Fatalf("Reserve advised %d bytes under GODEBUG=disablethp=1, want none", got)
+	}
+}
+
+func TestDisabled(t *testing.T) {
+	for godebug, want := range map[string]bool{"": false, "disablethp=1": true, "gctrace=1,disablethp=1": true,
+		"disablethp=0": false, "disablethp=1,disablethp=0": false, "madvdontneed=1": false, "xdisablethp=1": false} {
+		if got := disabled(godebug); got != want {
+			t.Errorf("GODEBUG=%q: disabled %v, want %v", godebug, got, want)
+		}
 	}
 }
 
