@@ -132,10 +132,7 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	// migrate's collector pace: report's live heap is the batches in flight and bounded sketches,
-	// and a lazier collector only made it touch twice the fresh pages (430 MB resident at 5M rows
-	// instead of 240)
-	setMemoryBudgetGC(inv.getenv, memory, migrateGCPercent)
+	setMemoryBudget(inv.getenv, memory) // as migrate does: a lazier GC within the budget
 	var queries []transform.Query
 	for _, q := range f.queries {
 		pq, err := report.ParseQuery(q)

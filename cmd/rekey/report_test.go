@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"runtime/debug"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -224,28 +223,5 @@ target:
 	}
 	if strings.Contains(out, `\\x1b`) { // a value escaped, then quoted: its backslashes doubled
 		t.Errorf("the report escapes a value twice:\n%s", out)
-	}
-}
-
-// report collects at migrate's pace (Go's default GOGC): its heap is mostly the batches it reads
-// and its bounded sketches, and a lazier collector only makes the process touch ~2x more fresh
-// pages (each costly on virtual machines that hand freed memory back to their host). GOGC in
-// the environment still wins.
-func TestReportCollectsAtMigratesPace(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1)) // --memory sets the process's limits
-	getenv := func(k string) string {
-		if k == "GOGC" || k == "GOMEMLIMIT" {
-			return ""
-		}
-		return os.Getenv(k)
-	}
-	var out lockedBuffer
-	args := []string{"report", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=2000", "--progress", "never", "--tmp", t.TempDir()}
-	if code := run(context.Background(), args, strings.NewReader(""), &out, &out, getenv); code != 0 {
-		t.Fatalf("exit %d: %s", code, out.String())
-	}
-	if got := debug.SetGCPercent(400); got != migrateGCPercent {
-		t.Fatalf("report ran with GOGC=%d, want migrate's %d", got, migrateGCPercent)
 	}
 }

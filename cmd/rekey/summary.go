@@ -140,7 +140,7 @@ func printOversize(w io.Writer, m *lindorm.Manifest) {
 
 // setMemoryBudget makes --memory the Go runtime's soft memory limit, so the whole process stays
 // near it, and lets the heap grow further between collections below it (GOGC=400): most of
-// what verify and replicate allocate is short-lived batches. GOGC and GOMEMLIMIT in the
+// what report, verify and replicate allocate is short-lived batches. GOGC and GOMEMLIMIT in the
 // environment win.
 func setMemoryBudget(getenv func(string) string, budget int64) {
 	setMemoryBudgetGC(getenv, budget, 400)
