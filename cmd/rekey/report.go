@@ -132,7 +132,7 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	setMemoryBudget(inv.getenv, memory) // as migrate does: a lazier GC within the budget
+	setMemoryBudgetGC(inv.getenv, memory, reportGCPercent)
 	heapOnHugePages(memory)
 	var queries []transform.Query
 	for _, q := range f.queries {

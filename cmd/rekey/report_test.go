@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -223,5 +224,35 @@ target:
 	}
 	if strings.Contains(out, `\\x1b`) { // a value escaped, then quoted: its backslashes doubled
 		t.Errorf("the report escapes a value twice:\n%s", out)
+	}
+}
+
+// report collects at its own pace (reportGCPercent, not the GOGC=400 of verify and replicate);
+// GOGC in the environment still wins.
+func TestReportCollectsAtItsPace(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1)) // --memory sets the process's limits
+	run1 := func(gogc string) int {
+		getenv := func(k string) string {
+			switch k {
+			case "GOGC":
+				return gogc
+			case "GOMEMLIMIT":
+				return ""
+			}
+			return os.Getenv(k)
+		}
+		var out lockedBuffer
+		args := []string{"report", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=2000", "--progress", "never", "--tmp", t.TempDir()}
+		if code := run(context.Background(), args, strings.NewReader(""), &out, &out, getenv); code != 0 {
+			t.Fatalf("exit %d: %s", code, out.String())
+		}
+		return debug.SetGCPercent(400)
+	}
+	if got := run1(""); got != 200 {
+		t.Fatalf("report ran with GOGC=%d, want 200", got)
+	}
+	if got := run1("50"); got != 400 {
+		t.Fatalf("with GOGC=50 in the environment report set GOGC=%d itself, want it left alone", got)
 	}
 }
