@@ -204,9 +204,8 @@ func (b *buffer) Mem() int64 {
 	return m
 }
 
-// convert validates value v of column i into its slot.
-func (b *buffer) convert(i int, v pipeline.Value) *pipeline.RowError {
-	sp, s := &b.specs[i], &b.slots[i]
+// convert validates value v of column sp (data c, dictionary d) into its slot s.
+func convert(sp *colSpec, s *slot, c *colData, d *dictTable, v *pipeline.Value) *pipeline.RowError {
 	if v.Kind == pipeline.KindNull {
 		if !sp.nullable {
 			return files.NullKeyError(sp.col)
@@ -224,8 +223,8 @@ func (b *buffer) convert(i int, v pipeline.Value) *pipeline.RowError {
 			if sp.utf8 {
 				// One invalid STRING value makes readers refuse the whole file. A dictionary
 				// entry was checked when it was added: look it up now, and append by index.
-				if c := &b.cols[i]; c.dictMode {
-					s.k, s.hit = b.dicts[i].find(v.Str, c)
+				if c.dictMode {
+					s.k, s.hit = d.find(v.Str, c)
 				}
 				if !s.hit && !utf8.ValidString(v.Str) {
 					return files.EncodingError(sp.col, v.Str)
@@ -233,18 +232,18 @@ func (b *buffer) convert(i int, v pipeline.Value) *pipeline.RowError {
 			}
 			return nil
 		}
-		s.s, err = files.TextValue(sp.col, v)
+		s.s, err = files.TextValue(sp.col, *v)
 	case physInt64:
 		if v.Kind == pipeline.KindInt {
 			s.i = v.Num
 			return nil
 		}
-		s.i, err = files.IntValue(sp.col, v)
+		s.i, err = files.IntValue(sp.col, *v)
 	case physInt32:
-		s.i, err = files.IntValue(sp.col, v)
+		s.i, err = files.IntValue(sp.col, *v)
 	case physBool:
 		var bv bool
-		bv, err = files.BoolValue(sp.col, v)
+		bv, err = files.BoolValue(sp.col, *v)
 		s.i = 0
 		if bv {
 			s.i = 1
@@ -254,9 +253,9 @@ func (b *buffer) convert(i int, v pipeline.Value) *pipeline.RowError {
 			s.f = v.Float()
 			return nil
 		}
-		s.f, err = files.FloatValue(sp.col, v)
+		s.f, err = files.FloatValue(sp.col, *v)
 	case physDecimal:
-		s.d, err = files.DecimalValue(sp.col, v)
+		s.d, err = files.DecimalValue(sp.col, *v)
 	default:
 		err = files.TypeError(sp.col, "unsupported type %s", sp.col.Type)
 	}
@@ -271,20 +270,25 @@ func (b *buffer) Append(values []pipeline.Value) error {
 	if b.rows == 0 && b.lastRows > 0 {
 		b.presize()
 	}
-	for i := range b.specs {
-		if err := b.convert(i, values[i]); err != nil {
+	// pointers into slices resliced to one length: no bounds checks and no copies of the
+	// column descriptions and values per cell
+	specs := b.specs
+	values, slots, cols, dicts := values[:len(specs)], b.slots[:len(specs)], b.cols[:len(specs)], b.dicts[:len(specs)]
+	for i := range specs {
+		if err := convert(&specs[i], &slots[i], &cols[i], dicts[i], &values[i]); err != nil {
 			return err
 		}
 	}
-	for i := range b.specs {
-		b.append(i, &b.slots[i])
+	p := b.f.pools
+	for i := range specs {
+		b.append(i, &specs[i], &cols[i], &slots[i], p)
 	}
 	b.rows++
 	return nil
 }
 
-func (b *buffer) append(i int, s *slot) {
-	sp, c, p := &b.specs[i], &b.cols[i], b.f.pools
+// append appends converted slot s to column i (spec sp, data c).
+func (b *buffer) append(i int, sp *colSpec, c *colData, s *slot, p *pools) {
 	if sp.nullable {
 		// definition levels are kept only once the chunk has a null in this column: until
 		// then every row is present and the writer uses a shared run of ones
