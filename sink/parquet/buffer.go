@@ -320,8 +320,7 @@ func (b *buffer) append(i int, sp *colSpec, c *colData, s *slot, p *pools) {
 	}
 	if c.dictMode && sp.phys != physBytes {
 		var key [16]byte
-		n := numberBytes(sp, s, &key)
-		b.appendDict(i, unsafe.String(&key[0], n))
+		b.appendDict(i, numberBytes(sp, s, &key))
 		return
 	}
 	switch sp.phys {
@@ -373,19 +372,18 @@ func (b *buffer) append(i int, sp *colSpec, c *colData, s *slot, p *pools) {
 	}
 }
 
-// numberBytes writes the dictionary form of a number into key and returns its length.
-func numberBytes(sp *colSpec, s *slot, key *[16]byte) int {
+// numberBytes writes the dictionary form of a number into key and returns it (in key).
+func numberBytes(sp *colSpec, s *slot, key *[16]byte) string {
 	switch sp.phys {
 	case physInt64:
 		binary.LittleEndian.PutUint64(key[:], uint64(s.i))
-		return 8
+		return unsafe.String(&key[0], 8)
 	case physInt32:
 		binary.LittleEndian.PutUint32(key[:], uint32(int32(s.i)))
-		return 4
+		return unsafe.String(&key[0], 4)
 	}
 	putBE(key[:], s.d) // physDecimal: the last width bytes
-	copy(key[:], key[16-sp.width:])
-	return sp.width
+	return unsafe.String(&key[16-sp.width], sp.width)
 }
 
 // appendNumber appends the plain form of a number given as its dictionary bytes.
@@ -422,14 +420,10 @@ func (b *buffer) appendPlain(c *colData, s string) {
 	c.ends = append(c.ends, uint32(len(c.data)))
 }
 
+// putBE writes d as 16 bytes of big-endian two's complement.
 func putBE(dst []byte, d files.Dec128) {
-	hi, lo := uint64(d.Hi), d.Lo
-	for k := 7; k >= 0; k-- {
-		dst[k] = byte(hi)
-		dst[8+k] = byte(lo)
-		hi >>= 8
-		lo >>= 8
-	}
+	binary.BigEndian.PutUint64(dst[:8], uint64(d.Hi))
+	binary.BigEndian.PutUint64(dst[8:16], d.Lo)
 }
 
 // dictProbeRows is the row count at which a chunk's dictionary must have proved itself.
