@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync/atomic"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
@@ -226,7 +225,7 @@ func convert(sp *colSpec, s *slot, c *colData, d *dictTable, v *pipeline.Value) 
 				if c.dictMode {
 					s.k, s.hit = d.find(v.Str, c)
 				}
-				if !s.hit && !utf8.ValidString(v.Str) {
+				if !s.hit && !validText(v.Str) {
 					return files.EncodingError(sp.col, v.Str)
 				}
 			}
