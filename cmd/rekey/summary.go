@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/rekey/rekey/internal/hugeheap"
 	"io"
 	"runtime/debug"
 	"sort"
@@ -159,6 +160,9 @@ func setMemoryBudgetGC(getenv func(string) string, budget int64, gcPercent int) 
 	}
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
+	}
+	if budget > 0 {
+		hugeheap.Reserve(budget * 8 / 10)
 	}
 }
 

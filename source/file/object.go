@@ -24,16 +24,19 @@ type Object struct {
 
 // readAhead is how much of an object is fetched per request, and how many requests run ahead of
 // the parser: large ranged reads keep a bucket's latency off the read rate.
-const (
-	readAheadBlock = 8 << 20
-	readAheadDepth = 2
-)
+var readAheadBlock int64 = 8 << 20 // a variable for tests
+
+const readAheadDepth = 2
 
 // objectReader reads an object sequentially from an offset to an end, readAheadDepth blocks ahead.
+// A block's buffer, once read out, is fetched into again: the reader holds readAheadDepth+2
+// buffers however large the object, instead of leaving the collector a fresh 8 MiB each time.
 type objectReader struct {
 	cancel context.CancelFunc
 	blocks chan objectBlock
+	spare  chan []byte // buffers read out, for the next fetches
 	cur    []byte
+	whole  []byte // the buffer cur is in
 	err    error
 	r      store.Reader
 }
@@ -53,12 +56,21 @@ func openObject(ctx context.Context, o *Object, off, end int64) (io.ReadCloser, 
 		return nil, fmt.Errorf("%s changed since it was listed (%d bytes, now %d): was it replaced?", o.Store.Location(o.Info.Name), o.Info.Size, r.Size())
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	or := &objectReader{cancel: cancel, blocks: make(chan objectBlock, readAheadDepth), r: r}
+	or := &objectReader{cancel: cancel, blocks: make(chan objectBlock, readAheadDepth), spare: make(chan []byte, readAheadDepth+2), r: r}
 	go func() {
 		defer close(or.blocks)
 		end := min(end, r.Size())
 		for at := off; at < end; at += readAheadBlock {
-			buf := make([]byte, min(readAheadBlock, end-at))
+			need := min(readAheadBlock, end-at)
+			var buf []byte
+			select {
+			case buf = <-or.spare:
+			default:
+			}
+			if int64(cap(buf)) < need {
+				buf = make([]byte, need)
+			}
+			buf = buf[:need]
 			n, err := r.ReadAt(buf, at)
 			if errors.Is(err, io.EOF) && n == len(buf) {
 				err = nil
@@ -78,6 +90,13 @@ func openObject(ctx context.Context, o *Object, off, end int64) (io.ReadCloser, 
 
 func (o *objectReader) Read(p []byte) (int, error) {
 	for len(o.cur) == 0 {
+		if o.whole != nil {
+			select {
+			case o.spare <- o.whole[:cap(o.whole)]:
+			default:
+			}
+			o.whole = nil
+		}
 		if o.err != nil {
 			return 0, o.err
 		}
@@ -86,7 +105,7 @@ func (o *objectReader) Read(p []byte) (int, error) {
 			o.err = io.EOF
 			continue
 		}
-		o.cur, o.err = b.data, b.err
+		o.cur, o.whole, o.err = b.data, b.data, b.err
 	}
 	n := copy(p, o.cur)
 	o.cur = o.cur[n:]

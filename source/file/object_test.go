@@ -1,12 +1,15 @@
 package file
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/sourcetest"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store"
 	"github.com/rekey/rekey/store/s3store/s3test"
 )
@@ -125,4 +128,59 @@ func TestBucketFileSampleSpansTheObject(t *testing.T) {
 	if lo > 200 || hi < 19800 {
 		t.Fatalf("the sample spans ids %d..%d of 0..19999", lo, hi)
 	}
+}
+
+// An object longer than many read-ahead blocks reads back byte for byte, whatever the sizes of the
+// reads that consume it: its block buffers are fetched into again once read out, never while a
+// block is still being read. (A store on local disk answers at once, so a buffer handed back
+// too early is overwritten under the reader.)
+func TestObjectReadAheadReusesBlocks(t *testing.T) {
+	defer func(b int64) { readAheadBlock = b }(readAheadBlock)
+	readAheadBlock = 1000
+	want := make([]byte, 37*1000+123)
+	for i := range want {
+		want[i] = byte(i*7 + i/1000)
+	}
+	st, err := store.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(t.Context(), "long.bin", want); err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Stat(t.Context(), "long.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int64{0, 999, 1500} {
+		rc, err := openObject(t.Context(), &Object{Store: st, Info: info}, off, int64(len(want)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []byte
+		buf := make([]byte, 0, 4096)
+		for step := 1; ; step = step%1777 + 311 { // reads of odd sizes, across block edges
+			n, err := rc.Read(buf[:step])
+			got = append(got, buf[:n]...)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		rc.Close()
+		if !bytes.Equal(got, want[off:]) {
+			t.Fatalf("from offset %d: %d bytes read, want %d; the first difference at %d", off, len(got), len(want)-int(off), firstDiff(got, want[off:]))
+		}
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }

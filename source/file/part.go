@@ -90,7 +90,7 @@ func (s *Source) recordStart(r io.ReaderAt, off int64) (int64, error) {
 			return 0, fmt.Errorf("read %s at offset %d: the file ends before its size (%d bytes): was it replaced?", s.cfg.Path, at, s.size)
 		}
 		at += int64(n)
-		size = min(2*size, readAheadBlock)
+		size = min(2*size, int(readAheadBlock))
 	}
 	return s.size, nil
 }
