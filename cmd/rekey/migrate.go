@@ -192,6 +192,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 			return usageError(err)
 		}
 		setMemoryBudgetGC(inv.getenv, memory, migrateGCPercent)
+		heapOnHugePages(memory)
 		return runMigrateSQL(cmd, inv, f, logger, limit)
 	}
 	format, err := fileFormat(f.format)
@@ -263,6 +264,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 		return err
 	}
 	setMemoryBudgetGC(inv.getenv, memory, migrateGCPercent)
+	heapOnHugePages(memory)
 	sink, err := files.New(ctx, files.Config{
 		Store: st, Schema: prog.Target(), Plan: plan, Format: format,
 		MaxFileSize: maxFile, Memory: memory / 4, Sort: f.sort, NamePrefix: namePrefix,

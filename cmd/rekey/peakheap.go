@@ -8,21 +8,30 @@ import (
 	"time"
 )
 
-// watchPeakHeap keeps a heap profile taken each time the live heap (as of the last GC) reaches a
-// new high, and writes the highest to path when stop is called: what a command holds when its
-// memory peaks, which an end-of-run profile no longer shows.
+// watchPeakHeap keeps a heap profile of the time the live heap (as of the last GC) reached its
+// high, and writes it to path when stop is called: what a command holds when its memory peaks,
+// which an end-of-run profile no longer shows. A heap profile describes the heap as of two
+// collections before it is taken, so the profile of a new high waits for two more collections.
 func watchPeakHeap(path string) (stop func()) {
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
-		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
 		var best bytes.Buffer
-		high := uint64(0)
+		high, due, pending := uint64(0), uint64(0), false
+		take := func() {
+			best.Reset()
+			pprof.Lookup("heap").WriteTo(&best, 0)
+			pending = false
+		}
 		t := time.NewTicker(20 * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
+				if pending {
+					take()
+				}
 				if best.Len() > 0 {
 					os.WriteFile(path, best.Bytes(), 0o644)
 				}
@@ -30,10 +39,12 @@ func watchPeakHeap(path string) (stop func()) {
 			case <-t.C:
 			}
 			metrics.Read(sample)
-			if live := sample[0].Value.Uint64(); live > high+high/20 {
-				high = live
-				best.Reset()
-				pprof.Lookup("heap").WriteTo(&best, 0)
+			live, cycles := sample[0].Value.Uint64(), sample[1].Value.Uint64()
+			if live > high+high/20 {
+				high, due, pending = live, cycles+2, true
+			}
+			if pending && cycles >= due {
+				take()
 			}
 		}
 	}()

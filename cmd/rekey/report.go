@@ -133,6 +133,7 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 		return usageError(err)
 	}
 	setMemoryBudget(inv.getenv, memory) // as migrate does: a lazier GC within the budget
+	heapOnHugePages(memory)
 	var queries []transform.Query
 	for _, q := range f.queries {
 		pq, err := report.ParseQuery(q)

@@ -161,6 +161,12 @@ func setMemoryBudgetGC(getenv func(string) string, budget int64, gcPercent int) 
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
+}
+
+// heapOnHugePages puts the heap a batch command grows into on transparent huge pages
+// (internal/hugeheap), up to its memory budget. Not for replicate: it runs for days, and the
+// kernel would keep its busiest hour's heap resident, refilling what the runtime gives back.
+func heapOnHugePages(budget int64) {
 	if budget > 0 {
 		hugeheap.Reserve(budget * 8 / 10)
 	}

@@ -201,6 +201,7 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 		return err
 	}
 	setMemoryBudget(inv.getenv, memory)
+	heapOnHugePages(memory)
 	if err := inv.sources.Refuse(f.source); err != nil {
 		return err
 	}

@@ -41,7 +41,8 @@ type Buffer interface {
 
 // Siblings is a Buffer that makes empty buffers learning with it: what one learns about the data
 // (sink/parquet: which columns are not worth a dictionary) the others use from their next chunk
-// on. Siblings may be filled concurrently, each by one goroutine at a time.
+// on. All siblings are made before any is filled; then they may be filled concurrently, each by
+// one goroutine at a time.
 type Siblings interface {
 	Sibling() Buffer
 }
