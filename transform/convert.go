@@ -157,12 +157,18 @@ func decimalFits(unscaled int64, scale, p, s int) bool {
 	if m == 0 {
 		return true
 	}
-	digits := 1
-	for x := m; x >= 10; x /= 10 {
-		digits++
+	if scale > s || p < s {
+		return false
 	}
-	return scale <= s && max(digits-scale, 0) <= p-s
+	// at most p-s integer digits: at most p-s+scale digits in all, m < 10^(p-s+scale), without
+	// counting them one division at a time
+	k := p - s + scale
+	return k >= len(pow10) || m < pow10[k]
 }
+
+// pow10 are the powers of ten a uint64 holds.
+var pow10 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
+	1e15, 1e16, 1e17, 1e18, 1e19}
 
 // checkDecimal validates decimal text (sign, digits, optional fraction and exponent) and that it
 // fits DECIMAL(p,s): at most p-s significant integer digits and s fraction digits (trailing zeros

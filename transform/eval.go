@@ -142,11 +142,14 @@ func (e *Evaluator) ApplyKey(b *pipeline.Batch, r *pipeline.Record, out []pipeli
 			" values, the source schema " + strconv.Itoa(len(p.source))}
 	}
 	e.batch, e.saltOK = b, false
-	for i := range p.steps {
-		st := &p.steps[i]
+	// locals: the steps' calls could change what e.p and r point to, so fields would be
+	// loaded again on every step
+	steps, values := p.steps, r.Values
+	for i := range steps {
+		st := &steps[i]
 		var v pipeline.Value
 		if st.fn == nil {
-			v = r.Values[st.src]
+			v = values[st.src]
 		} else {
 			var rerr *pipeline.RowError
 			if v, rerr = st.fn(e, r, out); rerr != nil {

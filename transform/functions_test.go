@@ -435,6 +435,24 @@ func TestDecimalFitsMatchesText(t *testing.T) {
 			t.Fatalf("%d scale %d (%s) in DECIMAL(%d,%d): decimalFits %v, checkDecimal %v", u, sc, text, p, s, got, want)
 		}
 	}
+	// every number of digits at its edges (10^k - 1, 10^k, 10^k + 1, either sign), every scale
+	// and every DECIMAL(p,s) up to p = 38
+	edges := []int64{math.MaxInt64, math.MinInt64, math.MinInt64 + 1}
+	for k, x := 0, int64(1); k <= 18; k, x = k+1, x*10 {
+		edges = append(edges, x-1, x, x+1, -x+1, -x, -x-1, x*7)
+	}
+	for _, u := range edges {
+		for sc := 0; sc <= 24; sc++ {
+			text := decimalText(u, sc)
+			for p := 1; p <= 38; p++ {
+				for s := 0; s <= p; s++ {
+					if got, want := decimalFits(u, sc, p, s), checkDecimal(text, p, s) == ""; got != want {
+						t.Fatalf("%d scale %d (%s) in DECIMAL(%d,%d): decimalFits %v, checkDecimal %v", u, sc, text, p, s, got, want)
+					}
+				}
+			}
+		}
+	}
 }
 
 // decimalText writes unscaled × 10^-scale in plain notation.

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync/atomic"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
@@ -204,9 +203,8 @@ func (b *buffer) Mem() int64 {
 	return m
 }
 
-// convert validates value v of column i into its slot.
-func (b *buffer) convert(i int, v pipeline.Value) *pipeline.RowError {
-	sp, s := &b.specs[i], &b.slots[i]
+// convert validates value v of column sp (data c, dictionary d) into its slot s.
+func convert(sp *colSpec, s *slot, c *colData, d *dictTable, v *pipeline.Value) *pipeline.RowError {
 	if v.Kind == pipeline.KindNull {
 		if !sp.nullable {
 			return files.NullKeyError(sp.col)
@@ -224,27 +222,27 @@ func (b *buffer) convert(i int, v pipeline.Value) *pipeline.RowError {
 			if sp.utf8 {
 				// One invalid STRING value makes readers refuse the whole file. A dictionary
 				// entry was checked when it was added: look it up now, and append by index.
-				if c := &b.cols[i]; c.dictMode {
-					s.k, s.hit = b.dicts[i].find(v.Str, c)
+				if c.dictMode {
+					s.k, s.hit = d.find(v.Str, c)
 				}
-				if !s.hit && !utf8.ValidString(v.Str) {
+				if !s.hit && !validText(v.Str) {
 					return files.EncodingError(sp.col, v.Str)
 				}
 			}
 			return nil
 		}
-		s.s, err = files.TextValue(sp.col, v)
+		s.s, err = files.TextValue(sp.col, *v)
 	case physInt64:
 		if v.Kind == pipeline.KindInt {
 			s.i = v.Num
 			return nil
 		}
-		s.i, err = files.IntValue(sp.col, v)
+		s.i, err = files.IntValue(sp.col, *v)
 	case physInt32:
-		s.i, err = files.IntValue(sp.col, v)
+		s.i, err = files.IntValue(sp.col, *v)
 	case physBool:
 		var bv bool
-		bv, err = files.BoolValue(sp.col, v)
+		bv, err = files.BoolValue(sp.col, *v)
 		s.i = 0
 		if bv {
 			s.i = 1
@@ -254,9 +252,9 @@ func (b *buffer) convert(i int, v pipeline.Value) *pipeline.RowError {
 			s.f = v.Float()
 			return nil
 		}
-		s.f, err = files.FloatValue(sp.col, v)
+		s.f, err = files.FloatValue(sp.col, *v)
 	case physDecimal:
-		s.d, err = files.DecimalValue(sp.col, v)
+		s.d, err = files.DecimalValue(sp.col, *v)
 	default:
 		err = files.TypeError(sp.col, "unsupported type %s", sp.col.Type)
 	}
@@ -271,20 +269,25 @@ func (b *buffer) Append(values []pipeline.Value) error {
 	if b.rows == 0 && b.lastRows > 0 {
 		b.presize()
 	}
-	for i := range b.specs {
-		if err := b.convert(i, values[i]); err != nil {
+	// pointers into slices resliced to one length: no bounds checks and no copies of the
+	// column descriptions and values per cell
+	specs := b.specs
+	values, slots, cols, dicts := values[:len(specs)], b.slots[:len(specs)], b.cols[:len(specs)], b.dicts[:len(specs)]
+	for i := range specs {
+		if err := convert(&specs[i], &slots[i], &cols[i], dicts[i], &values[i]); err != nil {
 			return err
 		}
 	}
-	for i := range b.specs {
-		b.append(i, &b.slots[i])
+	p := b.f.pools
+	for i := range specs {
+		b.append(i, &specs[i], &cols[i], &slots[i], p)
 	}
 	b.rows++
 	return nil
 }
 
-func (b *buffer) append(i int, s *slot) {
-	sp, c, p := &b.specs[i], &b.cols[i], b.f.pools
+// append appends converted slot s to column i (spec sp, data c).
+func (b *buffer) append(i int, sp *colSpec, c *colData, s *slot, p *pools) {
 	if sp.nullable {
 		// definition levels are kept only once the chunk has a null in this column: until
 		// then every row is present and the writer uses a shared run of ones
@@ -316,8 +319,7 @@ func (b *buffer) append(i int, s *slot) {
 	}
 	if c.dictMode && sp.phys != physBytes {
 		var key [16]byte
-		n := numberBytes(sp, s, &key)
-		b.appendDict(i, unsafe.String(&key[0], n))
+		b.appendDict(i, numberBytes(sp, s, &key))
 		return
 	}
 	switch sp.phys {
@@ -369,19 +371,18 @@ func (b *buffer) append(i int, s *slot) {
 	}
 }
 
-// numberBytes writes the dictionary form of a number into key and returns its length.
-func numberBytes(sp *colSpec, s *slot, key *[16]byte) int {
+// numberBytes writes the dictionary form of a number into key and returns it (in key).
+func numberBytes(sp *colSpec, s *slot, key *[16]byte) string {
 	switch sp.phys {
 	case physInt64:
 		binary.LittleEndian.PutUint64(key[:], uint64(s.i))
-		return 8
+		return unsafe.String(&key[0], 8)
 	case physInt32:
 		binary.LittleEndian.PutUint32(key[:], uint32(int32(s.i)))
-		return 4
+		return unsafe.String(&key[0], 4)
 	}
 	putBE(key[:], s.d) // physDecimal: the last width bytes
-	copy(key[:], key[16-sp.width:])
-	return sp.width
+	return unsafe.String(&key[16-sp.width], sp.width)
 }
 
 // appendNumber appends the plain form of a number given as its dictionary bytes.
@@ -418,14 +419,10 @@ func (b *buffer) appendPlain(c *colData, s string) {
 	c.ends = append(c.ends, uint32(len(c.data)))
 }
 
+// putBE writes d as 16 bytes of big-endian two's complement.
 func putBE(dst []byte, d files.Dec128) {
-	hi, lo := uint64(d.Hi), d.Lo
-	for k := 7; k >= 0; k-- {
-		dst[k] = byte(hi)
-		dst[8+k] = byte(lo)
-		hi >>= 8
-		lo >>= 8
-	}
+	binary.BigEndian.PutUint64(dst[:8], uint64(d.Hi))
+	binary.BigEndian.PutUint64(dst[8:16], d.Lo)
 }
 
 // dictProbeRows is the row count at which a chunk's dictionary must have proved itself.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -53,10 +54,16 @@ func le32(s string, i int) uint64 {
 // keyOf returns the key of s. For n <= 16 the words cover every byte of s (first and last 8, 4
 // or the first, middle and last byte), so equal keys mean equal strings.
 func (t *dictTable) keyOf(s string) dictKey {
+	if len(s) > 16 {
+		return dictKey{a: maphash.String(t.seed, s), n: len(s)}
+	}
+	return shortKey(s)
+}
+
+// shortKey is the key of a string of at most 16 bytes: words that cover every byte of it.
+func shortKey(s string) dictKey {
 	n := len(s)
 	switch {
-	case n > 16:
-		return dictKey{a: maphash.String(t.seed, s), n: n}
 	case n >= 8:
 		return dictKey{a: le64(s, 0), b: le64(s, n-8), n: n}
 	case n >= 4:
@@ -65,6 +72,18 @@ func (t *dictTable) keyOf(s string) dictKey {
 		return dictKey{a: uint64(s[0]) | uint64(s[n>>1])<<8 | uint64(s[n-1])<<16, n: n}
 	}
 	return dictKey{}
+}
+
+// validText is utf8.ValidString with a shortcut for values of up to 16 bytes (keys, ids, codes):
+// the words of shortKey cover every byte, so one test tells an ASCII value, where
+// utf8.ValidString walks a value under 8 bytes one byte at a time and costs a call.
+func validText(s string) bool {
+	if len(s) <= 16 {
+		if k := shortKey(s); (k.a|k.b)&0x8080808080808080 == 0 {
+			return true
+		}
+	}
+	return utf8.ValidString(s)
 }
 
 // hash mixes the key's words (murmur3's 64-bit finalizer: every input bit reaches the low bits
@@ -80,7 +99,12 @@ func (k dictKey) hash() uint64 {
 
 // find returns the index of s in the dictionary of column c.
 func (t *dictTable) find(s string, c *colData) (idx int32, found bool) {
-	k := t.keyOf(s)
+	var k dictKey
+	if len(s) <= 16 { // one call on the common path, not keyOf's two
+		k = shortKey(s)
+	} else {
+		k = t.keyOf(s)
+	}
 	for i := int(k.hash()) & t.mask; ; i = (i + 1) & t.mask {
 		e := t.slots[i]
 		if e == 0 {

@@ -87,3 +87,45 @@ func TestInvalidUTF8NeverReachesAParquetFile(t *testing.T) {
 		}
 	}
 }
+
+// Every STRING value's UTF-8 verdict is utf8.ValidString's, whatever its length and wherever a
+// non-ASCII or invalid sequence sits in it: in a key column (plain), in a dictionary column as
+// a new entry, and as a value the dictionary already holds.
+func TestTextValuesAreValidUTF8AtEveryLengthAndPosition(t *testing.T) {
+	schema := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0},
+		{Name: "c", Type: pipeline.TypeVarchar, KeyPos: -1},
+	}}
+	buf, err := parquet.New().NewBuffer(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inserts := []string{"é", "中", "😀", "\xff", "\xc3", "\xe4\xb8", "\x80", "\xed\xa0\x80", "\xc0\xaf"}
+	for n := 0; n <= 40; n++ {
+		ascii := "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH"[:n]
+		values := []string{ascii}
+		for pos := 0; pos <= n; pos++ {
+			for _, ins := range inserts {
+				values = append(values, ascii[:pos]+ins+ascii[pos:])
+			}
+		}
+		for _, v := range values {
+			valid := utf8.ValidString(v)
+			for _, row := range [][]pipeline.Value{
+				{pipeline.Text(v), pipeline.Text("x")},
+				{pipeline.Text("k"), pipeline.Text(v)},
+				{pipeline.Text("k"), pipeline.Text(v)}, // a dictionary hit when valid
+			} {
+				err := buf.Append(row)
+				if valid && err != nil {
+					t.Fatalf("%q: %v; want it kept", v, err)
+				}
+				re, ok := err.(*pipeline.RowError)
+				if !valid && (!ok || re.Code != pipeline.CodeEncoding) {
+					t.Fatalf("%q: %v; want an encoding reject", v, err)
+				}
+			}
+		}
+		buf.Cut().Release()
+	}
+}

@@ -1,9 +1,11 @@
 package parquet
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
+	"reflect"
 	"sync"
 	"unsafe"
 
@@ -158,16 +160,125 @@ func (w *writer) Write(c files.Chunk) (err error) {
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	rgw := w.fw.AppendRowGroup()
+	var prev file.ColumnChunkWriter
 	for i := range w.specs {
-		cw, err := rgw.NextColumn()
+		cw, err := rgw.NextColumn() // closes prev: its pages are written
 		if err != nil {
 			return fmt.Errorf("parquet: column %s: %w", w.specs[i].col.Name, err)
 		}
+		takePageBuffers(prev)
+		lendPageBuffers(cw)
+		prev = cw
 		if err := w.writeColumn(cw, i, &ch.cols[i], ch.rows, sc); err != nil {
 			return fmt.Errorf("parquet: column %s: %w", w.specs[i].col.Name, err)
 		}
 	}
-	return rgw.Close()
+	if err := rgw.Close(); err != nil {
+		return err
+	}
+	takePageBuffers(prev)
+	return nil
+}
+
+// arrow v15 gives every column writer (one per column of each row group) a new bytes.Buffer for
+// its uncompressed pages and another for the compressed ones, grown to a page's size: about 50
+// MB allocated and cleared per million orders rows, for buffers each used for a few pages. The
+// writer lends each column writer pooled buffers instead, and takes them back once the column
+// is closed (arrow writes a V1 data page out, or copies it, before building the next, and never
+// touches them after Close). The fields are found by name; if arrow renames them, the column
+// writers keep their own buffers. Remove this when arrow reuses its page buffers.
+var pageBufferPool sync.Pool // *bytes.Buffer
+
+// lendPages is off only in tests that compare with arrow's own buffers.
+var lendPages = true
+
+// pageBufferFields are the index paths of columnWriter's uncompressedData (a bytes.Buffer) and
+// compressedTemp (a *bytes.Buffer) in one typed column writer, ok false when absent.
+type pageBufferFields struct {
+	unc, cmp []int
+	ok       bool
+}
+
+var pageBufferFieldsOf sync.Map // reflect.Type (the typed writer's struct) -> pageBufferFields
+
+// pageBuffers returns the column writer's two page buffer fields.
+func pageBuffers(cw file.ColumnChunkWriter) (unc *bytes.Buffer, cmp **bytes.Buffer, ok bool) {
+	v := reflect.ValueOf(cw)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return nil, nil, false
+	}
+	v = v.Elem()
+	f, found := pageBufferFieldsOf.Load(v.Type())
+	if !found {
+		var pf pageBufferFields
+		u, uok := v.Type().FieldByName("uncompressedData")
+		c, cok := v.Type().FieldByName("compressedTemp")
+		if uok && cok && u.Type == reflect.TypeFor[bytes.Buffer]() && c.Type == reflect.TypeFor[*bytes.Buffer]() &&
+			directPath(v.Type(), u.Index) && directPath(v.Type(), c.Index) {
+			pf = pageBufferFields{unc: u.Index, cmp: c.Index, ok: true}
+		}
+		f, _ = pageBufferFieldsOf.LoadOrStore(v.Type(), pf)
+	}
+	pf := f.(pageBufferFields)
+	if !pf.ok {
+		return nil, nil, false
+	}
+	return (*bytes.Buffer)(unsafe.Pointer(v.FieldByIndex(pf.unc).UnsafeAddr())),
+		(**bytes.Buffer)(unsafe.Pointer(v.FieldByIndex(pf.cmp).UnsafeAddr())), true
+}
+
+// directPath tells whether the field at index path idx of struct t is reached through embedded
+// structs only (no pointer to follow).
+func directPath(t reflect.Type, idx []int) bool {
+	for _, i := range idx[:len(idx)-1] {
+		t = t.Field(i).Type
+		if t.Kind() != reflect.Struct {
+			return false
+		}
+	}
+	return true
+}
+
+// lendPageBuffers gives a new column writer pooled page buffers.
+func lendPageBuffers(cw file.ColumnChunkWriter) {
+	if !lendPages {
+		return
+	}
+	unc, cmp, ok := pageBuffers(cw)
+	if !ok {
+		return
+	}
+	if b, ok := pageBufferPool.Get().(*bytes.Buffer); ok && unc.Cap() == 0 {
+		*unc = *b
+	}
+	if *cmp != nil && (*cmp).Cap() == 0 { // nil: the column is not compressed
+		if b, ok := pageBufferPool.Get().(*bytes.Buffer); ok {
+			*cmp = b
+		}
+	}
+}
+
+// takePageBuffers puts a closed column writer's page buffers back in the pool.
+func takePageBuffers(cw file.ColumnChunkWriter) {
+	if cw == nil {
+		return
+	}
+	unc, cmp, ok := pageBuffers(cw)
+	if !ok {
+		return
+	}
+	if unc.Cap() > 0 {
+		b := new(bytes.Buffer)
+		*b = *unc
+		*unc = bytes.Buffer{}
+		b.Reset()
+		pageBufferPool.Put(b)
+	}
+	if b := *cmp; b != nil && b.Cap() > 0 {
+		*cmp = nil
+		b.Reset()
+		pageBufferPool.Put(b)
+	}
 }
 
 func (w *writer) writeColumn(cw file.ColumnChunkWriter, i int, c *colData, rows int, sc *scratch) error {

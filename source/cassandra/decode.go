@@ -296,6 +296,18 @@ func (d *colDecoder) decode(data []byte, a *arena, scratch *[]byte) (pipeline.Va
 		*scratch = b
 		return pipeline.Value{Str: a.str(b), Kind: pipeline.KindDecimal}, nil
 	case kDecimal:
+		// the common cell, a number that fits 64 bits, is written straight into the arena
+		if len(data) >= 5 {
+			scale := int(int32(binary.BigEndian.Uint32(data)))
+			if n, ok := varintInt64(data[4:]); ok && scale <= maxDecimalScale && scale >= -maxDecimalScale {
+				if room := 24 + max(scale, -scale); room > cap(a.buf)-len(a.buf) {
+					a.next(room)
+				}
+				start := len(a.buf)
+				a.buf = appendScaled(a.buf, n, scale)
+				return pipeline.DecimalUnscaled(unsafe.String(&a.buf[start], len(a.buf)-start), n, scale), nil
+			}
+		}
 		b, err := appendDecimal((*scratch)[:0], data)
 		*scratch = b
 		if err != nil {
@@ -427,21 +439,30 @@ func appendDecimal(dst []byte, data []byte) ([]byte, error) {
 		return dst, fmt.Errorf("decimal scale %d is outside ±%d", scale, maxDecimalScale)
 	}
 	unscaled := data[4:]
-	var digitsBuf [24]byte
-	var digits []byte
-	neg := false
 	if n, ok := varintInt64(unscaled); ok {
-		u := uint64(n)
-		if n < 0 {
-			neg, u = true, uint64(-n)
-		}
-		digits = strconv.AppendUint(digitsBuf[:0], u, 10)
-	} else {
-		digits = appendBigInt(digitsBuf[:0], unscaled)
-		if digits[0] == '-' {
-			neg, digits = true, digits[1:]
-		}
+		return appendScaled(dst, n, scale), nil
 	}
+	var digitsBuf [24]byte
+	digits := appendBigInt(digitsBuf[:0], unscaled)
+	neg := false
+	if digits[0] == '-' {
+		neg, digits = true, digits[1:]
+	}
+	return appendDigits(dst, neg, digits, scale), nil
+}
+
+// appendScaled writes n × 10^-scale as appendDecimal does (at most 24+|scale| bytes).
+func appendScaled(dst []byte, n int64, scale int) []byte {
+	var digitsBuf [20]byte
+	u := uint64(n)
+	if n < 0 {
+		u = -u
+	}
+	return appendDigits(dst, n < 0, strconv.AppendUint(digitsBuf[:0], u, 10), scale)
+}
+
+// appendDigits writes the decimal digits × 10^-scale, negative when neg, in appendDecimal's form.
+func appendDigits(dst []byte, neg bool, digits []byte, scale int) []byte {
 	zero := len(digits) == 1 && digits[0] == '0'
 	if neg && !zero {
 		dst = append(dst, '-')
@@ -465,7 +486,7 @@ func appendDecimal(dst []byte, data []byte) ([]byte, error) {
 		dst = append(dst, '.')
 		dst = append(dst, digits[len(digits)-scale:]...)
 	}
-	return dst, nil
+	return dst
 }
 
 const hexDigits = "0123456789abcdef"

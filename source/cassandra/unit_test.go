@@ -45,6 +45,12 @@ func infDec(unscaled *big.Int, scale int32) *inf.Dec {
 func TestDecimalMatchesCqlvalue(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	dt, _ := cqlvalue.ParseType("decimal")
+	dec, err := newColDecoder("c", native(gocql.TypeDecimal), "decimal", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a arena
+	var scratch []byte
 	for i := 0; i < 20000; i++ {
 		var unscaled *big.Int
 		switch i % 4 {
@@ -77,6 +83,21 @@ func TestDecimalMatchesCqlvalue(t *testing.T) {
 		}
 		if string(got) != want.Str {
 			t.Fatalf("unscaled %s scale %d: got %s, want %s", unscaled, scale, got, want.Str)
+		}
+		// a decoded cell (one arena for all, so that cells cross its blocks) holds the same
+		// text, and its number when that fits 64 bits and the scale is not negative
+		v, err := dec.decode(data, &a, &scratch)
+		if err != nil || v.Str != want.Str || v.Kind != pipeline.KindDecimal {
+			t.Fatalf("unscaled %s scale %d: decoded %+v, %v; want %s", unscaled, scale, v, err, want.Str)
+		}
+		n, sc, ok := v.Unscaled()
+		if fits := unscaled.IsInt64() && scale >= 0; ok != fits || fits && (n != unscaled.Int64() || sc != int(scale)) {
+			t.Fatalf("unscaled %s scale %d: decoded number %d scale %d (%v)", unscaled, scale, n, sc, ok)
+		}
+	}
+	for _, cell := range [][]byte{{0x7f, 0, 0, 0, 1}, {0x80, 0, 0, 0, 1}, {0, 0, 0x03, 0xe9, 1}, {0xff, 0xff, 0xfc, 0x17, 1}, {0, 0, 0, 1}} {
+		if v, err := dec.decode(cell, &a, &scratch); err == nil {
+			t.Errorf("cell %x decoded as %+v", cell, v)
 		}
 	}
 	if _, err := appendDecimal(nil, []byte{0x7f, 0, 0, 0, 1}); err == nil {
