@@ -261,22 +261,7 @@ func TestSiblingsShareDictionaryVerdicts(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		pf, err := sinktest.ReadParquetAt(bytes.NewReader(out.Bytes()), int64(out.Len()), fmt.Sprint("buffer ", i), schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := rows[buf]
-		if len(pf.Rows) != len(want) {
-			t.Fatalf("buffer %d: %d rows, want %d", i, len(pf.Rows), len(want))
-		}
-		for r := range want {
-			w := sinktest.CanonRow(schema, want[r])
-			for col := range w {
-				if pf.Rows[r][col] != w[col] {
-					t.Fatalf("buffer %d row %d col %d: %q, want %q", i, r, col, pf.Rows[r][col], w[col])
-				}
-			}
-		}
+		checkFileRows(t, fmt.Sprint("buffer ", i), out.Bytes(), schema, rows[buf])
 	}
 	if parquet.DictMode(a, 1) || !parquet.DictMode(a, 2) {
 		t.Fatal("after a cut, a's next chunk: ts plain, lo with a dictionary")
@@ -334,20 +319,30 @@ func TestSiblingsFilledConcurrently(t *testing.T) {
 		if parquet.DictMode(buf, 1) || !parquet.DictMode(buf, 2) {
 			t.Fatalf("buffer %d: ts dictionary %v (want plain: given up by the regions together), lo %v (want kept)", i, parquet.DictMode(buf, 1), parquet.DictMode(buf, 2))
 		}
-		pf, err := sinktest.ReadParquetAt(bytes.NewReader(files[i]), int64(len(files[i])), fmt.Sprint("buffer ", i), schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(pf.Rows) != chunks*rows {
-			t.Fatalf("buffer %d: %d rows, want %d", i, len(pf.Rows), chunks*rows)
-		}
-		for r, row := range pf.Rows {
+		var want [][]pipeline.Value
+		for r := range chunks * rows {
 			n := int64(i*chunks*rows + r)
-			want := sinktest.CanonRow(schema, []pipeline.Value{pipeline.Int(n), pipeline.Int(1_700_000_000_000 + n), pipeline.Text([]string{"x", "y"}[n%2])})
-			for col := range want {
-				if row[col] != want[col] {
-					t.Fatalf("buffer %d row %d col %d: %q, want %q", i, r, col, row[col], want[col])
-				}
+			want = append(want, []pipeline.Value{pipeline.Int(n), pipeline.Int(1_700_000_000_000 + n), pipeline.Text([]string{"x", "y"}[n%2])})
+		}
+		checkFileRows(t, fmt.Sprint("buffer ", i), files[i], schema, want)
+	}
+}
+
+// checkFileRows reads a Parquet file with the tests' independent reader and compares its rows with want.
+func checkFileRows(t *testing.T, name string, file []byte, schema pipeline.TargetSchema, want [][]pipeline.Value) {
+	t.Helper()
+	pf, err := sinktest.ReadParquetAt(bytes.NewReader(file), int64(len(file)), name, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pf.Rows) != len(want) {
+		t.Fatalf("%s: %d rows, want %d", name, len(pf.Rows), len(want))
+	}
+	for r := range want {
+		w := sinktest.CanonRow(schema, want[r])
+		for col := range w {
+			if pf.Rows[r][col] != w[col] {
+				t.Fatalf("%s row %d col %d: %q, want %q", name, r, col, pf.Rows[r][col], w[col])
 			}
 		}
 	}
