@@ -26,15 +26,15 @@ import (
 )
 
 // Reserve makes the next n bytes of heap the process allocates eligible for huge pages: it
-// allocates one n-byte object (fresh memory from the kernel: nothing is touched; 64-bit systems only), advises
-// its address range MADV_HUGEPAGE, and frees it. The range stays mapped for the heap, with the
-// advice on it, and the runtime's page allocator hands it out for what the process allocates
-// next (lowest addresses first). Nothing happens under GODEBUG=disablethp=1, where the kernel
-// does not offer huge pages, under strict overcommit accounting (the object is committed memory
-// there), or on other systems; n is capped at the runtime's memory limit and at half the memory
-// the process may have (the machine's or its cgroup's). Only the first call
-// in a process acts: a later one would find the heap's free pages used and clear them all. It
-// returns the bytes advised.
+// allocates one n-byte object (fresh memory from the kernel: nothing is touched), advises its
+// address range MADV_HUGEPAGE, and frees it. The range stays mapped for the heap, with the advice
+// on it, and the runtime's page allocator hands it out for what the process allocates next
+// (lowest addresses first). Nothing happens under GODEBUG=disablethp=1, where the kernel does not
+// offer huge pages on request only, under strict overcommit accounting (the object is committed
+// memory there), or on 32-bit and non-Linux systems; n is capped at the runtime's memory limit
+// and at half the memory the process may have (the machine's or its cgroup's). Only the first
+// call in a process acts: a later one would find the heap's free pages used and clear them all.
+// It returns the bytes advised.
 func Reserve(n int64) int64 {
 	if strconv.IntSize < 64 || disabled(os.Getenv("GODEBUG")) || !offered() {
 		return 0

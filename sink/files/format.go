@@ -50,19 +50,21 @@ type Siblings interface {
 // NewBuffers returns n empty buffers of the schema, siblings of the first where the format's
 // buffers learn together.
 func NewBuffers(f Format, schema pipeline.TargetSchema, n int) ([]Buffer, error) {
-	bufs := make([]Buffer, n)
-	for i := range bufs {
-		if s, ok := bufs[0].(Siblings); ok && i > 0 {
-			bufs[i] = s.Sibling()
-			continue
-		}
-		b, err := f.NewBuffer(schema)
-		if err != nil {
+	first, err := f.NewBuffer(schema)
+	if err != nil {
+		return nil, fmt.Errorf("%s buffer: %w", f.Name(), err)
+	}
+	bufs := []Buffer{first}
+	for len(bufs) < n {
+		b := first
+		if s, ok := first.(Siblings); ok {
+			b = s.Sibling()
+		} else if b, err = f.NewBuffer(schema); err != nil {
 			return nil, fmt.Errorf("%s buffer: %w", f.Name(), err)
 		}
-		bufs[i] = b
+		bufs = append(bufs, b)
 	}
-	return bufs, nil
+	return bufs[:n], nil
 }
 
 // Chunk is a detached run of rows ready to be written as one unit (a Parquet row group).

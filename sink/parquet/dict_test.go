@@ -204,16 +204,20 @@ func TestKeyStatistics(t *testing.T) {
 	}
 }
 
+// siblingSchema is the sibling tests' table: a key, a mostly distinct timestamp and a
+// low-cardinality text.
+var siblingSchema = pipeline.TargetSchema{Table: "s", KeyLen: 1, Columns: []pipeline.Column{
+	{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0},
+	{Name: "ts", Type: pipeline.TypeTimestamp, KeyPos: -1},
+	{Name: "lo", Type: pipeline.TypeVarchar, KeyPos: -1},
+}}
+
 // A timestamp column is mostly distinct: the first two chunks that give its dictionary up, in
 // any of a buffer's siblings, make it plain in every sibling, in the chunks under way (at their
 // next new value) and in those to come; a low-cardinality column keeps its dictionary. The
 // values read back the same from every sibling's file.
 func TestSiblingsShareDictionaryVerdicts(t *testing.T) {
-	schema := pipeline.TargetSchema{Table: "s", KeyLen: 1, Columns: []pipeline.Column{
-		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0},
-		{Name: "ts", Type: pipeline.TypeTimestamp, KeyPos: -1},
-		{Name: "lo", Type: pipeline.TypeVarchar, KeyPos: -1},
-	}}
+	schema := siblingSchema
 	f := parquet.New()
 	a, err := f.NewBuffer(schema)
 	if err != nil {
@@ -271,11 +275,7 @@ func TestSiblingsShareDictionaryVerdicts(t *testing.T) {
 // A migrate's regions are siblings filled by different workers at once: what one region learns
 // (a timestamp column is not worth a dictionary) the others use, and every row reads back.
 func TestSiblingsFilledConcurrently(t *testing.T) {
-	schema := pipeline.TargetSchema{Table: "s", KeyLen: 1, Columns: []pipeline.Column{
-		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0},
-		{Name: "ts", Type: pipeline.TypeTimestamp, KeyPos: -1},
-		{Name: "lo", Type: pipeline.TypeVarchar, KeyPos: -1},
-	}}
+	schema := siblingSchema
 	f := parquet.New()
 	bufs, err := files.NewBuffers(f, schema, 4)
 	if err != nil {
