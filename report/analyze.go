@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/axiomhq/hyperloglog"
+	"golang.org/x/sys/cpu"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/transform"
@@ -128,7 +129,10 @@ func (d *design) route(v pipeline.Value) int {
 // acc accumulates one design's figures over rows. Workers each own one and they are merged at the
 // end; everything in it is order-independent except the within-run monotonicity counts, which
 // the caller keeps consistent (see Monotonic).
+//
+// Pads: see worker.
 type acc struct {
+	_        cpu.CacheLinePad
 	d        *design
 	rows     int64
 	rejected int64
@@ -150,6 +154,7 @@ type acc struct {
 	up, down, pairs int64
 	scratch         []byte
 	ssTick          uint32
+	_               cpu.CacheLinePad
 }
 
 // ssSampleEvery: see acc.row.

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/cpu"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/transform"
@@ -126,6 +127,7 @@ const (
 )
 
 type job struct {
+	_        cpu.CacheLinePad // see worker
 	seq      int64
 	batch    pipeline.Batch
 	firstOrd int64
@@ -137,6 +139,7 @@ type job struct {
 	last     pipeline.Value
 	hasFirst bool
 	analysed int64
+	_        cpu.CacheLinePad
 }
 
 type runner struct {
@@ -677,7 +680,10 @@ func (r *runner) pass(ctx context.Context, held []pipeline.Batch, feed *pipeline
 	return accs, nil
 }
 
+// Workers are allocated one after the other and write their fields for every row: the pads keep
+// two workers (and their jobs) off one cache line, which otherwise bounces between the cores.
 type worker struct {
+	_    cpu.CacheLinePad
 	r    *runner
 	a    *acc
 	ev   *transform.Evaluator
@@ -686,6 +692,7 @@ type worker struct {
 	out  []pipeline.Value
 	cols []uint64 // the record's column hashes
 	salt []byte   // scratch for saltToken
+	_    cpu.CacheLinePad
 }
 
 func (w *worker) process(j *job) {
