@@ -435,8 +435,11 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 	keys := make([][]pipeline.Value, 0, len(recs))
 	var rejected int64
 	codes := map[string]int64{}
-	var firsts []pipeline.Value // the first key column of the accepted rows with a write order
+	firsts := make([]pipeline.Value, 0, len(recs)) // the first key column of the accepted rows with a write order
 	var firstWO []int64
+	if wo != nil {
+		firstWO = make([]int64, 0, len(recs))
+	}
 	for i := range recs {
 		if i%1024 == 1023 {
 			ev.Reset()
@@ -502,7 +505,7 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 	if a.pairs > 0 {
 		res.Monotonic = float64(max(a.up, a.down)) / float64(a.pairs)
 	}
-	res.Distinct, _ = a.distinct()
+	res.Distinct = firstDistinct
 	res.Rejected = a.rejected
 	res.Rows = a.rows
 	if a.keyHist.n > 0 {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -40,14 +41,11 @@ func splitHotFactor(keys [][]pipeline.Value, types []pipeline.Type, desc []bool,
 		return 0
 	}
 	idx := make([]int32, len(keys))
-	for i := range idx {
-		idx[i] = int32(i)
-	}
 	// the encodings, one after the other in buf (key i's at off[i]:off[i+1]), and their first 8
 	// bytes as a big-endian integer: most comparisons end there
 	off := make([]int, len(keys)+1)
-	head := make([]uint64, len(keys))
-	var buf []byte
+	heads := make([]headIndex, len(keys))
+	buf := make([]byte, 0, 16*len(keys))
 	encoded := true
 	for i, k := range keys {
 		start := len(buf)
@@ -60,21 +58,13 @@ func splitHotFactor(keys [][]pipeline.Value, types []pipeline.Type, desc []bool,
 		off[i+1] = len(buf)
 		var h [8]byte
 		copy(h[:], buf[start:])
-		head[i] = binary.BigEndian.Uint64(h[:])
+		heads[i] = headIndex{binary.BigEndian.Uint64(h[:]), int32(i)}
 	}
-	if encoded {
-		// the order of the encodings (a shorter one that is a prefix of another first)
-		slices.SortFunc(idx, func(a, b int32) int {
-			if ha, hb := head[a], head[b]; ha != hb {
-				if ha < hb {
-					return -1
-				}
-				return 1
-			}
-			return bytes.Compare(buf[off[a]:off[a+1]], buf[off[b]:off[b+1]])
-		})
-	} else {
-		slices.SortFunc(idx, func(a, b int32) int {
+	// the order of the encodings (a shorter one that is a prefix of another first), or of the
+	// values when a column has no encoding
+	compare := func(a, b int32) int { return bytes.Compare(buf[off[a]:off[a+1]], buf[off[b]:off[b+1]]) }
+	if !encoded {
+		compare = func(a, b int32) int {
 			ka, kb := keys[a], keys[b]
 			for c := range types {
 				x := pipeline.Compare(types[c], ka[c], kb[c])
@@ -86,10 +76,48 @@ func splitHotFactor(keys [][]pipeline.Value, types []pipeline.Type, desc []bool,
 				}
 			}
 			return 0
+		}
+	}
+	if encoded {
+		// by their heads (a radix sort), then the runs of equal heads by the whole encoding
+		heads = sortHeads(heads, make([]headIndex, len(heads)))
+		for i := 0; i < len(heads); {
+			j := i + 1
+			for j < len(heads) && heads[j].head == heads[i].head {
+				j++
+			}
+			if j-i > 1 {
+				slices.SortFunc(heads[i:j], func(a, b headIndex) int {
+					if c := compare(a.i, b.i); c != 0 {
+						return c
+					}
+					return cmp.Compare(a.i, b.i)
+				})
+			}
+			i = j
+		}
+		for k, h := range heads {
+			idx[k] = h.i
+		}
+	} else {
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		slices.SortFunc(idx, func(a, b int32) int {
+			if c := compare(a, b); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
 		})
 	}
+	// equal keys are one row in Lindorm and no split falls between them: they share the piece
+	// of the first
 	piece := make([]int, len(keys))
 	for rank, i := range idx {
+		if rank > 0 && compare(idx[rank-1], i) == 0 {
+			piece[i] = piece[idx[rank-1]]
+			continue
+		}
 		piece[i] = rank * n / len(keys)
 	}
 	w := newWindows(n, int64(len(keys)), altWindows, altWindowsMax)
@@ -97,6 +125,42 @@ func splitHotFactor(keys [][]pipeline.Value, types []pipeline.Type, desc []bool,
 		w.add(p)
 	}
 	return summarize(w.result(), n, w.per).HotFactor
+}
+
+// headIndex is a key's first 8 encoded bytes and its index.
+type headIndex struct {
+	head uint64
+	i    int32
+}
+
+// sortHeads orders hs by head, ties in index order (an LSD radix sort, 16 bits a pass; tmp is
+// scratch of the same length). It returns the sorted slice (hs or tmp).
+func sortHeads(hs, tmp []headIndex) []headIndex {
+	if len(hs) == 0 {
+		return hs
+	}
+	counts := make([]int, 1<<16)
+	for shift := uint(0); shift < 64; shift += 16 {
+		clear(counts)
+		for _, h := range hs {
+			counts[h.head>>shift&0xffff]++
+		}
+		if counts[hs[0].head>>shift&0xffff] == len(hs) {
+			continue // one digit for all: nothing moves
+		}
+		sum := 0
+		for d, c := range counts {
+			counts[d] = sum
+			sum += c
+		}
+		for _, h := range hs {
+			d := h.head >> shift & 0xffff
+			tmp[counts[d]] = h
+			counts[d]++
+		}
+		hs, tmp = tmp, hs
+	}
+	return hs
 }
 
 // appendOrdered appends v so that byte order is the table's order (pipeline.Compare; null

@@ -582,3 +582,45 @@ func TestSpillWriterBuffersStayBounded(t *testing.T) {
 		s.close()
 	}
 }
+
+// Equal keys are one row in Lindorm: no split falls between them, so the full-key ranges keep
+// them together whatever order the sort leaves them in. 400 rows of one key written one after
+// the other with 400 distinct keys: they all land in one range, and it is hot.
+func TestSplitHotFactorKeepsEqualKeysTogether(t *testing.T) {
+	types, desc := []pipeline.Type{pipeline.TypeVarchar, pipeline.TypeBigint}, []bool{false, false}
+	var keys [][]pipeline.Value
+	for i := 0; i < 800; i++ {
+		k := []pipeline.Value{pipeline.Text("same"), pipeline.Int(0)}
+		if i%2 == 1 {
+			k = []pipeline.Value{pipeline.Text(fmt.Sprintf("k%04d", mix64(uint64(i), 3)%10000)), pipeline.Int(int64(i))}
+		}
+		keys = append(keys, k)
+	}
+	got := splitHotFactor(keys, types, desc, 4)
+	// the other half is spread over the four ranges: half the writes of every window go to the
+	// range of "same", an eighth to each of the others
+	if got < 2.0 || got > 2.5 {
+		t.Errorf("split hot factor %.3f, want about 2 (one range takes half of every window)", got)
+	}
+	// and the decimal path (no byte encoding) agrees
+	dec := []pipeline.Type{pipeline.TypeVarchar, pipeline.TypeDecimal}
+	var dkeys [][]pipeline.Value
+	for _, k := range keys {
+		dkeys = append(dkeys, []pipeline.Value{k[0], {Kind: pipeline.KindDecimal, Str: fmt.Sprint(k[1].Num)}})
+	}
+	if d := splitHotFactor(dkeys, dec, desc, 4); d != got {
+		t.Errorf("decimal keys: split hot factor %.3f, want %.3f as the encoded path", d, got)
+	}
+}
+
+func TestSortHeadsOrdersByHeadThenIndex(t *testing.T) {
+	var hs []headIndex
+	for i := 0; i < 5000; i++ {
+		hs = append(hs, headIndex{head: mix64(uint64(i%700), 1) >> (i % 3 * 20), i: int32(i)})
+	}
+	want := slices.Clone(hs)
+	slices.SortStableFunc(want, func(a, b headIndex) int { return cmp.Compare(a.head, b.head) })
+	if got := sortHeads(hs, make([]headIndex, len(hs))); !slices.Equal(got, want) {
+		t.Error("sortHeads differs from a stable sort by head")
+	}
+}

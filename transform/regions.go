@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -330,7 +330,22 @@ func (p *Program) quantileSplits(n int, sample [][]pipeline.Value) []pipeline.Va
 		}
 		return c
 	}
-	sort.SliceStable(items, func(i, j int) bool { return cmp(items[i].v, items[j].v) < 0 })
+	// by value, ties in sample order (the index sort moves 4 bytes where items are 48)
+	order := make([]int32, len(items))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := cmp(items[a].v, items[b].v); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	sorted := make([]item, len(items))
+	for i, k := range order {
+		sorted[i] = items[k]
+	}
+	items = sorted
 	var out []pipeline.Value
 	last := items[0].v // a split must be after the first value: no empty first region
 	cum, j := 0.0, 0
