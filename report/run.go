@@ -371,6 +371,11 @@ func (r *runner) assemble(total *acc, tl *timeline, plan pipeline.RegionPlan, pl
 		close(counting)
 	}()
 	ord := r.writeOrder(tl, total.rows)
+	judged := make(chan struct{})
+	go func() {
+		r.judge(tl, &ord, total.rows)
+		close(judged)
+	}()
 	r.adv.wo, r.adv.analysed = ord.wo, total.rows
 	advised := time.Now()
 	if len(r.adv.specs) > 0 && len(tl.subsample) > 0 {
@@ -378,6 +383,7 @@ func (r *runner) assemble(total *acc, tl *timeline, plan pipeline.RegionPlan, pl
 		r.adv.specs = append(r.adv.specs, rewriteSpecs(r.prog, r.cfg.Mapping, tl.subsample, total)...)
 		r.adv.results, r.adv.errs = r.adv.evaluate(tl.subsample, r.adv.specs, true)
 	}
+	<-judged
 	<-counting
 	if err != nil {
 		return nil, err

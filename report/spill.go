@@ -58,7 +58,11 @@ type spill struct {
 }
 
 const (
-	minBuckets = 256
+	// minBuckets: as few buckets as the input allows. Each row's record and text go to the end
+	// of its bucket's buffers: with 64 buckets those ends stay in the core's cache, with 256 a
+	// row's writes miss it (measured: 64 instead of 256 buckets cut a 5M-row report's CPU time
+	// by 5%).
+	minBuckets = 64
 	maxBuckets = 512 // open files; beyond, oversized buckets are split when counted
 	// spillBufBytes is each worker's record buffer, shared out over the buckets (8-32 KiB
 	// each; a bucket's text buffer is twice its record buffer). Smaller buffers hold less heap

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/rekey/rekey/pipeline"
@@ -306,7 +305,12 @@ func sortSubsample(recs []pipeline.Record, wo []int64) {
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return wo[idx[a]] < wo[idx[b]] })
+	slices.SortFunc(idx, func(a, b int) int {
+		if c := cmp.Compare(wo[a], wo[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
 	r2 := make([]pipeline.Record, len(recs))
 	w2 := make([]int64, len(wo))
 	for k, i := range idx {
@@ -663,10 +667,13 @@ type orderResult struct {
 	up, down, pairs int64
 	// wo are the subsample's write-order values, in its new order; nil in arrival order
 	wo []int64
+
+	kind string  // the evidence chosen (Order*)
+	all  []int64 // the subsample's values of that evidence (wo, also in arrival order)
 }
 
-// writeOrder picks the evidence (the best one that orders rows at all), sorts the advisor's
-// subsample into that order, and judges the key columns and windows in it.
+// writeOrder picks the evidence (the best one that orders rows at all) and sorts the advisor's
+// subsample into that order; judge then judges the key columns and windows in it.
 func (r *runner) writeOrder(tl *timeline, rowsOK int64) orderResult {
 	m := r.order
 	cand, heat, wo := &m.primary, tl.heat, tl.subWO
@@ -688,18 +695,23 @@ func (r *runner) writeOrder(tl *timeline, rowsOK int64) orderResult {
 	if info.Notes == nil {
 		info.Notes = []string{}
 	}
-	res := orderResult{info: info, heat: heat}
+	res := orderResult{info: info, heat: heat, kind: cand.kind, all: wo}
 	if cand.kind != OrderArrival {
 		sortSubsample(tl.subsample, wo)
 		res.wo = wo
 	}
-	s := r.orderSample(tl.subsample, wo, cand.kind != OrderArrival)
-	info.SubsampleRows = len(s.keys)
-	info.KeyColumns = r.keyOrders(s, cand.kind, rowsOK)
-	if cand.kind != OrderArrival && len(s.keys) > 0 {
+	return res
+}
+
+// judge judges the key columns and the windows in the order writeOrder chose (the subsample
+// sorted into it). It only reads the subsample: the advisor may evaluate its designs meanwhile.
+func (r *runner) judge(tl *timeline, res *orderResult, rowsOK int64) {
+	s := r.orderSample(tl.subsample, res.all, res.kind != OrderArrival)
+	res.info.SubsampleRows = len(s.keys)
+	res.info.KeyColumns = r.keyOrders(s, res.kind, rowsOK)
+	if res.kind != OrderArrival && len(s.keys) > 0 {
 		res.w, res.up, res.down, res.pairs = orderWindows(s, r.d.plan.Count(), r.d.first.Type)
 	}
-	return res
 }
 
 // orderText names the order windows follow, for renderings: "write order (evidence)".
