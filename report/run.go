@@ -326,6 +326,7 @@ func (r *runner) analyse(ctx context.Context, feed *pipeline.Feed, held []pipeli
 	r.spill = sp
 	closers = append(closers, sp.close)
 	sp.leaveOutOriginHashes(r.d.srcCols, r.hashed)
+	sp.srcCols = r.d.srcCols
 	if r.prog.UsesSalt() && len(r.adv.sets) > 0 {
 		if r.bySource, err = newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed()), r.log); err != nil {
 			return fail(err)
@@ -434,13 +435,13 @@ func (r *runner) assemble(total *acc, tl *timeline, plan pipeline.RegionPlan, pl
 func (r *runner) countCollisions() (collisionResult, collisionResult, error) {
 	spec := countSpec{maxExamples: maxCollisionExamples, maxOrigins: maxExampleOrigins, pairs: true, cols: r.hashed}
 	if r.bySource == nil {
-		spec.sets, spec.salted = r.adv.sets, r.saltN > 0
+		spec.sets, spec.salted, spec.saltN = r.adv.sets, r.saltN > 0, r.saltN
 	}
 	coll, err := r.spill.count(spec)
 	if err != nil || r.bySource == nil {
 		return coll, coll, err
 	}
-	spec2 := countSpec{pairs: true, cols: r.hashed, sets: r.adv.sets, salted: r.saltN > 0}
+	spec2 := countSpec{pairs: true, cols: r.hashed, sets: r.adv.sets, salted: r.saltN > 0, saltN: r.saltN}
 	coll2, err := r.bySource.count(spec2)
 	return coll, coll2, err
 }
@@ -749,15 +750,23 @@ func (w *worker) process(j *job) {
 		}
 		var src uint64
 		w.cols, src = hashColumns(rec.Values, w.cols)
+		// the text goes straight into the spill's buffer
+		kh := hashValues(key)
+		text := w.sw.textFor(kh)
+		vals := rec.Values[:min(len(rec.Values), len(r.prog.Source()))]
+		if r.saltN > 0 && w.sw2 == nil && fitsWhole(vals) {
+			// the salt is computed by the collision check, for the rows it reads
+			text = appendWhole(text, b.SaltOrigin, sid, rec.Seq, keep, vals)
+			w.sw.commit(kh, src, text)
+			w.finish(j, b, i, ord, region)
+			continue
+		}
 		var salt uint64
 		if r.saltN > 0 {
 			var tok uint64
 			tok, w.salt = transform.SaltToken(w.salt, b, rec, len(r.prog.Source()))
 			salt = tok % r.saltN
 		}
-		// the text goes straight into the spill's buffer
-		kh := hashValues(key)
-		text := w.sw.textFor(kh)
 		start := len(text)
 		var skip uint64
 		if !long && w.sw2 == nil { // the source-key check's texts are the row info alone
@@ -769,14 +778,7 @@ func (w *worker) process(j *job) {
 		}
 		text = appendOrigin(text, sid, rec.Seq, keep, d.srcCols, rec.Values)
 		w.sw.commit(kh, src, text)
-		j.regions = append(j.regions, uint32(region))
-		j.wo = append(j.wo, r.order.primary.value(b, i, ord))
-		if bk := r.order.backup; bk != nil {
-			j.wo2 = append(j.wo2, bk.value(b, i, ord))
-		}
-		if !j.hasFirst {
-			j.first, j.hasFirst = cloneValue(out[0]), true
-		}
+		w.finish(j, b, i, ord, region)
 	}
 	if j.hasFirst {
 		j.last = cloneValue(a.prev)
@@ -788,6 +790,19 @@ func (w *worker) process(j *job) {
 	c.RowsIn.Add(int64(len(b.Records)))
 	c.RowsWritten.Add(ok)
 	c.RowsRejected.Add(rejected)
+}
+
+// finish records an accepted row's region and write order in its job.
+func (w *worker) finish(j *job, b *pipeline.Batch, i int, ord int64, region int) {
+	r := w.r
+	j.regions = append(j.regions, uint32(region))
+	j.wo = append(j.wo, r.order.primary.value(b, i, ord))
+	if bk := r.order.backup; bk != nil {
+		j.wo2 = append(j.wo2, bk.value(b, i, ord))
+	}
+	if !j.hasFirst {
+		j.first, j.hasFirst = cloneValue(w.out[0]), true
+	}
 }
 
 func cloneValue(v pipeline.Value) pipeline.Value {

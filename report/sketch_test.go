@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
 )
 
 func TestSpaceSavingExactWhileRoomy(t *testing.T) {
@@ -199,11 +201,8 @@ func testSpill(t *testing.T) {
 // exactly as an in-memory count over the column values gives: with the file held in memory,
 // split first, or sorted as it is (a few keys with many rows each: it cannot be split).
 func TestSpillCountsColumnSets(t *testing.T) {
-	for _, origin := range []bool{false, true} {
-		name := ""
-		if origin {
-			name = "/from_origin"
-		}
+	for _, origin := range []textMode{textHashes, textFromOrigin, textWholeRows} {
+		name := [...]string{"", "/from_origin", "/whole_rows"}[origin]
 		t.Run("held"+name, func(t *testing.T) { testSpillSets(t, 40000, origin) })
 		t.Run("split"+name, func(t *testing.T) {
 			defer func(v int64) { maxBucketBytes = v }(maxBucketBytes)
@@ -218,19 +217,33 @@ func TestSpillCountsColumnSets(t *testing.T) {
 	}
 }
 
-// testSpillSets counts column sets exactly; with fromOrigin, the origin holds columns a and b
-// and the rows leave their hashes out (b differs between rows of a key): the counts are the
-// same, and the texts hold one column hash a row instead of three.
-func testSpillSets(t *testing.T, keys uint64, fromOrigin bool) {
+// textMode is how testSpillSets writes the rows' texts.
+type textMode int
+
+const (
+	textHashes     textMode = iota // salt and every column hash
+	textFromOrigin                 // the origin holds columns a and b, whose hashes are left out
+	textWholeRows                  // every value whole (appendWhole): the counter computes salt and hashes
+)
+
+// testSpillSets counts column sets exactly; with textFromOrigin, the origin holds columns a and
+// b and the rows leave their hashes out (b differs between rows of a key): the counts are the
+// same, and the texts hold one column hash a row instead of three. With textWholeRows the salt
+// is transform.SaltToken's (as random(2) gives it), computed by the counter.
+func testSpillSets(t *testing.T, keys uint64, mode textMode) {
 	s, err := newSpill(t.TempDir(), spillBuckets(0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.close()
 	var srcCols []int
-	if fromOrigin {
+	if mode == textFromOrigin {
 		srcCols = []int{0, 1}
 		s.leaveOutOriginHashes(srcCols, 3)
+	}
+	if mode == textWholeRows {
+		srcCols = []int{0}
+		s.srcCols = srcCols
 	}
 	// rows (a, b, c): the key reads a; sets {a, b} and {a, c}; the salt is c % 3 for odd b
 	r := rand.New(rand.NewPCG(5, 6))
@@ -239,6 +252,11 @@ func testSpillSets(t *testing.T, keys uint64, fromOrigin bool) {
 	for i := 0; i < 40000; i++ {
 		x := row{a: r.Uint64N(keys), b: r.Uint64N(3), c: r.Uint64N(5)}
 		x.salt = (x.c + x.b) % 2
+		if mode == textWholeRows {
+			rec := pipeline.Record{Values: []pipeline.Value{pipeline.Int(int64(x.a)), pipeline.Int(int64(x.b)), pipeline.Int(int64(x.c))}}
+			tok, _ := transform.SaltToken(nil, &pipeline.Batch{Stream: "t"}, &rec, 3)
+			x.salt = tok % 2
+		}
 		rows = append(rows, x)
 	}
 	colHashes := func(x row) []uint64 {
@@ -254,6 +272,10 @@ func testSpillSets(t *testing.T, keys uint64, fromOrigin bool) {
 				cols := colHashes(rows[i])
 				vals := []pipeline.Value{pipeline.Int(int64(rows[i].a)), pipeline.Int(int64(rows[i].b)), pipeline.Int(int64(rows[i].c))}
 				_, src := hashColumns(vals, nil)
+				if mode == textWholeRows {
+					sw.add(hashValue(pipeline.Int(int64(rows[i].a)), 7), src, appendWhole(nil, false, s.streamID("t"), int64(i), nil, vals))
+					continue
+				}
 				text := appendRowInfo(nil, rows[i].salt, cols, 3, s.skip)
 				sw.add(hashValue(pipeline.Int(int64(rows[i].a)), 7), src, appendOrigin(text, s.streamID("t"), int64(i), nil, srcCols, vals))
 			}
@@ -266,11 +288,11 @@ func testSpillSets(t *testing.T, keys uint64, fromOrigin bool) {
 		textBytes += s.textSize[b]
 	}
 	// salt, column hashes, stream id, seq (1-3 bytes), key count, source count, a and b (2-4 each)
-	if hashes := 3 - len(srcCols); textBytes > int64(len(rows)*(1+4*hashes+1+3+1+1+4*len(srcCols))) || textBytes < int64(len(rows)*(1+4*hashes+1+1+1+1+2*len(srcCols))) {
+	if hashes := 3 - len(srcCols); mode != textWholeRows && (textBytes > int64(len(rows)*(1+4*hashes+1+3+1+1+4*len(srcCols))) || textBytes < int64(len(rows)*(1+4*hashes+1+1+1+1+2*len(srcCols)))) {
 		t.Errorf("texts take %.1f bytes a row, want %d column hashes a row", float64(textBytes)/float64(len(rows)), hashes)
 	}
 	sets := []uint64{0b011, 0b101, 0b111}
-	res, err := s.count(countSpec{maxExamples: 2, maxOrigins: 4, sets: sets, salted: true, pairs: true, cols: 3})
+	res, err := s.count(countSpec{maxExamples: 2, maxOrigins: 4, sets: sets, salted: true, saltN: 2, pairs: true, cols: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,6 +363,44 @@ func testSpillSets(t *testing.T, keys uint64, fromOrigin bool) {
 	for _, ex := range res.Examples {
 		if ex.Diff&^uint64(6) != 0 || ex.Diff == 0 || ex.Hashed != 3 {
 			t.Errorf("example differs in %b", ex.Diff)
+		}
+		for _, o := range ex.Origins {
+			// an origin shows the values of srcCols, whole rows too
+			if len(o.src) != len(srcCols) || o.stream != "t" || len(srcCols) > 0 && o.src[0].Num != int64(rows[o.seq].a) {
+				t.Errorf("example origin %+v, want the values of columns %v of row %d", o, srcCols, o.seq)
+			}
+		}
+	}
+}
+
+// A whole row's salt is the worker's: the origin's stream and offset go into it when the batch
+// says so (Kafka), and every kind of value comes back as it was.
+func TestWholeRowSaltIsTheWorkers(t *testing.T) {
+	s, err := newSpill(t.TempDir(), 64, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	s.srcCols = []int{1}
+	vals := []pipeline.Value{pipeline.Text("u1"), pipeline.Int(-42), pipeline.Float(2.5), pipeline.Bool(true), pipeline.Null,
+		{Kind: pipeline.KindBytes, Str: "\x00\xff"}, {Kind: pipeline.KindDecimal, Str: "-12.340"}}
+	for _, saltOrigin := range []bool{false, true} {
+		b := pipeline.Batch{Stream: "orders/3", SaltOrigin: saltOrigin}
+		rec := pipeline.Record{Values: vals, Seq: 1234567}
+		tok, _ := transform.SaltToken(nil, &b, &rec, len(vals))
+		text := appendWhole(nil, saltOrigin, s.streamID(b.Stream), rec.Seq, nil, vals)
+		v, k := binary.Uvarint(text)
+		w, ok := s.readWhole(v, text[k:])
+		if !ok {
+			t.Fatal("whole row not read back")
+		}
+		for _, n := range []uint64{7, 16, 1 << 40} {
+			if got, _ := w.salt(n, nil); got != tok%n {
+				t.Errorf("salt origin %v, n %d: salt %d, the worker's %d", saltOrigin, n, got, tok%n)
+			}
+		}
+		if len(w.origin.src) != 1 || w.origin.src[0] != vals[1] || w.origin.stream != "orders/3" || w.origin.seq != rec.Seq {
+			t.Errorf("origin %+v", w.origin)
 		}
 	}
 }

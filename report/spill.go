@@ -15,6 +15,7 @@ import (
 
 	spillfolder "github.com/rekey/rekey/internal/spill" // this package's spill is the collision check
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
 )
 
 // Exact collision counting in bounded memory. Every accepted row appends a fixed record
@@ -27,7 +28,10 @@ import (
 // per row when keys are unique. The text is the row's salt
 // (see saltToken), a 32-bit hash of each of its first 64 source values, and its origin (where it
 // was read, its key values when kept, and the source values the key is computed from, each
-// capped). Afterwards each bucket is loaded on its own (a bucket holds about 1/buckets of the
+// capped). When the advisor needs salts and every source value of a row is short, its text is
+// instead its origin with every source value whole (appendWhole): the counter computes the salt
+// and the column hashes of the few rows it reads, where hashing every row's salt cost a tenth of
+// the report's time. Afterwards each bucket is loaded on its own (a bucket holds about 1/buckets of the
 // rows) and sorted by (key hash, source hash): a key with more than one distinct source hash is a
 // collision, and rows beyond the distinct ones are identical duplicates. Only the rows of
 // colliding keys have their text read (one pread each, or the bucket's whole text file once
@@ -51,6 +55,9 @@ type spill struct {
 	// fromOrigin and skip: see leaveOutOriginHashes
 	fromOrigin []int
 	skip       uint64
+	// srcCols are the source columns an origin shows (the key's, see appendOrigin): a whole
+	// row's origin holds every source value and shows these
+	srcCols []int
 
 	streamMu sync.Mutex
 	streams  map[string]uint64
@@ -249,7 +256,7 @@ func appendRowInfo(dst []byte, salt uint64, cols []uint64, n int, skip uint64) [
 	if skip != 0 {
 		left = 1
 	}
-	dst = binary.AppendUvarint(dst, salt<<1|left)
+	dst = binary.AppendUvarint(dst, salt<<2|left)
 	for i := 0; i < n; i++ {
 		if skip>>uint(i)&1 != 0 {
 			continue
@@ -265,14 +272,91 @@ func appendRowInfo(dst []byte, salt uint64, cols []uint64, n int, skip uint64) [
 
 var nullHash = hashValue(pipeline.Null, 0)
 
+// A row's text starts with a varint whose low two bits say what follows: bit 1 clear, the salt
+// (v>>2), column hashes and origin of appendRowInfo and appendOrigin, bit 0 set when hashes are
+// left out; bit 1 set, appendWhole's origin with every source value (bit 2: the salt hashes the
+// origin, pipeline.Batch.SaltOrigin).
+const (
+	textLeft  = 1
+	textWhole = 2
+)
+
+// appendWhole writes a row's text as its origin with every source value whole (none longer
+// than maxOriginText, see fitsWhole): the counter derives the salt and the column hashes.
+func appendWhole(dst []byte, saltOrigin bool, streamID uint64, seq int64, key []pipeline.Value, vals []pipeline.Value) []byte {
+	v := uint64(textWhole)
+	if saltOrigin {
+		v |= 4
+	}
+	dst = binary.AppendUvarint(dst, v)
+	dst = binary.AppendUvarint(dst, streamID)
+	dst = binary.AppendVarint(dst, seq)
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	for _, v := range key {
+		dst = appendValue(dst, v, maxOriginText)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(vals)))
+	for _, v := range vals {
+		dst = appendValue(dst, v, maxOriginText)
+	}
+	return dst
+}
+
+// fitsWhole: every value can be kept whole in a row's text.
+func fitsWhole(vals []pipeline.Value) bool {
+	for i := range vals {
+		if len(vals[i].Str) > maxOriginText {
+			return false
+		}
+	}
+	return true
+}
+
+// wholeRow is a row read back from appendWhole's text.
+type wholeRow struct {
+	origin     origin           // src: the values of srcCols
+	vals       []pipeline.Value // every source value
+	saltOrigin bool
+}
+
+// readWhole reads appendWhole's text (b after its first varint v).
+func (s *spill) readWhole(v uint64, b []byte) (wholeRow, bool) {
+	w := wholeRow{saltOrigin: v&4 != 0}
+	o, ok := s.readOrigin(b)
+	if !ok || o.trunc {
+		return w, false
+	}
+	w.vals = o.src
+	o.src = make([]pipeline.Value, len(s.srcCols))
+	for i, c := range s.srcCols {
+		o.src[i] = pipeline.Null
+		if c < len(w.vals) {
+			o.src[i] = w.vals[c]
+		}
+	}
+	w.origin = o
+	return w, true
+}
+
+// salt is the row's salt as the worker would have computed it (transform.SaltToken % n).
+func (w *wholeRow) salt(n uint64, buf []byte) (uint64, []byte) {
+	if n == 0 {
+		return 0, buf
+	}
+	b := pipeline.Batch{Stream: w.origin.stream, SaltOrigin: w.saltOrigin}
+	rec := pipeline.Record{Values: w.vals, Seq: w.origin.seq}
+	tok, buf := transform.SaltToken(buf, &b, &rec, len(w.vals))
+	return tok % n, buf
+}
+
 // decodeRowInfo reads what appendRowInfo wrote with n column hashes and skip; the hashes are
 // appended to cols, a left-out one as 0, and left says whether the origin must give them.
 func decodeRowInfo(b []byte, n int, skip uint64, cols []uint32) (salt uint64, _ []uint32, rest []byte, left, ok bool) {
 	v, k := binary.Uvarint(b)
-	if k <= 0 || n > maxHashedColumns {
+	if k <= 0 || n > maxHashedColumns || v&textWhole != 0 {
 		return 0, cols, nil, false, false
 	}
-	salt, left = v>>1, v&1 == 1
+	salt, left = v>>2, v&textLeft != 0
 	if !left {
 		skip = 0
 	}
@@ -332,6 +416,10 @@ type origin struct {
 
 // decodeOrigin reads a row's text (row info with cols column hashes, then origin).
 func (s *spill) decodeOrigin(b []byte, cols int) (origin, bool) {
+	if v, k := binary.Uvarint(b); k > 0 && v&textWhole != 0 {
+		w, ok := s.readWhole(v, b[k:])
+		return w.origin, ok
+	}
 	_, _, b, _, ok := decodeRowInfo(b, cols, s.skip, nil)
 	if !ok {
 		return origin{}, false
@@ -381,8 +469,9 @@ type countSpec struct {
 	// columns the spill's key is computed from and that key is deterministic.
 	sets []uint64
 	// salted: every set is also counted with each row's salt as one more column: the advisor's
-	// salt designs, [random(n)][set...].
+	// salt designs, [random(n)][set...]; saltN is that n (whole rows' salts are computed here).
 	salted bool
+	saltN  uint64
 	// pairs: compare the rows of colliding keys column by column (pair masks, for the smallest
 	// key change).
 	pairs bool
@@ -557,6 +646,8 @@ type counter struct {
 	colh  []uint32 // per rep, spec.cols column hashes
 	projs []uint64
 	buf   []byte
+
+	saltBuf []byte // scratch for wholeRow.salt
 }
 
 // file counts one bucket file (see spill), splitting it first when it is too large.
@@ -744,6 +835,26 @@ func (c *counter) rowInfo(g []spillRec) error {
 	var bad bool
 	var scratch []uint32
 	err := c.texts(g, c.reps, func(i int, text []byte) {
+		if v, k := binary.Uvarint(text); k > 0 && v&textWhole != 0 {
+			w, ok := c.s.readWhole(v, text[k:])
+			if !ok {
+				bad = true
+				return
+			}
+			row := c.colh[i*m : (i+1)*m]
+			for col := range row {
+				h := nullHash
+				if col < len(w.vals) {
+					h = hashValue(w.vals[col], 0)
+				}
+				row[col] = uint32(h ^ h>>32) // as appendRowInfo folds it
+			}
+			c.salts[i] = 0
+			if c.spec.salted {
+				c.salts[i], c.saltBuf = w.salt(c.spec.saltN, c.saltBuf)
+			}
+			return
+		}
 		salt, cols, rest, left, ok := decodeRowInfo(text, m, c.s.skip, scratch[:0])
 		scratch = cols
 		if !ok || len(cols) != m {
