@@ -48,7 +48,6 @@ func splitHotFactor(keys [][]pipeline.Value, types []pipeline.Type, desc []bool,
 	buf := make([]byte, 0, 16*len(keys))
 	encoded := true
 	for i, k := range keys {
-		start := len(buf)
 		for c, v := range k {
 			var ok bool
 			if buf, ok = appendOrdered(buf, v, desc[c]); !ok {
@@ -56,8 +55,17 @@ func splitHotFactor(keys [][]pipeline.Value, types []pipeline.Type, desc []bool,
 			}
 		}
 		off[i+1] = len(buf)
+	}
+	// the heads start after the prefix every encoding shares ("\x01u000" of ids like
+	// u0001234567), where they tell keys apart
+	first := buf[:off[1]]
+	lcp := len(first)
+	for i := 1; i < len(keys) && lcp > 0; i++ {
+		lcp = min(lcp, commonPrefix(first[:lcp], buf[off[i]:off[i+1]]))
+	}
+	for i := range keys {
 		var h [8]byte
-		copy(h[:], buf[start:])
+		copy(h[:], buf[off[i]+lcp:off[i+1]])
 		heads[i] = headIndex{binary.BigEndian.Uint64(h[:]), int32(i)}
 	}
 	// the order of the encodings (a shorter one that is a prefix of another first), or of the
