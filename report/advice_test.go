@@ -162,6 +162,35 @@ func TestDerivedDesignsLoseExactly(t *testing.T) {
 	}
 }
 
+// The salt design's lost rows are counted with its own random(n), also when the data leaves the
+// plan fewer regions than asked: a key on v (six values) is planned in at most six regions, and
+// the salt design is still [random(16)].
+func TestSaltDesignLosesExactlyWithFewRegions(t *testing.T) {
+	const n = 20000
+	yml := fmt.Sprintf(readingsYAML, "[v]", "")
+	rep := runReport(t, yml, readings(n), func(c *Config) { c.SubsampleMax = 1000 })
+	prog, m := compile(t, yml)
+	if len(rep.Regions) >= 16 {
+		t.Fatalf("the plan has %d regions: the test needs fewer than the 16 asked", len(rep.Regions))
+	}
+	var salt *Alternative
+	for i := range rep.Alternatives {
+		if rep.Alternatives[i].ID == "salt" {
+			salt = &rep.Alternatives[i]
+		}
+	}
+	if salt == nil || !strings.HasPrefix(salt.PrimaryKey, "[random(16)") {
+		t.Fatalf("no salt design with random(16): %+v", rep.Alternatives)
+	}
+	p, _, err := compileAlt(prog, m, salt.edit.pk, false, salt.edit.codes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := bruteCollisions(t, p, n, readingRow); salt.Overwritten != want || !salt.OverwrittenExact {
+		t.Errorf("%s: overwritten %d (exact %v), brute force %d", salt.PrimaryKey, salt.Overwritten, salt.OverwrittenExact, want)
+	}
+}
+
 // A mapping whose key has a salt: rows that share the source key need not share the mapping's
 // key, so the source key's collisions come from a second check keyed by it. (Each device has 50
 // readings, more than the 32 rows a colliding key is compared on: no key change is applied.)

@@ -9,8 +9,8 @@
 // Memory is bounded by sketches and samples, not by the input: HyperLogLog distinct counts,
 // Space-Saving heavy hitters, a fixed key-length histogram, a bounded windows x regions matrix, a
 // bounded order-preserving subsample for the advisor, and an exact collision check that spills
-// 16 bytes plus a short text per row (salt, column hashes, origin) to temp files and reads them
-// back one bucket at a time.
+// 20 bytes plus a short text per row (salt, column hashes and origin, or the row's values) to
+// temp files and reads them back one bucket at a time.
 //
 // See README.md in this folder for the report's JSON schema and the rules.
 package report
@@ -299,7 +299,7 @@ func (r *runner) plan(sample [][]pipeline.Value) (pipeline.RegionPlan, PlanInfo,
 	r.adv = newAdvisor(r, planInfo.Asked)
 	r.hashed = min(len(r.prog.Source()), maxHashedColumns)
 	if len(r.adv.specs) > 0 {
-		r.saltN = uint64(plan.Count())
+		r.saltN = uint64(r.adv.n) // the salt design's random(n): the regions asked, not the plan's
 	}
 	return plan, planInfo, nil
 }

@@ -302,8 +302,14 @@ func appendWhole(dst []byte, saltOrigin bool, streamID uint64, seq int64, key []
 	return dst
 }
 
+// maxWholeValues bounds the values of a whole row (readOrigin reads at most 1<<16).
+const maxWholeValues = 1024
+
 // fitsWhole: every value can be kept whole in a row's text.
 func fitsWhole(vals []pipeline.Value) bool {
+	if len(vals) > maxWholeValues {
+		return false
+	}
 	for i := range vals {
 		if len(vals[i].Str) > maxOriginText {
 			return false
