@@ -174,44 +174,69 @@ type spillWriter struct {
 	s     *spill
 	bufs  [][]byte
 	texts [][]byte
+	// Rows are appended to small per-bucket stages, which stay in the core's cache, and moved
+	// to bufs and texts a stage at a time: written a row at a time, the buffers' cold lines
+	// stalled the worker (measured: 3-4% of a report's time).
+	rstage [][]byte
+	tstage [][]byte
 }
 
+const (
+	stageRecs  = 32 * spillRecBytes
+	stageTexts = 2 << 10
+)
+
 func (s *spill) writer() *spillWriter {
-	return &spillWriter{s: s, bufs: make([][]byte, len(s.files)), texts: make([][]byte, len(s.files))}
+	n := len(s.files)
+	return &spillWriter{s: s, bufs: make([][]byte, n), texts: make([][]byte, n), rstage: make([][]byte, n), tstage: make([][]byte, n)}
 }
 
 func (w *spillWriter) add(keyHash, srcHash uint64, text []byte) {
 	w.commit(keyHash, srcHash, append(w.textFor(keyHash), text...))
 }
 
-// textFor returns the text buffer of keyHash's bucket: a row's text appended to it (no copy)
+// textFor returns the text stage of keyHash's bucket: a row's text appended to it (no copy)
 // is then added by commit.
 func (w *spillWriter) textFor(keyHash uint64) []byte {
 	b := int(keyHash >> w.s.shift)
 	if w.bufs[b] == nil {
-		w.bufs[b] = make([]byte, 0, w.s.bufSize+spillRecBytes)
+		w.bufs[b] = make([]byte, 0, w.s.bufSize)
 		w.texts[b] = make([]byte, 0, 2*w.s.bufSize+spillTextSlack)
+		w.rstage[b] = make([]byte, 0, stageRecs)
+		w.tstage[b] = make([]byte, 0, stageTexts+spillTextSlack)
 	}
-	return w.texts[b]
+	return w.tstage[b]
 }
 
-// commit adds a row whose text was appended to textFor(keyHash): tb is that buffer with it.
+// commit adds a row whose text was appended to textFor(keyHash): tb is that stage with it.
 func (w *spillWriter) commit(keyHash, srcHash uint64, tb []byte) {
 	b := int(keyHash >> w.s.shift)
-	start := len(w.texts[b])
+	start := len(w.tstage[b])
 	n := len(tb) - start
 	if n > maxSpillText {
 		w.s.fail(fmt.Errorf("report: collision check: a row's text takes %d bytes, over %d", n, maxSpillText))
 		return
 	}
-	buf := w.bufs[b]
-	buf = binary.LittleEndian.AppendUint64(buf, keyHash)
-	buf = binary.LittleEndian.AppendUint64(buf, srcHash)
-	buf = binary.LittleEndian.AppendUint32(buf, uint32(n))
-	w.bufs[b], w.texts[b] = buf, tb
-	if len(buf) >= w.s.bufSize || len(tb) >= 2*w.s.bufSize {
+	rs := w.rstage[b]
+	rs = binary.LittleEndian.AppendUint64(rs, keyHash)
+	rs = binary.LittleEndian.AppendUint64(rs, srcHash)
+	rs = binary.LittleEndian.AppendUint32(rs, uint32(n))
+	w.rstage[b], w.tstage[b] = rs, tb
+	if len(rs) >= stageRecs || len(tb) >= stageTexts {
+		w.unstage(b)
+	}
+}
+
+// unstage moves bucket b's stages to its buffers, flushing the buffers first when the stages
+// would not fit.
+func (w *spillWriter) unstage(b int) {
+	rs, ts := w.rstage[b], w.tstage[b]
+	if len(w.bufs[b])+len(rs) > w.s.bufSize || len(w.texts[b])+len(ts) > 2*w.s.bufSize {
 		w.flushBucket(b)
 	}
+	w.bufs[b] = append(w.bufs[b], rs...)
+	w.texts[b] = append(w.texts[b], ts...)
+	w.rstage[b], w.tstage[b] = rs[:0], ts[:0]
 }
 
 func (w *spillWriter) flushBucket(b int) {
@@ -235,6 +260,9 @@ func (w *spillWriter) flushBucket(b int) {
 
 func (w *spillWriter) flush() {
 	for b := range w.bufs {
+		if w.bufs[b] != nil {
+			w.unstage(b)
+		}
 		w.flushBucket(b)
 	}
 }
