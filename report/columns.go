@@ -45,7 +45,11 @@ func splitHotFactor(keys [][]pipeline.Value, types []pipeline.Type, desc []bool,
 	// bytes as a big-endian integer: most comparisons end there
 	off := make([]int, len(keys)+1)
 	heads := make([]headIndex, len(keys))
-	buf := make([]byte, 0, 16*len(keys))
+	var first []byte
+	for c, v := range keys[0] {
+		first, _ = appendOrdered(first, v, desc[c])
+	}
+	buf := make([]byte, 0, (len(first)+8)*len(keys)) // the first key's size, with room
 	encoded := true
 	for i, k := range keys {
 		for c, v := range k {
@@ -58,7 +62,7 @@ func splitHotFactor(keys [][]pipeline.Value, types []pipeline.Type, desc []bool,
 	}
 	// the heads start after the prefix every encoding shares ("\x01u000" of ids like
 	// u0001234567), where they tell keys apart
-	first := buf[:off[1]]
+	first = buf[:off[1]]
 	lcp := len(first)
 	for i := 1; i < len(keys) && lcp > 0; i++ {
 		lcp = min(lcp, commonPrefix(first[:lcp], buf[off[i]:off[i+1]]))
