@@ -127,7 +127,14 @@ func (r *runner) buildUniqueness(rep *Report, coll collisionResult) {
 		if ce.Key == nil {
 			ce.Key = make([]string, len(keyCols))
 		}
+		// the key's source columns agree: in every distinct row by their hashes (Diff), and in
+		// the origins shown (columns beyond the hashed ones)
 		ce.SameKeySources = len(ex.Origins) > 1
+		for _, c := range d.srcCols {
+			if c < ex.Hashed && ex.Diff&(1<<uint(c)) != 0 {
+				ce.SameKeySources = false
+			}
+		}
 		for _, o := range ex.Origins[1:] {
 			if len(o.src) != len(ex.Origins[0].src) {
 				ce.SameKeySources = false

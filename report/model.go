@@ -200,7 +200,8 @@ type CollisionExample struct {
 	// only in others, so the key does not identify a source row (rather than a function that
 	// maps two values to one).
 	SameKeySources bool `json:"same_key_sources"`
-	// DifferIn lists the source columns in which the example's rows do not all agree.
+	// DifferIn lists the source columns in which the key's distinct source rows (all of them,
+	// not only the origins shown) do not all agree.
 	DifferIn []string `json:"differ_in"`
 }
 

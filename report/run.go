@@ -748,19 +748,21 @@ func (w *worker) process(j *job) {
 		if d.storeKey || long {
 			keep = key
 		}
-		var src uint64
-		w.cols, src = hashColumns(rec.Values, w.cols)
 		// the text goes straight into the spill's buffer
 		kh := hashValues(key)
 		text := w.sw.textFor(kh)
-		vals := rec.Values[:min(len(rec.Values), len(r.prog.Source()))]
-		if r.saltN > 0 && w.sw2 == nil && fitsWhole(vals) {
-			// the salt is computed by the collision check, for the rows it reads
-			text = appendWhole(text, b.SaltOrigin, sid, rec.Seq, keep, vals)
+		if vals := rec.Values; r.saltN > 0 && w.sw2 == nil && len(vals) <= len(r.prog.Source()) && fitsWhole(vals) {
+			// the salt and the column hashes are computed by the collision check, for the rows
+			// it reads. Equal rows always come here together, so their source hashes (the
+			// values' encoding's, not hashColumns') are equal.
+			var src uint64
+			text, src = appendWhole(text, b.SaltOrigin, sid, rec.Seq, keep, vals)
 			w.sw.commit(kh, src, text)
 			w.finish(j, b, i, ord, region)
 			continue
 		}
+		var src uint64
+		w.cols, src = hashColumns(rec.Values, w.cols)
 		var salt uint64
 		if r.saltN > 0 {
 			var tok uint64

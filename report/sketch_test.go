@@ -273,7 +273,8 @@ func testSpillSets(t *testing.T, keys uint64, mode textMode) {
 				vals := []pipeline.Value{pipeline.Int(int64(rows[i].a)), pipeline.Int(int64(rows[i].b)), pipeline.Int(int64(rows[i].c))}
 				_, src := hashColumns(vals, nil)
 				if mode == textWholeRows {
-					sw.add(hashValue(pipeline.Int(int64(rows[i].a)), 7), src, appendWhole(nil, false, s.streamID("t"), int64(i), nil, vals))
+					text, src := appendWhole(nil, false, s.streamID("t"), int64(i), nil, vals)
+					sw.add(hashValue(pipeline.Int(int64(rows[i].a)), 7), src, text)
 					continue
 				}
 				text := appendRowInfo(nil, rows[i].salt, cols, 3, s.skip)
@@ -388,7 +389,15 @@ func TestWholeRowSaltIsTheWorkers(t *testing.T) {
 		b := pipeline.Batch{Stream: "orders/3", SaltOrigin: saltOrigin}
 		rec := pipeline.Record{Values: vals, Seq: 1234567}
 		tok, _ := transform.SaltToken(nil, &b, &rec, len(vals))
-		text := appendWhole(nil, saltOrigin, s.streamID(b.Stream), rec.Seq, nil, vals)
+		text, src := appendWhole(nil, saltOrigin, s.streamID(b.Stream), rec.Seq, nil, vals)
+		// the source hash is the values': the same for another stream and offset, another for
+		// other values
+		if _, src2 := appendWhole(nil, !saltOrigin, s.streamID("other"), 7, nil, vals); src2 != src {
+			t.Errorf("equal values, source hashes %x and %x", src, src2)
+		}
+		if _, src3 := appendWhole(nil, saltOrigin, s.streamID(b.Stream), rec.Seq, nil, vals[:len(vals)-1]); src3 == src {
+			t.Error("a row without its last value has the same source hash")
+		}
 		v, k := binary.Uvarint(text)
 		w, ok := s.readWhole(v, text[k:])
 		if !ok {
@@ -683,5 +692,39 @@ func TestSortHeadsOrdersByHeadThenIndex(t *testing.T) {
 	slices.SortStableFunc(want, func(a, b headIndex) int { return cmp.Compare(a.head, b.head) })
 	if got := sortHeads(hs, make([]headIndex, len(hs))); !slices.Equal(got, want) {
 		t.Error("sortHeads differs from a stable sort by head")
+	}
+}
+
+// An example's differ_in covers every distinct row of its key, not only the origins it shows:
+// 30 rows of one key differ in b, and one of them also in c; one origin is shown.
+func TestExampleDiffCoversEveryRow(t *testing.T) {
+	s, err := newSpill(t.TempDir(), 64, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	sw := s.writer()
+	id := s.streamID("t")
+	key := hashValue(pipeline.Text("k"), 7)
+	for i := 0; i < 30; i++ {
+		c := int64(0)
+		if i == 17 {
+			c = 1
+		}
+		vals := []pipeline.Value{pipeline.Text("a"), pipeline.Int(int64(i)), pipeline.Int(c)}
+		cols, src := hashColumns(vals, nil)
+		text := appendRowInfo(nil, 0, cols, 3, 0)
+		sw.add(key, src, appendOrigin(text, id, int64(i), nil, []int{0}, vals))
+	}
+	sw.flush()
+	res, err := s.count(countSpec{maxExamples: 1, maxOrigins: 1, cols: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Examples) != 1 || len(res.Examples[0].Origins) != 1 {
+		t.Fatalf("examples %+v", res.Examples)
+	}
+	if d := res.Examples[0].Diff; d != 0b110 {
+		t.Errorf("differ in %b, want b and c (110)", d)
 	}
 }

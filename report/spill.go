@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/zeebo/xxh3"
 	"go.uber.org/zap"
 
 	spillfolder "github.com/rekey/rekey/internal/spill" // this package's spill is the collision check
@@ -310,8 +311,10 @@ const (
 )
 
 // appendWhole writes a row's text as its origin with every source value whole (none longer
-// than maxOriginText, see fitsWhole): the counter derives the salt and the column hashes.
-func appendWhole(dst []byte, saltOrigin bool, streamID uint64, seq int64, key []pipeline.Value, vals []pipeline.Value) []byte {
+// than maxOriginText, see fitsWhole): the counter derives the salt and the column hashes. It
+// returns the text and the row's source hash: that of the values' encoding (equal rows encode
+// alike), one hash where hashColumns takes one a column.
+func appendWhole(dst []byte, saltOrigin bool, streamID uint64, seq int64, key []pipeline.Value, vals []pipeline.Value) ([]byte, uint64) {
 	v := uint64(textWhole)
 	if saltOrigin {
 		v |= 4
@@ -323,11 +326,12 @@ func appendWhole(dst []byte, saltOrigin bool, streamID uint64, seq int64, key []
 	for _, v := range key {
 		dst = appendValue(dst, v, maxOriginText)
 	}
+	at := len(dst)
 	dst = binary.AppendUvarint(dst, uint64(len(vals)))
 	for _, v := range vals {
 		dst = appendValue(dst, v, maxOriginText)
 	}
-	return dst
+	return dst, xxh3.HashSeed(dst[at:], wyp3)
 }
 
 // maxWholeValues bounds the values of a whole row (readOrigin reads at most 1<<16).
@@ -548,7 +552,7 @@ type collisionExample struct {
 	Rows    int64 // rows with this key
 	Sources int64 // distinct source rows among them
 	Origins []origin
-	Diff    uint64 // columns in which the origins do not all agree (bit i: source column i)
+	Diff    uint64 // columns in which the key's distinct rows do not all agree (bit i: source column i)
 	Hashed  int    // source columns with a hash (Diff covers these)
 }
 
@@ -841,7 +845,8 @@ func (c *counter) group(g []spillRec, res *collisionResult) error {
 			return err
 		}
 		if m > 0 {
-			for q := 1; q < n; q++ {
+			// over every distinct row of the key, not only the origins shown
+			for q := 1; q < len(reps); q++ {
 				ex.Diff |= diffMask(c.colh[:m], c.colh[q*m:(q+1)*m])
 			}
 		}
