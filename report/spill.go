@@ -593,8 +593,12 @@ func (s *spill) count(spec countSpec) (collisionResult, error) {
 				name := s.files[b].Name()
 				c.bucket, c.textReads, c.textHeld = b, 0, false
 				parts[b].res, parts[b].err = c.file(name, 0)
-				os.Remove(name) // free the disk as we go
+				// free the disk as we go: the pages of a removed file are freed when its last
+				// descriptor closes, which for a large input takes a while (0.5 CPU-s for 50M
+				// rows) and is better spent here, next to the other counter, than at the end
+				os.Remove(name)
 				os.Remove(s.texts[b].Name())
+				s.texts[b].Close()
 			}
 		}()
 	}
