@@ -156,21 +156,22 @@ for c in $CASES; do
   report)
     CSV="$WORK/orders-$ROWS.csv"
     [ -f "$CSV" ] || "$REKEY" gen orders --rows "$ROWS" --out "$CSV"
-    # report and migrate of the same input alternated CORE_RUNS times, medians
+    # report and migrate of the same input alternated CORE_RUNS times, medians; each run starts
+    # with the previous one's files on disk (sync), not with their writeback to pay for
     for i in $(seq "${CORE_RUNS:-3}"); do
       echo "report: rekey report, $ROWS rows (run $i) ..."
-      report_run "rekey_report_$i" "file:$CSV"
+      sync; report_run "rekey_report_$i" "file:$CSV"
       echo "report: rekey migrate, same input (run $i) ..."
-      migrate "report_migrate_csv_$i" "file:$CSV"
+      sync; migrate "report_migrate_csv_$i" "file:$CSV"
       echo "report: rekey report from gen:orders, $GEN_SMALL rows (run $i) ..."
-      report_run "report_gen_5m_$i" "gen:orders?rows=$GEN_SMALL"
+      sync; report_run "report_gen_5m_$i" "gen:orders?rows=$GEN_SMALL"
       echo "report: rekey migrate, same input (run $i) ..."
-      migrate "report_migrate_gen_5m_$i" "gen:orders?rows=$GEN_SMALL"
+      sync; migrate "report_migrate_gen_5m_$i" "gen:orders?rows=$GEN_SMALL"
     done
     rm -rf "$WORK"/out-report_migrate_*
     median rekey_report report_migrate_csv report_gen_5m report_migrate_gen_5m
     echo "report: rekey report from gen:orders, $GEN_LARGE rows ..."
-    report_run report_gen_50m "gen:orders?rows=$GEN_LARGE"
+    sync; report_run report_gen_50m "gen:orders?rows=$GEN_LARGE"
     ;;
   verify)
     CSV="$WORK/orders-$ROWS.csv"
