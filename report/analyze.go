@@ -95,12 +95,29 @@ func isIntType(t pipeline.Type) bool {
 	return false
 }
 
+// linearRouteSplits: plans with up to this many text splits route by counting them.
+const linearRouteSplits = 64
+
 // route is the region of a first-column value: the number of splits <= v.
 func (d *design) route(v pipeline.Value) int {
 	switch {
 	case d.textSplits != nil && (v.Kind == pipeline.KindText || v.Kind == pipeline.KindBytes):
 		// compare the first 8 bytes as a big-endian integer, the whole strings only on a tie
 		pv := prefix8(v.Str)
+		if len(d.textPrefix) <= linearRouteSplits {
+			// count the splits below: no branch to mispredict, where a binary search
+			// mispredicts about every other step
+			n, tie := 0, false
+			for _, ps := range d.textPrefix {
+				if ps < pv {
+					n++
+				}
+				tie = tie || ps == pv
+			}
+			if !tie {
+				return n
+			}
+		}
 		lo, hi := 0, len(d.textSplits)
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)

@@ -728,3 +728,40 @@ func TestExampleDiffCoversEveryRow(t *testing.T) {
 		t.Errorf("differ in %b, want b and c (110)", d)
 	}
 }
+
+// Routing by counting the text splits below a value agrees with the binary search.
+func TestRouteCountsAsTheSearchDoes(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	word := func() string {
+		b := make([]byte, r.IntN(12))
+		for i := range b {
+			b[i] = "0af\x00~u"[r.IntN(6)]
+		}
+		return string(b)
+	}
+	for _, n := range []int{1, 15, linearRouteSplits, linearRouteSplits + 1} {
+		var splits []string
+		for len(splits) < n {
+			splits = append(splits, word())
+			slices.Sort(splits)
+			splits = slices.Compact(splits)
+		}
+		d := &design{textSplits: splits}
+		for _, s := range splits {
+			d.textPrefix = append(d.textPrefix, prefix8(s))
+		}
+		for i := 0; i < 20000; i++ {
+			v := word()
+			if i%3 == 0 {
+				v = splits[r.IntN(n)] + v[:len(v)%3]
+			}
+			want, _ := slices.BinarySearch(splits, v)
+			if want < n && splits[want] == v {
+				want++ // a value equal to a split starts its region
+			}
+			if got := d.route(pipeline.Text(v)); got != want {
+				t.Fatalf("%d splits: %q routed to %d, want %d", n, v, got, want)
+			}
+		}
+	}
+}
