@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -762,6 +763,71 @@ func TestRouteCountsAsTheSearchDoes(t *testing.T) {
 			if got := d.route(pipeline.Text(v)); got != want {
 				t.Fatalf("%d splits: %q routed to %d, want %d", n, v, got, want)
 			}
+		}
+	}
+}
+
+// A stored key longer than an origin keeps (a salted key of long computed values) is cut in the
+// text, and that is no reason to doubt the row: its source values are whole. Two rows of one
+// key, in both text formats, count as one collision with both origins shown.
+func TestLongStoredKeyIsNotCorrupt(t *testing.T) {
+	key := []pipeline.Value{pipeline.Int(3), pipeline.Text(strings.Repeat("k", 200))}
+	for _, whole := range []bool{false, true} {
+		s, err := newSpill(t.TempDir(), 64, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcCols := []int{0, 1}
+		s.srcCols = srcCols
+		if !whole {
+			s.leaveOutOriginHashes(srcCols, 3)
+		}
+		sw := s.writer()
+		id := s.streamID("t")
+		for i := 0; i < 2; i++ {
+			vals := []pipeline.Value{pipeline.Text(strings.Repeat("a", 100)), pipeline.Text(strings.Repeat("b", 100)), pipeline.Int(int64(i))}
+			if whole {
+				text, src := appendWhole(nil, false, id, int64(i), key, vals)
+				sw.add(77, src, text)
+				continue
+			}
+			cols, src := hashColumns(vals, nil)
+			text := appendRowInfo(nil, 1, cols, 3, s.skip)
+			sw.add(77, src, appendOrigin(text, id, int64(i), key, srcCols, vals))
+		}
+		sw.flush()
+		res, err := s.count(countSpec{maxExamples: 1, maxOrigins: 4, cols: 3, sets: []uint64{0b011}, salted: true, saltN: 4, pairs: true})
+		if err != nil {
+			t.Fatalf("whole %v: %v", whole, err)
+		}
+		if res.Rows != 1 || len(res.Examples) != 1 || len(res.Examples[0].Origins) != 2 || res.Examples[0].Diff != 0b100 {
+			t.Errorf("whole %v: rows %d, examples %+v", whole, res.Rows, res.Examples)
+		}
+		s.close()
+	}
+}
+
+// Rows are kept whole only when that is small: a wide row keeps column hashes instead.
+func TestFitsWholeOnlySmallRows(t *testing.T) {
+	row := func(n, size int) []pipeline.Value {
+		var vals []pipeline.Value
+		for i := 0; i < n; i++ {
+			vals = append(vals, pipeline.Text(strings.Repeat("x", size)))
+		}
+		return vals
+	}
+	for _, c := range []struct {
+		vals []pipeline.Value
+		want bool
+	}{
+		{row(7, 10), true},               // an orders row
+		{row(20, 30), false},             // 640 bytes: hashes take ~100
+		{row(1, maxOriginText), true},    // a value an origin keeps whole
+		{row(1, maxOriginText+1), false}, // one it would cut
+		{append(row(1, 1), pipeline.Null), true},
+	} {
+		if got := fitsWhole(c.vals); got != c.want {
+			t.Errorf("%d values of %d bytes: whole %v, want %v", len(c.vals), len(c.vals[0].Str), got, c.want)
 		}
 	}
 }

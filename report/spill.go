@@ -334,16 +334,16 @@ func appendWhole(dst []byte, saltOrigin bool, streamID uint64, seq int64, key []
 	return dst, xxh3.HashSeed(dst[at:], wyp3)
 }
 
-// maxWholeValues bounds the values of a whole row (readOrigin reads at most 1<<16).
-const maxWholeValues = 1024
+// maxWholeBytes bounds the values of a whole row: a wider row keeps 4-byte column hashes, not
+// its values (20 text columns of 30 bytes would take 640 bytes a row on disk instead of ~120).
+const maxWholeBytes = 256
 
-// fitsWhole: every value can be kept whole in a row's text.
+// fitsWhole: the values are few and short enough to be kept whole in a row's text (none cut).
 func fitsWhole(vals []pipeline.Value) bool {
-	if len(vals) > maxWholeValues {
-		return false
-	}
+	n := 0
 	for i := range vals {
-		if len(vals[i].Str) > maxOriginText {
+		n += len(vals[i].Str) + 2 // the kind and a length (or an integer's few bytes)
+		if n > maxWholeBytes || len(vals[i].Str) > maxOriginText {
 			return false
 		}
 	}
@@ -361,7 +361,7 @@ type wholeRow struct {
 func (s *spill) readWhole(v uint64, b []byte) (wholeRow, bool) {
 	w := wholeRow{saltOrigin: v&4 != 0}
 	o, ok := s.readOrigin(b)
-	if !ok || o.trunc {
+	if !ok || o.srcTrunc {
 		return w, false
 	}
 	w.vals = o.src
@@ -449,7 +449,9 @@ type origin struct {
 	seq    int64
 	key    []pipeline.Value
 	src    []pipeline.Value
-	trunc  bool
+	// trunc: a key or source value was cut to maxOriginText; srcTrunc: a source value was
+	// (the check cannot hash or salt it)
+	trunc, srcTrunc bool
 }
 
 // decodeOrigin reads a row's text (row info with cols column hashes, then origin).
@@ -491,6 +493,7 @@ func (s *spill) readOrigin(b []byte) (origin, bool) {
 				return o, false
 			}
 			o.trunc = o.trunc || tr
+			o.srcTrunc = o.srcTrunc || tr && dst == &o.src
 			*dst = append(*dst, v)
 			b = rest
 		}
@@ -906,7 +909,7 @@ func (c *counter) rowInfo(g []spillRec) error {
 		}
 		if left {
 			o, ok := c.s.readOrigin(rest)
-			if !ok || o.trunc || len(o.src) != len(c.s.fromOrigin) {
+			if !ok || o.srcTrunc || len(o.src) != len(c.s.fromOrigin) {
 				bad = true
 				return
 			}
