@@ -72,6 +72,8 @@ const (
 	// by 5%).
 	minBuckets = 64
 	maxBuckets = 512 // open files; beyond, oversized buckets are split when counted
+	// unknownSizeBuckets is the bucket count when the row count is not known beforehand
+	unknownSizeBuckets = 256
 	// spillBufBytes is each worker's record buffer, shared out over the buckets (8-32 KiB
 	// each; a bucket's text buffer is twice its record buffer). Smaller buffers hold less heap
 	// but cost more: 330 MB written 8 KiB at a time over 512 files takes twice the system time
@@ -93,6 +95,11 @@ const (
 // under maxBucketBytes, between minBuckets and maxBuckets (a power of two).
 func spillBuckets(expectedRows int64) int {
 	const rowBytes = spillRecBytes
+	if expectedRows <= 0 {
+		// a stream of unknown length: buckets that stay small over a long one (their text
+		// files are then read whole when many of their rows collide)
+		return unknownSizeBuckets
+	}
 	n := minBuckets
 	for n < maxBuckets && expectedRows > 0 && expectedRows*rowBytes/int64(n) > maxBucketBytes*3/4 {
 		n *= 2
