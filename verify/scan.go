@@ -73,6 +73,11 @@ func (v *run) scanTable(parent context.Context, rs RangeScanner, dst *parts, key
 			defer w.flush()
 			var key, row []byte
 			for sr := range next {
+				if ctx.Err() != nil {
+					// the scan ended (the feed's select may still hand out a range it
+					// had ready): no range is started after that
+					continue
+				}
 				var n int64
 				err := rs.Scan(ctx, sr.kr, func(vals []pipeline.Value) error {
 					var e *pipeline.RowError
