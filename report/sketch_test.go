@@ -646,8 +646,8 @@ func TestSpillWriterBuffersStayBounded(t *testing.T) {
 			total += cap(sw.bufs[b]) + cap(sw.texts[b]) + cap(sw.rstage[b]) + cap(sw.tstage[b])
 		}
 		// 24 MiB of buffers, a row's text of slack and the stages a bucket
-		if total > 24<<20+buckets*(1<<10+stageRecs+stageTexts+1<<10) {
-			t.Errorf("%d buckets: a writer holds %d bytes of buffers, want at most 24 MiB and %d KiB a bucket", buckets, total, (stageRecs+stageTexts+2<<10)>>10)
+		if total > 24<<20+buckets*(2<<10)+stagesBytes+buckets*(1<<10) {
+			t.Errorf("%d buckets: a writer holds %d bytes of buffers, want at most 24 MiB, 2 KiB a bucket and its stages", buckets, total)
 		}
 		sw.flush()
 		s.close()

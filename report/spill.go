@@ -187,16 +187,25 @@ type spillWriter struct {
 	// stalled the worker (measured: 3-4% of a report's time).
 	rstage [][]byte
 	tstage [][]byte
+	// stageRecs and stageTexts are the stages' sizes (stageSizes)
+	stageRecs, stageTexts int
 }
 
-const (
-	stageRecs  = 32 * spillRecBytes
-	stageTexts = 2 << 10
-)
+// A writer's stages take about stagesBytes in all (they must stay in the core's cache): 32
+// records and 2 KiB of texts a bucket with 64 buckets, 8 and 512 bytes with 256.
+const stagesBytes = 170 << 10
+
+// stageSizes are the record and text stage sizes of a bucket when there are n buckets.
+func stageSizes(n int) (recs, texts int) {
+	recs = max(8, stagesBytes/n/4/spillRecBytes) * spillRecBytes
+	return recs, max(512, stagesBytes/n-recs)
+}
 
 func (s *spill) writer() *spillWriter {
 	n := len(s.files)
-	return &spillWriter{s: s, bufs: make([][]byte, n), texts: make([][]byte, n), rstage: make([][]byte, n), tstage: make([][]byte, n)}
+	w := &spillWriter{s: s, bufs: make([][]byte, n), texts: make([][]byte, n), rstage: make([][]byte, n), tstage: make([][]byte, n)}
+	w.stageRecs, w.stageTexts = stageSizes(n)
+	return w
 }
 
 func (w *spillWriter) add(keyHash, srcHash uint64, text []byte) {
@@ -210,8 +219,8 @@ func (w *spillWriter) textFor(keyHash uint64) []byte {
 	if w.bufs[b] == nil {
 		w.bufs[b] = make([]byte, 0, w.s.bufSize)
 		w.texts[b] = make([]byte, 0, 2*w.s.bufSize+spillTextSlack)
-		w.rstage[b] = make([]byte, 0, stageRecs)
-		w.tstage[b] = make([]byte, 0, stageTexts+spillTextSlack)
+		w.rstage[b] = make([]byte, 0, w.stageRecs)
+		w.tstage[b] = make([]byte, 0, w.stageTexts+spillTextSlack)
 	}
 	return w.tstage[b]
 }
@@ -230,7 +239,7 @@ func (w *spillWriter) commit(keyHash, srcHash uint64, tb []byte) {
 	rs = binary.LittleEndian.AppendUint64(rs, srcHash)
 	rs = binary.LittleEndian.AppendUint32(rs, uint32(n))
 	w.rstage[b], w.tstage[b] = rs, tb
-	if len(rs) >= stageRecs || len(tb) >= stageTexts {
+	if len(rs) >= w.stageRecs || len(tb) >= w.stageTexts {
 		w.unstage(b)
 	}
 }
