@@ -326,7 +326,6 @@ func (r *runner) analyse(ctx context.Context, feed *pipeline.Feed, held []pipeli
 	r.spill = sp
 	closers = append(closers, sp.close)
 	sp.leaveOutOriginHashes(r.d.srcCols, r.hashed)
-	sp.srcCols = r.d.srcCols
 	if r.prog.UsesSalt() && len(r.adv.sets) > 0 {
 		if r.bySource, err = newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed()), r.log); err != nil {
 			return fail(err)

@@ -53,12 +53,10 @@ type spill struct {
 
 	bufSize int
 
-	// fromOrigin and skip: see leaveOutOriginHashes
-	fromOrigin []int
-	skip       uint64
-	// srcCols are the source columns an origin shows (the key's, see appendOrigin): a whole
-	// row's origin holds every source value and shows these
+	// srcCols are the source columns an origin shows (the key's, see appendOrigin; a whole
+	// row's origin holds every source value and shows these); skip: see leaveOutOriginHashes
 	srcCols []int
+	skip    uint64
 
 	streamMu sync.Mutex
 	streams  map[string]uint64
@@ -101,7 +99,7 @@ func spillBuckets(expectedRows int64) int {
 		return unknownSizeBuckets
 	}
 	n := minBuckets
-	for n < maxBuckets && expectedRows > 0 && expectedRows*rowBytes/int64(n) > maxBucketBytes*3/4 {
+	for n < maxBuckets && expectedRows*rowBytes/int64(n) > maxBucketBytes*3/4 {
 		n *= 2
 	}
 	return n
@@ -310,12 +308,15 @@ func appendRowInfo(dst []byte, salt uint64, cols []uint64, n int, skip uint64) [
 		if i < len(cols) {
 			h = cols[i]
 		}
-		dst = binary.LittleEndian.AppendUint32(dst, uint32(h^h>>32))
+		dst = binary.LittleEndian.AppendUint32(dst, foldHash(h))
 	}
 	return dst
 }
 
 var nullHash = hashValue(pipeline.Null, 0)
+
+// foldHash is a column hash as a row's text keeps it: 32 bits.
+func foldHash(h uint64) uint32 { return uint32(h ^ h>>32) }
 
 // A row's text starts with a varint whose low two bits say what follows: bit 1 clear, the salt
 // (v>>2), column hashes and origin of appendRowInfo and appendOrigin, bit 0 set when hashes are
@@ -431,9 +432,10 @@ func decodeRowInfo(b []byte, n int, skip uint64, cols []uint32) (salt uint64, _ 
 
 // leaveOutOriginHashes makes rows whose origin holds the source columns srcCols whole (none cut
 // to maxOriginText) leave their hashes out: the counter hashes the origin's values instead.
-// Only for a spill whose texts all have an origin.
+// srcCols are also the columns whole rows' origins show. Only for a spill whose texts all have
+// an origin.
 func (s *spill) leaveOutOriginHashes(srcCols []int, hashed int) {
-	s.fromOrigin = srcCols
+	s.srcCols = srcCols
 	for _, c := range srcCols {
 		if c < hashed {
 			s.skip |= 1 << uint(c)
@@ -909,7 +911,7 @@ func (c *counter) rowInfo(g []spillRec) error {
 				if col < len(w.vals) {
 					h = hashValue(w.vals[col], 0)
 				}
-				row[col] = uint32(h ^ h>>32) // as appendRowInfo folds it
+				row[col] = foldHash(h)
 			}
 			c.salts[i] = 0
 			if c.spec.salted {
@@ -925,14 +927,14 @@ func (c *counter) rowInfo(g []spillRec) error {
 		}
 		if left {
 			o, ok := c.s.readOrigin(rest)
-			if !ok || o.srcTrunc || len(o.src) != len(c.s.fromOrigin) {
+			if !ok || o.srcTrunc || len(o.src) != len(c.s.srcCols) {
 				bad = true
 				return
 			}
-			for k, col := range c.s.fromOrigin {
+			for k, col := range c.s.srcCols {
 				if col < m {
 					h := hashValue(o.src[k], 0)
-					cols[col] = uint32(h ^ h>>32) // as appendRowInfo folds it
+					cols[col] = foldHash(h)
 				}
 			}
 		}
