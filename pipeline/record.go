@@ -142,6 +142,13 @@ type Sampler interface {
 	Sample(ctx context.Context, n int) ([]Record, error)
 }
 
+// Rereader is implemented by sources whose Run, called again, reads the same rows in the same
+// order (files, generated data; not stdin, streams or live tables). The report reads such a
+// source a second time, only when keys collide, rather than keep every row's values on disk.
+type Rereader interface {
+	Rereadable() bool
+}
+
 // BatchSampler is a Sampler whose sample keeps what batches carry besides their records: each
 // record's stream, its write time (Batch.WriteTimes, when the source fills them) and
 // SaltOrigin, so that a report over a sample judges the write order by the same evidence as a

@@ -23,6 +23,7 @@ import (
 	"math/bits"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,6 +112,10 @@ type Config struct {
 	// Order is what the caller knows about the order the application writes rows in (the
 	// write-order model's evidence).
 	Order OrderHints
+	// Reread, when set, is called before the collision check reads the source a second time
+	// (a source that can be read again, when keys collide), with the counters that read
+	// updates (RowsIn), and returns what to call when it ends: for a progress display.
+	Reread func(c *pipeline.Counters) (done func())
 }
 
 const (
@@ -154,12 +159,16 @@ type runner struct {
 	// salt: rows that share a source key then need not share the mapping's key, and the advisor's
 	// designs read the source key.
 	bySource *spill
-	hashed   int    // source columns hashed per row (at most maxHashedColumns)
-	saltN    uint64 // the advisor's salt design's n: each row keeps saltToken % saltN (0: none)
-	queries  []transform.Query
-	adv      *advisor
-	order    *orderModel
-	log      *zap.Logger
+	// rereadable: the source read can be read again (pipeline.Rereader), so the collision check
+	// leaves the rows' texts out of its temp files and, when keys collide, reads the source again
+	// for their rows (recount)
+	rereadable pipeline.Source
+	hashed     int    // source columns hashed per row (at most maxHashedColumns)
+	saltN      uint64 // the advisor's salt design's n: each row keeps saltToken % saltN (0: none)
+	queries    []transform.Query
+	adv        *advisor
+	order      *orderModel
+	log        *zap.Logger
 }
 
 // Run reads the source and builds the report: the sample and the region plan are chosen
@@ -191,6 +200,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			sample = r.prog.SampleRows(recs)
 		}
 	}
+	if rr, ok := src.(pipeline.Rereader); ok && rr.Rereadable() && src == cfg.Source && !sampleCollides(sample, r.prog.Target().KeyLen) {
+		r.rereadable = src
+	}
 	feed := pipeline.StartFeed(ctx, src, nil, cfg.Workers*2)
 	var held []pipeline.Batch
 	if sample == nil {
@@ -210,7 +222,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r.log.Info("read the source", zap.Int64("rows", tl.read), zap.Duration("took", time.Since(started)))
-	return r.assemble(total, tl, plan, planInfo, info, started)
+	return r.assemble(ctx, total, tl, plan, planInfo, info, started)
 }
 
 // withDefaults fills the zero fields of cfg.
@@ -331,6 +343,7 @@ func (r *runner) analyse(ctx context.Context, feed *pipeline.Feed, held []pipeli
 			return fail(err)
 		}
 		closers = append(closers, r.bySource.close)
+		r.rereadable = nil // the source key's check keeps its texts: no second read
 	}
 	tl = newTimeline(plan.Count(), r.expectedAnalysed(), cfg.SubsampleMax, r.every, plan.Type)
 	r.order = newOrderModel(r.prog, cfg.Order)
@@ -356,7 +369,7 @@ func (r *runner) analyse(ctx context.Context, feed *pipeline.Feed, held []pipeli
 }
 
 // assemble runs the collision check and the advisor and builds the report.
-func (r *runner) assemble(total *acc, tl *timeline, plan pipeline.RegionPlan, planInfo PlanInfo, info SourceInfo, started time.Time) (*Report, error) {
+func (r *runner) assemble(ctx context.Context, total *acc, tl *timeline, plan pipeline.RegionPlan, planInfo PlanInfo, info SourceInfo, started time.Time) (*Report, error) {
 	cfg := r.cfg
 	// the collision check reads the temp files while the write order is put together and the
 	// advisor analyses its designs on the subsample; the exact figures are put together after both
@@ -366,7 +379,7 @@ func (r *runner) assemble(total *acc, tl *timeline, plan pipeline.RegionPlan, pl
 	var countTook time.Duration
 	counting := make(chan struct{})
 	go func() {
-		coll, coll2, err = r.countCollisions()
+		coll, coll2, err = r.countCollisions(ctx)
 		countTook = time.Since(counted)
 		close(counting)
 	}()
@@ -431,18 +444,157 @@ func (r *runner) assemble(total *acc, tl *timeline, plan pipeline.RegionPlan, pl
 
 // countCollisions runs the collision check: the mapping's key (with the column sets the advisor
 // needs, unless the key has a salt), and the source key's when it does.
-func (r *runner) countCollisions() (collisionResult, collisionResult, error) {
+func (r *runner) countCollisions(ctx context.Context) (collisionResult, collisionResult, error) {
 	spec := countSpec{maxExamples: maxCollisionExamples, maxOrigins: maxExampleOrigins, pairs: true, cols: r.hashed}
 	if r.bySource == nil {
 		spec.sets, spec.salted, spec.saltN = r.adv.sets, r.saltN > 0, r.saltN
 	}
-	coll, err := r.spill.count(spec)
+	first := spec
+	first.keysOnly = r.rereadable != nil
+	coll, err := r.spill.count(first)
+	if err == nil && first.keysOnly && coll.Colliding > 0 {
+		coll, err = r.recount(ctx, spec, coll)
+	}
 	if err != nil || r.bySource == nil {
 		return coll, coll, err
 	}
 	spec2 := countSpec{pairs: true, cols: r.hashed, sets: r.adv.sets, salted: r.saltN > 0, saltN: r.saltN}
 	coll2, err := r.bySource.count(spec2)
 	return coll, coll2, err
+}
+
+// sampleCollides: two rows of the plan sample (target rows) share a key but differ. Keys that
+// collide widely show it there; the report then keeps every row's text in its first read
+// rather than read the source twice.
+func sampleCollides(sample [][]pipeline.Value, keyLen int) bool {
+	rows := make(map[uint64]uint64, len(sample))
+	for _, row := range sample {
+		kh, rh := hashValues(row[:keyLen]), hashValues(row)
+		if prev, ok := rows[kh]; ok && prev != rh {
+			return true
+		}
+		rows[kh] = rh
+	}
+	return false
+}
+
+// maxRecountKeys bounds the colliding keys a second read looks for (8 MiB of key hashes); with
+// more it spills every row again.
+var maxRecountKeys = 1 << 20
+
+// recount completes the collision check of a first read that left the rows' texts out and
+// found colliding keys (first): the source is read again, the rows of those keys are spilled
+// with their texts, and counted with spec. The second read must find the same collisions, or
+// the source changed in between.
+func (r *runner) recount(ctx context.Context, spec countSpec, first collisionResult) (collisionResult, error) {
+	started := time.Now()
+	keys := first.CollidingKeys
+	if first.Colliding > int64(len(keys)) {
+		keys = nil // too many to look for: every row
+	} else {
+		slices.Sort(keys)
+	}
+	r.log.Info("collision check: reading the source again for the rows of the colliding keys",
+		zap.Int64("colliding_keys", first.Colliding), zap.Bool("every_row", keys == nil))
+	var read pipeline.Counters
+	done := func() {}
+	if r.cfg.Reread != nil {
+		done = r.cfg.Reread(&read)
+	}
+	sp, err := r.respill(ctx, keys, &read)
+	done()
+	if err != nil {
+		return first, err
+	}
+	defer sp.close()
+	res, err := sp.count(spec)
+	if err != nil {
+		return first, err
+	}
+	if res.Colliding != first.Colliding || res.Rows != first.Rows {
+		return first, fmt.Errorf("report: collision check: the source changed between its two reads (%d colliding keys, then %d): run the report again on input that stays as it is while it is read", first.Colliding, res.Colliding)
+	}
+	// the second spill held the colliding keys' rows: the keys and duplicates are the first's
+	res.Keys, res.Duplicates = first.Keys, first.Duplicates
+	r.log.Info("collision check: second read", zap.Duration("took", time.Since(started)))
+	return res, nil
+}
+
+// respill reads the source again, as the first read did (the same sampling and limit), and
+// spills with their texts the rows whose key hash is in keys (sorted; nil: every row); read
+// counts the rows read.
+func (r *runner) respill(ctx context.Context, keys []uint64, read *pipeline.Counters) (*spill, error) {
+	cfg := r.cfg
+	buckets := minBuckets
+	if keys == nil {
+		buckets = spillBuckets(r.expectedAnalysed())
+	}
+	sp, err := newSpill(cfg.TmpDir, buckets, r.log)
+	if err != nil {
+		return nil, err
+	}
+	sp.leaveOutOriginHashes(r.d.srcCols, r.hashed)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	feed := pipeline.StartFeed(ctx, r.rereadable, nil, cfg.Workers*2)
+	pool := pipeline.StartWorkers(cfg.Workers, cfg.Workers, func(int) (func(*job), func()) {
+		wk := &worker{r: r, ev: r.prog.NewEvaluator(), sw: sp.writer(), out: make([]pipeline.Value, len(r.prog.Target().Columns))}
+		return func(j *job) { wk.respill(j, keys) }, wk.sw.flush
+	})
+	var ord int64
+	for b := range feed.Batches {
+		if r.limit > 0 && ord+int64(len(b.Records)) > r.limit {
+			b.Records = b.Records[:r.limit-ord]
+		}
+		j := &job{batch: b, firstOrd: ord}
+		ord += int64(len(b.Records))
+		read.RowsIn.Add(int64(len(b.Records)))
+		select {
+		case pool.Jobs() <- j:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil || r.limit > 0 && ord >= r.limit {
+			break
+		}
+	}
+	pool.Close()
+	err = feed.Discard()
+	if err == nil || r.limit > 0 && ord >= r.limit && errors.Is(err, context.Canceled) && ctx.Err() == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		sp.close()
+		return nil, fmt.Errorf("report: collision check: second read of the source: %w", err)
+	}
+	return sp, nil
+}
+
+// respill spills the rows of a batch the second read gave whose key hash is in keys (nil: all).
+func (w *worker) respill(j *job, keys []uint64) {
+	r, b := w.r, &j.batch
+	var sid uint64
+	if len(b.Records) > 0 {
+		sid = w.sw.s.streamID(b.Stream)
+	}
+	for i := range b.Records {
+		if r.every > 1 && (j.firstOrd+int64(i))%r.every != 0 {
+			continue
+		}
+		rec := &b.Records[i]
+		if rec.Err != nil || w.ev.Apply(b, rec, w.out) != nil {
+			continue
+		}
+		key := w.out[:r.d.keyLen]
+		kh := hashValues(key)
+		if _, found := slices.BinarySearch(keys, kh); keys != nil && !found {
+			continue
+		}
+		w.spillRow(sid, b, rec, key, kh, true)
+	}
+	w.ev.Reset()
+	if b.Release != nil {
+		b.Release()
+	}
 }
 
 // queryInfo lists the declared queries.
@@ -742,43 +894,7 @@ func (w *worker) process(j *job) {
 		region := d.route(out[0])
 		a.row(out, region)
 		key := out[:d.keyLen]
-		var keep []pipeline.Value
-		long := longSource(rec.Values, d.srcCols)
-		if d.storeKey || long {
-			keep = key
-		}
-		// the text goes straight into the spill's buffer
-		kh := hashValues(key)
-		text := w.sw.textFor(kh)
-		if vals := rec.Values; r.saltN > 0 && w.sw2 == nil && len(vals) <= len(r.prog.Source()) && fitsWhole(vals) {
-			// the salt and the column hashes are computed by the collision check, for the rows
-			// it reads. Equal rows always come here together, so their source hashes (the
-			// values' encoding's, not hashColumns') are equal.
-			var src uint64
-			text, src = appendWhole(text, b.SaltOrigin, sid, rec.Seq, keep, vals)
-			w.sw.commit(kh, src, text)
-			w.finish(j, b, i, ord, region)
-			continue
-		}
-		var src uint64
-		w.cols, src = hashColumns(rec.Values, w.cols)
-		var salt uint64
-		if r.saltN > 0 {
-			var tok uint64
-			tok, w.salt = transform.SaltToken(w.salt, b, rec, len(r.prog.Source()))
-			salt = tok % r.saltN
-		}
-		start := len(text)
-		var skip uint64
-		if !long && w.sw2 == nil { // the source-key check's texts are the row info alone
-			skip = r.spill.skip
-		}
-		text = appendRowInfo(text, salt, w.cols, r.hashed, skip)
-		if w.sw2 != nil {
-			w.sw2.add(hashSubset(w.cols, d.srcCols), src, text[start:])
-		}
-		text = appendOrigin(text, sid, rec.Seq, keep, d.srcCols, rec.Values)
-		w.sw.commit(kh, src, text)
+		w.spillRow(sid, b, rec, key, hashValues(key), r.rereadable == nil)
 		w.finish(j, b, i, ord, region)
 	}
 	if j.hasFirst {
@@ -791,6 +907,55 @@ func (w *worker) process(j *job) {
 	c.RowsIn.Add(int64(len(b.Records)))
 	c.RowsWritten.Add(ok)
 	c.RowsRejected.Add(rejected)
+}
+
+// spillRow adds a row, whose key is key (hashed kh), to the collision check (w.sw; sid: its
+// stream's id there): its record, and its text when withText. Without the text the record's
+// source hash is the same as with it: the rows a second read spills (respill) count alike.
+func (w *worker) spillRow(sid uint64, b *pipeline.Batch, rec *pipeline.Record, key []pipeline.Value, kh uint64, withText bool) {
+	r, d, sw := w.r, w.r.d, w.sw
+	var keep []pipeline.Value
+	long := longSource(rec.Values, d.srcCols)
+	if d.storeKey || long {
+		keep = key
+	}
+	// the text goes straight into the spill's buffer
+	text := sw.textFor(kh)
+	mark := len(text)
+	if vals := rec.Values; r.saltN > 0 && w.sw2 == nil && len(vals) <= len(r.prog.Source()) && fitsWhole(vals) {
+		// the salt and the column hashes are computed by the collision check, for the rows
+		// it reads. Equal rows always come here together, so their source hashes (the
+		// values' encoding's, not hashColumns') are equal.
+		var src uint64
+		text, src = appendWhole(text, b.SaltOrigin, sid, rec.Seq, keep, vals)
+		if !withText {
+			text = text[:mark]
+		}
+		sw.commit(kh, src, text)
+		return
+	}
+	var src uint64
+	w.cols, src = hashColumns(rec.Values, w.cols)
+	if !withText && w.sw2 == nil {
+		sw.commit(kh, src, text)
+		return
+	}
+	var salt uint64
+	if r.saltN > 0 {
+		var tok uint64
+		tok, w.salt = transform.SaltToken(w.salt, b, rec, len(r.prog.Source()))
+		salt = tok % r.saltN
+	}
+	var skip uint64
+	if !long && w.sw2 == nil { // the source-key check's texts are the row info alone
+		skip = sw.s.skip
+	}
+	text = appendRowInfo(text, salt, w.cols, r.hashed, skip)
+	if w.sw2 != nil {
+		w.sw2.add(hashSubset(w.cols, d.srcCols), src, text[mark:])
+	}
+	text = appendOrigin(text, sid, rec.Seq, keep, d.srcCols, rec.Values)
+	sw.commit(kh, src, text)
 }
 
 // finish records an accepted row's region and write order in its job.

@@ -39,7 +39,8 @@ import (
 // there are many): the column hashes tell in which columns colliding rows
 // differ (for the uniqueness rule's advice) and how many rows a key reading other columns would
 // lose (for the advisor). Memory: the workers' write buffers and one bucket at a time; disk:
-// about 20 + len(text) bytes per row, removed by close.
+// about 20 + len(text) bytes per row, removed by close. A source that can be read again leaves
+// the texts out (countSpec.keysOnly) and is read again for the colliding keys' rows (runner.recount).
 type spill struct {
 	dir   string
 	shift uint
@@ -537,6 +538,9 @@ type countSpec struct {
 	// cols is the number of column hashes every row's text holds (min(source columns, 64)); 0
 	// when the texts hold none (then sets, salted and pairs are ignored).
 	cols int
+	// keysOnly: the texts were left out (a source that can be read again, see runner.recount):
+	// the colliding keys are listed (up to maxRecountKeys), not examined.
+	keysOnly bool
 }
 
 // maxPairRows bounds the distinct source rows of one colliding key compared pairwise (up to
@@ -566,6 +570,10 @@ type collisionResult struct {
 	Unrecorded  int64 // pairs not kept: more than maxMasks distinct masks
 	CheckedKeys int64 // colliding keys whose rows were all compared pairwise
 	PartialKeys int64 // colliding keys with more than maxPairRows distinct rows: their first ones compared
+
+	// CollidingKeys are the colliding keys' hashes, with countSpec.keysOnly (the first
+	// maxRecountKeys counted; Colliding says whether there were more)
+	CollidingKeys []uint64
 }
 
 type collisionExample struct {
@@ -660,6 +668,9 @@ func (r *collisionResult) add(o collisionResult, maxExamples int) {
 	r.PartialKeys += o.PartialKeys
 	for m, n := range o.Masks {
 		r.addMask(m, n)
+	}
+	if room := maxRecountKeys - len(r.CollidingKeys); room > 0 {
+		r.CollidingKeys = append(r.CollidingKeys, o.CollidingKeys[:min(room, len(o.CollidingKeys))]...)
 	}
 	r.Examples = append(r.Examples, o.Examples...)
 	slices.SortFunc(r.Examples, func(a, b collisionExample) int {
@@ -827,6 +838,12 @@ func (c *counter) group(g []spillRec, res *collisionResult) error {
 	res.Colliding++
 	res.Rows += distinct - 1
 	spec := c.spec
+	if spec.keysOnly {
+		if len(res.CollidingKeys) < maxRecountKeys {
+			res.CollidingKeys = append(res.CollidingKeys, g[0].key)
+		}
+		return nil
+	}
 	m := spec.cols
 	if m > 0 {
 		if err := c.rowInfo(g); err != nil {

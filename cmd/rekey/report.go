@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -190,6 +191,7 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
+	finishBar := sync.OnceFunc(bar.finish)
 	rep, err := report.Run(ctx, report.Config{
 		Program:        prog,
 		Mapping:        m,
@@ -209,8 +211,16 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 		FormatSplit:    lindorm.SplitValue,
 		Queries:        queries,
 		Order:          order,
+		Reread: func(c *pipeline.Counters) func() {
+			finishBar()
+			again, err := f.progress.startRows("reading again for the colliding keys' rows", estimatedRows(src), c)
+			if err != nil {
+				return func() {}
+			}
+			return again.finish
+		},
 	})
-	bar.finish()
+	finishBar()
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return interrupted(errors.New("report interrupted"))

@@ -38,11 +38,12 @@ type Stdin struct {
 }
 
 var (
-	_ pipeline.Source  = (*Files)(nil)
-	_ pipeline.Sizer   = (*Files)(nil)
-	_ pipeline.Sampler = (*Files)(nil)
-	_ pipeline.Source  = (*Stdin)(nil)
-	_ pipeline.Sizer   = (*Stdin)(nil)
+	_ pipeline.Source   = (*Files)(nil)
+	_ pipeline.Sizer    = (*Files)(nil)
+	_ pipeline.Sampler  = (*Files)(nil)
+	_ pipeline.Rereader = (*Files)(nil)
+	_ pipeline.Source   = (*Stdin)(nil)
+	_ pipeline.Sizer    = (*Stdin)(nil)
 )
 
 // headBudget is what Open reads of all the files' heads together (each at least minHeadSize):
@@ -352,6 +353,9 @@ func (f *Files) Run(ctx context.Context, resume map[string]pipeline.StreamState,
 	}
 	return nil
 }
+
+// Rereadable: Run reads the files again from their start (stdin is a Stdin, which cannot).
+func (f *Files) Rereadable() bool { return true }
 
 // runWindow reads the records after the first skip, at most limit of them, over the files in
 // order. Each batch's cursor also counts the records read so far (rows=N, skipped ones included),

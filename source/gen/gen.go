@@ -128,9 +128,10 @@ type Source struct {
 }
 
 var (
-	_ pipeline.Source  = (*Source)(nil)
-	_ pipeline.Sizer   = (*Source)(nil)
-	_ pipeline.Sampler = (*Source)(nil)
+	_ pipeline.Source   = (*Source)(nil)
+	_ pipeline.Sizer    = (*Source)(nil)
+	_ pipeline.Sampler  = (*Source)(nil)
+	_ pipeline.Rereader = (*Source)(nil)
 )
 
 // New makes a source whose records hold the schema's columns in the schema's order. The schema
@@ -178,6 +179,9 @@ func New(cfg Config, schema pipeline.SourceSchema, logger *zap.Logger) (*Source,
 	}
 	return s, nil
 }
+
+// Rereadable: Run generates the same rows every time.
+func (s *Source) Rereadable() bool { return true }
 
 // EstimatedRows is the exact row count.
 func (s *Source) EstimatedRows() int64 { return s.hi - s.lo }
