@@ -216,8 +216,8 @@ func (w *spillWriter) add(keyHash, srcHash uint64, text []byte) {
 func (w *spillWriter) textFor(keyHash uint64) []byte {
 	b := int(keyHash >> w.s.shift)
 	if w.bufs[b] == nil {
+		// the text buffer comes with the first text: a spill without texts has none
 		w.bufs[b] = make([]byte, 0, w.s.bufSize)
-		w.texts[b] = make([]byte, 0, 2*w.s.bufSize+spillTextSlack)
 		w.rstage[b] = make([]byte, 0, w.stageRecs)
 		w.tstage[b] = make([]byte, 0, w.stageTexts+spillTextSlack)
 	}
@@ -251,6 +251,9 @@ func (w *spillWriter) unstage(b int) {
 		w.flushBucket(b)
 	}
 	w.bufs[b] = append(w.bufs[b], rs...)
+	if w.texts[b] == nil && len(ts) > 0 {
+		w.texts[b] = make([]byte, 0, 2*w.s.bufSize+spillTextSlack)
+	}
 	w.texts[b] = append(w.texts[b], ts...)
 	w.rstage[b], w.tstage[b] = rs[:0], ts[:0]
 }
