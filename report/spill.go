@@ -266,7 +266,7 @@ func (w *spillWriter) flushBucket(b int) {
 	s := w.s
 	s.mu[b].Lock()
 	_, err := s.files[b].Write(buf)
-	if err == nil {
+	if err == nil && len(tb) > 0 { // none without texts: no empty write
 		_, err = s.texts[b].Write(tb)
 	}
 	s.textSize[b] += int64(len(tb))
