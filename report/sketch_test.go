@@ -97,6 +97,17 @@ func TestWindowsStayBounded(t *testing.T) {
 
 // The bucket pass counts exactly what an in-memory count gives, with several writers, whether
 // the buckets are sorted as they are or split first.
+// openSpill makes a spill in the test's temp directory, removed when the test ends.
+func openSpill(tb testing.TB, buckets int) *spill {
+	tb.Helper()
+	s, err := newSpill(tb.TempDir(), buckets, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.close)
+	return s
+}
+
 func TestSpillCountsExactly(t *testing.T) {
 	t.Run("buckets", func(t *testing.T) { testSpill(t) })
 	t.Run("split", func(t *testing.T) {
@@ -107,11 +118,7 @@ func TestSpillCountsExactly(t *testing.T) {
 }
 
 func testSpill(t *testing.T) {
-	s, err := newSpill(t.TempDir(), spillBuckets(0), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
+	s := openSpill(t, spillBuckets(0))
 	r := rand.New(rand.NewPCG(3, 4))
 	type row struct{ k, src uint64 }
 	var rows []row
@@ -232,11 +239,7 @@ const (
 // same, and the texts hold one column hash a row instead of three. With textWholeRows the salt
 // is transform.SaltToken's (as random(2) gives it), computed by the counter.
 func testSpillSets(t *testing.T, keys uint64, mode textMode) {
-	s, err := newSpill(t.TempDir(), spillBuckets(0), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
+	s := openSpill(t, spillBuckets(0))
 	var srcCols []int
 	if mode == textFromOrigin {
 		srcCols = []int{0, 1}
@@ -378,11 +381,7 @@ func testSpillSets(t *testing.T, keys uint64, mode textMode) {
 // A whole row's salt is the worker's: the origin's stream and offset go into it when the batch
 // says so (Kafka), and every kind of value comes back as it was.
 func TestWholeRowSaltIsTheWorkers(t *testing.T) {
-	s, err := newSpill(t.TempDir(), 64, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
+	s := openSpill(t, 64)
 	s.srcCols = []int{1}
 	vals := []pipeline.Value{pipeline.Text("u1"), pipeline.Int(-42), pipeline.Float(2.5), pipeline.Bool(true), pipeline.Null,
 		{Kind: pipeline.KindBytes, Str: "\x00\xff"}, {Kind: pipeline.KindDecimal, Str: "-12.340"}}
@@ -467,7 +466,9 @@ func TestDistinctEstimate(t *testing.T) {
 	}
 }
 
-// The fast routing gives the plan's own answers.
+// The fast routing gives the plan's own answers: text plans routed by counting their splits (up
+// to linearRouteSplits) and by binary search beyond, values equal to a split or just past it
+// included.
 func TestFastRouteMatchesPlan(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	randText := func() string {
@@ -477,28 +478,38 @@ func TestFastRouteMatchesPlan(t *testing.T) {
 		}
 		return string(b)
 	}
-	var splits []pipeline.Value
-	seen := map[string]bool{}
-	for len(splits) < 40 {
-		s := randText()
-		if !seen[s] {
-			seen[s] = true
-			splits = append(splits, pipeline.Text(s))
+	for _, n := range []int{1, 15, 40, linearRouteSplits, linearRouteSplits + 1} {
+		var splits []pipeline.Value
+		seen := map[string]bool{}
+		for len(splits) < n {
+			s := randText()
+			if !seen[s] {
+				seen[s] = true
+				splits = append(splits, pipeline.Text(s))
+			}
+		}
+		sort.Slice(splits, func(i, j int) bool { return splits[i].Str < splits[j].Str })
+		text := &design{plan: pipeline.RegionPlan{Type: pipeline.TypeVarchar, Splits: splits, Strategy: "quantile"}}
+		text.fastRoute()
+		if text.textSplits == nil {
+			t.Fatalf("%d splits: no fast path", n)
+		}
+		for i := 0; i < 20000; i++ {
+			v := randText()
+			if i%3 == 0 {
+				v = splits[r.IntN(n)].Str + v[:len(v)%3]
+			}
+			if got, want := text.route(pipeline.Text(v)), text.plan.Route(pipeline.Text(v)); got != want {
+				t.Fatalf("%d splits: route(%q) = %d, plan says %d", n, v, got, want)
+			}
 		}
 	}
-	sort.Slice(splits, func(i, j int) bool { return splits[i].Str < splits[j].Str })
-	text := &design{plan: pipeline.RegionPlan{Type: pipeline.TypeVarchar, Splits: splits, Strategy: "quantile"}}
-	text.fastRoute()
 	ints := &design{plan: pipeline.RegionPlan{Type: pipeline.TypeBigint, Splits: []pipeline.Value{pipeline.Int(-5), pipeline.Int(0), pipeline.Int(7), pipeline.Int(1 << 40)}}}
 	ints.fastRoute()
-	if text.textSplits == nil || ints.intSplits == nil {
+	if ints.intSplits == nil {
 		t.Fatal("no fast path")
 	}
 	for i := 0; i < 20000; i++ {
-		v := pipeline.Text(randText())
-		if got, want := text.route(v), text.plan.Route(v); got != want {
-			t.Fatalf("route(%q) = %d, plan says %d", v.Str, got, want)
-		}
 		n := pipeline.Int(r.Int64N(1<<41) - 1<<40)
 		if i%10 == 0 {
 			n = pipeline.Int(int64(r.IntN(20) - 10))
@@ -617,11 +628,7 @@ func TestHashColumnsIsHashValue(t *testing.T) {
 // A first read that leaves the texts out (a source read again for them) holds no text buffers:
 // 256 buckets of 64 KiB each a writer would be heap for nothing.
 func TestSpillWithoutTextsHoldsNoTextBuffers(t *testing.T) {
-	s, err := newSpill(t.TempDir(), unknownSizeBuckets, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
+	s := openSpill(t, unknownSizeBuckets)
 	sw := s.writer()
 	for i := 0; i < 200000; i++ {
 		k := mix64(uint64(i), 1)
@@ -641,10 +648,7 @@ func TestSpillWithoutTextsHoldsNoTextBuffers(t *testing.T) {
 
 func TestSpillWriterBuffersStayBounded(t *testing.T) {
 	for _, buckets := range []int{minBuckets, maxBuckets} {
-		s, err := newSpill(t.TempDir(), buckets, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := openSpill(t, buckets)
 		sw := s.writer()
 		id := s.streamID("orders.csv")
 		cols := make([]uint64, 7)
@@ -727,11 +731,7 @@ func TestSortHeadsOrdersByHeadThenIndex(t *testing.T) {
 // An example's differ_in covers every distinct row of its key, not only the origins it shows:
 // 30 rows of one key differ in b, and one of them also in c; one origin is shown.
 func TestExampleDiffCoversEveryRow(t *testing.T) {
-	s, err := newSpill(t.TempDir(), 64, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
+	s := openSpill(t, 64)
 	sw := s.writer()
 	id := s.streamID("t")
 	key := hashValue(pipeline.Text("k"), 7)
@@ -758,53 +758,13 @@ func TestExampleDiffCoversEveryRow(t *testing.T) {
 	}
 }
 
-// Routing by counting the text splits below a value agrees with the binary search.
-func TestRouteCountsAsTheSearchDoes(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	word := func() string {
-		b := make([]byte, r.IntN(12))
-		for i := range b {
-			b[i] = "0af\x00~u"[r.IntN(6)]
-		}
-		return string(b)
-	}
-	for _, n := range []int{1, 15, linearRouteSplits, linearRouteSplits + 1} {
-		var splits []string
-		for len(splits) < n {
-			splits = append(splits, word())
-			slices.Sort(splits)
-			splits = slices.Compact(splits)
-		}
-		d := &design{textSplits: splits}
-		for _, s := range splits {
-			d.textPrefix = append(d.textPrefix, prefix8(s))
-		}
-		for i := 0; i < 20000; i++ {
-			v := word()
-			if i%3 == 0 {
-				v = splits[r.IntN(n)] + v[:len(v)%3]
-			}
-			want, _ := slices.BinarySearch(splits, v)
-			if want < n && splits[want] == v {
-				want++ // a value equal to a split starts its region
-			}
-			if got := d.route(pipeline.Text(v)); got != want {
-				t.Fatalf("%d splits: %q routed to %d, want %d", n, v, got, want)
-			}
-		}
-	}
-}
-
 // A stored key longer than an origin keeps (a salted key of long computed values) is cut in the
 // text, and that is no reason to doubt the row: its source values are whole. Two rows of one
 // key, in both text formats, count as one collision with both origins shown.
 func TestLongStoredKeyIsNotCorrupt(t *testing.T) {
 	key := []pipeline.Value{pipeline.Int(3), pipeline.Text(strings.Repeat("k", 200))}
 	for _, whole := range []bool{false, true} {
-		s, err := newSpill(t.TempDir(), 64, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := openSpill(t, 64)
 		srcCols := []int{0, 1}
 		s.srcCols = srcCols
 		if !whole {

@@ -11,11 +11,7 @@ import (
 // BenchmarkSpill is the collision check's cost per row: a row's text (salt, 7 column hashes, its
 // origin) added by one writer, then the bucket pass over all of them.
 func BenchmarkSpill(b *testing.B) {
-	s, err := newSpill(b.TempDir(), 256, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.close()
+	s := openSpill(b, 256)
 	sw := s.writer()
 	id := s.streamID("orders.csv")
 	cols := make([]uint64, 7)
