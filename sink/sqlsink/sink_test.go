@@ -361,6 +361,40 @@ func TestRefusedRowIsRejectedOthersWritten(t *testing.T) {
 	}
 }
 
+// A row whose statement is larger than the server's max_allowed_packet is a reject naming the
+// setting, as a value too long for its column is, and the rows around it are written: the
+// driver's "packet for query is too large" used to stop the run, and every retry of it.
+func TestRowOverMaxAllowedPacketIsRejected(t *testing.T) {
+	srv := mysqltest.MariaDB(t, "--max-allowed-packet=1M") // MariaDB's default is 16 MiB
+	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeVarchar, KeyPos: -1}}}
+	srv.Exec(t, "CREATE TABLE t (k bigint NOT NULL PRIMARY KEY, v longtext)")
+	w := openWriter(t, srv, s, 1)
+	var rows []pipeline.Row
+	for i := 0; i < 10; i++ {
+		v := strings.Repeat("x", 1000)
+		if i == 4 {
+			v = strings.Repeat("x", 1536<<10)
+		}
+		rows = append(rows, pipeline.Row{Values: []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text(v)}})
+	}
+	err := w.Write(context.Background(), rows)
+	var rr *pipeline.RowRejects
+	if !errors.As(err, &rr) {
+		t.Fatalf("want the row rejected, got %v", err)
+	}
+	if len(rr.Rows) != 1 || rr.Rows[0].Index != 4 || rr.Rows[0].Err.Code != CodeTargetRefused ||
+		!strings.Contains(rr.Rows[0].Err.Message, "max_allowed_packet") {
+		t.Fatalf("rejects %+v: want row 4 alone, code %s, naming max_allowed_packet", rr.Rows, CodeTargetRefused)
+	}
+	t.Log(rr.Rows[0].Err.Message)
+	var n int
+	srv.DB(t).QueryRow("SELECT COUNT(*) FROM t").Scan(&n)
+	if n != 9 {
+		t.Errorf("%d rows written, want 9", n)
+	}
+}
+
 // Changes of one key apply in order, even spread over several connections: an upsert, its
 // delete, a new upsert and a delete of another key, over many keys at once.
 func TestApplyKeepsOrderPerKey(t *testing.T) {
@@ -730,6 +764,8 @@ func TestClassify(t *testing.T) {
 		{&mysql.MySQLError{Number: 1205}, classTransient},
 		{&mysql.MySQLError{Number: 1406, Message: "Data too long for column 'v' at row 3"}, classRow},
 		{&mysql.MySQLError{Number: 1366}, classRow},
+		{fmt.Errorf("x: %w", mysql.ErrPktTooLarge), classRow}, // the driver: over the server's max_allowed_packet
+		{&mysql.MySQLError{Number: 1153, Message: "Got a packet bigger than 'max_allowed_packet' bytes"}, classRow},
 		{&mysql.MySQLError{Number: 1064, Message: "syntax error"}, classFatal},
 		{&mysql.MySQLError{Number: 1105, Message: "RegionTooBusyException: over memstore limit"}, classTransient},
 		{mysql.ErrInvalidConn, classTransient},
@@ -740,7 +776,7 @@ func TestClassify(t *testing.T) {
 			t.Errorf("%v: class %d, want %d", tc.err, got, tc.want)
 		}
 	}
-	if r := rowError(&mysql.MySQLError{Number: 1406, Message: "Data too long for column 'v' at row 3"}); r.Field != "v" || r.Code != CodeTargetRefused {
+	if r := rowError(&mysql.MySQLError{Number: 1406, Message: "Data too long for column 'v' at row 3"}, 100); r.Field != "v" || r.Code != CodeTargetRefused {
 		t.Errorf("rowError: %+v", r)
 	}
 }
