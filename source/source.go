@@ -71,7 +71,7 @@ type Input struct {
 	// Memory is the command's --memory budget (0: it has none): a kind refuses a bound of its
 	// own (a record's size) that the budget cannot hold
 	Memory int64
-	Logger    *zap.Logger
+	Logger *zap.Logger
 }
 
 // Set is the kinds a command line can read, each with its flags bound for that command line.
