@@ -264,7 +264,10 @@ func ParseURI(uri string) (Config, error) {
 		}
 	}
 	for k, vs := range u.Query {
-		v := vs[len(vs)-1]
+		if len(vs) != 1 { // which one was meant is a guess (names are matched without case)
+			return Config{}, fmt.Errorf("source %q: parameter %q is given %d times: give it once", uri, k, len(vs))
+		}
+		v := vs[0]
 		bad := func(want string) error {
 			return fmt.Errorf("source %q: %s=%q: want %s", uri, k, v, want)
 		}
