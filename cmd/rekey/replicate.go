@@ -169,6 +169,11 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	if kcfg.Group == "" {
 		return usageError(fmt.Errorf("--source %s: name the consumer group: ...?group=NAME", sourceuri.Redact(f.source)))
 	}
+	// --mark-start fixes where the group starts: a start= in the URI would be ignored
+	if u, err := sourceuri.Parse(f.source, "kafka", kafka.PasswordEnv); f.markStart && err == nil && len(u.Query["start"]) > 0 {
+		return usageError(fmt.Errorf("--source %s: --mark-start commits the topic's end offsets for the group, which then starts there whatever start= says: drop start= "+
+			"(without --mark-start, a new group starts at the oldest retained message)", sourceuri.Redact(f.source)))
+	}
 	// a group reads from its committed offsets (a new one from the first): a window's bounds
 	// would be ignored, so they are refused
 	if kcfg.Start == kafka.StartLatest || kcfg.Max > 0 {
