@@ -140,7 +140,7 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	fl.DurationVar(&f.session, "session-timeout", 30*time.Second, "consumer group session timeout")
 	fl.DurationVar(&f.rebalance, "rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long the broker waits for the members to rejoin (each closes its rolls first)")
 	fl.BoolVar(&f.acceptGaps, "accept-gaps", false, "continue past messages the topic deleted (retention) before they were read: logged, counted (rekey_gap_messages_total) and recorded in manifest.json (default: stop with an error)")
-	fl.BoolVar(&f.markStart, "mark-start", false, "fix where a new consumer group starts: commit the topic's end offsets now for the group, then exit (takes --source alone); the next replicate with that group applies only the messages produced after the mark")
+	fl.BoolVar(&f.markStart, "mark-start", false, "fix where a new consumer group starts: commit the topic's end offsets now for the group, then exit (takes --source alone, without start=); the next replicate with that group applies only the messages produced after the mark")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the run to this file")
 	fl.MarkHidden("cpu-profile")
 	fl.StringVar(&f.memProfile, "mem-profile", "", "write a heap profile taken at the peak heap to this file")
