@@ -128,6 +128,9 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 	default:
 		for _, name := range unlisted {
 			f.Files = append(f.Files, pipeline.FileInfo{Region: -1, Path: name, Rows: -1})
+			if f.Deletes != nil { // a replicate output's: a data file, read after its segments
+				f.Deletes = append(f.Deletes, false)
+			}
 		}
 		f.Unlisted = len(unlisted)
 	}

@@ -379,6 +379,9 @@ func (w *sourceWorker) process(b *pipeline.Batch, firstOrd uint64) {
 		}
 		if e == nil {
 			w.row = w.row[:0]
+			if v.state { // compared with a replicate output's state: each row is an upsert
+				w.row = append(w.row, stateUpsert)
+			}
 			for c := range v.rowCols {
 				if w.row, e = appendStored(w.row, v.rowCols[c], w.out[v.schema.KeyLen+c]); e != nil {
 					break

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,6 +12,8 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sinktest"
+	"github.com/rekey/rekey/source/cassandra/cassandratest"
+	"github.com/rekey/rekey/source/cassandra/cqltest"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
 
@@ -203,5 +206,92 @@ func TestVerifyReplicatedTableUpToTheGroupsOffsets(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A data file under data/ that a replicate output's manifest does not list (a copy of one of its
+// files) is read as the bulk load reads it: its rows are target rows, the file is named, and the
+// result is DIFFERENT. verify used to panic on it (index out of range).
+func TestVerifyReplicateOutputWithAnUnlistedFile(t *testing.T) {
+	mapping := writeFile(t, t.TempDir(), "users.yaml", usersMapping)
+	out := filepath.Join(t.TempDir(), "out")
+	msgs := relationalStream(30)
+	c, topic, _, _ := replicateTopic(t, mapping, msgs, "--out", out, "--roll-interval", "200ms")
+	m := readReplication(t, out)
+	first := filepath.Join(out, filepath.FromSlash(m.Replication.Segments[0].Data.Path))
+	data, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Dir(first), "copy.parquet", string(data))
+	code, got := verifyTopic(t, c, topic, mapping, "", out)
+	if code != exitDifferent || !strings.Contains(got, "1 data file not as listed") ||
+		!strings.Contains(got, "copy.parquet") || !strings.Contains(got, "not listed") || strings.Contains(got, "panic") {
+		t.Fatalf("verify exit %d, want DIFFERENT naming the unlisted file:\n%s", code, got)
+	}
+}
+
+// usersTable creates ks.users in a Cassandra test server holding rows ("id name email visits").
+func usersTable(t *testing.T, rows []string) *cassandratest.Cluster {
+	t.Helper()
+	cas := cassandratest.Open(t)
+	if err := cas.CreateTable("ks", "users", []cqltest.Column{{Name: "id", Type: "text"}, {Name: "name", Type: "text"},
+		{Name: "email", Type: "text"}, {Name: "visits", Type: "int"}}, []string{"id"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cas.InsertMany("ks", "users", len(rows), func(i int, r map[string]any) error {
+		f := strings.Fields(rows[i])
+		r["id"], r["name"], r["email"] = f[0], f[1], f[2]
+		n, err := strconv.Atoi(f[3])
+		r["visits"] = int32(n)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return cas
+}
+
+// relationalRows is the table relationalStream(n) leaves: "id name email visits" per row.
+func relationalRows(n int) []string {
+	var rows []string
+	for i := 0; i < n; i++ {
+		switch {
+		case i == 0:
+			rows = append(rows, "u0 back b 7")
+		case i%5 == 0:
+		case i%3 == 0:
+			rows = append(rows, fmt.Sprintf("u%d again x %d", i, 200+i))
+		default:
+			rows = append(rows, fmt.Sprintf("u%d name u%d@x.org %d", i, i, i))
+		}
+	}
+	return rows
+}
+
+// A replicate output folder verified against the table the changes come from (a cut-over
+// compares the two): EQUAL when the folder holds the table, and the rows the table has but the
+// folder not, or the other way round, are missing and extra. verify used to fail with "temp file
+// damaged" against any source but kafka://.
+func TestVerifyReplicateOutputAgainstATable(t *testing.T) {
+	// the columns in the table's order (Cassandra's: the key, then the others by name), which a
+	// mapping compiled against the table takes
+	mapping := writeFile(t, t.TempDir(), "users.yaml", strings.Replace(usersMapping, "    name: text\n    email: text\n", "    email: text\n    name: text\n", 1))
+	out := filepath.Join(t.TempDir(), "out")
+	replicateEvents(t, mapping, relationalStream(30), "--out", out, "--roll-interval", "200ms")
+	rows := relationalRows(30)
+	verifyTable := func(rows []string) (int, string) {
+		cas := usersTable(t, rows)
+		code, stdout, stderr := runCLI(t, "verify", "-m", mapping, "--source", cas.URI("ks", "users", ""), "--target", out, "--progress", "never")
+		return code, stdout + stderr
+	}
+	if code, got := verifyTable(rows); code != 0 || !strings.Contains(got, "EQUAL: the target holds all 25 keys checked and nothing else") {
+		t.Fatalf("verify exit %d, want EQUAL:\n%s", code, got)
+	}
+	// a row deleted in the table since, another inserted
+	changed := append([]string{"new1 n n@x 1"}, rows[1:]...)
+	code, got := verifyTable(changed)
+	if code != exitDifferent || !strings.Contains(got, "DIFFERENT: 1 missing, 1 extra (of 25 keys checked)") ||
+		!strings.Contains(got, "key id=new1") || !strings.Contains(got, "key id=u0") {
+		t.Fatalf("verify exit %d, want new1 missing and u0 extra:\n%s", code, got)
 	}
 }
