@@ -89,7 +89,7 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 	case store.IsNotExist(err):
 		data, err := objs.Get(ctx, output.CheckpointFile)
 		if store.IsNotExist(err) {
-			return nil, fmt.Errorf("%s is not a rekey output: it has neither %s nor %s", location, output.ManifestFile, output.CheckpointFile)
+			return nil, notAnOutput(ctx, objs, location)
 		} else if err != nil {
 			return nil, fmt.Errorf("%s: read %s: %w", location, output.CheckpointFile, err)
 		}
@@ -135,6 +135,18 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 		f.Unlisted = len(unlisted)
 	}
 	return f, nil
+}
+
+// notAnOutput says why a folder without a manifest or checkpoint cannot be verified: the shards
+// of a migration writing it together (--shared-out) are finished by a merge, which writes its
+// manifest.
+func notAnOutput(ctx context.Context, objs Objects, location string) error {
+	shards, err := objs.List(ctx, output.ShardsDir+"/")
+	if err == nil && len(shards) > 0 {
+		return fmt.Errorf("%s holds the shards of a migration written together (%s/) and no %s yet: once every shard has run, finish it with rekey merge --out %s, then verify it",
+			location, output.ShardsDir, output.ManifestFile, location)
+	}
+	return fmt.Errorf("%s is not a rekey output: it has neither %s nor %s", location, output.ManifestFile, output.CheckpointFile)
 }
 
 // unlistedFiles lists the data files under data/ that listed does not name and that the bulk

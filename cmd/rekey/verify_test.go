@@ -407,3 +407,17 @@ func TestVerifyNamesSourceRowsByLine(t *testing.T) {
 		t.Fatalf("verify of a CSV output: exit %d, examples %+v\n%s%s", code, r.Examples, stdout, stderr)
 	}
 }
+
+// An output the shards of a migration write together (--shared-out) has no manifest until
+// merge finishes it: verify says to run the merge, not that the folder is no rekey output.
+func TestVerifySharedOutputBeforeTheMerge(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "out")
+	mapping := "../../mappings/orders.yaml"
+	src := "gen:orders?rows=200&seed=3"
+	mustRun(t, "migrate", "-m", mapping, "--source", src, "--shard", "0/2", "--shared-out", "--regions", "2", "--out", out, "--progress", "never")
+	code, stdout, stderr := runCLI(t, "verify", "-m", mapping, "--source", src, "--target", out, "--progress", "never")
+	if code != exitVerifyFailed || !strings.Contains(stderr, "finish it with rekey merge --out "+out+", then verify it") || strings.Contains(stderr, "is not a rekey output") {
+		t.Fatalf("verify of a shared output before the merge: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
