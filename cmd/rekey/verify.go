@@ -126,7 +126,8 @@ after the key is computed); what a sample saves is target lookups and memory.
 --repair FILE.jsonl writes the source rows of the keys missing or differing (every source column,
 typed so that migrate reads back the same values: blobs as "0x..", timestamps in ISO-8601 UTC,
 decimals as written, null apart from "") for one more migrate to repair the target: a table
-takes them as upserts (migrate -m MAPPING --source file:FILE.jsonl --out TABLE); for a folder,
+takes them as upserts (migrate -m MAPPING --source file:FILE.jsonl --out TABLE --state FILE.state
+--overwrite: a state folder of its own, the table's default one holds the migration); for a folder,
 migrate them to a new --out and bulk load it after the first: its later writerConfig.timestamp
 makes its cells win. Keys of extra target rows, which no migrate removes, go to
 FILE.jsonl.extra-keys. The files are written (mode 0600, atomically) only when there is
