@@ -225,6 +225,9 @@ func checkManifestSchema(m *lindorm.Manifest, schema pipeline.TargetSchema) erro
 // targetWhere names a target row by its ord (file index << 32 | row in the file, from 0, or
 // for a CSV file its line, from 1).
 func (v *run) targetWhere(ord uint64) string {
+	if v.cfg.Folder == nil {
+		return "the table, read by key range"
+	}
 	files := v.cfg.Folder.Files
 	if i := int(ord >> 32); i < len(files) {
 		if v.cfg.Folder.Format == "csv" {

@@ -13,7 +13,7 @@ import (
 func Verdict(r *Result) string {
 	if r.Equal {
 		s := fmt.Sprintf("EQUAL: the target holds all %d keys checked", r.KeysChecked)
-		if r.Extra != nil {
+		if r.ExtraScope == ExtraAll {
 			s += " and nothing else"
 		}
 		if r.Sample != "all" {
@@ -33,6 +33,9 @@ func Verdict(r *Result) string {
 	}
 	if n := len(r.Files); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d data %s not as listed", n, plural(n, "file", "files")))
+	}
+	if len(parts) == 0 { // no difference, and nothing checked either
+		return "NOT VERIFIED: 0 keys checked: the source gave no key to look for, and the target's rows were not all read"
 	}
 	return fmt.Sprintf("DIFFERENT: %s (of %d keys checked)", strings.Join(parts, ", "), r.KeysChecked)
 }
@@ -66,10 +69,10 @@ func WriteText(w io.Writer, r *Result) error {
 	for _, c := range r.DifferColumns {
 		add("  "+c.Column, fmt.Sprint(c.Rows))
 	}
-	if r.Extra != nil {
-		add("extra", fmt.Sprint(*r.Extra))
+	if r.Extra == nil || r.ExtraScope != ExtraAll {
+		add("extra", extraText(r))
 	} else {
-		add("extra", "not checked (a table read by key cannot list rows the source does not have)")
+		add("extra", fmt.Sprint(*r.Extra))
 	}
 	add("time", fmt.Sprintf("%.1fs (%.0f source rows/s)", r.Seconds, r.RowsPerSec))
 	width := 0
@@ -118,6 +121,19 @@ func WriteText(w io.Writer, r *Result) error {
 	fmt.Fprintf(&b, "\n%s\n", Verdict(r))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// extraText says what the extra rows counted cover when it is not every target row.
+func extraText(r *Result) string {
+	switch r.ExtraScope {
+	case ExtraAll:
+		return fmt.Sprintf("%d", *r.Extra)
+	case ExtraRangesRead:
+		return fmt.Sprintf("%d in the key ranges of the table read (not all were: rows of the others not checked)", *r.Extra)
+	case ExtraDeletedKeys:
+		return fmt.Sprintf("%d of the keys the changes delete (rows of keys the changes never name not checked)", *r.Extra)
+	}
+	return "not checked (a table read by key cannot list rows the source does not have)"
 }
 
 // WriteJSON writes the result as indented JSON.

@@ -126,7 +126,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	v.state = cfg.Changes != nil || (cfg.Folder != nil && cfg.Folder.Replication != nil)
 	if v.state && cfg.Lookup != nil {
 		var zero int64
-		v.res.Extra = &zero
+		v.res.Extra, v.res.ExtraScope = &zero, ExtraDeletedKeys
 		v.res.Notes = append(v.res.Notes, "extra counts the keys the changes delete that the table still holds: a table read by key cannot list rows of keys the changes never name")
 	}
 	if cfg.Folder != nil && !cfg.SourceOnce && !v.state {
@@ -187,10 +187,20 @@ func (v *run) exact(ctx context.Context) error {
 	if rs, ok := cfg.Lookup.(RangeScanner); ok && !v.state && cfg.Sample == (Sample{}) && read.RowsWritten.Load() > 0 && !floatingKey(v.schema) {
 		dst = newParts(v.dir, "table", topBuckets, 0, &v.used, cfg.Memory/2)
 		defer dst.close()
-		if err := v.scanTable(ctx, rs, dst, read.RowsWritten.Load()); err != nil {
+		rows, whole, err := v.scanTable(ctx, rs, dst, read.RowsWritten.Load())
+		if err != nil {
 			return err
 		}
+		// the rows read are all compared: those of keys the source has not are extra
 		v.scanned = true
+		var zero int64
+		switch {
+		case whole:
+			v.res.Extra, v.res.ExtraScope = &zero, ExtraAll
+		case rows > 0:
+			v.res.Extra, v.res.ExtraScope = &zero, ExtraRangesRead
+			v.res.Notes = append(v.res.Notes, "the table was not read whole (it holds more rows than the source has keys, or a key range was refused): extra counts the rows of the key ranges read; the others were not checked")
+		}
 	}
 	par, name := cfg.Workers, "comparing"
 	if cfg.Lookup != nil {

@@ -102,8 +102,10 @@ target. It reports:
   differ      keys whose target row differs from the source's, with the columns that differ and
               a few examples (source vs target value, compared as the target stores them:
               timestamps in ms, decimals at the column's scale, floats bit for bit)
-  extra       rows in the target the source does not produce (an output folder only: a table
-              read by key cannot list them), and rows written more often than the source has them
+  extra       rows in the target the source does not produce, and rows written more often than
+              the source has them: of every row of an output folder or of a table read whole by
+              key range; of the ranges read of a table read in part; a table only looked up by
+              key cannot list them (the summary says which)
   rejected    source rows the mapping rejects: migrate rejected them too, they are not looked for
 
 When the source has several rows with one key, the last one is compared (the last one wins in
@@ -142,7 +144,8 @@ examples). A source on stdin, which can be read only once, is compared value by 
 
 Exit codes:
   0    equal: every key checked is in the target with the same values (and nothing extra)
-  2    different: rows missing, differing or extra (see the summary, or --json)
+  2    different: rows missing, differing or extra (see the summary, or --json); or NOT
+       VERIFIED: 0 keys checked of a target whose rows were not all read
   3    verify could not run to the end: flags, mapping, an unreadable source or target, a target
        holding another table
   130  interrupted

@@ -80,6 +80,7 @@ func (inv *invocation) replicationSource(ctx context.Context, uri string, prog *
 	sort.Strings(parts)
 	if len(parts) == 0 {
 		parts = append(parts, "nothing committed yet")
+		r.notes = append(r.notes, fmt.Sprintf("nothing to check: %s names no offset of topic %s that replicate committed (has it applied anything yet? is this the group= it runs with?)", from, kc.Topic))
 	}
 	r.upTo = strings.Join(parts, ", ") + " (" + from + ")"
 	r.changes = func(ctx context.Context, fn func(*verify.ChangeBatch) error) error {
