@@ -23,10 +23,10 @@ type ChangesConfig struct {
 	// End is, per partition, the offset to stop before: the next offset replicate committed. A
 	// partition End does not name is not read (replicate applied none of its messages).
 	End map[int]int64
-	// WholeRows refuses what a folder output refuses (a change that sets some columns only, a
-	// range or partition delete): those messages were rejected there, not applied.
-	WholeRows bool
-	Logger    *zap.Logger
+	// Every change is given as a table applies it, also to verify a folder output, which
+	// refuses the changes that set some columns only and the range deletes: what the source
+	// holds after them is what the output is compared with.
+	Logger *zap.Logger
 }
 
 // ChangeBatch is a run of one partition's messages, in offset order, as changes. Ops and their
@@ -105,12 +105,12 @@ func ReadChanges(ctx context.Context, cfg ChangesConfig, windows []PartitionWind
 		if win.From >= win.End {
 			continue
 		}
-		g.Go(func() error { return r.readChanges(ctx, win, cfg.WholeRows, fn) })
+		g.Go(func() error { return r.readChanges(ctx, win, fn) })
 	}
 	return g.Wait()
 }
 
-func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, wholeRows bool, fn func(*ChangeBatch) error) error {
+func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, fn func(*ChangeBatch) error) error {
 	w := &sqlWorker{partWorker: r.newPartWorker(win.Partition, nil)}
 	fctx, cancel := context.WithCancel(ctx)
 	ch := make(chan kafka.FetchBatch, 2)
@@ -147,7 +147,7 @@ func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, whole
 			continue
 		}
 		next = msgs[len(msgs)-1].Offset + 1
-		if err := fn(w.changeBatch(msgs, win, wholeRows)); err != nil {
+		if err := fn(w.changeBatch(msgs, win)); err != nil {
 			return err
 		}
 		w.ev.Reset()
@@ -157,7 +157,7 @@ func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, whole
 }
 
 // changeBatch turns messages into changes as sqlWorker.apply does, without applying them.
-func (w *sqlWorker) changeBatch(msgs []kafkago.Message, win PartitionWindow, wholeRows bool) *ChangeBatch {
+func (w *sqlWorker) changeBatch(msgs []kafkago.Message, win PartitionWindow) *ChangeBatch {
 	w.ops, w.opMsg, w.slab, w.setSlab, w.rejects, w.rejected = w.ops[:0], w.opMsg[:0], nil, nil, w.rejects[:0], -1
 	for i := range msgs {
 		w.message(i, &msgs[i])
@@ -165,14 +165,6 @@ func (w *sqlWorker) changeBatch(msgs []kafkago.Message, win PartitionWindow, who
 	b := &ChangeBatch{Partition: w.partition, Messages: int64(len(msgs)), Rejects: map[string]int{}, Range: win}
 	for k, op := range w.ops {
 		i := w.opMsg[k]
-		if wholeRows && (op.Range != nil || op.Set != nil) {
-			rerr := wholeRowsOnly(&kafka.Change{Op: kafka.OpRangeDelete})
-			if op.Set != nil {
-				rerr = wholeRowsOnly(&kafka.Change{Op: kafka.OpUpsert, Set: []bool{}})
-			}
-			w.reject(i, &msgs[i], "sink", rerr)
-			continue
-		}
 		b.Ops = append(b.Ops, op)
 		b.Offsets = append(b.Offsets, msgs[i].Offset)
 	}

@@ -24,6 +24,11 @@ type Result struct {
 	RowsRead     int64            `json:"rows_read"`     // source rows read
 	RowsRejected int64            `json:"rows_rejected"` // rows migrate rejects too: not looked for
 	RejectCodes  map[string]int64 `json:"reject_codes"`
+	// ChangesSkipped are a replication's changes neither replicate nor verify can apply (a
+	// truncate, a range delete the table's key cannot express), by code in SkippedCodes: the
+	// target cannot be shown to hold the source, so the result is not equal.
+	ChangesSkipped int64            `json:"changes_skipped"`
+	SkippedCodes   map[string]int64 `json:"skipped_codes"`
 	// RowsChecked are the accepted source rows verified (all of them, or the sample's);
 	// KeysChecked the distinct keys among them.
 	RowsChecked int64 `json:"rows_checked"`
@@ -122,7 +127,7 @@ type Diff struct {
 }
 
 func newResult(cfg Config) *Result {
-	r := &Result{Mapping: cfg.Program.Name(), Table: cfg.Program.Table(), RejectCodes: map[string]int64{},
+	r := &Result{Mapping: cfg.Program.Name(), Table: cfg.Program.Table(), RejectCodes: map[string]int64{}, SkippedCodes: map[string]int64{},
 		differ: map[string]int64{}, Sample: "all", TargetKind: "folder", DifferColumns: []ColumnCount{}, Files: []FileRows{}}
 	switch {
 	case cfg.Sample.Rows > 0:
@@ -213,7 +218,7 @@ func (r *Result) finish(took time.Duration) {
 	sort.Slice(r.Files, func(i, j int) bool { return r.Files[i].Path < r.Files[j].Path })
 	// nothing checked is not equal: no key was looked up, and the target's rows were not all read
 	checked := r.KeysChecked > 0 || r.ExtraScope == ExtraAll
-	r.Equal = checked && r.Missing == 0 && r.Differ == 0 && (r.Extra == nil || *r.Extra == 0) && len(r.Files) == 0
+	r.Equal = checked && r.Missing == 0 && r.Differ == 0 && (r.Extra == nil || *r.Extra == 0) && len(r.Files) == 0 && r.ChangesSkipped == 0
 	r.Seconds = took.Seconds()
 	if r.Seconds > 0 {
 		r.RowsPerSec = float64(r.RowsRead) / r.Seconds

@@ -264,9 +264,9 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 		target = loc
 	}
 	var upTo string
+	var rep *replication
 	if isKafkaURI(f.source) {
-		rep, err := inv.replicationSource(ctx, f.source, prog, cfg.Folder, logger)
-		if err != nil {
+		if rep, err = inv.replicationSource(ctx, f.source, prog, cfg.Folder, logger); err != nil {
 			return err
 		}
 		if rep != nil {
@@ -312,6 +312,11 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 	}
 	res.Source, res.Target, res.UpTo = sourceuri.Redact(f.source), target, upTo
 	res.Notes = append(res.Notes, notes...)
+	if rep != nil {
+		if n := rep.refusedNote(target); n != "" {
+			res.Notes = append(res.Notes, n)
+		}
+	}
 	if f.jsonOut != "" {
 		if err := writeReportFile(f.jsonOut, func(w io.Writer) error { return verify.WriteJSON(w, res) }); err != nil {
 			return runFailed(err)

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/sourceuri"
@@ -22,6 +24,30 @@ type replication struct {
 	changes func(ctx context.Context, fn func(*verify.ChangeBatch) error) error
 	upTo    string
 	notes   []string
+	// refused counts, by code, the changes a folder output refuses (replicate rejected them
+	// there) that verify applies to the source side; filled as the changes are read
+	refused   map[string]int64
+	refusedMu sync.Mutex
+}
+
+// skippedCodes are the rejects of changes whose meaning neither replicate nor verify can apply:
+// the source holds what the target cannot (a truncate; a range delete the table's key does not
+// make one range; a change of some columns).
+var skippedCodes = map[string]bool{kafka.CodeUnsupported: true, pipeline.CodeRangeTombstone: true, pipeline.CodePartialUpdate: true}
+
+// refusedNote says what the changes a folder output refuses did to the comparison.
+func (r *replication) refusedNote(location string) string {
+	r.refusedMu.Lock()
+	defer r.refusedMu.Unlock()
+	var n int64
+	for _, c := range r.refused {
+		n += c
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d changes of the topic cannot be written to bulk-load files (%s): replicate rejected them for %s, and verify applies them as a table does (the columns a change sets, the rows a range delete covers), so the keys they change show as differing, missing or extra. Replicate Debezium's Cassandra events into the table instead (--out mysql://... or lindorm://...)",
+		n, verify.CodeCounts(r.refused), location)
 }
 
 // replicationSource says whether a kafka:// --source is verified as the replication the target
@@ -63,12 +89,12 @@ func (inv *invocation) replicationSource(ctx context.Context, uri string, prog *
 			return nil, fmt.Errorf("--source %s: %s= does not apply when verifying a replication: the changes are read up to %s", sourceuri.Redact(uri), p, from)
 		}
 	}
-	cfg := replicate.ChangesConfig{Kafka: kc, Program: prog, End: end, WholeRows: folder != nil, Logger: logger.Named("verify.changes")}
+	cfg := replicate.ChangesConfig{Kafka: kc, Program: prog, End: end, Logger: logger.Named("verify.changes")}
 	windows, err := replicate.ChangeWindows(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	r := &replication{}
+	r := &replication{refused: map[string]int64{}}
 	var parts []string
 	for _, w := range windows {
 		parts = append(parts, fmt.Sprintf("%s < %d", kafka.Stream(kc.Topic, w.Partition), w.End))
@@ -85,13 +111,30 @@ func (inv *invocation) replicationSource(ctx context.Context, uri string, prog *
 	r.upTo = strings.Join(parts, ", ") + " (" + from + ")"
 	r.changes = func(ctx context.Context, fn func(*verify.ChangeBatch) error) error {
 		return replicate.ReadChanges(ctx, cfg, windows, func(b *replicate.ChangeBatch) error {
-			vb := &verify.ChangeBatch{Stream: kafka.Stream(kc.Topic, b.Partition), Messages: b.Messages, Rejects: map[string]int64{}}
+			vb := &verify.ChangeBatch{Stream: kafka.Stream(kc.Topic, b.Partition), Messages: b.Messages, Rejects: map[string]int64{}, Skipped: map[string]int64{}}
 			for code, n := range b.Rejects {
-				vb.Rejects[code] = int64(n)
+				if skippedCodes[code] {
+					vb.Skipped[code] = int64(n)
+				} else {
+					vb.Rejects[code] = int64(n)
+				}
 			}
+			var partial, ranges int64
 			vb.Changes = make([]verify.Change, len(b.Ops))
 			for i, op := range b.Ops {
 				vb.Changes[i] = verify.Change{Seq: b.Offsets[i], Delete: op.Delete, Values: op.Values, Set: op.Set, Range: op.Range}
+				switch {
+				case op.Range != nil:
+					ranges++
+				case op.Set != nil && !op.Delete:
+					partial++
+				}
+			}
+			if folder != nil && partial+ranges > 0 {
+				r.refusedMu.Lock()
+				r.refused[pipeline.CodePartialUpdate] += partial
+				r.refused[pipeline.CodeRangeTombstone] += ranges
+				r.refusedMu.Unlock()
 			}
 			return fn(vb)
 		})
