@@ -101,11 +101,9 @@ func replicateTopic(t *testing.T, mapping string, msgs []kafkago.Message, out ..
 	wait.For(t, func() bool { return c.Committed(t, "cdc", topic, 1)[0] == int64(len(msgs)) },
 		fmt.Sprintf("replicate to commit the offset %d", len(msgs)))
 	interrupt(t, sigs, syscall.SIGTERM)
+	var code int
 	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("replicate exit %d:\n%s", code, output)
-		}
+	case code = <-done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("replicate did not stop on SIGTERM")
 	}
@@ -117,6 +115,14 @@ func replicateTopic(t *testing.T, mapping string, msgs []kafkago.Message, out ..
 			t.Fatal(err)
 		}
 		rejects = append(rejects, strings.Split(strings.TrimSpace(string(data)), "\n")...)
+	}
+	// stopped cleanly: 0, or 1 with a warning when messages were rejected
+	if want := 0; len(rejects) > 0 {
+		if want = exitRejects; code != want || !strings.Contains(output, fmt.Sprintf("warning: %d messages rejected by this process", len(rejects))) {
+			t.Fatalf("replicate rejected %d messages: exit %d, want %d and a warning:\n%s", len(rejects), code, want, output)
+		}
+	} else if code != want {
+		t.Fatalf("replicate exit %d:\n%s", code, output)
 	}
 	return c, topic, output, rejects
 }

@@ -314,9 +314,14 @@ func TestVerifyReplicateOutputOfPartialUpdates(t *testing.T) {
 		cassandraEvent("i", `"id":`+cell(`"u4"`), `"name":`+cell(`"Di"`), `"email":`+cell(`"di@x.org"`), `"visits":`+cell(`4`)),
 		cassandraEvent("d", `"id":`+cell(`"u4"`)),
 	}
-	c, topic, _, rejects := replicateTopic(t, mapping, msgs, "--out", out, "--roll-interval", "100ms")
+	c, topic, output, rejects := replicateTopic(t, mapping, msgs, "--out", out, "--roll-interval", "100ms")
 	if len(rejects) != 3 {
 		t.Fatalf("replicate rejected %d messages, want the 3 partial ones:\n%s", len(rejects), strings.Join(rejects, "\n"))
+	}
+	// replicate says so after its summary, and what to do (replicateTopic checks it exits 1)
+	if !strings.Contains(output, "warning: 3 messages rejected by this process (partial_update 3)") ||
+		!strings.Contains(output, "replicate Debezium's Cassandra events into the table instead (--out mysql://... or lindorm://...)") {
+		t.Errorf("replicate's output does not warn of the changes it rejected:\n%s", output)
 	}
 	code, got := verifyTopic(t, c, topic, mapping, "", out)
 	if code != exitDifferent || !strings.Contains(got, "DIFFERENT: 1 missing, 2 differ (of 3 keys checked)") ||
