@@ -293,7 +293,7 @@ func TestVerifyReplicateOutputAgainstATable(t *testing.T) {
 	changed := append([]string{"new1 n n@x 1"}, rows[1:]...)
 	code, got := verifyTable(changed)
 	if code != exitDifferent || !strings.Contains(got, "DIFFERENT: 1 missing, 1 extra (of 25 keys checked)") ||
-		!strings.Contains(got, "key id=new1") || !strings.Contains(got, "key id=u0") {
+		!strings.Contains(got, "key id=new1") || !strings.Contains(got, "key id=u0") || !strings.Contains(got, "not the rows the source held before them") {
 		t.Fatalf("verify exit %d, want new1 missing and u0 extra:\n%s", code, got)
 	}
 }
