@@ -78,6 +78,14 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 			if f.Files, f.Deletes, f.Rows, err = replicationFiles(location, f.Replication); err != nil {
 				return nil, err
 			}
+			var rejected int64
+			for _, p := range f.Replication.Partitions {
+				rejected += p.Rejected
+			}
+			if rejected > 0 {
+				f.Notes = append(f.Notes, fmt.Sprintf("replicate rejected %d messages of %s (%s counts them, %s/ names each): their changes are not in it",
+					rejected, location, output.ManifestFile, output.RejectsDir))
+			}
 			break
 		}
 		for _, r := range m.Regions {

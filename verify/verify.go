@@ -148,7 +148,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	if cfg.Source != nil && v.state && v.res.Missing > 0 {
-		v.res.Notes = append(v.res.Notes, "a replicate output holds the changes replicate read from its topic, not the rows the source held before them (a copy by migrate): those show as missing here; to check a cut-over, verify the table the copy and the changes were both loaded into")
+		v.res.Notes = append(v.res.Notes, "a replicate output holds the changes replicate applied from its topic, not the rows the source held before them (a copy by migrate, say): those show as missing here; to check a cut-over, verify the table the copy and the changes were both loaded into")
 	}
 	v.res.finish(time.Since(started))
 	return v.res, nil

@@ -1,21 +1,26 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
+	"github.com/rekey/rekey/source/kafka/cdcdemo"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
 
@@ -326,7 +331,8 @@ func TestVerifyReplicateOutputOfPartialUpdates(t *testing.T) {
 	code, got := verifyTopic(t, c, topic, mapping, "", out)
 	if code != exitDifferent || !strings.Contains(got, "DIFFERENT: 1 missing, 2 differ (of 3 keys checked)") ||
 		!strings.Contains(got, "visits: source 2, target 1") || !strings.Contains(got, "key id=u3") ||
-		!strings.Contains(got, "3 changes of the topic cannot be written to bulk-load files (partial_update 3)") {
+		!strings.Contains(got, "3 changes of the topic cannot be written to bulk-load files (partial_update 3)") ||
+		!strings.Contains(got, "replicate rejected 3 messages of "+out) {
 		t.Fatalf("verify exit %d, want u1 and u2 differing, u3 missing, and why:\n%s", code, got)
 	}
 }
@@ -350,5 +356,66 @@ func TestVerifyReplicatedTableWithChangesNeitherCanApply(t *testing.T) {
 	if code != exitDifferent || strings.Contains(got, "EQUAL") || !strings.Contains(got, "DIFFERENT: 1 source changes not applied (range_tombstone 1) (of 3 keys checked)") ||
 		!regexp.MustCompile(`changes skipped +1 \(range_tombstone 1\): neither replicate nor verify can apply them`).MatchString(got) {
 		t.Fatalf("verify exit %d, want the range delete named and no EQUAL:\n%s", code, got)
+	}
+}
+
+// The connector's events of a table changing (inserts of some or all columns, updates, cell,
+// row, partition and range deletes) replicated into a folder: replicate rejects the ones files
+// cannot hold, warns and exits 1; verify of the folder against the topic and against the
+// Cassandra table itself find the same differences (the changes applied as the table applies
+// them), where verify used to say EQUAL against the topic and fail against the table.
+func TestVerifyCassandraChangesInAFolderAsTheTableHoldsThem(t *testing.T) {
+	cas := cassandratest.Open(t)
+	if cas.Real() {
+		t.Skip("the application's writes go through the test server's Go API")
+	}
+	if err := cdcdemo.CreateTable(cas.Server); err != nil {
+		t.Fatal(err)
+	}
+	w := cdcdemo.NewWriter(cas.Server, 1, 11)
+	kc := kafkatest.Start(t)
+	topic := kc.CreateTopic(t, "cdc", 1)
+	tw := kc.Writer(topic)
+	defer tw.Close()
+	w.Capture(tw)
+	if err := w.Step(context.Background(), 600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mapping := writeFile(t, dir, "ev.yaml", cdcdemo.Mapping)
+	out := filepath.Join(dir, "out")
+	src := "kafka://" + strings.Join(kc.Brokers, ",") + "/" + topic + "?group=cdc&format=debezium"
+	sigs := make(chan os.Signal)
+	type result struct {
+		code   int
+		output string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, o, e := cliRun{signals: sigs}.run(t, "replicate", "-m", mapping, "--source", src, "--out", out, "--progress", "never",
+			"--roll-interval", "200ms", "--session-timeout", "3s")
+		done <- result{code, o + e}
+	}()
+	wait.For(t, func() bool { return kc.Committed(t, "cdc", topic, 1)[0] == w.Ends()[0] }, "replicate to commit every event")
+	interrupt(t, sigs, syscall.SIGTERM)
+	var rep result
+	select {
+	case rep = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("replicate did not stop on SIGTERM")
+	}
+	if rep.code != exitRejects || !regexp.MustCompile(`warning: \d+ messages rejected by this process \(partial_update \d+, range_tombstone \d+\)`).MatchString(rep.output) {
+		t.Fatalf("replicate exit %d, want 1 and a warning naming the rejects by code:\n%s", rep.code, rep.output)
+	}
+	verdicts := map[string]string{}
+	for _, s := range []string{src, cas.URI("ks", "ev", "")} {
+		code, stdout, stderr := runCLI(t, "verify", "-m", mapping, "--source", s, "--target", out, "--progress", "never")
+		if code != exitDifferent || !strings.Contains(stdout, "DIFFERENT: ") {
+			t.Fatalf("verify --source %s: exit %d, want DIFFERENT\n%s%s", s, code, stdout, stderr)
+		}
+		verdicts[s] = firstLine(stdout, "DIFFERENT: ")
+	}
+	if a, b := verdicts[src], verdicts[cas.URI("ks", "ev", "")]; a != b || !strings.Contains(a, fmt.Sprintf("(of %d keys checked)", len(w.Rows()))) {
+		t.Fatalf("against the topic: %s\nagainst the table (%d rows): %s", a, len(w.Rows()), b)
 	}
 }
