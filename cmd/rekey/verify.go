@@ -114,7 +114,10 @@ Lindorm), and the rows it replaces are counted as "rows overwritten".
 TARGET is
   DIR                      the --out folder of rekey migrate: every data file under its data/, as
                            the bulk load reads them (a file manifest.json, or for a run that has not
-                           finished checkpoint.json, does not list is named, its rows extra), Parquet or CSV
+                           finished checkpoint.json, does not list is named, its rows extra), Parquet or CSV;
+                           or of rekey replicate: its data and delete files applied in the order its
+                           manifest.json lists them, against a kafka:// source (its changes up to the
+                           offsets the manifest records) or any other (the table's rows)
   lindorm://USER@HOST:33060/DATABASE, mysql://USER@HOST:PORT/DATABASE
                            the table, read by key in batches (Lindorm: 2,000 keys per multi-get);
                            the password comes from REKEY_LINDORM_PASSWORD (lindorm://) or

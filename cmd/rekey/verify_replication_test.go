@@ -8,13 +8,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 
-	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
@@ -170,21 +167,28 @@ func TestVerifyReplicateOutputReadsItsDeletes(t *testing.T) {
 	}
 }
 
+// usersWholeThenPartial are the connector's events of two rows inserted whole, then an UPDATE of
+// one column of the first and a DELETE of one cell of the second.
+func usersWholeThenPartial() []kafkago.Message {
+	return []kafkago.Message{
+		cassandraEvent("i", `"id":`+cell(`"u1"`), `"name":`+cell(`"Ann"`), `"email":`+cell(`"ann@x.org"`), `"visits":`+cell(`1`)),
+		cassandraEvent("i", `"id":`+cell(`"u2"`), `"name":`+cell(`"Bob"`), `"email":`+cell(`"bob@x.org"`), `"visits":`+cell(`5`)),
+		cassandraEvent("u", `"id":`+cell(`"u1"`), `"visits":`+cell(`2`)),
+		wrapped(cassandraEvent("u", `"id":`+cell(`"u2"`), `"email":`+deletedCell())),
+	}
+}
+
 // A table replicate writes, verified against the topic up to the consumer group's committed
 // offsets: Debezium's Cassandra connector's events (partial updates, a cell delete, a row
 // delete) applied as replicate applies them. Then the table is tampered with.
 func TestVerifyReplicatedTableUpToTheGroupsOffsets(t *testing.T) {
 	mapping := writeFile(t, t.TempDir(), "users.yaml", usersMapping)
-	msgs := []kafkago.Message{
-		cassandraEvent("i", `"id":`+cell(`"u1"`), `"name":`+cell(`"Ann"`), `"email":`+cell(`"ann@x.org"`), `"visits":`+cell(`1`)),
-		cassandraEvent("i", `"id":`+cell(`"u2"`), `"name":`+cell(`"Bob"`), `"email":`+cell(`"bob@x.org"`), `"visits":`+cell(`5`)),
-		cassandraEvent("u", `"id":`+cell(`"u1"`), `"visits":`+cell(`2`)),
-		wrapped(cassandraEvent("u", `"id":`+cell(`"u2"`), `"email":`+deletedCell())),
+	msgs := append(usersWholeThenPartial(),
 		cassandraEvent("i", `"id":`+cell(`"u3"`), `"name":`+cell(`"Cy"`), `"visits":`+cell(`3`)),
 		cassandraEvent("i", `"id":`+cell(`"u4"`), `"name":`+cell(`"Di"`), `"visits":`+cell(`4`)),
 		cassandraEvent("d", `"id":`+cell(`"u4"`)),
 		cassandraEvent("u", `"id":`+cell(`"u5"`), `"visits":`+cell(`9`)), // an update of a row that did not exist
-	}
+	)
 	for name, start := range sqlServers(t) {
 		t.Run(name, func(t *testing.T) {
 			srv, conns := start(t)
@@ -310,15 +314,11 @@ func TestVerifyReplicateOutputAgainstATable(t *testing.T) {
 func TestVerifyReplicateOutputOfPartialUpdates(t *testing.T) {
 	mapping := writeFile(t, t.TempDir(), "users.yaml", usersMapping)
 	out := filepath.Join(t.TempDir(), "out")
-	msgs := []kafkago.Message{
-		cassandraEvent("i", `"id":`+cell(`"u1"`), `"name":`+cell(`"Ann"`), `"email":`+cell(`"ann@x.org"`), `"visits":`+cell(`1`)),
-		cassandraEvent("i", `"id":`+cell(`"u2"`), `"name":`+cell(`"Bob"`), `"email":`+cell(`"bob@x.org"`), `"visits":`+cell(`5`)),
-		cassandraEvent("u", `"id":`+cell(`"u1"`), `"visits":`+cell(`2`)),
-		wrapped(cassandraEvent("u", `"id":`+cell(`"u2"`), `"email":`+deletedCell())),
+	msgs := append(usersWholeThenPartial(),
 		cassandraEvent("i", `"id":`+cell(`"u3"`), `"name":`+cell(`"Cy"`), `"visits":`+cell(`3`)),
 		cassandraEvent("i", `"id":`+cell(`"u4"`), `"name":`+cell(`"Di"`), `"email":`+cell(`"di@x.org"`), `"visits":`+cell(`4`)),
 		cassandraEvent("d", `"id":`+cell(`"u4"`)),
-	}
+	)
 	c, topic, output, rejects := replicateTopic(t, mapping, msgs, "--out", out, "--roll-interval", "100ms")
 	if len(rejects) != 3 {
 		t.Fatalf("replicate rejected %d messages, want the 3 partial ones:\n%s", len(rejects), strings.Join(rejects, "\n"))
@@ -385,27 +385,10 @@ func TestVerifyCassandraChangesInAFolderAsTheTableHoldsThem(t *testing.T) {
 	mapping := writeFile(t, dir, "ev.yaml", cdcdemo.Mapping)
 	out := filepath.Join(dir, "out")
 	src := "kafka://" + strings.Join(kc.Brokers, ",") + "/" + topic + "?group=cdc&format=debezium"
-	sigs := make(chan os.Signal)
-	type result struct {
-		code   int
-		output string
-	}
-	done := make(chan result, 1)
-	go func() {
-		code, o, e := cliRun{signals: sigs}.run(t, "replicate", "-m", mapping, "--source", src, "--out", out, "--progress", "never",
-			"--roll-interval", "200ms", "--session-timeout", "3s")
-		done <- result{code, o + e}
-	}()
-	wait.For(t, func() bool { return kc.Committed(t, "cdc", topic, 1)[0] == w.Ends()[0] }, "replicate to commit every event")
-	interrupt(t, sigs, syscall.SIGTERM)
-	var rep result
-	select {
-	case rep = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("replicate did not stop on SIGTERM")
-	}
-	if rep.code != exitRejects || !regexp.MustCompile(`warning: \d+ messages rejected by this process \(partial_update \d+, range_tombstone \d+\)`).MatchString(rep.output) {
-		t.Fatalf("replicate exit %d, want 1 and a warning naming the rejects by code:\n%s", rep.code, rep.output)
+	// replicateFrom checks it exits 1 with a warning
+	output, _ := replicateFrom(t, kc, topic, w.Ends()[0], mapping, "--out", out, "--roll-interval", "200ms")
+	if !regexp.MustCompile(`warning: \d+ messages rejected by this process \(partial_update \d+, range_tombstone \d+\)`).MatchString(output) {
+		t.Fatalf("replicate does not warn of the rejects by code:\n%s", output)
 	}
 	verdicts := map[string]string{}
 	for _, s := range []string{src, cas.URI("ks", "ev", "")} {
