@@ -61,7 +61,11 @@ func WriteText(w io.Writer, r *Result) error {
 	}
 	add("sample", r.Sample)
 	add("rows read", fmt.Sprint(r.RowsRead))
-	add("rows rejected", fmt.Sprintf("%d (migrate rejects them too: not looked for)", r.RowsRejected))
+	if r.UpTo != "" { // a replication's changes
+		add("rows rejected", fmt.Sprintf("%d (replicate rejects them too: not looked for)", r.RowsRejected))
+	} else {
+		add("rows rejected", fmt.Sprintf("%d (migrate rejects them too: not looked for)", r.RowsRejected))
+	}
 	if r.ChangesSkipped > 0 {
 		add("changes skipped", fmt.Sprintf("%d (%s): neither replicate nor verify can apply them, so the target does not hold what the source holds; the rejects files name each message",
 			r.ChangesSkipped, CodeCounts(r.SkippedCodes)))
