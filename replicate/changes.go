@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/transform"
@@ -33,12 +34,22 @@ type ChangesConfig struct {
 // values are valid until the callback returns.
 type ChangeBatch struct {
 	Partition int
-	Messages  int64           // messages read
-	Ops       []sqlsink.Op    // the changes, in message order
-	Offsets   []int64         // Ops[i] comes from the message at Offsets[i]
-	Rejects   map[string]int  // messages rejected, by code (a message counts once)
-	Range     PartitionWindow // the partition's window (the same in each of its batches)
+	Messages  int64          // messages read
+	Ops       []sqlsink.Op   // the changes, in message order
+	Offsets   []int64        // Ops[i] comes from the message at Offsets[i]
+	Rejects   map[string]int // messages rejected, by code (a message counts once)
+	// Skipped are the messages of Rejects whose change no target can hold (a truncate, a range
+	// delete the table's key does not make one range): the target misses what the source did.
+	Skipped map[string]int
+	// FilesRefuse counts, by the code a folder output rejects them with, the Ops that bulk-load
+	// files cannot hold (a change of some columns, a range or partition delete).
+	FilesRefuse map[string]int
+	Range       PartitionWindow // the partition's window (the same in each of its batches)
 }
+
+// skippedCodes are the reject codes of changes no target applies, unlike a row the mapping
+// cannot take (a parse or type error), which a migration rejects too.
+var skippedCodes = map[string]bool{kafka.CodeUnsupported: true, pipeline.CodeRangeTombstone: true, pipeline.CodePartialUpdate: true}
 
 // PartitionWindow is the offsets of a partition a change read covers: [From, End).
 type PartitionWindow struct {
@@ -162,14 +173,25 @@ func (w *sqlWorker) changeBatch(msgs []kafkago.Message, win PartitionWindow) *Ch
 	for i := range msgs {
 		w.message(i, &msgs[i])
 	}
-	b := &ChangeBatch{Partition: w.partition, Messages: int64(len(msgs)), Rejects: map[string]int{}, Range: win}
+	b := &ChangeBatch{Partition: w.partition, Messages: int64(len(msgs)), Rejects: map[string]int{}, Skipped: map[string]int{},
+		FilesRefuse: map[string]int{}, Range: win}
 	for k, op := range w.ops {
 		i := w.opMsg[k]
 		b.Ops = append(b.Ops, op)
 		b.Offsets = append(b.Offsets, msgs[i].Offset)
+		switch {
+		case op.Range != nil:
+			b.FilesRefuse[pipeline.CodeRangeTombstone]++
+		case op.Set != nil && !op.Delete:
+			b.FilesRefuse[pipeline.CodePartialUpdate]++
+		}
 	}
 	for _, rj := range w.rejects {
-		b.Rejects[rj.Code]++
+		if skippedCodes[rj.Code] {
+			b.Skipped[rj.Code]++
+		} else {
+			b.Rejects[rj.Code]++
+		}
 	}
 	return b
 }

@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/sourceuri"
@@ -29,11 +28,6 @@ type replication struct {
 	refused   map[string]int64
 	refusedMu sync.Mutex
 }
-
-// skippedCodes are the rejects of changes whose meaning neither replicate nor verify can apply:
-// the source holds what the target cannot (a truncate; a range delete the table's key does not
-// make one range; a change of some columns).
-var skippedCodes = map[string]bool{kafka.CodeUnsupported: true, pipeline.CodeRangeTombstone: true, pipeline.CodePartialUpdate: true}
 
 // refusedNote says what the changes a folder output refuses did to the comparison.
 func (r *replication) refusedNote(location string) string {
@@ -113,27 +107,20 @@ func (inv *invocation) replicationSource(ctx context.Context, uri string, prog *
 		return replicate.ReadChanges(ctx, cfg, windows, func(b *replicate.ChangeBatch) error {
 			vb := &verify.ChangeBatch{Stream: kafka.Stream(kc.Topic, b.Partition), Messages: b.Messages, Rejects: map[string]int64{}, Skipped: map[string]int64{}}
 			for code, n := range b.Rejects {
-				if skippedCodes[code] {
-					vb.Skipped[code] = int64(n)
-				} else {
-					vb.Rejects[code] = int64(n)
-				}
+				vb.Rejects[code] = int64(n)
 			}
-			var partial, ranges int64
+			for code, n := range b.Skipped {
+				vb.Skipped[code] = int64(n)
+			}
 			vb.Changes = make([]verify.Change, len(b.Ops))
 			for i, op := range b.Ops {
 				vb.Changes[i] = verify.Change{Seq: b.Offsets[i], Delete: op.Delete, Values: op.Values, Set: op.Set, Range: op.Range}
-				switch {
-				case op.Range != nil:
-					ranges++
-				case op.Set != nil && !op.Delete:
-					partial++
-				}
 			}
-			if folder != nil && partial+ranges > 0 {
+			if folder != nil && len(b.FilesRefuse) > 0 {
 				r.refusedMu.Lock()
-				r.refused[pipeline.CodePartialUpdate] += partial
-				r.refused[pipeline.CodeRangeTombstone] += ranges
+				for code, n := range b.FilesRefuse {
+					r.refused[code] += int64(n)
+				}
 				r.refusedMu.Unlock()
 			}
 			return fn(vb)
