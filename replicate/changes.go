@@ -37,9 +37,9 @@ type ChangeBatch struct {
 	Messages  int64          // messages read
 	Ops       []sqlsink.Op   // the changes, in message order
 	Offsets   []int64        // Ops[i] comes from the message at Offsets[i]
-	Rejects   map[string]int // messages rejected, by code (a message counts once)
-	// Skipped are the messages of Rejects whose change no target can hold (a truncate, a range
-	// delete the table's key does not make one range): the target misses what the source did.
+	Rejects   map[string]int // messages rejected, by code (a message counts once), but Skipped's
+	// Skipped are the messages rejected, by code, whose change no target can hold (a truncate, a
+	// range delete the table's key does not make one range): the target misses what the source did.
 	Skipped map[string]int
 	// FilesRefuse counts, by the code a folder output rejects them with, the Ops that bulk-load
 	// files cannot hold (a change of some columns, a range or partition delete).
