@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/transform"
@@ -23,22 +24,32 @@ type ChangesConfig struct {
 	// End is, per partition, the offset to stop before: the next offset replicate committed. A
 	// partition End does not name is not read (replicate applied none of its messages).
 	End map[int]int64
-	// WholeRows refuses what a folder output refuses (a change that sets some columns only, a
-	// range or partition delete): those messages were rejected there, not applied.
-	WholeRows bool
-	Logger    *zap.Logger
+	// Every change is given as a table applies it, also to verify a folder output, which
+	// refuses the changes that set some columns only and the range deletes: what the source
+	// holds after them is what the output is compared with.
+	Logger *zap.Logger
 }
 
 // ChangeBatch is a run of one partition's messages, in offset order, as changes. Ops and their
 // values are valid until the callback returns.
 type ChangeBatch struct {
 	Partition int
-	Messages  int64           // messages read
-	Ops       []sqlsink.Op    // the changes, in message order
-	Offsets   []int64         // Ops[i] comes from the message at Offsets[i]
-	Rejects   map[string]int  // messages rejected, by code (a message counts once)
-	Range     PartitionWindow // the partition's window (the same in each of its batches)
+	Messages  int64          // messages read
+	Ops       []sqlsink.Op   // the changes, in message order
+	Offsets   []int64        // Ops[i] comes from the message at Offsets[i]
+	Rejects   map[string]int // messages rejected, by code (a message counts once), but Skipped's
+	// Skipped are the messages rejected, by code, whose change no target can hold (a truncate, a
+	// range delete the table's key does not make one range): the target misses what the source did.
+	Skipped map[string]int
+	// FilesRefuse counts, by the code a folder output rejects them with, the Ops that bulk-load
+	// files cannot hold (a change of some columns, a range or partition delete).
+	FilesRefuse map[string]int
+	Range       PartitionWindow // the partition's window (the same in each of its batches)
 }
+
+// skippedCodes are the reject codes of changes no target applies, unlike a row the mapping
+// cannot take (a parse or type error), which a migration rejects too.
+var skippedCodes = map[string]bool{kafka.CodeUnsupported: true, pipeline.CodeRangeTombstone: true, pipeline.CodePartialUpdate: true}
 
 // PartitionWindow is the offsets of a partition a change read covers: [From, End).
 type PartitionWindow struct {
@@ -105,12 +116,12 @@ func ReadChanges(ctx context.Context, cfg ChangesConfig, windows []PartitionWind
 		if win.From >= win.End {
 			continue
 		}
-		g.Go(func() error { return r.readChanges(ctx, win, cfg.WholeRows, fn) })
+		g.Go(func() error { return r.readChanges(ctx, win, fn) })
 	}
 	return g.Wait()
 }
 
-func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, wholeRows bool, fn func(*ChangeBatch) error) error {
+func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, fn func(*ChangeBatch) error) error {
 	w := &sqlWorker{partWorker: r.newPartWorker(win.Partition, nil)}
 	fctx, cancel := context.WithCancel(ctx)
 	ch := make(chan kafka.FetchBatch, 2)
@@ -147,7 +158,7 @@ func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, whole
 			continue
 		}
 		next = msgs[len(msgs)-1].Offset + 1
-		if err := fn(w.changeBatch(msgs, win, wholeRows)); err != nil {
+		if err := fn(w.changeBatch(msgs, win)); err != nil {
 			return err
 		}
 		w.ev.Reset()
@@ -157,27 +168,30 @@ func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, whole
 }
 
 // changeBatch turns messages into changes as sqlWorker.apply does, without applying them.
-func (w *sqlWorker) changeBatch(msgs []kafkago.Message, win PartitionWindow, wholeRows bool) *ChangeBatch {
+func (w *sqlWorker) changeBatch(msgs []kafkago.Message, win PartitionWindow) *ChangeBatch {
 	w.ops, w.opMsg, w.slab, w.setSlab, w.rejects, w.rejected = w.ops[:0], w.opMsg[:0], nil, nil, w.rejects[:0], -1
 	for i := range msgs {
 		w.message(i, &msgs[i])
 	}
-	b := &ChangeBatch{Partition: w.partition, Messages: int64(len(msgs)), Rejects: map[string]int{}, Range: win}
+	b := &ChangeBatch{Partition: w.partition, Messages: int64(len(msgs)), Rejects: map[string]int{}, Skipped: map[string]int{},
+		FilesRefuse: map[string]int{}, Range: win}
 	for k, op := range w.ops {
 		i := w.opMsg[k]
-		if wholeRows && (op.Range != nil || op.Set != nil) {
-			rerr := wholeRowsOnly(&kafka.Change{Op: kafka.OpRangeDelete})
-			if op.Set != nil {
-				rerr = wholeRowsOnly(&kafka.Change{Op: kafka.OpUpsert, Set: []bool{}})
-			}
-			w.reject(i, &msgs[i], "sink", rerr)
-			continue
-		}
 		b.Ops = append(b.Ops, op)
 		b.Offsets = append(b.Offsets, msgs[i].Offset)
+		switch {
+		case op.Range != nil:
+			b.FilesRefuse[pipeline.CodeRangeTombstone]++
+		case op.Set != nil && !op.Delete:
+			b.FilesRefuse[pipeline.CodePartialUpdate]++
+		}
 	}
 	for _, rj := range w.rejects {
-		b.Rejects[rj.Code]++
+		if skippedCodes[rj.Code] {
+			b.Skipped[rj.Code]++
+		} else {
+			b.Rejects[rj.Code]++
+		}
 	}
 	return b
 }

@@ -49,11 +49,34 @@ type Metrics struct {
 
 	sql *sqlMetrics // nil unless the target is a SQL table
 
-	mu         sync.Mutex
-	rollMax    float64
-	partitions map[int]*partitionGauge
-	state      string // "starting", "joining", "consuming", "stopping", "stopped", "failed"
-	stateSince time.Time
+	mu          sync.Mutex
+	rejectCodes map[string]int64 // Rejected, by reject code
+	rollMax     float64
+	partitions  map[int]*partitionGauge
+	state       string // "starting", "joining", "consuming", "stopping", "stopped", "failed"
+	stateSince  time.Time
+}
+
+// reject counts n messages rejected with code.
+func (m *Metrics) reject(code string, n int64) {
+	m.Rejected.Add(n)
+	m.mu.Lock()
+	if m.rejectCodes == nil {
+		m.rejectCodes = map[string]int64{}
+	}
+	m.rejectCodes[code] += n
+	m.mu.Unlock()
+}
+
+// RejectCodes are the messages rejected since the process started, by reject code.
+func (m *Metrics) RejectCodes() map[string]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]int64, len(m.rejectCodes))
+	for c, n := range m.rejectCodes {
+		out[c] = n
+	}
+	return out
 }
 
 type partitionGauge struct {

@@ -158,7 +158,9 @@ func (w *sqlWorker) apply(ctx context.Context, msgs []kafkago.Message) error {
 	m.RowsWritten.Add(w.upserts)
 	m.Deletes.Add(w.deletes)
 	m.TombstonesDropped.Add(w.dropped)
-	m.Rejected.Add(int64(len(w.rejects)))
+	for _, rj := range w.rejects {
+		m.reject(rj.Code, 1)
+	}
 	if err := w.hook(StepApplied, first, last); err != nil {
 		return err
 	}

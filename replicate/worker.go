@@ -432,7 +432,7 @@ func (w *worker) reject(m *kafkago.Message, stage string, rerr *pipeline.RowErro
 		}
 		rj.Key = string(k)
 	}
-	r.metrics.Rejected.Add(1)
+	r.metrics.reject(rerr.Code, 1)
 	w.log.Debug("message rejected", zap.Int64("offset", m.Offset), zap.String("code", rerr.Code), zap.String("field", rerr.Field))
 	return w.roll.rejects.add(w.ctx, rj)
 }

@@ -64,6 +64,9 @@ type comparer struct {
 	ix     keyIndex
 	keys   [][]pipeline.Value
 	todo   []int32 // the entries matchLookup looks up
+	// extraSeen are the keys of the bucket's scanned table rows that the source has not (a row
+	// given twice is one extra row)
+	extraSeen map[string]struct{}
 	// srcBuf and dstBuf are reused to read spilled buckets (the previous bucket's entries are
 	// no longer referenced by then: examples are rendered into strings)
 	srcBuf, dstBuf []byte
@@ -142,6 +145,10 @@ func (c *comparer) bucket(ctx context.Context, src, dst *parts, b, depth int, em
 		match := c.matchTarget
 		if c.v.scanned {
 			match = c.matchScanned
+			clear(c.extraSeen)
+			if c.extraSeen == nil {
+				c.extraSeen = map[string]struct{}{}
+			}
 		}
 		if err := eachEntry(tdata, func(e entry) error {
 			if e.h <= max {
@@ -334,11 +341,18 @@ func (c *comparer) matchTarget(e entry, r *bucketResult) {
 }
 
 // matchScanned counts one row of a table read by key range against the source keys, as a
-// lookup of its key would have: a row of a key the source has not is passed over (a lookup
-// never reads it), and a row given again (ranges that overlap) counts once.
+// lookup of its key would have; a row of a key the source has not is extra, and a row given
+// again (ranges that overlap) counts once.
 func (c *comparer) matchScanned(e entry, r *bucketResult) {
 	i, _ := c.find(e.h, e.key)
-	if i < 0 || c.es[i].nt > 0 {
+	if i < 0 {
+		if _, seen := c.extraSeen[string(e.key)]; !seen {
+			c.extraSeen[string(e.key)] = struct{}{}
+			c.matchTarget(e, r)
+		}
+		return
+	}
+	if c.es[i].nt > 0 {
 		return
 	}
 	s := &c.es[i]

@@ -78,6 +78,14 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 			if f.Files, f.Deletes, f.Rows, err = replicationFiles(location, f.Replication); err != nil {
 				return nil, err
 			}
+			var rejected int64
+			for _, p := range f.Replication.Partitions {
+				rejected += p.Rejected
+			}
+			if rejected > 0 {
+				f.Notes = append(f.Notes, fmt.Sprintf("replicate rejected %d messages of %s (%s counts them, %s/ names each): their changes are not in it",
+					rejected, location, output.ManifestFile, output.RejectsDir))
+			}
 			break
 		}
 		for _, r := range m.Regions {
@@ -89,7 +97,7 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 	case store.IsNotExist(err):
 		data, err := objs.Get(ctx, output.CheckpointFile)
 		if store.IsNotExist(err) {
-			return nil, fmt.Errorf("%s is not a rekey output: it has neither %s nor %s", location, output.ManifestFile, output.CheckpointFile)
+			return nil, notAnOutput(ctx, objs, location)
 		} else if err != nil {
 			return nil, fmt.Errorf("%s: read %s: %w", location, output.CheckpointFile, err)
 		}
@@ -128,10 +136,25 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 	default:
 		for _, name := range unlisted {
 			f.Files = append(f.Files, pipeline.FileInfo{Region: -1, Path: name, Rows: -1})
+			if f.Deletes != nil { // a replicate output's: a data file, read after its segments
+				f.Deletes = append(f.Deletes, false)
+			}
 		}
 		f.Unlisted = len(unlisted)
 	}
 	return f, nil
+}
+
+// notAnOutput says why a folder without a manifest or checkpoint cannot be verified: the shards
+// of a migration writing it together (--shared-out) are finished by a merge, which writes its
+// manifest.
+func notAnOutput(ctx context.Context, objs Objects, location string) error {
+	shards, err := objs.List(ctx, output.ShardsDir+"/")
+	if err == nil && len(shards) > 0 {
+		return fmt.Errorf("%s holds the shards of a migration written together (%s/) and no %s yet: once every shard has run, finish it with rekey merge --out %s, then verify it",
+			location, output.ShardsDir, output.ManifestFile, location)
+	}
+	return fmt.Errorf("%s is not a rekey output: it has neither %s nor %s", location, output.ManifestFile, output.CheckpointFile)
 }
 
 // unlistedFiles lists the data files under data/ that listed does not name and that the bulk
@@ -210,6 +233,9 @@ func checkManifestSchema(m *lindorm.Manifest, schema pipeline.TargetSchema) erro
 // targetWhere names a target row by its ord (file index << 32 | row in the file, from 0, or
 // for a CSV file its line, from 1).
 func (v *run) targetWhere(ord uint64) string {
+	if v.cfg.Folder == nil {
+		return "the table, read by key range"
+	}
 	files := v.cfg.Folder.Files
 	if i := int(ord >> 32); i < len(files) {
 		if v.cfg.Folder.Format == "csv" {

@@ -24,6 +24,11 @@ type Result struct {
 	RowsRead     int64            `json:"rows_read"`     // source rows read
 	RowsRejected int64            `json:"rows_rejected"` // rows migrate rejects too: not looked for
 	RejectCodes  map[string]int64 `json:"reject_codes"`
+	// ChangesSkipped are a replication's changes neither replicate nor verify can apply (a
+	// truncate, a range delete the table's key cannot express), by code in SkippedCodes: the
+	// target cannot be shown to hold the source, so the result is not equal.
+	ChangesSkipped int64            `json:"changes_skipped"`
+	SkippedCodes   map[string]int64 `json:"skipped_codes"`
 	// RowsChecked are the accepted source rows verified (all of them, or the sample's);
 	// KeysChecked the distinct keys among them.
 	RowsChecked int64 `json:"rows_checked"`
@@ -37,10 +42,11 @@ type Result struct {
 	Differ  int64 `json:"differ"`  // keys whose target row differs from the source's
 	// DifferColumns counts, per column, the keys whose value differs in it (most first).
 	DifferColumns []ColumnCount `json:"differ_columns"`
-	// Extra are target rows the source does not produce (a folder target only; null for a
-	// lookup target): rows of keys the source has not, and rows beyond the source's count of
-	// their key (a row written twice).
-	Extra *int64 `json:"extra"`
+	// Extra are target rows the source does not produce: rows of keys the source has not, and
+	// rows beyond the source's count of their key (a row written twice). ExtraScope says which
+	// target rows were looked at for them: null when none were (a table looked up by key).
+	Extra      *int64 `json:"extra"`
+	ExtraScope string `json:"extra_scope"`
 
 	Examples Examples `json:"examples"`
 	// Files are the data files of a folder target that its manifest (or checkpoint) does not
@@ -72,6 +78,14 @@ type FileRows struct {
 	// ListedRows is the rows the listing says a listed file holds.
 	ListedRows *int64 `json:"listed_rows,omitempty"`
 }
+
+// What Result.Extra covers.
+const (
+	ExtraAll         = "all"          // every target row was read: a folder, or a table read whole
+	ExtraRangesRead  = "ranges_read"  // the rows of the table's key ranges read (not all were)
+	ExtraDeletedKeys = "deleted_keys" // the keys a replication's changes delete, looked up
+	ExtraNone        = "none"         // no target row but those of the source's keys was read
+)
 
 // ColumnCount is a column and how many keys differ in it.
 type ColumnCount struct {
@@ -113,7 +127,7 @@ type Diff struct {
 }
 
 func newResult(cfg Config) *Result {
-	r := &Result{Mapping: cfg.Program.Name(), Table: cfg.Program.Table(), RejectCodes: map[string]int64{},
+	r := &Result{Mapping: cfg.Program.Name(), Table: cfg.Program.Table(), RejectCodes: map[string]int64{}, SkippedCodes: map[string]int64{},
 		differ: map[string]int64{}, Sample: "all", TargetKind: "folder", DifferColumns: []ColumnCount{}, Files: []FileRows{}}
 	switch {
 	case cfg.Sample.Rows > 0:
@@ -122,10 +136,10 @@ func newResult(cfg Config) *Result {
 		r.Sample = fmt.Sprintf("%g%%", cfg.Sample.Fraction*100)
 	}
 	if cfg.Lookup != nil {
-		r.TargetKind = "lookup"
+		r.TargetKind, r.ExtraScope = "lookup", ExtraNone
 	} else {
 		var zero int64
-		r.Extra = &zero
+		r.Extra, r.ExtraScope = &zero, ExtraAll
 	}
 	r.Examples = Examples{Missing: []Example{}, Differ: []Example{}, Extra: []Example{}}
 	return r
@@ -202,7 +216,9 @@ func (r *Result) finish(took time.Duration) {
 		return a.Column < b.Column
 	})
 	sort.Slice(r.Files, func(i, j int) bool { return r.Files[i].Path < r.Files[j].Path })
-	r.Equal = r.Missing == 0 && r.Differ == 0 && (r.Extra == nil || *r.Extra == 0) && len(r.Files) == 0
+	// nothing checked is not equal: no key was looked up, and the target's rows were not all read
+	checked := r.KeysChecked > 0 || r.ExtraScope == ExtraAll
+	r.Equal = checked && r.Missing == 0 && r.Differ == 0 && (r.Extra == nil || *r.Extra == 0) && len(r.Files) == 0 && r.ChangesSkipped == 0
 	r.Seconds = took.Seconds()
 	if r.Seconds > 0 {
 		r.RowsPerSec = float64(r.RowsRead) / r.Seconds

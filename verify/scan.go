@@ -45,12 +45,14 @@ var errTableTooLarge = errors.New("the table holds more rows than the source has
 // a range that holds more than scanRowsPerKey rows per source key it should ends the scan (the
 // table is larger than the source: reading on would cost more than the lookups); a range the
 // server refuses, or whose row does not fit its column's type (the lookup of that key then
-// says so, as it did before), ends that range. keys is the number of source rows kept.
-func (v *run) scanTable(parent context.Context, rs RangeScanner, dst *parts, keys int64) error {
+// says so, as it did before), ends that range. keys is the number of source rows kept. It
+// reports the rows read and whether every range was read to its end: the table was read whole,
+// and its rows of keys the source has not are extra.
+func (v *run) scanTable(parent context.Context, rs RangeScanner, dst *parts, keys int64) (int64, bool, error) {
 	cfg := v.cfg
 	ranges, err := v.scanRanges(cfg.Lookups*scanRangesPerLookup, keys)
 	if err != nil {
-		return err
+		return 0, false, err
 	}
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
@@ -117,10 +119,10 @@ feed:
 	close(next)
 	wg.Wait()
 	if err := parent.Err(); err != nil {
-		return err
+		return 0, false, err
 	}
 	if err := dst.failed(); err != nil {
-		return err
+		return 0, false, err
 	}
 	if tooLarge {
 		cfg.Logger.Info("table larger than the source: looking up the keys not read yet", zap.Int64("rows", c.RowsIn.Load()),
@@ -131,7 +133,7 @@ feed:
 	if firstErr != nil {
 		cfg.Logger.Warn("key ranges of the table not read: their keys are looked up", zap.Int("ranges", failed), zap.Error(firstErr))
 	}
-	return nil
+	return c.RowsIn.Load(), !tooLarge && firstErr == nil, nil
 }
 
 // encodeTableRow appends a table row's key and other values in their stored form.

@@ -101,9 +101,16 @@ func TestTableReadByKeyRange(t *testing.T) {
 		tbl.max = 500
 		return tbl
 	}
+	// the lookups' verdict on the source's keys: what the extra rows the scan reads add is
+	// taken out (and checked apart)
 	result := func(res *Result) string {
-		res.Seconds, res.RowsPerSec = 0, 0
-		return fmt.Sprintf("%+v", *res)
+		r := *res
+		r.Seconds, r.RowsPerSec = 0, 0
+		if r.Extra != nil {
+			r.TargetRows -= *r.Extra
+		}
+		r.Extra, r.ExtraScope, r.Examples.Extra, r.Notes, r.Equal = nil, "", nil, nil, false
+		return fmt.Sprintf("%+v", r)
 	}
 	want := result(runLookup(t, p, recs, table(), nil))
 	if !strings.Contains(want, "Missing:1 Differ:1") {
@@ -114,15 +121,16 @@ func TestTableReadByKeyRange(t *testing.T) {
 		name     string
 		st       *scanningTable
 		mod      func(*Config)
-		lookedUp int // keys looked up
+		lookedUp int    // keys looked up
+		extra    string // what the result says of the 20 rows of keys the source has not
 	}{
-		{"scan", &scanningTable{}, nil, 1},
-		{"spilled", &scanningTable{}, func(c *Config) { c.Memory = 16 << 10 }, 1},
-		{"one lookup in flight", &scanningTable{}, func(c *Config) { c.Lookups = 1 }, 1},
-		{"rows given twice", &scanningTable{twice: true}, nil, 1},
-		{"a row the ranges miss", &scanningTable{hide: hidden}, nil, 2},
-		{"scan fails", &scanningTable{fail: errors.New("full table scan refused")}, nil, 2000},
-		{"one range refused", &scanningTable{fail: errors.New("full table scan refused"), failFirst: true}, nil, -1},
+		{"scan", &scanningTable{}, nil, 1, ExtraAll},
+		{"spilled", &scanningTable{}, func(c *Config) { c.Memory = 16 << 10 }, 1, ExtraAll},
+		{"one lookup in flight", &scanningTable{}, func(c *Config) { c.Lookups = 1 }, 1, ExtraAll},
+		{"rows given twice", &scanningTable{twice: true}, nil, 1, ExtraAll},
+		{"a row the ranges miss", &scanningTable{hide: hidden}, nil, 2, ExtraAll},
+		{"scan fails", &scanningTable{fail: errors.New("full table scan refused")}, nil, 2000, ExtraNone},
+		{"one range refused", &scanningTable{fail: errors.New("full table scan refused"), failFirst: true}, nil, -1, ExtraRangesRead},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.st.fakeTable = table()
@@ -130,6 +138,23 @@ func TestTableReadByKeyRange(t *testing.T) {
 			res := runWith(t, Config{Program: p, Source: &sliceSource{recs}, Lookup: tc.st, Logger: zap.New(core)}, tc.mod)
 			if got := result(res); got != want {
 				t.Fatalf("verdict\n%s\nwant the lookups'\n%s", got, want)
+			}
+			// the rows of keys the source has not are extra wherever they were read (before,
+			// they were passed over and the summary said extra was not checked)
+			switch tc.extra {
+			case ExtraAll:
+				if res.ExtraScope != ExtraAll || res.Extra == nil || *res.Extra != 20 || len(res.Examples.Extra) != maxExamples || res.TargetRows != 2019 || len(res.Notes) != 0 {
+					t.Fatalf("the table read whole: extra %v (%s), %d examples, %d target rows, notes %q; want the 20 rows of other keys, of 2,019",
+						res.Extra, res.ExtraScope, len(res.Examples.Extra), res.TargetRows, res.Notes)
+				}
+			case ExtraRangesRead:
+				if res.ExtraScope != ExtraRangesRead || res.Extra == nil || *res.Extra == 0 || *res.Extra >= 20 || len(res.Notes) != 1 {
+					t.Fatalf("a range refused: extra %v (%s), notes %q; want the rows of other keys of the ranges read, and a note", res.Extra, res.ExtraScope, res.Notes)
+				}
+			default:
+				if res.ExtraScope != ExtraNone || res.Extra != nil {
+					t.Fatalf("nothing read: extra %v (%s), want not checked", res.Extra, res.ExtraScope)
+				}
 			}
 			if tc.lookedUp < 0 { // the keys of the first range (a seventh), the missing one
 				if tc.st.keysLookedUp < 200 || tc.st.keysLookedUp > 400 {
@@ -152,6 +177,9 @@ func TestTableReadByKeyRange(t *testing.T) {
 		res := runWith(t, Config{Program: p, Source: &sliceSource{few}, Lookup: st, Lookups: 1}, nil)
 		if got, want := result(res), result(runLookup(t, p, few, table(), nil)); got != want {
 			t.Fatalf("verdict\n%s\nwant the lookups'\n%s", got, want)
+		}
+		if res.ExtraScope != ExtraRangesRead || res.Extra == nil || *res.Extra == 0 {
+			t.Fatalf("extra %v (%s): want the rows of other keys in the range read", res.Extra, res.ExtraScope)
 		}
 		if st.scans != 1 || st.keysLookedUp >= 500 || st.keysLookedUp < 400 || st.rowsGiven > 300 {
 			t.Fatalf("%d scans of %d rows, %d keys looked up: want a scan ended within its first range and the keys not read looked up",

@@ -47,12 +47,15 @@ type Change struct {
 }
 
 // ChangeBatch is a run of one stream's changes, in order. Messages counts what was read;
-// Rejects, by code, the messages that made no change (replicate rejected them too).
+// Rejects, by code, the messages that made no change (replicate rejected them too); Skipped, by
+// code, the messages whose change neither replicate nor verify can apply (a truncate, a range
+// delete the table's key cannot express): the target cannot be shown to hold the source.
 type ChangeBatch struct {
 	Stream   string
 	Changes  []Change
 	Messages int64
 	Rejects  map[string]int64
+	Skipped  map[string]int64
 }
 
 // maxRanges bounds the range deletes held in memory (each is compared with every key).
@@ -82,7 +85,7 @@ func (v *run) readChanges(ctx context.Context, counters *pipeline.Counters) erro
 		if n := len(free); n > 0 {
 			w, free = free[n-1], free[:n-1]
 		} else {
-			w = &changeWorker{v: v, w: v.src.writer(), rejects: map[string]int64{}}
+			w = &changeWorker{v: v, w: v.src.writer(), rejects: map[string]int64{}, skipped: map[string]int64{}}
 			all = append(all, w)
 		}
 		mu.Unlock()
@@ -107,6 +110,10 @@ func (v *run) readChanges(ctx context.Context, counters *pipeline.Counters) erro
 		for c, n := range w.rejects {
 			v.res.RejectCodes[c] += n
 		}
+		for c, n := range w.skipped {
+			v.res.ChangesSkipped += n
+			v.res.SkippedCodes[c] += n
+		}
 	}
 	sort.Slice(v.ranges, func(i, j int) bool { return v.ranges[i].ord < v.ranges[j].ord })
 	v.cfg.Logger.Info("changes read", zap.Int64("messages", v.res.RowsRead), zap.Int64("rejected", v.res.RowsRejected), zap.Int("range_deletes", len(v.ranges)))
@@ -120,6 +127,7 @@ type changeWorker struct {
 	read     int64
 	rejected int64
 	rejects  map[string]int64
+	skipped  map[string]int64
 }
 
 func (w *changeWorker) process(b *ChangeBatch, first uint64, c *pipeline.Counters) error {
@@ -128,6 +136,11 @@ func (w *changeWorker) process(b *ChangeBatch, first uint64, c *pipeline.Counter
 	for code, n := range b.Rejects {
 		w.rejects[code] += n
 		rejected += n
+	}
+	var skipped int64
+	for code, n := range b.Skipped {
+		w.skipped[code] += n
+		skipped += n
 	}
 	var kept int64
 	for i := range b.Changes {
@@ -189,7 +202,7 @@ func (w *changeWorker) process(b *ChangeBatch, first uint64, c *pipeline.Counter
 	w.rejected += rejected
 	c.RowsIn.Add(b.Messages)
 	c.RowsWritten.Add(kept)
-	c.RowsRejected.Add(rejected)
+	c.RowsRejected.Add(rejected + skipped) // the progress line: messages that made no change
 	return nil
 }
 

@@ -126,7 +126,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	v.state = cfg.Changes != nil || (cfg.Folder != nil && cfg.Folder.Replication != nil)
 	if v.state && cfg.Lookup != nil {
 		var zero int64
-		v.res.Extra = &zero
+		v.res.Extra, v.res.ExtraScope = &zero, ExtraDeletedKeys
 		v.res.Notes = append(v.res.Notes, "extra counts the keys the changes delete that the table still holds: a table read by key cannot list rows of keys the changes never name")
 	}
 	if cfg.Folder != nil && !cfg.SourceOnce && !v.state {
@@ -146,6 +146,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err := v.repairPass(ctx); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Source != nil && v.state && v.res.Missing > 0 {
+		v.res.Notes = append(v.res.Notes, "a replicate output holds the changes replicate applied from its topic, not the rows the source held before them (a copy by migrate, say): those show as missing here; to check a cut-over, verify the table the copy and the changes were both loaded into")
 	}
 	v.res.finish(time.Since(started))
 	return v.res, nil
@@ -187,10 +190,20 @@ func (v *run) exact(ctx context.Context) error {
 	if rs, ok := cfg.Lookup.(RangeScanner); ok && !v.state && cfg.Sample == (Sample{}) && read.RowsWritten.Load() > 0 && !floatingKey(v.schema) {
 		dst = newParts(v.dir, "table", topBuckets, 0, &v.used, cfg.Memory/2)
 		defer dst.close()
-		if err := v.scanTable(ctx, rs, dst, read.RowsWritten.Load()); err != nil {
+		rows, whole, err := v.scanTable(ctx, rs, dst, read.RowsWritten.Load())
+		if err != nil {
 			return err
 		}
+		// the rows read are all compared: those of keys the source has not are extra
 		v.scanned = true
+		var zero int64
+		switch {
+		case whole:
+			v.res.Extra, v.res.ExtraScope = &zero, ExtraAll
+		case rows > 0:
+			v.res.Extra, v.res.ExtraScope = &zero, ExtraRangesRead
+			v.res.Notes = append(v.res.Notes, "the table was not read whole (it holds more rows than the source has keys, or a key range was refused): extra counts the rows of the key ranges read; the others were not checked")
+		}
 	}
 	par, name := cfg.Workers, "comparing"
 	if cfg.Lookup != nil {
@@ -379,6 +392,9 @@ func (w *sourceWorker) process(b *pipeline.Batch, firstOrd uint64) {
 		}
 		if e == nil {
 			w.row = w.row[:0]
+			if v.state { // compared with a replicate output's state: each row is an upsert
+				w.row = append(w.row, stateUpsert)
+			}
 			for c := range v.rowCols {
 				if w.row, e = appendStored(w.row, v.rowCols[c], w.out[v.schema.KeyLen+c]); e != nil {
 					break

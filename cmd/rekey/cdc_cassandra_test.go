@@ -82,6 +82,15 @@ func replicateTopic(t *testing.T, mapping string, msgs []kafkago.Message, out ..
 	c := kafkatest.Start(t)
 	topic := c.CreateTopic(t, "cdc", 1)
 	c.Produce(t, topic, msgs...)
+	output, rejects := replicateFrom(t, c, topic, int64(len(msgs)), mapping, out...)
+	return c, topic, output, rejects
+}
+
+// replicateFrom runs replicate of the one-partition topic of c (consumer group "cdc") with the
+// output flags out until it committed the offset end, stops it, and returns its output and its
+// rejects lines.
+func replicateFrom(t *testing.T, c *kafkatest.Cluster, topic string, end int64, mapping string, out ...string) (string, []string) {
+	t.Helper()
 	state := filepath.Join(t.TempDir(), "state")
 	done := make(chan int, 1)
 	var output string
@@ -98,14 +107,12 @@ func replicateTopic(t *testing.T, mapping string, msgs []kafkago.Message, out ..
 		output = o + e
 		done <- code
 	}()
-	wait.For(t, func() bool { return c.Committed(t, "cdc", topic, 1)[0] == int64(len(msgs)) },
-		fmt.Sprintf("replicate to commit the offset %d", len(msgs)))
+	wait.For(t, func() bool { return c.Committed(t, "cdc", topic, 1)[0] == end },
+		fmt.Sprintf("replicate to commit the offset %d", end))
 	interrupt(t, sigs, syscall.SIGTERM)
+	var code int
 	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("replicate exit %d:\n%s", code, output)
-		}
+	case code = <-done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("replicate did not stop on SIGTERM")
 	}
@@ -118,7 +125,15 @@ func replicateTopic(t *testing.T, mapping string, msgs []kafkago.Message, out ..
 		}
 		rejects = append(rejects, strings.Split(strings.TrimSpace(string(data)), "\n")...)
 	}
-	return c, topic, output, rejects
+	// stopped cleanly: 0, or 1 with a warning when messages were rejected
+	if want := 0; len(rejects) > 0 {
+		if want = exitRejects; code != want || !strings.Contains(output, fmt.Sprintf("warning: %d messages rejected by this process", len(rejects))) {
+			t.Fatalf("replicate rejected %d messages: exit %d, want %d and a warning:\n%s", len(rejects), code, want, output)
+		}
+	} else if code != want {
+		t.Fatalf("replicate exit %d:\n%s", code, output)
+	}
+	return output, rejects
 }
 
 // dumpTable returns the table's rows, "col col ..." each (NULL for null), sorted.

@@ -79,7 +79,8 @@ func TestKafkaMigrateAndReplicate(t *testing.T) {
 		t.Fatalf("the window committed offsets: %v", got)
 	}
 
-	// replicate the whole topic, then SIGTERM: rolls committed, offsets committed, exit 0
+	// replicate the whole topic, then SIGTERM: rolls committed, offsets committed, exit 1 for the
+	// message rejected
 	out := filepath.Join(dir, "replicate")
 	port := kafkatest.FreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
@@ -113,8 +114,8 @@ func TestKafkaMigrateAndReplicate(t *testing.T) {
 	interrupt(t, sigs, syscall.SIGTERM)
 	select {
 	case code := <-done:
-		if code != 0 {
-			t.Fatalf("replicate exit %d:\n%s", code, stdout)
+		if code != exitRejects || !strings.Contains(stdout, "warning: 1 messages rejected by this process (parse 1)") {
+			t.Fatalf("replicate exit %d, want 1 and a warning for the message rejected:\n%s", code, stdout)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("replicate did not stop on SIGTERM")

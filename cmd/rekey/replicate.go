@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"sort"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
+	"github.com/rekey/rekey/verify"
 )
 
 type replicateFlags struct {
@@ -77,8 +79,9 @@ of a group share one output folder (a shared file system with flock, e.g. NFSv4,
 where the next owner of a partition continues its rolls and removes what a killed member left. Separate folders would each keep the messages a
 killed member committed before its offset and the replay of them. On a rebalance each member closes
 and commits its rolls before handing partitions over. SIGTERM or Ctrl-C closes and commits the
-current rolls, commits the offsets, leaves the group (waiting at most 5s) and exits 0 (a second
-Ctrl-C aborts at once; the open rolls are then replayed by the next run). A stop takes the open
+current rolls, commits the offsets, leaves the group (waiting at most 5s) and exits 0, or 1 when
+it rejected messages (a warning after the summary counts them by code and says what to do; a
+second Ctrl-C aborts at once; the open rolls are then replayed by the next run). A stop takes the open
 rolls' close plus 5s: set Kubernetes' terminationGracePeriodSeconds above that.
 
 Messages the topic deleted (retention) before replicate read them are lost to the table: replicate
@@ -334,9 +337,10 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	runErr := r.Run(ctx, stop)
 	status.finish()
 	printReplicationSummary(cmd.OutOrStdout(), r.Metrics(), plan, sourceuri.Redact(f.out), toSQL, time.Since(started))
+	rejected := rejectedMessages(cmd.OutOrStdout(), r.Metrics(), out.Location(output.RejectsDir+"/"), toSQL)
 	switch {
 	case runErr == nil:
-		return nil
+		return rejected
 	case errors.Is(runErr, context.Canceled):
 		if toSQL {
 			return interrupted(errors.New("aborted: the messages whose offsets were not committed will be applied again by the next run (upserts and deletes in order: harmless)"))
@@ -513,6 +517,38 @@ func printReplicationSummary(w io.Writer, m *replicate.Metrics, plan pipeline.Re
 		[2]string{"output", out},
 	)
 	table(w, rows)
+}
+
+// wholeRowCodes are the rejects of changes a folder of bulk-load files cannot hold and a table
+// applies.
+var wholeRowCodes = map[string]bool{pipeline.CodePartialUpdate: true, pipeline.CodeRangeTombstone: true}
+
+// rejectedMessages warns, after the summary, of the messages this process rejected, by code and
+// with what to do; the replication then exits 1 (as migrate does with rejected rows), since the
+// output does not hold those changes.
+func rejectedMessages(w io.Writer, m *replicate.Metrics, rejects string, toSQL bool) error {
+	codes := m.RejectCodes()
+	var n int64
+	for _, c := range codes {
+		n += c
+	}
+	if n == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nwarning: %d messages rejected by this process (%s): their changes are not in the output; %s names each message and why\n",
+		n, verify.CodeCounts(codes), rejects)
+	var whole []string
+	for c := range codes {
+		if wholeRowCodes[c] {
+			whole = append(whole, c)
+		}
+	}
+	if len(whole) > 0 && !toSQL {
+		sort.Strings(whole)
+		fmt.Fprintf(w, "  %s: changes of some columns, and range or partition deletes, which bulk-load files (whole rows) cannot hold:\n"+
+			"  replicate Debezium's Cassandra events into the table instead (--out mysql://... or lindorm://...), which applies them\n", strings.Join(whole, ", "))
+	}
+	return completedWithRejects(fmt.Errorf("stopped, but %d messages were rejected: see %s", n, rejects))
 }
 
 // peakHeapProfile rewrites a heap profile whenever the heap in use reaches a new high.

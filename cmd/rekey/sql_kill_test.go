@@ -148,7 +148,8 @@ func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 	}
 	db := srv.DB(t)
 	for _, s := range streams {
-		if code := s.terminate(t); code != 0 {
+		// 1 when this last process rejected some of the bad messages, spread over the starts
+		if code := s.terminate(t); code != 0 && code != exitRejects {
 			t.Errorf("%s: exit %d after SIGTERM\n%s", s.name, code, s.logTail())
 		}
 		got := e2eTableState(t, db, s.table)

@@ -213,8 +213,8 @@ func TestReplicateIntoSQLTable(t *testing.T) {
 			interrupt(t, sigs, syscall.SIGTERM)
 			select {
 			case code := <-done:
-				if code != 0 {
-					t.Fatalf("replicate exit %d:\n%s", code, out)
+				if code != exitRejects || !strings.Contains(out, "warning: 1 messages rejected by this process") {
+					t.Fatalf("replicate exit %d, want 1 and a warning for the message rejected:\n%s", code, out)
 				}
 				for _, line := range []string{"  rolls ", "  files ", "  regions ", "open rolls"} {
 					if strings.Contains(out, line) {

@@ -102,8 +102,10 @@ target. It reports:
   differ      keys whose target row differs from the source's, with the columns that differ and
               a few examples (source vs target value, compared as the target stores them:
               timestamps in ms, decimals at the column's scale, floats bit for bit)
-  extra       rows in the target the source does not produce (an output folder only: a table
-              read by key cannot list them), and rows written more often than the source has them
+  extra       rows in the target the source does not produce, and rows written more often than
+              the source has them: of every row of an output folder or of a table read whole by
+              key range; of the ranges read of a table read in part; a table only looked up by
+              key cannot list them (the summary says which)
   rejected    source rows the mapping rejects: migrate rejected them too, they are not looked for
 
 When the source has several rows with one key, the last one is compared (the last one wins in
@@ -112,7 +114,10 @@ Lindorm), and the rows it replaces are counted as "rows overwritten".
 TARGET is
   DIR                      the --out folder of rekey migrate: every data file under its data/, as
                            the bulk load reads them (a file manifest.json, or for a run that has not
-                           finished checkpoint.json, does not list is named, its rows extra), Parquet or CSV
+                           finished checkpoint.json, does not list is named, its rows extra), Parquet or CSV;
+                           or of rekey replicate: its data and delete files applied in the order its
+                           manifest.json lists them, against a kafka:// source (its changes up to the
+                           offsets the manifest records) or any other (the table's rows)
   lindorm://USER@HOST:33060/DATABASE, mysql://USER@HOST:PORT/DATABASE
                            the table, read by key in batches (Lindorm: 2,000 keys per multi-get);
                            the password comes from REKEY_LINDORM_PASSWORD (lindorm://) or
@@ -126,7 +131,8 @@ after the key is computed); what a sample saves is target lookups and memory.
 --repair FILE.jsonl writes the source rows of the keys missing or differing (every source column,
 typed so that migrate reads back the same values: blobs as "0x..", timestamps in ISO-8601 UTC,
 decimals as written, null apart from "") for one more migrate to repair the target: a table
-takes them as upserts (migrate -m MAPPING --source file:FILE.jsonl --out TABLE); for a folder,
+takes them as upserts (migrate -m MAPPING --source file:FILE.jsonl --out TABLE --state FILE.state
+--overwrite: a state folder of its own, the table's default one holds the migration); for a folder,
 migrate them to a new --out and bulk load it after the first: its later writerConfig.timestamp
 makes its cells win. Keys of extra target rows, which no migrate removes, go to
 FILE.jsonl.extra-keys. The files are written (mode 0600, atomically) only when there is
@@ -141,7 +147,8 @@ examples). A source on stdin, which can be read only once, is compared value by 
 
 Exit codes:
   0    equal: every key checked is in the target with the same values (and nothing extra)
-  2    different: rows missing, differing or extra (see the summary, or --json)
+  2    different: rows missing, differing or extra (see the summary, or --json); or NOT
+       VERIFIED: 0 keys checked of a target whose rows were not all read
   3    verify could not run to the end: flags, mapping, an unreadable source or target, a target
        holding another table
   130  interrupted
@@ -261,9 +268,9 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 		target = loc
 	}
 	var upTo string
+	var rep *replication
 	if isKafkaURI(f.source) {
-		rep, err := inv.replicationSource(ctx, f.source, prog, cfg.Folder, logger)
-		if err != nil {
+		if rep, err = inv.replicationSource(ctx, f.source, prog, cfg.Folder, logger); err != nil {
 			return err
 		}
 		if rep != nil {
@@ -309,6 +316,11 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 	}
 	res.Source, res.Target, res.UpTo = sourceuri.Redact(f.source), target, upTo
 	res.Notes = append(res.Notes, notes...)
+	if rep != nil {
+		if n := rep.refusedNote(target); n != "" {
+			res.Notes = append(res.Notes, n)
+		}
+	}
 	if f.jsonOut != "" {
 		if err := writeReportFile(f.jsonOut, func(w io.Writer) error { return verify.WriteJSON(w, res) }); err != nil {
 			return runFailed(err)

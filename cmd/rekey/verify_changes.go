@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -22,6 +23,25 @@ type replication struct {
 	changes func(ctx context.Context, fn func(*verify.ChangeBatch) error) error
 	upTo    string
 	notes   []string
+	// refused counts, by code, the changes a folder output refuses (replicate rejected them
+	// there) that verify applies to the source side; filled as the changes are read
+	refused   map[string]int64
+	refusedMu sync.Mutex
+}
+
+// refusedNote says what the changes a folder output refuses did to the comparison.
+func (r *replication) refusedNote(location string) string {
+	r.refusedMu.Lock()
+	defer r.refusedMu.Unlock()
+	var n int64
+	for _, c := range r.refused {
+		n += c
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d changes of the topic cannot be written to bulk-load files (%s): replicate rejected them for %s, and verify applies them as a table does (the columns a change sets, the rows a range delete covers), so the keys they change show as differing, missing or extra. Replicate Debezium's Cassandra events into the table instead (--out mysql://... or lindorm://...)",
+		n, verify.CodeCounts(r.refused), location)
 }
 
 // replicationSource says whether a kafka:// --source is verified as the replication the target
@@ -63,12 +83,12 @@ func (inv *invocation) replicationSource(ctx context.Context, uri string, prog *
 			return nil, fmt.Errorf("--source %s: %s= does not apply when verifying a replication: the changes are read up to %s", sourceuri.Redact(uri), p, from)
 		}
 	}
-	cfg := replicate.ChangesConfig{Kafka: kc, Program: prog, End: end, WholeRows: folder != nil, Logger: logger.Named("verify.changes")}
+	cfg := replicate.ChangesConfig{Kafka: kc, Program: prog, End: end, Logger: logger.Named("verify.changes")}
 	windows, err := replicate.ChangeWindows(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	r := &replication{}
+	r := &replication{refused: map[string]int64{}}
 	var parts []string
 	for _, w := range windows {
 		parts = append(parts, fmt.Sprintf("%s < %d", kafka.Stream(kc.Topic, w.Partition), w.End))
@@ -80,17 +100,28 @@ func (inv *invocation) replicationSource(ctx context.Context, uri string, prog *
 	sort.Strings(parts)
 	if len(parts) == 0 {
 		parts = append(parts, "nothing committed yet")
+		r.notes = append(r.notes, fmt.Sprintf("nothing to check: %s names no offset of topic %s that replicate committed (has it applied anything yet? is this the group= it runs with?)", from, kc.Topic))
 	}
 	r.upTo = strings.Join(parts, ", ") + " (" + from + ")"
 	r.changes = func(ctx context.Context, fn func(*verify.ChangeBatch) error) error {
 		return replicate.ReadChanges(ctx, cfg, windows, func(b *replicate.ChangeBatch) error {
-			vb := &verify.ChangeBatch{Stream: kafka.Stream(kc.Topic, b.Partition), Messages: b.Messages, Rejects: map[string]int64{}}
+			vb := &verify.ChangeBatch{Stream: kafka.Stream(kc.Topic, b.Partition), Messages: b.Messages, Rejects: map[string]int64{}, Skipped: map[string]int64{}}
 			for code, n := range b.Rejects {
 				vb.Rejects[code] = int64(n)
+			}
+			for code, n := range b.Skipped {
+				vb.Skipped[code] = int64(n)
 			}
 			vb.Changes = make([]verify.Change, len(b.Ops))
 			for i, op := range b.Ops {
 				vb.Changes[i] = verify.Change{Seq: b.Offsets[i], Delete: op.Delete, Values: op.Values, Set: op.Set, Range: op.Range}
+			}
+			if folder != nil && len(b.FilesRefuse) > 0 {
+				r.refusedMu.Lock()
+				for code, n := range b.FilesRefuse {
+					r.refused[code] += int64(n)
+				}
+				r.refusedMu.Unlock()
 			}
 			return fn(vb)
 		})

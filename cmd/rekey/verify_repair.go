@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cqlvalue"
 	"github.com/rekey/rekey/verify"
@@ -95,6 +96,13 @@ func (r *repairFile) discard() {
 	}
 }
 
+// repairStatePath is the state folder of the migrate that applies a repair file to a table: not
+// the table's default one (.rekey-state/<hash of the table>), which holds the migration being
+// repaired and refuses a new run, and not named .jsonl (a rejects file lives in it).
+func repairStatePath(repair string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(repair, ".jsonl"), ".ndjson") + ".state"
+}
+
 // extraKeysPath is where the keys of extra target rows go: not named .jsonl, so that a
 // --source file: folder holding the repair file never reads them as source rows.
 func extraKeysPath(repair string) string { return repair + ".extra-keys" }
@@ -155,7 +163,8 @@ func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFla
 	if res.RepairRows > 0 {
 		switch res.TargetKind {
 		case "lookup":
-			fmt.Fprintf(&b, "  repair the table (its writes are upserts):\n    rekey migrate -m %s --source file:%s --out '%s'\n", f.mapping, f.repair, res.Target)
+			fmt.Fprintf(&b, "  repair the table (its writes are upserts; the repair run keeps its checkpoint and rejects in a state folder of its own, beside the file):\n    %s\n",
+				output.CatchupCommand(f.mapping, "file:"+f.repair, "--out", res.Target, "--state", repairStatePath(f.repair), "--overwrite"))
 		default:
 			fmt.Fprintf(&b, "  write them to a new output folder and bulk load it after %s: its cells are newer (writerConfig.timestamp), so they overwrite the rows that differ:\n"+
 				"    rekey migrate -m %s --source file:%s --out NEW_FOLDER\n", f.target, f.mapping, f.repair)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sinktest"
+	"github.com/rekey/rekey/source/kafka/kafkatest"
 	"github.com/rekey/rekey/verify"
 )
 
@@ -405,5 +407,50 @@ func TestVerifyNamesSourceRowsByLine(t *testing.T) {
 	r = readVerifyJSON(t, jsonPath)
 	if code != exitDifferent || len(r.Examples.Differ) != 1 || r.Examples.Differ[0].Where != "in.csv:6; target "+rel+":5" {
 		t.Fatalf("verify of a CSV output: exit %d, examples %+v\n%s%s", code, r.Examples, stdout, stderr)
+	}
+}
+
+// An output the shards of a migration write together (--shared-out) has no manifest until
+// merge finishes it: verify says to run the merge, not that the folder is no rekey output.
+func TestVerifySharedOutputBeforeTheMerge(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "out")
+	mapping := "../../mappings/orders.yaml"
+	src := "gen:orders?rows=200&seed=3"
+	mustRun(t, "migrate", "-m", mapping, "--source", src, "--shard", "0/2", "--shared-out", "--regions", "2", "--out", out, "--progress", "never")
+	code, stdout, stderr := runCLI(t, "verify", "-m", mapping, "--source", src, "--target", out, "--progress", "never")
+	if code != exitVerifyFailed || !strings.Contains(stderr, "finish it with rekey merge --out "+out+", then verify it") || strings.Contains(stderr, "is not a rekey output") {
+		t.Fatalf("verify of a shared output before the merge: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// A table read whole holds rows of keys the source has not: they are extra, counted in the
+// target rows, wherever they were read. verify used to pass them over, print "extra not
+// checked" and EQUAL. A replication with nothing committed yet checks no key: that is not
+// EQUAL either (it used to say "all 0 keys checked and nothing else" of a table holding rows).
+func TestVerifyTableReadWholeReportsExtraRows(t *testing.T) {
+	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
+	for name, start := range sqlServers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv, conns := start(t)
+			srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", srv.DDLDialect()))
+			mustRun(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=3002&seed=5", "--out", srv.URI(""),
+				"--sql-conns", conns, "--state", filepath.Join(t.TempDir(), "state"), "--progress", "never")
+			code, stdout, stderr := runCLI(t, "verify", "-m", mapping, "--source", "gen:orders?rows=3000&seed=5", "--target", srv.URI(""), "--progress", "never")
+			if code != exitDifferent || !strings.Contains(stdout, "DIFFERENT: 2 extra (of 3000 keys checked)") ||
+				!regexp.MustCompile(`target rows +3002\n`).MatchString(stdout) || !regexp.MustCompile(`extra +2\n`).MatchString(stdout) ||
+				!strings.Contains(stdout, "(the table, read by key range)") {
+				t.Fatalf("verify of a table holding 2 rows the source has not: exit %d\n%s%s", code, stdout, stderr)
+			}
+
+			c := kafkatest.Start(t)
+			topic := c.CreateTopic(t, "orders", 1)
+			src := "kafka://" + strings.Join(c.Brokers, ",") + "/" + topic + "?group=never-ran&format=debezium"
+			code, stdout, stderr = runCLI(t, "verify", "-m", mapping, "--source", src, "--target", srv.URI(""), "--progress", "never")
+			if code != exitDifferent || !strings.Contains(stdout, "NOT VERIFIED: 0 keys checked") || strings.Contains(stdout, "EQUAL") ||
+				strings.Contains(stdout, "nothing else") || !strings.Contains(stdout, "nothing committed yet") {
+				t.Fatalf("verify of a replication that committed nothing: exit %d\n%s%s", code, stdout, stderr)
+			}
+		})
 	}
 }
