@@ -149,6 +149,9 @@ func (o *Output) open(ctx context.Context, spec Spec, logger *zap.Logger) error 
 	if slices.Contains(tops, ShardsDir) {
 		return refuse("--out %s holds the shards of a migration written together (%s/): run a shard there with --shard i/N --shared-out, finish them with rekey merge --out %s, or choose a new --out directory", spec.Dir, ShardsDir, spec.Dir)
 	}
+	if slices.Contains(tops, ReplicateStateFile) {
+		return refuse("--out %s holds a replication (rekey replicate: %s), not a migration: rekey replicate continues it; migrate into a new --out directory", spec.Dir, ReplicateStateFile)
+	}
 	if spec.Overwrite && !spec.Resume {
 		if foreign := notRekeyFiles(tops, finalFiles); len(foreign) > 0 {
 			return refuse("--overwrite: %s holds files rekey did not write (%s): it is not a rekey output; choose a new --out directory", spec.Dir, strings.Join(foreign, ", "))

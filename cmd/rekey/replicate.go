@@ -393,6 +393,10 @@ func replicationPlan(ctx context.Context, f *replicateFlags, out store.Store, kc
 		}
 		return st.Plan, nil
 	}
+	// before a sample of the topic: a folder holding a migration is refused at once
+	if err := output.CheckReplicationOutput(ctx, out, f.out); err != nil {
+		return pipeline.RegionPlan{}, usageError(err)
+	}
 	// count, split_keys, hash-prefix and bucket plans need no sample; quantile plans and
 	// regions.size (a count from the data size) are placed from the retained messages
 	if plan, err := p.PlanRegions(transform.RegionRequest{Count: f.regions}); err == nil &&

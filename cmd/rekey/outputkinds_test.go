@@ -1,0 +1,90 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/rekey/rekey/internal/wait"
+	"github.com/rekey/rekey/source/kafka/kafkatest"
+)
+
+// replicate --out refuses a folder holding a migration, finished or killed, naming what it
+// holds, and leaves its files as they were: the manifest still lists the migration's data
+// files, and migrate --resume finishes the killed one with all its rows.
+func TestReplicateRefusesMigrationFolder(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "cli-refuse-migration", 2)
+	c.Produce(t, topic, ordersMessages(20)...)
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	dir := t.TempDir()
+	src := "gen:orders?rows=1000"
+	finished, killed := filepath.Join(dir, "finished"), filepath.Join(dir, "killed")
+	for _, out := range []string{finished, killed} {
+		mustRun(t, "migrate", "-m", mapping, "--source", src, "--out", out, "--progress", "never")
+	}
+	// a run killed after its last checkpoint, before it wrote its manifest
+	if err := os.Remove(filepath.Join(killed, "manifest.json")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ out, want string }{
+		{finished, "holds a finished migration"},
+		{killed, "holds an interrupted migration"},
+	} {
+		before := snapshot(t, tc.out)
+		sigs := make(chan os.Signal)
+		done := make(chan struct{})
+		var code int
+		var stdout, stderr string
+		go func() {
+			defer close(done)
+			code, stdout, stderr = cliRun{signals: sigs}.run(t, "replicate", "-m", mapping, "--source",
+				"kafka://"+strings.Join(c.Brokers, ",")+"/"+topic+"?group=cli-refuse&format=json", "--out", tc.out, "--progress", "never")
+		}()
+		// a replicate that takes the folder runs until stopped: stop it once it wrote there
+		wait.For(t, func() bool {
+			select {
+			case <-done:
+				return true
+			default:
+				return !reflect.DeepEqual(snapshot(t, tc.out), before)
+			}
+		}, "replicate to refuse the folder or write into it")
+		select {
+		case <-done:
+		default:
+			interrupt(t, sigs, syscall.SIGTERM)
+			<-done
+			t.Fatalf("replicate --out %s: it wrote into a migration's folder:\n%s%s", tc.out, stdout, stderr)
+		}
+		if code != 2 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "replicate into a new --out directory") {
+			t.Errorf("replicate --out %s: exit %d, want 2 with %q and what to do:\n%s%s", tc.out, code, tc.want, stdout, stderr)
+		}
+		if after := snapshot(t, tc.out); !reflect.DeepEqual(after, before) {
+			t.Errorf("replicate --out %s changed the migration's files:\nbefore %v\nafter  %v", tc.out, before, after)
+		}
+	}
+	mustRun(t, "migrate", "-m", mapping, "--source", src, "--out", killed, "--progress", "never", "--resume")
+	if rows, _ := outputRows(t, killed); len(rows) != 1000 {
+		t.Errorf("migrate --resume after the refusal: %d rows in the output, want 1000", len(rows))
+	}
+}
+
+// migrate --out refuses a folder holding a replication, naming it, rather than suggesting
+// --resume or --overwrite, neither of which applies.
+func TestMigrateRefusesReplicationFolder(t *testing.T) {
+	out := t.TempDir()
+	writeFile(t, out, "replicate.json", `{}`)
+	writeFile(t, out, "manifest.json", `{}`)
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	for _, extra := range [][]string{nil, {"--resume"}, {"--overwrite"}} {
+		args := append([]string{"migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", out, "--progress", "never"}, extra...)
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 2 || !strings.Contains(stderr, "holds a replication (rekey replicate: replicate.json)") || !strings.Contains(stderr, "migrate into a new --out directory") {
+			t.Errorf("rekey %v: exit %d, want 2 naming the replication:\n%s%s", extra, code, stdout, stderr)
+		}
+	}
+}
