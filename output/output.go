@@ -68,6 +68,7 @@ type Output struct {
 	lock       *os.File    // local folders
 	objLock    *objectLock // object stores
 	log        *zap.Logger
+	peers      []shardPeer // a shard's: the other shards of its shared output, with a checkpoint
 }
 
 // ErrRefusedResume is wrapped by Open's errors when the directory cannot be resumed or

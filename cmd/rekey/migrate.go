@@ -262,6 +262,8 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 		plan = resume.Plan
 	} else if plan, _, err = planRegions(ctx, prog, src, f.regions); err != nil {
 		return err
+	} else if err := out.CheckSharedPlan(plan); err != nil {
+		return usageError(err)
 	}
 	setMemoryBudgetGC(inv.getenv, memory, migrateGCPercent)
 	heapOnHugePages(memory)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -86,5 +87,59 @@ func TestMigrateRefusesReplicationFolder(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "holds a replication (rekey replicate: replicate.json)") || !strings.Contains(stderr, "migrate into a new --out directory") {
 			t.Errorf("rekey %v: exit %d, want 2 naming the replication:\n%s%s", extra, code, stdout, stderr)
 		}
+	}
+}
+
+// A shard that would join a shared output with another source, --regions or region plan than
+// the shards already there is refused at its start, naming the difference; merge of separate
+// shard outputs names the shard to run again and how it differs.
+func TestShardOfAnotherMigrationRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	shared := filepath.Join(dir, "shared")
+	migrate := func(out, rows string, shard string, extra ...string) (int, string) {
+		args := append([]string{"migrate", "-m", mapping, "--source", "gen:orders?rows=" + rows, "--shard", shard, "--out", out, "--progress", "never"}, extra...)
+		code, stdout, stderr := runCLI(t, args...)
+		return code, stdout + stderr
+	}
+	if code, out := migrate(shared, "400", "0/3", "--regions", "4", "--shared-out"); code != 0 {
+		t.Fatalf("shard 0/3: exit %d\n%s", code, out)
+	}
+	for _, c := range []struct {
+		rows string
+		args []string
+		want string
+	}{
+		{"500", []string{"--regions", "4"}, "--source rows: 400 in shard 0/3, 500 here"},
+		{"400", []string{"--regions", "8"}, "--regions: 4 in shard 0/3, 8 here"},
+		{"400", nil, "region plan: 4 regions (hex_prefix) in shard 0/3, 16 regions (hex_prefix) here"},
+	} {
+		code, out := migrate(shared, c.rows, "1/3", append(c.args, "--shared-out")...)
+		if code != 2 || !strings.Contains(out, c.want) || !strings.Contains(out, "run this shard as shard 0/3 ran") {
+			t.Errorf("shard 1/3 rows=%s %v: exit %d, want 2 saying %q:\n%s", c.rows, c.args, code, c.want, out)
+		}
+		if data, _ := filepath.Glob(filepath.Join(shared, "data", "*", "s0001-*")); len(data) > 0 {
+			t.Errorf("shard 1/3 rows=%s %v: refused, but wrote %v", c.rows, c.args, data)
+		}
+	}
+	for _, sh := range []string{"1/3", "2/3"} {
+		if code, out := migrate(shared, "400", sh, "--regions", "4", "--shared-out"); code != 0 {
+			t.Fatalf("shard %s as shard 0/3 ran: exit %d\n%s", sh, code, out)
+		}
+	}
+	mustRun(t, "merge", "--out", shared)
+
+	var outs []string
+	for i, rows := range []string{"400", "500", "400"} {
+		out := filepath.Join(dir, fmt.Sprintf("shard-%d", i))
+		if code, text := migrate(out, rows, fmt.Sprintf("%d/3", i), "--regions", "4"); code != 0 {
+			t.Fatalf("shard %d/3: exit %d\n%s", i, code, text)
+		}
+		outs = append(outs, out)
+	}
+	code, stdout, stderr := runCLI(t, "merge", outs[0], outs[1], outs[2], "--out", filepath.Join(dir, "merged"))
+	if want := "run " + outs[1] + " again as " + outs[0] + " ran"; code != 2 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "--source rows: 400 in the others, 500 in it") {
+		t.Errorf("merge of a shard of another source: exit %d, want 2 saying %q and how it differs:\n%s%s", code, want, stdout, stderr)
 	}
 }
