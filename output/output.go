@@ -98,28 +98,43 @@ func Open(ctx context.Context, st store.Store, spec Spec, logger *zap.Logger) (*
 	if spec.Dir == "" {
 		spec.Dir = st.Location("")
 	}
-	o := &Output{Dir: spec.Dir, Store: st, log: logger}
+	o, err := Lock(ctx, st, spec.Dir, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.open(ctx, spec, logger); err != nil {
+		o.Close()
+		return nil, err
+	}
+	return o, nil
+}
+
+// Lock takes the lock of the output st for a run that writes there without a checkpoint to
+// resume (rekey merge), as Open does: a second run on the same output is refused (an error
+// wrapping ErrRefusedResume) naming the first, and the Output's Store is fenced. dir names the
+// output in messages. Close the Output to release the lock.
+func Lock(ctx context.Context, st store.Store, dir string, logger *zap.Logger) (*Output, error) {
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	o := &Output{Dir: dir, Store: st, log: logger}
 	if d, ok := st.(store.Dir); ok {
 		if err := os.MkdirAll(d.Path(), 0o755); err != nil {
-			return nil, fmt.Errorf("--out %s: create the output folder: %w", spec.Dir, err)
+			return nil, fmt.Errorf("--out %s: create the output folder: %w", dir, err)
 		}
-		lock, err := lockDir(d.Path(), spec.Dir)
+		lock, err := lockDir(d.Path(), dir)
 		if err != nil {
 			return nil, err
 		}
 		o.lock = lock
 	} else {
-		lock, err := lockObject(ctx, st, spec.Dir, logger)
+		lock, err := lockObject(ctx, st, dir, logger)
 		if err != nil {
 			return nil, err
 		}
 		o.objLock = lock
 	}
 	o.Store = fence(st, o.Held)
-	if err := o.open(ctx, spec, logger); err != nil {
-		o.Close()
-		return nil, err
-	}
 	return o, nil
 }
 

@@ -55,7 +55,9 @@ renames them out of the inputs.
 merge first writes its plan (DIR/merge-plan.json: the inputs, --files, where every file goes),
 then places the files, then the manifest, and removes the plan. An interrupted merge (a crash,
 a kill, a lost connection) is finished by running the same command again: it reads the plan, and
-a file already at its destination counts as placed, so --files move never loses a file.
+a file already at its destination counts as placed, so --files move never loses a file. A merge
+holds --out's lock (.rekey.lock) as migrate does: a second merge into the same --out meanwhile is
+refused, naming the first.
 
 Inputs and --out may be s3:// or oss:// prefixes. Within one bucket the server copies the files
 (CopyObject; UploadPartCopy over 1 GiB): no data passes through rekey, and the inputs stay intact
@@ -102,6 +104,12 @@ func runFinishShards(cmd *cobra.Command, inv *invocation, f *mergeFlags) error {
 	if err != nil {
 		return err
 	}
+	locked, err := inv.lockMergeOut(ctx, out, f.out)
+	if err != nil {
+		return err
+	}
+	defer locked.Close()
+	out = locked.Store
 	inputs, err := merge.OpenShards(ctx, out)
 	if err != nil {
 		return usageError(err)
@@ -135,6 +143,12 @@ func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags)
 	if err != nil {
 		return err
 	}
+	locked, err := inv.lockMergeOut(ctx, out, f.out)
+	if err != nil {
+		return err
+	}
+	defer locked.Close()
+	out = locked.Store
 	if err := checkMergeOut(ctx, out, f.out); err != nil {
 		return err
 	}
@@ -216,6 +230,23 @@ func filesVerb(mode merge.Mode, res *merge.Result, local bool) string {
 	return "hard-linked"
 }
 
+// lockMergeOut takes the lock of --out (name) for this merge, as migrate takes its output's: a
+// second merge into the same --out is refused, naming the first, and a merge that lost an object
+// store's lock writes nothing more there.
+func (inv *invocation) lockMergeOut(ctx context.Context, out store.Store, name string) (*output.Output, error) {
+	logger, err := inv.logger()
+	if err != nil {
+		return nil, usageError(err)
+	}
+	locked, err := output.Lock(ctx, out, name, logger.Named("merge"))
+	if errors.Is(err, output.ErrRefusedResume) {
+		return nil, usageError(err)
+	} else if err != nil {
+		return nil, runFailed(err)
+	}
+	return locked, nil
+}
+
 // checkMergeOut refuses an --out that already holds files, unless they are an interrupted
 // merge's (its plan is there), which this merge finishes: a merge never mixes into another output.
 func checkMergeOut(ctx context.Context, out store.Store, name string) error {
@@ -226,8 +257,10 @@ func checkMergeOut(ctx context.Context, out store.Store, name string) error {
 	if _, err := out.Stat(ctx, output.MergePlanFile); err == nil {
 		return nil
 	}
-	if len(objs) > 0 {
-		return usageError(fmt.Errorf("--out %s already holds files: merge into a new --out directory", name))
+	for _, o := range objs {
+		if o.Name != output.LockFile {
+			return usageError(fmt.Errorf("--out %s already holds files: merge into a new --out directory", name))
+		}
 	}
 	return nil
 }

@@ -1,16 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/rekey/rekey/internal/wait"
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
+	"github.com/rekey/rekey/store"
 )
 
 // replicate --out refuses a folder holding a migration, finished or killed, naming what it
@@ -142,4 +146,58 @@ func TestShardOfAnotherMigrationRefused(t *testing.T) {
 	if want := "run " + outs[1] + " again as " + outs[0] + " ran"; code != 2 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "--source rows: 400 in the others, 500 in it") {
 		t.Errorf("merge of a shard of another source: exit %d, want 2 saying %q and how it differs:\n%s%s", code, want, stdout, stderr)
 	}
+}
+
+// Two merges into one --out at once: the second is refused while the first holds the output's
+// lock (as migrate's), naming it; the first finishes the merge alone.
+func TestConcurrentMergesLocked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	var shards []string
+	for i := range 2 {
+		out := filepath.Join(dir, fmt.Sprintf("shard-%d", i))
+		mustRun(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=600", "--shard", fmt.Sprintf("%d/2", i), "--regions", "4", "--out", out, "--progress", "never")
+		shards = append(shards, out)
+	}
+	merged := filepath.Join(dir, "merged")
+	args := []string{"merge", shards[0], shards[1], "--out", merged}
+	var codeB int
+	var outB string
+	// the second merge runs once the first has written its plan, before it places any file
+	second := func(st store.Store) store.Store {
+		return &afterPutLocal{Local: st.(*store.Local), name: output.MergePlanFile, do: func() {
+			var stdout, stderr string
+			codeB, stdout, stderr = runCLI(t, args...)
+			outB = stdout + stderr
+		}}
+	}
+	code, stdout, stderr := cliRun{wrapOut: second}.run(t, args...)
+	if code != 0 {
+		t.Fatalf("the first merge: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if codeB != 2 || !strings.Contains(outB, "is in use by another rekey run") {
+		t.Errorf("the second merge, while the first runs: exit %d, want 2 saying the output is in use:\n%s", codeB, outB)
+	}
+	if rows, _ := outputRows(t, merged); len(rows) != 600 {
+		t.Errorf("the merged output holds %d rows, want 600", len(rows))
+	}
+}
+
+// afterPutLocal runs do once, after the first Put of name: a seam between two steps of a run.
+type afterPutLocal struct {
+	*store.Local
+	name string
+	do   func()
+	once sync.Once
+}
+
+func (s *afterPutLocal) Put(ctx context.Context, name string, data []byte) error {
+	if err := s.Local.Put(ctx, name, data); err != nil {
+		return err
+	}
+	if name == s.name {
+		s.once.Do(s.do)
+	}
+	return nil
 }
