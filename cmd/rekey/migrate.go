@@ -69,7 +69,8 @@ its pre-split region and writes bulk-load files (Parquet or CSV), one folder per
   DIR/checkpoint.json                      progress; --resume continues an interrupted run from it
 
 Rows that cannot be read or rewritten go to rejects.jsonl and the run goes on, unless
---max-rejects (default 1% of the rows read) is exceeded. Ctrl-C stops reading, commits what was
+--max-rejects (default 1% of the rows read) is exceeded: then it stops reading and commits what
+was read, which the summary, the error and rejects.jsonl count alike. Ctrl-C stops reading, commits what was
 read and exits 130; run the same command with --resume to finish. --resume refuses (exit 2) to
 continue another job: another mapping, --format, --regions or input, or committed files that are
 damaged.
