@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -127,7 +128,7 @@ func runFinishShards(cmd *cobra.Command, inv *invocation, f *mergeFlags) error {
 	if res.Manifest.RowsRejected > 0 { // each shard keeps its rejects in its own folder
 		fmt.Fprintf(w, "  rejected rows: %s\n", out.Location(output.ShardsDir+"/*/"))
 	}
-	return nil
+	return printMergeNext(ctx, w, out, f.out, res.Manifest)
 }
 
 func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags) error {
@@ -168,6 +169,25 @@ func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags)
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "Merged %d runs into %s\n", len(inputs), f.out)
 	printMerged(w, res.Manifest, fmt.Sprintf("%d (%s)", res.Manifest.Files, filesVerb(mode, res, allLocal(out, inputs))))
+	return printMergeNext(ctx, w, out, f.out, res.Manifest)
+}
+
+// printMergeNext prints the next steps after a merge, as after a finished migrate: create the
+// table, submit the bulkload job merge wrote (read back from name, the output out), verify.
+func printMergeNext(ctx context.Context, w io.Writer, out store.Store, name string, m *lindorm.Manifest) error {
+	data, err := out.Get(ctx, output.BulkloadFile)
+	if store.IsNotExist(err) { // inputs written before rekey kept a bulkload job
+		fmt.Fprintf(w, "\nNext steps: create the table (%s) and load the files of %s (docs/outputs.md)\n", output.DDLFile, out.Location(output.DataDir+"/"))
+		return nil
+	} else if err != nil {
+		return runFailed(fmt.Errorf("read %s: %w", out.Location(output.BulkloadFile), err))
+	}
+	var job lindorm.BulkloadJob
+	if err := json.Unmarshal(data, &job); err != nil {
+		return runFailed(fmt.Errorf("%s: %w", out.Location(output.BulkloadFile), err))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprint(w, output.NextSteps(&job, output.NextRun{Out: name, Store: !store.IsLocal(name), RowsWritten: m.RowsWritten}))
 	return nil
 }
 

@@ -214,6 +214,9 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	}
 	job.Format, job.Out, job.Store = format.Name(), f.out, !store.IsLocal(f.out)
 	next := output.NextRun{Out: f.out, Store: job.Store, Mapping: f.mapping, Source: f.source}
+	if !shard.Whole() {
+		next.Shard = &shard
+	}
 	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
 		return err
@@ -243,7 +246,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	if f.sharedOut {
 		out, err = output.OpenShard(ctx, st, shard, spec, logger.Named("pipeline"))
 		namePrefix = output.ShardFilePrefix(shard)
-		next.Shard = &shard
+		next.SharedOut = true
 	} else {
 		out, err = output.Open(ctx, st, spec, logger.Named("pipeline"))
 	}
