@@ -876,6 +876,10 @@ func mergeRejects(ctx context.Context, inputs []*Input, out store.Store) error {
 			if limit >= 0 && size > limit {
 				size = limit
 			}
+			if size == 0 { // an empty file (earlier rekey wrote one without rejects): none
+				r.Close()
+				continue
+			}
 			err = add(io.NewSectionReader(r, 0, size))
 			r.Close()
 			if err != nil {

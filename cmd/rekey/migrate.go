@@ -63,7 +63,8 @@ its pre-split region and writes bulk-load files (Parquet or CSV), one folder per
   DIR/ddl.sql                              CREATE TABLE with PRIMARY KEY and SPLITKEYS
   DIR/bulkload.json                        the Lindorm (LTS) bulkload job for these files (--lts-source,
                                            --lts-target, --namespace fill it); the run ends with the next steps
-  DIR/rejects.jsonl                        one line per rejected row: position, code, field, message, raw row
+  DIR/rejects.jsonl                        one line per rejected row (none without rejects): position, code,
+                                           field, message, raw row
   DIR/rejected-rows.csv                    file sources: the rejected rows as read (or .jsonl), to run again
                                            with --source file:DIR/rejected-rows.csv once the cause is fixed
   DIR/checkpoint.json                      progress; --resume continues an interrupted run from it
