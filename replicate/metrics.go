@@ -37,13 +37,13 @@ type Metrics struct {
 	FilesCommitted    atomic.Int64
 	// Statements counts the SQL statements a table (--out lindorm://, mysql://) took; such a
 	// target has no files.
-	Statements atomic.Int64
-	Rolls             atomic.Int64
-	OffsetCommits     atomic.Int64
-	CommitErrors      atomic.Int64
-	Rebalances        atomic.Int64 // generations joined
-	Gaps              atomic.Int64 // runs of messages deleted before they were read, skipped (AcceptGaps)
-	GapMessages       atomic.Int64 // messages in them
+	Statements    atomic.Int64
+	Rolls         atomic.Int64
+	OffsetCommits atomic.Int64
+	CommitErrors  atomic.Int64
+	Rebalances    atomic.Int64 // generations joined
+	Gaps          atomic.Int64 // runs of messages deleted before they were read, skipped (AcceptGaps)
+	GapMessages   atomic.Int64 // messages in them
 
 	registry        *prometheus.Registry
 	rollSeconds     prometheus.Histogram // a roll's whole close
