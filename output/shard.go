@@ -138,6 +138,9 @@ func (p shardPeer) diffs(spec Spec) []string {
 	}
 	if now := pipeline.SourceIdentity(spec.Source); now != nil && p.cp.Source != nil {
 		for _, d := range p.cp.Source.WithoutShard().DiffNamed(now.WithoutShard(), where, "here") {
+			if strings.HasPrefix(d, "splits:") { // a Cassandra split count left to its default
+				d += " (the default follows the machine's core count: give every shard the same splits= in --source)"
+			}
 			diffs = append(diffs, "--source "+d)
 		}
 	}
