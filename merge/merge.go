@@ -24,7 +24,6 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -217,24 +216,11 @@ func plainName(s string) bool {
 	return s != ""
 }
 
-// Check refuses inputs that do not belong to one migration.
+// Check refuses inputs that do not belong to one migration, naming the inputs to run again: those
+// that differ from the most inputs (on a tie, from the first).
 func Check(inputs []*Input) error {
-	first := inputs[0]
-	fm := first.Manifest
-	for _, in := range inputs[1:] {
-		m := in.Manifest
-		switch {
-		case m.MappingFingerprint != fm.MappingFingerprint:
-			return fmt.Errorf("%s and %s were made with different mappings (fingerprints %s and %s): merge only the outputs of one migration", first.Dir, in.Dir, short(fm.MappingFingerprint), short(m.MappingFingerprint))
-		case !reflect.DeepEqual(m.Plan, fm.Plan):
-			return fmt.Errorf("%s and %s have different region plans (%s, %d regions and %s, %d regions): every shard must use the same plan (give every shard the same --regions, or use regions.split_keys or a hash-prefix key)", first.Dir, in.Dir, fm.Plan.Strategy, fm.Plan.Regions, m.Plan.Strategy, m.Plan.Regions)
-		case m.Format != fm.Format:
-			return fmt.Errorf("%s holds %s files and %s %s files", first.Dir, fm.Format, in.Dir, m.Format)
-		case m.Table != fm.Table || !reflect.DeepEqual(m.Columns, fm.Columns) || !reflect.DeepEqual(m.KeyColumns, fm.KeyColumns):
-			return fmt.Errorf("%s and %s describe different tables", first.Dir, in.Dir)
-		case string(in.DDL) != string(first.DDL):
-			return fmt.Errorf("%s and %s have different %s", first.Dir, in.Dir, output.DDLFile)
-		}
+	if err := checkOneJob(inputs); err != nil {
+		return err
 	}
 	if err := checkSameSource(inputs); err != nil {
 		return err
@@ -243,6 +229,78 @@ func Check(inputs []*Input) error {
 		return err
 	}
 	return checkShardRanges(inputs)
+}
+
+// jobDiffs lists how the input b was made otherwise than a: mapping, region plan, format, table,
+// DDL and, for shards, the source they share.
+func jobDiffs(a, b *Input) []string {
+	am, bm := a.Manifest, b.Manifest
+	var diffs []string
+	if am.MappingFingerprint != bm.MappingFingerprint {
+		diffs = append(diffs, fmt.Sprintf("mapping: fingerprint %s, not %s", short(bm.MappingFingerprint), short(am.MappingFingerprint)))
+	}
+	if !reflect.DeepEqual(am.Plan, bm.Plan) {
+		diffs = append(diffs, fmt.Sprintf("region plan: %s, %d regions, not %s, %d regions (give every shard the same --regions, or use regions.split_keys or a hash-prefix key)",
+			bm.Plan.Strategy, bm.Plan.Regions, am.Plan.Strategy, am.Plan.Regions))
+	}
+	if am.Format != bm.Format {
+		diffs = append(diffs, fmt.Sprintf("--format: %s files, not %s", bm.Format, am.Format))
+	}
+	if am.Table != bm.Table || !reflect.DeepEqual(am.Columns, bm.Columns) || !reflect.DeepEqual(am.KeyColumns, bm.KeyColumns) {
+		diffs = append(diffs, fmt.Sprintf("table: %s, another table than %s", bm.Table, am.Table))
+	} else if string(a.DDL) != string(b.DDL) {
+		diffs = append(diffs, "another "+output.DDLFile)
+	}
+	if shardOf(a) != "" && shardOf(b) != "" {
+		for _, d := range a.Checkpoint.Source.WithoutShard().DiffNamed(b.Checkpoint.Source.WithoutShard(), "in the others", "in it") {
+			diffs = append(diffs, "--source "+d)
+		}
+	}
+	return diffs
+}
+
+// shardOf is the shard an input read ("1/4"), "" when it read its whole source.
+func shardOf(in *Input) string {
+	if in.Checkpoint == nil {
+		return ""
+	}
+	if sh, err := pipeline.ParseShard(in.Checkpoint.Source["shard"]); err != nil || sh.Whole() {
+		return "" // a Cassandra table read whole names shard 0/1
+	}
+	return in.Checkpoint.Source["shard"]
+}
+
+// checkOneJob refuses inputs made otherwise than the most of them, naming each and how.
+func checkOneJob(inputs []*Input) error {
+	ref, agree := inputs[0], 0
+	for _, a := range inputs {
+		n := 0
+		for _, b := range inputs {
+			if len(jobDiffs(a, b)) == 0 {
+				n++
+			}
+		}
+		if n > agree {
+			ref, agree = a, n
+		}
+	}
+	if agree == len(inputs) {
+		return nil
+	}
+	var lines, redo []string
+	for _, in := range inputs {
+		if d := jobDiffs(ref, in); len(d) > 0 {
+			lines = append(lines, in.Dir+": "+strings.Join(d, "; "))
+			redo = append(redo, in.Dir)
+		}
+	}
+	like := ref.Dir
+	if agree > 1 {
+		like = fmt.Sprintf("%s and the %d other inputs like it", ref.Dir, agree-1)
+	}
+	return fmt.Errorf("%d of the %d inputs are not of the same migration as %s:\n  %s\n"+
+		"run %s again as %s ran (the same mapping, --source but for --shard, --format and --regions) with --overwrite, then merge again",
+		len(redo), len(inputs), like, strings.Join(lines, "\n  "), strings.Join(redo, ", "), ref.Dir)
 }
 
 // checkShards verifies, when the inputs are shards of files or of a generator (their sources'
@@ -263,16 +321,7 @@ func checkShards(inputs []*Input) error {
 		return fmt.Errorf("%s read a shard of its source and %s did not: merge the shards of one migration, all of them", sharded[0].Dir, firstNotIn(inputs, sharded).Dir)
 	}
 	// what the shards share: the source without the shard and the files each one read
-	common := func(id pipeline.Identity) string {
-		var keys []string
-		for k, v := range id {
-			if k != "shard" && k != "files" && !strings.HasPrefix(k, "file[") {
-				keys = append(keys, k+"="+v)
-			}
-		}
-		sort.Strings(keys)
-		return strings.Join(keys, " ")
-	}
+	common := func(id pipeline.Identity) string { return id.WithoutShard().String() }
 	first := sharded[0]
 	sh0, err := pipeline.ParseShard(first.Checkpoint.Source["shard"])
 	if err != nil {
@@ -826,6 +875,10 @@ func mergeRejects(ctx context.Context, inputs []*Input, out store.Store) error {
 			size := r.Size()
 			if limit >= 0 && size > limit {
 				size = limit
+			}
+			if size == 0 { // an empty file (earlier rekey wrote one without rejects): none
+				r.Close()
+				continue
 			}
 			err = add(io.NewSectionReader(r, 0, size))
 			r.Close()

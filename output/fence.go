@@ -79,11 +79,29 @@ type fencedDir struct {
 
 func (d fencedDir) Path() string { return d.dir.Path() }
 
+// fencedCopier is a fencedStore of a store that copies objects itself (a bucket: merge's
+// server-side copies), still a store.Copier.
+type fencedCopier struct {
+	fencedStore
+	c store.Copier
+}
+
+func (s fencedCopier) CopyFrom(ctx context.Context, from store.Store, src, dst string) (bool, error) {
+	if err := s.check(ctx, "copy to", dst); err != nil {
+		return false, err
+	}
+	done, err := s.c.CopyFrom(ctx, from, src, dst)
+	return done, s.failed(ctx, "copy to", dst, err)
+}
+
 // fence wraps st so that its writes check held first.
 func fence(st store.Store, held func(context.Context) error) store.Store {
 	f := fencedStore{Store: st, held: held}
 	if d, ok := st.(store.Dir); ok {
 		return fencedDir{fencedStore: f, dir: d}
+	}
+	if c, ok := st.(store.Copier); ok {
+		return fencedCopier{fencedStore: f, c: c}
 	}
 	return f
 }

@@ -22,9 +22,11 @@ type NextRun struct {
 	// that reads it (a Cassandra source).
 	NextSince     time.Time
 	CatchupSource string
-	// Shard, when set, is the shard of a migration whose N shards write one output together
-	// (--shared-out): its next step is to finish them all, not the bulk load yet.
-	Shard *pipeline.Shard
+	// Shard, when set, is the shard of a migration read in N shards: its next step is to finish
+	// them all, not the bulk load yet. With SharedOut the N shards write one output together
+	// (--shared-out) and merge --out finishes it; otherwise merge combines the N outputs.
+	Shard     *pipeline.Shard
+	SharedOut bool
 }
 
 // NextSteps is the short block printed after a migration: create the table, where the files
@@ -33,6 +35,20 @@ type NextRun struct {
 // LTS_MASTER and the environment variables $LINDORM_USER, $LTS_USER, $LTS_PASSWORD.
 func NextSteps(job *lindorm.BulkloadJob, run NextRun) string {
 	var b strings.Builder
+	if run.Shard != nil && !run.SharedOut {
+		b.WriteString("Next steps\n")
+		fmt.Fprintf(&b, "  Shard %s is complete. Once every shard 0..%d of the migration is (each in its own --out), merge\n"+
+			"  them into one bulk-load set (files hard-linked on one filesystem, copied otherwise):\n", run.Shard, run.Shard.Count-1)
+		outs := make([]string, run.Shard.Count)
+		for i := range outs {
+			outs[i] = fmt.Sprintf("SHARD_%d_OUT", i)
+		}
+		outs[run.Shard.Index] = shellQuote(run.Out)
+		fmt.Fprintf(&b, "       rekey merge %s --out MERGED_OUT\n", strings.Join(outs, " "))
+		fmt.Fprintf(&b, "  It writes %s, %s and %s there and prints the next steps: create the table\n"+
+			"  and submit the bulkload job as after a single run (docs/outputs.md).\n", DDLFile, BulkloadFile, ManifestFile)
+		return b.String()
+	}
 	if run.Shard != nil {
 		b.WriteString("Next steps\n")
 		fmt.Fprintf(&b, "  Shard %s is complete. Once every shard 0..%d of the migration is, finish them (metadata only: the\n"+
@@ -77,9 +93,18 @@ func NextSteps(job *lindorm.BulkloadJob, run NextRun) string {
 	// rekey verify, not SELECT COUNT(*): the guide warns that COUNT scans the whole table
 	fmt.Fprintf(&b, "  4. Check that %s.%s holds the %d rows written, key by key (--sample 1%% on a large table):\n",
 		lindorm.Ident(ns), lindorm.Ident(job.WriterConfig.LindormTable), run.RowsWritten)
+	mapping, source := shellQuote(run.Mapping), shellQuote(run.Source)
+	if run.Mapping == "" || run.Source == "" { // a merge: its inputs' runs knew them
+		mapping, source = "MAPPING", "SOURCE"
+	}
 	fmt.Fprintf(&b, "       rekey verify -m %s --source %s --target lindorm://LINDORM_USER@LINDORM_HOST:33060/%s\n",
-		shellQuote(run.Mapping), shellQuote(run.Source), url.PathEscape(ns))
-	b.WriteString("     (not SELECT COUNT(*): it scans the whole table)\n")
+		mapping, source, url.PathEscape(ns))
+	if run.Mapping == "" || run.Source == "" {
+		b.WriteString("     (MAPPING and SOURCE: the mapping and the --source the merged runs read, without --shard;\n" +
+			"     not SELECT COUNT(*): it scans the whole table)\n")
+	} else {
+		b.WriteString("     (not SELECT COUNT(*): it scans the whole table)\n")
+	}
 	// 5. the next catch-up
 	if !run.NextSince.IsZero() {
 		fmt.Fprintf(&b, "  5. Catch up later with the rows written since this run started (since=%s: its start less a\n"+

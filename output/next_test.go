@@ -115,8 +115,13 @@ func TestNextStepsOfASharedShard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := output.NextSteps(job, output.NextRun{Out: "out dir", Shard: &pipeline.Shard{Index: 1, Count: 4}})
+	text := output.NextSteps(job, output.NextRun{Out: "out dir", Shard: &pipeline.Shard{Index: 1, Count: 4}, SharedOut: true})
 	if !strings.Contains(text, "Shard 1/4 is complete") || !strings.Contains(text, "rekey merge --out 'out dir'\n") || strings.Contains(text, "curl") {
 		t.Errorf("next steps of a shard:\n%s", text)
+	}
+	// writing its own --out, a shard's next step is the merge of the N outputs, its own named
+	text = output.NextSteps(job, output.NextRun{Out: "out dir", Shard: &pipeline.Shard{Index: 1, Count: 4}})
+	if !strings.Contains(text, "rekey merge SHARD_0_OUT 'out dir' SHARD_2_OUT SHARD_3_OUT --out MERGED_OUT\n") || strings.Contains(text, "curl") {
+		t.Errorf("next steps of a shard in its own --out:\n%s", text)
 	}
 }

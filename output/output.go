@@ -68,6 +68,7 @@ type Output struct {
 	lock       *os.File    // local folders
 	objLock    *objectLock // object stores
 	log        *zap.Logger
+	peers      []shardPeer // a shard's: the other shards of its shared output, with a checkpoint
 }
 
 // ErrRefusedResume is wrapped by Open's errors when the directory cannot be resumed or
@@ -97,28 +98,43 @@ func Open(ctx context.Context, st store.Store, spec Spec, logger *zap.Logger) (*
 	if spec.Dir == "" {
 		spec.Dir = st.Location("")
 	}
-	o := &Output{Dir: spec.Dir, Store: st, log: logger}
+	o, err := Lock(ctx, st, spec.Dir, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.open(ctx, spec, logger); err != nil {
+		o.Close()
+		return nil, err
+	}
+	return o, nil
+}
+
+// Lock takes the lock of the output st for a run that writes there without a checkpoint to
+// resume (rekey merge), as Open does: a second run on the same output is refused (an error
+// wrapping ErrRefusedResume) naming the first, and the Output's Store is fenced. dir names the
+// output in messages. Close the Output to release the lock.
+func Lock(ctx context.Context, st store.Store, dir string, logger *zap.Logger) (*Output, error) {
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	o := &Output{Dir: dir, Store: st, log: logger}
 	if d, ok := st.(store.Dir); ok {
 		if err := os.MkdirAll(d.Path(), 0o755); err != nil {
-			return nil, fmt.Errorf("--out %s: create the output folder: %w", spec.Dir, err)
+			return nil, fmt.Errorf("--out %s: create the output folder: %w", dir, err)
 		}
-		lock, err := lockDir(d.Path(), spec.Dir)
+		lock, err := lockDir(d.Path(), dir)
 		if err != nil {
 			return nil, err
 		}
 		o.lock = lock
 	} else {
-		lock, err := lockObject(ctx, st, spec.Dir, logger)
+		lock, err := lockObject(ctx, st, dir, logger)
 		if err != nil {
 			return nil, err
 		}
 		o.objLock = lock
 	}
 	o.Store = fence(st, o.Held)
-	if err := o.open(ctx, spec, logger); err != nil {
-		o.Close()
-		return nil, err
-	}
 	return o, nil
 }
 
@@ -148,6 +164,9 @@ func (o *Output) open(ctx context.Context, spec Spec, logger *zap.Logger) error 
 	}
 	if slices.Contains(tops, ShardsDir) {
 		return refuse("--out %s holds the shards of a migration written together (%s/): run a shard there with --shard i/N --shared-out, finish them with rekey merge --out %s, or choose a new --out directory", spec.Dir, ShardsDir, spec.Dir)
+	}
+	if slices.Contains(tops, ReplicateStateFile) {
+		return refuse("--out %s holds a replication (rekey replicate: %s), not a migration: rekey replicate continues it; migrate into a new --out directory", spec.Dir, ReplicateStateFile)
 	}
 	if spec.Overwrite && !spec.Resume {
 		if foreign := notRekeyFiles(tops, finalFiles); len(foreign) > 0 {

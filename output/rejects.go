@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/rekey/rekey/pipeline"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -113,7 +115,7 @@ func openRejects(st store.Store, cp *pipeline.Checkpoint, rf *pipeline.ReplayFil
 	d, local := st.(store.Dir)
 	var err error
 	if local {
-		l.log, err = openAppendFile(filepath.Join(d.Path(), RejectsFile), cp.RejectsBytes, "rejects file")
+		l.log, err = openAppendFile(filepath.Join(d.Path(), RejectsFile), cp.RejectsBytes, "rejects file", "")
 	} else {
 		l.log, err = openSpool("rejects")
 		// the checkpointed lengths go on from the committed parts
@@ -128,10 +130,7 @@ func openRejects(st store.Store, cp *pipeline.Checkpoint, rf *pipeline.ReplayFil
 	}
 	if local {
 		// a fresh file starts with the header; each part on an object store does (commitPart)
-		l.replay, err = openAppendFile(filepath.Join(d.Path(), ReplayPrefix+rf.Ext), cp.ReplayBytes, "replay file")
-		if err == nil && l.replay.size == 0 && rf.Header != "" {
-			err = l.replay.write([]byte(rf.Header))
-		}
+		l.replay, err = openAppendFile(filepath.Join(d.Path(), ReplayPrefix+rf.Ext), cp.ReplayBytes, "replay file", rf.Header)
 	} else if l.replay, err = openSpool("replay"); err == nil {
 		l.replay.size = cp.ReplayBytes
 	}
@@ -253,17 +252,32 @@ func (l *RejectLog) Close() error {
 
 // appendFile is a buffered file written at its end, with its length. As a spool (object
 // stores) size goes on across commits while the file holds only the lines since the last one.
+// A local file is created with its first line (f nil until then): a run without rejects leaves
+// no rejects file.
 type appendFile struct {
-	f     *os.File
-	w     *bufio.Writer
-	size  int64
-	what  string
-	spool int64 // bytes in the spool file
+	f      *os.File
+	w      *bufio.Writer
+	size   int64
+	what   string
+	spool  int64  // bytes in the spool file
+	path   string // of a local file not created yet
+	header string // what a local file starts with when created
 }
 
 // openAppendFile opens path (0600: rejected rows are raw input, which may be personal data) cut
-// to truncateTo.
-func openAppendFile(path string, truncateTo int64, what string) (*appendFile, error) {
+// to truncateTo. With truncateTo 0 the file is created by the first write, under header; a file
+// already there (lines no checkpoint counts) is removed.
+func openAppendFile(path string, truncateTo int64, what, header string) (*appendFile, error) {
+	if truncateTo == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("remove the uncommitted %s: %w", what, err)
+		}
+		return &appendFile{what: what, path: path, header: header}, nil
+	}
+	return createAppendFile(path, truncateTo, what)
+}
+
+func createAppendFile(path string, truncateTo int64, what string) (*appendFile, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", what, err)
@@ -286,6 +300,20 @@ func openAppendFile(path string, truncateTo int64, what string) (*appendFile, er
 }
 
 func (a *appendFile) write(b []byte) error {
+	if a.f == nil {
+		f, err := createAppendFile(a.path, 0, a.what)
+		if err != nil {
+			return err
+		}
+		a.f, a.w = f.f, f.w
+		if a.header != "" {
+			header := a.header
+			a.header = ""
+			if err := a.write([]byte(header)); err != nil {
+				return err
+			}
+		}
+	}
 	if _, err := a.w.Write(b); err != nil {
 		return fmt.Errorf("write %s: %w", a.what, err)
 	}
@@ -327,6 +355,9 @@ func (a *appendFile) commitTo(ctx context.Context, st store.Store, name, header 
 }
 
 func (a *appendFile) sync() error {
+	if a.f == nil {
+		return nil
+	}
 	if err := a.w.Flush(); err != nil {
 		return fmt.Errorf("flush %s: %w", a.what, err)
 	}
@@ -336,4 +367,9 @@ func (a *appendFile) sync() error {
 	return nil
 }
 
-func (a *appendFile) close() error { return a.f.Close() }
+func (a *appendFile) close() error {
+	if a.f == nil {
+		return nil
+	}
+	return a.f.Close()
+}

@@ -2,6 +2,7 @@ package output
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
 )
 
@@ -77,7 +79,115 @@ func OpenShard(ctx context.Context, st store.Store, sh pipeline.Shard, spec Spec
 	if err := checkShared(ctx, st, sh, spec); err != nil {
 		return nil, err
 	}
-	return Open(ctx, ShardStore(st, sh), spec, logger)
+	o, err := Open(ctx, ShardStore(st, sh), spec, logger)
+	if err != nil {
+		return nil, err
+	}
+	// after Open: a resume has adopted what its own checkpoint fixed (a Cassandra split count)
+	if o.peers, err = shardPeers(ctx, st, sh, spec); err == nil {
+		err = o.checkPeers(spec, func(p shardPeer) []string { return p.diffs(spec) })
+	}
+	if err != nil {
+		o.Close()
+		return nil, err
+	}
+	return o, nil
+}
+
+// shardPeer is another shard of a shared output, as its checkpoint records it.
+type shardPeer struct {
+	sh pipeline.Shard
+	cp *pipeline.Checkpoint
+}
+
+// shardPeers reads the checkpoints of the shards of st other than sh (a shard killed before its
+// first checkpoint has none: it is checked when it runs again).
+func shardPeers(ctx context.Context, st store.Store, sh pipeline.Shard, spec Spec) ([]shardPeer, error) {
+	shards, err := SharedShards(ctx, st)
+	if err != nil {
+		return nil, refuse("--out %s: %v", spec.Dir, err)
+	}
+	var peers []shardPeer
+	for _, other := range shards {
+		if other == sh {
+			continue
+		}
+		cp, err := ReadCheckpoint(ctx, ShardStore(st, other))
+		if err != nil {
+			return nil, fmt.Errorf("--out %s: shard %s: %w", spec.Dir, other, err)
+		}
+		if cp != nil {
+			peers = append(peers, shardPeer{sh: other, cp: cp})
+		}
+	}
+	return peers, nil
+}
+
+// diffs lists how a run of spec differs from the shard p: what every shard of one migration shares.
+func (p shardPeer) diffs(spec Spec) []string {
+	where := "in shard " + p.sh.String()
+	var diffs []string
+	if p.cp.Fingerprint != spec.Fingerprint {
+		diffs = append(diffs, fmt.Sprintf("mapping: fingerprint %.12s %s, %.12s here", p.cp.Fingerprint, where, spec.Fingerprint))
+	}
+	if p.cp.Format != "" && spec.Format != "" && p.cp.Format != spec.Format {
+		diffs = append(diffs, fmt.Sprintf("--format: %s %s, %s here", p.cp.Format, where, spec.Format))
+	}
+	if spec.Regions > 0 && spec.Regions != p.cp.Plan.Count() {
+		diffs = append(diffs, fmt.Sprintf("--regions: %d %s, %d here", p.cp.Plan.Count(), where, spec.Regions))
+	}
+	if now := pipeline.SourceIdentity(spec.Source); now != nil && p.cp.Source != nil {
+		for _, d := range p.cp.Source.WithoutShard().DiffNamed(now.WithoutShard(), where, "here") {
+			if strings.HasPrefix(d, "splits:") { // a Cassandra split count left to its default
+				d += " (the default follows the machine's core count: give every shard the same splits= in --source)"
+			}
+			diffs = append(diffs, "--source "+d)
+		}
+	}
+	return diffs
+}
+
+// checkPeers refuses to go on when diffs finds this shard of another migration than a shard
+// already in the output.
+func (o *Output) checkPeers(spec Spec, diffs func(shardPeer) []string) error {
+	for _, p := range o.peers {
+		if d := diffs(p); len(d) > 0 {
+			return refuse("--out %s holds the shards of another migration than this one: shard %s ran otherwise:\n  %s\n"+
+				"every shard of one migration runs with the same mapping, --source (but for --shard), --format and --regions: run this shard as shard %s ran, or run this migration in a new --out",
+				spec.Dir, p.sh, strings.Join(d, "\n  "), p.sh)
+		}
+	}
+	return nil
+}
+
+// CheckSharedPlan refuses, for a shard of a shared output, a region plan other than the one the
+// shards already there use (the files of one region are loaded together); for any other output
+// it accepts any plan.
+func (o *Output) CheckSharedPlan(plan pipeline.RegionPlan) error {
+	return o.checkPeers(Spec{Dir: o.Dir}, func(p shardPeer) []string {
+		a, b := planText(p.cp.Plan, false), planText(plan, false)
+		if a == b { // the same count and strategy: other splits?
+			a, b = planText(p.cp.Plan, true), planText(plan, true)
+		}
+		if a != b {
+			return []string{fmt.Sprintf("region plan: %s in shard %s, %s here", a, p.sh, b)}
+		}
+		return nil
+	})
+}
+
+// planText describes a region plan for comparisons and people: its count and strategy, and with
+// splits a digest of its split values.
+func planText(p pipeline.RegionPlan, splits bool) string {
+	text := fmt.Sprintf("%d regions (%s", p.Count(), p.Strategy)
+	if splits {
+		h := sha256.New()
+		for _, v := range p.Splits {
+			fmt.Fprintf(h, "%s\n", lindorm.SplitValue(p.Type, v))
+		}
+		text += fmt.Sprintf(", splits %x", h.Sum(nil)[:4])
+	}
+	return text + ")"
 }
 
 // checkShared refuses to run shard sh in st when st holds something else than shards of its count.

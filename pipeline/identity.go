@@ -36,7 +36,11 @@ func SourceIdentity(src Source) Identity {
 
 // Diff lists, one line per name in sorted order, how now differs from the recorded identity:
 // `size: 1048576 then, 2097152 now`. Empty when they match.
-func (recorded Identity) Diff(now Identity) []string {
+func (recorded Identity) Diff(now Identity) []string { return recorded.DiffNamed(now, "then", "now") }
+
+// DiffNamed is Diff with the two sides named for people: with "in shard 0/2" and "here",
+// `rows: 400000 in shard 0/2, 500000 here`.
+func (recorded Identity) DiffNamed(now Identity, then, here string) []string {
 	names := make(map[string]bool, len(recorded)+len(now))
 	for k := range recorded {
 		names[k] = true
@@ -56,11 +60,11 @@ func (recorded Identity) Diff(now Identity) []string {
 		switch {
 		case hadA && hasB && a == b:
 		case !hadA:
-			diffs = append(diffs, fmt.Sprintf("%s: not recorded then, %s now", k, b))
+			diffs = append(diffs, fmt.Sprintf("%s: not recorded %s, %s %s", k, then, b, here))
 		case !hasB:
-			diffs = append(diffs, fmt.Sprintf("%s: %s then, absent now", k, a))
+			diffs = append(diffs, fmt.Sprintf("%s: %s %s, absent %s", k, a, then, here))
 		default:
-			diffs = append(diffs, fmt.Sprintf("%s: %s then, %s now", k, a, b))
+			diffs = append(diffs, fmt.Sprintf("%s: %s %s, %s %s", k, a, then, b, here))
 		}
 	}
 	return diffs
@@ -81,4 +85,17 @@ func (id Identity) String() string {
 		b.WriteString(k + "=" + id[k])
 	}
 	return b.String()
+}
+
+// WithoutShard is the identity without what differs between the shards of one source read with
+// --shard i/N: the shard, and which files each one read (files, file[NAME].*). The shards of one
+// migration have the same.
+func (id Identity) WithoutShard() Identity {
+	out := make(Identity, len(id))
+	for k, v := range id {
+		if k != "shard" && k != "files" && !strings.HasPrefix(k, "file[") {
+			out[k] = v
+		}
+	}
+	return out
 }

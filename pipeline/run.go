@@ -169,11 +169,17 @@ type runState struct {
 	inflight  sync.WaitGroup
 	workerErr atomic.Pointer[error]
 	ticker    *time.Ticker
+	// overLimit is closed (once, overOnce) when a worker finds the rejects over the limit:
+	// reading stops, the batches handed out are finished, and what they hold is committed, so
+	// that the summary, the error and the rejects file count the same rows.
+	overLimit chan struct{}
+	overOnce  sync.Once
 
-	interrupted  bool
-	sourceFailed bool
-	err          error
-	result       Result
+	interrupted    bool
+	sourceFailed   bool
+	tooManyRejects bool // the run stopped for its rejects: what was read is committed
+	err            error
+	result         Result
 }
 
 type runStep func() runStep
@@ -205,10 +211,16 @@ func (m *runState) open() runStep {
 		resumeAt[k] = v
 	}
 	m.feed = StartFeed(m.runCtx, cfg.Source, resumeAt, cfg.Workers*2)
+	m.overLimit = make(chan struct{})
 	m.workers = StartWorkers(cfg.Workers, 0, func(int) (func(*Batch), func()) {
 		w := r.newWorker()
 		return func(b *Batch) {
-			if err := w.process(m.runCtx, b); err != nil {
+			err := w.process(m.runCtx, b)
+			if errors.Is(err, ErrTooManyRejects) { // the batch is written: stop reading
+				m.overOnce.Do(func() { close(m.overLimit) })
+				err = nil
+			}
+			if err != nil {
 				m.fail(err)
 			} else if b.Release != nil {
 				b.Release() // Sink.Write copied what it keeps
@@ -276,6 +288,14 @@ func (m *runState) read() runStep {
 			m.stop = nil
 			m.feed.Stop()
 			return m.read
+		case <-m.overLimit:
+			// Too many rejects: nothing more is handed out. The batches the source read ahead
+			// are dropped (no checkpoint records their cursors: a resume reads them again).
+			m.tooManyRejects = true
+			m.feed.Stop()
+			for range m.feed.Batches {
+			}
+			return m.settle
 		case <-m.runCtx.Done():
 			return m.settle
 		}
@@ -288,8 +308,13 @@ func (m *runState) settle() runStep {
 	if e := m.workerErr.Load(); e != nil && m.err == nil {
 		m.err = *e
 	}
+	select {
+	case <-m.overLimit: // found by the last batches, after the source ended
+		m.tooManyRejects = true
+	default:
+	}
 	serr := m.feed.Err()
-	if m.err == nil && serr != nil && !(m.interrupted && errors.Is(serr, context.Canceled)) {
+	if m.err == nil && serr != nil && !((m.interrupted || m.tooManyRejects) && errors.Is(serr, context.Canceled)) {
 		m.err = fmt.Errorf("source: %w", serr)
 		m.sourceFailed = m.runCtx.Err() == nil && !errors.Is(serr, ErrDamagedInput)
 	}
@@ -297,7 +322,11 @@ func (m *runState) settle() runStep {
 		m.err = context.Cause(m.runCtx)
 	}
 	if m.err == nil {
-		m.err = m.r.checkRejects()
+		// with every handed-out batch written: the counts the summary and the rejects file give
+		if m.err = m.r.checkRejects(); m.err == nil && m.tooManyRejects {
+			m.err = m.r.rejectsWentOver()
+		}
+		m.tooManyRejects = m.err != nil
 	}
 	return m.finish
 }
@@ -308,9 +337,11 @@ func (m *runState) finish() runStep {
 	// uncommitted file behind either)
 	cleanup := context.WithoutCancel(m.ctx)
 	switch {
-	case m.sourceFailed:
-		// What was read before the source failed (a token range that kept timing out, say) is
-		// sound: commit and checkpoint it so that --resume redoes only what is missing.
+	case m.sourceFailed, m.tooManyRejects:
+		// What was read before the source failed (a token range that kept timing out, say), or
+		// before the rejects went over the limit, is sound: commit and checkpoint it so that
+		// --resume (after a fix, with a higher --max-rejects) redoes only what is missing, and the
+		// rejects file holds the rejects counted, once each.
 		if err := m.cut(false); err != nil {
 			m.cfg.Sink.Abort(cleanup)
 			m.err = fmt.Errorf("%w (and committing what was read failed: %v)", m.err, err)
@@ -378,6 +409,14 @@ func (r *Runner) checkRejects() error {
 		}
 	}
 	return nil
+}
+
+// rejectsWentOver is the error of a run whose rejects went over the percentage limit while
+// its rows were read, and whose rows read by the time it stopped bring them back under it.
+func (r *Runner) rejectsWentOver() error {
+	rej, in := r.Counters.RowsRejected.Load(), r.Counters.RowsIn.Load()-r.Counters.RowsSkipped.Load()
+	return fmt.Errorf("%w: the rejects went over --max-rejects %g%% as the rows were read; %d of %d rows rejected (%.2f%%) when the run stopped; see %s for each row's reason",
+		ErrTooManyRejects, r.cfg.RejectLimit.Percent, rej, in, 100*float64(rej)/float64(max(in, 1)), r.cfg.Journal.RejectsName())
 }
 
 type worker struct {

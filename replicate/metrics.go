@@ -35,12 +35,15 @@ type Metrics struct {
 	TombstonesDropped atomic.Int64
 	BytesWritten      atomic.Int64 // bytes of committed data and delete files
 	FilesCommitted    atomic.Int64
-	Rolls             atomic.Int64
-	OffsetCommits     atomic.Int64
-	CommitErrors      atomic.Int64
-	Rebalances        atomic.Int64 // generations joined
-	Gaps              atomic.Int64 // runs of messages deleted before they were read, skipped (AcceptGaps)
-	GapMessages       atomic.Int64 // messages in them
+	// Statements counts the SQL statements a table (--out lindorm://, mysql://) took; such a
+	// target has no files.
+	Statements    atomic.Int64
+	Rolls         atomic.Int64
+	OffsetCommits atomic.Int64
+	CommitErrors  atomic.Int64
+	Rebalances    atomic.Int64 // generations joined
+	Gaps          atomic.Int64 // runs of messages deleted before they were read, skipped (AcceptGaps)
+	GapMessages   atomic.Int64 // messages in them
 
 	registry        *prometheus.Registry
 	rollSeconds     prometheus.Histogram // a roll's whole close
@@ -354,11 +357,17 @@ func (m *Metrics) enableSQL() func(kind string, rows int, d time.Duration, err e
 		result := "ok"
 		if err != nil {
 			result = "error"
+		} else {
+			m.Statements.Add(1)
 		}
 		s.statements.WithLabelValues(kind, result).Inc()
 		s.seconds.WithLabelValues(kind).Observe(d.Seconds())
 	}
 }
+
+// ToSQL tells whether the target is a SQL table, which has no files: its figures are rows and
+// statements.
+func (m *Metrics) ToSQL() bool { return m.sql != nil }
 
 // sqlRetries registers the writer's retry counter.
 func (m *Metrics) sqlRetries(v *atomic.Int64) {

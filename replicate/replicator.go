@@ -101,6 +101,9 @@ func (r *Replicator) prepare(ctx context.Context) error {
 			return err
 		}
 	} else {
+		if err := output.CheckReplicationOutput(ctx, cfg.Store, cfg.Out); err != nil {
+			return err
+		}
 		st = &State{Fingerprint: cfg.Program.Fingerprint(), Table: r.target.Table, Topic: cfg.Kafka.Topic, Group: cfg.Kafka.Group,
 			Message: cfg.Kafka.Format, FileFormat: cfg.Format.Name(), Plan: cfg.Plan, CreatedAt: time.Now().UTC()}
 		if err := st.save(ctx, cfg.Store); err != nil {

@@ -254,3 +254,19 @@ func TestOtherMemberWaitOutlastsTheSession(t *testing.T) {
 		}
 	}
 }
+
+// Into a SQL table the metrics count the statements the table took (the status line shows them:
+// a table has no files); failed tries are not counted.
+func TestMetricsCountSQLStatements(t *testing.T) {
+	m := newMetrics("t", "test", nil)
+	if m.ToSQL() {
+		t.Fatal("a replication into files counts as one into a table")
+	}
+	observe := m.enableSQL()
+	observe("upsert", 2000, time.Millisecond, nil)
+	observe("delete", 3, time.Millisecond, nil)
+	observe("upsert", 2000, time.Millisecond, errors.New("deadlock"))
+	if !m.ToSQL() || m.Statements.Load() != 2 {
+		t.Fatalf("to SQL %v, %d statements; want true, 2", m.ToSQL(), m.Statements.Load())
+	}
+}

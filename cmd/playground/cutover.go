@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,9 +46,11 @@ const evDDL = "CREATE TABLE IF NOT EXISTS `ev` (`a` int NOT NULL, `b` int NOT NU
 // whose every mutation the connector publishes to cdc.ks.ev, and an empty MySQL-protocol table ev
 // to migrate into, until the stop file appears (writes stop) and then ctx ends.
 func runCutover(ctx context.Context, out io.Writer) error {
-	if err := os.Remove(opts.stopFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove the stop file of an earlier run: %w", err)
+	stopFile, cleanup, err := stopFilePath(opts.stopFile)
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	var moved []string
 	cp, busy := port(cassandraPort)
 	if busy {
@@ -117,7 +120,7 @@ Rehearse README's "Cut-over without downtime" in another terminal, from the repo
   STOP_WRITES='touch %s'
 
 Ctrl-C stops the playground (the data is in memory only).
-`, opts.rows, opts.rate, cdcTopic, cdcPartitions, cas.Addr(), broker, cdcTopic, sqlAddr, sqlDatabase, opts.stopFile)
+`, opts.rows, opts.rate, cdcTopic, cdcPartitions, cas.Addr(), broker, cdcTopic, sqlAddr, sqlDatabase, stopFile)
 
 	poll := time.NewTicker(200 * time.Millisecond)
 	defer poll.Stop()
@@ -128,7 +131,7 @@ Ctrl-C stops the playground (the data is in memory only).
 		case err := <-done:
 			return fmt.Errorf("the application's writes: %w", err)
 		case <-poll.C:
-			if _, err := os.Stat(opts.stopFile); err == nil {
+			if _, err := os.Stat(stopFile); err == nil {
 				close(stop)
 				stopped = true
 			}
@@ -211,4 +214,22 @@ func serveSQL(port int) (string, func(), error) {
 		return "", nil, fmt.Errorf("create table %s.ev: %w", sqlDatabase, err)
 	}
 	return addr, func() { srv.Close() }, nil
+}
+
+// stopFilePath is the file whose appearance stops the writes: flag (-stop-file) when given, removed
+// if an earlier run left it; otherwise stop-writes in a new temporary folder of this playground's
+// own, so that playgrounds running at once on one machine never stop each other. cleanup removes
+// that folder.
+func stopFilePath(flag string) (path string, cleanup func(), err error) {
+	if flag != "" {
+		if err := os.Remove(flag); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", nil, fmt.Errorf("remove the stop file of an earlier run: %w", err)
+		}
+		return flag, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "rekey-playground-")
+	if err != nil {
+		return "", nil, fmt.Errorf("create the stop file's folder: %w", err)
+	}
+	return filepath.Join(dir, "stop-writes"), func() { os.RemoveAll(dir) }, nil
 }

@@ -29,7 +29,7 @@ func TestCutoverPlaygroundServesWhatItPrints(t *testing.T) {
 		defer func() { *p = saved }()
 	}
 	opts.rows, opts.rate, opts.port = 300, 500, 0
-	opts.stopFile = filepath.Join(t.TempDir(), "stop-writes")
+	opts.stopFile = "" // the default: a stop file of this playground's own
 	out := &syncBuffer{}
 	waitFor(t, func(ctx context.Context, w *syncBuffer) error { return runCutover(ctx, io.MultiWriter(w, out)) }, `(STOP_WRITES=)`)
 	vars := map[string]string{}
@@ -39,8 +39,14 @@ func TestCutoverPlaygroundServesWhatItPrints(t *testing.T) {
 	cas := regexp.MustCompile(`^cassandra://([0-9.]+):([0-9]+)/ks/ev$`).FindStringSubmatch(vars["CASS"])
 	kafka := regexp.MustCompile(`^kafka://([0-9.:]+)/cdc\.ks\.ev$`).FindStringSubmatch(vars["KAFKA"])
 	table := regexp.MustCompile(`^mysql://root@([0-9.:]+)/cutover$`).FindStringSubmatch(vars["TABLE"])
-	if cas == nil || kafka == nil || table == nil || vars["STOP_WRITES"] != "'touch "+opts.stopFile+"'" {
+	touch := regexp.MustCompile(`^'touch (.+)'$`).FindStringSubmatch(vars["STOP_WRITES"])
+	if cas == nil || kafka == nil || table == nil || touch == nil {
 		t.Fatalf("variables %q in:\n%s", vars, out)
+	}
+	// not one path every playground on the machine watches
+	stopFile := touch[1]
+	if !strings.HasPrefix(filepath.Base(filepath.Dir(stopFile)), "rekey-playground-") || stopFile == filepath.Join(os.TempDir(), "rekey-playground-stop-writes") {
+		t.Fatalf("the stop file %s is not one of this playground's own", stopFile)
 	}
 
 	cl := gocql.NewCluster(cas[1])
@@ -95,7 +101,7 @@ func TestCutoverPlaygroundServesWhatItPrints(t *testing.T) {
 		t.Fatalf("first event %s: %v", m.Value, err)
 	}
 
-	if err := os.WriteFile(opts.stopFile, nil, 0o644); err != nil {
+	if err := os.WriteFile(stopFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	stopped := regexp.MustCompile(`Writes stopped: \d+ events published, the topic's end offsets \(partition:offset\) are 0:(\d+) 1:(\d+)`)
@@ -122,5 +128,38 @@ func TestEvMappingIsThePlaygroundTable(t *testing.T) {
 	}
 	if string(data) != cdcdemo.Mapping {
 		t.Fatalf("mappings/ev.yaml:\n%s\nwant cdcdemo.Mapping:\n%s", data, cdcdemo.Mapping)
+	}
+}
+
+// Two cut-over playgrounds on one machine watch two stop files: touching one's stops only its
+// writes. -stop-file names one instead.
+func TestCutoverStopFilePerPlayground(t *testing.T) {
+	a, cleanA, err := stopFilePath("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, cleanB, err := stopFilePath("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b {
+		t.Fatalf("two playgrounds watch one stop file %s", a)
+	}
+	cleanA()
+	cleanB()
+	if _, err := os.Stat(filepath.Dir(a)); !os.IsNotExist(err) {
+		t.Errorf("the stop file's folder %s is left after the playground: %v", filepath.Dir(a), err)
+	}
+	given := filepath.Join(t.TempDir(), "stop")
+	if err := os.WriteFile(given, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, clean, err := stopFilePath(given)
+	if err != nil || p != given {
+		t.Fatalf("-stop-file %s: %s, %v", given, p, err)
+	}
+	clean()
+	if _, err := os.Stat(given); !os.IsNotExist(err) {
+		t.Errorf("-stop-file %s left from an earlier run is not removed at the start", given)
 	}
 }

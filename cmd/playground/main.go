@@ -20,7 +20,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -42,7 +41,8 @@ const usage = `usage: go run ./cmd/playground kafka|cassandra|cutover [flags]
              an application changing it (-rate mutations per second) whose every mutation
              Debezium's Cassandra connector, played, publishes to Kafka topic cdc.ks.ev, and a
              MySQL-protocol server (go-mysql-server) with an empty table cutover.ev; writes stop
-             when -stop-file appears
+             when -stop-file appears (by default a file of this playground's own: several
+             playgrounds on one machine each watch theirs)
 
 It prints the --source URI to give rekey and serves until Ctrl-C. Data lives in memory only.
 
@@ -88,7 +88,7 @@ func flags(kind string) *flag.FlagSet {
 	if kind == "cutover" {
 		fs.IntVar(&opts.rows, "rows", 2000, "mutations of ks.ev made before the connector starts")
 		fs.IntVar(&opts.rate, "rate", 200, "mutations (and events) per second after the start (0: none)")
-		fs.StringVar(&opts.stopFile, "stop-file", filepath.Join(os.TempDir(), "rekey-playground-stop-writes"), "writes stop when this file appears (removed at the start)")
+		fs.StringVar(&opts.stopFile, "stop-file", "", "writes stop when this file appears (removed at the start; default: stop-writes in a temporary folder of this playground's own, printed)")
 		return fs
 	}
 	fs.IntVar(&opts.port, "port", 0, "port to listen on (default: 9092 for kafka, 9042 for cassandra, or a free one if taken)")

@@ -308,7 +308,7 @@ func TestShardedMigrationAndMerge(t *testing.T) {
 		})
 	}
 	code, _, errs := runCLI(t, "merge", filepath.Join(dir, "hash", "whole"), filepath.Join(dir, "quantile", "whole"), "--out", filepath.Join(dir, "mixed"))
-	if code != 2 || !strings.Contains(errs, "different mappings") {
+	if code != 2 || !strings.Contains(errs, "mapping: fingerprint") {
 		t.Errorf("different mappings: exit %d %s", code, errs)
 	}
 	// shards made with different region plans are refused; --files copy copies
@@ -318,7 +318,7 @@ func TestShardedMigrationAndMerge(t *testing.T) {
 	mustRun(t, "migrate", "-m", m, "--source", uri, "--shard", "0/2", "--regions", "4", "--out", p0, "--progress", "never")
 	mustRun(t, "migrate", "-m", m, "--source", uri, "--shard", "1/2", "--regions", "16", "--out", p1, "--progress", "never")
 	code, _, errs = runCLI(t, "merge", p0, p1, "--out", filepath.Join(dir, "plans"))
-	if code != 2 || !strings.Contains(errs, "different region plans") {
+	if code != 2 || !strings.Contains(errs, "region plan: hex_prefix, 16 regions, not hex_prefix, 4 regions") || !strings.Contains(errs, "run "+p1+" again as "+p0+" ran") {
 		t.Errorf("different plans: exit %d %s", code, errs)
 	}
 	mustRun(t, "migrate", "-m", m, "--source", uri, "--shard", "1/2", "--regions", "4", "--out", filepath.Join(dir, "plan1b"), "--progress", "never")

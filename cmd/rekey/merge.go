@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,7 +56,9 @@ renames them out of the inputs.
 merge first writes its plan (DIR/merge-plan.json: the inputs, --files, where every file goes),
 then places the files, then the manifest, and removes the plan. An interrupted merge (a crash,
 a kill, a lost connection) is finished by running the same command again: it reads the plan, and
-a file already at its destination counts as placed, so --files move never loses a file.
+a file already at its destination counts as placed, so --files move never loses a file. A merge
+holds --out's lock (.rekey.lock) as migrate does: a second merge into the same --out meanwhile is
+refused, naming the first.
 
 Inputs and --out may be s3:// or oss:// prefixes. Within one bucket the server copies the files
 (CopyObject; UploadPartCopy over 1 GiB): no data passes through rekey, and the inputs stay intact
@@ -64,7 +67,8 @@ because the bulkload job reads one folder: every file must sit under --out's dat
 buckets, servers or a folder and a bucket, rekey streams the bytes.
 
 merge refuses inputs that are not complete runs (no manifest.json), that were made with
-different mappings (fingerprint) or region plans, two that read the same source (its rows would
+different mappings (fingerprint), region plans or sources (naming the inputs to run again and how
+they differ), two that read the same source (its rows would
 be counted twice), shards that are not all the shards 0..N-1 of one source, each once (files,
 or the same bytes of a file split in ranges, read by two shards, a shard missing or given twice; for Cassandra shards, token ranges that
 overlap or leave part of the ring unread), and an --out
@@ -101,6 +105,12 @@ func runFinishShards(cmd *cobra.Command, inv *invocation, f *mergeFlags) error {
 	if err != nil {
 		return err
 	}
+	locked, err := inv.lockMergeOut(ctx, out, f.out)
+	if err != nil {
+		return err
+	}
+	defer locked.Close()
+	out = locked.Store
 	inputs, err := merge.OpenShards(ctx, out)
 	if err != nil {
 		return usageError(err)
@@ -118,7 +128,7 @@ func runFinishShards(cmd *cobra.Command, inv *invocation, f *mergeFlags) error {
 	if res.Manifest.RowsRejected > 0 { // each shard keeps its rejects in its own folder
 		fmt.Fprintf(w, "  rejected rows: %s\n", out.Location(output.ShardsDir+"/*/"))
 	}
-	return nil
+	return printMergeNext(ctx, w, out, f.out, res.Manifest)
 }
 
 func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags) error {
@@ -134,6 +144,12 @@ func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags)
 	if err != nil {
 		return err
 	}
+	locked, err := inv.lockMergeOut(ctx, out, f.out)
+	if err != nil {
+		return err
+	}
+	defer locked.Close()
+	out = locked.Store
 	if err := checkMergeOut(ctx, out, f.out); err != nil {
 		return err
 	}
@@ -153,6 +169,25 @@ func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags)
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "Merged %d runs into %s\n", len(inputs), f.out)
 	printMerged(w, res.Manifest, fmt.Sprintf("%d (%s)", res.Manifest.Files, filesVerb(mode, res, allLocal(out, inputs))))
+	return printMergeNext(ctx, w, out, f.out, res.Manifest)
+}
+
+// printMergeNext prints the next steps after a merge, as after a finished migrate: create the
+// table, submit the bulkload job merge wrote (read back from name, the output out), verify.
+func printMergeNext(ctx context.Context, w io.Writer, out store.Store, name string, m *lindorm.Manifest) error {
+	data, err := out.Get(ctx, output.BulkloadFile)
+	if store.IsNotExist(err) { // inputs written before rekey kept a bulkload job
+		fmt.Fprintf(w, "\nNext steps: create the table (%s) and load the files of %s (docs/outputs.md)\n", output.DDLFile, out.Location(output.DataDir+"/"))
+		return nil
+	} else if err != nil {
+		return runFailed(fmt.Errorf("read %s: %w", out.Location(output.BulkloadFile), err))
+	}
+	var job lindorm.BulkloadJob
+	if err := json.Unmarshal(data, &job); err != nil {
+		return runFailed(fmt.Errorf("%s: %w", out.Location(output.BulkloadFile), err))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprint(w, output.NextSteps(&job, output.NextRun{Out: name, Store: !store.IsLocal(name), RowsWritten: m.RowsWritten}))
 	return nil
 }
 
@@ -215,6 +250,23 @@ func filesVerb(mode merge.Mode, res *merge.Result, local bool) string {
 	return "hard-linked"
 }
 
+// lockMergeOut takes the lock of --out (name) for this merge, as migrate takes its output's: a
+// second merge into the same --out is refused, naming the first, and a merge that lost an object
+// store's lock writes nothing more there.
+func (inv *invocation) lockMergeOut(ctx context.Context, out store.Store, name string) (*output.Output, error) {
+	logger, err := inv.logger()
+	if err != nil {
+		return nil, usageError(err)
+	}
+	locked, err := output.Lock(ctx, out, name, logger.Named("merge"))
+	if errors.Is(err, output.ErrRefusedResume) {
+		return nil, usageError(err)
+	} else if err != nil {
+		return nil, runFailed(err)
+	}
+	return locked, nil
+}
+
 // checkMergeOut refuses an --out that already holds files, unless they are an interrupted
 // merge's (its plan is there), which this merge finishes: a merge never mixes into another output.
 func checkMergeOut(ctx context.Context, out store.Store, name string) error {
@@ -225,8 +277,10 @@ func checkMergeOut(ctx context.Context, out store.Store, name string) error {
 	if _, err := out.Stat(ctx, output.MergePlanFile); err == nil {
 		return nil
 	}
-	if len(objs) > 0 {
-		return usageError(fmt.Errorf("--out %s already holds files: merge into a new --out directory", name))
+	for _, o := range objs {
+		if o.Name != output.LockFile {
+			return usageError(fmt.Errorf("--out %s already holds files: merge into a new --out directory", name))
+		}
 	}
 	return nil
 }

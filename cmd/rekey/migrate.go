@@ -63,13 +63,15 @@ its pre-split region and writes bulk-load files (Parquet or CSV), one folder per
   DIR/ddl.sql                              CREATE TABLE with PRIMARY KEY and SPLITKEYS
   DIR/bulkload.json                        the Lindorm (LTS) bulkload job for these files (--lts-source,
                                            --lts-target, --namespace fill it); the run ends with the next steps
-  DIR/rejects.jsonl                        one line per rejected row: position, code, field, message, raw row
+  DIR/rejects.jsonl                        one line per rejected row (none without rejects): position, code,
+                                           field, message, raw row
   DIR/rejected-rows.csv                    file sources: the rejected rows as read (or .jsonl), to run again
                                            with --source file:DIR/rejected-rows.csv once the cause is fixed
   DIR/checkpoint.json                      progress; --resume continues an interrupted run from it
 
 Rows that cannot be read or rewritten go to rejects.jsonl and the run goes on, unless
---max-rejects (default 1% of the rows read) is exceeded. Ctrl-C stops reading, commits what was
+--max-rejects (default 1% of the rows read) is exceeded: then it stops reading and commits what
+was read, which the summary, the error and rejects.jsonl count alike. Ctrl-C stops reading, commits what was
 read and exits 130; run the same command with --resume to finish. --resume refuses (exit 2) to
 continue another job: another mapping, --format, --regions or input, or committed files that are
 damaged.
@@ -215,6 +217,9 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	}
 	job.Format, job.Out, job.Store = format.Name(), f.out, !store.IsLocal(f.out)
 	next := output.NextRun{Out: f.out, Store: job.Store, Mapping: f.mapping, Source: f.source}
+	if !shard.Whole() {
+		next.Shard = &shard
+	}
 	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
 		return err
@@ -244,7 +249,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	if f.sharedOut {
 		out, err = output.OpenShard(ctx, st, shard, spec, logger.Named("pipeline"))
 		namePrefix = output.ShardFilePrefix(shard)
-		next.Shard = &shard
+		next.SharedOut = true
 	} else {
 		out, err = output.Open(ctx, st, spec, logger.Named("pipeline"))
 	}
@@ -264,6 +269,8 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 		plan = resume.Plan
 	} else if plan, _, err = planRegions(ctx, prog, src, f.regions); err != nil {
 		return err
+	} else if err := out.CheckSharedPlan(plan); err != nil {
+		return usageError(err)
 	}
 	setMemoryBudgetGC(inv.getenv, memory, migrateGCPercent)
 	heapOnHugePages(memory)

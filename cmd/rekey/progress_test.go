@@ -97,6 +97,15 @@ func TestReplicationStatusLines(t *testing.T) {
 	if strings.ContainsAny(s.plain(), "\r\x1b") || strings.ContainsAny(s.frame(), "\r\x1b\n") {
 		t.Fatal("control characters in a status line")
 	}
+	// into a SQL table: statements, not the files a table has none of
+	s = replicationStatus{state: "consuming", in: 1_200, written: 1_100, deletes: 90, rejected: 10, sql: true, statements: 31, partitions: 2, elapsed: 5 * time.Second}
+	want = "replicating (consuming): 1,200 messages read, 1,100 rows written, 90 deletes, 10 rejected, 0 msg/s, 31 statements, lag 0 over 2 partitions, elapsed 5s"
+	if got := s.plain(); got != want {
+		t.Fatalf("into a table: got  %q\nwant %q", got, want)
+	}
+	if frame := s.frame(); strings.Contains(frame, "files") || !strings.Contains(frame, "31 statements") {
+		t.Fatalf("into a table: the terminal line %q", frame)
+	}
 }
 
 func TestReplicationStatusModes(t *testing.T) {

@@ -402,6 +402,10 @@ func replicationPlan(ctx context.Context, f *replicateFlags, out store.Store, kc
 		}
 		return st.Plan, nil
 	}
+	// before a sample of the topic: a folder holding a migration is refused at once
+	if err := output.CheckReplicationOutput(ctx, out, f.out); err != nil {
+		return pipeline.RegionPlan{}, usageError(err)
+	}
 	// count, split_keys, hash-prefix and bucket plans need no sample; quantile plans and
 	// regions.size (a count from the data size) are placed from the retained messages
 	if plan, err := p.PlanRegions(transform.RegionRequest{Count: f.regions}); err == nil &&
@@ -460,28 +464,39 @@ type replicationStatus struct {
 	partitions                                        int
 	rate                                              float64 // messages/s since the previous reading
 	elapsed                                           time.Duration
+	sql                                               bool  // a table: statements, no files
+	statements                                        int64 // SQL statements the table took
 }
 
 func readReplicationStatus(m *replicate.Metrics, elapsed time.Duration) replicationStatus {
 	state, _ := m.State()
 	return replicationStatus{state: state, in: m.MessagesIn.Load(), written: m.RowsWritten.Load(), deletes: m.Deletes.Load(),
 		rejected: m.Rejected.Load(), files: m.FilesCommitted.Load(), bytes: m.BytesWritten.Load(), lag: m.Lag(),
-		partitions: m.Assigned(), elapsed: elapsed}
+		partitions: m.Assigned(), elapsed: elapsed, sql: m.ToSQL(), statements: m.Statements.Load()}
+}
+
+// written is what the target holds so far: files and bytes, or a table's statements.
+func (s replicationStatus) output() string {
+	if s.sql {
+		return groupDigits(s.statements) + " statements"
+	}
+	return groupDigits(s.files) + " files " + transform.FormatSize(s.bytes)
 }
 
 // plain is a line for a log: `replicating (consuming): 1,200 messages read, 834 rows written, 24
-// deletes, 156 rejected, 240 msg/s, 22 files 20.0 KiB, lag 0 over 3 partitions, elapsed 5s`.
+// deletes, 156 rejected, 240 msg/s, 22 files 20.0 KiB, lag 0 over 3 partitions, elapsed 5s`
+// (into a table: `..., 240 msg/s, 31 statements, lag ...`).
 func (s replicationStatus) plain() string {
-	return fmt.Sprintf("replicating (%s): %s messages read, %s rows written, %s deletes, %s rejected, %s msg/s, %s files %s, lag %s over %d partitions, elapsed %s",
+	return fmt.Sprintf("replicating (%s): %s messages read, %s rows written, %s deletes, %s rejected, %s msg/s, %s, lag %s over %d partitions, elapsed %s",
 		s.state, groupDigits(s.in), groupDigits(s.written), groupDigits(s.deletes), groupDigits(s.rejected), groupDigits(int64(s.rate)),
-		groupDigits(s.files), transform.FormatSize(s.bytes), groupDigits(s.lag), s.partitions, s.elapsed.Round(time.Second))
+		s.output(), groupDigits(s.lag), s.partitions, s.elapsed.Round(time.Second))
 }
 
 // frame is the line redrawn on a terminal, short enough for one.
 func (s replicationStatus) frame() string {
-	return fmt.Sprintf("replicating  %s  %s msgs  %s msg/s  lag %s  partitions %d  files %s (%s)  deletes %s  rejected %s",
-		s.state, groupDigits(s.in), groupDigits(int64(s.rate)), groupDigits(s.lag), s.partitions, groupDigits(s.files),
-		transform.FormatSize(s.bytes), groupDigits(s.deletes), groupDigits(s.rejected))
+	return fmt.Sprintf("replicating  %s  %s msgs  %s msg/s  lag %s  partitions %d  %s  deletes %s  rejected %s",
+		s.state, groupDigits(s.in), groupDigits(int64(s.rate)), groupDigits(s.lag), s.partitions, s.output(),
+		groupDigits(s.deletes), groupDigits(s.rejected))
 }
 
 // printReplicationSummary prints what this process replicated; rolls, files, bytes and regions

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// A run stopped for too many rejects counts one set of rows everywhere: the summary's rows in
+// and rows rejected, the error's "R of N rows rejected" and rejects.jsonl (one line per rejected
+// row, each once) agree, because what was read up to the stop is committed. --resume with a
+// higher --max-rejects then finishes with every bad row rejected exactly once.
+func TestTooManyRejectsCountsAgree(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var sb strings.Builder
+	sb.WriteString("userid,orderid,channel,ts,status,location,amount\n")
+	const rows, every = 20000, 50
+	for i := 0; i < rows; i++ {
+		orderid := fmt.Sprint(i)
+		if i%every == 0 {
+			orderid = fmt.Sprintf("o%d", i) // not a bigint: rejected
+		}
+		fmt.Fprintf(&sb, "u%d,%s,taobao,1700000000000,PAID,Hangzhou,%d.25\n", i, orderid, i%100)
+	}
+	csv := writeFile(t, dir, "orders.csv", sb.String())
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	out := filepath.Join(dir, "out")
+	args := []string{"migrate", "-m", mapping, "--source", "file:" + csv, "--out", out, "--progress", "never", "--workers", "4"}
+	code, stdout, stderr := runCLI(t, args...)
+	if code != exitFailed || !strings.Contains(stderr, "too many rejected rows") {
+		t.Fatalf("2%% bad rows with --max-rejects 1%%: exit %d\n%s%s", code, stdout, stderr)
+	}
+	summary := func(name string) int64 {
+		m := regexp.MustCompile(`(?m)^  ` + name + ` +(\d+)$`).FindStringSubmatch(stdout)
+		if m == nil {
+			t.Fatalf("no %q in the summary:\n%s", name, stdout)
+		}
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		return n
+	}
+	in, rejected, written := summary("rows in"), summary("rows rejected"), summary("rows written")
+	m := regexp.MustCompile(`(\d+) of (\d+) rows rejected`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("the error gives no counts:\n%s", stderr)
+	}
+	errRejected, _ := strconv.ParseInt(m[1], 10, 64)
+	errIn, _ := strconv.ParseInt(m[2], 10, 64)
+	lines := rejectLines(t, out)
+	if in == 0 || rejected == 0 || in != errIn || rejected != errRejected || int64(len(lines)) != rejected || written+rejected != in {
+		t.Errorf("summary: %d in, %d written, %d rejected; error: %d of %d; rejects.jsonl: %d rows", in, written, rejected, errRejected, errIn, len(lines))
+	}
+	if code, stdout, stderr := runCLI(t, append(args, "--resume", "--max-rejects", "-1")...); code != 1 {
+		t.Fatalf("--resume --max-rejects -1: exit %d\n%s%s", code, stdout, stderr)
+	}
+	rowsOut, man := outputRows(t, out)
+	if lines := rejectLines(t, out); len(lines) != rows/every || man.RowsRejected != rows/every || len(rowsOut) != rows-rows/every {
+		t.Errorf("after --resume: %d rows written, manifest %d rejected, rejects.jsonl %d rows; want %d and %d", len(rowsOut), man.RowsRejected, len(lines), rows-rows/every, rows/every)
+	}
+}
+
+// rejectLines reads rejects.jsonl of the output dir: its rows' positions, each once (a position
+// listed twice fails the test).
+func rejectLines(t *testing.T, dir string) []string {
+	t.Helper()
+	var positions []string
+	seen := map[string]bool{}
+	for _, line := range readLines(t, filepath.Join(dir, "rejects.jsonl")) {
+		var r struct {
+			Position string `json:"position"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("rejects.jsonl: %v: %s", err, line)
+		}
+		if seen[r.Position] {
+			t.Errorf("rejects.jsonl lists %s twice", r.Position)
+		}
+		seen[r.Position] = true
+		positions = append(positions, r.Position)
+	}
+	return positions
+}
