@@ -27,6 +27,10 @@ type Cluster struct {
 	suffix  string
 }
 
+// RequireEnv, set to 1, makes Start fail instead of starting kfake when KAFKA_BROKERS is not set:
+// the real-peer tier (deploy/dev/peers.sh ci-test) sets it so that a missing broker fails it.
+const RequireEnv = "REKEY_REQUIRE_REAL_PEERS"
+
 // Real tells whether the tests run against real brokers (KAFKA_BROKERS).
 func Real() bool { return os.Getenv("KAFKA_BROKERS") != "" }
 
@@ -42,6 +46,10 @@ func Start(t testing.TB, opts ...kfake.Opt) *Cluster {
 			}
 		}
 		return c
+	}
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("%s=1 but KAFKA_BROKERS is not set: start the real peers (bash deploy/dev/peers.sh start) and export what it prints", RequireEnv)
+		return nil
 	}
 	opts = append([]kfake.Opt{kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100 * time.Millisecond)}, opts...)
 	fc, err := kfake.NewCluster(opts...)
