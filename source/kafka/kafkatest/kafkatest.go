@@ -63,6 +63,10 @@ func Start(t testing.TB, opts ...kfake.Opt) *Cluster {
 // Topic returns a topic name unique to this cluster run (real brokers keep topics of earlier runs).
 func (c *Cluster) Topic(name string) string { return name + c.suffix }
 
+// Group returns a consumer group name unique to this cluster run: real brokers keep groups of
+// earlier runs, with their members until those members' sessions time out.
+func (c *Cluster) Group(name string) string { return name + c.suffix }
+
 // CreateTopic creates a topic with n partitions and returns its name (see Topic).
 func (c *Cluster) CreateTopic(t testing.TB, name string, partitions int) string {
 	t.Helper()
