@@ -276,7 +276,7 @@ cmd_env() {
     "REKEY_PEERS_CASSANDRA_YAML=$STATE/cassandra/cassandra.yaml")
   running kafka && vars+=("KAFKA_BROKERS=127.0.0.1:$(getvar kafka port)")
   running debezium && vars+=("REKEY_PEERS_DEBEZIUM=http://127.0.0.1:$(getvar debezium port)"
-    "REKEY_PEERS_DEBEZIUM_TOPIC_PREFIX=rekey")
+    "REKEY_PEERS_DEBEZIUM_TOPIC_PREFIX=rekey" "REKEY_PEERS_DEBEZIUM_LOG=$STATE/debezium/connector.log")
   [ ${#vars[@]} -gt 0 ] || die "no peer is running (bash deploy/dev/peers.sh start)"
   echo "export ${vars[*]}"
 }
