@@ -13,8 +13,8 @@ import (
 	"github.com/gocql/gocql"
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/rekey/rekey/internal/realpeers"
 	"github.com/rekey/rekey/internal/wait"
-	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
 	"github.com/rekey/rekey/source/kafka/cdcdemo"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
@@ -34,10 +34,7 @@ const (
 // columns, updates of some columns, cell deletes, TTL writes, row, partition, prefix and range
 // deletes); then verify of the table against Cassandra itself says EQUAL.
 func TestCDCFromTheRealConnector(t *testing.T) {
-	if os.Getenv(debeziumEnv) == "" {
-		if os.Getenv(cassandratest.RequireEnv) == "1" {
-			t.Fatalf("%s=1 but %s is not set: start the real peers (bash deploy/dev/peers.sh start) and export what it prints", cassandratest.RequireEnv, debeziumEnv)
-		}
+	if realpeers.Missing(t, debeziumEnv) {
 		t.Skipf("needs Debezium's Cassandra connector next to a real node (%s; bash deploy/dev/peers.sh start)", debeziumEnv)
 	}
 	cas := cassandratest.Open(t)
@@ -77,13 +74,7 @@ func TestCDCFromTheRealConnector(t *testing.T) {
 	wait.For(t, connectorLogged("Added table [CREATE TABLE "+ks+".ev "), "the connector to add table "+ks+".ev")
 	topic := os.Getenv(debeziumPrefixEnv) + "." + ks + ".ev"
 
-	var srv *mysqltest.Server
-	conns := "1"
-	if mysqltest.MariaDBAvailable() {
-		srv, conns = mysqltest.MariaDB(t), "4"
-	} else {
-		srv = mysqltest.GMS(t)
-	}
+	srv, conns := sqlServer(t)
 	dir := t.TempDir()
 	mapping := writeFile(t, dir, "ev.yaml", strings.Replace(cdcdemo.Mapping, "name: ks.ev", "name: "+ks+".ev", 1))
 	srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", srv.DDLDialect()))

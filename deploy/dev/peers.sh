@@ -117,7 +117,7 @@ await() {
     fi
     sleep 0.5 # polling a process we do not control
   done
-  local ms=$(($(now_ms) - t0 + $(getvar "$p" launch_ms)))
+  local ms=$(($(now_ms) - $(getvar "$p" begin_ms)))
   setvar "$p" start_ms "$ms"
   log "$p: $what after $((ms / 1000)).$(((ms % 1000) / 100)) s, RSS $(rss_mib "$pid") MiB (pid $pid)"
 }
@@ -145,10 +145,17 @@ kafka_answers() {
 
 debezium_healthy() { curl -fsS "http://127.0.0.1:$1/health" >/dev/null; }
 
-fresh_dir() { # fresh_dir PEER: an empty state folder for a peer that is not running
+# begin PEER: checks the peer is resolved and not running, gives it an empty state folder and
+# starts its clock (await reports the time from here); prints its jar folder.
+begin() {
+  local lib
+  lib=$(libdir "$1")
+  [ -f "$lib/.complete" ] || die "$1: not resolved (run: bash deploy/dev/peers.sh resolve)"
   running "$1" && die "$1 is already running (pid $(cat "$(pidfile "$1")")); stop it first"
   rm -rf "${STATE:?}/$1"
   mkdir -p "$STATE/$1"
+  setvar "$1" begin_ms "$(now_ms)"
+  echo "$lib"
 }
 
 # The JVM options Cassandra 5.0 needs on JDK 17 (apache/cassandra conf/jvm17-server.options:
@@ -186,10 +193,8 @@ JVM17_CASSANDRA=(
 )
 
 start_cassandra() {
-  local dir="$STATE/cassandra" lib native storage jamm t0
-  lib=$(libdir cassandra)
-  [ -f "$lib/.complete" ] || die "cassandra: not resolved (run: bash deploy/dev/peers.sh resolve)"
-  fresh_dir cassandra
+  local dir="$STATE/cassandra" lib native storage jamm
+  lib=$(begin cassandra)
   mkdir -p "$dir"/{data,commitlog,cdc_raw,hints,saved_caches}
   native=${CASSANDRA_PORT:-$(free_port)}
   storage=${CASSANDRA_STORAGE_PORT:-$(free_port)}
@@ -197,7 +202,6 @@ start_cassandra() {
     "$HERE/cassandra/cassandra.yaml" >"$dir/cassandra.yaml"
   jamm=$(ls "$lib"/jamm-*.jar | head -n 1)
   setvar cassandra port "$native"
-  t0=$(now_ms)
   launch cassandra "$dir/stdout.log" -Xmx1g -Xss256k -XX:+ExitOnOutOfMemoryError "${JVM17_CASSANDRA[@]}" \
     "-javaagent:$jamm" \
     "-Dcassandra.config=file://$dir/cassandra.yaml" -Dcassandra-foreground=yes \
@@ -205,15 +209,12 @@ start_cassandra() {
     "-Dlogback.configurationFile=$HERE/cassandra/logback.xml" \
     -Dcassandra.skip_wait_for_gossip_to_settle=0 -Dcassandra.superuser_setup_delay_ms=0 \
     -cp "$lib/*" org.apache.cassandra.service.CassandraDaemon
-  setvar cassandra launch_ms $(($(now_ms) - t0))
   await cassandra "CQL answering on 127.0.0.1:$native" cql_answers "$native"
 }
 
 start_kafka() {
-  local dir="$STATE/kafka" lib port cport id t0
-  lib=$(libdir kafka)
-  [ -f "$lib/.complete" ] || die "kafka: not resolved (run: bash deploy/dev/peers.sh resolve)"
-  fresh_dir kafka
+  local dir="$STATE/kafka" lib port cport id
+  lib=$(begin kafka)
   port=${KAFKA_PORT:-$(free_port)}
   cport=${KAFKA_CONTROLLER_PORT:-$(free_port)}
   sed -e "s#@DIR@#$dir#g" -e "s#@PORT@#$port#g" -e "s#@CONTROLLER_PORT@#$cport#g" \
@@ -221,7 +222,6 @@ start_kafka() {
   setvar kafka port "$port"
   # a cluster id is 16 random bytes in URL-safe base64 without padding
   id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
-  t0=$(now_ms)
   "$JAVA" -Xmx256m "-Dlog4j2.configurationFile=$HERE/kafka/log4j2.properties" -cp "$lib/*" \
     kafka.tools.StorageTool format --standalone -t "$id" -c "$dir/server.properties" \
     >"$dir/format.log" 2>&1 || { cat "$dir/format.log" >&2; die "kafka: formatting $dir/data failed"; }
@@ -229,17 +229,14 @@ start_kafka() {
     -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true \
     "-Dlog4j2.configurationFile=$HERE/kafka/log4j2.properties" \
     -cp "$lib/*" kafka.Kafka "$dir/server.properties"
-  setvar kafka launch_ms $(($(now_ms) - t0))
   await kafka "broker answering on 127.0.0.1:$port" kafka_answers "$port"
 }
 
 start_debezium() {
-  local dir="$STATE/debezium" lib http cport kport t0
-  lib=$(libdir debezium)
-  [ -f "$lib/.complete" ] || die "debezium: not resolved (run: bash deploy/dev/peers.sh resolve)"
+  local dir="$STATE/debezium" lib http cport kport
   running cassandra || die "debezium: start cassandra first (it reads the node's cdc_raw)"
   running kafka || die "debezium: start kafka first (it produces to it)"
-  fresh_dir debezium
+  lib=$(begin debezium)
   mkdir -p "$dir"/{relocation,offsets}
   http=${DEBEZIUM_HTTP_PORT:-$(free_port)}
   cport=$(getvar cassandra port)
@@ -248,12 +245,10 @@ start_debezium() {
     -e "s#@KAFKA@#127.0.0.1:$kport#g" "$HERE/debezium/connector.properties" >"$dir/connector.properties"
   sed -e "s#@CASSANDRA@#127.0.0.1:$cport#g" "$HERE/debezium/application.conf" >"$dir/application.conf"
   setvar debezium port "$http"
-  t0=$(now_ms)
   # the connector reads the node's commit log with Cassandra's own classes: the same JDK 17 options
   launch debezium "$dir/stdout.log" -Xmx512m "${JVM17_CASSANDRA[@]}" \
     "-Dlogback.configurationFile=$HERE/debezium/logback.xml" "-Ddebezium.logdir=$dir" \
     -cp "$lib/*" io.debezium.connector.cassandra.CassandraConnectorTask "$dir/connector.properties"
-  setvar debezium launch_ms $(($(now_ms) - t0))
   await debezium "connector healthy on http://127.0.0.1:$http/health" debezium_healthy "$http"
 }
 

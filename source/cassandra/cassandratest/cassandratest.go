@@ -17,15 +17,12 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/rekey/rekey/internal/realpeers"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
 )
 
 // HostsEnv names the environment variable with a real cluster's contact points.
 const HostsEnv = "CASSANDRA_HOSTS"
-
-// RequireEnv, set to 1, makes Open fail instead of starting the test server when HostsEnv is not
-// set: the real-peer tier (deploy/dev/peers.sh ci-test) sets it so that a missing peer fails it.
-const RequireEnv = "REKEY_REQUIRE_REAL_PEERS"
 
 // Cluster is the Cassandra a test reads from.
 type Cluster struct {
@@ -65,10 +62,7 @@ func Open(t testing.TB, opts ...cqltest.Option) *Cluster {
 		t.Cleanup(sess.Close)
 		return c
 	}
-	if os.Getenv(RequireEnv) == "1" {
-		t.Fatalf("%s=1 but %s is not set: start the real peers (bash deploy/dev/peers.sh start) and export what it prints", RequireEnv, HostsEnv)
-		return nil
-	}
+	realpeers.Missing(t, HostsEnv) // fails the test when the real peers are required
 	srv, err := cqltest.New(opts...)
 	if err != nil {
 		t.Fatalf("cqltest: %v", err)

@@ -18,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rekey/rekey/internal/realpeers"
 )
 
 // Cluster is a running cluster.
@@ -26,10 +28,6 @@ type Cluster struct {
 	Fake    *kfake.Cluster // nil against real brokers
 	suffix  string
 }
-
-// RequireEnv, set to 1, makes Start fail instead of starting kfake when KAFKA_BROKERS is not set:
-// the real-peer tier (deploy/dev/peers.sh ci-test) sets it so that a missing broker fails it.
-const RequireEnv = "REKEY_REQUIRE_REAL_PEERS"
 
 // Real tells whether the tests run against real brokers (KAFKA_BROKERS).
 func Real() bool { return os.Getenv("KAFKA_BROKERS") != "" }
@@ -47,10 +45,7 @@ func Start(t testing.TB, opts ...kfake.Opt) *Cluster {
 		}
 		return c
 	}
-	if os.Getenv(RequireEnv) == "1" {
-		t.Fatalf("%s=1 but KAFKA_BROKERS is not set: start the real peers (bash deploy/dev/peers.sh start) and export what it prints", RequireEnv)
-		return nil
-	}
+	realpeers.Missing(t, "KAFKA_BROKERS") // fails the test when the real peers are required
 	opts = append([]kfake.Opt{kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100 * time.Millisecond)}, opts...)
 	fc, err := kfake.NewCluster(opts...)
 	if err != nil {
