@@ -87,10 +87,28 @@ type JobOptions struct {
 	Timestamp time.Time
 }
 
-// DataFilePath is readerConfig.filePath for an output: its folder dataDir ("data"), relative to
-// the data source's root (the bucket) with a trailing slash as in the API's example ("parquet/")
-// when the output is on a store, an absolute local path otherwise.
+// RegionGlob ends readerConfig.filePath: the job reads every region folder under the data folder
+// ("data/*/"). Spark, which LTS runs the import on, reads only the files directly inside a folder
+// it is given: it descends into a subfolder only when the subfolder is a partition ("k=v") or the
+// job sets recursiveFileLookup, so a filePath of "data/" reads no file at all
+// (PartitioningAwareFileIndex.allFiles; measured with Spark 4.0.1 by deploy/dev/spark). Spark
+// expands the glob (Hadoop's globStatus) to each region folder and reads the files in each, still
+// skipping names that start with "_" or ".".
+const RegionGlob = "*/"
+
+// DataFilePath is readerConfig.filePath for an output: the region folders (RegionGlob) of its
+// folder dataDir ("data/*/"), relative to the data source's root (the bucket) as in the API's
+// example ("parquet/") when the output is on a store, an absolute local path otherwise.
 func DataFilePath(out, dataDir string, store bool) (string, error) {
+	dir, err := dataFolder(out, dataDir, store)
+	if err != nil {
+		return "", err
+	}
+	return dir + RegionGlob, nil
+}
+
+// dataFolder is DataFilePath without the glob: the data folder itself, with a trailing slash.
+func dataFolder(out, dataDir string, store bool) (string, error) {
 	if dataDir == "" {
 		return "", fmt.Errorf("lindorm: no data folder given for the job's filePath")
 	}
@@ -181,8 +199,9 @@ func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob,
 		job.WriterConfig.Timestamp = &ms
 	}
 	job.Uncertain = []string{
-		"readerConfig.filePath: whether the reader descends into the region-NNNN folders under " + opt.DataDir + "/; check: the job's row count " +
-			"(SELECT COUNT(*)) equals manifest.json rows_written; if not, submit one job per " + opt.DataDir + "/region-NNNN/ folder",
+		"readerConfig.filePath: a glob, " + opt.DataDir + "/" + RegionGlob + ", naming every region folder (Spark reads only the files directly in a folder, " +
+			"so " + opt.DataDir + "/ alone reads none); check: the job's row count (SELECT COUNT(*)) equals manifest.json rows_written; if LTS " +
+			"refuses the glob, submit one job per " + opt.DataDir + "/region-NNNN/ folder",
 		"readerConfig.filePath: taken as relative to the data source's root (the bucket), as in the API example \"parquet/\"; " +
 			"check: if the OSS/HDFS data source itself points at a folder, drop that folder from the path; a local --out " +
 			"gives a local path: upload " + opt.DataDir + "/ and set the path it has in the data source",

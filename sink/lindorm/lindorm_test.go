@@ -142,8 +142,8 @@ func TestBulkloadConfig(t *testing.T) {
 		}
 		var reader map[string]any
 		json.Unmarshal(job["readerConfig"], &reader)
-		if reader["filePath"] != "runs/orders/data/" {
-			t.Errorf("%s: filePath %v, want runs/orders/data/ (relative to the bucket)", format, reader["filePath"])
+		if reader["filePath"] != "runs/orders/data/*/" {
+			t.Errorf("%s: filePath %v, want runs/orders/data/*/ (the region folders, relative to the bucket)", format, reader["filePath"])
 		}
 		var uncertain []string
 		json.Unmarshal(job["rekey_uncertain"], &uncertain)
@@ -194,7 +194,7 @@ func TestBulkloadConfigDefaultsAndVarbinary(t *testing.T) {
 		job.DriverSpec != "large" || job.Instances != 1 || job.WriterConfig.Timestamp != nil {
 		t.Errorf("defaults: %+v", job)
 	}
-	if want := filepath.ToSlash(filepath.Join(dir, "data")) + "/"; job.ReaderConfig.FilePath != want {
+	if want := filepath.ToSlash(filepath.Join(dir, "data")) + "/*/"; job.ReaderConfig.FilePath != want {
 		t.Errorf("local filePath %s, want %s", job.ReaderConfig.FilePath, want)
 	}
 	all := strings.Join(job.Uncertain, "\n")
@@ -204,7 +204,7 @@ func TestBulkloadConfigDefaultsAndVarbinary(t *testing.T) {
 	for _, c := range []struct {
 		out, want string
 		regions   int
-	}{{"s3://b", "data/", 200}, {"s3://b/", "data/", 200}, {"oss://b/a/b/?path_style=true", "a/b/data/", 7}} {
+	}{{"s3://b", "data/*/", 200}, {"s3://b/", "data/*/", 200}, {"oss://b/a/b/?path_style=true", "a/b/data/*/", 7}} {
 		job, err := lindorm.NewBulkloadJob(s, lindorm.JobOptions{DataDir: "data", Format: "parquet", Out: c.out, Store: true, Regions: c.regions})
 		if err != nil {
 			t.Fatal(err)
@@ -228,13 +228,13 @@ func TestBulkloadJobReadsTheGivenDataFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.ToSlash(filepath.Join(dir, "files")) + "/"; job.ReaderConfig.FilePath != want {
+	if want := filepath.ToSlash(filepath.Join(dir, "files")) + "/*/"; job.ReaderConfig.FilePath != want {
 		t.Errorf("local filePath %s, want %s", job.ReaderConfig.FilePath, want)
 	}
 	if all := strings.Join(job.Uncertain, "\n"); !strings.Contains(all, "one job per files/region-NNNN/ folder") || !strings.Contains(all, "upload files/ and") {
 		t.Errorf("uncertain names another folder:\n%s", all)
 	}
-	if job, err := lindorm.NewBulkloadJob(orders(), lindorm.JobOptions{DataDir: "files", Format: "parquet", Out: "oss://b/runs", Store: true}); err != nil || job.ReaderConfig.FilePath != "runs/files/" {
+	if job, err := lindorm.NewBulkloadJob(orders(), lindorm.JobOptions{DataDir: "files", Format: "parquet", Out: "oss://b/runs", Store: true}); err != nil || job.ReaderConfig.FilePath != "runs/files/*/" {
 		t.Errorf("store filePath: %v, %v", job, err)
 	}
 	if _, err := lindorm.NewBulkloadJob(orders(), lindorm.JobOptions{Format: "parquet", Out: dir}); err == nil {
