@@ -219,3 +219,36 @@ func TestValuesSparkCannotReadAreRefused(t *testing.T) {
 		t.Error("a backslash delimiter: Spark's escape character")
 	}
 }
+
+// With --sort the sink holds rows before it appends them: a value the CSV format refuses must be a
+// reject at Write there too. Before, the sorted row reached Append at Commit and failed the run
+// ("sorted row no longer fits").
+func TestSortedWriteRejectsWhatCSVRefuses(t *testing.T) {
+	dir := t.TempDir()
+	schema := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "s", Type: pipeline.TypeVarchar, KeyPos: -1}}}
+	plan := pipeline.RegionPlan{Type: pipeline.TypeBigint, Strategy: "single"}
+	s, err := files.New(context.Background(), files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: csv.New(), Sort: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []pipeline.Row{
+		{Values: []pipeline.Value{pipeline.Int(2), pipeline.Text("b")}},
+		{Values: []pipeline.Value{pipeline.Int(1), pipeline.Text("")}},
+		{Values: []pipeline.Value{pipeline.Int(3), pipeline.Text("x\ny")}},
+		{Values: []pipeline.Value{pipeline.Int(0), pipeline.Text(`a"\`)}},
+	}
+	err = s.Write(context.Background(), rows)
+	rj, ok := err.(*files.RejectError)
+	if !ok || len(rj.Rows) != 2 || rj.Rows[0].Index != 1 || rj.Rows[1].Index != 2 || rj.Rows[0].Err.Code != pipeline.CodeCSVValue {
+		t.Fatalf("Write: %v", err)
+	}
+	infos, err := s.Commit(context.Background())
+	if err != nil || len(infos) != 1 {
+		t.Fatalf("Commit: %v %v", infos, err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, infos[0].Path))
+	if want := "k,s\n0,\"a\\\"\\\\\"\n2,b\n"; err != nil || string(data) != want {
+		t.Errorf("file %q, want %q (%v)", data, want, err)
+	}
+}
