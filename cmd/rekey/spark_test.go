@@ -199,6 +199,7 @@ type sparkOutput struct {
 
 // sparkRead is what Spark read of one folder (SparkRead.java's lines).
 type sparkRead struct {
+	Reader string // Parquet: vectorized or row
 	Files  []string
 	Schema []struct{ Name, Type string }
 	Rows   []map[string]json.RawMessage
@@ -220,6 +221,7 @@ func readSparkLines(t *testing.T, path string) sparkRead {
 	for sc.Scan() {
 		var line struct {
 			Read   *string
+			Reader string
 			Files  []string
 			Schema []struct{ Name, Type string }
 			Row    map[string]json.RawMessage
@@ -232,7 +234,7 @@ func readSparkLines(t *testing.T, path string) sparkRead {
 		}
 		switch {
 		case line.Read != nil:
-			r.Files, r.Schema = line.Files, line.Schema
+			r.Files, r.Schema, r.Reader = line.Files, line.Schema, line.Reader
 		case line.Row != nil:
 			r.Rows = append(r.Rows, line.Row)
 			r.Where = append(r.Where, line.File)
@@ -307,10 +309,19 @@ func TestSparkReadsEveryOutput(t *testing.T) {
 		outs = append(outs, o)
 	}
 
-	// one JVM reads every output, each as its bulkload.json says
+	// one JVM reads every output, each as its bulkload.json says; Parquet a second time with
+	// Spark's row-based reader, the other path a job may take
 	args := []string{"read"}
 	for _, o := range outs {
 		args = append(args, "--out", filepath.Join(dir, o.name+".jsonl"), "--job", filepath.Join(o.out, output.BulkloadFile))
+	}
+	for _, o := range slices.Clone(outs) {
+		if !o.csv {
+			row := *o
+			row.name += "-row-reader"
+			args = append(args, "--row-reader", "--out", filepath.Join(dir, row.name+".jsonl"), "--job", filepath.Join(o.out, output.BulkloadFile))
+			outs = append(outs, &row)
+		}
 	}
 	start := time.Now()
 	cmd := exec.Command(reader, args...)
@@ -342,6 +353,9 @@ func checkSparkOutput(t *testing.T, o *sparkOutput, rows map[int64]sparkRow, got
 	if got.Error != "" {
 		t.Fatalf("Spark could not read %s as bulkload.json configures it (filePath %q): %s", o.out, job.ReaderConfig.FilePath, got.Error)
 	}
+	if want := map[bool]string{true: "row", false: "vectorized"}[strings.HasSuffix(o.name, "-row-reader")]; !o.csv && got.Reader != want {
+		t.Errorf("Spark's Parquet reader %q, want %q", got.Reader, want)
+	}
 	// Spark lists exactly the data files: none missing (a region folder it does not descend
 	// into), nothing else (manifest, ddl.sql, rejects, checkpoint, a shard's folder)
 	var want []string
@@ -357,7 +371,7 @@ func checkSparkOutput(t *testing.T, o *sparkOutput, rows map[int64]sparkRow, got
 		t.Errorf("Spark's listing of filePath %q:\n  %s\nmanifest.json's data files:\n  %s", job.ReaderConfig.FilePath,
 			strings.Join(files, "\n  "), strings.Join(want, "\n  "))
 	}
-	if len(want) < 2 && o.name != "parquet-one-region" && o.name != "csv-one-region" {
+	if len(want) < 2 && !strings.Contains(o.name, "one-region") {
 		t.Errorf("%d data files: this case is meant to spread rows over several files", len(want))
 	}
 	// the columns Spark sees: bulkload.json's, with the Lindorm type's Spark counterpart

@@ -3,7 +3,7 @@
 // strings (plain form), timestamps as epoch milliseconds, dates as ISO text, binary as base64,
 // NaN and infinities as strings. spark.sh compiles it against the jars Maven copied and runs it.
 //
-// Usage: SparkRead [--out FILE] [--csv-schema DDL] DIR | --job BULKLOAD_JSON ...
+// Usage: SparkRead [--out FILE] [--csv-schema DDL] [--row-reader] DIR | --job BULKLOAD_JSON ...
 //   DIR                 spark.read().parquet(DIR), or with --csv-schema spark.read().schema(DDL)
 //                       .option("header", true).csv(DIR)
 //   --job BULKLOAD_JSON the job as LTS would run it from rekey's bulkload.json: readerConfig.filePath,
@@ -12,6 +12,8 @@
 //                       delimiter
 //   --out FILE          where the next folder's lines go (default: stdout)
 //   --csv-schema DDL    the next folder is CSV with this Spark DDL schema ("id BIGINT, v STRING")
+//   --row-reader        read the next Parquet folder with Spark's row-based reader (parquet-mr's
+//                       converters) instead of the vectorized one, the other path a job may take
 // One JVM reads every folder given, in order. Each folder's lines are
 //   {"read": PATH, "format": "parquet"|"csv", "files": [what Spark's listing picked up], "schema": [{"name", "type"}]}
 //   {"row": {COLUMN: VALUE, ...}, "file": FILE}    one per row
@@ -63,6 +65,7 @@ public final class SparkRead {
     boolean header = true;
     String delimiter = ",";
     String out;         // null: stdout
+    boolean rowReader;  // parquet: spark.sql.parquet.enableVectorizedReader=false
   }
 
   public static void main(String[] args) throws Exception {
@@ -114,9 +117,13 @@ public final class SparkRead {
     List<Task> tasks = new ArrayList<>();
     String out = null;
     String ddl = null;
+    boolean rowReader = false;
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
       switch (a) {
+        case "--row-reader":
+          rowReader = true;
+          break;
         case "--out":
           out = need(args, ++i, a);
           break;
@@ -126,11 +133,13 @@ public final class SparkRead {
         case "--job": {
           Task t = fromJob(Path.of(need(args, ++i, a)));
           t.out = out;
+          t.rowReader = rowReader;
           if (ddl != null) {
             throw new IllegalArgumentException("--csv-schema does not apply to --job: the job names its columns");
           }
           tasks.add(t);
           out = null;
+          rowReader = false;
           break;
         }
         default: {
@@ -140,6 +149,7 @@ public final class SparkRead {
           Task t = new Task();
           t.path = a;
           t.out = out;
+          t.rowReader = rowReader;
           if (ddl != null) {
             t.format = "csv";
             t.schema = StructType.fromDDL(ddl);
@@ -149,11 +159,12 @@ public final class SparkRead {
           tasks.add(t);
           out = null;
           ddl = null;
+          rowReader = false;
         }
       }
     }
-    if (out != null || ddl != null) {
-      throw new IllegalArgumentException("--out and --csv-schema apply to the folder after them: none follows");
+    if (out != null || ddl != null || rowReader) {
+      throw new IllegalArgumentException("--out, --csv-schema and --row-reader apply to the folder after them: none follows");
     }
     return tasks;
   }
@@ -251,6 +262,7 @@ public final class SparkRead {
 
   private static void read(SparkSession spark, Task t, PrintWriter w) throws Exception {
     Dataset<Row> df;
+    spark.conf().set("spark.sql.parquet.enableVectorizedReader", String.valueOf(!t.rowReader));
     if (t.format.equals("parquet")) {
       df = spark.read().parquet(t.path);
       if (!t.columns.isEmpty()) {
@@ -269,6 +281,9 @@ public final class SparkRead {
     ObjectNode head = JSON.createObjectNode();
     head.put("read", t.path);
     head.put("format", t.format);
+    if (t.format.equals("parquet")) {
+      head.put("reader", t.rowReader ? "row" : "vectorized");
+    }
     ArrayNode files = head.putArray("files");
     for (String f : df.inputFiles()) {
       files.add(f);

@@ -2,7 +2,7 @@
 # Apache Spark in local mode, reading rekey's outputs as Lindorm's bulkload (LTS, a Spark job) does.
 #
 #   spark.sh resolve                 copy Spark's jars (pom.xml) into the cache and compile SparkRead.java
-#   spark.sh read [--out FILE] [--csv-schema DDL] DIR | --job BULKLOAD_JSON ...
+#   spark.sh read [--out FILE] [--csv-schema DDL] [--row-reader] DIR | --job BULKLOAD_JSON ...
 #                                    one JVM reads every folder given and prints its rows as JSON lines
 #                                    (SparkRead.java says how each type is rendered)
 #   spark.sh ci-test                 resolve, then run the Go tier that migrates every type rekey emits
