@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
