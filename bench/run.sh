@@ -39,6 +39,17 @@
 #           finishing step within 1.1x the one process's, its time independent of the data size.
 #   stages  where rekey migrate's CPU goes on the core CSV, stage by stage (a CPU profile), next to
 #           each stage's floor measured on the same bytes, for both job shapes (bench/stages).
+#   cassandra-real  a real Cassandra 5 node (deploy/dev/peers.sh, state in $REKEY_PEERS_STATE, default
+#           /tmp/rekey-peers-bench) loaded with CASSANDRA_REAL_ROWS rows (default 1M) of shop.orders:
+#           rekey migrate to Parquet next to the Spark Cassandra Connector (Spark 3.5 in local[2],
+#           bench/cassandra-real/SccUnload.java: the same job, zstd Parquet) and to DSBulk's unload
+#           (CSV), each in its own process on the same cores, alternated CORE_RUNS times, medians:
+#           rekey >= 2x the connector's rows/s. CPU seconds and peak RSS of each side and the node's
+#           CPU seconds during each (bench/cassandra-real). Needs JDK 17 and Maven.
+#   kafka-real  KAFKA_REAL_MESSAGES (default 2M) JSON messages produced to a real Kafka 4 broker
+#           (deploy/dev/peers.sh): rekey replicate to Parquet next to the bare kafka-go group
+#           reader of the kafka case, alternated CORE_RUNS times, medians: >= 0.8x; the broker's CPU
+#           seconds during each side (bench/kafka -brokers).
 # ROWS overrides the row count of the core and store cases. Results: bench/work/results.json and a table.
 # BENCH_QUICK=1 runs every case on small inputs, once: it checks that the benchmark runs (CI runs
 # it), its figures mean nothing.
@@ -47,12 +58,13 @@ cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 if [ -n "${BENCH_QUICK:-}" ]; then
   export ROWS=${ROWS:-100000} CORE_RUNS=${CORE_RUNS:-1} CASSANDRA_ROWS=${CASSANDRA_ROWS:-50000} \
-    KAFKA_MESSAGES=${KAFKA_MESSAGES:-50000} SQL_ROWS=${SQL_ROWS:-50000} GEN_SMALL=${GEN_SMALL:-100000} GEN_LARGE=${GEN_LARGE:-1000000}
+    KAFKA_MESSAGES=${KAFKA_MESSAGES:-50000} SQL_ROWS=${SQL_ROWS:-50000} GEN_SMALL=${GEN_SMALL:-100000} GEN_LARGE=${GEN_LARGE:-1000000} \
+    CASSANDRA_REAL_ROWS=${CASSANDRA_REAL_ROWS:-20000} KAFKA_REAL_MESSAGES=${KAFKA_REAL_MESSAGES:-20000}
 fi
 ROWS=${ROWS:-5000000}
 GEN_SMALL=${GEN_SMALL:-5000000}   # the memory and report cases' two gen:orders sizes
 GEN_LARGE=${GEN_LARGE:-50000000}
-CASES=${BENCH_CASES:-core stages memory report verify cassandra kafka sql store shards}
+CASES=${BENCH_CASES:-core stages memory report verify cassandra kafka sql store shards cassandra-real kafka-real}
 WORK=bench/work
 mkdir -p "$WORK"
 go build -o "$WORK/rekey" ./cmd/rekey
@@ -113,6 +125,61 @@ versitygw_bin() { # prints the path of versitygw v1.8.0, found as store/s3store/
   echo "building versitygw v1.8.0 into $WORK/versitygw-v1.8.0 (about 4 minutes, once) ..." >&2
   GOBIN="$PWD/$WORK/versitygw-v1.8.0" go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 >&2
   echo "$PWD/$WORK/versitygw-v1.8.0/versitygw"
+}
+
+# The real peers (deploy/dev/peers.sh), started by the cases that need them and stopped on exit.
+PEERS_STATE=${REKEY_PEERS_STATE:-/tmp/rekey-peers-bench}
+PEERS_STARTED=""
+peers() { REKEY_PEERS_STATE="$PEERS_STATE" bash deploy/dev/peers.sh "$@"; }
+stop_peers() { if [ -n "$PEERS_STARTED" ]; then peers stop $PEERS_STARTED; fi; }
+trap stop_peers EXIT
+start_peer() { # start_peer NAME: resolves and starts it once (a peer already running there is used as it is)
+  if [[ $'\n'$(peers status) == *$'\n'"$1: running"* ]]; then return; fi
+  peers resolve "$1"
+  PEERS_STARTED+="$1 "
+  peers start "$1" > /dev/null
+}
+peer_pid() { cat "$PEERS_STATE/$1/pid"; }
+JAVA17=${REKEY_PEERS_JAVA:-/usr/lib/jvm/java-17-openjdk-amd64/bin/java}
+
+bench_jars() { # bench_jars NAME POM: the POM's dependencies copied once into a cache folder; prints it
+  local dir
+  dir="${REKEY_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rekey-peers}/bench/$1-$(sha256sum "$2" | cut -c1-12)"
+  if [ ! -f "$dir/.complete" ]; then
+    echo "resolving $2 through Maven into $dir ..." >&2
+    rm -rf "$dir.tmp"
+    mvn -B -q -f "$2" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$dir.tmp/jars" > "$dir.mvn.log" 2>&1 ||
+      { tail -n 30 "$dir.mvn.log" >&2; echo "Maven could not resolve $2 (log: $dir.mvn.log)" >&2; exit 1; }
+    rm -rf "$dir" && mv "$dir.tmp" "$dir" && touch "$dir/.complete"
+  fi
+  echo "$dir"
+}
+
+scc_script() { # writes $WORK/scc.sh, which runs SccUnload (Spark 3.5 + the connector) on JDK 17
+  local dir javac
+  dir=$(bench_jars scc bench/cassandra-real/pom-scc.xml)
+  javac="$(dirname "$JAVA17")/javac"
+  mkdir -p "$WORK/scc-classes"
+  "$javac" -nowarn -d "$WORK/scc-classes" -cp "$dir/jars/*" bench/cassandra-real/SccUnload.java
+  "$JAVA17" -cp "$WORK/scc-classes:$dir/jars/*" SccUnload --module-options > "$WORK/scc-jvm-options"
+  cat > "$WORK/scc.sh" <<SH
+#!/bin/sh
+# SccUnload HOST PORT KEYSPACE TABLE OUTDIR: Spark 3.5 local[2] with the Spark Cassandra Connector
+SPARK_LOCAL_IP=127.0.0.1 exec "$JAVA17" $(cat "$WORK/scc-jvm-options") -Xmx1g \
+  -Dlog4j.configurationFile="$PWD/deploy/dev/spark/log4j2.properties" \
+  -cp "$PWD/$WORK/scc-classes:$dir/jars/*" SccUnload "\$@"
+SH
+}
+
+dsbulk_script() { # writes $WORK/dsbulk.sh, which runs DSBulk's unload to CSV on JDK 17
+  local dir
+  dir=$(bench_jars dsbulk bench/cassandra-real/pom-dsbulk.xml)
+  cat > "$WORK/dsbulk.sh" <<SH
+#!/bin/sh
+# dsbulk.sh HOST PORT KEYSPACE TABLE OUTDIR: DSBulk's unload of the table to CSV files in OUTDIR
+exec "$JAVA17" -Xmx1g -cp "$dir/jars/*" com.datastax.oss.dsbulk.runner.DataStaxBulkLoader unload \
+  -h "\$1" -port "\$2" -k "\$3" -t "\$4" -url "\$5" -logDir "\$5.logs"
+SH
 }
 
 for c in $CASES; do
@@ -256,6 +323,28 @@ for c in $CASES; do
     record shards "$WORK/shards.json"
     rm -rf "$SH"
     ;;
+  cassandra-real)
+    start_peer cassandra
+    scc_script
+    dsbulk_script
+    hosts=$(peers env | tr ' ' '\n' | sed -n 's/^CASSANDRA_HOSTS=//p')
+    echo "cassandra-real: rekey migrate vs the Spark Cassandra Connector vs DSBulk unload on a real Cassandra node ($hosts), ${CASSANDRA_REAL_ROWS:-1000000} rows ..."
+    go run ./bench/cassandra-real -rekey "$REKEY" -hosts "$hosts" -server-pid "$(peer_pid cassandra)" \
+      -rows "${CASSANDRA_REAL_ROWS:-1000000}" -runs "${CORE_RUNS:-3}" -scc "sh $WORK/scc.sh" -dsbulk "sh $WORK/dsbulk.sh" \
+      -work "$WORK" -json "$WORK/cassandra-real.json" > /dev/null
+    record cassandra_real_rekey "$WORK/cassandra-real-rekey.json"
+    record cassandra_real_scc "$WORK/cassandra-real-scc.json"
+    record cassandra_real_dsbulk "$WORK/cassandra-real-dsbulk.json"
+    ;;
+  kafka-real)
+    start_peer kafka
+    brokers=$(peers env | tr ' ' '\n' | sed -n 's/^KAFKA_BROKERS=//p')
+    echo "kafka-real: rekey replicate vs a bare kafka-go group reader on a real Kafka broker ($brokers), ${KAFKA_REAL_MESSAGES:-2000000} messages ..."
+    go run ./bench/kafka -rekey "$REKEY" -brokers "$brokers" -broker-pid "$(peer_pid kafka)" -runs "${CORE_RUNS:-3}" \
+      -messages "${KAFKA_REAL_MESSAGES:-2000000}" -work "$WORK" -json "$WORK/kafka-real.json" > /dev/null
+    record kafka_real_bare "$WORK/kafka-real-bare.json"
+    record kafka_real_rekey "$WORK/kafka-real-rekey.json"
+    ;;
   *) echo "unknown case $c" >&2; exit 2 ;;
   esac
 done
@@ -302,6 +391,31 @@ if (r.cassandra_rekey && r.cassandra_bare) {
 }
 if (r.kafka_rekey && r.kafka_bare) {
   console.log(`rekey replicate / bare kafka-go reader throughput ratio: ${(r.kafka_rekey.rows_per_sec / r.kafka_bare.rows_per_sec).toFixed(2)} (target >= 0.8); replicate peak RSS ${mb(r.kafka_rekey.peak_rss_bytes)} (target < 512 MiB)`);
+}
+// a target judged on a full run only: a quick run's inputs are too small for its figures to mean anything
+const judged = pass => process.env.BENCH_QUICK ? 'not judged (quick run)' : pass ? 'PASS' : 'FAIL';
+const cpu = x => `CPU ${x.cpu_seconds.toFixed(2)} s, peak RSS ${mb(x.peak_rss_bytes)}, node CPU ${x.server_cpu_seconds.toFixed(2)} s`;
+if (r.cassandra_real_rekey) {
+  const x = r.cassandra_real_rekey;
+  console.log(`\nreal Cassandra 5 node, ${x.rows_in} rows (load average ${x.loadavg} when rekey's median run started; 2 cores, shared):`);
+  console.log(`  rekey migrate to Parquet: ${Math.round(x.rows_per_sec).toLocaleString('en')} rows/s, ${cpu(x)}`);
+  if (r.cassandra_real_scc) {
+    const s = r.cassandra_real_scc, ratio = x.rows_per_sec / s.rows_per_sec;
+    console.log(`  Spark Cassandra Connector to Parquet (local[2]): ${Math.round(s.rows_per_sec).toLocaleString('en')} rows/s (the job alone, without the JVM's and Spark's start: ${s.job_seconds.toFixed(2)} s of ${s.seconds.toFixed(2)} s), ${cpu(s)}`);
+    console.log(`  rekey migrate / Spark Cassandra Connector throughput ratio: ${ratio.toFixed(2)} (target >= 2.0): ${judged(ratio >= 2)}`);
+  }
+  if (r.cassandra_real_dsbulk) {
+    const d = r.cassandra_real_dsbulk;
+    console.log(`  DSBulk unload to CSV: ${Math.round(d.rows_per_sec).toLocaleString('en')} rows/s, ${cpu(d)}`);
+    console.log(`  rekey migrate / DSBulk unload throughput ratio: ${(x.rows_per_sec / d.rows_per_sec).toFixed(2)} (no target: DSBulk writes CSV, not Parquet)`);
+  }
+}
+if (r.kafka_real_rekey && r.kafka_real_bare) {
+  const x = r.kafka_real_rekey, b = r.kafka_real_bare, ratio = x.rows_per_sec / b.rows_per_sec;
+  console.log(`\nreal Kafka 4 broker, ${x.rows_in} messages (load average ${x.loadavg} when rekey's median run started; 2 cores, shared):`);
+  console.log(`  rekey replicate to Parquet: ${Math.round(x.rows_per_sec).toLocaleString('en')} msg/s, ${cpu(x).replace('node', 'broker')}`);
+  console.log(`  bare kafka-go group reader: ${Math.round(b.rows_per_sec).toLocaleString('en')} msg/s, ${cpu(b).replace('node', 'broker')}`);
+  console.log(`  rekey replicate / bare kafka-go reader throughput ratio: ${ratio.toFixed(2)} (target >= 0.8): ${judged(ratio >= 0.8)}`);
 }
 if (r.sql_rekey && r.sql_bare) {
   console.log(`rekey migrate into MariaDB / bare go-sql-driver inserts throughput ratio: ${(r.sql_rekey.rows_per_sec / r.sql_bare.rows_per_sec).toFixed(2)} (target >= 0.8); rekey peak RSS ${mb(r.sql_rekey.peak_rss_bytes)} (target < 512 MiB)`);

@@ -18,6 +18,12 @@
 // child's ru_maxrss from wait4 (getrusage of the finished child, the same figure as its own
 // getrusage(RUSAGE_SELF) at exit). The figures are printed as
 // JSON: {"bare": {...}, "rekey": {...}, "ratio": rekey/bare}.
+//
+// With -brokers, the broker is one already running (a real Kafka, deploy/dev/peers.sh): the
+// messages go to a topic of their own (orders-NANOS, 6 partitions), then the two sides run -runs
+// times in alternation, each run in a consumer group of its own, and the median of each side is
+// reported. With -broker-pid, the broker's CPU time during each run is read from /proc/PID/stat
+// (broker_cpu_seconds).
 package main
 
 import (
@@ -25,6 +31,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -42,14 +49,18 @@ import (
 	"github.com/rekey/rekey/source/kafka/kafkademo"
 )
 
-const (
-	topic      = "orders"
-	partitions = 6
-)
+const partitions = 6
+
+// topic is the topic the messages go to: "orders" in kfake, one of its own on a real broker.
+var topic = "orders"
 
 func main() {
 	side := flag.String("side", "", "internal: run one side (bare) against -brokers")
-	brokers := flag.String("brokers", "", "internal: broker addresses")
+	brokers := flag.String("brokers", "", "addresses of a running broker to use instead of kfake")
+	brokerPID := flag.Int("broker-pid", 0, "the running broker's process id, for its CPU time per run (with -brokers)")
+	runs := flag.Int("runs", 1, "runs of each side, alternating, the median reported (with -brokers)")
+	group := flag.String("group", "bare-bench", "internal: the bare reader's consumer group")
+	flag.StringVar(&topic, "topic", topic, "internal: the topic the bare reader drains")
 	messages := flag.Int64("messages", 2000000, "messages to produce and drain")
 	rekey := flag.String("rekey", "", "path of the rekey binary (built from ./cmd/rekey)")
 	mapping := flag.String("mapping", "mappings/orders.yaml", "mapping for rekey replicate")
@@ -65,7 +76,7 @@ func main() {
 		return
 	}
 	if *side == "bare" {
-		if err := bare(strings.Split(*brokers, ","), *messages); err != nil {
+		if err := bare(strings.Split(*brokers, ","), *group, *messages); err != nil {
 			fmt.Fprintln(os.Stderr, "bare:", err)
 			os.Exit(1)
 		}
@@ -75,10 +86,112 @@ func main() {
 		fmt.Fprintln(os.Stderr, "-rekey is required (go build -o bench/work/rekey ./cmd/rekey)")
 		os.Exit(2)
 	}
-	if err := parent(*rekey, *mapping, *work, *messages, *out, strings.Fields(*extra)); err != nil {
+	var err error
+	if *brokers != "" {
+		err = external(*rekey, *mapping, *work, strings.Split(*brokers, ","), *brokerPID, *messages, *runs, *out, strings.Fields(*extra))
+	} else {
+		err = parent(*rekey, *mapping, *work, *messages, *out, strings.Fields(*extra))
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/kafka:", err)
 		os.Exit(1)
 	}
+}
+
+// external runs the sides against a running broker: a topic of its own, runs alternated, each in
+// a group of its own, medians.
+func external(rekey, mapping, work string, addrs []string, brokerPID int, n int64, runs int, out string, extra []string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	topic = fmt.Sprintf("orders-%d", time.Now().UnixNano())
+	if err := createTopic(addrs, topic); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := produce(addrs, n); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "produced %d messages to %s in %v\n", n, topic, time.Since(t0).Round(time.Millisecond))
+	// a fresh broker creates its offsets topic (__consumer_offsets) when a group first asks for its
+	// coordinator, which takes seconds: a group of its own pays for it before any timed run
+	if _, err := runBare(self, addrs, "warm-up", 1); err != nil {
+		return fmt.Errorf("warming up: %w", err)
+	}
+	load0 := benchproc.LoadAvg()
+	var bareRuns, rekeyRuns []Side
+	for i := 0; i < runs; i++ {
+		b, err := onBroker(brokerPID, func() (benchproc.Figures, error) {
+			return runBare(self, addrs, fmt.Sprintf("bare-bench-%d", i), n)
+		})
+		if err != nil {
+			return err
+		}
+		bareRuns = append(bareRuns, b)
+		r, err := onBroker(brokerPID, func() (benchproc.Figures, error) {
+			return runRekey(rekey, mapping, filepath.Join(work, "out-kafka"), addrs, fmt.Sprintf("rekey-bench-%d", i), n, extra)
+		})
+		if err != nil {
+			return err
+		}
+		rekeyRuns = append(rekeyRuns, r)
+		fmt.Fprintf(os.Stderr, "run %d (load %.1f): bare %s; rekey %s: %.2f\n", i+1, b.Load, b, r, r.RowsPerSec/b.RowsPerSec)
+	}
+	os.RemoveAll(filepath.Join(work, "out-kafka"))
+	b, r := benchproc.Median(bareRuns), benchproc.Median(rekeyRuns)
+	res := map[string]any{"bare": b, "rekey": r, "ratio": r.RowsPerSec / b.RowsPerSec, "topic": topic,
+		"loadavg_start": load0, "loadavg_end": benchproc.LoadAvg()}
+	return benchproc.WriteJSON(out, res, map[string]Side{"bare": b, "rekey": r})
+}
+
+// Side is one side's figures on a running broker, with what the broker spent meanwhile.
+type Side struct {
+	benchproc.Figures
+	BrokerCPU float64 `json:"server_cpu_seconds"` // the broker's user + system time during the run (0 without -broker-pid)
+	Load      float64 `json:"loadavg"`            // 1-minute load average when the run started
+}
+
+func (s Side) String() string {
+	return fmt.Sprintf("%.0f msg/s (%.2fs, cpu %.2fs, peak RSS %d MiB, broker cpu %.2fs)", s.RowsPerSec, s.Seconds,
+		s.CPUSeconds, s.PeakRSS>>20, s.BrokerCPU)
+}
+
+// onBroker runs one side and adds the broker's CPU time meanwhile (when its pid is known).
+func onBroker(pid int, run func() (benchproc.Figures, error)) (Side, error) {
+	s := Side{Load: benchproc.LoadAvg()}
+	var cpu0 float64
+	var err error
+	if pid != 0 {
+		if cpu0, err = benchproc.ProcCPU(pid); err != nil {
+			return s, err
+		}
+	}
+	if s.Figures, err = run(); err != nil {
+		return s, err
+	}
+	if pid != 0 {
+		cpu1, err := benchproc.ProcCPU(pid)
+		if err != nil {
+			return s, err
+		}
+		s.BrokerCPU = math.Round((cpu1-cpu0)*100) / 100
+	}
+	return s, nil
+}
+
+// createTopic creates topic with the benchmark's partitions on the broker's controller.
+func createTopic(addrs []string, topic string) error {
+	cl := &kafkago.Client{Addr: kafkago.TCP(addrs...), Timeout: 30 * time.Second}
+	resp, err := cl.CreateTopics(context.Background(), &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{
+		{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1}}})
+	if err != nil {
+		return fmt.Errorf("creating topic %s: %w", topic, err)
+	}
+	if err := resp.Errors[topic]; err != nil {
+		return fmt.Errorf("creating topic %s: %w", topic, err)
+	}
+	return nil
 }
 
 func parent(rekey, mapping, work string, n int64, out string, extra []string) error {
@@ -95,50 +208,67 @@ func parent(rekey, mapping, work string, n int64, out string, extra []string) er
 	addrs := broker.Addrs
 
 	res := map[string]any{}
-	fmt.Fprintln(os.Stderr, "bare kafka-go group reader ...")
-	start := time.Now()
-	cmd := exec.Command(self, "-side", "bare", "-brokers", strings.Join(addrs, ","), "-messages", fmt.Sprint(n))
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("bare reader: %w", err)
-	}
-	b := benchproc.Measure(n, time.Since(start), cmd.ProcessState)
-	res["bare"] = b
-
-	fmt.Fprintln(os.Stderr, "rekey replicate ...")
-	dir := filepath.Join(work, "out-kafka")
-	os.RemoveAll(dir)
-	start = time.Now()
-	metrics, err := freeAddr()
+	b, err := runBare(self, addrs, "bare-bench", n)
 	if err != nil {
 		return err
 	}
-	cmd = exec.Command(rekey, "replicate", "-m", mapping, "--source",
-		fmt.Sprintf("kafka://%s/%s?group=rekey-bench&format=json", strings.Join(addrs, ","), topic),
-		"--out", dir, "--roll-size", "64MiB", "--roll-interval", "1m", "--progress", "never", "--metrics-addr", metrics)
-	cmd.Args = append(cmd.Args, extra...)
-	cmd.Stderr = os.Stderr
-	cmd.Stdout = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	// once every message is read, SIGTERM closes the open rolls (fsync, rename, manifest) and
-	// commits the offsets: the time runs to the process's exit
-	if err := waitRead(metrics, n, 10*time.Minute); err != nil {
-		cmd.Process.Kill()
-		return err
-	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("rekey replicate: %w", err)
-	}
-	r := benchproc.Measure(n, time.Since(start), cmd.ProcessState)
-	if err := waitCommitted(addrs, "rekey-bench", n, 10*time.Second); err != nil {
+	res["bare"] = b
+	r, err := runRekey(rekey, mapping, filepath.Join(work, "out-kafka"), addrs, "rekey-bench", n, extra)
+	if err != nil {
 		return err
 	}
 	res["rekey"] = r
 	res["ratio"] = r.RowsPerSec / b.RowsPerSec
 	return benchproc.WriteJSON(out, res, map[string]benchproc.Figures{"bare": b, "rekey": r})
+}
+
+// runBare runs the bare reader (this program, -side bare) in group until it has read n messages.
+func runBare(self string, addrs []string, group string, n int64) (benchproc.Figures, error) {
+	fmt.Fprintln(os.Stderr, "bare kafka-go group reader ...")
+	start := time.Now()
+	cmd := exec.Command(self, "-side", "bare", "-brokers", strings.Join(addrs, ","), "-topic", topic, "-group", group,
+		"-messages", fmt.Sprint(n))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return benchproc.Figures{}, fmt.Errorf("bare reader: %w", err)
+	}
+	return benchproc.Measure(n, time.Since(start), cmd.ProcessState), nil
+}
+
+// runRekey runs rekey replicate in group into dir until it has read n messages and committed them.
+func runRekey(rekey, mapping, dir string, addrs []string, group string, n int64, extra []string) (benchproc.Figures, error) {
+	fmt.Fprintln(os.Stderr, "rekey replicate ...")
+	os.RemoveAll(dir)
+	start := time.Now()
+	metrics, err := freeAddr()
+	if err != nil {
+		return benchproc.Figures{}, err
+	}
+	cmd := exec.Command(rekey, "replicate", "-m", mapping, "--source",
+		fmt.Sprintf("kafka://%s/%s?group=%s&format=json", strings.Join(addrs, ","), topic, group),
+		"--out", dir, "--roll-size", "64MiB", "--roll-interval", "1m", "--progress", "never", "--metrics-addr", metrics)
+	cmd.Args = append(cmd.Args, extra...)
+	cmd.Stderr = os.Stderr
+	cmd.Stdout = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return benchproc.Figures{}, err
+	}
+	// once every message is read, SIGTERM closes the open rolls (fsync, rename, manifest) and
+	// commits the offsets: the time runs to the process's exit
+	if err := waitRead(metrics, n, 10*time.Minute); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return benchproc.Figures{}, err
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		return benchproc.Figures{}, fmt.Errorf("rekey replicate: %w", err)
+	}
+	r := benchproc.Measure(n, time.Since(start), cmd.ProcessState)
+	if err := waitCommitted(addrs, group, n, 10*time.Second); err != nil {
+		return benchproc.Figures{}, err
+	}
+	return r, nil
 }
 
 // broker runs kfake, produces n messages, prints the listen addresses and serves until stdin
@@ -169,9 +299,9 @@ func produce(addrs []string, n int64) error {
 }
 
 // bare drains the topic with one kafka-go consumer group reader.
-func bare(brokers []string, n int64) error {
+func bare(brokers []string, group string, n int64) error {
 	r := kafkago.NewReader(kafkago.ReaderConfig{
-		Brokers: brokers, GroupID: "bare-bench", Topic: topic, StartOffset: kafkago.FirstOffset,
+		Brokers: brokers, GroupID: group, Topic: topic, StartOffset: kafkago.FirstOffset,
 		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 250 * time.Millisecond, QueueCapacity: 4096,
 		CommitInterval: time.Second, SessionTimeout: 6 * time.Second,
 	})
