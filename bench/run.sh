@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # rekey's benchmark, one command:   bash bench/run.sh
-# Cases (BENCH_CASES, default all): core, memory, report, verify, cassandra, kafka, sql, store.
+# Cases (BENCH_CASES, default all): core, stages, memory, report, verify, cassandra, kafka, sql, store,
+# shards, cassandra-real, kafka-real.
 #   core    5M-row orders CSV -> 16 regions of zstd Parquet, rekey migrate next to DuckDB doing the
 #           same job in the same run (DuckDB installed from npm into bench/work/duckdb), in two job
 #           shapes: mappings/orders.yaml (amount as DECIMAL(18,2)) and bench/orders-decimal.yaml
@@ -402,7 +403,7 @@ if (r.cassandra_real_rekey) {
   if (r.cassandra_real_scc) {
     const s = r.cassandra_real_scc, ratio = x.rows_per_sec / s.rows_per_sec;
     console.log(`  Spark Cassandra Connector to Parquet (local[2]): ${Math.round(s.rows_per_sec).toLocaleString('en')} rows/s (the job alone, without the JVM's and Spark's start: ${s.job_seconds.toFixed(2)} s of ${s.seconds.toFixed(2)} s), ${cpu(s)}`);
-    console.log(`  rekey migrate / Spark Cassandra Connector throughput ratio: ${ratio.toFixed(2)} (target >= 2.0): ${judged(ratio >= 2)}`);
+    console.log(`  rekey migrate / Spark Cassandra Connector throughput ratio: ${ratio.toFixed(2)} (target >= 2.0): ${judged(ratio >= 2)}; against the Spark job alone ${(x.seconds > 0 ? s.job_seconds / x.seconds : 0).toFixed(2)}`);
   }
   if (r.cassandra_real_dsbulk) {
     const d = r.cassandra_real_dsbulk;

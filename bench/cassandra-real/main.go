@@ -8,7 +8,7 @@
 // bench/run.sh starts the node (deploy/dev/peers.sh) and writes the two launch scripts. This
 // program first loads shop.orders with -rows rows (cassandratest.SeedOrders: the rows the
 // cassandra case reads from the test server), four rows a partition in unlogged single-partition
-// batches, 64 in flight. Then, -runs times in alternation, each side runs in its own process:
+// batches, 64 in flight, and waits until the node is idle again. Then, -runs times in alternation, each side runs in its own process:
 //
 //   - rekey: `rekey migrate -m mappings/orders.yaml` (the real CLI, default settings) into 16
 //     regions of zstd Parquet; every row must be written (its --stats-json);
@@ -86,6 +86,11 @@ func (b bench) run(runs int, out string) error {
 		return fmt.Errorf("loading shop.orders: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "loaded %d rows into shop.orders in %v\n", b.n, time.Since(t0).Round(time.Millisecond))
+	t0 = time.Now()
+	if err := settle(b.pid, 2*time.Minute); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "the node settled (flushes and compactions after the load) in %v\n", time.Since(t0).Round(time.Second))
 	host, port, ok := strings.Cut(b.hosts[0], ":")
 	if !ok {
 		return fmt.Errorf("-hosts %q: want host:port", b.hosts[0])
@@ -165,6 +170,31 @@ func (b bench) run(runs int, out string) error {
 		res["dsbulk_ratio"] = med["rekey"].RowsPerSec / d.RowsPerSec
 	}
 	return benchproc.WriteJSON(out, res, med)
+}
+
+// settle waits until the node is idle after the load: less than a tenth of a core's time over 2 s
+// (its memtable flushes and compactions would otherwise be charged to the first side to run), or
+// until timeout.
+func settle(pid int, timeout time.Duration) error {
+	const window = 2 * time.Second
+	deadline := time.Now().Add(timeout)
+	prev, err := benchproc.ProcCPU(pid)
+	if err != nil {
+		return err
+	}
+	for time.Now().Before(deadline) {
+		time.Sleep(window) // polling another process's CPU time: nothing to wait on
+		cur, err := benchproc.ProcCPU(pid)
+		if err != nil {
+			return err
+		}
+		if cur-prev < window.Seconds()/10 {
+			return nil
+		}
+		prev = cur
+	}
+	fmt.Fprintf(os.Stderr, "the node is still busy %v after the load; measuring anyway\n", timeout)
+	return nil
 }
 
 // command is cmd (a program and its leading arguments) with args appended.
