@@ -8,7 +8,8 @@
 // bench/run.sh starts the node (deploy/dev/peers.sh) and writes the two launch scripts. This
 // program first loads shop.orders with -rows rows (cassandratest.SeedOrders: the rows the
 // cassandra case reads from the test server), four rows a partition in unlogged single-partition
-// batches, 64 in flight, and waits until the node is idle again. Then, -runs times in alternation, each side runs in its own process:
+// batches, 64 in flight, and waits until the node is idle again. Then, -runs times in
+// alternation, each side runs in its own process:
 //
 //   - rekey: `rekey migrate -m mappings/orders.yaml` (the real CLI, default settings) into 16
 //     regions of zstd Parquet; every row must be written (its --stats-json);
