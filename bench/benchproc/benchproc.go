@@ -137,6 +137,41 @@ func ProcCPU(pid int) (float64, error) {
 	return (utime + stime) / 100, nil
 }
 
+// CheckWritten reads rekey's --stats-json at path and checks that every one of n rows was written.
+func CheckWritten(path string, n int64) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var st struct {
+		Written  int64 `json:"rows_written"`
+		Rejected int64 `json:"rows_rejected"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if st.Written != n {
+		return fmt.Errorf("rekey migrate wrote %d rows (%d rejected), want %d", st.Written, st.Rejected, n)
+	}
+	return nil
+}
+
+// ProcMemory is a field of a process's /proc/PID/status in bytes ("VmRSS", its resident set now;
+// "VmHWM", its peak), 0 when unknown.
+func ProcMemory(pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
 // LoadAvg is /proc/loadavg's 1-minute figure: how busy the shared cores were.
 func LoadAvg() float64 {
 	b, _ := os.ReadFile("/proc/loadavg")

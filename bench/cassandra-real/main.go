@@ -114,7 +114,7 @@ func (b bench) run(runs int, out string) error {
 		if err != nil {
 			return fmt.Errorf("rekey migrate: %w", err)
 		}
-		if err := checkWritten(stats, b.n); err != nil {
+		if err := benchproc.CheckWritten(stats, int64(b.n)); err != nil {
 			return err
 		}
 		os.RemoveAll(dir)
@@ -243,7 +243,7 @@ func (b bench) measure(cmd *exec.Cmd) (Side, []byte, error) {
 	if err != nil {
 		return Side{}, nil, err
 	}
-	return Side{Figures: f, ServerCPU: math.Round((cpu1-cpu0)*100) / 100, ServerRSS: rss(b.pid), Load: load}, stdout.Bytes(), nil
+	return Side{Figures: f, ServerCPU: math.Round((cpu1-cpu0)*100) / 100, ServerRSS: benchproc.ProcMemory(b.pid, "VmRSS"), Load: load}, stdout.Bytes(), nil
 }
 
 // tail is the last 40 lines of out.
@@ -253,22 +253,6 @@ func tail(out []byte) []byte {
 		lines = lines[len(lines)-40:]
 	}
 	return bytes.Join(lines, []byte("\n"))
-}
-
-// rss is a process's VmRSS in bytes (0 when unreadable).
-func rss(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			var kb int64
-			fmt.Sscan(v, &kb)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // lastJSON decodes the last line of out that starts with '{'.
@@ -314,25 +298,6 @@ func csvRecords(dir string) (int64, error) {
 		err = fmt.Errorf("no CSV file under %s", dir)
 	}
 	return n, err
-}
-
-// checkWritten reads rekey's --stats-json and checks that every row was written.
-func checkWritten(path string, n int) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var st struct {
-		Written  int64 `json:"rows_written"`
-		Rejected int64 `json:"rows_rejected"`
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if st.Written != int64(n) {
-		return fmt.Errorf("rekey migrate wrote %d rows (%d rejected), want %d", st.Written, st.Rejected, n)
-	}
-	return nil
 }
 
 // load creates shop.orders on the node and writes n rows into it (cassandratest.SeedOrders); every

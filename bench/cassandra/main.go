@@ -28,7 +28,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -143,7 +142,7 @@ func parent(rekey, mapping, work string, n, runs int, out string, extra []string
 		if err != nil {
 			return fmt.Errorf("rekey migrate: %w", err)
 		}
-		if err := checkWritten(stats, n); err != nil {
+		if err := benchproc.CheckWritten(stats, int64(n)); err != nil {
 			return err
 		}
 		rekeyRuns = append(rekeyRuns, r)
@@ -186,25 +185,6 @@ func measure(srv *benchproc.Server, n int, cmd *exec.Cmd) (Side, error) {
 		return Side{}, err
 	}
 	return Side{Figures: f, ServerCPU: math.Round((cpu1-cpu0)*100) / 100, Load: load}, nil
-}
-
-// checkWritten reads rekey's --stats-json and checks that every row was written.
-func checkWritten(path string, n int) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var st struct {
-		Written  int64 `json:"rows_written"`
-		Rejected int64 `json:"rows_rejected"`
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if st.Written != int64(n) {
-		return fmt.Errorf("rekey migrate wrote %d rows (%d rejected), want %d", st.Written, st.Rejected, n)
-	}
-	return nil
 }
 
 // server runs the CQL test server with shop.orders seeded, prints its host:port list and serves

@@ -39,7 +39,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -176,7 +175,7 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 			return err
 		}
 		s.ServerCPU = cpu1 - cpu0
-		s.ServerPeakRSS = procPeakRSS(srv.PID)
+		s.ServerPeakRSS = benchproc.ProcMemory(srv.PID, "VmHWM")
 		if s.CPUSeconds > 0 {
 			s.ClientServerCPU = s.ServerCPU / s.CPUSeconds
 		}
@@ -294,19 +293,4 @@ func download(srv *s3test.Server, prefix, dir, localOut string, rows int64) erro
 	}
 	fmt.Fprintf(os.Stderr, "store: downloaded %d objects (%d data) of %s through the S3 API into %s\n", len(objs), len(data), prefix, dir)
 	return nil
-}
-
-// procPeakRSS is a process's peak resident set (VmHWM), 0 when unknown.
-func procPeakRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }
