@@ -398,7 +398,7 @@ const judged = pass => process.env.BENCH_QUICK ? 'not judged (quick run)' : pass
 const cpu = x => `CPU ${x.cpu_seconds.toFixed(2)} s, peak RSS ${mb(x.peak_rss_bytes)}, node CPU ${x.server_cpu_seconds.toFixed(2)} s`;
 if (r.cassandra_real_rekey) {
   const x = r.cassandra_real_rekey;
-  console.log(`\nreal Cassandra 5 node, ${x.rows_in} rows (load average ${x.loadavg} when rekey's median run started; 2 cores, shared):`);
+  console.log(`\nreal Cassandra 5 node, ${x.rows_in} rows (load average ${x.loadavg} when rekey's median run started; ${require('os').cpus().length} cores, shared with the peer):`);
   console.log(`  rekey migrate to Parquet: ${Math.round(x.rows_per_sec).toLocaleString('en')} rows/s, ${cpu(x)}`);
   if (r.cassandra_real_scc) {
     const s = r.cassandra_real_scc, ratio = x.rows_per_sec / s.rows_per_sec;
@@ -413,7 +413,7 @@ if (r.cassandra_real_rekey) {
 }
 if (r.kafka_real_rekey && r.kafka_real_bare) {
   const x = r.kafka_real_rekey, b = r.kafka_real_bare, ratio = x.rows_per_sec / b.rows_per_sec;
-  console.log(`\nreal Kafka 4 broker, ${x.rows_in} messages (load average ${x.loadavg} when rekey's median run started; 2 cores, shared):`);
+  console.log(`\nreal Kafka 4 broker, ${x.rows_in} messages (load average ${x.loadavg} when rekey's median run started; ${require('os').cpus().length} cores, shared with the peer):`);
   console.log(`  rekey replicate to Parquet: ${Math.round(x.rows_per_sec).toLocaleString('en')} msg/s, ${cpu(x).replace('node', 'broker')}`);
   console.log(`  bare kafka-go group reader: ${Math.round(b.rows_per_sec).toLocaleString('en')} msg/s, ${cpu(b).replace('node', 'broker')}`);
   console.log(`  rekey replicate / bare kafka-go reader throughput ratio: ${ratio.toFixed(2)} (target >= 0.8): ${judged(ratio >= 0.8)}`);
