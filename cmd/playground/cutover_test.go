@@ -42,6 +42,14 @@ func TestCutoverPlaygroundServesWhatItPrints(t *testing.T) {
 	if cas == nil || kafka == nil || table == nil || vars["STOP_WRITES"] != "'touch "+opts.stopFile+"'" {
 		t.Fatalf("variables %q in:\n%s", vars, out)
 	}
+	// the banner names the runbook the variables are for, a file of the repository
+	runbook := regexp.MustCompile(`Rehearse the runbook in (\S+\.md) \("([^"]+)"\)`).FindStringSubmatch(out.String())
+	if runbook == nil {
+		t.Fatalf("the banner names no runbook:\n%s", out)
+	}
+	if text, err := os.ReadFile(filepath.Join("../..", runbook[1])); err != nil || !strings.HasPrefix(string(text), "# "+runbook[2]) {
+		t.Fatalf("the banner's runbook %s titled %q: %v", runbook[1], runbook[2], err)
+	}
 
 	cl := gocql.NewCluster(cas[1])
 	cl.Port, _ = strconv.Atoi(cas[2])
