@@ -13,10 +13,7 @@ import (
 func TestParquetTargetOfAnotherSchemaIsAnError(t *testing.T) {
 	p := testProgram(t)
 	recs := testRecords(100)
-	var rows [][]pipeline.Value
-	for _, r := range migrated(t, p, recs).rows {
-		rows = append(rows, r)
-	}
+	rows := migrated(t, p, recs).list()
 	for _, c := range []struct {
 		change func(*pipeline.Column)
 		want   string
