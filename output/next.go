@@ -79,7 +79,8 @@ func NextSteps(job *lindorm.BulkloadJob, run NextRun) string {
 		fmt.Fprintf(&b, "  2. Data files: %s/%s/ (filePath %q: the LTS source must be this bucket)\n", loc, DataDir, job.ReaderConfig.FilePath)
 	} else {
 		fmt.Fprintf(&b, "  2. Data files: %s; upload that folder to the OSS bucket or HDFS of an LTS data source and set\n"+
-			"     readerConfig.filePath (bulkload.json, the curl below) to its path there, or write there: --out oss://BUCKET/PREFIX\n", job.ReaderConfig.FilePath)
+			"     readerConfig.filePath (bulkload.json, the curl below) to its path there + %s, or write there: --out oss://BUCKET/PREFIX\n",
+			strings.TrimSuffix(job.ReaderConfig.FilePath, lindorm.RegionGlob), lindorm.RegionGlob)
 	}
 	// 3. the job
 	b.WriteString("  3. Submit the job with bulkload.json's fields: LTS console > Data Source Management > Add Data Source (the\n" +

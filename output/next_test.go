@@ -32,7 +32,7 @@ func TestNextStepsStore(t *testing.T) {
 		"Next steps",
 		`ossutil cp 'oss://bkt/runs/o'\''rders/ddl.sql' ddl.sql`,
 		`mysql -h LINDORM_HOST -P 33060 -u "$LINDORM_USER" -p -D shop < ddl.sql`,
-		`Data files: oss://bkt/runs/o'rders/data/ (filePath "runs/o'rders/data/"`,
+		`Data files: oss://bkt/runs/o'rders/data/ (filePath "runs/o'rders/data/*/"`,
 		"Data Source Management > Add Data Source",
 		"Import to Lindorm/HBase > Universal Import > Create task",
 		`curl -sS -u "$LTS_USER:$LTS_PASSWORD" -X POST http://LTS_MASTER:12311/pro/proc/bulkload/create`,

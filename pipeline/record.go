@@ -75,6 +75,9 @@ const (
 	CodePartialUpdate = "partial_update"
 	// CodeRangeTombstone: a delete of a clustering range the output cannot express.
 	CodeRangeTombstone = "range_tombstone"
+	// CodeCSVValue: a value the CSV format cannot carry to Lindorm (its bulkload's Spark CSV reader
+	// would read another value): an empty string, a line break.
+	CodeCSVValue = "csv_value"
 )
 
 func (e *RowError) Error() string {

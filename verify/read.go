@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -248,7 +249,8 @@ func bigEndianDecimal(b []byte) (int64, uint64) {
 }
 
 // readCSV reads a CSV data file as sink/csv writes it (see its package comment): a header of
-// the column names, RFC 4180 quoting, null as an empty unquoted field and "" as an empty value.
+// the column names, one record per line, Spark's quoting (\" and \\ inside quotes), null as an
+// empty unquoted field.
 func (t *targetReader) readCSV(r store.Reader, fileIdx int) (int64, error) {
 	cr := &csvReader{r: bufio.NewReaderSize(io.NewSectionReader(r, 0, r.Size()), 1<<20), delim: ','}
 	schema := t.v.schema
@@ -318,18 +320,29 @@ func appendCSVField(dst []byte, col pipeline.Column, f []byte, quoted bool) ([]b
 			return dst, fmt.Errorf("not hex: %w", err)
 		}
 		return dst, nil
-	case pipeline.TypeBigint, pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint, pipeline.TypeTimestamp:
+	case pipeline.TypeBigint, pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint:
 		i, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
 			return dst, fmt.Errorf("%q is not an integer", s)
 		}
 		return appendInt(dst, i), nil
+	case pipeline.TypeTimestamp:
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil { // epoch milliseconds, as rekey wrote them before
+			return appendInt(dst, i), nil
+		}
+		date, clock, ok := strings.Cut(s, "T")
+		y, m, d, okDate := parseISODate(date)
+		var hh, mm, ss, msec int
+		if n, err := fmt.Sscanf(clock, "%2d:%2d:%2d.%3dZ", &hh, &mm, &ss, &msec); !ok || !okDate || err != nil || n != 4 || len(clock) != len("15:04:05.000Z") {
+			return dst, fmt.Errorf("%q is not a timestamp (yyyy-mm-ddThh:mm:ss.SSSZ)", s)
+		}
+		return appendInt(dst, time.Date(y, time.Month(m), d, hh, mm, ss, msec*1e6, time.UTC).UnixMilli()), nil
 	case pipeline.TypeDate:
-		d, err := time.Parse("2006-01-02", s)
-		if err != nil {
+		y, m, d, ok := parseISODate(s)
+		if !ok {
 			return dst, fmt.Errorf("%q is not a date (yyyy-mm-dd)", s)
 		}
-		return appendInt(dst, d.Unix()/86400), nil
+		return appendInt(dst, time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC).Unix()/86400), nil
 	case pipeline.TypeBoolean:
 		b, err := strconv.ParseBool(s)
 		if err != nil {
@@ -358,6 +371,27 @@ func appendCSVField(dst []byte, col pipeline.Column, f []byte, quoted bool) ([]b
 	return dst, fmt.Errorf("type %s is not read", col.Type)
 }
 
+// parseISODate reads yyyy-mm-dd as sink/csv writes it: the year has at least four digits and may
+// be negative (-0001-01-01) or longer (10000-01-01), as Go's time formatting and Spark write it.
+func parseISODate(s string) (y, m, d int, ok bool) {
+	i := strings.LastIndexByte(s, '-')
+	j := strings.LastIndexByte(s[:max(i, 0)], '-')
+	if j < 4 || i != j+3 || len(s) != i+3 {
+		return 0, 0, 0, false
+	}
+	var err error
+	if y, err = strconv.Atoi(s[:j]); err != nil {
+		return 0, 0, 0, false
+	}
+	if m, err = strconv.Atoi(s[j+1 : i]); err != nil || m < 1 || m > 12 {
+		return 0, 0, 0, false
+	}
+	if d, err = strconv.Atoi(s[i+1:]); err != nil || d < 1 || d > 31 {
+		return 0, 0, 0, false
+	}
+	return y, m, d, true
+}
+
 func appendUvarintLen(dst []byte, n int) []byte {
 	for n >= 0x80 {
 		dst = append(dst, byte(n)|0x80)
@@ -367,7 +401,8 @@ func appendUvarintLen(dst []byte, n int) []byte {
 }
 
 // csvReader splits rekey's CSV files into fields, telling a quoted empty field from an empty
-// one (encoding/csv cannot). Fields point into its buffers until the next call.
+// one (encoding/csv cannot) and reading Spark's escapes. Fields point into its buffers until the
+// next call.
 type csvReader struct {
 	r      *bufio.Reader
 	delim  byte
@@ -379,18 +414,14 @@ type csvReader struct {
 	lines  int64 // the lines read
 }
 
-// next reads one record; false at the end of the file.
+// next reads one record, one line (sink/csv writes no line break inside a value); false at the
+// end of the file.
 func (c *csvReader) next() (bool, error) {
 	c.rec = c.rec[:0]
 	c.line = c.lines + 1
-	quotes := 0
 	for {
 		line, err := c.r.ReadSlice('\n')
-		if err == nil {
-			c.lines++
-		}
 		c.rec = append(c.rec, line...)
-		quotes += bytes.Count(line, []byte{'"'})
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
@@ -398,18 +429,15 @@ func (c *csvReader) next() (bool, error) {
 			if len(c.rec) == 0 {
 				return false, nil
 			}
-			if quotes%2 != 0 {
-				return false, errors.New("the file ends inside a quoted field: it was cut short")
-			}
+			c.lines++
 			return true, c.split()
 		}
 		if err != nil {
 			return false, err
 		}
-		if quotes%2 == 0 { // a newline inside quotes leaves an odd count: read on
-			c.rec = c.rec[:len(c.rec)-1]
-			return true, c.split()
-		}
+		c.lines++
+		c.rec = c.rec[:len(c.rec)-1]
+		return true, c.split()
 	}
 }
 
@@ -421,17 +449,23 @@ func (c *csvReader) split() error {
 			start := len(c.buf)
 			i := 1
 			for {
-				j := bytes.IndexByte(b[i:], '"')
+				j := bytes.IndexAny(b[i:], "\"\\")
 				if j < 0 {
-					return errors.New("a quoted field is not closed")
+					return errors.New("a quoted field is not closed on its line")
 				}
 				c.buf = append(c.buf, b[i:i+j]...)
-				i += j + 1
-				if i < len(b) && b[i] == '"' { // a doubled quote
-					c.buf = append(c.buf, '"')
+				i += j
+				if b[i] == '\\' && i+1 < len(b) && (b[i+1] == '"' || b[i+1] == '\\') { // an escaped quote or backslash
+					c.buf = append(c.buf, b[i+1])
+					i += 2
+					continue
+				}
+				if b[i] == '\\' { // a lone backslash is itself, as Spark reads it
+					c.buf = append(c.buf, '\\')
 					i++
 					continue
 				}
+				i++
 				break
 			}
 			c.fields = append(c.fields, c.buf[start:len(c.buf):len(c.buf)])

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rekey/rekey/internal/spill"
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/csv"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -369,6 +370,9 @@ func (w *sourceWorker) reject(code string) {
 	w.rejects[code]++
 }
 
+// csvFormat refuses the rows a CSV output rejects (values Spark's CSV reader cannot read back).
+var csvFormat = csv.New()
+
 func (w *sourceWorker) process(b *pipeline.Batch, firstOrd uint64) {
 	v := w.v
 	var kept, rejected int64
@@ -400,6 +404,9 @@ func (w *sourceWorker) process(b *pipeline.Batch, firstOrd uint64) {
 					break
 				}
 			}
+		}
+		if e == nil && v.cfg.Folder != nil && v.cfg.Folder.Format == "csv" {
+			e = csvFormat.CheckValues(v.schema, w.out)
 		}
 		if e != nil { // the sink would have refused the row: migrate rejected it
 			w.reject(e.Code)

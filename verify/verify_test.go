@@ -331,10 +331,13 @@ func TestSpillBeyondMemory(t *testing.T) {
 // transform produces or read back from the Parquet or CSV file the sink wrote: floats bit for
 // bit, decimals at scale, timestamps, dates, binary, NULL vs empty string.
 func TestStoredFormMatchesFiles(t *testing.T) {
-	schema := sinktest.AllTypes()
 	plan := sinktest.VarcharPlan()
-	rows := sinktest.AllTypesRows(9000, 3, plan) // more than two of readParquet's batches
 	for _, f := range []files.Format{parquet.New(), csv.New()} {
+		schema := sinktest.AllTypes()
+		rows := sinktest.AllTypesRows(9000, 3, plan) // more than two of readParquet's batches
+		if f.Name() == "csv" {
+			schema, rows = sinktest.ForCSV(schema, rows) // no VARBINARY, no value CSV rejects
+		}
 		t.Run(f.Name(), func(t *testing.T) {
 			buf, err := f.NewBuffer(schema)
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source"
@@ -158,6 +159,18 @@ func printDesignRules(w io.Writer, mapping string, rules []transform.DesignRule)
 func refuseKeyOnly(mapping string, prog *transform.Program) error {
 	if prog.KeyOnly() {
 		return usageError(fmt.Errorf("%s: %s", mapping, prog.KeyOnlyMessage()))
+	}
+	return nil
+}
+
+// refuseFormat refuses a table the file format cannot carry to Lindorm (CSV: a VARBINARY column).
+func refuseFormat(mapping string, format files.Format, prog *transform.Program) error {
+	if c, ok := format.(interface {
+		CheckSchema(pipeline.TargetSchema) error
+	}); ok {
+		if err := c.CheckSchema(prog.Target()); err != nil {
+			return usageError(fmt.Errorf("%s: %w", mapping, err))
+		}
 	}
 	return nil
 }

@@ -227,6 +227,9 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	if err := refuseKeyOnly(f.mapping, prog); err != nil {
 		return err
 	}
+	if err := refuseFormat(f.mapping, format, prog); err != nil {
+		return err
+	}
 	src, err := inv.openSource(cmd.Context(), f.source, prog.Source(), logger)
 	if err != nil {
 		return sourceOpenExit(err)

@@ -191,7 +191,7 @@ func TestMigrateCSVEndToEnd(t *testing.T) {
 // bulkload.json reads data/.
 func checkLayout(t *testing.T, out, ext string, top ...string) {
 	t.Helper()
-	checkLayoutFilePath(t, out, filepath.Join(out, "data"), ext, top...)
+	checkLayoutFilePath(t, out, filepath.Join(out, "data", "*"), ext, top...)
 }
 
 // checkLayoutFilePath is checkLayout for an output whose bulkload filePath is wantFilePath (an

@@ -218,6 +218,11 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	if err != nil {
 		return err
 	}
+	if !toSQL {
+		if err := refuseFormat(f.mapping, format, prog); err != nil {
+			return err
+		}
+	}
 	setMemoryBudget(inv.getenv, memory) // GOGC=400 and a soft memory limit, as migrate does
 	if inv.getenv("GOMEMLIMIT") == "" {
 		// more headroom than migrate's 90%: every partition may close its roll at once, and

@@ -77,13 +77,13 @@ func TestMigrateToObjectStore(t *testing.T) {
 	if m.RowsIn != rows || m.RowsRejected != wantRejected || m.RowsWritten != rows-wantRejected {
 		t.Fatalf("manifest in=%d written=%d rejected=%d", m.RowsIn, m.RowsWritten, m.RowsRejected)
 	}
-	checkLayoutFilePath(t, out, "run/data", "parquet", output.RejectsPartsDir, output.ReplayPartsDir)
+	checkLayoutFilePath(t, out, "run/data/*", "parquet", output.RejectsPartsDir, output.ReplayPartsDir)
 	if _, err := os.Stat(filepath.Join(out, output.RejectsFile)); err == nil {
 		t.Fatal("rejects.jsonl on an object store: it cannot be appended to")
 	}
 	var job lindorm.BulkloadJob
 	data, _ := os.ReadFile(filepath.Join(out, output.BulkloadFile))
-	if err := json.Unmarshal(data, &job); err != nil || !strings.HasSuffix(job.ReaderConfig.FilePath, "/data/") {
+	if err := json.Unmarshal(data, &job); err != nil || !strings.HasSuffix(job.ReaderConfig.FilePath, "/data/*/") {
 		t.Fatalf("bulkload.json filePath %q: %v", job.ReaderConfig.FilePath, err)
 	}
 	// every row once

@@ -1,26 +1,30 @@
-// Package csv is the CSV format of the region sink (sink/files): RFC 4180 text with a header
-// row, for Lindorm bulkload's CSV reader (the job config names each column's type, see
-// sink/lindorm).
+// Package csv is the CSV format of the region sink (sink/files): text with a header row, in the
+// dialect Spark's CSV reader reads with its default options, since Lindorm's bulkload runs on
+// Spark and the job sets only the header, the delimiter and the column types (see sink/lindorm).
+// deploy/dev/spark reads every form below back with Spark 4.0.1.
 //
 // Encoding:
 //
 //	null                       empty unquoted field            a,,b
-//	empty string               quoted empty field              a,"",b
-//	VARCHAR, JSON              as is; quoted ("" doubling) when it holds the delimiter, a quote,
-//	                           CR or LF, or starts or ends with a space or tab
-//	VARBINARY                  lowercase hex (empty value: "")
+//	VARCHAR, JSON              as is; quoted when it holds the delimiter, a quote or a backslash,
+//	                           or starts or ends with a space or tab; inside quotes a quote is \"
+//	                           and a backslash \\ (Spark's escape character, not RFC 4180's "")
 //	BIGINT ... TINYINT         decimal
-//	TIMESTAMP                  epoch milliseconds (decimal)
+//	TIMESTAMP                  ISO 8601 in UTC with milliseconds: 2024-01-02T03:04:05.678Z (Spark
+//	                           parses a number as no timestamp, and text without a zone in the
+//	                           session's zone)
 //	DATE                       yyyy-mm-dd (proleptic Gregorian, UTC)
 //	BOOLEAN                    true / false
 //	FLOAT, DOUBLE              shortest round-trip form; NaN, Infinity, -Infinity
 //	DECIMAL(p,s)               plain text with exactly s fractional digits ("-12.340")
 //
-// Lines end with "\n". UNCERTAIN: whether Lindorm's CSV reader tells a null from an empty
-// string the same way; see the README.
+// Lines end with "\n". What Spark's CSV reader cannot read back is refused: an empty string
+// (Spark reads "" as null) and a value holding CR or LF (Spark reads a line per record) are
+// rejects with code csv_value; a VARBINARY column is refused at the start (CheckSchema: Spark
+// reads a binary column as the text's own bytes, so no text form of arbitrary bytes loads back).
 //
-// Not encoding/csv's Writer: it cannot quote an empty field, so it would write an empty string as
-// a null, and it takes a []string per record where this appends typed values to a chunk's buffer.
+// Not encoding/csv's Writer: it writes RFC 4180 quotes, and it takes a []string per record where
+// this appends typed values to a chunk's buffer.
 package csv
 
 import (
@@ -28,6 +32,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
@@ -42,25 +47,36 @@ type Format struct {
 // New returns the CSV format with a comma delimiter.
 func New() *Format { return &Format{delim: ','} }
 
-// NewDelimiter returns the CSV format with another single-byte delimiter (not a quote, CR or LF).
+// NewDelimiter returns the CSV format with another single-byte delimiter (not a quote, a
+// backslash, CR or LF).
 func NewDelimiter(d byte) (*Format, error) {
-	if d == '"' || d == '\r' || d == '\n' || d == 0 {
+	if d == '"' || d == '\\' || d == '\r' || d == '\n' || d == 0 {
 		return nil, fmt.Errorf("csv: invalid delimiter %q", d)
 	}
 	return &Format{delim: d}, nil
 }
 
-var _ files.Format = (*Format)(nil)
+var (
+	_ files.Format       = (*Format)(nil)
+	_ files.ValueChecker = (*Format)(nil)
+)
 
 func (*Format) Name() string      { return "csv" }
 func (*Format) Ext() string       { return "csv" }
 func (f *Format) Delimiter() byte { return f.delim }
 
-func (f *Format) check(schema pipeline.TargetSchema) error {
+// CheckSchema refuses a table the CSV format cannot carry to Lindorm: a VARBINARY column (Spark's
+// CSV reader, which Lindorm's bulkload runs, reads a binary column as the bytes of its text, so
+// neither hex nor any other text form of arbitrary bytes loads back as written).
+func (f *Format) CheckSchema(schema pipeline.TargetSchema) error {
 	for _, c := range schema.Columns {
 		switch c.Type {
 		case pipeline.TypeInvalid:
 			return fmt.Errorf("csv: column %q has no type", c.Name)
+		case pipeline.TypeVarbinary:
+			return fmt.Errorf("csv: column %q is VARBINARY, which Lindorm's bulkload cannot read from CSV (its Spark reader takes a "+
+				"binary field as the bytes of its text, so no text form of arbitrary bytes loads back): use --format parquet, "+
+				"or leave the column out of the mapping (target.exclude)", c.Name)
 		}
 		if c.Type > pipeline.TypeJSON {
 			return fmt.Errorf("csv: column %q: unsupported type %s", c.Name, c.Type)
@@ -71,7 +87,7 @@ func (f *Format) check(schema pipeline.TargetSchema) error {
 
 // NewWriter writes the header row to w.
 func (f *Format) NewWriter(w io.Writer, schema pipeline.TargetSchema) (files.FileWriter, error) {
-	if err := f.check(schema); err != nil {
+	if err := f.CheckSchema(schema); err != nil {
 		return nil, err
 	}
 	var b []byte
@@ -111,7 +127,7 @@ type buffer struct {
 
 // NewBuffer returns an empty row buffer holding encoded lines.
 func (f *Format) NewBuffer(schema pipeline.TargetSchema) (files.Buffer, error) {
-	if err := f.check(schema); err != nil {
+	if err := f.CheckSchema(schema); err != nil {
 		return nil, err
 	}
 	return &buffer{f: f, schema: schema}, nil
@@ -161,8 +177,6 @@ func (b *buffer) Cut() files.Chunk {
 	return c
 }
 
-const hexDigits = "0123456789abcdef"
-
 // AppendValue appends one field (exported for tests and tools that render single values).
 func (f *Format) AppendValue(dst []byte, col pipeline.Column, v pipeline.Value) ([]byte, error) {
 	out, err := f.appendValue(dst, col, v)
@@ -185,25 +199,22 @@ func (f *Format) appendValue(dst []byte, col pipeline.Column, v pipeline.Value) 
 		if err != nil {
 			return dst, err
 		}
-		return f.appendText(dst, s), nil
-	case pipeline.TypeVarbinary:
-		s, err := files.TextValue(col, v)
-		if err != nil {
+		if err := CheckText(col, s); err != nil {
 			return dst, err
 		}
-		if s == "" {
-			return append(dst, '"', '"'), nil
-		}
-		for i := 0; i < len(s); i++ {
-			dst = append(dst, hexDigits[s[i]>>4], hexDigits[s[i]&15])
-		}
-		return dst, nil
-	case pipeline.TypeBigint, pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint, pipeline.TypeTimestamp:
+		return f.appendText(dst, s), nil
+	case pipeline.TypeBigint, pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint:
 		i, err := files.IntValue(col, v)
 		if err != nil {
 			return dst, err
 		}
 		return strconv.AppendInt(dst, i, 10), nil
+	case pipeline.TypeTimestamp:
+		ms, err := files.IntValue(col, v)
+		if err != nil {
+			return dst, err
+		}
+		return time.UnixMilli(ms).UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00"), nil
 	case pipeline.TypeDate:
 		days, err := files.IntValue(col, v)
 		if err != nil {
@@ -243,6 +254,40 @@ func (f *Format) appendValue(dst []byte, col pipeline.Column, v pipeline.Value) 
 	return dst, files.TypeError(col, "unsupported type %s", col.Type)
 }
 
+// CheckText refuses the text values Spark's CSV reader cannot read back: the empty string, which
+// it reads as null whether quoted or not (its nullValue is "", and a quoted empty field is
+// compared with it too), and a value holding CR or LF, since it reads one line per record
+// (multiLine is off by default and the job cannot set it).
+func CheckText(col pipeline.Column, s string) *pipeline.RowError {
+	switch {
+	case s == "":
+		return &pipeline.RowError{Code: pipeline.CodeCSVValue, Field: col.Name, Message: "an empty string, which Spark's CSV reader " +
+			"(Lindorm's bulkload) reads as NULL: use --format parquet, which keeps it"}
+	case strings.ContainsAny(s, "\r\n"):
+		return &pipeline.RowError{Code: pipeline.CodeCSVValue, Field: col.Name, Message: "a line break inside a value, which Spark's " +
+			"CSV reader (Lindorm's bulkload) reads as the end of the row: use --format parquet, which keeps it"}
+	}
+	return nil
+}
+
+// CheckValues refuses a row holding a text value CheckText refuses (files.ValueChecker: the sink
+// calls it before sorting a row; verify to leave out of a CSV output's comparison the rows migrate
+// rejected).
+func (f *Format) CheckValues(schema pipeline.TargetSchema, values []pipeline.Value) *pipeline.RowError {
+	for i, col := range schema.Columns {
+		if (col.Type == pipeline.TypeVarchar || col.Type == pipeline.TypeJSON) && !values[i].IsNull() {
+			s, err := files.TextValue(col, values[i])
+			if err == nil {
+				err = CheckText(col, s)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (f *Format) needsQuotes(s string) bool {
 	if s == "" {
 		return true
@@ -255,21 +300,23 @@ func (f *Format) needsQuotes(s string) bool {
 	}
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
-		case f.delim, '"', '\r', '\n':
+		case f.delim, '"', '\\', '\r', '\n':
 			return true
 		}
 	}
 	return false
 }
 
+// appendText appends s, quoted when it must be, with Spark's escapes inside the quotes: \" for a
+// quote and \\ for a backslash (a lone backslash before the closing quote would escape it).
 func (f *Format) appendText(dst []byte, s string) []byte {
 	if !f.needsQuotes(s) {
 		return append(dst, s...)
 	}
 	dst = append(dst, '"')
 	for i := 0; i < len(s); i++ {
-		if s[i] == '"' {
-			dst = append(dst, '"')
+		if s[i] == '"' || s[i] == '\\' {
+			dst = append(dst, '\\')
 		}
 		dst = append(dst, s[i])
 	}

@@ -2,11 +2,12 @@ package csv_test
 
 import (
 	"context"
-	stdcsv "encoding/csv"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/csv"
@@ -16,9 +17,8 @@ import (
 
 func TestRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	schema := sinktest.AllTypes()
 	plan := sinktest.VarcharPlan("h", "q")
-	rows := sinktest.AllTypesRows(5000, 4, plan)
+	schema, rows := sinktest.ForCSV(sinktest.AllTypes(), sinktest.AllTypesRows(5000, 4, plan))
 	s, err := files.New(context.Background(), files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: csv.New(), CheckRegions: true}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -40,24 +40,14 @@ func TestRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// encoding/csv loses the difference between "" and an empty field: look at the raw
-		// fields too, through LazyQuotes=false strict parsing plus a raw scan below
-		rd := stdcsv.NewReader(strings.NewReader(string(raw)))
-		rd.FieldsPerRecord = len(schema.Columns)
-		recs, err := rd.ReadAll()
-		if err != nil {
-			t.Fatalf("%s: %v", fi.Path, err)
+		lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+		if lines[0] != "k1,k2,c_int,c_small,c_tiny,c_bool,c_float,c_double,c_dec,c_dec38,c_ts,c_date,c_json,c_text" {
+			t.Fatalf("header %q", lines[0])
 		}
-		header := strings.Join(recs[0], ",")
-		if header != "k1,k2,c_int,c_small,c_tiny,c_bool,c_float,c_double,c_dec,c_dec38,c_ts,c_date,c_bin,c_json,c_text" {
-			t.Fatalf("header %q", header)
-		}
-		nulls := rawNulls(raw, len(schema.Columns))
-		for i, rec := range recs[1:] {
-			for c := range rec {
-				if nulls[i][c] {
-					rec[c] = "NULL"
-				}
+		for i, line := range lines[1:] {
+			rec, err := sparkFields(line)
+			if err != nil || len(rec) != len(schema.Columns) {
+				t.Fatalf("%s line %d %q: %d fields, %v", fi.Path, i+2, line, len(rec), err)
 			}
 			k := strings.Join(rec, "\x00")
 			if want[k] == 0 {
@@ -69,8 +59,8 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatalf("%s: key %q in region %d", fi.Path, rec[0], got)
 			}
 		}
-		if int64(len(recs)-1) != fi.Rows {
-			t.Errorf("%s: %d records, FileInfo %d", fi.Path, len(recs)-1, fi.Rows)
+		if int64(len(lines)-1) != fi.Rows {
+			t.Errorf("%s: %d records, FileInfo %d", fi.Path, len(lines)-1, fi.Rows)
 		}
 	}
 	if n != len(rows) {
@@ -83,58 +73,59 @@ func render(schema pipeline.TargetSchema, vals []pipeline.Value) []string {
 	out := make([]string, len(vals))
 	for i, v := range vals {
 		col := schema.Columns[i]
-		if v.IsNull() {
+		switch {
+		case v.IsNull():
 			out[i] = "NULL"
-			continue
-		}
-		switch col.Type {
-		case pipeline.TypeDate:
+		case col.Type == pipeline.TypeDate:
 			out[i] = sinktest.DateString(v.Num)
+		case col.Type == pipeline.TypeTimestamp:
+			out[i] = time.UnixMilli(v.Num).UTC().Format("2006-01-02T15:04:05.000Z")
 		default:
-			// encoding/csv drops the CR of a CRLF even inside quotes (documented)
-			out[i] = strings.ReplaceAll(sinktest.Canon(col, v), "\r\n", "\n")
+			out[i] = sinktest.Canon(col, v)
 		}
 	}
 	return out
 }
 
-// rawNulls finds, per record, which fields are empty and unquoted (null), scanning the raw text.
-func rawNulls(raw []byte, ncols int) [][]bool {
-	var out [][]bool
-	i := 0
-	// skip header
-	for raw[i] != '\n' {
-		i++
-	}
-	i++
-	for i < len(raw) {
-		rec := make([]bool, ncols)
-		for c := 0; c < ncols; c++ {
-			if raw[i] == '"' {
-				i++
-				for {
-					if raw[i] == '"' {
-						if i+1 < len(raw) && raw[i+1] == '"' {
-							i += 2
-							continue
-						}
-						i++
-						break
-					}
+// sparkFields splits one line as Spark's CSV reader does with its defaults (quote ", escape \,
+// an empty unquoted field null): "NULL" for null.
+func sparkFields(line string) ([]string, error) {
+	var out []string
+	for {
+		if strings.HasPrefix(line, `"`) {
+			var b strings.Builder
+			i := 1
+			for ; i < len(line) && line[i] != '"'; i++ {
+				if line[i] == '\\' && i+1 < len(line) && (line[i+1] == '"' || line[i+1] == '\\') {
 					i++
 				}
-			} else {
-				start := i
-				for raw[i] != ',' && raw[i] != '\n' {
-					i++
-				}
-				rec[c] = i == start
+				b.WriteByte(line[i])
 			}
-			i++ // delimiter or newline
+			if i >= len(line) {
+				return out, fmt.Errorf("unclosed quote")
+			}
+			out = append(out, b.String())
+			line = line[i+1:]
+		} else {
+			j := strings.IndexByte(line, ',')
+			if j < 0 {
+				j = len(line)
+			}
+			if j == 0 {
+				out = append(out, "NULL")
+			} else {
+				out = append(out, line[:j])
+			}
+			line = line[j:]
 		}
-		out = append(out, rec)
+		if line == "" {
+			return out, nil
+		}
+		if line[0] != ',' {
+			return out, fmt.Errorf("text after a quoted field: %q", line)
+		}
+		line = line[1:]
 	}
-	return out
 }
 
 func TestFields(t *testing.T) {
@@ -145,14 +136,16 @@ func TestFields(t *testing.T) {
 		want string
 	}{
 		{pipeline.Column{Type: pipeline.TypeVarchar, KeyPos: -1}, pipeline.Null, ``},
-		{pipeline.Column{Type: pipeline.TypeVarchar, KeyPos: -1}, pipeline.Text(""), `""`},
-		{pipeline.Column{Type: pipeline.TypeVarchar, KeyPos: -1}, pipeline.Text(`a "b", c`), `"a ""b"", c"`},
-		{pipeline.Column{Type: pipeline.TypeVarchar, KeyPos: -1}, pipeline.Text("x\ny"), "\"x\ny\""},
+		{pipeline.Column{Type: pipeline.TypeVarchar, KeyPos: -1}, pipeline.Text(`a "b", c`), `"a \"b\", c"`},
+		{pipeline.Column{Type: pipeline.TypeVarchar, KeyPos: -1}, pipeline.Text(`back\slash\`), `"back\\slash\\"`},
+		{pipeline.Column{Type: pipeline.TypeVarchar, KeyPos: -1}, pipeline.Text(`\"`), `"\\\""`},
+		{pipeline.Column{Type: pipeline.TypeVarchar, KeyPos: -1}, pipeline.Text("#x"), `#x`},
 		{pipeline.Column{Type: pipeline.TypeVarchar, KeyPos: -1}, pipeline.Text(" pad"), `" pad"`},
 		{pipeline.Column{Type: pipeline.TypeVarchar, KeyPos: -1}, pipeline.Text("plain"), `plain`},
-		{pipeline.Column{Type: pipeline.TypeVarbinary, KeyPos: -1}, pipeline.Bytes("\x00\xffA"), `00ff41`},
-		{pipeline.Column{Type: pipeline.TypeVarbinary, KeyPos: -1}, pipeline.Bytes(""), `""`},
-		{pipeline.Column{Type: pipeline.TypeTimestamp, KeyPos: -1}, pipeline.Int(1700000000123), `1700000000123`},
+		{pipeline.Column{Type: pipeline.TypeTimestamp, KeyPos: -1}, pipeline.Int(1700000000123), `2023-11-14T22:13:20.123Z`},
+		{pipeline.Column{Type: pipeline.TypeTimestamp, KeyPos: -1}, pipeline.Int(-62135596800000), `0001-01-01T00:00:00.000Z`},
+		{pipeline.Column{Type: pipeline.TypeTimestamp, KeyPos: -1}, pipeline.Int(-1), `1969-12-31T23:59:59.999Z`},
+		{pipeline.Column{Type: pipeline.TypeDate, KeyPos: -1}, pipeline.Int(-719162), `0001-01-01`},
 		{pipeline.Column{Type: pipeline.TypeDate, KeyPos: -1}, pipeline.Int(19000), `2022-01-08`},
 		{pipeline.Column{Type: pipeline.TypeDate, KeyPos: -1}, pipeline.Int(-1), `1969-12-31`},
 		{pipeline.Column{Type: pipeline.TypeBoolean, KeyPos: -1}, pipeline.Bool(true), `true`},
@@ -178,7 +171,7 @@ func TestFields(t *testing.T) {
 }
 
 // Text that is not UTF-8 is rejected by the CSV format too (code "encoding"), as by Parquet: the
-// same row is written or rejected whichever format the run uses. VARBINARY is hex.
+// same row is written or rejected whichever format the run uses.
 func TestInvalidUTF8Rejected(t *testing.T) {
 	f := csv.New()
 	for _, col := range []pipeline.Column{{Name: "c", Type: pipeline.TypeVarchar, KeyPos: -1}, {Name: "c", Type: pipeline.TypeJSON, KeyPos: -1}} {
@@ -190,7 +183,72 @@ func TestInvalidUTF8Rejected(t *testing.T) {
 			}
 		}
 	}
-	if got, err := f.AppendValue(nil, pipeline.Column{Type: pipeline.TypeVarbinary, KeyPos: -1}, pipeline.Bytes("\xff\xfe")); err != nil || string(got) != "fffe" {
-		t.Errorf("varbinary: %q %v", got, err)
+}
+
+// Spark's CSV reader, which Lindorm's bulkload runs with the header and delimiter settings alone,
+// read back other values than the source's (deploy/dev/spark, Spark 4.0.1): an empty string
+// became NULL, a line break split the row in two, RFC 4180's doubled quote ("") was taken as the
+// end of the field, an epoch-millisecond TIMESTAMP was NULL and a hex VARBINARY loaded the hex
+// text's own bytes. The empty string and line breaks are now rejects (csv_value) naming the
+// column and Parquet, quotes and backslashes are escaped as Spark reads them, TIMESTAMP is ISO
+// 8601 in UTC, and a VARBINARY column is refused before anything is written.
+func TestValuesSparkCannotReadAreRefused(t *testing.T) {
+	f := csv.New()
+	for _, c := range []struct {
+		v    string
+		want string
+	}{{"", "empty string"}, {"a\nb", "line break"}, {"a\rb", "line break"}, {"\r\n", "line break"}} {
+		for _, col := range []pipeline.Column{{Name: "c", Type: pipeline.TypeVarchar, KeyPos: -1}, {Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "j", Type: pipeline.TypeJSON, KeyPos: -1}} {
+			_, err := f.AppendValue(nil, col, pipeline.Text(c.v))
+			re, ok := err.(*pipeline.RowError)
+			if !ok || re.Code != pipeline.CodeCSVValue || re.Field != col.Name || !strings.Contains(re.Message, c.want) || !strings.Contains(re.Message, "--format parquet") {
+				t.Errorf("%s %q: %v; want a csv_value reject naming the %s and Parquet", col.Name, c.v, err, c.want)
+			}
+		}
+	}
+	schema := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "payload", Type: pipeline.TypeVarbinary, KeyPos: -1}}}
+	err := f.CheckSchema(schema)
+	if err == nil || !strings.Contains(err.Error(), `"payload" is VARBINARY`) || !strings.Contains(err.Error(), "--format parquet") {
+		t.Errorf("VARBINARY column: %v", err)
+	}
+	if _, err := f.NewBuffer(schema); err == nil {
+		t.Error("a buffer for a VARBINARY column")
+	}
+	if _, err := csv.NewDelimiter('\\'); err == nil {
+		t.Error("a backslash delimiter: Spark's escape character")
+	}
+}
+
+// With --sort the sink holds rows before it appends them: a value the CSV format refuses must be a
+// reject at Write there too. Before, the sorted row reached Append at Commit and failed the run
+// ("sorted row no longer fits").
+func TestSortedWriteRejectsWhatCSVRefuses(t *testing.T) {
+	dir := t.TempDir()
+	schema := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "s", Type: pipeline.TypeVarchar, KeyPos: -1}}}
+	plan := pipeline.RegionPlan{Type: pipeline.TypeBigint, Strategy: "single"}
+	s, err := files.New(context.Background(), files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: csv.New(), Sort: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []pipeline.Row{
+		{Values: []pipeline.Value{pipeline.Int(2), pipeline.Text("b")}},
+		{Values: []pipeline.Value{pipeline.Int(1), pipeline.Text("")}},
+		{Values: []pipeline.Value{pipeline.Int(3), pipeline.Text("x\ny")}},
+		{Values: []pipeline.Value{pipeline.Int(0), pipeline.Text(`a"\`)}},
+	}
+	err = s.Write(context.Background(), rows)
+	rj, ok := err.(*files.RejectError)
+	if !ok || len(rj.Rows) != 2 || rj.Rows[0].Index != 1 || rj.Rows[1].Index != 2 || rj.Rows[0].Err.Code != pipeline.CodeCSVValue {
+		t.Fatalf("Write: %v", err)
+	}
+	infos, err := s.Commit(context.Background())
+	if err != nil || len(infos) != 1 {
+		t.Fatalf("Commit: %v %v", infos, err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, infos[0].Path))
+	if want := "k,s\n0,\"a\\\"\\\\\"\n2,b\n"; err != nil || string(data) != want {
+		t.Errorf("file %q, want %q (%v)", data, want, err)
 	}
 }

@@ -478,8 +478,8 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("config %d accepted", i)
 		}
 	}
+	schema, rows := sinktest.ForCSV(schema, sinktest.AllTypesRows(1, 1, sinktest.VarcharPlan("h")))
 	s := newSink(t, files.Config{Store: sinktest.Folder(t, t.TempDir()), Schema: schema, Plan: sinktest.VarcharPlan("h"), Format: csv.New()})
-	rows := sinktest.AllTypesRows(1, 1, sinktest.VarcharPlan("h"))
 	rows[0].Region = 5
 	if err := s.Write(context.Background(), rows); err == nil {
 		t.Error("row with region 5 of 2 accepted")
@@ -488,8 +488,8 @@ func TestConfigErrors(t *testing.T) {
 
 func TestCheckRegions(t *testing.T) {
 	plan := sinktest.VarcharPlan("h")
-	s := newSink(t, files.Config{Store: sinktest.Folder(t, t.TempDir()), Schema: sinktest.AllTypes(), Plan: plan, Format: csv.New(), CheckRegions: true})
-	rows := sinktest.AllTypesRows(10, 1, plan)
+	schema, rows := sinktest.ForCSV(sinktest.AllTypes(), sinktest.AllTypesRows(10, 1, plan))
+	s := newSink(t, files.Config{Store: sinktest.Folder(t, t.TempDir()), Schema: schema, Plan: plan, Format: csv.New(), CheckRegions: true})
 	rows[3].Region = 1 - rows[3].Region
 	if err := s.Write(context.Background(), rows); err == nil || !strings.Contains(err.Error(), "row 3") {
 		t.Fatalf("misrouted row: %v", err)

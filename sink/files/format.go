@@ -20,6 +20,13 @@ type Format interface {
 	NewWriter(w io.Writer, schema pipeline.TargetSchema) (FileWriter, error)
 }
 
+// ValueChecker is a Format that refuses values of its own beyond CheckRow (CSV: the values
+// Spark's CSV reader cannot read back). Its Buffer's Append refuses them too; the sink calls
+// CheckValues where it holds rows before appending them (Sort), so that they are rejects at Write.
+type ValueChecker interface {
+	CheckValues(schema pipeline.TargetSchema, values []pipeline.Value) *pipeline.RowError
+}
+
 // Buffer accumulates rows of one region in the format's in-memory layout. It is not safe for
 // concurrent use; the sink serializes access.
 type Buffer interface {

@@ -418,8 +418,13 @@ func (s *Sink) writeSorted(r *region, rows []pipeline.Row, idx []int32, rejects 
 	t := r.sorter
 	before := t.mem
 	n := int64(0)
+	vc, _ := s.cfg.Format.(ValueChecker)
 	for _, i := range idx {
-		if err := CheckRow(s.cfg.Schema, rows[i].Values); err != nil {
+		err := CheckRow(s.cfg.Schema, rows[i].Values)
+		if err == nil && vc != nil {
+			err = vc.CheckValues(s.cfg.Schema, rows[i].Values)
+		}
+		if err != nil {
 			*rejects = append(*rejects, RowReject{Index: int(i), Err: err})
 			continue
 		}

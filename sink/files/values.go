@@ -23,7 +23,7 @@ import (
 //	VARBINARY            bytes, text (raw bytes)
 //	BIGINT, INTEGER,     int, in the type's range; bool as 0/1
 //	SMALLINT, TINYINT
-//	TIMESTAMP            int (epoch milliseconds)
+//	TIMESTAMP            int (epoch milliseconds, MinTimestamp to MaxTimestamp: what Spark reads)
 //	DATE                 int (days since 1970-01-01, in int32 range)
 //	BOOLEAN              bool, int 0/1
 //	FLOAT, DOUBLE        float, int (FLOAT also rejects finite values beyond float32 range)
@@ -110,7 +110,17 @@ func TextValue(col pipeline.Column, v pipeline.Value) (string, *pipeline.RowErro
 	return "", TypeError(col, "%s value for a %s column", v.Kind, col.Type)
 }
 
-// IntValue returns an integer value checked against the column type's range.
+// MinTimestamp and MaxTimestamp bound a TIMESTAMP (epoch milliseconds): Spark, which Lindorm's
+// bulkload runs, holds a timestamp as microseconds in an int64 and converts a Parquet
+// TIMESTAMP(MILLIS) with an exact multiplication, so one value beyond them fails the read of its
+// whole file ("ArithmeticException: long overflow"; measured with Spark 4.0.1, deploy/dev/spark).
+const (
+	MinTimestamp = math.MinInt64 / 1000 // -290308-12-21T19:59:05.225Z
+	MaxTimestamp = math.MaxInt64 / 1000 // +294247-01-10T04:00:54.775Z
+)
+
+// IntValue returns an integer value checked against the column type's range (TIMESTAMP: what
+// Spark reads, MinTimestamp to MaxTimestamp).
 func IntValue(col pipeline.Column, v pipeline.Value) (int64, *pipeline.RowError) {
 	var i int64
 	switch v.Kind {
@@ -127,6 +137,11 @@ func IntValue(col pipeline.Column, v pipeline.Value) (int64, *pipeline.RowError)
 		lo, hi = math.MinInt16, math.MaxInt16
 	case pipeline.TypeTinyint:
 		lo, hi = math.MinInt8, math.MaxInt8
+	case pipeline.TypeTimestamp:
+		if i < MinTimestamp || i > MaxTimestamp {
+			return 0, TypeError(col, "%d ms is beyond the TIMESTAMP range Spark reads (epoch microseconds in an int64: %d to %d ms, "+
+				"years -290308 to 294247): Lindorm's bulkload (a Spark job) would fail the whole file", i, MinTimestamp, MaxTimestamp)
+		}
 	}
 	if i < lo || i > hi {
 		return 0, TypeError(col, "%d is out of %s range", i, col.Type)

@@ -231,7 +231,7 @@ func convert(sp *colSpec, s *slot, c *colData, d *dictTable, v *pipeline.Value) 
 		}
 		s.s, err = files.TextValue(sp.col, *v)
 	case physInt64:
-		if v.Kind == pipeline.KindInt {
+		if v.Kind == pipeline.KindInt && (sp.col.Type != pipeline.TypeTimestamp || v.Num >= files.MinTimestamp && v.Num <= files.MaxTimestamp) {
 			s.i = v.Num
 			return nil
 		}

@@ -3,6 +3,7 @@ package parquet_test
 import (
 	"bytes"
 	"context"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -141,6 +142,9 @@ func TestRejects(t *testing.T) {
 		{bad(8, pipeline.Decimal("abc")), pipeline.CodeType, "c_dec"},
 		{bad(9, pipeline.Decimal("1e30")), pipeline.CodeType, "c_dec38"},
 		{bad(11, pipeline.Int(1<<40)), pipeline.CodeType, "c_date"},
+		// beyond Spark's TIMESTAMP (microseconds in an int64): Spark fails the whole file
+		{bad(10, pipeline.Int(files.MaxTimestamp+1)), pipeline.CodeType, "c_ts"},
+		{bad(10, pipeline.Int(math.MinInt64)), pipeline.CodeType, "c_ts"},
 	}
 	buf, err := parquet.New().NewBuffer(schema)
 	if err != nil {
