@@ -204,12 +204,15 @@ start_cassandra() {
     "$HERE/cassandra/cassandra.yaml" >"$dir/cassandra.yaml"
   jamm=$(ls "$lib"/jamm-*.jar | head -n 1)
   setvar cassandra port "$native"
+  # one node, its own seed: no gossip to settle and no ring to wait for (RING_DELAY, 30 s by
+  # default, was most of its start)
   launch cassandra "$dir/stdout.log" -Xmx1g -Xss256k -XX:+ExitOnOutOfMemoryError "${JVM17_CASSANDRA[@]}" \
     "-javaagent:$jamm" \
     "-Dcassandra.config=file://$dir/cassandra.yaml" -Dcassandra-foreground=yes \
     "-Dcassandra.storagedir=$dir" "-Dcassandra.logdir=$dir" \
     "-Dlogback.configurationFile=$HERE/cassandra/logback.xml" \
     -Dcassandra.skip_wait_for_gossip_to_settle=0 -Dcassandra.superuser_setup_delay_ms=0 \
+    -Dcassandra.ring_delay_ms=1000 \
     -cp "$lib/*" org.apache.cassandra.service.CassandraDaemon
   await cassandra "CQL answering on 127.0.0.1:$native" cql_answers "$native"
 }
@@ -327,8 +330,8 @@ cmd_ci_test() {
   cmd_resolve
   t1=$(date +%s)
   trap 'cmd_status >&2; cmd_stop' EXIT
-  cmd_start >"$STATE.env.tmp" 2>&1 || { cat "$STATE.env.tmp" >&2; die "a peer could not start"; }
-  cat "$STATE.env.tmp" >&2
+  cmd_start >"$STATE/start.log" 2>&1 || { cat "$STATE/start.log" >&2; die "a peer could not start"; }
+  cat "$STATE/start.log" >&2
   eval "$(cmd_env)"
   t2=$(date +%s)
   export REKEY_REQUIRE_REAL_PEERS=1
@@ -344,5 +347,5 @@ stop) shift; cmd_stop "$@" ;;
 env) cmd_env ;;
 status) cmd_status ;;
 ci-test) cmd_ci_test ;;
-*) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+*) sed -n '2,/^set /p' "$0" | sed -n 's/^# \{0,1\}//p' >&2; exit 2 ;;
 esac
