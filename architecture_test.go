@@ -17,7 +17,7 @@ const module = "github.com/rekey/rekey"
 // testServers are the packages only tests and the playground use: the rekey binary must not link them.
 var testServers = []string{
 	"source/cassandra/cqltest", "source/cassandra/cassandratest", "source/kafka/kafkademo", "source/kafka/cdcdemo", "source/kafka/kafkatest",
-	"store/storetest", "store/s3store/s3test", "sink/sqlsink/mysqltest", "sink/sinktest", "internal/wait", "internal/spill/spilltest", "source/sourcetest",
+	"store/storetest", "store/s3store/s3test", "sink/sqlsink/mysqltest", "sink/sinktest", "internal/wait", "internal/realpeers", "internal/spill/spilltest", "source/sourcetest",
 }
 
 // testModules are libraries that no shipped binary links: the S3 test server and a second

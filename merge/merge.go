@@ -436,8 +436,10 @@ func short(fp string) string {
 	return fp
 }
 
-// checkShardRanges verifies, when the inputs read Cassandra token ranges, that every range was
-// read by exactly one input and that together they cover the whole ring.
+// checkShardRanges verifies, when the inputs read Cassandra token ranges, that no token was read
+// by two inputs and that together they cover the whole ring. Two inputs' ranges may overlap
+// without being equal (an unsharded run cuts the ring by its own cores, the shards of a run by 8),
+// so overlaps are looked for token by token, not only as the same range twice.
 func checkShardRanges(inputs []*Input) error {
 	owner := map[cassandra.Range]string{}
 	var ranges []cassandra.Range
@@ -476,6 +478,17 @@ func checkShardRanges(inputs []*Input) error {
 	}
 	if cassandraInputs != len(inputs) {
 		return errors.New("some inputs read Cassandra token ranges and some did not: merge only the outputs of one migration")
+	}
+	sorted := append([]cassandra.Range(nil), ranges...)
+	sort.Slice(sorted, func(i, j int) bool {
+		a, b := sorted[i], sorted[j]
+		return a.Start < b.Start || a.Start == b.Start && a.End < b.End
+	})
+	for i := 1; i < len(sorted); i++ {
+		// the ranges of one input tile the ring: an overlap with the range before is another's
+		if prev, r := sorted[i-1], sorted[i]; r.Start < prev.End && owner[prev] != owner[r] {
+			return fmt.Errorf("%s and %s both read tokens of %s and %s: the same shard given twice, or shards of runs with different splits?", owner[prev], owner[r], prev.Name(), r.Name())
+		}
 	}
 	if err := cassandra.CheckTiling(ranges); err != nil {
 		return fmt.Errorf("the inputs' token ranges do not cover the ring exactly once (%v): a shard is missing, or the shards were run with different splits; run every shard i/N of the same N with the same source URI", err)

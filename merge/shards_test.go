@@ -1,10 +1,12 @@
 package merge
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/cassandra"
 )
 
 // A file read in byte ranges, one per shard, is read by every shard: merge accepts its disjoint
@@ -29,6 +31,41 @@ func TestCheckShardsFileInDisjointRanges(t *testing.T) {
 		{"a damaged range", []*Input{shard("s0", "0/2", "0-x"), shard("s1", "1/2", "100-300")}, `s0: the checkpoint's range of big.jsonl is "0-x"`},
 	} {
 		err := checkShards(c.inputs)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: got %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+}
+
+// Inputs that read Cassandra token ranges: every token read by one input only, the ring covered.
+// Two inputs' ranges can overlap without being the same range (an unsharded run cuts the ring by
+// its own cores, shards by 8): that is refused as a token read twice, naming both inputs.
+func TestCheckShardRangesOverlapsOfUnequalRanges(t *testing.T) {
+	in := func(dir string, ranges ...cassandra.Range) *Input {
+		streams := map[string]pipeline.StreamState{}
+		for _, r := range ranges {
+			streams[r.Name()] = pipeline.StreamState{Done: true}
+		}
+		return &Input{Dir: dir, Checkpoint: &pipeline.Checkpoint{Streams: streams}}
+	}
+	lo, hi := int64(cassandra.MinToken), int64(cassandra.MaxToken)
+	for _, c := range []struct {
+		name   string
+		inputs []*Input
+		want   string // "" accepted
+	}{
+		{"a tiling", []*Input{in("s0", cassandra.Range{Start: lo, End: 0}), in("s1", cassandra.Range{Start: 0, End: hi})}, ""},
+		{"the same range twice", []*Input{in("s0", cassandra.Range{Start: lo, End: 0}), in("s1", cassandra.Range{Start: lo, End: 0}, cassandra.Range{Start: 0, End: hi})},
+			"s0 and s1 both read range(" + strconv.FormatInt(lo, 10) + ",0]"},
+		{"unequal ranges overlapping", []*Input{in("whole", cassandra.Range{Start: lo, End: -100}, cassandra.Range{Start: -100, End: hi}),
+			in("s0", cassandra.Range{Start: lo, End: -50}), in("s1", cassandra.Range{Start: -50, End: hi})},
+			"whole and s0 both read tokens of range(" + strconv.FormatInt(lo, 10) + ",-100] and range(" + strconv.FormatInt(lo, 10) + ",-50]"},
+		{"a gap", []*Input{in("s0", cassandra.Range{Start: lo, End: 0}), in("s1", cassandra.Range{Start: 10, End: hi})}, "tokens (0, 10] are in no range"},
+	} {
+		err := checkShardRanges(c.inputs)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: refused: %v", c.name, err)

@@ -14,7 +14,7 @@ import (
 func TestStopWhileJoinBlocked(t *testing.T) {
 	c := kafkatest.Start(t)
 	topic := c.CreateTopic(t, "orders-stop-join", 2)
-	group := "g-stop-join"
+	group := c.Group("g-stop-join")
 	msgs, _, _ := jsonStream(2, 20)
 	c.Produce(t, topic, msgs...)
 	joinDead(t, c, group, topic, 2, 5*time.Minute)

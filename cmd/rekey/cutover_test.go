@@ -94,13 +94,7 @@ func runCutover(t *testing.T, files bool) {
 		t.Fatal(err)
 	}
 
-	var srv *mysqltest.Server
-	conns := "1"
-	if mysqltest.MariaDBAvailable() {
-		srv, conns = mysqltest.MariaDB(t), "4"
-	} else {
-		srv = mysqltest.GMS(t)
-	}
+	srv, conns := sqlServer(t)
 	dir := t.TempDir()
 	mapping := writeFile(t, dir, "ev.yaml", cdcdemo.Mapping)
 	srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", srv.DDLDialect()))

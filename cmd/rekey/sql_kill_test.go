@@ -80,7 +80,7 @@ func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 	dir := t.TempDir()
 	var streams []*e2eStream
 	for _, format := range []string{"json", "debezium"} {
-		s := &e2eStream{name: format, format: format, table: "orders_" + format, group: "e2e-" + format}
+		s := &e2eStream{name: format, format: format, table: "orders_" + format, group: c.Group("e2e-" + format)}
 		srv.Exec(t, strings.Replace(ddl, "`orders`", "`"+s.table+"`", 1))
 		s.topic = c.CreateTopic(t, "e2e-"+format, e2ePartitions)
 		s.generate(rng, 3000, 3000)
@@ -101,8 +101,9 @@ func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	produced := make(chan error, len(streams))
+	outage := make(chan struct{})
 	for _, s := range streams {
-		go func() { produced <- s.produceLive(ctx, c.Writer(s.topic), 16*time.Second) }()
+		go func() { produced <- s.produceLive(ctx, c.Writer(s.topic), 16*time.Second, outage) }()
 	}
 	for _, s := range streams {
 		s.start(t, exe)
@@ -118,7 +119,7 @@ func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 	rng.Shuffle(len(plan), func(i, j int) { plan[i], plan[j] = plan[j], plan[i] })
 	caughtUp := func(s *e2eStream) bool {
 		committed := c.Committed(t, s.group, s.topic, e2ePartitions)
-		for p, end := range s.ends {
+		for p, end := range s.goal() {
 			if committed[p] != end {
 				return false
 			}
@@ -127,7 +128,12 @@ func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 	}
 	for i, s := range plan {
 		if i == len(plan)/2 {
-			restartMariaDB(t, srv, streams, streams[rng.IntN(len(streams))], exe, caughtUp)
+			restartMariaDB(t, srv, streams, streams[rng.IntN(len(streams))], exe, caughtUp, func() {
+				for _, s := range streams {
+					s.released = true
+				}
+				close(outage)
+			})
 		}
 		s.waitApplying(t, caughtUp)
 		// the kill's instant is the seeded plan's, anywhere in a statement or a commit: it is
@@ -181,11 +187,14 @@ type e2eStream struct {
 	name, format, topic, group, table, state, logPath string
 	args                                              []string
 
-	msgs   []kafkago.Message   // Offset: the offset it gets
-	pre    int                 // msgs[:pre] are produced before rekey starts
-	ends   []int64             // by partition: the offset after its last message
-	want   map[string]string   // pk1/orderid -> "status|amount|ts" of the key's latest event
-	poison map[[2]int64]string // (partition, offset) -> the stage that must reject it
+	msgs []kafkago.Message // Offset: the offset it gets
+	pre  int               // msgs[:pre] are produced before rekey starts
+	ends []int64           // by partition: the offset after its last message
+	// released: the messages held for MariaDB's outage are produced (until then the partitions
+	// end before them)
+	released bool
+	want     map[string]string   // pk1/orderid -> "status|amount|ts" of the key's latest event
+	poison   map[[2]int64]string // (partition, offset) -> the stage that must reject it
 
 	proc      *exec.Cmd
 	exited    chan struct{}
@@ -348,9 +357,13 @@ func (s *e2eStream) staleRejects(t *testing.T) {
 }
 
 // produceLive produces msgs[pre:] in small batches spread over about d.
-func (s *e2eStream) produceLive(ctx context.Context, w *kafkago.Writer, d time.Duration) error {
+func (s *e2eStream) produceLive(ctx context.Context, w *kafkago.Writer, d time.Duration, outage <-chan struct{}) error {
 	defer w.Close()
 	live := s.msgs[s.pre:]
+	// the last messages wait for MariaDB's outage: then every stream has messages to apply while
+	// it is down, however long the kills before it took (a real broker's rejoins take seconds)
+	held := live[len(live)-e2eHeld:]
+	live = live[:len(live)-e2eHeld]
 	const chunk = 25
 	tick := time.NewTicker(d / time.Duration(len(live)/chunk+1))
 	defer tick.Stop()
@@ -366,7 +379,27 @@ func (s *e2eStream) produceLive(ctx context.Context, w *kafkago.Writer, d time.D
 		}
 		live = live[k:]
 	}
-	return nil
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-outage:
+	}
+	return w.WriteMessages(ctx, held...)
+}
+
+// e2eHeld is how many of a stream's live messages are produced only once MariaDB is down.
+const e2eHeld = 100
+
+// goal is where the partitions end by now: ends, or before the held messages until released.
+func (s *e2eStream) goal() []int64 {
+	if s.released {
+		return s.ends
+	}
+	goal := append([]int64(nil), s.ends...)
+	for _, m := range s.msgs[len(s.msgs)-e2eHeld:] {
+		goal[m.Partition]--
+	}
+	return goal
 }
 
 // start runs rekey replicate as a process of its own: the test binary as the rekey command.
@@ -544,8 +577,8 @@ func (s *e2eStream) checkRejects(t *testing.T) {
 // while MariaDB is down (a replicate restarted together with its target), starts MariaDB again
 // once the others have retried a statement against it, and checks that every process rode
 // through it (transient errors are retried with backoff, not the end of the run) and applies
-// messages again.
-func restartMariaDB(t *testing.T, srv *mysqltest.Server, streams []*e2eStream, victim *e2eStream, exe string, caughtUp func(*e2eStream) bool) {
+// messages again. down runs once MariaDB is down (it releases the messages held for the outage).
+func restartMariaDB(t *testing.T, srv *mysqltest.Server, streams []*e2eStream, victim *e2eStream, exe string, caughtUp func(*e2eStream) bool, down func()) {
 	t.Helper()
 	for _, s := range streams {
 		s.waitApplying(t, caughtUp)
@@ -562,17 +595,18 @@ func restartMariaDB(t *testing.T, srv *mysqltest.Server, streams []*e2eStream, v
 	}
 	before := retries()
 	srv.Kill()
-	down := time.Now()
+	downAt := time.Now()
+	down()
 	victim.kill(t)
 	victim.start(t, exe)
 	// a statement of the others retried against the stopped server, or (checked below) none
 	wait.Until(func() bool { return retries() != before }, 10*time.Second)
 	// MariaDB stays down a second in all, the outage's length: the victim fails to connect a
 	// few times
-	time.Sleep(time.Second - time.Since(down))
+	time.Sleep(time.Second - time.Since(downAt))
 	after := retries()
 	srv.Start(t)
-	t.Logf("MariaDB down for %s: %.0f statements retried meanwhile; %s restarted meanwhile", time.Since(down).Round(time.Millisecond), after-before, victim.name)
+	t.Logf("MariaDB down for %s: %.0f statements retried meanwhile; %s restarted meanwhile", time.Since(downAt).Round(time.Millisecond), after-before, victim.name)
 	if after == before {
 		t.Errorf("no statement retried while MariaDB was down: rekey_sql_retries_total stayed %.0f", before)
 	}

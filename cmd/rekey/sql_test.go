@@ -51,6 +51,15 @@ func sqlServers(t *testing.T) map[string]func(*testing.T) (*mysqltest.Server, st
 	return m
 }
 
+// sqlServer is the best server the SQL tests have: MariaDB when installed, else go-mysql-server;
+// and the --sql-conns it takes.
+func sqlServer(t *testing.T) (*mysqltest.Server, string) {
+	if mysqltest.MariaDBAvailable() {
+		return mysqltest.MariaDB(t), "4"
+	}
+	return mysqltest.GMS(t), "1"
+}
+
 // migrate --out mysql://: every row lands in the table, the checkpoint and rejects live in
 // --state, a second run without --resume is refused, --resume of a complete run does nothing,
 // and a table that differs from the mapping is refused before anything is written.

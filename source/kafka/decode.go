@@ -322,6 +322,11 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 				raw = v
 				d.cells++
 			}
+		} else if d.format == FormatDebezium && raw == "null" && d.mark != nil {
+			// Debezium's Cassandra connector names every column of the table: one the mutation
+			// did not write is a bare null, a cell it wrote (null too) is a cell object. The mark
+			// is read for Cassandra events only; other connectors' rows are whole.
+			return
 		}
 		if d.mark != nil {
 			d.mark[ci] = true

@@ -311,26 +311,32 @@ func TestDecodeCassandraSetColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range cases {
-		cs := d.Decode(nil, nil, []byte(tc.value))
-		got := show(cs)
-		if len(cs) == 1 && cs[0].Err == nil {
-			mask := "all"
-			if cs[0].Set != nil {
-				mask = ""
-				for _, s := range cs[0].Set {
-					mask += map[bool]string{true: "1", false: "0"}[s]
-				}
-			}
-			got += " set " + mask
-			if r := cs[0].Range; r != nil {
-				incl := map[bool]string{true: "incl", false: "excl"}
-				got += fmt.Sprintf(" start %v %s end %v %s", valStrings(r.Start.Vals), incl[r.Start.Inclusive], valStrings(r.End.Vals), incl[r.End.Inclusive])
-			}
-		}
+		got := showCells(d.Decode(nil, nil, []byte(tc.value)))
 		if !strings.HasPrefix(got, tc.want) {
 			t.Errorf("%s: got %q, want prefix %q", tc.name, got, tc.want)
 		}
 	}
+}
+
+// showCells is show of one change with the cells it sets ("set 1101": Set by column, "set all":
+// a whole row) and a range delete's bounds.
+func showCells(cs []Change) string {
+	got := show(cs)
+	if len(cs) == 1 && cs[0].Err == nil {
+		mask := "all"
+		if cs[0].Set != nil {
+			mask = ""
+			for _, s := range cs[0].Set {
+				mask += map[bool]string{true: "1", false: "0"}[s]
+			}
+		}
+		got += " set " + mask
+		if r := cs[0].Range; r != nil {
+			incl := map[bool]string{true: "incl", false: "excl"}
+			got += fmt.Sprintf(" start %v %s end %v %s", valStrings(r.Start.Vals), incl[r.Start.Inclusive], valStrings(r.End.Vals), incl[r.End.Inclusive])
+		}
+	}
+	return got
 }
 
 func valStrings(vs []pipeline.Value) []string {

@@ -1,11 +1,15 @@
 // Package cdcdemo plays an application writing to a Cassandra table and Debezium's Cassandra
 // connector publishing each mutation to Kafka: the cut-over test's and the playground's changes.
 //
-// The events are written as the connector's JSON converter writes them
-// (debezium-connector-cassandra: Record.buildValue gives {"ts_ms", "op", "source", "after"};
-// "after" holds one cell per column the mutation wrote, CellData.record {"value", "deletion_ts",
-// "set": true}, absent for the columns it did not touch; ops are i, u, d and r, a range
-// tombstone with "_range_start"/"_range_end" bounds).
+// The events are written as the connector's JSON converter (schemas.enable=false) writes them,
+// checked against events captured from the real connector (debezium-connector-cassandra-5
+// 3.4.1.Final on Cassandra 5.0; source/kafka/testdata/debezium-cassandra5-events.jsonl):
+// {"ts_ms", "op", "source", "after"}; "after" names every column, a cell {"value",
+// "deletion_ts", "set": true} for each the mutation wrote and a bare null for the others, and
+// "_range_start"/"_range_end", null but in a range tombstone. Ops are i, u, d and r. A cell
+// deleted (DELETE y FROM ...) is a cell of value null and deletion_ts null; a row delete's cells
+// carry the delete's time in deletion_ts. The message key names the primary key, the clustering
+// columns null for a partition delete or a range tombstone.
 package cdcdemo
 
 import (
@@ -26,8 +30,13 @@ import (
 // Cell is the connector's cell of a value written (v is its JSON literal).
 func Cell(v string) string { return `{"value":` + v + `,"deletion_ts":null,"set":true}` }
 
-// DeletedCell is the connector's tombstone cell (DELETE col FROM ..., or a row delete).
+// DeletedCell is the connector's cell of a row delete: value null, the delete's time (µs) in
+// deletion_ts.
 func DeletedCell() string { return `{"value":null,"deletion_ts":1700000000000000,"set":true}` }
+
+// NullCell is the connector's cell of a cell deleted (DELETE col FROM ..., or a null written):
+// value null and deletion_ts null.
+func NullCell() string { return `{"value":null,"deletion_ts":null,"set":true}` }
 
 // RangeBound is a range tombstone's bound: method (INCL_START_BOUND, EXCL_END_BOUND, ...) and
 // clustering column name/value pairs, Int32 typed.
@@ -81,8 +90,26 @@ func CreateTable(srv *cqltest.Server) error {
 func Event(op string, wt time.Time, key string, partition int, cells ...string) kafkago.Message {
 	source := fmt.Sprintf(`{"version":"2.7.0.Final","connector":"cassandra","name":"cutover","ts_ms":%d,"ts_us":%d,"snapshot":"false",`+
 		`"db":"NULL","cluster":"Test Cluster","file":"CommitLog-7-1.log","pos":120,"keyspace":"ks","table":"ev"}`, wt.UnixMilli(), wt.UnixMicro())
+	// every column is named: those the mutation did not write as a bare null
+	named := map[string]bool{}
+	for _, c := range cells {
+		named[c[1:strings.Index(c[1:], `"`)+1]] = true
+	}
+	for _, col := range append(columnNames(), "_range_start", "_range_end") {
+		if !named[col] {
+			cells = append(cells, `"`+col+`":null`)
+		}
+	}
 	return kafkago.Message{Partition: partition, Key: []byte(key),
 		Value: []byte(`{"ts_ms":` + strconv.FormatInt(wt.UnixMilli(), 10) + `,"op":"` + op + `","source":` + source + `,"after":{` + strings.Join(cells, ",") + `}}`)}
+}
+
+func columnNames() []string {
+	names := make([]string, len(Columns))
+	for i, c := range Columns {
+		names[i] = c.Name
+	}
+	return names
 }
 
 // Model is Cassandra's table ks.ev: row key (a, b, c) -> regular column -> literal ("NULL": no
@@ -173,9 +200,9 @@ func (w *Writer) mutate() (kafkago.Message, error) {
 		return `"x":` + Cell(`"`+row["x"]+`"`)
 	}
 	setY := func(row map[string]string) string {
-		if rng.IntN(3) == 0 { // DELETE y FROM ks.ev WHERE ...: a tombstone cell
+		if rng.IntN(3) == 0 { // DELETE y FROM ks.ev WHERE ...: a null cell
 			row["y"] = "NULL"
-			return `"y":` + DeletedCell()
+			return `"y":` + NullCell()
 		}
 		row["y"] = fmt.Sprint(rng.IntN(1000))
 		return `"y":` + Cell(row["y"])
@@ -222,7 +249,7 @@ func (w *Writer) mutate() (kafkago.Message, error) {
 				return m, err
 			}
 		}
-		return Event("r", now, fmt.Sprintf(`{"a":%d}`, k[0]), partition, `"a":`+Cell(fmt.Sprint(k[0])),
+		return Event("r", now, fmt.Sprintf(`{"a":%d,"b":null,"c":null}`, k[0]), partition, `"a":`+Cell(fmt.Sprint(k[0])),
 			`"_range_start":`+RangeBound("INCL_START_BOUND", "b", fmt.Sprint(lo)),
 			`"_range_end":`+RangeBound("EXCL_END_BOUND", "b", fmt.Sprint(hi))), nil
 	}

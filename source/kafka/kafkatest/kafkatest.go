@@ -18,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rekey/rekey/internal/realpeers"
 )
 
 // Cluster is a running cluster.
@@ -43,6 +45,7 @@ func Start(t testing.TB, opts ...kfake.Opt) *Cluster {
 		}
 		return c
 	}
+	realpeers.Missing(t, "KAFKA_BROKERS") // fails the test when the real peers are required
 	opts = append([]kfake.Opt{kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100 * time.Millisecond)}, opts...)
 	fc, err := kfake.NewCluster(opts...)
 	if err != nil {
@@ -54,6 +57,10 @@ func Start(t testing.TB, opts ...kfake.Opt) *Cluster {
 
 // Topic returns a topic name unique to this cluster run (real brokers keep topics of earlier runs).
 func (c *Cluster) Topic(name string) string { return name + c.suffix }
+
+// Group returns a consumer group name unique to this cluster run: real brokers keep groups of
+// earlier runs, with their members until those members' sessions time out.
+func (c *Cluster) Group(name string) string { return name + c.suffix }
 
 // CreateTopic creates a topic with n partitions and returns its name (see Topic).
 func (c *Cluster) CreateTopic(t testing.TB, name string, partitions int) string {

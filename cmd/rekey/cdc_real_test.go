@@ -1,0 +1,208 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/rekey/rekey/internal/realpeers"
+	"github.com/rekey/rekey/internal/wait"
+	"github.com/rekey/rekey/source/cassandra/cassandratest"
+	"github.com/rekey/rekey/source/kafka/cdcdemo"
+	"github.com/rekey/rekey/source/kafka/kafkatest"
+)
+
+// The real peers' Debezium connector (deploy/dev/peers.sh env): its health URL, its log, the
+// prefix of its topics (<prefix>.<keyspace>.<table>).
+const (
+	debeziumEnv       = "REKEY_PEERS_DEBEZIUM"
+	debeziumLogEnv    = "REKEY_PEERS_DEBEZIUM_LOG"
+	debeziumPrefixEnv = "REKEY_PEERS_DEBEZIUM_TOPIC_PREFIX"
+)
+
+// TestCDCFromTheRealConnector: a real Cassandra table WITH cdc = true, Debezium's Cassandra
+// connector reading the node's commit log and producing to a real Kafka, and replicate applying
+// its events to a SQL table while an application writes (inserts of whole rows and of some
+// columns, updates of some columns, cell deletes, TTL writes, row, partition, prefix and range
+// deletes); then verify of the table against Cassandra itself says EQUAL.
+func TestCDCFromTheRealConnector(t *testing.T) {
+	if realpeers.Missing(t, debeziumEnv) {
+		t.Skipf("needs Debezium's Cassandra connector next to a real node (%s; bash deploy/dev/peers.sh start)", debeziumEnv)
+	}
+	cas := cassandratest.Open(t)
+	if !cas.Real() {
+		t.Fatalf("%s is set but %s is not: the connector reads a real node", debeziumEnv, cassandratest.HostsEnv)
+	}
+	kc := kafkatest.Start(t)
+	cl := gocql.NewCluster(cas.Hosts()...)
+	cl.Timeout = 30 * time.Second
+	cl.Consistency = gocql.One
+	sess, err := cl.CreateSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	exec := func(stmt string, args ...any) {
+		t.Helper()
+		if err := sess.Query(stmt, args...).Exec(); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+
+	// The connector learns of tables from its driver's schema events. A table created within a
+	// second of its keyspace reaches it as the keyspace's creation alone, whose tables it does not
+	// add (Cassandra5SchemaChangeListener.onKeyspaceCreated): its changes would never be read. So
+	// the keyspace first, then the table, each once the connector has taken the one before.
+	ks := fmt.Sprintf("cdc%d", rand.Uint32()%1e9)
+	connectorLogged := func(what string) func() bool {
+		return func() bool {
+			data, err := os.ReadFile(os.Getenv(debeziumLogEnv))
+			return err == nil && strings.Contains(string(data), what)
+		}
+	}
+	exec(`CREATE KEYSPACE ` + ks + ` WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`)
+	wait.For(t, connectorLogged("Added keyspace [CREATE KEYSPACE "+ks+" "), "the connector to add keyspace "+ks)
+	exec(`CREATE TABLE ` + ks + `.ev (a int, b int, c int, x text, y int, PRIMARY KEY ((a), b, c)) WITH cdc = true`)
+	wait.For(t, connectorLogged("Added table [CREATE TABLE "+ks+".ev "), "the connector to add table "+ks+".ev")
+	topic := os.Getenv(debeziumPrefixEnv) + "." + ks + ".ev"
+
+	srv, conns := sqlServer(t)
+	dir := t.TempDir()
+	mapping := writeFile(t, dir, "ev.yaml", strings.Replace(cdcdemo.Mapping, "name: ks.ev", "name: "+ks+".ev", 1))
+	srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", srv.DDLDialect()))
+
+	// The application: every mutation of one statement, so one event each (one replica). Every
+	// row it writes has x, so that none is left with its key alone (Lindorm cannot hold those).
+	rng := rand.New(rand.NewPCG(7, 11))
+	live := map[[3]int]bool{}
+	mutations := 0
+	mutate := func() {
+		a, b, c := rng.IntN(6), rng.IntN(5), rng.IntN(3)
+		k := [3]int{a, b, c}
+		x := fmt.Sprint("s", rng.IntN(1000))
+		y := rng.IntN(1000)
+		key := `WHERE a = ? AND b = ? AND c = ?`
+		switch r := rng.IntN(20); {
+		case r < 4 || !live[k] && r < 14:
+			switch rng.IntN(3) {
+			case 0:
+				exec(`INSERT INTO `+ks+`.ev (a, b, c, x, y) VALUES (?, ?, ?, ?, ?)`, a, b, c, x, y)
+			case 1:
+				exec(`INSERT INTO `+ks+`.ev (a, b, c, x) VALUES (?, ?, ?, ?)`, a, b, c, x)
+			default: // a day's TTL: the row outlives the test
+				exec(`INSERT INTO `+ks+`.ev (a, b, c, x, y) VALUES (?, ?, ?, ?, ?) USING TTL 86400`, a, b, c, x, y)
+			}
+			live[k] = true
+		case r < 6:
+			exec(`UPDATE `+ks+`.ev SET x = ? `+key, x, a, b, c)
+		case r < 8:
+			exec(`UPDATE `+ks+`.ev SET y = ? `+key, y, a, b, c)
+		case r < 9:
+			exec(`UPDATE `+ks+`.ev SET x = ?, y = ? `+key, x, y, a, b, c)
+		case r < 11:
+			exec(`DELETE y FROM `+ks+`.ev `+key, a, b, c)
+		case r < 14:
+			exec(`DELETE FROM `+ks+`.ev `+key, a, b, c)
+			delete(live, k)
+		case r < 15:
+			exec(`DELETE FROM `+ks+`.ev WHERE a = ?`, a)
+			for lk := range live {
+				if lk[0] == a {
+					delete(live, lk)
+				}
+			}
+		case r < 17:
+			exec(`DELETE FROM `+ks+`.ev WHERE a = ? AND b = ?`, a, b)
+			for lk := range live {
+				if lk[0] == a && lk[1] == b {
+					delete(live, lk)
+				}
+			}
+		default:
+			lo := rng.IntN(4)
+			hi := lo + 1 + rng.IntN(2)
+			exec(`DELETE FROM `+ks+`.ev WHERE a = ? AND b >= ? AND b < ?`, a, lo, hi)
+			for lk := range live {
+				if lk[0] == a && lk[1] >= lo && lk[1] < hi {
+					delete(live, lk)
+				}
+			}
+		}
+		mutations++
+	}
+	endOffset := func() int64 {
+		conn, err := kafkago.DialLeader(t.Context(), "tcp", kc.Brokers[0], topic, 0)
+		if err != nil {
+			return -1
+		}
+		defer conn.Close()
+		end, err := conn.ReadLastOffset()
+		if err != nil {
+			return -1
+		}
+		return end
+	}
+
+	// the first changes: the connector creates the topic with its first event
+	for range 50 {
+		mutate()
+	}
+	first := time.Now()
+	wait.For(t, func() bool { return endOffset() > 0 }, "the connector's first event in "+topic)
+	t.Logf("first event %.1fs after the 50th mutation", time.Since(first).Seconds())
+
+	sigs := make(chan os.Signal)
+	done := make(chan int, 1)
+	var output string
+	go func() {
+		code, o, e := cliRun{signals: sigs}.run(t, "replicate", "-m", mapping,
+			"--source", "kafka://"+strings.Join(kc.Brokers, ",")+"/"+topic+"?group="+kc.Group("cdc-real")+"&format=debezium",
+			"--out", srv.URI(""), "--sql-conns", conns, "--state", filepath.Join(dir, "state"), "--progress", "never")
+		output = o + e
+		done <- code
+	}()
+	// more changes while replicate applies
+	for range 550 {
+		mutate()
+	}
+	last := time.Now()
+	wait.For(t, func() bool { return endOffset() == int64(mutations) }, fmt.Sprintf("the connector's %d events, one per mutation", mutations))
+	t.Logf("%d mutations, %d events; the last %.1fs after the last mutation", mutations, endOffset(), time.Since(last).Seconds())
+	wait.For(t, func() bool {
+		select {
+		case code := <-done:
+			t.Fatalf("replicate exited early: %d\n%s", code, output)
+		default:
+		}
+		return kc.Committed(t, kc.Group("cdc-real"), topic, 1)[0] == int64(mutations)
+	}, "replicate to commit every event")
+	interrupt(t, sigs, syscall.SIGTERM)
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("replicate: exit %d\n%s", code, output)
+		}
+	case <-time.After(wait.Timeout):
+		t.Fatal("replicate did not stop on SIGTERM")
+	}
+	if len(live) == 0 {
+		t.Fatal("no row left alive: the writes prove nothing")
+	}
+
+	code, out, errs := runCLI(t, "verify", "-m", mapping, "--source", cas.URI(ks, "ev", ""), "--target", srv.URI(""), "--progress", "never")
+	if code != 0 || !strings.Contains(out+errs, "EQUAL") {
+		t.Fatalf("verify against Cassandra: exit %d\n%s%s", code, out, errs)
+	}
+	if got := dumpTable(t, srv.DB(t), "SELECT a, b, c FROM ev"); len(got) != len(live) {
+		t.Errorf("the table holds %d rows, Cassandra %d", len(got), len(live))
+	}
+	t.Logf("%s", firstLine(out+errs, "EQUAL"))
+}
