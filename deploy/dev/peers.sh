@@ -332,6 +332,7 @@ cmd_ci_test() {
   bash "$HERE/spark/spark.sh" resolve >&2
   t1=$(date +%s)
   trap 'cmd_status >&2; cmd_stop' EXIT
+  mkdir -p "$STATE"
   cmd_start >"$STATE/start.log" 2>&1 || { cat "$STATE/start.log" >&2; die "a peer could not start"; }
   cat "$STATE/start.log" >&2
   eval "$(cmd_env)"
