@@ -367,8 +367,8 @@ func TestMergeThroughStores(t *testing.T) {
 				}
 				var job lindorm.BulkloadJob
 				data, _ := os.ReadFile(filepath.Join(outDir, output.BulkloadFile))
-				if json.Unmarshal(data, &job); job.ReaderConfig.FilePath != out.Location("data/") {
-					t.Fatalf("bulkload.json reads %q, want %q", job.ReaderConfig.FilePath, out.Location("data/"))
+				if json.Unmarshal(data, &job); job.ReaderConfig.FilePath != out.Location("data/"+lindorm.RegionGlob) {
+					t.Fatalf("bulkload.json reads %q, want %q", job.ReaderConfig.FilePath, out.Location("data/"+lindorm.RegionGlob))
 				}
 				if ts := job.WriterConfig.Timestamp; ts == nil || *ts != 1000 {
 					t.Fatalf("writerConfig.timestamp %v, want the earliest shard's, 1000", ts)

@@ -304,9 +304,10 @@ func TestUniquenessSuggestsTheSmallestKeyChange(t *testing.T) {
 	}
 }
 
-// Rows that differ in more columns than the key has room for: the advice says so.
-func TestUniquenessAdviceWithoutRoom(t *testing.T) {
-	const yml = `
+// withoutRoomYAML and withoutRoomRow make rows that differ in more columns than the key has room
+// for: pairs that share (a, b, c) and differ in exactly one of p, q, r, so telling them apart
+// takes all three, six key columns.
+const withoutRoomYAML = `
 version: 1
 source:
   columns: {a: bigint, b: bigint, c: bigint, p: bigint, q: bigint, r: bigint}
@@ -314,17 +315,19 @@ target:
   table: t
   primary_key: "[a][b][c]"
 `
-	// pairs that share (a, b, c) and differ in exactly one of p, q, r: telling them apart takes
-	// all three, six key columns
-	row := func(i int) []pipeline.Value {
-		k := int64(i / 2)
-		vals := []pipeline.Value{pipeline.Int(k), pipeline.Int(k % 7), pipeline.Int(k % 11), pipeline.Int(0), pipeline.Int(0), pipeline.Int(0)}
-		if i%2 == 1 {
-			vals[3+int(k%3)] = pipeline.Int(1)
-		}
-		return vals
+
+func withoutRoomRow(i int) []pipeline.Value {
+	k := int64(i / 2)
+	vals := []pipeline.Value{pipeline.Int(k), pipeline.Int(k % 7), pipeline.Int(k % 11), pipeline.Int(0), pipeline.Int(0), pipeline.Int(0)}
+	if i%2 == 1 {
+		vals[3+int(k%3)] = pipeline.Int(1)
 	}
-	rep := runReport(t, yml, &memSource{n: 3000, make: row}, nil)
+	return vals
+}
+
+// Rows that differ in more columns than the key has room for: the advice says so.
+func TestUniquenessAdviceWithoutRoom(t *testing.T) {
+	rep := runReport(t, withoutRoomYAML, &memSource{n: 3000, make: withoutRoomRow}, nil)
 	s := rep.Uniqueness.Suggestion
 	if s == nil || len(s.Add) != 0 || s.SeparatesAll || !strings.Contains(s.Message, "takes 3 more key columns (6 in all)") {
 		t.Fatalf("suggestion %+v", s)

@@ -260,6 +260,7 @@ type advisorView struct {
 	Intro   string
 	Queries []labelled // the declared queries (q1 ...) and where each was declared
 	Designs []designView
+	Next    *NextSteps
 }
 
 type designView struct {
@@ -311,6 +312,7 @@ func newAdvisorView(rep *Report) *advisorView {
 		}
 		v.Designs = append(v.Designs, d)
 	}
+	v.Next = nextSteps(rep)
 	return v
 }
 

@@ -461,6 +461,12 @@ func (p *printer) alternatives(rep *Report) {
 	if len(rep.Queries) == 0 {
 		p.f("  declare the queries the table serves (queries: in the mapping, or --query 'device_id=, ts range') to rank the designs by them.\n")
 	}
+	if next := nextSteps(rep); next != nil {
+		p.f("  next: %s\n", next.Summary)
+		for _, c := range next.Changes {
+			p.f("    - %s\n", c)
+		}
+	}
 }
 
 // planText is a query plan in one cell: scans, "all" for a full scan, + when it filters rows,

@@ -140,6 +140,14 @@ func migrated(t testing.TB, p *transform.Program, recs []pipeline.Record) *fakeT
 	return f
 }
 
+// list is the table's rows, in no order.
+func (f *fakeTable) list() (rows [][]pipeline.Value) {
+	for _, r := range f.rows {
+		rows = append(rows, r)
+	}
+	return rows
+}
+
 func runLookup(t *testing.T, p *transform.Program, recs []pipeline.Record, tbl *fakeTable, mod func(*Config)) *Result {
 	t.Helper()
 	return runWith(t, Config{Program: p, Source: &sliceSource{recs}, Lookup: tbl}, mod)
@@ -488,12 +496,7 @@ func TestFolderDigestsAgreeWithExactComparison(t *testing.T) {
 	}
 
 	// equal: one pass only (the source is read once)
-	same := writeFolder(t, schema, func() (rows [][]pipeline.Value) {
-		for _, r := range migrated(t, p, recs).rows {
-			rows = append(rows, r)
-		}
-		return rows
-	}())
+	same := writeFolder(t, schema, migrated(t, p, recs).list())
 	src := &countingSource{sliceSource: sliceSource{recs}}
 	res, err := Run(context.Background(), Config{Program: p, Source: src, Folder: same, TmpDir: t.TempDir(), Workers: 2})
 	if err != nil {
@@ -549,11 +552,7 @@ func TestStrayRowsAreOneDetailKey(t *testing.T) {
 func TestDamagedParquetTargetIsAnError(t *testing.T) {
 	p := testProgram(t)
 	recs := testRecords(20000)
-	var rows [][]pipeline.Value
-	for _, r := range migrated(t, p, recs).rows {
-		rows = append(rows, r)
-	}
-	folder := writeFolder(t, p.Target(), rows)
+	folder := writeFolder(t, p.Target(), migrated(t, p, recs).list())
 	path := filepath.Join(folder.Location, folder.Files[0].Path)
 	data, err := os.ReadFile(path)
 	if err != nil {

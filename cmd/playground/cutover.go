@@ -113,7 +113,8 @@ application that keeps changing it (%d mutations per second: inserts, updates of
 cell, row and range deletes), Debezium's Cassandra connector publishing each one to topic %s
 (%d partitions, by partition key), and an empty MySQL-protocol table ev to copy into.
 
-Rehearse README's "Cut-over without downtime" in another terminal, from the repository, with:
+Rehearse the runbook in docs/cutover.md ("Cut-over without downtime") in another terminal, from
+the repository, with:
   CASS=cassandra://%s/ks/ev
   KAFKA=kafka://%s/%s
   TABLE=mysql://root@%s/%s

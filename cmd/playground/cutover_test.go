@@ -48,6 +48,14 @@ func TestCutoverPlaygroundServesWhatItPrints(t *testing.T) {
 	if !strings.HasPrefix(filepath.Base(filepath.Dir(stopFile)), "rekey-playground-") || stopFile == filepath.Join(os.TempDir(), "rekey-playground-stop-writes") {
 		t.Fatalf("the stop file %s is not one of this playground's own", stopFile)
 	}
+	// the banner names the runbook the variables are for, a file of the repository
+	runbook := regexp.MustCompile(`Rehearse the runbook in (\S+\.md) \("([^"]+)"\)`).FindStringSubmatch(out.String())
+	if runbook == nil {
+		t.Fatalf("the banner names no runbook:\n%s", out)
+	}
+	if text, err := os.ReadFile(filepath.Join("../..", runbook[1])); err != nil || !strings.HasPrefix(string(text), "# "+runbook[2]) {
+		t.Fatalf("the banner's runbook %s titled %q: %v", runbook[1], runbook[2], err)
+	}
 
 	cl := gocql.NewCluster(cas[1])
 	cl.Port, _ = strconv.Atoi(cas[2])

@@ -14,8 +14,10 @@ import (
 
 // docCommand is one `rekey ...` command line found in the documentation.
 type docCommand struct {
-	where string   // file:line
-	args  []string // what follows "rekey"
+	where   string   // file:line
+	args    []string // what follows "rekey"
+	heading string   // the Markdown heading it stands under ("## Quick start")
+	fenced  bool     // in a code block, not an inline code span
 }
 
 // TestDocCommandsParse checks every rekey command line in README.md and docs/: its subcommand
@@ -125,7 +127,10 @@ func docCommands(name, text string) []docCommand {
 				i++
 				line = strings.TrimSuffix(line, "\\") + " " + lines[i]
 			}
-			out = append(out, commandsIn(where, line)...)
+			for _, c := range commandsIn(where, line) {
+				c.heading, c.fenced = heading, true
+				out = append(out, c)
+			}
 			continue
 		}
 		for _, m := range inlineCode.FindAllStringSubmatch(line, -1) {
@@ -133,7 +138,10 @@ func docCommands(name, text string) []docCommand {
 			if strings.Contains(span, "...") || strings.Contains(span, "[") || placeholder.MatchString(span) {
 				continue
 			}
-			out = append(out, commandsIn(where, span)...)
+			for _, c := range commandsIn(where, span) {
+				c.heading = heading
+				out = append(out, c)
+			}
 		}
 	}
 	return out

@@ -191,10 +191,9 @@ func sparkInput(t *testing.T, dir, name string, rows map[int64]sparkRow, ids []i
 type sparkOutput struct {
 	name   string
 	csv    bool
-	out    string   // the output folder
-	ids    []int64  // the source rows it was given
-	merged bool     // written by shards into one folder, finished by rekey merge
-	files  []string // its data files, as manifest.json lists them (absolute)
+	out    string  // the output folder
+	ids    []int64 // the source rows it was given
+	merged bool    // written by shards into one folder, finished by rekey merge
 }
 
 // sparkRead is what Spark read of one folder (SparkRead.java's lines).

@@ -8,21 +8,24 @@
 #   eval "$(bash deploy/dev/peers.sh env)"      CASSANDRA_HOSTS, KAFKA_BROKERS, REKEY_PEERS_*
 #   bash deploy/dev/peers.sh status             which are running, their pids and RSS
 #   bash deploy/dev/peers.sh stop [PEER...]     stop them by their pid files (all by default)
-#   bash deploy/dev/peers.sh ci-test            resolve, start all, run the real-peer tier, stop
+#   bash deploy/dev/peers.sh ci-test            resolve (Spark's reader too), start all, run the
+#                                                real-peer tier, stop
 #
 # REKEY_PEERS_CACHE   the jars, one folder per peer and version (~/.cache/rekey-peers)
-# REKEY_PEERS_STATE   data, logs, pid files and the env file (/tmp/rekey-peers); a start of a peer
-#                     that is not running wipes its folder first
+# REKEY_PEERS_STATE   data, logs and pid files (/tmp/rekey-peers-<checksum of the checkout's
+#                     path>); a start of a peer that is not running wipes its folder first
 # REKEY_PEERS_JAVA    the java of JDK 17 (Cassandra 5.0 runs on 11 and 17 only)
 # REKEY_PEERS_TIMEOUT seconds to wait for a peer to answer (300)
-# Ports are free loopback ports chosen at start, unless CASSANDRA_PORT, CASSANDRA_STORAGE_PORT,
-# KAFKA_PORT, KAFKA_CONTROLLER_PORT or DEBEZIUM_HTTP_PORT name them.
+# Ports are free loopback ports chosen at start, unless REKEY_PEERS_CASSANDRA_PORT,
+# REKEY_PEERS_CASSANDRA_STORAGE_PORT, REKEY_PEERS_KAFKA_PORT, REKEY_PEERS_KAFKA_CONTROLLER_PORT or
+# REKEY_PEERS_DEBEZIUM_HTTP_PORT name them.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 CACHE=${REKEY_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rekey-peers}
-STATE=${REKEY_PEERS_STATE:-${TMPDIR:-/tmp}/rekey-peers}
+# one state folder per checkout by default: two checkouts' peers never share pid files
+STATE=${REKEY_PEERS_STATE:-${TMPDIR:-/tmp}/rekey-peers-$(printf %s "$REPO" | cksum | cut -d ' ' -f 1)}
 JAVA=${REKEY_PEERS_JAVA:-/usr/lib/jvm/java-17-openjdk-amd64/bin/java}
 TIMEOUT=${REKEY_PEERS_TIMEOUT:-300}
 PEERS=(cassandra kafka debezium)
@@ -196,18 +199,21 @@ start_cassandra() {
   local dir="$STATE/cassandra" lib native storage jamm
   lib=$(begin cassandra)
   mkdir -p "$dir"/{data,commitlog,cdc_raw,hints,saved_caches}
-  native=${CASSANDRA_PORT:-$(free_port)}
-  storage=${CASSANDRA_STORAGE_PORT:-$(free_port)}
+  native=${REKEY_PEERS_CASSANDRA_PORT:-$(free_port)}
+  storage=${REKEY_PEERS_CASSANDRA_STORAGE_PORT:-$(free_port)}
   sed -e "s#@DIR@#$dir#g" -e "s#@NATIVE_PORT@#$native#g" -e "s#@STORAGE_PORT@#$storage#g" \
     "$HERE/cassandra/cassandra.yaml" >"$dir/cassandra.yaml"
   jamm=$(ls "$lib"/jamm-*.jar | head -n 1)
   setvar cassandra port "$native"
+  # one node, its own seed: no gossip to settle and no ring to wait for (RING_DELAY, 30 s by
+  # default, was most of its start)
   launch cassandra "$dir/stdout.log" -Xmx1g -Xss256k -XX:+ExitOnOutOfMemoryError "${JVM17_CASSANDRA[@]}" \
     "-javaagent:$jamm" \
     "-Dcassandra.config=file://$dir/cassandra.yaml" -Dcassandra-foreground=yes \
     "-Dcassandra.storagedir=$dir" "-Dcassandra.logdir=$dir" \
     "-Dlogback.configurationFile=$HERE/cassandra/logback.xml" \
     -Dcassandra.skip_wait_for_gossip_to_settle=0 -Dcassandra.superuser_setup_delay_ms=0 \
+    -Dcassandra.ring_delay_ms=1000 \
     -cp "$lib/*" org.apache.cassandra.service.CassandraDaemon
   await cassandra "CQL answering on 127.0.0.1:$native" cql_answers "$native"
 }
@@ -215,8 +221,8 @@ start_cassandra() {
 start_kafka() {
   local dir="$STATE/kafka" lib port cport id
   lib=$(begin kafka)
-  port=${KAFKA_PORT:-$(free_port)}
-  cport=${KAFKA_CONTROLLER_PORT:-$(free_port)}
+  port=${REKEY_PEERS_KAFKA_PORT:-$(free_port)}
+  cport=${REKEY_PEERS_KAFKA_CONTROLLER_PORT:-$(free_port)}
   sed -e "s#@DIR@#$dir#g" -e "s#@PORT@#$port#g" -e "s#@CONTROLLER_PORT@#$cport#g" \
     "$HERE/kafka/server.properties" >"$dir/server.properties"
   setvar kafka port "$port"
@@ -238,7 +244,7 @@ start_debezium() {
   running kafka || die "debezium: start kafka first (it produces to it)"
   lib=$(begin debezium)
   mkdir -p "$dir"/{relocation,offsets}
-  http=${DEBEZIUM_HTTP_PORT:-$(free_port)}
+  http=${REKEY_PEERS_DEBEZIUM_HTTP_PORT:-$(free_port)}
   cport=$(getvar cassandra port)
   kport=$(getvar kafka port)
   sed -e "s#@DIR@#$dir#g" -e "s#@CASSANDRA_DIR@#$STATE/cassandra#g" -e "s#@HTTP_PORT@#$http#g" \
@@ -323,13 +329,16 @@ cmd_ci_test() {
   local t0 t1 t2
   t0=$(date +%s)
   cmd_resolve
+  bash "$HERE/spark/spark.sh" resolve >&2
   t1=$(date +%s)
-  trap 'cmd_stop' EXIT
-  cmd_start >"$STATE.env.tmp" 2>&1 || { cat "$STATE.env.tmp" >&2; die "a peer could not start"; }
-  cat "$STATE.env.tmp" >&2
+  trap 'cmd_status >&2; cmd_stop' EXIT
+  mkdir -p "$STATE"
+  cmd_start >"$STATE/start.log" 2>&1 || { cat "$STATE/start.log" >&2; die "a peer could not start"; }
+  cat "$STATE/start.log" >&2
   eval "$(cmd_env)"
   t2=$(date +%s)
-  export REKEY_REQUIRE_REAL_PEERS=1
+  # Spark reads every output shape in the same run (cmd/rekey's TestSparkReadsEveryOutput)
+  export REKEY_REQUIRE_REAL_PEERS=1 REKEY_SPARK_READER="$HERE/spark/spark.sh"
   log "resolve $((t1 - t0)) s, start $((t2 - t1)) s; running the real-peer tier"
   (cd "$REPO" && go test -p 1 -count=1 ${REKEY_PEERS_GO_TEST_FLAGS:--timeout=60m} "${TIER_PKGS[@]}")
   log "tests $(($(date +%s) - t2)) s"
@@ -342,5 +351,5 @@ stop) shift; cmd_stop "$@" ;;
 env) cmd_env ;;
 status) cmd_status ;;
 ci-test) cmd_ci_test ;;
-*) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+*) sed -n '2,/^set /p' "$0" | sed -n 's/^# \{0,1\}//p' >&2; exit 2 ;;
 esac

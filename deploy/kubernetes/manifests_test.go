@@ -1,7 +1,8 @@
 // Package kubernetes holds rekey's Kubernetes manifests; its tests decode them strictly into the
 // official API types (a misspelt field fails here, not at kubectl apply) and check that they say
 // what rekey needs: indexed shards that resume, a finishing step that reads every shard, and
-// replicate members that stop cleanly and report health. It is a module of its own so that the
+// replicate members that stop cleanly and report health; and that deploy/image.sh checks for its
+// image builder before it compiles. It is a module of its own so that the
 // Kubernetes API types stay out of rekey's go.mod.
 package kubernetes
 

@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/apache/arrow/go/v15/parquet/pqarrow"
-
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
 )
@@ -105,7 +103,7 @@ type buffer struct {
 func specsOf(f *Format, schema pipeline.TargetSchema) ([]colSpec, error) {
 	specs := make([]colSpec, len(schema.Columns))
 	for i, col := range schema.Columns {
-		if _, err := ArrowType(col); err != nil {
+		if _, err := Node(col); err != nil {
 			return nil, err
 		}
 		sp := colSpec{col: col, nullable: !col.IsKey(), dict: f.dictEligible(col)}
@@ -125,7 +123,7 @@ func specsOf(f *Format, schema pipeline.TargetSchema) ([]colSpec, error) {
 			sp.phys = physFloat64
 		case pipeline.TypeDecimal:
 			sp.phys = physDecimal
-			sp.width = int(pqarrow.DecimalSize(int32(col.Precision)))
+			sp.width = decimalSize(col.Precision)
 		}
 		specs[i] = sp
 	}

@@ -13,7 +13,6 @@ import (
 	pq "github.com/apache/arrow/go/v15/parquet"
 	"github.com/apache/arrow/go/v15/parquet/compress"
 	"github.com/apache/arrow/go/v15/parquet/file"
-	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/parquet"
@@ -94,11 +93,7 @@ func BenchmarkDictColumn(b *testing.B) {
 			props := pq.NewWriterProperties(pq.WithCompression(compress.Codecs.Zstd), pq.WithCompressionLevel(1),
 				pq.WithDictionaryDefault(false), pq.WithDictionaryFor("v", true), pq.WithDataPageSize(1<<20),
 				pq.WithStats(false), pq.WithVersion(pq.V2_LATEST), pq.WithDataPageVersion(pq.DataPageV1), pq.WithCreatedBy("rekey"))
-			as, err := parquet.ArrowSchema(schema)
-			if err != nil {
-				b.Fatal(err)
-			}
-			sc, err := pqarrow.ToParquet(as, props, pqarrow.DefaultWriterProps())
+			sc, err := parquet.Schema(schema, props)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -16,7 +16,6 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/compress"
 	"github.com/apache/arrow/go/v15/parquet/file"
 	"github.com/apache/arrow/go/v15/parquet/metadata"
-	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
@@ -79,11 +78,7 @@ func (w *writer) start(first *chunk) error {
 		w.dict[i] = w.specs[i].dict && first.cols[i].dictMode
 	}
 	props := w.props()
-	as, err := ArrowSchema(w.schema)
-	if err != nil {
-		return err
-	}
-	sc, err := pqarrow.ToParquet(as, props, pqarrow.DefaultWriterProps())
+	sc, err := Schema(w.schema, props)
 	if err != nil {
 		return fmt.Errorf("parquet: schema: %w", err)
 	}

@@ -1,0 +1,110 @@
+package report
+
+import "fmt"
+
+// NextSteps says what to do after reading the advisor: how to take a design other than the
+// mapping's own (--write-mapping writes each as a mapping file), and, when every design is graded
+// poor, what to change in the mapping before any of them is worth migrating with. The text and
+// the HTML page print the same steps.
+type NextSteps struct {
+	Summary string   // one sentence
+	Changes []string // when every design is poor: what to change first, one reason each
+}
+
+// nextSteps derives rep's next steps; nil without an advisor.
+func nextSteps(rep *Report) *NextSteps {
+	alts := rep.Alternatives
+	if len(alts) == 0 {
+		return nil
+	}
+	mapping := rep.Mapping.File
+	if mapping == "" {
+		mapping = "the mapping"
+	}
+	// written is the best-ranked design --write-mapping writes (never the mapping's own)
+	var written *Alternative
+	allPoor := true
+	for i := range alts {
+		a := &alts[i]
+		if written == nil && !a.IsMapping && a.Error == "" && a.edit.pk != "" {
+			written = a
+		}
+		allPoor = allPoor && a.Grade == "poor"
+	}
+	writeHint := ""
+	if written != nil {
+		writeHint = fmt.Sprintf("--write-mapping DIR writes the other designs as mapping files (#%d as DIR/%s.yaml)", written.Rank, written.ID)
+	}
+	if !allPoor {
+		best := &alts[0]
+		switch {
+		case best.IsMapping:
+			s := fmt.Sprintf("the mapping's own design ranks first: migrate with %s as it is", mapping)
+			if writeHint != "" {
+				s += "; " + writeHint + " to compare"
+			}
+			return &NextSteps{Summary: s + "."}
+		case best == written:
+			return &NextSteps{Summary: fmt.Sprintf("to take design #%d (%s), add --write-mapping DIR to this report's command: it writes each design as a mapping file, this one as DIR/%s.yaml; rekey check -m DIR/%s.yaml prints its key and regions, then migrate with it.",
+				best.Rank, best.Name, best.ID, best.ID)}
+		}
+		return nil
+	}
+
+	next := &NextSteps{Summary: fmt.Sprintf("every design is graded poor: none is ready to migrate with. Change %s as below, then run this report again.", mapping)}
+	var losing, rejecting, hot, buildable int
+	for i := range alts {
+		a := &alts[i]
+		if a.Error != "" {
+			continue
+		}
+		buildable++
+		if a.Overwritten > 0 {
+			losing++
+		}
+		if rows := a.Rows + a.Rejected; rows > 0 && a.Rejected*100 > rows {
+			rejecting++
+		}
+		if spreadGrade(a) == "poor" {
+			hot++
+		}
+	}
+	of := func(n int, verbOne, verbMany string) string {
+		if n == buildable {
+			return "every design " + verbOne
+		}
+		return fmt.Sprintf("%d of %d designs %s", n, buildable, verbMany)
+	}
+	if losing > 0 {
+		fix := "put columns that identify a source row in target.primary_key: the uniqueness finding names the columns the colliding rows differ in; if none fits in Lindorm's 5 key columns, give the source one (a sequence number or an event id) and key on it"
+		if s := rep.Uniqueness.Suggestion; s != nil && len(s.Add) > 0 {
+			fix = fmt.Sprintf("add %s to target.primary_key (%s), the uniqueness finding's key change", joinQuoted(s.Add), s.PrimaryKey)
+		}
+		next.Changes = append(next.Changes, fmt.Sprintf("%s rows (the key does not identify a source row): %s.", of(losing, "overwrites", "overwrite"), fix))
+	}
+	if rejecting > 0 {
+		next.Changes = append(next.Changes, fmt.Sprintf("%s more than 1%% of the rows: the rejects finding says why; fix the mapping's column types or expressions, or the data (rekey migrate writes each rejected row to rejects.jsonl, naming the field).", of(rejecting, "rejects", "reject")))
+	}
+	if hot > 0 {
+		next.Changes = append(next.Changes, fmt.Sprintf("%s writes in a few regions: lead the key with a column of many distinct values that does not grow with the write order, or a hash prefix of one (the write_hotspot and first_column_* findings say which column is at fault).", of(hot, "concentrates", "concentrate")))
+	}
+	if writeHint != "" {
+		next.Changes = append(next.Changes, writeHint+", to start from one of them.")
+	}
+	return next
+}
+
+func joinQuoted(cols []string) string {
+	s := ""
+	for i, c := range cols {
+		switch {
+		case i == 0:
+		case i == len(cols)-1:
+			s += " and "
+		default:
+			s += ", "
+		}
+		s += "`" + c + "`"
+	}
+	return s
+}
