@@ -40,7 +40,7 @@
 #           finishing step within 1.1x the one process's, its time independent of the data size.
 #   stages  where rekey migrate's CPU goes on the core CSV, stage by stage (a CPU profile), next to
 #           each stage's floor measured on the same bytes, for both job shapes (bench/stages).
-#   cassandra-real  a real Cassandra 5 node (deploy/dev/peers.sh, state in $REKEY_PEERS_STATE, default
+#   cassandra-real  a real Cassandra 5 node (deploy/dev/peers.sh, state in $BENCH_PEERS_STATE, default
 #           /tmp/rekey-peers-bench) loaded with CASSANDRA_REAL_ROWS rows (default 1M) of shop.orders:
 #           rekey migrate to Parquet next to the Spark Cassandra Connector (Spark 3.5 in local[2],
 #           bench/cassandra-real/SccUnload.java: the same job, zstd Parquet) and to DSBulk's unload
@@ -129,7 +129,9 @@ versitygw_bin() { # prints the path of versitygw v1.8.0, found as store/s3store/
 }
 
 # The real peers (deploy/dev/peers.sh), started by the cases that need them and stopped on exit.
-PEERS_STATE=${REKEY_PEERS_STATE:-/tmp/rekey-peers-bench}
+# Their own state folder (BENCH_PEERS_STATE), not the checkout's: the benchmark drops and reloads
+# shop.orders, which must not happen to a node started for the tests.
+PEERS_STATE=${BENCH_PEERS_STATE:-${TMPDIR:-/tmp}/rekey-peers-bench}
 PEERS_STARTED=""
 peers() { REKEY_PEERS_STATE="$PEERS_STATE" bash deploy/dev/peers.sh "$@"; }
 stop_peers() { if [ -n "$PEERS_STARTED" ]; then peers stop $PEERS_STARTED; fi; }
