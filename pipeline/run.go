@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -81,6 +82,19 @@ var ErrTooManyRejects = errors.New("too many rejected rows")
 // truncated or corrupt file): what was read from it is not committed, since it may already hold
 // wrong values, and the run fails.
 var ErrDamagedInput = errors.New("damaged input")
+
+// ErrUnreachable is wrapped by the error of a server that could not be reached (connection
+// refused, a name that does not resolve, a dial timeout) where the driver loses the network
+// error itself; Unreachable also finds the network error. The same command may succeed once
+// the server is up, so it is a failure of the run, never invalid use.
+var ErrUnreachable = errors.New("could not be reached")
+
+// Unreachable tells whether err is a server that could not be reached: it wraps
+// ErrUnreachable or a network error (*net.OpError: dial, read or write on a connection).
+func Unreachable(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, ErrUnreachable) || errors.As(err, &op)
+}
 
 // ErrInterrupted is returned when stop was closed: what was read is committed and checkpointed.
 var ErrInterrupted = errors.New("interrupted")

@@ -187,6 +187,12 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 	// a group not left by the time Run returns (leaveGroup) may still log: past Run, to no one
 	var returned atomic.Bool
 	defer returned.Store(true)
+	// kafka-go's group retries brokers that refuse, silently, until the join limit: fail at once
+	// when none answers (a restart retries), or refuses the credentials
+	if err := r.cfg.Kafka.CheckBrokers(ctx); err != nil {
+		r.metrics.setState("failed")
+		return err
+	}
 	cg, err := kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
 		ID:                     r.cfg.Kafka.Group,
 		Brokers:                r.cfg.Kafka.Brokers,

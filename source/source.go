@@ -68,7 +68,10 @@ type Input struct {
 	WriteTimes bool
 	// ParseSize reads a size given on the command line (16MiB), as every size flag does
 	ParseSize func(string) (int64, error)
-	Logger    *zap.Logger
+	// Memory is the command's --memory budget (0: it has none): a kind refuses a bound of its
+	// own (a record's size) that the budget cannot hold
+	Memory int64
+	Logger *zap.Logger
 }
 
 // Set is the kinds a command line can read, each with its flags bound for that command line.

@@ -45,7 +45,7 @@ func (inv *invocation) loadProgramFor(path, uri string, workers, regions int, lo
 	}
 	src, err := cassandra.New(cfg, logger.Named("source.cassandra"))
 	if err != nil {
-		return nil, usageError(err)
+		return nil, sourceOpenExit(err)
 	}
 	prog, err := transform.Compile(m, src.Schema())
 	if err != nil {

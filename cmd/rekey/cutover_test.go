@@ -398,7 +398,7 @@ func TestWriteTimeRefusedWhereItDoesNotApply(t *testing.T) {
 
 // replicate --mark-start commits the topic's end offsets for a new group, so that replicate
 // applies only the messages produced after it; it refuses a group that has offsets and the
-// flags it would ignore. start=latest and max=, the window's bounds, are refused by replicate
+// flags and the start= it would ignore. start=latest and max=, the window's bounds, are refused by replicate
 // (they used to be accepted and ignored: the group read from the first offset).
 func TestReplicateMarkStart(t *testing.T) {
 	mapping := writeFile(t, t.TempDir(), "users.yaml", usersMapping)
@@ -418,6 +418,9 @@ func TestReplicateMarkStart(t *testing.T) {
 		{[]string{"replicate", "-m", mapping, "--source", uri + "&start=latest", "--out", out}, "--mark-start"},
 		{[]string{"replicate", "-m", mapping, "--source", uri + "&max=2", "--out", out}, "--mark-start"},
 		{[]string{"replicate", "-m", mapping, "--source", uri, "--out", out, "--mark-start"}, "drop --mapping, --out"},
+		// the mark fixes the start: a start= was ignored silently
+		{[]string{"replicate", "--source", uri + "&start=earliest", "--mark-start"}, "drop start="},
+		{[]string{"replicate", "--source", uri + "&start=latest", "--mark-start"}, "drop start="},
 	} {
 		if code, o, errs := runCLI(t, tc.args...); code != exitUsage || !strings.Contains(o+errs, tc.want) {
 			t.Errorf("rekey %s: exit %d, want %d and %q\n%s%s", strings.Join(tc.args, " "), code, exitUsage, tc.want, o, errs)

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -245,5 +246,56 @@ func TestKafkaWrongPasswordFailsNamed(t *testing.T) {
 		if r.code != exitFailed || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "run the same command") {
 			t.Errorf("%s: exit %d, want 3 and %q\n%s%s", args[0], r.code, want, r.stdout, r.stderr)
 		}
+	}
+}
+
+// A source that cannot be reached when the command starts (a node restarting, a broker not up
+// yet) is a failure of the run, exit 3, which a Kubernetes Job retries, never invalid use (2,
+// which fails the Job's index for good); the error says to run the command again. replicate
+// says so at once instead of retrying its group join for the 2 minutes of its join limit.
+func TestUnreachableSourceExitsThree(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String() // nothing listens there once closed: connection refused
+	ln.Close()
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	dir := t.TempDir()
+	env := map[string]string{"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}
+	for _, c := range []struct {
+		name string
+		args []string
+		next string // what the error says to do
+	}{
+		{"migrate: kafka", []string{"migrate", "-m", mapping, "--source", "kafka://" + refused + "/orders", "--out", filepath.Join(dir, "k"), "--progress", "never"}, "run the same command again"},
+		{"migrate: cassandra", []string{"migrate", "-m", mapping, "--source", "cassandra://" + refused + "/shop/orders", "--out", filepath.Join(dir, "c"), "--progress", "never"}, "run the same command again"},
+		{"migrate: s3 files", []string{"migrate", "-m", mapping, "--source", "s3://bucket/orders/*.csv?region=us-east-1&endpoint=http://" + refused, "--out", filepath.Join(dir, "s"), "--progress", "never"}, "run the same command again"},
+		{"report: kafka", []string{"report", "-m", mapping, "--source", "kafka://" + refused + "/orders", "-q", "--progress", "never"}, "run the same command again"},
+		{"check: cassandra", []string{"check", "-m", mapping, "--source", "cassandra://" + refused + "/shop/orders"}, "run the same command again"},
+		{"replicate: kafka", []string{"replicate", "-m", mapping, "--source", "kafka://" + refused + "/orders?group=g", "--out", filepath.Join(dir, "r"), "--progress", "never"}, "run the same command to continue"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			type result struct {
+				code           int
+				stdout, stderr string
+			}
+			done := make(chan result, 1)
+			go func() {
+				code, stdout, stderr := runCLIWithEnv(t, env, c.args...)
+				done <- result{code, stdout, stderr}
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(time.Minute): // replicate's join limit is 2 minutes
+				t.Fatalf("rekey %s still running after a minute against a refusing server", c.args[0])
+			}
+			if r.code != exitFailed || !strings.Contains(r.stderr, "connection refused") || !strings.Contains(r.stderr, c.next) {
+				t.Errorf("exit %d, want 3, the refused connection and %q\n%s%s", r.code, c.next, r.stdout, r.stderr)
+			}
+		})
 	}
 }

@@ -128,3 +128,31 @@ func TestDuplicateHeaderFailsRun(t *testing.T) {
 		}
 	}
 }
+
+// --max-record-size is refused beyond what the command's --memory can hold (a record of 2047 MiB
+// with --memory 256MiB took the process to 3 GiB before it was rejected), naming both flags and
+// the values that would do; 2GiB itself is refused as too large, not as "at most 2GiB".
+func TestMaxRecordSizeWithinMemory(t *testing.T) {
+	t.Parallel()
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	dir := t.TempDir()
+	src := ordersCSV(t, dir, "orders.csv", 10, 1)
+	for _, c := range []struct {
+		cmd           []string
+		limit, memory string
+		code          int
+		says, mustNot string
+	}{
+		{[]string{"migrate", "--out", filepath.Join(dir, "a")}, "2047MiB", "256MiB", exitUsage, "raise --memory to 16376MiB or more, or lower --max-record-size to 32MiB or less", ""},
+		{[]string{"report", "-q"}, "128MiB", "512MiB", exitUsage, "raise --memory to 1024MiB or more, or lower --max-record-size to 64MiB or less", ""},
+		{[]string{"verify", "--target", filepath.Join(dir, "b")}, "128MiB", "512MiB", exitVerifyFailed, "lower --max-record-size to 64MiB or less", ""},
+		{[]string{"migrate", "--out", filepath.Join(dir, "c")}, "2GiB", "32GiB", exitUsage, "less than 2GiB (2047MiB at most)", "at most 2GiB"},
+		{[]string{"migrate", "--out", filepath.Join(dir, "d")}, "32MiB", "256MiB", 0, "", ""},
+	} {
+		args := append(append([]string{}, c.cmd...), "-m", mapping, "--source", "file:"+src, "--max-record-size", c.limit, "--memory", c.memory, "--progress", "never")
+		code, stdout, stderr := runCLI(t, args...)
+		if code != c.code || !strings.Contains(stderr, c.says) || c.mustNot != "" && strings.Contains(stderr, c.mustNot) {
+			t.Errorf("rekey %s: exit %d, want %d and %q\n%s%s", strings.Join(args, " "), code, c.code, c.says, stdout, stderr)
+		}
+	}
+}

@@ -91,6 +91,9 @@ type invocation struct {
 	sources *source.Set
 	// sourceWriteTimes asks the source for each row's write time (report: the write order)
 	sourceWriteTimes bool
+	// sourceMemory is the command's --memory budget, which bounds what the source may hold (a
+	// file's record); 0 when the command has none
+	sourceMemory int64
 	// openedCassandra keeps the Cassandra source loadProgramFor connected (to read the table's
 	// schema) for the openSource call that follows, by URI
 	openedCassandra map[string]*cassandra.Source

@@ -191,6 +191,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 		if err != nil {
 			return usageError(err)
 		}
+		inv.sourceMemory = memory
 		setMemoryBudgetGC(inv.getenv, memory, migrateGCPercent)
 		heapOnHugePages(memory)
 		return runMigrateSQL(cmd, inv, f, logger, limit)
@@ -207,6 +208,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
+	inv.sourceMemory = memory
 	job, err := f.lts.options()
 	if err != nil {
 		return usageError(err)

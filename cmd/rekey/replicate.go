@@ -140,7 +140,7 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	fl.DurationVar(&f.session, "session-timeout", 30*time.Second, "consumer group session timeout")
 	fl.DurationVar(&f.rebalance, "rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long the broker waits for the members to rejoin (each closes its rolls first)")
 	fl.BoolVar(&f.acceptGaps, "accept-gaps", false, "continue past messages the topic deleted (retention) before they were read: logged, counted (rekey_gap_messages_total) and recorded in manifest.json (default: stop with an error)")
-	fl.BoolVar(&f.markStart, "mark-start", false, "fix where a new consumer group starts: commit the topic's end offsets now for the group, then exit (takes --source alone); the next replicate with that group applies only the messages produced after the mark")
+	fl.BoolVar(&f.markStart, "mark-start", false, "fix where a new consumer group starts: commit the topic's end offsets now for the group, then exit (takes --source alone, without start=); the next replicate with that group applies only the messages produced after the mark")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the run to this file")
 	fl.MarkHidden("cpu-profile")
 	fl.StringVar(&f.memProfile, "mem-profile", "", "write a heap profile taken at the peak heap to this file")
@@ -168,6 +168,11 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	}
 	if kcfg.Group == "" {
 		return usageError(fmt.Errorf("--source %s: name the consumer group: ...?group=NAME", sourceuri.Redact(f.source)))
+	}
+	// --mark-start fixes where the group starts: a start= in the URI would be ignored
+	if u, err := sourceuri.Parse(f.source, "kafka", kafka.PasswordEnv); f.markStart && err == nil && len(u.Query["start"]) > 0 {
+		return usageError(fmt.Errorf("--source %s: --mark-start commits the topic's end offsets for the group, which then starts there whatever start= says: drop start= "+
+			"(without --mark-start, a new group starts at the oldest retained message)", sourceuri.Redact(f.source)))
 	}
 	// a group reads from its committed offsets (a new one from the first): a window's bounds
 	// would be ignored, so they are refused

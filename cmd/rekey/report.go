@@ -133,6 +133,7 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
+	inv.sourceMemory = memory
 	setMemoryBudgetGC(inv.getenv, memory, reportGCPercent)
 	heapOnHugePages(memory)
 	var queries []transform.Query

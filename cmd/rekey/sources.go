@@ -21,10 +21,13 @@ func newSourceSet() *source.Set {
 	return source.NewSet(file.Kind, gen.Kind, cassandra.Kind, kafka.Kind)
 }
 
-// sourceOpenExit gives an error opening --source its exit code: damaged input and credentials a
-// server refused are failures of the run (3); anything else (a path, a URI, a flag) is invalid
-// use (2).
+// sourceOpenExit gives an error opening --source its exit code: damaged input, credentials a
+// server refused and a server that could not be reached are failures of the run (3: a Job
+// retries it); anything else (a path, a URI, a flag) is invalid use (2).
 func sourceOpenExit(err error) error {
+	if pipeline.Unreachable(err) {
+		return runFailed(fmt.Errorf("%w\nthe source could not be reached: run the same command again once it answers", err))
+	}
 	if errors.Is(err, pipeline.ErrDamagedInput) || errors.Is(err, kafka.ErrAuthentication) {
 		return runFailed(err)
 	}
@@ -52,7 +55,7 @@ func (inv *invocation) openSource(ctx context.Context, uri string, schema pipeli
 // the command's options.
 func (inv *invocation) sourceInput(schema pipeline.SourceSchema, workers int, logger *zap.Logger) source.Input {
 	return source.Input{Schema: schema, Getenv: inv.getenv, Stdin: inv.stdin, StdinTerminal: isTerminal(inv.stdin),
-		Workers: workers, WriteTimes: inv.sourceWriteTimes, ParseSize: transform.ParseSize, Logger: logger}
+		Workers: workers, WriteTimes: inv.sourceWriteTimes, ParseSize: transform.ParseSize, Memory: inv.sourceMemory, Logger: logger}
 }
 
 // sampleRows reads a spread sample from the source, when it can, and applies the mapping to it.

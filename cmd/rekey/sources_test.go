@@ -59,3 +59,28 @@ func TestSourceURIPasswordsRefusedAndMasked(t *testing.T) {
 		}
 	}
 }
+
+// A parameter given twice in a source URI is refused, naming it, in every kind of source: gen:
+// ran the last of rows=100&rows=5, cassandra:// read the last of two splits=. Which one the user
+// meant is a guess. 127.0.0.1:1 refuses connections: nothing may get as far as dialling.
+func TestSourceURIRepeatedParametersRefused(t *testing.T) {
+	t.Parallel()
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	dir := t.TempDir()
+	csv := ordersCSV(t, dir, "orders.csv", 10, 1)
+	for _, c := range []struct{ uri, param string }{
+		{"gen:orders?rows=100&rows=5", "rows"},
+		{"file:" + csv + "?format=csv&format=csv", "format"},
+		{"cassandra://127.0.0.1:1/shop/orders?splits=8&splits=16", "splits"},
+		{"cassandra://127.0.0.1:1/shop/orders?since=2025-01-01T00:00:00Z&SINCE=2025-02-01T00:00:00Z", "since"},
+		{"kafka://127.0.0.1:1/orders?start=earliest&start=earliest", "start"},
+		{"s3://bucket/orders/*.csv?region=us-east-1&region=eu-west-1&endpoint=http://127.0.0.1:1", "region"},
+	} {
+		out := filepath.Join(dir, "out")
+		code, stdout, stderr := runCLIWithEnv(t, map[string]string{"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"},
+			"migrate", "-m", mapping, "--source", c.uri, "--out", out, "--progress", "never")
+		if code != exitUsage || !strings.Contains(stderr, c.param) || !strings.Contains(stderr, "given") {
+			t.Errorf("--source %s: exit %d, want 2 naming %s given more than once\n%s%s", c.uri, code, c.param, stdout, stderr)
+		}
+	}
+}

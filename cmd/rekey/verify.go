@@ -200,6 +200,7 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 	if err != nil {
 		return err
 	}
+	inv.sourceMemory = memory
 	setMemoryBudget(inv.getenv, memory)
 	heapOnHugePages(memory)
 	if err := inv.sources.Refuse(f.source); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"regexp"
@@ -56,6 +57,7 @@ var serverErrors = map[uint16]errClass{
 	8008: classTransient, // Lindorm: resource limit exceeded (throttling: the instance's request quota)
 
 	1048: classRow, // ER_BAD_NULL_ERROR              column cannot be null
+	1153: classRow, // ER_NET_PACKET_TOO_LARGE        statement over max_allowed_packet (see packetTooLarge)
 	1264: classRow, // ER_WARN_DATA_OUT_OF_RANGE      out of range value for column
 	1265: classRow, // WARN_DATA_TRUNCATED            data truncated for column
 	1292: classRow, // ER_TRUNCATED_WRONG_VALUE       incorrect datetime/date/decimal value
@@ -86,6 +88,9 @@ func classify(err error) errClass {
 	}
 	if errors.Is(err, context.Canceled) {
 		return classFatal
+	}
+	if errors.Is(err, mysql.ErrPktTooLarge) {
+		return classRow
 	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
@@ -123,8 +128,23 @@ func classify(err error) errClass {
 
 var columnInMessage = regexp.MustCompile(`(?i)column '([^']+)'`)
 
-// rowError turns a server's refusal of one row into its reject.
-func rowError(err error) *pipeline.RowError {
+// packetTooLarge tells whether err is a statement larger than the server's max_allowed_packet:
+// the driver refuses to send it (it read the setting when it connected), or the server refuses
+// it (1153: the setting shrank since). Retrying cannot help: a statement of several rows is
+// split as any refused statement is, and a row alone too large is rejected.
+func packetTooLarge(err error) bool {
+	var me *mysql.MySQLError
+	return errors.Is(err, mysql.ErrPktTooLarge) || errors.As(err, &me) && me.Number == 1153
+}
+
+// rowError turns a server's refusal of one row, whose statement was stmtBytes long, into its
+// reject.
+func rowError(err error, stmtBytes int) *pipeline.RowError {
+	if packetTooLarge(err) {
+		return &pipeline.RowError{Code: CodeTargetRefused, Message: fmt.Sprintf("the row's statement (%d bytes) is larger than the server's max_allowed_packet: "+
+			"raise max_allowed_packet on the server (SET GLOBAL max_allowed_packet = N, and in its configuration file; MariaDB's default is 16 MiB, "+
+			"MySQL's 64 MiB) and run the rejected rows again", stmtBytes)}
+	}
 	field := ""
 	if m := columnInMessage.FindStringSubmatch(err.Error()); m != nil {
 		field = m[1]

@@ -325,19 +325,13 @@ func TestRefusedRowIsRejectedOthersWritten(t *testing.T) {
 	for name, start := range servers(t) {
 		t.Run(name, func(t *testing.T) {
 			srv := start(t)
-			s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
-				{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeVarchar, KeyPos: -1}}}
-			srv.Exec(t, "CREATE TABLE t (k bigint NOT NULL PRIMARY KEY, v varchar(5))")
-			w := openWriter(t, srv, s, 1)
-			var rows []pipeline.Row
-			for i := 0; i < 40; i++ {
-				v := "ok"
+			w := kvWriter(t, srv, "varchar(5)")
+			err := w.Write(context.Background(), kvRows(40, func(i int) string {
 				if i == 13 || i == 31 {
-					v = "far too long"
+					return "far too long"
 				}
-				rows = append(rows, pipeline.Row{Values: []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text(v)}})
-			}
-			err := w.Write(context.Background(), rows)
+				return "ok"
+			}))
 			var rr *pipeline.RowRejects
 			if !errors.As(err, &rr) {
 				t.Fatalf("want RowRejects, got %v", err)
@@ -352,12 +346,63 @@ func TestRefusedRowIsRejectedOthersWritten(t *testing.T) {
 			if fmt.Sprint(idx) != "[13 31]" {
 				t.Errorf("rejected rows %v, want [13 31]", idx)
 			}
-			var n int
-			srv.DB(t).QueryRow("SELECT COUNT(*) FROM t").Scan(&n)
-			if n != 38 {
+			if n := countRows(t, srv); n != 38 {
 				t.Errorf("%d rows written, want 38", n)
 			}
 		})
+	}
+}
+
+// kvWriter creates the table t (k bigint primary key, v of type vType) and opens a writer of it.
+func kvWriter(t *testing.T, srv *mysqltest.Server, vType string) *Writer {
+	t.Helper()
+	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeVarchar, KeyPos: -1}}}
+	srv.Exec(t, "CREATE TABLE t (k bigint NOT NULL PRIMARY KEY, v "+vType+")")
+	return openWriter(t, srv, s, 1)
+}
+
+// kvRows is n rows of kvWriter's table: k = i, v = value(i).
+func kvRows(n int, value func(i int) string) []pipeline.Row {
+	rows := make([]pipeline.Row, n)
+	for i := range rows {
+		rows[i] = pipeline.Row{Values: []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text(value(i))}}
+	}
+	return rows
+}
+
+func countRows(t *testing.T, srv *mysqltest.Server) int {
+	t.Helper()
+	var n int
+	if err := srv.DB(t).QueryRow("SELECT COUNT(*) FROM t").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A row whose statement is larger than the server's max_allowed_packet is a reject naming the
+// setting, as a value too long for its column is, and the rows around it are written: the
+// driver's "packet for query is too large" used to stop the run, and every retry of it.
+func TestRowOverMaxAllowedPacketIsRejected(t *testing.T) {
+	srv := mysqltest.MariaDB(t, "--max-allowed-packet=1M") // MariaDB's default is 16 MiB
+	w := kvWriter(t, srv, "longtext")
+	err := w.Write(context.Background(), kvRows(10, func(i int) string {
+		if i == 4 {
+			return strings.Repeat("x", 1536<<10)
+		}
+		return strings.Repeat("x", 1000)
+	}))
+	var rr *pipeline.RowRejects
+	if !errors.As(err, &rr) {
+		t.Fatalf("want the row rejected, got %v", err)
+	}
+	if len(rr.Rows) != 1 || rr.Rows[0].Index != 4 || rr.Rows[0].Err.Code != CodeTargetRefused ||
+		!strings.Contains(rr.Rows[0].Err.Message, "max_allowed_packet") {
+		t.Fatalf("rejects %+v: want row 4 alone, code %s, naming max_allowed_packet", rr.Rows, CodeTargetRefused)
+	}
+	t.Log(rr.Rows[0].Err.Message)
+	if n := countRows(t, srv); n != 9 {
+		t.Errorf("%d rows written, want 9", n)
 	}
 }
 
@@ -730,6 +775,8 @@ func TestClassify(t *testing.T) {
 		{&mysql.MySQLError{Number: 1205}, classTransient},
 		{&mysql.MySQLError{Number: 1406, Message: "Data too long for column 'v' at row 3"}, classRow},
 		{&mysql.MySQLError{Number: 1366}, classRow},
+		{fmt.Errorf("x: %w", mysql.ErrPktTooLarge), classRow}, // the driver: over the server's max_allowed_packet
+		{&mysql.MySQLError{Number: 1153, Message: "Got a packet bigger than 'max_allowed_packet' bytes"}, classRow},
 		{&mysql.MySQLError{Number: 1064, Message: "syntax error"}, classFatal},
 		{&mysql.MySQLError{Number: 1105, Message: "RegionTooBusyException: over memstore limit"}, classTransient},
 		{mysql.ErrInvalidConn, classTransient},
@@ -740,7 +787,7 @@ func TestClassify(t *testing.T) {
 			t.Errorf("%v: class %d, want %d", tc.err, got, tc.want)
 		}
 	}
-	if r := rowError(&mysql.MySQLError{Number: 1406, Message: "Data too long for column 'v' at row 3"}); r.Field != "v" || r.Code != CodeTargetRefused {
+	if r := rowError(&mysql.MySQLError{Number: 1406, Message: "Data too long for column 'v' at row 3"}, 100); r.Field != "v" || r.Code != CodeTargetRefused {
 		t.Errorf("rowError: %+v", r)
 	}
 }

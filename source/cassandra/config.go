@@ -264,7 +264,10 @@ func ParseURI(uri string) (Config, error) {
 		}
 	}
 	for k, vs := range u.Query {
-		v := vs[len(vs)-1]
+		if len(vs) != 1 { // which one was meant is a guess (names are matched without case)
+			return Config{}, fmt.Errorf("source %q: parameter %q is given %d times: give it once", uri, k, len(vs))
+		}
+		v := vs[0]
 		bad := func(want string) error {
 			return fmt.Errorf("source %q: %s=%q: want %s", uri, k, v, want)
 		}
@@ -294,7 +297,10 @@ func ParseURI(uri string) (Config, error) {
 		case "ttl":
 			cfg.TTL = splitList(v)
 		case "since":
-			if cfg.Since, err = ParseSince(v); err != nil {
+			if cfg.Since, err = ParseSince(v); err == nil {
+				err = checkSince(cfg.Since, time.Now())
+			}
+			if err != nil {
 				return Config{}, fmt.Errorf("source %q: %w", uri, err)
 			}
 		case "shard":
@@ -329,10 +335,16 @@ func ParseURI(uri string) (Config, error) {
 
 // ParseSince reads a since= value: an RFC 3339 time (2026-11-25T10:00:00Z), or epoch
 // milliseconds, or epoch microseconds (Cassandra's WRITETIME unit) for numbers of 10^14 and more.
+// A number below 10^11 is refused: as milliseconds it is a time before March 1973, which no
+// catch-up means, and it is most likely epoch seconds (the error says what it would be).
 func ParseSince(v string) (time.Time, error) {
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 		switch {
 		case n <= 0:
+		case n < 1e11:
+			return time.Time{}, fmt.Errorf("since=%d: epoch seconds? since= takes epoch milliseconds or microseconds, and %d milliseconds is %s; "+
+				"as seconds it is %s: give since=%d000 (milliseconds) or since=%s",
+				n, n, time.UnixMilli(n).UTC().Format(time.RFC3339Nano), time.Unix(n, 0).UTC().Format(time.RFC3339), n, time.Unix(n, 0).UTC().Format(time.RFC3339))
 		case n >= 1e14:
 			return time.UnixMicro(n).UTC(), nil
 		default:
@@ -342,6 +354,17 @@ func ParseSince(v string) (time.Time, error) {
 		return t.UTC(), nil
 	}
 	return time.Time{}, fmt.Errorf("since=%q: want an RFC 3339 time like 2026-11-25T10:00:00Z, or epoch milliseconds or microseconds", v)
+}
+
+// checkSince refuses a since= after now: every row would be skipped as older, and the run
+// would end as if it had caught up.
+func checkSince(since, now time.Time) error {
+	if !since.After(now) {
+		return nil
+	}
+	return fmt.Errorf("since=%s is in the future (the time here is %s): every row would be skipped; "+
+		"a catch-up starts from the previous run's start (its summary, Next steps and next_since in manifest.json give it)",
+		since.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339))
 }
 
 func splitList(s string) []string {

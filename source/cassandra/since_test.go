@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,5 +167,18 @@ func TestParseSince(t *testing.T) {
 	}
 	if _, err := cassandra.ParseURI("cassandra://h/ks/t?since=soon"); err == nil {
 		t.Error("a bad since= in the URI was accepted")
+	}
+	// epoch seconds read as milliseconds were a time in January 1970: a catch-up that copied
+	// every row; refused, saying what the number would be in seconds and how to write it
+	_, err := cassandra.ParseSince("1795600800")
+	if want := "as seconds it is 2026-11-25T10:00:00Z: give since=1795600800000 (milliseconds) or since=2026-11-25T10:00:00Z"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("since in epoch seconds: %v, want an error saying %q", err, want)
+	}
+	// a since in the future skipped every row and ended as a completed catch-up
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, v := range []string{future, strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10), strconv.FormatInt(time.Now().UnixNano(), 10)} {
+		if _, err := cassandra.ParseURI("cassandra://h/ks/t?since=" + v); err == nil || !strings.Contains(err.Error(), "in the future") {
+			t.Errorf("since=%s: %v, want it refused as in the future", v, err)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"runtime"
 	"slices"
 	"strconv"
@@ -115,6 +116,12 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 	where := strings.Join(cfg.Hosts, ",")
 	sess, err := cluster.CreateSession()
 	if err != nil {
+		// gocql's error keeps only the network error's text: a contact point that refuses
+		// or times out is named by dialing it again, so that the error wraps it
+		// (pipeline.Unreachable: the command may succeed once the cluster is up)
+		if dialErr := dialAny(cfg); dialErr != nil {
+			return nil, fmt.Errorf("cassandra source: no contact point of %s answers: %w", where, dialErr)
+		}
 		return nil, fmt.Errorf("cassandra source: connect to %s: %w", where, err)
 	}
 	s.sess = sess
@@ -125,6 +132,24 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 		return nil, fmt.Errorf("cassandra source %s/%s.%s: %w", where, cfg.Keyspace, cfg.Table, err)
 	}
 	return s, nil
+}
+
+// dialAny opens a TCP connection to the contact points, one at a time, and returns nil as soon
+// as one accepts, else the last dial's error.
+func dialAny(cfg Config) error {
+	var err error
+	for _, h := range cfg.Hosts {
+		addr := h
+		if _, _, splitErr := net.SplitHostPort(h); splitErr != nil {
+			addr = net.JoinHostPort(h, strconv.Itoa(cfg.Port))
+		}
+		var conn net.Conn
+		if conn, err = net.DialTimeout("tcp", addr, cfg.ConnectTimeout); err == nil {
+			conn.Close()
+			return nil
+		}
+	}
+	return err
 }
 
 func (s *Source) init(ctx context.Context) error {

@@ -291,12 +291,13 @@ func TestShards(t *testing.T) {
 			t.Fatalf("%s in %d shards", r, n)
 		}
 	}
-	for _, bad := range []string{"3/3", "-1/2", "1", "a/b", "0/0"} {
+	// one spelling per shard: spaces, signs and leading zeros were read as the same shard
+	for _, bad := range []string{"3/3", "-1/2", "1", "a/b", "0/0", " 1/4", "1/4 ", "01/04", "1/04", "+1/4", "1 / 4"} {
 		if _, err := pipeline.ParseShard(bad); err == nil {
 			t.Errorf("pipeline.ParseShard(%q) accepted", bad)
 		}
 	}
-	if s, err := pipeline.ParseShard(" 2/5 "); err != nil || s != (Shard{Index: 2, Count: 5}) {
+	if s, err := pipeline.ParseShard("2/5"); err != nil || s != (Shard{Index: 2, Count: 5}) {
 		t.Errorf("ParseShard: %v %v", s, err)
 	}
 }

@@ -68,7 +68,10 @@ func ParseURI(uri string) (Config, error) {
 		return Config{}, fmt.Errorf("source %q: %w", uri, err)
 	}
 	for k, vs := range q {
-		v := vs[len(vs)-1]
+		if len(vs) != 1 { // which one was meant is a guess
+			return Config{}, fmt.Errorf("source %q: parameter %q is given %d times: give it once", uri, k, len(vs))
+		}
+		v := vs[0]
 		switch k {
 		case "rows":
 			if cfg.Rows, err = parseCount(v); err != nil {

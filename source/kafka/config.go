@@ -360,22 +360,37 @@ func (c *Config) CheckAuth(ctx context.Context) error {
 	if c.SASL.Mechanism == "" {
 		return nil
 	}
+	if err := c.CheckBrokers(ctx); err != nil && !errors.Is(err, errNoBroker) {
+		return err
+	}
+	return nil
+}
+
+// errNoBroker is wrapped by CheckBrokers' error when no broker answered.
+var errNoBroker = errors.New("no broker answers")
+
+// CheckBrokers connects to the brokers, one at a time, until one answers (and, with SASL,
+// authenticates): nil then. Credentials refused are an ErrAuthentication as CheckAuth's; when
+// no broker answers, the error wraps the last one's network error (pipeline.Unreachable), so
+// that a command fails at once where a consumer group would retry its join for minutes.
+func (c *Config) CheckBrokers(ctx context.Context) error {
 	dialer, err := c.Dialer()
 	if err != nil {
 		return err
 	}
 	for _, broker := range c.Brokers {
-		conn, err := dialer.DialContext(ctx, "tcp", broker)
-		if err == nil {
+		conn, dialErr := dialer.DialContext(ctx, "tcp", broker)
+		if dialErr == nil {
 			conn.Close()
 			return nil
 		}
-		if IsAuthFailure(err) {
+		if IsAuthFailure(dialErr) {
 			return fmt.Errorf("kafka: %w for user %s at broker %s: check %s and the mechanism (sasl=%s): %w",
-				ErrAuthentication, c.SASL.User, broker, PasswordEnv, c.SASL.Mechanism, err)
+				ErrAuthentication, c.SASL.User, broker, PasswordEnv, c.SASL.Mechanism, dialErr)
 		}
+		err = dialErr
 	}
-	return nil
+	return fmt.Errorf("kafka: %w (%s): %w", errNoBroker, strings.Join(c.Brokers, ","), err)
 }
 
 // IsAuthFailure tells whether err is a broker refusing the SASL credentials or mechanism.

@@ -41,6 +41,9 @@ const (
 	CodeUnsupported = "unsupported"
 	// CodeDelete: a delete event read by a source that writes upserts only (report, migrate).
 	CodeDelete = "delete"
+	// CodeUnknownColumn: a Cassandra change event writes a cell of a column the mapping's
+	// source.columns does not declare (one added to the table since): its value would be lost.
+	CodeUnknownColumn = "unknown_column"
 )
 
 // Change is one effect of a message on the target table. Values follow the source schema; a
@@ -86,6 +89,9 @@ type Decoder struct {
 	mark    []bool
 	cells   int
 	setSlab []bool
+	// unknown, while mark is set, is the first Cassandra cell fields() found of a column the
+	// schema lacks
+	unknown string
 
 	// Debezium schema cache: the last envelope schema seen and the per-column time unit it gives
 	// (io.debezium.time.Timestamp ms, MicroTimestamp us, NanoTimestamp ns; 0 when none).
@@ -304,6 +310,11 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 		}
 		ci := d.column(name)
 		if ci < 0 {
+			if d.mark != nil && d.unknown == "" && d.format == FormatDebezium && len(raw) > 0 && raw[0] == '{' {
+				if _, ok := cassandraCell(raw); ok {
+					d.unknown = strings.Clone(name)
+				}
+			}
 			return
 		}
 		if d.format == FormatDebezium && len(raw) > 0 && raw[0] == '{' {
@@ -539,11 +550,16 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			return append(dst, ch)
 		}
 		set := d.allocSet()
-		d.mark, d.cells = set, 0
+		d.mark, d.cells, d.unknown = set, 0, ""
 		after, rerr := image(env.after, "after")
 		d.mark = nil
 		if rerr != nil {
 			return append(dst, Change{Err: rerr})
+		}
+		if d.unknown != "" && cassandraEvent(connector, true) {
+			return append(dst, Change{Err: &pipeline.RowError{Code: CodeUnknownColumn, Field: d.unknown,
+				Message: fmt.Sprintf("the event writes column %q, which the mapping's source.columns does not declare (a column added to the table?), "+
+					"so its value would be lost: add it to source.columns (and to target.exclude to leave it out of the table), then apply the rejected events again (the rejects files list their partitions and offsets)", d.unknown)}})
 		}
 		if after == nil {
 			return append(dst, Change{Err: &pipeline.RowError{Code: pipeline.CodeParse, Field: "after", Message: "op " + op + " without an \"after\" row"}})

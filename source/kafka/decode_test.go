@@ -297,6 +297,12 @@ func TestDecodeCassandraSetColumns(t *testing.T) {
 			"range delete u1|~|~|~ set 1000 start [3] excl end [] incl"},
 		{"range tombstone of an unknown column", `{"op":"r",` + src + `,"after":{"userid":` + c(`"u1"`) + `,"_range_start":{"method":"INCL_START_BOUND","values":[{"name":"x","value":"3","type":"t"}]},"_range_end":{"method":"INCL_END_BOUND","values":[]}}}`,
 			`ERR parse: the range bound names clustering column "x"`},
+		// a column added to the table after the mapping was written: its cells were dropped
+		// without a trace; the event is rejected, naming the column and what to do
+		{"cell of a column the mapping lacks", `{"op":"u",` + src + `,"after":{"userid":` + c(`"u1"`) + `,"orderid":` + c(`1`) + `,"coupon":` + c(`"X1"`) + `}}`,
+			`ERR unknown_column: the event writes column "coupon", which the mapping's source.columns does not declare`},
+		{"insert with a column the mapping lacks", `{"op":"i","after":{"userid":` + c(`"u1"`) + `,"orderid":` + c(`1`) + `,"coupon":` + c(`"X1"`) + `}}`,
+			`ERR unknown_column: the event writes column "coupon"`},
 		{"range tombstone of an unknown kind", `{"op":"r",` + src + `,"after":{"userid":` + c(`"u1"`) + `,"_range_start":{"method":"TOP","values":[]},"_range_end":{"method":"INCL_END_BOUND","values":[]}}}`,
 			`ERR parse: unknown range bound kind "TOP"`},
 	}
@@ -345,5 +351,10 @@ func TestDecodeRelationalCellLookalike(t *testing.T) {
 	cs := d.Decode(nil, nil, []byte(`{"op":"u","source":{"connector":"postgresql"},"after":{"userid":"u1","doc":{"value":"x","set":true}}}`))
 	if len(cs) != 1 || cs[0].Err != nil || cs[0].Set != nil {
 		t.Errorf("got %s, set %v: want a whole row", show(cs), cs[0].Set)
+	}
+	// nor is its JSON column that the mapping leaves out taken for a Cassandra cell
+	cs = d.Decode(nil, nil, []byte(`{"op":"u","source":{"connector":"postgresql"},"after":{"userid":"u1","meta":{"value":"x","set":true}}}`))
+	if len(cs) != 1 || cs[0].Err != nil {
+		t.Errorf("got %s: want a row", show(cs))
 	}
 }
