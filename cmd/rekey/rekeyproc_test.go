@@ -136,6 +136,27 @@ func (p *rekeyProc) terminate(t *testing.T) int {
 	}
 }
 
+// wait waits for the process to end on its own and returns its exit code (-1: killed by a signal).
+func (p *rekeyProc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(wait.Timeout):
+		t.Fatalf("%s: rekey did not end within %s\n%s", p.name, wait.Timeout, p.logTail())
+	}
+	return p.proc.ProcessState.ExitCode()
+}
+
+// waitKilled waits for the process to reach the kill point of its killAtEnv and die of SIGKILL.
+func (p *rekeyProc) waitKilled(t *testing.T) {
+	t.Helper()
+	p.wait(t)
+	if ws, ok := p.proc.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("%s: rekey ended with %v, not at its kill point\n%s", p.name, p.proc.ProcessState, p.logTail())
+	}
+	p.kills++
+}
+
 // stop SIGKILLs the process if it runs (a test's cleanup).
 func (p *rekeyProc) stop() {
 	if p.proc != nil && p.proc.ProcessState == nil {
