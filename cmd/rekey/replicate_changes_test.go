@@ -142,7 +142,9 @@ func TestReplicateMarkStartKillsAndGapIntoMariaDB(t *testing.T) {
 	}
 	srv := mysqltest.MariaDB(t)
 	c := kafkatest.Start(t)
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
 	topic := c.CreateTopic(t, "mark-gap", 2)
 	group := c.Topic("g-mark-gap")
 	l := newChangeLog(2)
@@ -218,7 +220,9 @@ func TestReplicateCompactedTopicIntoMariaDB(t *testing.T) {
 	}
 	srv := mysqltest.MariaDB(t)
 	c := kafkatest.Start(t)
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 5))
 	// segments roll every 100 ms (at the next record) and are compacted at once; tombstones stay
 	// delete.retention.ms (a day) past their compaction: a consumer that stops longer than that
 	// misses the deletes (Kafka's contract, docs/replication.md)
