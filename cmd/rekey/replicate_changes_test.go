@@ -131,20 +131,25 @@ func waitCaughtUp(t *testing.T, c *kafkatest.Cluster, p *rekeyProc, group, topic
 	}, fmt.Sprintf("%s to commit the end offsets %v", p.name, ends))
 }
 
+// changesRun is what a test of replicate processes into MariaDB starts with: the server, the
+// cluster and a random source whose seed is logged.
+func changesRun(t *testing.T) (*mysqltest.Server, *kafkatest.Cluster, *rand.Rand) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: replicate processes into MariaDB for 10 to 30 s")
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	return mysqltest.MariaDB(t), kafkatest.Start(t), rand.New(rand.NewPCG(seed, 3))
+}
+
 // replicate --mark-start into MariaDB: the changes before the mark are never applied; replicate
 // is SIGKILLed between a batch's apply and its offset's commit and right after a commit (crash
 // points), while changes arrive, and started again each time; the records a retention deleted
 // before they were read stop it (exit 3, naming the gap) until --accept-gaps; the table ends
 // equal to the changes after the mark, less those deleted.
 func TestReplicateMarkStartKillsAndGapIntoMariaDB(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: runs for about 30 s")
-	}
-	srv := mysqltest.MariaDB(t)
-	c := kafkatest.Start(t)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 3))
+	srv, c, rng := changesRun(t)
 	topic := c.CreateTopic(t, "mark-gap", 2)
 	group := c.Topic("g-mark-gap")
 	l := newChangeLog(2)
@@ -215,17 +220,10 @@ func TestReplicateMarkStartKillsAndGapIntoMariaDB(t *testing.T) {
 // key, the keys whose latest record is a tombstone absent. (kfake does not compact: there the
 // topic keeps every record.)
 func TestReplicateCompactedTopicIntoMariaDB(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: runs for about 20 s")
-	}
-	srv := mysqltest.MariaDB(t)
-	c := kafkatest.Start(t)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 5))
+	srv, c, rng := changesRun(t)
 	// segments roll every 100 ms (at the next record) and are compacted at once; tombstones stay
 	// delete.retention.ms (a day) past their compaction: a consumer that stops longer than that
-	// misses the deletes (Kafka's contract, docs/replication.md)
+	// misses the deletes (Kafka's contract, docs/replicate.md)
 	topic := c.CreateTopicWith(t, "compacted", 2, map[string]string{"cleanup.policy": "compact", "segment.ms": "100",
 		"min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": "0"})
 	group := c.Topic("g-compacted")

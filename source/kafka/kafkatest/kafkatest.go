@@ -197,7 +197,7 @@ func (c *Cluster) Offsets(t testing.TB, topic string, partition int) []int64 {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	lo, err := kadmEnd(ctx, cl, topic, partition)
+	lo, err := endOffset(ctx, cl, topic, partition)
 	if err != nil {
 		t.Fatalf("end offset of %s/%d: %v", topic, partition, err)
 	}
@@ -212,8 +212,8 @@ func (c *Cluster) Offsets(t testing.TB, topic string, partition int) []int64 {
 	return out
 }
 
-// kadmEnd is the partition's end offset (ListOffsets, latest).
-func kadmEnd(ctx context.Context, cl *kgo.Client, topic string, partition int) (int64, error) {
+// endOffset is the partition's end offset (ListOffsets, latest).
+func endOffset(ctx context.Context, cl *kgo.Client, topic string, partition int) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
