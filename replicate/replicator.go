@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -373,10 +375,13 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 		}
 		wctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
+		closed := make(chan struct{}) // the workers closed their rolls and committed
+		defer close(closed)
 		go func() {
 			select {
 			case <-gctx.Done():
 				cancel(errGenerationEnded)
+				r.keepAlive(ctx, gen, closed)
 			case <-stop:
 				cancel(errStop)
 			case <-wctx.Done():
@@ -419,6 +424,54 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 		r.log.Info("generation ended", zap.Int32("generation", gen.ID))
 	}
 	return err
+}
+
+// keepAlive heartbeats the generation's member until closed is closed. kafka-go stops
+// heartbeating as soon as a rebalance begins, and the broker drops a member that sends none for
+// its session timeout, even while the group waits (up to the rebalance timeout) for it to close
+// its rolls and commit their offsets: those commits would be refused and the messages replayed.
+func (r *Replicator) keepAlive(ctx context.Context, gen *kafkago.Generation, closed <-chan struct{}) {
+	log := r.log.With(zap.String("group", gen.GroupID), zap.Int32("generation", gen.ID))
+	cl, tr, err := r.cfg.Kafka.Client()
+	if err != nil {
+		log.Warn("cannot heartbeat while closing the generation's rolls: the broker may drop this member after its session timeout", zap.Error(err))
+		return
+	}
+	defer tr.CloseIdleConnections()
+	var coordinator net.Addr
+	t := time.NewTicker(r.cfg.Group.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-closed:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		hctx, cancel := context.WithTimeout(ctx, r.cfg.Group.SessionTimeout)
+		if coordinator == nil {
+			fc, err := cl.FindCoordinator(hctx, &kafkago.FindCoordinatorRequest{Key: gen.GroupID, KeyType: kafkago.CoordinatorKeyTypeConsumer})
+			if err == nil && fc.Error == nil && fc.Coordinator != nil {
+				coordinator = kafkago.TCP(net.JoinHostPort(fc.Coordinator.Host, strconv.Itoa(fc.Coordinator.Port)))
+			}
+		}
+		var resp *kafkago.HeartbeatResponse
+		if coordinator != nil {
+			resp, err = cl.Heartbeat(hctx, &kafkago.HeartbeatRequest{Addr: coordinator, GroupID: gen.GroupID, GenerationID: gen.ID, MemberID: gen.MemberID})
+		}
+		cancel()
+		switch {
+		case coordinator == nil || err != nil:
+			coordinator = nil // found again at the next beat
+			log.Debug("heartbeat while closing the generation's rolls failed; retrying", zap.Error(err))
+		case resp.Error != nil && !errors.Is(resp.Error, kafkago.RebalanceInProgress):
+			// the answer during a rebalance is REBALANCE_IN_PROGRESS: the beat counts; any other
+			// error means the member is out of the group already
+			log.Debug("heartbeats while closing the generation's rolls end", zap.Error(resp.Error))
+			return
+		}
+	}
 }
 
 // otherMemberWait is how long a member on an object store waits for the generation to end when

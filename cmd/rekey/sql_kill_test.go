@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/md5"
 	"database/sql"
@@ -9,13 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -80,7 +76,7 @@ func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 	dir := t.TempDir()
 	var streams []*e2eStream
 	for _, format := range []string{"json", "debezium"} {
-		s := &e2eStream{name: format, format: format, table: "orders_" + format, group: c.Group("e2e-" + format)}
+		s := &e2eStream{rekeyProc: rekeyProc{name: format, exe: exe}, format: format, table: "orders_" + format, group: c.Group("e2e-" + format)}
 		srv.Exec(t, strings.Replace(ddl, "`orders`", "`"+s.table+"`", 1))
 		s.topic = c.CreateTopic(t, "e2e-"+format, e2ePartitions)
 		s.generate(rng, 3000, 3000)
@@ -106,7 +102,7 @@ func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 		go func() { produced <- s.produceLive(ctx, c.Writer(s.topic), 16*time.Second, outage) }()
 	}
 	for _, s := range streams {
-		s.start(t, exe)
+		s.start(t)
 	}
 
 	// the plan: every stream's kills in a random order, MariaDB's restart half way
@@ -128,7 +124,7 @@ func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 	}
 	for i, s := range plan {
 		if i == len(plan)/2 {
-			restartMariaDB(t, srv, streams, streams[rng.IntN(len(streams))], exe, caughtUp, func() {
+			restartMariaDB(t, srv, streams, streams[rng.IntN(len(streams))], caughtUp, func() {
 				for _, s := range streams {
 					s.released = true
 				}
@@ -140,7 +136,7 @@ func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 		// what this test varies, not a wait for something to happen
 		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
 		s.kill(t)
-		s.start(t, exe)
+		s.start(t)
 	}
 	for range streams {
 		if err := <-produced; err != nil {
@@ -158,24 +154,8 @@ func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 		if code := s.terminate(t); code != 0 && code != exitRejects {
 			t.Errorf("%s: exit %d after SIGTERM\n%s", s.name, code, s.logTail())
 		}
-		got := e2eTableState(t, db, s.table)
-		if len(got) != len(s.want) {
-			t.Errorf("%s: %d rows in the table, want %d", s.name, len(got), len(s.want))
-		}
-		bad := 0
-		for k, v := range s.want {
-			if got[k] != v && bad < 10 {
-				bad++
-				t.Errorf("%s: key %s: %q, want %q (its latest event); its last messages:\n%s", s.name, k, got[k], v, s.history(k))
-			}
-		}
-		for k, v := range got {
-			if _, ok := s.want[k]; !ok && bad < 10 {
-				bad++
-				t.Errorf("%s: key %s is in the table (%q), its latest event deletes it; its last messages:\n%s", s.name, k, v, s.history(k))
-			}
-		}
-		s.checkRejects(t)
+		got := s.checkTable(t, db)
+		s.checkRejects(t, s.state)
 		t.Logf("%s: %d messages, %d keys in the table, %d starts, %d SIGKILLs (%d of them with nothing left to apply)", s.name, len(s.msgs), len(got), s.starts, s.kills, s.idleKills)
 	}
 }
@@ -184,8 +164,7 @@ const e2ePartitions = 4
 
 // e2eStream is one topic replicated into one table by a rekey process that the test kills.
 type e2eStream struct {
-	name, format, topic, group, table, state, logPath string
-	args                                              []string
+	format, topic, group, table, state string
 
 	msgs []kafkago.Message // Offset: the offset it gets
 	pre  int               // msgs[:pre] are produced before rekey starts
@@ -196,11 +175,7 @@ type e2eStream struct {
 	want     map[string]string   // pk1/orderid -> "status|amount|ts" of the key's latest event
 	poison   map[[2]int64]string // (partition, offset) -> the stage that must reject it
 
-	proc      *exec.Cmd
-	exited    chan struct{}
-	metrics   string // the running process's --metrics-addr
-	starts    int
-	kills     int
+	rekeyProc
 	idleKills int // kills with nothing left to apply
 }
 
@@ -356,14 +331,19 @@ func (s *e2eStream) staleRejects(t *testing.T) {
 	t.Fatal("no bad message among the first ones")
 }
 
-// produceLive produces msgs[pre:] in small batches spread over about d.
+// produceLive produces msgs[pre:] in small batches spread over about d; with an outage channel,
+// the last e2eHeld of them only once it is closed.
 func (s *e2eStream) produceLive(ctx context.Context, w *kafkago.Writer, d time.Duration, outage <-chan struct{}) error {
 	defer w.Close()
 	live := s.msgs[s.pre:]
-	// the last messages wait for MariaDB's outage: then every stream has messages to apply while
-	// it is down, however long the kills before it took (a real broker's rejoins take seconds)
-	held := live[len(live)-e2eHeld:]
-	live = live[:len(live)-e2eHeld]
+	var held []kafkago.Message
+	if outage != nil {
+		// the last messages wait for MariaDB's outage: then every stream has messages to apply
+		// while it is down, however long the kills before it took (a real broker's rejoins take
+		// seconds)
+		held = live[len(live)-e2eHeld:]
+		live = live[:len(live)-e2eHeld]
+	}
 	const chunk = 25
 	tick := time.NewTicker(d / time.Duration(len(live)/chunk+1))
 	defer tick.Stop()
@@ -378,6 +358,9 @@ func (s *e2eStream) produceLive(ctx context.Context, w *kafkago.Writer, d time.D
 			return err
 		}
 		live = live[k:]
+	}
+	if outage == nil {
+		return nil
 	}
 	select {
 	case <-ctx.Done():
@@ -400,55 +383,6 @@ func (s *e2eStream) goal() []int64 {
 		goal[m.Partition]--
 	}
 	return goal
-}
-
-// start runs rekey replicate as a process of its own: the test binary as the rekey command.
-func (s *e2eStream) start(t *testing.T, exe string) {
-	t.Helper()
-	s.starts++
-	s.metrics = fmt.Sprintf("127.0.0.1:%d", kafkatest.FreePort(t))
-	log, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	fmt.Fprintf(log, "=== start %d\n", s.starts)
-	cmd := exec.Command(exe, append(s.args, "--metrics-addr", s.metrics)...)
-	cmd.Env = append(os.Environ(), rekeyProcessEnv+"=1")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start rekey: %v", err)
-	}
-	s.proc, s.exited = cmd, make(chan struct{})
-	go func() { cmd.Wait(); close(s.exited) }()
-}
-
-// checkAlive fails the test when the process exited without being told to.
-func (s *e2eStream) checkAlive(t *testing.T) {
-	t.Helper()
-	select {
-	case <-s.exited:
-		t.Fatalf("%s: rekey exited on its own (%v) after start %d\n%s", s.name, s.proc.ProcessState, s.starts, s.logTail())
-	default:
-	}
-}
-
-// metric reads a counter of the running process; ok is false while it does not serve /metrics.
-func (s *e2eStream) metric(name string) (v float64, ok bool) {
-	cl := http.Client{Timeout: time.Second}
-	resp, err := cl.Get("http://" + s.metrics + "/metrics")
-	if err != nil {
-		return 0, false
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if rest, found := strings.CutPrefix(sc.Text(), name+" "); found {
-			v, err := strconv.ParseFloat(rest, 64)
-			return v, err == nil
-		}
-	}
-	return 0, false
 }
 
 // waitApplying waits until the process has applied messages since it started (it rejoined the
@@ -475,44 +409,6 @@ func (s *e2eStream) waitApplying(t *testing.T, caughtUp func(*e2eStream) bool) {
 	}, fmt.Sprintf("%s to apply messages after start %d", s.name, s.starts))
 }
 
-func (s *e2eStream) kill(t *testing.T) {
-	t.Helper()
-	s.checkAlive(t)
-	s.proc.Process.Signal(syscall.SIGKILL)
-	<-s.exited
-	if ws, ok := s.proc.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("%s: rekey ended with %v before the SIGKILL\n%s", s.name, s.proc.ProcessState, s.logTail())
-	}
-	s.kills++
-}
-
-// terminate stops the process with SIGTERM and returns its exit code. It waits for the process
-// to consume its partitions first: a SIGTERM while it starts (before it handles the signal)
-// kills it, as a SIGKILL would.
-func (s *e2eStream) terminate(t *testing.T) int {
-	t.Helper()
-	wait.For(t, func() bool {
-		s.checkAlive(t)
-		n, ok := s.metric("rekey_assigned_partitions")
-		return ok && n == e2ePartitions
-	}, fmt.Sprintf("%s to be assigned its partitions after start %d", s.name, s.starts))
-	s.proc.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-		return s.proc.ProcessState.ExitCode()
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s: rekey did not stop 30 s after SIGTERM\n%s", s.name, s.logTail())
-		return -1
-	}
-}
-
-func (s *e2eStream) stop() {
-	if s.proc != nil && s.proc.ProcessState == nil {
-		s.proc.Process.Signal(syscall.SIGKILL)
-		<-s.exited
-	}
-}
-
 // history lists the last messages of key k (pk1/orderid), to tell what a wrong row comes from.
 func (s *e2eStream) history(k string) string {
 	var out []string
@@ -532,43 +428,70 @@ func (s *e2eStream) history(k string) string {
 	return strings.Join(out[max(0, len(out)-6):], "\n")
 }
 
-func (s *e2eStream) logTail() string {
-	data, _ := os.ReadFile(s.logPath)
-	if len(data) > 6000 {
-		data = data[len(data)-6000:]
+// checkTable checks that the table holds the latest event of every key and no deleted key, and
+// returns it.
+func (s *e2eStream) checkTable(t *testing.T, db *sql.DB) map[string]string {
+	t.Helper()
+	got := e2eTableState(t, db, s.table)
+	if len(got) != len(s.want) {
+		t.Errorf("%s: %d rows in the table, want %d", s.name, len(got), len(s.want))
 	}
-	return "--- rekey's output (end) ---\n" + string(data)
+	bad := 0
+	for k, v := range s.want {
+		if got[k] != v && bad < 10 {
+			bad++
+			t.Errorf("%s: key %s: %q, want %q (its latest event); its last messages:\n%s", s.name, k, got[k], v, s.history(k))
+		}
+	}
+	for k, v := range got {
+		if _, ok := s.want[k]; !ok && bad < 10 {
+			bad++
+			t.Errorf("%s: key %s is in the table (%q), its latest event deletes it; its last messages:\n%s", s.name, k, v, s.history(k))
+		}
+	}
+	return got
 }
 
-// checkRejects: each bad message is in the rejects exactly once (replays of its batch replace
-// the batch's rejects file), with the stage that refused it, and nothing else is.
-func (s *e2eStream) checkRejects(t *testing.T) {
+// checkRejects: each bad message is in the rejects of the state folders, once in each folder
+// that holds it (replays of its batch replace the batch's rejects file), with the stage that
+// refused it, and nothing else is. A message is in the folder of every member that applied its
+// batch: of one member when none was killed before committing its offset.
+func (s *e2eStream) checkRejects(t *testing.T, states ...string) {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(s.state, "rejects", "*.jsonl"))
 	seen := map[[2]int64]int{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			var rj output.Reject
-			if err := json.Unmarshal([]byte(line), &rj); err != nil || rj.LogPosition == nil {
-				t.Errorf("%s: %s: reject line %q: %v", s.name, f, line, err)
-				continue
+	for _, state := range states {
+		files, _ := filepath.Glob(filepath.Join(state, "rejects", "*.jsonl"))
+		inFolder := map[[2]int64]int{}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
 			}
-			at := [2]int64{int64(rj.Partition), rj.Offset}
-			seen[at]++
-			if stage, ok := s.poison[at]; !ok {
-				t.Errorf("%s: message %v rejected, it is good: %s", s.name, at, line)
-			} else if rj.Stage != stage {
-				t.Errorf("%s: message %v rejected by stage %q, want %q: %s", s.name, at, rj.Stage, stage, line)
+			for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+				var rj output.Reject
+				if err := json.Unmarshal([]byte(line), &rj); err != nil || rj.LogPosition == nil {
+					t.Errorf("%s: %s: reject line %q: %v", s.name, f, line, err)
+					continue
+				}
+				at := [2]int64{int64(rj.Partition), rj.Offset}
+				inFolder[at]++
+				seen[at]++
+				if stage, ok := s.poison[at]; !ok {
+					t.Errorf("%s: message %v rejected, it is good: %s", s.name, at, line)
+				} else if rj.Stage != stage {
+					t.Errorf("%s: message %v rejected by stage %q, want %q: %s", s.name, at, rj.Stage, stage, line)
+				}
+			}
+		}
+		for at, n := range inFolder {
+			if n != 1 {
+				t.Errorf("%s: bad message %v is %d times in the rejects of %s (%d files), want once", s.name, at, n, state, len(files))
 			}
 		}
 	}
 	for at := range s.poison {
-		if seen[at] != 1 {
-			t.Errorf("%s: bad message %v is %d times in the rejects (%d files), want once", s.name, at, seen[at], len(files))
+		if seen[at] == 0 || len(states) == 1 && seen[at] != 1 {
+			t.Errorf("%s: bad message %v is %d times in the rejects, want once", s.name, at, seen[at])
 		}
 	}
 }
@@ -578,7 +501,7 @@ func (s *e2eStream) checkRejects(t *testing.T) {
 // once the others have retried a statement against it, and checks that every process rode
 // through it (transient errors are retried with backoff, not the end of the run) and applies
 // messages again. down runs once MariaDB is down (it releases the messages held for the outage).
-func restartMariaDB(t *testing.T, srv *mysqltest.Server, streams []*e2eStream, victim *e2eStream, exe string, caughtUp func(*e2eStream) bool, down func()) {
+func restartMariaDB(t *testing.T, srv *mysqltest.Server, streams []*e2eStream, victim *e2eStream, caughtUp func(*e2eStream) bool, down func()) {
 	t.Helper()
 	for _, s := range streams {
 		s.waitApplying(t, caughtUp)
@@ -598,7 +521,7 @@ func restartMariaDB(t *testing.T, srv *mysqltest.Server, streams []*e2eStream, v
 	downAt := time.Now()
 	down()
 	victim.kill(t)
-	victim.start(t, exe)
+	victim.start(t)
 	// a statement of the others retried against the stopped server, or (checked below) none
 	wait.Until(func() bool { return retries() != before }, 10*time.Second)
 	// MariaDB stays down a second in all, the outage's length: the victim fails to connect a

@@ -134,12 +134,30 @@ var (
 	shared   *Server
 )
 
+// RequireEnv, set to 1, makes a test that needs MariaDB fail instead of skipping when none is
+// available: the real-peer tier (deploy/dev/peers.sh ci-test) sets it.
+const RequireEnv = "REKEY_REQUIRE_REAL_PEERS"
+
+// unavailable skips the test for why, or fails it under RequireEnv=1.
+func unavailable(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("%s=1: %s", RequireEnv, why)
+		return
+	}
+	t.Skip(why)
+}
+
 // MariaDB starts a private MariaDB (its own data folder and port; extra server flags such as
 // --default-time-zone=+08:00) and creates a fresh database, or uses the server REKEY_MYSQL_DSN
 // names (user@tcp(host:port)/; extra flags are then not applied: the test is skipped when it
 // needs them). It skips the test when neither is available.
 func MariaDB(t testing.TB, extra ...string) *Server {
 	t.Helper()
+	if !MariaDBAvailable() {
+		unavailable(t, "mariadbd is not on PATH and REKEY_MYSQL_DSN is not set (apt-get install mariadb-server)")
+		return nil
+	}
 	if dsn := os.Getenv("REKEY_MYSQL_DSN"); dsn != "" {
 		if len(extra) > 0 {
 			t.Skip("REKEY_MYSQL_DSN: this test needs a server started with " + strings.Join(extra, " "))
@@ -212,7 +230,8 @@ func startMariaDB(t testing.TB, dir string, extra []string) *Server {
 func OwnMariaDB(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("mariadbd"); err != nil {
-		t.Skip("this test kills and restarts a MariaDB of its own: mariadbd is not on PATH (apt-get install mariadb-server; REKEY_MYSQL_DSN is not enough)")
+		unavailable(t, "this test kills and restarts a MariaDB of its own: mariadbd is not on PATH (apt-get install mariadb-server; REKEY_MYSQL_DSN is not enough)")
+		return nil
 	}
 	s := startMariaDB(t, t.TempDir(), extra)
 	t.Cleanup(s.stop)

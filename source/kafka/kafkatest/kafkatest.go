@@ -65,11 +65,20 @@ func (c *Cluster) Group(name string) string { return name + c.suffix }
 // CreateTopic creates a topic with n partitions and returns its name (see Topic).
 func (c *Cluster) CreateTopic(t testing.TB, name string, partitions int) string {
 	t.Helper()
+	return c.CreateTopicWith(t, name, partitions, nil)
+}
+
+// CreateTopicWith creates a topic with n partitions and the topic configs given (such as
+// cleanup.policy=compact) and returns its name (see Topic).
+func (c *Cluster) CreateTopicWith(t testing.TB, name string, partitions int, configs map[string]string) string {
+	t.Helper()
 	name = c.Topic(name)
 	cl := &kafkago.Client{Addr: kafkago.TCP(c.Brokers...), Timeout: 10 * time.Second}
-	resp, err := cl.CreateTopics(context.Background(), &kafkago.CreateTopicsRequest{
-		Topics: []kafkago.TopicConfig{{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}},
-	})
+	tc := kafkago.TopicConfig{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}
+	for k, v := range configs {
+		tc.ConfigEntries = append(tc.ConfigEntries, kafkago.ConfigEntry{ConfigName: k, ConfigValue: v})
+	}
+	resp, err := cl.CreateTopics(context.Background(), &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{tc}})
 	if err != nil {
 		t.Fatalf("create topic %s: %v", name, err)
 	}
@@ -173,6 +182,57 @@ func (c *Cluster) DeleteRecords(t testing.TB, topic string, partition int, offse
 			}
 		}
 	}
+}
+
+// Offsets lists the offsets a partition holds, from its first to its end: fewer than the
+// messages produced once compaction (or DeleteRecords) removed some.
+func (c *Cluster) Offsets(t testing.TB, topic string, partition int) []int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+		topic: {int32(partition): kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lo, err := endOffset(ctx, cl, topic, partition)
+	if err != nil {
+		t.Fatalf("end offset of %s/%d: %v", topic, partition, err)
+	}
+	var out []int64
+	for lo > 0 && (len(out) == 0 || out[len(out)-1] < lo-1) {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("read %s/%d: %v (offsets so far: %d, end %d)", topic, partition, err, len(out), lo)
+		}
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, r.Offset) })
+	}
+	return out
+}
+
+// endOffset is the partition's end offset (ListOffsets, latest).
+func endOffset(ctx context.Context, cl *kgo.Client, topic string, partition int) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp = int32(partition), -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return 0, err
+			}
+			return p.Offset, nil
+		}
+	}
+	return 0, fmt.Errorf("no offset in the answer")
 }
 
 // FreePort returns a free TCP port on 127.0.0.1.
