@@ -123,8 +123,9 @@ func (g *groupRun) finish(t *testing.T, live ...*rekeyProc) {
 		}
 		return g.caughtUp(t)
 	}, "every offset committed")
+	// 1 when a member rejected some of the bad messages itself (which member reads them varies)
 	for _, m := range live {
-		if code := m.terminate(t); code != 0 {
+		if code := m.terminate(t); code != 0 && code != exitRejects {
 			t.Errorf("%s: exit %d after SIGTERM\n%s", m.name, code, m.logTail())
 		}
 	}
