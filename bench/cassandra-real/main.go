@@ -126,7 +126,7 @@ func (b bench) run(runs int, out string) error {
 			os.RemoveAll(dir)
 			s, stdout, err := b.measure(command(b.scc, host, port, "shop", "orders", dir))
 			if err != nil {
-				return fmt.Errorf("Spark Cassandra Connector: %w", err)
+				return fmt.Errorf("the Spark Cassandra Connector side: %w", err)
 			}
 			var got struct {
 				Rows       int64   `json:"rows"`
@@ -134,10 +134,10 @@ func (b bench) run(runs int, out string) error {
 				Partitions int     `json:"partitions"`
 			}
 			if err := lastJSON(stdout, &got); err != nil {
-				return fmt.Errorf("Spark Cassandra Connector: %w", err)
+				return fmt.Errorf("the Spark Cassandra Connector side: %w", err)
 			}
 			if got.Rows != int64(b.n) {
-				return fmt.Errorf("Spark Cassandra Connector wrote %d rows, want %d", got.Rows, b.n)
+				return fmt.Errorf("the Spark Cassandra Connector wrote %d rows, want %d", got.Rows, b.n)
 			}
 			s.JobSeconds, s.Partitions = got.JobSeconds, got.Partitions
 			os.RemoveAll(dir)

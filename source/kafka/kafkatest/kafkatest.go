@@ -224,15 +224,14 @@ func endOffset(ctx context.Context, cl *kgo.Client, topic string, partition int)
 	if err != nil {
 		return 0, err
 	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return 0, err
-			}
-			return p.Offset, nil
-		}
+	if len(resp.Topics) == 0 || len(resp.Topics[0].Partitions) == 0 {
+		return 0, fmt.Errorf("no offset in the answer")
 	}
-	return 0, fmt.Errorf("no offset in the answer")
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return 0, err
+	}
+	return p.Offset, nil
 }
 
 // FreePort returns a free TCP port on 127.0.0.1.
