@@ -13,24 +13,14 @@ import (
 // values: codes, statuses, names) are identified by two machine words loaded from the string,
 // which serve both as the hash input and as the key: a lookup touches no byte of the dictionary.
 // Longer values are hashed with maphash and compared byte-wise.
-// A slot holds the entry's index and 16 bits of its hash: a probe of a slot of another value
-// mostly stops there, without loading the entry's key (in a table of a high-cardinality column
-// that load is a cache miss).
 // sink/parquet BenchmarkDictTable (CPU per value): 2.5x faster than a Go map[string]int32 on 5
 // short values, on par at 1,000 8-byte values; a map is 1.3-2x faster on values over 16 bytes.
 type dictTable struct {
 	seed  maphash.Seed
-	slots []uint32 // the hash's top 16 bits << 16 | (entry index + 1); 0 is empty
+	slots []int32 // entry index + 1; 0 is empty
 	keys  []dictKey
 	mask  int
 }
-
-// maxDictEntries bounds a table's entries: a slot holds the entry index + 1 in 16 bits. The
-// buffer gives a chunk's dictionary up at 1<<15 entries.
-const maxDictEntries = 1<<16 - 1
-
-// tagOf is a slot's hash half: the top 16 bits of the hash (the low ones pick the slot).
-func tagOf(h uint64) uint32 { return uint32(h>>48) << 16 }
 
 type dictKey struct {
 	a, b uint64 // the value's words (short values) or its maphash (long ones: a)
@@ -38,7 +28,7 @@ type dictKey struct {
 }
 
 func newDictTable() *dictTable {
-	return &dictTable{seed: maphash.MakeSeed(), slots: make([]uint32, 64), mask: 63}
+	return &dictTable{seed: maphash.MakeSeed(), slots: make([]int32, 64), mask: 63}
 }
 
 func (t *dictTable) len() int { return len(t.keys) }
@@ -46,7 +36,7 @@ func (t *dictTable) len() int { return len(t.keys) }
 // reset empties the table; a table grown large is shrunk back so that idle regions hold little.
 func (t *dictTable) reset() {
 	if len(t.slots) > 64 {
-		t.slots, t.mask, t.keys = make([]uint32, 64), 63, nil
+		t.slots, t.mask, t.keys = make([]int32, 64), 63, nil
 		return
 	}
 	clear(t.slots)
@@ -115,17 +105,11 @@ func (t *dictTable) find(s string, c *colData) (idx int32, found bool) {
 	} else {
 		k = t.keyOf(s)
 	}
-	h := k.hash()
-	tag := tagOf(h)
-	for i := int(h) & t.mask; ; i = (i + 1) & t.mask {
-		sl := t.slots[i]
-		if sl == 0 {
+	for i := int(k.hash()) & t.mask; ; i = (i + 1) & t.mask {
+		e := t.slots[i]
+		if e == 0 {
 			return -1, false
 		}
-		if sl&0xffff0000 != tag {
-			continue
-		}
-		e := int32(sl & 0xffff)
 		if t.keys[e-1] != k {
 			continue
 		}
@@ -138,12 +122,8 @@ func (t *dictTable) find(s string, c *colData) (idx int32, found bool) {
 	}
 }
 
-// insert adds s, already appended to the column's dictionary as its last entry; the table holds
-// at most maxDictEntries.
+// insert adds s, already appended to the column's dictionary as its last entry.
 func (t *dictTable) insert(s string) {
-	if len(t.keys) >= maxDictEntries {
-		panic("parquet: dictTable: more than maxDictEntries entries")
-	}
 	t.keys = append(t.keys, t.keyOf(s))
 	if 2*len(t.keys) > len(t.slots) {
 		t.grow() // re-inserts every entry, the new one included
@@ -155,14 +135,14 @@ func (t *dictTable) insert(s string) {
 func (t *dictTable) place(h uint64, e int32) {
 	for i := int(h) & t.mask; ; i = (i + 1) & t.mask {
 		if t.slots[i] == 0 {
-			t.slots[i] = tagOf(h) | uint32(e)
+			t.slots[i] = e
 			return
 		}
 	}
 }
 
 func (t *dictTable) grow() {
-	t.slots = make([]uint32, 2*len(t.slots))
+	t.slots = make([]int32, 2*len(t.slots))
 	t.mask = len(t.slots) - 1
 	for k := range t.keys {
 		t.place(t.keys[k].hash(), int32(k+1))
