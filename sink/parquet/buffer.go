@@ -80,6 +80,7 @@ func (c *colData) mem() int64 {
 type slot struct {
 	null bool
 	hit  bool  // s is dictionary entry k already (found while validating)
+	miss bool  // s was looked up while validating and is not in the dictionary
 	k    int32 // the entry, when hit
 	i    int64
 	f    float64
@@ -214,14 +215,16 @@ func convert(sp *colSpec, s *slot, c *colData, d *dictTable, v *pipeline.Value) 
 	var err *pipeline.RowError
 	switch sp.phys {
 	case physBytes:
-		s.hit = false
+		s.hit, s.miss = false, false
 		if v.Kind == pipeline.KindText || v.Kind == pipeline.KindBytes {
 			s.s = v.Str
 			if sp.utf8 {
 				// One invalid STRING value makes readers refuse the whole file. A dictionary
-				// entry was checked when it was added: look it up now, and append by index.
+				// entry was checked when it was added: look it up now, and append by index
+				// (a miss is remembered too: appending adds the value without a second lookup).
 				if c.dictMode {
 					s.k, s.hit = d.find(v.Str, c)
+					s.miss = !s.hit
 				}
 				if !s.hit && !validText(v.Str) {
 					return files.EncodingError(sp.col, v.Str)
@@ -317,7 +320,7 @@ func (b *buffer) append(i int, sp *colSpec, c *colData, s *slot, p *pools) {
 	}
 	if c.dictMode && sp.phys != physBytes {
 		var key [16]byte
-		b.appendDict(i, numberBytes(sp, s, &key))
+		b.appendDict(i, numberBytes(sp, s, &key), false)
 		return
 	}
 	switch sp.phys {
@@ -330,7 +333,7 @@ func (b *buffer) append(i int, sp *colSpec, c *colData, s *slot, p *pools) {
 				c.idx = append(c.idx, s.k)
 				return
 			}
-			b.appendDict(i, s.s)
+			b.appendDict(i, s.s, s.miss)
 			return
 		}
 		b.appendPlain(c, s.s)
@@ -433,14 +436,17 @@ const earlyProbeRows = 1024
 
 // appendDict appends a value's dictionary index, adding the value to the dictionary; when the
 // dictionary grows past the limit the column switches to plain values for the rest of the chunk.
-func (b *buffer) appendDict(i int, s string) {
+// missed tells that s was looked up in this dictionary since its last change and not found.
+func (b *buffer) appendDict(i int, s string, missed bool) {
 	c, d, p := &b.cols[i], b.dicts[i], b.f.pools
 	if len(c.idx) == cap(c.idx) {
 		c.idx = grow(&p.i32, c.idx, 1)
 	}
-	if k, ok := d.find(s, c); ok {
-		c.idx = append(c.idx, k)
-		return
+	if !missed {
+		if k, ok := d.find(s, c); ok {
+			c.idx = append(c.idx, k)
+			return
+		}
 	}
 	// give up when the dictionary grows too large, or when the column looks mostly distinct
 	// (more entries than half the rows so far, checked once at dictProbeRows rows), or when a

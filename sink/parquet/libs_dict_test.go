@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -12,6 +11,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/rekey/rekey/internal/benchcpu"
 )
 
 // dictChunk is the number of values per chunk in BenchmarkDictTable: rekey's dictionary holds at
@@ -131,13 +132,7 @@ func perValue(b *testing.B, cpu0 time.Duration) {
 }
 
 // cpuNow is the process's user+system CPU time.
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+var cpuNow = benchcpu.Now
 
 // FreshPools empties the format's slice pools: called before every chunk, the buffer allocates
 // every column slice anew, as without slicePool (BenchmarkRecycling).

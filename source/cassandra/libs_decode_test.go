@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gocql/gocql"
 	"gopkg.in/inf.v0"
 
+	"github.com/rekey/rekey/internal/benchcpu"
 	"github.com/rekey/rekey/pipeline"
 )
 
@@ -208,10 +208,5 @@ func cpuPerOp(b *testing.B, cpu0 time.Duration) {
 	b.ReportMetric(float64(cpuNow()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+// cpuNow is the process's user+system CPU time.
+var cpuNow = benchcpu.Now
