@@ -189,7 +189,6 @@ func TestReportWriteOrderHashOrderedExport(t *testing.T) {
 // was written in increasing order (its WRITETIME()s rise with it), served in token order.
 func idEventsTable(t *testing.T) *cassandratest.Cluster {
 	c := cassandratest.Open(t)
-	c.Faults(t) // write times set per cell: the in-process server
 	cols := []cqltest.Column{{Name: "id", Type: "bigint"}, {Name: "note", Type: "text"}}
 	if err := c.CreateTable("ks", "events", cols, []string{"id"}, nil); err != nil {
 		t.Fatal(err)

@@ -87,6 +87,17 @@ func (c *Cluster) Faults(t testing.TB) *cqltest.Server {
 	return c.Server
 }
 
+// Session is the driver's session on the real cluster, for statements the stand-in does not
+// serve (user-defined types, counters, WRITETIME() and TTL() selections); the test is skipped on
+// the stand-in.
+func (c *Cluster) Session(t testing.TB) *gocql.Session {
+	t.Helper()
+	if c.sess == nil {
+		t.Skip("needs a real Cassandra node (set " + HostsEnv + "): the in-process test server does not serve these statements")
+	}
+	return c.sess
+}
+
 // Hosts are the contact points, host:port.
 func (c *Cluster) Hosts() []string { return c.hosts }
 
