@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/output/outputtest"
+	"github.com/rekey/rekey/report"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
 )
 
@@ -127,4 +130,60 @@ func TestMigrateSIGKILLedThenResumed(t *testing.T) {
 		}
 		seen[key] = true
 	}
+}
+
+// A table of a million rows (cassandratest.BigRows) on the real node: `rekey report` reads all of
+// it, `rekey migrate` writes every row, the manifest's files holding them all. Skipped with
+// -short and on the in-process test server.
+func TestMigrateAndReportLargeRealTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads, reports and migrates a large table; runs in the real-peer tier (without -short)")
+	}
+	c := cassandratest.Open(t)
+	c.Session(t) // the real node
+	n := int64(cassandratest.BigRows(t))
+	start := time.Now()
+	if err := c.LoadBig("big", "rows", int(n)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("loaded %d rows in %s", n, time.Since(start).Round(time.Millisecond))
+	dir := t.TempDir()
+	m := writeFile(t, dir, "m.yaml", "version: 1\nsource:\n  name: big.rows\ntarget:\n  table: rows\n  primary_key: \"[md5(v).substr(0,4) AS h][p][c]\"\nregions:\n  count: 8\n")
+	uri := c.URI("big", "rows", "page_size=5000")
+
+	start = time.Now()
+	code, out := reportCLI(t, "report", "-m", m, "--source", uri, "--json", filepath.Join(dir, "r.json"))
+	if code != 0 {
+		t.Fatalf("report: exit %d\n%s", code, out)
+	}
+	var rep report.Report
+	data, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Source.Sampled || rep.Totals.RowsRead != n || rep.Totals.RowsOK != n {
+		t.Fatalf("report: sampled %v, %d rows read, %d ok, want all %d", rep.Source.Sampled, rep.Totals.RowsRead, rep.Totals.RowsOK, n)
+	}
+	t.Logf("report: %s", time.Since(start).Round(time.Millisecond))
+
+	start = time.Now()
+	outDir := filepath.Join(dir, "out")
+	mustRun(t, "migrate", "-m", m, "--source", uri, "--out", outDir, "--progress", "never")
+	man, err := outputtest.Manifest(outDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inFiles int64
+	for _, r := range man.Regions {
+		for _, f := range r.Files {
+			inFiles += f.Rows
+		}
+	}
+	if man.RowsIn != n || man.RowsWritten != n || inFiles != n {
+		t.Fatalf("migrate: manifest in %d written %d, its files %d rows, want %d", man.RowsIn, man.RowsWritten, inFiles, n)
+	}
+	t.Logf("migrate: %s", time.Since(start).Round(time.Millisecond))
 }

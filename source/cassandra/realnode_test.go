@@ -3,12 +3,9 @@ package cassandra_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -181,8 +178,7 @@ func TestRealNodeWriteTimeAndTTLAreTheDriversOwn(t *testing.T) {
 	}
 }
 
-// TestRealNodeVnodesAndLargeTable loads a large table into the real node (REKEY_REAL_ROWS rows,
-// 1,000,000 by default) and reads it whole through the node's 16 vnodes (num_tokens: 16 of
+// TestRealNodeVnodesAndLargeTable loads a large table into the real node (cassandratest.BigRows) and reads it whole through the node's 16 vnodes (num_tokens: 16 of
 // deploy/dev/cassandra/cassandra.yaml) with small and large pages: every row once. Skipped with
 // -short.
 func TestRealNodeVnodesAndLargeTable(t *testing.T) {
@@ -191,24 +187,14 @@ func TestRealNodeVnodesAndLargeTable(t *testing.T) {
 	}
 	c := cassandratest.Open(t)
 	sess := c.Session(t)
-	n := 1000000
-	if v := os.Getenv("REKEY_REAL_ROWS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			t.Fatalf("REKEY_REAL_ROWS=%q: want a row count", v)
-		}
-	}
+	n := cassandratest.BigRows(t)
 	var tokens []string
 	must(t, sess.Query(`SELECT tokens FROM system.local WHERE key = 'local'`).Scan(&tokens))
 	if len(tokens) != 16 {
 		t.Fatalf("the node has %d tokens, want 16 (num_tokens: 16)", len(tokens))
 	}
-	execAll(t, sess,
-		`CREATE KEYSPACE IF NOT EXISTS rn WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`,
-		`DROP TABLE IF EXISTS rn.big`,
-		`CREATE TABLE rn.big (p int, c int, v text, PRIMARY KEY (p, c))`)
 	start := time.Now()
-	loadBig(t, sess, n)
+	must(t, c.LoadBig("rn", "big", n))
 	t.Logf("loaded %d rows in %s", n, time.Since(start).Round(time.Millisecond))
 
 	for _, params := range []string{"splits=1&page_size=100", "page_size=5000&workers=4"} {
@@ -258,42 +244,4 @@ func TestRealNodeVnodesAndLargeTable(t *testing.T) {
 		}
 		t.Logf("%s: %d rows in %s over %d ranges", params, rows, time.Since(start).Round(time.Millisecond), len(src.Ranges()))
 	}
-}
-
-// loadBig writes n rows, 100 to a partition (p = i/100, c = i%100), in unlogged batches of one
-// partition from several goroutines.
-func loadBig(t *testing.T, sess *gocql.Session, n int) {
-	t.Helper()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	parts := (n + 99) / 100
-	for w := 0; w < 16; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				p := int(next.Add(1) - 1)
-				if p >= parts {
-					return
-				}
-				b := sess.NewBatch(gocql.UnloggedBatch)
-				for c := 0; c < 100 && p*100+c < n; c++ {
-					i := p*100 + c
-					b.Query(`INSERT INTO rn.big (p, c, v) VALUES (?, ?, ?)`, p, c, "v"+strconv.Itoa(i))
-				}
-				if err := sess.ExecuteBatch(b); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("partition %d: %w", p, err)
-					}
-					mu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	must(t, firstErr)
 }
