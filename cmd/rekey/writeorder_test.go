@@ -94,7 +94,6 @@ func TestReportWriteOrderCassandraPartitionKey(t *testing.T) {
 // monotonic, but seq is incremental after a prefix of 4 values: four hot ranges.
 func TestReportWriteOrderLongPartitions(t *testing.T) {
 	c := cassandratest.Open(t)
-	c.Faults(t)
 	cols := []cqltest.Column{{Name: "host", Type: "text"}, {Name: "seq", Type: "bigint"}, {Name: "msg", Type: "text"}}
 	if err := c.CreateTable("ks", "logs", cols, []string{"host"}, []string{"seq"}); err != nil {
 		t.Fatal(err)
