@@ -38,6 +38,9 @@ func execAll(t *testing.T, sess *gocql.Session, stmts ...string) {
 func TestRealNodeUDTsStaticColumnsCounters(t *testing.T) {
 	c := cassandratest.Open(t)
 	sess := c.Session(t)
+	// Debezium's connector (3.4.1.Final) cannot parse a vector type: while such a table exists,
+	// its schema refreshes fail and it takes no new table; the tier's CDC tests run after this one
+	t.Cleanup(func() { execAll(t, sess, `DROP TABLE IF EXISTS rn.vec`) })
 	execAll(t, sess,
 		`CREATE KEYSPACE IF NOT EXISTS rn WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`,
 		`DROP TABLE IF EXISTS rn.wide`, `DROP TABLE IF EXISTS rn.counts`, `DROP TABLE IF EXISTS rn.vec`,
