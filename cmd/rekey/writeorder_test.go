@@ -94,7 +94,6 @@ func TestReportWriteOrderCassandraPartitionKey(t *testing.T) {
 // monotonic, but seq is incremental after a prefix of 4 values: four hot ranges.
 func TestReportWriteOrderLongPartitions(t *testing.T) {
 	c := cassandratest.Open(t)
-	c.Faults(t)
 	cols := []cqltest.Column{{Name: "host", Type: "text"}, {Name: "seq", Type: "bigint"}, {Name: "msg", Type: "text"}}
 	if err := c.CreateTable("ks", "logs", cols, []string{"host"}, []string{"seq"}); err != nil {
 		t.Fatal(err)
@@ -189,7 +188,6 @@ func TestReportWriteOrderHashOrderedExport(t *testing.T) {
 // was written in increasing order (its WRITETIME()s rise with it), served in token order.
 func idEventsTable(t *testing.T) *cassandratest.Cluster {
 	c := cassandratest.Open(t)
-	c.Faults(t) // write times set per cell: the in-process server
 	cols := []cqltest.Column{{Name: "id", Type: "bigint"}, {Name: "note", Type: "text"}}
 	if err := c.CreateTable("ks", "events", cols, []string{"id"}, nil); err != nil {
 		t.Fatal(err)

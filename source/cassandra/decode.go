@@ -135,7 +135,7 @@ func newColDecoder(name string, info gocql.TypeInfo, cqlType string, writetime b
 		d.kind = kJSON
 		d.tupleN = len(info.(gocql.TupleTypeInfo).Elems)
 	default:
-		return nil, fmt.Errorf("column %s: CQL type %s is not supported (supported: %s, time, duration, counter, tuple, user-defined types)", name, info, cqlvalue.Supported)
+		return nil, fmt.Errorf("column %s: CQL type %s is not supported (supported: %s)", name, info, supportedTypes)
 	}
 	if d.kind == kJSON {
 		j, err := compileJSON(info, 0)
@@ -204,6 +204,9 @@ func (a *arena) reset() {
 var (
 	errLength = errors.New("wrong length")
 )
+
+// supportedTypes lists the CQL types the source reads.
+var supportedTypes = cqlvalue.Supported + ", time, duration, counter, tuple, user-defined types"
 
 // cellError is the reject for a cell that cannot be decoded: code "encoding" for text that is
 // not UTF-8, "parse" for the rest.

@@ -230,6 +230,19 @@ func newSelection(t *Table, writetime, ttl []string) (*selection, error) {
 	return sel, nil
 }
 
+// readable refuses, before any range is read, a selected column of a type the driver hands over
+// as a custom type, which the source cannot decode: Cassandra 5's vector<T, N> (alone or nested)
+// and custom types (a quoted Java class name).
+func (sel *selection) readable() error {
+	for i, typ := range sel.types {
+		if strings.Contains(typ, "vector<") || strings.Contains(typ, "'") {
+			return fmt.Errorf("column %s: CQL type %s is not supported (supported: %s); "+
+				"to migrate the other columns, list them under the mapping's source.columns", sel.schema[i].Name, typ, supportedTypes)
+		}
+	}
+	return nil
+}
+
 // project narrows the selection to the given columns, in their order. Each must be a column of
 // the selection with the same CQL type (spelling, frozen<> and varchar/text aside).
 func (sel *selection) project(cols pipeline.SourceSchema) (*selection, error) {

@@ -166,6 +166,9 @@ func (s *Source) init(ctx context.Context) error {
 			return fmt.Errorf("the columns to read: %w", err)
 		}
 	}
+	if err := s.sel.readable(); err != nil {
+		return err
+	}
 	if !s.cfg.Since.IsZero() || s.cfg.RowWriteTimes {
 		s.sel.dateRows(t)
 	}

@@ -497,10 +497,21 @@ func groupOffsets(ctx context.Context, cl *kafkago.Client, group, topic string, 
 	for i, o := range offs {
 		parts[i] = o.Partition
 	}
-	resp, err := cl.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
-	if err == nil {
-		err = resp.Error
-	}
+	var resp *kafkago.OffsetFetchResponse
+	err := coordinatorRetry(ctx, func() (err error) {
+		resp, err = cl.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+		if err == nil {
+			err = resp.Error
+		}
+		if err == nil {
+			for _, p := range resp.Topics[topic] {
+				if coordinatorNotReady(p.Error) {
+					return p.Error
+				}
+			}
+		}
+		return err
+	})
 	// a group never seen has no offsets (some brokers say so with GROUP_ID_NOT_FOUND)
 	if errors.Is(err, kafkago.GroupIdNotFound) {
 		return map[int]int64{}, nil
@@ -518,6 +529,38 @@ func groupOffsets(ctx context.Context, cl *kafkago.Client, group, topic string, 
 		}
 	}
 	return out, nil
+}
+
+// coordinatorWait bounds how long a group request waits for the group's coordinator.
+const coordinatorWait = 30 * time.Second
+
+// coordinatorRetry runs fn again while the group's coordinator is not ready. A fresh broker
+// creates its offsets topic on the first group request and answers requests for groups with
+// NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE until it has loaded
+// it (Kafka 4.4: the first `replicate --mark-start` of a fresh broker failed so); a coordinator
+// moving to another broker does the same. It gives up after coordinatorWait with the last error.
+func coordinatorRetry(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(coordinatorWait)
+	backoff := 50 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil || !coordinatorNotReady(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+func coordinatorNotReady(err error) bool {
+	return errors.Is(err, kafkago.NotCoordinatorForGroup) || errors.Is(err, kafkago.GroupLoadInProgress) ||
+		errors.Is(err, kafkago.GroupCoordinatorNotAvailable)
 }
 
 // ErrGroupHasOffsets is wrapped by MarkStart's error when the group already committed offsets
@@ -561,7 +604,18 @@ func (c *Config) MarkStart(ctx context.Context) ([]PartitionOffsets, error) {
 	}
 	// generation -1 and no member: a commit from outside a group's generation, which the broker
 	// accepts only while the group has no members
-	resp, err := cl.OffsetCommit(ctx, &kafkago.OffsetCommitRequest{GroupID: c.Group, GenerationID: -1, Topics: map[string][]kafkago.OffsetCommit{c.Topic: commits}})
+	var resp *kafkago.OffsetCommitResponse
+	err = coordinatorRetry(ctx, func() (err error) {
+		resp, err = cl.OffsetCommit(ctx, &kafkago.OffsetCommitRequest{GroupID: c.Group, GenerationID: -1, Topics: map[string][]kafkago.OffsetCommit{c.Topic: commits}})
+		if err == nil {
+			for _, p := range resp.Topics[c.Topic] {
+				if coordinatorNotReady(p.Error) {
+					return p.Error
+				}
+			}
+		}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("kafka: commit the end offsets of %s for group %s: %w", c.Topic, c.Group, err)
 	}

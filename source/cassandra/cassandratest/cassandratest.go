@@ -5,6 +5,7 @@
 package cassandratest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,6 +87,84 @@ func (c *Cluster) Faults(t testing.TB) *cqltest.Server {
 		t.Skip("fault injection needs the in-process test server (unset " + HostsEnv + ")")
 	}
 	return c.Server
+}
+
+// Session is the driver's session on the real cluster, for statements the stand-in does not
+// serve (user-defined types, counters, WRITETIME() and TTL() selections); the test is skipped on
+// the stand-in.
+func (c *Cluster) Session(t testing.TB) *gocql.Session {
+	t.Helper()
+	if c.sess == nil {
+		t.Skip("needs a real Cassandra node (set " + HostsEnv + "): the in-process test server does not serve these statements")
+	}
+	return c.sess
+}
+
+// BigRowsEnv sets the row count of the large-table tests (BigRows).
+const BigRowsEnv = "REKEY_REAL_ROWS"
+
+// BigRows is the row count of the large-table tests: 1,000,000, or BigRowsEnv's.
+func BigRows(t testing.TB) int {
+	t.Helper()
+	v := os.Getenv(BigRowsEnv)
+	if v == "" {
+		return 1000000
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a row count", BigRowsEnv, v)
+	}
+	return n
+}
+
+// LoadBig creates keyspace.name (p int, c int, v text, PRIMARY KEY (p, c)) on the real cluster
+// and writes n rows, 100 to a partition: row i is p = i/100, c = i%100, v = "v<i>". It writes
+// unlogged batches of one partition from 16 goroutines (a million rows in some seconds).
+func (c *Cluster) LoadBig(keyspace, name string, n int) error {
+	if c.sess == nil {
+		return errors.New("LoadBig needs a real cluster")
+	}
+	for _, s := range []string{
+		fmt.Sprintf(`CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`, q(keyspace)),
+		fmt.Sprintf(`DROP TABLE IF EXISTS %s.%s`, q(keyspace), q(name)),
+		fmt.Sprintf(`CREATE TABLE %s.%s (p int, c int, v text, PRIMARY KEY (p, c))`, q(keyspace), q(name)),
+	} {
+		if err := c.sess.Query(s).Exec(); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	insert := fmt.Sprintf(`INSERT INTO %s.%s (p, c, v) VALUES (?, ?, ?)`, q(keyspace), q(name))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	parts := (n + 99) / 100
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				p := int(next.Add(1) - 1)
+				if p >= parts {
+					return
+				}
+				b := c.sess.NewBatch(gocql.UnloggedBatch)
+				for ck := 0; ck < 100 && p*100+ck < n; ck++ {
+					b.Query(insert, p, ck, "v"+strconv.Itoa(p*100+ck))
+				}
+				if err := c.sess.ExecuteBatch(b); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("load %s.%s partition %d: %w", keyspace, name, p, err)
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
 }
 
 // Hosts are the contact points, host:port.
