@@ -77,6 +77,17 @@ func Bool(b bool) Value {
 }
 
 func (v Value) IsNull() bool    { return v.Kind == KindNull }
+
+// AllNull tells whether every value is null: the non-key values of a row that holds nothing but
+// its key, which a wide table does not keep (Lindorm stores no row without a cell).
+func AllNull(vals []Value) bool {
+	for _, v := range vals {
+		if v.Kind != KindNull {
+			return false
+		}
+	}
+	return true
+}
 func (v Value) Float() float64  { return math.Float64frombits(uint64(v.Num)) }
 func (v Value) BoolValue() bool { return v.Num != 0 }
 

@@ -283,6 +283,14 @@ func (w *worker) message(m *kafkago.Message) error {
 				return err
 			}
 		}
+		if r.target.KeyLen < len(w.row) && pipeline.AllNull(w.row[r.target.KeyLen:]) {
+			// a row of NULLs holds nothing: in a wide table it is the key's delete (a bulk load
+			// of it would leave the key's earlier cells in place)
+			if err := w.deleteRow(m, w.row); err != nil {
+				return err
+			}
+			continue
+		}
 		region := r.cfg.Plan.Route(w.row[0])
 		s, err := w.segment(region)
 		if err != nil {

@@ -123,13 +123,8 @@ func (e *Evaluator) Apply(b *pipeline.Batch, r *pipeline.Record, out []pipeline.
 // migrate and check, rather than row by row.
 func (e *Evaluator) keyOnlyRow(out []pipeline.Value) *pipeline.RowError {
 	keyLen := e.p.target.KeyLen
-	if keyLen == len(out) {
+	if keyLen == len(out) || !pipeline.AllNull(out[keyLen:]) {
 		return nil
-	}
-	for _, v := range out[keyLen:] {
-		if v.Kind != pipeline.KindNull {
-			return nil
-		}
 	}
 	return &pipeline.RowError{Code: pipeline.CodeKeyOnlyRow, Field: e.p.target.Columns[0].Name,
 		Message: "every non-key column is null: Lindorm cannot write a row that contains only the primary key"}

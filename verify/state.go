@@ -300,7 +300,8 @@ func (c *comparer) applyChange(s *keyState, e entry) error {
 	case stateUpsert:
 		s.row = e.row[1:]
 	case statePartial:
-		// an upsert of some columns: a key without a row gets one, its other columns null
+		// an upsert of some columns: a key without a row gets one, its other columns null (and
+		// none when every column is null, below)
 		cols := c.v.rowCols
 		var old [][]byte
 		if s.row != nil {
@@ -330,6 +331,11 @@ func (c *comparer) applyChange(s *keyState, e entry) error {
 		s.row = row
 	default:
 		return errDamagedSpill
+	}
+	if s.row != nil && len(s.row) == len(c.v.rowCols) && len(c.v.rowCols) > 0 {
+		// every column null (one tagNull byte each; any value takes more): the key holds
+		// nothing, and the table keeps no row of NULLs (replicate deletes it)
+		s.row = nil
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,7 +92,7 @@ func TestCDCFromTheRealConnector(t *testing.T) {
 		y := rng.IntN(1000)
 		key := `WHERE a = ? AND b = ? AND c = ?`
 		switch r := rng.IntN(20); {
-		case r < 4 || !live[k] && r < 14:
+		case r < 4 || !live[k] && r < 9: // else a cell, row or range delete of a key that may be absent
 			switch rng.IntN(3) {
 			case 0:
 				exec(`INSERT INTO `+ks+`.ev (a, b, c, x, y) VALUES (?, ?, ?, ?, ?)`, a, b, c, x, y)
@@ -151,6 +152,23 @@ func TestCDCFromTheRealConnector(t *testing.T) {
 		return end
 	}
 
+	// cells deleted of rows Cassandra does not hold (never written, deleted before): the
+	// connector publishes each as an update setting the cell to null
+	exec(`DELETE y FROM ` + ks + `.ev WHERE a = 6 AND b = 0 AND c = 0`)
+	exec(`UPDATE ` + ks + `.ev SET x = null WHERE a = 6 AND b = 0 AND c = 1`)
+	exec(`INSERT INTO ` + ks + `.ev (a, b, c, x, y) VALUES (6, 1, 0, 'gone', 1)`)
+	exec(`DELETE FROM ` + ks + `.ev WHERE a = 6 AND b = 1 AND c = 0`)
+	exec(`DELETE x, y FROM ` + ks + `.ev WHERE a = 6 AND b = 1 AND c = 0`)
+	// a row UPDATEs wrote (no row marker) losing its every cell: Cassandra holds no row
+	exec(`UPDATE ` + ks + `.ev SET x = 'u', y = 2 WHERE a = 6 AND b = 2 AND c = 0`)
+	exec(`DELETE x FROM ` + ks + `.ev WHERE a = 6 AND b = 2 AND c = 0`)
+	exec(`UPDATE ` + ks + `.ev SET y = null WHERE a = 6 AND b = 2 AND c = 0`)
+	// a row an INSERT wrote losing its every cell: Cassandra keeps its key alone, which Lindorm
+	// cannot hold (verify leaves it out, as migrate rejects it)
+	exec(`INSERT INTO ` + ks + `.ev (a, b, c, x) VALUES (6, 3, 0, 'i')`)
+	exec(`DELETE x FROM ` + ks + `.ev WHERE a = 6 AND b = 3 AND c = 0`)
+	mutations += 10
+
 	// the first changes: the connector creates the topic with its first event
 	for range 50 {
 		mutate()
@@ -174,15 +192,22 @@ func TestCDCFromTheRealConnector(t *testing.T) {
 		mutate()
 	}
 	last := time.Now()
-	wait.For(t, func() bool { return endOffset() == int64(mutations) }, fmt.Sprintf("the connector's %d events, one per mutation", mutations))
-	t.Logf("%d mutations, %d events; the last %.1fs after the last mutation", mutations, endOffset(), time.Since(last).Seconds())
+	// The connector publishes some events twice (after its start it repeats the last ones it
+	// sent): a mutation is in the topic once an event names its commit log position.
+	var end int64
+	wait.For(t, func() bool {
+		var n int
+		end, n = distinctEvents(t, kc.Brokers[0], topic)
+		return n >= mutations
+	}, fmt.Sprintf("the connector's events of all %d mutations", mutations))
+	t.Logf("%d mutations, %d events; the last %.1fs after the last mutation", mutations, end, time.Since(last).Seconds())
 	wait.For(t, func() bool {
 		select {
 		case code := <-done:
 			t.Fatalf("replicate exited early: %d\n%s", code, output)
 		default:
 		}
-		return kc.Committed(t, kc.Group("cdc-real"), topic, 1)[0] == int64(mutations)
+		return kc.Committed(t, kc.Group("cdc-real"), topic, 1)[0] >= end
 	}, "replicate to commit every event")
 	interrupt(t, sigs, syscall.SIGTERM)
 	select {
@@ -198,11 +223,41 @@ func TestCDCFromTheRealConnector(t *testing.T) {
 	}
 
 	code, out, errs := runCLI(t, "verify", "-m", mapping, "--source", cas.URI(ks, "ev", ""), "--target", srv.URI(""), "--progress", "never")
-	if code != 0 || !strings.Contains(out+errs, "EQUAL") {
+	// the one row Cassandra holds with its key alone is counted, not compared
+	if code != 0 || !strings.Contains(out+errs, "EQUAL") || !regexp.MustCompile(`rows rejected +1 `).MatchString(out+errs) {
 		t.Fatalf("verify against Cassandra: exit %d\n%s%s", code, out, errs)
 	}
-	if got := dumpTable(t, srv.DB(t), "SELECT a, b, c FROM ev"); len(got) != len(live) {
-		t.Errorf("the table holds %d rows, Cassandra %d", len(got), len(live))
+	if got := dumpTable(t, srv.DB(t), "SELECT a, b, c, x, y FROM ev"); len(got) != len(live) {
+		t.Errorf("the table holds %d rows, Cassandra %d:\n%s", len(got), len(live), strings.Join(got, "\n"))
 	}
 	t.Logf("%s", firstLine(out+errs, "EQUAL"))
+}
+
+// distinctEvents reads partition 0 of topic to its end: the end offset, and how many distinct
+// commit log positions (source.file, source.pos) its events name.
+func distinctEvents(t *testing.T, broker, topic string) (int64, int) {
+	conn, err := kafkago.DialLeader(t.Context(), "tcp", broker, topic, 0)
+	if err != nil {
+		return 0, 0
+	}
+	defer conn.Close()
+	end, err := conn.ReadLastOffset()
+	if err != nil || end == 0 {
+		return 0, 0
+	}
+	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: []string{broker}, Topic: topic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	defer r.Close()
+	pos := regexp.MustCompile(`"file":"([^"]*)","pos":(\d+)`)
+	seen := map[string]bool{}
+	for off := int64(0); off < end; off++ {
+		m, err := r.ReadMessage(t.Context())
+		if err != nil {
+			return 0, 0
+		}
+		if p := pos.FindSubmatch(m.Value); p != nil {
+			seen[string(p[1])+":"+string(p[2])] = true
+		}
+		off = m.Offset
+	}
+	return end, len(seen)
 }

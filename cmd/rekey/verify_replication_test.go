@@ -188,6 +188,11 @@ func TestVerifyReplicatedTableUpToTheGroupsOffsets(t *testing.T) {
 		cassandraEvent("i", `"id":`+cell(`"u4"`), `"name":`+cell(`"Di"`), `"visits":`+cell(`4`)),
 		cassandraEvent("d", `"id":`+cell(`"u4"`)),
 		cassandraEvent("u", `"id":`+cell(`"u5"`), `"visits":`+cell(`9`)), // an update of a row that did not exist
+		// a cell delete of a row that does not exist, and a row losing its every cell: Cassandra
+		// holds neither row, and a table of NULLs would show both
+		cassandraEvent("u", `"id":`+cell(`"u6"`), `"email":`+deletedCell()),
+		cassandraEvent("u", `"id":`+cell(`"u7"`), `"name":`+cell(`"Ed"`)),
+		cassandraEvent("u", `"id":`+cell(`"u7"`), `"name":`+deletedCell()),
 	)
 	for name, start := range sqlServers(t) {
 		t.Run(name, func(t *testing.T) {
@@ -204,6 +209,9 @@ func TestVerifyReplicatedTableUpToTheGroupsOffsets(t *testing.T) {
 			}
 			if want := fmt.Sprintf("%s/0 < %d (the committed offsets of consumer group cdc)", topic, len(msgs)); !strings.Contains(got, want) {
 				t.Errorf("the summary does not say %q:\n%s", want, got)
+			}
+			if rows := dumpTable(t, srv.DB(t), "SELECT id FROM users WHERE id IN ('u6', 'u7')"); len(rows) != 0 {
+				t.Errorf("rows of NULLs left by cell deletes: %q", rows)
 			}
 			srv.Exec(t, "UPDATE users SET name = 'Zed' WHERE id = 'u1'", "DELETE FROM users WHERE id = 'u3'",
 				"INSERT INTO users (id, name, visits) VALUES ('u4', 'Ghost', 1)")
@@ -400,5 +408,34 @@ func TestVerifyCassandraChangesInAFolderAsTheTableHoldsThem(t *testing.T) {
 	}
 	if a, b := verdicts[src], verdicts[cas.URI("ks", "ev", "")]; a != b || !strings.Contains(a, fmt.Sprintf("(of %d keys checked)", len(w.Rows()))) {
 		t.Fatalf("against the topic: %s\nagainst the table (%d rows): %s", a, len(w.Rows()), b)
+	}
+}
+
+// A whole row whose every non-key column is null holds nothing: replicate into a folder writes
+// it as the key's delete (a bulk load of the row would leave the key's earlier cells in place,
+// and a wide table keeps no row of NULLs), and verify expects no row for it.
+func TestReplicateRowOfNullsIntoAFolderIsADelete(t *testing.T) {
+	mapping := writeFile(t, t.TempDir(), "users.yaml", usersMapping)
+	out := filepath.Join(t.TempDir(), "out")
+	nulls := func(op, id string) kafkago.Message {
+		return kafkago.Message{Key: []byte(`{"id":"` + id + `"}`),
+			Value: []byte(`{"before":null,"after":{"id":"` + id + `","name":null,"email":null,"visits":null},"op":"` + op + `","ts_ms":1}`)}
+	}
+	msgs := []kafkago.Message{
+		relationalEvent("c", "u1", "Ann", "ann@x.org", 1),
+		relationalEvent("c", "u2", "Bob", "bob@x.org", 2),
+		nulls("u", "u1"), // its values all set to NULL
+		nulls("c", "u3"), // a row of NULLs
+	}
+	c, topic, output, rejects := replicateTopic(t, mapping, msgs, "--out", out, "--roll-interval", "100ms")
+	if len(rejects) != 0 {
+		t.Fatalf("replicate rejected %q:\n%s", rejects, output)
+	}
+	if !regexp.MustCompile(`deletes +2\b`).MatchString(output) {
+		t.Errorf("replicate's summary does not count the 2 rows of NULLs as deletes:\n%s", output)
+	}
+	code, got := verifyTopic(t, c, topic, mapping, "", out)
+	if code != 0 || !strings.Contains(got, "EQUAL: the target holds all 1 keys checked") {
+		t.Fatalf("verify exit %d, want EQUAL of u2 alone:\n%s", code, got)
 	}
 }

@@ -84,6 +84,7 @@ type statements struct {
 	scanTail    string      // " ORDER BY k1, k2 DESC LIMIT 2000" (a page of a scan)
 	keyEq       []string
 	keyList     string // "(k1, k2)" or "k1"
+	allNull     string // " AND c1 IS NULL AND c2 IS NULL": a row that holds nothing but its key
 }
 
 func newStatements(d *Dialect, schema pipeline.TargetSchema) *statements {
@@ -121,6 +122,9 @@ func newStatements(d *Dialect, schema pipeline.TargetSchema) *statements {
 	s.selectHead = "SELECT " + strings.Join(read, ", ") + " FROM " + t + " WHERE "
 	s.deleteWhere = "DELETE FROM " + t + " WHERE "
 	s.keySelect = "SELECT " + strings.Join(read[:schema.KeyLen], ", ") + " FROM " + t + " WHERE "
+	for _, c := range cols[schema.KeyLen:] {
+		s.allNull += " AND " + c + " IS NULL"
+	}
 	order := make([]string, len(keys))
 	for i, k := range keys {
 		order[i] = k

@@ -40,7 +40,8 @@ func TestPartialUpsertStatements(t *testing.T) {
 
 // Apply of a random mix of whole-row upserts, partial upserts (each setting some columns, some
 // to null) and deletes over few keys leaves the table as applying them one by one in order does:
-// upserts of different column sets go in different statements, and no key's changes reorder.
+// upserts of different column sets go in different statements, and no key's changes reorder. A
+// row left with every non-key column NULL (cell deletes, also of keys the table lacks) is gone.
 func TestApplyPartialUpsertsInOrder(t *testing.T) {
 	for name, start := range servers(t) {
 		t.Run(name, func(t *testing.T) {
@@ -68,7 +69,7 @@ func TestApplyPartialUpsertsInOrder(t *testing.T) {
 						delete(model, k)
 					case r == 1:
 						ops = append(ops, Op{Values: vals})
-						model[k] = vals
+						setModel(model, k, vals)
 					default:
 						set := []bool{true, rng.IntN(2) == 0, rng.IntN(2) == 0, rng.IntN(2) == 0}
 						ops = append(ops, Op{Values: vals, Set: set})
@@ -82,7 +83,7 @@ func TestApplyPartialUpsertsInOrder(t *testing.T) {
 								m[i] = vals[i]
 							}
 						}
-						model[k] = m
+						setModel(model, k, m)
 					}
 				}
 				rej, err := w.Apply(context.Background(), ops)
@@ -108,6 +109,18 @@ func TestApplyPartialUpsertsInOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// setModel sets a key's row in a model of a wide table: a row whose every non-key column is NULL
+// holds nothing, and is not there.
+func setModel(model map[string][]pipeline.Value, k string, row []pipeline.Value) {
+	for _, v := range row[1:] {
+		if v.Kind != pipeline.KindNull {
+			model[k] = row
+			return
+		}
+	}
+	delete(model, k)
 }
 
 // A key range is the prefix's equalities and each bound as a tuple comparison written out; a DESC
@@ -196,5 +209,69 @@ func TestLastPerKeyKeepsTheLastUpsertOfAKey(t *testing.T) {
 	a := &applyState{ops: []Op{row("a", 1), row("b", 1), row("a", 2), row("a", 3)}}
 	if got := lastPerKey(a, []int{0, 1, 2, 3}, 1); fmt.Sprint(got) != "[1 3]" {
 		t.Errorf("kept ops %v, want [1 3]", got)
+	}
+}
+
+// Cell deletes leave no row of NULLs: an upsert that writes NULL into every column it names
+// (Debezium's Cassandra connector sends `DELETE c FROM ...` so, also for a key the table lacks)
+// removes the row it leaves holding nothing but its key, and only that row. Lindorm's statements
+// for it (a SELECT of the key, a DELETE naming the whole key) run here against MySQL-protocol
+// servers, with MySQL's upserts: their text is plain SQL.
+func TestCellDeletesLeaveNoEmptyRow(t *testing.T) {
+	for name, start := range servers(t) {
+		for _, d := range []*Dialect{MySQL, Lindorm} {
+			t.Run(name+"/"+d.Name, func(t *testing.T) {
+				srv := start(t)
+				s := pipeline.TargetSchema{Table: "cd", KeyLen: 1, Columns: []pipeline.Column{
+					{Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "x", Type: pipeline.TypeBigint, KeyPos: -1},
+					{Name: "y", Type: pipeline.TypeBigint, KeyPos: -1}}}
+				srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
+				w := openWriter(t, srv, s, 2)
+				onlyX, onlyY, both, keyOnly := []bool{true, true, false}, []bool{true, false, true}, []bool{true, true, true}, []bool{true, false, false}
+				if d == Lindorm {
+					my := newStatements(MySQL, s)
+					w.st = newStatements(d, s)
+					w.st.full = my.full
+					for _, set := range [][]bool{onlyX, onlyY, both, keyOnly} {
+						sh := my.upsertShape(set)
+						mask := ""
+						for _, b := range set {
+							mask += string('0' + b2i(b))
+						}
+						w.shapes.Store(mask, &sh)
+					}
+				}
+				row := func(k string, x, y pipeline.Value) []pipeline.Value { return []pipeline.Value{pipeline.Text(k), x, y} }
+				n, i1, i2 := pipeline.Null, pipeline.Int(1), pipeline.Int(2)
+				ops := []Op{
+					{Values: row("absent", n, n), Set: onlyY},    // a cell delete of a row never written
+					{Values: row("absent2", n, n), Set: both},    // of both cells
+					{Values: row("keyonly", n, n), Set: keyOnly}, // a write of the key alone
+					{Values: row("lost", i1, i2)},                // a row that loses both cells,
+					{Values: row("lost", n, n), Set: onlyX},      // one
+					{Values: row("lost", n, n), Set: onlyY},      // then the other
+					{Values: row("kept", i1, i2)},                // a row that keeps a cell
+					{Values: row("kept", n, n), Set: onlyX},      //
+					{Values: row("whole", n, n)},                 // a whole row of NULLs
+					{Values: row("back", i1, n)},                 // a row emptied, then written again
+					{Values: row("back", n, n), Set: onlyX},      //
+					{Values: row("back", n, i2), Set: onlyY},     //
+				}
+				rej, err := w.Apply(context.Background(), ops)
+				if err != nil || len(rej) > 0 {
+					t.Fatalf("apply: %v %v", rej, err)
+				}
+				got := readAll(t, srv.DB(t), s)
+				if len(got) != 2 {
+					t.Errorf("%d rows, want kept and back: %v", len(got), got)
+				}
+				if g := got[keyString([]pipeline.Value{pipeline.Text("kept")})]; len(g) != 3 || g[1].Kind != pipeline.KindNull || g[2].Num != 2 {
+					t.Errorf("kept: %v", g)
+				}
+				if g := got[keyString([]pipeline.Value{pipeline.Text("back")})]; len(g) != 3 || g[1].Kind != pipeline.KindNull || g[2].Num != 2 {
+					t.Errorf("back: %v", g)
+				}
+			})
+		}
 	}
 }

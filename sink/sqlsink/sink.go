@@ -248,6 +248,7 @@ func (w *Writer) Write(ctx context.Context, rows []pipeline.Row) error {
 	a := w.state()
 	defer w.pool.Put(a)
 	a.ops = a.ops[:0]
+	a.changes = false
 	for i := range rows {
 		a.ops = append(a.ops, Op{Values: rows[i].Values})
 	}
@@ -292,6 +293,7 @@ func (w *Writer) Apply(ctx context.Context, ops []Op) ([]pipeline.RowReject, err
 			end++
 		}
 		a.ops = append(a.ops[:0], ops[start:end]...)
+		a.changes = true
 		rej, err := w.apply(ctx, a)
 		if err != nil {
 			return nil, err
@@ -368,6 +370,10 @@ type applyState struct {
 	arena  []byte
 	spans  [][2]int // ops[i]'s text: arena[spans[i][0]:spans[i][1]]; [0,0] when rejected
 	shards [][]int  // op indices per shard, in order
+	// changes: the ops are Apply's changes (not Write's copied rows), whose upserts that write
+	// no value but NULL are cell deletes: empty[i] marks those
+	changes bool
+	empty   []bool
 	// partial: some upsert sets some columns only (upserts then group by the columns they set)
 	partial bool
 }
@@ -384,6 +390,7 @@ func (w *Writer) apply(ctx context.Context, a *applyState) ([]pipeline.RowReject
 	n := len(w.shards)
 	a.arena = a.arena[:0]
 	a.spans = a.spans[:0]
+	a.empty = a.empty[:0]
 	if cap(a.shards) < n {
 		a.shards = make([][]int, n)
 	}
@@ -412,10 +419,12 @@ func (w *Writer) apply(ctx context.Context, a *applyState) ([]pipeline.RowReject
 		if rerr != nil {
 			a.arena = a.arena[:start]
 			a.spans = append(a.spans, [2]int{})
+			a.empty = append(a.empty, false)
 			rejects = append(rejects, pipeline.RowReject{Index: i, Err: rerr})
 			continue
 		}
 		a.spans = append(a.spans, [2]int{start, len(a.arena)})
+		a.empty = append(a.empty, a.changes && !op.Delete && st.allNull != "" && writesNoValue(op, st.schema.KeyLen))
 		s := int(keyHash(op.Values[:st.schema.KeyLen]) % uint64(n))
 		a.shards[s] = append(a.shards[s], i)
 	}
@@ -498,6 +507,11 @@ func (w *Writer) runShard(ctx context.Context, a *applyState, idx []int) ([]pipe
 		if err != nil {
 			return nil, err
 		}
+		if !del {
+			if err := w.dropEmptied(ctx, a, run); err != nil {
+				return nil, err
+			}
+		}
 		rejects = append(rejects, rej...)
 		start = end
 	}
@@ -521,6 +535,9 @@ func (w *Writer) runPartial(ctx context.Context, a *applyState, run []int) ([]pi
 			}
 			rej, err := w.runBatch(ctx, a, g, w.shape(m, a.ops[g[0]].Set))
 			if err != nil {
+				return err
+			}
+			if err := w.dropEmptied(ctx, a, g); err != nil {
 				return err
 			}
 			rejects = append(rejects, rej...)
@@ -574,6 +591,88 @@ func (w *Writer) shape(mask string, set []bool) *upsertShape {
 	sh := w.st.upsertShape(set)
 	w.shapes.Store(mask, &sh)
 	return &sh
+}
+
+// writesNoValue tells whether an upsert writes NULL into every non-key column it names (or
+// names none): it can leave a row holding its key alone.
+func writesNoValue(op *Op, keyLen int) bool {
+	if op.Set == nil {
+		return pipeline.AllNull(op.Values[keyLen:])
+	}
+	for i := keyLen; i < len(op.Values); i++ {
+		if op.Set[i] && op.Values[i].Kind != pipeline.KindNull {
+			return false
+		}
+	}
+	return true
+}
+
+// dropEmptied deletes the rows that the upserts of run which write no value but NULL left
+// holding their key alone. A wide table has no row without a cell: Cassandra shows no row once
+// an UPDATE's cells are deleted, Lindorm stores none, and Debezium's Cassandra connector sends
+// a cell delete (`DELETE c FROM ...`), also of a row that does not exist, as an update setting
+// c to null, which a MySQL-protocol table would otherwise keep as a row of NULLs. The rows are
+// deleted only where every non-key column is NULL after the upserts, so a row another column
+// still holds stays; MySQL deletes them in one statement, Lindorm (whose DELETE names one whole
+// key) those a SELECT of the key finds empty, at the change's cell timestamp.
+func (w *Writer) dropEmptied(ctx context.Context, a *applyState, run []int) error {
+	st := w.st
+	var keys [][]byte
+	var ops []int
+	for _, i := range run {
+		if !a.empty[i] {
+			continue
+		}
+		var k []byte
+		var rerr *pipeline.RowError
+		if st.d.BatchDeletes {
+			k, rerr = st.appendKeyTuple(nil, a.ops[i].Values)
+		} else {
+			k, rerr = st.appendKeyEq(nil, a.ops[i].Values)
+		}
+		if rerr != nil { // its upsert was rendered from the same values
+			return fmt.Errorf("sqlsink: rendering the key of a row to check for emptiness: %s", rerr.Message)
+		}
+		keys = append(keys, k)
+		ops = append(ops, i)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if st.d.BatchDeletes {
+		for len(keys) > 0 {
+			n := min(len(keys), w.cfg.MaxRows)
+			stmt := st.deletes(keys[:n])[0] + st.allNull
+			if err := w.run(ctx, "delete", n, stmt); err != nil {
+				return fmt.Errorf("sqlsink: deleting rows left without a value: %w", err)
+			}
+			keys = keys[n:]
+		}
+		return nil
+	}
+	for j, k := range keys {
+		q := st.keySelect + string(k) + st.allNull
+		found := false
+		err := w.retry(ctx, "select", 0, func() error {
+			rows, err := w.db.QueryContext(ctx, q)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			found = rows.Next()
+			return rows.Err()
+		})
+		if err != nil {
+			return fmt.Errorf("sqlsink: looking for a row left without a value: %w", err)
+		}
+		if found {
+			stmt := w.withTimestamp(st.deleteHead+string(k), a.ops[ops[j]].Timestamp)
+			if err := w.run(ctx, "delete", 1, stmt); err != nil {
+				return fmt.Errorf("sqlsink: deleting a row left without a value: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // lastPerKey keeps, of the upserts of one key (its first keyLen values) in a run of upserts of
