@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # rekey's benchmark, one command:   bash bench/run.sh
-# Cases (BENCH_CASES, default all): core, stages, memory, report, verify, cassandra, kafka, sql, store,
-# shards, cassandra-real, kafka-real.
+# Cases (BENCH_CASES, default all): core, stages, memory, report, verify, cassandra, kafka, sql, cdcsql,
+# store, shards, cassandra-real, kafka-real.
 #   core    5M-row orders CSV -> 16 regions of zstd Parquet, rekey migrate next to DuckDB doing the
 #           same job in the same run (DuckDB installed from npm into bench/work/duckdb), in two job
 #           shapes: mappings/orders.yaml (amount as DECIMAL(18,2)) and bench/orders-decimal.yaml
@@ -27,6 +27,12 @@
 #           connections, alternated, medians (SQL_ROWS, default 1M; SQL_CONNS, default 4); needs
 #           mariadbd (apt-get install mariadb-server) or REKEY_MYSQL_DSN (bench/sql). After each
 #           migrate, rekey verify checks the table against the CSV: at least as fast as migrate wrote it.
+#   cdcsql  CDCSQL_MESSAGES (default 1M) change events of Debezium's Cassandra connector (inserts,
+#           updates of some columns, cell deletes, row deletes over 1M keys; 6 partitions of kfake,
+#           own process): rekey replicate into MariaDB next to a bare go-sql-driver program applying
+#           the same changes with the same statements, batches and connections (SQL_CONNS),
+#           alternated CORE_RUNS times, medians, the table compared after every run: >= 0.9x
+#           (bench/cdcsql).
 #   store   the core case's job (ROWS rows of the orders CSV) written to a real S3 server, versitygw
 #           on loopback (its binary from $REKEY_VERSITYGW, PATH, ~/go/bin or the CI cache, else built
 #           once into bench/work), next to the same job to a local folder, alternated CORE_RUNS
@@ -59,13 +65,13 @@ cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 if [ -n "${BENCH_QUICK:-}" ]; then
   export ROWS=${ROWS:-100000} CORE_RUNS=${CORE_RUNS:-1} CASSANDRA_ROWS=${CASSANDRA_ROWS:-50000} \
-    KAFKA_MESSAGES=${KAFKA_MESSAGES:-50000} SQL_ROWS=${SQL_ROWS:-50000} GEN_SMALL=${GEN_SMALL:-100000} GEN_LARGE=${GEN_LARGE:-1000000} \
+    KAFKA_MESSAGES=${KAFKA_MESSAGES:-50000} CDCSQL_MESSAGES=${CDCSQL_MESSAGES:-20000} SQL_ROWS=${SQL_ROWS:-50000} GEN_SMALL=${GEN_SMALL:-100000} GEN_LARGE=${GEN_LARGE:-1000000} \
     CASSANDRA_REAL_ROWS=${CASSANDRA_REAL_ROWS:-20000} KAFKA_REAL_MESSAGES=${KAFKA_REAL_MESSAGES:-20000}
 fi
 ROWS=${ROWS:-5000000}
 GEN_SMALL=${GEN_SMALL:-5000000}   # the memory and report cases' two gen:orders sizes
 GEN_LARGE=${GEN_LARGE:-50000000}
-CASES=${BENCH_CASES:-core stages memory report verify cassandra kafka sql store shards cassandra-real kafka-real}
+CASES=${BENCH_CASES:-core stages memory report verify cassandra kafka sql cdcsql store shards cassandra-real kafka-real}
 WORK=bench/work
 mkdir -p "$WORK"
 go build -o "$WORK/rekey" ./cmd/rekey
@@ -286,6 +292,13 @@ for c in $CASES; do
     record sql_rekey "$WORK/sql-rekey.json"
     record sql_verify "$WORK/sql-verify.json"
     ;;
+  cdcsql)
+    echo "cdcsql: rekey replicate of Debezium's Cassandra events into MariaDB vs a bare go-sql-driver program, ${CDCSQL_MESSAGES:-1000000} events ..."
+    go run ./bench/cdcsql -rekey "$REKEY" -messages "${CDCSQL_MESSAGES:-1000000}" -conns "${SQL_CONNS:-4}" -runs "${CORE_RUNS:-3}" \
+      -work "$WORK" -json "$WORK/cdcsql.json" > /dev/null
+    record cdcsql_bare "$WORK/cdcsql-bare.json"
+    record cdcsql_rekey "$WORK/cdcsql-rekey.json"
+    ;;
   store)
     core_csv
     duckdb_install
@@ -422,6 +435,10 @@ if (r.kafka_real_rekey && r.kafka_real_bare) {
 }
 if (r.sql_rekey && r.sql_bare) {
   console.log(`rekey migrate into MariaDB / bare go-sql-driver inserts throughput ratio: ${(r.sql_rekey.rows_per_sec / r.sql_bare.rows_per_sec).toFixed(2)} (target >= 0.8); rekey peak RSS ${mb(r.sql_rekey.peak_rss_bytes)} (target < 512 MiB)`);
+}
+if (r.cdcsql_rekey && r.cdcsql_bare) {
+  const ratio = r.cdcsql_rekey.rows_per_sec / r.cdcsql_bare.rows_per_sec;
+  console.log(`rekey replicate of Debezium's Cassandra events into MariaDB / bare go-sql-driver program throughput ratio: ${ratio.toFixed(2)} (target >= 0.9): ${judged(ratio >= 0.9)}; CPU ${r.cdcsql_rekey.cpu_seconds.toFixed(1)} s vs ${r.cdcsql_bare.cpu_seconds.toFixed(1)} s, rekey peak RSS ${mb(r.cdcsql_rekey.peak_rss_bytes)}`);
 }
 if (r.sql_verify && r.sql_rekey) {
   console.log(`rekey verify against MariaDB / rekey migrate into it throughput ratio: ${(r.sql_verify.rows_per_sec / r.sql_rekey.rows_per_sec).toFixed(2)} (target >= 1.0); verify peak RSS ${mb(r.sql_verify.peak_rss_bytes)}`);

@@ -33,11 +33,9 @@ import (
 	"io"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -255,7 +253,7 @@ func runRekey(rekey, mapping, dir string, addrs []string, group string, n int64,
 	}
 	// once every message is read, SIGTERM closes the open rolls (fsync, rename, manifest) and
 	// commits the offsets: the time runs to the process's exit
-	if err := waitRead(metrics, n, 10*time.Minute); err != nil {
+	if err := benchproc.WaitRead(metrics, n, 10*time.Minute); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return benchproc.Figures{}, err
@@ -327,35 +325,6 @@ func freeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
-}
-
-// waitRead polls rekey's /metrics until it has read n messages.
-func waitRead(addr string, n int64, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if v, ok := metricValue(string(body), "rekey_messages_in_total"); ok && v >= float64(n) {
-				return nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("rekey did not read %d messages within %v", n, timeout)
-}
-
-// metricValue is the value of an unlabelled metric in Prometheus' text format, which writes
-// large counts in exponent form (2e+06).
-func metricValue(body, name string) (float64, bool) {
-	for _, line := range strings.Split(body, "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return f, err == nil
-		}
-	}
-	return 0, false
 }
 
 // waitCommitted waits until the group committed offsets summing to n.

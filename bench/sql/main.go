@@ -29,7 +29,6 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,8 +36,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/rekey/rekey/bench/benchproc"
 )
@@ -76,12 +73,12 @@ func run(rekey, mapping, work, dbName, out string, rows int64, conns, runs int) 
 		return fmt.Errorf("-rekey is required")
 	}
 	work, _ = filepath.Abs(work)
-	addr, user, stop, err := server(work)
+	addr, user, stop, err := benchproc.MariaDB(work, "sql-mariadb")
 	if err != nil {
 		return err
 	}
 	defer stop()
-	admin, err := open(addr, user, "", 1)
+	admin, err := benchproc.OpenMySQL(addr, user, "", 1)
 	if err != nil {
 		return err
 	}
@@ -92,7 +89,7 @@ func run(rekey, mapping, work, dbName, out string, rows int64, conns, runs int) 
 	if _, err := admin.Exec("CREATE DATABASE " + dbName); err != nil {
 		return err
 	}
-	db, err := open(addr, user, dbName, 1)
+	db, err := benchproc.OpenMySQL(addr, user, dbName, 1)
 	if err != nil {
 		return err
 	}
@@ -243,7 +240,7 @@ func export(db *sql.DB, path string) error {
 
 // bare inserts the TSV's rows in statements of 2,000 rows over conns connections.
 func bare(addr, dbName, in string, conns int) error {
-	db, err := open(addr, "root", dbName, conns)
+	db, err := benchproc.OpenMySQL(addr, "root", dbName, conns)
 	if err != nil {
 		return err
 	}
@@ -306,64 +303,4 @@ func bare(addr, dbName, in string, conns int) error {
 		return err
 	}
 	return firstErr
-}
-
-func open(addr, user, dbName string, conns int) (*sql.DB, error) {
-	c := mysql.NewConfig()
-	c.User, c.Net, c.Addr, c.DBName = user, "tcp", addr, dbName
-	c.InterpolateParams = true
-	c.Loc = time.UTC
-	c.Params = map[string]string{"time_zone": "'+00:00'"}
-	conn, err := mysql.NewConnector(c)
-	if err != nil {
-		return nil, err
-	}
-	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(conns)
-	db.SetMaxIdleConns(conns)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := db.PingContext(ctx)
-		cancel()
-		if err == nil {
-			return db, nil
-		}
-		if time.Now().After(deadline) {
-			db.Close()
-			return nil, err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// server is REKEY_MYSQL_DSN's server, or a private MariaDB started on a free port.
-func server(work string) (addr, user string, stop func(), err error) {
-	if dsn := os.Getenv("REKEY_MYSQL_DSN"); dsn != "" {
-		cfg, err := mysql.ParseDSN(dsn)
-		if err != nil {
-			return "", "", nil, fmt.Errorf("REKEY_MYSQL_DSN: %w", err)
-		}
-		return cfg.Addr, cfg.User, func() {}, nil
-	}
-	dir := filepath.Join(work, "sql-mariadb")
-	os.RemoveAll(dir)
-	if out, err := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+dir+"/data", "--user=root",
-		"--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput(); err != nil {
-		return "", "", nil, fmt.Errorf("mariadb-install-db (apt-get install mariadb-server): %v\n%s", err, out)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", "", nil, err
-	}
-	addr = l.Addr().String()
-	l.Close()
-	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command("mariadbd", "--no-defaults", "--datadir="+dir+"/data", "--user=root", "--port="+port, "--bind-address=127.0.0.1",
-		"--socket="+dir+"/sock", "--pid-file="+dir+"/pid", "--log-error="+dir+"/error.log", "--innodb-buffer-pool-size=512M",
-		"--innodb-log-file-size=256M", "--innodb-flush-log-at-trx-commit=2", "--max-allowed-packet=64M")
-	if err := cmd.Start(); err != nil {
-		return "", "", nil, fmt.Errorf("mariadbd: %w", err)
-	}
-	return addr, "root", func() { cmd.Process.Kill(); cmd.Wait(); os.RemoveAll(dir) }, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 )
 
 // An upsert that sets some columns writes those (a null one as NULL) and keeps the others, on
@@ -273,5 +274,42 @@ func TestCellDeletesLeaveNoEmptyRow(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Changes to distinct keys need no order among them: a batch of interleaved deletes, whole-row
+// upserts, upserts of one column and cell deletes goes in one statement per kind, not one per
+// run of a kind.
+func TestChangesOfDistinctKeysShareStatements(t *testing.T) {
+	srv := mysqltest.GMS(t)
+	s := pipeline.TargetSchema{Table: "dk", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "x", Type: pipeline.TypeBigint, KeyPos: -1},
+		{Name: "y", Type: pipeline.TypeBigint, KeyPos: -1}}}
+	srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
+	w := openWriter(t, srv, s, 1)
+	var ops []Op
+	for k := int64(0); k < 400; k++ {
+		row := []pipeline.Value{pipeline.Int(k), pipeline.Int(k), pipeline.Int(-k)}
+		switch k % 4 {
+		case 0:
+			ops = append(ops, Op{Values: row})
+		case 1:
+			ops = append(ops, Op{Delete: true, Values: row[:1]})
+		case 2:
+			ops = append(ops, Op{Values: row, Set: []bool{true, true, false}})
+		default:
+			ops = append(ops, Op{Values: []pipeline.Value{pipeline.Int(k), pipeline.Null, pipeline.Null}, Set: []bool{true, false, true}})
+		}
+	}
+	if rej, err := w.Apply(context.Background(), ops); err != nil || len(rej) > 0 {
+		t.Fatalf("apply: %v %v", rej, err)
+	}
+	// the deletes, the whole rows, the x upserts, the y cell deletes and the delete of the rows
+	// those left without a value
+	if n := w.Stats.Statements.Load(); n != 5 {
+		t.Errorf("%d statements, want 5", n)
+	}
+	if got := readAll(t, srv.DB(t), s); len(got) != 200 {
+		t.Errorf("%d rows, want the 100 whole rows and the 100 rows of x", len(got))
 	}
 }

@@ -374,8 +374,6 @@ type applyState struct {
 	// no value but NULL are cell deletes: empty[i] marks those
 	changes bool
 	empty   []bool
-	// partial: some upsert sets some columns only (upserts then group by the columns they set)
-	partial bool
 }
 
 func (w *Writer) state() *applyState {
@@ -400,14 +398,12 @@ func (w *Writer) apply(ctx context.Context, a *applyState) ([]pipeline.RowReject
 	}
 	var rejects []pipeline.RowReject
 	var mu sync.Mutex
-	a.partial = false
 	for i := range a.ops {
 		op := &a.ops[i]
 		start := len(a.arena)
 		var rerr *pipeline.RowError
 		switch {
 		case !op.Delete && op.Set != nil:
-			a.partial = true
 			a.arena, rerr = st.appendPartialRow(a.arena, op.Values, op.Set)
 		case !op.Delete:
 			a.arena, rerr = st.appendRow(a.arena, op.Values)
@@ -476,92 +472,71 @@ func keyHash(key []pipeline.Value) uint64 {
 	return h ^ h>>31
 }
 
-// runShard runs one shard's ops in order: each run of upserts, or of deletes, in statements
-// within the size limits.
+// runShard runs one shard's ops in order. Copied rows (Write) go in statements within the size
+// limits; changes (Apply) go in pieces (runPieces).
 func (w *Writer) runShard(ctx context.Context, a *applyState, idx []int) ([]pipeline.RowReject, error) {
-	var rejects []pipeline.RowReject
-	for start := 0; start < len(idx); {
-		del := a.ops[idx[start]].Delete
-		end := start + 1
-		for end < len(idx) && a.ops[idx[end]].Delete == del {
-			end++
-		}
-		run := idx[start:end]
-		if !del && a.partial {
-			rej, err := w.runPartial(ctx, a, run)
-			if err != nil {
-				return nil, err
-			}
-			rejects = append(rejects, rej...)
-			start = end
-			continue
-		}
-		if !del && w.st.d == Lindorm {
-			run = lastPerKey(a, run, w.st.schema.KeyLen) // one UPSERT batch must not hold one key twice
-		}
-		shape := &w.st.full
-		if del {
-			shape = nil
-		}
-		rej, err := w.runBatch(ctx, a, run, shape)
-		if err != nil {
-			return nil, err
-		}
-		if !del {
-			if err := w.dropEmptied(ctx, a, run); err != nil {
-				return nil, err
-			}
-		}
-		rejects = append(rejects, rej...)
-		start = end
+	if a.changes {
+		return w.runPieces(ctx, a, idx)
 	}
-	return rejects, nil
+	run := idx
+	if w.st.d == Lindorm {
+		run = lastPerKey(a, run, w.st.schema.KeyLen) // one UPSERT batch must not hold one key twice
+	}
+	return w.runBatch(ctx, a, run, &w.st.full)
 }
 
-// runPartial runs a run of upserts some of which set some columns only. Upserts of different
-// column sets cannot share a statement: each set has its statements. They may run in any order
-// as long as no key has upserts of two sets among them, so the run is cut where a key comes again
-// with another set, and each piece runs set by set, in the order the sets first appear.
-func (w *Writer) runPartial(ctx context.Context, a *applyState, run []int) ([]pipeline.RowReject, error) {
+// runPieces runs a shard's changes: deletes, whole-row upserts and upserts of some columns. Only
+// the changes of one key must keep their order, so the changes are cut into pieces where a key
+// comes again, and within a piece (every key once) each kind goes in statements of its own:
+// the deletes, then the upserts of each column set in the order the sets first appear, each
+// followed by the delete of the rows it left without a value (dropEmptied). A shard of changes
+// to distinct keys is one piece: a statement per kind, not per run of one kind.
+func (w *Writer) runPieces(ctx context.Context, a *applyState, idx []int) ([]pipeline.RowReject, error) {
 	var rejects []pipeline.RowReject
-	var order []string
+	var order []string // group names in first-appearance order: "D" deletes, else the set mask
 	groups := map[string][]int{}
-	keySet := map[string]string{}
+	seen := map[string]struct{}{}
 	flush := func() error {
 		for _, m := range order {
 			g := groups[m]
-			if w.st.d == Lindorm {
-				g = lastPerKey(a, g, w.st.schema.KeyLen)
+			var shape *upsertShape // nil: deletes
+			if m != "D" {
+				shape = w.shape(m, a.ops[g[0]].Set)
 			}
-			rej, err := w.runBatch(ctx, a, g, w.shape(m, a.ops[g[0]].Set))
+			rej, err := w.runBatch(ctx, a, g, shape)
 			if err != nil {
 				return err
 			}
-			if err := w.dropEmptied(ctx, a, g); err != nil {
-				return err
-			}
 			rejects = append(rejects, rej...)
+			if shape != nil {
+				if err := w.dropEmptied(ctx, a, g); err != nil {
+					return err
+				}
+			}
 		}
 		order = order[:0]
 		clear(groups)
-		clear(keySet)
+		clear(seen)
 		return nil
 	}
 	var mask []byte
-	for _, i := range run {
+	for _, i := range idx {
 		op := &a.ops[i]
-		mask = mask[:0]
-		for _, s := range op.Set {
-			mask = append(mask, '0'+b2i(s))
-		}
-		m := string(mask)
 		k := keyString(op.Values[:w.st.schema.KeyLen])
-		if prev, ok := keySet[k]; ok && prev != m {
+		if _, ok := seen[k]; ok {
 			if err := flush(); err != nil {
 				return nil, err
 			}
 		}
-		keySet[k] = m
+		seen[k] = struct{}{}
+		mask = mask[:0]
+		if op.Delete {
+			mask = append(mask, 'D')
+		}
+		for _, s := range op.Set {
+			mask = append(mask, '0'+b2i(s))
+		}
+		m := string(mask)
 		if _, ok := groups[m]; !ok {
 			order = append(order, m)
 		}

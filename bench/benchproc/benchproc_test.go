@@ -1,4 +1,4 @@
-package main
+package benchproc
 
 import "testing"
 
@@ -6,10 +6,10 @@ import "testing"
 // (it looked for "rekey_messages_in_total 2000000" and timed out on "2e+06").
 func TestMetricValueReadsExponentForm(t *testing.T) {
 	body := "# TYPE rekey_messages_in_total counter\nrekey_messages_in_total 2e+06\nrekey_messages_in_total_other 5\n"
-	if v, ok := metricValue(body, "rekey_messages_in_total"); !ok || v != 2_000_000 {
+	if v, ok := MetricValue(body, "rekey_messages_in_total"); !ok || v != 2_000_000 {
 		t.Fatalf("got %v %v, want 2000000", v, ok)
 	}
-	if _, ok := metricValue(body, "rekey_rows_total"); ok {
+	if _, ok := MetricValue(body, "rekey_rows_total"); ok {
 		t.Fatal("found a metric that is not there")
 	}
 }
