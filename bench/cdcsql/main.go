@@ -216,7 +216,7 @@ func run(rekey, work, dbName, out string, n int64, conns, runs int) error {
 // tableSum is the table's row count and a checksum of its rows.
 func tableSum(db *sql.DB) (string, error) {
 	var rows, sum int64
-	err := db.QueryRow("SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('|', a, b, c, IFNULL(x, '~'), IFNULL(y, '~')))), 0) FROM " + table).Scan(&rows, &sum)
+	err := db.QueryRow("SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('|', a, b, c, IFNULL(x, '~'), IFNULL(y, '~')))), 0) FROM "+table).Scan(&rows, &sum)
 	return fmt.Sprintf("%d rows, sum %d", rows, sum), err
 }
 
