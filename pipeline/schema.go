@@ -145,6 +145,21 @@ type TargetSchema struct {
 // Key returns the primary-key columns.
 func (s TargetSchema) Key() []Column { return s.Columns[:s.KeyLen] }
 
+// CompareKeys orders two rows by the full primary key as the table stores them, DESC columns
+// reversed.
+func (s TargetSchema) CompareKeys(a, b []Value) int {
+	for k := 0; k < s.KeyLen; k++ {
+		col := &s.Columns[k]
+		if c := Compare(col.Type, a[k], b[k]); c != 0 {
+			if col.Desc {
+				return -c
+			}
+			return c
+		}
+	}
+	return 0
+}
+
 // Index returns the position of the named column, or -1.
 func (s TargetSchema) Index(name string) int {
 	for i, c := range s.Columns {

@@ -43,6 +43,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -153,7 +154,7 @@ func run(rekey, work, dbName, out string, n int64, conns, runs int) error {
 			fmt.Sprintf("kafka://%s/%s?group=rekey-%d&format=debezium", strings.Join(brk.Addrs, ","), topic, i),
 			"--out", uri, "--sql-conns", strconv.Itoa(conns), "--state", state, "--progress", "never", "--metrics-addr", metrics)
 		cmd.Stderr = os.Stderr
-		cmd.Stdout = io.Discard
+		cmd.Stdout = os.Stderr // its summary, in the log
 		if err := cmd.Start(); err != nil {
 			return benchproc.Figures{}, err
 		}
@@ -448,7 +449,8 @@ func (a *applier) apply(ctx context.Context, msgs []kafkago.Message) error {
 
 // runShard runs a shard's changes as rekey plans them: cut into pieces where a key comes
 // again, and within a piece (every key once) the deletes in one statement, then the upserts of
-// each column set in one statement each (in the order the sets first appear), up to 2,000 rows.
+// each column set in one statement each (in the order the sets first appear), up to 2,000 rows,
+// each statement's rows in key order.
 func (a *applier) runShard(ctx context.Context, chs []change) error {
 	conn, err := a.db.Conn(ctx)
 	if err != nil {
@@ -461,6 +463,7 @@ func (a *applier) runShard(ctx context.Context, chs []change) error {
 	flush := func() error {
 		for _, sh := range order {
 			g := groups[sh]
+			slices.SortFunc(g, func(x, y change) int { return slices.Compare(x.key[:], y.key[:]) })
 			for len(g) > 0 {
 				n := min(len(g), maxRows)
 				if err := runStatement(ctx, conn, g[:n]); err != nil {
@@ -567,8 +570,8 @@ func runStatement(ctx context.Context, conn *sql.Conn, chs []change) error {
 	return execRetry(ctx, conn, b.String())
 }
 
-// execRetry runs a statement, again when InnoDB chose it as a deadlock's victim (statements of
-// several connections lock gaps of the same index), as rekey does.
+// execRetry runs a statement, at once again when InnoDB chose it as a deadlock's victim
+// (statements of several connections lock gaps of the same index), as rekey does.
 func execRetry(ctx context.Context, conn *sql.Conn, stmt string) error {
 	for {
 		_, err := conn.ExecContext(ctx, stmt)

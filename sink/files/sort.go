@@ -87,21 +87,6 @@ func (t *sorter) row(i int32) []pipeline.Value {
 	return t.vals[int(i)*t.ncols : int(i+1)*t.ncols]
 }
 
-// compareKeys orders two rows by the full primary key, DESC columns reversed.
-func compareKeys(schema pipeline.TargetSchema, a, b []pipeline.Value) int {
-	for k := 0; k < schema.KeyLen; k++ {
-		col := &schema.Columns[k]
-		c := pipeline.Compare(col.Type, a[k], b[k])
-		if c != 0 {
-			if col.Desc {
-				return -c
-			}
-			return c
-		}
-	}
-	return 0
-}
-
 // sortRows sorts the in-memory rows (stable: equal keys keep their arrival order).
 func (t *sorter) sortRows() {
 	n := t.rows()
@@ -110,7 +95,7 @@ func (t *sorter) sortRows() {
 		t.order = append(t.order, int32(i))
 	}
 	slices.SortStableFunc(t.order, func(a, b int32) int {
-		return compareKeys(t.schema, t.row(a), t.row(b))
+		return t.schema.CompareKeys(t.row(a), t.row(b))
 	})
 }
 
@@ -312,7 +297,7 @@ type merger struct {
 func (m *merger) Len() int { return len(m.h) }
 func (m *merger) Less(i, j int) bool {
 	a, b := m.h[i], m.h[j]
-	c := compareKeys(m.schema, m.cur[a], m.cur[b])
+	c := m.schema.CompareKeys(m.cur[a], m.cur[b])
 	return c < 0 || c == 0 && a < b
 }
 func (m *merger) Swap(i, j int) { m.h[i], m.h[j] = m.h[j], m.h[i] }

@@ -82,6 +82,12 @@ var rowMessages = []string{"too large for column", "too long for column", "data 
 	"invalid json", "cannot be null"}
 
 // classify says what to do about err.
+// isDeadlock tells whether the server rolled the statement back as a deadlock's victim.
+func isDeadlock(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1213
+}
+
 func classify(err error) errClass {
 	if err == nil {
 		return classFatal

@@ -883,3 +883,39 @@ func TestLiteralsSuitEveryConnectionsSQLMode(t *testing.T) {
 	}
 	check(120)
 }
+
+// A statement InnoDB rolls back as a deadlock's victim runs again at once, however long the
+// backoff (the other connection's statement went on: nothing is wrong with the server), and
+// more often than the retries of a failing server: deadlocks are routine among connections.
+func TestDeadlockVictimRunsAgainAtOnce(t *testing.T) {
+	srv := mysqltest.GMS(t)
+	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
+	srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
+	var deadlocks atomic.Int64
+	deadlocks.Store(15)
+	p := newFaultProxy(t, srv.Addr, func() []byte { return nil },
+		func(b []byte) ([]byte, bool) {
+			if bytes.Contains(b, []byte("INSERT INTO")) && deadlocks.Add(-1) >= 0 {
+				return errPacket(1, 1213, "40001", "Deadlock found when trying to get lock; try restarting transaction"), false
+			}
+			return nil, false
+		})
+	tgt, err := ParseURI("mysql://root@"+p.l.Addr().String()+"/"+srv.Database, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(context.Background(), Config{Target: tgt, Schema: s, Conns: 1, Retries: 3, BackoffMin: time.Hour, BackoffMax: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := w.Apply(ctx, []Op{{Values: []pipeline.Value{pipeline.Int(1), pipeline.Int(1)}}}); err != nil {
+		t.Fatalf("apply through 15 deadlocks (3 retries, an hour's backoff): %v", err)
+	}
+	if r := w.Stats.Retries.Load(); r != 15 {
+		t.Errorf("%d retries counted, want 15", r)
+	}
+}
