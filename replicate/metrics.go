@@ -33,8 +33,12 @@ type Metrics struct {
 	// TombstonesDropped counts Debezium tombstones whose key alone cannot give the target key
 	// (the delete event before them already deleted the row).
 	TombstonesDropped atomic.Int64
-	BytesWritten      atomic.Int64 // bytes of committed data and delete files
-	FilesCommitted    atomic.Int64
+	// RepeatsSkipped counts events of Debezium's Cassandra connector that repeat events it
+	// published before (the same commit log position): applied again after newer ones, they
+	// would undo those.
+	RepeatsSkipped atomic.Int64
+	BytesWritten   atomic.Int64 // bytes of committed data and delete files
+	FilesCommitted atomic.Int64
 	// Statements counts the SQL statements a table (--out lindorm://, mysql://) took; such a
 	// target has no files.
 	Statements    atomic.Int64
@@ -121,6 +125,7 @@ func newMetrics(topic, version string, ends func(context.Context) ([]kafka.Parti
 		counter("rekey_rows_written_total", "Rows written to data files (upserts).", &m.RowsWritten),
 		counter("rekey_deletes_total", "DELETE statements written.", &m.Deletes),
 		counter("rekey_messages_rejected_total", "Messages or rows sent to rejects.jsonl.", &m.Rejected),
+		counter("rekey_repeated_events_skipped_total", "Events of Debezium's Cassandra connector skipped because it published them before (the same commit log position), which applied again would undo newer changes.", &m.RepeatsSkipped),
 		counter("rekey_tombstones_dropped_total", "Debezium tombstones skipped: the target key needs more than the message key, and the delete event before them did the delete.", &m.TombstonesDropped),
 		counter("rekey_bytes_written_total", "Bytes of committed data and delete files.", &m.BytesWritten),
 		counter("rekey_files_committed_total", "Data and delete files committed.", &m.FilesCommitted),

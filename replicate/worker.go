@@ -760,7 +760,12 @@ type partWorker struct {
 
 // decode turns a message into its changes; valid until the next decode.
 func (w *partWorker) decode(m *kafkago.Message) []kafka.Change {
+	repeats := w.dec.Repeats
 	w.changes = w.dec.Decode(w.changes[:0], m.Key, m.Value)
+	if w.dec.Repeats != repeats {
+		w.r.metrics.RepeatsSkipped.Add(1)
+		w.log.Debug("event skipped: the connector published it already", zap.Int64("offset", m.Offset))
+	}
 	return w.changes
 }
 
@@ -809,6 +814,7 @@ func (r *Replicator) newPartWorker(partition int, commit func(int, int64) error)
 		ev:  r.cfg.Program.NewEvaluator(),
 	}
 	w.dec, _ = kafka.NewDecoder(r.cfg.Kafka, r.cfg.Program.Source()) // validated by New
+	w.dec.SkipRepeats = true                                         // one partition's messages, in order
 	w.batch = pipeline.Batch{Stream: w.stream, SaltOrigin: true}
 	return w
 }

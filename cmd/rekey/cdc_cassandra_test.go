@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -26,7 +28,14 @@ import (
 // true} (CassandraSchemaFactory.java), absent for the columns it did not touch; ops are i, u, d
 // and r (Record.Operation). A cell deleted (DELETE email FROM ...) is a tombstone cell: value
 // null (Cassandra4CommitLogReadHandlerImpl.populateRegularColumns).
-const cassandraSource = `{"version":"2.7.0.Final","connector":"cassandra","name":"test_connector","ts_ms":1700000000000,"snapshot":"false","db":"NULL","cluster":"Test Cluster","file":"CommitLog-7-1.log","pos":120,"keyspace":"ks","table":"users"}`
+// cassandraSource is an event's source: each event a mutation of its own, at the next position
+// of the commit log (the connector's events of one segment come in position order).
+func cassandraSource() string {
+	return `{"version":"2.7.0.Final","connector":"cassandra","name":"test_connector","ts_ms":1700000000000,"snapshot":"false","db":"NULL","cluster":"Test Cluster","file":"CommitLog-7-1.log","pos":` +
+		strconv.FormatInt(commitLogPos.Add(100), 10) + `,"keyspace":"ks","table":"users"}`
+}
+
+var commitLogPos atomic.Int64
 
 var cell, deletedCell, rangeBound = cdcdemo.Cell, cdcdemo.DeletedCell, cdcdemo.RangeBound
 
@@ -38,7 +47,7 @@ func cassandraEvent(op string, cells ...string) kafkago.Message {
 			key = `{"id":` + strings.TrimSuffix(strings.TrimPrefix(c, `"id":{"value":`), `,"deletion_ts":null,"set":true}`) + `}`
 		}
 	}
-	return kafkago.Message{Key: []byte(key), Value: []byte(`{"ts_ms":1700000000000,"op":"` + op + `","source":` + cassandraSource + `,"after":` + after + `}`)}
+	return kafkago.Message{Key: []byte(key), Value: []byte(`{"ts_ms":1700000000000,"op":"` + op + `","source":` + cassandraSource() + `,"after":` + after + `}`)}
 }
 
 // wrapped is m as the JSON converter writes it with schemas.enable: {"schema": .., "payload": ..}.

@@ -167,7 +167,10 @@ func TestCDCFromTheRealConnector(t *testing.T) {
 	// cannot hold (verify leaves it out, as migrate rejects it)
 	exec(`INSERT INTO ` + ks + `.ev (a, b, c, x) VALUES (6, 3, 0, 'i')`)
 	exec(`DELETE x FROM ` + ks + `.ev WHERE a = 6 AND b = 3 AND c = 0`)
-	mutations += 10
+	// one mutation of two rows of a partition: two events at one commit log position
+	exec(`BEGIN BATCH INSERT INTO ` + ks + `.ev (a, b, c, x) VALUES (7, 0, 0, 'b0'); INSERT INTO ` + ks + `.ev (a, b, c, x) VALUES (7, 0, 1, 'b1'); APPLY BATCH`)
+	live[[3]int{7, 0, 0}], live[[3]int{7, 0, 1}] = true, true
+	mutations += 11
 
 	// the first changes: the connector creates the topic with its first event
 	for range 50 {
@@ -201,6 +204,11 @@ func TestCDCFromTheRealConnector(t *testing.T) {
 		return n >= mutations
 	}, fmt.Sprintf("the connector's events of all %d mutations", mutations))
 	t.Logf("%d mutations, %d events; the last %.1fs after the last mutation", mutations, end, time.Since(last).Seconds())
+	// The connector publishes a run of events again when it reads a commit log segment a
+	// second time (after a restart; once the node marks the segment complete, from the offset it
+	// last flushed): here, 250 of its own events, published again after newer ones of the same
+	// keys. Applied, they would undo those.
+	end = resend(t, kc.Brokers[0], topic, 100, 350)
 	wait.For(t, func() bool {
 		select {
 		case code := <-done:
@@ -260,4 +268,30 @@ func distinctEvents(t *testing.T, broker, topic string) (int64, int) {
 		off = m.Offset
 	}
 	return end, len(seen)
+}
+
+// resend produces the messages [from, to) of partition 0 of topic again, at its end, as the
+// connector does when it reads a segment again; it returns the new end offset.
+func resend(t *testing.T, broker, topic string, from, to int64) int64 {
+	t.Helper()
+	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: []string{broker}, Topic: topic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	defer r.Close()
+	if err := r.SetOffset(from); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []kafkago.Message
+	for off := from; off < to; off++ {
+		m, err := r.ReadMessage(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, kafkago.Message{Key: m.Key, Value: m.Value})
+	}
+	w := &kafkago.Writer{Addr: kafkago.TCP(broker), Topic: topic, RequiredAcks: kafkago.RequireAll}
+	defer w.Close()
+	if err := w.WriteMessages(t.Context(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	end, _ := distinctEvents(t, broker, topic)
+	return end
 }

@@ -98,6 +98,67 @@ type Decoder struct {
 	lastSchema string
 	scale      []cqlvalue.TimeUnit
 	scaleAny   bool
+
+	// SkipRepeats drops the Cassandra connector's events that repeat ones already decoded (see
+	// repeats), counting them in Repeats: set it on a decoder of one partition's messages in
+	// order. Decode then returns no change for such a message.
+	SkipRepeats bool
+	Repeats     int64
+	logs        commitLogs
+}
+
+// commitLogs remembers, per commit log segment of a node, the position of the last event the
+// decoder passed and the message keys of the events at that position (one mutation of several
+// rows is several events at one position).
+type commitLogs struct {
+	seg   map[string]*segmentMark
+	order []string // segments in the order first seen, to forget the oldest
+}
+
+type segmentMark struct {
+	pos  int64
+	keys map[string]struct{}
+}
+
+// keepSegments is how many commit log segments a decoder remembers positions of: the connector
+// repeats events of the segment it is reading (and of the one before, at a segment's end).
+const keepSegments = 16
+
+// repeats tells whether the event at (file, pos) with message key was passed already. Debezium's
+// Cassandra connector reads each commit log segment in order, and publishes again a run of events
+// it published already when it reads a segment a second time (after a restart, or once the node
+// marks the segment complete, from the last offset it had flushed): such a run, applied after
+// newer events of the same keys, would undo them. Within one segment, in one partition, events
+// arrive in position order, so an event at or before the last position passed is a repeat, unless
+// it is another row of the mutation at that very position. Segments are named after the node's
+// commit log ids: those of other replicas are other names, tracked apart.
+func (c *commitLogs) repeats(file string, pos int64, key []byte) bool {
+	if c.seg == nil {
+		c.seg = map[string]*segmentMark{}
+	}
+	m := c.seg[file]
+	switch {
+	case m == nil:
+		if len(c.order) == keepSegments {
+			delete(c.seg, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.order = append(c.order, file)
+		c.seg[file] = &segmentMark{pos: pos, keys: map[string]struct{}{string(key): {}}}
+		return false
+	case pos > m.pos:
+		m.pos = pos
+		clear(m.keys)
+		m.keys[string(key)] = struct{}{}
+		return false
+	case pos < m.pos:
+		return true
+	}
+	if _, ok := m.keys[string(key)]; ok {
+		return true
+	}
+	m.keys[string(key)] = struct{}{}
+	return false
 }
 
 // NewDecoder returns a decoder for the configured format into the schema's columns.
@@ -540,9 +601,12 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		}
 		return vals, nil
 	}
-	connector, ts := env.connector()
+	connector, ts, file, pos := env.connector()
 	if connector != "cassandra" {
 		ts = 0 // another database's commit time is not a Cassandra cell timestamp
+	} else if d.SkipRepeats && file != "" && pos >= 0 && d.logs.repeats(file, pos, key) {
+		d.Repeats++
+		return dst
 	}
 	switch op {
 	case "c", "r", "i", "u":
@@ -759,27 +823,35 @@ func (e *envelope) read(doc string) error {
 	})
 }
 
-// connector is source.connector ("cassandra", "mysql", ...), or "", and the event's time in
-// epoch milliseconds from source.ts_us (microseconds, newer Debezium) or source.ts_ms, or 0.
-func (e *envelope) connector() (string, int64) {
-	var c string
-	var us, ms int64
+// connector reads the event's source: source.connector ("cassandra", "mysql", ...) or "", the
+// event's time in epoch milliseconds from source.ts_us (microseconds, newer Debezium) or
+// source.ts_ms, or 0, and the commit log position (source.file, source.pos) of Debezium's
+// Cassandra connector (file "" and pos -1 when none).
+func (e *envelope) connector() (connector string, ms int64, file string, pos int64) {
+	var us int64
+	pos = -1
 	if strings.HasPrefix(e.source, "{") {
 		cqlvalue.ObjectFields(e.source, func(name, raw string) {
 			switch name {
 			case "connector":
-				c, _ = unquoteSimple(raw)
+				connector, _ = unquoteSimple(raw)
 			case "ts_us":
 				us, _ = strconv.ParseInt(raw, 10, 64)
 			case "ts_ms":
 				ms, _ = strconv.ParseInt(raw, 10, 64)
+			case "file":
+				file, _ = unquoteSimple(raw)
+			case "pos":
+				if p, err := strconv.ParseInt(raw, 10, 64); err == nil {
+					pos = p
+				}
 			}
 		})
 	}
 	if us > 0 {
 		ms = us / 1000
 	}
-	return c, max(ms, 0)
+	return connector, max(ms, 0), file, pos
 }
 
 func unquoteSimple(raw string) (string, bool) {

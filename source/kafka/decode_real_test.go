@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
@@ -71,5 +72,57 @@ func TestDecodeRealCassandraConnectorEvents(t *testing.T) {
 	}
 	if seen != len(want) {
 		t.Fatalf("decoded %d captured events, want %d", seen, len(want))
+	}
+}
+
+// A run of the connector's events published again (the same commit log positions) after newer
+// ones is dropped by a decoder that skips repeats, and counted; another row of the mutation at
+// the last position (a batch of rows of one partition: one position, several events), and the
+// events of another segment (another replica's commit log) are not repeats. A decoder that does
+// not skip repeats decodes every event.
+func TestRepeatedConnectorEventsSkipped(t *testing.T) {
+	schema := pipeline.SourceSchema{{Name: "a", Type: "int"}, {Name: "b", Type: "int"}, {Name: "c", Type: "int"}, {Name: "x", Type: "text"}, {Name: "y", Type: "int"}}
+	type event struct{ key, value []byte }
+	var evs []event
+	f, err := os.Open("testdata/debezium-cassandra5-events.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev struct {
+			Key   json.RawMessage `json:"key"`
+			Value json.RawMessage `json:"value"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, event{ev.Key, ev.Value})
+	}
+	// the stream: every event, then the last 10 again, then another row at the last position,
+	// that row again, and the first event as another replica's segment holds it
+	last := evs[len(evs)-1]
+	other := event{[]byte(`{"a":4,"b":1,"c":9}`), last.value}
+	replica := event{evs[0].key, []byte(strings.Replace(string(evs[0].value), `"file":"CommitLog-7-`, `"file":"CommitLog-7-9`, 1))}
+	stream := append(append(append([]event{}, evs...), evs[len(evs)-10:]...), other, other, replica)
+	for _, skip := range []bool{true, false} {
+		d, err := NewDecoder(Config{Format: FormatDebezium}, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.SkipRepeats = skip
+		changes := 0
+		for _, ev := range stream {
+			changes += len(d.Decode(nil, ev.key, ev.value))
+		}
+		want, repeats := len(evs)+2, int64(11)
+		if !skip {
+			want, repeats = len(stream), 0
+		}
+		if changes != want || d.Repeats != repeats {
+			t.Errorf("skip repeats %v: %d changes, %d repeats; want %d and %d", skip, changes, d.Repeats, want, repeats)
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -88,8 +89,10 @@ func CreateTable(srv *cqltest.Server) error {
 // key; the partition key alone for a range tombstone), placed in partition a % partitions so
 // that the topic is partitioned by the Cassandra partition key.
 func Event(op string, wt time.Time, key string, partition int, cells ...string) kafkago.Message {
+	// each event a mutation of its own, at the next position of the node's commit log (the
+	// connector publishes one segment's events in position order)
 	source := fmt.Sprintf(`{"version":"2.7.0.Final","connector":"cassandra","name":"cutover","ts_ms":%d,"ts_us":%d,"snapshot":"false",`+
-		`"db":"NULL","cluster":"Test Cluster","file":"CommitLog-7-1.log","pos":120,"keyspace":"ks","table":"ev"}`, wt.UnixMilli(), wt.UnixMicro())
+		`"db":"NULL","cluster":"Test Cluster","file":"CommitLog-7-1.log","pos":%d,"keyspace":"ks","table":"ev"}`, wt.UnixMilli(), wt.UnixMicro(), commitLogPos.Add(100))
 	// every column is named: those the mutation did not write as a bare null
 	named := map[string]bool{}
 	for _, c := range cells {
@@ -103,6 +106,8 @@ func Event(op string, wt time.Time, key string, partition int, cells ...string) 
 	return kafkago.Message{Partition: partition, Key: []byte(key),
 		Value: []byte(`{"ts_ms":` + strconv.FormatInt(wt.UnixMilli(), 10) + `,"op":"` + op + `","source":` + source + `,"after":{` + strings.Join(cells, ",") + `}}`)}
 }
+
+var commitLogPos atomic.Int64
 
 func columnNames() []string {
 	names := make([]string, len(Columns))
