@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -129,7 +128,7 @@ type manifest struct {
 }
 
 func segKey(region, partition int, first, last int64) string {
-	return fmt.Sprintf("%d/%s", region, SegmentName(partition, first, last))
+	return fmt.Sprintf("%d/%s", region, output.RollName(partition, first, last))
 }
 
 // openManifest opens the manifest of the output st (out names it in messages) and its commit
@@ -190,7 +189,7 @@ func (m *manifest) load(ctx context.Context, rev int64) error {
 				err = output.CheckRelPathIn(s.Deletes.Path, output.DeletesDir)
 			}
 			if err != nil {
-				return fmt.Errorf("%s: segment %s: %w", path, SegmentName(s.Partition, s.FirstOffset, s.RollLast), err)
+				return fmt.Errorf("%s: segment %s: %w", path, output.RollName(s.Partition, s.FirstOffset, s.RollLast), err)
 			}
 			m.segs[segKey(s.Region, s.Partition, s.FirstOffset, s.RollLast)] = s
 		}
@@ -379,7 +378,7 @@ func (m *manifest) claim(ctx context.Context, partitions []int, regions int) (ma
 		return nil, err
 	}
 	err = m.cl.SweepOwned(ctx, folders, func(name string) bool {
-		p, ok := pendingPartition(name)
+		p, ok := output.RollPendingPartition(name)
 		return ok && own[p]
 	})
 	if err != nil {
@@ -411,7 +410,7 @@ func (m *manifest) removeUnlisted(ctx context.Context, own map[int]bool, listed 
 		}
 		for _, o := range objs {
 			folder, name := path.Split(o.Name)
-			p, ok := filePartition(name)
+			p, ok := output.RollPartition(name)
 			if !ok || !want[strings.TrimSuffix(folder, "/")] || !own[p] || listed[o.Name] {
 				continue
 			}
@@ -426,27 +425,6 @@ func (m *manifest) removeUnlisted(ctx context.Context, own map[int]bool, listed 
 	}
 	m.log.Info("removed the objects of interrupted rolls", zap.Int("objects", len(stray)))
 	return nil
-}
-
-// filePartition returns the partition of a segment or rejects file, committed (named by
-// SegmentName) or temporary (the temporary prefix and pendingName).
-func filePartition(name string) (int, bool) {
-	if rest, ok := strings.CutPrefix(name, pipeline.TempPrefix); ok {
-		return pendingPartition(rest)
-	}
-	p, _, _, ok := ParseSegmentName(name)
-	return p, ok
-}
-
-// pendingPartition returns the partition of an uncommitted file, from the name it has while it
-// is written (pendingName, without the temporary prefix).
-func pendingPartition(name string) (int, bool) {
-	digits, _, ok := strings.Cut(strings.TrimPrefix(name, "p"), "-")
-	if !ok || len(digits) < 4 || !strings.HasPrefix(name, "p") {
-		return 0, false
-	}
-	p, err := strconv.Atoi(digits)
-	return p, err == nil && p >= 0
 }
 
 // write rewrites manifest.json from the copy; the lock is held.

@@ -145,12 +145,6 @@ func (r *Replicator) baseManifest() *lindorm.Manifest {
 	return m
 }
 
-// pendingName names a partition's file until its roll commits (see offsetDigits); a folder's
-// temporary file is the store's temporary prefix and this name.
-func (r *Replicator) pendingName(partition int, first int64, ext string) string {
-	return fmt.Sprintf("p%04d-%0*d-%s.%s", partition, offsetDigits, first, r.member, ext)
-}
-
 // Metrics returns the live figures.
 func (r *Replicator) Metrics() *Metrics { return r.metrics }
 
