@@ -847,8 +847,7 @@ func isCrossDevice(err error) bool {
 }
 
 // mergeRejects concatenates the inputs' rejects (each line names its stream and position) into
-// out's rejects.jsonl, streamed: the checkpointed length of a local rejects.jsonl, or the
-// checkpointed parts of an input on an object store.
+// out's rejects.jsonl, streamed: what each input's checkpoint counts (output.ReadRejects).
 func mergeRejects(ctx context.Context, inputs []*Input, out store.Store) error {
 	var w store.Writer
 	defer func() {
@@ -867,38 +866,14 @@ func mergeRejects(ctx context.Context, inputs []*Input, out store.Store) error {
 		return err
 	}
 	for _, in := range inputs {
-		var names []string
-		limit := int64(-1)
-		if in.Checkpoint != nil && in.Checkpoint.RejectParts > 0 {
-			for n := 0; n < in.Checkpoint.RejectParts; n++ {
-				names = append(names, output.RejectsPart(n))
-			}
-		} else {
-			names = []string{output.RejectsFile}
-			if in.Checkpoint != nil {
-				limit = in.Checkpoint.RejectsBytes
-			}
-		}
-		for _, name := range names {
-			r, err := in.Store.Open(ctx, name)
-			if store.IsNotExist(err) && name == output.RejectsFile {
-				continue
-			} else if err != nil {
-				return fmt.Errorf("%s: %w", in.Dir, err)
-			}
-			size := r.Size()
-			if limit >= 0 && size > limit {
-				size = limit
-			}
-			if size == 0 { // an empty file (earlier rekey wrote one without rejects): none
-				r.Close()
-				continue
-			}
-			err = add(io.NewSectionReader(r, 0, size))
-			r.Close()
-			if err != nil {
+		err := output.ReadRejects(ctx, in.Store, in.Checkpoint, func(name string, r io.Reader) error {
+			if err := add(r); err != nil {
 				return fmt.Errorf("merge %s: %w", in.Store.Location(name), err)
 			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", in.Dir, err)
 		}
 	}
 	if w == nil {
