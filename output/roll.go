@@ -77,6 +77,10 @@ func RollPendingName(partition int, first int64, member, ext string) string {
 // pending (RollPendingName): "p0002-".
 func RollPartitionPrefix(partition int) string { return fmt.Sprintf("p%04d-", partition) }
 
+// RollRejectsPrefix starts the name of every rejects file of partition, committed or pending:
+// "rejects/p0002-".
+func RollRejectsPrefix(partition int) string { return RejectsDir + "/" + RollPartitionPrefix(partition) }
+
 // RollPartition returns the partition of a roll's file from its base name: committed (RollName),
 // or temporary (the store's temporary prefix and RollPendingName).
 func RollPartition(base string) (int, bool) {

@@ -27,6 +27,9 @@ func TestRollNames(t *testing.T) {
 	if got := RollFile(DeletesRegionDir(3), 2, 1234, 5678, RollDeletesExt); got != "deletes/region-0003/p0002-0000000000001234-0000000000005678.sql" {
 		t.Errorf("RollFile = %s", got)
 	}
+	if !strings.HasPrefix(RollRejectsFile(2, 1234, 5678), RollRejectsPrefix(2)) || strings.HasPrefix(RollRejectsFile(12, 1234, 5678), RollRejectsPrefix(1)) {
+		t.Error("RollRejectsPrefix does not tell a partition's rejects files")
+	}
 	// a file of a partition, committed or being written by any member, is the partition's
 	pending := RollPendingName(2, 1234, "0badcafe", "parquet")
 	if pending != "p0002-0000000000001234-0badcafe.parquet" || !strings.HasPrefix(pending, RollPartitionPrefix(2)) {

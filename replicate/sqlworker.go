@@ -384,7 +384,7 @@ func (w *sqlWorker) removeReplayedRejects(ctx context.Context, first int64) erro
 	st := w.r.cfg.Store
 	// a kill while writing a rejects file leaves it under its temporary name: the batch is
 	// replayed too (its offset was not committed), so the leftover goes as well
-	if err := st.Sweep(ctx, output.RejectsDir+"/"+output.RollPartitionPrefix(w.partition)); err != nil {
+	if err := st.Sweep(ctx, output.RollRejectsPrefix(w.partition)); err != nil {
 		return fmt.Errorf("remove the unfinished rejects files of partition %d: %w", w.partition, err)
 	}
 	objs, err := st.List(ctx, output.RejectsDir+"/")
