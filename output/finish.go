@@ -44,6 +44,7 @@ func (o *Output) Finish(ctx context.Context, t Table, plan pipeline.RegionPlan, 
 		return nil, nil, fmt.Errorf("write %s: %w", DDLFile, err)
 	}
 	jobOpt.Regions, jobOpt.Timestamp, jobOpt.DataDir = plan.Count(), res.StartedAt, DataDir
+	jobOpt.Store = jobOpt.Store || !store.IsLocal(jobOpt.Out) // --out s3://, oss://: the job reads the bucket
 	job, err := lindorm.NewBulkloadJob(t.Schema, jobOpt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("bulkload config: %w", err)
@@ -56,6 +57,26 @@ func (o *Output) Finish(ctx context.Context, t Table, plan pipeline.RegionPlan, 
 		return nil, nil, fmt.Errorf("write %s: %w", BulkloadFile, err)
 	}
 	return m, job, WriteManifest(ctx, o.Store, m)
+}
+
+// JobLocation is opt with where its bulkload job reads the output st from: out (--out as given)
+// unless opt names it already, an object store's prefix or a folder, and the data folder.
+func JobLocation(opt lindorm.JobOptions, st store.Store, out string) lindorm.JobOptions {
+	if opt.Out == "" {
+		opt.Out = out
+	}
+	if _, local := store.LocalPath(st); !local {
+		opt.Store = true
+	}
+	opt.DataDir = DataDir
+	return opt
+}
+
+// DataFilePath is readerConfig.filePath of a bulkload job that reads the output st: every
+// region folder under its data folder, in its bucket or on this machine.
+func DataFilePath(st store.Store) (string, error) {
+	loc := st.Location("")
+	return lindorm.DataFilePath(loc, DataDir, !store.IsLocal(loc))
 }
 
 // Finished tells whether the output holds a complete run: its manifest was written.

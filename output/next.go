@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/store"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,6 @@ import (
 // NextRun is what the "Next steps" block needs to know about a finished run.
 type NextRun struct {
 	Out         string // --out as given: a local folder or s3://BUCKET/PREFIX, oss://BUCKET/PREFIX
-	Store       bool
 	RowsWritten int64
 	Mapping     string // -m, for the verify command
 	Source      string // --source, for the verify command
@@ -59,11 +59,12 @@ func NextSteps(job *lindorm.BulkloadJob, run NextRun) string {
 		return b.String()
 	}
 	ns := job.WriterConfig.Namespace
-	loc := displayLocation(run.Out, run.Store)
+	bucket := !store.IsLocal(run.Out) // s3://, oss://
+	loc := displayLocation(run.Out, bucket)
 	b.WriteString("Next steps\n")
 	// 1. the table
 	ddl := shellQuote(filepath.Join(run.Out, DDLFile))
-	if run.Store {
+	if bucket {
 		fetch := "aws s3 cp " + shellQuote(loc+"/"+DDLFile) + " " + DDLFile
 		if strings.HasPrefix(loc, "oss://") {
 			fetch = "ossutil cp " + shellQuote(loc+"/"+DDLFile) + " " + DDLFile
@@ -75,7 +76,7 @@ func NextSteps(job *lindorm.BulkloadJob, run NextRun) string {
 	}
 	fmt.Fprintf(&b, "       mysql -h LINDORM_HOST -P 33060 -u \"$LINDORM_USER\" -p -D %s < %s\n", shellQuote(ns), ddl)
 	// 2. the files
-	if run.Store {
+	if bucket {
 		fmt.Fprintf(&b, "  2. Data files: %s/%s/ (filePath %q: the LTS source must be this bucket)\n", loc, DataDir, job.ReaderConfig.FilePath)
 	} else {
 		fmt.Fprintf(&b, "  2. Data files: %s; upload that folder to the OSS bucket or HDFS of an LTS data source and set\n"+

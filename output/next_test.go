@@ -22,7 +22,7 @@ func TestNextStepsStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := output.NextSteps(job, output.NextRun{Out: "oss://bkt/runs/o'rders?endpoint=oss-cn-hangzhou.aliyuncs.com", Store: true,
+	got := output.NextSteps(job, output.NextRun{Out: "oss://bkt/runs/o'rders?endpoint=oss-cn-hangzhou.aliyuncs.com",
 		RowsWritten: 1234, Mapping: "mappings/orders.yaml", Source: "file:orders.csv"})
 	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
 	if len(lines) > 15 {

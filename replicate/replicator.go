@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,10 +62,9 @@ func New(ctx context.Context, cfg Config) (*Replicator, error) {
 		member: fmt.Sprintf("%08x", rand.Uint32())}
 	r.dstmt = newDeleteStmt(r.target)
 	if cfg.SQL.Target != nil {
-		if d, ok := cfg.Store.(store.Dir); ok { // the state folder exists from the start, as an output folder does
-			if err := os.MkdirAll(d.Path(), 0o755); err != nil {
-				return nil, fmt.Errorf("create output directory: %w", err)
-			}
+		// the state folder exists from the start, as an output folder does
+		if err := store.MakeRoot(cfg.Store); err != nil {
+			return nil, fmt.Errorf("create output directory: %w", err)
 		}
 		return r, r.openSQL()
 	}
@@ -119,14 +117,8 @@ func (r *Replicator) prepare(ctx context.Context) error {
 	if err := cfg.Store.Put(ctx, output.DDLFile, []byte(ddl)); err != nil {
 		return fmt.Errorf("write %s: %w", output.DDLFile, err)
 	}
-	jobOpt := cfg.Job
-	jobOpt.Format, jobOpt.Regions, jobOpt.DataDir = cfg.Format.Name(), cfg.Plan.Count(), output.DataDir
-	if jobOpt.Out == "" {
-		jobOpt.Out = cfg.Out // filePath: DataFilePath adds DataDir
-	}
-	if _, local := cfg.Store.(store.Dir); !local {
-		jobOpt.Store = true
-	}
+	jobOpt := output.JobLocation(cfg.Job, cfg.Store, cfg.Out)
+	jobOpt.Format, jobOpt.Regions = cfg.Format.Name(), cfg.Plan.Count()
 	job, err := lindorm.BulkloadConfig(r.target, jobOpt)
 	if err != nil {
 		return err

@@ -168,7 +168,7 @@ func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags)
 	}
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "Merged %d runs into %s\n", len(inputs), f.out)
-	printMerged(w, res.Manifest, fmt.Sprintf("%d (%s)", res.Manifest.Files, filesVerb(mode, res, allLocal(out, inputs))))
+	printMerged(w, res.Manifest, fmt.Sprintf("%d (%s)", res.Manifest.Files, filesVerb(mode, res, res.Local)))
 	return printMergeNext(ctx, w, out, f.out, res.Manifest)
 }
 
@@ -187,7 +187,7 @@ func printMergeNext(ctx context.Context, w io.Writer, out store.Store, name stri
 		return runFailed(fmt.Errorf("%s: %w", out.Location(output.BulkloadFile), err))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprint(w, output.NextSteps(&job, output.NextRun{Out: name, Store: !store.IsLocal(name), RowsWritten: m.RowsWritten}))
+	fmt.Fprint(w, output.NextSteps(&job, output.NextRun{Out: name, RowsWritten: m.RowsWritten}))
 	return nil
 }
 
@@ -210,19 +210,6 @@ func printMerged(w io.Writer, m *lindorm.Manifest, files string) {
 		{"bytes", transform.FormatSize(m.Bytes)},
 	}...))
 	printOversize(w, m)
-}
-
-// allLocal tells whether the merge was between local folders, where files are hard-linked.
-func allLocal(out store.Store, inputs []*merge.Input) bool {
-	if _, ok := out.(store.Dir); !ok {
-		return false
-	}
-	for _, in := range inputs {
-		if _, ok := in.Store.(store.Dir); !ok {
-			return false
-		}
-	}
-	return true
 }
 
 func filesVerb(mode merge.Mode, res *merge.Result, local bool) string {

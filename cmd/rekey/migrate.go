@@ -215,8 +215,8 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	job.Format, job.Out, job.Store = format.Name(), f.out, !store.IsLocal(f.out)
-	next := output.NextRun{Out: f.out, Store: job.Store, Mapping: f.mapping, Source: f.source}
+	job.Format, job.Out = format.Name(), f.out
+	next := output.NextRun{Out: f.out, Mapping: f.mapping, Source: f.source}
 	if !shard.Whole() {
 		next.Shard = &shard
 	}
