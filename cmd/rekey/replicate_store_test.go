@@ -144,6 +144,7 @@ func TestReplicateToObjectStoreKilled(t *testing.T) {
 	t.Logf("killed with %d of 2000 messages committed; restarted:\n%s", killedAt, lastLines(out2.String(), 20))
 
 	m := readReplication(t, root)
+	checkSchema(t, "../../docs/schema/manifest.json", filepath.Join(root, output.ManifestFile))
 	// ordersMessages: 2000 messages, 20 tombstones (DELETE statements), 1 poison
 	var upserts int64
 	for _, p := range m.Replication.Partitions {
