@@ -79,7 +79,9 @@ func RollPartitionPrefix(partition int) string { return fmt.Sprintf("p%04d-", pa
 
 // RollRejectsPrefix starts the name of every rejects file of partition, committed or pending:
 // "rejects/p0002-".
-func RollRejectsPrefix(partition int) string { return RejectsDir + "/" + RollPartitionPrefix(partition) }
+func RollRejectsPrefix(partition int) string {
+	return RejectsDir + "/" + RollPartitionPrefix(partition)
+}
 
 // RollPartition returns the partition of a roll's file from its base name: committed (RollName),
 // or temporary (the store's temporary prefix and RollPendingName).
