@@ -5,9 +5,7 @@ package lindorm
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/rekey/rekey/pipeline"
 )
@@ -52,7 +50,7 @@ var splitKeyOptions = map[string]bool{"SPLITKEYS": true, "NUMREGIONS": true, "ST
 //	) WITH (SPLITKEYS='1000,2000,...', COMPRESSION='ZSTD');
 //
 // Key columns are NOT NULL. SPLITKEYS lists the plan's split values typed like the first key
-// column (see SplitValue) and is left out for a single region; a pre-split option among options
+// column (see pipeline.SplitValue) and is left out for a single region; a pre-split option among options
 // (SPLITKEYS, NUMREGIONS, STARTKEY, ENDKEY) is ignored, the plan decides. Every option value is
 // a quoted string, in the order given, with its quotes doubled.
 //
@@ -77,7 +75,7 @@ func DDL(schema pipeline.TargetSchema, plan pipeline.RegionPlan, options [][2]st
 	if len(plan.Splits) > 0 {
 		vals := make([]string, len(plan.Splits))
 		for i, v := range plan.Splits {
-			vals[i] = SplitValue(plan.Type, v)
+			vals[i] = pipeline.SplitValue(plan.Type, v)
 		}
 		opts = append(opts, "SPLITKEYS="+quote(strings.Join(vals, ",")))
 	}
@@ -149,7 +147,7 @@ func CreateTable(schema pipeline.TargetSchema, d TableDialect, options []string)
 // CheckSplitKeys reports split values DDL cannot write (pipeline.SplitTextProblem).
 func CheckSplitKeys(plan pipeline.RegionPlan) error {
 	for i, v := range plan.Splits {
-		s := SplitValue(plan.Type, v)
+		s := pipeline.SplitValue(plan.Type, v)
 		if why := pipeline.SplitTextProblem(s); why != "" {
 			return fmt.Errorf("lindorm: split key %d %q holds %s: choose split keys without it (regions.split_keys), or fewer regions", i, s, why)
 		}
@@ -157,30 +155,3 @@ func CheckSplitKeys(plan pipeline.RegionPlan) error {
 	return nil
 }
 
-// SplitValue renders a split value typed like the first key column, as SPLITKEYS and the
-// manifest write it: integers in decimal, VARCHAR as is, VARBINARY in lowercase hex, DECIMAL as
-// its text, DOUBLE/FLOAT in shortest form, BOOLEAN true/false, DATE yyyy-mm-dd, TIMESTAMP
-// "yyyy-mm-dd hh:mm:ss.SSS" (UTC). UNCERTAIN: the literal forms Lindorm expects in SPLITKEYS
-// for VARBINARY, DATE and TIMESTAMP first columns.
-func SplitValue(t pipeline.Type, v pipeline.Value) string {
-	if v.IsNull() {
-		return ""
-	}
-	switch t {
-	case pipeline.TypeVarbinary:
-		return fmt.Sprintf("%x", v.Str)
-	case pipeline.TypeDate:
-		if v.Kind == pipeline.KindInt {
-			return time.Unix(v.Num*86400, 0).UTC().Format("2006-01-02")
-		}
-	case pipeline.TypeTimestamp:
-		if v.Kind == pipeline.KindInt {
-			return time.UnixMilli(v.Num).UTC().Format("2006-01-02 15:04:05.000")
-		}
-	case pipeline.TypeFloat, pipeline.TypeDouble:
-		if v.Kind == pipeline.KindInt {
-			return strconv.FormatInt(v.Num, 10)
-		}
-	}
-	return v.String()
-}

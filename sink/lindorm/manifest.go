@@ -54,7 +54,7 @@ type ColumnInfo struct {
 	Key  bool   `json:"key"`
 }
 
-// PlanInfo is the region plan: split values rendered as strings (SplitValue).
+// PlanInfo is the region plan: split values rendered as strings (pipeline.SplitValue).
 type PlanInfo struct {
 	Strategy string   `json:"strategy"`
 	Type     string   `json:"type"`
@@ -94,7 +94,7 @@ func NewManifest(schema pipeline.TargetSchema, plan pipeline.RegionPlan, format 
 	}
 	m.Plan = PlanInfo{Strategy: plan.Strategy, Type: plan.Type.String(), Desc: plan.Desc, Regions: plan.Count(), Splits: []string{}}
 	for _, v := range plan.Splits {
-		m.Plan.Splits = append(m.Plan.Splits, SplitValue(plan.Type, v))
+		m.Plan.Splits = append(m.Plan.Splits, pipeline.SplitValue(plan.Type, v))
 	}
 	for i := 0; i < plan.Count(); i++ {
 		r := RegionInfo{Index: i, Files: []FileEntry{}}
