@@ -56,14 +56,14 @@ func ParseMode(s string) (Mode, error) {
 type Input struct {
 	Dir        string // as given, for messages
 	Store      store.Store
-	Manifest   *lindorm.Manifest
+	Manifest   *output.Manifest
 	Checkpoint *pipeline.Checkpoint // nil when the run kept none
 	DDL        []byte
 }
 
 // Result is what Write made.
 type Result struct {
-	Manifest *lindorm.Manifest // the merged manifest, as written to the output
+	Manifest *output.Manifest // the merged manifest, as written to the output
 	// Local says the inputs and the output are local folders, between which files are
 	// hard-linked or renamed (store.CanLink), or copied where they cannot be.
 	Local  bool
@@ -158,7 +158,7 @@ func checkFiles(ctx context.Context, in *Input, placed func(src string) bool) er
 
 // sourceFile checks a data file in's manifest lists in region i (output.StatListed), refusing
 // paths outside the input, paths through symbolic links and anything but a regular file.
-func sourceFile(ctx context.Context, in *Input, region int, fe lindorm.FileEntry) error {
+func sourceFile(ctx context.Context, in *Input, region int, fe output.FileEntry) error {
 	manifest := in.Store.Location(output.ManifestFile)
 	err := output.StatListed(ctx, in.Store, fe.Path)
 	switch {
@@ -541,7 +541,7 @@ func step(name string) error {
 func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, version string) (*Result, error) {
 	p := &plan{Version: 1, Mode: mode}
 	ext := "." + inputs[0].Manifest.Format
-	m, err := sumManifests(inputs, version, func(n, region, seq int, fe lindorm.FileEntry) string {
+	m, err := sumManifests(inputs, version, func(n, region, seq int, fe output.FileEntry) string {
 		e := path.Ext(fe.Path) // a file keeps its extension
 		if e == "" {
 			e = ext
@@ -579,7 +579,7 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 		} else if !store.IsNotExist(err) {
 			return nil, fmt.Errorf("%s: %w", out.Location(f.Dst), err)
 		}
-		fe := lindorm.FileEntry{Path: f.Src, Bytes: f.Bytes}
+		fe := output.FileEntry{Path: f.Src, Bytes: f.Bytes}
 		if err := sourceFile(ctx, in, f.Region, fe); err != nil { // checked again at use: WriteTo is exported
 			return nil, err
 		}
@@ -643,15 +643,15 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 // sumManifests is the manifest of the inputs together: the first input's, with every input's
 // files region by region (in input order; dst names each file in the output: input n's file fe,
 // the seq-th of its region there) and the totals summed. version is the rekey that made it.
-func sumManifests(inputs []*Input, version string, dst func(n, region, seq int, fe lindorm.FileEntry) string) (*lindorm.Manifest, error) {
+func sumManifests(inputs []*Input, version string, dst func(n, region, seq int, fe output.FileEntry) string) (*output.Manifest, error) {
 	fm := inputs[0].Manifest
 	m := *fm
-	m.Regions = make([]lindorm.RegionInfo, len(fm.Regions))
+	m.Regions = make([]output.RegionInfo, len(fm.Regions))
 	m.RowsIn, m.RowsWritten, m.RowsRejected, m.RowsSkipped, m.Bytes, m.Files = 0, 0, 0, 0, 0, 0
 	m.CreatedAt = time.Now().UTC()
 	m.RekeyVersion = version
 	for i, r := range fm.Regions {
-		m.Regions[i] = lindorm.RegionInfo{Index: r.Index, Start: r.Start, End: r.End, Files: []lindorm.FileEntry{}}
+		m.Regions[i] = output.RegionInfo{Index: r.Index, Start: r.Start, End: r.End, Files: []output.FileEntry{}}
 	}
 	for n, in := range inputs {
 		im := in.Manifest
@@ -661,7 +661,7 @@ func sumManifests(inputs []*Input, version string, dst func(n, region, seq int, 
 		for i, r := range im.Regions {
 			d := &m.Regions[i]
 			for _, fe := range r.Files {
-				d.Files = append(d.Files, lindorm.FileEntry{Path: dst(n, i, len(d.Files), fe), Rows: fe.Rows, Bytes: fe.Bytes})
+				d.Files = append(d.Files, output.FileEntry{Path: dst(n, i, len(d.Files), fe), Rows: fe.Rows, Bytes: fe.Bytes})
 				d.Rows += fe.Rows
 				d.Bytes += fe.Bytes
 				m.Bytes += fe.Bytes
@@ -686,7 +686,7 @@ func sumManifests(inputs []*Input, version string, dst func(n, region, seq int, 
 
 // writeFinal writes the final files of the inputs together into out: ddl.sql, bulkload.json and
 // the manifest m, last (its presence marks a complete output).
-func writeFinal(ctx context.Context, inputs []*Input, out store.Store, m *lindorm.Manifest) error {
+func writeFinal(ctx context.Context, inputs []*Input, out store.Store, m *output.Manifest) error {
 	if err := out.Put(ctx, output.DDLFile, inputs[0].DDL); err != nil {
 		return err
 	}
@@ -860,7 +860,7 @@ func mergeBulkload(ctx context.Context, inputs []*Input, out store.Store) error 
 			job.WriterConfig.Timestamp = ts
 		}
 	}
-	if job.ReaderConfig.FilePath, err = output.DataFilePath(out); err != nil {
+	if job.ReaderConfig.FilePath, err = lindorm.DataFilePath(out.Location(""), output.DataDir, output.InBucket(out.Location(""))); err != nil {
 		return err
 	}
 	if ft, err := lindorm.FileType(strings.ToLower(job.FileType)); err == nil {

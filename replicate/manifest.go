@@ -17,13 +17,12 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
 )
 
 // Manifest is manifest.json of a replication output: sink/lindorm's manifest (regions with
 // their data files, totals) plus a "replication" section listing every segment in the order to
-// apply them. Readers of the lindorm manifest see the data files and ignore the extra section.
+// apply them. Readers of a migrate manifest (output.Manifest) see the data files and ignore the extra section.
 //
 // manifest.json is also where a roll commits: a roll's files count once manifest.json lists
 // them, and its messages count then, once (see manifest.commit). RowsIn, RowsWritten and
@@ -32,7 +31,7 @@ import (
 // following its delete event needs none) or rejected (one line in the roll's rejects file), so
 // rows_in = rows_written + rows_rejected.
 type Manifest struct {
-	lindorm.Manifest
+	output.Manifest
 	Replication Replication `json:"replication"`
 }
 
@@ -86,12 +85,12 @@ type Gap struct {
 
 // SegmentEntry is one committed segment.
 type SegmentEntry struct {
-	Region      int                `json:"region"`
-	Partition   int                `json:"partition"`
-	FirstOffset int64              `json:"first_offset"`
-	RollLast    int64              `json:"roll_last_offset"`
-	Data        *lindorm.FileEntry `json:"data,omitempty"`
-	Deletes     *DeleteFile        `json:"deletes,omitempty"`
+	Region      int               `json:"region"`
+	Partition   int               `json:"partition"`
+	FirstOffset int64             `json:"first_offset"`
+	RollLast    int64             `json:"roll_last_offset"`
+	Data        *output.FileEntry `json:"data,omitempty"`
+	Deletes     *DeleteFile       `json:"deletes,omitempty"`
 }
 
 // DeleteFile is a file of DELETE statements.
@@ -114,9 +113,9 @@ type RejectFile struct {
 // manifest is this process's copy of manifest.json.
 type manifest struct {
 	mu     sync.Mutex
-	st     store.Store              // where manifest.json is
-	cl     output.CommitLock        // taken for every change of the output's shared files
-	base   func() *lindorm.Manifest // a fresh lindorm manifest (schema, plan) to fill
+	st     store.Store             // where manifest.json is
+	cl     output.CommitLock       // taken for every change of the output's shared files
+	base   func() *output.Manifest // a fresh manifest (schema, plan) to fill
 	repl   Replication
 	log    *zap.Logger
 	rev    int64 // revision of the copy; -1: reload
@@ -133,7 +132,7 @@ func segKey(region, partition int, first, last int64) string {
 
 // openManifest opens the manifest of the output st (out names it in messages) and its commit
 // lock: a folder's members share it, an object store's prefix has one member.
-func openManifest(ctx context.Context, st store.Store, out string, base func() *lindorm.Manifest, repl Replication, log *zap.Logger) (*manifest, error) {
+func openManifest(ctx context.Context, st store.Store, out string, base func() *output.Manifest, repl Replication, log *zap.Logger) (*manifest, error) {
 	cl, err := output.OpenCommitLock(ctx, st, out, log)
 	if err != nil {
 		if errors.Is(err, output.ErrRefusedResume) {
@@ -273,7 +272,7 @@ func (m *manifest) commit(ctx context.Context, c *rollCommit) error {
 	for _, s := range segs {
 		e := SegmentEntry{Region: s.Region, Partition: s.Partition, FirstOffset: s.First, RollLast: s.Last, Deletes: s.Deletes}
 		if s.Data != nil {
-			e.Data = &lindorm.FileEntry{Path: s.Data.Path, Rows: s.Data.Rows, Bytes: s.Data.Bytes}
+			e.Data = &output.FileEntry{Path: s.Data.Path, Rows: s.Data.Rows, Bytes: s.Data.Bytes}
 		}
 		if s.Deletes != nil {
 			pe.Deletes += s.Deletes.Keys

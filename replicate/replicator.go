@@ -117,8 +117,12 @@ func (r *Replicator) prepare(ctx context.Context) error {
 	if err := cfg.Store.Put(ctx, output.DDLFile, []byte(ddl)); err != nil {
 		return fmt.Errorf("write %s: %w", output.DDLFile, err)
 	}
-	jobOpt := output.JobLocation(cfg.Job, cfg.Store, cfg.Out)
-	jobOpt.Format, jobOpt.Regions = cfg.Format.Name(), cfg.Plan.Count()
+	jobOpt := cfg.Job
+	jobOpt.Format, jobOpt.Regions, jobOpt.DataDir = cfg.Format.Name(), cfg.Plan.Count(), output.DataDir
+	if jobOpt.Out == "" {
+		jobOpt.Out = cfg.Out // filePath: DataFilePath adds DataDir
+	}
+	jobOpt.Store = jobOpt.Store || output.InBucket(cfg.Store.Location("")) // the job reads the bucket
 	job, err := lindorm.BulkloadConfig(r.target, jobOpt)
 	if err != nil {
 		return err
@@ -129,8 +133,8 @@ func (r *Replicator) prepare(ctx context.Context) error {
 	return r.man.write(ctx) // an output describes itself from the start
 }
 
-func (r *Replicator) baseManifest() *lindorm.Manifest {
-	m := lindorm.NewManifest(r.target, r.cfg.Plan, r.cfg.Format.Name(), r.cfg.RegionSize)
+func (r *Replicator) baseManifest() *output.Manifest {
+	m := output.NewManifest(r.target, r.cfg.Plan, r.cfg.Format.Name(), r.cfg.RegionSize)
 	m.Mapping = r.cfg.Program.Name()
 	m.MappingFingerprint = r.cfg.Program.Fingerprint()
 	m.RekeyVersion = r.cfg.Version

@@ -14,7 +14,6 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
 )
 
@@ -64,7 +63,7 @@ func TestDeleteStatement(t *testing.T) {
 // folder, and a killed member's temporary files must not stay for ever).
 func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 	dir := t.TempDir()
-	base := func() *lindorm.Manifest { return &lindorm.Manifest{Regions: make([]lindorm.RegionInfo, 1)} }
+	base := func() *output.Manifest { return &output.Manifest{Regions: make([]output.RegionInfo, 1)} }
 	m, err := openManifest(context.Background(), sinktest.Folder(t, dir), dir, base, Replication{Topic: "t", Group: "g"}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/output"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 	"github.com/rekey/rekey/store/s3store/s3test"
@@ -86,7 +85,7 @@ func TestReplicateToObjectStoreKilled(t *testing.T) {
 		env = append(env, k+"="+v)
 	}
 	rowsIn := func() int64 {
-		var m lindorm.Manifest
+		var m output.Manifest
 		data, err := os.ReadFile(filepath.Join(root, output.ManifestFile))
 		if err != nil || json.Unmarshal(data, &m) != nil {
 			return 0

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/transform"
@@ -142,7 +143,7 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 			out = append(out, "--state", f.sql.state)
 		}
 		fmt.Fprintf(stdout, "\nNext catch-up, the rows written since this run started (since=%s: its start less %s for clock skew;\n"+
-			"deletes are not caught up):\n  %s\n", since.Format(time.RFC3339), catchupMargin, output.CatchupCommand(f.mapping, withSince(f.source, since), out...))
+			"deletes are not caught up):\n  %s\n", since.Format(time.RFC3339), catchupMargin, lindorm.CatchupCommand(f.mapping, withSince(f.source, since), out...))
 	}
 	if err := writeStats(f.statsJSON, res); err != nil {
 		return runFailed(err)

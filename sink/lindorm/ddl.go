@@ -1,12 +1,16 @@
-// Package lindorm writes the files that go next to the data: the table DDL (ddl.sql), the LTS
-// bulkload job config (bulkload.json) and the run manifest (manifest.json).
+// Package lindorm is Lindorm's dialect: the files that go next to the data, the table DDL
+// (ddl.sql) and the LTS bulkload job config (bulkload.json), a finished run's manifest
+// (output.Manifest) with them (Finals), and the next steps printed after a run.
 package lindorm
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 )
 
@@ -155,3 +159,45 @@ func CheckSplitKeys(plan pipeline.RegionPlan) error {
 	return nil
 }
 
+// Table is what the final files of a run say about the table it was written for.
+type Table struct {
+	Schema      pipeline.TargetSchema
+	Options     [][2]string // the mapping's table options, for the DDL
+	Mapping     string      // the mapping's name
+	Fingerprint string      // of the resolved mapping
+	RegionSize  int64       // the configured region size in bytes (0: none)
+	Version     string      // rekey's, recorded in the manifest
+}
+
+// Finals are the final files of a run whose source was read to its end: its manifest (plan,
+// files and counts of res; nextSince, when not zero, the since= of the next catch-up), and the
+// files output.Finish writes before it, ddl.sql and bulkload.json (the job reads the output
+// jobOpt.Out names, in a bucket when output.InBucket says so). It returns the bulkload job too.
+func Finals(t Table, plan pipeline.RegionPlan, format string, res pipeline.Result, nextSince time.Time,
+	jobOpt JobOptions) (*output.Manifest, []output.File, *BulkloadJob, error) {
+	m := output.NewManifest(t.Schema, plan, format, t.RegionSize)
+	m.Mapping, m.MappingFingerprint, m.RekeyVersion = t.Mapping, t.Fingerprint, t.Version
+	if err := m.AddFiles(res.Files); err != nil {
+		return nil, nil, nil, err
+	}
+	m.RowsIn, m.RowsWritten, m.RowsRejected, m.RowsSkipped = res.RowsIn, res.RowsWritten, res.RowsRejected, res.RowsSkipped
+	if !nextSince.IsZero() {
+		m.NextSince = &nextSince
+	}
+	ddl, err := DDL(t.Schema, plan, t.Options)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("write %s: %w", output.DDLFile, err)
+	}
+	jobOpt.Regions, jobOpt.Timestamp, jobOpt.DataDir = plan.Count(), res.StartedAt, output.DataDir
+	jobOpt.Store = jobOpt.Store || output.InBucket(jobOpt.Out) // --out s3://, oss://: the job reads the bucket
+	job, err := NewBulkloadJob(t.Schema, jobOpt)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("bulkload config: %w", err)
+	}
+	data, err := json.MarshalIndent(job, "", "  ")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("bulkload config: %w", err)
+	}
+	files := []output.File{{Name: output.DDLFile, Data: []byte(ddl + "\n")}, {Name: output.BulkloadFile, Data: append(data, '\n')}}
+	return m, files, job, nil
+}
