@@ -178,3 +178,32 @@ func TestBinaryLinksNoTestOnlyLibrary(t *testing.T) {
 		}
 	}
 }
+
+// storeKind matches what tells a local folder from an object store: the store.Dir interface, the
+// URI test, opening a folder by hand, and asserting on a store's optional interfaces.
+var storeKind = regexp.MustCompile(`store\.(Dir|IsLocal|NewLocal)\b|\.\(store\.(Renamer|Copier|ConditionalPutter)\)`)
+
+// No package but store and output (and the test servers and bench/, which set up what they
+// test) branches on the kind of store: the others ask store and output for an ability (a local
+// path, a link, a server-side copy, a conditional put), which they resolve, and get the fallback
+// where a store lacks it.
+func TestOnlyStoreAndOutputBranchOnTheKindOfStore(t *testing.T) {
+	for _, p := range goList(t, "./...") {
+		pkg := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if pkg == "store" || pkg == "output" || strings.HasPrefix(pkg, "store/") || strings.HasPrefix(pkg, "output/") ||
+			strings.HasPrefix(pkg, "bench/") || slices.Contains(testServers, pkg) {
+			continue
+		}
+		for _, f := range p.GoFiles {
+			data, err := os.ReadFile(filepath.Join(p.Dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range strings.Split(string(data), "\n") {
+				if code, _, _ := strings.Cut(line, "//"); storeKind.MatchString(code) {
+					t.Errorf("%s/%s:%d branches on the kind of store (%s): ask store or output for the ability instead", pkg, f, i+1, storeKind.FindString(code))
+				}
+			}
+		}
+	}
+}

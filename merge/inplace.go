@@ -8,7 +8,6 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
 )
 
@@ -89,7 +88,7 @@ func OpenShards(ctx context.Context, out store.Store) ([]*Input, error) {
 // exactly the files the shards' manifests list, whole: a file no shard lists would be loaded as
 // data. The manifest is written last; run again, FinishShards writes the same files.
 func FinishShards(ctx context.Context, inputs []*Input, out store.Store, version string) (*Result, error) {
-	m, err := sumManifests(inputs, version, func(_, _, _ int, fe lindorm.FileEntry) string { return fe.Path })
+	m, err := sumManifests(inputs, version, func(_, _, _ int, fe output.FileEntry) string { return fe.Path })
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +103,7 @@ func FinishShards(ctx context.Context, inputs []*Input, out store.Store, version
 
 // checkDataListed refuses an output whose data/ does not hold exactly the files m lists, each of
 // the size listed: one listing of data/, no file read.
-func checkDataListed(ctx context.Context, out store.Store, m *lindorm.Manifest) error {
+func checkDataListed(ctx context.Context, out store.Store, m *output.Manifest) error {
 	objs, err := out.List(ctx, output.DataDir+"/")
 	if err != nil {
 		return err

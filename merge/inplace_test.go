@@ -12,7 +12,6 @@ import (
 	"github.com/rekey/rekey/merge"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
 )
 
@@ -31,9 +30,9 @@ func writeShard(t *testing.T, out string, sh pipeline.Shard, complete bool) {
 		t.Fatal(err)
 	}
 	schema := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{{Name: "id", Type: pipeline.TypeBigint, KeyPos: 0}}}
-	m := lindorm.NewManifest(schema, pipeline.RegionPlan{Type: pipeline.TypeBigint, Strategy: "single"}, "parquet", 0)
+	m := output.NewManifest(schema, pipeline.RegionPlan{Type: pipeline.TypeBigint, Strategy: "single"}, "parquet", 0)
 	m.MappingFingerprint = "fp"
-	m.Regions[0].Files = []lindorm.FileEntry{{Path: file, Rows: 1, Bytes: 4}}
+	m.Regions[0].Files = []output.FileEntry{{Path: file, Rows: 1, Bytes: 4}}
 	m.Regions[0].Rows, m.RowsIn, m.RowsWritten = 1, 1, 1
 	cp := pipeline.Checkpoint{Fingerprint: "fp", Format: "parquet", Complete: complete,
 		Source: pipeline.Identity{"gen": "orders", "rows": "10", "shard": sh.String()}}

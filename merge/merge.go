@@ -18,16 +18,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"os"
 	"path"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rekey/rekey/output"
@@ -60,15 +56,19 @@ func ParseMode(s string) (Mode, error) {
 type Input struct {
 	Dir        string // as given, for messages
 	Store      store.Store
-	Manifest   *lindorm.Manifest
+	Manifest   *output.Manifest
 	Checkpoint *pipeline.Checkpoint // nil when the run kept none
 	DDL        []byte
 }
 
 // Result is what Write made.
 type Result struct {
-	Manifest *lindorm.Manifest // the merged manifest, as written to the output
-	Copied   int               // files whose bytes rekey copied (across filesystems in link mode, or between stores)
+	Manifest *output.Manifest // the merged manifest, as written to the output
+	// Local says the inputs and the output are local folders, between which files are
+	// hard-linked or renamed (store.CanLink), or copied where they cannot be.
+	Local  bool
+	Linked int // files hard-linked or renamed
+	Copied int // files whose bytes rekey copied (across filesystems in link mode, or between stores)
 	// ServerCopied counts the files the output store copied itself (store.Copier: a server-side
 	// copy within one bucket), with no byte through rekey.
 	ServerCopied int
@@ -77,7 +77,7 @@ type Result struct {
 // OpenInputs reads the manifest, checkpoint and ddl.sql of every input: open opens each one (a
 // folder, s3://...). out is the output, which must not be one of them.
 func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(context.Context, string) (store.Store, error)) ([]*Input, error) {
-	outAt := resolvedLocation(out)
+	outAt := store.ResolvedLocation(out)
 	prev, err := readPlan(ctx, out)
 	if err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", d, err)
 		}
-		at := resolvedLocation(st)
+		at := store.ResolvedLocation(st)
 		switch {
 		case at == outAt:
 			return nil, fmt.Errorf("%s is both an input and --out", d)
@@ -132,29 +132,6 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 	return inputs, nil
 }
 
-// resolvedLocation is st's location ending in a separator, through symbolic links for a local
-// folder (as far as it exists), so that nesting shows as a prefix.
-func resolvedLocation(st store.Store) string {
-	d, ok := st.(store.Dir)
-	if !ok {
-		return st.Location("")
-	}
-	p, rest := d.Path(), ""
-	for {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			p = real
-			break
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			break
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-		p = parent
-	}
-	return filepath.Join(p, rest) + string(filepath.Separator)
-}
-
 // checkFiles verifies, before any file is placed, that every data file in's manifest lists is a
 // regular file inside in.Dir, listed once, or one an interrupted merge already placed in the
 // output. A crafted manifest must not make merge link, copy or move a file from elsewhere
@@ -167,7 +144,7 @@ func checkFiles(ctx context.Context, in *Input, placed func(src string) bool) er
 	listed := map[string]bool{}
 	for i, r := range in.Manifest.Regions {
 		for _, fe := range r.Files {
-			if _, err := sourceFile(ctx, in, i, fe); err != nil && !(store.IsNotExist(err) && placed(fe.Path)) {
+			if err := sourceFile(ctx, in, i, fe); err != nil && !(store.IsNotExist(err) && placed(fe.Path)) {
 				return err
 			}
 			if listed[fe.Path] {
@@ -179,33 +156,22 @@ func checkFiles(ctx context.Context, in *Input, placed func(src string) bool) er
 	return nil
 }
 
-// sourceFile checks a data file in's manifest lists in region i, refusing paths outside the
-// input, paths through symbolic links and anything but a regular file. On a local folder it
-// returns the file's full path ("" on a bucket).
-func sourceFile(ctx context.Context, in *Input, region int, fe lindorm.FileEntry) (string, error) {
+// sourceFile checks a data file in's manifest lists in region i (output.StatListed), refusing
+// paths outside the input, paths through symbolic links and anything but a regular file.
+func sourceFile(ctx context.Context, in *Input, region int, fe output.FileEntry) error {
 	manifest := in.Store.Location(output.ManifestFile)
-	d, local := in.Store.(store.Dir)
-	if !local {
-		if err := output.CheckRelPath(fe.Path); err != nil {
-			return "", fmt.Errorf("%s: region %d: %w; merge reads files inside each input only", manifest, region, err)
-		}
-		if _, err := in.Store.Stat(ctx, fe.Path); err != nil {
-			return "", fmt.Errorf("%s lists %s: %w", manifest, fe.Path, err)
-		}
-		return "", nil
-	}
-	full, fi, err := output.StatRelPath(d.Path(), fe.Path)
+	err := output.StatListed(ctx, in.Store, fe.Path)
 	switch {
+	case err == nil:
+		return nil
 	case errors.Is(err, output.ErrUnsafePath):
-		return "", fmt.Errorf("%s: region %d: %w; merge reads files inside each input only", manifest, region, err)
-	case errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("%s lists %s, which is missing: %w", manifest, fe.Path, err)
-	case err != nil:
-		return "", fmt.Errorf("%s lists %s: %w", manifest, fe.Path, err)
-	case !fi.Mode().IsRegular():
-		return "", fmt.Errorf("%s lists %s, which is not a regular file (%s)", manifest, fe.Path, fi.Mode().Type())
+		return fmt.Errorf("%s: region %d: %w; merge reads files inside each input only", manifest, region, err)
+	case store.IsNotExist(err):
+		return fmt.Errorf("%s lists %s, which is missing: %w", manifest, fe.Path, err)
+	case errors.Is(err, output.ErrNotRegular):
+		return fmt.Errorf("%s lists %s, which is %w", manifest, fe.Path, err)
 	}
-	return full, nil
+	return fmt.Errorf("%s lists %s: %w", manifest, fe.Path, err)
 }
 
 func plainName(s string) bool {
@@ -573,10 +539,9 @@ func step(name string) error {
 // Before placing anything WriteTo writes output.MergePlanFile into out; given an out holding the plan of an
 // interrupted merge of the same inputs and mode, it finishes that merge.
 func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, version string) (*Result, error) {
-	outDir, outLocal := out.(store.Dir)
 	p := &plan{Version: 1, Mode: mode}
 	ext := "." + inputs[0].Manifest.Format
-	m, err := sumManifests(inputs, version, func(n, region, seq int, fe lindorm.FileEntry) string {
+	m, err := sumManifests(inputs, version, func(n, region, seq int, fe output.FileEntry) string {
 		e := path.Ext(fe.Path) // a file keeps its extension
 		if e == "" {
 			e = ext
@@ -594,10 +559,12 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	if err := startPlan(ctx, out, p); err != nil {
 		return nil, err
 	}
-	copied, serverCopied := 0, 0
+	res := &Result{Local: true}
+	for _, in := range inputs {
+		res.Local = res.Local && store.CanLink(in.Store, out)
+	}
 	for _, f := range p.Files {
 		in := inputs[f.Input]
-		_, inLocal := in.Store.(store.Dir)
 		if info, err := out.Stat(ctx, f.Dst); err == nil {
 			// placed by the interrupted merge: a store shows an object only once whole
 			if info.Size != f.Bytes {
@@ -612,21 +579,11 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 		} else if !store.IsNotExist(err) {
 			return nil, fmt.Errorf("%s: %w", out.Location(f.Dst), err)
 		}
-		fe := lindorm.FileEntry{Path: f.Src, Bytes: f.Bytes}
-		src, err := sourceFile(ctx, in, f.Region, fe) // checked again at use: WriteTo is exported
-		if err != nil {
+		fe := output.FileEntry{Path: f.Src, Bytes: f.Bytes}
+		if err := sourceFile(ctx, in, f.Region, fe); err != nil { // checked again at use: WriteTo is exported
 			return nil, err
 		}
-		var c, server, placed bool
-		if inLocal && outLocal {
-			placed, err = linkOrRename(src, filepath.Join(outDir.Path(), filepath.FromSlash(f.Dst)), mode)
-			if err == nil && !placed { // --files copy, or across filesystems
-				c, err = true, copyObject(ctx, in.Store, f.Src, out, f.Dst)
-			}
-		} else {
-			server, err = placeObject(ctx, in.Store, f.Src, out, f.Dst)
-			c = !server
-		}
+		how, err := placeFile(ctx, in.Store, f.Src, out, f.Dst, mode)
 		if err != nil {
 			return nil, err
 		}
@@ -641,29 +598,30 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 				return nil, err
 			}
 		}
-		if c {
-			copied++
-		}
-		if server {
-			serverCopied++
+		switch how {
+		case linked:
+			res.Linked++
+		case copied:
+			res.Copied++
+		case serverCopied:
+			res.ServerCopied++
 		}
 	}
-	if outLocal { // make the links and renames durable
-		for i := range m.Regions {
-			if len(m.Regions[i].Files) == 0 {
-				continue
-			}
-			if err := pipeline.SyncDir(filepath.Join(outDir.Path(), filepath.FromSlash(output.RegionDir(i)))); err != nil {
-				return nil, err
-			}
+	// make the links and renames durable (a bucket's objects are once placed)
+	for i := range m.Regions {
+		if len(m.Regions[i].Files) == 0 {
+			continue
 		}
-		if m.Files > 0 { // data/ is new in out
-			if err := pipeline.SyncDir(filepath.Join(outDir.Path(), output.DataDir)); err != nil {
-				return nil, err
-			}
-			if err := pipeline.SyncDir(outDir.Path()); err != nil {
-				return nil, err
-			}
+		if err := store.SyncFolder(out, output.RegionDir(i)); err != nil {
+			return nil, err
+		}
+	}
+	if m.Files > 0 { // data/ is new in out
+		if err := store.SyncFolder(out, output.DataDir); err != nil {
+			return nil, err
+		}
+		if err := store.SyncFolder(out, ""); err != nil {
+			return nil, err
 		}
 	}
 	if err := mergeRejects(ctx, inputs, out); err != nil {
@@ -678,21 +636,22 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	if err := out.Remove(ctx, output.MergePlanFile); err != nil {
 		return nil, fmt.Errorf("the merge is complete, but removing %s failed: %w", out.Location(output.MergePlanFile), err)
 	}
-	return &Result{Manifest: m, Copied: copied, ServerCopied: serverCopied}, nil
+	res.Manifest = m
+	return res, nil
 }
 
 // sumManifests is the manifest of the inputs together: the first input's, with every input's
 // files region by region (in input order; dst names each file in the output: input n's file fe,
 // the seq-th of its region there) and the totals summed. version is the rekey that made it.
-func sumManifests(inputs []*Input, version string, dst func(n, region, seq int, fe lindorm.FileEntry) string) (*lindorm.Manifest, error) {
+func sumManifests(inputs []*Input, version string, dst func(n, region, seq int, fe output.FileEntry) string) (*output.Manifest, error) {
 	fm := inputs[0].Manifest
 	m := *fm
-	m.Regions = make([]lindorm.RegionInfo, len(fm.Regions))
+	m.Regions = make([]output.RegionInfo, len(fm.Regions))
 	m.RowsIn, m.RowsWritten, m.RowsRejected, m.RowsSkipped, m.Bytes, m.Files = 0, 0, 0, 0, 0, 0
 	m.CreatedAt = time.Now().UTC()
 	m.RekeyVersion = version
 	for i, r := range fm.Regions {
-		m.Regions[i] = lindorm.RegionInfo{Index: r.Index, Start: r.Start, End: r.End, Files: []lindorm.FileEntry{}}
+		m.Regions[i] = output.RegionInfo{Index: r.Index, Start: r.Start, End: r.End, Files: []output.FileEntry{}}
 	}
 	for n, in := range inputs {
 		im := in.Manifest
@@ -702,7 +661,7 @@ func sumManifests(inputs []*Input, version string, dst func(n, region, seq int, 
 		for i, r := range im.Regions {
 			d := &m.Regions[i]
 			for _, fe := range r.Files {
-				d.Files = append(d.Files, lindorm.FileEntry{Path: dst(n, i, len(d.Files), fe), Rows: fe.Rows, Bytes: fe.Bytes})
+				d.Files = append(d.Files, output.FileEntry{Path: dst(n, i, len(d.Files), fe), Rows: fe.Rows, Bytes: fe.Bytes})
 				d.Rows += fe.Rows
 				d.Bytes += fe.Bytes
 				m.Bytes += fe.Bytes
@@ -727,7 +686,7 @@ func sumManifests(inputs []*Input, version string, dst func(n, region, seq int, 
 
 // writeFinal writes the final files of the inputs together into out: ddl.sql, bulkload.json and
 // the manifest m, last (its presence marks a complete output).
-func writeFinal(ctx context.Context, inputs []*Input, out store.Store, m *lindorm.Manifest) error {
+func writeFinal(ctx context.Context, inputs []*Input, out store.Store, m *output.Manifest) error {
 	if err := out.Put(ctx, output.DDLFile, inputs[0].DDL); err != nil {
 		return err
 	}
@@ -775,20 +734,36 @@ func removeSource(ctx context.Context, in *Input, f plannedFile) error {
 	return nil
 }
 
-// placeObject puts the object src of from at dst in out, by a copy the store makes itself when it
-// can (reported as true: no byte went through rekey), else through rekey.
-func placeObject(ctx context.Context, from store.Store, src string, out store.Store, dst string) (server bool, err error) {
-	if c, ok := out.(store.Copier); ok {
-		if server, err = c.CopyFrom(ctx, from, src, dst); err != nil {
-			return false, fmt.Errorf("copy %s: %w", from.Location(src), err)
+// placed is how placeFile put a file in the output.
+type placed int
+
+const (
+	linked       placed = iota + 1 // hard-linked or renamed (store.Link): local folders
+	serverCopied                   // copied by the store's server (store.ServerCopy)
+	copied                         // its bytes streamed through rekey
+)
+
+// placeFile puts the object src of from at dst in out: hard-linked (--files link) or renamed
+// (--files move) between local folders on one filesystem, else copied by the server when the
+// stores can (no byte through rekey), else streamed through rekey.
+func placeFile(ctx context.Context, from store.Store, src string, out store.Store, dst string, mode Mode) (placed, error) {
+	if mode != Copy {
+		done, err := store.Link(from, src, out, dst, mode == Move)
+		if err != nil {
+			return 0, err
+		}
+		if done {
+			return linked, nil
 		}
 	}
-	if !server {
-		if err := copyObject(ctx, from, src, out, dst); err != nil {
-			return false, err
-		}
+	server, err := store.ServerCopy(ctx, from, src, out, dst)
+	if err != nil {
+		return 0, fmt.Errorf("copy %s: %w", from.Location(src), err)
 	}
-	return server, nil
+	if server {
+		return serverCopied, nil
+	}
+	return copied, copyObject(ctx, from, src, out, dst)
 }
 
 // copyObject streams an object from one store to another.
@@ -813,42 +788,8 @@ func copyObject(ctx context.Context, from store.Store, src string, out store.Sto
 	return nil
 }
 
-// linkOrRename puts src at dst, two paths of local folders, by a hard link (--files link) or a
-// rename (--files move): what a store cannot do. It reports false, with no error, when the file
-// is to be copied instead: --files copy, or across filesystems (a moved file's source is removed
-// by the caller once its copy is committed).
-func linkOrRename(src, dst string, mode Mode) (bool, error) {
-	if mode == Copy {
-		return false, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return false, err
-	}
-	if mode == Move {
-		err := os.Rename(src, dst)
-		if err != nil && errors.Is(err, syscall.EXDEV) {
-			return false, nil
-		}
-		return err == nil, err
-	}
-	err := os.Link(src, dst)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, os.ErrExist) || isCrossDevice(err):
-		return false, nil
-	}
-	return false, fmt.Errorf("hard-link %s: %w (use --files copy)", src, err)
-}
-
-func isCrossDevice(err error) bool {
-	var le *os.LinkError
-	return errors.As(err, &le) && (strings.Contains(le.Err.Error(), "cross-device") || strings.Contains(le.Err.Error(), "not permitted") || strings.Contains(le.Err.Error(), "not supported"))
-}
-
 // mergeRejects concatenates the inputs' rejects (each line names its stream and position) into
-// out's rejects.jsonl, streamed: the checkpointed length of a local rejects.jsonl, or the
-// checkpointed parts of an input on an object store.
+// out's rejects.jsonl, streamed: what each input's checkpoint counts (output.ReadRejects).
 func mergeRejects(ctx context.Context, inputs []*Input, out store.Store) error {
 	var w store.Writer
 	defer func() {
@@ -867,38 +808,14 @@ func mergeRejects(ctx context.Context, inputs []*Input, out store.Store) error {
 		return err
 	}
 	for _, in := range inputs {
-		var names []string
-		limit := int64(-1)
-		if in.Checkpoint != nil && in.Checkpoint.RejectParts > 0 {
-			for n := 0; n < in.Checkpoint.RejectParts; n++ {
-				names = append(names, output.RejectsPart(n))
-			}
-		} else {
-			names = []string{output.RejectsFile}
-			if in.Checkpoint != nil {
-				limit = in.Checkpoint.RejectsBytes
-			}
-		}
-		for _, name := range names {
-			r, err := in.Store.Open(ctx, name)
-			if store.IsNotExist(err) && name == output.RejectsFile {
-				continue
-			} else if err != nil {
-				return fmt.Errorf("%s: %w", in.Dir, err)
-			}
-			size := r.Size()
-			if limit >= 0 && size > limit {
-				size = limit
-			}
-			if size == 0 { // an empty file (earlier rekey wrote one without rejects): none
-				r.Close()
-				continue
-			}
-			err = add(io.NewSectionReader(r, 0, size))
-			r.Close()
-			if err != nil {
+		err := output.ReadRejects(ctx, in.Store, in.Checkpoint, func(name string, r io.Reader) error {
+			if err := add(r); err != nil {
 				return fmt.Errorf("merge %s: %w", in.Store.Location(name), err)
 			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", in.Dir, err)
 		}
 	}
 	if w == nil {
@@ -943,7 +860,7 @@ func mergeBulkload(ctx context.Context, inputs []*Input, out store.Store) error 
 			job.WriterConfig.Timestamp = ts
 		}
 	}
-	if job.ReaderConfig.FilePath, err = lindorm.DataFilePath(out.Location(""), output.DataDir, !store.IsLocal(out.Location(""))); err != nil {
+	if job.ReaderConfig.FilePath, err = lindorm.DataFilePath(out.Location(""), output.DataDir, output.InBucket(out.Location(""))); err != nil {
 		return err
 	}
 	if ft, err := lindorm.FileType(strings.ToLower(job.FileType)); err == nil {

@@ -30,7 +30,7 @@ const canaryData = "canary: not rekey's to touch"
 func writeRun(t *testing.T, dir string, paths ...string) {
 	t.Helper()
 	schema := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{{Name: "id", Type: pipeline.TypeBigint, KeyPos: 0}}}
-	m := lindorm.NewManifest(schema, pipeline.RegionPlan{Type: pipeline.TypeBigint, Strategy: "single"}, "parquet", 0)
+	m := output.NewManifest(schema, pipeline.RegionPlan{Type: pipeline.TypeBigint, Strategy: "single"}, "parquet", 0)
 	m.MappingFingerprint = "fp"
 	if err := os.MkdirAll(filepath.Join(dir, "data", "region-0000"), 0o755); err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func writeRun(t *testing.T, dir string, paths ...string) {
 		if err := os.WriteFile(name, []byte("data"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		m.Regions[0].Files = append(m.Regions[0].Files, lindorm.FileEntry{Path: p, Rows: 1, Bytes: 4})
+		m.Regions[0].Files = append(m.Regions[0].Files, output.FileEntry{Path: p, Rows: 1, Bytes: 4})
 		m.Regions[0].Rows++
 		m.RowsIn++
 		m.RowsWritten++

@@ -15,7 +15,6 @@ import (
 
 	"github.com/rekey/rekey/merge"
 	"github.com/rekey/rekey/output"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store"
 	"github.com/rekey/rekey/store/s3store/s3test"
@@ -84,7 +83,7 @@ func contents(t *testing.T, st store.Store) map[string]string {
 			t.Fatal(err)
 		}
 		if o.Name == output.ManifestFile {
-			var m lindorm.Manifest
+			var m output.Manifest
 			if err := json.Unmarshal(data, &m); err != nil {
 				t.Fatal(err)
 			}

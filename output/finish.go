@@ -2,61 +2,34 @@ package output
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
 
-	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
 )
 
-// Table is what the final files of a run say about the table it was written for.
-type Table struct {
-	Schema      pipeline.TargetSchema
-	Options     [][2]string // the mapping's table options, for the DDL
-	Mapping     string      // the mapping's name
-	Fingerprint string      // of the resolved mapping
-	RegionSize  int64       // the configured region size in bytes (0: none)
-	Version     string      // rekey's, recorded in the manifest
+// File is one of the final files a run writes beside data/ before its manifest: the table's
+// DDL and the bulkload job (sink/lindorm's Finals makes them).
+type File struct {
+	Name string // DDLFile, BulkloadFile
+	Data []byte
 }
 
 // Finish writes the final files of a run whose source was read to its end, beside data/:
-// ddl.sql, bulkload.json and manifest.json, each atomically, the manifest last (its presence
-// marks a complete run). nextSince, when not zero, is the since= of the next catch-up. It
-// returns the manifest and the bulkload job it wrote.
-func (o *Output) Finish(ctx context.Context, t Table, plan pipeline.RegionPlan, format string, res pipeline.Result,
-	nextSince time.Time, jobOpt lindorm.JobOptions) (*lindorm.Manifest, *lindorm.BulkloadJob, error) {
-	m := lindorm.NewManifest(t.Schema, plan, format, t.RegionSize)
-	m.Mapping, m.MappingFingerprint, m.RekeyVersion = t.Mapping, t.Fingerprint, t.Version
-	if err := m.AddFiles(res.Files); err != nil {
-		return nil, nil, err
+// files in the order given, then the manifest m, each atomically, the manifest last (its
+// presence marks a complete run).
+func (o *Output) Finish(ctx context.Context, m *Manifest, files ...File) error {
+	for _, f := range files {
+		if err := o.Store.Put(ctx, f.Name, f.Data); err != nil {
+			return fmt.Errorf("write %s: %w", f.Name, err)
+		}
 	}
-	m.RowsIn, m.RowsWritten, m.RowsRejected, m.RowsSkipped = res.RowsIn, res.RowsWritten, res.RowsRejected, res.RowsSkipped
-	if !nextSince.IsZero() {
-		m.NextSince = &nextSince
-	}
-	ddl, err := lindorm.DDL(t.Schema, plan, t.Options)
-	if err != nil {
-		return nil, nil, fmt.Errorf("write %s: %w", DDLFile, err)
-	}
-	if err := o.Store.Put(ctx, DDLFile, []byte(ddl+"\n")); err != nil {
-		return nil, nil, fmt.Errorf("write %s: %w", DDLFile, err)
-	}
-	jobOpt.Regions, jobOpt.Timestamp, jobOpt.DataDir = plan.Count(), res.StartedAt, DataDir
-	job, err := lindorm.NewBulkloadJob(t.Schema, jobOpt)
-	if err != nil {
-		return nil, nil, fmt.Errorf("bulkload config: %w", err)
-	}
-	data, err := json.MarshalIndent(job, "", "  ")
-	if err != nil {
-		return nil, nil, fmt.Errorf("bulkload config: %w", err)
-	}
-	if err := o.Store.Put(ctx, BulkloadFile, append(data, '\n')); err != nil {
-		return nil, nil, fmt.Errorf("write %s: %w", BulkloadFile, err)
-	}
-	return m, job, WriteManifest(ctx, o.Store, m)
+	return WriteManifest(ctx, o.Store, m)
 }
+
+// InBucket tells whether location, an output as --out gives it or as a store names it
+// (Location), is a prefix of an object store (s3://, oss://) rather than a local folder: a
+// bulkload job reads it by its URL, not by a path.
+func InBucket(location string) bool { return !store.IsLocal(location) }
 
 // Finished tells whether the output holds a complete run: its manifest was written.
 func (o *Output) Finished(ctx context.Context) (bool, error) {

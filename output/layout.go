@@ -1,6 +1,7 @@
 package output
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -180,3 +181,26 @@ const (
 
 // DeletesRegionDir is region i's folder of delete files: "deletes/region-0007".
 func DeletesRegionDir(i int) string { return DeletesDir + "/" + RegionName(i) }
+
+// ErrNotRegular is wrapped by StatListed's error for a listed file that is not a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// StatListed checks rel, a data file a manifest or checkpoint of the output st lists, before it
+// is linked, copied, moved or deleted: its path (CheckRelPath: errors wrap ErrUnsafePath), on a
+// local folder that no component of it is a symbolic link (StatRelPath) and that it is a regular
+// file (ErrNotRegular), and that it exists (a missing one wraps store.ErrNotExist).
+func StatListed(ctx context.Context, st store.Store, rel string) error {
+	dir, local := store.LocalPath(st)
+	if !local {
+		if err := CheckRelPath(rel); err != nil {
+			return err
+		}
+		_, err := st.Stat(ctx, rel)
+		return err
+	}
+	_, fi, err := StatRelPath(dir, rel)
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())
+	}
+	return err
+}

@@ -304,6 +304,41 @@ func CheckLocalDir(dir string) error {
 	return nil
 }
 
+// OpenToRead opens the output uri names to read it (rekey verify's --target): a local folder
+// (a path, or file:PATH), which must exist, or an object store's prefix (s3://, oss://;
+// credentials from getenv). where names it in messages: the folder's absolute path, or the
+// prefix's location.
+func OpenToRead(ctx context.Context, uri string, getenv func(string) string) (st store.Store, where string, err error) {
+	if !store.IsLocal(uri) {
+		if st, err = store.Open(ctx, uri, getenv); err != nil {
+			return nil, "", err
+		}
+		return st, st.Location(""), nil
+	}
+	dir := strings.TrimPrefix(uri, "file:")
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	if !fi.IsDir() {
+		return nil, "", fmt.Errorf("not a folder: give the --out folder of the migration")
+	}
+	l, err := store.NewLocal(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	return l, l.Path(), nil
+}
+
+// OpenStateFolder opens the local folder that keeps the checkpoint and rejects of a run into a
+// SQL table (--state), refusing a URI: its private files (PrivateName) are created 0600.
+func OpenStateFolder(dir string) (store.Store, error) {
+	if err := CheckLocalDir(dir); err != nil {
+		return nil, err
+	}
+	return store.NewLocal(dir, store.PrivateNames(PrivateName))
+}
+
 // Close releases the lock.
 func (o *Output) Close() error {
 	if o == nil {

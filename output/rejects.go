@@ -100,6 +100,48 @@ func RejectsLocation(st store.Store) string {
 	return st.Location(RejectsPartsDir + "/")
 }
 
+// ReadRejects reads back the rejects of the output st whose checkpoint is cp, in the order they
+// were written, one object at a time: fn gets each object's name and the bytes of it that count.
+// This is the one reader of the layout RejectLog writes, whatever the store:
+//   - with a checkpoint that counts parts (an object store): rejects/part-NNNNN.jsonl, the
+//     parts it counts (a part past the count is a killed run's, read again on resume);
+//   - with any other checkpoint (a folder): rejects.jsonl up to its checkpointed length (lines
+//     past it are a killed run's);
+//   - with none (cp nil: a merged output, which keeps no checkpoint): rejects.jsonl whole.
+//
+// A missing rejects.jsonl and an empty object hold no rejects; a missing counted part is an error.
+func ReadRejects(ctx context.Context, st store.Store, cp *pipeline.Checkpoint, fn func(name string, r io.Reader) error) error {
+	names, limit := []string{RejectsFile}, int64(-1)
+	if cp != nil && cp.RejectParts > 0 {
+		names = names[:0]
+		for n := 0; n < cp.RejectParts; n++ {
+			names = append(names, RejectsPart(n))
+		}
+	} else if cp != nil {
+		limit = cp.RejectsBytes
+	}
+	for _, name := range names {
+		r, err := st.Open(ctx, name)
+		if store.IsNotExist(err) && name == RejectsFile {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("read the rejects %s: %w", st.Location(name), err)
+		}
+		size := r.Size()
+		if limit >= 0 && size > limit {
+			size = limit
+		}
+		if size > 0 { // an empty file (an earlier rekey wrote one without rejects): none
+			err = fn(name, io.NewSectionReader(r, 0, size))
+		}
+		r.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // openRejects opens the rejects of the output st from its checkpoint cp (nil on a fresh run),
 // and the replay file rf of the source, if it has one. A folder's files are cut to the
 // checkpointed lengths and appended to; an object store's lines are spooled into parts.

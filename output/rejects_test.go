@@ -1,13 +1,18 @@
 package output
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/store"
 )
 
 // TestRejectLogResume: a resume cuts the rejects to the checkpointed length, and a message's
@@ -92,6 +97,63 @@ func TestRejectLineBytes(t *testing.T) {
 		}
 		if string(got) != c.want {
 			t.Errorf("line\n%s\nwant\n%s", got, c.want)
+		}
+	}
+}
+
+// The two layouts of an output's rejects (a folder's rejects.jsonl cut to the checkpointed
+// length, an object store's numbered parts the checkpoint counts) are read back alike by
+// ReadRejects: the lines the checkpoint counts, in order, and none written after it, which a
+// resume reads again.
+func TestRejectsLayoutsReadBackAlike(t *testing.T) {
+	read := func(st store.Store, cp *pipeline.Checkpoint) []string {
+		t.Helper()
+		var text strings.Builder
+		err := ReadRejects(context.Background(), st, cp, func(_ string, r io.Reader) error {
+			_, err := io.Copy(&text, r)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.SplitAfter(text.String(), "\n")
+	}
+	var want []string
+	for name, st := range map[string]store.Store{"folder": localStore(t, t.TempDir()), "bucket": newBucket(t, t.TempDir())} {
+		l, err := openRejects(st, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := read(st, nil); len(got) != 1 || got[0] != "" {
+			t.Fatalf("%s: rejects before any was written: %q", name, got)
+		}
+		cp := &pipeline.Checkpoint{}
+		for cut := 0; cut < 3; cut++ {
+			for i := 0; i < 2; i++ {
+				if err := l.Add(&Reject{Position: fmt.Sprintf("a:%d", 10*cut+i), Code: "type"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if cp.RejectsBytes, _, _, err = l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			cp.RejectParts = l.Parts()
+		}
+		// a line after the last checkpoint: a killed run's
+		if err := l.Add(&Reject{Position: "a:99", Code: "type"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got := read(st, cp)
+		if len(got) != 7 || got[6] != "" || strings.Contains(strings.Join(got, ""), `"a:99"`) {
+			t.Fatalf("%s: read back %q, want the 6 checkpointed lines", name, got)
+		}
+		if want == nil {
+			want = got
+		} else if !slices.Equal(got, want) {
+			t.Fatalf("%s: read back %q, the other layout %q", name, got, want)
 		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
 )
 
@@ -183,7 +182,7 @@ func planText(p pipeline.RegionPlan, splits bool) string {
 	if splits {
 		h := sha256.New()
 		for _, v := range p.Splits {
-			fmt.Fprintf(h, "%s\n", lindorm.SplitValue(p.Type, v))
+			fmt.Fprintf(h, "%s\n", pipeline.SplitValue(p.Type, v))
 		}
 		text += fmt.Sprintf(", splits %x", h.Sum(nil)[:4])
 	}

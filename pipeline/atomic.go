@@ -9,13 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/rekey/rekey/store"
+	"github.com/rekey/rekey/internal/atomicfile"
 )
 
 // TempPrefix starts the name of every file rekey has not committed yet. A reader that skips
 // dot-files never sees a partial file, and a resumed run deletes leftovers with this prefix.
 // The local store (store) writes through it; these helpers serve what is not a Store yet.
-const TempPrefix = store.TempPrefix
+const TempPrefix = atomicfile.TempPrefix
 
 // TempPath returns the temporary name a file is written under before Commit renames it.
 func TempPath(final string) string {
@@ -61,7 +61,7 @@ func WriteFileAtomicMode(path string, data []byte, perm os.FileMode) error {
 }
 
 // SyncDir fsyncs a directory, making renames and creations inside it durable.
-func SyncDir(dir string) error { return store.SyncDir(dir) }
+func SyncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 // WriteJSONAtomic writes v as indented JSON, ending with a newline, to path with WriteFileAtomic.
 func WriteJSONAtomic(path string, v any) error {

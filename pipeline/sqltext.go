@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -45,4 +47,32 @@ func SplitTextProblem(s string) string {
 		return why + " (SPLITKEYS is a quoted string, which must read the same with and without backslash escapes)"
 	}
 	return ""
+}
+
+// SplitValue renders a split value typed like the first key column, as SPLITKEYS and the
+// manifest write it: integers in decimal, VARCHAR as is, VARBINARY in lowercase hex, DECIMAL as
+// its text, DOUBLE/FLOAT in shortest form, BOOLEAN true/false, DATE yyyy-mm-dd, TIMESTAMP
+// "yyyy-mm-dd hh:mm:ss.SSS" (UTC). UNCERTAIN: the literal forms Lindorm expects in SPLITKEYS
+// for VARBINARY, DATE and TIMESTAMP first columns.
+func SplitValue(t Type, v Value) string {
+	if v.IsNull() {
+		return ""
+	}
+	switch t {
+	case TypeVarbinary:
+		return fmt.Sprintf("%x", v.Str)
+	case TypeDate:
+		if v.Kind == KindInt {
+			return time.Unix(v.Num*86400, 0).UTC().Format("2006-01-02")
+		}
+	case TypeTimestamp:
+		if v.Kind == KindInt {
+			return time.UnixMilli(v.Num).UTC().Format("2006-01-02 15:04:05.000")
+		}
+	case TypeFloat, TypeDouble:
+		if v.Kind == KindInt {
+			return strconv.FormatInt(v.Num, 10)
+		}
+	}
+	return v.String()
 }

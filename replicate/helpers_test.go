@@ -287,7 +287,7 @@ func checkDisk(t testing.TB, dir string, m *replicate.Manifest) {
 	ents, _ := filepath.Glob(filepath.Join(dir, "data", "region-*", "*"))
 	for _, e := range ents {
 		// the bulk load reads data/ whole; a .sql file there would be read as data
-		if strings.HasSuffix(e, "."+replicate.DeleteExt) {
+		if strings.HasSuffix(e, "."+output.RollDeletesExt) {
 			t.Errorf("a delete file under data/: %s", e)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,13 +17,12 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
 )
 
 // Manifest is manifest.json of a replication output: sink/lindorm's manifest (regions with
 // their data files, totals) plus a "replication" section listing every segment in the order to
-// apply them. Readers of the lindorm manifest see the data files and ignore the extra section.
+// apply them. Readers of a migrate manifest (output.Manifest) see the data files and ignore the extra section.
 //
 // manifest.json is also where a roll commits: a roll's files count once manifest.json lists
 // them, and its messages count then, once (see manifest.commit). RowsIn, RowsWritten and
@@ -33,7 +31,7 @@ import (
 // following its delete event needs none) or rejected (one line in the roll's rejects file), so
 // rows_in = rows_written + rows_rejected.
 type Manifest struct {
-	lindorm.Manifest
+	output.Manifest
 	Replication Replication `json:"replication"`
 }
 
@@ -87,12 +85,12 @@ type Gap struct {
 
 // SegmentEntry is one committed segment.
 type SegmentEntry struct {
-	Region      int                `json:"region"`
-	Partition   int                `json:"partition"`
-	FirstOffset int64              `json:"first_offset"`
-	RollLast    int64              `json:"roll_last_offset"`
-	Data        *lindorm.FileEntry `json:"data,omitempty"`
-	Deletes     *DeleteFile        `json:"deletes,omitempty"`
+	Region      int               `json:"region"`
+	Partition   int               `json:"partition"`
+	FirstOffset int64             `json:"first_offset"`
+	RollLast    int64             `json:"roll_last_offset"`
+	Data        *output.FileEntry `json:"data,omitempty"`
+	Deletes     *DeleteFile       `json:"deletes,omitempty"`
 }
 
 // DeleteFile is a file of DELETE statements.
@@ -115,9 +113,9 @@ type RejectFile struct {
 // manifest is this process's copy of manifest.json.
 type manifest struct {
 	mu     sync.Mutex
-	st     store.Store              // where manifest.json is
-	cl     output.CommitLock        // taken for every change of the output's shared files
-	base   func() *lindorm.Manifest // a fresh lindorm manifest (schema, plan) to fill
+	st     store.Store             // where manifest.json is
+	cl     output.CommitLock       // taken for every change of the output's shared files
+	base   func() *output.Manifest // a fresh manifest (schema, plan) to fill
 	repl   Replication
 	log    *zap.Logger
 	rev    int64 // revision of the copy; -1: reload
@@ -129,12 +127,12 @@ type manifest struct {
 }
 
 func segKey(region, partition int, first, last int64) string {
-	return fmt.Sprintf("%d/%s", region, SegmentName(partition, first, last))
+	return fmt.Sprintf("%d/%s", region, output.RollName(partition, first, last))
 }
 
 // openManifest opens the manifest of the output st (out names it in messages) and its commit
 // lock: a folder's members share it, an object store's prefix has one member.
-func openManifest(ctx context.Context, st store.Store, out string, base func() *lindorm.Manifest, repl Replication, log *zap.Logger) (*manifest, error) {
+func openManifest(ctx context.Context, st store.Store, out string, base func() *output.Manifest, repl Replication, log *zap.Logger) (*manifest, error) {
 	cl, err := output.OpenCommitLock(ctx, st, out, log)
 	if err != nil {
 		if errors.Is(err, output.ErrRefusedResume) {
@@ -190,7 +188,7 @@ func (m *manifest) load(ctx context.Context, rev int64) error {
 				err = output.CheckRelPathIn(s.Deletes.Path, output.DeletesDir)
 			}
 			if err != nil {
-				return fmt.Errorf("%s: segment %s: %w", path, SegmentName(s.Partition, s.FirstOffset, s.RollLast), err)
+				return fmt.Errorf("%s: segment %s: %w", path, output.RollName(s.Partition, s.FirstOffset, s.RollLast), err)
 			}
 			m.segs[segKey(s.Region, s.Partition, s.FirstOffset, s.RollLast)] = s
 		}
@@ -274,7 +272,7 @@ func (m *manifest) commit(ctx context.Context, c *rollCommit) error {
 	for _, s := range segs {
 		e := SegmentEntry{Region: s.Region, Partition: s.Partition, FirstOffset: s.First, RollLast: s.Last, Deletes: s.Deletes}
 		if s.Data != nil {
-			e.Data = &lindorm.FileEntry{Path: s.Data.Path, Rows: s.Data.Rows, Bytes: s.Data.Bytes}
+			e.Data = &output.FileEntry{Path: s.Data.Path, Rows: s.Data.Rows, Bytes: s.Data.Bytes}
 		}
 		if s.Deletes != nil {
 			pe.Deletes += s.Deletes.Keys
@@ -379,7 +377,7 @@ func (m *manifest) claim(ctx context.Context, partitions []int, regions int) (ma
 		return nil, err
 	}
 	err = m.cl.SweepOwned(ctx, folders, func(name string) bool {
-		p, ok := pendingPartition(name)
+		p, ok := output.RollPendingPartition(name)
 		return ok && own[p]
 	})
 	if err != nil {
@@ -411,7 +409,7 @@ func (m *manifest) removeUnlisted(ctx context.Context, own map[int]bool, listed 
 		}
 		for _, o := range objs {
 			folder, name := path.Split(o.Name)
-			p, ok := filePartition(name)
+			p, ok := output.RollPartition(name)
 			if !ok || !want[strings.TrimSuffix(folder, "/")] || !own[p] || listed[o.Name] {
 				continue
 			}
@@ -426,27 +424,6 @@ func (m *manifest) removeUnlisted(ctx context.Context, own map[int]bool, listed 
 	}
 	m.log.Info("removed the objects of interrupted rolls", zap.Int("objects", len(stray)))
 	return nil
-}
-
-// filePartition returns the partition of a segment or rejects file, committed (named by
-// SegmentName) or temporary (the temporary prefix and pendingName).
-func filePartition(name string) (int, bool) {
-	if rest, ok := strings.CutPrefix(name, pipeline.TempPrefix); ok {
-		return pendingPartition(rest)
-	}
-	p, _, _, ok := ParseSegmentName(name)
-	return p, ok
-}
-
-// pendingPartition returns the partition of an uncommitted file, from the name it has while it
-// is written (pendingName, without the temporary prefix).
-func pendingPartition(name string) (int, bool) {
-	digits, _, ok := strings.Cut(strings.TrimPrefix(name, "p"), "-")
-	if !ok || len(digits) < 4 || !strings.HasPrefix(name, "p") {
-		return 0, false
-	}
-	p, err := strconv.Atoi(digits)
-	return p, err == nil && p >= 0
 }
 
 // write rewrites manifest.json from the copy; the lock is held.

@@ -18,7 +18,7 @@ import (
 
 // createFile starts one of a roll's files, to be committed as relDir/<segment name>.ext.
 func (r *Replicator) createFile(ctx context.Context, relDir string, partition int, first int64, ext string) (*output.PendingFile, error) {
-	f, err := output.CreatePending(ctx, r.cfg.Store, relDir, r.pendingName(partition, first, ext), r.cfg.SpoolDir)
+	f, err := output.CreatePending(ctx, r.cfg.Store, relDir, output.RollPendingName(partition, first, r.member, ext), r.cfg.SpoolDir)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", relDir, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/rekey/rekey/output"
 )
 
-// rollRejects is a roll's rejects file: rejects/p0002-<first>-<last>.jsonl, a line per rejected
+// rollRejects is a roll's rejects file (output.RollRejectsFile: rejects/p0002-<first>-<last>.jsonl), a line per rejected
 // message (output.Reject with the message's topic, partition and offset). It is written under
 // a temporary name and committed with the roll's data files, so a replayed roll rewrites it
 // instead of appending its rejects a second time. Mode 0600: the lines hold raw messages, which
@@ -29,7 +29,7 @@ func (w *worker) newRejects(first int64) *rollRejects {
 
 func (rr *rollRejects) add(ctx context.Context, rj *output.Reject) error {
 	if rr.f == nil {
-		f, err := rr.r.createFile(ctx, output.RejectsDir, rr.part, rr.first, "jsonl")
+		f, err := rr.r.createFile(ctx, output.RejectsDir, rr.part, rr.first, output.RollRejectsExt)
 		if err != nil {
 			return fmt.Errorf("create rejects file: %w", err)
 		}
@@ -68,7 +68,7 @@ func (rr *rollRejects) commit(ctx context.Context, partition int, first, last in
 	if rr.f == nil {
 		return nil, nil
 	}
-	rel := output.RejectsDir + "/" + SegmentName(partition, first, last) + ".jsonl"
+	rel := output.RollRejectsFile(partition, first, last)
 	if err := rr.f.Commit(ctx, rel); err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,10 +62,9 @@ func New(ctx context.Context, cfg Config) (*Replicator, error) {
 		member: fmt.Sprintf("%08x", rand.Uint32())}
 	r.dstmt = newDeleteStmt(r.target)
 	if cfg.SQL.Target != nil {
-		if d, ok := cfg.Store.(store.Dir); ok { // the state folder exists from the start, as an output folder does
-			if err := os.MkdirAll(d.Path(), 0o755); err != nil {
-				return nil, fmt.Errorf("create output directory: %w", err)
-			}
+		// the state folder exists from the start, as an output folder does
+		if err := store.MakeRoot(cfg.Store); err != nil {
+			return nil, fmt.Errorf("create output directory: %w", err)
 		}
 		return r, r.openSQL()
 	}
@@ -124,9 +122,7 @@ func (r *Replicator) prepare(ctx context.Context) error {
 	if jobOpt.Out == "" {
 		jobOpt.Out = cfg.Out // filePath: DataFilePath adds DataDir
 	}
-	if _, local := cfg.Store.(store.Dir); !local {
-		jobOpt.Store = true
-	}
+	jobOpt.Store = jobOpt.Store || output.InBucket(cfg.Store.Location("")) // the job reads the bucket
 	job, err := lindorm.BulkloadConfig(r.target, jobOpt)
 	if err != nil {
 		return err
@@ -137,18 +133,12 @@ func (r *Replicator) prepare(ctx context.Context) error {
 	return r.man.write(ctx) // an output describes itself from the start
 }
 
-func (r *Replicator) baseManifest() *lindorm.Manifest {
-	m := lindorm.NewManifest(r.target, r.cfg.Plan, r.cfg.Format.Name(), r.cfg.RegionSize)
+func (r *Replicator) baseManifest() *output.Manifest {
+	m := output.NewManifest(r.target, r.cfg.Plan, r.cfg.Format.Name(), r.cfg.RegionSize)
 	m.Mapping = r.cfg.Program.Name()
 	m.MappingFingerprint = r.cfg.Program.Fingerprint()
 	m.RekeyVersion = r.cfg.Version
 	return m
-}
-
-// pendingName names a partition's file until its roll commits (see offsetDigits); a folder's
-// temporary file is the store's temporary prefix and this name.
-func (r *Replicator) pendingName(partition int, first int64, ext string) string {
-	return fmt.Sprintf("p%04d-%0*d-%s.%s", partition, offsetDigits, first, r.member, ext)
 }
 
 // Metrics returns the live figures.

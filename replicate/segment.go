@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 
 	"github.com/rekey/rekey/output"
@@ -14,46 +13,7 @@ import (
 	"github.com/rekey/rekey/sink/files"
 )
 
-// File names. A segment holds one Kafka partition's messages of one roll routed to one region:
-//
-//	data/region-0003/p0002-0000000000001234-0000000000005678.parquet   upserts
-//	deletes/region-0003/p0002-0000000000001234-0000000000005678.sql    deletes (after the upserts)
-//
-// Data files alone are under data/, which the bulk load reads whole; the delete files are SQL
-// that must never be read as data, so they live beside it, under deletes/.
-//
-// 1234 is the offset of the segment's first message, 5678 the offset of its roll's last one.
-// Offsets are zero-padded to 16 digits so that names sort in offset order, which is the order
-// to apply segments in (".sql" sorts after ".parquet" and ".csv": a segment's deletes come after
-// its upserts). The name is a function of the messages alone: a replay of the same offsets writes
-// the same names with the same content.
-//
-// Until its roll commits, a file has a temporary name that starts with the partition and names
-// the member writing it: .rekey-tmp-p0002-0000000000001234-<member>.parquet. The partition says
-// which member may remove it (see manifest.claim); the member keeps the temporary files of two
-// members apart should a partition's former owner still be writing when the next one starts.
-const offsetDigits = 16
-
-// SegmentName is the base name (without extension) of a segment.
-func SegmentName(partition int, first, rollLast int64) string {
-	return fmt.Sprintf("p%04d-%0*d-%0*d", partition, offsetDigits, first, offsetDigits, rollLast)
-}
-
-// ParseSegmentName reads a name written by SegmentName (any extension).
-func ParseSegmentName(name string) (partition int, first, rollLast int64, ok bool) {
-	base, _, _ := strings.Cut(name, ".")
-	var p int
-	var f, l int64
-	if n, err := fmt.Sscanf(base, "p%d-%d-%d", &p, &f, &l); err != nil || n != 3 {
-		return 0, 0, 0, false
-	}
-	return p, f, l, SegmentName(p, f, l) == base
-}
-
-// DeleteExt is the extension of delete files.
-const DeleteExt = "sql"
-
-// segment is one (region, partition) part of a roll: an upsert file in the table format and a
+// segment is one (region, partition) part of a roll (its files are named by output.RollFile): an upsert file in the table format and a
 // file of DELETE statements, both written under temporary names until the roll commits.
 type segment struct {
 	w      *worker
@@ -184,7 +144,7 @@ func (s *segment) addDelete(row []pipeline.Value, key []byte) error {
 		return nil
 	}
 	if s.df == nil {
-		f, err := s.w.r.createFile(s.w.ctx, s.ddir, s.w.partition, s.first, DeleteExt)
+		f, err := s.w.r.createFile(s.w.ctx, s.ddir, s.w.partition, s.first, output.RollDeletesExt)
 		if err != nil {
 			return fmt.Errorf("create delete file: %w", err)
 		}
@@ -251,17 +211,16 @@ func (s *segment) finish() error {
 // object store).
 func (s *segment) commit(ctx context.Context, rollLast int64) (segmentFiles, error) {
 	w := s.w
-	base := SegmentName(w.partition, s.first, rollLast)
 	sf := segmentFiles{Region: s.region, Partition: w.partition, First: s.first, Last: rollLast}
 	if s.f != nil {
-		rel := s.dir + "/" + base + "." + w.r.cfg.Format.Ext()
+		rel := output.RollFile(s.dir, w.partition, s.first, rollLast, w.r.cfg.Format.Ext())
 		if err := s.f.Commit(ctx, rel); err != nil {
 			return sf, err
 		}
 		sf.Data = &pipeline.FileInfo{Region: s.region, Path: rel, Rows: s.rows, Bytes: s.out.n}
 	}
 	if s.df != nil {
-		rel := s.ddir + "/" + base + "." + DeleteExt
+		rel := output.RollFile(s.ddir, w.partition, s.first, rollLast, output.RollDeletesExt)
 		if err := s.df.Commit(ctx, rel); err != nil {
 			return sf, err
 		}

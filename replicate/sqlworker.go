@@ -370,7 +370,7 @@ func (w *sqlWorker) writeRejects(ctx context.Context, first, last int64) error {
 		}
 		buf = append(append(buf, line...), '\n')
 	}
-	name := output.RejectsDir + "/" + SegmentName(w.partition, first, last) + ".jsonl"
+	name := output.RollRejectsFile(w.partition, first, last)
 	if err := w.r.cfg.Store.Put(ctx, name, buf); err != nil {
 		return fmt.Errorf("write %s: %w", w.r.cfg.Store.Location(name), err)
 	}
@@ -384,7 +384,7 @@ func (w *sqlWorker) removeReplayedRejects(ctx context.Context, first int64) erro
 	st := w.r.cfg.Store
 	// a kill while writing a rejects file leaves it under its temporary name: the batch is
 	// replayed too (its offset was not committed), so the leftover goes as well
-	if err := st.Sweep(ctx, output.RejectsDir+"/"+fmt.Sprintf("p%04d-", w.partition)); err != nil {
+	if err := st.Sweep(ctx, output.RollRejectsPrefix(w.partition)); err != nil {
 		return fmt.Errorf("remove the unfinished rejects files of partition %d: %w", w.partition, err)
 	}
 	objs, err := st.List(ctx, output.RejectsDir+"/")
@@ -393,7 +393,7 @@ func (w *sqlWorker) removeReplayedRejects(ctx context.Context, first int64) erro
 	}
 	var replayed []string
 	for _, o := range objs {
-		if p, f, _, ok := ParseSegmentName(path.Base(o.Name)); ok && p == w.partition && f >= first && path.Dir(o.Name) == output.RejectsDir {
+		if p, f, _, ok := output.ParseRollName(path.Base(o.Name)); ok && p == w.partition && f >= first && path.Dir(o.Name) == output.RejectsDir {
 			replayed = append(replayed, o.Name)
 		}
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
 )
 
@@ -33,29 +32,6 @@ func TestTracker(t *testing.T) {
 	}
 	if got := tr.done(c); got != 32 {
 		t.Fatalf("committable %d, want 32", got)
-	}
-}
-
-func TestSegmentNames(t *testing.T) {
-	n := SegmentName(2, 1234, 5678)
-	if n != "p0002-0000000000001234-0000000000005678" {
-		t.Fatal(n)
-	}
-	p, f, l, ok := ParseSegmentName(n + ".parquet")
-	if !ok || p != 2 || f != 1234 || l != 5678 {
-		t.Fatalf("%d %d %d %v", p, f, l, ok)
-	}
-	for _, bad := range []string{"part-00001.parquet", "p2-1-2.parquet", ".rekey-tmp-p0002-0000000000001234.parquet", "p0002-x-y.sql"} {
-		if _, _, _, ok := ParseSegmentName(bad); ok {
-			t.Errorf("%s parsed", bad)
-		}
-	}
-	// names sort in offset order, and a segment's deletes after its upserts
-	names := []string{SegmentName(1, 9, 99) + ".parquet", SegmentName(1, 9, 99) + ".sql", SegmentName(1, 100, 200) + ".csv"}
-	for i := 1; i < len(names); i++ {
-		if names[i-1] >= names[i] {
-			t.Errorf("%s sorts after %s", names[i-1], names[i])
-		}
 	}
 }
 
@@ -87,7 +63,7 @@ func TestDeleteStatement(t *testing.T) {
 // folder, and a killed member's temporary files must not stay for ever).
 func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 	dir := t.TempDir()
-	base := func() *lindorm.Manifest { return &lindorm.Manifest{Regions: make([]lindorm.RegionInfo, 1)} }
+	base := func() *output.Manifest { return &output.Manifest{Regions: make([]output.RegionInfo, 1)} }
 	m, err := openManifest(context.Background(), sinktest.Folder(t, dir), dir, base, Replication{Topic: "t", Group: "g"}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
@@ -103,8 +79,8 @@ func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	committed := "data/region-0000/" + SegmentName(1, 0, 9) + ".parquet"
-	committedRejects := output.RejectsDir + "/" + SegmentName(1, 0, 9) + ".jsonl"
+	committed := "data/region-0000/" + output.RollName(1, 0, 9) + ".parquet"
+	committedRejects := output.RejectsDir + "/" + output.RollName(1, 0, 9) + ".jsonl"
 	write(committed)
 	write(committedRejects)
 	err = m.commit(context.Background(), &rollCommit{partition: 1, first: 0, last: 9, messages: 10, rejected: 1, upserts: 9,
@@ -118,16 +94,16 @@ func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 	keep := []string{
 		committed, committedRejects,
 		"data/region-0000/" + pipeline.TempPrefix + "p0000-0000000000000010-aaaaaaaa.parquet", // live member, partition 0
-		"data/region-0000/" + SegmentName(0, 10, 19) + ".parquet",                             // partition 0: not ours to judge
+		"data/region-0000/" + output.RollName(0, 10, 19) + ".parquet",                         // partition 0: not ours to judge
 		"data/region-0000/notes.txt",
 	}
 	gone := []string{
 		"deletes/region-0000/" + pipeline.TempPrefix + "p0001-0000000000000010-bbbbbbbb.sql", // killed member
-		"deletes/region-0000/" + SegmentName(1, 10, 19) + ".sql",                             // renamed, never committed
+		"deletes/region-0000/" + output.RollName(1, 10, 19) + ".sql",                         // renamed, never committed
 		"data/region-0000/" + pipeline.TempPrefix + "p0001-0000000000000010.parquet",         // an earlier rekey's name
-		"data/region-0000/" + SegmentName(1, 10, 19) + ".parquet",                            // renamed, never committed
+		"data/region-0000/" + output.RollName(1, 10, 19) + ".parquet",                        // renamed, never committed
 		output.RejectsDir + "/" + pipeline.TempPrefix + "p0001-0000000000000010-bbbbbbbb.jsonl",
-		output.RejectsDir + "/" + SegmentName(1, 10, 19) + ".jsonl",
+		output.RejectsDir + "/" + output.RollName(1, 10, 19) + ".jsonl",
 	}
 	for _, f := range append(keep[2:], gone...) {
 		write(f)
@@ -177,30 +153,6 @@ func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 	}
 	if len(mf.Replication.Partitions) != 1 || mf.Replication.Partitions[0].NextOffset != 20 || mf.RowsIn != 20 || mf.RowsRejected != 1 || mf.RowsWritten != 19 {
 		t.Errorf("manifest: %+v, rows_in %d, rows_written %d, rows_rejected %d", mf.Replication.Partitions, mf.RowsIn, mf.RowsWritten, mf.RowsRejected)
-	}
-}
-
-func TestFilePartition(t *testing.T) {
-	for name, want := range map[string]int{
-		"p0002-0000000000001234-0000000000005678.parquet": 2,
-		"p0002-0000000000001234-0000000000005678.jsonl":   2,
-		".rekey-tmp-p0013-0000000000001234-0a1b2c3d.sql":  13,
-		".rekey-tmp-p10000-0000000000001234-0a1b2c3d.csv": 10000,
-		".rekey-tmp-p0002-0000000000001234.parquet":       2,
-		"p12345-0000000000001234-0000000000005678.csv":    12345,
-		"part-00001.parquet":                              -1,
-		"p2-1-2.parquet":                                  -1,
-		".rekey-tmp-manifest.json":                        -1,
-		".rekey-tmp-p2-x.sql":                             -1,
-		"notes.txt":                                       -1,
-	} {
-		p, ok := filePartition(name)
-		if !ok {
-			p = -1
-		}
-		if p != want {
-			t.Errorf("%s: partition %d (%v), want %d", name, p, ok, want)
-		}
 	}
 }
 

@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/rekey/rekey/internal/atomicfile"
 )
 
 // TempPrefix starts the name of every file the local store has not committed yet. A reader that
 // skips dot-files (Spark, LTS) never sees a partial file, and Sweep deletes leftovers with it.
-const TempPrefix = ".rekey-tmp-"
+const TempPrefix = atomicfile.TempPrefix
 
 // ErrBadName is wrapped by the errors of a Store given a name that is not a clean relative
 // slash-separated path (absolute, "..", a backslash, a temporary name).
@@ -252,17 +254,7 @@ func (w *localWriter) Abort() error {
 }
 
 // SyncDir fsyncs a folder, making renames and creations inside it durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	return nil
-}
+func SyncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 // Put writes data through a temporary file, fsync and rename.
 func (l *Local) Put(ctx context.Context, name string, data []byte) error {

@@ -12,7 +12,6 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
 )
 
@@ -54,7 +53,7 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 	data, err := objs.Get(ctx, output.ManifestFile)
 	switch {
 	case err == nil:
-		var m lindorm.Manifest
+		var m output.Manifest
 		if err := json.Unmarshal(data, &m); err != nil {
 			return nil, fmt.Errorf("%s: %s is damaged: %w", location, output.ManifestFile, err)
 		}
@@ -199,7 +198,7 @@ func namesShort(names []string) string {
 }
 
 // checkManifestSchema names the first difference between the manifest's table and schema.
-func checkManifestSchema(m *lindorm.Manifest, schema pipeline.TargetSchema) error {
+func checkManifestSchema(m *output.Manifest, schema pipeline.TargetSchema) error {
 	var want []string
 	for _, c := range schema.Columns {
 		key := ""

@@ -14,7 +14,6 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store/s3store"
 	"github.com/rekey/rekey/store/s3store/s3test"
 )
@@ -106,7 +105,7 @@ func TestComparisonFindsDamage(t *testing.T) {
 	}
 
 	file0 := ref.manifest.Regions[0].Files[0]
-	editManifest := func(out string, edit func(m *lindorm.Manifest)) {
+	editManifest := func(out string, edit func(m *output.Manifest)) {
 		m, err := outputtest.Manifest(out)
 		if err != nil {
 			t.Fatal(err)
@@ -141,13 +140,13 @@ func TestComparisonFindsDamage(t *testing.T) {
 		}, []string{"temporary file left"}},
 		{"a file's rows lost", func(out string) {
 			os.Remove(filepath.Join(out, file0.Path))
-			editManifest(out, func(m *lindorm.Manifest) { m.Regions[0].Files = m.Regions[0].Files[1:] })
+			editManifest(out, func(m *output.Manifest) { m.Regions[0].Files = m.Regions[0].Files[1:] })
 		}, []string{" lost, 0 extra", "lost e.g. " + file0.Path + " ["}},
 		{"a file's rows twice", func(out string) {
-			editManifest(out, func(m *lindorm.Manifest) { m.Regions[0].Files = append(m.Regions[0].Files, file0) })
+			editManifest(out, func(m *output.Manifest) { m.Regions[0].Files = append(m.Regions[0].Files, file0) })
 		}, []string{"0 lost, ", " of them duplicates of clean rows"}},
 		{"counts", func(out string) {
-			editManifest(out, func(m *lindorm.Manifest) { m.RowsIn++; m.RowsRejected++ })
+			editManifest(out, func(m *output.Manifest) { m.RowsIn++; m.RowsRejected++ })
 		}, []string{"manifest rows_in/rows_written/rows_rejected 3061/3000/61, clean run 3060/3000/60"}},
 		{"a reject twice", func(out string) {
 			editRejects(out, func(l []string) []string { return append(l, l[0]) })

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/output"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store"
 	"github.com/rekey/rekey/store/s3store/s3test"
@@ -409,7 +408,7 @@ func (c *campaign) readShared(out string) (*runOutput, error) {
 		}
 		root = st
 	}
-	return readOutputWith(out, func(*lindorm.Manifest) (rejects []byte, problems []string, err error) {
+	return readOutputWith(out, func(*output.Manifest) (rejects []byte, problems []string, err error) {
 		shards, err := output.SharedShards(ctx, root)
 		if err != nil {
 			return nil, nil, err

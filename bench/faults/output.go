@@ -18,7 +18,6 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store"
@@ -43,7 +42,7 @@ func hashRow(region int, row []string) rowHash {
 // runOutput is what a finished run left in its --out directory.
 type runOutput struct {
 	dir      string
-	manifest *lindorm.Manifest
+	manifest *output.Manifest
 	schema   pipeline.TargetSchema // the columns the manifest lists, in file order
 	rows     []rowHash             // every row of every file the manifest lists, sorted
 	rejects  []string              // the lines of rejects.jsonl, sorted
@@ -67,7 +66,7 @@ func readOutputFrom(dir string, st *s3store.Store) (*runOutput, error) {
 // readOutputAt reads an output; merged says it is rekey merge's, which holds no checkpoint and
 // keeps its rejects in one rejects.jsonl on an object store too.
 func readOutputAt(dir string, st *s3store.Store, merged bool) (*runOutput, error) {
-	return readOutputWith(dir, func(m *lindorm.Manifest) ([]byte, []string, error) {
+	return readOutputWith(dir, func(m *output.Manifest) ([]byte, []string, error) {
 		data, err := os.ReadFile(filepath.Join(dir, output.RejectsFile))
 		if err != nil && !os.IsNotExist(err) {
 			return nil, nil, err
@@ -82,7 +81,7 @@ func readOutputAt(dir string, st *s3store.Store, merged bool) (*runOutput, error
 
 // readOutputWith reads an output whose rejects (and what is wrong about where they are kept)
 // rejects reads.
-func readOutputWith(dir string, rejects func(*lindorm.Manifest) ([]byte, []string, error)) (*runOutput, error) {
+func readOutputWith(dir string, rejects func(*output.Manifest) ([]byte, []string, error)) (*runOutput, error) {
 	m, err := outputtest.Manifest(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
@@ -291,7 +290,7 @@ func findRows(o *runOutput, hashes []rowHash, n int) []string {
 }
 
 // schemaOf is the target schema a manifest describes: its columns in file order, typed.
-func schemaOf(m *lindorm.Manifest) (pipeline.TargetSchema, error) {
+func schemaOf(m *output.Manifest) (pipeline.TargetSchema, error) {
 	s := pipeline.TargetSchema{Table: m.Table, KeyLen: len(m.KeyColumns)}
 	for _, c := range m.Columns {
 		t, p, sc, err := pipeline.ParseType(c.Type)
@@ -321,7 +320,7 @@ func short(s string) string {
 // manifest does not list, a listed one missing, a rejects part past the checkpoint's count, an
 // object at the top that is none of the run's, an unfinished multipart upload. A merged output
 // has no checkpoint and one rejects.jsonl.
-func checkBucket(st store.Store, m *lindorm.Manifest, merged bool) (rejects []byte, problems []string, err error) {
+func checkBucket(st store.Store, m *output.Manifest, merged bool) (rejects []byte, problems []string, err error) {
 	ctx := context.Background()
 	top := map[string]bool{output.ManifestFile: true, output.DDLFile: true, output.BulkloadFile: true, output.CheckpointFile: true}
 	cp := &pipeline.Checkpoint{}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/output/outputtest"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
 	"github.com/rekey/rekey/store"
@@ -201,7 +200,7 @@ func TestCheckReadsTheSchema(t *testing.T) {
 }
 
 // outputRows reads every data file a run lists in its manifest, with parquet-go.
-func outputRows(t *testing.T, dir string) (rows []string, m *lindorm.Manifest) {
+func outputRows(t *testing.T, dir string) (rows []string, m *output.Manifest) {
 	t.Helper()
 	m, err := outputtest.Manifest(dir)
 	if err != nil {

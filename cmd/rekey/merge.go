@@ -168,13 +168,13 @@ func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags)
 	}
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "Merged %d runs into %s\n", len(inputs), f.out)
-	printMerged(w, res.Manifest, fmt.Sprintf("%d (%s)", res.Manifest.Files, filesVerb(mode, res, allLocal(out, inputs))))
+	printMerged(w, res.Manifest, fmt.Sprintf("%d (%s)", res.Manifest.Files, filesVerb(mode, res, res.Local)))
 	return printMergeNext(ctx, w, out, f.out, res.Manifest)
 }
 
 // printMergeNext prints the next steps after a merge, as after a finished migrate: create the
 // table, submit the bulkload job merge wrote (read back from name, the output out), verify.
-func printMergeNext(ctx context.Context, w io.Writer, out store.Store, name string, m *lindorm.Manifest) error {
+func printMergeNext(ctx context.Context, w io.Writer, out store.Store, name string, m *output.Manifest) error {
 	data, err := out.Get(ctx, output.BulkloadFile)
 	if store.IsNotExist(err) { // inputs written before rekey kept a bulkload job
 		fmt.Fprintf(w, "\nNext steps: create the table (%s) and load the files of %s (docs/outputs.md)\n", output.DDLFile, out.Location(output.DataDir+"/"))
@@ -187,12 +187,12 @@ func printMergeNext(ctx context.Context, w io.Writer, out store.Store, name stri
 		return runFailed(fmt.Errorf("%s: %w", out.Location(output.BulkloadFile), err))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprint(w, output.NextSteps(&job, output.NextRun{Out: name, Store: !store.IsLocal(name), RowsWritten: m.RowsWritten}))
+	fmt.Fprint(w, lindorm.NextSteps(&job, lindorm.NextRun{Out: name, RowsWritten: m.RowsWritten}))
 	return nil
 }
 
 // printMerged prints the figures of a merged manifest; files says how many files and where.
-func printMerged(w io.Writer, m *lindorm.Manifest, files string) {
+func printMerged(w io.Writer, m *output.Manifest, files string) {
 	rows := [][2]string{
 		{"rows in", fmt.Sprintf("%d", m.RowsIn)},
 		{"rows written", fmt.Sprintf("%d", m.RowsWritten)},
@@ -210,19 +210,6 @@ func printMerged(w io.Writer, m *lindorm.Manifest, files string) {
 		{"bytes", transform.FormatSize(m.Bytes)},
 	}...))
 	printOversize(w, m)
-}
-
-// allLocal tells whether the merge was between local folders, where files are hard-linked.
-func allLocal(out store.Store, inputs []*merge.Input) bool {
-	if _, ok := out.(store.Dir); !ok {
-		return false
-	}
-	for _, in := range inputs {
-		if _, ok := in.Store.(store.Dir); !ok {
-			return false
-		}
-	}
-	return true
 }
 
 func filesVerb(mode merge.Mode, res *merge.Result, local bool) string {

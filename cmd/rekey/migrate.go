@@ -215,8 +215,8 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	job.Format, job.Out, job.Store = format.Name(), f.out, !store.IsLocal(f.out)
-	next := output.NextRun{Out: f.out, Store: job.Store, Mapping: f.mapping, Source: f.source}
+	job.Format, job.Out = format.Name(), f.out
+	next := lindorm.NextRun{Out: f.out, Mapping: f.mapping, Source: f.source}
 	if !shard.Whole() {
 		next.Shard = &shard
 	}
@@ -343,24 +343,27 @@ func rejectedExit(res pipeline.Result, st store.Store) error {
 // finishRun writes the final files of a run whose source was read to its end, its summary and
 // the next steps (create the table, submit the bulkload job, check the counts).
 func finishRun(ctx context.Context, w io.Writer, o *output.Output, out string, prog *transform.Program, plan pipeline.RegionPlan, format string, res pipeline.Result,
-	jobOpt lindorm.JobOptions, next output.NextRun) error {
+	jobOpt lindorm.JobOptions, next lindorm.NextRun) error {
 	summary := filesOut(out, o.Store, plan)
 	since := nextSince(next.Source, res)
 	if !since.IsZero() {
 		summary.nextSince = since
 		next.NextSince, next.CatchupSource = since, withSince(next.Source, since)
 	}
-	table := output.Table{Schema: prog.Target(), Options: prog.Options(), Mapping: prog.Name(), Fingerprint: prog.Fingerprint(),
+	table := lindorm.Table{Schema: prog.Target(), Options: prog.Options(), Mapping: prog.Name(), Fingerprint: prog.Fingerprint(),
 		RegionSize: prog.RegionSize(), Version: version}
-	m, job, err := o.Finish(ctx, table, plan, format, res, since, jobOpt)
+	m, files, job, err := lindorm.Finals(table, plan, format, res, since, jobOpt)
 	if err != nil {
+		return err
+	}
+	if err := o.Finish(ctx, m, files...); err != nil {
 		return err
 	}
 	printSummary(w, "Migration summary", res, summary)
 	printOversize(w, m)
 	next.RowsWritten = res.RowsWritten
 	fmt.Fprintln(w)
-	fmt.Fprint(w, output.NextSteps(job, next))
+	fmt.Fprint(w, lindorm.NextSteps(job, next))
 	return nil
 }
 
@@ -368,7 +371,7 @@ func finishRun(ctx context.Context, w io.Writer, o *output.Output, out string, p
 // end: if it was killed before writing manifest.json (written last), the final files are written
 // from the checkpoint now; otherwise there is nothing left to do.
 func finishComplete(ctx context.Context, w io.Writer, o *output.Output, out string, prog *transform.Program, format string, cp *pipeline.Checkpoint,
-	jobOpt lindorm.JobOptions, next output.NextRun) error {
+	jobOpt lindorm.JobOptions, next lindorm.NextRun) error {
 	if finished, err := o.Finished(ctx); err != nil {
 		return runFailed(fmt.Errorf("--resume: %w", err))
 	} else if finished {

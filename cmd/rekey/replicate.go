@@ -213,7 +213,7 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	if err != nil {
 		return usageError(err)
 	}
-	job.Out, job.Store = f.out, !store.IsLocal(f.out)
+	job.Out = f.out
 	prog, err := loadProgram(f.mapping)
 	if err != nil {
 		return err
@@ -247,19 +247,15 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	outDir := f.out
 	var sqlCfg sqlsink.Config
 	var out store.Store // the output: a local folder, or an object store's prefix (s3://, oss://)
-	if !toSQL && !store.IsLocal(f.out) {
+	if !toSQL {
 		if out, err = inv.openStore(ctx, f.out); err != nil {
 			return err
 		}
-		outDir = out.Location("")
-	} else if !toSQL {
 		// a folder that cannot be made fails the run (3), before its state is read
-		if err := os.MkdirAll(f.out, 0o755); err != nil {
-			return runFailed(fmt.Errorf("--out %s: create the output folder: %w", f.out, err))
-		}
-		if out, err = store.NewLocal(f.out, store.PrivateNames(output.PrivateName)); err != nil {
+		if err := store.MakeRoot(out); err != nil {
 			return runFailed(fmt.Errorf("--out %s: %w", f.out, err))
 		}
+		outDir = store.DisplayName(out, f.out)
 	}
 	if toSQL {
 		// a table has no regions to cut files by; the state folder keeps the rejects
@@ -284,7 +280,7 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 		return err
 	}
 	if toSQL { // the state folder of the table
-		if out, err = store.NewLocal(outDir, store.PrivateNames(output.PrivateName)); err != nil {
+		if out, err = output.OpenStateFolder(outDir); err != nil {
 			return runFailed(fmt.Errorf("--out %s: %w", outDir, err))
 		}
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/output"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 	"github.com/rekey/rekey/store/s3store/s3test"
@@ -86,7 +85,7 @@ func TestReplicateToObjectStoreKilled(t *testing.T) {
 		env = append(env, k+"="+v)
 	}
 	rowsIn := func() int64 {
-		var m lindorm.Manifest
+		var m output.Manifest
 		data, err := os.ReadFile(filepath.Join(root, output.ManifestFile))
 		if err != nil || json.Unmarshal(data, &m) != nil {
 			return 0
@@ -144,6 +143,7 @@ func TestReplicateToObjectStoreKilled(t *testing.T) {
 	t.Logf("killed with %d of 2000 messages committed; restarted:\n%s", killedAt, lastLines(out2.String(), 20))
 
 	m := readReplication(t, root)
+	checkSchema(t, "../../docs/schema/manifest.json", filepath.Join(root, output.ManifestFile))
 	// ordersMessages: 2000 messages, 20 tombstones (DELETE statements), 1 poison
 	var upserts int64
 	for _, p := range m.Replication.Partitions {

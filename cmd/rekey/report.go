@@ -16,7 +16,6 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/source/cassandra"
 	"github.com/rekey/rekey/source/file"
@@ -209,7 +208,7 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 		Counters:       &counters,
 		Logger:         logger.Named("report"),
 		Generator:      "rekey " + version,
-		FormatSplit:    lindorm.SplitValue,
+		FormatSplit:    pipeline.SplitValue,
 		Queries:        queries,
 		Order:          order,
 		Reread: func(c *pipeline.Counters) func() {

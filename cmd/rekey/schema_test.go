@@ -8,9 +8,12 @@ import (
 	"reflect"
 	"sort"
 	"testing"
+
+	"github.com/rekey/rekey/output"
 )
 
-// TestJSONSchemas validates real `report --json` and `verify --json` output against the schemas
+// TestJSONSchemas validates real `report --json` and `verify --json` output, and an output's
+// manifest.json and checkpoint.json, against the schemas
 // published in docs/schema, so a field added, renamed or retyped shows up there.
 func TestJSONSchemas(t *testing.T) {
 	t.Parallel()
@@ -31,6 +34,8 @@ func TestJSONSchemas(t *testing.T) {
 	}
 
 	mustRun(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", src, "--out", out, "--progress", "never")
+	checkSchema(t, "../../docs/schema/manifest.json", filepath.Join(out, output.ManifestFile))
+	checkSchema(t, "../../docs/schema/checkpoint.json", filepath.Join(out, output.CheckpointFile))
 	equal := filepath.Join(dir, "equal.json")
 	mustRun(t, "verify", "-m", "../../mappings/orders.yaml", "--source", src, "--target", out, "--json", equal, "--progress", "never")
 	checkSchema(t, "../../docs/schema/verify.json", equal)

@@ -20,7 +20,6 @@ import (
 	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
@@ -318,12 +317,12 @@ func (s *e2eStream) staleRejects(t *testing.T) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		name := replicate.SegmentName(m.Partition, 0, m.Offset) + ".jsonl"
-		if err := os.WriteFile(filepath.Join(dir, name), append(line, '\n'), 0o600); err != nil {
+		name := filepath.Join(s.state, filepath.FromSlash(output.RollRejectsFile(m.Partition, 0, m.Offset)))
+		if err := os.WriteFile(name, append(line, '\n'), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		// and what a kill in the middle of writing that file leaves: its temporary name
-		if err := os.WriteFile(pipeline.TempPath(filepath.Join(dir, name)), append(line, '\n'), 0o600); err != nil {
+		if err := os.WriteFile(pipeline.TempPath(name), append(line, '\n'), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return

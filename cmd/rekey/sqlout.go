@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rekey/rekey/store"
 	"path/filepath"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/transform"
@@ -89,7 +89,7 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	state := f.sql.stateDir(target, w.Table())
 	format := "sql-" + target.Dialect.Name
 	var out *output.Output
-	stateStore, err := openStateFolder(state)
+	stateStore, err := output.OpenStateFolder(state)
 	if err == nil {
 		out, err = output.Open(ctx, stateStore, output.Spec{
 			Dir: state, Fingerprint: prog.Fingerprint(), Format: format, Source: src,
@@ -143,7 +143,7 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 			out = append(out, "--state", f.sql.state)
 		}
 		fmt.Fprintf(stdout, "\nNext catch-up, the rows written since this run started (since=%s: its start less %s for clock skew;\n"+
-			"deletes are not caught up):\n  %s\n", since.Format(time.RFC3339), catchupMargin, output.CatchupCommand(f.mapping, withSince(f.source, since), out...))
+			"deletes are not caught up):\n  %s\n", since.Format(time.RFC3339), catchupMargin, lindorm.CatchupCommand(f.mapping, withSince(f.source, since), out...))
 	}
 	if err := writeStats(f.statsJSON, res); err != nil {
 		return runFailed(err)
@@ -157,13 +157,4 @@ func printSQLSummary(w interface{ Write([]byte) (int, error) }, title string, re
 	printSummary(w, title, res, summaryOut{label: "state", where: state, rejects: filepath.Join(state, output.RejectsFile), nextSince: nextSince})
 	fmt.Fprintf(w, "  %-14s %s\n", "target", dest)
 	fmt.Fprintf(w, "  %-14s %d (%d retried after transient errors)\n", "statements", sw.Stats.Statements.Load(), sw.Stats.Retries.Load())
-}
-
-// openStateFolder opens the local folder that keeps a run's checkpoint and rejects beside a SQL
-// table, refusing a URI (--state takes a folder).
-func openStateFolder(state string) (store.Store, error) {
-	if err := output.CheckLocalDir(state); err != nil {
-		return nil, err
-	}
-	return store.NewLocal(state, store.PrivateNames(output.PrivateName))
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/output/outputtest"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store/s3store"
 	"github.com/rekey/rekey/store/s3store/s3test"
 )
@@ -126,7 +125,7 @@ func TestMigrateObjectStoreServerStoppedMidRunThenResume(t *testing.T) {
 }
 
 // checkOnlyListed fails unless the data objects under the prefix are exactly the manifest's files.
-func checkOnlyListed(t *testing.T, st *s3store.Store, m *lindorm.Manifest) {
+func checkOnlyListed(t *testing.T, st *s3store.Store, m *output.Manifest) {
 	t.Helper()
 	objs, err := st.List(context.Background(), output.DataDir+"/")
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
@@ -124,7 +123,7 @@ func printSummary(w io.Writer, title string, res pipeline.Result, out summaryOut
 
 // printOversize warns about regions holding more data than the region size: Lindorm would split
 // them during the load, so pre-split into more regions instead.
-func printOversize(w io.Writer, m *lindorm.Manifest) {
+func printOversize(w io.Writer, m *output.Manifest) {
 	var over []string
 	for _, r := range m.Regions {
 		if r.OverSize {

@@ -12,7 +12,6 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sinktest"
 )
 
@@ -28,7 +27,7 @@ target:
 
 // migrateValues runs migrate on one input file and returns the manifest, the rejects and every
 // written row (id -> values), read back with the independent Parquet reader.
-func migrateValues(t *testing.T, name, input, sourceLine string) (*lindorm.Manifest, []output.Reject, map[int64][]pipeline.Value) {
+func migrateValues(t *testing.T, name, input, sourceLine string) (*output.Manifest, []output.Reject, map[int64][]pipeline.Value) {
 	t.Helper()
 	dir := t.TempDir()
 	in := writeFile(t, dir, name, input)

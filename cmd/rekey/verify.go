@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+
 	"runtime"
 	"strings"
 	"time"
@@ -13,13 +13,13 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/sourceuri"
-	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/verify"
 )
 
@@ -51,26 +51,11 @@ func (inv *invocation) openLookup(ctx context.Context, uri string, schema pipeli
 // openObjects opens a --target that is a rekey output: a local folder, or an s3:// or oss://
 // prefix (credentials from the environment, as for migrate's --out). It only ever reads.
 func (inv *invocation) openObjects(ctx context.Context, uri string) (verify.Objects, string, error) {
-	if !store.IsLocal(uri) {
-		st, err := store.Open(ctx, uri, inv.getenv)
-		if err != nil {
-			return nil, "", fmt.Errorf("--target %s: %w", sourceuri.Redact(uri), err)
-		}
-		return st, st.Location(""), nil
-	}
-	dir := strings.TrimPrefix(uri, "file:")
-	fi, err := os.Stat(dir)
+	st, where, err := output.OpenToRead(ctx, uri, inv.getenv)
 	if err != nil {
-		return nil, "", fmt.Errorf("--target %s: %w", uri, err)
+		return nil, "", fmt.Errorf("--target %s: %w", sourceuri.Redact(uri), err)
 	}
-	if !fi.IsDir() {
-		return nil, "", fmt.Errorf("--target %s is not a folder: give the --out folder of the migration", uri)
-	}
-	st, err := store.NewLocal(dir)
-	if err != nil {
-		return nil, "", err
-	}
-	return st, st.Path(), nil
+	return st, where, nil
 }
 
 type verifyFlags struct {

@@ -4,14 +4,13 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/source/cqlvalue"
+	"github.com/rekey/rekey/verify"
 	"io"
 	"os"
 	"strings"
-
-	"github.com/rekey/rekey/output"
-	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/source/cqlvalue"
-	"github.com/rekey/rekey/verify"
 )
 
 // repairFile is verify --repair's output: the source rows of the keys the target misses or
@@ -164,7 +163,7 @@ func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFla
 		switch res.TargetKind {
 		case "lookup":
 			fmt.Fprintf(&b, "  repair the table (its writes are upserts; the repair run keeps its checkpoint and rejects in a state folder of its own, beside the file):\n    %s\n",
-				output.CatchupCommand(f.mapping, "file:"+f.repair, "--out", res.Target, "--state", repairStatePath(f.repair), "--overwrite"))
+				lindorm.CatchupCommand(f.mapping, "file:"+f.repair, "--out", res.Target, "--state", repairStatePath(f.repair), "--overwrite"))
 		default:
 			fmt.Fprintf(&b, "  write them to a new output folder and bulk load it after %s: its cells are newer (writerConfig.timestamp), so they overwrite the rows that differ:\n"+
 				"    rekey migrate -m %s --source file:%s --out NEW_FOLDER\n", f.target, f.mapping, f.repair)

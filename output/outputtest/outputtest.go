@@ -7,12 +7,11 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
 )
 
 // Manifest reads the manifest.json of the folder dir.
-func Manifest(dir string) (*lindorm.Manifest, error) {
+func Manifest(dir string) (*output.Manifest, error) {
 	st, err := store.NewLocal(dir)
 	if err != nil {
 		return nil, err
@@ -21,7 +20,7 @@ func Manifest(dir string) (*lindorm.Manifest, error) {
 }
 
 // WriteManifest writes m as the manifest.json of the folder dir.
-func WriteManifest(dir string, m *lindorm.Manifest) error {
+func WriteManifest(dir string, m *output.Manifest) error {
 	st, err := store.NewLocal(dir)
 	if err != nil {
 		return err

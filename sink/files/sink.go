@@ -39,7 +39,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/rekey/rekey/internal/spill"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/store"
@@ -186,8 +185,9 @@ type Sink struct {
 	rawWritten   atomic.Int64 // Mem of chunks written, for the size estimate
 	bytesWritten atomic.Int64 // file bytes they became
 
-	st       store.Store
-	spillDir string // Sort's run files on a store that is not a local folder
+	st          store.Store
+	spillDir    string       // where Sort's run files go (output.SortSpill)
+	removeSpill func() error // removes spillDir; nil: the output's own folder
 
 	failed  atomic.Pointer[error]
 	aborted atomic.Bool
@@ -239,14 +239,11 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Sink, error) {
 		live:    map[*file]struct{}{},
 		regions: make([]*region, n),
 	}
-	if d, ok := st.(store.Dir); !ok && cfg.Sort {
-		dir, err := spill.New(cfg.SpillDir, spillPrefix, logger)
-		if err != nil {
+	if cfg.Sort {
+		var err error
+		if s.spillDir, s.removeSpill, err = output.SortSpill(st, cfg.SpillDir, spillPrefix, logger); err != nil {
 			return nil, fmt.Errorf("files: --sort spill folder: %w (set TMPDIR to a folder with room for the rows being sorted)", err)
 		}
-		s.spillDir = dir
-	} else if ok {
-		s.spillDir = d.Path()
 	}
 	bufs, err := NewBuffers(cfg.Format, cfg.Schema, n)
 	if err != nil {
@@ -914,8 +911,8 @@ func (s *Sink) Abort(ctx context.Context) error {
 		}
 		r.mu.Unlock()
 	}
-	if _, local := s.st.(store.Dir); !local && s.spillDir != "" {
-		errs = append(errs, spill.Remove(s.spillDir))
+	if s.removeSpill != nil {
+		errs = append(errs, s.removeSpill())
 	}
 	return errors.Join(errs...)
 }

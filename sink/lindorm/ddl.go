@@ -1,14 +1,16 @@
-// Package lindorm writes the files that go next to the data: the table DDL (ddl.sql), the LTS
-// bulkload job config (bulkload.json) and the run manifest (manifest.json).
+// Package lindorm is Lindorm's dialect: the files that go next to the data, the table DDL
+// (ddl.sql) and the LTS bulkload job config (bulkload.json), a finished run's manifest
+// (output.Manifest) with them (Finals), and the next steps printed after a run.
 package lindorm
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 )
 
@@ -52,7 +54,7 @@ var splitKeyOptions = map[string]bool{"SPLITKEYS": true, "NUMREGIONS": true, "ST
 //	) WITH (SPLITKEYS='1000,2000,...', COMPRESSION='ZSTD');
 //
 // Key columns are NOT NULL. SPLITKEYS lists the plan's split values typed like the first key
-// column (see SplitValue) and is left out for a single region; a pre-split option among options
+// column (see pipeline.SplitValue) and is left out for a single region; a pre-split option among options
 // (SPLITKEYS, NUMREGIONS, STARTKEY, ENDKEY) is ignored, the plan decides. Every option value is
 // a quoted string, in the order given, with its quotes doubled.
 //
@@ -77,7 +79,7 @@ func DDL(schema pipeline.TargetSchema, plan pipeline.RegionPlan, options [][2]st
 	if len(plan.Splits) > 0 {
 		vals := make([]string, len(plan.Splits))
 		for i, v := range plan.Splits {
-			vals[i] = SplitValue(plan.Type, v)
+			vals[i] = pipeline.SplitValue(plan.Type, v)
 		}
 		opts = append(opts, "SPLITKEYS="+quote(strings.Join(vals, ",")))
 	}
@@ -149,7 +151,7 @@ func CreateTable(schema pipeline.TargetSchema, d TableDialect, options []string)
 // CheckSplitKeys reports split values DDL cannot write (pipeline.SplitTextProblem).
 func CheckSplitKeys(plan pipeline.RegionPlan) error {
 	for i, v := range plan.Splits {
-		s := SplitValue(plan.Type, v)
+		s := pipeline.SplitValue(plan.Type, v)
 		if why := pipeline.SplitTextProblem(s); why != "" {
 			return fmt.Errorf("lindorm: split key %d %q holds %s: choose split keys without it (regions.split_keys), or fewer regions", i, s, why)
 		}
@@ -157,30 +159,45 @@ func CheckSplitKeys(plan pipeline.RegionPlan) error {
 	return nil
 }
 
-// SplitValue renders a split value typed like the first key column, as SPLITKEYS and the
-// manifest write it: integers in decimal, VARCHAR as is, VARBINARY in lowercase hex, DECIMAL as
-// its text, DOUBLE/FLOAT in shortest form, BOOLEAN true/false, DATE yyyy-mm-dd, TIMESTAMP
-// "yyyy-mm-dd hh:mm:ss.SSS" (UTC). UNCERTAIN: the literal forms Lindorm expects in SPLITKEYS
-// for VARBINARY, DATE and TIMESTAMP first columns.
-func SplitValue(t pipeline.Type, v pipeline.Value) string {
-	if v.IsNull() {
-		return ""
+// Table is what the final files of a run say about the table it was written for.
+type Table struct {
+	Schema      pipeline.TargetSchema
+	Options     [][2]string // the mapping's table options, for the DDL
+	Mapping     string      // the mapping's name
+	Fingerprint string      // of the resolved mapping
+	RegionSize  int64       // the configured region size in bytes (0: none)
+	Version     string      // rekey's, recorded in the manifest
+}
+
+// Finals are the final files of a run whose source was read to its end: its manifest (plan,
+// files and counts of res; nextSince, when not zero, the since= of the next catch-up), and the
+// files output.Finish writes before it, ddl.sql and bulkload.json (the job reads the output
+// jobOpt.Out names, in a bucket when output.InBucket says so). It returns the bulkload job too.
+func Finals(t Table, plan pipeline.RegionPlan, format string, res pipeline.Result, nextSince time.Time,
+	jobOpt JobOptions) (*output.Manifest, []output.File, *BulkloadJob, error) {
+	m := output.NewManifest(t.Schema, plan, format, t.RegionSize)
+	m.Mapping, m.MappingFingerprint, m.RekeyVersion = t.Mapping, t.Fingerprint, t.Version
+	if err := m.AddFiles(res.Files); err != nil {
+		return nil, nil, nil, err
 	}
-	switch t {
-	case pipeline.TypeVarbinary:
-		return fmt.Sprintf("%x", v.Str)
-	case pipeline.TypeDate:
-		if v.Kind == pipeline.KindInt {
-			return time.Unix(v.Num*86400, 0).UTC().Format("2006-01-02")
-		}
-	case pipeline.TypeTimestamp:
-		if v.Kind == pipeline.KindInt {
-			return time.UnixMilli(v.Num).UTC().Format("2006-01-02 15:04:05.000")
-		}
-	case pipeline.TypeFloat, pipeline.TypeDouble:
-		if v.Kind == pipeline.KindInt {
-			return strconv.FormatInt(v.Num, 10)
-		}
+	m.RowsIn, m.RowsWritten, m.RowsRejected, m.RowsSkipped = res.RowsIn, res.RowsWritten, res.RowsRejected, res.RowsSkipped
+	if !nextSince.IsZero() {
+		m.NextSince = &nextSince
 	}
-	return v.String()
+	ddl, err := DDL(t.Schema, plan, t.Options)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("write %s: %w", output.DDLFile, err)
+	}
+	jobOpt.Regions, jobOpt.Timestamp, jobOpt.DataDir = plan.Count(), res.StartedAt, output.DataDir
+	jobOpt.Store = jobOpt.Store || output.InBucket(jobOpt.Out) // --out s3://, oss://: the job reads the bucket
+	job, err := NewBulkloadJob(t.Schema, jobOpt)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("bulkload config: %w", err)
+	}
+	data, err := json.MarshalIndent(job, "", "  ")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("bulkload config: %w", err)
+	}
+	files := []output.File{{Name: output.DDLFile, Data: []byte(ddl + "\n")}, {Name: output.BulkloadFile, Data: append(data, '\n')}}
+	return m, files, job, nil
 }

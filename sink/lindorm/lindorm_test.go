@@ -245,7 +245,7 @@ func TestManifestRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	plan := pipeline.RegionPlan{Type: pipeline.TypeVarchar, Strategy: "hex_prefix",
 		Splits: []pipeline.Value{pipeline.Text("4000"), pipeline.Text("8000")}}
-	m := lindorm.NewManifest(orders(), plan, "parquet", 1000)
+	m := output.NewManifest(orders(), plan, "parquet", 1000)
 	m.Mapping, m.MappingFingerprint, m.RekeyVersion = "orders", "sha256:abc", "v0.1.0"
 	m.RowsIn, m.RowsWritten, m.RowsRejected = 12, 10, 2
 	if err := m.AddFiles([]pipeline.FileInfo{

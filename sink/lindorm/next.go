@@ -1,10 +1,10 @@
-package output
+package lindorm
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/lindorm"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -14,7 +14,6 @@ import (
 // NextRun is what the "Next steps" block needs to know about a finished run.
 type NextRun struct {
 	Out         string // --out as given: a local folder or s3://BUCKET/PREFIX, oss://BUCKET/PREFIX
-	Store       bool
 	RowsWritten int64
 	Mapping     string // -m, for the verify command
 	Source      string // --source, for the verify command
@@ -33,7 +32,7 @@ type NextRun struct {
 // are, how to submit the bulkload job (console path and a ready curl form post of job's fields)
 // and how to check the counts. Host names and credentials are placeholders: LINDORM_HOST,
 // LTS_MASTER and the environment variables $LINDORM_USER, $LTS_USER, $LTS_PASSWORD.
-func NextSteps(job *lindorm.BulkloadJob, run NextRun) string {
+func NextSteps(job *BulkloadJob, run NextRun) string {
 	var b strings.Builder
 	if run.Shard != nil && !run.SharedOut {
 		b.WriteString("Next steps\n")
@@ -46,7 +45,7 @@ func NextSteps(job *lindorm.BulkloadJob, run NextRun) string {
 		outs[run.Shard.Index] = shellQuote(run.Out)
 		fmt.Fprintf(&b, "       rekey merge %s --out MERGED_OUT\n", strings.Join(outs, " "))
 		fmt.Fprintf(&b, "  It writes %s, %s and %s there and prints the next steps: create the table\n"+
-			"  and submit the bulkload job as after a single run (docs/outputs.md).\n", DDLFile, BulkloadFile, ManifestFile)
+			"  and submit the bulkload job as after a single run (docs/outputs.md).\n", output.DDLFile, output.BulkloadFile, output.ManifestFile)
 		return b.String()
 	}
 	if run.Shard != nil {
@@ -55,45 +54,46 @@ func NextSteps(job *lindorm.BulkloadJob, run NextRun) string {
 			"  data files stay where the shards wrote them):\n", run.Shard, run.Shard.Count-1)
 		fmt.Fprintf(&b, "       rekey merge --out %s\n", shellQuote(run.Out))
 		fmt.Fprintf(&b, "  It writes %s, %s and %s there: create the table and submit the bulkload job as after a\n"+
-			"  single run (docs/outputs.md).\n", DDLFile, BulkloadFile, ManifestFile)
+			"  single run (docs/outputs.md).\n", output.DDLFile, output.BulkloadFile, output.ManifestFile)
 		return b.String()
 	}
 	ns := job.WriterConfig.Namespace
-	loc := displayLocation(run.Out, run.Store)
+	bucket := output.InBucket(run.Out) // s3://, oss://
+	loc := displayLocation(run.Out, bucket)
 	b.WriteString("Next steps\n")
 	// 1. the table
-	ddl := shellQuote(filepath.Join(run.Out, DDLFile))
-	if run.Store {
-		fetch := "aws s3 cp " + shellQuote(loc+"/"+DDLFile) + " " + DDLFile
+	ddl := shellQuote(filepath.Join(run.Out, output.DDLFile))
+	if bucket {
+		fetch := "aws s3 cp " + shellQuote(loc+"/"+output.DDLFile) + " " + output.DDLFile
 		if strings.HasPrefix(loc, "oss://") {
-			fetch = "ossutil cp " + shellQuote(loc+"/"+DDLFile) + " " + DDLFile
+			fetch = "ossutil cp " + shellQuote(loc+"/"+output.DDLFile) + " " + output.DDLFile
 		}
 		fmt.Fprintf(&b, "  1. Create the table: %s\n", fetch)
-		ddl = DDLFile
+		ddl = output.DDLFile
 	} else {
 		b.WriteString("  1. Create the table (Lindorm SQL, MySQL protocol on port 33060; or paste ddl.sql into lindorm-cli):\n")
 	}
 	fmt.Fprintf(&b, "       mysql -h LINDORM_HOST -P 33060 -u \"$LINDORM_USER\" -p -D %s < %s\n", shellQuote(ns), ddl)
 	// 2. the files
-	if run.Store {
-		fmt.Fprintf(&b, "  2. Data files: %s/%s/ (filePath %q: the LTS source must be this bucket)\n", loc, DataDir, job.ReaderConfig.FilePath)
+	if bucket {
+		fmt.Fprintf(&b, "  2. Data files: %s/%s/ (filePath %q: the LTS source must be this bucket)\n", loc, output.DataDir, job.ReaderConfig.FilePath)
 	} else {
 		fmt.Fprintf(&b, "  2. Data files: %s; upload that folder to the OSS bucket or HDFS of an LTS data source and set\n"+
 			"     readerConfig.filePath (bulkload.json, the curl below) to its path there + %s, or write there: --out oss://BUCKET/PREFIX\n",
-			strings.TrimSuffix(job.ReaderConfig.FilePath, lindorm.RegionGlob), lindorm.RegionGlob)
+			strings.TrimSuffix(job.ReaderConfig.FilePath, RegionGlob), RegionGlob)
 	}
 	// 3. the job
 	b.WriteString("  3. Submit the job with bulkload.json's fields: LTS console > Data Source Management > Add Data Source (the\n" +
 		"     OSS/HDFS source and LindormTable), then Import to Lindorm/HBase > Universal Import > Create task; or the API:\n")
 	fmt.Fprintf(&b, "       %s\n", curlCommand(job))
-	if job.Src == lindorm.SourcePlaceholder || job.Dst == lindorm.TargetPlaceholder {
+	if job.Src == SourcePlaceholder || job.Dst == TargetPlaceholder {
 		b.WriteString("     src/dst are placeholders: put your LTS data-source names there (--lts-source, --lts-target)\n")
 	}
 	b.WriteString("     Read bulkload.json's rekey_uncertain list first; try one region before the whole table.\n")
 	// 4. the counts
 	// rekey verify, not SELECT COUNT(*): the guide warns that COUNT scans the whole table
 	fmt.Fprintf(&b, "  4. Check that %s.%s holds the %d rows written, key by key (--sample 1%% on a large table):\n",
-		lindorm.Ident(ns), lindorm.Ident(job.WriterConfig.LindormTable), run.RowsWritten)
+		Ident(ns), Ident(job.WriterConfig.LindormTable), run.RowsWritten)
 	mapping, source := shellQuote(run.Mapping), shellQuote(run.Source)
 	if run.Mapping == "" || run.Source == "" { // a merge: its inputs' runs knew them
 		mapping, source = "MAPPING", "SOURCE"
@@ -126,7 +126,7 @@ func CatchupCommand(mapping, source string, out ...string) string {
 }
 
 // curlCommand is the API call that submits job: a form post, each field URL-encoded by curl.
-func curlCommand(job *lindorm.BulkloadJob) string {
+func curlCommand(job *BulkloadJob) string {
 	reader, _ := json.Marshal(job.ReaderConfig) // plain structs: cannot fail
 	writer, _ := json.Marshal(job.WriterConfig)
 	fields := [][2]string{
