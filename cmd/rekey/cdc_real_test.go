@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -285,12 +286,17 @@ func resend(t *testing.T, broker, topic string, from, to int64) int64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs = append(msgs, kafkago.Message{Key: m.Key, Value: m.Value})
+		msgs = append(msgs, kafkago.Message{Partition: 0, Key: m.Key, Value: m.Value})
 	}
-	w := &kafkago.Writer{Addr: kafkago.TCP(broker), Topic: topic, RequiredAcks: kafkago.RequireAll}
+	w := &kafkago.Writer{Addr: kafkago.TCP(broker), Topic: topic, Balancer: kafkatest.ByPartition, RequiredAcks: kafkago.RequireAll}
 	defer w.Close()
-	if err := w.WriteMessages(t.Context(), msgs...); err != nil {
-		t.Fatal(err)
+	// a writer's first metadata of a topic the connector created may not list it yet
+	var err error
+	if !wait.Until(func() bool {
+		err = w.WriteMessages(t.Context(), msgs...)
+		return !errors.Is(err, kafkago.UnknownTopicOrPartition)
+	}, wait.Timeout) || err != nil {
+		t.Fatalf("producing the connector's events again: %v", err)
 	}
 	end, _ := distinctEvents(t, broker, topic)
 	return end
