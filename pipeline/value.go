@@ -76,7 +76,7 @@ func Bool(b bool) Value {
 	return Value{Kind: KindBool}
 }
 
-func (v Value) IsNull() bool    { return v.Kind == KindNull }
+func (v Value) IsNull() bool { return v.Kind == KindNull }
 
 // AllNull tells whether every value is null: the non-key values of a row that holds nothing but
 // its key, which a wide table does not keep (Lindorm stores no row without a cell).

@@ -22,7 +22,7 @@ func mapperFor(t *testing.T, yml string) (partWorker, int) {
 		t.Fatal(err)
 	}
 	r := &Replicator{cfg: Config{Program: prog}, target: prog.Target(), log: zap.NewNop()}
-	return r.newPartWorker(0, nil), len(prog.Target().Columns)
+	return r.newPartWorker(0, nil, outputCaps{}, 2), len(prog.Target().Columns)
 }
 
 // The step both workers share for an update with a before image: the old key is deleted only
@@ -32,7 +32,7 @@ func TestUpdateBeforeImageGivesTheOldKey(t *testing.T) {
 	w, n := mapperFor(t, "version: 1\nsource: {columns: {id: bigint, g: text, v: text}}\ntarget: {table: t, primary_key: '[g][id]'}\n")
 	row, old := make([]pipeline.Value, n), make([]pipeline.Value, n)
 	after := []pipeline.Value{pipeline.Int(1), pipeline.Text("a"), pipeline.Text("new")}
-	if rerr := w.mapRow(&kafka.Change{Values: after}, 7, row, nil); rerr != nil {
+	if rerr := w.mapRow(&kafka.Change{Values: after, Offset: 7}, row, nil); rerr != nil {
 		t.Fatal(rerr)
 	}
 	same := []pipeline.Value{pipeline.Int(1), pipeline.Text("a"), pipeline.Text("old")}

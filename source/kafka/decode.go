@@ -69,6 +69,11 @@ type Change struct {
 	// Tombstone marks the delete of a null-value message, whose values come from the key only.
 	// Debezium sends one after every delete event, so in that format it is redundant.
 	Tombstone bool
+	// Offset is the offset of the message the change comes from, and Key and Value are its
+	// bytes (Value nil for a null value), for a rejects line: set by DecodeBatch, which gives
+	// each message exactly one change; Decode leaves them zero.
+	Offset     int64
+	Key, Value []byte
 }
 
 // Decoder turns messages into changes. Values alias the message bytes passed to Decode (and the
@@ -211,7 +216,8 @@ func isNullDoc(v []byte) bool { return len(v) <= 8 && strings.TrimSpace(str(v)) 
 
 func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// Decode appends the changes of one message (nil value: a tombstone) to dst.
+// Decode appends the change of one message (nil value: a tombstone) to dst: exactly one, an error
+// included.
 func (d *Decoder) Decode(dst []Change, key, value []byte) []Change {
 	if d.format == FormatDebezium {
 		return d.debezium(dst, key, value)
