@@ -142,9 +142,9 @@ func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, fn fu
 			continue
 		}
 		// the batch's messages are not recycled: the values of its changes may alias them
-		changes := w.decodeBatch(b)
-		next = changes[len(changes)-1].Offset + 1
-		if err := fn(w.changeBatch(changes, win)); err != nil {
+		cb := w.changeBatch(b, win)
+		next = w.changes[len(w.changes)-1].Offset + 1
+		if err := fn(cb); err != nil {
 			return err
 		}
 		w.ev.Reset()
@@ -154,9 +154,9 @@ func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, fn fu
 }
 
 // changeBatch turns changes into ops as sqlWorker.apply does, without applying them.
-func (w *sqlWorker) changeBatch(changes []kafka.Change, win PartitionWindow) *ChangeBatch {
+func (w *sqlWorker) changeBatch(fb kafka.FetchBatch, win PartitionWindow) *ChangeBatch {
 	w.rows.drop() // the ops' rows stay the batch's
-	w.collect(changes)
+	changes := w.collect(fb)
 	b := &ChangeBatch{Partition: w.partition, Messages: int64(len(changes)), Rejects: map[string]int{}, Skipped: map[string]int{},
 		FilesRefuse: map[string]int{}, Range: win}
 	for k, op := range w.ops {

@@ -67,14 +67,13 @@ func (w *partWorker) operations(dst []operation, ch *kafka.Change) []operation {
 	if ch.Err != nil {
 		return reject(dst, "source", ch.Err)
 	}
-	dbzTombstone := ch.Tombstone && w.r.cfg.Kafka.Format == kafka.FormatDebezium
 	if w.caps.wholeRows {
 		if rerr := wholeRowsOnly(ch); rerr != nil {
 			return reject(dst, "sink", rerr)
 		}
 	}
 	if w.caps.writeTime && ch.WriteTime == 0 {
-		if dbzTombstone {
+		if w.redundantTombstone(ch) {
 			// it repeats the delete event before it, which carried the write time; at the
 			// server's time it would hide the writes made after it
 			return append(dst, operation{kind: opDrop})
@@ -84,7 +83,7 @@ func (w *partWorker) operations(dst []operation, ch *kafka.Change) []operation {
 	}
 	switch ch.Op {
 	case kafka.OpDelete:
-		return w.deleteOps(dst, ch, dbzTombstone)
+		return w.deleteOps(dst, ch)
 	case kafka.OpRangeDelete:
 		return w.rangeOps(dst, ch.Values, ch.Set, ch.Range, ch.Offset, ch.WriteTime)
 	}
@@ -113,12 +112,19 @@ func reject(dst []operation, stage string, rerr *pipeline.RowError) []operation 
 	return append(dst, operation{kind: opReject, stage: stage, err: rerr})
 }
 
+// redundantTombstone tells whether a change is the tombstone Debezium sends after every delete
+// event, of the same key.
+func (w *partWorker) redundantTombstone(ch *kafka.Change) bool {
+	return ch.Tombstone && w.r.cfg.Kafka.Format == kafka.FormatDebezium
+}
+
 // deleteOps is the delete of the key a delete change gives.
 //
 // Debezium follows every delete event with a tombstone of the same key: when the target key
 // cannot be computed from the message key alone (it uses other columns), the tombstone is
 // dropped (counted in TombstonesDropped), the delete event having done the work.
-func (w *partWorker) deleteOps(dst []operation, ch *kafka.Change, dbzTombstone bool) []operation {
+func (w *partWorker) deleteOps(dst []operation, ch *kafka.Change) []operation {
+	dbzTombstone := w.redundantTombstone(ch)
 	if w.r.cfg.Program.UsesSalt() {
 		if dbzTombstone {
 			return append(dst, operation{kind: opDrop})

@@ -24,7 +24,7 @@ type partWorker struct {
 	dec       *kafka.Decoder
 	ev        *transform.Evaluator
 	batch     pipeline.Batch
-	changes   []kafka.Change // the batch's, one per message
+	changes   []kafka.Change // the SQL worker's batch, one per message
 	rec       pipeline.Record
 	saltWarn  bool
 	caps      outputCaps
@@ -51,13 +51,6 @@ func (r *Replicator) newPartWorker(partition int, commit func(int, int64) error,
 	w.dec, _ = kafka.NewDecoder(r.cfg.Kafka, r.cfg.Program.Source()) // validated by New
 	w.batch = pipeline.Batch{Stream: w.stream, SaltOrigin: true}
 	return w
-}
-
-// decodeBatch decodes a fetched batch into its changes, one per message; they are valid until
-// the next decodeBatch, and until the decoder's Reset.
-func (w *partWorker) decodeBatch(b kafka.FetchBatch) []kafka.Change {
-	w.changes = w.dec.DecodeBatch(w.changes[:0], b)
-	return w.changes
 }
 
 // startFetch starts fetching partition from offset for a worker until hard ends or the

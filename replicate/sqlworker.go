@@ -93,12 +93,11 @@ func (w *sqlWorker) run(wctx, hard context.Context, offset int64) error {
 				r.metrics.position(w.partition, -1, b.HighWaterMark)
 				continue
 			}
-			changes := w.decodeBatch(b)
-			if err := w.apply(hard, changes); err != nil {
+			if err := w.apply(hard, b); err != nil {
 				f.Stop()
 				return fmt.Errorf("partition %d: %w", w.partition, err)
 			}
-			r.metrics.position(w.partition, changes[len(changes)-1].Offset+1, b.HighWaterMark)
+			r.metrics.position(w.partition, w.changes[len(w.changes)-1].Offset+1, b.HighWaterMark)
 			f.Recycle(b)
 		case <-wctx.Done():
 			f.Stop()
@@ -111,10 +110,12 @@ func (w *sqlWorker) run(wctx, hard context.Context, offset int64) error {
 	}
 }
 
-// apply turns a batch's changes (one per message) into statements, runs them, writes the
-// batch's rejects and commits the offset after the batch.
-func (w *sqlWorker) apply(ctx context.Context, changes []kafka.Change) error {
+// apply turns a fetched batch into statements, runs them, writes the batch's rejects and
+// commits the offset after the batch.
+func (w *sqlWorker) apply(ctx context.Context, b kafka.FetchBatch) error {
 	r := w.r
+	w.rows.reset()
+	changes := w.collect(b)
 	first, last := changes[0].Offset, changes[len(changes)-1].Offset
 	if !w.cleaned {
 		if err := w.removeReplayedRejects(ctx, first); err != nil {
@@ -122,8 +123,6 @@ func (w *sqlWorker) apply(ctx context.Context, changes []kafka.Change) error {
 		}
 		w.cleaned = true
 	}
-	w.rows.reset()
-	w.collect(changes)
 	rej, err := r.sqlw.Apply(ctx, w.ops)
 	if err != nil {
 		return err
@@ -181,13 +180,17 @@ func (w *sqlWorker) hook(step CommitStep, first, last int64) error {
 	return nil
 }
 
-// collect turns a batch's changes into the table's ops, and the rejects of their messages.
-func (w *sqlWorker) collect(changes []kafka.Change) {
+// collect turns a fetched batch into the table's ops and the rejects of their messages; it
+// returns the batch's changes, one per message (valid until the next collect).
+func (w *sqlWorker) collect(b kafka.FetchBatch) []kafka.Change {
 	w.ops, w.opMsg, w.rejects, w.rejected = w.ops[:0], w.opMsg[:0], w.rejects[:0], -1
 	w.upserts, w.deletes, w.dropped = 0, 0, 0
-	for i := range changes {
-		w.change(i, &changes[i])
+	w.changes = w.changes[:0]
+	for ch := range w.dec.Changes(b) {
+		w.change(len(w.changes), ch)
+		w.changes = append(w.changes, *ch) // for the rejects of the statements
 	}
+	return w.changes
 }
 
 // change adds the ops of change i of the batch (or its reject): a table applies every operation.

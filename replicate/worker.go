@@ -113,7 +113,7 @@ func (w *worker) run(wctx, hard context.Context, offset int64, cl claimed) (err 
 				r.metrics.position(w.partition, -1, b.HighWaterMark)
 				continue
 			}
-			if err := w.process(w.decodeBatch(b)); err != nil {
+			if err := w.process(b); err != nil {
 				f.Stop()
 				return err
 			}
@@ -139,10 +139,12 @@ func (w *worker) run(wctx, hard context.Context, offset int64, cl claimed) (err 
 }
 
 // process handles a fetched batch's changes (one per message) in offset order.
-func (w *worker) process(changes []kafka.Change) error {
+func (w *worker) process(b kafka.FetchBatch) error {
 	r := w.r
-	for i := range changes {
-		ch := &changes[i]
+	var last, read int64
+	for ch := range w.dec.Changes(b) {
+		last = ch.Offset
+		read += int64(len(ch.Key) + len(ch.Value) + 64)
 		if ch.Offset < w.floor {
 			continue // in a committed roll (the fetch starts after them; kept safe here)
 		}
@@ -161,17 +163,15 @@ func (w *worker) process(changes []kafka.Change) error {
 			rl.rejected++
 		}
 	}
-	r.metrics.MessagesIn.Add(int64(len(changes)))
-	r.metrics.position(w.partition, changes[len(changes)-1].Offset+1, w.hwm)
+	r.metrics.MessagesIn.Add(int64(len(b.Messages)))
+	r.metrics.position(w.partition, last+1, w.hwm)
 	w.ev.Reset()
 	w.dec.Reset()
 	if w.roll == nil {
 		return nil
 	}
 	// the memory and size checks walk every segment: do them once per checkEvery bytes read
-	for i := range changes {
-		w.sinceCheck += int64(len(changes[i].Key) + len(changes[i].Value) + 64)
-	}
+	w.sinceCheck += read
 	if w.sinceCheck < checkEvery {
 		return nil
 	}
@@ -234,34 +234,32 @@ func (w *worker) newBuffer() (files.Buffer, error) {
 	return b, nil
 }
 
-// change applies one change's operations to the roll.
+// change applies one change's operations to the roll: files hold whole rows and keys to delete
+// (outputCaps' wholeRows keeps the other operations out).
 func (w *worker) change(ch *kafka.Change) error {
 	w.opBuf = w.operations(w.opBuf[:0], ch)
 	for i := range w.opBuf {
-		if err := w.apply(ch, &w.opBuf[i]); err != nil {
+		op := &w.opBuf[i]
+		var err error
+		switch {
+		case op.kind == opUpsert && op.set == nil:
+			err = w.upsert(ch, op.row)
+		case op.kind == opDelete:
+			err = w.deleteRow(op.row)
+		case op.kind == opReject:
+			err = w.reject(ch, op.stage, op.err)
+		case op.kind == opDrop:
+			w.r.metrics.TombstonesDropped.Add(1)
+			w.roll.dropped++
+		default:
+			err = fmt.Errorf("partition %d offset %d: a partial %s cannot be written to files", w.partition, ch.Offset, op.kind)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	w.rows.reset()
 	return nil
-}
-
-// apply carries out one operation: files hold whole rows and keys to delete (outputCaps'
-// wholeRows keeps the other operations out).
-func (w *worker) apply(ch *kafka.Change, op *operation) error {
-	switch {
-	case op.kind == opReject:
-		return w.reject(ch, op.stage, op.err)
-	case op.kind == opDrop:
-		w.r.metrics.TombstonesDropped.Add(1)
-		w.roll.dropped++
-		return nil
-	case op.kind == opDelete:
-		return w.deleteRow(op.row)
-	case op.kind == opUpsert && op.set == nil:
-		return w.upsert(ch, op.row)
-	}
-	return fmt.Errorf("partition %d offset %d: a partial %s cannot be written to files", w.partition, ch.Offset, op.kind)
 }
 
 // upsert adds a row to its region's segment.

@@ -100,7 +100,7 @@ func ordersReplicator(tb testing.TB, dir string) *Replicator {
 
 // processMessages feeds a detached worker a batch of messages as its fetch does.
 func (w *worker) processMessages(msgs []kafkago.Message) error {
-	return w.process(w.decodeBatch(kafka.FetchBatch{Messages: msgs}))
+	return w.process(kafka.FetchBatch{Messages: msgs})
 }
 
 // detachedWorker is a worker of partition that is fed with process and commits nothing to Kafka.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math/rand/v2"
 	"time"
 
@@ -62,17 +63,23 @@ func (b FetchBatch) Before(end int64) FetchBatch {
 	return b
 }
 
-// DecodeBatch appends the changes of a fetched batch to dst: one per message, in offset order,
-// with the message's offset and bytes. They alias the batch's messages and the decoder's slab:
+// Changes decodes a fetched batch as the caller ranges over it, message by message (each
+// message's values are mapped while its bytes are still in the cache): one change per message,
+// in offset order, with the message's offset and bytes. The *Change is reused for the next
+// message (copy it to keep it); its values alias the batch's messages and the decoder's slab:
 // recycle the batch and Reset the decoder only once they are consumed.
-func (d *Decoder) DecodeBatch(dst []Change, b FetchBatch) []Change {
-	for i := range b.Messages {
-		m := &b.Messages[i]
-		dst = d.Decode(dst, m.Key, m.Value)
-		ch := &dst[len(dst)-1]
-		ch.Offset, ch.Key, ch.Value = m.Offset, m.Key, m.Value
+func (d *Decoder) Changes(b FetchBatch) iter.Seq[*Change] {
+	return func(yield func(*Change) bool) {
+		var buf [1]Change
+		for i := range b.Messages {
+			m := &b.Messages[i]
+			ch := &d.Decode(buf[:0], m.Key, m.Value)[0]
+			ch.Offset, ch.Key, ch.Value = m.Offset, m.Key, m.Value
+			if !yield(ch) {
+				return
+			}
+		}
 	}
-	return dst
 }
 
 // Fetcher reads one partition in the background (FetchPartition) for one consumer: batches
