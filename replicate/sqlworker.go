@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -35,6 +36,15 @@ func (r *Replicator) openSQL() error {
 	cfg := r.cfg.SQL
 	cfg.Schema = r.target
 	cfg.Observe = r.metrics.enableSQL()
+	if h := r.cfg.Hooks.Statement; h != nil {
+		observe := cfg.Observe
+		cfg.Observe = func(kind string, rows int, d time.Duration, err error) {
+			observe(kind, rows, d, err)
+			if err == nil {
+				h()
+			}
+		}
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = r.log.Named("sql")
 	}
