@@ -70,7 +70,7 @@ type Change struct {
 	// Debezium sends one after every delete event, so in that format it is redundant.
 	Tombstone bool
 	// Offset is the offset of the message the change comes from, and Key and Value are its
-	// bytes (Value nil for a null value), for a rejects line: set by DecodeBatch, which gives
+	// bytes (Value nil for a null value), for a rejects line: set by Changes, which gives
 	// each message exactly one change; Decode leaves them zero.
 	Offset     int64
 	Key, Value []byte
