@@ -38,15 +38,36 @@ func (k opKind) String() string {
 	return "op(" + strconv.Itoa(int(k)) + ")"
 }
 
+// stage is the stage that rejects a change, as its rejects line names it.
+type stage uint8
+
+const (
+	stageSource    stage = iota + 1 // the message cannot be decoded, or lacks what the output needs
+	stageTransform                  // the mapping cannot take the change
+	stageSink                       // the output cannot hold it
+)
+
+func (s stage) String() string {
+	switch s {
+	case stageSource:
+		return "source"
+	case stageTransform:
+		return "transform"
+	case stageSink:
+		return "sink"
+	}
+	return "stage(" + strconv.Itoa(int(s)) + ")"
+}
+
 // operation is one effect of a change on the output. Its row and mask live in the step's
 // rowSlab (valid until its reset); the error of a reject may be the evaluator's.
 type operation struct {
 	kind      opKind
+	stage     stage              // opReject
 	row       []pipeline.Value   // opUpsert: the target row; opDelete: the key in its first KeyLen values
 	set       []bool             // opUpsert: the target columns a partial change sets; nil: the whole row
 	keyRange  *pipeline.KeyRange // opDeleteRange
 	writeTime int64              // the change's Cassandra write time in epoch ms (0: none)
-	stage     string             // opReject: source, transform or sink
 	err       *pipeline.RowError // opReject
 }
 
@@ -65,11 +86,11 @@ type outputCaps struct {
 // with the delete of the old key (or with the reject saying the old key cannot be computed).
 func (w *partWorker) operations(dst []operation, ch *kafka.Change) []operation {
 	if ch.Err != nil {
-		return reject(dst, "source", ch.Err)
+		return reject(dst, stageSource, ch.Err)
 	}
 	if w.caps.wholeRows {
 		if rerr := wholeRowsOnly(ch); rerr != nil {
-			return reject(dst, "sink", rerr)
+			return reject(dst, stageSink, rerr)
 		}
 	}
 	if w.caps.writeTime && ch.WriteTime == 0 {
@@ -78,7 +99,7 @@ func (w *partWorker) operations(dst []operation, ch *kafka.Change) []operation {
 			// server's time it would hide the writes made after it
 			return append(dst, operation{kind: opDrop})
 		}
-		return reject(dst, "source", &pipeline.RowError{Code: CodeNoWriteTime,
+		return reject(dst, stageSource, &pipeline.RowError{Code: CodeNoWriteTime,
 			Message: "write_time=true: the event carries no Cassandra write time (source.ts_us or source.ts_ms of Debezium's Cassandra connector); replicate other events without write_time"})
 	}
 	switch ch.Op {
@@ -93,14 +114,14 @@ func (w *partWorker) operations(dst []operation, ch *kafka.Change) []operation {
 		set = w.rows.set()
 	}
 	if rerr := w.mapRow(ch, row, set); rerr != nil {
-		return reject(dst, "transform", rerr)
+		return reject(dst, stageTransform, rerr)
 	}
 	if ch.Before != nil {
 		old := w.rows.row()
 		moved, rerr := w.oldKey(ch.Before, ch.Offset, row, old)
 		switch {
 		case rerr != nil:
-			dst = reject(dst, "transform", rerr)
+			dst = reject(dst, stageTransform, rerr)
 		case moved:
 			dst = append(dst, operation{kind: opDelete, row: old})
 		}
@@ -108,8 +129,8 @@ func (w *partWorker) operations(dst []operation, ch *kafka.Change) []operation {
 	return append(dst, operation{kind: opUpsert, row: row, set: set, writeTime: ch.WriteTime})
 }
 
-func reject(dst []operation, stage string, rerr *pipeline.RowError) []operation {
-	return append(dst, operation{kind: opReject, stage: stage, err: rerr})
+func reject(dst []operation, st stage, rerr *pipeline.RowError) []operation {
+	return append(dst, operation{kind: opReject, stage: st, err: rerr})
 }
 
 // redundantTombstone tells whether a change is the tombstone Debezium sends after every delete
@@ -129,7 +150,7 @@ func (w *partWorker) deleteOps(dst []operation, ch *kafka.Change) []operation {
 		if dbzTombstone {
 			return append(dst, operation{kind: opDrop})
 		}
-		return reject(dst, "transform", &pipeline.RowError{Code: kafka.CodeUnsupported,
+		return reject(dst, stageTransform, &pipeline.RowError{Code: kafka.CodeUnsupported,
 			Message: "delete: the key uses random(n), whose salt depends on the row and its offset: the key of the row to delete cannot be computed"})
 	}
 	row := w.rows.row()
@@ -142,13 +163,13 @@ func (w *partWorker) deleteOps(dst []operation, ch *kafka.Change) []operation {
 			// a Cassandra partition delete (its clustering cells are null): every row of the
 			// partition, an open range
 			if w.caps.wholeRows {
-				return reject(dst, "sink", &pipeline.RowError{Code: pipeline.CodeRangeTombstone, Field: rerr.Field,
+				return reject(dst, stageSink, &pipeline.RowError{Code: pipeline.CodeRangeTombstone, Field: rerr.Field,
 					Message: "a Cassandra partition delete (its clustering cells are null) deletes every row of the partition, which bulk-load files cannot express: replicate into the table instead (--out mysql://... or lindorm://...)"})
 			}
 			return w.rangeOps(dst, ch.Values, ch.Set, &pipeline.ClusteringRange{}, ch.Offset, ch.WriteTime)
 		}
 		rerr.Message = "delete: " + rerr.Message
-		return reject(dst, "transform", rerr)
+		return reject(dst, stageTransform, rerr)
 	}
 	return append(dst, operation{kind: opDelete, row: row, writeTime: ch.WriteTime})
 }
@@ -159,7 +180,7 @@ func (w *partWorker) rangeOps(dst []operation, vals []pipeline.Value, set []bool
 	w.rec = pipeline.Record{Values: vals, Seq: offset, Set: set}
 	kr, rerr := w.ev.KeyRange(&w.batch, &w.rec, rng, w.rows.row())
 	if rerr != nil {
-		return reject(dst, "transform", rerr)
+		return reject(dst, stageTransform, rerr)
 	}
 	return append(dst, operation{kind: opDeleteRange, keyRange: &kr, writeTime: writeTime})
 }
@@ -251,10 +272,10 @@ func (s *rowSlab) reset() { s.vals, s.sets = s.vals[:0], s.sets[:0] }
 func (s *rowSlab) drop() { s.vals, s.sets = nil, nil }
 
 // changeReject is the rejects line of a change's message.
-func changeReject(topic, stream string, partition int, ch *kafka.Change, stage string, rerr *pipeline.RowError) *output.Reject {
+func changeReject(topic, stream string, partition int, ch *kafka.Change, st stage, rerr *pipeline.RowError) *output.Reject {
 	rj := &output.Reject{
 		Position: "kafka:" + stream + ":" + strconv.FormatInt(ch.Offset, 10), Stream: stream, Seq: ch.Offset,
-		Stage: stage, Code: rerr.Code, Field: rerr.Field, Message: rerr.Message,
+		Stage: st.String(), Code: rerr.Code, Field: rerr.Field, Message: rerr.Message,
 		LogPosition: &output.LogPosition{Topic: topic, Partition: partition, Offset: ch.Offset},
 	}
 	const limit = 64 << 10

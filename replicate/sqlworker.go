@@ -144,7 +144,7 @@ func (w *sqlWorker) apply(ctx context.Context, b kafka.FetchBatch) error {
 		} else {
 			w.upserts--
 		}
-		w.reject(i, &changes[i], "sink", x.Err)
+		w.reject(i, &changes[i], stageSink, x.Err)
 	}
 	if err := w.writeRejects(ctx, first, last); err != nil {
 		return err
@@ -231,14 +231,14 @@ func (w *sqlWorker) change(i int, ch *kafka.Change) {
 
 // reject records the reject of message i of the batch: one line per message (its first
 // problem), as the file path writes them.
-func (w *sqlWorker) reject(i int, ch *kafka.Change, stage string, rerr *pipeline.RowError) {
+func (w *sqlWorker) reject(i int, ch *kafka.Change, st stage, rerr *pipeline.RowError) {
 	if w.rejected == i {
 		w.log.Warn("message rejected again: only its first reject is in the rejects file", zap.Int64("offset", ch.Offset),
 			zap.String("code", rerr.Code), zap.String("field", rerr.Field), zap.String("message", rerr.Message))
 		return
 	}
 	w.rejected = i
-	w.rejects = append(w.rejects, changeReject(w.r.cfg.Kafka.Topic, w.stream, w.partition, ch, stage, rerr))
+	w.rejects = append(w.rejects, changeReject(w.r.cfg.Kafka.Topic, w.stream, w.partition, ch, st, rerr))
 	w.log.Debug("message rejected", zap.Int64("offset", ch.Offset), zap.String("code", rerr.Code), zap.String("field", rerr.Field))
 }
 

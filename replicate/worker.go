@@ -290,7 +290,7 @@ func (w *worker) upsert(ch *kafka.Change, row []pipeline.Value) error {
 	if err := s.add(row); err != nil {
 		var rerr *pipeline.RowError
 		if errors.As(err, &rerr) {
-			return w.reject(ch, "sink", rerr)
+			return w.reject(ch, stageSink, rerr)
 		}
 		return err
 	}
@@ -316,7 +316,7 @@ func (w *worker) deleteRow(row []pipeline.Value) error {
 }
 
 // reject writes the rejects line of the change's message: one per message (its first problem).
-func (w *worker) reject(ch *kafka.Change, stage string, rerr *pipeline.RowError) error {
+func (w *worker) reject(ch *kafka.Change, st stage, rerr *pipeline.RowError) error {
 	if w.msgRejected {
 		// one line per message, so that a message counts once; its second problem (an update
 		// whose old key cannot be computed, and whose new row does not fit) is logged
@@ -327,7 +327,7 @@ func (w *worker) reject(ch *kafka.Change, stage string, rerr *pipeline.RowError)
 	w.msgRejected = true
 	w.r.metrics.reject(rerr.Code, 1)
 	w.log.Debug("message rejected", zap.Int64("offset", ch.Offset), zap.String("code", rerr.Code), zap.String("field", rerr.Field))
-	return w.roll.rejects.add(w.ctx, changeReject(w.r.cfg.Kafka.Topic, w.stream, w.partition, ch, stage, rerr))
+	return w.roll.rejects.add(w.ctx, changeReject(w.r.cfg.Kafka.Topic, w.stream, w.partition, ch, st, rerr))
 }
 
 // fitMemory keeps the memory of the roll's buffers (allocated bytes) within the worker's
@@ -426,43 +426,7 @@ func (w *worker) closeRoll(reason string) error {
 	var nfiles, nbytes int64
 	c := &rollCommit{partition: w.partition, first: rl.first, last: rl.last, expect: w.floor, messages: rl.msgs,
 		rejected: rl.rejected, upserts: rl.upserts, dropped: rl.dropped}
-	c.rename = func() ([]segmentFiles, *RejectFile, error) {
-		var committed []segmentFiles
-		for _, s := range segs {
-			sf, err := s.commit(w.ctx, rl.last)
-			if err != nil {
-				return nil, nil, fmt.Errorf("partition %d: %w", w.partition, err)
-			}
-			if sf.Data == nil && sf.Deletes == nil {
-				continue
-			}
-			committed = append(committed, sf)
-			if sf.Data != nil {
-				nfiles++
-				nbytes += sf.Data.Bytes
-			}
-			if sf.Deletes != nil {
-				nfiles++
-				nbytes += sf.Deletes.Bytes
-			}
-			if err := w.hook(StepRenaming, rl); err != nil {
-				return nil, nil, err
-			}
-		}
-		rej, err := rl.rejects.commit(w.ctx, w.partition, rl.first, rl.last)
-		if err != nil {
-			return nil, nil, fmt.Errorf("partition %d: %w", w.partition, err)
-		}
-		if rej != nil {
-			if err := w.hook(StepRenaming, rl); err != nil {
-				return nil, nil, err
-			}
-		}
-		if err := w.hook(StepRenamed, rl); err != nil {
-			return nil, nil, err
-		}
-		return committed, rej, nil
-	}
+	c.rename = func() ([]segmentFiles, *RejectFile, error) { return w.renameRoll(rl, segs, &nfiles, &nbytes) }
 	committing := time.Now()
 	if err := r.man.commit(w.ctx, c); err != nil {
 		return err
@@ -479,15 +443,7 @@ func (w *worker) closeRoll(reason string) error {
 	if err := w.hook(StepManifest, rl); err != nil {
 		return err
 	}
-	if off := w.tracker.done(rl.span); off >= 0 {
-		if err := w.commit(w.partition, off); err != nil {
-			m.CommitErrors.Add(1)
-			w.log.Warn("offset commit failed: the files are durable, their messages will be read again", zap.Int64("offset", off), zap.Error(err))
-		} else {
-			m.OffsetCommits.Add(1)
-			m.committed(w.partition, off)
-		}
-	}
+	w.commitOffset(rl)
 	if err := w.hook(StepOffset, rl); err != nil {
 		return err
 	}
@@ -496,6 +452,65 @@ func (w *worker) closeRoll(reason string) error {
 		zap.Int64("messages", rl.msgs), zap.Int64("rejected", rl.rejected), zap.Int64("files", nfiles), zap.Int64("bytes", nbytes),
 		zap.Duration("took", time.Since(start)))
 	return nil
+}
+
+// renameRoll gives the finished files of a roll's segments and its rejects file their final
+// names (the commit's step under the output's lock, before manifest.json lists them), counting
+// the files and their bytes into files and bytes.
+func (w *worker) renameRoll(rl *roll, segs []*segment, files, bytes *int64) ([]segmentFiles, *RejectFile, error) {
+	var committed []segmentFiles
+	for _, s := range segs {
+		sf, err := s.commit(w.ctx, rl.last)
+		if err != nil {
+			return nil, nil, fmt.Errorf("partition %d: %w", w.partition, err)
+		}
+		if sf.Data == nil && sf.Deletes == nil {
+			continue
+		}
+		committed = append(committed, sf)
+		if sf.Data != nil {
+			*files++
+			*bytes += sf.Data.Bytes
+		}
+		if sf.Deletes != nil {
+			*files++
+			*bytes += sf.Deletes.Bytes
+		}
+		if err := w.hook(StepRenaming, rl); err != nil {
+			return nil, nil, err
+		}
+	}
+	rej, err := rl.rejects.commit(w.ctx, w.partition, rl.first, rl.last)
+	if err != nil {
+		return nil, nil, fmt.Errorf("partition %d: %w", w.partition, err)
+	}
+	if rej != nil {
+		if err := w.hook(StepRenaming, rl); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := w.hook(StepRenamed, rl); err != nil {
+		return nil, nil, err
+	}
+	return committed, rej, nil
+}
+
+// commitOffset commits to Kafka the offset the committed roll lets the partition's tracker
+// advance to. A failed commit is counted and logged: the files are durable, and a later roll's
+// commit carries the offset.
+func (w *worker) commitOffset(rl *roll) {
+	off := w.tracker.done(rl.span)
+	if off < 0 {
+		return
+	}
+	m := w.r.metrics
+	if err := w.commit(w.partition, off); err != nil {
+		m.CommitErrors.Add(1)
+		w.log.Warn("offset commit failed: the files are durable, their messages will be read again", zap.Int64("offset", off), zap.Error(err))
+		return
+	}
+	m.OffsetCommits.Add(1)
+	m.committed(w.partition, off)
 }
 
 // hook runs the fault hook of a commit step; its error stops the process as a kill would.
