@@ -63,7 +63,7 @@ type sqlWorker struct {
 	ops      []sqlsink.Op
 	opMsg    []int // ops[i] comes from message opMsg[i] of the batch
 	rejects  []*output.Reject
-	rejected int // index of the last message with a reject line, or -1
+	rejected []bool // by message of the batch: it has its reject line
 	cleaned  bool
 	upserts  int64
 	deletes  int64
@@ -137,15 +137,7 @@ func (w *sqlWorker) apply(ctx context.Context, b kafka.FetchBatch) error {
 	if err != nil {
 		return err
 	}
-	for _, x := range rej {
-		i := w.opMsg[x.Index]
-		if w.ops[x.Index].Delete {
-			w.deletes--
-		} else {
-			w.upserts--
-		}
-		w.reject(i, &changes[i], stageSink, x.Err)
-	}
+	w.sinkRejects(changes, rej)
 	if err := w.writeRejects(ctx, first, last); err != nil {
 		return err
 	}
@@ -193,10 +185,11 @@ func (w *sqlWorker) hook(step CommitStep, first, last int64) error {
 // collect turns a fetched batch into the table's ops and the rejects of their messages; it
 // returns the batch's changes, one per message (valid until the next collect).
 func (w *sqlWorker) collect(b kafka.FetchBatch) []kafka.Change {
-	w.ops, w.opMsg, w.rejects, w.rejected = w.ops[:0], w.opMsg[:0], w.rejects[:0], -1
+	w.ops, w.opMsg, w.rejects, w.rejected = w.ops[:0], w.opMsg[:0], w.rejects[:0], w.rejected[:0]
 	w.upserts, w.deletes, w.dropped = 0, 0, 0
 	w.changes = w.changes[:0]
 	for ch := range w.dec.Changes(b) {
+		w.rejected = append(w.rejected, false)
 		w.change(len(w.changes), ch)
 		w.changes = append(w.changes, *ch) // for the rejects of the statements
 	}
@@ -229,15 +222,29 @@ func (w *sqlWorker) change(i int, ch *kafka.Change) {
 	}
 }
 
+// sinkRejects records the rejects of the ops the table refused: their messages' rejects, and
+// the counts of upserts and deletes without them.
+func (w *sqlWorker) sinkRejects(changes []kafka.Change, rej []pipeline.RowReject) {
+	for _, x := range rej {
+		i := w.opMsg[x.Index]
+		if w.ops[x.Index].Delete {
+			w.deletes--
+		} else {
+			w.upserts--
+		}
+		w.reject(i, &changes[i], stageSink, x.Err)
+	}
+}
+
 // reject records the reject of message i of the batch: one line per message (its first
 // problem), as the file path writes them.
 func (w *sqlWorker) reject(i int, ch *kafka.Change, st stage, rerr *pipeline.RowError) {
-	if w.rejected == i {
+	if w.rejected[i] {
 		w.log.Warn("message rejected again: only its first reject is in the rejects file", zap.Int64("offset", ch.Offset),
 			zap.String("code", rerr.Code), zap.String("field", rerr.Field), zap.String("message", rerr.Message))
 		return
 	}
-	w.rejected = i
+	w.rejected[i] = true
 	w.rejects = append(w.rejects, changeReject(w.r.cfg.Kafka.Topic, w.stream, w.partition, ch, st, rerr))
 	w.log.Debug("message rejected", zap.Int64("offset", ch.Offset), zap.String("code", rerr.Code), zap.String("field", rerr.Field))
 }
