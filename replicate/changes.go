@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
@@ -122,43 +121,30 @@ func ReadChanges(ctx context.Context, cfg ChangesConfig, windows []PartitionWind
 }
 
 func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, fn func(*ChangeBatch) error) error {
-	w := &sqlWorker{partWorker: r.newPartWorker(win.Partition, nil)}
-	fctx, cancel := context.WithCancel(ctx)
-	ch := make(chan kafka.FetchBatch, 2)
-	var ferr error
-	go func() {
-		defer close(ch)
-		ferr = r.cfg.Kafka.FetchPartition(fctx, r.dialer, win.Partition, win.From, kafka.FetchOptions{Logger: w.log,
-			Gap: func(next, first int64) error {
-				return fmt.Errorf("%w: verify cannot read the changes replicate applied from them", &kafka.GapError{Topic: r.cfg.Kafka.Topic, Partition: win.Partition, Next: next, First: first})
-			}}, ch)
-	}()
-	defer func() { // the fetch ends at the window's end, or on an error
-		cancel()
-		for range ch {
-		}
-	}()
+	w := &sqlWorker{partWorker: r.newSQLPartWorker(win.Partition, nil)}
+	f := r.cfg.Kafka.StartFetch(ctx, r.dialer, win.Partition, win.From, kafka.FetchOptions{Logger: w.log,
+		Gap: func(next, first int64) error {
+			return fmt.Errorf("%w: verify cannot read the changes replicate applied from them", &kafka.GapError{Topic: r.cfg.Kafka.Topic, Partition: win.Partition, Next: next, First: first})
+		}})
+	defer f.Stop() // the fetch ends at the window's end, or on an error
 	next := win.From
 	for next < win.End {
-		b, ok := <-ch
-		if !ok { // ferr is set before ch is closed
+		b, ok := <-f.C
+		if !ok {
+			ferr := f.Err()
 			if ferr == nil {
 				ferr = ctx.Err()
 			}
 			return fmt.Errorf("partition %d at offset %d (reading up to %d): %w", win.Partition, next, win.End, ferr)
 		}
-		msgs := b.Messages
-		for i := range msgs {
-			if msgs[i].Offset >= win.End {
-				msgs = msgs[:i]
-				break
-			}
-		}
-		if len(msgs) == 0 {
+		b = b.Before(win.End)
+		if len(b.Messages) == 0 {
 			continue
 		}
-		next = msgs[len(msgs)-1].Offset + 1
-		if err := fn(w.changeBatch(msgs, win)); err != nil {
+		// the batch's messages are not recycled: the values of its changes may alias them
+		cb := w.changeBatch(b, win)
+		next = w.changes[len(w.changes)-1].Offset + 1
+		if err := fn(cb); err != nil {
 			return err
 		}
 		w.ev.Reset()
@@ -167,18 +153,16 @@ func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, fn fu
 	return nil
 }
 
-// changeBatch turns messages into changes as sqlWorker.apply does, without applying them.
-func (w *sqlWorker) changeBatch(msgs []kafkago.Message, win PartitionWindow) *ChangeBatch {
-	w.ops, w.opMsg, w.slab, w.setSlab, w.rejects, w.rejected = w.ops[:0], w.opMsg[:0], nil, nil, w.rejects[:0], -1
-	for i := range msgs {
-		w.message(i, &msgs[i])
-	}
-	b := &ChangeBatch{Partition: w.partition, Messages: int64(len(msgs)), Rejects: map[string]int{}, Skipped: map[string]int{},
+// changeBatch turns changes into ops as sqlWorker.apply does, without applying them.
+func (w *sqlWorker) changeBatch(fb kafka.FetchBatch, win PartitionWindow) *ChangeBatch {
+	w.rows.drop() // the ops' rows stay the batch's
+	changes := w.collect(fb)
+	b := &ChangeBatch{Partition: w.partition, Messages: int64(len(changes)), Rejects: map[string]int{}, Skipped: map[string]int{},
 		FilesRefuse: map[string]int{}, Range: win}
 	for k, op := range w.ops {
 		i := w.opMsg[k]
 		b.Ops = append(b.Ops, op)
-		b.Offsets = append(b.Offsets, msgs[i].Offset)
+		b.Offsets = append(b.Offsets, changes[i].Offset)
 		switch {
 		case op.Range != nil:
 			b.FilesRefuse[pipeline.CodeRangeTombstone]++

@@ -134,6 +134,10 @@ type Hooks struct {
 	// Commit runs at each step of a roll's commit. A non-nil error stops the process there as
 	// a kill would: nothing more is committed, and no file is removed.
 	Commit func(step CommitStep, partition int, first, last int64) error
+	// Statement runs after each statement into a SQL table that succeeded, from the connection
+	// that ran it (concurrently): the other statements of its batch may not have run yet, and
+	// its offset is not committed. A fault test kills the process there.
+	Statement func()
 }
 
 // CommitStep is a point in a roll's commit.

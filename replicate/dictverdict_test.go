@@ -28,7 +28,7 @@ func TestRegionsShareDictionaryVerdicts(t *testing.T) {
 		msgs[i].Offset = int64(i)
 	}
 	for at := 0; at < n; at += batch {
-		if err := w.process(msgs[at:min(at+batch, n)]); err != nil {
+		if err := w.processMessages(msgs[at:min(at+batch, n)]); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -177,8 +177,6 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 	} else {
 		defer r.sqlw.Close()
 	}
-	log := r.log
-	g := r.cfg.Group
 	// a group not left by the time Run returns (leaveGroup) may still log: past Run, to no one
 	var returned atomic.Bool
 	defer returned.Store(true)
@@ -188,6 +186,41 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 		r.metrics.setState("failed")
 		return err
 	}
+	cg, err := r.consumerGroup(&returned)
+	if err != nil {
+		return err
+	}
+	defer r.leaveGroup(cg)
+	// Next blocks while joining: stop and ctx must interrupt it
+	nextCtx, cancelNext := context.WithCancel(ctx)
+	defer cancelNext()
+	go func() {
+		select {
+		case <-stop:
+			cancelNext()
+		case <-nextCtx.Done():
+		}
+	}()
+	r.metrics.setState("joining")
+	r.log.Info("joining consumer group", zap.String("group", r.cfg.Kafka.Group), zap.String("topic", r.cfg.Kafka.Topic))
+	if err := r.generations(ctx, nextCtx, stop, cg); err != nil {
+		r.metrics.setState("failed")
+		return err
+	}
+	if ctx.Err() != nil {
+		r.metrics.setState("failed")
+		return ctx.Err()
+	}
+	r.metrics.setState("stopped")
+	r.log.Info("replication stopped: rolls committed, offsets committed, group left")
+	return nil
+}
+
+// consumerGroup is the group's kafka-go ConsumerGroup; its errors are logged (at Debug) until
+// returned is set.
+func (r *Replicator) consumerGroup(returned *atomic.Bool) (*kafkago.ConsumerGroup, error) {
+	log := r.log
+	g := r.cfg.Group
 	cg, err := kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
 		ID:                     r.cfg.Kafka.Group,
 		Brokers:                r.cfg.Kafka.Brokers,
@@ -208,21 +241,15 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 		}),
 	})
 	if err != nil {
-		return fmt.Errorf("consumer group: %w", err)
+		return nil, fmt.Errorf("consumer group: %w", err)
 	}
-	defer r.leaveGroup(cg)
-	// Next blocks while joining: stop and ctx must interrupt it
-	nextCtx, cancelNext := context.WithCancel(ctx)
-	defer cancelNext()
-	go func() {
-		select {
-		case <-stop:
-			cancelNext()
-		case <-nextCtx.Done():
-		}
-	}()
-	r.metrics.setState("joining")
-	log.Info("joining consumer group", zap.String("group", r.cfg.Kafka.Group), zap.String("topic", r.cfg.Kafka.Topic))
+	return cg, nil
+}
+
+// generations joins the group's generations one after the other and runs each (generation),
+// until nextCtx ends (stop closed, or ctx cancelled), stop is closed after a generation, or a
+// join or a generation fails (its error).
+func (r *Replicator) generations(ctx, nextCtx context.Context, stop <-chan struct{}, cg *kafkago.ConsumerGroup) error {
 	var lastErr string
 	joinLimit := r.unhealthyAfter()
 	joinDeadline := time.Now().Add(joinLimit)
@@ -235,20 +262,19 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 		cancelJoin()
 		if err != nil {
 			if nextCtx.Err() == nil && joinTimedOut {
-				r.metrics.setState("failed")
+				r.metrics.setState("failed") // while the broker is asked about the group
 				return r.joinStuck(ctx, joinLimit)
 			}
 			if nextCtx.Err() != nil || errors.Is(err, kafkago.ErrGroupClosed) {
-				break
+				return nil
 			}
 			if kafka.IsAuthFailure(err) { // retrying cannot fix credentials
 				if authErr := r.cfg.Kafka.CheckAuth(ctx); authErr != nil {
-					r.metrics.setState("failed")
 					return authErr
 				}
 			}
 			if msg := err.Error(); msg != lastErr {
-				log.Warn("consumer group: retrying", zap.Error(err))
+				r.log.Warn("consumer group: retrying", zap.Error(err))
 				lastErr = msg
 			}
 			continue
@@ -256,22 +282,14 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 		lastErr = ""
 		r.metrics.Rebalances.Add(1)
 		if err := r.generation(ctx, stop, gen); err != nil {
-			r.metrics.setState("failed")
 			return err
 		}
 		if isClosed(stop) || ctx.Err() != nil {
-			break
+			return nil
 		}
 		r.metrics.setState("joining")
 		joinDeadline = time.Now().Add(joinLimit)
 	}
-	if ctx.Err() != nil {
-		r.metrics.setState("failed")
-		return ctx.Err()
-	}
-	r.metrics.setState("stopped")
-	log.Info("replication stopped: rolls committed, offsets committed, group left")
-	return nil
 }
 
 // joinStuck is the error of a join that took longer than limit, with the group as the broker
@@ -347,64 +365,10 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 	}
 	gen.Start(func(gctx context.Context) {
 		if len(others) > 0 {
-			// a partition just added may be missing from an assignment made before it: a new
-			// generation follows at once. Missing for longer, another member holds it.
-			select {
-			case <-gctx.Done():
-				done <- nil
-			case <-ctx.Done():
-				done <- ctx.Err()
-			case <-stop:
-				done <- nil
-			case <-time.After(r.otherMemberWait()):
-				done <- fmt.Errorf("another member of consumer group %s holds partitions %v of topic %s: on an object store the group has one member "+
-					"(an --out prefix has no lock members could share, and members writing to different prefixes would each keep the messages of a partition that moves between them); "+
-					"stop the other members, or replicate to a folder the members share", r.cfg.Kafka.Group, others, r.cfg.Kafka.Topic)
-			}
+			done <- r.otherMember(ctx, gctx, stop, others)
 			return
 		}
-		wctx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
-		closed := make(chan struct{}) // the workers closed their rolls and committed
-		defer close(closed)
-		go func() {
-			select {
-			case <-gctx.Done():
-				cancel(errGenerationEnded)
-				r.keepAlive(ctx, gen, closed)
-			case <-stop:
-				cancel(errStop)
-			case <-wctx.Done():
-			}
-		}()
-		var wg sync.WaitGroup
-		var failed atomic.Pointer[error]
-		for _, a := range assigned {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var err error
-				if r.sqlw != nil {
-					err = r.newSQLWorker(a.ID, commit).run(wctx, ctx, a.Offset)
-				} else {
-					err = r.newWorker(a.ID, commit, len(assigned)).run(wctx, ctx, a.Offset, claims[a.ID])
-				}
-				if err != nil {
-					if failed.CompareAndSwap(nil, &err) {
-						cancel(err)
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		// a member without partitions (more members than partitions) waits too: returning
-		// would end the generation and make the group rebalance again at once
-		<-wctx.Done()
-		if p := failed.Load(); p != nil {
-			done <- *p
-			return
-		}
-		done <- nil
+		done <- r.runWorkers(ctx, gctx, stop, gen, claims, commit)
 	})
 	err = <-done
 	for _, p := range parts {
@@ -414,6 +378,73 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 		r.log.Info("generation ended", zap.Int32("generation", gen.ID))
 	}
 	return err
+}
+
+// otherMember waits, for a member whose store allows no other (an object store), while another
+// member holds partitions (others): a partition just added may be missing from an assignment
+// made before it, and a new generation follows at once (nil). Missing for longer, another
+// member holds it: the error says so.
+func (r *Replicator) otherMember(ctx, gctx context.Context, stop <-chan struct{}, others []int) error {
+	select {
+	case <-gctx.Done():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-stop:
+		return nil
+	case <-time.After(r.otherMemberWait()):
+		return fmt.Errorf("another member of consumer group %s holds partitions %v of topic %s: on an object store the group has one member "+
+			"(an --out prefix has no lock members could share, and members writing to different prefixes would each keep the messages of a partition that moves between them); "+
+			"stop the other members, or replicate to a folder the members share", r.cfg.Kafka.Group, others, r.cfg.Kafka.Topic)
+	}
+}
+
+// runWorkers runs a worker per partition the generation assigned until gctx ends (the
+// generation ends: the member keeps heartbeating while its workers close their rolls), stop is
+// closed or a worker fails (its error, which stops the others).
+func (r *Replicator) runWorkers(ctx, gctx context.Context, stop <-chan struct{}, gen *kafkago.Generation, claims map[int]claimed, commit func(int, int64) error) error {
+	assigned := gen.Assignments[r.cfg.Kafka.Topic]
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	closed := make(chan struct{}) // the workers closed their rolls and committed
+	defer close(closed)
+	go func() {
+		select {
+		case <-gctx.Done():
+			cancel(errGenerationEnded)
+			r.keepAlive(ctx, gen, closed)
+		case <-stop:
+			cancel(errStop)
+		case <-wctx.Done():
+		}
+	}()
+	var wg sync.WaitGroup
+	var failed atomic.Pointer[error]
+	for _, a := range assigned {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if r.sqlw != nil {
+				err = r.newSQLWorker(a.ID, commit).run(wctx, ctx, a.Offset)
+			} else {
+				err = r.newWorker(a.ID, commit, len(assigned)).run(wctx, ctx, a.Offset, claims[a.ID])
+			}
+			if err != nil {
+				if failed.CompareAndSwap(nil, &err) {
+					cancel(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// a member without partitions (more members than partitions) waits too: returning
+	// would end the generation and make the group rebalance again at once
+	<-wctx.Done()
+	if p := failed.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // keepAlive heartbeats the generation's member until closed is closed. kafka-go stops

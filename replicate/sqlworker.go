@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
-	"strconv"
+	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/output"
@@ -37,6 +36,15 @@ func (r *Replicator) openSQL() error {
 	cfg := r.cfg.SQL
 	cfg.Schema = r.target
 	cfg.Observe = r.metrics.enableSQL()
+	if h := r.cfg.Hooks.Statement; h != nil {
+		observe := cfg.Observe
+		cfg.Observe = func(kind string, rows int, d time.Duration, err error) {
+			observe(kind, rows, d, err)
+			if err == nil {
+				h()
+			}
+		}
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = r.log.Named("sql")
 	}
@@ -54,10 +62,8 @@ type sqlWorker struct {
 	partWorker
 	ops      []sqlsink.Op
 	opMsg    []int // ops[i] comes from message opMsg[i] of the batch
-	slab     []pipeline.Value
-	setSlab  []bool
 	rejects  []*output.Reject
-	rejected int // index of the last message with a reject line, or -1
+	rejected []bool // by message of the batch: it has its reject line
 	cleaned  bool
 	upserts  int64
 	deletes  int64
@@ -65,8 +71,14 @@ type sqlWorker struct {
 }
 
 func (r *Replicator) newSQLWorker(partition int, commit func(int, int64) error) *sqlWorker {
-	w := &sqlWorker{partWorker: r.newPartWorker(partition, commit)}
-	return w
+	return &sqlWorker{partWorker: r.newSQLPartWorker(partition, commit)}
+}
+
+// newSQLPartWorker is the partition's worker state for the table: a batch's rows stay until its
+// statements ran.
+func (r *Replicator) newSQLPartWorker(partition int, commit func(int, int64) error) partWorker {
+	t := r.cfg.SQL.Target
+	return r.newPartWorker(partition, commit, outputCaps{writeTime: t != nil && t.CellTimestamps}, 4096)
 }
 
 // run applies the partition's messages from offset until wctx ends: on a rebalance or a stop
@@ -81,35 +93,24 @@ func (w *sqlWorker) run(wctx, hard context.Context, offset int64) error {
 		r.metrics.position(w.partition, offset, -1)
 	}
 	f := r.startFetch(hard, w.partition, offset, w.log)
-	ch, free, stopFetch := f.ch, f.free, f.stop
 	for {
 		select {
-		case b, ok := <-ch:
+		case b, ok := <-f.C:
 			if !ok {
-				ferr := f.ended(hard, w.partition)
-				if hard.Err() != nil {
-					return ferr
-				}
-				return ferr
+				return fetchEnded(f, hard, w.partition)
 			}
 			if len(b.Messages) == 0 {
 				r.metrics.position(w.partition, -1, b.HighWaterMark)
 				continue
 			}
-			if err := w.apply(hard, b.Messages); err != nil {
-				stopFetch()
+			if err := w.apply(hard, b); err != nil {
+				f.Stop()
 				return fmt.Errorf("partition %d: %w", w.partition, err)
 			}
-			r.metrics.position(w.partition, b.Messages[len(b.Messages)-1].Offset+1, b.HighWaterMark)
-			if cap(b.Messages) >= 1024 {
-				clear(b.Messages)
-				select {
-				case free <- b.Messages[:0]:
-				default:
-				}
-			}
+			r.metrics.position(w.partition, w.changes[len(w.changes)-1].Offset+1, b.HighWaterMark)
+			f.Recycle(b)
 		case <-wctx.Done():
-			stopFetch()
+			f.Stop()
 			cause := context.Cause(wctx)
 			if hard.Err() != nil || (cause != errGenerationEnded && cause != errStop) {
 				return fmt.Errorf("partition %d: %w", w.partition, cause)
@@ -119,42 +120,31 @@ func (w *sqlWorker) run(wctx, hard context.Context, offset int64) error {
 	}
 }
 
-// apply turns a batch of messages into changes, applies them, writes the batch's rejects and
+// apply turns a fetched batch into statements, runs them, writes the batch's rejects and
 // commits the offset after the batch.
-func (w *sqlWorker) apply(ctx context.Context, msgs []kafkago.Message) error {
+func (w *sqlWorker) apply(ctx context.Context, b kafka.FetchBatch) error {
 	r := w.r
-	first, last := msgs[0].Offset, msgs[len(msgs)-1].Offset
+	w.rows.reset()
+	changes := w.collect(b)
+	first, last := changes[0].Offset, changes[len(changes)-1].Offset
 	if !w.cleaned {
 		if err := w.removeReplayedRejects(ctx, first); err != nil {
 			return err
 		}
 		w.cleaned = true
 	}
-	w.ops, w.opMsg, w.slab, w.setSlab, w.rejects, w.rejected = w.ops[:0], w.opMsg[:0], w.slab[:0], w.setSlab[:0], w.rejects[:0], -1
-	w.upserts, w.deletes, w.dropped = 0, 0, 0
-	for i := range msgs {
-		w.message(i, &msgs[i])
-	}
 	rej, err := r.sqlw.Apply(ctx, w.ops)
 	if err != nil {
 		return err
 	}
-	for _, x := range rej {
-		i := w.opMsg[x.Index]
-		if w.ops[x.Index].Delete {
-			w.deletes--
-		} else {
-			w.upserts--
-		}
-		w.reject(i, &msgs[i], "sink", x.Err)
-	}
+	w.sinkRejects(changes, rej)
 	if err := w.writeRejects(ctx, first, last); err != nil {
 		return err
 	}
 	w.ev.Reset()
 	w.dec.Reset()
 	m := r.metrics
-	m.MessagesIn.Add(int64(len(msgs)))
+	m.MessagesIn.Add(int64(len(changes)))
 	m.RowsWritten.Add(w.upserts)
 	m.Deletes.Add(w.deletes)
 	m.TombstonesDropped.Add(w.dropped)
@@ -174,7 +164,7 @@ func (w *sqlWorker) apply(ctx context.Context, msgs []kafkago.Message) error {
 			return err
 		}
 	}
-	w.log.Debug("batch applied", zap.Int64("offset", first), zap.Int64("last", last), zap.Int("messages", len(msgs)),
+	w.log.Debug("batch applied", zap.Int64("offset", first), zap.Int64("last", last), zap.Int("messages", len(changes)),
 		zap.Int64("upserts", w.upserts), zap.Int64("deletes", w.deletes), zap.Int("rejected", len(w.rejects)))
 	return nil
 }
@@ -192,168 +182,74 @@ func (w *sqlWorker) hook(step CommitStep, first, last int64) error {
 	return nil
 }
 
-// row returns room for one target row in the batch's slab.
-func (w *sqlWorker) row() []pipeline.Value {
-	n := len(w.r.target.Columns)
-	if len(w.slab)+n > cap(w.slab) {
-		w.slab = make([]pipeline.Value, 0, max(4096*n, 2*cap(w.slab))) // earlier rows keep the old slab
+// collect turns a fetched batch into the table's ops and the rejects of their messages; it
+// returns the batch's changes, one per message (valid until the next collect).
+func (w *sqlWorker) collect(b kafka.FetchBatch) []kafka.Change {
+	w.ops, w.opMsg, w.rejects, w.rejected = w.ops[:0], w.opMsg[:0], w.rejects[:0], w.rejected[:0]
+	w.upserts, w.deletes, w.dropped = 0, 0, 0
+	w.changes = w.changes[:0]
+	for ch := range w.dec.Changes(b) {
+		w.rejected = append(w.rejected, false)
+		w.change(len(w.changes), ch)
+		w.changes = append(w.changes, *ch) // for the rejects of the statements
 	}
-	w.slab = w.slab[:len(w.slab)+n]
-	return w.slab[len(w.slab)-n:]
+	return w.changes
 }
 
-// targetSet returns room for one target column mask in the batch's slab.
-func (w *sqlWorker) targetSet() []bool {
-	n := len(w.r.target.Columns)
-	if len(w.setSlab)+n > cap(w.setSlab) {
-		w.setSlab = make([]bool, 0, max(1024*n, 2*cap(w.setSlab))) // earlier masks keep the old slab
-	}
-	w.setSlab = w.setSlab[:len(w.setSlab)+n]
-	return w.setSlab[len(w.setSlab)-n:]
-}
-
-// message turns one message into ops (or rejects), as the file path does: a delete of the key,
-// an upsert, and for an update that moves the row to another key, the delete of the old key first.
-func (w *sqlWorker) message(i int, m *kafkago.Message) {
-	for c, changes := 0, w.decode(m); c < len(changes); c++ {
-		ch := &changes[c]
-		if ch.Err != nil {
-			w.reject(i, m, "source", ch.Err)
+// change adds the ops of change i of the batch (or its reject): a table applies every operation.
+func (w *sqlWorker) change(i int, ch *kafka.Change) {
+	w.opBuf = w.operations(w.opBuf[:0], ch)
+	for k := range w.opBuf {
+		op := &w.opBuf[k]
+		switch op.kind {
+		case opReject:
+			w.reject(i, ch, op.stage, op.err)
 			continue
-		}
-		if t := w.r.cfg.SQL.Target; t != nil && t.CellTimestamps && ch.WriteTime == 0 {
-			if ch.Tombstone && w.r.cfg.Kafka.Format == kafka.FormatDebezium {
-				// it repeats the delete event before it, which carried the write time; at
-				// the server's time it would hide the writes made after it
-				w.dropped++
-				continue
-			}
-			w.reject(i, m, "source", &pipeline.RowError{Code: CodeNoWriteTime,
-				Message: "write_time=true: the event carries no Cassandra write time (source.ts_us or source.ts_ms of Debezium's Cassandra connector); replicate other events without write_time"})
+		case opDrop:
+			w.dropped++
 			continue
-		}
-		if ch.Op == kafka.OpDelete {
-			w.delete(i, m, ch)
+		case opRepeat:
+			w.r.metrics.RepeatsSkipped.Add(1)
 			continue
+		case opUpsert:
+			w.ops = append(w.ops, sqlsink.Op{Values: op.row, Set: op.set, Timestamp: op.writeTime})
+			w.upserts++
+		case opDelete:
+			w.ops = append(w.ops, sqlsink.Op{Delete: true, Values: op.row[:w.r.target.KeyLen], Timestamp: op.writeTime})
+			w.deletes++
+		case opDeleteRange:
+			w.ops = append(w.ops, sqlsink.Op{Delete: true, Range: op.keyRange, Timestamp: op.writeTime})
+			w.deletes++
 		}
-		if ch.Op == kafka.OpRangeDelete {
-			w.deleteRange(i, m, ch)
-			continue
-		}
-		row := w.row()
-		var set []bool
-		if ch.Set != nil {
-			set = w.targetSet()
-		}
-		if rerr := w.mapRow(ch, m.Offset, row, set); rerr != nil {
-			w.reject(i, m, "transform", rerr)
-			continue
-		}
-		if ch.Before != nil {
-			w.moveKey(i, m, row, ch.Before)
-		}
-		w.ops = append(w.ops, sqlsink.Op{Values: row, Set: set, Timestamp: ch.WriteTime})
 		w.opMsg = append(w.opMsg, i)
-		w.upserts++
 	}
 }
 
-// moveKey deletes the old key of an update whose before image maps to another target key.
-func (w *sqlWorker) moveKey(i int, m *kafkago.Message, row, before []pipeline.Value) {
-	old := w.row()
-	moved, rerr := w.oldKey(before, m.Offset, row, old)
-	if rerr != nil {
-		w.reject(i, m, "transform", rerr)
-		return
-	}
-	if !moved {
-		return
-	}
-	w.ops = append(w.ops, sqlsink.Op{Delete: true, Values: old[:w.r.target.KeyLen]})
-	w.opMsg = append(w.opMsg, i)
-	w.deletes++
-}
-
-// delete adds the delete of the key the change gives (see worker.delete for the tombstones).
-func (w *sqlWorker) delete(i int, m *kafkago.Message, ch *kafka.Change) {
-	dbzTombstone := ch.Tombstone && w.r.cfg.Kafka.Format == kafka.FormatDebezium
-	if w.r.cfg.Program.UsesSalt() {
-		if dbzTombstone {
-			w.dropped++
-			return
+// sinkRejects records the rejects of the ops the table refused: their messages' rejects, and
+// the counts of upserts and deletes without them.
+func (w *sqlWorker) sinkRejects(changes []kafka.Change, rej []pipeline.RowReject) {
+	for _, x := range rej {
+		i := w.opMsg[x.Index]
+		if w.ops[x.Index].Delete {
+			w.deletes--
+		} else {
+			w.upserts--
 		}
-		w.reject(i, m, "transform", &pipeline.RowError{Code: kafka.CodeUnsupported,
-			Message: "delete: the key uses random(n), whose salt depends on the row and its offset: the key of the row to delete cannot be computed"})
-		return
+		w.reject(i, &changes[i], stageSink, x.Err)
 	}
-	row := w.row()
-	rec := pipeline.Record{Values: ch.Values, Seq: m.Offset}
-	if rerr := w.ev.ApplyKey(&w.batch, &rec, row); rerr != nil {
-		if dbzTombstone && rerr.Code == pipeline.CodeNullKey {
-			w.dropped++
-			return
-		}
-		if ch.Set != nil && rerr.Code == pipeline.CodeNullKey {
-			// a Cassandra partition delete: every row of the partition, an open range
-			w.deleteRange(i, m, &kafka.Change{Values: ch.Values, Set: ch.Set, Range: &pipeline.ClusteringRange{}, WriteTime: ch.WriteTime})
-			return
-		}
-		rerr.Message = "delete: " + rerr.Message
-		w.reject(i, m, "transform", rerr)
-		return
-	}
-	w.ops = append(w.ops, sqlsink.Op{Delete: true, Values: row[:w.r.target.KeyLen], Timestamp: ch.WriteTime})
-	w.opMsg = append(w.opMsg, i)
-	w.deletes++
 }
 
-// deleteRange adds the delete of the key range a Cassandra range tombstone covers, or rejects it
-// when the mapping's key does not make it one range of the table.
-func (w *sqlWorker) deleteRange(i int, m *kafkago.Message, ch *kafka.Change) {
-	rec := pipeline.Record{Values: ch.Values, Seq: m.Offset, Set: ch.Set}
-	kr, rerr := w.ev.KeyRange(&w.batch, &rec, ch.Range, w.row())
-	if rerr != nil {
-		w.reject(i, m, "transform", rerr)
-		return
-	}
-	w.ops = append(w.ops, sqlsink.Op{Delete: true, Range: &kr, Timestamp: ch.WriteTime})
-	w.opMsg = append(w.opMsg, i)
-	w.deletes++
-}
-
-// reject records the message's reject: one line per message (its first problem), as the file
-// path writes them.
-func (w *sqlWorker) reject(i int, m *kafkago.Message, stage string, rerr *pipeline.RowError) {
-	if w.rejected == i {
-		w.log.Warn("message rejected again: only its first reject is in the rejects file", zap.Int64("offset", m.Offset),
+// reject records the reject of message i of the batch: one line per message (its first
+// problem), as the file path writes them.
+func (w *sqlWorker) reject(i int, ch *kafka.Change, st stage, rerr *pipeline.RowError) {
+	if w.rejected[i] {
+		w.log.Warn("message rejected again: only its first reject is in the rejects file", zap.Int64("offset", ch.Offset),
 			zap.String("code", rerr.Code), zap.String("field", rerr.Field), zap.String("message", rerr.Message))
 		return
 	}
-	w.rejected = i
-	w.rejects = append(w.rejects, messageReject(w.r.cfg.Kafka.Topic, w.stream, w.partition, m, stage, rerr))
-	w.log.Debug("message rejected", zap.Int64("offset", m.Offset), zap.String("code", rerr.Code), zap.String("field", rerr.Field))
-}
-
-// messageReject is the rejects.jsonl line of a message.
-func messageReject(topic, stream string, partition int, m *kafkago.Message, stage string, rerr *pipeline.RowError) *output.Reject {
-	rj := &output.Reject{
-		Position: "kafka:" + stream + ":" + strconv.FormatInt(m.Offset, 10), Stream: stream, Seq: m.Offset,
-		Stage: stage, Code: rerr.Code, Field: rerr.Field, Message: rerr.Message,
-		LogPosition: &output.LogPosition{Topic: topic, Partition: partition, Offset: m.Offset},
-	}
-	const limit = 64 << 10
-	switch {
-	case m.Value == nil:
-		rj.Raw = "null"
-	case len(m.Value) > limit:
-		rj.Raw = string(m.Value[:limit])
-	default:
-		rj.Raw = string(m.Value)
-	}
-	if k := m.Key; len(k) > 0 {
-		rj.Key = string(k[:min(len(k), 4096)])
-	}
-	return rj
+	w.rejected[i] = true
+	w.rejects = append(w.rejects, changeReject(w.r.cfg.Kafka.Topic, w.stream, w.partition, ch, st, rerr))
+	w.log.Debug("message rejected", zap.Int64("offset", ch.Offset), zap.String("code", rerr.Code), zap.String("field", rerr.Field))
 }
 
 // writeRejects makes the batch's rejects durable before its offset is committed: written under a

@@ -52,7 +52,7 @@ func BenchmarkWorkers(b *testing.B) {
 				continue
 			}
 			more = true
-			if err := w.process(msgs[i][at:min(at+batch, len(msgs[i]))]); err != nil {
+			if err := w.processMessages(msgs[i][at:min(at+batch, len(msgs[i]))]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -96,6 +96,11 @@ func ordersReplicator(tb testing.TB, dir string) *Replicator {
 		tb.Fatal(err)
 	}
 	return r
+}
+
+// processMessages feeds a detached worker a batch of messages as its fetch does.
+func (w *worker) processMessages(msgs []kafkago.Message) error {
+	return w.process(kafka.FetchBatch{Messages: msgs})
 }
 
 // detachedWorker is a worker of partition that is fed with process and commits nothing to Kafka.

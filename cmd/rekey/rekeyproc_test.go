@@ -165,6 +165,16 @@ func (p *rekeyProc) stop() {
 	}
 }
 
+// logSinceStart is the output of the running process (since its start's line in the log).
+func (p *rekeyProc) logSinceStart() string {
+	data, _ := os.ReadFile(p.logPath)
+	mark := fmt.Sprintf("=== start %d ", p.starts)
+	if i := strings.LastIndex(string(data), mark); i >= 0 {
+		return string(data[i:])
+	}
+	return ""
+}
+
 func (p *rekeyProc) logTail() string {
 	data, _ := os.ReadFile(p.logPath)
 	if len(data) > 6000 {

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,10 +34,13 @@ import (
 // events (c/r/u, d followed by its tombstone, half of them in the JSON converter's schema/payload
 // wrapping), each replicated by its own `rekey replicate --out mysql://` process into its own
 // table of one MariaDB. Half of each topic is there before rekey starts, the rest is produced
-// while it runs. Each process is SIGKILLed 3 to 5 times, each time a random moment after it has
-// applied messages again, and started again at once. MariaDB is SIGKILLed once in the middle,
-// with both processes running, and one of them is SIGKILLed and started again while MariaDB is
-// down; MariaDB starts again once the other has retried a statement against it. Both must ride
+// while it runs. Each process is SIGKILLed 3 to 5 times, each time once it applies messages again,
+// at a kill point of the seeded plan (after its N-th statement, the batch's others not run; after
+// a batch applied, its offset not committed; after an offset commit; at once when it has nothing
+// left to apply), and started again at once. MariaDB is SIGKILLed once in the middle, with both
+// processes running, and one of them is SIGKILLed and started again while MariaDB is down;
+// MariaDB starts again once the other has retried a statement against it and the restarted one
+// has failed to connect twice. Both must ride
 // through it (a transient error, retried with backoff and counted, at start as in a statement),
 // not exit. Finally the groups' committed offsets must reach the ends of the topics, each table
 // must hold the latest event of every key (status, amount and timestamp), deleted keys absent,
@@ -81,6 +86,7 @@ func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 		s.generate(rng, 3000, 3000)
 		s.state = filepath.Join(dir, format, "state")
 		s.logPath = filepath.Join(dir, format, "rekey.log")
+		s.armPath = filepath.Join(dir, format, "kill-arm")
 		os.MkdirAll(filepath.Dir(s.logPath), 0o755)
 		s.args = []string{"replicate", "-m", mapping,
 			"--source", "kafka://" + strings.Join(c.Brokers, ",") + "/" + s.topic + "?group=" + s.group + "&format=" + format,
@@ -131,10 +137,11 @@ func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 			})
 		}
 		s.waitApplying(t, caughtUp)
-		// the kill's instant is the seeded plan's, anywhere in a statement or a commit: it is
-		// what this test varies, not a wait for something to happen
-		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
-		s.kill(t)
+		// the kill point is the seeded plan's: after a statement (the batch's others not run),
+		// after a batch applied (its offset not committed), or after an offset commit
+		at := [...]string{"statement:" + strconv.Itoa(1+rng.IntN(8)), "applied:" + strconv.Itoa(1+rng.IntN(3)),
+			"offset:" + strconv.Itoa(1+rng.IntN(3))}[rng.IntN(3)]
+		s.killAt(t, at, caughtUp)
 		s.start(t)
 	}
 	for range streams {
@@ -155,7 +162,8 @@ func TestReplicateIntoMariaDBSurvivesKills(t *testing.T) {
 		}
 		got := s.checkTable(t, db)
 		s.checkRejects(t, s.state)
-		t.Logf("%s: %d messages, %d keys in the table, %d starts, %d SIGKILLs (%d of them with nothing left to apply)", s.name, len(s.msgs), len(got), s.starts, s.kills, s.idleKills)
+		t.Logf("%s: %d messages, %d keys in the table, %d starts, %d SIGKILLs (%d of them with nothing left to apply; kill points %s)",
+			s.name, len(s.msgs), len(got), s.starts, s.kills, s.idleKills, strings.Join(s.killPoints, " "))
 	}
 }
 
@@ -165,9 +173,11 @@ const e2ePartitions = 4
 type e2eStream struct {
 	format, topic, group, table, state string
 
-	msgs []kafkago.Message // Offset: the offset it gets
-	pre  int               // msgs[:pre] are produced before rekey starts
-	ends []int64           // by partition: the offset after its last message
+	msgs       []kafkago.Message // Offset: the offset it gets
+	armPath    string            // the process's killArmEnv file
+	killPoints []string          // where the plan's kills happened
+	pre        int               // msgs[:pre] are produced before rekey starts
+	ends       []int64           // by partition: the offset after its last message
 	// released: the messages held for MariaDB's outage are produced (until then the partitions
 	// end before them)
 	released bool
@@ -400,12 +410,102 @@ func (s *e2eStream) waitApplying(t *testing.T, caughtUp func(*e2eStream) bool) {
 		// the offsets are read from the broker now and then, not at every poll
 		if polls++; polls%10 == 0 {
 			if n, ok := s.metric("rekey_assigned_partitions"); ok && n == e2ePartitions && caughtUp(s) {
-				s.idleKills++
 				return true
 			}
 		}
 		return false
 	}, fmt.Sprintf("%s to apply messages after start %d", s.name, s.starts))
+}
+
+// killArmEnv names a file through which a test arms the kill point of a running rekey process:
+// once the file holds STEP:N (a step of killAtEnv, or "statement": a statement into a SQL table
+// succeeded), the process SIGKILLs itself at the N-th such step after that.
+const killArmEnv = "REKEY_TEST_KILL_ARM"
+
+// processHooks are the replicator's fault hooks of a rekey process a test starts: killAtEnv's
+// kill point, fixed at its start, or killArmEnv's, armed while it runs.
+func processHooks(getenv func(string) string) replicate.Hooks {
+	if spec := getenv(killAtEnv); spec != "" {
+		return killAtStep(spec)
+	}
+	path := getenv(killArmEnv)
+	if path == "" {
+		return replicate.Hooks{}
+	}
+	var mu sync.Mutex
+	var armed string // the file's content the count is for
+	var seen int64
+	at := func(step string) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return // not armed
+		}
+		spec := strings.TrimSpace(string(data))
+		want, count, _ := strings.Cut(spec, ":")
+		n, err := strconv.ParseInt(count, 10, 64)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %q: want STEP:N\n", path, spec)
+			os.Exit(2)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if spec != armed {
+			armed, seen = spec, 0
+		}
+		if step == want {
+			if seen++; seen == n {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // the signal is on its way: nothing more may happen
+			}
+		}
+	}
+	return replicate.Hooks{
+		Commit:    func(s replicate.CommitStep, _ int, _, _ int64) error { at(string(s)); return nil },
+		Statement: func() { at("statement") },
+	}
+}
+
+// start runs the stream's rekey process, with its kill point disarmed (killArmEnv).
+func (s *e2eStream) start(t *testing.T) {
+	t.Helper()
+	s.rekeyProc.start(t, killArmEnv+"="+s.armPath)
+}
+
+// killAt arms the running process's kill point (killArmEnv) and waits for it to die there;
+// when it has nothing left to apply (the topic fully applied), it is SIGKILLed at once.
+func (s *e2eStream) killAt(t *testing.T, at string, caughtUp func(*e2eStream) bool) {
+	t.Helper()
+	tmp := s.armPath + ".tmp"
+	if err := os.WriteFile(tmp, []byte(at), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, s.armPath); err != nil {
+		t.Fatal(err)
+	}
+	polls := 0
+	idle := false
+	wait.For(t, func() bool {
+		if !s.alive() {
+			return true
+		}
+		// the offsets are read from the broker now and then, not at every poll
+		if polls++; polls%10 == 0 && caughtUp(s) {
+			idle = true
+			return true
+		}
+		return false
+	}, fmt.Sprintf("%s to reach its kill point %s after start %d", s.name, at, s.starts))
+	if err := os.Remove(s.armPath); err != nil {
+		t.Fatal(err)
+	}
+	if idle {
+		// disarmed: it dies of this SIGKILL, or of its own just before it
+		s.proc.Process.Signal(syscall.SIGKILL)
+		s.idleKills++
+		at = "idle"
+	}
+	s.killPoints = append(s.killPoints, at)
+	s.waitKilled(t)
 }
 
 // history lists the last messages of key k (pk1/orderid), to tell what a wrong row comes from.
@@ -523,9 +623,11 @@ func restartMariaDB(t *testing.T, srv *mysqltest.Server, streams []*e2eStream, v
 	victim.start(t)
 	// a statement of the others retried against the stopped server, or (checked below) none
 	wait.Until(func() bool { return retries() != before }, 10*time.Second)
-	// MariaDB stays down a second in all, the outage's length: the victim fails to connect a
-	// few times
-	time.Sleep(time.Second - time.Since(downAt))
+	// MariaDB stays down until the victim failed to connect a few times
+	wait.For(t, func() bool {
+		victim.checkAlive(t)
+		return strings.Count(victim.logSinceStart(), "cannot connect to the server yet, retrying") >= 2
+	}, victim.name+" to fail to connect to the stopped MariaDB twice")
 	after := retries()
 	srv.Start(t)
 	t.Logf("MariaDB down for %s: %.0f statements retried meanwhile; %s restarted meanwhile", time.Since(downAt).Round(time.Millisecond), after-before, victim.name)

@@ -33,7 +33,7 @@ const rekeyProcessEnv = "REKEY_TEST_RUN_AS_REKEY"
 func TestMain(m *testing.M) {
 	if os.Getenv(rekeyProcessEnv) == "1" {
 		inv := &invocation{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
-			replicateHooks: killAtStep(os.Getenv(killAtEnv))}
+			replicateHooks: processHooks(os.Getenv)}
 		os.Exit(inv.run(context.Background(), os.Args[1:]))
 	}
 	os.Exit(mysqltest.Run(m))

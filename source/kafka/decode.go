@@ -66,9 +66,17 @@ type Change struct {
 	// connector's source.ts_us, else source.ts_ms: the partition update's newest cell
 	// timestamp), 0 when the event has none (other connectors, events without a source).
 	WriteTime int64
+	// Repeat marks an event Debezium's Cassandra connector published before (Decoder.SkipRepeats):
+	// nothing to apply.
+	Repeat bool
 	// Tombstone marks the delete of a null-value message, whose values come from the key only.
 	// Debezium sends one after every delete event, so in that format it is redundant.
 	Tombstone bool
+	// Offset is the offset of the message the change comes from, and Key and Value are its
+	// bytes (Value nil for a null value), for a rejects line: set by Changes, which gives
+	// each message exactly one change; Decode leaves them zero.
+	Offset     int64
+	Key, Value []byte
 }
 
 // Decoder turns messages into changes. Values alias the message bytes passed to Decode (and the
@@ -99,9 +107,9 @@ type Decoder struct {
 	scale      []cqlvalue.TimeUnit
 	scaleAny   bool
 
-	// SkipRepeats drops the Cassandra connector's events that repeat ones already decoded (see
+	// SkipRepeats marks the Cassandra connector's events that repeat ones already decoded (see
 	// repeats), counting them in Repeats: set it on a decoder of one partition's messages in
-	// order. Decode then returns no change for such a message.
+	// order. Decode then returns a change with Repeat set and nothing else for such a message.
 	SkipRepeats bool
 	Repeats     int64
 	logs        commitLogs
@@ -272,7 +280,8 @@ func isNullDoc(v []byte) bool { return len(v) <= 8 && strings.TrimSpace(str(v)) 
 
 func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// Decode appends the changes of one message (nil value: a tombstone) to dst.
+// Decode appends the change of one message (nil value: a tombstone) to dst: exactly one, an error
+// included.
 func (d *Decoder) Decode(dst []Change, key, value []byte) []Change {
 	if d.format == FormatDebezium {
 		return d.debezium(dst, key, value)
@@ -606,7 +615,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		ts = 0 // another database's commit time is not a Cassandra cell timestamp
 	} else if d.SkipRepeats && file != "" && pos >= 0 && d.logs.repeats(file, pos, key) {
 		d.Repeats++
-		return dst
+		return append(dst, Change{Repeat: true})
 	}
 	switch op {
 	case "c", "r", "i", "u":

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math/rand/v2"
 	"time"
 
@@ -49,6 +50,88 @@ const fetchResponseMargin = 30 * time.Second
 type FetchBatch struct {
 	Messages      []kafkago.Message
 	HighWaterMark int64
+}
+
+// Before returns the batch without its messages at or past end.
+func (b FetchBatch) Before(end int64) FetchBatch {
+	for i := range b.Messages {
+		if b.Messages[i].Offset >= end {
+			b.Messages = b.Messages[:i]
+			break
+		}
+	}
+	return b
+}
+
+// Changes decodes a fetched batch as the caller ranges over it, message by message (each
+// message's values are mapped while its bytes are still in the cache): one change per message,
+// in offset order, with the message's offset and bytes. The *Change is reused for the next
+// message (copy it to keep it); its values alias the batch's messages and the decoder's slab:
+// recycle the batch and Reset the decoder only once they are consumed.
+func (d *Decoder) Changes(b FetchBatch) iter.Seq[*Change] {
+	return func(yield func(*Change) bool) {
+		var buf [1]Change
+		for i := range b.Messages {
+			m := &b.Messages[i]
+			ch := &d.Decode(buf[:0], m.Key, m.Value)[0]
+			ch.Offset, ch.Key, ch.Value = m.Offset, m.Key, m.Value
+			if !yield(ch) {
+				return
+			}
+		}
+	}
+}
+
+// Fetcher reads one partition in the background (FetchPartition) for one consumer: batches
+// arrive on C, which closes when the fetch ends (Err says why). The consumer hands a batch back
+// with Recycle once nothing refers to its messages, so that its slice is reused.
+type Fetcher struct {
+	C      <-chan FetchBatch
+	free   chan []kafkago.Message
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// StartFetch starts fetching partition from offset until ctx ends or Stop is called.
+func (c *Config) StartFetch(ctx context.Context, dialer *kafkago.Dialer, partition int, offset int64, o FetchOptions) *Fetcher {
+	fctx, cancel := context.WithCancel(ctx)
+	ch := make(chan FetchBatch, 4)
+	f := &Fetcher{C: ch, free: make(chan []kafkago.Message, 8), cancel: cancel, done: make(chan struct{})}
+	o.Free = f.free
+	go func() {
+		defer close(f.done)
+		defer close(ch)
+		f.err = c.FetchPartition(fctx, dialer, partition, offset, o, ch)
+	}()
+	return f
+}
+
+// Recycle hands a consumed batch's message slice back for the next batches.
+func (f *Fetcher) Recycle(b FetchBatch) {
+	if cap(b.Messages) < 1024 {
+		return
+	}
+	clear(b.Messages)
+	select {
+	case f.free <- b.Messages[:0]:
+	default:
+	}
+}
+
+// Stop cancels the fetch and waits for it, dropping what it had read.
+func (f *Fetcher) Stop() {
+	f.cancel()
+	for range f.C {
+	}
+	<-f.done
+}
+
+// Err waits for the fetch to end and returns FetchPartition's error: nil when its context ended
+// or Stop was called.
+func (f *Fetcher) Err() error {
+	<-f.done
+	return f.err
 }
 
 // FetchPartition reads one partition from offset (absolute, or kafka-go's FirstOffset /

@@ -245,29 +245,16 @@ func rawMessage(m *kafkago.Message) string {
 // read calls fn with every message of a partition in [from, end), and idle when no message is
 // ready (a good moment to flush). It stops at end, or after Idle without a message.
 func (w *Window) read(ctx context.Context, partition int, from, end int64, fn func(*kafkago.Message) error, idle func() error) error {
-	fctx, cancel := context.WithCancel(ctx)
-	ch := make(chan FetchBatch, 2)
-	var ferr error
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(ch)
-		ferr = w.cfg.FetchPartition(fctx, w.dialer, partition, from, FetchOptions{Logger: w.log}, ch)
-	}()
-	defer func() {
-		cancel()
-		for range ch {
-		}
-		wg.Wait()
-	}()
+	// the batches' messages are not recycled: the records sent on alias them
+	f := w.cfg.StartFetch(ctx, w.dialer, partition, from, FetchOptions{Logger: w.log})
+	defer f.Stop()
 	timer := time.NewTimer(w.Idle)
 	defer timer.Stop()
 	for {
 		var b FetchBatch
 		var ok bool
 		select {
-		case b, ok = <-ch:
+		case b, ok = <-f.C:
 		case <-timer.C:
 			w.log.Info("no message before the window's end offset; ending the partition's window",
 				zap.String("stream", Stream(w.cfg.Topic, partition)), zap.Int64("offset", from), zap.Int64("end", end))
@@ -276,8 +263,8 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 			return ctx.Err()
 		}
 		if !ok {
-			if ferr != nil {
-				return ferr
+			if err := f.Err(); err != nil {
+				return err
 			}
 			return ctx.Err()
 		}
@@ -301,7 +288,7 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 		if from >= end {
 			return nil
 		}
-		if len(ch) == 0 {
+		if len(f.C) == 0 {
 			if err := idle(); err != nil {
 				return err
 			}

@@ -1,0 +1,301 @@
+package replicate
+
+import (
+	"strconv"
+
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/kafka"
+)
+
+// The change -> operations step both appliers (files and SQL) share: what a decoded change does
+// to the output, as operations in the order they are applied. The appliers only carry them out.
+
+// opKind is what an operation does to the output.
+type opKind uint8
+
+const (
+	opUpsert      opKind = iota + 1 // write row: whole, or the columns set names
+	opDelete                        // delete the key in row's first KeyLen values
+	opDeleteRange                   // delete the rows in keyRange
+	opReject                        // reject the change's message (stage, err)
+	opDrop                          // nothing to apply: a redundant Debezium tombstone, counted
+	opRepeat                        // nothing to apply: an event the connector published before, counted
+)
+
+func (k opKind) String() string {
+	switch k {
+	case opUpsert:
+		return "upsert"
+	case opDelete:
+		return "delete"
+	case opDeleteRange:
+		return "range delete"
+	case opReject:
+		return "reject"
+	case opDrop:
+		return "drop"
+	case opRepeat:
+		return "repeat"
+	}
+	return "op(" + strconv.Itoa(int(k)) + ")"
+}
+
+// stage is the stage that rejects a change, as its rejects line names it.
+type stage uint8
+
+const (
+	stageSource    stage = iota + 1 // the message cannot be decoded, or lacks what the output needs
+	stageTransform                  // the mapping cannot take the change
+	stageSink                       // the output cannot hold it
+)
+
+func (s stage) String() string {
+	switch s {
+	case stageSource:
+		return "source"
+	case stageTransform:
+		return "transform"
+	case stageSink:
+		return "sink"
+	}
+	return "stage(" + strconv.Itoa(int(s)) + ")"
+}
+
+// operation is one effect of a change on the output. Its row and mask live in the step's
+// rowSlab (valid until its reset); the error of a reject may be the evaluator's.
+type operation struct {
+	kind      opKind
+	stage     stage              // opReject
+	row       []pipeline.Value   // opUpsert: the target row; opDelete: the key in its first KeyLen values
+	set       []bool             // opUpsert: the target columns a partial change sets; nil: the whole row
+	keyRange  *pipeline.KeyRange // opDeleteRange
+	writeTime int64              // the change's Cassandra write time in epoch ms (0: none)
+	err       *pipeline.RowError // opReject
+}
+
+// outputCaps is what the output can hold, which decides some changes' operations.
+type outputCaps struct {
+	// wholeRows: bulk-load files, which hold whole rows: a change that sets some columns, a
+	// range delete and a partition delete are rejected (stage sink).
+	wholeRows bool
+	// writeTime: the table writes cell timestamps, so a change without its write time is
+	// rejected (a redundant Debezium tombstone dropped).
+	writeTime bool
+}
+
+// operations appends the operations of one change to dst: a reject, a drop, a delete of a key
+// or a range, or an upsert, which an update whose before image maps to another key precedes
+// with the delete of the old key (or with the reject saying the old key cannot be computed).
+func (w *partWorker) operations(dst []operation, ch *kafka.Change) []operation {
+	if ch.Repeat {
+		// applied again after newer events of its keys, it would undo them
+		return append(dst, operation{kind: opRepeat})
+	}
+	if ch.Err != nil {
+		return reject(dst, stageSource, ch.Err)
+	}
+	if w.caps.wholeRows {
+		if rerr := wholeRowsOnly(ch); rerr != nil {
+			return reject(dst, stageSink, rerr)
+		}
+	}
+	if w.caps.writeTime && ch.WriteTime == 0 {
+		if w.redundantTombstone(ch) {
+			// it repeats the delete event before it, which carried the write time; at the
+			// server's time it would hide the writes made after it
+			return append(dst, operation{kind: opDrop})
+		}
+		return reject(dst, stageSource, &pipeline.RowError{Code: CodeNoWriteTime,
+			Message: "write_time=true: the event carries no Cassandra write time (source.ts_us or source.ts_ms of Debezium's Cassandra connector); replicate other events without write_time"})
+	}
+	switch ch.Op {
+	case kafka.OpDelete:
+		return w.deleteOps(dst, ch)
+	case kafka.OpRangeDelete:
+		return w.rangeOps(dst, ch.Values, ch.Set, ch.Range, ch.Offset, ch.WriteTime)
+	}
+	row := w.rows.row()
+	var set []bool
+	if ch.Set != nil {
+		set = w.rows.set()
+	}
+	if rerr := w.mapRow(ch, row, set); rerr != nil {
+		return reject(dst, stageTransform, rerr)
+	}
+	if ch.Before != nil {
+		old := w.rows.row()
+		moved, rerr := w.oldKey(ch.Before, ch.Offset, row, old)
+		switch {
+		case rerr != nil:
+			dst = reject(dst, stageTransform, rerr)
+		case moved:
+			dst = append(dst, operation{kind: opDelete, row: old})
+		}
+	}
+	return append(dst, operation{kind: opUpsert, row: row, set: set, writeTime: ch.WriteTime})
+}
+
+func reject(dst []operation, st stage, rerr *pipeline.RowError) []operation {
+	return append(dst, operation{kind: opReject, stage: st, err: rerr})
+}
+
+// redundantTombstone tells whether a change is the tombstone Debezium sends after every delete
+// event, of the same key.
+func (w *partWorker) redundantTombstone(ch *kafka.Change) bool {
+	return ch.Tombstone && w.r.cfg.Kafka.Format == kafka.FormatDebezium
+}
+
+// deleteOps is the delete of the key a delete change gives.
+//
+// Debezium follows every delete event with a tombstone of the same key: when the target key
+// cannot be computed from the message key alone (it uses other columns), the tombstone is
+// dropped (counted in TombstonesDropped), the delete event having done the work.
+func (w *partWorker) deleteOps(dst []operation, ch *kafka.Change) []operation {
+	dbzTombstone := w.redundantTombstone(ch)
+	if w.r.cfg.Program.UsesSalt() {
+		if dbzTombstone {
+			return append(dst, operation{kind: opDrop})
+		}
+		return reject(dst, stageTransform, &pipeline.RowError{Code: kafka.CodeUnsupported,
+			Message: "delete: the key uses random(n), whose salt depends on the row and its offset: the key of the row to delete cannot be computed"})
+	}
+	row := w.rows.row()
+	w.rec = pipeline.Record{Values: ch.Values, Seq: ch.Offset}
+	if rerr := w.ev.ApplyKey(&w.batch, &w.rec, row); rerr != nil {
+		if dbzTombstone && rerr.Code == pipeline.CodeNullKey {
+			return append(dst, operation{kind: opDrop})
+		}
+		if ch.Set != nil && rerr.Code == pipeline.CodeNullKey {
+			// a Cassandra partition delete (its clustering cells are null): every row of the
+			// partition, an open range
+			if w.caps.wholeRows {
+				return reject(dst, stageSink, &pipeline.RowError{Code: pipeline.CodeRangeTombstone, Field: rerr.Field,
+					Message: "a Cassandra partition delete (its clustering cells are null) deletes every row of the partition, which bulk-load files cannot express: replicate into the table instead (--out mysql://... or lindorm://...)"})
+			}
+			return w.rangeOps(dst, ch.Values, ch.Set, &pipeline.ClusteringRange{}, ch.Offset, ch.WriteTime)
+		}
+		rerr.Message = "delete: " + rerr.Message
+		return reject(dst, stageTransform, rerr)
+	}
+	return append(dst, operation{kind: opDelete, row: row, writeTime: ch.WriteTime})
+}
+
+// rangeOps is the delete of the key range a Cassandra range tombstone covers, or its reject
+// when the mapping's key does not make it one range of the table.
+func (w *partWorker) rangeOps(dst []operation, vals []pipeline.Value, set []bool, rng *pipeline.ClusteringRange, offset, writeTime int64) []operation {
+	w.rec = pipeline.Record{Values: vals, Seq: offset, Set: set}
+	kr, rerr := w.ev.KeyRange(&w.batch, &w.rec, rng, w.rows.row())
+	if rerr != nil {
+		return reject(dst, stageTransform, rerr)
+	}
+	return append(dst, operation{kind: opDeleteRange, keyRange: &kr, writeTime: writeTime})
+}
+
+// wholeRowsOnly refuses the changes a file of whole rows cannot express: a change that sets
+// some columns only (its row would null the others) and a range delete.
+func wholeRowsOnly(ch *kafka.Change) *pipeline.RowError {
+	switch {
+	case ch.Op == kafka.OpRangeDelete:
+		return &pipeline.RowError{Code: pipeline.CodeRangeTombstone, Field: "op",
+			Message: "a range tombstone (a delete of a clustering range) cannot be written to bulk-load files: replicate into the table instead (--out mysql://... or lindorm://...)"}
+	case ch.Set != nil && ch.Op == kafka.OpUpsert:
+		return &pipeline.RowError{Code: pipeline.CodePartialUpdate, Field: "after",
+			Message: "the change sets some columns only (a Cassandra UPDATE or INSERT that names some columns), and a bulk-load file holds whole rows: writing it would null the other columns; replicate into the table instead (--out mysql://... or lindorm://...), which updates the columns the change sets"}
+	}
+	return nil
+}
+
+// mapRow maps a change's values to the target row; set receives the target columns a partial
+// change sets (nil for a whole row).
+func (w *partWorker) mapRow(ch *kafka.Change, row []pipeline.Value, set []bool) *pipeline.RowError {
+	w.rec = pipeline.Record{Values: ch.Values, Seq: ch.Offset, Set: ch.Set}
+	if ch.Set != nil {
+		return w.ev.ApplyPartial(&w.batch, &w.rec, row, set)
+	}
+	// a change that nulls every non-key column deletes those cells: it is not a key-only row
+	// to reject (Apply's key_only_row is for whole-row snapshots)
+	return w.ev.ApplyKey(&w.batch, &w.rec, row)
+}
+
+// oldKey computes into old the key an update's before image maps to; moved tells whether it
+// differs from row's. A key with a salt cannot be recomputed (the salt depends on the values):
+// never moved, with one warning.
+func (w *partWorker) oldKey(before []pipeline.Value, offset int64, row, old []pipeline.Value) (moved bool, rerr *pipeline.RowError) {
+	if w.r.cfg.Program.UsesSalt() {
+		if !w.saltWarn {
+			w.saltWarn = true
+			w.log.Warn("the key uses random(n): an update that changes the row's values gets a new salt, and the old key cannot be found to delete it")
+		}
+		return false, nil
+	}
+	w.rec = pipeline.Record{Values: before, Seq: offset}
+	if rerr := w.ev.ApplyKey(&w.batch, &w.rec, old); rerr != nil {
+		// the before image may lack non-key columns; only a key error matters
+		rerr.Message = "update: cannot compute the old key from \"before\" to delete it: " + rerr.Message
+		return false, rerr
+	}
+	return !sameKey(row, old, w.r.target.KeyLen), nil
+}
+
+func sameKey(a, b []pipeline.Value, n int) bool {
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// rowSlab hands out target rows and column masks that stay valid until reset: a new backing
+// array leaves the rows handed out before it in the old one.
+type rowSlab struct {
+	n     int // values of a target row
+	chunk int // rows a new backing array holds at least
+	vals  []pipeline.Value
+	sets  []bool
+}
+
+func (s *rowSlab) row() []pipeline.Value {
+	if len(s.vals)+s.n > cap(s.vals) {
+		s.vals = make([]pipeline.Value, 0, max(s.chunk*s.n, 2*cap(s.vals)))
+	}
+	s.vals = s.vals[:len(s.vals)+s.n]
+	return s.vals[len(s.vals)-s.n:]
+}
+
+func (s *rowSlab) set() []bool {
+	if len(s.sets)+s.n > cap(s.sets) {
+		s.sets = make([]bool, 0, max(s.chunk*s.n, 2*cap(s.sets)))
+	}
+	s.sets = s.sets[:len(s.sets)+s.n]
+	return s.sets[len(s.sets)-s.n:]
+}
+
+// reset reuses the slab: the rows handed out so far become invalid.
+func (s *rowSlab) reset() { s.vals, s.sets = s.vals[:0], s.sets[:0] }
+
+// drop starts new backing arrays: the rows handed out so far stay valid for whoever keeps them.
+func (s *rowSlab) drop() { s.vals, s.sets = nil, nil }
+
+// changeReject is the rejects line of a change's message.
+func changeReject(topic, stream string, partition int, ch *kafka.Change, st stage, rerr *pipeline.RowError) *output.Reject {
+	rj := &output.Reject{
+		Position: "kafka:" + stream + ":" + strconv.FormatInt(ch.Offset, 10), Stream: stream, Seq: ch.Offset,
+		Stage: st.String(), Code: rerr.Code, Field: rerr.Field, Message: rerr.Message,
+		LogPosition: &output.LogPosition{Topic: topic, Partition: partition, Offset: ch.Offset},
+	}
+	const limit = 64 << 10
+	switch {
+	case ch.Value == nil:
+		rj.Raw = "null"
+	case len(ch.Value) > limit:
+		rj.Raw = string(ch.Value[:limit])
+	default:
+		rj.Raw = string(ch.Value)
+	}
+	if k := ch.Key; len(k) > 0 {
+		rj.Key = string(k[:min(len(k), 4096)])
+	}
+	return rj
+}

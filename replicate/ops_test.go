@@ -1,0 +1,205 @@
+package replicate
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/transform"
+)
+
+// opsWorker is the change -> operations step of a worker for an output that can hold caps, with
+// a mapping keyed [g][id] (or salted) of Debezium changes.
+func opsWorker(t *testing.T, key string, caps outputCaps) *partWorker {
+	t.Helper()
+	m, err := transform.Decode([]byte("version: 1\nsource: {columns: {id: bigint, g: text, v: text}}\ntarget: {table: t, primary_key: '"+key+"'}\n"), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := transform.Compile(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Replicator{cfg: Config{Program: prog, Kafka: kafka.Config{Format: kafka.FormatDebezium}}, target: prog.Target(), log: zap.NewNop()}
+	w := r.newPartWorker(0, nil, caps, 2)
+	return &w
+}
+
+// describe writes an operation as the tests compare it: its kind, then the key or the range, the
+// columns set, the write time, or the reject's stage, code, field and message.
+func describe(op operation, keyLen int) string {
+	var b strings.Builder
+	b.WriteString(op.kind.String())
+	vals := func(vs []pipeline.Value) {
+		for i, v := range vs {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			if v.Kind == pipeline.KindNull {
+				b.WriteString("null")
+			} else if v.Str != "" {
+				b.WriteString(v.Str)
+			} else {
+				fmt.Fprint(&b, v.Num)
+			}
+		}
+	}
+	switch op.kind {
+	case opUpsert:
+		b.WriteString(" ")
+		vals(op.row)
+		if op.set != nil {
+			fmt.Fprintf(&b, " set=%v", op.set)
+		}
+	case opDelete:
+		b.WriteString(" ")
+		vals(op.row[:keyLen])
+	case opDeleteRange:
+		b.WriteString(" prefix=")
+		vals(op.keyRange.Prefix)
+	case opReject:
+		fmt.Fprintf(&b, " %s %s field=%q: %s", op.stage, op.err.Code, op.err.Field, op.err.Message)
+	}
+	if op.writeTime != 0 {
+		fmt.Fprintf(&b, " at=%d", op.writeTime)
+	}
+	return b.String()
+}
+
+// What each change does to a folder (whole rows only) and to a table, in the order the
+// operations are applied: the one step both workers carry out.
+func TestChangeOperations(t *testing.T) {
+	row := func(id int64, g, v string) []pipeline.Value { // id < 0: null
+
+		out := []pipeline.Value{pipeline.Null, pipeline.Null, pipeline.Null}
+		if id >= 0 {
+			out[0] = pipeline.Int(id)
+		}
+		if g != "" {
+			out[1] = pipeline.Text(g)
+		}
+		if v != "" {
+			out[2] = pipeline.Text(v)
+		}
+		return out
+	}
+	parse := &pipeline.RowError{Code: pipeline.CodeParse, Field: "after", Message: "invalid JSON"}
+	cases := []struct {
+		name        string
+		ch          kafka.Change
+		files, sql  []string
+		salted      []string // files and SQL alike, with the key [g][id][random(4)]
+		sqlWithTime []string // a table that writes cell timestamps
+	}{{
+		name:        "undecodable",
+		ch:          kafka.Change{Err: parse},
+		files:       []string{`reject source parse field="after": invalid JSON`},
+		sql:         []string{`reject source parse field="after": invalid JSON`},
+		sqlWithTime: []string{`reject source parse field="after": invalid JSON`},
+	}, {
+		name:        "whole row",
+		ch:          kafka.Change{Op: kafka.OpUpsert, Values: row(1, "a", "x"), WriteTime: 5},
+		files:       []string{"upsert a,1,x at=5"},
+		sql:         []string{"upsert a,1,x at=5"},
+		salted:      []string{"upsert a,1 at=5"},
+		sqlWithTime: []string{"upsert a,1,x at=5"},
+	}, {
+		name:  "columns set",
+		ch:    kafka.Change{Op: kafka.OpUpsert, Values: row(1, "a", ""), Set: []bool{true, true, false}, WriteTime: 5},
+		files: []string{`reject sink partial_update field="after": the change sets some columns only (a Cassandra UPDATE or INSERT that names some columns), and a bulk-load file holds whole rows: writing it would null the other columns; replicate into the table instead (--out mysql://... or lindorm://...), which updates the columns the change sets`},
+		sql:   []string{"upsert a,1,null set=[true true false] at=5"},
+	}, {
+		name:  "range delete",
+		ch:    kafka.Change{Op: kafka.OpRangeDelete, Values: row(-1, "a", ""), Set: []bool{false, true, false}, Range: &pipeline.ClusteringRange{}, WriteTime: 5},
+		files: []string{`reject sink range_tombstone field="op": a range tombstone (a delete of a clustering range) cannot be written to bulk-load files: replicate into the table instead (--out mysql://... or lindorm://...)`},
+		sql:   []string{"range delete prefix=a at=5"},
+	}, {
+		name:        "delete",
+		ch:          kafka.Change{Op: kafka.OpDelete, Values: row(1, "a", ""), WriteTime: 5},
+		files:       []string{"delete a,1 at=5"},
+		sql:         []string{"delete a,1 at=5"},
+		salted:      []string{`reject transform unsupported field="": delete: the key uses random(n), whose salt depends on the row and its offset: the key of the row to delete cannot be computed`},
+		sqlWithTime: []string{"delete a,1 at=5"},
+	}, {
+		name:        "Debezium tombstone of a key the message key lacks",
+		ch:          kafka.Change{Op: kafka.OpDelete, Values: row(1, "", ""), Tombstone: true},
+		files:       []string{"drop"},
+		sql:         []string{"drop"},
+		salted:      []string{"drop"},
+		sqlWithTime: []string{"drop"},
+	}, {
+		name:        "delete without its key",
+		ch:          kafka.Change{Op: kafka.OpDelete, Values: row(1, "", "")},
+		files:       []string{`reject transform null_key field="g": delete: key column g is null`},
+		sql:         []string{`reject transform null_key field="g": delete: key column g is null`},
+		sqlWithTime: []string{`reject source no_write_time field="": write_time=true: the event carries no Cassandra write time (source.ts_us or source.ts_ms of Debezium's Cassandra connector); replicate other events without write_time`},
+	}, {
+		name:  "partition delete",
+		ch:    kafka.Change{Op: kafka.OpDelete, Values: row(-1, "a", ""), Set: []bool{false, true, false}, WriteTime: 5},
+		files: []string{`reject sink range_tombstone field="id": a Cassandra partition delete (its clustering cells are null) deletes every row of the partition, which bulk-load files cannot express: replicate into the table instead (--out mysql://... or lindorm://...)`},
+		sql:   []string{"range delete prefix=a at=5"},
+	}, {
+		name:   "update that moves the key",
+		ch:     kafka.Change{Op: kafka.OpUpsert, Values: row(1, "b", "x"), Before: row(1, "a", "w"), WriteTime: 5},
+		files:  []string{"delete a,1", "upsert b,1,x at=5"},
+		sql:    []string{"delete a,1", "upsert b,1,x at=5"},
+		salted: []string{"upsert b,1 at=5"},
+	}, {
+		name:  "update that keeps the key",
+		ch:    kafka.Change{Op: kafka.OpUpsert, Values: row(1, "a", "x"), Before: row(1, "a", "w")},
+		files: []string{"upsert a,1,x"},
+		sql:   []string{"upsert a,1,x"},
+	}, {
+		name:  "update whose before image lacks the key",
+		ch:    kafka.Change{Op: kafka.OpUpsert, Values: row(1, "a", "x"), Before: row(1, "", "")},
+		files: []string{`reject transform null_key field="g": update: cannot compute the old key from "before" to delete it: key column g is null`, "upsert a,1,x"},
+		sql:   []string{`reject transform null_key field="g": update: cannot compute the old key from "before" to delete it: key column g is null`, "upsert a,1,x"},
+	}, {
+		name:  "row that cannot be mapped",
+		ch:    kafka.Change{Op: kafka.OpUpsert, Values: row(1, "", "x")},
+		files: []string{`reject transform null_key field="g": key column g is null`},
+		sql:   []string{`reject transform null_key field="g": key column g is null`},
+	}}
+	check := func(t *testing.T, w *partWorker, ch kafka.Change, want []string) {
+		t.Helper()
+		if want == nil {
+			return
+		}
+		var got []string
+		for _, op := range w.operations(nil, &ch) {
+			got = append(got, describe(op, w.r.target.KeyLen))
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Run("files", func(t *testing.T) { check(t, opsWorker(t, "[g][id]", outputCaps{wholeRows: true}), c.ch, c.files) })
+			t.Run("sql", func(t *testing.T) { check(t, opsWorker(t, "[g][id]", outputCaps{}), c.ch, c.sql) })
+			t.Run("sql write time", func(t *testing.T) {
+				check(t, opsWorker(t, "[g][id]", outputCaps{writeTime: true}), c.ch, c.sqlWithTime)
+			})
+			if c.salted != nil && c.ch.Set == nil {
+				t.Run("salted", func(t *testing.T) {
+					w := opsWorker(t, "[g][id][random(4)]", outputCaps{wholeRows: true})
+					// the salt is the key's last column: compare the values before it
+					var got []string
+					for _, op := range w.operations(nil, &c.ch) {
+						if op.kind == opUpsert {
+							op.row = op.row[:2]
+						}
+						got = append(got, describe(op, 2))
+					}
+					if strings.Join(got, "\n") != strings.Join(c.salted, "\n") {
+						t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(c.salted, "\n\t"))
+					}
+				})
+			}
+		})
+	}
+}
