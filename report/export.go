@@ -198,6 +198,9 @@ func headerComment(a Alternative, rep *Report) string {
 	if len(a.Queries) == 0 && a.TradeOff != "" {
 		lines = append(lines, a.TradeOff)
 	}
+	if a.Salt > 0 {
+		lines = append(lines, "The salt's cost: "+transform.SaltCost(a.Salt)+".")
+	}
 	lines = append(lines, "Check it with: rekey report -m <this file> --source ...")
 	var out []string
 	for _, l := range lines {

@@ -51,9 +51,17 @@ func transactionRow(i int) []pipeline.Value {
 // table (the heaviest first-column value then passes it, as it would 8 GiB in production).
 func withKey(t *testing.T, file, pk string) string {
 	t.Helper()
+	if _, err := os.Stat(file); err != nil {
+		t.Fatal(err)
+	}
+	return withKeyText(file, pk)
+}
+
+// withKeyText is withKey outside a test (the file is the repository's).
+func withKeyText(file, pk string) string {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
 	var out []string
 	for _, line := range strings.Split(string(b), "\n") {
@@ -168,7 +176,8 @@ func TestGuideExampleTables(t *testing.T) {
 				if r := altRank(t, naive, tc.fix); r >= own.Rank {
 					t.Errorf("the guide's fix %s ranks %d, the naive key %d", tc.fix, r, own.Rank)
 				}
-				if naive.Alternatives[0].ID != tc.fix {
+				// the wide-table guide's fix for an incremental id: "hash(id)+id or reverse(id)"
+				if first := naive.Alternatives[0].ID; first != tc.fix && !(tc.fix == "hash_next" && first == "reverse_next") {
 					t.Errorf("the advisor ranks %s %s first, not the guide's fix %s", naive.Alternatives[0].ID, naive.Alternatives[0].PrimaryKey, tc.fix)
 				}
 			}

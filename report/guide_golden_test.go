@@ -1,0 +1,265 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
+)
+
+// guideScenario is one of the design guides' example tables with the queries the guide
+// designs it for, the rows generated in creation order.
+type guideScenario struct {
+	name    string
+	yaml    string
+	src     func() pipeline.Source
+	queries []transform.Query
+	first   string   // the advisor's #1: the design the guide gives for the queries
+	warn    []string // every warning and error, rule names in the report's order
+}
+
+const scenarioRows = 60_000
+
+func scenarioSource(make func(i int) []pipeline.Value) func() pipeline.Source {
+	return func() pipeline.Source { return &samplingSource{memSource{n: scenarioRows, make: make}} }
+}
+
+// channelRow: the wide-table guide's orders(channel, id, ts): 3 channels holding 60, 30 and 10%
+// of the orders, ids rising within each channel (a0000001, w0000001, u0000001 ...).
+func channelRow(i int) []pipeline.Value {
+	ch, letter := "alipay", "a"
+	switch r := spreadOf(i, 10); {
+	case r >= 9:
+		ch, letter = "unionpay", "u"
+	case r >= 6:
+		ch, letter = "wechat", "w"
+	}
+	return []pipeline.Value{pipeline.Text(ch), pipeline.Text(fmt.Sprintf("%s%09d", letter, i)), pipeline.Int(guideBase + int64(i)), pipeline.Text("paid"), pipeline.Text("shanghai")}
+}
+
+const channelYAML = `
+version: 1
+source:
+  name: shop.orders
+  columns: {channel: text, id: text, ts: timestamp, status: text, location: text}
+target:
+  table: orders
+  primary_key: "%s"
+regions:
+  count: 16
+`
+
+// userOrderRow: orders by user, user ids random (seq false) or handed out in sequence (seq true:
+// the newest users place the newest orders), order ids rising.
+func userOrderRow(seq bool) func(i int) []pipeline.Value {
+	return func(i int) []pipeline.Value {
+		u := fmt.Sprintf("u%08x", mix64(spreadOf(i, 20000), 7)&0xffffffff)
+		if seq {
+			u = fmt.Sprintf("%09d", 100000000+i/3)
+		}
+		return []pipeline.Value{pipeline.Text(u), pipeline.Int(int64(i)), pipeline.Int(guideBase + int64(i)), pipeline.Text("NORMAL"), pipeline.Decimal("12.50")}
+	}
+}
+
+const userOrderYAML = `
+version: 1
+source:
+  name: shop.user_orders
+  columns: {userid: text, orderid: bigint, ts: timestamp, status: text, amount: decimal}
+target:
+  table: user_orders
+  primary_key: "%s"
+regions:
+  count: 16
+`
+
+// typedOrderRow: an enumerated first column, order_type NORMAL (60%), GROUP, PRESALE, REFUND.
+func typedOrderRow(i int) []pipeline.Value {
+	t := "NORMAL"
+	switch r := spreadOf(i, 10); {
+	case r == 9:
+		t = "REFUND"
+	case r == 8:
+		t = "PRESALE"
+	case r >= 6:
+		t = "GROUP"
+	}
+	return []pipeline.Value{pipeline.Text(t), pipeline.Int(int64(i)), pipeline.Text(fmt.Sprintf("u%06d", spreadOf(i+3, 50000))), pipeline.Int(guideBase + int64(i)), pipeline.Decimal("8.00")}
+}
+
+const typedOrderYAML = `
+version: 1
+source:
+  name: shop.typed_orders
+  columns: {order_type: text, orderid: bigint, userid: text, ts: timestamp, amount: decimal}
+target:
+  table: typed_orders
+  primary_key: "%s"
+regions:
+  count: 16
+`
+
+// clickRow: clicks per user, site and hour, with a row per update of the count (the same
+// user, site and hour again with a higher count).
+func clickRow(i int) []pipeline.Value {
+	j := i / 2 // every record twice: the count as first written, then updated
+	return []pipeline.Value{pipeline.Text(fmt.Sprintf("u%05d", spreadOf(j, 5000))), pipeline.Text(fmt.Sprintf("site%d", j%7)), pipeline.Int(int64(j / 500)), pipeline.Int(int64(10 + i%2*5)), pipeline.Int(guideBase + int64(i))}
+}
+
+const clickNoVersionYAML = `
+version: 1
+source:
+  name: web.clicks
+  columns: {userid: text, site: text, hour: bigint, clicks: bigint}
+target:
+  table: clicks
+  primary_key: "[userid][site][hour]"
+regions:
+  count: 16
+`
+
+const keyOnlyYAML = `
+version: 1
+source:
+  name: shop.follows
+  columns: {userid: text, orderid: bigint}
+target:
+  table: follows
+  primary_key: "[md5(userid).substr(0,4) + userid AS pk][orderid]"
+  exclude: [userid]
+regions:
+  count: 16
+`
+
+const clickYAML = `
+version: 1
+source:
+  name: web.clicks
+  columns: {userid: text, site: text, hour: bigint, clicks: bigint, updated: timestamp}
+target:
+  table: clicks
+  primary_key: "%s"
+regions:
+  count: 16
+`
+
+func guideScenarios() []guideScenario {
+	eq := func(cols ...string) transform.Query { return transform.Query{Equal: cols} }
+	byChannel := []transform.Query{eq("channel", "id", "ts"), {Equal: []string{"channel"}, Range: "id"}}
+	return []guideScenario{
+		// the wide-table guide's orders: keep channel first (the queries read one channel) and
+		// spread each channel's rising ids, "hash(id)+id or reverse(id)"; a salt would make every
+		// GET 16 lookups
+		{"channel orders", fmt.Sprintf(channelYAML, "[channel][id][ts]"), scenarioSource(channelRow), byChannel,
+			"[channel][reverse(id) AS rk_rev][ts]", []string{"first_column_cardinality", "first_column_skew", "incremental_key_column"}},
+		// "If most of the queries in your business contain conditions for the id column, we
+		// recommend that you specify the id column as the leftmost primary key column"
+		{"channel orders by id", fmt.Sprintf(channelYAML, "[channel][id][ts]"), scenarioSource(channelRow), append(byChannel, eq("id")),
+			"[reverse(id) AS rk_rev][channel][ts]", []string{"first_column_cardinality", "first_column_skew", "incremental_key_column", "query_access"}},
+		// random user ids: [userid][orderid] as it is
+		{"user orders, random user ids", fmt.Sprintf(userOrderYAML, "[userid][orderid]"), scenarioSource(userOrderRow(false)),
+			[]transform.Query{eq("userid", "orderid"), {Equal: []string{"userid"}, Range: "orderid"}},
+			"[userid][orderid]", nil},
+		// sequential user ids, latest orders first: [md5(userid).subStr(0,4)][userId][orderid DESC]
+		{"user orders, sequential user ids, newest first", fmt.Sprintf(userOrderYAML, "[userid][orderid]"), scenarioSource(userOrderRow(true)),
+			[]transform.Query{eq("userid", "orderid"), {Equal: []string{"userid"}, Range: "orderid", NewestFirst: true}},
+			"[md5(userid).substr(0, 4) + userid AS rk_hash][orderid DESC]", []string{"incremental_key_column", "write_hotspot"}},
+		// the guide's [userId][orderid][random(100)]: the salt behind the user spreads nothing
+		{"user orders, trailing salt", fmt.Sprintf(userOrderYAML, "[userid][orderid][random(100) AS salt]"), scenarioSource(userOrderRow(true)),
+			[]transform.Query{eq("userid", "orderid")},
+			"[reverse(userid) AS rk_rev][orderid]", []string{"trailing_salt", "salted_key", "incremental_key_column", "write_hotspot"}},
+		// "Do not specify a column that contains enumerated data, such as order types ... as the
+		// first primary key column": orders looked up by id get the id, hashed, first
+		{"enumerated first column", fmt.Sprintf(typedOrderYAML, "[order_type][orderid]"), scenarioSource(typedOrderRow),
+			[]transform.Query{eq("orderid")},
+			"[reverse(orderid) AS rk_rev][order_type]", []string{"first_column_cardinality", "first_column_skew", "incremental_key_column", "region_balance", "query_access"}},
+		// versions of one record that differ in a measure: the key stays, a version column keys them apart
+		{"clicks with a version column", fmt.Sprintf(clickYAML, "[userid][site][hour]"), scenarioSource(clickRow),
+			[]transform.Query{eq("userid", "site", "hour")},
+			"[userid][code(site, site_codes) AS site_code][hour][updated]", []string{"uniqueness"}},
+		{"clicks without a version column", clickNoVersionYAML, scenarioSource(func(i int) []pipeline.Value { return clickRow(i)[:4] }),
+			[]transform.Query{eq("userid", "site", "hour")},
+			"", []string{"uniqueness"}},
+		// the guide's logs: [hostname][log-event][timestamp] for a metric's time range
+		{"logs by host and event", withKeyText("../mappings/logs.yaml", ""), scenarioSource(logRow),
+			[]transform.Query{{Equal: []string{"hostname", "log-event"}, Range: "ts"}},
+			"[hostname][log-event][ts]", []string{"key_columns", "query_access"}},
+		// "Query data that contains only the time dimension": the modulo bucket
+		{"logs by time", withKeyText("../mappings/logs.yaml", ""), scenarioSource(logRow),
+			[]transform.Query{{Range: "ts"}},
+			"[ts % numBuckets AS bucket][ts][hostname][code(log-event, log-event_codes) AS log-event_code]", []string{"key_columns"}},
+		// the transactions tables: one per access pattern
+		{"transactions by seller", withKeyText("../mappings/transactions_by_seller.yaml", ""), scenarioSource(transactionRow),
+			[]transform.Query{{Equal: []string{"seller_id"}, Range: "ts"}}, "[seller_id][ts][order_number]", nil},
+		{"transactions by buyer", withKeyText("../mappings/transactions_by_buyer.yaml", ""), scenarioSource(transactionRow),
+			[]transform.Query{{Equal: []string{"buyer_id"}, Range: "ts"}}, "[buyer_id][ts][order_number]", []string{"first_column_prefix"}},
+		{"transactions by order number", withKeyText("../mappings/transactions_by_order.yaml", "[order_number]"), scenarioSource(transactionRow),
+			[]transform.Query{eq("order_number")}, "[reverse(order_number) AS rk_rev]", []string{"incremental_key_column", "write_hotspot"}},
+		// a table Lindorm cannot write a row into: report refuses it as check and migrate do
+		{"key-only target", keyOnlyYAML, scenarioSource(func(i int) []pipeline.Value { return userOrderRow(false)(i)[:2] }),
+			[]transform.Query{eq("userid", "orderid")}, "", []string{"key_only_target"}},
+	}
+}
+
+// TestGuideScenarios runs the guides' example tables through the report with the queries the
+// guides design them for: the advisor's #1 is the guide's design, and the warnings are the
+// anti-patterns the guides name, each quoting the guide where the rule comes from one.
+func TestGuideScenarios(t *testing.T) {
+	for _, sc := range guideScenarios() {
+		t.Run(sc.name, func(t *testing.T) {
+			rep := runReport(t, sc.yaml, sc.src(), func(c *Config) { c.Queries = sc.queries; c.Workers = 1 })
+			var got []string
+			for _, f := range rep.Findings {
+				if f.Severity != SevInfo {
+					got = append(got, f.Rule)
+				}
+			}
+			if !slices.Equal(got, sc.warn) {
+				t.Errorf("warnings %v, want %v:\n%s", got, sc.warn, strings.Join(warnings(rep), "\n"))
+			}
+			if sc.first == "" {
+				return
+			}
+			if len(rep.Alternatives) == 0 || rep.Alternatives[0].PrimaryKey != sc.first {
+				var table []string
+				for _, a := range rep.Alternatives {
+					table = append(table, fmt.Sprintf("%d %s %s hot %.2f %+v", a.Rank, a.Grade, a.PrimaryKey, writeHotFactor(&a), a.Queries))
+				}
+				t.Errorf("#1 is not %s:\n%s", sc.first, strings.Join(table, "\n"))
+			}
+		})
+	}
+}
+
+// The uniqueness advice on rows that differ in a measure: a version column when the source has
+// one, never the measure; without one, the advice says they are versions of one record.
+func TestUniquenessNeverAddsAMeasure(t *testing.T) {
+	for _, sc := range guideScenarios() {
+		if !strings.HasPrefix(sc.name, "clicks") {
+			continue
+		}
+		rep := runReport(t, sc.yaml, sc.src(), func(c *Config) { c.Queries = sc.queries; c.Workers = 1 })
+		s := rep.Uniqueness.Suggestion
+		if s == nil {
+			t.Fatalf("%s: no suggestion", sc.name)
+		}
+		for _, a := range rep.Alternatives {
+			if slices.Contains(a.Added, "clicks") || strings.Contains(a.PrimaryKey, "[clicks]") {
+				t.Errorf("%s: design %s keys on the measure clicks", sc.name, a.PrimaryKey)
+			}
+		}
+		switch sc.name {
+		case "clicks with a version column":
+			if !slices.Equal(s.Add, []string{"updated"}) {
+				t.Errorf("%s: add %v, want [updated]: %s", sc.name, s.Add, s.Message)
+			}
+		default:
+			if len(s.Add) != 0 || !strings.Contains(s.Message, "differ only in `clicks`, which hold quantities") || !strings.Contains(s.Message, "versions of one record") || !strings.Contains(s.Message, "version column") {
+				t.Errorf("%s: %+v", sc.name, s)
+			}
+		}
+	}
+}
