@@ -674,6 +674,10 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 	own.RejectedRows = ex.rejected
 	withReads(&own, r.prog)
 	own.TradeOff = mappingTradeOff(own.Reads, b)
+	if r.prog.KeyOnly() {
+		// the figures stand, but Lindorm cannot write a row of it: it ranks after every design it can
+		own.Error = "key-only: " + r.prog.KeyOnlyMessage()
+	}
 	list := []altResult{own}
 
 	// the mapping with the smallest key change that removes its collisions

@@ -2,6 +2,8 @@ package report
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -261,5 +263,82 @@ func TestUniquenessNeverAddsAMeasure(t *testing.T) {
 				t.Errorf("%s: %+v", sc.name, s)
 			}
 		}
+	}
+}
+
+// A table declared write-heavy (workload: write_heavy, or Config.Workload) ranks the write
+// spread before the reads: the salt may then come first; by default it never outranks a design
+// that spreads as well without one.
+func TestWorkloadWriteHeavy(t *testing.T) {
+	sc := guideScenarios()[0] // channel orders
+	yml := sc.yaml + "workload: write_heavy\n"
+	for name, mod := range map[string]func(*Config){
+		"mapping": func(c *Config) {},
+		"config":  func(c *Config) { c.Workload = transform.WorkloadWriteHeavy },
+	} {
+		src := yml
+		if name == "config" {
+			src = sc.yaml
+		}
+		rep := runReport(t, src, sc.src(), func(c *Config) { c.Queries = sc.queries; c.Workers = 1; mod(c) })
+		if rep.Workload != transform.WorkloadWriteHeavy || rep.Alternatives[0].Salt == 0 {
+			t.Errorf("%s: workload %q, #1 %s", name, rep.Workload, rep.Alternatives[0].PrimaryKey)
+		}
+	}
+	rep := runReport(t, sc.yaml, sc.src(), func(c *Config) { c.Queries = sc.queries; c.Workers = 1 })
+	if rep.Workload != transform.WorkloadReadsFirst {
+		t.Errorf("default workload %q", rep.Workload)
+	}
+	for _, a := range rep.Alternatives {
+		if a.Salt > 0 && (a.Rank == 1 || !strings.Contains(a.TradeOff, "a GET of one row becomes 16 lookups") || !strings.Contains(a.TradeOff, "rekey replicate rejects deletes")) {
+			t.Errorf("salted design %s ranks %d: %s", a.PrimaryKey, a.Rank, a.TradeOff)
+		}
+	}
+}
+
+// --write-mapping names a salt's cost in the file it writes for a salted design.
+func TestWrittenSaltedDesignNamesItsCost(t *testing.T) {
+	sc := guideScenarios()[0]
+	rep := runReport(t, sc.yaml, sc.src(), func(c *Config) { c.Queries = sc.queries; c.Workers = 1 })
+	dir := t.TempDir()
+	rep.Mapping.File = filepath.Join(dir, "orders.yaml")
+	if err := os.WriteFile(rep.Mapping.File, []byte(sc.yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prog, _ := compile(t, sc.yaml)
+	if _, err := WriteMappings(filepath.Join(dir, "designs"), rep.Mapping.File, rep, prog.Source()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "designs", "salt.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(b), "\n# ", " ")
+	for _, want := range []string{"The salt's cost: reads: a GET of one row becomes 16 lookups", "an update writes the row under a new key and leaves the old row behind, and rekey replicate rejects deletes"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %q in:\n%s", want, b)
+		}
+	}
+}
+
+// When every row is rejected no key was built: the key_length finding says so instead of
+// printing lengths of zero.
+func TestKeyLengthWithoutKeys(t *testing.T) {
+	yml := `
+version: 1
+source:
+  columns: {id: text, v: text}
+target:
+  table: t
+  primary_key: "[long(id) AS id_long]"
+`
+	rep := runReport(t, yml, &memSource{n: 50, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Text(fmt.Sprint("x", i)), pipeline.Text("v")}
+	}}, nil)
+	if rep.Totals.RowsOK != 0 {
+		t.Fatalf("the fixture needs every row rejected: %+v", rep.Totals)
+	}
+	if f := wantSeverity(t, rep, "key_length", SevInfo); f.Message != "key length not measured: no row passed the mapping (see rejects)" {
+		t.Errorf("key_length: %s", f.Message)
 	}
 }

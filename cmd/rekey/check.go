@@ -121,9 +121,16 @@ expressions, types, order), the target columns and the region plan. With --sourc
 source to place quantile split keys.
 
 Last come the rules of Lindorm's design guides the mapping does not follow: warnings (a TIMESTAMP,
-DATE or timeuuid first key column, more than 3 key columns, a collection in the key, no regions:)
-leave the exit code 0; a target whose every column is in the primary key, which Lindorm cannot
-write a row into, is an error (exit 2).`,
+DATE or timeuuid first key column, more than 3 key columns, a collection in the key, no regions:,
+a salt and what it costs the reads and a replication, a salt behind the first key column, which
+spreads nothing) leave the exit code 0; a target whose every column is in the primary key, which
+Lindorm cannot write a row into, is an error (exit 2). When the region plan cannot be made (a
+quantile plan without --source), these rules are still printed before the error.
+
+With --source, check also applies rekey report's data rules to a sample of the source (up to
+100,000 rows): an enumerated, skewed or prefixed first column, incremental key columns, keys that
+collide (an error, exit 2), write hotspots in write order, unbalanced regions. Without --source it
+says that it did not judge the data.`,
 		Example: "  rekey check -m mappings/orders.yaml\n  rekey check -m mappings/users.yaml --source file:users.csv --regions 32",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,5 +154,137 @@ func TestReportCountsKeyOnlyRows(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "report", "-m", mapping, "--source", "file:"+csvPath)
 	if code != 0 || !strings.Contains(stdout, "rejects                   1 of 3 rows (33.3%) would not be migrated: key_only_row 1\n") {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// typedOrdersCSV writes orders whose first key column is an order type (60% NORMAL) and whose
+// ids rise with the time they were placed.
+func typedOrdersCSV(t *testing.T, dir string, rows int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("order_type,orderid,userid,ts,amount\n")
+	types := []string{"NORMAL", "NORMAL", "NORMAL", "NORMAL", "NORMAL", "NORMAL", "GROUP", "GROUP", "PRESALE", "REFUND"}
+	for i := 0; i < rows; i++ {
+		fmt.Fprintf(&b, "%s,ord%010d,u%06d,%d,8.00\n", types[(i*7919)%10], i, (i*104729)%5000, 1704067200000+int64(i))
+	}
+	return writeFile(t, dir, "typed.csv", b.String())
+}
+
+const typedOrdersMapping = `version: 1
+source:
+  name: shop.typed_orders
+  columns: {order_type: text, orderid: text, userid: text, ts: timestamp, amount: decimal}
+target:
+  table: typed_orders
+  primary_key: "[order_type][orderid][random(4) AS salt]"
+regions:
+  count: 16
+`
+
+// TestCheckSourceAppliesDataRules: check --source judges a sample of the data with report's
+// rules: an enumerated, skewed first column and an id rising behind it, which the mapping alone
+// cannot show; it says it planned fewer regions than asked, and names the trailing salt's cost.
+func TestCheckSourceAppliesDataRules(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := writeFile(t, dir, "typed.yaml", typedOrdersMapping)
+	csvPath := typedOrdersCSV(t, dir, 20000)
+	out := mustRun(t, "check", "-m", mapping, "--source", "file:"+csvPath)
+	for _, want := range []string{
+		"Region plan: 4 regions on order_type (VARCHAR), strategy quantile\n  16 regions asked for, 4 planned:",
+		"  warning trailing_salt (target.primary_key[2]): key column salt is a salt behind order_type: it spreads nothing",
+		"  warning salted_key (target.primary_key[2]): the key has a salt (random(4)): reads: a GET of one row becomes 4 lookups",
+		"rekey replicate rejects deletes",
+		"\nData rules on a sample of 20,000 source rows (rekey report's rules;",
+		"  warning first_column_cardinality: first key column order_type has only 4 distinct values",
+		`  warning first_column_skew: skewed first column: order_type = "NORMAL" holds 60.0% of the rows`,
+		`the primary-key guide: "Do not specify a column that contains enumerated data, such as order types`,
+		"  warning incremental_key_column: key column orderid is incremental",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "follows Lindorm's design guides") {
+		t.Errorf("check certifies the mapping:\n%s", out)
+	}
+
+	// colliding keys in the sample are an error, as in report
+	collide := writeFile(t, dir, "collide.yaml", strings.Replace(typedOrdersMapping, "[order_type][orderid][random(4) AS salt]", "[md5(userid).substr(0,4) + userid AS pk]", 1))
+	code, out, errs := runCLI(t, "check", "-m", collide, "--source", "file:"+csvPath)
+	if code != 2 || !strings.Contains(out, "  ERROR uniqueness: ") || !strings.Contains(errs, "the target table breaks Lindorm's design rules (uniqueness)") {
+		t.Errorf("colliding keys: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestCheckPrintsRulesWhenThePlanFails: a quantile plan without --source cannot be made; check
+// still prints the mapping's design rules, says it judged no data, and exits 2 with the reason.
+func TestCheckPrintsRulesWhenThePlanFails(t *testing.T) {
+	t.Parallel()
+	mapping := writeFile(t, t.TempDir(), "typed.yaml", typedOrdersMapping)
+	code, out, errs := runCLI(t, "check", "-m", mapping)
+	for _, want := range []string{
+		"\nRegion plan: not computed: region plan: regions: 16 regions on the first key column \"order_type\" need a sample of the source",
+		"  warning trailing_salt (target.primary_key[2]):",
+		"\nData rules: not applied: the region plan failed (above)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if code != 2 || !strings.Contains(errs, "need a sample of the source to place quantile split keys") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+}
+
+// TestReportRefusesKeyOnlyTarget: report gives the key-only target the error check and migrate
+// give it (exit 2), and proposes no design Lindorm could not write.
+func TestReportRefusesKeyOnlyTarget(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := writeFile(t, dir, "follows.yaml", keyOnlyMapping)
+	csvPath := writeFile(t, dir, "follows.csv", "user,follows\nann,bob\nbob,cid\ncid,ann\n")
+	jsonPath := filepath.Join(dir, "r.json")
+	code, out, errs := runCLI(t, "report", "-m", mapping, "--source", "file:"+csvPath, "--json", jsonPath)
+	if code != 2 || !strings.Contains(out, "ERROR  key_only_target") || !strings.Contains(errs, "the report found errors") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	var rep struct {
+		Alternatives []struct {
+			PrimaryKey string `json:"primary_key"`
+			IsMapping  bool   `json:"is_mapping"`
+			Rank       int
+			Error      string
+		}
+	}
+	if b, err := os.ReadFile(jsonPath); err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Alternatives) == 0 {
+		t.Fatalf("%v", err)
+	}
+	for _, a := range rep.Alternatives {
+		switch {
+		case a.IsMapping && !strings.HasPrefix(a.Error, "key-only: "):
+			t.Errorf("the mapping's design: %+v", a)
+		case a.Rank == 1 && a.Error != "":
+			t.Errorf("the first design cannot be built: %+v", a)
+		}
+	}
+}
+
+// TestReportWorkloadFlag: --workload takes reads_first or write_heavy and refuses anything else.
+func TestReportWorkloadFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := writeFile(t, dir, "t.yaml", keyValueMapping)
+	csvPath := writeFile(t, dir, "t.csv", "id,a,b\n1,x,2\n")
+	code, _, errs := runCLI(t, "report", "-m", mapping, "--source", "file:"+csvPath, "--workload", "writes")
+	if code != 2 || !strings.Contains(errs, `--workload: want reads_first`) {
+		t.Errorf("--workload writes: exit %d: %s", code, errs)
+	}
+	if code, out, errs := runCLI(t, "report", "-m", mapping, "--source", "file:"+csvPath, "--workload", "write_heavy", "--json", filepath.Join(dir, "r.json")); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	var rep struct{ Workload string }
+	if b, err := os.ReadFile(filepath.Join(dir, "r.json")); err != nil || json.Unmarshal(b, &rep) != nil || rep.Workload != "write_heavy" {
+		t.Errorf("workload %q (%v)", rep.Workload, err)
 	}
 }
