@@ -147,32 +147,7 @@ func baseKeys(prog *transform.Program, queries []transform.Query) []baseKey {
 		if len(q.Equal) == 0 {
 			continue // a range alone: the source key or its bucket already lead with what they can
 		}
-		var order []string
-		has := map[string]bool{}
-		push := func(c string) {
-			if !has[c] && prog.Source().Index(c) >= 0 {
-				has[c] = true
-				order = append(order, c)
-			}
-		}
-		eq := map[string]bool{}
-		for _, c := range q.Equal {
-			eq[c] = true
-		}
-		for _, c := range sk {
-			if eq[c] {
-				push(c)
-			}
-		}
-		for _, c := range q.Equal {
-			push(c)
-		}
-		if q.Range != "" {
-			push(q.Range)
-		}
-		for _, c := range sk {
-			push(c)
-		}
+		order := queryOrder(prog, sk, q)
 		k := strings.Join(order, "\x00")
 		if seen[k] || len(out)-1 >= maxQueryBases {
 			continue
@@ -193,6 +168,38 @@ func baseKeys(prog *transform.Program, queries []transform.Query) []baseKey {
 		}
 	}
 	return out
+}
+
+// queryOrder is the guide's key for query q over source key sk: its equality columns (those of
+// the source key first, in key order), its range column, then the rest of the source key.
+func queryOrder(prog *transform.Program, sk []string, q transform.Query) []string {
+	var order []string
+	has := map[string]bool{}
+	push := func(c string) {
+		if !has[c] && prog.Source().Index(c) >= 0 {
+			has[c] = true
+			order = append(order, c)
+		}
+	}
+	eq := map[string]bool{}
+	for _, c := range q.Equal {
+		eq[c] = true
+	}
+	for _, c := range sk {
+		if eq[c] {
+			push(c)
+		}
+	}
+	for _, c := range q.Equal {
+		push(c)
+	}
+	if q.Range != "" {
+		push(q.Range)
+	}
+	for _, c := range sk {
+		push(c)
+	}
+	return order
 }
 
 // readsInOrder: the key columns cols start with the query's equality columns (in any order),

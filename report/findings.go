@@ -91,6 +91,7 @@ var rules = []rule{
 	{[]string{"region_balance", "empty_regions"}, "rows per region, empty regions", checkRegionBalance},
 	{[]string{"write_hotspot"}, "the busiest region's share of each window of writes", checkWriteHotspot},
 	{[]string{"query_access"}, "how the key serves each declared query", checkQueryAccess},
+	{[]string{"query_index"}, "an index for a declared query the key serves only by scanning the whole table", checkQueryIndex},
 	{[]string{"advisor"}, "where the mapping ranks among the alternatives", checkAdvisor},
 	{[]string{"sample"}, "the figures are a sample's", checkSample},
 }
@@ -433,6 +434,19 @@ func checkQueryAccess(f *facts) []Finding {
 		} else {
 			fs = append(fs, finding("query_access", SevInfo, msg, qev))
 		}
+	}
+	return fs
+}
+
+func checkQueryIndex(f *facts) []Finding {
+	var fs []Finding
+	for _, x := range f.Indexes {
+		ev := map[string]float64{"secondary_index": b2f(x.Kind == "secondary_index")}
+		if x.Kind == "secondary_index" {
+			fs = append(fs, finding("query_index", SevInfo, fmt.Sprintf("%s: keep the key and add a secondary index (the guide: \"For queries that cannot be expressed with GET or SCAN, use an index table or secondary index\"): %s %s", x.Query, x.DDL, x.Note), ev))
+			continue
+		}
+		fs = append(fs, finding("query_index", SevInfo, fmt.Sprintf("%s: keep the key and add an index table keyed %s (the guide: \"For queries that cannot be expressed with GET or SCAN, use an index table or secondary index\"): %s", x.Query, x.Key, x.Note), ev))
 	}
 	return fs
 }

@@ -342,3 +342,44 @@ target:
 		t.Errorf("key_length: %s", f.Message)
 	}
 }
+
+// For a declared query the key serves only by scanning the whole table, the advisor offers the
+// guides' index beside the key changes: a secondary index when the query's columns as a key
+// spread writes, with its CREATE INDEX; an index table keyed for the query when they would not.
+func TestIndexOffers(t *testing.T) {
+	by := func(rep *Report) map[string]IndexOffer {
+		out := map[string]IndexOffer{}
+		for _, x := range rep.Indexes {
+			out[x.Query] = x
+		}
+		return out
+	}
+	// orders by user id, keyed by a hash of the order id: the user's orders need an index on
+	// userid, whose values spread writes
+	yml := fmt.Sprintf(typedOrderYAML, "[md5(orderid).substr(0,4) + orderid AS pk]")
+	rep := runReport(t, yml, scenarioSource(typedOrderRow)(), func(c *Config) {
+		c.Queries = []transform.Query{{Equal: []string{"orderid"}}, {Equal: []string{"userid"}}}
+		c.Workers = 1
+	})
+	x, ok := by(rep)["userid = ?"]
+	if !ok || x.Kind != "secondary_index" || x.DDL != "CREATE INDEX IF NOT EXISTS idx_typed_orders_userid ON typed_orders (userid) ASYNC;" || x.Grade == "poor" ||
+		!strings.Contains(x.Note, "run it after the bulk load") {
+		t.Errorf("userid = ?: %+v (all %+v)", x, rep.Indexes)
+	}
+	if _, ok := by(rep)["orderid = ?"]; ok || len(rep.Indexes) != 1 {
+		t.Errorf("an index for a query the key serves: %+v", rep.Indexes)
+	}
+	if f := findingOf(rep, "query_index"); f == nil || !strings.Contains(f.Message, x.DDL) || !strings.Contains(f.Message, `"For queries that cannot be expressed with GET or SCAN, use an index table or secondary index"`) {
+		t.Errorf("query_index finding: %+v", f)
+	}
+
+	// orders by channel looked up by id alone: an index on id would be incremental, so the offer
+	// is an index table keyed for the query
+	sc := guideScenarios()[1]
+	rep = runReport(t, sc.yaml, sc.src(), func(c *Config) { c.Queries = sc.queries; c.Workers = 1 })
+	x, ok = by(rep)["id = ?"]
+	if !ok || x.Kind != "index_table" || x.DDL != "" || x.Key != "[reverse(id) AS rk_rev][channel][ts]" || !strings.Contains(x.Note, "would concentrate writes") ||
+		!strings.Contains(x.Note, "DIR/query_order_reverse.yaml") {
+		t.Errorf("id = ?: %+v (all %+v)", x, rep.Indexes)
+	}
+}

@@ -36,8 +36,11 @@ type Report struct {
 	// Workload is how the advisor weighs reads against write spread: reads_first (the default:
 	// the guide salts only "when write distribution is more critical than read simplicity") or
 	// write_heavy (declared with workload: write_heavy in the mapping or --workload).
-	Workload       string         `json:"workload"`
-	Alternatives   []Alternative  `json:"alternatives"`
+	Workload     string        `json:"workload"`
+	Alternatives []Alternative `json:"alternatives"`
+	// Indexes are the indexes offered for declared queries the mapping's key serves only by
+	// scanning the whole table: a secondary index (with its CREATE INDEX) or an index table.
+	Indexes        []IndexOffer   `json:"indexes"`
 	Recommendation Recommendation `json:"recommendation"`
 	TimeHeatmap    *TimeHeatmap   `json:"time_heatmap"` // null when the write order has no axis (arrival order, offsets)
 	WriteOrder     *WriteOrder    `json:"write_order"`  // the order the application is taken to write rows in

@@ -446,6 +446,7 @@ func (r *runner) assemble(ctx context.Context, total *acc, tl *timeline, plan pi
 		}
 	}
 	rep.Alternatives = r.adv.finish(tl.subsample, ex)
+	rep.Indexes = r.adv.indexOffers(rep.Alternatives, r.prog.Table())
 	r.log.Info("advisor", zap.Int("subsample", len(tl.subsample)), zap.Int("designs", len(rep.Alternatives)), zap.Duration("took", time.Since(advised)))
 	r.recommend(rep, tl.subsample)
 	evaluate(rep, cfg.Strict)

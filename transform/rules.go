@@ -2,6 +2,7 @@ package transform
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cqlvalue"
@@ -31,6 +32,18 @@ const (
 // KeyOnly says whether every target column is in the primary key: Lindorm cannot write a row that
 // holds only its primary key, so such a target cannot receive a single row.
 func (p *Program) KeyOnly() bool { return p.target.KeyLen == len(p.target.Columns) }
+
+// CarriedAs is the target column that holds source column src as it is (possibly cast), ""
+// when none does (the column is excluded, or only computed into other columns): what a
+// secondary index on the source column would index.
+func (p *Program) CarriedAs(src string) string {
+	for _, col := range p.cols {
+		if i := p.bareSource(col); i >= 0 && strings.EqualFold(p.source[i].Name, src) {
+			return col.name
+		}
+	}
+	return ""
+}
 
 // KeyOnlyMessage says why a key-only target is refused and what to do.
 func (p *Program) KeyOnlyMessage() string {
