@@ -90,6 +90,7 @@ var rules = []rule{
 	{[]string{"region_plan"}, "the regions and where their split keys come from", checkRegionPlan},
 	{[]string{"region_balance", "empty_regions"}, "rows per region, empty regions", checkRegionBalance},
 	{[]string{"write_hotspot"}, "the busiest region's share of each window of writes", checkWriteHotspot},
+	{[]string{"single_row_hotspot"}, "one key written again and again within a window of writes", checkSingleRowHotspot},
 	{[]string{"query_access"}, "how the key serves each declared query", checkQueryAccess},
 	{[]string{"query_index"}, "an index for a declared query the key serves only by scanning the whole table", checkQueryIndex},
 	{[]string{"advisor"}, "where the mapping ranks among the alternatives", checkAdvisor},
@@ -407,6 +408,24 @@ func checkWriteHotspot(f *facts) []Finding {
 	}
 	return one(finding("write_hotspot", SevWarning, fmt.Sprintf("write hotspot: in each window of %s rows in %s the busiest region takes %s of the writes on average (even: %s, %.1fx)%s; continuous writes in this order would load one region at a time",
 		count(hs.RowsPerWindow), f.ordered, pct(hs.MeanTopShare), pct(hs.EvenShare), hs.HotFactor, why), hev))
+}
+
+func checkSingleRowHotspot(f *facts) []Finding {
+	h := f.HotRows
+	if h.Rows == 0 || h.Windows == 0 {
+		return nil
+	}
+	ev := map[string]float64{"windows": float64(h.Windows), "rows_per_window": float64(h.RowsPerWindow), "even_share": h.EvenShare}
+	if len(h.Top) == 0 {
+		return one(finding("single_row_hotspot", SevInfo, fmt.Sprintf("no key is written twice within a window of %s writes in %s%s", count(h.RowsPerWindow), f.ordered, f.onSample), ev))
+	}
+	t := h.Top[0]
+	ev["window_writes"], ev["window_share"], ev["writes"] = float64(t.WindowWrites), t.WindowShare, float64(t.Writes)
+	what := fmt.Sprintf("key %s takes %s writes of a window of %s in %s (%s", strings.Join(t.Key, "|"), count(t.WindowWrites), count(h.RowsPerWindow), f.ordered, pct(t.WindowShare))
+	if t.WindowShare >= h.EvenShare && t.WindowWrites >= 3 {
+		return one(finding("single_row_hotspot", SevWarning, what+fmt.Sprintf(", a whole region's share is %s; on the advisor's subsample): a single-row hotspot, which no key design spreads (the wide-table guide: \"Requests for the same row are always distributed to the same node ... you can only resolve this issue by scaling up the specification of the node\"): merge its updates before they reach Lindorm, or split the row (a counter per shard, summed on read)", pct(h.EvenShare)), ev))
+	}
+	return one(finding("single_row_hotspot", SevInfo, what+fmt.Sprintf(", under a region's share of %s): no single-row hotspot", pct(h.EvenShare)), ev))
 }
 
 // mappingAlternative is the mapping's own design among the advisor's alternatives (nil: none).

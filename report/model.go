@@ -32,7 +32,9 @@ type Report struct {
 	Distribution   Distribution `json:"distribution"`
 	Hotspot        Hotspot      `json:"hotspot"`
 	HotspotWindows []Window     `json:"hotspot_windows"`
-	Queries        []QueryInfo  `json:"queries"` // the declared access patterns the advisor ranks by
+	// HotRows are the keys written most often within a window of writes: single-row hotspots
+	HotRows HotRows     `json:"hot_rows"`
+	Queries []QueryInfo `json:"queries"` // the declared access patterns the advisor ranks by
 	// Workload is how the advisor weighs reads against write spread: reads_first (the default:
 	// the guide salts only "when write distribution is more critical than read simplicity") or
 	// write_heavy (declared with workload: write_heavy in the mapping or --workload).

@@ -420,6 +420,7 @@ func (r *runner) assemble(ctx context.Context, total *acc, tl *timeline, plan pi
 	}
 	rep := r.build(total, tl, coll, plan, planInfo, info, elapsed, ord)
 	rep.Queries = r.queryInfo()
+	rep.HotRows = ord.hot
 	rep.Workload = r.workload()
 	for _, d := range r.prog.DesignRules(true) {
 		switch d.Code {
