@@ -47,7 +47,6 @@ func countHotRows(keys [][]pipeline.Value, evidence string, regions int) HotRows
 		at            int // a row with the key
 		writes, best  int64
 		bestOf, inWin int64
-		win           int
 	}
 	stats := map[uint64]*stat{}
 	win, inWin := 0, int64(0)
