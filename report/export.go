@@ -163,6 +163,10 @@ func editMapping(data []byte, a Alternative, rep *Report) ([]byte, error) {
 		}
 		setField(root, "queries", seq)
 	}
+	// the workload the designs were ranked under (--workload overrides the file's)
+	if w := field(root, "workload"); w != nil && w.Value != rep.Workload || w == nil && rep.Workload == transform.WorkloadWriteHeavy {
+		setField(root, "workload", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: rep.Workload})
+	}
 	// the file's opening comment described the user's design: say what this one is instead
 	if len(root.Content) > 0 {
 		root.Content[0].HeadComment = headerComment(a, rep)

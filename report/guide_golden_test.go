@@ -261,6 +261,17 @@ func TestWrittenSaltedDesignNamesItsCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if strings.Contains(string(b), "workload:") {
+		t.Errorf("a reads-first run writes a workload the mapping did not have:\n%s", b)
+	}
+	// ranked write-heavy (--workload): the files say so, for the report run on them
+	rep.Workload = transform.WorkloadWriteHeavy
+	if _, err := WriteMappings(filepath.Join(dir, "heavy"), rep.Mapping.File, rep, prog.Source()); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := transform.Load(filepath.Join(dir, "heavy", "salt.yaml")); err != nil || m.Workload != transform.WorkloadWriteHeavy {
+		t.Errorf("workload %v %v", m, err)
+	}
 	text := strings.ReplaceAll(string(b), "\n# ", " ")
 	for _, want := range []string{"The salt's cost: reads: a GET of one row becomes 16 lookups", "an update writes the row under a new key and leaves the old row behind, and rekey replicate rejects deletes"} {
 		if !strings.Contains(text, want) {
