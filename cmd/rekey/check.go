@@ -199,8 +199,8 @@ func checkData(cmd *cobra.Command, inv *invocation, pf *planFlags, prog *transfo
 	d := &dataRules{rows: rep.Totals.RowsAnalysed}
 	for _, f := range rep.Findings {
 		switch f.Rule {
-		case transform.RuleKeyOnlyTarget, transform.RuleSaltedKey, transform.RuleTrailingSalt:
-			continue // the mapping's own rules: printed once, from the mapping
+		case transform.RuleKeyOnlyTarget, transform.RuleSaltedKey, transform.RuleTrailingSalt, "key_columns":
+			continue // the mapping's own rules (key_columns is many_key_columns): printed once, from the mapping
 		}
 		if f.Severity != report.SevInfo {
 			d.findings = append(d.findings, f)

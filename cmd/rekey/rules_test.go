@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -286,5 +287,43 @@ func TestReportWorkloadFlag(t *testing.T) {
 	var rep struct{ Workload string }
 	if b, err := os.ReadFile(filepath.Join(dir, "r.json")); err != nil || json.Unmarshal(b, &rep) != nil || rep.Workload != "write_heavy" {
 		t.Errorf("workload %q (%v)", rep.Workload, err)
+	}
+}
+
+// TestCheckGuideTables runs check --source on the design guides' example tables (docs/examples,
+// mappings/logs.yaml; the data from gen:) and pins every rule it reports: each anti-pattern the
+// guides name is flagged, and the guides' own designs get none.
+func TestCheckGuideTables(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		mapping, source string
+		want            []string
+	}{
+		{"docs/examples/channel_orders.yaml", "gen:orders?rows=100000", []string{"first_column_cardinality", "first_column_skew", "incremental_key_column", "region_balance", "write_hotspot"}},
+		{"docs/examples/user_orders.yaml", "gen:orders?rows=100000", nil},
+		{"docs/examples/salted_orders.yaml", "gen:orders?rows=100000", []string{"trailing_salt", "salted_key"}},
+		{"docs/examples/status_orders.yaml", "gen:orders?rows=100000", []string{"first_column_cardinality", "first_column_skew", "incremental_key_column", "query_access"}},
+		{"docs/examples/orders_by_id.yaml", "gen:orders?rows=100000", []string{"query_access"}},
+		{"mappings/orders.yaml", "gen:orders?rows=100000", nil},
+		{"mappings/logs.yaml", "gen:logs?rows=100000", []string{"many_key_columns", "uniqueness"}}, // the generated logs repeat a few (ts, host, event)
+	}
+	for _, c := range cases {
+		code, out, errs := runCLI(t, "check", "-m", "../../"+c.mapping, "--source", c.source)
+		var got []string
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && (f[0] == "warning" || f[0] == "ERROR") && strings.HasPrefix(l, "  ") {
+				got = append(got, strings.TrimSuffix(f[1], ":"))
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: rules %v, want %v\n%s", c.mapping, got, c.want, out)
+		}
+		wantCode := 0
+		if slices.Contains(c.want, "uniqueness") {
+			wantCode = 2
+		}
+		if code != wantCode || len(c.want) == 0 && !strings.Contains(out, "the data follows Lindorm's design guides") {
+			t.Errorf("%s: exit %d\n%s%s", c.mapping, code, out, errs)
+		}
 	}
 }
