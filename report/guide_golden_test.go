@@ -232,6 +232,9 @@ func TestWorkloadWriteHeavy(t *testing.T) {
 		if rep.Workload != transform.WorkloadWriteHeavy || rep.Alternatives[0].Salt == 0 {
 			t.Errorf("%s: workload %q, #1 %s", name, rep.Workload, rep.Alternatives[0].PrimaryKey)
 		}
+		if text, _ := outputs(t, rep); !strings.Contains(text, "\n  workload write_heavy: the write spread ranks before the reads' cost") {
+			t.Errorf("%s: the text does not say the ranking is write-heavy", name)
+		}
 	}
 	rep := runReport(t, sc.yaml, sc.src(), func(c *Config) { c.Queries = sc.queries; c.Workers = 1 })
 	if rep.Workload != transform.WorkloadReadsFirst {
