@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -146,32 +147,7 @@ func baseKeys(prog *transform.Program, queries []transform.Query) []baseKey {
 		if len(q.Equal) == 0 {
 			continue // a range alone: the source key or its bucket already lead with what they can
 		}
-		var order []string
-		has := map[string]bool{}
-		push := func(c string) {
-			if !has[c] && prog.Source().Index(c) >= 0 {
-				has[c] = true
-				order = append(order, c)
-			}
-		}
-		eq := map[string]bool{}
-		for _, c := range q.Equal {
-			eq[c] = true
-		}
-		for _, c := range sk {
-			if eq[c] {
-				push(c)
-			}
-		}
-		for _, c := range q.Equal {
-			push(c)
-		}
-		if q.Range != "" {
-			push(q.Range)
-		}
-		for _, c := range sk {
-			push(c)
-		}
+		order := queryOrder(prog, sk, q)
 		k := strings.Join(order, "\x00")
 		if seen[k] || len(out)-1 >= maxQueryBases {
 			continue
@@ -192,6 +168,38 @@ func baseKeys(prog *transform.Program, queries []transform.Query) []baseKey {
 		}
 	}
 	return out
+}
+
+// queryOrder is the guide's key for query q over source key sk: its equality columns (those of
+// the source key first, in key order), its range column, then the rest of the source key.
+func queryOrder(prog *transform.Program, sk []string, q transform.Query) []string {
+	var order []string
+	has := map[string]bool{}
+	push := func(c string) {
+		if !has[c] && prog.Source().Index(c) >= 0 {
+			has[c] = true
+			order = append(order, c)
+		}
+	}
+	eq := map[string]bool{}
+	for _, c := range q.Equal {
+		eq[c] = true
+	}
+	for _, c := range sk {
+		if eq[c] {
+			push(c)
+		}
+	}
+	for _, c := range q.Equal {
+		push(c)
+	}
+	if q.Range != "" {
+		push(q.Range)
+	}
+	for _, c := range sk {
+		push(c)
+	}
+	return order
 }
 
 // readsInOrder: the key columns cols start with the query's equality columns (in any order),
@@ -285,6 +293,20 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, ad
 		specs = append(specs, altSpec{id: id("newest_first"), name: name("newest first (" + base.newest + " DESC)"), pk: bracketedDesc(key, base.newest) + bracketed(add),
 			tradeOff: fmt.Sprintf("As the source key, with %s stored DESC: a SCAN returns the newest rows first, without reading backwards or sorting (the guide's [hostname][log-event][timestamp DESC]). An oldest-first read of %s becomes the backwards one.", base.newest, base.newest)})
 	}
+	if base.newest != "" && base.newest != b {
+		// the hash prefix and the guide's DESC together: spread writes of an incremental first
+		// column, and a SCAN of one of its values returns the newest rows first
+		specs = append(specs, altSpec{id: id("hash_prefix_newest_first"), name: name("hash prefix, " + base.newest + " DESC"), pk: "[md5(" + bq + ").substr(0,4) + " + bq + " AS " + freeName("rk_hash", taken) + "]" + bracketedDesc(key[1:], base.newest) + bracketed(add),
+			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (the client computes md5(%s).substr(0,4) + %s), and the SCAN returns the newest rows first (%s DESC, the guide's [userid][orderid DESC]). A range of %s values is no longer a key range: it becomes a scan of every region.", b, b, b, base.newest, b)})
+	}
+	if len(key) > 1 {
+		// the guide's reverse(id) on the column after the first: the writes of one value of the
+		// first column spread over its key range when the end of the id varies fastest
+		r0 := key[1]
+		rq := quoteName(r0)
+		specs = append(specs, altSpec{id: id("reverse_next"), name: name("reversed " + r0), pk: "[" + bq + "][reverse(" + rq + ") AS " + freeName("rk_rev", taken) + "]" + bracketed(key[2:]) + bracketed(add),
+			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single key ranges (the client reverses %s); the writes of one %s spread over its key range when the end of %s varies fastest (sequence numbers, ids). A range of %s within one %s becomes a scan of the whole %s.", b, r0, b, r0, r0, b, b)})
+	}
 	if len(key) > 1 {
 		// the guide's hash(id) + id on the column after the first: an id that rises within each
 		// value of the first column no longer writes at the end of the value's range
@@ -310,7 +332,7 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, ad
 		}
 	}
 	specs = append(specs, altSpec{id: id("salt"), name: name("salt"), pk: "[random(" + ns + ") AS " + freeName("rk_salt", taken) + "][" + bq + "]" + rest, salted: true,
-		tradeOff: fmt.Sprintf("Writes spread evenly whatever %s looks like, but the salt cannot be computed from the key: a GET becomes %d lookups, a SCAN of one %s or of a range %d scans.", b, n, b, n)})
+		tradeOff: fmt.Sprintf("Writes spread evenly whatever %s looks like, but the salt cannot be computed from the key: %s.", b, transform.SaltCost(int64(n)))})
 	// drop designs with too many key columns
 	out := specs[:0]
 	for _, s := range specs {
@@ -529,6 +551,9 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 		i = j
 	}
 	res.PrimaryKey = keyText(prog.KeyElements())
+	if _, ns := prog.SaltColumns(); len(ns) > 0 {
+		res.Salt = ns[0]
+	}
 	return res, nil
 }
 
@@ -598,6 +623,10 @@ func (a *advisor) evaluate(recs []pipeline.Record, specs []altSpec, withMapping 
 				if prog, ed, errs[i] = compileAlt(r.prog, r.cfg.Mapping, s.pk, s.keepMapping, s.dict); errs[i] != nil {
 					return
 				}
+				if prog.KeyOnly() {
+					errs[i] = errors.New("key-only: " + prog.KeyOnlyMessage())
+					return
+				}
 			}
 			results[i], errs[i] = evalDesign(prog, recs, srcHashes, a.n, a.wo, a.analysed)
 			results[i].prog = prog
@@ -652,6 +681,10 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 	own.RejectedRows = ex.rejected
 	withReads(&own, r.prog)
 	own.TradeOff = mappingTradeOff(own.Reads, b)
+	if r.prog.KeyOnly() {
+		// the figures stand, but Lindorm cannot write a row of it: it ranks after every design it can
+		own.Error = "key-only: " + r.prog.KeyOnlyMessage()
+	}
 	list := []altResult{own}
 
 	// the mapping with the smallest key change that removes its collisions
@@ -672,6 +705,21 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 
 	// derived designs: with the verified change appended (re-evaluated), else as analysed
 	specs, results, errs := a.specs, a.results[1:], a.errs[1:]
+	if enumerated(&own.Alternative, a.n) && len(key) > 1 {
+		// an enumerated first column (order types, channels): the guide's "Do not specify a column
+		// that contains enumerated data, such as order types ... as the first primary key column";
+		// the same key with it last, plain, hashed and reversed
+		last := baseKey{prefix: "first_last_", label: b + " last", cols: append(slices.Clone(key[1:]), key[0])}
+		var more []altSpec
+		for _, s := range deriveSpecs(r.prog, m, last, nil, a.n, a.buckets) {
+			switch s.id {
+			case "first_last", "first_last_hash_prefix", "first_last_reverse":
+				more = append(more, s)
+			}
+		}
+		res, es := a.evaluate(recs, more, false)
+		specs, results, errs = append(slices.Clip(specs), more...), append(slices.Clip(results), res...), append(slices.Clip(errs), es...)
+	}
 	if len(ex.derived) > 0 {
 		var withAdd []altSpec
 		for _, base := range a.bases {
@@ -746,9 +794,11 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 	for i := range list {
 		list[i].LostRows = list[i].Overwritten + list[i].RejectedRows
 		list[i].Grade = grade(&list[i].Alternative)
+		// without declared queries the key's own order is the access pattern: no penalty
+		list[i].enumFirst = len(a.queries) > 0 && enumerated(&list[i].Alternative, a.n) && !scansByFirst(list[i].Queries)
 	}
-	n := a.n
-	sort.SliceStable(list, func(i, j int) bool { return better(&list[i].Alternative, &list[j].Alternative, n) })
+	n, writeHeavy := a.n, r.workload() == transform.WorkloadWriteHeavy
+	sort.SliceStable(list, func(i, j int) bool { return better(&list[i].Alternative, &list[j].Alternative, n, writeHeavy) })
 	for i := range list {
 		list[i].Rank = i + 1
 		if list[i].RegionRows == nil {
@@ -813,11 +863,15 @@ func mappingTradeOff(r Reads, b string) string {
 	return fmt.Sprintf("As the mapping writes it: a GET by the source key is %s, a SCAN of one %s %s, a range of %s %s.", one(r.Get), b, one(r.PrefixScan), b, one(r.RangeScan))
 }
 
-// better orders designs: buildable first; then those that lose no rows; then those that serve
-// every declared query without a full-table scan; then by write spread (grade); then declared
-// queries that read rows they filter out, newest-first queries not served in key order, the
-// scans they take, the three standard reads; then the hot factor; then the key's length.
-func better(a, b *Alternative, n int) bool {
+// better orders designs: buildable first; then those that lose no rows; then those whose first
+// column is not incremental. Then, reads first (the default): designs that do not concentrate
+// writes (grade poor), then those without a salt (the primary-key guide salts "only when write
+// distribution is more critical than read simplicity"), then the declared queries' cost: scans
+// of the whole table, the lookups or scans they take, those that read rows they filter out,
+// newest-first queries not served in key order; then the write spread (good before fair). With
+// a write-heavy workload the write spread (grade) comes before the queries' cost and a salt is
+// judged by its figures alone. Last the three standard reads, the hot factor and the key's length.
+func better(a, b *Alternative, n int, writeHeavy bool) bool {
 	if (a.Error == "") != (b.Error == "") {
 		return a.Error == ""
 	}
@@ -828,13 +882,28 @@ func better(a, b *Alternative, n int) bool {
 	if ia, ib := incrementalFirst(a), incrementalFirst(b); ia != ib {
 		return !ia
 	}
+	ga, gb := gradeOrder(spreadGrade(a)), gradeOrder(spreadGrade(b))
+	if !writeHeavy {
+		if pa, pb := ga == 2, gb == 2; pa != pb {
+			return !pa
+		}
+		if sa, sb := a.Salt > 0, b.Salt > 0; sa != sb {
+			return !sa
+		}
+	}
 	fa, oa, ua, sa := queryCost(a.Queries, n)
 	fb, ob, ub, sb := queryCost(b.Queries, n)
 	if fa != fb {
 		return fa < fb
 	}
-	if ga, gb := gradeOrder(spreadGrade(a)), gradeOrder(spreadGrade(b)); ga != gb {
+	if a.enumFirst != b.enumFirst {
+		return !a.enumFirst
+	}
+	if writeHeavy && ga != gb {
 		return ga < gb
+	}
+	if !writeHeavy && sa != sb {
+		return sa < sb
 	}
 	if oa != ob {
 		return oa < ob
@@ -845,14 +914,48 @@ func better(a, b *Alternative, n int) bool {
 	if sa != sb {
 		return sa < sb
 	}
+	if ga != gb {
+		return ga < gb
+	}
 	if ca, cb := readCost(a.Reads, a.Regions), readCost(b.Reads, b.Regions); ca != cb {
 		return ca < cb
 	}
-	if ha, hb := writeHotFactor(a), writeHotFactor(b); ha != hb {
+	// hot factors in bands of 0.5: a difference within the subsample's noise (a hash spreads a
+	// window's rows at random, 1.2x; a cycling bucket or reversed sequence evenly, 1.0x) does not
+	// make one design better than another
+	if ha, hb := math.Floor(2*writeHotFactor(a)), math.Floor(2*writeHotFactor(b)); ha != hb {
 		return ha < hb
 	}
-	// the same spread: the shorter key (the guide's long() and code())
+	// the same spread: the hash prefix before the reverse, the primary-key guide's first remedy
+	// (a reversed value spreads only when its end varies fastest, "Works best when exact-match
+	// lookups dominate"), then the shorter key (the guide's long() and code())
+	if ra, rb := reversedKey(a), reversedKey(b); ra != rb {
+		return !ra
+	}
 	return a.MeanKeyBytes < b.MeanKeyBytes
+}
+
+// reversedKey: a key column is reverse() of a source column.
+func reversedKey(a *Alternative) bool {
+	return strings.Contains(a.PrimaryKey, "reverse(")
+}
+
+// enumerated: the design's first column takes fewer values than the regions asked for (order
+// types, status codes, channels), not a bucket or salt made to do so.
+func enumerated(a *Alternative, n int) bool {
+	return a.Error == "" && a.Rows > 0 && a.Distinct < int64(n) && a.Strategy != "int_bucket" && a.Salt == 0
+}
+
+// scansByFirst: a declared query is a SCAN of a key range (not a GET, not the whole table): it
+// fixes the first key column, which then serves it as the wide-table guide's orders table serves
+// a channel's orders.
+func scansByFirst(plans []QueryPlan) bool {
+	for _, p := range plans {
+		if p.Access == "scan" {
+			return true
+		}
+	}
+	return false
 }
 
 // incrementalFirst: the design's first column is incremental in write order: every new row

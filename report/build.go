@@ -14,7 +14,7 @@ import (
 // section after the other: a later one reads what an earlier one set.
 func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline.RegionPlan, planInfo PlanInfo,
 	info SourceInfo, elapsed time.Duration, ord orderResult) *Report {
-	rep := &Report{Schema: SchemaVersion, Generator: r.cfg.Generator, Source: info, Plan: planInfo, Alternatives: []Alternative{}}
+	rep := &Report{Schema: SchemaVersion, Generator: r.cfg.Generator, Source: info, Plan: planInfo, Alternatives: []Alternative{}, Indexes: []IndexOffer{}, HotRows: HotRows{Top: []HotRow{}}}
 	if rep.Generator == "" {
 		rep.Generator = "rekey"
 	}

@@ -318,6 +318,9 @@ func skewFinding(rep *Report, top TopValue, limit float64) Finding {
 	pieces := (bytes + size - 1) / size
 	ev["value_bytes"], ev["region_size"], ev["split_regions"] = float64(bytes), float64(size), float64(pieces)
 	head := fmt.Sprintf("skewed first column: %s = \"%s\" holds %s of the rows (about %s)", fc.Name, top.Value, pct(top.Share), transform.FormatSize(bytes))
+	if asked := max(rep.Plan.Regions, rep.Plan.Asked); fc.Distinct < int64(asked) {
+		head += fmt.Sprintf(", and %s takes %s values for %d regions: enumerated data (the primary-key guide: \"Do not specify a column that contains enumerated data, such as order types, ... as the first primary key column\")", fc.Name, count(fc.Distinct), asked)
+	}
 	kcs := rep.Mapping.KeyColumns
 	switch {
 	case len(kcs) < 2:

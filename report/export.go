@@ -163,6 +163,10 @@ func editMapping(data []byte, a Alternative, rep *Report) ([]byte, error) {
 		}
 		setField(root, "queries", seq)
 	}
+	// the workload the designs were ranked under (--workload overrides the file's)
+	if w := field(root, "workload"); w != nil && w.Value != rep.Workload || w == nil && rep.Workload == transform.WorkloadWriteHeavy {
+		setField(root, "workload", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: rep.Workload})
+	}
 	// the file's opening comment described the user's design: say what this one is instead
 	if len(root.Content) > 0 {
 		root.Content[0].HeadComment = headerComment(a, rep)
@@ -197,6 +201,9 @@ func headerComment(a Alternative, rep *Report) string {
 	}
 	if len(a.Queries) == 0 && a.TradeOff != "" {
 		lines = append(lines, a.TradeOff)
+	}
+	if a.Salt > 0 {
+		lines = append(lines, "The salt's cost: "+transform.SaltCost(a.Salt)+".")
 	}
 	lines = append(lines, "Check it with: rekey report -m <this file> --source ...")
 	var out []string

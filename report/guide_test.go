@@ -51,9 +51,17 @@ func transactionRow(i int) []pipeline.Value {
 // table (the heaviest first-column value then passes it, as it would 8 GiB in production).
 func withKey(t *testing.T, file, pk string) string {
 	t.Helper()
+	if _, err := os.Stat(file); err != nil {
+		t.Fatal(err)
+	}
+	return withKeyText(file, pk)
+}
+
+// withKeyText is withKey outside a test (the file is the repository's).
+func withKeyText(file, pk string) string {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
 	var out []string
 	for _, line := range strings.Split(string(b), "\n") {

@@ -1,5 +1,7 @@
 package report
 
+import "github.com/rekey/rekey/transform"
+
 // The report as data: what --json writes (schema in README.md) and what the terminal and HTML
 // renderings read. Every figure is here; renderings compute nothing new.
 
@@ -15,26 +17,37 @@ const (
 
 // Report is the whole report.
 type Report struct {
-	Schema         string         `json:"schema"`
-	Generator      string         `json:"generator"`
-	Mapping        MappingInfo    `json:"mapping"`
-	Source         SourceInfo     `json:"source"`
-	Totals         Totals         `json:"totals"`
-	Verdict        Verdict        `json:"verdict"`
-	Findings       []Finding      `json:"findings"`
-	Key            KeyShape       `json:"key"`
-	Uniqueness     Uniqueness     `json:"uniqueness"`
-	FirstColumn    FirstColumn    `json:"first_column"`
-	Plan           PlanInfo       `json:"plan"`
-	Regions        []Region       `json:"regions"`
-	Distribution   Distribution   `json:"distribution"`
-	Hotspot        Hotspot        `json:"hotspot"`
-	HotspotWindows []Window       `json:"hotspot_windows"`
-	Queries        []QueryInfo    `json:"queries"` // the declared access patterns the advisor ranks by
-	Alternatives   []Alternative  `json:"alternatives"`
+	Schema         string       `json:"schema"`
+	Generator      string       `json:"generator"`
+	Mapping        MappingInfo  `json:"mapping"`
+	Source         SourceInfo   `json:"source"`
+	Totals         Totals       `json:"totals"`
+	Verdict        Verdict      `json:"verdict"`
+	Findings       []Finding    `json:"findings"`
+	Key            KeyShape     `json:"key"`
+	Uniqueness     Uniqueness   `json:"uniqueness"`
+	FirstColumn    FirstColumn  `json:"first_column"`
+	Plan           PlanInfo     `json:"plan"`
+	Regions        []Region     `json:"regions"`
+	Distribution   Distribution `json:"distribution"`
+	Hotspot        Hotspot      `json:"hotspot"`
+	HotspotWindows []Window     `json:"hotspot_windows"`
+	// HotRows are the keys written most often within a window of writes: single-row hotspots
+	HotRows HotRows     `json:"hot_rows"`
+	Queries []QueryInfo `json:"queries"` // the declared access patterns the advisor ranks by
+	// Workload is how the advisor weighs reads against write spread: reads_first (the default:
+	// the guide salts only "when write distribution is more critical than read simplicity") or
+	// write_heavy (declared with workload: write_heavy in the mapping or --workload).
+	Workload     string        `json:"workload"`
+	Alternatives []Alternative `json:"alternatives"`
+	// Indexes are the indexes offered for declared queries the mapping's key serves only by
+	// scanning the whole table: a secondary index (with its CREATE INDEX) or an index table.
+	Indexes        []IndexOffer   `json:"indexes"`
 	Recommendation Recommendation `json:"recommendation"`
 	TimeHeatmap    *TimeHeatmap   `json:"time_heatmap"` // null when the write order has no axis (arrival order, offsets)
 	WriteOrder     *WriteOrder    `json:"write_order"`  // the order the application is taken to write rows in
+
+	design []transform.DesignRule // the mapping's static design rules the findings quote
 }
 
 // MappingInfo identifies the mapping analysed.
@@ -326,10 +339,15 @@ type Alternative struct {
 	// Incremental: the first key column is incremental by the write-order model (as
 	// write_order.key_columns judges the mapping's): every new row lands at the end of the key
 	// space, so the design grades poor and never ranks first.
-	Incremental bool  `json:"incremental_first"`
-	Distinct    int64 `json:"distinct_first"`
-	Collisions  int64 `json:"collision_rows"` // within the subsample only: see Overwritten
-	Rejected    int64 `json:"rejected"`
+	Incremental bool `json:"incremental_first"`
+	// Salt is n of the key's random(n), 0 without one: every GET is n lookups, and a
+	// replication cannot delete or update its rows in place (transform.SaltCost). Unless the
+	// workload is write_heavy, a salted design ranks below every design that spreads as well
+	// without one.
+	Salt       int64 `json:"salt"`
+	Distinct   int64 `json:"distinct_first"`
+	Collisions int64 `json:"collision_rows"` // within the subsample only: see Overwritten
+	Rejected   int64 `json:"rejected"`
 	// Overwritten is the rows the design's keys would overwrite over the whole analysed input:
 	// for the mapping the uniqueness check's collision_rows, for a derived design the same exact
 	// check on the columns it reads (OverwrittenExact false: only the subsample's, scaled).
@@ -350,6 +368,9 @@ type Alternative struct {
 	Error        string      `json:"error,omitempty"` // the design could not be built
 
 	edit mappingEdit // for --write-mapping
+	// enumFirst: an enumerated first column no declared query scans by; it ranks below the
+	// designs that serve the queries as well without one
+	enumFirst bool
 }
 
 // Reads is how many regions (or separate scans) typical queries touch: 1 is a single GET or one

@@ -109,6 +109,9 @@ type Config struct {
 	// Queries are the access patterns the advisor ranks designs by (--query); nil: the
 	// mapping's queries: section.
 	Queries []transform.Query
+	// Workload overrides the mapping's workload: (transform.WorkloadReadsFirst or
+	// transform.WorkloadWriteHeavy); "": the mapping's, else reads first.
+	Workload string
 	// Order is what the caller knows about the order the application writes rows in (the
 	// write-order model's evidence).
 	Order OrderHints
@@ -417,6 +420,14 @@ func (r *runner) assemble(ctx context.Context, total *acc, tl *timeline, plan pi
 	}
 	rep := r.build(total, tl, coll, plan, planInfo, info, elapsed, ord)
 	rep.Queries = r.queryInfo()
+	rep.HotRows = ord.hot
+	rep.Workload = r.workload()
+	for _, d := range r.prog.DesignRules(true) {
+		switch d.Code {
+		case transform.RuleKeyOnlyTarget, transform.RuleSaltedKey, transform.RuleTrailingSalt:
+			rep.design = append(rep.design, d)
+		}
+	}
 	ex := exactFigures{mapping: coll, sets: coll2, analysed: tl.analysed, rejected: total.rejected, setsExact: len(r.adv.sets) > 0}
 	if m := cfg.Mapping; m != nil {
 		compile := func(pk string) (*transform.Program, error) {
@@ -436,6 +447,7 @@ func (r *runner) assemble(ctx context.Context, total *acc, tl *timeline, plan pi
 		}
 	}
 	rep.Alternatives = r.adv.finish(tl.subsample, ex)
+	rep.Indexes = r.adv.indexOffers(rep.Alternatives, r.prog.Table())
 	r.log.Info("advisor", zap.Int("subsample", len(tl.subsample)), zap.Int("designs", len(rep.Alternatives)), zap.Duration("took", time.Since(advised)))
 	r.recommend(rep, tl.subsample)
 	evaluate(rep, cfg.Strict)
@@ -595,6 +607,18 @@ func (w *worker) respill(j *job, keys []uint64) {
 	if b.Release != nil {
 		b.Release()
 	}
+}
+
+// workload is how the advisor weighs reads against write spread: Config.Workload, else the
+// mapping's workload:, else reads first.
+func (r *runner) workload() string {
+	switch {
+	case r.cfg.Workload != "":
+		return r.cfg.Workload
+	case r.cfg.Mapping != nil && r.cfg.Mapping.Workload != "":
+		return r.cfg.Mapping.Workload
+	}
+	return transform.WorkloadReadsFirst
 }
 
 // queryInfo lists the declared queries.

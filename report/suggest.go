@@ -59,10 +59,15 @@ func suggestKey(res collisionResult, prog *transform.Program, pk string, compile
 		return 1
 	})
 	var cands []int
+	var measures []string // columns that differ but hold a quantity, never a key column
 	for c := 0; c < min(len(src), maxHashedColumns); c++ {
 		if union&(1<<uint(c)) != 0 {
-			cands = append(cands, c)
 			s.DifferIn = append(s.DifferIn, ColumnDiff{Column: src[c].Name, Pairs: per[c]})
+			if isMeasure(src[c]) {
+				measures = append(measures, src[c].Name)
+				continue
+			}
+			cands = append(cands, c)
 		}
 	}
 	slices.SortStableFunc(s.DifferIn, func(a, b ColumnDiff) int {
@@ -179,6 +184,9 @@ func suggestKey(res collisionResult, prog *transform.Program, pk string, compile
 		}
 	case len(masks) == 0:
 		s.Message = fmt.Sprintf("the colliding rows differ in no column the report compares (%s)", scope)
+	case len(measures) > 0 && !hits(colSet(src, cands)):
+		s.Message = fmt.Sprintf("the colliding rows differ only in %s, which hold quantities, not identities (%s): they are versions of one record (the guide: \"Different row versions share the same primary key\"), and a measure in the key would make every update of it a new row; the key identifies the record: keep it and let the latest version win (bulkload and upserts keep the last one written), or key every version apart with a version column (the time of the change or a sequence number; add one to the source if it has none)",
+			listText(quoted(measures)), scope)
 	case smallest > 0:
 		s.Message = fmt.Sprintf("no column can be added within Lindorm's %d key columns: the colliding rows differ only in combinations of %s, and telling them apart takes %d more key columns (%d in all); the source has no column that identifies a row: add one (a sequence number or event id) and key on it",
 			transform.MaxKeyColumns, differ(6), smallest, keyLen+smallest)
@@ -220,6 +228,37 @@ func quoted(names []string) []string {
 		out[i] = "`" + n + "`"
 	}
 	return out
+}
+
+// colSet is the bit mask of source columns cols.
+func colSet(_ pipeline.SourceSchema, cols []int) uint64 {
+	var m uint64
+	for _, c := range cols {
+		m |= 1 << uint(c)
+	}
+	return m
+}
+
+// isMeasure: a source column that holds a quantity: a counter, a decimal or floating-point
+// number (amounts, prices, ratios), or an integer named as a count or an amount (clicks, views,
+// quantity, total ...). The uniqueness advice never puts one into the key: the guides key on
+// 1-3 columns that identify the record, and an update of a measure would write a new row.
+func isMeasure(c pipeline.SourceColumn) bool {
+	switch strings.ToLower(strings.TrimSpace(c.Type)) {
+	case "counter", "decimal", "float", "double":
+		return true
+	case "int", "bigint", "smallint", "tinyint", "varint":
+	default:
+		return false
+	}
+	n := strings.ToLower(c.Name)
+	for _, w := range []string{"click", "count", "cnt", "amount", "amt", "qty", "quantity", "total", "sum", "views", "visits", "hits",
+		"likes", "impressions", "price", "cost", "revenue", "sales", "score", "balance", "bytes", "size", "duration", "latency"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // fixedWidthCQL: a CQL type Lindorm stores with a fixed width.

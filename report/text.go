@@ -402,6 +402,9 @@ func (p *printer) alternatives(rep *Report) {
 	for i, q := range rep.Queries {
 		p.f("  q%d  %s  (from %s)\n", i+1, q.Query, q.Origin)
 	}
+	if rep.Workload == transform.WorkloadWriteHeavy {
+		p.f("  workload write_heavy: the write spread ranks before the reads' cost, and a salt by its figures alone\n")
+	}
 	head := []string{"#", "design", "grade", "hot", "max/mean", "monotonic", "lost"}
 	right := map[int]bool{0: true, 3: true, 4: true, 5: true, 6: true}
 	for i := range rep.Queries {

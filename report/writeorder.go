@@ -670,6 +670,7 @@ type orderResult struct {
 
 	kind string  // the evidence chosen (Order*)
 	all  []int64 // the subsample's values of that evidence (wo, also in arrival order)
+	hot  HotRows // the keys written most often within a window of writes
 }
 
 // writeOrder picks the evidence (the best one that orders rows at all) and sorts the advisor's
@@ -709,6 +710,7 @@ func (r *runner) judge(tl *timeline, res *orderResult, rowsOK int64) {
 	s := r.orderSample(tl.subsample, res.all, res.kind != OrderArrival)
 	res.info.SubsampleRows = len(s.keys)
 	res.info.KeyColumns = r.keyOrders(s, res.kind, rowsOK)
+	res.hot = countHotRows(s.keys, res.kind, max(r.adv.n, r.d.plan.Count()))
 	if res.kind != OrderArrival && len(s.keys) > 0 {
 		res.w, res.up, res.down, res.pairs = orderWindows(s, r.d.plan.Count(), r.d.first.Type)
 	}

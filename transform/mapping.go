@@ -28,6 +28,9 @@ type Mapping struct {
 	Target  TargetSpec
 	Regions *RegionsSpec // nil when the file has no regions: section
 	Queries []Query      // the queries: section (access patterns for `rekey report`), in file order
+	// Workload is how `rekey report` weighs the declared reads against write spread:
+	// WorkloadReadsFirst ("" in the file: the default) or WorkloadWriteHeavy.
+	Workload string
 
 	lines map[string]int // path -> line in the file, for messages
 }
@@ -333,7 +336,7 @@ func (d *decoder) integer(n *yaml.Node, path string) (int64, bool) {
 }
 
 func (d *decoder) root(n *yaml.Node) {
-	f := d.fields(n, "", "version", "source", "vars", "target", "regions", "queries")
+	f := d.fields(n, "", "version", "source", "vars", "target", "regions", "queries", "workload")
 	if v, ok := f["version"]; !ok {
 		d.ps.add("version", 0, "missing: write `version: 1` at the top of the mapping")
 	} else if x, ok := d.integer(v, "version"); ok {
@@ -361,6 +364,33 @@ func (d *decoder) root(n *yaml.Node) {
 	if q, ok := f["queries"]; ok {
 		d.queries(q)
 	}
+	if v, ok := f["workload"]; ok {
+		if w, ok := d.scalar(v, "workload"); ok {
+			if msg := CheckWorkload(w); msg != "" {
+				d.ps.add("workload", deref(v).Line, "%s", msg)
+			}
+			d.m.Workload = w
+		}
+	}
+}
+
+// Workloads: how `rekey report` ranks key designs. Reads first is the guides' default: a salt or
+// a bucket the client cannot compute multiplies every read, and the primary-key guide salts "only
+// when write distribution is more critical than read simplicity". write_heavy says it is: the
+// write spread ranks before the reads' cost.
+const (
+	WorkloadReadsFirst = "reads_first"
+	WorkloadWriteHeavy = "write_heavy"
+)
+
+// CheckWorkload says what is wrong with a workload name ("" when nothing).
+func CheckWorkload(w string) string {
+	switch w {
+	case WorkloadReadsFirst, WorkloadWriteHeavy:
+		return ""
+	}
+	return "want " + WorkloadReadsFirst + " (the default: reads weigh more than write spread) or " + WorkloadWriteHeavy +
+		" (write spread matters more than read simplicity: salts may rank first), found " + strconv.Quote(w)
 }
 
 func (d *decoder) source(n *yaml.Node) {

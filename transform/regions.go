@@ -35,6 +35,25 @@ type RegionRequest struct {
 //
 // The count is req.Count, else regions.count, else ceil(EstimatedBytes / regions.size) (at least
 // 1). A DESC first column orders regions by descending values (plan.Desc).
+// RegionsAsked is the region count a plan for req aims at: req.Count, else the mapping's count,
+// its split keys plus one, or its size over req.EstimatedBytes; 1 without any. A quantile plan
+// over fewer distinct first-column values places fewer regions than this.
+func (p *Program) RegionsAsked(req RegionRequest) int {
+	switch r := p.regions; {
+	case req.Count > 0:
+		return req.Count
+	case r == nil:
+		return 1
+	case len(r.SplitKeys) > 0:
+		return len(p.splits) + 1
+	case r.Count > 0:
+		return r.Count
+	case r.Size > 0 && req.EstimatedBytes > 0:
+		return int(min((req.EstimatedBytes+r.Size-1)/r.Size, 1<<20))
+	}
+	return 1
+}
+
 func (p *Program) PlanRegions(req RegionRequest) (pipeline.RegionPlan, error) {
 	first := p.cols[0]
 	plan := pipeline.RegionPlan{Type: first.typ.T, Desc: first.desc, Strategy: "single"}

@@ -2,6 +2,7 @@ package transform
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cqlvalue"
@@ -23,6 +24,8 @@ const (
 	RuleManyKeyColumns    = "many_key_columns"
 	RuleCollectionInKey   = "collection_in_key"
 	RuleNoRegions         = "no_regions"
+	RuleSaltedKey         = "salted_key"
+	RuleTrailingSalt      = "trailing_salt"
 	recommendedKeyColumns = 3
 )
 
@@ -30,11 +33,51 @@ const (
 // holds only its primary key, so such a target cannot receive a single row.
 func (p *Program) KeyOnly() bool { return p.target.KeyLen == len(p.target.Columns) }
 
+// CarriedAs is the target column that holds source column src as it is (possibly cast), ""
+// when none does (the column is excluded, or only computed into other columns): what a
+// secondary index on the source column would index.
+func (p *Program) CarriedAs(src string) string {
+	for _, col := range p.cols {
+		if i := p.bareSource(col); i >= 0 && strings.EqualFold(p.source[i].Name, src) {
+			return col.name
+		}
+	}
+	return ""
+}
+
 // KeyOnlyMessage says why a key-only target is refused and what to do.
 func (p *Program) KeyOnlyMessage() string {
 	return "every target column of table " + p.table + " is in the primary key: Lindorm \"cannot write a row of data " +
 		"that contains only the primary key\" (wide-table design guide): add a value column to the mapping: a source " +
 		"column left out of the key, or a constant target.columns entry (present: \"1\") when the source has no other column"
+}
+
+// SaltColumns lists the key columns (0-based, in key order) computed with random(n), and n for
+// each: salts the client cannot compute from a row's identity.
+func (p *Program) SaltColumns() (at []int, n []int64) {
+	for i, col := range p.cols[:p.target.KeyLen] {
+		if col.expr == nil {
+			continue
+		}
+		col.expr.walk(func(t *texpr) {
+			if t.op == opRandom && (len(at) == 0 || at[len(at)-1] != i) {
+				v, _ := t.args[0].isConstInt()
+				at, n = append(at, i), append(n, v)
+			}
+		})
+	}
+	return at, n
+}
+
+// SaltCost is what a salt of n values costs the reads and a replication, in the guide's words:
+// the primary-key guide says to salt "only when write distribution is more critical than read
+// simplicity".
+func SaltCost(n int64) string {
+	return "reads: a GET of one row becomes " + strconv.FormatInt(n, 10) + " lookups, one per salt value, and a SCAN " +
+		strconv.FormatInt(n, 10) + " scans merged by the client (the primary-key guide: \"Reads for a single [userId][orderid] " +
+		"require scanning across multiple salt values. Use this pattern only when write distribution is more critical than " +
+		"read simplicity\"); replication: random(n) hashes the row's values, so an update writes the row under a new key " +
+		"and leaves the old row behind, and rekey replicate rejects deletes (the key of the row to delete cannot be computed)"
 }
 
 // DesignRules checks the mapping against the design guides' static rules, in a stable order.
@@ -49,6 +92,18 @@ func (p *Program) DesignRules(regionsGiven bool) []DesignRule {
 		rules = append(rules, DesignRule{Code: RuleMonotonicFirst, Path: first.path, Message: "the first key column " +
 			first.name + " is " + why + ": its values grow with time, so every write goes to the last region (a write hotspot); " +
 			"put a hash prefix first (md5(x).substr(0,4) + x) or a modulo bucket column (x % 16) before it"})
+	}
+	if at, n := p.SaltColumns(); len(at) > 0 {
+		if at[0] > 0 {
+			col := p.cols[at[0]]
+			rules = append(rules, DesignRule{Code: RuleTrailingSalt, Path: col.path, Message: "key column " + col.name +
+				" is a salt behind " + p.cols[0].name + ": it spreads nothing, since Lindorm places a row by its key from the first column " +
+				"on (wide-table guide: \"data is distributed based on the columns in a left-to-right order\"): the rows of one " +
+				p.cols[0].name + " stay in its key range and only the reads pay for the salt; put a hash prefix of the first column " +
+				"first (md5(x).substr(0,4) + x) or, if writes must spread whatever the reads cost, the salt first"})
+		}
+		rules = append(rules, DesignRule{Code: RuleSaltedKey, Path: p.cols[at[0]].path, Message: "the key has a salt (random(" +
+			strconv.FormatInt(n[0], 10) + ")): " + SaltCost(n[0])})
 	}
 	if n := p.target.KeyLen; n > recommendedKeyColumns {
 		rules = append(rules, DesignRule{Code: RuleManyKeyColumns, Path: "target.primary_key", Message: strconv.Itoa(n) +

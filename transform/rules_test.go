@@ -2,6 +2,7 @@ package transform
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -23,6 +24,9 @@ func TestDesignRulesMonotonicFirstKey(t *testing.T) {
 		{"[tu :: VARCHAR AS t][id]", []string{RuleMonotonicFirst}},
 		{"[id][tags]", []string{RuleCollectionInKey}},
 		{"[a][b][c][id]", []string{RuleManyKeyColumns}},
+		// a salt names its cost; behind the first column it also spreads nothing
+		{"[random(8) AS s][id]", []string{RuleSaltedKey}},
+		{"[id][a][random(100) AS s]", []string{RuleTrailingSalt, RuleSaltedKey}},
 	}
 	for _, c := range cases {
 		p := compileYAML(t, `
@@ -43,5 +47,56 @@ regions:
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s: rules %v, want %v", c.key, got, c.want)
 		}
+	}
+}
+
+// The salt rules name the salt's cost and where it stands.
+func TestDesignRulesSalt(t *testing.T) {
+	p := compileYAML(t, `
+version: 1
+source:
+  name: ks.t
+  columns: {userid: text, orderid: bigint, v: text}
+target:
+  table: t
+  primary_key: "[userid][orderid][random(100) AS salt]"
+regions:
+  count: 1
+`)
+	at, n := p.SaltColumns()
+	if !slices.Equal(at, []int{2}) || !slices.Equal(n, []int64{100}) {
+		t.Errorf("salt columns %v %v", at, n)
+	}
+	rules := p.DesignRules(false)
+	if len(rules) != 2 || rules[0].Path != "target.primary_key[2]" || rules[1].Message != "the key has a salt (random(100)): "+SaltCost(100) {
+		t.Fatalf("rules %+v", rules)
+	}
+	for _, want := range []string{"spreads nothing", `"data is distributed based on the columns in a left-to-right order"`} {
+		if !strings.Contains(rules[0].Message, want) {
+			t.Errorf("trailing_salt does not say %q: %s", want, rules[0].Message)
+		}
+	}
+	for _, want := range []string{"a GET of one row becomes 100 lookups", "Use this pattern only when write distribution is more critical than read simplicity", "leaves the old row behind", "rekey replicate rejects deletes"} {
+		if !strings.Contains(SaltCost(100), want) {
+			t.Errorf("SaltCost does not say %q", want)
+		}
+	}
+}
+
+// workload: takes reads_first or write_heavy; anything else is an error at its path.
+func TestWorkloadField(t *testing.T) {
+	base := "version: 1\nsource:\n  columns: {id: text, v: text}\ntarget:\n  table: t\n  primary_key: \"[id]\"\n"
+	for _, w := range []string{WorkloadReadsFirst, WorkloadWriteHeavy} {
+		m, err := Decode([]byte(base+"workload: "+w+"\n"), "m.yaml")
+		if err != nil || m.Workload != w {
+			t.Errorf("%s: %v %q", w, err, m.Workload)
+		}
+	}
+	if m, err := Decode([]byte(base), "m.yaml"); err != nil || m.Workload != "" {
+		t.Errorf("no workload: %v %q", err, m.Workload)
+	}
+	_, err := Decode([]byte(base+"workload: writes\n"), "m.yaml")
+	if err == nil || !strings.Contains(err.Error(), `workload: want reads_first (the default: reads weigh more than write spread) or write_heavy`) {
+		t.Errorf("workload: writes: %v", err)
 	}
 }

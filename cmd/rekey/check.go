@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,10 +13,12 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report"
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source"
+	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -50,8 +53,9 @@ func (pf *planFlags) add(inv *invocation, fl *pflag.FlagSet) {
 }
 
 // plan loads the mapping and computes its region plan, sampling --source when given. loaded,
-// when not nil, is called once the mapping compiled, before the source is opened.
-func (pf *planFlags) plan(cmd *cobra.Command, inv *invocation, loaded func(*transform.Program)) (*transform.Program, pipeline.RegionPlan, error) {
+// when not nil, is called once the mapping compiled, before the source is opened; withSource,
+// when not nil and --source is given, once the plan is made, with the source still open.
+func (pf *planFlags) plan(cmd *cobra.Command, inv *invocation, loaded func(*transform.Program), withSource func(pipeline.Source, *transform.Program) error) (*transform.Program, pipeline.RegionPlan, error) {
 	logger, err := inv.logger()
 	if err != nil {
 		return nil, pipeline.RegionPlan{}, usageError(err)
@@ -76,6 +80,11 @@ func (pf *planFlags) plan(cmd *cobra.Command, inv *invocation, loaded func(*tran
 	plan, _, err := planRegions(cmd.Context(), prog, src, pf.regions)
 	if err != nil {
 		return nil, pipeline.RegionPlan{}, err
+	}
+	if src != nil && withSource != nil {
+		if err := withSource(src, prog); err != nil {
+			return nil, pipeline.RegionPlan{}, err
+		}
 	}
 	return prog, plan, nil
 }
@@ -112,41 +121,128 @@ expressions, types, order), the target columns and the region plan. With --sourc
 source to place quantile split keys.
 
 Last come the rules of Lindorm's design guides the mapping does not follow: warnings (a TIMESTAMP,
-DATE or timeuuid first key column, more than 3 key columns, a collection in the key, no regions:)
-leave the exit code 0; a target whose every column is in the primary key, which Lindorm cannot
-write a row into, is an error (exit 2).`,
+DATE or timeuuid first key column, more than 3 key columns, a collection in the key, no regions:,
+a salt and what it costs the reads and a replication, a salt behind the first key column, which
+spreads nothing) leave the exit code 0; a target whose every column is in the primary key, which
+Lindorm cannot write a row into, is an error (exit 2). When the region plan cannot be made (a
+quantile plan without --source), these rules are still printed before the error.
+
+With --source, check also applies rekey report's data rules to a sample of the source (up to
+100,000 rows): an enumerated, skewed or prefixed first column, incremental key columns, keys that
+collide (an error, exit 2), write hotspots in write order, unbalanced regions. Without --source it
+says that it did not judge the data.`,
 		Example: "  rekey check -m mappings/orders.yaml\n  rekey check -m mappings/users.yaml --source file:users.csv --regions 32",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			prog, plan, err := pf.plan(cmd, inv, func(prog *transform.Program) { fmt.Fprintln(out, prog.Describe()) })
+			if pf.source != "" {
+				inv.sourceWriteTimes = true // the rows' WRITETIME(), for the write order the data rules judge in
+			}
+			var loaded *transform.Program
+			var data *dataRules
+			prog, plan, err := pf.plan(cmd, inv, func(prog *transform.Program) {
+				loaded = prog
+				fmt.Fprintln(out, prog.Describe())
+			}, func(src pipeline.Source, prog *transform.Program) (err error) {
+				data, err = checkData(cmd, inv, &pf, prog, src)
+				return err
+			})
 			if err != nil {
+				if loaded == nil {
+					return err
+				}
+				// no plan: the rules of the mapping alone still hold, and say so before the error
+				fmt.Fprintf(out, "\nRegion plan: not computed: %v\n", err)
+				if rerr := printDesignRules(out, pf.mapping, loaded.DesignRules(pf.regions > 0), nil, "the region plan failed (above)"); rerr != nil {
+					return errors.Join(err, rerr)
+				}
 				return err
 			}
-			printPlan(out, prog.Target(), plan)
-			return printDesignRules(out, pf.mapping, prog.DesignRules(pf.regions > 0))
+			printPlan(out, prog.Target(), plan, prog.RegionsAsked(transform.RegionRequest{Count: pf.regions}))
+			return printDesignRules(out, pf.mapping, prog.DesignRules(pf.regions > 0), data,
+				"give --source to judge the data as rekey report does (first-column values and skew, incremental key columns, collisions, write hotspots)")
 		},
 	}
 	pf.add(inv, cmd.Flags())
 	return cmd
 }
 
-// printDesignRules prints the design guides' rules the mapping does not follow: warnings leave the
-// exit code 0, an error (a target that cannot hold the data) exits 2.
-func printDesignRules(w io.Writer, mapping string, rules []transform.DesignRule) error {
-	if len(rules) == 0 {
-		fmt.Fprintln(w, "\nDesign rules: the mapping follows Lindorm's design guides")
-		return nil
+// checkSampleRows is how many source rows check --source runs the report's data rules on.
+const checkSampleRows = 100_000
+
+// dataRules are the findings of rekey report's rules on a sample of the source.
+type dataRules struct {
+	rows     int64
+	findings []report.Finding // warnings and errors
+}
+
+// checkData runs rekey report's analysis on a sample of the source and keeps its warnings and
+// errors: the data rules (first-column values, skew, incremental columns, collisions, write
+// hotspots) that a mapping alone cannot show.
+func checkData(cmd *cobra.Command, inv *invocation, pf *planFlags, prog *transform.Program, src pipeline.Source) (*dataRules, error) {
+	logger, err := inv.logger()
+	if err != nil {
+		return nil, usageError(err)
 	}
-	fmt.Fprintln(w, "\nDesign rules (Lindorm's wide-table and primary-key design guides):")
-	var failed []string
-	for _, r := range rules {
-		level := "warning"
-		if r.Error {
-			level = "ERROR"
-			failed = append(failed, r.Code)
+	m, err := transform.Load(pf.mapping)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	order := report.OrderHints{Column: m.Source.WriteOrder, ColumnOrigin: "source.write_order"}
+	sourceOrder(src, &order)
+	rep, err := report.Run(cmd.Context(), report.Config{Program: prog, Mapping: m, Source: src, SourceURI: sourceuri.Redact(pf.source),
+		Regions: pf.regions, Sample: report.Sample{Rows: checkSampleRows}, Workers: runtime.GOMAXPROCS(0), Logger: logger.Named("check"),
+		FormatSplit: lindorm.SplitValue, Order: order})
+	if err != nil {
+		return nil, fmt.Errorf("check --source: the data rules: %w", err)
+	}
+	d := &dataRules{rows: rep.Totals.RowsAnalysed}
+	for _, f := range rep.Findings {
+		switch f.Rule {
+		case transform.RuleKeyOnlyTarget, transform.RuleSaltedKey, transform.RuleTrailingSalt, "key_columns":
+			continue // the mapping's own rules (key_columns is many_key_columns): printed once, from the mapping
 		}
-		fmt.Fprintf(w, "  %s %s (%s): %s\n", level, r.Code, r.Path, r.Message)
+		if f.Severity != report.SevInfo {
+			d.findings = append(d.findings, f)
+		}
+	}
+	return d, nil
+}
+
+// printDesignRules prints the design guides' rules the mapping does not follow, then those the
+// sample of the source breaks (data; nil: not judged, for the reason skipped gives): warnings leave
+// the exit code 0, an error (a target that cannot hold the data, rows that would be overwritten)
+// exits 2.
+func printDesignRules(w io.Writer, mapping string, rules []transform.DesignRule, data *dataRules, skipped string) error {
+	var failed []string
+	if len(rules) == 0 {
+		fmt.Fprintln(w, "\nDesign rules: the mapping follows the design rules a mapping alone shows")
+	} else {
+		fmt.Fprintln(w, "\nDesign rules (Lindorm's wide-table and primary-key design guides):")
+		for _, r := range rules {
+			level := "warning"
+			if r.Error {
+				level = "ERROR"
+				failed = append(failed, r.Code)
+			}
+			fmt.Fprintf(w, "  %s %s (%s): %s\n", level, r.Code, r.Path, r.Message)
+		}
+	}
+	switch {
+	case data == nil:
+		fmt.Fprintln(w, "\nData rules: not applied: "+skipped)
+	case len(data.findings) == 0:
+		fmt.Fprintf(w, "\nData rules on a sample of %s source rows: the data follows Lindorm's design guides (rekey report -m %s --source ... has every figure)\n", groupDigits(data.rows), mapping)
+	default:
+		fmt.Fprintf(w, "\nData rules on a sample of %s source rows (rekey report's rules; rekey report -m %s --source ... has every figure):\n", groupDigits(data.rows), mapping)
+		for _, f := range data.findings {
+			level := "warning"
+			if f.Severity == report.SevError {
+				level = "ERROR"
+				failed = append(failed, f.Rule)
+			}
+			fmt.Fprintf(w, "  %s %s: %s\n", level, f.Rule, f.Message)
+		}
 	}
 	if len(failed) > 0 {
 		return usageError(fmt.Errorf("%s: the target table breaks Lindorm's design rules (%s): fix the mapping as the ERROR lines above say", mapping, strings.Join(failed, ", ")))
@@ -175,9 +271,12 @@ func refuseFormat(mapping string, format files.Format, prog *transform.Program) 
 	return nil
 }
 
-func printPlan(w io.Writer, schema pipeline.TargetSchema, plan pipeline.RegionPlan) {
+func printPlan(w io.Writer, schema pipeline.TargetSchema, plan pipeline.RegionPlan, asked int) {
 	first := schema.Columns[0]
 	fmt.Fprintf(w, "\nRegion plan: %d regions on %s (%s), strategy %s\n", plan.Count(), first.Name, first.SQLType(), plan.Strategy)
+	if asked > plan.Count() {
+		fmt.Fprintf(w, "  %d regions asked for, %d planned: the sample's values of %s leave room for only %d split keys (split keys are values of the first key column)\n", asked, plan.Count(), first.Name, plan.Count()-1)
+	}
 	for i := 0; i < plan.Count(); i++ {
 		start, hasStart, end, hasEnd := plan.Bounds(i)
 		fmt.Fprintf(w, "  %s  [%s, %s)\n", output.RegionName(i), boundText(start, hasStart, "-inf"), boundText(end, hasEnd, "+inf"))
@@ -240,7 +339,7 @@ bytes as Lindorm does: utf8mb4_bin would make 'a' and 'a ' one key), without spl
 			default:
 				return usageError(fmt.Errorf("--dialect %q: want lindorm, mysql (MySQL 8) or mariadb", dialect))
 			}
-			prog, plan, err := pf.plan(cmd, inv, nil)
+			prog, plan, err := pf.plan(cmd, inv, nil, nil)
 			if err != nil {
 				return err
 			}

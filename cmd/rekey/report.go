@@ -42,6 +42,7 @@ type reportFlags struct {
 	queries   []string
 	writeMap  string
 	order     string
+	workload  string
 }
 
 func newReportCmd(inv *invocation) *cobra.Command {
@@ -70,9 +71,13 @@ every row to its pre-split region and writes no data files. It prints, worst fin
                 does), ranked by the queries the table must serve: declare them in the mapping's
                 queries: section or with --query ('device_id=, ts range': equality columns with
                 =, the range column with range, newest_first for the latest rows first, which
-                the advisor serves with the range column DESC). Designs that lose rows rank last; of the
-                others, one that turns a declared query into a scan of the whole table ranks
-                below those that serve it.
+                the advisor serves with the range column DESC). Designs that lose rows rank last; reads
+                weigh more than write spread: a salt (every GET n lookups, updates and deletes
+                a replication cannot apply in place) ranks below any design that spreads
+                writes as well without one, unless the table is declared write-heavy
+                (workload: write_heavy in the mapping, or --workload write_heavy); then one
+                that turns a declared query into a scan of the whole table ranks below those
+                that serve it.
                 --write-mapping DIR writes each design as a mapping file (DIR/<id>.yaml)
   pre-split     regions to pre-split: for bulkload estimated data / 8 GiB, for API writes
                 --nodes x 4, each with its SPLITKEYS
@@ -109,6 +114,7 @@ source, a file it could not write). --json writes every figure (schema: report/R
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides); the report itself needs far less, and the garbage collector may use the rest")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict line (with --json/--html for the rest)")
 	fl.StringArrayVar(&f.queries, "query", nil, "a query the table must serve, ranking the advisor's designs (repeat for several; replaces the mapping's queries:): COLUMN= for equality, COLUMN range for a range, newest_first to read the range latest first, comma-separated, e.g. 'device_id=, ts range'")
+	fl.StringVar(&f.workload, "workload", "", "how the advisor weighs reads against write spread: reads_first (the default: a salt, which makes every GET n lookups, ranks below any design that spreads as well without one) or write_heavy (write spread first; overrides the mapping's workload:)")
 	fl.StringVar(&f.order, "write-order", "", "the source column that holds each row's creation time (or a sequence that rises with it): hotspots are judged in its order (overrides the mapping's source.write_order)")
 	fl.StringVar(&f.writeMap, "write-mapping", "", "write each alternative design as a mapping file (DIR/<id>.yaml, ready for rekey check and migrate) into this directory")
 	inv.sources.AddFlags(fl, source.Use{Scan: true})
@@ -142,6 +148,11 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 			return usageError(err)
 		}
 		queries = append(queries, pq)
+	}
+	if f.workload != "" {
+		if msg := transform.CheckWorkload(f.workload); msg != "" {
+			return usageError(fmt.Errorf("--workload: %s", msg))
+		}
 	}
 	if err := inv.sources.Refuse(f.source); err != nil {
 		return usageError(err)
@@ -210,6 +221,7 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 		Generator:      "rekey " + version,
 		FormatSplit:    pipeline.SplitValue,
 		Queries:        queries,
+		Workload:       f.workload,
 		Order:          order,
 		Reread: func(c *pipeline.Counters) func() {
 			finishBar()

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,6 +34,8 @@ target:
   warning many_key_columns (target.primary_key): 4 key columns: the design guide recommends 1-3 (fewer key columns write faster and store less)
   warning collection_in_key (target.primary_key[2]): key column tags is the collection set<text> as JSON text: its encoding changes with element order and makes long keys; key on a scalar column instead
   warning no_regions (regions): no regions: section: the table gets one region and the bulk load goes into it; the guide recommends regions = data size in GB / 8 for a bulk load (regions: {size: 8GiB} computes it from the data size, sampled with --source; or regions: {count: N})
+
+Data rules: not applied: give --source to judge the data as rekey report does (first-column values and skew, incremental key columns, collisions, write hotspots)
 `
 	if rules != want {
 		t.Errorf("design rules:\n%s\nwant:\n%s", rules, want)
@@ -51,9 +55,10 @@ target:
 		t.Errorf("timeuuid first key, --regions 1:\n%s", out)
 	}
 
-	// the hash-prefixed demo mapping follows the guides
+	// the hash-prefixed demo mapping follows the rules a mapping shows; without --source check
+	// says it judged no data
 	out = mustRun(t, "check", "-m", "../../mappings/orders.yaml")
-	if !strings.HasSuffix(out, "\nDesign rules: the mapping follows Lindorm's design guides\n") {
+	if !strings.HasSuffix(out, "\nDesign rules: the mapping follows the design rules a mapping alone shows\n\nData rules: not applied: give --source to judge the data as rekey report does (first-column values and skew, incremental key columns, collisions, write hotspots)\n") {
 		t.Errorf("orders.yaml:\n%s", out)
 	}
 }
@@ -150,5 +155,175 @@ func TestReportCountsKeyOnlyRows(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "report", "-m", mapping, "--source", "file:"+csvPath)
 	if code != 0 || !strings.Contains(stdout, "rejects                   1 of 3 rows (33.3%) would not be migrated: key_only_row 1\n") {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// typedOrdersCSV writes orders whose first key column is an order type (60% NORMAL) and whose
+// ids rise with the time they were placed.
+func typedOrdersCSV(t *testing.T, dir string, rows int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("order_type,orderid,userid,ts,amount\n")
+	types := []string{"NORMAL", "NORMAL", "NORMAL", "NORMAL", "NORMAL", "NORMAL", "GROUP", "GROUP", "PRESALE", "REFUND"}
+	for i := 0; i < rows; i++ {
+		fmt.Fprintf(&b, "%s,ord%010d,u%06d,%d,8.00\n", types[(i*7919)%10], i, (i*104729)%5000, 1704067200000+int64(i))
+	}
+	return writeFile(t, dir, "typed.csv", b.String())
+}
+
+const typedOrdersMapping = `version: 1
+source:
+  name: shop.typed_orders
+  columns: {order_type: text, orderid: text, userid: text, ts: timestamp, amount: decimal}
+target:
+  table: typed_orders
+  primary_key: "[order_type][orderid][random(4) AS salt]"
+regions:
+  count: 16
+`
+
+// TestCheckSourceAppliesDataRules: check --source judges a sample of the data with report's
+// rules: an enumerated, skewed first column and an id rising behind it, which the mapping alone
+// cannot show; it says it planned fewer regions than asked, and names the trailing salt's cost.
+func TestCheckSourceAppliesDataRules(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := writeFile(t, dir, "typed.yaml", typedOrdersMapping)
+	csvPath := typedOrdersCSV(t, dir, 20000)
+	out := mustRun(t, "check", "-m", mapping, "--source", "file:"+csvPath)
+	for _, want := range []string{
+		"Region plan: 4 regions on order_type (VARCHAR), strategy quantile\n  16 regions asked for, 4 planned:",
+		"  warning trailing_salt (target.primary_key[2]): key column salt is a salt behind order_type: it spreads nothing",
+		"  warning salted_key (target.primary_key[2]): the key has a salt (random(4)): reads: a GET of one row becomes 4 lookups",
+		"rekey replicate rejects deletes",
+		"\nData rules on a sample of 20,000 source rows (rekey report's rules;",
+		"  warning first_column_cardinality: first key column order_type has only 4 distinct values",
+		`  warning first_column_skew: skewed first column: order_type = "NORMAL" holds 60.0% of the rows`,
+		`the primary-key guide: "Do not specify a column that contains enumerated data, such as order types`,
+		"  warning incremental_key_column: key column orderid is incremental",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "follows Lindorm's design guides") {
+		t.Errorf("check certifies the mapping:\n%s", out)
+	}
+
+	// colliding keys in the sample are an error, as in report
+	collide := writeFile(t, dir, "collide.yaml", strings.Replace(typedOrdersMapping, "[order_type][orderid][random(4) AS salt]", "[md5(userid).substr(0,4) + userid AS pk]", 1))
+	code, out, errs := runCLI(t, "check", "-m", collide, "--source", "file:"+csvPath)
+	if code != 2 || !strings.Contains(out, "  ERROR uniqueness: ") || !strings.Contains(errs, "the target table breaks Lindorm's design rules (uniqueness)") {
+		t.Errorf("colliding keys: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestCheckPrintsRulesWhenThePlanFails: a quantile plan without --source cannot be made; check
+// still prints the mapping's design rules, says it judged no data, and exits 2 with the reason.
+func TestCheckPrintsRulesWhenThePlanFails(t *testing.T) {
+	t.Parallel()
+	mapping := writeFile(t, t.TempDir(), "typed.yaml", typedOrdersMapping)
+	code, out, errs := runCLI(t, "check", "-m", mapping)
+	for _, want := range []string{
+		"\nRegion plan: not computed: region plan: regions: 16 regions on the first key column \"order_type\" need a sample of the source",
+		"  warning trailing_salt (target.primary_key[2]):",
+		"\nData rules: not applied: the region plan failed (above)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if code != 2 || !strings.Contains(errs, "need a sample of the source to place quantile split keys") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+}
+
+// TestReportRefusesKeyOnlyTarget: report gives the key-only target the error check and migrate
+// give it (exit 2), and proposes no design Lindorm could not write.
+func TestReportRefusesKeyOnlyTarget(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := writeFile(t, dir, "follows.yaml", keyOnlyMapping)
+	csvPath := writeFile(t, dir, "follows.csv", "user,follows\nann,bob\nbob,cid\ncid,ann\n")
+	jsonPath := filepath.Join(dir, "r.json")
+	code, out, errs := runCLI(t, "report", "-m", mapping, "--source", "file:"+csvPath, "--json", jsonPath)
+	if code != 2 || !strings.Contains(out, "ERROR  key_only_target") || !strings.Contains(errs, "the report found errors") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	var rep struct {
+		Alternatives []struct {
+			PrimaryKey string `json:"primary_key"`
+			IsMapping  bool   `json:"is_mapping"`
+			Rank       int
+			Error      string
+		}
+	}
+	if b, err := os.ReadFile(jsonPath); err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Alternatives) == 0 {
+		t.Fatalf("%v", err)
+	}
+	for _, a := range rep.Alternatives {
+		switch {
+		case a.IsMapping && !strings.HasPrefix(a.Error, "key-only: "):
+			t.Errorf("the mapping's design: %+v", a)
+		case a.Rank == 1 && a.Error != "":
+			t.Errorf("the first design cannot be built: %+v", a)
+		}
+	}
+}
+
+// TestReportWorkloadFlag: --workload takes reads_first or write_heavy and refuses anything else.
+func TestReportWorkloadFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := writeFile(t, dir, "t.yaml", keyValueMapping)
+	csvPath := writeFile(t, dir, "t.csv", "id,a,b\n1,x,2\n")
+	code, _, errs := runCLI(t, "report", "-m", mapping, "--source", "file:"+csvPath, "--workload", "writes")
+	if code != 2 || !strings.Contains(errs, `--workload: want reads_first`) {
+		t.Errorf("--workload writes: exit %d: %s", code, errs)
+	}
+	if code, out, errs := runCLI(t, "report", "-m", mapping, "--source", "file:"+csvPath, "--workload", "write_heavy", "--json", filepath.Join(dir, "r.json")); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	var rep struct{ Workload string }
+	if b, err := os.ReadFile(filepath.Join(dir, "r.json")); err != nil || json.Unmarshal(b, &rep) != nil || rep.Workload != "write_heavy" {
+		t.Errorf("workload %q (%v)", rep.Workload, err)
+	}
+}
+
+// TestCheckGuideTables runs check --source on the design guides' example tables (docs/examples,
+// mappings/logs.yaml; the data from gen:) and pins every rule it reports: each anti-pattern the
+// guides name is flagged, and the guides' own designs get none.
+func TestCheckGuideTables(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		mapping, source string
+		want            []string
+	}{
+		{"docs/examples/channel_orders.yaml", "gen:orders?rows=100000", []string{"first_column_cardinality", "first_column_skew", "incremental_key_column", "region_balance", "write_hotspot"}},
+		{"docs/examples/user_orders.yaml", "gen:orders?rows=100000", nil},
+		{"docs/examples/salted_orders.yaml", "gen:orders?rows=100000", []string{"trailing_salt", "salted_key"}},
+		{"docs/examples/status_orders.yaml", "gen:orders?rows=100000", []string{"first_column_cardinality", "first_column_skew", "incremental_key_column", "query_access"}},
+		{"docs/examples/orders_by_id.yaml", "gen:orders?rows=100000", []string{"query_access"}},
+		{"mappings/orders.yaml", "gen:orders?rows=100000", nil},
+		{"mappings/logs.yaml", "gen:logs?rows=100000", []string{"many_key_columns", "uniqueness"}}, // the generated logs repeat a few (ts, host, event)
+	}
+	for _, c := range cases {
+		code, out, errs := runCLI(t, "check", "-m", "../../"+c.mapping, "--source", c.source)
+		var got []string
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && (f[0] == "warning" || f[0] == "ERROR") && strings.HasPrefix(l, "  ") {
+				got = append(got, strings.TrimSuffix(f[1], ":"))
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: rules %v, want %v\n%s", c.mapping, got, c.want, out)
+		}
+		wantCode := 0
+		if slices.Contains(c.want, "uniqueness") {
+			wantCode = 2
+		}
+		if code != wantCode || len(c.want) == 0 && !strings.Contains(out, "the data follows Lindorm's design guides") {
+			t.Errorf("%s: exit %d\n%s%s", c.mapping, code, out, errs)
+		}
 	}
 }

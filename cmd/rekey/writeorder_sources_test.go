@@ -181,3 +181,27 @@ func TestReportWriteOrderKafka(t *testing.T) {
 		t.Errorf("equal timestamps: exit %d, want 1", code)
 	}
 }
+
+// A Kafka window of changes in which one order is updated by every fifth message: the report
+// counts each key's writes per window in the messages' timestamp order and names the hot row.
+func TestReportSingleRowHotspotKafka(t *testing.T) {
+	c := kafkatest.Start(t)
+	base := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
+	topic := c.CreateTopic(t, "hot-row", 4)
+	msgs := kafkaOrderMessages(8000, func(i int) time.Time { return base.Add(time.Duration(i) * time.Second) })
+	for i := range msgs {
+		if i%5 == 0 {
+			msgs[i].Value = []byte(fmt.Sprintf(`{"id":42,"note":"n%d"}`, i%7))
+		}
+	}
+	c.Produce(t, topic, msgs...)
+	const m = "version: 1\nsource:\n  name: events\n  columns:\n    id: bigint\n    note: text\ntarget:\n  table: events\n  primary_key: \"[md5(id).substr(0,4) + id AS pk]\"\nregions:\n  count: 16\n"
+	_, out, rep := writeOrderReport(t, m, "kafka://"+strings.Join(c.Brokers, ",")+"/"+topic)
+	h := rep.HotRows
+	if h.Order != report.OrderKafkaTime || len(h.Top) != 1 || !strings.HasSuffix(h.Top[0].Key[0], "42") || h.Top[0].WindowShare < 0.15 {
+		t.Fatalf("hot rows %+v\n%s", h, out)
+	}
+	if !strings.Contains(out, "WARN   single_row_hotspot        key "+h.Top[0].Key[0]+" takes") && !strings.Contains(out, "WARN  single_row_hotspot        key "+h.Top[0].Key[0]+" takes") {
+		t.Errorf("no single_row_hotspot warning:\n%s", out)
+	}
+}

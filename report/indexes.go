@@ -1,0 +1,149 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rekey/rekey/transform"
+)
+
+// Index offers: for a declared query the mapping's key serves only by scanning the whole table,
+// the guides' other answer beside a key change: "For queries that cannot be expressed with GET
+// or SCAN, use an index table or secondary index" (primary-key guide). A secondary index is an
+// index table keyed by the indexed columns, so "the column for which a secondary index is created
+// must be designed in the same manner as the primary key" (wide-table guide): the advisor's
+// design keyed by the query's columns (query_order) judges it. When that key would concentrate
+// writes, the offer is an index table keyed by the best design for the query instead, which
+// --write-mapping writes as a mapping to migrate beside the main table.
+
+// IndexOffer is one index offered for a declared query.
+type IndexOffer struct {
+	Query string `json:"query"`
+	// Kind is secondary_index (Lindorm maintains it: DDL) or index_table (a second table keyed
+	// for the query, written from the same source with the mapping --write-mapping writes).
+	Kind   string `json:"kind"`
+	Key    string `json:"key"`    // the index's key columns, or the index table's primary key
+	Design string `json:"design"` // the advisor's design whose figures judge the key (alternatives[].id)
+	Grade  string `json:"grade"`  // that design's grade
+	DDL    string `json:"ddl"`    // CREATE INDEX for a secondary index; "" for an index table
+	Note   string `json:"note"`
+}
+
+// indexOffers lists an index for each declared query with equality columns that the mapping's
+// own design serves only with a scan of the whole table.
+func (a *advisor) indexOffers(alts []Alternative, table string) []IndexOffer {
+	out := []IndexOffer{}
+	var own *Alternative
+	for i := range alts {
+		if alts[i].IsMapping {
+			own = &alts[i]
+		}
+	}
+	if own == nil || own.Error != "" || len(a.bases) == 0 {
+		return out
+	}
+	prog := a.r.prog
+	sk := sourceKey(prog)
+	byID := map[string]*Alternative{}
+	for i := range alts {
+		byID[alts[i].ID] = &alts[i]
+		if alts[i].SameAs != "" {
+			byID[alts[i].SameAs] = &alts[i]
+		}
+	}
+	for i, q := range a.queries {
+		if i >= len(own.Queries) || own.Queries[i].Access != "full_scan" || len(q.Equal) == 0 {
+			continue
+		}
+		order := queryOrder(prog, sk, q)
+		prefix, found := "", false
+		for _, b := range a.bases {
+			if strings.Join(b.cols, "\x00") == strings.Join(order, "\x00") {
+				prefix, found = b.prefix, true
+				break
+			}
+		}
+		if !found {
+			continue // more declared queries than the advisor derives keys for
+		}
+		plainID := "source_key"
+		if prefix != "" {
+			plainID = strings.TrimSuffix(prefix, "_")
+		}
+		n := len(q.Equal)
+		if q.Range != "" {
+			n++
+		}
+		cols := order[:min(n, len(order))]
+		var target []string
+		for _, c := range cols {
+			if t := prog.CarriedAs(c); t != "" {
+				target = append(target, t)
+			}
+		}
+		plain := byID[plainID]
+		if plain != nil && plain.Error == "" && len(target) == len(cols) && spreadGrade(plain) != "poor" {
+			x := secondaryIndex(q, table, target, plain)
+			if enumerated(plain, a.n) {
+				x.Note += fmt.Sprintf("; %s takes only %s values for %d regions: the index rows of one value share one key range until Lindorm splits it by the rest of the index key", cols[0], count(plain.Distinct), a.n)
+			}
+			out = append(out, x)
+			continue
+		}
+		// the index key would concentrate writes (or the table does not hold the columns as they
+		// are): an index table keyed by the best design for the query
+		var best *Alternative
+		for k := range alts {
+			x := &alts[k]
+			if (x.ID == plainID || prefix != "" && strings.HasPrefix(x.ID, prefix)) && x.Error == "" && x.Salt == 0 && spreadGrade(x) != "poor" && !loses(x) {
+				if best == nil || x.Rank < best.Rank {
+					best = x
+				}
+			}
+		}
+		if best == nil {
+			continue
+		}
+		why := "the table does not hold " + listText(cols) + " as they are, so Lindorm cannot index them"
+		if plain != nil && len(target) == len(cols) {
+			why = fmt.Sprintf("a secondary index keyed %s would concentrate writes as design %s does (%s, hot %.1fx; the wide-table guide: \"the column for which a secondary index is created must be designed in the same manner as the primary key\")",
+				bracketed(cols), plain.ID, spreadGrade(plain), writeHotFactor(plain))
+		}
+		out = append(out, IndexOffer{Query: q.String(), Kind: "index_table", Key: best.PrimaryKey, Design: best.ID, Grade: best.Grade,
+			Note: why + fmt.Sprintf("; an index table keyed %s (design %s, %s) serves it: --write-mapping DIR writes it as DIR/%s.yaml, to migrate from the same source as a second table; the client reads the index table, then the main table by its key", best.PrimaryKey, best.ID, best.Grade, best.ID)})
+	}
+	return out
+}
+
+// secondaryIndex is the CREATE INDEX for query q on table's columns cols (the query's equality
+// columns, then its range column, DESC when the query reads it newest first).
+func secondaryIndex(q transform.Query, table string, cols []string, judge *Alternative) IndexOffer {
+	var parts, names []string
+	for k, c := range cols {
+		p := sqlName(c)
+		if q.NewestFirst && k == len(cols)-1 && q.Range != "" {
+			p += " DESC"
+		}
+		parts = append(parts, p)
+		names = append(names, strings.ToLower(strings.NewReplacer("-", "_", "`", "").Replace(c)))
+	}
+	name := "idx_" + strings.ToLower(table) + "_" + strings.Join(names, "_")
+	ddl := fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s (%s) ASYNC;", sqlName(name), sqlName(table), strings.Join(parts, ", "))
+	return IndexOffer{Query: q.String(), Kind: "secondary_index", Key: bracketed(cols), Design: judge.ID, Grade: judge.Grade, DDL: ddl,
+		Note: fmt.Sprintf("the index key %s spreads writes as design %s does (%s, hot %.1fx); every write also writes the index (the wide-table guide: do not create a large number of secondary indexes); run it after the bulk load: rows a bulk load writes are not indexed as they land, and building the index reads the table (on LindormTable 2.2.16 to 2.6.3 follow it with BUILD INDEX %s ON %s)",
+			bracketed(cols), judge.ID, judge.Grade, writeHotFactor(judge), sqlName(name), sqlName(table))}
+}
+
+// sqlName writes an identifier for Lindorm SQL: as it is when plain, else in backquotes.
+func sqlName(s string) string {
+	plain := s != ""
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			plain = false
+		}
+	}
+	if plain {
+		return s
+	}
+	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
+}
