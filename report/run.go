@@ -103,7 +103,7 @@ type Config struct {
 	Logger    *zap.Logger
 	Generator string // "rekey <version>"
 	// FormatSplit renders a split value of the first key column as SPLITKEYS writes it
-	// (cmd passes sink/lindorm's SplitValue, so the report shows what ddl.sql will hold);
+	// (cmd passes pipeline.SplitValue, so the report shows what ddl.sql will hold);
 	// default: the canonical text.
 	FormatSplit func(pipeline.Type, pipeline.Value) string
 	// Queries are the access patterns the advisor ranks designs by (--query); nil: the

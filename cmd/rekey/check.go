@@ -192,7 +192,7 @@ func checkData(cmd *cobra.Command, inv *invocation, pf *planFlags, prog *transfo
 	sourceOrder(src, &order)
 	rep, err := report.Run(cmd.Context(), report.Config{Program: prog, Mapping: m, Source: src, SourceURI: sourceuri.Redact(pf.source),
 		Regions: pf.regions, Sample: report.Sample{Rows: checkSampleRows}, Workers: runtime.GOMAXPROCS(0), Logger: logger.Named("check"),
-		FormatSplit: lindorm.SplitValue, Order: order})
+		FormatSplit: pipeline.SplitValue, Order: order})
 	if err != nil {
 		return nil, fmt.Errorf("check --source: the data rules: %w", err)
 	}
