@@ -122,6 +122,7 @@ func ReadChanges(ctx context.Context, cfg ChangesConfig, windows []PartitionWind
 
 func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, fn func(*ChangeBatch) error) error {
 	w := &sqlWorker{partWorker: r.newSQLPartWorker(win.Partition, nil)}
+	w.seedRepeats(ctx, win.From) // as replicate did where it started
 	f := r.cfg.Kafka.StartFetch(ctx, r.dialer, win.Partition, win.From, kafka.FetchOptions{Logger: w.log,
 		Gap: func(next, first int64) error {
 			return fmt.Errorf("%w: verify cannot read the changes replicate applied from them", &kafka.GapError{Topic: r.cfg.Kafka.Topic, Partition: win.Partition, Next: next, First: first})

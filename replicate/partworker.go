@@ -54,6 +54,27 @@ func (r *Replicator) newPartWorker(partition int, commit func(int, int64) error,
 	return w
 }
 
+// repeatWindow is how many messages before its start offset a worker reads to know the
+// connector's commit log positions they reached (kafka.Config.SeedRepeats).
+const repeatWindow = 10000
+
+// seedRepeats reads the last repeatWindow messages before offset (what the partition's previous
+// owner applied) into the decoder, so that a run of events Debezium's Cassandra connector
+// publishes again after them is skipped as it would have been by that owner. It is best
+// effort: a failure is logged, and the worker goes on.
+func (w *partWorker) seedRepeats(ctx context.Context, offset int64) {
+	if !w.dec.SkipRepeats || w.r.cfg.Kafka.Format != kafka.FormatDebezium || offset <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	from := max(0, offset-repeatWindow)
+	if err := w.r.cfg.Kafka.SeedRepeats(ctx, w.r.dialer, w.partition, from, offset, w.dec); err != nil {
+		w.log.Warn("could not read the messages before the start offset: an event the connector publishes again after them would be applied again",
+			zap.Int64("offset", offset), zap.Error(err))
+	}
+}
+
 // startFetch starts fetching partition from offset for a worker until hard ends or the
 // fetcher's Stop.
 func (r *Replicator) startFetch(hard context.Context, partition int, offset int64, log *zap.Logger) *kafka.Fetcher {

@@ -92,6 +92,7 @@ func (w *sqlWorker) run(wctx, hard context.Context, offset int64) error {
 		r.metrics.committed(w.partition, offset)
 		r.metrics.position(w.partition, offset, -1)
 	}
+	w.seedRepeats(hard, offset)
 	f := r.startFetch(hard, w.partition, offset, w.log)
 	for {
 		select {

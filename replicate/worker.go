@@ -76,6 +76,7 @@ func (w *worker) run(wctx, hard context.Context, offset int64, cl claimed) (err 
 		r.metrics.committed(w.partition, offset)
 		r.metrics.position(w.partition, offset, -1)
 	}
+	w.seedRepeats(hard, offset)
 	f := r.startFetch(hard, w.partition, offset, w.log)
 	w.timer = time.NewTimer(time.Hour)
 	w.timer.Stop()

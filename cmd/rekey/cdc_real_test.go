@@ -181,16 +181,40 @@ func TestCDCFromTheRealConnector(t *testing.T) {
 	wait.For(t, func() bool { return endOffset() > 0 }, "the connector's first event in "+topic)
 	t.Logf("first event %.1fs after the 50th mutation", time.Since(first).Seconds())
 
-	sigs := make(chan os.Signal)
-	done := make(chan int, 1)
-	var output string
-	go func() {
-		code, o, e := cliRun{signals: sigs}.run(t, "replicate", "-m", mapping,
-			"--source", "kafka://"+strings.Join(kc.Brokers, ",")+"/"+topic+"?group="+kc.Group("cdc-real")+"&format=debezium",
-			"--out", srv.URI(""), "--sql-conns", conns, "--state", filepath.Join(dir, "state"), "--progress", "never")
-		output = o + e
-		done <- code
-	}()
+	// replicate runs in the background until stopped (SIGTERM), which waits for its exit 0
+	startReplicate := func() (stop func(until int64)) {
+		sigs := make(chan os.Signal)
+		done := make(chan int, 1)
+		var output string
+		go func() {
+			code, o, e := cliRun{signals: sigs}.run(t, "replicate", "-m", mapping,
+				"--source", "kafka://"+strings.Join(kc.Brokers, ",")+"/"+topic+"?group="+kc.Group("cdc-real")+"&format=debezium",
+				"--out", srv.URI(""), "--sql-conns", conns, "--state", filepath.Join(dir, "state"), "--progress", "never")
+			output = o + e
+			done <- code
+		}()
+		// stop waits until replicate committed every event up to the offset until, then stops it
+		return func(until int64) {
+			wait.For(t, func() bool {
+				select {
+				case code := <-done:
+					t.Fatalf("replicate exited early: %d\n%s", code, output)
+				default:
+				}
+				return kc.Committed(t, kc.Group("cdc-real"), topic, 1)[0] >= until
+			}, "replicate to commit every event")
+			interrupt(t, sigs, syscall.SIGTERM)
+			select {
+			case code := <-done:
+				if code != 0 {
+					t.Fatalf("replicate: exit %d\n%s", code, output)
+				}
+			case <-time.After(wait.Timeout):
+				t.Fatal("replicate did not stop on SIGTERM")
+			}
+		}
+	}
+	stop := startReplicate()
 	// more changes while replicate applies
 	for range 550 {
 		mutate()
@@ -207,26 +231,12 @@ func TestCDCFromTheRealConnector(t *testing.T) {
 	t.Logf("%d mutations, %d events; the last %.1fs after the last mutation", mutations, end, time.Since(last).Seconds())
 	// The connector publishes a run of events again when it reads a commit log segment a
 	// second time (after a restart; once the node marks the segment complete, from the offset it
-	// last flushed): here, 250 of its own events, published again after newer ones of the same
-	// keys. Applied, they would undo those.
-	end = resend(t, kc.Brokers[0], topic, 100, 350)
-	wait.For(t, func() bool {
-		select {
-		case code := <-done:
-			t.Fatalf("replicate exited early: %d\n%s", code, output)
-		default:
-		}
-		return kc.Committed(t, kc.Group("cdc-real"), topic, 1)[0] >= end
-	}, "replicate to commit every event")
-	interrupt(t, sigs, syscall.SIGTERM)
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("replicate: exit %d\n%s", code, output)
-		}
-	case <-time.After(wait.Timeout):
-		t.Fatal("replicate did not stop on SIGTERM")
-	}
+	// last flushed): here, 100 of its own events, published again after newer ones of the same
+	// keys, while replicate runs; applied, they would undo those. Then replicate stops, and 150
+	// more are published again: the replicate started next must know them too.
+	stop(resend(t, kc.Brokers[0], topic, 100, 200))
+	end = resend(t, kc.Brokers[0], topic, 200, 350)
+	startReplicate()(end)
 	if len(live) == 0 {
 		t.Fatal("no row left alive: the writes prove nothing")
 	}

@@ -321,3 +321,54 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// SeedRepeats passes the messages [from, to) of partition through d, so that d knows the commit
+// log positions their events reached (Decoder.SkipRepeats) before it decodes the messages from
+// to on: a consumer that takes over a partition at to would otherwise apply again a run of
+// events the connector publishes a second time after it. Messages deleted by retention are
+// skipped; d's changes are dropped and its repeat count left as it was.
+func (c *Config) SeedRepeats(ctx context.Context, dialer *kafkago.Dialer, partition int, from, to int64, d *Decoder) error {
+	if from >= to {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan FetchBatch, 2)
+	var ferr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(ch)
+		ferr = c.FetchPartition(ctx, dialer, partition, from, FetchOptions{MaxWait: 10 * time.Millisecond,
+			Gap: func(next, first int64) error { return nil }}, ch)
+	}()
+	defer func() {
+		cancel()
+		for range ch {
+		}
+		<-done
+	}()
+	repeats := d.Repeats
+	defer func() { d.Repeats = repeats; d.Reset() }()
+	var buf []Change
+	for b := range ch {
+		if len(b.Messages) == 0 {
+			return nil // nothing more before to (a compacted topic's missing offsets)
+		}
+		for i := range b.Messages {
+			m := &b.Messages[i]
+			if m.Offset >= to {
+				return nil
+			}
+			buf = d.Decode(buf[:0], m.Key, m.Value)
+			if m.Offset == to-1 {
+				return nil
+			}
+		}
+		d.Reset()
+	}
+	if ctx.Err() == nil && ferr != nil {
+		return ferr
+	}
+	return nil
+}
