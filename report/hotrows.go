@@ -35,7 +35,9 @@ type HotRow struct {
 // hotRowWindows is how many windows the subsample is cut into for single-row hotspots.
 const hotRowWindows = 50
 
-// countHotRows counts the writes of each key (keys in write order) per window.
+// countHotRows counts the writes of each key (keys in write order) per window. The keys' hashes
+// are sorted per window and counted by runs (a map entry per key cost several thousand
+// instructions a row); only the keys written twice in a window are kept.
 func countHotRows(keys [][]pipeline.Value, evidence string, regions int) HotRows {
 	h := HotRows{Order: evidence, Rows: int64(len(keys)), EvenShare: 1 / float64(max(regions, 1)), Top: []HotRow{}}
 	if len(keys) == 0 {
@@ -43,45 +45,70 @@ func countHotRows(keys [][]pipeline.Value, evidence string, regions int) HotRows
 	}
 	per := max(int64(len(keys))/hotRowWindows, 1)
 	h.RowsPerWindow = per
+	type keyAt struct {
+		hash uint64
+		at   int32 // a row with the key
+	}
+	all := make([]keyAt, len(keys))
+	for i, key := range keys {
+		all[i] = keyAt{hashValues(key), int32(i)}
+	}
+	byHash := func(a, b keyAt) int {
+		switch {
+		case a.hash < b.hash:
+			return -1
+		case a.hash > b.hash:
+			return 1
+		}
+		return int(a.at - b.at)
+	}
 	type stat struct {
-		at            int // a row with the key
-		writes, best  int64
-		bestOf, inWin int64
+		at                   int
+		writes, best, bestOf int64
 	}
 	stats := map[uint64]*stat{}
-	win, inWin := 0, int64(0)
-	var winKeys []uint64
-	closeWindow := func() {
-		for _, k := range winKeys {
-			s := stats[k]
-			if s.inWin > s.best {
-				s.best, s.bestOf = s.inWin, inWin
-			}
-			s.inWin = 0
-		}
-		winKeys = winKeys[:0]
-		win++
-		inWin = 0
-	}
-	for i, key := range keys {
+	var buf []keyAt
+	win := 0
+	for start := 0; start < len(all); win++ {
 		// the last window takes the rest when it would be shorter than half a window
-		if inWin == per && int64(len(keys)-i) >= per/2 {
-			closeWindow()
+		end := start + int(per)
+		if rest := len(all) - end; rest < int(per/2) || end > len(all) {
+			end = len(all)
 		}
-		k := hashValues(key)
-		s := stats[k]
-		if s == nil {
-			s = &stat{at: i}
-			stats[k] = s
+		buf = append(buf[:0], all[start:end]...)
+		slices.SortFunc(buf, byHash)
+		for r := 0; r < len(buf); {
+			n := 1
+			for r+n < len(buf) && buf[r+n].hash == buf[r].hash {
+				n++
+			}
+			if n >= 2 {
+				st := stats[buf[r].hash]
+				if st == nil {
+					st = &stat{at: int(buf[r].at)}
+					stats[buf[r].hash] = st
+				}
+				if int64(n) > st.best {
+					st.best, st.bestOf = int64(n), int64(end-start)
+				}
+			}
+			r += n
 		}
-		if s.inWin == 0 {
-			winKeys = append(winKeys, k)
-		}
-		s.writes++
-		s.inWin++
-		inWin++
+		start = end
 	}
-	closeWindow()
+	if len(stats) > 0 {
+		slices.SortFunc(all, byHash)
+		for r := 0; r < len(all); {
+			n := 1
+			for r+n < len(all) && all[r+n].hash == all[r].hash {
+				n++
+			}
+			if st := stats[all[r].hash]; st != nil {
+				st.writes, st.at = int64(n), int(all[r].at) // the key's first row
+			}
+			r += n
+		}
+	}
 	h.Windows = win
 	for _, s := range stats {
 		if s.best < 2 {
