@@ -12,6 +12,7 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/sink/formats"
 	"github.com/rekey/rekey/store"
 )
 
@@ -115,12 +116,11 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 	default:
 		return nil, fmt.Errorf("%s: read %s: %w", location, output.ManifestFile, err)
 	}
-	switch f.Format {
-	case "parquet", "csv":
-	case "":
-		f.Format = "parquet"
-	default:
-		return nil, fmt.Errorf("%s: data files in format %q, verify reads parquet and csv", location, f.Format)
+	if f.Format == "" {
+		f.Format = formats.Default()
+	}
+	if _, err := folderFormat(f); err != nil {
+		return nil, err
 	}
 	unlisted, err := unlistedFiles(ctx, objs, f.Files)
 	if err != nil {
@@ -237,10 +237,9 @@ func (v *run) targetWhere(ord uint64) string {
 	}
 	files := v.cfg.Folder.Files
 	if i := int(ord >> 32); i < len(files) {
-		if v.cfg.Folder.Format == "csv" {
-			return fmt.Sprintf("%s:%d", files[i].Path, ord&(1<<32-1))
+		if f, err := folderFormat(v.cfg.Folder); err == nil {
+			return f.RowName(files[i].Path, int64(ord&(1<<32-1)))
 		}
-		return fmt.Sprintf("%s row %d", files[i].Path, ord&(1<<32-1)+1)
 	}
 	return fmt.Sprintf("row %d", ord)
 }
@@ -316,8 +315,11 @@ type targetReader struct {
 	v        *run
 	c        *pipeline.Counters
 	key, row []byte
+	keyLen   int // the schema's key columns, which Read sends first
 	put      func(file int, row int64)
-	deletes  bool // reading a delete file
+	deletes  bool  // reading a delete file
+	fileIdx  int   // the file being read
+	unsent   int64 // rows read that the progress counter does not count yet
 }
 
 func (t *targetReader) file(ctx context.Context, i int) error {
@@ -333,13 +335,10 @@ func (t *targetReader) file(ctx context.Context, i int) error {
 	defer r.Close()
 	var n int64
 	t.deletes = fo.Deletes != nil && fo.Deletes[i]
-	switch {
-	case t.deletes:
+	if t.deletes {
 		n, err = t.readDeletes(ctx, i)
-	case fo.Format == "csv":
-		n, err = t.readCSV(r, i)
-	default:
-		n, err = t.readParquet(ctx, r, i)
+	} else {
+		n, err = t.readData(ctx, r, i)
 	}
 	unlisted := i >= len(fo.Files)-fo.Unlisted
 	if err != nil {
@@ -357,6 +356,18 @@ func (t *targetReader) file(ctx context.Context, i int) error {
 		t.v.fileProblem(FileRows{Path: fi.Path, Rows: n, ListedRows: &listed})
 	}
 	return nil
+}
+
+// readData reads data file i through its format.
+func (t *targetReader) readData(ctx context.Context, r store.Reader, i int) (int64, error) {
+	f, err := folderFormat(t.v.cfg.Folder)
+	if err != nil {
+		return 0, err
+	}
+	t.fileIdx, t.keyLen = i, t.v.schema.KeyLen
+	t.key, t.row = t.key[:0], t.row[:0]
+	defer t.flushCount()
+	return f.Read(ctx, r, r.Size(), t.v.schema, t)
 }
 
 // fileProblem records a data file that the listing does not account for.

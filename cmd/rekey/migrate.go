@@ -15,10 +15,9 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/csv"
 	"github.com/rekey/rekey/sink/files"
+	"github.com/rekey/rekey/sink/formats"
 	"github.com/rekey/rekey/sink/lindorm"
-	"github.com/rekey/rekey/sink/parquet"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/source/file"
@@ -109,7 +108,7 @@ Exit codes:
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
 	fl.StringVar(&f.source, "source", "", "where rows come from: file:PATH or gen:NAME?rows=N (see below)")
 	fl.StringVar(&f.out, "out", "", "output: a directory (must be new or empty unless --resume), a bucket prefix s3://BUCKET/PREFIX or oss://BUCKET/PREFIX?region=R (credentials from AWS_*/OSS_* environment variables), or a SQL table: lindorm://USER@HOST:33060/DB, mysql://USER@HOST:PORT/DB")
-	fl.StringVar(&f.format, "format", "parquet", "data file format: parquet (zstd) or csv")
+	fl.StringVar(&f.format, "format", formats.Default(), formats.Help())
 	fl.IntVar(&f.regions, "regions", 0, "number of pre-split regions (overrides the mapping's regions:)")
 	fl.StringVar(&f.maxFileSize, "max-file-size", "256MiB", "roll a region's data file at this size")
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides) and a quarter of it buffers the rows of all open regions (a run expecting fewer rows, such as one shard of many, cuts each region's buffer at a quarter of its share and uses less); the resident size can pass it by what lives outside the heap (object-store uploads, the runtime)")
@@ -153,13 +152,11 @@ func parseRejectLimit(s string) (pipeline.RejectLimit, error) {
 }
 
 func fileFormat(name string) (files.Format, error) {
-	switch name {
-	case "parquet":
-		return parquet.New(), nil
-	case "csv":
-		return csv.New(), nil
+	f, ok := formats.Get(name)
+	if !ok {
+		return nil, fmt.Errorf("--format %q: want %s", name, formats.Names("or"))
 	}
-	return nil, fmt.Errorf("--format %q: want parquet or csv", name)
+	return f, nil
 }
 
 func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
