@@ -5,7 +5,10 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/cassandra"
 )
+
+func isCassandraURI(uri string) bool { return strings.HasPrefix(uri, cassandra.URIPrefix) }
 
 // catchupMargin is taken off the run's start for the next catch-up's since=: WRITETIMEs come
 // from the clocks of the Cassandra coordinators (or clients), which may run behind this
