@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -129,7 +131,16 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	if err != nil {
 		return err
 	}
-	stdout := cmd.OutOrStdout()
+	return sqlOutcome(cmd.OutOrStdout(), f, src, w, sqlDest{dest, state}, res, runErr, out.Store)
+}
+
+// sqlDest is where a migration into a table wrote: the table (as messages name it) and the
+// state folder holding its checkpoint and rejects.
+type sqlDest struct{ table, state string }
+
+// sqlOutcome prints how a run into a table ended, and the next catch-up of a complete one.
+func sqlOutcome(stdout io.Writer, f *migrateFlags, src pipeline.Source, w *sqlsink.Writer, d sqlDest, res pipeline.Result, runErr error, st store.Store) error {
+	dest, state := d.table, d.state
 	if errors.Is(runErr, pipeline.ErrInterrupted) {
 		printSQLSummary(stdout, "Migration interrupted (what is written so far)", res, w, dest, state, time.Time{})
 		return interrupted(fmt.Errorf("interrupted: %d rows written to %s; %s", res.RowsWritten, dest, resumeAfterInterrupt(src, "")))
@@ -155,7 +166,7 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	if err := writeStats(f.statsJSON, res); err != nil {
 		return runFailed(err)
 	}
-	return rejectedExit(res, out.Store)
+	return rejectedExit(res, st)
 }
 
 // printSQLSummary prints the summary of a run into a SQL table; nextSince (zero: none) is the
