@@ -23,60 +23,23 @@ func folderFormat(fo *Folder) (files.Format, error) {
 // in their stored form, key columns into key, the others into row, and files each row (put).
 var _ files.RowReceiver = (*targetReader)(nil)
 
-func (t *targetReader) Null(c int) {
+// dst is the buffer column c's value goes to: the key's or the row's.
+func (t *targetReader) dst(c int) *[]byte {
 	if c < t.keyLen {
-		t.key = append(t.key, tagNull)
-	} else {
-		t.row = append(t.row, tagNull)
+		return &t.key
 	}
+	return &t.row
 }
 
-func (t *targetReader) Bytes(c int, b []byte) {
-	if c < t.keyLen {
-		t.key = appendBytes(t.key, b)
-	} else {
-		t.row = appendBytes(t.row, b)
-	}
-}
-
-func (t *targetReader) Int(c int, v int64) {
-	if c < t.keyLen {
-		t.key = appendInt(t.key, v)
-	} else {
-		t.row = appendInt(t.row, v)
-	}
-}
-
-func (t *targetReader) Bool(c int, v bool) {
-	if c < t.keyLen {
-		t.key = appendBool(t.key, v)
-	} else {
-		t.row = appendBool(t.row, v)
-	}
-}
-
-func (t *targetReader) Float32(c int, v float32) {
-	if c < t.keyLen {
-		t.key = appendFloat32(t.key, v)
-	} else {
-		t.row = appendFloat32(t.row, v)
-	}
-}
-
-func (t *targetReader) Float64(c int, v float64) {
-	if c < t.keyLen {
-		t.key = appendFloat64(t.key, v)
-	} else {
-		t.row = appendFloat64(t.row, v)
-	}
-}
-
+func (t *targetReader) Null(c int)               { d := t.dst(c); *d = append(*d, tagNull) }
+func (t *targetReader) Bytes(c int, b []byte)    { d := t.dst(c); *d = appendBytes(*d, b) }
+func (t *targetReader) Int(c int, v int64)       { d := t.dst(c); *d = appendInt(*d, v) }
+func (t *targetReader) Bool(c int, v bool)       { d := t.dst(c); *d = appendBool(*d, v) }
+func (t *targetReader) Float32(c int, v float32) { d := t.dst(c); *d = appendFloat32(*d, v) }
+func (t *targetReader) Float64(c int, v float64) { d := t.dst(c); *d = appendFloat64(*d, v) }
 func (t *targetReader) Decimal(c int, hi int64, lo uint64) {
-	if c < t.keyLen {
-		t.key = appendDecimal(t.key, hi, lo)
-	} else {
-		t.row = appendDecimal(t.row, hi, lo)
-	}
+	d := t.dst(c)
+	*d = appendDecimal(*d, hi, lo)
 }
 
 // EndRow files the row and starts the next; the progress counter moves a batch at a time.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -56,23 +57,11 @@ func (inv *invocation) loadProgramFor(path, uri string, workers, regions int, lo
 // checkedSchema hands out a source that read its own schema if it reads the columns of schema,
 // in that order.
 func checkedSchema(uri string, src source.SchemaSource, schema pipeline.SourceSchema) (pipeline.Source, error) {
-	if !sameSchema(src.Schema(), schema) {
+	if !slices.Equal(src.Schema(), schema) {
 		src.Close()
 		return nil, fmt.Errorf("--source %s: the mapping was not compiled against the table's schema (its columns: %s)", sourceuri.Redact(uri), strings.Join(src.Schema().Names(), ", "))
 	}
 	return src, nil
-}
-
-func sameSchema(a, b pipeline.SourceSchema) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // closeSource closes a source that holds connections (Cassandra, Kafka).
