@@ -29,6 +29,9 @@ type Kind struct {
 	Unsharded string
 	// Paths: a bare path that exists (no scheme) is a source of this kind.
 	Paths bool
+	// CatchUp: the kind's URIs take since= (only the rows written since then: Cassandra's
+	// WRITETIME), so a run prints the since= of the next catch-up.
+	CatchUp bool
 	// Help is the kind's paragraph of the --source help, indented as --help shows it.
 	Help string
 	// NewFlags returns the kind's flags for one command line; nil when it has none.
@@ -161,6 +164,12 @@ func (s *Set) Shard() (pipeline.Shard, error) {
 		return sh, fmt.Errorf("--shard: %w", err)
 	}
 	return sh, nil
+}
+
+// CatchesUp tells whether uri's kind reads the rows written since a time (Kind.CatchUp).
+func (s *Set) CatchesUp(uri string) bool {
+	k := s.find(uri)
+	return k >= 0 && s.kinds[k].CatchUp
 }
 
 // Is tells whether uri is a URI of the kind whose prefix is prefix.

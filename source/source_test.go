@@ -172,3 +172,13 @@ func TestSetOpensThroughTheSchemaHook(t *testing.T) {
 		t.Fatalf("the hook got flags %#v, want the kind's (--rate 5)", got.in.Flags)
 	}
 }
+
+// A kind that catches up (Kind.CatchUp) is told by its URIs; the others and unknown URIs are not.
+func TestSetCatchesUp(t *testing.T) {
+	tbl := fakeKind("cassandra://", false, "")
+	tbl.CatchUp = true
+	s := NewSet(fakeKind("gen:", false, ""), tbl)
+	if !s.CatchesUp("cassandra://h/ks/t") || s.CatchesUp("gen:orders") || s.CatchesUp("nothing:") {
+		t.Fatal("CatchesUp: want true for the kind that catches up only")
+	}
+}

@@ -5,21 +5,19 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/source/cassandra"
 )
-
-func isCassandraURI(uri string) bool { return strings.HasPrefix(uri, cassandra.URIPrefix) }
 
 // catchupMargin is taken off the run's start for the next catch-up's since=: WRITETIMEs come
 // from the clocks of the Cassandra coordinators (or clients), which may run behind this
 // machine's. Rows read twice are harmless: writes to Lindorm are upserts.
 const catchupMargin = 5 * time.Minute
 
-// nextSince is the since= of the catch-up after this run of a Cassandra source: its first
-// attempt's start (a resume keeps it) less catchupMargin, so each catch-up reads the rows
-// written since the previous one started. Zero for other sources and unknown starts.
-func nextSince(source string, res pipeline.Result) time.Time {
-	if !isCassandraURI(source) || res.StartedAt.IsZero() {
+// nextSince is the since= of the catch-up after this run of a source whose kind catches up
+// (source.Kind.CatchUp: Cassandra's): its first attempt's start (a resume keeps it) less
+// catchupMargin, so each catch-up reads the rows written since the previous one started. Zero
+// for other sources and unknown starts.
+func nextSince(catchUp bool, res pipeline.Result) time.Time {
+	if !catchUp || res.StartedAt.IsZero() {
 		return time.Time{}
 	}
 	return res.StartedAt.Add(-catchupMargin).UTC().Truncate(time.Second)

@@ -45,6 +45,9 @@ type migrateFlags struct {
 	statsJSON   string
 	lts         ltsFlags
 	sql         sqlFlags
+	// catchUp: --source's kind reads the rows written since a time (source.Kind.CatchUp), so the
+	// run prints its next catch-up; set from --source by common
+	catchUp bool
 }
 
 func newMigrateCmd(inv *invocation) *cobra.Command {
@@ -241,6 +244,7 @@ func (f *migrateFlags) common(inv *invocation) (pipeline.RejectLimit, pipeline.S
 	if f.sharedOut && shard.Whole() {
 		return limit, shard, usageError(errors.New("--shared-out needs --shard i/N: it is the output the N shards of one migration write together"))
 	}
+	f.catchUp = inv.sources.CatchesUp(f.source)
 	return limit, shard, nil
 }
 
@@ -345,7 +349,7 @@ func rejectedExit(res pipeline.Result, st store.Store) error {
 // the next steps (create the table, submit the bulkload job, check the counts).
 func finishRun(ctx context.Context, w io.Writer, m *migrate.Migration, f *migrateFlags, plan pipeline.RegionPlan, res pipeline.Result) error {
 	summary := filesOut(f.out, m.Output().Store, plan)
-	since := nextSince(f.source, res)
+	since := nextSince(f.catchUp, res)
 	var catchup string
 	if !since.IsZero() {
 		summary.nextSince, catchup = since, withSince(f.source, since)

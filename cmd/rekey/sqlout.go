@@ -151,7 +151,7 @@ func sqlOutcome(stdout io.Writer, f *migrateFlags, src pipeline.Source, w *sqlsi
 			afterFailure(runErr, "once the cause is fixed, run the same command with --resume: it continues from the last checkpoint (rows after it are written again, harmlessly)",
 				"with --overwrite (a new checkpoint; the rows already written stay in the table, and those whose key the fix changes stay as extra rows)")))
 	}
-	since := nextSince(f.source, res)
+	since := nextSince(f.catchUp, res)
 	printSQLSummary(stdout, "Migration summary", res, w, dest, state, since)
 	if !since.IsZero() {
 		// the same table and state folder: --overwrite starts a new checkpoint there, and the

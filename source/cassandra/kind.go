@@ -21,6 +21,7 @@ const URIPrefix = "cassandra://"
 // the connection's credentials and TLS files as flags.
 var Kind = source.Kind{
 	Prefix:   URIPrefix,
+	CatchUp:  true,
 	Help:     help,
 	NewFlags: func() source.Flags { return &Flags{} },
 	Open: func(_ context.Context, uri string, in source.Input) (pipeline.Source, error) {
