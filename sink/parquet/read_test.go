@@ -49,26 +49,7 @@ func TestReadGivesBackWhatIsWritten(t *testing.T) {
 		{pipeline.Int(2), pipeline.Null, pipeline.Null, pipeline.Null, pipeline.Null, pipeline.Null},
 	}
 	f := parquet.New()
-	buf, err := f.NewBuffer(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rows {
-		if err := buf.Append(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var file bytes.Buffer
-	w, err := f.NewWriter(&file, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(buf.Cut()); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	file := bytes.NewBuffer(fileOf(t, f, schema, rows))
 	var got received
 	n, err := f.Read(context.Background(), bytes.NewReader(file.Bytes()), int64(file.Len()), schema, &got)
 	if err != nil || n != 2 {
@@ -93,4 +74,28 @@ func TestReadGivesBackWhatIsWritten(t *testing.T) {
 	if _, err := f.Read(context.Background(), strings.NewReader("id,name\n"), 8, schema, &received{}); err == nil || !strings.Contains(err.Error(), "not a whole Parquet file") {
 		t.Errorf("a CSV file: %v", err)
 	}
+}
+
+// fileOf is a Parquet file of rows in one row group; rows the format refuses are left out.
+func fileOf(t *testing.T, f *parquet.Format, schema pipeline.TargetSchema, rows [][]pipeline.Value) []byte {
+	t.Helper()
+	buf, err := f.NewBuffer(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		buf.Append(r) // a value the sink refuses is a reject: left out
+	}
+	var out bytes.Buffer
+	w, err := f.NewWriter(&out, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(buf.Cut()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
 }
