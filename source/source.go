@@ -29,12 +29,34 @@ type Kind struct {
 	Unsharded string
 	// Paths: a bare path that exists (no scheme) is a source of this kind.
 	Paths bool
+	// CatchUp: the kind's URIs take since= (only the rows written since then: Cassandra's
+	// WRITETIME), so a run prints the since= of the next catch-up.
+	CatchUp bool
 	// Help is the kind's paragraph of the --source help, indented as --help shows it.
 	Help string
 	// NewFlags returns the kind's flags for one command line; nil when it has none.
 	NewFlags func() Flags
 	// Open opens a URI of the kind.
 	Open func(ctx context.Context, uri string, in Input) (pipeline.Source, error)
+	// OpenSchema, when set, is the kind's schema hook: its sources read their own schema (a
+	// Cassandra table's columns and types), and the mapping is compiled against it, so that the
+	// mapping may leave its source columns out and a column the source lacks is an error before
+	// any data moves. It opens the source before the mapping is compiled (in.Schema is nil);
+	// table is the mapping's source name, which names the table when the URI does not. The
+	// command then reads the source it returns (Open is not called).
+	OpenSchema func(ctx context.Context, uri, table string, in Input) (SchemaSource, error)
+}
+
+// SchemaSource is a source opened by its kind's schema hook (Kind.OpenSchema).
+type SchemaSource interface {
+	pipeline.Source
+	io.Closer
+	// Schema is the source's columns, as it read them.
+	Schema() pipeline.SourceSchema
+	// SchemaOf names what the schema is of, in messages: "keyspace.table".
+	SchemaOf() string
+	// Shard is the part of the source it reads (the zero Shard: all of it).
+	Shard() pipeline.Shard
 }
 
 // Flags are a kind's flags, bound for one command line.
@@ -144,6 +166,12 @@ func (s *Set) Shard() (pipeline.Shard, error) {
 	return sh, nil
 }
 
+// CatchesUp tells whether uri's kind reads the rows written since a time (Kind.CatchUp).
+func (s *Set) CatchesUp(uri string) bool {
+	k := s.find(uri)
+	return k >= 0 && s.kinds[k].CatchUp
+}
+
 // Is tells whether uri is a URI of the kind whose prefix is prefix.
 func (s *Set) Is(uri, prefix string) bool {
 	k := s.find(uri)
@@ -180,6 +208,27 @@ func (s *Set) find(uri string) int {
 		}
 	}
 	return -1
+}
+
+// HasSchema tells whether uri's kind reads its sources' schema (Kind.OpenSchema).
+func (s *Set) HasSchema(uri string) bool {
+	k := s.find(uri)
+	return k >= 0 && s.kinds[k].OpenSchema != nil
+}
+
+// OpenSchema opens the source uri names through its kind's schema hook (Kind.OpenSchema), with
+// its kind's flags. Call it for a uri HasSchema accepts.
+func (s *Set) OpenSchema(ctx context.Context, uri, table string, in Input) (SchemaSource, error) {
+	k := s.find(uri)
+	if k < 0 || s.kinds[k].OpenSchema == nil {
+		return nil, fmt.Errorf("--source %q: its kind does not read its schema", sourceuri.Redact(uri))
+	}
+	in.Flags = s.flags[k]
+	var err error
+	if in.Shard, err = s.Shard(); err != nil {
+		return nil, err
+	}
+	return s.kinds[k].OpenSchema(ctx, uri, table, in)
 }
 
 // Open opens the source uri names, with its kind's flags.

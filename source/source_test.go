@@ -137,3 +137,48 @@ func TestSetShard(t *testing.T) {
 		t.Error("--shard registered for a command that does not read shards")
 	}
 }
+
+// A kind with a schema hook is opened through it, with its flags, the mapping's source name
+// and --shard; a kind without one has no schema to read, and OpenSchema refuses it.
+func TestSetOpensThroughTheSchemaHook(t *testing.T) {
+	tbl := fakeKind("cassandra://", false, "rate")
+	var got struct {
+		uri, table string
+		in         Input
+	}
+	tbl.OpenSchema = func(_ context.Context, uri, table string, in Input) (SchemaSource, error) {
+		got.uri, got.table, got.in = uri, table, in
+		return nil, errors.New("opened")
+	}
+	s := NewSet(fakeKind("gen:", false, ""), tbl)
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	s.AddFlags(fs, Use{Scan: true, Shards: true})
+	if err := fs.Parse([]string{"--rate", "5", "--shard", "1/3"}); err != nil {
+		t.Fatal(err)
+	}
+	if s.HasSchema("gen:orders") || !s.HasSchema("cassandra://h/ks/t") || s.HasSchema("nothing:") {
+		t.Fatal("HasSchema: want true for the kind with a schema hook only")
+	}
+	if _, err := s.OpenSchema(context.Background(), "gen:orders", "ks.t", Input{}); err == nil || !strings.Contains(err.Error(), "does not read its schema") {
+		t.Fatalf("OpenSchema of a kind without a hook: %v", err)
+	}
+	if _, err := s.OpenSchema(context.Background(), "cassandra://h", "ks.t", Input{Workers: 4}); err == nil || err.Error() != "opened" {
+		t.Fatalf("OpenSchema: %v", err)
+	}
+	if got.uri != "cassandra://h" || got.table != "ks.t" || got.in.Workers != 4 || got.in.Shard != (pipeline.Shard{Index: 1, Count: 3}) {
+		t.Fatalf("the hook got %q %q %+v", got.uri, got.table, got.in)
+	}
+	if f, ok := got.in.Flags.(*fakeFlags); !ok || f.value != "5" {
+		t.Fatalf("the hook got flags %#v, want the kind's (--rate 5)", got.in.Flags)
+	}
+}
+
+// A kind that catches up (Kind.CatchUp) is told by its URIs; the others and unknown URIs are not.
+func TestSetCatchesUp(t *testing.T) {
+	tbl := fakeKind("cassandra://", false, "")
+	tbl.CatchUp = true
+	s := NewSet(fakeKind("gen:", false, ""), tbl)
+	if !s.CatchesUp("cassandra://h/ks/t") || s.CatchesUp("gen:orders") || s.CatchesUp("nothing:") {
+		t.Fatal("CatchesUp: want true for the kind that catches up only")
+	}
+}

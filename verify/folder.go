@@ -12,6 +12,7 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/sink/formats"
 	"github.com/rekey/rekey/store"
 )
 
@@ -53,85 +54,112 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 	data, err := objs.Get(ctx, output.ManifestFile)
 	switch {
 	case err == nil:
-		var m output.Manifest
-		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, fmt.Errorf("%s: %s is damaged: %w", location, output.ManifestFile, err)
-		}
-		if err := output.CheckManifestPaths(&m); err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", location, output.ManifestFile, err)
-		}
-		if err := checkManifestSchema(&m, schema); err != nil {
-			return nil, fmt.Errorf("%s does not hold the mapping's table: %w; verify it with the mapping it was migrated with", location, err)
-		}
-		if fingerprint != "" && m.MappingFingerprint != "" && m.MappingFingerprint != fingerprint {
-			f.Notes = append(f.Notes, fmt.Sprintf("%s was written with another version of the mapping (fingerprint %.12s, this one %.12s): keys computed differently show as missing and extra", location, m.MappingFingerprint, fingerprint))
-		}
-		f.Format = m.Format
-		var rm struct {
-			Replication *replicate.Replication `json:"replication"`
-		}
-		if err := json.Unmarshal(data, &rm); err != nil {
-			return nil, fmt.Errorf("%s: %s is damaged: %w", location, output.ManifestFile, err)
-		}
-		if f.Replication = rm.Replication; f.Replication != nil {
-			if f.Files, f.Deletes, f.Rows, err = replicationFiles(location, f.Replication); err != nil {
-				return nil, err
-			}
-			var rejected int64
-			for _, p := range f.Replication.Partitions {
-				rejected += p.Rejected
-			}
-			if rejected > 0 {
-				f.Notes = append(f.Notes, fmt.Sprintf("replicate rejected %d messages of %s (%s counts them, %s/ names each): their changes are not in it",
-					rejected, location, output.ManifestFile, output.RejectsDir))
-			}
-			break
-		}
-		for _, r := range m.Regions {
-			for _, fe := range r.Files {
-				f.Files = append(f.Files, pipeline.FileInfo{Region: r.Index, Path: fe.Path, Rows: fe.Rows, Bytes: fe.Bytes})
-				f.Rows += fe.Rows
-			}
-		}
+		err = f.readManifest(data, schema, fingerprint)
 	case store.IsNotExist(err):
-		data, err := objs.Get(ctx, output.CheckpointFile)
-		if store.IsNotExist(err) {
-			return nil, notAnOutput(ctx, objs, location)
-		} else if err != nil {
-			return nil, fmt.Errorf("%s: read %s: %w", location, output.CheckpointFile, err)
-		}
-		cp, err := output.ParseCheckpoint(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s is damaged: %w", location, output.CheckpointFile, err)
-		}
-		for _, fi := range cp.Files {
-			f.Rows += fi.Rows
-		}
-		if cp.Fingerprint != "" && fingerprint != "" && cp.Fingerprint != fingerprint {
-			return nil, fmt.Errorf("%s holds a run of another mapping (fingerprint %.12s, this one %.12s); verify it with the mapping it was migrated with", location, cp.Fingerprint, fingerprint)
-		}
-		f.Format, f.Files = cp.Format, cp.Files
-		f.Notes = append(f.Notes, fmt.Sprintf("%s has no %s: its migration has not finished; verifying the %d files its checkpoint lists (finish it with migrate --resume)", location, output.ManifestFile, len(cp.Files)))
+		err = f.readCheckpoint(ctx, fingerprint)
 	default:
-		return nil, fmt.Errorf("%s: read %s: %w", location, output.ManifestFile, err)
+		err = fmt.Errorf("%s: read %s: %w", location, output.ManifestFile, err)
 	}
-	switch f.Format {
-	case "parquet", "csv":
-	case "":
-		f.Format = "parquet"
-	default:
-		return nil, fmt.Errorf("%s: data files in format %q, verify reads parquet and csv", location, f.Format)
-	}
-	unlisted, err := unlistedFiles(ctx, objs, f.Files)
 	if err != nil {
-		return nil, fmt.Errorf("%s: list %s/: %w", location, output.DataDir, err)
+		return nil, err
+	}
+	if f.Format == "" {
+		f.Format = formats.Default()
+	}
+	if _, err := folderFormat(f); err != nil {
+		return nil, err
+	}
+	if err := f.addUnlisted(ctx); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// readManifest takes the files a finished output's manifest (data) lists, or a replication's.
+func (f *Folder) readManifest(data []byte, schema pipeline.TargetSchema, fingerprint string) error {
+	location := f.Location
+	var m output.Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("%s: %s is damaged: %w", location, output.ManifestFile, err)
+	}
+	if err := output.CheckManifestPaths(&m); err != nil {
+		return fmt.Errorf("%s: %s: %w", location, output.ManifestFile, err)
+	}
+	if err := checkManifestSchema(&m, schema); err != nil {
+		return fmt.Errorf("%s does not hold the mapping's table: %w; verify it with the mapping it was migrated with", location, err)
+	}
+	if fingerprint != "" && m.MappingFingerprint != "" && m.MappingFingerprint != fingerprint {
+		f.Notes = append(f.Notes, fmt.Sprintf("%s was written with another version of the mapping (fingerprint %.12s, this one %.12s): keys computed differently show as missing and extra", location, m.MappingFingerprint, fingerprint))
+	}
+	f.Format = m.Format
+	var rm struct {
+		Replication *replicate.Replication `json:"replication"`
+	}
+	if err := json.Unmarshal(data, &rm); err != nil {
+		return fmt.Errorf("%s: %s is damaged: %w", location, output.ManifestFile, err)
+	}
+	if f.Replication = rm.Replication; f.Replication != nil {
+		var err error
+		if f.Files, f.Deletes, f.Rows, err = replicationFiles(location, f.Replication); err != nil {
+			return err
+		}
+		var rejected int64
+		for _, p := range f.Replication.Partitions {
+			rejected += p.Rejected
+		}
+		if rejected > 0 {
+			f.Notes = append(f.Notes, fmt.Sprintf("replicate rejected %d messages of %s (%s counts them, %s/ names each): their changes are not in it",
+				rejected, location, output.ManifestFile, output.RejectsDir))
+		}
+		return nil
+	}
+	for _, r := range m.Regions {
+		for _, fe := range r.Files {
+			f.Files = append(f.Files, pipeline.FileInfo{Region: r.Index, Path: fe.Path, Rows: fe.Rows, Bytes: fe.Bytes})
+			f.Rows += fe.Rows
+		}
+	}
+	return nil
+}
+
+// readCheckpoint takes the files the checkpoint of an output without a manifest lists: a run
+// that has not finished.
+func (f *Folder) readCheckpoint(ctx context.Context, fingerprint string) error {
+	location := f.Location
+	data, err := f.Objects.Get(ctx, output.CheckpointFile)
+	if store.IsNotExist(err) {
+		return notAnOutput(ctx, f.Objects, location)
+	} else if err != nil {
+		return fmt.Errorf("%s: read %s: %w", location, output.CheckpointFile, err)
+	}
+	cp, err := output.ParseCheckpoint(data)
+	if err != nil {
+		return fmt.Errorf("%s: %s is damaged: %w", location, output.CheckpointFile, err)
+	}
+	for _, fi := range cp.Files {
+		f.Rows += fi.Rows
+	}
+	if cp.Fingerprint != "" && fingerprint != "" && cp.Fingerprint != fingerprint {
+		return fmt.Errorf("%s holds a run of another mapping (fingerprint %.12s, this one %.12s); verify it with the mapping it was migrated with", location, cp.Fingerprint, fingerprint)
+	}
+	f.Format, f.Files = cp.Format, cp.Files
+	f.Notes = append(f.Notes, fmt.Sprintf("%s has no %s: its migration has not finished; verifying the %d files its checkpoint lists (finish it with migrate --resume)", location, output.ManifestFile, len(cp.Files)))
+	return nil
+}
+
+// addUnlisted adds the data files the listing does not name but the bulk load would read, or,
+// for an unfinished run, which its resume removes, notes them.
+func (f *Folder) addUnlisted(ctx context.Context) error {
+	unlisted, err := unlistedFiles(ctx, f.Objects, f.Files)
+	if err != nil {
+		return fmt.Errorf("%s: list %s/: %w", f.Location, output.DataDir, err)
 	}
 	switch {
 	case len(unlisted) == 0:
 	case listedIn(f) == output.CheckpointFile:
 		// an unfinished run: its resume removes the files its checkpoint does not list
 		f.Notes = append(f.Notes, fmt.Sprintf("%s holds %d files under %s/ that its %s does not list (%s): not verified; migrate --resume removes them",
-			location, len(unlisted), output.DataDir, output.CheckpointFile, namesShort(unlisted)))
+			f.Location, len(unlisted), output.DataDir, output.CheckpointFile, namesShort(unlisted)))
 	default:
 		for _, name := range unlisted {
 			f.Files = append(f.Files, pipeline.FileInfo{Region: -1, Path: name, Rows: -1})
@@ -141,7 +169,7 @@ func OpenFolder(ctx context.Context, objs Objects, location string, schema pipel
 		}
 		f.Unlisted = len(unlisted)
 	}
-	return f, nil
+	return nil
 }
 
 // notAnOutput says why a folder without a manifest or checkpoint cannot be verified: the shards
@@ -237,10 +265,9 @@ func (v *run) targetWhere(ord uint64) string {
 	}
 	files := v.cfg.Folder.Files
 	if i := int(ord >> 32); i < len(files) {
-		if v.cfg.Folder.Format == "csv" {
-			return fmt.Sprintf("%s:%d", files[i].Path, ord&(1<<32-1))
+		if f, err := folderFormat(v.cfg.Folder); err == nil {
+			return f.RowName(files[i].Path, int64(ord&(1<<32-1)))
 		}
-		return fmt.Sprintf("%s row %d", files[i].Path, ord&(1<<32-1)+1)
 	}
 	return fmt.Sprintf("row %d", ord)
 }
@@ -316,8 +343,11 @@ type targetReader struct {
 	v        *run
 	c        *pipeline.Counters
 	key, row []byte
+	keyLen   int // the schema's key columns, which Read sends first
 	put      func(file int, row int64)
-	deletes  bool // reading a delete file
+	deletes  bool  // reading a delete file
+	fileIdx  int   // the file being read
+	unsent   int64 // rows read that the progress counter does not count yet
 }
 
 func (t *targetReader) file(ctx context.Context, i int) error {
@@ -333,13 +363,10 @@ func (t *targetReader) file(ctx context.Context, i int) error {
 	defer r.Close()
 	var n int64
 	t.deletes = fo.Deletes != nil && fo.Deletes[i]
-	switch {
-	case t.deletes:
+	if t.deletes {
 		n, err = t.readDeletes(ctx, i)
-	case fo.Format == "csv":
-		n, err = t.readCSV(r, i)
-	default:
-		n, err = t.readParquet(ctx, r, i)
+	} else {
+		n, err = t.readData(ctx, r, i)
 	}
 	unlisted := i >= len(fo.Files)-fo.Unlisted
 	if err != nil {
@@ -357,6 +384,18 @@ func (t *targetReader) file(ctx context.Context, i int) error {
 		t.v.fileProblem(FileRows{Path: fi.Path, Rows: n, ListedRows: &listed})
 	}
 	return nil
+}
+
+// readData reads data file i through its format.
+func (t *targetReader) readData(ctx context.Context, r store.Reader, i int) (int64, error) {
+	f, err := folderFormat(t.v.cfg.Folder)
+	if err != nil {
+		return 0, err
+	}
+	t.fileIdx, t.keyLen = i, t.v.schema.KeyLen
+	t.key, t.row = t.key[:0], t.row[:0]
+	defer t.flushCount()
+	return f.Read(ctx, r, r.Size(), t.v.schema, t)
 }
 
 // fileProblem records a data file that the listing does not account for.

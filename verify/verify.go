@@ -16,7 +16,7 @@ import (
 
 	"github.com/rekey/rekey/internal/spill"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/csv"
+	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -292,10 +292,20 @@ func (v *run) readSource(ctx context.Context, counters *pipeline.Counters) error
 		b        pipeline.Batch
 		firstOrd uint64
 	}
+	// a folder's format may refuse values of its own (CSV: those Spark's CSV reader cannot read
+	// back): migrate rejected those rows
+	var values files.ValueChecker
+	if cfg.Folder != nil {
+		if f, err := folderFormat(cfg.Folder); err != nil {
+			return err
+		} else if c, ok := f.(files.ValueChecker); ok {
+			values = c
+		}
+	}
 	workers := make([]*sourceWorker, cfg.Workers)
 	pool := pipeline.StartWorkers(cfg.Workers, cfg.Workers, func(i int) (func(job), func()) {
 		w := &sourceWorker{v: v, ev: cfg.Program.NewEvaluator(), out: make([]pipeline.Value, len(v.schema.Columns)),
-			w: v.src.writer(), c: counters, rejects: map[string]int64{}}
+			w: v.src.writer(), c: counters, rejects: map[string]int64{}, values: values}
 		if cfg.Sample.Rows > 0 {
 			w.heap = &maxHeap{limit: int(cfg.Sample.Rows)}
 		}
@@ -363,15 +373,13 @@ type sourceWorker struct {
 	read     int64
 	rejected int64
 	rejects  map[string]int64
+	values   files.ValueChecker // the folder format's own refusals; nil when it has none
 }
 
 func (w *sourceWorker) reject(code string) {
 	w.rejected++
 	w.rejects[code]++
 }
-
-// csvFormat refuses the rows a CSV output rejects (values Spark's CSV reader cannot read back).
-var csvFormat = csv.New()
 
 func (w *sourceWorker) process(b *pipeline.Batch, firstOrd uint64) {
 	v := w.v
@@ -405,8 +413,8 @@ func (w *sourceWorker) process(b *pipeline.Batch, firstOrd uint64) {
 				}
 			}
 		}
-		if e == nil && v.cfg.Folder != nil && v.cfg.Folder.Format == "csv" {
-			e = csvFormat.CheckValues(v.schema, w.out)
+		if e == nil && w.values != nil {
+			e = w.values.CheckValues(v.schema, w.out)
 		}
 		if e != nil { // the sink would have refused the row: migrate rejected it
 			w.reject(e.Code)

@@ -12,11 +12,12 @@ import (
 // machine's. Rows read twice are harmless: writes to Lindorm are upserts.
 const catchupMargin = 5 * time.Minute
 
-// nextSince is the since= of the catch-up after this run of a Cassandra source: its first
-// attempt's start (a resume keeps it) less catchupMargin, so each catch-up reads the rows
-// written since the previous one started. Zero for other sources and unknown starts.
-func nextSince(source string, res pipeline.Result) time.Time {
-	if !isCassandraURI(source) || res.StartedAt.IsZero() {
+// nextSince is the since= of the catch-up after this run of a source whose kind catches up
+// (source.Kind.CatchUp: Cassandra's): its first attempt's start (a resume keeps it) less
+// catchupMargin, so each catch-up reads the rows written since the previous one started. Zero
+// for other sources and unknown starts.
+func nextSince(catchUp bool, res pipeline.Result) time.Time {
+	if !catchUp || res.StartedAt.IsZero() {
 		return time.Time{}
 	}
 	return res.StartedAt.Add(-catchupMargin).UTC().Truncate(time.Second)

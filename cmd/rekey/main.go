@@ -15,7 +15,6 @@ import (
 
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/source"
-	"github.com/rekey/rekey/source/cassandra"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store"
 	"github.com/spf13/cobra"
@@ -94,9 +93,9 @@ type invocation struct {
 	// sourceMemory is the command's --memory budget, which bounds what the source may hold (a
 	// file's record); 0 when the command has none
 	sourceMemory int64
-	// openedCassandra keeps the Cassandra source loadProgramFor connected (to read the table's
-	// schema) for the openSource call that follows, by URI
-	openedCassandra map[string]*cassandra.Source
+	// opened keeps the source loadProgramFor opened (to read its schema) for the openSource call
+	// that follows, by URI
+	opened map[string]source.SchemaSource
 
 	// Test seams, nil in main. signals replaces the process's Ctrl-C and SIGTERM, so that a test
 	// interrupts its own run (and runs in parallel with others); wrapOut wraps the store --out

@@ -13,18 +13,17 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/migrate"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/csv"
 	"github.com/rekey/rekey/sink/files"
+	"github.com/rekey/rekey/sink/formats"
 	"github.com/rekey/rekey/sink/lindorm"
-	"github.com/rekey/rekey/sink/parquet"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/store"
-	"github.com/rekey/rekey/transform"
 )
 
 type migrateFlags struct {
@@ -46,6 +45,9 @@ type migrateFlags struct {
 	statsJSON   string
 	lts         ltsFlags
 	sql         sqlFlags
+	// catchUp: --source's kind reads the rows written since a time (source.Kind.CatchUp), so the
+	// run prints its next catch-up; set from --source by common
+	catchUp bool
 }
 
 func newMigrateCmd(inv *invocation) *cobra.Command {
@@ -109,7 +111,7 @@ Exit codes:
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
 	fl.StringVar(&f.source, "source", "", "where rows come from: file:PATH or gen:NAME?rows=N (see below)")
 	fl.StringVar(&f.out, "out", "", "output: a directory (must be new or empty unless --resume), a bucket prefix s3://BUCKET/PREFIX or oss://BUCKET/PREFIX?region=R (credentials from AWS_*/OSS_* environment variables), or a SQL table: lindorm://USER@HOST:33060/DB, mysql://USER@HOST:PORT/DB")
-	fl.StringVar(&f.format, "format", "parquet", "data file format: parquet (zstd) or csv")
+	fl.StringVar(&f.format, "format", formats.Default(), formats.Help())
 	fl.IntVar(&f.regions, "regions", 0, "number of pre-split regions (overrides the mapping's regions:)")
 	fl.StringVar(&f.maxFileSize, "max-file-size", "256MiB", "roll a region's data file at this size")
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides) and a quarter of it buffers the rows of all open regions (a run expecting fewer rows, such as one shard of many, cuts each region's buffer at a quarter of its share and uses less); the resident size can pass it by what lives outside the heap (object-store uploads, the runtime)")
@@ -153,13 +155,11 @@ func parseRejectLimit(s string) (pipeline.RejectLimit, error) {
 }
 
 func fileFormat(name string) (files.Format, error) {
-	switch name {
-	case "parquet":
-		return parquet.New(), nil
-	case "csv":
-		return csv.New(), nil
+	f, ok := formats.Get(name)
+	if !ok {
+		return nil, fmt.Errorf("--format %q: want %s", name, formats.Names("or"))
 	}
-	return nil, fmt.Errorf("--format %q: want parquet or csv", name)
+	return f, nil
 }
 
 func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
@@ -168,155 +168,160 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 		return usageError(err)
 	}
 	defer logger.Sync()
-	if f.out == "" {
-		return usageError(errors.New("--out is required: the directory for the bulk-load files"))
-	}
-	limit, err := parseRejectLimit(f.maxRejects)
+	limit, shard, err := f.common(inv)
 	if err != nil {
-		return usageError(err)
-	}
-	if err := inv.sources.Refuse(f.source); err != nil {
-		return usageError(err)
-	}
-	shard, err := inv.sources.Shard()
-	if err != nil {
-		return usageError(err)
-	}
-	if f.sharedOut && shard.Whole() {
-		return usageError(errors.New("--shared-out needs --shard i/N: it is the output the N shards of one migration write together"))
+		return err
 	}
 	if sqlsink.IsURI(f.out) {
-		if f.sharedOut {
-			return usageError(errors.New("--shared-out applies to bulk-load files (a folder or a bucket prefix), not to a SQL table: every shard writes its rows into the table as it is"))
-		}
-		memory, err := parseSizeFlag("--memory", f.memory)
-		if err != nil {
-			return usageError(err)
-		}
-		inv.sourceMemory = memory
-		setMemoryBudgetGC(inv.getenv, memory, migrateGCPercent)
-		heapOnHugePages(memory)
 		return runMigrateSQL(cmd, inv, f, logger, limit)
 	}
-	format, err := fileFormat(f.format)
-	if err != nil {
-		return usageError(err)
-	}
-	maxFile, err := parseSizeFlag("--max-file-size", f.maxFileSize)
-	if err != nil {
-		return usageError(err)
-	}
-	memory, err := parseSizeFlag("--memory", f.memory)
-	if err != nil {
-		return usageError(err)
-	}
-	inv.sourceMemory = memory
-	job, err := f.lts.options()
-	if err != nil {
-		return usageError(err)
-	}
-	job.Format, job.Out = format.Name(), f.out
-	next := lindorm.NextRun{Out: f.out, Mapping: f.mapping, Source: f.source}
-	if !shard.Whole() {
-		next.Shard = &shard
-	}
-	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
+	cfg, err := f.filesConfig(inv, shard, limit, logger)
 	if err != nil {
 		return err
 	}
-	if err := refuseKeyOnly(f.mapping, prog); err != nil {
+	if cfg.Program, err = inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger); err != nil {
 		return err
 	}
-	if err := refuseFormat(f.mapping, format, prog); err != nil {
+	if err := refuseKeyOnly(f.mapping, cfg.Program); err != nil {
 		return err
 	}
-	src, err := inv.openSource(cmd.Context(), f.source, prog.Source(), logger)
+	if err := refuseFormat(f.mapping, cfg.Format, cfg.Program); err != nil {
+		return err
+	}
+	src, err := inv.openSource(cmd.Context(), f.source, cfg.Program.Source(), logger)
 	if err != nil {
 		return sourceOpenExit(err)
 	}
 	defer closeSource(src)
-
+	cfg.Source = src
+	cfg.Plan = func(ctx context.Context) (pipeline.RegionPlan, error) {
+		plan, _, err := planRegions(ctx, cfg.Program, src, f.regions)
+		return plan, err
+	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	st, err := inv.openStore(ctx, f.out)
+	if cfg.Store, err = inv.openStore(ctx, f.out); err != nil {
+		return err
+	}
+	m, err := migrate.Open(ctx, *cfg)
 	if err != nil {
-		return err
+		return refusedExit(err)
 	}
-	verifier, _ := format.(output.Verifier)
-	spec := output.Spec{
-		Dir: f.out, Fingerprint: prog.Fingerprint(), Format: format.Name(), Source: src,
-		Regions: f.regions, Resume: f.resume, Verify: verifier, Overwrite: f.overwrite,
+	defer m.Close()
+	if m.Complete() {
+		return finishComplete(ctx, cmd.OutOrStdout(), m, f)
 	}
-	var out *output.Output
-	namePrefix := ""
-	if f.sharedOut {
-		out, err = output.OpenShard(ctx, st, shard, spec, logger.Named("pipeline"))
-		namePrefix = output.ShardFilePrefix(shard)
-		next.SharedOut = true
-	} else {
-		out, err = output.Open(ctx, st, spec, logger.Named("pipeline"))
-	}
-	if errors.Is(err, output.ErrRefusedResume) {
-		return usageError(err)
-	} else if err != nil {
-		return err
-	}
-	defer out.Close()
-	st = out.Store // fenced: writes nothing once another run took the output over
-	resume := out.Checkpoint
-	if resume != nil && resume.Complete {
-		return finishComplete(ctx, cmd.OutOrStdout(), out, f.out, prog, format.Name(), resume, job, next)
-	}
-	var plan pipeline.RegionPlan
-	if resume != nil {
-		plan = resume.Plan
-	} else if plan, _, err = planRegions(ctx, prog, src, f.regions); err != nil {
-		return err
-	} else if err := out.CheckSharedPlan(plan); err != nil {
-		return usageError(err)
-	}
-	setMemoryBudgetGC(inv.getenv, memory, migrateGCPercent)
-	heapOnHugePages(memory)
-	sink, err := files.New(ctx, files.Config{
-		Store: st, Schema: prog.Target(), Plan: plan, Format: format,
-		MaxFileSize: maxFile, Memory: memory / 4, Sort: f.sort, NamePrefix: namePrefix,
-		ExpectedRows: max(estimatedRows(src), 0),
-	}, logger.Named("sink.files"))
+	plan, err := m.Plan(ctx)
 	if err != nil {
-		return usageError(err)
+		return refusedExit(err)
 	}
-	logger.Info("migration starting", zap.String("mapping", prog.Name()), zap.String("table", prog.Table()),
-		zap.Int("regions", plan.Count()), zap.String("strategy", plan.Strategy), zap.String("out", f.out))
-	res, runErr, err := inv.runMigration(ctx, cancel, f, prog, src, migrationOutput{
-		sink: sink, out: out, format: format.Name(), plan: plan,
-		bytes: func() int64 { return sink.Stats().Bytes },
-	}, limit, logger, "\nrekey: stopping: finishing and committing the rows already read (Ctrl-C again to abort at once)")
+	setMemoryBudgetGC(inv.getenv, cfg.Memory, migrateGCPercent)
+	heapOnHugePages(cfg.Memory)
+	res, runErr, err := inv.runMigration(ctx, cancel, f, src, "\nrekey: stopping: finishing and committing the rows already read (Ctrl-C again to abort at once)", m.Run)
 	if err != nil {
-		return err
+		return refusedExit(err)
 	}
+	return filesOutcome(ctx, cmd.OutOrStdout(), m, f, src, plan, res, runErr)
+}
+
+// common checks the flags of a migration into files and into a table alike: the reject limit
+// and the shard.
+func (f *migrateFlags) common(inv *invocation) (pipeline.RejectLimit, pipeline.Shard, error) {
+	if f.out == "" {
+		return pipeline.RejectLimit{}, pipeline.Shard{}, usageError(errors.New("--out is required: the directory for the bulk-load files"))
+	}
+	limit, err := parseRejectLimit(f.maxRejects)
+	if err != nil {
+		return limit, pipeline.Shard{}, usageError(err)
+	}
+	if err := inv.sources.Refuse(f.source); err != nil {
+		return limit, pipeline.Shard{}, usageError(err)
+	}
+	shard, err := inv.sources.Shard()
+	if err != nil {
+		return limit, shard, usageError(err)
+	}
+	if f.sharedOut && shard.Whole() {
+		return limit, shard, usageError(errors.New("--shared-out needs --shard i/N: it is the output the N shards of one migration write together"))
+	}
+	f.catchUp = inv.sources.CatchesUp(f.source)
+	return limit, shard, nil
+}
+
+// filesConfig is the migration into files the flags describe; the program, the source and the
+// store are opened after it.
+func (f *migrateFlags) filesConfig(inv *invocation, shard pipeline.Shard, limit pipeline.RejectLimit, logger *zap.Logger) (*migrate.Config, error) {
+	format, err := fileFormat(f.format)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	maxFile, err := parseSizeFlag("--max-file-size", f.maxFileSize)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	memory, err := parseSizeFlag("--memory", f.memory)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	inv.sourceMemory = memory
+	job, err := f.lts.options()
+	if err != nil {
+		return nil, usageError(err)
+	}
+	next := lindorm.NextRun{Out: f.out, Mapping: f.mapping, Source: f.source}
+	if !shard.Whole() {
+		next.Shard = &shard
+	}
+	return &migrate.Config{Out: f.out, Format: format, Shard: shard, SharedOut: f.sharedOut, Regions: f.regions,
+		Resume: f.resume, Overwrite: f.overwrite, MaxFileSize: maxFile, Memory: memory, Sort: f.sort,
+		Options: f.options(limit, logger), Job: job, Next: next, Version: version, Logger: logger}, nil
+}
+
+// options are the pipeline's options the flags give.
+func (f *migrateFlags) options(limit pipeline.RejectLimit, logger *zap.Logger) migrate.Options {
+	return migrate.Options{Workers: f.workers, CheckpointEvery: f.checkpoint, RejectLimit: limit, Logger: logger}
+}
+
+// refusedExit gives an error of migrate its exit code: what the command line asked is refused
+// (2), anything else as it is.
+func refusedExit(err error) error {
+	if r := (*migrate.Refused)(nil); errors.As(err, &r) {
+		return usageError(r.Err)
+	}
+	return err
+}
+
+// filesOutcome prints how a run into files ended and finishes a complete one.
+func filesOutcome(ctx context.Context, w io.Writer, m *migrate.Migration, f *migrateFlags, src pipeline.Source, plan pipeline.RegionPlan, res pipeline.Result, runErr error) error {
+	st := m.Output().Store
 	if errors.Is(runErr, pipeline.ErrInterrupted) {
-		printSummary(cmd.OutOrStdout(), "Migration interrupted (what is committed so far)", res, filesOut(f.out, st, plan))
-		next := "run the same command with --resume to finish"
-		if _, stdin := src.(*file.Stdin); stdin {
-			next = "stdin cannot be read again: save the input to a file and migrate it into a new --out"
-		}
-		return interrupted(fmt.Errorf("interrupted: %d rows committed to %s; %s", res.RowsWritten, f.out, next))
+		printSummary(w, "Migration interrupted (what is committed so far)", res, filesOut(f.out, st, plan))
+		return interrupted(fmt.Errorf("interrupted: %d rows committed to %s; %s", res.RowsWritten, f.out, resumeAfterInterrupt(src, " into a new --out")))
 	}
 	if errors.Is(runErr, output.ErrLockLost) {
 		return runFailed(fmt.Errorf("migration stopped: another rekey run took over %s (or may at any moment: this run's lock there is lost) and this run stopped without writing there: let the other run finish, or stop it and run the same command with --resume\n%w", f.out, runErr))
 	}
 	if runErr != nil {
-		printSummary(cmd.OutOrStdout(), "Migration failed (what was committed before the failure)", res, filesOut(f.out, st, plan))
+		printSummary(w, "Migration failed (what was committed before the failure)", res, filesOut(f.out, st, plan))
 		return runFailed(fmt.Errorf("migration failed: %w\nthe files committed so far are in %s (no manifest.json was written); %s", runErr, f.out,
 			afterFailure(runErr, "once the cause is fixed, run the same command with --resume", "with --overwrite (it replaces this output) or into a new --out")))
 	}
-	if err := finishRun(ctx, cmd.OutOrStdout(), out, f.out, prog, plan, format.Name(), res, job, next); err != nil {
+	if err := finishRun(ctx, w, m, f, plan, res); err != nil {
 		return runFailed(err)
 	}
 	if err := writeStats(f.statsJSON, res); err != nil {
 		return runFailed(err)
 	}
 	return rejectedExit(res, st)
+}
+
+// resumeAfterInterrupt is what to do after an interrupted run of src: resume it, or for stdin,
+// which cannot be read again, migrate the input saved to a file (where: into what).
+func resumeAfterInterrupt(src pipeline.Source, where string) string {
+	if _, stdin := src.(*file.Stdin); stdin {
+		return "stdin cannot be read again: save the input to a file and migrate it" + where
+	}
+	return "run the same command with --resume to finish"
 }
 
 // afterFailure says what to do after the run failed with runErr: resume, the usual next step, or,
@@ -342,44 +347,41 @@ func rejectedExit(res pipeline.Result, st store.Store) error {
 
 // finishRun writes the final files of a run whose source was read to its end, its summary and
 // the next steps (create the table, submit the bulkload job, check the counts).
-func finishRun(ctx context.Context, w io.Writer, o *output.Output, out string, prog *transform.Program, plan pipeline.RegionPlan, format string, res pipeline.Result,
-	jobOpt lindorm.JobOptions, next lindorm.NextRun) error {
-	summary := filesOut(out, o.Store, plan)
-	since := nextSince(next.Source, res)
+func finishRun(ctx context.Context, w io.Writer, m *migrate.Migration, f *migrateFlags, plan pipeline.RegionPlan, res pipeline.Result) error {
+	summary := filesOut(f.out, m.Output().Store, plan)
+	since := nextSince(f.catchUp, res)
+	var catchup string
 	if !since.IsZero() {
-		summary.nextSince = since
-		next.NextSince, next.CatchupSource = since, withSince(next.Source, since)
+		summary.nextSince, catchup = since, withSince(f.source, since)
 	}
-	table := lindorm.Table{Schema: prog.Target(), Options: prog.Options(), Mapping: prog.Name(), Fingerprint: prog.Fingerprint(),
-		RegionSize: prog.RegionSize(), Version: version}
-	m, files, job, err := lindorm.Finals(table, plan, format, res, since, jobOpt)
+	fin, err := m.Finish(ctx, res, since, catchup)
 	if err != nil {
 		return err
 	}
-	if err := o.Finish(ctx, m, files...); err != nil {
-		return err
-	}
 	printSummary(w, "Migration summary", res, summary)
-	printOversize(w, m)
-	next.RowsWritten = res.RowsWritten
+	printOversize(w, fin.Manifest)
 	fmt.Fprintln(w)
-	fmt.Fprint(w, lindorm.NextSteps(job, next))
+	fmt.Fprint(w, lindorm.NextSteps(fin.Job, fin.Next))
 	return nil
 }
 
 // finishComplete handles --resume of a run whose checkpoint says the source was read to its
 // end: if it was killed before writing manifest.json (written last), the final files are written
 // from the checkpoint now; otherwise there is nothing left to do.
-func finishComplete(ctx context.Context, w io.Writer, o *output.Output, out string, prog *transform.Program, format string, cp *pipeline.Checkpoint,
-	jobOpt lindorm.JobOptions, next lindorm.NextRun) error {
-	if finished, err := o.Finished(ctx); err != nil {
-		return runFailed(fmt.Errorf("--resume: %w", err))
+func finishComplete(ctx context.Context, w io.Writer, m *migrate.Migration, f *migrateFlags) error {
+	cp := m.Output().Checkpoint
+	plan, err := m.Plan(ctx)
+	if err != nil {
+		return refusedExit(err)
+	}
+	if finished, err := m.Finished(ctx); err != nil {
+		return runFailed(err)
 	} else if finished {
-		fmt.Fprintf(w, "%s already holds a complete run (%d rows written); nothing to resume\n", out, cp.RowsWritten)
-	} else if err := finishRun(ctx, w, o, out, prog, cp.Plan, format, cp.Result(), jobOpt, next); err != nil {
+		fmt.Fprintf(w, "%s already holds a complete run (%d rows written); nothing to resume\n", f.out, cp.RowsWritten)
+	} else if err := finishRun(ctx, w, m, f, plan, cp.Result()); err != nil {
 		return runFailed(err)
 	}
-	return rejectedExit(cp.Result(), o.Store)
+	return rejectedExit(cp.Result(), m.Output().Store)
 }
 
 // openStore opens the output --out names: a local folder, or a bucket prefix (s3://, oss://) once
@@ -397,55 +399,19 @@ func (inv *invocation) openStore(ctx context.Context, out string) (store.Store, 
 	return st, nil
 }
 
-// migrationOutput is where runMigration writes: a sink, and the output that holds the
-// checkpoint and rejects (and the checkpoint to resume from).
-type migrationOutput struct {
-	sink   pipeline.Sink
-	out    *output.Output
-	format string
-	plan   pipeline.RegionPlan
-	bytes  func() int64 // bytes written so far, for the progress display
-}
-
-// runMigration runs the pipeline from src into out with the migrate flags, showing progress; a
-// first Ctrl-C stops it gracefully (the rows already read are finished), a second at once.
-// runErr is the run's outcome; err says it could not start.
-func (inv *invocation) runMigration(ctx context.Context, cancel context.CancelFunc, f *migrateFlags, prog *transform.Program, src pipeline.Source,
-	out migrationOutput, limit pipeline.RejectLimit, logger *zap.Logger, stopping string) (res pipeline.Result, runErr, err error) {
-	journal, err := out.out.Journal(src, prog.Source())
-	if err != nil {
-		return res, nil, err
-	}
-	defer journal.Close()
-	runner, err := pipeline.NewRunner(pipeline.Config{
-		Source:          src,
-		NewTransformer:  func() pipeline.Transformer { return prog.NewEvaluator() },
-		Target:          prog.Target(),
-		Plan:            out.plan,
-		Sink:            out.sink,
-		Journal:         journal,
-		Fingerprint:     prog.Fingerprint(),
-		Format:          out.format,
-		Workers:         f.workers,
-		RejectLimit:     limit,
-		CheckpointEvery: f.checkpoint,
-		Logger:          logger.Named("pipeline"),
-	})
-	if err != nil {
-		return res, nil, err
-	}
+// runMigration runs a migration (run: a Migration's Run, or migrate.Execute into a table) with
+// the migrate flags, showing progress; a first Ctrl-C stops it gracefully (the rows already read
+// are finished; stopping says so), a second at once. runErr is the run's outcome; err says it
+// could not start.
+func (inv *invocation) runMigration(ctx context.Context, cancel context.CancelFunc, f *migrateFlags, src pipeline.Source, stopping string,
+	run func(ctx context.Context, stop <-chan struct{}, watch migrate.Watch) (pipeline.Result, error, error)) (res pipeline.Result, runErr, err error) {
 	stop := make(chan struct{})
 	defer inv.onInterrupt(f.progress.stderr, stopping, func() { close(stop) }, cancel)()
-	resume := out.out.Checkpoint
-	var before int64
-	if resume != nil {
-		before = resume.RowsIn
-	}
-	bar, err := f.progress.start("migrating", src, &runner.Counters, out.bytes, before)
-	if err != nil {
-		return res, nil, usageError(err)
-	}
-	res, runErr = runner.Run(ctx, stop, resume)
-	bar.finish()
-	return res, runErr, nil
+	return run(ctx, stop, func(c *pipeline.Counters, bytes func() int64, before int64) (func(), error) {
+		bar, err := f.progress.start("migrating", src, c, bytes, before)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		return bar.finish, nil
+	})
 }

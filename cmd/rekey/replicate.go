@@ -22,6 +22,7 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/sink/formats"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/sourceuri"
@@ -132,7 +133,7 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	fl.StringVar(&f.source, "source", "", "kafka://HOST:PORT[,HOST:PORT]/TOPIC?group=G&format=json|debezium (see below)")
 	fl.StringVar(&f.out, "out", "", "output directory, the same for every member of the group (a restart continues it); s3://BUCKET/PREFIX or oss://BUCKET/PREFIX (one member); or a SQL table: lindorm://USER@HOST:33060/DB, mysql://USER@HOST:PORT/DB")
 	f.sql.register(fl)
-	fl.StringVar(&f.format, "format", "parquet", "data file format: parquet (zstd) or csv")
+	fl.StringVar(&f.format, "format", formats.Default(), formats.Help())
 	fl.IntVar(&f.regions, "regions", 0, "number of pre-split regions at the first start (overrides the mapping's regions:)")
 	fl.StringVar(&f.rollSize, "roll-size", "64MiB", "close a partition's roll when its files reach this size")
 	fl.DurationVar(&f.rollInterval, "roll-interval", time.Minute, "close a roll this long after its first message, even if no more arrive")

@@ -35,18 +35,18 @@ func sourceOpenExit(err error) error {
 }
 
 // openSource turns a --source URI into a pipeline.Source reading the mapping's source columns:
-// the Cassandra source loadProgramFor connected, or the source its kind opens.
+// the source loadProgramFor opened to read its schema, or the source its kind opens.
 func (inv *invocation) openSource(ctx context.Context, uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
-	if src := inv.openedCassandra[uri]; src != nil {
-		delete(inv.openedCassandra, uri)
+	if src := inv.opened[uri]; src != nil {
+		delete(inv.opened, uri)
 		return checkedSchema(uri, src, schema)
 	}
 	src, err := inv.sources.Open(ctx, uri, inv.sourceInput(schema, 0, logger))
 	if err != nil {
 		return nil, err
 	}
-	if cs, ok := src.(*cassandra.Source); ok {
-		return checkedSchema(uri, cs, schema)
+	if ss, ok := src.(source.SchemaSource); ok {
+		return checkedSchema(uri, ss, schema)
 	}
 	return src, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -11,11 +12,12 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/migrate"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
-	"github.com/rekey/rekey/source/file"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -67,6 +69,16 @@ func (inv *invocation) openSQLTarget(ctx context.Context, uri string, prog *tran
 // the checkpoint and rejects in a local state folder. A resume replays from the checkpointed
 // cursor: rows written after it are written again, harmlessly (upserts).
 func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger *zap.Logger, limit pipeline.RejectLimit) error {
+	if f.sharedOut {
+		return usageError(errors.New("--shared-out applies to bulk-load files (a folder or a bucket prefix), not to a SQL table: every shard writes its rows into the table as it is"))
+	}
+	memory, err := parseSizeFlag("--memory", f.memory)
+	if err != nil {
+		return usageError(err)
+	}
+	inv.sourceMemory = memory
+	setMemoryBudgetGC(inv.getenv, memory, migrateGCPercent)
+	heapOnHugePages(memory)
 	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
 	if err != nil {
 		return err
@@ -111,21 +123,27 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	plan := pipeline.RegionPlan{Type: prog.Target().Columns[0].Type, Strategy: "single"}
 	logger.Info("migration into a SQL table starting", zap.String("mapping", prog.Name()), zap.String("target", target.Redacted),
 		zap.String("table", w.Table()), zap.Int("conns", f.sql.conns), zap.String("state", state))
-	res, runErr, err := inv.runMigration(ctx, cancel, f, prog, src, migrationOutput{
-		sink: w, out: out, format: format, plan: plan,
-		bytes: func() int64 { return w.Stats.Bytes.Load() },
-	}, limit, logger, "\nrekey: stopping: finishing the rows already read (Ctrl-C again to abort at once)")
+	into := migrate.Target{Sink: w, Output: out, Format: format, Plan: plan, Bytes: func() int64 { return w.Stats.Bytes.Load() }}
+	res, runErr, err := inv.runMigration(ctx, cancel, f, src, "\nrekey: stopping: finishing the rows already read (Ctrl-C again to abort at once)",
+		func(ctx context.Context, stop <-chan struct{}, watch migrate.Watch) (pipeline.Result, error, error) {
+			return migrate.Execute(ctx, prog, src, into, f.options(limit, logger), stop, watch)
+		})
 	if err != nil {
 		return err
 	}
-	stdout := cmd.OutOrStdout()
+	return sqlOutcome(cmd.OutOrStdout(), f, src, w, sqlDest{dest, state}, res, runErr, out.Store)
+}
+
+// sqlDest is where a migration into a table wrote: the table (as messages name it) and the
+// state folder holding its checkpoint and rejects.
+type sqlDest struct{ table, state string }
+
+// sqlOutcome prints how a run into a table ended, and the next catch-up of a complete one.
+func sqlOutcome(stdout io.Writer, f *migrateFlags, src pipeline.Source, w *sqlsink.Writer, d sqlDest, res pipeline.Result, runErr error, st store.Store) error {
+	dest, state := d.table, d.state
 	if errors.Is(runErr, pipeline.ErrInterrupted) {
 		printSQLSummary(stdout, "Migration interrupted (what is written so far)", res, w, dest, state, time.Time{})
-		next := "run the same command with --resume to finish"
-		if _, stdin := src.(*file.Stdin); stdin {
-			next = "stdin cannot be read again: save the input to a file and migrate it"
-		}
-		return interrupted(fmt.Errorf("interrupted: %d rows written to %s; %s", res.RowsWritten, dest, next))
+		return interrupted(fmt.Errorf("interrupted: %d rows written to %s; %s", res.RowsWritten, dest, resumeAfterInterrupt(src, "")))
 	}
 	if runErr != nil {
 		printSQLSummary(stdout, "Migration failed (what was checkpointed before the failure)", res, w, dest, state, time.Time{})
@@ -133,7 +151,7 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 			afterFailure(runErr, "once the cause is fixed, run the same command with --resume: it continues from the last checkpoint (rows after it are written again, harmlessly)",
 				"with --overwrite (a new checkpoint; the rows already written stay in the table, and those whose key the fix changes stay as extra rows)")))
 	}
-	since := nextSince(f.source, res)
+	since := nextSince(f.catchUp, res)
 	printSQLSummary(stdout, "Migration summary", res, w, dest, state, since)
 	if !since.IsZero() {
 		// the same table and state folder: --overwrite starts a new checkpoint there, and the
@@ -148,7 +166,7 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	if err := writeStats(f.statsJSON, res); err != nil {
 		return runFailed(err)
 	}
-	return rejectedExit(res, out.Store)
+	return rejectedExit(res, st)
 }
 
 // printSQLSummary prints the summary of a run into a SQL table; nextSince (zero: none) is the

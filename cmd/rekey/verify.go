@@ -20,6 +20,7 @@ import (
 	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/sourceuri"
+	"github.com/rekey/rekey/transform"
 	"github.com/rekey/rekey/verify"
 )
 
@@ -170,25 +171,7 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 		return err
 	}
 	defer logger.Sync()
-	if f.target == "" {
-		return errors.New("--target is required: the --out folder of the migration, or lindorm://USER@HOST:33060/DATABASE")
-	}
-	if f.repair != "" {
-		if err := checkRepairPath(f.repair); err != nil {
-			return err
-		}
-	}
-	if f.lookups < 1 {
-		return fmt.Errorf("--lookups %d: want at least 1 lookup in flight", f.lookups)
-	}
-	if _, isTable := lookupScheme(f.target); !isTable && cmd.Flags().Changed("lookups") {
-		return fmt.Errorf("--lookups applies to a table target (lindorm://, mysql://), which verify reads by key; --target %s is read whole: drop --lookups", sourceuri.Redact(f.target))
-	}
-	sample, err := report.ParseSample(f.sample)
-	if err != nil {
-		return err
-	}
-	memory, err := parseSize("--memory", f.memory)
+	sample, memory, err := f.check(cmd)
 	if err != nil {
 		return err
 	}
@@ -212,68 +195,154 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-
 	cfg := verify.Config{
 		Program: prog, Source: src, Sample: verify.Sample{Rows: sample.Rows, Fraction: sample.Fraction},
 		Workers: f.workers, Lookups: f.lookups, TmpDir: f.tmp, Memory: memory / 2,
 		Logger: logger.Named("verify"),
 	}
 	_, cfg.SourceOnce = src.(*file.Stdin) // read once: no second pass over the differences
-	var repair *repairFile
-	if f.repair != "" {
-		if cfg.SourceOnce {
-			return errRepairStdin
-		}
-		if repair, err = createRepairFile(f.repair, prog.Source()); err != nil {
-			return err
-		}
-		defer repair.discard()
-		cfg.Repair = repair.write
+	repair, err := f.openRepair(&cfg, prog)
+	if err != nil {
+		return err
 	}
-	var target string
-	var notes []string
-	if scheme, isTable := lookupScheme(f.target); isTable {
+	defer repair.discard()
+	target, closeTarget, err := inv.openVerifyTarget(ctx, f, prog, &cfg)
+	if err != nil {
+		return err
+	}
+	defer closeTarget()
+	rep, closeSrc, err := inv.openVerifyChanges(ctx, f, prog, &cfg, repair != nil, logger)
+	if err != nil {
+		return err
+	}
+	defer closeSrc()
+	cfg.Phase = f.phases(cfg.Source)
+	if _, err := progressMode(f.progress.mode, false); err != nil {
+		return err
+	}
+	defer inv.onInterrupt(inv.stderr, "\nrekey: verify interrupted", cancel, cancel)()
+	started := time.Now()
+	res, err := verify.Run(ctx, cfg)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return interrupted(errors.New("verify interrupted"))
+		}
+		return runFailed(fmt.Errorf("verify failed: %w", err))
+	}
+	res.Source, res.Target = sourceuri.Redact(f.source), target
+	rep.annotate(res, target)
+	return f.printResult(cmd.OutOrStdout(), res, repair, started)
+}
+
+// openRepair creates --repair's file, into which cfg's run writes; nil without --repair.
+func (f *verifyFlags) openRepair(cfg *verify.Config, prog *transform.Program) (*repairFile, error) {
+	if f.repair == "" {
+		return nil, nil
+	}
+	if cfg.SourceOnce {
+		return nil, errRepairStdin
+	}
+	repair, err := createRepairFile(f.repair, prog.Source())
+	if err != nil {
+		return nil, err
+	}
+	cfg.Repair = repair.write
+	return repair, nil
+}
+
+// annotate adds what verify of a replication knows to its result: the offsets its changes go up
+// to, and notes. Nothing for a nil replication (the target is not a replication's).
+func (r *replication) annotate(res *verify.Result, target string) {
+	if r == nil {
+		return
+	}
+	res.UpTo = r.upTo
+	res.Notes = append(res.Notes, r.notes...)
+	if n := r.refusedNote(target); n != "" {
+		res.Notes = append(res.Notes, n)
+	}
+}
+
+// check checks the flags that need no source or target, and reads --sample and --memory.
+func (f *verifyFlags) check(cmd *cobra.Command) (report.Sample, int64, error) {
+	if f.target == "" {
+		return report.Sample{}, 0, errors.New("--target is required: the --out folder of the migration, or lindorm://USER@HOST:33060/DATABASE")
+	}
+	if f.repair != "" {
+		if err := checkRepairPath(f.repair); err != nil {
+			return report.Sample{}, 0, err
+		}
+	}
+	if f.lookups < 1 {
+		return report.Sample{}, 0, fmt.Errorf("--lookups %d: want at least 1 lookup in flight", f.lookups)
+	}
+	if _, isTable := lookupScheme(f.target); !isTable && cmd.Flags().Changed("lookups") {
+		return report.Sample{}, 0, fmt.Errorf("--lookups applies to a table target (lindorm://, mysql://), which verify reads by key; --target %s is read whole: drop --lookups", sourceuri.Redact(f.target))
+	}
+	sample, err := report.ParseSample(f.sample)
+	if err != nil {
+		return sample, 0, err
+	}
+	memory, err := parseSize("--memory", f.memory)
+	return sample, memory, err
+}
+
+// openVerifyTarget opens --target into cfg: a table read by key (Lookup) or an output's folder
+// (Folder). It returns the target as the result names it, and what closes it.
+func (inv *invocation) openVerifyTarget(ctx context.Context, f *verifyFlags, prog *transform.Program, cfg *verify.Config) (string, func(), error) {
+	scheme, isTable := lookupScheme(f.target)
+	if isTable {
 		lt, err := inv.openLookup(ctx, f.target, prog.Target(), f.lookups)
 		if err != nil {
-			return fmt.Errorf("--target %s: %w", sourceuri.Redact(f.target), err)
+			return "", nil, fmt.Errorf("--target %s: %w", sourceuri.Redact(f.target), err)
 		}
-		defer lt.Close()
 		cfg.Lookup = lt
-		target = sourceuri.Redact(f.target)
-	} else if scheme != "" && scheme != "file" && scheme != "s3" && scheme != "oss" {
-		return fmt.Errorf("--target %s: unknown kind of target: give the --out of the migration (a folder, s3:// or oss://), or lindorm:// or mysql:// (%s)", sourceuri.Redact(f.target), knownLookups())
-	} else {
-		objs, loc, err := inv.openObjects(ctx, f.target)
-		if err != nil {
-			return err
-		}
-		if cfg.Folder, err = verify.OpenFolder(ctx, objs, loc, prog.Target(), prog.Fingerprint()); err != nil {
-			return err
-		}
-		target = loc
+		return sourceuri.Redact(f.target), func() { lt.Close() }, nil
 	}
-	var upTo string
-	var rep *replication
-	if isKafkaURI(f.source) {
-		if rep, err = inv.replicationSource(ctx, f.source, prog, cfg.Folder, logger); err != nil {
-			return err
-		}
-		if rep != nil {
-			if repair != nil {
-				return errRepairChanges
-			}
-			cfg.Changes, upTo = rep.changes, rep.upTo
-			cfg.Logger.Info("verifying a replication", zap.String("up_to", upTo))
-			notes = rep.notes
-		} else {
-			if src, err = inv.openSource(ctx, f.source, prog.Source(), logger); err != nil {
-				return err
-			}
-			defer closeSource(src)
-			cfg.Source = src
-		}
+	if scheme != "" && scheme != "file" && scheme != "s3" && scheme != "oss" {
+		return "", nil, fmt.Errorf("--target %s: unknown kind of target: give the --out of the migration (a folder, s3:// or oss://), or lindorm:// or mysql:// (%s)", sourceuri.Redact(f.target), knownLookups())
 	}
-	cfg.Phase = func(name string, total int64, c *pipeline.Counters) func() {
+	objs, loc, err := inv.openObjects(ctx, f.target)
+	if err != nil {
+		return "", nil, err
+	}
+	if cfg.Folder, err = verify.OpenFolder(ctx, objs, loc, prog.Target(), prog.Fingerprint()); err != nil {
+		return "", nil, err
+	}
+	return loc, func() {}, nil
+}
+
+// openVerifyChanges opens a kafka:// source into cfg once the target is open: a replication's
+// changes up to the offsets its manifest records (nil: the target is not a replication's), or the
+// topic's rows. It returns what closes the source.
+func (inv *invocation) openVerifyChanges(ctx context.Context, f *verifyFlags, prog *transform.Program, cfg *verify.Config, repair bool, logger *zap.Logger) (*replication, func(), error) {
+	if !isKafkaURI(f.source) {
+		return nil, func() {}, nil
+	}
+	rep, err := inv.replicationSource(ctx, f.source, prog, cfg.Folder, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rep != nil {
+		if repair {
+			return nil, nil, errRepairChanges
+		}
+		cfg.Changes = rep.changes
+		cfg.Logger.Info("verifying a replication", zap.String("up_to", rep.upTo))
+		return rep, func() {}, nil
+	}
+	src, err := inv.openSource(ctx, f.source, prog.Source(), logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Source = src
+	return nil, func() { closeSource(src) }, nil
+}
+
+// phases shows verify's phases as progress bars; the source's reading counts against its row
+// estimate.
+func (f *verifyFlags) phases(src pipeline.Source) func(name string, total int64, c *pipeline.Counters) func() {
+	return func(name string, total int64, c *pipeline.Counters) func() {
 		var bar *progress
 		var err error
 		if strings.HasSuffix(name, "reading source") { // rows read, kept and rejected by the mapping
@@ -286,32 +355,16 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 		}
 		return bar.finish
 	}
-	if _, err := progressMode(f.progress.mode, false); err != nil {
-		return err
-	}
-	defer inv.onInterrupt(inv.stderr, "\nrekey: verify interrupted", cancel, cancel)()
+}
 
-	started := time.Now()
-	res, err := verify.Run(ctx, cfg)
-	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return interrupted(errors.New("verify interrupted"))
-		}
-		return runFailed(fmt.Errorf("verify failed: %w", err))
-	}
-	res.Source, res.Target, res.UpTo = sourceuri.Redact(f.source), target, upTo
-	res.Notes = append(res.Notes, notes...)
-	if rep != nil {
-		if n := rep.refusedNote(target); n != "" {
-			res.Notes = append(res.Notes, n)
-		}
-	}
+// printResult writes the result (--json, the text or the verdict line, --repair's file,
+// --stats-json) and gives the exit: the target differs, or not.
+func (f *verifyFlags) printResult(out io.Writer, res *verify.Result, repair *repairFile, started time.Time) error {
 	if f.jsonOut != "" {
 		if err := writeReportFile(f.jsonOut, func(w io.Writer) error { return verify.WriteJSON(w, res) }); err != nil {
 			return runFailed(err)
 		}
 	}
-	out := cmd.OutOrStdout()
 	if f.quiet {
 		fmt.Fprintln(out, verify.Verdict(res))
 	} else if err := verify.WriteText(out, res); err != nil {

@@ -86,9 +86,9 @@ func (r *repairFile) commit() error {
 	return nil
 }
 
-// discard removes the temporary file unless it was committed.
+// discard removes the temporary file unless it was committed (nothing without --repair: nil).
 func (r *repairFile) discard() {
-	if r.f != nil {
+	if r != nil && r.f != nil {
 		r.f.Close()
 		os.Remove(r.f.Name())
 		r.f = nil

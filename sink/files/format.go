@@ -1,6 +1,7 @@
 package files
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -18,6 +19,28 @@ type Format interface {
 	NewBuffer(schema pipeline.TargetSchema) (Buffer, error)
 	// NewWriter starts a file on w. The writer never closes w.
 	NewWriter(w io.Writer, schema pipeline.TargetSchema) (FileWriter, error)
+	// Read reads back a file the format wrote for schema (verify reads an output with it): it
+	// hands each row's values to to, column by column in schema order, then ends the row, and
+	// returns the rows read. A file that is not the format's, or not of schema, or damaged, is an
+	// error saying so.
+	Read(ctx context.Context, r io.ReaderAt, size int64, schema pipeline.TargetSchema, to RowReceiver) (rows int64, err error)
+	// RowName names row pos of file (pos as Read ended the row with) in messages: "f.csv:12" for
+	// a text format's line, "f.parquet row 13" for a row index.
+	RowName(file string, pos int64) string
+}
+
+// RowReceiver takes the rows a Format reads back, a value at a time in the form the file stores
+// it; col is the column's index in the schema. A byte slice is valid only during the call.
+type RowReceiver interface {
+	Null(col int)
+	Bytes(col int, b []byte) // VARCHAR, JSON, VARBINARY
+	Int(col int, v int64)    // the integer types; TIMESTAMP in epoch ms, DATE in days
+	Bool(col int, v bool)
+	Float32(col int, v float32)
+	Float64(col int, v float64)
+	Decimal(col int, hi int64, lo uint64) // the unscaled value, 128-bit two's complement
+	// EndRow ends a row; pos names it (see Format.RowName).
+	EndRow(pos int64)
 }
 
 // ValueChecker is a Format that refuses values of its own beyond CheckRow (CSV: the values

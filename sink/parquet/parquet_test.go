@@ -231,25 +231,11 @@ func TestDecimalValues(t *testing.T) {
 func TestVerifyDamagedFooterIsAnError(t *testing.T) {
 	schema := sinktest.AllTypes()
 	f := parquet.New()
-	buf, err := f.NewBuffer(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var rows [][]pipeline.Value
 	for _, r := range sinktest.AllTypesRows(2000, 5, sinktest.VarcharPlan("m")) {
-		buf.Append(r.Values) // a value the sink refuses is a reject: left out
+		rows = append(rows, r.Values)
 	}
-	var out bytes.Buffer
-	w, err := f.NewWriter(&out, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(buf.Cut()); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	good := out.Bytes()
+	good := fileOf(t, f, schema, rows)
 	if err := f.Verify(bytes.NewReader(good), int64(len(good))); err != nil {
 		t.Fatalf("the whole file: %v", err)
 	}

@@ -64,6 +64,35 @@ var (
 		onDuplicate: true, BatchDeletes: true, rowIn: true, quoteAll: true, floatRead: " + 0e0"}
 )
 
+// dialects are the SQL targets, each a URI scheme (its Name): ParseURI and IsURI pick one by it.
+var dialects = []*Dialect{Lindorm, MySQL}
+
+// dialectOf is the dialect of a URI scheme, nil when none.
+func dialectOf(scheme string) *Dialect {
+	for _, d := range dialects {
+		if d.Name == scheme {
+			return d
+		}
+	}
+	return nil
+}
+
+// schemes lists the SQL targets' schemes as a sentence does: "lindorm:// or mysql://".
+func schemes() string {
+	var s string
+	for i, d := range dialects {
+		switch {
+		case i == 0:
+		case i == len(dialects)-1:
+			s += " or "
+		default:
+			s += ", "
+		}
+		s += d.Name + "://"
+	}
+	return s
+}
+
 // Ident renders an identifier.
 func (d *Dialect) Ident(name string) string {
 	if d.quoteAll {

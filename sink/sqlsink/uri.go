@@ -41,7 +41,8 @@ const URIHelp = `SQL targets (--out of migrate and replicate, --target of verify
 
 // IsURI tells whether s names a SQL target (lindorm:// or mysql://).
 func IsURI(s string) bool {
-	return strings.HasPrefix(s, "lindorm://") || strings.HasPrefix(s, "mysql://")
+	scheme, _, ok := strings.Cut(s, "://")
+	return ok && dialectOf(scheme) != nil
 }
 
 // Target is a parsed SQL target URI.
@@ -67,14 +68,9 @@ func ParseURI(raw string, getenv func(string) string) (*Target, error) {
 	if !ok {
 		return nil, fmt.Errorf("%q: want lindorm://USER@HOST:PORT/DATABASE or mysql://USER@HOST:PORT/DATABASE", sourceuri.Redact(raw))
 	}
-	var d *Dialect
-	switch scheme {
-	case "lindorm":
-		d = Lindorm
-	case "mysql":
-		d = MySQL
-	default:
-		return nil, fmt.Errorf("%q: unknown SQL target %s:// (want lindorm:// or mysql://)", sourceuri.Redact(raw), scheme)
+	d := dialectOf(scheme)
+	if d == nil {
+		return nil, fmt.Errorf("%q: unknown SQL target %s:// (want %s)", sourceuri.Redact(raw), scheme, schemes())
 	}
 	t := &Target{Dialect: d, Redacted: sourceuri.Redact(raw)}
 	u, err := sourceuri.Parse(raw, scheme, d.PasswordEnv)

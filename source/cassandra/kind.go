@@ -21,6 +21,7 @@ const URIPrefix = "cassandra://"
 // the connection's credentials and TLS files as flags.
 var Kind = source.Kind{
 	Prefix:   URIPrefix,
+	CatchUp:  true,
 	Help:     help,
 	NewFlags: func() source.Flags { return &Flags{} },
 	Open: func(_ context.Context, uri string, in source.Input) (pipeline.Source, error) {
@@ -32,7 +33,21 @@ var Kind = source.Kind{
 		cfg.Columns = in.Schema
 		return New(cfg, in.Logger.Named("source.cassandra"))
 	},
+	// the table's columns and types, which the mapping is compiled against
+	OpenSchema: func(_ context.Context, uri, table string, in source.Input) (source.SchemaSource, error) {
+		cfg, err := CommandConfig(uri, table, in)
+		if err != nil {
+			return nil, err
+		}
+		src, err := New(cfg, in.Logger.Named("source.cassandra"))
+		if err != nil {
+			return nil, err
+		}
+		return src, nil
+	},
 }
+
+var _ source.SchemaSource = (*Source)(nil)
 
 const help = `  cassandra://host1,host2:9042/keyspace/table?consistency=LOCAL_ONE&dc=dc1&page_size=5000&splits=N
                      a Cassandra table, read by a parallel token-range scan; the columns and their

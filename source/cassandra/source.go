@@ -305,6 +305,12 @@ func (s *Source) Schema() pipeline.SourceSchema { return s.sel.schema }
 // Table is the table's schema as system_schema describes it.
 func (s *Source) Table() *Table { return s.table }
 
+// SchemaOf names the table: "keyspace.table".
+func (s *Source) SchemaOf() string { return s.table.Keyspace + "." + s.table.Name }
+
+// Shard is the part of the ring the source reads (Config.Shard).
+func (s *Source) Shard() pipeline.Shard { return s.cfg.Shard }
+
 // Ranges are the token sub-ranges this source reads (this shard's), in ring order.
 func (s *Source) Ranges() []Range { return s.ranges }
 

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source"
+	"github.com/rekey/rekey/source/sourceuri"
+	"github.com/rekey/rekey/transform"
+)
+
+// loadProgramFor loads and compiles a mapping for a source. For a source whose kind reads its
+// own schema (source.Kind.OpenSchema: a Cassandra table) it first opens the source, then
+// compiles the mapping against its schema: source.columns may be left out, and a column the
+// source lacks, or of another type, is an error before any data moves. The opened source is kept
+// for openSource. Other sources: loadProgram. workers is --workers (parts read at once); regions
+// is --regions (0: the mapping's).
+func (inv *invocation) loadProgramFor(path, uri string, workers, regions int, logger *zap.Logger) (*transform.Program, error) {
+	if path == "" || !inv.sources.HasSchema(uri) {
+		return loadProgram(path) // with no mapping, the usual message
+	}
+	m, err := transform.Load(path)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	// no command context here (the callers have none to give): the kinds' hooks connect with
+	// timeouts of their own
+	src, err := inv.sources.OpenSchema(context.Background(), uri, m.Source.Name, inv.sourceInput(nil, workers, logger))
+	if err != nil {
+		return nil, sourceOpenExit(err)
+	}
+	if src.Shard().Count > 1 && regions == 0 && m.Regions != nil && m.Regions.Size > 0 {
+		src.Close()
+		return nil, usageError(fmt.Errorf("--shard: %s sizes its regions from the table's size estimate (regions.size), which each shard may see differently; every shard must use the same region plan: pass --regions N, or use regions.count or regions.split_keys", path))
+	}
+	prog, err := transform.Compile(m, src.Schema())
+	if err != nil {
+		src.Close()
+		return nil, usageError(fmt.Errorf("%s against %s: %w", path, src.SchemaOf(), err))
+	}
+	if inv.opened == nil {
+		inv.opened = map[string]source.SchemaSource{}
+	}
+	if old := inv.opened[uri]; old != nil {
+		old.Close()
+	}
+	inv.opened[uri] = src
+	return prog, nil
+}
+
+// checkedSchema hands out a source that read its own schema if it reads the columns of schema,
+// in that order.
+func checkedSchema(uri string, src source.SchemaSource, schema pipeline.SourceSchema) (pipeline.Source, error) {
+	if !slices.Equal(src.Schema(), schema) {
+		src.Close()
+		return nil, fmt.Errorf("--source %s: the mapping was not compiled against the table's schema (its columns: %s)", sourceuri.Redact(uri), strings.Join(src.Schema().Names(), ", "))
+	}
+	return src, nil
+}
+
+// closeSource closes a source that holds connections (Cassandra, Kafka).
+func closeSource(src pipeline.Source) {
+	if c, ok := src.(io.Closer); ok && src != nil {
+		c.Close()
+	}
+}

@@ -1,0 +1,251 @@
+// Package migrate is `rekey migrate` into bulk-load files: Open (the output, with its resume
+// checks), Plan (the region plan), Run (the pipeline from the source into region files) and
+// Finish (ddl.sql, bulkload.json, manifest.json). The command line opens the pieces (the
+// mapping's program, the source, the --out store), shows progress and prints the summary; a run
+// into a SQL table shares Execute.
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/files"
+	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/store"
+	"github.com/rekey/rekey/transform"
+)
+
+// Config is one migration into bulk-load files: what the command line chose and the pieces it
+// opened.
+type Config struct {
+	Out     string      // --out as given: messages, the bulkload job
+	Store   store.Store // --out opened
+	Program *transform.Program
+	Source  pipeline.Source
+	Format  files.Format
+	// Shard is the part of the source this run reads (the zero Shard: all of it); with SharedOut
+	// the shards of one migration write one output together.
+	Shard     pipeline.Shard
+	SharedOut bool
+	Regions   int // --regions (0: the mapping's)
+	Resume    bool
+	Overwrite bool
+	// MaxFileSize and Memory (the whole budget: the sink takes a quarter) bound the files and
+	// the buffers; Sort writes each file's rows in key order.
+	MaxFileSize int64
+	Memory      int64
+	Sort        bool
+	Options     Options
+	Job         lindorm.JobOptions // the bulkload job's options (Format and Out are set here)
+	Next        lindorm.NextRun    // the next steps printed after the run
+	// Plan makes a new run's region plan (a sample of the source, then the mapping's plan); a
+	// resume keeps its checkpoint's.
+	Plan    func(ctx context.Context) (pipeline.RegionPlan, error)
+	Version string // rekey's, recorded in the manifest
+	Logger  *zap.Logger
+}
+
+// Options are the pipeline's: how many workers, how often a checkpoint, how many rejects, and
+// the logger it names "pipeline".
+type Options struct {
+	Workers         int
+	CheckpointEvery time.Duration
+	RejectLimit     pipeline.RejectLimit
+	Logger          *zap.Logger
+}
+
+// Refused is an error of the command line (a resume of another job, a plan other shards do not
+// share, a sink configuration): running again as is fails the same way.
+type Refused struct{ Err error }
+
+func (r *Refused) Error() string { return r.Err.Error() }
+func (r *Refused) Unwrap() error { return r.Err }
+
+// Migration is an opened output of a migration.
+type Migration struct {
+	cfg    Config
+	out    *output.Output
+	plan   pipeline.RegionPlan
+	prefix string // the shard's file name prefix in a shared output
+}
+
+// Open opens the output: a new one, a resume of the same job, or a shard's part of a shared one.
+func Open(ctx context.Context, cfg Config) (*Migration, error) {
+	cfg.Job.Format, cfg.Job.Out = cfg.Format.Name(), cfg.Out
+	verifier, _ := cfg.Format.(output.Verifier)
+	prog := cfg.Program
+	spec := output.Spec{
+		Dir: cfg.Out, Fingerprint: prog.Fingerprint(), Format: cfg.Format.Name(), Source: cfg.Source,
+		Regions: cfg.Regions, Resume: cfg.Resume, Verify: verifier, Overwrite: cfg.Overwrite,
+	}
+	m := &Migration{cfg: cfg}
+	var err error
+	if cfg.SharedOut {
+		m.out, err = output.OpenShard(ctx, cfg.Store, cfg.Shard, spec, cfg.Logger.Named("pipeline"))
+		m.prefix = output.ShardFilePrefix(cfg.Shard)
+		m.cfg.Next.SharedOut = true
+	} else {
+		m.out, err = output.Open(ctx, cfg.Store, spec, cfg.Logger.Named("pipeline"))
+	}
+	if errors.Is(err, output.ErrRefusedResume) {
+		return nil, &Refused{err}
+	} else if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Close releases the output's lock.
+func (m *Migration) Close() error { return m.out.Close() }
+
+// Output is the opened output; its Store is fenced: it writes nothing once another run took the
+// output over.
+func (m *Migration) Output() *output.Output { return m.out }
+
+// Complete tells whether this is a resume of a run whose source was read to its end.
+func (m *Migration) Complete() bool { return m.out.Checkpoint != nil && m.out.Checkpoint.Complete }
+
+// Plan settles the region plan: the checkpoint's on a resume, else a new one that a shard of a
+// shared output shares with the others.
+func (m *Migration) Plan(ctx context.Context) (pipeline.RegionPlan, error) {
+	if cp := m.out.Checkpoint; cp != nil {
+		m.plan = cp.Plan
+		return m.plan, nil
+	}
+	plan, err := m.cfg.Plan(ctx)
+	if err != nil {
+		return plan, err
+	}
+	if err := m.out.CheckSharedPlan(plan); err != nil {
+		return plan, &Refused{err}
+	}
+	m.plan = plan
+	return plan, nil
+}
+
+// Watch is shown a run as it goes: the counters, the bytes written so far and the rows a resume
+// starts from; it returns what ends the display.
+type Watch func(counters *pipeline.Counters, bytes func() int64, before int64) (done func(), err error)
+
+// Run reads the source into region files with the plan Plan settled; stop ends it gracefully
+// (the rows already read are committed). runErr is the run's outcome; err says it could not
+// start.
+func (m *Migration) Run(ctx context.Context, stop <-chan struct{}, watch Watch) (res pipeline.Result, runErr, err error) {
+	cfg := m.cfg
+	sink, err := files.New(ctx, files.Config{
+		Store: m.out.Store, Schema: cfg.Program.Target(), Plan: m.plan, Format: cfg.Format,
+		MaxFileSize: cfg.MaxFileSize, Memory: cfg.Memory / 4, Sort: cfg.Sort, NamePrefix: m.prefix,
+		ExpectedRows: max(estimatedRows(cfg.Source), 0),
+	}, cfg.Logger.Named("sink.files"))
+	if err != nil {
+		return res, nil, &Refused{err}
+	}
+	cfg.Logger.Info("migration starting", zap.String("mapping", cfg.Program.Name()), zap.String("table", cfg.Program.Table()),
+		zap.Int("regions", m.plan.Count()), zap.String("strategy", m.plan.Strategy), zap.String("out", cfg.Out))
+	return Execute(ctx, cfg.Program, cfg.Source, Target{Sink: sink, Output: m.out, Format: cfg.Format.Name(), Plan: m.plan,
+		Bytes: func() int64 { return sink.Stats().Bytes }}, cfg.Options, stop, watch)
+}
+
+// estimatedRows is the source's row estimate, -1 when it has none.
+func estimatedRows(src pipeline.Source) int64 {
+	if s, ok := src.(pipeline.Sizer); ok {
+		return s.EstimatedRows()
+	}
+	return -1
+}
+
+// Target is where Execute writes: a sink, and the output that holds the checkpoint and rejects
+// (and the checkpoint to resume from).
+type Target struct {
+	Sink   pipeline.Sink
+	Output *output.Output
+	Format string
+	Plan   pipeline.RegionPlan
+	Bytes  func() int64 // bytes written so far, for the progress display
+}
+
+// Execute runs the pipeline from src into t: the journal of t's output, the workers applying
+// prog, a checkpoint every opt.CheckpointEvery. stop ends it gracefully. runErr is the run's
+// outcome; err says it could not start.
+func Execute(ctx context.Context, prog *transform.Program, src pipeline.Source, t Target, opt Options, stop <-chan struct{},
+	watch Watch) (res pipeline.Result, runErr, err error) {
+	journal, err := t.Output.Journal(src, prog.Source())
+	if err != nil {
+		return res, nil, err
+	}
+	defer journal.Close()
+	runner, err := pipeline.NewRunner(pipeline.Config{
+		Source:          src,
+		NewTransformer:  func() pipeline.Transformer { return prog.NewEvaluator() },
+		Target:          prog.Target(),
+		Plan:            t.Plan,
+		Sink:            t.Sink,
+		Journal:         journal,
+		Fingerprint:     prog.Fingerprint(),
+		Format:          t.Format,
+		Workers:         opt.Workers,
+		RejectLimit:     opt.RejectLimit,
+		CheckpointEvery: opt.CheckpointEvery,
+		Logger:          opt.Logger.Named("pipeline"),
+	})
+	if err != nil {
+		return res, nil, err
+	}
+	resume := t.Output.Checkpoint
+	var before int64
+	if resume != nil {
+		before = resume.RowsIn
+	}
+	done, err := watch(&runner.Counters, t.Bytes, before)
+	if err != nil {
+		return res, nil, err
+	}
+	res, runErr = runner.Run(ctx, stop, resume)
+	done()
+	return res, runErr, nil
+}
+
+// Finals are a finished run's final files as written, for its summary and next steps.
+type Finals struct {
+	Manifest *output.Manifest
+	Job      *lindorm.BulkloadJob
+	Next     lindorm.NextRun
+}
+
+// Finish writes the final files of a run whose source was read to its end (ddl.sql,
+// bulkload.json, manifest.json last); nextSince (zero: none) is the since= of the next catch-up.
+func (m *Migration) Finish(ctx context.Context, res pipeline.Result, nextSince time.Time, catchupSource string) (*Finals, error) {
+	cfg := m.cfg
+	prog := cfg.Program
+	next := cfg.Next
+	if !nextSince.IsZero() {
+		next.NextSince, next.CatchupSource = nextSince, catchupSource
+	}
+	table := lindorm.Table{Schema: prog.Target(), Options: prog.Options(), Mapping: prog.Name(), Fingerprint: prog.Fingerprint(),
+		RegionSize: prog.RegionSize(), Version: cfg.Version}
+	man, files, job, err := lindorm.Finals(table, m.plan, cfg.Format.Name(), res, nextSince, cfg.Job)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.out.Finish(ctx, man, files...); err != nil {
+		return nil, err
+	}
+	next.RowsWritten = res.RowsWritten
+	return &Finals{Manifest: man, Job: job, Next: next}, nil
+}
+
+// Finished tells whether a complete run's final files are all written (a run killed before
+// writing manifest.json, which is written last, is complete but not finished).
+func (m *Migration) Finished(ctx context.Context) (bool, error) {
+	ok, err := m.out.Finished(ctx)
+	if err != nil {
+		return false, fmt.Errorf("--resume: %w", err)
+	}
+	return ok, nil
+}

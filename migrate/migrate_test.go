@@ -1,0 +1,98 @@
+package migrate_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/migrate"
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/csv"
+	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/source/gen"
+	"github.com/rekey/rekey/store"
+	"github.com/rekey/rekey/transform"
+)
+
+func config(t *testing.T, dir, mapping string, rows int64) migrate.Config {
+	t.Helper()
+	m, err := transform.Load(filepath.Join("..", "mappings", mapping))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := transform.Compile(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := gen.New(gen.Config{Name: "orders", Rows: rows}, prog.Source(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), dir, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return migrate.Config{Out: dir, Store: st, Program: prog, Source: src, Format: parquet.New(), Regions: 2,
+		Options: migrate.Options{Workers: 1, Logger: zap.NewNop()}, Logger: zap.NewNop(), Version: "test",
+		Plan: func(ctx context.Context) (pipeline.RegionPlan, error) {
+			return prog.PlanRegions(transform.RegionRequest{Count: 2})
+		}}
+}
+
+func noWatch(*pipeline.Counters, func() int64, int64) (func(), error) { return func() {}, nil }
+
+// A migration opens its output, plans, runs every row into region files and finishes with a
+// manifest listing them; a resume of it finds the run complete and finished; another mapping
+// into the same output is refused as a resume of another job, not run.
+func TestMigrationOpenPlanRunFinish(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := config(t, dir, "orders.yaml", 5000)
+	m, err := migrate.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Complete() {
+		t.Fatal("a new output is complete")
+	}
+	plan, err := m.Plan(ctx)
+	if err != nil || plan.Count() != 2 {
+		t.Fatalf("plan %d regions: %v", plan.Count(), err)
+	}
+	res, runErr, err := m.Run(ctx, nil, noWatch)
+	if err != nil || runErr != nil || res.RowsIn != 5000 || res.RowsWritten+res.RowsRejected != 5000 {
+		t.Fatalf("run: %+v, %v, %v", res, runErr, err)
+	}
+	fin, err := m.Finish(ctx, res, time.Time{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fin.Manifest.RowsWritten != res.RowsWritten || fin.Manifest.Files == 0 || fin.Next.RowsWritten != res.RowsWritten {
+		t.Fatalf("manifest: %d rows, %d files", fin.Manifest.RowsWritten, fin.Manifest.Files)
+	}
+	m.Close()
+
+	cfg = config(t, dir, "orders.yaml", 5000)
+	cfg.Resume = true
+	again, err := migrate.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if finished, err := again.Finished(ctx); !again.Complete() || !finished || err != nil {
+		t.Fatalf("resume of a finished run: complete %v, finished %v, %v", again.Complete(), finished, err)
+	}
+	again.Close()
+
+	other := config(t, dir, "orders.yaml", 5000)
+	other.Resume, other.Format = true, csv.New()
+	_, err = migrate.Open(ctx, other)
+	var refused *migrate.Refused
+	if !errors.As(err, &refused) || !errors.Is(err, output.ErrRefusedResume) {
+		t.Fatalf("resume in another format: %v, want it refused", err)
+	}
+}

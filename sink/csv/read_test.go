@@ -1,0 +1,89 @@
+package csv_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/csv"
+	"github.com/rekey/rekey/sink/files"
+)
+
+// received records what a Format's Read hands over, a value as text per column and a row per
+// EndRow.
+type received struct {
+	row  []string
+	rows [][]string
+	pos  []int64
+}
+
+func (r *received) Null(c int)               { r.row = append(r.row, "null") }
+func (r *received) Bytes(c int, b []byte)    { r.row = append(r.row, "bytes:"+string(b)) }
+func (r *received) Int(c int, v int64)       { r.row = append(r.row, fmt.Sprint("int:", v)) }
+func (r *received) Bool(c int, v bool)       { r.row = append(r.row, fmt.Sprint("bool:", v)) }
+func (r *received) Float32(c int, v float32) { r.row = append(r.row, fmt.Sprint("f32:", v)) }
+func (r *received) Float64(c int, v float64) { r.row = append(r.row, fmt.Sprint("f64:", v)) }
+func (r *received) Decimal(c int, hi int64, lo uint64) {
+	r.row = append(r.row, fmt.Sprint("dec:", hi, lo))
+}
+func (r *received) EndRow(pos int64) {
+	r.rows, r.pos, r.row = append(r.rows, r.row), append(r.pos, pos), nil
+}
+
+// Read gives back what the format writes at the edges of TIMESTAMP and DATE (years before 1 and
+// after 9999 are written with a sign or a fifth digit, as Go and Spark write them), the quotes and
+// backslashes Spark's escapes carry, and nulls apart from empty strings; rows are named by line.
+func TestReadGivesBackWhatIsWritten(t *testing.T) {
+	f := csv.New()
+	ts := pipeline.Column{Name: "ts", Type: pipeline.TypeTimestamp, KeyPos: -1}
+	date := pipeline.Column{Name: "d", Type: pipeline.TypeDate, KeyPos: -1}
+	text := pipeline.Column{Name: "s", Type: pipeline.TypeVarchar, KeyPos: -1}
+	cases := []struct {
+		col  pipeline.Column
+		v    pipeline.Value
+		want string
+	}{
+		{ts, pipeline.Int(files.MaxTimestamp), fmt.Sprint("int:", files.MaxTimestamp)},
+		{ts, pipeline.Int(files.MinTimestamp), fmt.Sprint("int:", files.MinTimestamp)},
+		{ts, pipeline.Int(-62135596800001), "int:-62135596800001"},
+		{ts, pipeline.Int(253402300800000), "int:253402300800000"},
+		{ts, pipeline.Int(-1), "int:-1"}, {ts, pipeline.Int(0), "int:0"},
+		{date, pipeline.Int(-2147483648), "int:-2147483648"}, {date, pipeline.Int(2147483647), "int:2147483647"},
+		{date, pipeline.Int(-719163), "int:-719163"}, {date, pipeline.Int(2932897), "int:2932897"},
+		{text, pipeline.Text(`a "b", c\`), `bytes:a "b", c\`}, {text, pipeline.Text(`\"`), `bytes:\"`},
+		{text, pipeline.Text(` x\y `), `bytes: x\y `}, {text, pipeline.Null, "null"},
+	}
+	for _, c := range cases {
+		field, err := f.AppendValue(nil, c.col, c.v)
+		if err != nil {
+			t.Fatalf("%s %v: %v", c.col.Type, c.v, err)
+		}
+		file := c.col.Name + "\n" + string(field) + "\n"
+		schema := pipeline.TargetSchema{Table: "t", Columns: []pipeline.Column{c.col}}
+		var got received
+		n, err := f.Read(context.Background(), strings.NewReader(file), int64(len(file)), schema, &got)
+		if err != nil || n != 1 || len(got.rows) != 1 {
+			t.Fatalf("%s %q: read %d rows (%v): %v", c.col.Type, field, n, got.rows, err)
+		}
+		if got.rows[0][0] != c.want || got.pos[0] != 2 {
+			t.Errorf("%s %q: read %s at line %d, want %s at line 2", c.col.Type, field, got.rows[0][0], got.pos[0], c.want)
+		}
+	}
+	if got := f.RowName("data/region-0000/part-00000.csv", 2); got != "data/region-0000/part-00000.csv:2" {
+		t.Errorf("RowName = %q", got)
+	}
+}
+
+// A field that is not its column's type is an error naming the line and the column.
+func TestReadNamesTheLineAndColumnOfABadField(t *testing.T) {
+	schema := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "id", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "d", Type: pipeline.TypeDate, KeyPos: -1}}}
+	file := "id,d\n1,2024-01-02\n2,yesterday\n"
+	var got received
+	n, err := csv.New().Read(context.Background(), strings.NewReader(file), int64(len(file)), schema, &got)
+	if err == nil || n != 1 || !strings.Contains(err.Error(), "line 3, column d") {
+		t.Fatalf("read %d rows, err %v; want 1 row and an error at line 3, column d", n, err)
+	}
+}

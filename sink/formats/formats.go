@@ -1,0 +1,66 @@
+// Package formats is the set of data file formats rekey is built with, each with its writer and
+// its reader (a files.Format does both, as arrow's pqarrow keeps them together). Commands pick
+// one by --format, verify by the name an output's manifest records. A new format is its folder
+// under sink/ and one line in all.
+package formats
+
+import (
+	"strings"
+
+	"github.com/rekey/rekey/sink/csv"
+	"github.com/rekey/rekey/sink/files"
+	"github.com/rekey/rekey/sink/parquet"
+)
+
+// format is one registered format: how to make it, and its words in --format's help.
+type format struct {
+	name string
+	help string
+	new  func() files.Format
+}
+
+// all is every format, the default first.
+var all = []format{
+	{"parquet", "parquet (zstd)", func() files.Format { return parquet.New() }},
+	{"csv", "csv", func() files.Format { return csv.New() }},
+}
+
+// Default is the format a command writes without --format, and the one an output's manifest
+// means when it names none (rekey wrote only Parquet before it recorded the format).
+func Default() string { return all[0].name }
+
+// Get returns a new format named name, with its defaults; false when there is none (the caller
+// says where the name came from and lists Names).
+func Get(name string) (files.Format, bool) {
+	for _, f := range all {
+		if f.name == name {
+			return f.new(), true
+		}
+	}
+	return nil, false
+}
+
+// Names lists the formats' names joined as a sentence does with conj: "parquet or csv".
+func Names(conj string) string {
+	names := make([]string, len(all))
+	for i, f := range all {
+		names[i] = f.name
+	}
+	return join(names, conj)
+}
+
+// Help is --format's usage: "data file format: parquet (zstd) or csv".
+func Help() string {
+	words := make([]string, len(all))
+	for i, f := range all {
+		words[i] = f.help
+	}
+	return "data file format: " + join(words, "or")
+}
+
+func join(words []string, conj string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " " + conj + " " + words[len(words)-1]
+}
