@@ -75,3 +75,18 @@ func MariaDB(work, name string) (addr, user string, stop func(), err error) {
 	}
 	return addr, "root", func() { cmd.Process.Kill(); cmd.Wait(); os.RemoveAll(dir) }, nil
 }
+
+// FreshDatabase drops and creates dbName on the server at addr and opens one connection to it.
+func FreshDatabase(addr, user, dbName string) (*sql.DB, error) {
+	admin, err := OpenMySQL(addr, user, "", 1)
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+	for _, stmt := range []string{"DROP DATABASE IF EXISTS " + dbName, "CREATE DATABASE " + dbName} {
+		if _, err := admin.Exec(stmt); err != nil {
+			return nil, err
+		}
+	}
+	return OpenMySQL(addr, user, dbName, 1)
+}

@@ -109,17 +109,7 @@ func run(rekey, work, dbName, out string, n int64, conns, runs int) error {
 		return err
 	}
 	defer stop()
-	admin, err := benchproc.OpenMySQL(addr, user, "", 1)
-	if err != nil {
-		return err
-	}
-	defer admin.Close()
-	for _, stmt := range []string{"DROP DATABASE IF EXISTS " + dbName, "CREATE DATABASE " + dbName} {
-		if _, err := admin.Exec(stmt); err != nil {
-			return err
-		}
-	}
-	db, err := benchproc.OpenMySQL(addr, user, dbName, 1)
+	db, err := benchproc.FreshDatabase(addr, user, dbName)
 	if err != nil {
 		return err
 	}

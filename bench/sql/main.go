@@ -78,18 +78,7 @@ func run(rekey, mapping, work, dbName, out string, rows int64, conns, runs int) 
 		return err
 	}
 	defer stop()
-	admin, err := benchproc.OpenMySQL(addr, user, "", 1)
-	if err != nil {
-		return err
-	}
-	defer admin.Close()
-	if _, err := admin.Exec("DROP DATABASE IF EXISTS " + dbName); err != nil {
-		return err
-	}
-	if _, err := admin.Exec("CREATE DATABASE " + dbName); err != nil {
-		return err
-	}
-	db, err := benchproc.OpenMySQL(addr, user, dbName, 1)
+	db, err := benchproc.FreshDatabase(addr, user, dbName)
 	if err != nil {
 		return err
 	}

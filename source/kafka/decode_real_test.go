@@ -41,23 +41,8 @@ func TestDecodeRealCassandraConnectorEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open("testdata/debezium-cassandra5-events.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
 	seen := 0
-	for sc.Scan() {
-		var ev struct {
-			CQL   string          `json:"cql"`
-			Key   json.RawMessage `json:"key"`
-			Value json.RawMessage `json:"value"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range capturedEvents(t) {
 		w, ok := want[ev.CQL]
 		if !ok {
 			t.Fatalf("captured event of %q: no expectation", ev.CQL)
@@ -66,9 +51,6 @@ func TestDecodeRealCassandraConnectorEvents(t *testing.T) {
 		if got := showCells(d.Decode(nil, ev.Key, ev.Value)); got != w {
 			t.Errorf("%s:\n got %s\nwant %s", ev.CQL, got, w)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	if seen != len(want) {
 		t.Fatalf("decoded %d captured events, want %d", seen, len(want))
@@ -84,21 +66,7 @@ func TestRepeatedConnectorEventsSkipped(t *testing.T) {
 	schema := pipeline.SourceSchema{{Name: "a", Type: "int"}, {Name: "b", Type: "int"}, {Name: "c", Type: "int"}, {Name: "x", Type: "text"}, {Name: "y", Type: "int"}}
 	type event struct{ key, value []byte }
 	var evs []event
-	f, err := os.Open("testdata/debezium-cassandra5-events.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var ev struct {
-			Key   json.RawMessage `json:"key"`
-			Value json.RawMessage `json:"value"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range capturedEvents(t) {
 		evs = append(evs, event{ev.Key, ev.Value})
 	}
 	// the stream: every event, then the last 10 again, then another row at the last position,
@@ -129,4 +97,35 @@ func TestRepeatedConnectorEventsSkipped(t *testing.T) {
 			t.Errorf("skip repeats %v: %d changes, %d repeats; want %d and %d", skip, changes, d.Repeats, want, repeats)
 		}
 	}
+}
+
+// capturedEvent is one of the real connector's events in testdata, with the CQL that made it.
+type capturedEvent struct {
+	CQL   string          `json:"cql"`
+	Key   json.RawMessage `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
+// capturedEvents reads testdata/debezium-cassandra5-events.jsonl, in the order captured.
+func capturedEvents(t *testing.T) []capturedEvent {
+	t.Helper()
+	f, err := os.Open("testdata/debezium-cassandra5-events.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	var evs []capturedEvent
+	for sc.Scan() {
+		var ev capturedEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return evs
 }
