@@ -449,8 +449,9 @@ func TestGroupHandover(t *testing.T) {
 	read := func() int64 { return a.r.Metrics().MessagesIn.Load() + b.r.Metrics().MessagesIn.Load() }
 	before := read()
 	go c.Produce(t, topic, phase[1]...)
-	wait.For(t, func() bool { return read() > before }, "phase 1 being read")
-	if err := a.shutdown(t); err != nil { // a leaves mid-stream
+	// a leaves mid-stream, once it has read messages of its own (else it has nothing to write)
+	wait.For(t, func() bool { return read() > before && a.r.Metrics().MessagesIn.Load() > 0 }, "phase 1 being read, a reading too")
+	if err := a.shutdown(t); err != nil {
 		t.Fatal(err)
 	}
 	c.Produce(t, topic, phase[2]...)
