@@ -85,7 +85,7 @@ func countHotRows(keys [][]pipeline.Value, evidence string, regions int) HotRows
 			if n >= 2 {
 				st := stats[buf[r].hash]
 				if st == nil {
-					st = &stat{at: int(buf[r].at)}
+					st = &stat{} // its first row and writes: below
 					stats[buf[r].hash] = st
 				}
 				if int64(n) > st.best {
