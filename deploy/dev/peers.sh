@@ -331,9 +331,11 @@ cmd_ci_test() {
   cmd_resolve
   bash "$HERE/spark/spark.sh" resolve >&2
   t1=$(date +%s)
-  trap 'cmd_status >&2; cmd_stop' EXIT
+  trap 'rc=$?; [ "$rc" = 0 ] || log "ci-test failed (exit $rc)"; cmd_status >&2; cmd_stop' EXIT
   mkdir -p "$STATE"
-  cmd_start >"$STATE/start.log" 2>&1 || { cat "$STATE/start.log" >&2; die "a peer could not start"; }
+  # a subshell: a peer's die ends it alone, so its log is shown here (an exit inside the
+  # redirected call would run the EXIT trap into start.log and leave the caller nothing)
+  (cmd_start) >"$STATE/start.log" 2>&1 || { cat "$STATE/start.log" >&2; die "a peer could not start"; }
   cat "$STATE/start.log" >&2
   eval "$(cmd_env)"
   t2=$(date +%s)
