@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -132,20 +131,14 @@ func NewRunner(cfg Config) (*Runner, error) {
 // (Ctrl-C) stops reading; what was read is finished, committed and checkpointed, and Run
 // returns ErrInterrupted. ctx cancellation is a hard stop: nothing more is committed.
 //
-// A run is a small state machine: open (the first checkpoint) -> read (hand batches to
-// the workers, cut on the ticker; after stop, the same while the source drains) -> settle (which
-// error ends the run, if any) -> finish (the last cut, or abort).
+// A run is a small state machine: open (the first checkpoint) -> read (the engine: workers
+// transform and write, a cut on the ticker; after stop, the same while the source drains) ->
+// settle (which error ends the run, if any) -> finish (the last cut, or abort).
 func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoint) (Result, error) {
 	m := &runState{r: r, cfg: r.cfg, ctx: ctx, stop: stop, resume: resume, started: time.Now()}
 	state := m.open
 	for state != nil {
 		state = state()
-	}
-	if m.cancelRun != nil {
-		m.cancelRun(nil)
-	}
-	if m.ticker != nil {
-		m.ticker.Stop()
 	}
 	return m.result, m.err
 }
@@ -161,19 +154,8 @@ type runState struct {
 
 	cp         *Checkpoint
 	rowsBefore int64
-	runCtx     context.Context
-	cancelRun  context.CancelCauseFunc
-	feed       *Feed
-	workers    *Workers[*Batch]
-	// inflight counts batches handed out and not yet written: a cut waits for it
-	inflight  sync.WaitGroup
-	workerErr atomic.Pointer[error]
-	ticker    *time.Ticker
-	// overLimit is closed (once, overOnce) when a worker finds the rejects over the limit:
-	// reading stops, the batches handed out are finished, and what they hold is committed, so
-	// that the summary, the error and the rejects file count the same rows.
-	overLimit chan struct{}
-	overOnce  sync.Once
+	engine     *Engine
+	outcome    Outcome
 
 	interrupted    bool
 	sourceFailed   bool
@@ -184,7 +166,9 @@ type runState struct {
 
 type runStep func() runStep
 
-// open loads or starts the checkpoint, and starts the source and workers.
+// open loads or starts the checkpoint and prepares the engine: the workers transform and write,
+// the engine records each stream's position as batches are acknowledged, and a cut commits and
+// checkpoints on the ticker.
 func (m *runState) open() runStep {
 	cfg, r := m.cfg, m.r
 	m.cp = &Checkpoint{Fingerprint: cfg.Fingerprint, Format: cfg.Format, Source: SourceIdentity(cfg.Source),
@@ -205,121 +189,45 @@ func (m *runState) open() runStep {
 			return nil
 		}
 	}
-	m.runCtx, m.cancelRun = context.WithCancelCause(m.ctx)
-	resumeAt := make(map[string]StreamState, len(m.cp.Streams)) // the source's own copy: cp.Streams moves on
-	for k, v := range m.cp.Streams {
-		resumeAt[k] = v
-	}
-	m.feed = StartFeed(m.runCtx, cfg.Source, resumeAt, cfg.Workers*2)
-	m.overLimit = make(chan struct{})
-	m.workers = StartWorkers(cfg.Workers, 0, func(int) (func(*Batch), func()) {
-		w := r.newWorker()
-		return func(b *Batch) {
-			err := w.process(m.runCtx, b)
-			if errors.Is(err, ErrTooManyRejects) { // the batch is written: stop reading
-				m.overOnce.Do(func() { close(m.overLimit) })
-				err = nil
-			}
-			if err != nil {
-				m.fail(err)
-			} else if b.Release != nil {
-				b.Release() // Sink.Write copied what it keeps
-			}
-			m.inflight.Done()
-		}, nil
+	m.engine = NewEngine(EngineConfig{
+		Source: cfg.Source, Resume: m.cp.Streams, Workers: cfg.Workers, Positions: m.cp.Streams,
+		NewWorker: func(int) (func(context.Context, *Job) error, func()) {
+			w := r.newWorker()
+			return func(ctx context.Context, j *Job) error {
+				err := w.process(ctx, &j.Batch)
+				if errors.Is(err, ErrTooManyRejects) {
+					// The batch is written: stop reading, finish the batches handed out, and
+					// commit what they hold, so that the summary, the error and the rejects
+					// file count the same rows.
+					m.engine.Halt()
+					err = nil
+				}
+				return err
+			}, nil
+		},
+		Cut:   func(ctx context.Context) error { return m.cut(ctx, false) },
+		Every: cfg.CheckpointEvery,
+		Stop:  m.stop,
 	})
-	if cfg.CheckpointEvery > 0 {
-		m.ticker = time.NewTicker(cfg.CheckpointEvery)
-	}
 	return m.read
 }
 
-// fail ends the run with a worker's error (the first one wins).
-func (m *runState) fail(err error) {
-	m.workerErr.CompareAndSwap(nil, &err)
-	m.cancelRun(err)
-}
-
-// handOut records the batch's cursor for the next cut and gives the batch to a worker. The
-// dispatcher remembers, per stream, the cursor of the last batch handed out; a cut waits until
-// every handed-out batch is written, so those cursors describe exactly what the committed files
-// hold, even though workers finish out of order.
-func (m *runState) handOut(b Batch) bool {
-	if b.Cursor != "" || b.Done {
-		m.cp.Streams[b.Stream] = StreamState{Cursor: b.Cursor, Done: b.Done}
-	}
-	m.inflight.Add(1)
-	select {
-	case m.workers.Jobs() <- &b:
-		return true
-	case <-m.runCtx.Done():
-		m.inflight.Done()
-		return false
-	}
-}
-
-// read dispatches batches until the source ends or the run fails, cutting on the ticker.
+// read runs the engine until the source ends, the run is stopped or fails.
 func (m *runState) read() runStep {
-	var tick <-chan time.Time
-	if m.ticker != nil {
-		tick = m.ticker.C
-	}
-	for {
-		select {
-		case b, ok := <-m.feed.Batches:
-			if !ok || !m.handOut(b) {
-				return m.settle
-			}
-		case <-tick:
-			if err := m.cut(false); err != nil {
-				// A failed cut: stop everything now. The source may be blocked sending a batch
-				// that nobody will take; cancelling the run unblocks it and the workers.
-				m.err = err
-				m.cancelRun(err)
-				return m.settle
-			}
-			// The interval counts from the end of this cut: a cut slower than the interval
-			// would otherwise be followed at once by another with nothing new to commit.
-			m.ticker.Reset(m.cfg.CheckpointEvery)
-		case <-m.stop:
-			// Draining: the source stops reading, and what it already read is still handed
-			// out (those rows were read) until it closes its batches.
-			m.interrupted = true
-			m.stop = nil
-			m.feed.Stop()
-			return m.read
-		case <-m.overLimit:
-			// Too many rejects: nothing more is handed out. The batches the source read ahead
-			// are dropped (no checkpoint records their cursors: a resume reads them again).
-			m.tooManyRejects = true
-			m.feed.Stop()
-			for range m.feed.Batches {
-			}
-			return m.settle
-		case <-m.runCtx.Done():
-			return m.settle
-		}
-	}
+	m.outcome, m.err = m.engine.Run(m.ctx)
+	return m.settle
 }
 
-// settle waits for the workers and the source and decides how the run ends.
+// settle decides how the run ends.
 func (m *runState) settle() runStep {
-	m.workers.Close()
-	if e := m.workerErr.Load(); e != nil && m.err == nil {
-		m.err = *e
+	o := m.outcome
+	m.interrupted, m.tooManyRejects = o.Interrupted, o.Halted
+	if m.err == nil && o.SourceErr != nil {
+		m.err = fmt.Errorf("source: %w", o.SourceErr)
+		m.sourceFailed = o.SourceFailed && !errors.Is(o.SourceErr, ErrDamagedInput)
 	}
-	select {
-	case <-m.overLimit: // found by the last batches, after the source ended
-		m.tooManyRejects = true
-	default:
-	}
-	serr := m.feed.Err()
-	if m.err == nil && serr != nil && !((m.interrupted || m.tooManyRejects) && errors.Is(serr, context.Canceled)) {
-		m.err = fmt.Errorf("source: %w", serr)
-		m.sourceFailed = m.runCtx.Err() == nil && !errors.Is(serr, ErrDamagedInput)
-	}
-	if m.err == nil && m.runCtx.Err() != nil {
-		m.err = context.Cause(m.runCtx)
+	if m.err == nil && o.Cancelled != nil {
+		m.err = o.Cancelled
 	}
 	if m.err == nil {
 		// with every handed-out batch written: the counts the summary and the rejects file give
@@ -342,14 +250,14 @@ func (m *runState) finish() runStep {
 		// before the rejects went over the limit, is sound: commit and checkpoint it so that
 		// --resume (after a fix, with a higher --max-rejects) redoes only what is missing, and the
 		// rejects file holds the rejects counted, once each.
-		if err := m.cut(false); err != nil {
+		if err := m.cut(m.ctx, false); err != nil {
 			m.cfg.Sink.Abort(cleanup)
 			m.err = fmt.Errorf("%w (and committing what was read failed: %v)", m.err, err)
 		}
 	case m.err != nil:
 		m.cfg.Sink.Abort(cleanup)
 	default:
-		if err := m.cut(!m.interrupted); err != nil {
+		if err := m.cut(m.ctx, !m.interrupted); err != nil {
 			m.cfg.Sink.Abort(cleanup)
 			m.err = err
 		}
@@ -367,15 +275,12 @@ func (m *runState) finish() runStep {
 	return nil
 }
 
-// cut commits what every handed-out batch wrote and saves a checkpoint with the dispatcher's
-// cursors; complete marks the run's last checkpoint.
-func (m *runState) cut(complete bool) error {
+// cut commits what every acknowledged batch wrote and saves a checkpoint with the positions the
+// engine recorded; complete marks the run's last checkpoint. The engine calls it between batches
+// with every batch handed out acknowledged; finish calls it once the engine returned.
+func (m *runState) cut(ctx context.Context, complete bool) error {
 	cfg, cp, c := m.cfg, m.cp, &m.r.Counters
-	m.inflight.Wait()
-	if err := m.runCtx.Err(); err != nil {
-		return context.Cause(m.runCtx)
-	}
-	files, err := cfg.Sink.Commit(m.runCtx)
+	files, err := cfg.Sink.Commit(ctx)
 	if err != nil {
 		return fmt.Errorf("commit files: %w", err)
 	}
