@@ -217,6 +217,13 @@ func (d *dispatcher) run(o *Outcome) {
 	}
 	for {
 		select {
+		case <-d.halt: // before any further batch: a halt stops the hand-out at once
+			o.Halted = true
+			d.dropReadAhead()
+			return
+		default:
+		}
+		select {
 		case b, ok := <-d.feed.Batches:
 			if !ok {
 				return

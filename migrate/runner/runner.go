@@ -1,22 +1,26 @@
-package pipeline
+// Package runner is a migration's run: the engine (pipeline.Engine) with the transform and the
+// sink in its workers, checkpoints as consistent cuts (commit, then save the positions the engine
+// acknowledged), the reject limit, and how a run ends (settle: which error, if any; finish: the
+// last cut or an abort). migrate runs it into files, and into a table.
+package runner
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"runtime"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
 )
 
 // Transformer turns source records into target rows. One per worker goroutine.
 type Transformer interface {
 	// Apply fills out (one value per target column) or says why the record is rejected.
-	Apply(b *Batch, r *Record, out []Value) *RowError
-	// Reset releases memory the last batch's rows pointed into; called after Sink.Write returned.
+	Apply(b *pipeline.Batch, r *pipeline.Record, out []pipeline.Value) *pipeline.RowError
+	// Reset releases memory the last batch's rows pointed into; called after the sink's Write returned.
 	Reset()
 }
 
@@ -31,13 +35,13 @@ type RejectLimit struct {
 
 // Config wires one run.
 type Config struct {
-	Source         Source
+	Source         pipeline.Source
 	NewTransformer func() Transformer
-	Target         TargetSchema
-	Plan           RegionPlan
-	Sink           Sink
+	Target         pipeline.TargetSchema
+	Plan           pipeline.RegionPlan
+	Sink           pipeline.Sink
 	// Journal records the rejects and the checkpoints (package output: the output's).
-	Journal     Journal
+	Journal     pipeline.Journal
 	Fingerprint string // of the resolved mapping, stored in checkpoints
 	Format      string // of the data files, stored in checkpoints
 	Workers     int    // transform goroutines; default GOMAXPROCS
@@ -48,52 +52,8 @@ type Config struct {
 	Logger          *zap.Logger
 }
 
-// Counters are live figures for progress displays; read them with Load.
-type Counters struct {
-	RowsIn       atomic.Int64
-	RowsWritten  atomic.Int64
-	RowsRejected atomic.Int64
-	RowsSkipped  atomic.Int64 // Batch.Skipped: in RowsIn, neither written nor rejected
-}
-
-// Result is the outcome of a run: what its last checkpoint holds. Files lists every committed
-// file (across resumes).
-type Result struct {
-	// RowsIn = RowsWritten + RowsRejected + RowsSkipped (rows the source's filter left out).
-	RowsIn, RowsWritten, RowsRejected, RowsSkipped int64
-	RejectCodes                                    map[string]int64
-	Files                                          []FileInfo
-	Resumed                                        bool
-	// RowsInThisRun is what this attempt read: RowsIn less what the checkpoint it resumed from
-	// held. Rates divide this by Duration (which is this attempt's time too).
-	RowsInThisRun int64
-	Interrupted   bool // stopped by the caller's stop signal before the end
-	Duration      time.Duration
-	// StartedAt is when the first attempt of the run started (a resume keeps it); zero for a
-	// checkpoint written before rekey recorded it.
-	StartedAt time.Time
-}
-
 // ErrTooManyRejects is wrapped by the error a run returns when the reject limit was exceeded.
 var ErrTooManyRejects = errors.New("too many rejected rows")
-
-// ErrDamagedInput is wrapped by a source's error when its input turned out to be damaged (a
-// truncated or corrupt file): what was read from it is not committed, since it may already hold
-// wrong values, and the run fails.
-var ErrDamagedInput = errors.New("damaged input")
-
-// ErrUnreachable is wrapped by the error of a server that could not be reached (connection
-// refused, a name that does not resolve, a dial timeout) where the driver loses the network
-// error itself; Unreachable also finds the network error. The same command may succeed once
-// the server is up, so it is a failure of the run, never invalid use.
-var ErrUnreachable = errors.New("could not be reached")
-
-// Unreachable tells whether err is a server that could not be reached: it wraps
-// ErrUnreachable or a network error (*net.OpError: dial, read or write on a connection).
-func Unreachable(err error) bool {
-	var op *net.OpError
-	return errors.Is(err, ErrUnreachable) || errors.As(err, &op)
-}
 
 // ErrInterrupted is returned when stop was closed: what was read is committed and checkpointed.
 var ErrInterrupted = errors.New("interrupted")
@@ -101,22 +61,22 @@ var ErrInterrupted = errors.New("interrupted")
 // Runner executes one run; Counters may be read while Run is in progress.
 type Runner struct {
 	cfg      Config
-	Counters Counters
+	Counters pipeline.Counters
 }
 
-// NewRunner validates the configuration.
-func NewRunner(cfg Config) (*Runner, error) {
+// New validates the configuration.
+func New(cfg Config) (*Runner, error) {
 	switch {
 	case cfg.Source == nil:
-		return nil, errors.New("pipeline: no source")
+		return nil, errors.New("runner: no source")
 	case cfg.Sink == nil:
-		return nil, errors.New("pipeline: no sink")
+		return nil, errors.New("runner: no sink")
 	case cfg.NewTransformer == nil:
-		return nil, errors.New("pipeline: no transform")
+		return nil, errors.New("runner: no transform")
 	case cfg.Journal == nil:
-		return nil, errors.New("pipeline: no journal (the output's rejects and checkpoints)")
+		return nil, errors.New("runner: no journal (the output's rejects and checkpoints)")
 	case len(cfg.Target.Columns) == 0:
-		return nil, errors.New("pipeline: target schema has no columns")
+		return nil, errors.New("runner: target schema has no columns")
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
@@ -134,7 +94,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 // A run is a small state machine: open (the first checkpoint) -> read (the engine: workers
 // transform and write, a cut on the ticker; after stop, the same while the source drains) ->
 // settle (which error ends the run, if any) -> finish (the last cut, or abort).
-func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *Checkpoint) (Result, error) {
+func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *pipeline.Checkpoint) (pipeline.Result, error) {
 	m := &runState{r: r, cfg: r.cfg, ctx: ctx, stop: stop, resume: resume, started: time.Now()}
 	state := m.open
 	for state != nil {
@@ -149,19 +109,19 @@ type runState struct {
 	cfg     Config
 	ctx     context.Context // the caller's: cancelled, it is a hard stop
 	stop    <-chan struct{}
-	resume  *Checkpoint
+	resume  *pipeline.Checkpoint
 	started time.Time
 
-	cp         *Checkpoint
+	cp         *pipeline.Checkpoint
 	rowsBefore int64
-	engine     *Engine
-	outcome    Outcome
+	engine     *pipeline.Engine
+	outcome    pipeline.Outcome
 
 	interrupted    bool
 	sourceFailed   bool
 	tooManyRejects bool // the run stopped for its rejects: what was read is committed
 	err            error
-	result         Result
+	result         pipeline.Result
 }
 
 type runStep func() runStep
@@ -171,8 +131,8 @@ type runStep func() runStep
 // checkpoints on the ticker.
 func (m *runState) open() runStep {
 	cfg, r := m.cfg, m.r
-	m.cp = &Checkpoint{Fingerprint: cfg.Fingerprint, Format: cfg.Format, Source: SourceIdentity(cfg.Source),
-		Plan: cfg.Plan, Streams: map[string]StreamState{}, StartedAt: m.started.UTC()}
+	m.cp = &pipeline.Checkpoint{Fingerprint: cfg.Fingerprint, Format: cfg.Format, Source: pipeline.SourceIdentity(cfg.Source),
+		Plan: cfg.Plan, Streams: map[string]pipeline.StreamState{}, StartedAt: m.started.UTC()}
 	if m.resume != nil {
 		m.cp = m.resume
 		r.Counters.RowsIn.Store(m.cp.RowsIn)
@@ -189,11 +149,11 @@ func (m *runState) open() runStep {
 			return nil
 		}
 	}
-	m.engine = NewEngine(EngineConfig{
+	m.engine = pipeline.NewEngine(pipeline.EngineConfig{
 		Source: cfg.Source, Resume: m.cp.Streams, Workers: cfg.Workers, Positions: m.cp.Streams,
-		NewWorker: func(int) (func(context.Context, *Job) error, func()) {
+		NewWorker: func(int) (func(context.Context, *pipeline.Job) error, func()) {
 			w := r.newWorker()
-			return func(ctx context.Context, j *Job) error {
+			return func(ctx context.Context, j *pipeline.Job) error {
 				err := w.process(ctx, &j.Batch)
 				if errors.Is(err, ErrTooManyRejects) {
 					// The batch is written: stop reading, finish the batches handed out, and
@@ -224,7 +184,7 @@ func (m *runState) settle() runStep {
 	m.interrupted, m.tooManyRejects = o.Interrupted, o.Halted
 	if m.err == nil && o.SourceErr != nil {
 		m.err = fmt.Errorf("source: %w", o.SourceErr)
-		m.sourceFailed = o.SourceFailed && !errors.Is(o.SourceErr, ErrDamagedInput)
+		m.sourceFailed = o.SourceFailed && !errors.Is(o.SourceErr, pipeline.ErrDamagedInput)
 	}
 	if m.err == nil && o.Cancelled != nil {
 		m.err = o.Cancelled
@@ -265,7 +225,7 @@ func (m *runState) finish() runStep {
 	// What the last checkpoint holds: rows counted in a failed run's uncommitted buffers were
 	// never written, and a summary must not claim them.
 	cp := m.cp
-	m.result = Result{Resumed: m.resume != nil, Interrupted: m.interrupted,
+	m.result = pipeline.Result{Resumed: m.resume != nil, Interrupted: m.interrupted,
 		RowsIn: cp.RowsIn, RowsWritten: cp.RowsWritten, RowsRejected: cp.RowsRejected, RowsSkipped: cp.RowsSkipped,
 		RowsInThisRun: cp.RowsIn - m.rowsBefore, RejectCodes: cp.RejectCodes, Files: cp.Files,
 		Duration: time.Since(m.started), StartedAt: cp.StartedAt}
@@ -327,20 +287,20 @@ func (r *Runner) rejectsWentOver() error {
 type worker struct {
 	r    *Runner
 	t    Transformer
-	rows []Row
+	rows []pipeline.Row
 	recs []int // recs[i] is the index in the batch of rows[i]'s record
-	slab []Value
+	slab []pipeline.Value
 }
 
 func (r *Runner) newWorker() *worker {
 	return &worker{r: r, t: r.cfg.NewTransformer()}
 }
 
-func (w *worker) process(ctx context.Context, b *Batch) error {
+func (w *worker) process(ctx context.Context, b *pipeline.Batch) error {
 	cfg := &w.r.cfg
 	ncol := len(cfg.Target.Columns)
 	if need := len(b.Records) * ncol; cap(w.slab) < need {
-		w.slab = make([]Value, need)
+		w.slab = make([]pipeline.Value, need)
 	}
 	w.rows, w.recs = w.rows[:0], w.recs[:0]
 	var rejected int64
@@ -350,7 +310,7 @@ func (w *worker) process(ctx context.Context, b *Batch) error {
 		if rerr == nil {
 			out := w.slab[len(w.rows)*ncol : (len(w.rows)+1)*ncol]
 			if rerr = w.t.Apply(b, rec, out); rerr == nil {
-				w.rows = append(w.rows, Row{Values: out, Region: cfg.Plan.Route(out[0])})
+				w.rows = append(w.rows, pipeline.Row{Values: out, Region: cfg.Plan.Route(out[0])})
 				w.recs = append(w.recs, i)
 				continue
 			}
@@ -364,7 +324,7 @@ func (w *worker) process(ctx context.Context, b *Batch) error {
 	written := int64(len(w.rows))
 	if len(w.rows) > 0 {
 		if err := cfg.Sink.Write(ctx, w.rows); err != nil {
-			var rr *RowRejects
+			var rr *pipeline.RowRejects
 			if !errors.As(err, &rr) {
 				return fmt.Errorf("write rows of %s: %w", b.Stream, err)
 			}
@@ -392,6 +352,6 @@ func (w *worker) process(ctx context.Context, b *Batch) error {
 	return nil
 }
 
-func (w *worker) reject(b *Batch, rec *Record, stage string, rerr *RowError) error {
+func (w *worker) reject(b *pipeline.Batch, rec *pipeline.Record, stage string, rerr *pipeline.RowError) error {
 	return w.r.cfg.Journal.Reject(b, rec, stage, rerr)
 }
