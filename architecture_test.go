@@ -162,6 +162,18 @@ func TestPackagesImportOnlyWhatArchitectureAllows(t *testing.T) {
 	}
 }
 
+// pipeline is the vocabulary every package speaks and the engine every command runs: it imports
+// the standard library only (no rekey package, no driver, no logger), so that it stays the floor.
+func TestPipelineImportsOnlyTheStandardLibrary(t *testing.T) {
+	for _, p := range goList(t, "./pipeline") {
+		for _, imp := range p.Imports {
+			if first, _, _ := strings.Cut(imp, "/"); strings.Contains(first, ".") {
+				t.Errorf("pipeline imports %s: the vocabulary and the engine import the standard library only; move what needs it up to its user", imp)
+			}
+		}
+	}
+}
+
 // The rekey binary links none of the libraries that only tests and the playground use, and the
 // playground none that only tests use.
 func TestBinaryLinksNoTestOnlyLibrary(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/migrate/runner"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
@@ -56,7 +57,7 @@ type Config struct {
 type Options struct {
 	Workers         int
 	CheckpointEvery time.Duration
-	RejectLimit     pipeline.RejectLimit
+	RejectLimit     runner.RejectLimit
 	Logger          *zap.Logger
 }
 
@@ -180,9 +181,9 @@ func Execute(ctx context.Context, prog *transform.Program, src pipeline.Source, 
 		return res, nil, err
 	}
 	defer journal.Close()
-	runner, err := pipeline.NewRunner(pipeline.Config{
+	r, err := runner.New(runner.Config{
 		Source:          src,
-		NewTransformer:  func() pipeline.Transformer { return prog.NewEvaluator() },
+		NewTransformer:  func() runner.Transformer { return prog.NewEvaluator() },
 		Target:          prog.Target(),
 		Plan:            t.Plan,
 		Sink:            t.Sink,
@@ -202,11 +203,11 @@ func Execute(ctx context.Context, prog *transform.Program, src pipeline.Source, 
 	if resume != nil {
 		before = resume.RowsIn
 	}
-	done, err := watch(&runner.Counters, t.Bytes, before)
+	done, err := watch(&r.Counters, t.Bytes, before)
 	if err != nil {
 		return res, nil, err
 	}
-	res, runErr = runner.Run(ctx, stop, resume)
+	res, runErr = r.Run(ctx, stop, resume)
 	done()
 	return res, runErr, nil
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/store"
 )
 
@@ -21,7 +21,7 @@ func topEntries(ctx context.Context, st store.Store) ([]string, error) {
 	var tops []string
 	for _, obj := range objs {
 		top, _, _ := strings.Cut(obj.Name, "/")
-		if top == LockFile || top == ReplicateLockFile || pipeline.IsTemp(obj.Name) {
+		if top == LockFile || top == ReplicateLockFile || atomicfile.IsTemp(obj.Name) {
 			continue
 		}
 		if len(tops) == 0 || tops[len(tops)-1] != top {

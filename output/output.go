@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/pipeline"
 	"io"
 	"os"
@@ -287,7 +288,7 @@ func notRekeyFiles(names, final []string) []string {
 	var foreign []string
 	for _, n := range names {
 		early := n == DataDir || n == RejectsFile || strings.HasPrefix(n, ReplayPrefix) || n == CheckpointFile ||
-			n == RejectsPartsDir || n == ReplayPartsDir || pipeline.IsTemp(n)
+			n == RejectsPartsDir || n == ReplayPartsDir || atomicfile.IsTemp(n)
 		if !early && !slices.Contains(final, n) {
 			foreign = append(foreign, n)
 		}

@@ -3,6 +3,8 @@ package output
 import (
 	"context"
 	"errors"
+	"github.com/rekey/rekey/internal/atomicfile"
+	"github.com/rekey/rekey/migrate/runner"
 	"github.com/rekey/rekey/pipeline"
 	"io"
 	"os"
@@ -31,7 +33,7 @@ func finishedRun(t *testing.T, cfg testCfg, stop <-chan struct{}) *pipeline.Chec
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Run(context.Background(), stop, nil); err != nil && !errors.Is(err, pipeline.ErrInterrupted) {
+	if _, err := r.Run(context.Background(), stop, nil); err != nil && !errors.Is(err, runner.ErrInterrupted) {
 		t.Fatal(err)
 	}
 	cp, err := ReadCheckpoint(context.Background(), localStore(t, cfg.OutDir))
@@ -173,7 +175,7 @@ func TestResumeWithoutCheckpointStartsOver(t *testing.T) {
 	// A crash before even the first checkpoint (during planning): only rekey's files are there.
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "data", "region-0003"), 0o755)
-	os.WriteFile(filepath.Join(dir, "data", "region-0003", pipeline.TempPrefix+"part-00000.parquet"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "data", "region-0003", atomicfile.TempPrefix+"part-00000.parquet"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(dir, RejectsFile), []byte("{}\n"), 0o600)
 	o, err := Open(context.Background(), localStore(t, dir), Spec{Dir: dir, Resume: true}, nil)
 	if err != nil {

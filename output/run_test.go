@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rekey/rekey/internal/atomicfile"
+	"github.com/rekey/rekey/migrate/runner"
 	"github.com/rekey/rekey/pipeline"
 	"os"
 	"path/filepath"
@@ -166,15 +168,15 @@ func (m *memSink) Abort(context.Context) error {
 
 // testCfg is a run of the pipeline into an output folder (OutDir), or into Store.
 type testCfg struct {
-	pipeline.Config
+	runner.Config
 	OutDir string
 	Store  store.Store // nil: the folder OutDir
 }
 
-func testConfig(t *testing.T, src pipeline.Source, sink pipeline.Sink, tr pipeline.Transformer) testCfg {
-	cfg := testCfg{Config: pipeline.Config{
+func testConfig(t *testing.T, src pipeline.Source, sink pipeline.Sink, tr runner.Transformer) testCfg {
+	cfg := testCfg{Config: runner.Config{
 		Source:         src,
-		NewTransformer: func() pipeline.Transformer { return tr },
+		NewTransformer: func() runner.Transformer { return tr },
 		Target:         pipeline.TargetSchema{Columns: []pipeline.Column{{Name: "s", Type: pipeline.TypeBigint}, {Name: "n", Type: pipeline.TypeBigint, KeyPos: -1}}, KeyLen: 1},
 		Plan:           pipeline.RegionPlan{Type: pipeline.TypeBigint},
 		Sink:           sink,
@@ -201,7 +203,7 @@ func (cfg testCfg) store(t *testing.T) store.Store {
 // testRunner runs the pipeline through a journal of cfg's output (not locked: the tests
 // that need the lock open the output), as migrate does.
 type testRunner struct {
-	*pipeline.Runner
+	*runner.Runner
 	t   *testing.T
 	cfg testCfg
 	jr  **Journal
@@ -210,7 +212,7 @@ type testRunner struct {
 func newRunner(t *testing.T, cfg testCfg) (testRunner, error) {
 	var jr *Journal
 	cfg.Journal = journalRef{&jr}
-	r, err := pipeline.NewRunner(cfg.Config)
+	r, err := runner.New(cfg.Config)
 	return testRunner{Runner: r, t: t, cfg: cfg, jr: &jr}, err
 }
 
@@ -299,14 +301,14 @@ func readRejects(t *testing.T, dir string) []Reject {
 
 func TestRejectLimitAborts(t *testing.T) {
 	five, zero := int64(5), int64(0)
-	for _, lim := range []pipeline.RejectLimit{{Count: &five}, {Count: &zero}, {Percent: 0.5}} {
+	for _, lim := range []runner.RejectLimit{{Count: &five}, {Count: &zero}, {Percent: 0.5}} {
 		src := &seqSource{streams: 1, rows: 5000, batch: 100}
 		sink := &memSink{}
 		cfg := testConfig(t, src, sink, copyTransform{rejectEvery: 10})
 		cfg.RejectLimit = lim
 		r, _ := newRunner(t, cfg)
 		_, err := r.Run(context.Background(), nil, nil)
-		if !errors.Is(err, pipeline.ErrTooManyRejects) {
+		if !errors.Is(err, runner.ErrTooManyRejects) {
 			t.Fatalf("limit %+v: err = %v, want ErrTooManyRejects", lim, err)
 		}
 	}
@@ -377,7 +379,7 @@ func TestInterruptCommitsAndResumes(t *testing.T) {
 		close(stop)
 	}()
 	res, err := r.Run(context.Background(), stop, nil)
-	if !errors.Is(err, pipeline.ErrInterrupted) {
+	if !errors.Is(err, runner.ErrInterrupted) {
 		t.Fatalf("err = %v, want ErrInterrupted", err)
 	}
 	if res.RowsWritten != int64(len(sink.committed)) || res.RowsWritten == 0 || len(sink.pending) != 0 {
@@ -423,7 +425,7 @@ func TestCommitFailureFailsRun(t *testing.T) {
 func TestRemoveUncommitted(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "data", "region-0000"), 0o755)
-	for _, n := range []string{"data/region-0000/part-00001.parquet", "data/region-0000/part-00002.parquet", "data/region-0000/" + pipeline.TempPrefix + "part-00003.parquet", "manifest.json"} {
+	for _, n := range []string{"data/region-0000/part-00001.parquet", "data/region-0000/part-00002.parquet", "data/region-0000/" + atomicfile.TempPrefix + "part-00003.parquet", "manifest.json"} {
 		os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644)
 	}
 	removed, err := removeUncommitted(context.Background(), localStore(t, dir), &pipeline.Checkpoint{Files: []pipeline.FileInfo{{Path: "data/region-0000/part-00001.parquet"}}})
@@ -433,7 +435,7 @@ func TestRemoveUncommitted(t *testing.T) {
 	if len(removed) != 1 || removed[0] != "data/region-0000/part-00002.parquet" {
 		t.Fatalf("removed %v", removed)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "data", "region-0000", pipeline.TempPrefix+"part-00003.parquet")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "data", "region-0000", atomicfile.TempPrefix+"part-00003.parquet")); err == nil {
 		t.Fatal("a temporary file was left")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data", "region-0000/part-00001.parquet")); err != nil {

@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// SourceColumn is one column as the source declares it, with its CQL type written as in CQL
-// ("text", "bigint", "list<int>", "map<text, frozen<list<int>>>"), lowercased.
+// SourceColumn is one column as the source declares it (a mapping's source.columns, a Cassandra
+// table's schema): its name and its type in the mapping's type language, whose names are
+// Cassandra's ("text", "bigint", "list<int>", "map<text, frozen<list<int>>>"), lowercased.
 type SourceColumn struct {
 	Name string
 	Type string
@@ -168,4 +169,31 @@ func (s TargetSchema) Index(name string) int {
 		}
 	}
 	return -1
+}
+
+// NormalizeSourceType puts a source column's type (SourceColumn.Type) in a canonical form for
+// comparisons: lowercase, no blanks, no frozen<...> wrappers, varchar as text
+// ("Map<Text, frozen<list<int>>>" -> "map<text,list<int>>").
+func NormalizeSourceType(s string) string {
+	s = strings.ToLower(strings.Join(strings.Fields(s), ""))
+	for {
+		i := strings.Index(s, "frozen<")
+		if i < 0 {
+			break
+		}
+		depth, j := 1, i+len("frozen<") // find the matching '>'
+		for ; j < len(s) && depth > 0; j++ {
+			switch s[j] {
+			case '<':
+				depth++
+			case '>':
+				depth--
+			}
+		}
+		if depth != 0 {
+			break
+		}
+		s = s[:i] + s[i+len("frozen<"):j-1] + s[j:]
+	}
+	return strings.ReplaceAll(s, "varchar", "text")
 }

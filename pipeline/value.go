@@ -123,3 +123,51 @@ func (v Value) String() string {
 	}
 	return string(v.AppendCanonical(nil))
 }
+
+// PlainDecimal reports whether decimal text s is already canonical: -?(0|[1-9][0-9]*)(\.[0-9]+)? and not a
+// negative zero. It is the common case, checked in one pass, which also reads the number as
+// unscaled × 10^-scale when it has at most 18 digits (num false otherwise).
+func PlainDecimal(s string) (ok bool, unscaled int64, scale int, num bool) {
+	i := 0
+	if len(s) > 0 && s[0] == '-' {
+		i = 1
+	}
+	start := i
+	nonzero := false
+	var u uint64
+	for i < len(s) && s[i]-'0' <= 9 {
+		nonzero = nonzero || s[i] != '0'
+		u = u*10 + uint64(s[i]-'0')
+		i++
+	}
+	if i == start || (s[start] == '0' && i-start > 1) {
+		return false, 0, 0, false
+	}
+	digits := i - start
+	if i < len(s) {
+		if s[i] != '.' || i+1 == len(s) {
+			return false, 0, 0, false
+		}
+		dot := i
+		for i++; i < len(s); i++ {
+			if s[i]-'0' > 9 {
+				return false, 0, 0, false
+			}
+			nonzero = nonzero || s[i] != '0'
+			u = u*10 + uint64(s[i]-'0')
+		}
+		scale = len(s) - dot - 1
+		digits += scale
+	}
+	if !nonzero && start != 0 {
+		return false, 0, 0, false
+	}
+	if digits > 18 {
+		return true, 0, 0, false // u overflowed: the text alone
+	}
+	unscaled = int64(u)
+	if start == 1 {
+		unscaled = -unscaled
+	}
+	return true, unscaled, scale, true
+}

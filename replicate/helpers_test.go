@@ -20,6 +20,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
@@ -297,14 +298,14 @@ func checkDisk(t testing.TB, dir string, m *replicate.Manifest) {
 	ents = append(ents, more...)
 	tops, _ := filepath.Glob(filepath.Join(dir, "*"))
 	for _, e := range tops {
-		if pipeline.IsTemp(e) {
+		if atomicfile.IsTemp(e) {
 			t.Errorf("temporary file left: %s", filepath.Base(e))
 		}
 	}
 	for _, e := range ents {
 		rel, _ := filepath.Rel(dir, e)
 		rel = filepath.ToSlash(rel)
-		if pipeline.IsTemp(e) {
+		if atomicfile.IsTemp(e) {
 			t.Errorf("temporary file left: %s", rel)
 		} else if !listed[rel] {
 			t.Errorf("file not in the manifest: %s", rel)
@@ -468,7 +469,7 @@ func rejectLines(t testing.TB, dirs ...string) map[string]int {
 	for _, d := range dirs {
 		files, _ := filepath.Glob(filepath.Join(d, output.RejectsDir, "*.jsonl"))
 		for _, name := range files {
-			if pipeline.IsTemp(name) {
+			if atomicfile.IsTemp(name) {
 				continue
 			}
 			st, err := os.Stat(name)

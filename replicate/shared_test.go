@@ -12,8 +12,8 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/internal/wait"
-	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
@@ -25,7 +25,7 @@ func tempFiles(t testing.TB, dir string) []string {
 	for _, pat := range []string{"data/region-*/*", "deletes/region-*/*", "rejects/*"} {
 		ents, _ := filepath.Glob(filepath.Join(dir, pat))
 		for _, e := range ents {
-			if pipeline.IsTemp(e) {
+			if atomicfile.IsTemp(e) {
 				out = append(out, e)
 			}
 		}
@@ -137,8 +137,8 @@ func TestFolderStartRemovesOnlyTopLevelLeftovers(t *testing.T) {
 	c := kafkatest.Start(t)
 	topic := c.CreateTopic(t, "orders-leftovers", 2)
 	dir := t.TempDir()
-	top := filepath.Join(dir, pipeline.TempPrefix+"manifest.json")
-	live := filepath.Join(dir, "data", "region-0000", pipeline.TempPrefix+"p0001-0000000000000010-aaaaaaaa.parquet")
+	top := filepath.Join(dir, atomicfile.TempPrefix+"manifest.json")
+	live := filepath.Join(dir, "data", "region-0000", atomicfile.TempPrefix+"p0001-0000000000000010-aaaaaaaa.parquet")
 	for _, f := range []string{top, live} {
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sinktest"
@@ -93,16 +95,16 @@ func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 	}
 	keep := []string{
 		committed, committedRejects,
-		"data/region-0000/" + pipeline.TempPrefix + "p0000-0000000000000010-aaaaaaaa.parquet", // live member, partition 0
-		"data/region-0000/" + output.RollName(0, 10, 19) + ".parquet",                         // partition 0: not ours to judge
+		"data/region-0000/" + atomicfile.TempPrefix + "p0000-0000000000000010-aaaaaaaa.parquet", // live member, partition 0
+		"data/region-0000/" + output.RollName(0, 10, 19) + ".parquet",                           // partition 0: not ours to judge
 		"data/region-0000/notes.txt",
 	}
 	gone := []string{
-		"deletes/region-0000/" + pipeline.TempPrefix + "p0001-0000000000000010-bbbbbbbb.sql", // killed member
-		"deletes/region-0000/" + output.RollName(1, 10, 19) + ".sql",                         // renamed, never committed
-		"data/region-0000/" + pipeline.TempPrefix + "p0001-0000000000000010.parquet",         // an earlier rekey's name
-		"data/region-0000/" + output.RollName(1, 10, 19) + ".parquet",                        // renamed, never committed
-		output.RejectsDir + "/" + pipeline.TempPrefix + "p0001-0000000000000010-bbbbbbbb.jsonl",
+		"deletes/region-0000/" + atomicfile.TempPrefix + "p0001-0000000000000010-bbbbbbbb.sql", // killed member
+		"deletes/region-0000/" + output.RollName(1, 10, 19) + ".sql",                           // renamed, never committed
+		"data/region-0000/" + atomicfile.TempPrefix + "p0001-0000000000000010.parquet",         // an earlier rekey's name
+		"data/region-0000/" + output.RollName(1, 10, 19) + ".parquet",                          // renamed, never committed
+		output.RejectsDir + "/" + atomicfile.TempPrefix + "p0001-0000000000000010-bbbbbbbb.jsonl",
 		output.RejectsDir + "/" + output.RollName(1, 10, 19) + ".jsonl",
 	}
 	for _, f := range append(keep[2:], gone...) {
@@ -148,7 +150,9 @@ func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 		t.Errorf("commit over a committed roll: %v", err)
 	}
 	var mf Manifest
-	if _, err := pipeline.ReadJSON(filepath.Join(dir, output.ManifestFile), "manifest", &mf); err != nil {
+	if data, err := os.ReadFile(filepath.Join(dir, output.ManifestFile)); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(data, &mf); err != nil {
 		t.Fatal(err)
 	}
 	if len(mf.Replication.Partitions) != 1 || mf.Replication.Partitions[0].NextOffset != 20 || mf.RowsIn != 20 || mf.RowsRejected != 1 || mf.RowsWritten != 19 {

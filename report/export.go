@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/transform"
 )
@@ -64,7 +65,7 @@ func WriteMappings(dir, path string, rep *Report, src pipeline.SourceSchema) ([]
 }
 
 func writeFileAtomic(path string, data []byte) error {
-	f, err := os.OpenFile(pipeline.TempPath(path), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(atomicfile.TempPath(path), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
@@ -73,7 +74,7 @@ func writeFileAtomic(path string, data []byte) error {
 		os.Remove(f.Name())
 		return err
 	}
-	return pipeline.CommitFile(f, path)
+	return atomicfile.Commit(f, path)
 }
 
 // editMapping applies a design's edit to the mapping's YAML.

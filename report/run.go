@@ -134,12 +134,11 @@ const (
 	maxExampleOrigins      = 4
 )
 
+// job is what a worker made of one batch, for the timeline (in source order).
 type job struct {
 	_        cpu.CacheLinePad // see worker
-	seq      int64
-	batch    pipeline.Batch
+	batch    pipeline.Batch   // the engine's (it releases it)
 	firstOrd int64
-	done     chan struct{}
 	regions  []uint32
 	wo       []int64 // per accepted row, with regions: its write-order value (the best evidence)
 	wo2      []int64 // and the fallback evidence's, when there is one
@@ -357,11 +356,11 @@ func (r *runner) analyse(ctx context.Context, feed *pipeline.Feed, held []pipeli
 	if b := r.order.backup; b != nil && hasAxis(b.kind) {
 		tl.heat2 = newTimeHeat(plan.Count())
 	}
-	accs, err := r.pass(ctx, held, feed, tl)
+	accs, o, err := r.pass(ctx, held, feed, tl)
 	if err != nil {
-		return fail(err)
+		return nil, nil, cleanup, err
 	}
-	if err := feed.Err(); err != nil && !(r.limit > 0 && tl.read >= r.limit && errors.Is(err, context.Canceled)) {
+	if err := o.SourceErr; err != nil {
 		return nil, nil, cleanup, fmt.Errorf("report: source: %w", err)
 	}
 	total = accs[0]
@@ -546,32 +545,19 @@ func (r *runner) respill(ctx context.Context, keys []uint64, read *pipeline.Coun
 		return nil, err
 	}
 	sp.leaveOutOriginHashes(r.d.srcCols, r.hashed)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	feed := pipeline.StartFeed(ctx, r.rereadable, nil, cfg.Workers*2)
-	pool := pipeline.StartWorkers(cfg.Workers, cfg.Workers, func(int) (func(*job), func()) {
-		wk := &worker{r: r, ev: r.prog.NewEvaluator(), sw: sp.writer(), out: make([]pipeline.Value, len(r.prog.Target().Columns))}
-		return func(j *job) { wk.respill(j, keys) }, wk.sw.flush
-	})
-	var ord int64
-	for b := range feed.Batches {
-		if r.limit > 0 && ord+int64(len(b.Records)) > r.limit {
-			b.Records = b.Records[:r.limit-ord]
-		}
-		j := &job{batch: b, firstOrd: ord}
-		ord += int64(len(b.Records))
-		read.RowsIn.Add(int64(len(b.Records)))
-		select {
-		case pool.Jobs() <- j:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil || r.limit > 0 && ord >= r.limit {
-			break
-		}
+	o, err := pipeline.NewEngine(pipeline.EngineConfig{Source: r.rereadable, Workers: cfg.Workers, Queue: cfg.Workers, Limit: r.limit,
+		NewWorker: func(int) (func(context.Context, *pipeline.Job) error, func()) {
+			wk := &worker{r: r, ev: r.prog.NewEvaluator(), sw: sp.writer(), out: make([]pipeline.Value, len(r.prog.Target().Columns))}
+			return func(_ context.Context, j *pipeline.Job) error {
+				read.RowsIn.Add(int64(len(j.Batch.Records)))
+				wk.respill(&j.Batch, j.FirstOrd, keys)
+				return nil
+			}, wk.sw.flush
+		}}).Run(ctx)
+	if err == nil {
+		err = o.SourceErr
 	}
-	pool.Close()
-	err = feed.Discard()
-	if err == nil || r.limit > 0 && ord >= r.limit && errors.Is(err, context.Canceled) && ctx.Err() == nil {
+	if err == nil {
 		err = ctx.Err()
 	}
 	if err != nil {
@@ -582,14 +568,14 @@ func (r *runner) respill(ctx context.Context, keys []uint64, read *pipeline.Coun
 }
 
 // respill spills the rows of a batch the second read gave whose key hash is in keys (nil: all).
-func (w *worker) respill(j *job, keys []uint64) {
-	r, b := w.r, &j.batch
+func (w *worker) respill(b *pipeline.Batch, firstOrd int64, keys []uint64) {
+	r := w.r
 	var sid uint64
 	if len(b.Records) > 0 {
 		sid = w.sw.s.streamID(b.Stream)
 	}
 	for i := range b.Records {
-		if r.every > 1 && (j.firstOrd+int64(i))%r.every != 0 {
+		if r.every > 1 && (firstOrd+int64(i))%r.every != 0 {
 			continue
 		}
 		rec := &b.Records[i]
@@ -604,9 +590,6 @@ func (w *worker) respill(j *job, keys []uint64) {
 		w.spillRow(sid, b, rec, key, kh, true)
 	}
 	w.ev.Reset()
-	if b.Release != nil {
-		b.Release()
-	}
 }
 
 // workload is how the advisor weighs reads against write spread: Config.Workload, else the
@@ -745,121 +728,53 @@ func (r *runner) choosePlan(sample [][]pipeline.Value, est int64) (pipeline.Regi
 }
 
 // pass runs every batch through the workers and feeds the timeline in arrival order: the
-// dispatcher numbers the batches and queues them in order, the workers process them in any
-// order, and this goroutine consumes each in turn once its worker is done with it.
-func (r *runner) pass(ctx context.Context, held []pipeline.Batch, feed *pipeline.Feed, tl *timeline) ([]*acc, error) {
+// engine hands the batches out in source order, the workers process them in any order, and its
+// in-order step consumes each in turn once its worker is done with it. The held batches (a prefix
+// sample) go first, then the rest of feed.
+func (r *runner) pass(ctx context.Context, held []pipeline.Batch, feed *pipeline.Feed, tl *timeline) ([]*acc, pipeline.Outcome, error) {
 	cfg := r.cfg
 	workers := cfg.Workers
-	order := make(chan *job, workers*2+2)
 	jobPool := sync.Pool{New: func() any { return &job{} }}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
 	accs := make([]*acc, workers)
-	pool := pipeline.StartWorkers(workers, workers, func(i int) (func(*job), func()) {
-		a := newAcc(r.d)
-		accs[i] = a
-		wk := &worker{r: r, a: a, ev: r.prog.NewEvaluator(), sw: r.spill.writer(),
-			out: make([]pipeline.Value, len(r.prog.Target().Columns))}
-		if r.bySource != nil {
-			wk.sw2 = r.bySource.writer()
-		}
-		return func(j *job) {
-				wk.process(j)
-				close(j.done)
-			}, func() {
-				wk.sw.flush()
-				if wk.sw2 != nil {
-					wk.sw2.flush()
+	o, err := pipeline.NewEngine(pipeline.EngineConfig{Feed: feed, Held: held, Workers: workers, Queue: workers, Limit: r.limit,
+		NewWorker: func(i int) (func(context.Context, *pipeline.Job) error, func()) {
+			a := newAcc(r.d)
+			accs[i] = a
+			wk := &worker{r: r, a: a, ev: r.prog.NewEvaluator(), sw: r.spill.writer(),
+				out: make([]pipeline.Value, len(r.prog.Target().Columns))}
+			if r.bySource != nil {
+				wk.sw2 = r.bySource.writer()
+			}
+			return func(_ context.Context, pj *pipeline.Job) error {
+					j := jobPool.Get().(*job)
+					j.batch, j.firstOrd = pj.Batch, pj.FirstOrd
+					wk.process(j)
+					pj.Data = j
+					return nil
+				}, func() {
+					wk.sw.flush()
+					if wk.sw2 != nil {
+						wk.sw2.flush()
+					}
 				}
-			}
-	})
-
-	// dispatcher: number the batches, hand them out, keep their order for the fan-in
-	go func() {
-		defer close(order)
-		var seq, ord int64
-		send := func(b pipeline.Batch) bool {
-			if r.limit > 0 {
-				if ord >= r.limit {
-					return false
-				}
-				if rest := r.limit - ord; int64(len(b.Records)) > rest {
-					b.Records = b.Records[:rest]
-				}
-			}
-			j := jobPool.Get().(*job)
-			j.seq, j.batch, j.firstOrd, j.done = seq, b, ord, make(chan struct{})
-			seq++
-			ord += int64(len(b.Records))
-			select {
-			case order <- j:
-			case <-ctx.Done():
-				return false
-			}
-			select {
-			case pool.Jobs() <- j:
-			case <-ctx.Done():
-				return false
-			}
-			return r.limit == 0 || ord < r.limit
-		}
-		stop := func() {
-			if ctx.Err() == nil { // at the --sample limit: stop the source, drop what it had read
-				feed.Stop()
-				for range feed.Batches {
-				}
-			}
-		}
-		defer pool.Close()
-		for _, b := range held {
-			if !send(b) {
-				stop()
-				return
-			}
-		}
-		for {
-			select {
-			case b, ok := <-feed.Batches:
-				if !ok {
-					return
-				}
-				if !send(b) {
-					stop()
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-
-	var err error
-	for j := range order {
-		select {
-		case <-j.done:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			if err == nil {
-				err = ctx.Err()
-			}
-			continue
-		}
-		tl.consume(j, r.every)
-		// nothing refers to the records anymore (the subsample and the first and last values
-		// are copies): the source may reuse their memory
-		if j.batch.Release != nil {
-			j.batch.Release()
-		}
-		j.batch = pipeline.Batch{}
-		j.first, j.last = pipeline.Value{}, pipeline.Value{}
-		jobPool.Put(j)
+		},
+		Ack: func(pj *pipeline.Job) error {
+			j := pj.Data.(*job)
+			tl.consume(j, r.every)
+			// nothing refers to the records anymore (the subsample and the first and last values
+			// are copies): the engine gives their memory back to the source
+			j.batch = pipeline.Batch{}
+			j.first, j.last = pipeline.Value{}, pipeline.Value{}
+			jobPool.Put(j)
+			return nil
+		}}).Run(ctx)
+	if err == nil {
+		err = ctx.Err()
 	}
 	if err != nil {
-		return nil, err
+		return nil, o, err
 	}
-	return accs, nil
+	return accs, o, nil
 }
 
 // Workers are allocated one after the other and write their fields for every row: the pads keep

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/source/cqlvalue"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -145,7 +144,7 @@ func newOrderModel(prog *transform.Program, h OrderHints) *orderModel {
 	src := prog.Source()
 	m := &orderModel{hints: h, notes: append([]string{}, h.Notes...)}
 	column := func(kind string, i int) orderCand {
-		t := cqlvalue.NormalizeType(src[i].Type)
+		t := pipeline.NormalizeSourceType(src[i].Type)
 		return orderCand{kind: kind, col: i, name: src[i].Name, typ: src[i].Type,
 			date: t == "date", uuid: t == "timeuuid"}
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/source/cqlvalue"
 )
 
 // convert turns a non-null value into the representation of a target type, or rejects it with
@@ -123,7 +122,7 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 		if msg := checkDecimal(s, t.P, t.S); msg != "" {
 			return v, typeErr(strconv.Quote(truncate(s, 64)) + ": " + msg)
 		}
-		if u, sc, ok := cqlvalue.DecimalNumber(s); ok {
+		if _, u, sc, ok := pipeline.PlainDecimal(s); ok {
 			// the sink then encodes the number without parsing the text a second time
 			return pipeline.DecimalUnscaled(s, u, sc), nil
 		}

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/source/cqlvalue"
 )
 
 // colType is a Lindorm column type with DECIMAL's precision and scale.
@@ -52,7 +51,9 @@ var cqlScalar = map[string]colType{
 
 // sameCQL tells whether two CQL type spellings mean the same type (varchar is text; frozen and
 // spacing do not matter).
-func sameCQL(a, b string) bool { return cqlvalue.NormalizeType(a) == cqlvalue.NormalizeType(b) }
+func sameCQL(a, b string) bool {
+	return pipeline.NormalizeSourceType(a) == pipeline.NormalizeSourceType(b)
+}
 
 // checkCQL validates a CQL type spelling as written in a mapping: scalars, list<t>, set<t>,
 // map<k,v>, tuple<...>, frozen<t>. It returns a message, or "".
@@ -132,7 +133,7 @@ func validUnit(u string) bool { return u == "s" || u == "ms" || u == "us" || u =
 
 // withTimestampUnit writes unit after every timestamp in the CQL type s that has none
 // ("map<text, timestamp>" -> "map<text, timestamp(s)>"): the sources read a timestamp's integer
-// epochs in the unit its type carries (cqlvalue.TimeUnit).
+// epochs in the unit its type carries (as the source decodes them).
 func withTimestampUnit(s, unit string) string {
 	if unit == "" {
 		return s
@@ -161,7 +162,7 @@ func isNameByte(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '
 // type of a carried-over column. Collections, tuples and user-defined types become JSON text in a
 // VARCHAR column; collection reports whether that happened.
 func lindormType(cql string) (t colType, collection bool) {
-	n := cqlvalue.NormalizeType(cql)
+	n := pipeline.NormalizeSourceType(cql)
 	if t, ok := cqlScalar[n]; ok {
 		return t, false
 	}

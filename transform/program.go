@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/source/cqlvalue"
 )
 
 // Program is a compiled mapping: the resolved source and target schemas and the evaluation
@@ -333,7 +332,7 @@ func (p *Program) computeFingerprint() string {
 	var sb strings.Builder
 	sb.WriteString("rekey-mapping-v1\n")
 	for _, c := range p.source {
-		sb.WriteString("src " + strconv.Quote(c.Name) + " " + cqlvalue.NormalizeType(c.Type) + "\n")
+		sb.WriteString("src " + strconv.Quote(c.Name) + " " + pipeline.NormalizeSourceType(c.Type) + "\n")
 	}
 	sb.WriteString("table " + strconv.Quote(p.table) + "\n")
 	for _, col := range p.cols {

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/source/cqlvalue"
 )
 
 // DesignRule is one of Lindorm's table design rules (the wide-table and primary-key design
@@ -136,7 +135,7 @@ func (p *Program) monotonic(col colDef) string {
 		return "a DATE"
 	}
 	if src := p.bareSource(col); src >= 0 {
-		switch t := cqlvalue.NormalizeType(p.source[src].Type); t {
+		switch t := pipeline.NormalizeSourceType(p.source[src].Type); t {
 		case "timestamp", "date", "timeuuid":
 			return "a " + t + " (source column " + p.source[src].Name + ")"
 		}

@@ -5,14 +5,13 @@ import (
 	"strings"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/source/cqlvalue"
 )
 
 // WriteOrderKind tells how a source column of CQL type t can order rows by creation: "time"
 // (timestamp, date, timeuuid: values are instants), "integer" (a sequence or epoch number), or
 // "" when its values say nothing about when a row was written.
 func WriteOrderKind(t string) string {
-	n := cqlvalue.NormalizeType(t)
+	n := pipeline.NormalizeSourceType(t)
 	if i := strings.IndexByte(n, '('); i >= 0 {
 		n = n[:i] // timestamp(s): a unit, still a timestamp
 	}

@@ -15,14 +15,6 @@ import (
 // is among the keys missing or differing: migrated again, they make the target hold them.
 func (v *run) repairPass(ctx context.Context) error {
 	cfg := v.cfg
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	batches := make(chan pipeline.Batch, 2)
-	srcErr := make(chan error, 1)
-	go func() {
-		defer close(batches)
-		srcErr <- cfg.Source.Run(ctx, nil, batches)
-	}()
 	ev := cfg.Program.NewEvaluator()
 	out := make([]pipeline.Value, len(v.schema.Columns))
 	found := make(map[string]struct{}, len(v.res.repairKeys))
@@ -30,22 +22,18 @@ func (v *run) repairPass(ctx context.Context) error {
 	var counters pipeline.Counters
 	done := v.phase("writing the repair rows", estimatedRows(cfg.Source), &counters)
 	defer done()
-	var failed error
-	for b := range batches {
-		if failed == nil {
-			if failed = v.repairBatch(&b, ev, out, &key, found, &counters); failed != nil {
-				cancel() // the source sees it and returns; the batches left are drained
-			}
-		}
-		ev.Reset()
-		if b.Release != nil {
-			b.Release()
-		}
+	// one worker: Config.Repair writes the rows in source order
+	o, err := pipeline.NewEngine(pipeline.EngineConfig{Source: cfg.Source, Workers: 1,
+		NewWorker: func(int) (func(context.Context, *pipeline.Job) error, func()) {
+			return func(_ context.Context, j *pipeline.Job) error {
+				defer ev.Reset()
+				return v.repairBatch(&j.Batch, ev, out, &key, found, &counters)
+			}, nil
+		}}).Run(ctx)
+	if err != nil {
+		return err
 	}
-	err := <-srcErr
-	if failed != nil {
-		return failed
-	}
+	err = o.SourceErr
 	if err == nil {
 		err = ctx.Err()
 	}

@@ -284,14 +284,6 @@ func keyHashes(key []byte) (uint64, uint32) {
 // rows by key.
 func (v *run) readSource(ctx context.Context, counters *pipeline.Counters) error {
 	cfg := v.cfg
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	feed := pipeline.StartFeed(ctx, cfg.Source, nil, cfg.Workers*2)
-	type job struct {
-		b        pipeline.Batch
-		firstOrd uint64
-	}
 	// a folder's format may refuse values of its own (CSV: those Spark's CSV reader cannot read
 	// back): migrate rejected those rows
 	var values files.ValueChecker
@@ -303,33 +295,30 @@ func (v *run) readSource(ctx context.Context, counters *pipeline.Counters) error
 		}
 	}
 	workers := make([]*sourceWorker, cfg.Workers)
-	pool := pipeline.StartWorkers(cfg.Workers, cfg.Workers, func(i int) (func(job), func()) {
-		w := &sourceWorker{v: v, ev: cfg.Program.NewEvaluator(), out: make([]pipeline.Value, len(v.schema.Columns)),
-			w: v.src.writer(), c: counters, rejects: map[string]int64{}, values: values}
-		if cfg.Sample.Rows > 0 {
-			w.heap = &maxHeap{limit: int(cfg.Sample.Rows)}
+	// the rows are numbered in the order the source gives them: the last of a key wins
+	engine := pipeline.EngineConfig{Source: cfg.Source, Workers: cfg.Workers, Queue: cfg.Workers,
+		NewWorker: func(i int) (func(context.Context, *pipeline.Job) error, func()) {
+			w := &sourceWorker{v: v, ev: cfg.Program.NewEvaluator(), out: make([]pipeline.Value, len(v.schema.Columns)),
+				w: v.src.writer(), c: counters, rejects: map[string]int64{}, values: values}
+			if cfg.Sample.Rows > 0 {
+				w.heap = &maxHeap{limit: int(cfg.Sample.Rows)}
+			}
+			workers[i] = w
+			return func(_ context.Context, j *pipeline.Job) error {
+				w.process(&j.Batch, uint64(j.FirstOrd))
+				return nil
+			}, w.w.flush
+		}}
+	if !v.digests { // the comparison names source rows in its examples
+		engine.Ack = func(j *pipeline.Job) error {
+			v.positions.add(&j.Batch, uint64(j.FirstOrd))
+			return nil
 		}
-		workers[i] = w
-		return func(j job) { w.process(&j.b, j.firstOrd) }, w.w.flush
-	})
-	// number the rows in the order the source gives them: the last of a key wins
-	var ord uint64
-dispatch:
-	for b := range feed.Batches {
-		if !v.digests { // the comparison names source rows in its examples
-			v.positions.add(&b, ord)
-		}
-		select {
-		case pool.Jobs() <- job{b, ord}:
-		case <-ctx.Done():
-			break dispatch
-		}
-		ord += uint64(len(b.Records))
 	}
-	for range feed.Batches { // after a cancellation: let the source see it and return
+	o, err := pipeline.NewEngine(engine).Run(ctx)
+	if err == nil {
+		err = o.SourceErr
 	}
-	pool.Close()
-	err := feed.Err()
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -432,10 +421,7 @@ func (w *sourceWorker) process(b *pipeline.Batch, firstOrd uint64) {
 			w.w.add(h, firstOrd+uint64(i), w.key, w.row)
 		}
 	}
-	w.ev.Reset()
-	if b.Release != nil {
-		b.Release() // every value kept was copied into the buckets
-	}
+	w.ev.Reset() // every value kept was copied into the buckets: the engine releases the batch
 	rejected = w.rejected - before
 	w.read += int64(len(b.Records))
 	w.c.RowsIn.Add(int64(len(b.Records)))

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/output/outputtest"
-	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/store/s3store"
 	"github.com/rekey/rekey/store/s3store/s3test"
 )
@@ -136,7 +136,7 @@ func TestComparisonFindsDamage(t *testing.T) {
 			os.WriteFile(filepath.Join(out, filepath.Dir(file0.Path), "part-09999.parquet"), data, 0o644)
 		}, []string{"data file the manifest does not list: " + filepath.Join(filepath.Dir(file0.Path), "part-09999.parquet")}},
 		{"a temporary file left", func(out string) {
-			os.WriteFile(filepath.Join(out, filepath.Dir(file0.Path), pipeline.TempPrefix+"part-00001.parquet"), nil, 0o644)
+			os.WriteFile(filepath.Join(out, filepath.Dir(file0.Path), atomicfile.TempPrefix+"part-00001.parquet"), nil, 0o644)
 		}, []string{"temporary file left"}},
 		{"a file's rows lost", func(out string) {
 			os.Remove(filepath.Join(out, file0.Path))

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
@@ -127,7 +128,7 @@ func readOutputWith(dir string, rejects func(*output.Manifest) ([]byte, []string
 			o.names = append(o.names, rel)
 		}
 		switch {
-		case pipeline.IsTemp(path):
+		case atomicfile.IsTemp(path):
 			o.problems = append(o.problems, "temporary file left: "+rel)
 		case !d.IsDir() && strings.HasPrefix(rel, output.DataDir+string(filepath.Separator)) && !listed[rel]:
 			o.problems = append(o.problems, "data file the manifest does not list: "+rel)

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/output/outputtest"
-	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/store/s3store"
 	"github.com/rekey/rekey/store/s3store/s3test"
 )
@@ -176,7 +176,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel == output.LockFile || pipeline.IsTemp(filepath.Base(rel)) {
+		if rel == output.LockFile || atomicfile.IsTemp(filepath.Base(rel)) {
 			return nil
 		}
 		data, err := os.ReadFile(p)

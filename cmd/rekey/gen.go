@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/source/gen"
 )
 
@@ -30,7 +30,7 @@ logs:   monotonic timestamps, ~50 hosts, a few log events dominating.`,
 			}
 			var w io.Writer = cmd.OutOrStdout()
 			if out != "" && out != "-" {
-				f, err := os.OpenFile(pipeline.TempPath(out), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+				f, err := os.OpenFile(atomicfile.TempPath(out), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 				if err != nil {
 					return fmt.Errorf("--out %s: %w", out, err)
 				}
@@ -45,7 +45,7 @@ logs:   monotonic timestamps, ~50 hosts, a few log events dominating.`,
 					os.Remove(f.Name())
 					return fmt.Errorf("write %s: %w", out, err)
 				}
-				return pipeline.CommitFile(f, out)
+				return atomicfile.Commit(f, out)
 			}
 			bw := bufio.NewWriterSize(w, 1<<20)
 			if err := gen.WriteCSV(bw, args[0], rows, seed); err != nil {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/migrate"
+	"github.com/rekey/rekey/migrate/runner"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
@@ -135,23 +136,23 @@ Exit codes:
 // billion-row table (well under 1%) let it finish, with exit code 1 and every reject listed.
 const defaultMaxRejects = "1%"
 
-func parseRejectLimit(s string) (pipeline.RejectLimit, error) {
+func parseRejectLimit(s string) (runner.RejectLimit, error) {
 	s = strings.TrimSpace(s)
 	if p, ok := strings.CutSuffix(s, "%"); ok {
 		v, err := strconv.ParseFloat(p, 64)
 		if err != nil || v <= 0 || v > 100 {
-			return pipeline.RejectLimit{}, fmt.Errorf("--max-rejects %q: want a count (1000), a percentage between 0 and 100 (0.5%%) or -1 (no limit)", s)
+			return runner.RejectLimit{}, fmt.Errorf("--max-rejects %q: want a count (1000), a percentage between 0 and 100 (0.5%%) or -1 (no limit)", s)
 		}
-		return pipeline.RejectLimit{Percent: v}, nil
+		return runner.RejectLimit{Percent: v}, nil
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || v < -1 {
-		return pipeline.RejectLimit{}, fmt.Errorf("--max-rejects %q: want a count (1000), a percentage (0.5%%) or -1 (no limit)", s)
+		return runner.RejectLimit{}, fmt.Errorf("--max-rejects %q: want a count (1000), a percentage (0.5%%) or -1 (no limit)", s)
 	}
 	if v == -1 {
-		return pipeline.RejectLimit{}, nil
+		return runner.RejectLimit{}, nil
 	}
-	return pipeline.RejectLimit{Count: &v}, nil
+	return runner.RejectLimit{Count: &v}, nil
 }
 
 func fileFormat(name string) (files.Format, error) {
@@ -226,9 +227,9 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 
 // common checks the flags of a migration into files and into a table alike: the reject limit
 // and the shard.
-func (f *migrateFlags) common(inv *invocation) (pipeline.RejectLimit, pipeline.Shard, error) {
+func (f *migrateFlags) common(inv *invocation) (runner.RejectLimit, pipeline.Shard, error) {
 	if f.out == "" {
-		return pipeline.RejectLimit{}, pipeline.Shard{}, usageError(errors.New("--out is required: the directory for the bulk-load files"))
+		return runner.RejectLimit{}, pipeline.Shard{}, usageError(errors.New("--out is required: the directory for the bulk-load files"))
 	}
 	limit, err := parseRejectLimit(f.maxRejects)
 	if err != nil {
@@ -250,7 +251,7 @@ func (f *migrateFlags) common(inv *invocation) (pipeline.RejectLimit, pipeline.S
 
 // filesConfig is the migration into files the flags describe; the program, the source and the
 // store are opened after it.
-func (f *migrateFlags) filesConfig(inv *invocation, shard pipeline.Shard, limit pipeline.RejectLimit, logger *zap.Logger) (*migrate.Config, error) {
+func (f *migrateFlags) filesConfig(inv *invocation, shard pipeline.Shard, limit runner.RejectLimit, logger *zap.Logger) (*migrate.Config, error) {
 	format, err := fileFormat(f.format)
 	if err != nil {
 		return nil, usageError(err)
@@ -278,7 +279,7 @@ func (f *migrateFlags) filesConfig(inv *invocation, shard pipeline.Shard, limit 
 }
 
 // options are the pipeline's options the flags give.
-func (f *migrateFlags) options(limit pipeline.RejectLimit, logger *zap.Logger) migrate.Options {
+func (f *migrateFlags) options(limit runner.RejectLimit, logger *zap.Logger) migrate.Options {
 	return migrate.Options{Workers: f.workers, CheckpointEvery: f.checkpoint, RejectLimit: limit, Logger: logger}
 }
 
@@ -294,7 +295,7 @@ func refusedExit(err error) error {
 // filesOutcome prints how a run into files ended and finishes a complete one.
 func filesOutcome(ctx context.Context, w io.Writer, m *migrate.Migration, f *migrateFlags, src pipeline.Source, plan pipeline.RegionPlan, res pipeline.Result, runErr error) error {
 	st := m.Output().Store
-	if errors.Is(runErr, pipeline.ErrInterrupted) {
+	if errors.Is(runErr, runner.ErrInterrupted) {
 		printSummary(w, "Migration interrupted (what is committed so far)", res, filesOut(f.out, st, plan))
 		return interrupted(fmt.Errorf("interrupted: %d rows committed to %s; %s", res.RowsWritten, f.out, resumeAfterInterrupt(src, " into a new --out")))
 	}
@@ -330,7 +331,7 @@ func resumeAfterInterrupt(src pipeline.Source, where string) string {
 // written), so the run starts over (startOver: how); --resume with a higher --max-rejects keeps
 // the rejected rows and goes on.
 func afterFailure(runErr error, resume, startOver string) string {
-	if !errors.Is(runErr, pipeline.ErrTooManyRejects) {
+	if !errors.Is(runErr, runner.ErrTooManyRejects) {
 		return resume
 	}
 	return "after fixing the mapping or the input, start over " + startOver + " (--resume refuses a changed mapping or input); " +

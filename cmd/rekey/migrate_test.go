@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
@@ -313,7 +314,7 @@ func TestMigrateInterruptThenResume(t *testing.T) {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		if pipeline.IsTemp(p) {
+		if atomicfile.IsTemp(p) {
 			t.Errorf("temporary file left: %s", p)
 		}
 		if strings.HasSuffix(p, ".parquet") {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report"
 	"github.com/rekey/rekey/source"
@@ -319,7 +320,7 @@ func sourceOrder(src pipeline.Source, h *report.OrderHints) {
 
 // writeReportFile writes a report rendering atomically.
 func writeReportFile(path string, write func(io.Writer) error) error {
-	f, err := os.OpenFile(pipeline.TempPath(path), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(atomicfile.TempPath(path), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -334,5 +335,5 @@ func writeReportFile(path string, write func(io.Writer) error) error {
 		os.Remove(f.Name())
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return pipeline.CommitFile(f, path)
+	return atomicfile.Commit(f, path)
 }

@@ -19,9 +19,9 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/output"
-	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
@@ -333,7 +333,7 @@ func (s *e2eStream) staleRejects(t *testing.T) {
 			t.Fatal(err)
 		}
 		// and what a kill in the middle of writing that file leaves: its temporary name
-		if err := os.WriteFile(pipeline.TempPath(name), append(line, '\n'), 0o600); err != nil {
+		if err := os.WriteFile(atomicfile.TempPath(name), append(line, '\n'), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return

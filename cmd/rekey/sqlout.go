@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/migrate"
+	"github.com/rekey/rekey/migrate/runner"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
@@ -68,7 +69,7 @@ func (inv *invocation) openSQLTarget(ctx context.Context, uri string, prog *tran
 // runMigrateSQL is migrate into a SQL table: the same pipeline, with the table as the sink and
 // the checkpoint and rejects in a local state folder. A resume replays from the checkpointed
 // cursor: rows written after it are written again, harmlessly (upserts).
-func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger *zap.Logger, limit pipeline.RejectLimit) error {
+func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger *zap.Logger, limit runner.RejectLimit) error {
 	if f.sharedOut {
 		return usageError(errors.New("--shared-out applies to bulk-load files (a folder or a bucket prefix), not to a SQL table: every shard writes its rows into the table as it is"))
 	}
@@ -141,7 +142,7 @@ type sqlDest struct{ table, state string }
 // sqlOutcome prints how a run into a table ended, and the next catch-up of a complete one.
 func sqlOutcome(stdout io.Writer, f *migrateFlags, src pipeline.Source, w *sqlsink.Writer, d sqlDest, res pipeline.Result, runErr error, st store.Store) error {
 	dest, state := d.table, d.state
-	if errors.Is(runErr, pipeline.ErrInterrupted) {
+	if errors.Is(runErr, runner.ErrInterrupted) {
 		printSQLSummary(stdout, "Migration interrupted (what is written so far)", res, w, dest, state, time.Time{})
 		return interrupted(fmt.Errorf("interrupted: %d rows written to %s; %s", res.RowsWritten, dest, resumeAfterInterrupt(src, "")))
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/internal/hugeheap"
 	"io"
 	"runtime/debug"
@@ -55,7 +56,7 @@ func writeStats(path string, res pipeline.Result) error {
 	if path == "" {
 		return nil
 	}
-	return pipeline.WriteJSONAtomic(path, statsOf(res))
+	return atomicfile.WriteJSON(path, statsOf(res))
 }
 
 // summaryOut is where a run wrote, as its summary shows it.

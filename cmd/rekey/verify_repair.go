@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/cqlvalue"
@@ -43,7 +44,7 @@ func createRepairFile(path string, schema pipeline.SourceSchema) (*repairFile, e
 		r.names = append(r.names, col.Name)
 		r.types = append(r.types, t)
 	}
-	f, err := os.OpenFile(pipeline.TempPath(path), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600) // source rows: the owner's only
+	f, err := os.OpenFile(atomicfile.TempPath(path), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600) // source rows: the owner's only
 	if err != nil {
 		return nil, fmt.Errorf("--repair %s: %w", path, err)
 	}
@@ -79,7 +80,7 @@ func (r *repairFile) commit() error {
 	}
 	f := r.f
 	r.f = nil
-	if err := pipeline.CommitFile(f, r.path); err != nil {
+	if err := atomicfile.Commit(f, r.path); err != nil {
 		os.Remove(f.Name())
 		return err
 	}
@@ -121,7 +122,7 @@ func writeExtraKeys(path string, keys [][]verify.Cell) error {
 		}
 		b = append(b, '}', '\n')
 	}
-	return pipeline.WriteFileAtomicMode(path, b, 0o600)
+	return atomicfile.WriteFile(path, b, 0o600)
 }
 
 // finishRepair writes (or, with nothing to repair, drops) the repair files and says how to use

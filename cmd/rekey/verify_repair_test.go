@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sinktest"
@@ -88,7 +89,7 @@ func TestVerifyRepairFolder(t *testing.T) {
 	if lines := ownerOnlyLines(t, repair+".extra-keys"); len(lines) != 1 || lines[0] != `{"pk1":"`+extra[0].Str+`","orderid":"-42"}` {
 		t.Fatalf("extra keys: %q", lines)
 	}
-	if _, err := os.Stat(pipeline.TempPath(repair)); !os.IsNotExist(err) {
+	if _, err := os.Stat(atomicfile.TempPath(repair)); !os.IsNotExist(err) {
 		t.Errorf("temporary repair file left: %v", err)
 	}
 

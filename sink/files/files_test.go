@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/csv"
 	"github.com/rekey/rekey/sink/files"
@@ -225,7 +226,7 @@ func TestSort(t *testing.T) {
 				}
 			}
 			for _, f := range listFiles(t, dir) {
-				if pipeline.IsTemp(f) {
+				if atomicfile.IsTemp(f) {
 					t.Errorf("left %s", f)
 				}
 			}
@@ -288,7 +289,7 @@ func TestCrashAndResume(t *testing.T) {
 		committed[fi.Path] = true
 	}
 	for _, f := range listFiles(t, dir) {
-		if !committed[f] && !pipeline.IsTemp(f) {
+		if !committed[f] && !atomicfile.IsTemp(f) {
 			if _, err := sinktest.ReadParquet(filepath.Join(dir, filepath.FromSlash(f)), schema); err != nil {
 				t.Fatalf("file %s has a final name but is not whole: %v", f, err)
 			}
@@ -306,7 +307,7 @@ func TestCrashAndResume(t *testing.T) {
 	}
 	s2 := newSink(t, cfg)
 	for _, f := range listFiles(t, dir) {
-		if pipeline.IsTemp(f) {
+		if atomicfile.IsTemp(f) {
 			t.Fatalf("leftover %s not removed", f)
 		}
 	}
@@ -336,7 +337,7 @@ func TestSequenceAfterExisting(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "data", "region-0001"), 0o755)
 	os.WriteFile(filepath.Join(dir, "data", "region-0001", "part-00041.parquet"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(dir, "data", "region-0001", "part-00007.csv"), []byte("x"), 0o644)
-	os.WriteFile(filepath.Join(dir, "data", "region-0001", pipeline.TempPrefix+"part-00042.parquet"), []byte("partial"), 0o644)
+	os.WriteFile(filepath.Join(dir, "data", "region-0001", atomicfile.TempPrefix+"part-00042.parquet"), []byte("partial"), 0o644)
 	s := newSink(t, files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New()})
 	rows := sinktest.AllTypesRows(2000, 1, plan)
 	write(t, s, rows, 1000)

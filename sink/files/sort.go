@@ -13,6 +13,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/pipeline"
 )
 
@@ -130,7 +131,7 @@ func (t *sorter) newRun(dir string) (string, error) {
 		return "", fmt.Errorf("files: create %s: %w", dir, err)
 	}
 	t.runSeq++
-	return filepath.Join(dir, fmt.Sprintf("%srun-%06d", pipeline.TempPrefix, t.runSeq)), nil
+	return filepath.Join(dir, fmt.Sprintf("%srun-%06d", atomicfile.TempPrefix, t.runSeq)), nil
 }
 
 func (t *sorter) removeRuns() error {

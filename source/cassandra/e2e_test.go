@@ -20,6 +20,7 @@ import (
 	"github.com/gocql/gocql"
 	"gopkg.in/inf.v0"
 
+	"github.com/rekey/rekey/migrate/runner"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
@@ -355,7 +356,7 @@ func TestEndToEndResume(t *testing.T) {
 			stop := make(chan struct{})
 			counting := &stopAfter{Source: s, after: after, stop: stop}
 			_, err := migrate(t, counting, prog, out, runOpts{stop: stop, checkpointEvery: 10 * time.Millisecond})
-			if !errors.Is(err, pipeline.ErrInterrupted) {
+			if !errors.Is(err, runner.ErrInterrupted) {
 				t.Fatalf("interrupted run: %v", err)
 			}
 			resumeAll(out)

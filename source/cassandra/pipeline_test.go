@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/migrate/runner"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
@@ -84,9 +85,9 @@ func migrate(t testing.TB, src pipeline.Source, prog *transform.Program, out str
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	runner, err := pipeline.NewRunner(pipeline.Config{
+	runner, err := runner.New(runner.Config{
 		Source:          src,
-		NewTransformer:  func() pipeline.Transformer { return prog.NewEvaluator() },
+		NewTransformer:  func() runner.Transformer { return prog.NewEvaluator() },
 		Target:          prog.Target(),
 		Plan:            plan,
 		Sink:            sink,

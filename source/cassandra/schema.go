@@ -11,7 +11,6 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/source/cqlvalue"
 )
 
 // Column is one column of a Cassandra table, as system_schema.columns describes it.
@@ -254,7 +253,7 @@ func (sel *selection) project(cols pipeline.SourceSchema) (*selection, error) {
 			problems = append(problems, fmt.Sprintf("no column %q (columns: %s)", c.Name, strings.Join(sel.schema.Names(), ", ")))
 			continue
 		}
-		if cqlvalue.NormalizeType(c.Type) != cqlvalue.NormalizeType(sel.schema[j].Type) {
+		if pipeline.NormalizeSourceType(c.Type) != pipeline.NormalizeSourceType(sel.schema[j].Type) {
 			problems = append(problems, fmt.Sprintf("column %q is %s, not %s", c.Name, sel.schema[j].Type, c.Type))
 			continue
 		}

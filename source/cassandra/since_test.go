@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/migrate/runner"
 	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cassandra"
@@ -130,7 +131,7 @@ func TestSinceMigrationCountsSkippedAndResumes(t *testing.T) {
 	stop := make(chan struct{})
 	_, err = migrate(t, &stopAfter{Source: open(t, c, "since", "ev", params), after: n / 3, stop: stop}, prog, out,
 		runOpts{stop: stop, checkpointEvery: 5 * time.Millisecond})
-	if !errors.Is(err, pipeline.ErrInterrupted) {
+	if !errors.Is(err, runner.ErrInterrupted) {
 		t.Fatalf("interrupted run: %v", err)
 	}
 	res, err = migrate(t, open(t, c, "since", "ev", params), prog, out, runOpts{resume: true})

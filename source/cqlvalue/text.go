@@ -99,7 +99,7 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 		}
 		return pipeline.Float(f), nil
 	case Decimal:
-		if ok, u, sc, num := plainDecimal(s); ok && num {
+		if ok, u, sc, num := pipeline.PlainDecimal(s); ok && num {
 			// the number too, so that casts and sinks need not parse the text again
 			return pipeline.DecimalUnscaled(s, u, sc), nil
 		}
@@ -107,7 +107,7 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 		if err != nil {
 			return pipeline.Null, err
 		}
-		if _, u, sc, num := plainDecimal(d); num { // the same value as its canonical text's
+		if _, u, sc, num := pipeline.PlainDecimal(d); num { // the same value as its canonical text's
 			return pipeline.DecimalUnscaled(d, u, sc), nil
 		}
 		return pipeline.Value{Str: d, Kind: pipeline.KindDecimal}, nil
@@ -274,7 +274,7 @@ const maxDecimalExponent = 1000
 // no leading zeros, no exponent, the scale kept ("1.50"), no sign on zero. Input that is
 // already canonical is returned as is.
 func canonicalDecimal(s string) (string, error) {
-	if ok, _, _, _ := plainDecimal(s); ok {
+	if ok, _, _, _ := pipeline.PlainDecimal(s); ok {
 		return s, nil
 	}
 	i, neg := 0, false
@@ -345,61 +345,6 @@ func canonicalDecimal(s string) (string, error) {
 		b.WriteString(fracPart)
 	}
 	return b.String(), nil
-}
-
-// DecimalNumber reads canonical decimal text (-?(0|[1-9][0-9]*)(\.[0-9]+)?, as ParseText
-// returns it) of at most 18 digits as unscaled × 10^-scale; ok is false for any other text.
-func DecimalNumber(s string) (unscaled int64, scale int, ok bool) {
-	_, unscaled, scale, ok = plainDecimal(s)
-	return unscaled, scale, ok
-}
-
-// plainDecimal reports whether s is already canonical: -?(0|[1-9][0-9]*)(\.[0-9]+)? and not a
-// negative zero. It is the common case, checked in one pass, which also reads the number as
-// unscaled × 10^-scale when it has at most 18 digits (num false otherwise).
-func plainDecimal(s string) (ok bool, unscaled int64, scale int, num bool) {
-	i := 0
-	if len(s) > 0 && s[0] == '-' {
-		i = 1
-	}
-	start := i
-	nonzero := false
-	var u uint64
-	for i < len(s) && s[i]-'0' <= 9 {
-		nonzero = nonzero || s[i] != '0'
-		u = u*10 + uint64(s[i]-'0')
-		i++
-	}
-	if i == start || (s[start] == '0' && i-start > 1) {
-		return false, 0, 0, false
-	}
-	digits := i - start
-	if i < len(s) {
-		if s[i] != '.' || i+1 == len(s) {
-			return false, 0, 0, false
-		}
-		dot := i
-		for i++; i < len(s); i++ {
-			if s[i]-'0' > 9 {
-				return false, 0, 0, false
-			}
-			nonzero = nonzero || s[i] != '0'
-			u = u*10 + uint64(s[i]-'0')
-		}
-		scale = len(s) - dot - 1
-		digits += scale
-	}
-	if !nonzero && start != 0 {
-		return false, 0, 0, false
-	}
-	if digits > 18 {
-		return true, 0, 0, false // u overflowed: the text alone
-	}
-	unscaled = int64(u)
-	if start == 1 {
-		unscaled = -unscaled
-	}
-	return true, unscaled, scale, true
 }
 
 // digits reads exactly n decimal digits at s[i:].
