@@ -561,14 +561,17 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 // exactly (before the pass), evaluates the designs on the subsample (while the check runs) and
 // puts the exact figures together (after it).
 type advisor struct {
-	r       *runner
-	n       int // regions analysed
-	queries []transform.Query
-	bases   []baseKey
-	sets    []uint64 // column sets the collision check counts: one per base key (see setOf)
-	setOf   map[uint64]int
-	specs   []altSpec
-	buckets map[string]bucketInput // the modulo bucket's input per first column (see spreadBuckets)
+	prog     *transform.Program
+	mapping  *transform.Mapping
+	workers  int    // designs evaluated at once
+	workload string // transform.WorkloadReadsFirst or WorkloadWriteHeavy
+	n        int    // regions analysed
+	queries  []transform.Query
+	bases    []baseKey
+	sets     []uint64 // column sets the collision check counts: one per base key (see setOf)
+	setOf    map[uint64]int
+	specs    []altSpec
+	buckets  map[string]bucketInput // the modulo bucket's input per first column (see spreadBuckets)
 	// wo are the subsample's write-order values (nil in arrival order), analysed the rows the
 	// subsample was drawn from: designs are judged in the write-order model
 	wo       []int64
@@ -577,27 +580,26 @@ type advisor struct {
 	errs     []error
 }
 
-func newAdvisor(r *runner, n int) *advisor {
-	a := &advisor{r: r, n: n, queries: r.queries, setOf: map[uint64]int{}}
-	if r.cfg.Mapping == nil {
+func newAdvisor(prog *transform.Program, m *transform.Mapping, queries []transform.Query, workers int, workload string, n int) *advisor {
+	a := &advisor{prog: prog, mapping: m, workers: workers, workload: workload, n: n, queries: queries, setOf: map[uint64]int{}}
+	if a.mapping == nil {
 		return a
 	}
-	a.bases = baseKeys(r.prog, a.queries)
+	a.bases = baseKeys(a.prog, a.queries)
 	for _, b := range a.bases {
-		if m, ok := colMask(r.prog.Source(), b.cols); ok {
+		if m, ok := colMask(a.prog.Source(), b.cols); ok {
 			if _, dup := a.setOf[m]; !dup {
 				a.setOf[m] = len(a.sets)
 				a.sets = append(a.sets, m)
 			}
 		}
-		a.specs = append(a.specs, deriveSpecs(r.prog, r.cfg.Mapping, b, nil, n, nil)...)
+		a.specs = append(a.specs, deriveSpecs(a.prog, a.mapping, b, nil, n, nil)...)
 	}
 	return a
 }
 
 // evaluate compiles and analyses the mapping's design and specs on the subsample, in parallel.
 func (a *advisor) evaluate(recs []pipeline.Record, specs []altSpec, withMapping bool) ([]altResult, []error) {
-	r := a.r
 	off := 0
 	if withMapping {
 		off = 1
@@ -609,18 +611,18 @@ func (a *advisor) evaluate(recs []pipeline.Record, specs []altSpec, withMapping 
 		srcHashes[i] = hashRecord(recs[i].Values)
 	}
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(1, r.cfg.Workers))
+	sem := make(chan struct{}, max(1, a.workers))
 	for i := range results {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			prog := r.prog
+			prog := a.prog
 			var ed mappingEdit
 			if i >= off {
 				s := specs[i-off]
-				if prog, ed, errs[i] = compileAlt(r.prog, r.cfg.Mapping, s.pk, s.keepMapping, s.dict); errs[i] != nil {
+				if prog, ed, errs[i] = compileAlt(a.prog, a.mapping, s.pk, s.keepMapping, s.dict); errs[i] != nil {
 					return
 				}
 				if prog.KeyOnly() {
@@ -653,13 +655,12 @@ type exactFigures struct {
 // exact overwritten rows of the collision check, ranked.
 func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative {
 	out := []Alternative{}
-	r := a.r
-	m := r.cfg.Mapping
+	m := a.mapping
 	if m == nil || len(recs) == 0 || len(a.results) == 0 || a.errs[0] != nil {
 		return out
 	}
 	scale := float64(ex.analysed) / float64(max(len(recs), 1))
-	key := sourceKey(r.prog)
+	key := sourceKey(a.prog)
 	b := ""
 	if len(key) > 0 {
 		b = key[0]
@@ -676,14 +677,14 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 
 	own := a.results[0]
 	own.ID, own.Name, own.IsMapping = "mapping", "the mapping", true
-	own.PrimaryKey = mappingInfo(r.prog, m).PrimaryKey
+	own.PrimaryKey = mappingInfo(a.prog, m).PrimaryKey
 	own.Overwritten, own.OverwrittenExact = ex.mapping.Rows, true
 	own.RejectedRows = ex.rejected
-	withReads(&own, r.prog)
+	withReads(&own, a.prog)
 	own.TradeOff = mappingTradeOff(own.Reads, b)
-	if r.prog.KeyOnly() {
+	if a.prog.KeyOnly() {
 		// the figures stand, but Lindorm cannot write a row of it: it ranks after every design it can
-		own.Error = "key-only: " + r.prog.KeyOnlyMessage()
+		own.Error = "key-only: " + a.prog.KeyOnlyMessage()
 	}
 	list := []altResult{own}
 
@@ -711,7 +712,7 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 		// the same key with it last, plain, hashed and reversed
 		last := baseKey{prefix: "first_last_", label: b + " last", cols: append(slices.Clone(key[1:]), key[0])}
 		var more []altSpec
-		for _, s := range deriveSpecs(r.prog, m, last, nil, a.n, a.buckets) {
+		for _, s := range deriveSpecs(a.prog, m, last, nil, a.n, a.buckets) {
 			switch s.id {
 			case "first_last", "first_last_hash_prefix", "first_last_reverse":
 				more = append(more, s)
@@ -723,7 +724,7 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 	if len(ex.derived) > 0 {
 		var withAdd []altSpec
 		for _, base := range a.bases {
-			withAdd = append(withAdd, deriveSpecs(r.prog, m, base, ex.derived, a.n, a.buckets)...)
+			withAdd = append(withAdd, deriveSpecs(a.prog, m, base, ex.derived, a.n, a.buckets)...)
 		}
 		for _, s := range specs {
 			// the mapping's key rewritten: with the change, as the mapping_unique design
@@ -761,7 +762,7 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 		if err == nil {
 			withReads(&res, res.prog)
 			res.RejectedRows = int64(math.Round(float64(res.Rejected) * scale))
-			switch mask, ok := colMask(r.prog.Source(), s.cols); {
+			switch mask, ok := colMask(a.prog.Source(), s.cols); {
 			case len(s.add) > 0:
 				res.Overwritten, res.OverwrittenExact = 0, true // the change separates every colliding row
 			case s.rewrite:
@@ -797,7 +798,7 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 		// without declared queries the key's own order is the access pattern: no penalty
 		list[i].enumFirst = len(a.queries) > 0 && enumerated(&list[i].Alternative, a.n) && !scansByFirst(list[i].Queries)
 	}
-	n, writeHeavy := a.n, r.workload() == transform.WorkloadWriteHeavy
+	n, writeHeavy := a.n, a.workload == transform.WorkloadWriteHeavy
 	sort.SliceStable(list, func(i, j int) bool { return better(&list[i].Alternative, &list[j].Alternative, n, writeHeavy) })
 	for i := range list {
 		list[i].Rank = i + 1

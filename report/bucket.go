@@ -66,11 +66,10 @@ func intValues(recs []pipeline.Record, col int) []int64 {
 // spreadBuckets picks each base key's bucket input on the subsample and derives the designs
 // again with it.
 func (a *advisor) spreadBuckets(recs []pipeline.Record) {
-	r := a.r
-	if r.cfg.Mapping == nil || len(recs) == 0 {
+	if a.mapping == nil || len(recs) == 0 {
 		return
 	}
-	src := r.prog.Source()
+	src := a.prog.Source()
 	n := int64(a.n)
 	a.buckets = map[string]bucketInput{}
 	for _, base := range a.bases {
@@ -118,6 +117,6 @@ func (a *advisor) spreadBuckets(recs []pipeline.Record) {
 	}
 	a.specs = nil
 	for _, base := range a.bases {
-		a.specs = append(a.specs, deriveSpecs(r.prog, r.cfg.Mapping, base, nil, a.n, a.buckets)...)
+		a.specs = append(a.specs, deriveSpecs(a.prog, a.mapping, base, nil, a.n, a.buckets)...)
 	}
 }

@@ -42,7 +42,7 @@ func (a *advisor) indexOffers(alts []Alternative, table string) []IndexOffer {
 	if own == nil || own.Error != "" || len(a.bases) == 0 {
 		return out
 	}
-	prog := a.r.prog
+	prog := a.prog
 	sk := sourceKey(prog)
 	byID := map[string]*Alternative{}
 	for i := range alts {

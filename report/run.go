@@ -122,16 +122,11 @@ type Config struct {
 }
 
 const (
-	planSampleRows         = 20000
-	defaultSubsample       = 100000
-	samplerMaxRows         = 200000
-	defaultAnalysisRegions = 16
-	mainWindows            = 200 // windows the main analysis aims at
-	mainWindowsMax         = 256 // more complete windows than this are merged pairwise
-	altWindows             = 50
-	altWindowsMax          = 64
-	maxCollisionExamples   = 5
-	maxExampleOrigins      = 4
+	planSampleRows       = 20000
+	defaultSubsample     = 100000
+	samplerMaxRows       = 200000
+	maxCollisionExamples = 5
+	maxExampleOrigins    = 4
 )
 
 type job struct {
@@ -311,7 +306,7 @@ func (r *runner) plan(sample [][]pipeline.Value) (pipeline.RegionPlan, PlanInfo,
 	if r.queries == nil && cfg.Mapping != nil {
 		r.queries = cfg.Mapping.Queries
 	}
-	r.adv = newAdvisor(r, planInfo.Asked)
+	r.adv = newAdvisor(r.prog, r.cfg.Mapping, r.queries, r.cfg.Workers, r.workload(), planInfo.Asked)
 	r.hashed = min(len(r.prog.Source()), maxHashedColumns)
 	if len(r.adv.specs) > 0 {
 		r.saltN = uint64(r.adv.n) // the salt design's random(n): the regions asked, not the plan's

@@ -1,5 +1,14 @@
 package report
 
+// Windows and regions of the analysis.
+const (
+	defaultAnalysisRegions = 16
+	mainWindows            = 200 // windows the main analysis aims at
+	mainWindowsMax         = 256 // more complete windows than this are merged pairwise
+	altWindows             = 50
+	altWindowsMax          = 64
+)
+
 // windows cuts the accepted rows, in arrival order, into windows of a fixed number of rows and
 // counts each window's rows per region. When more than maxWindows windows are complete,
 // neighbours are merged pairwise and the window size doubles, so the windows x regions matrix
