@@ -143,6 +143,12 @@ func TestRuleTable(t *testing.T) {
 		if r.What == "" {
 			t.Errorf("rule %v says nothing of what it checks", r.Names)
 		}
+		if r.Needs != advise.NeedsMapping && r.Needs != advise.NeedsSample || r.Worst == "" {
+			t.Errorf("rule %v: needs %q, worst %q: say which evidence it needs and the worst it gives", r.Names, r.Needs, r.Worst)
+		}
+		if by := advise.RuleOf(r.SampledBy); r.SampledBy != "" && (by == nil || by.Needs != advise.NeedsSample) {
+			t.Errorf("rule %v gives way to %q, which is no sample rule of the table", r.Names, r.SampledBy)
+		}
 		for _, n := range r.Names {
 			if !bytes.Contains(readme, []byte("| `"+n+"` |")) {
 				t.Errorf("rule %s is not in report/README.md's table", n)
@@ -158,5 +164,35 @@ func TestRuleTable(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A mapping alone is judged by the mapping's rules, and every data rule is reported as skipped,
+// never passed; with a sample, a mapping rule that data can judge gives way to the data rule.
+func TestRuleTableEvidence(t *testing.T) {
+	p, _ := compile(t, fmt.Sprintf(eventsYAML, "[ts][id]"))
+	names := func(fs []model.Finding) (out []string) {
+		for _, f := range fs {
+			out = append(out, f.Rule)
+		}
+		return out
+	}
+	fs, skipped := advise.Apply(advise.MappingFacts(p, p.DesignRules(false)))
+	if got := names(fs); !slices.Equal(got, []string{"key_columns", "monotonic_first_key"}) {
+		t.Errorf("mapping alone: findings %v, want key_columns and monotonic_first_key", got)
+	}
+	var sampleRules int
+	for _, r := range advise.Rules {
+		if r.Needs == advise.NeedsSample {
+			sampleRules++
+		}
+	}
+	if len(skipped) != sampleRules {
+		t.Errorf("mapping alone: %d rules skipped, want every sample rule (%d)", len(skipped), sampleRules)
+	}
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), events(2000), nil)
+	got := names(rep.Findings)
+	if slices.Contains(got, "monotonic_first_key") || !slices.Contains(got, "incremental_key_column") {
+		t.Errorf("with a sample: findings %v, want incremental_key_column in place of monotonic_first_key", got)
 	}
 }

@@ -414,12 +414,7 @@ func (r *runner) assemble(ctx context.Context, total *collide.Acc, tl *timeline,
 	rep.Queries = r.queryInfo()
 	rep.HotRows = ord.hot
 	rep.Workload = r.workload()
-	for _, d := range r.prog.DesignRules(true) {
-		switch d.Code {
-		case transform.RuleKeyOnlyTarget, transform.RuleSaltedKey, transform.RuleTrailingSalt:
-			rep.Design = append(rep.Design, d)
-		}
-	}
+	rep.Design = r.prog.DesignRules(cfg.Regions > 0)
 	ex := advise.ExactFigures{Mapping: coll, Sets: coll2, Analysed: tl.analysed, Rejected: total.Rejected, SetsExact: len(r.adv.Sets) > 0}
 	if m := cfg.Mapping; m != nil {
 		compile := func(pk string) (*transform.Program, error) {

@@ -2,6 +2,7 @@ package advise
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,42 +40,106 @@ func finding(rule, sev, msg string, ev map[string]float64) model.Finding {
 	return model.Finding{Rule: rule, Severity: sev, Message: msg, Evidence: ev}
 }
 
-// rule is one check of the figures: the findings it gives (none when it does not apply), each
-// with its rule name, severity and message. evaluate lists the findings in the table's order,
-// then worst first.
-type rule struct {
+// Evidence a rule needs to examine (Rule.Needs).
+const (
+	NeedsMapping = "mapping" // the mapping alone: rekey check examines it without a source
+	NeedsSample  = "sample"  // rows of the source: rekey report, and rekey check --source
+)
+
+// Rule is one row of the table both rekey report and rekey check run: the findings it gives
+// (none when it does not apply), each with its rule name, severity and message.
+type Rule struct {
 	Names []string // the rules of its findings (report/README.md's table lists each)
-	What  string   // what it checks
-	Check func(f *facts) []model.Finding
+	// Guide is the design guides' words the rule stands on, quoted; "" for a check of rekey's
+	// own (rows the mapping rejects, the figures' provenance)
+	Guide string
+	What  string // what it examines
+	Worst string // the worst severity it gives: SevError, SevWarning or SevInfo
+	Needs string // NeedsMapping or NeedsSample
+	// SampledBy, on a mapping rule, names the sample rule that judges the same on data: with a
+	// sample, that rule runs instead (a TIMESTAMP first column is judged in write order)
+	SampledBy string
+	Check     func(f *Facts) []model.Finding
 }
 
-var Rules = []rule{
-	{[]string{"rejects", "no_rows"}, "rows the mapping would reject (no_rows: none judged)", checkRejects},
-	{[]string{"key_only_target", "salted_key", "trailing_salt"}, "the mapping's own shape: a key-only target, a salt and where it stands", checkDesignRules},
-	{[]string{"key_columns"}, "1-3 key columns, at most Lindorm's limit", checkKeyColumns},
-	{[]string{"key_length"}, "key bytes: over the limit, long p99", checkKeyLength},
-	{[]string{"uniqueness"}, "target keys from more than one source row", checkUniqueness},
-	{[]string{"duplicates"}, "identical rows repeated (nothing lost)", checkDuplicates},
-	{[]string{"first_column_cardinality"}, "distinct values of the first key column vs regions", checkFirstColumnCardinality},
-	{[]string{"first_column_skew"}, "one first-column value holds too many rows", checkFirstColumnSkew},
-	{[]string{"first_column_prefix"}, "every first-column value shares a prefix", checkFirstColumnPrefix},
-	{[]string{"first_column_monotonic"}, "the first key column grows (or shrinks) in write order", checkFirstColumnMonotonic},
-	{[]string{"incremental_key_column", "write_order_unknown"}, "incremental key columns, the write order's evidence", checkWriteOrder},
-	{[]string{"key_json_text"}, "JSON or long text in a key column", checkKeyJSONText},
-	{[]string{"key_column_cardinality", "key_column_code", "key_column_long", "key_column_prefix"}, "the key columns' encodings (long, code, ...)", checkColumns},
-	{[]string{"region_plan"}, "the regions and where their split keys come from", checkRegionPlan},
-	{[]string{"region_balance", "empty_regions"}, "rows per region, empty regions", checkRegionBalance},
-	{[]string{"write_hotspot"}, "the busiest region's share of each window of writes", checkWriteHotspot},
-	{[]string{"single_row_hotspot"}, "one key written again and again within a window of writes", checkSingleRowHotspot},
-	{[]string{"query_access"}, "how the key serves each declared query", checkQueryAccess},
-	{[]string{"query_index"}, "an index for a declared query the key serves only by scanning the whole table", checkQueryIndex},
-	{[]string{"advisor"}, "where the mapping ranks among the alternatives", checkAdvisor},
-	{[]string{"sample"}, "the figures are a sample's", checkSample},
+const (
+	guideIncremental = "Do not specify a column that contains auto-incremental data or a column in which values have the same prefix, such as the timestamp column, as the first primary key column"
+	guideEnumerated  = "Do not specify a column that contains enumerated data, such as order types, or a column in which values have obvious prefixes as the first primary key column"
+	guideColumns     = "We recommend that you limit the number of primary key columns in a range from 1 to 3"
+	guideJSON        = "Do not include columns that store JSON data or web page content in the primary key"
+	guideLeftToRight = "data is distributed based the columns in a left-to-right order"
+	guideQueries     = "you must consider the pattern in which the table is queried when you define the table primary key"
+)
+
+// Rules is the one table of rules, in the order findings are listed (before sorting worst
+// first).
+var Rules = []Rule{
+	{Names: []string{"rejects", "no_rows"}, Needs: NeedsSample, Worst: model.SevWarning, Check: checkRejects,
+		What: "rows the mapping would reject (no_rows: none judged)"},
+	{Names: []string{"key_only_target"}, Needs: NeedsMapping, Worst: model.SevError, Check: designRules(transform.RuleKeyOnlyTarget),
+		Guide: "you must specify a value for at least one non-primary key column because you cannot write a row of data that contains only the primary key",
+		What:  "a target whose every column is in the primary key"},
+	{Names: []string{"salted_key", "trailing_salt"}, Needs: NeedsMapping, Worst: model.SevWarning, Check: designRules(transform.RuleTrailingSalt, transform.RuleSaltedKey),
+		Guide: "Use this pattern only when write distribution is more critical than read simplicity",
+		What:  "a salt in the key, what it costs the reads and a replication, and a salt behind the first column, which spreads nothing"},
+	{Names: []string{"key_columns"}, Needs: NeedsMapping, Worst: model.SevError, Check: checkKeyColumns, Guide: guideColumns,
+		What: "1-3 key columns, at most Lindorm's limit"},
+	{Names: []string{transform.RuleMonotonicFirst}, Needs: NeedsMapping, SampledBy: "incremental_key_column", Worst: model.SevWarning,
+		Check: designRules(transform.RuleMonotonicFirst), Guide: guideIncremental,
+		What: "a TIMESTAMP, DATE or timeuuid first key column (with a sample: judged in write order)"},
+	{Names: []string{transform.RuleCollectionInKey}, Needs: NeedsMapping, SampledBy: "key_json_text", Worst: model.SevWarning,
+		Check: designRules(transform.RuleCollectionInKey), Guide: guideJSON,
+		What: "a collection column in the key, as JSON text (with a sample: the key's values are judged)"},
+	{Names: []string{transform.RuleNoRegions}, Needs: NeedsMapping, Worst: model.SevWarning, Check: designRules(transform.RuleNoRegions),
+		Guide: "If you use Bulkload to import data to a table, we recommend that you set the number of pre-split regions to Size of the data to import / 8",
+		What:  "a mapping without regions: and no --regions"},
+	{Names: []string{"key_length"}, Needs: NeedsSample, Worst: model.SevError, Check: checkKeyLength,
+		Guide: "Values in the primary key columns should be short in length",
+		What:  "key bytes: over the limit, long p99"},
+	{Names: []string{"uniqueness"}, Needs: NeedsSample, Worst: model.SevError, Check: checkUniqueness,
+		Guide: "A primary key is a column or a set of columns. Each primary key value corresponds to a record",
+		What:  "target keys from more than one source row"},
+	{Names: []string{"duplicates"}, Needs: NeedsSample, Worst: model.SevInfo, Check: checkDuplicates,
+		What: "identical rows repeated (nothing lost)"},
+	{Names: []string{"first_column_cardinality"}, Needs: NeedsSample, Worst: model.SevWarning, Check: checkFirstColumnCardinality,
+		Guide: guideEnumerated, What: "distinct values of the first key column vs regions"},
+	{Names: []string{"first_column_skew"}, Needs: NeedsSample, Worst: model.SevWarning, Check: checkFirstColumnSkew,
+		Guide: guideEnumerated, What: "one first-column value holds too many rows"},
+	{Names: []string{"first_column_prefix"}, Needs: NeedsSample, Worst: model.SevWarning, Check: checkFirstColumnPrefix,
+		Guide: guideEnumerated, What: "every first-column value shares a prefix"},
+	{Names: []string{"first_column_monotonic"}, Needs: NeedsSample, Worst: model.SevWarning, Check: checkFirstColumnMonotonic,
+		Guide: guideIncremental, What: "the first key column grows (or shrinks) in write order"},
+	{Names: []string{"incremental_key_column", "write_order_unknown"}, Needs: NeedsSample, Worst: model.SevWarning, Check: checkWriteOrder,
+		Guide: "we recommend that you do not specify an incremental column as the first primary key column and avoid including incremental columns in the primary key",
+		What:  "incremental key columns, the write order's evidence"},
+	{Names: []string{"key_json_text"}, Needs: NeedsSample, Worst: model.SevWarning, Check: checkKeyJSONText, Guide: guideJSON,
+		What: "JSON or long text in a key column"},
+	{Names: []string{"key_column_cardinality", "key_column_code", "key_column_long", "key_column_prefix"}, Needs: NeedsSample, Worst: model.SevWarning, Check: checkColumns,
+		Guide: "Replace the STRING data type with the LONG or INT data type", What: "the key columns' encodings (long, code, ...)"},
+	{Names: []string{"region_plan"}, Needs: NeedsSample, Worst: model.SevInfo, Check: checkRegionPlan,
+		What: "the regions and where their split keys come from"},
+	{Names: []string{"region_balance", "empty_regions"}, Needs: NeedsSample, Worst: model.SevWarning, Check: checkRegionBalance,
+		Guide: "make sure that the ranges of pre-split regions conforms to the data writing pattern", What: "rows per region, empty regions"},
+	{Names: []string{"write_hotspot"}, Needs: NeedsSample, Worst: model.SevWarning, Check: checkWriteHotspot, Guide: guideLeftToRight,
+		What: "the busiest region's share of each window of writes"},
+	{Names: []string{"single_row_hotspot"}, Needs: NeedsSample, Worst: model.SevWarning, Check: checkSingleRowHotspot,
+		Guide: "Requests for the same row are always distributed to the same node",
+		What:  "one key written again and again within a window of writes"},
+	{Names: []string{"query_access"}, Needs: NeedsSample, Worst: model.SevWarning, Check: checkQueryAccess, Guide: guideQueries,
+		What: "how the key serves each declared query"},
+	{Names: []string{"query_index"}, Needs: NeedsSample, Worst: model.SevInfo, Check: checkQueryIndex,
+		Guide: "For queries that cannot be expressed with GET or SCAN, use an index table or secondary index",
+		What:  "an index for a declared query the key serves only by scanning the whole table"},
+	{Names: []string{"advisor"}, Needs: NeedsSample, Worst: model.SevInfo, Check: checkAdvisor, Guide: guideQueries,
+		What: "where the mapping ranks among the alternatives"},
+	{Names: []string{"sample"}, Needs: NeedsSample, Worst: model.SevInfo, Check: checkSample,
+		What: "the figures are a sample's"},
 }
 
-// facts are the report's figures with what several rules derive from them.
-type facts struct {
+// Facts are the report's figures with what several rules derive from them.
+type Facts struct {
 	*model.Report
+	sampled  bool // the figures come from rows of the source (else the mapping alone)
 	regions  int
 	onSample string  // appended to the counts that are a sample's
 	mono     float64 // the first key column's monotonic share, the larger direction
@@ -82,8 +147,9 @@ type facts struct {
 	incFirst bool    // the first key column is incremental (a warning of its own)
 }
 
-func NewFacts(rep *model.Report) *facts {
-	f := &facts{Report: rep, regions: rep.Plan.Regions, ordered: "arrival order",
+// NewFacts are the facts of a report, whose figures come from rows of the source.
+func NewFacts(rep *model.Report) *Facts {
+	f := &Facts{Report: rep, sampled: true, regions: rep.Plan.Regions, ordered: "arrival order",
 		mono: max(rep.FirstColumn.MonotonicUp, rep.FirstColumn.MonotonicDown)}
 	if rep.Source.Sampled {
 		f.onSample = " (on the sample)"
@@ -95,15 +161,73 @@ func NewFacts(rep *model.Report) *facts {
 	return f
 }
 
+// MappingFacts are the facts of a mapping alone: its design rules (DesignRules, which say
+// whether the region count comes from elsewhere) and its key's shape.
+func MappingFacts(prog *transform.Program, design []transform.DesignRule) *Facts {
+	rep := &model.Report{Design: design}
+	rep.Key.Columns = prog.Target().KeyLen
+	return &Facts{Report: rep}
+}
+
+// Applies says whether the rule examines these facts: a sample rule needs rows of the source,
+// and a mapping rule gives way to the sample rule that judges the same on data.
+func (r *Rule) Applies(f *Facts) bool {
+	if f.sampled {
+		return r.SampledBy == ""
+	}
+	return r.Needs == NeedsMapping
+}
+
+// Apply runs the table on the facts: the findings in the table's order, and the rules it could
+// not examine (sample rules, on a mapping alone).
+func Apply(f *Facts) (fs []model.Finding, skipped []Rule) {
+	for _, r := range Rules {
+		switch {
+		case r.Applies(f):
+			fs = append(fs, r.Check(f)...)
+		case r.Needs == NeedsSample:
+			skipped = append(skipped, r)
+		}
+	}
+	return fs, skipped
+}
+
+// RuleOf is the table's row that gives findings of the rule name (nil: none).
+func RuleOf(name string) *Rule {
+	for i := range Rules {
+		if slices.Contains(Rules[i].Names, name) {
+			return &Rules[i]
+		}
+	}
+	return nil
+}
+
+// designRules gives the mapping's design rules (transform.DesignRules) of these codes, each as
+// a finding pointing at its place in the mapping.
+func designRules(codes ...string) func(f *Facts) []model.Finding {
+	return func(f *Facts) []model.Finding {
+		var fs []model.Finding
+		for _, d := range f.Design {
+			if !slices.Contains(codes, d.Code) {
+				continue
+			}
+			sev := model.SevWarning
+			if d.Error {
+				sev = model.SevError
+			}
+			x := finding(d.Code, sev, d.Message, nil)
+			x.Path = d.Path
+			fs = append(fs, x)
+		}
+		return fs
+	}
+}
+
 func one(f model.Finding) []model.Finding { return []model.Finding{f} }
 
 // Evaluate applies the rules to the figures, sorts the findings worst first and sets the verdict.
 func Evaluate(rep *model.Report, strict bool) {
-	f := NewFacts(rep)
-	var fs []model.Finding
-	for _, r := range Rules {
-		fs = append(fs, r.Check(f)...)
-	}
+	fs, _ := Apply(NewFacts(rep))
 	order := map[string]int{model.SevError: 0, model.SevWarning: 1, model.SevInfo: 2}
 	sort.SliceStable(fs, func(i, j int) bool { return order[fs[i].Severity] < order[fs[j].Severity] })
 	rep.Findings = fs
@@ -131,7 +255,7 @@ func verdict(fs []model.Finding, strict bool) model.Verdict {
 	return v
 }
 
-func checkRejects(f *facts) []model.Finding {
+func checkRejects(f *Facts) []model.Finding {
 	t := f.Totals
 	if t.RowsAnalysed == 0 {
 		// nothing was judged: an empty file, a window past a topic's end, a wrong --source
@@ -151,33 +275,21 @@ func checkRejects(f *facts) []model.Finding {
 		model.Count(t.RowsAnalysed), model.Pct(share), strings.Join(parts, ", ")), ev))
 }
 
-// checkDesignRules gives the design rules check applies to the mapping alone that the data cannot
-// show: a target Lindorm cannot write a row into, and a salt's costs.
-func checkDesignRules(f *facts) []model.Finding {
-	var fs []model.Finding
-	for _, d := range f.Design {
-		sev := model.SevWarning
-		if d.Error {
-			sev = model.SevError
-		}
-		fs = append(fs, finding(d.Code, sev, d.Message, nil))
-	}
-	return fs
-}
-
-func checkKeyColumns(f *facts) []model.Finding {
+func checkKeyColumns(f *Facts) []model.Finding {
 	k := f.Key
 	kev := map[string]float64{"columns": float64(k.Columns)}
+	x := finding("key_columns", model.SevInfo, fmt.Sprintf("%d key column%s (guide: 1-3)", k.Columns, model.Plural(k.Columns)), kev)
 	switch {
 	case k.Columns > transform.MaxKeyColumns:
-		return one(finding("key_columns", model.SevError, fmt.Sprintf("%d key columns: Lindorm allows at most %d", k.Columns, transform.MaxKeyColumns), kev))
+		x = finding("key_columns", model.SevError, fmt.Sprintf("%d key columns: Lindorm allows at most %d", k.Columns, transform.MaxKeyColumns), kev)
 	case k.Columns > 3:
-		return one(finding("key_columns", model.SevWarning, fmt.Sprintf("%d key columns: the design guide recommends 1-3 (fewer columns, smaller keys, faster writes)", k.Columns), kev))
+		x = finding("key_columns", model.SevWarning, fmt.Sprintf("%d key columns: the design guide recommends 1-3 (fewer columns, smaller keys, faster writes)", k.Columns), kev)
 	}
-	return one(finding("key_columns", model.SevInfo, fmt.Sprintf("%d key column%s (guide: 1-3)", k.Columns, model.Plural(k.Columns)), kev))
+	x.Path = "target.primary_key"
+	return one(x)
 }
 
-func checkKeyLength(f *facts) []model.Finding {
+func checkKeyLength(f *Facts) []model.Finding {
 	k := f.Key
 	if f.Totals.RowsOK == 0 {
 		// no key was built: lengths of zero would pass for short keys
@@ -199,7 +311,7 @@ func checkKeyLength(f *facts) []model.Finding {
 	return one(finding("key_length", model.SevInfo, lens, lev))
 }
 
-func checkUniqueness(f *facts) []model.Finding {
+func checkUniqueness(f *Facts) []model.Finding {
 	u := f.Uniqueness
 	uev := map[string]float64{"keys": float64(u.Keys), "colliding_keys": float64(u.CollidingKeys), "collision_rows": float64(u.CollisionRows),
 		"duplicate_rows": float64(u.DuplicateRows), "exact": model.B2f(u.Exact)}
@@ -227,7 +339,7 @@ func checkUniqueness(f *facts) []model.Finding {
 	return one(finding("uniqueness", model.SevError, msg, uev))
 }
 
-func checkDuplicates(f *facts) []model.Finding {
+func checkDuplicates(f *Facts) []model.Finding {
 	u := f.Uniqueness
 	if u.DuplicateRows == 0 {
 		return nil
@@ -236,7 +348,7 @@ func checkDuplicates(f *facts) []model.Finding {
 		map[string]float64{"duplicate_rows": float64(u.DuplicateRows)}))
 }
 
-func checkFirstColumnCardinality(f *facts) []model.Finding {
+func checkFirstColumnCardinality(f *Facts) []model.Finding {
 	fc, n := f.FirstColumn, f.regions
 	if f.Totals.RowsOK == 0 {
 		return nil
@@ -260,7 +372,7 @@ func checkFirstColumnCardinality(f *facts) []model.Finding {
 	return one(finding("first_column_cardinality", model.SevInfo, fmt.Sprintf("first key column %s has %s%s distinct values", name, approx, model.Count(fc.Distinct)), cev))
 }
 
-func checkFirstColumnSkew(f *facts) []model.Finding {
+func checkFirstColumnSkew(f *Facts) []model.Finding {
 	if len(f.FirstColumn.Top) == 0 || f.Totals.RowsOK == 0 {
 		return nil
 	}
@@ -269,7 +381,7 @@ func checkFirstColumnSkew(f *facts) []model.Finding {
 	return one(skewFinding(f.Report, f.FirstColumn.Top[0], max(skewShare, 2/float64(max(f.regions, f.Plan.Asked, 1)))))
 }
 
-func checkFirstColumnPrefix(f *facts) []model.Finding {
+func checkFirstColumnPrefix(f *Facts) []model.Finding {
 	fc := f.FirstColumn
 	if fc.PrefixBytes == 0 || f.Totals.RowsOK <= 1 || fc.Distinct <= 1 || !model.IsTextType(fc.Type) {
 		return nil
@@ -281,7 +393,7 @@ func checkFirstColumnPrefix(f *facts) []model.Finding {
 	return one(finding("first_column_prefix", model.SevInfo, fmt.Sprintf("every value of %s starts with \"%s\"", fc.Name, fc.CommonPrefix), pev))
 }
 
-func checkFirstColumnMonotonic(f *facts) []model.Finding {
+func checkFirstColumnMonotonic(f *Facts) []model.Finding {
 	fc := f.FirstColumn
 	if f.Totals.RowsOK <= 1 {
 		return nil
@@ -301,15 +413,15 @@ func checkFirstColumnMonotonic(f *facts) []model.Finding {
 	return one(finding("first_column_monotonic", model.SevInfo, fmt.Sprintf("first key column %s is not monotonic in %s (%s of rows >= the previous, %s <=)", fc.Name, f.ordered, model.Pct(fc.MonotonicUp), model.Pct(fc.MonotonicDown)), mev))
 }
 
-func checkWriteOrder(f *facts) []model.Finding {
+func checkWriteOrder(f *Facts) []model.Finding {
 	var fs []model.Finding
 	writeOrderFindings(f.Report, func(x model.Finding) { fs = append(fs, x) })
 	return fs
 }
 
-func checkColumns(f *facts) []model.Finding { return columnFindings(f.Report) }
+func checkColumns(f *Facts) []model.Finding { return columnFindings(f.Report) }
 
-func checkKeyJSONText(f *facts) []model.Finding {
+func checkKeyJSONText(f *Facts) []model.Finding {
 	var fs []model.Finding
 	for _, kc := range f.Mapping.KeyColumns {
 		if kc.JSONLike == 0 && kc.LongText == 0 {
@@ -328,7 +440,7 @@ func checkKeyJSONText(f *facts) []model.Finding {
 	return fs
 }
 
-func checkRegionPlan(f *facts) []model.Finding {
+func checkRegionPlan(f *Facts) []model.Finding {
 	msg := fmt.Sprintf("%d regions, strategy %s (from %s)", f.regions, f.Plan.Strategy, f.Plan.Origin)
 	if f.Plan.Note != "" {
 		msg += ": " + f.Plan.Note
@@ -337,9 +449,9 @@ func checkRegionPlan(f *facts) []model.Finding {
 }
 
 // spread reports whether the rows are spread over regions at all: more than one region, some rows.
-func (f *facts) spread() bool { return f.regions > 1 && f.Totals.RowsOK > 0 }
+func (f *Facts) spread() bool { return f.regions > 1 && f.Totals.RowsOK > 0 }
 
-func checkRegionBalance(f *facts) []model.Finding {
+func checkRegionBalance(f *Facts) []model.Finding {
 	if !f.spread() {
 		return nil
 	}
@@ -367,7 +479,7 @@ func checkRegionBalance(f *facts) []model.Finding {
 	return fs
 }
 
-func checkWriteHotspot(f *facts) []model.Finding {
+func checkWriteHotspot(f *Facts) []model.Finding {
 	hs := f.Hotspot
 	if !f.spread() || hs.Windows == 0 {
 		return nil
@@ -385,7 +497,7 @@ func checkWriteHotspot(f *facts) []model.Finding {
 		model.Count(hs.RowsPerWindow), f.ordered, model.Pct(hs.MeanTopShare), model.Pct(hs.EvenShare), hs.HotFactor, why), hev))
 }
 
-func checkSingleRowHotspot(f *facts) []model.Finding {
+func checkSingleRowHotspot(f *Facts) []model.Finding {
 	h := f.HotRows
 	if h.Rows == 0 || h.Windows == 0 {
 		return nil
@@ -404,7 +516,7 @@ func checkSingleRowHotspot(f *facts) []model.Finding {
 }
 
 // mappingAlternative is the mapping's own design among the advisor's alternatives (nil: none).
-func (f *facts) mappingAlternative() *model.Alternative {
+func (f *Facts) mappingAlternative() *model.Alternative {
 	var own *model.Alternative
 	for i := range f.Alternatives {
 		if f.Alternatives[i].IsMapping {
@@ -414,7 +526,7 @@ func (f *facts) mappingAlternative() *model.Alternative {
 	return own
 }
 
-func checkQueryAccess(f *facts) []model.Finding {
+func checkQueryAccess(f *Facts) []model.Finding {
 	own := f.mappingAlternative()
 	if own == nil {
 		return nil
@@ -432,7 +544,7 @@ func checkQueryAccess(f *facts) []model.Finding {
 	return fs
 }
 
-func checkQueryIndex(f *facts) []model.Finding {
+func checkQueryIndex(f *Facts) []model.Finding {
 	var fs []model.Finding
 	for _, x := range f.Indexes {
 		ev := map[string]float64{"secondary_index": model.B2f(x.Kind == "secondary_index")}
@@ -445,7 +557,7 @@ func checkQueryIndex(f *facts) []model.Finding {
 	return fs
 }
 
-func checkAdvisor(f *facts) []model.Finding {
+func checkAdvisor(f *Facts) []model.Finding {
 	own := f.mappingAlternative()
 	if own == nil {
 		return nil
@@ -458,7 +570,7 @@ func checkAdvisor(f *facts) []model.Finding {
 	return one(finding("advisor", model.SevInfo, fmt.Sprintf("the advisor ranks %s %s first (%s, hot factor %.1f); the mapping ranks %d (%s)", best.Name, best.PrimaryKey, best.Grade, WriteHotFactor(&best), own.Rank, own.Grade), aev))
 }
 
-func checkSample(f *facts) []model.Finding {
+func checkSample(f *Facts) []model.Finding {
 	if !f.Source.Sampled {
 		return nil
 	}

@@ -144,6 +144,8 @@ type Finding struct {
 	Severity string             `json:"severity"`
 	Message  string             `json:"message"`
 	Evidence map[string]float64 `json:"evidence"`
+	// Path is where in the mapping a rule of the mapping alone points (rekey check prints it)
+	Path string `json:"-"`
 }
 
 // KeyShape is the key's size and column count.
