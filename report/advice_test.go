@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/advise"
+	"github.com/rekey/rekey/report/model"
+	"github.com/rekey/rekey/report/render"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -112,11 +115,11 @@ func TestAdvisorLostCountsTheUniquenessCollisions(t *testing.T) {
 		t.Fatalf("uniqueness: %d rows overwritten, want %d", u.CollisionRows, n/50)
 	}
 	var buf bytes.Buffer
-	if err := WriteText(&buf, rep); err != nil {
+	if err := render.WriteText(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
-	if got := lostCell(t, buf.String(), "* the mapping"); got != count(u.CollisionRows) {
-		t.Errorf("advisor: the mapping loses %s rows, the uniqueness check says %s:\n%s", got, count(u.CollisionRows), buf.String())
+	if got := lostCell(t, buf.String(), "* the mapping"); got != model.Count(u.CollisionRows) {
+		t.Errorf("advisor: the mapping loses %s rows, the uniqueness check says %s:\n%s", got, model.Count(u.CollisionRows), buf.String())
 	}
 }
 
@@ -133,7 +136,7 @@ func TestDerivedDesignsLoseExactly(t *testing.T) {
 	if want := bruteCollisions(t, prog, n, readingRow); rep.Uniqueness.CollisionRows != want {
 		t.Fatalf("uniqueness %d, brute force %d", rep.Uniqueness.CollisionRows, want)
 	}
-	byID := map[string]Alternative{}
+	byID := map[string]model.Alternative{}
 	for _, a := range rep.Alternatives {
 		byID[a.ID] = a
 	}
@@ -145,7 +148,7 @@ func TestDerivedDesignsLoseExactly(t *testing.T) {
 		if !ok {
 			t.Fatalf("no %s design: %+v", id, rep.Alternatives)
 		}
-		p, _, err := compileAlt(prog, m, a.edit.pk, false, a.edit.codes)
+		p, _, err := advise.CompileAlt(prog, m, a.Edit.Pk, false, a.Edit.Codes)
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
@@ -173,7 +176,7 @@ func TestSaltDesignLosesExactlyWithFewRegions(t *testing.T) {
 	if len(rep.Regions) >= 16 {
 		t.Fatalf("the plan has %d regions: the test needs fewer than the 16 asked", len(rep.Regions))
 	}
-	var salt *Alternative
+	var salt *model.Alternative
 	for i := range rep.Alternatives {
 		if rep.Alternatives[i].ID == "salt" {
 			salt = &rep.Alternatives[i]
@@ -182,7 +185,7 @@ func TestSaltDesignLosesExactlyWithFewRegions(t *testing.T) {
 	if salt == nil || !strings.HasPrefix(salt.PrimaryKey, "[random(16)") {
 		t.Fatalf("no salt design with random(16): %+v", rep.Alternatives)
 	}
-	p, _, err := compileAlt(prog, m, salt.edit.pk, false, salt.edit.codes)
+	p, _, err := advise.CompileAlt(prog, m, salt.Edit.Pk, false, salt.Edit.Codes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +210,7 @@ func TestSaltedMappingCountsTheSourceKey(t *testing.T) {
 		if a.IsMapping || a.Error != "" || len(a.Added) > 0 {
 			continue
 		}
-		p, _, err := compileAlt(prog, m, a.edit.pk, false, a.edit.codes)
+		p, _, err := advise.CompileAlt(prog, m, a.Edit.Pk, false, a.Edit.Codes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,14 +256,14 @@ func TestSaltTokenMatchesRandom(t *testing.T) {
 func TestUniquenessSuggestsTheSmallestKeyChange(t *testing.T) {
 	const n = 20000
 	rep := runReport(t, fmt.Sprintf(readingsYAML, "[device_id][ts]", ""), readings(n), nil)
-	f := wantSeverity(t, rep, "uniqueness", SevError)
+	f := wantSeverity(t, rep, "uniqueness", model.SevError)
 	for _, want := range []string{"which differ only in seq", "add `seq` to the key ([device_id][ts][seq])"} {
 		if !strings.Contains(f.Message, want) {
 			t.Errorf("uniqueness finding lacks %q: %s", want, f.Message)
 		}
 	}
 	var buf bytes.Buffer
-	if err := WriteText(&buf, rep); err != nil {
+	if err := render.WriteText(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
 	text := buf.String()
@@ -274,7 +277,7 @@ func TestUniquenessSuggestsTheSmallestKeyChange(t *testing.T) {
 		s.Pairs != n/50 || s.PairsLeft != 0 || s.CheckedKeys != n/50 {
 		t.Fatalf("suggestion %+v", s)
 	}
-	if len(s.DifferIn) != 2 || s.DifferIn[0] != (ColumnDiff{"seq", n / 50}) || s.DifferIn[1] != (ColumnDiff{"v", n / 100}) {
+	if len(s.DifferIn) != 2 || s.DifferIn[0] != (model.ColumnDiff{Column: "seq", Pairs: n / 50}) || s.DifferIn[1] != (model.ColumnDiff{Column: "v", Pairs: n / 100}) {
 		t.Errorf("differ in %+v", s.DifferIn)
 	}
 	for _, ex := range u.Examples {
@@ -284,7 +287,7 @@ func TestUniquenessSuggestsTheSmallestKeyChange(t *testing.T) {
 	}
 	// the advisor offers the mapping with the change, and derives its designs with it: they lose
 	// nothing
-	var fixed *Alternative
+	var fixed *model.Alternative
 	for i, a := range rep.Alternatives {
 		switch {
 		case a.ID == "mapping_unique":
@@ -362,7 +365,7 @@ queries:
 	if len(rep.Queries) != 1 || rep.Queries[0].Query != "ts range" || rep.Queries[0].Origin != "mapping" {
 		t.Fatalf("queries %+v", rep.Queries)
 	}
-	rank := map[string]Alternative{}
+	rank := map[string]model.Alternative{}
 	for _, a := range rep.Alternatives {
 		rank[a.ID] = a
 	}
@@ -392,7 +395,7 @@ queries:
 func TestQueryOrderedDesign(t *testing.T) {
 	rep := runReport(t, fmt.Sprintf(readingsYAML, "[md5(ts).substr(0,4) + ts AS h][device_id][seq]", "queries:\n  - {equal: [device_id], range: ts}\n"),
 		readings(20000), nil)
-	var own, order *Alternative
+	var own, order *model.Alternative
 	for i, a := range rep.Alternatives {
 		if a.IsMapping {
 			own = &rep.Alternatives[i]
@@ -404,7 +407,7 @@ func TestQueryOrderedDesign(t *testing.T) {
 	if own == nil || own.Queries[0].Access != "full_scan" || own.Rank == 1 {
 		t.Fatalf("mapping: %+v", own)
 	}
-	f := wantSeverity(t, rep, "query_access", SevWarning)
+	f := wantSeverity(t, rep, "query_access", model.SevWarning)
 	if !strings.Contains(f.Message, "q1 device_id = ? and ts range: a scan of every region") {
 		t.Errorf("finding: %s", f.Message)
 	}
@@ -421,7 +424,7 @@ func TestQueryOrderedDesign(t *testing.T) {
 // by device_id and a ts range is one scan of the whole ts range that filters device_id.
 func TestRangeBeforeEqualityReadNote(t *testing.T) {
 	rep := runReport(t, fmt.Sprintf(readingsYAML, "[ts][device_id][seq]", "queries:\n  - {equal: [device_id], range: ts}\n"), readings(20000), nil)
-	f := wantSeverity(t, rep, "query_access", SevWarning)
+	f := wantSeverity(t, rep, "query_access", model.SevWarning)
 	for _, want := range []string{"one SCAN of a ts range", "the range column ts stands before device_id in the key", "reads the whole ts range for every value of device_id and filters device_id"} {
 		if !strings.Contains(f.Message, want) {
 			t.Errorf("read note lacks %q: %s", want, f.Message)
@@ -433,7 +436,7 @@ func TestRangeBeforeEqualityReadNote(t *testing.T) {
 		}
 	}
 	var buf bytes.Buffer
-	if err := WriteText(&buf, rep); err != nil {
+	if err := render.WriteText(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "q1  device_id = ? and ts range  (from mapping)") {
@@ -443,7 +446,7 @@ func TestRangeBeforeEqualityReadNote(t *testing.T) {
 
 func TestPlanQuery(t *testing.T) {
 	q := func(s string) transform.Query {
-		x, err := ParseQuery(s)
+		x, err := advise.ParseQuery(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -470,7 +473,7 @@ func TestPlanQuery(t *testing.T) {
 		{"[seq][device_id]", "device_id=", "full_scan", -1, "[device_id]", "the query does not fix the first key column seq"},
 	} {
 		prog, _ := compile(t, fmt.Sprintf(readingsYAML, c.key, ""))
-		p := planQuery(keyShape(prog), q(c.query))
+		p := advise.PlanQuery(advise.KeyShape(prog), q(c.query))
 		if p.Access != c.access || p.Scans != c.scans || fmt.Sprint(p.Filtered) != c.filtered || !strings.Contains(p.Note, c.note) {
 			t.Errorf("%s, %s: %+v", c.key, c.query, p)
 		}
@@ -485,7 +488,7 @@ func TestParseQuery(t *testing.T) {
 		"ts range":                      "ts range",
 		"host=, ts range, newest_first": "host = ? and ts range, newest first",
 	} {
-		q, err := ParseQuery(in)
+		q, err := advise.ParseQuery(in)
 		if err != nil || q.String() != want {
 			t.Errorf("ParseQuery(%q) = %q, %v; want %q", in, q.String(), err, want)
 		}
@@ -499,12 +502,12 @@ func TestParseQuery(t *testing.T) {
 		"device id=":       "is not a column name",
 		"a=, newest_first": "order: newest_first needs a range column",
 	} {
-		if _, err := ParseQuery(in); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "e.g. --query 'device_id=, ts range'") {
+		if _, err := advise.ParseQuery(in); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "e.g. --query 'device_id=, ts range'") {
 			t.Errorf("ParseQuery(%q): %v, want ...%s...", in, err, want)
 		}
 	}
 	src := pipeline.SourceSchema{{Name: "device_id", Type: "text"}, {Name: "ts", Type: "timestamp"}}
-	if err := CheckQueries([]transform.Query{{Equal: []string{"device"}, Range: "ts"}}, src); err == nil ||
+	if err := advise.CheckQueries([]transform.Query{{Equal: []string{"device"}, Range: "ts"}}, src); err == nil ||
 		!strings.Contains(err.Error(), `"device" is not a source column (source columns: device_id, ts)`) {
 		t.Errorf("CheckQueries: %v", err)
 	}

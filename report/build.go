@@ -2,25 +2,27 @@ package report
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/advise"
+	"github.com/rekey/rekey/report/collide"
+	"github.com/rekey/rekey/report/model"
 	"github.com/rekey/rekey/transform"
 )
 
 // build turns the accumulated figures into the report (findings come later, in evaluate), one
 // section after the other: a later one reads what an earlier one set.
-func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline.RegionPlan, planInfo PlanInfo,
-	info SourceInfo, elapsed time.Duration, ord orderResult) *Report {
-	rep := &Report{Schema: SchemaVersion, Generator: r.cfg.Generator, Source: info, Plan: planInfo, Alternatives: []Alternative{}, Indexes: []IndexOffer{}, HotRows: HotRows{Top: []HotRow{}}}
+func (r *runner) build(a *collide.Acc, tl *timeline, coll collide.CollisionResult, plan pipeline.RegionPlan, planInfo model.PlanInfo,
+	info model.SourceInfo, elapsed time.Duration, ord orderResult) *model.Report {
+	rep := &model.Report{Schema: model.SchemaVersion, Generator: r.cfg.Generator, Source: info, Plan: planInfo, Alternatives: []model.Alternative{}, Indexes: []model.IndexOffer{}, HotRows: model.HotRows{Top: []model.HotRow{}}}
 	if rep.Generator == "" {
 		rep.Generator = "rekey"
 	}
 	r.buildKeyColumns(rep, a)
 	buildTotals(rep, a, tl, elapsed)
-	buildKeyShape(rep, a, r.d.keyLen)
+	buildKeyShape(rep, a, r.d.KeyLen)
 	r.buildUniqueness(rep, coll)
 	r.buildFirstColumn(rep, a, tl, ord)
 	r.buildRegions(rep, a, plan)                // after the first column: its distinct values bound the regions reached
@@ -29,9 +31,9 @@ func (r *runner) build(a *acc, tl *timeline, coll collisionResult, plan pipeline
 }
 
 // buildKeyColumns describes the mapping and each key column's values.
-func (r *runner) buildKeyColumns(rep *Report, a *acc) {
+func (r *runner) buildKeyColumns(rep *model.Report, a *collide.Acc) {
 	prog := r.prog
-	rep.Mapping = mappingInfo(prog, r.cfg.Mapping)
+	rep.Mapping = advise.MappingInfo(prog, r.cfg.Mapping)
 	srcOf := prog.KeySourceColumns()
 	for i := range rep.Mapping.KeyColumns {
 		kc := &rep.Mapping.KeyColumns[i]
@@ -39,49 +41,49 @@ func (r *runner) buildKeyColumns(rep *Report, a *acc) {
 		if kc.Sources == nil {
 			kc.Sources = []string{}
 		}
-		c := a.cols[i]
-		if c.text {
-			kc.MaxBytes = c.maxLen
-			if c.n > 0 {
-				kc.MeanBytes = float64(c.sumLen) / float64(c.n)
+		c := a.Cols[i]
+		if c.Text {
+			kc.MaxBytes = c.MaxLen
+			if c.N > 0 {
+				kc.MeanBytes = float64(c.SumLen) / float64(c.N)
 			}
-			kc.JSONLike, kc.LongText = c.jsonLike, c.longText
-			kc.Numeric = c.numeric && c.n > 0
-			if c.n > 0 {
-				kc.MinBytes = c.minLen
+			kc.JSONLike, kc.LongText = c.JsonLike, c.LongText
+			kc.Numeric = c.Numeric && c.N > 0
+			if c.N > 0 {
+				kc.MinBytes = c.MinLen
 			}
 		} else {
 			w := prog.Target().Columns[i].Type.FixedSize()
 			kc.MaxBytes, kc.MeanBytes, kc.MinBytes = w, float64(w), w
 		}
 		if i == 0 {
-			kc.Distinct, kc.DistinctExact = a.distinct()
-			if c.text {
-				kc.CommonPrefix, kc.PrefixBytes = displayValue(pipeline.Text(string(a.lcp)), 80), len(a.lcp)
+			kc.Distinct, kc.DistinctExact = a.Distinct()
+			if c.Text {
+				kc.CommonPrefix, kc.PrefixBytes = collide.DisplayValue(pipeline.Text(string(a.Lcp)), 80), len(a.Lcp)
 			}
 		} else {
-			kc.Distinct = int64(c.hll.Estimate())
-			if c.text {
-				kc.CommonPrefix, kc.PrefixBytes = displayValue(pipeline.Text(string(c.lcp)), 80), len(c.lcp)
+			kc.Distinct = int64(c.Hll.Estimate())
+			if c.Text {
+				kc.CommonPrefix, kc.PrefixBytes = collide.DisplayValue(pipeline.Text(string(c.Lcp)), 80), len(c.Lcp)
 			}
 		}
 	}
 }
 
 // buildTotals counts the rows and bytes.
-func buildTotals(rep *Report, a *acc, tl *timeline, elapsed time.Duration) {
+func buildTotals(rep *model.Report, a *collide.Acc, tl *timeline, elapsed time.Duration) {
 	info := rep.Source
 	t := &rep.Totals
 	t.RowsRead, t.RowsAnalysed = tl.read, tl.analysed
-	t.RowsOK, t.RowsRejected = a.rows, a.rejected
-	t.RejectCodes = a.codes
-	t.RejectExamples = a.rejEx
+	t.RowsOK, t.RowsRejected = a.Rows, a.Rejected
+	t.RejectCodes = a.Codes
+	t.RejectExamples = a.RejEx
 	if t.RejectExamples == nil {
-		t.RejectExamples = []RejectExample{}
+		t.RejectExamples = []model.RejectExample{}
 	}
-	t.TargetBytes = a.rowBytes
-	t.EstimatedTargetBytes = int64(float64(a.rowBytes) * info.Scale)
-	t.KeyBytes = a.keyHist.sum
+	t.TargetBytes = a.RowBytes
+	t.EstimatedTargetBytes = int64(float64(a.RowBytes) * info.Scale)
+	t.KeyBytes = a.KeyHist.Sum
 	t.Seconds = elapsed.Seconds()
 	if t.Seconds > 0 {
 		t.RowsPerSec = float64(t.RowsRead) / t.Seconds
@@ -89,37 +91,37 @@ func buildTotals(rep *Report, a *acc, tl *timeline, elapsed time.Duration) {
 }
 
 // buildKeyShape sums up the key lengths.
-func buildKeyShape(rep *Report, a *acc, keyLen int) {
-	h := a.keyHist
-	rep.Key = KeyShape{Columns: keyLen, MinBytes: h.min(), P50Bytes: h.quantile(0.5), P99Bytes: h.quantile(0.99),
-		MaxBytes: h.maxSeen, OverLimit: a.codes[pipeline.CodeKeyTooLong] + h.over}
-	if h.n > 0 {
-		rep.Key.MeanBytes = float64(h.sum) / float64(h.n)
+func buildKeyShape(rep *model.Report, a *collide.Acc, keyLen int) {
+	h := a.KeyHist
+	rep.Key = model.KeyShape{Columns: keyLen, MinBytes: h.Min(), P50Bytes: h.Quantile(0.5), P99Bytes: h.Quantile(0.99),
+		MaxBytes: h.MaxSeen, OverLimit: a.Codes[pipeline.CodeKeyTooLong] + h.Over}
+	if h.N > 0 {
+		rep.Key.MeanBytes = float64(h.Sum) / float64(h.N)
 		rep.Key.FixedLength = rep.Key.MinBytes == rep.Key.MaxBytes
 	}
 }
 
 // buildUniqueness reports the collision check, with its examples.
-func (r *runner) buildUniqueness(rep *Report, coll collisionResult) {
+func (r *runner) buildUniqueness(rep *model.Report, coll collide.CollisionResult) {
 	prog, d := r.prog, r.d
 	u := &rep.Uniqueness
 	u.Exact = !rep.Source.Sampled
 	u.Keys, u.CollidingKeys, u.CollisionRows, u.DuplicateRows = coll.Keys, coll.Colliding, coll.Rows, coll.Duplicates
-	u.Examples = []CollisionExample{}
-	u.SourceColumns = append([]string{}, d.srcName...)
-	keyCols := prog.Target().Columns[:d.keyLen]
+	u.Examples = []model.CollisionExample{}
+	u.SourceColumns = append([]string{}, d.SrcName...)
+	keyCols := prog.Target().Columns[:d.KeyLen]
 	for _, ex := range coll.Examples {
-		ce := CollisionExample{Rows: ex.Rows, Sources: ex.Sources, DifferIn: diffColumns(prog.Source(), ex.Diff)}
+		ce := model.CollisionExample{Rows: ex.Rows, Sources: ex.Sources, DifferIn: advise.DiffColumns(prog.Source(), ex.Diff)}
 		for i, o := range ex.Origins {
 			if i == 0 {
-				for _, v := range d.exampleKey(o) {
-					ce.Key = append(ce.Key, displayValue(v, 80))
+				for _, v := range d.ExampleKey(o) {
+					ce.Key = append(ce.Key, collide.DisplayValue(v, 80))
 				}
 			}
-			row := ExampleRow{Position: o.stream + ":" + itoa(o.seq), Values: map[string]string{}}
-			for k, v := range o.src {
-				if k < len(d.srcName) {
-					row.Values[d.srcName[k]] = displayValue(v, 80)
+			row := model.ExampleRow{Position: o.Stream + ":" + model.Itoa(o.Seq), Values: map[string]string{}}
+			for k, v := range o.Src {
+				if k < len(d.SrcName) {
+					row.Values[d.SrcName[k]] = collide.DisplayValue(v, 80)
 				}
 			}
 			ce.Origins = append(ce.Origins, row)
@@ -130,18 +132,18 @@ func (r *runner) buildUniqueness(rep *Report, coll collisionResult) {
 		// the key's source columns agree: in every distinct row by their hashes (Diff), and in
 		// the origins shown (columns beyond the hashed ones)
 		ce.SameKeySources = len(ex.Origins) > 1
-		for _, c := range d.srcCols {
+		for _, c := range d.SrcCols {
 			if c < ex.Hashed && ex.Diff&(1<<uint(c)) != 0 {
 				ce.SameKeySources = false
 			}
 		}
 		for _, o := range ex.Origins[1:] {
-			if len(o.src) != len(ex.Origins[0].src) {
+			if len(o.Src) != len(ex.Origins[0].Src) {
 				ce.SameKeySources = false
 				continue
 			}
-			for k := range o.src {
-				if o.src[k] != ex.Origins[0].src[k] {
+			for k := range o.Src {
+				if o.Src[k] != ex.Origins[0].Src[k] {
 					ce.SameKeySources = false
 				}
 			}
@@ -151,39 +153,39 @@ func (r *runner) buildUniqueness(rep *Report, coll collisionResult) {
 }
 
 // buildFirstColumn describes the first key column: distinct and top values, prefix, order.
-func (r *runner) buildFirstColumn(rep *Report, a *acc, tl *timeline, ord orderResult) {
+func (r *runner) buildFirstColumn(rep *model.Report, a *collide.Acc, tl *timeline, ord orderResult) {
 	fc := &rep.FirstColumn
 	first := r.prog.Target().Columns[0]
 	fc.Name, fc.Type = first.Name, first.SQLType()
-	fc.Distinct, fc.DistinctExact = a.distinct()
-	fc.TopExact = !a.ss.evicted
+	fc.Distinct, fc.DistinctExact = a.Distinct()
+	fc.TopExact = !a.Ss.Evicted
 	// Listed: every value while the counters are exact; after evictions only values with a
 	// guaranteed share of at least 0.1% (the rest are noise within the error bound).
-	for _, tv := range a.ss.top(10) {
-		v := TopValue{Value: r.firstText(tv.Value), Rows: tv.Count, RowsMin: tv.Count - tv.Err}
-		if a.rows > 0 {
-			v.Share = float64(v.RowsMin) / float64(a.rows)
-			v.ShareMax = float64(v.Rows) / float64(a.rows)
+	for _, tv := range a.Ss.Top(10) {
+		v := model.TopValue{Value: r.firstText(tv.Value), Rows: tv.Count, RowsMin: tv.Count - tv.Err}
+		if a.Rows > 0 {
+			v.Share = float64(v.RowsMin) / float64(a.Rows)
+			v.ShareMax = float64(v.Rows) / float64(a.Rows)
 		}
-		if a.ss.evicted && v.RowsMin*1000 < a.rows {
+		if a.Ss.Evicted && v.RowsMin*1000 < a.Rows {
 			continue
 		}
 		fc.Top = append(fc.Top, v)
 	}
-	if a.ss.evicted && a.rows > 0 {
-		fc.OtherMaxShare = float64(a.ss.min()) / float64(a.rows)
+	if a.Ss.Evicted && a.Rows > 0 {
+		fc.OtherMaxShare = float64(a.Ss.Min()) / float64(a.Rows)
 	}
 	if fc.Top == nil {
-		fc.Top = []TopValue{}
+		fc.Top = []model.TopValue{}
 	}
-	fc.CommonPrefix = displayValue(pipeline.Text(string(a.lcp)), 80)
-	fc.PrefixBytes = len(a.lcp)
-	if a.cols[0].text {
-		fc.MinBytes = minTextLen(a)
+	fc.CommonPrefix = collide.DisplayValue(pipeline.Text(string(a.Lcp)), 80)
+	fc.PrefixBytes = len(a.Lcp)
+	if a.Cols[0].Text {
+		fc.MinBytes = collide.MinTextLen(a)
 	} else {
 		fc.MinBytes = first.Type.FixedSize()
 	}
-	up, down, pairs := a.up+tl.up, a.down+tl.down, a.pairs+tl.pairs
+	up, down, pairs := a.Up+tl.up, a.Down+tl.down, a.Pairs+tl.pairs
 	if ord.w != nil { // in write order, over the subsample
 		up, down, pairs = ord.up, ord.down, ord.pairs
 	}
@@ -194,15 +196,15 @@ func (r *runner) buildFirstColumn(rep *Report, a *acc, tl *timeline, ord orderRe
 }
 
 // buildRegions lists the rows and bytes per region and how evenly they spread.
-func (r *runner) buildRegions(rep *Report, a *acc, plan pipeline.RegionPlan) {
+func (r *runner) buildRegions(rep *model.Report, a *collide.Acc, plan pipeline.RegionPlan) {
 	fc := &rep.FirstColumn
 	var total int64
-	for _, n := range a.regRows {
+	for _, n := range a.RegRows {
 		total += n
 	}
 	for i := 0; i < plan.Count(); i++ {
 		start, hasStart, end, hasEnd := plan.Bounds(i)
-		reg := Region{Index: i, Rows: a.regRows[i], Bytes: a.regBytes[i]}
+		reg := model.Region{Index: i, Rows: a.RegRows[i], Bytes: a.RegBytes[i]}
 		if hasStart {
 			reg.Start = r.cfg.FormatSplit(plan.Type, start)
 		}
@@ -216,9 +218,9 @@ func (r *runner) buildRegions(rep *Report, a *acc, plan pipeline.RegionPlan) {
 	}
 	dist := &rep.Distribution
 	dist.Regions = plan.Count()
-	dist.RowsMaxMean, dist.CV, dist.EmptyRegions, dist.HottestRegions = regionStats(a.regRows)
-	dist.BytesMaxMean, _, _, _ = regionStats(a.regBytes)
-	if fc.Distinct < int64(plan.Count()) && a.rows > 0 {
+	dist.RowsMaxMean, dist.CV, dist.EmptyRegions, dist.HottestRegions = collide.RegionStats(a.RegRows)
+	dist.BytesMaxMean, _, _, _ = collide.RegionStats(a.RegBytes)
+	if fc.Distinct < int64(plan.Count()) && a.Rows > 0 {
 		dist.Unreachable = plan.Count() - int(fc.Distinct)
 	}
 	if dist.HottestRegions == nil {
@@ -228,7 +230,7 @@ func (r *runner) buildRegions(rep *Report, a *acc, plan pipeline.RegionPlan) {
 
 // buildWriteOrder reports the write order: how the key columns follow it, the hotspot windows
 // and the heatmap over time.
-func buildWriteOrder(rep *Report, tl *timeline, ord orderResult, regions int) {
+func buildWriteOrder(rep *model.Report, tl *timeline, ord orderResult, regions int) {
 	rep.WriteOrder = ord.info
 	for i, ko := range ord.info.KeyColumns {
 		if i < len(rep.Mapping.KeyColumns) {
@@ -240,131 +242,30 @@ func buildWriteOrder(rep *Report, tl *timeline, ord orderResult, regions int) {
 	if ord.w != nil {
 		win = ord.w
 	}
-	ws := win.result()
-	hs := summarize(ws, regions, win.per)
-	rep.Hotspot = Hotspot{Order: ord.info.Evidence, Windows: hs.Windows, RowsPerWindow: hs.RowsPerWindow, EvenShare: hs.EvenShare,
+	ws := win.Result()
+	hs := collide.Summarize(ws, regions, win.Per)
+	rep.Hotspot = model.Hotspot{Order: ord.info.Evidence, Windows: hs.Windows, RowsPerWindow: hs.RowsPerWindow, EvenShare: hs.EvenShare,
 		MeanTopShare: hs.MeanTopShare, MaxTopShare: hs.MaxTopShare, HotFactor: hs.HotFactor, TopRegions: hs.DistinctTopReg}
-	rep.HotspotWindows = make([]Window, len(ws))
+	rep.HotspotWindows = make([]model.Window, len(ws))
 	for i, w := range ws {
-		rep.HotspotWindows[i] = Window{Index: i, FirstRow: w.First, Rows: w.Rows, TopRegion: w.TopRegion, TopShare: w.TopShare, Counts: w.Counts}
+		rep.HotspotWindows[i] = model.Window{Index: i, FirstRow: w.First, Rows: w.Rows, TopRegion: w.TopRegion, TopShare: w.TopShare, Counts: w.Counts}
 	}
 	if ord.heat != nil && (ord.info.Axis == "time" || ord.info.Axis == "value") {
 		label := ord.info.Column
 		if label == "" {
 			label = ord.info.Evidence
 		}
-		rep.TimeHeatmap = ord.heat.result(label, rep.Regions)
+		rep.TimeHeatmap = ord.heat.Result(label, rep.Regions)
 		rep.TimeHeatmap.Order, rep.TimeHeatmap.Axis = ord.info.Evidence, ord.info.Axis
 	}
 }
 
-func mappingInfo(prog *transform.Program, m *transform.Mapping) MappingInfo {
-	mi := MappingInfo{Table: prog.Table(), Fingerprint: prog.Fingerprint()}
-	if m != nil {
-		mi.File = m.File
-	}
-	var sb strings.Builder
-	for _, ke := range prog.KeyElements() {
-		sb.WriteString("[")
-		if ke.Expr != ke.Name && ke.Expr != "`"+ke.Name+"`" {
-			sb.WriteString(ke.Expr + " AS " + ke.Name)
-		} else {
-			sb.WriteString(ke.Name)
-		}
-		if ke.Desc {
-			sb.WriteString(" DESC")
-		}
-		sb.WriteString("]")
-		mi.KeyColumns = append(mi.KeyColumns, KeyColumn{Name: ke.Name, Expr: ke.Expr, Type: ke.Type.String(), Desc: ke.Desc})
-	}
-	mi.PrimaryKey = sb.String()
-	return mi
-}
-
-func minTextLen(a *acc) int {
-	if c := a.cols[0]; c.n > 0 {
-		return c.minLen
-	}
-	return 0
-}
-
-// displayValue renders a value for humans: canonical text, non-printable bytes escaped, capped.
-func displayValue(v pipeline.Value, maxLen int) string {
-	s := v.String()
-	if v.Kind == pipeline.KindNull {
-		return "null"
-	}
-	var sb strings.Builder
-	n := 0
-	for _, r := range s {
-		if n >= maxLen {
-			sb.WriteString("…")
-			break
-		}
-		switch {
-		case r == '\n':
-			sb.WriteString(`\n`)
-		case r == '\t':
-			sb.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f || r == 0xfffd:
-			sb.WriteString("\\x")
-			sb.WriteString(hex2(byte(r)))
-		default:
-			sb.WriteRune(r)
-		}
-		n++
-	}
-	return sb.String()
-}
-
-func hex2(b byte) string {
-	const h = "0123456789abcdef"
-	return string([]byte{h[b>>4], h[b&15]})
-}
-
-func itoa(n int64) string {
-	if n == 0 {
-		return "0"
-	}
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	var b [24]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
-}
-
-// sortedCodes lists reject codes by decreasing count.
-func sortedCodes(m map[string]int64) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if m[out[i]] != m[out[j]] {
-			return m[out[i]] > m[out[j]]
-		}
-		return out[i] < out[j]
-	})
-	return out
-}
-
 // recommend fills rep.Recommendation: bulkload regions = estimated data / region size (at least
 // 1), API writes = nodes x 4, each with split keys placed from the run's whole-input subsample.
-func (r *runner) recommend(rep *Report, recs []pipeline.Record) {
+func (r *runner) recommend(rep *model.Report, recs []pipeline.Record) {
 	prog := r.prog
 	size := prog.RegionSize()
-	rows := prog.SpreadRows(recs, altPlanRows)
+	rows := prog.SpreadRows(recs, advise.AltPlanRows)
 	est := rep.Totals.EstimatedTargetBytes
 	rec := &rep.Recommendation
 	rec.RegionSize = size
@@ -380,15 +281,15 @@ func (r *runner) recommend(rep *Report, recs []pipeline.Record) {
 	}
 }
 
-func regionAdvice(prog *transform.Program, n int, rows [][]pipeline.Value, basis string, format func(pipeline.Type, pipeline.Value) string) RegionAdvice {
-	a := RegionAdvice{Regions: n, Basis: basis, SplitKeys: []string{}}
+func regionAdvice(prog *transform.Program, n int, rows [][]pipeline.Value, basis string, format func(pipeline.Type, pipeline.Value) string) model.RegionAdvice {
+	a := model.RegionAdvice{Regions: n, Basis: basis, SplitKeys: []string{}}
 	if n <= 1 {
 		a.Strategy = "single"
 		return a
 	}
 	plan, err := prog.PlanRegions(transform.RegionRequest{Count: n, Sample: rows})
 	if err != nil {
-		a.Basis += "; no split keys: " + firstLine(err.Error())
+		a.Basis += "; no split keys: " + advise.FirstLine(err.Error())
 		return a
 	}
 	a.Regions, a.Strategy = plan.Count(), plan.Strategy
@@ -412,5 +313,5 @@ func splitKeysSQL(keys []string) string {
 
 // firstText renders a first-column value like the region bounds (timestamps as dates).
 func (r *runner) firstText(v pipeline.Value) string {
-	return displayValue(pipeline.Text(r.cfg.FormatSplit(r.d.first.Type, v)), 80)
+	return collide.DisplayValue(pipeline.Text(r.cfg.FormatSplit(r.d.First.Type, v)), 80)
 }

@@ -11,6 +11,9 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/advise"
+	"github.com/rekey/rekey/report/model"
+	"github.com/rekey/rekey/report/render"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the report's golden files in testdata/golden")
@@ -18,12 +21,12 @@ var updateGolden = flag.Bool("update", false, "rewrite the report's golden files
 // goldenReports are inputs that fire most rules between them: a monotonic key that hotspots, a
 // hash prefix with a sample, a dictionary that makes rows collide (with rejects and duplicates),
 // JSON and long text in the key, keys over Lindorm's limit and an empty input.
-func goldenReports(t *testing.T) map[string]*Report {
+func goldenReports(t *testing.T) map[string]*model.Report {
 	one := func(c *Config) { c.Workers = 1 } // heavy hitters and examples do not depend on scheduling
-	reps := map[string]*Report{
+	reps := map[string]*model.Report{
 		"monotonic": runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), events(20000), one),
 		"hash_prefix_sampled": runReport(t, fmt.Sprintf(eventsYAML, "[md5(id).substr(0,4) + id AS h][ts]"), events(20000),
-			func(c *Config) { one(c); c.Sample = Sample{Fraction: 0.5} }),
+			func(c *Config) { one(c); c.Sample = model.Sample{Fraction: 0.5} }),
 		"few_values": runReport(t, fmt.Sprintf(eventsYAML, "[kind][ts]"), events(5000), one),
 		"empty":      runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), &memSource{n: 0, make: events(1).make}, one),
 	}
@@ -31,7 +34,7 @@ func goldenReports(t *testing.T) map[string]*Report {
 	reps["prefix_splits_queries"] = runReport(t, splits, events(5000), func(c *Config) {
 		one(c)
 		for _, q := range []string{"payload=, ts range", "kind="} {
-			pq, err := ParseQuery(q)
+			pq, err := advise.ParseQuery(q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,10 +69,10 @@ func goldenReports(t *testing.T) map[string]*Report {
 func TestGoldenOutputs(t *testing.T) {
 	for name, rep := range goldenReports(t) {
 		rep.Totals.Seconds, rep.Totals.RowsPerSec = 1, float64(rep.Totals.RowsRead) // the only figures that vary by run
-		for ext, write := range map[string]func(*bytes.Buffer, *Report) error{
-			"txt":  func(b *bytes.Buffer, r *Report) error { return WriteText(b, r) },
-			"json": func(b *bytes.Buffer, r *Report) error { return WriteJSON(b, r) },
-			"html": func(b *bytes.Buffer, r *Report) error { return WriteHTML(b, r) },
+		for ext, write := range map[string]func(*bytes.Buffer, *model.Report) error{
+			"txt":  func(b *bytes.Buffer, r *model.Report) error { return render.WriteText(b, r) },
+			"json": func(b *bytes.Buffer, r *model.Report) error { return render.WriteJSON(b, r) },
+			"html": func(b *bytes.Buffer, r *model.Report) error { return render.WriteHTML(b, r) },
 		} {
 			if ext == "html" && (name == "monotonic" || name == "hash_prefix_sampled" || name == "prefix_splits_queries") {
 				continue // their heatmaps make pages of ~0.5 MB; the other pages have every section
@@ -136,24 +139,60 @@ func TestRuleTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rules {
-		if r.what == "" {
-			t.Errorf("rule %v says nothing of what it checks", r.names)
+	for _, r := range advise.Rules {
+		if r.What == "" {
+			t.Errorf("rule %v says nothing of what it checks", r.Names)
 		}
-		for _, n := range r.names {
+		if r.Needs != advise.NeedsMapping && r.Needs != advise.NeedsSample || r.Worst == "" {
+			t.Errorf("rule %v: needs %q, worst %q: say which evidence it needs and the worst it gives", r.Names, r.Needs, r.Worst)
+		}
+		if by := advise.RuleOf(r.SampledBy); r.SampledBy != "" && (by == nil || by.Needs != advise.NeedsSample) {
+			t.Errorf("rule %v gives way to %q, which is no sample rule of the table", r.Names, r.SampledBy)
+		}
+		for _, n := range r.Names {
 			if !bytes.Contains(readme, []byte("| `"+n+"` |")) {
 				t.Errorf("rule %s is not in report/README.md's table", n)
 			}
 		}
 	}
 	for name, rep := range goldenReports(t) {
-		f := newFacts(rep)
-		for _, r := range rules {
-			for _, fd := range r.check(f) {
-				if !slices.Contains(r.names, fd.Rule) {
-					t.Errorf("%s: the row %v gives a finding %s", name, r.names, fd.Rule)
+		f := advise.NewFacts(rep)
+		for _, r := range advise.Rules {
+			for _, fd := range r.Check(f) {
+				if !slices.Contains(r.Names, fd.Rule) {
+					t.Errorf("%s: the row %v gives a finding %s", name, r.Names, fd.Rule)
 				}
 			}
 		}
+	}
+}
+
+// A mapping alone is judged by the mapping's rules, and every data rule is reported as skipped,
+// never passed; with a sample, a mapping rule that data can judge gives way to the data rule.
+func TestRuleTableEvidence(t *testing.T) {
+	p, _ := compile(t, fmt.Sprintf(eventsYAML, "[ts][id]"))
+	names := func(fs []model.Finding) (out []string) {
+		for _, f := range fs {
+			out = append(out, f.Rule)
+		}
+		return out
+	}
+	fs, skipped := advise.Apply(advise.MappingFacts(p, p.DesignRules(false)))
+	if got := names(fs); !slices.Equal(got, []string{"key_columns", "monotonic_first_key"}) {
+		t.Errorf("mapping alone: findings %v, want key_columns and monotonic_first_key", got)
+	}
+	var sampleRules int
+	for _, r := range advise.Rules {
+		if r.Needs == advise.NeedsSample {
+			sampleRules++
+		}
+	}
+	if len(skipped) != sampleRules {
+		t.Errorf("mapping alone: %d rules skipped, want every sample rule (%d)", len(skipped), sampleRules)
+	}
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), events(2000), nil)
+	got := names(rep.Findings)
+	if slices.Contains(got, "monotonic_first_key") || !slices.Contains(got, "incremental_key_column") {
+		t.Errorf("with a sample: findings %v, want incremental_key_column in place of monotonic_first_key", got)
 	}
 }

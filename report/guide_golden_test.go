@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/advise"
+	"github.com/rekey/rekey/report/collide"
+	"github.com/rekey/rekey/report/model"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -46,7 +49,7 @@ func channelRow(i int) []pipeline.Value {
 // the newest users place the newest orders), order ids rising.
 func userOrderRow(seq bool) func(i int) []pipeline.Value {
 	return func(i int) []pipeline.Value {
-		u := fmt.Sprintf("u%08x", mix64(spreadOf(i, 20000), 7)&0xffffffff)
+		u := fmt.Sprintf("u%08x", collide.Mix64(spreadOf(i, 20000), 7)&0xffffffff)
 		if seq {
 			u = fmt.Sprintf("%09d", 100000000+i/3)
 		}
@@ -163,7 +166,7 @@ func TestGuideScenarios(t *testing.T) {
 			rep := runReport(t, sc.yaml, sc.src(), func(c *Config) { c.Queries = sc.queries; c.Workers = 1 })
 			var got []string
 			for _, f := range rep.Findings {
-				if f.Severity != SevInfo {
+				if f.Severity != model.SevInfo {
 					got = append(got, f.Rule)
 				}
 			}
@@ -176,7 +179,7 @@ func TestGuideScenarios(t *testing.T) {
 			if len(rep.Alternatives) == 0 || rep.Alternatives[0].PrimaryKey != sc.first {
 				var table []string
 				for _, a := range rep.Alternatives {
-					table = append(table, fmt.Sprintf("%d %s %s hot %.2f %+v", a.Rank, a.Grade, a.PrimaryKey, writeHotFactor(&a), a.Queries))
+					table = append(table, fmt.Sprintf("%d %s %s hot %.2f %+v", a.Rank, a.Grade, a.PrimaryKey, advise.WriteHotFactor(&a), a.Queries))
 				}
 				t.Errorf("#1 is not %s:\n%s", sc.first, strings.Join(table, "\n"))
 			}
@@ -257,7 +260,7 @@ func TestWrittenSaltedDesignNamesItsCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	prog, _ := compile(t, sc.yaml)
-	if _, err := WriteMappings(filepath.Join(dir, "designs"), rep.Mapping.File, rep, prog.Source()); err != nil {
+	if _, err := advise.WriteMappings(filepath.Join(dir, "designs"), rep.Mapping.File, rep, prog.Source()); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "designs", "salt.yaml"))
@@ -269,7 +272,7 @@ func TestWrittenSaltedDesignNamesItsCost(t *testing.T) {
 	}
 	// ranked write-heavy (--workload): the files say so, for the report run on them
 	rep.Workload = transform.WorkloadWriteHeavy
-	if _, err := WriteMappings(filepath.Join(dir, "heavy"), rep.Mapping.File, rep, prog.Source()); err != nil {
+	if _, err := advise.WriteMappings(filepath.Join(dir, "heavy"), rep.Mapping.File, rep, prog.Source()); err != nil {
 		t.Fatal(err)
 	}
 	if m, err := transform.Load(filepath.Join(dir, "heavy", "salt.yaml")); err != nil || m.Workload != transform.WorkloadWriteHeavy {
@@ -300,7 +303,7 @@ target:
 	if rep.Totals.RowsOK != 0 {
 		t.Fatalf("the fixture needs every row rejected: %+v", rep.Totals)
 	}
-	if f := wantSeverity(t, rep, "key_length", SevInfo); f.Message != "key length not measured: no row passed the mapping (see rejects)" {
+	if f := wantSeverity(t, rep, "key_length", model.SevInfo); f.Message != "key length not measured: no row passed the mapping (see rejects)" {
 		t.Errorf("key_length: %s", f.Message)
 	}
 }
@@ -309,8 +312,8 @@ target:
 // guides' index beside the key changes: a secondary index when the query's columns as a key
 // spread writes, with its CREATE INDEX; an index table keyed for the query when they would not.
 func TestIndexOffers(t *testing.T) {
-	by := func(rep *Report) map[string]IndexOffer {
-		out := map[string]IndexOffer{}
+	by := func(rep *model.Report) map[string]model.IndexOffer {
+		out := map[string]model.IndexOffer{}
 		for _, x := range rep.Indexes {
 			out[x.Query] = x
 		}

@@ -8,6 +8,10 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/advise"
+	"github.com/rekey/rekey/report/collide"
+	"github.com/rekey/rekey/report/model"
+	"github.com/rekey/rekey/report/render"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -23,7 +27,7 @@ func guideTable(make func(i int) []pipeline.Value) pipeline.Source {
 const guideBase = 1704067200000
 
 // spreadOf is a fixed pseudo-random value of i (users and sellers placing orders at random).
-func spreadOf(i int, n uint64) uint64 { return mix64(uint64(i), 0x9e37) % n }
+func spreadOf(i int, n uint64) uint64 { return collide.Mix64(uint64(i), 0x9e37) % n }
 
 var channels = []string{"alipay", "alipay", "alipay", "alipay", "taobao", "taobao", "taobao", "wechat", "wechat", "jd"}
 
@@ -43,7 +47,7 @@ func logRow(i int) []pipeline.Value {
 }
 
 func transactionRow(i int) []pipeline.Value {
-	return []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text(fmt.Sprintf("%x", mix64(spreadOf(i, 20000), 1))), pipeline.Text(fmt.Sprintf("buyer%06d", spreadOf(i+7, 100000))),
+	return []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text(fmt.Sprintf("%x", collide.Mix64(spreadOf(i, 20000), 1))), pipeline.Text(fmt.Sprintf("buyer%06d", spreadOf(i+7, 100000))),
 		pipeline.Int(guideBase + int64(i)), pipeline.Text("item"), pipeline.Int(1), pipeline.Decimal("3.20"), pipeline.Text("paid")}
 }
 
@@ -76,33 +80,33 @@ func withKeyText(file, pk string) string {
 	return strings.Join(out, "\n")
 }
 
-func guideReport(t *testing.T, yml string, src pipeline.Source, queries []transform.Query) *Report {
+func guideReport(t *testing.T, yml string, src pipeline.Source, queries []transform.Query) *model.Report {
 	t.Helper()
 	return runReport(t, yml, src, func(c *Config) {
 		c.Queries = queries
 	})
 }
 
-func warnings(rep *Report) []string {
+func warnings(rep *model.Report) []string {
 	var out []string
 	for _, f := range rep.Findings {
-		if f.Severity != SevInfo {
+		if f.Severity != model.SevInfo {
 			out = append(out, f.Rule+": "+f.Message)
 		}
 	}
 	return out
 }
 
-func mappingAlt(rep *Report) Alternative {
+func mappingAlt(rep *model.Report) model.Alternative {
 	for _, a := range rep.Alternatives {
 		if a.IsMapping {
 			return a
 		}
 	}
-	return Alternative{}
+	return model.Alternative{}
 }
 
-func altRank(t *testing.T, rep *Report, id string) int {
+func altRank(t *testing.T, rep *model.Report, id string) int {
 	t.Helper()
 	for _, a := range rep.Alternatives {
 		if a.ID == id || a.SameAs == id {
@@ -114,9 +118,9 @@ func altRank(t *testing.T, rep *Report, id string) int {
 }
 
 // incrementalWarning is the incremental_key_column warning about key column col.
-func incrementalWarning(rep *Report, col string) *Finding {
+func incrementalWarning(rep *model.Report, col string) *model.Finding {
 	for i, f := range rep.Findings {
-		if f.Rule == "incremental_key_column" && f.Severity == SevWarning && strings.Contains(f.Message, "key column "+col+" is incremental") {
+		if f.Rule == "incremental_key_column" && f.Severity == model.SevWarning && strings.Contains(f.Message, "key column "+col+" is incremental") {
 			return &rep.Findings[i]
 		}
 	}
@@ -151,7 +155,7 @@ func TestGuideExampleTables(t *testing.T) {
 				// the guide's own logs table has 4 key columns: the 1-3 advice stays
 				t.Errorf("the guide's design %s gets warnings:\n%s", guide.Mapping.PrimaryKey, strings.Join(w, "\n"))
 			}
-			if own := mappingAlt(guide); own.Grade != "good" || incrementalFirst(&own) {
+			if own := mappingAlt(guide); own.Grade != "good" || advise.IncrementalFirst(&own) {
 				t.Errorf("the guide's design %s is graded %s (rank %d)", own.PrimaryKey, own.Grade, own.Rank)
 			}
 
@@ -169,7 +173,7 @@ func TestGuideExampleTables(t *testing.T) {
 			if own.Rank == 1 {
 				t.Errorf("naive key %s ranks first: %+v", tc.naive, naive.Alternatives)
 			}
-			if first := naive.Alternatives[0]; incrementalFirst(&first) {
+			if first := naive.Alternatives[0]; advise.IncrementalFirst(&first) {
 				t.Errorf("an incremental key ranks first: %s", first.PrimaryKey)
 			}
 			if tc.fix != "" {
@@ -221,7 +225,7 @@ target:
 	if kc := rep.Mapping.KeyColumns[1]; !kc.Incremental || !strings.Contains(kc.IncrementalEvidence, "within each channel") {
 		t.Errorf("key column seq: %+v", kc)
 	}
-	if ko := rep.WriteOrder.KeyColumns[1]; math.Abs(ko.RankCorrelation) >= incrementalRho || ko.RisesInPrefix < 0.99 {
+	if ko := rep.WriteOrder.KeyColumns[1]; math.Abs(ko.RankCorrelation) >= collide.IncrementalRho || ko.RisesInPrefix < 0.99 {
 		t.Errorf("seq's figures: rank correlation %.2f, rises in prefix %.2f", ko.RankCorrelation, ko.RisesInPrefix)
 	}
 }
@@ -236,7 +240,7 @@ func TestGuideNewestFirstQueryDesc(t *testing.T) {
 		{"", "query_order", "query_order_newest_first"}, // the guide's logs table, bucketed by time
 	} {
 		rep := guideReport(t, withKey(t, "../mappings/logs.yaml", c.key), guideTable(logRow), latest)
-		var asc, desc *Alternative
+		var asc, desc *model.Alternative
 		for i, a := range rep.Alternatives {
 			switch {
 			case a.ID == c.desc:
@@ -257,7 +261,7 @@ func TestGuideNewestFirstQueryDesc(t *testing.T) {
 		if desc.Rank >= asc.Rank {
 			t.Errorf("%s: the DESC design ranks %d, the ascending one %d", c.key, desc.Rank, asc.Rank)
 		}
-		if got := planText(asc.Queries[0]); got != "1^" {
+		if got := render.PlanText(asc.Queries[0]); got != "1^" {
 			t.Errorf("%s: the ascending design's q1 cell %q, want 1^ (read oldest first)", c.key, got)
 		}
 	}
@@ -283,8 +287,8 @@ func TestGuideLongAndCodeDesigns(t *testing.T) {
 		if a.PrimaryKey != pk || a.Error != "" || a.LostRows != 0 || a.MeanKeyBytes >= own.MeanKeyBytes || a.Rank >= own.Rank {
 			t.Errorf("%s: %s (error %q), lost %d, key bytes %.1f (the mapping's %.1f), rank %d (the mapping's %d)", a.ID, a.PrimaryKey, a.Error, a.LostRows, a.MeanKeyBytes, own.MeanKeyBytes, a.Rank, own.Rank)
 		}
-		if a.ID == "code_channel" && fmt.Sprint(a.edit.codes) != "{channel_codes [[alipay 0] [jd 1] [taobao 2] [wechat 3]]}" {
-			t.Errorf("code_channel dictionary %v", a.edit.codes)
+		if a.ID == "code_channel" && fmt.Sprint(a.Edit.Codes) != "{channel_codes [[alipay 0] [jd 1] [taobao 2] [wechat 3]]}" {
+			t.Errorf("code_channel dictionary %v", a.Edit.Codes)
 		}
 	}
 	if len(want) > 0 {
@@ -312,7 +316,7 @@ func TestGuideLongAndCodeDesigns(t *testing.T) {
 	}), func(c *Config) { c.SubsampleMax = 1000 })
 	for _, a := range rep.Alternatives {
 		if a.ID == "code_channel" {
-			t.Errorf("code() proposed from a subsample without every channel: %s %v", a.PrimaryKey, a.edit.codes)
+			t.Errorf("code() proposed from a subsample without every channel: %s %v", a.PrimaryKey, a.Edit.Codes)
 		}
 	}
 }

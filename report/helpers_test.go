@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/model"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -49,7 +50,7 @@ func compile(t testing.TB, yml string) (*transform.Program, *transform.Mapping) 
 	return p, m
 }
 
-func runReport(t testing.TB, yml string, src pipeline.Source, mod func(*Config)) *Report {
+func runReport(t testing.TB, yml string, src pipeline.Source, mod func(*Config)) *model.Report {
 	t.Helper()
 	p, m := compile(t, yml)
 	cfg := Config{Program: p, Mapping: m, Source: src, SourceURI: "mem", TmpDir: t.TempDir(), Workers: 2}
@@ -63,7 +64,7 @@ func runReport(t testing.TB, yml string, src pipeline.Source, mod func(*Config))
 	return rep
 }
 
-func findingOf(rep *Report, rule string) *Finding {
+func findingOf(rep *model.Report, rule string) *model.Finding {
 	for i := range rep.Findings {
 		if rep.Findings[i].Rule == rule {
 			return &rep.Findings[i]
@@ -72,7 +73,7 @@ func findingOf(rep *Report, rule string) *Finding {
 	return nil
 }
 
-func wantSeverity(t *testing.T, rep *Report, rule, sev string) *Finding {
+func wantSeverity(t *testing.T, rep *model.Report, rule, sev string) *model.Finding {
 	t.Helper()
 	f := findingOf(rep, rule)
 	if f == nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"testing"
+
+	"github.com/rekey/rekey/report/render"
 )
 
 // BenchmarkWriteHTML renders the largest page the report draws: 300 regions (the heatmap's 128
@@ -11,13 +13,13 @@ import (
 func BenchmarkWriteHTML(b *testing.B) {
 	rep := runReport(b, fmt.Sprintf(eventsYAML, "[ts][id]"), events(100000), func(c *Config) { c.Regions = 300 })
 	var size countingWriter
-	if err := WriteHTML(&size, rep); err != nil {
+	if err := render.WriteHTML(&size, rep); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if err := WriteHTML(io.Discard, rep); err != nil {
+		if err := render.WriteHTML(io.Discard, rep); err != nil {
 			b.Fatal(err)
 		}
 	}

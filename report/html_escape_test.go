@@ -11,6 +11,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/render"
 )
 
 // htmlTokens is the page as an HTML tokenizer reads it: each tag with its attributes, and each
@@ -69,7 +70,7 @@ func TestHTMLControlCharacters(t *testing.T) {
 	rep := runReport(t, fmt.Sprintf(ordersYAML, "[code][id]"), src, nil)
 	rep.Source.URI = "file:in" + ctl.String() + ".csv"
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, rep); err != nil {
+	if err := render.WriteHTML(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.Bytes()
@@ -138,7 +139,7 @@ func TestHTMLEscapesEveryValue(t *testing.T) {
 			t.Fatal("the report's strings were not changed")
 		}
 		var buf bytes.Buffer
-		if err := WriteHTML(&buf, rep); err != nil {
+		if err := render.WriteHTML(&buf, rep); err != nil {
 			t.Fatal(err)
 		}
 		return buf.Bytes()

@@ -7,16 +7,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rekey/rekey/report/advise"
+	"github.com/rekey/rekey/report/model"
+	"github.com/rekey/rekey/report/render"
 )
 
 // outputs renders rep as text and as the HTML page.
-func outputs(t *testing.T, rep *Report) (text, page string) {
+func outputs(t *testing.T, rep *model.Report) (text, page string) {
 	t.Helper()
 	var tb, hb bytes.Buffer
-	if err := WriteText(&tb, rep); err != nil {
+	if err := render.WriteText(&tb, rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteHTML(&hb, rep); err != nil {
+	if err := render.WriteHTML(&hb, rep); err != nil {
 		t.Fatal(err)
 	}
 	return tb.String(), hb.String()
@@ -43,7 +47,7 @@ func TestReportSaysHowToTakeTheBestDesign(t *testing.T) {
 		t.Fatal(err)
 	}
 	prog, _ := compile(t, fmt.Sprintf(eventsYAML, "[ts][id]"))
-	if _, err := WriteMappings(filepath.Join(dir, "designs"), rep.Mapping.File, rep, prog.Source()); err != nil {
+	if _, err := advise.WriteMappings(filepath.Join(dir, "designs"), rep.Mapping.File, rep, prog.Source()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "designs", best.ID+".yaml")); err != nil {

@@ -13,10 +13,13 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/collide"
+	"github.com/rekey/rekey/report/model"
+	"github.com/rekey/rekey/report/render"
 )
 
 // A report with everything in it: warnings, collisions, rejects, alternatives.
-func fullReport(t *testing.T) *Report {
+func fullReport(t *testing.T) *model.Report {
 	t.Helper()
 	return runReport(t, fmt.Sprintf(eventsYAML, "[kind][ts % 1000 AS t]"), events(60000), func(c *Config) { c.Nodes = 2 })
 }
@@ -24,7 +27,7 @@ func fullReport(t *testing.T) *Report {
 func TestJSONSchema(t *testing.T) {
 	rep := fullReport(t)
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, rep); err != nil {
+	if err := render.WriteJSON(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
 	var doc map[string]any
@@ -94,7 +97,7 @@ func TestJSONSchema(t *testing.T) {
 			t.Errorf("%s is %s, want %s", f.path, k, f.kind)
 		}
 	}
-	if doc["schema"] != SchemaVersion {
+	if doc["schema"] != model.SchemaVersion {
 		t.Errorf("schema %v", doc["schema"])
 	}
 	// findings: rule, severity, message, evidence of numbers
@@ -222,7 +225,7 @@ func TestJSONFieldsAreDocumented(t *testing.T) {
 			walk(f.Type, path+name+".")
 		}
 	}
-	walk(reflect.TypeOf(Report{}), "")
+	walk(reflect.TypeOf(model.Report{}), "")
 }
 
 type xmlNode struct {
@@ -275,7 +278,7 @@ func parseXHTML(t *testing.T, data []byte) *xmlNode {
 func TestHTMLChartsAndWellFormedness(t *testing.T) {
 	rep := fullReport(t)
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, rep); err != nil {
+	if err := render.WriteHTML(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
 	data := buf.Bytes()
@@ -329,7 +332,7 @@ func TestHTMLChartsAndWellFormedness(t *testing.T) {
 	// text is escaped: a mapping value with markup stays text
 	rep.Mapping.Table = `<b>&"x'</b>`
 	buf.Reset()
-	if err := WriteHTML(&buf, rep); err != nil {
+	if err := render.WriteHTML(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
 	parseXHTML(t, buf.Bytes())
@@ -342,7 +345,7 @@ func TestHTMLChartsAndWellFormedness(t *testing.T) {
 func TestHTMLGroupsManyRegions(t *testing.T) {
 	rep := runReport(t, fmt.Sprintf(eventsYAML, "[md5(id).substr(0,4) + id AS h]"), events(20000), func(c *Config) { c.Regions = 300 })
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, rep); err != nil {
+	if err := render.WriteHTML(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
 	root := parseXHTML(t, buf.Bytes())
@@ -355,7 +358,7 @@ func TestHTMLGroupsManyRegions(t *testing.T) {
 			bars++
 		}
 	})
-	group := (300 + maxHeatRows - 1) / maxHeatRows
+	group := (300 + collide.MaxHeatRows - 1) / collide.MaxHeatRows
 	th := rep.TimeHeatmap
 	if bars != 300 || th == nil || th.RegionsPerRow != group || len(th.Rows) != (300+group-1)/group || cells != len(th.Bins)*len(th.Rows) {
 		t.Errorf("%d bars, %d cells (time heatmap %d bins x %d rows)", bars, cells, len(th.Bins), len(th.Rows))
@@ -367,7 +370,7 @@ func TestHTMLGroupsManyRegions(t *testing.T) {
 func TestHTMLHeatmapKeyRangesAndTime(t *testing.T) {
 	rep := runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), events(40000), nil)
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, rep); err != nil {
+	if err := render.WriteHTML(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
 	root := parseXHTML(t, buf.Bytes())
@@ -439,7 +442,7 @@ func TestHTMLHeatmapArrivalOrder(t *testing.T) {
 		t.Fatalf("time heatmap without a timestamp: %+v", rep.TimeHeatmap)
 	}
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, rep); err != nil {
+	if err := render.WriteHTML(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(buf.Bytes(), []byte("Write heatmap: key ranges × arrival order")) ||

@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/collide"
+	"github.com/rekey/rekey/report/model"
+	"github.com/rekey/rekey/report/render"
 )
 
 const eventsYAML = `
@@ -43,15 +46,15 @@ func events(n int) *samplingSource {
 func TestMonotonicFirstColumnIsFlagged(t *testing.T) {
 	rep := runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), events(100000), nil)
 	// the incremental column is the warning; the monotonic share backs it as a note
-	inc := wantSeverity(t, rep, "incremental_key_column", SevWarning)
+	inc := wantSeverity(t, rep, "incremental_key_column", model.SevWarning)
 	if !strings.Contains(inc.Message, "first key column ts") || !strings.Contains(inc.Message, "column ts (timestamp), inferred") {
 		t.Errorf("incremental_key_column does not name the column and the evidence: %s", inc.Message)
 	}
-	f := wantSeverity(t, rep, "first_column_monotonic", SevInfo)
+	f := wantSeverity(t, rep, "first_column_monotonic", model.SevInfo)
 	if f.Evidence["monotonic_up"] < 0.999 {
 		t.Errorf("monotonic_up = %v, want ~1", f.Evidence["monotonic_up"])
 	}
-	h := wantSeverity(t, rep, "write_hotspot", SevWarning)
+	h := wantSeverity(t, rep, "write_hotspot", model.SevWarning)
 	// 16 regions over the whole range: each window writes one region (two at a boundary)
 	if h.Evidence["hot_factor"] < 12 || rep.Hotspot.MeanTopShare < 0.8 {
 		t.Errorf("hot factor %v, mean top share %v: want one region per window", h.Evidence["hot_factor"], rep.Hotspot.MeanTopShare)
@@ -75,7 +78,7 @@ func TestMonotonicFirstColumnIsFlagged(t *testing.T) {
 	if len(rep.Alternatives) < 4 {
 		t.Fatalf("alternatives: %+v", rep.Alternatives)
 	}
-	var own, best *Alternative
+	var own, best *model.Alternative
 	ids := map[string]bool{}
 	for i := range rep.Alternatives {
 		a := &rep.Alternatives[i]
@@ -113,7 +116,7 @@ func TestFewFirstColumnValuesAreFlagged(t *testing.T) {
 	if rep.FirstColumn.Distinct != 3 || !rep.FirstColumn.DistinctExact {
 		t.Fatalf("distinct %d (exact %v), want exactly 3", rep.FirstColumn.Distinct, rep.FirstColumn.DistinctExact)
 	}
-	f := wantSeverity(t, rep, "first_column_cardinality", SevWarning)
+	f := wantSeverity(t, rep, "first_column_cardinality", model.SevWarning)
 	if f.Evidence["distinct"] != 3 {
 		t.Errorf("evidence %v", f.Evidence)
 	}
@@ -149,7 +152,7 @@ func TestExplicitSplitsOverFewValuesLeaveEmptyRegions(t *testing.T) {
 	if rep.Plan.Regions != 16 || rep.Plan.Strategy != "explicit" {
 		t.Fatalf("plan %+v", rep.Plan)
 	}
-	f := wantSeverity(t, rep, "empty_regions", SevWarning)
+	f := wantSeverity(t, rep, "empty_regions", model.SevWarning)
 	if f.Evidence["empty_regions"] != 13 || f.Evidence["unreachable_regions"] != 13 {
 		t.Errorf("evidence %v", f.Evidence)
 	}
@@ -171,16 +174,16 @@ func TestHashPrefixIsUniform(t *testing.T) {
 	if rep.Hotspot.HotFactor > 1.5 {
 		t.Errorf("hot factor %.2f, want close to 1", rep.Hotspot.HotFactor)
 	}
-	wantSeverity(t, rep, "region_balance", SevInfo)
-	wantSeverity(t, rep, "write_hotspot", SevInfo)
-	wantSeverity(t, rep, "first_column_monotonic", SevInfo)
+	wantSeverity(t, rep, "region_balance", model.SevInfo)
+	wantSeverity(t, rep, "write_hotspot", model.SevInfo)
+	wantSeverity(t, rep, "first_column_monotonic", model.SevInfo)
 	if rep.Verdict.Errors != 0 || rep.Verdict.Warnings != 0 || rep.Verdict.ExitCode != 0 {
 		t.Errorf("verdict %+v: %+v", rep.Verdict, rep.Findings)
 	}
 	if rep.Uniqueness.Keys != 400000 || rep.Uniqueness.CollisionRows != 0 {
 		t.Errorf("uniqueness %+v", rep.Uniqueness)
 	}
-	var own *Alternative
+	var own *model.Alternative
 	for i := range rep.Alternatives {
 		if rep.Alternatives[i].IsMapping {
 			own = &rep.Alternatives[i]
@@ -234,15 +237,15 @@ func TestPlantedCollisionsAreCountedExactly(t *testing.T) {
 	if u.CollisionRows != ids || u.CollidingKeys != ids || u.DuplicateRows != 37 || u.Keys != 2*ids {
 		t.Fatalf("uniqueness: %d collision rows, %d colliding keys, %d duplicates, %d keys", u.CollisionRows, u.CollidingKeys, u.DuplicateRows, u.Keys)
 	}
-	f := wantSeverity(t, rep, "uniqueness", SevError)
+	f := wantSeverity(t, rep, "uniqueness", model.SevError)
 	if f.Evidence["collision_rows"] != ids {
 		t.Errorf("evidence %v", f.Evidence)
 	}
-	wantSeverity(t, rep, "duplicates", SevInfo)
+	wantSeverity(t, rep, "duplicates", model.SevInfo)
 	if rep.Totals.RowsRejected != 11 || rep.Totals.RejectCodes["dict_miss"] != 11 {
 		t.Errorf("rejects %d %v", rep.Totals.RowsRejected, rep.Totals.RejectCodes)
 	}
-	if n := len(rep.Totals.RejectExamples); n != rejectExamplesPerCode || rep.Totals.RejectExamples[0].Code != "dict_miss" ||
+	if n := len(rep.Totals.RejectExamples); n != collide.RejectExamplesPerCode || rep.Totals.RejectExamples[0].Code != "dict_miss" ||
 		!strings.HasPrefix(rep.Totals.RejectExamples[0].Position, "mem:") {
 		t.Errorf("reject examples %+v", rep.Totals.RejectExamples)
 	}
@@ -296,7 +299,7 @@ func TestKeysOverTheLimitAreErrors(t *testing.T) {
 		return []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text("wechat"), pipeline.Text(s + fmt.Sprint(i))}
 	}}
 	rep := runReport(t, fmt.Sprintf(ordersYAML, "[code][id]"), src, nil)
-	f := wantSeverity(t, rep, "key_length", SevError)
+	f := wantSeverity(t, rep, "key_length", model.SevError)
 	if f.Evidence["over_limit"] != 10 || rep.Totals.RejectCodes["key_too_long"] != 10 {
 		t.Errorf("evidence %v, codes %v", f.Evidence, rep.Totals.RejectCodes)
 	}
@@ -314,7 +317,7 @@ func TestJSONAndLongTextInTheKey(t *testing.T) {
 		return []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text("wechat"), pipeline.Text(code)}
 	}}
 	rep := runReport(t, fmt.Sprintf(ordersYAML, "[id][code]"), src, func(c *Config) { c.Strict = true })
-	f := wantSeverity(t, rep, "key_json_text", SevWarning)
+	f := wantSeverity(t, rep, "key_json_text", model.SevWarning)
 	if f.Evidence["json_like"] != 100 || f.Evidence["long_text"] != 100 {
 		t.Errorf("evidence %v", f.Evidence)
 	}
@@ -325,16 +328,16 @@ func TestJSONAndLongTextInTheKey(t *testing.T) {
 
 func TestSampling(t *testing.T) {
 	yml := fmt.Sprintf(eventsYAML, "[md5(id).substr(0,4) + id AS h][ts]")
-	rep := runReport(t, yml, events(50000), func(c *Config) { c.Sample = Sample{Fraction: 0.1} })
+	rep := runReport(t, yml, events(50000), func(c *Config) { c.Sample = model.Sample{Fraction: 0.1} })
 	if rep.Totals.RowsRead != 50000 || rep.Totals.RowsAnalysed != 5000 || !rep.Source.Sampled || rep.Source.Scale != 10 {
 		t.Errorf("fraction: read %d analysed %d source %+v", rep.Totals.RowsRead, rep.Totals.RowsAnalysed, rep.Source)
 	}
 	if rep.Totals.EstimatedTargetBytes != 10*rep.Totals.TargetBytes || rep.Uniqueness.Exact {
 		t.Errorf("totals %+v", rep.Totals)
 	}
-	wantSeverity(t, rep, "sample", SevInfo)
+	wantSeverity(t, rep, "sample", model.SevInfo)
 	// a spread sample from a source that can sample
-	rep = runReport(t, yml, events(50000), func(c *Config) { c.Sample = Sample{Rows: 2000} })
+	rep = runReport(t, yml, events(50000), func(c *Config) { c.Sample = model.Sample{Rows: 2000} })
 	if rep.Totals.RowsAnalysed != 2000 || rep.Source.Scale != 25 {
 		t.Errorf("rows: analysed %d source %+v", rep.Totals.RowsAnalysed, rep.Source)
 	}
@@ -342,7 +345,7 @@ func TestSampling(t *testing.T) {
 	src := &memSource{n: 50000, make: events(50000).make}
 	p, m := compile(t, yml)
 	rep, err := Run(context.Background(), Config{Program: p, Mapping: m, Source: struct{ pipeline.Source }{src}, TmpDir: t.TempDir(),
-		Sample: Sample{Rows: 3000}})
+		Sample: model.Sample{Rows: 3000}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,10 +354,10 @@ func TestSampling(t *testing.T) {
 	}
 	for _, c := range []struct {
 		in   string
-		want Sample
+		want model.Sample
 		bad  bool
-	}{{"", Sample{}, false}, {"100%", Sample{}, false}, {"5%", Sample{Fraction: 0.05}, false}, {"2k", Sample{Rows: 2000}, false},
-		{"1m", Sample{Rows: 1000000}, false}, {"0", Sample{}, true}, {"150%", Sample{}, true}, {"x", Sample{}, true}} {
+	}{{"", model.Sample{}, false}, {"100%", model.Sample{}, false}, {"5%", model.Sample{Fraction: 0.05}, false}, {"2k", model.Sample{Rows: 2000}, false},
+		{"1m", model.Sample{Rows: 1000000}, false}, {"0", model.Sample{}, true}, {"150%", model.Sample{}, true}, {"x", model.Sample{}, true}} {
 		got, err := ParseSample(c.in)
 		if (err != nil) != c.bad || got != c.want {
 			t.Errorf("ParseSample(%q) = %+v, %v", c.in, got, err)
@@ -381,7 +384,7 @@ func TestRecommendation(t *testing.T) {
 func TestTextOutput(t *testing.T) {
 	rep := runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), events(20000), nil)
 	var buf bytes.Buffer
-	if err := WriteText(&buf, rep); err != nil {
+	if err := render.WriteText(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -406,10 +409,10 @@ func TestEmptyInput(t *testing.T) {
 		t.Errorf("an empty input is not flagged: %+v, first finding %+v", rep.Verdict, rep.Findings[0])
 	}
 	var buf bytes.Buffer
-	if err := WriteText(&buf, rep); err != nil {
+	if err := render.WriteText(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteHTML(&buf, rep); err != nil {
+	if err := render.WriteHTML(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -457,10 +460,10 @@ func TestReportReleasesEveryBatch(t *testing.T) {
 	kept := runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), &memSource{n: 30000, make: events(1).make}, mod)
 	rep.Totals.Seconds, rep.Totals.RowsPerSec, kept.Totals.Seconds, kept.Totals.RowsPerSec = 0, 0, 0, 0
 	var a, b bytes.Buffer
-	if err := WriteJSON(&a, rep); err != nil {
+	if err := render.WriteJSON(&a, rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteJSON(&b, kept); err != nil {
+	if err := render.WriteJSON(&b, kept); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {

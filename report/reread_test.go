@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/collide"
+	"github.com/rekey/rekey/report/model"
 )
 
 // rereadSource is a memSource that says it can be read again, and counts its reads.
@@ -25,7 +27,7 @@ func (s *rereadSource) Run(ctx context.Context, resume map[string]pipeline.Strea
 func (s *rereadSource) Rereadable() bool { return true }
 
 // reportJSON is a report as JSON, without the figures that vary by run.
-func reportJSON(t *testing.T, rep *Report) string {
+func reportJSON(t *testing.T, rep *model.Report) string {
 	t.Helper()
 	rep.Totals.Seconds, rep.Totals.RowsPerSec = 0, 0
 	b, err := json.Marshal(rep)
@@ -61,7 +63,7 @@ func TestSecondReadGivesTheSameReport(t *testing.T) {
 	rows := plantedRows(3000)
 	cases := []struct {
 		key      string
-		sample   Sample
+		sample   model.Sample
 		maxKeys  int
 		wantRuns int32
 	}{
@@ -69,15 +71,15 @@ func TestSecondReadGivesTheSameReport(t *testing.T) {
 		{key: "[id]", wantRuns: 2},
 		{key: "[code]", wantRuns: 2},
 		{key: "[id][channel]", wantRuns: 1}, // duplicates only: nothing to read again
-		{key: "[id]", sample: Sample{Fraction: 0.5}, wantRuns: 2},
+		{key: "[id]", sample: model.Sample{Fraction: 0.5}, wantRuns: 2},
 		{key: "[code(channel, ch) AS c][id]", maxKeys: 100, wantRuns: 2}, // more colliding keys than looked for: every row
 		{key: "[random(4)][id]", wantRuns: 1},                            // a salted key keeps its texts (the source key's check)
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s %v %d", c.key, c.sample, c.maxKeys), func(t *testing.T) {
 			if c.maxKeys > 0 {
-				defer func(n int) { maxRecountKeys = n }(maxRecountKeys)
-				maxRecountKeys = c.maxKeys
+				defer func(n int) { collide.MaxRecountKeys = n }(collide.MaxRecountKeys)
+				collide.MaxRecountKeys = c.maxKeys
 			}
 			yml := fmt.Sprintf(ordersYAML, c.key)
 			// one worker: heavy hitters that tie (every id holds 3 rows) are then listed alike

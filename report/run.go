@@ -33,30 +33,27 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/advise"
+	"github.com/rekey/rekey/report/collide"
+	"github.com/rekey/rekey/report/model"
 	"github.com/rekey/rekey/transform"
 )
 
-// Sample selects part of the input. The zero value reads everything.
-type Sample struct {
-	Rows     int64   // about this many rows
-	Fraction float64 // or this share of the rows, 0 < f <= 1
-}
-
 // ParseSample reads --sample: a row count ("100000", "1m") or a percentage ("5%").
-func ParseSample(s string) (Sample, error) {
+func ParseSample(s string) (model.Sample, error) {
 	s = strings.TrimSpace(s)
 	if s == "" || s == "all" {
-		return Sample{}, nil
+		return model.Sample{}, nil
 	}
 	if p, ok := strings.CutSuffix(s, "%"); ok {
 		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
 		if err != nil || v <= 0 || v > 100 {
-			return Sample{}, fmt.Errorf("--sample %q: want a row count (100000) or a percentage between 0 and 100 (5%%)", s)
+			return model.Sample{}, fmt.Errorf("--sample %q: want a row count (100000) or a percentage between 0 and 100 (5%%)", s)
 		}
 		if v == 100 {
-			return Sample{}, nil
+			return model.Sample{}, nil
 		}
-		return Sample{Fraction: v / 100}, nil
+		return model.Sample{Fraction: v / 100}, nil
 	}
 	mult := int64(1)
 	t := strings.ToLower(strings.ReplaceAll(s, "_", ""))
@@ -68,9 +65,9 @@ func ParseSample(s string) (Sample, error) {
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
 	if err != nil || n <= 0 || n > math.MaxInt64/mult {
-		return Sample{}, fmt.Errorf("--sample %q: want a row count (100000, 1m) or a percentage (5%%)", s)
+		return model.Sample{}, fmt.Errorf("--sample %q: want a row count (100000, 1m) or a percentage (5%%)", s)
 	}
-	return Sample{Rows: n * mult}, nil
+	return model.Sample{Rows: n * mult}, nil
 }
 
 // Config is one report run.
@@ -89,12 +86,12 @@ type Config struct {
 	// EstimatedBytes of the whole input, for the region count before the run; 0: estimated from
 	// PlanSample and the source's row estimate.
 	EstimatedBytes int64
-	Regions        int    // --regions: the plan to analyse; 0: the mapping's, else the recommendation
-	Nodes          int    // --nodes: for the API-write recommendation (nodes x 4)
-	Sample         Sample // --sample
-	Strict         bool   // --strict: warnings make the exit code 1
-	Workers        int    // transform workers; default GOMAXPROCS
-	TmpDir         string // for the collision check's temp files; default os.TempDir()
+	Regions        int          // --regions: the plan to analyse; 0: the mapping's, else the recommendation
+	Nodes          int          // --nodes: for the API-write recommendation (nodes x 4)
+	Sample         model.Sample // --sample
+	Strict         bool         // --strict: warnings make the exit code 1
+	Workers        int          // transform workers; default GOMAXPROCS
+	TmpDir         string       // for the collision check's temp files; default os.TempDir()
 	// SubsampleMax bounds the advisor's order-preserving subsample (records kept in memory).
 	SubsampleMax int
 	// Counters, when set, are updated as rows are read (for a progress bar): RowsIn counts
@@ -114,7 +111,7 @@ type Config struct {
 	Workload string
 	// Order is what the caller knows about the order the application writes rows in (the
 	// write-order model's evidence).
-	Order OrderHints
+	Order model.OrderHints
 	// Reread, when set, is called before the collision check reads the source a second time
 	// (a source that can be read again, when keys collide), with the counters that read
 	// updates (RowsIn), and returns what to call when it ends: for a progress display.
@@ -122,16 +119,11 @@ type Config struct {
 }
 
 const (
-	planSampleRows         = 20000
-	defaultSubsample       = 100000
-	samplerMaxRows         = 200000
-	defaultAnalysisRegions = 16
-	mainWindows            = 200 // windows the main analysis aims at
-	mainWindowsMax         = 256 // more complete windows than this are merged pairwise
-	altWindows             = 50
-	altWindowsMax          = 64
-	maxCollisionExamples   = 5
-	maxExampleOrigins      = 4
+	planSampleRows       = 20000
+	defaultSubsample     = 100000
+	samplerMaxRows       = 200000
+	maxCollisionExamples = 5
+	maxExampleOrigins    = 4
 )
 
 // job is what a worker made of one batch, for the timeline (in source order).
@@ -152,15 +144,15 @@ type job struct {
 type runner struct {
 	cfg     Config
 	prog    *transform.Program
-	d       *design
+	d       *collide.Design
 	every   int64 // analyse records whose ordinal is a multiple of every
 	limit   int64 // stop after this many records (0: no limit)
 	estRows int64
-	spill   *spill
+	spill   *collide.Spill
 	// bySource is a second collision check keyed by the source key, when the mapping's key has a
 	// salt: rows that share a source key then need not share the mapping's key, and the advisor's
 	// designs read the source key.
-	bySource *spill
+	bySource *collide.Spill
 	// rereadable: the source read can be read again (pipeline.Rereader), so the collision check
 	// leaves the rows' texts out of its temp files and, when keys collide, reads the source again
 	// for their rows (recount)
@@ -168,15 +160,15 @@ type runner struct {
 	hashed     int    // source columns hashed per row (at most maxHashedColumns)
 	saltN      uint64 // the advisor's salt design's n: each row keeps saltToken % saltN (0: none)
 	queries    []transform.Query
-	adv        *advisor
-	order      *orderModel
+	adv        *advise.Advisor
+	order      *collide.OrderModel
 	log        *zap.Logger
 }
 
 // Run reads the source and builds the report: the sample and the region plan are chosen
 // first (plan), then every row goes through the workers (analyse), then the collision check,
 // the advisor and the figures are put together (assemble).
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+func Run(ctx context.Context, cfg Config) (*model.Report, error) {
 	if cfg.Program == nil || cfg.Source == nil {
 		return nil, errors.New("report: no program or source")
 	}
@@ -255,9 +247,9 @@ func withDefaults(cfg Config) Config {
 
 // sample applies --sample: every k-th row, the first N rows, or a spread sample read up front
 // (then the source to read is that sample).
-func (r *runner) sample(ctx context.Context) (pipeline.Source, SourceInfo, error) {
+func (r *runner) sample(ctx context.Context) (pipeline.Source, model.SourceInfo, error) {
 	cfg, src := r.cfg, r.cfg.Source
-	info := SourceInfo{URI: cfg.SourceURI, EstimatedRows: r.estRows, Sample: "all", Scale: 1, ScaleKnown: true}
+	info := model.SourceInfo{URI: cfg.SourceURI, EstimatedRows: r.estRows, Sample: "all", Scale: 1, ScaleKnown: true}
 	switch s := cfg.Sample; {
 	case s.Fraction > 0 && s.Fraction < 1:
 		r.every = max(1, int64(math.Round(1/s.Fraction)))
@@ -295,7 +287,7 @@ func (r *runner) sample(ctx context.Context) (pipeline.Source, SourceInfo, error
 }
 
 // plan chooses the region plan from the sample and sets up the design and the advisor.
-func (r *runner) plan(sample [][]pipeline.Value) (pipeline.RegionPlan, PlanInfo, error) {
+func (r *runner) plan(sample [][]pipeline.Value) (pipeline.RegionPlan, model.PlanInfo, error) {
 	cfg := r.cfg
 	est := cfg.EstimatedBytes
 	if est <= 0 {
@@ -305,15 +297,15 @@ func (r *runner) plan(sample [][]pipeline.Value) (pipeline.RegionPlan, PlanInfo,
 	if err != nil {
 		return plan, planInfo, err
 	}
-	r.d = newDesign(r.prog, plan)
+	r.d = collide.NewDesign(r.prog, plan)
 	r.queries = cfg.Queries
 	if r.queries == nil && cfg.Mapping != nil {
 		r.queries = cfg.Mapping.Queries
 	}
-	r.adv = newAdvisor(r, planInfo.Asked)
-	r.hashed = min(len(r.prog.Source()), maxHashedColumns)
-	if len(r.adv.specs) > 0 {
-		r.saltN = uint64(r.adv.n) // the salt design's random(n): the regions asked, not the plan's
+	r.adv = advise.NewAdvisor(r.prog, r.cfg.Mapping, r.queries, r.cfg.Workers, r.workload(), planInfo.Asked)
+	r.hashed = min(len(r.prog.Source()), collide.MaxHashedColumns)
+	if len(r.adv.Specs) > 0 {
+		r.saltN = uint64(r.adv.N) // the salt design's random(n): the regions asked, not the plan's
 	}
 	return plan, planInfo, nil
 }
@@ -321,7 +313,7 @@ func (r *runner) plan(sample [][]pipeline.Value) (pipeline.RegionPlan, PlanInfo,
 // analyse runs every row through the workers: sketches per worker (merged into total), the
 // collision check's temp files, and the timeline in arrival order. cleanup removes the temp
 // files; call it after assemble.
-func (r *runner) analyse(ctx context.Context, feed *pipeline.Feed, held []pipeline.Batch, plan pipeline.RegionPlan) (tl *timeline, total *acc, cleanup func(), err error) {
+func (r *runner) analyse(ctx context.Context, feed *pipeline.Feed, held []pipeline.Batch, plan pipeline.RegionPlan) (tl *timeline, total *collide.Acc, cleanup func(), err error) {
 	cfg := r.cfg
 	var closers []func()
 	cleanup = func() {
@@ -329,32 +321,32 @@ func (r *runner) analyse(ctx context.Context, feed *pipeline.Feed, held []pipeli
 			c()
 		}
 	}
-	fail := func(err error) (*timeline, *acc, func(), error) {
+	fail := func(err error) (*timeline, *collide.Acc, func(), error) {
 		_ = feed.Discard()
 		return nil, nil, cleanup, err
 	}
-	sp, err := newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed()), r.log)
+	sp, err := collide.NewSpill(cfg.TmpDir, collide.SpillBuckets(r.expectedAnalysed()), r.log)
 	if err != nil {
 		return fail(err)
 	}
 	r.spill = sp
-	closers = append(closers, sp.close)
-	sp.leaveOutOriginHashes(r.d.srcCols, r.hashed)
-	if r.prog.UsesSalt() && len(r.adv.sets) > 0 {
-		if r.bySource, err = newSpill(cfg.TmpDir, spillBuckets(r.expectedAnalysed()), r.log); err != nil {
+	closers = append(closers, sp.Close)
+	sp.LeaveOutOriginHashes(r.d.SrcCols, r.hashed)
+	if r.prog.UsesSalt() && len(r.adv.Sets) > 0 {
+		if r.bySource, err = collide.NewSpill(cfg.TmpDir, collide.SpillBuckets(r.expectedAnalysed()), r.log); err != nil {
 			return fail(err)
 		}
-		closers = append(closers, r.bySource.close)
+		closers = append(closers, r.bySource.Close)
 		r.rereadable = nil // the source key's check keeps its texts: no second read
 	}
 	tl = newTimeline(plan.Count(), r.expectedAnalysed(), cfg.SubsampleMax, r.every, plan.Type)
-	r.order = newOrderModel(r.prog, cfg.Order)
-	if hasAxis(r.order.primary.kind) {
-		tl.heat = newTimeHeat(plan.Count())
+	r.order = collide.NewOrderModel(r.prog, cfg.Order)
+	if collide.HasAxis(r.order.Primary.Kind) {
+		tl.heat = collide.NewTimeHeat(plan.Count())
 	}
 	tl.order = r.order
-	if b := r.order.backup; b != nil && hasAxis(b.kind) {
-		tl.heat2 = newTimeHeat(plan.Count())
+	if b := r.order.Backup; b != nil && collide.HasAxis(b.Kind) {
+		tl.heat2 = collide.NewTimeHeat(plan.Count())
 	}
 	accs, o, err := r.pass(ctx, held, feed, tl)
 	if err != nil {
@@ -365,18 +357,18 @@ func (r *runner) analyse(ctx context.Context, feed *pipeline.Feed, held []pipeli
 	}
 	total = accs[0]
 	for _, a := range accs[1:] {
-		total.merge(a)
+		total.Merge(a)
 	}
 	return tl, total, cleanup, nil
 }
 
 // assemble runs the collision check and the advisor and builds the report.
-func (r *runner) assemble(ctx context.Context, total *acc, tl *timeline, plan pipeline.RegionPlan, planInfo PlanInfo, info SourceInfo, started time.Time) (*Report, error) {
+func (r *runner) assemble(ctx context.Context, total *collide.Acc, tl *timeline, plan pipeline.RegionPlan, planInfo model.PlanInfo, info model.SourceInfo, started time.Time) (*model.Report, error) {
 	cfg := r.cfg
 	// the collision check reads the temp files while the write order is put together and the
 	// advisor analyses its designs on the subsample; the exact figures are put together after both
 	counted := time.Now()
-	var coll, coll2 collisionResult
+	var coll, coll2 collide.CollisionResult
 	var err error
 	var countTook time.Duration
 	counting := make(chan struct{})
@@ -385,18 +377,18 @@ func (r *runner) assemble(ctx context.Context, total *acc, tl *timeline, plan pi
 		countTook = time.Since(counted)
 		close(counting)
 	}()
-	ord := r.writeOrder(tl, total.rows)
+	ord := r.writeOrder(tl, total.Rows)
 	judged := make(chan struct{})
 	go func() {
-		r.judge(tl, &ord, total.rows)
+		r.judge(tl, &ord, total.Rows)
 		close(judged)
 	}()
-	r.adv.wo, r.adv.analysed = ord.wo, total.rows
+	r.adv.Wo, r.adv.Analysed = ord.wo, total.Rows
 	advised := time.Now()
-	if len(r.adv.specs) > 0 && len(tl.subsample) > 0 {
-		r.adv.spreadBuckets(tl.subsample)
-		r.adv.specs = append(r.adv.specs, rewriteSpecs(r.prog, r.cfg.Mapping, tl.subsample, total)...)
-		r.adv.results, r.adv.errs = r.adv.evaluate(tl.subsample, r.adv.specs, true)
+	if len(r.adv.Specs) > 0 && len(tl.subsample) > 0 {
+		r.adv.SpreadBuckets(tl.subsample)
+		r.adv.Specs = append(r.adv.Specs, advise.RewriteSpecs(r.prog, r.cfg.Mapping, tl.subsample, total)...)
+		r.adv.Results, r.adv.Errs = r.adv.Evaluate(tl.subsample, r.adv.Specs, true)
 	}
 	<-judged
 	<-counting
@@ -421,56 +413,51 @@ func (r *runner) assemble(ctx context.Context, total *acc, tl *timeline, plan pi
 	rep.Queries = r.queryInfo()
 	rep.HotRows = ord.hot
 	rep.Workload = r.workload()
-	for _, d := range r.prog.DesignRules(true) {
-		switch d.Code {
-		case transform.RuleKeyOnlyTarget, transform.RuleSaltedKey, transform.RuleTrailingSalt:
-			rep.design = append(rep.design, d)
-		}
-	}
-	ex := exactFigures{mapping: coll, sets: coll2, analysed: tl.analysed, rejected: total.rejected, setsExact: len(r.adv.sets) > 0}
+	rep.Design = r.prog.DesignRules(cfg.Regions > 0)
+	ex := advise.ExactFigures{Mapping: coll, Sets: coll2, Analysed: tl.analysed, Rejected: total.Rejected, SetsExact: len(r.adv.Sets) > 0}
 	if m := cfg.Mapping; m != nil {
 		compile := func(pk string) (*transform.Program, error) {
 			m2 := *m
 			m2.Target.PrimaryKey = pk
 			return transform.Compile(&m2, r.prog.Source())
 		}
-		ex.suggest = suggestKey(coll, r.prog, m.Target.PrimaryKey, compile)
-		rep.Uniqueness.Suggestion = ex.suggest
-		derived := ex.suggest
+		ex.Suggest = advise.SuggestKey(coll, r.prog, m.Target.PrimaryKey, compile)
+		rep.Uniqueness.Suggestion = ex.Suggest
+		derived := ex.Suggest
 		if r.bySource != nil {
 			// the source key's own collisions were compared in the second check
-			derived = suggestKey(coll2, r.prog, bracketed(sourceKey(r.prog)), compile)
+			derived = advise.SuggestKey(coll2, r.prog, advise.Bracketed(advise.SourceKey(r.prog)), compile)
 		}
 		if derived != nil && derived.SeparatesAll && derived.Checked {
-			ex.derived = derived.Add
+			ex.Derived = derived.Add
 		}
 	}
-	rep.Alternatives = r.adv.finish(tl.subsample, ex)
-	rep.Indexes = r.adv.indexOffers(rep.Alternatives, r.prog.Table())
+	rep.Alternatives = r.adv.Finish(tl.subsample, ex)
+	rep.Indexes = r.adv.IndexOffers(rep.Alternatives, r.prog.Table())
 	r.log.Info("advisor", zap.Int("subsample", len(tl.subsample)), zap.Int("designs", len(rep.Alternatives)), zap.Duration("took", time.Since(advised)))
 	r.recommend(rep, tl.subsample)
-	evaluate(rep, cfg.Strict)
+	advise.Evaluate(rep, cfg.Strict)
 	return rep, nil
 }
 
 // countCollisions runs the collision check: the mapping's key (with the column sets the advisor
 // needs, unless the key has a salt), and the source key's when it does.
-func (r *runner) countCollisions(ctx context.Context) (collisionResult, collisionResult, error) {
-	spec := countSpec{maxExamples: maxCollisionExamples, maxOrigins: maxExampleOrigins, pairs: true, cols: r.hashed}
+func (r *runner) countCollisions(ctx context.Context) (collide.CollisionResult, collide.CollisionResult, error) {
+	spec := collide.CountSpec{MaxExamples: maxCollisionExamples, MaxOrigins: maxExampleOrigins, Pairs: true, Cols: r.hashed}
 	if r.bySource == nil {
-		spec.sets, spec.salted, spec.saltN = r.adv.sets, r.saltN > 0, r.saltN
+		spec.Sets, spec.Salted, spec.SaltN = r.adv.Sets, r.saltN > 0, r.saltN
 	}
 	first := spec
-	first.keysOnly = r.rereadable != nil
-	coll, err := r.spill.count(first)
-	if err == nil && first.keysOnly && coll.Colliding > 0 {
+	first.KeysOnly = r.rereadable != nil
+	coll, err := r.spill.Count(first)
+	if err == nil && first.KeysOnly && coll.Colliding > 0 {
 		coll, err = r.recount(ctx, spec, coll)
 	}
 	if err != nil || r.bySource == nil {
 		return coll, coll, err
 	}
-	spec2 := countSpec{pairs: true, cols: r.hashed, sets: r.adv.sets, salted: r.saltN > 0, saltN: r.saltN}
-	coll2, err := r.bySource.count(spec2)
+	spec2 := collide.CountSpec{Pairs: true, Cols: r.hashed, Sets: r.adv.Sets, Salted: r.saltN > 0, SaltN: r.saltN}
+	coll2, err := r.bySource.Count(spec2)
 	return coll, coll2, err
 }
 
@@ -480,7 +467,7 @@ func (r *runner) countCollisions(ctx context.Context) (collisionResult, collisio
 func sampleCollides(sample [][]pipeline.Value, keyLen int) bool {
 	rows := make(map[uint64]uint64, len(sample))
 	for _, row := range sample {
-		kh, rh := hashValues(row[:keyLen]), hashValues(row)
+		kh, rh := collide.HashValues(row[:keyLen]), collide.HashValues(row)
 		if prev, ok := rows[kh]; ok && prev != rh {
 			return true
 		}
@@ -489,15 +476,11 @@ func sampleCollides(sample [][]pipeline.Value, keyLen int) bool {
 	return false
 }
 
-// maxRecountKeys bounds the colliding keys a second read looks for (8 MiB of key hashes); with
-// more it spills every row again.
-var maxRecountKeys = 1 << 20
-
 // recount completes the collision check of a first read that left the rows' texts out and
 // found colliding keys (first): the source is read again, the rows of those keys are spilled
 // with their texts, and counted with spec. The second read must find the same collisions, or
 // the source changed in between.
-func (r *runner) recount(ctx context.Context, spec countSpec, first collisionResult) (collisionResult, error) {
+func (r *runner) recount(ctx context.Context, spec collide.CountSpec, first collide.CollisionResult) (collide.CollisionResult, error) {
 	started := time.Now()
 	keys := first.CollidingKeys
 	if first.Colliding > int64(len(keys)) {
@@ -517,8 +500,8 @@ func (r *runner) recount(ctx context.Context, spec countSpec, first collisionRes
 	if err != nil {
 		return first, err
 	}
-	defer sp.close()
-	res, err := sp.count(spec)
+	defer sp.Close()
+	res, err := sp.Count(spec)
 	if err != nil {
 		return first, err
 	}
@@ -534,25 +517,25 @@ func (r *runner) recount(ctx context.Context, spec countSpec, first collisionRes
 // respill reads the source again, as the first read did (the same sampling and limit), and
 // spills with their texts the rows whose key hash is in keys (sorted; nil: every row); read
 // counts the rows read.
-func (r *runner) respill(ctx context.Context, keys []uint64, read *pipeline.Counters) (*spill, error) {
+func (r *runner) respill(ctx context.Context, keys []uint64, read *pipeline.Counters) (*collide.Spill, error) {
 	cfg := r.cfg
-	buckets := minBuckets
+	buckets := collide.MinBuckets
 	if keys == nil {
-		buckets = spillBuckets(r.expectedAnalysed())
+		buckets = collide.SpillBuckets(r.expectedAnalysed())
 	}
-	sp, err := newSpill(cfg.TmpDir, buckets, r.log)
+	sp, err := collide.NewSpill(cfg.TmpDir, buckets, r.log)
 	if err != nil {
 		return nil, err
 	}
-	sp.leaveOutOriginHashes(r.d.srcCols, r.hashed)
+	sp.LeaveOutOriginHashes(r.d.SrcCols, r.hashed)
 	o, err := pipeline.NewEngine(pipeline.EngineConfig{Source: r.rereadable, Workers: cfg.Workers, Queue: cfg.Workers, Limit: r.limit,
 		NewWorker: func(int) (func(context.Context, *pipeline.Job) error, func()) {
-			wk := &worker{r: r, ev: r.prog.NewEvaluator(), sw: sp.writer(), out: make([]pipeline.Value, len(r.prog.Target().Columns))}
+			wk := &worker{r: r, ev: r.prog.NewEvaluator(), sw: sp.Writer(), out: make([]pipeline.Value, len(r.prog.Target().Columns))}
 			return func(_ context.Context, j *pipeline.Job) error {
 				read.RowsIn.Add(int64(len(j.Batch.Records)))
 				wk.respill(&j.Batch, j.FirstOrd, keys)
 				return nil
-			}, wk.sw.flush
+			}, wk.sw.Flush
 		}}).Run(ctx)
 	if err == nil {
 		err = o.SourceErr
@@ -561,7 +544,7 @@ func (r *runner) respill(ctx context.Context, keys []uint64, read *pipeline.Coun
 		err = ctx.Err()
 	}
 	if err != nil {
-		sp.close()
+		sp.Close()
 		return nil, fmt.Errorf("report: collision check: second read of the source: %w", err)
 	}
 	return sp, nil
@@ -572,7 +555,7 @@ func (w *worker) respill(b *pipeline.Batch, firstOrd int64, keys []uint64) {
 	r := w.r
 	var sid uint64
 	if len(b.Records) > 0 {
-		sid = w.sw.s.streamID(b.Stream)
+		sid = w.sw.S.StreamID(b.Stream)
 	}
 	for i := range b.Records {
 		if r.every > 1 && (firstOrd+int64(i))%r.every != 0 {
@@ -582,8 +565,8 @@ func (w *worker) respill(b *pipeline.Batch, firstOrd int64, keys []uint64) {
 		if rec.Err != nil || w.ev.Apply(b, rec, w.out) != nil {
 			continue
 		}
-		key := w.out[:r.d.keyLen]
-		kh := hashValues(key)
+		key := w.out[:r.d.KeyLen]
+		kh := collide.HashValues(key)
 		if _, found := slices.BinarySearch(keys, kh); keys != nil && !found {
 			continue
 		}
@@ -605,15 +588,15 @@ func (r *runner) workload() string {
 }
 
 // queryInfo lists the declared queries.
-func (r *runner) queryInfo() []QueryInfo {
+func (r *runner) queryInfo() []model.QueryInfo {
 	origin := "mapping"
 	if r.cfg.Queries != nil {
 		origin = "--query"
 	}
-	out := []QueryInfo{}
+	out := []model.QueryInfo{}
 	for _, q := range r.queries {
 		eq := append([]string{}, q.Equal...)
-		out = append(out, QueryInfo{Query: q.String(), Equal: eq, Range: q.Range, NewestFirst: q.NewestFirst, Origin: origin})
+		out = append(out, model.QueryInfo{Query: q.String(), Equal: eq, Range: q.Range, NewestFirst: q.NewestFirst, Origin: origin})
 	}
 	return out
 }
@@ -677,10 +660,10 @@ func bulkRegions(bytes, regionSize int64) int {
 // recommendation (bulkload data size / 8 GiB, or nodes x 4), and when all of these give a single
 // region, 16 regions: with one region every write lands in it whatever the key, and the report's
 // point is how the key spreads once the table has many.
-func (r *runner) choosePlan(sample [][]pipeline.Value, est int64) (pipeline.RegionPlan, PlanInfo, error) {
+func (r *runner) choosePlan(sample [][]pipeline.Value, est int64) (pipeline.RegionPlan, model.PlanInfo, error) {
 	prog := r.prog
 	req := transform.RegionRequest{Sample: sample, EstimatedBytes: est}
-	var info PlanInfo
+	var info model.PlanInfo
 	var plan pipeline.RegionPlan
 	var err error
 	switch {
@@ -698,7 +681,7 @@ func (r *runner) choosePlan(sample [][]pipeline.Value, est int64) (pipeline.Regi
 				n = max(n, 4*r.cfg.Nodes)
 			}
 			if n <= 1 {
-				n = defaultAnalysisRegions
+				n = collide.DefaultAnalysisRegions
 				info.Origin = "default"
 				info.Note = fmt.Sprintf("the mapping and the data size (%s estimated) give a single region, where every write lands whatever the key; the distribution is analysed over %d regions, as the table will have once Lindorm splits it (--regions to choose)", transform.FormatSize(est), n)
 			}
@@ -731,19 +714,19 @@ func (r *runner) choosePlan(sample [][]pipeline.Value, est int64) (pipeline.Regi
 // engine hands the batches out in source order, the workers process them in any order, and its
 // in-order step consumes each in turn once its worker is done with it. The held batches (a prefix
 // sample) go first, then the rest of feed.
-func (r *runner) pass(ctx context.Context, held []pipeline.Batch, feed *pipeline.Feed, tl *timeline) ([]*acc, pipeline.Outcome, error) {
+func (r *runner) pass(ctx context.Context, held []pipeline.Batch, feed *pipeline.Feed, tl *timeline) ([]*collide.Acc, pipeline.Outcome, error) {
 	cfg := r.cfg
 	workers := cfg.Workers
 	jobPool := sync.Pool{New: func() any { return &job{} }}
-	accs := make([]*acc, workers)
+	accs := make([]*collide.Acc, workers)
 	o, err := pipeline.NewEngine(pipeline.EngineConfig{Feed: feed, Held: held, Workers: workers, Queue: workers, Limit: r.limit,
 		NewWorker: func(i int) (func(context.Context, *pipeline.Job) error, func()) {
-			a := newAcc(r.d)
+			a := collide.NewAcc(r.d)
 			accs[i] = a
-			wk := &worker{r: r, a: a, ev: r.prog.NewEvaluator(), sw: r.spill.writer(),
+			wk := &worker{r: r, a: a, ev: r.prog.NewEvaluator(), sw: r.spill.Writer(),
 				out: make([]pipeline.Value, len(r.prog.Target().Columns))}
 			if r.bySource != nil {
-				wk.sw2 = r.bySource.writer()
+				wk.sw2 = r.bySource.Writer()
 			}
 			return func(_ context.Context, pj *pipeline.Job) error {
 					j := jobPool.Get().(*job)
@@ -752,9 +735,9 @@ func (r *runner) pass(ctx context.Context, held []pipeline.Batch, feed *pipeline
 					pj.Data = j
 					return nil
 				}, func() {
-					wk.sw.flush()
+					wk.sw.Flush()
 					if wk.sw2 != nil {
-						wk.sw2.flush()
+						wk.sw2.Flush()
 					}
 				}
 		},
@@ -782,10 +765,10 @@ func (r *runner) pass(ctx context.Context, held []pipeline.Batch, feed *pipeline
 type worker struct {
 	_    cpu.CacheLinePad
 	r    *runner
-	a    *acc
+	a    *collide.Acc
 	ev   *transform.Evaluator
-	sw   *spillWriter
-	sw2  *spillWriter // the source-key check, when there is one
+	sw   *collide.SpillWriter
+	sw2  *collide.SpillWriter // the source-key check, when there is one
 	out  []pipeline.Value
 	cols []uint64 // the record's column hashes
 	salt []byte   // scratch for saltToken
@@ -800,10 +783,10 @@ func (w *worker) process(j *job) {
 	j.wo, j.wo2 = j.wo[:0], j.wo2[:0]
 	j.hasFirst = false
 	j.analysed = 0
-	a.hasPrev = false
+	a.HasPrev = false
 	var sid uint64
 	if len(b.Records) > 0 {
-		sid = r.spill.streamID(b.Stream)
+		sid = r.spill.StreamID(b.Stream)
 	}
 	var ok, rejected int64
 	out := w.out
@@ -817,30 +800,30 @@ func (w *worker) process(j *job) {
 		if rec.Err != nil {
 			rejected++
 			e := rec.Err
-			a.reject(e.Code, ord, func() RejectExample {
-				return RejectExample{Position: b.Position(rec), Stage: "source", Code: e.Code, Field: e.Field, Message: e.Message}
+			a.Reject(e.Code, ord, func() model.RejectExample {
+				return model.RejectExample{Position: b.Position(rec), Stage: "source", Code: e.Code, Field: e.Field, Message: e.Message}
 			})
 			continue
 		}
 		if e := w.ev.Apply(b, rec, out); e != nil {
 			rejected++
-			a.reject(e.Code, ord, func() RejectExample {
-				return RejectExample{Position: b.Position(rec), Stage: "transform", Code: e.Code, Field: e.Field, Message: e.Message}
+			a.Reject(e.Code, ord, func() model.RejectExample {
+				return model.RejectExample{Position: b.Position(rec), Stage: "transform", Code: e.Code, Field: e.Field, Message: e.Message}
 			})
 			continue
 		}
 		ok++
-		region := d.route(out[0])
-		a.row(out, region)
-		key := out[:d.keyLen]
-		w.spillRow(sid, b, rec, key, hashValues(key), r.rereadable == nil)
+		region := d.Route(out[0])
+		a.Row(out, region)
+		key := out[:d.KeyLen]
+		w.spillRow(sid, b, rec, key, collide.HashValues(key), r.rereadable == nil)
 		w.finish(j, b, i, ord, region)
 	}
 	if j.hasFirst {
-		j.last = cloneValue(a.prev)
+		j.last = cloneValue(a.Prev)
 	}
-	a.hasPrev = false
-	a.prev = pipeline.Value{}
+	a.HasPrev = false
+	a.Prev = pipeline.Value{}
 	w.ev.Reset()
 	c := r.cfg.Counters
 	c.RowsIn.Add(int64(len(b.Records)))
@@ -854,29 +837,29 @@ func (w *worker) process(j *job) {
 func (w *worker) spillRow(sid uint64, b *pipeline.Batch, rec *pipeline.Record, key []pipeline.Value, kh uint64, withText bool) {
 	r, d, sw := w.r, w.r.d, w.sw
 	var keep []pipeline.Value
-	long := longSource(rec.Values, d.srcCols)
-	if d.storeKey || long {
+	long := longSource(rec.Values, d.SrcCols)
+	if d.StoreKey || long {
 		keep = key
 	}
 	// the text goes straight into the spill's buffer
-	text := sw.textFor(kh)
+	text := sw.TextFor(kh)
 	mark := len(text)
-	if vals := rec.Values; r.saltN > 0 && w.sw2 == nil && len(vals) <= len(r.prog.Source()) && fitsWhole(vals) {
+	if vals := rec.Values; r.saltN > 0 && w.sw2 == nil && len(vals) <= len(r.prog.Source()) && collide.FitsWhole(vals) {
 		// the salt and the column hashes are computed by the collision check, for the rows
 		// it reads. Equal rows always come here together, so their source hashes (the
 		// values' encoding's, not hashColumns') are equal.
 		var src uint64
-		text, src = appendWhole(text, b.SaltOrigin, sid, rec.Seq, keep, vals)
+		text, src = collide.AppendWhole(text, b.SaltOrigin, sid, rec.Seq, keep, vals)
 		if !withText {
 			text = text[:mark]
 		}
-		sw.commit(kh, src, text)
+		sw.Commit(kh, src, text)
 		return
 	}
 	var src uint64
-	w.cols, src = hashColumns(rec.Values, w.cols)
+	w.cols, src = collide.HashColumns(rec.Values, w.cols)
 	if !withText && w.sw2 == nil {
-		sw.commit(kh, src, text)
+		sw.Commit(kh, src, text)
 		return
 	}
 	var salt uint64
@@ -887,23 +870,23 @@ func (w *worker) spillRow(sid uint64, b *pipeline.Batch, rec *pipeline.Record, k
 	}
 	var skip uint64
 	if !long && w.sw2 == nil { // the source-key check's texts are the row info alone
-		skip = sw.s.skip
+		skip = sw.S.Skip
 	}
-	text = appendRowInfo(text, salt, w.cols, r.hashed, skip)
+	text = collide.AppendRowInfo(text, salt, w.cols, r.hashed, skip)
 	if w.sw2 != nil {
-		w.sw2.add(hashSubset(w.cols, d.srcCols), src, text[mark:])
+		w.sw2.Add(collide.HashSubset(w.cols, d.SrcCols), src, text[mark:])
 	}
-	text = appendOrigin(text, sid, rec.Seq, keep, d.srcCols, rec.Values)
-	sw.commit(kh, src, text)
+	text = collide.AppendOrigin(text, sid, rec.Seq, keep, d.SrcCols, rec.Values)
+	sw.Commit(kh, src, text)
 }
 
 // finish records an accepted row's region and write order in its job.
 func (w *worker) finish(j *job, b *pipeline.Batch, i int, ord int64, region int) {
 	r := w.r
 	j.regions = append(j.regions, uint32(region))
-	j.wo = append(j.wo, r.order.primary.value(b, i, ord))
-	if bk := r.order.backup; bk != nil {
-		j.wo2 = append(j.wo2, bk.value(b, i, ord))
+	j.wo = append(j.wo, r.order.Primary.Value(b, i, ord))
+	if bk := r.order.Backup; bk != nil {
+		j.wo2 = append(j.wo2, bk.Value(b, i, ord))
 	}
 	if !j.hasFirst {
 		j.first, j.hasFirst = cloneValue(w.out[0]), true
@@ -918,7 +901,7 @@ func cloneValue(v pipeline.Value) pipeline.Value {
 // timeline is what needs arrival order: windows, monotonicity across batch boundaries and the
 // advisor's order-preserving subsample.
 type timeline struct {
-	w        *windows
+	w        *collide.Windows
 	typ      pipeline.Type
 	read     int64 // records delivered
 	analysed int64 // records run through the mapping
@@ -927,9 +910,9 @@ type timeline struct {
 	up, down int64
 	pairs    int64
 
-	heat  *timeHeat // by the write order's best evidence; nil when it is no time or value (arrival, offsets)
-	heat2 *timeHeat // by the fallback evidence
-	order *orderModel
+	heat  *collide.TimeHeat // by the write order's best evidence; nil when it is no time or value (arrival, offsets)
+	heat2 *collide.TimeHeat // by the fallback evidence
+	order *collide.OrderModel
 
 	subsample []pipeline.Record
 	subWO     []int64 // each kept record's write-order value (best evidence)
@@ -945,11 +928,11 @@ type timeline struct {
 // aliasing (every 20th row of data that advances 2 ms a row has ts % 16 in {0, 8} only, and a
 // modulo bucket would look twice as hot as it is).
 func sampleLevel(ord int64) uint8 {
-	return uint8(bits.TrailingZeros64(mix64(uint64(ord), 0x5a3b1e) | 1<<62))
+	return uint8(bits.TrailingZeros64(collide.Mix64(uint64(ord), 0x5a3b1e) | 1<<62))
 }
 
 func newTimeline(regions int, expected int64, subMax int, every int64, typ pipeline.Type) *timeline {
-	tl := &timeline{w: newWindows(regions, expected, mainWindows, mainWindowsMax), typ: typ, subMax: subMax}
+	tl := &timeline{w: collide.NewWindows(regions, expected, collide.MainWindows, collide.MainWindowsMax), typ: typ, subMax: subMax}
 	for expected > int64(subMax)<<tl.level {
 		tl.level++
 	}
@@ -967,12 +950,12 @@ func newTimeline(regions int, expected int64, subMax int, every int64, typ pipel
 
 func (tl *timeline) consume(j *job, every int64) {
 	for i, reg := range j.regions {
-		tl.w.add(int(reg))
+		tl.w.Add(int(reg))
 		if tl.heat != nil {
-			tl.heat.add(j.wo[i], int(reg))
+			tl.heat.Add(j.wo[i], int(reg))
 		}
 		if tl.heat2 != nil {
-			tl.heat2.add(j.wo2[i], int(reg))
+			tl.heat2.Add(j.wo2[i], int(reg))
 		}
 	}
 	if j.hasFirst {
@@ -1000,12 +983,12 @@ func (tl *timeline) consume(j *job, every int64) {
 		if lv < tl.level || recs[i].Err != nil {
 			continue
 		}
-		wo2 := int64(noTime)
-		if bk := tl.order.backup; bk != nil {
-			wo2 = bk.value(&j.batch, i, ord)
+		wo2 := int64(collide.NoTime)
+		if bk := tl.order.Backup; bk != nil {
+			wo2 = bk.Value(&j.batch, i, ord)
 		}
 		tl.subsample = append(tl.subsample, cloneRecord(&recs[i]))
-		tl.subWO = append(tl.subWO, tl.order.primary.value(&j.batch, i, ord))
+		tl.subWO = append(tl.subWO, tl.order.Primary.Value(&j.batch, i, ord))
 		tl.subWO2 = append(tl.subWO2, wo2)
 		tl.subLevel = append(tl.subLevel, lv)
 		for len(tl.subsample) > tl.subMax {
@@ -1096,7 +1079,7 @@ func (s *sliceSource) Run(ctx context.Context, _ map[string]pipeline.StreamState
 // (then the key cannot be recomputed from them and is kept itself).
 func longSource(vals []pipeline.Value, cols []int) bool {
 	for _, c := range cols {
-		if c < len(vals) && len(vals[c].Str) > maxOriginText {
+		if c < len(vals) && len(vals[c].Str) > collide.MaxOriginText {
 			return true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/collide"
 	"github.com/rekey/rekey/source/cqlvalue"
 	"github.com/rekey/rekey/transform"
 )
@@ -25,7 +26,7 @@ func ordersRows(tb testing.TB, n int) *samplingSource {
 	cities := []string{"Shanghai", "Beijing", "Shenzhen", "Guangzhou", "Hangzhou", "Chengdu", "Wuhan", "Xian"}
 	base := make([][]pipeline.Value, min(n, 100000))
 	for i := range base {
-		h := mix64(uint64(i), 7)
+		h := collide.Mix64(uint64(i), 7)
 		amount, err := dec.ParseText(fmt.Sprintf("%d.%02d", h%10000, h>>20%100))
 		if err != nil {
 			tb.Fatal(err)
@@ -43,7 +44,7 @@ func ordersRows(tb testing.TB, n int) *samplingSource {
 	return &samplingSource{memSource{n: n, batch: 4096, make: func(i int) []pipeline.Value {
 		row := append([]pipeline.Value(nil), base[i%len(base)]...)
 		row[1] = pipeline.Int(1000000000 + int64(i))
-		row[3] = pipeline.Int(1704067200000 + int64(i)*4 + int64(mix64(uint64(i), 9)>>61))
+		row[3] = pipeline.Int(1704067200000 + int64(i)*4 + int64(collide.Mix64(uint64(i), 9)>>61))
 		return row
 	}}}
 }
@@ -103,8 +104,8 @@ func BenchmarkAdvisorOrders(b *testing.B) {
 	b.ResetTimer()
 	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
-		res, errs := r.adv.evaluate(recs, r.adv.specs, true)
-		if len(res) != len(r.adv.specs)+1 || errs[0] != nil {
+		res, errs := r.adv.Evaluate(recs, r.adv.Specs, true)
+		if len(res) != len(r.adv.Specs)+1 || errs[0] != nil {
 			b.Fatalf("%d results: %v", len(res), errs)
 		}
 	}

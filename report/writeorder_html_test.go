@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/model"
+	"github.com/rekey/rekey/report/render"
 )
 
 // A declared integer write order (a sequence, not a time) draws the heatmap by its values: the
@@ -19,17 +21,17 @@ func TestHTMLHeatmapDeclaredIntegerOrder(t *testing.T) {
 		return []pipeline.Value{pipeline.Int(id), pipeline.Text("wechat"), pipeline.Text(fmt.Sprint(i))}
 	}}
 	rep := runReport(t, fmt.Sprintf(ordersYAML, "[id]"), src, func(c *Config) {
-		c.Order = OrderHints{Column: "id", ColumnOrigin: "--write-order"}
+		c.Order = model.OrderHints{Column: "id", ColumnOrigin: "--write-order"}
 	})
 	th := rep.TimeHeatmap
-	if rep.WriteOrder.Evidence != OrderDeclared || th == nil || th.Axis != "value" || len(th.Bins) == 0 {
+	if rep.WriteOrder.Evidence != model.OrderDeclared || th == nil || th.Axis != "value" || len(th.Bins) == 0 {
 		t.Fatalf("write order %+v, heatmap %+v: want the id values' axis", rep.WriteOrder, th)
 	}
 	if th.StartMillis > 1_000_000 || th.StartMillis+th.BinMillis*int64(len(th.Bins)) <= 1_000_000+n-1 {
 		t.Errorf("bins from %d, %d of %d: do not cover the ids", th.StartMillis, len(th.Bins), th.BinMillis)
 	}
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, rep); err != nil {
+	if err := render.WriteHTML(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
 	root := parseXHTML(t, buf.Bytes())

@@ -18,14 +18,12 @@ type DesignRule struct {
 
 // Design rule codes.
 const (
-	RuleKeyOnlyTarget     = "key_only_target"
-	RuleMonotonicFirst    = "monotonic_first_key"
-	RuleManyKeyColumns    = "many_key_columns"
-	RuleCollectionInKey   = "collection_in_key"
-	RuleNoRegions         = "no_regions"
-	RuleSaltedKey         = "salted_key"
-	RuleTrailingSalt      = "trailing_salt"
-	recommendedKeyColumns = 3
+	RuleKeyOnlyTarget   = "key_only_target"
+	RuleMonotonicFirst  = "monotonic_first_key"
+	RuleCollectionInKey = "collection_in_key"
+	RuleNoRegions       = "no_regions"
+	RuleSaltedKey       = "salted_key"
+	RuleTrailingSalt    = "trailing_salt"
 )
 
 // KeyOnly says whether every target column is in the primary key: Lindorm cannot write a row that
@@ -103,10 +101,6 @@ func (p *Program) DesignRules(regionsGiven bool) []DesignRule {
 		}
 		rules = append(rules, DesignRule{Code: RuleSaltedKey, Path: p.cols[at[0]].path, Message: "the key has a salt (random(" +
 			strconv.FormatInt(n[0], 10) + ")): " + SaltCost(n[0])})
-	}
-	if n := p.target.KeyLen; n > recommendedKeyColumns {
-		rules = append(rules, DesignRule{Code: RuleManyKeyColumns, Path: "target.primary_key", Message: strconv.Itoa(n) +
-			" key columns: the design guide recommends 1-3 (fewer key columns write faster and store less)"})
 	}
 	for _, col := range p.cols[:p.target.KeyLen] {
 		if src := p.bareSource(col); src >= 0 {

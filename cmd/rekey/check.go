@@ -14,6 +14,7 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report"
+	"github.com/rekey/rekey/report/advise"
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
@@ -129,8 +130,9 @@ quantile plan without --source), these rules are still printed before the error.
 
 With --source, check also applies rekey report's data rules to a sample of the source (up to
 100,000 rows): an enumerated, skewed or prefixed first column, incremental key columns, keys that
-collide (an error, exit 2), write hotspots in write order, unbalanced regions. Without --source it
-says that it did not judge the data.`,
+collide (an error, exit 2), write hotspots in write order, unbalanced regions. Both commands run
+one table of rules; without --source check lists each data rule it did not examine ("skipped:
+needs a sample") rather than passing it.`,
 		Example: "  rekey check -m mappings/orders.yaml\n  rekey check -m mappings/users.yaml --source file:users.csv --regions 32",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -139,7 +141,7 @@ says that it did not judge the data.`,
 				inv.sourceWriteTimes = true // the rows' WRITETIME(), for the write order the data rules judge in
 			}
 			var loaded *transform.Program
-			var data *dataRules
+			var data *ruleResults
 			prog, plan, err := pf.plan(cmd, inv, func(prog *transform.Program) {
 				loaded = prog
 				fmt.Fprintln(out, prog.Describe())
@@ -153,14 +155,16 @@ says that it did not judge the data.`,
 				}
 				// no plan: the rules of the mapping alone still hold, and say so before the error
 				fmt.Fprintf(out, "\nRegion plan: not computed: %v\n", err)
-				if rerr := printDesignRules(out, pf.mapping, loaded.DesignRules(pf.regions > 0), nil, "the region plan failed (above)"); rerr != nil {
+				if rerr := printRules(out, pf.mapping, mappingRules(loaded, pf.regions > 0), "the region plan failed (above)"); rerr != nil {
 					return errors.Join(err, rerr)
 				}
 				return err
 			}
 			printPlan(out, prog.Target(), plan, prog.RegionsAsked(transform.RegionRequest{Count: pf.regions}))
-			return printDesignRules(out, pf.mapping, prog.DesignRules(pf.regions > 0), data,
-				"give --source to judge the data as rekey report does (first-column values and skew, incremental key columns, collisions, write hotspots)")
+			if data == nil {
+				data = mappingRules(prog, pf.regions > 0)
+			}
+			return printRules(out, pf.mapping, data, "give --source to judge the data as rekey report does")
 		},
 	}
 	pf.add(inv, cmd.Flags())
@@ -170,16 +174,25 @@ says that it did not judge the data.`,
 // checkSampleRows is how many source rows check --source runs the report's data rules on.
 const checkSampleRows = 100_000
 
-// dataRules are the findings of rekey report's rules on a sample of the source.
-type dataRules struct {
+// ruleResults are the findings of the rule table rekey report runs (report/advise.Rules): on a
+// sample of the source (rows > 0 or sampled), or on the mapping alone, with the rules that
+// need a sample skipped.
+type ruleResults struct {
+	sampled  bool
 	rows     int64
-	findings []report.Finding // warnings and errors
+	findings []report.Finding
+	skipped  []advise.Rule
 }
 
-// checkData runs rekey report's analysis on a sample of the source and keeps its warnings and
-// errors: the data rules (first-column values, skew, incremental columns, collisions, write
-// hotspots) that a mapping alone cannot show.
-func checkData(cmd *cobra.Command, inv *invocation, pf *planFlags, prog *transform.Program, src pipeline.Source) (*dataRules, error) {
+// mappingRules runs the rule table on the mapping alone.
+func mappingRules(prog *transform.Program, regionsGiven bool) *ruleResults {
+	fs, skipped := advise.Apply(advise.MappingFacts(prog, prog.DesignRules(regionsGiven)))
+	return &ruleResults{findings: fs, skipped: skipped}
+}
+
+// checkData runs rekey report on a sample of the source: the rule table on the sample's figures,
+// the mapping's rules included (a sample rule judges in their place what data can show).
+func checkData(cmd *cobra.Command, inv *invocation, pf *planFlags, prog *transform.Program, src pipeline.Source) (*ruleResults, error) {
 	logger, err := inv.logger()
 	if err != nil {
 		return nil, usageError(err)
@@ -196,58 +209,74 @@ func checkData(cmd *cobra.Command, inv *invocation, pf *planFlags, prog *transfo
 	if err != nil {
 		return nil, fmt.Errorf("check --source: the data rules: %w", err)
 	}
-	d := &dataRules{rows: rep.Totals.RowsAnalysed}
-	for _, f := range rep.Findings {
-		switch f.Rule {
-		case transform.RuleKeyOnlyTarget, transform.RuleSaltedKey, transform.RuleTrailingSalt, "key_columns":
-			continue // the mapping's own rules (key_columns is many_key_columns): printed once, from the mapping
-		}
-		if f.Severity != report.SevInfo {
-			d.findings = append(d.findings, f)
-		}
-	}
-	return d, nil
+	return &ruleResults{sampled: true, rows: rep.Totals.RowsAnalysed, findings: rep.Findings}, nil
 }
 
-// printDesignRules prints the design guides' rules the mapping does not follow, then those the
-// sample of the source breaks (data; nil: not judged, for the reason skipped gives): warnings leave
-// the exit code 0, an error (a target that cannot hold the data, rows that would be overwritten)
-// exits 2.
-func printDesignRules(w io.Writer, mapping string, rules []transform.DesignRule, data *dataRules, skipped string) error {
+// printRules prints the warnings and errors of the rule table: the mapping's rules, then the
+// data's (on a sample of the source; without one, the rules not examined, for the reason
+// skipped gives). Warnings leave the exit code 0; an error (a target that cannot hold the data,
+// rows that would be overwritten) exits 2.
+func printRules(w io.Writer, mapping string, res *ruleResults, skipped string) error {
 	var failed []string
-	if len(rules) == 0 {
+	var design, data []report.Finding
+	for _, f := range res.findings {
+		if f.Severity == report.SevInfo {
+			continue
+		}
+		if f.Severity == report.SevError {
+			failed = append(failed, f.Rule)
+		}
+		if r := advise.RuleOf(f.Rule); r != nil && r.Needs == advise.NeedsMapping {
+			design = append(design, f)
+		} else {
+			data = append(data, f)
+		}
+	}
+	if len(design) == 0 {
 		fmt.Fprintln(w, "\nDesign rules: the mapping follows the design rules a mapping alone shows")
 	} else {
 		fmt.Fprintln(w, "\nDesign rules (Lindorm's wide-table and primary-key design guides):")
-		for _, r := range rules {
-			level := "warning"
-			if r.Error {
-				level = "ERROR"
-				failed = append(failed, r.Code)
-			}
-			fmt.Fprintf(w, "  %s %s (%s): %s\n", level, r.Code, r.Path, r.Message)
-		}
+		printFindings(w, design)
 	}
 	switch {
-	case data == nil:
-		fmt.Fprintln(w, "\nData rules: not applied: "+skipped)
-	case len(data.findings) == 0:
-		fmt.Fprintf(w, "\nData rules on a sample of %s source rows: the data follows Lindorm's design guides (rekey report -m %s --source ... has every figure)\n", groupDigits(data.rows), mapping)
-	default:
-		fmt.Fprintf(w, "\nData rules on a sample of %s source rows (rekey report's rules; rekey report -m %s --source ... has every figure):\n", groupDigits(data.rows), mapping)
-		for _, f := range data.findings {
-			level := "warning"
-			if f.Severity == report.SevError {
-				level = "ERROR"
-				failed = append(failed, f.Rule)
+	case !res.sampled:
+		fmt.Fprintf(w, "\nData rules: not examined (%s):\n", skipped)
+		var notes []string
+		for _, r := range res.skipped {
+			if r.Worst == report.SevInfo {
+				notes = append(notes, r.Names...)
+				continue
 			}
-			fmt.Fprintf(w, "  %s %s: %s\n", level, f.Rule, f.Message)
+			fmt.Fprintf(w, "  skipped %s: needs a sample: %s\n", strings.Join(r.Names, ", "), r.What)
 		}
+		if len(notes) > 0 {
+			fmt.Fprintf(w, "  skipped notes (never a warning): %s\n", strings.Join(notes, ", "))
+		}
+	case len(data) == 0:
+		fmt.Fprintf(w, "\nData rules on a sample of %s source rows: the data follows Lindorm's design guides (rekey report -m %s --source ... has every figure)\n", groupDigits(res.rows), mapping)
+	default:
+		fmt.Fprintf(w, "\nData rules on a sample of %s source rows (rekey report's rules; rekey report -m %s --source ... has every figure):\n", groupDigits(res.rows), mapping)
+		printFindings(w, data)
 	}
 	if len(failed) > 0 {
 		return usageError(fmt.Errorf("%s: the target table breaks Lindorm's design rules (%s): fix the mapping as the ERROR lines above say", mapping, strings.Join(failed, ", ")))
 	}
 	return nil
+}
+
+// printFindings prints findings as check lists them: level, rule, where in the mapping, message.
+func printFindings(w io.Writer, fs []report.Finding) {
+	for _, f := range fs {
+		level := "warning"
+		if f.Severity == report.SevError {
+			level = "ERROR"
+		}
+		if f.Path != "" {
+			fmt.Fprintf(w, "  %s %s (%s): %s\n", level, f.Rule, f.Path, f.Message)
+		} else {
+			fmt.Fprintf(w, "  %s %s: %s\n", level, f.Rule, f.Message)
+		}
+	}
 }
 
 // refuseKeyOnly refuses a mapping whose every target column is in the key: Lindorm would store

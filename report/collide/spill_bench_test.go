@@ -1,4 +1,4 @@
-package report
+package collide
 
 import (
 	"os"
@@ -12,25 +12,25 @@ import (
 // origin) added by one writer, then the bucket pass over all of them.
 func BenchmarkSpill(b *testing.B) {
 	s := openSpill(b, 256)
-	sw := s.writer()
-	id := s.streamID("orders.csv")
+	sw := s.Writer()
+	id := s.StreamID("orders.csv")
 	cols := make([]uint64, 7)
 	src := []pipeline.Value{pipeline.Text("user-000123456")}
 	var text []byte
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		k := mix64(uint64(i), 1)
+		k := Mix64(uint64(i), 1)
 		for c := range cols {
-			cols[c] = mix64(uint64(i), uint64(c))
+			cols[c] = Mix64(uint64(i), uint64(c))
 		}
-		text = appendRowInfo(text[:0], k%16, cols, len(cols), 0)
-		text = appendOrigin(text, id, int64(i), nil, []int{0}, src)
-		sw.add(k, mix64(k, 2), text)
+		text = AppendRowInfo(text[:0], k%16, cols, len(cols), 0)
+		text = AppendOrigin(text, id, int64(i), nil, []int{0}, src)
+		sw.Add(k, Mix64(k, 2), text)
 	}
-	sw.flush()
+	sw.Flush()
 	b.ReportMetric(float64(spillBytes(b, s.dir))/float64(b.N), "disk-B/row")
-	res, err := s.count(countSpec{maxExamples: 3, maxOrigins: 4, pairs: true, cols: len(cols)})
+	res, err := s.Count(CountSpec{MaxExamples: 3, MaxOrigins: 4, Pairs: true, Cols: len(cols)})
 	if err != nil || res.Keys != int64(b.N) {
 		b.Fatalf("%d keys of %d rows: %v", res.Keys, b.N, err)
 	}
@@ -38,23 +38,23 @@ func BenchmarkSpill(b *testing.B) {
 }
 
 // A bucket of 80,000 records, as the collision check sorts one at 20M rows.
-func bucketRecs(n int, top uint) []spillRec {
-	recs := make([]spillRec, n)
+func bucketRecs(n int, top uint) []SpillRec {
+	recs := make([]SpillRec, n)
 	for i := range recs {
-		recs[i] = spillRec{key: mix64(uint64(i), 3)>>top | 0xab<<56, src: uint64(i), pos: uint64(i)}
+		recs[i] = SpillRec{Key: Mix64(uint64(i), 3)>>top | 0xab<<56, Src: uint64(i), pos: uint64(i)}
 	}
 	return recs
 }
 
 func BenchmarkSortBucket(b *testing.B) {
 	in := bucketRecs(80000, 8)
-	recs, tmp := make([]spillRec, len(in)), make([]spillRec, len(in))
+	recs, tmp := make([]SpillRec, len(in)), make([]SpillRec, len(in))
 	for _, bc := range []struct {
 		name string
-		sort func(recs, tmp []spillRec) ([]spillRec, []spillRec)
+		sort func(recs, tmp []SpillRec) ([]SpillRec, []SpillRec)
 	}{
 		{"radix", radixSort},
-		{"byKey", func(recs, tmp []spillRec) ([]spillRec, []spillRec) { return sortByKey(recs, tmp, 8) }},
+		{"byKey", func(recs, tmp []SpillRec) ([]SpillRec, []SpillRec) { return sortByKey(recs, tmp, 8) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {

@@ -1,10 +1,11 @@
-package report
+package advise
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/model"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -74,35 +75,6 @@ func CheckQueries(qs []transform.Query, src pipeline.SourceSchema) error {
 	return nil
 }
 
-// QueryInfo is a declared query.
-type QueryInfo struct {
-	Query string   `json:"query"` // "device_id = ? and ts range"
-	Equal []string `json:"equal"` // source columns compared with =
-	Range string   `json:"range"` // the source column compared with a range, "" for none
-	// NewestFirst: the query reads the range from its highest value down (order: newest_first)
-	NewestFirst bool   `json:"newest_first"`
-	Origin      string `json:"origin"` // mapping (its queries: section) or --query
-}
-
-// QueryPlan is how one key design serves one declared query.
-type QueryPlan struct {
-	Query string `json:"query"`
-	// Access is get (every key column fixed: point lookups), scan (a key range) or full_scan
-	// (nothing fixes the first key column: every region, which Lindorm refuses by default).
-	Access string `json:"access"`
-	// Scans is the lookups or key ranges the client issues (a bucket or salt it cannot compute
-	// multiplies them); -1 for a full scan.
-	Scans int64 `json:"scans"`
-	// Filtered lists the query's columns that Lindorm checks row by row instead of seeking on:
-	// the scan reads rows the query does not want.
-	Filtered []string `json:"filtered"`
-	// Unordered: the query reads newest first, but the key does not store its range column DESC
-	// right where the scan seeks: Lindorm returns the rows oldest first, to be read backwards or
-	// sorted by the client.
-	Unordered bool   `json:"unordered"`
-	Note      string `json:"note"`
-}
-
 // keyCol is what the planner needs of one key column.
 type keyCol struct {
 	name    string
@@ -113,7 +85,7 @@ type keyCol struct {
 	desc    bool   // declared DESC
 }
 
-func keyShape(p *transform.Program) []keyCol {
+func KeyShape(p *transform.Program) []keyCol {
 	srcs := p.KeySourceColumns()
 	buckets := p.KeyBuckets()
 	ordered := p.KeyOrderedSources()
@@ -128,7 +100,7 @@ func keyShape(p *transform.Program) []keyCol {
 	return out
 }
 
-func listText(names []string) string {
+func ListText(names []string) string {
 	switch len(names) {
 	case 0:
 		return ""
@@ -138,11 +110,11 @@ func listText(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
-// planQuery walks the key from its first column: columns the query fixes (every source column
+// PlanQuery walks the key from its first column: columns the query fixes (every source column
 // they are computed from is compared by equality), columns the client enumerates (buckets and
 // salts), then the range column as it is (a bounded key range) or a column nothing bounds.
-func planQuery(key []keyCol, q transform.Query) QueryPlan {
-	p := QueryPlan{Query: q.String(), Filtered: []string{}}
+func PlanQuery(key []keyCol, q transform.Query) model.QueryPlan {
+	p := model.QueryPlan{Query: q.String(), Filtered: []string{}}
 	eq := map[string]bool{}
 	for _, c := range q.Equal {
 		eq[c] = true
@@ -197,11 +169,11 @@ func planQuery(key []keyCol, q transform.Query) QueryPlan {
 		if fan == 1 {
 			return ""
 		}
-		return fmt.Sprintf(", times %d: one per value of %s, which the client cannot compute from the query (merged by the client)", fan, listText(enum))
+		return fmt.Sprintf(", times %d: one per value of %s, which the client cannot compute from the query (merged by the client)", fan, ListText(enum))
 	}
 	filtered := ""
 	if len(p.Filtered) > 0 {
-		filtered = ", filtering " + listText(p.Filtered)
+		filtered = ", filtering " + ListText(p.Filtered)
 	}
 	switch {
 	case stop < 0 && useful == len(key)-1:
@@ -209,13 +181,13 @@ func planQuery(key []keyCol, q transform.Query) QueryPlan {
 		if fan == 1 {
 			p.Note = "a GET: the query fixes every key column" + filtered
 		} else {
-			p.Note = fmt.Sprintf("%d GETs, one per value of %s, which the client cannot compute from the query%s", fan, listText(enum), filtered)
+			p.Note = fmt.Sprintf("%d GETs, one per value of %s, which the client cannot compute from the query%s", fan, ListText(enum), filtered)
 		}
 	case rangeAt:
 		p.Access, p.Scans = "scan", fan
 		where := "one SCAN of a " + q.Range + " range"
 		if len(prefix) > 0 {
-			where += " within " + listText(prefix) + " fixed by the query"
+			where += " within " + ListText(prefix) + " fixed by the query"
 		}
 		p.Note = where + times()
 		var after []string
@@ -226,7 +198,7 @@ func planQuery(key []keyCol, q transform.Query) QueryPlan {
 		}
 		if len(after) > 0 {
 			p.Note += fmt.Sprintf(": the range column %s stands before %s in the key, so the scan reads the whole %s range for every value of %s and filters %s (put %s first to make it a key range)",
-				q.Range, listText(after), q.Range, listText(after), listText(after), listText(after))
+				q.Range, ListText(after), q.Range, ListText(after), ListText(after), ListText(after))
 		}
 		if q.NewestFirst && rangeDesc {
 			p.Note += fmt.Sprintf(", newest first in key order (%s DESC)", q.Range)
@@ -236,7 +208,7 @@ func planQuery(key []keyCol, q transform.Query) QueryPlan {
 		c := key[max(stop, 0)]
 		why := fmt.Sprintf("the query does not fix the first key column %s", key[0].name)
 		if len(enum) > 0 || stop > 0 {
-			why = fmt.Sprintf("the query fixes no key column (%s can only be enumerated, then %s is not in the query)", listText(enumAll(key, stop)), c.name)
+			why = fmt.Sprintf("the query fixes no key column (%s can only be enumerated, then %s is not in the query)", ListText(enumAll(key, stop)), c.name)
 		}
 		for _, s := range c.sources {
 			if s == q.Range && c.ident == "" {
@@ -247,10 +219,10 @@ func planQuery(key []keyCol, q transform.Query) QueryPlan {
 		p.Note = "a scan of every region (the whole table, which Lindorm refuses by default)" + filtered + ": " + why
 	default:
 		p.Access, p.Scans = "scan", fan
-		p.Note = fmt.Sprintf("one SCAN of all rows with %s fixed by the query%s", listText(prefix), times())
+		p.Note = fmt.Sprintf("one SCAN of all rows with %s fixed by the query%s", ListText(prefix), times())
 		if len(p.Filtered) > 0 {
 			next := key[useful+1]
-			p.Note += fmt.Sprintf(", filtering %s: key column %s comes next and the query does not fix it", listText(p.Filtered), next.name)
+			p.Note += fmt.Sprintf(", filtering %s: key column %s comes next and the query does not fix it", ListText(p.Filtered), next.name)
 			for _, s := range next.sources {
 				if s == q.Range && next.ident == "" {
 					p.Note += fmt.Sprintf(" (%s scrambles the order of %s)", next.expr, s)
@@ -281,7 +253,7 @@ func enumAll(key []keyCol, stop int) []string {
 // queryCost condenses a design's plans for ranking: queries that scan the whole table, queries
 // that read rows they filter out, newest-first queries the key does not serve in its order, and
 // the scans (a full scan counting as n).
-func queryCost(plans []QueryPlan, n int) (full, overread, unordered int, scans int64) {
+func queryCost(plans []model.QueryPlan, n int) (full, overread, unordered int, scans int64) {
 	for _, p := range plans {
 		if p.Unordered {
 			unordered++

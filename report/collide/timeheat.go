@@ -1,7 +1,9 @@
-package report
+package collide
 
 import (
 	"math"
+
+	"github.com/rekey/rekey/report/model"
 )
 
 // The time heatmap: accepted rows by their write-order value (in time bins) and key range
@@ -12,14 +14,14 @@ import (
 
 const (
 	heatBins = 256
-	// noTime marks a row without a timestamp (null).
-	noTime = math.MinInt64
+	// NoTime marks a row without a timestamp (null).
+	NoTime = math.MinInt64
 	// timeClamp bounds the timestamps binned (about 36 million years around 1970), so that spans
 	// and offsets stay far from overflowing.
 	timeClamp = int64(1) << 60
 )
 
-type timeHeat struct {
+type TimeHeat struct {
 	group  int // regions per row
 	rows   int
 	init   bool
@@ -29,9 +31,9 @@ type timeHeat struct {
 	nulls  int64
 }
 
-func newTimeHeat(regions int) *timeHeat {
-	group := (regions + maxHeatRows - 1) / maxHeatRows
-	h := &timeHeat{group: max(group, 1), width: 1}
+func NewTimeHeat(regions int) *TimeHeat {
+	group := (regions + MaxHeatRows - 1) / MaxHeatRows
+	h := &TimeHeat{group: max(group, 1), width: 1}
 	h.rows = (regions + h.group - 1) / h.group
 	h.counts = make([][]int64, heatBins)
 	for i := range h.counts {
@@ -40,8 +42,8 @@ func newTimeHeat(regions int) *timeHeat {
 	return h
 }
 
-func (h *timeHeat) add(t int64, region int) {
-	if t == noTime {
+func (h *TimeHeat) Add(t int64, region int) {
+	if t == NoTime {
 		h.nulls++
 		return
 	}
@@ -57,7 +59,7 @@ func (h *timeHeat) add(t int64, region int) {
 
 // grow doubles the bin width, merging neighbours; left moves the start one span earlier first
 // (the old bins then fill the right half).
-func (h *timeHeat) grow(left bool) {
+func (h *TimeHeat) grow(left bool) {
 	shift := 0
 	if left {
 		shift = heatBins
@@ -77,11 +79,11 @@ func (h *timeHeat) grow(left bool) {
 	h.width *= 2
 }
 
-// result condenses the heatmap for the report: the bins from the first to the last with rows.
-func (h *timeHeat) result(column string, regions []Region) *TimeHeatmap {
-	out := &TimeHeatmap{Column: column, BinMillis: h.width, RegionsPerRow: h.group, NullRows: h.nulls, Rows: []HeatRow{}, Bins: []TimeBin{}}
+// Result condenses the heatmap for the report: the bins from the first to the last with rows.
+func (h *TimeHeat) Result(column string, regions []model.Region) *model.TimeHeatmap {
+	out := &model.TimeHeatmap{Column: column, BinMillis: h.width, RegionsPerRow: h.group, NullRows: h.nulls, Rows: []model.HeatRow{}, Bins: []model.TimeBin{}}
 	for g := 0; g < h.rows; g++ {
-		r := HeatRow{FirstRegion: g * h.group}
+		r := model.HeatRow{FirstRegion: g * h.group}
 		if r.FirstRegion < len(regions) {
 			r.Start = regions[r.FirstRegion].Start
 		}
@@ -104,7 +106,7 @@ func (h *timeHeat) result(column string, regions []Region) *TimeHeatmap {
 	}
 	out.StartMillis = h.start + int64(first)*h.width
 	for i := first; i <= last; i++ {
-		b := TimeBin{StartMillis: h.start + int64(i)*h.width, Counts: h.counts[i]}
+		b := model.TimeBin{StartMillis: h.start + int64(i)*h.width, Counts: h.counts[i]}
 		for _, n := range b.Counts {
 			b.Rows += n
 		}
@@ -112,3 +114,6 @@ func (h *timeHeat) result(column string, regions []Region) *TimeHeatmap {
 	}
 	return out
 }
+
+// MaxHeatRows bounds the heatmap's region rows: beyond it adjacent regions are grouped.
+const MaxHeatRows = 128

@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"embed"
@@ -7,6 +7,8 @@ import (
 	"io"
 	"reflect"
 	"strings"
+
+	"github.com/rekey/rekey/report/model"
 )
 
 // WriteHTML writes the report as one self-contained page: inline CSS and SVG, no script, no
@@ -22,7 +24,7 @@ import (
 //
 // The markup is in templates/ (html/template escapes every value for where it lands); the
 // values come from the view model in htmlview.go and htmlchart.go.
-func WriteHTML(w io.Writer, rep *Report) error {
+func WriteHTML(w io.Writer, rep *model.Report) error {
 	view := newPageView(rep)
 	replaceForbiddenRunes(reflect.ValueOf(view))
 	if err := pageTemplates.ExecuteTemplate(w, "page", view); err != nil {

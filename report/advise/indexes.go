@@ -1,39 +1,18 @@
-package report
+package advise
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/rekey/rekey/report/model"
 	"github.com/rekey/rekey/transform"
 )
 
-// Index offers: for a declared query the mapping's key serves only by scanning the whole table,
-// the guides' other answer beside a key change: "For queries that cannot be expressed with GET
-// or SCAN, use an index table or secondary index" (primary-key guide). A secondary index is an
-// index table keyed by the indexed columns, so "the column for which a secondary index is created
-// must be designed in the same manner as the primary key" (wide-table guide): the advisor's
-// design keyed by the query's columns (query_order) judges it. When that key would concentrate
-// writes, the offer is an index table keyed by the best design for the query instead, which
-// --write-mapping writes as a mapping to migrate beside the main table.
-
-// IndexOffer is one index offered for a declared query.
-type IndexOffer struct {
-	Query string `json:"query"`
-	// Kind is secondary_index (Lindorm maintains it: DDL) or index_table (a second table keyed
-	// for the query, written from the same source with the mapping --write-mapping writes).
-	Kind   string `json:"kind"`
-	Key    string `json:"key"`    // the index's key columns, or the index table's primary key
-	Design string `json:"design"` // the advisor's design whose figures judge the key (alternatives[].id)
-	Grade  string `json:"grade"`  // that design's grade
-	DDL    string `json:"ddl"`    // CREATE INDEX for a secondary index; "" for an index table
-	Note   string `json:"note"`
-}
-
-// indexOffers lists an index for each declared query with equality columns that the mapping's
+// IndexOffers lists an index for each declared query with equality columns that the mapping's
 // own design serves only with a scan of the whole table.
-func (a *advisor) indexOffers(alts []Alternative, table string) []IndexOffer {
-	out := []IndexOffer{}
-	var own *Alternative
+func (a *Advisor) IndexOffers(alts []model.Alternative, table string) []model.IndexOffer {
+	out := []model.IndexOffer{}
+	var own *model.Alternative
 	for i := range alts {
 		if alts[i].IsMapping {
 			own = &alts[i]
@@ -42,9 +21,9 @@ func (a *advisor) indexOffers(alts []Alternative, table string) []IndexOffer {
 	if own == nil || own.Error != "" || len(a.bases) == 0 {
 		return out
 	}
-	prog := a.r.prog
-	sk := sourceKey(prog)
-	byID := map[string]*Alternative{}
+	prog := a.prog
+	sk := SourceKey(prog)
+	byID := map[string]*model.Alternative{}
 	for i := range alts {
 		byID[alts[i].ID] = &alts[i]
 		if alts[i].SameAs != "" {
@@ -84,15 +63,15 @@ func (a *advisor) indexOffers(alts []Alternative, table string) []IndexOffer {
 		plain := byID[plainID]
 		if plain != nil && plain.Error == "" && len(target) == len(cols) && spreadGrade(plain) != "poor" {
 			x := secondaryIndex(q, table, target, plain)
-			if enumerated(plain, a.n) {
-				x.Note += fmt.Sprintf("; %s takes only %s values for %d regions: the index rows of one value share one key range until Lindorm splits it by the rest of the index key", cols[0], count(plain.Distinct), a.n)
+			if enumerated(plain, a.N) {
+				x.Note += fmt.Sprintf("; %s takes only %s values for %d regions: the index rows of one value share one key range until Lindorm splits it by the rest of the index key", cols[0], model.Count(plain.Distinct), a.N)
 			}
 			out = append(out, x)
 			continue
 		}
 		// the index key would concentrate writes (or the table does not hold the columns as they
 		// are): an index table keyed by the best design for the query
-		var best *Alternative
+		var best *model.Alternative
 		for k := range alts {
 			x := &alts[k]
 			if (x.ID == plainID || prefix != "" && strings.HasPrefix(x.ID, prefix)) && x.Error == "" && x.Salt == 0 && spreadGrade(x) != "poor" && !loses(x) {
@@ -104,12 +83,12 @@ func (a *advisor) indexOffers(alts []Alternative, table string) []IndexOffer {
 		if best == nil {
 			continue
 		}
-		why := "the table does not hold " + listText(cols) + " as they are, so Lindorm cannot index them"
+		why := "the table does not hold " + ListText(cols) + " as they are, so Lindorm cannot index them"
 		if plain != nil && len(target) == len(cols) {
 			why = fmt.Sprintf("a secondary index keyed %s would concentrate writes as design %s does (%s, hot %.1fx; the wide-table guide: \"the column for which a secondary index is created must be designed in the same manner as the primary key\")",
-				bracketed(cols), plain.ID, spreadGrade(plain), writeHotFactor(plain))
+				Bracketed(cols), plain.ID, spreadGrade(plain), WriteHotFactor(plain))
 		}
-		out = append(out, IndexOffer{Query: q.String(), Kind: "index_table", Key: best.PrimaryKey, Design: best.ID, Grade: best.Grade,
+		out = append(out, model.IndexOffer{Query: q.String(), Kind: "index_table", Key: best.PrimaryKey, Design: best.ID, Grade: best.Grade,
 			Note: why + fmt.Sprintf("; an index table keyed %s (design %s, %s) serves it: --write-mapping DIR writes it as DIR/%s.yaml, to migrate from the same source as a second table; the client reads the index table, then the main table by its key", best.PrimaryKey, best.ID, best.Grade, best.ID)})
 	}
 	return out
@@ -117,7 +96,7 @@ func (a *advisor) indexOffers(alts []Alternative, table string) []IndexOffer {
 
 // secondaryIndex is the CREATE INDEX for query q on table's columns cols (the query's equality
 // columns, then its range column, DESC when the query reads it newest first).
-func secondaryIndex(q transform.Query, table string, cols []string, judge *Alternative) IndexOffer {
+func secondaryIndex(q transform.Query, table string, cols []string, judge *model.Alternative) model.IndexOffer {
 	var parts, names []string
 	for k, c := range cols {
 		p := sqlName(c)
@@ -129,9 +108,9 @@ func secondaryIndex(q transform.Query, table string, cols []string, judge *Alter
 	}
 	name := "idx_" + strings.ToLower(table) + "_" + strings.Join(names, "_")
 	ddl := fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s (%s) ASYNC;", sqlName(name), sqlName(table), strings.Join(parts, ", "))
-	return IndexOffer{Query: q.String(), Kind: "secondary_index", Key: bracketed(cols), Design: judge.ID, Grade: judge.Grade, DDL: ddl,
+	return model.IndexOffer{Query: q.String(), Kind: "secondary_index", Key: Bracketed(cols), Design: judge.ID, Grade: judge.Grade, DDL: ddl,
 		Note: fmt.Sprintf("the index key %s spreads writes as design %s does (%s, hot %.1fx); every write also writes the index (the wide-table guide: do not create a large number of secondary indexes); run it after the bulk load: rows a bulk load writes are not indexed as they land, and building the index reads the table (on LindormTable 2.2.16 to 2.6.3 follow it with BUILD INDEX %s ON %s)",
-			bracketed(cols), judge.ID, judge.Grade, writeHotFactor(judge), sqlName(name), sqlName(table))}
+			Bracketed(cols), judge.ID, judge.Grade, WriteHotFactor(judge), sqlName(name), sqlName(table))}
 }
 
 // sqlName writes an identifier for Lindorm SQL: as it is when plain, else in backquotes.

@@ -1,9 +1,10 @@
-package report
+package advise
 
 import (
 	"fmt"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/collide"
 )
 
 // The modulo bucket must spread. The guide's [ts % n] assumes ts varies in its low digits; a
@@ -34,22 +35,6 @@ func bucketSpreads(vals []int64, n int64) bool {
 	return int64(most)*n <= 2*int64(len(vals))
 }
 
-// step is the greatest common divisor of the values' differences from the first (0 when all
-// are equal).
-func step(vals []int64) int64 {
-	var g int64
-	for _, v := range vals[1:] {
-		d := v - vals[0]
-		if d < 0 {
-			d = -d
-		}
-		for d != 0 {
-			g, d = d, g%d
-		}
-	}
-	return g
-}
-
 // intValues are the integer values of source column col over the records (nil if another kind
 // or null appears).
 func intValues(recs []pipeline.Record, col int) []int64 {
@@ -63,15 +48,14 @@ func intValues(recs []pipeline.Record, col int) []int64 {
 	return out
 }
 
-// spreadBuckets picks each base key's bucket input on the subsample and derives the designs
+// SpreadBuckets picks each base key's bucket input on the subsample and derives the designs
 // again with it.
-func (a *advisor) spreadBuckets(recs []pipeline.Record) {
-	r := a.r
-	if r.cfg.Mapping == nil || len(recs) == 0 {
+func (a *Advisor) SpreadBuckets(recs []pipeline.Record) {
+	if a.mapping == nil || len(recs) == 0 {
 		return
 	}
-	src := r.prog.Source()
-	n := int64(a.n)
+	src := a.prog.Source()
+	n := int64(a.N)
 	a.buckets = map[string]bucketInput{}
 	for _, base := range a.bases {
 		b := base.cols[0]
@@ -88,7 +72,7 @@ func (a *advisor) spreadBuckets(recs []pipeline.Record) {
 		}
 		bq := quoteName(b)
 		few := fmt.Sprintf("%s %% %d takes few values here", b, n)
-		if g := step(vals); g > 1 {
+		if g := collide.Step(vals); g > 1 {
 			scaled := make([]int64, len(vals))
 			for i, v := range vals {
 				scaled[i] = v / g
@@ -116,8 +100,8 @@ func (a *advisor) spreadBuckets(recs []pipeline.Record) {
 			a.buckets[b] = bucketInput{expr: fmt.Sprintf("crc32(%s) %% %d", bq, n), why: few + ": the bucket is taken over a hash of it. "}
 		}
 	}
-	a.specs = nil
+	a.Specs = nil
 	for _, base := range a.bases {
-		a.specs = append(a.specs, deriveSpecs(r.prog, r.cfg.Mapping, base, nil, a.n, a.buckets)...)
+		a.Specs = append(a.Specs, deriveSpecs(a.prog, a.mapping, base, nil, a.N, a.buckets)...)
 	}
 }

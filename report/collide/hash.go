@@ -1,4 +1,4 @@
-package report
+package collide
 
 import (
 	"encoding/binary"
@@ -31,37 +31,37 @@ func mum(a, b uint64) uint64 {
 // BenchmarkHashString); chaining seeds hashes a sequence of fields.
 func hashString(s string, seed uint64) uint64 { return xxh3.HashStringSeed(s, seed) }
 
-// mix64 hashes an integer with a seed (two multiply-fold rounds: one is not enough for
+// Mix64 hashes an integer with a seed (two multiply-fold rounds: one is not enough for
 // sequential integers, whose HyperLogLog estimate it would bias).
-func mix64(x, seed uint64) uint64 {
+func Mix64(x, seed uint64) uint64 {
 	return mum(mum(x^wyp0, seed^wyp1)^wyp2, x^wyp3^bits.RotateLeft64(seed, 23))
 }
 
-// hashValue hashes a value by its kind and content: equal values hash equal, and an integer
+// HashValue hashes a value by its kind and content: equal values hash equal, and an integer
 // never hashes like the text of its digits.
-func hashValue(v pipeline.Value, seed uint64) uint64 {
+func HashValue(v pipeline.Value, seed uint64) uint64 {
 	seed ^= uint64(v.Kind) * wyp2
 	switch v.Kind {
 	case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
 		return hashString(v.Str, seed)
 	case pipeline.KindNull:
-		return mix64(0, seed)
+		return Mix64(0, seed)
 	}
-	return mix64(uint64(v.Num), seed)
+	return Mix64(uint64(v.Num), seed)
 }
 
-// hashValues hashes a sequence of values.
-func hashValues(vs []pipeline.Value) uint64 {
+// HashValues hashes a sequence of values.
+func HashValues(vs []pipeline.Value) uint64 {
 	h := uint64(len(vs))
 	for _, v := range vs {
-		h = hashValue(v, h)
+		h = HashValue(v, h)
 	}
 	return h
 }
 
-// hashRecord hashes a source record's values for the collision check: equal values hash equal,
+// HashRecord hashes a source record's values for the collision check: equal values hash equal,
 // integers with one multiply-fold each (cheaper than hashValue; the chain mixes them).
-func hashRecord(vs []pipeline.Value) uint64 {
+func HashRecord(vs []pipeline.Value) uint64 {
 	h := uint64(len(vs)) ^ wyp3
 	for _, v := range vs {
 		switch v.Kind {
@@ -74,10 +74,10 @@ func hashRecord(vs []pipeline.Value) uint64 {
 	return mum(h^wyp2, wyp3)
 }
 
-// hashColumns hashes each source value (64 bits each, into cols) and returns the record's hash:
+// HashColumns hashes each source value (64 bits each, into cols) and returns the record's hash:
 // the collision check's source hash (equal values hash equal) and per-column hashes that tell in
 // which columns two rows differ.
-func hashColumns(vs []pipeline.Value, cols []uint64) ([]uint64, uint64) {
+func HashColumns(vs []pipeline.Value, cols []uint64) ([]uint64, uint64) {
 	cols = slices.Grow(cols[:0], len(vs))[:len(vs)]
 	h := uint64(len(vs)) ^ wyp3
 	for i := range vs {
@@ -89,9 +89,9 @@ func hashColumns(vs []pipeline.Value, cols []uint64) ([]uint64, uint64) {
 		case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
 			c = hashString(v.Str, seed)
 		case pipeline.KindNull:
-			c = mix64(0, seed)
+			c = Mix64(0, seed)
 		default:
-			c = mix64(uint64(v.Num), seed)
+			c = Mix64(uint64(v.Num), seed)
 		}
 		cols[i] = c
 		h = mum(h^c^wyp0, uint64(i)^wyp1)
@@ -99,8 +99,8 @@ func hashColumns(vs []pipeline.Value, cols []uint64) ([]uint64, uint64) {
 	return cols, mum(h^wyp2, wyp3)
 }
 
-// hashSubset hashes the column hashes of the columns idx (a source key).
-func hashSubset(cols []uint64, idx []int) uint64 {
+// HashSubset hashes the column hashes of the columns idx (a source key).
+func HashSubset(cols []uint64, idx []int) uint64 {
 	h := uint64(len(idx)) ^ wyp2
 	for _, i := range idx {
 		h = mum(h^cols[i]^wyp0, uint64(i)^wyp3)

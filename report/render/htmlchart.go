@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rekey/rekey/report/collide"
+	"github.com/rekey/rekey/report/model"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -66,7 +68,7 @@ func barColor(ratio float64) string {
 	return "#4c78a8"
 }
 
-func newRegionChart(rep *Report) regionChartView {
+func newRegionChart(rep *model.Report) regionChartView {
 	n := len(rep.Regions)
 	const H, padT, padB = 260, 10, 44
 	plotW, plotH := float64(chartW-padL-padR), float64(H-padT-padB)
@@ -105,7 +107,7 @@ func newRegionChart(rep *Report) regionChartView {
 		}
 		v.Bars = append(v.Bars, regionBar{
 			X: x + gap/2, Y: padT + plotH - bh, W: math.Max(bw-gap, 0.8), H: bh, Fill: barColor(ratio),
-			Tip:       fmt.Sprintf("region %d [%s, %s): %s rows (%s), %s", r.Index, orInf(r.Start, "-inf"), orInf(r.End, "+inf"), count(r.Rows), pct(r.Share), transform.FormatSize(r.Bytes)),
+			Tip:       fmt.Sprintf("region %d [%s, %s): %s rows (%s), %s", r.Index, orInf(r.Start, "-inf"), orInf(r.End, "+inf"), model.Count(r.Rows), model.Pct(r.Share), transform.FormatSize(r.Bytes)),
 			ShowIndex: i%labelEvery == 0, IndexX: x + bw/2, Index: i,
 		})
 	}
@@ -162,10 +164,10 @@ type heatmapView struct {
 	Windows *windowLineView // nil without windows
 }
 
-func newHeatmapView(rep *Report) heatmapView {
+func newHeatmapView(rep *model.Report) heatmapView {
 	hs := rep.Hotspot
 	n := rep.Plan.Regions
-	group := max((n+maxHeatRows-1)/maxHeatRows, 1)
+	group := max((n+collide.MaxHeatRows-1)/collide.MaxHeatRows, 1)
 	rowsN := (n + group - 1) / group
 	regionsOf := func(g int) string {
 		if group > 1 {
@@ -207,7 +209,7 @@ func newHeatmapView(rep *Report) heatmapView {
 				if b.Rows > 0 {
 					share = float64(k) / float64(b.Rows)
 				}
-				return fmt.Sprintf("%s to %s, %s (from %s): %s rows, %s", at(b.StartMillis), at(b.StartMillis+th.BinMillis), regionsOf(r), labelOr(th.Rows[r].Start), count(k), pct(share))
+				return fmt.Sprintf("%s to %s, %s (from %s): %s rows, %s", at(b.StartMillis), at(b.StartMillis+th.BinMillis), regionsOf(r), labelOr(th.Rows[r].Start), model.Count(k), model.Pct(share))
 			},
 			yLabel: heatRowLabels(rep, len(th.Rows), th.RegionsPerRow), xTicks: ticks(first, span), xLabel: th.Column + " →"})
 		v.Windows = newWindowLine(rep)
@@ -216,7 +218,7 @@ func newHeatmapView(rep *Report) heatmapView {
 	ws := rep.HotspotWindows
 	v.Heading = orderText(rep)
 	v.Intro = fmt.Sprintf("The input in "+orderText(rep)+", cut into %d windows of %s rows (left to right); each cell is the share of a window's writes that lands in a key range (top to bottom: each row starts at the region's split key, in key order). A monotonic key draws one dark diagonal (each window writes one region); a good spread is an even tint.",
-		hs.Windows, count(hs.RowsPerWindow))
+		hs.Windows, model.Count(hs.RowsPerWindow))
 	if len(ws) == 0 || n == 0 {
 		v.NoRows = true
 		return v
@@ -242,7 +244,7 @@ func newHeatmapView(rep *Report) heatmapView {
 			if w.Rows > 0 {
 				share = float64(k) / float64(w.Rows)
 			}
-			return fmt.Sprintf("window %d (rows %s-%s), %s: %s rows, %s", c, count(w.FirstRow), count(w.FirstRow+w.Rows-1), regionsOf(r), count(k), pct(share))
+			return fmt.Sprintf("window %d (rows %s-%s), %s: %s rows, %s", c, model.Count(w.FirstRow), model.Count(w.FirstRow+w.Rows-1), regionsOf(r), model.Count(k), model.Pct(share))
 		},
 		yLabel: heatRowLabels(rep, rowsN, group), xTicks: ticks, xLabel: "rows in " + orderText(rep) + " →"})
 	v.Windows = newWindowLine(rep)
@@ -260,7 +262,7 @@ func nullNote(n int64) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" %s rows have no value and are not shown.", count(n))
+	return fmt.Sprintf(" %s rows have no value and are not shown.", model.Count(n))
 }
 
 func groupCount(counts []int64, g, group, n int) int64 {
@@ -297,9 +299,6 @@ func heatColor(share float64) string {
 	}
 	return "#7f0000"
 }
-
-// maxHeatRows bounds the heatmap's region rows: beyond it adjacent regions are grouped.
-const maxHeatRows = 128
 
 // maxHeatTips bounds the heatmap cells that get a tooltip: beyond it the page would grow by
 // megabytes of tooltips.
@@ -373,7 +372,7 @@ type heatLegendTick struct {
 }
 
 // heatRowLabels are the start keys of the heatmap's rows (region groups): the key ranges.
-func heatRowLabels(rep *Report, rows, group int) []string {
+func heatRowLabels(rep *model.Report, rows, group int) []string {
 	out := make([]string, rows)
 	for g := range out {
 		i := g * group
@@ -435,7 +434,7 @@ func newHeatGrid(g heatGrid) *heatGridView {
 	}
 	for _, s := range []float64{1, 0.5, 0.25, 0.1, 0.02} {
 		y := padT + (1-math.Sqrt(s))*lh
-		v.LegendTicks = append(v.LegendTicks, heatLegendTick{Y: y, LabelY: y + 4, Label: pct(s)})
+		v.LegendTicks = append(v.LegendTicks, heatLegendTick{Y: y, LabelY: y + 4, Label: model.Pct(s)})
 	}
 	v.LegendX, v.LegendTickX1, v.LegendTickX2, v.LegendLabelX = lx, lx+14, lx+18, lx+21
 	v.NoneY, v.NoneFill, v.NoneLabelY = padT+lh+6, heatColor(0), padT+lh+15
@@ -461,7 +460,7 @@ type windowLineView struct {
 	CaptionY  float64
 }
 
-func newWindowLine(rep *Report) *windowLineView {
+func newWindowLine(rep *model.Report) *windowLineView {
 	ws := rep.HotspotWindows
 	hs := rep.Hotspot
 	if len(ws) == 0 {
@@ -471,17 +470,17 @@ func newWindowLine(rep *Report) *windowLineView {
 	plotW := float64(chartW - padL - padR - 90)
 	v := &windowLineView{
 		Intro: fmt.Sprintf("Writes in "+orderText(rep)+": %d windows of %s rows; the busiest region's share of each window is %s on average, %s at most; an even spread gives %s (%.1fx).",
-			hs.Windows, count(hs.RowsPerWindow), pct(hs.MeanTopShare), pct(hs.MaxTopShare), pct(hs.EvenShare), hs.HotFactor),
+			hs.Windows, model.Count(hs.RowsPerWindow), model.Pct(hs.MeanTopShare), model.Pct(hs.MaxTopShare), model.Pct(hs.EvenShare), hs.HotFactor),
 		Order: orderText(rep),
 		Width: chartW, Height: padT + lineH + 30, Left: padL, Right: padL + plotW, TickX: padL - 6,
 		CaptionX: padL + plotW/2, CaptionY: padT + lineH + 22,
 	}
 	for _, s := range []float64{0, 0.5, 1} {
 		y := padT + lineH - s*lineH
-		v.Grid = append(v.Grid, gridLine{Y: y, LabelY: y + 4, Label: pct(s)})
+		v.Grid = append(v.Grid, gridLine{Y: y, LabelY: y + 4, Label: model.Pct(s)})
 	}
 	v.EvenY = padT + lineH - hs.EvenShare*lineH
-	v.EvenLabel = svgText{padL + plotW + 6, v.EvenY + 4, "even " + pct(hs.EvenShare)}
+	v.EvenLabel = svgText{padL + plotW + 6, v.EvenY + 4, "even " + model.Pct(hs.EvenShare)}
 	pts := make([]string, len(ws))
 	cellW := plotW / float64(len(ws))
 	for wi, w := range ws {
@@ -513,7 +512,7 @@ type miniBar struct {
 	Fill       string
 }
 
-func newMiniChart(a Alternative) miniChartView {
+func newMiniChart(a model.Alternative) miniChartView {
 	const W, H = 340, 92
 	var top, sum int64
 	for _, r := range a.RegionRows {

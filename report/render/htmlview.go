@@ -1,9 +1,11 @@
-package report
+package render
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/rekey/rekey/report/advise"
+	"github.com/rekey/rekey/report/model"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -24,7 +26,7 @@ type pageView struct {
 	Footer         string
 }
 
-func newPageView(rep *Report) *pageView {
+func newPageView(rep *model.Report) *pageView {
 	return &pageView{
 		Title:          "rekey report: " + rep.Mapping.Table,
 		Header:         newHeaderView(rep),
@@ -55,7 +57,7 @@ type kpiView struct {
 	Class        string // "", warn or bad
 }
 
-func verdictWord(v Verdict) string {
+func verdictWord(v model.Verdict) string {
 	switch {
 	case v.Errors > 0:
 		return "FAIL"
@@ -65,14 +67,14 @@ func verdictWord(v Verdict) string {
 	return "OK"
 }
 
-func newHeaderView(rep *Report) headerView {
+func newHeaderView(rep *model.Report) headerView {
 	v, t := rep.Verdict, rep.Totals
 	h := headerView{
 		Table: rep.Mapping.Table, MappingFile: rep.Mapping.File, SourceURI: rep.Source.URI,
 		Sampled: rep.Source.Sampled, Sample: rep.Source.Sample,
 		PrimaryKey: rep.Mapping.PrimaryKey,
 		Verdict:    verdictWord(v),
-		Counts:     fmt.Sprintf("%d error%s · %d warning%s · %d note%s", v.Errors, plural(v.Errors), v.Warnings, plural(v.Warnings), v.Infos, plural(v.Infos)),
+		Counts:     fmt.Sprintf("%d error%s · %d warning%s · %d note%s", v.Errors, model.Plural(v.Errors), v.Warnings, model.Plural(v.Warnings), v.Infos, model.Plural(v.Infos)),
 		ExitCode:   v.ExitCode,
 	}
 	flag := func(on bool, class string) string {
@@ -82,13 +84,13 @@ func newHeaderView(rep *Report) headerView {
 		return ""
 	}
 	h.KPIs = []kpiView{
-		{"rows read", count(t.RowsRead), ""},
-		{"rows rejected", count(t.RowsRejected), flag(t.RowsRejected > 0, "warn")},
-		{"rows overwritten", count(rep.Uniqueness.CollisionRows), flag(rep.Uniqueness.CollisionRows > 0, "bad")},
+		{"rows read", model.Count(t.RowsRead), ""},
+		{"rows rejected", model.Count(t.RowsRejected), flag(t.RowsRejected > 0, "warn")},
+		{"rows overwritten", model.Count(rep.Uniqueness.CollisionRows), flag(rep.Uniqueness.CollisionRows > 0, "bad")},
 		{"target data", transform.FormatSize(t.EstimatedTargetBytes), ""},
 		{"regions (" + rep.Plan.Strategy + ")", fmt.Sprint(rep.Plan.Regions), ""},
-		{"rows max / mean", fmt.Sprintf("%.2f", rep.Distribution.RowsMaxMean), flag(rep.Distribution.RowsMaxMean >= balanceMaxMean, "warn")},
-		{"write hot factor", fmt.Sprintf("%.1fx", rep.Hotspot.HotFactor), flag(rep.Hotspot.HotFactor >= hotFactorWarn, "warn")},
+		{"rows max / mean", fmt.Sprintf("%.2f", rep.Distribution.RowsMaxMean), flag(rep.Distribution.RowsMaxMean >= advise.BalanceMaxMean, "warn")},
+		{"write hot factor", fmt.Sprintf("%.1fx", rep.Hotspot.HotFactor), flag(rep.Hotspot.HotFactor >= advise.HotFactorWarn, "warn")},
 	}
 	return h
 }
@@ -100,7 +102,7 @@ type findingView struct {
 	Message  string
 }
 
-func newFindingViews(fs []Finding) []findingView {
+func newFindingViews(fs []model.Finding) []findingView {
 	out := make([]findingView, len(fs))
 	for i, f := range fs {
 		out[i] = findingView{Severity: f.Severity, Label: strings.ToUpper(f.Severity), Rule: f.Rule, Message: f.Message}
@@ -133,47 +135,47 @@ type keyColumnRow struct {
 // topValuesShown bounds the first column's heavy hitters on the page.
 const topValuesShown = 6
 
-func newKeysView(rep *Report) keysView {
+func newKeysView(rep *model.Report) keysView {
 	k, fc, t := rep.Key, rep.FirstColumn, rep.Totals
 	shape := "variable length"
 	if k.FixedLength {
 		shape = "fixed length"
 	}
 	v := keysView{Totals: []labelled{
-		{"rows read / analysed", count(t.RowsRead) + " / " + count(t.RowsAnalysed)},
-		{"rows accepted / rejected", count(t.RowsOK) + " / " + count(t.RowsRejected)},
+		{"rows read / analysed", model.Count(t.RowsRead) + " / " + model.Count(t.RowsAnalysed)},
+		{"rows accepted / rejected", model.Count(t.RowsOK) + " / " + model.Count(t.RowsRejected)},
 	}}
-	for _, c := range sortedCodes(t.RejectCodes) {
-		v.Totals = append(v.Totals, labelled{"  rejected: " + c, count(t.RejectCodes[c])})
+	for _, c := range model.SortedCodes(t.RejectCodes) {
+		v.Totals = append(v.Totals, labelled{"  rejected: " + c, model.Count(t.RejectCodes[c])})
 	}
 	v.Totals = append(v.Totals,
 		labelled{"target bytes (uncompressed)", transform.FormatSize(t.TargetBytes) + " read, about " + transform.FormatSize(t.EstimatedTargetBytes) + " in all"},
 		labelled{"key columns", fmt.Sprint(k.Columns)},
 		labelled{"key bytes min / mean / p99 / max", fmt.Sprintf("%d / %.1f / %d / %d (%s)", k.MinBytes, k.MeanBytes, k.P99Bytes, k.MaxBytes, shape)},
-		labelled{"keys over 2 KB", count(k.OverLimit)},
-		labelled{"time", fmt.Sprintf("%.2f s (%s rows/s)", t.Seconds, count(int64(t.RowsPerSec)))},
+		labelled{"keys over 2 KB", model.Count(k.OverLimit)},
+		labelled{"time", fmt.Sprintf("%.2f s (%s rows/s)", t.Seconds, model.Count(int64(t.RowsPerSec)))},
 	)
 	for _, e := range t.RejectExamples {
 		v.Rejects = append(v.Rejects, rejectRow{e.Position, e.Code, e.Message})
 	}
 
 	v.FirstColumn = fc.Name + " " + fc.Type
-	distinct := count(fc.Distinct)
+	distinct := model.Count(fc.Distinct)
 	if !fc.DistinctExact {
 		distinct = "about " + distinct + " (HyperLogLog)"
 	}
 	v.FirstColumnRows = []labelled{
 		{"distinct values", distinct},
-		{"monotonic (>= / <= previous row)", pct(fc.MonotonicUp) + " / " + pct(fc.MonotonicDown)},
+		{"monotonic (>= / <= previous row)", model.Pct(fc.MonotonicUp) + " / " + model.Pct(fc.MonotonicDown)},
 	}
-	if isTextType(fc.Type) {
+	if model.IsTextType(fc.Type) {
 		v.FirstColumnRows = append(v.FirstColumnRows, labelled{"common prefix", fmt.Sprintf("\"%s\" (%d bytes)", fc.CommonPrefix, fc.PrefixBytes)})
 	}
 	if fc.OtherMaxShare > 0 {
-		v.FirstColumnRows = append(v.FirstColumnRows, labelled{"any value not listed", "at most " + pct(fc.OtherMaxShare) + " of the rows"})
+		v.FirstColumnRows = append(v.FirstColumnRows, labelled{"any value not listed", "at most " + model.Pct(fc.OtherMaxShare) + " of the rows"})
 	}
 	for _, tv := range fc.Top[:min(len(fc.Top), topValuesShown)] {
-		v.Top = append(v.Top, topValueRow{tv.Value, count(tv.Rows), shareRange(tv)})
+		v.Top = append(v.Top, topValueRow{tv.Value, model.Count(tv.Rows), shareRange(tv)})
 	}
 
 	for _, c := range rep.Mapping.KeyColumns {
@@ -183,7 +185,7 @@ func newKeysView(rep *Report) keysView {
 		}
 		v.KeyColumns = append(v.KeyColumns, keyColumnRow{
 			Name: c.Name, Type: typ, Expr: c.Expr, From: strings.Join(c.Sources, ", "),
-			MaxBytes: c.MaxBytes, JSONLike: count(c.JSONLike), LongText: count(c.LongText),
+			MaxBytes: c.MaxBytes, JSONLike: model.Count(c.JSONLike), LongText: model.Count(c.LongText),
 		})
 	}
 	return v
@@ -213,14 +215,14 @@ type originRow struct {
 	Values   []string // per Columns
 }
 
-func newUniquenessView(u Uniqueness) uniquenessView {
+func newUniquenessView(u model.Uniqueness) uniquenessView {
 	exact := "Exact count over every row."
 	if !u.Exact {
 		exact = "Counted on the sample only."
 	}
 	v := uniquenessView{
 		Summary: fmt.Sprintf("%s distinct target keys; %s keys are produced by more than one distinct source row, so %s rows would be silently overwritten by bulkload; %s rows are identical repeats (not a loss). %s",
-			count(u.Keys), count(u.CollidingKeys), count(u.CollisionRows), count(u.DuplicateRows), exact),
+			model.Count(u.Keys), model.Count(u.CollidingKeys), model.Count(u.CollisionRows), model.Count(u.DuplicateRows), exact),
 		Columns: u.SourceColumns,
 	}
 	if sg := u.Suggestion; sg != nil {
@@ -228,20 +230,20 @@ func newUniquenessView(u Uniqueness) uniquenessView {
 		if len(sg.DifferIn) > 0 {
 			var parts []string
 			for _, d := range sg.DifferIn {
-				parts = append(parts, fmt.Sprintf("%s %s", d.Column, count(d.Pairs)))
+				parts = append(parts, fmt.Sprintf("%s %s", d.Column, model.Count(d.Pairs)))
 			}
-			v.Advice.DifferIn = fmt.Sprintf("Pairs of colliding rows that differ, per column (of %s compared): %s.", count(sg.Pairs), strings.Join(parts, ", "))
+			v.Advice.DifferIn = fmt.Sprintf("Pairs of colliding rows that differ, per column (of %s compared): %s.", model.Count(sg.Pairs), strings.Join(parts, ", "))
 		}
 	}
 	for _, ex := range u.Examples {
 		note := fmt.Sprintf("%d distinct source rows, %d rows", ex.Sources, ex.Rows)
 		switch {
 		case ex.SameKeySources && len(ex.DifferIn) > 0:
-			note += "; they differ only in " + listText(ex.DifferIn) + ", which the key does not read"
+			note += "; they differ only in " + advise.ListText(ex.DifferIn) + ", which the key does not read"
 		case ex.SameKeySources:
 			note += "; they differ only in columns the key does not read"
 		case len(ex.DifferIn) > 0:
-			note += "; they differ in " + listText(ex.DifferIn)
+			note += "; they differ in " + advise.ListText(ex.DifferIn)
 		}
 		cv := collisionView{Key: strings.Join(ex.Key, " | "), Note: note}
 		for _, o := range ex.Origins {
@@ -260,7 +262,7 @@ type advisorView struct {
 	Intro   string
 	Queries []labelled // the declared queries (q1 ...) and where each was declared
 	Designs []designView
-	Next    *NextSteps
+	Next    *advise.NextSteps
 }
 
 type designView struct {
@@ -282,37 +284,37 @@ type designView struct {
 	TradeOff   string
 }
 
-func newAdvisorView(rep *Report) *advisorView {
+func newAdvisorView(rep *model.Report) *advisorView {
 	if len(rep.Alternatives) == 0 {
 		return nil
 	}
 	a0 := rep.Alternatives[0]
-	v := &advisorView{Intro: fmt.Sprintf("The same analysis for designs derived from the mapping, on an order-preserving %s-row subsample, each over %d regions; rows lost are counted over every row, as the uniqueness check counts them. Ranked by rows lost, then by declared queries that would scan the whole table, write spread (grade), queries that read rows they filter out, scans, the standard reads, and hot factor. Reads: regions a full-key GET, a SCAN of one value, and a range SCAN touch (all = every region).", count(a0.Rows+a0.Rejected), a0.Regions)}
+	v := &advisorView{Intro: fmt.Sprintf("The same analysis for designs derived from the mapping, on an order-preserving %s-row subsample, each over %d regions; rows lost are counted over every row, as the uniqueness check counts them. Ranked by rows lost, then by declared queries that would scan the whole table, write spread (grade), queries that read rows they filter out, scans, the standard reads, and hot factor. Reads: regions a full-key GET, a SCAN of one value, and a range SCAN touch (all = every region).", model.Count(a0.Rows+a0.Rejected), a0.Regions)}
 	for i, q := range rep.Queries {
 		v.Queries = append(v.Queries, labelled{fmt.Sprintf("q%d  %s", i+1, q.Query), q.Origin})
 	}
 	for _, a := range rep.Alternatives {
 		d := designView{ID: a.ID, IsMapping: a.IsMapping, Rank: a.Rank, Name: a.Name, Grade: a.Grade, PrimaryKey: a.PrimaryKey, Error: a.Error}
 		if a.Error == "" {
-			lost := count(a.LostRows)
+			lost := model.Count(a.LostRows)
 			if !a.OverwrittenExact {
 				lost = "~" + lost
 			}
 			d.Chart = newMiniChart(a)
 			d.HotFactor = fmt.Sprintf("%.1fx", a.HotFactor)
 			d.MaxMean = fmt.Sprintf("%.2f", a.RowsMaxMean)
-			d.Monotonic = pct(a.Monotonic)
+			d.Monotonic = model.Pct(a.Monotonic)
 			d.Lost = lost
 			d.GetScan = readText(a.Reads.Get) + " / " + readText(a.Reads.PrefixScan)
 			d.RangeScan = readText(a.Reads.RangeScan)
 			for i, q := range a.Queries {
-				d.Queries = append(d.Queries, labelled{fmt.Sprintf("q%d", i+1), planText(q) + " · " + q.Note})
+				d.Queries = append(d.Queries, labelled{fmt.Sprintf("q%d", i+1), PlanText(q) + " · " + q.Note})
 			}
 			d.TradeOff = a.TradeOff
 		}
 		v.Designs = append(v.Designs, d)
 	}
-	v.Next = nextSteps(rep)
+	v.Next = advise.NewNextSteps(rep)
 	return v
 }
 
@@ -327,13 +329,13 @@ type regionAdviceView struct {
 	SQL     string // the WITH (...) clause's contents; "" for one region
 }
 
-func newRecommendationView(r Recommendation) recommendationView {
-	one := func(label string, a RegionAdvice) regionAdviceView {
+func newRecommendationView(r model.Recommendation) recommendationView {
+	one := func(label string, a model.RegionAdvice) regionAdviceView {
 		basis := a.Basis
 		if a.Strategy != "" {
 			basis += " · strategy " + a.Strategy
 		}
-		return regionAdviceView{Heading: fmt.Sprintf("%s: %d region%s", label, a.Regions, plural(a.Regions)), Basis: basis, SQL: a.SQL}
+		return regionAdviceView{Heading: fmt.Sprintf("%s: %d region%s", label, a.Regions, model.Plural(a.Regions)), Basis: basis, SQL: a.SQL}
 	}
 	v := recommendationView{Bulkload: one("Bulkload", r.Bulkload)}
 	if r.API != nil {

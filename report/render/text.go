@@ -1,4 +1,6 @@
-package report
+// Package render writes a report as text for a terminal, as JSON and as one HTML page
+// (html/template, templates/).
+package render
 
 import (
 	"fmt"
@@ -8,12 +10,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/advise"
+	"github.com/rekey/rekey/report/model"
 	"github.com/rekey/rekey/transform"
 )
 
 // WriteText prints the report for a terminal: the verdict and the findings first (worst first),
 // then the sections with their figures.
-func WriteText(w io.Writer, rep *Report) error {
+func WriteText(w io.Writer, rep *model.Report) error {
 	p := &printer{w: w}
 	p.header(rep)
 	p.findings(rep)
@@ -84,7 +88,7 @@ func (p *printer) cols(rows [][]string, right map[int]bool) {
 	}
 }
 
-func (p *printer) header(rep *Report) {
+func (p *printer) header(rep *model.Report) {
 	src := rep.Source.URI
 	if rep.Source.Sampled {
 		src += " (" + rep.Source.Sample + ")"
@@ -115,15 +119,15 @@ func (p *printer) header(rep *Report) {
 
 func sevLabel(s string) string {
 	switch s {
-	case SevError:
+	case model.SevError:
 		return "ERROR"
-	case SevWarning:
+	case model.SevWarning:
 		return "WARN"
 	}
 	return "ok"
 }
 
-func (p *printer) findings(rep *Report) {
+func (p *printer) findings(rep *model.Report) {
 	p.section("FINDINGS", "(worst first)")
 	var rows [][]string
 	for _, f := range rep.Findings {
@@ -132,25 +136,25 @@ func (p *printer) findings(rep *Report) {
 	p.cols(rows, nil)
 }
 
-func (p *printer) totals(rep *Report) {
+func (p *printer) totals(rep *model.Report) {
 	t := rep.Totals
 	p.section("TOTALS", "")
 	rows := [][]string{
-		{"rows read", count(t.RowsRead)},
+		{"rows read", model.Count(t.RowsRead)},
 	}
 	if t.RowsAnalysed != t.RowsRead {
-		rows = append(rows, []string{"rows analysed", count(t.RowsAnalysed)})
+		rows = append(rows, []string{"rows analysed", model.Count(t.RowsAnalysed)})
 	}
-	rows = append(rows, []string{"rows accepted", count(t.RowsOK)}, []string{"rows rejected", count(t.RowsRejected)})
-	for _, c := range sortedCodes(t.RejectCodes) {
-		rows = append(rows, []string{"  " + c, count(t.RejectCodes[c])})
+	rows = append(rows, []string{"rows accepted", model.Count(t.RowsOK)}, []string{"rows rejected", model.Count(t.RowsRejected)})
+	for _, c := range model.SortedCodes(t.RejectCodes) {
+		rows = append(rows, []string{"  " + c, model.Count(t.RejectCodes[c])})
 	}
 	tb := transform.FormatSize(t.TargetBytes)
 	if t.EstimatedTargetBytes != t.TargetBytes {
 		tb += fmt.Sprintf(" (whole input: about %s)", transform.FormatSize(t.EstimatedTargetBytes))
 	}
 	rows = append(rows, []string{"target bytes", tb + " uncompressed"},
-		[]string{"time", fmt.Sprintf("%.2f s, %s rows/s", t.Seconds, count(int64(t.RowsPerSec)))})
+		[]string{"time", fmt.Sprintf("%.2f s, %s rows/s", t.Seconds, model.Count(int64(t.RowsPerSec)))})
 	p.cols(rows, nil)
 	if len(t.RejectExamples) > 0 {
 		p.f("  examples:\n")
@@ -164,13 +168,13 @@ func (p *printer) totals(rep *Report) {
 	}
 }
 
-func (p *printer) key(rep *Report) {
+func (p *printer) key(rep *model.Report) {
 	k := rep.Key
 	shape := "variable length"
 	if k.FixedLength {
 		shape = "fixed length"
 	}
-	p.section("KEY SHAPE", fmt.Sprintf("%d column%s, %s, bytes min %d / mean %.1f / p50 %d / p99 %d / max %d", k.Columns, plural(k.Columns), shape,
+	p.section("KEY SHAPE", fmt.Sprintf("%d column%s, %s, bytes min %d / mean %.1f / p50 %d / p99 %d / max %d", k.Columns, model.Plural(k.Columns), shape,
 		k.MinBytes, k.MeanBytes, k.P50Bytes, k.P99Bytes, k.MaxBytes))
 	rows := [][]string{{"column", "type", "max bytes", "json-like", "long text", "expression"}}
 	for _, c := range rep.Mapping.KeyColumns {
@@ -178,38 +182,38 @@ func (p *printer) key(rep *Report) {
 		if c.Desc {
 			t += " DESC"
 		}
-		rows = append(rows, []string{c.Name, t, fmt.Sprint(c.MaxBytes), count(c.JSONLike), count(c.LongText), c.Expr})
+		rows = append(rows, []string{c.Name, t, fmt.Sprint(c.MaxBytes), model.Count(c.JSONLike), model.Count(c.LongText), c.Expr})
 	}
 	p.cols(rows, map[int]bool{2: true, 3: true, 4: true})
 }
 
-func (p *printer) uniqueness(rep *Report) {
+func (p *printer) uniqueness(rep *model.Report) {
 	u := rep.Uniqueness
 	exact := "exact"
 	if !u.Exact {
 		exact = "on the sample"
 	}
 	p.section("UNIQUENESS", fmt.Sprintf("%s distinct keys, %s colliding keys, %s rows overwritten, %s identical duplicates (%s)",
-		count(u.Keys), count(u.CollidingKeys), count(u.CollisionRows), count(u.DuplicateRows), exact))
+		model.Count(u.Keys), model.Count(u.CollidingKeys), model.Count(u.CollisionRows), model.Count(u.DuplicateRows), exact))
 	if sg := u.Suggestion; sg != nil {
 		p.f("  advice: %s\n", sg.Message)
 		if len(sg.DifferIn) > 0 {
 			var parts []string
 			for _, d := range sg.DifferIn {
-				parts = append(parts, fmt.Sprintf("%s %s", d.Column, count(d.Pairs)))
+				parts = append(parts, fmt.Sprintf("%s %s", d.Column, model.Count(d.Pairs)))
 			}
-			p.f("  pairs of colliding rows that differ, per column (of %s compared): %s\n", count(sg.Pairs), strings.Join(parts, ", "))
+			p.f("  pairs of colliding rows that differ, per column (of %s compared): %s\n", model.Count(sg.Pairs), strings.Join(parts, ", "))
 		}
 	}
 	for _, ex := range u.Examples {
 		note := ""
 		switch {
 		case ex.SameKeySources && len(ex.DifferIn) > 0:
-			note = "; they differ only in " + listText(ex.DifferIn) + ", which the key does not read"
+			note = "; they differ only in " + advise.ListText(ex.DifferIn) + ", which the key does not read"
 		case ex.SameKeySources:
 			note = "; they differ only in columns the key does not read"
 		case len(ex.DifferIn) > 0:
-			note = "; they differ in " + listText(ex.DifferIn)
+			note = "; they differ in " + advise.ListText(ex.DifferIn)
 		}
 		p.f("  key %s  <- %d distinct source rows (%d rows%s)\n", strings.Join(ex.Key, " | "), ex.Sources, ex.Rows, note)
 		for _, o := range ex.Origins {
@@ -224,18 +228,18 @@ func (p *printer) uniqueness(rep *Report) {
 	}
 }
 
-func (p *printer) firstColumn(rep *Report) {
+func (p *printer) firstColumn(rep *model.Report) {
 	fc := rep.FirstColumn
 	p.section("FIRST KEY COLUMN", fc.Name+" "+fc.Type+" (Lindorm splits regions on it)")
-	d := count(fc.Distinct)
+	d := model.Count(fc.Distinct)
 	if !fc.DistinctExact {
 		d = "about " + d + " (HyperLogLog)"
 	}
 	rows := [][]string{
 		{"distinct values", d},
-		{"monotonic", fmt.Sprintf("%s of rows >= the previous row, %s <=", pct(fc.MonotonicUp), pct(fc.MonotonicDown))},
+		{"monotonic", fmt.Sprintf("%s of rows >= the previous row, %s <=", model.Pct(fc.MonotonicUp), model.Pct(fc.MonotonicDown))},
 	}
-	if isTextType(fc.Type) {
+	if model.IsTextType(fc.Type) {
 		rows = append(rows, []string{"common prefix", fmt.Sprintf("\"%s\" (%d bytes)", fc.CommonPrefix, fc.PrefixBytes)})
 	}
 	p.cols(rows, nil)
@@ -250,12 +254,12 @@ func (p *printer) firstColumn(rep *Report) {
 			if i >= 5 {
 				break
 			}
-			tr = append(tr, []string{"  " + "\"" + t.Value + "\"", count(t.Rows), shareRange(t)})
+			tr = append(tr, []string{"  " + "\"" + t.Value + "\"", model.Count(t.Rows), shareRange(t)})
 		}
 		p.cols(tr, map[int]bool{1: true, 2: true})
 	}
 	if fc.OtherMaxShare > 0 {
-		p.f("  every other value: at most %s of the rows\n", pct(fc.OtherMaxShare))
+		p.f("  every other value: at most %s of the rows\n", model.Pct(fc.OtherMaxShare))
 	}
 }
 
@@ -274,7 +278,7 @@ func bar(x float64, width int) string {
 	return s
 }
 
-func (p *printer) regions(rep *Report) {
+func (p *printer) regions(rep *model.Report) {
 	d := rep.Distribution
 	detail := fmt.Sprintf("%d regions, %s from %s; rows max/mean %.2f, CV %.2f, %d empty", rep.Plan.Regions, rep.Plan.Strategy, rep.Plan.Origin,
 		d.RowsMaxMean, d.CV, d.EmptyRegions)
@@ -314,7 +318,7 @@ func (p *printer) regions(rep *Report) {
 		if top > 0 {
 			frac = float64(r.Rows) / float64(top)
 		}
-		rows = append(rows, []string{fmt.Sprint(r.Index), clip(start, 24), clip(end, 24), count(r.Rows), pct(r.Share), transform.FormatSize(r.Bytes), bar(frac, 24)})
+		rows = append(rows, []string{fmt.Sprint(r.Index), clip(start, 24), clip(end, 24), model.Count(r.Rows), model.Pct(r.Share), transform.FormatSize(r.Bytes), bar(frac, 24)})
 	}
 	p.cols(rows, map[int]bool{0: true, 3: true, 4: true, 5: true})
 	if len(show) < len(rep.Regions) {
@@ -351,10 +355,10 @@ func sparkline(vals []float64, width int) string {
 	return sb.String()
 }
 
-func (p *printer) hotspots(rep *Report) {
+func (p *printer) hotspots(rep *model.Report) {
 	h := rep.Hotspot
 	p.section("WRITE HOTSPOTS OVER TIME", fmt.Sprintf("%d windows of %s rows in %s; busiest region's share per window: mean %s, max %s (even: %s) -> %.1fx",
-		h.Windows, count(h.RowsPerWindow), orderText(rep), pct(h.MeanTopShare), pct(h.MaxTopShare), pct(h.EvenShare), h.HotFactor))
+		h.Windows, model.Count(h.RowsPerWindow), orderText(rep), model.Pct(h.MeanTopShare), model.Pct(h.MaxTopShare), model.Pct(h.EvenShare), h.HotFactor))
 	if len(rep.HotspotWindows) == 0 {
 		return
 	}
@@ -388,7 +392,7 @@ func readText(n int) string {
 	return fmt.Sprint(n)
 }
 
-func (p *printer) alternatives(rep *Report) {
+func (p *printer) alternatives(rep *model.Report) {
 	if len(rep.Alternatives) == 0 {
 		return
 	}
@@ -398,7 +402,7 @@ func (p *printer) alternatives(rep *Report) {
 		by = "ranked by the declared queries (scans per query; all = every region, + = reads rows it filters out, ^ = a newest-first query read oldest first)"
 	}
 	p.section("ADVISOR", fmt.Sprintf("key designs derived from the mapping, on a %s-row subsample, %d regions each %s",
-		count(a0.Rows+a0.Rejected), a0.Regions, by))
+		model.Count(a0.Rows+a0.Rejected), a0.Regions, by))
 	for i, q := range rep.Queries {
 		p.f("  q%d  %s  (from %s)\n", i+1, q.Query, q.Origin)
 	}
@@ -432,14 +436,14 @@ func (p *printer) alternatives(rep *Report) {
 			rows = append(rows, append(row, "cannot build: "+a.Error))
 			continue
 		}
-		lost := count(a.LostRows)
+		lost := model.Count(a.LostRows)
 		if !a.OverwrittenExact {
 			lost = "~" + lost
 		}
-		row := []string{fmt.Sprint(a.Rank), name, a.Grade, fmt.Sprintf("%.1fx", writeHotFactor(&a)), fmt.Sprintf("%.2f", a.RowsMaxMean), pct(a.Monotonic), lost}
+		row := []string{fmt.Sprint(a.Rank), name, a.Grade, fmt.Sprintf("%.1fx", advise.WriteHotFactor(&a)), fmt.Sprintf("%.2f", a.RowsMaxMean), model.Pct(a.Monotonic), lost}
 		if len(rep.Queries) > 0 {
 			for _, q := range a.Queries {
-				row = append(row, planText(q))
+				row = append(row, PlanText(q))
 			}
 		} else {
 			row = append(row, readText(a.Reads.Get), readText(a.Reads.PrefixScan), readText(a.Reads.RangeScan))
@@ -464,7 +468,7 @@ func (p *printer) alternatives(rep *Report) {
 	if len(rep.Queries) == 0 {
 		p.f("  declare the queries the table serves (queries: in the mapping, or --query 'device_id=, ts range') to rank the designs by them.\n")
 	}
-	if next := nextSteps(rep); next != nil {
+	if next := advise.NewNextSteps(rep); next != nil {
 		p.f("  next: %s\n", next.Summary)
 		for _, c := range next.Changes {
 			p.f("    - %s\n", c)
@@ -472,9 +476,9 @@ func (p *printer) alternatives(rep *Report) {
 	}
 }
 
-// planText is a query plan in one cell: scans, "all" for a full scan, + when it filters rows,
+// PlanText is a query plan in one cell: scans, "all" for a full scan, + when it filters rows,
 // ^ when a newest-first query gets its rows oldest first.
-func planText(q QueryPlan) string {
+func PlanText(q model.QueryPlan) string {
 	s := readText(int(min(q.Scans, 1<<30)))
 	if q.Access == "full_scan" {
 		s = "all"
@@ -488,11 +492,11 @@ func planText(q QueryPlan) string {
 	return s
 }
 
-func (p *printer) recommendation(rep *Report) {
+func (p *printer) recommendation(rep *model.Report) {
 	r := rep.Recommendation
 	p.section("RECOMMENDED REGIONS", "")
-	one := func(label string, a RegionAdvice) {
-		p.f("  %-9s %d region%s (%s)\n", label, a.Regions, plural(a.Regions), a.Basis)
+	one := func(label string, a model.RegionAdvice) {
+		p.f("  %-9s %d region%s (%s)\n", label, a.Regions, model.Plural(a.Regions), a.Basis)
 		if a.SQL != "" {
 			sql := a.SQL
 			if len(sql) > 400 {
@@ -509,16 +513,25 @@ func (p *printer) recommendation(rep *Report) {
 	}
 }
 
-func shareRange(t TopValue) string {
+func shareRange(t model.TopValue) string {
 	if t.Rows == t.RowsMin {
-		return pct(t.Share)
+		return model.Pct(t.Share)
 	}
-	return pct(t.Share) + " - " + pct(t.ShareMax)
+	return model.Pct(t.Share) + " - " + model.Pct(t.ShareMax)
 }
 
 // VerdictLine sums the verdict up in one line: "1 error, 2 warnings, 8 notes -> exit 2".
-func VerdictLine(rep *Report) string {
+func VerdictLine(rep *model.Report) string {
 	v := rep.Verdict
-	return fmt.Sprintf("%d error%s, %d warning%s, %d note%s -> exit %d", v.Errors, plural(v.Errors),
-		v.Warnings, plural(v.Warnings), v.Infos, plural(v.Infos), v.ExitCode)
+	return fmt.Sprintf("%d error%s, %d warning%s, %d note%s -> exit %d", v.Errors, model.Plural(v.Errors),
+		v.Warnings, model.Plural(v.Warnings), v.Infos, model.Plural(v.Infos), v.ExitCode)
+}
+
+// orderText names the order windows follow, for renderings: "write order (evidence)".
+func orderText(rep *model.Report) string {
+	wo := rep.WriteOrder
+	if wo == nil || wo.Evidence == model.OrderArrival {
+		return "arrival order"
+	}
+	return "write order (" + wo.Description + ")"
 }

@@ -1,4 +1,4 @@
-package report
+package collide
 
 import (
 	"bufio"
@@ -41,7 +41,7 @@ import (
 // lose (for the advisor). Memory: the workers' write buffers and one bucket at a time; disk:
 // about 20 + len(text) bytes per row, removed by close. A source that can be read again leaves
 // the texts out (countSpec.keysOnly) and is read again for the colliding keys' rows (runner.recount).
-type spill struct {
+type Spill struct {
 	dir   string
 	shift uint
 	files []*os.File
@@ -57,7 +57,7 @@ type spill struct {
 	// srcCols are the source columns an origin shows (the key's, see appendOrigin; a whole
 	// row's origin holds every source value and shows these); skip: see leaveOutOriginHashes
 	srcCols []int
-	skip    uint64
+	Skip    uint64
 
 	streamMu sync.Mutex
 	streams  map[string]uint64
@@ -65,11 +65,11 @@ type spill struct {
 }
 
 const (
-	// minBuckets: as few buckets as the input allows. Each row's record and text go to the end
+	// MinBuckets: as few buckets as the input allows. Each row's record and text go to the end
 	// of its bucket's buffers: with 64 buckets those ends stay in the core's cache, with 256 a
 	// row's writes miss it (measured: 64 instead of 256 buckets cut a 5M-row report's CPU time
 	// by 5%).
-	minBuckets = 64
+	MinBuckets = 64
 	maxBuckets = 512 // open files; beyond, oversized buckets are split when counted
 	// unknownSizeBuckets is the bucket count when the row count is not known beforehand
 	unknownSizeBuckets = 256
@@ -90,25 +90,25 @@ const (
 	maxSpillText = 1<<24 - 1
 )
 
-// spillBuckets is the number of temp files for an expected row count: enough that a file stays
+// SpillBuckets is the number of temp files for an expected row count: enough that a file stays
 // under maxBucketBytes, between minBuckets and maxBuckets (a power of two).
-func spillBuckets(expectedRows int64) int {
+func SpillBuckets(expectedRows int64) int {
 	const rowBytes = spillRecBytes
 	if expectedRows <= 0 {
 		// a stream of unknown length: buckets that stay small over a long one (their text
 		// files are then read whole when many of their rows collide)
 		return unknownSizeBuckets
 	}
-	n := minBuckets
+	n := MinBuckets
 	for n < maxBuckets && expectedRows*rowBytes/int64(n) > maxBucketBytes*3/4 {
 		n *= 2
 	}
 	return n
 }
 
-// newSpill makes the collision check's temp files in a spill folder under tmp (spillfolder.New: the
+// NewSpill makes the collision check's temp files in a spill folder under tmp (spillfolder.New: the
 // texts hold source values; the folders of killed runs are removed).
-func newSpill(tmp string, buckets int, log *zap.Logger) (*spill, error) {
+func NewSpill(tmp string, buckets int, log *zap.Logger) (*Spill, error) {
 	dir, err := spillfolder.New(tmp, "rekey-report-", log)
 	if err != nil {
 		return nil, fmt.Errorf("report: temp directory for the collision check: %w", err)
@@ -117,26 +117,26 @@ func newSpill(tmp string, buckets int, log *zap.Logger) (*spill, error) {
 	for b := buckets; b > 1; b /= 2 {
 		shift--
 	}
-	s := &spill{dir: dir, shift: shift, files: make([]*os.File, buckets), mu: make([]sync.Mutex, buckets),
+	s := &Spill{dir: dir, shift: shift, files: make([]*os.File, buckets), mu: make([]sync.Mutex, buckets),
 		texts: make([]*os.File, buckets), textSize: make([]int64, buckets),
 		streams: map[string]uint64{}, bufSize: min(max(spillBufBytes/buckets, 8<<10), 32<<10)}
 	for i := range s.files {
 		f, err := os.Create(fmt.Sprintf("%s/bucket-%03d", dir, i))
 		if err != nil {
-			s.close()
+			s.Close()
 			return nil, fmt.Errorf("report: collision check: %w", err)
 		}
 		s.files[i] = f
 		if s.texts[i], err = os.Create(fmt.Sprintf("%s/text-%03d", dir, i)); err != nil {
-			s.close()
+			s.Close()
 			return nil, fmt.Errorf("report: collision check: %w", err)
 		}
 	}
 	return s, nil
 }
 
-// close removes the temp files.
-func (s *spill) close() {
+// Close removes the temp files.
+func (s *Spill) Close() {
 	for _, f := range s.files {
 		if f != nil {
 			f.Close()
@@ -150,11 +150,11 @@ func (s *spill) close() {
 	spillfolder.Remove(s.dir)
 }
 
-func (s *spill) fail(err error) {
+func (s *Spill) fail(err error) {
 	s.errOnce.Do(func() { s.failed = err })
 }
 
-func (s *spill) streamID(name string) uint64 {
+func (s *Spill) StreamID(name string) uint64 {
 	s.streamMu.Lock()
 	defer s.streamMu.Unlock()
 	id, ok := s.streams[name]
@@ -166,7 +166,7 @@ func (s *spill) streamID(name string) uint64 {
 	return id
 }
 
-func (s *spill) streamName(id uint64) string {
+func (s *Spill) streamName(id uint64) string {
 	s.streamMu.Lock()
 	defer s.streamMu.Unlock()
 	if id < uint64(len(s.names)) {
@@ -175,10 +175,10 @@ func (s *spill) streamName(id uint64) string {
 	return "?"
 }
 
-// spillWriter buffers one worker's records and texts per bucket; a flush writes both under the
+// SpillWriter buffers one worker's records and texts per bucket; a flush writes both under the
 // bucket's lock, so the texts stay in the records' order.
-type spillWriter struct {
-	s     *spill
+type SpillWriter struct {
+	S     *Spill
 	bufs  [][]byte
 	texts [][]byte
 	// Rows are appended to small per-bucket stages, which stay in the core's cache, and moved
@@ -200,37 +200,37 @@ func stageSizes(n int) (recs, texts int) {
 	return recs, max(512, stagesBytes/n-recs)
 }
 
-func (s *spill) writer() *spillWriter {
+func (s *Spill) Writer() *SpillWriter {
 	n := len(s.files)
-	w := &spillWriter{s: s, bufs: make([][]byte, n), texts: make([][]byte, n), rstage: make([][]byte, n), tstage: make([][]byte, n)}
+	w := &SpillWriter{S: s, bufs: make([][]byte, n), texts: make([][]byte, n), rstage: make([][]byte, n), tstage: make([][]byte, n)}
 	w.stageRecs, w.stageTexts = stageSizes(n)
 	return w
 }
 
-func (w *spillWriter) add(keyHash, srcHash uint64, text []byte) {
-	w.commit(keyHash, srcHash, append(w.textFor(keyHash), text...))
+func (w *SpillWriter) Add(keyHash, srcHash uint64, text []byte) {
+	w.Commit(keyHash, srcHash, append(w.TextFor(keyHash), text...))
 }
 
-// textFor returns the text stage of keyHash's bucket: a row's text appended to it (no copy)
+// TextFor returns the text stage of keyHash's bucket: a row's text appended to it (no copy)
 // is then added by commit.
-func (w *spillWriter) textFor(keyHash uint64) []byte {
-	b := int(keyHash >> w.s.shift)
+func (w *SpillWriter) TextFor(keyHash uint64) []byte {
+	b := int(keyHash >> w.S.shift)
 	if w.bufs[b] == nil {
 		// the text buffer comes with the first text: a spill without texts has none
-		w.bufs[b] = make([]byte, 0, w.s.bufSize)
+		w.bufs[b] = make([]byte, 0, w.S.bufSize)
 		w.rstage[b] = make([]byte, 0, w.stageRecs)
 		w.tstage[b] = make([]byte, 0, w.stageTexts+spillTextSlack)
 	}
 	return w.tstage[b]
 }
 
-// commit adds a row whose text was appended to textFor(keyHash): tb is that stage with it.
-func (w *spillWriter) commit(keyHash, srcHash uint64, tb []byte) {
-	b := int(keyHash >> w.s.shift)
+// Commit adds a row whose text was appended to textFor(keyHash): tb is that stage with it.
+func (w *SpillWriter) Commit(keyHash, srcHash uint64, tb []byte) {
+	b := int(keyHash >> w.S.shift)
 	start := len(w.tstage[b])
 	n := len(tb) - start
 	if n > maxSpillText {
-		w.s.fail(fmt.Errorf("report: collision check: a row's text takes %d bytes, over %d", n, maxSpillText))
+		w.S.fail(fmt.Errorf("report: collision check: a row's text takes %d bytes, over %d", n, maxSpillText))
 		return
 	}
 	rs := w.rstage[b]
@@ -245,25 +245,25 @@ func (w *spillWriter) commit(keyHash, srcHash uint64, tb []byte) {
 
 // unstage moves bucket b's stages to its buffers, flushing the buffers first when the stages
 // would not fit.
-func (w *spillWriter) unstage(b int) {
+func (w *SpillWriter) unstage(b int) {
 	rs, ts := w.rstage[b], w.tstage[b]
-	if len(w.bufs[b])+len(rs) > w.s.bufSize || len(w.texts[b])+len(ts) > 2*w.s.bufSize {
+	if len(w.bufs[b])+len(rs) > w.S.bufSize || len(w.texts[b])+len(ts) > 2*w.S.bufSize {
 		w.flushBucket(b)
 	}
 	w.bufs[b] = append(w.bufs[b], rs...)
 	if w.texts[b] == nil && len(ts) > 0 {
-		w.texts[b] = make([]byte, 0, 2*w.s.bufSize+spillTextSlack)
+		w.texts[b] = make([]byte, 0, 2*w.S.bufSize+spillTextSlack)
 	}
 	w.texts[b] = append(w.texts[b], ts...)
 	w.rstage[b], w.tstage[b] = rs[:0], ts[:0]
 }
 
-func (w *spillWriter) flushBucket(b int) {
+func (w *SpillWriter) flushBucket(b int) {
 	buf, tb := w.bufs[b], w.texts[b]
 	if len(buf) == 0 {
 		return
 	}
-	s := w.s
+	s := w.S
 	s.mu[b].Lock()
 	_, err := s.files[b].Write(buf)
 	if err == nil && len(tb) > 0 { // none without texts: no empty write
@@ -277,7 +277,7 @@ func (w *spillWriter) flushBucket(b int) {
 	w.bufs[b], w.texts[b] = buf[:0], tb[:0]
 }
 
-func (w *spillWriter) flush() {
+func (w *SpillWriter) Flush() {
 	for b := range w.bufs {
 		if w.bufs[b] != nil {
 			w.unstage(b)
@@ -286,19 +286,19 @@ func (w *spillWriter) flush() {
 	}
 }
 
-// maxOriginText caps each text value kept in the temp files for examples.
-const maxOriginText = 160
+// MaxOriginText caps each text value kept in the temp files for examples.
+const MaxOriginText = 160
 
-// maxHashedColumns is how many source columns (the first ones) have a hash of their own in the
+// MaxHashedColumns is how many source columns (the first ones) have a hash of their own in the
 // temp files: a column set is a uint64 bit mask.
-const maxHashedColumns = 64
+const MaxHashedColumns = 64
 
-// appendRowInfo starts a row's text: its salt and the 32-bit hashes of its first n (at most
+// AppendRowInfo starts a row's text: its salt and the 32-bit hashes of its first n (at most
 // maxHashedColumns) source values; cols holds 64-bit hashes (folded here), a missing one is a
 // null's. n is the same for every row of a spill (countSpec.cols), so it is not written. The
 // columns of skip (spill.skip, or 0) are left out, and the salt's low bit says so: the row's
 // origin holds their values whole, the counter hashes those.
-func appendRowInfo(dst []byte, salt uint64, cols []uint64, n int, skip uint64) []byte {
+func AppendRowInfo(dst []byte, salt uint64, cols []uint64, n int, skip uint64) []byte {
 	left := uint64(0)
 	if skip != 0 {
 		left = 1
@@ -317,7 +317,7 @@ func appendRowInfo(dst []byte, salt uint64, cols []uint64, n int, skip uint64) [
 	return dst
 }
 
-var nullHash = hashValue(pipeline.Null, 0)
+var nullHash = HashValue(pipeline.Null, 0)
 
 // foldHash is a column hash as a row's text keeps it: 32 bits.
 func foldHash(h uint64) uint32 { return uint32(h ^ h>>32) }
@@ -331,11 +331,11 @@ const (
 	textWhole = 2
 )
 
-// appendWhole writes a row's text as its origin with every source value whole (none longer
+// AppendWhole writes a row's text as its origin with every source value whole (none longer
 // than maxOriginText, see fitsWhole): the counter derives the salt and the column hashes. It
 // returns the text and the row's source hash: that of the values' encoding (equal rows encode
 // alike), one hash where hashColumns takes one a column.
-func appendWhole(dst []byte, saltOrigin bool, streamID uint64, seq int64, key []pipeline.Value, vals []pipeline.Value) ([]byte, uint64) {
+func AppendWhole(dst []byte, saltOrigin bool, streamID uint64, seq int64, key []pipeline.Value, vals []pipeline.Value) ([]byte, uint64) {
 	v := uint64(textWhole)
 	if saltOrigin {
 		v |= 4
@@ -345,12 +345,12 @@ func appendWhole(dst []byte, saltOrigin bool, streamID uint64, seq int64, key []
 	dst = binary.AppendVarint(dst, seq)
 	dst = binary.AppendUvarint(dst, uint64(len(key)))
 	for _, v := range key {
-		dst = appendValue(dst, v, maxOriginText)
+		dst = appendValue(dst, v, MaxOriginText)
 	}
 	at := len(dst)
 	dst = binary.AppendUvarint(dst, uint64(len(vals)))
 	for _, v := range vals {
-		dst = appendValue(dst, v, maxOriginText)
+		dst = appendValue(dst, v, MaxOriginText)
 	}
 	return dst, xxh3.HashSeed(dst[at:], wyp3)
 }
@@ -359,12 +359,12 @@ func appendWhole(dst []byte, saltOrigin bool, streamID uint64, seq int64, key []
 // its values (20 text columns of 30 bytes would take 640 bytes a row on disk instead of ~120).
 const maxWholeBytes = 256
 
-// fitsWhole: the values are few and short enough to be kept whole in a row's text (none cut).
-func fitsWhole(vals []pipeline.Value) bool {
+// FitsWhole: the values are few and short enough to be kept whole in a row's text (none cut).
+func FitsWhole(vals []pipeline.Value) bool {
 	n := 0
 	for i := range vals {
 		n += len(vals[i].Str) + 2 // the kind and a length (or an integer's few bytes)
-		if n > maxWholeBytes || len(vals[i].Str) > maxOriginText {
+		if n > maxWholeBytes || len(vals[i].Str) > MaxOriginText {
 			return false
 		}
 	}
@@ -379,18 +379,18 @@ type wholeRow struct {
 }
 
 // readWhole reads appendWhole's text (b after its first varint v).
-func (s *spill) readWhole(v uint64, b []byte) (wholeRow, bool) {
+func (s *Spill) readWhole(v uint64, b []byte) (wholeRow, bool) {
 	w := wholeRow{saltOrigin: v&4 != 0}
 	o, ok := s.readOrigin(b)
 	if !ok || o.srcTrunc {
 		return w, false
 	}
-	w.vals = o.src
-	o.src = make([]pipeline.Value, len(s.srcCols))
+	w.vals = o.Src
+	o.Src = make([]pipeline.Value, len(s.srcCols))
 	for i, c := range s.srcCols {
-		o.src[i] = pipeline.Null
+		o.Src[i] = pipeline.Null
 		if c < len(w.vals) {
-			o.src[i] = w.vals[c]
+			o.Src[i] = w.vals[c]
 		}
 	}
 	w.origin = o
@@ -402,8 +402,8 @@ func (w *wholeRow) salt(n uint64, buf []byte) (uint64, []byte) {
 	if n == 0 {
 		return 0, buf
 	}
-	b := pipeline.Batch{Stream: w.origin.stream, SaltOrigin: w.saltOrigin}
-	rec := pipeline.Record{Values: w.vals, Seq: w.origin.seq}
+	b := pipeline.Batch{Stream: w.origin.Stream, SaltOrigin: w.saltOrigin}
+	rec := pipeline.Record{Values: w.vals, Seq: w.origin.Seq}
 	tok, buf := transform.SaltToken(buf, &b, &rec, len(w.vals))
 	return tok % n, buf
 }
@@ -412,7 +412,7 @@ func (w *wholeRow) salt(n uint64, buf []byte) (uint64, []byte) {
 // appended to cols, a left-out one as 0, and left says whether the origin must give them.
 func decodeRowInfo(b []byte, n int, skip uint64, cols []uint32) (salt uint64, _ []uint32, rest []byte, left, ok bool) {
 	v, k := binary.Uvarint(b)
-	if k <= 0 || n > maxHashedColumns || v&textWhole != 0 {
+	if k <= 0 || n > MaxHashedColumns || v&textWhole != 0 {
 		return 0, cols, nil, false, false
 	}
 	salt, left = v>>2, v&textLeft != 0
@@ -434,26 +434,26 @@ func decodeRowInfo(b []byte, n int, skip uint64, cols []uint32) (salt uint64, _ 
 	return salt, cols, b, left, true
 }
 
-// leaveOutOriginHashes makes rows whose origin holds the source columns srcCols whole (none cut
+// LeaveOutOriginHashes makes rows whose origin holds the source columns srcCols whole (none cut
 // to maxOriginText) leave their hashes out: the counter hashes the origin's values instead.
 // srcCols are also the columns whole rows' origins show. Only for a spill whose texts all have
 // an origin.
-func (s *spill) leaveOutOriginHashes(srcCols []int, hashed int) {
+func (s *Spill) LeaveOutOriginHashes(srcCols []int, hashed int) {
 	s.srcCols = srcCols
 	for _, c := range srcCols {
 		if c < hashed {
-			s.skip |= 1 << uint(c)
+			s.Skip |= 1 << uint(c)
 		}
 	}
 }
 
 // origin text: stream id, seq, key values (when kept), source values.
-func appendOrigin(dst []byte, streamID uint64, seq int64, key []pipeline.Value, srcCols []int, rec []pipeline.Value) []byte {
+func AppendOrigin(dst []byte, streamID uint64, seq int64, key []pipeline.Value, srcCols []int, rec []pipeline.Value) []byte {
 	dst = binary.AppendUvarint(dst, streamID)
 	dst = binary.AppendVarint(dst, seq)
 	dst = binary.AppendUvarint(dst, uint64(len(key)))
 	for _, v := range key {
-		dst = appendValue(dst, v, maxOriginText)
+		dst = appendValue(dst, v, MaxOriginText)
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(srcCols)))
 	for _, c := range srcCols {
@@ -461,28 +461,28 @@ func appendOrigin(dst []byte, streamID uint64, seq int64, key []pipeline.Value, 
 		if c < len(rec) {
 			v = rec[c]
 		}
-		dst = appendValue(dst, v, maxOriginText)
+		dst = appendValue(dst, v, MaxOriginText)
 	}
 	return dst
 }
 
 type origin struct {
-	stream string
-	seq    int64
+	Stream string
+	Seq    int64
 	key    []pipeline.Value
-	src    []pipeline.Value
+	Src    []pipeline.Value
 	// trunc: a key or source value was cut to maxOriginText; srcTrunc: a source value was
 	// (the check cannot hash or salt it)
 	trunc, srcTrunc bool
 }
 
 // decodeOrigin reads a row's text (row info with cols column hashes, then origin).
-func (s *spill) decodeOrigin(b []byte, cols int) (origin, bool) {
+func (s *Spill) decodeOrigin(b []byte, cols int) (origin, bool) {
 	if v, k := binary.Uvarint(b); k > 0 && v&textWhole != 0 {
 		w, ok := s.readWhole(v, b[k:])
 		return w.origin, ok
 	}
-	_, _, b, _, ok := decodeRowInfo(b, cols, s.skip, nil)
+	_, _, b, _, ok := decodeRowInfo(b, cols, s.Skip, nil)
 	if !ok {
 		return origin{}, false
 	}
@@ -490,7 +490,7 @@ func (s *spill) decodeOrigin(b []byte, cols int) (origin, bool) {
 }
 
 // readOrigin reads the origin that follows a row's info.
-func (s *spill) readOrigin(b []byte) (origin, bool) {
+func (s *Spill) readOrigin(b []byte) (origin, bool) {
 	var o origin
 	id, k := binary.Uvarint(b)
 	if k <= 0 {
@@ -502,8 +502,8 @@ func (s *spill) readOrigin(b []byte) (origin, bool) {
 		return o, false
 	}
 	b = b[k:]
-	o.stream, o.seq = s.streamName(id), seq
-	for _, dst := range []*[]pipeline.Value{&o.key, &o.src} {
+	o.Stream, o.Seq = s.streamName(id), seq
+	for _, dst := range []*[]pipeline.Value{&o.key, &o.Src} {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > 1<<16 {
 			return o, false
@@ -515,7 +515,7 @@ func (s *spill) readOrigin(b []byte) (origin, bool) {
 				return o, false
 			}
 			o.trunc = o.trunc || tr
-			o.srcTrunc = o.srcTrunc || tr && dst == &o.src
+			o.srcTrunc = o.srcTrunc || tr && dst == &o.Src
 			*dst = append(*dst, v)
 			b = rest
 		}
@@ -523,39 +523,39 @@ func (s *spill) readOrigin(b []byte) (origin, bool) {
 	return o, true
 }
 
-// countSpec says what the bucket pass looks for beyond the mapping's own collisions.
-type countSpec struct {
-	maxExamples, maxOrigins int
-	// sets are column sets (bit i: source column i) whose collisions are counted too: the rows a
+// CountSpec says what the bucket pass looks for beyond the mapping's own collisions.
+type CountSpec struct {
+	MaxExamples, MaxOrigins int
+	// Sets are column sets (bit i: source column i) whose collisions are counted too: the rows a
 	// key that reads exactly these columns (and tells their values apart) would overwrite. Exact
 	// when rows that agree on a set always share a key of the spill, i.e. every set holds the
 	// columns the spill's key is computed from and that key is deterministic.
-	sets []uint64
-	// salted: every set is also counted with each row's salt as one more column: the advisor's
+	Sets []uint64
+	// Salted: every set is also counted with each row's salt as one more column: the advisor's
 	// salt designs, [random(n)][set...]; saltN is that n (whole rows' salts are computed here).
-	salted bool
-	saltN  uint64
-	// pairs: compare the rows of colliding keys column by column (pair masks, for the smallest
+	Salted bool
+	SaltN  uint64
+	// Pairs: compare the rows of colliding keys column by column (pair masks, for the smallest
 	// key change).
-	pairs bool
-	// cols is the number of column hashes every row's text holds (min(source columns, 64)); 0
+	Pairs bool
+	// Cols is the number of column hashes every row's text holds (min(source columns, 64)); 0
 	// when the texts hold none (then sets, salted and pairs are ignored).
-	cols int
-	// keysOnly: the texts were left out (a source that can be read again, see runner.recount):
+	Cols int
+	// KeysOnly: the texts were left out (a source that can be read again, see runner.recount):
 	// the colliding keys are listed (up to maxRecountKeys), not examined.
-	keysOnly bool
+	KeysOnly bool
 }
 
-// maxPairRows bounds the distinct source rows of one colliding key compared pairwise (up to
-// maxPairRows*(maxPairRows-1)/2 pairs): keys with more are compared on their first maxPairRows.
-const maxPairRows = 32
+// MaxPairRows bounds the distinct source rows of one colliding key compared pairwise (up to
+// MaxPairRows*(maxPairRows-1)/2 pairs): keys with more are compared on their first maxPairRows.
+const MaxPairRows = 32
 
 // maxMasks bounds the distinct pair masks kept; pairs with a new mask beyond it are counted as
 // unrecorded.
 const maxMasks = 1 << 16
 
-// collisionResult is what the bucket pass finds.
-type collisionResult struct {
+// CollisionResult is what the bucket pass finds.
+type CollisionResult struct {
 	Keys       int64 // distinct target keys
 	Colliding  int64 // keys produced by more than one distinct source row
 	Rows       int64 // rows that would be overwritten: per key, distinct source rows - 1
@@ -588,29 +588,29 @@ type collisionExample struct {
 	Hashed  int    // source columns with a hash (Diff covers these)
 }
 
-// spillRec is a bucket file's record, with its text's position.
-type spillRec struct {
-	key, src uint64
+// SpillRec is a bucket file's record, with its text's position.
+type SpillRec struct {
+	Key, Src uint64
 	pos      uint64 // offset of the text in the bucket's text file << 24 | its length
 }
 
-func (r spillRec) off() int64 { return int64(r.pos >> 24) }
-func (r spillRec) n() int     { return int(r.pos & (1<<24 - 1)) }
+func (r SpillRec) off() int64 { return int64(r.pos >> 24) }
+func (r SpillRec) n() int     { return int(r.pos & (1<<24 - 1)) }
 
-// count processes every bucket (two at a time) and returns the totals and up to maxExamples
+// Count processes every bucket (two at a time) and returns the totals and up to maxExamples
 // examples: the colliding keys with the smallest key hashes (deterministic), each with up to
 // maxOrigins distinct source rows.
-func (s *spill) count(spec countSpec) (collisionResult, error) {
+func (s *Spill) Count(spec CountSpec) (CollisionResult, error) {
 	if s.failed != nil {
-		return collisionResult{}, s.failed
+		return CollisionResult{}, s.failed
 	}
 	for _, f := range s.files {
 		if err := f.Close(); err != nil {
-			return collisionResult{}, fmt.Errorf("report: collision check: %w", err)
+			return CollisionResult{}, fmt.Errorf("report: collision check: %w", err)
 		}
 	}
 	type part struct {
-		res collisionResult
+		res CollisionResult
 		err error
 	}
 	parts := make([]part, len(s.files))
@@ -644,16 +644,16 @@ func (s *spill) count(spec countSpec) (collisionResult, error) {
 		if p.err != nil {
 			return res, p.err
 		}
-		res.add(p.res, spec.maxExamples)
+		res.add(p.res, spec.MaxExamples)
 	}
 	return res, nil
 }
 
-func newResult(spec countSpec) collisionResult {
-	return collisionResult{SetRows: make([]int64, len(spec.sets)), SaltRows: make([]int64, len(spec.sets)), Masks: map[uint64]int64{}}
+func newResult(spec CountSpec) CollisionResult {
+	return CollisionResult{SetRows: make([]int64, len(spec.Sets)), SaltRows: make([]int64, len(spec.Sets)), Masks: map[uint64]int64{}}
 }
 
-func (r *collisionResult) add(o collisionResult, maxExamples int) {
+func (r *CollisionResult) add(o CollisionResult, maxExamples int) {
 	r.Keys += o.Keys
 	r.Colliding += o.Colliding
 	r.Rows += o.Rows
@@ -672,7 +672,7 @@ func (r *collisionResult) add(o collisionResult, maxExamples int) {
 	for m, n := range o.Masks {
 		r.addMask(m, n)
 	}
-	if room := maxRecountKeys - len(r.CollidingKeys); room > 0 {
+	if room := MaxRecountKeys - len(r.CollidingKeys); room > 0 {
 		r.CollidingKeys = append(r.CollidingKeys, o.CollidingKeys[:min(room, len(o.CollidingKeys))]...)
 	}
 	r.Examples = append(r.Examples, o.Examples...)
@@ -690,7 +690,7 @@ func (r *collisionResult) add(o collisionResult, maxExamples int) {
 	}
 }
 
-func (r *collisionResult) addMask(m uint64, n int64) {
+func (r *CollisionResult) addMask(m uint64, n int64) {
 	if _, ok := r.Masks[m]; ok || len(r.Masks) < maxMasks {
 		r.Masks[m] += n
 		return
@@ -706,10 +706,10 @@ var maxBucketBytes int64 = 8 << 20
 
 // counter counts bucket files, reusing its buffers from one file to the next.
 type counter struct {
-	s    *spill
-	spec countSpec
+	s    *Spill
+	spec CountSpec
 
-	recs, tmp []spillRec
+	recs, tmp []SpillRec
 	chunk     []byte
 
 	bucket    int    // the bucket whose (sub)files are counted: its text file holds their texts
@@ -728,7 +728,7 @@ type counter struct {
 }
 
 // file counts one bucket file (see spill), splitting it first when it is too large.
-func (c *counter) file(path string, depth int) (collisionResult, error) {
+func (c *counter) file(path string, depth int) (CollisionResult, error) {
 	res := newResult(c.spec)
 	st, err := os.Stat(path)
 	if err != nil {
@@ -738,7 +738,7 @@ func (c *counter) file(path string, depth int) (collisionResult, error) {
 		return c.split(path, depth)
 	}
 	c.recs = c.recs[:0]
-	err = c.readRecs(path, depth, func(r spillRec) error {
+	err = c.readRecs(path, depth, func(r SpillRec) error {
 		c.recs = append(c.recs, r)
 		return nil
 	})
@@ -749,7 +749,7 @@ func (c *counter) file(path string, depth int) (collisionResult, error) {
 	recs := c.recs
 	for i := 0; i < len(recs); {
 		j := i + 1
-		for j < len(recs) && recs[j].key == recs[i].key {
+		for j < len(recs) && recs[j].Key == recs[i].Key {
 			j++
 		}
 		if err := c.group(recs[i:j], &res); err != nil {
@@ -762,7 +762,7 @@ func (c *counter) file(path string, depth int) (collisionResult, error) {
 
 // readRecs calls fn with each record of a bucket file (depth 0) or of one of its parts (see
 // split), in file order.
-func (c *counter) readRecs(path string, depth int, fn func(spillRec) error) error {
+func (c *counter) readRecs(path string, depth int, fn func(SpillRec) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("report: collision check: %w", err)
@@ -785,7 +785,7 @@ func (c *counter) readRecs(path string, depth int, fn func(spillRec) error) erro
 		}
 		for o := 0; o < n; o += size {
 			b := c.chunk[o : o+size]
-			r := spillRec{key: binary.LittleEndian.Uint64(b), src: binary.LittleEndian.Uint64(b[8:])}
+			r := SpillRec{Key: binary.LittleEndian.Uint64(b), Src: binary.LittleEndian.Uint64(b[8:])}
 			if depth > 0 {
 				r.pos = binary.LittleEndian.Uint64(b[16:])
 			} else {
@@ -807,13 +807,13 @@ func (c *counter) readRecs(path string, depth int, fn func(spillRec) error) erro
 }
 
 // group counts the rows of one key hash.
-func (c *counter) group(g []spillRec, res *collisionResult) error {
+func (c *counter) group(g []SpillRec, res *CollisionResult) error {
 	if len(g) > 1 {
 		// order the key's rows by source hash, then position
-		slices.SortFunc(g, func(a, b spillRec) int {
+		slices.SortFunc(g, func(a, b SpillRec) int {
 			switch {
-			case a.src != b.src:
-				if a.src < b.src {
+			case a.Src != b.Src:
+				if a.Src < b.Src {
 					return -1
 				}
 				return 1
@@ -827,7 +827,7 @@ func (c *counter) group(g []spillRec, res *collisionResult) error {
 	}
 	reps := c.reps[:0]
 	for q := range g {
-		if q == 0 || g[q].src != g[q-1].src {
+		if q == 0 || g[q].Src != g[q-1].Src {
 			reps = append(reps, q)
 		}
 	}
@@ -841,26 +841,26 @@ func (c *counter) group(g []spillRec, res *collisionResult) error {
 	res.Colliding++
 	res.Rows += distinct - 1
 	spec := c.spec
-	if spec.keysOnly {
-		if len(res.CollidingKeys) < maxRecountKeys {
-			res.CollidingKeys = append(res.CollidingKeys, g[0].key)
+	if spec.KeysOnly {
+		if len(res.CollidingKeys) < MaxRecountKeys {
+			res.CollidingKeys = append(res.CollidingKeys, g[0].Key)
 		}
 		return nil
 	}
-	m := spec.cols
+	m := spec.Cols
 	if m > 0 {
 		if err := c.rowInfo(g); err != nil {
 			return err
 		}
-		for j, set := range spec.sets {
+		for j, set := range spec.Sets {
 			res.SetRows[j] += c.lost(set, false)
-			if spec.salted {
+			if spec.Salted {
 				res.SaltRows[j] += c.lost(set, true)
 			}
 		}
-		if spec.pairs {
-			n := min(len(reps), maxPairRows)
-			if len(reps) > maxPairRows {
+		if spec.Pairs {
+			n := min(len(reps), MaxPairRows)
+			if len(reps) > MaxPairRows {
 				res.PartialKeys++
 			} else {
 				res.CheckedKeys++
@@ -878,9 +878,9 @@ func (c *counter) group(g []spillRec, res *collisionResult) error {
 			}
 		}
 	}
-	if len(res.Examples) < spec.maxExamples {
-		ex := collisionExample{keyHash: g[0].key, Rows: int64(len(g)), Sources: distinct, Hashed: m}
-		n := min(len(reps), spec.maxOrigins)
+	if len(res.Examples) < spec.MaxExamples {
+		ex := collisionExample{keyHash: g[0].Key, Rows: int64(len(g)), Sources: distinct, Hashed: m}
+		n := min(len(reps), spec.MaxOrigins)
 		err := c.texts(g, reps[:n], func(_ int, text []byte) {
 			if o, ok := c.s.decodeOrigin(text, m); ok {
 				ex.Origins = append(ex.Origins, o)
@@ -896,13 +896,13 @@ func (c *counter) group(g []spillRec, res *collisionResult) error {
 			}
 		}
 		slices.SortFunc(ex.Origins, func(a, b origin) int {
-			if a.stream != b.stream {
-				if a.stream < b.stream {
+			if a.Stream != b.Stream {
+				if a.Stream < b.Stream {
 					return -1
 				}
 				return 1
 			}
-			return int(min(max(a.seq-b.seq, -1), 1))
+			return int(min(max(a.Seq-b.Seq, -1), 1))
 		})
 		res.Examples = append(res.Examples, ex)
 	}
@@ -911,8 +911,8 @@ func (c *counter) group(g []spillRec, res *collisionResult) error {
 
 // rowInfo reads the salt and column hashes of the key's distinct rows (c.reps) into c.salts and
 // c.colh (spec.cols hashes per row).
-func (c *counter) rowInfo(g []spillRec) error {
-	m := c.spec.cols
+func (c *counter) rowInfo(g []SpillRec) error {
+	m := c.spec.Cols
 	k := len(c.reps)
 	c.salts = slices.Grow(c.salts[:0], k)[:k]
 	c.colh = slices.Grow(c.colh[:0], k*m)[:k*m]
@@ -929,17 +929,17 @@ func (c *counter) rowInfo(g []spillRec) error {
 			for col := range row {
 				h := nullHash
 				if col < len(w.vals) {
-					h = hashValue(w.vals[col], 0)
+					h = HashValue(w.vals[col], 0)
 				}
 				row[col] = foldHash(h)
 			}
 			c.salts[i] = 0
-			if c.spec.salted {
-				c.salts[i], c.saltBuf = w.salt(c.spec.saltN, c.saltBuf)
+			if c.spec.Salted {
+				c.salts[i], c.saltBuf = w.salt(c.spec.SaltN, c.saltBuf)
 			}
 			return
 		}
-		salt, cols, rest, left, ok := decodeRowInfo(text, m, c.s.skip, scratch[:0])
+		salt, cols, rest, left, ok := decodeRowInfo(text, m, c.s.Skip, scratch[:0])
 		scratch = cols
 		if !ok || len(cols) != m {
 			bad = true
@@ -947,13 +947,13 @@ func (c *counter) rowInfo(g []spillRec) error {
 		}
 		if left {
 			o, ok := c.s.readOrigin(rest)
-			if !ok || o.srcTrunc || len(o.src) != len(c.s.srcCols) {
+			if !ok || o.srcTrunc || len(o.Src) != len(c.s.srcCols) {
 				bad = true
 				return
 			}
 			for k, col := range c.s.srcCols {
 				if col < m {
-					h := hashValue(o.src[k], 0)
+					h := HashValue(o.Src[k], 0)
 					cols[col] = foldHash(h)
 				}
 			}
@@ -977,7 +977,7 @@ const textReads = 64
 // texts calls fn(i, text) with the text of each row g[idx[i]] (valid during the call): in index
 // order when they are read one by one or the text file is held in memory, else in file order, in
 // one pass over the text file.
-func (c *counter) texts(g []spillRec, idx []int, fn func(i int, text []byte)) error {
+func (c *counter) texts(g []SpillRec, idx []int, fn func(i int, text []byte)) error {
 	f, size := c.s.texts[c.bucket], c.s.textSize[c.bucket]
 	if !c.textHeld && c.textReads+len(idx) > textReads && size <= 2*maxBucketBytes {
 		c.text = slices.Grow(c.text[:0], int(size))[:size]
@@ -1040,7 +1040,7 @@ func (c *counter) textBuf(n int) []byte {
 // lost is the rows a key reading exactly the columns of set (and the salt, with salt) would
 // overwrite among the key's distinct rows: their number minus the distinct projections.
 func (c *counter) lost(set uint64, salt bool) int64 {
-	m := c.spec.cols
+	m := c.spec.Cols
 	k := len(c.reps)
 	p := c.projs[:0]
 	for i := 0; i < k; i++ {
@@ -1048,11 +1048,11 @@ func (c *counter) lost(set uint64, salt bool) int64 {
 		row := c.colh[i*m : (i+1)*m]
 		for col, v := range row {
 			if set&(1<<uint(col)) != 0 {
-				h = mix64(h^uint64(v), uint64(col))
+				h = Mix64(h^uint64(v), uint64(col))
 			}
 		}
 		if salt {
-			h = mix64(h^c.salts[i], 0x5a17)
+			h = Mix64(h^c.salts[i], 0x5a17)
 		}
 		p = append(p, h)
 	}
@@ -1074,7 +1074,7 @@ func diffMask(a, b []uint32) uint64 {
 
 // split distributes a bucket file over 16 files by the next 4 bits of the key hash (the caller
 // checked that there are bits left), removes it, and counts each part.
-func (c *counter) split(path string, depth int) (collisionResult, error) {
+func (c *counter) split(path string, depth int) (CollisionResult, error) {
 	res := newResult(c.spec)
 	var err error
 	shift := c.s.shift - 4*uint(depth+1)
@@ -1095,11 +1095,11 @@ func (c *counter) split(path string, depth int) (collisionResult, error) {
 		ws[i] = bufio.NewWriterSize(parts[i], 32<<10)
 	}
 	var rec [splitRecBytes]byte
-	err = c.readRecs(path, depth, func(r spillRec) error {
-		binary.LittleEndian.PutUint64(rec[:], r.key)
-		binary.LittleEndian.PutUint64(rec[8:], r.src)
+	err = c.readRecs(path, depth, func(r SpillRec) error {
+		binary.LittleEndian.PutUint64(rec[:], r.Key)
+		binary.LittleEndian.PutUint64(rec[8:], r.Src)
 		binary.LittleEndian.PutUint64(rec[16:], r.pos)
-		_, err := ws[(r.key>>shift)&15].Write(rec[:])
+		_, err := ws[(r.Key>>shift)&15].Write(rec[:])
 		return err
 	})
 	for _, w := range ws {
@@ -1118,23 +1118,23 @@ func (c *counter) split(path string, depth int) (collisionResult, error) {
 		if err != nil {
 			return res, err
 		}
-		res.add(r, c.spec.maxExamples)
+		res.add(r, c.spec.MaxExamples)
 	}
 	return res, nil
 }
 
 // radixSort orders records by key hash (LSD radix over the low 56 bits: the top 8 or more bits
 // are the bucket, the same for all); tmp is scratch space. Both slices are returned for reuse.
-func radixSort(recs, tmp []spillRec) ([]spillRec, []spillRec) { return radixSortBits(recs, tmp, 56) }
+func radixSort(recs, tmp []SpillRec) ([]SpillRec, []SpillRec) { return RadixSortBits(recs, tmp, 56) }
 
-// radixSortBits sorts by the low bits of the key hash.
-func radixSortBits(recs, tmp []spillRec, bits uint) ([]spillRec, []spillRec) {
+// RadixSortBits sorts by the low bits of the key hash.
+func RadixSortBits(recs, tmp []SpillRec, bits uint) ([]SpillRec, []SpillRec) {
 	if len(recs) < 64 {
-		slices.SortFunc(recs, func(a, b spillRec) int {
+		slices.SortFunc(recs, func(a, b SpillRec) int {
 			switch {
-			case a.key < b.key:
+			case a.Key < b.Key:
 				return -1
-			case a.key > b.key:
+			case a.Key > b.Key:
 				return 1
 			}
 			return 0
@@ -1142,7 +1142,7 @@ func radixSortBits(recs, tmp []spillRec, bits uint) ([]spillRec, []spillRec) {
 		return recs, tmp
 	}
 	if cap(tmp) < len(recs) {
-		tmp = make([]spillRec, len(recs))
+		tmp = make([]SpillRec, len(recs))
 	}
 	tmp = tmp[:len(recs)]
 	const bitsPer = 14
@@ -1150,7 +1150,7 @@ func radixSortBits(recs, tmp []spillRec, bits uint) ([]spillRec, []spillRec) {
 	for shift := uint(0); shift < bits; shift += bitsPer {
 		clear(counts[:])
 		for i := range recs {
-			counts[(recs[i].key>>shift)&(1<<bitsPer-1)]++
+			counts[(recs[i].Key>>shift)&(1<<bitsPer-1)]++
 		}
 		sum := 0
 		for i, c := range counts {
@@ -1158,7 +1158,7 @@ func radixSortBits(recs, tmp []spillRec, bits uint) ([]spillRec, []spillRec) {
 			sum += c
 		}
 		for i := range recs {
-			d := (recs[i].key >> shift) & (1<<bitsPer - 1)
+			d := (recs[i].Key >> shift) & (1<<bitsPer - 1)
 			tmp[counts[d]] = recs[i]
 			counts[d]++
 		}
@@ -1172,13 +1172,13 @@ func radixSortBits(recs, tmp []spillRec, bits uint) ([]spillRec, []spillRec) {
 // in cache where one pass of 16 bits did not) order them by the next 22 bits, which leaves runs
 // of a record or two, each sorted on its own; a long run (a key with many rows) is sorted by
 // comparison. Four passes over the records where a full radix sort takes eight.
-func sortByKey(recs, tmp []spillRec, top uint) ([]spillRec, []spillRec) {
+func sortByKey(recs, tmp []SpillRec, top uint) ([]SpillRec, []SpillRec) {
 	const digit = 11
 	if len(recs) < 64 || top+2*digit > 64 {
 		return radixSort(recs, tmp)
 	}
 	if cap(tmp) < len(recs) {
-		tmp = make([]spillRec, len(recs))
+		tmp = make([]SpillRec, len(recs))
 	}
 	tmp = tmp[:len(recs)]
 	var counts [1 << digit]int
@@ -1186,7 +1186,7 @@ func sortByKey(recs, tmp []spillRec, top uint) ([]spillRec, []spillRec) {
 		shift := 64 - top - digit*uint(2-pass) // the lower digit first
 		clear(counts[:])
 		for i := range recs {
-			counts[recs[i].key>>shift&(1<<digit-1)]++
+			counts[recs[i].Key>>shift&(1<<digit-1)]++
 		}
 		sum := 0
 		for d, c := range counts {
@@ -1194,7 +1194,7 @@ func sortByKey(recs, tmp []spillRec, top uint) ([]spillRec, []spillRec) {
 			sum += c
 		}
 		for i := range recs {
-			d := recs[i].key >> shift & (1<<digit - 1)
+			d := recs[i].Key >> shift & (1<<digit - 1)
 			tmp[counts[d]] = recs[i]
 			counts[d]++
 		}
@@ -1203,14 +1203,14 @@ func sortByKey(recs, tmp []spillRec, top uint) ([]spillRec, []spillRec) {
 	prefix := ^uint64(0) << (64 - top - 2*digit)
 	for i := 0; i < len(recs); {
 		j := i + 1
-		for j < len(recs) && (recs[j].key^recs[i].key)&prefix == 0 {
+		for j < len(recs) && (recs[j].Key^recs[i].Key)&prefix == 0 {
 			j++
 		}
 		if run := recs[i:j]; len(run) > 32 {
-			slices.SortStableFunc(run, func(a, b spillRec) int { return cmp.Compare(a.key, b.key) })
+			slices.SortStableFunc(run, func(a, b SpillRec) int { return cmp.Compare(a.Key, b.Key) })
 		} else {
 			for a := 1; a < len(run); a++ {
-				for b := a; b > 0 && run[b].key < run[b-1].key; b-- {
+				for b := a; b > 0 && run[b].Key < run[b-1].Key; b-- {
 					run[b], run[b-1] = run[b-1], run[b]
 				}
 			}
@@ -1219,3 +1219,7 @@ func sortByKey(recs, tmp []spillRec, top uint) ([]spillRec, []spillRec) {
 	}
 	return recs, tmp
 }
+
+// MaxRecountKeys bounds the colliding keys a second read looks for (8 MiB of key hashes); with
+// more it spills every row again.
+var MaxRecountKeys = 1 << 20

@@ -1,4 +1,4 @@
-package report
+package advise
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/collide"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -28,9 +29,9 @@ import (
 // is migrated (long(): not an integer; code(): on_missing_code, reject unless the mapping says
 // keep), never merged.
 
-// rewriteSpecs are the long() and code() designs for the mapping's key columns, from the values
+// RewriteSpecs are the long() and code() designs for the mapping's key columns, from the values
 // the subsample holds and the figures of every row analysed (all).
-func rewriteSpecs(prog *transform.Program, m *transform.Mapping, recs []pipeline.Record, all *acc) []altSpec {
+func RewriteSpecs(prog *transform.Program, m *transform.Mapping, recs []pipeline.Record, all *collide.Acc) []altSpec {
 	if m == nil || len(recs) == 0 || all == nil {
 		return nil
 	}
@@ -81,17 +82,17 @@ func rewriteSpecs(prog *transform.Program, m *transform.Mapping, recs []pipeline
 			continue
 		}
 		vals, numeric, bytes, rows := columnValues(recs, idx)
-		if len(vals) < 2 || i >= len(all.cols) {
+		if len(vals) < 2 || i >= len(all.Cols) {
 			continue
 		}
-		c := &all.cols[i]
-		numeric = numeric && c.text && c.numeric && c.n > 0
+		c := &all.Cols[i]
+		numeric = numeric && c.Text && c.Numeric && c.N > 0
 		var distinct int64
 		switch {
 		case i == 0:
-			distinct, _ = all.distinct()
-		case c.hll != nil:
-			distinct = int64(c.hll.Estimate())
+			distinct, _ = all.Distinct()
+		case c.Hll != nil:
+			distinct = int64(c.Hll.Estimate())
 		default:
 			distinct = math.MaxInt64 // not counted: no dictionary
 		}
@@ -99,7 +100,7 @@ func rewriteSpecs(prog *transform.Program, m *transform.Mapping, recs []pipeline
 		case numeric:
 			expr := "long(" + quoteName(col) + ") AS " + quoteName(freeName(col+"_long", taken))
 			out = append(out, altSpec{id: "long_" + ke.Name, name: "the mapping with long(" + col + ")", pk: keyWith(i, expr), keepMapping: true, rewrite: true,
-				tradeOff: fmt.Sprintf("The mapping's design with %s stored as a BIGINT: every value the subsample holds is an integer written as text, 8 bytes instead of up to %d, in numeric order (the guide: '2015122410' as Long(2015122410)). Clients look up %s by its number; a value that is not an integer is rejected.", col, maxLen(vals), col)})
+				tradeOff: fmt.Sprintf("The mapping's design with %s stored as a BIGINT: every value the subsample holds is an integer written as text, 8 bytes instead of up to %d, in numeric order (the guide: '2015122410' as Long(2015122410)). Clients look up %s by its number; a value that is not an integer is rejected.", col, collide.MaxLen(vals), col)})
 		case len(vals) <= codeMaxValues && distinct <= int64(len(vals)) && bytes >= int64(codeMinBytes)*rows:
 			d := codeDict(freeName(col+"_codes", dicts), vals)
 			expr := "code(" + quoteName(col) + ", " + d.Name + ") AS " + quoteName(freeName(col+"_code", taken))
@@ -175,12 +176,4 @@ func keyText(elems []transform.KeyElement) string {
 		s += "[" + e + "]"
 	}
 	return s
-}
-
-func maxLen(vals []string) int {
-	n := 0
-	for _, v := range vals {
-		n = max(n, len(v))
-	}
-	return n
 }

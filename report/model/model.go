@@ -1,4 +1,6 @@
-package report
+// Package model is the report as data: Report and its parts, what --json writes and what the
+// renderings read, with the write-order vocabulary and how the report writes numbers.
+package model
 
 import "github.com/rekey/rekey/transform"
 
@@ -47,7 +49,7 @@ type Report struct {
 	TimeHeatmap    *TimeHeatmap   `json:"time_heatmap"` // null when the write order has no axis (arrival order, offsets)
 	WriteOrder     *WriteOrder    `json:"write_order"`  // the order the application is taken to write rows in
 
-	design []transform.DesignRule // the mapping's static design rules the findings quote
+	Design []transform.DesignRule `json:"-"` // the mapping's static design rules the findings quote
 }
 
 // MappingInfo identifies the mapping analysed.
@@ -123,7 +125,7 @@ type RejectExample struct {
 	Code     string `json:"code"`
 	Field    string `json:"field,omitempty"`
 	Message  string `json:"message"`
-	ord      int64
+	Ord      int64  `json:"-"` // the row's ordinal, for ordering the examples
 }
 
 // Verdict sums the findings up.
@@ -142,6 +144,8 @@ type Finding struct {
 	Severity string             `json:"severity"`
 	Message  string             `json:"message"`
 	Evidence map[string]float64 `json:"evidence"`
+	// Path is where in the mapping a rule of the mapping alone points (rekey check prints it)
+	Path string `json:"-"`
 }
 
 // KeyShape is the key's size and column count.
@@ -367,10 +371,10 @@ type Alternative struct {
 	WindowTop    []float64   `json:"window_top_shares"`
 	Error        string      `json:"error,omitempty"` // the design could not be built
 
-	edit mappingEdit // for --write-mapping
-	// enumFirst: an enumerated first column no declared query scans by; it ranks below the
+	Edit MappingEdit `json:"-"` // for --write-mapping
+	// EnumFirst: an enumerated first column no declared query scans by; it ranks below the
 	// designs that serve the queries as well without one
-	enumFirst bool
+	EnumFirst bool `json:"-"`
 }
 
 // Reads is how many regions (or separate scans) typical queries touch: 1 is a single GET or one
@@ -425,4 +429,97 @@ type TimeBin struct {
 	StartMillis int64   `json:"start_ms"`
 	Rows        int64   `json:"rows"`
 	Counts      []int64 `json:"counts"` // per heatmap row
+}
+
+// MappingEdit is how a design's mapping differs from the user's: what --write-mapping changes
+// in the file.
+type MappingEdit struct {
+	Pk          string         // target.primary_key
+	DropColumns []string       // target.columns entries removed
+	DropExclude []string       // target.exclude entries removed
+	DropAll     bool           // every target.columns entry removed
+	KeepRegions bool           // the mapping's regions: stay (else the analysed count)
+	Codes       transform.Dict // a dictionary added to target.codes ("" Name: none)
+}
+
+// Single-row hotspots: one row written again and again (a counter, a status updated by every
+// event of an order). The wide-table guide: "Requests for the same row are always distributed
+// to the same node ... you can only resolve this issue by scaling up the specification of the
+// node": no key design spreads it. The advisor's subsample, in write order (a Kafka or CDC
+// window's timestamps or offsets, Cassandra's WRITETIME(), a time column), is cut into windows
+// and the writes of each key counted per window.
+
+// HotRows are the keys written most often within a window of writes.
+type HotRows struct {
+	Order         string   `json:"order"`           // the write order's evidence (write_order.evidence)
+	Rows          int64    `json:"rows"`            // subsample rows counted
+	Windows       int      `json:"windows"`         // windows they were cut into
+	RowsPerWindow int64    `json:"rows_per_window"` // rows per window (the last may hold up to 1.5x)
+	EvenShare     float64  `json:"even_share"`      // 1 / regions asked: a region's share of the writes
+	Top           []HotRow `json:"top"`             // up to 5 keys written more than once in a window, most first
+}
+
+// HotRow is one key and its writes.
+type HotRow struct {
+	Key          []string `json:"key"`           // the key's values as text
+	Writes       int64    `json:"writes"`        // subsample rows with this key
+	WindowWrites int64    `json:"window_writes"` // the most in one window
+	WindowShare  float64  `json:"window_share"`  // that window's share of them
+}
+
+// Index offers: for a declared query the mapping's key serves only by scanning the whole table,
+// the guides' other answer beside a key change: "For queries that cannot be expressed with GET
+// or SCAN, use an index table or secondary index" (primary-key guide). A secondary index is an
+// index table keyed by the indexed columns, so "the column for which a secondary index is created
+// must be designed in the same manner as the primary key" (wide-table guide): the advisor's
+// design keyed by the query's columns (query_order) judges it. When that key would concentrate
+// writes, the offer is an index table keyed by the best design for the query instead, which
+// --write-mapping writes as a mapping to migrate beside the main table.
+
+// IndexOffer is one index offered for a declared query.
+type IndexOffer struct {
+	Query string `json:"query"`
+	// Kind is secondary_index (Lindorm maintains it: DDL) or index_table (a second table keyed
+	// for the query, written from the same source with the mapping --write-mapping writes).
+	Kind   string `json:"kind"`
+	Key    string `json:"key"`    // the index's key columns, or the index table's primary key
+	Design string `json:"design"` // the advisor's design whose figures judge the key (alternatives[].id)
+	Grade  string `json:"grade"`  // that design's grade
+	DDL    string `json:"ddl"`    // CREATE INDEX for a secondary index; "" for an index table
+	Note   string `json:"note"`
+}
+
+// QueryInfo is a declared query.
+type QueryInfo struct {
+	Query string   `json:"query"` // "device_id = ? and ts range"
+	Equal []string `json:"equal"` // source columns compared with =
+	Range string   `json:"range"` // the source column compared with a range, "" for none
+	// NewestFirst: the query reads the range from its highest value down (order: newest_first)
+	NewestFirst bool   `json:"newest_first"`
+	Origin      string `json:"origin"` // mapping (its queries: section) or --query
+}
+
+// QueryPlan is how one key design serves one declared query.
+type QueryPlan struct {
+	Query string `json:"query"`
+	// Access is get (every key column fixed: point lookups), scan (a key range) or full_scan
+	// (nothing fixes the first key column: every region, which Lindorm refuses by default).
+	Access string `json:"access"`
+	// Scans is the lookups or key ranges the client issues (a bucket or salt it cannot compute
+	// multiplies them); -1 for a full scan.
+	Scans int64 `json:"scans"`
+	// Filtered lists the query's columns that Lindorm checks row by row instead of seeking on:
+	// the scan reads rows the query does not want.
+	Filtered []string `json:"filtered"`
+	// Unordered: the query reads newest first, but the key does not store its range column DESC
+	// right where the scan seeks: Lindorm returns the rows oldest first, to be read backwards or
+	// sorted by the client.
+	Unordered bool   `json:"unordered"`
+	Note      string `json:"note"`
+}
+
+// Sample selects part of the input. The zero value reads everything.
+type Sample struct {
+	Rows     int64   // about this many rows
+	Fraction float64 // or this share of the rows, 0 < f <= 1
 }

@@ -1,4 +1,7 @@
-package report
+// Package advise is what to do about it: the findings as a table of rules, the advisor that
+// derives key designs from the mapping and ranks them on the subsample, the uniqueness fix,
+// index offers, the declared queries, the next steps and the designs as mapping files.
+package advise
 
 import (
 	"errors"
@@ -12,6 +15,8 @@ import (
 	"unsafe"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/collide"
+	"github.com/rekey/rekey/report/model"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -62,7 +67,7 @@ type baseKey struct {
 const maxQueryBases = 2
 
 // altSubsampleForPlan bounds the rows a derived design's quantile plan is placed from.
-const altPlanRows = 20000
+const AltPlanRows = 20000
 
 // quoteName writes a column name for a key expression: as it is when it is a plain name
 // (letters, digits, _ and -, as the mapping language reads them), else in backquotes.
@@ -109,8 +114,8 @@ func timeNote(t string) string {
 	return ""
 }
 
-// sourceKey is the mapping's key without rewrites: the source columns the key reads, in order.
-func sourceKey(prog *transform.Program) []string {
+// SourceKey is the mapping's key without rewrites: the source columns the key reads, in order.
+func SourceKey(prog *transform.Program) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, cols := range prog.KeySourceColumns() {
@@ -137,7 +142,7 @@ func freeName(base string, taken map[string]bool) string {
 // compares by equality (those of the source key first, in key order), its range column, then the
 // rest of the source key ([hostname][log-event][ts] for "hostname, log-event = ? and ts range").
 func baseKeys(prog *transform.Program, queries []transform.Query) []baseKey {
-	sk := sourceKey(prog)
+	sk := SourceKey(prog)
 	if len(sk) == 0 {
 		return nil
 	}
@@ -279,7 +284,7 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, ad
 	}
 	add = extra
 	cols := append(append([]string(nil), key...), add...)
-	rest := bracketed(key[1:]) + bracketed(add)
+	rest := Bracketed(key[1:]) + Bracketed(add)
 	specs := []altSpec{
 		{id: id("source_key"), name: name("source key (no rewrite)"), pk: "[" + bq + "]" + rest,
 			tradeOff: fmt.Sprintf("Every query stays as it is: GET by the full key, a SCAN of one %s and a range of %s are single key ranges. Writes go wherever %s's values fall: monotonic or few values make hotspots.", b, b, b)},
@@ -290,13 +295,13 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, ad
 	}
 	if base.newest != "" {
 		// the guide's DESC for a newest-first query: a SCAN returns the latest rows first
-		specs = append(specs, altSpec{id: id("newest_first"), name: name("newest first (" + base.newest + " DESC)"), pk: bracketedDesc(key, base.newest) + bracketed(add),
+		specs = append(specs, altSpec{id: id("newest_first"), name: name("newest first (" + base.newest + " DESC)"), pk: bracketedDesc(key, base.newest) + Bracketed(add),
 			tradeOff: fmt.Sprintf("As the source key, with %s stored DESC: a SCAN returns the newest rows first, without reading backwards or sorting (the guide's [hostname][log-event][timestamp DESC]). An oldest-first read of %s becomes the backwards one.", base.newest, base.newest)})
 	}
 	if base.newest != "" && base.newest != b {
 		// the hash prefix and the guide's DESC together: spread writes of an incremental first
 		// column, and a SCAN of one of its values returns the newest rows first
-		specs = append(specs, altSpec{id: id("hash_prefix_newest_first"), name: name("hash prefix, " + base.newest + " DESC"), pk: "[md5(" + bq + ").substr(0,4) + " + bq + " AS " + freeName("rk_hash", taken) + "]" + bracketedDesc(key[1:], base.newest) + bracketed(add),
+		specs = append(specs, altSpec{id: id("hash_prefix_newest_first"), name: name("hash prefix, " + base.newest + " DESC"), pk: "[md5(" + bq + ").substr(0,4) + " + bq + " AS " + freeName("rk_hash", taken) + "]" + bracketedDesc(key[1:], base.newest) + Bracketed(add),
 			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (the client computes md5(%s).substr(0,4) + %s), and the SCAN returns the newest rows first (%s DESC, the guide's [userid][orderid DESC]). A range of %s values is no longer a key range: it becomes a scan of every region.", b, b, b, base.newest, b)})
 	}
 	if len(key) > 1 {
@@ -304,7 +309,7 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, ad
 		// first column spread over its key range when the end of the id varies fastest
 		r0 := key[1]
 		rq := quoteName(r0)
-		specs = append(specs, altSpec{id: id("reverse_next"), name: name("reversed " + r0), pk: "[" + bq + "][reverse(" + rq + ") AS " + freeName("rk_rev", taken) + "]" + bracketed(key[2:]) + bracketed(add),
+		specs = append(specs, altSpec{id: id("reverse_next"), name: name("reversed " + r0), pk: "[" + bq + "][reverse(" + rq + ") AS " + freeName("rk_rev", taken) + "]" + Bracketed(key[2:]) + Bracketed(add),
 			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single key ranges (the client reverses %s); the writes of one %s spread over its key range when the end of %s varies fastest (sequence numbers, ids). A range of %s within one %s becomes a scan of the whole %s.", b, r0, b, r0, r0, b, b)})
 	}
 	if len(key) > 1 {
@@ -312,7 +317,7 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, ad
 		// value of the first column no longer writes at the end of the value's range
 		r0 := key[1]
 		rq := quoteName(r0)
-		specs = append(specs, altSpec{id: id("hash_next"), name: name("hash prefix on " + r0), pk: "[" + bq + "][md5(" + rq + ").substr(0,4) + " + rq + " AS " + freeName("rk_hash", taken) + "]" + bracketed(key[2:]) + bracketed(add),
+		specs = append(specs, altSpec{id: id("hash_next"), name: name("hash prefix on " + r0), pk: "[" + bq + "][md5(" + rq + ").substr(0,4) + " + rq + " AS " + freeName("rk_hash", taken) + "]" + Bracketed(key[2:]) + Bracketed(add),
 			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single key ranges (the client computes md5(%s).substr(0,4) + %s); the writes of one %s spread over its whole key range, so the regions Lindorm splits it into share them. A range of %s within one %s becomes a scan of the whole %s.", b, r0, r0, b, r0, b, b)})
 	}
 	if isIntegralCQL(btype) {
@@ -350,7 +355,7 @@ func colMask(src pipeline.SourceSchema, cols []string) (uint64, bool) {
 	var m uint64
 	for _, c := range cols {
 		i := src.Index(c)
-		if i < 0 || i >= maxHashedColumns {
+		if i < 0 || i >= collide.MaxHashedColumns {
 			return 0, false
 		}
 		m |= 1 << uint(i)
@@ -358,23 +363,12 @@ func colMask(src pipeline.SourceSchema, cols []string) (uint64, bool) {
 	return m, true
 }
 
-// mappingEdit is how a design's mapping differs from the user's: what --write-mapping changes
-// in the file.
-type mappingEdit struct {
-	pk          string         // target.primary_key
-	dropColumns []string       // target.columns entries removed
-	dropExclude []string       // target.exclude entries removed
-	dropAll     bool           // every target.columns entry removed
-	keepRegions bool           // the mapping's regions: stay (else the analysed count)
-	codes       transform.Dict // a dictionary added to target.codes ("" Name: none)
-}
-
-// compileAlt builds a derived design: the mapping with another primary key and no regions:
+// CompileAlt builds a derived design: the mapping with another primary key and no regions:
 // section. target.columns entries named like a source key column are dropped (so [channel] is the
 // source's channel, not code(channel)); if it still does not compile, every entry is dropped.
 // With keep, only the primary key changes (the mapping's own design with a column added).
-func compileAlt(prog *transform.Program, m *transform.Mapping, pk string, keep bool, dict transform.Dict) (*transform.Program, mappingEdit, error) {
-	ed := mappingEdit{pk: pk, keepRegions: keep, codes: dict}
+func CompileAlt(prog *transform.Program, m *transform.Mapping, pk string, keep bool, dict transform.Dict) (*transform.Program, model.MappingEdit, error) {
+	ed := model.MappingEdit{Pk: pk, KeepRegions: keep, Codes: dict}
 	m2 := *m
 	m2.Target.PrimaryKey = pk
 	if dict.Name != "" {
@@ -385,7 +379,7 @@ func compileAlt(prog *transform.Program, m *transform.Mapping, pk string, keep b
 		return p, ed, err
 	}
 	key := map[string]bool{}
-	for _, c := range sourceKey(prog) {
+	for _, c := range SourceKey(prog) {
 		key[strings.ToLower(c)] = true
 	}
 	m2.Regions = nil
@@ -394,7 +388,7 @@ func compileAlt(prog *transform.Program, m *transform.Mapping, pk string, keep b
 		if !key[strings.ToLower(e.Name)] {
 			m2.Target.Columns = append(m2.Target.Columns, e)
 		} else {
-			ed.dropColumns = append(ed.dropColumns, e.Name)
+			ed.DropColumns = append(ed.DropColumns, e.Name)
 		}
 	}
 	m2.Target.Exclude = nil
@@ -402,13 +396,13 @@ func compileAlt(prog *transform.Program, m *transform.Mapping, pk string, keep b
 		if !key[strings.ToLower(x)] {
 			m2.Target.Exclude = append(m2.Target.Exclude, x)
 		} else {
-			ed.dropExclude = append(ed.dropExclude, x)
+			ed.DropExclude = append(ed.DropExclude, x)
 		}
 	}
 	p, err := transform.Compile(&m2, prog.Source())
 	if err != nil && len(m2.Target.Columns) > 0 {
 		m2.Target.Columns = nil
-		ed.dropAll = true
+		ed.DropAll = true
 		p, err = transform.Compile(&m2, prog.Source())
 	}
 	return p, ed, err
@@ -416,7 +410,7 @@ func compileAlt(prog *transform.Program, m *transform.Mapping, pk string, keep b
 
 // altResult is one design's figures on the subsample.
 type altResult struct {
-	Alternative
+	model.Alternative
 	keysHash uint64 // identity of the key tuples produced, to recognise the mapping's own design
 	prog     *transform.Program
 }
@@ -435,21 +429,21 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 	ev := prog.NewEvaluator()
 	out := make([]pipeline.Value, len(prog.Target().Columns))
 	b := &pipeline.Batch{Stream: "subsample"}
-	pairs := make([]spillRec, 0, len(recs))
+	pairs := make([]collide.SpillRec, 0, len(recs))
 	var ident uint64 = 1
 	types := make([]pipeline.Type, keyLen)
 	desc := make([]bool, keyLen)
 	for i, ke := range prog.KeyElements() {
 		types[i], desc[i] = ke.Type, ke.Desc
 		if ke.Desc {
-			ident = mix64(ident, uint64(i)+0xde5c) // the same values stored DESC are another design
+			ident = collide.Mix64(ident, uint64(i)+0xde5c) // the same values stored DESC are another design
 		}
 	}
 	// the plan's sample: every step-th record, as prog.SpreadRows(recs, altPlanRows) takes them
 	var sample [][]pipeline.Value
 	step := len(recs) + 1 // none: the plan does not look at the data
 	if prog.PlanNeedsSample(n) {
-		step = max(1, len(recs)/altPlanRows)
+		step = max(1, len(recs)/AltPlanRows)
 		sample = make([][]pipeline.Value, 0, len(recs)/step+1)
 	}
 	flat := make([]pipeline.Value, 0, len(recs)*keyLen) // the keys' values, keyLen a row
@@ -469,7 +463,7 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 		if e := ev.Apply(b, &recs[i], out); e != nil {
 			rejected++
 			codes[e.Code]++
-			ident = mix64(ident, 0x5eed)
+			ident = collide.Mix64(ident, 0x5eed)
 			continue
 		}
 		if i%step == 0 && recs[i].Err == nil {
@@ -479,9 +473,9 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 			}
 			sample = append(sample, row)
 		}
-		kh := hashValues(out[:keyLen])
-		ident = mix64(ident^kh, uint64(i))
-		pairs = append(pairs, spillRec{key: kh, src: srcHashes[i]})
+		kh := collide.HashValues(out[:keyLen])
+		ident = collide.Mix64(ident^kh, uint64(i))
+		pairs = append(pairs, collide.SpillRec{Key: kh, Src: srcHashes[i]})
 		at := len(flat)
 		for _, v := range out[:keyLen] {
 			v.Str = text.clone(v.Str)
@@ -489,7 +483,7 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 		}
 		key := flat[at:len(flat):len(flat)]
 		keys = append(keys, key)
-		if wo == nil || wo[i] != noTime {
+		if wo == nil || wo[i] != collide.NoTime {
 			firsts = append(firsts, key[0])
 			if wo != nil {
 				firstWO = append(firstWO, wo[i])
@@ -501,49 +495,49 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 	if err != nil {
 		return res, err
 	}
-	d := newDesign(prog, plan)
-	a := newAcc(d)
-	a.rejected, a.codes = rejected, codes
-	w := newWindows(plan.Count(), int64(len(recs)), altWindows, altWindowsMax)
+	d := collide.NewDesign(prog, plan)
+	a := collide.NewAcc(d)
+	a.Rejected, a.Codes = rejected, codes
+	w := collide.NewWindows(plan.Count(), int64(len(recs)), collide.AltWindows, collide.AltWindowsMax)
 	for _, key := range keys {
-		region := d.route(key[0])
-		a.keyRow(key, region)
-		w.add(region)
+		region := d.Route(key[0])
+		a.KeyRow(key, region)
+		w.Add(region)
 	}
-	firstDistinct, _ := a.distinct()
-	_, res.Incremental, _ = incrementalColumn(types[0], firsts, firstDistinct, firstWO, analysed)
-	res.SplitHotFactor = splitHotFactor(keys, types, desc, n)
+	firstDistinct, _ := a.Distinct()
+	_, res.Incremental, _ = collide.IncrementalColumn(types[0], firsts, firstDistinct, firstWO, analysed)
+	res.SplitHotFactor = collide.SplitHotFactor(keys, types, desc, n)
 	res.keysHash = ident
 	res.Regions = plan.Count()
 	res.Strategy = plan.Strategy
-	res.RegionRows = a.regRows
-	res.RowsMaxMean, res.CV, _, _ = regionStats(a.regRows)
-	ws := w.result()
-	hs := summarize(ws, plan.Count(), w.per)
+	res.RegionRows = a.RegRows
+	res.RowsMaxMean, res.CV, _, _ = collide.RegionStats(a.RegRows)
+	ws := w.Result()
+	hs := collide.Summarize(ws, plan.Count(), w.Per)
 	res.MeanTopShare, res.HotFactor = hs.MeanTopShare, hs.HotFactor
 	for _, x := range ws {
 		res.WindowTop = append(res.WindowTop, x.TopShare)
 	}
-	if a.pairs > 0 {
-		res.Monotonic = float64(max(a.up, a.down)) / float64(a.pairs)
+	if a.Pairs > 0 {
+		res.Monotonic = float64(max(a.Up, a.Down)) / float64(a.Pairs)
 	}
 	res.Distinct = firstDistinct
-	res.Rejected = a.rejected
-	res.Rows = a.rows
-	if a.keyHist.n > 0 {
-		res.MeanKeyBytes = float64(a.keyHist.sum) / float64(a.keyHist.n)
+	res.Rejected = a.Rejected
+	res.Rows = a.Rows
+	if a.KeyHist.N > 0 {
+		res.MeanKeyBytes = float64(a.KeyHist.Sum) / float64(a.KeyHist.N)
 	}
 	// collisions among the subsample's rows: sort by key, count distinct sources per key
-	pairs, _ = radixSortBits(pairs, nil, 64)
+	pairs, _ = collide.RadixSortBits(pairs, nil, 64)
 	for i := 0; i < len(pairs); {
 		j := i + 1
-		for j < len(pairs) && pairs[j].key == pairs[i].key {
+		for j < len(pairs) && pairs[j].Key == pairs[i].Key {
 			j++
 		}
 		if j-i > 1 {
 			srcs := make([]uint64, 0, j-i)
 			for _, p := range pairs[i:j] {
-				srcs = append(srcs, p.src)
+				srcs = append(srcs, p.Src)
 			}
 			slices.Sort(srcs)
 			res.Collisions += int64(len(slices.Compact(srcs)) - 1)
@@ -557,47 +551,49 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 	return res, nil
 }
 
-// advisor derives the alternative designs, tells the collision check which column sets to count
+// Advisor derives the alternative designs, tells the collision check which column sets to count
 // exactly (before the pass), evaluates the designs on the subsample (while the check runs) and
 // puts the exact figures together (after it).
-type advisor struct {
-	r       *runner
-	n       int // regions analysed
-	queries []transform.Query
-	bases   []baseKey
-	sets    []uint64 // column sets the collision check counts: one per base key (see setOf)
-	setOf   map[uint64]int
-	specs   []altSpec
-	buckets map[string]bucketInput // the modulo bucket's input per first column (see spreadBuckets)
-	// wo are the subsample's write-order values (nil in arrival order), analysed the rows the
+type Advisor struct {
+	prog     *transform.Program
+	mapping  *transform.Mapping
+	workers  int    // designs evaluated at once
+	workload string // transform.WorkloadReadsFirst or WorkloadWriteHeavy
+	N        int    // regions analysed
+	queries  []transform.Query
+	bases    []baseKey
+	Sets     []uint64 // column sets the collision check counts: one per base key (see setOf)
+	setOf    map[uint64]int
+	Specs    []altSpec
+	buckets  map[string]bucketInput // the modulo bucket's input per first column (see spreadBuckets)
+	// Wo are the subsample's write-order values (nil in arrival order), analysed the rows the
 	// subsample was drawn from: designs are judged in the write-order model
-	wo       []int64
-	analysed int64
-	results  []altResult // [0] the mapping, then specs
-	errs     []error
+	Wo       []int64
+	Analysed int64
+	Results  []altResult // [0] the mapping, then specs
+	Errs     []error
 }
 
-func newAdvisor(r *runner, n int) *advisor {
-	a := &advisor{r: r, n: n, queries: r.queries, setOf: map[uint64]int{}}
-	if r.cfg.Mapping == nil {
+func NewAdvisor(prog *transform.Program, m *transform.Mapping, queries []transform.Query, workers int, workload string, n int) *Advisor {
+	a := &Advisor{prog: prog, mapping: m, workers: workers, workload: workload, N: n, queries: queries, setOf: map[uint64]int{}}
+	if a.mapping == nil {
 		return a
 	}
-	a.bases = baseKeys(r.prog, a.queries)
+	a.bases = baseKeys(a.prog, a.queries)
 	for _, b := range a.bases {
-		if m, ok := colMask(r.prog.Source(), b.cols); ok {
+		if m, ok := colMask(a.prog.Source(), b.cols); ok {
 			if _, dup := a.setOf[m]; !dup {
-				a.setOf[m] = len(a.sets)
-				a.sets = append(a.sets, m)
+				a.setOf[m] = len(a.Sets)
+				a.Sets = append(a.Sets, m)
 			}
 		}
-		a.specs = append(a.specs, deriveSpecs(r.prog, r.cfg.Mapping, b, nil, n, nil)...)
+		a.Specs = append(a.Specs, deriveSpecs(a.prog, a.mapping, b, nil, n, nil)...)
 	}
 	return a
 }
 
-// evaluate compiles and analyses the mapping's design and specs on the subsample, in parallel.
-func (a *advisor) evaluate(recs []pipeline.Record, specs []altSpec, withMapping bool) ([]altResult, []error) {
-	r := a.r
+// Evaluate compiles and analyses the mapping's design and specs on the subsample, in parallel.
+func (a *Advisor) Evaluate(recs []pipeline.Record, specs []altSpec, withMapping bool) ([]altResult, []error) {
 	off := 0
 	if withMapping {
 		off = 1
@@ -606,21 +602,21 @@ func (a *advisor) evaluate(recs []pipeline.Record, specs []altSpec, withMapping 
 	errs := make([]error, len(specs)+off)
 	srcHashes := make([]uint64, len(recs))
 	for i := range recs {
-		srcHashes[i] = hashRecord(recs[i].Values)
+		srcHashes[i] = collide.HashRecord(recs[i].Values)
 	}
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(1, r.cfg.Workers))
+	sem := make(chan struct{}, max(1, a.workers))
 	for i := range results {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			prog := r.prog
-			var ed mappingEdit
+			prog := a.prog
+			var ed model.MappingEdit
 			if i >= off {
 				s := specs[i-off]
-				if prog, ed, errs[i] = compileAlt(r.prog, r.cfg.Mapping, s.pk, s.keepMapping, s.dict); errs[i] != nil {
+				if prog, ed, errs[i] = CompileAlt(a.prog, a.mapping, s.pk, s.keepMapping, s.dict); errs[i] != nil {
 					return
 				}
 				if prog.KeyOnly() {
@@ -628,111 +624,110 @@ func (a *advisor) evaluate(recs []pipeline.Record, specs []altSpec, withMapping 
 					return
 				}
 			}
-			results[i], errs[i] = evalDesign(prog, recs, srcHashes, a.n, a.wo, a.analysed)
+			results[i], errs[i] = evalDesign(prog, recs, srcHashes, a.N, a.Wo, a.Analysed)
 			results[i].prog = prog
-			results[i].edit = ed
+			results[i].Edit = ed
 		}()
 	}
 	wg.Wait()
 	return results, errs
 }
 
-// exactFigures is what the collision check found for the advisor.
-type exactFigures struct {
-	mapping   collisionResult // the mapping's own key
-	sets      collisionResult // SetRows and SaltRows for advisor.sets (the same result unless the key has a salt)
-	suggest   *KeySuggestion  // the smallest key change for the mapping
-	derived   []string        // columns appended to every derived design (a verified suggestion), or nil
-	analysed  int64           // rows run through the mapping
-	rejected  int64           // rows the mapping rejected
-	setsExact bool            // the collision check counted advisor.sets (over the rows analysed, as the uniqueness rule)
+// ExactFigures is what the collision check found for the advisor.
+type ExactFigures struct {
+	Mapping   collide.CollisionResult // the mapping's own key
+	Sets      collide.CollisionResult // SetRows and SaltRows for advisor.sets (the same result unless the key has a salt)
+	Suggest   *model.KeySuggestion    // the smallest key change for the mapping
+	Derived   []string                // columns appended to every derived design (a verified suggestion), or nil
+	Analysed  int64                   // rows run through the mapping
+	Rejected  int64                   // rows the mapping rejected
+	SetsExact bool                    // the collision check counted advisor.sets (over the rows analysed, as the uniqueness rule)
 }
 
-// finish puts the advisor's table together: the mapping's design, the mapping with the suggested
+// Finish puts the advisor's table together: the mapping's design, the mapping with the suggested
 // key change, and the derived designs (with the change appended when it is verified), with the
 // exact overwritten rows of the collision check, ranked.
-func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative {
-	out := []Alternative{}
-	r := a.r
-	m := r.cfg.Mapping
-	if m == nil || len(recs) == 0 || len(a.results) == 0 || a.errs[0] != nil {
+func (a *Advisor) Finish(recs []pipeline.Record, ex ExactFigures) []model.Alternative {
+	out := []model.Alternative{}
+	m := a.mapping
+	if m == nil || len(recs) == 0 || len(a.Results) == 0 || a.Errs[0] != nil {
 		return out
 	}
-	scale := float64(ex.analysed) / float64(max(len(recs), 1))
-	key := sourceKey(r.prog)
+	scale := float64(ex.Analysed) / float64(max(len(recs), 1))
+	key := SourceKey(a.prog)
 	b := ""
 	if len(key) > 0 {
 		b = key[0]
 	}
 	std := standardQueries(key)
 	withReads := func(res *altResult, prog *transform.Program) {
-		shape := keyShape(prog)
-		res.Reads = Reads{Get: readsOf(planQuery(shape, std[0])), PrefixScan: readsOf(planQuery(shape, std[1])), RangeScan: readsOf(planQuery(shape, std[2]))}
-		res.Queries = []QueryPlan{}
+		shape := KeyShape(prog)
+		res.Reads = model.Reads{Get: readsOf(PlanQuery(shape, std[0])), PrefixScan: readsOf(PlanQuery(shape, std[1])), RangeScan: readsOf(PlanQuery(shape, std[2]))}
+		res.Queries = []model.QueryPlan{}
 		for _, q := range a.queries {
-			res.Queries = append(res.Queries, planQuery(shape, q))
+			res.Queries = append(res.Queries, PlanQuery(shape, q))
 		}
 	}
 
-	own := a.results[0]
+	own := a.Results[0]
 	own.ID, own.Name, own.IsMapping = "mapping", "the mapping", true
-	own.PrimaryKey = mappingInfo(r.prog, m).PrimaryKey
-	own.Overwritten, own.OverwrittenExact = ex.mapping.Rows, true
-	own.RejectedRows = ex.rejected
-	withReads(&own, r.prog)
+	own.PrimaryKey = MappingInfo(a.prog, m).PrimaryKey
+	own.Overwritten, own.OverwrittenExact = ex.Mapping.Rows, true
+	own.RejectedRows = ex.Rejected
+	withReads(&own, a.prog)
 	own.TradeOff = mappingTradeOff(own.Reads, b)
-	if r.prog.KeyOnly() {
+	if a.prog.KeyOnly() {
 		// the figures stand, but Lindorm cannot write a row of it: it ranks after every design it can
-		own.Error = "key-only: " + r.prog.KeyOnlyMessage()
+		own.Error = "key-only: " + a.prog.KeyOnlyMessage()
 	}
 	list := []altResult{own}
 
 	// the mapping with the smallest key change that removes its collisions
-	if s := ex.suggest; s != nil && s.SeparatesAll && len(s.Add) > 0 {
-		spec := altSpec{id: "mapping_unique", name: "the mapping + " + strings.Join(s.Add, ", "), pk: m.Target.PrimaryKey + bracketed(s.Add), add: s.Add, keepMapping: true,
-			tradeOff: "The mapping's design with " + listText(s.Add) + " appended to the key, the smallest change that tells every colliding row apart; reads and spread as the mapping's."}
-		res, errs := a.evaluate(recs, []altSpec{spec}, false)
+	if s := ex.Suggest; s != nil && s.SeparatesAll && len(s.Add) > 0 {
+		spec := altSpec{id: "mapping_unique", name: "the mapping + " + strings.Join(s.Add, ", "), pk: m.Target.PrimaryKey + Bracketed(s.Add), add: s.Add, keepMapping: true,
+			tradeOff: "The mapping's design with " + ListText(s.Add) + " appended to the key, the smallest change that tells every colliding row apart; reads and spread as the mapping's."}
+		res, errs := a.Evaluate(recs, []altSpec{spec}, false)
 		if errs[0] == nil {
 			x := res[0]
 			x.ID, x.Name, x.TradeOff, x.Added = spec.id, spec.name, spec.tradeOff, spec.add
 			// every compared pair differs in the change: exact when every pair was compared
 			x.Overwritten, x.OverwrittenExact = 0, s.Checked
-			x.RejectedRows = ex.rejected
+			x.RejectedRows = ex.Rejected
 			withReads(&x, x.prog)
 			list = append(list, x)
 		}
 	}
 
 	// derived designs: with the verified change appended (re-evaluated), else as analysed
-	specs, results, errs := a.specs, a.results[1:], a.errs[1:]
-	if enumerated(&own.Alternative, a.n) && len(key) > 1 {
+	specs, results, errs := a.Specs, a.Results[1:], a.Errs[1:]
+	if enumerated(&own.Alternative, a.N) && len(key) > 1 {
 		// an enumerated first column (order types, channels): the guide's "Do not specify a column
 		// that contains enumerated data, such as order types ... as the first primary key column";
 		// the same key with it last, plain, hashed and reversed
 		last := baseKey{prefix: "first_last_", label: b + " last", cols: append(slices.Clone(key[1:]), key[0])}
 		var more []altSpec
-		for _, s := range deriveSpecs(r.prog, m, last, nil, a.n, a.buckets) {
+		for _, s := range deriveSpecs(a.prog, m, last, nil, a.N, a.buckets) {
 			switch s.id {
 			case "first_last", "first_last_hash_prefix", "first_last_reverse":
 				more = append(more, s)
 			}
 		}
-		res, es := a.evaluate(recs, more, false)
+		res, es := a.Evaluate(recs, more, false)
 		specs, results, errs = append(slices.Clip(specs), more...), append(slices.Clip(results), res...), append(slices.Clip(errs), es...)
 	}
-	if len(ex.derived) > 0 {
+	if len(ex.Derived) > 0 {
 		var withAdd []altSpec
 		for _, base := range a.bases {
-			withAdd = append(withAdd, deriveSpecs(r.prog, m, base, ex.derived, a.n, a.buckets)...)
+			withAdd = append(withAdd, deriveSpecs(a.prog, m, base, ex.Derived, a.N, a.buckets)...)
 		}
 		for _, s := range specs {
 			// the mapping's key rewritten: with the change, as the mapping_unique design
-			if s.rewrite && strings.Count(s.pk, "][")+1+len(ex.derived) <= transform.MaxKeyColumns {
-				s.pk, s.add = s.pk+bracketed(ex.derived), ex.derived
+			if s.rewrite && strings.Count(s.pk, "][")+1+len(ex.Derived) <= transform.MaxKeyColumns {
+				s.pk, s.add = s.pk+Bracketed(ex.Derived), ex.Derived
 				withAdd = append(withAdd, s)
 			}
 		}
-		res2, errs2 := a.evaluate(recs, withAdd, false)
+		res2, errs2 := a.Evaluate(recs, withAdd, false)
 		// a design that would exceed the key column limit with the change keeps its plain form
 		byID := map[string]int{}
 		for i, s := range withAdd {
@@ -754,22 +749,22 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 		res, err := results[k], errs[k]
 		if err != nil {
 			res = altResult{}
-			res.Error = firstLine(err.Error())
+			res.Error = FirstLine(err.Error())
 			res.PrimaryKey = s.pk
 		}
 		res.ID, res.Name, res.TradeOff, res.Added = s.id, s.name, s.tradeOff, s.add
 		if err == nil {
 			withReads(&res, res.prog)
 			res.RejectedRows = int64(math.Round(float64(res.Rejected) * scale))
-			switch mask, ok := colMask(r.prog.Source(), s.cols); {
+			switch mask, ok := colMask(a.prog.Source(), s.cols); {
 			case len(s.add) > 0:
 				res.Overwritten, res.OverwrittenExact = 0, true // the change separates every colliding row
 			case s.rewrite:
-				res.Overwritten, res.OverwrittenExact = ex.mapping.Rows, true // one-to-one: the mapping's collisions
-			case ok && ex.setsExact && a.setIndex(mask) >= 0 && s.salted:
-				res.Overwritten, res.OverwrittenExact = ex.sets.SaltRows[a.setIndex(mask)], true
-			case ok && ex.setsExact && a.setIndex(mask) >= 0:
-				res.Overwritten, res.OverwrittenExact = ex.sets.SetRows[a.setIndex(mask)], true
+				res.Overwritten, res.OverwrittenExact = ex.Mapping.Rows, true // one-to-one: the mapping's collisions
+			case ok && ex.SetsExact && a.setIndex(mask) >= 0 && s.salted:
+				res.Overwritten, res.OverwrittenExact = ex.Sets.SaltRows[a.setIndex(mask)], true
+			case ok && ex.SetsExact && a.setIndex(mask) >= 0:
+				res.Overwritten, res.OverwrittenExact = ex.Sets.SetRows[a.setIndex(mask)], true
 			default:
 				res.Overwritten = int64(math.Round(float64(res.Collisions) * scale)) // only the subsample's
 			}
@@ -795,9 +790,9 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 		list[i].LostRows = list[i].Overwritten + list[i].RejectedRows
 		list[i].Grade = grade(&list[i].Alternative)
 		// without declared queries the key's own order is the access pattern: no penalty
-		list[i].enumFirst = len(a.queries) > 0 && enumerated(&list[i].Alternative, a.n) && !scansByFirst(list[i].Queries)
+		list[i].EnumFirst = len(a.queries) > 0 && enumerated(&list[i].Alternative, a.N) && !scansByFirst(list[i].Queries)
 	}
-	n, writeHeavy := a.n, r.workload() == transform.WorkloadWriteHeavy
+	n, writeHeavy := a.N, a.workload == transform.WorkloadWriteHeavy
 	sort.SliceStable(list, func(i, j int) bool { return better(&list[i].Alternative, &list[j].Alternative, n, writeHeavy) })
 	for i := range list {
 		list[i].Rank = i + 1
@@ -808,7 +803,7 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 			list[i].WindowTop = []float64{}
 		}
 		if list[i].Queries == nil {
-			list[i].Queries = []QueryPlan{}
+			list[i].Queries = []model.QueryPlan{}
 		}
 		if list[i].Added == nil {
 			list[i].Added = []string{}
@@ -818,14 +813,14 @@ func (a *advisor) finish(recs []pipeline.Record, ex exactFigures) []Alternative 
 	return out
 }
 
-func (a *advisor) setIndex(mask uint64) int {
+func (a *Advisor) setIndex(mask uint64) int {
 	if i, ok := a.setOf[mask]; ok {
 		return i
 	}
 	return -1
 }
 
-func bracketed(cols []string) string {
+func Bracketed(cols []string) string {
 	s := ""
 	for _, c := range cols {
 		s += "[" + quoteName(c) + "]"
@@ -842,7 +837,7 @@ func standardQueries(sk []string) [3]transform.Query {
 	return [3]transform.Query{{Equal: sk}, {Equal: sk[:1]}, {Range: sk[0]}}
 }
 
-func readsOf(p QueryPlan) int {
+func readsOf(p model.QueryPlan) int {
 	if p.Access == "full_scan" || p.Scans < 0 {
 		return -1
 	}
@@ -850,7 +845,7 @@ func readsOf(p QueryPlan) int {
 }
 
 // mappingTradeOff describes the mapping's own design from its reads.
-func mappingTradeOff(r Reads, b string) string {
+func mappingTradeOff(r model.Reads, b string) string {
 	one := func(n int) string {
 		switch {
 		case n < 0:
@@ -871,7 +866,7 @@ func mappingTradeOff(r Reads, b string) string {
 // newest-first queries not served in key order; then the write spread (good before fair). With
 // a write-heavy workload the write spread (grade) comes before the queries' cost and a salt is
 // judged by its figures alone. Last the three standard reads, the hot factor and the key's length.
-func better(a, b *Alternative, n int, writeHeavy bool) bool {
+func better(a, b *model.Alternative, n int, writeHeavy bool) bool {
 	if (a.Error == "") != (b.Error == "") {
 		return a.Error == ""
 	}
@@ -879,7 +874,7 @@ func better(a, b *Alternative, n int, writeHeavy bool) bool {
 		return !la
 	}
 	// a naive incremental key (every new row at the end of the key space) never ranks first
-	if ia, ib := incrementalFirst(a), incrementalFirst(b); ia != ib {
+	if ia, ib := IncrementalFirst(a), IncrementalFirst(b); ia != ib {
 		return !ia
 	}
 	ga, gb := gradeOrder(spreadGrade(a)), gradeOrder(spreadGrade(b))
@@ -896,8 +891,8 @@ func better(a, b *Alternative, n int, writeHeavy bool) bool {
 	if fa != fb {
 		return fa < fb
 	}
-	if a.enumFirst != b.enumFirst {
-		return !a.enumFirst
+	if a.EnumFirst != b.EnumFirst {
+		return !a.EnumFirst
 	}
 	if writeHeavy && ga != gb {
 		return ga < gb
@@ -923,7 +918,7 @@ func better(a, b *Alternative, n int, writeHeavy bool) bool {
 	// hot factors in bands of 0.5: a difference within the subsample's noise (a hash spreads a
 	// window's rows at random, 1.2x; a cycling bucket or reversed sequence evenly, 1.0x) does not
 	// make one design better than another
-	if ha, hb := math.Floor(2*writeHotFactor(a)), math.Floor(2*writeHotFactor(b)); ha != hb {
+	if ha, hb := math.Floor(2*WriteHotFactor(a)), math.Floor(2*WriteHotFactor(b)); ha != hb {
 		return ha < hb
 	}
 	// the same spread: the hash prefix before the reverse, the primary-key guide's first remedy
@@ -936,20 +931,20 @@ func better(a, b *Alternative, n int, writeHeavy bool) bool {
 }
 
 // reversedKey: a key column is reverse() of a source column.
-func reversedKey(a *Alternative) bool {
+func reversedKey(a *model.Alternative) bool {
 	return strings.Contains(a.PrimaryKey, "reverse(")
 }
 
 // enumerated: the design's first column takes fewer values than the regions asked for (order
 // types, status codes, channels), not a bucket or salt made to do so.
-func enumerated(a *Alternative, n int) bool {
+func enumerated(a *model.Alternative, n int) bool {
 	return a.Error == "" && a.Rows > 0 && a.Distinct < int64(n) && a.Strategy != "int_bucket" && a.Salt == 0
 }
 
 // scansByFirst: a declared query is a SCAN of a key range (not a GET, not the whole table): it
 // fixes the first key column, which then serves it as the wide-table guide's orders table serves
 // a channel's orders.
-func scansByFirst(plans []QueryPlan) bool {
+func scansByFirst(plans []model.QueryPlan) bool {
 	for _, p := range plans {
 		if p.Access == "scan" {
 			return true
@@ -958,15 +953,15 @@ func scansByFirst(plans []QueryPlan) bool {
 	return false
 }
 
-// incrementalFirst: the design's first column is incremental in write order: every new row
+// IncrementalFirst: the design's first column is incremental in write order: every new row
 // lands at the end of the key space.
-func incrementalFirst(a *Alternative) bool {
+func IncrementalFirst(a *model.Alternative) bool {
 	return a.Error == "" && a.Distinct > 1 && a.Incremental
 }
 
-// writeHotFactor is the design's write hot factor over regions bounded by the full key (as
+// WriteHotFactor is the design's write hot factor over regions bounded by the full key (as
 // Lindorm's size-based splits leave them) when measured, else over its pre-split plan.
-func writeHotFactor(a *Alternative) float64 {
+func WriteHotFactor(a *model.Alternative) float64 {
 	if a.SplitHotFactor > 0 {
 		return a.SplitHotFactor
 	}
@@ -974,12 +969,12 @@ func writeHotFactor(a *Alternative) float64 {
 }
 
 // loses: rows overwritten, or more than 1% of the rows rejected.
-func loses(a *Alternative) bool {
+func loses(a *model.Alternative) bool {
 	rows := a.Rows + a.Rejected
 	return a.Overwritten > 0 || rows > 0 && a.Rejected*100 > rows
 }
 
-func firstLine(s string) string {
+func FirstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i] + " ..."
 	}
@@ -990,7 +985,7 @@ func firstLine(s string) string {
 // full key, the busiest region of a window takes more than 4x its share; or one region of the
 // pre-split holds 4x the mean; or the first column is incremental); good when both stay within
 // 2x, or the full-key spread does and the pre-split within 4x; fair in between.
-func grade(a *Alternative) string {
+func grade(a *model.Alternative) string {
 	switch {
 	case a.Error != "":
 		return "poor"
@@ -1001,13 +996,13 @@ func grade(a *Alternative) string {
 }
 
 // spreadGrade grades the write spread alone (ranking puts losses first on their own).
-func spreadGrade(a *Alternative) string {
+func spreadGrade(a *model.Alternative) string {
 	switch {
 	case a.Regions <= 1:
 		return "fair"
-	case writeHotFactor(a) > 4 || a.RowsMaxMean > 4 || incrementalFirst(a):
+	case WriteHotFactor(a) > 4 || a.RowsMaxMean > 4 || IncrementalFirst(a):
 		return "poor"
-	case writeHotFactor(a) <= 2 && a.RowsMaxMean <= 2:
+	case WriteHotFactor(a) <= 2 && a.RowsMaxMean <= 2:
 		return "good"
 	case a.SplitHotFactor > 0 && a.SplitHotFactor <= 2 && a.RowsMaxMean <= 4:
 		// the pre-split can only cut between first-column values; Lindorm splits a heavy value's
@@ -1028,7 +1023,7 @@ func gradeOrder(g string) int {
 }
 
 // readCost sums the regions the three typical queries touch (a full scan counts as all regions).
-func readCost(r Reads, n int) int {
+func readCost(r model.Reads, n int) int {
 	c := 0
 	for _, x := range []int{r.Get, r.PrefixScan, r.RangeScan} {
 		if x < 0 {
@@ -1061,4 +1056,27 @@ func (sa *stringArena) clone(s string) string {
 	at := len(sa.block)
 	sa.block = append(sa.block, s...)
 	return unsafe.String(&sa.block[at], len(s))
+}
+
+func MappingInfo(prog *transform.Program, m *transform.Mapping) model.MappingInfo {
+	mi := model.MappingInfo{Table: prog.Table(), Fingerprint: prog.Fingerprint()}
+	if m != nil {
+		mi.File = m.File
+	}
+	var sb strings.Builder
+	for _, ke := range prog.KeyElements() {
+		sb.WriteString("[")
+		if ke.Expr != ke.Name && ke.Expr != "`"+ke.Name+"`" {
+			sb.WriteString(ke.Expr + " AS " + ke.Name)
+		} else {
+			sb.WriteString(ke.Name)
+		}
+		if ke.Desc {
+			sb.WriteString(" DESC")
+		}
+		sb.WriteString("]")
+		mi.KeyColumns = append(mi.KeyColumns, model.KeyColumn{Name: ke.Name, Expr: ke.Expr, Type: ke.Type.String(), Desc: ke.Desc})
+	}
+	mi.PrimaryKey = sb.String()
+	return mi
 }

@@ -1,4 +1,4 @@
-package report
+package collide
 
 import (
 	"sort"
@@ -16,7 +16,7 @@ type spaceSaving struct {
 	heap    []int32 // entry indexes, a min-heap by count
 	pos     []int32 // entry index -> heap position
 	index   map[uint64]int32
-	evicted bool
+	Evicted bool
 }
 
 type ssEntry struct {
@@ -70,7 +70,7 @@ func (ss *spaceSaving) addN(h uint64, v pipeline.Value, n, err int64) {
 		return
 	}
 	// replace the minimum
-	ss.evicted = true
+	ss.Evicted = true
 	i := ss.heap[0]
 	e := &ss.entries[i]
 	delete(ss.index, e.hash)
@@ -121,8 +121,8 @@ func (ss *spaceSaving) down(j int) {
 	}
 }
 
-// min is the smallest count held (0 while there is room: an absent value may not have occurred).
-func (ss *spaceSaving) min() int64 {
+// Min is the smallest count held (0 while there is room: an absent value may not have occurred).
+func (ss *spaceSaving) Min() int64 {
 	if len(ss.entries) < ss.k || len(ss.heap) == 0 {
 		return 0
 	}
@@ -132,7 +132,7 @@ func (ss *spaceSaving) min() int64 {
 // merge adds another summary (Agarwal et al.'s mergeable summaries): a value absent from one side
 // may have occurred up to that side's minimum count times, which is added to its count and err.
 func (ss *spaceSaving) merge(o *spaceSaving) {
-	ma, mb := ss.min(), o.min()
+	ma, mb := ss.Min(), o.Min()
 	type item struct {
 		e          ssEntry
 		count, err int64
@@ -159,7 +159,7 @@ func (ss *spaceSaving) merge(o *spaceSaving) {
 		}
 		return list[i].e.hash < list[j].e.hash
 	})
-	evicted := ss.evicted || o.evicted || len(list) > ss.k
+	evicted := ss.Evicted || o.Evicted || len(list) > ss.k
 	if len(list) > ss.k {
 		list = list[:ss.k]
 	}
@@ -170,7 +170,7 @@ func (ss *spaceSaving) merge(o *spaceSaving) {
 		ss.addN(e.hash, v, it.count, it.err)
 		ss.entries[ss.index[e.hash]].trunc = e.trunc
 	}
-	ss.evicted = evicted
+	ss.Evicted = evicted
 }
 
 // topValue is one heavy hitter.
@@ -181,8 +181,8 @@ type topValue struct {
 	Err       int64 // Count-Err is a lower bound
 }
 
-// top returns the entries by decreasing count.
-func (ss *spaceSaving) top(n int) []topValue {
+// Top returns the entries by decreasing count.
+func (ss *spaceSaving) Top(n int) []topValue {
 	out := make([]topValue, 0, len(ss.entries))
 	for _, e := range ss.entries {
 		out = append(out, topValue{Value: pipeline.Value{Kind: e.kind, Num: e.i, Str: string(e.s)}, Truncated: e.trunc, Count: e.count, Err: e.err})
@@ -202,10 +202,10 @@ func (ss *spaceSaving) top(n int) []topValue {
 // lengthHist counts key lengths 0..maxLen in fixed buckets, plus one overflow bucket.
 type lengthHist struct {
 	counts  []int64
-	sum     int64
-	n       int64
-	over    int64 // lengths above maxLen
-	maxSeen int
+	Sum     int64
+	N       int64
+	Over    int64 // lengths above maxLen
+	MaxSeen int
 }
 
 const histMax = 2048
@@ -214,34 +214,34 @@ func newLengthHist() *lengthHist { return &lengthHist{counts: make([]int64, hist
 
 func (h *lengthHist) add(n int) {
 	if n > histMax {
-		h.over++
+		h.Over++
 	} else {
 		h.counts[n]++
 	}
-	if n > h.maxSeen {
-		h.maxSeen = n
+	if n > h.MaxSeen {
+		h.MaxSeen = n
 	}
-	h.sum += int64(n)
-	h.n++
+	h.Sum += int64(n)
+	h.N++
 }
 
 func (h *lengthHist) merge(o *lengthHist) {
 	for i, c := range o.counts {
 		h.counts[i] += c
 	}
-	h.sum += o.sum
-	h.n += o.n
-	h.over += o.over
-	h.maxSeen = max(h.maxSeen, o.maxSeen)
+	h.Sum += o.Sum
+	h.N += o.N
+	h.Over += o.Over
+	h.MaxSeen = max(h.MaxSeen, o.MaxSeen)
 }
 
-// quantile returns the smallest length L such that at least q of the lengths are <= L
+// Quantile returns the smallest length L such that at least q of the lengths are <= L
 // (overflowing lengths count as maxSeen).
-func (h *lengthHist) quantile(q float64) int {
-	if h.n == 0 {
+func (h *lengthHist) Quantile(q float64) int {
+	if h.N == 0 {
 		return 0
 	}
-	need := int64(q*float64(h.n) + 0.999999)
+	need := int64(q*float64(h.N) + 0.999999)
 	if need < 1 {
 		need = 1
 	}
@@ -252,16 +252,16 @@ func (h *lengthHist) quantile(q float64) int {
 			return i
 		}
 	}
-	return h.maxSeen
+	return h.MaxSeen
 }
 
-func (h *lengthHist) min() int {
+func (h *lengthHist) Min() int {
 	for i, c := range h.counts {
 		if c > 0 {
 			return i
 		}
 	}
-	if h.over > 0 {
+	if h.Over > 0 {
 		return histMax + 1
 	}
 	return 0

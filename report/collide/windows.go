@@ -1,12 +1,21 @@
-package report
+package collide
 
-// windows cuts the accepted rows, in arrival order, into windows of a fixed number of rows and
+// Windows and regions of the analysis.
+const (
+	DefaultAnalysisRegions = 16
+	MainWindows            = 200 // windows the main analysis aims at
+	MainWindowsMax         = 256 // more complete windows than this are merged pairwise
+	AltWindows             = 50
+	AltWindowsMax          = 64
+)
+
+// Windows cuts the accepted rows, in arrival order, into windows of a fixed number of rows and
 // counts each window's rows per region. When more than maxWindows windows are complete,
 // neighbours are merged pairwise and the window size doubles, so the windows x regions matrix
 // stays bounded whatever the input size.
-type windows struct {
+type Windows struct {
 	regions int
-	per     int64 // rows per window
+	Per     int64 // rows per window
 	max     int
 	done    [][]int64 // complete windows: rows per region
 	first   []int64   // ordinal (among accepted rows) of each complete window's first row
@@ -20,25 +29,25 @@ type windows struct {
 // share, far from the N x of a hotspot.
 func minRowsPerWindow(regions int) int64 { return max(256, int64(32*regions)) }
 
-// newWindows sizes windows so that the expected rows make about target windows; more than
+// NewWindows sizes windows so that the expected rows make about target windows; more than
 // maxWindows (even) complete windows are merged pairwise, leaving maxWindows/2.
-func newWindows(regions int, expectedRows int64, target, maxWindows int) *windows {
+func NewWindows(regions int, expectedRows int64, target, maxWindows int) *Windows {
 	per := minRowsPerWindow(regions)
 	if expectedRows > 0 {
 		per = max(per, (expectedRows+int64(target)-1)/int64(target))
 	}
-	return &windows{regions: regions, per: per, max: maxWindows, cur: make([]int64, regions)}
+	return &Windows{regions: regions, Per: per, max: maxWindows, cur: make([]int64, regions)}
 }
 
-func (w *windows) add(region int) {
+func (w *Windows) Add(region int) {
 	w.cur[region]++
 	w.curRows++
-	if w.curRows == w.per {
+	if w.curRows == w.Per {
 		w.push()
 	}
 }
 
-func (w *windows) push() {
+func (w *Windows) push() {
 	w.done = append(w.done, w.cur)
 	w.first = append(w.first, w.total)
 	w.total += w.curRows
@@ -56,7 +65,7 @@ func (w *windows) push() {
 		}
 		w.done = w.done[:half]
 		w.first = w.first[:half]
-		w.per *= 2
+		w.Per *= 2
 	}
 }
 
@@ -69,12 +78,12 @@ type windowStat struct {
 	Counts    []int64
 }
 
-// result returns the complete windows and the partial last one (if it has at least half a
+// Result returns the complete windows and the partial last one (if it has at least half a
 // window of rows; a shorter tail is folded into the previous window).
-func (w *windows) result() []windowStat {
+func (w *Windows) Result() []windowStat {
 	done, first := w.done, w.first
 	if w.curRows > 0 {
-		if w.curRows*2 >= w.per || len(done) == 0 {
+		if w.curRows*2 >= w.Per || len(done) == 0 {
 			done = append(done, w.cur)
 			first = append(first, w.total)
 		} else {
@@ -117,7 +126,7 @@ type hotspotSummary struct {
 	DistinctTopReg int     // how many different regions were the busiest of some window
 }
 
-func summarize(ws []windowStat, regions int, per int64) hotspotSummary {
+func Summarize(ws []windowStat, regions int, per int64) hotspotSummary {
 	s := hotspotSummary{Windows: len(ws), RowsPerWindow: per, EvenShare: 1 / float64(max(regions, 1))}
 	var rows int64
 	seen := map[int]bool{}
@@ -135,4 +144,20 @@ func summarize(ws []windowStat, regions int, per int64) hotspotSummary {
 	s.HotFactor = s.MeanTopShare / s.EvenShare
 	s.DistinctTopReg = len(seen)
 	return s
+}
+
+// Step is the greatest common divisor of the values' differences from the first (0 when all
+// are equal).
+func Step(vals []int64) int64 {
+	var g int64
+	for _, v := range vals[1:] {
+		d := v - vals[0]
+		if d < 0 {
+			d = -d
+		}
+		for d != 0 {
+			g, d = d, g%d
+		}
+	}
+	return g
 }

@@ -1,6 +1,10 @@
-package report
+package advise
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/rekey/rekey/report/model"
+)
 
 // NextSteps says what to do after reading the advisor: how to take a design other than the
 // mapping's own (--write-mapping writes each as a mapping file), and, when every design is graded
@@ -11,8 +15,8 @@ type NextSteps struct {
 	Changes []string // when every design is poor: what to change first, one reason each
 }
 
-// nextSteps derives rep's next steps; nil without an advisor.
-func nextSteps(rep *Report) *NextSteps {
+// NewNextSteps derives rep's next steps; nil without an advisor.
+func NewNextSteps(rep *model.Report) *NextSteps {
 	alts := rep.Alternatives
 	if len(alts) == 0 {
 		return nil
@@ -22,11 +26,11 @@ func nextSteps(rep *Report) *NextSteps {
 		mapping = "the mapping"
 	}
 	// written is the best-ranked design --write-mapping writes (never the mapping's own)
-	var written *Alternative
+	var written *model.Alternative
 	allPoor := true
 	for i := range alts {
 		a := &alts[i]
-		if written == nil && !a.IsMapping && a.Error == "" && a.edit.pk != "" {
+		if written == nil && !a.IsMapping && a.Error == "" && a.Edit.Pk != "" {
 			written = a
 		}
 		allPoor = allPoor && a.Grade == "poor"

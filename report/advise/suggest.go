@@ -1,4 +1,4 @@
-package report
+package advise
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/collide"
+	"github.com/rekey/rekey/report/model"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -21,15 +23,15 @@ import (
 // maxSuggestColumns bounds the columns a suggestion adds.
 const maxSuggestColumns = 3
 
-// suggestKey finds the smallest key change for the collisions in res (pair masks over the
+// SuggestKey finds the smallest key change for the collisions in res (pair masks over the
 // source columns of prog); compile checks that a primary key compiles. It returns nil when
 // nothing collides.
-func suggestKey(res collisionResult, prog *transform.Program, pk string, compile func(pk string) (*transform.Program, error)) *KeySuggestion {
+func SuggestKey(res collide.CollisionResult, prog *transform.Program, pk string, compile func(pk string) (*transform.Program, error)) *model.KeySuggestion {
 	if res.Colliding == 0 {
 		return nil
 	}
 	src := prog.Source()
-	s := &KeySuggestion{Add: []string{}, DifferIn: []ColumnDiff{}, CheckedKeys: res.CheckedKeys, PartlyKeys: res.PartialKeys,
+	s := &model.KeySuggestion{Add: []string{}, DifferIn: []model.ColumnDiff{}, CheckedKeys: res.CheckedKeys, PartlyKeys: res.PartialKeys,
 		Pairs: res.Pairs, Checked: res.PartialKeys == 0 && res.Unrecorded == 0 && res.NoDiff == 0}
 	type mw struct {
 		m uint64
@@ -37,7 +39,7 @@ func suggestKey(res collisionResult, prog *transform.Program, pk string, compile
 	}
 	masks := make([]mw, 0, len(res.Masks))
 	var union uint64
-	per := make([]int64, maxHashedColumns)
+	per := make([]int64, collide.MaxHashedColumns)
 	for m, n := range res.Masks {
 		masks = append(masks, mw{m, n})
 		union |= m
@@ -60,9 +62,9 @@ func suggestKey(res collisionResult, prog *transform.Program, pk string, compile
 	})
 	var cands []int
 	var measures []string // columns that differ but hold a quantity, never a key column
-	for c := 0; c < min(len(src), maxHashedColumns); c++ {
+	for c := 0; c < min(len(src), collide.MaxHashedColumns); c++ {
 		if union&(1<<uint(c)) != 0 {
-			s.DifferIn = append(s.DifferIn, ColumnDiff{Column: src[c].Name, Pairs: per[c]})
+			s.DifferIn = append(s.DifferIn, model.ColumnDiff{Column: src[c].Name, Pairs: per[c]})
 			if isMeasure(src[c]) {
 				measures = append(measures, src[c].Name)
 				continue
@@ -70,7 +72,7 @@ func suggestKey(res collisionResult, prog *transform.Program, pk string, compile
 			cands = append(cands, c)
 		}
 	}
-	slices.SortStableFunc(s.DifferIn, func(a, b ColumnDiff) int {
+	slices.SortStableFunc(s.DifferIn, func(a, b model.ColumnDiff) int {
 		if a.Pairs != b.Pairs {
 			if a.Pairs > b.Pairs {
 				return -1
@@ -133,7 +135,7 @@ func suggestKey(res collisionResult, prog *transform.Program, pk string, compile
 			if size > room {
 				return false
 			}
-			key := pk + bracketed(names(cols))
+			key := pk + Bracketed(names(cols))
 			if _, err := compile(key); err != nil {
 				return true // not a valid key column (JSON, VARBINARY not last...): try the next
 			}
@@ -148,37 +150,37 @@ func suggestKey(res collisionResult, prog *transform.Program, pk string, compile
 				parts = append(parts, "...")
 				break
 			}
-			parts = append(parts, fmt.Sprintf("%s (%s pairs)", d.Column, count(d.Pairs)))
+			parts = append(parts, fmt.Sprintf("%s (%s pairs)", d.Column, model.Count(d.Pairs)))
 		}
 		return strings.Join(parts, ", ")
 	}
-	scope := fmt.Sprintf("all %s colliding keys compared", count(res.CheckedKeys))
+	scope := fmt.Sprintf("all %s colliding keys compared", model.Count(res.CheckedKeys))
 	if !s.Checked {
 		var notes []string
 		if res.PartialKeys > 0 {
-			notes = append(notes, fmt.Sprintf("%s keys with more than %d distinct rows compared on their first %d", count(res.PartialKeys), maxPairRows, maxPairRows))
+			notes = append(notes, fmt.Sprintf("%s keys with more than %d distinct rows compared on their first %d", model.Count(res.PartialKeys), collide.MaxPairRows, collide.MaxPairRows))
 		}
 		if res.NoDiff > 0 {
-			notes = append(notes, fmt.Sprintf("%s pairs differ in no column among the first %d", count(res.NoDiff), maxHashedColumns))
+			notes = append(notes, fmt.Sprintf("%s pairs differ in no column among the first %d", model.Count(res.NoDiff), collide.MaxHashedColumns))
 		}
 		if res.Unrecorded > 0 {
-			notes = append(notes, fmt.Sprintf("%s pairs not kept", count(res.Unrecorded)))
+			notes = append(notes, fmt.Sprintf("%s pairs not kept", model.Count(res.Unrecorded)))
 		}
-		scope = fmt.Sprintf("%s pairs of rows from %s colliding keys compared (%s)", count(res.Pairs), count(res.CheckedKeys+res.PartialKeys), strings.Join(notes, "; "))
+		scope = fmt.Sprintf("%s pairs of rows from %s colliding keys compared (%s)", model.Count(res.Pairs), model.Count(res.CheckedKeys+res.PartialKeys), strings.Join(notes, "; "))
 	}
 	switch {
 	case found != nil:
 		s.Add = names(found)
-		s.PrimaryKey = pk + bracketed(s.Add)
+		s.PrimaryKey = pk + Bracketed(s.Add)
 		if p, err := compile(s.PrimaryKey); err == nil {
-			s.PrimaryKey = mappingInfo(p, nil).PrimaryKey
+			s.PrimaryKey = MappingInfo(p, nil).PrimaryKey
 		}
 		s.SeparatesAll = true
 		it := "it"
 		if len(s.Add) > 1 {
 			it = "them"
 		}
-		s.Message = fmt.Sprintf("add %s to the key (%s): every pair of colliding rows differs in %s (%s)", listText(quoted(s.Add)), s.PrimaryKey, it, scope)
+		s.Message = fmt.Sprintf("add %s to the key (%s): every pair of colliding rows differs in %s (%s)", ListText(quoted(s.Add)), s.PrimaryKey, it, scope)
 		if !s.Checked {
 			s.Message += "; rerun the report after the change to check the rest"
 		}
@@ -186,7 +188,7 @@ func suggestKey(res collisionResult, prog *transform.Program, pk string, compile
 		s.Message = fmt.Sprintf("the colliding rows differ in no column the report compares (%s)", scope)
 	case len(measures) > 0 && !hits(colSet(src, cands)):
 		s.Message = fmt.Sprintf("the colliding rows differ only in %s, which hold quantities, not identities (%s): they are versions of one record (the guide: \"Different row versions share the same primary key\"), and a measure in the key would make every update of it a new row; the key identifies the record: keep it and let the latest version win (bulkload and upserts keep the last one written), or key every version apart with a version column (the time of the change or a sequence number; add one to the source if it has none)",
-			listText(quoted(measures)), scope)
+			ListText(quoted(measures)), scope)
 	case smallest > 0:
 		s.Message = fmt.Sprintf("no column can be added within Lindorm's %d key columns: the colliding rows differ only in combinations of %s, and telling them apart takes %d more key columns (%d in all); the source has no column that identifies a row: add one (a sequence number or event id) and key on it",
 			transform.MaxKeyColumns, differ(6), smallest, keyLen+smallest)
@@ -270,8 +272,8 @@ func fixedWidthCQL(t string) bool {
 	return false
 }
 
-// diffColumns names the columns of a pair mask (bit i: source column i).
-func diffColumns(src pipeline.SourceSchema, mask uint64) []string {
+// DiffColumns names the columns of a pair mask (bit i: source column i).
+func DiffColumns(src pipeline.SourceSchema, mask uint64) []string {
 	out := []string{}
 	for b := mask; b != 0; b &= b - 1 {
 		if i := bits.TrailingZeros64(b); i < len(src) {

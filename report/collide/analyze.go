@@ -1,4 +1,7 @@
-package report
+// Package collide is what the data says: the accumulators and sketches a report's pass fills
+// (routing to regions, heavy hitters, distinct counts, key lengths), the spilled exact collision
+// check, windows of writes, the time heatmap, the write-order model and the hot rows.
+package collide
 
 import (
 	"encoding/binary"
@@ -11,30 +14,31 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/model"
 	"github.com/rekey/rekey/transform"
 )
 
-// design is a compiled key design with the region plan it is judged against.
-type design struct {
+// Design is a compiled key design with the region plan it is judged against.
+type Design struct {
 	prog    *transform.Program
-	plan    pipeline.RegionPlan
-	keyLen  int
-	first   pipeline.Column
-	srcCols []int    // source indexes the key is computed from (union, key order)
-	srcName []string // their names
-	// storeKey: the collision check's temp files keep each row's key values. Otherwise the key
+	Plan    pipeline.RegionPlan
+	KeyLen  int
+	First   pipeline.Column
+	SrcCols []int    // source indexes the key is computed from (union, key order)
+	SrcName []string // their names
+	// StoreKey: the collision check's temp files keep each row's key values. Otherwise the key
 	// of an example is recomputed from the source values it is computed from, which is exact
 	// unless the key has a salt (random(n) hashes every value of the record).
-	storeKey bool
+	StoreKey bool
 	// split values for fast routing (see fastRoute)
 	textSplits []string
 	textPrefix []uint64
 	intSplits  []int64
 }
 
-func newDesign(prog *transform.Program, plan pipeline.RegionPlan) *design {
+func NewDesign(prog *transform.Program, plan pipeline.RegionPlan) *Design {
 	t := prog.Target()
-	d := &design{prog: prog, plan: plan, keyLen: t.KeyLen, first: t.Columns[0], storeKey: prog.UsesSalt()}
+	d := &Design{prog: prog, Plan: plan, KeyLen: t.KeyLen, First: t.Columns[0], StoreKey: prog.UsesSalt()}
 	d.fastRoute()
 	seen := map[string]bool{}
 	for _, cols := range prog.KeySourceColumns() {
@@ -42,8 +46,8 @@ func newDesign(prog *transform.Program, plan pipeline.RegionPlan) *design {
 			if !seen[c] {
 				seen[c] = true
 				if i := prog.Source().Index(c); i >= 0 {
-					d.srcCols = append(d.srcCols, i)
-					d.srcName = append(d.srcName, c)
+					d.SrcCols = append(d.SrcCols, i)
+					d.SrcName = append(d.SrcName, c)
 				}
 			}
 		}
@@ -53,8 +57,8 @@ func newDesign(prog *transform.Program, plan pipeline.RegionPlan) *design {
 
 // fastRoute prepares region routing without the generic comparison for the common cases: an
 // ascending text or integer first column (the same answers as RegionPlan.Route).
-func (d *design) fastRoute() {
-	p := d.plan
+func (d *Design) fastRoute() {
+	p := d.Plan
 	if p.Desc || len(p.Splits) == 0 {
 		return
 	}
@@ -69,7 +73,7 @@ func (d *design) fastRoute() {
 			d.textSplits = append(d.textSplits, v.Str)
 			d.textPrefix = append(d.textPrefix, prefix8(v.Str))
 		}
-	case ints && isIntType(p.Type):
+	case ints && IsIntType(p.Type):
 		for _, v := range p.Splits {
 			d.intSplits = append(d.intSplits, v.Num)
 		}
@@ -87,7 +91,7 @@ func prefix8(s string) uint64 {
 	return binary.BigEndian.Uint64(b[:])
 }
 
-func isIntType(t pipeline.Type) bool {
+func IsIntType(t pipeline.Type) bool {
 	switch t {
 	case pipeline.TypeBigint, pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint, pipeline.TypeTimestamp, pipeline.TypeDate:
 		return true
@@ -98,8 +102,8 @@ func isIntType(t pipeline.Type) bool {
 // linearRouteSplits: plans with up to this many text splits route by counting them.
 const linearRouteSplits = 64
 
-// route is the region of a first-column value: the number of splits <= v.
-func (d *design) route(v pipeline.Value) int {
+// Route is the region of a first-column value: the number of splits <= v.
+func (d *Design) Route(v pipeline.Value) int {
 	switch {
 	case d.textSplits != nil && (v.Kind == pipeline.KindText || v.Kind == pipeline.KindBytes):
 		// compare the first 8 bytes as a big-endian integer, the whole strings only on a tie
@@ -140,35 +144,35 @@ func (d *design) route(v pipeline.Value) int {
 		}
 		return lo
 	}
-	return d.plan.Route(v)
+	return d.Plan.Route(v)
 }
 
-// acc accumulates one design's figures over rows. Workers each own one and they are merged at the
+// Acc accumulates one design's figures over rows. Workers each own one and they are merged at the
 // end; everything in it is order-independent except the within-run monotonicity counts, which
 // the caller keeps consistent (see Monotonic).
 //
 // Pads: see worker.
-type acc struct {
+type Acc struct {
 	_        cpu.CacheLinePad
-	d        *design
-	rows     int64
-	rejected int64
-	codes    map[string]int64
-	rejEx    []RejectExample
-	keyHist  *lengthHist
-	rowBytes int64
-	regRows  []int64
-	regBytes []int64
-	hll      *hyperloglog.Sketch
-	ss       *spaceSaving
-	lcp      []byte
+	d        *Design
+	Rows     int64
+	Rejected int64
+	Codes    map[string]int64
+	RejEx    []model.RejectExample
+	KeyHist  *lengthHist
+	RowBytes int64
+	RegRows  []int64
+	RegBytes []int64
+	Hll      *hyperloglog.Sketch
+	Ss       *spaceSaving
+	Lcp      []byte
 	lcpSet   bool
-	cols     []colAcc
+	Cols     []colAcc
 
 	// monotonicity between consecutive accepted rows that this acc saw in sequence
-	prev            pipeline.Value
-	hasPrev         bool
-	up, down, pairs int64
+	Prev            pipeline.Value
+	HasPrev         bool
+	Up, Down, Pairs int64
 	scratch         []byte
 	ssTick          uint32
 	_               cpu.CacheLinePad
@@ -178,115 +182,115 @@ type acc struct {
 const ssSampleEvery = 16
 
 type colAcc struct {
-	text     bool
-	minLen   int
-	maxLen   int
-	sumLen   int64
-	n        int64
-	jsonLike int64
-	longText int64
+	Text     bool
+	MinLen   int
+	MaxLen   int
+	SumLen   int64
+	N        int64
+	JsonLike int64
+	LongText int64
 	// distinct values of a key column after the first (the first column's are acc.hll)
-	hll *hyperloglog.Sketch
+	Hll *hyperloglog.Sketch
 	// text columns: the longest prefix every value shares, and whether every value so far is a
 	// number long() can store (digits only, within int64)
-	lcp     []byte
+	Lcp     []byte
 	lcpSet  bool
-	numeric bool
+	Numeric bool
 }
 
 // maxNumericDigits: a digit string up to this long always fits a BIGINT (long()).
 const maxNumericDigits = 18
 
-// longTextBytes is the length above which a key value counts as long text.
-const longTextBytes = 256
+// LongTextBytes is the length above which a key value counts as long text.
+const LongTextBytes = 256
 
-// rejectExamplesPerCode bounds the reject examples kept per code.
-const rejectExamplesPerCode = 3
+// RejectExamplesPerCode bounds the reject examples kept per code.
+const RejectExamplesPerCode = 3
 
 // heavyHitters is the number of Space-Saving counters for the first column's top values.
 const heavyHitters = 128
 
-func newAcc(d *design) *acc {
-	a := &acc{d: d, codes: map[string]int64{}, keyHist: newLengthHist(),
-		regRows: make([]int64, d.plan.Count()), regBytes: make([]int64, d.plan.Count()),
-		hll: hyperloglog.New16NoSparse(), ss: newSpaceSaving(heavyHitters)}
+func NewAcc(d *Design) *Acc {
+	a := &Acc{d: d, Codes: map[string]int64{}, KeyHist: newLengthHist(),
+		RegRows: make([]int64, d.Plan.Count()), RegBytes: make([]int64, d.Plan.Count()),
+		Hll: hyperloglog.New16NoSparse(), Ss: newSpaceSaving(heavyHitters)}
 	t := d.prog.Target()
-	for i, c := range t.Columns[:d.keyLen] {
-		ca := colAcc{text: c.Type == pipeline.TypeVarchar || c.Type == pipeline.TypeVarbinary, minLen: math.MaxInt, numeric: true}
+	for i, c := range t.Columns[:d.KeyLen] {
+		ca := colAcc{Text: c.Type == pipeline.TypeVarchar || c.Type == pipeline.TypeVarbinary, MinLen: math.MaxInt, Numeric: true}
 		if i > 0 {
 			// precision 14 (about 0.8% error, 16 KiB): its rules only ask below 16, 256 or a
 			// region count, and the smaller registers stay in cache on the per-row path
-			ca.hll = hyperloglog.NewNoSparse()
+			ca.Hll = hyperloglog.NewNoSparse()
 		}
-		a.cols = append(a.cols, ca)
+		a.Cols = append(a.Cols, ca)
 	}
 	return a
 }
 
 // wantReject tells whether a reject with this ordinal would be kept as an example (so that its
 // position is only formatted when needed).
-func (a *acc) wantReject(code string, ord int64) bool {
+func (a *Acc) wantReject(code string, ord int64) bool {
 	n, later := 0, false
-	for _, e := range a.rejEx {
+	for _, e := range a.RejEx {
 		if e.Code == code {
 			n++
-			later = later || e.ord > ord
+			later = later || e.Ord > ord
 		}
 	}
-	return n < rejectExamplesPerCode || later
+	return n < RejectExamplesPerCode || later
 }
 
-func (a *acc) reject(code string, ord int64, ex func() RejectExample) {
-	a.rejected++
-	a.codes[code]++
+func (a *Acc) Reject(code string, ord int64, ex func() model.RejectExample) {
+	a.Rejected++
+	a.Codes[code]++
 	if !a.wantReject(code, ord) {
 		return
 	}
 	e := ex()
-	e.ord = ord
-	a.rejEx = append(a.rejEx, e)
+	e.Ord = ord
+	a.RejEx = append(a.RejEx, e)
 	a.trimRejects()
 }
 
-func (a *acc) trimRejects() {
-	sort.SliceStable(a.rejEx, func(i, j int) bool { return a.rejEx[i].ord < a.rejEx[j].ord })
+func (a *Acc) trimRejects() {
+	sort.SliceStable(a.RejEx, func(i, j int) bool { return a.RejEx[i].Ord < a.RejEx[j].Ord })
 	per := map[string]int{}
-	out := a.rejEx[:0]
-	for _, e := range a.rejEx {
-		if per[e.Code] < rejectExamplesPerCode {
+	out := a.RejEx[:0]
+	for _, e := range a.RejEx {
+		if per[e.Code] < RejectExamplesPerCode {
 			per[e.Code]++
 			out = append(out, e)
 		}
 	}
-	a.rejEx = out
+	a.RejEx = out
 }
 
-// row adds an accepted target row routed to region.
-func (a *acc) row(out []pipeline.Value, region int) {
+// Row adds an accepted target row routed to region.
+func (a *Acc) Row(out []pipeline.Value, region int) {
 	rb := int64(a.d.prog.RowBytes(out))
-	a.rowBytes += rb
-	a.regBytes[region] += rb
-	a.keyRow(out, region)
+	a.RowBytes += rb
+	a.RegBytes[region] += rb
+	a.KeyRow(out, region)
 }
 
-// keyRow adds all of a row routed to region but its bytes (rowBytes, regBytes): out needs to
+// KeyRow adds all of a row routed to region but its bytes (rowBytes, regBytes): out needs to
 // hold only the key's values.
-func (a *acc) keyRow(out []pipeline.Value, region int) {
+func (a *Acc) KeyRow(out []pipeline.Value, region int) {
 	kb := a.d.prog.KeyBytes(out)
-	a.rows++
-	a.keyHist.add(kb)
-	a.regRows[region]++
+	a.Rows++
+	a.KeyHist.add(kb)
+	a.RegRows[region]++
 	v := out[0]
-	h := hashValue(v, 0)
-	a.hll.InsertHash(h)
+	h := HashValue(v, 0)
+	a.Hll.InsertHash(h)
 	// Heavy hitters: every row while the counters are exact; once a value had to be evicted
 	// (more than heavyHitters distinct values: the counts are estimates anyway), one row in
 	// ssSampleEvery feeds them, with that weight. Shares above a few percent are unaffected,
 	// and a high-cardinality column stops paying an eviction per row.
-	if !a.ss.evicted {
-		a.ss.add(h, v)
+	if !a.Ss.Evicted {
+		a.Ss.add(h, v)
 	} else if a.ssTick++; a.ssTick%ssSampleEvery == 0 {
-		a.ss.addN(h, v, ssSampleEvery, 0)
+		a.Ss.addN(h, v, ssSampleEvery, 0)
 	}
 	// longest common prefix of the canonical text
 	var txt []byte
@@ -298,55 +302,55 @@ func (a *acc) keyRow(out []pipeline.Value, region int) {
 		txt = a.scratch
 	}
 	if !a.lcpSet {
-		a.lcp = append(a.lcp[:0], txt...)
+		a.Lcp = append(a.Lcp[:0], txt...)
 		a.lcpSet = true
-	} else if len(a.lcp) > 0 {
-		a.lcp = a.lcp[:commonPrefix(a.lcp, txt)]
+	} else if len(a.Lcp) > 0 {
+		a.Lcp = a.Lcp[:commonPrefix(a.Lcp, txt)]
 	}
-	for i := range a.cols {
-		c := &a.cols[i]
-		if c.hll != nil {
-			c.hll.InsertHash(hashValue(out[i], 0))
+	for i := range a.Cols {
+		c := &a.Cols[i]
+		if c.Hll != nil {
+			c.Hll.InsertHash(HashValue(out[i], 0))
 		}
-		if !c.text {
+		if !c.Text {
 			continue
 		}
 		s := out[i].Str
 		if i > 0 {
 			// the first column's prefix is acc.lcp
 			if !c.lcpSet {
-				c.lcp, c.lcpSet = append(c.lcp[:0], s...), true
-			} else if len(c.lcp) > 0 {
-				c.lcp = c.lcp[:commonPrefix(c.lcp, unsafeBytes(s))]
+				c.Lcp, c.lcpSet = append(c.Lcp[:0], s...), true
+			} else if len(c.Lcp) > 0 {
+				c.Lcp = c.Lcp[:commonPrefix(c.Lcp, unsafeBytes(s))]
 			}
 		}
-		if c.numeric {
-			c.numeric = isDigits(s)
+		if c.Numeric {
+			c.Numeric = isDigits(s)
 		}
 		n := len(s)
-		c.n++
-		c.sumLen += int64(n)
-		c.maxLen = max(c.maxLen, n)
-		c.minLen = min(c.minLen, n)
-		if n > longTextBytes {
-			c.longText++
+		c.N++
+		c.SumLen += int64(n)
+		c.MaxLen = max(c.MaxLen, n)
+		c.MinLen = min(c.MinLen, n)
+		if n > LongTextBytes {
+			c.LongText++
 		}
 		if n >= 2 && looksJSON(s) {
-			c.jsonLike++
+			c.JsonLike++
 		}
 	}
 	// monotonicity against the previous accepted row
-	if a.hasPrev {
-		c := pipeline.Compare(a.d.first.Type, a.prev, v)
+	if a.HasPrev {
+		c := pipeline.Compare(a.d.First.Type, a.Prev, v)
 		if c <= 0 {
-			a.up++
+			a.Up++
 		}
 		if c >= 0 {
-			a.down++
+			a.Down++
 		}
-		a.pairs++
+		a.Pairs++
 	}
-	a.prev, a.hasPrev = v, true
+	a.Prev, a.HasPrev = v, true
 }
 
 // isDigits: a non-empty decimal number without sign or leading zero that long() stores exactly
@@ -380,64 +384,64 @@ func looksJSON(s string) bool {
 		s[i] == '[' && s[j] == ']' && (j-i == 1 || s[i+1] == '{' || s[i+1] == '"' || s[i+1] == '[' || s[i+1] == ' ')
 }
 
-func (a *acc) merge(o *acc) {
-	a.rows += o.rows
-	a.rejected += o.rejected
-	for k, v := range o.codes {
-		a.codes[k] += v
+func (a *Acc) Merge(o *Acc) {
+	a.Rows += o.Rows
+	a.Rejected += o.Rejected
+	for k, v := range o.Codes {
+		a.Codes[k] += v
 	}
-	a.rejEx = append(a.rejEx, o.rejEx...)
+	a.RejEx = append(a.RejEx, o.RejEx...)
 	a.trimRejects()
-	a.keyHist.merge(o.keyHist)
-	a.rowBytes += o.rowBytes
-	for i := range a.regRows {
-		a.regRows[i] += o.regRows[i]
-		a.regBytes[i] += o.regBytes[i]
+	a.KeyHist.merge(o.KeyHist)
+	a.RowBytes += o.RowBytes
+	for i := range a.RegRows {
+		a.RegRows[i] += o.RegRows[i]
+		a.RegBytes[i] += o.RegBytes[i]
 	}
-	a.hll.Merge(o.hll)
-	a.ss.merge(o.ss)
+	a.Hll.Merge(o.Hll)
+	a.Ss.merge(o.Ss)
 	switch {
 	case !o.lcpSet:
 	case !a.lcpSet:
-		a.lcp, a.lcpSet = append([]byte(nil), o.lcp...), true
+		a.Lcp, a.lcpSet = append([]byte(nil), o.Lcp...), true
 	default:
-		a.lcp = a.lcp[:commonPrefix(a.lcp, o.lcp)]
+		a.Lcp = a.Lcp[:commonPrefix(a.Lcp, o.Lcp)]
 	}
-	for i := range a.cols {
-		c, oc := &a.cols[i], &o.cols[i]
-		c.maxLen = max(c.maxLen, oc.maxLen)
-		c.minLen = min(c.minLen, oc.minLen)
-		c.sumLen += oc.sumLen
-		c.n += oc.n
-		c.jsonLike += oc.jsonLike
-		c.longText += oc.longText
-		if c.hll != nil {
-			c.hll.Merge(oc.hll)
+	for i := range a.Cols {
+		c, oc := &a.Cols[i], &o.Cols[i]
+		c.MaxLen = max(c.MaxLen, oc.MaxLen)
+		c.MinLen = min(c.MinLen, oc.MinLen)
+		c.SumLen += oc.SumLen
+		c.N += oc.N
+		c.JsonLike += oc.JsonLike
+		c.LongText += oc.LongText
+		if c.Hll != nil {
+			c.Hll.Merge(oc.Hll)
 		}
-		c.numeric = c.numeric && oc.numeric
+		c.Numeric = c.Numeric && oc.Numeric
 		switch {
 		case !oc.lcpSet:
 		case !c.lcpSet:
-			c.lcp, c.lcpSet = append([]byte(nil), oc.lcp...), true
+			c.Lcp, c.lcpSet = append([]byte(nil), oc.Lcp...), true
 		default:
-			c.lcp = c.lcp[:commonPrefix(c.lcp, oc.lcp)]
+			c.Lcp = c.Lcp[:commonPrefix(c.Lcp, oc.Lcp)]
 		}
 	}
-	a.up += o.up
-	a.down += o.down
-	a.pairs += o.pairs
+	a.Up += o.Up
+	a.Down += o.Down
+	a.Pairs += o.Pairs
 }
 
-// distinct is the first column's distinct count: exact while Space-Saving never evicted.
-func (a *acc) distinct() (int64, bool) {
-	if !a.ss.evicted {
-		return int64(len(a.ss.entries)), true
+// Distinct is the first column's distinct count: exact while Space-Saving never evicted.
+func (a *Acc) Distinct() (int64, bool) {
+	if !a.Ss.Evicted {
+		return int64(len(a.Ss.entries)), true
 	}
-	return int64(a.hll.Estimate()), false
+	return int64(a.Hll.Estimate()), false
 }
 
-// regionStats are a plan's max/mean and coefficient of variation of rows per region.
-func regionStats(rows []int64) (maxMean, cv float64, empty int, hottest []int) {
+// RegionStats are a plan's max/mean and coefficient of variation of rows per region.
+func RegionStats(rows []int64) (maxMean, cv float64, empty int, hottest []int) {
 	n := len(rows)
 	if n == 0 {
 		return 0, 0, 0, nil
@@ -477,28 +481,77 @@ func regionStats(rows []int64) (maxMean, cv float64, empty int, hottest []int) {
 // unsafeBytes views a string's bytes without copying; the bytes must not be modified.
 func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
-// exampleKey is the key of a collision example: stored, or recomputed from the key's source
+// ExampleKey is the key of a collision example: stored, or recomputed from the key's source
 // values (the other source columns null, which no key column reads).
-func (d *design) exampleKey(o origin) []pipeline.Value {
+func (d *Design) ExampleKey(o origin) []pipeline.Value {
 	if len(o.key) > 0 || o.trunc {
 		return o.key
 	}
 	vals := make([]pipeline.Value, len(d.prog.Source()))
-	for k, c := range d.srcCols {
-		if k < len(o.src) {
-			vals[c] = o.src[k]
+	for k, c := range d.SrcCols {
+		if k < len(o.Src) {
+			vals[c] = o.Src[k]
 		}
 	}
 	out := make([]pipeline.Value, len(d.prog.Target().Columns))
 	ev := d.prog.NewEvaluator()
-	rec := pipeline.Record{Values: vals, Seq: o.seq}
+	rec := pipeline.Record{Values: vals, Seq: o.Seq}
 	// rec holds only the columns the key reads: its other values are null
-	if ev.ApplyKey(&pipeline.Batch{Stream: o.stream}, &rec, out) != nil {
+	if ev.ApplyKey(&pipeline.Batch{Stream: o.Stream}, &rec, out) != nil {
 		return nil
 	}
-	key := out[:d.keyLen]
+	key := out[:d.KeyLen]
 	for i := range key {
 		key[i].Str = strings.Clone(key[i].Str)
 	}
 	return key
+}
+
+func MinTextLen(a *Acc) int {
+	if c := a.Cols[0]; c.N > 0 {
+		return c.MinLen
+	}
+	return 0
+}
+
+// DisplayValue renders a value for humans: canonical text, non-printable bytes escaped, capped.
+func DisplayValue(v pipeline.Value, maxLen int) string {
+	s := v.String()
+	if v.Kind == pipeline.KindNull {
+		return "null"
+	}
+	var sb strings.Builder
+	n := 0
+	for _, r := range s {
+		if n >= maxLen {
+			sb.WriteString("…")
+			break
+		}
+		switch {
+		case r == '\n':
+			sb.WriteString(`\n`)
+		case r == '\t':
+			sb.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f || r == 0xfffd:
+			sb.WriteString("\\x")
+			sb.WriteString(hex2(byte(r)))
+		default:
+			sb.WriteRune(r)
+		}
+		n++
+	}
+	return sb.String()
+}
+
+func hex2(b byte) string {
+	const h = "0123456789abcdef"
+	return string([]byte{h[b>>4], h[b&15]})
+}
+
+func MaxLen(vals []string) int {
+	n := 0
+	for _, v := range vals {
+		n = max(n, len(v))
+	}
+	return n
 }

@@ -1,4 +1,4 @@
-package report
+package advise
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/model"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -31,7 +32,7 @@ type WrittenMapping struct {
 // WriteMappings writes one mapping file per alternative of rep (not the mapping's own design,
 // nor one that could not be built) into dir as <id>.yaml, derived from the mapping file at path,
 // and checks that each decodes and compiles against src.
-func WriteMappings(dir, path string, rep *Report, src pipeline.SourceSchema) ([]WrittenMapping, error) {
+func WriteMappings(dir, path string, rep *model.Report, src pipeline.SourceSchema) ([]WrittenMapping, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--write-mapping: read the mapping: %w", err)
@@ -41,7 +42,7 @@ func WriteMappings(dir, path string, rep *Report, src pipeline.SourceSchema) ([]
 	}
 	var out []WrittenMapping
 	for _, a := range rep.Alternatives {
-		if a.IsMapping || a.Error != "" || a.edit.pk == "" {
+		if a.IsMapping || a.Error != "" || a.Edit.Pk == "" {
 			continue
 		}
 		doc, err := editMapping(data, a, rep)
@@ -78,7 +79,7 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 // editMapping applies a design's edit to the mapping's YAML.
-func editMapping(data []byte, a Alternative, rep *Report) ([]byte, error) {
+func editMapping(data []byte, a model.Alternative, rep *model.Report) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, err
@@ -87,23 +88,23 @@ func editMapping(data []byte, a Alternative, rep *Report) ([]byte, error) {
 		return nil, errors.New("the mapping is not a YAML mapping")
 	}
 	root := doc.Content[0]
-	ed := a.edit
+	ed := a.Edit
 	target := field(root, "target")
 	if target == nil || target.Kind != yaml.MappingNode {
 		return nil, errors.New("the mapping has no target: section")
 	}
-	setField(target, "primary_key", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ed.pk, Style: yaml.DoubleQuotedStyle})
-	if ed.dropAll {
+	setField(target, "primary_key", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ed.Pk, Style: yaml.DoubleQuotedStyle})
+	if ed.DropAll {
 		removeField(target, "columns")
 	} else if cols := field(target, "columns"); cols != nil && cols.Kind == yaml.MappingNode {
-		for _, c := range ed.dropColumns {
+		for _, c := range ed.DropColumns {
 			removeField(cols, c)
 		}
 		if len(cols.Content) == 0 {
 			removeField(target, "columns")
 		}
 	}
-	if d := ed.codes; d.Name != "" {
+	if d := ed.Codes; d.Name != "" {
 		// the dictionary the design's code() reads, with the mapping's own
 		codes := field(target, "codes")
 		if codes == nil || codes.Kind != yaml.MappingNode {
@@ -116,9 +117,9 @@ func editMapping(data []byte, a Alternative, rep *Report) ([]byte, error) {
 		}
 		setField(codes, d.Name, dict)
 	}
-	if ex := field(target, "exclude"); ex != nil && ex.Kind == yaml.SequenceNode && len(ed.dropExclude) > 0 {
+	if ex := field(target, "exclude"); ex != nil && ex.Kind == yaml.SequenceNode && len(ed.DropExclude) > 0 {
 		drop := map[string]bool{}
-		for _, x := range ed.dropExclude {
+		for _, x := range ed.DropExclude {
 			drop[x] = true
 		}
 		kept := ex.Content[:0]
@@ -132,7 +133,7 @@ func editMapping(data []byte, a Alternative, rep *Report) ([]byte, error) {
 			removeField(target, "exclude")
 		}
 	}
-	if !ed.keepRegions {
+	if !ed.KeepRegions {
 		// the region count analysed; a size-based plan fits any key and stays
 		if r := field(root, "regions"); r == nil || field(r, "size") == nil {
 			setField(root, "regions", &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
@@ -184,7 +185,7 @@ func editMapping(data []byte, a Alternative, rep *Report) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func headerComment(a Alternative, rep *Report) string {
+func headerComment(a model.Alternative, rep *model.Report) string {
 	file := rep.Mapping.File
 	if file == "" {
 		file = "the mapping"
@@ -195,7 +196,7 @@ func headerComment(a Alternative, rep *Report) string {
 		"  " + a.PrimaryKey,
 		"",
 		fmt.Sprintf("Rank %d of %d, grade %s, over %d regions (%s): hot factor %.1fx, rows max/mean %.2f, rows lost %s.",
-			a.Rank, len(rep.Alternatives), a.Grade, a.Regions, a.Strategy, a.HotFactor, a.RowsMaxMean, count(a.LostRows)),
+			a.Rank, len(rep.Alternatives), a.Grade, a.Regions, a.Strategy, a.HotFactor, a.RowsMaxMean, model.Count(a.LostRows)),
 	}
 	for _, q := range a.Queries {
 		lines = append(lines, "Query "+q.Query+": "+q.Note+".")

@@ -1,0 +1,431 @@
+package collide
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/report/model"
+	"github.com/rekey/rekey/transform"
+)
+
+// orderCand is one way of giving a row its write-order value.
+type orderCand struct {
+	Kind string
+	col  int  // source column (declared, time column)
+	date bool // the column is a DATE (days)
+	uuid bool // the column is a timeuuid (text)
+	Name string
+	Typ  string
+	// window: kafka_offset's partition windows (OrderHints.OffsetWindow)
+	window func(stream string) (first, end int64, ok bool)
+}
+
+// offsetScale is the write-order value of a partition window's end: a message's value is its
+// share of its partition's window on this scale.
+const offsetScale = 1 << 40
+
+// Value is the write-order value of record i of b (ord: its ordinal in arrival order); noTime
+// when the row has none.
+func (c *orderCand) Value(b *pipeline.Batch, i int, ord int64) int64 {
+	rec := &b.Records[i]
+	switch c.Kind {
+	case model.OrderDeclared, model.OrderTimeColumn:
+		if c.col >= len(rec.Values) {
+			return NoTime
+		}
+		v := rec.Values[c.col]
+		switch {
+		case v.Kind == pipeline.KindNull:
+			return NoTime
+		case c.uuid:
+			return timeUUIDMillis(v.Str)
+		case v.Kind != pipeline.KindInt:
+			return NoTime
+		case c.date:
+			return v.Num * 86400000
+		}
+		return v.Num
+	case model.OrderWriteTime, model.OrderKafkaTime:
+		if i < len(b.WriteTimes) {
+			return b.WriteTimes[i]
+		}
+		return NoTime
+	case model.OrderKafkaOffset:
+		if c.window != nil {
+			if first, end, ok := c.window(b.Stream); ok && end > first {
+				return int64(float64(rec.Seq-first) / float64(end-first) * offsetScale)
+			}
+		}
+		return rec.Seq
+	}
+	return ord
+}
+
+// timeUUIDMillis is the time of a version-1 UUID in epoch milliseconds (noTime if s is not one).
+func timeUUIDMillis(s string) int64 {
+	if len(s) != 36 || s[14] != '1' {
+		return NoTime
+	}
+	var t uint64
+	for _, part := range []string{s[15:18], s[9:13], s[0:8]} {
+		for i := 0; i < len(part); i++ {
+			c := part[i]
+			var d byte
+			switch {
+			case c >= '0' && c <= '9':
+				d = c - '0'
+			case c >= 'a' && c <= 'f':
+				d = c - 'a' + 10
+			case c >= 'A' && c <= 'F':
+				d = c - 'A' + 10
+			default:
+				return NoTime
+			}
+			t = t<<4 | uint64(d)
+		}
+	}
+	const gregorianToUnix = 0x01B21DD213814000 // 100 ns intervals from 1582-10-15 to 1970-01-01
+	return (int64(t) - gregorianToUnix) / 10000
+}
+
+// OrderModel holds the candidates: the best evidence, and the one to fall back on when the
+// best gives no order (every row with the same WRITETIME(), as after a bulk load).
+type OrderModel struct {
+	Hints   model.OrderHints
+	Primary orderCand
+	Backup  *orderCand
+	Notes   []string
+}
+
+func NewOrderModel(prog *transform.Program, h model.OrderHints) *OrderModel {
+	src := prog.Source()
+	m := &OrderModel{Hints: h, Notes: append([]string{}, h.Notes...)}
+	column := func(kind string, i int) orderCand {
+		t := pipeline.NormalizeSourceType(src[i].Type)
+		return orderCand{Kind: kind, col: i, Name: src[i].Name, Typ: src[i].Type,
+			date: t == "date", uuid: t == "timeuuid"}
+	}
+	var cands []orderCand
+	if h.Column != "" {
+		if i := src.Index(h.Column); i >= 0 {
+			cands = append(cands, column(model.OrderDeclared, i))
+		}
+	}
+	if h.WriteTimes != "" {
+		cands = append(cands, orderCand{Kind: h.WriteTimes})
+	}
+	// a Kafka partition's offsets are its creation order: known, where a time column is a guess
+	if h.Offsets {
+		cands = append(cands, orderCand{Kind: model.OrderKafkaOffset, window: h.OffsetWindow})
+	} else {
+		if i := inferTimeColumn(src); i >= 0 {
+			cands = append(cands, column(model.OrderTimeColumn, i))
+		}
+		cands = append(cands, orderCand{Kind: model.OrderArrival})
+	}
+	m.Primary = cands[0]
+	if m.Primary.Kind != model.OrderDeclared && len(cands) > 1 {
+		b := cands[1]
+		m.Backup = &b
+	}
+	return m
+}
+
+// inferTimeColumn picks the source column most likely to be a row's creation time: a
+// timestamp, date or timeuuid column, one named like a creation time first; -1 for none.
+// writetime_ pseudo-columns are left to the WRITETIME() evidence.
+func inferTimeColumn(src pipeline.SourceSchema) int {
+	best, bestScore := -1, 0
+	for i, c := range src {
+		if transform.WriteOrderKind(c.Type) != "time" || strings.HasPrefix(c.Name, "writetime_") {
+			continue
+		}
+		n := strings.ToLower(c.Name)
+		score := 1
+		switch {
+		case strings.Contains(n, "creat") || strings.Contains(n, "insert"):
+			score = 3
+		case strings.Contains(n, "updat") || strings.Contains(n, "modif") || strings.Contains(n, "delet"):
+			score = 0 // changes, not creation: only when nothing else is there
+		}
+		if best < 0 || score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return best
+}
+
+// Describe is the evidence in words, as findings and renderings name it.
+func (c *orderCand) Describe(h model.OrderHints) string {
+	switch c.Kind {
+	case model.OrderDeclared:
+		return fmt.Sprintf("column %s, declared the row's creation time by %s", c.Name, h.ColumnOrigin)
+	case model.OrderWriteTime:
+		return "Cassandra WRITETIME() of each row (the earliest of its regular cells)"
+	case model.OrderKafkaTime:
+		return "the Kafka message timestamps"
+	case model.OrderTimeColumn:
+		return fmt.Sprintf("column %s (%s), inferred as the row's creation time (declare source.write_order to be sure)", c.Name, c.Typ)
+	case model.OrderKafkaOffset:
+		if c.window == nil {
+			return "offset order within each Kafka partition, the partitions side by side by offset"
+		}
+		return "offset order within each Kafka partition, the partitions side by side by each message's share of its partition's window (as if every partition were written at a steady pace over the same time)"
+	}
+	what := h.Arrival
+	if what == "" {
+		what = "the source's order"
+	}
+	return "arrival order (" + what + "), which need not be the application's"
+}
+
+// OrderInformative tells whether write-order values order rows at all: most rows have one and
+// they take more than a handful of distinct values.
+func OrderInformative(vals []int64) bool {
+	if len(vals) < 2 {
+		return false
+	}
+	s := make([]int64, 0, len(vals))
+	for _, v := range vals {
+		if v != NoTime {
+			s = append(s, v)
+		}
+	}
+	if 2*len(s) < len(vals) {
+		return false
+	}
+	slices.Sort(s)
+	return int64(len(slices.Compact(s))) >= max(2, min(16, int64(len(vals))/4))
+}
+
+// Thresholds of the incremental_key_column rule.
+const (
+	// IncrementalRho: a key column whose rank correlation with the write order is at least this
+	// (or at most its negative) is incremental.
+	IncrementalRho = 0.8
+	// sequenceDensity: with no write order, an integer column whose distinct values fill at
+	// least this share of [min, max] is a sequence.
+	sequenceDensity = 0.5
+	// A key column after the first is also incremental when, in write order, at least
+	// monotonicShare of at least minPrefixPairs successive rows of one prefix keep its direction
+	// (a counter per prefix value: [channel][id] where ids rise per channel).
+	MinPrefixPairs = 50
+)
+
+// OrderedSample is the subsample in write order with each accepted row's target key, its
+// region under the main plan, and its write-order value.
+type OrderedSample struct {
+	Keys    [][]pipeline.Value // accepted rows: key values
+	Regions []int
+	Wo      []int64
+}
+
+// SortSubsample sorts the subsample by write order (stable: ties keep arrival order) and
+// returns the values in the new order.
+func SortSubsample(recs []pipeline.Record, wo []int64) {
+	idx := make([]int, len(recs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		if c := cmp.Compare(wo[a], wo[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	r2 := make([]pipeline.Record, len(recs))
+	w2 := make([]int64, len(wo))
+	for k, i := range idx {
+		r2[k], w2[k] = recs[i], wo[i]
+	}
+	copy(recs, r2)
+	copy(wo, w2)
+}
+
+// IncrementalColumn judges one key column's values (rows in write order) against the write
+// order's ranks (nil in arrival order): a TIMESTAMP or DATE; a rank correlation with the write
+// order of at least incrementalRho (or at most its negative); with no write order, integers
+// that look like a sequence. distinct is the values' distinct count; analysed the rows the
+// subsample was drawn from. The advisor judges each design's first column by it too.
+func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64, wo []int64, analysed int64) (rho float64, inc bool, why string) {
+	n := len(vals)
+	switch {
+	case distinct < 2:
+	case typ == pipeline.TypeTimestamp || typ == pipeline.TypeDate:
+		return 0, true, fmt.Sprintf("is a %s, and times only grow", typ)
+	case wo != nil:
+		rho = rankCorrelation(typ, vals, wo)
+		if math.Abs(rho) >= IncrementalRho {
+			dir := "rises"
+			if rho < 0 {
+				dir = "falls"
+			}
+			return rho, true, fmt.Sprintf("%s with the write order (rank correlation %.2f)", dir, rho)
+		}
+	case IsIntType(typ):
+		if lo, hi, ok := intRange(vals); ok && hi > lo {
+			// the subsample keeps about n of analysed rows: scale its distinct count
+			dens := float64(distinct) * float64(max(analysed, int64(n))) / float64(n) / (float64(hi) - float64(lo) + 1)
+			if dens >= sequenceDensity && float64(distinct) >= 0.9*float64(n) {
+				return 0, true, fmt.Sprintf("looks like a sequence (dense values from %d to %d)", lo, hi)
+			}
+		}
+	}
+	return rho, false, ""
+}
+
+// rhoRows bounds the rows a rank correlation is computed over (evenly spread over the
+// subsample): its standard error is then below 0.01, far inside the 0.8 threshold.
+const rhoRows = 20000
+
+// rankCorrelation is Spearman's rho between the values and their rows' write-order values.
+func rankCorrelation(typ pipeline.Type, vals []pipeline.Value, wo []int64) float64 {
+	step := max(1, len(vals)/rhoRows)
+	var v []pipeline.Value
+	var w []int64
+	for i := 0; i < len(vals); i += step {
+		v, w = append(v, vals[i]), append(w, wo[i])
+	}
+	return pearson(ranks(len(w), func(a, b int) int { return cmp.Compare(w[a], w[b]) }),
+		ranks(len(v), func(a, b int) int { return pipeline.Compare(typ, v[a], v[b]) }))
+}
+
+// RisesInPrefix measures, over rows in write order, how each prefix value's successive rows
+// move: the share of pairs that keep the dominant direction (ties count for both), and the
+// pairs. A column that mostly repeats its value (a status) does not pass: ties only count when
+// most pairs move.
+func RisesInPrefix(typ pipeline.Type, vals []pipeline.Value, prefix []uint64) (float64, int64) {
+	idx := make([]int32, len(vals))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(prefix[a], prefix[b]) })
+	var up, down, ties, pairs int64
+	for k := 1; k < len(idx); k++ {
+		a, b := idx[k-1], idx[k]
+		if prefix[a] != prefix[b] {
+			continue
+		}
+		pairs++
+		switch c := pipeline.Compare(typ, vals[a], vals[b]); {
+		case c < 0:
+			up++
+		case c > 0:
+			down++
+		default:
+			ties++
+		}
+	}
+	if pairs == 0 || 2*ties > pairs {
+		return 0, pairs
+	}
+	return float64(max(up, down)+ties) / float64(pairs), pairs
+}
+
+// ranks are the 1-based ranks of n items under cmp, ties given their average rank.
+func ranks(n int, compare func(a, b int) int) []float64 {
+	idx := make([]int32, n)
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		if c := compare(int(a), int(b)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	out := make([]float64, n)
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && compare(int(idx[i]), int(idx[j])) == 0 {
+			j++
+		}
+		avg := float64(i+j+1) / 2
+		for k := i; k < j; k++ {
+			out[idx[k]] = avg
+		}
+		i = j
+	}
+	return out
+}
+
+func pearson(x, y []float64) float64 {
+	n := float64(len(x))
+	if n < 2 {
+		return 0
+	}
+	var mx, my float64
+	for i := range x {
+		mx += x[i]
+		my += y[i]
+	}
+	mx /= n
+	my /= n
+	var sxy, sxx, syy float64
+	for i := range x {
+		dx, dy := x[i]-mx, y[i]-my
+		sxy += dx * dy
+		sxx += dx * dx
+		syy += dy * dy
+	}
+	if sxx == 0 || syy == 0 {
+		return 0
+	}
+	return sxy / math.Sqrt(sxx*syy)
+}
+
+func DistinctU64(v []uint64) []uint64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+func intRange(vals []pipeline.Value) (lo, hi int64, ok bool) {
+	for i, v := range vals {
+		if v.Kind != pipeline.KindInt {
+			return 0, 0, false
+		}
+		if i == 0 || v.Num < lo {
+			lo = v.Num
+		}
+		if i == 0 || v.Num > hi {
+			hi = v.Num
+		}
+	}
+	return lo, hi, len(vals) > 0
+}
+
+// OrderWindows are the windows and monotonicity of the write-ordered subsample under the main
+// plan (in arrival order the exact windows of every row are used instead).
+func OrderWindows(s OrderedSample, regions int, typ pipeline.Type) (*Windows, int64, int64, int64) {
+	w := NewWindows(regions, int64(len(s.Keys)), MainWindows, MainWindowsMax)
+	var up, down, pairs int64
+	for i, reg := range s.Regions {
+		w.Add(reg)
+		if i > 0 {
+			c := pipeline.Compare(typ, s.Keys[i-1][0], s.Keys[i][0])
+			if c <= 0 {
+				up++
+			}
+			if c >= 0 {
+				down++
+			}
+			pairs++
+		}
+	}
+	return w, up, down, pairs
+}
+
+// HasAxis tells whether an evidence's values can draw the heatmap's axis (times or declared
+// values, not arrival ordinals or offsets of several partitions).
+func HasAxis(kind string) bool {
+	switch kind {
+	case model.OrderDeclared, model.OrderWriteTime, model.OrderKafkaTime, model.OrderTimeColumn:
+		return true
+	}
+	return false
+}
