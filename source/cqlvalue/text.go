@@ -56,6 +56,22 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 			}
 		}
 		return pipeline.Value{Str: s, Kind: pipeline.KindText}, nil
+	case Bigint, Int, Smallint, Tinyint:
+		// numbers as files and JSON carry them (no blanks around): read before the general
+		// path's trim and second switch; anything else takes that path
+		if n, ok, _ := parseInt(s); ok && inRange(n, t.Kind) {
+			return pipeline.Value{Num: n, Kind: pipeline.KindInt}, nil
+		}
+	case Timestamp:
+		if n, ok, _ := parseInt(s); ok {
+			if ms, st := epochMillis(n, t.unit); st == tsOK {
+				return pipeline.Value{Num: ms, Kind: pipeline.KindInt}, nil
+			}
+		}
+	case Decimal:
+		if ok, u, sc, num := plainDecimal(s); ok && num {
+			return pipeline.DecimalUnscaled(s, u, sc), nil
+		}
 	}
 	s = trimSpace(s)
 	if s == "" {
