@@ -30,7 +30,15 @@ func (p RegionPlan) Route(v Value) int {
 	case (v.Kind == KindText || v.Kind == KindBytes) && (p.Type == TypeVarchar || p.Type == TypeVarbinary):
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)
-			if c := strings.Compare(p.Splits[m].Str, v.Str); c > 0 != p.Desc && c != 0 {
+			// the first bytes decide most comparisons (a hex prefix's splits differ there): a
+			// call to strings.Compare only when they are equal
+			var c int
+			if sp := p.Splits[m].Str; sp != "" && v.Str != "" && sp[0] != v.Str[0] {
+				c = int(sp[0]) - int(v.Str[0])
+			} else {
+				c = strings.Compare(sp, v.Str)
+			}
+			if c > 0 != p.Desc && c != 0 {
 				hi = m
 			} else {
 				lo = m + 1

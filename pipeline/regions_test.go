@@ -31,6 +31,10 @@ func TestRouteMatchesCompare(t *testing.T) {
 			if n%50 == 0 {
 				tv = text.Splits[rng.IntN(len(text.Splits))] // exactly on a split
 			}
+			if n%50 == 1 { // empty, shorter than a split, a split's prefix, bytes above 0x7f
+				edge := []string{"", "1", "10", "100", "1000\x00", "0fff", "f", "\xff", "\x80", "\x00", "g", "a\xff"}
+				tv = Text(edge[rng.IntN(len(edge))])
+			}
 			if got, want := text.Route(tv), general(text, tv); got != want {
 				t.Fatalf("desc=%v text %q: Route %d, compare says %d", desc, tv.Str, got, want)
 			}

@@ -26,6 +26,9 @@ type Figures struct {
 	PeakRSS    int64   `json:"peak_rss_bytes"`
 	CPUSeconds float64 `json:"cpu_seconds"`    // user + system time of the process
 	Runs       []int64 `json:"runs,omitempty"` // rows/s of every run, sorted (medians only)
+	// Start is the time from the process start to its first result (a reader's first message,
+	// replicate's first committed offset), where a benchmark measures it
+	Start float64 `json:"start_seconds,omitempty"`
 }
 
 // Measure returns the figures of a finished child that processed n rows in d.

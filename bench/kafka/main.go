@@ -14,6 +14,8 @@
 //   - rekey: `rekey replicate` (the real CLI) writing zstd Parquet with rolls of 64 MiB, stopped
 //     with SIGTERM once the group has committed every end offset (its last roll closes then).
 //
+// Each side's start is the time from its process start to its first result: the bare reader's
+// first message, rekey's first committed offset (the group's offsets polled every 10 ms).
 // Each side's time runs from its process start to the end of its work, and its peak RSS is the
 // child's ru_maxrss from wait4 (getrusage of the finished child, the same figure as its own
 // getrusage(RUSAGE_SELF) at exit). The figures are printed as
@@ -37,6 +39,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -138,7 +141,7 @@ func external(rekey, mapping, work string, addrs []string, brokerPID int, n int6
 	}
 	os.RemoveAll(filepath.Join(work, "out-kafka"))
 	b, r := benchproc.Median(bareRuns), benchproc.Median(rekeyRuns)
-	res := map[string]any{"bare": b, "rekey": r, "ratio": r.RowsPerSec / b.RowsPerSec, "topic": topic,
+	res := map[string]any{"bare": b, "rekey": r, "ratio": r.RowsPerSec / b.RowsPerSec, "start_gap_seconds": r.Start - b.Start, "topic": topic,
 		"loadavg_start": load0, "loadavg_end": benchproc.LoadAvg()}
 	return benchproc.WriteJSON(out, res, map[string]Side{"bare": b, "rekey": r})
 }
@@ -217,20 +220,76 @@ func parent(rekey, mapping, work string, n int64, out string, extra []string) er
 	}
 	res["rekey"] = r
 	res["ratio"] = r.RowsPerSec / b.RowsPerSec
+	res["start_gap_seconds"] = r.Start - b.Start
 	return benchproc.WriteJSON(out, res, map[string]benchproc.Figures{"bare": b, "rekey": r})
 }
 
 // runBare runs the bare reader (this program, -side bare) in group until it has read n messages.
+// Its start is the time to its first message (it prints a line then).
 func runBare(self string, addrs []string, group string, n int64) (benchproc.Figures, error) {
 	fmt.Fprintln(os.Stderr, "bare kafka-go group reader ...")
 	start := time.Now()
 	cmd := exec.Command(self, "-side", "bare", "-brokers", strings.Join(addrs, ","), "-topic", topic, "-group", group,
 		"-messages", fmt.Sprint(n))
 	cmd.Stderr = os.Stderr
+	first := &firstWrite{start: start}
+	cmd.Stdout = first
 	if err := cmd.Run(); err != nil {
 		return benchproc.Figures{}, fmt.Errorf("bare reader: %w", err)
 	}
-	return benchproc.Measure(n, time.Since(start), cmd.ProcessState), nil
+	f := benchproc.Measure(n, time.Since(start), cmd.ProcessState)
+	f.Start = first.after.Seconds()
+	return f, nil
+}
+
+// firstWrite records when its first write came, after start.
+type firstWrite struct {
+	start time.Time
+	mu    sync.Mutex
+	after time.Duration
+}
+
+func (w *firstWrite) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.after == 0 {
+		w.after = time.Since(w.start)
+	}
+	return len(p), nil
+}
+
+// watchFirstCommit polls the group's committed offsets until one is above zero or done closes,
+// and returns the time from start to the poll that saw it (0 if none did). The poll runs every
+// 10 ms: the figure is late by at most that and a round trip.
+func watchFirstCommit(addrs []string, group string, start time.Time, done <-chan struct{}) <-chan time.Duration {
+	res := make(chan time.Duration, 1)
+	go func() {
+		cl := &kafkago.Client{Addr: kafkago.TCP(addrs...), Timeout: 10 * time.Second}
+		parts := make([]int, partitions)
+		for i := range parts {
+			parts[i] = i
+		}
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			resp, err := cl.OffsetFetch(context.Background(), &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+			if err == nil {
+				for _, p := range resp.Topics[topic] {
+					if p.CommittedOffset > 0 {
+						res <- time.Since(start)
+						return
+					}
+				}
+			}
+			select {
+			case <-done:
+				res <- 0
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return res
 }
 
 // runRekey runs rekey replicate in group into dir until it has read n messages and committed them.
@@ -251,6 +310,8 @@ func runRekey(rekey, mapping, dir string, addrs []string, group string, n int64,
 	if err := cmd.Start(); err != nil {
 		return benchproc.Figures{}, err
 	}
+	done := make(chan struct{})
+	firstCommit := watchFirstCommit(addrs, group, start, done)
 	// once every message is read, SIGTERM closes the open rolls (fsync, rename, manifest) and
 	// commits the offsets: the time runs to the process's exit
 	if err := benchproc.WaitRead(metrics, n, 10*time.Minute); err != nil {
@@ -266,6 +327,8 @@ func runRekey(rekey, mapping, dir string, addrs []string, group string, n int64,
 	if err := waitCommitted(addrs, group, n, 10*time.Second); err != nil {
 		return benchproc.Figures{}, err
 	}
+	close(done)
+	r.Start = (<-firstCommit).Seconds()
 	return r, nil
 }
 
@@ -311,6 +374,9 @@ func bare(brokers []string, group string, n int64) error {
 		m, err := r.ReadMessage(ctx)
 		if err != nil {
 			return fmt.Errorf("after %d messages: %w", i, err)
+		}
+		if i == 0 {
+			fmt.Println("first message") // the parent times the start by it
 		}
 		bytes += int64(len(m.Value))
 	}

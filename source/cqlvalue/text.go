@@ -2,6 +2,7 @@ package cqlvalue
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/rekey/rekey/pipeline"
 )
@@ -54,6 +56,22 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 			}
 		}
 		return pipeline.Value{Str: s, Kind: pipeline.KindText}, nil
+	case Bigint, Int, Smallint, Tinyint:
+		// numbers as files and JSON carry them (no blanks around): read before the general
+		// path's trim and second switch; anything else takes that path
+		if n, ok, _ := parseInt(s); ok && inRange(n, t.Kind) {
+			return pipeline.Value{Num: n, Kind: pipeline.KindInt}, nil
+		}
+	case Timestamp:
+		if n, ok, _ := parseInt(s); ok {
+			if ms, st := epochMillis(n, t.unit); st == tsOK {
+				return pipeline.Value{Num: ms, Kind: pipeline.KindInt}, nil
+			}
+		}
+	case Decimal:
+		if ok, u, sc, num := plainDecimal(s); ok && num {
+			return pipeline.DecimalUnscaled(s, u, sc), nil
+		}
 	}
 	s = trimSpace(s)
 	if s == "" {
@@ -196,6 +214,22 @@ func inRange(n int64, k Kind) bool {
 	return true
 }
 
+// eightDigits returns the value of the eight bytes at s[i:] when they are all decimal digits. A
+// digit at a time an integer took about 14 instructions a digit; eight at a time (Lemire's
+// SWAR reduction: pairs, then fours, then eight) about 3.
+func eightDigits(s string, i int) (uint64, bool) {
+	const ones = 0x0101010101010101
+	x := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
+	// every byte is in '0'..'9': its high nibble is 3, and adding 6 keeps it 3
+	if x&(ones*0xf0) != ones*0x30 || (x+ones*0x06)&(ones*0xf0) != ones*0x30 {
+		return 0, false
+	}
+	x &= ones * 0x0f
+	x = (x * (10<<8 + 1)) >> 8
+	x = ((x & 0x00ff00ff00ff00ff) * (100<<16 + 1)) >> 16
+	return ((x & 0x0000ffff0000ffff) * (10000<<32 + 1)) >> 32, true
+}
+
 // parseInt reads an optionally signed decimal integer. overflow reports well-formed digits that
 // do not fit int64.
 func parseInt(s string) (n int64, ok, overflow bool) {
@@ -209,6 +243,13 @@ func parseInt(s string) (n int64, ok, overflow bool) {
 	}
 	if len(s)-i <= 18 { // cannot overflow
 		var v int64
+		for ; i+8 <= len(s); i += 8 {
+			d, ok := eightDigits(s, i)
+			if !ok {
+				return 0, false, false
+			}
+			v = v*100000000 + int64(d)
+		}
 		for ; i < len(s); i++ {
 			c := s[i] - '0'
 			if c > 9 {

@@ -1,9 +1,12 @@
 package file
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cqlvalue"
@@ -102,15 +105,10 @@ func (s *Source) parseRFCRow(data string, pos int, vals []pipeline.Value) (next,
 				}
 			}
 		} else {
-			j := i
+			j, nonASCII := unquotedEnd(data, i)
 			hi = 0
-			for j < len(data) {
-				c := data[j]
-				if c == ',' || c == '\n' {
-					break
-				}
-				hi |= c
-				j++
+			if nonASCII {
+				hi = utf8.RuneSelf
 			}
 			val = data[i:j]
 			if (j == len(data) || data[j] == '\n') && len(val) > 0 && val[len(val)-1] == '\r' {
@@ -143,6 +141,35 @@ func (s *Source) parseRFCRow(data string, pos int, vals []pipeline.Value) (next,
 		rerr = s.fieldCount(field, rerr)
 	}
 	return i, nl, false, rerr
+}
+
+// unquotedEnd returns the offset of the first ',' or '\n' at or after i in data, or len(data), and
+// whether a byte before it is not ASCII. It tests eight bytes at a time: byte by byte the scan
+// of the unquoted fields took about 14 instructions a byte, the largest part of reading a CSV.
+func unquotedEnd(data string, i int) (int, bool) {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	var acc uint64
+	for ; i+8 <= len(data); i += 8 {
+		x := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(data[i:]), 8))
+		c, n := x^(ones*','), x^(ones*'\n')
+		// a byte's high bit is set where it is ',' or '\n'; a borrow can set it in a later byte
+		// too, never in an earlier one: the lowest set bit is the first such byte
+		if m := ((c-ones)&^c | (n-ones)&^n) & highs; m != 0 {
+			k := bits.TrailingZeros64(m) / 8
+			acc |= x & (1<<(8*k) - 1)
+			return i + k, acc&highs != 0
+		}
+		acc |= x
+	}
+	nonASCII := acc&highs != 0
+	for ; i < len(data); i++ {
+		c := data[i]
+		if c == ',' || c == '\n' {
+			break
+		}
+		nonASCII = nonASCII || c >= utf8.RuneSelf
+	}
+	return i, nonASCII
 }
 
 // parseDialectRow is parseCSVRow for any dialect.
