@@ -69,7 +69,7 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 			}
 		}
 	case Decimal:
-		if ok, u, sc, num := plainDecimal(s); ok && num {
+		if ok, u, sc, num := pipeline.PlainDecimal(s); ok && num {
 			return pipeline.DecimalUnscaled(s, u, sc), nil
 		}
 	}
