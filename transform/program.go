@@ -32,6 +32,7 @@ type Program struct {
 	dicts       []Dict
 	fingerprint string
 	digests     int // digest call sites: each has a memo in every Evaluator
+	writeTime   bool
 }
 
 // KeyElement describes one primary-key column for `rekey check`.
@@ -56,6 +57,7 @@ func (c *compiler) program(m *Mapping) *Program {
 		vars:        m.Vars,
 		dicts:       m.Target.Codes,
 		cols:        c.cols,
+		writeTime:   m.Target.WriteTime,
 	}
 	if p.name == "" && m.File != "" {
 		p.name = strings.TrimSuffix(filepath.Base(m.File), filepath.Ext(m.File))
@@ -145,6 +147,10 @@ func (p *Program) Source() pipeline.SourceSchema { return p.source }
 // Target is the target schema: key columns first in key order, then the target.columns entries
 // in file order, then the carried-over source columns in source order.
 func (p *Program) Target() pipeline.TargetSchema { return p.target }
+
+// WriteTime tells whether the mapping carries the source's cell write times as the target's
+// cell timestamps (target.write_time).
+func (p *Program) WriteTime() bool { return p.writeTime }
 
 // Options are target.options in file order, for CREATE TABLE ... WITH (...).
 func (p *Program) Options() [][2]string { return p.options }
@@ -374,6 +380,9 @@ func (p *Program) computeFingerprint() string {
 			sb.WriteString(" " + strconv.Quote(s))
 		}
 		sb.WriteString("\n")
+	}
+	if p.writeTime {
+		sb.WriteString("write_time\n")
 	}
 	sum := sha256.Sum256([]byte(sb.String()))
 	return hex.EncodeToString(sum[:])

@@ -48,9 +48,15 @@ func (inv *invocation) openSQLTarget(ctx context.Context, uri string, prog *tran
 		return nil, nil, usageError(err)
 	}
 	if t.CellTimestamps {
-		// a copy's rows carry no write time: the cells would get the server's time, which is
-		// what happens without the parameter
-		return nil, nil, usageError(fmt.Errorf("--out %s: write_time applies to replicate (each event's Cassandra write time); a copy has none: drop the parameter for migrate", t.Redacted))
+		// the write times of a copy are the mapping's to carry (target.write_time): the
+		// parameter alone would write the server's time, as without it
+		return nil, nil, usageError(fmt.Errorf("--out %s: write_time applies to replicate (each event's Cassandra write time); a copy carries the cells' write times when the mapping says target.write_time: true: drop the parameter for migrate", t.Redacted))
+	}
+	if prog.WriteTime() {
+		if t.Dialect != sqlsink.Lindorm {
+			return nil, nil, usageError(fmt.Errorf("--out %s: the mapping's target.write_time writes Lindorm cell timestamps; a %s row has none: drop target.write_time, or write to lindorm://", t.Redacted, t.Dialect.Name))
+		}
+		t.CellTimestamps = true // every upsert carries its cells' write time (_l_ts_)
 	}
 	if conns < 1 {
 		return nil, nil, usageError(fmt.Errorf("--sql-conns %d: want at least 1", conns))

@@ -311,7 +311,7 @@ func (s *Source) readRange(parent context.Context, r Range, st pipeline.StreamSt
 				res.iter.Close()
 				return err
 			}
-			pd = newPageDecoder(decs, &s.pages, len(s.sel.dating), s.sinceMicros())
+			pd = newPageDecoder(decs, &s.pages, len(s.sel.dating), s.sinceMicros()).withCells(s.sel.cells)
 			pd.rowTimes = s.cfg.RowWriteTimes && len(s.sel.dating) > 0
 		}
 		recs, skipped, release, err := pd.decodePage(res.iter, rows)
@@ -410,8 +410,8 @@ func (s *Source) decoders(cols []gocql.ColumnInfo) ([]*colDecoder, error) {
 }
 
 func (s *Source) compileDecoders(cols []gocql.ColumnInfo) ([]*colDecoder, error) {
-	if len(cols) != len(s.sel.schema)+len(s.sel.dating) {
-		return nil, fmt.Errorf("the scan returned %d columns, want %d (%s)", len(cols), len(s.sel.schema)+len(s.sel.dating),
+	if len(cols) != len(s.sel.schema)+len(s.sel.dating)+len(s.sel.cells) {
+		return nil, fmt.Errorf("the scan returned %d columns, want %d (%s)", len(cols), len(s.sel.schema)+len(s.sel.dating)+len(s.sel.cells),
 			strings.Join(append(s.sel.schema.Names(), s.sel.dating...), ", "))
 	}
 	decs := make([]*colDecoder, len(s.sel.schema))
@@ -454,6 +454,10 @@ type pageDecoder struct {
 	rowTimes bool
 	earliest int64
 	times    []int64 // the last page's write times, with rowTimes (in its page memory)
+	// cells: the record columns whose writetime() follows the dating ones (Record.Times);
+	// ctimes is the current row's Times
+	cells  []int
+	ctimes []int64
 }
 
 // pageMem is the memory of one page's records: their values and the bytes of their strings.
@@ -463,7 +467,9 @@ type pageMem struct {
 	slab  []pipeline.Value
 	recs  []pipeline.Record
 	times []int64 // with rowTimes: each record's write time (epoch ms)
-	arena arena
+	// ctimes: with cells, each record's cell write times (Record.Times)
+	ctimes []int64
+	arena  arena
 }
 
 type colSink struct {
@@ -531,6 +537,24 @@ func (d datingSink) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
 	return nil
 }
 
+// cellTimeSink puts a cell's writetime() into the row's Times (null: the cell is not set, 0).
+type cellTimeSink struct {
+	pd *pageDecoder
+	i  int
+}
+
+func (c cellTimeSink) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
+	if data == nil {
+		c.pd.ctimes[c.i] = 0
+		return nil
+	}
+	if len(data) != 8 {
+		return fmt.Errorf("writetime() returned %d bytes, want 8", len(data))
+	}
+	c.pd.ctimes[c.i] = microsToMillis(int64(binary.BigEndian.Uint64(data)))
+	return nil
+}
+
 // newPageDecoder returns a decoder taking page memory from pool (nil: no reuse). dating
 // writetime() columns follow the decoded ones; rows whose newest is older than since
 // (microseconds; 0: none) are skipped.
@@ -552,6 +576,15 @@ func newPageDecoder(decs []*colDecoder, pool *sync.Pool, dating int, since int64
 	}
 	for range dating {
 		pd.dests = append(pd.dests, datingSink{pd})
+	}
+	return pd
+}
+
+// withCells makes the decoder read the cells' writetime()s after the dating ones.
+func (pd *pageDecoder) withCells(cells []int) *pageDecoder {
+	pd.cells = cells
+	for _, i := range cells {
+		pd.dests = append(pd.dests, cellTimeSink{pd, i})
 	}
 	return pd
 }
@@ -604,9 +637,20 @@ func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline
 	}
 	pd.mem = mem
 	slab, recs, times := mem.slab[:n*ncol], mem.recs[:0], mem.times[:0]
+	var ctimes []int64
+	if pd.cells != nil {
+		if cap(mem.ctimes) < n*ncol {
+			mem.ctimes = make([]int64, n*ncol)
+		}
+		ctimes = mem.ctimes[:n*ncol]
+		clear(ctimes)
+	}
 	for i := 0; i < n; i++ {
 		k := len(recs) // a skipped row's values are overwritten by the next row's
 		pd.vals = slab[k*ncol : (k+1)*ncol : (k+1)*ncol]
+		if ctimes != nil {
+			pd.ctimes = ctimes[k*ncol : (k+1)*ncol : (k+1)*ncol]
+		}
 		pd.rowErr, pd.newest, pd.earliest = nil, -1, -1
 		if !iter.Scan(pd.dests...) {
 			break
@@ -618,7 +662,7 @@ func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline
 		if pd.tuples != nil {
 			pd.finishTuples()
 		}
-		recs = append(recs, pipeline.Record{Values: pd.vals, Seq: seq0 + int64(i), Err: pd.rowErr})
+		recs = append(recs, pipeline.Record{Values: pd.vals, Seq: seq0 + int64(i), Err: pd.rowErr, Times: pd.ctimes})
 		if pd.rowTimes {
 			wt := int64(math.MinInt64) // no regular cell set: no write time
 			if pd.earliest >= 0 {
@@ -628,7 +672,7 @@ func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline
 		}
 	}
 	mem.times, pd.times = times, times
-	pd.vals, pd.mem = nil, nil
+	pd.vals, pd.mem, pd.ctimes = nil, nil, nil
 	release = func() {
 		mem.arena.reset() // slab and records are overwritten by the next page
 		pd.pool.Put(mem)
@@ -690,7 +734,7 @@ func (s *Source) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, er
 				return
 			}
 			// the sample draws split keys from every row, older than since or not
-			pd := newPageDecoder(decs, nil, len(s.sel.dating), 0)
+			pd := newPageDecoder(decs, nil, len(s.sel.dating), 0).withCells(s.sel.cells)
 			pd.rowTimes = s.RowWriteTimes()
 			recs, _, _, err := pd.decodePage(iter, 0) // kept: not released
 			if err != nil {

@@ -172,6 +172,21 @@ type selection struct {
 	// dating are writetime() expressions read after the columns above, not part of records: a
 	// row's newest one decides whether it is older than Config.Since.
 	dating []string
+	// cells are the record columns whose writetime() is read after dating (cellTimes), for
+	// Config.CellWriteTimes
+	cells []int
+}
+
+// cellTimes makes the scan read writetime() of every selected regular and static column that
+// has one (not the pseudo-columns, not non-frozen collections), for Record.Times.
+func (sel *selection) cellTimes(t *Table) {
+	for i, col := range sel.schema {
+		c, ok := t.Column(col.Name)
+		if !ok || sel.types[i] == "" || c.Kind == "partition_key" || c.Kind == "clustering" || isMultiCell(c.Type) {
+			continue
+		}
+		sel.cells = append(sel.cells, i)
+	}
 }
 
 // dateRows makes the scan read writetime() of every regular and static column that has one
@@ -278,6 +293,9 @@ func (sel *selection) statement(t *Table) string {
 	}
 	tk := "token(" + strings.Join(q, ", ") + ")"
 	exprs := append(slices.Clip(sel.exprs), sel.dating...)
+	for _, i := range sel.cells {
+		exprs = append(exprs, "writetime("+sel.exprs[i]+")")
+	}
 	return "SELECT " + strings.Join(exprs, ", ") + " FROM " + quoteIdent(t.Keyspace) + "." + quoteIdent(t.Name) +
 		" WHERE " + tk + " > ? AND " + tk + " <= ?"
 }

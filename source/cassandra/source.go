@@ -172,6 +172,9 @@ func (s *Source) init(ctx context.Context) error {
 	if !s.cfg.Since.IsZero() || s.cfg.RowWriteTimes {
 		s.sel.dateRows(t)
 	}
+	if s.cfg.CellWriteTimes {
+		s.sel.cellTimes(t)
+	}
 	s.stmt = s.sel.statement(t)
 	if err := s.readRing(ctx); err != nil {
 		return err
