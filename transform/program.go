@@ -3,6 +3,7 @@ package transform
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -151,6 +152,28 @@ func (p *Program) Target() pipeline.TargetSchema { return p.target }
 // WriteTime tells whether the mapping carries the source's cell write times as the target's
 // cell timestamps (target.write_time).
 func (p *Program) WriteTime() bool { return p.writeTime }
+
+// TakeTableTTL gives the target table the source table's TTL (seconds; Cassandra's
+// default_time_to_live), as the option TTL, unless target.options sets TTL itself. Lindorm counts
+// a table TTL from each cell's timestamp: with target.write_time the cells expire when they
+// would have in the source, and the source judges the cells already expired by the source's
+// TTL, so a mapping that sets another TTL with write_time is refused.
+func (p *Program) TakeTableTTL(seconds int) error {
+	if seconds <= 0 {
+		return nil
+	}
+	for _, o := range p.options {
+		if !strings.EqualFold(o[0], "TTL") {
+			continue
+		}
+		if p.writeTime && strings.TrimSpace(o[1]) != strconv.Itoa(seconds) {
+			return fmt.Errorf("target.options.%s is %q, and the source table's default_time_to_live is %d seconds: with target.write_time the cells expired by the source's TTL are left out, so the target's TTL must be the same: drop the option (rekey sets TTL=%d) or set it to %d", o[0], o[1], seconds, seconds, seconds)
+		}
+		return nil
+	}
+	p.options = append(slices.Clip(p.options), [2]string{"TTL", strconv.Itoa(seconds)})
+	return nil
+}
 
 // Options are target.options in file order, for CREATE TABLE ... WITH (...).
 func (p *Program) Options() [][2]string { return p.options }

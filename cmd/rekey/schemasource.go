@@ -49,6 +49,12 @@ func (inv *invocation) loadProgramFor(path, uri string, workers, regions int, lo
 		src.Close()
 		return nil, usageError(fmt.Errorf("%s against %s: %w", path, src.SchemaOf(), err))
 	}
+	if ts, ok := src.(interface{ DefaultTTL() int }); ok {
+		if err := prog.TakeTableTTL(ts.DefaultTTL()); err != nil {
+			src.Close()
+			return nil, usageError(fmt.Errorf("%s against %s: %w", path, src.SchemaOf(), err))
+		}
+	}
 	if inv.opened == nil {
 		inv.opened = map[string]source.SchemaSource{}
 	}

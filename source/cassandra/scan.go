@@ -311,7 +311,7 @@ func (s *Source) readRange(parent context.Context, r Range, st pipeline.StreamSt
 				res.iter.Close()
 				return err
 			}
-			pd = newPageDecoder(decs, &s.pages, len(s.sel.dating), s.sinceMicros()).withCells(s.sel.cells)
+			pd = newPageDecoder(decs, &s.pages, len(s.sel.dating), s.sinceMicros()).withCells(s.sel.cells, &s.expiry)
 			pd.rowTimes = s.cfg.RowWriteTimes && len(s.sel.dating) > 0
 		}
 		recs, skipped, release, err := pd.decodePage(res.iter, rows)
@@ -410,8 +410,8 @@ func (s *Source) decoders(cols []gocql.ColumnInfo) ([]*colDecoder, error) {
 }
 
 func (s *Source) compileDecoders(cols []gocql.ColumnInfo) ([]*colDecoder, error) {
-	if len(cols) != len(s.sel.schema)+len(s.sel.dating)+len(s.sel.cells) {
-		return nil, fmt.Errorf("the scan returned %d columns, want %d (%s)", len(cols), len(s.sel.schema)+len(s.sel.dating)+len(s.sel.cells),
+	if len(cols) != len(s.sel.schema)+len(s.sel.dating)+2*len(s.sel.cells) {
+		return nil, fmt.Errorf("the scan returned %d columns, want %d (%s)", len(cols), len(s.sel.schema)+len(s.sel.dating)+2*len(s.sel.cells),
 			strings.Join(append(s.sel.schema.Names(), s.sel.dating...), ", "))
 	}
 	decs := make([]*colDecoder, len(s.sel.schema))
@@ -454,10 +454,12 @@ type pageDecoder struct {
 	rowTimes bool
 	earliest int64
 	times    []int64 // the last page's write times, with rowTimes (in its page memory)
-	// cells: the record columns whose writetime() follows the dating ones (Record.Times);
-	// ctimes is the current row's Times
+	// cells: the record columns whose writetime() and ttl() follow the dating ones
+	// (Record.Times); ctimes is the current row's Times, cttls its cells' TTL() (0: none)
 	cells  []int
 	ctimes []int64
+	cttls  []int32
+	expiry *expiry
 }
 
 // pageMem is the memory of one page's records: their values and the bytes of their strings.
@@ -555,6 +557,24 @@ func (c cellTimeSink) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
 	return nil
 }
 
+// cellTTLSink puts a cell's ttl() (seconds left; null: none) into the row's TTLs.
+type cellTTLSink struct {
+	pd *pageDecoder
+	i  int
+}
+
+func (c cellTTLSink) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
+	if data == nil {
+		c.pd.cttls[c.i] = 0
+		return nil
+	}
+	if len(data) != 4 {
+		return fmt.Errorf("ttl() returned %d bytes, want 4", len(data))
+	}
+	c.pd.cttls[c.i] = int32(binary.BigEndian.Uint32(data))
+	return nil
+}
+
 // newPageDecoder returns a decoder taking page memory from pool (nil: no reuse). dating
 // writetime() columns follow the decoded ones; rows whose newest is older than since
 // (microseconds; 0: none) are skipped.
@@ -581,10 +601,13 @@ func newPageDecoder(decs []*colDecoder, pool *sync.Pool, dating int, since int64
 }
 
 // withCells makes the decoder read the cells' writetime()s after the dating ones.
-func (pd *pageDecoder) withCells(cells []int) *pageDecoder {
-	pd.cells = cells
+func (pd *pageDecoder) withCells(cells []int, ex *expiry) *pageDecoder {
+	pd.cells, pd.expiry = cells, ex
+	if cells != nil {
+		pd.cttls = make([]int32, len(pd.decs))
+	}
 	for _, i := range cells {
-		pd.dests = append(pd.dests, cellTimeSink{pd, i})
+		pd.dests = append(pd.dests, cellTimeSink{pd, i}, cellTTLSink{pd, i})
 	}
 	return pd
 }
@@ -662,6 +685,10 @@ func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline
 		if pd.tuples != nil {
 			pd.finishTuples()
 		}
+		if pd.cells != nil && pd.expiry.row(pd.vals, pd.ctimes, pd.cttls, pd.cells) {
+			skipped++ // every cell it had is past the target's TTL
+			continue
+		}
 		recs = append(recs, pipeline.Record{Values: pd.vals, Seq: seq0 + int64(i), Err: pd.rowErr, Times: pd.ctimes})
 		if pd.rowTimes {
 			wt := int64(math.MinInt64) // no regular cell set: no write time
@@ -734,7 +761,7 @@ func (s *Source) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, er
 				return
 			}
 			// the sample draws split keys from every row, older than since or not
-			pd := newPageDecoder(decs, nil, len(s.sel.dating), 0).withCells(s.sel.cells)
+			pd := newPageDecoder(decs, nil, len(s.sel.dating), 0).withCells(s.sel.cells, &expiry{ttl: s.expiry.ttl, now: s.expiry.now, untimed: s.expiry.untimed})
 			pd.rowTimes = s.RowWriteTimes()
 			recs, _, _, err := pd.decodePage(iter, 0) // kept: not released
 			if err != nil {
