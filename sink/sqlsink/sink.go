@@ -222,6 +222,9 @@ func checkBackslashEscapes(ctx context.Context, db *sql.DB, d *Dialect) error {
 	return nil
 }
 
+// CellTimestamps tells whether the writes carry cell timestamps (Target.CellTimestamps).
+func (w *Writer) CellTimestamps() bool { return w.cfg.Target.CellTimestamps }
+
 // Table is the table written.
 func (w *Writer) Table() string { return w.cfg.Schema.Table }
 
