@@ -51,7 +51,7 @@ func (inv *invocation) openSQLTarget(ctx context.Context, uri string, prog *tran
 	if t.CellTimestamps {
 		// the write times of a copy are the mapping's to carry (target.write_time): the
 		// parameter alone would write the server's time, as without it
-		return nil, nil, usageError(fmt.Errorf("--out %s: write_time applies to replicate (each event's Cassandra write time); a copy carries the cells' write times when the mapping says target.write_time: true: drop the parameter for migrate", t.Redacted))
+		return nil, nil, usageError(fmt.Errorf("--out %s: write_time applies to replicate (each event's Cassandra write time); a copy has none of its own: it carries the cells' write times when the mapping says target.write_time: true; drop the parameter for migrate", t.Redacted))
 	}
 	if prog.WriteTime() {
 		if t.Dialect != sqlsink.Lindorm {
