@@ -100,4 +100,7 @@ func TestTableTTLInTheDDLRealNode(t *testing.T) {
 	if !strings.Contains(check, "TTL='86400'") {
 		t.Errorf("check does not show the TTL:\n%s", check)
 	}
+	if ddl := mustRun(t, "ddl", "-m", mapping, "--source", cas.URI("wt", "ttl", "")); !strings.Contains(ddl, "TTL='86400'") {
+		t.Errorf("rekey ddl --source has no TTL:\n%s", ddl)
+	}
 }
