@@ -175,6 +175,29 @@ func (p *Program) TakeTableTTL(seconds int) error {
 	return nil
 }
 
+// TTLPlan says when the target's cells expire and which times they carry: "" when the mapping
+// neither carries write times nor gives the table a TTL.
+func (p *Program) TTLPlan() string {
+	ttl := ""
+	for _, o := range p.options {
+		if strings.EqualFold(o[0], "TTL") {
+			ttl = strings.TrimSpace(o[1])
+		}
+	}
+	switch {
+	case ttl != "" && p.writeTime:
+		return "TTL plan: " + ttl + " s, counted by Lindorm from each cell's timestamp, the cell's source write time (target.write_time): " +
+			"cells expire when the source's table TTL would have expired them; cells already past it when read are left out and counted; " +
+			"cells with a TTL of their own expire at the table's (counted)."
+	case ttl != "":
+		return "TTL plan: " + ttl + " s, counted by Lindorm from each cell's timestamp, the time the cell is written (no target.write_time): " +
+			"cells live up to " + ttl + " s from the copy, longer than in the source; set target.write_time: true (a lindorm:// target) to keep their expiry."
+	case p.writeTime:
+		return "TTL plan: no table TTL; cells carry their source write times (target.write_time)."
+	}
+	return ""
+}
+
 // Options are target.options in file order, for CREATE TABLE ... WITH (...).
 func (p *Program) Options() [][2]string { return p.options }
 
@@ -337,6 +360,9 @@ func (p *Program) Describe() string {
 			w(" ", o[0], "='", o[1], "'")
 		}
 		w("\n")
+	}
+	if plan := p.TTLPlan(); plan != "" {
+		w("\n", plan, "\n")
 	}
 	w("\nRegions: ")
 	switch r := p.regions; {

@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
@@ -44,5 +45,23 @@ func TestCellTimesFollowTheColumnsInputs(t *testing.T) {
 	}
 	if _, err := Decode([]byte(base+"  write_time: maybe\n"), "m.yaml"); err == nil {
 		t.Error("write_time: maybe accepted")
+	}
+
+	// the TTL plan: said only when there is one
+	if off.TTLPlan() != "" {
+		t.Errorf("a plan without TTL or write times: %q", off.TTLPlan())
+	}
+	if err := p.TakeTableTTL(600); err != nil || !strings.Contains(p.TTLPlan(), "600 s, counted by Lindorm from each cell's timestamp, the cell's source write time") {
+		t.Errorf("TakeTableTTL: %v, plan %q", err, p.TTLPlan())
+	}
+	if err := off.TakeTableTTL(600); err != nil || !strings.Contains(off.TTLPlan(), "cells live up to 600 s from the copy") {
+		t.Errorf("TakeTableTTL without write times: %v, plan %q", err, off.TTLPlan())
+	}
+	own := compileYAML(t, base+"  write_time: true\n  options: {TTL: '60'}\n")
+	if err := own.TakeTableTTL(600); err == nil || !strings.Contains(err.Error(), "must be the same") {
+		t.Errorf("a mapping TTL unlike the source's with write_time: %v", err)
+	}
+	if fmt.Sprint(own.Options()) != "[[TTL 60]]" {
+		t.Errorf("options %v", own.Options())
 	}
 }

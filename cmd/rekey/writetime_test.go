@@ -97,8 +97,8 @@ func TestTableTTLInTheDDLRealNode(t *testing.T) {
 		t.Errorf("ddl.sql has no TTL='86400':\n%s", ddl)
 	}
 	check := mustRun(t, "check", "-m", mapping, "--source", cas.URI("wt", "ttl", ""))
-	if !strings.Contains(check, "TTL='86400'") {
-		t.Errorf("check does not show the TTL:\n%s", check)
+	if !strings.Contains(check, "TTL='86400'") || !strings.Contains(check, "TTL plan: 86400 s, counted by Lindorm from each cell's timestamp, the time the cell is written (no target.write_time)") {
+		t.Errorf("check does not show the TTL and its plan:\n%s", check)
 	}
 	if ddl := mustRun(t, "ddl", "-m", mapping, "--source", cas.URI("wt", "ttl", "")); !strings.Contains(ddl, "TTL='86400'") {
 		t.Errorf("rekey ddl --source has no TTL:\n%s", ddl)
