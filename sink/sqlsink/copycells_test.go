@@ -2,6 +2,7 @@ package sqlsink
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -125,6 +126,37 @@ func TestCopyWritesCellsAtTheirWriteTimes(t *testing.T) {
 			slices.Sort(want)
 			if !slices.Equal(got, want) {
 				t.Errorf("statements\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+			}
+		})
+	}
+}
+
+// A copied row written in parts (its nulls left out) that the server refuses is rejected once,
+// by its own index among the rows given to Write, and the rows around it are written.
+func TestCopyInPartsRejectsTheRow(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+				{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeVarchar, KeyPos: -1},
+				{Name: "w", Type: pipeline.TypeVarchar, KeyPos: -1}}}
+			srv.Exec(t, "CREATE TABLE t (k bigint NOT NULL PRIMARY KEY, v varchar(5), w varchar(5))")
+			w := openWriter(t, srv, s, 1)
+			row := func(k int64, v, w pipeline.Value) pipeline.Row {
+				return pipeline.Row{Values: []pipeline.Value{pipeline.Int(k), v, w}}
+			}
+			err := w.Write(context.Background(), []pipeline.Row{
+				row(0, pipeline.Text("ok"), pipeline.Null),
+				row(1, pipeline.Text("ok"), pipeline.Text("ok")),
+				row(2, pipeline.Text("far too long"), pipeline.Null),
+				row(3, pipeline.Null, pipeline.Text("ok")),
+			})
+			var rr *pipeline.RowRejects
+			if !errors.As(err, &rr) || len(rr.Rows) != 1 || rr.Rows[0].Index != 2 || rr.Rows[0].Err.Code != CodeTargetRefused {
+				t.Fatalf("want row 2 rejected (%s), got %v", CodeTargetRefused, err)
+			}
+			if n := countRows(t, srv); n != 3 {
+				t.Errorf("%d rows written, want 3", n)
 			}
 		})
 	}
