@@ -13,14 +13,19 @@ import (
 	"github.com/rekey/rekey/pipeline"
 )
 
+// kabSchema is table t (k bigint key, a varchar, b integer).
+func kabSchema() pipeline.TargetSchema {
+	return pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "a", Type: pipeline.TypeVarchar, KeyPos: -1},
+		{Name: "b", Type: pipeline.TypeInteger, KeyPos: -1}}}
+}
+
 // A copied row's null is left out of its upsert: a NULL written into a wide table is a delete
 // marker of the cell (Lindorm, like Cassandra), and it would clear a value the table already
 // holds. The row written over an existing one keeps the existing cell where the copy has none;
 // a row without nulls is one upsert of every column, as before.
 func TestCopyLeavesNullsOut(t *testing.T) {
-	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
-		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "a", Type: pipeline.TypeVarchar, KeyPos: -1},
-		{Name: "b", Type: pipeline.TypeInteger, KeyPos: -1}}}
+	s := kabSchema()
 	for name, start := range servers(t) {
 		t.Run(name, func(t *testing.T) {
 			srv := start(t)
@@ -83,9 +88,7 @@ func hookWriter(s pipeline.TargetSchema, cellTimestamps bool) (*Writer, *[]strin
 // a write time in one statement, a null cell in none; without write times the same rows are
 // upserts of the server's time, the nulls still left out.
 func TestCopyWritesCellsAtTheirWriteTimes(t *testing.T) {
-	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
-		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "a", Type: pipeline.TypeVarchar, KeyPos: -1},
-		{Name: "b", Type: pipeline.TypeInteger, KeyPos: -1}}}
+	s := kabSchema()
 	row := func(k int64, a pipeline.Value, b pipeline.Value, ta, tb int64) pipeline.Row {
 		return pipeline.Row{Values: []pipeline.Value{pipeline.Int(k), a, b}, Times: []int64{0, ta, tb}}
 	}

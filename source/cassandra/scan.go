@@ -539,39 +539,32 @@ func (d datingSink) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
 	return nil
 }
 
-// cellTimeSink puts a cell's writetime() into the row's Times (null: the cell is not set, 0).
-type cellTimeSink struct {
-	pd *pageDecoder
-	i  int
+// cellSink puts a cell's writetime() (ttl: its ttl(), seconds left) into the row's Times (TTLs);
+// null, the cell not set or without a TTL, is 0.
+type cellSink struct {
+	pd  *pageDecoder
+	i   int
+	ttl bool
 }
 
-func (c cellTimeSink) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
-	if data == nil {
-		c.pd.ctimes[c.i] = 0
-		return nil
+func (c cellSink) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
+	fn, size := "writetime", 8
+	if c.ttl {
+		fn, size = "ttl", 4
 	}
-	if len(data) != 8 {
-		return fmt.Errorf("writetime() returned %d bytes, want 8", len(data))
+	if data != nil && len(data) != size {
+		return fmt.Errorf("%s() returned %d bytes, want %d", fn, len(data), size)
 	}
-	c.pd.ctimes[c.i] = microsToMillis(int64(binary.BigEndian.Uint64(data)))
-	return nil
-}
-
-// cellTTLSink puts a cell's ttl() (seconds left; null: none) into the row's TTLs.
-type cellTTLSink struct {
-	pd *pageDecoder
-	i  int
-}
-
-func (c cellTTLSink) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
-	if data == nil {
+	switch {
+	case c.ttl && data == nil:
 		c.pd.cttls[c.i] = 0
-		return nil
+	case c.ttl:
+		c.pd.cttls[c.i] = int32(binary.BigEndian.Uint32(data))
+	case data == nil:
+		c.pd.ctimes[c.i] = 0
+	default:
+		c.pd.ctimes[c.i] = microsToMillis(int64(binary.BigEndian.Uint64(data)))
 	}
-	if len(data) != 4 {
-		return fmt.Errorf("ttl() returned %d bytes, want 4", len(data))
-	}
-	c.pd.cttls[c.i] = int32(binary.BigEndian.Uint32(data))
 	return nil
 }
 
@@ -607,7 +600,7 @@ func (pd *pageDecoder) withCells(cells []int, ex *expiry) *pageDecoder {
 		pd.cttls = make([]int32, len(pd.decs))
 	}
 	for _, i := range cells {
-		pd.dests = append(pd.dests, cellTimeSink{pd, i}, cellTTLSink{pd, i})
+		pd.dests = append(pd.dests, cellSink{pd, i, false}, cellSink{pd, i, true})
 	}
 	return pd
 }
