@@ -270,10 +270,11 @@ func (w *Writer) Write(ctx context.Context, rows []pipeline.Row) error {
 	// the masks of the rows written in parts, in one slab: counted first, so that the ops'
 	// Set slices never move
 	parts := 0
+	a.groups = a.groups[:0]
 	for i := range rows {
-		if n := cellGroups(rows[i], keyLen, times); n > 0 {
-			parts += n
-		}
+		n := cellGroups(rows[i], keyLen, times)
+		a.groups = append(a.groups, n)
+		parts += n
 	}
 	if need := parts * ncol; cap(a.masks) < need {
 		a.masks = make([]bool, need)
@@ -282,7 +283,7 @@ func (w *Writer) Write(ctx context.Context, rows []pipeline.Row) error {
 	clear(masks)
 	for i := range rows {
 		r := rows[i]
-		if cellGroups(r, keyLen, times) == 0 {
+		if a.groups[i] == 0 {
 			a.ops = append(a.ops, Op{Values: r.Values})
 			a.opRow = append(a.opRow, i)
 			continue
@@ -488,6 +489,7 @@ type applyState struct {
 	pieces bool
 	opRow  []int
 	masks  []bool
+	groups []int // Write: each row's cellGroups
 }
 
 func (w *Writer) state() *applyState {
