@@ -65,6 +65,20 @@ func TestWriteTimeRefusedWhereItCannotGo(t *testing.T) {
 			}
 		})
 	}
+	// replicate carries the events' write times with it (as ?write_time=true does), into Lindorm
+	kafkaMapping := writeFile(t, dir, "k.yaml", strings.Replace(writeTimeMapping, "  name: wt.cells\n", "  name: cdc.wt.cells\n  columns:\n    id: int\n    a: text\n", 1))
+	for _, tc := range []struct{ name, source, out, want string }{
+		{"replicate into files", "kafka://127.0.0.1:1/t?group=g&format=debezium", filepath.Join(dir, "rolls"), "a bulkload job stamps every cell with one timestamp"},
+		{"replicate into mysql", "kafka://127.0.0.1:1/t?group=g&format=debezium", srv.URI(""), "a mysql row has none"},
+		{"replicate of json", "kafka://127.0.0.1:1/t?group=g&format=json", "lindorm://u@127.0.0.1:1/db", "use format=debezium"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, "replicate", "-m", kafkaMapping, "--source", tc.source, "--out", tc.out, "--state", filepath.Join(dir, "state"), "--progress", "never")
+			if code != exitUsage || !strings.Contains(out+errs, tc.want) {
+				t.Errorf("exit %d, want %d with %q\n%s%s", code, exitUsage, tc.want, out, errs)
+			}
+		})
+	}
 	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
 		t.Error("the refused migrate created its output")
 	}
