@@ -164,3 +164,29 @@ func TestCopyInPartsRejectsTheRow(t *testing.T) {
 		})
 	}
 }
+
+// A copied row written in statements of one write time each is written whole or not at all:
+// a value with no literal of its column's type rejects the row, and its cells of other times
+// are not written either.
+func TestCopyRowOfSeveralTimesRejectedWhole(t *testing.T) {
+	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "a", Type: pipeline.TypeVarchar, KeyPos: -1},
+		{Name: "p", Type: pipeline.TypeDecimal, Precision: 5, Scale: 2, KeyPos: -1}}}
+	w, stmts := hookWriter(s, true)
+	rows := []pipeline.Row{
+		{Values: []pipeline.Value{pipeline.Int(1), pipeline.Text("x"), pipeline.Decimal("123456.7")}, Times: []int64{0, 1000, 2000}},
+		{Values: []pipeline.Value{pipeline.Int(2), pipeline.Text("y"), pipeline.Decimal("1.5")}, Times: []int64{0, 1000, 2000}},
+	}
+	err := w.Write(context.Background(), rows)
+	var rr *pipeline.RowRejects
+	if !errors.As(err, &rr) || len(rr.Rows) != 1 || rr.Rows[0].Index != 0 {
+		t.Fatalf("want row 0 rejected, got %v", err)
+	}
+	got := strings.Join(*stmts, "\n")
+	if strings.Contains(got, "(1,") {
+		t.Errorf("a cell of the rejected row was written:\n%s", got)
+	}
+	if !strings.Contains(got, "(2,'y')") || !strings.Contains(got, "(2,1.50)") {
+		t.Errorf("row 2's cells not written:\n%s", got)
+	}
+}

@@ -542,6 +542,9 @@ func (w *Writer) apply(ctx context.Context, a *applyState) ([]pipeline.RowReject
 	}
 	if len(rejects) > 0 {
 		w.Stats.Rejected.Add(int64(len(rejects)))
+		if a.pieces {
+			dropRejectedRows(a, rejects)
+		}
 	}
 	var wg sync.WaitGroup
 	var firstErr error
@@ -572,6 +575,18 @@ func (w *Writer) apply(ctx context.Context, a *applyState) ([]pipeline.RowReject
 		return nil, firstErr
 	}
 	return rejects, nil
+}
+
+// dropRejectedRows takes out of the shards the other upserts of the copied rows that have an
+// upsert rejected: a row is written whole or rejected, never in part.
+func dropRejectedRows(a *applyState, rejects []pipeline.RowReject) {
+	bad := make(map[int]bool, len(rejects))
+	for _, r := range rejects {
+		bad[a.opRow[r.Index]] = true
+	}
+	for s, idx := range a.shards {
+		a.shards[s] = slices.DeleteFunc(idx, func(i int) bool { return bad[a.opRow[i]] })
+	}
 }
 
 // keyHash spreads keys over the shards.
