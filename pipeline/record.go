@@ -18,6 +18,10 @@ type Record struct {
 	// change that touches some cells only (Debezium's Cassandra connector) leaves the others as
 	// they are, and a null value in a set column writes NULL. nil: a whole row.
 	Set []bool
+	// Times, when not nil, holds each source column's cell write time in epoch milliseconds
+	// (Times[i] for Values[i]; 0: none, a key column or an unset cell): a Cassandra source
+	// fills it when asked for cell write times (a mapping with target.write_time).
+	Times []int64
 }
 
 // Batch is a run of records from one stream of a source (a file, a token range, a partition).
@@ -118,6 +122,10 @@ type KeyBound struct {
 type Row struct {
 	Values []Value
 	Region int
+	// Times, when not nil, holds each column's cell write time in epoch milliseconds (Times[i]
+	// for Values[i]; 0: none, the writer's time): a mapping with target.write_time carries the
+	// source's write times (Cassandra's WRITETIME()) as the target's cell timestamps.
+	Times []int64
 }
 
 // Source produces batches. Run sends batches to out until the input is exhausted (nil), ctx is

@@ -88,6 +88,9 @@ type Input struct {
 	Shard pipeline.Shard
 	// WriteTimes asks for each row's write time, when the kind can tell it
 	WriteTimes bool
+	// CellWriteTimes asks for each cell's write time (pipeline.Record.Times): a mapping's
+	// target.write_time. Only a Cassandra table has them; the command refuses the others.
+	CellWriteTimes bool
 	// ParseSize reads a size given on the command line (16MiB), as every size flag does
 	ParseSize func(string) (int64, error)
 	// Memory is the command's --memory budget (0: it has none): a kind refuses a bound of its

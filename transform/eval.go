@@ -184,6 +184,28 @@ func (e *Evaluator) ApplyKey(b *pipeline.Batch, r *pipeline.Record, out []pipeli
 	return nil
 }
 
+// CellTimes fills times (one per target column) with the write time of each non-key column's
+// cell, in epoch milliseconds: the newest write time of the source cells it is computed from
+// (r.Times), 0 for key columns and where the record carries none. The newest, because a value
+// computed from several cells is as new as its latest input.
+func (e *Evaluator) CellTimes(r *pipeline.Record, times []int64) {
+	clear(times)
+	if r.Times == nil {
+		return
+	}
+	for i := range e.p.steps {
+		st := &e.p.steps[i]
+		if st.key {
+			continue
+		}
+		var t int64
+		for _, c := range st.reads {
+			t = max(t, r.Times[c])
+		}
+		times[st.dst] = t
+	}
+}
+
 // ApplyPartial computes the target row of a partial record (r.Set not nil) into out, and which
 // target columns it sets into set (len(set) == len(out)): a column is set when every source
 // column it reads is set, unset (left null, and left as it is in the table) when none is. A key

@@ -76,6 +76,10 @@ type TargetSpec struct {
 	Codes         []Dict
 	OnMissingCode string      // "reject" (default) or "keep"
 	Options       [][2]string // copied into CREATE TABLE ... WITH (...), in file order
+	// WriteTime (target.write_time: true) writes each cell with its source write time
+	// (Cassandra's WRITETIME(), in milliseconds) as the Lindorm cell timestamp, instead of the
+	// time of the copy. Off by default.
+	WriteTime bool
 }
 
 // RegionsSpec is the mapping's regions: section; exactly one of the fields is set.
@@ -464,7 +468,16 @@ func (d *decoder) vars(n *yaml.Node) {
 
 func (d *decoder) target(n *yaml.Node) {
 	t := &d.m.Target
-	f := d.fields(n, "target", "table", "primary_key", "columns", "exclude", "codes", "on_missing_code", "options")
+	f := d.fields(n, "target", "table", "primary_key", "columns", "exclude", "codes", "on_missing_code", "options", "write_time")
+	if v, ok := f["write_time"]; ok {
+		switch s, _ := d.scalar(v, "target.write_time"); s {
+		case "true":
+			t.WriteTime = true
+		case "false":
+		default:
+			d.ps.add("target.write_time", deref(v).Line, "want true or false, found %q", s)
+		}
+	}
 	if v, ok := f["table"]; ok {
 		t.Table, _ = d.scalar(v, "target.table")
 		if t.Table == "" || strings.ContainsAny(t.Table, " \t\n'\"`;,()") {

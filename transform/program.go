@@ -3,6 +3,7 @@ package transform
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -31,6 +32,7 @@ type Program struct {
 	dicts       []Dict
 	fingerprint string
 	digests     int // digest call sites: each has a memo in every Evaluator
+	writeTime   bool
 }
 
 // KeyElement describes one primary-key column for `rekey check`.
@@ -55,6 +57,7 @@ func (c *compiler) program(m *Mapping) *Program {
 		vars:        m.Vars,
 		dicts:       m.Target.Codes,
 		cols:        c.cols,
+		writeTime:   m.Target.WriteTime,
 	}
 	if p.name == "" && m.File != "" {
 		p.name = strings.TrimSuffix(filepath.Base(m.File), filepath.Ext(m.File))
@@ -144,6 +147,55 @@ func (p *Program) Source() pipeline.SourceSchema { return p.source }
 // Target is the target schema: key columns first in key order, then the target.columns entries
 // in file order, then the carried-over source columns in source order.
 func (p *Program) Target() pipeline.TargetSchema { return p.target }
+
+// WriteTime tells whether the mapping carries the source's cell write times as the target's
+// cell timestamps (target.write_time).
+func (p *Program) WriteTime() bool { return p.writeTime }
+
+// TakeTableTTL gives the target table the source table's TTL (seconds; Cassandra's
+// default_time_to_live), as the option TTL, unless target.options sets TTL itself. Lindorm counts
+// a table TTL from each cell's timestamp: with target.write_time the cells expire when they
+// would have in the source, and the source judges the cells already expired by the source's
+// TTL, so a mapping that sets another TTL with write_time is refused.
+func (p *Program) TakeTableTTL(seconds int) error {
+	if seconds <= 0 {
+		return nil
+	}
+	for _, o := range p.options {
+		if !strings.EqualFold(o[0], "TTL") {
+			continue
+		}
+		if p.writeTime && strings.TrimSpace(o[1]) != strconv.Itoa(seconds) {
+			return fmt.Errorf("target.options.%s is %q, and the source table's default_time_to_live is %d seconds: with target.write_time the cells expired by the source's TTL are left out, so the target's TTL must be the same: drop the option (rekey sets TTL=%d) or set it to %d", o[0], o[1], seconds, seconds, seconds)
+		}
+		return nil
+	}
+	p.options = append(slices.Clip(p.options), [2]string{"TTL", strconv.Itoa(seconds)})
+	return nil
+}
+
+// TTLPlan says when the target's cells expire and which times they carry: "" when the mapping
+// neither carries write times nor gives the table a TTL.
+func (p *Program) TTLPlan() string {
+	ttl := ""
+	for _, o := range p.options {
+		if strings.EqualFold(o[0], "TTL") {
+			ttl = strings.TrimSpace(o[1])
+		}
+	}
+	switch {
+	case ttl != "" && p.writeTime:
+		return "TTL plan: " + ttl + " s, counted by Lindorm from each cell's timestamp, the cell's source write time (target.write_time): " +
+			"cells expire when the source's table TTL would have expired them; cells already past it when read are left out and counted; " +
+			"cells with a TTL of their own expire at the table's (counted)."
+	case ttl != "":
+		return "TTL plan: " + ttl + " s, counted by Lindorm from each cell's timestamp, the time the cell is written (no target.write_time): " +
+			"cells live up to " + ttl + " s from the copy, longer than in the source; set target.write_time: true (a lindorm:// target) to keep their expiry."
+	case p.writeTime:
+		return "TTL plan: no table TTL; cells carry their source write times (target.write_time)."
+	}
+	return ""
+}
 
 // Options are target.options in file order, for CREATE TABLE ... WITH (...).
 func (p *Program) Options() [][2]string { return p.options }
@@ -308,6 +360,9 @@ func (p *Program) Describe() string {
 		}
 		w("\n")
 	}
+	if plan := p.TTLPlan(); plan != "" {
+		w("\n", plan, "\n")
+	}
 	w("\nRegions: ")
 	switch r := p.regions; {
 	case r == nil:
@@ -373,6 +428,9 @@ func (p *Program) computeFingerprint() string {
 			sb.WriteString(" " + strconv.Quote(s))
 		}
 		sb.WriteString("\n")
+	}
+	if p.writeTime {
+		sb.WriteString("write_time\n")
 	}
 	sum := sha256.Sum256([]byte(sb.String()))
 	return hex.EncodeToString(sum[:])

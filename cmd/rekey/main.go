@@ -90,6 +90,8 @@ type invocation struct {
 	sources *source.Set
 	// sourceWriteTimes asks the source for each row's write time (report: the write order)
 	sourceWriteTimes bool
+	// sourceCellTimes asks the source for each cell's write time (a mapping's target.write_time)
+	sourceCellTimes bool
 	// sourceMemory is the command's --memory budget, which bounds what the source may hold (a
 	// file's record); 0 when the command has none
 	sourceMemory int64

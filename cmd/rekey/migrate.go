@@ -186,6 +186,9 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	if err := refuseKeyOnly(f.mapping, cfg.Program); err != nil {
 		return err
 	}
+	if err := refuseWriteTimeInFiles(f.mapping, cfg.Program); err != nil {
+		return err
+	}
 	if err := refuseFormat(f.mapping, cfg.Format, cfg.Program); err != nil {
 		return err
 	}

@@ -223,6 +223,9 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 		if err := refuseFormat(f.mapping, format, prog); err != nil {
 			return err
 		}
+		if err := refuseWriteTimeInFiles(f.mapping, prog); err != nil {
+			return err
+		}
 	}
 	setMemoryBudget(inv.getenv, memory) // GOGC=400 and a soft memory limit, as migrate does
 	if inv.getenv("GOMEMLIMIT") == "" {
@@ -263,6 +266,13 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 		t, err := sqlsink.ParseURI(f.out, inv.getenv)
 		if err != nil {
 			return usageError(err)
+		}
+		if prog.WriteTime() {
+			// the mapping's write times are the events' own: ?write_time=true
+			if t.Dialect != sqlsink.Lindorm {
+				return usageError(fmt.Errorf("--out %s: the mapping's target.write_time writes Lindorm cell timestamps; a %s row has none: drop target.write_time, or write to lindorm://", t.Redacted, t.Dialect.Name))
+			}
+			t.CellTimestamps = true
 		}
 		if t.CellTimestamps && kcfg.Format != kafka.FormatDebezium {
 			return usageError(fmt.Errorf("--out %s: write_time takes each change's write time from Debezium's Cassandra connector events: use format=debezium in --source, or drop write_time", t.Redacted))

@@ -23,12 +23,17 @@ import (
 // is --regions (0: the mapping's).
 func (inv *invocation) loadProgramFor(path, uri string, workers, regions int, logger *zap.Logger) (*transform.Program, error) {
 	if path == "" || !inv.sources.HasSchema(uri) {
-		return loadProgram(path) // with no mapping, the usual message
+		prog, err := loadProgram(path) // with no mapping, the usual message
+		if err == nil && prog.WriteTime() {
+			return nil, usageError(fmt.Errorf("%s: target.write_time carries Cassandra's cell write times (WRITETIME()), and --source %s has none: read a cassandra:// table, or drop target.write_time", path, sourceuri.Redact(uri)))
+		}
+		return prog, err
 	}
 	m, err := transform.Load(path)
 	if err != nil {
 		return nil, usageError(err)
 	}
+	inv.sourceCellTimes = m.Target.WriteTime
 	// no command context here (the callers have none to give): the kinds' hooks connect with
 	// timeouts of their own
 	src, err := inv.sources.OpenSchema(context.Background(), uri, m.Source.Name, inv.sourceInput(nil, workers, logger))
@@ -43,6 +48,12 @@ func (inv *invocation) loadProgramFor(path, uri string, workers, regions int, lo
 	if err != nil {
 		src.Close()
 		return nil, usageError(fmt.Errorf("%s against %s: %w", path, src.SchemaOf(), err))
+	}
+	if ts, ok := src.(interface{ DefaultTTL() int }); ok {
+		if err := prog.TakeTableTTL(ts.DefaultTTL()); err != nil {
+			src.Close()
+			return nil, usageError(fmt.Errorf("%s against %s: %w", path, src.SchemaOf(), err))
+		}
 	}
 	if inv.opened == nil {
 		inv.opened = map[string]source.SchemaSource{}
@@ -69,4 +80,15 @@ func closeSource(src pipeline.Source) {
 	if c, ok := src.(io.Closer); ok && src != nil {
 		c.Close()
 	}
+}
+
+// refuseWriteTimeInFiles refuses target.write_time for bulk-load files: a bulkload job stamps
+// every cell it loads with one timestamp (its writerConfig's timestamp), so the cells' own write
+// times cannot reach the table that way, and a table TTL would count from the load.
+func refuseWriteTimeInFiles(path string, prog *transform.Program) error {
+	if !prog.WriteTime() {
+		return nil
+	}
+	return usageError(fmt.Errorf("%s: target.write_time writes each cell's Cassandra write time as its Lindorm timestamp, which only SQL writes can set (UPSERT /*+ _l_ts_(ms) */): "+
+		"a bulkload job stamps every cell with one timestamp. Use --out lindorm://..., or drop target.write_time to load files (the cells then carry the load's time)", path))
 }

@@ -55,7 +55,7 @@ func (inv *invocation) openSource(ctx context.Context, uri string, schema pipeli
 // the command's options.
 func (inv *invocation) sourceInput(schema pipeline.SourceSchema, workers int, logger *zap.Logger) source.Input {
 	return source.Input{Schema: schema, Getenv: inv.getenv, Stdin: inv.stdin, StdinTerminal: isTerminal(inv.stdin),
-		Workers: workers, WriteTimes: inv.sourceWriteTimes, ParseSize: transform.ParseSize, Memory: inv.sourceMemory, Logger: logger}
+		Workers: workers, WriteTimes: inv.sourceWriteTimes, CellWriteTimes: inv.sourceCellTimes, ParseSize: transform.ParseSize, Memory: inv.sourceMemory, Logger: logger}
 }
 
 // sampleRows reads a spread sample from the source, when it can, and applies the mapping to it.

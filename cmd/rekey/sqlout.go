@@ -18,6 +18,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/source/cassandra"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
@@ -49,9 +50,15 @@ func (inv *invocation) openSQLTarget(ctx context.Context, uri string, prog *tran
 		return nil, nil, usageError(err)
 	}
 	if t.CellTimestamps {
-		// a copy's rows carry no write time: the cells would get the server's time, which is
-		// what happens without the parameter
-		return nil, nil, usageError(fmt.Errorf("--out %s: write_time applies to replicate (each event's Cassandra write time); a copy has none: drop the parameter for migrate", t.Redacted))
+		// the write times of a copy are the mapping's to carry (target.write_time): the
+		// parameter alone would write the server's time, as without it
+		return nil, nil, usageError(fmt.Errorf("--out %s: write_time applies to replicate (each event's Cassandra write time); a copy has none of its own: it carries the cells' write times when the mapping says target.write_time: true; drop the parameter for migrate", t.Redacted))
+	}
+	if prog.WriteTime() {
+		if t.Dialect != sqlsink.Lindorm {
+			return nil, nil, usageError(fmt.Errorf("--out %s: the mapping's target.write_time writes Lindorm cell timestamps; a %s row has none: drop target.write_time, or write to lindorm://", t.Redacted, t.Dialect.Name))
+		}
+		t.CellTimestamps = true // every upsert carries its cells' write time (_l_ts_)
 	}
 	if conns < 1 {
 		return nil, nil, usageError(fmt.Errorf("--sql-conns %d: want at least 1", conns))
@@ -143,17 +150,17 @@ type sqlDest struct{ table, state string }
 func sqlOutcome(stdout io.Writer, f *migrateFlags, src pipeline.Source, w *sqlsink.Writer, d sqlDest, res pipeline.Result, runErr error, st store.Store) error {
 	dest, state := d.table, d.state
 	if errors.Is(runErr, runner.ErrInterrupted) {
-		printSQLSummary(stdout, "Migration interrupted (what is written so far)", res, w, dest, state, time.Time{})
+		printSQLSummary(stdout, "Migration interrupted (what is written so far)", res, w, src, dest, state, time.Time{})
 		return interrupted(fmt.Errorf("interrupted: %d rows written to %s; %s", res.RowsWritten, dest, resumeAfterInterrupt(src, "")))
 	}
 	if runErr != nil {
-		printSQLSummary(stdout, "Migration failed (what was checkpointed before the failure)", res, w, dest, state, time.Time{})
+		printSQLSummary(stdout, "Migration failed (what was checkpointed before the failure)", res, w, src, dest, state, time.Time{})
 		return runFailed(fmt.Errorf("migration failed: %w\n%s", runErr,
 			afterFailure(runErr, "once the cause is fixed, run the same command with --resume: it continues from the last checkpoint (rows after it are written again, harmlessly)",
 				"with --overwrite (a new checkpoint; the rows already written stay in the table, and those whose key the fix changes stay as extra rows)")))
 	}
 	since := nextSince(f.catchUp, res)
-	printSQLSummary(stdout, "Migration summary", res, w, dest, state, since)
+	printSQLSummary(stdout, "Migration summary", res, w, src, dest, state, since)
 	if !since.IsZero() {
 		// the same table and state folder: --overwrite starts a new checkpoint there, and the
 		// rows already in the table stay (writes are upserts)
@@ -172,8 +179,13 @@ func sqlOutcome(stdout io.Writer, f *migrateFlags, src pipeline.Source, w *sqlsi
 
 // printSQLSummary prints the summary of a run into a SQL table; nextSince (zero: none) is the
 // since= of the next catch-up.
-func printSQLSummary(w interface{ Write([]byte) (int, error) }, title string, res pipeline.Result, sw *sqlsink.Writer, dest, state string, nextSince time.Time) {
-	printSummary(w, title, res, summaryOut{label: "state", where: state, rejects: filepath.Join(state, output.RejectsFile), nextSince: nextSince})
+func printSQLSummary(w interface{ Write([]byte) (int, error) }, title string, res pipeline.Result, sw *sqlsink.Writer, src pipeline.Source, dest, state string, nextSince time.Time) {
+	out := summaryOut{label: "state", where: state, rejects: filepath.Join(state, output.RejectsFile), nextSince: nextSince}
+	if cs, ok := src.(*cassandra.Source); ok && sw.CellTimestamps() {
+		st := cs.CellTimeStats()
+		out.cells = &st
+	}
+	printSummary(w, title, res, out)
 	fmt.Fprintf(w, "  %-14s %s\n", "target", dest)
 	fmt.Fprintf(w, "  %-14s %d (%d retried after transient errors)\n", "statements", sw.Stats.Statements.Load(), sw.Stats.Retries.Load())
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/cassandra"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
@@ -67,6 +68,20 @@ type summaryOut struct {
 	plan    *pipeline.RegionPlan // the region plan of a files output; nil for a SQL table, which has no files
 	// nextSince is the since= of the next catch-up of a Cassandra source (nextSince), once complete
 	nextSince time.Time
+	// cells are the cell write times' counts of a source that carried them (target.write_time)
+	cells *cassandra.CellTimeStats
+}
+
+// cellTimeRows are the summary's lines about cells left out as expired and cells of another TTL.
+func cellTimeRows(c *cassandra.CellTimeStats) [][2]string {
+	if c == nil {
+		return nil
+	}
+	rows := [][2]string{{"cells expired", fmt.Sprintf("%d (write time + the table's TTL already past: left out, Lindorm would hide them; %d rows with no cell left, counted as skipped)", c.ExpiredCells, c.ExpiredRows)}}
+	if c.OtherTTL > 0 {
+		rows = append(rows, [2]string{"cells of another TTL", fmt.Sprintf("%d (a TTL of their own, or none, unlike the table's: written, and they expire at their write time + the table's TTL, as Lindorm SQL has no per-cell TTL)", c.OtherTTL)})
+	}
+	return rows
 }
 
 // filesOut is the summaryOut of an output of region files in st.
@@ -90,8 +105,13 @@ func printSummary(w io.Writer, title string, res pipeline.Result, out summaryOut
 	}
 	if s.RowsSkipped > 0 {
 		// neither written nor rejected: rows in = written + rejected + skipped
-		rows = append(rows, [2]string{"rows skipped (older than since=)", fmt.Sprintf("%d", s.RowsSkipped)})
+		why := "older than since="
+		if out.cells != nil {
+			why = "older than since=, or every cell expired"
+		}
+		rows = append(rows, [2]string{"rows skipped (" + why + ")", fmt.Sprintf("%d", s.RowsSkipped)})
 	}
+	rows = append(rows, cellTimeRows(out.cells)...)
 	codes := make([]string, 0, len(res.RejectCodes))
 	for c := range res.RejectCodes {
 		codes = append(codes, c)

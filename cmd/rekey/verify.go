@@ -242,6 +242,9 @@ func (f *verifyFlags) openRepair(cfg *verify.Config, prog *transform.Program) (*
 	if cfg.SourceOnce {
 		return nil, errRepairStdin
 	}
+	if prog.WriteTime() {
+		return nil, usageError(errRepairWriteTime(f.mapping, f.source))
+	}
 	repair, err := createRepairFile(f.repair, prog.Source())
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/cqlvalue"
+	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/verify"
 	"io"
 	"os"
@@ -176,6 +177,17 @@ func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFla
 	b.WriteString(repeats)
 	_, err := io.WriteString(out, b.String())
 	return err
+}
+
+// errRepairWriteTime refuses --repair for a mapping with target.write_time: the repair file
+// holds the rows' values, not their cells' write times, and a file source has none to give, so
+// the repair would write the cells at the time of the repair. Migrating again from the table
+// carries them; with write times it is safe to repeat: Lindorm shows a cell's newest timestamp,
+// so a copied cell never hides a newer write.
+func errRepairWriteTime(mapping, source string) error {
+	return fmt.Errorf("--repair: %s has target.write_time, and a repair file keeps the rows' values but not their cells' write times: "+
+		"migrate again from the table instead (rekey migrate -m %s --source %s --out lindorm://...): each cell is written at its write time, "+
+		"so the copy never hides a newer write in the table", mapping, mapping, sourceuri.Redact(source))
 }
 
 var errRepairStdin = errors.New("--repair reads the source a second time, for the rows to write: a source on stdin (file:-) can be read only once; give the source as a file")

@@ -24,6 +24,12 @@ type Transformer interface {
 	Reset()
 }
 
+// CellTimer is a Transformer that gives each row's cell write times (Row.Times): the worker
+// asks it for records that carry times (Record.Times).
+type CellTimer interface {
+	CellTimes(r *pipeline.Record, times []int64)
+}
+
 // RejectLimit aborts a run when too many rows are rejected: more than *Count rows (Count set;
 // 0 aborts at the first reject), or more than Percent of the rows read (Percent > 0, judged once
 // MinRowsForPercent rows have been read, so that a handful of rows never decides). The zero
@@ -290,6 +296,8 @@ type worker struct {
 	rows []pipeline.Row
 	recs []int // recs[i] is the index in the batch of rows[i]'s record
 	slab []pipeline.Value
+	// times: the rows' cell write times (Row.Times), laid out as slab
+	times []int64
 }
 
 func (r *Runner) newWorker() *worker {
@@ -310,7 +318,17 @@ func (w *worker) process(ctx context.Context, b *pipeline.Batch) error {
 		if rerr == nil {
 			out := w.slab[len(w.rows)*ncol : (len(w.rows)+1)*ncol]
 			if rerr = w.t.Apply(b, rec, out); rerr == nil {
-				w.rows = append(w.rows, pipeline.Row{Values: out, Region: cfg.Plan.Route(out[0])})
+				row := pipeline.Row{Values: out, Region: cfg.Plan.Route(out[0])}
+				if rec.Times != nil { // the type check only for records that carry times
+					if ct, ok := w.t.(CellTimer); ok {
+						if cap(w.times) < len(w.slab) {
+							w.times = make([]int64, len(w.slab))
+						}
+						row.Times = w.times[len(w.rows)*ncol : (len(w.rows)+1)*ncol]
+						ct.CellTimes(rec, row.Times)
+					}
+				}
+				w.rows = append(w.rows, row)
 				w.recs = append(w.recs, i)
 				continue
 			}

@@ -9,6 +9,7 @@ import (
 	"log"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,6 +83,9 @@ type Writer struct {
 	Stats  Stats
 	pool   sync.Pool // *applyState
 	shapes sync.Map  // set-column mask ("0110") -> *upsertShape of partial upserts
+	// execHook, when set (tests of Lindorm's dialect, which has no server in the tests), runs
+	// the statements instead of the server
+	execHook func(stmt string) error
 }
 
 type shard struct{ mu sync.Mutex }
@@ -218,6 +222,9 @@ func checkBackslashEscapes(ctx context.Context, db *sql.DB, d *Dialect) error {
 	return nil
 }
 
+// CellTimestamps tells whether the writes carry cell timestamps (Target.CellTimestamps).
+func (w *Writer) CellTimestamps() bool { return w.cfg.Target.CellTimestamps }
+
 // Table is the table written.
 func (w *Writer) Table() string { return w.cfg.Schema.Table }
 
@@ -245,22 +252,124 @@ type Op struct {
 
 // Write upserts rows (pipeline.Sink). Every row is written, or refused by the server and
 // returned as a reject (*pipeline.RowRejects), when Write returns: the rows are not retained.
+//
+// A copied row writes the cells it has: a null is left out of the statement, not written as a
+// NULL (which Lindorm, like Cassandra, keeps as a delete marker of the cell), so a copy leaves no
+// tombstones and does not clear a value the table already holds. A row whose cells carry write
+// times (Row.Times, with the target's CellTimestamps) is written as one upsert per distinct
+// write time, of the cells of that time, each with its timestamp.
 func (w *Writer) Write(ctx context.Context, rows []pipeline.Row) error {
 	a := w.state()
 	defer w.pool.Put(a)
 	a.ops = a.ops[:0]
+	a.opRow = a.opRow[:0]
 	a.changes = false
+	a.pieces = false
+	keyLen, ncol := w.st.schema.KeyLen, len(w.st.schema.Columns)
+	times := w.cfg.Target.CellTimestamps
+	// the masks of the rows written in parts, in one slab: counted first, so that the ops'
+	// Set slices never move
+	parts := 0
+	a.groups = a.groups[:0]
 	for i := range rows {
-		a.ops = append(a.ops, Op{Values: rows[i].Values})
+		n := cellGroups(rows[i], keyLen, times)
+		a.groups = append(a.groups, n)
+		parts += n
+	}
+	if need := parts * ncol; cap(a.masks) < need {
+		a.masks = make([]bool, need)
+	}
+	masks := a.masks[:parts*ncol]
+	clear(masks)
+	for i := range rows {
+		r := rows[i]
+		if a.groups[i] == 0 {
+			a.ops = append(a.ops, Op{Values: r.Values})
+			a.opRow = append(a.opRow, i)
+			continue
+		}
+		a.pieces = true
+		first := len(a.ops)
+		for c := keyLen; c < ncol; c++ {
+			if r.Values[c].IsNull() {
+				continue
+			}
+			var ts int64
+			if times && r.Times != nil {
+				ts = r.Times[c]
+			}
+			j := first
+			for j < len(a.ops) && a.ops[j].Timestamp != ts {
+				j++
+			}
+			if j == len(a.ops) {
+				set := masks[:ncol:ncol]
+				masks = masks[ncol:]
+				for k := range keyLen {
+					set[k] = true
+				}
+				a.ops = append(a.ops, Op{Values: r.Values, Set: set, Timestamp: ts})
+				a.opRow = append(a.opRow, i)
+			}
+			a.ops[j].Set[c] = true
+		}
 	}
 	rej, err := w.apply(ctx, a)
 	if err != nil {
 		return err
 	}
-	if len(rej) > 0 {
-		return &pipeline.RowRejects{Rows: rej}
+	if len(rej) == 0 {
+		return nil
 	}
-	return nil
+	// rejects name rows, each once, however many statements it was written in
+	out := make([]pipeline.RowReject, 0, len(rej))
+	seen := map[int]bool{}
+	for _, r := range rej {
+		row := a.opRow[r.Index]
+		if !seen[row] {
+			seen[row] = true
+			out = append(out, pipeline.RowReject{Index: row, Err: r.Err})
+		}
+	}
+	slices.SortFunc(out, func(x, y pipeline.RowReject) int { return x.Index - y.Index })
+	return &pipeline.RowRejects{Rows: out}
+}
+
+// cellGroups tells in how many upserts a copied row is written: 0 when it is one upsert of the
+// whole row (no null, no cell write times), else one per distinct write time of its non-null
+// cells (one when no times are carried). A row with no non-null cell at all is written whole:
+// the transform refuses key-only rows before they get here.
+func cellGroups(r pipeline.Row, keyLen int, times bool) int {
+	nulls := false
+	for _, v := range r.Values[keyLen:] {
+		if v.IsNull() {
+			nulls = true
+			break
+		}
+	}
+	if !times || r.Times == nil {
+		if !nulls || pipeline.AllNull(r.Values[keyLen:]) {
+			return 0
+		}
+		return 1
+	}
+	n := 0
+	for c := keyLen; c < len(r.Values); c++ {
+		if r.Values[c].IsNull() {
+			continue
+		}
+		dup := false
+		for d := keyLen; d < c; d++ {
+			if !r.Values[d].IsNull() && r.Times[d] == r.Times[c] {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			n++
+		}
+	}
+	return n
 }
 
 // Commit has nothing to do: Write returns only once its statements succeeded.
@@ -294,7 +403,7 @@ func (w *Writer) Apply(ctx context.Context, ops []Op) ([]pipeline.RowReject, err
 			end++
 		}
 		a.ops = append(a.ops[:0], ops[start:end]...)
-		a.changes = true
+		a.changes, a.pieces = true, false
 		rej, err := w.apply(ctx, a)
 		if err != nil {
 			return nil, err
@@ -375,6 +484,12 @@ type applyState struct {
 	// no value but NULL are cell deletes: empty[i] marks those
 	changes bool
 	empty   []bool
+	// pieces: Write's copied rows were split into upserts of some columns (nulls left out, or
+	// cells of one write time each); opRow[i] is the row of ops[i], masks the ops' Set slab
+	pieces bool
+	opRow  []int
+	masks  []bool
+	groups []int // Write: each row's cellGroups
 }
 
 func (w *Writer) state() *applyState {
@@ -427,6 +542,9 @@ func (w *Writer) apply(ctx context.Context, a *applyState) ([]pipeline.RowReject
 	}
 	if len(rejects) > 0 {
 		w.Stats.Rejected.Add(int64(len(rejects)))
+		if a.pieces {
+			dropRejectedRows(a, rejects)
+		}
 	}
 	var wg sync.WaitGroup
 	var firstErr error
@@ -459,6 +577,18 @@ func (w *Writer) apply(ctx context.Context, a *applyState) ([]pipeline.RowReject
 	return rejects, nil
 }
 
+// dropRejectedRows takes out of the shards the other upserts of the copied rows that have an
+// upsert rejected: a row is written whole or rejected, never in part.
+func dropRejectedRows(a *applyState, rejects []pipeline.RowReject) {
+	bad := make(map[int]bool, len(rejects))
+	for _, r := range rejects {
+		bad[a.opRow[r.Index]] = true
+	}
+	for s, idx := range a.shards {
+		a.shards[s] = slices.DeleteFunc(idx, func(i int) bool { return bad[a.opRow[i]] })
+	}
+}
+
 // keyHash spreads keys over the shards.
 func keyHash(key []pipeline.Value) uint64 {
 	var h uint64 = 0x9e3779b97f4a7c15
@@ -476,7 +606,7 @@ func keyHash(key []pipeline.Value) uint64 {
 // runShard runs one shard's ops in order. Copied rows (Write) go in statements within the size
 // limits; changes (Apply) go in pieces (runPieces).
 func (w *Writer) runShard(ctx context.Context, a *applyState, idx []int) ([]pipeline.RowReject, error) {
-	if a.changes {
+	if a.changes || a.pieces {
 		return w.runPieces(ctx, a, idx)
 	}
 	run := idx
@@ -497,7 +627,11 @@ func (w *Writer) runPieces(ctx context.Context, a *applyState, idx []int) ([]pip
 	var rejects []pipeline.RowReject
 	var order []string // group names in first-appearance order: "D" deletes, else the set mask
 	groups := map[string][]int{}
-	seen := map[string]struct{}{}
+	// seen: the keys of the piece, each with the copied row it came from (-1: a change): the
+	// upserts of one copied row write distinct cells, and need no order among them
+	seen := map[string]int{}
+	// a copy's upserts of several write times go in statements of one time each
+	byTime := a.pieces && w.cfg.Target.CellTimestamps
 	flush := func() error {
 		for _, m := range order {
 			g := groups[m]
@@ -506,7 +640,8 @@ func (w *Writer) runPieces(ctx context.Context, a *applyState, idx []int) ([]pip
 			slices.SortFunc(g, func(i, j int) int { return w.st.schema.CompareKeys(a.ops[i].Values, a.ops[j].Values) })
 			var shape *upsertShape // nil: deletes
 			if m != "D" {
-				shape = w.shape(m, a.ops[g[0]].Set)
+				mask, _, _ := strings.Cut(m, "@")
+				shape = w.shape(mask, a.ops[g[0]].Set)
 			}
 			rej, err := w.runBatch(ctx, a, g, shape)
 			if err != nil {
@@ -528,18 +663,26 @@ func (w *Writer) runPieces(ctx context.Context, a *applyState, idx []int) ([]pip
 	for _, i := range idx {
 		op := &a.ops[i]
 		k := keyString(op.Values[:w.st.schema.KeyLen])
-		if _, ok := seen[k]; ok {
+		row := -1
+		if a.pieces {
+			row = a.opRow[i]
+		}
+		if r, ok := seen[k]; ok && (r < 0 || r != row) {
 			if err := flush(); err != nil {
 				return nil, err
 			}
 		}
-		seen[k] = struct{}{}
+		seen[k] = row
 		mask = mask[:0]
 		if op.Delete {
 			mask = append(mask, 'D')
 		}
 		for _, s := range op.Set {
 			mask = append(mask, '0'+b2i(s))
+		}
+		if byTime {
+			mask = append(mask, '@')
+			mask = strconv.AppendInt(mask, op.Timestamp, 10)
 		}
 		m := string(mask)
 		if _, ok := groups[m]; !ok {
@@ -691,8 +834,9 @@ func keyString(v []pipeline.Value) string {
 // MaxRows and MaxBytes.
 func (w *Writer) runBatch(ctx context.Context, a *applyState, run []int, shape *upsertShape) ([]pipeline.RowReject, error) {
 	del := shape == nil
-	if del && !w.st.d.BatchDeletes || w.cfg.Target.CellTimestamps {
-		// one statement per change: a statement carries one cell timestamp
+	if del && !w.st.d.BatchDeletes || w.cfg.Target.CellTimestamps && !a.pieces {
+		// one statement per change: a statement carries one cell timestamp (a copy's upserts
+		// come in runs of one write time: runPieces)
 		var rejects []pipeline.RowReject
 		for _, i := range run {
 			rej, err := w.exec(ctx, a, []int{i}, shape)
@@ -755,7 +899,7 @@ func (w *Writer) exec(ctx context.Context, a *applyState, ops []int, shape *upse
 		buf := w.st.upsert(make([]byte, 0, len(shape.head)+len(shape.tail)+len(tuples)*(len(tuples[0])+1)), shape, tuples)
 		stmt = unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is this statement's alone and never changed
 	}
-	if len(ops) == 1 {
+	if len(ops) == 1 || a.pieces {
 		stmt = w.withTimestamp(stmt, a.ops[ops[0]].Timestamp)
 	}
 	err := w.run(ctx, kind, len(ops), stmt)
@@ -790,7 +934,12 @@ func (w *Writer) exec(ctx context.Context, a *applyState, ops []int, shape *upse
 // run executes a statement, retrying transient errors.
 func (w *Writer) run(ctx context.Context, kind string, rows int, stmt string) error {
 	return w.retry(ctx, kind, rows, func() error {
-		_, err := w.db.ExecContext(ctx, stmt)
+		var err error
+		if w.execHook != nil {
+			err = w.execHook(stmt)
+		} else {
+			_, err = w.db.ExecContext(ctx, stmt)
+		}
 		if err == nil {
 			w.Stats.Bytes.Add(int64(len(stmt)))
 		}

@@ -57,6 +57,11 @@ type Config struct {
 	// as well as Cassandra knows it (rekey report's write order). Rows without a set regular
 	// cell (a key-only table) have none. It reads one writetime() per regular column.
 	RowWriteTimes bool
+	// CellWriteTimes makes every record carry the write time of each regular and static cell
+	// it reads (Record.Times, epoch milliseconds: WRITETIME()'s microseconds floored), for a
+	// mapping that writes them as the target's cell timestamps. Non-frozen collections have
+	// no single write time: their columns get none (the writer's time).
+	CellWriteTimes bool
 	// Columns, when set, are the columns to read, in this order: records then follow it instead
 	// of the whole table (Source.Schema). Each must be a column of the table (or a writetime_ /
 	// ttl_ column) with the same CQL type. Empty: every column of the table.

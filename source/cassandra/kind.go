@@ -160,5 +160,6 @@ func CommandConfig(uri, table string, in source.Input) (Config, error) {
 		cfg.Workers = in.Workers // --workers: ranges read at once
 	}
 	cfg.RowWriteTimes = in.WriteTimes
+	cfg.CellWriteTimes = in.CellWriteTimes
 	return cfg, nil
 }

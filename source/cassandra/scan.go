@@ -311,7 +311,7 @@ func (s *Source) readRange(parent context.Context, r Range, st pipeline.StreamSt
 				res.iter.Close()
 				return err
 			}
-			pd = newPageDecoder(decs, &s.pages, len(s.sel.dating), s.sinceMicros())
+			pd = newPageDecoder(decs, &s.pages, len(s.sel.dating), s.sinceMicros()).withCells(s.sel.cells, &s.expiry)
 			pd.rowTimes = s.cfg.RowWriteTimes && len(s.sel.dating) > 0
 		}
 		recs, skipped, release, err := pd.decodePage(res.iter, rows)
@@ -410,8 +410,8 @@ func (s *Source) decoders(cols []gocql.ColumnInfo) ([]*colDecoder, error) {
 }
 
 func (s *Source) compileDecoders(cols []gocql.ColumnInfo) ([]*colDecoder, error) {
-	if len(cols) != len(s.sel.schema)+len(s.sel.dating) {
-		return nil, fmt.Errorf("the scan returned %d columns, want %d (%s)", len(cols), len(s.sel.schema)+len(s.sel.dating),
+	if len(cols) != len(s.sel.schema)+len(s.sel.dating)+2*len(s.sel.cells) {
+		return nil, fmt.Errorf("the scan returned %d columns, want %d (%s)", len(cols), len(s.sel.schema)+len(s.sel.dating)+2*len(s.sel.cells),
 			strings.Join(append(s.sel.schema.Names(), s.sel.dating...), ", "))
 	}
 	decs := make([]*colDecoder, len(s.sel.schema))
@@ -454,6 +454,12 @@ type pageDecoder struct {
 	rowTimes bool
 	earliest int64
 	times    []int64 // the last page's write times, with rowTimes (in its page memory)
+	// cells: the record columns whose writetime() and ttl() follow the dating ones
+	// (Record.Times); ctimes is the current row's Times, cttls its cells' TTL() (0: none)
+	cells  []int
+	ctimes []int64
+	cttls  []int32
+	expiry *expiry
 }
 
 // pageMem is the memory of one page's records: their values and the bytes of their strings.
@@ -463,7 +469,9 @@ type pageMem struct {
 	slab  []pipeline.Value
 	recs  []pipeline.Record
 	times []int64 // with rowTimes: each record's write time (epoch ms)
-	arena arena
+	// ctimes: with cells, each record's cell write times (Record.Times)
+	ctimes []int64
+	arena  arena
 }
 
 type colSink struct {
@@ -531,6 +539,35 @@ func (d datingSink) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
 	return nil
 }
 
+// cellSink puts a cell's writetime() (ttl: its ttl(), seconds left) into the row's Times (TTLs);
+// null, the cell not set or without a TTL, is 0.
+type cellSink struct {
+	pd  *pageDecoder
+	i   int
+	ttl bool
+}
+
+func (c cellSink) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
+	fn, size := "writetime", 8
+	if c.ttl {
+		fn, size = "ttl", 4
+	}
+	if data != nil && len(data) != size {
+		return fmt.Errorf("%s() returned %d bytes, want %d", fn, len(data), size)
+	}
+	switch {
+	case c.ttl && data == nil:
+		c.pd.cttls[c.i] = 0
+	case c.ttl:
+		c.pd.cttls[c.i] = int32(binary.BigEndian.Uint32(data))
+	case data == nil:
+		c.pd.ctimes[c.i] = 0
+	default:
+		c.pd.ctimes[c.i] = microsToMillis(int64(binary.BigEndian.Uint64(data)))
+	}
+	return nil
+}
+
 // newPageDecoder returns a decoder taking page memory from pool (nil: no reuse). dating
 // writetime() columns follow the decoded ones; rows whose newest is older than since
 // (microseconds; 0: none) are skipped.
@@ -552,6 +589,18 @@ func newPageDecoder(decs []*colDecoder, pool *sync.Pool, dating int, since int64
 	}
 	for range dating {
 		pd.dests = append(pd.dests, datingSink{pd})
+	}
+	return pd
+}
+
+// withCells makes the decoder read the cells' writetime()s after the dating ones.
+func (pd *pageDecoder) withCells(cells []int, ex *expiry) *pageDecoder {
+	pd.cells, pd.expiry = cells, ex
+	if cells != nil {
+		pd.cttls = make([]int32, len(pd.decs))
+	}
+	for _, i := range cells {
+		pd.dests = append(pd.dests, cellSink{pd, i, false}, cellSink{pd, i, true})
 	}
 	return pd
 }
@@ -604,9 +653,20 @@ func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline
 	}
 	pd.mem = mem
 	slab, recs, times := mem.slab[:n*ncol], mem.recs[:0], mem.times[:0]
+	var ctimes []int64
+	if pd.cells != nil {
+		if cap(mem.ctimes) < n*ncol {
+			mem.ctimes = make([]int64, n*ncol)
+		}
+		ctimes = mem.ctimes[:n*ncol]
+		clear(ctimes)
+	}
 	for i := 0; i < n; i++ {
 		k := len(recs) // a skipped row's values are overwritten by the next row's
 		pd.vals = slab[k*ncol : (k+1)*ncol : (k+1)*ncol]
+		if ctimes != nil {
+			pd.ctimes = ctimes[k*ncol : (k+1)*ncol : (k+1)*ncol]
+		}
 		pd.rowErr, pd.newest, pd.earliest = nil, -1, -1
 		if !iter.Scan(pd.dests...) {
 			break
@@ -618,7 +678,11 @@ func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline
 		if pd.tuples != nil {
 			pd.finishTuples()
 		}
-		recs = append(recs, pipeline.Record{Values: pd.vals, Seq: seq0 + int64(i), Err: pd.rowErr})
+		if pd.cells != nil && pd.expiry.row(pd.vals, pd.ctimes, pd.cttls, pd.cells) {
+			skipped++ // every cell it had is past the target's TTL
+			continue
+		}
+		recs = append(recs, pipeline.Record{Values: pd.vals, Seq: seq0 + int64(i), Err: pd.rowErr, Times: pd.ctimes})
 		if pd.rowTimes {
 			wt := int64(math.MinInt64) // no regular cell set: no write time
 			if pd.earliest >= 0 {
@@ -628,7 +692,7 @@ func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline
 		}
 	}
 	mem.times, pd.times = times, times
-	pd.vals, pd.mem = nil, nil
+	pd.vals, pd.mem, pd.ctimes = nil, nil, nil
 	release = func() {
 		mem.arena.reset() // slab and records are overwritten by the next page
 		pd.pool.Put(mem)
@@ -690,7 +754,7 @@ func (s *Source) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, er
 				return
 			}
 			// the sample draws split keys from every row, older than since or not
-			pd := newPageDecoder(decs, nil, len(s.sel.dating), 0)
+			pd := newPageDecoder(decs, nil, len(s.sel.dating), 0).withCells(s.sel.cells, &expiry{ttl: s.expiry.ttl, now: s.expiry.now, untimed: s.expiry.untimed})
 			pd.rowTimes = s.RowWriteTimes()
 			recs, _, _, err := pd.decodePage(iter, 0) // kept: not released
 			if err != nil {

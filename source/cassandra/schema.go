@@ -27,6 +27,9 @@ type Column struct {
 type Table struct {
 	Keyspace, Name string
 	Columns        []Column
+	// DefaultTTL is the table's default_time_to_live in seconds (0: none): the TTL of every cell
+	// written without one of its own.
+	DefaultTTL int
 }
 
 // PartitionKey lists the partition key columns in order.
@@ -103,6 +106,11 @@ func readSchema(ctx context.Context, sess *gocql.Session, ks, name string) (*Tab
 		}
 	}
 	t := &Table{Keyspace: ks, Name: name}
+	if !contains(tables, name) {
+		// a materialized view: its TTL is its base table's
+	} else if err := q(`SELECT default_time_to_live FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`, ks, name).Scan(&t.DefaultTTL); err != nil {
+		return nil, fmt.Errorf("read system_schema.tables: %w", err)
+	}
 	var c Column
 	var order string
 	iter = q(`SELECT column_name, kind, position, type, clustering_order FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?`, ks, name).Iter()
@@ -171,6 +179,28 @@ type selection struct {
 	// dating are writetime() expressions read after the columns above, not part of records: a
 	// row's newest one decides whether it is older than Config.Since.
 	dating []string
+	// cells are the record columns whose writetime() and ttl() are read after dating
+	// (cellTimes), for Config.CellWriteTimes
+	cells []int
+	// untimed are the other non-key record columns (non-frozen collections): a row holding one
+	// of them is not expired with its timed cells
+	untimed []int
+}
+
+// cellTimes makes the scan read writetime() of every selected regular and static column that
+// has one (not the pseudo-columns, not non-frozen collections), for Record.Times.
+func (sel *selection) cellTimes(t *Table) {
+	for i, col := range sel.schema {
+		c, ok := t.Column(col.Name)
+		if !ok || sel.types[i] == "" || c.Kind == "partition_key" || c.Kind == "clustering" {
+			continue
+		}
+		if isMultiCell(c.Type) {
+			sel.untimed = append(sel.untimed, i)
+			continue
+		}
+		sel.cells = append(sel.cells, i)
+	}
 }
 
 // dateRows makes the scan read writetime() of every regular and static column that has one
@@ -277,6 +307,9 @@ func (sel *selection) statement(t *Table) string {
 	}
 	tk := "token(" + strings.Join(q, ", ") + ")"
 	exprs := append(slices.Clip(sel.exprs), sel.dating...)
+	for _, i := range sel.cells {
+		exprs = append(exprs, "writetime("+sel.exprs[i]+")", "ttl("+sel.exprs[i]+")")
+	}
 	return "SELECT " + strings.Join(exprs, ", ") + " FROM " + quoteIdent(t.Keyspace) + "." + quoteIdent(t.Name) +
 		" WHERE " + tk + " > ? AND " + tk + " <= ?"
 }

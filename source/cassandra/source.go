@@ -62,6 +62,8 @@ type Source struct {
 	// wtRefused is why the server refused the rows' WRITETIME() (Config.RowWriteTimes), nil
 	// when it did not
 	wtRefused error
+	// expiry judges cells by their write times against the table's TTL (Config.CellWriteTimes)
+	expiry expiry
 }
 
 var (
@@ -171,6 +173,10 @@ func (s *Source) init(ctx context.Context) error {
 	}
 	if !s.cfg.Since.IsZero() || s.cfg.RowWriteTimes {
 		s.sel.dateRows(t)
+	}
+	if s.cfg.CellWriteTimes {
+		s.sel.cellTimes(t)
+		s.expiry = expiry{ttl: int64(t.DefaultTTL), now: time.Now, untimed: s.sel.untimed}
 	}
 	s.stmt = s.sel.statement(t)
 	if err := s.readRing(ctx); err != nil {
@@ -304,6 +310,9 @@ func (s *Source) Schema() pipeline.SourceSchema { return s.sel.schema }
 
 // Table is the table's schema as system_schema describes it.
 func (s *Source) Table() *Table { return s.table }
+
+// DefaultTTL is the table's default_time_to_live in seconds (0: none), for the target's TTL.
+func (s *Source) DefaultTTL() int { return s.table.DefaultTTL }
 
 // SchemaOf names the table: "keyspace.table".
 func (s *Source) SchemaOf() string { return s.table.Keyspace + "." + s.table.Name }

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/source/cassandra/cassandratest"
+	"github.com/rekey/rekey/source/cassandra/cqltest"
+)
+
+const writeTimeMapping = `version: 1
+source:
+  name: wt.cells
+target:
+  table: cells
+  primary_key: "[id]"
+  write_time: true
+`
+
+// target.write_time goes where a cell timestamp can be written, and is refused, saying why and
+// what to do, where it cannot: bulk-load files (a job stamps every cell with one timestamp),
+// a MySQL table (no cell timestamps), a source without cell write times (a file), verify
+// --repair (its file keeps values, not write times); the write_time parameter of a SQL URI
+// stays replicate's.
+func TestWriteTimeRefusedWhereItCannotGo(t *testing.T) {
+	cas := cassandratest.Open(t)
+	if err := cas.CreateTable("wt", "cells", []cqltest.Column{{Name: "id", Type: "int"}, {Name: "a", Type: "text"}}, []string{"id"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cas.InsertMany("wt", "cells", 3, func(i int, row map[string]any) error {
+		row["id"], row["a"] = i, fmt.Sprint("a", i)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mapping := writeFile(t, dir, "m.yaml", writeTimeMapping)
+	csv := writeFile(t, dir, "in.csv", "id,a\n1,x\n")
+	fileMapping := writeFile(t, dir, "f.yaml", strings.Replace(writeTimeMapping, "  name: wt.cells\n", "  name: in\n  columns:\n    id: int\n    a: text\n", 1))
+	source := cas.URI("wt", "cells", "")
+	srv, _ := sqlServer(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+		code int // 0: exitUsage
+	}{
+		{"files", []string{"migrate", "-m", mapping, "--source", source, "--out", filepath.Join(dir, "out")}, "a bulkload job stamps every cell with one timestamp", 0},
+		{"mysql", []string{"migrate", "-m", mapping, "--source", source, "--out", srv.URI("")}, "a mysql row has none", 0},
+		{"uri parameter", []string{"migrate", "-m", mapping, "--source", source, "--out", "lindorm://u@127.0.0.1:1/db?write_time=true"}, "it carries the cells' write times when the mapping says target.write_time", 0},
+		{"file source", []string{"migrate", "-m", fileMapping, "--source", "file:" + csv, "--out", filepath.Join(dir, "out2")}, "has none: read a cassandra:// table", 0},
+		{"repair", []string{"verify", "-m", mapping, "--source", source, "--target", filepath.Join(dir, "none"), "--repair", filepath.Join(dir, "r.jsonl")}, "a repair file keeps the rows' values but not their cells' write times", exitVerifyFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := tc.code
+			if want == 0 {
+				want = exitUsage
+			}
+			code, out, errs := runCLI(t, tc.args...)
+			if code != want || !strings.Contains(out+errs, tc.want) {
+				t.Errorf("exit %d, want %d with %q\n%s%s", code, want, tc.want, out, errs)
+			}
+		})
+	}
+	// replicate carries the events' write times with it (as ?write_time=true does), into Lindorm
+	kafkaMapping := writeFile(t, dir, "k.yaml", strings.Replace(writeTimeMapping, "  name: wt.cells\n", "  name: cdc.wt.cells\n  columns:\n    id: int\n    a: text\n", 1))
+	for _, tc := range []struct{ name, source, out, want string }{
+		{"replicate into files", "kafka://127.0.0.1:1/t?group=g&format=debezium", filepath.Join(dir, "rolls"), "a bulkload job stamps every cell with one timestamp"},
+		{"replicate into mysql", "kafka://127.0.0.1:1/t?group=g&format=debezium", srv.URI(""), "a mysql row has none"},
+		{"replicate of json", "kafka://127.0.0.1:1/t?group=g&format=json", "lindorm://u@127.0.0.1:1/db", "use format=debezium"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, "replicate", "-m", kafkaMapping, "--source", tc.source, "--out", tc.out, "--state", filepath.Join(dir, "state"), "--progress", "never")
+			if code != exitUsage || !strings.Contains(out+errs, tc.want) {
+				t.Errorf("exit %d, want %d with %q\n%s%s", code, exitUsage, tc.want, out, errs)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+		t.Error("the refused migrate created its output")
+	}
+}
+
+// A Cassandra table's default_time_to_live becomes the Lindorm table's TTL in ddl.sql (with or
+// without write times: without them the cells carry the load's time and the TTL counts from it).
+func TestTableTTLInTheDDLRealNode(t *testing.T) {
+	cas := cassandratest.Open(t)
+	sess := cas.Session(t)
+	for _, s := range []string{
+		`CREATE KEYSPACE IF NOT EXISTS wt WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`,
+		`DROP TABLE IF EXISTS wt.ttl`,
+		`CREATE TABLE wt.ttl (id int PRIMARY KEY, a text) WITH default_time_to_live = 86400`,
+		`INSERT INTO wt.ttl (id, a) VALUES (1, 'x')`,
+	} {
+		if err := sess.Query(s).Exec(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	mapping := writeFile(t, dir, "m.yaml", strings.Replace(strings.Replace(writeTimeMapping, "wt.cells", "wt.ttl", 1), "  write_time: true\n", "", 1))
+	out := filepath.Join(dir, "out")
+	mustRun(t, "migrate", "-m", mapping, "--source", cas.URI("wt", "ttl", ""), "--out", out, "--progress", "never")
+	ddl, err := os.ReadFile(filepath.Join(out, "ddl.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ddl), "TTL='86400'") {
+		t.Errorf("ddl.sql has no TTL='86400':\n%s", ddl)
+	}
+	check := mustRun(t, "check", "-m", mapping, "--source", cas.URI("wt", "ttl", ""))
+	if !strings.Contains(check, "TTL='86400'") || !strings.Contains(check, "TTL plan: 86400 s, counted by Lindorm from each cell's timestamp, the time the cell is written (no target.write_time)") {
+		t.Errorf("check does not show the TTL and its plan:\n%s", check)
+	}
+	if ddl := mustRun(t, "ddl", "-m", mapping, "--source", cas.URI("wt", "ttl", "")); !strings.Contains(ddl, "TTL='86400'") {
+		t.Errorf("rekey ddl --source has no TTL:\n%s", ddl)
+	}
+}
