@@ -64,8 +64,10 @@ func TestCassandraKindsCopiedAndReplicated(t *testing.T) {
 	exec(`INSERT INTO ` + ks + `.st (p, c, v) VALUES (1, 2, 'b')`)
 	exec(`UPDATE ` + ks + `.st SET s = 'S2' WHERE p = 1`)
 	exec(`INSERT INTO ` + ks + `.st (p, c, s, v) VALUES (2, 9, 'T', 'z')`)
+	exec(`INSERT INTO ` + ks + `.st (p, s) VALUES (3, 'alone')`)
 	exec(`INSERT INTO ` + ks + `.col (p, l, st, m, fl, fm, tp) VALUES (1, ['a', 'b'], {3, 1}, {'k': 1, 'j': 2}, [3, 1, 2], {'x': 1}, (7, 't'))`)
 	exec(`INSERT INTO ` + ks + `.col (p, l, st, m, fl, fm, tp) VALUES (2, ['a'], {1}, {'k': 1}, [1], {'x': 1}, (1, 'u'))`)
+	exec(`INSERT INTO ` + ks + `.col (p, fl, tp) VALUES (3, [], (5, null))`)
 	exec(`UPDATE ` + ks + `.col SET l = l + ['c'], st = st + {9}, m['q'] = 4 WHERE p = 1`)
 	exec(`UPDATE ` + ks + `.col SET fl = [9], tp = (8, 'w') WHERE p = 2`)
 	data, _ := os.ReadFile(os.Getenv(debeziumLogEnv))
@@ -100,7 +102,8 @@ func TestCassandraKindsCopiedAndReplicated(t *testing.T) {
 		// the static cell on every row of its partition, with its last value
 		"st": {"1 1 S2 a", "1 2 S2 b", "2 9 T z"},
 		// collections and tuples as JSON text: lists in order, sets sorted, maps by key
-		"col": {`1 ["a","b","c"] [1,3,9] {"j":2,"k":1,"q":4} [3,1,2] {"x":1} [7,"t"]`, `2 ["a"] [1] {"k":1} [9] {"x":1} [8,"w"]`},
+		// (an empty frozen list is a value, an empty non-frozen one none; a tuple's null element null)
+		"col": {`1 ["a","b","c"] [1,3,9] {"j":2,"k":1,"q":4} [3,1,2] {"x":1} [7,"t"]`, `2 ["a"] [1] {"k":1} [9] {"x":1} [8,"w"]`, `3 NULL NULL NULL [] NULL [5,null]`},
 		// a counter's value as a BIGINT
 		"cnt": {"1 7", "2 -7"},
 		// a user-defined type as a JSON object, frozen or not
@@ -113,8 +116,13 @@ func TestCassandraKindsCopiedAndReplicated(t *testing.T) {
 		} else {
 			srv.Exec(t, mustRun(t, "ddl", "-m", m, "--dialect", srv.DDLDialect()))
 		}
-		mustRun(t, "migrate", "-m", m, "--source", cas.URI(ks, name, ""), "--out", srv.URI(""), "--sql-conns", conns,
+		code, out, errs := runCLI(t, "migrate", "-m", m, "--source", cas.URI(ks, name, ""), "--out", srv.URI(""), "--sql-conns", conns,
 			"--state", filepath.Join(dir, "state-"+name), "--progress", "never")
+		// the partition with the static cell alone reads as one row whose clustering column is
+		// null: no key, rejected
+		if wantCode := map[bool]int{true: 1}[name == "st"]; code != wantCode || name == "st" && !strings.Contains(out, "null_key     1") {
+			t.Errorf("migrate %s: exit %d, want %d\n%s%s", name, code, wantCode, out, errs)
+		}
 		if got := dumpTable(t, db, "SELECT * FROM copy_"+name+" ORDER BY 1, 2"); strings.Join(got, "\n") != strings.Join(copies[name], "\n") {
 			t.Errorf("copy of %s:\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(copies[name], "\n"))
 		}
@@ -126,7 +134,7 @@ func TestCassandraKindsCopiedAndReplicated(t *testing.T) {
 		"st": {"1 1 NULL a", "1 2 NULL b", "2 9 NULL z"},
 		// the INSERTs and the UPDATE of a frozen list and a tuple are applied; the UPDATE of the
 		// non-frozen collections of p=1 is rejected, so p=1 keeps what its INSERT wrote
-		"col": {`1 ["a","b"] [1,3] {"j":2,"k":1} [3,1,2] {"x":1} [7,"t"]`, `2 ["a"] [1] {"k":1} [9] {"x":1} [8,"w"]`},
+		"col": {`1 ["a","b"] [1,3] {"j":2,"k":1} [3,1,2] {"x":1} [7,"t"]`, `2 ["a"] [1] {"k":1} [9] {"x":1} [8,"w"]`, `3 NULL NULL NULL [] NULL [5,null]`},
 	}
 	for _, name := range []string{"st", "col"} {
 		m := mapping(name, "repl_"+name)
@@ -150,7 +158,7 @@ func TestCassandraKindsCopiedAndReplicated(t *testing.T) {
 	// a counter column in a replication's mapping is refused when it starts (exit 2)
 	code, out, errs := runCLI(t, "replicate", "-m", mapping("cnt", "repl_cnt"), "--source", "kafka://"+strings.Join(kc.Brokers, ",")+"/"+
 		os.Getenv(debeziumPrefixEnv)+"."+ks+".cnt?group=g&format=debezium", "--out", srv.URI(""), "--state", filepath.Join(dir, "repl-cnt"), "--progress", "never")
-	if code == 0 || !strings.Contains(out+errs, "is a Cassandra counter") {
+	if code != 2 || !strings.Contains(out+errs, "is a Cassandra counter") {
 		t.Errorf("replicate of a counter table: exit %d\n%s%s", code, out, errs)
 	}
 }

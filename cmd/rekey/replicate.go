@@ -305,7 +305,7 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 		Hooks:        inv.replicateHooks,
 	})
 	if err != nil {
-		if toSQL && !errors.Is(err, sqlsink.ErrTableMismatch) {
+		if toSQL && !errors.Is(err, sqlsink.ErrTableMismatch) && !errors.Is(err, kafka.ErrSchema) {
 			return runFailed(err)
 		}
 		return usageError(err)

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -172,8 +173,27 @@ func (c *commitLogs) repeats(file string, pos int64, key []byte) bool {
 	return false
 }
 
+// ErrSchema marks NewDecoder's refusals of a mapping's source columns (none, a type the format
+// cannot read, a counter from Debezium's Cassandra connector, an unknown keycol): the mapping or
+// the URI is to change, and the same command fails again.
+var ErrSchema = errors.New("kafka: the source columns do not fit the topic's format")
+
+// schemaError is a refusal of NewDecoder: its own message, and ErrSchema.
+type schemaError struct{ err error }
+
+func (e schemaError) Error() string   { return e.err.Error() }
+func (e schemaError) Unwrap() []error { return []error{e.err, ErrSchema} }
+
 // NewDecoder returns a decoder for the configured format into the schema's columns.
 func NewDecoder(cfg Config, schema pipeline.SourceSchema) (*Decoder, error) {
+	d, err := newDecoder(cfg, schema)
+	if err != nil {
+		return nil, schemaError{err}
+	}
+	return d, nil
+}
+
+func newDecoder(cfg Config, schema pipeline.SourceSchema) (*Decoder, error) {
 	if len(schema) == 0 {
 		return nil, fmt.Errorf("kafka: the mapping declares no source columns (source.columns)")
 	}
