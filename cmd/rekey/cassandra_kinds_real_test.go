@@ -67,7 +67,7 @@ func TestCassandraKindsCopiedAndReplicated(t *testing.T) {
 	exec(`INSERT INTO ` + ks + `.st (p, s) VALUES (3, 'alone')`)
 	exec(`INSERT INTO ` + ks + `.col (p, l, st, m, fl, fm, tp) VALUES (1, ['a', 'b'], {3, 1}, {'k': 1, 'j': 2}, [3, 1, 2], {'x': 1}, (7, 't'))`)
 	exec(`INSERT INTO ` + ks + `.col (p, l, st, m, fl, fm, tp) VALUES (2, ['a'], {1}, {'k': 1}, [1], {'x': 1}, (1, 'u'))`)
-	exec(`INSERT INTO ` + ks + `.col (p, fl, tp) VALUES (3, [], (5, null))`)
+	exec(`INSERT INTO ` + ks + `.col (p, l, fl, tp) VALUES (3, [], [], (5, null))`)
 	exec(`UPDATE ` + ks + `.col SET l = l + ['c'], st = st + {9}, m['q'] = 4 WHERE p = 1`)
 	exec(`UPDATE ` + ks + `.col SET fl = [9], tp = (8, 'w') WHERE p = 2`)
 	data, _ := os.ReadFile(os.Getenv(debeziumLogEnv))

@@ -680,6 +680,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			// Cassandra: the event carries the cells the mutation wrote, an INSERT's as an
 			// UPDATE's; the columns it does not name keep their values
 			ch.Set = partialSet(set, after)
+			d.emptyCollections(ch.Set, after)
 			if op == "u" {
 				if rerr := d.collectionUpdate(ch.Set); rerr != nil {
 					return append(dst, Change{Err: rerr})
@@ -745,6 +746,17 @@ func (d *Decoder) collectionUpdate(set []bool) *pipeline.RowError {
 		}
 	}
 	return nil
+}
+
+// emptyCollections makes null the empty non-frozen collections a Cassandra event sets: Cassandra
+// keeps no empty non-frozen collection (it reads back as null, and a copy writes null), while the
+// connector writes the cells the mutation held, none, as [] or {}.
+func (d *Decoder) emptyCollections(set []bool, vals []pipeline.Value) {
+	for i, on := range set {
+		if t := d.types[i]; on && t.Kind.IsCollection() && !t.Frozen && (vals[i].Str == "[]" || vals[i].Str == "{}") {
+			vals[i] = pipeline.Null
+		}
+	}
 }
 
 // cassandraEvent tells whether an event comes from Debezium's Cassandra connector: its

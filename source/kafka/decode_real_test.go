@@ -66,6 +66,8 @@ func TestDecodeRealCassandraConnectorEvents(t *testing.T) {
 // UPDATE's cell of a non-frozen collection holds only the elements the update wrote (the append
 // ['c'] alone, the put {'q': 4} alone, a whole new map as an element put, a removal as [""]): it
 // is rejected, naming the column; an UPDATE of a frozen collection writes it whole and is applied.
+// An empty non-frozen collection is null, as Cassandra holds it (and a copy reads it); an empty
+// frozen one is a value.
 func TestDecodeRealConnectorCollectionsAndTuples(t *testing.T) {
 	want := []string{
 		`upsert 1|["a","b"]|[1,3]|{"j":2,"k":1}|[3,1,2]|{"x":1}|[7,"t"] set all`,
@@ -73,6 +75,7 @@ func TestDecodeRealConnectorCollectionsAndTuples(t *testing.T) {
 		`reject collection_update m`,
 		`reject collection_update l`,
 		`upsert 1|~|~|~|[9]|~|~ set 1000100`,
+		`upsert 3|~|~|~|[]|~|[5,null] set 1100101`,
 	}
 	schema := pipeline.SourceSchema{{Name: "p", Type: "int"}, {Name: "l", Type: "list<text>"}, {Name: "st", Type: "set<int>"},
 		{Name: "m", Type: "map<text, int>"}, {Name: "fl", Type: "frozen<list<int>>"}, {Name: "fm", Type: "frozen<map<text, int>>"}, {Name: "tp", Type: "tuple<int, text>"}}
