@@ -9,9 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/rekey/rekey/internal/realpeers"
 	"github.com/rekey/rekey/internal/wait"
-	"github.com/rekey/rekey/source/cassandra/cassandratest"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
 
@@ -22,25 +20,12 @@ import (
 // both wrote with what Cassandra holds (docs/sources.md, "Counters, static columns, collections,
 // tuples, UDTs").
 func TestCassandraKindsCopiedAndReplicated(t *testing.T) {
-	if realpeers.Missing(t, debeziumEnv) {
-		t.Skipf("needs Debezium's Cassandra connector next to a real node (%s; bash deploy/dev/peers.sh start)", debeziumEnv)
-	}
-	cas := cassandratest.Open(t)
-	if !cas.Real() {
-		t.Fatalf("%s is set but %s is not: the connector reads a real node", debeziumEnv, cassandratest.HostsEnv)
-	}
-	kc := kafkatest.Start(t)
+	cas, kc := realConnector(t)
 	sess := cas.Session(t)
 	exec := func(stmt string) {
 		t.Helper()
 		if err := sess.Query(stmt).Exec(); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
-	connectorLogged := func(what string) func() bool {
-		return func() bool {
-			data, err := os.ReadFile(os.Getenv(debeziumLogEnv))
-			return err == nil && strings.Contains(string(data), what)
 		}
 	}
 	ks := fmt.Sprintf("kinds%d", rand.Uint32()%1e9)
