@@ -113,6 +113,9 @@ func TestCassandraKindsCopiedAndReplicated(t *testing.T) {
 		if got := dumpTable(t, db, "SELECT * FROM copy_"+name+" ORDER BY 1, 2"); strings.Join(got, "\n") != strings.Join(copies[name], "\n") {
 			t.Errorf("copy of %s:\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(copies[name], "\n"))
 		}
+		if code, out, errs := runCLI(t, "verify", "-m", m, "--source", cas.URI(ks, name, ""), "--target", srv.URI(""), "--progress", "never"); code != 0 || !strings.Contains(out, "EQUAL") {
+			t.Errorf("verify of the copy of %s: exit %d\n%s%s", name, code, out, errs)
+		}
 	}
 
 	// WRITETIME() of a non-frozen UDT is one time per field: refused as a column, naming it
@@ -146,6 +149,17 @@ func TestCassandraKindsCopiedAndReplicated(t *testing.T) {
 		}
 		if got := dumpTable(t, db, "SELECT * FROM repl_"+name+" ORDER BY 1, 2"); strings.Join(got, "\n") != strings.Join(repl[name], "\n") {
 			t.Errorf("replication of %s:\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(repl[name], "\n"))
+		}
+		// verify finds the rows the replication could not write; its repair file, migrated,
+		// writes them, and the table then equals the copy
+		repair := filepath.Join(dir, "repair-"+name+".jsonl")
+		code, out, errs := runCLI(t, "verify", "-m", m, "--source", cas.URI(ks, name, ""), "--target", srv.URI(""), "--repair", repair, "--progress", "never")
+		if wantDiffer := map[string]string{"st": "differ         3", "col": "differ         1"}[name]; code == 0 || !strings.Contains(out, wantDiffer) {
+			t.Errorf("verify of the replication of %s: exit %d, want %q\n%s%s", name, code, wantDiffer, out, errs)
+		}
+		mustRun(t, "migrate", "-m", m, "--source", "file:"+repair, "--out", srv.URI(""), "--sql-conns", conns, "--state", filepath.Join(dir, "repair-state-"+name), "--overwrite", "--progress", "never")
+		if got := dumpTable(t, db, "SELECT * FROM repl_"+name+" ORDER BY 1, 2"); strings.Join(got, "\n") != strings.Join(copies[name], "\n") {
+			t.Errorf("replication of %s repaired:\n%s\nwant the copy\n%s", name, strings.Join(got, "\n"), strings.Join(copies[name], "\n"))
 		}
 	}
 	// a counter column in a replication's mapping is refused when it starts (exit 2)
