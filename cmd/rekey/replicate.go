@@ -455,38 +455,28 @@ func markStart(cmd *cobra.Command, kcfg kafka.Config) error {
 	return nil
 }
 
-// replicationPlan is the directory's plan when it has one (the plan never changes for an
-// output directory), else the mapping's, placed from a sample of the retained messages when
-// the strategy needs one.
+// replicationPlan is the output's region plan (replicate.Plan), its failures told apart by exit
+// code: the output's state unreadable (3), an output holding something else (2), the topic not
+// opened (as a source that cannot be opened), the sample's own.
 func replicationPlan(ctx context.Context, f *replicateFlags, out store.Store, kcfg kafka.Config, p *transform.Program, logger *zap.Logger) (pipeline.RegionPlan, error) {
-	st, err := replicate.LoadStateFrom(ctx, out)
-	if err != nil {
-		return pipeline.RegionPlan{}, runFailed(err)
+	plan, err := replicate.Plan(ctx, replicate.PlanRequest{Store: out, Out: f.out, Kafka: kcfg, Program: p, Regions: f.regions, Logger: logger,
+		Sample: func(ctx context.Context, src pipeline.Source) (pipeline.RegionPlan, error) {
+			plan, _, err := planRegions(ctx, p, src, f.regions)
+			return plan, err
+		}})
+	var pe *replicate.PlanError
+	if !errors.As(err, &pe) {
+		return plan, err
 	}
-	if st != nil {
-		if f.regions > 0 && f.regions != st.Plan.Count() {
-			logger.Warn("--regions ignored: the output directory keeps the plan of its first start", zap.Int("regions", st.Plan.Count()))
-		}
-		return st.Plan, nil
+	switch pe.Step {
+	case replicate.StepState:
+		return plan, runFailed(pe.Err)
+	case replicate.StepOutput:
+		return plan, usageError(pe.Err)
+	case replicate.StepSource:
+		return plan, sourceOpenExit(pe.Err)
 	}
-	// before a sample of the topic: a folder holding a migration is refused at once
-	if err := output.CheckReplicationOutput(ctx, out, f.out); err != nil {
-		return pipeline.RegionPlan{}, usageError(err)
-	}
-	// count, split_keys, hash-prefix and bucket plans need no sample; quantile plans and
-	// regions.size (a count from the data size) are placed from the retained messages
-	if plan, err := p.PlanRegions(transform.RegionRequest{Count: f.regions}); err == nil &&
-		(plan.Strategy != "single" || p.RegionSize() == transform.DefaultRegionSize) {
-		return plan, nil
-	}
-	wcfg := kcfg
-	wcfg.Start, wcfg.Max = kafka.StartEarliest, 0
-	win, err := kafka.NewWindow(ctx, wcfg, p.Source(), logger.Named("source.kafka"))
-	if err != nil {
-		return pipeline.RegionPlan{}, sourceOpenExit(err)
-	}
-	plan, _, err := planRegions(ctx, p, win, f.regions)
-	return plan, err
+	return plan, pe.Err
 }
 
 // startStatus shows the replicator's status on w as progress does migrate's: in mode "bar" (a
