@@ -36,14 +36,7 @@ const (
 // columns, updates of some columns, cell deletes, TTL writes, row, partition, prefix and range
 // deletes); then verify of the table against Cassandra itself says EQUAL.
 func TestCDCFromTheRealConnector(t *testing.T) {
-	if realpeers.Missing(t, debeziumEnv) {
-		t.Skipf("needs Debezium's Cassandra connector next to a real node (%s; bash deploy/dev/peers.sh start)", debeziumEnv)
-	}
-	cas := cassandratest.Open(t)
-	if !cas.Real() {
-		t.Fatalf("%s is set but %s is not: the connector reads a real node", debeziumEnv, cassandratest.HostsEnv)
-	}
-	kc := kafkatest.Start(t)
+	cas, kc := realConnector(t)
 	cl := gocql.NewCluster(cas.Hosts()...)
 	cl.Timeout = 30 * time.Second
 	cl.Consistency = gocql.One
@@ -64,12 +57,6 @@ func TestCDCFromTheRealConnector(t *testing.T) {
 	// add (Cassandra5SchemaChangeListener.onKeyspaceCreated): its changes would never be read. So
 	// the keyspace first, then the table, each once the connector has taken the one before.
 	ks := fmt.Sprintf("cdc%d", rand.Uint32()%1e9)
-	connectorLogged := func(what string) func() bool {
-		return func() bool {
-			data, err := os.ReadFile(os.Getenv(debeziumLogEnv))
-			return err == nil && strings.Contains(string(data), what)
-		}
-	}
 	exec(`CREATE KEYSPACE ` + ks + ` WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`)
 	wait.For(t, connectorLogged("Added keyspace [CREATE KEYSPACE "+ks+" "), "the connector to add keyspace "+ks)
 	exec(`CREATE TABLE ` + ks + `.ev (a int, b int, c int, x text, y int, PRIMARY KEY ((a), b, c)) WITH cdc = true`)
@@ -250,6 +237,28 @@ func TestCDCFromTheRealConnector(t *testing.T) {
 		t.Errorf("the table holds %d rows, Cassandra %d:\n%s", len(got), len(live), strings.Join(got, "\n"))
 	}
 	t.Logf("%s", firstLine(out+errs, "EQUAL"))
+}
+
+// realConnector skips the test without Debezium's Cassandra connector (fails, when the tier
+// requires the real peers) and returns the real node it reads and the Kafka it publishes to.
+func realConnector(t *testing.T) (*cassandratest.Cluster, *kafkatest.Cluster) {
+	t.Helper()
+	if realpeers.Missing(t, debeziumEnv) {
+		t.Skipf("needs Debezium's Cassandra connector next to a real node (%s; bash deploy/dev/peers.sh start)", debeziumEnv)
+	}
+	cas := cassandratest.Open(t)
+	if !cas.Real() {
+		t.Fatalf("%s is set but %s is not: the connector reads a real node", debeziumEnv, cassandratest.HostsEnv)
+	}
+	return cas, kafkatest.Start(t)
+}
+
+// connectorLogged tells whether the connector's log holds what.
+func connectorLogged(what string) func() bool {
+	return func() bool {
+		data, err := os.ReadFile(os.Getenv(debeziumLogEnv))
+		return err == nil && strings.Contains(string(data), what)
+	}
 }
 
 // distinctEvents reads partition 0 of topic to its end: the end offset, and how many distinct

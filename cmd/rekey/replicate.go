@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -22,7 +20,9 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/formats"
+	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/sourceuri"
@@ -52,12 +52,8 @@ type replicateFlags struct {
 	sql          sqlFlags
 }
 
-func newReplicateCmd(inv *invocation) *cobra.Command {
-	f := &replicateFlags{}
-	cmd := &cobra.Command{
-		Use:   "replicate -m MAPPING --source 'kafka://HOST:PORT/TOPIC?group=G&format=json' --out DIR",
-		Short: "Continuous replication from Kafka: rewrite keys, roll region-split files, commit offsets when durable",
-		Long: `replicate consumes a Kafka topic as a member of a consumer group, rewrites every message's key with
+// replicateLong is replicate's --help text, before kafka.URIHelp.
+const replicateLong = `replicate consumes a Kafka topic as a member of a consumer group, rewrites every message's key with
 the mapping and writes region-split bulk-load files in rolls, plus DELETE statements for deletes:
 
   DIR/data/region-0003/p0002-<first offset>-<last offset>.parquet    upserts of partition 2 routed to region 3
@@ -120,15 +116,29 @@ The region plan comes from the mapping (count, split_keys, hash-prefix and bucke
 quantile plan (any other first key column) is placed from a sample of the messages the topic
 retains, taken at the first start; replicate.json keeps it for every later start.
 
-` + kafka.URIHelp,
-		Example: `  rekey replicate -m mappings/orders.yaml --source 'kafka://b1:9092,b2:9092/orders?group=rekey-orders&format=debezium' --out /data/orders
+`
+
+const replicateExample = `  rekey replicate -m mappings/orders.yaml --source 'kafka://b1:9092,b2:9092/orders?group=rekey-orders&format=debezium' --out /data/orders
   REKEY_KAFKA_PASSWORD=... rekey replicate -m mappings/orders.yaml \
     --source 'kafka://b1:9093/orders?group=g&sasl=scram-sha-512&user=rekey&tls=true&ca=/etc/ca.pem' \
-    --out /data/orders --roll-size 128MiB --roll-interval 5m --metrics-addr :9464`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runReplicate(cmd, inv, f) },
+    --out /data/orders --roll-size 128MiB --roll-interval 5m --metrics-addr :9464`
+
+func newReplicateCmd(inv *invocation) *cobra.Command {
+	f := &replicateFlags{}
+	cmd := &cobra.Command{
+		Use:     "replicate -m MAPPING --source 'kafka://HOST:PORT/TOPIC?group=G&format=json' --out DIR",
+		Short:   "Continuous replication from Kafka: rewrite keys, roll region-split files, commit offsets when durable",
+		Long:    replicateLong + kafka.URIHelp,
+		Example: replicateExample,
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runReplicate(cmd, inv, f) },
 	}
-	fl := cmd.Flags()
+	f.register(inv, cmd.Flags())
+	return cmd
+}
+
+// register defines replicate's flags on fl.
+func (f *replicateFlags) register(inv *invocation, fl *pflag.FlagSet) {
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
 	fl.StringVar(&f.source, "source", "", "kafka://HOST:PORT[,HOST:PORT]/TOPIC?group=G&format=json|debezium (see below)")
 	fl.StringVar(&f.out, "out", "", "output directory, the same for every member of the group (a restart continues it); s3://BUCKET/PREFIX or oss://BUCKET/PREFIX (one member); or a SQL table: lindorm://USER@HOST:33060/DB, mysql://USER@HOST:PORT/DB")
@@ -150,222 +160,277 @@ retains, taken at the first start; replicate.json keeps it for every later start
 	fl.StringVar(&f.memProfile, "mem-profile", "", "write a heap profile taken at the peak heap to this file")
 	fl.MarkHidden("mem-profile")
 	addLTSFlags(fl, &f.lts)
-	return cmd
 }
 
+// runReplicate wires the flags into a replicate.Config and runs it until stopped.
 func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error {
 	logger, err := inv.logger()
 	if err != nil {
 		return usageError(err)
 	}
 	defer logger.Sync()
-	if f.out == "" && !f.markStart {
-		return usageError(errors.New("--out is required: the directory for the bulk-load files"))
-	}
-	toSQL := sqlsink.IsURI(f.out)
-	if f.source == "" {
-		return usageError(fmt.Errorf("--source is required:\n  %s", kafka.URIHelp))
-	}
-	kcfg, err := inv.kafkaConfig(f.source)
+	kcfg, err := f.kafkaSource(inv)
 	if err != nil {
-		return usageError(err)
-	}
-	if kcfg.Group == "" {
-		return usageError(fmt.Errorf("--source %s: name the consumer group: ...?group=NAME", sourceuri.Redact(f.source)))
-	}
-	// --mark-start fixes where the group starts: a start= in the URI would be ignored
-	if u, err := sourceuri.Parse(f.source, "kafka", kafka.PasswordEnv); f.markStart && err == nil && len(u.Query["start"]) > 0 {
-		return usageError(fmt.Errorf("--source %s: --mark-start commits the topic's end offsets for the group, which then starts there whatever start= says: drop start= "+
-			"(without --mark-start, a new group starts at the oldest retained message)", sourceuri.Redact(f.source)))
-	}
-	// a group reads from its committed offsets (a new one from the first): a window's bounds
-	// would be ignored, so they are refused
-	if kcfg.Start == kafka.StartLatest || kcfg.Max > 0 {
-		return usageError(fmt.Errorf("--source %s: start=latest and max= bound the window of report and migrate; replicate reads from the group's committed offsets "+
-			"(a new group from the topic's first offset). To begin at the topic's current end, run once, before anything else: "+
-			"rekey replicate --source 'kafka://HOST:PORT/%s?group=%s' --mark-start (it commits the end offsets for the group)", sourceuri.Redact(f.source), kcfg.Topic, kcfg.Group))
+		return err
 	}
 	if f.markStart {
 		return markStart(cmd, kcfg)
 	}
-	progress, err := progressMode(f.progress.mode, isTerminal(inv.stderr))
+	o, err := f.options(inv)
 	if err != nil {
-		return usageError(err)
+		return err
 	}
-	format, err := fileFormat(f.format)
-	if err != nil {
-		return usageError(err)
-	}
-	rollSize, err := parseSize("--roll-size", f.rollSize)
-	if err != nil {
-		return usageError(err)
-	}
-	memory, err := parseSize("--memory", f.memory)
-	if err != nil {
-		return usageError(err)
-	}
-	if f.rollInterval <= 0 {
-		return usageError(errors.New("--roll-interval must be positive"))
-	}
-	if f.session <= 0 || f.rebalance <= 0 {
-		return usageError(errors.New("--session-timeout and --rebalance-timeout must be positive"))
-	}
-	job, err := f.lts.options()
-	if err != nil {
-		return usageError(err)
-	}
-	job.Out = f.out
 	prog, err := loadProgram(f.mapping)
 	if err != nil {
 		return err
 	}
-	if !toSQL {
-		if err := refuseFormat(f.mapping, format, prog); err != nil {
+	if !o.toSQL {
+		if err := refuseFormat(f.mapping, o.format, prog); err != nil {
 			return err
 		}
 		if err := refuseWriteTimeInFiles(f.mapping, prog); err != nil {
 			return err
 		}
 	}
+	stopProfile, err := f.startProfile(inv, o.memory)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	if f.memProfile != "" {
+		go peakHeapProfile(ctx, f.memProfile)
+	}
+	tgt, err := f.openTarget(ctx, inv, kcfg, prog, logger)
+	if err != nil {
+		return err
+	}
+	r, err := replicate.New(ctx, f.config(inv, kcfg, prog, o, tgt, logger))
+	if err != nil {
+		if o.toSQL && !errors.Is(err, sqlsink.ErrTableMismatch) && !errors.Is(err, kafka.ErrSchema) {
+			return runFailed(err)
+		}
+		return usageError(err)
+	}
+	if f.metricsAddr != "" {
+		addr, stopServing, err := r.Serve(f.metricsAddr)
+		if err != nil {
+			return usageError(fmt.Errorf("--metrics-addr: %w", err))
+		}
+		defer stopServing()
+		logger.Info("serving /metrics and /healthz", zap.String("addr", addr.String()))
+	}
+	return f.replicate(ctx, cancel, cmd, inv, r, kcfg, o, tgt, logger)
+}
+
+// replicateOptions are replicate's flags parsed: how it shows progress, and what it writes.
+type replicateOptions struct {
+	toSQL            bool
+	progress         string
+	format           files.Format
+	rollSize, memory int64
+	job              lindorm.JobOptions
+}
+
+// replicateTarget is where the replication writes: an output of files (a folder, a bucket's
+// prefix) and its region plan, or a SQL table and the state folder of its rejects.
+type replicateTarget struct {
+	out    store.Store
+	outDir string
+	plan   pipeline.RegionPlan
+	sql    sqlsink.Config
+}
+
+// kafkaSource checks --out and --source and returns the topic's consumer group configuration.
+func (f *replicateFlags) kafkaSource(inv *invocation) (kafka.Config, error) {
+	if f.out == "" && !f.markStart {
+		return kafka.Config{}, usageError(errors.New("--out is required: the directory for the bulk-load files"))
+	}
+	if f.source == "" {
+		return kafka.Config{}, usageError(fmt.Errorf("--source is required:\n  %s", kafka.URIHelp))
+	}
+	kcfg, err := inv.kafkaConfig(f.source)
+	if err != nil {
+		return kafka.Config{}, usageError(err)
+	}
+	if kcfg.Group == "" {
+		return kafka.Config{}, usageError(fmt.Errorf("--source %s: name the consumer group: ...?group=NAME", sourceuri.Redact(f.source)))
+	}
+	// --mark-start fixes where the group starts: a start= in the URI would be ignored
+	if u, err := sourceuri.Parse(f.source, "kafka", kafka.PasswordEnv); f.markStart && err == nil && len(u.Query["start"]) > 0 {
+		return kafka.Config{}, usageError(fmt.Errorf("--source %s: --mark-start commits the topic's end offsets for the group, which then starts there whatever start= says: drop start= "+
+			"(without --mark-start, a new group starts at the oldest retained message)", sourceuri.Redact(f.source)))
+	}
+	// a group reads from its committed offsets (a new one from the first): a window's bounds
+	// would be ignored, so they are refused
+	if kcfg.Start == kafka.StartLatest || kcfg.Max > 0 {
+		return kafka.Config{}, usageError(fmt.Errorf("--source %s: start=latest and max= bound the window of report and migrate; replicate reads from the group's committed offsets "+
+			"(a new group from the topic's first offset). To begin at the topic's current end, run once, before anything else: "+
+			"rekey replicate --source 'kafka://HOST:PORT/%s?group=%s' --mark-start (it commits the end offsets for the group)", sourceuri.Redact(f.source), kcfg.Topic, kcfg.Group))
+	}
+	return kcfg, nil
+}
+
+// options parses the flags that need parsing, in the order their errors have always come.
+func (f *replicateFlags) options(inv *invocation) (o replicateOptions, err error) {
+	o.toSQL = sqlsink.IsURI(f.out)
+	if o.progress, err = progressMode(f.progress.mode, isTerminal(inv.stderr)); err != nil {
+		return o, usageError(err)
+	}
+	if o.format, err = fileFormat(f.format); err != nil {
+		return o, usageError(err)
+	}
+	if o.rollSize, err = parseSize("--roll-size", f.rollSize); err != nil {
+		return o, usageError(err)
+	}
+	if o.memory, err = parseSize("--memory", f.memory); err != nil {
+		return o, usageError(err)
+	}
+	if f.rollInterval <= 0 {
+		return o, usageError(errors.New("--roll-interval must be positive"))
+	}
+	if f.session <= 0 || f.rebalance <= 0 {
+		return o, usageError(errors.New("--session-timeout and --rebalance-timeout must be positive"))
+	}
+	if o.job, err = f.lts.options(); err != nil {
+		return o, usageError(err)
+	}
+	o.job.Out = f.out
+	return o, nil
+}
+
+// startProfile sets the memory budget and starts the CPU profile; stop ends the profile.
+func (f *replicateFlags) startProfile(inv *invocation, memory int64) (stop func(), err error) {
 	setMemoryBudget(inv.getenv, memory) // GOGC=400 and a soft memory limit, as migrate does
 	if inv.getenv("GOMEMLIMIT") == "" {
 		// more headroom than migrate's 90%: every partition may close its roll at once, and
 		// the limit bounds the Go heap, not the whole resident set
 		debug.SetMemoryLimit(memory * 3 / 4)
 	}
-	if f.cpuProfile != "" {
-		pf, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return usageError(err)
-		}
-		pprof.StartCPUProfile(pf)
-		defer func() { pprof.StopCPUProfile(); pf.Close() }()
+	if f.cpuProfile == "" {
+		return func() {}, nil
 	}
+	pf, err := os.Create(f.cpuProfile)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	pprof.StartCPUProfile(pf)
+	return func() { pprof.StopCPUProfile(); pf.Close() }, nil
+}
 
-	ctx, cancel := context.WithCancel(cmd.Context())
-	defer cancel()
-	if f.memProfile != "" {
-		go peakHeapProfile(ctx, f.memProfile)
-	}
-	var plan pipeline.RegionPlan
-	outDir := f.out
-	var sqlCfg sqlsink.Config
-	var out store.Store // the output: a local folder, or an object store's prefix (s3://, oss://)
-	if !toSQL {
-		if out, err = inv.openStore(ctx, f.out); err != nil {
-			return err
+// openTarget opens --out: a folder or a bucket's prefix and its region plan, or a SQL table
+// (one region, no files) and the state folder of its rejects.
+func (f *replicateFlags) openTarget(ctx context.Context, inv *invocation, kcfg kafka.Config, prog *transform.Program, logger *zap.Logger) (tgt replicateTarget, err error) {
+	if !sqlsink.IsURI(f.out) {
+		if tgt.out, err = inv.openStore(ctx, f.out); err != nil {
+			return tgt, err
 		}
 		// a folder that cannot be made fails the run (3), before its state is read
-		if err := store.MakeRoot(out); err != nil {
-			return runFailed(fmt.Errorf("--out %s: %w", f.out, err))
+		if err := store.MakeRoot(tgt.out); err != nil {
+			return tgt, runFailed(fmt.Errorf("--out %s: %w", f.out, err))
 		}
-		outDir = store.DisplayName(out, f.out)
+		tgt.outDir = store.DisplayName(tgt.out, f.out)
+		tgt.plan, err = replicationPlan(ctx, f, tgt.out, kcfg, prog, logger)
+		return tgt, err
 	}
-	if toSQL {
-		// a table has no regions to cut files by; the state folder keeps the rejects
-		t, err := sqlsink.ParseURI(f.out, inv.getenv)
-		if err != nil {
-			return usageError(err)
-		}
-		if prog.WriteTime() {
-			// the mapping's write times are the events' own: ?write_time=true
-			if t.Dialect != sqlsink.Lindorm {
-				return usageError(fmt.Errorf("--out %s: the mapping's target.write_time writes Lindorm cell timestamps; a %s row has none: drop target.write_time, or write to lindorm://", t.Redacted, t.Dialect.Name))
-			}
-			t.CellTimestamps = true
-		}
-		if t.CellTimestamps && kcfg.Format != kafka.FormatDebezium {
-			return usageError(fmt.Errorf("--out %s: write_time takes each change's write time from Debezium's Cassandra connector events: use format=debezium in --source, or drop write_time", t.Redacted))
-		}
-		if f.sql.conns < 1 {
-			return usageError(fmt.Errorf("--sql-conns %d: want at least 1", f.sql.conns))
-		}
-		table := prog.Target().Table
-		if t.Table != "" {
-			table = t.Table
-		}
-		outDir = f.sql.stateDir(t, table)
-		plan = pipeline.RegionPlan{Type: prog.Target().Columns[0].Type, Strategy: "single"}
-		sqlCfg = sqlsink.Config{Target: t, Conns: f.sql.conns, Logger: logger.Named("sink.sql")}
-	} else if plan, err = replicationPlan(ctx, f, out, kcfg, prog, logger); err != nil {
-		return err
+	// a table has no regions to cut files by; the state folder keeps the rejects
+	t, err := sqlsink.ParseURI(f.out, inv.getenv)
+	if err != nil {
+		return tgt, usageError(err)
 	}
-	if toSQL { // the state folder of the table
-		if out, err = output.OpenStateFolder(outDir); err != nil {
-			return runFailed(fmt.Errorf("--out %s: %w", outDir, err))
+	if prog.WriteTime() {
+		// the mapping's write times are the events' own: ?write_time=true
+		if t.Dialect != sqlsink.Lindorm {
+			return tgt, usageError(fmt.Errorf("--out %s: the mapping's target.write_time writes Lindorm cell timestamps; a %s row has none: drop target.write_time, or write to lindorm://", t.Redacted, t.Dialect.Name))
 		}
+		t.CellTimestamps = true
 	}
-	group := replicate.GroupOptions{SessionTimeout: f.session, HeartbeatInterval: max(f.session/10, 100*time.Millisecond), RebalanceTimeout: f.rebalance}
-	r, err := replicate.New(ctx, replicate.Config{
-		SQL:          sqlCfg,
+	if t.CellTimestamps && kcfg.Format != kafka.FormatDebezium {
+		return tgt, usageError(fmt.Errorf("--out %s: write_time takes each change's write time from Debezium's Cassandra connector events: use format=debezium in --source, or drop write_time", t.Redacted))
+	}
+	if f.sql.conns < 1 {
+		return tgt, usageError(fmt.Errorf("--sql-conns %d: want at least 1", f.sql.conns))
+	}
+	table := prog.Target().Table
+	if t.Table != "" {
+		table = t.Table
+	}
+	tgt.outDir = f.sql.stateDir(t, table)
+	tgt.plan = pipeline.RegionPlan{Type: prog.Target().Columns[0].Type, Strategy: "single"}
+	tgt.sql = sqlsink.Config{Target: t, Conns: f.sql.conns, Logger: logger.Named("sink.sql")}
+	if tgt.out, err = output.OpenStateFolder(tgt.outDir); err != nil {
+		return tgt, runFailed(fmt.Errorf("--out %s: %w", tgt.outDir, err))
+	}
+	return tgt, nil
+}
+
+// config is the replicate.Config of the flags.
+func (f *replicateFlags) config(inv *invocation, kcfg kafka.Config, prog *transform.Program, o replicateOptions, tgt replicateTarget, logger *zap.Logger) replicate.Config {
+	return replicate.Config{
+		SQL:          tgt.sql,
 		Kafka:        kcfg,
 		Program:      prog,
-		Plan:         plan,
-		Format:       format,
-		Store:        out,
-		Out:          outDir,
-		Job:          job,
-		RollSize:     rollSize,
+		Plan:         tgt.plan,
+		Format:       o.format,
+		Store:        tgt.out,
+		Out:          tgt.outDir,
+		Job:          o.job,
+		RollSize:     o.rollSize,
 		RollInterval: f.rollInterval,
-		Memory:       memory / 4,
-		Group:        group,
+		Memory:       o.memory / 4,
+		Group:        replicate.GroupOptions{SessionTimeout: f.session, HeartbeatInterval: max(f.session/10, 100*time.Millisecond), RebalanceTimeout: f.rebalance},
 		AcceptGaps:   f.acceptGaps,
 		Version:      version,
 		Logger:       logger.Named("replicate"),
 		Hooks:        inv.replicateHooks,
-	})
-	if err != nil {
-		if toSQL && !errors.Is(err, sqlsink.ErrTableMismatch) {
-			return runFailed(err)
-		}
-		return usageError(err)
 	}
-	if f.metricsAddr != "" {
-		ln, err := net.Listen("tcp", f.metricsAddr)
-		if err != nil {
-			return usageError(fmt.Errorf("--metrics-addr: %w", err))
-		}
-		srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 5 * time.Second}
-		go srv.Serve(ln)
-		defer srv.Close()
-		logger.Info("serving /metrics and /healthz", zap.String("addr", ln.Addr().String()))
-	}
+}
 
+// replicate runs r until a signal stops it (or ctx ends), showing its status, then prints the
+// summary and the rejects, and says how the run ended.
+func (f *replicateFlags) replicate(ctx context.Context, cancel func(), cmd *cobra.Command, inv *invocation, r *replicate.Replicator, kcfg kafka.Config, o replicateOptions, tgt replicateTarget, logger *zap.Logger) error {
 	stop := make(chan struct{})
 	stopping := "\nrekey: stopping: closing and committing the open rolls (Ctrl-C again to abort at once)"
-	if toSQL {
+	if o.toSQL {
 		stopping = "\nrekey: stopping: finishing the statements in flight and committing their offsets (Ctrl-C again to abort at once)"
 	}
 	defer inv.onInterrupt(inv.stderr, stopping, func() { close(stop) }, cancel)()
 
 	logger.Info("replication starting", zap.String("topic", kcfg.Topic), zap.String("group", kcfg.Group),
-		zap.Int("regions", plan.Count()), zap.String("strategy", plan.Strategy), zap.String("out", f.out))
+		zap.Int("regions", tgt.plan.Count()), zap.String("strategy", tgt.plan.Strategy), zap.String("out", f.out))
 	started := time.Now()
 	interval := f.progress.interval
-	if progress == "bar" {
+	if o.progress == "bar" {
 		interval = time.Second
 	}
-	status := startStatus(inv.stderr, progress, interval, r.Metrics())
+	status := startStatus(inv.stderr, o.progress, interval, r.Metrics())
 	runErr := r.Run(ctx, stop)
 	status.finish()
-	printReplicationSummary(cmd.OutOrStdout(), r.Metrics(), plan, sourceuri.Redact(f.out), toSQL, time.Since(started))
-	rejected := rejectedMessages(cmd.OutOrStdout(), r.Metrics(), out.Location(output.RejectsDir+"/"), toSQL)
-	switch {
-	case runErr == nil:
+	printReplicationSummary(cmd.OutOrStdout(), r.Metrics(), tgt.plan, sourceuri.Redact(f.out), o.toSQL, time.Since(started))
+	rejected := rejectedMessages(cmd.OutOrStdout(), r.Metrics(), tgt.out.Location(output.RejectsDir+"/"), o.toSQL)
+	if runErr == nil {
 		return rejected
-	case errors.Is(runErr, context.Canceled):
+	}
+	return replicationFailed(runErr, o.toSQL)
+}
+
+// replicationFailed is the exit of a replication that ended with err.
+func replicationFailed(err error, toSQL bool) error {
+	switch {
+	case errors.Is(err, context.Canceled):
 		if toSQL {
 			return interrupted(errors.New("aborted: the messages whose offsets were not committed will be applied again by the next run (upserts and deletes in order: harmless)"))
 		}
 		return interrupted(errors.New("aborted: the open rolls were discarded and will be replayed by the next run"))
-	case errors.Is(runErr, kafka.ErrAuthentication): // the same command would fail again: the error says what to fix
-		return runFailed(fmt.Errorf("replication failed: %w", runErr))
+	case errors.Is(err, kafka.ErrAuthentication): // the same command would fail again: the error says what to fix
+		return runFailed(fmt.Errorf("replication failed: %w", err))
 	}
 	var gap *kafka.GapError
-	if errors.As(runErr, &gap) { // the same command stops again: the error says what to do
-		return runFailed(fmt.Errorf("replication stopped: %w", runErr))
+	if errors.As(err, &gap) { // the same command stops again: the error says what to do
+		return runFailed(fmt.Errorf("replication stopped: %w", err))
 	}
-	return runFailed(fmt.Errorf("replication failed: %w\nthe files and offsets committed so far are consistent; run the same command to continue", runErr))
+	return runFailed(fmt.Errorf("replication failed: %w\nthe files and offsets committed so far are consistent; run the same command to continue", err))
 }
 
 // markStart commits the topic's end offsets for a new group (replicate --mark-start) and says
@@ -400,38 +465,28 @@ func markStart(cmd *cobra.Command, kcfg kafka.Config) error {
 	return nil
 }
 
-// replicationPlan is the directory's plan when it has one (the plan never changes for an
-// output directory), else the mapping's, placed from a sample of the retained messages when
-// the strategy needs one.
+// replicationPlan is the output's region plan (replicate.Plan), its failures told apart by exit
+// code: the output's state unreadable (3), an output holding something else (2), the topic not
+// opened (as a source that cannot be opened), the sample's own.
 func replicationPlan(ctx context.Context, f *replicateFlags, out store.Store, kcfg kafka.Config, p *transform.Program, logger *zap.Logger) (pipeline.RegionPlan, error) {
-	st, err := replicate.LoadStateFrom(ctx, out)
-	if err != nil {
-		return pipeline.RegionPlan{}, runFailed(err)
+	plan, err := replicate.Plan(ctx, replicate.PlanRequest{Store: out, Out: f.out, Kafka: kcfg, Program: p, Regions: f.regions, Logger: logger,
+		Sample: func(ctx context.Context, src pipeline.Source) (pipeline.RegionPlan, error) {
+			plan, _, err := planRegions(ctx, p, src, f.regions)
+			return plan, err
+		}})
+	var pe *replicate.PlanError
+	if !errors.As(err, &pe) {
+		return plan, err
 	}
-	if st != nil {
-		if f.regions > 0 && f.regions != st.Plan.Count() {
-			logger.Warn("--regions ignored: the output directory keeps the plan of its first start", zap.Int("regions", st.Plan.Count()))
-		}
-		return st.Plan, nil
+	switch pe.Step {
+	case replicate.StepState:
+		return plan, runFailed(pe.Err)
+	case replicate.StepOutput:
+		return plan, usageError(pe.Err)
+	case replicate.StepSource:
+		return plan, sourceOpenExit(pe.Err)
 	}
-	// before a sample of the topic: a folder holding a migration is refused at once
-	if err := output.CheckReplicationOutput(ctx, out, f.out); err != nil {
-		return pipeline.RegionPlan{}, usageError(err)
-	}
-	// count, split_keys, hash-prefix and bucket plans need no sample; quantile plans and
-	// regions.size (a count from the data size) are placed from the retained messages
-	if plan, err := p.PlanRegions(transform.RegionRequest{Count: f.regions}); err == nil &&
-		(plan.Strategy != "single" || p.RegionSize() == transform.DefaultRegionSize) {
-		return plan, nil
-	}
-	wcfg := kcfg
-	wcfg.Start, wcfg.Max = kafka.StartEarliest, 0
-	win, err := kafka.NewWindow(ctx, wcfg, p.Source(), logger.Named("source.kafka"))
-	if err != nil {
-		return pipeline.RegionPlan{}, sourceOpenExit(err)
-	}
-	plan, _, err := planRegions(ctx, p, win, f.regions)
-	return plan, err
+	return plan, pe.Err
 }
 
 // startStatus shows the replicator's status on w as progress does migrate's: in mode "bar" (a

@@ -164,10 +164,30 @@ func listOrNone(l []string) string {
 	return strings.Join(l, ", ")
 }
 
-// isMultiCell tells whether a CQL type is a non-frozen collection: writetime() and ttl() are
-// not defined on it.
+// isMultiCell tells whether a CQL type is a non-frozen collection or user-defined type: its
+// value is many cells, each with its own write time and TTL (Cassandra 5 returns a list of them
+// from writetime() and ttl(); older versions refuse them).
 func isMultiCell(typ string) bool {
-	return strings.HasPrefix(typ, "list<") || strings.HasPrefix(typ, "set<") || strings.HasPrefix(typ, "map<")
+	return strings.HasPrefix(typ, "list<") || strings.HasPrefix(typ, "set<") || strings.HasPrefix(typ, "map<") || isUDT(typ)
+}
+
+// builtinTypes are the CQL types system_schema names without parameters.
+var builtinTypes = map[string]bool{"ascii": true, "bigint": true, "blob": true, "boolean": true, "counter": true, "date": true,
+	"decimal": true, "double": true, "duration": true, "float": true, "inet": true, "int": true, "smallint": true, "text": true,
+	"time": true, "timestamp": true, "timeuuid": true, "tinyint": true, "uuid": true, "varchar": true, "varint": true}
+
+// isUDT tells whether a CQL type is a non-frozen user-defined type: system_schema names it
+// alone ("addr"; frozen, "frozen<addr>").
+func isUDT(typ string) bool {
+	return !strings.ContainsAny(typ, "<'") && !builtinTypes[typ]
+}
+
+// multiCellKind names the kind of a multi-cell type in messages.
+func multiCellKind(typ string) string {
+	if isUDT(typ) {
+		return "user-defined type"
+	}
+	return "collection"
 }
 
 // selection is what a scan reads: the table's columns, then writetime() and ttl() columns.
@@ -234,7 +254,7 @@ func newSelection(t *Table, writetime, ttl []string) (*selection, error) {
 			case c.Kind == "partition_key" || c.Kind == "clustering":
 				return fmt.Errorf("%s=%s: %s() is not defined on primary key columns", fn, col, fn)
 			case isMultiCell(c.Type):
-				return fmt.Errorf("%s=%s: %s() is not defined on the non-frozen collection %s", fn, col, fn, c.Type)
+				return fmt.Errorf("%s=%s: %s() is not defined on the non-frozen %s %s (each of its cells has its own)", fn, col, fn, multiCellKind(c.Type), c.Type)
 			case seen[col]:
 				continue
 			}

@@ -11,9 +11,12 @@ import (
 	"github.com/rekey/rekey/pipeline"
 )
 
-// parseCollection reads a list, set or map written as JSON or as a CQL literal (cqlsh output:
-// ['a', 'b'], {1, 2}, {'k': 1}) and returns canonical compact JSON: lists keep their order, sets
-// are sorted and deduplicated, maps are JSON objects sorted by key (later duplicates win).
+// parseCollection reads a list, set, map or tuple written as JSON or as a CQL literal (cqlsh
+// output: ['a', 'b'], {1, 2}, {'k': 1}, (1, 'a')) and returns canonical compact JSON: lists keep
+// their order, sets are sorted and deduplicated, maps are JSON objects sorted by key (later
+// duplicates win), tuples are arrays of their elements (null where an element is null), as the
+// Cassandra source writes them. A tuple also reads as Debezium's Cassandra connector writes it,
+// an object of its elements named field1, field2, ... in order.
 func parseCollection(t Type, s string) (string, error) {
 	p := collParser{s: s}
 	out, _, err := p.value(t, nil, 0)
@@ -55,7 +58,7 @@ func (p *collParser) value(t Type, dst []byte, depth int) ([]byte, pipeline.Valu
 	if p.i >= len(p.s) {
 		return dst, pipeline.Null, fmt.Errorf("expected %s, got the end of input", t)
 	}
-	if !t.Kind.IsCollection() {
+	if !t.Kind.IsJSON() {
 		tok, quoted, err := p.scalar()
 		if err != nil {
 			return dst, pipeline.Null, err
@@ -94,9 +97,13 @@ func (p *collParser) value(t Type, dst []byte, depth int) ([]byte, pipeline.Valu
 		dst, err = p.setOrMap(t, dst, depth)
 	case t.Kind == Map && c == '{':
 		dst, err = p.setOrMap(t, dst, depth)
+	case t.Kind == Tuple && (c == '[' || c == '(' || c == '{'):
+		dst, err = p.tuple(t, dst, depth)
 	default:
 		want := "'['"
-		if t.Kind == Map {
+		if t.Kind == Tuple {
+			want = "'[', '(' or '{'"
+		} else if t.Kind == Map {
 			want = "'{'"
 		} else if t.Kind == Set {
 			want = "'[' or '{'"
@@ -107,6 +114,55 @@ func (p *collParser) value(t Type, dst []byte, depth int) ([]byte, pipeline.Valu
 		return dst, pipeline.Null, err
 	}
 	return dst, pipeline.Text(string(dst[start:])), nil
+}
+
+// tuple reads a tuple: a JSON array or CQL literal of its elements in order, or an object naming
+// them field1, field2, ... (Debezium's Cassandra connector); each element may be null.
+func (p *collParser) tuple(t Type, dst []byte, depth int) ([]byte, error) {
+	open := p.s[p.i]
+	closer := map[byte]byte{'[': ']', '(': ')', '{': '}'}[open]
+	p.i++
+	dst = append(dst, '[')
+	fields := t.Fields()
+	for n := range fields {
+		p.ws()
+		if n > 0 {
+			if p.i >= len(p.s) || p.s[p.i] != ',' {
+				return dst, fmt.Errorf("expected ',' at offset %d: %s has %d elements", p.i, t, len(fields))
+			}
+			p.i++
+			p.ws()
+			dst = append(dst, ',')
+		}
+		if open == '{' {
+			name, quoted, err := p.scalar()
+			if err != nil {
+				return dst, err
+			}
+			if want := "field" + strconv.Itoa(n+1); !quoted || name != want {
+				return dst, fmt.Errorf("element %s of %s at offset %d, want %q", quoteShort(name), t, p.i, want)
+			}
+			if p.ws(); p.i >= len(p.s) || p.s[p.i] != ':' {
+				return dst, fmt.Errorf("expected ':' at offset %d", p.i)
+			}
+			p.i++
+			p.ws()
+		}
+		if strings.HasPrefix(p.s[p.i:], "null") {
+			p.i += len("null")
+			dst = append(dst, "null"...)
+			continue
+		}
+		var err error
+		if dst, _, err = p.value(fields[n], dst, depth+1); err != nil {
+			return dst, err
+		}
+	}
+	if p.ws(); p.i >= len(p.s) || p.s[p.i] != closer {
+		return dst, fmt.Errorf("expected %q at offset %d: %s has %d elements", closer, p.i, t, len(fields))
+	}
+	p.i++
+	return append(dst, ']'), nil
 }
 
 func (p *collParser) list(elem Type, dst []byte, depth int) ([]byte, error) {

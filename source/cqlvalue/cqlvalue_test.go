@@ -18,6 +18,8 @@ func TestParseType(t *testing.T) {
 		"map<text,bigint>":                  "map<text, bigint>",
 		"map<text, frozen<list<int>>>":      "map<text, frozen<list<int>>>",
 		"frozen<map<uuid,set<timestamp>>> ": "frozen<map<uuid, set<timestamp>>>",
+		"tuple<int,text>":                   "tuple<int, text>",
+		"frozen<tuple<int, list<text>>>":    "tuple<int, list<text>>",
 	}
 	for in, want := range cases {
 		got, err := ParseType(in)
@@ -25,10 +27,26 @@ func TestParseType(t *testing.T) {
 			t.Errorf("ParseType(%q) = %v, %v; want %s", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "strin", "list<>", "list<int", "map<int>", "frozen<int>", "list<int>>", "tuple<int, int>", "counter"} {
+	for _, bad := range []string{"", "strin", "list<>", "list<int", "map<int>", "frozen<int>", "list<int>>", "tuple<>", "tuple<int,>", "counter"} {
 		_, err := ParseType(bad)
 		if err == nil || !strings.Contains(err.Error(), "supported: text, varchar, ascii") {
 			t.Errorf("ParseType(%q): %v", bad, err)
+		}
+	}
+	// a tuple reads as the Cassandra source writes it, from JSON, from CQL's literal and from
+	// Debezium's Cassandra connector (an object of field1, field2, ...)
+	tp, _ := ParseType("tuple<int, text, list<int>>")
+	for _, in := range []string{`[7, "t", [1, 2]]`, `{"field1": 7, "field2": "t", "field3": [1,2]}`, `(7, 't', [1, 2])`} {
+		if v, err := tp.ParseText(in); err != nil || v.Str != `[7,"t",[1,2]]` {
+			t.Errorf("tuple %s: %q, %v", in, v.Str, err)
+		}
+	}
+	if v, err := tp.FromJSON(`{"field1":null,"field2":"x","field3":null}`); err != nil || v.Str != `[null,"x",null]` {
+		t.Errorf("tuple with null elements: %q, %v", v.Str, err)
+	}
+	for _, bad := range []string{`[7, "t"]`, `[7, "t", [1], 4]`, `{"field2": "t", "field1": 7, "field3": []}`, `{"a": 7}`} {
+		if _, err := tp.FromJSON(bad); err == nil {
+			t.Errorf("tuple %s: accepted", bad)
 		}
 	}
 	a, _ := ParseType("map<varchar, frozen<list<int>>>")

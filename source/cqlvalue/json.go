@@ -53,7 +53,7 @@ func (t Type) FromJSON(raw string) (pipeline.Value, error) {
 		}
 	case '[', '{':
 		switch {
-		case t.Kind.IsCollection():
+		case t.Kind.IsJSON():
 			js, err := parseCollection(t, raw)
 			if err != nil {
 				return pipeline.Null, err
@@ -76,7 +76,7 @@ func (t Type) FromJSON(raw string) (pipeline.Value, error) {
 			if end, err := skipNumber(raw, 0); err != nil || end != len(raw) {
 				return pipeline.Null, fmt.Errorf("invalid JSON number %s", quoteShort(raw))
 			}
-			if t.Kind == Blob || t.Kind == UUID || t.Kind == TimeUUID || t.Kind == Inet || t.Kind.IsCollection() {
+			if t.Kind == Blob || t.Kind == UUID || t.Kind == TimeUUID || t.Kind == Inet || t.Kind.IsJSON() {
 				return pipeline.Null, fmt.Errorf("invalid %s: expected %s, got JSON number %s", t.Kind, t, cut(raw))
 			}
 			return t.ParseText(raw)
@@ -484,7 +484,7 @@ func (t Type) AppendJSON(dst []byte, v pipeline.Value) []byte {
 	switch {
 	case v.Kind == pipeline.KindNull:
 		return append(dst, "null"...)
-	case t.Kind.IsCollection() && v.Kind == pipeline.KindText:
+	case t.Kind.IsJSON() && v.Kind == pipeline.KindText:
 		return append(dst, v.Str...) // held as canonical JSON already
 	}
 	return appendScalarJSON(dst, t.Kind, v)

@@ -157,7 +157,7 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 			return pipeline.Null, expected(s, t.Kind, "an IPv4 or IPv6 address")
 		}
 		return pipeline.Value{Str: a.String(), Kind: pipeline.KindText}, nil
-	case List, Set, Map:
+	case List, Set, Map, Tuple:
 		js, err := parseCollection(t, s)
 		if err != nil {
 			return pipeline.Null, err

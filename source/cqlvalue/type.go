@@ -33,11 +33,12 @@ const (
 	List
 	Set
 	Map
+	Tuple
 )
 
 var kindNames = [...]string{"invalid", "text", "ascii", "bigint", "int", "smallint", "tinyint",
 	"varint", "boolean", "float", "double", "decimal", "timestamp", "date", "uuid", "timeuuid",
-	"blob", "inet", "list", "set", "map"}
+	"blob", "inet", "list", "set", "map", "tuple"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -48,6 +49,9 @@ func (k Kind) String() string {
 
 // IsCollection tells whether k is list, set or map.
 func (k Kind) IsCollection() bool { return k == List || k == Set || k == Map }
+
+// IsJSON tells whether values of kind k are held as canonical JSON text: collections and tuples.
+func (k Kind) IsJSON() bool { return k.IsCollection() || k == Tuple }
 
 // Type is a parsed CQL type. The zero Type is invalid.
 type Type struct {
@@ -115,7 +119,7 @@ func (t Type) WithTimestampUnit(u TimeUnit) Type {
 
 // Supported lists the CQL types ParseType accepts, for error messages and help texts.
 const Supported = "text, varchar, ascii, bigint, int, smallint, tinyint, varint, boolean, float, " +
-	"double, decimal, timestamp, date, uuid, timeuuid, blob, inet, list<T>, set<T>, map<K, V>, frozen<...>"
+	"double, decimal, timestamp, date, uuid, timeuuid, blob, inet, list<T>, set<T>, map<K, V>, tuple<T, ...>, frozen<...>"
 
 var scalarNames = map[string]Kind{
 	"text": Text, "varchar": Text, "ascii": Ascii, "bigint": Bigint, "int": Int,
@@ -132,8 +136,11 @@ func ListOf(elem Type) Type    { return Type{Kind: List, params: []Type{elem}} }
 func SetOf(elem Type) Type     { return Type{Kind: Set, params: []Type{elem}} }
 func MapOf(key, val Type) Type { return Type{Kind: Map, params: []Type{key, val}} }
 func (t Type) Elem() Type      { return t.param(0) }
-func (t Type) Key() Type       { return t.param(0) }
-func (t Type) Value() Type     { return t.param(1) }
+
+// Fields are a tuple's element types.
+func (t Type) Fields() []Type { return t.params }
+func (t Type) Key() Type      { return t.param(0) }
+func (t Type) Value() Type    { return t.param(1) }
 func (t Type) param(i int) Type {
 	if i < len(t.params) {
 		return t.params[i]
@@ -267,8 +274,11 @@ func (p *typeParser) parse(depth int) (Type, error) {
 		if err := p.expect('>'); err != nil {
 			return Type{}, err
 		}
+		if inner.Kind == Tuple { // a tuple is always frozen: Cassandra prints it either way
+			return inner, nil
+		}
 		if !inner.Kind.IsCollection() {
-			return Type{}, fmt.Errorf("frozen<%s>: only collections can be frozen", inner)
+			return Type{}, fmt.Errorf("frozen<%s>: only collections and tuples can be frozen", inner)
 		}
 		inner.Frozen = true
 		return inner, nil
@@ -278,14 +288,19 @@ func (p *typeParser) parse(depth int) (Type, error) {
 		t, nparams = Type{Kind: Set}, 1
 	case "map":
 		t, nparams = Type{Kind: Map}, 2
+	case "tuple":
+		t, nparams = Type{Kind: Tuple}, -1 // one or more
 	default:
 		return Type{}, fmt.Errorf("unknown type %q", name)
 	}
 	if err := p.expect('<'); err != nil {
 		return Type{}, err
 	}
-	for i := 0; i < nparams; i++ {
+	for i := 0; i < nparams || nparams < 0; i++ {
 		if i > 0 {
+			if p.ws(); nparams < 0 && p.i < len(p.s) && p.s[p.i] == '>' {
+				break
+			}
 			if err := p.expect(','); err != nil {
 				return Type{}, err
 			}

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -44,6 +45,9 @@ const (
 	// CodeUnknownColumn: a Cassandra change event writes a cell of a column the mapping's
 	// source.columns does not declare (one added to the table since): its value would be lost.
 	CodeUnknownColumn = "unknown_column"
+	// CodeCollectionUpdate: a Cassandra UPDATE event sets a non-frozen collection, whose cell
+	// holds only the elements the update wrote, not the collection it leaves.
+	CodeCollectionUpdate = "collection_update"
 )
 
 // Change is one effect of a message on the target table. Values follow the source schema; a
@@ -169,8 +173,27 @@ func (c *commitLogs) repeats(file string, pos int64, key []byte) bool {
 	return false
 }
 
+// ErrSchema marks NewDecoder's refusals of a mapping's source columns (none, a type the format
+// cannot read, a counter from Debezium's Cassandra connector, an unknown keycol): the mapping or
+// the URI is to change, and the same command fails again.
+var ErrSchema = errors.New("kafka: the source columns do not fit the topic's format")
+
+// schemaError is a refusal of NewDecoder: its own message, and ErrSchema.
+type schemaError struct{ err error }
+
+func (e schemaError) Error() string   { return e.err.Error() }
+func (e schemaError) Unwrap() []error { return []error{e.err, ErrSchema} }
+
 // NewDecoder returns a decoder for the configured format into the schema's columns.
 func NewDecoder(cfg Config, schema pipeline.SourceSchema) (*Decoder, error) {
+	d, err := newDecoder(cfg, schema)
+	if err != nil {
+		return nil, schemaError{err}
+	}
+	return d, nil
+}
+
+func newDecoder(cfg Config, schema pipeline.SourceSchema) (*Decoder, error) {
 	if len(schema) == 0 {
 		return nil, fmt.Errorf("kafka: the mapping declares no source columns (source.columns)")
 	}
@@ -182,6 +205,13 @@ func NewDecoder(cfg Config, schema pipeline.SourceSchema) (*Decoder, error) {
 		return nil, fmt.Errorf("kafka: format %q: want json or debezium", d.format)
 	}
 	for _, c := range schema {
+		if strings.EqualFold(strings.TrimSpace(c.Type), "counter") {
+			if d.format == FormatDebezium {
+				return nil, fmt.Errorf("kafka: column %q is a Cassandra counter: Debezium's Cassandra connector publishes no events of a counter table "+
+					"(it skips them), so there is nothing to replicate: copy the table again with migrate instead", c.Name)
+			}
+			c.Type = "bigint" // a counter's value, as the Cassandra source reads it
+		}
 		t, err := cqlvalue.ParseType(c.Type)
 		if err != nil {
 			return nil, fmt.Errorf("kafka: column %q: %w", c.Name, err)
@@ -650,6 +680,12 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			// Cassandra: the event carries the cells the mutation wrote, an INSERT's as an
 			// UPDATE's; the columns it does not name keep their values
 			ch.Set = partialSet(set, after)
+			d.emptyCollections(ch.Set, after)
+			if op == "u" {
+				if rerr := d.collectionUpdate(ch.Set); rerr != nil {
+					return append(dst, Change{Err: rerr})
+				}
+			}
 		}
 		if op == "u" {
 			before, rerr := image(env.before, "before")
@@ -693,6 +729,34 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			Message: "Debezium " + what + " event (op " + op + ") is not replicated: apply it to the Lindorm table by hand"}})
 	}
 	return append(dst, Change{Err: &pipeline.RowError{Code: pipeline.CodeParse, Field: "op", Message: "unknown Debezium op " + strconv.Quote(op)}})
+}
+
+// collectionUpdate refuses a Cassandra UPDATE event that sets a non-frozen collection. The
+// connector writes such a cell from the elements the mutation wrote (Cassandra5CommitLogReadHandlerImpl
+// reads the column's cells and not its deletion): an append, an element put or removal and a
+// whole new value all look alike, so applying it would replace the collection with a part of it.
+// An INSERT writes the whole collection and is applied.
+func (d *Decoder) collectionUpdate(set []bool) *pipeline.RowError {
+	for i, on := range set {
+		if t := d.types[i]; on && t.Kind.IsCollection() && !t.Frozen {
+			return &pipeline.RowError{Code: CodeCollectionUpdate, Field: d.names[i],
+				Message: fmt.Sprintf("the UPDATE sets column %q, a non-frozen %s: Debezium's Cassandra connector sends only the elements the update wrote "+
+					"(an append, an element set or removed and a whole new value look alike), not the collection it leaves. "+
+					"Copy the rows from Cassandra again (rekey verify --repair, then migrate the repair file), or make the column frozen so that an update writes it whole", d.names[i], t)}
+		}
+	}
+	return nil
+}
+
+// emptyCollections makes null the empty non-frozen collections a Cassandra event sets: Cassandra
+// keeps no empty non-frozen collection (it reads back as null, and a copy writes null), while the
+// connector writes the cells the mutation held, none, as [] or {}.
+func (d *Decoder) emptyCollections(set []bool, vals []pipeline.Value) {
+	for i, on := range set {
+		if t := d.types[i]; on && t.Kind.IsCollection() && !t.Frozen && (vals[i].Str == "[]" || vals[i].Str == "{}") {
+			vals[i] = pipeline.Null
+		}
+	}
 }
 
 // cassandraEvent tells whether an event comes from Debezium's Cassandra connector: its

@@ -3,6 +3,7 @@ package kafka
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -54,6 +55,66 @@ func TestDecodeRealCassandraConnectorEvents(t *testing.T) {
 	}
 	if seen != len(want) {
 		t.Fatalf("decoded %d captured events, want %d", seen, len(want))
+	}
+}
+
+// TestDecodeRealConnectorCollectionsAndTuples decodes events captured from the same connector on
+// the table (p int PRIMARY KEY, l list<text>, st set<int>, m map<text, int>, fl frozen<list<int>>,
+// fm frozen<map<text, int>>, tp tuple<int, text>), one per statement, in
+// testdata/debezium-cassandra5-collections-events.jsonl. An INSERT's cells hold whole values; a
+// tuple is an object of field1, field2, ..., read as the array the Cassandra source writes. An
+// UPDATE's cell of a non-frozen collection holds only the elements the update wrote (the append
+// ['c'] alone, the put {'q': 4} alone, a whole new map as an element put, a removal as [""]): it
+// is rejected, naming the column; an UPDATE of a frozen collection writes it whole and is applied.
+// An empty non-frozen collection is null, as Cassandra holds it (and a copy reads it); an empty
+// frozen one is a value.
+func TestDecodeRealConnectorCollectionsAndTuples(t *testing.T) {
+	want := []string{
+		`upsert 1|["a","b"]|[1,3]|{"j":2,"k":1}|[3,1,2]|{"x":1}|[7,"t"] set all`,
+		`reject collection_update l`,
+		`reject collection_update m`,
+		`reject collection_update l`,
+		`upsert 1|~|~|~|[9]|~|~ set 1000100`,
+		`upsert 3|~|~|~|[]|~|[5,null] set 1100101`,
+	}
+	schema := pipeline.SourceSchema{{Name: "p", Type: "int"}, {Name: "l", Type: "list<text>"}, {Name: "st", Type: "set<int>"},
+		{Name: "m", Type: "map<text, int>"}, {Name: "fl", Type: "frozen<list<int>>"}, {Name: "fm", Type: "frozen<map<text, int>>"}, {Name: "tp", Type: "tuple<int, text>"}}
+	d, err := NewDecoder(Config{Format: FormatDebezium}, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := capturedEventsIn(t, "testdata/debezium-cassandra5-collections-events.jsonl")
+	if len(evs) != len(want) {
+		t.Fatalf("%d captured events, want %d", len(evs), len(want))
+	}
+	for i, ev := range evs {
+		cs := d.Decode(nil, ev.Key, ev.Value)
+		got := showCells(cs)
+		if len(cs) == 1 && cs[0].Err != nil {
+			got = "reject " + cs[0].Err.Code + " " + cs[0].Err.Field
+			if !strings.Contains(cs[0].Err.Message, "frozen") || !strings.Contains(cs[0].Err.Message, "--repair") {
+				t.Errorf("%s: the reject does not say what to do: %s", ev.CQL, cs[0].Err.Message)
+			}
+		}
+		if got != want[i] {
+			t.Errorf("%s:\n got %s\nwant %s", ev.CQL, got, want[i])
+		}
+	}
+}
+
+// A counter column: the connector publishes no events of a counter table, so a Debezium source
+// refuses it when it opens; a JSON source reads it as a bigint.
+func TestCounterColumnRefusedForDebezium(t *testing.T) {
+	schema := pipeline.SourceSchema{{Name: "p", Type: "int"}, {Name: "n", Type: "counter"}}
+	if _, err := NewDecoder(Config{Format: FormatDebezium}, schema); !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), `column "n" is a Cassandra counter`) || !strings.Contains(err.Error(), "migrate") {
+		t.Errorf("a counter column with format=debezium: %v", err)
+	}
+	d, err := NewDecoder(Config{Format: FormatJSON}, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := show(d.Decode(nil, nil, []byte(`{"p":1,"n":-7}`))); got != "upsert 1|-7" {
+		t.Errorf("a counter in a JSON row: %s", got)
 	}
 }
 
@@ -109,7 +170,13 @@ type capturedEvent struct {
 // capturedEvents reads testdata/debezium-cassandra5-events.jsonl, in the order captured.
 func capturedEvents(t *testing.T) []capturedEvent {
 	t.Helper()
-	f, err := os.Open("testdata/debezium-cassandra5-events.jsonl")
+	return capturedEventsIn(t, "testdata/debezium-cassandra5-events.jsonl")
+}
+
+// capturedEventsIn reads the captured events of a testdata file, in the order captured.
+func capturedEventsIn(t *testing.T, path string) []capturedEvent {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
