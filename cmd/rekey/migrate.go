@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/migrate"
@@ -108,7 +109,12 @@ Exit codes:
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runMigrate(cmd, inv, f) },
 	}
-	fl := cmd.Flags()
+	f.register(inv, cmd.Flags())
+	return cmd
+}
+
+// register defines migrate's flags.
+func (f *migrateFlags) register(inv *invocation, fl *pflag.FlagSet) {
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
 	fl.StringVar(&f.source, "source", "", "where rows come from: file:PATH or gen:NAME?rows=N (see below)")
 	fl.StringVar(&f.out, "out", "", "output: a directory (must be new or empty unless --resume), a bucket prefix s3://BUCKET/PREFIX or oss://BUCKET/PREFIX?region=R (credentials from AWS_*/OSS_* environment variables), or a SQL table: lindorm://USER@HOST:33060/DB, mysql://USER@HOST:PORT/DB")
@@ -128,7 +134,6 @@ Exit codes:
 	addLTSFlags(fl, &f.lts)
 	f.sql.register(fl)
 	inv.sources.AddFlags(fl, source.Use{Scan: true, Shards: true})
-	return cmd
 }
 
 // defaultMaxRejects stops a run whose rejects show a systematic problem (a wrong type, a missing
