@@ -30,6 +30,7 @@ import (
 
 type migrateFlags struct {
 	mapping     string
+	mappings    []string // --mapping as given: several fill several tables from one read
 	source      string
 	out         string
 	format      string
@@ -93,6 +94,11 @@ checkpoint and rejects.jsonl live in --state (default .rekey-state/<hash>); --re
 the checkpoint (upserts are idempotent). Suits small and medium tables: for large ones, bulk-load
 files (the default) load faster (see docs/sql.md).
 
+Several mappings (-m a.yaml -m b.yaml ...; the same source.columns, a table each) fill several
+tables from one read of the source, each into DIR/<table>/ with the layout above; the summary
+checks that every table holds every row read once (written + rejected = read). Such a run cannot
+--resume (start over with --overwrite) and writes files only (see docs/outputs.md).
+
 ` + sqlsink.URIHelp + `
 
 Exit codes:
@@ -115,7 +121,7 @@ Exit codes:
 
 // register defines migrate's flags.
 func (f *migrateFlags) register(inv *invocation, fl *pflag.FlagSet) {
-	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
+	fl.StringArrayVarP(&f.mappings, "mapping", "m", nil, "mapping file (YAML) describing source columns and target key; repeat it to fill several tables from one read of the source, each into --out/<table>")
 	fl.StringVar(&f.source, "source", "", "where rows come from: file:PATH or gen:NAME?rows=N (see below)")
 	fl.StringVar(&f.out, "out", "", "output: a directory (must be new or empty unless --resume), a bucket prefix s3://BUCKET/PREFIX or oss://BUCKET/PREFIX?region=R (credentials from AWS_*/OSS_* environment variables), or a SQL table: lindorm://USER@HOST:33060/DB, mysql://USER@HOST:PORT/DB")
 	fl.StringVar(&f.format, "format", formats.Default(), formats.Help())
@@ -177,6 +183,12 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	limit, shard, err := f.common(inv)
 	if err != nil {
 		return err
+	}
+	if len(f.mappings) > 1 {
+		return runMigrateTables(cmd, inv, f, logger, limit, shard)
+	}
+	if len(f.mappings) == 1 {
+		f.mapping = f.mappings[0]
 	}
 	if sqlsink.IsURI(f.out) {
 		return runMigrateSQL(cmd, inv, f, logger, limit)
