@@ -18,14 +18,7 @@ var transactionMappings = []string{
 // DDL), and the summary checks that every table accounts for every row read.
 func TestMigrateSeveralTablesFromOneRead(t *testing.T) {
 	dir := t.TempDir()
-	text, err := os.ReadFile("../../docs/outputs.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(text), "\n## One read, several tables: repeat `--mapping`\n")
-	if !ok {
-		t.Fatal("docs/outputs.md has no section on one read into several tables")
-	}
+	section := docSection(t, "docs/outputs.md", "## One read, several tables: repeat `--mapping`")
 	block := strings.Split(section, "\n```\n")[1]
 	lines := strings.Split(block, "\n")
 	cmd, ok := strings.CutPrefix(lines[0], "$ rekey ")
