@@ -12,6 +12,7 @@ import (
 
 	"github.com/rekey/rekey/migrate"
 	"github.com/rekey/rekey/migrate/runner"
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/transform"
@@ -194,16 +195,23 @@ func tablesOutcome(ctx context.Context, w io.Writer, tables []*tableRun, results
 	if err := printOneRead(w, tables, results); err != nil {
 		return runFailed(err)
 	}
+	return rejectedTablesExit(tables, results)
+}
+
+// rejectedTablesExit is the exit of a run into several tables that completed: 0, or 1 when some
+// table rejected rows.
+func rejectedTablesExit(tables []*tableRun, results []pipeline.Result) error {
 	var rejected []string
 	for i, t := range tables {
 		if results[i].RowsRejected > 0 {
-			rejected = append(rejected, fmt.Sprintf("%s: %d (see %s)", t.prog.Table(), results[i].RowsRejected, t.flags.out))
+			rejected = append(rejected, fmt.Sprintf("%s %d of %d rows (see %s)", t.prog.Table(), results[i].RowsRejected, results[i].RowsIn,
+				output.RejectsLocation(t.m.Output().Store)))
 		}
 	}
-	if len(rejected) > 0 {
-		return completedWithRejects(fmt.Errorf("completed, but some rows were rejected: %s", strings.Join(rejected, "; ")))
+	if len(rejected) == 0 {
+		return nil
 	}
-	return nil
+	return completedWithRejects(fmt.Errorf("completed, but some rows were rejected: %s, with each row's position and reason", strings.Join(rejected, "; ")))
 }
 
 // printOneRead prints each table's counts from the one read and checks them: every table holds
