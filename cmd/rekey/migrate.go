@@ -53,12 +53,8 @@ type migrateFlags struct {
 	catchUp bool
 }
 
-func newMigrateCmd(inv *invocation) *cobra.Command {
-	f := &migrateFlags{}
-	cmd := &cobra.Command{
-		Use:   "migrate -m MAPPING --source URI --out DIR",
-		Short: "One-time migration: read a source, rewrite keys, write region-split bulk-load files",
-		Long: `migrate reads every row of the source, rewrites its primary key as the mapping says, routes it to
+// migrateHelp is migrate's --help text, before the sources' own.
+var migrateHelp = `migrate reads every row of the source, rewrites its primary key as the mapping says, routes it to
 its pre-split region and writes bulk-load files (Parquet or CSV), one folder per region:
 
   DIR/data/region-0000/part-00000.parquet ...  data, no file spans two regions; data/ holds
@@ -108,7 +104,14 @@ Exit codes:
   3    the run failed: source or sink error, damaged input, too many rejects
   130  interrupted (Ctrl-C, SIGTERM): --resume finishes
 
-` + inv.sources.Help(),
+`
+
+func newMigrateCmd(inv *invocation) *cobra.Command {
+	f := &migrateFlags{}
+	cmd := &cobra.Command{
+		Use:   "migrate -m MAPPING --source URI --out DIR",
+		Short: "One-time migration: read a source, rewrite keys, write region-split bulk-load files",
+		Long:  migrateHelp + inv.sources.Help(),
 		Example: `  rekey migrate -m mappings/orders.yaml --source 'gen:orders?rows=1000000' --out out/orders
   rekey migrate -m mappings/orders.yaml --source file:orders.csv --out out/orders --regions 64 --max-rejects 100
   rekey migrate -m mappings/logs.yaml --source file:logs.jsonl.gz --out out/logs --format csv --sort`,
@@ -193,17 +196,8 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	if sqlsink.IsURI(f.out) {
 		return runMigrateSQL(cmd, inv, f, logger, limit)
 	}
-	cfg, err := f.filesConfig(inv, shard, limit, logger)
+	cfg, err := f.filesMigration(inv, shard, limit, logger)
 	if err != nil {
-		return err
-	}
-	if cfg.Program, err = inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger); err != nil {
-		return err
-	}
-	if err := refuseKeyOnly(f.mapping, cfg.Program); err != nil {
-		return err
-	}
-	if err := refuseFormat(f.mapping, cfg.Format, cfg.Program); err != nil {
 		return err
 	}
 	src, err := inv.openSource(cmd.Context(), f.source, cfg.Program.Source(), logger)
@@ -264,6 +258,25 @@ func (f *migrateFlags) common(inv *invocation) (runner.RejectLimit, pipeline.Sha
 	}
 	f.catchUp = inv.sources.CatchesUp(f.source)
 	return limit, shard, nil
+}
+
+// filesMigration is the migration into files the flags describe, with its mapping loaded and
+// checked; the source and the store are opened after it.
+func (f *migrateFlags) filesMigration(inv *invocation, shard pipeline.Shard, limit runner.RejectLimit, logger *zap.Logger) (*migrate.Config, error) {
+	cfg, err := f.filesConfig(inv, shard, limit, logger)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Program, err = inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger); err != nil {
+		return nil, err
+	}
+	if err := refuseKeyOnly(f.mapping, cfg.Program); err != nil {
+		return nil, err
+	}
+	if err := refuseFormat(f.mapping, cfg.Format, cfg.Program); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // filesConfig is the migration into files the flags describe; the program, the source and the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/internal/atomicfile"
@@ -100,7 +101,12 @@ source, a file it could not write). --json writes every figure (schema: report/R
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReport(cmd, inv, f) },
 	}
-	fl := cmd.Flags()
+	f.register(inv, cmd.Flags())
+	return cmd
+}
+
+// register defines report's flags.
+func (f *reportFlags) register(inv *invocation, fl *pflag.FlagSet) {
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
 	fl.StringVar(&f.source, "source", "", "where rows come from: file:PATH or gen:NAME?rows=N (see below)")
 	fl.StringVar(&f.sample, "sample", "", "analyse part of the input: a row count (100000, 1m) or a percentage (5%); default: all")
@@ -120,7 +126,6 @@ source, a file it could not write). --json writes every figure (schema: report/R
 	fl.StringVar(&f.order, "write-order", "", "the source column that holds each row's creation time (or a sequence that rises with it): hotspots are judged in its order (overrides the mapping's source.write_order)")
 	fl.StringVar(&f.writeMap, "write-mapping", "", "write each alternative design as a mapping file (DIR/<id>.yaml, ready for rekey check and migrate) into this directory")
 	inv.sources.AddFlags(fl, source.Use{Scan: true})
-	return cmd
 }
 
 func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
