@@ -138,19 +138,41 @@ type Watch func(counters *pipeline.Counters, bytes func() int64, before int64) (
 // (the rows already read are committed). runErr is the run's outcome; err says it could not
 // start.
 func (m *Migration) Run(ctx context.Context, stop <-chan struct{}, watch Watch) (res pipeline.Result, runErr, err error) {
-	cfg := m.cfg
-	sink, err := files.New(ctx, files.Config{
-		Store: m.out.Store, Schema: cfg.Program.Target(), Plan: m.plan, Format: cfg.Format,
-		MaxFileSize: cfg.MaxFileSize, Memory: cfg.Memory / 4, Sort: cfg.Sort, NamePrefix: m.prefix,
-		ExpectedRows: max(estimatedRows(cfg.Source), 0),
-	}, cfg.Logger.Named("sink.files"))
-	if err != nil {
-		return res, nil, &Refused{err}
+	results, runErr, err := RunTogether(ctx, []*Migration{m}, stop, watch)
+	if len(results) > 0 {
+		res = results[0]
 	}
-	cfg.Logger.Info("migration starting", zap.String("mapping", cfg.Program.Name()), zap.String("table", cfg.Program.Table()),
-		zap.Int("regions", m.plan.Count()), zap.String("strategy", m.plan.Strategy), zap.String("out", cfg.Out))
-	return Execute(ctx, cfg.Program, cfg.Source, Target{Sink: sink, Output: m.out, Format: cfg.Format.Name(), Plan: m.plan,
-		Bytes: func() int64 { return sink.Stats().Bytes }}, cfg.Options, stop, watch)
+	return res, runErr, err
+}
+
+// RunTogether fills several migrations' outputs from one read of their source (each opened on
+// the same Source, each with its own mapping, plan and output): one feed, one transform and sink
+// per migration in every worker. The results are in the order of ms; runErr is the run's
+// outcome; err says it could not start. The first migration's options (workers, checkpoints,
+// reject limit) apply to all.
+func RunTogether(ctx context.Context, ms []*Migration, stop <-chan struct{}, watch Watch) (results []pipeline.Result, runErr, err error) {
+	parts := make([]part, len(ms))
+	var sinks []*files.Sink
+	for i, m := range ms {
+		cfg := m.cfg
+		sink, err := files.New(ctx, files.Config{
+			Store: m.out.Store, Schema: cfg.Program.Target(), Plan: m.plan, Format: cfg.Format,
+			MaxFileSize: cfg.MaxFileSize, Memory: cfg.Memory / 4 / int64(len(ms)), Sort: cfg.Sort, NamePrefix: m.prefix,
+			ExpectedRows: max(estimatedRows(cfg.Source), 0),
+		}, cfg.Logger.Named("sink.files"))
+		if err != nil {
+			for _, s := range sinks {
+				s.Abort(context.WithoutCancel(ctx))
+			}
+			return nil, nil, &Refused{err}
+		}
+		sinks = append(sinks, sink)
+		cfg.Logger.Info("migration starting", zap.String("mapping", cfg.Program.Name()), zap.String("table", cfg.Program.Table()),
+			zap.Int("regions", m.plan.Count()), zap.String("strategy", m.plan.Strategy), zap.String("out", cfg.Out))
+		parts[i] = part{prog: cfg.Program, t: Target{Sink: sink, Output: m.out, Format: cfg.Format.Name(), Plan: m.plan,
+			Bytes: func() int64 { return sink.Stats().Bytes }}}
+	}
+	return execute(ctx, ms[0].cfg.Source, parts, ms[0].cfg.Options, stop, watch)
 }
 
 // estimatedRows is the source's row estimate, -1 when it has none.
@@ -176,40 +198,72 @@ type Target struct {
 // outcome; err says it could not start.
 func Execute(ctx context.Context, prog *transform.Program, src pipeline.Source, t Target, opt Options, stop <-chan struct{},
 	watch Watch) (res pipeline.Result, runErr, err error) {
-	journal, err := t.Output.Journal(src, prog.Source())
-	if err != nil {
-		return res, nil, err
+	results, runErr, err := execute(ctx, src, []part{{prog, t}}, opt, stop, watch)
+	if len(results) > 0 {
+		res = results[0]
 	}
-	defer journal.Close()
+	return res, runErr, err
+}
+
+// part is one table of a run: its mapping and where it writes.
+type part struct {
+	prog *transform.Program
+	t    Target
+}
+
+// execute runs the pipeline from src into every part (one read): the journal of each part's
+// output, the workers applying each part's mapping, a checkpoint every opt.CheckpointEvery.
+func execute(ctx context.Context, src pipeline.Source, parts []part, opt Options, stop <-chan struct{},
+	watch Watch) (results []pipeline.Result, runErr, err error) {
+	tables := make([]runner.Table, len(parts))
+	for i, p := range parts {
+		journal, err := p.t.Output.Journal(src, p.prog.Source())
+		if err != nil {
+			return nil, nil, err
+		}
+		defer journal.Close()
+		prog := p.prog
+		tables[i] = runner.Table{NewTransformer: func() runner.Transformer { return prog.NewEvaluator() },
+			Target: prog.Target(), Plan: p.t.Plan, Sink: p.t.Sink, Journal: journal, Fingerprint: prog.Fingerprint(), Format: p.t.Format}
+	}
+	first := tables[0]
 	r, err := runner.New(runner.Config{
 		Source:          src,
-		NewTransformer:  func() runner.Transformer { return prog.NewEvaluator() },
-		Target:          prog.Target(),
-		Plan:            t.Plan,
-		Sink:            t.Sink,
-		Journal:         journal,
-		Fingerprint:     prog.Fingerprint(),
-		Format:          t.Format,
+		NewTransformer:  first.NewTransformer,
+		Target:          first.Target,
+		Plan:            first.Plan,
+		Sink:            first.Sink,
+		Journal:         first.Journal,
+		Fingerprint:     first.Fingerprint,
+		Format:          first.Format,
+		Also:            tables[1:],
 		Workers:         opt.Workers,
 		RejectLimit:     opt.RejectLimit,
 		CheckpointEvery: opt.CheckpointEvery,
 		Logger:          opt.Logger.Named("pipeline"),
 	})
 	if err != nil {
-		return res, nil, err
+		return nil, nil, err
 	}
-	resume := t.Output.Checkpoint
+	resume := parts[0].t.Output.Checkpoint
 	var before int64
 	if resume != nil {
 		before = resume.RowsIn
 	}
-	done, err := watch(&r.Counters, t.Bytes, before)
-	if err != nil {
-		return res, nil, err
+	bytes := func() int64 {
+		var n int64
+		for _, p := range parts {
+			n += p.t.Bytes()
+		}
+		return n
 	}
-	res, runErr = r.Run(ctx, stop, resume)
+	done, err := watch(&r.Counters, bytes, before)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, runErr = r.Run(ctx, stop, resume)
 	done()
-	return res, runErr, nil
+	return r.Results(), runErr, nil
 }
 
 // Finals are a finished run's final files as written, for its summary and next steps.

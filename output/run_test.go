@@ -592,3 +592,52 @@ func resumeFrom(t *testing.T, cfg testCfg) (*pipeline.Checkpoint, error) {
 	o.Close()
 	return o.Checkpoint, nil
 }
+
+// A run with a second table (runner.Config.Also) fills both from one read: each table's
+// transform rejects its own rows into its own rejects file, each checkpoint counts its own table,
+// and every table accounts for every row read.
+func TestRunFillsSeveralTablesFromOneRead(t *testing.T) {
+	src := &seqSource{streams: 3, rows: 1000, batch: 64}
+	sink1, sink2 := &memSink{}, &memSink{}
+	cfg := testConfig(t, src, sink1, copyTransform{rejectEvery: 100})
+	dir2 := t.TempDir()
+	sink2.dir = dir2
+	o2 := &Output{Store: localStore(t, dir2), log: zap.NewNop()}
+	j2, err := o2.Journal(src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j2.Close()
+	cfg.Also = []runner.Table{{NewTransformer: func() runner.Transformer { return copyTransform{rejectEvery: 250} },
+		Target: cfg.Target, Plan: cfg.Plan, Sink: sink2, Journal: j2}}
+	r, err := newRunner(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	res := r.Results()
+	// 3000 rows; per stream 10 rejects (0, 100, ..., 900) in the first table, 4 (0, 250, 500, 750)
+	// in the second
+	for i, want := range []struct{ written, rejected int64 }{{2970, 30}, {2988, 12}} {
+		if res[i].RowsIn != 3000 || res[i].RowsWritten != want.written || res[i].RowsRejected != want.rejected {
+			t.Errorf("table %d: in=%d written=%d rejected=%d, want 3000, %d, %d", i+1, res[i].RowsIn, res[i].RowsWritten, res[i].RowsRejected, want.written, want.rejected)
+		}
+	}
+	if len(sink1.committed) != 2970 || len(sink2.committed) != 2988 {
+		t.Errorf("committed %d and %d rows, want 2970 and 2988", len(sink1.committed), len(sink2.committed))
+	}
+	if n1, n2 := len(readRejects(t, cfg.OutDir)), len(readRejects(t, dir2)); n1 != 30 || n2 != 12 {
+		t.Errorf("rejects files hold %d and %d lines, want 30 and 12", n1, n2)
+	}
+	for i, dir := range []string{cfg.OutDir, dir2} {
+		cp, err := resumeFrom(t, testCfg{Config: runner.Config{Source: src}, OutDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cp.Complete || cp.RowsIn != 3000 || cp.RowsWritten != res[i].RowsWritten || len(cp.Streams) != 3 {
+			t.Errorf("table %d's checkpoint: complete %v, in %d, written %d, %d streams", i+1, cp.Complete, cp.RowsIn, cp.RowsWritten, len(cp.Streams))
+		}
+	}
+}

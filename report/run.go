@@ -79,7 +79,7 @@ type Config struct {
 	Source  pipeline.Source
 	// SourceURI names the source in the report.
 	SourceURI string
-	// PlanSample is target rows from a spread sample of the source (cmd's sampleRows), used for
+	// PlanSample is target rows from a spread sample of the source (migrate.Sample), used for
 	// quantile split keys. Nil: the report samples the source itself (Sampler), or for a source
 	// that cannot sample (a stream), the first planSampleRows rows.
 	PlanSample [][]pipeline.Value

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -88,24 +87,6 @@ func (pf *planFlags) plan(cmd *cobra.Command, inv *invocation, loaded func(*tran
 		}
 	}
 	return prog, plan, nil
-}
-
-// planRegions computes the region plan, sampling the source when one is given.
-func planRegions(ctx context.Context, prog *transform.Program, src pipeline.Source, regions int) (pipeline.RegionPlan, [][]pipeline.Value, error) {
-	var sample [][]pipeline.Value
-	var est int64
-	if src != nil && prog.PlanNeedsSample(regions) {
-		var err error
-		if sample, err = sampleRows(ctx, src, prog, sampleSize); err != nil {
-			return pipeline.RegionPlan{}, nil, err
-		}
-		est = estimateBytes(src, prog, sample)
-	}
-	plan, err := prog.PlanRegions(transform.RegionRequest{Count: regions, Sample: sample, EstimatedBytes: est})
-	if err != nil {
-		return plan, sample, usageError(fmt.Errorf("region plan: %w", err))
-	}
-	return plan, sample, nil
 }
 
 // sampleSize is how many source rows a run reads up front to place quantile split keys.

@@ -57,8 +57,8 @@ func TestOnlyCompletedRunsExitOne(t *testing.T) {
 	}
 	// the outcomes that exit 1, and the only functions that may return them
 	mayExitOne := map[string][]string{
-		"completedWithRejects": {"rejectedExit", "rejectedMessages"}, // migrate completed with rejected rows, replicate stopped with rejected messages
-		"reportWarnings":       {"runReport"},                        // report --strict found warnings
+		"completedWithRejects": {"rejectedExit", "rejectedTablesExit", "rejectedMessages"}, // migrate completed with rejected rows (into one table or several), replicate stopped with rejected messages
+		"reportWarnings":       {"runReport"},                                              // report --strict found warnings
 	}
 	constructors := map[string]bool{"usageError": true, "runFailed": true, "interrupted": true, "completedWithRejects": true,
 		"reportWarnings": true, "reportErrors": true, "targetDiffers": true}

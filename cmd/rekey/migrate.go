@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/migrate"
@@ -29,6 +30,7 @@ import (
 
 type migrateFlags struct {
 	mapping     string
+	mappings    []string // --mapping as given: several fill several tables from one read
 	source      string
 	out         string
 	format      string
@@ -51,12 +53,8 @@ type migrateFlags struct {
 	catchUp bool
 }
 
-func newMigrateCmd(inv *invocation) *cobra.Command {
-	f := &migrateFlags{}
-	cmd := &cobra.Command{
-		Use:   "migrate -m MAPPING --source URI --out DIR",
-		Short: "One-time migration: read a source, rewrite keys, write region-split bulk-load files",
-		Long: `migrate reads every row of the source, rewrites its primary key as the mapping says, routes it to
+// migrateHelp is migrate's --help text, before the sources' own.
+var migrateHelp = `migrate reads every row of the source, rewrites its primary key as the mapping says, routes it to
 its pre-split region and writes bulk-load files (Parquet or CSV), one folder per region:
 
   DIR/data/region-0000/part-00000.parquet ...  data, no file spans two regions; data/ holds
@@ -92,6 +90,11 @@ checkpoint and rejects.jsonl live in --state (default .rekey-state/<hash>); --re
 the checkpoint (upserts are idempotent). Suits small and medium tables: for large ones, bulk-load
 files (the default) load faster (see docs/sql.md).
 
+Several mappings (-m a.yaml -m b.yaml ...; the same source.columns, a table each) fill several
+tables from one read of the source, each into DIR/<table>/ with the layout above; the summary
+checks that every table holds every row read once (written + rejected = read). Such a run cannot
+--resume (start over with --overwrite) and writes files only (see docs/outputs.md).
+
 ` + sqlsink.URIHelp + `
 
 Exit codes:
@@ -101,15 +104,27 @@ Exit codes:
   3    the run failed: source or sink error, damaged input, too many rejects
   130  interrupted (Ctrl-C, SIGTERM): --resume finishes
 
-` + inv.sources.Help(),
+`
+
+func newMigrateCmd(inv *invocation) *cobra.Command {
+	f := &migrateFlags{}
+	cmd := &cobra.Command{
+		Use:   "migrate -m MAPPING --source URI --out DIR",
+		Short: "One-time migration: read a source, rewrite keys, write region-split bulk-load files",
+		Long:  migrateHelp + inv.sources.Help(),
 		Example: `  rekey migrate -m mappings/orders.yaml --source 'gen:orders?rows=1000000' --out out/orders
   rekey migrate -m mappings/orders.yaml --source file:orders.csv --out out/orders --regions 64 --max-rejects 100
   rekey migrate -m mappings/logs.yaml --source file:logs.jsonl.gz --out out/logs --format csv --sort`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runMigrate(cmd, inv, f) },
 	}
-	fl := cmd.Flags()
-	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
+	f.register(inv, cmd.Flags())
+	return cmd
+}
+
+// register defines migrate's flags.
+func (f *migrateFlags) register(inv *invocation, fl *pflag.FlagSet) {
+	fl.StringArrayVarP(&f.mappings, "mapping", "m", nil, "mapping file (YAML) describing source columns and target key; repeat it to fill several tables from one read of the source, each into --out/<table>")
 	fl.StringVar(&f.source, "source", "", "where rows come from: file:PATH or gen:NAME?rows=N (see below)")
 	fl.StringVar(&f.out, "out", "", "output: a directory (must be new or empty unless --resume), a bucket prefix s3://BUCKET/PREFIX or oss://BUCKET/PREFIX?region=R (credentials from AWS_*/OSS_* environment variables), or a SQL table: lindorm://USER@HOST:33060/DB, mysql://USER@HOST:PORT/DB")
 	fl.StringVar(&f.format, "format", formats.Default(), formats.Help())
@@ -128,7 +143,6 @@ Exit codes:
 	addLTSFlags(fl, &f.lts)
 	f.sql.register(fl)
 	inv.sources.AddFlags(fl, source.Use{Scan: true, Shards: true})
-	return cmd
 }
 
 // defaultMaxRejects stops a run whose rejects show a systematic problem (a wrong type, a missing
@@ -173,23 +187,17 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	if err != nil {
 		return err
 	}
+	if len(f.mappings) > 1 {
+		return runMigrateTables(cmd, inv, f, logger, limit, shard)
+	}
+	if len(f.mappings) == 1 {
+		f.mapping = f.mappings[0]
+	}
 	if sqlsink.IsURI(f.out) {
 		return runMigrateSQL(cmd, inv, f, logger, limit)
 	}
-	cfg, err := f.filesConfig(inv, shard, limit, logger)
+	cfg, err := f.filesMigration(inv, shard, limit, logger)
 	if err != nil {
-		return err
-	}
-	if cfg.Program, err = inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger); err != nil {
-		return err
-	}
-	if err := refuseKeyOnly(f.mapping, cfg.Program); err != nil {
-		return err
-	}
-	if err := refuseWriteTimeInFiles(f.mapping, cfg.Program); err != nil {
-		return err
-	}
-	if err := refuseFormat(f.mapping, cfg.Format, cfg.Program); err != nil {
 		return err
 	}
 	src, err := inv.openSource(cmd.Context(), f.source, cfg.Program.Source(), logger)
@@ -250,6 +258,28 @@ func (f *migrateFlags) common(inv *invocation) (runner.RejectLimit, pipeline.Sha
 	}
 	f.catchUp = inv.sources.CatchesUp(f.source)
 	return limit, shard, nil
+}
+
+// filesMigration is the migration into files the flags describe, with its mapping loaded and
+// checked; the source and the store are opened after it.
+func (f *migrateFlags) filesMigration(inv *invocation, shard pipeline.Shard, limit runner.RejectLimit, logger *zap.Logger) (*migrate.Config, error) {
+	cfg, err := f.filesConfig(inv, shard, limit, logger)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Program, err = inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger); err != nil {
+		return nil, err
+	}
+	if err := refuseKeyOnly(f.mapping, cfg.Program); err != nil {
+		return nil, err
+	}
+	if err := refuseWriteTimeInFiles(f.mapping, cfg.Program); err != nil {
+		return nil, err
+	}
+	if err := refuseFormat(f.mapping, cfg.Format, cfg.Program); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // filesConfig is the migration into files the flags describe; the program, the source and the

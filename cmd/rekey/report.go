@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/internal/atomicfile"
+	"github.com/rekey/rekey/migrate"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report"
 	"github.com/rekey/rekey/source"
@@ -99,7 +101,12 @@ source, a file it could not write). --json writes every figure (schema: report/R
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReport(cmd, inv, f) },
 	}
-	fl := cmd.Flags()
+	f.register(inv, cmd.Flags())
+	return cmd
+}
+
+// register defines report's flags.
+func (f *reportFlags) register(inv *invocation, fl *pflag.FlagSet) {
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML) describing source columns and target key")
 	fl.StringVar(&f.source, "source", "", "where rows come from: file:PATH or gen:NAME?rows=N (see below)")
 	fl.StringVar(&f.sample, "sample", "", "analyse part of the input: a row count (100000, 1m) or a percentage (5%); default: all")
@@ -119,7 +126,6 @@ source, a file it could not write). --json writes every figure (schema: report/R
 	fl.StringVar(&f.order, "write-order", "", "the source column that holds each row's creation time (or a sequence that rises with it): hotspots are judged in its order (overrides the mapping's source.write_order)")
 	fl.StringVar(&f.writeMap, "write-mapping", "", "write each alternative design as a mapping file (DIR/<id>.yaml, ready for rekey check and migrate) into this directory")
 	inv.sources.AddFlags(fl, source.Use{Scan: true})
-	return cmd
 }
 
 func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
@@ -128,112 +134,17 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 		return usageError(err)
 	}
 	defer logger.Sync()
-	sample, err := report.ParseSample(f.sample)
-	if err != nil {
-		return usageError(err)
-	}
-	if f.regions < 0 || f.nodes < 0 {
-		return usageError(errors.New("--regions and --nodes must not be negative"))
-	}
-	memory, err := parseSizeFlag("--memory", f.memory)
-	if err != nil {
-		return usageError(err)
-	}
-	inv.sourceMemory = memory
-	setMemoryBudgetGC(inv.getenv, memory, reportGCPercent)
-	heapOnHugePages(memory)
-	var queries []transform.Query
-	for _, q := range f.queries {
-		pq, err := report.ParseQuery(q)
-		if err != nil {
-			return usageError(err)
-		}
-		queries = append(queries, pq)
-	}
-	if f.workload != "" {
-		if msg := transform.CheckWorkload(f.workload); msg != "" {
-			return usageError(fmt.Errorf("--workload: %s", msg))
-		}
-	}
-	if err := inv.sources.Refuse(f.source); err != nil {
-		return usageError(err)
-	}
-	inv.sourceWriteTimes = true // the rows' WRITETIME(), for the write order
-	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
+	cfg, err := f.config(cmd.Context(), inv, logger)
 	if err != nil {
 		return err
 	}
-	m, err := transform.Load(f.mapping) // the decoded mapping, for the advisor's alternatives
-	if err != nil {
-		return usageError(err)
-	}
-	order := report.OrderHints{Column: m.Source.WriteOrder, ColumnOrigin: "source.write_order"}
-	if f.order != "" {
-		if err := transform.CheckWriteOrder(f.order, prog.Source()); err != nil {
-			return usageError(fmt.Errorf("--write-order: %w", err))
-		}
-		order.Column, order.ColumnOrigin = f.order, "--write-order"
-	}
-	if err := report.CheckQueries(queries, prog.Source()); err != nil {
-		return usageError(err)
-	}
-	src, err := inv.openSource(cmd.Context(), f.source, prog.Source(), logger)
-	if err != nil {
-		return sourceOpenExit(err)
-	}
-	defer closeSource(src)
-	sourceOrder(src, &order)
+	defer closeSource(cfg.Source)
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 	defer inv.onInterrupt(inv.stderr, "\nrekey: report interrupted", cancel, cancel)()
 
 	started := time.Now()
-	// a spread sample of the source places quantile split keys over the whole input; a source
-	// that cannot sample (a stream) is sampled by the report from its first rows
-	var planSample [][]pipeline.Value
-	var est int64
-	if _, ok := src.(pipeline.Sampler); ok {
-		if planSample, err = sampleRows(ctx, src, prog, sampleSize); err != nil {
-			return err
-		}
-		est = estimateBytes(src, prog, planSample)
-	}
-	var counters pipeline.Counters
-	bar, err := f.progress.start("analysing", src, &counters, nil, 0)
-	if err != nil {
-		return usageError(err)
-	}
-	finishBar := sync.OnceFunc(bar.finish)
-	rep, err := report.Run(ctx, report.Config{
-		Program:        prog,
-		Mapping:        m,
-		Source:         src,
-		SourceURI:      sourceuri.Redact(f.source), // the report is shared: never a secret in it
-		PlanSample:     planSample,
-		EstimatedBytes: est,
-		Regions:        f.regions,
-		Nodes:          f.nodes,
-		Sample:         sample,
-		Strict:         f.strict,
-		Workers:        f.workers,
-		TmpDir:         f.tmp,
-		Counters:       &counters,
-		Logger:         logger.Named("report"),
-		Generator:      "rekey " + version,
-		FormatSplit:    pipeline.SplitValue,
-		Queries:        queries,
-		Workload:       f.workload,
-		Order:          order,
-		Reread: func(c *pipeline.Counters) func() {
-			finishBar()
-			again, err := f.progress.startRows("reading again for the colliding keys' rows", estimatedRows(src), c)
-			if err != nil {
-				return func() {}
-			}
-			return again.finish
-		},
-	})
-	finishBar()
+	rep, err := f.run(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return interrupted(errors.New("report interrupted"))
@@ -241,7 +152,147 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 		return fmt.Errorf("report failed: %w", err)
 	}
 	logger.Info("report done", zap.Int64("rows", rep.Totals.RowsRead), zap.Duration("took", time.Since(started)))
+	if err := f.write(cmd.OutOrStdout(), rep, cfg.Program); err != nil {
+		return err
+	}
+	if f.statsJSON != "" {
+		res := pipeline.Result{RowsIn: rep.Totals.RowsRead, RowsInThisRun: rep.Totals.RowsRead, RowsWritten: rep.Totals.RowsOK, RowsRejected: rep.Totals.RowsRejected,
+			Duration: time.Since(started)}
+		if err := writeStats(f.statsJSON, res); err != nil {
+			return err
+		}
+	}
+	switch rep.Verdict.ExitCode {
+	case 2:
+		return reportErrors(fmt.Errorf("the report found errors: %s", report.VerdictLine(rep)))
+	case 1:
+		return reportWarnings(fmt.Errorf("--strict: the report found warnings: %s", report.VerdictLine(rep)))
+	}
+	return nil
+}
 
+// config checks the flags, loads the mapping and opens the source (the caller closes it): the
+// report's configuration but for the plan sample and the progress display, which run adds.
+func (f *reportFlags) config(ctx context.Context, inv *invocation, logger *zap.Logger) (report.Config, error) {
+	sample, queries, err := f.parse(inv)
+	if err != nil {
+		return report.Config{}, err
+	}
+	if err := inv.sources.Refuse(f.source); err != nil {
+		return report.Config{}, usageError(err)
+	}
+	inv.sourceWriteTimes = true // the rows' WRITETIME(), for the write order
+	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
+	if err != nil {
+		return report.Config{}, err
+	}
+	m, err := transform.Load(f.mapping) // the decoded mapping, for the advisor's alternatives
+	if err != nil {
+		return report.Config{}, usageError(err)
+	}
+	order := report.OrderHints{Column: m.Source.WriteOrder, ColumnOrigin: "source.write_order"}
+	if f.order != "" {
+		if err := transform.CheckWriteOrder(f.order, prog.Source()); err != nil {
+			return report.Config{}, usageError(fmt.Errorf("--write-order: %w", err))
+		}
+		order.Column, order.ColumnOrigin = f.order, "--write-order"
+	}
+	if err := report.CheckQueries(queries, prog.Source()); err != nil {
+		return report.Config{}, usageError(err)
+	}
+	src, err := inv.openSource(ctx, f.source, prog.Source(), logger)
+	if err != nil {
+		return report.Config{}, sourceOpenExit(err)
+	}
+	sourceOrder(src, &order)
+	return report.Config{
+		Program:     prog,
+		Mapping:     m,
+		Source:      src,
+		SourceURI:   sourceuri.Redact(f.source), // the report is shared: never a secret in it
+		Regions:     f.regions,
+		Nodes:       f.nodes,
+		Sample:      sample,
+		Strict:      f.strict,
+		Workers:     f.workers,
+		TmpDir:      f.tmp,
+		Logger:      logger.Named("report"),
+		Generator:   "rekey " + version,
+		FormatSplit: pipeline.SplitValue,
+		Queries:     queries,
+		Workload:    f.workload,
+		Order:       order,
+	}, nil
+}
+
+// parse reads --sample, --regions, --nodes, --memory (and sets the memory budget), --query and
+// --workload.
+func (f *reportFlags) parse(inv *invocation) (report.Sample, []transform.Query, error) {
+	sample, err := report.ParseSample(f.sample)
+	if err != nil {
+		return sample, nil, usageError(err)
+	}
+	if f.regions < 0 || f.nodes < 0 {
+		return sample, nil, usageError(errors.New("--regions and --nodes must not be negative"))
+	}
+	memory, err := parseSizeFlag("--memory", f.memory)
+	if err != nil {
+		return sample, nil, usageError(err)
+	}
+	inv.sourceMemory = memory
+	setMemoryBudgetGC(inv.getenv, memory, reportGCPercent)
+	heapOnHugePages(memory)
+	queries, err := f.parseQueries()
+	return sample, queries, err
+}
+
+// parseQueries reads --query and checks --workload.
+func (f *reportFlags) parseQueries() ([]transform.Query, error) {
+	var queries []transform.Query
+	for _, q := range f.queries {
+		pq, err := report.ParseQuery(q)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		queries = append(queries, pq)
+	}
+	if f.workload != "" {
+		if msg := transform.CheckWorkload(f.workload); msg != "" {
+			return nil, usageError(fmt.Errorf("--workload: %s", msg))
+		}
+	}
+	return queries, nil
+}
+
+// run samples the source for the region plan (migrate's one sample step) and runs the report
+// with a progress display.
+func (f *reportFlags) run(ctx context.Context, cfg report.Config) (*report.Report, error) {
+	// a spread sample of the source places quantile split keys over the whole input; a source
+	// that cannot sample (a stream) is sampled by the report from its first rows
+	var err error
+	if cfg.PlanSample, cfg.EstimatedBytes, err = migrate.Sample(ctx, cfg.Program, cfg.Source, sampleSize); err != nil {
+		return nil, err
+	}
+	cfg.Counters = &pipeline.Counters{}
+	bar, err := f.progress.start("analysing", cfg.Source, cfg.Counters, nil, 0)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	finishBar := sync.OnceFunc(bar.finish)
+	defer finishBar()
+	cfg.Reread = func(c *pipeline.Counters) func() {
+		finishBar()
+		again, err := f.progress.startRows("reading again for the colliding keys' rows", estimatedRows(cfg.Source), c)
+		if err != nil {
+			return func() {}
+		}
+		return again.finish
+	}
+	return report.Run(ctx, cfg)
+}
+
+// write writes the report's files (--json, --html, --write-mapping) and prints it.
+func (f *reportFlags) write(out io.Writer, rep *report.Report, prog *transform.Program) error {
 	if f.jsonOut != "" {
 		if err := writeReportFile(f.jsonOut, func(w io.Writer) error { return report.WriteJSON(w, rep) }); err != nil {
 			return err
@@ -252,7 +303,6 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 			return err
 		}
 	}
-	out := cmd.OutOrStdout()
 	if f.quiet {
 		fmt.Fprintf(out, "%s: %s\n", rep.Mapping.Table, report.VerdictLine(rep))
 	} else if err := report.WriteText(out, rep); err != nil {
@@ -260,6 +310,7 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 	}
 	var written []report.WrittenMapping
 	if f.writeMap != "" {
+		var err error
 		if written, err = report.WriteMappings(f.writeMap, f.mapping, rep, prog.Source()); err != nil {
 			return err
 		}
@@ -277,19 +328,6 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 		}
 		fmt.Fprintln(out)
 		table(out, files)
-	}
-	if f.statsJSON != "" {
-		res := pipeline.Result{RowsIn: rep.Totals.RowsRead, RowsInThisRun: rep.Totals.RowsRead, RowsWritten: rep.Totals.RowsOK, RowsRejected: rep.Totals.RowsRejected,
-			Duration: time.Since(started)}
-		if err := writeStats(f.statsJSON, res); err != nil {
-			return err
-		}
-	}
-	switch rep.Verdict.ExitCode {
-	case 2:
-		return reportErrors(fmt.Errorf("the report found errors: %s", report.VerdictLine(rep)))
-	case 1:
-		return reportWarnings(fmt.Errorf("--strict: the report found warnings: %s", report.VerdictLine(rep)))
 	}
 	return nil
 }

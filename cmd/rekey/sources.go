@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/migrate"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/source/cassandra"
@@ -58,31 +59,18 @@ func (inv *invocation) sourceInput(schema pipeline.SourceSchema, workers int, lo
 		Workers: workers, WriteTimes: inv.sourceWriteTimes, CellWriteTimes: inv.sourceCellTimes, ParseSize: transform.ParseSize, Memory: inv.sourceMemory, Logger: logger}
 }
 
-// sampleRows reads a spread sample from the source, when it can, and applies the mapping to it.
-// Region plans place quantile split keys and estimate data sizes from it.
-func sampleRows(ctx context.Context, src pipeline.Source, prog *transform.Program, n int) ([][]pipeline.Value, error) {
-	if _, ok := src.(*file.Stdin); ok {
-		// called only when the region plan needs a sample: stdin can be read only once
-		return nil, usageError(errors.New("region plan: stdin (file:-) cannot be sampled before it is read, and this plan needs a sample " +
+// planRegions computes the region plan, sampling the source when one is given and the plan
+// needs it (migrate.PlanRegions); stdin cannot be sampled before it is read.
+func planRegions(ctx context.Context, prog *transform.Program, src pipeline.Source, regions int) (pipeline.RegionPlan, [][]pipeline.Value, error) {
+	if _, ok := src.(*file.Stdin); ok && prog.PlanNeedsSample(regions) {
+		return pipeline.RegionPlan{}, nil, usageError(errors.New("region plan: stdin (file:-) cannot be sampled before it is read, and this plan needs a sample " +
 			"(quantile split keys on the first key column, or regions.size): save the input to a file and give that, " +
 			"set regions.split_keys in the mapping, or pass --regions 1"))
 	}
-	s, ok := src.(pipeline.Sampler)
-	if !ok {
-		return nil, nil
+	plan, sample, err := migrate.PlanRegions(ctx, prog, src, regions, sampleSize)
+	var refused *migrate.Refused
+	if errors.As(err, &refused) {
+		return plan, sample, usageError(refused.Err)
 	}
-	recs, err := s.Sample(ctx, n)
-	if err != nil {
-		return nil, fmt.Errorf("sample the source: %w", err)
-	}
-	return prog.SampleRows(recs), nil
-}
-
-// estimateBytes extrapolates the target data size from a sample and the source's row estimate.
-func estimateBytes(src pipeline.Source, prog *transform.Program, sample [][]pipeline.Value) int64 {
-	sz, ok := src.(pipeline.Sizer)
-	if !ok {
-		return 0
-	}
-	return prog.EstimateBytes(sample, sz.EstimatedRows())
+	return plan, sample, err
 }

@@ -108,14 +108,7 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	defer closeSource(src)
 	state := f.sql.stateDir(target, w.Table())
 	format := "sql-" + target.Dialect.Name
-	var out *output.Output
-	stateStore, err := output.OpenStateFolder(state)
-	if err == nil {
-		out, err = output.Open(ctx, stateStore, output.Spec{
-			Dir: state, Fingerprint: prog.Fingerprint(), Format: format, Source: src,
-			Resume: f.resume, Overwrite: f.overwrite,
-		}, logger.Named("pipeline"))
-	}
+	out, err := f.openState(ctx, state, format, prog, src, logger)
 	if errors.Is(err, output.ErrRefusedResume) {
 		return usageError(fmt.Errorf("%w\n(the state folder of %s table %s is %s; --state chooses another)", err, target.Redacted, w.Table(), state))
 	} else if err != nil {
@@ -140,6 +133,18 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 		return err
 	}
 	return sqlOutcome(cmd.OutOrStdout(), f, src, w, sqlDest{dest, state}, res, runErr, out.Store)
+}
+
+// openState opens the state folder of a migration into a table: its checkpoint and rejects.
+func (f *migrateFlags) openState(ctx context.Context, state, format string, prog *transform.Program, src pipeline.Source, logger *zap.Logger) (*output.Output, error) {
+	stateStore, err := output.OpenStateFolder(state)
+	if err != nil {
+		return nil, err
+	}
+	return output.Open(ctx, stateStore, output.Spec{
+		Dir: state, Fingerprint: prog.Fingerprint(), Format: format, Source: src,
+		Resume: f.resume, Overwrite: f.overwrite,
+	}, logger.Named("pipeline"))
 }
 
 // sqlDest is where a migration into a table wrote: the table (as messages name it) and the

@@ -75,12 +75,8 @@ type verifyFlags struct {
 	repair    string
 }
 
-func newVerifyCmd(inv *invocation) *cobra.Command {
-	f := &verifyFlags{}
-	cmd := &cobra.Command{
-		Use:   "verify -m MAPPING --source URI --target TARGET [--sample N|P%] [--json FILE] [--repair FILE.jsonl]",
-		Short: "Check that a migration's target holds what the source gives: rows missing, differing, extra",
-		Long: `verify reads the source again (all of it, or a sample), rewrites every key exactly as migrate does
+// verifyHelp is verify's --help text, before the sources' own.
+const verifyHelp = `verify reads the source again (all of it, or a sample), rewrites every key exactly as migrate does
 (the same mapping, the same rejects) and looks each row up in the target. It never writes to the
 target. It reports:
 
@@ -139,7 +135,14 @@ Exit codes:
        holding another table
   130  interrupted
 
-` + inv.sources.Help(),
+`
+
+func newVerifyCmd(inv *invocation) *cobra.Command {
+	f := &verifyFlags{}
+	cmd := &cobra.Command{
+		Use:   "verify -m MAPPING --source URI --target TARGET [--sample N|P%] [--json FILE] [--repair FILE.jsonl]",
+		Short: "Check that a migration's target holds what the source gives: rows missing, differing, extra",
+		Long:  verifyHelp + inv.sources.Help(),
 		Example: `  rekey verify -m mappings/orders.yaml --source file:orders.csv --target out/orders
   rekey verify -m mappings/orders.yaml --source file:orders.csv --target out/orders --sample 1% --json verify.json
   rekey verify -m mappings/orders.yaml --source 'cassandra://10.0.0.5/shop/orders' --target 'lindorm://root@ld-xxx:33060/shop' --sample 100000
@@ -216,6 +219,12 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 		return err
 	}
 	defer closeSrc()
+	return f.run(ctx, cmd.OutOrStdout(), inv, cancel, cfg, target, rep, repair)
+}
+
+// run runs verify with its progress phases and prints the result; Ctrl-C cancels it.
+func (f *verifyFlags) run(ctx context.Context, out io.Writer, inv *invocation, cancel context.CancelFunc, cfg verify.Config,
+	target string, rep *replication, repair *repairFile) error {
 	cfg.Phase = f.phases(cfg.Source)
 	if _, err := progressMode(f.progress.mode, false); err != nil {
 		return err
@@ -231,7 +240,7 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 	}
 	res.Source, res.Target = sourceuri.Redact(f.source), target
 	rep.annotate(res, target)
-	return f.printResult(cmd.OutOrStdout(), res, repair, started)
+	return f.printResult(out, res, repair, started)
 }
 
 // openRepair creates --repair's file, into which cfg's run writes; nil without --repair.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -11,17 +12,7 @@ import (
 // command prints: each run of lines between "..." is a contiguous part of the output, in order,
 // and the exit code is the one the VERDICT line (or the absence of errors) says.
 func TestReportWorkedExamples(t *testing.T) {
-	text, err := os.ReadFile("../../docs/report.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(text), "\n## Worked examples: the guides' own tables\n")
-	if !ok {
-		t.Fatal("docs/report.md has no worked examples section")
-	}
-	if i := strings.Index(section, "\n## "); i >= 0 {
-		section = section[:i]
-	}
+	section := docSection(t, "docs/report.md", "## Worked examples: the guides' own tables")
 	t.Chdir("../..")
 	blocks := strings.Split(section, "\n```\n")
 	ran := 0
@@ -80,4 +71,22 @@ func TestReportWorkedExamples(t *testing.T) {
 	if ran == 0 {
 		t.Fatal("no worked example ran")
 	}
+}
+
+// docSection is the text under heading (a whole "## ..." line) in the repository's file path, up
+// to the next "## " heading.
+func docSection(t *testing.T, path, heading string) string {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join("../..", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(text), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("%s has no section %q", path, heading)
+	}
+	if i := strings.Index(section, "\n## "); i >= 0 {
+		section = section[:i]
+	}
+	return section
 }

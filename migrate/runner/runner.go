@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -50,12 +52,30 @@ type Config struct {
 	Journal     pipeline.Journal
 	Fingerprint string // of the resolved mapping, stored in checkpoints
 	Format      string // of the data files, stored in checkpoints
-	Workers     int    // transform goroutines; default GOMAXPROCS
+	// Also are more tables filled from the same read of Source, one mapping each: every record
+	// goes through each one's transform into its sink, with its own journal, checkpoints, counts
+	// and reject limit. A run with Also starts from the beginning (no resume).
+	Also        []Table
+	Workers     int // transform goroutines; default GOMAXPROCS
 	RejectLimit RejectLimit
 	// CheckpointEvery is how often the run commits open files and saves a checkpoint; 0 means
 	// only at the end. Each cut closes every open file, so shorter intervals mean smaller files.
 	CheckpointEvery time.Duration
 	Logger          *zap.Logger
+}
+
+// Table is one more table a run fills from its source (Config.Also): what Config says of the
+// first.
+type Table struct {
+	NewTransformer func() Transformer
+	Target         pipeline.TargetSchema
+	Plan           pipeline.RegionPlan
+	Sink           pipeline.Sink
+	Journal        pipeline.Journal
+	Fingerprint    string
+	Format         string
+	// Counters, when set, are the table's live figures (nil: the runner keeps its own).
+	Counters *pipeline.Counters
 }
 
 // ErrTooManyRejects is wrapped by the error a run returns when the reject limit was exceeded.
@@ -64,33 +84,64 @@ var ErrTooManyRejects = errors.New("too many rejected rows")
 // ErrInterrupted is returned when stop was closed: what was read is committed and checkpointed.
 var ErrInterrupted = errors.New("interrupted")
 
-// Runner executes one run; Counters may be read while Run is in progress.
+// Runner executes one run; Counters (the first table's) may be read while Run is in progress.
 type Runner struct {
 	cfg      Config
 	Counters pipeline.Counters
+	legs     []*leg
+	// overLeg is the table whose rejects went over the limit while rows were read (-1: none)
+	overLeg atomic.Int32
+}
+
+// leg is one table of a run: its transform, sink, journal, counts and checkpoint.
+type leg struct {
+	Table
+	cp      *pipeline.Checkpoint
+	results pipeline.Result
 }
 
 // New validates the configuration.
 func New(cfg Config) (*Runner, error) {
-	switch {
-	case cfg.Source == nil:
+	if cfg.Source == nil {
 		return nil, errors.New("runner: no source")
-	case cfg.Sink == nil:
-		return nil, errors.New("runner: no sink")
-	case cfg.NewTransformer == nil:
-		return nil, errors.New("runner: no transform")
-	case cfg.Journal == nil:
-		return nil, errors.New("runner: no journal (the output's rejects and checkpoints)")
-	case len(cfg.Target.Columns) == 0:
-		return nil, errors.New("runner: target schema has no columns")
+	}
+	r := &Runner{cfg: cfg}
+	first := Table{NewTransformer: cfg.NewTransformer, Target: cfg.Target, Plan: cfg.Plan, Sink: cfg.Sink, Journal: cfg.Journal,
+		Fingerprint: cfg.Fingerprint, Format: cfg.Format, Counters: &r.Counters}
+	for i, t := range append([]Table{first}, cfg.Also...) {
+		switch {
+		case t.Sink == nil:
+			return nil, fmt.Errorf("runner: table %d: no sink", i+1)
+		case t.NewTransformer == nil:
+			return nil, fmt.Errorf("runner: table %d: no transform", i+1)
+		case t.Journal == nil:
+			return nil, fmt.Errorf("runner: table %d: no journal (the output's rejects and checkpoints)", i+1)
+		case len(t.Target.Columns) == 0:
+			return nil, fmt.Errorf("runner: table %d: target schema has no columns", i+1)
+		}
+		if t.Counters == nil {
+			t.Counters = &pipeline.Counters{}
+		}
+		r.legs = append(r.legs, &leg{Table: t})
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = runtime.GOMAXPROCS(0)
+		r.cfg.Workers = runtime.GOMAXPROCS(0)
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
+		r.cfg.Logger = zap.NewNop()
 	}
-	return &Runner{cfg: cfg}, nil
+	r.overLeg.Store(-1)
+	return r, nil
+}
+
+// Results are the outcome of each table of the last Run, the first table's first (Run returns
+// it too).
+func (r *Runner) Results() []pipeline.Result {
+	out := make([]pipeline.Result, len(r.legs))
+	for i, l := range r.legs {
+		out[i] = l.results
+	}
+	return out
 }
 
 // Run moves every record from the source through the transform into the sink. Closing stop
@@ -101,6 +152,9 @@ func New(cfg Config) (*Runner, error) {
 // transform and write, a cut on the ticker; after stop, the same while the source drains) ->
 // settle (which error ends the run, if any) -> finish (the last cut, or abort).
 func (r *Runner) Run(ctx context.Context, stop <-chan struct{}, resume *pipeline.Checkpoint) (pipeline.Result, error) {
+	if resume != nil && len(r.legs) > 1 {
+		return pipeline.Result{}, errors.New("runner: a run that fills several tables cannot resume: start it over")
+	}
 	m := &runState{r: r, cfg: r.cfg, ctx: ctx, stop: stop, resume: resume, started: time.Now()}
 	state := m.open
 	for state != nil {
@@ -118,8 +172,8 @@ type runState struct {
 	resume  *pipeline.Checkpoint
 	started time.Time
 
-	cp         *pipeline.Checkpoint
 	rowsBefore int64
+	positions  map[string]pipeline.StreamState // what the engine acknowledged, every table's
 	engine     *pipeline.Engine
 	outcome    pipeline.Outcome
 
@@ -132,31 +186,37 @@ type runState struct {
 
 type runStep func() runStep
 
-// open loads or starts the checkpoint and prepares the engine: the workers transform and write,
+// open loads or starts the checkpoints and prepares the engine: the workers transform and write,
 // the engine records each stream's position as batches are acknowledged, and a cut commits and
 // checkpoints on the ticker.
 func (m *runState) open() runStep {
 	cfg, r := m.cfg, m.r
-	m.cp = &pipeline.Checkpoint{Fingerprint: cfg.Fingerprint, Format: cfg.Format, Source: pipeline.SourceIdentity(cfg.Source),
-		Plan: cfg.Plan, Streams: map[string]pipeline.StreamState{}, StartedAt: m.started.UTC()}
-	if m.resume != nil {
-		m.cp = m.resume
-		r.Counters.RowsIn.Store(m.cp.RowsIn)
-		r.Counters.RowsWritten.Store(m.cp.RowsWritten)
-		r.Counters.RowsRejected.Store(m.cp.RowsRejected)
-		r.Counters.RowsSkipped.Store(m.cp.RowsSkipped)
+	m.positions = map[string]pipeline.StreamState{}
+	for _, l := range r.legs {
+		l.cp = &pipeline.Checkpoint{Fingerprint: l.Fingerprint, Format: l.Format, Source: pipeline.SourceIdentity(cfg.Source),
+			Plan: l.Plan, Streams: m.positions, StartedAt: m.started.UTC()}
 	}
-	m.rowsBefore = m.cp.RowsIn
+	if m.resume != nil {
+		l := r.legs[0]
+		l.cp, m.positions = m.resume, m.resume.Streams
+		l.Counters.RowsIn.Store(l.cp.RowsIn)
+		l.Counters.RowsWritten.Store(l.cp.RowsWritten)
+		l.Counters.RowsRejected.Store(l.cp.RowsRejected)
+		l.Counters.RowsSkipped.Store(l.cp.RowsSkipped)
+	}
+	m.rowsBefore = r.legs[0].cp.RowsIn
 	if m.resume == nil {
 		// The first checkpoint, before any row: it fixes the region plan and the source's
 		// identity, so a run killed at any later instant can be resumed (from the start).
-		if err := cfg.Journal.Cut(m.ctx, m.cp); err != nil {
-			m.err = err
-			return nil
+		for _, l := range r.legs {
+			if err := l.Journal.Cut(m.ctx, l.cp); err != nil {
+				m.err = err
+				return nil
+			}
 		}
 	}
 	m.engine = pipeline.NewEngine(pipeline.EngineConfig{
-		Source: cfg.Source, Resume: m.cp.Streams, Workers: cfg.Workers, Positions: m.cp.Streams,
+		Source: cfg.Source, Resume: m.positions, Workers: cfg.Workers, Positions: m.positions,
 		NewWorker: func(int) (func(context.Context, *pipeline.Job) error, func()) {
 			w := r.newWorker()
 			return func(ctx context.Context, j *pipeline.Job) error {
@@ -205,11 +265,17 @@ func (m *runState) settle() runStep {
 	return m.finish
 }
 
-// finish makes the last cut (or aborts the sink) and fills the result from the last checkpoint.
+// finish makes the last cut (or aborts the sinks) and fills the results from the last
+// checkpoints.
 func (m *runState) finish() runStep {
 	// the cleanup of a failed run, cancelled or not (a hard stop commits nothing, but leaves no
 	// uncommitted file behind either)
 	cleanup := context.WithoutCancel(m.ctx)
+	abort := func() {
+		for _, l := range m.r.legs {
+			l.Sink.Abort(cleanup)
+		}
+	}
 	switch {
 	case m.sourceFailed, m.tooManyRejects:
 		// What was read before the source failed (a token range that kept timing out, say), or
@@ -217,24 +283,27 @@ func (m *runState) finish() runStep {
 		// --resume (after a fix, with a higher --max-rejects) redoes only what is missing, and the
 		// rejects file holds the rejects counted, once each.
 		if err := m.cut(m.ctx, false); err != nil {
-			m.cfg.Sink.Abort(cleanup)
+			abort()
 			m.err = fmt.Errorf("%w (and committing what was read failed: %v)", m.err, err)
 		}
 	case m.err != nil:
-		m.cfg.Sink.Abort(cleanup)
+		abort()
 	default:
 		if err := m.cut(m.ctx, !m.interrupted); err != nil {
-			m.cfg.Sink.Abort(cleanup)
+			abort()
 			m.err = err
 		}
 	}
-	// What the last checkpoint holds: rows counted in a failed run's uncommitted buffers were
+	// What the last checkpoints hold: rows counted in a failed run's uncommitted buffers were
 	// never written, and a summary must not claim them.
-	cp := m.cp
-	m.result = pipeline.Result{Resumed: m.resume != nil, Interrupted: m.interrupted,
-		RowsIn: cp.RowsIn, RowsWritten: cp.RowsWritten, RowsRejected: cp.RowsRejected, RowsSkipped: cp.RowsSkipped,
-		RowsInThisRun: cp.RowsIn - m.rowsBefore, RejectCodes: cp.RejectCodes, Files: cp.Files,
-		Duration: time.Since(m.started), StartedAt: cp.StartedAt}
+	for _, l := range m.r.legs {
+		cp := l.cp
+		l.results = pipeline.Result{Resumed: m.resume != nil, Interrupted: m.interrupted,
+			RowsIn: cp.RowsIn, RowsWritten: cp.RowsWritten, RowsRejected: cp.RowsRejected, RowsSkipped: cp.RowsSkipped,
+			RowsInThisRun: cp.RowsIn - m.rowsBefore, RejectCodes: cp.RejectCodes, Files: cp.Files,
+			Duration: time.Since(m.started), StartedAt: cp.StartedAt}
+	}
+	m.result = m.r.legs[0].results
 	if m.err == nil && m.interrupted {
 		m.err = ErrInterrupted
 	}
@@ -242,41 +311,58 @@ func (m *runState) finish() runStep {
 }
 
 // cut commits what every acknowledged batch wrote and saves a checkpoint with the positions the
-// engine recorded; complete marks the run's last checkpoint. The engine calls it between batches
-// with every batch handed out acknowledged; finish calls it once the engine returned.
+// engine recorded, for each table; complete marks the run's last checkpoint. The engine calls it
+// between batches with every batch handed out acknowledged; finish calls it once the engine
+// returned.
 func (m *runState) cut(ctx context.Context, complete bool) error {
-	cfg, cp, c := m.cfg, m.cp, &m.r.Counters
-	files, err := cfg.Sink.Commit(ctx)
-	if err != nil {
-		return fmt.Errorf("commit files: %w", err)
+	for _, l := range m.r.legs {
+		files, err := l.Sink.Commit(ctx)
+		if err != nil {
+			return fmt.Errorf("commit files: %w", err)
+		}
+		cp, c := l.cp, l.Counters
+		if len(m.r.legs) > 1 {
+			cp.Streams = maps.Clone(m.positions) // each table's checkpoint is its own
+		}
+		cp.Files = append(cp.Files, files...)
+		cp.RowsIn = c.RowsIn.Load()
+		cp.RowsWritten = c.RowsWritten.Load()
+		cp.RowsRejected = c.RowsRejected.Load()
+		cp.RowsSkipped = c.RowsSkipped.Load()
+		cp.Complete = complete
+		// the caller's context: a hard stop (ctx cancelled) must not write a checkpoint either
+		if err := l.Journal.Cut(m.ctx, cp); err != nil {
+			return err
+		}
+		m.cfg.Logger.Debug("checkpoint", zap.Int("files", len(files)), zap.Int64("rows", cp.RowsWritten))
 	}
-	cp.Files = append(cp.Files, files...)
-	cp.RowsIn = c.RowsIn.Load()
-	cp.RowsWritten = c.RowsWritten.Load()
-	cp.RowsRejected = c.RowsRejected.Load()
-	cp.RowsSkipped = c.RowsSkipped.Load()
-	cp.Complete = complete
-	// the caller's context: a hard stop (ctx cancelled) must not write a checkpoint either
-	if err := cfg.Journal.Cut(m.ctx, cp); err != nil {
-		return err
-	}
-	cfg.Logger.Debug("checkpoint", zap.Int("files", len(files)), zap.Int64("rows", cp.RowsWritten))
 	return nil
 }
 
 // MinRowsForPercent keeps a percentage reject limit from firing on the first few rows.
 const MinRowsForPercent = 1000
 
+// checkRejects is the error of the first table whose rejects are over the limit.
 func (r *Runner) checkRejects() error {
+	for _, l := range r.legs {
+		if err := r.checkLeg(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Runner) checkLeg(l *leg) error {
 	lim := r.cfg.RejectLimit
 	// a percentage is of the rows the transform saw, not of those the source's filter left out
-	rej, in := r.Counters.RowsRejected.Load(), r.Counters.RowsIn.Load()-r.Counters.RowsSkipped.Load()
+	c := l.Counters
+	rej, in := c.RowsRejected.Load(), c.RowsIn.Load()-c.RowsSkipped.Load()
 	if lim.Count != nil && rej > *lim.Count {
-		return fmt.Errorf("%w: %d rows rejected, more than --max-rejects %d allows; see %s for each row's reason", ErrTooManyRejects, rej, *lim.Count, r.cfg.Journal.RejectsName())
+		return fmt.Errorf("%w: %d rows rejected, more than --max-rejects %d allows; see %s for each row's reason", ErrTooManyRejects, rej, *lim.Count, l.Journal.RejectsName())
 	}
 	if lim.Percent > 0 && in >= MinRowsForPercent {
 		if pct := 100 * float64(rej) / float64(in); pct > lim.Percent {
-			return fmt.Errorf("%w: %d of %d rows rejected (%.2f%%), more than --max-rejects %g%% allows; see %s for each row's reason", ErrTooManyRejects, rej, in, pct, lim.Percent, r.cfg.Journal.RejectsName())
+			return fmt.Errorf("%w: %d of %d rows rejected (%.2f%%), more than --max-rejects %g%% allows; see %s for each row's reason", ErrTooManyRejects, rej, in, pct, lim.Percent, l.Journal.RejectsName())
 		}
 	}
 	return nil
@@ -285,13 +371,22 @@ func (r *Runner) checkRejects() error {
 // rejectsWentOver is the error of a run whose rejects went over the percentage limit while
 // its rows were read, and whose rows read by the time it stopped bring them back under it.
 func (r *Runner) rejectsWentOver() error {
-	rej, in := r.Counters.RowsRejected.Load(), r.Counters.RowsIn.Load()-r.Counters.RowsSkipped.Load()
+	l := r.legs[max(0, r.overLeg.Load())]
+	c := l.Counters
+	rej, in := c.RowsRejected.Load(), c.RowsIn.Load()-c.RowsSkipped.Load()
 	return fmt.Errorf("%w: the rejects went over --max-rejects %g%% as the rows were read; %d of %d rows rejected (%.2f%%) when the run stopped; see %s for each row's reason",
-		ErrTooManyRejects, r.cfg.RejectLimit.Percent, rej, in, 100*float64(rej)/float64(max(in, 1)), r.cfg.Journal.RejectsName())
+		ErrTooManyRejects, r.cfg.RejectLimit.Percent, rej, in, 100*float64(rej)/float64(max(in, 1)), l.Journal.RejectsName())
 }
 
+// worker is one goroutine's state: per table, its transform and row buffers.
 type worker struct {
 	r    *Runner
+	legs []legWorker
+}
+
+type legWorker struct {
+	l    *leg
+	i    int32
 	t    Transformer
 	rows []pipeline.Row
 	recs []int // recs[i] is the index in the batch of rows[i]'s record
@@ -301,12 +396,29 @@ type worker struct {
 }
 
 func (r *Runner) newWorker() *worker {
-	return &worker{r: r, t: r.cfg.NewTransformer()}
+	w := &worker{r: r}
+	for i, l := range r.legs {
+		w.legs = append(w.legs, legWorker{l: l, i: int32(i), t: l.NewTransformer()})
+	}
+	return w
 }
 
+// process runs the batch through every table's transform into its sink.
 func (w *worker) process(ctx context.Context, b *pipeline.Batch) error {
-	cfg := &w.r.cfg
-	ncol := len(cfg.Target.Columns)
+	var over error
+	for i := range w.legs {
+		if err := w.legs[i].process(ctx, w.r, b); errors.Is(err, ErrTooManyRejects) {
+			over = err
+		} else if err != nil {
+			return err
+		}
+	}
+	return over
+}
+
+func (w *legWorker) process(ctx context.Context, r *Runner, b *pipeline.Batch) error {
+	l := w.l
+	ncol := len(l.Target.Columns)
 	if need := len(b.Records) * ncol; cap(w.slab) < need {
 		w.slab = make([]pipeline.Value, need)
 	}
@@ -318,7 +430,7 @@ func (w *worker) process(ctx context.Context, b *pipeline.Batch) error {
 		if rerr == nil {
 			out := w.slab[len(w.rows)*ncol : (len(w.rows)+1)*ncol]
 			if rerr = w.t.Apply(b, rec, out); rerr == nil {
-				row := pipeline.Row{Values: out, Region: cfg.Plan.Route(out[0])}
+				row := pipeline.Row{Values: out, Region: l.Plan.Route(out[0])}
 				if rec.Times != nil { // the type check only for records that carry times
 					if ct, ok := w.t.(CellTimer); ok {
 						if cap(w.times) < len(w.slab) {
@@ -335,20 +447,20 @@ func (w *worker) process(ctx context.Context, b *pipeline.Batch) error {
 			stage = "transform"
 		}
 		rejected++
-		if err := w.reject(b, rec, stage, rerr); err != nil {
+		if err := l.Journal.Reject(b, rec, stage, rerr); err != nil {
 			return err
 		}
 	}
 	written := int64(len(w.rows))
 	if len(w.rows) > 0 {
-		if err := cfg.Sink.Write(ctx, w.rows); err != nil {
+		if err := l.Sink.Write(ctx, w.rows); err != nil {
 			var rr *pipeline.RowRejects
 			if !errors.As(err, &rr) {
 				return fmt.Errorf("write rows of %s: %w", b.Stream, err)
 			}
 			// Values the file format cannot hold exactly are rejected, never rounded.
 			for _, x := range rr.Rows {
-				if err := w.reject(b, &b.Records[w.recs[x.Index]], "sink", x.Err); err != nil {
+				if err := l.Journal.Reject(b, &b.Records[w.recs[x.Index]], "sink", x.Err); err != nil {
 					return err
 				}
 			}
@@ -357,7 +469,7 @@ func (w *worker) process(ctx context.Context, b *pipeline.Batch) error {
 		}
 	}
 	w.t.Reset()
-	c := &w.r.Counters
+	c := l.Counters
 	c.RowsIn.Add(int64(len(b.Records)) + b.Skipped)
 	if b.Skipped > 0 {
 		c.RowsSkipped.Add(b.Skipped)
@@ -365,11 +477,10 @@ func (w *worker) process(ctx context.Context, b *pipeline.Batch) error {
 	c.RowsWritten.Add(written)
 	if rejected > 0 {
 		c.RowsRejected.Add(rejected)
-		return w.r.checkRejects()
+		if err := r.checkLeg(l); err != nil {
+			r.overLeg.CompareAndSwap(-1, w.i)
+			return err
+		}
 	}
 	return nil
-}
-
-func (w *worker) reject(b *pipeline.Batch, rec *pipeline.Record, stage string, rerr *pipeline.RowError) error {
-	return w.r.cfg.Journal.Reject(b, rec, stage, rerr)
 }

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/migrate"
+	"github.com/rekey/rekey/migrate/runner"
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/transform"
+)
+
+// One read, several tables: `rekey migrate -m a.yaml -m b.yaml --out DIR` reads the source once
+// and fills one output per mapping, DIR/<table>/, each with its own plan, files, rejects,
+// checkpoints and final files; the summary checks that every table accounts for every row read.
+
+// tableRun is one mapping of a run that fills several tables.
+type tableRun struct {
+	flags migrateFlags // the run's flags with this mapping and its output
+	prog  *transform.Program
+	m     *migrate.Migration
+	plan  pipeline.RegionPlan
+}
+
+// runMigrateTables runs a migration of several mappings from one read of the source.
+func runMigrateTables(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger *zap.Logger, limit runner.RejectLimit, shard pipeline.Shard) error {
+	if err := f.refuseForTables(shard); err != nil {
+		return usageError(err)
+	}
+	tables, err := f.loadTables(inv, logger)
+	if err != nil {
+		return err
+	}
+	src, err := inv.openSource(cmd.Context(), f.source, tables[0].prog.Source(), logger)
+	if err != nil {
+		return sourceOpenExit(err)
+	}
+	defer closeSource(src)
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	ms := make([]*migrate.Migration, len(tables))
+	for i, t := range tables {
+		if ms[i], err = t.open(ctx, inv, src, shard, limit, logger); err != nil {
+			return err
+		}
+		defer ms[i].Close()
+		t.m = ms[i]
+		if t.plan, err = t.m.Plan(ctx); err != nil {
+			return refusedExit(err)
+		}
+	}
+	cfgMemory, _ := parseSizeFlag("--memory", f.memory) // checked by each table's filesConfig
+	setMemoryBudgetGC(inv.getenv, cfgMemory, migrateGCPercent)
+	heapOnHugePages(cfgMemory)
+	var results []pipeline.Result
+	_, runErr, err := inv.runMigration(ctx, cancel, f, src, "\nrekey: stopping: finishing and committing the rows already read (Ctrl-C again to abort at once)",
+		func(ctx context.Context, stop <-chan struct{}, watch migrate.Watch) (pipeline.Result, error, error) {
+			var runErr, err error
+			results, runErr, err = migrate.RunTogether(ctx, ms, stop, watch)
+			return pipeline.Result{}, runErr, err
+		})
+	if err != nil {
+		return refusedExit(err)
+	}
+	return tablesOutcome(ctx, cmd.OutOrStdout(), tables, results, runErr)
+}
+
+// refuseForTables refuses what a run of several mappings does not do.
+func (f *migrateFlags) refuseForTables(shard pipeline.Shard) error {
+	switch {
+	case sqlsink.IsURI(f.out):
+		return errors.New("several --mapping fill one output of files each under --out DIR/<table>; into SQL tables, run one migrate per mapping")
+	case !shard.Whole() || f.sharedOut:
+		return errors.New("several --mapping read the whole source once: --shard and --shared-out apply to one mapping only")
+	case f.resume:
+		return errors.New("several --mapping cannot --resume: the tables are checkpointed together but each output resumes alone; run the same command with --overwrite to start over")
+	case f.statsJSON != "":
+		return errors.New("--stats-json writes one run's figures: with several --mapping, read each table's manifest.json")
+	}
+	return nil
+}
+
+// loadTables loads every mapping: each names its own table, and all read the source the same
+// way (the same source columns), since the source is read once.
+func (f *migrateFlags) loadTables(inv *invocation, logger *zap.Logger) ([]*tableRun, error) {
+	var tables []*tableRun
+	seen := map[string]string{}
+	for _, path := range f.mappings {
+		prog, err := inv.loadProgramFor(path, f.source, f.workers, f.regions, logger)
+		if err != nil {
+			return nil, err
+		}
+		if other, dup := seen[prog.Table()]; dup {
+			return nil, usageError(fmt.Errorf("--mapping %s and %s both fill table %s: each mapping's output is --out/<table>, so each needs its own table", other, path, prog.Table()))
+		}
+		seen[prog.Table()] = path
+		if len(tables) > 0 {
+			if err := sameSource(tables[0].flags.mapping, tables[0].prog.Source(), path, prog.Source()); err != nil {
+				return nil, usageError(err)
+			}
+		}
+		t := &tableRun{flags: *f, prog: prog}
+		t.flags.mapping, t.flags.mappings, t.flags.out = path, nil, joinOut(f.out, prog.Table())
+		if err := refuseKeyOnly(path, prog); err != nil {
+			return nil, err
+		}
+		if err := refuseWriteTimeInFiles(path, prog); err != nil {
+			return nil, err
+		}
+		tables = append(tables, t)
+	}
+	return tables, nil
+}
+
+// sameSource refuses two mappings that read the source differently: the source is read once,
+// with the first mapping's columns.
+func sameSource(firstPath string, first pipeline.SourceSchema, path string, s pipeline.SourceSchema) error {
+	if len(first) != len(s) {
+		return fmt.Errorf("--mapping %s declares %d source columns and %s %d: one read of the source needs the same source.columns in every mapping", firstPath, len(first), path, len(s))
+	}
+	for i := range first {
+		a, b := first[i], s[i]
+		if a.Name != b.Name || pipeline.NormalizeSourceType(a.Type) != pipeline.NormalizeSourceType(b.Type) {
+			return fmt.Errorf("--mapping %s: source column %d is %s %s, and %s in %s: one read of the source needs the same source.columns in every mapping", path, i+1, b.Name, b.Type, a.Name+" "+a.Type, firstPath)
+		}
+	}
+	return nil
+}
+
+// joinOut is the output of one table under --out: a folder inside it, or the prefix under a
+// bucket's (before its query).
+func joinOut(out, table string) string {
+	base, query, _ := strings.Cut(out, "?")
+	joined := strings.TrimSuffix(base, "/") + "/" + table
+	if query != "" {
+		joined += "?" + query
+	}
+	return joined
+}
+
+// open opens the table's output as a migration of its own.
+func (t *tableRun) open(ctx context.Context, inv *invocation, src pipeline.Source, shard pipeline.Shard, limit runner.RejectLimit, logger *zap.Logger) (*migrate.Migration, error) {
+	f := &t.flags
+	cfg, err := f.filesConfig(inv, shard, limit, logger.With(zap.String("table", t.prog.Table())))
+	if err != nil {
+		return nil, err
+	}
+	if err := refuseFormat(f.mapping, cfg.Format, t.prog); err != nil {
+		return nil, err
+	}
+	cfg.Program, cfg.Source = t.prog, src
+	cfg.Plan = func(ctx context.Context) (pipeline.RegionPlan, error) {
+		plan, _, err := planRegions(ctx, t.prog, src, f.regions)
+		return plan, err
+	}
+	if cfg.Store, err = inv.openStore(ctx, f.out); err != nil {
+		return nil, err
+	}
+	m, err := migrate.Open(ctx, *cfg)
+	if err != nil {
+		return nil, refusedExit(err)
+	}
+	return m, nil
+}
+
+// tablesOutcome prints how a run of several tables ended, finishes each table of a complete run
+// and checks that every table accounts for every row read.
+func tablesOutcome(ctx context.Context, w io.Writer, tables []*tableRun, results []pipeline.Result, runErr error) error {
+	if runErr != nil {
+		title := "Migration failed (what was committed before the failure)"
+		if errors.Is(runErr, runner.ErrInterrupted) {
+			title = "Migration interrupted (what is committed so far)"
+		}
+		for i, t := range tables {
+			fmt.Fprintf(w, "Table %s (%s)\n", t.prog.Table(), t.flags.mapping)
+			printSummary(w, title, results[i], filesOut(t.flags.out, t.m.Output().Store, t.plan))
+		}
+		if errors.Is(runErr, runner.ErrInterrupted) {
+			return interrupted(errors.New("interrupted: several --mapping cannot --resume: run the same command with --overwrite to start over"))
+		}
+		return runFailed(fmt.Errorf("migration failed: %w\nno manifest.json was written; once the cause is fixed, run the same command with --overwrite to start over", runErr))
+	}
+	for i, t := range tables {
+		fmt.Fprintf(w, "Table %s (%s)\n", t.prog.Table(), t.flags.mapping)
+		if err := finishRun(ctx, w, t.m, &t.flags, t.plan, results[i]); err != nil {
+			return runFailed(err)
+		}
+		fmt.Fprintln(w)
+	}
+	if err := printOneRead(w, tables, results); err != nil {
+		return runFailed(err)
+	}
+	return rejectedTablesExit(tables, results)
+}
+
+// rejectedTablesExit is the exit of a run into several tables that completed: 0, or 1 when some
+// table rejected rows.
+func rejectedTablesExit(tables []*tableRun, results []pipeline.Result) error {
+	var rejected []string
+	for i, t := range tables {
+		if results[i].RowsRejected > 0 {
+			rejected = append(rejected, fmt.Sprintf("%s %d of %d rows (see %s)", t.prog.Table(), results[i].RowsRejected, results[i].RowsIn,
+				output.RejectsLocation(t.m.Output().Store)))
+		}
+	}
+	if len(rejected) == 0 {
+		return nil
+	}
+	return completedWithRejects(fmt.Errorf("completed, but some rows were rejected: %s, with each row's position and reason", strings.Join(rejected, "; ")))
+}
+
+// printOneRead prints each table's counts from the one read and checks them: every table holds
+// every row read once, written or rejected (or skipped by the source's filter), and all read
+// the same rows.
+func printOneRead(w io.Writer, tables []*tableRun, results []pipeline.Result) error {
+	fmt.Fprintf(w, "One read, %d tables\n", len(tables))
+	var bad []string
+	rows := [][2]string{{"rows read", fmt.Sprintf("%d", results[0].RowsIn)}}
+	for i, t := range tables {
+		r := results[i]
+		line := fmt.Sprintf("%d written + %d rejected", r.RowsWritten, r.RowsRejected)
+		if r.RowsSkipped > 0 {
+			line += fmt.Sprintf(" + %d skipped", r.RowsSkipped)
+		}
+		sum := r.RowsWritten + r.RowsRejected + r.RowsSkipped
+		switch {
+		case sum != r.RowsIn:
+			bad = append(bad, fmt.Sprintf("table %s: %d written, rejected and skipped of %d rows read", t.prog.Table(), sum, r.RowsIn))
+			line += fmt.Sprintf(" = %d, NOT the %d rows read", sum, r.RowsIn)
+		case r.RowsIn != results[0].RowsIn:
+			bad = append(bad, fmt.Sprintf("table %s read %d rows, table %s %d", t.prog.Table(), r.RowsIn, tables[0].prog.Table(), results[0].RowsIn))
+			line += fmt.Sprintf(" = %d rows read, NOT the %d of the first table", r.RowsIn, results[0].RowsIn)
+		default:
+			line += fmt.Sprintf(" = %d rows read: ok", r.RowsIn)
+		}
+		rows = append(rows, [2]string{"table " + t.prog.Table(), line})
+	}
+	table(w, rows)
+	if len(bad) > 0 {
+		return fmt.Errorf("the tables do not account for every row read once: %s; the outputs are written, but do not load them: report this as a bug", strings.Join(bad, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
+)
+
+// The one sample -> region plan step that check, migrate, replicate and report share: a spread
+// sample of the source through the mapping places quantile split keys over the whole input, and
+// with the source's row estimate gives the target's size (regions.size).
+
+// Sample reads a spread sample of n rows from src when it can sample (pipeline.Sampler; nil, 0
+// otherwise), applies the mapping to it, and estimates the target's bytes from it and the
+// source's row estimate (0 without one).
+func Sample(ctx context.Context, prog *transform.Program, src pipeline.Source, n int) (sample [][]pipeline.Value, estBytes int64, err error) {
+	s, ok := src.(pipeline.Sampler)
+	if !ok {
+		return nil, 0, nil
+	}
+	recs, err := s.Sample(ctx, n)
+	if err != nil {
+		return nil, 0, fmt.Errorf("sample the source: %w", err)
+	}
+	sample = prog.SampleRows(recs)
+	if sz, ok := src.(pipeline.Sizer); ok {
+		estBytes = prog.EstimateBytes(sample, sz.EstimatedRows())
+	}
+	return sample, estBytes, nil
+}
+
+// PlanRegions is the region plan of regions regions (0: the mapping's), sampling src (nil: no
+// source) with Sample when the plan needs a sample. A plan that cannot be made is a *Refused.
+func PlanRegions(ctx context.Context, prog *transform.Program, src pipeline.Source, regions, n int) (pipeline.RegionPlan, [][]pipeline.Value, error) {
+	var sample [][]pipeline.Value
+	var est int64
+	if src != nil && prog.PlanNeedsSample(regions) {
+		var err error
+		if sample, est, err = Sample(ctx, prog, src, n); err != nil {
+			return pipeline.RegionPlan{}, nil, err
+		}
+	}
+	plan, err := prog.PlanRegions(transform.RegionRequest{Count: regions, Sample: sample, EstimatedBytes: est})
+	if err != nil {
+		return plan, sample, &Refused{fmt.Errorf("region plan: %w", err)}
+	}
+	return plan, sample, nil
+}
