@@ -50,6 +50,8 @@ type altSpec struct {
 	// overwrites what the mapping overwrites
 	rewrite bool
 	dict    transform.Dict // a dictionary the key's code() reads, added to target.codes
+	// codeOf: the design with a code() rewrite on top of the derived design of this id (combine)
+	codeOf string
 }
 
 // baseKey is a source-column order the advisor derives designs from: the source key, or the
@@ -565,6 +567,7 @@ type Advisor struct {
 	Sets     []uint64 // column sets the collision check counts: one per base key (see setOf)
 	setOf    map[uint64]int
 	Specs    []altSpec
+	rewrites []rewrite              // the mapping's key columns the guide's shortening applies to (AddRewrites)
 	buckets  map[string]bucketInput // the modulo bucket's input per first column (see spreadBuckets)
 	// Wo are the subsample's write-order values (nil in arrival order), analysed the rows the
 	// subsample was drawn from: designs are judged in the write-order model
@@ -720,6 +723,7 @@ func (a *Advisor) Finish(recs []pipeline.Record, ex ExactFigures) []model.Altern
 		for _, base := range a.bases {
 			withAdd = append(withAdd, deriveSpecs(a.prog, m, base, ex.Derived, a.N, a.buckets)...)
 		}
+		withAdd = append(withAdd, combine(withAdd, a.rewrites)...)
 		for _, s := range specs {
 			// the mapping's key rewritten: with the change, as the mapping_unique design
 			if s.rewrite && strings.Count(s.pk, "][")+1+len(ex.Derived) <= transform.MaxKeyColumns {
@@ -745,7 +749,11 @@ func (a *Advisor) Finish(recs []pipeline.Record, ex ExactFigures) []model.Altern
 		}
 		specs, results, errs = s3, r3, e3
 	}
+	codeOf := map[string]string{}
 	for k, s := range specs {
+		if s.codeOf != "" {
+			codeOf[s.id] = s.codeOf
+		}
 		res, err := results[k], errs[k]
 		if err != nil {
 			res = altResult{}
@@ -787,6 +795,14 @@ func (a *Advisor) Finish(recs []pipeline.Record, ex ExactFigures) []model.Altern
 		}
 	}
 	for i := range list {
+		list[i].RankKeyBytes = list[i].MeanKeyBytes
+		if base := codeOf[list[i].ID]; base != "" {
+			for _, b := range list {
+				if b.ID == base {
+					list[i].RankKeyBytes = b.MeanKeyBytes
+				}
+			}
+		}
 		list[i].LostRows = list[i].Overwritten + list[i].RejectedRows
 		list[i].Grade = grade(&list[i].Alternative)
 		// without declared queries the key's own order is the access pattern: no penalty
@@ -927,7 +943,7 @@ func better(a, b *model.Alternative, n int, writeHeavy bool) bool {
 	if ra, rb := reversedKey(a), reversedKey(b); ra != rb {
 		return !ra
 	}
-	return a.MeanKeyBytes < b.MeanKeyBytes
+	return a.RankKeyBytes < b.RankKeyBytes
 }
 
 // reversedKey: a key column is reverse() of a source column.
