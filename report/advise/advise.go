@@ -529,7 +529,18 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 	if a.KeyHist.N > 0 {
 		res.MeanKeyBytes = float64(a.KeyHist.Sum) / float64(a.KeyHist.N)
 	}
-	// collisions among the subsample's rows: sort by key, count distinct sources per key
+	res.Collisions = subsampleCollisions(pairs)
+	res.PrimaryKey = keyText(prog.KeyElements())
+	if _, ns := prog.SaltColumns(); len(ns) > 0 {
+		res.Salt = ns[0]
+	}
+	return res, nil
+}
+
+// subsampleCollisions counts the rows the subsample's keys overwrite: pairs sorted by key, the
+// distinct sources of a key beyond its first.
+func subsampleCollisions(pairs []collide.SpillRec) int64 {
+	var n int64
 	pairs, _ = collide.RadixSortBits(pairs, nil, 64)
 	for i := 0; i < len(pairs); {
 		j := i + 1
@@ -542,15 +553,11 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 				srcs = append(srcs, p.Src)
 			}
 			slices.Sort(srcs)
-			res.Collisions += int64(len(slices.Compact(srcs)) - 1)
+			n += int64(len(slices.Compact(srcs)) - 1)
 		}
 		i = j
 	}
-	res.PrimaryKey = keyText(prog.KeyElements())
-	if _, ns := prog.SaltColumns(); len(ns) > 0 {
-		res.Salt = ns[0]
-	}
-	return res, nil
+	return n
 }
 
 // Advisor derives the alternative designs, tells the collision check which column sets to count
