@@ -164,11 +164,7 @@ func ordersGen() *generator {
 			for b := buckets.index(r); b > 0; b-- {
 				lo *= 10
 			}
-			cents := lo + r.below(9*lo)
-			start = len(arena)
-			arena = strconv.AppendUint(arena, cents/100, 10)
-			arena = append(arena, '.', byte('0'+cents/10%10), byte('0'+cents%10))
-			vals[6] = pipeline.Value{Num: int64(start)<<32 | int64(len(arena)), Kind: pipeline.KindDecimal}
+			arena, vals[6] = appendAmount(arena, lo+r.below(9*lo))
 			return arena
 		},
 	}
@@ -263,15 +259,19 @@ func transactionsGen() *generator {
 			arena = appendPadded(arena, r.below(50000), 5)
 			vals[4] = placeholder(start, len(arena))
 			vals[5] = pipeline.Value{Num: int64(1 + r.below(4)), Kind: pipeline.KindInt}
-			cents := 100 + r.below(99900)
-			start = len(arena)
-			arena = strconv.AppendUint(arena, cents/100, 10)
-			arena = append(arena, '.', byte('0'+cents/10%10), byte('0'+cents%10))
-			vals[6] = pipeline.Value{Num: int64(start)<<32 | int64(len(arena)), Kind: pipeline.KindDecimal}
+			arena, vals[6] = appendAmount(arena, 100+r.below(99900))
 			vals[7] = pipeline.Value{Str: statuses.pick(r), Kind: pipeline.KindText}
 			return arena
 		},
 	}
+}
+
+// appendAmount appends cents as a decimal amount (12.50) and gives its arena placeholder.
+func appendAmount(arena []byte, cents uint64) ([]byte, pipeline.Value) {
+	start := len(arena)
+	arena = strconv.AppendUint(arena, cents/100, 10)
+	arena = append(arena, '.', byte('0'+cents/10%10), byte('0'+cents%10))
+	return arena, pipeline.Value{Num: int64(start)<<32 | int64(len(arena)), Kind: pipeline.KindDecimal}
 }
 
 // appendPadded appends v in decimal, zero-padded to width digits.
