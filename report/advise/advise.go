@@ -50,8 +50,9 @@ type altSpec struct {
 	// overwrites what the mapping overwrites
 	rewrite bool
 	dict    transform.Dict // a dictionary the key's code() reads, added to target.codes
-	// codeOf: the design with a code() rewrite on top of the derived design of this id (combine)
-	codeOf string
+	// shortens: the derived design of this id with a long() or code() rewrite on top (combine);
+	// codeOf: the same for a code()
+	shortens, codeOf string
 }
 
 // baseKey is a source-column order the advisor derives designs from: the source key, or the
@@ -840,14 +841,29 @@ func (a *Advisor) overwritten(res *altResult, s altSpec, ex ExactFigures, scale 
 	}
 }
 
-// rank grades and ranks the designs listed.
+// rank grades and ranks the designs listed. A shorter key on top of a design graded poor is
+// left out: it shortens a design no one should take.
 func (a *Advisor) rank(list []altResult, d derived) []model.Alternative {
-	codeOf := map[string]string{}
+	codeOf, shortens := map[string]string{}, map[string]string{}
 	for _, s := range d.specs {
 		if s.codeOf != "" {
 			codeOf[s.id] = s.codeOf
 		}
+		if s.shortens != "" {
+			shortens[s.id] = s.shortens
+		}
 	}
+	for i := range list {
+		list[i].LostRows = list[i].Overwritten + list[i].RejectedRows
+		list[i].Grade = grade(&list[i].Alternative)
+	}
+	poor := map[string]bool{}
+	for _, b := range list {
+		if b.Grade == "poor" || b.Error != "" {
+			poor[b.ID], poor[b.SameAs] = true, true
+		}
+	}
+	list = slices.DeleteFunc(list, func(x altResult) bool { return shortens[x.ID] != "" && poor[shortens[x.ID]] })
 	for i := range list {
 		list[i].RankKeyBytes = list[i].MeanKeyBytes
 		if base := codeOf[list[i].ID]; base != "" {
@@ -858,8 +874,6 @@ func (a *Advisor) rank(list []altResult, d derived) []model.Alternative {
 				}
 			}
 		}
-		list[i].LostRows = list[i].Overwritten + list[i].RejectedRows
-		list[i].Grade = grade(&list[i].Alternative)
 		// without declared queries the key's own order is the access pattern: no penalty
 		list[i].EnumFirst = len(a.queries) > 0 && enumerated(&list[i].Alternative, a.N) && !scansByFirst(list[i].Queries)
 	}

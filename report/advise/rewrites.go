@@ -148,7 +148,8 @@ var combinable = []string{"hash_prefix", "hash_prefix_newest_first", "newest_fir
 // combine gives, for each derived design of combinable kind that holds a rewritten column as it
 // is (or DESC), the design with the column rewritten: one-to-one, so it overwrites what the
 // design overwrites, with a shorter key. A long() ranks by its shorter key; a code() ranks with
-// the design it shortens, after it (its dictionary must be kept complete).
+// the design it shortens, after it (its dictionary must be kept complete). Neither is listed
+// on top of a design graded poor.
 func combine(specs []altSpec, rws []rewrite) []altSpec {
 	var out []altSpec
 	for _, s := range specs {
@@ -175,6 +176,7 @@ func combine(specs []altSpec, rws []rewrite) []altSpec {
 			c := s
 			c.id, c.name, c.pk, c.dict = s.id+"_"+rw.kind+"_"+rw.col, s.name+", "+rw.kind+"("+rw.col+")", pk, rw.dict
 			c.tradeOff = s.tradeOff + " " + rw.note
+			c.shortens = s.id
 			if rw.kind == "code" {
 				c.codeOf = s.id
 			}
