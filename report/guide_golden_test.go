@@ -57,6 +57,13 @@ func userOrderRow(seq bool) func(i int) []pipeline.Value {
 	}
 }
 
+// textOrderRow: orders by user (random user ids) whose order numbers are text, a date and hour
+// then a sequence ('2015122410' and on), rising.
+func textOrderRow(i int) []pipeline.Value {
+	u := fmt.Sprintf("u%08x", collide.Mix64(spreadOf(i, 20000), 7)&0xffffffff)
+	return []pipeline.Value{pipeline.Text(u), pipeline.Text(fmt.Sprintf("2015122410%06d", i)), pipeline.Int(guideBase + int64(i)), pipeline.Decimal("12.50")}
+}
+
 // typedOrderRow: an enumerated first column, order_type NORMAL (60%), GROUP, PRESALE, REFUND.
 func typedOrderRow(i int) []pipeline.Value {
 	t := "NORMAL"
@@ -91,6 +98,10 @@ func userOrderYAML(pk string) string {
 	return tableYAML("shop.user_orders", "userid: text, orderid: bigint, ts: timestamp, status: text, amount: decimal", "user_orders", pk)
 }
 
+func textOrderYAML(pk string) string {
+	return tableYAML("shop.text_orders", "userid: text, order_no: text, ts: timestamp, amount: decimal", "text_orders", pk)
+}
+
 func typedOrderYAML(pk string) string {
 	return tableYAML("shop.typed_orders", "order_type: text, orderid: bigint, userid: text, ts: timestamp, amount: decimal", "typed_orders", pk)
 }
@@ -120,6 +131,11 @@ func guideScenarios() []guideScenario {
 		{"user orders, sequential user ids, newest first", userOrderYAML("[userid][orderid]"), scenarioSource(userOrderRow(true)),
 			[]transform.Query{eq("userid", "orderid"), {Equal: []string{"userid"}, Range: "orderid", NewestFirst: true}},
 			"[md5(userid).substr(0, 4) + userid AS rk_hash][orderid DESC]", []string{"incremental_key_column", "write_hotspot"}},
+		// order numbers kept as text ('2015122410'), the latest first: the guide's DESC, and "Replace
+		// the STRING data type with the LONG or INT data type": 8 bytes in numeric order
+		{"user orders, text order numbers, newest first", textOrderYAML("[userid][order_no]"), scenarioSource(textOrderRow),
+			[]transform.Query{eq("userid", "order_no"), {Equal: []string{"userid"}, Range: "order_no", NewestFirst: true}},
+			"[userid][long(order_no) AS order_no_long DESC]", nil},
 		// the guide's [userId][orderid][random(100)]: the salt behind the user spreads nothing
 		{"user orders, trailing salt", userOrderYAML("[userid][orderid][random(100) AS salt]"), scenarioSource(userOrderRow(true)),
 			[]transform.Query{eq("userid", "orderid")},

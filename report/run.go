@@ -387,7 +387,7 @@ func (r *runner) assemble(ctx context.Context, total *collide.Acc, tl *timeline,
 	advised := time.Now()
 	if len(r.adv.Specs) > 0 && len(tl.subsample) > 0 {
 		r.adv.SpreadBuckets(tl.subsample)
-		r.adv.Specs = append(r.adv.Specs, advise.RewriteSpecs(r.prog, r.cfg.Mapping, tl.subsample, total)...)
+		r.adv.AddRewrites(tl.subsample, total)
 		r.adv.Results, r.adv.Errs = r.adv.Evaluate(tl.subsample, r.adv.Specs, true)
 	}
 	<-judged

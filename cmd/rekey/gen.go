@@ -17,7 +17,7 @@ func newGenCmd(_ *invocation) *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
 		Use:   "gen NAME [--rows N] [--seed S] [--out FILE]",
-		Short: "Write a synthetic data set (orders, logs) as CSV, the same rows gen:NAME produces",
+		Short: "Write a synthetic data set (orders, logs, transactions) as CSV, the same rows gen:NAME produces",
 		Long: `gen writes the rows of a synthetic source as CSV with a header, for trying rekey on a file or
 for benchmarks. The rows are exactly those that --source 'gen:NAME?rows=N&seed=S' produces.
 orders: monotonic order ids and timestamps, skewed users, one channel dominating.

@@ -50,6 +50,9 @@ type altSpec struct {
 	// overwrites what the mapping overwrites
 	rewrite bool
 	dict    transform.Dict // a dictionary the key's code() reads, added to target.codes
+	// shortens: the derived design of this id with a long() or code() rewrite on top (combine);
+	// codeOf: the same for a code()
+	shortens, codeOf string
 }
 
 // baseKey is a source-column order the advisor derives designs from: the source key, or the
@@ -527,7 +530,18 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 	if a.KeyHist.N > 0 {
 		res.MeanKeyBytes = float64(a.KeyHist.Sum) / float64(a.KeyHist.N)
 	}
-	// collisions among the subsample's rows: sort by key, count distinct sources per key
+	res.Collisions = subsampleCollisions(pairs)
+	res.PrimaryKey = keyText(prog.KeyElements())
+	if _, ns := prog.SaltColumns(); len(ns) > 0 {
+		res.Salt = ns[0]
+	}
+	return res, nil
+}
+
+// subsampleCollisions counts the rows the subsample's keys overwrite: pairs sorted by key, the
+// distinct sources of a key beyond its first.
+func subsampleCollisions(pairs []collide.SpillRec) int64 {
+	var n int64
 	pairs, _ = collide.RadixSortBits(pairs, nil, 64)
 	for i := 0; i < len(pairs); {
 		j := i + 1
@@ -540,15 +554,11 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 				srcs = append(srcs, p.Src)
 			}
 			slices.Sort(srcs)
-			res.Collisions += int64(len(slices.Compact(srcs)) - 1)
+			n += int64(len(slices.Compact(srcs)) - 1)
 		}
 		i = j
 	}
-	res.PrimaryKey = keyText(prog.KeyElements())
-	if _, ns := prog.SaltColumns(); len(ns) > 0 {
-		res.Salt = ns[0]
-	}
-	return res, nil
+	return n
 }
 
 // Advisor derives the alternative designs, tells the collision check which column sets to count
@@ -565,6 +575,8 @@ type Advisor struct {
 	Sets     []uint64 // column sets the collision check counts: one per base key (see setOf)
 	setOf    map[uint64]int
 	Specs    []altSpec
+	rewrites []rewrite              // the mapping's key columns the guide's shortening applies to (AddRewrites)
+	std      [3]transform.Query     // the standard reads of the source key: GET, one-value SCAN, range (Finish)
 	buckets  map[string]bucketInput // the modulo bucket's input per first column (see spreadBuckets)
 	// Wo are the subsample's write-order values (nil in arrival order), analysed the rows the
 	// subsample was drawn from: designs are judged in the write-order model
@@ -648,105 +660,139 @@ type ExactFigures struct {
 // key change, and the derived designs (with the change appended when it is verified), with the
 // exact overwritten rows of the collision check, ranked.
 func (a *Advisor) Finish(recs []pipeline.Record, ex ExactFigures) []model.Alternative {
-	out := []model.Alternative{}
-	m := a.mapping
-	if m == nil || len(recs) == 0 || len(a.Results) == 0 || a.Errs[0] != nil {
-		return out
+	if a.mapping == nil || len(recs) == 0 || len(a.Results) == 0 || a.Errs[0] != nil {
+		return []model.Alternative{}
 	}
-	scale := float64(ex.Analysed) / float64(max(len(recs), 1))
 	key := SourceKey(a.prog)
+	a.std = standardQueries(key)
+	own := a.mappingDesign(key, ex)
+	list := []altResult{own}
+	if x, ok := a.uniqueDesign(recs, ex); ok {
+		list = append(list, x)
+	}
+	// derived designs: with the verified change appended (re-evaluated), else as analysed
+	d := derived{specs: a.Specs, results: a.Results[1:], errs: a.Errs[1:]}
+	if enumerated(&own.Alternative, a.N) && len(key) > 1 {
+		d = a.withFirstLast(recs, key, d)
+	}
+	if len(ex.Derived) > 0 {
+		d = a.withChange(recs, ex.Derived, d)
+	}
+	list = a.addDerived(list, d, ex, float64(ex.Analysed)/float64(max(len(recs), 1)))
+	return a.rank(list, d)
+}
+
+// derived are the derived designs with their figures on the subsample, in step.
+type derived struct {
+	specs   []altSpec
+	results []altResult
+	errs    []error
+}
+
+// withReads plans the standard reads and the declared queries on a design's key.
+func (a *Advisor) withReads(res *altResult, prog *transform.Program) {
+	shape := KeyShape(prog)
+	res.Reads = model.Reads{Get: readsOf(PlanQuery(shape, a.std[0])), PrefixScan: readsOf(PlanQuery(shape, a.std[1])), RangeScan: readsOf(PlanQuery(shape, a.std[2]))}
+	res.Queries = []model.QueryPlan{}
+	for _, q := range a.queries {
+		res.Queries = append(res.Queries, PlanQuery(shape, q))
+	}
+}
+
+// mappingDesign is the mapping's own design, with the collision check's exact figures.
+func (a *Advisor) mappingDesign(key []string, ex ExactFigures) altResult {
 	b := ""
 	if len(key) > 0 {
 		b = key[0]
 	}
-	std := standardQueries(key)
-	withReads := func(res *altResult, prog *transform.Program) {
-		shape := KeyShape(prog)
-		res.Reads = model.Reads{Get: readsOf(PlanQuery(shape, std[0])), PrefixScan: readsOf(PlanQuery(shape, std[1])), RangeScan: readsOf(PlanQuery(shape, std[2]))}
-		res.Queries = []model.QueryPlan{}
-		for _, q := range a.queries {
-			res.Queries = append(res.Queries, PlanQuery(shape, q))
-		}
-	}
-
 	own := a.Results[0]
 	own.ID, own.Name, own.IsMapping = "mapping", "the mapping", true
-	own.PrimaryKey = MappingInfo(a.prog, m).PrimaryKey
+	own.PrimaryKey = MappingInfo(a.prog, a.mapping).PrimaryKey
 	own.Overwritten, own.OverwrittenExact = ex.Mapping.Rows, true
 	own.RejectedRows = ex.Rejected
-	withReads(&own, a.prog)
+	a.withReads(&own, a.prog)
 	own.TradeOff = mappingTradeOff(own.Reads, b)
 	if a.prog.KeyOnly() {
 		// the figures stand, but Lindorm cannot write a row of it: it ranks after every design it can
 		own.Error = "key-only: " + a.prog.KeyOnlyMessage()
 	}
-	list := []altResult{own}
+	return own
+}
 
-	// the mapping with the smallest key change that removes its collisions
-	if s := ex.Suggest; s != nil && s.SeparatesAll && len(s.Add) > 0 {
-		spec := altSpec{id: "mapping_unique", name: "the mapping + " + strings.Join(s.Add, ", "), pk: m.Target.PrimaryKey + Bracketed(s.Add), add: s.Add, keepMapping: true,
-			tradeOff: "The mapping's design with " + ListText(s.Add) + " appended to the key, the smallest change that tells every colliding row apart; reads and spread as the mapping's."}
-		res, errs := a.Evaluate(recs, []altSpec{spec}, false)
-		if errs[0] == nil {
-			x := res[0]
-			x.ID, x.Name, x.TradeOff, x.Added = spec.id, spec.name, spec.tradeOff, spec.add
-			// every compared pair differs in the change: exact when every pair was compared
-			x.Overwritten, x.OverwrittenExact = 0, s.Checked
-			x.RejectedRows = ex.Rejected
-			withReads(&x, x.prog)
-			list = append(list, x)
-		}
+// uniqueDesign is the mapping with the smallest key change that removes its collisions, when
+// the collision check found one.
+func (a *Advisor) uniqueDesign(recs []pipeline.Record, ex ExactFigures) (altResult, bool) {
+	s := ex.Suggest
+	if s == nil || !s.SeparatesAll || len(s.Add) == 0 {
+		return altResult{}, false
 	}
+	spec := altSpec{id: "mapping_unique", name: "the mapping + " + strings.Join(s.Add, ", "), pk: a.mapping.Target.PrimaryKey + Bracketed(s.Add), add: s.Add, keepMapping: true,
+		tradeOff: "The mapping's design with " + ListText(s.Add) + " appended to the key, the smallest change that tells every colliding row apart; reads and spread as the mapping's."}
+	res, errs := a.Evaluate(recs, []altSpec{spec}, false)
+	if errs[0] != nil {
+		return altResult{}, false
+	}
+	x := res[0]
+	x.ID, x.Name, x.TradeOff, x.Added = spec.id, spec.name, spec.tradeOff, spec.add
+	// every compared pair differs in the change: exact when every pair was compared
+	x.Overwritten, x.OverwrittenExact = 0, s.Checked
+	x.RejectedRows = ex.Rejected
+	a.withReads(&x, x.prog)
+	return x, true
+}
 
-	// derived designs: with the verified change appended (re-evaluated), else as analysed
-	specs, results, errs := a.Specs, a.Results[1:], a.Errs[1:]
-	if enumerated(&own.Alternative, a.N) && len(key) > 1 {
-		// an enumerated first column (order types, channels): the guide's "Do not specify a column
-		// that contains enumerated data, such as order types ... as the first primary key column";
-		// the same key with it last, plain, hashed and reversed
-		last := baseKey{prefix: "first_last_", label: b + " last", cols: append(slices.Clone(key[1:]), key[0])}
-		var more []altSpec
-		for _, s := range deriveSpecs(a.prog, m, last, nil, a.N, a.buckets) {
-			switch s.id {
-			case "first_last", "first_last_hash_prefix", "first_last_reverse":
-				more = append(more, s)
-			}
+// withFirstLast adds, for an enumerated first column (order types, channels), the same key with
+// it last, plain, hashed and reversed: the guide's "Do not specify a column that contains
+// enumerated data, such as order types ... as the first primary key column".
+func (a *Advisor) withFirstLast(recs []pipeline.Record, key []string, d derived) derived {
+	last := baseKey{prefix: "first_last_", label: key[0] + " last", cols: append(slices.Clone(key[1:]), key[0])}
+	var more []altSpec
+	for _, s := range deriveSpecs(a.prog, a.mapping, last, nil, a.N, a.buckets) {
+		switch s.id {
+		case "first_last", "first_last_hash_prefix", "first_last_reverse":
+			more = append(more, s)
 		}
-		res, es := a.Evaluate(recs, more, false)
-		specs, results, errs = append(slices.Clip(specs), more...), append(slices.Clip(results), res...), append(slices.Clip(errs), es...)
 	}
-	if len(ex.Derived) > 0 {
-		var withAdd []altSpec
-		for _, base := range a.bases {
-			withAdd = append(withAdd, deriveSpecs(a.prog, m, base, ex.Derived, a.N, a.buckets)...)
-		}
-		for _, s := range specs {
-			// the mapping's key rewritten: with the change, as the mapping_unique design
-			if s.rewrite && strings.Count(s.pk, "][")+1+len(ex.Derived) <= transform.MaxKeyColumns {
-				s.pk, s.add = s.pk+Bracketed(ex.Derived), ex.Derived
-				withAdd = append(withAdd, s)
-			}
-		}
-		res2, errs2 := a.Evaluate(recs, withAdd, false)
-		// a design that would exceed the key column limit with the change keeps its plain form
-		byID := map[string]int{}
-		for i, s := range withAdd {
-			byID[s.id] = i
-		}
-		var s3 []altSpec
-		var r3 []altResult
-		var e3 []error
-		for i, s := range specs {
-			if k, ok := byID[s.id]; ok {
-				s3, r3, e3 = append(s3, withAdd[k]), append(r3, res2[k]), append(e3, errs2[k])
-			} else {
-				s3, r3, e3 = append(s3, s), append(r3, results[i]), append(e3, errs[i])
-			}
-		}
-		specs, results, errs = s3, r3, e3
+	res, es := a.Evaluate(recs, more, false)
+	return derived{append(slices.Clip(d.specs), more...), append(slices.Clip(d.results), res...), append(slices.Clip(d.errs), es...)}
+}
+
+// withChange re-derives the designs with the verified key change appended and evaluates them;
+// a design that would exceed the key column limit with the change keeps its plain form.
+func (a *Advisor) withChange(recs []pipeline.Record, change []string, d derived) derived {
+	var withAdd []altSpec
+	for _, base := range a.bases {
+		withAdd = append(withAdd, deriveSpecs(a.prog, a.mapping, base, change, a.N, a.buckets)...)
 	}
-	for k, s := range specs {
-		res, err := results[k], errs[k]
+	withAdd = append(withAdd, combine(withAdd, a.rewrites)...)
+	for _, s := range d.specs {
+		// the mapping's key rewritten: with the change, as the mapping_unique design
+		if s.rewrite && strings.Count(s.pk, "][")+1+len(change) <= transform.MaxKeyColumns {
+			s.pk, s.add = s.pk+Bracketed(change), change
+			withAdd = append(withAdd, s)
+		}
+	}
+	res, errs := a.Evaluate(recs, withAdd, false)
+	byID := map[string]int{}
+	for i, s := range withAdd {
+		byID[s.id] = i
+	}
+	var out derived
+	for i, s := range d.specs {
+		if k, ok := byID[s.id]; ok {
+			out.specs, out.results, out.errs = append(out.specs, withAdd[k]), append(out.results, res[k]), append(out.errs, errs[k])
+		} else {
+			out.specs, out.results, out.errs = append(out.specs, s), append(out.results, d.results[i]), append(out.errs, d.errs[i])
+		}
+	}
+	return out
+}
+
+// addDerived lists the derived designs after the mapping's, with their rows lost (scale: rows
+// analysed per subsample row); a design with the same keys as one listed folds into it.
+func (a *Advisor) addDerived(list []altResult, d derived, ex ExactFigures, scale float64) []altResult {
+	for k, s := range d.specs {
+		res, err := d.results[k], d.errs[k]
 		if err != nil {
 			res = altResult{}
 			res.Error = FirstLine(err.Error())
@@ -754,20 +800,9 @@ func (a *Advisor) Finish(recs []pipeline.Record, ex ExactFigures) []model.Altern
 		}
 		res.ID, res.Name, res.TradeOff, res.Added = s.id, s.name, s.tradeOff, s.add
 		if err == nil {
-			withReads(&res, res.prog)
+			a.withReads(&res, res.prog)
 			res.RejectedRows = int64(math.Round(float64(res.Rejected) * scale))
-			switch mask, ok := colMask(a.prog.Source(), s.cols); {
-			case len(s.add) > 0:
-				res.Overwritten, res.OverwrittenExact = 0, true // the change separates every colliding row
-			case s.rewrite:
-				res.Overwritten, res.OverwrittenExact = ex.Mapping.Rows, true // one-to-one: the mapping's collisions
-			case ok && ex.SetsExact && a.setIndex(mask) >= 0 && s.salted:
-				res.Overwritten, res.OverwrittenExact = ex.Sets.SaltRows[a.setIndex(mask)], true
-			case ok && ex.SetsExact && a.setIndex(mask) >= 0:
-				res.Overwritten, res.OverwrittenExact = ex.Sets.SetRows[a.setIndex(mask)], true
-			default:
-				res.Overwritten = int64(math.Round(float64(res.Collisions) * scale)) // only the subsample's
-			}
+			a.overwritten(&res, s, ex, scale)
 		}
 		// the same keys as a design already listed: fold it
 		dup := false
@@ -786,14 +821,65 @@ func (a *Advisor) Finish(recs []pipeline.Record, ex ExactFigures) []model.Altern
 			list = append(list, res)
 		}
 	}
+	return list
+}
+
+// overwritten sets the rows a derived design overwrites: exact from the collision check where
+// it counted the columns the design reads, else scaled from the subsample.
+func (a *Advisor) overwritten(res *altResult, s altSpec, ex ExactFigures, scale float64) {
+	switch mask, ok := colMask(a.prog.Source(), s.cols); {
+	case len(s.add) > 0:
+		res.Overwritten, res.OverwrittenExact = 0, true // the change separates every colliding row
+	case s.rewrite:
+		res.Overwritten, res.OverwrittenExact = ex.Mapping.Rows, true // one-to-one: the mapping's collisions
+	case ok && ex.SetsExact && a.setIndex(mask) >= 0 && s.salted:
+		res.Overwritten, res.OverwrittenExact = ex.Sets.SaltRows[a.setIndex(mask)], true
+	case ok && ex.SetsExact && a.setIndex(mask) >= 0:
+		res.Overwritten, res.OverwrittenExact = ex.Sets.SetRows[a.setIndex(mask)], true
+	default:
+		res.Overwritten = int64(math.Round(float64(res.Collisions) * scale)) // only the subsample's
+	}
+}
+
+// rank grades and ranks the designs listed. A shorter key on top of a design graded poor is
+// left out: it shortens a design no one should take.
+func (a *Advisor) rank(list []altResult, d derived) []model.Alternative {
+	codeOf, shortens := map[string]string{}, map[string]string{}
+	for _, s := range d.specs {
+		if s.codeOf != "" {
+			codeOf[s.id] = s.codeOf
+		}
+		if s.shortens != "" {
+			shortens[s.id] = s.shortens
+		}
+	}
 	for i := range list {
 		list[i].LostRows = list[i].Overwritten + list[i].RejectedRows
 		list[i].Grade = grade(&list[i].Alternative)
+	}
+	poor := map[string]bool{}
+	for _, b := range list {
+		if b.Grade == "poor" || b.Error != "" {
+			poor[b.ID], poor[b.SameAs] = true, true
+		}
+	}
+	list = slices.DeleteFunc(list, func(x altResult) bool { return shortens[x.ID] != "" && poor[shortens[x.ID]] })
+	for i := range list {
+		list[i].RankKeyBytes = list[i].MeanKeyBytes
+		if base := codeOf[list[i].ID]; base != "" {
+			// the design it shortens may be listed as the mapping it folded into
+			for _, b := range list {
+				if b.ID == base || b.SameAs == base {
+					list[i].RankKeyBytes = b.MeanKeyBytes
+				}
+			}
+		}
 		// without declared queries the key's own order is the access pattern: no penalty
 		list[i].EnumFirst = len(a.queries) > 0 && enumerated(&list[i].Alternative, a.N) && !scansByFirst(list[i].Queries)
 	}
 	n, writeHeavy := a.N, a.workload == transform.WorkloadWriteHeavy
 	sort.SliceStable(list, func(i, j int) bool { return better(&list[i].Alternative, &list[j].Alternative, n, writeHeavy) })
+	out := []model.Alternative{}
 	for i := range list {
 		list[i].Rank = i + 1
 		if list[i].RegionRows == nil {
@@ -927,7 +1013,7 @@ func better(a, b *model.Alternative, n int, writeHeavy bool) bool {
 	if ra, rb := reversedKey(a), reversedKey(b); ra != rb {
 		return !ra
 	}
-	return a.MeanKeyBytes < b.MeanKeyBytes
+	return a.RankKeyBytes < b.RankKeyBytes
 }
 
 // reversedKey: a key column is reverse() of a source column.

@@ -93,6 +93,42 @@ func editMapping(data []byte, a model.Alternative, rep *model.Report) ([]byte, e
 	if target == nil || target.Kind != yaml.MappingNode {
 		return nil, errors.New("the mapping has no target: section")
 	}
+	editTarget(target, ed)
+	if !ed.KeepRegions {
+		// the region count analysed; a size-based plan fits any key and stays
+		if r := field(root, "regions"); r == nil || field(r, "size") == nil {
+			setField(root, "regions", &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+				{Kind: yaml.ScalarNode, Tag: "!!str", Value: "count"},
+				{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(a.Regions)},
+			}})
+		}
+	}
+	if len(rep.Queries) > 0 && rep.Queries[0].Origin == "--query" {
+		setField(root, "queries", queriesNode(rep.Queries))
+	}
+	// the workload the designs were ranked under (--workload overrides the file's)
+	if w := field(root, "workload"); w != nil && w.Value != rep.Workload || w == nil && rep.Workload == transform.WorkloadWriteHeavy {
+		setField(root, "workload", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: rep.Workload})
+	}
+	// the file's opening comment described the user's design: say what this one is instead
+	if len(root.Content) > 0 {
+		root.Content[0].HeadComment = headerComment(a, rep)
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// editTarget gives the mapping's target: section the design's key, and drops what the key now
+// reads from the value columns and exclude:, adding the dictionary a code() reads.
+func editTarget(target *yaml.Node, ed model.MappingEdit) {
 	setField(target, "primary_key", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ed.Pk, Style: yaml.DoubleQuotedStyle})
 	if ed.DropAll {
 		removeField(target, "columns")
@@ -133,56 +169,31 @@ func editMapping(data []byte, a model.Alternative, rep *model.Report) ([]byte, e
 			removeField(target, "exclude")
 		}
 	}
-	if !ed.KeepRegions {
-		// the region count analysed; a size-based plan fits any key and stays
-		if r := field(root, "regions"); r == nil || field(r, "size") == nil {
-			setField(root, "regions", &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
-				{Kind: yaml.ScalarNode, Tag: "!!str", Value: "count"},
-				{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(a.Regions)},
-			}})
+}
+
+// queriesNode writes the declared queries as the mapping's queries: section.
+func queriesNode(queries []model.QueryInfo) *yaml.Node {
+	seq := &yaml.Node{Kind: yaml.SequenceNode}
+	for _, q := range queries {
+		e := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		if len(q.Equal) > 0 {
+			eq := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+			for _, c := range q.Equal {
+				eq.Content = append(eq.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: c})
+			}
+			e.Content = append(e.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "equal"}, eq)
 		}
-	}
-	if len(rep.Queries) > 0 && rep.Queries[0].Origin == "--query" {
-		seq := &yaml.Node{Kind: yaml.SequenceNode}
-		for _, q := range rep.Queries {
-			e := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
-			if len(q.Equal) > 0 {
-				eq := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
-				for _, c := range q.Equal {
-					eq.Content = append(eq.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: c})
-				}
-				e.Content = append(e.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "equal"}, eq)
-			}
-			if q.Range != "" {
-				e.Content = append(e.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "range"},
-					&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: q.Range})
-			}
-			if q.NewestFirst {
-				e.Content = append(e.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "order"},
-					&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "newest_first"})
-			}
-			seq.Content = append(seq.Content, e)
+		if q.Range != "" {
+			e.Content = append(e.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "range"},
+				&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: q.Range})
 		}
-		setField(root, "queries", seq)
+		if q.NewestFirst {
+			e.Content = append(e.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "order"},
+				&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "newest_first"})
+		}
+		seq.Content = append(seq.Content, e)
 	}
-	// the workload the designs were ranked under (--workload overrides the file's)
-	if w := field(root, "workload"); w != nil && w.Value != rep.Workload || w == nil && rep.Workload == transform.WorkloadWriteHeavy {
-		setField(root, "workload", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: rep.Workload})
-	}
-	// the file's opening comment described the user's design: say what this one is instead
-	if len(root.Content) > 0 {
-		root.Content[0].HeadComment = headerComment(a, rep)
-	}
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return nil, err
-	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return seq
 }
 
 func headerComment(a model.Alternative, rep *model.Report) string {

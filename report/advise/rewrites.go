@@ -23,38 +23,36 @@ import (
 //	               them, sorted, to fixed-width base-36 codes, so the codes keep the values' order
 //	               and the same values always get the same codes
 //
+// Each hash prefix and DESC design that holds such a column as it is is proposed with the column
+// rewritten too (combine): the guide's shortening on top of its spread.
+//
 // The figures of every row analysed decide too: long() only when every value of the column was
 // such an integer, code() only when the column has no more distinct values than the subsample
 // holds (its dictionary then covers them). A value the run did not see is rejected when the table
 // is migrated (long(): not an integer; code(): on_missing_code, reject unless the mapping says
 // keep), never merged.
 
-// RewriteSpecs are the long() and code() designs for the mapping's key columns, from the values
+// rewrite is one key column the guide's shortening applies to: a text source column as the
+// mapping's key takes it, stored as long() or code().
+type rewrite struct {
+	elem int    // the mapping's key element
+	col  string // the source column
+	kind string // "long" or "code"
+	expr string // the rewritten key column: long(`c`) AS c_long, code(`c`, DICT) AS c_code
+	dict transform.Dict
+	// tradeOff says what the rewrite does, for the mapping with it; note, in a sentence, for a
+	// derived design with it
+	tradeOff, note string
+}
+
+// findRewrites are the long() and code() rewrites of the mapping's key columns, from the values
 // the subsample holds and the figures of every row analysed (all).
-func RewriteSpecs(prog *transform.Program, m *transform.Mapping, recs []pipeline.Record, all *collide.Acc) []altSpec {
+func findRewrites(prog *transform.Program, m *transform.Mapping, recs []pipeline.Record, all *collide.Acc) []rewrite {
 	if m == nil || len(recs) == 0 || all == nil {
 		return nil
 	}
 	elems := prog.KeyElements()
 	srcs := prog.KeySourceColumns()
-	texts, err := transform.KeyElementTexts(m.Target.PrimaryKey)
-	if err != nil || len(texts) != len(elems) {
-		return nil
-	}
-	// the key as the mapping writes it, element i replaced by expr
-	keyWith := func(i int, expr string) string {
-		s := ""
-		for k, t := range texts {
-			if k == i {
-				t = expr
-				if elems[i].Desc {
-					t += " DESC"
-				}
-			}
-			s += "[" + t + "]"
-		}
-		return s
-	}
 	dicts := map[string]bool{}
 	for _, d := range m.Target.Codes {
 		dicts[strings.ToLower(d.Name)] = true
@@ -71,7 +69,7 @@ func RewriteSpecs(prog *transform.Program, m *transform.Mapping, recs []pipeline
 	for _, e := range m.Target.Columns {
 		taken[strings.ToLower(e.Name)] = true
 	}
-	var out []altSpec
+	var out []rewrite
 	for i, ke := range elems {
 		if len(srcs[i]) != 1 || ke.Type != pipeline.TypeVarchar || ke.Expr != quoteName(srcs[i][0]) {
 			continue // only a text source column taken as it is
@@ -98,14 +96,91 @@ func RewriteSpecs(prog *transform.Program, m *transform.Mapping, recs []pipeline
 		}
 		switch {
 		case numeric:
-			expr := "long(" + quoteName(col) + ") AS " + quoteName(freeName(col+"_long", taken))
-			out = append(out, altSpec{id: "long_" + ke.Name, name: "the mapping with long(" + col + ")", pk: keyWith(i, expr), keepMapping: true, rewrite: true,
-				tradeOff: fmt.Sprintf("The mapping's design with %s stored as a BIGINT: every value the subsample holds is an integer written as text, 8 bytes instead of up to %d, in numeric order (the guide: '2015122410' as Long(2015122410)). Clients look up %s by its number; a value that is not an integer is rejected.", col, collide.MaxLen(vals), col)})
+			out = append(out, rewrite{elem: i, col: col, kind: "long", expr: "long(" + quoteName(col) + ") AS " + quoteName(freeName(col+"_long", taken)),
+				tradeOff: fmt.Sprintf("The mapping's design with %s stored as a BIGINT: every value the subsample holds is an integer written as text, 8 bytes instead of up to %d, in numeric order (the guide: '2015122410' as Long(2015122410)). Clients look up %s by its number; a value that is not an integer is rejected.", col, collide.MaxLen(vals), col),
+				note:     fmt.Sprintf("%s is stored as a BIGINT (long(), the guide's '2015122410' as Long(2015122410)): 8 bytes instead of up to %d, in numeric order; clients look it up by its number, and a value that is not an integer is rejected.", col, collide.MaxLen(vals))})
 		case len(vals) <= codeMaxValues && distinct <= int64(len(vals)) && bytes >= int64(codeMinBytes)*rows:
 			d := codeDict(freeName(col+"_codes", dicts), vals)
-			expr := "code(" + quoteName(col) + ", " + d.Name + ") AS " + quoteName(freeName(col+"_code", taken))
-			out = append(out, altSpec{id: "code_" + ke.Name, name: "the mapping with code(" + col + ")", pk: keyWith(i, expr), keepMapping: true, rewrite: true, dict: d,
-				tradeOff: fmt.Sprintf("The mapping's design with the %d values of %s replaced by %d-character codes in the dictionary %s (the guide: 'taobao' as 'tb'); the codes keep the values' order. Clients look %s up by its code; a value missing from the dictionary follows on_missing_code (reject, the default, sends the row to the rejects file: add the value to target.codes before migrating).", len(vals), col, len(d.Entries[0][1]), d.Name, col)})
+			out = append(out, rewrite{elem: i, col: col, kind: "code", expr: "code(" + quoteName(col) + ", " + d.Name + ") AS " + quoteName(freeName(col+"_code", taken)), dict: d,
+				tradeOff: fmt.Sprintf("The mapping's design with the %d values of %s replaced by %d-character codes in the dictionary %s (the guide: 'taobao' as 'tb'); the codes keep the values' order. Clients look %s up by its code; a value missing from the dictionary follows on_missing_code (reject, the default, sends the row to the rejects file: add the value to target.codes before migrating).", len(vals), col, len(d.Entries[0][1]), d.Name, col),
+				note:     fmt.Sprintf("The %d values of %s are stored as %d-character codes in the dictionary %s (code(), the guide's 'taobao' as 'tb'), in the values' order; clients look %s up by its code, and a value missing from the dictionary is rejected unless target.codes gains it.", len(vals), col, len(d.Entries[0][1]), d.Name, col)})
+		}
+	}
+	return out
+}
+
+// AddRewrites adds the designs with the guide's shorter keys: the mapping's key with each
+// long() or code() rewrite, and each hash prefix or DESC design with it (combine).
+func (a *Advisor) AddRewrites(recs []pipeline.Record, all *collide.Acc) {
+	a.rewrites = findRewrites(a.prog, a.mapping, recs, all)
+	if len(a.rewrites) == 0 {
+		return
+	}
+	combined := combine(a.Specs, a.rewrites)
+	texts, err := transform.KeyElementTexts(a.mapping.Target.PrimaryKey)
+	if err != nil || len(texts) != len(a.prog.KeyElements()) {
+		a.Specs = append(a.Specs, combined...)
+		return
+	}
+	elems := a.prog.KeyElements()
+	for _, rw := range a.rewrites {
+		// the key as the mapping writes it, the rewritten element replaced
+		pk := ""
+		for k, t := range texts {
+			if k == rw.elem {
+				t = rw.expr
+				if elems[k].Desc {
+					t += " DESC"
+				}
+			}
+			pk += "[" + t + "]"
+		}
+		a.Specs = append(a.Specs, altSpec{id: rw.kind + "_" + elems[rw.elem].Name, name: "the mapping with " + rw.kind + "(" + rw.col + ")", pk: pk,
+			keepMapping: true, rewrite: true, dict: rw.dict, tradeOff: rw.tradeOff})
+	}
+	a.Specs = append(a.Specs, combined...)
+}
+
+// combinable are the derived designs (by id suffix) a shorter key column combines with: the hash
+// prefixes and the guide's DESC for a newest-first query.
+var combinable = []string{"hash_prefix", "hash_prefix_newest_first", "newest_first", "hash_next", "bucket_newest_first"}
+
+// combine gives, for each derived design of combinable kind that holds a rewritten column as it
+// is (or DESC), the design with the column rewritten: one-to-one, so it overwrites what the
+// design overwrites, with a shorter key. A long() ranks by its shorter key; a code() ranks with
+// the design it shortens, after it (its dictionary must be kept complete). Neither is listed
+// on top of a design graded poor.
+func combine(specs []altSpec, rws []rewrite) []altSpec {
+	var out []altSpec
+	for _, s := range specs {
+		if s.rewrite || s.keepMapping || !slices.ContainsFunc(combinable, func(k string) bool { return s.id == k || strings.HasSuffix(s.id, "_"+k) }) {
+			continue
+		}
+		texts, err := transform.KeyElementTexts(s.pk)
+		if err != nil {
+			continue
+		}
+		for _, rw := range rws {
+			q := quoteName(rw.col)
+			at := slices.IndexFunc(texts, func(t string) bool { return t == q || t == q+" DESC" })
+			if at < 0 || s.dict.Name != "" {
+				continue
+			}
+			pk := ""
+			for k, t := range texts {
+				if k == at {
+					t = strings.Replace(t, q, rw.expr, 1)
+				}
+				pk += "[" + t + "]"
+			}
+			c := s
+			c.id, c.name, c.pk, c.dict = s.id+"_"+rw.kind+"_"+rw.col, s.name+", "+rw.kind+"("+rw.col+")", pk, rw.dict
+			c.tradeOff = s.tradeOff + " " + rw.note
+			c.shortens = s.id
+			if rw.kind == "code" {
+				c.codeOf = s.id
+			}
+			out = append(out, c)
 		}
 	}
 	return out

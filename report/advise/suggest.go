@@ -33,22 +33,86 @@ func SuggestKey(res collide.CollisionResult, prog *transform.Program, pk string,
 	src := prog.Source()
 	s := &model.KeySuggestion{Add: []string{}, DifferIn: []model.ColumnDiff{}, CheckedKeys: res.CheckedKeys, PartlyKeys: res.PartialKeys,
 		Pairs: res.Pairs, Checked: res.PartialKeys == 0 && res.Unrecorded == 0 && res.NoDiff == 0}
-	type mw struct {
-		m uint64
-		n int64
+	masks, union, per := sortedMasks(res)
+	cands, measures := candidates(s, src, union, per)
+	keyLen := len(prog.KeyElements())
+	names := func(set []int) []string {
+		var out []string
+		for _, c := range set {
+			out = append(out, src[c].Name)
+		}
+		return out
 	}
-	masks := make([]mw, 0, len(res.Masks))
-	var union uint64
-	per := make([]int64, collide.MaxHashedColumns)
+	found, smallest := smallestSet(masks, cands, min(transform.MaxKeyColumns-keyLen, maxSuggestColumns), func(cols []int) bool {
+		_, err := compile(pk + Bracketed(names(cols)))
+		return err == nil // else not a valid key column (JSON, VARBINARY not last...): try the next
+	})
+	differ := func(max int) string {
+		var parts []string
+		for i, d := range s.DifferIn {
+			if i == max {
+				parts = append(parts, "...")
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s (%s pairs)", d.Column, model.Count(d.Pairs)))
+		}
+		return strings.Join(parts, ", ")
+	}
+	scope := comparedScope(res, s.Checked)
+	switch {
+	case found != nil:
+		s.Add = names(found)
+		s.PrimaryKey = pk + Bracketed(s.Add)
+		if p, err := compile(s.PrimaryKey); err == nil {
+			s.PrimaryKey = MappingInfo(p, nil).PrimaryKey
+		}
+		s.SeparatesAll = true
+		it := "it"
+		if len(s.Add) > 1 {
+			it = "them"
+		}
+		s.Message = fmt.Sprintf("add %s to the key (%s): every pair of colliding rows differs in %s (%s)", ListText(quoted(s.Add)), s.PrimaryKey, it, scope)
+		if !s.Checked {
+			s.Message += "; rerun the report after the change to check the rest"
+		}
+	case len(masks) == 0:
+		s.Message = fmt.Sprintf("the colliding rows differ in no column the report compares (%s)", scope)
+	case len(measures) > 0 && !hits(masks, colSet(src, cands)):
+		s.Message = fmt.Sprintf("the colliding rows differ only in %s, which hold quantities, not identities (%s): they are versions of one record (the guide: \"Different row versions share the same primary key\"), and a measure in the key would make every update of it a new row; the key identifies the record: keep it and let the latest version win (bulkload and upserts keep the last one written), or key every version apart with a version column (the time of the change or a sequence number; add one to the source if it has none)",
+			ListText(quoted(measures)), scope)
+	case smallest > 0:
+		s.Message = fmt.Sprintf("no column can be added within Lindorm's %d key columns: the colliding rows differ only in combinations of %s, and telling them apart takes %d more key columns (%d in all); the source has no column that identifies a row: add one (a sequence number or event id) and key on it",
+			transform.MaxKeyColumns, differ(6), smallest, keyLen+smallest)
+	default:
+		s.Message = fmt.Sprintf("no set of up to %d columns tells the colliding rows apart: they differ in %s; the source has no column that identifies a row: add one (a sequence number or event id) and key on it",
+			maxSuggestColumns, differ(6))
+	}
+	s.PairsLeft = res.Pairs
+	if found != nil {
+		s.PairsLeft = res.NoDiff + res.Unrecorded // never separable, or not kept to check
+	}
+	return s
+}
+
+// maskCount is a set of columns two colliding rows differ in, and how many pairs do.
+type maskCount struct {
+	m uint64
+	n int64
+}
+
+// sortedMasks are the collision check's pair masks, most frequent first (a failing candidate
+// fails early), with their union and the pairs each column separates.
+func sortedMasks(res collide.CollisionResult) (masks []maskCount, union uint64, per []int64) {
+	masks = make([]maskCount, 0, len(res.Masks))
+	per = make([]int64, collide.MaxHashedColumns)
 	for m, n := range res.Masks {
-		masks = append(masks, mw{m, n})
+		masks = append(masks, maskCount{m, n})
 		union |= m
 		for b := m; b != 0; b &= b - 1 {
 			per[bits.TrailingZeros64(b)] += n
 		}
 	}
-	// most frequent masks first: a failing candidate fails early
-	slices.SortFunc(masks, func(a, b mw) int {
+	slices.SortFunc(masks, func(a, b maskCount) int {
 		if a.n != b.n {
 			if a.n > b.n {
 				return -1
@@ -60,8 +124,13 @@ func SuggestKey(res collide.CollisionResult, prog *transform.Program, pk string,
 		}
 		return 1
 	})
-	var cands []int
-	var measures []string // columns that differ but hold a quantity, never a key column
+	return masks, union, per
+}
+
+// candidates fills s.DifferIn (the columns the rows differ in, most pairs first) and gives the
+// columns a key may gain, preferred first, and the measures (columns that differ but hold a
+// quantity, never a key column).
+func candidates(s *model.KeySuggestion, src pipeline.SourceSchema, union uint64, per []int64) (cands []int, measures []string) {
 	for c := 0; c < min(len(src), collide.MaxHashedColumns); c++ {
 		if union&(1<<uint(c)) != 0 {
 			s.DifferIn = append(s.DifferIn, model.ColumnDiff{Column: src[c].Name, Pairs: per[c]})
@@ -99,25 +168,23 @@ func SuggestKey(res collide.CollisionResult, prog *transform.Program, pk string,
 		}
 		return a - b
 	})
-	keyLen := len(prog.KeyElements())
-	room := min(transform.MaxKeyColumns-keyLen, maxSuggestColumns)
-	hits := func(set uint64) bool {
-		for _, x := range masks {
-			if x.m&set == 0 {
-				return false
-			}
+	return cands, measures
+}
+
+// hits says whether adding the columns of set to the key separates every pair.
+func hits(masks []maskCount, set uint64) bool {
+	for _, x := range masks {
+		if x.m&set == 0 {
+			return false
 		}
-		return true
 	}
-	names := func(set []int) []string {
-		var out []string
-		for _, c := range set {
-			out = append(out, src[c].Name)
-		}
-		return out
-	}
-	var found []int
-	var smallest int // the size of the smallest separating set, even beyond the key's room
+	return true
+}
+
+// smallestSet is the first set of candidates, by size (1 to maxSuggestColumns) then preference,
+// that separates every pair, fits the key's room and compiles (valid); smallest is the size of
+// the smallest separating set, even beyond the room.
+func smallestSet(masks []maskCount, cands []int, room int, valid func(cols []int) bool) (found []int, smallest int) {
 	for size := 1; size <= maxSuggestColumns && found == nil && len(masks) > 0; size++ {
 		combos(len(cands), size, func(idx []int) bool {
 			var set uint64
@@ -126,7 +193,7 @@ func SuggestKey(res collide.CollisionResult, prog *transform.Program, pk string,
 				set |= 1 << uint(cands[i])
 				cols = append(cols, cands[i])
 			}
-			if !hits(set) {
+			if !hits(masks, set) {
 				return true
 			}
 			if smallest == 0 {
@@ -135,72 +202,32 @@ func SuggestKey(res collide.CollisionResult, prog *transform.Program, pk string,
 			if size > room {
 				return false
 			}
-			key := pk + Bracketed(names(cols))
-			if _, err := compile(key); err != nil {
-				return true // not a valid key column (JSON, VARBINARY not last...): try the next
+			if !valid(cols) {
+				return true
 			}
 			found = cols
 			return false
 		})
 	}
-	differ := func(max int) string {
-		var parts []string
-		for i, d := range s.DifferIn {
-			if i == max {
-				parts = append(parts, "...")
-				break
-			}
-			parts = append(parts, fmt.Sprintf("%s (%s pairs)", d.Column, model.Count(d.Pairs)))
-		}
-		return strings.Join(parts, ", ")
+	return found, smallest
+}
+
+// comparedScope says which colliding rows the suggestion was checked on.
+func comparedScope(res collide.CollisionResult, checked bool) string {
+	if checked {
+		return fmt.Sprintf("all %s colliding keys compared", model.Count(res.CheckedKeys))
 	}
-	scope := fmt.Sprintf("all %s colliding keys compared", model.Count(res.CheckedKeys))
-	if !s.Checked {
-		var notes []string
-		if res.PartialKeys > 0 {
-			notes = append(notes, fmt.Sprintf("%s keys with more than %d distinct rows compared on their first %d", model.Count(res.PartialKeys), collide.MaxPairRows, collide.MaxPairRows))
-		}
-		if res.NoDiff > 0 {
-			notes = append(notes, fmt.Sprintf("%s pairs differ in no column among the first %d", model.Count(res.NoDiff), collide.MaxHashedColumns))
-		}
-		if res.Unrecorded > 0 {
-			notes = append(notes, fmt.Sprintf("%s pairs not kept", model.Count(res.Unrecorded)))
-		}
-		scope = fmt.Sprintf("%s pairs of rows from %s colliding keys compared (%s)", model.Count(res.Pairs), model.Count(res.CheckedKeys+res.PartialKeys), strings.Join(notes, "; "))
+	var notes []string
+	if res.PartialKeys > 0 {
+		notes = append(notes, fmt.Sprintf("%s keys with more than %d distinct rows compared on their first %d", model.Count(res.PartialKeys), collide.MaxPairRows, collide.MaxPairRows))
 	}
-	switch {
-	case found != nil:
-		s.Add = names(found)
-		s.PrimaryKey = pk + Bracketed(s.Add)
-		if p, err := compile(s.PrimaryKey); err == nil {
-			s.PrimaryKey = MappingInfo(p, nil).PrimaryKey
-		}
-		s.SeparatesAll = true
-		it := "it"
-		if len(s.Add) > 1 {
-			it = "them"
-		}
-		s.Message = fmt.Sprintf("add %s to the key (%s): every pair of colliding rows differs in %s (%s)", ListText(quoted(s.Add)), s.PrimaryKey, it, scope)
-		if !s.Checked {
-			s.Message += "; rerun the report after the change to check the rest"
-		}
-	case len(masks) == 0:
-		s.Message = fmt.Sprintf("the colliding rows differ in no column the report compares (%s)", scope)
-	case len(measures) > 0 && !hits(colSet(src, cands)):
-		s.Message = fmt.Sprintf("the colliding rows differ only in %s, which hold quantities, not identities (%s): they are versions of one record (the guide: \"Different row versions share the same primary key\"), and a measure in the key would make every update of it a new row; the key identifies the record: keep it and let the latest version win (bulkload and upserts keep the last one written), or key every version apart with a version column (the time of the change or a sequence number; add one to the source if it has none)",
-			ListText(quoted(measures)), scope)
-	case smallest > 0:
-		s.Message = fmt.Sprintf("no column can be added within Lindorm's %d key columns: the colliding rows differ only in combinations of %s, and telling them apart takes %d more key columns (%d in all); the source has no column that identifies a row: add one (a sequence number or event id) and key on it",
-			transform.MaxKeyColumns, differ(6), smallest, keyLen+smallest)
-	default:
-		s.Message = fmt.Sprintf("no set of up to %d columns tells the colliding rows apart: they differ in %s; the source has no column that identifies a row: add one (a sequence number or event id) and key on it",
-			maxSuggestColumns, differ(6))
+	if res.NoDiff > 0 {
+		notes = append(notes, fmt.Sprintf("%s pairs differ in no column among the first %d", model.Count(res.NoDiff), collide.MaxHashedColumns))
 	}
-	s.PairsLeft = res.Pairs
-	if found != nil {
-		s.PairsLeft = res.NoDiff + res.Unrecorded // never separable, or not kept to check
+	if res.Unrecorded > 0 {
+		notes = append(notes, fmt.Sprintf("%s pairs not kept", model.Count(res.Unrecorded)))
 	}
-	return s
+	return fmt.Sprintf("%s pairs of rows from %s colliding keys compared (%s)", model.Count(res.Pairs), model.Count(res.CheckedKeys+res.PartialKeys), strings.Join(notes, "; "))
 }
 
 // combos calls fn with every size-combination of 0..n-1 in lexicographic order until fn returns

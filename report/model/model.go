@@ -375,6 +375,10 @@ type Alternative struct {
 	// EnumFirst: an enumerated first column no declared query scans by; it ranks below the
 	// designs that serve the queries as well without one
 	EnumFirst bool `json:"-"`
+	// RankKeyBytes is the key size the ranking's last tie-break compares: MeanKeyBytes, or for a
+	// design that only adds a code() dictionary to another, the other's (a dictionary must be
+	// kept complete, so a code() on top of a design never outranks it by bytes alone)
+	RankKeyBytes float64 `json:"-"`
 }
 
 // Reads is how many regions (or separate scans) typical queries touch: 1 is a single GET or one

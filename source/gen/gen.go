@@ -21,7 +21,7 @@ import (
 
 // Config selects a generator and its size.
 type Config struct {
-	Name      string // generator: orders, logs
+	Name      string // generator: orders, logs, transactions
 	Rows      int64  // rows to generate (default 1,000,000)
 	Seed      int64  // default 1
 	BatchSize int    // rows per batch (default 4096)

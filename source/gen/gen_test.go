@@ -57,7 +57,7 @@ func TestParseURI(t *testing.T) {
 		{uri: "gen:orders?rows=1000&seed=7", want: Config{Name: "orders", Rows: 1000, Seed: 7}},
 		{uri: "gen:logs?rows=5m", want: Config{Name: "logs", Rows: 5000000, Seed: 1}},
 		{uri: "gen:logs?rows=0", want: Config{Name: "logs", Rows: 0, Seed: 1}},
-		{uri: "gen:nope", err: `unknown generator "nope" (have orders, logs)`},
+		{uri: "gen:nope", err: `unknown generator "nope" (have orders, logs, transactions)`},
 		{uri: "gen:orders?rows=-1", err: "not a row count"},
 		{uri: "gen:orders?seed=x", err: "not an integer"},
 		{uri: "gen:orders?row=1", err: `unknown parameter "row"`},

@@ -100,12 +100,13 @@ type generator struct {
 }
 
 var generators = map[string]*generator{
-	"orders": ordersGen(),
-	"logs":   logsGen(),
+	"orders":       ordersGen(),
+	"logs":         logsGen(),
+	"transactions": transactionsGen(),
 }
 
 // Names lists the generators.
-func Names() []string { return []string{"orders", "logs"} }
+func Names() []string { return []string{"orders", "logs", "transactions"} }
 
 const (
 	// 2024-01-01T00:00:00Z in epoch milliseconds.
@@ -163,11 +164,7 @@ func ordersGen() *generator {
 			for b := buckets.index(r); b > 0; b-- {
 				lo *= 10
 			}
-			cents := lo + r.below(9*lo)
-			start = len(arena)
-			arena = strconv.AppendUint(arena, cents/100, 10)
-			arena = append(arena, '.', byte('0'+cents/10%10), byte('0'+cents%10))
-			vals[6] = pipeline.Value{Num: int64(start)<<32 | int64(len(arena)), Kind: pipeline.KindDecimal}
+			arena, vals[6] = appendAmount(arena, lo+r.below(9*lo))
 			return arena
 		},
 	}
@@ -219,6 +216,62 @@ func logsGen() *generator {
 			return arena
 		},
 	}
+}
+
+// transactionsGen is the primary-key guide's transaction data: order numbers rising with time,
+// sellers (20,000, a Zipf-like few selling most) and buyers (1M) scattered over their ids; the
+// guide serves it with three tables, by seller, by buyer and by order number.
+func transactionsGen() *generator {
+	const sellers, buyers = 20000, 1000000
+	sellerRank := newChoice([]string{"0", "1", "2", "3"}, []float64{40, 30, 20, 10}) // how far down the seller list
+	statuses := newChoice([]string{"PAID", "SHIPPED", "DELIVERED", "REFUNDED"}, []float64{30, 30, 35, 5})
+	return &generator{
+		name: "transactions",
+		columns: pipeline.SourceSchema{
+			{Name: "order_number", Type: "bigint"}, {Name: "seller_id", Type: "text"},
+			{Name: "buyer_id", Type: "text"}, {Name: "ts", Type: "timestamp"},
+			{Name: "item_id", Type: "text"}, {Name: "quantity", Type: "int"},
+			{Name: "amount", Type: "decimal"}, {Name: "status", Type: "text"},
+		},
+		arenaCols: []int{1, 2, 4, 6},
+		fill: func(r *rng, i int64, vals []pipeline.Value, arena []byte) []byte {
+			vals[0] = pipeline.Value{Num: orderBase + i, Kind: pipeline.KindInt}
+			// sellers: band b holds the ranks [sellers/10^(3-b)/..]: the first 20 sell 40%, the
+			// next 180 30%, ...
+			band := sellerRank.index(r)
+			lo, hi := uint64(0), uint64(20)
+			for k := 0; k < band; k++ {
+				lo, hi = hi, hi*10
+			}
+			hi = min(hi, sellers)
+			seller := (lo + r.below(hi-lo)) * 7919 % sellers
+			start := len(arena)
+			arena = append(arena, 's')
+			arena = appendPadded(arena, seller, 5)
+			vals[1] = placeholder(start, len(arena))
+			start = len(arena)
+			arena = append(arena, 'b')
+			arena = appendPadded(arena, r.below(buyers)*6364136223%10000000000, 10)
+			vals[2] = placeholder(start, len(arena))
+			vals[3] = pipeline.Value{Num: epoch2024 + i*4 + int64(r.next()>>61), Kind: pipeline.KindInt}
+			start = len(arena)
+			arena = append(arena, 'i')
+			arena = appendPadded(arena, r.below(50000), 5)
+			vals[4] = placeholder(start, len(arena))
+			vals[5] = pipeline.Value{Num: int64(1 + r.below(4)), Kind: pipeline.KindInt}
+			arena, vals[6] = appendAmount(arena, 100+r.below(99900))
+			vals[7] = pipeline.Value{Str: statuses.pick(r), Kind: pipeline.KindText}
+			return arena
+		},
+	}
+}
+
+// appendAmount appends cents as a decimal amount (12.50) and gives its arena placeholder.
+func appendAmount(arena []byte, cents uint64) ([]byte, pipeline.Value) {
+	start := len(arena)
+	arena = strconv.AppendUint(arena, cents/100, 10)
+	arena = append(arena, '.', byte('0'+cents/10%10), byte('0'+cents%10))
+	return arena, pipeline.Value{Num: int64(start)<<32 | int64(len(arena)), Kind: pipeline.KindDecimal}
 }
 
 // appendPadded appends v in decimal, zero-padded to width digits.

@@ -11,7 +11,7 @@ import (
 var Kind = source.Kind{
 	Prefix: "gen:",
 	Help: `  gen:NAME?rows=N&seed=S
-                     synthetic data for demos and benchmarks (orders, logs)`,
+                     synthetic data for demos and benchmarks (orders, logs, transactions)`,
 	Open: func(_ context.Context, uri string, in source.Input) (pipeline.Source, error) {
 		cfg, err := ParseURI(uri)
 		if err != nil {
