@@ -192,6 +192,12 @@ func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFla
 	if res.RepairRows > 0 {
 		switch res.TargetKind {
 		case "lookup":
+			if scheme, _, _ := strings.Cut(res.Target, "://"); r.times && scheme != "lindorm" {
+				fmt.Fprintf(&b, "  the mapping's target.write_time writes cell timestamps, which a %s table does not have: apply the file with a copy of the mapping without it\n"+
+					"  (its cells then carry the time of the repair):\n    %s\n", scheme,
+					lindorm.CatchupCommand("MAPPING_WITHOUT_WRITE_TIME", "file:"+f.repair, "--out", res.Target, "--state", repairStatePath(f.repair), "--overwrite"))
+				break
+			}
 			fmt.Fprintf(&b, "  repair the table (its writes are upserts; the repair run keeps its checkpoint and rejects in a state folder of its own, beside the file):\n    %s\n",
 				lindorm.CatchupCommand(f.mapping, "file:"+f.repair, "--out", res.Target, "--state", repairStatePath(f.repair), "--overwrite"))
 		default:
