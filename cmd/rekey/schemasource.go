@@ -11,6 +11,7 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source"
+	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/transform"
 )
@@ -25,7 +26,12 @@ func (inv *invocation) loadProgramFor(path, uri string, workers, regions int, lo
 	if path == "" || !inv.sources.HasSchema(uri) {
 		prog, err := loadProgram(path) // with no mapping, the usual message
 		if err == nil && prog.WriteTime() {
-			return nil, usageError(fmt.Errorf("%s: target.write_time carries Cassandra's cell write times (WRITETIME()), and --source %s has none: read a cassandra:// table, or drop target.write_time", path, sourceuri.Redact(uri)))
+			// a file carries the cells' write times in JSON Lines as verify --repair writes
+			// them (the file source refuses CSV, and rejects a row without them)
+			if !inv.sources.Is(uri, file.Kind.Prefix) {
+				return nil, usageError(fmt.Errorf("%s: target.write_time carries Cassandra's cell write times (WRITETIME()), and --source %s has none: read a cassandra:// table (or a verify --repair file of one), or drop target.write_time", path, sourceuri.Redact(uri)))
+			}
+			inv.sourceCellTimes = true
 		}
 		return prog, err
 	}

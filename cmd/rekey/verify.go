@@ -251,10 +251,7 @@ func (f *verifyFlags) openRepair(cfg *verify.Config, prog *transform.Program) (*
 	if cfg.SourceOnce {
 		return nil, errRepairStdin
 	}
-	if prog.WriteTime() {
-		return nil, usageError(errRepairWriteTime(f.mapping, f.source))
-	}
-	repair, err := createRepairFile(f.repair, prog.Source())
+	repair, err := createRepairFile(f.repair, prog.Source(), prog.WriteTime())
 	if err != nil {
 		return nil, err
 	}

@@ -8,18 +8,23 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/cqlvalue"
-	"github.com/rekey/rekey/source/sourceuri"
+	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/verify"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 )
 
 // repairFile is verify --repair's output: the source rows of the keys the target misses or
 // holds otherwise, as JSON Lines that the file source reads back as the same values, written
-// under a temporary name and renamed only when verify finds such rows (or extra keys).
+// under a temporary name and renamed only when verify finds such rows (or extra keys). With
+// times (a mapping's target.write_time) each row carries its cells' write times too, in the
+// member the file source reads them from (file.WriteTimesMember), so that the migrate applying
+// it writes each cell at its Cassandra write time, as the copy did.
 type repairFile struct {
 	path  string
+	times bool
 	f     *os.File
 	w     *bufio.Writer
 	names []string
@@ -35,8 +40,8 @@ func checkRepairPath(path string) error {
 	return nil
 }
 
-func createRepairFile(path string, schema pipeline.SourceSchema) (*repairFile, error) {
-	r := &repairFile{path: path}
+func createRepairFile(path string, schema pipeline.SourceSchema, times bool) (*repairFile, error) {
+	r := &repairFile{path: path, times: times}
 	for _, col := range schema {
 		t, err := cqlvalue.ParseType(col.Type)
 		if err != nil {
@@ -53,10 +58,14 @@ func createRepairFile(path string, schema pipeline.SourceSchema) (*repairFile, e
 	return r, nil
 }
 
-// write appends one source row as a JSON object of every source column (null ones too).
+// write appends one source row as a JSON object of every source column (null ones too), and
+// with times the cells' write times (those the source gave: none for a key column).
 func (r *repairFile) write(_ *pipeline.Batch, rec *pipeline.Record) error {
 	if len(rec.Values) != len(r.names) {
 		return fmt.Errorf("a row of %d values, the mapping's source has %d columns", len(rec.Values), len(r.names))
+	}
+	if r.times && len(rec.Times) != len(r.names) {
+		return fmt.Errorf("a row without its cells' write times, which the mapping's target.write_time needs (the source gave %d of %d columns)", len(rec.Times), len(r.names))
 	}
 	b := append(r.line[:0], '{')
 	for i, v := range rec.Values {
@@ -66,6 +75,25 @@ func (r *repairFile) write(_ *pipeline.Batch, rec *pipeline.Record) error {
 		b = cqlvalue.AppendJSONString(b, r.names[i])
 		b = append(b, ':')
 		b = r.types[i].AppendJSON(b, v)
+	}
+	if r.times {
+		b = append(b, ',')
+		b = cqlvalue.AppendJSONString(b, file.WriteTimesMember)
+		b = append(b, ":{"...)
+		first := true
+		for i, ms := range rec.Times {
+			if ms == 0 {
+				continue
+			}
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = cqlvalue.AppendJSONString(b, r.names[i])
+			b = append(b, ':')
+			b = strconv.AppendInt(b, ms, 10)
+		}
+		b = append(b, '}')
 	}
 	b = append(b, '}', '\n')
 	r.line = b
@@ -164,9 +192,21 @@ func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFla
 	if res.RepairRows > 0 {
 		switch res.TargetKind {
 		case "lookup":
+			if scheme, _, _ := strings.Cut(res.Target, "://"); r.times && scheme != "lindorm" {
+				fmt.Fprintf(&b, "  the mapping's target.write_time writes cell timestamps, which a %s table does not have: apply the file with a copy of the mapping without it\n"+
+					"  (its cells then carry the time of the repair):\n    %s\n", scheme,
+					lindorm.CatchupCommand("MAPPING_WITHOUT_WRITE_TIME", "file:"+f.repair, "--out", res.Target, "--state", repairStatePath(f.repair), "--overwrite"))
+				break
+			}
 			fmt.Fprintf(&b, "  repair the table (its writes are upserts; the repair run keeps its checkpoint and rejects in a state folder of its own, beside the file):\n    %s\n",
 				lindorm.CatchupCommand(f.mapping, "file:"+f.repair, "--out", res.Target, "--state", repairStatePath(f.repair), "--overwrite"))
 		default:
+			if r.times {
+				// bulk-load files cannot carry the cells' write times (migrate refuses them)
+				fmt.Fprintf(&b, "  write them into the table with their cells' write times (target.write_time: bulk-load files cannot carry them):\n    rekey migrate -m %s --source file:%s --out lindorm://... --state %s\n",
+					f.mapping, f.repair, repairStatePath(f.repair))
+				break
+			}
 			fmt.Fprintf(&b, "  write them to a new output folder and bulk load it after %s: its cells are newer (writerConfig.timestamp), so they overwrite the rows that differ:\n"+
 				"    rekey migrate -m %s --source file:%s --out NEW_FOLDER\n", f.target, f.mapping, f.repair)
 		}
@@ -177,17 +217,6 @@ func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFla
 	b.WriteString(repeats)
 	_, err := io.WriteString(out, b.String())
 	return err
-}
-
-// errRepairWriteTime refuses --repair for a mapping with target.write_time: the repair file
-// holds the rows' values, not their cells' write times, and a file source has none to give, so
-// the repair would write the cells at the time of the repair. Migrating again from the table
-// carries them; with write times it is safe to repeat: Lindorm shows a cell's newest timestamp,
-// so a copied cell never hides a newer write.
-func errRepairWriteTime(mapping, source string) error {
-	return fmt.Errorf("--repair: %s has target.write_time, and a repair file keeps the rows' values but not their cells' write times: "+
-		"migrate again from the table instead (rekey migrate -m %s --source %s --out lindorm://...): each cell is written at its write time, "+
-		"so the copy never hides a newer write in the table", mapping, mapping, sourceuri.Redact(source))
 }
 
 var errRepairStdin = errors.New("--repair reads the source a second time, for the rows to write: a source on stdin (file:-) can be read only once; give the source as a file")

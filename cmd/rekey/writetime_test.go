@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
+	"github.com/rekey/rekey/source/file"
 )
 
 const writeTimeMapping = `version: 1
@@ -22,9 +26,9 @@ target:
 
 // target.write_time goes where a cell timestamp can be written, and is refused, saying why and
 // what to do, where it cannot: bulk-load files (a job stamps every cell with one timestamp),
-// a MySQL table (no cell timestamps), a source without cell write times (a file), verify
-// --repair (its file keeps values, not write times); the write_time parameter of a SQL URI
-// stays replicate's.
+// a MySQL table (no cell timestamps), a source without cell write times (a generator, a CSV
+// file: only JSON Lines carry them, as verify --repair writes them); the write_time parameter
+// of a SQL URI stays replicate's.
 func TestWriteTimeRefusedWhereItCannotGo(t *testing.T) {
 	cas := cassandratest.Open(t)
 	if err := cas.CreateTable("wt", "cells", []cqltest.Column{{Name: "id", Type: "int"}, {Name: "a", Type: "text"}}, []string{"id"}, nil); err != nil {
@@ -51,8 +55,8 @@ func TestWriteTimeRefusedWhereItCannotGo(t *testing.T) {
 		{"files", []string{"migrate", "-m", mapping, "--source", source, "--out", filepath.Join(dir, "out")}, "a bulkload job stamps every cell with one timestamp", 0},
 		{"mysql", []string{"migrate", "-m", mapping, "--source", source, "--out", srv.URI("")}, "a mysql row has none", 0},
 		{"uri parameter", []string{"migrate", "-m", mapping, "--source", source, "--out", "lindorm://u@127.0.0.1:1/db?write_time=true"}, "it carries the cells' write times when the mapping says target.write_time", 0},
-		{"file source", []string{"migrate", "-m", fileMapping, "--source", "file:" + csv, "--out", filepath.Join(dir, "out2")}, "has none: read a cassandra:// table", 0},
-		{"repair", []string{"verify", "-m", mapping, "--source", source, "--target", filepath.Join(dir, "none"), "--repair", filepath.Join(dir, "r.jsonl")}, "a repair file keeps the rows' values but not their cells' write times", exitVerifyFailed},
+		{"csv file source", []string{"verify", "-m", fileMapping, "--source", "file:" + csv, "--target", srv.URI("")}, "only a JSON Lines file carries", exitVerifyFailed},
+		{"gen source", []string{"migrate", "-m", fileMapping, "--source", "gen:orders?rows=1", "--out", "lindorm://u@127.0.0.1:1/db"}, "has none: read a cassandra:// table", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := tc.code
@@ -116,5 +120,79 @@ func TestTableTTLInTheDDLRealNode(t *testing.T) {
 	}
 	if ddl := mustRun(t, "ddl", "-m", mapping, "--source", cas.URI("wt", "ttl", "")); !strings.Contains(ddl, "TTL='86400'") {
 		t.Errorf("rekey ddl --source has no TTL:\n%s", ddl)
+	}
+}
+
+// verify --repair of a mapping with target.write_time writes, with each missing row, its cells'
+// Cassandra write times (epoch ms: WRITETIME()'s microseconds floored), and the file source reads
+// them back as the cells' times, so the migrate that applies the repair (its next step, into the
+// table) writes each cell at its Cassandra write time as the copy did; a key column has none.
+func TestVerifyRepairCarriesWriteTimes(t *testing.T) {
+	cas := cassandratest.Open(t)
+	if err := cas.CreateTable("wt", "rep", []cqltest.Column{{Name: "id", Type: "int"}, {Name: "a", Type: "text"}, {Name: "b", Type: "int"}}, []string{"id"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	const base = 1_700_000_000_000_000 // µs
+	insert := func(from, n int) {
+		t.Helper()
+		if err := cas.InsertMany("wt", "rep", n, func(i int, row map[string]any) error {
+			id := from + i
+			row["id"] = id
+			row["a"] = cqltest.Cell{Value: fmt.Sprint("a", id), WriteTime: base + int64(id)*1_000_999}
+			row["b"] = cqltest.Cell{Value: id * 10, WriteTime: base + int64(id)*7_000_001}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert(0, 2)
+	dir := t.TempDir()
+	timed := strings.Replace(writeTimeMapping, "  name: wt.cells\n", "  name: wt.rep\n  columns:\n    id: int\n    a: text\n    b: int\n", 1)
+	mapping := writeFile(t, dir, "m.yaml", timed)
+	plain := writeFile(t, dir, "p.yaml", strings.Replace(timed, "  write_time: true\n", "", 1))
+	source := cas.URI("wt", "rep", "")
+	srv, conns := sqlServer(t)
+	srv.Exec(t, mustRun(t, "ddl", "-m", plain, "--dialect", srv.DDLDialect()))
+	mustRun(t, "migrate", "-m", plain, "--source", source, "--out", srv.URI(""), "--sql-conns", conns, "--state", filepath.Join(dir, "state"), "--progress", "never")
+	insert(2, 3) // rows 2, 3, 4: missing from the table
+	repair := filepath.Join(dir, "repair.jsonl")
+	code, out, errs := runCLI(t, "verify", "-m", mapping, "--source", source, "--target", srv.URI(""), "--progress", "never", "--repair", repair)
+	if code != exitDifferent || !strings.Contains(out, "3 source rows of the 3 keys missing or differing written to "+repair) {
+		t.Fatalf("verify --repair: exit %d\n%s%s", code, out, errs)
+	}
+	data, err := os.ReadFile(repair)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := 2; id <= 4; id++ {
+		want := fmt.Sprintf(`"_rekey_write_times":{"a":%d,"b":%d}}`, (base+int64(id)*1_000_999)/1000, (base+int64(id)*7_000_001)/1000)
+		if !strings.Contains(string(data), fmt.Sprintf(`{"id":%d,`, id)) || !strings.Contains(string(data), want) {
+			t.Errorf("the repair file has no row %d with %s:\n%s", id, want, data)
+		}
+	}
+	src, err := file.New(file.Config{Path: repair, Schema: pipeline.SourceSchema{{Name: "id", Type: "int"}, {Name: "a", Type: "text"}, {Name: "b", Type: "int"}}, CellWriteTimes: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64][]int64{}
+	ch := make(chan pipeline.Batch, 4)
+	go func() { src.Run(context.Background(), nil, ch); close(ch) }()
+	for b := range ch {
+		for _, r := range b.Records {
+			if r.Err != nil {
+				t.Errorf("the file source rejects a repair row: %v", r.Err)
+				continue
+			}
+			got[r.Values[0].Num] = r.Times
+		}
+	}
+	for id := int64(2); id <= 4; id++ {
+		if want := []int64{0, (base + id*1_000_999) / 1000, (base + id*7_000_001) / 1000}; !slices.Equal(got[id], want) {
+			t.Errorf("row %d read back with times %v, want %v", id, got[id], want)
+		}
+	}
+	// a MySQL table has no cell timestamps: the next step says so, and applies the values
+	if !strings.Contains(out, "which a mysql table does not have") || !strings.Contains(out, "rekey migrate -m MAPPING_WITHOUT_WRITE_TIME --source file:"+repair) {
+		t.Errorf("verify does not say how to apply the repair to a mysql table:\n%s", out)
 	}
 }

@@ -1,15 +1,28 @@
 package file
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cqlvalue"
 )
 
+// WriteTimesMember is the JSON Lines member that holds a row's cell write times, an object of
+// column name to epoch milliseconds ({"a": 1700000000123}), as verify --repair writes them for a
+// mapping with target.write_time; a source read with Config.CellWriteTimes gives them as
+// Record.Times. A column without a time there (a key column) has none (0), as a Cassandra
+// table's key columns have none.
+const WriteTimesMember = "_rekey_write_times"
+
+// CodeNoWriteTime rejects a row of a source read with Config.CellWriteTimes that carries no
+// valid WriteTimesMember.
+const CodeNoWriteTime = "no_write_time"
+
 // parseJSONRow parses the JSON Lines record at data[pos:] into vals. A missing member is null;
-// members the schema does not declare are ignored.
-func (s *Source) parseJSONRow(data string, pos int, vals []pipeline.Value) (next, nl int, blank bool, rerr *pipeline.RowError) {
+// members the schema does not declare are ignored. With times (Config.CellWriteTimes) the row's
+// WriteTimesMember fills times, and a row without it is rejected.
+func (s *Source) parseJSONRow(data string, pos int, vals []pipeline.Value, times []int64) (next, nl int, blank bool, rerr *pipeline.RowError) {
 	line := data[pos:]
 	next = len(data)
 	if k := strings.IndexByte(line, '\n'); k >= 0 {
@@ -19,7 +32,15 @@ func (s *Source) parseJSONRow(data string, pos int, vals []pipeline.Value) (next
 	if strings.TrimSpace(line) == "" {
 		return next, nl, true, nil
 	}
+	timed := false
 	err := cqlvalue.ObjectFields(line, func(key, raw string) {
+		if times != nil && key == WriteTimesMember {
+			timed = true
+			if e := s.parseWriteTimes(raw, times); e != nil && rerr == nil {
+				rerr = e
+			}
+			return
+		}
 		ci := s.jsonColumn(key)
 		if ci < 0 {
 			return
@@ -35,8 +56,34 @@ func (s *Source) parseJSONRow(data string, pos int, vals []pipeline.Value) (next
 	})
 	if err != nil {
 		rerr = &pipeline.RowError{Code: pipeline.CodeParse, Message: "invalid JSON: " + err.Error()}
+	} else if times != nil && !timed && rerr == nil {
+		rerr = &pipeline.RowError{Code: CodeNoWriteTime, Field: WriteTimesMember, Message: "the row has no " + strconv.Quote(WriteTimesMember) +
+			" member (its cells' write times, epoch ms), which the mapping's target.write_time needs: read the table itself (cassandra://), or drop target.write_time"}
 	}
 	return next, nl, false, rerr
+}
+
+// parseWriteTimes reads a WriteTimesMember object into times: a declared column's write time in
+// epoch milliseconds, a positive integer.
+func (s *Source) parseWriteTimes(raw string, times []int64) *pipeline.RowError {
+	var rerr *pipeline.RowError
+	err := cqlvalue.ObjectFields(raw, func(key, v string) {
+		ci := s.jsonColumn(key)
+		ms, perr := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch {
+		case rerr != nil:
+		case ci < 0:
+			rerr = &pipeline.RowError{Code: CodeNoWriteTime, Field: WriteTimesMember, Message: "a write time for " + strconv.Quote(key) + ", which the mapping's source does not declare"}
+		case perr != nil || ms <= 0:
+			rerr = &pipeline.RowError{Code: CodeNoWriteTime, Field: s.names[ci], Message: "write time " + v + " of " + strconv.Quote(key) + " is not a positive integer of epoch milliseconds"}
+		default:
+			times[ci] = ms
+		}
+	})
+	if err != nil {
+		return &pipeline.RowError{Code: CodeNoWriteTime, Field: WriteTimesMember, Message: strconv.Quote(WriteTimesMember) + " is not an object of column write times: " + err.Error()}
+	}
+	return rerr
 }
 
 func (s *Source) jsonColumn(key string) int {

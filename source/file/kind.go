@@ -140,7 +140,7 @@ func open(ctx context.Context, uri string, in source.Input) (pipeline.Source, er
 		return nil, err
 	}
 	spec.Shard = in.Shard
-	cfg := Config{Schema: in.Schema, MaxRecordSize: int(limit)}
+	cfg := Config{Schema: in.Schema, MaxRecordSize: int(limit), CellWriteTimes: in.CellWriteTimes}
 	if spec.Path == "-" {
 		if in.StdinTerminal {
 			return nil, errors.New("--source file:- reads stdin, which is a terminal here: pipe the data in (zcat rows.csv.gz | rekey ... --source 'file:-?format=csv')")

@@ -85,7 +85,9 @@ func (s *Source) sampleSpread(ctx context.Context, n int, dataSize int64) ([]pip
 	recs := make([]pipeline.Record, 0, n)
 	parse := s.parseCSVRow
 	if s.format == formatJSONL {
-		parse = s.parseJSONRow
+		parse = func(data string, pos int, vals []pipeline.Value) (int, int, bool, *pipeline.RowError) {
+			return s.parseJSONRow(data, pos, vals, nil) // a sample needs no write times
+		}
 	}
 	var buf []byte
 	for k := 0; k < n; k++ {

@@ -67,6 +67,9 @@ type Config struct {
 	// start in its byte range (part.go). Only where every line end is a record's end: JSON Lines,
 	// CSV with multiline=false; not gzip.
 	Part pipeline.Shard
+	// CellWriteTimes reads each row's cell write times (Record.Times) from its WriteTimesMember,
+	// for a mapping with target.write_time; only JSON Lines carry them.
+	CellWriteTimes bool
 
 	// headSize is how much of the file New reads to find the header and the average row size
 	// (default and at most maxHead). Open lowers it when it opens many files.
@@ -229,7 +232,13 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 	} else if cfg.CSV != (CSVOptions{}) {
 		return nil, fmt.Errorf("file %s is JSON Lines: the CSV options (delimiter=, header=, null=, quote=, escape=, comment=) do not apply to it", cfg.Path)
 	}
+	if cfg.CellWriteTimes && s.format != formatJSONL {
+		return nil, fmt.Errorf("file %s: target.write_time needs each row's cell write times, which only a JSON Lines file carries (its %q member, as verify --repair writes it): read the table itself (cassandra://), or drop target.write_time", cfg.Path, WriteTimesMember)
+	}
 	for _, col := range cfg.Schema {
+		if cfg.CellWriteTimes && col.Name == WriteTimesMember {
+			return nil, fmt.Errorf("file %s: column %q has the name of the member that carries the cells' write times: rename it in the mapping's source, or drop target.write_time", cfg.Path, col.Name)
+		}
 		t, err := cqlvalue.ParseType(col.Type)
 		if err != nil {
 			return nil, fmt.Errorf("file %s: column %q: %w", cfg.Path, col.Name, err)
@@ -908,19 +917,23 @@ func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
 			var next, nl int
 			var rerr *pipeline.RowError
 			var blank bool
+			var times []int64
 			if s.rfc {
 				next, nl, blank, rerr = s.parseRFCRow(data, pos, vals)
 			} else if s.format == formatCSV {
 				next, nl, blank, rerr = s.parseDialectRow(s.recordData(data, pos), pos, vals)
 			} else {
-				next, nl, blank, rerr = s.parseJSONRow(data, pos, vals)
+				if s.cfg.CellWriteTimes {
+					times = make([]int64, ncols)
+				}
+				next, nl, blank, rerr = s.parseJSONRow(data, pos, vals, times)
 			}
 			// A blank or comment line is no record, unless it is longer than the limit: the
 			// splitter rejects such a line as too long, so the parser does too.
 			if !blank || next-pos > s.cfg.MaxRecordSize {
 				// Raw is a substring of the chunk: no copy, and a row the transform rejects
 				// later still reaches rejects.jsonl as it was read.
-				rec := pipeline.Record{Values: vals, Seq: line, Raw: rawLine(data[pos:next]), Err: rerr}
+				rec := pipeline.Record{Values: vals, Seq: line, Raw: rawLine(data[pos:next]), Err: rerr, Times: times}
 				if next-pos > s.cfg.MaxRecordSize {
 					rec.Err, rec.Raw = s.tooLong(int64(next-pos)), s.rawStart(rec.Raw)
 				}
