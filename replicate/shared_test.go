@@ -164,3 +164,87 @@ func TestFolderStartRemovesOnlyTopLevelLeftovers(t *testing.T) {
 		t.Errorf("a damaged replicate.lock: %v", err)
 	}
 }
+
+// TestStaleGenerationLeavesNewOwnersFiles: a generation can end before the member that received
+// it has claimed its partitions (kafka-go rejoins at once when no worker of the generation has
+// started). The partitions then move to another member, which opens rolls of them; the first
+// member, claiming late, must not remove those open files: a generation that ended before its
+// workers started claims nothing.
+func TestStaleGenerationLeavesNewOwnersFiles(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-stale-gen", 2)
+	msgs, want, poison := jsonStream(2, 200)
+	var early, late []kafkago.Message // half of each partition's messages, then the rest
+	for i, m := range msgs {
+		if i%200 < 100 {
+			early = append(early, m)
+		} else {
+			late = append(late, m)
+		}
+	}
+	c.Produce(t, topic, early...)
+	dir := t.TempDir()
+
+	cfgA := config(t, c, topic, "g-stale", "json", dir)
+	held, release := make(chan struct{}), make(chan struct{})
+	var joins atomic.Int32
+	cfgA.Hooks.Joined = func(int32, []int) {
+		if joins.Add(1) == 1 {
+			close(held)
+			<-release // the group moves on while A holds its first generation unclaimed
+		}
+	}
+	a := start(t, cfgA)
+	select {
+	case <-held:
+	case <-time.After(60 * time.Second):
+		t.Fatal("A joined no generation")
+	}
+
+	cfgB := config(t, c, topic, "g-stale", "json", dir)
+	cfgB.RollInterval = time.Hour // B's rolls stay open until a rebalance or its stop
+	var bCommits atomic.Int32
+	cfgB.Hooks.Commit = func(step replicate.CommitStep, _ int, _, _ int64) error {
+		if step == replicate.StepFinished {
+			bCommits.Add(1)
+		}
+		return nil
+	}
+	b := start(t, cfgB)
+	wait.For(t, func() bool { return b.r.Metrics().Assigned() > 0 && len(tempFiles(t, dir)) > 0 },
+		"B to be assigned partitions of A's first generation and open rolls of them")
+	open := tempFiles(t, dir) // A has claimed nothing and started no worker: these are B's
+	commits := bCommits.Load()
+
+	close(release)
+	wait.For(t, func() bool { return joins.Load() >= 2 }, "A to finish its first generation and receive the next")
+	if bCommits.Load() == commits { // B's open rolls are still open: their files must be there
+		for _, f := range open {
+			if !exists(f) {
+				t.Errorf("member A, claiming a generation that had ended, removed member B's open file %s", filepath.Base(f))
+			}
+		}
+	}
+
+	// B's stop commits its open rolls (their files must be whole); A takes its partitions over
+	if err := b.shutdown(t); err != nil {
+		t.Errorf("B: %v", err)
+	}
+	c.Produce(t, topic, late...)
+	waitCommitted(t, c, "g-stale", topic, endOffsets(t, c, topic), 60*time.Second)
+	if err := a.shutdown(t); err != nil {
+		t.Errorf("A: %v", err)
+	}
+	p := program(t)
+	compareModels(t, applyOutputs(t, p.Target(), plan(t, p), dir), want)
+	lines := rejectLines(t, dir)
+	for k := range poison {
+		if lines[k] != 1 {
+			t.Errorf("poison message %s: %d reject lines", k, lines[k])
+		}
+	}
+	m := readManifest(t, dir)
+	if m.RowsIn != int64(len(msgs)) || m.RowsWritten+m.RowsRejected != m.RowsIn {
+		t.Errorf("manifest: rows_in %d, rows_written %d, rows_rejected %d; %d messages", m.RowsIn, m.RowsWritten, m.RowsRejected, len(msgs))
+	}
+}
