@@ -46,7 +46,9 @@ func TestSharedFolderMembers(t *testing.T) {
 	for i, m := range msgs {
 		phase[min(i%300/100, 2)] = append(phase[min(i%300/100, 2)], m)
 	}
-	c.Produce(t, topic, phase[0]...)
+	// each partition's first message first: the first roll of an assignment closes after its
+	// first batch, and the rest of phase 0 must be in A's open rolls
+	c.Produce(t, topic, phase[0][0], phase[0][100])
 	dir := t.TempDir()
 	cfgA := config(t, c, topic, "g-shared", "json", dir)
 	cfgA.RollInterval = time.Hour // A's rolls stay open until a rebalance or its stop
@@ -61,6 +63,8 @@ func TestSharedFolderMembers(t *testing.T) {
 		return nil
 	}
 	a := start(t, cfgA)
+	waitCommitted(t, c, "g-shared", topic, map[int]int64{0: 1, 1: 1}, 60*time.Second)
+	c.Produce(t, topic, append(append([]kafkago.Message{}, phase[0][1:100]...), phase[0][101:]...)...)
 	wait.For(t, func() bool {
 		return a.r.Metrics().MessagesIn.Load() >= int64(len(phase[0])) && len(tempFiles(t, dir)) > 0
 	}, "A to read phase 0 into open temporary files")
