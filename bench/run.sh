@@ -299,8 +299,9 @@ for c in $CASES; do
     ;;
   kafka)
     echo "kafka: rekey replicate vs a bare kafka-go group reader, ${KAFKA_MESSAGES:-2000000} messages ..."
-    # rolls closed every 500 ms, as a service runs it: the start (process start to the first
-    # committed offset) is then a roll interval and a roll's close after the first message
+    # rolls closed every 500 ms, as a service runs it; the start (process start to the first
+    # committed offset) is the first fetched batch and its roll's close (a partition's first
+    # roll closes after its first batch)
     go run ./bench/kafka -rekey "$REKEY" -messages "${KAFKA_MESSAGES:-2000000}" -work "$WORK" -json "$WORK/kafka.json" \
       -rekey-args "--roll-interval 500ms" > /dev/null
     record kafka_bare "$WORK/kafka-bare.json"

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	kafkago "github.com/segmentio/kafka-go"
+
 	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
@@ -21,7 +23,17 @@ func TestClosingMemberStaysInGroup(t *testing.T) {
 	topic := c.CreateTopic(t, "orders-closing", 2)
 	group := "g-closing"
 	msgs, want, _ := jsonStream(2, 100)
-	c.Produce(t, topic, msgs...)
+	// each partition's first message first: the first roll of an assignment closes after its
+	// first batch, and the rest must be in rolls open at the rebalance
+	var first, rest []kafkago.Message
+	for i, m := range msgs {
+		if i%100 == 0 {
+			first = append(first, m)
+		} else {
+			rest = append(rest, m)
+		}
+	}
+	c.Produce(t, topic, first...)
 	dir := t.TempDir()
 	const session = 2 * time.Second
 	cfgA := config(t, c, topic, group, "json", dir)
@@ -37,6 +49,8 @@ func TestClosingMemberStaysInGroup(t *testing.T) {
 		return nil
 	}
 	a := start(t, cfgA)
+	waitCommitted(t, c, group, topic, map[int]int64{0: 1, 1: 1}, 60*time.Second)
+	c.Produce(t, topic, rest...)
 	wait.For(t, func() bool { return a.r.Metrics().MessagesIn.Load() == int64(len(msgs)) }, "A to read every message")
 
 	slow.Store(true)

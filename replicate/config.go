@@ -129,7 +129,8 @@ type GroupOptions struct {
 }
 
 // Hooks are called by a partition's worker while it closes a roll, or, into a SQL table, after
-// it applied a batch (StepApplied, then StepOffset; first and last are the batch's offsets).
+// it applied a batch (StepApplied, then StepOffset; first and last are the batch's offsets);
+// Joined by the member as it receives a generation.
 type Hooks struct {
 	// Commit runs at each step of a roll's commit. A non-nil error stops the process there as
 	// a kill would: nothing more is committed, and no file is removed.
@@ -138,6 +139,10 @@ type Hooks struct {
 	// that ran it (concurrently): the other statements of its batch may not have run yet, and
 	// its offset is not committed. A fault test kills the process there.
 	Statement func()
+	// Joined runs as the member receives a generation from the group, before it claims the
+	// partitions assigned (removes what an earlier owner left of them). A test holds it there
+	// while the group moves on to the next generation.
+	Joined func(generation int32, partitions []int)
 }
 
 // CommitStep is a point in a roll's commit.

@@ -337,7 +337,8 @@ type claimed struct {
 //
 // Which temporary files are safe to remove: a partition's files are written only by the member
 // it is assigned to, and Kafka assigns it to one member at a time (a member closes its rolls
-// before it rejoins the group). So the files of a partition this member now owns are left by
+// before it rejoins the group, and claims only inside the generation's routine, which kafka-go
+// waits for before it rejoins: a generation that ended first claims nothing). So the files of a partition this member now owns are left by
 // an earlier owner that was killed or lost it: they go, whichever member wrote them. Files of
 // other partitions may belong to a live member's open roll, and are left alone.
 func (m *manifest) claim(ctx context.Context, partitions []int, regions int) (map[int]claimed, error) {

@@ -473,7 +473,8 @@ func TestGroupHandover(t *testing.T) {
 	}
 }
 
-// TestRollInterval: a roll closes at the interval although no further message arrives.
+// TestRollInterval: a roll closes at the interval although no further message arrives. The
+// assignment's first roll closes after its first batch: the roll timed is the second.
 func TestRollInterval(t *testing.T) {
 	c := kafkatest.Start(t)
 	topic := c.CreateTopic(t, "orders-idle", 1)
@@ -484,7 +485,9 @@ func TestRollInterval(t *testing.T) {
 	rn := start(t, cfg)
 	defer rn.shutdown(t)
 	wait.For(t, func() bool { return rn.r.Metrics().Assigned() > 0 }, "the partition assigned")
-	c.Produce(t, topic, msgs...)
+	c.Produce(t, topic, msgs[0])
+	waitCommitted(t, c, "g-idle", topic, map[int]int64{0: 1}, 20*time.Second)
+	c.Produce(t, topic, msgs[1:]...)
 	sent := time.Now()
 	waitCommitted(t, c, "g-idle", topic, map[int]int64{0: 10}, 20*time.Second)
 	if d := time.Since(sent); d < 900*time.Millisecond || d > 5*time.Second {
@@ -492,11 +495,40 @@ func TestRollInterval(t *testing.T) {
 	}
 	p := program(t)
 	compareModels(t, applyOutputs(t, p.Target(), plan(t, p), dir), want)
-	// the roll is counted once its offset commit returned, which the broker may show first
-	wait.For(t, func() bool { return rn.r.Metrics().Rolls.Load() > 0 }, "the roll counted")
-	if n := rn.r.Metrics().Rolls.Load(); n != 1 {
-		t.Errorf("%d rolls", n)
+	// a roll is counted once its offset commit returned, which the broker may show first
+	wait.For(t, func() bool { return rn.r.Metrics().Rolls.Load() >= 2 }, "the rolls counted")
+	if n := rn.r.Metrics().Rolls.Load(); n != 2 {
+		t.Errorf("%d rolls, want the first batch's and the interval's", n)
 	}
+}
+
+// TestFirstRollClosesAfterFirstBatch: a member's first committed offset after it is assigned a
+// partition waits for one fetched batch and its roll's close, not for the roll interval; the
+// rolls after it close on the interval.
+func TestFirstRollClosesAfterFirstBatch(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-first", 1)
+	msgs, want, _ := jsonStream(1, 10)
+	c.Produce(t, topic, msgs[:5]...)
+	dir := t.TempDir()
+	cfg := config(t, c, topic, "g-first", "json", dir)
+	cfg.RollInterval = time.Hour
+	rn := start(t, cfg)
+	waitCommitted(t, c, "g-first", topic, map[int]int64{0: 5}, 20*time.Second)
+	wait.For(t, func() bool { return rn.r.Metrics().Rolls.Load() == 1 }, "the first roll counted")
+	c.Produce(t, topic, msgs[5:]...)
+	wait.For(t, func() bool { return rn.r.Metrics().MessagesIn.Load() == 10 }, "the second batch read")
+	if got := c.Committed(t, "g-first", topic, 1)[0]; got != 5 {
+		t.Errorf("committed offset %d with the second roll open, want 5 (the second roll waits for its interval)", got)
+	}
+	if err := rn.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	if n := rn.r.Metrics().Rolls.Load(); n != 2 {
+		t.Errorf("%d rolls, want the first batch's and the stop's", n)
+	}
+	p := program(t)
+	compareModels(t, applyOutputs(t, p.Target(), plan(t, p), dir), want)
 }
 
 // TestRollSize: rolls close at the size; the last partial roll closes at shutdown.

@@ -344,14 +344,9 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 		parts = append(parts, a.ID)
 	}
 	r.log.Info("generation joined", zap.Int32("generation", gen.ID), zap.Ints("partitions", parts))
-	var claims map[int]claimed
-	var err error
-	if r.man != nil {
-		if claims, err = r.man.claim(ctx, parts, r.cfg.Plan.Count()); err != nil {
-			return err
-		}
+	if h := r.cfg.Hooks.Joined; h != nil {
+		h(gen.ID, parts)
 	}
-	r.metrics.setState("consuming")
 	var commitMu sync.Mutex
 	commit := func(partition int, offset int64) error {
 		commitMu.Lock()
@@ -363,14 +358,32 @@ func (r *Replicator) generation(ctx context.Context, stop <-chan struct{}, gen *
 	if r.man != nil && r.man.cl.Exclusive() {
 		others = r.othersPartitions(ctx, parts)
 	}
+	// The claim runs inside the generation's routine: kafka-go rejoins the group only once the
+	// routines it started returned, so no other member is assigned these partitions while this
+	// one removes what an earlier owner left of them. A generation that ended before its
+	// routine started is not waited for (the partitions may already be another member's, their
+	// rolls open): it claims nothing and starts no worker.
 	gen.Start(func(gctx context.Context) {
+		if gctx.Err() != nil {
+			done <- nil
+			return
+		}
 		if len(others) > 0 {
 			done <- r.otherMember(ctx, gctx, stop, others)
 			return
 		}
+		var claims map[int]claimed
+		if r.man != nil {
+			var err error
+			if claims, err = r.man.claim(ctx, parts, r.cfg.Plan.Count()); err != nil {
+				done <- err
+				return
+			}
+		}
+		r.metrics.setState("consuming")
 		done <- r.runWorkers(ctx, gctx, stop, gen, claims, commit)
 	})
-	err = <-done
+	err := <-done
 	for _, p := range parts {
 		r.metrics.assign(p, false)
 	}

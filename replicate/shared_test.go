@@ -46,7 +46,9 @@ func TestSharedFolderMembers(t *testing.T) {
 	for i, m := range msgs {
 		phase[min(i%300/100, 2)] = append(phase[min(i%300/100, 2)], m)
 	}
-	c.Produce(t, topic, phase[0]...)
+	// each partition's first message first: the first roll of an assignment closes after its
+	// first batch, and the rest of phase 0 must be in A's open rolls
+	c.Produce(t, topic, phase[0][0], phase[0][100])
 	dir := t.TempDir()
 	cfgA := config(t, c, topic, "g-shared", "json", dir)
 	cfgA.RollInterval = time.Hour // A's rolls stay open until a rebalance or its stop
@@ -61,6 +63,8 @@ func TestSharedFolderMembers(t *testing.T) {
 		return nil
 	}
 	a := start(t, cfgA)
+	waitCommitted(t, c, "g-shared", topic, map[int]int64{0: 1, 1: 1}, 60*time.Second)
+	c.Produce(t, topic, append(append([]kafkago.Message{}, phase[0][1:100]...), phase[0][101:]...)...)
 	wait.For(t, func() bool {
 		return a.r.Metrics().MessagesIn.Load() >= int64(len(phase[0])) && len(tempFiles(t, dir)) > 0
 	}, "A to read phase 0 into open temporary files")
@@ -70,7 +74,7 @@ func TestSharedFolderMembers(t *testing.T) {
 	cfgB := config(t, c, topic, "g-shared", "json", dir)
 	b := start(t, cfgB)
 	for _, f := range open {
-		if !exists(f) {
+		if !exists(f) && !committedAs(t, f) {
 			t.Errorf("member B removed live member A's open file %s", filepath.Base(f))
 		}
 	}
@@ -124,6 +128,22 @@ func TestSharedFolderMembers(t *testing.T) {
 	}
 }
 
+// committedAs tells whether the roll file that had the temporary name pending is committed: a
+// file of its partition and first offset, with its extension, under its final name in its folder.
+func committedAs(t testing.TB, pending string) bool {
+	t.Helper()
+	base := strings.TrimPrefix(filepath.Base(pending), atomicfile.TempPrefix)
+	part, rest, _ := strings.Cut(base, "-")
+	first, _, _ := strings.Cut(rest, "-")
+	final, _ := filepath.Glob(filepath.Join(filepath.Dir(pending), part+"-"+first+"-*"+filepath.Ext(base)))
+	for _, f := range final {
+		if !atomicfile.IsTemp(f) {
+			return true
+		}
+	}
+	return false
+}
+
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
@@ -162,5 +182,89 @@ func TestFolderStartRemovesOnlyTopLevelLeftovers(t *testing.T) {
 	_, err := replicate.New(context.Background(), config(t, c, topic, "g-leftovers", "json", dir))
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "replicate.lock")+` is damaged ("x1")`) {
 		t.Errorf("a damaged replicate.lock: %v", err)
+	}
+}
+
+// TestStaleGenerationLeavesNewOwnersFiles: a generation can end before the member that received
+// it has claimed its partitions (kafka-go rejoins at once when no worker of the generation has
+// started). The partitions then move to another member, which opens rolls of them; the first
+// member, claiming late, must not remove those open files: a generation that ended before its
+// workers started claims nothing.
+func TestStaleGenerationLeavesNewOwnersFiles(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-stale-gen", 2)
+	msgs, want, poison := jsonStream(2, 200)
+	var early, late []kafkago.Message // half of each partition's messages, then the rest
+	for i, m := range msgs {
+		if i%200 < 100 {
+			early = append(early, m)
+		} else {
+			late = append(late, m)
+		}
+	}
+	c.Produce(t, topic, early...)
+	dir := t.TempDir()
+
+	cfgA := config(t, c, topic, "g-stale", "json", dir)
+	held, release := make(chan struct{}), make(chan struct{})
+	var joins atomic.Int32
+	cfgA.Hooks.Joined = func(int32, []int) {
+		if joins.Add(1) == 1 {
+			close(held)
+			<-release // the group moves on while A holds its first generation unclaimed
+		}
+	}
+	a := start(t, cfgA)
+	select {
+	case <-held:
+	case <-time.After(60 * time.Second):
+		t.Fatal("A joined no generation")
+	}
+
+	cfgB := config(t, c, topic, "g-stale", "json", dir)
+	cfgB.RollInterval = time.Hour // B's rolls stay open until a rebalance or its stop
+	var bCommits atomic.Int32
+	cfgB.Hooks.Commit = func(step replicate.CommitStep, _ int, _, _ int64) error {
+		if step == replicate.StepFinished {
+			bCommits.Add(1)
+		}
+		return nil
+	}
+	b := start(t, cfgB)
+	wait.For(t, func() bool { return b.r.Metrics().Assigned() > 0 && len(tempFiles(t, dir)) > 0 },
+		"B to be assigned partitions of A's first generation and open rolls of them")
+	open := tempFiles(t, dir) // A has claimed nothing and started no worker: these are B's
+	commits := bCommits.Load()
+
+	close(release)
+	wait.For(t, func() bool { return joins.Load() >= 2 }, "A to finish its first generation and receive the next")
+	if bCommits.Load() == commits { // B's open rolls are still open: their files must be there
+		for _, f := range open {
+			if !exists(f) {
+				t.Errorf("member A, claiming a generation that had ended, removed member B's open file %s", filepath.Base(f))
+			}
+		}
+	}
+
+	// B's stop commits its open rolls (their files must be whole); A takes its partitions over
+	if err := b.shutdown(t); err != nil {
+		t.Errorf("B: %v", err)
+	}
+	c.Produce(t, topic, late...)
+	waitCommitted(t, c, "g-stale", topic, endOffsets(t, c, topic), 60*time.Second)
+	if err := a.shutdown(t); err != nil {
+		t.Errorf("A: %v", err)
+	}
+	p := program(t)
+	compareModels(t, applyOutputs(t, p.Target(), plan(t, p), dir), want)
+	lines := rejectLines(t, dir)
+	for k := range poison {
+		if lines[k] != 1 {
+			t.Errorf("poison message %s: %d reject lines", k, lines[k])
+		}
+	}
+	m := readManifest(t, dir)
+	if m.RowsIn != int64(len(msgs)) || m.RowsWritten+m.RowsRejected != m.RowsIn {
+		t.Errorf("manifest: rows_in %d, rows_written %d, rows_rejected %d; %d messages", m.RowsIn, m.RowsWritten, m.RowsRejected, len(msgs))
 	}
 }

@@ -33,6 +33,10 @@ type worker struct {
 	floor       int64 // the partition's next offset in the manifest: offsets below are in committed rolls
 	msgRejected bool  // the current message has its reject line
 	sinceCheck  int64 // message bytes since the last memory and roll-size check
+	// early: the assignment's first roll is still to close, which it does after the first
+	// fetched batch that opened it, not after the roll interval: a member's first committed
+	// offset after its start or a rebalance then waits for one batch and one roll's close
+	early bool
 }
 
 // checkEvery is how many message bytes a worker reads between two memory and roll-size checks.
@@ -59,6 +63,7 @@ func (r *Replicator) newWorker(partition int, commit func(int, int64) error, par
 		partWorker: r.newPartWorker(partition, commit, outputCaps{wholeRows: true}, 2),
 		tracker:    newTracker(),
 		budget:     r.cfg.Memory / int64(max(1, partitions)),
+		early:      true,
 	}
 }
 
@@ -170,6 +175,10 @@ func (w *worker) process(b kafka.FetchBatch) error {
 	w.dec.Reset()
 	if w.roll == nil {
 		return nil
+	}
+	if w.early {
+		w.early = false
+		return w.closeRoll("first batch")
 	}
 	// the memory and size checks walk every segment: do them once per checkEvery bytes read
 	w.sinceCheck += read

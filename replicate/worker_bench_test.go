@@ -104,9 +104,12 @@ func (w *worker) processMessages(msgs []kafkago.Message) error {
 }
 
 // detachedWorker is a worker of partition that is fed with process and commits nothing to Kafka.
+// It is past its assignment's first roll (which closes after one batch): its rolls close on
+// their size, or when the caller closes them.
 func (r *Replicator) detachedWorker(partition, partitions int) *worker {
 	w := r.newWorker(partition, func(int, int64) error { return nil }, partitions)
 	w.ctx = context.Background()
+	w.early = false
 	w.timer = time.NewTimer(time.Hour)
 	return w
 }

@@ -65,7 +65,8 @@ the mapping and writes region-split bulk-load files in rolls, plus DELETE statem
   DIR/ddl.sql, DIR/bulkload.json, DIR/replicate.json (mapping fingerprint, region plan, group: fixed)
 
 A roll closes at --roll-size or --roll-interval after its first message, whichever comes first, even
-when no further message arrives. Offsets are committed to Kafka only after every file holding the
+when no further message arrives; the first roll of each partition assigned (at the start and after
+each rebalance) closes after its first fetched batch, so that the first offset commit is early. Offsets are committed to Kafka only after every file holding the
 roll's messages is durable (written, fsynced, renamed, folder fsynced, manifest rewritten: the roll
 commits when the manifest lists it). After a crash, a roll the manifest does not list is replayed
 whole and its leftover files removed; a listed one is not replayed, so no message is written,
