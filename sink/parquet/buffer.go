@@ -49,6 +49,8 @@ type colData struct {
 	data  []byte
 	ends  []uint32
 
+	nulls int // null rows so far
+
 	dictMode bool
 	idx      []int32
 	dvals    []byte
@@ -303,6 +305,7 @@ func (b *buffer) append(i int, sp *colSpec, c *colData, s *slot, p *pools) {
 				c.def = grow(&p.i16, c.def, 1)
 			}
 			c.def = append(c.def, 0)
+			c.nulls++
 			if c.dictMode {
 				if len(c.idx) == cap(c.idx) {
 					c.idx = grow(&p.i32, c.idx, 1)
@@ -449,11 +452,13 @@ func (b *buffer) appendDict(i int, s string, missed bool) {
 		}
 	}
 	// give up when the dictionary grows too large, or when the column looks mostly distinct
-	// (more entries than half the rows so far, checked once at dictProbeRows rows), or when a
-	// sibling's chunks found the column not worth one
+	// (more entries than half the values so far, from dictProbeRows rows on), or when a
+	// sibling's chunks found the column not worth one. Distinctness counts values, not rows: a
+	// column of distinct values null in half the rows has entries for half its rows.
 	rows := len(c.idx)
-	giveUp := len(c.dvals)+len(s) > b.f.dictMax || d.len() >= 1<<15 || (rows >= dictProbeRows && 2*d.len() > rows) ||
-		(b.verdicts.siblings && rows >= earlyProbeRows && 10*d.len() > 9*rows)
+	vals := rows - c.nulls
+	giveUp := len(c.dvals)+len(s) > b.f.dictMax || d.len() >= 1<<15 || (rows >= dictProbeRows && 2*d.len() > vals) ||
+		(b.verdicts.siblings && rows >= earlyProbeRows && 10*d.len() > 9*vals)
 	if giveUp || b.verdicts.plain[i].Load() {
 		if v := b.verdicts; giveUp && v.giveUps[i].Add(1) >= 2 {
 			v.plain[i].Store(true)
