@@ -283,6 +283,16 @@ func (b *buffer) Append(values []pipeline.Value) error {
 	}
 	p := b.f.pools
 	for i := range specs {
+		// a null of a column that has levels already and room for one more (half the cells of
+		// a sparse table): its level (and index) here, without the call
+		if c := &cols[i]; slots[i].null && len(c.def) < cap(c.def) && (!c.dictMode || len(c.idx) < cap(c.idx)) {
+			c.def = append(c.def, 0)
+			c.nulls++
+			if c.dictMode {
+				c.idx = append(c.idx, 0)
+			}
+			continue
+		}
 		b.append(i, &specs[i], &cols[i], &slots[i], p)
 	}
 	b.rows++
