@@ -252,20 +252,7 @@ func TestSiblingsShareDictionaryVerdicts(t *testing.T) {
 	}
 	add(d, 10)
 	for i, buf := range []files.Buffer{a, b, c, d} {
-		var out bytes.Buffer
-		w, err := f.NewWriter(&out, schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ch := buf.Cut()
-		if err := w.Write(ch); err != nil {
-			t.Fatal(err)
-		}
-		ch.Release()
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		checkFileRows(t, fmt.Sprint("buffer ", i), out.Bytes(), schema, rows[buf])
+		checkCutRows(t, fmt.Sprint("buffer ", i), f, buf, schema, rows[buf])
 	}
 	if parquet.DictMode(a, 1) || !parquet.DictMode(a, 2) {
 		t.Fatal("after a cut, a's next chunk: ts plain, lo with a dictionary")
@@ -329,6 +316,25 @@ func TestSiblingsFilledConcurrently(t *testing.T) {
 }
 
 // checkFileRows reads a Parquet file with the tests' independent reader and compares its rows with want.
+// checkCutRows cuts buf's rows, writes them as one file and checks that it holds want.
+func checkCutRows(t *testing.T, name string, f *parquet.Format, buf files.Buffer, schema pipeline.TargetSchema, want [][]pipeline.Value) {
+	t.Helper()
+	var out bytes.Buffer
+	w, err := f.NewWriter(&out, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := buf.Cut()
+	if err := w.Write(ch); err != nil {
+		t.Fatal(err)
+	}
+	ch.Release()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkFileRows(t, name, out.Bytes(), schema, want)
+}
+
 func checkFileRows(t *testing.T, name string, file []byte, schema pipeline.TargetSchema, want [][]pipeline.Value) {
 	t.Helper()
 	pf, err := sinktest.ReadParquetAt(bytes.NewReader(file), int64(len(file)), name, schema)
@@ -385,20 +391,7 @@ func TestHalfNullDistinctColumnGivesUpDictionary(t *testing.T) {
 				t.Fatalf("after %d rows, half null: ts (distinct) dictionary %v, want plain; lo (3 values) dictionary %v, want kept",
 					tc.rows, parquet.DictMode(buf, 1), parquet.DictMode(buf, 2))
 			}
-			var out bytes.Buffer
-			w, err := f.NewWriter(&out, schema)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ch := buf.Cut()
-			if err := w.Write(ch); err != nil {
-				t.Fatal(err)
-			}
-			ch.Release()
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-			checkFileRows(t, tc.name, out.Bytes(), schema, rows)
+			checkCutRows(t, tc.name, f, buf, schema, rows)
 		})
 	}
 }
