@@ -443,7 +443,7 @@ func putBE(dst []byte, d files.Dec128) {
 const dictProbeRows = 4096
 
 // Siblings' chunks are small (a partition's rows spread over the regions) and their verdict is
-// shared: from earlyProbeRows rows on, a column of nearly distinct values (over 90% of the rows
+// shared: from earlyProbeRows rows on, a column of nearly distinct values (over 90% of the values
 // so far) gives its dictionary up before dictProbeRows.
 const earlyProbeRows = 1024
 
