@@ -35,6 +35,17 @@ rm -rf "$WORK" && mkdir -p "$WORK"
 go build -o "$WORK/rekey" ./cmd/rekey
 "$WORK/rekey" gen orders --rows "$ROWS" --out "$WORK/orders-$ROWS.csv"
 "$WORK/rekey" gen orders --rows "$ROWS2" --out "$WORK/orders-$ROWS2.csv"
+# the wide shape (bench/wide.yaml): its CSV is written by DuckDB (bench/duckdb-wide.mjs gen), whose
+# node client bench/run.sh installs in bench/work/duckdb; without it the job is skipped, and said so
+DUCKDB=bench/work/duckdb
+wide=""
+if [ -d "$DUCKDB/node_modules/@duckdb/node-api" ]; then
+  cp bench/duckdb-wide.mjs "$DUCKDB/"
+  for rows in "$ROWS" "$ROWS2"; do node "$DUCKDB/duckdb-wide.mjs" gen "$PWD/$WORK/wide-$rows.csv" "$rows"; done
+  wide=1
+else
+  echo "migrate_wide: skipped: DuckDB's node client is not installed (bash bench/run.sh core installs it in $DUCKDB)" >&2
+fi
 
 count() { # count JOB ARGS...: prints JOB's instruction count
   local job=$1; shift
@@ -55,6 +66,9 @@ for rows in "$ROWS" "$ROWS2"; do
   sfx=""; [ "$rows" = "$ROWS" ] && sfx="-$rows"
   lines+="migrate $rows $(count "migrate$sfx" migrate "${job[@]}" --out "$WORK/out-$rows")"$'\n'
   lines+="migrate_decimal $rows $(count "migrate_decimal$sfx" migrate -m bench/orders-decimal.yaml --source "file:$csv" --regions 16 --workers 1 --out "$WORK/out-decimal-$rows")"$'\n'
+  if [ -n "$wide" ]; then
+    lines+="migrate_wide $rows $(count "migrate_wide$sfx" migrate -m bench/wide.yaml --source "file:$WORK/wide-$rows.csv" --regions 16 --workers 1 --out "$WORK/out-wide-$rows")"$'\n'
+  fi
   lines+="report $rows $(count "report$sfx" report "${job[@]}" --tmp "$WORK")"$'\n'
   lines+="verify $rows $(count "verify$sfx" verify -m mappings/orders.yaml --source "file:$csv" --workers 1 --target "$WORK/out-$rows" --tmp "$WORK")"$'\n'
 done

@@ -49,6 +49,8 @@ type colData struct {
 	data  []byte
 	ends  []uint32
 
+	nulls int // null rows so far
+
 	dictMode bool
 	idx      []int32
 	dvals    []byte
@@ -281,6 +283,16 @@ func (b *buffer) Append(values []pipeline.Value) error {
 	}
 	p := b.f.pools
 	for i := range specs {
+		// a null of a column that has levels already and room for one more (half the cells of
+		// a sparse table): its level (and index) here, without the call
+		if c := &cols[i]; slots[i].null && len(c.def) < cap(c.def) && (!c.dictMode || len(c.idx) < cap(c.idx)) {
+			c.def = append(c.def, 0)
+			c.nulls++
+			if c.dictMode {
+				c.idx = append(c.idx, 0)
+			}
+			continue
+		}
 		b.append(i, &specs[i], &cols[i], &slots[i], p)
 	}
 	b.rows++
@@ -303,6 +315,7 @@ func (b *buffer) append(i int, sp *colSpec, c *colData, s *slot, p *pools) {
 				c.def = grow(&p.i16, c.def, 1)
 			}
 			c.def = append(c.def, 0)
+			c.nulls++
 			if c.dictMode {
 				if len(c.idx) == cap(c.idx) {
 					c.idx = grow(&p.i32, c.idx, 1)
@@ -430,7 +443,7 @@ func putBE(dst []byte, d files.Dec128) {
 const dictProbeRows = 4096
 
 // Siblings' chunks are small (a partition's rows spread over the regions) and their verdict is
-// shared: from earlyProbeRows rows on, a column of nearly distinct values (over 90% of the rows
+// shared: from earlyProbeRows rows on, a column of nearly distinct values (over 90% of the values
 // so far) gives its dictionary up before dictProbeRows.
 const earlyProbeRows = 1024
 
@@ -449,11 +462,13 @@ func (b *buffer) appendDict(i int, s string, missed bool) {
 		}
 	}
 	// give up when the dictionary grows too large, or when the column looks mostly distinct
-	// (more entries than half the rows so far, checked once at dictProbeRows rows), or when a
-	// sibling's chunks found the column not worth one
+	// (more entries than half the values so far, from dictProbeRows rows on), or when a
+	// sibling's chunks found the column not worth one. Distinctness counts values, not rows: a
+	// column of distinct values null in half the rows has entries for half its rows.
 	rows := len(c.idx)
-	giveUp := len(c.dvals)+len(s) > b.f.dictMax || d.len() >= 1<<15 || (rows >= dictProbeRows && 2*d.len() > rows) ||
-		(b.verdicts.siblings && rows >= earlyProbeRows && 10*d.len() > 9*rows)
+	vals := rows - c.nulls
+	giveUp := len(c.dvals)+len(s) > b.f.dictMax || d.len() >= 1<<15 || (rows >= dictProbeRows && 2*d.len() > vals) ||
+		(b.verdicts.siblings && rows >= earlyProbeRows && 10*d.len() > 9*vals)
 	if giveUp || b.verdicts.plain[i].Load() {
 		if v := b.verdicts; giveUp && v.giveUps[i].Add(1) >= 2 {
 			v.plain[i].Store(true)

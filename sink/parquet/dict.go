@@ -20,6 +20,7 @@ type dictTable struct {
 	slots []int32 // entry index + 1; 0 is empty
 	keys  []dictKey
 	mask  int
+	hint  int // entries the table held before its last reset: its first growth goes that far
 }
 
 type dictKey struct {
@@ -34,7 +35,10 @@ func newDictTable() *dictTable {
 func (t *dictTable) len() int { return len(t.keys) }
 
 // reset empties the table; a table grown large is shrunk back so that idle regions hold little.
+// The next chunk's first growth past 64 slots jumps to the size this one needed, sparing the
+// rehashes of doubling up to it.
 func (t *dictTable) reset() {
+	t.hint = len(t.keys)
 	if len(t.slots) > 64 {
 		t.slots, t.mask, t.keys = make([]int32, 64), 63, nil
 		return
@@ -142,7 +146,17 @@ func (t *dictTable) place(h uint64, e int32) {
 }
 
 func (t *dictTable) grow() {
-	t.slots = make([]int32, 2*len(t.slots))
+	n := 2 * len(t.slots)
+	for 2*t.hint > n {
+		n *= 2
+	}
+	t.hint = 0
+	if n > 2*len(t.slots) && cap(t.keys) < n/2 { // the entries to come, too
+		keys := make([]dictKey, len(t.keys), n/2)
+		copy(keys, t.keys)
+		t.keys = keys
+	}
+	t.slots = make([]int32, n)
 	t.mask = len(t.slots) - 1
 	for k := range t.keys {
 		t.place(t.keys[k].hash(), int32(k+1))

@@ -252,20 +252,7 @@ func TestSiblingsShareDictionaryVerdicts(t *testing.T) {
 	}
 	add(d, 10)
 	for i, buf := range []files.Buffer{a, b, c, d} {
-		var out bytes.Buffer
-		w, err := f.NewWriter(&out, schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ch := buf.Cut()
-		if err := w.Write(ch); err != nil {
-			t.Fatal(err)
-		}
-		ch.Release()
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		checkFileRows(t, fmt.Sprint("buffer ", i), out.Bytes(), schema, rows[buf])
+		checkCutRows(t, fmt.Sprint("buffer ", i), f, buf, schema, rows[buf])
 	}
 	if parquet.DictMode(a, 1) || !parquet.DictMode(a, 2) {
 		t.Fatal("after a cut, a's next chunk: ts plain, lo with a dictionary")
@@ -329,6 +316,25 @@ func TestSiblingsFilledConcurrently(t *testing.T) {
 }
 
 // checkFileRows reads a Parquet file with the tests' independent reader and compares its rows with want.
+// checkCutRows cuts buf's rows, writes them as one file and checks that it holds want.
+func checkCutRows(t *testing.T, name string, f *parquet.Format, buf files.Buffer, schema pipeline.TargetSchema, want [][]pipeline.Value) {
+	t.Helper()
+	var out bytes.Buffer
+	w, err := f.NewWriter(&out, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := buf.Cut()
+	if err := w.Write(ch); err != nil {
+		t.Fatal(err)
+	}
+	ch.Release()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkFileRows(t, name, out.Bytes(), schema, want)
+}
+
 func checkFileRows(t *testing.T, name string, file []byte, schema pipeline.TargetSchema, want [][]pipeline.Value) {
 	t.Helper()
 	pf, err := sinktest.ReadParquetAt(bytes.NewReader(file), int64(len(file)), name, schema)
@@ -345,5 +351,47 @@ func checkFileRows(t *testing.T, name string, file []byte, schema pipeline.Targe
 				t.Fatalf("%s row %d col %d: %q, want %q", name, r, col, pf.Rows[r][col], w[col])
 			}
 		}
+	}
+}
+
+// A column's distinctness is judged on its values, not its rows: a column of distinct values
+// that is null in half the rows gives its dictionary up like one without nulls (its entries are
+// never more than half its rows), alone at dictProbeRows rows and among siblings at
+// earlyProbeRows, while a half-null column of few values keeps its dictionary; every row reads
+// back.
+func TestHalfNullDistinctColumnGivesUpDictionary(t *testing.T) {
+	schema := siblingSchema
+	f := parquet.New()
+	for _, tc := range []struct {
+		name    string
+		sibling bool
+		rows    int
+	}{{"alone", false, 4200}, {"siblings", true, 1100}} {
+		t.Run(tc.name, func(t *testing.T) {
+			buf, err := f.NewBuffer(schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.sibling {
+				buf = buf.(files.Siblings).Sibling()
+			}
+			var rows [][]pipeline.Value
+			for i := range tc.rows {
+				ts, lo := pipeline.Int(1_700_000_000_000+int64(i)*7), pipeline.Text([]string{"x", "y", "z"}[i%3])
+				if i%2 == 1 {
+					ts, lo = pipeline.Null, pipeline.Null
+				}
+				r := []pipeline.Value{pipeline.Int(int64(i)), ts, lo}
+				if err := buf.Append(r); err != nil {
+					t.Fatal(err)
+				}
+				rows = append(rows, r)
+			}
+			if parquet.DictMode(buf, 1) || !parquet.DictMode(buf, 2) {
+				t.Fatalf("after %d rows, half null: ts (distinct) dictionary %v, want plain; lo (3 values) dictionary %v, want kept",
+					tc.rows, parquet.DictMode(buf, 1), parquet.DictMode(buf, 2))
+			}
+			checkCutRows(t, tc.name, f, buf, schema, rows)
+		})
 	}
 }
