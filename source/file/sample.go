@@ -55,8 +55,8 @@ func (s *Source) sampleSequential(ctx context.Context, n int) ([]pipeline.Record
 		return recs[:n], nil
 	}
 	out := make([]pipeline.Record, n)
-	for k := range out {
-		out[k] = recs[k*len(recs)/n]
+	for k, i := range pipeline.SpreadIndexes(int64(len(recs)), n) {
+		out[k] = recs[i]
 	}
 	return out, nil
 }
