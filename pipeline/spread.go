@@ -1,5 +1,7 @@
 package pipeline
 
+import "math/bits"
+
 // SpreadPick is the k-th of n picks spread over positions [0, rows) (0 <= k < n <= rows): a
 // position within the k-th of n equal strata, chosen by a fixed hash of k. Every stratum gives
 // one pick, so the sample is spread over the whole input as a stride is; the position within it
@@ -38,4 +40,12 @@ func SpreadIndexes(rows int64, n int) []int64 {
 		out[k] = SpreadPick(k, n, rows)
 	}
 	return out
+}
+
+// SampleLevel is the level of a row's ordinal: the trailing zero bits of its SampleHash, so one
+// ordinal in 2^L has level L or more. A sampler of unknown length keeps the rows of level at
+// least L and raises L when it holds too many: bounded like every 2^L-th row, without lining up
+// with the row number.
+func SampleLevel(ord uint64) uint8 {
+	return uint8(bits.TrailingZeros64(SampleHash(ord) | 1<<63))
 }
