@@ -1150,7 +1150,7 @@ func (sa *stringArena) clone(s string) string {
 }
 
 func MappingInfo(prog *transform.Program, m *transform.Mapping) model.MappingInfo {
-	mi := model.MappingInfo{Table: prog.Table(), Fingerprint: prog.Fingerprint()}
+	mi := model.MappingInfo{Table: prog.Table(), Fingerprint: prog.Fingerprint(), TTLPlan: prog.TTLPlan()}
 	if m != nil {
 		mi.File = m.File
 	}

@@ -59,6 +59,10 @@ type MappingInfo struct {
 	PrimaryKey  string      `json:"primary_key"` // bracket notation, resolved
 	KeyColumns  []KeyColumn `json:"key_columns"`
 	Fingerprint string      `json:"fingerprint"`
+	// TTLPlan is the table TTL and what Lindorm counts it from (the cells' source write times
+	// with target.write_time, or the copy's time), as check prints it; absent when the mapping
+	// neither sets a TTL nor carries write times.
+	TTLPlan string `json:"ttl_plan,omitempty"`
 }
 
 // KeyColumn is one primary-key column with its per-value figures.
