@@ -14,12 +14,13 @@ func SpreadPick(k, n int, rows int64) int64 {
 	if hi <= lo+1 {
 		return lo
 	}
-	return lo + int64(SampleHash(uint64(k))%uint64(hi-lo))
+	return lo + int64(SplitMix64(uint64(k))%uint64(hi-lo))
 }
 
-// SampleHash is a fixed hash of a row's ordinal (splitmix64's finaliser), which samplers use to
-// pick rows independently of the ordinal's own digits.
-func SampleHash(x uint64) uint64 {
+// SplitMix64 is the finaliser of the SplitMix64 generator: a cheap, well-mixed, fixed hash of x.
+// Samplers hash a row's ordinal with it to pick rows independently of the ordinal's own digits;
+// gen: seeds its rows' streams with it.
+func SplitMix64(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
 	x = (x ^ x>>27) * 0x94d049bb133111eb
@@ -42,10 +43,10 @@ func SpreadIndexes(rows int64, n int) []int64 {
 	return out
 }
 
-// SampleLevel is the level of a row's ordinal: the trailing zero bits of its SampleHash, so one
+// SampleLevel is the level of a row's ordinal: the trailing zero bits of its SplitMix64, so one
 // ordinal in 2^L has level L or more. A sampler of unknown length keeps the rows of level at
 // least L and raises L when it holds too many: bounded like every 2^L-th row, without lining up
 // with the row number.
 func SampleLevel(ord uint64) uint8 {
-	return uint8(bits.TrailingZeros64(SampleHash(ord) | 1<<63))
+	return uint8(bits.TrailingZeros64(SplitMix64(ord) | 1<<63))
 }

@@ -610,7 +610,7 @@ func everyLabel(every int64) string {
 // every, chosen by a hash of the ordinal, not every k-th row, which lines up with a key cycling
 // with the row number (every 5th sequential order number ends in 0 or 5).
 func sampleSkips(every, ord int64) bool {
-	return every > 1 && pipeline.SampleHash(uint64(ord))%uint64(every) != 0
+	return every > 1 && pipeline.SplitMix64(uint64(ord))%uint64(every) != 0
 }
 
 func (r *runner) expectedAnalysed() int64 {

@@ -150,7 +150,7 @@ func New(cfg Config, schema pipeline.SourceSchema, logger *zap.Logger) (*Source,
 	if len(schema) == 0 {
 		schema = g.columns
 	}
-	s := &Source{cfg: cfg, g: g, seedHash: splitmix64(uint64(cfg.Seed)), stream: "gen:" + cfg.Name,
+	s := &Source{cfg: cfg, g: g, seedHash: pipeline.SplitMix64(uint64(cfg.Seed)), stream: "gen:" + cfg.Name,
 		log: logger, identity: len(schema) == len(g.columns), lo: 0, hi: cfg.Rows}
 	if !cfg.Shard.Whole() {
 		s.lo = cfg.Rows * int64(cfg.Shard.Index) / int64(cfg.Shard.Count)
