@@ -245,7 +245,7 @@ func withDefaults(cfg Config) Config {
 	return cfg
 }
 
-// sample applies --sample: every k-th row, the first N rows, or a spread sample read up front
+// sample applies --sample: one row in k (sampleSkips), the first N rows, or a spread sample read up front
 // (then the source to read is that sample).
 func (r *runner) sample(ctx context.Context) (pipeline.Source, model.SourceInfo, error) {
 	cfg, src := r.cfg, r.cfg.Source
@@ -253,7 +253,7 @@ func (r *runner) sample(ctx context.Context) (pipeline.Source, model.SourceInfo,
 	switch s := cfg.Sample; {
 	case s.Fraction > 0 && s.Fraction < 1:
 		r.every = max(1, int64(math.Round(1/s.Fraction)))
-		info.Sampled, info.Sample = true, "every "+ordinal(r.every)+" row"
+		info.Sampled, info.Sample = true, everyLabel(r.every)
 	case s.Rows > 0:
 		sampler, isSampler := src.(pipeline.Sampler)
 		switch {
@@ -276,7 +276,7 @@ func (r *runner) sample(ctx context.Context) (pipeline.Source, model.SourceInfo,
 		case r.estRows > 0:
 			r.every = max(1, (r.estRows+s.Rows-1)/s.Rows)
 			if r.every > 1 {
-				info.Sampled, info.Sample = true, "every "+ordinal(r.every)+" row"
+				info.Sampled, info.Sample = true, everyLabel(r.every)
 			}
 		default:
 			r.limit = s.Rows
@@ -558,7 +558,7 @@ func (w *worker) respill(b *pipeline.Batch, firstOrd int64, keys []uint64) {
 		sid = w.sw.S.StreamID(b.Stream)
 	}
 	for i := range b.Records {
-		if r.every > 1 && (firstOrd+int64(i))%r.every != 0 {
+		if sampleSkips(r.every, firstOrd+int64(i)) {
 			continue
 		}
 		rec := &b.Records[i]
@@ -601,19 +601,16 @@ func (r *runner) queryInfo() []model.QueryInfo {
 	return out
 }
 
-func ordinal(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	switch {
-	case n%100 >= 11 && n%100 <= 13:
-		return s + "th"
-	case n%10 == 1:
-		return s + "st"
-	case n%10 == 2:
-		return s + "nd"
-	case n%10 == 3:
-		return s + "rd"
-	}
-	return s + "th"
+// everyLabel names the sample of one row in every: not every k-th row (see sampleSkips).
+func everyLabel(every int64) string {
+	return "1 row in " + strconv.FormatInt(every, 10) + ", chosen by a hash of its position"
+}
+
+// sampleSkips tells whether --sample leaves out the row of ordinal ord: it keeps one row in
+// every, chosen by a hash of the ordinal, not every k-th row, which lines up with a key cycling
+// with the row number (every 5th sequential order number ends in 0 or 5).
+func sampleSkips(every, ord int64) bool {
+	return every > 1 && pipeline.SplitMix64(uint64(ord))%uint64(every) != 0
 }
 
 func (r *runner) expectedAnalysed() int64 {
@@ -792,7 +789,7 @@ func (w *worker) process(j *job) {
 	out := w.out
 	for i := range b.Records {
 		ord := j.firstOrd + int64(i)
-		if r.every > 1 && ord%r.every != 0 {
+		if sampleSkips(r.every, ord) {
 			continue
 		}
 		j.analysed++
@@ -974,7 +971,7 @@ func (tl *timeline) consume(j *job, every int64) {
 	recs := j.batch.Records
 	for i := range recs {
 		ord := j.firstOrd + int64(i)
-		if every > 1 && ord%every != 0 {
+		if sampleSkips(every, ord) {
 			continue
 		}
 		a := tl.analysed

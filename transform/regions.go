@@ -120,13 +120,14 @@ func (p *Program) EstimateBytes(sample [][]pipeline.Value, sourceRows int64) int
 	return total / int64(len(sample)) * sourceRows
 }
 
-// SpreadRows maps an even spread of at most about n of recs (every len/n-th record) to target
-// rows, for a plan placed from a subsample.
+// SpreadRows maps a spread of at most n of recs (pipeline.SpreadIndexes: one in each of n equal
+// stretches, not every k-th, which would line up with a key cycling with the row number) to
+// target rows, for a plan placed from a subsample.
 func (p *Program) SpreadRows(recs []pipeline.Record, n int) [][]pipeline.Value {
-	step := max(1, len(recs)/n)
-	spread := make([]pipeline.Record, 0, len(recs)/step+1)
-	for i := 0; i < len(recs); i += step {
-		spread = append(spread, recs[i])
+	idx := pipeline.SpreadIndexes(int64(len(recs)), n)
+	spread := make([]pipeline.Record, len(idx))
+	for k, i := range idx {
+		spread[k] = recs[i]
 	}
 	return p.SampleRows(spread)
 }

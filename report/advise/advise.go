@@ -424,7 +424,7 @@ type altResult struct {
 // each subsample record (the same for every design).
 //
 // Every record goes through the design once: its key is kept, and so is the whole target row
-// of the records a quantile plan is placed from (prog.SpreadRows' even spread); the rows are
+// of the records a quantile plan is placed from (prog.SpreadRows' spread); the rows are
 // routed once the plan is known.
 func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uint64, n int, wo []int64, analysed int64) (altResult, error) {
 	var res altResult
@@ -442,12 +442,13 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 			ident = collide.Mix64(ident, uint64(i)+0xde5c) // the same values stored DESC are another design
 		}
 	}
-	// the plan's sample: every step-th record, as prog.SpreadRows(recs, altPlanRows) takes them
+	// the plan's sample: the records prog.SpreadRows(recs, AltPlanRows) takes (none when the plan
+	// does not look at the data)
 	var sample [][]pipeline.Value
-	step := len(recs) + 1 // none: the plan does not look at the data
+	var picks []int64
 	if prog.PlanNeedsSample(n) {
-		step = max(1, len(recs)/AltPlanRows)
-		sample = make([][]pipeline.Value, 0, len(recs)/step+1)
+		picks = pipeline.SpreadIndexes(int64(len(recs)), AltPlanRows)
+		sample = make([][]pipeline.Value, 0, len(picks))
 	}
 	flat := make([]pipeline.Value, 0, len(recs)*keyLen) // the keys' values, keyLen a row
 	var text stringArena
@@ -463,13 +464,17 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 		if i%1024 == 1023 {
 			ev.Reset()
 		}
+		picked := len(picks) > 0 && picks[0] == int64(i)
+		if picked {
+			picks = picks[1:]
+		}
 		if e := ev.Apply(b, &recs[i], out); e != nil {
 			rejected++
 			codes[e.Code]++
 			ident = collide.Mix64(ident, 0x5eed)
 			continue
 		}
-		if i%step == 0 && recs[i].Err == nil {
+		if picked && recs[i].Err == nil {
 			row := slices.Clone(out)
 			for k := range row {
 				row[k].Str = text.clone(row[k].Str)
@@ -1145,7 +1150,7 @@ func (sa *stringArena) clone(s string) string {
 }
 
 func MappingInfo(prog *transform.Program, m *transform.Mapping) model.MappingInfo {
-	mi := model.MappingInfo{Table: prog.Table(), Fingerprint: prog.Fingerprint()}
+	mi := model.MappingInfo{Table: prog.Table(), Fingerprint: prog.Fingerprint(), TTLPlan: prog.TTLPlan()}
 	if m != nil {
 		mi.File = m.File
 	}

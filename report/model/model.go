@@ -59,6 +59,10 @@ type MappingInfo struct {
 	PrimaryKey  string      `json:"primary_key"` // bracket notation, resolved
 	KeyColumns  []KeyColumn `json:"key_columns"`
 	Fingerprint string      `json:"fingerprint"`
+	// TTLPlan is the table TTL and what Lindorm counts it from (the cells' source write times
+	// with target.write_time, or the copy's time), as check prints it; absent when the mapping
+	// neither sets a TTL nor carries write times.
+	TTLPlan string `json:"ttl_plan,omitempty"`
 }
 
 // KeyColumn is one primary-key column with its per-value figures.
@@ -98,7 +102,7 @@ type SourceInfo struct {
 	URI           string  `json:"uri"`
 	EstimatedRows int64   `json:"estimated_rows"` // the source's own estimate, -1 when unknown
 	Sampled       bool    `json:"sampled"`
-	Sample        string  `json:"sample"`      // how: "all", "every 10th row", "5000 spread rows", "first 1000 rows"
+	Sample        string  `json:"sample"`      // how: "all", "1 row in 10, chosen by a hash of its position", "5000 rows spread over the input", "first 1000 rows"
 	Scale         float64 `json:"scale"`       // factor from analysed rows to the whole input (1 when all was read)
 	ScaleKnown    bool    `json:"scale_known"` // false when the input size is unknown (a sampled stream)
 }

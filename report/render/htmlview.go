@@ -46,6 +46,7 @@ type headerView struct {
 	Sampled                       bool
 	Sample                        string
 	PrimaryKey                    string
+	TTLPlan                       string
 	Verdict                       string // FAIL, WARN or OK: also the badge's class
 	Counts                        string
 	ExitCode                      int
@@ -73,6 +74,7 @@ func newHeaderView(rep *model.Report) headerView {
 		Table: rep.Mapping.Table, MappingFile: rep.Mapping.File, SourceURI: rep.Source.URI,
 		Sampled: rep.Source.Sampled, Sample: rep.Source.Sample,
 		PrimaryKey: rep.Mapping.PrimaryKey,
+		TTLPlan:    rep.Mapping.TTLPlan,
 		Verdict:    verdictWord(v),
 		Counts:     fmt.Sprintf("%d error%s · %d warning%s · %d note%s", v.Errors, model.Plural(v.Errors), v.Warnings, model.Plural(v.Warnings), v.Infos, model.Plural(v.Infos)),
 		ExitCode:   v.ExitCode,

@@ -100,6 +100,9 @@ func (p *printer) header(rep *model.Report) {
 	p.f("rekey report  %s -> table %s\n", file, rep.Mapping.Table)
 	p.f("source        %s\n", src)
 	p.f("primary key   %s\n", rep.Mapping.PrimaryKey)
+	if plan := rep.Mapping.TTLPlan; plan != "" {
+		p.f("%s\n", plan)
+	}
 	if wo := rep.WriteOrder; wo != nil {
 		p.f("write order   %s\n", wo.Description)
 		for _, n := range wo.Notes {

@@ -545,9 +545,10 @@ func shares(weights []int64, total int64, n int) []int {
 	return out
 }
 
-// sampleWindow reads the window and keeps n of its records, evenly spread. It keeps at most 2n
-// copies at a time: when 2n are kept, every other one is dropped and then only every other record
-// is kept, so that those kept stay evenly spaced whatever the window holds.
+// sampleWindow reads the window and keeps n of its records, spread over it. A record is kept
+// when the level of its ordinal (pipeline.SampleLevel) reaches the current level, and at 2n kept
+// the level rises and drops those below it: at most 2n copies at a time, and, unlike every k-th
+// record, the kept ones do not line up with a key cycling with the row number.
 func (f *Files) sampleWindow(ctx context.Context, n int) ([]pipeline.Record, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -558,17 +559,24 @@ func (f *Files) sampleWindow(ctx context.Context, n int) ([]pipeline.Record, err
 		close(in)
 	}()
 	var kept []pipeline.Record
-	stride, i := 1, 0
+	var levels []uint8
+	var level uint8
+	var i uint64
 	for b := range in {
 		for _, r := range b.Records {
-			if i%stride == 0 {
-				kept = append(kept, cloneRecord(r))
-				if len(kept) == 2*n {
-					for k := range n {
-						kept[k] = kept[2*k]
+			if lv := pipeline.SampleLevel(i); lv >= level {
+				kept, levels = append(kept, cloneRecord(r)), append(levels, lv)
+				for len(kept) >= 2*n {
+					level++
+					m := 0
+					for k := range kept {
+						if levels[k] >= level {
+							kept[m], levels[m] = kept[k], levels[k]
+							m++
+						}
 					}
-					clear(kept[n:])
-					kept, stride = kept[:n], stride*2
+					clear(kept[m:])
+					kept, levels = kept[:m], levels[:m]
 				}
 			}
 			i++
@@ -581,8 +589,8 @@ func (f *Files) sampleWindow(ctx context.Context, n int) ([]pipeline.Record, err
 		return kept, nil
 	}
 	out := make([]pipeline.Record, n)
-	for k := range out {
-		out[k] = kept[k*len(kept)/n]
+	for k, j := range pipeline.SpreadIndexes(int64(len(kept)), n) {
+		out[k] = kept[j]
 	}
 	return out, nil
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -474,8 +476,8 @@ func TestLimitAndSkip(t *testing.T) {
 	for _, r := range sample {
 		got = append(got, r.Values[0].String())
 	}
-	if strings.Join(got, ",") != "4,6,8" {
-		t.Fatalf("window sample %v", got)
+	if len(got) != 3 || !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != 3 || got[0] < "4" || got[2] > "9" {
+		t.Fatalf("window sample %v, want 3 distinct rows of the window's 4..9 in order", got)
 	}
 }
 
@@ -591,5 +593,58 @@ func TestParseURI(t *testing.T) {
 		if _, err := ParseURI(c.uri); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %s", c.uri, err, c.want)
 		}
+	}
+}
+
+// TestWindowSampleDoesNotLineUpWithRowNumber: the sample of a ?limit= window is not every k-th
+// row, which would see only the ids of one parity (a stride doubled to 8 over 1,000 rows) and
+// place region splits as if the other half did not exist.
+func TestWindowSampleDoesNotLineUpWithRowNumber(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "p.csv", ordersHeader+ordersRows(1, 1000))
+	src := openSpec(t, Spec{Path: dir, Limit: 1000}, Config{})
+	sample, err := src.(pipeline.Sampler).Sample(context.Background(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sample) != 100 {
+		t.Fatalf("a sample of %d rows, want 100", len(sample))
+	}
+	var odd int
+	for _, r := range sample {
+		id, err := strconv.Atoi(r.Values[0].String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		odd += id & 1
+	}
+	if odd < 30 || odd > 70 {
+		t.Fatalf("%d of the 100 sampled ids are odd; a sample not lined up with the row number has about half", odd)
+	}
+}
+
+// TestSpreadSampleDoesNotLineUpWithRowNumber: a large file's sample, read at spread byte offsets,
+// does not line up with rows of one width (evenly spaced offsets over 100,000 rows of one width
+// would each start 100 rows after the last and see ids of one last digit only).
+func TestSpreadSampleDoesNotLineUpWithRowNumber(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString(ordersHeader)
+	for i := range 100_000 {
+		fmt.Fprintf(&b, "%07d,n,1,2.5\n", i)
+	}
+	put(t, dir, "p.csv", b.String())
+	src := openSpec(t, Spec{Path: filepath.Join(dir, "p.csv")}, Config{})
+	sample, err := src.(pipeline.Sampler).Sample(context.Background(), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digits := map[byte]int{}
+	for _, r := range sample {
+		id := r.Values[0].String()
+		digits[id[len(id)-1]]++
+	}
+	if len(sample) < 900 || len(digits) != 10 {
+		t.Fatalf("%d sampled rows end in %d distinct digits %v; a sample not lined up with the row number has all ten", len(sample), len(digits), digits)
 	}
 }

@@ -14,9 +14,9 @@ import (
 )
 
 // Sample returns up to n records spread over the file, for placing region splits. For an
-// uncompressed file much larger than the sample it reads rows at evenly spaced byte offsets,
-// each resynchronised to the next line start (those records have Seq 0: their line number is not
-// known). A gzip file gives its first n rows; a small file is read whole and sampled evenly.
+// uncompressed file much larger than the sample it reads rows at spread byte offsets (one in each
+// of n equal stretches, pipeline.SpreadPick), each resynchronised to the next line start (those
+// records have Seq 0: their line number is not known). A gzip file gives its first n rows; a small file is read whole and sampled evenly.
 // Records that fail to parse are included with Err set.
 func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 	if n <= 0 {
@@ -55,8 +55,8 @@ func (s *Source) sampleSequential(ctx context.Context, n int) ([]pipeline.Record
 		return recs[:n], nil
 	}
 	out := make([]pipeline.Record, n)
-	for k := range out {
-		out[k] = recs[k*len(recs)/n]
+	for k, i := range pipeline.SpreadIndexes(int64(len(recs)), n) {
+		out[k] = recs[i]
 	}
 	return out, nil
 }
@@ -67,7 +67,9 @@ func (s *Source) sampleSpread(ctx context.Context, n int, dataSize int64) ([]pip
 		return nil, err
 	}
 	defer f.Close()
-	at := func(k int) int64 { return s.dataStart + int64(k)*dataSize/int64(n) }
+	// an offset in each of n equal stretches, at a hashed place within it (evenly spaced offsets
+	// over rows of one width would each land the same number of rows after the last)
+	at := func(k int) int64 { return s.dataStart + pipeline.SpreadPick(k, n, dataSize) }
 	var r io.ReaderAt = f
 	if s.cfg.Object != nil {
 		// A bucket answers each ranged read in milliseconds: sample clusters of neighbouring rows

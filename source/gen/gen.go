@@ -150,7 +150,7 @@ func New(cfg Config, schema pipeline.SourceSchema, logger *zap.Logger) (*Source,
 	if len(schema) == 0 {
 		schema = g.columns
 	}
-	s := &Source{cfg: cfg, g: g, seedHash: splitmix64(uint64(cfg.Seed)), stream: "gen:" + cfg.Name,
+	s := &Source{cfg: cfg, g: g, seedHash: pipeline.SplitMix64(uint64(cfg.Seed)), stream: "gen:" + cfg.Name,
 		log: logger, identity: len(schema) == len(g.columns), lo: 0, hi: cfg.Rows}
 	if !cfg.Shard.Whole() {
 		s.lo = cfg.Rows * int64(cfg.Shard.Index) / int64(cfg.Shard.Count)
@@ -314,7 +314,8 @@ func (s *Source) Run(ctx context.Context, resume map[string]pipeline.StreamState
 	return err
 }
 
-// Sample generates n rows at evenly spaced indexes (all rows when n >= Rows).
+// Sample generates n rows spread over the indexes, one in each of n equal stretches at a position
+// fixed by a hash (pipeline.SpreadPick; all rows when n >= Rows).
 func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 	rows := s.hi - s.lo
 	if n <= 0 || rows == 0 {
@@ -328,7 +329,7 @@ func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 		if k%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		i := s.lo + int64(k)*rows/int64(n)
+		i := s.lo + pipeline.SpreadPick(k, n, rows)
 		b := s.batch(i, i+1)
 		recs = append(recs, b.Records[0])
 	}

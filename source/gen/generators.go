@@ -7,20 +7,12 @@ import (
 	"github.com/rekey/rekey/pipeline"
 )
 
-// splitmix64 is the finaliser of the SplitMix64 generator: a cheap, well-mixed hash of x.
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
-
 // rng is a SplitMix64 stream. Each row gets its own stream seeded from (seed, row index), so a
 // row is a pure function of both and rows can be generated in any order.
 type rng struct{ s uint64 }
 
 func rowRNG(seedHash uint64, i int64) rng {
-	return rng{s: splitmix64(seedHash ^ splitmix64(uint64(i)))}
+	return rng{s: pipeline.SplitMix64(seedHash ^ pipeline.SplitMix64(uint64(i)))}
 }
 
 func (r *rng) next() uint64 {
