@@ -85,7 +85,7 @@ func NextSteps(jobs []*BulkloadJob, run NextRun) string {
 	// 2. the files
 	dataDir, rest, _ := strings.Cut(job.ReaderConfig.FilePath, RegionGlob)
 	if len(jobs) > 1 {
-		rest = "..." // each job's own
+		rest = "w...-* (each job's own slice)"
 	}
 	if bucket {
 		fmt.Fprintf(&b, "  2. Data files: %s/%s/ (filePath %q: the LTS source must be this bucket)\n", loc, output.DataDir, job.ReaderConfig.FilePath)
