@@ -47,8 +47,8 @@ type Config struct {
 	// job of their own stamped with the slice's newest write time.
 	TimeSlice time.Duration
 	Options   Options
-	Job         lindorm.JobOptions // the bulkload job's options (Format and Out are set here)
-	Next        lindorm.NextRun    // the next steps printed after the run
+	Job       lindorm.JobOptions // the bulkload job's options (Format and Out are set here)
+	Next      lindorm.NextRun    // the next steps printed after the run
 	// Plan makes a new run's region plan (a sample of the source, then the mapping's plan); a
 	// resume keeps its checkpoint's.
 	Plan    func(ctx context.Context) (pipeline.RegionPlan, error)
