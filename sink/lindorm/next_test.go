@@ -123,3 +123,12 @@ func TestNextStepsOfASharedShard(t *testing.T) {
 		t.Errorf("next steps of a shard in its own --out:\n%s", text)
 	}
 }
+
+// A run in time slices that wrote no row has no job to submit: the next steps say so instead of
+// printing a job.
+func TestNextStepsWithoutJobs(t *testing.T) {
+	got := lindorm.NextSteps(nil, lindorm.NextRun{Out: "out", Mapping: "m.yaml", Source: "cassandra://h/ks/t"})
+	if !strings.Contains(got, "No row was written, so there is nothing to load (bulkload.json lists no job)") || strings.Contains(got, "curl") {
+		t.Errorf("next steps without jobs:\n%s", got)
+	}
+}
