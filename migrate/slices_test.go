@@ -193,20 +193,16 @@ func timedOutput(t *testing.T, dir string, schema pipeline.TargetSchema) (rows m
 	if err := json.Unmarshal(data, &m); err != nil {
 		t.Fatal(err)
 	}
+	files, err := sinktest.SliceFiles(dir, &m, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rows = map[string][]string{}
 	total := 0
-	for _, r := range m.Regions {
-		for _, f := range r.Files {
-			start, ok := output.FileSlice(f.Path)
-			if !ok {
-				t.Fatalf("%s belongs to no slice", f.Path)
-			}
-			pf, err := sinktest.ReadParquet(filepath.Join(dir, filepath.FromSlash(f.Path)), schema)
-			if err != nil {
-				t.Fatal(err)
-			}
+	for p, pfs := range files {
+		for _, pf := range pfs {
 			for _, v := range pf.Rows {
-				rows[output.SliceFilePrefix(start)] = append(rows[output.SliceFilePrefix(start)], strings.Join(v, "|"))
+				rows[p] = append(rows[p], strings.Join(v, "|"))
 				total++
 			}
 		}

@@ -74,18 +74,13 @@ func sliceOutput(t *testing.T, out string) (ids map[string][]int, jobs []lindorm
 	if err != nil {
 		t.Fatal(err)
 	}
+	files, err := sinktest.SliceFiles(out, m, sliceSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ids = map[string][]int{}
-	for _, r := range m.Regions {
-		for _, fe := range r.Files {
-			start, ok := output.FileSlice(fe.Path)
-			if !ok {
-				t.Fatalf("%s belongs to no time slice", fe.Path)
-			}
-			pf, err := sinktest.ReadParquet(filepath.Join(out, filepath.FromSlash(fe.Path)), sliceSchema)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := output.SliceFilePrefix(start)
+	for p, pfs := range files {
+		for _, pf := range pfs {
 			for _, row := range pf.Values {
 				ids[p] = append(ids[p], int(row[0].Num))
 			}

@@ -176,7 +176,8 @@ type Table struct {
 // Finals are the final files of a run whose source was read to its end: its manifest (plan,
 // files and counts of res; nextSince, when not zero, the since= of the next catch-up), and the
 // files output.Finish writes before it, ddl.sql and bulkload.json (the job reads the output
-// jobOpt.Out names, in a bucket when output.InBucket says so). It returns the bulkload job too.
+// jobOpt.Out names, in a bucket when output.InBucket says so). It returns bulkload.json's jobs too:
+// one, or with t.WriteTime one per time slice (SliceJobs).
 func Finals(t Table, plan pipeline.RegionPlan, format string, res pipeline.Result, nextSince time.Time,
 	jobOpt JobOptions) (*output.Manifest, []output.File, []*BulkloadJob, error) {
 	m := output.NewManifest(t.Schema, plan, format, t.RegionSize)
@@ -194,28 +195,26 @@ func Finals(t Table, plan pipeline.RegionPlan, format string, res pipeline.Resul
 	}
 	jobOpt.Regions, jobOpt.Timestamp, jobOpt.DataDir = plan.Count(), res.StartedAt, output.DataDir
 	jobOpt.Store = jobOpt.Store || output.InBucket(jobOpt.Out) // --out s3://, oss://: the job reads the bucket
+	var jobs []*BulkloadJob
+	var doc any // bulkload.json: the job, or the list of a run in time slices
 	if t.WriteTime {
-		jobs, err := SliceJobs(t.Schema, res, jobOpt)
+		if jobs, err = SliceJobs(t.Schema, res, jobOpt); err != nil {
+			return nil, nil, nil, fmt.Errorf("bulkload config: %w", err)
+		}
+		doc = jobs
+	} else {
+		job, err := NewBulkloadJob(t.Schema, jobOpt)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("bulkload config: %w", err)
 		}
-		data, err := json.MarshalIndent(jobs, "", "  ")
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("bulkload config: %w", err)
-		}
-		files := []output.File{{Name: output.DDLFile, Data: []byte(ddl + "\n")}, {Name: output.BulkloadFile, Data: append(data, '\n')}}
-		return m, files, jobs, nil
+		jobs, doc = []*BulkloadJob{job}, job
 	}
-	job, err := NewBulkloadJob(t.Schema, jobOpt)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("bulkload config: %w", err)
-	}
-	data, err := json.MarshalIndent(job, "", "  ")
+	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("bulkload config: %w", err)
 	}
 	files := []output.File{{Name: output.DDLFile, Data: []byte(ddl + "\n")}, {Name: output.BulkloadFile, Data: append(data, '\n')}}
-	return m, files, []*BulkloadJob{job}, nil
+	return m, files, jobs, nil
 }
 
 // SliceJobs are the bulkload jobs of a run in time slices (target.write_time), oldest first: one
