@@ -186,6 +186,9 @@ func plainName(s string) bool {
 // Check refuses inputs that do not belong to one migration, naming the inputs to run again: those
 // that differ from the most inputs (on a tie, from the first).
 func Check(inputs []*Input) error {
+	if err := checkNoSlices(inputs); err != nil {
+		return err
+	}
 	if err := checkOneJob(inputs); err != nil {
 		return err
 	}
@@ -196,6 +199,22 @@ func Check(inputs []*Input) error {
 		return err
 	}
 	return checkShardRanges(inputs)
+}
+
+// checkNoSlices refuses an input written in time slices (target.write_time): its bulkload jobs
+// are one per slice, each stamped with its slice's time, which a merge does not rebuild.
+func checkNoSlices(inputs []*Input) error {
+	for _, in := range inputs {
+		for _, r := range in.Manifest.Regions {
+			for _, f := range r.Files {
+				if _, ok := output.FileSlice(f.Path); ok {
+					return fmt.Errorf("%s was written with target.write_time, in time slices (%s) each loaded by a bulkload job of its own: "+
+						"merge does not combine those; load each run's bulkload.json jobs as they are, or migrate again without --shard", in.Dir, f.Path)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // jobDiffs lists how the input b was made otherwise than a: mapping, region plan, format, table,

@@ -429,3 +429,20 @@ func TestMergeRefusesNestedOutput(t *testing.T) {
 		t.Fatalf("--out beside the input: %v", err)
 	}
 }
+
+// A run written in time slices (target.write_time) is refused by merge, which would write one
+// bulkload job for files that need one per slice; the error names the input and the file.
+func TestMergeRefusesTimeSlices(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	writeRun(t, a, "data/region-0000/part-00000.parquet")
+	sliced := "data/region-0000/" + output.SliceFilePrefix(1_793_491_200_000) + "part-00000.parquet"
+	writeRun(t, b, sliced)
+	if err := os.Rename(filepath.Join(b, "data/region-0000/part-00000.parquet"), filepath.Join(b, filepath.FromSlash(sliced))); err != nil {
+		t.Fatal(err)
+	}
+	err := mergeRun([]string{a, b}, filepath.Join(dir, "out"), merge.Copy)
+	if err == nil || !strings.Contains(err.Error(), b+" was written with target.write_time, in time slices") {
+		t.Fatalf("merge of a run in time slices: %v", err)
+	}
+}

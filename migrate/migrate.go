@@ -42,9 +42,13 @@ type Config struct {
 	MaxFileSize int64
 	Memory      int64
 	Sort        bool
-	Options     Options
-	Job         lindorm.JobOptions // the bulkload job's options (Format and Out are set here)
-	Next        lindorm.NextRun    // the next steps printed after the run
+	// TimeSlice is the width of the time slices of a mapping with target.write_time (0:
+	// files.DefaultTimeSlice): each slice's rows go to files of their own, loaded by a bulkload
+	// job of their own stamped with the slice's newest write time.
+	TimeSlice time.Duration
+	Options   Options
+	Job       lindorm.JobOptions // the bulkload job's options (Format and Out are set here)
+	Next      lindorm.NextRun    // the next steps printed after the run
 	// Plan makes a new run's region plan (a sample of the source, then the mapping's plan); a
 	// resume keeps its checkpoint's.
 	Plan    func(ctx context.Context) (pipeline.RegionPlan, error)
@@ -152,14 +156,15 @@ func (m *Migration) Run(ctx context.Context, stop <-chan struct{}, watch Watch) 
 // reject limit) apply to all.
 func RunTogether(ctx context.Context, ms []*Migration, stop <-chan struct{}, watch Watch) (results []pipeline.Result, runErr, err error) {
 	parts := make([]part, len(ms))
-	var sinks []*files.Sink
+	var sinks []pipeline.Sink
 	for i, m := range ms {
 		cfg := m.cfg
-		sink, err := files.New(ctx, files.Config{
+		fcfg := files.Config{
 			Store: m.out.Store, Schema: cfg.Program.Target(), Plan: m.plan, Format: cfg.Format,
 			MaxFileSize: cfg.MaxFileSize, Memory: cfg.Memory / 4 / int64(len(ms)), Sort: cfg.Sort, NamePrefix: m.prefix,
 			ExpectedRows: max(estimatedRows(cfg.Source), 0),
-		}, cfg.Logger.Named("sink.files"))
+		}
+		sink, bytes, err := newSink(ctx, fcfg, cfg)
 		if err != nil {
 			for _, s := range sinks {
 				s.Abort(context.WithoutCancel(ctx))
@@ -169,10 +174,36 @@ func RunTogether(ctx context.Context, ms []*Migration, stop <-chan struct{}, wat
 		sinks = append(sinks, sink)
 		cfg.Logger.Info("migration starting", zap.String("mapping", cfg.Program.Name()), zap.String("table", cfg.Program.Table()),
 			zap.Int("regions", m.plan.Count()), zap.String("strategy", m.plan.Strategy), zap.String("out", cfg.Out))
-		parts[i] = part{prog: cfg.Program, t: Target{Sink: sink, Output: m.out, Format: cfg.Format.Name(), Plan: m.plan,
-			Bytes: func() int64 { return sink.Stats().Bytes }}}
+		parts[i] = part{prog: cfg.Program, t: Target{Sink: sink, Output: m.out, Format: cfg.Format.Name(), Plan: m.plan, Bytes: bytes}}
 	}
 	return execute(ctx, ms[0].cfg.Source, parts, ms[0].cfg.Options, stop, watch)
+}
+
+// newSink opens the files sink of one migration: one files.Sink, or with target.write_time a
+// files.SliceSink of one files.Sink per time slice (the budget split across the most slices it
+// may open); bytes counts what it has written so far.
+func newSink(ctx context.Context, fcfg files.Config, cfg Config) (sink pipeline.Sink, bytes func() int64, err error) {
+	log := cfg.Logger.Named("sink.files")
+	if !cfg.Program.WriteTime() {
+		s, err := files.New(ctx, fcfg, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, func() int64 { return s.Stats().Bytes }, nil
+	}
+	if fcfg.NamePrefix != "" {
+		return nil, nil, errors.New("target.write_time writes one file set per time slice, which shards in one output (--shared-out) cannot share: run without --shard")
+	}
+	fcfg.Memory = files.SliceMemory(fcfg.Memory, files.DefaultMaxSlices)
+	s, err := files.NewSliceSink(files.SliceConfig{Width: cfg.TimeSlice, New: func(ctx context.Context, prefix string) (*files.Sink, error) {
+		c := fcfg
+		c.NamePrefix = prefix
+		return files.New(ctx, c, log.With(zap.String("slice", prefix)))
+	}})
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, s.Bytes, nil
 }
 
 // estimatedRows is the source's row estimate, -1 when it has none.
@@ -269,7 +300,7 @@ func execute(ctx context.Context, src pipeline.Source, parts []part, opt Options
 // Finals are a finished run's final files as written, for its summary and next steps.
 type Finals struct {
 	Manifest *output.Manifest
-	Job      *lindorm.BulkloadJob
+	Jobs     []*lindorm.BulkloadJob // bulkload.json's: one, or one per time slice (target.write_time)
 	Next     lindorm.NextRun
 }
 
@@ -283,8 +314,8 @@ func (m *Migration) Finish(ctx context.Context, res pipeline.Result, nextSince t
 		next.NextSince, next.CatchupSource = nextSince, catchupSource
 	}
 	table := lindorm.Table{Schema: prog.Target(), Options: prog.Options(), Mapping: prog.Name(), Fingerprint: prog.Fingerprint(),
-		RegionSize: prog.RegionSize(), Version: cfg.Version}
-	man, files, job, err := lindorm.Finals(table, m.plan, cfg.Format.Name(), res, nextSince, cfg.Job)
+		RegionSize: prog.RegionSize(), Version: cfg.Version, WriteTime: prog.WriteTime()}
+	man, files, jobs, err := lindorm.Finals(table, m.plan, cfg.Format.Name(), res, nextSince, cfg.Job)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +323,7 @@ func (m *Migration) Finish(ctx context.Context, res pipeline.Result, nextSince t
 		return nil, err
 	}
 	next.RowsWritten = res.RowsWritten
-	return &Finals{Manifest: man, Job: job, Next: next}, nil
+	return &Finals{Manifest: man, Jobs: jobs, Next: next}, nil
 }
 
 // Finished tells whether a complete run's final files are all written (a run killed before

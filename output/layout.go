@@ -204,3 +204,38 @@ func StatListed(ctx context.Context, st store.Store, rel string) error {
 	}
 	return err
 }
+
+// SliceFilePrefix begins the names of the data files of one time slice of a migration that
+// carries write times into files (target.write_time): "w1733011200000-" for the slice that starts
+// at that epoch millisecond, "wnone-" (start < 0) for the rows that carry no write time. Each
+// slice is loaded by its own bulkload job, whose filePath names the slice's files by this prefix.
+func SliceFilePrefix(start int64) string {
+	if start < 0 {
+		return sliceNone
+	}
+	return fmt.Sprintf("w%013d-", start)
+}
+
+const sliceNone = "wnone-"
+
+// FileSlice reads the time slice of a data file's path as SliceFilePrefix names it: start (-1:
+// the rows without a write time); ok is false for a file of no slice.
+func FileSlice(rel string) (start int64, ok bool) {
+	base := path.Base(rel)
+	if strings.HasPrefix(base, sliceNone) {
+		return -1, true
+	}
+	digits, ok := strings.CutPrefix(base, "w")
+	if !ok {
+		return 0, false
+	}
+	digits, _, ok = strings.Cut(digits, "-")
+	if !ok || len(digits) < 13 {
+		return 0, false
+	}
+	start, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || start < 0 || SliceFilePrefix(start) != "w"+digits+"-" {
+		return 0, false
+	}
+	return start, true
+}

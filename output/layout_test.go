@@ -139,3 +139,24 @@ func TestParseDataFile(t *testing.T) {
 		}
 	}
 }
+
+// A time slice's file prefix reads back as its start from the file's path; names of no slice
+// (a plain file, a shard's, a malformed prefix) read as none.
+func TestFileSlice(t *testing.T) {
+	for _, start := range []int64{-1, 0, 1_793_491_200_000, 99_999_999_999_999} {
+		p := DataFile(3, 12, SliceFilePrefix(start), "parquet")
+		got, ok := FileSlice(p)
+		if !ok || got != start {
+			t.Errorf("%s: slice %d %v, want %d", p, got, ok, start)
+		}
+		if _, _, ok := ParseDataFile(p, SliceFilePrefix(start)); !ok {
+			t.Errorf("%s does not parse as a data file of its prefix", p)
+		}
+	}
+	for _, p := range []string{"data/region-0000/part-00000.parquet", "data/region-0000/s0002-part-00000.parquet",
+		"data/region-0000/w12-part-00000.parquet", "data/region-0000/wx793491200000-part-00000.parquet", "data/region-0000/w01793491200000-part-0.csv"} {
+		if start, ok := FileSlice(p); ok {
+			t.Errorf("%s: slice %d, want none", p, start)
+		}
+	}
+}

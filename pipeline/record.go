@@ -214,6 +214,10 @@ type FileInfo struct {
 	Path   string `json:"path"` // relative to the output directory, slash-separated
 	Rows   int64  `json:"rows"`
 	Bytes  int64  `json:"bytes"`
+	// NewestTime is, for a file of a time slice (output.SliceFilePrefix), the newest cell write
+	// time (epoch milliseconds) of the rows of its slice written up to the Commit that returned
+	// it: the slice's bulkload job stamps its cells with the newest over its files. 0: none.
+	NewestTime int64 `json:"newest_time,omitempty"`
 }
 
 // InvalidUTF8At is the byte offset of the first byte of s that is not part of valid UTF-8, or -1

@@ -186,11 +186,11 @@ func (p *Program) TTLPlan() string {
 	switch {
 	case ttl != "" && p.writeTime:
 		return "TTL plan: " + ttl + " s, counted by Lindorm from each cell's timestamp, the cell's source write time (target.write_time): " +
-			"cells expire when the source's table TTL would have expired them; cells already past it when read are left out and counted; " +
-			"cells with a TTL of their own expire at the table's (counted)."
+			"cells expire when the source's table TTL would have expired them (loaded from files, at most one --time-slice later: a slice's cells take its newest write time); " +
+			"cells already past it when read are left out and counted; cells with a TTL of their own expire at the table's (counted)."
 	case ttl != "":
 		return "TTL plan: " + ttl + " s, counted by Lindorm from each cell's timestamp, the time the cell is written (no target.write_time): " +
-			"cells live up to " + ttl + " s from the copy, longer than in the source; set target.write_time: true (a lindorm:// target) to keep their expiry."
+			"cells live up to " + ttl + " s from the copy, longer than in the source; set target.write_time: true (a lindorm:// target, or files loaded by time slice) to keep their expiry."
 	case p.writeTime:
 		return "TTL plan: no table TTL; cells carry their source write times (target.write_time)."
 	}

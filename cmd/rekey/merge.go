@@ -187,7 +187,7 @@ func printMergeNext(ctx context.Context, w io.Writer, out store.Store, name stri
 		return runFailed(fmt.Errorf("%s: %w", out.Location(output.BulkloadFile), err))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprint(w, lindorm.NextSteps(&job, lindorm.NextRun{Out: name, RowsWritten: m.RowsWritten}))
+	fmt.Fprint(w, lindorm.NextSteps([]*lindorm.BulkloadJob{&job}, lindorm.NextRun{Out: name, RowsWritten: m.RowsWritten}))
 	return nil
 }
 

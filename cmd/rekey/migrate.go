@@ -40,6 +40,7 @@ type migrateFlags struct {
 	workers     int
 	maxRejects  string
 	sort        bool
+	timeSlice   time.Duration
 	resume      bool
 	overwrite   bool
 	sharedOut   bool
@@ -134,6 +135,7 @@ func (f *migrateFlags) register(inv *invocation, fl *pflag.FlagSet) {
 	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "transform workers")
 	fl.StringVar(&f.maxRejects, "max-rejects", defaultMaxRejects, "abort (exit 3) when more rows than this are rejected: a count (0 stops at the first), a percentage of the rows read (judged from the 1,000th row on), or -1 for no limit")
 	fl.BoolVar(&f.sort, "sort", false, "order the rows in each file by the full target key")
+	fl.DurationVar(&f.timeSlice, "time-slice", 0, "with target.write_time: the width of the time slices the rows go to by their newest write time, each written to files of its own and loaded by its own bulkload job stamped with the slice's newest write time (default 24h; at most 64 slices per run)")
 	fl.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out from its checkpoint")
 	fl.BoolVar(&f.overwrite, "overwrite", false, "replace a previous run's output in --out (only rekey's own files; refused when --out holds anything else)")
 	fl.BoolVar(&f.sharedOut, "shared-out", false, "with --shard i/N: --out is shared by all N shards; each writes its data files straight into --out's data/ (named s<i>-part-...) and keeps its checkpoint, rejects and lock in --out's shards/<i>-of-<N>/; rekey merge --out finishes them without copying data")
@@ -273,7 +275,7 @@ func (f *migrateFlags) filesMigration(inv *invocation, shard pipeline.Shard, lim
 	if err := refuseKeyOnly(f.mapping, cfg.Program); err != nil {
 		return nil, err
 	}
-	if err := refuseWriteTimeInFiles(f.mapping, cfg.Program); err != nil {
+	if err := refuseWriteTimeInFiles(f.mapping, cfg.Program, f.timeSlice, shard); err != nil {
 		return nil, err
 	}
 	if err := refuseFormat(f.mapping, cfg.Format, cfg.Program); err != nil {
@@ -307,7 +309,7 @@ func (f *migrateFlags) filesConfig(inv *invocation, shard pipeline.Shard, limit 
 		next.Shard = &shard
 	}
 	return &migrate.Config{Out: f.out, Format: format, Shard: shard, SharedOut: f.sharedOut, Regions: f.regions,
-		Resume: f.resume, Overwrite: f.overwrite, MaxFileSize: maxFile, Memory: memory, Sort: f.sort,
+		Resume: f.resume, Overwrite: f.overwrite, MaxFileSize: maxFile, Memory: memory, Sort: f.sort, TimeSlice: f.timeSlice,
 		Options: f.options(limit, logger), Job: job, Next: next, Version: version, Logger: logger}, nil
 }
 
@@ -395,7 +397,7 @@ func finishRun(ctx context.Context, w io.Writer, m *migrate.Migration, f *migrat
 	printSummary(w, "Migration summary", res, summary)
 	printOversize(w, fin.Manifest)
 	fmt.Fprintln(w)
-	fmt.Fprint(w, lindorm.NextSteps(fin.Job, fin.Next))
+	fmt.Fprint(w, lindorm.NextSteps(fin.Jobs, fin.Next))
 	return nil
 }
 

@@ -35,7 +35,7 @@ func runMigrateTables(cmd *cobra.Command, inv *invocation, f *migrateFlags, logg
 	if err := f.refuseForTables(shard); err != nil {
 		return usageError(err)
 	}
-	tables, err := f.loadTables(inv, logger)
+	tables, err := f.loadTables(inv, logger, shard)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (f *migrateFlags) refuseForTables(shard pipeline.Shard) error {
 
 // loadTables loads every mapping: each names its own table, and all read the source the same
 // way (the same source columns), since the source is read once.
-func (f *migrateFlags) loadTables(inv *invocation, logger *zap.Logger) ([]*tableRun, error) {
+func (f *migrateFlags) loadTables(inv *invocation, logger *zap.Logger, shard pipeline.Shard) ([]*tableRun, error) {
 	var tables []*tableRun
 	seen := map[string]string{}
 	for _, path := range f.mappings {
@@ -112,7 +112,7 @@ func (f *migrateFlags) loadTables(inv *invocation, logger *zap.Logger) ([]*table
 		if err := refuseKeyOnly(path, prog); err != nil {
 			return nil, err
 		}
-		if err := refuseWriteTimeInFiles(path, prog); err != nil {
+		if err := refuseWriteTimeInFiles(path, prog, f.timeSlice, shard); err != nil {
 			return nil, err
 		}
 		tables = append(tables, t)

@@ -189,7 +189,7 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 		if err := refuseFormat(f.mapping, o.format, prog); err != nil {
 			return err
 		}
-		if err := refuseWriteTimeInFiles(f.mapping, prog); err != nil {
+		if err := refuseWriteTimeInReplicaFiles(f.mapping, prog); err != nil {
 			return err
 		}
 	}

@@ -6,10 +6,12 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/sourceuri"
@@ -88,13 +90,34 @@ func closeSource(src pipeline.Source) {
 	}
 }
 
-// refuseWriteTimeInFiles refuses target.write_time for bulk-load files: a bulkload job stamps
-// every cell it loads with one timestamp (its writerConfig's timestamp), so the cells' own write
-// times cannot reach the table that way, and a table TTL would count from the load.
-func refuseWriteTimeInFiles(path string, prog *transform.Program) error {
+// refuseWriteTimeInFiles refuses what a migration into bulk-load files with target.write_time
+// cannot do: such a run writes one file set and one bulkload job per time slice of the rows' write
+// times (each job stamps its cells with its slice's time), which shards do not carry (--shard,
+// --shared-out, then rekey merge). --time-slice is refused without target.write_time.
+func refuseWriteTimeInFiles(path string, prog *transform.Program, timeSlice time.Duration, shard pipeline.Shard) error {
+	if !prog.WriteTime() {
+		if timeSlice != 0 {
+			return usageError(fmt.Errorf("%s: --time-slice applies only to a mapping with target.write_time (it sets the width of the time slices its files are loaded in); drop it", path))
+		}
+		return nil
+	}
+	if timeSlice != 0 && timeSlice < time.Millisecond {
+		return usageError(fmt.Errorf("--time-slice %s: a slice is at least 1ms wide (Lindorm timestamps are milliseconds); the default is %s", timeSlice, files.DefaultTimeSlice))
+	}
+	if !shard.Whole() {
+		return usageError(fmt.Errorf("%s: target.write_time writes one file set and bulkload job per time slice of the rows' write times, which "+
+			"shards (--shard, --shared-out) and rekey merge do not combine: run the migration without --shard, or write through SQL (--out lindorm://...)", path))
+	}
+	return nil
+}
+
+// refuseWriteTimeInReplicaFiles refuses target.write_time for replicate into files: a replica
+// file set is loaded by one bulkload job, which stamps every cell with one timestamp, so the
+// cells' own write times cannot reach the table that way.
+func refuseWriteTimeInReplicaFiles(path string, prog *transform.Program) error {
 	if !prog.WriteTime() {
 		return nil
 	}
-	return usageError(fmt.Errorf("%s: target.write_time writes each cell's Cassandra write time as its Lindorm timestamp, which only SQL writes can set (UPSERT /*+ _l_ts_(ms) */): "+
-		"a bulkload job stamps every cell with one timestamp. Use --out lindorm://..., or drop target.write_time to load files (the cells then carry the load's time)", path))
+	return usageError(fmt.Errorf("%s: target.write_time writes each cell's Cassandra write time as its Lindorm timestamp, which replicate can set only in SQL writes (UPSERT /*+ _l_ts_(ms) */): "+
+		"its files are loaded by one bulkload job stamping every cell with one timestamp. Use --out lindorm://..., or drop target.write_time to replicate into files", path))
 }

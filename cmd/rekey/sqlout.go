@@ -80,6 +80,9 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	if f.sharedOut {
 		return usageError(errors.New("--shared-out applies to bulk-load files (a folder or a bucket prefix), not to a SQL table: every shard writes its rows into the table as it is"))
 	}
+	if f.timeSlice != 0 {
+		return usageError(errors.New("--time-slice applies to bulk-load files (each time slice is one bulkload job), not to a SQL table: SQL writes carry each cell's own write time; drop it"))
+	}
 	memory, err := parseSizeFlag("--memory", f.memory)
 	if err != nil {
 		return usageError(err)

@@ -25,7 +25,8 @@ target:
 `
 
 // target.write_time goes where a cell timestamp can be written, and is refused, saying why and
-// what to do, where it cannot: bulk-load files (a job stamps every cell with one timestamp),
+// what to do, where it cannot: the files of shards (one job per time slice, which shards and
+// merge do not combine), replicate's files (a job stamps every cell with one timestamp),
 // a MySQL table (no cell timestamps), a source without cell write times (a generator, a CSV
 // file: only JSON Lines carry them, as verify --repair writes them); the write_time parameter
 // of a SQL URI stays replicate's.
@@ -42,6 +43,7 @@ func TestWriteTimeRefusedWhereItCannotGo(t *testing.T) {
 	}
 	dir := t.TempDir()
 	mapping := writeFile(t, dir, "m.yaml", writeTimeMapping)
+	plainMapping := writeFile(t, dir, "plain.yaml", strings.Replace(writeTimeMapping, "  write_time: true\n", "", 1))
 	csv := writeFile(t, dir, "in.csv", "id,a\n1,x\n")
 	fileMapping := writeFile(t, dir, "f.yaml", strings.Replace(writeTimeMapping, "  name: wt.cells\n", "  name: in\n  columns:\n    id: int\n    a: text\n", 1))
 	source := cas.URI("wt", "cells", "")
@@ -52,7 +54,10 @@ func TestWriteTimeRefusedWhereItCannotGo(t *testing.T) {
 		want string
 		code int // 0: exitUsage
 	}{
-		{"files", []string{"migrate", "-m", mapping, "--source", source, "--out", filepath.Join(dir, "out")}, "a bulkload job stamps every cell with one timestamp", 0},
+		{"files of a shard", []string{"migrate", "-m", mapping, "--source", source, "--out", filepath.Join(dir, "out"), "--shard", "0/2"}, "shards (--shard, --shared-out) and rekey merge do not combine", 0},
+		{"files of a shared output", []string{"migrate", "-m", mapping, "--source", source, "--out", filepath.Join(dir, "out"), "--shard", "1/2", "--shared-out"}, "run the migration without --shard", 0},
+		{"time slices without write times", []string{"migrate", "-m", plainMapping, "--source", source, "--out", filepath.Join(dir, "out"), "--time-slice", "1h"}, "--time-slice applies only to a mapping with target.write_time", 0},
+		{"time slices of a SQL table", []string{"migrate", "-m", mapping, "--source", source, "--out", "lindorm://u@127.0.0.1:1/db", "--time-slice", "1h"}, "--time-slice applies to bulk-load files", 0},
 		{"mysql", []string{"migrate", "-m", mapping, "--source", source, "--out", srv.URI("")}, "a mysql row has none", 0},
 		{"uri parameter", []string{"migrate", "-m", mapping, "--source", source, "--out", "lindorm://u@127.0.0.1:1/db?write_time=true"}, "it carries the cells' write times when the mapping says target.write_time", 0},
 		{"csv file source", []string{"verify", "-m", fileMapping, "--source", "file:" + csv, "--target", srv.URI("")}, "only a JSON Lines file carries", exitVerifyFailed},
@@ -72,7 +77,7 @@ func TestWriteTimeRefusedWhereItCannotGo(t *testing.T) {
 	// replicate carries the events' write times with it (as ?write_time=true does), into Lindorm
 	kafkaMapping := writeFile(t, dir, "k.yaml", strings.Replace(writeTimeMapping, "  name: wt.cells\n", "  name: cdc.wt.cells\n  columns:\n    id: int\n    a: text\n", 1))
 	for _, tc := range []struct{ name, source, out, want string }{
-		{"replicate into files", "kafka://127.0.0.1:1/t?group=g&format=debezium", filepath.Join(dir, "rolls"), "a bulkload job stamps every cell with one timestamp"},
+		{"replicate into files", "kafka://127.0.0.1:1/t?group=g&format=debezium", filepath.Join(dir, "rolls"), "one bulkload job stamping every cell with one timestamp"},
 		{"replicate into mysql", "kafka://127.0.0.1:1/t?group=g&format=debezium", srv.URI(""), "a mysql row has none"},
 		{"replicate of json", "kafka://127.0.0.1:1/t?group=g&format=json", "lindorm://u@127.0.0.1:1/db", "use format=debezium"},
 	} {

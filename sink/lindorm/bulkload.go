@@ -85,6 +85,10 @@ type JobOptions struct {
 	// any write made to the table after that (the application, replicate) is newer than the
 	// loaded cells and wins. Zero: omitted.
 	Timestamp time.Time
+	// Slice, when set, is the name prefix of the data files of one time slice
+	// (output.SliceFilePrefix): the job reads only those (filePath "data/*/PREFIX*") and Timestamp
+	// is the slice's newest write time.
+	Slice string
 }
 
 // RegionGlob ends readerConfig.filePath: the job reads every region folder under the data folder
@@ -179,6 +183,9 @@ func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob,
 		},
 		ReaderConfig: ReaderConfig{FilePath: filePath},
 	}
+	if opt.Slice != "" {
+		job.ReaderConfig.FilePath += opt.Slice + "*"
+	}
 	if job.Src == "" {
 		job.Src = SourcePlaceholder
 	}
@@ -208,7 +215,15 @@ func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob,
 		"fileType: \"Parquet\" / \"CSV\" as the API page writes them; check: if the API answers that the file type is unknown, " +
 			"try the console's File Type list and use its spelling",
 	}
-	if job.WriterConfig.Timestamp != nil {
+	if opt.Slice != "" {
+		job.Uncertain = append(job.Uncertain,
+			"readerConfig.filePath: ends in a file-name glob ("+opt.Slice+"*) that picks this time slice's files out of every region folder; "+
+				"check: the job's row count equals the rows of the manifest's files named "+opt.Slice+"*; if LTS refuses the glob, "+
+				"copy those files into a folder of their own (keeping the region folders) and point filePath there",
+			"writerConfig.timestamp: the newest Cassandra write time (epoch milliseconds) of the rows in this slice; check: load "+
+				"one region first and read a cell's timestamp back; if LTS refuses the field, the slice's cells get the load time "+
+				"and a table TTL counts from the load")
+	} else if job.WriterConfig.Timestamp != nil {
 		job.Uncertain = append(job.Uncertain,
 			"writerConfig.timestamp: documented only as the data's timestamp in the table; rekey writes epoch milliseconds of "+
 				"the run's start so later writes win over loaded cells; check: load one region first; if LTS refuses the field, "+

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -167,14 +168,18 @@ type Table struct {
 	Fingerprint string      // of the resolved mapping
 	RegionSize  int64       // the configured region size in bytes (0: none)
 	Version     string      // rekey's, recorded in the manifest
+	// WriteTime: the files are in time slices (target.write_time), each loaded by a job of its
+	// own; bulkload.json is then a list of jobs, oldest first.
+	WriteTime bool
 }
 
 // Finals are the final files of a run whose source was read to its end: its manifest (plan,
 // files and counts of res; nextSince, when not zero, the since= of the next catch-up), and the
 // files output.Finish writes before it, ddl.sql and bulkload.json (the job reads the output
-// jobOpt.Out names, in a bucket when output.InBucket says so). It returns the bulkload job too.
+// jobOpt.Out names, in a bucket when output.InBucket says so). It returns bulkload.json's jobs too:
+// one, or with t.WriteTime one per time slice (SliceJobs).
 func Finals(t Table, plan pipeline.RegionPlan, format string, res pipeline.Result, nextSince time.Time,
-	jobOpt JobOptions) (*output.Manifest, []output.File, *BulkloadJob, error) {
+	jobOpt JobOptions) (*output.Manifest, []output.File, []*BulkloadJob, error) {
 	m := output.NewManifest(t.Schema, plan, format, t.RegionSize)
 	m.Mapping, m.MappingFingerprint, m.RekeyVersion = t.Mapping, t.Fingerprint, t.Version
 	if err := m.AddFiles(res.Files); err != nil {
@@ -190,14 +195,61 @@ func Finals(t Table, plan pipeline.RegionPlan, format string, res pipeline.Resul
 	}
 	jobOpt.Regions, jobOpt.Timestamp, jobOpt.DataDir = plan.Count(), res.StartedAt, output.DataDir
 	jobOpt.Store = jobOpt.Store || output.InBucket(jobOpt.Out) // --out s3://, oss://: the job reads the bucket
-	job, err := NewBulkloadJob(t.Schema, jobOpt)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("bulkload config: %w", err)
+	var jobs []*BulkloadJob
+	var doc any // bulkload.json: the job, or the list of a run in time slices
+	if t.WriteTime {
+		if jobs, err = SliceJobs(t.Schema, res, jobOpt); err != nil {
+			return nil, nil, nil, fmt.Errorf("bulkload config: %w", err)
+		}
+		doc = jobs
+	} else {
+		job, err := NewBulkloadJob(t.Schema, jobOpt)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("bulkload config: %w", err)
+		}
+		jobs, doc = []*BulkloadJob{job}, job
 	}
-	data, err := json.MarshalIndent(job, "", "  ")
+	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("bulkload config: %w", err)
 	}
 	files := []output.File{{Name: output.DDLFile, Data: []byte(ddl + "\n")}, {Name: output.BulkloadFile, Data: append(data, '\n')}}
-	return m, files, job, nil
+	return m, files, jobs, nil
+}
+
+// SliceJobs are the bulkload jobs of a run in time slices (target.write_time), oldest first: one
+// per slice of res.Files, reading only that slice's files, its writerConfig.timestamp the newest
+// write time of the slice's rows (the run's start for the rows without a write time). Lindorm
+// keeps the cell of the newest timestamp whatever the load order, so the order matters only for
+// cells of equal timestamps, where the later load wins.
+func SliceJobs(schema pipeline.TargetSchema, res pipeline.Result, jobOpt JobOptions) ([]*BulkloadJob, error) {
+	newest := map[int64]int64{}
+	for _, f := range res.Files {
+		start, ok := output.FileSlice(f.Path)
+		if !ok {
+			return nil, fmt.Errorf("data file %s belongs to no time slice, as every file of a run with target.write_time does: "+
+				"the output mixes runs; start over in an empty --out", f.Path)
+		}
+		t := f.NewestTime
+		if start < 0 {
+			t = res.StartedAt.UnixMilli()
+		}
+		newest[start] = max(newest[start], t)
+	}
+	starts := make([]int64, 0, len(newest))
+	for s := range newest {
+		starts = append(starts, s)
+	}
+	sort.Slice(starts, func(a, b int) bool { return newest[starts[a]] < newest[starts[b]] })
+	jobs := make([]*BulkloadJob, 0, len(starts))
+	for _, s := range starts {
+		opt := jobOpt
+		opt.Slice, opt.Timestamp = output.SliceFilePrefix(s), time.UnixMilli(newest[s])
+		job, err := NewBulkloadJob(schema, opt)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, job)
+	}
+	return jobs, nil
 }

@@ -31,8 +31,9 @@ type NextRun struct {
 // NextSteps is the short block printed after a migration: create the table, where the files
 // are, how to submit the bulkload job (console path and a ready curl form post of job's fields)
 // and how to check the counts. Host names and credentials are placeholders: LINDORM_HOST,
-// LTS_MASTER and the environment variables $LINDORM_USER, $LTS_USER, $LTS_PASSWORD.
-func NextSteps(job *BulkloadJob, run NextRun) string {
+// LTS_MASTER and the environment variables $LINDORM_USER, $LTS_USER, $LTS_PASSWORD. jobs are
+// bulkload.json's: one, or with target.write_time one per time slice, oldest first.
+func NextSteps(jobs []*BulkloadJob, run NextRun) string {
 	var b strings.Builder
 	if run.Shard != nil && !run.SharedOut {
 		b.WriteString("Next steps\n")
@@ -57,6 +58,13 @@ func NextSteps(job *BulkloadJob, run NextRun) string {
 			"  single run (docs/outputs.md).\n", output.DDLFile, output.BulkloadFile, output.ManifestFile)
 		return b.String()
 	}
+	if len(jobs) == 0 {
+		b.WriteString("Next steps\n")
+		fmt.Fprintf(&b, "  No row was written, so there is nothing to load (%s lists no job); %s creates the table.\n",
+			output.BulkloadFile, shellQuote(filepath.Join(run.Out, output.DDLFile)))
+		return b.String()
+	}
+	job := jobs[0]
 	ns := job.WriterConfig.Namespace
 	bucket := output.InBucket(run.Out) // s3://, oss://
 	loc := displayLocation(run.Out, bucket)
@@ -75,21 +83,57 @@ func NextSteps(job *BulkloadJob, run NextRun) string {
 	}
 	fmt.Fprintf(&b, "       mysql -h LINDORM_HOST -P 33060 -u \"$LINDORM_USER\" -p -D %s < %s\n", shellQuote(ns), ddl)
 	// 2. the files
+	dataDir, rest, _ := strings.Cut(job.ReaderConfig.FilePath, RegionGlob)
+	if len(jobs) > 1 {
+		rest = "w...-* (each job's own slice)"
+	}
 	if bucket {
 		fmt.Fprintf(&b, "  2. Data files: %s/%s/ (filePath %q: the LTS source must be this bucket)\n", loc, output.DataDir, job.ReaderConfig.FilePath)
 	} else {
 		fmt.Fprintf(&b, "  2. Data files: %s; upload that folder to the OSS bucket or HDFS of an LTS data source and set\n"+
 			"     readerConfig.filePath (bulkload.json, the curl below) to its path there + %s, or write there: --out oss://BUCKET/PREFIX\n",
-			strings.TrimSuffix(job.ReaderConfig.FilePath, RegionGlob), RegionGlob)
+			dataDir, RegionGlob+rest)
 	}
-	// 3. the job
+	if len(jobs) > 1 || strings.HasSuffix(job.ReaderConfig.FilePath, "*") {
+		writeSliceJobs(&b, jobs)
+	} else {
+		writeJob(&b, job)
+	}
+	// 4. the counts
+	return b.String() + countSteps(job, run)
+}
+
+// writeJob is step 3 of the next steps: submit the one job.
+func writeJob(b *strings.Builder, job *BulkloadJob) {
 	b.WriteString("  3. Submit the job with bulkload.json's fields: LTS console > Data Source Management > Add Data Source (the\n" +
 		"     OSS/HDFS source and LindormTable), then Import to Lindorm/HBase > Universal Import > Create task; or the API:\n")
-	fmt.Fprintf(&b, "       %s\n", curlCommand(job))
+	fmt.Fprintf(b, "       %s\n", curlCommand(job))
 	if job.Src == SourcePlaceholder || job.Dst == TargetPlaceholder {
 		b.WriteString("     src/dst are placeholders: put your LTS data-source names there (--lts-source, --lts-target)\n")
 	}
 	b.WriteString("     Read bulkload.json's rekey_uncertain list first; try one region before the whole table.\n")
+}
+
+// writeSliceJobs is step 3 of the next steps of a run in time slices: submit each job in turn.
+func writeSliceJobs(b *strings.Builder, jobs []*BulkloadJob) {
+	fmt.Fprintf(b, "  3. Submit the %d jobs of bulkload.json (a list: one per time slice of the rows' write times, each stamping its\n"+
+		"     cells with the slice's newest write time), oldest first, each as one job: LTS console > Import to\n"+
+		"     Lindorm/HBase > Universal Import > Create task with its fields, or the API. Lindorm keeps the newest\n"+
+		"     timestamp of a cell whatever the order; the order matters only for equal timestamps (the later load wins):\n", len(jobs))
+	for i, job := range jobs {
+		fmt.Fprintf(b, "       # job %d: files %s, timestamp %s\n", i+1, job.ReaderConfig.FilePath, time.UnixMilli(*job.WriterConfig.Timestamp).UTC().Format(time.RFC3339Nano))
+		fmt.Fprintf(b, "       %s\n", curlCommand(job))
+	}
+	if jobs[0].Src == SourcePlaceholder || jobs[0].Dst == TargetPlaceholder {
+		b.WriteString("     src/dst are placeholders: put your LTS data-source names there (--lts-source, --lts-target)\n")
+	}
+	b.WriteString("     Read each job's rekey_uncertain list first; try one region of the first job before the whole table.\n")
+}
+
+// countSteps are the steps after the load: check the counts, catch up.
+func countSteps(job *BulkloadJob, run NextRun) string {
+	var b strings.Builder
+	ns := job.WriterConfig.Namespace
 	// 4. the counts
 	// rekey verify, not SELECT COUNT(*): the guide warns that COUNT scans the whole table
 	fmt.Fprintf(&b, "  4. Check that %s.%s holds the %d rows written, key by key (--sample 1%% on a large table):\n",

@@ -20,7 +20,7 @@ func TestNextStepsStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := lindorm.NextSteps(job, lindorm.NextRun{Out: "oss://bkt/runs/o'rders?endpoint=oss-cn-hangzhou.aliyuncs.com",
+	got := lindorm.NextSteps([]*lindorm.BulkloadJob{job}, lindorm.NextRun{Out: "oss://bkt/runs/o'rders?endpoint=oss-cn-hangzhou.aliyuncs.com",
 		RowsWritten: 1234, Mapping: "mappings/orders.yaml", Source: "file:orders.csv"})
 	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
 	if len(lines) > 15 {
@@ -79,7 +79,7 @@ func TestNextStepsLocalWithPlaceholders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := lindorm.NextSteps(job, lindorm.NextRun{Out: dir, RowsWritten: 7, Mapping: "m.yaml", Source: "gen:orders?rows=7"})
+	got := lindorm.NextSteps([]*lindorm.BulkloadJob{job}, lindorm.NextRun{Out: dir, RowsWritten: 7, Mapping: "m.yaml", Source: "gen:orders?rows=7"})
 	if n := strings.Count(got, "\n"); n > 15 {
 		t.Errorf("%d lines:\n%s", n, got)
 	}
@@ -100,7 +100,7 @@ func TestNextStepsLocalWithPlaceholders(t *testing.T) {
 // (the wide-table guide's warning).
 func TestNextStepsCheckWithVerifyNotCount(t *testing.T) {
 	job := &lindorm.BulkloadJob{WriterConfig: lindorm.WriterConfig{Namespace: "shop", LindormTable: "orders"}}
-	got := lindorm.NextSteps(job, lindorm.NextRun{Out: "out", RowsWritten: 5, Mapping: "m.yaml", Source: "file:o.csv"})
+	got := lindorm.NextSteps([]*lindorm.BulkloadJob{job}, lindorm.NextRun{Out: "out", RowsWritten: 5, Mapping: "m.yaml", Source: "file:o.csv"})
 	if strings.Contains(got, "SELECT COUNT(*) FROM") || !strings.Contains(got, "rekey verify -m m.yaml") {
 		t.Fatalf("the check step:\n%s", got)
 	}
@@ -113,13 +113,22 @@ func TestNextStepsOfASharedShard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := lindorm.NextSteps(job, lindorm.NextRun{Out: "out dir", Shard: &pipeline.Shard{Index: 1, Count: 4}, SharedOut: true})
+	text := lindorm.NextSteps([]*lindorm.BulkloadJob{job}, lindorm.NextRun{Out: "out dir", Shard: &pipeline.Shard{Index: 1, Count: 4}, SharedOut: true})
 	if !strings.Contains(text, "Shard 1/4 is complete") || !strings.Contains(text, "rekey merge --out 'out dir'\n") || strings.Contains(text, "curl") {
 		t.Errorf("next steps of a shard:\n%s", text)
 	}
 	// writing its own --out, a shard's next step is the merge of the N outputs, its own named
-	text = lindorm.NextSteps(job, lindorm.NextRun{Out: "out dir", Shard: &pipeline.Shard{Index: 1, Count: 4}})
+	text = lindorm.NextSteps([]*lindorm.BulkloadJob{job}, lindorm.NextRun{Out: "out dir", Shard: &pipeline.Shard{Index: 1, Count: 4}})
 	if !strings.Contains(text, "rekey merge SHARD_0_OUT 'out dir' SHARD_2_OUT SHARD_3_OUT --out MERGED_OUT\n") || strings.Contains(text, "curl") {
 		t.Errorf("next steps of a shard in its own --out:\n%s", text)
+	}
+}
+
+// A run in time slices that wrote no row has no job to submit: the next steps say so instead of
+// printing a job.
+func TestNextStepsWithoutJobs(t *testing.T) {
+	got := lindorm.NextSteps(nil, lindorm.NextRun{Out: "out", Mapping: "m.yaml", Source: "cassandra://h/ks/t"})
+	if !strings.Contains(got, "No row was written, so there is nothing to load (bulkload.json lists no job)") || strings.Contains(got, "curl") {
+		t.Errorf("next steps without jobs:\n%s", got)
 	}
 }

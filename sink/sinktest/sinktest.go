@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -381,4 +382,26 @@ func Folder(tb testing.TB, dir string) store.Store {
 		tb.Fatal(err)
 	}
 	return st
+}
+
+// SliceFiles reads every data file manifest m lists in the output folder dir with ReadParquet,
+// grouped by the time slice its name gives (output.SliceFilePrefix); a file of no slice is an
+// error.
+func SliceFiles(dir string, m *output.Manifest, schema pipeline.TargetSchema) (map[string][]*ParquetFile, error) {
+	slices := map[string][]*ParquetFile{}
+	for _, r := range m.Regions {
+		for _, f := range r.Files {
+			start, ok := output.FileSlice(f.Path)
+			if !ok {
+				return nil, fmt.Errorf("%s belongs to no time slice", f.Path)
+			}
+			pf, err := ReadParquet(filepath.Join(dir, filepath.FromSlash(f.Path)), schema)
+			if err != nil {
+				return nil, err
+			}
+			p := output.SliceFilePrefix(start)
+			slices[p] = append(slices[p], pf)
+		}
+	}
+	return slices, nil
 }
