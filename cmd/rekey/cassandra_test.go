@@ -48,6 +48,8 @@ type cliRun struct {
 	// signals stand for Ctrl-C and SIGTERM (interrupt sends one); the process's own when nil
 	signals chan os.Signal
 	wrapOut func(store.Store) store.Store // wraps the store --out opens
+	// stderr, when set, receives the run's stderr as it is written (a test may watch it)
+	stderr *lockedBuffer
 }
 
 func (c cliRun) run(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -65,8 +67,12 @@ func (c cliRun) run(t *testing.T, args ...string) (code int, stdout, stderr stri
 			return os.Getenv(k)
 		}
 	}
-	var out, errs lockedBuffer
-	inv := &invocation{stdin: in, stdout: &out, stderr: &errs, getenv: getenv, signals: c.signals, wrapOut: c.wrapOut}
+	var out lockedBuffer
+	errs := c.stderr
+	if errs == nil {
+		errs = &lockedBuffer{}
+	}
+	inv := &invocation{stdin: in, stdout: &out, stderr: errs, getenv: getenv, signals: c.signals, wrapOut: c.wrapOut}
 	code = inv.run(context.Background(), args)
 	return code, out.String(), errs.String()
 }

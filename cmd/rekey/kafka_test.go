@@ -91,9 +91,10 @@ func TestKafkaMigrateAndReplicate(t *testing.T) {
 	done := make(chan int, 1)
 	var stdout, stderr string
 	sigs := make(chan os.Signal)
+	live := &lockedBuffer{}
 	go func() {
 		// --progress auto with stderr a pipe: plain status lines
-		code, o, e := cliRun{signals: sigs}.run(t, "replicate", "-m", mapping, "--source", "kafka://"+brokers+"/"+topic+"?group=cli&format=json",
+		code, o, e := cliRun{signals: sigs, stderr: live}.run(t, "replicate", "-m", mapping, "--source", "kafka://"+brokers+"/"+topic+"?group=cli&format=json",
 			"--out", out, "--roll-interval", "300ms", "--metrics-addr", addr, "--progress-interval", "100ms", "--session-timeout", session)
 		stdout, stderr = o+e, e
 		done <- code
@@ -102,6 +103,10 @@ func TestKafkaMigrateAndReplicate(t *testing.T) {
 		committed := c.Committed(t, "cli", topic, 2)
 		return committed[0] == 1000 && committed[1] == 1000
 	}, "replicate to commit the offsets of all 2000 messages")
+	// the first roll commits after the first batch, so all may be committed before the first
+	// status line: the line is what this test looks at, so it waits for it too
+	wait.For(t, func() bool { return strings.Contains(live.String(), "replicating (consuming): ") },
+		"a plain status line while replicate consumes")
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
