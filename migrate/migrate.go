@@ -109,6 +109,10 @@ func Open(ctx context.Context, cfg Config) (*Migration, error) {
 // Close releases the output's lock.
 func (m *Migration) Close() error { return m.out.Close() }
 
+// Source and Program are what the migration reads and how it rewrites the rows.
+func (m *Migration) Source() pipeline.Source     { return m.cfg.Source }
+func (m *Migration) Program() *transform.Program { return m.cfg.Program }
+
 // Output is the opened output; its Store is fenced: it writes nothing once another run took the
 // output over.
 func (m *Migration) Output() *output.Output { return m.out }

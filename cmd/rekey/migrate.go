@@ -331,14 +331,14 @@ func refusedExit(err error) error {
 func filesOutcome(ctx context.Context, w io.Writer, m *migrate.Migration, f *migrateFlags, src pipeline.Source, plan pipeline.RegionPlan, res pipeline.Result, runErr error) error {
 	st := m.Output().Store
 	if errors.Is(runErr, runner.ErrInterrupted) {
-		printSummary(w, "Migration interrupted (what is committed so far)", res, filesOut(f.out, st, plan))
+		printSummary(w, "Migration interrupted (what is committed so far)", res, filesOut(f.out, m, plan))
 		return interrupted(fmt.Errorf("interrupted: %d rows committed to %s; %s", res.RowsWritten, f.out, resumeAfterInterrupt(src, " into a new --out")))
 	}
 	if errors.Is(runErr, output.ErrLockLost) {
 		return runFailed(fmt.Errorf("migration stopped: another rekey run took over %s (or may at any moment: this run's lock there is lost) and this run stopped without writing there: let the other run finish, or stop it and run the same command with --resume\n%w", f.out, runErr))
 	}
 	if runErr != nil {
-		printSummary(w, "Migration failed (what was committed before the failure)", res, filesOut(f.out, st, plan))
+		printSummary(w, "Migration failed (what was committed before the failure)", res, filesOut(f.out, m, plan))
 		return runFailed(fmt.Errorf("migration failed: %w\nthe files committed so far are in %s (no manifest.json was written); %s", runErr, f.out,
 			afterFailure(runErr, "once the cause is fixed, run the same command with --resume", "with --overwrite (it replaces this output) or into a new --out")))
 	}
@@ -384,7 +384,7 @@ func rejectedExit(res pipeline.Result, st store.Store) error {
 // finishRun writes the final files of a run whose source was read to its end, its summary and
 // the next steps (create the table, submit the bulkload job, check the counts).
 func finishRun(ctx context.Context, w io.Writer, m *migrate.Migration, f *migrateFlags, plan pipeline.RegionPlan, res pipeline.Result) error {
-	summary := filesOut(f.out, m.Output().Store, plan)
+	summary := filesOut(f.out, m, plan)
 	since := nextSince(f.catchUp, res)
 	var catchup string
 	if !since.IsZero() {

@@ -181,7 +181,7 @@ func tablesOutcome(ctx context.Context, w io.Writer, tables []*tableRun, results
 		}
 		for i, t := range tables {
 			fmt.Fprintf(w, "Table %s (%s)\n", t.prog.Table(), t.flags.mapping)
-			printSummary(w, title, results[i], filesOut(t.flags.out, t.m.Output().Store, t.plan))
+			printSummary(w, title, results[i], filesOut(t.flags.out, t.m, t.plan))
 		}
 		if errors.Is(runErr, runner.ErrInterrupted) {
 			return interrupted(errors.New("interrupted: several --mapping cannot --resume: run the same command with --overwrite to start over"))

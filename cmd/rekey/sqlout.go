@@ -18,7 +18,6 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
-	"github.com/rekey/rekey/source/cassandra"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
@@ -189,10 +188,7 @@ func sqlOutcome(stdout io.Writer, f *migrateFlags, src pipeline.Source, w *sqlsi
 // since= of the next catch-up.
 func printSQLSummary(w interface{ Write([]byte) (int, error) }, title string, res pipeline.Result, sw *sqlsink.Writer, src pipeline.Source, dest, state string, nextSince time.Time) {
 	out := summaryOut{label: "state", where: state, rejects: filepath.Join(state, output.RejectsFile), nextSince: nextSince}
-	if cs, ok := src.(*cassandra.Source); ok && sw.CellTimestamps() {
-		st := cs.CellTimeStats()
-		out.cells = &st
-	}
+	out.cells = cellTimeStats(src, sw.CellTimestamps())
 	printSummary(w, title, res, out)
 	fmt.Fprintf(w, "  %-14s %s\n", "target", dest)
 	fmt.Fprintf(w, "  %-14s %d (%d retried after transient errors)\n", "statements", sw.Stats.Statements.Load(), sw.Stats.Retries.Load())

@@ -11,10 +11,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rekey/rekey/migrate"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cassandra"
-	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -84,9 +84,22 @@ func cellTimeRows(c *cassandra.CellTimeStats) [][2]string {
 	return rows
 }
 
-// filesOut is the summaryOut of an output of region files in st.
-func filesOut(where string, st store.Store, plan pipeline.RegionPlan) summaryOut {
-	return summaryOut{label: "output", where: where, rejects: output.RejectsLocation(st), plan: &plan}
+// filesOut is the summaryOut of the region files m writes in st.
+func filesOut(where string, m *migrate.Migration, plan pipeline.RegionPlan) summaryOut {
+	st := m.Output().Store
+	return summaryOut{label: "output", where: where, rejects: output.RejectsLocation(st), plan: &plan,
+		cells: cellTimeStats(m.Source(), m.Program().WriteTime())}
+}
+
+// cellTimeStats are the counts of cells left out as expired and of another TTL, when src read
+// its cells' write times (target.write_time); nil otherwise.
+func cellTimeStats(src pipeline.Source, writeTimes bool) *cassandra.CellTimeStats {
+	cs, ok := src.(*cassandra.Source)
+	if !ok || !writeTimes {
+		return nil
+	}
+	st := cs.CellTimeStats()
+	return &st
 }
 
 // printSummary prints a run's figures under a title that says how it ended: "Migration

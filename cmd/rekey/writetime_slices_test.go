@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -162,5 +163,54 @@ func TestWriteTimeFilesOneJobPerSlice(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "migrate", "-m", mapping, "--source", source, "--out", filepath.Join(dir, "narrow"), "--time-slice", "1ms", "--progress", "never")
 	if code != exitFailed || !strings.Contains(stdout+stderr, "widen them (--time-slice") {
 		t.Errorf("slices of 1ms: exit %d, want %d saying to widen them\n%s%s", code, exitFailed, stdout, stderr)
+	}
+}
+
+// Against the real node (the stand-in has no default_time_to_live): a migration into files with
+// target.write_time leaves out the cells whose write time plus the table's TTL has passed, and
+// its summary counts them and the row left with no cell, as a migration into a table does.
+func TestWriteTimeFilesSummaryCountsExpiredCells(t *testing.T) {
+	cas := cassandratest.Open(t)
+	sess := cas.Session(t)
+	now := time.Now().UnixMicro()
+	old := now - 2*3600*1_000_000 // past the table's TTL counted from the write time
+	for _, s := range []string{
+		`CREATE KEYSPACE IF NOT EXISTS wtfiles WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`,
+		`DROP TABLE IF EXISTS wtfiles.slices`,
+		`CREATE TABLE wtfiles.slices (id int PRIMARY KEY, a text, b int) WITH default_time_to_live = 3600`,
+		fmt.Sprintf(`INSERT INTO wtfiles.slices (id, a, b) VALUES (1, 'a1', 1) USING TIMESTAMP %d`, now),
+		fmt.Sprintf(`INSERT INTO wtfiles.slices (id, a) VALUES (2, 'a2') USING TIMESTAMP %d`, now),
+		fmt.Sprintf(`UPDATE wtfiles.slices USING TIMESTAMP %d SET b = 2 WHERE id = 2`, old),
+		fmt.Sprintf(`INSERT INTO wtfiles.slices (id, a, b) VALUES (3, 'a3', 3) USING TIMESTAMP %d`, old),
+	} {
+		if err := sess.Query(s).Exec(); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	dir := t.TempDir()
+	mapping := writeFile(t, dir, "m.yaml", strings.Replace(sliceMapping, "wt.slices", "wtfiles.slices", 1))
+	out := filepath.Join(dir, "out")
+	text := mustRun(t, "migrate", "-m", mapping, "--source", cas.URI("wtfiles", "slices", ""), "--out", out, "--regions", "1", "--progress", "never")
+	if !regexp.MustCompile(`rows written +2\n`).MatchString(text) {
+		t.Errorf("the summary does not say 2 rows written:\n%s", text)
+	}
+	for _, want := range []string{
+		"rows skipped (older than since=, or every cell expired)",
+		"cells expired",
+		"3 (write time + the table's TTL already past",
+		"1 rows with no cell left",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the summary does not say %q:\n%s", want, text)
+		}
+	}
+	ids, _, _ := sliceOutput(t, out)
+	var all []int
+	for _, v := range ids {
+		all = append(all, v...)
+	}
+	sort.Ints(all)
+	if fmt.Sprint(all) != "[1 2]" {
+		t.Errorf("rows in the files %v, want [1 2]: row 3's cells all expired", all)
 	}
 }
