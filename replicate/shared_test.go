@@ -194,11 +194,16 @@ func TestStaleGenerationLeavesNewOwnersFiles(t *testing.T) {
 	c := kafkatest.Start(t)
 	topic := c.CreateTopic(t, "orders-stale-gen", 2)
 	msgs, want, poison := jsonStream(2, 200)
-	var early, late []kafkago.Message // half of each partition's messages, then the rest
+	// a quarter of each partition's messages before the members start, a quarter once B has
+	// committed its first roll (which closes after its first batch), then the rest
+	var early, middle, late []kafkago.Message
 	for i, m := range msgs {
-		if i%200 < 100 {
+		switch {
+		case i%200 < 50:
 			early = append(early, m)
-		} else {
+		case i%200 < 100:
+			middle = append(middle, m)
+		default:
 			late = append(late, m)
 		}
 	}
@@ -231,8 +236,11 @@ func TestStaleGenerationLeavesNewOwnersFiles(t *testing.T) {
 		return nil
 	}
 	b := start(t, cfgB)
-	wait.For(t, func() bool { return b.r.Metrics().Assigned() > 0 && len(tempFiles(t, dir)) > 0 },
-		"B to be assigned partitions of A's first generation and open rolls of them")
+	wait.For(t, func() bool { return b.r.Metrics().Assigned() > 0 && bCommits.Load() > 0 },
+		"B to be assigned partitions of A's first generation and commit its first roll")
+	// B's next rolls stay open (an hour's interval): their files are what A must leave alone
+	c.Produce(t, topic, middle...)
+	wait.For(t, func() bool { return len(tempFiles(t, dir)) > 0 }, "B to open rolls of the messages that followed")
 	open := tempFiles(t, dir) // A has claimed nothing and started no worker: these are B's
 	commits := bCommits.Load()
 
