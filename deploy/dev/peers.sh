@@ -65,12 +65,16 @@ need_java() {
 # port_free PORT: nothing listens on 127.0.0.1:PORT.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# free_port: a loopback port nothing listens on (and none this script handed out already).
+# free_port: a loopback port nothing listens on (and none this script handed out already), below
+# the kernel's range for outgoing connections' ports, so that no client socket takes it between
+# this check and the peer's bind.
 TAKEN=" "
 free_port() {
-  local p i
+  local p i lo=10000 hi
+  hi=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  [ "$hi" -gt $((lo + 1000)) ] || hi=32768
   for i in $(seq 200); do
-    p=$((20000 + RANDOM % 30000))
+    p=$((lo + RANDOM % (hi - lo)))
     if [[ $TAKEN != *" $p "* ]] && port_free "$p"; then
       TAKEN+="$p "
       echo "$p"
@@ -112,6 +116,8 @@ await() {
     if ! kill -0 "$pid" 2>/dev/null; then
       rm -f "$(pidfile "$p")"
       tail -n 30 "$STATE/$p/"*.log >&2 || true
+      # AWAIT_EXITED_RC set: the caller starts the peer again
+      [ -z "${AWAIT_EXITED_RC:-}" ] || return "$AWAIT_EXITED_RC"
       die "$p exited before $what (logs in $STATE/$p)"
     fi
     if [ $(($(now_ms) - t0)) -gt $((TIMEOUT * 1000)) ]; then
@@ -218,7 +224,22 @@ start_cassandra() {
   await cassandra "CQL answering on 127.0.0.1:$native" cql_answers "$native"
 }
 
+# start_kafka starts the broker, again on other ports (up to 3 times) when it exits before it
+# answers: its own logging goes nowhere (no SLF4J binding), so a lost bind race shows only as
+# an early exit.
 start_kafka() {
+  local attempt rc
+  for attempt in 1 2 3; do
+    rc=0
+    start_kafka_once || rc=$?
+    [ "$rc" != 0 ] || return 0
+    log "kafka exited before it answered (attempt $attempt of 3)"
+    rm -rf "$STATE/kafka/data"
+  done
+  die "kafka exited before it answered, 3 times (logs in $STATE/kafka)"
+}
+
+start_kafka_once() {
   local dir="$STATE/kafka" lib port cport id
   lib=$(begin kafka)
   port=${REKEY_PEERS_KAFKA_PORT:-$(free_port)}
@@ -235,7 +256,7 @@ start_kafka() {
     -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true \
     "-Dlog4j2.configurationFile=$HERE/kafka/log4j2.properties" \
     -cp "$lib/*" kafka.Kafka "$dir/server.properties"
-  await kafka "broker answering on 127.0.0.1:$port" kafka_answers "$port"
+  AWAIT_EXITED_RC=3 await kafka "broker answering on 127.0.0.1:$port" kafka_answers "$port"
 }
 
 start_debezium() {
