@@ -207,7 +207,11 @@ for c in $CASES; do
     WIDE_CSV="$WORK/wide-$WIDE_ROWS.csv"
     if [ ! -f "$WIDE_CSV" ]; then
       echo "generating $WIDE_CSV ..."
-      node "$WORK/duckdb/duckdb-wide.mjs" gen "$PWD/$WIDE_CSV" "$WIDE_ROWS"
+      # under another name until whole: a run killed while DuckDB writes leaves no file that
+      # the next run would take as generated
+      rm -f "$WORK/wide-$WIDE_ROWS.partial.csv"
+      node "$WORK/duckdb/duckdb-wide.mjs" gen "$PWD/$WORK/wide-$WIDE_ROWS.partial.csv" "$WIDE_ROWS"
+      mv "$WORK/wide-$WIDE_ROWS.partial.csv" "$WIDE_CSV"
     fi
     # These 2-core machines are noisy: alternate the two CORE_RUNS times, keep each one's median.
     for i in $(seq "${CORE_RUNS:-3}"); do
