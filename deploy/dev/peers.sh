@@ -234,7 +234,6 @@ start_kafka() {
     start_kafka_once || rc=$?
     [ "$rc" != 0 ] || return 0
     log "kafka exited before it answered (attempt $attempt of 3)"
-    rm -rf "$STATE/kafka/data"
   done
   die "kafka exited before it answered, 3 times (logs in $STATE/kafka)"
 }
