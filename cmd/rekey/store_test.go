@@ -181,3 +181,28 @@ func TestObjectStoreWithoutCredentials(t *testing.T) {
 		}
 	}
 }
+
+// A data file started while the rows are read (a region's buffer cut before the end) is
+// finished after the read: its upload belongs to the file, not to the read that started it, so
+// the read's end must not cancel it (it did: every large migrate into a bucket failed at its
+// last commit with "context canceled").
+func TestMigrateToObjectStoreFinishesFilesStartedDuringTheRead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	t.Parallel()
+	srv := startVersitygw(t)
+	const rows = 200000
+	code, stdout, stderr := runCLIWithEnv(t, srv.Env, "migrate", "-m", "../../mappings/orders.yaml",
+		"--source", fmt.Sprintf("gen:orders?rows=%d", rows), "--out", srv.URIFor("run"), "--regions", "4", "--progress", "never")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	m, err := outputtest.Manifest(filepath.Join(srv.Dir, s3test.Bucket, "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.RowsWritten != rows {
+		t.Fatalf("the manifest lists %d rows written, want %d", m.RowsWritten, rows)
+	}
+}

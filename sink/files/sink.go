@@ -669,7 +669,11 @@ func (s *Sink) create(ctx context.Context, f *file) error {
 	if s.aborted.Load() {
 		return ErrAborted
 	}
-	w, err := s.st.Create(ctx, f.rel)
+	// The file outlives the Write that starts it: a store's writer may bind its uploads to the
+	// context it is created with, and this one ends with the batch (the engine cancels its run's
+	// context when the read ends, before the last commit finishes the file). Commit and Abort
+	// end the uploads.
+	w, err := s.st.Create(context.WithoutCancel(ctx), f.rel)
 	if err != nil {
 		return fmt.Errorf("files: create %s: %w", f.rel, err)
 	}
