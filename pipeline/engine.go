@@ -9,7 +9,8 @@ import (
 )
 
 // The engine: the one loop every command that reads a source through the mapping runs (migrate,
-// report and its collision check's second read, verify and its repair). The source runs in its
+// report and its collision check's second read, verify and its repair, replicate: one engine per
+// assigned partition). The source runs in its
 // own goroutine and yields batches that carry their resume position (Batch.Cursor); a dispatcher
 // numbers them and hands them to N workers, each with its own state (an Evaluator is not shared);
 // a fan-in takes each batch back in source order once its worker is done, runs the caller's

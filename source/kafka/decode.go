@@ -273,7 +273,7 @@ func (d *Decoder) alloc() []pipeline.Value {
 	a, n := d.arena, len(d.names)
 	if a.used+n > len(a.slab) {
 		// a new slab; the old one stays referenced by earlier changes until Reset
-		a.slab = make([]pipeline.Value, max(4096*n, 2*len(a.slab)))
+		a.slab = make([]pipeline.Value, max(1024*n, 2*len(a.slab)))
 		a.used = 0
 	}
 	v := a.slab[a.used : a.used+n : a.used+n]
