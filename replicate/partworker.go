@@ -103,25 +103,29 @@ func (w *partWorker) read(wctx, hard context.Context, offset int64, cfg pipeline
 	cfg.Source = &kafka.PartitionSource{Config: &r.cfg.Kafka, Dialer: r.dialer, Partition: w.partition, Offset: offset, Decoder: w.dec,
 		Fetch: kafka.FetchOptions{Logger: w.log, Gap: r.gap(hard, w.partition, w.log)}}
 	cfg.Workers, cfg.Queue, cfg.Stop = 1, 0, wctx.Done()
-	cfg.NewWorker = func(int) (func(context.Context, *pipeline.Job) error, func()) {
-		return func(ctx context.Context, j *pipeline.Job) error {
-			d := j.Batch.Payload.(*kafka.Decoded)
-			if d.HighWaterMark > 0 {
-				w.hwm = d.HighWaterMark
-			}
-			if len(d.Changes) == 0 {
-				r.metrics.position(w.partition, -1, d.HighWaterMark)
-				return nil
-			}
-			return apply(ctx, d)
-		}, nil
-	}
+	cfg.NewWorker = func(int) (func(context.Context, *pipeline.Job) error, func()) { return w.step(apply), nil }
 	w.eng = pipeline.NewEngine(cfg)
 	o, err := w.eng.Run(ctx)
 	if err == nil && o.Cancelled != nil {
 		err = fmt.Errorf("partition %d: %w", w.partition, o.Cancelled)
 	}
 	return o, err
+}
+
+// step is the engine worker's per-batch function: the high watermark noted, a batch with changes
+// goes to apply; one without (a fetch that found nothing new) moves the partition's lag only.
+func (w *partWorker) step(apply func(context.Context, *kafka.Decoded) error) func(context.Context, *pipeline.Job) error {
+	return func(ctx context.Context, j *pipeline.Job) error {
+		d := j.Batch.Payload.(*kafka.Decoded)
+		if d.HighWaterMark > 0 {
+			w.hwm = d.HighWaterMark
+		}
+		if len(d.Changes) == 0 {
+			w.r.metrics.position(w.partition, -1, d.HighWaterMark)
+			return nil
+		}
+		return apply(ctx, d)
+	}
 }
 
 // gracefulEnd tells whether a worker's context ended for a rebalance or a stop, after which it

@@ -43,7 +43,7 @@ type Decoded struct {
 // Stream is the source's one stream.
 func (s *PartitionSource) Stream() string { return Stream(s.Config.Topic, s.Partition) }
 
-// Run fetches and decodes until ctx ends (its error) or the fetch fails (its error: o.Gap's, for
+// Run fetches and decodes until ctx ends (its error) or the fetch fails (its error: Fetch.Gap's, for
 // messages deleted before they were read).
 func (s *PartitionSource) Run(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
 	stream := s.Stream()
@@ -61,10 +61,11 @@ func (s *PartitionSource) Run(ctx context.Context, resume map[string]pipeline.St
 	}
 	f := s.Config.StartFetch(ctx, s.Dialer, s.Partition, offset, o)
 	defer f.Stop()
-	// the decoded batches handed back by Release: as many as the engine holds at once, about
+	// the payloads Release hands back, for the next batches: more than the engine holds at once
+	// (its feed's buffer, the batch its worker applies, the one this loop sends)
 	free := make(chan *Decoded, 8)
 	for fb := range f.C {
-		b := s.batch(fb, f, free)
+		b := s.batch(stream, fb, f, free)
 		select {
 		case out <- b:
 		case <-ctx.Done():
@@ -81,7 +82,7 @@ func (s *PartitionSource) Run(ctx context.Context, resume map[string]pipeline.St
 }
 
 // batch decodes a fetched batch into a recycled Decoded, and makes its Release give both back.
-func (s *PartitionSource) batch(fb FetchBatch, f *Fetcher, free chan *Decoded) pipeline.Batch {
+func (s *PartitionSource) batch(stream string, fb FetchBatch, f *Fetcher, free chan *Decoded) pipeline.Batch {
 	var d *Decoded
 	select {
 	case d = <-free:
@@ -92,7 +93,7 @@ func (s *PartitionSource) batch(fb FetchBatch, f *Fetcher, free chan *Decoded) p
 	s.Decoder.UseArena(&d.arena)
 	d.Changes = s.Decoder.DecodeBatch(d.Changes[:0], fb)
 	s.Decoder.UseArena(nil)
-	b := pipeline.Batch{Stream: s.Stream(), SaltOrigin: true, Payload: d}
+	b := pipeline.Batch{Stream: stream, SaltOrigin: true, Payload: d}
 	if n := len(d.Changes); n > 0 {
 		b.Cursor = strconv.FormatInt(d.Changes[n-1].Offset+1, 10)
 	}

@@ -17,7 +17,7 @@ func TestPartitionSourceSendsTheHighWatermarkOfAnEmptyFetch(t *testing.T) {
 	}
 	s := &PartitionSource{Config: &Config{Topic: "t"}, Partition: 3, Decoder: dec}
 	free := make(chan *Decoded, 1)
-	b := s.batch(FetchBatch{HighWaterMark: 42}, &Fetcher{free: make(chan []kafkago.Message, 1)}, free)
+	b := s.batch(s.Stream(), FetchBatch{HighWaterMark: 42}, &Fetcher{free: make(chan []kafkago.Message, 1)}, free)
 	d := b.Payload.(*Decoded)
 	if len(d.Changes) != 0 || b.Cursor != "" || d.HighWaterMark != 42 || b.Stream != Stream("t", 3) {
 		t.Fatalf("%+v with %+v; want no changes, no cursor, high watermark 42", b, d)
