@@ -19,10 +19,7 @@ import (
 // watermark. Batches not yet released keep their values while later ones are decoded: a worker
 // applies one batch while the source decodes the next.
 func TestPartitionSourceDecodesEveryMessageOnce(t *testing.T) {
-	c := kafkatest.Start(t)
-	topic := c.CreateTopic(t, "partition-source", 1)
-	produceOrders(t, c, topic, 1, 300)
-	src := partitionSource(t, c, topic)
+	_, src := partitionSource(t, "partition-source", 300)
 	src.Fetch.BatchLen = 64
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -86,11 +83,8 @@ func TestPartitionSourceDecodesEveryMessageOnce(t *testing.T) {
 // A fetch that fails (here: messages deleted before they were read, refused by Gap) ends the
 // source with its error.
 func TestPartitionSourceEndsWithTheFetchError(t *testing.T) {
-	c := kafkatest.Start(t)
-	topic := c.CreateTopic(t, "partition-gap", 1)
-	produceOrders(t, c, topic, 1, 20)
-	c.DeleteRecords(t, topic, 0, 10)
-	src := partitionSource(t, c, topic)
+	c, src := partitionSource(t, "partition-gap", 20)
+	c.DeleteRecords(t, src.Config.Topic, 0, 10)
 	lost := errors.New("lost")
 	src.Fetch.Gap = func(next, first int64) error { return fmt.Errorf("%d to %d: %w", next, first, lost) }
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -104,8 +98,13 @@ func TestPartitionSourceEndsWithTheFetchError(t *testing.T) {
 	}
 }
 
-func partitionSource(t *testing.T, c *kafkatest.Cluster, topic string) *kafka.PartitionSource {
+// partitionSource is the source of a new topic's one partition, which holds n orders messages
+// (produceOrders), from offset 0.
+func partitionSource(t *testing.T, name string, n int) (*kafkatest.Cluster, *kafka.PartitionSource) {
 	t.Helper()
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, name, 1)
+	produceOrders(t, c, topic, 1, n)
 	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic+"?format=json", os.Getenv)
 	if err != nil {
 		t.Fatal(err)
@@ -118,5 +117,5 @@ func partitionSource(t *testing.T, c *kafkatest.Cluster, topic string) *kafka.Pa
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &kafka.PartitionSource{Config: &cfg, Dialer: dialer, Partition: 0, Decoder: dec}
+	return c, &kafka.PartitionSource{Config: &cfg, Dialer: dialer, Partition: 0, Decoder: dec}
 }
