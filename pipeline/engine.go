@@ -9,13 +9,14 @@ import (
 )
 
 // The engine: the one loop every command that reads a source through the mapping runs (migrate,
-// report and its collision check's second read, verify and its repair). The source runs in its
+// report and its collision check's second read, verify and its repair, replicate: one engine per
+// assigned partition). The source runs in its
 // own goroutine and yields batches that carry their resume position (Batch.Cursor); a dispatcher
 // numbers them and hands them to N workers, each with its own state (an Evaluator is not shared);
 // a fan-in takes each batch back in source order once its worker is done, runs the caller's
 // in-order step (Ack), records the batch's position (Positions) and gives the batch's memory back
-// to the source (Batch.Release: workers never release; a batch of a failed run is not released). A cut (Cut, every Every)
-// runs between batches once every batch handed out is acknowledged, so the positions it sees
+// to the source (Batch.Release: workers never release; a batch of a failed run is not released). A cut (Cut, every Every, or
+// when a worker asks for one with CutAfter) runs between batches once every batch handed out is acknowledged, so the positions it sees
 // describe exactly what the workers wrote, even though they finish out of order.
 
 // Job is one batch on its way through the engine.
@@ -56,6 +57,8 @@ type EngineConfig struct {
 	Positions map[string]StreamState
 	// Cut, when set, runs every Every between batches, once every batch handed out is
 	// acknowledged (a consistent cut: commit, then save Positions). An error fails the run.
+	// The interval counts from the end of the last cut, or from the last CutAfter (Every 0: only
+	// when CutAfter asks for it).
 	Cut   func(ctx context.Context) error
 	Every time.Duration
 	// Stop, closed, ends the read gracefully: the source stops, and what it already read is
@@ -81,6 +84,7 @@ type Outcome struct {
 // Engine is one run of EngineConfig; build it with NewEngine, then Run it once.
 type Engine struct {
 	cfg    EngineConfig
+	rearm  chan time.Duration // CutAfter's latest request, for the dispatcher
 	halt   chan struct{}
 	halted sync.Once
 	failed atomic.Pointer[error]
@@ -90,7 +94,30 @@ type Engine struct {
 // NewEngine prepares a run of cfg (at least one worker).
 func NewEngine(cfg EngineConfig) *Engine {
 	cfg.Workers = max(cfg.Workers, 1)
-	return &Engine{cfg: cfg, halt: make(chan struct{})}
+	return &Engine{cfg: cfg, rearm: make(chan time.Duration, 1), halt: make(chan struct{})}
+}
+
+// CutAfter moves the next cut to d from now, in place of the one Every had scheduled (the cuts
+// after it follow Every again): a worker whose cuts are due some time after something it saw
+// (replicate: a roll closes its interval after it opened) asks for them. Safe to call from
+// workers, before Run and after it (then it does nothing); the latest request wins. A cut may
+// still run from the old schedule if it fell due while the request was on its way: Cut decides
+// what is due.
+func (e *Engine) CutAfter(d time.Duration) {
+	if e.cfg.Cut == nil {
+		return
+	}
+	for {
+		select {
+		case e.rearm <- d:
+			return
+		default:
+			select { // an older request not taken yet: this one replaces it
+			case <-e.rearm:
+			default:
+			}
+		}
+	}
 }
 
 // Halt stops the read: nothing more is handed out, the batches the source read ahead are dropped
@@ -196,7 +223,7 @@ type dispatcher struct {
 	order      chan<- *Job
 	inflight   *sync.WaitGroup
 	seq, ord   int64
-	ticker     *time.Ticker
+	timer      *time.Timer // the next cut; nil without Cut
 	stop, halt <-chan struct{}
 }
 
@@ -204,10 +231,14 @@ func (d *dispatcher) run(o *Outcome) {
 	cfg := &d.e.cfg
 	d.stop, d.halt = cfg.Stop, d.e.halt
 	var tick <-chan time.Time
-	if cfg.Cut != nil && cfg.Every > 0 {
-		d.ticker = time.NewTicker(cfg.Every)
-		defer d.ticker.Stop()
-		tick = d.ticker.C
+	var rearm <-chan time.Duration
+	if cfg.Cut != nil {
+		d.timer = time.NewTimer(cfg.Every)
+		if cfg.Every <= 0 {
+			d.timer.Stop() // until CutAfter asks for a cut
+		}
+		defer d.timer.Stop()
+		tick, rearm = d.timer.C, d.e.rearm
 	}
 	for _, b := range cfg.Held {
 		if !d.handOut(b) {
@@ -245,7 +276,11 @@ func (d *dispatcher) run(o *Outcome) {
 			}
 			// The interval counts from the end of this cut: a cut slower than the interval
 			// would otherwise be followed at once by another with nothing new to commit.
-			d.ticker.Reset(cfg.Every)
+			if cfg.Every > 0 {
+				d.timer.Reset(cfg.Every)
+			}
+		case after := <-rearm:
+			d.timer.Reset(after)
 		case <-d.stop:
 			// Draining: the source stops reading, and what it already read is still handed out
 			// (those rows were read) until it closes its batches.

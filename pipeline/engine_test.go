@@ -103,6 +103,42 @@ func TestEngineCutSeesEveryHandedOutBatch(t *testing.T) {
 	}
 }
 
+// CutAfter replaces Every's schedule: a worker asks for a cut some time after a batch it saw, and
+// the cut runs then, between batches, although Every alone would not have run one yet.
+func TestEngineCutAfterSchedulesTheNextCut(t *testing.T) {
+	src := &seqSource{streams: 1, rows: 1 << 20, batch: 10}
+	var e *Engine
+	var asked atomic.Int64 // the time CutAfter was called, in ns since the epoch
+	cut := make(chan time.Duration, 1)
+	e = NewEngine(EngineConfig{Source: src, Workers: 1, Every: time.Hour,
+		NewWorker: func(int) (func(context.Context, *Job) error, func()) {
+			return func(_ context.Context, j *Job) error {
+				if j.Seq == 0 {
+					asked.Store(time.Now().UnixNano())
+					e.CutAfter(50 * time.Millisecond)
+				}
+				return nil
+			}, nil
+		},
+		Cut: func(context.Context) error {
+			cut <- time.Since(time.Unix(0, asked.Load()))
+			e.Halt()
+			return nil
+		}})
+	if _, err := e.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-cut:
+		if d < 50*time.Millisecond {
+			t.Fatalf("the cut ran %v after CutAfter(50ms)", d)
+		}
+	default:
+		t.Fatal("no cut ran: CutAfter did not schedule one (Every is an hour)")
+	}
+	e.CutAfter(time.Millisecond) // after Run: nothing waits for it, nothing blocks
+}
+
 // Limit cuts the last batch short and stops the source; the cancellation it asked for is not
 // the source's error.
 func TestEngineLimitStopsTheSource(t *testing.T) {

@@ -49,6 +49,9 @@ type Batch struct {
 	// regular cells, a Kafka message's timestamp. Sources fill it only when asked to (rekey
 	// report's write-order model); the records' order stays the source's.
 	WriteTimes []int64
+	// Payload is what a batch of a source whose units are not records carries instead (a Kafka
+	// partition's decoded changes, which replicate applies); the engine hands it on untouched.
+	Payload any
 }
 
 // Position names a record for humans and rejects files: "orders.csv:1234", "kafka:t/3:42".

@@ -143,8 +143,9 @@ func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, fn fu
 			continue
 		}
 		// the batch's messages are not recycled: the values of its changes may alias them
-		cb := w.changeBatch(b, win)
-		next = w.changes[len(w.changes)-1].Offset + 1
+		w.decoded = w.dec.DecodeBatch(w.decoded[:0], b)
+		cb := w.changeBatch(w.decoded, win)
+		next = w.decoded[len(w.decoded)-1].Offset + 1
 		if err := fn(cb); err != nil {
 			return err
 		}
@@ -155,9 +156,9 @@ func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, fn fu
 }
 
 // changeBatch turns changes into ops as sqlWorker.apply does, without applying them.
-func (w *sqlWorker) changeBatch(fb kafka.FetchBatch, win PartitionWindow) *ChangeBatch {
+func (w *sqlWorker) changeBatch(changes []kafka.Change, win PartitionWindow) *ChangeBatch {
 	w.rows.drop() // the ops' rows stay the batch's
-	changes := w.collect(fb)
+	w.collect(changes)
 	b := &ChangeBatch{Partition: w.partition, Messages: int64(len(changes)), Rejects: map[string]int{}, Skipped: map[string]int{},
 		FilesRefuse: map[string]int{}, Range: win}
 	for k, op := range w.ops {

@@ -5,17 +5,18 @@
 //
 // Design:
 //
-//   - One worker per assigned partition reads it in offset order (kafka-go partition reader),
-//     decodes messages (source/kafka.Decoder), applies the mapping (transform.Evaluator) and
-//     appends rows to the partition's current roll: one segment per region, each with an upsert
-//     file in the table format and a file of DELETE statements.
+//   - Each assigned partition is read on its own pipeline.Engine: its source
+//     (source/kafka.PartitionSource) fetches it in offset order and decodes the messages
+//     (source/kafka.Decoder); the engine's one worker applies the mapping (transform.Evaluator)
+//     and appends rows to the partition's current roll: one segment per region, each with an
+//     upsert file in the table format and a file of DELETE statements.
 //   - A roll closes when its files reach RollSize or RollInterval after it opened, whichever
-//     comes first (a timer: the interval fires on an idle topic too), and on rebalance and
-//     shutdown. Closing: finish every file (footer, fsync) under a temporary name, including
-//     the roll's rejects file; then, under the folder's lock, rename them, fsync the folders and
-//     rewrite manifest.json, which is the roll's commit point (its files listed, its messages
-//     counted once per partition); last, commit the offset after the roll's last message to
-//     Kafka.
+//     comes first (the engine's cut, which the roll schedules as it opens: the interval fires on
+//     an idle topic too), and on rebalance and shutdown. Closing: finish every file (footer,
+//     fsync) under a temporary name, including the roll's rejects file; then, under the
+//     folder's lock, rename them, fsync the folders and rewrite manifest.json, which is the
+//     roll's commit point (its files listed, its messages counted once per partition); last,
+//     commit the offset after the roll's last message to Kafka.
 //   - manifest.json records each partition's next offset (after its last committed roll). A
 //     partition's new owner removes what an uncommitted roll of the partition left (temporary
 //     files, renamed files the manifest does not list) and reads from that next offset when it is

@@ -13,8 +13,9 @@ import (
 )
 
 // partWorker is what both kinds of worker (files and SQL) hold for their partition: its stream,
-// the offset commit (timed), a logger naming it, the decoder and evaluator its messages go
-// through, and the change -> operations step (operations) with what it needs.
+// its read on pipeline's engine (read), the offset commit (timed), a logger naming it, the
+// decoder and evaluator its messages go through, and the change -> operations step (operations)
+// with what it needs.
 type partWorker struct {
 	r         *Replicator
 	partition int
@@ -24,7 +25,9 @@ type partWorker struct {
 	dec       *kafka.Decoder
 	ev        *transform.Evaluator
 	batch     pipeline.Batch
-	changes   []kafka.Change // the SQL worker's batch, one per message
+	eng       *pipeline.Engine // the partition's read (read)
+	hwm       int64            // the partition's high watermark, as the last fetch reported it
+	decoded   []kafka.Change   // a batch decoded outside a read (verify's changes), one per message
 	rec       pipeline.Record
 	saltWarn  bool
 	caps      outputCaps
@@ -51,6 +54,7 @@ func (r *Replicator) newPartWorker(partition int, commit func(int, int64) error,
 	w.dec, _ = kafka.NewDecoder(r.cfg.Kafka, r.cfg.Program.Source()) // validated by New
 	w.dec.SkipRepeats = true                                         // one partition's messages, in order
 	w.batch = pipeline.Batch{Stream: w.stream, SaltOrigin: true}
+	w.eng = pipeline.NewEngine(pipeline.EngineConfig{}) // not run: until read, CutAfter does nothing
 	return w
 }
 
@@ -75,24 +79,58 @@ func (w *partWorker) seedRepeats(ctx context.Context, offset int64) {
 	}
 }
 
-// startFetch starts fetching partition from offset for a worker until hard ends or the
-// fetcher's Stop.
-func (r *Replicator) startFetch(hard context.Context, partition int, offset int64, log *zap.Logger) *kafka.Fetcher {
-	return r.cfg.Kafka.StartFetch(hard, r.dialer, partition, offset, kafka.FetchOptions{Logger: log, Gap: r.gap(hard, partition, log)})
+// read runs the partition's read from offset on pipeline's engine until wctx ends or the read
+// fails: the source (kafka.PartitionSource) fetches the messages and decodes them into changes,
+// and the engine's one worker (a partition is applied in order; Queue 0) gives each batch with
+// changes to apply, in offset order, once the high watermark is noted (a batch without changes
+// only moves the partition's lag). cfg brings the cut (Cut, Every) and the engine is set in
+// w.eng before it runs, for the worker's CutAfter. wctx's end for a rebalance or a stop is the
+// engine's Stop: what was read is applied (the caller then commits it); for another cause
+// (another worker failed), as on a hard stop (hard cancelled), the read is cancelled at once.
+// err is a failure of apply or of the cut, else the cancellation (the partition named); a
+// fetch error is left in the outcome's SourceErr, for the caller to keep what was read first.
+func (w *partWorker) read(wctx, hard context.Context, offset int64, cfg pipeline.EngineConfig,
+	apply func(ctx context.Context, d *kafka.Decoded) error) (pipeline.Outcome, error) {
+	r := w.r
+	ctx, cancel := context.WithCancelCause(hard)
+	defer cancel(nil)
+	unwatch := context.AfterFunc(wctx, func() {
+		if cause := context.Cause(wctx); !gracefulEnd(cause) {
+			cancel(cause)
+		}
+	})
+	defer unwatch()
+	cfg.Source = &kafka.PartitionSource{Config: &r.cfg.Kafka, Dialer: r.dialer, Partition: w.partition, Offset: offset, Decoder: w.dec,
+		Fetch: kafka.FetchOptions{Logger: w.log, Gap: r.gap(hard, w.partition, w.log)}}
+	cfg.Workers, cfg.Queue, cfg.Stop = 1, 0, wctx.Done()
+	cfg.NewWorker = func(int) (func(context.Context, *pipeline.Job) error, func()) { return w.step(apply), nil }
+	w.eng = pipeline.NewEngine(cfg)
+	o, err := w.eng.Run(ctx)
+	if err == nil && o.Cancelled != nil {
+		err = fmt.Errorf("partition %d: %w", w.partition, o.Cancelled)
+	}
+	return o, err
 }
 
-// fetchEnded is why a worker's fetch closed its channel: hard's error when it ended, else the
-// fetcher's (never nil).
-func fetchEnded(f *kafka.Fetcher, hard context.Context, partition int) error {
-	ferr := f.Err()
-	if err := hard.Err(); err != nil {
-		return err
+// step is the engine worker's per-batch function: the high watermark noted, a batch with changes
+// goes to apply; one without (a fetch that found nothing new) moves the partition's lag only.
+func (w *partWorker) step(apply func(context.Context, *kafka.Decoded) error) func(context.Context, *pipeline.Job) error {
+	return func(ctx context.Context, j *pipeline.Job) error {
+		d := j.Batch.Payload.(*kafka.Decoded)
+		if d.HighWaterMark > 0 {
+			w.hwm = d.HighWaterMark
+		}
+		if len(d.Changes) == 0 {
+			w.r.metrics.position(w.partition, -1, d.HighWaterMark)
+			return nil
+		}
+		return apply(ctx, d)
 	}
-	if ferr == nil {
-		return fmt.Errorf("partition %d: the fetcher stopped", partition)
-	}
-	return ferr
 }
+
+// gracefulEnd tells whether a worker's context ended for a rebalance or a stop, after which it
+// commits what it read.
+func gracefulEnd(cause error) bool { return cause == errGenerationEnded || cause == errStop }
 
 // gap handles messages of partition deleted (retention) before they were read: they are lost
 // to the table, so the replication stops, unless Config.AcceptGaps accepts the loss, which is

@@ -19,7 +19,8 @@ func TestSQLMessageRejectedOnceWhenTheTableRefusesItsRow(t *testing.T) {
 		{Offset: 10, Value: []byte(`{"op":"u","before":{"id":1},"after":{"id":1,"g":"a","v":"x"}}`)},
 		{Offset: 11, Value: []byte(`{"op":`)},
 	}}
-	changes := w.collect(b)
+	changes := w.dec.DecodeBatch(nil, b)
+	w.collect(changes)
 	if len(w.ops) != 1 || len(w.rejects) != 2 {
 		t.Fatalf("%d ops, %d rejects; want the update's upsert, and a reject of each message", len(w.ops), len(w.rejects))
 	}

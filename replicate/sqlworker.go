@@ -82,8 +82,8 @@ func (r *Replicator) newSQLPartWorker(partition int, commit func(int, int64) err
 }
 
 // run applies the partition's messages from offset until wctx ends: on a rebalance or a stop
-// the batch being applied finishes and is committed first; on a hard stop it is abandoned (its
-// messages are read again by the partition's next owner).
+// what was read is applied and committed first; on a hard stop the batch being applied is
+// abandoned (its messages are read again by the partition's next owner).
 func (w *sqlWorker) run(wctx, hard context.Context, offset int64) error {
 	r := w.r
 	r.metrics.assign(w.partition, true)
@@ -93,40 +93,25 @@ func (w *sqlWorker) run(wctx, hard context.Context, offset int64) error {
 		r.metrics.position(w.partition, offset, -1)
 	}
 	w.seedRepeats(hard, offset)
-	f := r.startFetch(hard, w.partition, offset, w.log)
-	for {
-		select {
-		case b, ok := <-f.C:
-			if !ok {
-				return fetchEnded(f, hard, w.partition)
-			}
-			if len(b.Messages) == 0 {
-				r.metrics.position(w.partition, -1, b.HighWaterMark)
-				continue
-			}
-			if err := w.apply(hard, b); err != nil {
-				f.Stop()
-				return fmt.Errorf("partition %d: %w", w.partition, err)
-			}
-			r.metrics.position(w.partition, w.changes[len(w.changes)-1].Offset+1, b.HighWaterMark)
-			f.Recycle(b)
-		case <-wctx.Done():
-			f.Stop()
-			cause := context.Cause(wctx)
-			if hard.Err() != nil || (cause != errGenerationEnded && cause != errStop) {
-				return fmt.Errorf("partition %d: %w", w.partition, cause)
-			}
-			return nil // every applied batch is committed
+	o, err := w.read(wctx, hard, offset, pipeline.EngineConfig{}, func(ctx context.Context, d *kafka.Decoded) error {
+		if err := w.apply(ctx, d.Changes); err != nil {
+			return fmt.Errorf("partition %d: %w", w.partition, err)
 		}
+		r.metrics.position(w.partition, d.Changes[len(d.Changes)-1].Offset+1, d.HighWaterMark)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
+	return o.SourceErr // nil after a rebalance or a stop: every applied batch is committed
 }
 
-// apply turns a fetched batch into statements, runs them, writes the batch's rejects and
+// apply turns a batch's changes into statements, runs them, writes the batch's rejects and
 // commits the offset after the batch.
-func (w *sqlWorker) apply(ctx context.Context, b kafka.FetchBatch) error {
+func (w *sqlWorker) apply(ctx context.Context, changes []kafka.Change) error {
 	r := w.r
 	w.rows.reset()
-	changes := w.collect(b)
+	w.collect(changes)
 	first, last := changes[0].Offset, changes[len(changes)-1].Offset
 	if !w.cleaned {
 		if err := w.removeReplayedRejects(ctx, first); err != nil {
@@ -143,7 +128,6 @@ func (w *sqlWorker) apply(ctx context.Context, b kafka.FetchBatch) error {
 		return err
 	}
 	w.ev.Reset()
-	w.dec.Reset()
 	m := r.metrics
 	m.MessagesIn.Add(int64(len(changes)))
 	m.RowsWritten.Add(w.upserts)
@@ -183,18 +167,14 @@ func (w *sqlWorker) hook(step CommitStep, first, last int64) error {
 	return nil
 }
 
-// collect turns a fetched batch into the table's ops and the rejects of their messages; it
-// returns the batch's changes, one per message (valid until the next collect).
-func (w *sqlWorker) collect(b kafka.FetchBatch) []kafka.Change {
+// collect turns a batch's changes into the table's ops and the rejects of their messages.
+func (w *sqlWorker) collect(changes []kafka.Change) {
 	w.ops, w.opMsg, w.rejects, w.rejected = w.ops[:0], w.opMsg[:0], w.rejects[:0], w.rejected[:0]
 	w.upserts, w.deletes, w.dropped = 0, 0, 0
-	w.changes = w.changes[:0]
-	for ch := range w.dec.Changes(b) {
+	for i := range changes {
 		w.rejected = append(w.rejected, false)
-		w.change(len(w.changes), ch)
-		w.changes = append(w.changes, *ch) // for the rejects of the statements
+		w.change(i, &changes[i])
 	}
-	return w.changes
 }
 
 // change adds the ops of change i of the batch (or its reject): a table applies every operation.

@@ -17,6 +17,7 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sinktest"
+	"github.com/rekey/rekey/source/kafka"
 )
 
 func TestTracker(t *testing.T) {
@@ -224,5 +225,24 @@ func TestMetricsCountSQLStatements(t *testing.T) {
 	observe("upsert", 2000, time.Millisecond, errors.New("deadlock"))
 	if !m.ToSQL() || m.Statements.Load() != 2 {
 		t.Fatalf("to SQL %v, %d statements; want true, 2", m.ToSQL(), m.Statements.Load())
+	}
+}
+
+// A fetch that found nothing new reaches the worker as a batch without changes: it moves the
+// partition's lag to the high watermark it brings, and nothing is applied.
+func TestBatchWithoutChangesMovesTheLagOnly(t *testing.T) {
+	w := opsWorker(t, "[id]", outputCaps{})
+	w.r.metrics = newMetrics("t", "test", nil)
+	w.r.metrics.assign(0, true)
+	w.r.metrics.position(0, 10, 10)
+	step := w.step(func(context.Context, *kafka.Decoded) error {
+		t.Fatal("a batch without changes was applied")
+		return nil
+	})
+	if err := step(context.Background(), &pipeline.Job{Batch: pipeline.Batch{Payload: &kafka.Decoded{HighWaterMark: 25}}}); err != nil {
+		t.Fatal(err)
+	}
+	if lag := w.r.metrics.Lag(); lag != 15 || w.hwm != 25 {
+		t.Fatalf("lag %d, high watermark %d; want 15 and 25", lag, w.hwm)
 	}
 }

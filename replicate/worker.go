@@ -28,11 +28,9 @@ type worker struct {
 	roll        *roll
 	freeBufs    []files.Buffer
 	firstBuf    files.Buffer // the buffers' first: the others are its siblings
-	timer       *time.Timer
-	hwm         int64
-	floor       int64 // the partition's next offset in the manifest: offsets below are in committed rolls
-	msgRejected bool  // the current message has its reject line
-	sinceCheck  int64 // message bytes since the last memory and roll-size check
+	floor       int64        // the partition's next offset in the manifest: offsets below are in committed rolls
+	msgRejected bool         // the current message has its reject line
+	sinceCheck  int64        // message bytes since the last memory and roll-size check
 	// early: the assignment's first roll is still to close, which it does after the first
 	// fetched batch that opened it, not after the roll interval: a member's first committed
 	// offset after its start or a rebalance then waits for one batch and one roll's close
@@ -69,8 +67,11 @@ func (r *Replicator) newWorker(partition int, commit func(int, int64) error, par
 
 // run replicates from offset (the group's, or kafka-go's FirstOffset/LastOffset) or from the
 // end of the partition's last committed roll in the folder, until wctx ends: then, if the cause
-// is a rebalance or a stop, the roll is closed and committed; on a hard stop (hard cancelled) or
-// another worker's failure it is abandoned, its temporary files removed.
+// is a rebalance or a stop, what was read is applied and the roll is closed and committed; on a
+// hard stop (hard cancelled) or another worker's failure it is abandoned, its temporary files
+// removed. A fetch error keeps what was read (the roll is closed), then fails. The roll closes
+// on the engine's cut at its interval (closeDue), and in process on its size, the memory budget
+// or, for the assignment's first roll, after its first batch.
 func (w *worker) run(wctx, hard context.Context, offset int64, cl claimed) (err error) {
 	r := w.r
 	w.ctx = hard
@@ -82,10 +83,6 @@ func (w *worker) run(wctx, hard context.Context, offset int64, cl claimed) (err 
 		r.metrics.position(w.partition, offset, -1)
 	}
 	w.seedRepeats(hard, offset)
-	f := r.startFetch(hard, w.partition, offset, w.log)
-	w.timer = time.NewTimer(time.Hour)
-	w.timer.Stop()
-	defer w.timer.Stop()
 	defer func() {
 		if err != nil && w.roll != nil {
 			w.abortRoll(!r.crashed.Load())
@@ -97,58 +94,41 @@ func (w *worker) run(wctx, hard context.Context, offset int64, cl claimed) (err 
 		}
 		w.freeBufs = nil
 	}()
-
-	for {
-		select {
-		case b, ok := <-f.C:
-			if !ok {
-				ferr := fetchEnded(f, hard, w.partition)
-				if hard.Err() != nil {
-					return ferr
-				}
-				// keep what was read: close the roll, then fail
-				if cerr := w.closeRoll("fetch error"); cerr != nil {
-					return cerr
-				}
-				return ferr
-			}
-			if b.HighWaterMark > 0 {
-				w.hwm = b.HighWaterMark
-			}
-			if len(b.Messages) == 0 {
-				r.metrics.position(w.partition, -1, b.HighWaterMark)
-				continue
-			}
-			if err := w.process(b); err != nil {
-				f.Stop()
-				return err
-			}
-			f.Recycle(b) // the changes are copied into buffers: reuse the messages' slice
-		case <-w.timer.C:
-			if err := w.closeRoll("interval"); err != nil {
-				f.Stop()
-				return err
-			}
-		case <-wctx.Done():
-			f.Stop()
-			cause := context.Cause(wctx)
-			if hard.Err() != nil || (cause != errGenerationEnded && cause != errStop) {
-				return fmt.Errorf("partition %d: %w", w.partition, context.Cause(wctx))
-			}
-			reason := "rebalance"
-			if cause == errStop {
-				reason = "stop"
-			}
-			return w.closeRoll(reason)
-		}
+	o, err := w.read(wctx, hard, offset, pipeline.EngineConfig{Cut: w.closeDue, Every: r.cfg.RollInterval},
+		func(_ context.Context, d *kafka.Decoded) error { return w.process(d.Changes) })
+	if err != nil {
+		return err
 	}
+	if o.SourceErr != nil {
+		// keep what was read: close the roll, then fail
+		if cerr := w.closeRoll("fetch error"); cerr != nil {
+			return cerr
+		}
+		return o.SourceErr
+	}
+	reason := "rebalance"
+	if context.Cause(wctx) == errStop {
+		reason = "stop"
+	}
+	return w.closeRoll(reason)
 }
 
-// process handles a fetched batch's changes (one per message) in offset order.
-func (w *worker) process(b kafka.FetchBatch) error {
+// closeDue is the engine's cut: it closes the roll once it is its interval old. The roll asks
+// for the cut when it opens (openRoll); a cut of the engine's own schedule, or one asked for by
+// a roll closed since, finds it younger and leaves it open.
+func (w *worker) closeDue(context.Context) error {
+	if w.roll == nil || time.Since(w.roll.opened) < w.r.cfg.RollInterval {
+		return nil
+	}
+	return w.closeRoll("interval")
+}
+
+// process applies a batch's changes (one per message) in offset order.
+func (w *worker) process(changes []kafka.Change) error {
 	r := w.r
 	var last, read int64
-	for ch := range w.dec.Changes(b) {
+	for i := range changes {
+		ch := &changes[i]
 		last = ch.Offset
 		read += int64(len(ch.Key) + len(ch.Value) + 64)
 		if ch.Offset < w.floor {
@@ -169,10 +149,9 @@ func (w *worker) process(b kafka.FetchBatch) error {
 			rl.rejected++
 		}
 	}
-	r.metrics.MessagesIn.Add(int64(len(b.Messages)))
+	r.metrics.MessagesIn.Add(int64(len(changes)))
 	r.metrics.position(w.partition, last+1, w.hwm)
 	w.ev.Reset()
-	w.dec.Reset()
 	if w.roll == nil {
 		return nil
 	}
@@ -199,7 +178,7 @@ func (w *worker) openRoll(first int64) {
 	rl := &roll{first: first, opened: time.Now(), span: w.tracker.open(first),
 		segs: make([]*segment, w.r.cfg.Plan.Count()), rejects: w.newRejects(first)}
 	w.roll = rl
-	w.timer.Reset(w.r.cfg.RollInterval)
+	w.eng.CutAfter(w.r.cfg.RollInterval)
 }
 
 // segment returns the roll's current segment of a region, creating it: a region's first segment
@@ -422,7 +401,6 @@ func (w *worker) closeRoll(reason string) error {
 	}
 	r := w.r
 	start := time.Now()
-	w.timer.Stop()
 	segs := rl.allSegments()
 	for _, s := range segs {
 		if err := s.finish(); err != nil {

@@ -98,9 +98,13 @@ func ordersReplicator(tb testing.TB, dir string) *Replicator {
 	return r
 }
 
-// processMessages feeds a detached worker a batch of messages as its fetch does.
+// processMessages feeds a detached worker a batch of messages as its read does: decoded, then
+// applied (here in one goroutine).
 func (w *worker) processMessages(msgs []kafkago.Message) error {
-	return w.process(kafka.FetchBatch{Messages: msgs})
+	w.decoded = w.dec.DecodeBatch(w.decoded[:0], kafka.FetchBatch{Messages: msgs})
+	err := w.process(w.decoded)
+	w.dec.Reset()
+	return err
 }
 
 // detachedWorker is a worker of partition that is fed with process and commits nothing to Kafka.
@@ -110,6 +114,5 @@ func (r *Replicator) detachedWorker(partition, partitions int) *worker {
 	w := r.newWorker(partition, func(int, int64) error { return nil }, partitions)
 	w.ctx = context.Background()
 	w.early = false
-	w.timer = time.NewTimer(time.Hour)
 	return w
 }

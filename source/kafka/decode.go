@@ -94,13 +94,12 @@ type Decoder struct {
 	keyCol int            // column a non-object message key fills, or -1
 	hint   int            // the column the next member probably names
 
-	slab []pipeline.Value
-	used int
+	arena *Arena // where the changes' values and masks go: own, or UseArena's
+	own   Arena
 	// mark, when set, records the columns fields() finds in a document (a Cassandra event's
 	// set cells); cells counts the Cassandra cells it unwrapped
-	mark    []bool
-	cells   int
-	setSlab []bool
+	mark  []bool
+	cells int
 	// unknown, while mark is set, is the first Cassandra cell fields() found of a column the
 	// schema lacks
 	unknown string
@@ -198,6 +197,7 @@ func newDecoder(cfg Config, schema pipeline.SourceSchema) (*Decoder, error) {
 		return nil, fmt.Errorf("kafka: the mapping declares no source columns (source.columns)")
 	}
 	d := &Decoder{format: cfg.Format, keyCol: -1}
+	d.arena = &d.own
 	if d.format == "" {
 		d.format = FormatJSON
 	}
@@ -233,30 +233,51 @@ func newDecoder(cfg Config, schema pipeline.SourceSchema) (*Decoder, error) {
 	return d, nil
 }
 
-// Reset recycles the slab: Values of earlier changes become invalid.
-func (d *Decoder) Reset() { d.used = 0; d.setSlab = d.setSlab[:0] }
+// Arena holds the values and column masks of the changes a decoder decodes: they stay valid
+// until the arena's Reset. A decoder has its own (Decoder.Reset recycles the one in use); one
+// that decodes the next batch while the changes of earlier ones are still being applied gives
+// each batch an arena of its own (UseArena).
+type Arena struct {
+	slab    []pipeline.Value
+	used    int
+	setSlab []bool
+}
+
+// Reset recycles the arena: the values of the changes decoded into it become invalid.
+func (a *Arena) Reset() { a.used = 0; a.setSlab = a.setSlab[:0] }
+
+// UseArena makes the decoder put the changes it decodes next into a (nil: its own arena).
+func (d *Decoder) UseArena(a *Arena) {
+	if a == nil {
+		a = &d.own
+	}
+	d.arena = a
+}
+
+// Reset recycles the arena in use: Values of earlier changes become invalid.
+func (d *Decoder) Reset() { d.arena.Reset() }
 
 // allocSet returns a cleared column mask; earlier masks stay valid until Reset.
 func (d *Decoder) allocSet() []bool {
-	n := len(d.names)
-	if len(d.setSlab)+n > cap(d.setSlab) {
-		d.setSlab = make([]bool, 0, max(1024*n, 2*cap(d.setSlab)))
+	a, n := d.arena, len(d.names)
+	if len(a.setSlab)+n > cap(a.setSlab) {
+		a.setSlab = make([]bool, 0, max(1024*n, 2*cap(a.setSlab)))
 	}
-	d.setSlab = d.setSlab[:len(d.setSlab)+n]
-	m := d.setSlab[len(d.setSlab)-n:]
+	a.setSlab = a.setSlab[:len(a.setSlab)+n]
+	m := a.setSlab[len(a.setSlab)-n:]
 	clear(m)
 	return m
 }
 
 func (d *Decoder) alloc() []pipeline.Value {
-	n := len(d.names)
-	if d.used+n > len(d.slab) {
+	a, n := d.arena, len(d.names)
+	if a.used+n > len(a.slab) {
 		// a new slab; the old one stays referenced by earlier changes until Reset
-		d.slab = make([]pipeline.Value, max(4096*n, 2*len(d.slab)))
-		d.used = 0
+		a.slab = make([]pipeline.Value, max(1024*n, 2*len(a.slab)))
+		a.used = 0
 	}
-	v := d.slab[d.used : d.used+n : d.used+n]
-	d.used += n
+	v := a.slab[a.used : a.used+n : a.used+n]
+	a.used += n
 	clear(v)
 	return v
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"math/rand/v2"
 	"time"
 
@@ -18,6 +17,9 @@ type FetchOptions struct {
 	MaxBytes int           // bytes per fetch (default 16 MiB)
 	MaxWait  time.Duration // how long the broker holds a fetch that finds no data (default 250ms)
 	BatchLen int           // messages per FetchBatch at most (default 1024)
+	// Buffer is how many fetched batches StartFetch's channel holds ahead of the consumer
+	// (default 4).
+	Buffer int
 	// Free, when set, returns batches' message slices for reuse: the consumer sends a slice
 	// back (cleared) once nothing refers to its messages any more.
 	Free chan []kafkago.Message
@@ -63,23 +65,17 @@ func (b FetchBatch) Before(end int64) FetchBatch {
 	return b
 }
 
-// Changes decodes a fetched batch as the caller ranges over it, message by message (each
-// message's values are mapped while its bytes are still in the cache): one change per message,
-// in offset order, with the message's offset and bytes. The *Change is reused for the next
-// message (copy it to keep it); its values alias the batch's messages and the decoder's slab:
-// recycle the batch and Reset the decoder only once they are consumed.
-func (d *Decoder) Changes(b FetchBatch) iter.Seq[*Change] {
-	return func(yield func(*Change) bool) {
-		var buf [1]Change
-		for i := range b.Messages {
-			m := &b.Messages[i]
-			ch := &d.Decode(buf[:0], m.Key, m.Value)[0]
-			ch.Offset, ch.Key, ch.Value = m.Offset, m.Key, m.Value
-			if !yield(ch) {
-				return
-			}
-		}
+// DecodeBatch appends a fetched batch's changes to dst: one change per message, in offset order,
+// with the message's offset and bytes. Their values alias the batch's messages and the decoder's
+// arena: recycle the batch and reset the arena only once they are consumed.
+func (d *Decoder) DecodeBatch(dst []Change, b FetchBatch) []Change {
+	for i := range b.Messages {
+		m := &b.Messages[i]
+		dst = d.Decode(dst, m.Key, m.Value)
+		ch := &dst[len(dst)-1]
+		ch.Offset, ch.Key, ch.Value = m.Offset, m.Key, m.Value
 	}
+	return dst
 }
 
 // Fetcher reads one partition in the background (FetchPartition) for one consumer: batches
@@ -96,7 +92,10 @@ type Fetcher struct {
 // StartFetch starts fetching partition from offset until ctx ends or Stop is called.
 func (c *Config) StartFetch(ctx context.Context, dialer *kafkago.Dialer, partition int, offset int64, o FetchOptions) *Fetcher {
 	fctx, cancel := context.WithCancel(ctx)
-	ch := make(chan FetchBatch, 4)
+	if o.Buffer <= 0 {
+		o.Buffer = 4
+	}
+	ch := make(chan FetchBatch, o.Buffer)
 	f := &Fetcher{C: ch, free: make(chan []kafkago.Message, 8), cancel: cancel, done: make(chan struct{})}
 	o.Free = f.free
 	go func() {
