@@ -404,7 +404,12 @@ func (e *Evaluator) digestHex(slot int, o op, b []byte, dst *[64]byte, from, to 
 func digest(o op, b []byte) (sum [32]byte) {
 	switch o {
 	case opMD5:
-		s := md5.Sum(b)
+		var s [16]byte
+		if len(b) <= md5ShortMax {
+			s = md5Short(b)
+		} else {
+			s = md5.Sum(b)
+		}
 		copy(sum[:], s[:])
 	case opSHA1:
 		s := sha1.Sum(b)
