@@ -31,6 +31,8 @@ type colSpec struct {
 	width    int // decimal byte width
 	dict     bool
 	utf8     bool // a STRING column (VARCHAR, JSON): values must be valid UTF-8
+	// timestamp: a TIMESTAMP column (its values are bounded by what Spark reads)
+	timestamp bool
 }
 
 // colData is one column's rows of a chunk. Only non-null values are stored, in order; def has
@@ -116,6 +118,7 @@ func specsOf(f *Format, schema pipeline.TargetSchema) ([]colSpec, error) {
 			sp.utf8 = col.Type != pipeline.TypeVarbinary
 		case pipeline.TypeBigint, pipeline.TypeTimestamp:
 			sp.phys = physInt64
+			sp.timestamp = col.Type == pipeline.TypeTimestamp
 		case pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint, pipeline.TypeDate:
 			sp.phys = physInt32
 		case pipeline.TypeBoolean:
@@ -277,15 +280,48 @@ func (b *buffer) Append(values []pipeline.Value) error {
 	specs := b.specs
 	values, slots, cols, dicts := values[:len(specs)], b.slots[:len(specs)], b.cols[:len(specs)], b.dicts[:len(specs)]
 	for i := range specs {
-		if err := convert(&specs[i], &slots[i], &cols[i], dicts[i], &values[i]); err != nil {
+		// the two common cells, as convert takes them, here without the call: an integer that
+		// fits its column as it is (ids, epoch timestamps) and text for a STRING column
+		sp, v, s := &specs[i], &values[i], &slots[i]
+		switch {
+		case v.Kind == pipeline.KindInt && sp.phys == physInt64 &&
+			(!sp.timestamp || v.Num >= files.MinTimestamp && v.Num <= files.MaxTimestamp):
+			s.null, s.i = false, v.Num
+			continue
+		case v.Kind == pipeline.KindText && sp.phys == physBytes && sp.utf8:
+			s.null, s.s, s.hit, s.miss = false, v.Str, false, false
+			if c := &cols[i]; c.dictMode {
+				s.k, s.hit = dicts[i].find(v.Str, c)
+				s.miss = !s.hit
+			}
+			if !s.hit && !validText(v.Str) {
+				return files.EncodingError(sp.col, v.Str)
+			}
+			continue
+		}
+		if err := convert(sp, s, &cols[i], dicts[i], v); err != nil {
 			return err
 		}
 	}
 	p := b.f.pools
 	for i := range specs {
+		c, s := &cols[i], &slots[i]
+		// the common cells of a column without levels (no null in the chunk so far) and with
+		// room for one more value: appended here, without the call
+		if !s.null && c.def == nil {
+			if c.dictMode {
+				if s.hit && len(c.idx) < cap(c.idx) { // a value the dictionary has
+					c.idx = append(c.idx, s.k)
+					continue
+				}
+			} else if specs[i].phys == physInt64 && len(c.i64) < cap(c.i64) {
+				c.i64 = append(c.i64, s.i)
+				continue
+			}
+		}
 		// a null of a column that has levels already and room for one more (half the cells of
 		// a sparse table): its level (and index) here, without the call
-		if c := &cols[i]; slots[i].null && len(c.def) < cap(c.def) && (!c.dictMode || len(c.idx) < cap(c.idx)) {
+		if s.null && len(c.def) < cap(c.def) && (!c.dictMode || len(c.idx) < cap(c.idx)) {
 			c.def = append(c.def, 0)
 			c.nulls++
 			if c.dictMode {
@@ -293,7 +329,7 @@ func (b *buffer) Append(values []pipeline.Value) error {
 			}
 			continue
 		}
-		b.append(i, &specs[i], &cols[i], &slots[i], p)
+		b.append(i, &specs[i], c, s, p)
 	}
 	b.rows++
 	return nil
