@@ -148,7 +148,7 @@ func (e *Evaluator) ApplyKey(b *pipeline.Batch, r *pipeline.Record, out []pipeli
 	// locals: the steps' calls could change what e.p and r point to, so fields would be
 	// loaded again on every step
 	steps, values := p.steps, r.Values
-	for i := range steps {
+	for i := range steps[:p.copyFrom] {
 		st := &steps[i]
 		var v pipeline.Value
 		if st.fn == nil {
@@ -177,10 +177,39 @@ func (e *Evaluator) ApplyKey(b *pipeline.Batch, r *pipeline.Record, out []pipeli
 		}
 		out[st.dst] = v
 	}
+	for i, cp := range p.copies {
+		if v := &values[cp.src]; v.Kind == cp.kind {
+			out[cp.dst] = *v
+			continue
+		}
+		if rerr := e.settle(&steps[p.copyFrom+i], values[cp.src], r, out); rerr != nil {
+			return rerr
+		}
+	}
 	if n := p.KeyBytes(out); n > MaxKeyBytes {
 		return &pipeline.RowError{Code: pipeline.CodeKeyTooLong, Field: p.target.Columns[0].Name,
 			Message: "the encoded primary key is " + strconv.Itoa(n) + " bytes, Lindorm allows " + strconv.Itoa(MaxKeyBytes)}
 	}
+	return nil
+}
+
+// settle stores step st's value v into out as ApplyKey's loop does: converted to the column's
+// type, a null refused in a key column.
+func (e *Evaluator) settle(st *step, v pipeline.Value, r *pipeline.Record, out []pipeline.Value) *pipeline.RowError {
+	if v.Kind != st.kind || !st.fast {
+		if v.Kind == pipeline.KindNull {
+			if st.key {
+				return e.nullKey(st, r)
+			}
+		} else {
+			var rerr *pipeline.RowError
+			if v, rerr = e.convert(v, st.typ); rerr != nil {
+				rerr.Field = st.field
+				return rerr
+			}
+		}
+	}
+	out[st.dst] = v
 	return nil
 }
 
