@@ -103,13 +103,31 @@ func (r *Router) Route(v Value) int {
 	// the splits that start with v's first byte: count those at or below v
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if strings.Compare(r.plan.Splits[m].Str, v.Str) > 0 {
+		if above(r.plan.Splits[m].Str, v.Str) {
 			hi = m
 		} else {
 			lo = m + 1
 		}
 	}
 	return lo
+}
+
+// above tells whether split sp sorts after s. A split is short (a hex prefix's four
+// characters): a byte loop over it costs less than strings.Compare's call, which took half of a
+// row's routing.
+func above(sp, s string) bool {
+	if len(sp) > 16 {
+		return strings.Compare(sp, s) > 0
+	}
+	for i := 0; i < len(sp); i++ {
+		if i == len(s) {
+			return true // s is a proper prefix of sp
+		}
+		if sp[i] != s[i] {
+			return sp[i] > s[i]
+		}
+	}
+	return false // sp is s or a prefix of it
 }
 
 // Bounds returns region i's start (inclusive) and end (exclusive) split values; ok is false
