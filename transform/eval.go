@@ -413,9 +413,9 @@ func blobText(what string, blob bool, s string) *pipeline.RowError {
 		strconv.FormatUint(uint64(s[i]), 16) + " at byte " + strconv.Itoa(i) + ") and a VARCHAR must be UTF-8: keep the blob in a VARBINARY column, or hash it (md5(x))"}
 }
 
-// digestHex writes hex characters [from, to) of the lowercase hex digest of b into dst[from:to],
-// through the memo of call site slot.
-func (e *Evaluator) digestHex(slot int, o op, b []byte, dst *[64]byte, from, to int) {
+// digestSum returns the digest of b through the memo of call site slot (valid until its next
+// call).
+func (e *Evaluator) digestSum(slot int, o op, b []byte) *[32]byte {
 	m := &e.digests[slot]
 	if !m.ok || string(m.in) != string(b) {
 		m.sum = digest(o, b)
@@ -424,10 +424,20 @@ func (e *Evaluator) digestHex(slot int, o op, b []byte, dst *[64]byte, from, to 
 			m.in = append(m.in[:0], b...)
 		}
 	}
-	for i := from >> 1; i < (to+1)>>1; i++ {
-		dst[2*i] = hexDigits[m.sum[i]>>4]
-		dst[2*i+1] = hexDigits[m.sum[i]&15]
+	return &m.sum
+}
+
+// appendHex appends characters [from, to) of the lowercase hex form of sum to dst, straight from
+// the digest's bytes: a hash prefix is a few characters, written without a buffer of them all.
+func appendHex(dst []byte, sum *[32]byte, from, to int) []byte {
+	for k := from; k < to; k++ {
+		c := sum[(k>>1)&31]
+		if k&1 == 0 {
+			c >>= 4
+		}
+		dst = append(dst, hexDigits[c&15])
 	}
+	return dst
 }
 
 func digest(o op, b []byte) (sum [32]byte) {
@@ -680,12 +690,11 @@ func (p *Program) buildDigest(t *texpr) evalFn {
 		if err != nil || v.Kind == pipeline.KindNull {
 			return v, err
 		}
-		var hex [64]byte
 		n := digestLen(o)
-		e.digestHex(slot, o, e.canon(v), &hex, 0, n)
+		sum := e.digestSum(slot, o, e.canon(v))
 		e.a.reserve(n)
 		start := len(e.a.buf)
-		e.a.buf = append(e.a.buf, hex[:n]...)
+		e.a.buf = appendHex(e.a.buf, sum, 0, n)
 		return pipeline.Text(e.a.since(start)), nil
 	}
 }
@@ -703,8 +712,8 @@ func (p *Program) buildSubstr(t *texpr) evalFn {
 		name += ", " + t.args[2].String()
 	}
 	name += ")"
-	// digest(x).substr(a, b) with constant bounds inside the digest: hex into a stack buffer and
-	// copy only the slice.
+	// digest(x).substr(a, b) with constant bounds inside the digest: only the slice's hex
+	// characters are written.
 	if d := t.args[0]; aConst && bConst && hasEnd && (d.op == opMD5 || d.op == opSHA1 || d.op == opSHA256) && b <= int64(digestLen(d.op)) {
 		x := p.build(d.args[0])
 		o := d.op
@@ -716,11 +725,10 @@ func (p *Program) buildSubstr(t *texpr) evalFn {
 			if err != nil || v.Kind == pipeline.KindNull {
 				return v, err
 			}
-			var hex [64]byte
-			e.digestHex(slot, o, e.canon(v), &hex, ai, bi)
+			sum := e.digestSum(slot, o, e.canon(v))
 			e.a.reserve(bi - ai)
 			start := len(e.a.buf)
-			e.a.buf = append(e.a.buf, hex[ai:bi]...)
+			e.a.buf = appendHex(e.a.buf, sum, ai, bi)
 			return pipeline.Text(e.a.since(start)), nil
 		}
 	}
