@@ -33,6 +33,9 @@ type colSpec struct {
 	utf8     bool // a STRING column (VARCHAR, JSON): values must be valid UTF-8
 	// timestamp: a TIMESTAMP column (its values are bounded by what Spark reads)
 	timestamp bool
+	// decMax is 10^precision of a DECIMAL of up to 18 digits (0 otherwise): a decimal whose
+	// cached unscaled value is at the column's scale and below it in magnitude fits as it is
+	decMax uint64
 }
 
 // colData is one column's rows of a chunk. Only non-null values are stored, in order; def has
@@ -130,6 +133,12 @@ func specsOf(f *Format, schema pipeline.TargetSchema) ([]colSpec, error) {
 		case pipeline.TypeDecimal:
 			sp.phys = physDecimal
 			sp.width = decimalSize(col.Precision)
+			if col.Precision <= 18 {
+				sp.decMax = 1
+				for range col.Precision {
+					sp.decMax *= 10
+				}
+			}
 		}
 		specs[i] = sp
 	}
@@ -288,6 +297,10 @@ func (b *buffer) Append(values []pipeline.Value) error {
 			(!sp.timestamp || v.Num >= files.MinTimestamp && v.Num <= files.MaxTimestamp):
 			s.null, s.i = false, v.Num
 			continue
+		case v.Kind == pipeline.KindDecimal && sp.phys == physDecimal && int(v.DecScale) == sp.col.Scale+1 &&
+			absU64(v.Num) < sp.decMax: // files.DecimalValue's result for it, without the scaling
+			s.null, s.d = false, files.Dec128{Hi: v.Num >> 63, Lo: uint64(v.Num)}
+			continue
 		case v.Kind == pipeline.KindText && sp.phys == physBytes && sp.utf8:
 			s.null, s.s, s.hit, s.miss = false, v.Str, false, false
 			if c := &cols[i]; c.dictMode {
@@ -314,8 +327,15 @@ func (b *buffer) Append(values []pipeline.Value) error {
 					c.idx = append(c.idx, s.k)
 					continue
 				}
-			} else if specs[i].phys == physInt64 && len(c.i64) < cap(c.i64) {
+			} else if sp := &specs[i]; sp.phys == physInt64 && len(c.i64) < cap(c.i64) {
 				c.i64 = append(c.i64, s.i)
+				continue
+			} else if sp.phys == physDecimal && sp.width <= 8 && cap(c.data)-len(c.data) >= 8 {
+				// the value's last width bytes of big-endian two's complement, as putBE
+				// writes them: its low word's
+				var be [8]byte
+				binary.BigEndian.PutUint64(be[:], s.d.Lo)
+				c.data = append(c.data, be[8-sp.width:]...)
 				continue
 			}
 		}
@@ -467,6 +487,13 @@ func (b *buffer) appendPlain(c *colData, s string) {
 		c.ends = grow(&p.u32, c.ends, 1)
 	}
 	c.ends = append(c.ends, uint32(len(c.data)))
+}
+
+func absU64(x int64) uint64 {
+	if x < 0 {
+		return uint64(-x) // MinInt64 too: its magnitude as a uint64
+	}
+	return uint64(x)
 }
 
 // putBE writes d as 16 bytes of big-endian two's complement.
