@@ -352,6 +352,13 @@ func (a *arena) reset() {
 	}
 }
 
+// atEnd tells whether v is a string kind whose text ends the arena's current chunk: appending to
+// the chunk then extends it in place.
+func (a *arena) atEnd(v pipeline.Value) bool {
+	n := len(v.Str)
+	return n > 0 && n <= len(a.buf) && isStringKind(v.Kind) && unsafe.StringData(v.Str) == &a.buf[len(a.buf)-n]
+}
+
 // since returns the bytes appended after start as a string sharing the arena's memory.
 func (a *arena) since(start int) string {
 	n := len(a.buf) - start
@@ -609,9 +616,15 @@ func (p *Program) build(t *texpr) evalFn {
 			if err != nil || b.Kind == pipeline.KindNull {
 				return b, err
 			}
-			e.a.reserve(len(a.Str) + len(b.Str) + 64)
-			start := len(e.a.buf)
-			e.a.buf = a.AppendCanonical(e.a.buf)
+			var start int
+			if e.a.atEnd(a) && cap(e.a.buf)-len(e.a.buf) >= len(b.Str)+64 {
+				// a is the arena's last string (a hash prefix just computed): b goes after it
+				start = len(e.a.buf) - len(a.Str)
+			} else {
+				e.a.reserve(len(a.Str) + len(b.Str) + 64)
+				start = len(e.a.buf)
+				e.a.buf = a.AppendCanonical(e.a.buf)
+			}
 			e.a.buf = b.AppendCanonical(e.a.buf)
 			s := e.a.since(start)
 			if rerr := blobText("operator +", a.Kind == pipeline.KindBytes || b.Kind == pipeline.KindBytes, s); rerr != nil {
