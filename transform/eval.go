@@ -67,7 +67,14 @@ type digestMemo struct {
 	in  []byte
 	sum [32]byte
 	ok  bool
+	// misses counts the lookups in a row that missed; past memoMisses the memo is left alone
+	// (no comparison, no copy of the input) for memoRest rows, counted down in rest, and then
+	// tried again: inputs that never repeat (a key of unique ids) cost only the digest
+	misses, rest int32
 }
+
+// memoMisses and memoRest: the misses after which a memo rests, and for how many rows.
+const memoMisses, memoRest = 64, 1024
 
 // maxMemoInput bounds the inputs a memo keeps (longer ones are hashed every time).
 const maxMemoInput = 128
@@ -424,12 +431,22 @@ func blobText(what string, blob bool, s string) *pipeline.RowError {
 // call).
 func (e *Evaluator) digestSum(slot int, o op, b []byte) *[32]byte {
 	m := &e.digests[slot]
-	if !m.ok || string(m.in) != string(b) {
-		m.sum = digest(o, b)
-		m.ok = len(b) <= maxMemoInput
-		if m.ok {
-			m.in = append(m.in[:0], b...)
-		}
+	if m.rest > 0 {
+		m.rest--
+		m.sum, m.ok = digest(o, b), false
+		return &m.sum
+	}
+	if m.ok && string(m.in) == string(b) {
+		m.misses = 0
+		return &m.sum
+	}
+	if m.misses++; m.misses > memoMisses {
+		m.misses, m.rest = 0, memoRest
+	}
+	m.sum = digest(o, b)
+	m.ok = len(b) <= maxMemoInput
+	if m.ok {
+		m.in = append(m.in[:0], b...)
 	}
 	return &m.sum
 }
