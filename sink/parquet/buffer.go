@@ -284,13 +284,24 @@ func (b *buffer) Append(values []pipeline.Value) error {
 	if b.rows == 0 && b.lastRows > 0 {
 		b.presize()
 	}
+	if err := b.convertRow(values); err != nil {
+		return err
+	}
+	b.appendRow()
+	b.rows++
+	return nil
+}
+
+// convertRow converts a row's values into the slots, or says why the row is refused.
+func (b *buffer) convertRow(values []pipeline.Value) *pipeline.RowError {
 	// pointers into slices resliced to one length: no bounds checks and no copies of the
 	// column descriptions and values per cell
 	specs := b.specs
 	values, slots, cols, dicts := values[:len(specs)], b.slots[:len(specs)], b.cols[:len(specs)], b.dicts[:len(specs)]
 	for i := range specs {
-		// the two common cells, as convert takes them, here without the call: an integer that
-		// fits its column as it is (ids, epoch timestamps) and text for a STRING column
+		// the common cells, as convert takes them, here without the call: an integer that fits
+		// its column as it is (ids, epoch timestamps), a decimal with its number at the
+		// column's scale, text for a STRING column
 		sp, v, s := &specs[i], &values[i], &slots[i]
 		switch {
 		case v.Kind == pipeline.KindInt && sp.phys == physInt64 &&
@@ -316,7 +327,13 @@ func (b *buffer) Append(values []pipeline.Value) error {
 			return err
 		}
 	}
-	p := b.f.pools
+	return nil
+}
+
+// appendRow appends the converted slots to the columns.
+func (b *buffer) appendRow() {
+	specs, p := b.specs, b.f.pools
+	slots, cols := b.slots[:len(specs)], b.cols[:len(specs)]
 	for i := range specs {
 		c, s := &cols[i], &slots[i]
 		// the common cells of a column without levels (no null in the chunk so far) and with
@@ -351,8 +368,6 @@ func (b *buffer) Append(values []pipeline.Value) error {
 		}
 		b.append(i, &specs[i], c, s, p)
 	}
-	b.rows++
-	return nil
 }
 
 // append appends converted slot s to column i (spec sp, data c).

@@ -156,69 +156,21 @@ const maxPlainFields = 64
 
 // parsePlainRow is parseRFCRow for a plain record: its line holds no quote, no carriage return
 // and no byte above 0x7f, the most common line of an export. One pass over the line's eight-byte
-// words finds its end and its commas, and then every field is set (where parseRFCFields scans and
-// dispatches field by field, at ~200 instructions a field). ok is false, and nothing is set, for
-// any other record (a blank line, a quote, a CR, non-ASCII bytes, more than maxPlainFields
-// fields): parseRFCFields reads it. The two must read a plain record alike: FuzzPlainRow compares them.
+// words finds its end and its commas (plainFields), and then every field is set (where
+// parseRFCFields scans and dispatches field by field, at ~200 instructions a field). ok is false,
+// and nothing is set, for any other record (a blank line, a quote, a CR, non-ASCII bytes, more
+// than maxPlainFields fields): parseRFCFields reads it. The two must read a plain record alike:
+// FuzzPlainRow compares them.
 func (s *Source) parsePlainRow(data string, pos int, vals []pipeline.Value) (next, nl int, rerr *pipeline.RowError, ok bool) {
 	if pos >= len(data) || data[pos] == '\n' {
 		return 0, 0, nil, false
 	}
 	var ends [maxPlainFields]int32 // each field's end: its comma, then the line's end
-	nf := 0
-	eol := len(data)
-	i := pos
-	var acc uint64 // the line's bytes ORed: a high bit tells a non-ASCII byte
-	base := unsafe.Pointer(unsafe.StringData(data))
-	for ; i+8 <= len(data); i += 8 {
-		x := binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(base, i))[:])
-		commas, n := zeroBytes(x^(ones*',')), x^(ones*'\n')
-		// the lowest newline is exact (a borrow marks only bytes after a zero one)
-		line, stop := ^uint64(0), (n-ones)&^n&highs
-		if stop != 0 {
-			line = 1<<(bits.TrailingZeros64(stop)&^7) - 1 // the bytes before it
-		}
-		acc |= x & line
-		// a byte below '#' (a quote, a CR, a space, a tab) makes the word looked at again for
-		// the quote and the CR that send the record to parseRFCFields
-		if (x-ones*'#')&^x&highs&line != 0 && (zeroBytes(x^(ones*'"'))|zeroBytes(x^(ones*'\r')))&line != 0 {
-			return 0, 0, nil, false
-		}
-		for commas &= line; commas != 0; commas &= commas - 1 {
-			if nf == maxPlainFields-1 {
-				return 0, 0, nil, false
-			}
-			ends[nf] = int32(i + bits.TrailingZeros64(commas)/8)
-			nf++
-		}
-		if stop != 0 {
-			eol = i + bits.TrailingZeros64(stop)/8
-			break
-		}
-	}
-	if acc&highs != 0 {
+	nf, eol, ok := plainFields(data, pos, &ends)
+	if !ok {
 		return 0, 0, nil, false
 	}
-	if i+8 > len(data) { // the tail of the data, shorter than a word
-		for ; i < len(data); i++ {
-			c := data[i]
-			if c == '\n' {
-				eol = i
-				break
-			}
-			if c == ',' {
-				if nf == maxPlainFields-1 {
-					return 0, 0, nil, false
-				}
-				ends[nf] = int32(i)
-				nf++
-			} else if c == '"' || c == '\r' || c >= utf8.RuneSelf {
-				return 0, 0, nil, false
-			}
-		}
-	}
-	ends[nf] = int32(eol)
-	nf++
+	base := unsafe.Pointer(unsafe.StringData(data))
 	start := pos
 	colMap, kinds := s.colMap[:min(nf, s.nfields)], s.kinds
 	for f, ci := range colMap {
@@ -243,6 +195,65 @@ func (s *Source) parsePlainRow(data string, pos int, vals []pipeline.Value) (nex
 		return eol + 1, 1, rerr, true
 	}
 	return eol, 0, rerr, true
+}
+
+// plainFields finds the end of the record at data[pos:] (its newline, or the end of the data)
+// and the ends of its fields (each comma, then eol) into ends, nf of them; ok is false when the
+// line is not plain (a quote, a CR, a byte above 0x7f) or has more than maxPlainFields fields.
+func plainFields(data string, pos int, ends *[maxPlainFields]int32) (nf, eol int, ok bool) {
+	eol = len(data)
+	i := pos
+	var acc uint64 // the line's bytes ORed: a high bit tells a non-ASCII byte
+	base := unsafe.Pointer(unsafe.StringData(data))
+	for ; i+8 <= len(data); i += 8 {
+		x := binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(base, i))[:])
+		commas, n := zeroBytes(x^(ones*',')), x^(ones*'\n')
+		// the lowest newline is exact (a borrow marks only bytes after a zero one)
+		line, stop := ^uint64(0), (n-ones)&^n&highs
+		if stop != 0 {
+			line = 1<<(bits.TrailingZeros64(stop)&^7) - 1 // the bytes before it
+		}
+		acc |= x & line
+		// a byte below '#' (a quote, a CR, a space, a tab) makes the word looked at again for
+		// the quote and the CR that send the record to parseRFCFields
+		if (x-ones*'#')&^x&highs&line != 0 && (zeroBytes(x^(ones*'"'))|zeroBytes(x^(ones*'\r')))&line != 0 {
+			return 0, 0, false
+		}
+		for commas &= line; commas != 0; commas &= commas - 1 {
+			if nf == maxPlainFields-1 {
+				return 0, 0, false
+			}
+			ends[nf] = int32(i + bits.TrailingZeros64(commas)/8)
+			nf++
+		}
+		if stop != 0 {
+			eol = i + bits.TrailingZeros64(stop)/8
+			break
+		}
+	}
+	if acc&highs != 0 {
+		return 0, 0, false
+	}
+	if i+8 > len(data) { // the tail of the data, shorter than a word
+		for ; i < len(data); i++ {
+			c := data[i]
+			if c == '\n' {
+				eol = i
+				break
+			}
+			if c == ',' {
+				if nf == maxPlainFields-1 {
+					return 0, 0, false
+				}
+				ends[nf] = int32(i)
+				nf++
+			} else if c == '"' || c == '\r' || c >= utf8.RuneSelf {
+				return 0, 0, false
+			}
+		}
+	}
+	ends[nf] = int32(eol)
+	return nf + 1, eol, true
 }
 
 // ones and highs are a byte's lowest and highest bit in each byte of a word.
