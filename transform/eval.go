@@ -169,20 +169,13 @@ func (e *Evaluator) ApplyKey(b *pipeline.Batch, r *pipeline.Record, out []pipeli
 				return rerr
 			}
 		}
-		if v.Kind != st.kind || !st.fast {
-			if v.Kind == pipeline.KindNull {
-				if st.key {
-					return e.nullKey(st, r)
-				}
-			} else {
-				var rerr *pipeline.RowError
-				if v, rerr = e.convert(v, st.typ); rerr != nil {
-					rerr.Field = st.field
-					return rerr
-				}
-			}
+		if v.Kind == st.kind && st.fast {
+			out[st.dst] = v
+			continue
 		}
-		out[st.dst] = v
+		if rerr := e.settle(st, v, r, out); rerr != nil {
+			return rerr
+		}
 	}
 	for i, cp := range p.copies {
 		if v := &values[cp.src]; v.Kind == cp.kind {
@@ -200,8 +193,8 @@ func (e *Evaluator) ApplyKey(b *pipeline.Batch, r *pipeline.Record, out []pipeli
 	return nil
 }
 
-// settle stores step st's value v into out as ApplyKey's loop does: converted to the column's
-// type, a null refused in a key column.
+// settle stores step st's value v into out when it is not of the column's kind or the column's
+// type needs a check: converted to the type, a null refused in a key column.
 func (e *Evaluator) settle(st *step, v pipeline.Value, r *pipeline.Record, out []pipeline.Value) *pipeline.RowError {
 	if v.Kind != st.kind || !st.fast {
 		if v.Kind == pipeline.KindNull {
