@@ -1,8 +1,6 @@
 package transform
 
 import (
-	"crypto/md5"
-	"encoding/hex"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,8 +27,7 @@ func TestConcatAfterADigestPrefix(t *testing.T) {
 		if rerr := e.Apply(nil, rec, out); rerr != nil {
 			t.Fatal(rerr)
 		}
-		sum := md5.Sum([]byte(u))
-		h := hex.EncodeToString(sum[:])
+		h := md5Hex(u)
 		rows, want = append(rows, out), append(want, [2]string{h[:4] + u, v + h[:2]})
 	}
 	pk, w := -1, -1

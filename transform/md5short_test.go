@@ -2,6 +2,7 @@ package transform
 
 import (
 	"crypto/md5"
+	"encoding/hex"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -29,6 +30,12 @@ func TestMD5ShortMatchesCryptoMD5(t *testing.T) {
 			}
 		}
 	}
+}
+
+// md5Hex is the lowercase hex MD5 of s, by crypto/md5: what a test expects of md5(x).
+func md5Hex(s string) string {
+	sum := md5.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 func TestMD5ShortRefusesLongerInput(t *testing.T) {
