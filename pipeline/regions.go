@@ -61,6 +61,75 @@ func (p RegionPlan) Route(v Value) int {
 	})
 }
 
+// Router routes values as its plan's Route does, with a table of the text splits' first bytes
+// for an ascending text plan (a hex prefix's): the region of most values is then one lookup and
+// at most a comparison or two, where Route's binary search over 16 splits took ~170 instructions
+// a row. One router may be used by many goroutines.
+type Router struct {
+	plan RegionPlan
+	// byFirst[b] is the range of splits whose first byte is b: those below it are below every
+	// value that starts with b, those above it above (nil: the plan's own Route)
+	byFirst *[256][2]int32
+}
+
+// Router returns p's router.
+func (p RegionPlan) Router() *Router {
+	r := &Router{plan: p}
+	if p.Desc || (p.Type != TypeVarchar && p.Type != TypeVarbinary) || len(p.Splits) == 0 {
+		return r
+	}
+	t := new([256][2]int32)
+	for _, sp := range p.Splits {
+		if sp.Kind != KindText && sp.Kind != KindBytes || sp.Str == "" {
+			return r // an empty split sorts before every first byte: the general search
+		}
+	}
+	for b := range t {
+		lo := sort.Search(len(p.Splits), func(i int) bool { return int(p.Splits[i].Str[0]) >= b })
+		hi := sort.Search(len(p.Splits), func(i int) bool { return int(p.Splits[i].Str[0]) > b })
+		t[b] = [2]int32{int32(lo), int32(hi)}
+	}
+	r.byFirst = t
+	return r
+}
+
+// Route is RegionPlan.Route.
+func (r *Router) Route(v Value) int {
+	if r.byFirst == nil || v.Kind != KindText && v.Kind != KindBytes || v.Str == "" {
+		return r.plan.Route(v)
+	}
+	e := r.byFirst[v.Str[0]]
+	lo, hi := int(e[0]), int(e[1])
+	// the splits that start with v's first byte: count those at or below v
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if above(r.plan.Splits[m].Str, v.Str) {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
+// above tells whether split sp sorts after s. A split is short (a hex prefix's four
+// characters): a byte loop over it costs less than strings.Compare's call, which took half of a
+// row's routing.
+func above(sp, s string) bool {
+	if len(sp) > 16 {
+		return strings.Compare(sp, s) > 0
+	}
+	for i := 0; i < len(sp); i++ {
+		if i == len(s) {
+			return true // s is a proper prefix of sp
+		}
+		if sp[i] != s[i] {
+			return sp[i] > s[i]
+		}
+	}
+	return false // sp is s or a prefix of it
+}
+
 // Bounds returns region i's start (inclusive) and end (exclusive) split values; ok is false
 // for the open end of the first and last region.
 func (p RegionPlan) Bounds(i int) (start Value, hasStart bool, end Value, hasEnd bool) {

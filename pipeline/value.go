@@ -124,6 +124,16 @@ func (v Value) String() string {
 	return string(v.AppendCanonical(nil))
 }
 
+// zeroDigits tells whether every digit of decimal text s is 0.
+func zeroDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '0' && s[i] != '.' {
+			return false
+		}
+	}
+	return true
+}
+
 // PlainDecimal reports whether decimal text s is already canonical: -?(0|[1-9][0-9]*)(\.[0-9]+)? and not a
 // negative zero. It is the common case, checked in one pass, which also reads the number as
 // unscaled × 10^-scale when it has at most 18 digits (num false otherwise).
@@ -133,10 +143,8 @@ func PlainDecimal(s string) (ok bool, unscaled int64, scale int, num bool) {
 		i = 1
 	}
 	start := i
-	nonzero := false
 	var u uint64
 	for i < len(s) && s[i]-'0' <= 9 {
-		nonzero = nonzero || s[i] != '0'
 		u = u*10 + uint64(s[i]-'0')
 		i++
 	}
@@ -153,13 +161,12 @@ func PlainDecimal(s string) (ok bool, unscaled int64, scale int, num bool) {
 			if s[i]-'0' > 9 {
 				return false, 0, 0, false
 			}
-			nonzero = nonzero || s[i] != '0'
 			u = u*10 + uint64(s[i]-'0')
 		}
 		scale = len(s) - dot - 1
 		digits += scale
 	}
-	if !nonzero && start != 0 {
+	if start != 0 && zeroDigits(s[1:]) { // a negative zero (u may have wrapped: look at the digits)
 		return false, 0, 0, false
 	}
 	if digits > 18 {

@@ -1,10 +1,12 @@
 package transform
 
 import (
+	"encoding/binary"
 	"errors"
 	"sort"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/rekey/rekey/pipeline"
 )
@@ -106,6 +108,27 @@ type dictionary struct {
 	keys []string
 	vals []string
 	tags []uint32 // len<<8 | first byte, to skip most comparisons in small dictionaries
+	// words are the keys of up to 8 bytes as shortWord gives them: with the length in the tag,
+	// a key compared without a call (codes, statuses, channel names)
+	words []uint64
+}
+
+// le32s is the four bytes of s at i, read in place.
+func le32s(s string, i int) uint32 {
+	return binary.LittleEndian.Uint32(unsafe.Slice(unsafe.StringData(s[i:]), 4))
+}
+
+// shortWord packs a string of up to 8 bytes into a word that, with its length, is the string:
+// two overlapping 4-byte loads from 4 bytes on, the first, middle and last byte below.
+func shortWord(s string) uint64 {
+	n := len(s)
+	switch {
+	case n >= 4:
+		return uint64(le32s(s, 0)) | uint64(le32s(s, n-4))<<32
+	case n > 0:
+		return uint64(s[0]) | uint64(s[n>>1])<<8 | uint64(s[n-1])<<16
+	}
+	return 0
 }
 
 func dictTag(s string) uint32 {
@@ -118,6 +141,15 @@ func dictTag(s string) uint32 {
 func (d *dictionary) lookup(k string) (string, bool) {
 	if len(d.keys) <= 8 {
 		tag := dictTag(k)
+		if len(k) <= 8 {
+			w := shortWord(k)
+			for i, t := range d.tags {
+				if t == tag && d.words[i] == w {
+					return d.vals[i], true
+				}
+			}
+			return "", false
+		}
 		for i, t := range d.tags {
 			if t == tag && d.keys[i] == k {
 				return d.vals[i], true
@@ -302,6 +334,11 @@ func (c *compiler) varsAndDicts() {
 			dict.keys = append(dict.keys, d.Entries[i][0])
 			dict.vals = append(dict.vals, d.Entries[i][1])
 			dict.tags = append(dict.tags, dictTag(d.Entries[i][0]))
+			var w uint64
+			if k := d.Entries[i][0]; len(k) <= 8 {
+				w = shortWord(k)
+			}
+			dict.words = append(dict.words, w)
 		}
 		c.dicts[d.Name] = dict
 	}

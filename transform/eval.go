@@ -67,7 +67,14 @@ type digestMemo struct {
 	in  []byte
 	sum [32]byte
 	ok  bool
+	// misses counts the lookups in a row that missed; past memoMisses the memo is left alone
+	// (no comparison, no copy of the input) for memoRest rows, counted down in rest, and then
+	// tried again: inputs that never repeat (a key of unique ids) cost only the digest
+	misses, rest int32
 }
+
+// memoMisses and memoRest: the misses after which a memo rests, and for how many rows.
+const memoMisses, memoRest = 64, 1024
 
 // maxMemoInput bounds the inputs a memo keeps (longer ones are hashed every time).
 const maxMemoInput = 128
@@ -148,7 +155,7 @@ func (e *Evaluator) ApplyKey(b *pipeline.Batch, r *pipeline.Record, out []pipeli
 	// locals: the steps' calls could change what e.p and r point to, so fields would be
 	// loaded again on every step
 	steps, values := p.steps, r.Values
-	for i := range steps {
+	for i := range steps[:p.copyFrom] {
 		st := &steps[i]
 		var v pipeline.Value
 		if st.fn == nil {
@@ -162,25 +169,47 @@ func (e *Evaluator) ApplyKey(b *pipeline.Batch, r *pipeline.Record, out []pipeli
 				return rerr
 			}
 		}
-		if v.Kind != st.kind || !st.fast {
-			if v.Kind == pipeline.KindNull {
-				if st.key {
-					return e.nullKey(st, r)
-				}
-			} else {
-				var rerr *pipeline.RowError
-				if v, rerr = e.convert(v, st.typ); rerr != nil {
-					rerr.Field = st.field
-					return rerr
-				}
-			}
+		if v.Kind == st.kind && st.fast {
+			out[st.dst] = v
+			continue
 		}
-		out[st.dst] = v
+		if rerr := e.settle(st, v, r, out); rerr != nil {
+			return rerr
+		}
+	}
+	for i, cp := range p.copies {
+		if v := &values[cp.src]; v.Kind == cp.kind {
+			out[cp.dst] = *v
+			continue
+		}
+		if rerr := e.settle(&steps[p.copyFrom+i], values[cp.src], r, out); rerr != nil {
+			return rerr
+		}
 	}
 	if n := p.KeyBytes(out); n > MaxKeyBytes {
 		return &pipeline.RowError{Code: pipeline.CodeKeyTooLong, Field: p.target.Columns[0].Name,
 			Message: "the encoded primary key is " + strconv.Itoa(n) + " bytes, Lindorm allows " + strconv.Itoa(MaxKeyBytes)}
 	}
+	return nil
+}
+
+// settle stores step st's value v into out when it is not of the column's kind or the column's
+// type needs a check: converted to the type, a null refused in a key column.
+func (e *Evaluator) settle(st *step, v pipeline.Value, r *pipeline.Record, out []pipeline.Value) *pipeline.RowError {
+	if v.Kind != st.kind || !st.fast {
+		if v.Kind == pipeline.KindNull {
+			if st.key {
+				return e.nullKey(st, r)
+			}
+		} else {
+			var rerr *pipeline.RowError
+			if v, rerr = e.convert(v, st.typ); rerr != nil {
+				rerr.Field = st.field
+				return rerr
+			}
+		}
+	}
+	out[st.dst] = v
 	return nil
 }
 
@@ -323,6 +352,13 @@ func (a *arena) reset() {
 	}
 }
 
+// atEnd tells whether v is a string kind whose text ends the arena's current chunk: appending to
+// the chunk then extends it in place.
+func (a *arena) atEnd(v pipeline.Value) bool {
+	n := len(v.Str)
+	return n > 0 && n <= len(a.buf) && isStringKind(v.Kind) && unsafe.StringData(v.Str) == &a.buf[len(a.buf)-n]
+}
+
 // since returns the bytes appended after start as a string sharing the arena's memory.
 func (a *arena) since(start int) string {
 	n := len(a.buf) - start
@@ -384,27 +420,52 @@ func blobText(what string, blob bool, s string) *pipeline.RowError {
 		strconv.FormatUint(uint64(s[i]), 16) + " at byte " + strconv.Itoa(i) + ") and a VARCHAR must be UTF-8: keep the blob in a VARBINARY column, or hash it (md5(x))"}
 }
 
-// digestHex writes hex characters [from, to) of the lowercase hex digest of b into dst[from:to],
-// through the memo of call site slot.
-func (e *Evaluator) digestHex(slot int, o op, b []byte, dst *[64]byte, from, to int) {
+// digestSum returns the digest of b through the memo of call site slot (valid until its next
+// call).
+func (e *Evaluator) digestSum(slot int, o op, b []byte) *[32]byte {
 	m := &e.digests[slot]
-	if !m.ok || string(m.in) != string(b) {
-		m.sum = digest(o, b)
-		m.ok = len(b) <= maxMemoInput
-		if m.ok {
-			m.in = append(m.in[:0], b...)
+	if m.rest > 0 {
+		m.rest--
+		m.sum, m.ok = digest(o, b), false
+		return &m.sum
+	}
+	if m.ok && string(m.in) == string(b) {
+		m.misses = 0
+		return &m.sum
+	}
+	if m.misses++; m.misses > memoMisses {
+		m.misses, m.rest = 0, memoRest
+	}
+	m.sum = digest(o, b)
+	m.ok = len(b) <= maxMemoInput
+	if m.ok {
+		m.in = append(m.in[:0], b...)
+	}
+	return &m.sum
+}
+
+// appendHex appends characters [from, to) of the lowercase hex form of sum to dst, straight from
+// the digest's bytes: a hash prefix is a few characters, written without a buffer of them all.
+func appendHex(dst []byte, sum *[32]byte, from, to int) []byte {
+	for k := from; k < to; k++ {
+		c := sum[(k>>1)&31]
+		if k&1 == 0 {
+			c >>= 4
 		}
+		dst = append(dst, hexDigits[c&15])
 	}
-	for i := from >> 1; i < (to+1)>>1; i++ {
-		dst[2*i] = hexDigits[m.sum[i]>>4]
-		dst[2*i+1] = hexDigits[m.sum[i]&15]
-	}
+	return dst
 }
 
 func digest(o op, b []byte) (sum [32]byte) {
 	switch o {
 	case opMD5:
-		s := md5.Sum(b)
+		var s [16]byte
+		if len(b) <= md5ShortMax {
+			s = md5Short(b)
+		} else {
+			s = md5.Sum(b)
+		}
 		copy(sum[:], s[:])
 	case opSHA1:
 		s := sha1.Sum(b)
@@ -565,9 +626,15 @@ func (p *Program) build(t *texpr) evalFn {
 			if err != nil || b.Kind == pipeline.KindNull {
 				return b, err
 			}
-			e.a.reserve(len(a.Str) + len(b.Str) + 64)
-			start := len(e.a.buf)
-			e.a.buf = a.AppendCanonical(e.a.buf)
+			var start int
+			if e.a.atEnd(a) && cap(e.a.buf)-len(e.a.buf) >= len(b.Str)+64 {
+				// a is the arena's last string (a hash prefix just computed): b goes after it
+				start = len(e.a.buf) - len(a.Str)
+			} else {
+				e.a.reserve(len(a.Str) + len(b.Str) + 64)
+				start = len(e.a.buf)
+				e.a.buf = a.AppendCanonical(e.a.buf)
+			}
 			e.a.buf = b.AppendCanonical(e.a.buf)
 			s := e.a.since(start)
 			if rerr := blobText("operator +", a.Kind == pipeline.KindBytes || b.Kind == pipeline.KindBytes, s); rerr != nil {
@@ -646,12 +713,11 @@ func (p *Program) buildDigest(t *texpr) evalFn {
 		if err != nil || v.Kind == pipeline.KindNull {
 			return v, err
 		}
-		var hex [64]byte
 		n := digestLen(o)
-		e.digestHex(slot, o, e.canon(v), &hex, 0, n)
+		sum := e.digestSum(slot, o, e.canon(v))
 		e.a.reserve(n)
 		start := len(e.a.buf)
-		e.a.buf = append(e.a.buf, hex[:n]...)
+		e.a.buf = appendHex(e.a.buf, sum, 0, n)
 		return pipeline.Text(e.a.since(start)), nil
 	}
 }
@@ -669,8 +735,8 @@ func (p *Program) buildSubstr(t *texpr) evalFn {
 		name += ", " + t.args[2].String()
 	}
 	name += ")"
-	// digest(x).substr(a, b) with constant bounds inside the digest: hex into a stack buffer and
-	// copy only the slice.
+	// digest(x).substr(a, b) with constant bounds inside the digest: only the slice's hex
+	// characters are written.
 	if d := t.args[0]; aConst && bConst && hasEnd && (d.op == opMD5 || d.op == opSHA1 || d.op == opSHA256) && b <= int64(digestLen(d.op)) {
 		x := p.build(d.args[0])
 		o := d.op
@@ -682,11 +748,10 @@ func (p *Program) buildSubstr(t *texpr) evalFn {
 			if err != nil || v.Kind == pipeline.KindNull {
 				return v, err
 			}
-			var hex [64]byte
-			e.digestHex(slot, o, e.canon(v), &hex, ai, bi)
+			sum := e.digestSum(slot, o, e.canon(v))
 			e.a.reserve(bi - ai)
 			start := len(e.a.buf)
-			e.a.buf = append(e.a.buf, hex[ai:bi]...)
+			e.a.buf = appendHex(e.a.buf, sum, ai, bi)
 			return pipeline.Text(e.a.since(start)), nil
 		}
 	}

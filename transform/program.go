@@ -22,6 +22,11 @@ type Program struct {
 	target      pipeline.TargetSchema
 	cols        []colDef
 	steps       []step
+	// copyFrom is where the steps that copy a source column as it is begin (they come last);
+	// copies are those steps again, small: ApplyKey copies a value of the column's kind without
+	// the general step's tests
+	copyFrom    int
+	copies      []copyStep
 	options     [][2]string
 	regions     *RegionsSpec
 	splits      []pipeline.Value
@@ -34,6 +39,16 @@ type Program struct {
 	digests     int // digest call sites: each has a memo in every Evaluator
 	writeTime   bool
 }
+
+// copyStep is a step that copies source column src to target column dst: a value of kind is
+// copied as it is, any other (null, or a kind to convert) goes through the general step.
+type copyStep struct {
+	src, dst int32
+	kind     pipeline.Kind // copySlow when every value needs the general step (a type to check)
+}
+
+// copySlow is no value's kind.
+const copySlow pipeline.Kind = 0xff
 
 // KeyElement describes one primary-key column for `rekey check`.
 type KeyElement struct {
@@ -89,10 +104,17 @@ func (c *compiler) program(m *Mapping) *Program {
 			visit(i)
 		}
 	}
+	p.copyFrom = len(p.steps)
 	for i := range c.cols {
 		if !done[i] {
 			done[i] = true
-			p.steps = append(p.steps, p.newStep(i))
+			st := p.newStep(i)
+			p.steps = append(p.steps, st)
+			cp := copyStep{src: int32(st.src), dst: int32(st.dst), kind: st.kind}
+			if !st.fast {
+				cp.kind = copySlow
+			}
+			p.copies = append(p.copies, cp)
 		}
 	}
 	p.fingerprint = p.computeFingerprint()
@@ -106,6 +128,11 @@ func (p *Program) newStep(i int) step {
 	case pipeline.TypeDecimal, pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint, pipeline.TypeDate:
 		st.fast = false
 	default:
+		st.fast = true
+	}
+	// a cast to the column's own type (amount :: DECIMAL(18,2)) has converted and checked the
+	// value already: converting its result again is the same value
+	if col.expr != nil && col.expr.op == opCast && col.expr.typ == col.typ {
 		st.fast = true
 	}
 	if col.expr == nil && col.src >= 0 {

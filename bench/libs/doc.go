@@ -9,10 +9,12 @@
 //
 //	go test ./sink/parquet -run XXX -bench 'DictTable|DictColumn|Recycling' -benchmem
 //	go test ./source/cassandra -run XXX -bench DecodeRow -benchmem
+//	go test ./transform -run XXX -bench MD5Short
 //
 // sink/parquet BenchmarkDictTable: dictTable against map[string]int32 and arrow's
 // BinaryDictionaryBuilder; BenchmarkDictColumn: rekey's dictionary encoding against arrow's own
 // (WriteBatch, dictionary on); BenchmarkRecycling: the recycling allocator and the slice pools
 // against memory.GoAllocator and fresh slices. source/cassandra BenchmarkDecodeRow: decode.go
-// against gocql.Unmarshal. Read their cpu-ns figures on a shared machine.
+// against gocql.Unmarshal; transform BenchmarkMD5Short: md5Short (a one-block input) against
+// crypto/md5.Sum. Read their cpu-ns figures on a shared machine.
 package libs

@@ -96,6 +96,7 @@ type Runner struct {
 // leg is one table of a run: its transform, sink, journal, counts and checkpoint.
 type leg struct {
 	Table
+	router  *pipeline.Router // Plan's
 	cp      *pipeline.Checkpoint
 	results pipeline.Result
 }
@@ -122,7 +123,7 @@ func New(cfg Config) (*Runner, error) {
 		if t.Counters == nil {
 			t.Counters = &pipeline.Counters{}
 		}
-		r.legs = append(r.legs, &leg{Table: t})
+		r.legs = append(r.legs, &leg{Table: t, router: t.Plan.Router()})
 	}
 	if cfg.Workers <= 0 {
 		r.cfg.Workers = runtime.GOMAXPROCS(0)
@@ -430,7 +431,7 @@ func (w *legWorker) process(ctx context.Context, r *Runner, b *pipeline.Batch) e
 		if rerr == nil {
 			out := w.slab[len(w.rows)*ncol : (len(w.rows)+1)*ncol]
 			if rerr = w.t.Apply(b, rec, out); rerr == nil {
-				row := pipeline.Row{Values: out, Region: l.Plan.Route(out[0])}
+				row := pipeline.Row{Values: out, Region: l.router.Route(out[0])}
 				if rec.Times != nil { // the type check only for records that carry times
 					if ct, ok := w.t.(CellTimer); ok {
 						if cap(w.times) < len(w.slab) {

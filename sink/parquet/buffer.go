@@ -31,6 +31,11 @@ type colSpec struct {
 	width    int // decimal byte width
 	dict     bool
 	utf8     bool // a STRING column (VARCHAR, JSON): values must be valid UTF-8
+	// timestamp: a TIMESTAMP column (its values are bounded by what Spark reads)
+	timestamp bool
+	// decMax is 10^precision of a DECIMAL of up to 18 digits (0 otherwise): a decimal whose
+	// cached unscaled value is at the column's scale and below it in magnitude fits as it is
+	decMax uint64
 }
 
 // colData is one column's rows of a chunk. Only non-null values are stored, in order; def has
@@ -116,6 +121,7 @@ func specsOf(f *Format, schema pipeline.TargetSchema) ([]colSpec, error) {
 			sp.utf8 = col.Type != pipeline.TypeVarbinary
 		case pipeline.TypeBigint, pipeline.TypeTimestamp:
 			sp.phys = physInt64
+			sp.timestamp = col.Type == pipeline.TypeTimestamp
 		case pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint, pipeline.TypeDate:
 			sp.phys = physInt32
 		case pipeline.TypeBoolean:
@@ -127,6 +133,12 @@ func specsOf(f *Format, schema pipeline.TargetSchema) ([]colSpec, error) {
 		case pipeline.TypeDecimal:
 			sp.phys = physDecimal
 			sp.width = decimalSize(col.Precision)
+			if col.Precision <= 18 {
+				sp.decMax = 1
+				for range col.Precision {
+					sp.decMax *= 10
+				}
+			}
 		}
 		specs[i] = sp
 	}
@@ -272,20 +284,81 @@ func (b *buffer) Append(values []pipeline.Value) error {
 	if b.rows == 0 && b.lastRows > 0 {
 		b.presize()
 	}
+	if err := b.convertRow(values); err != nil {
+		return err
+	}
+	b.appendRow()
+	b.rows++
+	return nil
+}
+
+// convertRow converts a row's values into the slots, or says why the row is refused.
+func (b *buffer) convertRow(values []pipeline.Value) *pipeline.RowError {
 	// pointers into slices resliced to one length: no bounds checks and no copies of the
 	// column descriptions and values per cell
 	specs := b.specs
 	values, slots, cols, dicts := values[:len(specs)], b.slots[:len(specs)], b.cols[:len(specs)], b.dicts[:len(specs)]
 	for i := range specs {
-		if err := convert(&specs[i], &slots[i], &cols[i], dicts[i], &values[i]); err != nil {
+		// the common cells, as convert takes them, here without the call: an integer that fits
+		// its column as it is (ids, epoch timestamps), a decimal with its number at the
+		// column's scale, text for a STRING column
+		sp, v, s := &specs[i], &values[i], &slots[i]
+		switch {
+		case v.Kind == pipeline.KindInt && sp.phys == physInt64 &&
+			(!sp.timestamp || v.Num >= files.MinTimestamp && v.Num <= files.MaxTimestamp):
+			s.null, s.i = false, v.Num
+			continue
+		case v.Kind == pipeline.KindDecimal && sp.phys == physDecimal && int(v.DecScale) == sp.col.Scale+1 &&
+			absU64(v.Num) < sp.decMax: // files.DecimalValue's result for it, without the scaling
+			s.null, s.d = false, files.Dec128{Hi: v.Num >> 63, Lo: uint64(v.Num)}
+			continue
+		case v.Kind == pipeline.KindText && sp.phys == physBytes && sp.utf8:
+			s.null, s.s, s.hit, s.miss = false, v.Str, false, false
+			if c := &cols[i]; c.dictMode {
+				s.k, s.hit = dicts[i].find(v.Str, c)
+				s.miss = !s.hit
+			}
+			if !s.hit && !validText(v.Str) {
+				return files.EncodingError(sp.col, v.Str)
+			}
+			continue
+		}
+		if err := convert(sp, s, &cols[i], dicts[i], v); err != nil {
 			return err
 		}
 	}
-	p := b.f.pools
+	return nil
+}
+
+// appendRow appends the converted slots to the columns.
+func (b *buffer) appendRow() {
+	specs, p := b.specs, b.f.pools
+	slots, cols := b.slots[:len(specs)], b.cols[:len(specs)]
 	for i := range specs {
+		c, s := &cols[i], &slots[i]
+		// the common cells of a column without levels (no null in the chunk so far) and with
+		// room for one more value: appended here, without the call
+		if !s.null && c.def == nil {
+			if c.dictMode {
+				if s.hit && len(c.idx) < cap(c.idx) { // a value the dictionary has
+					c.idx = append(c.idx, s.k)
+					continue
+				}
+			} else if sp := &specs[i]; sp.phys == physInt64 && len(c.i64) < cap(c.i64) {
+				c.i64 = append(c.i64, s.i)
+				continue
+			} else if sp.phys == physDecimal && sp.width <= 8 && cap(c.data)-len(c.data) >= 8 {
+				// the value's last width bytes of big-endian two's complement, as putBE
+				// writes them: its low word's
+				var be [8]byte
+				binary.BigEndian.PutUint64(be[:], s.d.Lo)
+				c.data = append(c.data, be[8-sp.width:]...)
+				continue
+			}
+		}
 		// a null of a column that has levels already and room for one more (half the cells of
 		// a sparse table): its level (and index) here, without the call
-		if c := &cols[i]; slots[i].null && len(c.def) < cap(c.def) && (!c.dictMode || len(c.idx) < cap(c.idx)) {
+		if s.null && len(c.def) < cap(c.def) && (!c.dictMode || len(c.idx) < cap(c.idx)) {
 			c.def = append(c.def, 0)
 			c.nulls++
 			if c.dictMode {
@@ -293,10 +366,8 @@ func (b *buffer) Append(values []pipeline.Value) error {
 			}
 			continue
 		}
-		b.append(i, &specs[i], &cols[i], &slots[i], p)
+		b.append(i, &specs[i], c, s, p)
 	}
-	b.rows++
-	return nil
 }
 
 // append appends converted slot s to column i (spec sp, data c).
@@ -431,6 +502,13 @@ func (b *buffer) appendPlain(c *colData, s string) {
 		c.ends = grow(&p.u32, c.ends, 1)
 	}
 	c.ends = append(c.ends, uint32(len(c.data)))
+}
+
+func absU64(x int64) uint64 {
+	if x < 0 {
+		return uint64(-x) // MinInt64 too: its magnitude as a uint64
+	}
+	return uint64(x)
 }
 
 // putBE writes d as 16 bytes of big-endian two's complement.

@@ -42,6 +42,14 @@ func (s *Source) recordData(data string, pos int) string {
 // locals, which spill it) the default path parsed 15-25% slower. parseDialectRow must read the
 // same records and values for the default dialect: FuzzCSVSplitPoint compares the two.
 func (s *Source) parseRFCRow(data string, pos int, vals []pipeline.Value) (next, nl int, blank bool, rerr *pipeline.RowError) {
+	if next, nl, rerr, ok := s.parsePlainRow(data, pos, vals); ok {
+		return next, nl, false, rerr
+	}
+	return s.parseRFCFields(data, pos, vals)
+}
+
+// parseRFCFields is parseRFCRow for any record: field by field.
+func (s *Source) parseRFCFields(data string, pos int, vals []pipeline.Value) (next, nl int, blank bool, rerr *pipeline.RowError) {
 	i := pos
 	if i < len(data) {
 		if data[i] == '\n' {
@@ -143,11 +151,125 @@ func (s *Source) parseRFCRow(data string, pos int, vals []pipeline.Value) (next,
 	return i, nl, false, rerr
 }
 
+// maxPlainFields is the most fields parsePlainRow takes: its field ends are kept on the stack.
+const maxPlainFields = 64
+
+// parsePlainRow is parseRFCRow for a plain record: its line holds no quote, no carriage return
+// and no byte above 0x7f, the most common line of an export. One pass over the line's eight-byte
+// words finds its end and its commas (plainFields), and then every field is set (where
+// parseRFCFields scans and dispatches field by field, at ~200 instructions a field). ok is false,
+// and nothing is set, for any other record (a blank line, a quote, a CR, non-ASCII bytes, more
+// than maxPlainFields fields): parseRFCFields reads it. The two must read a plain record alike:
+// FuzzPlainRow compares them.
+func (s *Source) parsePlainRow(data string, pos int, vals []pipeline.Value) (next, nl int, rerr *pipeline.RowError, ok bool) {
+	if pos >= len(data) || data[pos] == '\n' {
+		return 0, 0, nil, false
+	}
+	var ends [maxPlainFields]int32 // each field's end: its comma, then the line's end
+	nf, eol, ok := plainFields(data, pos, &ends)
+	if !ok {
+		return 0, 0, nil, false
+	}
+	base := unsafe.Pointer(unsafe.StringData(data))
+	start := pos
+	colMap, kinds := s.colMap[:min(nf, s.nfields)], s.kinds
+	for f, ci := range colMap {
+		end := int(ends[f&(maxPlainFields-1)])
+		if ci >= 0 && end > start {
+			// the field, within the line: no bounds to check
+			val := unsafe.String((*byte)(unsafe.Add(base, start)), end-start)
+			if kinds[ci] == cqlvalue.Text {
+				vals[ci] = pipeline.Value{Str: val, Kind: pipeline.KindText}
+			} else if v, err := s.types[ci].ParseText(val); err == nil {
+				vals[ci] = v // setCell's path for an ASCII field of another type, without its call
+			} else if rerr == nil {
+				rerr = s.cellError(ci, err)
+			}
+		}
+		start = end + 1
+	}
+	if nf != s.nfields {
+		rerr = s.fieldCount(nf, rerr)
+	}
+	if eol < len(data) {
+		return eol + 1, 1, rerr, true
+	}
+	return eol, 0, rerr, true
+}
+
+// plainFields finds the end of the record at data[pos:] (its newline, or the end of the data)
+// and the ends of its fields (each comma, then eol) into ends, nf of them; ok is false when the
+// line is not plain (a quote, a CR, a byte above 0x7f) or has more than maxPlainFields fields.
+func plainFields(data string, pos int, ends *[maxPlainFields]int32) (nf, eol int, ok bool) {
+	eol = len(data)
+	i := pos
+	var acc uint64 // the line's bytes ORed: a high bit tells a non-ASCII byte
+	base := unsafe.Pointer(unsafe.StringData(data))
+	for ; i+8 <= len(data); i += 8 {
+		x := binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(base, i))[:])
+		commas, n := zeroBytes(x^(ones*',')), x^(ones*'\n')
+		// the lowest newline is exact (a borrow marks only bytes after a zero one)
+		line, stop := ^uint64(0), (n-ones)&^n&highs
+		if stop != 0 {
+			line = 1<<(bits.TrailingZeros64(stop)&^7) - 1 // the bytes before it
+		}
+		acc |= x & line
+		// a byte below '#' (a quote, a CR, a space, a tab) makes the word looked at again for
+		// the quote and the CR that send the record to parseRFCFields
+		if (x-ones*'#')&^x&highs&line != 0 && (zeroBytes(x^(ones*'"'))|zeroBytes(x^(ones*'\r')))&line != 0 {
+			return 0, 0, false
+		}
+		for commas &= line; commas != 0; commas &= commas - 1 {
+			if nf == maxPlainFields-1 {
+				return 0, 0, false
+			}
+			ends[nf] = int32(i + bits.TrailingZeros64(commas)/8)
+			nf++
+		}
+		if stop != 0 {
+			eol = i + bits.TrailingZeros64(stop)/8
+			break
+		}
+	}
+	if acc&highs != 0 {
+		return 0, 0, false
+	}
+	if i+8 > len(data) { // the tail of the data, shorter than a word
+		for ; i < len(data); i++ {
+			c := data[i]
+			if c == '\n' {
+				eol = i
+				break
+			}
+			if c == ',' {
+				if nf == maxPlainFields-1 {
+					return 0, 0, false
+				}
+				ends[nf] = int32(i)
+				nf++
+			} else if c == '"' || c == '\r' || c >= utf8.RuneSelf {
+				return 0, 0, false
+			}
+		}
+	}
+	ends[nf] = int32(eol)
+	return nf + 1, eol, true
+}
+
+// ones and highs are a byte's lowest and highest bit in each byte of a word.
+const ones, highs = 0x0101010101010101, 0x8080808080808080
+
+// zeroBytes has the high bit of each zero byte of x set, and no other bit: exact, where the
+// borrow of (x-ones)&^x can also mark the byte after a zero one (',' then '-').
+func zeroBytes(x uint64) uint64 {
+	const lows = 0x7f7f7f7f7f7f7f7f
+	return ^((x&lows + lows) | x | lows)
+}
+
 // unquotedEnd returns the offset of the first ',' or '\n' at or after i in data, or len(data), and
 // whether a byte before it is not ASCII. It tests eight bytes at a time: byte by byte the scan
 // of the unquoted fields took about 14 instructions a byte, the largest part of reading a CSV.
 func unquotedEnd(data string, i int) (int, bool) {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	var acc uint64
 	for ; i+8 <= len(data); i += 8 {
 		x := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(data[i:]), 8))
@@ -351,8 +473,13 @@ func (s *Source) setCell(vals []pipeline.Value, ci int, val string, ascii bool) 
 	}
 	v, err := s.types[ci].ParseText(val)
 	if err != nil {
-		return &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: s.names[ci], Message: err.Error()}
+		return s.cellError(ci, err)
 	}
 	vals[ci] = v
 	return nil
+}
+
+// cellError is the error of column ci's value that ParseText refused with err.
+func (s *Source) cellError(ci int, err error) *pipeline.RowError {
+	return &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: s.names[ci], Message: err.Error()}
 }
