@@ -31,6 +31,7 @@ type partWorker struct {
 	rec       pipeline.Record
 	saltWarn  bool
 	caps      outputCaps
+	fetchLen  int         // messages per fetched batch at most (0: the fetcher's default)
 	rows      rowSlab     // the operations' rows
 	opBuf     []operation // one change's operations
 }
@@ -101,7 +102,7 @@ func (w *partWorker) read(wctx, hard context.Context, offset int64, cfg pipeline
 	})
 	defer unwatch()
 	cfg.Source = &kafka.PartitionSource{Config: &r.cfg.Kafka, Dialer: r.dialer, Partition: w.partition, Offset: offset, Decoder: w.dec,
-		Fetch: kafka.FetchOptions{Logger: w.log, Gap: r.gap(hard, w.partition, w.log)}}
+		Fetch: kafka.FetchOptions{Logger: w.log, Gap: r.gap(hard, w.partition, w.log), BatchLen: w.fetchLen}}
 	cfg.Workers, cfg.Queue, cfg.Stop = 1, 0, wctx.Done()
 	cfg.NewWorker = func(int) (func(context.Context, *pipeline.Job) error, func()) { return w.step(apply), nil }
 	w.eng = pipeline.NewEngine(cfg)

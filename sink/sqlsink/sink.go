@@ -228,6 +228,9 @@ func (w *Writer) CellTimestamps() bool { return w.cfg.Target.CellTimestamps }
 // Table is the table written.
 func (w *Writer) Table() string { return w.cfg.Schema.Table }
 
+// MaxRows is the most rows one statement writes.
+func (w *Writer) MaxRows() int { return w.cfg.MaxRows }
+
 // DB is the connection pool (for tests and verify).
 func (w *Writer) DB() *sql.DB { return w.db }
 
