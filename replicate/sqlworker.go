@@ -81,7 +81,7 @@ func (r *Replicator) newSQLPartWorker(partition int, commit func(int, int64) err
 	w := r.newPartWorker(partition, commit, outputCaps{writeTime: t != nil && t.CellTimestamps}, 4096)
 	// a batch of up to one statement's rows, as a program applying the same statements batches
 	// what has arrived: a shorter one splits the statements, a round trip each
-	w.fetchLen = r.sqlw.MaxRows()
+	w.fetchLen = r.cfg.SQL.RowsPerStatement()
 	return w
 }
 

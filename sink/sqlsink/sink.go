@@ -90,6 +90,15 @@ type Writer struct {
 
 type shard struct{ mu sync.Mutex }
 
+// RowsPerStatement is the most rows one statement writes: MaxRows, or the default (also the
+// most) when it is unset or above it.
+func (c Config) RowsPerStatement() int {
+	if c.MaxRows <= 0 || c.MaxRows > DefaultMaxRows {
+		return DefaultMaxRows
+	}
+	return c.MaxRows
+}
+
 func init() {
 	// The driver logs a lost connection on its own, to stderr, before returning the error that
 	// rekey retries and logs with context: keep the one.
@@ -111,9 +120,7 @@ func Open(ctx context.Context, cfg Config) (*Writer, error) {
 	if cfg.ConnMaxLifetime <= 0 {
 		cfg.ConnMaxLifetime = DefaultConnMaxLifetime
 	}
-	if cfg.MaxRows <= 0 || cfg.MaxRows > DefaultMaxRows {
-		cfg.MaxRows = DefaultMaxRows
-	}
+	cfg.MaxRows = cfg.RowsPerStatement()
 	if cfg.MaxBytes <= 0 || cfg.MaxBytes > DefaultMaxBytes {
 		cfg.MaxBytes = DefaultMaxBytes
 	}
@@ -227,9 +234,6 @@ func (w *Writer) CellTimestamps() bool { return w.cfg.Target.CellTimestamps }
 
 // Table is the table written.
 func (w *Writer) Table() string { return w.cfg.Schema.Table }
-
-// MaxRows is the most rows one statement writes.
-func (w *Writer) MaxRows() int { return w.cfg.MaxRows }
 
 // DB is the connection pool (for tests and verify).
 func (w *Writer) DB() *sql.DB { return w.db }
