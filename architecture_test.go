@@ -191,9 +191,11 @@ func TestBinaryLinksNoTestOnlyLibrary(t *testing.T) {
 	}
 }
 
-// storeKind matches what tells a local folder from an object store: the store.Dir interface, the
-// URI test, opening a folder by hand, and asserting on a store's optional interfaces.
-var storeKind = regexp.MustCompile(`store\.(Dir|IsLocal|NewLocal)\b|\.\(store\.(Renamer|Copier|ConditionalPutter)\)`)
+// storeKind matches what tells a local folder from an object store, or one object store from
+// another: the store.Dir interface, the URI test, opening a folder by hand, asserting on a
+// store's optional interfaces, and testing a URI or its scheme for s3 or oss.
+var storeKind = regexp.MustCompile(`store\.(Dir|IsLocal|NewLocal)\b|\.\(store\.(Renamer|Copier|ConditionalPutter)\)` +
+	`|(HasPrefix|TrimPrefix|CutPrefix|EqualFold)\([^)]*"(s3|oss)[:"]|[!=]= "(s3|oss)"`) // the test cuts a line at "//": "s3: is what is left of "s3://"
 
 // No package but store and output (and the test servers and bench/, which set up what they
 // test) branches on the kind of store: the others ask store and output for an ability (a local

@@ -72,17 +72,23 @@ func IsUsage(err error) bool {
 var objectSchemes = []string{"s3", "oss"}
 
 // IsLocation tells whether uri names a store rather than something else a flag may take (a
-// table's mysql://): a local folder (a path, file:), or a prefix in an object store rekey knows
-// of, which Open opens or says is not built in.
+// table's mysql://): a local folder (a path, file:), or a prefix in an object store (IsBucket).
 func IsLocation(uri string) bool {
-	if IsLocal(uri) {
-		return true
-	}
 	scheme, _, _ := strings.Cut(uri, "://")
+	return IsLocal(uri) || strings.EqualFold(scheme, "file") || IsBucket(uri)
+}
+
+// IsBucket tells whether uri names a prefix in an object store rekey knows of (s3://, oss://, and
+// any registered), whether this build registered it or not (Open says which).
+func IsBucket(uri string) bool {
+	scheme, _, ok := strings.Cut(uri, "://")
+	if !ok {
+		return false
+	}
 	scheme = strings.ToLower(scheme)
 	openersMu.Lock()
 	defer openersMu.Unlock()
-	return scheme == "file" || slices.Contains(objectSchemes, scheme) || openers[scheme] != nil
+	return slices.Contains(objectSchemes, scheme) || openers[scheme] != nil
 }
 
 // IsLocal tells whether uri names a local folder (no scheme).

@@ -3,12 +3,9 @@ package lindorm
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"path"
-	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 )
 
@@ -116,22 +113,11 @@ func dataFolder(out, dataDir string, store bool) (string, error) {
 	if dataDir == "" {
 		return "", fmt.Errorf("lindorm: no data folder given for the job's filePath")
 	}
-	if !store {
-		abs, err := filepath.Abs(out)
-		if err != nil {
-			return "", fmt.Errorf("lindorm: output folder %s: %w", out, err)
-		}
-		return filepath.ToSlash(filepath.Join(abs, dataDir)) + "/", nil
+	dir, err := output.LoaderPath(out, dataDir, store)
+	if err != nil {
+		return "", fmt.Errorf("lindorm: %w", err)
 	}
-	u, err := url.Parse(out)
-	if err != nil || u.Host == "" || (u.Scheme != "s3" && u.Scheme != "oss") {
-		return "", fmt.Errorf("lindorm: output %q is not s3://BUCKET/PREFIX or oss://BUCKET/PREFIX", out)
-	}
-	prefix := strings.Trim(u.Path, "/")
-	if prefix == "" {
-		return dataDir + "/", nil
-	}
-	return path.Join(prefix, dataDir) + "/", nil
+	return dir, nil
 }
 
 // FileType is the API's fileType for a rekey format: "Parquet" or "CSV".
