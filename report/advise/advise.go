@@ -450,24 +450,28 @@ type altResult struct {
 // from their sample, is known.
 func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uint64, n int, wo []int64, analysed int64) (altResult, error) {
 	k := designKeysOf(prog, recs, srcHashes, n, wo)
+	// each part its own variable, each dead once used: k would keep them all alive (and scanned
+	// by the collector, which a memory limit runs) until the last is used
+	keys, pairs, sample, firsts, firstWO := k.keys, k.pairs, k.sample, k.firsts, k.firstWO
+	types, desc, ident, rejected, codes := k.types, k.desc, k.ident, k.rejected, k.codes
 	var res altResult
-	plan, err := prog.PlanRegions(transform.RegionRequest{Count: n, Sample: k.sample})
+	plan, err := prog.PlanRegions(transform.RegionRequest{Count: n, Sample: sample})
 	if err != nil {
 		return res, err
 	}
 	d := collide.NewDesign(prog, plan)
 	a := collide.NewAcc(d)
-	a.Rejected, a.Codes = k.rejected, k.codes
+	a.Rejected, a.Codes = rejected, codes
 	w := collide.NewWindows(plan.Count(), int64(len(recs)), collide.AltWindows, collide.AltWindowsMax)
-	for _, key := range k.keys {
+	for _, key := range keys {
 		region := d.Route(key[0])
 		a.KeyRow(key, region)
 		w.Add(region)
 	}
 	firstDistinct, _ := a.Distinct()
-	_, res.Incremental, _ = collide.IncrementalColumn(k.types[0], k.firsts, firstDistinct, k.firstWO, analysed)
-	res.SplitHotFactor = collide.SplitHotFactor(k.keys, k.types, k.desc, n)
-	res.keysHash = k.ident
+	_, res.Incremental, _ = collide.IncrementalColumn(types[0], firsts, firstDistinct, firstWO, analysed)
+	res.SplitHotFactor = collide.SplitHotFactor(keys, types, desc, n)
+	res.keysHash = ident
 	res.Regions = plan.Count()
 	res.Strategy = plan.Strategy
 	res.RegionRows = a.RegRows
@@ -487,7 +491,7 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 	if a.KeyHist.N > 0 {
 		res.MeanKeyBytes = float64(a.KeyHist.Sum) / float64(a.KeyHist.N)
 	}
-	res.Collisions = subsampleCollisions(k.pairs)
+	res.Collisions = subsampleCollisions(pairs)
 	res.PrimaryKey = keyText(prog.KeyElements())
 	if _, ns := prog.SaltColumns(); len(ns) > 0 {
 		res.Salt = ns[0]
@@ -517,25 +521,32 @@ func designKeysOf(prog *transform.Program, recs []pipeline.Record, srcHashes []u
 	ev := prog.NewEvaluator()
 	out := make([]pipeline.Value, len(prog.Target().Columns))
 	b := &pipeline.Batch{Stream: "subsample"}
-	k := designKeys{
-		pairs: make([]collide.SpillRec, 0, len(recs)), ident: 1, types: make([]pipeline.Type, keyLen), desc: make([]bool, keyLen),
-		keys: make([][]pipeline.Value, 0, len(recs)), codes: map[string]int64{}, firsts: make([]pipeline.Value, 0, len(recs)),
-	}
+	// locals, not the result's fields, in the loop: it runs for every subsample row of every design
+	pairs := make([]collide.SpillRec, 0, len(recs))
+	var ident uint64 = 1
+	types := make([]pipeline.Type, keyLen)
+	desc := make([]bool, keyLen)
 	for i, ke := range prog.KeyElements() {
-		k.types[i], k.desc[i] = ke.Type, ke.Desc
+		types[i], desc[i] = ke.Type, ke.Desc
 		if ke.Desc {
-			k.ident = collide.Mix64(k.ident, uint64(i)+0xde5c) // the same values stored DESC are another design
+			ident = collide.Mix64(ident, uint64(i)+0xde5c) // the same values stored DESC are another design
 		}
 	}
+	var sample [][]pipeline.Value
 	var picks []int64
 	if prog.PlanNeedsSample(n) {
 		picks = pipeline.SpreadIndexes(int64(len(recs)), AltPlanRows)
-		k.sample = make([][]pipeline.Value, 0, len(picks))
+		sample = make([][]pipeline.Value, 0, len(picks))
 	}
 	flat := make([]pipeline.Value, 0, len(recs)*keyLen) // the keys' values, keyLen a row
 	var text stringArena
+	keys := make([][]pipeline.Value, 0, len(recs))
+	var rejected int64
+	codes := map[string]int64{}
+	firsts := make([]pipeline.Value, 0, len(recs))
+	var firstWO []int64
 	if wo != nil {
-		k.firstWO = make([]int64, 0, len(recs))
+		firstWO = make([]int64, 0, len(recs))
 	}
 	for i := range recs {
 		if i%1024 == 1023 {
@@ -546,37 +557,38 @@ func designKeysOf(prog *transform.Program, recs []pipeline.Record, srcHashes []u
 			picks = picks[1:]
 		}
 		if e := ev.Apply(b, &recs[i], out); e != nil {
-			k.rejected++
-			k.codes[e.Code]++
-			k.ident = collide.Mix64(k.ident, 0x5eed)
+			rejected++
+			codes[e.Code]++
+			ident = collide.Mix64(ident, 0x5eed)
 			continue
 		}
 		if picked && recs[i].Err == nil {
 			row := slices.Clone(out)
-			for c := range row {
-				row[c].Str = text.clone(row[c].Str)
+			for k := range row {
+				row[k].Str = text.clone(row[k].Str)
 			}
-			k.sample = append(k.sample, row)
+			sample = append(sample, row)
 		}
 		kh := collide.HashValues(out[:keyLen])
-		k.ident = collide.Mix64(k.ident^kh, uint64(i))
-		k.pairs = append(k.pairs, collide.SpillRec{Key: kh, Src: srcHashes[i]})
+		ident = collide.Mix64(ident^kh, uint64(i))
+		pairs = append(pairs, collide.SpillRec{Key: kh, Src: srcHashes[i]})
 		at := len(flat)
 		for _, v := range out[:keyLen] {
 			v.Str = text.clone(v.Str)
 			flat = append(flat, v)
 		}
 		key := flat[at:len(flat):len(flat)]
-		k.keys = append(k.keys, key)
+		keys = append(keys, key)
 		if wo == nil || wo[i] != collide.NoTime {
-			k.firsts = append(k.firsts, key[0])
+			firsts = append(firsts, key[0])
 			if wo != nil {
-				k.firstWO = append(k.firstWO, wo[i])
+				firstWO = append(firstWO, wo[i])
 			}
 		}
 	}
 	ev.Reset()
-	return k
+	return designKeys{keys: keys, pairs: pairs, ident: ident, sample: sample, types: types, desc: desc,
+		firsts: firsts, firstWO: firstWO, rejected: rejected, codes: codes}
 }
 
 // subsampleCollisions counts the rows the subsample's keys overwrite: pairs sorted by key, the
