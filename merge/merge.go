@@ -558,22 +558,9 @@ func step(name string) error {
 // Before placing anything WriteTo writes output.MergePlanFile into out; given an out holding the plan of an
 // interrupted merge of the same inputs and mode, it finishes that merge.
 func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, version string) (*Result, error) {
-	p := &plan{Version: 1, Mode: mode}
-	ext := "." + inputs[0].Manifest.Format
-	m, err := sumManifests(inputs, version, func(n, region, seq int, fe output.FileEntry) string {
-		e := path.Ext(fe.Path) // a file keeps its extension
-		if e == "" {
-			e = ext
-		}
-		rel := output.DataFile(region, seq, "", strings.TrimPrefix(e, "."))
-		p.Files = append(p.Files, plannedFile{Input: n, Region: region, Src: fe.Path, Dst: rel, Bytes: fe.Bytes})
-		return rel
-	})
+	p, m, err := planMerge(inputs, mode, version)
 	if err != nil {
 		return nil, err
-	}
-	for _, in := range inputs {
-		p.Inputs = append(p.Inputs, in.Store.Location(""))
 	}
 	if err := startPlan(ctx, out, p); err != nil {
 		return nil, err
@@ -583,39 +570,9 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 		res.Local = res.Local && store.CanLink(in.Store, out)
 	}
 	for _, f := range p.Files {
-		in := inputs[f.Input]
-		if info, err := out.Stat(ctx, f.Dst); err == nil {
-			// placed by the interrupted merge: a store shows an object only once whole
-			if info.Size != f.Bytes {
-				return nil, fmt.Errorf("%s holds %d bytes, but %s lists %s with %d: the output was changed since the merge was interrupted", out.Location(f.Dst), info.Size, in.Store.Location(output.ManifestFile), f.Src, f.Bytes)
-			}
-			if mode == Move { // it may have stopped between the copy and the removal
-				if err := removeSource(ctx, in, f); err != nil {
-					return nil, err
-				}
-			}
-			continue
-		} else if !store.IsNotExist(err) {
-			return nil, fmt.Errorf("%s: %w", out.Location(f.Dst), err)
-		}
-		fe := output.FileEntry{Path: f.Src, Bytes: f.Bytes}
-		if err := sourceFile(ctx, in, f.Region, fe); err != nil { // checked again at use: WriteTo is exported
-			return nil, err
-		}
-		how, err := placeFile(ctx, in.Store, f.Src, out, f.Dst, mode)
+		how, err := placePlanned(ctx, inputs[f.Input], out, f, mode)
 		if err != nil {
 			return nil, err
-		}
-		if err := step("placed " + f.Dst); err != nil {
-			return nil, err
-		}
-		if mode == Move {
-			if err := removeSource(ctx, in, f); err != nil {
-				return nil, err
-			}
-			if err := step("removed " + f.Dst); err != nil {
-				return nil, err
-			}
 		}
 		switch how {
 		case linked:
@@ -626,22 +583,8 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 			res.ServerCopied++
 		}
 	}
-	// make the links and renames durable (a bucket's objects are once placed)
-	for i := range m.Regions {
-		if len(m.Regions[i].Files) == 0 {
-			continue
-		}
-		if err := store.SyncFolder(out, output.RegionDir(i)); err != nil {
-			return nil, err
-		}
-	}
-	if m.Files > 0 { // data/ is new in out
-		if err := store.SyncFolder(out, output.DataDir); err != nil {
-			return nil, err
-		}
-		if err := store.SyncFolder(out, ""); err != nil {
-			return nil, err
-		}
+	if err := syncPlaced(out, m); err != nil {
+		return nil, err
 	}
 	if err := mergeRejects(ctx, inputs, out); err != nil {
 		return nil, err
@@ -657,6 +600,85 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	}
 	res.Manifest = m
 	return res, nil
+}
+
+// planMerge is where every input file goes (the plan, renumbered region by region) and the
+// merged manifest that lists them there.
+func planMerge(inputs []*Input, mode Mode, version string) (*plan, *output.Manifest, error) {
+	p := &plan{Version: 1, Mode: mode}
+	ext := "." + inputs[0].Manifest.Format
+	m, err := sumManifests(inputs, version, func(n, region, seq int, fe output.FileEntry) string {
+		e := path.Ext(fe.Path) // a file keeps its extension
+		if e == "" {
+			e = ext
+		}
+		rel := output.DataFile(region, seq, "", strings.TrimPrefix(e, "."))
+		p.Files = append(p.Files, plannedFile{Input: n, Region: region, Src: fe.Path, Dst: rel, Bytes: fe.Bytes})
+		return rel
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, in := range inputs {
+		p.Inputs = append(p.Inputs, in.Store.Location(""))
+	}
+	return p, m, nil
+}
+
+// placePlanned puts the planned file f of in at its place in out, and with Move removes it from
+// in. A file an interrupted merge placed already (the same size) is not placed again: how is 0.
+func placePlanned(ctx context.Context, in *Input, out store.Store, f plannedFile, mode Mode) (how placed, err error) {
+	if info, err := out.Stat(ctx, f.Dst); err == nil {
+		// placed by the interrupted merge: a store shows an object only once whole
+		if info.Size != f.Bytes {
+			return 0, fmt.Errorf("%s holds %d bytes, but %s lists %s with %d: the output was changed since the merge was interrupted", out.Location(f.Dst), info.Size, in.Store.Location(output.ManifestFile), f.Src, f.Bytes)
+		}
+		if mode == Move { // it may have stopped between the copy and the removal
+			return 0, removeSource(ctx, in, f)
+		}
+		return 0, nil
+	} else if !store.IsNotExist(err) {
+		return 0, fmt.Errorf("%s: %w", out.Location(f.Dst), err)
+	}
+	fe := output.FileEntry{Path: f.Src, Bytes: f.Bytes}
+	if err := sourceFile(ctx, in, f.Region, fe); err != nil { // checked again at use: WriteTo is exported
+		return 0, err
+	}
+	if how, err = placeFile(ctx, in.Store, f.Src, out, f.Dst, mode); err != nil {
+		return 0, err
+	}
+	if err := step("placed " + f.Dst); err != nil {
+		return 0, err
+	}
+	if mode == Move {
+		if err := removeSource(ctx, in, f); err != nil {
+			return 0, err
+		}
+		if err := step("removed " + f.Dst); err != nil {
+			return 0, err
+		}
+	}
+	return how, nil
+}
+
+// syncPlaced makes the links and renames into out's region folders durable (a bucket's objects
+// are once placed).
+func syncPlaced(out store.Store, m *output.Manifest) error {
+	for i := range m.Regions {
+		if len(m.Regions[i].Files) == 0 {
+			continue
+		}
+		if err := store.SyncFolder(out, output.RegionDir(i)); err != nil {
+			return err
+		}
+	}
+	if m.Files > 0 { // data/ is new in out
+		if err := store.SyncFolder(out, output.DataDir); err != nil {
+			return err
+		}
+		return store.SyncFolder(out, "")
+	}
+	return nil
 }
 
 // sumManifests is the manifest of the inputs together: the first input's, with every input's

@@ -83,6 +83,11 @@ type Migration struct {
 // Open opens the output: a new one, a resume of the same job, or a shard's part of a shared one.
 func Open(ctx context.Context, cfg Config) (*Migration, error) {
 	cfg.Job.Format, cfg.Job.Out = cfg.Format.Name(), cfg.Out
+	// the run ends by writing the bulkload job: a format the job cannot read is refused before
+	// any row is read, not after the last
+	if _, err := lindorm.FileType(cfg.Format.Name()); err != nil {
+		return nil, fmt.Errorf("--format %s: %w", cfg.Format.Name(), err)
+	}
 	verifier, _ := cfg.Format.(output.Verifier)
 	prog := cfg.Program
 	spec := output.Spec{

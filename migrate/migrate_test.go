@@ -3,7 +3,9 @@ package migrate_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/csv"
+	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/parquet"
 	"github.com/rekey/rekey/source/gen"
 	"github.com/rekey/rekey/store"
@@ -94,5 +97,29 @@ func TestMigrationOpenPlanRunFinish(t *testing.T) {
 	var refused *migrate.Refused
 	if !errors.As(err, &refused) || !errors.Is(err, output.ErrRefusedResume) {
 		t.Fatalf("resume in another format: %v, want it refused", err)
+	}
+}
+
+// unloadable is a data file format Lindorm's bulkload job has no fileType for.
+type unloadable struct{ files.Format }
+
+func (unloadable) Name() string { return "orc" }
+
+// A migration ends by writing the bulkload job, so a format the job cannot read is refused when
+// the output opens, before any row is read, and leaves no output behind.
+func TestMigrationRefusesAFormatTheBulkloadCannotRead(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	cfg := config(t, dir, "orders.yaml", 10)
+	cfg.Format = unloadable{parquet.New()}
+	m, err := migrate.Open(context.Background(), cfg)
+	if err == nil {
+		m.Close()
+		t.Fatal("a format the bulkload job cannot read was accepted")
+	}
+	if !strings.Contains(err.Error(), `unknown bulkload file type "orc"`) {
+		t.Fatalf("refused with %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused run left %s: %v", dir, err)
 	}
 }

@@ -3,6 +3,10 @@ package output
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"path"
+	"path/filepath"
+	"strings"
 
 	"github.com/rekey/rekey/store"
 )
@@ -41,4 +45,46 @@ func (o *Output) Finished(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	return false, err
+}
+
+// LoaderPath is folder (of the output's layout: DataDir) of the output at location as a loader
+// outside rekey names it, with a trailing slash: an absolute path for a local folder; for a
+// bucket (inBucket) its key prefix inside the bucket ("runs/data/"), as a data source rooted at
+// the bucket reads it.
+func LoaderPath(location, folder string, inBucket bool) (string, error) {
+	if !inBucket {
+		abs, err := filepath.Abs(location)
+		if err != nil {
+			return "", fmt.Errorf("output folder %s: %w", location, err)
+		}
+		return filepath.ToSlash(filepath.Join(abs, folder)) + "/", nil
+	}
+	u, err := url.Parse(location)
+	if err != nil || u.Host == "" || (u.Scheme != "s3" && u.Scheme != "oss") {
+		return "", fmt.Errorf("output %q is not s3://BUCKET/PREFIX or oss://BUCKET/PREFIX", location)
+	}
+	prefix := strings.Trim(u.Path, "/")
+	if prefix == "" {
+		return folder + "/", nil
+	}
+	return path.Join(prefix, folder) + "/", nil
+}
+
+// BucketLocation is the location of a bucket output as its command-line tools name it: scheme,
+// bucket and prefix, without the query (?endpoint=...) or a trailing slash.
+func BucketLocation(location string) string {
+	u, err := url.Parse(location)
+	if err != nil {
+		return location
+	}
+	return strings.TrimSuffix(u.Scheme+"://"+u.Host+u.Path, "/")
+}
+
+// CopyCommand is the command that copies an object of the bucket output at location (as
+// BucketLocation names it) to a local file: OSS's ossutil, or the AWS CLI for S3.
+func CopyCommand(location string) string {
+	if strings.HasPrefix(location, "oss://") {
+		return "ossutil cp"
+	}
+	return "aws s3 cp"
 }

@@ -160,3 +160,38 @@ func TestFileSlice(t *testing.T) {
 		}
 	}
 }
+
+// A loader outside rekey (the bulkload job) names an output's folder by an absolute path when
+// it is local and by its key prefix inside the bucket otherwise; a bucket's tools name its
+// objects without the query, each store with its own copy command.
+func TestLoaderPathAndBucketTools(t *testing.T) {
+	abs, err := filepath.Abs("out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		location string
+		inBucket bool
+		want     string
+	}{
+		{"out", false, filepath.ToSlash(filepath.Join(abs, DataDir)) + "/"},
+		{"oss://bkt/runs/o?endpoint=http://x", true, "runs/o/" + DataDir + "/"},
+		{"s3://bkt", true, DataDir + "/"},
+		{"s3://bkt/", true, DataDir + "/"},
+	} {
+		if got, err := LoaderPath(c.location, DataDir, c.inBucket); err != nil || got != c.want {
+			t.Errorf("LoaderPath(%q) = %q, %v; want %q", c.location, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{"gs://bkt/p", "s3:///p", "out"} {
+		if got, err := LoaderPath(bad, DataDir, true); err == nil {
+			t.Errorf("LoaderPath(%q) in a bucket = %q, want an error", bad, got)
+		}
+	}
+	if got := BucketLocation("oss://bkt/runs/o/?endpoint=http://x&region=r"); got != "oss://bkt/runs/o" {
+		t.Errorf("BucketLocation = %q", got)
+	}
+	if CopyCommand("oss://bkt/p") != "ossutil cp" || CopyCommand("s3://bkt/p") != "aws s3 cp" {
+		t.Errorf("copy commands: %q, %q", CopyCommand("oss://bkt/p"), CopyCommand("s3://bkt/p"))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -41,8 +42,7 @@ func Open(ctx context.Context, uri string, env func(string) string, opts ...Loca
 	open := openers[strings.ToLower(scheme)]
 	openersMu.Unlock()
 	if open == nil {
-		switch strings.ToLower(scheme) {
-		case "s3", "oss":
+		if slices.Contains(objectSchemes, strings.ToLower(scheme)) {
 			return nil, fmt.Errorf("%w: %s:// output is not built into this rekey yet; --out takes a local directory", ErrUnsupported, scheme)
 		}
 		return nil, fmt.Errorf("%w: rekey does not write to %s:// outputs; --out takes a local directory, s3://BUCKET/PREFIX or oss://BUCKET/PREFIX", ErrUnsupported, scheme)
@@ -66,6 +66,29 @@ func (e *UsageError) Unwrap() error { return e.Err }
 func IsUsage(err error) bool {
 	var ue *UsageError
 	return errors.As(err, &ue) || errors.Is(err, ErrUnsupported)
+}
+
+// objectSchemes are the object stores rekey knows of, whether this build registered them or not.
+var objectSchemes = []string{"s3", "oss"}
+
+// IsLocation tells whether uri names a store rather than something else a flag may take (a
+// table's mysql://): a local folder (a path, file:), or a prefix in an object store (IsBucket).
+func IsLocation(uri string) bool {
+	scheme, _, _ := strings.Cut(uri, "://")
+	return IsLocal(uri) || strings.EqualFold(scheme, "file") || IsBucket(uri)
+}
+
+// IsBucket tells whether uri names a prefix in an object store rekey knows of (s3://, oss://, and
+// any registered), whether this build registered it or not (Open says which).
+func IsBucket(uri string) bool {
+	scheme, _, ok := strings.Cut(uri, "://")
+	if !ok {
+		return false
+	}
+	scheme = strings.ToLower(scheme)
+	openersMu.Lock()
+	defer openersMu.Unlock()
+	return slices.Contains(objectSchemes, scheme) || openers[scheme] != nil
 }
 
 // IsLocal tells whether uri names a local folder (no scheme).

@@ -91,3 +91,24 @@ func TestCheckName(t *testing.T) {
 		t.Fatalf("Create outside the store: %v", err)
 	}
 }
+
+// A flag that takes a store or something else (verify's --target: a folder, a bucket or a
+// table) tells them apart by IsLocation: paths and file: are folders, the object stores rekey
+// knows of are stores whether this build registered them or not (Open says which), a scheme
+// registered later is one too, and any other scheme is not a store.
+func TestIsLocation(t *testing.T) {
+	for uri, want := range map[string]bool{
+		"out": true, "/data/out": true, "file:out": true, "file:///data/out": true,
+		"s3://bucket/prefix": true, "OSS://bucket/prefix": true,
+		"mysql://root@h/db": false, "lindorm://u@h/db": false, "ftp://x/y": false, "gs://bucket/p": false,
+	} {
+		if got := IsLocation(uri); got != want {
+			t.Errorf("IsLocation(%q) = %v, want %v", uri, got, want)
+		}
+	}
+	Register("gs", func(context.Context, string, func(string) string) (Store, error) { return nil, nil })
+	defer Register("gs", nil)
+	if !IsLocation("gs://bucket/p") {
+		t.Errorf("a registered scheme is not a location")
+	}
+}

@@ -591,96 +591,15 @@ func (p *Program) build(t *texpr) evalFn {
 	case opSubstr:
 		return p.buildSubstr(t)
 	case opReverse:
-		x := p.build(t.args[0])
-		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
-			v, err := x(e, r, out)
-			if err != nil || v.Kind == pipeline.KindNull {
-				return v, err
-			}
-			s := e.canonString(v)
-			if rerr := blobText("reverse(x)", v.Kind == pipeline.KindBytes, s); rerr != nil {
-				return v, rerr
-			}
-			e.a.reserve(len(s))
-			start := len(e.a.buf)
-			for end := len(s); end > 0; {
-				if c := s[end-1]; c < utf8.RuneSelf {
-					e.a.buf = append(e.a.buf, c)
-					end--
-					continue
-				}
-				_, w := utf8.DecodeLastRuneInString(s[:end])
-				e.a.buf = append(e.a.buf, s[end-w:end]...)
-				end -= w
-			}
-			return pipeline.Text(e.a.since(start)), nil
-		}
+		return p.buildReverse(t)
 	case opConcat:
-		l, rt := p.build(t.args[0]), p.build(t.args[1])
-		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
-			a, err := l(e, r, out)
-			if err != nil || a.Kind == pipeline.KindNull {
-				return a, err
-			}
-			b, err := rt(e, r, out)
-			if err != nil || b.Kind == pipeline.KindNull {
-				return b, err
-			}
-			var start int
-			if e.a.atEnd(a) && cap(e.a.buf)-len(e.a.buf) >= len(b.Str)+64 {
-				// a is the arena's last string (a hash prefix just computed): b goes after it
-				start = len(e.a.buf) - len(a.Str)
-			} else {
-				e.a.reserve(len(a.Str) + len(b.Str) + 64)
-				start = len(e.a.buf)
-				e.a.buf = a.AppendCanonical(e.a.buf)
-			}
-			e.a.buf = b.AppendCanonical(e.a.buf)
-			s := e.a.since(start)
-			if rerr := blobText("operator +", a.Kind == pipeline.KindBytes || b.Kind == pipeline.KindBytes, s); rerr != nil {
-				return a, rerr
-			}
-			return pipeline.Text(s), nil
-		}
+		return p.buildConcat(t)
 	case opAdd, opMul, opDiv, opMod:
 		return p.buildArith(t)
 	case opLong, opInt:
-		x := p.build(t.args[0])
-		isInt := t.op == opInt
-		name := opNames[t.op]
-		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
-			v, err := x(e, r, out)
-			if err != nil || v.Kind == pipeline.KindNull {
-				return v, err
-			}
-			i := v.Num
-			if v.Kind != pipeline.KindInt {
-				if !isStringKind(v.Kind) {
-					return v, evalErr(name + "(x): a " + v.Kind.String() + " value is not an integer")
-				}
-				var perr error
-				if i, perr = strconv.ParseInt(v.Str, 10, 64); perr != nil {
-					return v, evalErr(name + "(" + strconv.Quote(v.Str) + "): not a 64-bit integer")
-				}
-			}
-			if isInt && (i < math.MinInt32 || i > math.MaxInt32) {
-				return v, evalErr("int(x): " + strconv.FormatInt(i, 10) + " is out of the 32-bit range")
-			}
-			return pipeline.Int(i), nil
-		}
+		return p.buildInteger(t)
 	case opStr:
-		x := p.build(t.args[0])
-		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
-			v, err := x(e, r, out)
-			if err != nil || v.Kind == pipeline.KindNull || v.Kind == pipeline.KindText {
-				return v, err
-			}
-			s := e.canonString(v)
-			if rerr := blobText("str(x)", v.Kind == pipeline.KindBytes, s); rerr != nil {
-				return v, rerr
-			}
-			return pipeline.Text(s), nil
-		}
+		return p.buildStr(t)
 	case opCode:
 		return p.buildCode(t)
 	case opRandom:
@@ -701,6 +620,107 @@ func (p *Program) build(t *texpr) evalFn {
 		}
 	}
 	panic("transform: unknown op " + strconv.Itoa(int(t.op)))
+}
+
+// buildReverse is reverse(x): the text of x, character by character from its end.
+func (p *Program) buildReverse(t *texpr) evalFn {
+	x := p.build(t.args[0])
+	return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+		v, err := x(e, r, out)
+		if err != nil || v.Kind == pipeline.KindNull {
+			return v, err
+		}
+		s := e.canonString(v)
+		if rerr := blobText("reverse(x)", v.Kind == pipeline.KindBytes, s); rerr != nil {
+			return v, rerr
+		}
+		e.a.reserve(len(s))
+		start := len(e.a.buf)
+		for end := len(s); end > 0; {
+			if c := s[end-1]; c < utf8.RuneSelf {
+				e.a.buf = append(e.a.buf, c)
+				end--
+				continue
+			}
+			_, w := utf8.DecodeLastRuneInString(s[:end])
+			e.a.buf = append(e.a.buf, s[end-w:end]...)
+			end -= w
+		}
+		return pipeline.Text(e.a.since(start)), nil
+	}
+}
+
+// buildConcat is operator +: the texts of its operands one after the other.
+func (p *Program) buildConcat(t *texpr) evalFn {
+	l, rt := p.build(t.args[0]), p.build(t.args[1])
+	return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+		a, err := l(e, r, out)
+		if err != nil || a.Kind == pipeline.KindNull {
+			return a, err
+		}
+		b, err := rt(e, r, out)
+		if err != nil || b.Kind == pipeline.KindNull {
+			return b, err
+		}
+		var start int
+		if e.a.atEnd(a) && cap(e.a.buf)-len(e.a.buf) >= len(b.Str)+64 {
+			// a is the arena's last string (a hash prefix just computed): b goes after it
+			start = len(e.a.buf) - len(a.Str)
+		} else {
+			e.a.reserve(len(a.Str) + len(b.Str) + 64)
+			start = len(e.a.buf)
+			e.a.buf = a.AppendCanonical(e.a.buf)
+		}
+		e.a.buf = b.AppendCanonical(e.a.buf)
+		s := e.a.since(start)
+		if rerr := blobText("operator +", a.Kind == pipeline.KindBytes || b.Kind == pipeline.KindBytes, s); rerr != nil {
+			return a, rerr
+		}
+		return pipeline.Text(s), nil
+	}
+}
+
+// buildInteger is long(x) and int(x): x as an integer (of 32 bits for int), text parsed.
+func (p *Program) buildInteger(t *texpr) evalFn {
+	x := p.build(t.args[0])
+	isInt := t.op == opInt
+	name := opNames[t.op]
+	return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+		v, err := x(e, r, out)
+		if err != nil || v.Kind == pipeline.KindNull {
+			return v, err
+		}
+		i := v.Num
+		if v.Kind != pipeline.KindInt {
+			if !isStringKind(v.Kind) {
+				return v, evalErr(name + "(x): a " + v.Kind.String() + " value is not an integer")
+			}
+			var perr error
+			if i, perr = strconv.ParseInt(v.Str, 10, 64); perr != nil {
+				return v, evalErr(name + "(" + strconv.Quote(v.Str) + "): not a 64-bit integer")
+			}
+		}
+		if isInt && (i < math.MinInt32 || i > math.MaxInt32) {
+			return v, evalErr("int(x): " + strconv.FormatInt(i, 10) + " is out of the 32-bit range")
+		}
+		return pipeline.Int(i), nil
+	}
+}
+
+// buildStr is str(x): the text of x.
+func (p *Program) buildStr(t *texpr) evalFn {
+	x := p.build(t.args[0])
+	return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+		v, err := x(e, r, out)
+		if err != nil || v.Kind == pipeline.KindNull || v.Kind == pipeline.KindText {
+			return v, err
+		}
+		s := e.canonString(v)
+		if rerr := blobText("str(x)", v.Kind == pipeline.KindBytes, s); rerr != nil {
+			return v, rerr
+		}
+		return pipeline.Text(s), nil
+	}
 }
 
 func (p *Program) buildDigest(t *texpr) evalFn {

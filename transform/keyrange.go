@@ -81,20 +81,9 @@ func (e *Evaluator) KeyRange(b *pipeline.Batch, r *pipeline.Record, rng *pipelin
 		src *pipeline.ClusteringBound
 		dst *pipeline.KeyBound
 	}{{&rng.Start, &kr.Start}, {&rng.End, &kr.End}} {
-		bd.dst.Inclusive = bd.src.Inclusive
-		for i, c := range clustering[:min(len(bd.src.Cols), len(clustering))] {
-			k := slices.Index(bd.src.Cols, c)
-			if k < 0 {
-				break
-			}
-			st := byDst[n+i]
-			v, rerr := e.fit(st, bd.src.Vals[k])
-			if rerr != nil {
-				return kr, rerr
-			}
-			bd.dst.Vals = append(bd.dst.Vals, v)
-		}
-		if len(bd.dst.Vals) != len(bd.src.Cols) {
+		if ok, rerr := e.keyBound(bd.src, bd.dst, clustering, byDst[n:]); rerr != nil {
+			return kr, rerr
+		} else if !ok {
 			var names []string
 			for _, c := range bd.src.Cols {
 				names = append(names, p.source[c].Name)
@@ -103,6 +92,25 @@ func (e *Evaluator) KeyRange(b *pipeline.Batch, r *pipeline.Record, rng *pipelin
 		}
 	}
 	return kr, nil
+}
+
+// keyBound turns a clustering bound into a bound of the key columns after the partition key
+// (clustering: their source columns; steps: their steps): ok is false when the bound's columns
+// are not those, in order.
+func (e *Evaluator) keyBound(src *pipeline.ClusteringBound, dst *pipeline.KeyBound, clustering []int, steps []*step) (ok bool, rerr *pipeline.RowError) {
+	dst.Inclusive = src.Inclusive
+	for i, c := range clustering[:min(len(src.Cols), len(clustering))] {
+		k := slices.Index(src.Cols, c)
+		if k < 0 {
+			break
+		}
+		v, rerr := e.fit(steps[i], src.Vals[k])
+		if rerr != nil {
+			return false, rerr
+		}
+		dst.Vals = append(dst.Vals, v)
+	}
+	return len(dst.Vals) == len(src.Cols), nil
 }
 
 // eval computes one step's value, converted to its column's type.

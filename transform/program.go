@@ -321,6 +321,39 @@ func (p *Program) Describe() string {
 	for _, c := range p.source {
 		w("  ", c.Name, " ", c.Type, "\n")
 	}
+	p.describeKey(w)
+	w("\nColumns (", strconv.Itoa(len(p.cols)-p.target.KeyLen), " besides the key):\n")
+	for _, col := range p.cols[p.target.KeyLen:] {
+		w("  ", col.name, " ", col.typ.String())
+		if col.origin == originSource {
+			w(" <- source column ", quoteName(p.source[col.src].Name))
+			if col.collection {
+				w(" (", p.source[col.src].Type, " as JSON text)")
+			}
+		} else {
+			w(" = ", p.exprText(col, false))
+		}
+		w("\n")
+	}
+	p.describeSettings(w)
+	w("\nRegions: ")
+	switch r := p.regions; {
+	case r == nil:
+		w("not set (1 region unless --regions is given)")
+	case r.Count > 0:
+		w("count ", strconv.Itoa(r.Count))
+	case r.Size > 0:
+		w("size ", r.SizeText, " (", strconv.FormatInt(r.Size, 10), " bytes per region)")
+	default:
+		w("split_keys ", strings.Join(r.SplitKeys, ", "))
+	}
+	w("\nFingerprint: ", p.fingerprint)
+	return sb.String()
+}
+
+// describeKey writes Describe's primary key: as the DDL declares it, then each column's
+// expression.
+func (p *Program) describeKey(w func(...string)) {
 	w("\nPrimary key:")
 	for _, col := range p.cols[:p.target.KeyLen] {
 		w(" [", quoteName(col.name))
@@ -341,19 +374,11 @@ func (p *Program) Describe() string {
 		}
 		w("\n")
 	}
-	w("\nColumns (", strconv.Itoa(len(p.cols)-p.target.KeyLen), " besides the key):\n")
-	for _, col := range p.cols[p.target.KeyLen:] {
-		w("  ", col.name, " ", col.typ.String())
-		if col.origin == originSource {
-			w(" <- source column ", quoteName(p.source[col.src].Name))
-			if col.collection {
-				w(" (", p.source[col.src].Type, " as JSON text)")
-			}
-		} else {
-			w(" = ", p.exprText(col, false))
-		}
-		w("\n")
-	}
+}
+
+// describeSettings writes what Describe shows only when the mapping has it: vars, codes, the
+// salts' note, table options and the TTL plan.
+func (p *Program) describeSettings(w func(...string)) {
 	if len(p.vars) > 0 {
 		w("\nVars:")
 		for _, v := range p.vars {
@@ -390,19 +415,6 @@ func (p *Program) Describe() string {
 	if plan := p.TTLPlan(); plan != "" {
 		w("\n", plan, "\n")
 	}
-	w("\nRegions: ")
-	switch r := p.regions; {
-	case r == nil:
-		w("not set (1 region unless --regions is given)")
-	case r.Count > 0:
-		w("count ", strconv.Itoa(r.Count))
-	case r.Size > 0:
-		w("size ", r.SizeText, " (", strconv.FormatInt(r.Size, 10), " bytes per region)")
-	default:
-		w("split_keys ", strings.Join(r.SplitKeys, ", "))
-	}
-	w("\nFingerprint: ", p.fingerprint)
-	return sb.String()
 }
 
 // Fingerprint is a stable hash of the resolved mapping: the source schema, the target schema, each

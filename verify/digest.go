@@ -159,32 +159,55 @@ type digestResult struct {
 func (c *comparer) digestBucket(src, dst *parts, b int, emit func(*digestResult)) error {
 	size := src.size(b) + dst.size(b)
 	if shift := src.shift + uint(log2(src.n)); size > c.budget && shift <= maxSplitShift {
-		bucketSplits.Add(1)
-		var used atomic.Int64
-		const n = 16
-		s2 := newParts(src.dir, fmt.Sprintf("%s.%d", src.name, b), n, shift, &used, c.budget)
-		defer s2.close()
-		d2 := newParts(dst.dir, fmt.Sprintf("%s.%d", dst.name, b), n, shift, &used, c.budget)
-		defer d2.close()
-		if err := splitRecords(src, b, s2, sourceDigestSize); err != nil {
-			return err
-		}
-		if err := splitRecords(dst, b, d2, targetDigestSize); err != nil {
-			return err
-		}
-		for sb := 0; sb < n; sb++ {
-			if err := c.digestBucket(s2, d2, sb, emit); err != nil {
-				return err
-			}
-		}
-		return nil
+		return c.splitBucket(src, dst, b, shift, emit)
 	}
+	r := &digestResult{}
+	if err := c.indexSource(src, b, r); err != nil {
+		return err
+	}
+	if err := c.matchTargetDigests(dst, b, r); err != nil {
+		return err
+	}
+	c.tally(r)
+	emit(r)
+	if c.c != nil {
+		c.c.RowsIn.Add(r.checked)
+	}
+	return nil
+}
+
+// splitBucket compares bucket b, too large for the budget, as 16 buckets of the next bits of
+// the key hash, each split again if it is still too large.
+func (c *comparer) splitBucket(src, dst *parts, b int, shift uint, emit func(*digestResult)) error {
+	bucketSplits.Add(1)
+	var used atomic.Int64
+	const n = 16
+	s2 := newParts(src.dir, fmt.Sprintf("%s.%d", src.name, b), n, shift, &used, c.budget)
+	defer s2.close()
+	d2 := newParts(dst.dir, fmt.Sprintf("%s.%d", dst.name, b), n, shift, &used, c.budget)
+	defer d2.close()
+	if err := splitRecords(src, b, s2, sourceDigestSize); err != nil {
+		return err
+	}
+	if err := splitRecords(dst, b, d2, targetDigestSize); err != nil {
+		return err
+	}
+	for sb := 0; sb < n; sb++ {
+		if err := c.digestBucket(s2, d2, sb, emit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexSource loads the source digests of bucket b into c.ds, one entry per key (in the
+// sample): the newest row of a key overwritten in the source stands for it.
+func (c *comparer) indexSource(src *parts, b int, r *digestResult) error {
 	sdata, buf, err := src.load(b, c.srcBuf)
 	c.srcBuf = keepBuf(buf, c.budget)
 	if err != nil {
 		return err
 	}
-	r := &digestResult{}
 	es := c.ds[:0]
 	c.ix.reset(int(src.size(b)) / sourceDigestSize)
 	hashOf := func(i int32) uint64 { return es[i].h }
@@ -212,15 +235,21 @@ func (c *comparer) digestBucket(src, dst *parts, b int, emit func(*digestResult)
 		r.keys++
 	})
 	c.ds = es
-	if err != nil {
-		return err
-	}
+	return err
+}
+
+// matchTargetDigests looks the target digests of bucket b up among the source's (indexSource): a key
+// the source lacks is extra; a source key counts its target rows and whether one matches.
+func (c *comparer) matchTargetDigests(dst *parts, b int, r *digestResult) error {
 	tdata, buf, err := dst.load(b, c.dstBuf)
 	c.dstBuf = keepBuf(buf, c.budget)
 	if err != nil {
 		return err
 	}
-	err = eachRecord(tdata, targetDigestSize, func(rec []byte) {
+	es := c.ds
+	max := c.v.sampleMax
+	le := binary.LittleEndian
+	return eachRecord(tdata, targetDigestSize, func(rec []byte) {
 		h := le.Uint64(rec)
 		if h > max {
 			return
@@ -239,9 +268,12 @@ func (c *comparer) digestBucket(src, dst *parts, b int, emit func(*digestResult)
 			e.matched = true
 		}
 	})
-	if err != nil {
-		return err
-	}
+}
+
+// tally counts the source keys the target misses, holds differently or more than once, and
+// lists each differing key once.
+func (c *comparer) tally(r *digestResult) {
+	es := c.ds
 	for i := range es {
 		e := &es[i]
 		switch {
@@ -260,11 +292,6 @@ func (c *comparer) digestBucket(src, dst *parts, b int, emit func(*digestResult)
 	// once per key: many rows of one stray key must not pass maxDetailKeys
 	slices.Sort(r.diff)
 	r.diff = slices.Compact(r.diff)
-	emit(r)
-	if c.c != nil {
-		c.c.RowsIn.Add(r.checked)
-	}
-	return nil
 }
 
 // eachRecord calls fn with every fixed-size record of a bucket's chunks.

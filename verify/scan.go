@@ -56,56 +56,16 @@ func (v *run) scanTable(parent context.Context, rs RangeScanner, dst *parts, key
 	}
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	var c pipeline.Counters
-	done := v.phase("reading table", -1, &c)
+	ts := &tableScan{v: v, rs: rs, cancel: cancel}
+	done := v.phase("reading table", -1, &ts.c)
 	defer done()
-	var (
-		mu       sync.Mutex
-		firstErr error // of a range refused or not read to its end
-		failed   int
-		tooLarge bool
-		wg       sync.WaitGroup
-	)
 	next := make(chan scanRange)
+	var wg sync.WaitGroup
 	for range cfg.Lookups {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := dst.writer()
-			defer w.flush()
-			var key, row []byte
-			for sr := range next {
-				if ctx.Err() != nil {
-					// the scan ended (the feed's select may still hand out a range it
-					// had ready): no range is started after that
-					continue
-				}
-				var n int64
-				err := rs.Scan(ctx, sr.kr, func(vals []pipeline.Value) error {
-					var e *pipeline.RowError
-					if key, row, e = v.encodeTableRow(key[:0], row[:0], vals); e != nil {
-						return fmt.Errorf("a row of the table does not fit its type (%s)", e.Message)
-					}
-					if n++; n > sr.limit {
-						return errTableTooLarge
-					}
-					h, _ := keyHashes(key)
-					w.add(h, 0, key, row)
-					c.RowsIn.Add(1)
-					return nil
-				})
-				if err == nil || ctx.Err() != nil {
-					continue
-				}
-				mu.Lock()
-				if errors.Is(err, errTableTooLarge) {
-					tooLarge = true
-					cancel()
-				} else if failed++; firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
+			ts.scanRanges(ctx, dst, next)
 		}()
 	}
 feed:
@@ -124,16 +84,74 @@ feed:
 	if err := dst.failed(); err != nil {
 		return 0, false, err
 	}
-	if tooLarge {
-		cfg.Logger.Info("table larger than the source: looking up the keys not read yet", zap.Int64("rows", c.RowsIn.Load()),
+	rows := ts.c.RowsIn.Load()
+	if ts.tooLarge {
+		cfg.Logger.Info("table larger than the source: looking up the keys not read yet", zap.Int64("rows", rows),
 			zap.Int("rows_per_key", scanRowsPerKey))
 	} else {
-		cfg.Logger.Info("table read by key range", zap.Int64("rows", c.RowsIn.Load()), zap.Int("ranges", len(ranges)))
+		cfg.Logger.Info("table read by key range", zap.Int64("rows", rows), zap.Int("ranges", len(ranges)))
 	}
-	if firstErr != nil {
-		cfg.Logger.Warn("key ranges of the table not read: their keys are looked up", zap.Int("ranges", failed), zap.Error(firstErr))
+	if ts.firstErr != nil {
+		cfg.Logger.Warn("key ranges of the table not read: their keys are looked up", zap.Int("ranges", ts.failed), zap.Error(ts.firstErr))
 	}
-	return c.RowsIn.Load(), !tooLarge && firstErr == nil, nil
+	return rows, !ts.tooLarge && ts.firstErr == nil, nil
+}
+
+// tableScan is a scan of the table's key ranges by several goroutines, and how it ended.
+type tableScan struct {
+	v      *run
+	rs     RangeScanner
+	cancel func() // ends the scan: the table is larger than the source
+	c      pipeline.Counters
+
+	mu       sync.Mutex
+	firstErr error // of a range refused or not read to its end
+	failed   int
+	tooLarge bool
+}
+
+// scanRanges reads the ranges handed out on next into dst, one at a time, until next closes.
+func (ts *tableScan) scanRanges(ctx context.Context, dst *parts, next <-chan scanRange) {
+	w := dst.writer()
+	defer w.flush()
+	var key, row []byte
+	for sr := range next {
+		if ctx.Err() != nil {
+			// the scan ended (the feed's select may still hand out a range it
+			// had ready): no range is started after that
+			continue
+		}
+		var n int64
+		err := ts.rs.Scan(ctx, sr.kr, func(vals []pipeline.Value) error {
+			var e *pipeline.RowError
+			if key, row, e = ts.v.encodeTableRow(key[:0], row[:0], vals); e != nil {
+				return fmt.Errorf("a row of the table does not fit its type (%s)", e.Message)
+			}
+			if n++; n > sr.limit {
+				return errTableTooLarge
+			}
+			h, _ := keyHashes(key)
+			w.add(h, 0, key, row)
+			ts.c.RowsIn.Add(1)
+			return nil
+		})
+		if err != nil && ctx.Err() == nil {
+			ts.ended(err)
+		}
+	}
+}
+
+// ended records how a range's read failed: a table too large ends the whole scan, another error
+// that range only.
+func (ts *tableScan) ended(err error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if errors.Is(err, errTableTooLarge) {
+		ts.tooLarge = true
+		ts.cancel()
+	} else if ts.failed++; ts.firstErr == nil {
+		ts.firstErr = err
+	}
 }
 
 // encodeTableRow appends a table row's key and other values in their stored form.

@@ -58,6 +58,23 @@ type ChangeBatch struct {
 	Skipped  map[string]int64
 }
 
+// ReplicatedBatch is the batch of changes b, as replicate read them from stream (a Kafka
+// partition), in verify's terms: each operation replicate would apply with its offset.
+func ReplicatedBatch(stream string, b *replicate.ChangeBatch) *ChangeBatch {
+	vb := &ChangeBatch{Stream: stream, Messages: b.Messages, Rejects: map[string]int64{}, Skipped: map[string]int64{}}
+	for code, n := range b.Rejects {
+		vb.Rejects[code] = int64(n)
+	}
+	for code, n := range b.Skipped {
+		vb.Skipped[code] = int64(n)
+	}
+	vb.Changes = make([]Change, len(b.Ops))
+	for i, op := range b.Ops {
+		vb.Changes[i] = Change{Seq: b.Offsets[i], Delete: op.Delete, Values: op.Values, Set: op.Set, Range: op.Range}
+	}
+	return vb
+}
+
 // maxRanges bounds the range deletes held in memory (each is compared with every key).
 const maxRanges = 1_000_000
 

@@ -48,6 +48,35 @@ func Verdict(r *Result) string {
 func WriteText(w io.Writer, r *Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Verify %s (table %s)\n", r.Mapping, r.Table)
+	rows := summaryRows(r)
+	width := 0
+	for _, row := range rows {
+		width = max(width, len(row[0]))
+	}
+	for _, row := range rows {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, row[0], row[1])
+	}
+	writeExamples(&b, r)
+	if len(r.Files) > 0 {
+		fmt.Fprintf(&b, "\nData files not as the output lists them (the bulk load reads every file under data/):\n")
+		for _, f := range r.Files {
+			if f.Unlisted {
+				fmt.Fprintf(&b, "  %s  %d rows, not listed: its rows are counted as target rows; remove it from data/ unless it belongs to this output\n", pipeline.EscapeControls(f.Path), f.Rows)
+			} else {
+				fmt.Fprintf(&b, "  %s  %d rows, listed as %d: the file or the listing was changed after the run\n", f.Path, f.Rows, *f.ListedRows)
+			}
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "\nnote: %s\n", pipeline.EscapeControls(n))
+	}
+	fmt.Fprintf(&b, "\n%s\n", Verdict(r))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// summaryRows are the summary's figures, a name and its value each, in the order shown.
+func summaryRows(r *Result) [][2]string {
 	rows := [][2]string{}
 	add := func(k, v string) { rows = append(rows, [2]string{k, v}) }
 	if r.Source != "" {
@@ -87,13 +116,11 @@ func WriteText(w io.Writer, r *Result) error {
 		add("extra", fmt.Sprint(*r.Extra))
 	}
 	add("time", fmt.Sprintf("%.1fs (%.0f source rows/s)", r.Seconds, r.RowsPerSec))
-	width := 0
-	for _, row := range rows {
-		width = max(width, len(row[0]))
-	}
-	for _, row := range rows {
-		fmt.Fprintf(&b, "  %-*s  %s\n", width, row[0], row[1])
-	}
+	return rows
+}
+
+// writeExamples writes the examples of keys missing, differing and extra, with their columns.
+func writeExamples(b *strings.Builder, r *Result) {
 	for _, sec := range []struct {
 		title string
 		ex    []Example
@@ -101,38 +128,22 @@ func WriteText(w io.Writer, r *Result) error {
 		if len(sec.ex) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\nExamples, %s:\n", sec.title)
+		fmt.Fprintf(b, "\nExamples, %s:\n", sec.title)
 		for _, e := range sec.ex {
 			var key []string
 			for _, c := range e.Key {
 				key = append(key, c.Column+"="+pipeline.Printable(c.Value))
 			}
-			fmt.Fprintf(&b, "  key %s  (%s)\n", strings.Join(key, ", "), pipeline.EscapeControls(e.Where))
+			fmt.Fprintf(b, "  key %s  (%s)\n", strings.Join(key, ", "), pipeline.EscapeControls(e.Where))
 			for _, d := range e.Columns {
 				if sec.title == "differ" {
-					fmt.Fprintf(&b, "    %s: source %s, target %s\n", d.Column, pipeline.Printable(d.Source), pipeline.Printable(d.Target))
+					fmt.Fprintf(b, "    %s: source %s, target %s\n", d.Column, pipeline.Printable(d.Source), pipeline.Printable(d.Target))
 				} else {
-					fmt.Fprintf(&b, "    %s: %s\n", d.Column, pipeline.Printable(d.Target))
+					fmt.Fprintf(b, "    %s: %s\n", d.Column, pipeline.Printable(d.Target))
 				}
 			}
 		}
 	}
-	if len(r.Files) > 0 {
-		fmt.Fprintf(&b, "\nData files not as the output lists them (the bulk load reads every file under data/):\n")
-		for _, f := range r.Files {
-			if f.Unlisted {
-				fmt.Fprintf(&b, "  %s  %d rows, not listed: its rows are counted as target rows; remove it from data/ unless it belongs to this output\n", pipeline.EscapeControls(f.Path), f.Rows)
-			} else {
-				fmt.Fprintf(&b, "  %s  %d rows, listed as %d: the file or the listing was changed after the run\n", f.Path, f.Rows, *f.ListedRows)
-			}
-		}
-	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(&b, "\nnote: %s\n", pipeline.EscapeControls(n))
-	}
-	fmt.Fprintf(&b, "\n%s\n", Verdict(r))
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // CodeCounts lists counts by code, most first: "partial_update 2414, range_tombstone 644"

@@ -51,50 +51,14 @@ func runCutover(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer cleanup()
-	var moved []string
-	cp, busy := port(cassandraPort)
-	if busy {
-		moved = append(moved, strconv.Itoa(cassandraPort))
-	}
-	cas, err := cqltest.New(cqltest.WithPort(cp), cqltest.WithDataCenter("dc1", "rack1"))
-	if err != nil {
-		return fmt.Errorf("start the CQL server: %w", err)
-	}
-	defer cas.Close()
-	if err := cdcdemo.CreateTable(cas); err != nil {
-		return fmt.Errorf("create ks.ev: %w", err)
-	}
-	app := cdcdemo.NewWriter(cas, cdcPartitions, uint64(time.Now().UnixNano()))
-	if err := app.Seed(opts.rows); err != nil {
-		return fmt.Errorf("seed ks.ev: %w", err)
-	}
-
-	kp, busy := port(kafkaPort)
-	if busy {
-		moved = append(moved, strconv.Itoa(kafkaPort))
-	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(kp), kfake.SeedTopics(cdcPartitions, cdcTopic))
-	if err != nil {
-		return fmt.Errorf("start the Kafka-protocol cluster: %w", err)
-	}
-	defer cluster.Close()
-	broker := cluster.ListenAddrs()[0]
-	topic := &kafkago.Writer{Addr: kafkago.TCP(broker), Topic: cdcTopic, RequiredAcks: kafkago.RequireAll, BatchTimeout: time.Millisecond,
-		Balancer: kafkago.BalancerFunc(func(m kafkago.Message, _ ...int) int { return m.Partition })}
-	defer topic.Close()
-
-	sp, busy := port(sqlPort)
-	if busy {
-		moved = append(moved, strconv.Itoa(sqlPort))
-	}
-	sqlAddr, closeSQL, err := serveSQL(sp)
+	srv, err := startCutover()
 	if err != nil {
 		return err
 	}
-	defer closeSQL()
+	defer srv.close()
 
 	// the connector is running: every mutation from now on has its event
-	app.Capture(topic)
+	srv.app.Capture(srv.topic)
 	stop := make(chan struct{})
 	done := make(chan error, 1)
 	interval := time.Second
@@ -103,10 +67,93 @@ func runCutover(ctx context.Context, out io.Writer) error {
 	} else {
 		close(stop)
 	}
-	go func() { done <- app.Run(ctx, interval, stop) }()
+	go func() { done <- srv.app.Run(ctx, interval, stop) }()
 
-	if len(moved) > 0 {
-		fmt.Fprintf(out, "Port(s) %s in use on 127.0.0.1 (other servers?): the playground listens elsewhere; use the variables below as printed.\n\n", strings.Join(moved, ", "))
+	srv.printInstructions(out, stopFile)
+	if stopped, err := waitForStopFile(ctx, stopFile, stop, done); !stopped {
+		return err
+	}
+	if err := <-done; err != nil {
+		return fmt.Errorf("the application's writes: %w", err)
+	}
+	srv.printStopped(out)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// cutoverServers are the rehearsal's servers: the CQL server holding ks.ev and the application
+// changing it, the Kafka-protocol cluster with the connector's topic, and the SQL server.
+type cutoverServers struct {
+	cas     *cqltest.Server
+	app     *cdcdemo.Writer
+	cluster *kfake.Cluster
+	broker  string
+	topic   *kafkago.Writer
+	sqlAddr string
+	moved   []string // the default ports that were taken
+	closers []func() // in the order the servers started
+}
+
+// startCutover starts the servers on their default ports (others where those are taken) and
+// seeds ks.ev; on an error it closes what it started.
+func startCutover() (_ *cutoverServers, err error) {
+	srv := &cutoverServers{}
+	defer func() {
+		if err != nil {
+			srv.close()
+		}
+	}()
+	if srv.cas, err = cqltest.New(cqltest.WithPort(srv.port(cassandraPort)), cqltest.WithDataCenter("dc1", "rack1")); err != nil {
+		return nil, fmt.Errorf("start the CQL server: %w", err)
+	}
+	srv.closers = append(srv.closers, func() { srv.cas.Close() })
+	if err := cdcdemo.CreateTable(srv.cas); err != nil {
+		return nil, fmt.Errorf("create ks.ev: %w", err)
+	}
+	srv.app = cdcdemo.NewWriter(srv.cas, cdcPartitions, uint64(time.Now().UnixNano()))
+	if err := srv.app.Seed(opts.rows); err != nil {
+		return nil, fmt.Errorf("seed ks.ev: %w", err)
+	}
+
+	if srv.cluster, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(srv.port(kafkaPort)), kfake.SeedTopics(cdcPartitions, cdcTopic)); err != nil {
+		return nil, fmt.Errorf("start the Kafka-protocol cluster: %w", err)
+	}
+	srv.closers = append(srv.closers, srv.cluster.Close)
+	srv.broker = srv.cluster.ListenAddrs()[0]
+	srv.topic = &kafkago.Writer{Addr: kafkago.TCP(srv.broker), Topic: cdcTopic, RequiredAcks: kafkago.RequireAll, BatchTimeout: time.Millisecond,
+		Balancer: kafkago.BalancerFunc(func(m kafkago.Message, _ ...int) int { return m.Partition })}
+	srv.closers = append(srv.closers, func() { srv.topic.Close() })
+
+	addr, closeSQL, err := serveSQL(srv.port(sqlPort))
+	if err != nil {
+		return nil, err
+	}
+	srv.sqlAddr = addr
+	srv.closers = append(srv.closers, closeSQL)
+	return srv, nil
+}
+
+// port is def when it is free, else a free one; a taken default is noted for the instructions.
+func (s *cutoverServers) port(def int) int {
+	p, busy := port(def)
+	if busy {
+		s.moved = append(s.moved, strconv.Itoa(def))
+	}
+	return p
+}
+
+// close stops the servers, the last started first.
+func (s *cutoverServers) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+	s.closers = nil
+}
+
+// printInstructions says where each server listens and how to stop the writes.
+func (s *cutoverServers) printInstructions(out io.Writer, stopFile string) {
+	if len(s.moved) > 0 {
+		fmt.Fprintf(out, "Port(s) %s in use on 127.0.0.1 (other servers?): the playground listens elsewhere; use the variables below as printed.\n\n", strings.Join(s.moved, ", "))
 	}
 	fmt.Fprintf(out, `Cut-over playground: Cassandra table ks.ev (%d mutations made before the connector started), an
 application that keeps changing it (%d mutations per second: inserts, updates of some columns,
@@ -121,16 +168,21 @@ the repository, with:
   STOP_WRITES='touch %s'
 
 Ctrl-C stops the playground (the data is in memory only).
-`, opts.rows, opts.rate, cdcTopic, cdcPartitions, cas.Addr(), broker, cdcTopic, sqlAddr, sqlDatabase, stopFile)
+`, opts.rows, opts.rate, cdcTopic, cdcPartitions, s.cas.Addr(), s.broker, cdcTopic, s.sqlAddr, sqlDatabase, stopFile)
+}
 
+// waitForStopFile closes stop once stopFile appears (stopped at once when there are no writes
+// after the start: stop is closed already). When the application's writes end first (ctx ended,
+// or they failed) stopped is false and err is what the playground ends with.
+func waitForStopFile(ctx context.Context, stopFile string, stop chan struct{}, done chan error) (stopped bool, err error) {
 	poll := time.NewTicker(200 * time.Millisecond)
 	defer poll.Stop()
-	for stopped := opts.rate <= 0; !stopped; {
+	for stopped = opts.rate <= 0; !stopped; {
 		select {
 		case <-ctx.Done():
-			return <-done
+			return false, <-done
 		case err := <-done:
-			return fmt.Errorf("the application's writes: %w", err)
+			return false, fmt.Errorf("the application's writes: %w", err)
 		case <-poll.C:
 			if _, err := os.Stat(stopFile); err == nil {
 				close(stop)
@@ -138,18 +190,19 @@ Ctrl-C stops the playground (the data is in memory only).
 			}
 		}
 	}
-	if err := <-done; err != nil {
-		return fmt.Errorf("the application's writes: %w", err)
-	}
-	ends := app.Ends()
+	return true, nil
+}
+
+// printStopped says what the writes left: the events published, the topic's end offsets and the
+// table's rows, which the rehearsal compares the target with.
+func (s *cutoverServers) printStopped(out io.Writer) {
+	ends := s.app.Ends()
 	offs := make([]string, len(ends))
 	for p, end := range ends {
 		offs[p] = fmt.Sprintf("%d:%d", p, end)
 	}
 	fmt.Fprintf(out, "\nWrites stopped: %d events published, the topic's end offsets (partition:offset) are %s; ks.ev holds %d rows.\n",
-		app.Published(), strings.Join(offs, " "), len(app.Rows()))
-	<-ctx.Done()
-	return ctx.Err()
+		s.app.Published(), strings.Join(offs, " "), len(s.app.Rows()))
 }
 
 // oneAtATime runs one statement at a time over all connections: go-mysql-server's in-memory

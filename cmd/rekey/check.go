@@ -304,13 +304,8 @@ func boundText(v pipeline.Value, ok bool, open string) string {
 	return fmt.Sprintf("%q", v.String())
 }
 
-func newDDLCmd(inv *invocation) *cobra.Command {
-	var pf planFlags
-	var dialect string
-	cmd := &cobra.Command{
-		Use:   "ddl -m MAPPING [--regions N] [--source URI]",
-		Short: "Print the Lindorm CREATE TABLE for a mapping, with its split keys",
-		Long: `ddl prints the CREATE TABLE statement migrate writes to ddl.sql: the target columns with their
+// ddlLong is ddl's --help text.
+const ddlLong = `ddl prints the CREATE TABLE statement migrate writes to ddl.sql: the target columns with their
 Lindorm types, PRIMARY KEY in the mapping's key order (DESC where the key says so), the mapping's
 target.options, and SPLITKEYS from the region plan, so that the table is pre-split into the same
 regions the bulk-load files are cut by. Create the table with it before loading the files.
@@ -324,7 +319,15 @@ size (regions.size), pass --source to sample it: without data such a plan has a 
 instead (the mysql:// twin of the Lindorm table, for tests and MySQL targets): the same columns and
 primary key in MySQL types (TIMESTAMP as datetime(3), VARCHAR keys as varchar(N) in the server's
 binary NO PAD collation, utf8mb4_0900_bin on MySQL 8, utf8mb4_nopad_bin on MariaDB, which compare
-bytes as Lindorm does: utf8mb4_bin would make 'a' and 'a ' one key), without split keys.`,
+bytes as Lindorm does: utf8mb4_bin would make 'a' and 'a ' one key), without split keys.`
+
+func newDDLCmd(inv *invocation) *cobra.Command {
+	var pf planFlags
+	var dialect string
+	cmd := &cobra.Command{
+		Use:   "ddl -m MAPPING [--regions N] [--source URI]",
+		Short: "Print the Lindorm CREATE TABLE for a mapping, with its split keys",
+		Long:  ddlLong,
 		Example: "  rekey ddl -m mappings/orders.yaml\n" +
 			"  rekey ddl -m mappings/orders.yaml --dialect mariadb | mariadb shop\n" +
 			"  rekey ddl -m mappings/orders.yaml --regions 64\n" +

@@ -22,12 +22,8 @@ type mergeFlags struct {
 	files string
 }
 
-func newMergeCmd(inv *invocation) *cobra.Command {
-	f := &mergeFlags{}
-	cmd := &cobra.Command{
-		Use:   "merge [DIR...] --out DIR",
-		Short: "Combine the outputs of a sharded migration (--shard i/N on N machines) into one bulk-load set",
-		Long: `With no DIR, merge finishes the output that the N shards of one migration wrote together
+// mergeLong is merge's --help text.
+const mergeLong = `With no DIR, merge finishes the output that the N shards of one migration wrote together
 (migrate --shard i/N --shared-out --out DIR): their data files already sit in DIR/data/, so it
 writes metadata only, in a time that does not grow with the data:
 
@@ -75,7 +71,14 @@ overlap or leave part of the ring unread), and an --out
 inside an input (a migrate --resume of that input would delete the merged files) or an input
 inside --out, folders and bucket prefixes alike. It also refuses,
 before placing any file, a manifest that lists a file outside its own directory (an absolute path,
-"..", a symbolic link) or anything but a regular file in a region folder.`,
+"..", a symbolic link) or anything but a regular file in a region folder.`
+
+func newMergeCmd(inv *invocation) *cobra.Command {
+	f := &mergeFlags{}
+	cmd := &cobra.Command{
+		Use:   "merge [DIR...] --out DIR",
+		Short: "Combine the outputs of a sharded migration (--shard i/N on N machines) into one bulk-load set",
+		Long:  mergeLong,
 		Example: `  rekey merge --out /shared/out/orders
   rekey merge /shared/out/shard-0 /shared/out/shard-1 /shared/out/shard-2 --out /shared/out/orders
   rekey merge /shared/out/shard-* --out /shared/out/orders --files copy

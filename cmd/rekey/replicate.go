@@ -342,10 +342,9 @@ func (f *replicateFlags) openTarget(ctx context.Context, inv *invocation, kcfg k
 	}
 	if prog.WriteTime() {
 		// the mapping's write times are the events' own: ?write_time=true
-		if t.Dialect != sqlsink.Lindorm {
-			return tgt, usageError(fmt.Errorf("--out %s: the mapping's target.write_time writes Lindorm cell timestamps; a %s row has none: drop target.write_time, or write to lindorm://", t.Redacted, t.Dialect.Name))
+		if err := t.UseCellWriteTimes(); err != nil {
+			return tgt, usageError(err)
 		}
-		t.CellTimestamps = true
 	}
 	if t.CellTimestamps && kcfg.Format != kafka.FormatDebezium {
 		return tgt, usageError(fmt.Errorf("--out %s: write_time takes each change's write time from Debezium's Cassandra connector events: use format=debezium in --source, or drop write_time", t.Redacted))

@@ -54,10 +54,9 @@ func (inv *invocation) openSQLTarget(ctx context.Context, uri string, prog *tran
 		return nil, nil, usageError(fmt.Errorf("--out %s: write_time applies to replicate (each event's Cassandra write time); a copy has none of its own: it carries the cells' write times when the mapping says target.write_time: true; drop the parameter for migrate", t.Redacted))
 	}
 	if prog.WriteTime() {
-		if t.Dialect != sqlsink.Lindorm {
-			return nil, nil, usageError(fmt.Errorf("--out %s: the mapping's target.write_time writes Lindorm cell timestamps; a %s row has none: drop target.write_time, or write to lindorm://", t.Redacted, t.Dialect.Name))
+		if err := t.UseCellWriteTimes(); err != nil { // every upsert carries its cells' write time (_l_ts_)
+			return nil, nil, usageError(err)
 		}
-		t.CellTimestamps = true // every upsert carries its cells' write time (_l_ts_)
 	}
 	if conns < 1 {
 		return nil, nil, usageError(fmt.Errorf("--sql-conns %d: want at least 1", conns))

@@ -20,6 +20,7 @@ import (
 	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/sourceuri"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 	"github.com/rekey/rekey/verify"
 )
@@ -30,18 +31,6 @@ const (
 	exitDifferent    = 2 // the verification ran: the target does not hold what the source gives
 	exitVerifyFailed = 3 // it could not run to the end: flags, mapping, source or target error
 )
-
-// lookupTargets are the --target schemes read by key, with openLookup.
-var lookupTargets = map[string]bool{"lindorm": true, "mysql": true}
-
-// lookupScheme is target's URI scheme ("" for a path) and whether verify reads it by key.
-func lookupScheme(target string) (scheme string, isTable bool) {
-	scheme, _, ok := strings.Cut(target, "://")
-	if !ok {
-		return "", false
-	}
-	return scheme, lookupTargets[scheme]
-}
 
 // openLookup opens a table verify reads by key; it checks the table's definition against schema
 // before returning.
@@ -285,7 +274,7 @@ func (f *verifyFlags) check(cmd *cobra.Command) (report.Sample, int64, error) {
 	if f.lookups < 1 {
 		return report.Sample{}, 0, fmt.Errorf("--lookups %d: want at least 1 lookup in flight", f.lookups)
 	}
-	if _, isTable := lookupScheme(f.target); !isTable && cmd.Flags().Changed("lookups") {
+	if !sqlsink.IsURI(f.target) && cmd.Flags().Changed("lookups") {
 		return report.Sample{}, 0, fmt.Errorf("--lookups applies to a table target (lindorm://, mysql://), which verify reads by key; --target %s is read whole: drop --lookups", sourceuri.Redact(f.target))
 	}
 	sample, err := report.ParseSample(f.sample)
@@ -299,8 +288,7 @@ func (f *verifyFlags) check(cmd *cobra.Command) (report.Sample, int64, error) {
 // openVerifyTarget opens --target into cfg: a table read by key (Lookup) or an output's folder
 // (Folder). It returns the target as the result names it, and what closes it.
 func (inv *invocation) openVerifyTarget(ctx context.Context, f *verifyFlags, prog *transform.Program, cfg *verify.Config) (string, func(), error) {
-	scheme, isTable := lookupScheme(f.target)
-	if isTable {
+	if sqlsink.IsURI(f.target) {
 		lt, err := inv.openLookup(ctx, f.target, prog.Target(), f.lookups)
 		if err != nil {
 			return "", nil, fmt.Errorf("--target %s: %w", sourceuri.Redact(f.target), err)
@@ -308,7 +296,7 @@ func (inv *invocation) openVerifyTarget(ctx context.Context, f *verifyFlags, pro
 		cfg.Lookup = lt
 		return sourceuri.Redact(f.target), func() { lt.Close() }, nil
 	}
-	if scheme != "" && scheme != "file" && scheme != "s3" && scheme != "oss" {
+	if !store.IsLocation(f.target) {
 		return "", nil, fmt.Errorf("--target %s: unknown kind of target: give the --out of the migration (a folder, s3:// or oss://), or lindorm:// or mysql:// (%s)", sourceuri.Redact(f.target), knownLookups())
 	}
 	objs, loc, err := inv.openObjects(ctx, f.target)
@@ -396,13 +384,7 @@ func (f *verifyFlags) printResult(out io.Writer, res *verify.Result, repair *rep
 	return nil
 }
 
+// knownLookups names the tables verify reads by key: the SQL targets.
 func knownLookups() string {
-	if len(lookupTargets) == 0 {
-		return "this build reads no table targets yet"
-	}
-	var s []string
-	for k := range lookupTargets {
-		s = append(s, k+"://")
-	}
-	return "this build reads " + strings.Join(s, ", ")
+	return "this build reads " + strings.Join(sqlsink.Schemes(), ", ")
 }

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/sourceuri"
@@ -56,26 +57,9 @@ func (inv *invocation) replicationSource(ctx context.Context, uri string, prog *
 	if err != nil {
 		return nil, err
 	}
-	var end map[int]int64
-	var from string
-	switch {
-	case folder != nil && folder.Replication != nil:
-		rep := folder.Replication
-		if rep.Topic != kc.Topic {
-			return nil, fmt.Errorf("%s holds a replication of topic %s, not %s: give that topic", folder.Location, rep.Topic, kc.Topic)
-		}
-		end = map[int]int64{}
-		for _, p := range rep.Partitions {
-			end[p.Partition] = p.NextOffset
-		}
-		from = "the next offsets " + folder.Location + "/manifest.json records"
-	case folder == nil && kc.Group != "":
-		if end, err = kc.GroupOffsets(ctx); err != nil {
-			return nil, err
-		}
-		from = "the committed offsets of consumer group " + kc.Group
-	default:
-		return nil, nil
+	end, from, isReplication, err := replicatedUpTo(ctx, &kc, folder)
+	if err != nil || !isReplication {
+		return nil, err
 	}
 	q := uriParams(uri)
 	for _, p := range []string{"start", "max"} {
@@ -89,44 +73,73 @@ func (inv *invocation) replicationSource(ctx context.Context, uri string, prog *
 		return nil, err
 	}
 	r := &replication{refused: map[string]int64{}}
+	r.upTo, r.notes = describeWindows(kc.Topic, windows, from)
+	r.changes = func(ctx context.Context, fn func(*verify.ChangeBatch) error) error {
+		return replicate.ReadChanges(ctx, cfg, windows, func(b *replicate.ChangeBatch) error {
+			if folder != nil {
+				r.countRefused(b.FilesRefuse)
+			}
+			return fn(verify.ReplicatedBatch(kafka.Stream(kc.Topic, b.Partition), b))
+		})
+	}
+	return r, nil
+}
+
+// replicatedUpTo is where the replication the target holds stands: the next offsets a replicate
+// output's manifest records, or a consumer group's committed offsets when the target is a table;
+// from says which, in messages. isReplication is false when the target holds no replication of
+// kc's topic that verify can tell (a migrate output, a table and no group=).
+func replicatedUpTo(ctx context.Context, kc *kafka.Config, folder *verify.Folder) (end map[int]int64, from string, isReplication bool, err error) {
+	switch {
+	case folder != nil && folder.Replication != nil:
+		rep := folder.Replication
+		if rep.Topic != kc.Topic {
+			return nil, "", false, fmt.Errorf("%s holds a replication of topic %s, not %s: give that topic", folder.Location, rep.Topic, kc.Topic)
+		}
+		end = map[int]int64{}
+		for _, p := range rep.Partitions {
+			end[p.Partition] = p.NextOffset
+		}
+		return end, "the next offsets " + folder.Location + "/" + output.ManifestFile + " records", true, nil
+	case folder == nil && kc.Group != "":
+		if end, err = kc.GroupOffsets(ctx); err != nil {
+			return nil, "", false, err
+		}
+		return end, "the committed offsets of consumer group " + kc.Group, true, nil
+	}
+	return nil, "", false, nil
+}
+
+// describeWindows says what a replication's changes are read up to (upTo: each partition's end,
+// and from where those come) and what its windows leave out (notes: changes retention deleted,
+// no offset committed yet).
+func describeWindows(topic string, windows []replicate.PartitionWindow, from string) (upTo string, notes []string) {
 	var parts []string
 	for _, w := range windows {
-		parts = append(parts, fmt.Sprintf("%s < %d", kafka.Stream(kc.Topic, w.Partition), w.End))
+		parts = append(parts, fmt.Sprintf("%s < %d", kafka.Stream(topic, w.Partition), w.End))
 		if w.Deleted > 0 {
-			r.notes = append(r.notes, fmt.Sprintf("topic %s retains partition %d from offset %d only: changes replicate may have applied before it cannot be read, and their keys may show as extra or differing",
-				kc.Topic, w.Partition, w.From))
+			notes = append(notes, fmt.Sprintf("topic %s retains partition %d from offset %d only: changes replicate may have applied before it cannot be read, and their keys may show as extra or differing",
+				topic, w.Partition, w.From))
 		}
 	}
 	sort.Strings(parts)
 	if len(parts) == 0 {
 		parts = append(parts, "nothing committed yet")
-		r.notes = append(r.notes, fmt.Sprintf("nothing to check: %s names no offset of topic %s that replicate committed (has it applied anything yet? is this the group= it runs with?)", from, kc.Topic))
+		notes = append(notes, fmt.Sprintf("nothing to check: %s names no offset of topic %s that replicate committed (has it applied anything yet? is this the group= it runs with?)", from, topic))
 	}
-	r.upTo = strings.Join(parts, ", ") + " (" + from + ")"
-	r.changes = func(ctx context.Context, fn func(*verify.ChangeBatch) error) error {
-		return replicate.ReadChanges(ctx, cfg, windows, func(b *replicate.ChangeBatch) error {
-			vb := &verify.ChangeBatch{Stream: kafka.Stream(kc.Topic, b.Partition), Messages: b.Messages, Rejects: map[string]int64{}, Skipped: map[string]int64{}}
-			for code, n := range b.Rejects {
-				vb.Rejects[code] = int64(n)
-			}
-			for code, n := range b.Skipped {
-				vb.Skipped[code] = int64(n)
-			}
-			vb.Changes = make([]verify.Change, len(b.Ops))
-			for i, op := range b.Ops {
-				vb.Changes[i] = verify.Change{Seq: b.Offsets[i], Delete: op.Delete, Values: op.Values, Set: op.Set, Range: op.Range}
-			}
-			if folder != nil && len(b.FilesRefuse) > 0 {
-				r.refusedMu.Lock()
-				for code, n := range b.FilesRefuse {
-					r.refused[code] += int64(n)
-				}
-				r.refusedMu.Unlock()
-			}
-			return fn(vb)
-		})
+	return strings.Join(parts, ", ") + " (" + from + ")", notes
+}
+
+// countRefused adds a batch's changes that a folder output refuses to r.refused.
+func (r *replication) countRefused(refused map[string]int) {
+	if len(refused) == 0 {
+		return
 	}
-	return r, nil
+	r.refusedMu.Lock()
+	defer r.refusedMu.Unlock()
+	for code, n := range refused {
+		r.refused[code] += int64(n)
+	}
 }
 
 // uriParams names the query parameters a URI gives.

@@ -208,7 +208,7 @@ func TestVerifyRefusesAnotherTarget(t *testing.T) {
 		t.Fatalf("verify of a folder that is no output: exit %d: %s", code, stderr)
 	}
 	code, _, stderr = runCLI(t, "verify", "-m", "../../mappings/orders.yaml", "--source", "file:"+csvPath, "--target", "ftp://x/y", "--progress", "never")
-	if code != exitVerifyFailed || !strings.Contains(stderr, "unknown kind of target") {
+	if code != exitVerifyFailed || !strings.Contains(stderr, "unknown kind of target") || !strings.Contains(stderr, "(this build reads lindorm://, mysql://)") {
 		t.Fatalf("verify of an unknown target: exit %d: %s", code, stderr)
 	}
 }

@@ -243,37 +243,14 @@ func bracketedDesc(cols []string, desc string) string {
 func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, add []string, n int, buckets map[string]bucketInput) []altSpec {
 	key := base.cols
 	b := key[0]
-	taken := map[string]bool{}
-	for _, c := range prog.Source() {
-		taken[strings.ToLower(c.Name)] = true
-	}
-	for _, e := range m.Target.Columns {
-		taken[strings.ToLower(e.Name)] = true
-	}
+	taken := takenNames(prog, m)
 	bq := quoteName(b)
 	ns := strconv.Itoa(n)
 	btype := ""
 	if i := prog.Source().Index(b); i >= 0 {
 		btype = prog.Source()[i].Type
 	}
-	id := func(s string) string {
-		if base.prefix == "" {
-			return s
-		}
-		if s == "source_key" {
-			return strings.TrimSuffix(base.prefix, "_")
-		}
-		return base.prefix + s
-	}
-	name := func(s string) string {
-		if base.label == "" {
-			return s
-		}
-		if s == "source key (no rewrite)" {
-			return base.label + " (" + strings.Join(key, ", ") + ")"
-		}
-		return base.label + " + " + s
-	}
+	id, name := specNames{base}.id, specNames{base}.name
 	// columns of the change the key already reads need not be added again
 	in := map[string]bool{}
 	for _, c := range key {
@@ -308,36 +285,10 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, ad
 			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (the client computes md5(%s).substr(0,4) + %s), and the SCAN returns the newest rows first (%s DESC, the guide's [userid][orderid DESC]). A range of %s values is no longer a key range: it becomes a scan of every region.", b, b, b, base.newest, b)})
 	}
 	if len(key) > 1 {
-		// the guide's reverse(id) on the column after the first: the writes of one value of the
-		// first column spread over its key range when the end of the id varies fastest
-		r0 := key[1]
-		rq := quoteName(r0)
-		specs = append(specs, altSpec{id: id("reverse_next"), name: name("reversed " + r0), pk: "[" + bq + "][reverse(" + rq + ") AS " + freeName("rk_rev", taken) + "]" + Bracketed(key[2:]) + Bracketed(add),
-			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single key ranges (the client reverses %s); the writes of one %s spread over its key range when the end of %s varies fastest (sequence numbers, ids). A range of %s within one %s becomes a scan of the whole %s.", b, r0, b, r0, r0, b, b)})
-	}
-	if len(key) > 1 {
-		// the guide's hash(id) + id on the column after the first: an id that rises within each
-		// value of the first column no longer writes at the end of the value's range
-		r0 := key[1]
-		rq := quoteName(r0)
-		specs = append(specs, altSpec{id: id("hash_next"), name: name("hash prefix on " + r0), pk: "[" + bq + "][md5(" + rq + ").substr(0,4) + " + rq + " AS " + freeName("rk_hash", taken) + "]" + Bracketed(key[2:]) + Bracketed(add),
-			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single key ranges (the client computes md5(%s).substr(0,4) + %s); the writes of one %s spread over its whole key range, so the regions Lindorm splits it into share them. A range of %s within one %s becomes a scan of the whole %s.", b, r0, r0, b, r0, b, b)})
+		specs = append(specs, nextColumnSpecs(key, add, taken, id, name)...)
 	}
 	if isIntegralCQL(btype) {
-		bk, ok := buckets[b]
-		if !ok {
-			bk = bucketInput{expr: bq + " % " + ns}
-		}
-		tradeOff := fmt.Sprintf("GET and a SCAN of one %s stay single (bucket = %s). A range of %s%s becomes %d scans, one per bucket, merged by the client.", b, bk.expr, b, timeNote(btype), n)
-		if bk.other {
-			tradeOff = fmt.Sprintf("GET stays single (bucket = %s). A SCAN of one %s and a range of %s%s become %d scans, one per bucket, merged by the client.", bk.expr, b, b, timeNote(btype), n)
-		}
-		specs = append(specs, altSpec{id: id("bucket"), name: name("modulo bucket"), pk: "[" + bk.expr + " AS " + freeName("rk_bucket", taken) + "][" + bq + "]" + rest,
-			tradeOff: bk.why + tradeOff})
-		if base.newest == b {
-			specs = append(specs, altSpec{id: id("bucket_newest_first"), name: name("modulo bucket, " + b + " DESC"), pk: "[" + bk.expr + " AS " + freeName("rk_bucket", taken) + "][" + bq + " DESC]" + rest,
-				tradeOff: bk.why + strings.Replace(tradeOff, "merged by the client.", fmt.Sprintf("each newest first (%s DESC), merged by the client.", b), 1)})
-		}
+		specs = append(specs, bucketSpecs(base, btype, rest, n, buckets, taken, id, name)...)
 	}
 	specs = append(specs, altSpec{id: id("salt"), name: name("salt"), pk: "[random(" + ns + ") AS " + freeName("rk_salt", taken) + "][" + bq + "]" + rest, salted: true,
 		tradeOff: fmt.Sprintf("Writes spread evenly whatever %s looks like, but the salt cannot be computed from the key: %s.", b, transform.SaltCost(int64(n)))})
@@ -350,6 +301,80 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, ad
 		}
 	}
 	return out
+}
+
+// takenNames are the column names a design's new key columns must not take: the source's and
+// the mapping's target columns, in lower case.
+func takenNames(prog *transform.Program, m *transform.Mapping) map[string]bool {
+	taken := map[string]bool{}
+	for _, c := range prog.Source() {
+		taken[strings.ToLower(c.Name)] = true
+	}
+	for _, e := range m.Target.Columns {
+		taken[strings.ToLower(e.Name)] = true
+	}
+	return taken
+}
+
+// specNames names the designs derived from a base: ids with its prefix, names with its label.
+type specNames struct{ base baseKey }
+
+func (n specNames) id(s string) string {
+	if n.base.prefix == "" {
+		return s
+	}
+	if s == "source_key" {
+		return strings.TrimSuffix(n.base.prefix, "_")
+	}
+	return n.base.prefix + s
+}
+
+func (n specNames) name(s string) string {
+	if n.base.label == "" {
+		return s
+	}
+	if s == "source key (no rewrite)" {
+		return n.base.label + " (" + strings.Join(n.base.cols, ", ") + ")"
+	}
+	return n.base.label + " + " + s
+}
+
+// nextColumnSpecs are the designs that rewrite the key column after the first (the guide's
+// reverse(id) and hash(id) + id), for a key of two columns or more.
+func nextColumnSpecs(key, add []string, taken map[string]bool, id, name func(string) string) []altSpec {
+	// the guide's reverse(id) on the column after the first: the writes of one value of the
+	// first column spread over its key range when the end of the id varies fastest
+	r0, b := key[1], key[0]
+	bq, rq := quoteName(b), quoteName(r0)
+	return []altSpec{{id: id("reverse_next"), name: name("reversed " + r0), pk: "[" + bq + "][reverse(" + rq + ") AS " + freeName("rk_rev", taken) + "]" + Bracketed(key[2:]) + Bracketed(add),
+		tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single key ranges (the client reverses %s); the writes of one %s spread over its key range when the end of %s varies fastest (sequence numbers, ids). A range of %s within one %s becomes a scan of the whole %s.", b, r0, b, r0, r0, b, b)},
+		// the guide's hash(id) + id on the column after the first: an id that rises within each
+		// value of the first column no longer writes at the end of the value's range
+		{id: id("hash_next"), name: name("hash prefix on " + r0), pk: "[" + bq + "][md5(" + rq + ").substr(0,4) + " + rq + " AS " + freeName("rk_hash", taken) + "]" + Bracketed(key[2:]) + Bracketed(add),
+			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single key ranges (the client computes md5(%s).substr(0,4) + %s); the writes of one %s spread over its whole key range, so the regions Lindorm splits it into share them. A range of %s within one %s becomes a scan of the whole %s.", b, r0, r0, b, r0, b, b)}}
+
+}
+
+// bucketSpecs are the designs that put a modulo bucket of an integral first column before it
+// (buckets: the bucket the mapping suggests for a column, if any), newest first too when the
+// base is newest first by that column.
+func bucketSpecs(base baseKey, btype, rest string, n int, buckets map[string]bucketInput, taken map[string]bool, id, name func(string) string) []altSpec {
+	b, bq, ns := base.cols[0], quoteName(base.cols[0]), strconv.Itoa(n)
+	bk, ok := buckets[b]
+	if !ok {
+		bk = bucketInput{expr: bq + " % " + ns}
+	}
+	tradeOff := fmt.Sprintf("GET and a SCAN of one %s stay single (bucket = %s). A range of %s%s becomes %d scans, one per bucket, merged by the client.", b, bk.expr, b, timeNote(btype), n)
+	if bk.other {
+		tradeOff = fmt.Sprintf("GET stays single (bucket = %s). A SCAN of one %s and a range of %s%s become %d scans, one per bucket, merged by the client.", bk.expr, b, b, timeNote(btype), n)
+	}
+	specs := []altSpec{{id: id("bucket"), name: name("modulo bucket"), pk: "[" + bk.expr + " AS " + freeName("rk_bucket", taken) + "][" + bq + "]" + rest,
+		tradeOff: bk.why + tradeOff}}
+	if base.newest == b {
+		specs = append(specs, altSpec{id: id("bucket_newest_first"), name: name("modulo bucket, " + b + " DESC"), pk: "[" + bk.expr + " AS " + freeName("rk_bucket", taken) + "][" + bq + " DESC]" + rest,
+			tradeOff: bk.why + strings.Replace(tradeOff, "merged by the client.", fmt.Sprintf("each newest first (%s DESC), merged by the client.", b), 1)})
+	}
+	return specs
 }
 
 // colMask is the bit mask of source columns (bit i: column i); ok is false when a column is not
@@ -421,17 +446,82 @@ type altResult struct {
 // evalDesign analyses a design on the subsample (in write order) with a plan of n regions. wo
 // are the subsample's write-order values (nil in arrival order), analysed the rows it was drawn
 // from: the first key column is judged by the write-order model. srcHashes are hashRecord of
-// each subsample record (the same for every design).
-//
-// Every record goes through the design once: its key is kept, and so is the whole target row
-// of the records a quantile plan is placed from (prog.SpreadRows' spread); the rows are
-// routed once the plan is known.
+// each subsample record (the same for every design). The keys are routed once the plan, placed
+// from their sample, is known.
 func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uint64, n int, wo []int64, analysed int64) (altResult, error) {
+	k := designKeysOf(prog, recs, srcHashes, n, wo)
+	// each part its own variable, each dead once used: k would keep them all alive (and scanned
+	// by the collector, which a memory limit runs) until the last is used
+	keys, pairs, sample, firsts, firstWO := k.keys, k.pairs, k.sample, k.firsts, k.firstWO
+	types, desc, ident, rejected, codes := k.types, k.desc, k.ident, k.rejected, k.codes
 	var res altResult
+	plan, err := prog.PlanRegions(transform.RegionRequest{Count: n, Sample: sample})
+	if err != nil {
+		return res, err
+	}
+	d := collide.NewDesign(prog, plan)
+	a := collide.NewAcc(d)
+	a.Rejected, a.Codes = rejected, codes
+	w := collide.NewWindows(plan.Count(), int64(len(recs)), collide.AltWindows, collide.AltWindowsMax)
+	for _, key := range keys {
+		region := d.Route(key[0])
+		a.KeyRow(key, region)
+		w.Add(region)
+	}
+	firstDistinct, _ := a.Distinct()
+	_, res.Incremental, _ = collide.IncrementalColumn(types[0], firsts, firstDistinct, firstWO, analysed)
+	res.SplitHotFactor = collide.SplitHotFactor(keys, types, desc, n)
+	res.keysHash = ident
+	res.Regions = plan.Count()
+	res.Strategy = plan.Strategy
+	res.RegionRows = a.RegRows
+	res.RowsMaxMean, res.CV, _, _ = collide.RegionStats(a.RegRows)
+	ws := w.Result()
+	hs := collide.Summarize(ws, plan.Count(), w.Per)
+	res.MeanTopShare, res.HotFactor = hs.MeanTopShare, hs.HotFactor
+	for _, x := range ws {
+		res.WindowTop = append(res.WindowTop, x.TopShare)
+	}
+	if a.Pairs > 0 {
+		res.Monotonic = float64(max(a.Up, a.Down)) / float64(a.Pairs)
+	}
+	res.Distinct = firstDistinct
+	res.Rejected = a.Rejected
+	res.Rows = a.Rows
+	if a.KeyHist.N > 0 {
+		res.MeanKeyBytes = float64(a.KeyHist.Sum) / float64(a.KeyHist.N)
+	}
+	res.Collisions = subsampleCollisions(pairs)
+	res.PrimaryKey = keyText(prog.KeyElements())
+	if _, ns := prog.SaltColumns(); len(ns) > 0 {
+		res.Salt = ns[0]
+	}
+	return res, nil
+}
+
+// designKeys are the subsample's keys under a design (designKeysOf), before they are routed.
+type designKeys struct {
+	keys     [][]pipeline.Value // each accepted record's key values
+	pairs    []collide.SpillRec // each accepted record's key hash and source hash
+	ident    uint64             // identity of the key tuples produced
+	sample   [][]pipeline.Value // the whole rows a quantile plan is placed from
+	types    []pipeline.Type    // the key columns' types
+	desc     []bool             // and which are stored DESC
+	firsts   []pipeline.Value   // the first key column of the accepted rows with a write order
+	firstWO  []int64            // their write order (nil in arrival order)
+	rejected int64              // records the design rejects
+	codes    map[string]int64   // by code
+}
+
+// designKeysOf puts every subsample record through the design once: its key is kept, and so is
+// the whole target row of the records a quantile plan is placed from (prog.SpreadRows'
+// spread, none when the plan of n regions does not look at the data).
+func designKeysOf(prog *transform.Program, recs []pipeline.Record, srcHashes []uint64, n int, wo []int64) designKeys {
 	keyLen := prog.Target().KeyLen
 	ev := prog.NewEvaluator()
 	out := make([]pipeline.Value, len(prog.Target().Columns))
 	b := &pipeline.Batch{Stream: "subsample"}
+	// locals, not the result's fields, in the loop: it runs for every subsample row of every design
 	pairs := make([]collide.SpillRec, 0, len(recs))
 	var ident uint64 = 1
 	types := make([]pipeline.Type, keyLen)
@@ -442,8 +532,6 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 			ident = collide.Mix64(ident, uint64(i)+0xde5c) // the same values stored DESC are another design
 		}
 	}
-	// the plan's sample: the records prog.SpreadRows(recs, AltPlanRows) takes (none when the plan
-	// does not look at the data)
 	var sample [][]pipeline.Value
 	var picks []int64
 	if prog.PlanNeedsSample(n) {
@@ -455,7 +543,7 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 	keys := make([][]pipeline.Value, 0, len(recs))
 	var rejected int64
 	codes := map[string]int64{}
-	firsts := make([]pipeline.Value, 0, len(recs)) // the first key column of the accepted rows with a write order
+	firsts := make([]pipeline.Value, 0, len(recs))
 	var firstWO []int64
 	if wo != nil {
 		firstWO = make([]int64, 0, len(recs))
@@ -499,48 +587,8 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 		}
 	}
 	ev.Reset()
-	plan, err := prog.PlanRegions(transform.RegionRequest{Count: n, Sample: sample})
-	if err != nil {
-		return res, err
-	}
-	d := collide.NewDesign(prog, plan)
-	a := collide.NewAcc(d)
-	a.Rejected, a.Codes = rejected, codes
-	w := collide.NewWindows(plan.Count(), int64(len(recs)), collide.AltWindows, collide.AltWindowsMax)
-	for _, key := range keys {
-		region := d.Route(key[0])
-		a.KeyRow(key, region)
-		w.Add(region)
-	}
-	firstDistinct, _ := a.Distinct()
-	_, res.Incremental, _ = collide.IncrementalColumn(types[0], firsts, firstDistinct, firstWO, analysed)
-	res.SplitHotFactor = collide.SplitHotFactor(keys, types, desc, n)
-	res.keysHash = ident
-	res.Regions = plan.Count()
-	res.Strategy = plan.Strategy
-	res.RegionRows = a.RegRows
-	res.RowsMaxMean, res.CV, _, _ = collide.RegionStats(a.RegRows)
-	ws := w.Result()
-	hs := collide.Summarize(ws, plan.Count(), w.Per)
-	res.MeanTopShare, res.HotFactor = hs.MeanTopShare, hs.HotFactor
-	for _, x := range ws {
-		res.WindowTop = append(res.WindowTop, x.TopShare)
-	}
-	if a.Pairs > 0 {
-		res.Monotonic = float64(max(a.Up, a.Down)) / float64(a.Pairs)
-	}
-	res.Distinct = firstDistinct
-	res.Rejected = a.Rejected
-	res.Rows = a.Rows
-	if a.KeyHist.N > 0 {
-		res.MeanKeyBytes = float64(a.KeyHist.Sum) / float64(a.KeyHist.N)
-	}
-	res.Collisions = subsampleCollisions(pairs)
-	res.PrimaryKey = keyText(prog.KeyElements())
-	if _, ns := prog.SaltColumns(); len(ns) > 0 {
-		res.Salt = ns[0]
-	}
-	return res, nil
+	return designKeys{keys: keys, pairs: pairs, ident: ident, sample: sample, types: types, desc: desc,
+		firsts: firsts, firstWO: firstWO, rejected: rejected, codes: codes}
 }
 
 // subsampleCollisions counts the rows the subsample's keys overwrite: pairs sorted by key, the

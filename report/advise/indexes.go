@@ -71,27 +71,37 @@ func (a *Advisor) IndexOffers(alts []model.Alternative, table string) []model.In
 		}
 		// the index key would concentrate writes (or the table does not hold the columns as they
 		// are): an index table keyed by the best design for the query
-		var best *model.Alternative
-		for k := range alts {
-			x := &alts[k]
-			if (x.ID == plainID || prefix != "" && strings.HasPrefix(x.ID, prefix)) && x.Error == "" && x.Salt == 0 && spreadGrade(x) != "poor" && !loses(x) {
-				if best == nil || x.Rank < best.Rank {
-					best = x
-				}
-			}
+		if x, ok := indexTable(alts, q, plainID, prefix, cols, plain, len(target) == len(cols)); ok {
+			out = append(out, x)
 		}
-		if best == nil {
-			continue
-		}
-		why := "the table does not hold " + ListText(cols) + " as they are, so Lindorm cannot index them"
-		if plain != nil && len(target) == len(cols) {
-			why = fmt.Sprintf("a secondary index keyed %s would concentrate writes as design %s does (%s, hot %.1fx; the wide-table guide: \"the column for which a secondary index is created must be designed in the same manner as the primary key\")",
-				Bracketed(cols), plain.ID, spreadGrade(plain), WriteHotFactor(plain))
-		}
-		out = append(out, model.IndexOffer{Query: q.String(), Kind: "index_table", Key: best.PrimaryKey, Design: best.ID, Grade: best.Grade,
-			Note: why + fmt.Sprintf("; an index table keyed %s (design %s, %s) serves it: --write-mapping DIR writes it as DIR/%s.yaml, to migrate from the same source as a second table; the client reads the index table, then the main table by its key", best.PrimaryKey, best.ID, best.Grade, best.ID)})
 	}
 	return out
+}
+
+// indexTable offers an index table for query q, keyed by the best design derived for it (ids
+// plainID or prefix...) that spreads writes and loses no row; ok is false when there is none.
+// plain is the design keyed by the query's columns cols as they are; carried says the table
+// holds those columns.
+func indexTable(alts []model.Alternative, q transform.Query, plainID, prefix string, cols []string, plain *model.Alternative, carried bool) (x model.IndexOffer, ok bool) {
+	var best *model.Alternative
+	for k := range alts {
+		a := &alts[k]
+		if (a.ID == plainID || prefix != "" && strings.HasPrefix(a.ID, prefix)) && a.Error == "" && a.Salt == 0 && spreadGrade(a) != "poor" && !loses(a) {
+			if best == nil || a.Rank < best.Rank {
+				best = a
+			}
+		}
+	}
+	if best == nil {
+		return x, false
+	}
+	why := "the table does not hold " + ListText(cols) + " as they are, so Lindorm cannot index them"
+	if plain != nil && carried {
+		why = fmt.Sprintf("a secondary index keyed %s would concentrate writes as design %s does (%s, hot %.1fx; the wide-table guide: \"the column for which a secondary index is created must be designed in the same manner as the primary key\")",
+			Bracketed(cols), plain.ID, spreadGrade(plain), WriteHotFactor(plain))
+	}
+	return model.IndexOffer{Query: q.String(), Kind: "index_table", Key: best.PrimaryKey, Design: best.ID, Grade: best.Grade,
+		Note: why + fmt.Sprintf("; an index table keyed %s (design %s, %s) serves it: --write-mapping DIR writes it as DIR/%s.yaml, to migrate from the same source as a second table; the client reads the index table, then the main table by its key", best.PrimaryKey, best.ID, best.Grade, best.ID)}, true
 }
 
 // secondaryIndex is the CREATE INDEX for query q on table's columns cols (the query's equality

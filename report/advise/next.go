@@ -55,7 +55,17 @@ func NewNextSteps(rep *model.Report) *NextSteps {
 		return nil
 	}
 
-	next := &NextSteps{Summary: fmt.Sprintf("every design is graded poor: none is ready to migrate with. Change %s as below, then run this report again.", mapping)}
+	return &NextSteps{
+		Summary: fmt.Sprintf("every design is graded poor: none is ready to migrate with. Change %s as below, then run this report again.", mapping),
+		Changes: poorChanges(rep, writeHint),
+	}
+}
+
+// poorChanges are the changes to make when every design is graded poor, one for each way the
+// designs fail (they lose rows, reject rows, concentrate writes), then writeHint's.
+func poorChanges(rep *model.Report, writeHint string) []string {
+	alts := rep.Alternatives
+	var changes []string
 	var losing, rejecting, hot, buildable int
 	for i := range alts {
 		a := &alts[i]
@@ -84,18 +94,18 @@ func NewNextSteps(rep *model.Report) *NextSteps {
 		if s := rep.Uniqueness.Suggestion; s != nil && len(s.Add) > 0 {
 			fix = fmt.Sprintf("add %s to target.primary_key (%s), the uniqueness finding's key change", joinQuoted(s.Add), s.PrimaryKey)
 		}
-		next.Changes = append(next.Changes, fmt.Sprintf("%s rows (the key does not identify a source row): %s.", of(losing, "overwrites", "overwrite"), fix))
+		changes = append(changes, fmt.Sprintf("%s rows (the key does not identify a source row): %s.", of(losing, "overwrites", "overwrite"), fix))
 	}
 	if rejecting > 0 {
-		next.Changes = append(next.Changes, fmt.Sprintf("%s more than 1%% of the rows: the rejects finding says why; fix the mapping's column types or expressions, or the data (rekey migrate writes each rejected row to rejects.jsonl, naming the field).", of(rejecting, "rejects", "reject")))
+		changes = append(changes, fmt.Sprintf("%s more than 1%% of the rows: the rejects finding says why; fix the mapping's column types or expressions, or the data (rekey migrate writes each rejected row to rejects.jsonl, naming the field).", of(rejecting, "rejects", "reject")))
 	}
 	if hot > 0 {
-		next.Changes = append(next.Changes, fmt.Sprintf("%s writes in a few regions: lead the key with a column of many distinct values that does not grow with the write order, or a hash prefix of one (the write_hotspot and first_column_* findings say which column is at fault).", of(hot, "concentrates", "concentrate")))
+		changes = append(changes, fmt.Sprintf("%s writes in a few regions: lead the key with a column of many distinct values that does not grow with the write order, or a hash prefix of one (the write_hotspot and first_column_* findings say which column is at fault).", of(hot, "concentrates", "concentrate")))
 	}
 	if writeHint != "" {
-		next.Changes = append(next.Changes, writeHint+", to start from one of them.")
+		changes = append(changes, writeHint+", to start from one of them.")
 	}
-	return next
+	return changes
 }
 
 func joinQuoted(cols []string) string {

@@ -115,113 +115,38 @@ func ListText(names []string) string {
 // salts), then the range column as it is (a bounded key range) or a column nothing bounds.
 func PlanQuery(key []keyCol, q transform.Query) model.QueryPlan {
 	p := model.QueryPlan{Query: q.String(), Filtered: []string{}}
-	eq := map[string]bool{}
+	w := walkKey(key, q)
 	for _, c := range q.Equal {
-		eq[c] = true
-	}
-	used := map[string]bool{}
-	fan := int64(1)
-	var enum []string
-	// the key columns up to the last one the query fixes or bounds are what the scan seeks on;
-	// buckets after it are not worth enumerating (a scan of the prefix covers them)
-	useful, usefulFan := -1, int64(1)
-	var usefulEnum, prefix []string
-	fixed := 0
-	stop := -1
-	rangeAt, rangeDesc := false, false
-	for i, c := range key {
-		all := len(c.sources) > 0 || c.buckets == 0 // a constant is fixed; random(n) is not
-		for _, s := range c.sources {
-			all = all && eq[s]
-		}
-		if all {
-			for _, s := range c.sources {
-				used[s] = true
-			}
-			fixed++
-			prefix = append(prefix, c.name)
-			useful, usefulFan, usefulEnum = i, fan, append([]string(nil), enum...)
-			continue
-		}
-		if c.buckets > 0 {
-			fan = min(fan*c.buckets, 1<<40)
-			enum = append(enum, c.name)
-			continue
-		}
-		stop = i
-		if q.Range != "" && c.ident == q.Range {
-			used[q.Range] = true
-			rangeAt, rangeDesc = true, c.desc
-			useful, usefulFan, usefulEnum = i, fan, append([]string(nil), enum...)
-		}
-		break
-	}
-	fan, enum = usefulFan, usefulEnum
-	for _, c := range q.Equal {
-		if !used[c] {
+		if !w.used[c] {
 			p.Filtered = append(p.Filtered, c)
 		}
 	}
-	if q.Range != "" && !used[q.Range] {
+	if q.Range != "" && !w.used[q.Range] {
 		p.Filtered = append(p.Filtered, q.Range)
-	}
-	times := func() string {
-		if fan == 1 {
-			return ""
-		}
-		return fmt.Sprintf(", times %d: one per value of %s, which the client cannot compute from the query (merged by the client)", fan, ListText(enum))
 	}
 	filtered := ""
 	if len(p.Filtered) > 0 {
 		filtered = ", filtering " + ListText(p.Filtered)
 	}
 	switch {
-	case stop < 0 && useful == len(key)-1:
-		p.Access, p.Scans = "get", fan
-		if fan == 1 {
+	case w.stop < 0 && w.useful == len(key)-1:
+		p.Access, p.Scans = "get", w.fan
+		if w.fan == 1 {
 			p.Note = "a GET: the query fixes every key column" + filtered
 		} else {
-			p.Note = fmt.Sprintf("%d GETs, one per value of %s, which the client cannot compute from the query%s", fan, ListText(enum), filtered)
+			p.Note = fmt.Sprintf("%d GETs, one per value of %s, which the client cannot compute from the query%s", w.fan, ListText(w.enum), filtered)
 		}
-	case rangeAt:
-		p.Access, p.Scans = "scan", fan
-		where := "one SCAN of a " + q.Range + " range"
-		if len(prefix) > 0 {
-			where += " within " + ListText(prefix) + " fixed by the query"
-		}
-		p.Note = where + times()
-		var after []string
-		for _, c := range p.Filtered {
-			if c != q.Range {
-				after = append(after, c)
-			}
-		}
-		if len(after) > 0 {
-			p.Note += fmt.Sprintf(": the range column %s stands before %s in the key, so the scan reads the whole %s range for every value of %s and filters %s (put %s first to make it a key range)",
-				q.Range, ListText(after), q.Range, ListText(after), ListText(after), ListText(after))
-		}
-		if q.NewestFirst && rangeDesc {
-			p.Note += fmt.Sprintf(", newest first in key order (%s DESC)", q.Range)
-		}
-	case useful < 0:
+	case w.rangeAt:
+		p.Access, p.Scans = "scan", w.fan
+		p.Note = rangeScanNote(q, w, p.Filtered)
+	case w.useful < 0:
 		p.Access, p.Scans = "full_scan", -1
-		c := key[max(stop, 0)]
-		why := fmt.Sprintf("the query does not fix the first key column %s", key[0].name)
-		if len(enum) > 0 || stop > 0 {
-			why = fmt.Sprintf("the query fixes no key column (%s can only be enumerated, then %s is not in the query)", ListText(enumAll(key, stop)), c.name)
-		}
-		for _, s := range c.sources {
-			if s == q.Range && c.ident == "" {
-				why += fmt.Sprintf(" (%s scrambles the order of %s: a %s range is not a key range)", c.expr, s, s)
-				break
-			}
-		}
-		p.Note = "a scan of every region (the whole table, which Lindorm refuses by default)" + filtered + ": " + why
+		p.Note = "a scan of every region (the whole table, which Lindorm refuses by default)" + filtered + ": " + fullScanWhy(key, q, w)
 	default:
-		p.Access, p.Scans = "scan", fan
-		p.Note = fmt.Sprintf("one SCAN of all rows with %s fixed by the query%s", ListText(prefix), times())
+		p.Access, p.Scans = "scan", w.fan
+		p.Note = fmt.Sprintf("one SCAN of all rows with %s fixed by the query%s", ListText(w.prefix), w.times())
 		if len(p.Filtered) > 0 {
-			next := key[useful+1]
+			next := key[w.useful+1]
 			p.Note += fmt.Sprintf(", filtering %s: key column %s comes next and the query does not fix it", ListText(p.Filtered), next.name)
 			for _, s := range next.sources {
 				if s == q.Range && next.ident == "" {
@@ -231,11 +156,112 @@ func PlanQuery(key []keyCol, q transform.Query) model.QueryPlan {
 			}
 		}
 	}
-	if q.NewestFirst && !(rangeAt && rangeDesc) {
+	if q.NewestFirst && !(w.rangeAt && w.rangeDesc) {
 		p.Unordered = true
 		p.Note += fmt.Sprintf("; newest first: the key does not store %s DESC where the scan seeks, so the rows come back oldest first, to be read backwards or sorted by the client (the guide: declare [%s DESC] after the columns the query fixes)", q.Range, q.Range)
 	}
 	return p
+}
+
+// keyWalk is how far a query gets along a key from its first column (walkKey).
+type keyWalk struct {
+	used   map[string]bool // the query's columns the key seeks on
+	fan    int64           // scans or gets: the values of the enumerated buckets before useful
+	enum   []string        // those buckets' columns
+	useful int             // the last key column the query fixes or bounds (-1: none)
+	prefix []string        // the key columns the query fixes
+	stop   int             // the first key column the query neither fixes nor enumerates (-1: none)
+	// rangeAt: the walk stopped at the query's range column (a key range), stored DESC when rangeDesc
+	rangeAt, rangeDesc bool
+}
+
+// walkKey walks the key from its first column: columns the query fixes (every source column
+// they are computed from is compared by equality), columns the client enumerates (buckets and
+// salts), then the range column as it is or a column nothing bounds. The key columns up to the
+// last one the query fixes or bounds are what the scan seeks on; buckets after it are not worth
+// enumerating (a scan of the prefix covers them).
+func walkKey(key []keyCol, q transform.Query) keyWalk {
+	eq := map[string]bool{}
+	for _, c := range q.Equal {
+		eq[c] = true
+	}
+	w := keyWalk{used: map[string]bool{}, useful: -1, stop: -1, fan: 1}
+	fan := int64(1)
+	var enum []string
+	for i, c := range key {
+		all := len(c.sources) > 0 || c.buckets == 0 // a constant is fixed; random(n) is not
+		for _, s := range c.sources {
+			all = all && eq[s]
+		}
+		if all {
+			for _, s := range c.sources {
+				w.used[s] = true
+			}
+			w.prefix = append(w.prefix, c.name)
+			w.useful, w.fan, w.enum = i, fan, append([]string(nil), enum...)
+			continue
+		}
+		if c.buckets > 0 {
+			fan = min(fan*c.buckets, 1<<40)
+			enum = append(enum, c.name)
+			continue
+		}
+		w.stop = i
+		if q.Range != "" && c.ident == q.Range {
+			w.used[q.Range] = true
+			w.rangeAt, w.rangeDesc = true, c.desc
+			w.useful, w.fan, w.enum = i, fan, append([]string(nil), enum...)
+		}
+		break
+	}
+	return w
+}
+
+// times is the end of a scan's note when it is run once per value of enumerated buckets.
+func (w keyWalk) times() string {
+	if w.fan == 1 {
+		return ""
+	}
+	return fmt.Sprintf(", times %d: one per value of %s, which the client cannot compute from the query (merged by the client)", w.fan, ListText(w.enum))
+}
+
+// rangeScanNote describes a scan of a key range of the query's range column.
+func rangeScanNote(q transform.Query, w keyWalk, filteredCols []string) string {
+	note := "one SCAN of a " + q.Range + " range"
+	if len(w.prefix) > 0 {
+		note += " within " + ListText(w.prefix) + " fixed by the query"
+	}
+	note += w.times()
+	var after []string
+	for _, c := range filteredCols {
+		if c != q.Range {
+			after = append(after, c)
+		}
+	}
+	if len(after) > 0 {
+		note += fmt.Sprintf(": the range column %s stands before %s in the key, so the scan reads the whole %s range for every value of %s and filters %s (put %s first to make it a key range)",
+			q.Range, ListText(after), q.Range, ListText(after), ListText(after), ListText(after))
+	}
+	if q.NewestFirst && w.rangeDesc {
+		note += fmt.Sprintf(", newest first in key order (%s DESC)", q.Range)
+	}
+	return note
+}
+
+// fullScanWhy says why a query fixes no key column a scan could seek on.
+func fullScanWhy(key []keyCol, q transform.Query, w keyWalk) string {
+	c := key[max(w.stop, 0)]
+	why := fmt.Sprintf("the query does not fix the first key column %s", key[0].name)
+	if len(w.enum) > 0 || w.stop > 0 {
+		why = fmt.Sprintf("the query fixes no key column (%s can only be enumerated, then %s is not in the query)", ListText(enumAll(key, w.stop)), c.name)
+	}
+	for _, s := range c.sources {
+		if s == q.Range && c.ident == "" {
+			why += fmt.Sprintf(" (%s scrambles the order of %s: a %s range is not a key range)", c.expr, s, s)
+			break
+		}
+	}
+	return why
 }
 
 // enumAll names the key columns before stop (the enumerated buckets of a plan that fixes none).

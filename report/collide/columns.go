@@ -17,38 +17,29 @@ func SplitHotFactor(keys [][]pipeline.Value, types []pipeline.Type, desc []bool,
 	if n <= 1 || len(keys) < 2 {
 		return 0
 	}
-	idx := make([]int32, len(keys))
-	// the encodings, one after the other in buf (key i's at off[i]:off[i+1]), and their first 8
-	// bytes as a big-endian integer: most comparisons end there
-	off := make([]int, len(keys)+1)
-	heads := make([]headIndex, len(keys))
-	var first []byte
-	for c, v := range keys[0] {
-		first, _ = appendOrdered(first, v, desc[c])
-	}
-	buf := make([]byte, 0, (len(first)+8)*len(keys)) // the first key's size, with room
-	encoded := true
-	for i, k := range keys {
-		for c, v := range k {
-			var ok bool
-			if buf, ok = appendOrdered(buf, v, desc[c]); !ok {
-				encoded = false
-			}
+	idx, compare := sortKeys(keys, types, desc)
+	// equal keys are one row in Lindorm and no split falls between them: they share the piece
+	// of the first
+	piece := make([]int, len(keys))
+	for rank, i := range idx {
+		if rank > 0 && compare(idx[rank-1], i) == 0 {
+			piece[i] = piece[idx[rank-1]]
+			continue
 		}
-		off[i+1] = len(buf)
+		piece[i] = rank * n / len(keys)
 	}
-	// the heads start after the prefix every encoding shares ("\x01u000" of ids like
-	// u0001234567), where they tell keys apart
-	first = buf[:off[1]]
-	lcp := len(first)
-	for i := 1; i < len(keys) && lcp > 0; i++ {
-		lcp = min(lcp, commonPrefix(first[:lcp], buf[off[i]:off[i+1]]))
+	w := NewWindows(n, int64(len(keys)), AltWindows, AltWindowsMax)
+	for _, p := range piece {
+		w.Add(p)
 	}
-	for i := range keys {
-		var h [8]byte
-		copy(h[:], buf[off[i]+lcp:off[i+1]])
-		heads[i] = headIndex{binary.BigEndian.Uint64(h[:]), int32(i)}
-	}
+	return Summarize(w.Result(), n, w.Per).HotFactor
+}
+
+// sortKeys orders the keys as the table stores them (equal keys by index): it returns their
+// indexes in that order and the comparison of two keys it sorted by.
+func sortKeys(keys [][]pipeline.Value, types []pipeline.Type, desc []bool) ([]int32, func(a, b int32) int) {
+	idx := make([]int32, len(keys))
+	buf, off, encoded := encodeKeys(keys, desc)
 	// the order of the encodings (a shorter one that is a prefix of another first), or of the
 	// values when a column has no encoding
 	compare := func(a, b int32) int { return bytes.Compare(buf[off[a]:off[a+1]], buf[off[b]:off[b+1]]) }
@@ -66,29 +57,6 @@ func SplitHotFactor(keys [][]pipeline.Value, types []pipeline.Type, desc []bool,
 			}
 			return 0
 		}
-	}
-	if encoded {
-		// by their heads (a radix sort), then the runs of equal heads by the whole encoding
-		heads = sortHeads(heads, make([]headIndex, len(heads)))
-		for i := 0; i < len(heads); {
-			j := i + 1
-			for j < len(heads) && heads[j].head == heads[i].head {
-				j++
-			}
-			if j-i > 1 {
-				slices.SortFunc(heads[i:j], func(a, b headIndex) int {
-					if c := compare(a.i, b.i); c != 0 {
-						return c
-					}
-					return cmp.Compare(a.i, b.i)
-				})
-			}
-			i = j
-		}
-		for k, h := range heads {
-			idx[k] = h.i
-		}
-	} else {
 		for i := range idx {
 			idx[i] = int32(i)
 		}
@@ -98,22 +66,70 @@ func SplitHotFactor(keys [][]pipeline.Value, types []pipeline.Type, desc []bool,
 			}
 			return cmp.Compare(a, b)
 		})
+		return idx, compare
 	}
-	// equal keys are one row in Lindorm and no split falls between them: they share the piece
-	// of the first
-	piece := make([]int, len(keys))
-	for rank, i := range idx {
-		if rank > 0 && compare(idx[rank-1], i) == 0 {
-			piece[i] = piece[idx[rank-1]]
-			continue
+	// by their heads (a radix sort), then the runs of equal heads by the whole encoding
+	heads := sortHeads(keyHeads(buf, off), make([]headIndex, len(keys)))
+	for i := 0; i < len(heads); {
+		j := i + 1
+		for j < len(heads) && heads[j].head == heads[i].head {
+			j++
 		}
-		piece[i] = rank * n / len(keys)
+		if j-i > 1 {
+			slices.SortFunc(heads[i:j], func(a, b headIndex) int {
+				if c := compare(a.i, b.i); c != 0 {
+					return c
+				}
+				return cmp.Compare(a.i, b.i)
+			})
+		}
+		i = j
 	}
-	w := NewWindows(n, int64(len(keys)), AltWindows, AltWindowsMax)
-	for _, p := range piece {
-		w.Add(p)
+	for k, h := range heads {
+		idx[k] = h.i
 	}
-	return Summarize(w.Result(), n, w.Per).HotFactor
+	return idx, compare
+}
+
+// encodeKeys encodes the keys in order-preserving bytes (appendOrdered), one after the other in
+// buf, key i's at off[i]:off[i+1]; encoded is false when a column has no such encoding.
+func encodeKeys(keys [][]pipeline.Value, desc []bool) (buf []byte, off []int, encoded bool) {
+	off = make([]int, len(keys)+1)
+	var first []byte
+	for c, v := range keys[0] {
+		first, _ = appendOrdered(first, v, desc[c])
+	}
+	buf = make([]byte, 0, (len(first)+8)*len(keys)) // the first key's size, with room
+	encoded = true
+	for i, k := range keys {
+		for c, v := range k {
+			var ok bool
+			if buf, ok = appendOrdered(buf, v, desc[c]); !ok {
+				encoded = false
+			}
+		}
+		off[i+1] = len(buf)
+	}
+	return buf, off, encoded
+}
+
+// keyHeads are the encodings' first 8 bytes after the prefix every encoding shares ("\x01u000"
+// of ids like u0001234567), where they tell keys apart, as a big-endian integer: most
+// comparisons end there.
+func keyHeads(buf []byte, off []int) []headIndex {
+	n := len(off) - 1
+	heads := make([]headIndex, n)
+	first := buf[:off[1]]
+	lcp := len(first)
+	for i := 1; i < n && lcp > 0; i++ {
+		lcp = min(lcp, commonPrefix(first[:lcp], buf[off[i]:off[i+1]]))
+	}
+	for i := range n {
+		var h [8]byte
+		copy(h[:], buf[off[i]+lcp:off[i+1]])
+		heads[i] = headIndex{binary.BigEndian.Uint64(h[:]), int32(i)}
+	}
+	return heads
 }
 
 // headIndex is a key's first 8 encoded bytes and its index.

@@ -21,71 +21,15 @@ func CountHotRows(keys [][]pipeline.Value, evidence string, regions int) model.H
 	}
 	per := max(int64(len(keys))/HotRowWindows, 1)
 	h.RowsPerWindow = per
-	type keyAt struct {
-		hash uint64
-		at   int32 // a row with the key
-	}
 	all := make([]keyAt, len(keys))
 	for i, key := range keys {
 		all[i] = keyAt{HashValues(key), int32(i)}
 	}
-	byHash := func(a, b keyAt) int {
-		switch {
-		case a.hash < b.hash:
-			return -1
-		case a.hash > b.hash:
-			return 1
-		}
-		return int(a.at - b.at)
-	}
-	type stat struct {
-		at                   int
-		writes, best, bestOf int64
-	}
-	stats := map[uint64]*stat{}
-	var buf []keyAt
-	win := 0
-	for start := 0; start < len(all); win++ {
-		// the last window takes the rest when it would be shorter than half a window
-		end := start + int(per)
-		if rest := len(all) - end; rest < int(per/2) || end > len(all) {
-			end = len(all)
-		}
-		buf = append(buf[:0], all[start:end]...)
-		slices.SortFunc(buf, byHash)
-		for r := 0; r < len(buf); {
-			n := 1
-			for r+n < len(buf) && buf[r+n].hash == buf[r].hash {
-				n++
-			}
-			if n >= 2 {
-				st := stats[buf[r].hash]
-				if st == nil {
-					st = &stat{} // its first row and writes: below
-					stats[buf[r].hash] = st
-				}
-				if int64(n) > st.best {
-					st.best, st.bestOf = int64(n), int64(end-start)
-				}
-			}
-			r += n
-		}
-		start = end
-	}
+	var stats map[uint64]*hotStat
+	stats, h.Windows = windowPeaks(all, per)
 	if len(stats) > 0 {
-		slices.SortFunc(all, byHash)
-		for r := 0; r < len(all); {
-			n := 1
-			for r+n < len(all) && all[r+n].hash == all[r].hash {
-				n++
-			}
-			if st := stats[all[r].hash]; st != nil {
-				st.writes, st.at = int64(n), int(all[r].at) // the key's first row
-			}
-			r += n
-		}
+		countWrites(all, stats)
 	}
-	h.Windows = win
 	for _, s := range stats {
 		if s.best < 2 {
 			continue
@@ -107,4 +51,79 @@ func CountHotRows(keys [][]pipeline.Value, evidence string, regions int) model.H
 	})
 	h.Top = h.Top[:min(len(h.Top), 5)]
 	return h
+}
+
+// keyAt is a key's hash and a row with the key.
+type keyAt struct {
+	hash uint64
+	at   int32
+}
+
+// byHash orders keys by hash, then row.
+func byHash(a, b keyAt) int {
+	switch {
+	case a.hash < b.hash:
+		return -1
+	case a.hash > b.hash:
+		return 1
+	}
+	return int(a.at - b.at)
+}
+
+// hotStat is a key written at least twice in a window: its first row, its writes, and the most
+// writes it had in one window (best) of that window's rows (bestOf).
+type hotStat struct {
+	at                   int
+	writes, best, bestOf int64
+}
+
+// windowPeaks cuts the rows into windows of per rows and finds, for each key written twice in
+// one, its most writes in a window; it returns them by key hash, and the windows' number.
+func windowPeaks(all []keyAt, per int64) (stats map[uint64]*hotStat, windows int) {
+	stats = map[uint64]*hotStat{}
+	var buf []keyAt
+	for start := 0; start < len(all); windows++ {
+		// the last window takes the rest when it would be shorter than half a window
+		end := start + int(per)
+		if rest := len(all) - end; rest < int(per/2) || end > len(all) {
+			end = len(all)
+		}
+		buf = append(buf[:0], all[start:end]...)
+		slices.SortFunc(buf, byHash)
+		for r := 0; r < len(buf); {
+			n := 1
+			for r+n < len(buf) && buf[r+n].hash == buf[r].hash {
+				n++
+			}
+			if n >= 2 {
+				st := stats[buf[r].hash]
+				if st == nil {
+					st = &hotStat{} // its first row and writes: countWrites
+					stats[buf[r].hash] = st
+				}
+				if int64(n) > st.best {
+					st.best, st.bestOf = int64(n), int64(end-start)
+				}
+			}
+			r += n
+		}
+		start = end
+	}
+	return stats, windows
+}
+
+// countWrites sets each hot key's writes over all rows and its first row (all is sorted by
+// hash in place).
+func countWrites(all []keyAt, stats map[uint64]*hotStat) {
+	slices.SortFunc(all, byHash)
+	for r := 0; r < len(all); {
+		n := 1
+		for r+n < len(all) && all[r+n].hash == all[r].hash {
+			n++
+		}
+		if st := stats[all[r].hash]; st != nil {
+			st.writes, st.at = int64(n), int(all[r].at) // the key's first row
+		}
+		r += n
+	}
 }

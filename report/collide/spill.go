@@ -859,54 +859,72 @@ func (c *counter) group(g []SpillRec, res *CollisionResult) error {
 			}
 		}
 		if spec.Pairs {
-			n := min(len(reps), MaxPairRows)
-			if len(reps) > MaxPairRows {
-				res.PartialKeys++
-			} else {
-				res.CheckedKeys++
-			}
-			for a := 0; a < n; a++ {
-				for b := a + 1; b < n; b++ {
-					d := diffMask(c.colh[a*m:(a+1)*m], c.colh[b*m:(b+1)*m])
-					res.Pairs++
-					if d == 0 {
-						res.NoDiff++
-						continue
-					}
-					res.addMask(d, 1)
-				}
-			}
+			c.comparePairs(res)
 		}
 	}
 	if len(res.Examples) < spec.MaxExamples {
-		ex := collisionExample{keyHash: g[0].Key, Rows: int64(len(g)), Sources: distinct, Hashed: m}
-		n := min(len(reps), spec.MaxOrigins)
-		err := c.texts(g, reps[:n], func(_ int, text []byte) {
-			if o, ok := c.s.decodeOrigin(text, m); ok {
-				ex.Origins = append(ex.Origins, o)
-			}
-		})
+		ex, err := c.example(g, distinct)
 		if err != nil {
 			return err
 		}
-		if m > 0 {
-			// over every distinct row of the key, not only the origins shown
-			for q := 1; q < len(reps); q++ {
-				ex.Diff |= diffMask(c.colh[:m], c.colh[q*m:(q+1)*m])
-			}
-		}
-		slices.SortFunc(ex.Origins, func(a, b origin) int {
-			if a.Stream != b.Stream {
-				if a.Stream < b.Stream {
-					return -1
-				}
-				return 1
-			}
-			return int(min(max(a.Seq-b.Seq, -1), 1))
-		})
 		res.Examples = append(res.Examples, ex)
 	}
 	return nil
+}
+
+// comparePairs counts, for every pair of the key's distinct rows (the first MaxPairRows), the
+// columns that tell them apart.
+func (c *counter) comparePairs(res *CollisionResult) {
+	m, reps := c.spec.Cols, c.reps
+	n := min(len(reps), MaxPairRows)
+	if len(reps) > MaxPairRows {
+		res.PartialKeys++
+	} else {
+		res.CheckedKeys++
+	}
+	for a := 0; a < n; a++ {
+		for b := a + 1; b < n; b++ {
+			d := diffMask(c.colh[a*m:(a+1)*m], c.colh[b*m:(b+1)*m])
+			res.Pairs++
+			if d == 0 {
+				res.NoDiff++
+				continue
+			}
+			res.addMask(d, 1)
+		}
+	}
+}
+
+// example is the colliding key's example: where its first distinct rows came from (in source
+// order) and the columns that differ over all of them.
+func (c *counter) example(g []SpillRec, distinct int64) (collisionExample, error) {
+	m, reps := c.spec.Cols, c.reps
+	ex := collisionExample{keyHash: g[0].Key, Rows: int64(len(g)), Sources: distinct, Hashed: m}
+	n := min(len(reps), c.spec.MaxOrigins)
+	err := c.texts(g, reps[:n], func(_ int, text []byte) {
+		if o, ok := c.s.decodeOrigin(text, m); ok {
+			ex.Origins = append(ex.Origins, o)
+		}
+	})
+	if err != nil {
+		return ex, err
+	}
+	if m > 0 {
+		// over every distinct row of the key, not only the origins shown
+		for q := 1; q < len(reps); q++ {
+			ex.Diff |= diffMask(c.colh[:m], c.colh[q*m:(q+1)*m])
+		}
+	}
+	slices.SortFunc(ex.Origins, func(a, b origin) int {
+		if a.Stream != b.Stream {
+			if a.Stream < b.Stream {
+				return -1
+			}
+			return 1
+		}
+		return int(min(max(a.Seq-b.Seq, -1), 1))
+	})
+	return ex, nil
 }
 
 // rowInfo reads the salt and column hashes of the key's distinct rows (c.reps) into c.salts and

@@ -165,56 +165,69 @@ type heatmapView struct {
 }
 
 func newHeatmapView(rep *model.Report) heatmapView {
-	hs := rep.Hotspot
 	n := rep.Plan.Regions
 	group := max((n+collide.MaxHeatRows-1)/collide.MaxHeatRows, 1)
-	rowsN := (n + group - 1) / group
 	regionsOf := func(g int) string {
 		if group > 1 {
 			return fmt.Sprintf("regions %d-%d", g*group, min((g+1)*group, n)-1)
 		}
 		return fmt.Sprintf("region %d", g)
 	}
-	var v heatmapView
 	if th := rep.TimeHeatmap; th != nil && len(th.Bins) > 0 {
-		bins := th.Bins
-		v.Heading = "write order (" + th.Column + ")"
-		// a declared integer write order (a sequence) is binned by its values, not by dates
-		values := th.Axis == "value"
-		at, width, ticks := timeText, durationText, timeTicks
-		if values {
-			at, width, ticks = valueText, func(w int64) string { return valueText(w) + " values" }, valueTicks
-			v.Intro = "The horizontal axis is the write order: " + rep.WriteOrder.Description + ", by its values. "
-		} else {
-			v.Intro = "The time axis is the write order: " + rep.WriteOrder.Description + ". "
-		}
-		v.Intro += fmt.Sprintf("The accepted rows by their %s (left to right, %d slices of %s from %s) and by key range (top to bottom: each row starts at the region's split key, in key order). Each cell is the share of a slice's rows whose keys land in that key range: data written in this order by a key that leads with it draws one dark diagonal (every slice in one region); a key that spreads writes is an even tint.%s",
-			th.Column, len(bins), width(th.BinMillis), at(th.StartMillis), nullNote(th.NullRows))
-		first, span := th.StartMillis, th.BinMillis*int64(len(bins))
-		v.Grid = newHeatGrid(heatGrid{id: "heatmap", title: "share of each time slice's rows per key range", cols: len(bins), rows: len(th.Rows),
-			share: func(c, r int) float64 {
-				b := bins[c]
-				if b.Rows == 0 || r >= len(b.Counts) {
-					return 0
-				}
-				return float64(b.Counts[r]) / float64(b.Rows)
-			},
-			tip: func(c, r int) string {
-				b := bins[c]
-				var k int64
-				if r < len(b.Counts) {
-					k = b.Counts[r]
-				}
-				share := 0.0
-				if b.Rows > 0 {
-					share = float64(k) / float64(b.Rows)
-				}
-				return fmt.Sprintf("%s to %s, %s (from %s): %s rows, %s", at(b.StartMillis), at(b.StartMillis+th.BinMillis), regionsOf(r), labelOr(th.Rows[r].Start), model.Count(k), model.Pct(share))
-			},
-			yLabel: heatRowLabels(rep, len(th.Rows), th.RegionsPerRow), xTicks: ticks(first, span), xLabel: th.Column + " →"})
-		v.Windows = newWindowLine(rep)
-		return v
+		return timeHeatmapView(rep, th, regionsOf)
 	}
+	return windowHeatmapView(rep, group, regionsOf)
+}
+
+// timeHeatmapView is the heatmap by the write order's values: the accepted rows' slices of time
+// (or of a sequence) by key range.
+func timeHeatmapView(rep *model.Report, th *model.TimeHeatmap, regionsOf func(int) string) heatmapView {
+	var v heatmapView
+	bins := th.Bins
+	v.Heading = "write order (" + th.Column + ")"
+	// a declared integer write order (a sequence) is binned by its values, not by dates
+	values := th.Axis == "value"
+	at, width, ticks := timeText, durationText, timeTicks
+	if values {
+		at, width, ticks = valueText, func(w int64) string { return valueText(w) + " values" }, valueTicks
+		v.Intro = "The horizontal axis is the write order: " + rep.WriteOrder.Description + ", by its values. "
+	} else {
+		v.Intro = "The time axis is the write order: " + rep.WriteOrder.Description + ". "
+	}
+	v.Intro += fmt.Sprintf("The accepted rows by their %s (left to right, %d slices of %s from %s) and by key range (top to bottom: each row starts at the region's split key, in key order). Each cell is the share of a slice's rows whose keys land in that key range: data written in this order by a key that leads with it draws one dark diagonal (every slice in one region); a key that spreads writes is an even tint.%s",
+		th.Column, len(bins), width(th.BinMillis), at(th.StartMillis), nullNote(th.NullRows))
+	first, span := th.StartMillis, th.BinMillis*int64(len(bins))
+	v.Grid = newHeatGrid(heatGrid{id: "heatmap", title: "share of each time slice's rows per key range", cols: len(bins), rows: len(th.Rows),
+		share: func(c, r int) float64 {
+			b := bins[c]
+			if b.Rows == 0 || r >= len(b.Counts) {
+				return 0
+			}
+			return float64(b.Counts[r]) / float64(b.Rows)
+		},
+		tip: func(c, r int) string {
+			b := bins[c]
+			var k int64
+			if r < len(b.Counts) {
+				k = b.Counts[r]
+			}
+			share := 0.0
+			if b.Rows > 0 {
+				share = float64(k) / float64(b.Rows)
+			}
+			return fmt.Sprintf("%s to %s, %s (from %s): %s rows, %s", at(b.StartMillis), at(b.StartMillis+th.BinMillis), regionsOf(r), labelOr(th.Rows[r].Start), model.Count(k), model.Pct(share))
+		},
+		yLabel: heatRowLabels(rep, len(th.Rows), th.RegionsPerRow), xTicks: ticks(first, span), xLabel: th.Column + " →"})
+	v.Windows = newWindowLine(rep)
+	return v
+}
+
+// windowHeatmapView is the heatmap by the input's order: windows of rows by key range, group
+// regions to a row.
+func windowHeatmapView(rep *model.Report, group int, regionsOf func(int) string) heatmapView {
+	var v heatmapView
+	hs, n := rep.Hotspot, rep.Plan.Regions
+	rowsN := (n + group - 1) / group
 	ws := rep.HotspotWindows
 	v.Heading = orderText(rep)
 	v.Intro = fmt.Sprintf("The input in "+orderText(rep)+", cut into %d windows of %s rows (left to right); each cell is the share of a window's writes that lands in a key range (top to bottom: each row starts at the region's split key, in key order). A monotonic key draws one dark diagonal (each window writes one region); a good spread is an even tint.",

@@ -412,8 +412,39 @@ func (p *printer) alternatives(rep *model.Report) {
 	if rep.Workload == transform.WorkloadWriteHeavy {
 		p.f("  workload write_heavy: the write spread ranks before the reads' cost, and a salt by its figures alone\n")
 	}
+	rows, right := alternativeRows(rep)
+	p.cols(rows, right)
+	p.f("  * the mapping's own design. hot: busiest region's share of a window / even share, over regions bounded by the full key (as Lindorm's 8 GiB splits leave them). lost: rows overwritten (counted exactly over every row analysed, as the uniqueness check does; ~ from the subsample) + rows rejected.\n")
+	for _, a := range rep.Alternatives {
+		if len(rep.Queries) > 0 && len(a.Queries) > 0 {
+			var parts []string
+			for i, q := range a.Queries {
+				parts = append(parts, fmt.Sprintf("q%d %s", i+1, q.Note))
+			}
+			p.f("  %d. %s: %s.\n", a.Rank, a.Name, strings.Join(parts, "; "))
+			continue
+		}
+		if a.TradeOff != "" {
+			p.f("  %d. %s: %s\n", a.Rank, a.Name, a.TradeOff)
+		}
+	}
+	if len(rep.Queries) == 0 {
+		p.f("  declare the queries the table serves (queries: in the mapping, or --query 'device_id=, ts range') to rank the designs by them.\n")
+	}
+	if next := advise.NewNextSteps(rep); next != nil {
+		p.f("  next: %s\n", next.Summary)
+		for _, c := range next.Changes {
+			p.f("    - %s\n", c)
+		}
+	}
+}
+
+// alternativeRows is the advisor's table: a heading, then a row per design (its figures, the
+// scans of each declared query or of the three kinds of read, its primary key); right names the
+// columns aligned right.
+func alternativeRows(rep *model.Report) (rows [][]string, right map[int]bool) {
 	head := []string{"#", "design", "grade", "hot", "max/mean", "monotonic", "lost"}
-	right := map[int]bool{0: true, 3: true, 4: true, 5: true, 6: true}
+	right = map[int]bool{0: true, 3: true, 4: true, 5: true, 6: true}
 	for i := range rep.Queries {
 		right[len(head)] = true
 		head = append(head, fmt.Sprintf("q%d", i+1))
@@ -425,7 +456,7 @@ func (p *printer) alternatives(rep *model.Report) {
 		}
 	}
 	head = append(head, "primary key")
-	rows := [][]string{head}
+	rows = [][]string{head}
 	for _, a := range rep.Alternatives {
 		name := a.Name
 		if a.IsMapping {
@@ -453,30 +484,7 @@ func (p *printer) alternatives(rep *model.Report) {
 		}
 		rows = append(rows, append(row, a.PrimaryKey))
 	}
-	p.cols(rows, right)
-	p.f("  * the mapping's own design. hot: busiest region's share of a window / even share, over regions bounded by the full key (as Lindorm's 8 GiB splits leave them). lost: rows overwritten (counted exactly over every row analysed, as the uniqueness check does; ~ from the subsample) + rows rejected.\n")
-	for _, a := range rep.Alternatives {
-		if len(rep.Queries) > 0 && len(a.Queries) > 0 {
-			var parts []string
-			for i, q := range a.Queries {
-				parts = append(parts, fmt.Sprintf("q%d %s", i+1, q.Note))
-			}
-			p.f("  %d. %s: %s.\n", a.Rank, a.Name, strings.Join(parts, "; "))
-			continue
-		}
-		if a.TradeOff != "" {
-			p.f("  %d. %s: %s\n", a.Rank, a.Name, a.TradeOff)
-		}
-	}
-	if len(rep.Queries) == 0 {
-		p.f("  declare the queries the table serves (queries: in the mapping, or --query 'device_id=, ts range') to rank the designs by them.\n")
-	}
-	if next := advise.NewNextSteps(rep); next != nil {
-		p.f("  next: %s\n", next.Summary)
-		for _, c := range next.Changes {
-			p.f("    - %s\n", c)
-		}
-	}
+	return rows, right
 }
 
 // PlanText is a query plan in one cell: scans, "all" for a full scan, + when it filters rows,

@@ -1,7 +1,8 @@
 // Package formats is the set of data file formats rekey is built with, each with its writer and
 // its reader (a files.Format does both, as arrow's pqarrow keeps them together). Commands pick
 // one by --format, verify by the name an output's manifest records. A new format is its folder
-// under sink/ and one line in all.
+// under sink/ and one line here, plus one line in sink/lindorm's loadFormats: how the bulkload
+// job reads it (migrate refuses a format the job cannot read before it reads a row).
 package formats
 
 import (

@@ -3,12 +3,10 @@ package lindorm
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 )
 
@@ -116,33 +114,66 @@ func dataFolder(out, dataDir string, store bool) (string, error) {
 	if dataDir == "" {
 		return "", fmt.Errorf("lindorm: no data folder given for the job's filePath")
 	}
-	if !store {
-		abs, err := filepath.Abs(out)
-		if err != nil {
-			return "", fmt.Errorf("lindorm: output folder %s: %w", out, err)
-		}
-		return filepath.ToSlash(filepath.Join(abs, dataDir)) + "/", nil
+	dir, err := output.LoaderPath(out, dataDir, store)
+	if err != nil {
+		return "", fmt.Errorf("lindorm: %w", err)
 	}
-	u, err := url.Parse(out)
-	if err != nil || u.Host == "" || (u.Scheme != "s3" && u.Scheme != "oss") {
-		return "", fmt.Errorf("lindorm: output %q is not s3://BUCKET/PREFIX or oss://BUCKET/PREFIX", out)
-	}
-	prefix := strings.Trim(u.Path, "/")
-	if prefix == "" {
-		return dataDir + "/", nil
-	}
-	return path.Join(prefix, dataDir) + "/", nil
+	return dir, nil
+}
+
+// loadFormat is how the bulkload job reads files of one rekey format: the API's fileType and
+// readerConfig's description of the columns (with what to check about it, rekey_uncertain).
+type loadFormat struct {
+	name     string // rekey's (--format, the manifest)
+	fileType string // the API's spelling
+	reader   func(job *BulkloadJob, schema pipeline.TargetSchema, names []string)
+}
+
+// loadFormats are the formats the job reads: a format rekey writes (sink/formats) is loaded once
+// it is here.
+var loadFormats = []loadFormat{
+	{"parquet", "Parquet", func(job *BulkloadJob, _ pipeline.TargetSchema, names []string) { job.ReaderConfig.Column = names }},
+	{"csv", "CSV", csvReader},
 }
 
 // FileType is the API's fileType for a rekey format: "Parquet" or "CSV".
 func FileType(format string) (string, error) {
-	switch format {
-	case "parquet":
-		return "Parquet", nil
-	case "csv":
-		return "CSV", nil
+	f, err := loadFormatOf(format)
+	return f.fileType, err
+}
+
+func loadFormatOf(format string) (loadFormat, error) {
+	names := make([]string, len(loadFormats))
+	for i, f := range loadFormats {
+		if f.name == format {
+			return f, nil
+		}
+		names[i] = f.name
 	}
-	return "", fmt.Errorf("lindorm: unknown bulkload file type %q (want parquet or csv)", format)
+	return loadFormat{}, fmt.Errorf("lindorm: unknown bulkload file type %q (want %s)", format, strings.Join(names, " or "))
+}
+
+// csvReader describes typed CSV columns with a header row, comma-separated, as sink/csv writes
+// them.
+func csvReader(job *BulkloadJob, schema pipeline.TargetSchema, _ []string) {
+	cols := make([]CSVColumn, len(schema.Columns))
+	for i, c := range schema.Columns {
+		cols[i] = CSVColumn{Name: c.Name, Type: c.SQLType()}
+	}
+	header, delim := true, ","
+	job.ReaderConfig.Column = cols
+	job.ReaderConfig.Header = &header
+	job.ReaderConfig.Delimiter = &delim
+	job.Uncertain = append(job.Uncertain,
+		"readerConfig.column: the shape of a typed CSV column entry ({name, type} here, SQL type names); check: the "+
+			"console's reader example for CSV",
+		"readerConfig.header / delimiter: field names and value forms (one docs page spells it \"delimite\"); check: a "+
+			"one-region job reads the header row as a header, not as a row",
+		"CSV values: written for Spark's CSV reader with its default options (an empty unquoted field is NULL; \\\" and \\\\ "+
+			"escape inside quotes; TIMESTAMP as 2024-01-02T03:04:05.678Z), as deploy/dev/spark reads them back; rows holding an "+
+			"empty string or a line break, which it cannot read back, are rejects (csv_value); check: if LTS sets its own CSV "+
+			"options (escape, nullValue, multiLine), SELECT a row holding a quote and a backslash after a one-region job",
+	)
 }
 
 // BulkloadConfig renders bulkload.json for the files rekey wrote. Columns are named in
@@ -160,7 +191,7 @@ func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob,
 	if len(schema.Columns) == 0 {
 		return nil, fmt.Errorf("lindorm: schema has no columns")
 	}
-	fileType, err := FileType(opt.Format)
+	format, err := loadFormatOf(opt.Format)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +204,7 @@ func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob,
 		names[i] = c.Name
 	}
 	job := &BulkloadJob{
-		Src: opt.Source, Dst: opt.Target, FileType: fileType,
+		Src: opt.Source, Dst: opt.Target, FileType: format.fileType,
 		DriverSpec: opt.DriverSpec, Instances: opt.Instances,
 		WriterConfig: WriterConfig{
 			Namespace:    opt.Namespace,
@@ -205,7 +236,15 @@ func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob,
 		ms := opt.Timestamp.UnixMilli()
 		job.WriterConfig.Timestamp = &ms
 	}
-	job.Uncertain = []string{
+	job.Uncertain = jobUncertain(opt)
+	format.reader(job, schema, names)
+	return job, nil
+}
+
+// jobUncertain is the job's rekey_uncertain list before its format's entries: what the API's
+// documentation leaves open about the file path, the file type and the timestamp, and how to check it.
+func jobUncertain(opt JobOptions) []string {
+	uncertain := []string{
 		"readerConfig.filePath: a glob, " + opt.DataDir + "/" + RegionGlob + ", naming every region folder (Spark reads only the files directly in a folder, " +
 			"so " + opt.DataDir + "/ alone reads none); check: the job's row count (SELECT COUNT(*)) equals manifest.json rows_written; if LTS " +
 			"refuses the glob, submit one job per " + opt.DataDir + "/region-NNNN/ folder",
@@ -216,41 +255,18 @@ func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob,
 			"try the console's File Type list and use its spelling",
 	}
 	if opt.Slice != "" {
-		job.Uncertain = append(job.Uncertain,
+		uncertain = append(uncertain,
 			"readerConfig.filePath: ends in a file-name glob ("+opt.Slice+"*) that picks this time slice's files out of every region folder; "+
 				"check: the job's row count equals the rows of the manifest's files named "+opt.Slice+"*; if LTS refuses the glob, "+
 				"copy those files into a folder of their own (keeping the region folders) and point filePath there",
 			"writerConfig.timestamp: the newest Cassandra write time (epoch milliseconds) of the rows in this slice; check: load "+
 				"one region first and read a cell's timestamp back; if LTS refuses the field, the slice's cells get the load time "+
 				"and a table TTL counts from the load")
-	} else if job.WriterConfig.Timestamp != nil {
-		job.Uncertain = append(job.Uncertain,
+	} else if !opt.Timestamp.IsZero() {
+		uncertain = append(uncertain,
 			"writerConfig.timestamp: documented only as the data's timestamp in the table; rekey writes epoch milliseconds of "+
 				"the run's start so later writes win over loaded cells; check: load one region first; if LTS refuses the field, "+
 				"delete it (cells then get the load time, and a load after live writes overwrites them)")
 	}
-	switch opt.Format {
-	case "parquet":
-		job.ReaderConfig.Column = names
-	case "csv":
-		cols := make([]CSVColumn, len(schema.Columns))
-		for i, c := range schema.Columns {
-			cols[i] = CSVColumn{Name: c.Name, Type: c.SQLType()}
-		}
-		header, delim := true, ","
-		job.ReaderConfig.Column = cols
-		job.ReaderConfig.Header = &header
-		job.ReaderConfig.Delimiter = &delim
-		job.Uncertain = append(job.Uncertain,
-			"readerConfig.column: the shape of a typed CSV column entry ({name, type} here, SQL type names); check: the "+
-				"console's reader example for CSV",
-			"readerConfig.header / delimiter: field names and value forms (one docs page spells it \"delimite\"); check: a "+
-				"one-region job reads the header row as a header, not as a row",
-			"CSV values: written for Spark's CSV reader with its default options (an empty unquoted field is NULL; \\\" and \\\\ "+
-				"escape inside quotes; TIMESTAMP as 2024-01-02T03:04:05.678Z), as deploy/dev/spark reads them back; rows holding an "+
-				"empty string or a line break, which it cannot read back, are rejects (csv_value); check: if LTS sets its own CSV "+
-				"options (escape, nullValue, multiLine), SELECT a row holding a quote and a backslash after a one-region job",
-		)
-	}
-	return job, nil
+	return uncertain
 }

@@ -67,15 +67,15 @@ func NextSteps(jobs []*BulkloadJob, run NextRun) string {
 	job := jobs[0]
 	ns := job.WriterConfig.Namespace
 	bucket := output.InBucket(run.Out) // s3://, oss://
-	loc := displayLocation(run.Out, bucket)
+	loc := run.Out
+	if bucket {
+		loc = output.BucketLocation(run.Out)
+	}
 	b.WriteString("Next steps\n")
 	// 1. the table
 	ddl := shellQuote(filepath.Join(run.Out, output.DDLFile))
 	if bucket {
-		fetch := "aws s3 cp " + shellQuote(loc+"/"+output.DDLFile) + " " + output.DDLFile
-		if strings.HasPrefix(loc, "oss://") {
-			fetch = "ossutil cp " + shellQuote(loc+"/"+output.DDLFile) + " " + output.DDLFile
-		}
+		fetch := output.CopyCommand(loc) + " " + shellQuote(loc+"/"+output.DDLFile) + " " + output.DDLFile
 		fmt.Fprintf(&b, "  1. Create the table: %s\n", fetch)
 		ddl = output.DDLFile
 	} else {
@@ -185,18 +185,6 @@ func curlCommand(job *BulkloadJob) string {
 		b.WriteString(shellQuote(f[0] + "=" + f[1]))
 	}
 	return b.String()
-}
-
-// displayLocation is the output location without its query (?endpoint=...), as tools name it.
-func displayLocation(out string, store bool) string {
-	if !store {
-		return out
-	}
-	u, err := url.Parse(out)
-	if err != nil {
-		return out
-	}
-	return strings.TrimSuffix(u.Scheme+"://"+u.Host+u.Path, "/")
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

@@ -48,6 +48,9 @@ type Dialect struct {
 	Name        string // "lindorm", "mysql"
 	PasswordEnv string
 	DefaultPort int
+	// CellTimes: a write may set its cells' timestamp (Lindorm's _l_ts_ hint), which carries a
+	// change's or a cell's write time (Target.CellTimestamps); a MySQL row has none.
+	CellTimes bool
 	// BatchDeletes: a DELETE may name many keys ((k1,k2) IN (...)); otherwise one per key.
 	BatchDeletes bool
 	upsertVerb   string
@@ -59,7 +62,7 @@ type Dialect struct {
 
 // The two dialects.
 var (
-	Lindorm = &Dialect{Name: "lindorm", PasswordEnv: LindormPasswordEnv, DefaultPort: 33060, upsertVerb: "UPSERT INTO "}
+	Lindorm = &Dialect{Name: "lindorm", PasswordEnv: LindormPasswordEnv, DefaultPort: 33060, CellTimes: true, upsertVerb: "UPSERT INTO "}
 	MySQL   = &Dialect{Name: "mysql", PasswordEnv: MySQLPasswordEnv, DefaultPort: 3306, upsertVerb: "INSERT INTO ",
 		onDuplicate: true, BatchDeletes: true, rowIn: true, quoteAll: true, floatRead: " + 0e0"}
 )
@@ -75,6 +78,15 @@ func dialectOf(scheme string) *Dialect {
 		}
 	}
 	return nil
+}
+
+// Schemes lists the SQL targets' URI schemes ("lindorm://", "mysql://"), in the order of the list.
+func Schemes() []string {
+	s := make([]string, len(dialects))
+	for i, d := range dialects {
+		s[i] = d.Name + "://"
+	}
+	return s
 }
 
 // schemes lists the SQL targets' schemes as a sentence does: "lindorm:// or mysql://".

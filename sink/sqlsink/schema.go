@@ -308,18 +308,29 @@ const mismatch = "\x00"
 // can.
 func typeMismatch(d *Dialect, c pipeline.Column, tc tableColumn, def *tableDef) string {
 	if d == Lindorm {
-		t, p, s, err := pipeline.ParseType(tc.Type)
-		if err != nil {
-			return " (a type rekey does not write)"
-		}
-		if t != c.Type {
-			return mismatch
-		}
-		if t == pipeline.TypeDecimal && strings.Contains(tc.Type, "(") && (p != c.Precision || s != c.Scale) {
-			return mismatch
-		}
-		return ""
+		return lindormTypeMismatch(c, tc)
 	}
+	return mysqlTypeMismatch(c, tc, def)
+}
+
+// lindormTypeMismatch is typeMismatch for a Lindorm table, whose types are the mapping's own.
+func lindormTypeMismatch(c pipeline.Column, tc tableColumn) string {
+	t, p, s, err := pipeline.ParseType(tc.Type)
+	if err != nil {
+		return " (a type rekey does not write)"
+	}
+	if t != c.Type {
+		return mismatch
+	}
+	if t == pipeline.TypeDecimal && strings.Contains(tc.Type, "(") && (p != c.Precision || s != c.Scale) {
+		return mismatch
+	}
+	return ""
+}
+
+// mysqlTypeMismatch is typeMismatch for a MySQL or MariaDB table: the MySQL types that hold
+// each of the mapping's, a key text column compared byte for byte.
+func mysqlTypeMismatch(c pipeline.Column, tc tableColumn, def *tableDef) string {
 	if tc.Unsigned {
 		return " (unsigned: negative values would be refused)"
 	}
@@ -330,20 +341,7 @@ func typeMismatch(d *Dialect, c pipeline.Column, tc tableColumn, def *tableDef) 
 			return mismatch
 		}
 		if c.IsKey() {
-			var why string
-			switch {
-			case dt == "char":
-				why = "char drops trailing spaces: keys that differ only by them would be one row"
-			case dt != "varchar":
-				why = dt + " is a key by a prefix only: keys that share it would be one row"
-			case !binaryCollation(tc.Collation):
-				why = "collation " + tc.Collation + " compares without case or accents: keys that differ only so would be one row"
-			case tc.PadSpace:
-				why = "collation " + tc.Collation + " is PAD SPACE: keys that differ only by trailing spaces ('a', 'a ') would be one row"
-			}
-			if why != "" {
-				return " (" + why + "; " + keyColumnFix(c, tc, def) + ")"
-			}
+			return keyTextMismatch(c, tc, def)
 		}
 	case pipeline.TypeJSON:
 		if !oneOf(dt, "json", "longtext", "mediumtext", "text") {
@@ -396,6 +394,26 @@ func typeMismatch(d *Dialect, c pipeline.Column, tc tableColumn, def *tableDef) 
 		if dt != "date" {
 			return mismatch
 		}
+	}
+	return ""
+}
+
+// keyTextMismatch says why a MySQL text column cannot be a key column, "" when it can: it must
+// keep every byte of a key and compare keys byte for byte.
+func keyTextMismatch(c pipeline.Column, tc tableColumn, def *tableDef) string {
+	var why string
+	switch dt := tc.DataType; {
+	case dt == "char":
+		why = "char drops trailing spaces: keys that differ only by them would be one row"
+	case dt != "varchar":
+		why = dt + " is a key by a prefix only: keys that share it would be one row"
+	case !binaryCollation(tc.Collation):
+		why = "collation " + tc.Collation + " compares without case or accents: keys that differ only so would be one row"
+	case tc.PadSpace:
+		why = "collation " + tc.Collation + " is PAD SPACE: keys that differ only by trailing spaces ('a', 'a ') would be one row"
+	}
+	if why != "" {
+		return " (" + why + "; " + keyColumnFix(c, tc, def) + ")"
 	}
 	return ""
 }

@@ -61,6 +61,16 @@ type Target struct {
 	password       string
 }
 
+// UseCellWriteTimes makes every write carry its cells' write times (a mapping's
+// target.write_time), or says why the target cannot: its rows have no cell timestamps.
+func (t *Target) UseCellWriteTimes() error {
+	if !t.Dialect.CellTimes {
+		return fmt.Errorf("--out %s: the mapping's target.write_time writes Lindorm cell timestamps; a %s row has none: drop target.write_time, or write to lindorm://", t.Redacted, t.Dialect.Name)
+	}
+	t.CellTimestamps = true
+	return nil
+}
+
 // ParseURI parses a lindorm:// or mysql:// URI; the password comes from getenv (the dialect's
 // variable) only.
 func ParseURI(raw string, getenv func(string) string) (*Target, error) {
@@ -107,7 +117,7 @@ func ParseURI(raw string, getenv func(string) string) (*Target, error) {
 				return nil, fmt.Errorf("%s: tls=%q: want true, skip-verify, preferred or false", t.Redacted, v)
 			}
 		case "write_time":
-			if d != Lindorm {
+			if !d.CellTimes {
 				return nil, fmt.Errorf("%s: write_time applies to lindorm:// only: a Lindorm cell carries a timestamp a write can set (the _l_ts_ hint), a MySQL row has none; drop the parameter", t.Redacted)
 			}
 			b, err := strconv.ParseBool(v)

@@ -26,3 +26,30 @@ func TestURISchemePicksTheDialect(t *testing.T) {
 		t.Errorf("ParseURI of postgres://: %v", err)
 	}
 }
+
+// Cell write times go only where a write can set a cell's timestamp (Lindorm): elsewhere
+// UseCellWriteTimes refuses, naming the target's dialect, and leaves the target as it was; the
+// schemes are listed in the dialects' order.
+func TestCellWriteTimesNeedADialectWithCellTimestamps(t *testing.T) {
+	env := func(string) string { return "" }
+	lt, err := ParseURI("lindorm://u@h/db", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lt.UseCellWriteTimes(); err != nil || !lt.CellTimestamps {
+		t.Fatalf("lindorm: %v, cell timestamps %v", err, lt.CellTimestamps)
+	}
+	mt, err := ParseURI("mysql://u@h/db", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mt.UseCellWriteTimes(); err == nil || !strings.Contains(err.Error(), "a mysql row has none") || mt.CellTimestamps {
+		t.Fatalf("mysql: %v, cell timestamps %v", err, mt.CellTimestamps)
+	}
+	if _, err := ParseURI("mysql://u@h/db?write_time=true", env); err == nil {
+		t.Fatal("mysql:// took write_time=true")
+	}
+	if got := strings.Join(Schemes(), " "); got != "lindorm:// mysql://" {
+		t.Fatalf("Schemes() = %q", got)
+	}
+}

@@ -117,6 +117,7 @@ const (
 
 // Validate checks the configuration and fills in defaults.
 func (c *Config) Validate() error {
+	c.setDefaults()
 	var errs []error
 	if len(c.Hosts) == 0 {
 		errs = append(errs, errors.New("no hosts"))
@@ -129,20 +130,11 @@ func (c *Config) Validate() error {
 	if c.Keyspace == "" || c.Table == "" {
 		errs = append(errs, errors.New("no keyspace/table: write cassandra://host:9042/keyspace/table"))
 	}
-	if c.Port == 0 {
-		c.Port = DefaultPort
-	}
 	if c.Port < 1 || c.Port > 65535 {
 		errs = append(errs, fmt.Errorf("port %d out of range", c.Port))
 	}
-	if c.Consistency == "" {
-		c.Consistency = DefaultConsistency
-	}
 	if _, err := gocql.ParseConsistencyWrapper(strings.ToUpper(c.Consistency)); err != nil {
 		errs = append(errs, fmt.Errorf("consistency %q: want ANY, ONE, TWO, THREE, QUORUM, ALL, LOCAL_QUORUM, EACH_QUORUM or LOCAL_ONE", c.Consistency))
-	}
-	if c.PageSize == 0 {
-		c.PageSize = DefaultPageSize
 	}
 	if c.PageSize < 1 {
 		errs = append(errs, fmt.Errorf("page_size %d must be positive", c.PageSize))
@@ -156,11 +148,38 @@ func (c *Config) Validate() error {
 	if c.Rate < 0 {
 		errs = append(errs, fmt.Errorf("rate %g must not be negative", c.Rate))
 	}
-	if c.Shard.Count == 0 {
-		c.Shard = Shard{Index: 0, Count: 1}
-	}
 	if c.Shard.Count < 1 || c.Shard.Index < 0 || c.Shard.Index >= c.Shard.Count {
 		errs = append(errs, fmt.Errorf("shard %d/%d: want i/N with 0 <= i < N", c.Shard.Index, c.Shard.Count))
+	}
+	if c.ProtoVersion < 3 || c.ProtoVersion > 5 {
+		errs = append(errs, fmt.Errorf("protocol version %d: want 3, 4 or 5", c.ProtoVersion))
+	}
+	if c.Password != "" && c.Username == "" {
+		errs = append(errs, errors.New("a password without a user name: set --cassandra-user or "+UserEnv))
+	}
+	if t := c.TLS; (t.CertFile == "") != (t.KeyFile == "") {
+		errs = append(errs, errors.New("TLS: a client certificate needs both the certificate and the key file"))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("cassandra source: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// setDefaults fills in what the configuration leaves unset (zero), and turns TLS on when a TLS
+// option is given.
+func (c *Config) setDefaults() {
+	if c.Port == 0 {
+		c.Port = DefaultPort
+	}
+	if c.Consistency == "" {
+		c.Consistency = DefaultConsistency
+	}
+	if c.PageSize == 0 {
+		c.PageSize = DefaultPageSize
+	}
+	if c.Shard.Count == 0 {
+		c.Shard = Shard{Index: 0, Count: 1}
 	}
 	if c.Retries == 0 {
 		c.Retries = DefaultRetries
@@ -183,29 +202,15 @@ func (c *Config) Validate() error {
 	if c.ProtoVersion == 0 {
 		c.ProtoVersion = 4
 	}
-	if c.ProtoVersion < 3 || c.ProtoVersion > 5 {
-		errs = append(errs, fmt.Errorf("protocol version %d: want 3, 4 or 5", c.ProtoVersion))
-	}
 	if c.NumConns <= 0 {
 		c.NumConns = 2
 	}
 	if c.SampleRanges <= 0 {
 		c.SampleRanges = DefaultSampleRanges
 	}
-	if c.Password != "" && c.Username == "" {
-		errs = append(errs, errors.New("a password without a user name: set --cassandra-user or "+UserEnv))
-	}
-	t := c.TLS
-	if (t.CertFile == "") != (t.KeyFile == "") {
-		errs = append(errs, errors.New("TLS: a client certificate needs both the certificate and the key file"))
-	}
-	if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.ServerName != "" || t.SkipVerify) {
+	if t := c.TLS; !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.ServerName != "" || t.SkipVerify) {
 		c.TLS.Enabled = true // giving a TLS option turns TLS on
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("cassandra source: %w", errors.Join(errs...))
-	}
-	return nil
 }
 
 // ParseURI reads a --source URI:

@@ -68,52 +68,19 @@ func readSchema(ctx context.Context, sess *gocql.Session, ks, name string) (*Tab
 	q := func(stmt string, args ...any) *gocql.Query {
 		return sess.Query(stmt, args...).WithContext(ctx).Consistency(gocql.One)
 	}
-	var found string
-	if err := q(`SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?`, ks).Scan(&found); err != nil {
-		if err != gocql.ErrNotFound {
-			return nil, fmt.Errorf("read system_schema.keyspaces: %w", err)
-		}
-		var all []string
-		iter := q(`SELECT keyspace_name FROM system_schema.keyspaces`).Iter()
-		for iter.Scan(&found) {
-			if !strings.HasPrefix(found, "system") {
-				all = append(all, found)
-			}
-		}
-		if err := iter.Close(); err != nil {
-			return nil, fmt.Errorf("read system_schema.keyspaces: %w", err)
-		}
-		sort.Strings(all)
-		return nil, fmt.Errorf("keyspace %q not found (keyspaces: %s)", ks, listOrNone(all))
-	}
-	var tables []string
-	iter := q(`SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?`, ks).Iter()
-	for iter.Scan(&found) {
-		tables = append(tables, found)
-	}
-	if err := iter.Close(); err != nil {
-		return nil, fmt.Errorf("read system_schema.tables: %w", err)
-	}
-	if !contains(tables, name) {
-		var views []string
-		iter := q(`SELECT view_name FROM system_schema.views WHERE keyspace_name = ?`, ks).Iter()
-		for iter.Scan(&found) {
-			views = append(views, found)
-		}
-		if err := iter.Close(); err != nil || !contains(views, name) {
-			sort.Strings(tables)
-			return nil, fmt.Errorf("table %s.%s not found (tables in %s: %s)", ks, name, ks, listOrNone(tables))
-		}
+	isView, err := findTable(q, ks, name)
+	if err != nil {
+		return nil, err
 	}
 	t := &Table{Keyspace: ks, Name: name}
-	if !contains(tables, name) {
+	if isView {
 		// a materialized view: its TTL is its base table's
 	} else if err := q(`SELECT default_time_to_live FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`, ks, name).Scan(&t.DefaultTTL); err != nil {
 		return nil, fmt.Errorf("read system_schema.tables: %w", err)
 	}
 	var c Column
 	var order string
-	iter = q(`SELECT column_name, kind, position, type, clustering_order FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?`, ks, name).Iter()
+	iter := q(`SELECT column_name, kind, position, type, clustering_order FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?`, ks, name).Iter()
 	for iter.Scan(&c.Name, &c.Kind, &c.Position, &c.Type, &order) {
 		c.Type = strings.ToLower(strings.TrimSpace(c.Type))
 		c.Desc = strings.EqualFold(order, "desc")
@@ -143,6 +110,50 @@ func readSchema(ctx context.Context, sess *gocql.Session, ks, name string) (*Tab
 		return nil, fmt.Errorf("table %s.%s: system_schema.columns lists no partition key", ks, name)
 	}
 	return t, nil
+}
+
+// findTable finds table name of keyspace ks, or a materialized view of that name (isView); the
+// error for a keyspace or a table that is not there names those that are.
+func findTable(q func(stmt string, args ...any) *gocql.Query, ks, name string) (isView bool, err error) {
+	var found string
+	if err := q(`SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?`, ks).Scan(&found); err != nil {
+		if err != gocql.ErrNotFound {
+			return false, fmt.Errorf("read system_schema.keyspaces: %w", err)
+		}
+		var all []string
+		iter := q(`SELECT keyspace_name FROM system_schema.keyspaces`).Iter()
+		for iter.Scan(&found) {
+			if !strings.HasPrefix(found, "system") {
+				all = append(all, found)
+			}
+		}
+		if err := iter.Close(); err != nil {
+			return false, fmt.Errorf("read system_schema.keyspaces: %w", err)
+		}
+		sort.Strings(all)
+		return false, fmt.Errorf("keyspace %q not found (keyspaces: %s)", ks, listOrNone(all))
+	}
+	var tables []string
+	iter := q(`SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?`, ks).Iter()
+	for iter.Scan(&found) {
+		tables = append(tables, found)
+	}
+	if err := iter.Close(); err != nil {
+		return false, fmt.Errorf("read system_schema.tables: %w", err)
+	}
+	if contains(tables, name) {
+		return false, nil
+	}
+	var views []string
+	iter = q(`SELECT view_name FROM system_schema.views WHERE keyspace_name = ?`, ks).Iter()
+	for iter.Scan(&found) {
+		views = append(views, found)
+	}
+	if err := iter.Close(); err != nil || !contains(views, name) {
+		sort.Strings(tables)
+		return false, fmt.Errorf("table %s.%s not found (tables in %s: %s)", ks, name, ks, listOrNone(tables))
+	}
+	return true, nil
 }
 
 func contains(list []string, s string) bool {

@@ -69,79 +69,120 @@ func Open(ctx context.Context, spec Spec, base Config, logger *zap.Logger) (pipe
 		return nil, fmt.Errorf("--shard %s: stdin and a skip=/limit= window are read by one run: drop --shard", spec.Shard)
 	}
 	if spec.Path == "-" {
-		if spec.Format == "" {
-			return nil, errors.New("--source file:- reads stdin, which has no name to tell its format: add ?format=csv, tsv or jsonl (with .gz for gzip data)")
-		}
-		cfg := base
-		if cfg.Stdin == nil {
-			cfg.Stdin = stdinReader()
-		}
-		cfg.Path, cfg.Stream, cfg.Format, cfg.CSV = "stdin", "stdin", spec.Format, spec.CSV
-		s, err := New(cfg, logger)
-		if err != nil {
-			return nil, err
-		}
-		f.files = []*Source{s}
-		return &Stdin{f: f}, nil
+		return f.openStdin(spec, base)
 	}
-	var paths, streams []string
-	var objects []Object
-	if spec.Store != nil {
-		var err error
-		if objects, err = listObjects(ctx, spec.Store, spec.Pattern, spec.Format, logger); err != nil {
-			return nil, err
-		}
-		f.single = len(objects) == 1 && spec.Pattern != "" && !hasGlobMeta(spec.Pattern)
-		f.dir = spec.Store.Location("")
-		for _, o := range objects {
-			paths, streams = append(paths, spec.Store.Location(o.Info.Name)), append(streams, o.Info.Name)
-		}
-	} else {
+	in, err := f.list(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	part, err := f.shardPart(spec, &in)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.openEach(spec, base, in, part); err != nil {
+		return nil, err
+	}
+	if len(f.files) > 1 {
+		logger.Info("reading files in this order", zap.String("dir", f.dir), zap.Int("files", len(f.files)),
+			zap.String("first", f.files[0].stream), zap.String("last", f.files[len(f.files)-1].stream))
+	}
+	return f, nil
+}
+
+// openStdin is the source of file:-, stdin in the format the URI names.
+func (f *Files) openStdin(spec Spec, base Config) (pipeline.Source, error) {
+	if spec.Format == "" {
+		return nil, errors.New("--source file:- reads stdin, which has no name to tell its format: add ?format=csv, tsv or jsonl (with .gz for gzip data)")
+	}
+	cfg := base
+	if cfg.Stdin == nil {
+		cfg.Stdin = stdinReader()
+	}
+	cfg.Path, cfg.Stream, cfg.Format, cfg.CSV = "stdin", "stdin", spec.Format, spec.CSV
+	s, err := New(cfg, f.log)
+	if err != nil {
+		return nil, err
+	}
+	f.files = []*Source{s}
+	return &Stdin{f: f}, nil
+}
+
+// inputFiles are the files a source reads, in order: their paths (or locations in a bucket),
+// stream names and, in a bucket, the objects.
+type inputFiles struct {
+	paths, streams []string
+	objects        []Object // nil for local files
+}
+
+// list finds the files spec names, in a bucket or on the local disk, and the folder they are
+// named relative to (f.dir).
+func (f *Files) list(ctx context.Context, spec Spec) (in inputFiles, err error) {
+	if spec.Store == nil {
 		var single bool
-		var err error
-		if paths, single, err = resolvePaths(spec.Path, spec.Format, logger); err != nil {
-			return nil, err
+		if in.paths, single, err = resolvePaths(spec.Path, spec.Format, f.log); err != nil {
+			return in, err
 		}
 		f.single = single
-		if f.dir, streams, err = streamNames(paths); err != nil {
-			return nil, err
-		}
+		f.dir, in.streams, err = streamNames(in.paths)
+		return in, err
 	}
-	var part pipeline.Shard // set: every file is read in parts, this shard's part of each
-	if !spec.Shard.Whole() && len(paths) < spec.Shard.Count {
+	if in.objects, err = listObjects(ctx, spec.Store, spec.Pattern, spec.Format, f.log); err != nil {
+		return in, err
+	}
+	f.single = len(in.objects) == 1 && spec.Pattern != "" && !hasGlobMeta(spec.Pattern)
+	f.dir = spec.Store.Location("")
+	for _, o := range in.objects {
+		in.paths, in.streams = append(in.paths, spec.Store.Location(o.Info.Name)), append(in.streams, o.Info.Name)
+	}
+	return in, nil
+}
+
+// shardPart narrows in to what spec's shard reads: its share of the files, or, with fewer files
+// than shards, its byte range of each (part, which is then set).
+func (f *Files) shardPart(spec Spec, in *inputFiles) (part pipeline.Shard, err error) {
+	if spec.Shard.Whole() {
+		return part, nil
+	}
+	if len(in.paths) < spec.Shard.Count {
 		part, f.single, f.shard = spec.Shard, false, spec.Shard
-		logger.Info("fewer files than shards: reading this shard's byte range of each file", zap.String("shard", spec.Shard.String()),
-			zap.Int("files", len(paths)))
-	} else if !spec.Shard.Whole() {
-		var sizes []int64
-		for i, p := range paths {
-			if objects != nil {
-				sizes = append(sizes, objects[i].Info.Size)
-			} else if st, err := os.Stat(p); err == nil {
-				sizes = append(sizes, st.Size())
-			} else {
-				return nil, fmt.Errorf("file %s: %w", p, err)
-			}
-		}
-		mine := shardFiles(sizes, spec.Shard)
-		paths, streams, objects = pick(paths, mine), pick(streams, mine), pick(objects, mine)
-		f.single, f.shard = false, spec.Shard
-		logger.Info("reading this shard's files", zap.String("shard", spec.Shard.String()), zap.Int("files", len(paths)), zap.Strings("streams", streams))
+		f.log.Info("fewer files than shards: reading this shard's byte range of each file", zap.String("shard", spec.Shard.String()),
+			zap.Int("files", len(in.paths)))
+		return part, nil
 	}
-	headSize := max(minHeadSize, min(maxHead, headBudget/len(paths)))
+	var sizes []int64
+	for i, p := range in.paths {
+		if in.objects != nil {
+			sizes = append(sizes, in.objects[i].Info.Size)
+		} else if st, err := os.Stat(p); err == nil {
+			sizes = append(sizes, st.Size())
+		} else {
+			return part, fmt.Errorf("file %s: %w", p, err)
+		}
+	}
+	mine := shardFiles(sizes, spec.Shard)
+	in.paths, in.streams, in.objects = pick(in.paths, mine), pick(in.streams, mine), pick(in.objects, mine)
+	f.single, f.shard = false, spec.Shard
+	f.log.Info("reading this shard's files", zap.String("shard", spec.Shard.String()), zap.Int("files", len(in.paths)), zap.Strings("streams", in.streams))
+	return part, nil
+}
+
+// openEach opens every file of in (its head read, a CSV header matched), listing the first
+// maxListedErrors files that cannot be read.
+func (f *Files) openEach(spec Spec, base Config, in inputFiles, part pipeline.Shard) error {
+	headSize := max(minHeadSize, min(maxHead, headBudget/len(in.paths)))
 	var errs []error
 	csvFiles := 0
-	for i, p := range paths {
+	for i, p := range in.paths {
 		cfg := base
-		cfg.Path, cfg.Stream, cfg.Format, cfg.headSize, cfg.Part = p, streams[i], spec.Format, headSize, part
-		if objects != nil {
-			cfg.Object = &objects[i]
+		cfg.Path, cfg.Stream, cfg.Format, cfg.headSize, cfg.Part = p, in.streams[i], spec.Format, headSize, part
+		if in.objects != nil {
+			cfg.Object = &in.objects[i]
 		}
 		if fm, _, _, err := parseFormat(p, spec.Format); err == nil && fm == formatCSV {
 			cfg.CSV = spec.CSV // JSON Lines files among CSV ones take no CSV options
 			csvFiles++
 		}
-		s, err := New(cfg, logger)
+		s, err := New(cfg, f.log)
 		if err != nil {
 			errs = append(errs, err)
 			if len(errs) == maxListedErrors {
@@ -153,20 +194,16 @@ func Open(ctx context.Context, spec Spec, base Config, logger *zap.Logger) (pipe
 		f.files = append(f.files, s)
 	}
 	if len(errs) > 0 && !part.Whole() {
-		return nil, fmt.Errorf("--shard %s of %s: %d file(s) for %d shards, so each shard reads a byte range of every file (or run at most %d shards, each reading whole files):\n%w",
-			part, spec.Path, len(paths), part.Count, len(paths), errors.Join(errs...))
+		return fmt.Errorf("--shard %s of %s: %d file(s) for %d shards, so each shard reads a byte range of every file (or run at most %d shards, each reading whole files):\n%w",
+			part, spec.Path, len(in.paths), part.Count, len(in.paths), errors.Join(errs...))
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return errors.Join(errs...)
 	}
 	if csvFiles == 0 && spec.CSV != (CSVOptions{}) {
-		return nil, fmt.Errorf("--source file:%s: the CSV options (%s) were given, but the input is JSON Lines", spec.Path, spec.CSV)
+		return fmt.Errorf("--source file:%s: the CSV options (%s) were given, but the input is JSON Lines", spec.Path, spec.CSV)
 	}
-	if len(f.files) > 1 {
-		logger.Info("reading files in this order", zap.String("dir", f.dir), zap.Int("files", len(f.files)),
-			zap.String("first", f.files[0].stream), zap.String("last", f.files[len(f.files)-1].stream))
-	}
-	return f, nil
+	return nil
 }
 
 // stdinReader returns the process's stdin, looked up when a source opens it (tests replace it).

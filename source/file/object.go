@@ -120,9 +120,7 @@ func (o *objectReader) Close() error {
 }
 
 // IsObjectURI tells whether a --source names files in a bucket.
-func IsObjectURI(uri string) bool {
-	return strings.HasPrefix(uri, "s3://") || strings.HasPrefix(uri, "oss://")
-}
+func IsObjectURI(uri string) bool { return store.IsBucket(uri) }
 
 func knownExtension(name string) bool {
 	_, _, _, err := parseFormat(name, "")

@@ -96,76 +96,88 @@ func (s *Source) sampleSpread(ctx context.Context, n int, dataSize int64) ([]pip
 		if k%256 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		off := at(k)
-		size := int(s.avgRow*4) + 4096
-		// The line start and one whole record lie within this many bytes, or the sample point is
-		// skipped (a record longer than the limit is a reject, not a sample).
-		maxWindow := 2*s.cfg.MaxRecordSize + 2
-		for {
-			if cap(buf) < size {
-				buf = make([]byte, size)
-			}
-			buf = buf[:size]
-			m, err := r.ReadAt(buf, off)
-			if err != nil && !errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("read %s at %d: %w", s.cfg.Path, off, err)
-			}
-			eof := m < size
-			win := buf[:m]
-			start := 0
-			if off > s.dataStart {
-				// off may fall inside a line: start at the next one.
-				i := bytes.IndexByte(win, '\n')
-				if i < 0 {
-					if eof || size >= maxWindow {
-						break
-					}
-					size = min(2*size, maxWindow)
-					continue
-				}
-				start = i + 1
-			}
-			win = win[start:]
-			if !eof {
-				// The first record must end in the window, as the splitter decides.
-				cut, head := s.splitPoint(win)
-				if head > 0 {
-					break
-				}
-				if cut == 0 {
-					if size >= maxWindow {
-						break
-					}
-					size = min(2*size, maxWindow)
-					continue
-				}
-				win = win[:cut]
-			}
-			// The window is only looked at to find where its first record ends: a view of it, not
-			// a copy (the window is a few KiB, the record a few dozen bytes).
-			str := unsafe.String(unsafe.SliceData(win), len(win))
-			vals := slab[len(recs)*ncols : (len(recs)+1)*ncols : (len(recs)+1)*ncols]
-			next, _, blank, _ := parse(str, 0, vals)
-			if blank || next == 0 {
-				clear(vals) // no value may point into the window, which the next read overwrites
-				break
-			}
-			// Keep only the row's bytes alive, not the window.
-			row := strings.Clone(str[:next])
-			clear(vals)
-			_, _, _, rerr := parse(row, 0, vals)
-			rec := pipeline.Record{Values: vals, Err: rerr}
-			if next > s.cfg.MaxRecordSize {
-				rec.Err, row = s.tooLong(int64(next)), s.rawStart(rawLine(row))
-			}
-			if rec.Err != nil {
-				rec.Raw = rawLine(row)
-			}
+		vals := slab[len(recs)*ncols : (len(recs)+1)*ncols : (len(recs)+1)*ncols]
+		rec, ok, err := s.sampleAt(r, at(k), &buf, vals, parse)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			recs = append(recs, rec)
-			break
 		}
 	}
 	return recs, nil
+}
+
+// sampleAt reads the first record that starts after off (at off when off is the data's start)
+// into vals, reading through *buf, a window it widens up to twice the largest record. ok is
+// false when there is none: off is in the last line, or no record ends within the widest window.
+func (s *Source) sampleAt(r io.ReaderAt, off int64, buf *[]byte, vals []pipeline.Value,
+	parse func(data string, pos int, vals []pipeline.Value) (int, int, bool, *pipeline.RowError)) (rec pipeline.Record, ok bool, err error) {
+	size := int(s.avgRow*4) + 4096
+	// The line start and one whole record lie within this many bytes, or the sample point is
+	// skipped (a record longer than the limit is a reject, not a sample).
+	maxWindow := 2*s.cfg.MaxRecordSize + 2
+	for {
+		if cap(*buf) < size {
+			*buf = make([]byte, size)
+		}
+		*buf = (*buf)[:size]
+		m, err := r.ReadAt(*buf, off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return rec, false, fmt.Errorf("read %s at %d: %w", s.cfg.Path, off, err)
+		}
+		eof := m < size
+		win := (*buf)[:m]
+		start := 0
+		if off > s.dataStart {
+			// off may fall inside a line: start at the next one.
+			i := bytes.IndexByte(win, '\n')
+			if i < 0 {
+				if eof || size >= maxWindow {
+					return rec, false, nil
+				}
+				size = min(2*size, maxWindow)
+				continue
+			}
+			start = i + 1
+		}
+		win = win[start:]
+		if !eof {
+			// The first record must end in the window, as the splitter decides.
+			cut, head := s.splitPoint(win)
+			if head > 0 {
+				return rec, false, nil
+			}
+			if cut == 0 {
+				if size >= maxWindow {
+					return rec, false, nil
+				}
+				size = min(2*size, maxWindow)
+				continue
+			}
+			win = win[:cut]
+		}
+		// The window is only looked at to find where its first record ends: a view of it, not
+		// a copy (the window is a few KiB, the record a few dozen bytes).
+		str := unsafe.String(unsafe.SliceData(win), len(win))
+		next, _, blank, _ := parse(str, 0, vals)
+		if blank || next == 0 {
+			clear(vals) // no value may point into the window, which the next read overwrites
+			return rec, false, nil
+		}
+		// Keep only the row's bytes alive, not the window.
+		row := strings.Clone(str[:next])
+		clear(vals)
+		_, _, _, rerr := parse(row, 0, vals)
+		rec = pipeline.Record{Values: vals, Err: rerr}
+		if next > s.cfg.MaxRecordSize {
+			rec.Err, row = s.tooLong(int64(next)), s.rawStart(rawLine(row))
+		}
+		if rec.Err != nil {
+			rec.Raw = rawLine(row)
+		}
+		return rec, true, nil
+	}
 }
 
 // openRandom opens the file, or the object, for reads at any offset.

@@ -235,44 +235,15 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 	if cfg.CellWriteTimes && s.format != formatJSONL {
 		return nil, fmt.Errorf("file %s: target.write_time needs each row's cell write times, which only a JSON Lines file carries (its %q member, as verify --repair writes it): read the table itself (cassandra://), or drop target.write_time", cfg.Path, WriteTimesMember)
 	}
-	for _, col := range cfg.Schema {
-		if cfg.CellWriteTimes && col.Name == WriteTimesMember {
-			return nil, fmt.Errorf("file %s: column %q has the name of the member that carries the cells' write times: rename it in the mapping's source, or drop target.write_time", cfg.Path, col.Name)
-		}
-		t, err := cqlvalue.ParseType(col.Type)
-		if err != nil {
-			return nil, fmt.Errorf("file %s: column %q: %w", cfg.Path, col.Name, err)
-		}
-		s.names = append(s.names, col.Name)
-		s.types = append(s.types, t)
-		s.kinds = append(s.kinds, t.Kind)
-	}
-	if len(s.names) > 16 {
-		s.jsonIndex = make(map[string]int, len(s.names))
-		for i, n := range s.names {
-			s.jsonIndex[n] = i
-		}
+	if err := s.parseSchema(); err != nil {
+		return nil, err
 	}
 	if cfg.Context == nil {
 		cfg.Context = context.Background()
 		s.cfg.Context = cfg.Context
 	}
-	if cfg.Stdin != nil {
-		s.stdin, s.size = &onceInput{r: cfg.Stdin}, -1
-	} else if cfg.Object != nil {
-		s.size = cfg.Object.Info.Size
-	} else {
-		st, err := os.Stat(cfg.Path)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("file %s not found: check the --source path", cfg.Path)
-			}
-			return nil, fmt.Errorf("file %s: %w", cfg.Path, err)
-		}
-		if st.IsDir() {
-			return nil, fmt.Errorf("file %s is a directory: give file:%s to read the files in it", cfg.Path, cfg.Path)
-		}
-		s.size = st.Size()
+	if err := s.statInput(); err != nil {
+		return nil, err
 	}
 	if s.cfg.ChunkSize == 0 && s.size < 0 {
 		s.cfg.ChunkSize = defaultChunkSize
@@ -290,6 +261,52 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 		}
 	}
 	return s, nil
+}
+
+// parseSchema takes the declared columns' names and CQL types (the types the values are parsed
+// as), refusing a column named as the member that carries cell write times.
+func (s *Source) parseSchema() error {
+	for _, col := range s.cfg.Schema {
+		if s.cfg.CellWriteTimes && col.Name == WriteTimesMember {
+			return fmt.Errorf("file %s: column %q has the name of the member that carries the cells' write times: rename it in the mapping's source, or drop target.write_time", s.cfg.Path, col.Name)
+		}
+		t, err := cqlvalue.ParseType(col.Type)
+		if err != nil {
+			return fmt.Errorf("file %s: column %q: %w", s.cfg.Path, col.Name, err)
+		}
+		s.names = append(s.names, col.Name)
+		s.types = append(s.types, t)
+		s.kinds = append(s.kinds, t.Kind)
+	}
+	if len(s.names) > 16 {
+		s.jsonIndex = make(map[string]int, len(s.names))
+		for i, n := range s.names {
+			s.jsonIndex[n] = i
+		}
+	}
+	return nil
+}
+
+// statInput finds the input's size: a file's or an object's, -1 for stdin (read once).
+func (s *Source) statInput() error {
+	if s.cfg.Stdin != nil {
+		s.stdin, s.size = &onceInput{r: s.cfg.Stdin}, -1
+	} else if s.cfg.Object != nil {
+		s.size = s.cfg.Object.Info.Size
+	} else {
+		st, err := os.Stat(s.cfg.Path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("file %s not found: check the --source path", s.cfg.Path)
+			}
+			return fmt.Errorf("file %s: %w", s.cfg.Path, err)
+		}
+		if st.IsDir() {
+			return fmt.Errorf("file %s is a directory: give file:%s to read the files in it", s.cfg.Path, s.cfg.Path)
+		}
+		s.size = st.Size()
+	}
+	return nil
 }
 
 // onceInput is stdin: it can be read only once, so what New reads of its head is kept and read

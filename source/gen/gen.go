@@ -231,18 +231,9 @@ func (s *Source) patch(vals []pipeline.Value, gcols int, arena string) {
 // Run generates batches in parallel and sends them in row order. The cursor is the index of the
 // next row.
 func (s *Source) Run(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
-	start := s.lo
-	if st, ok := resume[s.stream]; ok {
-		if st.Done {
-			return nil
-		}
-		if st.Cursor != "" {
-			n, err := strconv.ParseInt(st.Cursor, 10, 64)
-			if err != nil || n < s.lo || n > s.hi {
-				return fmt.Errorf("%s: bad resume cursor %q: want a row index in %d..%d", s.stream, st.Cursor, s.lo, s.hi)
-			}
-			start = n
-		}
+	start, done, err := s.resumeAt(resume)
+	if err != nil || done {
+		return err
 	}
 	s.log.Info("generating", zap.String("stream", s.stream), zap.Int64("rows", s.hi-start),
 		zap.Int64("offset", start))
@@ -256,30 +247,9 @@ func (s *Source) Run(ctx context.Context, resume map[string]pipeline.StreamState
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type job struct {
-		from, to int64
-		result   chan pipeline.Batch
-	}
-	jobs := make(chan *job)
-	order := make(chan *job, 2*s.cfg.Workers)
-	go func() {
-		defer close(order)
-		defer close(jobs)
-		bs := int64(s.cfg.BatchSize)
-		for from := start; from < s.hi; from += bs {
-			j := &job{from: from, to: min(from+bs, s.hi), result: make(chan pipeline.Batch, 1)}
-			select {
-			case order <- j:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case jobs <- j:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	jobs := make(chan *genJob)
+	order := make(chan *genJob, 2*s.cfg.Workers)
+	go s.cut(ctx, start, order, jobs)
 	workersDone := make(chan struct{}, s.cfg.Workers)
 	for w := 0; w < s.cfg.Workers; w++ {
 		go func() {
@@ -289,22 +259,7 @@ func (s *Source) Run(ctx context.Context, resume map[string]pipeline.StreamState
 			}
 		}()
 	}
-	err := func() error {
-		for j := range order {
-			var b pipeline.Batch
-			select {
-			case b = <-j.result:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			select {
-			case out <- b:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return ctx.Err()
-	}()
+	err = sendInOrder(ctx, order, out)
 	cancel()
 	for range order {
 	}
@@ -312,6 +267,73 @@ func (s *Source) Run(ctx context.Context, resume map[string]pipeline.StreamState
 		<-workersDone
 	}
 	return err
+}
+
+// resumeAt is the row a run starts at: the resume cursor's, or the first; done when the resume
+// state says the stream was generated whole.
+func (s *Source) resumeAt(resume map[string]pipeline.StreamState) (start int64, done bool, err error) {
+	start = s.lo
+	st, ok := resume[s.stream]
+	if !ok {
+		return start, false, nil
+	}
+	if st.Done {
+		return start, true, nil
+	}
+	if st.Cursor != "" {
+		n, err := strconv.ParseInt(st.Cursor, 10, 64)
+		if err != nil || n < s.lo || n > s.hi {
+			return start, false, fmt.Errorf("%s: bad resume cursor %q: want a row index in %d..%d", s.stream, st.Cursor, s.lo, s.hi)
+		}
+		start = n
+	}
+	return start, false, nil
+}
+
+// genJob is one batch to generate, rows [from, to), and where its batch goes.
+type genJob struct {
+	from, to int64
+	result   chan pipeline.Batch
+}
+
+// cut hands out the rows from start on as jobs of BatchSize rows, each to order (the order the
+// batches are sent in) and then to jobs (the workers), until the rows or ctx end; it closes both.
+func (s *Source) cut(ctx context.Context, start int64, order, jobs chan<- *genJob) {
+	defer close(order)
+	defer close(jobs)
+	bs := int64(s.cfg.BatchSize)
+	for from := start; from < s.hi; from += bs {
+		j := &genJob{from: from, to: min(from+bs, s.hi), result: make(chan pipeline.Batch, 1)}
+		select {
+		case order <- j:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case jobs <- j:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// sendInOrder sends each job's batch to out in the order the jobs were cut, as its worker
+// finishes it, until the jobs or ctx end.
+func sendInOrder(ctx context.Context, order <-chan *genJob, out chan<- pipeline.Batch) error {
+	for j := range order {
+		var b pipeline.Batch
+		select {
+		case b = <-j.result:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case out <- b:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return ctx.Err()
 }
 
 // Sample generates n rows spread over the indexes, one in each of n equal stretches at a position

@@ -140,6 +140,58 @@ func (f *Fetcher) Err() error {
 // timeouts) are retried with backoff; an offset older than the partition's first one (deleted by
 // retention) goes to o.Gap. It returns nil when ctx ends, o.Gap's error; out is never closed.
 func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, partition int, offset int64, o FetchOptions, out chan<- FetchBatch) error {
+	f := newPartitionFetch(ctx, c, partition, offset, o, out)
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && !sleep(ctx, backoff(attempt)) {
+			return nil
+		}
+		conn, start, first, err := c.dialPartition(ctx, dialer, partition, f.offset)
+		if err == nil && f.offset >= 0 && f.offset < first {
+			if err := f.gap(f.offset, first); err != nil {
+				conn.Close()
+				return err
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, kafkago.OffsetOutOfRange) {
+				// past the end: wait for messages to be produced
+				f.log.Debug("offset past the partition's end, waiting", zap.Int64("offset", f.offset))
+				continue
+			}
+			if attempt == 1 || attempt%20 == 0 {
+				f.log.Warn("kafka: cannot reach the partition leader, retrying", zap.Int("attempt", attempt), zap.Error(err))
+			}
+			continue
+		}
+		attempt = 0
+		f.offset = start
+		stop, readErr := f.read(conn)
+		if stop {
+			return readErr
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		f.log.Debug("kafka: reconnecting to the partition leader", zap.Error(readErr))
+	}
+}
+
+// partitionFetch is one FetchPartition: where it is in the partition and where it sends.
+type partitionFetch struct {
+	ctx    context.Context
+	o      FetchOptions
+	log    *zap.Logger
+	gap    func(next, first int64) error
+	out    chan<- FetchBatch
+	offset int64 // the next offset to read
+}
+
+// newPartitionFetch fills o's defaults: 16 MiB and 250ms a fetch, 1,024 messages a batch, and a
+// gap that is logged and skipped.
+func newPartitionFetch(ctx context.Context, c *Config, partition int, offset int64, o FetchOptions, out chan<- FetchBatch) *partitionFetch {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = 16 << 20
 	}
@@ -162,110 +214,94 @@ func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, par
 			return nil
 		}
 	}
-	send := func(b FetchBatch) bool {
-		select {
-		case out <- b:
-			return true
-		case <-ctx.Done():
-			return false
-		}
+	return &partitionFetch{ctx: ctx, o: o, log: log, gap: gap, out: out, offset: offset}
+}
+
+// send hands b over; false when ctx ended first.
+func (f *partitionFetch) send(b FetchBatch) bool {
+	select {
+	case f.out <- b:
+		return true
+	case <-f.ctx.Done():
+		return false
 	}
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 && !sleep(ctx, backoff(attempt)) {
-			return nil
-		}
-		conn, start, first, err := c.dialPartition(ctx, dialer, partition, offset)
-		if err == nil && offset >= 0 && offset < first {
-			if err := gap(offset, first); err != nil {
-				conn.Close()
-				return err
-			}
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if errors.Is(err, kafkago.OffsetOutOfRange) {
-				// past the end: wait for messages to be produced
-				log.Debug("offset past the partition's end, waiting", zap.Int64("offset", offset))
-				continue
-			}
-			if attempt == 1 || attempt%20 == 0 {
-				log.Warn("kafka: cannot reach the partition leader, retrying", zap.Int("attempt", attempt), zap.Error(err))
-			}
-			continue
-		}
-		attempt = 0
-		offset = start
-		stopWatch := context.AfterFunc(ctx, func() { conn.Close() })
-		var readErr error
-		for readErr == nil {
-			// The broker holds the fetch at most MaxWait; the response (up to MaxBytes) may take
-			// longer to arrive on a loaded machine or a slow link. A deadline of MaxWait alone
-			// timed such responses out and reconnected for ever without delivering anything.
-			conn.SetReadDeadline(time.Now().Add(o.MaxWait + fetchResponseMargin))
-			batch := conn.ReadBatchWith(kafkago.ReadBatchConfig{MinBytes: 1, MaxBytes: o.MaxBytes, MaxWait: o.MaxWait})
-			hwm := batch.HighWaterMark()
-			var msgs []kafkago.Message // allocated at the first message: idle fetches cost nothing
-			for n := 0; ; n++ {
-				if n%256 == 0 {
-					conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-				}
-				m, err := batch.ReadMessage()
-				if err != nil {
-					break
-				}
-				offset = m.Offset + 1
-				if msgs == nil {
-					select {
-					case msgs = <-o.Free:
-						msgs = msgs[:0]
-					default:
-						msgs = make([]kafkago.Message, 0, o.BatchLen)
-					}
-				}
-				msgs = append(msgs, m)
-				if len(msgs) == o.BatchLen {
-					if !send(FetchBatch{Messages: msgs, HighWaterMark: hwm}) {
-						batch.Close()
-						stopWatch()
-						conn.Close()
-						return nil
-					}
-					msgs = nil
-				}
-			}
-			readErr = batch.Close()
-			if len(msgs) > 0 || readErr == nil {
-				if !send(FetchBatch{Messages: msgs, HighWaterMark: hwm}) {
-					stopWatch()
-					conn.Close()
-					return nil
-				}
-			}
-			switch {
-			case readErr == nil, errors.Is(readErr, io.EOF), errors.Is(readErr, kafkago.RequestTimedOut):
-				readErr = nil
-			case errors.Is(readErr, kafkago.OffsetOutOfRange):
-				conn.SetDeadline(time.Now().Add(10 * time.Second))
-				first, _, err := conn.ReadOffsets()
-				if err == nil && offset < first {
-					if err := gap(offset, first); err != nil {
-						stopWatch()
-						conn.Close()
-						return err
-					}
-					offset = first
-				}
-			}
-		}
+}
+
+// read fetches from conn until it fails, then closes it. stop says that the fetch ends (ctx
+// ended while it sent, or the gap's error, returned as err); otherwise err is why conn failed
+// and the caller reconnects.
+func (f *partitionFetch) read(conn *kafkago.Conn) (stop bool, err error) {
+	stopWatch := context.AfterFunc(f.ctx, func() { conn.Close() })
+	defer func() {
 		stopWatch()
 		conn.Close()
-		if ctx.Err() != nil {
-			return nil
+	}()
+	var readErr error
+	for readErr == nil {
+		var sent bool
+		if sent, readErr = f.readBatch(conn); !sent {
+			return true, nil
 		}
-		log.Debug("kafka: reconnecting to the partition leader", zap.Error(readErr))
+		switch {
+		case readErr == nil, errors.Is(readErr, io.EOF), errors.Is(readErr, kafkago.RequestTimedOut):
+			readErr = nil
+		case errors.Is(readErr, kafkago.OffsetOutOfRange):
+			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			first, _, err := conn.ReadOffsets()
+			if err == nil && f.offset < first {
+				if err := f.gap(f.offset, first); err != nil {
+					return true, err
+				}
+				f.offset = first
+			}
+		}
 	}
+	return false, readErr
+}
+
+// readBatch reads one fetch's messages from conn and sends them in batches of o.BatchLen; it
+// returns the fetch's error, with sent false when ctx ended before a batch was taken.
+func (f *partitionFetch) readBatch(conn *kafkago.Conn) (sent bool, readErr error) {
+	// The broker holds the fetch at most MaxWait; the response (up to MaxBytes) may take
+	// longer to arrive on a loaded machine or a slow link. A deadline of MaxWait alone
+	// timed such responses out and reconnected for ever without delivering anything.
+	conn.SetReadDeadline(time.Now().Add(f.o.MaxWait + fetchResponseMargin))
+	batch := conn.ReadBatchWith(kafkago.ReadBatchConfig{MinBytes: 1, MaxBytes: f.o.MaxBytes, MaxWait: f.o.MaxWait})
+	hwm := batch.HighWaterMark()
+	var msgs []kafkago.Message // allocated at the first message: idle fetches cost nothing
+	for n := 0; ; n++ {
+		if n%256 == 0 {
+			conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		}
+		m, err := batch.ReadMessage()
+		if err != nil {
+			break
+		}
+		f.offset = m.Offset + 1
+		if msgs == nil {
+			select {
+			case msgs = <-f.o.Free:
+				msgs = msgs[:0]
+			default:
+				msgs = make([]kafkago.Message, 0, f.o.BatchLen)
+			}
+		}
+		msgs = append(msgs, m)
+		if len(msgs) == f.o.BatchLen {
+			if !f.send(FetchBatch{Messages: msgs, HighWaterMark: hwm}) {
+				batch.Close()
+				return false, nil
+			}
+			msgs = nil
+		}
+	}
+	readErr = batch.Close()
+	if len(msgs) > 0 || readErr == nil {
+		if !f.send(FetchBatch{Messages: msgs, HighWaterMark: hwm}) {
+			return false, readErr
+		}
+	}
+	return true, readErr
 }
 
 // dialPartition connects to the partition's leader and seeks to offset (sentinels resolved,
