@@ -164,6 +164,7 @@ bench_jars() { # bench_jars NAME POM: the POM's dependencies copied once into a 
   if [ ! -f "$dir/.complete" ]; then
     echo "resolving $2 through Maven into $dir ..." >&2
     rm -rf "$dir.tmp"
+    mkdir -p "$(dirname "$dir")" # a fresh machine has no cache folder yet: the log goes beside the jars
     mvn -B -q -f "$2" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$dir.tmp/jars" > "$dir.mvn.log" 2>&1 ||
       { tail -n 30 "$dir.mvn.log" >&2; echo "Maven could not resolve $2 (log: $dir.mvn.log)" >&2; exit 1; }
     rm -rf "$dir" && mv "$dir.tmp" "$dir" && touch "$dir/.complete"
