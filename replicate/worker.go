@@ -34,6 +34,9 @@ type worker struct {
 	floor       int64        // the partition's next offset in the manifest: offsets below are in committed rolls
 	msgRejected bool         // the current message has its reject line
 	sinceCheck  int64        // message bytes since the last memory and roll-size check
+	// written counts the batch's rows written, added to the shared counter once per batch: an
+	// atomic add per row on a cache line every partition's worker writes took ~5% of replicate's CPU
+	written int64
 	// early: the assignment's first roll is still to close, which it does after the first
 	// fetched batch that opened it, not after the roll interval: a member's first committed
 	// offset after its start or a rebalance then waits for one batch and one roll's close
@@ -147,12 +150,14 @@ func (w *worker) process(changes []kafka.Change) error {
 		rl.msgs++
 		w.msgRejected = false
 		if err := w.change(ch); err != nil {
+			w.countWritten()
 			return err
 		}
 		if w.msgRejected {
 			rl.rejected++
 		}
 	}
+	w.countWritten()
 	r.metrics.MessagesIn.Add(int64(len(changes)))
 	r.metrics.position(w.partition, last+1, w.hwm)
 	w.ev.Reset()
@@ -289,9 +294,17 @@ func (w *worker) upsert(ch *kafka.Change, row []pipeline.Value) error {
 		}
 		return err
 	}
-	r.metrics.RowsWritten.Add(1)
+	w.written++
 	w.roll.upserts++
 	return nil
+}
+
+// countWritten adds the rows written since its last call to the metrics.
+func (w *worker) countWritten() {
+	if w.written > 0 {
+		w.r.metrics.RowsWritten.Add(w.written)
+		w.written = 0
+	}
 }
 
 // deleteRow writes the DELETE of the key in row's first KeyLen values.
