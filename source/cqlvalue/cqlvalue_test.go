@@ -1,8 +1,10 @@
 package cqlvalue
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/rekey/rekey/pipeline"
 )
@@ -399,5 +401,76 @@ func FuzzParseText(f *testing.F) {
 		if ty.Kind == Double && !v.IsNull() && v.Kind != pipeline.KindFloat {
 			t.Fatal("kind")
 		}
+	})
+}
+
+// A member's value read with what ObjectMembers' scan learned of it (FromScanned) is the value
+// FromJSON reads from its text, error included: the scan's knowledge only saves the second pass.
+func TestFromScannedAsFromJSON(t *testing.T) {
+	docs := []string{
+		`{"a": "hello", "b": "a\"b\u00e9\n", "c": "", "d": null, "e": 12.50, "f": true, "g": {"a": [1, 2]}}`,
+		`{"a": 42, "b": "42", "c": -9223372036854775808, "d": 1.5, "e": 1e3, "f": [1], "g": "é", "h": "x\ty"}`,
+		`{"a": "2024-01-02T03:04:05.678Z", "b": 1704164645678, "c": "0x0102", "d": "NaN", "e": "1.50", "f": 0.1}`,
+		`{"a": "123E4567-E89B-12D3-A456-426614174000", "b": "127.0.0.1", "c": [3, 1, 3], "d": "{'b': 1}", "e": 300}`,
+	}
+	types := []string{"text", "ascii", "bigint", "int", "tinyint", "boolean", "double", "decimal", "varint",
+		"timestamp", "date", "uuid", "blob", "inet", "list<int>", "set<int>", "map<text, int>"}
+	for _, doc := range docs {
+		err := ObjectMembers(doc, func(key, raw string, sc Scanned) {
+			if wantSc := scannedOf(raw); sc != wantSc {
+				t.Errorf("%s: %s scanned as %d, want %d", key, raw, sc, wantSc)
+			}
+			for _, name := range types {
+				typ, err := ParseType(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, werr := typ.FromJSON(raw)
+				got, gerr := typ.FromScanned(raw, sc)
+				if fmt.Sprint(werr) != fmt.Sprint(gerr) || v(got) != v(want) {
+					t.Errorf("%s %s: FromScanned %s, %v; FromJSON %s, %v", name, raw, v(got), gerr, v(want), werr)
+				}
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// scannedOf is what ObjectMembers must say of a well-formed value: a string without escapes of
+// ASCII bytes, a number, or nothing.
+func scannedOf(raw string) Scanned {
+	switch c := raw[0]; {
+	case c == '"':
+		for i := 1; i < len(raw)-1; i++ {
+			if raw[i] == '\\' || raw[i] >= utf8.RuneSelf {
+				return ScannedOther
+			}
+		}
+		return ScannedASCII
+	case c == '-' || c >= '0' && c <= '9':
+		return ScannedNumber
+	}
+	return ScannedOther
+}
+
+// FuzzFromScanned: for any document, every member's value gives FromScanned what FromJSON gives.
+func FuzzFromScanned(f *testing.F) {
+	for _, s := range []string{`{"a": "x", "b": 1, "c": "\u00e9", "d": "é", "e": -0.5e3, "f": [1], "g": "x\"y"}`, `{"t": "2024-01-02"}`} {
+		f.Add(s)
+	}
+	types := []string{"text", "bigint", "decimal", "timestamp", "blob", "boolean", "list<int>"}
+	f.Fuzz(func(t *testing.T, doc string) {
+		_ = ObjectMembers(doc, func(key, raw string, sc Scanned) {
+			for _, name := range types {
+				typ, _ := ParseType(name)
+				want, werr := typ.FromJSON(raw)
+				got, gerr := typ.FromScanned(raw, sc)
+				if fmt.Sprint(werr) != fmt.Sprint(gerr) || v(got) != v(want) {
+					t.Fatalf("%s %q (scanned %d): FromScanned %s, %v; FromJSON %s, %v", name, raw, sc, v(got), gerr, v(want), werr)
+				}
+			}
+		})
 	})
 }

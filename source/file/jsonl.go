@@ -33,7 +33,7 @@ func (s *Source) parseJSONRow(data string, pos int, vals []pipeline.Value, times
 		return next, nl, true, nil
 	}
 	timed := false
-	err := cqlvalue.ObjectFields(line, func(key, raw string) {
+	err := cqlvalue.ObjectMembers(line, func(key, raw string, sc cqlvalue.Scanned) {
 		if times != nil && key == WriteTimesMember {
 			timed = true
 			if e := s.parseWriteTimes(raw, times); e != nil && rerr == nil {
@@ -45,7 +45,7 @@ func (s *Source) parseJSONRow(data string, pos int, vals []pipeline.Value, times
 		if ci < 0 {
 			return
 		}
-		v, err := s.types[ci].FromJSON(raw)
+		v, err := s.types[ci].FromScanned(raw, sc)
 		if err != nil {
 			if rerr == nil {
 				rerr = &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: s.names[ci], Message: err.Error()}

@@ -425,7 +425,7 @@ func (d *Decoder) anyNull(vals []pipeline.Value) bool {
 func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.TimeUnit, other func(name, raw string)) *pipeline.RowError {
 	var rerr *pipeline.RowError
 	d.hint = 0
-	err := cqlvalue.ObjectFields(doc, func(name, raw string) {
+	err := cqlvalue.ObjectMembers(doc, func(name, raw string, sc cqlvalue.Scanned) {
 		if other != nil {
 			other(name, raw)
 		}
@@ -440,7 +440,7 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 		}
 		if d.format == FormatDebezium && len(raw) > 0 && raw[0] == '{' {
 			if v, ok := cassandraCell(raw); ok {
-				raw = v
+				raw, sc = v, cqlvalue.ScannedOther // the cell's value: not what the scan saw
 				d.cells++
 			}
 		} else if d.format == FormatDebezium && raw == "null" && d.mark != nil {
@@ -457,7 +457,7 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 		if scale != nil && scale[ci] != 0 {
 			v, err = d.scaledTimestamp(ci, raw, scale[ci])
 		} else {
-			v, err = d.types[ci].FromJSON(raw)
+			v, err = d.types[ci].FromScanned(raw, sc)
 		}
 		if err != nil {
 			if rerr == nil {
