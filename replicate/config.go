@@ -164,6 +164,17 @@ const (
 
 // Validate checks the configuration and fills in defaults.
 func (c *Config) Validate() error {
+	errs := c.check()
+	c.fillDefaults()
+	if err := c.Group.fillDefaults(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// check lists what is missing or wrong in the fields a caller must give; none of it depends on
+// a default.
+func (c *Config) check() []error {
 	var errs []error
 	if err := c.Kafka.Validate(); err != nil {
 		errs = append(errs, err)
@@ -179,11 +190,22 @@ func (c *Config) Validate() error {
 	}
 	if c.Store == nil {
 		errs = append(errs, errors.New("replicate: no output directory"))
-	} else if c.Out == "" {
-		c.Out = c.Store.Location("")
 	}
 	if c.RollSize < 0 || c.RollInterval < 0 || c.Memory < 0 {
 		errs = append(errs, errors.New("replicate: roll size, roll interval and memory must not be negative"))
+	}
+	if c.Program != nil {
+		if t := c.Program.Target(); c.Plan.Count() > 1 && c.Plan.Type != t.Columns[0].Type {
+			errs = append(errs, fmt.Errorf("replicate: region plan typed %s, first key column %s is %s", c.Plan.Type, t.Columns[0].Name, t.Columns[0].Type))
+		}
+	}
+	return errs
+}
+
+// fillDefaults sets the zero fields that have a default.
+func (c *Config) fillDefaults() {
+	if c.Store != nil && c.Out == "" {
+		c.Out = c.Store.Location("")
 	}
 	if c.RollSize == 0 {
 		c.RollSize = DefaultRollSize
@@ -194,15 +216,17 @@ func (c *Config) Validate() error {
 	if c.Memory == 0 {
 		c.Memory = DefaultMemory
 	}
-	if c.Program != nil {
-		if t := c.Program.Target(); c.Plan.Count() > 1 && c.Plan.Type != t.Columns[0].Type {
-			errs = append(errs, fmt.Errorf("replicate: region plan typed %s, first key column %s is %s", c.Plan.Type, t.Columns[0].Name, t.Columns[0].Type))
-		}
-		if c.RegionSize == 0 {
-			c.RegionSize = c.Program.RegionSize()
-		}
+	if c.Program != nil && c.RegionSize == 0 {
+		c.RegionSize = c.Program.RegionSize()
 	}
-	g := &c.Group
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+}
+
+// fillDefaults sets the zero timeouts to kafka-go's defaults (StartOffset to FirstOffset) and
+// refuses a StartOffset kafka-go does not know.
+func (g *GroupOptions) fillDefaults() error {
 	if g.SessionTimeout == 0 {
 		g.SessionTimeout = 30 * time.Second
 	}
@@ -222,10 +246,7 @@ func (c *Config) Validate() error {
 		g.StartOffset = kafkago.FirstOffset
 	}
 	if g.StartOffset != kafkago.FirstOffset && g.StartOffset != kafkago.LastOffset {
-		errs = append(errs, errors.New("replicate: StartOffset must be kafka-go's FirstOffset or LastOffset"))
+		return errors.New("replicate: StartOffset must be kafka-go's FirstOffset or LastOffset")
 	}
-	if c.Logger == nil {
-		c.Logger = zap.NewNop()
-	}
-	return errors.Join(errs...)
+	return nil
 }

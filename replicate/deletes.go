@@ -183,19 +183,36 @@ func ParseDeletes(data []byte, schema pipeline.TargetSchema) ([][]pipeline.Value
 
 // parseLiteral reads one literal appendLiteral wrote for type t at the start of s.
 func parseLiteral(s string, t pipeline.Type) (pipeline.Value, string, error) {
-	var text string
-	quoted, hexed := false, false
+	lit, rest, err := scanLiteral(s)
+	if err != nil || lit.null {
+		return pipeline.Value{}, rest, err
+	}
+	v, err := lit.value(t)
+	return v, rest, err
+}
+
+// literal is a literal's text as scanned: unquoted, unescaped or decoded from hex.
+type literal struct {
+	text   string
+	quoted bool // '..': a timestamp or date in its text form, or a string
+	hexed  bool // X'..': bytes
+	null   bool
+}
+
+// scanLiteral splits the literal at the start of s from the rest: X'..', '..' (a quote inside
+// doubled) or a bare word ending at a space or ';'.
+func scanLiteral(s string) (literal, string, error) {
 	switch {
 	case strings.HasPrefix(s, "X'"):
 		end := strings.IndexByte(s[2:], '\'')
 		if end < 0 {
-			return pipeline.Value{}, s, errors.New("an unclosed X'..' literal")
+			return literal{}, s, errors.New("an unclosed X'..' literal")
 		}
 		b, err := hex.DecodeString(s[2 : 2+end])
 		if err != nil {
-			return pipeline.Value{}, s, fmt.Errorf("a hex literal X'..': %w", err)
+			return literal{}, s, fmt.Errorf("a hex literal X'..': %w", err)
 		}
-		text, s, hexed = string(b), s[3+end:], true
+		return literal{text: string(b), hexed: true}, s[3+end:], nil
 	case strings.HasPrefix(s, "'"):
 		var sb strings.Builder
 		i := 1
@@ -211,46 +228,49 @@ func parseLiteral(s string, t pipeline.Type) (pipeline.Value, string, error) {
 			sb.WriteByte(s[i])
 		}
 		if i >= len(s) {
-			return pipeline.Value{}, s, errors.New("an unclosed '..' literal")
+			return literal{}, s, errors.New("an unclosed '..' literal")
 		}
-		text, s, quoted = sb.String(), s[i+1:], true
+		return literal{text: sb.String(), quoted: true}, s[i+1:], nil
 	default:
 		end := strings.IndexAny(s, " ;")
 		if end < 0 {
 			end = len(s)
 		}
-		text, s = s[:end], s[end:]
-		if text == "NULL" {
-			return pipeline.Value{}, s, nil
-		}
+		text := s[:end]
+		return literal{text: text, null: text == "NULL"}, s[end:], nil
 	}
+}
+
+// value is the literal as a value of type t; a type without a text form of its own takes a
+// quoted or hex literal as text and a bare one as an integer.
+func (l literal) value(t pipeline.Type) (pipeline.Value, error) {
 	switch t {
 	case pipeline.TypeVarchar, pipeline.TypeJSON:
-		return pipeline.Text(text), s, nil
+		return pipeline.Text(l.text), nil
 	case pipeline.TypeVarbinary:
-		return pipeline.Bytes(text), s, nil
+		return pipeline.Bytes(l.text), nil
 	case pipeline.TypeBoolean:
-		b, err := strconv.ParseBool(text)
-		return pipeline.Bool(b), s, err
+		b, err := strconv.ParseBool(l.text)
+		return pipeline.Bool(b), err
 	case pipeline.TypeFloat, pipeline.TypeDouble:
-		f, err := strconv.ParseFloat(text, 64)
-		return pipeline.Float(f), s, err
+		f, err := strconv.ParseFloat(l.text, 64)
+		return pipeline.Float(f), err
 	case pipeline.TypeTimestamp:
-		if quoted {
-			ts, err := time.Parse("2006-01-02 15:04:05.000", text)
-			return pipeline.Int(ts.UnixMilli()), s, err
+		if l.quoted {
+			ts, err := time.Parse("2006-01-02 15:04:05.000", l.text)
+			return pipeline.Int(ts.UnixMilli()), err
 		}
 	case pipeline.TypeDate:
-		if quoted {
-			d, err := time.Parse("2006-01-02", text)
-			return pipeline.Int(d.Unix() / 86400), s, err
+		if l.quoted {
+			d, err := time.Parse("2006-01-02", l.text)
+			return pipeline.Int(d.Unix() / 86400), err
 		}
 	case pipeline.TypeDecimal:
-		return pipeline.Decimal(text), s, nil
+		return pipeline.Decimal(l.text), nil
 	}
-	if quoted || hexed {
-		return pipeline.Text(text), s, nil
+	if l.quoted || l.hexed {
+		return pipeline.Text(l.text), nil
 	}
-	i, err := strconv.ParseInt(text, 10, 64)
-	return pipeline.Int(i), s, err
+	i, err := strconv.ParseInt(l.text, 10, 64)
+	return pipeline.Int(i), err
 }

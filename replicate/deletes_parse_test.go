@@ -43,3 +43,43 @@ func TestParseDeletesReadsBackWhatWasWritten(t *testing.T) {
 		t.Error("a line that is not a DELETE was read")
 	}
 }
+
+// Each literal form reads as the value and the rest of the line it stands for: NULL and a
+// quoted text of a type without a text form included, and an unclosed or bad literal is an
+// error that leaves the line as it was.
+func TestParseLiteralForms(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		typ  pipeline.Type
+		want pipeline.Value
+		rest string
+	}{
+		{"NULL AND", pipeline.TypeBigint, pipeline.Value{}, " AND"},
+		{"NULL;", pipeline.TypeVarchar, pipeline.Value{}, ";"},
+		{"'NULL';", pipeline.TypeVarchar, pipeline.Text("NULL"), ";"},
+		{"'a''b' AND", pipeline.TypeVarchar, pipeline.Text("a'b"), " AND"},
+		{"X'41'", pipeline.TypeVarbinary, pipeline.Bytes("A"), ""},
+		{"X'41';", pipeline.TypeBigint, pipeline.Text("A"), ";"},
+		{"'7';", pipeline.TypeBigint, pipeline.Text("7"), ";"},
+		{"true;", pipeline.TypeBoolean, pipeline.Bool(true), ";"},
+		{"-3", pipeline.TypeInteger, pipeline.Int(-3), ""},
+		{"86400000;", pipeline.TypeTimestamp, pipeline.Int(86400000), ";"},
+		{"'1970-01-02';", pipeline.TypeDate, pipeline.Int(1), ";"},
+	} {
+		got, rest, err := parseLiteral(c.in, c.typ)
+		if err != nil || got != c.want || rest != c.rest {
+			t.Errorf("%q as %s: %#v, rest %q, %v; want %#v, rest %q", c.in, c.typ, got, rest, err, c.want, c.rest)
+		}
+	}
+	for _, c := range []struct {
+		in  string
+		typ pipeline.Type
+	}{{"X'41", pipeline.TypeVarbinary}, {"X'4G';", pipeline.TypeVarbinary}, {"'open", pipeline.TypeVarchar}} {
+		if _, rest, err := parseLiteral(c.in, c.typ); err == nil || rest != c.in {
+			t.Errorf("%q: rest %q, error %v; want an error and the line untouched", c.in, rest, err)
+		}
+	}
+	if _, _, err := parseLiteral("maybe;", pipeline.TypeBoolean); err == nil {
+		t.Error("a boolean that is not one was read")
+	}
+}

@@ -120,9 +120,8 @@ func (r *Replicator) prepare(ctx context.Context) error {
 	jobOpt := cfg.Job
 	jobOpt.Format, jobOpt.Regions, jobOpt.DataDir = cfg.Format.Name(), cfg.Plan.Count(), output.DataDir
 	if jobOpt.Out == "" {
-		jobOpt.Out = cfg.Out // filePath: DataFilePath adds DataDir
+		jobOpt.Out = cfg.Out // the job's filePath, and whether it reads a bucket (JobOptions decides both from Out)
 	}
-	jobOpt.Store = jobOpt.Store || output.InBucket(cfg.Store.Location("")) // the job reads the bucket
 	job, err := lindorm.BulkloadConfig(r.target, jobOpt)
 	if err != nil {
 		return err

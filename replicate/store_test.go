@@ -2,6 +2,7 @@ package replicate_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -185,8 +186,14 @@ func TestReplicateToObjectStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(string(job), "repl/data/") {
-				t.Errorf("bulkload.json does not name the prefix's data/:\n%s", job)
+			// the job reads the bucket: its path is the prefix's, not a local folder's
+			var loaded struct {
+				ReaderConfig struct {
+					FilePath string `json:"filePath"`
+				} `json:"readerConfig"`
+			}
+			if err := json.Unmarshal(job, &loaded); err != nil || loaded.ReaderConfig.FilePath != "repl/data/*/" {
+				t.Errorf("bulkload.json does not name the prefix's data/ (%v):\n%s", err, job)
 			}
 		})
 	}

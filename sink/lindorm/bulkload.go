@@ -65,8 +65,10 @@ const (
 type JobOptions struct {
 	Format string // "parquet" or "csv"
 	// Out is the output location as given to --out: a local folder, or s3://BUCKET/PREFIX or
-	// oss://BUCKET/PREFIX (query parameters ignored) when Store is set.
-	Out   string
+	// oss://BUCKET/PREFIX (query parameters ignored), which the job reads as a bucket.
+	Out string
+	// Store makes the job read Out as a bucket whatever its scheme (a location that is not one
+	// is then an error); without it, Out's scheme decides (output.InBucket).
 	Store bool
 	// DataDir is the folder under Out that holds the data files and nothing else (the output's
 	// layout names it: output.DataDir), so that the job's Spark listing reads no manifest, DDL or
@@ -88,6 +90,11 @@ type JobOptions struct {
 	// is the slice's newest write time.
 	Slice string
 }
+
+// inBucket tells whether the job reads a bucket: Store says so, or Out is s3://, oss://. Every
+// caller's Out names where the files are (replicate's defaults to its store's location), so the
+// files' place is decided once, here.
+func (o JobOptions) inBucket() bool { return o.Store || output.InBucket(o.Out) }
 
 // RegionGlob ends readerConfig.filePath: the job reads every region folder under the data folder
 // ("data/*/"). Spark, which LTS runs the import on, reads only the files directly inside a folder
@@ -195,7 +202,7 @@ func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob,
 	if err != nil {
 		return nil, err
 	}
-	filePath, err := DataFilePath(opt.Out, opt.DataDir, opt.Store)
+	filePath, err := DataFilePath(opt.Out, opt.DataDir, opt.inBucket())
 	if err != nil {
 		return nil, err
 	}

@@ -194,7 +194,6 @@ func Finals(t Table, plan pipeline.RegionPlan, format string, res pipeline.Resul
 		return nil, nil, nil, fmt.Errorf("write %s: %w", output.DDLFile, err)
 	}
 	jobOpt.Regions, jobOpt.Timestamp, jobOpt.DataDir = plan.Count(), res.StartedAt, output.DataDir
-	jobOpt.Store = jobOpt.Store || output.InBucket(jobOpt.Out) // --out s3://, oss://: the job reads the bucket
 	var jobs []*BulkloadJob
 	var doc any // bulkload.json: the job, or the list of a run in time slices
 	if t.WriteTime {

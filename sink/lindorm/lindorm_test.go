@@ -212,6 +212,13 @@ func TestBulkloadConfigDefaults(t *testing.T) {
 			t.Errorf("%s: filePath %s instances %d", c.out, job.ReaderConfig.FilePath, job.Instances)
 		}
 	}
+	// an s3:// or oss:// Out is a bucket's without Store: migrate and replicate pass --out as given
+	for _, out := range []string{"s3://b/p", "oss://b/p?endpoint=http://localhost:7070"} {
+		job, err := lindorm.NewBulkloadJob(s, lindorm.JobOptions{DataDir: "data", Format: "parquet", Out: out, Regions: 1})
+		if err != nil || job.ReaderConfig.FilePath != "p/data/*/" {
+			t.Errorf("%s without Store: %v, %v", out, job, err)
+		}
+	}
 	for _, bad := range []string{"/local/path", "gs://b/p", "s3:///p"} {
 		if _, err := lindorm.NewBulkloadJob(s, lindorm.JobOptions{DataDir: "data", Format: "parquet", Out: bad, Store: true}); err == nil {
 			t.Errorf("store output %q accepted", bad)
