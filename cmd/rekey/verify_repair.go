@@ -190,26 +190,7 @@ func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFla
 	}
 	b.WriteString("\n")
 	if res.RepairRows > 0 {
-		switch res.TargetKind {
-		case "lookup":
-			if scheme, _, _ := strings.Cut(res.Target, "://"); r.times && scheme != "lindorm" {
-				fmt.Fprintf(&b, "  the mapping's target.write_time writes cell timestamps, which a %s table does not have: apply the file with a copy of the mapping without it\n"+
-					"  (its cells then carry the time of the repair):\n    %s\n", scheme,
-					lindorm.CatchupCommand("MAPPING_WITHOUT_WRITE_TIME", "file:"+f.repair, "--out", res.Target, "--state", repairStatePath(f.repair), "--overwrite"))
-				break
-			}
-			fmt.Fprintf(&b, "  repair the table (its writes are upserts; the repair run keeps its checkpoint and rejects in a state folder of its own, beside the file):\n    %s\n",
-				lindorm.CatchupCommand(f.mapping, "file:"+f.repair, "--out", res.Target, "--state", repairStatePath(f.repair), "--overwrite"))
-		default:
-			if r.times {
-				// bulk-load files cannot carry the cells' write times (migrate refuses them)
-				fmt.Fprintf(&b, "  write them into the table with their cells' write times (target.write_time: bulk-load files cannot carry them):\n    rekey migrate -m %s --source file:%s --out lindorm://... --state %s\n",
-					f.mapping, f.repair, repairStatePath(f.repair))
-				break
-			}
-			fmt.Fprintf(&b, "  write them to a new output folder and bulk load it after %s: its cells are newer (writerConfig.timestamp), so they overwrite the rows that differ:\n"+
-				"    rekey migrate -m %s --source file:%s --out NEW_FOLDER\n", f.target, f.mapping, f.repair)
-		}
+		writeRepairHowTo(&b, r, res, f)
 	}
 	if extra != "" {
 		fmt.Fprintf(&b, "  %d keys of target rows the source does not produce listed in %s: a migrate cannot remove them; delete them from the table if they should not be there\n", len(res.ExtraKeys), extra)
@@ -217,6 +198,32 @@ func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFla
 	b.WriteString(repeats)
 	_, err := io.WriteString(out, b.String())
 	return err
+}
+
+// writeRepairHowTo says how to write the repair file's rows into the target: a table takes them
+// as upserts (unless its dialect has no cell timestamps for the mapping's write times), files
+// are a new output bulk-loaded after the target's.
+func writeRepairHowTo(b *strings.Builder, r *repairFile, res *verify.Result, f *verifyFlags) {
+	switch res.TargetKind {
+	case "lookup":
+		if scheme, _, _ := strings.Cut(res.Target, "://"); r.times && scheme != "lindorm" {
+			fmt.Fprintf(b, "  the mapping's target.write_time writes cell timestamps, which a %s table does not have: apply the file with a copy of the mapping without it\n"+
+				"  (its cells then carry the time of the repair):\n    %s\n", scheme,
+				lindorm.CatchupCommand("MAPPING_WITHOUT_WRITE_TIME", "file:"+f.repair, "--out", res.Target, "--state", repairStatePath(f.repair), "--overwrite"))
+			break
+		}
+		fmt.Fprintf(b, "  repair the table (its writes are upserts; the repair run keeps its checkpoint and rejects in a state folder of its own, beside the file):\n    %s\n",
+			lindorm.CatchupCommand(f.mapping, "file:"+f.repair, "--out", res.Target, "--state", repairStatePath(f.repair), "--overwrite"))
+	default:
+		if r.times {
+			// bulk-load files cannot carry the cells' write times (migrate refuses them)
+			fmt.Fprintf(b, "  write them into the table with their cells' write times (target.write_time: bulk-load files cannot carry them):\n    rekey migrate -m %s --source file:%s --out lindorm://... --state %s\n",
+				f.mapping, f.repair, repairStatePath(f.repair))
+			break
+		}
+		fmt.Fprintf(b, "  write them to a new output folder and bulk load it after %s: its cells are newer (writerConfig.timestamp), so they overwrite the rows that differ:\n"+
+			"    rekey migrate -m %s --source file:%s --out NEW_FOLDER\n", f.target, f.mapping, f.repair)
+	}
 }
 
 var errRepairStdin = errors.New("--repair reads the source a second time, for the rows to write: a source on stdin (file:-) can be read only once; give the source as a file")
