@@ -228,21 +228,32 @@ func TestStaleGenerationLeavesNewOwnersFiles(t *testing.T) {
 
 	cfgB := config(t, c, topic, "g-stale", "json", dir)
 	cfgB.RollInterval = time.Hour // B's rolls stay open until a rebalance or its stop
-	var bCommits atomic.Int32
+	// a roll's commit starts once its files are finished (they are then renamed) and ends with
+	// its offset: counted apart, so that a roll whose files are being renamed is never taken for
+	// an open one
+	var bCommits, bCommitted atomic.Int32
 	cfgB.Hooks.Commit = func(step replicate.CommitStep, _ int, _, _ int64) error {
-		if step == replicate.StepFinished {
+		switch step {
+		case replicate.StepFinished:
 			bCommits.Add(1)
+		case replicate.StepOffset:
+			bCommitted.Add(1)
 		}
 		return nil
 	}
 	b := start(t, cfgB)
-	wait.For(t, func() bool { return b.r.Metrics().Assigned() > 0 && bCommits.Load() > 0 },
-		"B to be assigned partitions of A's first generation and commit its first roll")
+	wait.For(t, func() bool {
+		n := b.r.Metrics().Assigned()
+		return n > 0 && int(bCommitted.Load()) >= n && bCommits.Load() == bCommitted.Load()
+	}, "B to be assigned partitions of A's first generation and commit each one's first roll")
 	// B's next rolls stay open (an hour's interval): their files are what A must leave alone
 	c.Produce(t, topic, middle...)
 	wait.For(t, func() bool { return len(tempFiles(t, dir)) > 0 }, "B to open rolls of the messages that followed")
-	open := tempFiles(t, dir) // A has claimed nothing and started no worker: these are B's
 	commits := bCommits.Load()
+	open := tempFiles(t, dir) // A has claimed nothing and started no worker: these are B's
+	if bCommits.Load() != commits || bCommitted.Load() != commits {
+		t.Fatal("B committed a roll while the test listed its open files: the hour's roll interval should keep them open")
+	}
 
 	close(release)
 	wait.For(t, func() bool { return joins.Load() >= 2 }, "A to finish its first generation and receive the next")
