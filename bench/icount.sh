@@ -12,7 +12,9 @@
 # start, the mapping's compilation, the files' footers), so a fixed cost does not hide in a per-row
 # figure and a per-row cost does not hide behind a fixed one. Both are judged against the baseline:
 # the per-row count by itself, the fixed part by how much it adds to the smaller run.
-# GOMAXPROCS=1 and GOGC=off take the scheduler's and the collector's timing out of
+# GOMAXPROCS=1, GOGC=off and a memory limit far above the jobs' heaps (rekey's own soft limit,
+# 80% of --memory, would start the collector in one run and not in the next) take the
+# scheduler's and the collector's timing out of
 # the count (run to run it then varies by about 0.1%; allocations still count, in mallocgc), async
 # preemption is off, and cpu.rdtscp=off keeps the runtime off RDTSCP, which valgrind cannot decode.
 # The counts depend on the Go toolchain and valgrind: with other versions than the baseline's the
@@ -49,7 +51,7 @@ fi
 
 count() { # count JOB ARGS...: prints JOB's instruction count
   local job=$1; shift
-  if ! env GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off GOMAXPROCS=1 GOGC=off \
+  if ! env GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off GOMAXPROCS=1 GOGC=off GOMEMLIMIT=64GiB \
       valgrind --tool=callgrind --callgrind-out-file="$WORK/$job.callgrind" "$WORK/rekey" "$@" --progress never \
       > "$WORK/$job.log" 2>&1; then
     # verify exits 1 when the target differs: every job here must succeed
