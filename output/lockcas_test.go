@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store"
 	"github.com/rekey/rekey/store/s3store/s3test"
 )
@@ -42,5 +44,100 @@ func TestObjectStoreLockRenewalKeepsATakeOver(t *testing.T) {
 	first.Close()
 	if data, err := st.Get(ctx, LockFile); err != nil || string(data) != string(taken) {
 		t.Fatalf("the other run's lock after the paused run's renewal and Close: %q, %v", data, err)
+	}
+}
+
+// A lock taken by a conditional write that the server evaluates (versitygw does) is held by
+// this run alone: Open does not wait for the lock to settle and read it back (half a second of
+// every run into a bucket). Two runs starting at once on such a store: exactly one gets it.
+func TestObjectStoreLockTakenConditionallyNeedsNoSettle(t *testing.T) {
+	defer func(settle time.Duration) { lockSettle = settle }(lockSettle)
+	lockSettle = time.Hour // a run that waits for it never opens
+	srv := s3test.StartVersitygw(t)
+	ctx := context.Background()
+	st, err := s3store.Open(ctx, srv.URI, s3test.Getenv(srv.Env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		opened := make(chan *Output, 2)
+		refused := make(chan error, 2)
+		for range 2 {
+			go func() {
+				o, err := Open(ctx, st, Spec{Resume: true}, nil)
+				if err != nil {
+					refused <- err
+					return
+				}
+				opened <- o
+			}()
+		}
+		var winner *Output
+		for range 2 {
+			select {
+			case o := <-opened:
+				if winner != nil {
+					t.Fatalf("round %d: both runs starting at once hold the lock", round)
+				}
+				winner = o
+			case err := <-refused:
+				if !errors.Is(err, ErrRefusedResume) {
+					t.Fatalf("round %d: %v", round, err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("round %d: Open waited for the lock to settle although the server evaluates conditional writes", round)
+			}
+		}
+		if winner == nil {
+			t.Fatalf("round %d: neither run got the lock", round)
+		}
+		winner.Close()
+	}
+}
+
+// ignoresConditions is a store whose server accepts If-Match and If-None-Match and ignores
+// them, as a server that does not implement them may. beforeGet runs before each Get.
+type ignoresConditions struct {
+	store.Store
+	beforeGet func()
+}
+
+func (s *ignoresConditions) GetVersion(ctx context.Context, name string) ([]byte, string, error) {
+	data, err := s.Store.Get(ctx, name)
+	return data, "v", err
+}
+
+func (s *ignoresConditions) PutIf(ctx context.Context, name string, data []byte, _ string) (string, error) {
+	return "v", s.Put(ctx, name, data)
+}
+
+func (s *ignoresConditions) Get(ctx context.Context, name string) ([]byte, error) {
+	if s.beforeGet != nil {
+		s.beforeGet()
+	}
+	return s.Store.Get(ctx, name)
+}
+
+// Where the server ignores the conditions, a conditional take proves nothing: the lock is still
+// read back after it settles, and a run that wrote it last (another run starting at the same
+// time, its write landing while this one waits) keeps it.
+func TestObjectStoreLockIsReadBackWhereConditionsAreIgnored(t *testing.T) {
+	defer func(settle time.Duration) { lockSettle = settle }(lockSettle)
+	lockSettle = 10 * time.Millisecond
+	ctx := context.Background()
+	st := &ignoresConditions{Store: newBucket(t, t.TempDir())}
+	other, _ := json.Marshal(objectLockInfo{Holder: "pid 1 on elsewhere", Token: "other", Renewed: time.Now(), Expires: time.Now().Add(time.Hour)})
+	st.beforeGet = func() {
+		if _, err := st.Store.Get(ctx, LockFile); err == nil { // this run has written its lock
+			if err := st.Put(ctx, LockFile, other); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if o, err := Open(ctx, st, Spec{}, nil); err == nil || !strings.Contains(err.Error(), "starting at the same time") {
+		if o != nil {
+			o.Close()
+		}
+		t.Fatalf("a run whose lock was overwritten by another starting at the same time: %v", err)
 	}
 }

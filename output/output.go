@@ -490,19 +490,49 @@ func lockObject(ctx context.Context, st store.Store, out string, log *zap.Logger
 		heldLocks.Delete(l.info.Token)
 		return nil, fmt.Errorf("lock %s: %w", out, err)
 	}
-	// another run that wrote the lock at the same time: the last write wins, and both read it back
-	time.Sleep(lockSettle)
-	data, err = st.Get(ctx, LockFile)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", out, err)
-	}
-	var now objectLockInfo
-	if json.Unmarshal(data, &now) != nil || now.Token != l.info.Token {
-		heldLocks.Delete(l.info.Token)
-		return nil, refuse("--out %s was locked by another rekey run (%s) starting at the same time: two runs must never write one output", out, now.Holder)
+	if l.cas == nil || !l.conditionsHonoured(ctx, version) {
+		// another run that wrote the lock at the same time: the last write wins, and both read it back
+		time.Sleep(lockSettle)
+		data, err = st.Get(ctx, LockFile)
+		if err != nil {
+			return nil, fmt.Errorf("lock %s: %w", out, err)
+		}
+		var now objectLockInfo
+		if json.Unmarshal(data, &now) != nil || now.Token != l.info.Token {
+			heldLocks.Delete(l.info.Token)
+			return nil, refuse("--out %s was locked by another rekey run (%s) starting at the same time: two runs must never write one output", out, now.Holder)
+		}
 	}
 	go l.heartbeat()
 	return l, nil
+}
+
+// neverAVersion is an If-Match version no object has: conditionsHonoured's probe.
+const neverAVersion = `"rekey-probe-matches-no-object"`
+
+// conditionsHonoured tells whether the server evaluated the condition this run's lock was just
+// taken with (If-None-Match when tookFrom is "", else If-Match), so that no other run can hold
+// it too and the lock needs no settle and read-back. It repeats the write under a condition that
+// must fail now: a server that ignores conditions (OSS's PutObject documents neither) lets it
+// through, which rewrites this run's own lock with the same bytes, and the read-back stays.
+func (l *objectLock) conditionsHonoured(ctx context.Context, tookFrom string) bool {
+	data, err := json.Marshal(l.info)
+	if err != nil {
+		return false
+	}
+	probe := neverAVersion
+	if tookFrom == "" {
+		probe = "" // the lock exists now: If-None-Match must refuse
+	}
+	version, err := l.cas.PutIf(ctx, LockFile, data, probe)
+	switch {
+	case errors.Is(err, store.ErrChanged):
+		return true
+	case err == nil:
+		l.version = version
+		l.log.Info("the store ignores conditional writes: the output's lock is read back after it settles")
+	}
+	return false
 }
 
 // StoreLock is the output lock of an object store taken by a process that does not go through
