@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink/lindormsql"
 )
 
 // kabSchema is table t (k bigint key, a varchar, b integer).
@@ -21,7 +22,7 @@ func kabSchema() pipeline.TargetSchema {
 }
 
 // A copied row's null is left out of its upsert: a NULL written into a wide table is a delete
-// marker of the cell (Lindorm, like Cassandra), and it would clear a value the table already
+// marker of the cell (lindormsql.Dialect, like Cassandra), and it would clear a value the table already
 // holds. The row written over an existing one keeps the existing cell where the copy has none;
 // a row without nulls is one upsert of every column, as before.
 func TestCopyLeavesNullsOut(t *testing.T) {
@@ -71,9 +72,9 @@ func TestCopyLeavesNullsOut(t *testing.T) {
 func hookWriter(s pipeline.TargetSchema, cellTimestamps bool) (*Writer, *[]string) {
 	var mu sync.Mutex
 	var stmts []string
-	w := &Writer{cfg: Config{Target: &Target{Dialect: Lindorm, CellTimestamps: cellTimestamps, Redacted: "lindorm://test"},
+	w := &Writer{cfg: Config{Target: &Target{Dialect: lindormsql.Dialect, CellTimestamps: cellTimestamps, Redacted: "lindorm://test"},
 		Schema: s, MaxRows: DefaultMaxRows, MaxBytes: DefaultMaxBytes, Retries: 1},
-		st: newStatements(Lindorm, s), shards: []*shard{{}, {}}, log: zap.NewNop()}
+		st: newStatements(lindormsql.Dialect, s), shards: []*shard{{}, {}}, log: zap.NewNop()}
 	w.execHook = func(stmt string) error {
 		mu.Lock()
 		stmts = append(stmts, stmt)

@@ -3,12 +3,16 @@ package sqlsink
 import (
 	"strings"
 	"testing"
+
+	"github.com/rekey/rekey/sink/sqlsink/lindormsql"
+	"github.com/rekey/rekey/sink/sqlsink/mysqlsql"
+	"github.com/rekey/rekey/sink/sqltargets"
 )
 
 // A SQL target is picked by its URI's scheme, one per dialect; another scheme is no SQL target,
 // and ParseURI names the ones there are.
 func TestURISchemePicksTheDialect(t *testing.T) {
-	for uri, want := range map[string]*Dialect{"lindorm://u@h/db": Lindorm, "mysql://u@h:3306/db": MySQL} {
+	for uri, want := range map[string]*Dialect{"lindorm://u@h/db": lindormsql.Dialect, "mysql://u@h:3306/db": mysqlsql.Dialect} {
 		if !IsURI(uri) {
 			t.Errorf("IsURI(%q) = false", uri)
 		}
@@ -27,7 +31,7 @@ func TestURISchemePicksTheDialect(t *testing.T) {
 	}
 }
 
-// Cell write times go only where a write can set a cell's timestamp (Lindorm): elsewhere
+// Cell write times go only where a write can set a cell's timestamp (lindormsql.Dialect): elsewhere
 // UseCellWriteTimes refuses, naming the target's dialect, and leaves the target as it was; the
 // schemes are listed in the dialects' order.
 func TestCellWriteTimesNeedADialectWithCellTimestamps(t *testing.T) {
@@ -49,7 +53,7 @@ func TestCellWriteTimesNeedADialectWithCellTimestamps(t *testing.T) {
 	if _, err := ParseURI("mysql://u@h/db?write_time=true", env); err == nil {
 		t.Fatal("mysql:// took write_time=true")
 	}
-	if got := strings.Join(Schemes(), " "); got != "lindorm:// mysql://" {
-		t.Fatalf("Schemes() = %q", got)
+	if got := strings.Join(sqltargets.Schemes(), " "); got != "lindorm:// mysql://" {
+		t.Fatalf("sqltargets.Schemes() = %q", got)
 	}
 }
