@@ -5,10 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-
-	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sqlsink/lindormsql"
@@ -22,7 +19,7 @@ func kabSchema() pipeline.TargetSchema {
 }
 
 // A copied row's null is left out of its upsert: a NULL written into a wide table is a delete
-// marker of the cell (lindormsql.Dialect, like Cassandra), and it would clear a value the table already
+// marker of the cell (Lindorm, like Cassandra), and it would clear a value the table already
 // holds. The row written over an existing one keeps the existing cell where the copy has none;
 // a row without nulls is one upsert of every column, as before.
 func TestCopyLeavesNullsOut(t *testing.T) {
@@ -70,18 +67,9 @@ func TestCopyLeavesNullsOut(t *testing.T) {
 
 // hookWriter is a Writer of Lindorm's dialect whose statements go to a list, not to a server.
 func hookWriter(s pipeline.TargetSchema, cellTimestamps bool) (*Writer, *[]string) {
-	var mu sync.Mutex
-	var stmts []string
-	w := &Writer{cfg: Config{Target: &Target{Dialect: lindormsql.Dialect, CellTimestamps: cellTimestamps, Redacted: "lindorm://test"},
-		Schema: s, MaxRows: DefaultMaxRows, MaxBytes: DefaultMaxBytes, Retries: 1},
-		st: newStatements(lindormsql.Dialect, s), shards: []*shard{{}, {}}, log: zap.NewNop()}
-	w.execHook = func(stmt string) error {
-		mu.Lock()
-		stmts = append(stmts, stmt)
-		mu.Unlock()
-		return nil
-	}
-	return w, &stmts
+	w, stmts := dialectHookWriter(lindormsql.Dialect, s)
+	w.cfg.Target.CellTimestamps = cellTimestamps
+	return w, stmts
 }
 
 // With the mapping's target.write_time, a copied row's cells carry their write times: the

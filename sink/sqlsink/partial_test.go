@@ -151,8 +151,8 @@ func TestRangeCondition(t *testing.T) {
 	}
 }
 
-// A range delete removes the rows of the range and no other, as one DELETE (mysqlsql.Dialect) or, where
-// DELETE names one whole key (lindormsql.Dialect), as the keys a SELECT finds, in batches of MaxRows. The
+// A range delete removes the rows of the range and no other, as one DELETE (MySQL) or, where
+// DELETE names one whole key (Lindorm), as the keys a SELECT finds, in batches of MaxRows. The
 // Lindorm statements run here against MySQL-protocol servers: their text is plain SQL.
 func TestDeleteRange(t *testing.T) {
 	for name, start := range servers(t) {

@@ -264,7 +264,7 @@ func TestCheckTableRefusesCaseInsensitiveKey(t *testing.T) {
 }
 
 // Keys that differ only by trailing spaces ('a', 'a ', 'a  ') are three rows in Lindorm and in
-// the bulk-load files; a PAD SPACE key collation (utf8mb4_bin on MariaDB and mysqlsql.Dialect) stored them
+// the bulk-load files; a PAD SPACE key collation (utf8mb4_bin on MariaDB and MySQL) stored them
 // as one, and a CHAR key drops the spaces. The table check refuses both, saying which ALTER
 // makes the column compare byte by byte; after that ALTER, and in the table rekey ddl prints,
 // the three keys are three rows.

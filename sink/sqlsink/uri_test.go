@@ -31,7 +31,7 @@ func TestURISchemePicksTheDialect(t *testing.T) {
 	}
 }
 
-// Cell write times go only where a write can set a cell's timestamp (lindormsql.Dialect): elsewhere
+// Cell write times go only where a write can set a cell's timestamp (Lindorm): elsewhere
 // UseCellWriteTimes refuses, naming the target's dialect, and leaves the target as it was; the
 // schemes are listed in the dialects' order.
 func TestCellWriteTimesNeedADialectWithCellTimestamps(t *testing.T) {
