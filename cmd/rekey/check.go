@@ -357,6 +357,6 @@ func newDDLCmd(inv *invocation) *cobra.Command {
 		},
 	}
 	pf.add(inv, cmd.Flags())
-	cmd.Flags().StringVar(&dialect, "dialect", "lindorm", sqltargets.DDLHelp())
+	cmd.Flags().StringVar(&dialect, "dialect", sqltargets.DDLServers()[0], sqltargets.DDLHelp())
 	return cmd
 }

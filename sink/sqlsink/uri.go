@@ -23,21 +23,16 @@ import (
 	"github.com/rekey/rekey/source/sourceuri"
 )
 
-// uriHelpHead and uriHelpTail frame the targets' entries in URIHelp.
-const (
-	uriHelpHead = "SQL targets (--out of migrate and replicate, --target of verify):"
-	uriHelpTail = `  The table is the mapping's target table unless ?table= names another. tls=true|skip-verify|preferred
-  as go-sql-driver/mysql offers (default: no TLS). A password in the URI is refused. The table must
-  exist with the mapping's columns, types and primary key (rekey ddl --dialect mysql|mariadb prints one).`
-)
-
-// URIHelp describes the SQL target URIs for --help: each target's entry (sink/sqltargets).
+// URIHelp describes the SQL target URIs for --help: each target's entry, and the tables rekey
+// ddl prints besides its default (sink/sqltargets).
 func URIHelp() string {
-	lines := []string{uriHelpHead}
+	lines := []string{"SQL targets (--out of migrate and replicate, --target of verify):"}
 	for _, d := range sqltargets.All() {
 		lines = append(lines, d.URIHelp)
 	}
-	return strings.Join(append(lines, uriHelpTail), "\n")
+	return strings.Join(append(lines, `  The table is the mapping's target table unless ?table= names another. tls=true|skip-verify|preferred
+  as go-sql-driver/mysql offers (default: no TLS). A password in the URI is refused. The table must
+  exist with the mapping's columns, types and primary key (rekey ddl --dialect `+strings.Join(sqltargets.DDLServers()[1:], "|")+` prints one).`), "\n")
 }
 
 // IsURI tells whether s names a SQL target (lindorm:// or mysql://).

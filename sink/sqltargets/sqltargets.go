@@ -52,6 +52,17 @@ func DDL(name string) (sqldialect.DDL, bool) {
 	return sqldialect.DDL{}, false
 }
 
+// DDLServers lists --dialect's values in the registry's order; the first is its default.
+func DDLServers() []string {
+	var names []string
+	for _, d := range all {
+		for _, t := range d.DDL {
+			names = append(names, t.Name)
+		}
+	}
+	return names
+}
+
 // DDLNames lists --dialect's values as a sentence does: "lindorm, mysql (MySQL 8) or mariadb".
 func DDLNames() string {
 	var words []string

@@ -51,6 +51,9 @@ func TestListsFollowTheRegistry(t *testing.T) {
 	if got, want := strings.Join(Schemes(), " "), "lindorm:// mysql://"; got != want {
 		t.Errorf("Schemes() = %q, want %q", got, want)
 	}
+	if got, want := strings.Join(DDLServers(), " "), "lindorm mysql mariadb"; got != want {
+		t.Errorf("DDLServers() = %q, want %q (the first is ddl's default)", got, want)
+	}
 	if got, want := DDLNames(), "lindorm, mysql (MySQL 8) or mariadb"; got != want {
 		t.Errorf("DDLNames() = %q, want %q", got, want)
 	}
