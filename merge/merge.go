@@ -28,6 +28,7 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/formats"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/cassandra"
 	"github.com/rekey/rekey/store"
@@ -904,7 +905,7 @@ func mergeBulkload(ctx context.Context, inputs []*Input, out store.Store) error 
 	if job.ReaderConfig.FilePath, err = lindorm.DataFilePath(out.Location(""), output.DataDir, output.InBucket(out.Location(""))); err != nil {
 		return err
 	}
-	if ft, err := lindorm.FileType(strings.ToLower(job.FileType)); err == nil {
+	if ft := formats.LoadAs(strings.ToLower(job.FileType)); ft != "" {
 		job.FileType = ft // shards written before rekey used the API's spelling ("parquet")
 	}
 	data, err = json.MarshalIndent(job, "", "  ")

@@ -17,6 +17,7 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
+	"github.com/rekey/rekey/sink/formats"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
@@ -82,11 +83,12 @@ type Migration struct {
 
 // Open opens the output: a new one, a resume of the same job, or a shard's part of a shared one.
 func Open(ctx context.Context, cfg Config) (*Migration, error) {
-	cfg.Job.Format, cfg.Job.Out = cfg.Format.Name(), cfg.Out
+	name := cfg.Format.Name()
+	cfg.Job.FileType, cfg.Job.Out = formats.LoadAs(name), cfg.Out
 	// the run ends by writing the bulkload job: a format the job cannot read is refused before
 	// any row is read, not after the last
-	if _, err := lindorm.FileType(cfg.Format.Name()); err != nil {
-		return nil, fmt.Errorf("--format %s: %w", cfg.Format.Name(), err)
+	if cfg.Job.FileType == "" {
+		return nil, fmt.Errorf("--format %s: lindorm: unknown bulkload file type %q (want %s)", name, name, formats.Loadable("or"))
 	}
 	verifier, _ := cfg.Format.(output.Verifier)
 	prog := cfg.Program

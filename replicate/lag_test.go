@@ -7,6 +7,7 @@ import (
 
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/sink/sqlsink/mysqlsql"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
@@ -26,7 +27,7 @@ func TestConsumerLagCountsMessagesProducedAfterTheLastFetch(t *testing.T) {
 
 	db := mysqltest.GMS(t)
 	cfg := config(t, c, topic, "g-lag", "json", t.TempDir())
-	db.Exec(t, sqlsink.MySQLDDL(cfg.Program.Target(), sqlsink.KeyCollations[db.DDLDialect()]))
+	db.Exec(t, mysqlsql.DDL(cfg.Program.Target(), mysqlsql.KeyCollations[db.DDLDialect()]))
 	target, err := sqlsink.ParseURI(db.URI(""), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)

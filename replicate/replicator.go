@@ -19,6 +19,7 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/formats"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/kafka"
@@ -118,7 +119,7 @@ func (r *Replicator) prepare(ctx context.Context) error {
 		return fmt.Errorf("write %s: %w", output.DDLFile, err)
 	}
 	jobOpt := cfg.Job
-	jobOpt.Format, jobOpt.Regions, jobOpt.DataDir = cfg.Format.Name(), cfg.Plan.Count(), output.DataDir
+	jobOpt.FileType, jobOpt.Regions, jobOpt.DataDir = formats.LoadAs(cfg.Format.Name()), cfg.Plan.Count(), output.DataDir
 	if jobOpt.Out == "" {
 		jobOpt.Out = cfg.Out // the job's filePath, and whether it reads a bucket (JobOptions decides both from Out)
 	}

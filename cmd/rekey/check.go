@@ -15,8 +15,7 @@ import (
 	"github.com/rekey/rekey/report"
 	"github.com/rekey/rekey/report/advise"
 	"github.com/rekey/rekey/sink/files"
-	"github.com/rekey/rekey/sink/lindorm"
-	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/sink/sqltargets"
 	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/transform"
@@ -305,7 +304,7 @@ func boundText(v pipeline.Value, ok bool, open string) string {
 }
 
 // ddlLong is ddl's --help text.
-const ddlLong = `ddl prints the CREATE TABLE statement migrate writes to ddl.sql: the target columns with their
+var ddlLong = `ddl prints the CREATE TABLE statement migrate writes to ddl.sql: the target columns with their
 Lindorm types, PRIMARY KEY in the mapping's key order (DESC where the key says so), the mapping's
 target.options, and SPLITKEYS from the region plan, so that the table is pre-split into the same
 regions the bulk-load files are cut by. Create the table with it before loading the files.
@@ -313,13 +312,7 @@ regions the bulk-load files are cut by. Create the table with it before loading 
 The split keys come from the mapping's regions: section or --regions N: equal slices of a hex hash
 prefix, the values of a modulo bucket, or explicit split_keys. Where the plan places split keys by
 the quantiles of the data (a first key column that is neither) or derives the count from the data
-size (regions.size), pass --source to sample it: without data such a plan has a single region.
-
---dialect mysql (MySQL 8) or --dialect mariadb prints the table for a MySQL-protocol server
-instead (the mysql:// twin of the Lindorm table, for tests and MySQL targets): the same columns and
-primary key in MySQL types (TIMESTAMP as datetime(3), VARCHAR keys as varchar(N) in the server's
-binary NO PAD collation, utf8mb4_0900_bin on MySQL 8, utf8mb4_nopad_bin on MariaDB, which compare
-bytes as Lindorm does: utf8mb4_bin would make 'a' and 'a ' one key), without split keys.`
+size (regions.size), pass --source to sample it: without data such a plan has a single region.` + sqltargets.DDLDocs()
 
 func newDDLCmd(inv *invocation) *cobra.Command {
 	var pf planFlags
@@ -334,37 +327,36 @@ func newDDLCmd(inv *invocation) *cobra.Command {
 			"  rekey ddl -m mappings/users.yaml --source file:users.csv > ddl.sql",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch dialect {
-			case "lindorm":
-			case "mysql", "mariadb":
-				// a MySQL table has no split keys: the flags that shape them do not apply
+			ddl, ok := sqltargets.DDL(dialect)
+			if !ok {
+				return usageError(fmt.Errorf("--dialect %q: want %s", dialect, sqltargets.DDLNames()))
+			}
+			var prog *transform.Program
+			var plan pipeline.RegionPlan
+			var err error
+			if ddl.Split {
+				prog, plan, err = pf.plan(cmd, inv, nil, nil)
+			} else {
+				// a table without split keys: the flags that shape them do not apply
 				for _, name := range []string{"regions", "source"} {
 					if cmd.Flags().Changed(name) {
 						return usageError(fmt.Errorf("--%s shapes Lindorm's split keys, which a --dialect %s table does not have: leave it out", name, dialect))
 					}
 				}
-				prog, err := loadProgram(pf.mapping)
-				if err != nil {
-					return err
-				}
-				fmt.Fprint(cmd.OutOrStdout(), sqlsink.MySQLDDL(prog.Target(), sqlsink.KeyCollations[dialect]))
-				return nil
-			default:
-				return usageError(fmt.Errorf("--dialect %q: want lindorm, mysql (MySQL 8) or mariadb", dialect))
+				prog, err = loadProgram(pf.mapping)
 			}
-			prog, plan, err := pf.plan(cmd, inv, nil, nil)
 			if err != nil {
 				return err
 			}
-			ddl, err := lindorm.DDL(prog.Target(), plan, prog.Options())
+			text, err := ddl.Create(prog.Target(), plan, prog.Options())
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), ddl)
+			fmt.Fprint(cmd.OutOrStdout(), text)
 			return nil
 		},
 	}
 	pf.add(inv, cmd.Flags())
-	cmd.Flags().StringVar(&dialect, "dialect", "lindorm", "lindorm, or mysql (MySQL 8) or mariadb for a MySQL-protocol server's CREATE TABLE")
+	cmd.Flags().StringVar(&dialect, "dialect", sqltargets.DDLServers()[0], sqltargets.DDLHelp())
 	return cmd
 }

@@ -96,7 +96,7 @@ tables from one read of the source, each into DIR/<table>/ with the layout above
 checks that every table holds every row read once (written + rejected = read). Such a run cannot
 --resume (start over with --overwrite) and writes files only (see docs/outputs.md).
 
-` + sqlsink.URIHelp + `
+` + sqlsink.URIHelp() + `
 
 Exit codes:
   0    every row was written

@@ -21,7 +21,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/rekey/rekey/internal/wait"
-	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/sink/sqlsink/mysqlsql"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
@@ -126,7 +126,7 @@ func TestSQLTargetPassword(t *testing.T) {
 	t.Parallel()
 	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
 	code, _, errs := runCLI(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", "mysql://u:hunter2@127.0.0.1:1/db", "--progress", "never")
-	if code != exitUsage || strings.Contains(errs, "hunter2") || !strings.Contains(errs, sqlsink.MySQLPasswordEnv) {
+	if code != exitUsage || strings.Contains(errs, "hunter2") || !strings.Contains(errs, mysqlsql.PasswordEnv) {
 		t.Errorf("exit %d: %s", code, errs)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report"
 	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/sink/sqltargets"
 	"github.com/rekey/rekey/source"
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/sourceuri"
@@ -386,5 +387,5 @@ func (f *verifyFlags) printResult(out io.Writer, res *verify.Result, repair *rep
 
 // knownLookups names the tables verify reads by key: the SQL targets.
 func knownLookups() string {
-	return "this build reads " + strings.Join(sqlsink.Schemes(), ", ")
+	return "this build reads " + strings.Join(sqltargets.Schemes(), ", ")
 }

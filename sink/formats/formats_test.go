@@ -27,3 +27,22 @@ func TestFormatsByName(t *testing.T) {
 		t.Errorf("join = %q, want %q", got, want)
 	}
 }
+
+// A format says under which fileType Lindorm's bulkload job reads it, spelled as the API
+// documents it; a format without one, or no format, is one the job cannot read, and is left out
+// of the formats migrate offers for a bulk load.
+func TestFormatsDeclareTheirBulkloadFileType(t *testing.T) {
+	for name, want := range map[string]string{"parquet": "Parquet", "csv": "CSV", "orc": "", "": ""} {
+		if got := LoadAs(name); got != want {
+			t.Errorf("LoadAs(%q) = %q, want %q", name, got, want)
+		}
+	}
+	if got, want := Loadable("or"), "parquet or csv"; got != want {
+		t.Errorf("Loadable(or) = %q, want %q", got, want)
+	}
+	defer func(saved []format) { all = saved }(all)
+	all = append(all[:len(all):len(all)], format{name: "jsonl", help: "jsonl"})
+	if LoadAs("jsonl") != "" || Loadable("or") != "parquet or csv" {
+		t.Errorf("a format with no fileType: LoadAs %q, Loadable %q", LoadAs("jsonl"), Loadable("or"))
+	}
+}

@@ -3,7 +3,6 @@ package lindorm
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/rekey/rekey/output"
@@ -19,7 +18,7 @@ import (
 type BulkloadJob struct {
 	Src          string       `json:"src"`        // LTS data source holding the files (OSS or HDFS)
 	Dst          string       `json:"dst"`        // LTS data source of the LindormTable
-	FileType     string       `json:"fileType"`   // "Parquet" or "CSV", as the API documents them
+	FileType     string       `json:"fileType"`   // "Parquet", "CSV", as the API documents them
 	DriverSpec   string       `json:"driverSpec"` // small, medium, large, xlarge; the docs say large
 	Instances    int          `json:"instances"`  // Spark executors; a job runs 4 tasks per executor
 	ReaderConfig ReaderConfig `json:"readerConfig"`
@@ -63,7 +62,9 @@ const (
 
 // JobOptions is what the job needs beyond the table: where the output is and the LTS names.
 type JobOptions struct {
-	Format string // "parquet" or "csv"
+	// FileType is the API's fileType of the files ("Parquet", "CSV"): what their format declares
+	// (sink/formats' LoadAs); empty: the job cannot read them.
+	FileType string
 	// Out is the output location as given to --out: a local folder, or s3://BUCKET/PREFIX or
 	// oss://BUCKET/PREFIX (query parameters ignored), which the job reads as a bucket.
 	Out string
@@ -128,41 +129,16 @@ func dataFolder(out, dataDir string, store bool) (string, error) {
 	return dir, nil
 }
 
-// loadFormat is how the bulkload job reads files of one rekey format: the API's fileType and
-// readerConfig's description of the columns (with what to check about it, rekey_uncertain).
-type loadFormat struct {
-	name     string // rekey's (--format, the manifest)
-	fileType string // the API's spelling
-	reader   func(job *BulkloadJob, schema pipeline.TargetSchema, names []string)
-}
-
-// loadFormats are the formats the job reads: a format rekey writes (sink/formats) is loaded once
-// it is here.
-var loadFormats = []loadFormat{
-	{"parquet", "Parquet", func(job *BulkloadJob, _ pipeline.TargetSchema, names []string) { job.ReaderConfig.Column = names }},
-	{"csv", "CSV", csvReader},
-}
-
-// FileType is the API's fileType for a rekey format: "Parquet" or "CSV".
-func FileType(format string) (string, error) {
-	f, err := loadFormatOf(format)
-	return f.fileType, err
-}
-
-func loadFormatOf(format string) (loadFormat, error) {
-	names := make([]string, len(loadFormats))
-	for i, f := range loadFormats {
-		if f.name == format {
-			return f, nil
-		}
-		names[i] = f.name
-	}
-	return loadFormat{}, fmt.Errorf("lindorm: unknown bulkload file type %q (want %s)", format, strings.Join(names, " or "))
+// readerColumns describe in readerConfig the columns of files of a fileType whose columns the
+// job cannot read by name alone; the job reads any other type (Parquet: self-describing files)
+// by the columns' names in file order.
+var readerColumns = map[string]func(job *BulkloadJob, schema pipeline.TargetSchema){
+	"CSV": csvReader,
 }
 
 // csvReader describes typed CSV columns with a header row, comma-separated, as sink/csv writes
 // them.
-func csvReader(job *BulkloadJob, schema pipeline.TargetSchema, _ []string) {
+func csvReader(job *BulkloadJob, schema pipeline.TargetSchema) {
 	cols := make([]CSVColumn, len(schema.Columns))
 	for i, c := range schema.Columns {
 		cols[i] = CSVColumn{Name: c.Name, Type: c.SQLType()}
@@ -198,9 +174,8 @@ func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob,
 	if len(schema.Columns) == 0 {
 		return nil, fmt.Errorf("lindorm: schema has no columns")
 	}
-	format, err := loadFormatOf(opt.Format)
-	if err != nil {
-		return nil, err
+	if opt.FileType == "" {
+		return nil, fmt.Errorf("lindorm: no bulkload file type: the job cannot read the files")
 	}
 	filePath, err := DataFilePath(opt.Out, opt.DataDir, opt.inBucket())
 	if err != nil {
@@ -211,7 +186,7 @@ func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob,
 		names[i] = c.Name
 	}
 	job := &BulkloadJob{
-		Src: opt.Source, Dst: opt.Target, FileType: format.fileType,
+		Src: opt.Source, Dst: opt.Target, FileType: opt.FileType,
 		DriverSpec: opt.DriverSpec, Instances: opt.Instances,
 		WriterConfig: WriterConfig{
 			Namespace:    opt.Namespace,
@@ -244,7 +219,10 @@ func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob,
 		job.WriterConfig.Timestamp = &ms
 	}
 	job.Uncertain = jobUncertain(opt)
-	format.reader(job, schema, names)
+	job.ReaderConfig.Column = names
+	if describe := readerColumns[opt.FileType]; describe != nil {
+		describe(job, schema)
+	}
 	return job, nil
 }
 

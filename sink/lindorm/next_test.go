@@ -15,7 +15,7 @@ import (
 // how to submit the job (console path and a ready curl form post of bulkload.json's fields) and how
 // to check the counts.
 func TestNextStepsStore(t *testing.T) {
-	job, err := lindorm.NewBulkloadJob(sinktest.OrdersSchema(), lindorm.JobOptions{DataDir: "data", Format: "parquet", Out: "oss://bkt/runs/o'rders?endpoint=oss-cn-hangzhou.aliyuncs.com",
+	job, err := lindorm.NewBulkloadJob(sinktest.OrdersSchema(), lindorm.JobOptions{DataDir: "data", FileType: "Parquet", Out: "oss://bkt/runs/o'rders?endpoint=oss-cn-hangzhou.aliyuncs.com",
 		Store: true, Source: "oss src", Target: "ld", Namespace: "shop", Regions: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestNextStepsStore(t *testing.T) {
 
 func TestNextStepsLocalWithPlaceholders(t *testing.T) {
 	dir := t.TempDir()
-	job, err := lindorm.NewBulkloadJob(sinktest.OrdersSchema(), lindorm.JobOptions{DataDir: "data", Format: "csv", Out: dir, Regions: 1})
+	job, err := lindorm.NewBulkloadJob(sinktest.OrdersSchema(), lindorm.JobOptions{DataDir: "data", FileType: "CSV", Out: dir, Regions: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestNextStepsCheckWithVerifyNotCount(t *testing.T) {
 // A shard of a shared output is not loaded on its own: its next step is the finishing step on
 // the shared --out (quoted for the shell), not the bulkload job.
 func TestNextStepsOfASharedShard(t *testing.T) {
-	job, err := lindorm.NewBulkloadJob(sinktest.OrdersSchema(), lindorm.JobOptions{DataDir: "data", Format: "parquet", Out: "out dir", Regions: 1})
+	job, err := lindorm.NewBulkloadJob(sinktest.OrdersSchema(), lindorm.JobOptions{DataDir: "data", FileType: "Parquet", Out: "out dir", Regions: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

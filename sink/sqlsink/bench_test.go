@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink/mysqlsql"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 )
 
@@ -16,7 +17,7 @@ func BenchmarkWriteMariaDB(b *testing.B) {
 		b.Skip("needs MariaDB")
 	}
 	srv := mysqltest.MariaDB(b)
-	srv.Exec(b, MySQLDDL(testSchema(), KeyCollations[srv.DDLDialect()]))
+	srv.Exec(b, mysqlsql.DDL(testSchema(), mysqlsql.KeyCollations[srv.DDLDialect()]))
 	tgt, err := ParseURI(srv.URI(""), noEnv)
 	if err != nil {
 		b.Fatal(err)
@@ -49,7 +50,7 @@ func BenchmarkScanMariaDB(b *testing.B) {
 	}
 	srv := mysqltest.MariaDB(b)
 	schema := testSchema()
-	srv.Exec(b, MySQLDDL(schema, KeyCollations[srv.DDLDialect()]))
+	srv.Exec(b, mysqlsql.DDL(schema, mysqlsql.KeyCollations[srv.DDLDialect()]))
 	const n = 20_000
 	rows := make([]pipeline.Row, n)
 	for i := range rows {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink/lindormsql"
 )
 
 // lindorm://...?write_time=true writes each change with its write time as the cells' timestamp:
@@ -15,9 +16,9 @@ func TestCellTimestampStatements(t *testing.T) {
 	s := pipeline.TargetSchema{Table: "u", KeyLen: 1, Columns: []pipeline.Column{
 		{Name: "id", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "name", Type: pipeline.TypeVarchar, KeyPos: -1},
 		{Name: "visits", Type: pipeline.TypeInteger, KeyPos: -1}}}
-	st := newStatements(Lindorm, s)
+	st := newStatements(lindormsql.Dialect, s)
 	row := []pipeline.Value{pipeline.Text("u1"), pipeline.Text("Ann"), pipeline.Int(2)}
-	w := &Writer{cfg: Config{Target: &Target{Dialect: Lindorm, CellTimestamps: true}}, st: st}
+	w := &Writer{cfg: Config{Target: &Target{Dialect: lindormsql.Dialect, CellTimestamps: true}}, st: st}
 	const ts = 1700000000123
 
 	tup, _ := st.appendRow(nil, row)

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"go.uber.org/zap"
-
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink/lindormsql"
 )
 
 // kabSchema is table t (k bigint key, a varchar, b integer).
@@ -69,18 +67,9 @@ func TestCopyLeavesNullsOut(t *testing.T) {
 
 // hookWriter is a Writer of Lindorm's dialect whose statements go to a list, not to a server.
 func hookWriter(s pipeline.TargetSchema, cellTimestamps bool) (*Writer, *[]string) {
-	var mu sync.Mutex
-	var stmts []string
-	w := &Writer{cfg: Config{Target: &Target{Dialect: Lindorm, CellTimestamps: cellTimestamps, Redacted: "lindorm://test"},
-		Schema: s, MaxRows: DefaultMaxRows, MaxBytes: DefaultMaxBytes, Retries: 1},
-		st: newStatements(Lindorm, s), shards: []*shard{{}, {}}, log: zap.NewNop()}
-	w.execHook = func(stmt string) error {
-		mu.Lock()
-		stmts = append(stmts, stmt)
-		mu.Unlock()
-		return nil
-	}
-	return w, &stmts
+	w, stmts := dialectHookWriter(lindormsql.Dialect, s)
+	w.cfg.Target.CellTimestamps = cellTimestamps
+	return w, stmts
 }
 
 // With the mapping's target.write_time, a copied row's cells carry their write times: the

@@ -8,32 +8,24 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
-	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/sqlsink/sqldialect"
 )
 
-// Dialect is everything whose text differs between Lindorm SQL and MySQL. The rest of the
-// package builds statements only through it.
+// Dialect is a SQL target (sqldialect): the package builds statements and checks tables only
+// through it, never asking which target it has. The two built in (sink/sqltargets) differ so:
 //
 //	              Lindorm (lindorm://)                        MySQL, MariaDB (mysql://)
 //	upsert        UPSERT INTO t (c..) VALUES (..),(..)        INSERT INTO t (c..) VALUES (..),(..)
 //	                                                          ON DUPLICATE KEY UPDATE c=VALUES(c),..
 //	delete        DELETE FROM t WHERE k1=.. AND k2=..         DELETE FROM t WHERE (k1,k2) IN ((..),(..))
-//	              one key per statement (see below)
+//	              one key per statement (lindormsql)
 //	multi-get     SELECT c.. FROM t WHERE (k1=.. AND k2=..)   SELECT c.. FROM t WHERE (k1,k2) IN ((..),..)
 //	              OR (..)   (k IN (..) for one key column)
-//	FLOAT read    f                                           `f` + 0e0 (see below)
+//	FLOAT read    f                                           `f` + 0e0 (mysqlsql)
 //	schema        DESCRIBE t                                  information_schema.COLUMNS + STATISTICS
 //	identifiers   bare when plain, `quoted` otherwise         always `quoted`
 //
-// Lindorm's DELETE must name the full primary key with = conditions, one row per statement,
-// before LindormTable 2.8.2.26 (and after it unless batch deletion was enabled by Alibaba's
-// support): rekey sends one statement per key there. UNCERTAIN: whether Lindorm's planner
-// treats the OR form as a multi-get; it is the form every SQL engine accepts.
-//
-// MySQL's and MariaDB's text protocol print a FLOAT column with 6 significant digits (0.1 stored
-// as 0.100000001490116 reads as "0.1", 1.2345678 as "1.23457"), so verify read most stored
-// FLOATs as other values; as a DOUBLE (`f` + 0e0, the float widened exactly) every digit is
-// printed. UNCERTAIN: how Lindorm prints FLOAT; its select reads the column as it is.
+// Why each differs is with its value (lindormsql, mysqlsql).
 //
 // Statements carry their values as literals rather than placeholders: go-sql-driver's client-side
 // interpolation writes bytes as _binary'..', a MySQL introducer Lindorm does not document, and
@@ -44,74 +36,7 @@ import (
 // column's scale; BOOLEAN TRUE/FALSE; TIMESTAMP 'yyyy-mm-dd hh:mm:ss.SSS' and DATE 'yyyy-mm-dd'
 // in UTC, read by the session in UTC because every connection sets time_zone='+00:00';
 // VARBINARY X'hex'.
-type Dialect struct {
-	Name        string // "lindorm", "mysql"
-	PasswordEnv string
-	DefaultPort int
-	// CellTimes: a write may set its cells' timestamp (Lindorm's _l_ts_ hint), which carries a
-	// change's or a cell's write time (Target.CellTimestamps); a MySQL row has none.
-	CellTimes bool
-	// BatchDeletes: a DELETE may name many keys ((k1,k2) IN (...)); otherwise one per key.
-	BatchDeletes bool
-	upsertVerb   string
-	onDuplicate  bool
-	rowIn        bool   // (k1,k2) IN ((..),(..)) in SELECT
-	quoteAll     bool   // back-quote every identifier
-	floatRead    string // appended to a FLOAT column in a SELECT list: reads its exact value
-}
-
-// The two dialects.
-var (
-	Lindorm = &Dialect{Name: "lindorm", PasswordEnv: LindormPasswordEnv, DefaultPort: 33060, CellTimes: true, upsertVerb: "UPSERT INTO "}
-	MySQL   = &Dialect{Name: "mysql", PasswordEnv: MySQLPasswordEnv, DefaultPort: 3306, upsertVerb: "INSERT INTO ",
-		onDuplicate: true, BatchDeletes: true, rowIn: true, quoteAll: true, floatRead: " + 0e0"}
-)
-
-// dialects are the SQL targets, each a URI scheme (its Name): ParseURI and IsURI pick one by it.
-var dialects = []*Dialect{Lindorm, MySQL}
-
-// dialectOf is the dialect of a URI scheme, nil when none.
-func dialectOf(scheme string) *Dialect {
-	for _, d := range dialects {
-		if d.Name == scheme {
-			return d
-		}
-	}
-	return nil
-}
-
-// Schemes lists the SQL targets' URI schemes ("lindorm://", "mysql://"), in the order of the list.
-func Schemes() []string {
-	s := make([]string, len(dialects))
-	for i, d := range dialects {
-		s[i] = d.Name + "://"
-	}
-	return s
-}
-
-// schemes lists the SQL targets' schemes as a sentence does: "lindorm:// or mysql://".
-func schemes() string {
-	var s string
-	for i, d := range dialects {
-		switch {
-		case i == 0:
-		case i == len(dialects)-1:
-			s += " or "
-		default:
-			s += ", "
-		}
-		s += d.Name + "://"
-	}
-	return s
-}
-
-// Ident renders an identifier.
-func (d *Dialect) Ident(name string) string {
-	if d.quoteAll {
-		return "`" + strings.ReplaceAll(name, "`", "``") + "`"
-	}
-	return lindorm.Ident(name)
-}
+type Dialect = sqldialect.Dialect
 
 // statements holds a table's fixed statement pieces.
 type statements struct {
@@ -157,7 +82,7 @@ func newStatements(d *Dialect, schema pipeline.TargetSchema) *statements {
 	for i, c := range schema.Columns {
 		read[i] = cols[i]
 		if c.Type == pipeline.TypeFloat {
-			read[i] += d.floatRead
+			read[i] += d.FloatRead
 		}
 	}
 	s.selectHead = "SELECT " + strings.Join(read, ", ") + " FROM " + t + " WHERE "
@@ -265,8 +190,8 @@ func (s *statements) upsertShape(set []bool) upsertShape {
 		}
 	}
 	keys := cols[:s.schema.KeyLen]
-	sh := upsertShape{head: d.upsertVerb + d.Ident(s.schema.Table) + " (" + strings.Join(cols, ", ") + ") VALUES "}
-	if d.onDuplicate {
+	sh := upsertShape{head: d.UpsertVerb + d.Ident(s.schema.Table) + " (" + strings.Join(cols, ", ") + ") VALUES "}
+	if d.OnDuplicate {
 		upd = cols[s.schema.KeyLen:]
 		if len(upd) == 0 {
 			upd = keys // key columns only: the update is a no-op that keeps the row
@@ -397,7 +322,7 @@ func (s *statements) lookup(keys [][]byte) string {
 	var b strings.Builder
 	b.WriteString(s.selectHead)
 	switch {
-	case s.d.rowIn || s.schema.KeyLen == 1:
+	case s.d.RowIn || s.schema.KeyLen == 1:
 		b.WriteString(s.keyList)
 		b.WriteString(" IN (")
 		for i, k := range keys {
@@ -421,7 +346,7 @@ func (s *statements) lookup(keys [][]byte) string {
 }
 
 // lookupKeyForm tells which key rendering lookup wants: tuples (true) or equalities.
-func (s *statements) lookupKeyForm() bool { return s.d.rowIn || s.schema.KeyLen == 1 }
+func (s *statements) lookupKeyForm() bool { return s.d.RowIn || s.schema.KeyLen == 1 }
 
 // appendLiteral appends v as a literal of col's type. Values are checked with the files'
 // converters, so a value is refused here exactly when a bulk-load file would refuse it.

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink/lindormsql"
+	"github.com/rekey/rekey/sink/sqlsink/mysqlsql"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 )
 
@@ -23,7 +25,7 @@ func TestLookupReadsRowsByKey(t *testing.T) {
 			if _, err := OpenLookup(context.Background(), srv.URI(""), schema, noEnv, 2); !errors.Is(err, ErrTableMismatch) {
 				t.Fatalf("lookup of a missing table: %v", err)
 			}
-			srv.Exec(t, MySQLDDL(schema, KeyCollations[srv.DDLDialect()]))
+			srv.Exec(t, mysqlsql.DDL(schema, mysqlsql.KeyCollations[srv.DDLDialect()]))
 			var rows []pipeline.Row
 			for i := 0; i < 30; i++ {
 				r := testRow(i)
@@ -90,7 +92,7 @@ func TestLookupReadsExactFloats(t *testing.T) {
 			srv := start(t)
 			schema := pipeline.TargetSchema{Table: "f", KeyLen: 1, Columns: []pipeline.Column{
 				{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeFloat, KeyPos: -1}}}
-			srv.Exec(t, MySQLDDL(schema, KeyCollations[srv.DDLDialect()]))
+			srv.Exec(t, mysqlsql.DDL(schema, mysqlsql.KeyCollations[srv.DDLDialect()]))
 			rng := rand.New(rand.NewPCG(1, 2))
 			want := []float32{0.1, 1.2345678, 16777217, -3.4028233e38, 1.1754944e-38, 1.4e-45, 0, 123456.79,
 				math.MaxFloat32, -math.MaxFloat32} // written as 3.4028235e+38 before: out of range for MariaDB
@@ -149,7 +151,7 @@ func TestScanReadsKeyRangesPageByPage(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := start(t)
 			schema := testSchema()
-			srv.Exec(t, MySQLDDL(schema, KeyCollations[srv.DDLDialect()]))
+			srv.Exec(t, mysqlsql.DDL(schema, mysqlsql.KeyCollations[srv.DDLDialect()]))
 			const n = 4500
 			var rows []pipeline.Row
 			for i := 0; i < n; i++ {
@@ -212,10 +214,10 @@ func TestScanPageStatements(t *testing.T) {
 		kr   pipeline.KeyRange
 		want string
 	}{
-		{Lindorm, pipeline.KeyRange{}, "SELECT pk, id, v FROM t WHERE TRUE ORDER BY pk, id DESC LIMIT 2000"},
-		{Lindorm, first, "SELECT pk, id, v FROM t WHERE ((pk>='a')) AND ((pk<'b')) ORDER BY pk, id DESC LIMIT 2000"},
-		{Lindorm, later, "SELECT pk, id, v FROM t WHERE pk>='a' AND ((pk>'a') OR (pk='a' AND id<5)) AND ((pk<'b')) ORDER BY pk, id DESC LIMIT 2000"},
-		{MySQL, later, "SELECT `pk`, `id`, `v` FROM `t` WHERE `pk`>='a' AND ((`pk`>'a') OR (`pk`='a' AND `id`<5)) AND ((`pk`<'b')) ORDER BY `pk`, `id` DESC LIMIT 2000"},
+		{lindormsql.Dialect, pipeline.KeyRange{}, "SELECT pk, id, v FROM t WHERE TRUE ORDER BY pk, id DESC LIMIT 2000"},
+		{lindormsql.Dialect, first, "SELECT pk, id, v FROM t WHERE ((pk>='a')) AND ((pk<'b')) ORDER BY pk, id DESC LIMIT 2000"},
+		{lindormsql.Dialect, later, "SELECT pk, id, v FROM t WHERE pk>='a' AND ((pk>'a') OR (pk='a' AND id<5)) AND ((pk<'b')) ORDER BY pk, id DESC LIMIT 2000"},
+		{mysqlsql.Dialect, later, "SELECT `pk`, `id`, `v` FROM `t` WHERE `pk`>='a' AND ((`pk`>'a') OR (`pk`='a' AND `id`<5)) AND ((`pk`<'b')) ORDER BY `pk`, `id` DESC LIMIT 2000"},
 	} {
 		st := newStatements(tc.d, s)
 		q, err := st.appendScanCond([]byte(st.selectHead), &tc.kr)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink/lindormsql"
+	"github.com/rekey/rekey/sink/sqlsink/mysqlsql"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 )
 
@@ -22,10 +24,10 @@ func TestPartialUpsertStatements(t *testing.T) {
 		set  []bool
 		want string
 	}{
-		{Lindorm, []bool{true, false, true}, "UPSERT INTO u (id, visits) VALUES ('u1',2)"},
-		{Lindorm, []bool{true, true, false}, "UPSERT INTO u (id, name) VALUES ('u1',NULL)"},
-		{MySQL, []bool{true, false, true}, "INSERT INTO `u` (`id`, `visits`) VALUES ('u1',2) ON DUPLICATE KEY UPDATE `visits`=VALUES(`visits`)"},
-		{MySQL, []bool{true, false, false}, "INSERT INTO `u` (`id`) VALUES ('u1') ON DUPLICATE KEY UPDATE `id`=VALUES(`id`)"},
+		{lindormsql.Dialect, []bool{true, false, true}, "UPSERT INTO u (id, visits) VALUES ('u1',2)"},
+		{lindormsql.Dialect, []bool{true, true, false}, "UPSERT INTO u (id, name) VALUES ('u1',NULL)"},
+		{mysqlsql.Dialect, []bool{true, false, true}, "INSERT INTO `u` (`id`, `visits`) VALUES ('u1',2) ON DUPLICATE KEY UPDATE `visits`=VALUES(`visits`)"},
+		{mysqlsql.Dialect, []bool{true, false, false}, "INSERT INTO `u` (`id`) VALUES ('u1') ON DUPLICATE KEY UPDATE `id`=VALUES(`id`)"},
 	} {
 		st := newStatements(tc.d, s)
 		tup, rerr := st.appendPartialRow(nil, row, tc.set)
@@ -50,7 +52,7 @@ func TestApplyPartialUpsertsInOrder(t *testing.T) {
 			s := pipeline.TargetSchema{Table: "p", KeyLen: 1, Columns: []pipeline.Column{
 				{Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "a", Type: pipeline.TypeBigint, KeyPos: -1},
 				{Name: "b", Type: pipeline.TypeBigint, KeyPos: -1}, {Name: "c", Type: pipeline.TypeBigint, KeyPos: -1}}}
-			srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
+			srv.Exec(t, mysqlsql.DDL(s, mysqlsql.KeyCollations[srv.DDLDialect()]))
 			w := openWriter(t, srv, s, 4)
 			rng := rand.New(rand.NewPCG(1, 2))
 			model := map[string][]pipeline.Value{}
@@ -133,17 +135,17 @@ func TestRangeCondition(t *testing.T) {
 	kr := &pipeline.KeyRange{Prefix: []pipeline.Value{pipeline.Int(1)},
 		Start: pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Int(1)}, Inclusive: true},
 		End:   pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Int(1), pipeline.Int(2)}}}
-	got, rerr := newStatements(Lindorm, s).appendRangeCond(nil, kr)
+	got, rerr := newStatements(lindormsql.Dialect, s).appendRangeCond(nil, kr)
 	if want := "a=1 AND ((b>=1)) AND ((b<1) OR (b=1 AND c<2))"; rerr != nil || string(got) != want {
 		t.Errorf("got %s %v\nwant %s", got, rerr, want)
 	}
 	s.Columns[2].Desc = true
 	kr.End.Inclusive = true
-	got, _ = newStatements(MySQL, s).appendRangeCond(nil, kr)
+	got, _ = newStatements(mysqlsql.Dialect, s).appendRangeCond(nil, kr)
 	if want := "`a`=1 AND ((`b`>=1)) AND ((`b`<1) OR (`b`=1 AND `c`>=2))"; string(got) != want {
 		t.Errorf("got %s\nwant %s", got, want)
 	}
-	got, _ = newStatements(MySQL, s).appendRangeCond(nil, &pipeline.KeyRange{Prefix: []pipeline.Value{pipeline.Int(7)}})
+	got, _ = newStatements(mysqlsql.Dialect, s).appendRangeCond(nil, &pipeline.KeyRange{Prefix: []pipeline.Value{pipeline.Int(7)}})
 	if want := "`a`=7"; string(got) != want {
 		t.Errorf("got %s\nwant %s", got, want)
 	}
@@ -154,13 +156,13 @@ func TestRangeCondition(t *testing.T) {
 // Lindorm statements run here against MySQL-protocol servers: their text is plain SQL.
 func TestDeleteRange(t *testing.T) {
 	for name, start := range servers(t) {
-		for _, d := range []*Dialect{MySQL, Lindorm} {
+		for _, d := range []*Dialect{mysqlsql.Dialect, lindormsql.Dialect} {
 			t.Run(name+"/"+d.Name, func(t *testing.T) {
 				srv := start(t)
 				s := pipeline.TargetSchema{Table: "tb", KeyLen: 3, Columns: []pipeline.Column{
 					{Name: "a", Type: pipeline.TypeInteger, KeyPos: 0}, {Name: "b", Type: pipeline.TypeInteger, KeyPos: 1},
 					{Name: "c", Type: pipeline.TypeInteger, KeyPos: 2}, {Name: "v", Type: pipeline.TypeInteger, KeyPos: -1}}}
-				srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
+				srv.Exec(t, mysqlsql.DDL(s, mysqlsql.KeyCollations[srv.DDLDialect()]))
 				w := openWriter(t, srv, s, 2)
 				var ops []Op
 				for a := 1; a <= 2; a++ {
@@ -177,9 +179,9 @@ func TestDeleteRange(t *testing.T) {
 					Op{Values: []pipeline.Value{pipeline.Int(1), pipeline.Int(1), pipeline.Int(1), pipeline.Int(9)}})
 				w.st = newStatements(d, w.st.schema)
 				w.cfg.MaxRows = 2
-				if d == Lindorm {
+				if d == lindormsql.Dialect {
 					// the upserts in MySQL's text, the range delete in Lindorm's
-					w.st.full = newStatements(MySQL, w.st.schema).full
+					w.st.full = newStatements(mysqlsql.Dialect, w.st.schema).full
 				}
 				rej, err := w.Apply(context.Background(), ops)
 				if err != nil || len(rej) > 0 {
@@ -220,17 +222,17 @@ func TestLastPerKeyKeepsTheLastUpsertOfAKey(t *testing.T) {
 // servers, with MySQL's upserts: their text is plain SQL.
 func TestCellDeletesLeaveNoEmptyRow(t *testing.T) {
 	for name, start := range servers(t) {
-		for _, d := range []*Dialect{MySQL, Lindorm} {
+		for _, d := range []*Dialect{mysqlsql.Dialect, lindormsql.Dialect} {
 			t.Run(name+"/"+d.Name, func(t *testing.T) {
 				srv := start(t)
 				s := pipeline.TargetSchema{Table: "cd", KeyLen: 1, Columns: []pipeline.Column{
 					{Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "x", Type: pipeline.TypeBigint, KeyPos: -1},
 					{Name: "y", Type: pipeline.TypeBigint, KeyPos: -1}}}
-				srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
+				srv.Exec(t, mysqlsql.DDL(s, mysqlsql.KeyCollations[srv.DDLDialect()]))
 				w := openWriter(t, srv, s, 2)
 				onlyX, onlyY, both, keyOnly := []bool{true, true, false}, []bool{true, false, true}, []bool{true, true, true}, []bool{true, false, false}
-				if d == Lindorm {
-					my := newStatements(MySQL, s)
+				if d == lindormsql.Dialect {
+					my := newStatements(mysqlsql.Dialect, s)
 					w.st = newStatements(d, s)
 					w.st.full = my.full
 					for _, set := range [][]bool{onlyX, onlyY, both, keyOnly} {
@@ -285,7 +287,7 @@ func TestChangesOfDistinctKeysShareStatements(t *testing.T) {
 	s := pipeline.TargetSchema{Table: "dk", KeyLen: 1, Columns: []pipeline.Column{
 		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "x", Type: pipeline.TypeBigint, KeyPos: -1},
 		{Name: "y", Type: pipeline.TypeBigint, KeyPos: -1}}}
-	srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
+	srv.Exec(t, mysqlsql.DDL(s, mysqlsql.KeyCollations[srv.DDLDialect()]))
 	w := openWriter(t, srv, s, 1)
 	var ops []Op
 	for k := int64(0); k < 400; k++ {

@@ -189,8 +189,8 @@ func (w *Writer) connect(ctx context.Context) error {
 	}
 }
 
-// checkServer pings the server, checks that the session takes backslash escapes, and checks
-// the table against the schema (ErrTableMismatch).
+// checkServer pings the server, checks the session as its dialect requires (MySQL's: it takes
+// backslash escapes), and checks the table against the schema (ErrTableMismatch).
 func checkServer(ctx context.Context, db *sql.DB, t *Target, schema pipeline.TargetSchema) error {
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -205,28 +205,12 @@ func checkServer(ctx context.Context, db *sql.DB, t *Target, schema pipeline.Tar
 		}
 		return fmt.Errorf("connect to %s: %w%s", t.Redacted, err, hint)
 	}
-	if err := checkBackslashEscapes(ctx, db, t.Dialect); err != nil {
-		return err
+	if check := t.Dialect.CheckSession; check != nil {
+		if err := check(ctx, db); err != nil {
+			return err
+		}
 	}
 	return CheckTable(ctx, db, t.Dialect, t.Database, schema)
-}
-
-// checkBackslashEscapes refuses a MySQL session with NO_BACKSLASH_ESCAPES: every connection sets
-// its sql_mode without it (sessionSQLMode), and the statements' literals rely on that. Lindorm's
-// sessions take backslash escapes by default (its SQL_MODE variable is documented from 2.8.4.8
-// on; UNCERTAIN whether it can turn them off), and rekey does not set it there.
-func checkBackslashEscapes(ctx context.Context, db *sql.DB, d *Dialect) error {
-	if d != MySQL {
-		return nil
-	}
-	var mode string
-	if err := db.QueryRowContext(ctx, "SELECT @@SESSION.sql_mode").Scan(&mode); err != nil {
-		return fmt.Errorf("read sql_mode: %w", err)
-	}
-	if strings.Contains(strings.ToUpper(mode), "NO_BACKSLASH_ESCAPES") {
-		return fmt.Errorf("the session's sql_mode %q still has NO_BACKSLASH_ESCAPES after rekey set it without: rekey's string literals need backslash escapes; report this with the server's version", mode)
-	}
-	return nil
 }
 
 // CellTimestamps tells whether the writes carry cell timestamps (Target.CellTimestamps).
@@ -617,8 +601,8 @@ func (w *Writer) runShard(ctx context.Context, a *applyState, idx []int) ([]pipe
 		return w.runPieces(ctx, a, idx)
 	}
 	run := idx
-	if w.st.d == Lindorm {
-		run = lastPerKey(a, run, w.st.schema.KeyLen) // one UPSERT batch must not hold one key twice
+	if w.st.d.DistinctUpsertKeys {
+		run = lastPerKey(a, run, w.st.schema.KeyLen) // one upsert statement must not hold one key twice
 	}
 	return w.runBatch(ctx, a, run, &w.st.full)
 }

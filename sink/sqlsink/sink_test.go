@@ -19,6 +19,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink/lindormsql"
+	"github.com/rekey/rekey/sink/sqlsink/mysqlsql"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 )
 
@@ -93,11 +95,11 @@ func TestStatementsPerDialect(t *testing.T) {
 		d                *Dialect
 		upsert, del, get string
 	}{
-		{Lindorm,
+		{lindormsql.Dialect,
 			"UPSERT INTO `order` (pk, ts, v) VALUES ('a\\'b','2023-11-14 22:13:20.123',X'01ff')",
 			"DELETE FROM `order` WHERE pk='a\\'b' AND ts='2023-11-14 22:13:20.123'",
 			"SELECT pk, ts, v FROM `order` WHERE (pk='a\\'b' AND ts='2023-11-14 22:13:20.123')"},
-		{MySQL,
+		{mysqlsql.Dialect,
 			"INSERT INTO `order` (`pk`, `ts`, `v`) VALUES ('a\\'b','2023-11-14 22:13:20.123',X'01ff') ON DUPLICATE KEY UPDATE `v`=VALUES(`v`)",
 			"DELETE FROM `order` WHERE (`pk`, `ts`) IN (('a\\'b','2023-11-14 22:13:20.123'))",
 			"SELECT `pk`, `ts`, `v` FROM `order` WHERE (`pk`, `ts`) IN (('a\\'b','2023-11-14 22:13:20.123'))"},
@@ -129,7 +131,7 @@ func TestWriteReadsBackEveryType(t *testing.T) {
 	for name, start := range servers(t) {
 		t.Run(name, func(t *testing.T) {
 			srv := start(t)
-			srv.Exec(t, MySQLDDL(testSchema(), KeyCollations[srv.DDLDialect()]))
+			srv.Exec(t, mysqlsql.DDL(testSchema(), mysqlsql.KeyCollations[srv.DDLDialect()]))
 			w := openWriter(t, srv, testSchema(), 3)
 			var rows []pipeline.Row
 			for i := 0; i < 50; i++ {
@@ -164,7 +166,7 @@ func TestWriteReadsBackEveryType(t *testing.T) {
 // readAll reads a table through the lookup's decoding, keyed by keyString of the key values.
 func readAll(t *testing.T, db *sql.DB, schema pipeline.TargetSchema) map[string][]pipeline.Value {
 	t.Helper()
-	st := newStatements(MySQL, schema)
+	st := newStatements(mysqlsql.Dialect, schema)
 	rows, err := db.Query(strings.TrimSuffix(st.selectHead, " WHERE "))
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +272,7 @@ func TestKeysDifferingByTrailingSpacesStayApart(t *testing.T) {
 	for name, start := range servers(t) {
 		t.Run(name, func(t *testing.T) {
 			srv := start(t)
-			noPad := KeyCollations[srv.DDLDialect()]
+			noPad := mysqlsql.KeyCollations[srv.DDLDialect()]
 			s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
 				{Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
 			tgt, _ := ParseURI(srv.URI(""), noEnv)
@@ -299,7 +301,7 @@ func TestKeysDifferingByTrailingSpacesStayApart(t *testing.T) {
 
 			ddl := s
 			ddl.Table = "d"
-			srv.Exec(t, MySQLDDL(ddl, noPad))
+			srv.Exec(t, mysqlsql.DDL(ddl, noPad))
 			for _, s := range []pipeline.TargetSchema{s, ddl} {
 				w := openWriter(t, srv, s, 1)
 				keys := []string{"a", "a ", "a  "}
@@ -415,7 +417,7 @@ func TestApplyKeepsOrderPerKey(t *testing.T) {
 			s := pipeline.TargetSchema{Table: "t", KeyLen: 2, Columns: []pipeline.Column{
 				{Name: "a", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "b", Type: pipeline.TypeInteger, KeyPos: 1},
 				{Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
-			srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
+			srv.Exec(t, mysqlsql.DDL(s, mysqlsql.KeyCollations[srv.DDLDialect()]))
 			w := openWriter(t, srv, s, 4)
 			var ops []Op
 			want := map[string]int64{}
@@ -571,7 +573,7 @@ func TestTransientErrorsAreRetriedAndCounted(t *testing.T) {
 	srv := mysqltest.GMS(t)
 	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
 		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
-	srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
+	srv.Exec(t, mysqlsql.DDL(s, mysqlsql.KeyCollations[srv.DDLDialect()]))
 	p := newFlakyProxy(t, srv.Addr, 2)
 	tgt, err := ParseURI("mysql://root@"+p.l.Addr().String()+"/"+srv.Database, noEnv)
 	if err != nil {
@@ -607,7 +609,7 @@ func TestServerLimitErrorsAreRetried(t *testing.T) {
 	srv := mysqltest.GMS(t)
 	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
 		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
-	srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
+	srv.Exec(t, mysqlsql.DDL(s, mysqlsql.KeyCollations[srv.DDLDialect()]))
 	var refuse, throttle atomic.Int64
 	refuse.Store(2)
 	throttle.Store(3)
@@ -662,7 +664,7 @@ func TestOpenWaitsForARestartingServer(t *testing.T) {
 	srv := mysqltest.GMS(t)
 	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
 		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
-	srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
+	srv.Exec(t, mysqlsql.DDL(s, mysqlsql.KeyCollations[srv.DDLDialect()]))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -741,7 +743,7 @@ func TestOpenWaitsForARestartingServer(t *testing.T) {
 
 func TestParseURI(t *testing.T) {
 	env := func(k string) string {
-		if k == LindormPasswordEnv {
+		if k == lindormsql.PasswordEnv {
 			return "s3cret"
 		}
 		return ""
@@ -750,7 +752,7 @@ func TestParseURI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.Dialect != Lindorm || tg.Addr != "ld-xxx.lindorm.rds.aliyuncs.com:33060" || tg.Database != "db1" || tg.Table != "t2" || tg.TLS != "true" || tg.password != "s3cret" {
+	if tg.Dialect != lindormsql.Dialect || tg.Addr != "ld-xxx.lindorm.rds.aliyuncs.com:33060" || tg.Database != "db1" || tg.Table != "t2" || tg.TLS != "true" || tg.password != "s3cret" {
 		t.Errorf("parsed %+v", tg)
 	}
 	for _, bad := range []string{
@@ -795,7 +797,7 @@ func TestClassify(t *testing.T) {
 // BenchmarkAppendRow renders rows of every type as an upsert's tuples (the per-row work of Write).
 func BenchmarkAppendRow(b *testing.B) {
 	schema := testSchema()
-	st := newStatements(MySQL, schema)
+	st := newStatements(mysqlsql.Dialect, schema)
 	rows := make([][]pipeline.Value, 64)
 	for i := range rows {
 		rows[i] = testRow(i)
@@ -823,7 +825,7 @@ func TestLiteralsSuitEveryConnectionsSQLMode(t *testing.T) {
 	schema := pipeline.TargetSchema{Table: "ev", KeyLen: 1, Columns: []pipeline.Column{
 		{Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "name", Type: pipeline.TypeVarchar, KeyPos: -1},
 		{Name: "n", Type: pipeline.TypeInteger, KeyPos: -1}}}
-	srv.Exec(t, MySQLDDL(schema, KeyCollations[srv.DDLDialect()]))
+	srv.Exec(t, mysqlsql.DDL(schema, mysqlsql.KeyCollations[srv.DDLDialect()]))
 	const crafted = "x',0),(0x6576696c,0x70776e6564,77)#" // ('evil','pwned',77), then a comment to the end
 	names := []string{`x\',0),(0x6576696c,0x70776e6564,77)#`, "x'\n", `a\b`, `c:\dir\`, "it's", "line\nbreak", `\\'`, "\x00\x1a\r"}
 	row := func(i int) []pipeline.Value {
@@ -891,7 +893,7 @@ func TestDeadlockVictimRunsAgainAtOnce(t *testing.T) {
 	srv := mysqltest.GMS(t)
 	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
 		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
-	srv.Exec(t, MySQLDDL(s, KeyCollations[srv.DDLDialect()]))
+	srv.Exec(t, mysqlsql.DDL(s, mysqlsql.KeyCollations[srv.DDLDialect()]))
 	var deadlocks atomic.Int64
 	deadlocks.Store(15)
 	p := newFaultProxy(t, srv.Addr, func() []byte { return nil },

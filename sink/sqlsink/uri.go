@@ -2,8 +2,9 @@
 // SQL endpoint (lindorm://, UPSERT INTO) and MySQL-protocol servers (mysql://, INSERT ... ON
 // DUPLICATE KEY UPDATE), for migrate, replicate and verify.
 //
-// The statement text that differs between the two lives in dialect.go; which server error means
-// what is the table in errors.go. Before anything is written, CheckTable compares the table's
+// Each target is a Dialect (sqldialect) in a folder of its own (lindormsql, mysqlsql), listed by
+// sink/sqltargets: the package builds statements and checks tables only through it (dialect.go,
+// schema.go); which server error means what is the table in errors.go. Before anything is written, CheckTable compares the table's
 // definition with the mapping's target schema and refuses a table that differs (schema.go).
 package sqlsink
 
@@ -18,31 +19,26 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/rekey/rekey/sink/sqltargets"
 	"github.com/rekey/rekey/source/sourceuri"
 )
 
-// Environment variables that hold the passwords: never the URI.
-const (
-	LindormPasswordEnv = "REKEY_LINDORM_PASSWORD"
-	MySQLPasswordEnv   = "REKEY_MYSQL_PASSWORD"
-)
-
-// URIHelp describes the SQL target URIs for --help.
-const URIHelp = `SQL targets (--out of migrate and replicate, --target of verify):
-  lindorm://USER@HOST:33060/DATABASE[?table=T&tls=true]   Lindorm's wide-table SQL endpoint (MySQL
-                                      protocol): UPSERT INTO; password from REKEY_LINDORM_PASSWORD;
-                                      write_time=true (replicate of Cassandra events): each write
-                                      carries the event's Cassandra write time (UPSERT /*+ _l_ts_(ms) */)
-  mysql://USER@HOST:PORT/DATABASE[?table=T&tls=true]      a MySQL-protocol server (MySQL, MariaDB):
-                                      INSERT ... ON DUPLICATE KEY UPDATE; password from REKEY_MYSQL_PASSWORD
-  The table is the mapping's target table unless ?table= names another. tls=true|skip-verify|preferred
+// URIHelp describes the SQL target URIs for --help: each target's entry, and the tables rekey
+// ddl prints besides its default (sink/sqltargets).
+func URIHelp() string {
+	lines := []string{"SQL targets (--out of migrate and replicate, --target of verify):"}
+	for _, d := range sqltargets.All() {
+		lines = append(lines, d.URIHelp)
+	}
+	return strings.Join(append(lines, `  The table is the mapping's target table unless ?table= names another. tls=true|skip-verify|preferred
   as go-sql-driver/mysql offers (default: no TLS). A password in the URI is refused. The table must
-  exist with the mapping's columns, types and primary key (rekey ddl --dialect mysql|mariadb prints one).`
+  exist with the mapping's columns, types and primary key (rekey ddl --dialect `+strings.Join(sqltargets.DDLServers()[1:], "|")+` prints one).`), "\n")
+}
 
 // IsURI tells whether s names a SQL target (lindorm:// or mysql://).
 func IsURI(s string) bool {
 	scheme, _, ok := strings.Cut(s, "://")
-	return ok && dialectOf(scheme) != nil
+	return ok && sqltargets.Get(scheme) != nil
 }
 
 // Target is a parsed SQL target URI.
@@ -76,11 +72,15 @@ func (t *Target) UseCellWriteTimes() error {
 func ParseURI(raw string, getenv func(string) string) (*Target, error) {
 	scheme, _, ok := strings.Cut(raw, "://")
 	if !ok {
-		return nil, fmt.Errorf("%q: want lindorm://USER@HOST:PORT/DATABASE or mysql://USER@HOST:PORT/DATABASE", sourceuri.Redact(raw))
+		forms := sqltargets.Schemes()
+		for i := range forms {
+			forms[i] += "USER@HOST:PORT/DATABASE"
+		}
+		return nil, fmt.Errorf("%q: want %s", sourceuri.Redact(raw), sqltargets.Join(forms, "or"))
 	}
-	d := dialectOf(scheme)
+	d := sqltargets.Get(scheme)
 	if d == nil {
-		return nil, fmt.Errorf("%q: unknown SQL target %s:// (want %s)", sourceuri.Redact(raw), scheme, schemes())
+		return nil, fmt.Errorf("%q: unknown SQL target %s:// (want %s)", sourceuri.Redact(raw), scheme, sqltargets.Join(sqltargets.Schemes(), "or"))
 	}
 	t := &Target{Dialect: d, Redacted: sourceuri.Redact(raw)}
 	u, err := sourceuri.Parse(raw, scheme, d.PasswordEnv)
@@ -118,7 +118,7 @@ func ParseURI(raw string, getenv func(string) string) (*Target, error) {
 			}
 		case "write_time":
 			if !d.CellTimes {
-				return nil, fmt.Errorf("%s: write_time applies to lindorm:// only: a Lindorm cell carries a timestamp a write can set (the _l_ts_ hint), a MySQL row has none; drop the parameter", t.Redacted)
+				return nil, fmt.Errorf("%s: write_time applies to lindorm:// only: a Lindorm cell carries a timestamp a write can set (the _l_ts_ hint), a %s row has none; drop the parameter", t.Redacted, d.Title)
 			}
 			b, err := strconv.ParseBool(v)
 			if err != nil {
@@ -133,16 +133,10 @@ func ParseURI(raw string, getenv func(string) string) (*Target, error) {
 	return t, nil
 }
 
-// sessionSQLMode is the server's sql_mode without NO_BACKSLASH_ESCAPES, set on every MySQL
-// connection: the statements' string literals take backslash escapes (dialect.go), and a
-// server whose mode changes (a restart with another configuration) must not change what they
-// mean on the connections opened after it. The other modes stay the server's.
-const sessionSQLMode = "TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',NO_BACKSLASH_ESCAPES,', ','))"
-
 // driverConfig is the go-sql-driver configuration: UTC everywhere (the session's time_zone is
 // set on every connection, so that a TIMESTAMP or DATE literal means the same instant whatever
-// the server's default zone: Lindorm's is UTC+8), backslash escapes on every MySQL connection
-// (sessionSQLMode; the driver runs the SET on each connection it opens), no server-side
+// the server's default zone: Lindorm's is UTC+8), the dialect's session settings (MySQL's: its
+// sql_mode with backslash escapes; the driver runs a SET of each on every connection it opens), no server-side
 // prepares (statements carry their literals: see dialect.go), timeouts so that a dead front end
 // surfaces as an error.
 func (t *Target) driverConfig() *mysql.Config {
@@ -150,8 +144,8 @@ func (t *Target) driverConfig() *mysql.Config {
 	c.User, c.Passwd, c.Net, c.Addr, c.DBName = t.User, t.password, "tcp", t.Addr, t.Database
 	c.Loc = time.UTC
 	c.Params = map[string]string{"time_zone": "'+00:00'"}
-	if t.Dialect == MySQL {
-		c.Params["sql_mode"] = sessionSQLMode
+	for k, v := range t.Dialect.SessionParams {
+		c.Params[k] = v
 	}
 	c.Timeout = 10 * time.Second
 	c.ReadTimeout = 5 * time.Minute // a 2 MB batch on a loaded server may take a while

@@ -3,12 +3,16 @@ package sqlsink
 import (
 	"strings"
 	"testing"
+
+	"github.com/rekey/rekey/sink/sqlsink/lindormsql"
+	"github.com/rekey/rekey/sink/sqlsink/mysqlsql"
+	"github.com/rekey/rekey/sink/sqltargets"
 )
 
 // A SQL target is picked by its URI's scheme, one per dialect; another scheme is no SQL target,
 // and ParseURI names the ones there are.
 func TestURISchemePicksTheDialect(t *testing.T) {
-	for uri, want := range map[string]*Dialect{"lindorm://u@h/db": Lindorm, "mysql://u@h:3306/db": MySQL} {
+	for uri, want := range map[string]*Dialect{"lindorm://u@h/db": lindormsql.Dialect, "mysql://u@h:3306/db": mysqlsql.Dialect} {
 		if !IsURI(uri) {
 			t.Errorf("IsURI(%q) = false", uri)
 		}
@@ -22,14 +26,14 @@ func TestURISchemePicksTheDialect(t *testing.T) {
 			t.Errorf("IsURI(%q) = true", uri)
 		}
 	}
-	if _, err := ParseURI("postgres://u@h/db", nil); err == nil || !strings.Contains(err.Error(), "unknown SQL target postgres:// (want lindorm:// or mysql://)") {
+	_, err := ParseURI("postgres://u@h/db", nil)
+	if err == nil || !strings.Contains(err.Error(), "unknown SQL target postgres:// (want "+sqltargets.Join(sqltargets.Schemes(), "or")+")") {
 		t.Errorf("ParseURI of postgres://: %v", err)
 	}
 }
 
 // Cell write times go only where a write can set a cell's timestamp (Lindorm): elsewhere
-// UseCellWriteTimes refuses, naming the target's dialect, and leaves the target as it was; the
-// schemes are listed in the dialects' order.
+// UseCellWriteTimes refuses, naming the target's dialect, and leaves the target as it was.
 func TestCellWriteTimesNeedADialectWithCellTimestamps(t *testing.T) {
 	env := func(string) string { return "" }
 	lt, err := ParseURI("lindorm://u@h/db", env)
@@ -48,8 +52,5 @@ func TestCellWriteTimesNeedADialectWithCellTimestamps(t *testing.T) {
 	}
 	if _, err := ParseURI("mysql://u@h/db?write_time=true", env); err == nil {
 		t.Fatal("mysql:// took write_time=true")
-	}
-	if got := strings.Join(Schemes(), " "); got != "lindorm:// mysql://" {
-		t.Fatalf("Schemes() = %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package sqlsink
+package mysqlsql
 
 import (
 	"testing"
@@ -6,10 +6,10 @@ import (
 	"github.com/rekey/rekey/pipeline"
 )
 
-// MySQLDDL, byte for byte: every identifier back-quoted, the MySQL types CheckTable accepts,
+// DDL, byte for byte: every identifier back-quoted, the MySQL types CheckTable accepts,
 // key text in the binary NO PAD collation given, key lengths shared within InnoDB's 3,072-byte
 // index limit, NOT NULL keys, "PRIMARY KEY (" with no DESC (MySQL ignores it), no options.
-func TestMySQLDDLText(t *testing.T) {
+func TestDDLText(t *testing.T) {
 	s := pipeline.TargetSchema{Table: "order", KeyLen: 3, Columns: []pipeline.Column{
 		{Name: "pk", Type: pipeline.TypeVarchar, KeyPos: 0},
 		{Name: "raw`id", Type: pipeline.TypeVarbinary, KeyPos: 1},
@@ -22,7 +22,7 @@ func TestMySQLDDLText(t *testing.T) {
 		{Name: "n", Type: pipeline.TypeBigint, KeyPos: -1},
 		{Name: "ok", Type: pipeline.TypeBoolean, KeyPos: -1},
 	}}
-	got := MySQLDDL(s, "utf8mb4_0900_bin")
+	got := DDL(s, "utf8mb4_0900_bin")
 	want := "CREATE TABLE IF NOT EXISTS `order` (\n" +
 		"  `pk` varchar(613) CHARACTER SET utf8mb4 COLLATE utf8mb4_0900_bin NOT NULL,\n" +
 		"  `raw``id` varbinary(613) NOT NULL,\n" +
