@@ -120,37 +120,36 @@ func ReadChanges(ctx context.Context, cfg ChangesConfig, windows []PartitionWind
 	return g.Wait()
 }
 
+// readChanges reads win on pipeline's engine: its source (kafka.PartitionSource, bounded by the
+// window's end) fetches and decodes, and one worker turns each batch's changes into ops, in
+// offset order, for fn.
 func (r *Replicator) readChanges(ctx context.Context, win PartitionWindow, fn func(*ChangeBatch) error) error {
 	w := &sqlWorker{partWorker: r.newSQLPartWorker(win.Partition, nil)}
 	w.seedRepeats(ctx, win.From) // as replicate did where it started
-	f := r.cfg.Kafka.StartFetch(ctx, r.dialer, win.Partition, win.From, kafka.FetchOptions{Logger: w.log,
-		Gap: func(next, first int64) error {
+	src := &kafka.PartitionSource{Config: &r.cfg.Kafka, Dialer: r.dialer, Partition: win.Partition, Offset: win.From, End: win.End, Decoder: w.dec,
+		Fetch: kafka.FetchOptions{Logger: w.log, Gap: func(next, first int64) error {
 			return fmt.Errorf("%w: verify cannot read the changes replicate applied from them", &kafka.GapError{Topic: r.cfg.Kafka.Topic, Partition: win.Partition, Next: next, First: first})
-		}})
-	defer f.Stop() // the fetch ends at the window's end, or on an error
+		}}}
 	next := win.From
-	for next < win.End {
-		b, ok := <-f.C
-		if !ok {
-			ferr := f.Err()
-			if ferr == nil {
-				ferr = ctx.Err()
-			}
-			return fmt.Errorf("partition %d at offset %d (reading up to %d): %w", win.Partition, next, win.End, ferr)
+	step := func(_ context.Context, j *pipeline.Job) error {
+		d := j.Batch.Payload.(*kafka.Decoded)
+		if len(d.Changes) == 0 {
+			return nil
 		}
-		b = b.Before(win.End)
-		if len(b.Messages) == 0 {
-			continue
-		}
-		// the batch's messages are not recycled: the values of its changes may alias them
-		w.decoded = w.dec.DecodeBatch(w.decoded[:0], b)
-		cb := w.changeBatch(w.decoded, win)
-		next = w.decoded[len(w.decoded)-1].Offset + 1
-		if err := fn(cb); err != nil {
-			return err
-		}
-		w.ev.Reset()
-		w.dec.Reset()
+		next = d.Changes[len(d.Changes)-1].Offset + 1
+		defer w.ev.Reset()
+		return fn(w.changeBatch(d.Changes, win))
+	}
+	o, err := pipeline.NewEngine(pipeline.EngineConfig{Source: src, Workers: 1,
+		NewWorker: func(int) (func(context.Context, *pipeline.Job) error, func()) { return step, nil }}).Run(ctx)
+	if err != nil {
+		return err // fn's
+	}
+	if err = o.SourceErr; err == nil {
+		err = o.Cancelled
+	}
+	if err != nil {
+		return fmt.Errorf("partition %d at offset %d (reading up to %d): %w", win.Partition, next, win.End, err)
 	}
 	return nil
 }

@@ -26,6 +26,9 @@ type PartitionSource struct {
 	Offset int64
 	// Decoder decodes the partition's messages, in order (its SkipRepeats may be set and seeded).
 	Decoder *Decoder
+	// End, when above 0, bounds the read: messages at End and after are left out, and the
+	// source ends (Run returns nil) once it has sent the last message before End. 0: endless.
+	End int64
 	// Fetch tunes the fetch (Gap, Logger); its Buffer defaults to 2: decoded batches wait in the
 	// engine's feed as well.
 	Fetch FetchOptions
@@ -55,6 +58,9 @@ func (s *PartitionSource) Run(ctx context.Context, resume map[string]pipeline.St
 		}
 		offset = off
 	}
+	if s.End > 0 && offset >= s.End {
+		return nil
+	}
 	o := s.Fetch
 	if o.Buffer <= 0 {
 		o.Buffer = 2
@@ -64,12 +70,25 @@ func (s *PartitionSource) Run(ctx context.Context, resume map[string]pipeline.St
 	// the payloads Release hands back, for the next batches: more than the engine holds at once
 	// (its feed's buffer, the batch its worker applies, the one this loop sends)
 	free := make(chan *Decoded, 8)
+	next := offset
 	for fb := range f.C {
+		ended := false
+		if s.End > 0 {
+			n := len(fb.Messages)
+			fb = fb.Before(s.End)
+			ended = len(fb.Messages) < n
+		}
+		if k := len(fb.Messages); k > 0 {
+			next = fb.Messages[k-1].Offset + 1
+		}
 		b := s.batch(stream, fb, f, free)
 		select {
 		case out <- b:
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+		if s.End > 0 && (ended || next >= s.End) {
+			return nil
 		}
 	}
 	if err := ctx.Err(); err != nil {

@@ -98,6 +98,39 @@ func TestPartitionSourceEndsWithTheFetchError(t *testing.T) {
 	}
 }
 
+// A bounded source (End) sends the messages before End, each once, and then ends by itself: a
+// batch that reaches past End is cut there. One starting at End sends nothing.
+func TestPartitionSourceEndsAtItsEnd(t *testing.T) {
+	_, src := partitionSource(t, "partition-end", 300)
+	src.Fetch.BatchLen = 64
+	src.Offset, src.End = 10, 200 // 200 is inside a fetched batch of 64
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out := make(chan pipeline.Batch, 64)
+	if err := src.Run(ctx, nil, out); err != nil {
+		t.Fatalf("a bounded source ended with %v", err)
+	}
+	close(out)
+	next := int64(10)
+	for b := range out {
+		for _, ch := range b.Payload.(*kafka.Decoded).Changes {
+			if ch.Offset != next {
+				t.Fatalf("change of offset %d, want %d", ch.Offset, next)
+			}
+			next++
+		}
+		b.Release()
+	}
+	if next != 200 {
+		t.Fatalf("read up to %d, want the messages before End (200)", next)
+	}
+	src.Offset = 200
+	empty := make(chan pipeline.Batch, 1)
+	if err := src.Run(ctx, nil, empty); err != nil || len(empty) != 0 {
+		t.Fatalf("a source starting at its end: %v, %d batches", err, len(empty))
+	}
+}
+
 // partitionSource is the source of a new topic's one partition, which holds n orders messages
 // (produceOrders), from offset 0.
 func partitionSource(t *testing.T, name string, n int) (*kafkatest.Cluster, *kafka.PartitionSource) {
