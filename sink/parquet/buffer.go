@@ -330,6 +330,9 @@ func (b *buffer) convertRow(values []pipeline.Value) *pipeline.RowError {
 				return files.EncodingError(sp.col, v.Str)
 			}
 			continue
+		case v.Kind == pipeline.KindNull && sp.nullable: // half the cells of a sparse table
+			s.null = true
+			continue
 		}
 		if err := convert(sp, s, &cols[i], dicts[i], v); err != nil {
 			return err
