@@ -609,30 +609,13 @@ func (b *buffer) presize() {
 	p := b.f.pools
 	n := b.lastRows + b.lastRows/8
 	b.chunkRows = n
-	grow := func(l int) int { return l + l/8 }
 	for i := range b.cols {
 		c, l := &b.cols[i], &b.last[i]
 		if c.dictMode {
 			c.idx = p.i32.get(n)
 			continue
 		}
-		switch b.specs[i].phys {
-		case physBytes:
-			c.data = p.bytes.get(grow(l.data))
-			c.ends = p.u32.get(grow(l.values))
-		case physInt64:
-			c.i64 = p.i64.get(grow(l.values))
-		case physInt32:
-			c.i32 = p.i32.get(grow(l.values))
-		case physBool:
-			c.bools = p.bools.get(grow(l.values))
-		case physFloat32:
-			c.f32 = p.f32.get(grow(l.values))
-		case physFloat64:
-			c.f64 = p.f64.get(grow(l.values))
-		case physDecimal:
-			c.data = p.bytes.get(grow(l.data))
-		}
+		c.reserve(p, b.specs[i].phys, l.values+l.values/8, l.data+l.data/8)
 	}
 }
 
@@ -663,7 +646,7 @@ func (b *buffer) presizeFirst() {
 		return
 	}
 	b.chunkRows = n + n/8
-	scale := func(l int) int { return l*b.chunkRows/b.rows - l } // the room a column needs more
+	scale := func(l int) int { return l * b.chunkRows / b.rows }
 	p := b.f.pools
 	for i := range b.cols {
 		c := &b.cols[i]
@@ -674,41 +657,44 @@ func (b *buffer) presizeFirst() {
 			c.idx = grow(&p.i32, c.idx, b.chunkRows-len(c.idx))
 			continue
 		}
-		switch b.specs[i].phys {
-		case physBytes:
-			c.data = grow(&p.bytes, c.data, scale(len(c.data)))
-			c.ends = grow(&p.u32, c.ends, scale(len(c.ends)))
-		case physInt64:
-			c.i64 = grow(&p.i64, c.i64, scale(len(c.i64)))
-		case physInt32:
-			c.i32 = grow(&p.i32, c.i32, scale(len(c.i32)))
-		case physBool:
-			c.bools = grow(&p.bools, c.bools, scale(len(c.bools)))
-		case physFloat32:
-			c.f32 = grow(&p.f32, c.f32, scale(len(c.f32)))
-		case physFloat64:
-			c.f64 = grow(&p.f64, c.f64, scale(len(c.f64)))
-		case physDecimal:
-			c.data = grow(&p.bytes, c.data, scale(len(c.data)))
-		}
+		lens := c.lens()
+		c.reserve(p, b.specs[i].phys, scale(lens.values), scale(lens.data))
+	}
+}
+
+// lens are the column's values and data bytes so far (plain form).
+func (c *colData) lens() colLens {
+	return colLens{values: max(len(c.i64), len(c.i32), len(c.bools), len(c.f32), len(c.f64), len(c.ends), len(c.idx)), data: len(c.data)}
+}
+
+// reserve gives the column's plain slices of a value kept as phys room for values values and
+// data bytes in all (TEXT: its bytes; DECIMAL: its width bytes each), keeping what they hold.
+func (c *colData) reserve(p *pools, phys physical, values, data int) {
+	switch phys {
+	case physBytes:
+		c.data = grow(&p.bytes, c.data, data-len(c.data))
+		c.ends = grow(&p.u32, c.ends, values-len(c.ends))
+	case physInt64:
+		c.i64 = grow(&p.i64, c.i64, values-len(c.i64))
+	case physInt32:
+		c.i32 = grow(&p.i32, c.i32, values-len(c.i32))
+	case physBool:
+		c.bools = grow(&p.bools, c.bools, values-len(c.bools))
+	case physFloat32:
+		c.f32 = grow(&p.f32, c.f32, values-len(c.f32))
+	case physFloat64:
+		c.f64 = grow(&p.f64, c.f64, values-len(c.f64))
+	case physDecimal:
+		c.data = grow(&p.bytes, c.data, data-len(c.data))
 	}
 }
 
 // presizePlain gives column i, in dictionary mode, plain slices with room for n values, before
 // toPlain moves it to them: the chunk's values, which would otherwise be grown from nothing.
 func (b *buffer) presizePlain(i, n int) {
-	c, p := &b.cols[i], b.f.pools
-	switch sp := &b.specs[i]; sp.phys {
-	case physBytes:
-		avg := len(c.dvals)/max(len(c.dends), 1) + 1
-		c.data, c.ends = p.bytes.get(n*avg), p.u32.get(n)
-	case physInt64:
-		c.i64 = p.i64.get(n)
-	case physInt32:
-		c.i32 = p.i32.get(n)
-	case physDecimal:
-		c.data = p.bytes.get(n * sp.width)
-	}
+	c := &b.cols[i]
+	avg := len(c.dvals)/max(len(c.dends), 1) + 1 // an entry's bytes (a decimal's: its width)
+	c.reserve(b.f.pools, b.specs[i].phys, n, n*avg)
 }
 
 // colLens are the sizes a column needed in the last chunk.
@@ -745,7 +731,7 @@ func (b *buffer) Cut() files.Chunk {
 	b.cols = make([]colData, len(b.specs))
 	for i := range ch.cols {
 		c := &ch.cols[i]
-		b.last[i] = colLens{values: max(len(c.i64), len(c.i32), len(c.bools), len(c.f32), len(c.f64), len(c.ends), len(c.idx)), data: len(c.data)}
+		b.last[i] = c.lens()
 		if b.dicts[i] != nil {
 			b.dicts[i].reset()
 			if c.dictMode {
