@@ -42,7 +42,9 @@ type Batch struct {
 	// Release, when set, gives the records' memory back to the source for reuse. The consumer
 	// calls it at most once, when nothing refers to the records or their values anymore (the
 	// runner: once the batch is transformed, written into the sink's buffers and its rejects
-	// logged). A batch never released is simply garbage-collected.
+	// logged). The values' strings are part of that memory (the file source's point into its
+	// read buffer, which is read into again): keep a copy of any needed later. A batch never
+	// released is simply garbage-collected.
 	Release func()
 	// WriteTimes, when not nil, holds each record's write time as the source knows it, in epoch
 	// milliseconds (math.MinInt64: unknown): the earliest WRITETIME() of a Cassandra row's

@@ -178,7 +178,9 @@ func (e *Evaluator) ApplyKey(b *pipeline.Batch, r *pipeline.Record, out []pipeli
 		}
 	}
 	for i, cp := range p.copies {
-		if v := &values[cp.src]; v.Kind == cp.kind {
+		// a null is as common as a value in a sparse table's columns: copied here too, without
+		// the general step's call
+		if v := &values[cp.src]; v.Kind == cp.kind || v.Kind == pipeline.KindNull && cp.null {
 			out[cp.dst] = *v
 			continue
 		}

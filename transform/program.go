@@ -41,10 +41,12 @@ type Program struct {
 }
 
 // copyStep is a step that copies source column src to target column dst: a value of kind is
-// copied as it is, any other (null, or a kind to convert) goes through the general step.
+// copied as it is, and so is a null where null is set (not a key column); any other value (a
+// kind to convert, a null key) goes through the general step.
 type copyStep struct {
 	src, dst int32
 	kind     pipeline.Kind // copySlow when every value needs the general step (a type to check)
+	null     bool
 }
 
 // copySlow is no value's kind.
@@ -110,7 +112,7 @@ func (c *compiler) program(m *Mapping) *Program {
 			done[i] = true
 			st := p.newStep(i)
 			p.steps = append(p.steps, st)
-			cp := copyStep{src: int32(st.src), dst: int32(st.dst), kind: st.kind}
+			cp := copyStep{src: int32(st.src), dst: int32(st.dst), kind: st.kind, null: !st.key}
 			if !st.fast {
 				cp.kind = copySlow
 			}

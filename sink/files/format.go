@@ -77,6 +77,14 @@ type Siblings interface {
 	Sibling() Buffer
 }
 
+// ChunkExpecter is a Buffer told how large a chunk the sink cuts: at about used bytes (Used), or
+// once it holds rows rows (0: no row bound) and an eighth of used, whichever comes first. A
+// buffer without a last chunk to size its columns by (its first) may size them by this: grown
+// value by value, a chunk's slices are copied over again at every doubling, from fresh memory.
+type ChunkExpecter interface {
+	ExpectChunk(rows int, used int64)
+}
+
 // NewBuffers returns n empty buffers of the schema, siblings of the first where the format's
 // buffers learn together.
 func NewBuffers(f Format, schema pipeline.TargetSchema, n int) ([]Buffer, error) {

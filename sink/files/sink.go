@@ -250,6 +250,9 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Sink, error) {
 		return nil, fmt.Errorf("files: %w", err)
 	}
 	for i := range s.regions {
+		if e, ok := bufs[i].(ChunkExpecter); ok {
+			e.ExpectChunk(int(s.cutRows), s.cutAt) // the cut shouldCut makes
+		}
 		r := &region{idx: i, dir: filepath.Join(s.spillDir, filepath.FromSlash(output.RegionDir(i))), buf: bufs[i]}
 		if cfg.Sort {
 			r.sorter = newSorter(cfg.Schema)

@@ -1,6 +1,7 @@
 package cqlvalue
 
 import (
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -48,5 +49,53 @@ func TestParseIntMatchesStrconv(t *testing.T) {
 			}
 		}
 		check(string(b))
+	}
+}
+
+// plainDouble reads the doubles it takes as strconv.ParseFloat does, to the bit (-0 included),
+// and leaves every other text to it: random digits at every length and dot position, the
+// bytes next to '0'..'9' and '.', and the edges.
+func TestPlainDoubleMatchesStrconv(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		f, ok := plainDouble(s)
+		if !ok {
+			return
+		}
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.Float64bits(f) != math.Float64bits(want) {
+			t.Fatalf("plainDouble(%q) = %v (%#x); strconv %v (%#x), %v", s, f, math.Float64bits(f), want, math.Float64bits(want), err)
+		}
+	}
+	taken := 0
+	for _, s := range []string{"0", "-0", "+0", "-0.0", "0.0", "1", "1.5", "-1.5", "79725.634", "0.1", "0.3",
+		"123456789012345", "12345678901234.5", "0.000000000000001", "999999999999999", "9007199254740993",
+		"1.", ".5", "-", "+", "", ".", "1..2", "1.2.3", "1e5", "1E5", "1_000", " 1", "1 ", "inf", "NaN", "0x10", "--1"} {
+		check(s)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		n := 1 + r.IntN(17)
+		b := make([]byte, 0, n+2)
+		if r.IntN(3) == 0 {
+			b = append(b, "-+"[r.IntN(2)])
+		}
+		dot := r.IntN(n + 1)
+		for k := range n {
+			if k == dot && k > 0 {
+				b = append(b, '.')
+			}
+			b = append(b, byte('0'+r.IntN(10)))
+		}
+		if r.IntN(20) == 0 {
+			b[r.IntN(len(b))] = []byte{'/', ':', '.', 'e', 0xb0}[r.IntN(5)]
+		}
+		if _, ok := plainDouble(string(b)); ok {
+			taken++
+		}
+		check(string(b))
+	}
+	if taken < 100000 {
+		t.Fatalf("plainDouble took %d of 200000 texts: the test no longer exercises it", taken)
 	}
 }

@@ -72,6 +72,10 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 		if ok, u, sc, num := pipeline.PlainDecimal(s); ok && num {
 			return pipeline.DecimalUnscaled(s, u, sc), nil
 		}
+	case Double:
+		if f, ok := plainDouble(s); ok {
+			return pipeline.Float(f), nil
+		}
 	}
 	s = trimSpace(s)
 	if s == "" {
@@ -228,6 +232,48 @@ func eightDigits(s string, i int) (uint64, bool) {
 	x = (x * (10<<8 + 1)) >> 8
 	x = ((x & 0x00ff00ff00ff00ff) * (100<<16 + 1)) >> 16
 	return ((x & 0x0000ffff0000ffff) * (10000<<32 + 1)) >> 32, true
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
+
+// plainDouble reads the common text of a double, [+-]digits[.digits] with at most 15 digits, as
+// strconv.ParseFloat reads it; ok is false for any other text, which ParseFloat then reads. The
+// digits are an integer below 2^53 and the divisor a power of ten below 10^16, both exact in a
+// float64, so their one division is correctly rounded: the float ParseFloat returns (its own
+// fast path does the same division). ParseFloat's scan of a 9-character double took ~370
+// instructions, 3% of a sparse 30-column row's.
+func plainDouble(s string) (float64, bool) {
+	i, neg := 0, false
+	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		i = 1
+	}
+	var m uint64
+	digits, frac, dot := 0, 0, false
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c == '.' && !dot && digits > 0 {
+			dot = true
+			continue
+		}
+		if c-'0' > 9 {
+			return 0, false
+		}
+		m = m*10 + uint64(c-'0')
+		digits++
+		if dot {
+			frac++
+		}
+	}
+	if digits == 0 || digits > 15 || (dot && frac == 0) {
+		return 0, false
+	}
+	f := float64(m) / pow10[frac]
+	if neg {
+		f = -f // -0 too, as ParseFloat reads "-0.0"
+	}
+	return f, true
 }
 
 // parseInt reads an optionally signed decimal integer. overflow reports well-formed digits that

@@ -571,8 +571,8 @@ func TestSpreadSampleCopiesOnlyItsRecords(t *testing.T) {
 }
 
 // Batches carry Release: a consumer that releases each batch once it is done with it gets the
-// same records (a reused batch's values start empty: a JSON member missing from a line is
-// null, not what an earlier line held there) and the reader allocates far less.
+// same records (a reused batch's values start empty: a JSON member missing from a line, or an
+// empty CSV field, is null, not what an earlier line held there) and the reader allocates far less.
 func TestReleasedBatchesAreReusedClean(t *testing.T) {
 	var jb, cb strings.Builder
 	cb.WriteString("id,name,ts,amount\n")
@@ -582,7 +582,11 @@ func TestReleasedBatchesAreReusedClean(t *testing.T) {
 		} else {
 			fmt.Fprintf(&jb, `{"id":%d,"name":"n%d","ts":%d,"amount":%d.5}`+"\n", i, i, i, i)
 		}
-		fmt.Fprintf(&cb, "%d,name%d,%d,%d.25\n", i, i, i, i)
+		if i%3 == 0 { // empty fields: null, whatever a reused batch's values held there
+			fmt.Fprintf(&cb, "%d,,%d,\n", i, i)
+		} else {
+			fmt.Fprintf(&cb, "%d,name%d,%d,%d.25\n", i, i, i, i)
+		}
 	}
 	// no collection while measuring: a collection empties the pool of slabs (a real run's heap
 	// is large enough that one is rare)
@@ -636,5 +640,68 @@ func TestReleasedBatchesAreReusedClean(t *testing.T) {
 		if releasedAlloc*4 > keptAlloc*3 {
 			t.Errorf("%s: releasing the batches allocated %d bytes, keeping them %d: not reused", tc.name, releasedAlloc, keptAlloc)
 		}
+	}
+}
+
+// The records' strings point into the read buffer of their chunk, which is read into again once
+// every batch parsed from it is released: a batch still held keeps its values, however many of
+// its chunk's other batches (and of later chunks) were released meanwhile.
+func TestHeldBatchesKeepTheirValues(t *testing.T) {
+	var cb strings.Builder
+	cb.WriteString("id,name,ts,amount\n")
+	for i := 1; i <= 20000; i++ {
+		fmt.Fprintf(&cb, "%d,name%d,%d,%d.25\n", i, i*7, i, i)
+	}
+	path := writeFile(t, "held.csv", cb.String())
+	src, err := New(Config{Path: path, Schema: ordersSchema, BatchSize: 16, Workers: 2, ChunkSize: 4 << 10}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := func(b *pipeline.Batch) string {
+		var sb strings.Builder
+		for _, r := range b.Records {
+			fmt.Fprintf(&sb, "%d:%v;", r.Seq, r.Values)
+		}
+		return sb.String()
+	}
+	type held struct {
+		b      pipeline.Batch
+		digest string
+	}
+	out := make(chan pipeline.Batch)
+	errc := make(chan error, 1)
+	go func() { errc <- src.Run(context.Background(), nil, out); close(out) }()
+	// every batch is held while the next 37 arrive (more than a chunk's), and every other one
+	// is released at once: a chunk's batches are released out of order, some long after the
+	// reader moved on
+	var window []held
+	n := 0
+	check := func(h held) {
+		if got := digest(&h.b); got != h.digest {
+			t.Fatalf("a held batch's values changed before it was released:\n got %.200s\nwant %.200s", got, h.digest)
+		}
+		h.b.Release()
+	}
+	for b := range out {
+		n += len(b.Records)
+		h := held{b, digest(&b)}
+		if n%2 == 0 {
+			check(h)
+			continue
+		}
+		window = append(window, h)
+		if len(window) > 37 {
+			check(window[0])
+			window = window[1:]
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range window {
+		check(h)
+	}
+	if n != 20000 {
+		t.Fatalf("%d records, want 20000", n)
 	}
 }
