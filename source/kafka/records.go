@@ -5,9 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"slices"
 	"time"
 
+	"github.com/pierrec/lz4/v4"
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/compress"
 )
@@ -21,6 +24,7 @@ var errLegacyMessages = errors.New("kafka: message format v0/v1")
 const (
 	batchLengthEnd   = 12 // baseOffset int64, batchLength int32
 	batchMagic       = 16
+	batchCRC         = 17
 	batchAttributes  = 21
 	batchLastDelta   = 23
 	batchBaseTime    = 27
@@ -146,6 +150,10 @@ func (s *recordSet) startBatch() (bool, error) {
 		if len(b) < batchHeaderLen {
 			return false, fmt.Errorf("kafka: record batch at offset %d: %d bytes, shorter than its header", base, len(b))
 		}
+		// Kafka's consumer checks it too: lz4 frames are read without their own checksum
+		if crc32.Checksum(b[batchAttributes:], castagnoli) != binary.BigEndian.Uint32(b[batchCRC:]) {
+			return false, fmt.Errorf("kafka: record batch at offset %d: CRC mismatch", base)
+		}
 		attrs := binary.BigEndian.Uint16(b[batchAttributes:])
 		last := base + int64(int32(binary.BigEndian.Uint32(b[batchLastDelta:])))
 		s.next = max(s.next, last+1)
@@ -167,6 +175,8 @@ func (s *recordSet) startBatch() (bool, error) {
 	return false, nil
 }
 
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // decompress returns a compressed batch's records in a buffer of their own: the batch's
 // messages alias it for as long as they live.
 func (s *recordSet) decompress(c compress.Compression, src []byte) ([]byte, error) {
@@ -174,17 +184,93 @@ func (s *recordSet) decompress(c compress.Compression, src []byte) ([]byte, erro
 	if codec == nil {
 		return nil, fmt.Errorf("unknown compression codec %d", c)
 	}
-	r := codec.NewReader(bytes.NewReader(src))
-	defer r.Close()
-	buf := bytes.NewBuffer(make([]byte, 0, len(src)*s.ratio+512))
-	if _, err := buf.ReadFrom(r); err != nil && !errors.Is(err, io.EOF) {
+	// a little over the last ratio: a buffer that grows copies what it holds
+	dst := make([]byte, 0, len(src)*s.ratio+512)
+	var err error
+	if c == compress.Lz4 {
+		dst, err = appendLZ4(dst, src)
+	} else {
+		r := codec.NewReader(bytes.NewReader(src))
+		buf := bytes.NewBuffer(dst)
+		_, err = buf.ReadFrom(r)
+		r.Close()
+		dst = buf.Bytes()
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", codec.Name(), err)
 	}
 	if len(src) > 0 {
-		// a little over the last ratio: a buffer that grows copies what it holds
-		s.ratio = max(1, buf.Len()/len(src)+1)
+		s.ratio = max(1, len(dst)/len(src)+1)
 	}
-	return buf.Bytes(), nil
+	return dst, nil
+}
+
+// lz4Magic starts an LZ4 frame (Kafka's lz4 codec since message format v1).
+const lz4Magic = 0x184D2204
+
+// appendLZ4 decompresses an LZ4 frame block by block straight into dst: the frame reader copied
+// each block out of a buffer of its own and hashed the content, which the batch's CRC covers.
+func appendLZ4(dst, src []byte) ([]byte, error) {
+	if len(src) < 7 || binary.LittleEndian.Uint32(src) != lz4Magic || src[4]>>6 != 1 {
+		return nil, errors.New("not an LZ4 frame")
+	}
+	flg, bd := src[4], src[5]
+	blockMax := 1 << (8 + 2*int(bd>>4&7)) // 4: 64 KiB ... 7: 4 MiB
+	linked := flg&0x20 == 0               // blocks refer to the 64 KiB before them
+	i := 7                                // magic, FLG, BD, header checksum
+	if flg&0x08 != 0 {
+		i += 8 // content size
+	}
+	if flg&0x01 != 0 {
+		i += 4 // dictionary id
+	}
+	for {
+		if len(src)-i < 4 {
+			return nil, errors.New("LZ4 frame cut short")
+		}
+		n := binary.LittleEndian.Uint32(src[i:])
+		i += 4
+		if n == 0 {
+			return dst, nil // the end mark (a content checksum may follow)
+		}
+		size := int(n &^ (1 << 31))
+		if len(src)-i < size {
+			return nil, errors.New("LZ4 block past the frame's end")
+		}
+		blk := src[i : i+size]
+		i += size
+		if flg&0x10 != 0 {
+			i += 4 // block checksum
+		}
+		if n&(1<<31) != 0 { // stored uncompressed
+			dst = append(dst, blk...)
+			continue
+		}
+		var err error
+		if dst, err = appendLZ4Block(dst, blk, blockMax, linked); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// appendLZ4Block decompresses one block after dst. Too short a destination fails as corrupt
+// input does: only one with a whole block's room left tells them apart.
+func appendLZ4Block(dst, blk []byte, blockMax int, linked bool) ([]byte, error) {
+	for {
+		start := len(dst)
+		var dict []byte
+		if linked {
+			dict = dst[max(0, start-64<<10):start]
+		}
+		k, err := lz4.UncompressBlockWithDict(blk, dst[start:cap(dst)], dict)
+		if err == nil {
+			return dst[:start+k], nil
+		}
+		if cap(dst)-start >= blockMax {
+			return nil, err
+		}
+		dst = slices.Grow(dst, max(blockMax, cap(dst)))
+	}
 }
 
 // varint reads a zigzag varint (Kafka's varint and varlong are Go's binary.Varint); n <= 0 when

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,11 @@ import (
 // batchLen: keys, values, null keys, a tombstone (null value) and headers.
 func produceBatches(t *testing.T, c *kafkatest.Cluster, codec kafkago.Compression, n, batchLen int) string {
 	t.Helper()
-	topic := c.CreateTopic(t, "records-"+fmt.Sprint(codec), 1)
+	return produceBatchesTo(t, c, c.CreateTopic(t, "records-"+fmt.Sprint(codec), 1), codec, n, batchLen)
+}
+
+func produceBatchesTo(t *testing.T, c *kafkatest.Cluster, topic string, codec kafkago.Compression, n, batchLen int) string {
+	t.Helper()
 	w := c.Writer(topic)
 	w.Compression, w.BatchSize = codec, batchLen
 	defer w.Close()
@@ -139,6 +144,27 @@ func TestFetchReadsBatchesAsKafkaGoDoesForEachCodec(t *testing.T) {
 	}
 }
 
+// A topic's compression.type other than the producer's makes the broker compress the batches
+// again with its own (Java) encoders: lz4 frames of 64 KiB blocks among them. On kfake, which
+// keeps the producer's batches, the topic reads uncompressed.
+func TestFetchReadsBatchesTheBrokerCompressed(t *testing.T) {
+	c := kafkatest.Start(t)
+	for id, codec := range []string{1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"} {
+		if codec == "" {
+			continue
+		}
+		t.Run(codec, func(t *testing.T) {
+			const n = 400 // more than 64 KiB a batch
+			topic := c.CreateTopicWith(t, "broker-"+codec, 1, map[string]string{"compression.type": codec})
+			produceBatchesTo(t, c, topic, 0, n, n)
+			if res := rawFetch(t, c, topic, 0); kafkatest.Real() && int(res.records[batchAttributes+1]&attrCompression) != id {
+				t.Fatalf("the broker's batch has attributes %#x: not compressed with %s", res.records[batchAttributes+1], codec)
+			}
+			sameMessages(t, fetched(t, c, topic, 0, n), kafkaGoMessages(t, c, topic, 0, n))
+		})
+	}
+}
+
 // firstBatchOffset is the base offset of the first record batch a fetch at offset returns.
 func firstBatchOffset(t *testing.T, c *kafkatest.Cluster, topic string, offset int64) int64 {
 	t.Helper()
@@ -235,5 +261,22 @@ func TestFetchSkipsTransactionMarkers(t *testing.T) {
 	}
 	if s.next != end || res.highWaterMark != end {
 		t.Fatalf("the next fetch starts at %d, high watermark %d; want both %d", s.next, res.highWaterMark, end)
+	}
+}
+
+// A batch whose bytes changed after the producer wrote it fails its CRC-32C, as in Kafka's
+// consumer (an lz4 frame's own checksum is not read).
+func TestRecordSetRefusesACorruptBatch(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := produceBatches(t, c, kafkago.Lz4, 10, 10)
+	res := rawFetch(t, c, topic, 0)
+	b := bytes.Clone(res.records)
+	b[len(b)-3] ^= 0x40
+	var m kafkago.Message
+	if ok, err := newRecordSet(b, 0).read(&m); ok || err == nil || !strings.Contains(err.Error(), "CRC") {
+		t.Fatalf("read %v, %v; want a CRC error", ok, err)
+	}
+	if ok, err := newRecordSet(res.records, 0).read(&m); !ok || err != nil {
+		t.Fatalf("the batch as fetched: %v, %v", ok, err)
 	}
 }
