@@ -296,6 +296,9 @@ func (f *partitionFetch) readBatch(conn *leaderConn) (sent bool, readErr error) 
 			msgs = nil
 		}
 	}
+	if !set.aliased {
+		conn.spare = res.body
+	}
 	if errors.Is(readErr, errLegacyMessages) {
 		// what comes before the old messages is sent; the next fetch starts at them
 		readErr = nil

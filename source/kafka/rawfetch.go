@@ -31,6 +31,9 @@ type leaderConn struct {
 	partition int32
 	corr      int32
 	req       []byte
+	// spare is a response buffer no message refers to (every batch in it was compressed): the
+	// next response is read into it rather than into a new buffer, which the runtime zeroes.
+	spare []byte
 }
 
 // dialLeader dials the partition's leader as dialer.DialLeader does, and keeps the connection
@@ -98,6 +101,7 @@ func connDialer(d *kafkago.Dialer, got func(net.Conn)) *kafkago.Dialer {
 
 // fetchResult is the partition's part of a fetch response.
 type fetchResult struct {
+	body          []byte // the response: records is part of it
 	records       []byte
 	highWaterMark int64
 	errorCode     int16
@@ -119,8 +123,13 @@ func (c *leaderConn) fetch(offset int64, maxBytes int, maxWait, margin time.Dura
 	if n < 4 {
 		return fetchResult{}, fmt.Errorf("kafka: fetch response of %d bytes", n)
 	}
-	// a buffer of its own: the messages read from it alias it
-	body := make([]byte, n)
+	// a buffer of its own, unless no message of the last one refers to it
+	body := c.spare
+	c.spare = nil
+	if cap(body) < n {
+		body = make([]byte, n)
+	}
+	body = body[:n]
 	const chunk = 1 << 20
 	for i := 0; i < n; i += chunk {
 		c.nc.SetReadDeadline(time.Now().Add(margin))
@@ -132,7 +141,9 @@ func (c *leaderConn) fetch(offset int64, maxBytes int, maxWait, margin time.Dura
 	if corr := int32(binary.BigEndian.Uint32(body)); corr != c.corr {
 		return fetchResult{}, fmt.Errorf("kafka: fetch response: correlation id %d, want %d", corr, c.corr)
 	}
-	return c.partitionResult(body[4:])
+	res, err := c.partitionResult(body[4:])
+	res.body = body
+	return res, err
 }
 
 // writeFetch writes a Fetch request (header v1: api key, version, correlation id, client id).

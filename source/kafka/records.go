@@ -52,6 +52,9 @@ type recordSet struct {
 	// removed included), at least min: where the next fetch starts.
 	next  int64
 	ratio int // decompressed bytes per compressed byte of the last compressed batch: the next one's guess
+	// aliased says that a message read is a slice of the set's own bytes (an uncompressed batch's):
+	// otherwise they may be fetched into again.
+	aliased bool
 }
 
 func newRecordSet(b []byte, min int64) *recordSet {
@@ -161,7 +164,9 @@ func (s *recordSet) startBatch() (bool, error) {
 			continue
 		}
 		recs := b[batchHeaderLen:]
-		if codec := attrs & attrCompression; codec != 0 {
+		if codec := attrs & attrCompression; codec == 0 {
+			s.aliased = true
+		} else {
 			var err error
 			if recs, err = s.decompress(compress.Compression(codec), recs); err != nil {
 				return false, fmt.Errorf("kafka: record batch at offset %d: %w", base, err)

@@ -84,13 +84,15 @@ func kafkaGoMessages(t *testing.T, c *kafkatest.Cluster, topic string, offset in
 	return out
 }
 
-// fetched reads n messages of the partition from offset with StartFetch.
+// fetched reads n messages of the partition from offset with StartFetch, a batch a fetch (the
+// broker returns at least one whole batch), and returns them once all are read: a response
+// buffer fetched into again while its messages were in use would show.
 func fetched(t *testing.T, c *kafkatest.Cluster, topic string, offset int64, n int) []kafkago.Message {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg := &Config{Brokers: c.Brokers, Topic: topic}
-	f := cfg.StartFetch(ctx, &kafkago.Dialer{}, 0, offset, FetchOptions{MaxWait: 50 * time.Millisecond, BatchLen: 7})
+	f := cfg.StartFetch(ctx, &kafkago.Dialer{}, 0, offset, FetchOptions{MaxWait: 50 * time.Millisecond, BatchLen: 7, MaxBytes: 1})
 	defer f.Stop()
 	var out []kafkago.Message
 	for len(out) < n {
