@@ -262,6 +262,9 @@ func (f *partitionFetch) read(conn *leaderConn) (stop bool, err error) {
 // readBatch sends one fetch on conn and sends its messages in batches of o.BatchLen; it returns
 // the fetch's error, with sent false when ctx ended before a batch was taken.
 func (f *partitionFetch) readBatch(conn *leaderConn) (sent bool, readErr error) {
+	if conn.version == 0 {
+		return f.readLegacy(conn)
+	}
 	// The broker holds the fetch at most MaxWait; the response (up to MaxBytes) may take
 	// longer to arrive on a loaded machine or a slow link. A deadline of MaxWait alone
 	// timed such responses out and reconnected for ever without delivering anything.
@@ -328,7 +331,8 @@ func (f *partitionFetch) messages() []kafkago.Message {
 }
 
 // readLegacy reads one fetch with kafka-go's reader, which reads message formats v0 and v1 (old
-// segments of a topic written before Kafka 0.11) that recordSet does not.
+// segments of a topic written before Kafka 0.11) that recordSet does not, and speaks to brokers
+// older than FetchPartition's Fetch versions.
 func (f *partitionFetch) readLegacy(conn *leaderConn) (sent bool, readErr error) {
 	if _, err := conn.Seek(f.offset, kafkago.SeekAbsolute|kafkago.SeekDontCheck); err != nil {
 		return true, err
@@ -379,6 +383,10 @@ func (c *Config) dialPartition(ctx context.Context, dialer *kafkago.Dialer, part
 			continue
 		}
 		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := conn.negotiate(); err != nil {
+			conn.Close()
+			return nil, 0, 0, fmt.Errorf("API versions of %s's leader: %w", Stream(c.Topic, partition), err)
+		}
 		first, last, err := conn.ReadOffsets()
 		if err != nil {
 			conn.Close()

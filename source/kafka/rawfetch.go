@@ -15,9 +15,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// fetchVersion is the Fetch request version FetchPartition sends: the last one that names topics
-// rather than topic ids and has no tagged fields (Kafka 2.3 and later, Kafka 4 included).
-const fetchVersion = 11
+// maxFetchVersion is the newest Fetch request version FetchPartition sends: the last one that
+// names topics rather than topic ids and has no tagged fields (Kafka 2.3 and later, Kafka 4
+// included); minFetchVersion the oldest, the first whose responses hold record batches (0.11).
+const (
+	maxFetchVersion = 11
+	minFetchVersion = 4
+)
 
 // leaderConn is a connection to a partition's leader that kafka-go dialled (TLS, SASL, API
 // versions) and still serves the offset requests of, and that FetchPartition sends its own Fetch
@@ -29,6 +33,7 @@ type leaderConn struct {
 	clientID  string
 	topic     string
 	partition int32
+	version   int16 // the Fetch version sent; 0: the broker has none FetchPartition sends
 	corr      int32
 	req       []byte
 	// spare is a response buffer no message refers to (every batch in it was compressed): the
@@ -99,6 +104,22 @@ func connDialer(d *kafkago.Dialer, got func(net.Conn)) *kafkago.Dialer {
 	return &c
 }
 
+// negotiate picks the Fetch version to send: the newest the broker and FetchPartition share.
+func (c *leaderConn) negotiate() error {
+	versions, err := c.ApiVersions()
+	if err != nil {
+		return err
+	}
+	for _, v := range versions {
+		if v.ApiKey == int16(kmsg.Fetch) {
+			if top := min(v.MaxVersion, maxFetchVersion); top >= minFetchVersion && top >= v.MinVersion {
+				c.version = top
+			}
+		}
+	}
+	return nil
+}
+
 // fetchResult is the partition's part of a fetch response.
 type fetchResult struct {
 	body          []byte // the response: records is part of it
@@ -149,7 +170,7 @@ func (c *leaderConn) fetch(offset int64, maxBytes int, maxWait, margin time.Dura
 // writeFetch writes a Fetch request (header v1: api key, version, correlation id, client id).
 func (c *leaderConn) writeFetch(offset int64, maxBytes int, maxWait time.Duration) error {
 	req := kmsg.NewPtrFetchRequest()
-	req.Version = fetchVersion
+	req.Version = c.version
 	req.ReplicaID = -1
 	req.MaxWaitMillis = int32(maxWait / time.Millisecond)
 	req.MinBytes = 1
@@ -180,7 +201,7 @@ func (c *leaderConn) writeFetch(offset int64, maxBytes int, maxWait time.Duratio
 // partitionResult decodes a fetch response's body and finds the partition in it.
 func (c *leaderConn) partitionResult(body []byte) (fetchResult, error) {
 	resp := kmsg.NewPtrFetchResponse()
-	resp.Version = fetchVersion
+	resp.Version = c.version
 	if err := resp.ReadFrom(body); err != nil {
 		return fetchResult{}, fmt.Errorf("kafka: fetch response: %w", err)
 	}

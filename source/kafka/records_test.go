@@ -184,6 +184,9 @@ func rawFetch(t *testing.T, c *kafkatest.Cluster, topic string, offset int64) fe
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	if err := conn.negotiate(); err != nil || conn.version != maxFetchVersion {
+		t.Fatalf("Fetch version %d, %v; want %d", conn.version, err, maxFetchVersion)
+	}
 	res, err := conn.fetch(offset, 16<<20, 100*time.Millisecond, 10*time.Second)
 	if err != nil || res.errorCode != 0 {
 		t.Fatalf("fetch at %d: %v, error code %d", offset, err, res.errorCode)
@@ -280,5 +283,31 @@ func TestRecordSetRefusesACorruptBatch(t *testing.T) {
 	}
 	if ok, err := newRecordSet(res.records, 0).read(&m); !ok || err != nil {
 		t.Fatalf("the batch as fetched: %v, %v", ok, err)
+	}
+}
+
+// A broker without the Fetch versions FetchPartition sends (a leader connection whose version
+// was not negotiated stands for one) is read through kafka-go's reader, from inside a batch too.
+func TestFetchReadsThroughKafkaGoWithoutAFetchVersion(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := produceBatches(t, c, kafkago.Lz4, 30, 10)
+	conn, err := dialLeader(context.Background(), &kafkago.Dialer{}, c.Brokers[0], topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	out := make(chan FetchBatch, 100)
+	f := newPartitionFetch(context.Background(), &Config{Topic: topic}, 0, 5, FetchOptions{}, out)
+	if sent, err := f.readBatch(conn); !sent || err != nil {
+		t.Fatalf("sent %v, %v", sent, err)
+	}
+	close(out)
+	var got []kafkago.Message
+	for b := range out {
+		got = append(got, b.Messages...)
+	}
+	sameMessages(t, got, kafkaGoMessages(t, c, topic, 5, 25))
+	if f.offset != 30 {
+		t.Fatalf("the next fetch at %d, want 30", f.offset)
 	}
 }
