@@ -12,13 +12,14 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // maxFetchVersion is the newest Fetch request version FetchPartition sends: the last one that
 // names topics rather than topic ids and has no tagged fields (Kafka 2.3 and later, Kafka 4
 // included); minFetchVersion the oldest, the first whose responses hold record batches (0.11).
+// The request and response layouts are Kafka's FetchRequest.json and FetchResponse.json.
 const (
+	fetchAPIKey     = 1
 	maxFetchVersion = 11
 	minFetchVersion = 4
 )
@@ -111,7 +112,7 @@ func (c *leaderConn) negotiate() error {
 		return err
 	}
 	for _, v := range versions {
-		if v.ApiKey == int16(kmsg.Fetch) {
+		if v.ApiKey == fetchAPIKey {
 			if top := min(v.MaxVersion, maxFetchVersion); top >= minFetchVersion && top >= v.MinVersion {
 				c.version = top
 			}
@@ -167,30 +168,44 @@ func (c *leaderConn) fetch(offset int64, maxBytes int, maxWait, margin time.Dura
 	return res, err
 }
 
-// writeFetch writes a Fetch request (header v1: api key, version, correlation id, client id).
+// writeFetch writes a Fetch request for the partition (header v1: api key, version, correlation
+// id, client id), without a fetch session, at isolation level read-uncommitted as kafka-go's.
 func (c *leaderConn) writeFetch(offset int64, maxBytes int, maxWait time.Duration) error {
-	req := kmsg.NewPtrFetchRequest()
-	req.Version = c.version
-	req.ReplicaID = -1
-	req.MaxWaitMillis = int32(maxWait / time.Millisecond)
-	req.MinBytes = 1
-	req.MaxBytes = int32(maxBytes)
-	req.SessionEpoch = -1 // no fetch session
-	t := kmsg.NewFetchRequestTopic()
-	t.Topic = c.topic
-	p := kmsg.NewFetchRequestTopicPartition()
-	p.Partition, p.FetchOffset, p.PartitionMaxBytes = c.partition, offset, int32(maxBytes)
-	t.Partitions = append(t.Partitions, p)
-	req.Topics = append(req.Topics, t)
-
+	be := binary.BigEndian
+	v := c.version
 	b := append(c.req[:0], 0, 0, 0, 0)
-	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
-	b = binary.BigEndian.AppendUint16(b, uint16(req.Version))
-	b = binary.BigEndian.AppendUint32(b, uint32(c.corr))
-	b = binary.BigEndian.AppendUint16(b, uint16(len(c.clientID)))
-	b = append(b, c.clientID...)
-	b = req.AppendTo(b)
-	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	b = be.AppendUint16(b, fetchAPIKey)
+	b = be.AppendUint16(b, uint16(v))
+	b = be.AppendUint32(b, uint32(c.corr))
+	b = appendString(b, c.clientID)
+	b = be.AppendUint32(b, 0xffffffff) // replica id -1: a consumer
+	b = be.AppendUint32(b, uint32(maxWait/time.Millisecond))
+	b = be.AppendUint32(b, 1) // min bytes
+	b = be.AppendUint32(b, uint32(maxBytes))
+	b = append(b, 0) // isolation level
+	if v >= 7 {
+		b = be.AppendUint32(b, 0)          // session id
+		b = be.AppendUint32(b, 0xffffffff) // session epoch -1: no session
+	}
+	b = be.AppendUint32(b, 1) // one topic
+	b = appendString(b, c.topic)
+	b = be.AppendUint32(b, 1) // one partition
+	b = be.AppendUint32(b, uint32(c.partition))
+	if v >= 9 {
+		b = be.AppendUint32(b, 0xffffffff) // current leader epoch -1: not checked
+	}
+	b = be.AppendUint64(b, uint64(offset))
+	if v >= 5 {
+		b = be.AppendUint64(b, ^uint64(0)) // log start offset -1: a consumer's
+	}
+	b = be.AppendUint32(b, uint32(maxBytes))
+	if v >= 7 {
+		b = be.AppendUint32(b, 0) // no forgotten topics
+	}
+	if v >= 11 {
+		b = appendString(b, "") // rack id
+	}
+	be.PutUint32(b, uint32(len(b)-4))
 	c.req = b
 	c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	_, err := c.nc.Write(b)
@@ -198,22 +213,105 @@ func (c *leaderConn) writeFetch(offset int64, maxBytes int, maxWait time.Duratio
 	return err
 }
 
-// partitionResult decodes a fetch response's body and finds the partition in it.
+func appendString(b []byte, s string) []byte {
+	return append(binary.BigEndian.AppendUint16(b, uint16(len(s))), s...)
+}
+
+// partitionResult reads a fetch response's body and finds the partition in it.
 func (c *leaderConn) partitionResult(body []byte) (fetchResult, error) {
-	resp := kmsg.NewPtrFetchResponse()
-	resp.Version = c.version
-	if err := resp.ReadFrom(body); err != nil {
-		return fetchResult{}, fmt.Errorf("kafka: fetch response: %w", err)
+	r := &wireReader{b: body}
+	v := c.version
+	r.skip(4) // throttle
+	if v >= 7 {
+		if code := r.int16(); code != 0 {
+			return fetchResult{}, kafkago.Error(code)
+		}
+		r.skip(4) // session id
 	}
-	if resp.ErrorCode != 0 {
-		return fetchResult{}, kafkago.Error(resp.ErrorCode)
-	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if t.Topic == c.topic && p.Partition == c.partition {
-				return fetchResult{records: p.RecordBatches, highWaterMark: p.HighWatermark, errorCode: p.ErrorCode}, nil
+	for topics := r.int32(); topics > 0 && r.err == nil; topics-- {
+		topic := r.string()
+		for parts := r.int32(); parts > 0 && r.err == nil; parts-- {
+			var res fetchResult
+			p := r.int32()
+			res.errorCode = r.int16()
+			res.highWaterMark = r.int64()
+			r.skip(8) // last stable offset
+			if v >= 5 {
+				r.skip(8) // log start offset
+			}
+			if n := r.int32(); n > 0 {
+				r.skip(16 * int(n)) // aborted transactions: read-uncommitted reads them
+			}
+			if v >= 11 {
+				r.skip(4) // preferred read replica
+			}
+			res.records = r.bytes()
+			if r.err == nil && topic == c.topic && p == c.partition {
+				return res, nil
 			}
 		}
 	}
+	if r.err != nil {
+		return fetchResult{}, fmt.Errorf("kafka: fetch response: %w", r.err)
+	}
 	return fetchResult{}, fmt.Errorf("kafka: fetch response without %s", Stream(c.topic, int(c.partition)))
+}
+
+// wireReader reads a response's big-endian fields; past the end, it keeps its first error and
+// returns zeros.
+type wireReader struct {
+	b   []byte
+	err error
+}
+
+func (r *wireReader) take(n int) []byte {
+	if r.err != nil || n < 0 || n > len(r.b) {
+		if r.err == nil {
+			r.err = fmt.Errorf("cut short: %d bytes wanted, %d left", n, len(r.b))
+		}
+		return nil
+	}
+	p := r.b[:n:n]
+	r.b = r.b[n:]
+	return p
+}
+
+func (r *wireReader) skip(n int) { r.take(n) }
+
+func (r *wireReader) int16() int16 {
+	if p := r.take(2); p != nil {
+		return int16(binary.BigEndian.Uint16(p))
+	}
+	return 0
+}
+
+func (r *wireReader) int32() int32 {
+	if p := r.take(4); p != nil {
+		return int32(binary.BigEndian.Uint32(p))
+	}
+	return 0
+}
+
+func (r *wireReader) int64() int64 {
+	if p := r.take(8); p != nil {
+		return int64(binary.BigEndian.Uint64(p))
+	}
+	return 0
+}
+
+func (r *wireReader) string() string {
+	n := r.int16()
+	if n < 0 {
+		return ""
+	}
+	return string(r.take(int(n)))
+}
+
+// bytes reads a nullable byte array: nil for null.
+func (r *wireReader) bytes() []byte {
+	n := r.int32()
+	if n < 0 {
+		return nil
+	}
+	return r.take(int(n))
 }

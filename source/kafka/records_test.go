@@ -311,3 +311,23 @@ func TestFetchReadsThroughKafkaGoWithoutAFetchVersion(t *testing.T) {
 		t.Fatalf("the next fetch at %d, want 30", f.offset)
 	}
 }
+
+// Every Fetch version FetchPartition may send (an older broker's newest) reads the same records.
+func TestFetchVersionsReadTheSameRecords(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := produceBatches(t, c, kafkago.Zstd, 30, 10)
+	want := rawFetch(t, c, topic, 0)
+	conn, err := dialLeader(context.Background(), &kafkago.Dialer{}, c.Brokers[0], topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for v := int16(minFetchVersion); v <= maxFetchVersion; v++ {
+		conn.version = v
+		res, err := conn.fetch(0, 16<<20, 100*time.Millisecond, 10*time.Second)
+		if err != nil || res.errorCode != 0 || res.highWaterMark != want.highWaterMark || !bytes.Equal(res.records, want.records) {
+			t.Fatalf("Fetch v%d: %v, error code %d, high watermark %d, %d bytes; v%d: %d, %d bytes",
+				v, err, res.errorCode, res.highWaterMark, len(res.records), maxFetchVersion, want.highWaterMark, len(want.records))
+		}
+	}
+}
