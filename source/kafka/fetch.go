@@ -230,7 +230,7 @@ func (f *partitionFetch) send(b FetchBatch) bool {
 // read fetches from conn until it fails, then closes it. stop says that the fetch ends (ctx
 // ended while it sent, or the gap's error, returned as err); otherwise err is why conn failed
 // and the caller reconnects.
-func (f *partitionFetch) read(conn *kafkago.Conn) (stop bool, err error) {
+func (f *partitionFetch) read(conn *leaderConn) (stop bool, err error) {
 	stopWatch := context.AfterFunc(f.ctx, func() { conn.Close() })
 	defer func() {
 		stopWatch()
@@ -259,16 +259,88 @@ func (f *partitionFetch) read(conn *kafkago.Conn) (stop bool, err error) {
 	return false, readErr
 }
 
-// readBatch reads one fetch's messages from conn and sends them in batches of o.BatchLen; it
-// returns the fetch's error, with sent false when ctx ended before a batch was taken.
-func (f *partitionFetch) readBatch(conn *kafkago.Conn) (sent bool, readErr error) {
+// readBatch sends one fetch on conn and sends its messages in batches of o.BatchLen; it returns
+// the fetch's error, with sent false when ctx ended before a batch was taken.
+func (f *partitionFetch) readBatch(conn *leaderConn) (sent bool, readErr error) {
+	if conn.version == 0 {
+		return f.readLegacy(conn)
+	}
 	// The broker holds the fetch at most MaxWait; the response (up to MaxBytes) may take
 	// longer to arrive on a loaded machine or a slow link. A deadline of MaxWait alone
 	// timed such responses out and reconnected for ever without delivering anything.
+	res, err := conn.fetch(f.offset, f.o.MaxBytes, f.o.MaxWait, fetchResponseMargin)
+	if err != nil {
+		return true, err
+	}
+	if res.errorCode != 0 {
+		return true, kafkago.Error(res.errorCode)
+	}
+	set := newRecordSet(res.records, f.offset)
+	var msgs []kafkago.Message // allocated at the first message: idle fetches cost nothing
+	for {
+		if msgs == nil {
+			msgs = f.messages()
+		}
+		msgs = append(msgs, kafkago.Message{Topic: conn.topic, Partition: int(conn.partition), HighWaterMark: res.highWaterMark})
+		ok, err := set.read(&msgs[len(msgs)-1])
+		if !ok {
+			msgs = msgs[:len(msgs)-1]
+			if errors.Is(err, errLegacyMessages) && len(msgs) == 0 {
+				return f.readLegacy(conn)
+			}
+			readErr = err
+			break
+		}
+		if len(msgs) == f.o.BatchLen {
+			f.offset = msgs[len(msgs)-1].Offset + 1
+			if !f.send(FetchBatch{Messages: msgs, HighWaterMark: res.highWaterMark}) {
+				return false, nil
+			}
+			msgs = nil
+		}
+	}
+	if !set.aliased {
+		conn.spare = res.body
+	}
+	if errors.Is(readErr, errLegacyMessages) {
+		// what comes before the old messages is sent; the next fetch starts at them
+		readErr = nil
+	} else {
+		// past the batches read whole: control records and a compaction's gaps included
+		f.offset = set.next
+	}
+	if len(msgs) > 0 {
+		f.offset = max(f.offset, msgs[len(msgs)-1].Offset+1)
+	}
+	if len(msgs) > 0 || readErr == nil {
+		if !f.send(FetchBatch{Messages: msgs, HighWaterMark: res.highWaterMark}) {
+			return false, readErr
+		}
+	}
+	return true, readErr
+}
+
+// messages returns a recycled message slice, or a new one.
+func (f *partitionFetch) messages() []kafkago.Message {
+	select {
+	case msgs := <-f.o.Free:
+		return msgs[:0]
+	default:
+		return make([]kafkago.Message, 0, f.o.BatchLen)
+	}
+}
+
+// readLegacy reads one fetch with kafka-go's reader, which reads message formats v0 and v1 (old
+// segments of a topic written before Kafka 0.11) that recordSet does not, and speaks to brokers
+// older than FetchPartition's Fetch versions.
+func (f *partitionFetch) readLegacy(conn *leaderConn) (sent bool, readErr error) {
+	if _, err := conn.Seek(f.offset, kafkago.SeekAbsolute|kafkago.SeekDontCheck); err != nil {
+		return true, err
+	}
 	conn.SetReadDeadline(time.Now().Add(f.o.MaxWait + fetchResponseMargin))
 	batch := conn.ReadBatchWith(kafkago.ReadBatchConfig{MinBytes: 1, MaxBytes: f.o.MaxBytes, MaxWait: f.o.MaxWait})
 	hwm := batch.HighWaterMark()
-	var msgs []kafkago.Message // allocated at the first message: idle fetches cost nothing
+	var msgs []kafkago.Message
 	for n := 0; ; n++ {
 		if n%256 == 0 {
 			conn.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -279,12 +351,7 @@ func (f *partitionFetch) readBatch(conn *kafkago.Conn) (sent bool, readErr error
 		}
 		f.offset = m.Offset + 1
 		if msgs == nil {
-			select {
-			case msgs = <-f.o.Free:
-				msgs = msgs[:0]
-			default:
-				msgs = make([]kafkago.Message, 0, f.o.BatchLen)
-			}
+			msgs = f.messages()
 		}
 		msgs = append(msgs, m)
 		if len(msgs) == f.o.BatchLen {
@@ -307,15 +374,19 @@ func (f *partitionFetch) readBatch(conn *kafkago.Conn) (sent bool, readErr error
 // dialPartition connects to the partition's leader and seeks to offset (sentinels resolved,
 // an offset before the first retained one moved to it); it returns the offset it seeked to and
 // the partition's first retained one.
-func (c *Config) dialPartition(ctx context.Context, dialer *kafkago.Dialer, partition int, offset int64) (*kafkago.Conn, int64, int64, error) {
+func (c *Config) dialPartition(ctx context.Context, dialer *kafkago.Dialer, partition int, offset int64) (*leaderConn, int64, int64, error) {
 	var lastErr error
 	for _, b := range c.Brokers {
-		conn, err := dialer.DialLeader(ctx, "tcp", b, c.Topic, partition)
+		conn, err := dialLeader(ctx, dialer, b, c.Topic, partition)
 		if err != nil {
 			lastErr = err
 			continue
 		}
 		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := conn.negotiate(); err != nil {
+			conn.Close()
+			return nil, 0, 0, fmt.Errorf("API versions of %s's leader: %w", Stream(c.Topic, partition), err)
+		}
 		first, last, err := conn.ReadOffsets()
 		if err != nil {
 			conn.Close()

@@ -1,0 +1,333 @@
+package kafka
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rekey/rekey/source/kafka/kafkatest"
+)
+
+// The record batches these tests read are the broker's (real Kafka 4 with KAFKA_BROKERS, kfake
+// otherwise), written by kafka-go's writer or franz-go's transactional producer: never bytes
+// put together by hand.
+
+// produceBatches writes n messages to a new one-partition topic with codec, in batches of
+// batchLen: keys, values, null keys, a tombstone (null value) and headers.
+func produceBatches(t *testing.T, c *kafkatest.Cluster, codec kafkago.Compression, n, batchLen int) string {
+	t.Helper()
+	return produceBatchesTo(t, c, c.CreateTopic(t, "records-"+fmt.Sprint(codec), 1), codec, n, batchLen)
+}
+
+func produceBatchesTo(t *testing.T, c *kafkatest.Cluster, topic string, codec kafkago.Compression, n, batchLen int) string {
+	t.Helper()
+	w := c.Writer(topic)
+	w.Compression, w.BatchSize = codec, batchLen
+	defer w.Close()
+	t0 := time.UnixMilli(1_700_000_000_000)
+	var msgs []kafkago.Message
+	for i := range n {
+		m := kafkago.Message{Key: []byte(fmt.Sprintf("k%d", i)), Value: bytes.Repeat([]byte(fmt.Sprintf(`{"i":%d}`, i)), 1+i%7),
+			Time: t0.Add(time.Duration(i) * time.Millisecond), Headers: []kafkago.Header{{Key: "h", Value: []byte("v")}}}
+		switch i % 5 {
+		case 1:
+			m.Key = nil
+		case 3:
+			m.Value = nil // a tombstone
+		}
+		msgs = append(msgs, m)
+	}
+	for len(msgs) > 0 { // one WriteMessages a batch: the broker keeps kafka-go's batches as they are
+		k := min(batchLen, len(msgs))
+		if err := w.WriteMessages(context.Background(), msgs[:k]...); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+		msgs = msgs[k:]
+	}
+	return topic
+}
+
+// kafkaGoMessages reads the partition from offset with kafka-go's own reader: what FetchPartition
+// read before it parsed record batches itself.
+func kafkaGoMessages(t *testing.T, c *kafkatest.Cluster, topic string, offset int64, n int) []kafkago.Message {
+	t.Helper()
+	conn, err := kafkago.DialLeader(context.Background(), "tcp", c.Brokers[0], topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Seek(offset, kafkago.SeekAbsolute); err != nil {
+		t.Fatal(err)
+	}
+	var out []kafkago.Message
+	for len(out) < n {
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		b := conn.ReadBatch(1, 16<<20)
+		for {
+			m, err := b.ReadMessage()
+			if err != nil {
+				break
+			}
+			out = append(out, m)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatalf("kafka-go read: %v", err)
+		}
+	}
+	return out
+}
+
+// fetched reads n messages of the partition from offset with StartFetch, a batch a fetch (the
+// broker returns at least one whole batch), and returns them once all are read: a response
+// buffer fetched into again while its messages were in use would show.
+func fetched(t *testing.T, c *kafkatest.Cluster, topic string, offset int64, n int) []kafkago.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := &Config{Brokers: c.Brokers, Topic: topic}
+	f := cfg.StartFetch(ctx, &kafkago.Dialer{}, 0, offset, FetchOptions{MaxWait: 50 * time.Millisecond, BatchLen: 7, MaxBytes: 1})
+	defer f.Stop()
+	var out []kafkago.Message
+	for len(out) < n {
+		select {
+		case b, ok := <-f.C:
+			if !ok {
+				t.Fatalf("the fetch ended after %d messages: %v", len(out), f.Err())
+			}
+			out = append(out, b.Messages...)
+		case <-ctx.Done():
+			t.Fatalf("%d messages of %d", len(out), n)
+		}
+	}
+	return out
+}
+
+func sameMessages(t *testing.T, got, want []kafkago.Message) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d messages, kafka-go read %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Offset != w.Offset || !bytes.Equal(g.Key, w.Key) || (g.Key == nil) != (w.Key == nil) ||
+			!bytes.Equal(g.Value, w.Value) || (g.Value == nil) != (w.Value == nil) || !g.Time.Equal(w.Time) ||
+			g.Topic != w.Topic || g.Partition != w.Partition || g.HighWaterMark != w.HighWaterMark {
+			t.Fatalf("message %d: got offset %d key %q value %q time %v topic %s/%d hwm %d;\nkafka-go read offset %d key %q value %q time %v topic %s/%d hwm %d",
+				i, g.Offset, g.Key, g.Value, g.Time, g.Topic, g.Partition, g.HighWaterMark,
+				w.Offset, w.Key, w.Value, w.Time, w.Topic, w.Partition, w.HighWaterMark)
+		}
+	}
+}
+
+// Each codec's batches read as kafka-go's reader reads them, from the partition's start and from
+// an offset inside a batch (the broker returns the whole batch: the messages before the offset
+// are not the fetch's).
+func TestFetchReadsBatchesAsKafkaGoDoesForEachCodec(t *testing.T) {
+	c := kafkatest.Start(t)
+	for _, codec := range []kafkago.Compression{0, kafkago.Gzip, kafkago.Snappy, kafkago.Lz4, kafkago.Zstd} {
+		t.Run(fmt.Sprint(codec), func(t *testing.T) {
+			const n, batchLen = 60, 20
+			topic := produceBatches(t, c, codec, n, batchLen)
+			sameMessages(t, fetched(t, c, topic, 0, n), kafkaGoMessages(t, c, topic, 0, n))
+
+			const mid = batchLen + 7
+			if base := firstBatchOffset(t, c, topic, mid); base >= mid {
+				t.Fatalf("the fetch at %d starts with a batch at %d: not inside one", mid, base)
+			}
+			sameMessages(t, fetched(t, c, topic, mid, n-mid), kafkaGoMessages(t, c, topic, mid, n-mid))
+		})
+	}
+}
+
+// A topic's compression.type other than the producer's makes the broker compress the batches
+// again with its own (Java) encoders: lz4 frames of 64 KiB blocks among them. On kfake, which
+// keeps the producer's batches, the topic reads uncompressed.
+func TestFetchReadsBatchesTheBrokerCompressed(t *testing.T) {
+	c := kafkatest.Start(t)
+	for id, codec := range []string{1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"} {
+		if codec == "" {
+			continue
+		}
+		t.Run(codec, func(t *testing.T) {
+			const n = 400 // more than 64 KiB a batch
+			topic := c.CreateTopicWith(t, "broker-"+codec, 1, map[string]string{"compression.type": codec})
+			produceBatchesTo(t, c, topic, 0, n, n)
+			if res := rawFetch(t, c, topic, 0); kafkatest.Real() && int(res.records[batchAttributes+1]&attrCompression) != id {
+				t.Fatalf("the broker's batch has attributes %#x: not compressed with %s", res.records[batchAttributes+1], codec)
+			}
+			sameMessages(t, fetched(t, c, topic, 0, n), kafkaGoMessages(t, c, topic, 0, n))
+		})
+	}
+}
+
+// firstBatchOffset is the base offset of the first record batch a fetch at offset returns.
+func firstBatchOffset(t *testing.T, c *kafkatest.Cluster, topic string, offset int64) int64 {
+	t.Helper()
+	res := rawFetch(t, c, topic, offset)
+	if len(res.records) < 8 {
+		t.Fatalf("a fetch at %d returned %d bytes", offset, len(res.records))
+	}
+	return int64(binary.BigEndian.Uint64(res.records))
+}
+
+func rawFetch(t *testing.T, c *kafkatest.Cluster, topic string, offset int64) fetchResult {
+	t.Helper()
+	conn, err := dialLeader(context.Background(), &kafkago.Dialer{}, c.Brokers[0], topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.negotiate(); err != nil || conn.version != maxFetchVersion {
+		t.Fatalf("Fetch version %d, %v; want %d", conn.version, err, maxFetchVersion)
+	}
+	res, err := conn.fetch(offset, 16<<20, 100*time.Millisecond, 10*time.Second)
+	if err != nil || res.errorCode != 0 {
+		t.Fatalf("fetch at %d: %v, error code %d", offset, err, res.errorCode)
+	}
+	return res
+}
+
+// A record set the broker cut short at the fetch's MaxBytes ends after its last whole batch: the
+// next fetch starts at the cut batch.
+func TestRecordSetStopsAtABatchCutShort(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := produceBatches(t, c, 0, 30, 10)
+	res := rawFetch(t, c, topic, 0)
+	first := 12 + int(binary.BigEndian.Uint32(res.records[8:]))
+	s := newRecordSet(res.records[:first+20], 0)
+	var m kafkago.Message
+	n := 0
+	for {
+		ok, err := s.read(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		n++
+	}
+	if n != 10 || s.next != 10 {
+		t.Fatalf("%d messages, next offset %d; want the first batch's 10, then 10", n, s.next)
+	}
+}
+
+// A transactional topic reads as kafka-go's reader reads it at its isolation level
+// (read-uncommitted: an aborted transaction's messages too), without the transactions' commit
+// and abort markers (control records: no message of the topic's data), and the fetch moves past
+// the last marker: a partition that ends with one is read to its end.
+func TestFetchSkipsTransactionMarkers(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "txn", 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.TransactionalID(topic+"-producer"), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	var want []string
+	for i, commit := range []bool{true, false, true} {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for j := range 3 {
+			v := fmt.Sprintf("txn%d-%d", i, j)
+			want = append(want, v)
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// three messages and a marker a transaction
+	const end = 12
+	got := fetched(t, c, topic, 0, len(want))
+	for i, m := range got {
+		if string(m.Value) != want[i] || m.Offset != int64(i+i/3) {
+			t.Fatalf("message %d: offset %d value %q; want offset %d value %q", i, m.Offset, m.Value, i+i/3, want[i])
+		}
+	}
+	res := rawFetch(t, c, topic, 0)
+	s := newRecordSet(res.records, 0)
+	var m kafkago.Message
+	for {
+		if ok, err := s.read(&m); err != nil || !ok {
+			break
+		}
+	}
+	if s.next != end || res.highWaterMark != end {
+		t.Fatalf("the next fetch starts at %d, high watermark %d; want both %d", s.next, res.highWaterMark, end)
+	}
+}
+
+// A batch whose bytes changed after the producer wrote it fails its CRC-32C, as in Kafka's
+// consumer (an lz4 frame's own checksum is not read).
+func TestRecordSetRefusesACorruptBatch(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := produceBatches(t, c, kafkago.Lz4, 10, 10)
+	res := rawFetch(t, c, topic, 0)
+	b := bytes.Clone(res.records)
+	b[len(b)-3] ^= 0x40
+	var m kafkago.Message
+	if ok, err := newRecordSet(b, 0).read(&m); ok || err == nil || !strings.Contains(err.Error(), "CRC") {
+		t.Fatalf("read %v, %v; want a CRC error", ok, err)
+	}
+	if ok, err := newRecordSet(res.records, 0).read(&m); !ok || err != nil {
+		t.Fatalf("the batch as fetched: %v, %v", ok, err)
+	}
+}
+
+// A broker without the Fetch versions FetchPartition sends (a leader connection whose version
+// was not negotiated stands for one) is read through kafka-go's reader, from inside a batch too.
+func TestFetchReadsThroughKafkaGoWithoutAFetchVersion(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := produceBatches(t, c, kafkago.Lz4, 30, 10)
+	conn, err := dialLeader(context.Background(), &kafkago.Dialer{}, c.Brokers[0], topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	out := make(chan FetchBatch, 100)
+	f := newPartitionFetch(context.Background(), &Config{Topic: topic}, 0, 5, FetchOptions{}, out)
+	if sent, err := f.readBatch(conn); !sent || err != nil {
+		t.Fatalf("sent %v, %v", sent, err)
+	}
+	close(out)
+	var got []kafkago.Message
+	for b := range out {
+		got = append(got, b.Messages...)
+	}
+	sameMessages(t, got, kafkaGoMessages(t, c, topic, 5, 25))
+	if f.offset != 30 {
+		t.Fatalf("the next fetch at %d, want 30", f.offset)
+	}
+}
+
+// Every Fetch version FetchPartition may send (an older broker's newest) reads the same records.
+func TestFetchVersionsReadTheSameRecords(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := produceBatches(t, c, kafkago.Zstd, 30, 10)
+	want := rawFetch(t, c, topic, 0)
+	conn, err := dialLeader(context.Background(), &kafkago.Dialer{}, c.Brokers[0], topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for v := int16(minFetchVersion); v <= maxFetchVersion; v++ {
+		conn.version = v
+		res, err := conn.fetch(0, 16<<20, 100*time.Millisecond, 10*time.Second)
+		if err != nil || res.errorCode != 0 || res.highWaterMark != want.highWaterMark || !bytes.Equal(res.records, want.records) {
+			t.Fatalf("Fetch v%d: %v, error code %d, high watermark %d, %d bytes; v%d: %d, %d bytes",
+				v, err, res.errorCode, res.highWaterMark, len(res.records), maxFetchVersion, want.highWaterMark, len(want.records))
+		}
+	}
+}
