@@ -69,12 +69,17 @@ func (c *Cluster) CreateTopic(t testing.TB, name string, partitions int) string 
 }
 
 // CreateTopicWith creates a topic with n partitions and the topic configs given (such as
-// cleanup.policy=compact) and returns its name (see Topic).
+// cleanup.policy=compact) and returns its name (see Topic). Unless configs set retention.ms, the
+// topic keeps its messages however old their timestamps: tests write messages stamped years
+// ago, which a real broker's time retention (7 days) deletes at its next check, seconds later.
 func (c *Cluster) CreateTopicWith(t testing.TB, name string, partitions int, configs map[string]string) string {
 	t.Helper()
 	name = c.Topic(name)
 	cl := &kafkago.Client{Addr: kafkago.TCP(c.Brokers...), Timeout: 10 * time.Second}
 	tc := kafkago.TopicConfig{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}
+	if _, ok := configs[RetentionConfig]; !ok {
+		tc.ConfigEntries = append(tc.ConfigEntries, kafkago.ConfigEntry{ConfigName: RetentionConfig, ConfigValue: "-1"})
+	}
 	for k, v := range configs {
 		tc.ConfigEntries = append(tc.ConfigEntries, kafkago.ConfigEntry{ConfigName: k, ConfigValue: v})
 	}
@@ -102,6 +107,9 @@ func (c *Cluster) CreateTopicWith(t testing.TB, name string, partitions int, con
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// RetentionConfig is the topic config of time retention, which CreateTopic turns off.
+const RetentionConfig = "retention.ms"
 
 // ByPartition is a balancer that sends each message to its Partition field.
 var ByPartition = kafkago.BalancerFunc(func(m kafkago.Message, partitions ...int) int { return m.Partition })
