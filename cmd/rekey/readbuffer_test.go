@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,14 +34,7 @@ regions:
 
 // readBufferReportMapping keys the same rows by city and id: the two rows of each id (and city)
 // collide, so the report's examples name source rows, and its top values are the cities.
-const readBufferReportMapping = `version: 1
-source:
-  name: t.events
-  columns: {id: text, seq: bigint, city: text, note: text}
-target:
-  table: events
-  primary_key: "[city][id]"
-`
+var readBufferReportMapping = strings.Replace(readBufferMapping, "[id][seq]", "[city][id]", 1)
 
 const (
 	readBufferRows   = 75000 // ~4.5 MB: 8 or more read buffers (of 512 KiB at least)
@@ -237,14 +229,7 @@ func checkReadBufferReport(t *testing.T, dir, src string) {
 	if code, stdout, stderr := runCLI(t, "report", "-m", mapping, "--source", "file:"+src, "--json", jsonPath, "--progress", "never"); code != exitReportErrors {
 		t.Fatalf("report: exit %d, want %d (the collisions)\n%s%s", code, exitReportErrors, stdout, stderr)
 	}
-	data, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r model.Report
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatal(err)
-	}
+	r := readJSON[model.Report](t, jsonPath)
 	u := r.Uniqueness
 	if r.Totals.RowsAnalysed != readBufferRows || u.Keys != readBufferRows/2 || u.CollidingKeys != readBufferRows/2 || u.CollisionRows != readBufferRows/2 {
 		t.Fatalf("report: %d rows, %d keys, %d colliding, %d collision rows; want %d rows, every pair of rows one key", r.Totals.RowsAnalysed, u.Keys, u.CollidingKeys, u.CollisionRows, readBufferRows)
