@@ -42,11 +42,17 @@ func migrateForVerify(t *testing.T, dir, format string) (csvPath, out string) {
 
 func readVerifyJSON(t *testing.T, path string) verify.Result {
 	t.Helper()
+	return readJSON[verify.Result](t, path)
+}
+
+// readJSON reads the JSON file a command wrote (--json).
+func readJSON[T any](t *testing.T, path string) T {
+	t.Helper()
+	var r T
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r verify.Result
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}

@@ -736,7 +736,16 @@ func takeReadBuf(size int) *readBuf {
 
 // unref drops one batch's reference; the last gives the buffer back.
 func (rb *readBuf) unref() {
-	if rb.refs.Add(-1) == 0 && !rb.stray {
+	if rb.refs.Add(-1) != 0 {
+		return
+	}
+	if poisonReleased {
+		b := rb.b[:cap(rb.b)]
+		for i := range b {
+			b[i] = 0xFF
+		}
+	}
+	if !rb.stray {
 		readBufs.Put(rb)
 	}
 }
@@ -1071,6 +1080,10 @@ func takeSlab(nvals, nrecs int) *slab {
 // pooled slab holds on to one buffer at most, and a buffer is reused only once every slab
 // that referred to it was released.
 func (sl *slab) release() {
+	if poisonReleased {
+		clear(sl.vals[:cap(sl.vals)])
+		clear(sl.recs[:cap(sl.recs)])
+	}
 	if rb := sl.buf; rb != nil {
 		sl.buf = nil
 		rb.unref()
