@@ -75,7 +75,7 @@ func connDialer(d *kafkago.Dialer, got func(net.Conn)) *kafkago.Dialer {
 	c := *d
 	cfg, dial := d.TLS, d.DialFunc
 	if dial == nil {
-		dial = (&net.Dialer{LocalAddr: d.LocalAddr, DualStack: d.DualStack, FallbackDelay: d.FallbackDelay, KeepAlive: d.KeepAlive}).DialContext
+		dial = (&net.Dialer{LocalAddr: d.LocalAddr, FallbackDelay: d.FallbackDelay, KeepAlive: d.KeepAlive}).DialContext
 	}
 	c.TLS = nil
 	c.DialFunc = func(ctx context.Context, network, address string) (net.Conn, error) {
