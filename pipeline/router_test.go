@@ -17,7 +17,7 @@ func TestRouterRoutesAsThePlan(t *testing.T) {
 		return v
 	}
 	plans := map[string]RegionPlan{
-		"hex prefix": {Type: TypeVarchar, Splits: text("1000", "2000", "3000", "4000", "5000", "6000", "7000", "8000", "9000", "a000", "b000", "c000", "d000", "e000", "f000")},
+		"hex prefix":         {Type: TypeVarchar, Splits: text("1000", "2000", "3000", "4000", "5000", "6000", "7000", "8000", "9000", "a000", "b000", "c000", "d000", "e000", "f000")},
 		"shared first bytes": {Type: TypeVarchar, Splits: text("a", "ab", "abc", "b", "u1", "u2", "u2x", "u2xxxxxxxxxxxxxxxxxxxxxx", "u3", "\xc3\xa9", "\xff")},
 		"an empty split":     {Type: TypeVarchar, Splits: text("", "m")},
 		"descending":         {Type: TypeVarchar, Desc: true, Splits: text("m", "c")},
