@@ -1,11 +1,15 @@
 package kafka_test
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
+	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -46,6 +50,65 @@ func TestSlowFetchResponsesStillDeliver(t *testing.T) {
 			got += len(b.Messages)
 		case <-ctx.Done():
 			t.Fatalf("%d of 20 messages fetched before the deadline: slow responses are never read", got)
+		}
+	}
+}
+
+// A partition's fetches ask for about one batch of messages once the first response has shown
+// their size, not 16 MiB: the messages of a batch keep the response they were read from, so
+// 16 MiB responses held by a slow consumer's queued batches took 550 MiB over 6 partitions
+// (and three times the CPU in the collector).
+func TestFetchesAskForAboutOneBatch(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("needs kfake's request control")
+	}
+	c := kafkatest.Start(t, kfake.SeedTopics(1, "sized"))
+	var msgs []kafkago.Message
+	for i := range 6000 {
+		msgs = append(msgs, kafkago.Message{Key: []byte(strconv.Itoa(i)), Value: bytes.Repeat([]byte{'x'}, 1000)})
+	}
+	c.Produce(t, "sized", msgs...)
+	var mu sync.Mutex
+	var asked []int32
+	c.Fake.ControlKey(kmsg.Fetch.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.Fake.KeepControl()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, tp := range r.(*kmsg.FetchRequest).Topics {
+			for _, p := range tp.Partitions {
+				asked = append(asked, p.PartitionMaxBytes)
+			}
+		}
+		return nil, nil, false
+	})
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/sized", os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialer, err := cfg.Dialer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out := make(chan kafka.FetchBatch, 64)
+	go cfg.FetchPartition(ctx, dialer, 0, 0, kafka.FetchOptions{BatchLen: 100}, out)
+	for got := 0; got < len(msgs); {
+		select {
+		case b := <-out:
+			got += len(b.Messages)
+		case <-ctx.Done():
+			t.Fatalf("%d of %d messages fetched", got, len(msgs))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) < 2 {
+		t.Fatalf("%d fetches for 6 MB: want several", len(asked))
+	}
+	for i, n := range asked[1:] {
+		if n > 1<<20 { // 100 messages of 1 kB: the least a fetch asks for
+			t.Fatalf("fetch %d asked for %d bytes (all asked: %v): want about one batch", i+1, n, asked)
 		}
 	}
 }
