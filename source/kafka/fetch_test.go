@@ -31,18 +31,7 @@ func TestSlowFetchResponsesStillDeliver(t *testing.T) {
 		c.Fake.SleepControl(func() { time.Sleep(600 * time.Millisecond) }) // > MaxWait (250ms)
 		return nil, nil, false
 	})
-	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/slow", os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dialer, err := cfg.Dialer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	out := make(chan kafka.FetchBatch, 16)
-	go cfg.FetchPartition(ctx, dialer, 0, 0, kafka.FetchOptions{}, out)
+	ctx, out := fetchFrom(t, c, "slow", kafka.FetchOptions{})
 	got := 0
 	for got < 20 {
 		select {
@@ -81,18 +70,7 @@ func TestFetchesAskForAboutOneBatch(t *testing.T) {
 		}
 		return nil, nil, false
 	})
-	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/sized", os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dialer, err := cfg.Dialer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	out := make(chan kafka.FetchBatch, 64)
-	go cfg.FetchPartition(ctx, dialer, 0, 0, kafka.FetchOptions{BatchLen: 100}, out)
+	ctx, out := fetchFrom(t, c, "sized", kafka.FetchOptions{BatchLen: 100})
 	for got := 0; got < len(msgs); {
 		select {
 		case b := <-out:
@@ -111,4 +89,22 @@ func TestFetchesAskForAboutOneBatch(t *testing.T) {
 			t.Fatalf("fetch %d asked for %d bytes (all asked: %v): want about one batch", i+1, n, asked)
 		}
 	}
+}
+
+// fetchFrom fetches partition 0 of topic from its start with o, for 20 seconds at most (ctx).
+func fetchFrom(t *testing.T, c *kafkatest.Cluster, topic string, o kafka.FetchOptions) (context.Context, <-chan kafka.FetchBatch) {
+	t.Helper()
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialer, err := cfg.Dialer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	out := make(chan kafka.FetchBatch, 64)
+	go cfg.FetchPartition(ctx, dialer, 0, 0, o, out)
+	return ctx, out
 }
