@@ -91,6 +91,44 @@ func TestFetchesAskForAboutOneBatch(t *testing.T) {
 	}
 }
 
+// While a partition holds more than a response brought, a fetch's batches are full: the part
+// batch a response ends with waits for the next. Sent short, every other SQL statement of a
+// replication applied half its rows.
+func TestFetchSendsFullBatchesWhileBehind(t *testing.T) {
+	c := kafkatest.Start(t, kfake.SeedTopics(1, "behind"))
+	var msgs []kafkago.Message
+	for i := range 5000 {
+		msgs = append(msgs, kafkago.Message{Key: []byte(strconv.Itoa(i)), Value: bytes.Repeat([]byte{'x'}, 1000)})
+	}
+	c.Produce(t, "behind", msgs...)
+	// 700 messages of 1 kB a batch, 1 MiB (the least) a fetch: responses end mid-batch
+	ctx, out := fetchFrom(t, c, "behind", kafka.FetchOptions{BatchLen: 700})
+	var lens []int
+	next := int64(0)
+	for got := 0; got < len(msgs); {
+		select {
+		case b := <-out:
+			for _, m := range b.Messages {
+				if m.Offset != next {
+					t.Fatalf("message at offset %d after %d", m.Offset, next-1)
+				}
+				next++
+			}
+			if len(b.Messages) > 0 {
+				lens = append(lens, len(b.Messages))
+			}
+			got += len(b.Messages)
+		case <-ctx.Done():
+			t.Fatalf("%d of %d messages fetched (batches: %v)", got, len(msgs), lens)
+		}
+	}
+	for i, n := range lens[:len(lens)-1] {
+		if n != 700 {
+			t.Fatalf("batch %d holds %d messages (all: %v): want 700 until the partition's end", i, n, lens)
+		}
+	}
+}
+
 // fetchFrom fetches partition 0 of topic from its start with o, for 20 seconds at most (ctx).
 func fetchFrom(t *testing.T, c *kafkatest.Cluster, topic string, o kafka.FetchOptions) (context.Context, <-chan kafka.FetchBatch) {
 	t.Helper()
