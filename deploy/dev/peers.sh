@@ -343,7 +343,7 @@ cmd_stop() {
 
 # The real-peer tier: the tests that read CASSANDRA_HOSTS / KAFKA_BROKERS, with
 # REKEY_REQUIRE_REAL_PEERS=1 so that a missing peer fails them instead of falling back.
-TIER_PKGS=(./source/cassandra/ ./source/kafka/ ./replicate/ ./cmd/rekey/)
+TIER_PKGS=(./source/cassandra/ ./source/cassandra/cassandratest/ ./source/kafka/ ./replicate/ ./cmd/rekey/)
 
 cmd_ci_test() {
   local t0 t1 t2

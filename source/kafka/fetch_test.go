@@ -95,14 +95,15 @@ func TestFetchesAskForAboutOneBatch(t *testing.T) {
 // batch a response ends with waits for the next. Sent short, every other SQL statement of a
 // replication applied half its rows.
 func TestFetchSendsFullBatchesWhileBehind(t *testing.T) {
-	c := kafkatest.Start(t, kfake.SeedTopics(1, "behind"))
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "behind", 1)
 	var msgs []kafkago.Message
 	for i := range 5000 {
 		msgs = append(msgs, kafkago.Message{Key: []byte(strconv.Itoa(i)), Value: bytes.Repeat([]byte{'x'}, 1000)})
 	}
-	c.Produce(t, "behind", msgs...)
+	c.Produce(t, topic, msgs...)
 	// 700 messages of 1 kB a batch, 1 MiB (the least) a fetch: responses end mid-batch
-	ctx, out := fetchFrom(t, c, "behind", kafka.FetchOptions{BatchLen: 700})
+	ctx, out := fetchFrom(t, c, topic, kafka.FetchOptions{BatchLen: 700})
 	var lens []int
 	next := int64(0)
 	for got := 0; got < len(msgs); {

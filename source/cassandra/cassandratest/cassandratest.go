@@ -32,6 +32,7 @@ type Cluster struct {
 	Server *cqltest.Server
 	hosts  []string // host:port
 	sess   *gocql.Session
+	t      testing.TB
 	mu     sync.Mutex
 	keys   map[string][2][]string       // "ks.t" -> partition key, clustering
 	types  map[string]map[string]string // "ks.t" -> column -> CQL type
@@ -41,7 +42,7 @@ type Cluster struct {
 // cluster named by CASSANDRA_HOSTS (opts are then ignored).
 func Open(t testing.TB, opts ...cqltest.Option) *Cluster {
 	t.Helper()
-	c := &Cluster{keys: map[string][2][]string{}, types: map[string]map[string]string{}}
+	c := &Cluster{t: t, keys: map[string][2][]string{}, types: map[string]map[string]string{}}
 	if env := strings.TrimSpace(os.Getenv(HostsEnv)); env != "" {
 		for _, h := range strings.Split(env, ",") {
 			if h = strings.TrimSpace(h); h == "" {
@@ -124,6 +125,7 @@ func (c *Cluster) LoadBig(keyspace, name string, n int) error {
 	if c.sess == nil {
 		return errors.New("LoadBig needs a real cluster")
 	}
+	c.claim(keyspace, name)
 	for _, s := range []string{
 		fmt.Sprintf(`CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`, q(keyspace)),
 		fmt.Sprintf(`DROP TABLE IF EXISTS %s.%s`, q(keyspace), q(name)),
@@ -167,6 +169,51 @@ func (c *Cluster) LoadBig(keyspace, name string, n int) error {
 	return firstErr
 }
 
+// tableClaims hold the tables of a real cluster that a test is using: parallel tests of one
+// process that use the same table drop and re-create it, so without a claim one test's run
+// read the table another had just dropped ("table shop.orders not found").
+var tableClaims = struct {
+	sync.Mutex
+	holder map[string]string        // "ks.t" -> the holding test's name
+	freed  map[string]chan struct{} // closed when the holder ends
+}{holder: map[string]string{}, freed: map[string]chan struct{}{}}
+
+// claimWaits, when set, is called as a test starts waiting for a table another test holds.
+var claimWaits func(table string)
+
+// claim holds keyspace.name until c's test ends, waiting while another test holds it. A test
+// (or its subtest) that already holds the table goes on, so opening a cluster twice is safe.
+func (c *Cluster) claim(keyspace, name string) {
+	table, me := keyspace+"."+name, c.t.Name()
+	for {
+		tableClaims.Lock()
+		holder, held := tableClaims.holder[table]
+		if held && (holder == me || strings.HasPrefix(me, holder+"/")) {
+			tableClaims.Unlock()
+			return
+		}
+		if !held {
+			freed := make(chan struct{})
+			tableClaims.holder[table], tableClaims.freed[table] = me, freed
+			tableClaims.Unlock()
+			c.t.Cleanup(func() {
+				tableClaims.Lock()
+				delete(tableClaims.holder, table)
+				delete(tableClaims.freed, table)
+				tableClaims.Unlock()
+				close(freed)
+			})
+			return
+		}
+		freed := tableClaims.freed[table]
+		tableClaims.Unlock()
+		if claimWaits != nil {
+			claimWaits(table)
+		}
+		<-freed
+	}
+}
+
 // Hosts are the contact points, host:port.
 func (c *Cluster) Hosts() []string { return c.hosts }
 
@@ -192,6 +239,7 @@ func (c *Cluster) CreateTable(keyspace, name string, cols []cqltest.Column, part
 	if c.Server != nil {
 		return c.Server.CreateTable(keyspace, name, cols, partitionKey, clustering)
 	}
+	c.claim(keyspace, name)
 	stmts := []string{
 		fmt.Sprintf(`CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`, q(keyspace)),
 		fmt.Sprintf(`DROP TABLE IF EXISTS %s.%s`, q(keyspace), q(name)),
