@@ -174,9 +174,13 @@ func (c *Cluster) LoadBig(keyspace, name string, n int) error {
 // read the table another had just dropped ("table shop.orders not found").
 var tableClaims = struct {
 	sync.Mutex
-	holder map[string]string        // "ks.t" -> the holding test's name
-	freed  map[string]chan struct{} // closed when the holder ends
-}{holder: map[string]string{}, freed: map[string]chan struct{}{}}
+	byTable map[string]*tableClaim // "ks.t" -> its holder
+}{byTable: map[string]*tableClaim{}}
+
+type tableClaim struct {
+	holder string        // the holding test's name
+	freed  chan struct{} // closed when the holder ends
+}
 
 // claimWaits, when set, is called as a test starts waiting for a table another test holds.
 var claimWaits func(table string)
@@ -187,30 +191,27 @@ func (c *Cluster) claim(keyspace, name string) {
 	table, me := keyspace+"."+name, c.t.Name()
 	for {
 		tableClaims.Lock()
-		holder, held := tableClaims.holder[table]
-		if held && (holder == me || strings.HasPrefix(me, holder+"/")) {
-			tableClaims.Unlock()
-			return
-		}
-		if !held {
-			freed := make(chan struct{})
-			tableClaims.holder[table], tableClaims.freed[table] = me, freed
+		held := tableClaims.byTable[table]
+		if held == nil {
+			mine := &tableClaim{holder: me, freed: make(chan struct{})}
+			tableClaims.byTable[table] = mine
 			tableClaims.Unlock()
 			c.t.Cleanup(func() {
 				tableClaims.Lock()
-				delete(tableClaims.holder, table)
-				delete(tableClaims.freed, table)
+				delete(tableClaims.byTable, table)
 				tableClaims.Unlock()
-				close(freed)
+				close(mine.freed)
 			})
 			return
 		}
-		freed := tableClaims.freed[table]
 		tableClaims.Unlock()
+		if held.holder == me || strings.HasPrefix(me, held.holder+"/") {
+			return
+		}
 		if claimWaits != nil {
 			claimWaits(table)
 		}
-		<-freed
+		<-held.freed
 	}
 }
 
