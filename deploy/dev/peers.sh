@@ -238,6 +238,15 @@ start_kafka() {
   die "kafka exited before it answered, 3 times (logs in $STATE/kafka)"
 }
 
+# kafka_cluster_id prints a new cluster id: 16 random bytes in URL-safe base64 without padding,
+# drawn again when it starts with '-', which the format tool would read as an option (Kafka's own
+# Uuid.randomUuid does the same).
+kafka_cluster_id() {
+  local id
+  while id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '='); [ "${id:0:1}" = - ]; do :; done
+  echo "$id"
+}
+
 start_kafka_once() {
   local dir="$STATE/kafka" lib port cport id
   lib=$(begin kafka)
@@ -246,8 +255,7 @@ start_kafka_once() {
   sed -e "s#@DIR@#$dir#g" -e "s#@PORT@#$port#g" -e "s#@CONTROLLER_PORT@#$cport#g" \
     "$HERE/kafka/server.properties" >"$dir/server.properties"
   setvar kafka port "$port"
-  # a cluster id is 16 random bytes in URL-safe base64 without padding
-  id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+  id=$(kafka_cluster_id)
   "$JAVA" -Xmx256m "-Dlog4j2.configurationFile=$HERE/kafka/log4j2.properties" -cp "$lib/*" \
     kafka.tools.StorageTool format --standalone -t "$id" -c "$dir/server.properties" \
     >"$dir/format.log" 2>&1 || { cat "$dir/format.log" >&2; die "kafka: formatting $dir/data failed"; }
@@ -366,6 +374,8 @@ cmd_ci_test() {
   log "tests $(($(date +%s) - t2)) s"
 }
 
+# sourced (by peers_test.sh), it only defines its functions
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 case ${1:-} in
 resolve) shift; cmd_resolve "$@" ;;
 start) shift; cmd_start "$@" ;;
