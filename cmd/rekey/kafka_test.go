@@ -82,8 +82,6 @@ func TestKafkaMigrateAndReplicate(t *testing.T) {
 	// replicate the whole topic, then SIGTERM: rolls committed, offsets committed, exit 1 for the
 	// message rejected
 	out := filepath.Join(dir, "replicate")
-	port := kafkatest.FreePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	session := "3s"
 	if kafkatest.Real() {
 		session = "6s" // Kafka's default group.min.session.timeout.ms
@@ -95,7 +93,7 @@ func TestKafkaMigrateAndReplicate(t *testing.T) {
 	go func() {
 		// --progress auto with stderr a pipe: plain status lines
 		code, o, e := cliRun{signals: sigs, stderr: live}.run(t, "replicate", "-m", mapping, "--source", "kafka://"+brokers+"/"+topic+"?group=cli&format=json",
-			"--out", out, "--roll-interval", "300ms", "--metrics-addr", addr, "--progress-interval", "100ms", "--session-timeout", session)
+			"--out", out, "--roll-interval", "300ms", "--metrics-addr", "127.0.0.1:0", "--log-level", "info", "--progress-interval", "100ms", "--session-timeout", session)
 		stdout, stderr = o+e, e
 		done <- code
 	}()
@@ -107,6 +105,7 @@ func TestKafkaMigrateAndReplicate(t *testing.T) {
 	// status line: the line is what this test looks at, so it waits for it too
 	wait.For(t, func() bool { return strings.Contains(live.String(), "replicating (consuming): ") },
 		"a plain status line while replicate consumes")
+	addr := servedMetricsAddr(live.String()) // logged (--log-level info) before it consumed
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,19 +15,20 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/internal/wait"
-	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
 
 // rekeyProc is a `rekey replicate` process of its own (the test binary run as the rekey command,
 // rekeyProcessEnv), which a test SIGKILLs and starts again with the same arguments; every start
-// appends its output to one log and serves /metrics and /healthz on a fresh --metrics-addr.
+// appends its output to one log and serves /metrics and /healthz on a port the process binds
+// itself (--metrics-addr 127.0.0.1:0, the address read back from its log): a port picked free by
+// the test could be taken by another connection before the process bound it.
 type rekeyProc struct {
 	name, exe, logPath string
 	args               []string
 
 	proc    *exec.Cmd
 	exited  chan struct{}
-	metrics string // the running process's --metrics-addr
+	metrics string // the running process's /metrics address, once its log told it
 	starts  int
 	kills   int
 }
@@ -35,14 +37,14 @@ type rekeyProc struct {
 func (p *rekeyProc) start(t *testing.T, env ...string) {
 	t.Helper()
 	p.starts++
-	p.metrics = fmt.Sprintf("127.0.0.1:%d", kafkatest.FreePort(t))
+	p.metrics = ""
 	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer log.Close()
 	fmt.Fprintf(log, "=== start %d %s\n", p.starts, strings.Join(env, " "))
-	cmd := exec.Command(p.exe, append(p.args, "--metrics-addr", p.metrics)...)
+	cmd := exec.Command(p.exe, append(p.args, "--metrics-addr", "127.0.0.1:0")...)
 	cmd.Env = append(append(os.Environ(), rekeyProcessEnv+"=1"), env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -72,9 +74,32 @@ func (p *rekeyProc) checkAlive(t *testing.T) {
 
 var metricsClient = http.Client{Timeout: time.Second}
 
+// served is the address the running process serves /metrics and /healthz on, "" until it logged it.
+func (p *rekeyProc) served() string {
+	if p.metrics == "" {
+		p.metrics = servedMetricsAddr(p.logSinceStart())
+	}
+	return p.metrics
+}
+
+// servedMetricsAddr is the address in the last "serving /metrics" line of a rekey log, "" if none.
+func servedMetricsAddr(log string) string {
+	m := servedLine.FindAllStringSubmatch(log, -1)
+	if m == nil {
+		return ""
+	}
+	return m[len(m)-1][1]
+}
+
+var servedLine = regexp.MustCompile(`serving /metrics and /healthz\s+\{"addr": "([^"]+)"\}`)
+
 // metric reads a counter of the running process; ok is false while it does not serve /metrics.
 func (p *rekeyProc) metric(name string) (v float64, ok bool) {
-	resp, err := metricsClient.Get("http://" + p.metrics + "/metrics")
+	addr := p.served()
+	if addr == "" {
+		return 0, false
+	}
+	resp, err := metricsClient.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return 0, false
 	}
@@ -92,7 +117,11 @@ func (p *rekeyProc) metric(name string) (v float64, ok bool) {
 // health is the process's /healthz answer ("ok consuming since ...", "ok joining since ..."),
 // "" while it serves none.
 func (p *rekeyProc) health() string {
-	resp, err := metricsClient.Get("http://" + p.metrics + "/healthz")
+	addr := p.served()
+	if addr == "" {
+		return ""
+	}
+	resp, err := metricsClient.Get("http://" + addr + "/healthz")
 	if err != nil {
 		return ""
 	}

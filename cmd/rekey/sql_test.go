@@ -194,13 +194,13 @@ func TestReplicateIntoSQLTable(t *testing.T) {
 				ends[m.Partition]++
 			}
 			state := filepath.Join(t.TempDir(), "state")
-			addr := fmt.Sprintf("127.0.0.1:%d", kafkatest.FreePort(t))
 			done := make(chan int, 1)
 			var out string
 			sigs := make(chan os.Signal)
+			live := &lockedBuffer{}
 			go func() {
-				code, o, e := cliRun{signals: sigs}.run(t, "replicate", "-m", mapping, "--source", "kafka://"+strings.Join(c.Brokers, ",")+"/"+topic+"?group=sql&format=json",
-					"--out", srv.URI(""), "--sql-conns", conns, "--state", state, "--metrics-addr", addr, "--progress", "never", "--session-timeout", "3s")
+				code, o, e := cliRun{signals: sigs, stderr: live}.run(t, "replicate", "-m", mapping, "--source", "kafka://"+strings.Join(c.Brokers, ",")+"/"+topic+"?group=sql&format=json",
+					"--out", srv.URI(""), "--sql-conns", conns, "--state", state, "--metrics-addr", "127.0.0.1:0", "--log-level", "info", "--progress", "never", "--session-timeout", "3s")
 				out = o + e
 				done <- code
 			}()
@@ -208,6 +208,7 @@ func TestReplicateIntoSQLTable(t *testing.T) {
 				committed := c.Committed(t, "sql", topic, 2)
 				return committed[0] == ends[0] && committed[1] == ends[1]
 			}, fmt.Sprintf("replicate to commit the offsets %v", ends))
+			addr := servedMetricsAddr(live.String()) // logged (--log-level info) before it consumed
 			resp, err := http.Get("http://" + addr + "/metrics")
 			if err != nil {
 				t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -240,14 +239,4 @@ func endOffset(ctx context.Context, cl *kgo.Client, topic string, partition int)
 		return 0, err
 	}
 	return p.Offset, nil
-}
-
-// FreePort returns a free TCP port on 127.0.0.1.
-func FreePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
