@@ -5,6 +5,7 @@ package mysqltest
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -33,6 +34,7 @@ type Server struct {
 	dataDir string
 	args    []string
 	cmd     *exec.Cmd
+	exited  chan struct{} // closed when cmd has ended
 	logPath string
 }
 
@@ -211,17 +213,68 @@ func startMariaDB(t testing.TB, dir string, extra []string) *Server {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
 	s := &Server{Kind: "mariadb", User: "root", dataDir: dir, logPath: filepath.Join(dir, "mariadb.log")}
-	s.Addr = freeAddr(t)
-	_, port, _ := net.SplitHostPort(s.Addr)
-	s.args = append([]string{"--no-defaults", "--datadir=" + data, "--tmpdir=" + tmp, "--user=root", "--port=" + port, "--bind-address=127.0.0.1",
-		"--socket=" + filepath.Join(dir, "sock"), "--pid-file=" + filepath.Join(dir, "pid"), "--log-error=" + s.logPath,
-		"--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M", "--max-connections=200"}, extra...)
+	// The port is free when freeAddr closes it, and another test may bind it before mariadbd
+	// does: the server then exits at once, and starts again on another port.
+	for attempt := 1; ; attempt++ {
+		s.Addr = pickAddr(t)
+		_, port, _ := net.SplitHostPort(s.Addr)
+		s.args = append([]string{"--no-defaults", "--datadir=" + data, "--tmpdir=" + tmp, "--user=root", "--port=" + port, "--bind-address=127.0.0.1",
+			"--socket=" + filepath.Join(dir, "sock"), "--pid-file=" + filepath.Join(dir, "pid"), "--log-error=" + s.logPath,
+			"--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M", "--max-connections=200"}, extra...)
+		s.launch(t, bin)
+		err := s.await(t, 60*time.Second)
+		if err == nil {
+			return s
+		}
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			t.Fatalf("%v (attempt %d)", err, attempt)
+		}
+		t.Logf("mariadb: port %s was taken before the server bound it; starting on another", s.Addr)
+	}
+}
+
+// errPortTaken: the server exited because its port was bound by another process.
+var errPortTaken = errors.New("port taken")
+
+// launch starts mariadbd with the server's arguments.
+func (s *Server) launch(t testing.TB, bin string) {
+	t.Helper()
 	s.cmd = exec.Command(bin, s.args...)
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("mariadbd: %v", err)
 	}
-	waitReady(t, s, 60*time.Second)
-	return s
+	cmd, exited := s.cmd, make(chan struct{})
+	s.exited = exited
+	go func() { _ = cmd.Wait(); close(exited) }()
+}
+
+// await waits until the launched server answers, or fails with its log when it exits or does
+// not answer within the time given.
+func (s *Server) await(t testing.TB, within time.Duration) error {
+	db := rootDB(t, s)
+	defer db.Close()
+	deadline := time.Now().Add(within)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := db.PingContext(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		log, _ := os.ReadFile(s.logPath)
+		select {
+		case <-s.exited:
+			if strings.Contains(string(log), "Address already in use") {
+				return fmt.Errorf("mariadb at %s exited: %w\n%s", s.Addr, errPortTaken, log)
+			}
+			return fmt.Errorf("mariadb at %s exited before it answered (%v)\n%s", s.Addr, s.cmd.ProcessState, log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("mariadb at %s not ready after %s: %v\n%s", s.Addr, within, err, log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // OwnMariaDB starts a MariaDB of the test's own (its own data folder and port, extra server
@@ -243,7 +296,7 @@ func OwnMariaDB(t testing.TB, extra ...string) *Server {
 func (s *Server) Kill() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		s.cmd.Process.Kill()
-		s.cmd.Wait()
+		<-s.exited
 	}
 }
 
@@ -253,11 +306,10 @@ func (s *Server) Start(t testing.TB) {
 	if s.cmd == nil {
 		t.Fatal("Start: only a MariaDB this package started for the test alone can be restarted (OwnMariaDB)")
 	}
-	s.cmd = exec.Command(s.cmd.Path, s.args...)
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("mariadbd: %v", err)
+	s.launch(t, s.cmd.Path)
+	if err := s.await(t, 60*time.Second); err != nil {
+		t.Fatal(err)
 	}
-	waitReady(t, s, 60*time.Second)
 }
 
 // Restart kills the server and starts it again on the same data and port with extra server
@@ -270,12 +322,7 @@ func (s *Server) Restart(t testing.TB, extra ...string) {
 	s.Start(t)
 }
 
-func (s *Server) stop() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Kill()
-		s.cmd.Wait()
-	}
-}
+func (s *Server) stop() { s.Kill() }
 
 func createDatabase(t testing.TB, s *Server) {
 	t.Helper()
@@ -320,6 +367,9 @@ func waitReady(t testing.TB, s *Server, within time.Duration) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// pickAddr picks the address a MariaDB is started on (a test may hand out a taken one).
+var pickAddr = freeAddr
 
 func freeAddr(t testing.TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
