@@ -216,7 +216,7 @@ func (b *buffer) Mem() int64 {
 	}
 	for _, d := range b.dicts {
 		if d != nil {
-			m += int64(len(d.slots))*4 + int64(cap(d.keys))*24
+			m += d.mem()
 		}
 	}
 	return m
@@ -600,7 +600,7 @@ func (b *buffer) toPlain(i int) {
 	p.bytes.put(c.dvals)
 	p.u32.put(c.dends)
 	c.idx, c.dvals, c.dends = nil, nil, nil
-	b.dicts[i].reset()
+	b.dicts[i].release()
 }
 
 // presize gives the column slices the capacity the last chunk needed (+1/8), from the pools,
@@ -732,8 +732,8 @@ func (b *buffer) Cut() files.Chunk {
 	for i := range ch.cols {
 		c := &ch.cols[i]
 		b.last[i] = c.lens()
-		if b.dicts[i] != nil {
-			b.dicts[i].reset()
+		if d := b.dicts[i]; d != nil {
+			d.reset(16*d.mem() <= mem) // at most 1/16 of the chunk: worth keeping for the next
 			if c.dictMode {
 				b.verdicts.giveUps[i].Store(0)
 			}

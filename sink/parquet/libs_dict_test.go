@@ -77,22 +77,35 @@ func BenchmarkDictTable(b *testing.B) {
 			t := newDictTable()
 			var c colData
 			for b.Loop() {
-				t.reset()
+				t.reset(true)
 				c.idx, c.dvals, c.dends = c.idx[:0], c.dvals[:0], c.dends[:0]
 				for _, s := range vals {
-					if k, ok := t.find(s, &c); ok {
-						c.idx = append(c.idx, k)
-						continue
-					}
-					k := int32(len(c.dends))
-					c.dvals = append(c.dvals, s...)
-					c.dends = append(c.dends, uint32(len(c.dvals)))
-					t.insert(s)
-					c.idx = append(c.idx, k)
+					appendIndex(t, &c, s)
 				}
 			}
 			want = append(want[:0], c.idx...)
 			b.ReportMetric(float64(t.len()), "entries")
+		})
+		// The same values spread over 16 regions, each with its own table, as a sink's regions
+		// take a column's values in turn: the tables together outgrow the core's caches sooner.
+		b.Run(col.name+"/rekey-dictTable-16-regions", func(b *testing.B) {
+			const regions = 16
+			b.ReportAllocs()
+			defer perValue(b, cpuNow())
+			ts, cs := make([]*dictTable, regions), make([]colData, regions)
+			for r := range ts {
+				ts[r] = newDictTable()
+			}
+			for b.Loop() {
+				for r := range ts {
+					ts[r].reset(true)
+					cs[r].idx, cs[r].dvals, cs[r].dends = cs[r].idx[:0], cs[r].dvals[:0], cs[r].dends[:0]
+				}
+				for i, s := range vals {
+					r := (i * 7) % regions
+					appendIndex(ts[r], &cs[r], s)
+				}
+			}
 		})
 		for _, keep := range []bool{true, false} {
 			name := "/go-map-clear" // clear keeps the map's memory between chunks
@@ -122,6 +135,20 @@ func BenchmarkDictTable(b *testing.B) {
 			checkSame(b, want, got)
 		})
 	}
+}
+
+// appendIndex appends the dictionary index of s to c, adding s to the dictionary when it is new
+// (buffer.appendDict without its give-up rules).
+func appendIndex(t *dictTable, c *colData, s string) {
+	if k, ok := t.find(s, c); ok {
+		c.idx = append(c.idx, k)
+		return
+	}
+	k := int32(len(c.dends))
+	c.dvals = append(c.dvals, s...)
+	c.dends = append(c.dends, uint32(len(c.dvals)))
+	t.insert(s)
+	c.idx = append(c.idx, k)
 }
 
 // perValue reports the wall and the CPU time per value (the machine is shared: CPU time is the
