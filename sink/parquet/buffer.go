@@ -63,6 +63,15 @@ type colData struct {
 }
 
 // entry is dictionary entry k (its capacity ends with it).
+// addEntry adds s to the column's dictionary (its bytes and its table d) and returns its index.
+func (c *colData) addEntry(d *dictTable, s string) int32 {
+	k := int32(len(c.dends))
+	c.dvals = append(c.dvals, s...)
+	c.dends = append(c.dends, uint32(len(c.dvals)))
+	d.insert(s)
+	return k
+}
+
 func (c *colData) entry(k int32) []byte {
 	start := uint32(0)
 	if k > 0 {
@@ -570,11 +579,7 @@ func (b *buffer) appendDict(i int, s string, missed bool) {
 		b.appendPlain(c, s)
 		return
 	}
-	k := int32(len(c.dends))
-	c.dvals = append(c.dvals, s...)
-	c.dends = append(c.dends, uint32(len(c.dvals)))
-	d.insert(s)
-	c.idx = append(c.idx, k)
+	c.idx = append(c.idx, c.addEntry(d, s))
 }
 
 // toPlain materializes the dictionary-encoded values of column i as plain values.

@@ -144,11 +144,7 @@ func appendIndex(t *dictTable, c *colData, s string) {
 		c.idx = append(c.idx, k)
 		return
 	}
-	k := int32(len(c.dends))
-	c.dvals = append(c.dvals, s...)
-	c.dends = append(c.dends, uint32(len(c.dvals)))
-	t.insert(s)
-	c.idx = append(c.idx, k)
+	c.idx = append(c.idx, c.addEntry(t, s))
 }
 
 // perValue reports the wall and the CPU time per value (the machine is shared: CPU time is the

@@ -103,7 +103,9 @@ func GMS(t testing.TB) *Server {
 	go srv.Start()
 	t.Cleanup(func() { srv.Close() })
 	s := &Server{Kind: "gms", Addr: addr, User: "root", Database: name}
-	waitReady(t, s, 10*time.Second)
+	if err := s.await(t, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 
@@ -248,8 +250,8 @@ func (s *Server) launch(t testing.TB, bin string) {
 	go func() { _ = cmd.Wait(); close(exited) }()
 }
 
-// await waits until the launched server answers, or fails with its log when it exits or does
-// not answer within the time given.
+// await waits until the server answers, or fails with its log when its process (a launched
+// mariadbd) exits or it does not answer within the time given.
 func (s *Server) await(t testing.TB, within time.Duration) error {
 	db := rootDB(t, s)
 	defer db.Close()
@@ -261,17 +263,20 @@ func (s *Server) await(t testing.TB, within time.Duration) error {
 		if err == nil {
 			return nil
 		}
-		log, _ := os.ReadFile(s.logPath)
+		var log []byte
+		if s.logPath != "" {
+			log, _ = os.ReadFile(s.logPath)
+		}
 		select {
-		case <-s.exited:
+		case <-s.exited: // never, for a server in process (nil)
 			if strings.Contains(string(log), "Address already in use") {
-				return fmt.Errorf("mariadb at %s exited: %w\n%s", s.Addr, errPortTaken, log)
+				return fmt.Errorf("%s at %s exited: %w\n%s", s.Kind, s.Addr, errPortTaken, log)
 			}
-			return fmt.Errorf("mariadb at %s exited before it answered (%v)\n%s", s.Addr, s.cmd.ProcessState, log)
+			return fmt.Errorf("%s at %s exited before it answered (%v)\n%s", s.Kind, s.Addr, s.cmd.ProcessState, log)
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("mariadb at %s not ready after %s: %v\n%s", s.Addr, within, err, log)
+			return fmt.Errorf("%s at %s not ready after %s: %v\n%s", s.Kind, s.Addr, within, err, log)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -342,30 +347,6 @@ func rootDB(t testing.TB, s *Server) *sql.DB {
 		t.Fatal(err)
 	}
 	return sql.OpenDB(conn)
-}
-
-func waitReady(t testing.TB, s *Server, within time.Duration) {
-	t.Helper()
-	db := rootDB(t, s)
-	defer db.Close()
-	deadline := time.Now().Add(within)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := db.PingContext(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			log := ""
-			if s.logPath != "" {
-				b, _ := os.ReadFile(s.logPath)
-				log = string(b)
-			}
-			t.Fatalf("%s at %s not ready after %s: %v\n%s", s.Kind, s.Addr, within, err, log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // pickAddr picks the address a MariaDB is started on (a test may hand out a taken one).
