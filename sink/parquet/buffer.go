@@ -63,12 +63,12 @@ type colData struct {
 }
 
 // entry is dictionary entry k (its capacity ends with it).
-// addEntry adds s to the column's dictionary (its bytes and its table d) and returns its index.
-func (c *colData) addEntry(d *dictTable, s string) int32 {
+// addEntry appends s to the column's dictionary bytes and returns its index (the caller adds it
+// to the dictionary's table).
+func (c *colData) addEntry(s string) int32 {
 	k := int32(len(c.dends))
 	c.dvals = append(c.dvals, s...)
 	c.dends = append(c.dends, uint32(len(c.dvals)))
-	d.insert(s)
 	return k
 }
 
@@ -579,7 +579,9 @@ func (b *buffer) appendDict(i int, s string, missed bool) {
 		b.appendPlain(c, s)
 		return
 	}
-	c.idx = append(c.idx, c.addEntry(d, s))
+	k := c.addEntry(s)
+	d.insert(s)
+	c.idx = append(c.idx, k)
 }
 
 // toPlain materializes the dictionary-encoded values of column i as plain values.

@@ -144,7 +144,9 @@ func appendIndex(t *dictTable, c *colData, s string) {
 		c.idx = append(c.idx, k)
 		return
 	}
-	c.idx = append(c.idx, c.addEntry(t, s))
+	k := c.addEntry(s)
+	t.insert(s)
+	c.idx = append(c.idx, k)
 }
 
 // perValue reports the wall and the CPU time per value (the machine is shared: CPU time is the
