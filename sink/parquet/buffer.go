@@ -62,7 +62,6 @@ type colData struct {
 	dends    []uint32
 }
 
-// entry is dictionary entry k (its capacity ends with it).
 // addEntry appends s to the column's dictionary bytes and returns its index (the caller adds it
 // to the dictionary's table).
 func (c *colData) addEntry(s string) int32 {
@@ -72,6 +71,7 @@ func (c *colData) addEntry(s string) int32 {
 	return k
 }
 
+// entry is dictionary entry k (its capacity ends with it).
 func (c *colData) entry(k int32) []byte {
 	start := uint32(0)
 	if k > 0 {
