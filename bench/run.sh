@@ -24,9 +24,10 @@
 #           in its own process, the server's CPU time reported per side (bench/cassandra).
 #   kafka   2M JSON messages pre-produced to kfake (an in-process Kafka, own process): rekey replicate to Parquet
 #           (rolls at 64 MiB or 500 ms, whichever comes first) next to a bare kafka-go group reader draining the same topic
-#           (KAFKA_MESSAGES overrides the count); each side in its own process (bench/kafka). And
-#           the start: replicate's first committed offset against the bare
-#           reader's first message, each from its process start.
+#           (KAFKA_MESSAGES overrides the count); each side in its own process, alternated CORE_RUNS
+#           times, medians, kfake's CPU time reported per side (bench/kafka). And the start:
+#           replicate's first committed offset against the bare reader's first message, each
+#           from its process start.
 #   sql     rekey migrate into MariaDB over mysql:// next to a bare go-sql-driver program doing the
 #           same batched inserts (2,000 rows per statement) of the same rows on the same number of
 #           connections, alternated, medians (SQL_ROWS, default 1M; SQL_CONNS, default 4); needs
@@ -307,8 +308,8 @@ for c in $CASES; do
     # rolls closed every 500 ms, as a service runs it; the start (process start to the first
     # committed offset) is the first fetched batch and its roll's close (a partition's first
     # roll closes after its first batch)
-    go run ./bench/kafka -rekey "$REKEY" -messages "${KAFKA_MESSAGES:-2000000}" -work "$WORK" -json "$WORK/kafka.json" \
-      -rekey-args "--roll-interval 500ms" > /dev/null
+    go run ./bench/kafka -rekey "$REKEY" -messages "${KAFKA_MESSAGES:-2000000}" -runs "${CORE_RUNS:-3}" -work "$WORK" \
+      -json "$WORK/kafka.json" -rekey-args "--roll-interval 500ms" > /dev/null
     record kafka_bare "$WORK/kafka-bare.json"
     record kafka_rekey "$WORK/kafka-rekey.json"
     ;;
@@ -441,6 +442,8 @@ if (r.cassandra_rekey && r.cassandra_bare) {
 if (r.kafka_rekey && r.kafka_bare) {
   const ratio = r.kafka_rekey.rows_per_sec / r.kafka_bare.rows_per_sec;
   console.log(`rekey replicate / bare kafka-go reader throughput ratio: ${ratio.toFixed(2)} (target >= 1.0): ${judged(ratio >= 1.0)}; replicate peak RSS ${mb(r.kafka_rekey.peak_rss_bytes)} (target < 512 MiB)`);
+  const runs = x => (x.runs || []).map(v => Math.round(v / 1000) + 'k').join(', ');
+  console.log(`  medians of ${(r.kafka_rekey.runs || []).length} alternated runs; rekey ${runs(r.kafka_rekey)} msg/s, CPU ${r.kafka_rekey.cpu_seconds.toFixed(2)} s; bare ${runs(r.kafka_bare)}, CPU ${r.kafka_bare.cpu_seconds.toFixed(2)} s; kfake's CPU ${r.kafka_rekey.server_cpu_seconds.toFixed(2)} vs ${r.kafka_bare.server_cpu_seconds.toFixed(2)} s`);
   if (r.kafka_rekey.start_seconds && r.kafka_bare.start_seconds) {
     const gap = r.kafka_rekey.start_seconds - r.kafka_bare.start_seconds;
     console.log(`replicate start: first committed offset ${r.kafka_rekey.start_seconds.toFixed(2)} s after the process start, the bare reader's first message ${r.kafka_bare.start_seconds.toFixed(2)} s: ${gap.toFixed(2)} s later (target <= 0.3 s): ${judged(gap <= 0.3)}`);

@@ -14,18 +14,19 @@
 //   - rekey: `rekey replicate` (the real CLI) writing zstd Parquet with rolls of 64 MiB, stopped
 //     with SIGTERM once the group has committed every end offset (its last roll closes then).
 //
-// Each side's start is the time from its process start to its first result: the bare reader's
-// first message, rekey's first committed offset (the group's offsets polled every 10 ms).
-// Each side's time runs from its process start to the end of its work, and its peak RSS is the
-// child's ru_maxrss from wait4 (getrusage of the finished child, the same figure as its own
-// getrusage(RUSAGE_SELF) at exit). The figures are printed as
-// JSON: {"bare": {...}, "rekey": {...}, "ratio": rekey/bare}.
+// The two sides run -runs times in alternation, each run in a consumer group of its own, and the
+// median of each side is reported (by rate; the host's speed drifts between runs). Each side's
+// start is the time from its process start to its first result: the bare reader's first message,
+// rekey's first committed offset (the group's offsets polled every 10 ms). Each side's time runs
+// from its process start to the end of its work, and its peak RSS is the child's ru_maxrss from
+// wait4 (getrusage of the finished child, the same figure as its own getrusage(RUSAGE_SELF) at
+// exit); the broker's CPU time during each run is read from /proc/PID/stat
+// (server_cpu_seconds). The figures are printed as JSON: {"bare": {...}, "rekey": {...},
+// "ratio": rekey/bare}.
 //
 // With -brokers, the broker is one already running (a real Kafka, deploy/dev/peers.sh): the
-// messages go to a topic of their own (orders-NANOS, 6 partitions), then the two sides run -runs
-// times in alternation, each run in a consumer group of its own, and the median of each side is
-// reported. With -broker-pid, the broker's CPU time during each run is read from /proc/PID/stat
-// (broker_cpu_seconds).
+// messages go to a topic of their own (orders-NANOS, 6 partitions), and its CPU time is read
+// with -broker-pid.
 package main
 
 import (
@@ -59,7 +60,7 @@ func main() {
 	side := flag.String("side", "", "internal: run one side (bare) against -brokers")
 	brokers := flag.String("brokers", "", "addresses of a running broker to use instead of kfake")
 	brokerPID := flag.Int("broker-pid", 0, "the running broker's process id, for its CPU time per run (with -brokers)")
-	runs := flag.Int("runs", 1, "runs of each side, alternating, the median reported (with -brokers)")
+	runs := flag.Int("runs", 1, "runs of each side, alternating, the median reported")
 	group := flag.String("group", "bare-bench", "internal: the bare reader's consumer group")
 	flag.StringVar(&topic, "topic", topic, "internal: the topic the bare reader drains")
 	messages := flag.Int64("messages", 2000000, "messages to produce and drain")
@@ -91,7 +92,7 @@ func main() {
 	if *brokers != "" {
 		err = external(*rekey, *mapping, *work, strings.Split(*brokers, ","), *brokerPID, *messages, *runs, *out, strings.Fields(*extra))
 	} else {
-		err = parent(*rekey, *mapping, *work, *messages, *out, strings.Fields(*extra))
+		err = parent(*rekey, *mapping, *work, *messages, *runs, *out, strings.Fields(*extra))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/kafka:", err)
@@ -120,6 +121,17 @@ func external(rekey, mapping, work string, addrs []string, brokerPID int, n int6
 	if _, err := runBare(self, addrs, "warm-up", 1); err != nil {
 		return fmt.Errorf("warming up: %w", err)
 	}
+	res, err := alternate(self, rekey, mapping, work, addrs, brokerPID, n, runs, extra)
+	if err != nil {
+		return err
+	}
+	res["topic"] = topic
+	return benchproc.WriteJSON(out, res, map[string]Side{"bare": res["bare"].(Side), "rekey": res["rekey"].(Side)})
+}
+
+// alternate runs the two sides runs times in alternation, each run in a consumer group of its
+// own, and returns the median of each side, their ratio and the start gap.
+func alternate(self, rekey, mapping, work string, addrs []string, brokerPID int, n int64, runs int, extra []string) (map[string]any, error) {
 	load0 := benchproc.LoadAvg()
 	var bareRuns, rekeyRuns []Side
 	for i := 0; i < runs; i++ {
@@ -127,29 +139,28 @@ func external(rekey, mapping, work string, addrs []string, brokerPID int, n int6
 			return runBare(self, addrs, fmt.Sprintf("bare-bench-%d", i), n)
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		bareRuns = append(bareRuns, b)
 		r, err := onBroker(brokerPID, func() (benchproc.Figures, error) {
 			return runRekey(rekey, mapping, filepath.Join(work, "out-kafka"), addrs, fmt.Sprintf("rekey-bench-%d", i), n, extra)
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rekeyRuns = append(rekeyRuns, r)
 		fmt.Fprintf(os.Stderr, "run %d (load %.1f): bare %s; rekey %s: %.2f\n", i+1, b.Load, b, r, r.RowsPerSec/b.RowsPerSec)
 	}
 	os.RemoveAll(filepath.Join(work, "out-kafka"))
 	b, r := benchproc.Median(bareRuns), benchproc.Median(rekeyRuns)
-	res := map[string]any{"bare": b, "rekey": r, "ratio": r.RowsPerSec / b.RowsPerSec, "start_gap_seconds": r.Start - b.Start, "topic": topic,
-		"loadavg_start": load0, "loadavg_end": benchproc.LoadAvg()}
-	return benchproc.WriteJSON(out, res, map[string]Side{"bare": b, "rekey": r})
+	return map[string]any{"bare": b, "rekey": r, "ratio": r.RowsPerSec / b.RowsPerSec, "start_gap_seconds": r.Start - b.Start,
+		"loadavg_start": load0, "loadavg_end": benchproc.LoadAvg()}, nil
 }
 
 // Side is one side's figures on a running broker, with what the broker spent meanwhile.
 type Side struct {
 	benchproc.Figures
-	BrokerCPU float64 `json:"server_cpu_seconds"` // the broker's user + system time during the run (0 without -broker-pid)
+	BrokerCPU float64 `json:"server_cpu_seconds"` // the broker's user + system time during the run (0 on a broker without -broker-pid)
 	Load      float64 `json:"loadavg"`            // 1-minute load average when the run started
 }
 
@@ -195,7 +206,7 @@ func createTopic(addrs []string, topic string) error {
 	return nil
 }
 
-func parent(rekey, mapping, work string, n int64, out string, extra []string) error {
+func parent(rekey, mapping, work string, n int64, runs int, out string, extra []string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -206,22 +217,11 @@ func parent(rekey, mapping, work string, n int64, out string, extra []string) er
 		return err
 	}
 	defer broker.Stop()
-	addrs := broker.Addrs
-
-	res := map[string]any{}
-	b, err := runBare(self, addrs, "bare-bench", n)
+	res, err := alternate(self, rekey, mapping, work, broker.Addrs, broker.PID(), n, runs, extra)
 	if err != nil {
 		return err
 	}
-	res["bare"] = b
-	r, err := runRekey(rekey, mapping, filepath.Join(work, "out-kafka"), addrs, "rekey-bench", n, extra)
-	if err != nil {
-		return err
-	}
-	res["rekey"] = r
-	res["ratio"] = r.RowsPerSec / b.RowsPerSec
-	res["start_gap_seconds"] = r.Start - b.Start
-	return benchproc.WriteJSON(out, res, map[string]benchproc.Figures{"bare": b, "rekey": r})
+	return benchproc.WriteJSON(out, res, map[string]Side{"bare": res["bare"].(Side), "rekey": res["rekey"].(Side)})
 }
 
 // runBare runs the bare reader (this program, -side bare) in group until it has read n messages.
