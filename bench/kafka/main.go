@@ -121,17 +121,13 @@ func external(rekey, mapping, work string, addrs []string, brokerPID int, n int6
 	if _, err := runBare(self, addrs, "warm-up", 1); err != nil {
 		return fmt.Errorf("warming up: %w", err)
 	}
-	res, err := alternate(self, rekey, mapping, work, addrs, brokerPID, n, runs, extra)
-	if err != nil {
-		return err
-	}
-	res["topic"] = topic
-	return benchproc.WriteJSON(out, res, map[string]Side{"bare": res["bare"].(Side), "rekey": res["rekey"].(Side)})
+	return alternate(self, rekey, mapping, work, addrs, brokerPID, n, runs, extra, out, map[string]any{"topic": topic})
 }
 
 // alternate runs the two sides runs times in alternation, each run in a consumer group of its
-// own, and returns the median of each side, their ratio and the start gap.
-func alternate(self, rekey, mapping, work string, addrs []string, brokerPID int, n int64, runs int, extra []string) (map[string]any, error) {
+// own, and writes the median of each side, their ratio and the start gap to out, with fields.
+func alternate(self, rekey, mapping, work string, addrs []string, brokerPID int, n int64, runs int, extra []string,
+	out string, fields map[string]any) error {
 	load0 := benchproc.LoadAvg()
 	var bareRuns, rekeyRuns []Side
 	for i := 0; i < runs; i++ {
@@ -139,22 +135,26 @@ func alternate(self, rekey, mapping, work string, addrs []string, brokerPID int,
 			return runBare(self, addrs, fmt.Sprintf("bare-bench-%d", i), n)
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		bareRuns = append(bareRuns, b)
 		r, err := onBroker(brokerPID, func() (benchproc.Figures, error) {
 			return runRekey(rekey, mapping, filepath.Join(work, "out-kafka"), addrs, fmt.Sprintf("rekey-bench-%d", i), n, extra)
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		rekeyRuns = append(rekeyRuns, r)
 		fmt.Fprintf(os.Stderr, "run %d (load %.1f): bare %s; rekey %s: %.2f\n", i+1, b.Load, b, r, r.RowsPerSec/b.RowsPerSec)
 	}
 	os.RemoveAll(filepath.Join(work, "out-kafka"))
 	b, r := benchproc.Median(bareRuns), benchproc.Median(rekeyRuns)
-	return map[string]any{"bare": b, "rekey": r, "ratio": r.RowsPerSec / b.RowsPerSec, "start_gap_seconds": r.Start - b.Start,
-		"loadavg_start": load0, "loadavg_end": benchproc.LoadAvg()}, nil
+	res := map[string]any{"bare": b, "rekey": r, "ratio": r.RowsPerSec / b.RowsPerSec, "start_gap_seconds": r.Start - b.Start,
+		"loadavg_start": load0, "loadavg_end": benchproc.LoadAvg()}
+	for k, v := range fields {
+		res[k] = v
+	}
+	return benchproc.WriteJSON(out, res, map[string]Side{"bare": b, "rekey": r})
 }
 
 // Side is one side's figures on a running broker, with what the broker spent meanwhile.
@@ -217,11 +217,7 @@ func parent(rekey, mapping, work string, n int64, runs int, out string, extra []
 		return err
 	}
 	defer broker.Stop()
-	res, err := alternate(self, rekey, mapping, work, broker.Addrs, broker.PID(), n, runs, extra)
-	if err != nil {
-		return err
-	}
-	return benchproc.WriteJSON(out, res, map[string]Side{"bare": res["bare"].(Side), "rekey": res["rekey"].(Side)})
+	return alternate(self, rekey, mapping, work, broker.Addrs, broker.PID(), n, runs, extra, out, nil)
 }
 
 // runBare runs the bare reader (this program, -side bare) in group until it has read n messages.
