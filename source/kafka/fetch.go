@@ -301,7 +301,7 @@ func (f *partitionFetch) readBatch(conn *leaderConn) (sent bool, readErr error) 
 	if res.errorCode != 0 {
 		return true, kafkago.Error(res.errorCode)
 	}
-	set := newRecordSet(res.records, f.offset)
+	set := newRecordSet(res.records, f.offset, res.aborted)
 	read := 0
 	defer func() { f.fetchBytes = fetchSize(f.fetchBytes, len(res.records), read, f.o.BatchLen, f.o.MaxBytes) }()
 	// allocated at the first message: idle fetches cost nothing
@@ -343,8 +343,9 @@ func (f *partitionFetch) readBatch(conn *leaderConn) (sent bool, readErr error) 
 	}
 	if len(msgs) > 0 {
 		f.offset = max(f.offset, msgs[len(msgs)-1].Offset+1)
-		if readErr == nil && !legacy && read > 0 && f.offset < res.highWaterMark {
-			// behind the partition's end: the next response follows at once and fills the batch
+		if readErr == nil && !legacy && read > 0 && f.offset < res.lastStable {
+			// behind the partition's end (the end a read-committed fetch reaches, before any
+			// open transaction): the next response follows at once and fills the batch
 			f.pending = msgs
 			return true, nil
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -126,7 +127,12 @@ type fetchResult struct {
 	body          []byte // the response: records is part of it
 	records       []byte
 	highWaterMark int64
-	errorCode     int16
+	// lastStable is the partition's last stable offset: a read-committed fetch returns the
+	// messages before it only (those after it may still be in an open transaction).
+	lastStable int64
+	// aborted lists the aborted transactions the records may hold messages of.
+	aborted   []abortedTxn
+	errorCode int16
 }
 
 // fetch sends one Fetch request for the partition at offset and reads its response. The read's
@@ -169,7 +175,9 @@ func (c *leaderConn) fetch(offset int64, maxBytes int, maxWait, margin time.Dura
 }
 
 // writeFetch writes a Fetch request for the partition (header v1: api key, version, correlation
-// id, client id), without a fetch session, at isolation level read-uncommitted as kafka-go's.
+// id, client id), without a fetch session, at isolation level read-committed: the broker returns
+// the messages of committed transactions and of none (and lists the aborted transactions the
+// records hold, for recordSet to leave out), so that no change a producer aborted is applied.
 func (c *leaderConn) writeFetch(offset int64, maxBytes int, maxWait time.Duration) error {
 	be := binary.BigEndian
 	v := c.version
@@ -181,8 +189,11 @@ func (c *leaderConn) writeFetch(offset int64, maxBytes int, maxWait time.Duratio
 	b = be.AppendUint32(b, 0xffffffff) // replica id -1: a consumer
 	b = be.AppendUint32(b, uint32(maxWait/time.Millisecond))
 	b = be.AppendUint32(b, 1) // min bytes
-	b = be.AppendUint32(b, uint32(maxBytes))
-	b = append(b, 0) // isolation level
+	// no limit for the response: the partition's (below) binds, one partition a request. kfake,
+	// the test broker, leaves a partition's aborted transactions out of a response that the
+	// request's limit ends.
+	b = be.AppendUint32(b, math.MaxInt32)
+	b = append(b, 1) // isolation level: read-committed
 	if v >= 7 {
 		b = be.AppendUint32(b, 0)          // session id
 		b = be.AppendUint32(b, 0xffffffff) // session epoch -1: no session
@@ -235,12 +246,12 @@ func (c *leaderConn) partitionResult(body []byte) (fetchResult, error) {
 			p := r.int32()
 			res.errorCode = r.int16()
 			res.highWaterMark = r.int64()
-			r.skip(8) // last stable offset
+			res.lastStable = r.int64()
 			if v >= 5 {
 				r.skip(8) // log start offset
 			}
-			if n := r.int32(); n > 0 {
-				r.skip(16 * int(n)) // aborted transactions: read-uncommitted reads them
+			for n := r.int32(); n > 0 && r.err == nil; n-- {
+				res.aborted = append(res.aborted, abortedTxn{producer: r.int64(), first: r.int64()})
 			}
 			if v >= 11 {
 				r.skip(4) // preferred read replica

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -31,16 +32,24 @@ const (
 	batchRecordCount = 57
 	batchHeaderLen   = 61
 
-	attrCompression = 0x07
-	attrControl     = 0x20
+	batchProducerID = 43
+
+	attrCompression   = 0x07
+	attrTransactional = 0x10
+	attrControl       = 0x20
 )
+
+// abortedTxn is an aborted transaction a fetch response lists: its producer and first offset.
+type abortedTxn struct{ producer, first int64 }
 
 // recordSet reads the messages of a fetch's record set (a partition's record batches, as the
 // broker stored them) without copying them: keys and values are slices of the record set, or of
-// a compressed batch's decompressed bytes, so that a message costs no allocation. It reads what
-// kafka-go's Batch.ReadMessage returns, at isolation level read-uncommitted as kafka-go's is,
-// except control records (a transaction's commit or abort marker), which are no change of the
-// topic's data: it skips them as Kafka's own consumer does.
+// a compressed batch's decompressed bytes, so that a message costs no allocation. It reads at
+// isolation level read-committed, as Kafka's own consumer does with isolation.level set so: the
+// batches of an aborted transaction are left out (the fetch response lists the transactions;
+// a producer's batches are aborted from its listed first offset to its abort marker), and so are
+// control records (a transaction's commit or abort marker), which are no change of the topic's
+// data.
 type recordSet struct {
 	rest  []byte // the batches not yet started
 	recs  []byte // the current batch's records not yet read
@@ -55,10 +64,15 @@ type recordSet struct {
 	// aliased says that a message read is a slice of the set's own bytes (an uncompressed batch's):
 	// otherwise they may be fetched into again.
 	aliased bool
+	// aborted are the response's aborted transactions not reached yet, by first offset;
+	// aborting the producers whose aborted transaction the batches have reached.
+	aborted  []abortedTxn
+	aborting map[int64]bool
 }
 
-func newRecordSet(b []byte, min int64) *recordSet {
-	return &recordSet{rest: b, min: min, next: min, ratio: 4}
+func newRecordSet(b []byte, min int64, aborted []abortedTxn) *recordSet {
+	slices.SortFunc(aborted, func(a, b abortedTxn) int { return cmp.Compare(a.first, b.first) })
+	return &recordSet{rest: b, min: min, next: min, ratio: 4, aborted: aborted}
 }
 
 // read fills m with the next message; false at the set's end (a batch the broker cut short at
@@ -160,7 +174,7 @@ func (s *recordSet) startBatch() (bool, error) {
 		attrs := binary.BigEndian.Uint16(b[batchAttributes:])
 		last := base + int64(int32(binary.BigEndian.Uint32(b[batchLastDelta:])))
 		s.next = max(s.next, last+1)
-		if attrs&attrControl != 0 || last < s.min {
+		if s.abortedBatch(b, attrs, last) || attrs&attrControl != 0 || last < s.min {
 			continue
 		}
 		recs := b[batchHeaderLen:]
@@ -181,6 +195,53 @@ func (s *recordSet) startBatch() (bool, error) {
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// abortedBatch tells whether batch b (attributes attrs, last offset last) holds messages of an
+// aborted transaction, as Kafka's consumer decides it at read-committed: a producer's aborted
+// transaction starts at the first offset the response lists for it and ends at the producer's
+// abort marker (a control batch, which is skipped in any case).
+func (s *recordSet) abortedBatch(b []byte, attrs uint16, last int64) bool {
+	if len(s.aborted) == 0 && len(s.aborting) == 0 {
+		return false
+	}
+	producer := int64(binary.BigEndian.Uint64(b[batchProducerID:]))
+	if producer < 0 {
+		return false // not written by an idempotent or transactional producer
+	}
+	for len(s.aborted) > 0 && s.aborted[0].first <= last {
+		if s.aborting == nil {
+			s.aborting = map[int64]bool{}
+		}
+		s.aborting[s.aborted[0].producer] = true
+		s.aborted = s.aborted[1:]
+	}
+	if attrs&attrControl != 0 {
+		if abortMarker(b[batchHeaderLen:]) {
+			delete(s.aborting, producer)
+		}
+		return false
+	}
+	return attrs&attrTransactional != 0 && s.aborting[producer]
+}
+
+// abortMarker tells whether a control batch's records (never compressed) start with an abort
+// marker: a record whose key is a version (int16) and a type (int16), 0 for abort, 1 for commit.
+func abortMarker(recs []byte) bool {
+	_, n := varint(recs) // the record's length
+	if n <= 0 || len(recs) < n+1 {
+		return false
+	}
+	i := n + 1    // its attributes
+	for range 2 { // its timestamp and offset deltas
+		_, n := varint(recs[i:])
+		if n <= 0 {
+			return false
+		}
+		i += n
+	}
+	key, _, err := recordBytes(recs, i)
+	return err == nil && len(key) >= 4 && binary.BigEndian.Uint16(key[2:]) == 0
+}
 
 // decompress returns a compressed batch's records in a buffer of their own: the batch's
 // messages alias it for as long as they live.

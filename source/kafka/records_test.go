@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -201,7 +202,7 @@ func TestRecordSetStopsAtABatchCutShort(t *testing.T) {
 	topic := produceBatches(t, c, 0, 30, 10)
 	res := rawFetch(t, c, topic, 0)
 	first := 12 + int(binary.BigEndian.Uint32(res.records[8:]))
-	s := newRecordSet(res.records[:first+20], 0)
+	s := newRecordSet(res.records[:first+20], 0, nil)
 	var m kafkago.Message
 	n := 0
 	for {
@@ -219,53 +220,130 @@ func TestRecordSetStopsAtABatchCutShort(t *testing.T) {
 	}
 }
 
-// A transactional topic reads as kafka-go's reader reads it at its isolation level
-// (read-uncommitted: an aborted transaction's messages too), without the transactions' commit
-// and abort markers (control records: no message of the topic's data), and the fetch moves past
-// the last marker: a partition that ends with one is read to its end.
-func TestFetchSkipsTransactionMarkers(t *testing.T) {
+// A transactional topic is read at isolation level read-committed, as Kafka's consumer reads it
+// with isolation.level=read_committed: an aborted transaction's messages are left out, a
+// committed one's and those of producers outside transactions are kept, in offset order, and the
+// transactions' commit and abort markers (control records: no message of the topic's data) are
+// skipped; the fetch moves past the last marker: a partition that ends with one is read to its
+// end.
+func TestFetchReadsCommittedTransactionsOnly(t *testing.T) {
 	c := kafkatest.Start(t)
 	topic := c.CreateTopic(t, "txn", 1)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.TransactionalID(topic+"-producer"), kgo.DefaultProduceTopic(topic))
+	ctx := context.Background()
+	txn, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.TransactionalID(topic+"-producer"), kgo.DefaultProduceTopic(topic))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	ctx := context.Background()
+	defer txn.Close()
+	plain, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	produce := func(cl *kgo.Client, v string) {
+		t.Helper()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var want []string
 	for i, commit := range []bool{true, false, true} {
-		if err := cl.BeginTransaction(); err != nil {
+		if err := txn.BeginTransaction(); err != nil {
 			t.Fatal(err)
 		}
 		for j := range 3 {
 			v := fmt.Sprintf("txn%d-%d", i, j)
-			want = append(want, v)
-			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
-				t.Fatal(err)
+			produce(txn, v)
+			if commit {
+				want = append(want, v)
+			}
+			if j == 1 { // another producer's message inside the transaction's span: kept
+				v := fmt.Sprintf("plain%d", i)
+				produce(plain, v)
+				want = append(want, v)
 			}
 		}
-		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		if err := txn.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// three messages and a marker a transaction
-	const end = 12
+	// four messages and a marker a transaction
+	const end = 15
 	got := fetched(t, c, topic, 0, len(want))
 	for i, m := range got {
-		if string(m.Value) != want[i] || m.Offset != int64(i+i/3) {
-			t.Fatalf("message %d: offset %d value %q; want offset %d value %q", i, m.Offset, m.Value, i+i/3, want[i])
+		if string(m.Value) != want[i] {
+			t.Fatalf("message %d (offset %d): %q, want %q", i, m.Offset, m.Value, want[i])
 		}
 	}
 	res := rawFetch(t, c, topic, 0)
-	s := newRecordSet(res.records, 0)
+	s := newRecordSet(res.records, 0, res.aborted)
+	var all []string
 	var m kafkago.Message
 	for {
-		if ok, err := s.read(&m); err != nil || !ok {
+		ok, err := s.read(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
 			break
 		}
+		all = append(all, string(m.Value))
 	}
-	if s.next != end || res.highWaterMark != end {
-		t.Fatalf("the next fetch starts at %d, high watermark %d; want both %d", s.next, res.highWaterMark, end)
+	if !slices.Equal(all, want) {
+		t.Fatalf("one fetch read %q, want %q", all, want)
+	}
+	if s.next != end || res.highWaterMark != end || res.lastStable != end {
+		t.Fatalf("the next fetch starts at %d, high watermark %d, last stable offset %d; want all %d", s.next, res.highWaterMark, res.lastStable, end)
+	}
+}
+
+// An open transaction holds back its messages and every message after its start, whoever wrote
+// them, until it ends: read-committed reads up to the last stable offset.
+func TestFetchWaitsForAnOpenTransaction(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "open-txn", 1)
+	ctx := context.Background()
+	txn, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.TransactionalID(topic+"-producer"), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	plain, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	for _, p := range []struct {
+		cl *kgo.Client
+		v  string
+	}{{plain, "before"}, {txn, "in-txn"}, {plain, "after"}} {
+		if p.cl == txn {
+			if err := txn.BeginTransaction(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.cl.ProduceSync(ctx, &kgo.Record{Value: []byte(p.v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := rawFetch(t, c, topic, 0)
+	var m kafkago.Message
+	s := newRecordSet(res.records, 0, res.aborted)
+	if ok, err := s.read(&m); !ok || err != nil || string(m.Value) != "before" {
+		t.Fatalf("first message %q (%v, %v), want \"before\"", m.Value, ok, err)
+	}
+	if ok, err := s.read(&m); ok || err != nil {
+		t.Fatalf("read %q (%v) past the open transaction's start", m.Value, err)
+	}
+	if res.lastStable != 1 || res.highWaterMark != 3 {
+		t.Fatalf("last stable offset %d, high watermark %d; want 1 and 3", res.lastStable, res.highWaterMark)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	got := fetched(t, c, topic, 1, 2)
+	if string(got[0].Value) != "in-txn" || string(got[1].Value) != "after" {
+		t.Fatalf("after the commit: %q, %q; want \"in-txn\", \"after\"", got[0].Value, got[1].Value)
 	}
 }
 
@@ -278,10 +356,10 @@ func TestRecordSetRefusesACorruptBatch(t *testing.T) {
 	b := bytes.Clone(res.records)
 	b[len(b)-3] ^= 0x40
 	var m kafkago.Message
-	if ok, err := newRecordSet(b, 0).read(&m); ok || err == nil || !strings.Contains(err.Error(), "CRC") {
+	if ok, err := newRecordSet(b, 0, nil).read(&m); ok || err == nil || !strings.Contains(err.Error(), "CRC") {
 		t.Fatalf("read %v, %v; want a CRC error", ok, err)
 	}
-	if ok, err := newRecordSet(res.records, 0).read(&m); !ok || err != nil {
+	if ok, err := newRecordSet(res.records, 0, nil).read(&m); !ok || err != nil {
 		t.Fatalf("the batch as fetched: %v, %v", ok, err)
 	}
 }
