@@ -20,16 +20,7 @@ func TestAbortedTransactionsAreNotReplicated(t *testing.T) {
 	c := kafkatest.Start(t)
 	topic := c.CreateTopic(t, "orders-txn", 1)
 	ctx := context.Background()
-	txn, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.TransactionalID(topic+"-producer"), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
-	plain, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	txn, plain := c.Producers(t, topic)
 	want := model{}
 	var applied, last int64
 	upsert := func(cl *kgo.Client, userid string, amount int64, keep bool) {

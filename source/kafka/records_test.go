@@ -230,16 +230,7 @@ func TestFetchReadsCommittedTransactionsOnly(t *testing.T) {
 	c := kafkatest.Start(t)
 	topic := c.CreateTopic(t, "txn", 1)
 	ctx := context.Background()
-	txn, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.TransactionalID(topic+"-producer"), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
-	plain, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	txn, plain := c.Producers(t, topic)
 	produce := func(cl *kgo.Client, v string) {
 		t.Helper()
 		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
@@ -303,16 +294,7 @@ func TestFetchWaitsForAnOpenTransaction(t *testing.T) {
 	c := kafkatest.Start(t)
 	topic := c.CreateTopic(t, "open-txn", 1)
 	ctx := context.Background()
-	txn, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.TransactionalID(topic+"-producer"), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
-	plain, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	txn, plain := c.Producers(t, topic)
 	for _, p := range []struct {
 		cl *kgo.Client
 		v  string

@@ -240,3 +240,20 @@ func endOffset(ctx context.Context, cl *kgo.Client, topic string, partition int)
 	}
 	return p.Offset, nil
 }
+
+// Producers returns two franz-go producers of topic, closed when the test ends: one
+// transactional (BeginTransaction, EndTransaction), and one outside transactions.
+func (c *Cluster) Producers(t testing.TB, topic string) (txn, plain *kgo.Client) {
+	t.Helper()
+	txn, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.TransactionalID(topic+"-producer"), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(txn.Close)
+	plain, err = kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(plain.Close)
+	return txn, plain
+}
