@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
@@ -48,39 +50,11 @@ func TestSlowFetchResponsesStillDeliver(t *testing.T) {
 // 16 MiB responses held by a slow consumer's queued batches took 550 MiB over 6 partitions
 // (and three times the CPU in the collector).
 func TestFetchesAskForAboutOneBatch(t *testing.T) {
-	if kafkatest.Real() {
-		t.Skip("needs kfake's request control")
-	}
-	c := kafkatest.Start(t, kfake.SeedTopics(1, "sized"))
-	var msgs []kafkago.Message
-	for i := range 6000 {
-		msgs = append(msgs, kafkago.Message{Key: []byte(strconv.Itoa(i)), Value: bytes.Repeat([]byte{'x'}, 1000)})
-	}
+	c, msgs := sizedTopic(t, "sized")
 	c.Produce(t, "sized", msgs...)
-	var mu sync.Mutex
-	var asked []int32
-	c.Fake.ControlKey(kmsg.Fetch.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		c.Fake.KeepControl()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, tp := range r.(*kmsg.FetchRequest).Topics {
-			for _, p := range tp.Partitions {
-				asked = append(asked, p.PartitionMaxBytes)
-			}
-		}
-		return nil, nil, false
-	})
-	ctx, out := fetchFrom(t, c, "sized", kafka.FetchOptions{BatchLen: 100})
-	for got := 0; got < len(msgs); {
-		select {
-		case b := <-out:
-			got += len(b.Messages)
-		case <-ctx.Done():
-			t.Fatalf("%d of %d messages fetched", got, len(msgs))
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	sizes := fetchSizes(c)
+	drain(t, c, "sized", len(msgs))
+	asked := sizes()
 	if len(asked) < 2 {
 		t.Fatalf("%d fetches for 6 MB: want several", len(asked))
 	}
@@ -88,6 +62,25 @@ func TestFetchesAskForAboutOneBatch(t *testing.T) {
 		if n > 1<<20 { // 100 messages of 1 kB: the least a fetch asks for
 			t.Fatalf("fetch %d asked for %d bytes (all asked: %v): want about one batch", i+1, n, asked)
 		}
+	}
+}
+
+// After a response of compressed batches only, a fetch asks for 8 MiB: their messages keep their
+// batches' decompressed bytes, not the response, which the next fetch reads into again, so a
+// larger fetch costs one buffer, and the broker serves fewer requests.
+func TestFetchesAfterCompressedBatchesAskForMore(t *testing.T) {
+	c, msgs := sizedTopic(t, "sized-lz4")
+	w := c.Writer("sized-lz4")
+	w.Compression = kafkago.Lz4
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	asked := fetchSizes(c)
+	drain(t, c, "sized-lz4", len(msgs))
+	wait.For(t, func() bool { return len(asked()) >= 2 }, "a fetch after the messages")
+	if a := asked(); a[0] != 1<<20 || a[1] != 8<<20 {
+		t.Fatalf("fetches asked for %v bytes: want 1 MiB, then 8 MiB", a)
 	}
 }
 
@@ -131,6 +124,56 @@ func TestFetchSendsFullBatchesWhileBehind(t *testing.T) {
 }
 
 // fetchFrom fetches partition 0 of topic from its start with o, for 20 seconds at most (ctx).
+// sizedTopic starts kfake (its request control is needed) with topic of one partition, and
+// returns 6,000 messages of 1 kB to produce to it.
+func sizedTopic(t *testing.T, topic string) (*kafkatest.Cluster, []kafkago.Message) {
+	if kafkatest.Real() {
+		t.Skip("needs kfake's request control")
+	}
+	c := kafkatest.Start(t, kfake.SeedTopics(1, topic))
+	var msgs []kafkago.Message
+	for i := range 6000 {
+		msgs = append(msgs, kafkago.Message{Key: []byte(strconv.Itoa(i)), Value: bytes.Repeat([]byte{'x'}, 1000)})
+	}
+	return c, msgs
+}
+
+// fetchSizes records the partition MaxBytes of every Fetch request kfake serves from now on.
+func fetchSizes(c *kafkatest.Cluster) func() []int32 {
+	var mu sync.Mutex
+	var asked []int32
+	c.Fake.ControlKey(kmsg.Fetch.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.Fake.KeepControl()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, tp := range r.(*kmsg.FetchRequest).Topics {
+			for _, p := range tp.Partitions {
+				asked = append(asked, p.PartitionMaxBytes)
+			}
+		}
+		return nil, nil, false
+	})
+	return func() []int32 {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(asked)
+	}
+}
+
+// drain fetches partition 0 of topic in batches of 100 until n messages arrived.
+func drain(t *testing.T, c *kafkatest.Cluster, topic string, n int) {
+	t.Helper()
+	ctx, out := fetchFrom(t, c, topic, kafka.FetchOptions{BatchLen: 100})
+	for got := 0; got < n; {
+		select {
+		case b := <-out:
+			got += len(b.Messages)
+		case <-ctx.Done():
+			t.Fatalf("%d of %d messages fetched", got, n)
+		}
+	}
+}
+
 func fetchFrom(t *testing.T, c *kafkatest.Cluster, topic string, o kafka.FetchOptions) (context.Context, <-chan kafka.FetchBatch) {
 	t.Helper()
 	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic, os.Getenv)
