@@ -29,10 +29,9 @@ const (
 	batchAttributes  = 21
 	batchLastDelta   = 23
 	batchBaseTime    = 27
+	batchProducerID  = 43
 	batchRecordCount = 57
 	batchHeaderLen   = 61
-
-	batchProducerID = 43
 
 	attrCompression   = 0x07
 	attrTransactional = 0x10
