@@ -226,20 +226,10 @@ func (s *recordSet) abortedBatch(b []byte, attrs uint16, last int64) bool {
 // abortMarker tells whether a control batch's records (never compressed) start with an abort
 // marker: a record whose key is a version (int16) and a type (int16), 0 for abort, 1 for commit.
 func abortMarker(recs []byte) bool {
-	_, n := varint(recs) // the record's length
-	if n <= 0 || len(recs) < n+1 {
-		return false
-	}
-	i := n + 1    // its attributes
-	for range 2 { // its timestamp and offset deltas
-		_, n := varint(recs[i:])
-		if n <= 0 {
-			return false
-		}
-		i += n
-	}
-	key, _, err := recordBytes(recs, i)
-	return err == nil && len(key) >= 4 && binary.BigEndian.Uint16(key[2:]) == 0
+	s := recordSet{recs: recs}
+	var m kafkago.Message
+	ok, err := s.record(&m)
+	return ok && err == nil && len(m.Key) >= 4 && binary.BigEndian.Uint16(m.Key[2:]) == 0
 }
 
 // decompress returns a compressed batch's records in a buffer of their own: the batch's
