@@ -27,6 +27,7 @@ type partWorker struct {
 	batch     pipeline.Batch
 	eng       *pipeline.Engine // the partition's read (read)
 	hwm       int64            // the partition's high watermark, as the last fetch reported it
+	pos       int64            // the read position: past the last message applied and the offsets after it without one (transaction markers); -1: not known
 	decoded   []kafka.Change   // a batch decoded outside a read (verify's changes), one per message
 	rec       pipeline.Record
 	saltWarn  bool
@@ -51,6 +52,7 @@ func (r *Replicator) newPartWorker(partition int, commit func(int, int64) error,
 		ev:   r.cfg.Program.NewEvaluator(),
 		caps: caps,
 		rows: rowSlab{n: len(r.target.Columns), chunk: chunk},
+		pos:  -1,
 	}
 	w.dec, _ = kafka.NewDecoder(r.cfg.Kafka, r.cfg.Program.Source()) // validated by New
 	w.dec.SkipRepeats = true                                         // one partition's messages, in order
@@ -113,16 +115,21 @@ func (w *partWorker) read(wctx, hard context.Context, offset int64, cfg pipeline
 	return o, err
 }
 
-// step is the engine worker's per-batch function: the high watermark noted, a batch with changes
-// goes to apply; one without (a fetch that found nothing new) moves the partition's lag only.
+// step is the engine worker's per-batch function: the high watermark noted, a batch with changes,
+// or one that moves the position past offsets without messages (a transaction's marker), goes to
+// apply; one without either (a fetch that found nothing new) moves the partition's lag only.
 func (w *partWorker) step(apply func(context.Context, *kafka.Decoded) error) func(context.Context, *pipeline.Job) error {
 	return func(ctx context.Context, j *pipeline.Job) error {
 		d := j.Batch.Payload.(*kafka.Decoded)
 		if d.HighWaterMark > 0 {
 			w.hwm = d.HighWaterMark
 		}
-		if len(d.Changes) == 0 {
-			w.r.metrics.position(w.partition, -1, d.HighWaterMark)
+		if len(d.Changes) == 0 && (d.Next <= w.pos || w.pos < 0) {
+			next := int64(-1)
+			if w.pos < 0 && d.Next > 0 {
+				w.pos, next = d.Next, d.Next // where a start at the first or the last offset resolved to
+			}
+			w.r.metrics.position(w.partition, next, d.HighWaterMark)
 			return nil
 		}
 		return apply(ctx, d)

@@ -96,12 +96,16 @@ func (w *sqlWorker) run(wctx, hard context.Context, offset int64) error {
 		r.metrics.committed(w.partition, offset)
 		r.metrics.position(w.partition, offset, -1)
 	}
+	w.pos = offset
 	w.seedRepeats(hard, offset)
 	o, err := w.read(wctx, hard, offset, pipeline.EngineConfig{}, func(ctx context.Context, d *kafka.Decoded) error {
-		if err := w.apply(ctx, d.Changes); err != nil {
+		if len(d.Changes) == 0 {
+			w.pass(d.Next)
+			return nil
+		}
+		if err := w.apply(ctx, d.Changes, d.Next); err != nil {
 			return fmt.Errorf("partition %d: %w", w.partition, err)
 		}
-		r.metrics.position(w.partition, d.Changes[len(d.Changes)-1].Offset+1, d.HighWaterMark)
 		return nil
 	})
 	if err != nil {
@@ -111,8 +115,9 @@ func (w *sqlWorker) run(wctx, hard context.Context, offset int64) error {
 }
 
 // apply turns a batch's changes into statements, runs them, writes the batch's rejects and
-// commits the offset after the batch.
-func (w *sqlWorker) apply(ctx context.Context, changes []kafka.Change) error {
+// commits the offset after the batch: next, the fetch's position, when it is past the batch's
+// last message (a transaction's marker follows it).
+func (w *sqlWorker) apply(ctx context.Context, changes []kafka.Change, next int64) error {
 	r := w.r
 	w.rows.reset()
 	w.collect(changes)
@@ -143,12 +148,9 @@ func (w *sqlWorker) apply(ctx context.Context, changes []kafka.Change) error {
 	if err := w.hook(StepApplied, first, last); err != nil {
 		return err
 	}
-	if err := w.commit(w.partition, last+1); err != nil {
-		m.CommitErrors.Add(1)
-		w.log.Warn("offset commit failed: the changes are applied, their messages will be read again (harmlessly)", zap.Int64("offset", last+1), zap.Error(err))
-	} else {
-		m.OffsetCommits.Add(1)
-		m.committed(w.partition, last+1)
+	w.pos = max(last+1, next)
+	m.position(w.partition, w.pos, w.hwm) // before the commit: a drain that sees it waits for nothing more
+	if w.commitOffset(w.pos) {
 		if err := w.hook(StepOffset, first, last); err != nil {
 			return err
 		}
@@ -156,6 +158,30 @@ func (w *sqlWorker) apply(ctx context.Context, changes []kafka.Change) error {
 	w.log.Debug("batch applied", zap.Int64("offset", first), zap.Int64("last", last), zap.Int("messages", len(changes)),
 		zap.Int64("upserts", w.upserts), zap.Int64("deletes", w.deletes), zap.Int("rejected", len(w.rejects)))
 	return nil
+}
+
+// commitOffset commits off, the offset after what is applied; a failed commit is counted and
+// logged (what it covers is applied: read again, it is applied again harmlessly).
+func (w *sqlWorker) commitOffset(off int64) bool {
+	m := w.r.metrics
+	if err := w.commit(w.partition, off); err != nil {
+		m.CommitErrors.Add(1)
+		w.log.Warn("offset commit failed: the changes are applied, their messages will be read again (harmlessly)", zap.Int64("offset", off), zap.Error(err))
+		return false
+	}
+	m.OffsetCommits.Add(1)
+	m.committed(w.partition, off)
+	return true
+}
+
+// pass moves the position to next past offsets that hold no message and commits it, as
+// worker.pass does for files: here everything before is applied already.
+func (w *sqlWorker) pass(next int64) {
+	if w.pos >= 0 && next > w.pos {
+		w.r.metrics.position(w.partition, next, w.hwm)
+		w.commitOffset(next)
+	}
+	w.pos = max(w.pos, next)
 }
 
 // hook runs the fault hook of a step after a batch; its error stops the process as a kill would.

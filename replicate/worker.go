@@ -89,6 +89,7 @@ func (w *worker) run(wctx, hard context.Context, offset int64, cl claimed) (err 
 		r.metrics.committed(w.partition, offset)
 		r.metrics.position(w.partition, offset, -1)
 	}
+	w.pos = offset
 	w.seedRepeats(hard, offset)
 	defer func() {
 		if err != nil && w.roll != nil {
@@ -102,7 +103,7 @@ func (w *worker) run(wctx, hard context.Context, offset int64, cl claimed) (err 
 		w.freeBufs = nil
 	}()
 	o, err := w.read(wctx, hard, offset, pipeline.EngineConfig{Cut: w.closeDue, Every: r.cfg.RollInterval},
-		func(_ context.Context, d *kafka.Decoded) error { return w.process(d.Changes) })
+		func(_ context.Context, d *kafka.Decoded) error { return w.process(d.Changes, d.Next) })
 	if err != nil {
 		return err
 	}
@@ -130,13 +131,13 @@ func (w *worker) closeDue(context.Context) error {
 	return w.closeRoll("interval")
 }
 
-// process applies a batch's changes (one per message) in offset order.
-func (w *worker) process(changes []kafka.Change) error {
+// process applies a batch's changes (one per message) in offset order, then moves the
+// partition's position to next (the fetch's, past them).
+func (w *worker) process(changes []kafka.Change, next int64) error {
 	r := w.r
-	var last, read int64
+	var read int64
 	for i := range changes {
 		ch := &changes[i]
-		last = ch.Offset
 		read += int64(len(ch.Key) + len(ch.Value) + 64)
 		if ch.Offset < w.floor {
 			continue // in a committed roll (the fetch starts after them; kept safe here)
@@ -159,7 +160,11 @@ func (w *worker) process(changes []kafka.Change) error {
 	}
 	w.countWritten()
 	r.metrics.MessagesIn.Add(int64(len(changes)))
-	r.metrics.position(w.partition, last+1, w.hwm)
+	if n := len(changes); n > 0 {
+		w.pos = max(w.pos, changes[n-1].Offset+1)
+	}
+	w.pass(next)
+	r.metrics.position(w.partition, w.pos, w.hwm)
 	w.ev.Reset()
 	if w.roll == nil {
 		return nil
@@ -181,6 +186,26 @@ func (w *worker) process(changes []kafka.Change) error {
 		return w.closeRoll("size")
 	}
 	return nil
+}
+
+// pass moves the position to next past offsets the fetch read that hold no message (transaction
+// markers, an aborted transaction's messages). The roll covers them, an empty one when none is
+// open, so that the committed offset reaches next once the roll commits, as Kafka's consumer
+// commits its position: a partition that ends with a marker is not left one offset short of its
+// end (a lag of 1 for ever, which a drain waiting for 0 never gets past).
+func (w *worker) pass(next int64) {
+	if w.pos < 0 || next <= w.pos {
+		w.pos = max(w.pos, next)
+		return
+	}
+	if next > w.floor {
+		if w.roll == nil {
+			w.openRoll(max(w.pos, w.floor))
+		}
+		w.roll.span.extend(next - 1)
+		w.roll.last = max(w.roll.last, next-1)
+	}
+	w.pos = next
 }
 
 func (w *worker) openRoll(first int64) {

@@ -102,7 +102,7 @@ func ordersReplicator(tb testing.TB, dir string) *Replicator {
 // applied (here in one goroutine).
 func (w *worker) processMessages(msgs []kafkago.Message) error {
 	w.decoded = w.dec.DecodeBatch(w.decoded[:0], kafka.FetchBatch{Messages: msgs})
-	err := w.process(w.decoded)
+	err := w.process(w.decoded, 0)
 	w.dec.Reset()
 	return err
 }

@@ -48,10 +48,16 @@ func (e *GapError) Error() string {
 const fetchResponseMargin = 30 * time.Second
 
 // FetchBatch is a run of consecutive messages of one partition, in offset order, with the high
-// watermark the broker reported. An empty batch means a fetch found no new message.
+// watermark the broker reported and the fetch's position after it. An empty batch means a fetch
+// found no new message.
 type FetchBatch struct {
 	Messages      []kafkago.Message
 	HighWaterMark int64
+	// Next is the offset the partition's next fetch starts at: past the batch's messages and past
+	// the offsets read after them that hold none (transaction markers, an aborted transaction's
+	// messages). A consumer that commits it, as Kafka's own consumer commits its position, is not
+	// left one offset short of the end of a partition that ends with a marker.
+	Next int64
 }
 
 // Before returns the batch without its messages at or past end.
@@ -62,6 +68,7 @@ func (b FetchBatch) Before(end int64) FetchBatch {
 			break
 		}
 	}
+	b.Next = min(b.Next, end)
 	return b
 }
 
@@ -338,7 +345,7 @@ func (f *partitionFetch) readBatch(conn *leaderConn) (sent bool, readErr error) 
 		read++
 		if len(msgs) == f.o.BatchLen {
 			f.offset = msgs[len(msgs)-1].Offset + 1
-			if !f.send(FetchBatch{Messages: msgs, HighWaterMark: res.highWaterMark}) {
+			if !f.send(FetchBatch{Messages: msgs, HighWaterMark: res.highWaterMark, Next: f.offset}) {
 				return false, nil
 			}
 			msgs = nil
@@ -365,7 +372,7 @@ func (f *partitionFetch) readBatch(conn *leaderConn) (sent bool, readErr error) 
 		}
 	}
 	if len(msgs) > 0 || readErr == nil {
-		if !f.send(FetchBatch{Messages: msgs, HighWaterMark: res.highWaterMark}) {
+		if !f.send(FetchBatch{Messages: msgs, HighWaterMark: res.highWaterMark, Next: f.offset}) {
 			return false, readErr
 		}
 	}
@@ -407,7 +414,7 @@ func (f *partitionFetch) readLegacy(conn *leaderConn) (sent bool, readErr error)
 		}
 		msgs = append(msgs, m)
 		if len(msgs) == f.o.BatchLen {
-			if !f.send(FetchBatch{Messages: msgs, HighWaterMark: hwm}) {
+			if !f.send(FetchBatch{Messages: msgs, HighWaterMark: hwm, Next: f.offset}) {
 				batch.Close()
 				return false, nil
 			}
@@ -416,7 +423,7 @@ func (f *partitionFetch) readLegacy(conn *leaderConn) (sent bool, readErr error)
 	}
 	readErr = batch.Close()
 	if len(msgs) > 0 || readErr == nil {
-		if !f.send(FetchBatch{Messages: msgs, HighWaterMark: hwm}) {
+		if !f.send(FetchBatch{Messages: msgs, HighWaterMark: hwm, Next: f.offset}) {
 			return false, readErr
 		}
 	}

@@ -35,11 +35,12 @@ type PartitionSource struct {
 }
 
 // Decoded is the payload of a PartitionSource's batch: its messages' changes, one per message in
-// offset order (their values valid until the batch's Release), and the partition's high
-// watermark as the fetch saw it (0: not reported).
+// offset order (their values valid until the batch's Release), the partition's high watermark
+// as the fetch saw it (0: not reported) and the read's position after the batch (FetchBatch.Next).
 type Decoded struct {
 	Changes       []Change
 	HighWaterMark int64
+	Next          int64
 	arena         Arena
 }
 
@@ -81,6 +82,8 @@ func (s *PartitionSource) Run(ctx context.Context, resume map[string]pipeline.St
 		if k := len(fb.Messages); k > 0 {
 			next = fb.Messages[k-1].Offset + 1
 		}
+		// past a transaction's marker at the end, which no message follows
+		next = max(next, fb.Next)
 		b := s.batch(stream, fb, f, free)
 		select {
 		case out <- b:
@@ -108,7 +111,7 @@ func (s *PartitionSource) batch(stream string, fb FetchBatch, f *Fetcher, free c
 	default:
 		d = &Decoded{}
 	}
-	d.HighWaterMark = fb.HighWaterMark
+	d.HighWaterMark, d.Next = fb.HighWaterMark, fb.Next
 	s.Decoder.UseArena(&d.arena)
 	d.Changes = s.Decoder.DecodeBatch(d.Changes[:0], fb)
 	s.Decoder.UseArena(nil)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
@@ -151,4 +153,79 @@ func partitionSource(t *testing.T, name string, n int) (*kafkatest.Cluster, *kaf
 		t.Fatal(err)
 	}
 	return c, &kafka.PartitionSource{Config: &cfg, Dialer: dialer, Partition: 0, Decoder: dec}
+}
+
+// A topic written by a transactional producer ends with a commit marker, which is no message.
+// A bounded read up to the end offset ends there by itself: the Window of migrate and report
+// (its Idle, which ends a stalled window, set out of reach) and the PartitionSource of verify
+// (which before waited for a message at or past End for ever), and the source's last batch
+// carries the position past the marker.
+func TestBoundedReadsEndAtATransactionMarker(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "txn-end", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	txn, _ := c.Producers(t, topic)
+	for i := range 2 {
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for j := range 3 {
+			v := fmt.Sprintf(`{"userid":"u%d","orderid":%d}`, i, j)
+			if err := txn.ProduceSync(ctx, &kgo.Record{Key: []byte(v), Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const end, messages = 8, 6 // three messages and a marker a transaction
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic+"?format=json", os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	w, err := kafka.NewWindow(ctx, cfg, schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Idle = time.Hour
+	out := make(chan pipeline.Batch, 64)
+	if err := w.Run(ctx, nil, out); err != nil {
+		t.Fatalf("the window over offsets 0-%d ended with %v, want it to end at its end offset", end-1, err)
+	}
+	close(out)
+	n := 0
+	for b := range out {
+		n += len(b.Records)
+	}
+	if n != messages {
+		t.Errorf("the window read %d records, want %d", n, messages)
+	}
+
+	dialer, err := cfg.Dialer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := kafka.NewDecoder(cfg, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &kafka.PartitionSource{Config: &cfg, Dialer: dialer, Partition: 0, Decoder: dec, End: end}
+	sent := make(chan pipeline.Batch, 64)
+	if err := src.Run(ctx, nil, sent); err != nil {
+		t.Fatalf("the source bounded at %d ended with %v, want it to end there", end, err)
+	}
+	close(sent)
+	var next int64
+	n = 0
+	for b := range sent {
+		d := b.Payload.(*kafka.Decoded)
+		n += len(d.Changes)
+		next = d.Next
+	}
+	if n != messages || next != end {
+		t.Errorf("the source sent %d changes and ended at position %d, want %d and %d", n, next, messages, end)
+	}
 }

@@ -44,7 +44,9 @@ type Window struct {
 	// BatchSize is the number of records per batch (default 1024).
 	BatchSize int
 	// Idle ends a partition's stream when no message arrives for this long before its end
-	// offset is reached (compacted topics and transaction markers leave gaps before the end).
+	// offset is reached. The fetch's position passes transaction markers and the offsets
+	// compaction removed, so the stream ends there without waiting; Idle ends it when no fetch
+	// gets further: an open transaction holds back the rest, or the brokers do not answer.
 	// Default 5s.
 	Idle time.Duration
 	// Timestamps makes every batch carry its messages' timestamps (Batch.WriteTimes, epoch ms;
@@ -256,8 +258,9 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 		select {
 		case b, ok = <-f.C:
 		case <-timer.C:
-			w.log.Info("no message before the window's end offset; ending the partition's window",
-				zap.String("stream", Stream(w.cfg.Topic, partition)), zap.Int64("offset", from), zap.Int64("end", end))
+			w.log.Warn("nothing read for a while before the window's end offset: the partition's window ends here, without the messages up to its end "+
+				"(an open transaction holds them back until it commits or aborts, or the brokers do not answer); run again once it has ended",
+				zap.String("stream", Stream(w.cfg.Topic, partition)), zap.Int64("offset", from), zap.Int64("end", end), zap.Duration("waited", w.Idle))
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -269,6 +272,9 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 			return ctx.Err()
 		}
 		if len(b.Messages) == 0 {
+			if b.Next >= end {
+				return nil // the window ends with offsets that hold no message (a transaction's marker)
+			}
 			if err := idle(); err != nil {
 				return err
 			}
@@ -285,7 +291,7 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 			}
 			from = m.Offset + 1
 		}
-		if from >= end {
+		if max(from, b.Next) >= end {
 			return nil
 		}
 		if len(f.C) == 0 {
