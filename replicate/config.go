@@ -129,8 +129,8 @@ type GroupOptions struct {
 	StartOffset int64
 }
 
-// Hooks are called by a partition's worker while it closes a roll, or, into a SQL table, after
-// it applied a batch (StepApplied, then StepOffset; first and last are the batch's offsets);
+// Hooks are called by a partition's worker while it closes a roll, or, into a SQL table, around
+// a batch (StepApplying, StepApplied, then StepOffset; first and last are the batch's offsets);
 // Joined by the member as it receives a generation.
 type Hooks struct {
 	// Commit runs at each step of a roll's commit. A non-nil error stops the process there as
@@ -157,6 +157,8 @@ const (
 	StepManifest CommitStep = "manifest" // manifest.json lists the roll: it is committed; the Kafka offset is not
 	StepOffset   CommitStep = "offset"   // the Kafka offset after the roll is committed
 
+	// StepApplying: into a SQL table, a batch's statements are about to run.
+	StepApplying CommitStep = "applying"
 	// StepApplied: into a SQL table, every statement of a batch succeeded and its rejects are
 	// durable; the Kafka offset after it is not committed (a crash replays the batch).
 	StepApplied CommitStep = "applied"

@@ -421,11 +421,12 @@ func (r *Replicator) runWorkers(ctx, gctx context.Context, stop <-chan struct{},
 	defer cancel(nil)
 	closed := make(chan struct{}) // the workers closed their rolls and committed
 	defer close(closed)
+	lease := newLease(r.cfg.Group)
+	go r.heartbeat(ctx, gen, lease, closed)
 	go func() {
 		select {
 		case <-gctx.Done():
 			cancel(errGenerationEnded)
-			r.keepAlive(ctx, gen, closed)
 		case <-stop:
 			cancel(errStop)
 		case <-wctx.Done():
@@ -439,7 +440,9 @@ func (r *Replicator) runWorkers(ctx, gctx context.Context, stop <-chan struct{},
 			defer wg.Done()
 			var err error
 			if r.sqlw != nil {
-				err = r.newSQLWorker(a.ID, commit).run(wctx, ctx, a.Offset)
+				w := r.newSQLWorker(a.ID, commit)
+				w.lease = lease
+				err = w.run(wctx, ctx, a.Offset)
 			} else {
 				err = r.newWorker(a.ID, commit, len(assigned)).run(wctx, ctx, a.Offset, claims[a.ID])
 			}
@@ -455,20 +458,28 @@ func (r *Replicator) runWorkers(ctx, gctx context.Context, stop <-chan struct{},
 	// would end the generation and make the group rebalance again at once
 	<-wctx.Done()
 	if p := failed.Load(); p != nil {
+		if errors.Is(*p, errLeaseLost) {
+			// not a failure: the group goes on without this member, which joins again
+			r.log.Warn("stopping this generation's work and joining the group again: what this member read and did not apply is left to the partitions' next owner", zap.Error(*p))
+			return nil
+		}
 		return *p
 	}
 	return nil
 }
 
-// keepAlive heartbeats the generation's member until closed is closed. kafka-go stops
-// heartbeating as soon as a rebalance begins, and the broker drops a member that sends none for
-// its session timeout, even while the group waits (up to the rebalance timeout) for it to close
-// its rolls and commit their offsets: those commits would be refused and the messages replayed.
-func (r *Replicator) keepAlive(ctx context.Context, gen *kafkago.Generation, closed <-chan struct{}) {
+// heartbeat heartbeats the generation's member until closed is closed, beside kafka-go's own
+// heartbeats, and renews lease with every beat the broker accepts. kafka-go stops heartbeating as
+// soon as a rebalance begins, and the broker drops a member that sends none for its session
+// timeout, even while the group waits (up to the rebalance timeout) for it to close its rolls and
+// commit their offsets: those commits would be refused and the messages replayed. kafka-go does
+// not say when its beats were accepted, which the lease needs.
+func (r *Replicator) heartbeat(ctx context.Context, gen *kafkago.Generation, lease *lease, closed <-chan struct{}) {
 	log := r.log.With(zap.String("group", gen.GroupID), zap.Int32("generation", gen.ID))
 	cl, tr, err := r.cfg.Kafka.Client()
 	if err != nil {
-		log.Warn("cannot heartbeat while closing the generation's rolls: the broker may drop this member after its session timeout", zap.Error(err))
+		log.Warn("cannot heartbeat: the broker may drop this member after its session timeout while it closes its rolls, and a SQL target's statements run without knowing whether it did", zap.Error(err))
+		lease.forgo()
 		return
 	}
 	defer tr.CloseIdleConnections()
@@ -491,6 +502,7 @@ func (r *Replicator) keepAlive(ctx context.Context, gen *kafkago.Generation, clo
 			}
 		}
 		var resp *kafkago.HeartbeatResponse
+		sent := lease.since()
 		if coordinator != nil {
 			resp, err = cl.Heartbeat(hctx, &kafkago.HeartbeatRequest{Addr: coordinator, GroupID: gen.GroupID, GenerationID: gen.ID, MemberID: gen.MemberID})
 		}
@@ -498,12 +510,15 @@ func (r *Replicator) keepAlive(ctx context.Context, gen *kafkago.Generation, clo
 		switch {
 		case coordinator == nil || err != nil:
 			coordinator = nil // found again at the next beat
-			log.Debug("heartbeat while closing the generation's rolls failed; retrying", zap.Error(err))
+			log.Debug("heartbeat failed; retrying", zap.Error(err))
 		case resp.Error != nil && !errors.Is(resp.Error, kafkago.RebalanceInProgress):
 			// the answer during a rebalance is REBALANCE_IN_PROGRESS: the beat counts; any other
 			// error means the member is out of the group already
-			log.Debug("heartbeats while closing the generation's rolls end", zap.Error(resp.Error))
+			lease.lost.Store(true)
+			log.Info("heartbeats end: the broker says this member is no longer in the generation", zap.Error(resp.Error))
 			return
+		default:
+			lease.renew(sent)
 		}
 	}
 }
@@ -541,4 +556,6 @@ func (r *Replicator) othersPartitions(ctx context.Context, parts []int) []int {
 var (
 	errGenerationEnded = errors.New("generation ended")
 	errStop            = errors.New("stopping")
+	// errLeaseLost: the member may no longer hold its generation's partitions (lease)
+	errLeaseLost = errors.New("this member's lease on its partitions ran out: no heartbeat was accepted for longer than the session timeout allows, or the broker dropped the member")
 )

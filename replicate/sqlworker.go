@@ -60,6 +60,7 @@ func (r *Replicator) openSQL() error {
 // sqlWorker replicates one partition into the table for one generation.
 type sqlWorker struct {
 	partWorker
+	lease    *lease // the generation's: statements run only while it is held (nil: not checked)
 	ops      []sqlsink.Op
 	opMsg    []int // ops[i] comes from message opMsg[i] of the batch
 	rejects  []*output.Reject
@@ -127,6 +128,12 @@ func (w *sqlWorker) apply(ctx context.Context, changes []kafka.Change, next int6
 			return err
 		}
 		w.cleaned = true
+	}
+	if err := w.hook(StepApplying, first, last); err != nil {
+		return err
+	}
+	if w.lease != nil && !w.lease.held() {
+		return fmt.Errorf("offsets %d to %d not applied: %w", first, last, errLeaseLost)
 	}
 	rej, err := r.sqlw.Apply(ctx, w.ops)
 	if err != nil {

@@ -246,3 +246,34 @@ func TestBatchWithoutChangesMovesTheLagOnly(t *testing.T) {
 		t.Fatalf("lag %d, high watermark %d; want 15 and 25", lag, w.hwm)
 	}
 }
+
+// A member's lease is held for the session timeout, less two heartbeat intervals, after the send
+// of the last heartbeat the broker accepted (or after the join), and no longer once the broker
+// said the member is out; a late answer to an older beat does not move it back.
+func TestLeaseHeldUntilItsLengthAfterTheLastAcceptedBeat(t *testing.T) {
+	l := newLease(GroupOptions{SessionTimeout: 10 * time.Second, HeartbeatInterval: time.Second}) // 8 s
+	if !l.held() {
+		t.Fatal("not held right after the join")
+	}
+	l.start = time.Now().Add(-20 * time.Second) // the join was 20 s ago
+	if l.held() {
+		t.Fatal("held 20 s after the join without a beat accepted")
+	}
+	l.renew(15 * time.Second) // a beat sent 5 s ago
+	l.renew(2 * time.Second)  // an older one's answer, late
+	if !l.held() {
+		t.Fatal("not held 5 s after the send of a beat accepted")
+	}
+	l.start = l.start.Add(-4 * time.Second) // 9 s after that send
+	if l.held() {
+		t.Fatal("held 9 s after the last beat accepted, past the lease's 8 s")
+	}
+	l.forgo()
+	if !l.held() {
+		t.Fatal("not held once the member cannot heartbeat on its own")
+	}
+	l.lost.Store(true)
+	if l.held() {
+		t.Fatal("held after the broker said the member is out")
+	}
+}

@@ -140,6 +140,12 @@ func partitionSource(t *testing.T, name string, n int) (*kafkatest.Cluster, *kaf
 	c := kafkatest.Start(t)
 	topic := c.CreateTopic(t, name, 1)
 	produceOrders(t, c, topic, 1, n)
+	return c, topicSource(t, c, topic)
+}
+
+// topicSource is the source of topic's partition 0, read as JSON orders from offset 0.
+func topicSource(t *testing.T, c *kafkatest.Cluster, topic string) *kafka.PartitionSource {
+	t.Helper()
 	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic+"?format=json", os.Getenv)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +158,7 @@ func partitionSource(t *testing.T, name string, n int) (*kafkatest.Cluster, *kaf
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, &kafka.PartitionSource{Config: &cfg, Dialer: dialer, Partition: 0, Decoder: dec}
+	return &kafka.PartitionSource{Config: &cfg, Dialer: dialer, Partition: 0, Decoder: dec}
 }
 
 // A topic written by a transactional producer ends with a commit marker, which is no message.
@@ -181,12 +187,10 @@ func TestBoundedReadsEndAtATransactionMarker(t *testing.T) {
 		}
 	}
 	const end, messages = 8, 6 // three messages and a marker a transaction
-	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic+"?format=json", os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := topicSource(t, c, topic)
+	src.End = end
 
-	w, err := kafka.NewWindow(ctx, cfg, schema, nil)
+	w, err := kafka.NewWindow(ctx, *src.Config, schema, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,15 +208,6 @@ func TestBoundedReadsEndAtATransactionMarker(t *testing.T) {
 		t.Errorf("the window read %d records, want %d", n, messages)
 	}
 
-	dialer, err := cfg.Dialer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec, err := kafka.NewDecoder(cfg, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := &kafka.PartitionSource{Config: &cfg, Dialer: dialer, Partition: 0, Decoder: dec, End: end}
 	sent := make(chan pipeline.Batch, 64)
 	if err := src.Run(ctx, nil, sent); err != nil {
 		t.Fatalf("the source bounded at %d ended with %v, want it to end there", end, err)
