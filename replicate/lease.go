@@ -7,12 +7,15 @@ import (
 )
 
 // lease tells whether this member still holds its generation's partitions, as far as it can
-// know. The broker drops a member a session timeout after the last heartbeat it received and
-// gives its partitions to others; a member paused past that (a stopped process, a frozen VM, a
-// network partition from the brokers but not from the table) and resumed would apply the batch it
-// had read over newer changes their new owner applied. A table gives no fencing, so a SQL worker
-// asks the lease right before a batch's statements run: it is held until a session timeout, less
-// a margin, after the send of the last heartbeat the broker accepted (or after the join).
+// know. The broker drops a member a session timeout after the last heartbeat it received, or a
+// rebalance timeout after a rebalance began (another member joined) if it has not joined again,
+// and gives its partitions to others; a member paused past that (a stopped process, a frozen VM,
+// a network partition from the brokers but not from the table) and resumed would apply the batch
+// it had read over newer changes their new owner applied. A table gives no fencing, so a SQL
+// worker asks the lease right before a batch's statements run: it is held for the shorter of the
+// two timeouts, less two heartbeat intervals, after the send of the last heartbeat the broker
+// accepted with no rebalance under way (or after the join). A beat answered
+// REBALANCE_IN_PROGRESS does not renew it: the rebalance began at some moment before.
 type lease struct {
 	start  time.Time     // the base of sent (monotonic)
 	length time.Duration // how long a heartbeat holds the lease from its send
@@ -22,7 +25,8 @@ type lease struct {
 
 // newLease starts a lease held from now, the generation's join.
 func newLease(g GroupOptions) *lease {
-	return &lease{start: time.Now(), length: max(g.SessionTimeout-2*g.HeartbeatInterval, g.SessionTimeout/2)}
+	timeout := min(g.SessionTimeout, g.RebalanceTimeout)
+	return &lease{start: time.Now(), length: max(timeout-2*g.HeartbeatInterval, timeout/2)}
 }
 
 // since is the lease's clock: the time since it started.

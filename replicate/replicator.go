@@ -511,14 +511,14 @@ func (r *Replicator) heartbeat(ctx context.Context, gen *kafkago.Generation, lea
 		case coordinator == nil || err != nil:
 			coordinator = nil // found again at the next beat
 			log.Debug("heartbeat failed; retrying", zap.Error(err))
-		case resp.Error != nil && !errors.Is(resp.Error, kafkago.RebalanceInProgress):
-			// the answer during a rebalance is REBALANCE_IN_PROGRESS: the beat counts; any other
-			// error means the member is out of the group already
+		case resp.Error == nil:
+			lease.renew(sent)
+		case !errors.Is(resp.Error, kafkago.RebalanceInProgress):
+			// the answer during a rebalance is REBALANCE_IN_PROGRESS: the beat counts for the
+			// broker (not for the lease); any other error means the member is out of the group
 			lease.lost.Store(true)
 			log.Info("heartbeats end: the broker says this member is no longer in the generation", zap.Error(resp.Error))
 			return
-		default:
-			lease.renew(sent)
 		}
 	}
 }

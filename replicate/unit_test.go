@@ -247,11 +247,15 @@ func TestBatchWithoutChangesMovesTheLagOnly(t *testing.T) {
 	}
 }
 
-// A member's lease is held for the session timeout, less two heartbeat intervals, after the send
-// of the last heartbeat the broker accepted (or after the join), and no longer once the broker
-// said the member is out; a late answer to an older beat does not move it back.
+// A member's lease is held for the shorter of the session and rebalance timeouts, less two
+// heartbeat intervals, after the send of the last heartbeat the broker accepted (or after the
+// join), and no longer once the broker said the member is out; a late answer to an older beat
+// does not move it back.
 func TestLeaseHeldUntilItsLengthAfterTheLastAcceptedBeat(t *testing.T) {
-	l := newLease(GroupOptions{SessionTimeout: 10 * time.Second, HeartbeatInterval: time.Second}) // 8 s
+	if l := newLease(GroupOptions{SessionTimeout: 10 * time.Second, RebalanceTimeout: 5 * time.Second, HeartbeatInterval: time.Second}); l.length != 3*time.Second {
+		t.Fatalf("lease of %s with a rebalance timeout of 5 s, want 3 s: a rebalance drops a member that has not joined again after it", l.length)
+	}
+	l := newLease(GroupOptions{SessionTimeout: 10 * time.Second, RebalanceTimeout: time.Minute, HeartbeatInterval: time.Second}) // 8 s
 	if !l.held() {
 		t.Fatal("not held right after the join")
 	}

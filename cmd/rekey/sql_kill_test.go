@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -420,7 +421,8 @@ func (s *e2eStream) waitApplying(t *testing.T, caughtUp func(*e2eStream) bool) {
 
 // killArmEnv names a file through which a test arms the kill point of a running rekey process:
 // once the file holds STEP:N (a step of killAtEnv, or "statement": a statement into a SQL table
-// succeeded), the process SIGKILLs itself at the N-th such step after that.
+// succeeded), the process SIGKILLs itself at the N-th such step after that; STEP:N:stop, it
+// SIGSTOPs itself there instead (a paused process), and goes on from there once continued.
 const killArmEnv = "REKEY_TEST_KILL_ARM"
 
 // processHooks are the replicator's fault hooks of a rekey process a test starts: killAtEnv's
@@ -443,9 +445,10 @@ func processHooks(getenv func(string) string) replicate.Hooks {
 		}
 		spec := strings.TrimSpace(string(data))
 		want, count, _ := strings.Cut(spec, ":")
+		count, action, _ := strings.Cut(count, ":")
 		n, err := strconv.ParseInt(count, 10, 64)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %q: want STEP:N\n", path, spec)
+		if err != nil || (action != "" && action != "stop") {
+			fmt.Fprintf(os.Stderr, "%s: %q: want STEP:N or STEP:N:stop\n", path, spec)
 			os.Exit(2)
 		}
 		mu.Lock()
@@ -455,6 +458,10 @@ func processHooks(getenv func(string) string) replicate.Hooks {
 		}
 		if step == want {
 			if seen++; seen == n {
+				if action == "stop" {
+					stopHere() // returns once continued
+					return
+				}
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 				select {} // the signal is on its way: nothing more may happen
 			}
@@ -466,23 +473,37 @@ func processHooks(getenv func(string) string) replicate.Hooks {
 	}
 }
 
+// stopHere stops the process (SIGSTOP) before the caller goes on. The signal goes to the calling
+// thread: sent to the process, another thread could take it while this one ran on for a while.
+func stopHere() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	syscall.Tgkill(os.Getpid(), syscall.Gettid(), syscall.SIGSTOP)
+}
+
 // start runs the stream's rekey process, with its kill point disarmed (killArmEnv).
 func (s *e2eStream) start(t *testing.T) {
 	t.Helper()
 	s.rekeyProc.start(t, killArmEnv+"="+s.armPath)
 }
 
+// arm writes spec (STEP:N, STEP:N:stop) to the killArmEnv file at path, whole at once.
+func arm(t *testing.T, path, spec string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // killAt arms the running process's kill point (killArmEnv) and waits for it to die there;
 // when it has nothing left to apply (the topic fully applied), it is SIGKILLed at once.
 func (s *e2eStream) killAt(t *testing.T, at string, caughtUp func(*e2eStream) bool) {
 	t.Helper()
-	tmp := s.armPath + ".tmp"
-	if err := os.WriteFile(tmp, []byte(at), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, s.armPath); err != nil {
-		t.Fatal(err)
-	}
+	arm(t, s.armPath, at)
 	polls := 0
 	idle := false
 	wait.For(t, func() bool {
