@@ -121,6 +121,9 @@ func TestPausedMemberDoesNotApplyOverItsSuccessor(t *testing.T) {
 	}
 	// a joins the group again once it gave up its batch, or is killed after applying it
 	wait.For(t, func() bool { return a.r.Metrics().Rebalances.Load() >= 2 || len(a.done) > 0 }, "the paused member to join again")
+	if n := a.r.Metrics().LeasesLost.Load(); n != 1 {
+		t.Errorf("rekey_leases_lost_total %d, want 1", n)
+	}
 	got := amounts()
 	for _, k := range keys {
 		if got[k] != 3 {

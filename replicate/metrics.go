@@ -48,6 +48,9 @@ type Metrics struct {
 	Rebalances    atomic.Int64 // generations joined
 	Gaps          atomic.Int64 // runs of messages deleted before they were read, skipped (AcceptGaps)
 	GapMessages   atomic.Int64 // messages in them
+	// LeasesLost counts the generations a member gave up because its lease ran out before a
+	// batch's statements (into a table)
+	LeasesLost atomic.Int64
 
 	registry        *prometheus.Registry
 	rollSeconds     prometheus.Histogram // a roll's whole close
@@ -134,6 +137,7 @@ func newMetrics(topic, version string, ends func(context.Context) ([]kafka.Parti
 		counter("rekey_gaps_total", "Runs of messages the topic deleted (retention) before they were read, skipped with --accept-gaps.", &m.Gaps),
 		counter("rekey_gap_messages_total", "Messages the topic deleted (retention) before they were read, skipped with --accept-gaps: lost to the table.", &m.GapMessages),
 		counter("rekey_generations_total", "Consumer group generations joined (rebalances).", &m.Rebalances),
+		counter("rekey_leases_lost_total", "Generations this member gave up before a batch's statements into a table: no heartbeat accepted for longer than the session or rebalance timeout allows (a paused process, a network partition from the brokers), so the partitions may be another member's.", &m.LeasesLost),
 		m.rollSeconds, m.manifestSeconds, m.offsetSeconds,
 		gauge("rekey_roll_seconds_max", "Longest roll close.", func() float64 {
 			m.mu.Lock()

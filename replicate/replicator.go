@@ -460,6 +460,7 @@ func (r *Replicator) runWorkers(ctx, gctx context.Context, stop <-chan struct{},
 	if p := failed.Load(); p != nil {
 		if errors.Is(*p, errLeaseLost) {
 			// not a failure: the group goes on without this member, which joins again
+			r.metrics.LeasesLost.Add(1)
 			r.log.Warn("stopping this generation's work and joining the group again: what this member read and did not apply is left to the partitions' next owner", zap.Error(*p))
 			return nil
 		}

@@ -152,7 +152,7 @@ func (f *replicateFlags) register(inv *invocation, fl *pflag.FlagSet) {
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics (Prometheus text format) and /healthz on this address, e.g. :9464")
 	f.progress.register(inv, fl)
 	fl.Lookup("progress").Usage = "status on stderr: auto (a line redrawn every second on a terminal, a plain line every --progress-interval otherwise), bar (the redrawn line), plain, never"
-	fl.DurationVar(&f.session, "session-timeout", 30*time.Second, "consumer group session timeout")
+	fl.DurationVar(&f.session, "session-timeout", 30*time.Second, "consumer group session timeout; into a table, a member with no heartbeat accepted for the shorter of this and --rebalance-timeout (less two heartbeats) runs no more statements, since its partitions may be another member's")
 	fl.DurationVar(&f.rebalance, "rebalance-timeout", 60*time.Second, "consumer group rebalance timeout: how long the broker waits for the members to rejoin (each closes its rolls first)")
 	fl.BoolVar(&f.acceptGaps, "accept-gaps", false, "continue past messages the topic deleted (retention) before they were read: logged, counted (rekey_gap_messages_total) and recorded in manifest.json (default: stop with an error)")
 	fl.BoolVar(&f.markStart, "mark-start", false, "fix where a new consumer group starts: commit the topic's end offsets now for the group, then exit (takes --source alone, without start=); the next replicate with that group applies only the messages produced after the mark")
