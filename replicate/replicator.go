@@ -485,6 +485,7 @@ func (r *Replicator) heartbeat(ctx context.Context, gen *kafkago.Generation, lea
 	}
 	defer tr.CloseIdleConnections()
 	var coordinator net.Addr
+	warned := false
 	t := time.NewTicker(r.cfg.Group.HeartbeatInterval)
 	defer t.Stop()
 	for {
@@ -512,6 +513,12 @@ func (r *Replicator) heartbeat(ctx context.Context, gen *kafkago.Generation, lea
 		case coordinator == nil || err != nil:
 			coordinator = nil // found again at the next beat
 			log.Debug("heartbeat failed; retrying", zap.Error(err))
+			if !warned && !lease.renewedWithin(lease.length/2) {
+				// said once a generation: past the lease, a table's statements stop
+				warned = true
+				log.Warn("heartbeats are not getting through to the group coordinator; retrying", zap.Error(err),
+					zap.Duration("lease_left", max(0, lease.length-lease.since()+time.Duration(lease.sent.Load()))))
+			}
 		case resp.Error == nil:
 			lease.renew(sent)
 		case !errors.Is(resp.Error, kafkago.RebalanceInProgress):
