@@ -565,5 +565,5 @@ var (
 	errGenerationEnded = errors.New("generation ended")
 	errStop            = errors.New("stopping")
 	// errLeaseLost: the member may no longer hold its generation's partitions (lease)
-	errLeaseLost = errors.New("this member's lease on its partitions ran out: no heartbeat was accepted for longer than the session timeout allows, or the broker dropped the member")
+	errLeaseLost = errors.New("this member's lease on its partitions ran out: no heartbeat was accepted for longer than the session and rebalance timeouts allow, or the broker dropped the member")
 )
