@@ -44,11 +44,11 @@ func (l *lease) renew(sent time.Duration) {
 
 // held tells whether the member holds its partitions: no broker said otherwise, and a heartbeat
 // it accepted was sent less than the lease's length ago.
-func (l *lease) held() bool { return !l.lost.Load() && l.renewedWithin(l.length) }
+func (l *lease) held() bool { return !l.lost.Load() && l.left() > 0 }
 
-// renewedWithin tells whether the last heartbeat accepted (or the join) was sent less than d ago.
-func (l *lease) renewedWithin(d time.Duration) bool {
-	return l.since()-time.Duration(l.sent.Load()) < d
+// left is the time until the lease runs out (negative once it has), unless a heartbeat renews it.
+func (l *lease) left() time.Duration {
+	return l.length - (l.since() - time.Duration(l.sent.Load()))
 }
 
 // forgo gives up checking: the member cannot heartbeat on its own, so held says true for as

@@ -513,11 +513,11 @@ func (r *Replicator) heartbeat(ctx context.Context, gen *kafkago.Generation, lea
 		case coordinator == nil || err != nil:
 			coordinator = nil // found again at the next beat
 			log.Debug("heartbeat failed; retrying", zap.Error(err))
-			if !warned && !lease.renewedWithin(lease.length/2) {
+			if left := lease.left(); !warned && left < lease.length/2 {
 				// said once a generation: past the lease, a table's statements stop
 				warned = true
 				log.Warn("heartbeats are not getting through to the group coordinator; retrying", zap.Error(err),
-					zap.Duration("lease_left", max(0, lease.length-lease.since()+time.Duration(lease.sent.Load()))))
+					zap.Duration("lease_left", max(0, left)))
 			}
 		case resp.Error == nil:
 			lease.renew(sent)

@@ -181,14 +181,13 @@ func (w *sqlWorker) commitOffset(off int64) bool {
 	return true
 }
 
-// pass moves the position to next past offsets that hold no message and commits it, as
-// worker.pass does for files: here everything before is applied already.
+// pass moves the position to next past offsets that hold no message (step hands over a batch
+// without changes only then) and commits it, as worker.pass does for files: here everything
+// before is applied already.
 func (w *sqlWorker) pass(next int64) {
-	if w.pos >= 0 && next > w.pos {
-		w.r.metrics.position(w.partition, next, w.hwm)
-		w.commitOffset(next)
-	}
-	w.pos = max(w.pos, next)
+	w.pos = next
+	w.r.metrics.position(w.partition, next, w.hwm)
+	w.commitOffset(next)
 }
 
 // hook runs the fault hook of a step after a batch; its error stops the process as a kill would.

@@ -79,11 +79,7 @@ func (s *PartitionSource) Run(ctx context.Context, resume map[string]pipeline.St
 			fb = fb.Before(s.End)
 			ended = len(fb.Messages) < n
 		}
-		if k := len(fb.Messages); k > 0 {
-			next = fb.Messages[k-1].Offset + 1
-		}
-		// past a transaction's marker at the end, which no message follows
-		next = max(next, fb.Next)
+		next = max(next, fb.Next) // past the batch's messages, and a transaction's marker after them
 		b := s.batch(stream, fb, f, free)
 		select {
 		case out <- b:
