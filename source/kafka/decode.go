@@ -109,6 +109,9 @@ type Decoder struct {
 	lastSchema string
 	scale      []cqlvalue.TimeUnit
 	scaleAny   bool
+	// the same of the last wrapped message key's schema (keyScale nil: no time column)
+	lastKeySchema string
+	keyScale      []cqlvalue.TimeUnit
 
 	// SkipRepeats marks the Cassandra connector's events that repeat ones already decoded (see
 	// repeats), counting them in Repeats: set it on a decoder of one partition's messages in
@@ -507,11 +510,12 @@ func (d *Decoder) scaledTimestamp(ci int, raw string, unit cqlvalue.TimeUnit) (p
 	return cqlvalue.Scalar(cqlvalue.Timestamp).WithTimestampUnit(unit).FromJSON(raw)
 }
 
-// keyDoc returns the key as a JSON object (unwrapping schema/payload), or "" when it is not one.
-func keyDoc(key []byte) string {
+// keyDoc returns the key as a JSON object (unwrapping schema/payload, whose schema it returns
+// too), or "" when it is not one.
+func keyDoc(key []byte) (doc, schema string) {
 	k := strings.TrimSpace(str(key))
 	if !strings.HasPrefix(k, "{") {
-		return ""
+		return "", ""
 	}
 	var schemaRaw, payloadRaw string
 	members := 0
@@ -524,22 +528,47 @@ func keyDoc(key []byte) string {
 			payloadRaw = raw
 		}
 	}) != nil {
-		return ""
+		return "", ""
 	}
 	if members == 2 && schemaRaw != "" {
 		if strings.HasPrefix(payloadRaw, "{") {
-			return payloadRaw
+			return payloadRaw, schemaRaw
 		}
-		return "" // a wrapped scalar key: handled by keyScalar
+		return "", "" // a wrapped scalar key: handled by keyScalar
 	}
-	return k
+	return k, ""
+}
+
+// keyUnits returns the time units of a Debezium key's columns (nil: none): a key the JSON
+// converter wrapped names them in its own schema; an unwrapped key's columns are the value's,
+// whose envelope schema gave them. Read in milliseconds, a MicroTimestamp key column refused
+// every tombstone of its rows.
+func (d *Decoder) keyUnits(schema string) []cqlvalue.TimeUnit {
+	if d.format != FormatDebezium {
+		return nil
+	}
+	if schema == "" || schema == "null" {
+		if d.scaleAny {
+			return d.scale
+		}
+		return nil
+	}
+	if schema != d.lastKeySchema {
+		d.lastKeySchema = strings.Clone(schema)
+		d.keyScale = nil
+		var s connectSchema
+		if scale := make([]cqlvalue.TimeUnit, len(d.names)); json.Unmarshal([]byte(schema), &s) == nil && d.timeUnits(s.Fields, scale) {
+			d.keyScale = scale
+		}
+	}
+	return d.keyScale
 }
 
 // fillFromKey sets null columns from the message key; it returns the fields it found.
 func (d *Decoder) fillFromKey(vals []pipeline.Value, key []byte) (found int, rerr *pipeline.RowError) {
-	if doc := keyDoc(key); doc != "" {
+	if doc, schema := keyDoc(key); doc != "" {
 		tmp := d.alloc()
-		if rerr = d.fields(doc, tmp, nil, nil); rerr != nil {
+		if rerr = d.fields(doc, tmp, d.keyUnits(schema), nil); rerr != nil {
 			return 0, rerr
 		}
 		for i, v := range tmp {
@@ -988,27 +1017,34 @@ func (d *Decoder) useSchema(raw string) {
 		return
 	}
 	for _, img := range s.Fields {
-		if img.Field != "after" && img.Field != "before" {
-			continue
-		}
-		for _, f := range img.Fields {
-			ci := d.column(f.Field)
-			if ci < 0 {
-				continue
-			}
-			var unit cqlvalue.TimeUnit
-			switch f.Name {
-			case "io.debezium.time.Timestamp":
-				unit = cqlvalue.UnitMillis
-			case "io.debezium.time.MicroTimestamp":
-				unit = cqlvalue.UnitMicros
-			case "io.debezium.time.NanoTimestamp":
-				unit = cqlvalue.UnitNanos
-			}
-			if unit != 0 && d.types[ci].Kind == cqlvalue.Timestamp {
-				d.scale[ci] = unit
-				d.scaleAny = true
-			}
+		if (img.Field == "after" || img.Field == "before") && d.timeUnits(img.Fields, d.scale) {
+			d.scaleAny = true
 		}
 	}
+}
+
+// timeUnits sets in scale the unit of each timestamp column that fields give an io.debezium.time
+// type, and tells whether there was one.
+func (d *Decoder) timeUnits(fields []connectSchema, scale []cqlvalue.TimeUnit) bool {
+	found := false
+	for _, f := range fields {
+		ci := d.column(f.Field)
+		if ci < 0 {
+			continue
+		}
+		var unit cqlvalue.TimeUnit
+		switch f.Name {
+		case "io.debezium.time.Timestamp":
+			unit = cqlvalue.UnitMillis
+		case "io.debezium.time.MicroTimestamp":
+			unit = cqlvalue.UnitMicros
+		case "io.debezium.time.NanoTimestamp":
+			unit = cqlvalue.UnitNanos
+		}
+		if unit != 0 && d.types[ci].Kind == cqlvalue.Timestamp {
+			scale[ci] = unit
+			found = true
+		}
+	}
+	return found
 }

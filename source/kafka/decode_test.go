@@ -364,3 +364,37 @@ func TestDecodeRelationalCellLookalike(t *testing.T) {
 		t.Errorf("got %s: want a row", show(cs))
 	}
 }
+
+// A key column of io.debezium.time.MicroTimestamp is read in microseconds from the message key
+// too: the key's own schema (the JSON converter wraps keys as values) names its unit, and an
+// unwrapped key's columns take the units of the value's envelope schema. Before, the key was read
+// in milliseconds, so the tombstone Debezium sends after every delete of such a row, and a delete
+// event without a before image, were rejected as invalid timestamps.
+func TestDecodeDebeziumKeyTimestampUnits(t *testing.T) {
+	schema := pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "ts", Type: "timestamp"}, {Name: "v", Type: "text"}}
+	img := `{"type":"struct","fields":[{"type":"int64","field":"id"},{"type":"int64","name":"io.debezium.time.MicroTimestamp","field":"ts"},{"type":"string","field":"v"}],"field":"%s"}`
+	vs := `{"type":"struct","fields":[` + fmt.Sprintf(img, "before") + `,` + fmt.Sprintf(img, "after") + `]}`
+	ks := `{"type":"struct","fields":[{"type":"int64","optional":false,"field":"id"},{"type":"int64","optional":false,"name":"io.debezium.time.MicroTimestamp","version":1,"field":"ts"}],"optional":false,"name":"db.s.t.Key"}`
+	wrappedKey := `{"schema":` + ks + `,"payload":{"id":1,"ts":1700000000123000}}`
+	plainKey := `{"id":1,"ts":1700000000123000}`
+	cases := []struct{ name, key, value, want string }{
+		{"delete", wrappedKey, `{"schema":` + vs + `,"payload":{"op":"d","before":{"id":1,"ts":1700000000123000,"v":"x"},"after":null}}`, "delete 1|1700000000123|x"},
+		{"its tombstone", wrappedKey, "", "delete 1|1700000000123|~"},
+		{"a delete without before", wrappedKey, `{"schema":` + vs + `,"payload":{"op":"d","before":null,"after":null}}`, "delete 1|1700000000123|~"},
+		{"a wrapped tombstone", wrappedKey, `{"schema":null,"payload":null}`, "delete 1|1700000000123|~"},
+		{"an unwrapped key after wrapped values", plainKey, "", "delete 1|1700000000123|~"},
+	}
+	d, err := NewDecoder(Config{Format: FormatDebezium}, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		var value []byte
+		if c.value != "" {
+			value = []byte(c.value)
+		}
+		if got := show(d.Decode(nil, []byte(c.key), value)); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
