@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"math"
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
@@ -42,5 +43,41 @@ func TestDecimalTextCarriesItsNumber(t *testing.T) {
 	}
 	if u, sc, ok := v.Unscaled(); !ok || u != 125 || sc != 1 || v.Str != "12.5" || v.Kind != pipeline.KindDecimal {
 		t.Fatalf("12.5 as DECIMAL(18,2) = %#v", v)
+	}
+}
+
+// TestDateTimestampCasts: a DATE counts days and a TIMESTAMP milliseconds, so a cast between them
+// converts the unit: a date becomes its midnight (UTC), a timestamp the date it falls on (UTC),
+// before 1970 too. Keeping the number would make day 1 the instant 1 ms after the epoch.
+func TestDateTimestampCasts(t *testing.T) {
+	const day = 86_400_000
+	cases := []struct {
+		expr string
+		in   map[string]V
+		want V
+	}{
+		{"dt :: TIMESTAMP", map[string]V{"dt": num(1)}, num(day)},
+		{"dt :: TIMESTAMP", map[string]V{"dt": num(19724)}, num(19724 * day)}, // 2024-01-01
+		{"dt :: TIMESTAMP", map[string]V{"dt": num(-1)}, num(-day)},
+		{"ts :: DATE", map[string]V{"ts": num(19724*day + 3_600_000)}, num(19724)},
+		{"ts :: DATE", map[string]V{"ts": num(day)}, num(1)},
+		{"ts :: DATE", map[string]V{"ts": num(-1)}, num(-1)}, // 1969-12-31T23:59:59.999Z
+		{"ts :: DATE", map[string]V{"ts": num(-day)}, num(-1)},
+		{"ts :: DATE :: TIMESTAMP", map[string]V{"ts": num(day + 5)}, num(day)},
+		{"dt :: BIGINT", map[string]V{"dt": num(3)}, num(3)}, // integers stay days and milliseconds
+		{"ts :: BIGINT", map[string]V{"ts": num(3)}, num(3)},
+	}
+	for _, c := range cases {
+		got, _, rerr := evalExpr(t, c.expr, c.in)
+		if rerr != nil {
+			t.Errorf("%s %v: unexpected reject %v", c.expr, c.in, rerr)
+			continue
+		}
+		if !got.Equal(c.want) {
+			t.Errorf("%s %v = %#v, want %#v", c.expr, c.in, got, c.want)
+		}
+	}
+	if _, _, rerr := evalExpr(t, "ts :: DATE", map[string]V{"ts": num(math.MaxInt64)}); rerr == nil || rerr.Code != pipeline.CodeType {
+		t.Errorf("a timestamp beyond the DATE range: %v, want a type reject", rerr)
 	}
 }

@@ -613,6 +613,39 @@ func (p *Program) build(t *texpr) evalFn {
 	case opCast:
 		x := p.build(t.args[0])
 		to := t.typ
+		// a DATE counts days, a TIMESTAMP milliseconds: between them the unit changes (the
+		// date's midnight, the date an instant falls on, both UTC), never just the type
+		switch from := t.args[0].typ.T; {
+		case from == pipeline.TypeDate && to.T == pipeline.TypeTimestamp:
+			return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+				v, err := x(e, r, out)
+				if err != nil || v.Kind == pipeline.KindNull {
+					return v, err
+				}
+				if v.Kind != pipeline.KindInt {
+					return e.convert(v, to)
+				}
+				if v.Num < math.MinInt32 || v.Num > math.MaxInt32 {
+					return v, typeErr(strconv.FormatInt(v.Num, 10) + " days is out of the DATE range")
+				}
+				return pipeline.Int(v.Num * msPerDay), nil
+			}
+		case from == pipeline.TypeTimestamp && to.T == pipeline.TypeDate:
+			return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+				v, err := x(e, r, out)
+				if err != nil || v.Kind == pipeline.KindNull {
+					return v, err
+				}
+				if v.Kind != pipeline.KindInt {
+					return e.convert(v, to)
+				}
+				d := v.Num / msPerDay
+				if v.Num%msPerDay < 0 {
+					d-- // before 1970: the day that holds the instant, not the next one
+				}
+				return e.convert(pipeline.Int(d), to) // within the DATE range
+			}
+		}
 		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 			v, err := x(e, r, out)
 			if err != nil || v.Kind == pipeline.KindNull {
@@ -623,6 +656,9 @@ func (p *Program) build(t *texpr) evalFn {
 	}
 	panic("transform: unknown op " + strconv.Itoa(int(t.op)))
 }
+
+// msPerDay converts between DATE (days since 1970-01-01) and TIMESTAMP (epoch milliseconds).
+const msPerDay = 86_400_000
 
 // buildReverse is reverse(x): the text of x, character by character from its end.
 func (p *Program) buildReverse(t *texpr) evalFn {
