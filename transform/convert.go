@@ -90,19 +90,37 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 		}
 		return v, typeErr("a " + v.Kind.String() + " value cannot be stored as BOOLEAN")
 	case pipeline.TypeFloat, pipeline.TypeDouble:
+		var f float64
 		switch v.Kind {
 		case pipeline.KindFloat:
-			return v, nil
+			if t.T == pipeline.TypeDouble {
+				return v, nil
+			}
+			f = v.Float()
 		case pipeline.KindInt:
-			return pipeline.Float(float64(v.Num)), nil
+			f = float64(v.Num)
 		case pipeline.KindText, pipeline.KindDecimal:
-			f, err := strconv.ParseFloat(strings.TrimSpace(v.Str), 64)
-			if err != nil {
+			bits := 64
+			if t.T == pipeline.TypeFloat {
+				bits = 32 // rounded once, from the text (not twice, through a float64)
+			}
+			var err error
+			if f, err = strconv.ParseFloat(strings.TrimSpace(v.Str), bits); err != nil {
 				return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " is not a " + t.String() + " value")
 			}
-			return pipeline.Float(f), nil
+		default:
+			return v, typeErr("a " + v.Kind.String() + " value cannot be stored as " + t.String())
 		}
-		return v, typeErr("a " + v.Kind.String() + " value cannot be stored as " + t.String())
+		if t.T == pipeline.TypeFloat {
+			// a FLOAT holds 32 bits: the value the table keeps, so that keys, splits and the
+			// report's collisions see it too
+			f32 := float32(f)
+			if math.IsInf(float64(f32), 0) && !math.IsInf(f, 0) {
+				return v, typeErr(strconv.FormatFloat(f, 'g', -1, 64) + " is out of the FLOAT range")
+			}
+			f = float64(f32)
+		}
+		return pipeline.Float(f), nil
 	case pipeline.TypeDecimal:
 		if u, sc, ok := v.Unscaled(); ok && decimalFits(u, sc, t.P, t.S) {
 			return v, nil // a number the source decoded: no text to parse

@@ -81,3 +81,40 @@ func TestDateTimestampCasts(t *testing.T) {
 		t.Errorf("a timestamp beyond the DATE range: %v, want a type reject", rerr)
 	}
 }
+
+// TestFloatCastRoundsToFloat32: a FLOAT column holds a 32-bit float, so a cast to FLOAT gives that
+// float (what the sink writes and Lindorm keeps): two values that round to one FLOAT are one key
+// to the report and the region plan too, and a value beyond FLOAT's range is rejected here.
+func TestFloatCastRoundsToFloat32(t *testing.T) {
+	f32 := func(f float32) V { return pipeline.Float(float64(f)) }
+	cases := []struct {
+		expr string
+		in   map[string]V
+		want V
+	}{
+		{"f :: FLOAT", map[string]V{"f": pipeline.Float(0.1)}, f32(0.1)},
+		{"f :: FLOAT", map[string]V{"f": pipeline.Float(0.30000001)}, f32(0.3)},
+		{"n :: FLOAT", map[string]V{"n": num(16777217)}, f32(16777216)},
+		{"s :: FLOAT", map[string]V{"s": txt("0.1")}, f32(0.1)},
+		{"f :: FLOAT", map[string]V{"f": pipeline.Float(math.Inf(-1))}, pipeline.Float(math.Inf(-1))},
+		{"f :: DOUBLE", map[string]V{"f": pipeline.Float(0.1)}, pipeline.Float(0.1)},
+	}
+	for _, c := range cases {
+		got, _, rerr := evalExpr(t, c.expr, c.in)
+		if rerr != nil {
+			t.Errorf("%s %v: unexpected reject %v", c.expr, c.in, rerr)
+			continue
+		}
+		if !got.Equal(c.want) {
+			t.Errorf("%s %v = %v, want %v", c.expr, c.in, got, c.want)
+		}
+	}
+	for _, in := range []map[string]V{{"f": pipeline.Float(1e300)}, {"f": pipeline.Float(-3.5e38)}} {
+		if _, _, rerr := evalExpr(t, "f :: FLOAT", in); rerr == nil || rerr.Code != pipeline.CodeType {
+			t.Errorf("f :: FLOAT %v: %v, want a type reject (beyond FLOAT's range)", in, rerr)
+		}
+	}
+	if _, _, rerr := evalExpr(t, "s :: FLOAT", map[string]V{"s": txt("1e39")}); rerr == nil || rerr.Code != pipeline.CodeType {
+		t.Errorf("'1e39' :: FLOAT: %v, want a type reject", rerr)
+	}
+}
