@@ -140,7 +140,12 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 		if msg := checkDecimal(s, t.P, t.S); msg != "" {
 			return v, typeErr(strconv.Quote(truncate(s, 64)) + ": " + msg)
 		}
-		if _, u, sc, ok := pipeline.PlainDecimal(s); ok {
+		canonical, u, sc, num := pipeline.PlainDecimal(s)
+		if !canonical {
+			s = plainDecimal(s)
+			_, u, sc, num = pipeline.PlainDecimal(s)
+		}
+		if num {
 			// the sink then encodes the number without parsing the text a second time
 			return pipeline.DecimalUnscaled(s, u, sc), nil
 		}
@@ -258,6 +263,52 @@ func checkDecimal(s string, p, sc int) string {
 	}
 	return ""
 }
+
+// plainDecimal rewrites decimal text that checkDecimal accepted in the canonical form a source
+// gives a decimal (pipeline.KindDecimal): no '+', leading zeros or exponent, no sign on zero, the
+// scale kept ("1.5e3" -> "1500", "1.50E1" -> "15.0", "+.5" -> "0.5", "-0" -> "0"), so that a
+// number spelled two ways hashes and concatenates the same once cast. A zero's scale is bounded
+// as the sources bound exponents (the column bounds every other value's).
+func plainDecimal(s string) string {
+	neg := s[0] == '-'
+	if s[0] == '+' || s[0] == '-' {
+		s = s[1:]
+	}
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant = s[:i]
+		exp, _ = strconv.Atoi(s[i+1:])
+	}
+	intDigits, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(intDigits+frac, "0")
+	scale := len(frac) - exp
+	if digits == "" {
+		neg, scale = false, max(min(scale, len(frac)+maxDecimalExponent), 0)
+	}
+	var intPart, fracPart string
+	switch {
+	case scale <= 0:
+		intPart = digits + strings.Repeat("0", -scale)
+	case scale >= len(digits):
+		fracPart = strings.Repeat("0", scale-len(digits)) + digits
+	default:
+		intPart, fracPart = digits[:len(digits)-scale], digits[len(digits)-scale:]
+	}
+	if intPart = strings.TrimLeft(intPart, "0"); intPart == "" {
+		intPart = "0"
+	}
+	out := intPart
+	if neg {
+		out = "-" + out
+	}
+	if fracPart != "" {
+		out += "." + fracPart
+	}
+	return out
+}
+
+// maxDecimalExponent is the largest exponent the sources read in decimal text (source/cqlvalue).
+const maxDecimalExponent = 1000
 
 // parseTimestamp reads epoch milliseconds or RFC 3339 text exactly: subMillis reports text whose
 // digits below the millisecond are not zeros (never rounded).

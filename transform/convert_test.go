@@ -8,8 +8,8 @@ import (
 )
 
 // TestDecimalTextCarriesItsNumber: decimal text the conversion accepted carries its number
-// (unscaled and scale) when it is canonical and short, so that the sink encodes it without parsing
-// the text again; the text stays what the value is, and other text is carried alone.
+// (unscaled and scale) when it is short, so that the sink encodes it without parsing the text
+// again; the text (made canonical) stays what the value is, and longer text is carried alone.
 func TestDecimalTextCarriesItsNumber(t *testing.T) {
 	cases := []struct {
 		in       string
@@ -19,9 +19,9 @@ func TestDecimalTextCarriesItsNumber(t *testing.T) {
 	}{
 		{"12.50", 1250, 2, true}, {"-0.5", -5, 1, true}, {"7", 7, 0, true},
 		{"123456789012345678", 123456789012345678, 0, true},
-		{"1234567890123456789", 0, 0, false},                          // 19 digits: the text alone
-		{"+7", 0, 0, false}, {".5", 0, 0, false}, {"5.", 0, 0, false}, // not canonical: the text alone
-		{"1e3", 0, 0, false}, {"1.5E-2", 0, 0, false}, {"", 0, 0, false}, {"-", 0, 0, false}, {"1.2.3", 0, 0, false},
+		{"1234567890123456789", 0, 0, false},                       // 19 digits: the text alone
+		{"+7", 7, 0, true}, {".5", 5, 1, true}, {"5.", 5, 0, true}, // made canonical, then read
+		{"1e3", 1000, 0, true}, {"1.5E-2", 15, 3, true}, {"", 0, 0, false}, {"-", 0, 0, false}, {"1.2.3", 0, 0, false},
 	}
 	e := &Evaluator{}
 	for _, c := range cases {
@@ -116,5 +116,50 @@ func TestFloatCastRoundsToFloat32(t *testing.T) {
 	}
 	if _, _, rerr := evalExpr(t, "s :: FLOAT", map[string]V{"s": txt("1e39")}); rerr == nil || rerr.Code != pipeline.CodeType {
 		t.Errorf("'1e39' :: FLOAT: %v, want a type reject", rerr)
+	}
+}
+
+// TestDecimalCastIsCanonical: a value cast to DECIMAL holds the canonical text the sources give a
+// decimal (no '+', leading zeros or exponent, no sign on zero, the scale kept), so that the same
+// number spelled two ways hashes, concatenates and compares the same after the cast.
+func TestDecimalCastIsCanonical(t *testing.T) {
+	cases := []struct {
+		expr string
+		in   map[string]V
+		want string
+	}{
+		{"s :: DECIMAL(10,2)", map[string]V{"s": txt("1.5e3")}, "1500"},
+		{"s :: DECIMAL(10,2)", map[string]V{"s": txt("1.50E1")}, "15.0"},
+		{"s :: DECIMAL(10,2)", map[string]V{"s": txt("+.5")}, "0.5"},
+		{"s :: DECIMAL(10,2)", map[string]V{"s": txt("007.50")}, "7.50"},
+		{"s :: DECIMAL(10,2)", map[string]V{"s": txt("-0")}, "0"},
+		{"s :: DECIMAL(10,2)", map[string]V{"s": txt("-0.00")}, "0.00"},
+		{"s :: DECIMAL(10,2)", map[string]V{"s": txt("1e-2")}, "0.01"},
+		{"s :: DECIMAL(10,2)", map[string]V{"s": txt("-5e-2")}, "-0.05"},
+		{"s :: DECIMAL(10,2)", map[string]V{"s": txt("0e-3")}, "0.000"},
+		{"s :: DECIMAL(10,2)", map[string]V{"s": txt("0e5")}, "0"},
+		{"s :: DECIMAL(10,2)", map[string]V{"s": txt("1500")}, "1500"},
+		{"f :: DECIMAL(30,2)", map[string]V{"f": pipeline.Float(1e21)}, "1000000000000000000000"},
+		{"f :: DECIMAL(10,8)", map[string]V{"f": pipeline.Float(1e-7)}, "0.0000001"},
+		{"f :: DECIMAL(10,2)", map[string]V{"f": pipeline.Float(math.Copysign(0, -1))}, "0"},
+		{"str(s :: DECIMAL(10,2))", map[string]V{"s": txt("1.5e3")}, "1500"},
+	}
+	for _, c := range cases {
+		got, _, rerr := evalExpr(t, c.expr, c.in)
+		if rerr != nil {
+			t.Errorf("%s %v: unexpected reject %v", c.expr, c.in, rerr)
+			continue
+		}
+		if got.Str != c.want {
+			t.Errorf("%s %v = %q, want %q", c.expr, c.in, got.Str, c.want)
+		}
+	}
+	a, _, _ := evalExpr(t, "md5(s :: DECIMAL(10,2))", map[string]V{"s": txt("1.5e3")})
+	b, _, _ := evalExpr(t, "md5(s :: DECIMAL(10,2))", map[string]V{"s": txt("1500")})
+	if a.Str != b.Str {
+		t.Errorf("md5 of 1.5e3 and 1500 as DECIMAL(10,2): %s and %s, want one digest", a.Str, b.Str)
+	}
+	if _, _, rerr := evalExpr(t, "s :: DECIMAL(10,2)", map[string]V{"s": txt("0e-999999")}); rerr != nil {
+		t.Errorf("a zero with a long exponent: %v", rerr)
 	}
 }
