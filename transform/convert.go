@@ -1,11 +1,13 @@
 package transform
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/rekey/rekey/pipeline"
 )
@@ -16,14 +18,19 @@ import (
 func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipeline.RowError) {
 	switch t.T {
 	case pipeline.TypeVarchar, pipeline.TypeJSON:
-		if v.Kind == pipeline.KindText {
-			return v, nil
+		s := v.Str
+		if v.Kind != pipeline.KindText {
+			s = e.canonString(v)
+			if rerr := blobText("a blob stored as "+t.String(), v.Kind == pipeline.KindBytes, s); rerr != nil {
+				return v, rerr
+			}
+			v = pipeline.Text(s)
 		}
-		s := e.canonString(v)
-		if rerr := blobText("a blob stored as "+t.String(), v.Kind == pipeline.KindBytes, s); rerr != nil {
-			return v, rerr
+		if t.T == pipeline.TypeJSON && !json.Valid(unsafe.Slice(unsafe.StringData(s), len(s))) {
+			// a JSON column holds one JSON value: other text would fail the load, not this row
+			return v, typeErr(strconv.Quote(truncate(s, 64)) + " is not a JSON value (a JSON column holds one; keep the text as VARCHAR)")
 		}
-		return pipeline.Text(s), nil
+		return v, nil
 	case pipeline.TypeVarbinary:
 		if v.Kind == pipeline.KindBytes {
 			return v, nil

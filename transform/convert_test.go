@@ -163,3 +163,22 @@ func TestDecimalCastIsCanonical(t *testing.T) {
 		t.Errorf("a zero with a long exponent: %v", rerr)
 	}
 }
+
+// TestJSONCastRejectsText: a JSON column holds JSON, so text cast to JSON that is not one JSON
+// value is rejected (type) rather than written into the column.
+func TestJSONCastRejectsText(t *testing.T) {
+	for _, in := range []string{`{"a": [1, 2]}`, `[]`, `"x"`, `42`, `null`} {
+		got, _, rerr := evalExpr(t, "s :: JSON", map[string]V{"s": txt(in)})
+		if rerr != nil || got.Str != in {
+			t.Errorf("%q :: JSON = %#v, %v; want it as it is", in, got, rerr)
+		}
+	}
+	if got, _, rerr := evalExpr(t, "l :: JSON", map[string]V{"l": txt(`[1,2]`)}); rerr != nil || got.Str != `[1,2]` {
+		t.Errorf("a list :: JSON = %#v, %v", got, rerr)
+	}
+	for _, in := range []string{`not json`, `{"a": 1`, `{"a": 1} {"b": 2}`, ``, `tru`} {
+		if _, _, rerr := evalExpr(t, "s :: JSON", map[string]V{"s": txt(in)}); rerr == nil || rerr.Code != pipeline.CodeType {
+			t.Errorf("%q :: JSON: %v, want a type reject", in, rerr)
+		}
+	}
+}
