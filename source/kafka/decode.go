@@ -119,11 +119,13 @@ type Decoder struct {
 	SkipRepeats bool
 	Repeats     int64
 	logs        commitLogs
+	id          []byte // eventID's buffer
 }
 
 // commitLogs remembers, per commit log segment of a node, the position of the last event the
-// decoder passed and the message keys of the events at that position (one mutation of several
-// rows is several events at one position).
+// decoder passed and the events at that position, each by its message key and "after" (one
+// mutation of several rows, or of several ranges of a partition, is several events at one
+// position; the ranges' events have one key).
 type commitLogs struct {
 	seg   map[string]*segmentMark
 	order []string // segments in the order first seen, to forget the oldest
@@ -144,9 +146,10 @@ const keepSegments = 16
 // marks the segment complete, from the last offset it had flushed): such a run, applied after
 // newer events of the same keys, would undo them. Within one segment, in one partition, events
 // arrive in position order, so an event at or before the last position passed is a repeat, unless
-// it is another row of the mutation at that very position. Segments are named after the node's
-// commit log ids: those of other replicas are other names, tracked apart.
-func (c *commitLogs) repeats(file string, pos int64, key []byte) bool {
+// it is another event of the mutation at that very position (ev: its message key and "after").
+// Segments are named after the node's commit log ids: those of other replicas are other names,
+// tracked apart.
+func (c *commitLogs) repeats(file string, pos int64, ev []byte) bool {
 	if c.seg == nil {
 		c.seg = map[string]*segmentMark{}
 	}
@@ -158,21 +161,28 @@ func (c *commitLogs) repeats(file string, pos int64, key []byte) bool {
 			c.order = c.order[1:]
 		}
 		c.order = append(c.order, file)
-		c.seg[file] = &segmentMark{pos: pos, keys: map[string]struct{}{string(key): {}}}
+		c.seg[file] = &segmentMark{pos: pos, keys: map[string]struct{}{string(ev): {}}}
 		return false
 	case pos > m.pos:
 		m.pos = pos
 		clear(m.keys)
-		m.keys[string(key)] = struct{}{}
+		m.keys[string(ev)] = struct{}{}
 		return false
 	case pos < m.pos:
 		return true
 	}
-	if _, ok := m.keys[string(key)]; ok {
+	if _, ok := m.keys[string(ev)]; ok {
 		return true
 	}
-	m.keys[string(key)] = struct{}{}
+	m.keys[string(ev)] = struct{}{}
 	return false
+}
+
+// eventID is what tells apart the events of one mutation: the message key, and "after", which
+// holds a range tombstone's bounds (every range of a partition has the partition's key).
+func (d *Decoder) eventID(key []byte, after string) []byte {
+	d.id = append(append(append(d.id[:0], key...), 0), after...)
+	return d.id
 }
 
 // ErrSchema marks NewDecoder's refusals of a mapping's source columns (none, a type the format
@@ -693,7 +703,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 	connector, ts, file, pos := env.connector()
 	if connector != "cassandra" {
 		ts = 0 // another database's commit time is not a Cassandra cell timestamp
-	} else if d.SkipRepeats && file != "" && pos >= 0 && d.logs.repeats(file, pos, key) {
+	} else if d.SkipRepeats && file != "" && pos >= 0 && d.logs.repeats(file, pos, d.eventID(key, env.after)) {
 		d.Repeats++
 		return append(dst, Change{Repeat: true})
 	}
