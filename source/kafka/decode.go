@@ -120,6 +120,9 @@ type Decoder struct {
 	Repeats     int64
 	logs        commitLogs
 	id          []byte // eventID's buffer
+	// unavail lists the columns of the image being read whose value is Debezium's placeholder of
+	// an unavailable value (left null)
+	unavail []int
 }
 
 // commitLogs remembers, per commit log segment of a node, the position of the last event the
@@ -443,6 +446,10 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 			other(name, raw)
 		}
 		ci := d.column(name)
+		if ci >= 0 && d.format == FormatDebezium && isUnavailable(raw) {
+			d.unavail = append(d.unavail, ci) // not the column's value: left null, and unset
+			return
+		}
 		if ci < 0 {
 			if d.mark != nil && d.unknown == "" && d.format == FormatDebezium && len(raw) > 0 && raw[0] == '{' {
 				if _, ok := cassandraCell(raw); ok {
@@ -484,6 +491,39 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 		return &pipeline.RowError{Code: pipeline.CodeParse, Message: "invalid JSON: " + err.Error()}
 	}
 	return rerr
+}
+
+// unavailable is what Debezium writes (unavailable.value.placeholder, by default) for a value the
+// database did not log: an unchanged TOASTed column of a PostgreSQL UPDATE, an unchanged Oracle
+// LOB. A bytes column holds the placeholder's bytes (base64), an array the placeholder alone.
+const unavailable = "__debezium_unavailable_value"
+
+// isUnavailable tells whether a member's raw JSON is Debezium's placeholder of an unavailable
+// value.
+func isUnavailable(raw string) bool {
+	if len(raw) < len(unavailable)+2 || raw[0] != '"' && raw[0] != '[' {
+		return false
+	}
+	return raw == `"`+unavailable+`"` || raw == `"X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="` || raw == `["`+unavailable+`"]`
+}
+
+// unavailableSet is the mask of the columns a relational event sets when Debezium left some of
+// "after" unavailable (d.unavail; the message key may have given them since), or nil.
+func (d *Decoder) unavailableSet(after []pipeline.Value) []bool {
+	var set []bool
+	for _, ci := range d.unavail {
+		if after[ci].Kind != pipeline.KindNull {
+			continue
+		}
+		if set == nil {
+			set = d.allocSet()
+			for i := range set {
+				set[i] = true
+			}
+		}
+		set[ci] = false
+	}
+	return set
 }
 
 // cassandraCell unwraps a Debezium Cassandra connector cell {"value": v, "deletion_ts": t, "set": b}.
@@ -655,6 +695,7 @@ func (d *Decoder) tombstone(key []byte) Change {
 // delete event carries the key cells there) or, failing both, the message key. A null value
 // (the tombstone Debezium sends after a delete) deletes the message key again, harmlessly.
 func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
+	d.unavail = d.unavail[:0]
 	if len(value) == 0 || isNullDoc(value) {
 		return append(dst, d.tombstone(key))
 	}
@@ -746,6 +787,9 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 					return append(dst, Change{Err: rerr})
 				}
 			}
+		} else if len(d.unavail) > 0 {
+			// the columns Debezium could not read keep their values: the change sets the others
+			ch.Set = d.unavailableSet(after)
 		}
 		if op == "u" {
 			before, rerr := image(env.before, "before")

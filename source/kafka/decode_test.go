@@ -398,3 +398,29 @@ func TestDecodeDebeziumKeyTimestampUnits(t *testing.T) {
 		}
 	}
 }
+
+// A value Debezium did not get from the database (an unchanged TOASTed column of a PostgreSQL
+// UPDATE, an unchanged Oracle LOB) comes as its placeholder, __debezium_unavailable_value (a
+// bytes column's as its base64, an array's as its one element): the column is not set by the
+// change, which a table applies to the other columns and files refuse. Before, the placeholder
+// was written over the column's value.
+func TestDecodeDebeziumUnavailableValue(t *testing.T) {
+	schema := pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "body", Type: "text"}, {Name: "pic", Type: "blob"},
+		{Name: "tags", Type: "list<text>"}, {Name: "n", Type: "int"}}
+	src := `"source":{"connector":"postgresql","ts_ms":1}`
+	cases := []struct{ name, key, value, want string }{
+		{"update of n", `{"id":1}`, `{"op":"u",` + src + `,"before":null,"after":{"id":1,"body":"__debezium_unavailable_value","pic":"X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==","tags":["__debezium_unavailable_value"],"n":7}}`, "upsert 1|~|~|~|7 set 10001"},
+		{"update setting body to null", `{"id":1}`, `{"op":"u",` + src + `,"before":null,"after":{"id":1,"body":null,"pic":"X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==","tags":null,"n":7}}`, "upsert 1|~|~|~|7 set 11011"},
+		{"whole row", `{"id":1}`, `{"op":"u",` + src + `,"before":null,"after":{"id":1,"body":"b","pic":null,"tags":["t"],"n":7}}`, `upsert 1|b|~|["t"]|7 set all`},
+		{"key from the message key", `{"id":1}`, `{"op":"u",` + src + `,"before":null,"after":{"id":"__debezium_unavailable_value","body":"b","pic":null,"tags":null,"n":7}}`, "upsert 1|b|~|~|7 set all"},
+	}
+	d, err := NewDecoder(Config{Format: FormatDebezium}, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if got := showCells(d.Decode(nil, []byte(c.key), []byte(c.value))); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}

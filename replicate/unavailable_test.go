@@ -1,0 +1,79 @@
+package replicate
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/sink/sqlsink/mysqlsql"
+	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
+	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/transform"
+)
+
+// A PostgreSQL UPDATE that leaves a TOASTed column unchanged reaches Kafka with Debezium's
+// placeholder in that column: into a table the update sets the other columns and the column keeps
+// its value; into files it is rejected (partial_update), never written. Before, the table's and
+// the files' column became "__debezium_unavailable_value".
+func TestUnavailableValueKeepsTheColumn(t *testing.T) {
+	m, err := transform.Decode([]byte("version: 1\nsource: {columns: {id: bigint, body: text, n: int}}\ntarget: {table: t, primary_key: '[id]'}\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := transform.Compile(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := `"source":{"connector":"postgresql","ts_ms":1}`
+	msgs := []kafkago.Message{
+		{Offset: 0, Key: []byte(`{"id":1}`), Value: []byte(`{"op":"c",` + src + `,"before":null,"after":{"id":1,"body":"a long text","n":1}}`)},
+		{Offset: 1, Key: []byte(`{"id":1}`), Value: []byte(`{"op":"u",` + src + `,"before":null,"after":{"id":1,"body":"__debezium_unavailable_value","n":2}}`)},
+	}
+
+	db := mysqltest.GMS(t)
+	db.Exec(t, mysqlsql.DDL(prog.Target(), mysqlsql.KeyCollations[db.DDLDialect()]))
+	tgt, err := sqlsink.ParseURI(db.URI(""), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Replicator{cfg: Config{Program: prog, Kafka: kafka.Config{Format: kafka.FormatDebezium, Topic: "t"}, SQL: sqlsink.Config{Target: tgt, Conns: 1}},
+		target: prog.Target(), log: zap.NewNop(), metrics: newMetrics("t", "test", nil)}
+	if r.sqlw, err = sqlsink.Open(context.Background(), sqlsink.Config{Target: tgt, Schema: prog.Target(), Conns: 1}); err != nil {
+		t.Fatal(err)
+	}
+	w := &sqlWorker{partWorker: r.newSQLPartWorker(0, nil)}
+	changes := w.dec.DecodeBatch(nil, kafka.FetchBatch{Messages: msgs})
+	w.collect(changes)
+	if len(w.rejects) != 0 {
+		t.Fatalf("rejected: %s", w.rejects[0].Message)
+	}
+	if _, err := r.sqlw.Apply(context.Background(), w.ops); err != nil {
+		t.Fatal(err)
+	}
+	var body string
+	var n int
+	if err := db.DB(t).QueryRow("SELECT body, n FROM t WHERE id = 1").Scan(&body, &n); err != nil {
+		t.Fatal(err)
+	}
+	if body != "a long text" || n != 2 {
+		t.Errorf("table row body %q, n %d; want the update's n 2 and the body kept", body, n)
+	}
+
+	files := opsWorker(t, "[id]", outputCaps{wholeRows: true})
+	files.r.cfg.Program, files.r.target = prog, prog.Target()
+	files.ev = prog.NewEvaluator()
+	files.rows = rowSlab{n: len(prog.Target().Columns), chunk: 2}
+	ops := files.operations(nil, &changes[1])
+	if len(ops) != 1 || ops[0].kind != opReject || ops[0].err.Code != pipeline.CodePartialUpdate || !strings.Contains(ops[0].err.Message, "TOASTed") {
+		var got []string
+		for _, op := range ops {
+			got = append(got, describe(op, 1))
+		}
+		t.Errorf("into files: %s; want the partial_update reject", strings.Join(got, "; "))
+	}
+}
