@@ -1,9 +1,11 @@
 package kafka
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,6 +111,9 @@ type Decoder struct {
 	lastSchema string
 	scale      []cqlvalue.TimeUnit
 	scaleAny   bool
+	// decScale is, per column, 1 + the scale of an org.apache.kafka.connect.data.Decimal the
+	// envelope schema gives it (0: none; nil: no column has one)
+	decScale []int
 	// the same of the last wrapped message key's schema (keyScale nil: no time column)
 	lastKeySchema string
 	keyScale      []cqlvalue.TimeUnit
@@ -476,6 +481,8 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 		var err error
 		if scale != nil && scale[ci] != 0 {
 			v, err = d.scaledTimestamp(ci, raw, scale[ci])
+		} else if k := d.types[ci].Kind; d.format == FormatDebezium && (k == cqlvalue.Decimal || k == cqlvalue.Varint) && (raw[0] == '{' || raw[0] == '"' && d.decScale != nil && d.decScale[ci] > 0) {
+			v, err = d.bytesDecimal(ci, raw)
 		} else {
 			v, err = d.types[ci].FromScanned(raw, sc)
 		}
@@ -491,6 +498,54 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 		return &pipeline.RowError{Code: pipeline.CodeParse, Message: "invalid JSON: " + err.Error()}
 	}
 	return rerr
+}
+
+// bytesDecimal reads a decimal Debezium wrote as bytes (decimal.handling.mode=precise): the
+// unscaled value, big-endian two's complement, base64; its scale beside it in a
+// VariableScaleDecimal {"scale", "value"}, or in the envelope schema's
+// org.apache.kafka.connect.data.Decimal (d.decScale).
+func (d *Decoder) bytesDecimal(ci int, raw string) (pipeline.Value, error) {
+	var b64 string
+	var scale int
+	if raw[0] == '{' {
+		var vs struct {
+			Scale *int    `json:"scale"`
+			Value *string `json:"value"`
+		}
+		if err := json.Unmarshal([]byte(raw), &vs); err != nil || vs.Scale == nil || vs.Value == nil {
+			return d.types[ci].FromJSON(raw) // not a VariableScaleDecimal: the type's own error
+		}
+		b64, scale = *vs.Value, *vs.Scale
+	} else {
+		var ok bool
+		if b64, ok = unquoteSimple(raw); !ok {
+			return pipeline.Null, fmt.Errorf("invalid JSON string %s", raw)
+		}
+		scale = d.decScale[ci] - 1
+	}
+	b, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(b) == 0 {
+		return pipeline.Null, fmt.Errorf("invalid %s %q: Debezium's decimal bytes are base64 of the unscaled value", d.types[ci].Kind, b64)
+	}
+	n := new(big.Int).SetBytes(b)
+	if b[0]&0x80 != 0 { // two's complement
+		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	digits := n.String()
+	neg := strings.HasPrefix(digits, "-")
+	digits = strings.TrimPrefix(digits, "-")
+	if scale > 0 {
+		if len(digits) <= scale {
+			digits = strings.Repeat("0", scale-len(digits)+1) + digits
+		}
+		digits = digits[:len(digits)-scale] + "." + digits[len(digits)-scale:]
+	} else if scale < 0 {
+		digits += strings.Repeat("0", -scale)
+	}
+	if neg {
+		digits = "-" + digits
+	}
+	return d.types[ci].ParseText(digits)
 }
 
 // unavailable is what Debezium writes (unavailable.value.placeholder, by default) for a value the
@@ -1049,9 +1104,10 @@ func unquoteSimple(raw string) (string, bool) {
 // connectSchema is the part of a Kafka Connect JSON schema rekey reads: the logical type names of
 // the fields of the before/after structs.
 type connectSchema struct {
-	Field  string          `json:"field"`
-	Name   string          `json:"name"`
-	Fields []connectSchema `json:"fields"`
+	Field      string            `json:"field"`
+	Name       string            `json:"name"`
+	Parameters map[string]string `json:"parameters"`
+	Fields     []connectSchema   `json:"fields"`
 }
 
 // useSchema updates the per-column time units from an envelope schema (cached: Debezium repeats
@@ -1062,7 +1118,7 @@ func (d *Decoder) useSchema(raw string) {
 	}
 	d.lastSchema = strings.Clone(raw)
 	d.scale = make([]cqlvalue.TimeUnit, len(d.names))
-	d.scaleAny = false
+	d.scaleAny, d.decScale = false, nil
 	if raw == "" || raw == "null" {
 		return
 	}
@@ -1071,8 +1127,21 @@ func (d *Decoder) useSchema(raw string) {
 		return
 	}
 	for _, img := range s.Fields {
-		if (img.Field == "after" || img.Field == "before") && d.timeUnits(img.Fields, d.scale) {
+		if img.Field != "after" && img.Field != "before" {
+			continue
+		}
+		if d.timeUnits(img.Fields, d.scale) {
 			d.scaleAny = true
+		}
+		for _, f := range img.Fields {
+			if ci := d.column(f.Field); ci >= 0 && f.Name == "org.apache.kafka.connect.data.Decimal" {
+				if sc, err := strconv.Atoi(f.Parameters["scale"]); err == nil {
+					if d.decScale == nil {
+						d.decScale = make([]int, len(d.names))
+					}
+					d.decScale[ci] = sc + 1
+				}
+			}
 		}
 	}
 }

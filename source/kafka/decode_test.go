@@ -424,3 +424,35 @@ func TestDecodeDebeziumUnavailableValue(t *testing.T) {
 		}
 	}
 }
+
+// Debezium's exact decimals (decimal.handling.mode=precise, its default for relational
+// connectors) are bytes: the unscaled value, big-endian two's complement, base64 in JSON, with
+// the scale in the envelope schema (org.apache.kafka.connect.data.Decimal) or beside the value
+// (io.debezium.data.VariableScaleDecimal {"scale", "value"}: a NUMERIC without a scale, a
+// Cassandra decimal). They are read exactly; before, every event holding one was rejected.
+func TestDecodeDebeziumDecimals(t *testing.T) {
+	schema := pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "amt", Type: "decimal"}, {Name: "big", Type: "varint"}, {Name: "note", Type: "text"}}
+	env := `{"type":"struct","fields":[{"type":"struct","fields":[{"type":"int64","field":"id"},` +
+		`{"type":"bytes","name":"org.apache.kafka.connect.data.Decimal","version":1,"parameters":{"scale":"2","connect.decimal.precision":"30"},"field":"amt"},` +
+		`{"type":"bytes","name":"org.apache.kafka.connect.data.Decimal","version":1,"parameters":{"scale":"0"},"field":"big"},` +
+		`{"type":"string","field":"note"}],"field":"after"}]}`
+	wrap := func(after string) string { return `{"schema":` + env + `,"payload":{"op":"c","after":` + after + `}}` }
+	cases := []struct{ name, value, want string }{
+		{"scale 2", wrap(`{"id":1,"amt":"BNI=","big":"AA==","note":"BNI="}`), "upsert 1|12.34|0|BNI="},
+		{"negative", wrap(`{"id":1,"amt":"+y4=","big":"gA=="}`), "upsert 1|-12.34|-128|~"},
+		{"beyond 64 bits", wrap(`{"id":1,"amt":"Qu0SOwvYIDoU","big":"Qu0SOwvYIDoU"}`), "upsert 1|12345678901234567890.12|1234567890123456789012|~"},
+		{"below one", wrap(`{"id":1,"amt":"BQ==","big":null}`), "upsert 1|0.05|~|~"},
+		{"variable scale", `{"op":"c","after":{"id":1,"amt":{"scale":3,"value":"+y4="}}}`, "upsert 1|-1.234|~|~"},
+		{"variable scale in a Cassandra cell", `{"op":"i","after":{"id":{"value":1,"deletion_ts":null,"set":true},"amt":{"value":{"scale":0,"value":"BNI="},"deletion_ts":null,"set":true}}}`, "upsert 1|1234|~|~"},
+		{"not base64", wrap(`{"id":1,"amt":"B*I="}`), "ERR type:"},
+	}
+	d, err := NewDecoder(Config{Format: FormatDebezium}, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if got := show(d.Decode(nil, nil, []byte(c.value))); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
