@@ -85,6 +85,7 @@ const (
 	ExtraRangesRead  = "ranges_read"  // the rows of the table's key ranges read (not all were)
 	ExtraDeletedKeys = "deleted_keys" // the keys a replication's changes delete, looked up
 	ExtraNone        = "none"         // no target row but those of the source's keys was read
+	ExtraSampledKeys = "sampled_keys" // the target rows of the keys --sample picks (by key hash)
 )
 
 // ColumnCount is a column and how many keys differ in it.

@@ -175,6 +175,8 @@ func extraText(r *Result) string {
 		return fmt.Sprintf("%d", *r.Extra)
 	case ExtraRangesRead:
 		return fmt.Sprintf("%d in the key ranges of the table read (not all were: rows of the others not checked)", *r.Extra)
+	case ExtraSampledKeys:
+		return fmt.Sprintf("%d among the sampled keys (rows of the other keys not checked)", *r.Extra)
 	case ExtraDeletedKeys:
 		return fmt.Sprintf("%d of the keys the changes delete (rows of keys the changes never name not checked)", *r.Extra)
 	}

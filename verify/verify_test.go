@@ -569,3 +569,43 @@ func TestDamagedParquetTargetIsAnError(t *testing.T) {
 		t.Fatalf("want an error naming the damaged file, got %v", err)
 	}
 }
+
+// A sampled folder target passes over the rows of keys outside the sample: a row the source
+// does not produce there is not seen, so the result must not say the target holds nothing else.
+func TestSampledFolderDoesNotClaimNothingElse(t *testing.T) {
+	p := testProgram(t)
+	recs := testRecords(500)
+	rows := migrated(t, p, recs).list()
+	keyHash := func(id int64) uint64 {
+		var key []byte
+		for i, c := range p.Target().Key() {
+			var e *pipeline.RowError
+			if key, e = appendStored(key, c, []pipeline.Value{pipeline.Int(id % 7), pipeline.Int(id)}[i]); e != nil {
+				t.Fatal(e)
+			}
+		}
+		h, _ := keyHashes(key)
+		return h
+	}
+	fraction := 0.1
+	id := int64(9999)
+	for keyHash(id) <= uint64(fraction*(1<<64)) { // a stray key the sample leaves out
+		id++
+	}
+	stray := append([]pipeline.Value(nil), rows[0]...)
+	stray[0], stray[1] = pipeline.Int(id%7), pipeline.Int(id)
+	folder := writeFolder(t, p.Target(), append(rows, stray))
+
+	res := runWith(t, Config{Program: p, Source: &sliceSource{recs}, Folder: folder}, func(c *Config) { c.Sample = Sample{Fraction: fraction} })
+	if res.ExtraScope == ExtraAll || strings.Contains(Verdict(res), "nothing else") {
+		t.Fatalf("a sample claims every target row was checked: extra_scope %q, %q", res.ExtraScope, Verdict(res))
+	}
+	if res.ExtraScope != ExtraSampledKeys || !res.Equal {
+		t.Fatalf("want the sampled keys equal, extra among them only: %+v", res)
+	}
+	// a sample as large as the source leaves nothing out: the stray row is extra
+	all := runWith(t, Config{Program: p, Source: &sliceSource{recs}, Folder: folder}, func(c *Config) { c.Sample = Sample{Rows: 1000} })
+	if all.ExtraScope != ExtraAll || all.Extra == nil || *all.Extra != 1 {
+		t.Fatalf("--sample 1000 of 500 rows: want the stray row extra: %+v", all)
+	}
+}
