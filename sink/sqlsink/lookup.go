@@ -269,6 +269,11 @@ func decodeValue(c pipeline.Column, s string) (pipeline.Value, error) {
 		if err != nil {
 			return pipeline.Null, err
 		}
+		if t.Nanosecond()%int(time.Millisecond) != 0 {
+			// a finer column (datetime(6)) holding what rekey never writes: read as its
+			// millisecond, it would compare equal to a source value it is not
+			return pipeline.Null, fmt.Errorf("%q has a fraction of a millisecond: the mapping's TIMESTAMP holds milliseconds", s)
+		}
 		return pipeline.Int(t.UnixMilli()), nil
 	case pipeline.TypeDate:
 		t, err := time.ParseInLocation("2006-01-02", s, time.UTC)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
@@ -139,6 +140,32 @@ func TestLookupReadsExactFloats(t *testing.T) {
 			srv.Exec(t, fmt.Sprintf("UPDATE f SET v = %s WHERE k = 1", strconv.FormatFloat(float64(next), 'g', -1, 32)))
 			if g := read()[1]; g != next {
 				t.Errorf("a value one bit away read as %v, want %v", g, next)
+			}
+		})
+	}
+}
+
+// A TIMESTAMP column the server keeps in microseconds (datetime(6), which the sink accepts)
+// holding a fraction of a millisecond that rekey never writes: the value is not read as the
+// millisecond it starts (verify said EQUAL of a row 1 µs away from the source's), it is refused.
+func TestLookupRefusesTimestampsFinerThanMilliseconds(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			schema := pipeline.TargetSchema{Table: "ts", KeyLen: 1, Columns: []pipeline.Column{
+				{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "t", Type: pipeline.TypeTimestamp, KeyPos: -1}}}
+			ddl := mysqlsql.DDL(schema, mysqlsql.KeyCollations[srv.DDLDialect()])
+			srv.Exec(t, strings.Replace(ddl, "datetime(3)", "datetime(6)", 1))
+			l := lookupOf(t, srv, schema, []pipeline.Row{{Values: []pipeline.Value{pipeline.Int(1), pipeline.Int(1704067200004)}}})
+			keys := [][]pipeline.Value{{pipeline.Int(1)}}
+			got, err := l.Lookup(context.Background(), keys)
+			if err != nil || got[0] == nil || got[0][1].Num != 1704067200004 {
+				t.Fatalf("a whole millisecond in datetime(6): %v, %v", got, err)
+			}
+			srv.Exec(t, "UPDATE ts SET t = '2024-01-01 00:00:00.004001' WHERE k = 1")
+			got, err = l.Lookup(context.Background(), keys)
+			if err == nil || !strings.Contains(err.Error(), "millisecond") {
+				t.Fatalf("a value 1 µs past the millisecond read as %v (err %v), want it refused", got, err)
 			}
 		})
 	}
