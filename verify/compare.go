@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/zeebo/xxh3"
+
 	"github.com/rekey/rekey/pipeline"
 )
 
@@ -67,6 +69,9 @@ type comparer struct {
 	// extraSeen are the keys of the bucket's scanned table rows that the source has not (a row
 	// given twice is one extra row)
 	extraSeen map[string]struct{}
+	// given are the key and row hashes of every source row of the bucket's keys the source
+	// gives more than once: a target row of such a key must be one of them
+	given map[[2]uint64]struct{}
 	// srcBuf and dstBuf are reused to read spilled buckets (the previous bucket's entries are
 	// no longer referenced by then: examples are rendered into strings)
 	srcBuf, dstBuf []byte
@@ -80,6 +85,7 @@ type srcEntry struct {
 	n        int32 // source rows with this key
 	nt       int32 // target rows with this key
 	matched  bool  // one of them equals the last source row
+	foreign  bool  // one of them is none of the source's rows of the key (trow)
 	trow     []byte
 	tord     uint64
 }
@@ -270,7 +276,8 @@ func (c *comparer) index(chunks [][]byte, r *bucketResult) error {
 	}
 	c.ix.reset(size / 64) // about the bytes of an entry of a few short columns
 	max := c.v.sampleMax
-	return eachEntry(chunks, func(e entry) error {
+	before := r.overwritten
+	err := eachEntry(chunks, func(e entry) error {
 		if e.h > max {
 			return nil
 		}
@@ -290,6 +297,28 @@ func (c *comparer) index(chunks [][]byte, r *bucketResult) error {
 		r.keys++
 		return nil
 	})
+	if err != nil || r.overwritten == before {
+		return err
+	}
+	c.given = resetGiven(c.given)
+	return eachEntry(chunks, func(e entry) error {
+		if e.h > max {
+			return nil
+		}
+		if i, _ := c.find(e.h, e.key); i >= 0 && c.es[i].n > 1 {
+			c.given[[2]uint64{e.h, xxh3.Hash(e.row)}] = struct{}{}
+		}
+		return nil
+	})
+}
+
+// resetGiven empties the set of a bucket's repeated keys' source rows.
+func resetGiven(m map[[2]uint64]struct{}) map[[2]uint64]struct{} {
+	if m == nil {
+		return map[[2]uint64]struct{}{}
+	}
+	clear(m)
+	return m
 }
 
 // eachEntry calls fn with every entry of a bucket's chunks.
@@ -333,9 +362,17 @@ func (c *comparer) matchTarget(e entry, r *bucketResult) {
 	s := &c.es[i]
 	s.nt++
 	s.tord = e.ord
-	if bytes.Equal(e.row, s.row) {
+	switch {
+	case bytes.Equal(e.row, s.row):
 		s.matched = true
-	} else if s.trow == nil {
+	case s.n > 1 && !s.foreign:
+		// the bulk load may keep any of a key's rows: one the source never gave is a difference
+		if _, ok := c.given[[2]uint64{e.h, xxh3.Hash(e.row)}]; !ok {
+			s.foreign, s.trow = true, append(s.trow[:0], e.row...)
+		} else if s.trow == nil {
+			s.trow = append([]byte(nil), e.row...)
+		}
+	case s.trow == nil:
 		s.trow = append([]byte(nil), e.row...) // e.row may be a reused buffer
 	}
 }
@@ -446,7 +483,7 @@ func (c *comparer) judge(r *bucketResult) error {
 				return Example{Key: c.keyCells(s.key), Where: v.sourceWhere(s.ord)}
 			})
 			continue
-		case !s.matched:
+		case !s.matched || s.foreign:
 			r.differ++
 			if v.cfg.Repair != nil {
 				r.repair = append(r.repair, string(s.key))

@@ -146,6 +146,7 @@ type digestEntry struct {
 	k2              uint32
 	n, nt           int32 // source rows, target rows with this key
 	matched         bool  // a target row's hash equals the last source row's
+	foreign         bool  // a target row's hash is none of the key's source rows'
 }
 
 // digestResult is one bucket's counts and the hashes of its keys that differ.
@@ -235,7 +236,21 @@ func (c *comparer) indexSource(src *parts, b int, r *digestResult) error {
 		r.keys++
 	})
 	c.ds = es
-	return err
+	if err != nil || r.overwritten == 0 {
+		return err
+	}
+	// the rows of keys given more than once: a target row of such a key must be one of them
+	c.given = resetGiven(c.given)
+	return eachRecord(sdata, sourceDigestSize, func(rec []byte) {
+		h := le.Uint64(rec)
+		if h > max {
+			return
+		}
+		k2 := le.Uint32(rec[8:])
+		if i, _ := c.ix.probe(h, func(i int32) bool { return es[i].h == h && es[i].k2 == k2 }); i >= 0 && es[i].n > 1 {
+			c.given[[2]uint64{h, le.Uint64(rec[12:])}] = struct{}{}
+		}
+	})
 }
 
 // matchTargetDigests looks the target digests of bucket b up among the source's (indexSource): a key
@@ -264,8 +279,12 @@ func (c *comparer) matchTargetDigests(dst *parts, b int, r *digestResult) error 
 		}
 		e := &es[i]
 		e.nt++
-		if le.Uint64(rec[12:]) == e.rowHash {
+		if rh := le.Uint64(rec[12:]); rh == e.rowHash {
 			e.matched = true
+		} else if e.n > 1 {
+			if _, ok := c.given[[2]uint64{h, rh}]; !ok {
+				e.foreign = true
+			}
 		}
 	})
 }
@@ -279,7 +298,7 @@ func (c *comparer) tally(r *digestResult) {
 		switch {
 		case e.nt == 0:
 			r.missing++
-		case !e.matched:
+		case !e.matched || e.foreign:
 			r.differ++
 		case e.nt <= e.n:
 			continue

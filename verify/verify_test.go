@@ -609,3 +609,45 @@ func TestSampledFolderDoesNotClaimNothingElse(t *testing.T) {
 		t.Fatalf("--sample 1000 of 500 rows: want the stray row extra: %+v", all)
 	}
 }
+
+// A key the source gives twice is in a folder twice (migrate writes every row): a target whose
+// rows of it are the last source row and a row the source never held is not equal, whichever
+// the bulk load keeps; the rows the source gave, in any number up to theirs, are.
+func TestRepeatedKeyWithARowTheSourceNeverHeld(t *testing.T) {
+	p := testProgram(t)
+	recs := append(testRecords(300), rec(5, "renamed", 1, 2, "3.00")) // key 5 twice: the last wins
+	rows := migrated(t, p, recs[:300]).list()                         // key 5's first row among them
+	last := migrated(t, p, recs[300:]).list()[0]
+	junk := append([]pipeline.Value(nil), last...)
+	junk[p.Target().Index("name")] = pipeline.Text("never in the source")
+	for _, tc := range []struct {
+		name  string
+		rows  [][]pipeline.Value
+		equal bool
+	}{
+		{"both source rows", append(append([][]pipeline.Value(nil), rows...), last), true},
+		{"the last row only", append(withoutKey5(p, rows), last), true},
+		{"the last row twice", append(withoutKey5(p, rows), last, last), true},
+		{"the last row and one never in the source", append(withoutKey5(p, rows), last, junk), false},
+		{"one never in the source and the last row", append(withoutKey5(p, rows), junk, last), false},
+	} {
+		folder := writeFolder(t, p.Target(), tc.rows)
+		for _, once := range []bool{false, true} { // digests then values; values in one pass
+			res := runWith(t, Config{Program: p, Source: &sliceSource{recs}, Folder: folder, SourceOnce: once}, nil)
+			if res.Equal != tc.equal || (!tc.equal && (res.Differ != 1 || len(res.Examples.Differ) != 1)) {
+				t.Errorf("%s (one pass %v): equal %v, want %v: %d differ, examples %+v", tc.name, once, res.Equal, tc.equal, res.Differ, res.Examples.Differ)
+			}
+		}
+	}
+}
+
+// withoutKey5 is rows without the row of key 5.
+func withoutKey5(p *transform.Program, rows [][]pipeline.Value) [][]pipeline.Value {
+	var out [][]pipeline.Value
+	for _, r := range rows {
+		if r[p.Target().Index("id")].Num != 5 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
