@@ -303,7 +303,7 @@ func TestWrittenSaltedDesignNamesItsCost(t *testing.T) {
 }
 
 // When every row is rejected no key was built: the key_length finding says so instead of
-// printing lengths of zero.
+// printing lengths of zero, and the uniqueness finding instead of "no collisions" among none.
 func TestKeyLengthWithoutKeys(t *testing.T) {
 	yml := `
 version: 1
@@ -321,6 +321,9 @@ target:
 	}
 	if f := wantSeverity(t, rep, "key_length", model.SevInfo); f.Message != "key length not measured: no row passed the mapping (see rejects)" {
 		t.Errorf("key_length: %s", f.Message)
+	}
+	if f := wantSeverity(t, rep, "uniqueness", model.SevInfo); f.Message != "uniqueness not checked: no row passed the mapping (see rejects)" {
+		t.Errorf("uniqueness: %s", f.Message)
 	}
 }
 

@@ -315,6 +315,10 @@ func checkUniqueness(f *Facts) []model.Finding {
 	u := f.Uniqueness
 	uev := map[string]float64{"keys": float64(u.Keys), "colliding_keys": float64(u.CollidingKeys), "collision_rows": float64(u.CollisionRows),
 		"duplicate_rows": float64(u.DuplicateRows), "exact": model.B2f(u.Exact)}
+	if f.Totals.RowsOK == 0 {
+		// no key was built: no collisions among none says nothing of the key
+		return one(finding("uniqueness", model.SevInfo, "uniqueness not checked: no row passed the mapping (see rejects)", uev))
+	}
 	if u.CollisionRows == 0 {
 		return one(finding("uniqueness", model.SevInfo, fmt.Sprintf("no collisions: %s distinct keys from as many distinct source rows%s", model.Count(u.Keys), f.onSample), uev))
 	}
