@@ -603,6 +603,11 @@ func TestSampledFolderDoesNotClaimNothingElse(t *testing.T) {
 	if res.ExtraScope != ExtraSampledKeys || !res.Equal {
 		t.Fatalf("want the sampled keys equal, extra among them only: %+v", res)
 	}
+	// a sample of no key checks nothing: not equal
+	none := runWith(t, Config{Program: p, Source: &sliceSource{recs}, Folder: folder}, func(c *Config) { c.Sample = Sample{Fraction: 1e-12} })
+	if none.KeysChecked != 0 || none.Equal || !strings.HasPrefix(Verdict(none), "NOT VERIFIED") {
+		t.Fatalf("a sample of no key: %q", Verdict(none))
+	}
 	// a sample as large as the source leaves nothing out: the stray row is extra
 	all := runWith(t, Config{Program: p, Source: &sliceSource{recs}, Folder: folder}, func(c *Config) { c.Sample = Sample{Rows: 1000} })
 	if all.ExtraScope != ExtraAll || all.Extra == nil || *all.Extra != 1 {
