@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -396,7 +397,7 @@ func TestTextOutput(t *testing.T) {
 		}
 	}
 	// worst first
-	if strings.Index(out, "  WARN  ") > strings.Index(out, "  ok    ") {
+	if strings.Index(out, "  WARN  ") > strings.Index(out, "  note  ") {
 		t.Errorf("findings not worst first:\n%s", out)
 	}
 }
@@ -413,6 +414,10 @@ func TestEmptyInput(t *testing.T) {
 	var buf bytes.Buffer
 	if err := render.WriteText(&buf, rep); err != nil {
 		t.Fatal(err)
+	}
+	// nothing was measured: no finding may read "ok" (the key length and uniqueness say so)
+	if text := buf.String(); regexp.MustCompile(`(?m)^\s+ok\s`).MatchString(text) || !strings.Contains(text, "note  uniqueness   uniqueness not checked") {
+		t.Errorf("an empty input's findings:\n%s", text)
 	}
 	if err := render.WriteHTML(&buf, rep); err != nil {
 		t.Fatal(err)

@@ -120,6 +120,8 @@ func (p *printer) header(rep *model.Report) {
 	p.f("\nVERDICT  %s: %s\n", verdict, VerdictLine(rep))
 }
 
+// sevLabel is a finding's label. An info finding is a note, never "ok": many say what was not
+// measured, or describe a risk the warnings weigh, and the verdict counts them as notes.
 func sevLabel(s string) string {
 	switch s {
 	case model.SevError:
@@ -127,7 +129,7 @@ func sevLabel(s string) string {
 	case model.SevWarning:
 		return "WARN"
 	}
-	return "ok"
+	return "note"
 }
 
 func (p *printer) findings(rep *model.Report) {
