@@ -158,7 +158,16 @@ func TestCDCFromTheRealConnector(t *testing.T) {
 	// one mutation of two rows of a partition: two events at one commit log position
 	exec(`BEGIN BATCH INSERT INTO ` + ks + `.ev (a, b, c, x) VALUES (7, 0, 0, 'b0'); INSERT INTO ` + ks + `.ev (a, b, c, x) VALUES (7, 0, 1, 'b1'); APPLY BATCH`)
 	live[[3]int{7, 0, 0}], live[[3]int{7, 0, 1}] = true, true
-	mutations += 11
+	// one mutation of two range deletes of a partition: two events at one commit log position
+	// with one message key (the partition's), told apart by their bounds alone
+	for b := range 6 {
+		exec(`INSERT INTO `+ks+`.ev (a, b, c, x) VALUES (8, ?, 0, 'r')`, b)
+		if b == 0 || b == 2 || b == 5 { // the rows the ranges below leave
+			live[[3]int{8, b, 0}] = true
+		}
+	}
+	exec(`BEGIN BATCH DELETE FROM ` + ks + `.ev WHERE a = 8 AND b >= 1 AND b < 2; DELETE FROM ` + ks + `.ev WHERE a = 8 AND b >= 3 AND b < 5; APPLY BATCH`)
+	mutations += 11 + 7
 
 	// the first changes: the connector creates the topic with its first event
 	for range 50 {
