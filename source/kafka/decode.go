@@ -488,7 +488,11 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 		}
 		if err != nil {
 			if rerr == nil {
-				rerr = &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: d.names[ci], Message: err.Error()}
+				msg := err.Error()
+				if k := d.types[ci].Kind; d.format == FormatDebezium && (k == cqlvalue.Decimal || k == cqlvalue.Varint) && raw[0] == '"' {
+					msg += unscaledDecimalHint
+				}
+				rerr = &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: d.names[ci], Message: msg}
 			}
 			return
 		}
@@ -499,6 +503,10 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 	}
 	return rerr
 }
+
+// unscaledDecimalHint follows the error of a decimal text Debezium's event gives without the
+// schema that would say it is bytes, and their scale.
+const unscaledDecimalHint = ": if it is Debezium's exact decimal (base64 bytes, decimal.handling.mode=precise), its scale is only in the schema: set value.converter.schemas.enable=true, or decimal.handling.mode=string"
 
 // bytesDecimal reads a decimal Debezium wrote as bytes (decimal.handling.mode=precise): the
 // unscaled value, big-endian two's complement, base64; its scale beside it in a
