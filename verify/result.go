@@ -55,6 +55,10 @@ type Result struct {
 	// the result different.
 	Files []FileRows `json:"files"`
 	Notes []string   `json:"notes,omitempty"`
+	// Unsettled says why the passes disagree, when comparing the values found none of the
+	// differences the digests found: the data changed under verify, which then proves nothing
+	// (not equal).
+	Unsettled string `json:"unsettled,omitempty"`
 
 	// RepairRows are the source rows given to Config.Repair: those of the keys missing or
 	// differing. ExtraKeys are the keys of the target rows the source does not produce (with
@@ -219,7 +223,8 @@ func (r *Result) finish(took time.Duration) {
 	sort.Slice(r.Files, func(i, j int) bool { return r.Files[i].Path < r.Files[j].Path })
 	// nothing checked is not equal: no key was looked up, and the target's rows were not all read
 	checked := r.KeysChecked > 0 || r.ExtraScope == ExtraAll
-	r.Equal = checked && r.Missing == 0 && r.Differ == 0 && (r.Extra == nil || *r.Extra == 0) && len(r.Files) == 0 && r.ChangesSkipped == 0
+	r.Equal = checked && r.Missing == 0 && r.Differ == 0 && (r.Extra == nil || *r.Extra == 0) && len(r.Files) == 0 && r.ChangesSkipped == 0 &&
+		r.Unsettled == ""
 	r.Seconds = took.Seconds()
 	if r.Seconds > 0 {
 		r.RowsPerSec = float64(r.RowsRead) / r.Seconds

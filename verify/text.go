@@ -38,6 +38,9 @@ func Verdict(r *Result) string {
 	if r.ChangesSkipped > 0 {
 		parts = append(parts, fmt.Sprintf("%d source changes not applied (%s)", r.ChangesSkipped, CodeCounts(r.SkippedCodes)))
 	}
+	if len(parts) == 0 && r.Unsettled != "" {
+		return "NOT VERIFIED: " + r.Unsettled
+	}
 	if len(parts) == 0 { // no difference, and nothing checked either
 		return "NOT VERIFIED: 0 keys checked: the source gave no key to look for, and the target's rows were not all read"
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -655,4 +656,39 @@ func withoutKey5(p *transform.Program, rows [][]pipeline.Value) [][]pipeline.Val
 		}
 	}
 	return out
+}
+
+// changingSource gives its first read's records, then the second's on every later read: a
+// source that changed between verify's passes.
+type changingSource struct {
+	reads        int
+	first, later []pipeline.Record
+}
+
+func (s *changingSource) Run(ctx context.Context, st map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
+	s.reads++
+	recs := s.later
+	if s.reads == 1 {
+		recs = s.first
+	}
+	return (&sliceSource{recs}).Run(ctx, st, out)
+}
+
+// When the digests find differences that comparing their values does not (the source or the
+// target changed between the passes), nothing was verified: not EQUAL with a note, which it
+// said before, but NOT VERIFIED, naming both counts.
+func TestPassesThatDisagreeAreNotEqual(t *testing.T) {
+	p := testProgram(t)
+	recs := testRecords(300)
+	folder := writeFolder(t, p.Target(), migrated(t, p, recs).list())
+	changed := slices.Clone(recs)
+	changed[4] = rec(5, "changed", 1, 2, "3.00")
+	src := &changingSource{first: changed, later: recs}
+	res := runWith(t, Config{Program: p, Source: src, Folder: folder}, nil)
+	if src.reads < 2 {
+		t.Fatalf("the source was read %d times: no second pass", src.reads)
+	}
+	if v := Verdict(res); res.Equal || !strings.HasPrefix(v, "NOT VERIFIED") || !strings.Contains(v, "found 1 difference") {
+		t.Errorf("equal %v, verdict %q", res.Equal, v)
+	}
 }
