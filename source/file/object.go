@@ -137,19 +137,24 @@ var storeParams = map[string]bool{"endpoint": true, "region": true, "path_style"
 func SplitObjectURI(uri string) (storeURI, pattern, fileURI string, err error) {
 	scheme, rest, _ := strings.Cut(uri, "://")
 	loc, query, _ := strings.Cut(rest, "?")
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		return "", "", "", fmt.Errorf("--source %s: parameters: %w", uri, err)
-	}
+	// The file parameters pass on as written, for ParseURI to decode as it decodes a local
+	// file's: decoded here as a query (url.ParseQuery), delimiter=%20 came out as '+' and
+	// delimiter=; was refused.
 	storeQ, fileQ := url.Values{}, []string{}
-	for k, vs := range q {
-		for _, v := range vs {
-			if storeParams[k] {
-				storeQ.Add(k, v)
-			} else {
-				fileQ = append(fileQ, k+"="+url.QueryEscape(v))
-			}
+	for _, kv := range strings.Split(query, "&") {
+		if kv == "" {
+			continue
 		}
+		k, v, _ := strings.Cut(kv, "=")
+		if !storeParams[k] {
+			fileQ = append(fileQ, k+"="+v)
+			continue
+		}
+		dv, err := url.QueryUnescape(v)
+		if err != nil {
+			return "", "", "", fmt.Errorf("--source %s: parameter %s: %w", uri, k, err)
+		}
+		storeQ.Add(k, dv)
 	}
 	sort.Strings(fileQ)
 	bucket, key, _ := strings.Cut(loc, "/")

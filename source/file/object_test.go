@@ -101,6 +101,28 @@ func TestSplitObjectURI(t *testing.T) {
 	}
 }
 
+// The file parameters of a bucket URI read as those of a local file: a space delimiter (%20), a
+// semicolon one, a '+' in a null text.
+func TestObjectURIFileParamsReadAsLocal(t *testing.T) {
+	for _, q := range []string{"delimiter=%20", "delimiter=;", "null=a+b", "null=N%2FA&delimiter=%7C", "comment=%23&quote='"} {
+		local, err := ParseURI("file:x.csv?" + q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		_, _, fileURI, err := SplitObjectURI("s3://b/x.csv?region=r&" + q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		spec, err := ParseURI(fileURI)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", q, fileURI, err)
+		}
+		if spec.CSV != local.CSV {
+			t.Errorf("%s: in a bucket %+v (%s), as a local file %+v", q, spec.CSV, fileURI, local.CSV)
+		}
+	}
+}
+
 // A spread sample of an object reads a few places of it, not one request per row, and still
 // spans the whole object.
 func TestBucketFileSampleSpansTheObject(t *testing.T) {
