@@ -32,6 +32,9 @@ type Reject struct {
 	Message  string            `json:"message"`
 	Raw      string            `json:"raw,omitempty"`    // the input as read, when the source keeps it
 	Values   map[string]string `json:"values,omitempty"` // the decoded source values, when there is no raw text
+	// rawCut: Raw is only the record's start (pipeline.Record.RawCut), kept out of the replay
+	// file: read back, a cut CSV line could be a whole row with a shorter last value.
+	rawCut bool
 
 	// *LogPosition adds a message's coordinates in a partitioned log (topic, partition, offset,
 	// key) to the line; nil (and absent from the line) for rows of files and tables.
@@ -216,7 +219,7 @@ func (l *RejectLog) Add(r *Reject) error {
 	if err := l.log.write(line); err != nil {
 		return err
 	}
-	if l.replay != nil && r.Raw != "" {
+	if l.replay != nil && r.Raw != "" && !r.rawCut {
 		if err := l.replay.write(append([]byte(r.Raw), '\n')); err != nil {
 			return err
 		}

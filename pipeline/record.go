@@ -14,6 +14,9 @@ type Record struct {
 	Seq    int64     // position within the batch's stream: line number, row index, offset
 	Raw    string    // the raw input (a CSV line, a JSON document) when the source has one
 	Err    *RowError // set when the source could not decode the row
+	// RawCut says Raw holds only the start of the record (one too long to keep whole): a
+	// replay file, which holds whole records, leaves it out.
+	RawCut bool
 	// Set, when not nil, names the source columns the record sets (Set[i] for Values[i]): a
 	// change that touches some cells only (Debezium's Cassandra connector) leaves the others as
 	// they are, and a null value in a set column writes NULL. nil: a whole row.
