@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 
@@ -171,7 +172,8 @@ type Source struct {
 	format format
 	gz     bool
 	tsv    bool
-	size   int64 // file size on disk; -1 for stdin
+	size   int64     // file size on disk; -1 for stdin
+	mtime  time.Time // a local file's modification time when New found its size
 	stdin  *onceInput
 	csv    dialect
 	rfc    bool // csv is RFC 4180: parseRFCRow reads it
@@ -306,9 +308,28 @@ func (s *Source) statInput() error {
 		if st.IsDir() {
 			return fmt.Errorf("file %s is a directory: give file:%s to read the files in it", s.cfg.Path, s.cfg.Path)
 		}
-		s.size = st.Size()
+		s.size, s.mtime = st.Size(), st.ModTime()
 	}
 	return nil
+}
+
+// checkUnchanged fails a run over a local file that changed since New took its size: read to
+// wherever it ended then, its last line may be cut short (an export still writing it) and rows
+// may be missing. An object is pinned to its ETag by the store instead.
+func (s *Source) checkUnchanged() error {
+	if s.stdin != nil || s.cfg.Object != nil {
+		return nil
+	}
+	st, err := os.Stat(s.cfg.Path)
+	if err != nil {
+		return fmt.Errorf("file %s: after reading it: %w", s.cfg.Path, err)
+	}
+	if st.Size() == s.size && st.ModTime().Equal(s.mtime) {
+		return nil
+	}
+	return fmt.Errorf("file %s changed while it was read (%d bytes, modified %s when the run started; now %d bytes, modified %s): "+
+		"rows read from it may be cut or missing; run again once it is written whole: %w", s.cfg.Path, s.size,
+		s.mtime.UTC().Format(time.RFC3339Nano), st.Size(), st.ModTime().UTC().Format(time.RFC3339Nano), pipeline.ErrDamagedInput)
 }
 
 // onceInput is stdin: it can be read only once, so what New reads of its head is kept and read
@@ -684,7 +705,10 @@ func (s *Source) Run(ctx context.Context, resume map[string]pipeline.StreamState
 		fields = append(fields, zap.String("range", s.claimed()), zap.String("stream", s.stream))
 	}
 	s.log.Info("reading file", fields...)
-	return s.run(ctx, r, off, line, start, out)
+	if err := s.run(ctx, r, off, line, start, out); err != nil {
+		return err
+	}
+	return s.checkUnchanged()
 }
 
 // what names what Run reads, for messages: the file, or its part.

@@ -479,6 +479,35 @@ func TestResumeDone(t *testing.T) {
 	}
 }
 
+// A file written to while it is read (an export still running, a file rewritten in place) fails
+// the run as damaged input: its last line may be cut (2,b of 2,bob), and rows written since its
+// size was taken are not all read. Before, the run read to wherever the file ended then and
+// completed.
+func TestFileChangedWhileReadFailsRun(t *testing.T) {
+	for _, name := range []string{"w.csv", "w.jsonl"} {
+		first, more := "id,name,ts,amount\n1,a,0,0\n2,b", "ob,0,0\n3,c,0,0\n"
+		if name == "w.jsonl" {
+			first, more = `{"id":1}`+"\n"+`{"id":2,"name":"b`, `ob"}`+"\n"
+		}
+		path := writeFile(t, name, first)
+		src, err := New(Config{Path: path, Schema: ordersSchema}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(more) // the writer goes on
+		f.Close()
+		out := make(chan pipeline.Batch, 100)
+		err = src.Run(context.Background(), nil, out)
+		if !errors.Is(err, pipeline.ErrDamagedInput) || !strings.Contains(err.Error(), "changed while it was read") {
+			t.Fatalf("%s: run over a file written to meanwhile: %v, want it to fail as damaged input", name, err)
+		}
+	}
+}
+
 // FuzzCSVChunking checks that chunk boundaries never change what is read, whatever the input
 // (malformed quotes included), the record size limit and the dialect (fuzzDialects): the splitter
 // and the row parser follow the same rules.
