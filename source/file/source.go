@@ -308,6 +308,12 @@ func (s *Source) statInput() error {
 		if st.IsDir() {
 			return fmt.Errorf("file %s is a directory: give file:%s to read the files in it", s.cfg.Path, s.cfg.Path)
 		}
+		if !st.Mode().IsRegular() {
+			// New reads the head and Run opens the file again: a pipe's second open goes on
+			// after the head, whose rows were lost, or waits for a writer that is gone.
+			return fmt.Errorf("file %s is not a regular file (a pipe, such as bash's <(...), or a device), which can be read only once: "+
+				"pipe it to stdin instead (... | rekey ... --source 'file:-?format=csv|tsv|jsonl')", s.cfg.Path)
+		}
 		s.size, s.mtime = st.Size(), st.ModTime()
 	}
 	return nil

@@ -508,6 +508,41 @@ func TestFileChangedWhileReadFailsRun(t *testing.T) {
 	}
 }
 
+// A pipe named as a file (bash's <(zcat rows.jsonl.gz), /dev/fd/63) is refused: New reads a
+// file's head and Run opens it again, which on a pipe went on after the head, so the rows in it
+// were silently lost (the first ~1 MiB of a migration of <(cat ...)). stdin reads a pipe once.
+func TestPipeNamedAsFileIsRefused(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	path := fmt.Sprintf("/proc/self/fd/%d", r.Fd())
+	if _, err := os.Stat(path); err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	const rows = 2000
+	go func() {
+		for i := range rows {
+			fmt.Fprintf(w, `{"id":%d,"name":"n%d"}`+"\n", i, i)
+		}
+		w.Close()
+	}()
+	src, err := New(Config{Path: path, Format: "jsonl", Schema: ordersSchema, headSize: 4096}, nil)
+	if err == nil {
+		n := 0
+		for _, r := range rowsOf(runAll(t, src, nil)) {
+			if r.Err == "" {
+				n++
+			}
+		}
+		t.Fatalf("a pipe read as a file: %d of its %d rows read, and no error", n, rows)
+	}
+	if !strings.Contains(err.Error(), "not a regular file") || !strings.Contains(err.Error(), "file:-") {
+		t.Fatalf("refused with %v, want it named as not a regular file, with stdin (file:-) to use", err)
+	}
+}
+
 // FuzzCSVChunking checks that chunk boundaries never change what is read, whatever the input
 // (malformed quotes included), the record size limit and the dialect (fuzzDialects): the splitter
 // and the row parser follow the same rules.
