@@ -103,6 +103,9 @@ func (f *Files) openStdin(spec Spec, base Config) (pipeline.Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.format == formatJSONL && spec.csvOptions() != "" {
+		return nil, fmt.Errorf("--source file:-: the CSV options (%s) were given, but format=%s is JSON Lines", spec.csvOptions(), spec.Format)
+	}
 	f.files = []*Source{s}
 	return &Stdin{f: f}, nil
 }
@@ -200,8 +203,8 @@ func (f *Files) openEach(spec Spec, base Config, in inputFiles, part pipeline.Sh
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if csvFiles == 0 && spec.CSV != (CSVOptions{}) {
-		return fmt.Errorf("--source file:%s: the CSV options (%s) were given, but the input is JSON Lines", spec.Path, spec.CSV)
+	if csvFiles == 0 && spec.csvOptions() != "" {
+		return fmt.Errorf("--source file:%s: the CSV options (%s) were given, but the input is JSON Lines", spec.Path, spec.csvOptions())
 	}
 	return nil
 }

@@ -393,6 +393,22 @@ func TestCSVDialects(t *testing.T) {
 	}
 }
 
+// A CSV parameter given with its default value (header=true, multiline=true) applies no more to
+// JSON Lines than another value does: refused too, naming it, rather than ignored.
+func TestCSVParamsWithDefaultValuesOnJSONLinesAreRefused(t *testing.T) {
+	path := writeFile(t, "o.jsonl", `{"id":1}`+"\n")
+	for _, q := range []string{"header=true", "multiline=true", "header=false"} {
+		spec, err := ParseURI("file:" + path + "?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Open(context.Background(), spec, Config{Schema: ordersSchema}, nil)
+		if name, _, _ := strings.Cut(q, "="); err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "JSON Lines") {
+			t.Errorf("%s on JSON Lines: %v, want it refused, naming %s", q, err, name)
+		}
+	}
+}
+
 // TestDSBulkQuoteHint: a dsbulk export read without escape=\ rejects its rows, and the reject
 // says what to add.
 func TestDSBulkQuoteHint(t *testing.T) {
@@ -575,6 +591,7 @@ func TestParseURI(t *testing.T) {
 		{"file:x.csv?null=a+b", Spec{Path: "x.csv", CSV: CSVOptions{Null: "a+b"}}},
 	} {
 		got, err := ParseURI(c.uri)
+		got.csvParams = nil // what was written, for messages
 		if err != nil || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: %+v %v, want %+v", c.uri, got, err, c.want)
 		}

@@ -22,6 +22,9 @@ type Spec struct {
 	Format string
 	// CSV is the dialect of the CSV files.
 	CSV CSVOptions
+	// csvParams are the CSV parameters given, as written (header=true): one given with its
+	// default value leaves CSV as it is, but applies no more to JSON Lines.
+	csvParams []string
 	// Skip is how many records to pass over first and Limit (when > 0) how many to read at
 	// most, over the whole input in order: for trying a mapping on the head of a big input.
 	Skip, Limit int64
@@ -68,6 +71,10 @@ func ParseURI(uri string) (Spec, error) {
 	}
 	for _, p := range params {
 		k, v := p[0], p[1]
+		switch k {
+		case "delimiter", "quote", "escape", "comment", "header", "multiline", "null":
+			spec.csvParams = append(spec.csvParams, k+"="+v)
+		}
 		switch k {
 		case "format":
 			if _, _, _, err := parseFormat("", v); err != nil {
@@ -118,6 +125,14 @@ func ParseURI(uri string) (Spec, error) {
 		}
 	}
 	return spec, nil
+}
+
+// csvOptions writes the CSV parameters given, for messages; "" when none was.
+func (s Spec) csvOptions() string {
+	if len(s.csvParams) > 0 {
+		return strings.Join(s.csvParams, "&")
+	}
+	return s.CSV.String()
 }
 
 // splitParams splits PATH?params. The parameters are the text after the last '?' when it is a
