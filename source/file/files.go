@@ -229,8 +229,13 @@ func resolvePaths(raw, format string, log *zap.Logger) (paths []string, single b
 		if err != nil {
 			abs = filepath.Clean(p)
 		}
+		// a link is the file it names: latest.csv -> orders-1.csv beside it read both twice
+		link := ""
+		if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+			abs, link = real, ", a link to "+real+","
+		}
 		if prev, ok := seen[abs]; ok {
-			errs = append(errs, fmt.Errorf("%s is read twice (from %s and from %s): name each file once", p, prev, from))
+			errs = append(errs, fmt.Errorf("%s%s is read twice (from %s and from %s): name each file once", p, link, prev, from))
 			return
 		}
 		seen[abs] = from

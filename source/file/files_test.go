@@ -409,6 +409,26 @@ func TestCSVParamsWithDefaultValuesOnJSONLinesAreRefused(t *testing.T) {
 	}
 }
 
+// A link to a file that is also read (latest.csv -> orders-2024-01.csv beside it in a directory,
+// or both named) is that file read twice: refused as a file named twice is, where its rows were
+// read twice.
+func TestSymlinkToAFileReadIsReadTwice(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.csv")
+	if err := os.WriteFile(a, []byte(ordersHeader+"1,a,0,0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a.csv", filepath.Join(dir, "b.csv")); err != nil {
+		t.Skip("no symlinks:", err)
+	}
+	for _, path := range []string{dir, a + "," + filepath.Join(dir, "b.csv")} {
+		_, err := Open(context.Background(), Spec{Path: path}, Config{Schema: ordersSchema}, nil)
+		if err == nil || !strings.Contains(err.Error(), "read twice") {
+			t.Errorf("file:%s: %v, want the file named twice refused", path, err)
+		}
+	}
+}
+
 // TestDSBulkQuoteHint: a dsbulk export read without escape=\ rejects its rows, and the reject
 // says what to add.
 func TestDSBulkQuoteHint(t *testing.T) {
