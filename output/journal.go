@@ -39,7 +39,7 @@ func (o *Output) Journal(src pipeline.Source, schema pipeline.SourceSchema) (*Jo
 // Reject adds a rejected record to the rejects (durable at the next Cut).
 func (j *Journal) Reject(b *pipeline.Batch, rec *pipeline.Record, stage string, rerr *pipeline.RowError) error {
 	rj := &Reject{Position: b.Position(rec), Stream: b.Stream, Seq: rec.Seq, Stage: stage,
-		Code: rerr.Code, Field: rerr.Field, Message: rerr.Message, Raw: rec.Raw, rawCut: rec.RawCut}
+		Code: rerr.Code, Field: rerr.Field, Message: rerr.Message, Raw: rec.Raw, rawCut: rerr.RawCut}
 	if rj.Raw == "" && j.schema != nil && rec.Values != nil {
 		rj.Values = recordValues(j.schema, rec)
 	}

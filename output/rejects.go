@@ -32,7 +32,7 @@ type Reject struct {
 	Message  string            `json:"message"`
 	Raw      string            `json:"raw,omitempty"`    // the input as read, when the source keeps it
 	Values   map[string]string `json:"values,omitempty"` // the decoded source values, when there is no raw text
-	// rawCut: Raw is only the record's start (pipeline.Record.RawCut), kept out of the replay
+	// rawCut: Raw is only the record's start (pipeline.RowError.RawCut), kept out of the replay
 	// file: read back, a cut CSV line could be a whole row with a shorter last value.
 	rawCut bool
 

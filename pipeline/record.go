@@ -14,9 +14,6 @@ type Record struct {
 	Seq    int64     // position within the batch's stream: line number, row index, offset
 	Raw    string    // the raw input (a CSV line, a JSON document) when the source has one
 	Err    *RowError // set when the source could not decode the row
-	// RawCut says Raw holds only the start of the record (one too long to keep whole): a
-	// replay file, which holds whole records, leaves it out.
-	RawCut bool
 	// Set, when not nil, names the source columns the record sets (Set[i] for Values[i]): a
 	// change that touches some cells only (Debezium's Cassandra connector) leaves the others as
 	// they are, and a null value in a set column writes NULL. nil: a whole row.
@@ -67,6 +64,9 @@ type RowError struct {
 	Code    string // parse, type, dict_miss, null_key, key_too_long, key_only_row, eval
 	Field   string // the source or target column, or the key element ("target.primary_key[1]")
 	Message string
+	// RawCut says the record's Raw holds only its start (one too long to keep whole): a replay
+	// file, which holds whole records, leaves it out.
+	RawCut bool
 }
 
 // Reject codes used across sources and the transform.

@@ -1004,7 +1004,7 @@ func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
 	bs := s.cfg.BatchSize
 	ncols := len(s.names)
 	if c.overlong {
-		rec := pipeline.Record{Values: make([]pipeline.Value, ncols), Seq: c.line, Raw: c.data, RawCut: true, Err: s.tooLong(c.size)}
+		rec := pipeline.Record{Values: make([]pipeline.Value, ncols), Seq: c.line, Raw: c.data, Err: s.tooLong(c.size)}
 		cur := appendCursor(nil, c.off+c.size, c.line+int64(c.lines))
 		return []pipeline.Batch{{Stream: s.stream, Records: []pipeline.Record{rec}, Cursor: string(cur), Done: c.last}}
 	}
@@ -1046,7 +1046,7 @@ func (s *Source) parseChunk(c *chunk) []pipeline.Batch {
 				// later still reaches rejects.jsonl as it was read.
 				rec := pipeline.Record{Values: vals, Seq: line, Raw: rawLine(data[pos:next]), Err: rerr, Times: times}
 				if next-pos > s.cfg.MaxRecordSize {
-					rec.Err, rec.Raw, rec.RawCut = s.tooLong(int64(next-pos)), s.rawStart(rec.Raw), true
+					rec.Err, rec.Raw = s.tooLong(int64(next-pos)), s.rawStart(rec.Raw)
 				}
 				recs = append(recs, rec)
 			}
@@ -1125,7 +1125,7 @@ func (sl *slab) release() {
 func (s *Source) tooLong(size int64) *pipeline.RowError {
 	return &pipeline.RowError{Code: pipeline.CodeParse, Message: "record of " + strconv.FormatInt(size, 10) +
 		" bytes is longer than --max-record-size (" + formatBytes(s.cfg.MaxRecordSize) + "): raise it if such records are expected; " +
-		"reading goes on with the next line (the reject keeps the record's first " + formatBytes(s.rawKeep()) + "; the rejected rows file, which holds whole records, leaves it out)"}
+		"reading goes on with the next line (the reject keeps the record's first " + formatBytes(s.rawKeep()) + "; the rejected rows file, which holds whole records, leaves it out)", RawCut: true}
 }
 
 // rawKeep is how much of a record longer than MaxRecordSize its reject keeps. A record that long
