@@ -2,9 +2,11 @@ package kafka
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math/big"
 	"slices"
 	"strconv"
@@ -125,6 +127,7 @@ type Decoder struct {
 	Repeats     int64
 	logs        commitLogs
 	id          []byte // eventID's buffer
+	seed        maphash.Seed
 	// unavail lists the columns of the image being read whose value is Debezium's placeholder of
 	// an unavailable value (left null)
 	unavail []int
@@ -186,10 +189,11 @@ func (c *commitLogs) repeats(file string, pos int64, ev []byte) bool {
 	return false
 }
 
-// eventID is what tells apart the events of one mutation: the message key, and "after", which
-// holds a range tombstone's bounds (every range of a partition has the partition's key).
+// eventID is what tells apart the events of one mutation: the message key, and a hash of
+// "after", which holds a range tombstone's bounds (every range of a partition has the
+// partition's key). A hash, not "after" itself: the position's set holds a copy of each.
 func (d *Decoder) eventID(key []byte, after string) []byte {
-	d.id = append(append(append(d.id[:0], key...), 0), after...)
+	d.id = binary.LittleEndian.AppendUint64(append(d.id[:0], key...), maphash.String(d.seed, after))
 	return d.id
 }
 
@@ -217,7 +221,7 @@ func newDecoder(cfg Config, schema pipeline.SourceSchema) (*Decoder, error) {
 	if len(schema) == 0 {
 		return nil, fmt.Errorf("kafka: the mapping declares no source columns (source.columns)")
 	}
-	d := &Decoder{format: cfg.Format, keyCol: -1}
+	d := &Decoder{format: cfg.Format, keyCol: -1, seed: maphash.MakeSeed()}
 	d.arena = &d.own
 	if d.format == "" {
 		d.format = FormatJSON

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -168,13 +170,13 @@ type capturedEvent struct {
 }
 
 // capturedEvents reads testdata/debezium-cassandra5-events.jsonl, in the order captured.
-func capturedEvents(t *testing.T) []capturedEvent {
+func capturedEvents(t testing.TB) []capturedEvent {
 	t.Helper()
 	return capturedEventsIn(t, "testdata/debezium-cassandra5-events.jsonl")
 }
 
 // capturedEventsIn reads the captured events of a testdata file, in the order captured.
-func capturedEventsIn(t *testing.T, path string) []capturedEvent {
+func capturedEventsIn(t testing.TB, path string) []capturedEvent {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -232,5 +234,40 @@ func TestSecondRangeOfAMutationIsNotARepeat(t *testing.T) {
 	want := []string{"range delete 1|~|~|~|~ set 10000 start [3] incl end [5] excl", "range delete 1|~|~|~|~ set 10000 start [7] incl end [9] excl", "repeat", "repeat"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+}
+
+// BenchmarkDecodeCassandraEvents decodes the real connector's events, as replicate does (repeats
+// skipped), each at a commit log position of its own.
+func BenchmarkDecodeCassandraEvents(b *testing.B) {
+	schema := pipeline.SourceSchema{{Name: "a", Type: "int"}, {Name: "b", Type: "int"}, {Name: "c", Type: "int"}, {Name: "x", Type: "text"}, {Name: "y", Type: "int"}}
+	pos := regexp.MustCompile(`"pos":\d+`)
+	var keys, values [][]byte
+	for i := 0; len(values) < 4096; i++ {
+		for _, ev := range capturedEvents(b) {
+			keys = append(keys, ev.Key)
+			values = append(values, pos.ReplaceAll(ev.Value, []byte(fmt.Sprintf(`"pos":%d`, len(values)))))
+		}
+	}
+	newDecoder := func() *Decoder {
+		d, err := NewDecoder(Config{Format: FormatDebezium}, schema)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d.SkipRepeats = true
+		return d
+	}
+	d := newDecoder()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var cs []Change
+	for i := 0; i < b.N; i++ {
+		j := i % len(values)
+		if j == 0 && i > 0 {
+			b.StopTimer()
+			d = newDecoder()
+			b.StartTimer()
+		}
+		cs = d.Decode(cs[:0], keys[j], values[j])
 	}
 }
