@@ -51,11 +51,7 @@ func TestDecimalTextCarriesItsNumber(t *testing.T) {
 // before 1970 too. Keeping the number would make day 1 the instant 1 ms after the epoch.
 func TestDateTimestampCasts(t *testing.T) {
 	const day = 86_400_000
-	cases := []struct {
-		expr string
-		in   map[string]V
-		want V
-	}{
+	cases := []castCase{
 		{"dt :: TIMESTAMP", map[string]V{"dt": num(1)}, num(day)},
 		{"dt :: TIMESTAMP", map[string]V{"dt": num(19724)}, num(19724 * day)}, // 2024-01-01
 		{"dt :: TIMESTAMP", map[string]V{"dt": num(-1)}, num(-day)},
@@ -67,16 +63,7 @@ func TestDateTimestampCasts(t *testing.T) {
 		{"dt :: BIGINT", map[string]V{"dt": num(3)}, num(3)}, // integers stay days and milliseconds
 		{"ts :: BIGINT", map[string]V{"ts": num(3)}, num(3)},
 	}
-	for _, c := range cases {
-		got, _, rerr := evalExpr(t, c.expr, c.in)
-		if rerr != nil {
-			t.Errorf("%s %v: unexpected reject %v", c.expr, c.in, rerr)
-			continue
-		}
-		if !got.Equal(c.want) {
-			t.Errorf("%s %v = %#v, want %#v", c.expr, c.in, got, c.want)
-		}
-	}
+	checkCasts(t, cases)
 	if _, _, rerr := evalExpr(t, "ts :: DATE", map[string]V{"ts": num(math.MaxInt64)}); rerr == nil || rerr.Code != pipeline.CodeType {
 		t.Errorf("a timestamp beyond the DATE range: %v, want a type reject", rerr)
 	}
@@ -87,11 +74,7 @@ func TestDateTimestampCasts(t *testing.T) {
 // to the report and the region plan too, and a value beyond FLOAT's range is rejected here.
 func TestFloatCastRoundsToFloat32(t *testing.T) {
 	f32 := func(f float32) V { return pipeline.Float(float64(f)) }
-	cases := []struct {
-		expr string
-		in   map[string]V
-		want V
-	}{
+	cases := []castCase{
 		{"f :: FLOAT", map[string]V{"f": pipeline.Float(0.1)}, f32(0.1)},
 		{"f :: FLOAT", map[string]V{"f": pipeline.Float(0.30000001)}, f32(0.3)},
 		{"n :: FLOAT", map[string]V{"n": num(16777217)}, f32(16777216)},
@@ -99,16 +82,7 @@ func TestFloatCastRoundsToFloat32(t *testing.T) {
 		{"f :: FLOAT", map[string]V{"f": pipeline.Float(math.Inf(-1))}, pipeline.Float(math.Inf(-1))},
 		{"f :: DOUBLE", map[string]V{"f": pipeline.Float(0.1)}, pipeline.Float(0.1)},
 	}
-	for _, c := range cases {
-		got, _, rerr := evalExpr(t, c.expr, c.in)
-		if rerr != nil {
-			t.Errorf("%s %v: unexpected reject %v", c.expr, c.in, rerr)
-			continue
-		}
-		if !got.Equal(c.want) {
-			t.Errorf("%s %v = %v, want %v", c.expr, c.in, got, c.want)
-		}
-	}
+	checkCasts(t, cases)
 	for _, in := range []map[string]V{{"f": pipeline.Float(1e300)}, {"f": pipeline.Float(-3.5e38)}} {
 		if _, _, rerr := evalExpr(t, "f :: FLOAT", in); rerr == nil || rerr.Code != pipeline.CodeType {
 			t.Errorf("f :: FLOAT %v: %v, want a type reject (beyond FLOAT's range)", in, rerr)
@@ -179,6 +153,28 @@ func TestJSONCastRejectsText(t *testing.T) {
 	for _, in := range []string{`not json`, `{"a": 1`, `{"a": 1} {"b": 2}`, ``, `tru`} {
 		if _, _, rerr := evalExpr(t, "s :: JSON", map[string]V{"s": txt(in)}); rerr == nil || rerr.Code != pipeline.CodeType {
 			t.Errorf("%q :: JSON: %v, want a type reject", in, rerr)
+		}
+	}
+}
+
+// castCase is an expression, its inputs and the value it must give.
+type castCase struct {
+	expr string
+	in   map[string]V
+	want V
+}
+
+// checkCasts evaluates each case, which must give its value and no reject.
+func checkCasts(t *testing.T, cases []castCase) {
+	t.Helper()
+	for _, c := range cases {
+		got, _, rerr := evalExpr(t, c.expr, c.in)
+		if rerr != nil {
+			t.Errorf("%s %v: unexpected reject %v", c.expr, c.in, rerr)
+			continue
+		}
+		if !got.Equal(c.want) {
+			t.Errorf("%s %v = %#v, want %#v", c.expr, c.in, got, c.want)
 		}
 	}
 }

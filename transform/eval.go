@@ -617,34 +617,20 @@ func (p *Program) build(t *texpr) evalFn {
 		// date's midnight, the date an instant falls on, both UTC), never just the type
 		switch from := t.args[0].typ.T; {
 		case from == pipeline.TypeDate && to.T == pipeline.TypeTimestamp:
-			return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
-				v, err := x(e, r, out)
-				if err != nil || v.Kind == pipeline.KindNull {
-					return v, err
+			return unitCast(x, to, func(_ *Evaluator, days int64) (pipeline.Value, *pipeline.RowError) {
+				if days < math.MinInt32 || days > math.MaxInt32 {
+					return pipeline.Int(days), typeErr(strconv.FormatInt(days, 10) + " days is out of the DATE range")
 				}
-				if v.Kind != pipeline.KindInt {
-					return e.convert(v, to)
-				}
-				if v.Num < math.MinInt32 || v.Num > math.MaxInt32 {
-					return v, typeErr(strconv.FormatInt(v.Num, 10) + " days is out of the DATE range")
-				}
-				return pipeline.Int(v.Num * msPerDay), nil
-			}
+				return pipeline.Int(days * msPerDay), nil
+			})
 		case from == pipeline.TypeTimestamp && to.T == pipeline.TypeDate:
-			return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
-				v, err := x(e, r, out)
-				if err != nil || v.Kind == pipeline.KindNull {
-					return v, err
-				}
-				if v.Kind != pipeline.KindInt {
-					return e.convert(v, to)
-				}
-				d := v.Num / msPerDay
-				if v.Num%msPerDay < 0 {
+			return unitCast(x, to, func(e *Evaluator, ms int64) (pipeline.Value, *pipeline.RowError) {
+				d := ms / msPerDay
+				if ms%msPerDay < 0 {
 					d-- // before 1970: the day that holds the instant, not the next one
 				}
 				return e.convert(pipeline.Int(d), to) // within the DATE range
-			}
+			})
 		}
 		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 			v, err := x(e, r, out)
@@ -1018,4 +1004,19 @@ func SaltToken(buf []byte, b *pipeline.Batch, r *pipeline.Record, nsrc int) (uin
 		buf = binary.BigEndian.AppendUint64(buf, uint64(r.Seq))
 	}
 	return uint64(murmur3.Token(buf)), buf
+}
+
+// unitCast is a cast between DATE and TIMESTAMP: an integer (days, milliseconds) goes through
+// conv; a null stays null, and any other value is converted as by any cast.
+func unitCast(x evalFn, to colType, conv func(e *Evaluator, n int64) (pipeline.Value, *pipeline.RowError)) evalFn {
+	return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
+		v, err := x(e, r, out)
+		if err != nil || v.Kind == pipeline.KindNull {
+			return v, err
+		}
+		if v.Kind != pipeline.KindInt {
+			return e.convert(v, to)
+		}
+		return conv(e, v.Num)
+	}
 }
