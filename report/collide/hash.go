@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"slices"
+	"strings"
 
 	"github.com/zeebo/xxh3"
 
@@ -42,12 +43,23 @@ func Mix64(x, seed uint64) uint64 {
 func HashValue(v pipeline.Value, seed uint64) uint64 {
 	seed ^= uint64(v.Kind) * wyp2
 	switch v.Kind {
-	case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
+	case pipeline.KindText, pipeline.KindBytes:
 		return hashString(v.Str, seed)
+	case pipeline.KindDecimal:
+		return hashString(decimalNumber(v.Str), seed)
 	case pipeline.KindNull:
 		return Mix64(0, seed)
 	}
 	return Mix64(uint64(v.Num), seed)
+}
+
+// decimalNumber is canonical decimal text without the zeros that end its fraction: a DECIMAL
+// column holds every value at its own scale, so 1.5 and 1.50 are one value, and one key.
+func decimalNumber(s string) string {
+	if strings.IndexByte(s, '.') < 0 {
+		return s
+	}
+	return strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
 }
 
 // HashValues hashes a sequence of values.
