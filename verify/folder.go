@@ -44,6 +44,9 @@ type Folder struct {
 	Replication *replicate.Replication
 	Deletes     []bool
 	Notes       []string // what the reader of the result should know (an unfinished run...)
+	// listing is the file that lists Files: manifest.json, or checkpoint.json for a run that
+	// has not finished (whose resume removes the files it does not list)
+	listing string
 }
 
 // OpenFolder reads an output's manifest.json, or its checkpoint.json when the run has not
@@ -142,7 +145,7 @@ func (f *Folder) readCheckpoint(ctx context.Context, fingerprint string) error {
 	if cp.Fingerprint != "" && fingerprint != "" && cp.Fingerprint != fingerprint {
 		return fmt.Errorf("%s holds a run of another mapping (fingerprint %.12s, this one %.12s); verify it with the mapping it was migrated with", location, cp.Fingerprint, fingerprint)
 	}
-	f.Format, f.Files = cp.Format, cp.Files
+	f.Format, f.Files, f.listing = cp.Format, cp.Files, output.CheckpointFile
 	f.Notes = append(f.Notes, fmt.Sprintf("%s has no %s: its migration has not finished; verifying the %d files its checkpoint lists (finish it with migrate --resume)", location, output.ManifestFile, len(cp.Files)))
 	return nil
 }
@@ -156,7 +159,7 @@ func (f *Folder) addUnlisted(ctx context.Context) error {
 	}
 	switch {
 	case len(unlisted) == 0:
-	case listedIn(f) == output.CheckpointFile:
+	case f.listing == output.CheckpointFile:
 		// an unfinished run: its resume removes the files its checkpoint does not list
 		f.Notes = append(f.Notes, fmt.Sprintf("%s holds %d files under %s/ that its %s does not list (%s): not verified; migrate --resume removes them",
 			f.Location, len(unlisted), output.DataDir, output.CheckpointFile, namesShort(unlisted)))
@@ -405,11 +408,10 @@ func (v *run) fileProblem(f FileRows) {
 	v.notesMu.Unlock()
 }
 
+// listedIn is the file that lists the folder's data files.
 func listedIn(fo *Folder) string {
-	for _, n := range fo.Notes {
-		if strings.Contains(n, output.CheckpointFile) {
-			return output.CheckpointFile
-		}
+	if fo.listing == "" {
+		return output.ManifestFile
 	}
-	return output.ManifestFile
+	return fo.listing
 }

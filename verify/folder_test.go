@@ -35,3 +35,30 @@ func TestOpenFolderReadsTheCheckpointAsResumeDoes(t *testing.T) {
 		})
 	}
 }
+
+// A file under data/ that an unfinished run's checkpoint does not list (a killed run's part,
+// which migrate --resume removes) is noted as not verified, not counted as target rows: the
+// listing is the checkpoint, not a manifest.json the output does not have.
+func TestUnfinishedRunNotesItsUnlistedFiles(t *testing.T) {
+	schema := testProgram(t).Target()
+	dir := t.TempDir()
+	cp := `{"version":1,"format":"parquet","files":[{"region":0,"path":"data/region-0000/part-00000.parquet","rows":3}]}`
+	if err := os.WriteFile(filepath.Join(dir, output.CheckpointFile), []byte(cp), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "data", "region-0000"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"part-00000.parquet", "part-00001.parquet"} {
+		if err := os.WriteFile(filepath.Join(dir, "data", "region-0000", name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := OpenFolder(context.Background(), localStore(t, dir), dir, schema, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Unlisted != 0 || len(f.Files) != 1 || !strings.Contains(strings.Join(f.Notes, "\n"), "1 files under data/ that its checkpoint.json does not list") {
+		t.Errorf("unlisted %d, files %+v, notes %q", f.Unlisted, f.Files, f.Notes)
+	}
+}
