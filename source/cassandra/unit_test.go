@@ -431,3 +431,17 @@ func TestTLSConfig(t *testing.T) {
 		t.Error("skip verify ignored")
 	}
 }
+
+// A set<double> as Cassandra sends it, in its order (Double.compare: -0 before 0, NaN last):
+// every element is read, none taken for a duplicate of its neighbour.
+func TestSetOfDoublesKeepsEveryElement(t *testing.T) {
+	st := gocql.CollectionType{NativeType: gocql.NewNativeType(4, gocql.TypeSet, ""), Elem: native(gocql.TypeDouble)}
+	data, err := gocql.Marshal(st, []float64{math.Inf(-1), math.Copysign(0, -1), 0, 1, math.NaN()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := decodeOne(t, st, "set<double>", data)
+	if want := `["-Infinity",-0,0,1,"NaN"]`; err != nil || v.Str != want {
+		t.Errorf("set<double>: %q %v, want %s", v.Str, err, want)
+	}
+}

@@ -3,6 +3,7 @@ package cqlvalue
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -271,7 +272,35 @@ func compareKeys(a, b pipeline.Value) int {
 	if a.Kind == pipeline.KindText || a.Kind == pipeline.KindBytes {
 		return strings.Compare(a.Str, b.Str)
 	}
+	if a.Kind == pipeline.KindFloat && b.Kind == pipeline.KindFloat {
+		return compareFloats(a.Float(), b.Float())
+	}
 	return pipeline.Compare(pipeline.TypeInvalid, a, b)
+}
+
+// compareFloats orders as Cassandra orders float and double elements (Java's Double.compare):
+// -0 before 0, NaN after every number and equal only to NaN. A NaN compared as equal to
+// everything would make its neighbours look like duplicates, and drop them.
+func compareFloats(a, b float64) int {
+	switch an, bn := math.IsNaN(a), math.IsNaN(b); {
+	case an || bn:
+		return boolCmp(an, bn)
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return boolCmp(!math.Signbit(a), !math.Signbit(b))
+}
+
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // scalar reads a quoted string ('CQL' with ” escapes, or "JSON") or a bare word ending at

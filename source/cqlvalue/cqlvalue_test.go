@@ -474,3 +474,23 @@ func FuzzFromScanned(f *testing.F) {
 		})
 	})
 }
+
+// Cassandra orders float and double set elements and map keys as Java's Double.compare does:
+// -0 before 0, NaN after every number and equal only to NaN. Each is an element of its own.
+func TestSetsOfFloatsKeepNaNAndSignedZero(t *testing.T) {
+	cases := []tcase{
+		{"set<double>", `[1, "NaN", 2]`, `text:[1,2,"NaN"]`},
+		{"set<double>", `["NaN", 1, "NaN"]`, `text:[1,"NaN"]`},
+		{"set<double>", `[0.0, -0.0]`, `text:[-0,0]`},
+		{"set<float>", `["NaN", "Infinity", 1, "-Infinity"]`, `text:["-Infinity",1,"Infinity","NaN"]`},
+		{"map<double, int>", `{"NaN": 1, "0": 2, "-0": 3, "1": 4}`, `text:{"-0":3,"0":2,"1":4,"NaN":1}`},
+	}
+	for _, c := range cases {
+		typ, err := ParseType(c.typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := typ.ParseText(c.in)
+		check(t, "ParseText", c, v(got), err)
+	}
+}
