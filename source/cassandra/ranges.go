@@ -127,7 +127,11 @@ func SplitRing(tokens []int64, splits int) ([]Range, error) {
 // appendPiece adds the clockwise piece (a, b] of the ring, cut in two where it passes the end.
 func appendPiece(out []Range, a, b uint64) []Range {
 	if a == b {
-		// a full ring (one token, one part): everything
+		// a full ring (one token, one part): everything; a token at the end of the ring leaves
+		// nothing on one side of the cut, and an empty range has no name that parses back
+		if tok(a) == MinToken || tok(a) == MaxToken {
+			return append(out, Range{MinToken, MaxToken})
+		}
 		return append(out, Range{tok(a), MaxToken}, Range{MinToken, tok(b)})
 	}
 	if a < b {

@@ -445,3 +445,24 @@ func TestSetOfDoublesKeepsEveryElement(t *testing.T) {
 		t.Errorf("set<double>: %q %v, want %s", v.Str, err, want)
 	}
 }
+
+// A one-token ring whose token is at the end of the ring (initial_token -9223372036854775808,
+// a common choice) read as one range: the whole ring, once, under a name that parses back.
+func TestSplitRingOneTokenAtTheEnd(t *testing.T) {
+	for _, tk := range []int64{MinToken, MaxToken, MinToken + 1, MaxToken - 1, 0} {
+		for _, splits := range []int{1, 2, 5} {
+			rs, err := SplitRing([]int64{tk}, splits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := CheckTiling(rs); err != nil {
+				t.Errorf("token %d, splits %d: %v: %v", tk, splits, rs, err)
+			}
+			for _, r := range rs {
+				if _, err := ParseRange(r.Name()); err != nil {
+					t.Errorf("token %d, splits %d: %v", tk, splits, err)
+				}
+			}
+		}
+	}
+}
