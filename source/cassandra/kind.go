@@ -58,7 +58,8 @@ const help = `  cassandra://host1,host2:9042/keyspace/table?consistency=LOCAL_ON
                      since=2026-11-25T10:00:00Z (or epoch ms or us): a catch-up, only rows with a
                      cell written since then (by WRITETIME); CQL cannot filter on it, so every row
                      is still read and the older ones are counted as skipped. Rows without any
-                     regular cell are kept; deletes are not caught up. migrate prints the since=
+                     regular cell, and rows holding a non-frozen collection or UDT (which has no
+                     WRITETIME), are kept; deletes are not caught up. migrate prints the since=
                      of the next catch-up`
 
 // Flags are the options of a Cassandra source that do not belong in the URI: credentials and

@@ -313,6 +313,7 @@ func (s *Source) readRange(parent context.Context, r Range, st pipeline.StreamSt
 			}
 			pd = newPageDecoder(decs, &s.pages, len(s.sel.dating), s.sinceMicros()).withCells(s.sel.cells, &s.expiry)
 			pd.rowTimes = s.cfg.RowWriteTimes && len(s.sel.dating) > 0
+			pd.undated = s.sel.undated
 		}
 		recs, skipped, release, err := pd.decodePage(res.iter, rows)
 		if err != nil {
@@ -447,8 +448,10 @@ type pageDecoder struct {
 	scratch []byte
 	rowErr  *pipeline.RowError
 	// since (microseconds; 0: no filter) drops rows whose newest dating writetime is older;
-	// newest is the current row's, -1 when none of its dated cells is set.
+	// newest is the current row's, -1 when none of its dated cells is set. A row with a value
+	// in an undated column is kept.
 	since, newest int64
+	undated       []int
 	// rowTimes: the records' earliest dating writetime goes to Batch.WriteTimes (earliest is
 	// the current row's, -1 when none of its dated cells is set).
 	rowTimes bool
@@ -635,6 +638,16 @@ func (pd *pageDecoder) finishTuples() {
 	}
 }
 
+// anyUndated tells whether the current row has a value in a column dating cannot see.
+func (pd *pageDecoder) anyUndated() bool {
+	for _, i := range pd.undated {
+		if !pd.vals[i].IsNull() {
+			return true
+		}
+	}
+	return false
+}
+
 // decodePage reads every row of the page; seq0 is the range's row count before it. skipped
 // counts the rows older than since, which get no record. release hands the records' memory
 // back for reuse: call it once nothing refers to them anymore.
@@ -671,7 +684,7 @@ func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline
 		if !iter.Scan(pd.dests...) {
 			break
 		}
-		if pd.since != 0 && pd.newest >= 0 && pd.newest < pd.since {
+		if pd.since != 0 && pd.newest >= 0 && pd.newest < pd.since && !pd.anyUndated() {
 			skipped++ // an undated row (newest -1: no regular cell set) is kept
 			continue
 		}

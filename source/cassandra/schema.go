@@ -216,6 +216,9 @@ type selection struct {
 	// untimed are the other non-key record columns (non-frozen collections): a row holding one
 	// of them is not expired with its timed cells
 	untimed []int
+	// undated are the record columns dating cannot see (non-frozen collections and UDTs): a row
+	// holding one is not skipped as older than since, as an element may have been written since
+	undated []int
 }
 
 // cellTimes makes the scan read writetime() of every selected regular and static column that
@@ -242,6 +245,13 @@ func (sel *selection) dateRows(t *Table) {
 			continue
 		}
 		sel.dating = append(sel.dating, "writetime("+quoteIdent(c.Name)+")")
+	}
+	for i, col := range sel.schema {
+		if sel.types[i] != "" && isMultiCell(sel.types[i]) {
+			if c, ok := t.Column(col.Name); ok && c.Kind != "partition_key" && c.Kind != "clustering" {
+				sel.undated = append(sel.undated, i)
+			}
+		}
 	}
 }
 

@@ -183,3 +183,32 @@ func TestParseSince(t *testing.T) {
 		}
 	}
 }
+
+// TestSinceKeepsRowsWithUndatedCollections: a non-frozen collection has no WRITETIME() to date
+// its row by (each element has its own), and one of its elements may have been written since
+// while the row's other cells are older: a row holding one is kept, like a key-only row.
+func TestSinceKeepsRowsWithUndatedCollections(t *testing.T) {
+	c := cassandratest.Open(t)
+	seedSince(t, c, "since", 8)
+	must(t, c.InsertMany("since", "ev", 1, func(i int, row map[string]any) error {
+		row["id"] = 100
+		row["a"] = cqltest.Cell{Value: "old", WriteTime: oldWrite}
+		row["tags"] = []string{"added since"}
+		return nil
+	}))
+	src := open(t, c, "since", "ev", "since="+sinceMicros)
+	batches, err := collect(context.Background(), src, nil)
+	must(t, err)
+	kept := map[int64]bool{}
+	for _, b := range batches {
+		for _, r := range b.Records {
+			kept[r.Values[0].Num] = true
+		}
+	}
+	if !kept[100] {
+		t.Fatalf("the row with an old cell and a collection was skipped; kept %v", kept)
+	}
+	if kept[0] || kept[4] {
+		t.Fatalf("rows whose every cell is older were kept: %v", kept)
+	}
+}
