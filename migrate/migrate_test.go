@@ -123,3 +123,57 @@ func TestMigrationRefusesAFormatTheBulkloadCannotRead(t *testing.T) {
 		t.Fatalf("the refused run left %s: %v", dir, err)
 	}
 }
+
+// A quantile plan places fewer regions than --regions asks when the sample holds fewer distinct
+// first-key values. Before, the same command was then refused: a --resume of the run ("--regions:
+// 3 then, 8 now"), and every shard after the first in a shared output ("--regions: 3 in shard
+// 0/2, 8 here").
+func TestFewerRegionsThanAskedResumeAndShareTheOutput(t *testing.T) {
+	ctx := context.Background()
+	fewer := func(cfg *migrate.Config, shard pipeline.Shard) {
+		cfg.Regions, cfg.Shard, cfg.SharedOut = 8, shard, !shard.Whole()
+		prog := cfg.Program
+		cfg.Plan = func(context.Context) (pipeline.RegionPlan, error) {
+			return prog.PlanRegions(transform.RegionRequest{Count: 3}) // what a quantile plan for 8 found room for
+		}
+	}
+	run := func(t *testing.T, cfg migrate.Config) {
+		t.Helper()
+		m, err := migrate.Open(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		if m.Complete() {
+			return
+		}
+		if _, err := m.Plan(ctx); err != nil {
+			t.Fatal(err)
+		}
+		res, runErr, err := m.Run(ctx, nil, noWatch)
+		if err != nil || runErr != nil {
+			t.Fatalf("run: %v, %v", runErr, err)
+		}
+		if _, err := m.Finish(ctx, res, time.Time{}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("resume", func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := config(t, dir, "orders.yaml", 1000)
+		fewer(&cfg, pipeline.Shard{})
+		run(t, cfg)
+		cfg = config(t, dir, "orders.yaml", 1000)
+		fewer(&cfg, pipeline.Shard{})
+		cfg.Resume = true
+		run(t, cfg)
+	})
+	t.Run("shards", func(t *testing.T) {
+		dir := t.TempDir()
+		for i := range 2 {
+			cfg := config(t, dir, "orders.yaml", 1000)
+			fewer(&cfg, pipeline.Shard{Index: i, Count: 2})
+			run(t, cfg)
+		}
+	})
+}

@@ -52,6 +52,15 @@ func ParseCheckpoint(data []byte) (*pipeline.Checkpoint, error) {
 	return &c, nil
 }
 
+// regionsAsked is the --regions the run of cp was given: the count its plan was made for, which a
+// quantile plan may fall short of (Plan.Count() for a checkpoint that does not record it).
+func regionsAsked(cp *pipeline.Checkpoint) int {
+	if cp.Regions > 0 {
+		return cp.Regions
+	}
+	return cp.Plan.Count()
+}
+
 // saveCheckpoint writes the checkpoint atomically (the local store keeps it 0600: it names the
 // source and its cursors, which nobody but the run's user needs).
 func saveCheckpoint(ctx context.Context, st store.Store, c *pipeline.Checkpoint) error {

@@ -16,6 +16,7 @@ type Journal struct {
 	st      store.Store
 	rejects *RejectLog
 	schema  pipeline.SourceSchema
+	regions int // the run's --regions, for a checkpoint that has none yet
 	log     *zap.Logger
 }
 
@@ -33,7 +34,7 @@ func (o *Output) Journal(src pipeline.Source, schema pipeline.SourceSchema) (*Jo
 	if err != nil {
 		return nil, err
 	}
-	return &Journal{st: o.Store, rejects: rejects, schema: schema, log: o.log}, nil
+	return &Journal{st: o.Store, rejects: rejects, schema: schema, regions: o.regions, log: o.log}, nil
 }
 
 // Reject adds a rejected record to the rejects (durable at the next Cut).
@@ -74,6 +75,9 @@ func (j *Journal) Cut(ctx context.Context, cp *pipeline.Checkpoint) error {
 	}
 	cp.RejectsBytes, cp.ReplayBytes, cp.RejectCodes = size, replaySize, codes
 	cp.RejectParts = j.rejects.Parts()
+	if cp.Regions == 0 {
+		cp.Regions = j.regions
+	}
 	return saveCheckpoint(ctx, j.st, cp)
 }
 

@@ -70,6 +70,7 @@ type Output struct {
 	objLock    *objectLock // object stores
 	log        *zap.Logger
 	peers      []shardPeer // a shard's: the other shards of its shared output, with a checkpoint
+	regions    int         // Spec.Regions, recorded in the checkpoints
 }
 
 // ErrRefusedResume is wrapped by Open's errors when the directory cannot be resumed or
@@ -103,6 +104,7 @@ func Open(ctx context.Context, st store.Store, spec Spec, logger *zap.Logger) (*
 	if err != nil {
 		return nil, err
 	}
+	o.regions = spec.Regions
 	if err := o.open(ctx, spec, logger); err != nil {
 		o.Close()
 		return nil, err
@@ -225,8 +227,8 @@ func checkResume(cp *pipeline.Checkpoint, spec Spec) error {
 	if cp.Format != "" && spec.Format != "" && cp.Format != spec.Format {
 		diffs = append(diffs, fmt.Sprintf("--format: %s then, %s now", cp.Format, spec.Format))
 	}
-	if spec.Regions > 0 && spec.Regions != cp.Plan.Count() {
-		diffs = append(diffs, fmt.Sprintf("--regions: %d then, %d now", cp.Plan.Count(), spec.Regions))
+	if spec.Regions > 0 && spec.Regions != regionsAsked(cp) {
+		diffs = append(diffs, fmt.Sprintf("--regions: %d then, %d now", regionsAsked(cp), spec.Regions))
 	}
 	if cp.Source != nil && spec.Source != nil {
 		if a, ok := spec.Source.(pipeline.IdentityAdopter); ok {

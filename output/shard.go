@@ -132,8 +132,8 @@ func (p shardPeer) diffs(spec Spec) []string {
 	if p.cp.Format != "" && spec.Format != "" && p.cp.Format != spec.Format {
 		diffs = append(diffs, fmt.Sprintf("--format: %s %s, %s here", p.cp.Format, where, spec.Format))
 	}
-	if spec.Regions > 0 && spec.Regions != p.cp.Plan.Count() {
-		diffs = append(diffs, fmt.Sprintf("--regions: %d %s, %d here", p.cp.Plan.Count(), where, spec.Regions))
+	if spec.Regions > 0 && spec.Regions != regionsAsked(p.cp) {
+		diffs = append(diffs, fmt.Sprintf("--regions: %d %s, %d here", regionsAsked(p.cp), where, spec.Regions))
 	}
 	if now := pipeline.SourceIdentity(spec.Source); now != nil && p.cp.Source != nil {
 		for _, d := range p.cp.Source.WithoutShard().DiffNamed(now.WithoutShard(), where, "here") {

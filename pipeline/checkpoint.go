@@ -11,11 +11,14 @@ import (
 // resumes without loss or duplicates: data files it does not list are deleted on resume, and the
 // rejects are cut back to it.
 type Checkpoint struct {
-	Version      int                    `json:"version"`
-	Fingerprint  string                 `json:"fingerprint"`      // of the resolved mapping
-	Format       string                 `json:"format,omitempty"` // of the data files
-	Source       Identity               `json:"source,omitempty"` // what the source reads; a resume must read the same
-	Plan         RegionPlan             `json:"plan"`
+	Version     int        `json:"version"`
+	Fingerprint string     `json:"fingerprint"`      // of the resolved mapping
+	Format      string     `json:"format,omitempty"` // of the data files
+	Source      Identity   `json:"source,omitempty"` // what the source reads; a resume must read the same
+	Plan        RegionPlan `json:"plan"`
+	// Regions is the region count the run was given (--regions), 0 when none: a quantile plan
+	// may place fewer than asked, so a resume and the other shards compare their --regions to it.
+	Regions      int                    `json:"regions,omitempty"`
 	Splits       []Value                `json:"splits"`
 	Streams      map[string]StreamState `json:"streams"`
 	Files        []FileInfo             `json:"files"`
