@@ -29,6 +29,10 @@ type Files struct {
 	shard       pipeline.Shard
 	format      string
 	csv         CSVOptions
+	// sampled opens every file of the input when this shard reads only some of them whole: the
+	// region plan samples them all, as the whole run does, so that every shard plans the same
+	// regions (nil: f.files are the input's)
+	sampled func() ([]*Source, error)
 }
 
 // Stdin reads stdin (file:-). It cannot sample or resume, and has no size: it implements
@@ -75,12 +79,22 @@ func Open(ctx context.Context, spec Spec, base Config, logger *zap.Logger) (pipe
 	if err != nil {
 		return nil, err
 	}
+	all := in
 	part, err := f.shardPart(spec, &in)
 	if err != nil {
 		return nil, err
 	}
 	if err := f.openEach(spec, base, in, part); err != nil {
 		return nil, err
+	}
+	if len(in.paths) < len(all.paths) {
+		f.sampled = func() ([]*Source, error) {
+			every := &Files{log: f.log}
+			if err := every.openEach(spec, base, all, part); err != nil {
+				return nil, fmt.Errorf("sample every file of the input (the shards plan one region plan): %w", err)
+			}
+			return every.files, nil
+		}
 	}
 	if len(f.files) > 1 {
 		logger.Info("reading files in this order", zap.String("dir", f.dir), zap.Int("files", len(f.files)),
@@ -527,7 +541,8 @@ const windowSampleRows = 1_000_000
 
 // Sample returns up to n records spread over the files, each file's share in proportion to its
 // data size (a gzip file's compressed size), in file order. With a window of at most a million
-// rows (?limit=), the sample is spread over the window's rows instead.
+// rows (?limit=), the sample is spread over the window's rows instead. A shard that reads some of
+// the files whole samples all of them.
 func (f *Files) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 	if n <= 0 {
 		return nil, nil
@@ -535,12 +550,19 @@ func (f *Files) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 	if f.limit > 0 && f.skip+f.limit <= windowSampleRows {
 		return f.sampleWindow(ctx, n)
 	}
-	if len(f.files) == 1 {
-		return f.files[0].Sample(ctx, n)
+	files := f.files
+	if f.sampled != nil {
+		var err error
+		if files, err = f.sampled(); err != nil {
+			return nil, err
+		}
 	}
-	weights := make([]int64, len(f.files))
+	if len(files) == 1 {
+		return files[0].Sample(ctx, n)
+	}
+	weights := make([]int64, len(files))
 	var total int64
-	for i, s := range f.files {
+	for i, s := range files {
 		w := s.size // a gzip file's compressed size
 		if !s.gz {
 			w -= s.dataStart
@@ -556,7 +578,7 @@ func (f *Files) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 		if k == 0 {
 			continue
 		}
-		part, err := f.files[i].Sample(ctx, k)
+		part, err := files[i].Sample(ctx, k)
 		if err != nil {
 			return nil, err
 		}

@@ -339,3 +339,29 @@ func TestBucketFileInParts(t *testing.T) {
 		t.Fatalf("3 parts of the object read %d records, the whole object %d (or other ones)", len(got), len(want))
 	}
 }
+
+// With at least as many files as shards, each shard reads whole files but samples every file of
+// the input, as the whole run does: before, each sampled only its own files, so shards written
+// into one output (--shared-out) placed other quantile splits and all but the first were refused.
+func TestShardsOfWholeFilesSampleTheWholeInput(t *testing.T) {
+	dir := t.TempDir()
+	for i, name := range []string{"a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl"} {
+		put(t, dir, name, conformanceRows("jsonl", 100+50*i, 7+i))
+	}
+	cfg := Config{Schema: conformanceSchema, ChunkSize: 256, Workers: 2}
+	spec := Spec{Path: dir}
+	want, err := openSpec(t, spec, cfg).(pipeline.Sampler).Sample(t.Context(), 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		spec.Shard = pipeline.Shard{Index: i, Count: 2}
+		src := openSpec(t, spec, cfg)
+		if id := pipeline.SourceIdentity(src); id["files"] != "2" {
+			t.Fatalf("shard %s reads %s files, want 2 of the 4", spec.Shard, id["files"])
+		}
+		if got, err := src.(pipeline.Sampler).Sample(t.Context(), 40); err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("shard %s samples other records than the whole input (%v): the shards would plan other regions", spec.Shard, err)
+		}
+	}
+}

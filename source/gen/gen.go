@@ -337,9 +337,10 @@ func sendInOrder(ctx context.Context, order <-chan *genJob, out chan<- pipeline.
 }
 
 // Sample generates n rows spread over the indexes, one in each of n equal stretches at a position
-// fixed by a hash (pipeline.SpreadPick; all rows when n >= Rows).
+// fixed by a hash (pipeline.SpreadPick; all rows when n >= Rows). A shard samples every row, not
+// only its own, so that the shards plan the same regions as the whole run.
 func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
-	rows := s.hi - s.lo
+	rows := s.cfg.Rows
 	if n <= 0 || rows == 0 {
 		return nil, ctx.Err()
 	}
@@ -351,7 +352,7 @@ func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 		if k%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		i := s.lo + pipeline.SpreadPick(k, n, rows)
+		i := pipeline.SpreadPick(k, n, rows)
 		b := s.batch(i, i+1)
 		recs = append(recs, b.Records[0])
 	}

@@ -344,3 +344,31 @@ func equalValues(a, b []pipeline.Value) bool {
 	}
 	return true
 }
+
+// A shard generates its rows only but samples the whole generator, as the whole run does: before,
+// each shard sampled its own rows, so shards written into one output (--shared-out) placed other
+// quantile splits and all but the first were refused.
+func TestShardSamplesTheWholeGenerator(t *testing.T) {
+	whole, err := New(Config{Name: "logs", Rows: 3000}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := whole.Sample(t.Context(), 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		sh := pipeline.Shard{Index: i, Count: 3}
+		src, err := New(Config{Name: "logs", Rows: 3000, Shard: sh}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := src.Sample(t.Context(), 30)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("shard %s samples other rows than the whole generator (%v): the shards would plan other regions", sh, err)
+		}
+		if src.EstimatedRows() != 1000 {
+			t.Fatalf("shard %s estimates %d rows, want its 1000", sh, src.EstimatedRows())
+		}
+	}
+}
