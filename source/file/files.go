@@ -2,6 +2,7 @@ package file
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,8 @@ type Files struct {
 	// region plan samples them all, as the whole run does, so that every shard plans the same
 	// regions (nil: f.files are the input's)
 	sampled func() ([]*Source, error)
+	// input is a shard's summary of every file of the input (inputSummary), in its identity
+	input string
 }
 
 // Stdin reads stdin (file:-). It cannot sample or resume, and has no size: it implements
@@ -160,12 +163,6 @@ func (f *Files) shardPart(spec Spec, in *inputFiles) (part pipeline.Shard, err e
 	if spec.Shard.Whole() {
 		return part, nil
 	}
-	if len(in.paths) < spec.Shard.Count {
-		part, f.single, f.shard = spec.Shard, false, spec.Shard
-		f.log.Info("fewer files than shards: reading this shard's byte range of each file", zap.String("shard", spec.Shard.String()),
-			zap.Int("files", len(in.paths)))
-		return part, nil
-	}
 	var sizes []int64
 	for i, p := range in.paths {
 		if in.objects != nil {
@@ -176,11 +173,32 @@ func (f *Files) shardPart(spec Spec, in *inputFiles) (part pipeline.Shard, err e
 			return part, fmt.Errorf("file %s: %w", p, err)
 		}
 	}
+	f.input = inputSummary(in.streams, sizes)
+	if len(in.paths) < spec.Shard.Count {
+		part, f.single, f.shard = spec.Shard, false, spec.Shard
+		f.log.Info("fewer files than shards: reading this shard's byte range of each file", zap.String("shard", spec.Shard.String()),
+			zap.Int("files", len(in.paths)))
+		return part, nil
+	}
 	mine := shardFiles(sizes, spec.Shard)
 	in.paths, in.streams, in.objects = pick(in.paths, mine), pick(in.streams, mine), pick(in.objects, mine)
 	f.single, f.shard = false, spec.Shard
 	f.log.Info("reading this shard's files", zap.String("shard", spec.Shard.String()), zap.Int("files", len(in.paths)), zap.Strings("streams", in.streams))
 	return part, nil
+}
+
+// inputSummary sums up the files a shard's split is made from: their count, bytes and a digest of
+// their names and sizes. Every shard of one input has the same (pipeline.Identity.WithoutShard
+// keeps it): a file added, removed or grown between two shards' starts would deal the files, or
+// cut the byte ranges, otherwise, and some rows would be read by no shard, or by two.
+func inputSummary(streams []string, sizes []int64) string {
+	h := sha256.New()
+	var total int64
+	for i, name := range streams {
+		fmt.Fprintf(h, "%q %d\n", name, sizes[i])
+		total += sizes[i]
+	}
+	return fmt.Sprintf("%d files, %d bytes, digest %x", len(streams), total, h.Sum(nil)[:6])
 }
 
 // openEach opens every file of in (its head read, a CSV header matched), listing the first

@@ -94,7 +94,7 @@ func (f *Files) Identity() pipeline.Identity {
 	id := pipeline.Identity{"dir": f.dir, "files": strconv.Itoa(len(f.files)),
 		"max_record_size": strconv.Itoa(f.files[0].cfg.MaxRecordSize)}
 	if !f.shard.Whole() {
-		id["shard"] = f.shard.String()
+		id["shard"], id["input"] = f.shard.String(), f.input
 	}
 	for _, s := range f.files {
 		key := "file[" + s.name + "]."

@@ -365,3 +365,37 @@ func TestShardsOfWholeFilesSampleTheWholeInput(t *testing.T) {
 		}
 	}
 }
+
+// The shards of one input have the same identity but for the shard and their own files; a file
+// added (or one grown) between two shards' starts changes it. Before, each shard's identity named
+// only the files it read, so a file added after one shard ran could be dealt to that shard's share
+// by the next ones' split and read by none: merge accepted the shards, its rows lost.
+func TestShardsIdentityNamesTheWholeInput(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		files  int // 2: each shard reads byte ranges of every file; 4: whole files
+		change func(dir string)
+	}{
+		{"whole files, one added", 4, func(dir string) { put(t, dir, "e.jsonl", conformanceRows("jsonl", 20, 3)) }},
+		{"byte ranges, one grown", 2, func(dir string) { put(t, dir, "a.jsonl", conformanceRows("jsonl", 140, 7)) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for i := range c.files {
+				put(t, dir, string(rune('a'+i))+".jsonl", conformanceRows("jsonl", 100+50*i, 7+i))
+			}
+			cfg := Config{Schema: conformanceSchema, ChunkSize: 256, Workers: 2}
+			shard := func(i int) pipeline.Identity {
+				return pipeline.SourceIdentity(openSpec(t, Spec{Path: dir, Shard: pipeline.Shard{Index: i, Count: 3}}, cfg))
+			}
+			first := shard(0)
+			if a, b := first.WithoutShard(), shard(1).WithoutShard(); !reflect.DeepEqual(a, b) {
+				t.Fatalf("two shards of one input: %v and %v", a, b)
+			}
+			c.change(dir)
+			if d := first.WithoutShard().DiffNamed(shard(1).WithoutShard(), "then", "now"); len(d) == 0 {
+				t.Fatalf("a shard of the changed input has the identity of the first's: %v", first)
+			}
+		})
+	}
+}
