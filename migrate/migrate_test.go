@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -176,4 +177,49 @@ func TestFewerRegionsThanAskedResumeAndShareTheOutput(t *testing.T) {
 			run(t, cfg)
 		}
 	})
+}
+
+// A shard plans the regions of the whole input, as every other shard does: a plan sized by
+// regions.size counts the whole input's bytes. Before, each shard counted its own, so the shards
+// placed about 1/N of the regions a whole run places (each N times regions.size) and, when their
+// shares differed, other counts than one another, refusing all but the first in one output.
+func TestShardsPlanTheRegionsOfTheWholeInput(t *testing.T) {
+	ctx := context.Background()
+	text, err := os.ReadFile(filepath.Join("..", "mappings", "logs_latest.yaml"))
+	if err != nil || !strings.Contains(string(text), "size: 8GiB") {
+		t.Fatalf("logs_latest.yaml sizes its regions otherwise now (%v)", err)
+	}
+	path := filepath.Join(t.TempDir(), "logs_latest.yaml")
+	if err := os.WriteFile(path, []byte(strings.Replace(string(text), "size: 8GiB", "size: 1MiB", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := transform.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := transform.Compile(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func(sh pipeline.Shard) pipeline.RegionPlan {
+		src, err := gen.New(gen.Config{Name: "logs", Rows: 200000, Shard: sh}, prog.Source(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _, err := migrate.PlanRegions(ctx, prog, src, 0, 2000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	want := plan(pipeline.Shard{})
+	if want.Count() < 8 {
+		t.Fatalf("the whole input plans %d regions: the test wants several", want.Count())
+	}
+	for i := range 3 {
+		sh := pipeline.Shard{Index: i, Count: 3}
+		if got := plan(sh); !reflect.DeepEqual(got, want) {
+			t.Fatalf("shard %s plans %d regions (%s), the whole input %d", sh, got.Count(), got.Strategy, want.Count())
+		}
+	}
 }

@@ -26,7 +26,11 @@ func Sample(ctx context.Context, prog *transform.Program, src pipeline.Source, n
 	}
 	sample = prog.SampleRows(recs)
 	if sz, ok := src.(pipeline.Sizer); ok {
-		estBytes = prog.EstimateBytes(sample, sz.EstimatedRows())
+		rows := sz.EstimatedRows()
+		if w, ok := src.(pipeline.WholeSizer); ok { // a shard: the plan is the whole input's
+			rows = w.WholeEstimatedRows()
+		}
+		estBytes = prog.EstimateBytes(sample, rows)
 	}
 	return sample, estBytes, nil
 }

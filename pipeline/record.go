@@ -155,6 +155,13 @@ type Sizer interface {
 	EstimatedRows() int64
 }
 
+// WholeSizer is implemented by a source reading a shard of its input whose Sample spreads over the
+// whole input (so that every shard plans the same regions): the whole input's row estimate, for a
+// plan sized by regions.size, which EstimatedRows (the shard's) would make for 1/N of the data.
+type WholeSizer interface {
+	WholeEstimatedRows() int64
+}
+
 // Sampler is implemented by sources that can read a representative sample cheaply, used to place
 // region split keys by quantiles before the run. Records with Err set may be included.
 type Sampler interface {

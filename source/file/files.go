@@ -91,10 +91,14 @@ func Open(ctx context.Context, spec Spec, base Config, logger *zap.Logger) (pipe
 		return nil, err
 	}
 	if len(in.paths) < len(all.paths) {
+		var every *Files
 		f.sampled = func() ([]*Source, error) {
-			every := &Files{log: f.log}
-			if err := every.openEach(spec, base, all, part); err != nil {
-				return nil, fmt.Errorf("sample every file of the input (the shards plan one region plan): %w", err)
+			if every == nil {
+				every = &Files{log: f.log}
+				if err := every.openEach(spec, base, all, part); err != nil {
+					every = nil
+					return nil, fmt.Errorf("sample every file of the input (the shards plan one region plan): %w", err)
+				}
 			}
 			return every.files, nil
 		}
@@ -512,6 +516,30 @@ func (f *Files) windowFile(ctx context.Context, s *Source, resume map[string]pip
 		return true, nil // the file's reader stopped because it was told to
 	}
 	return false, err
+}
+
+// WholeEstimatedRows is, for a shard, the rows of the whole input it samples (every file, whole),
+// which its region plan is made for; -1 when a file has no estimate (gzip) or cannot be opened.
+func (f *Files) WholeEstimatedRows() int64 {
+	if f.shard.Whole() {
+		return f.EstimatedRows() // within the window
+	}
+	files := f.files
+	if f.sampled != nil {
+		var err error
+		if files, err = f.sampled(); err != nil {
+			return -1
+		}
+	}
+	var n int64
+	for _, s := range files {
+		e := s.wholeRows()
+		if e < 0 {
+			return -1
+		}
+		n += e
+	}
+	return n
 }
 
 // EstimatedRows adds up the files' estimates (-1 when one of them has none, a gzip file), within

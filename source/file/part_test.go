@@ -399,3 +399,22 @@ func TestShardsIdentityNamesTheWholeInput(t *testing.T) {
 		})
 	}
 }
+
+// A shard estimates its own rows (the progress) and, for its region plan, the whole input's.
+func TestShardsEstimateTheWholeInputForThePlan(t *testing.T) {
+	for _, files := range []int{2, 4} { // byte ranges of every file; whole files
+		dir := t.TempDir()
+		for i := range files {
+			put(t, dir, string(rune('a'+i))+".jsonl", conformanceRows("jsonl", 300, 7+i))
+		}
+		cfg := Config{Schema: conformanceSchema, ChunkSize: 256, Workers: 2}
+		want := openSpec(t, Spec{Path: dir}, cfg).(pipeline.Sizer).EstimatedRows()
+		src := openSpec(t, Spec{Path: dir, Shard: pipeline.Shard{Index: 1, Count: 3}}, cfg)
+		if got := src.(pipeline.WholeSizer).WholeEstimatedRows(); got != want {
+			t.Errorf("%d files: shard 1/3 estimates %d rows of the whole input, the whole run %d", files, got, want)
+		}
+		if own := src.(pipeline.Sizer).EstimatedRows(); own >= want*3/4 {
+			t.Errorf("%d files: shard 1/3 estimates %d rows of its own, of %d", files, own, want)
+		}
+	}
+}

@@ -621,6 +621,14 @@ func times(n int) string {
 // EstimatedRows estimates the row count from the file size and the head's average row size; for
 // a gzip file and stdin it is -1 (unknown).
 func (s *Source) EstimatedRows() int64 {
+	if n := s.wholeRows(); n <= 0 || !s.parted {
+		return n
+	}
+	return int64(float64(s.to-s.from)/s.avgRow + 0.5)
+}
+
+// wholeRows is EstimatedRows of the whole file, also for a part of it.
+func (s *Source) wholeRows() int64 {
 	switch {
 	case s.gz || s.size < 0:
 		return -1
@@ -628,8 +636,6 @@ func (s *Source) EstimatedRows() int64 {
 		return 0
 	case s.avgRow <= 0:
 		return -1
-	case s.parted:
-		return int64(float64(s.to-s.from)/s.avgRow + 0.5)
 	}
 	return int64(float64(s.size-s.dataStart)/s.avgRow + 0.5)
 }

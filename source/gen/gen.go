@@ -189,6 +189,9 @@ func (s *Source) Rereadable() bool { return true }
 // EstimatedRows is the exact row count.
 func (s *Source) EstimatedRows() int64 { return s.hi - s.lo }
 
+// WholeEstimatedRows is the rows of every shard, which a shard's region plan is made for.
+func (s *Source) WholeEstimatedRows() int64 { return s.cfg.Rows }
+
 // batch generates rows [from, to) as one batch with the schema's columns.
 func (s *Source) batch(from, to int64) pipeline.Batch {
 	n := int(to - from)
