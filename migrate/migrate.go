@@ -128,7 +128,7 @@ func (m *Migration) Output() *output.Output { return m.out }
 func (m *Migration) Complete() bool { return m.out.Checkpoint != nil && m.out.Checkpoint.Complete }
 
 // Plan settles the region plan: the checkpoint's on a resume, else a new one that a shard of a
-// shared output shares with the others.
+// shared output shares with the others (their splits, when it is theirs but for the splits).
 func (m *Migration) Plan(ctx context.Context) (pipeline.RegionPlan, error) {
 	if cp := m.out.Checkpoint; cp != nil {
 		m.plan = cp.Plan
@@ -138,6 +138,7 @@ func (m *Migration) Plan(ctx context.Context) (pipeline.RegionPlan, error) {
 	if err != nil {
 		return plan, err
 	}
+	plan = m.out.SharedPlan(plan)
 	if err := m.out.CheckSharedPlan(plan); err != nil {
 		return plan, &Refused{err}
 	}

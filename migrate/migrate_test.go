@@ -3,6 +3,7 @@ package migrate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -221,5 +222,46 @@ func TestShardsPlanTheRegionsOfTheWholeInput(t *testing.T) {
 		if got := plan(sh); !reflect.DeepEqual(got, want) {
 			t.Fatalf("shard %s plans %d regions (%s), the whole input %d", sh, got.Count(), got.Strategy, want.Count())
 		}
+	}
+}
+
+// A shard that starts beside shards already there takes their region plan when its own differs in
+// its splits only: a live source (a Cassandra table written meanwhile) sampled hours later gives
+// other quantile splits, and before, every shard started after the first was then refused.
+func TestShardTakesThePlanOfTheShardsThere(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var plans []pipeline.RegionPlan
+	for i := range 2 {
+		cfg := config(t, dir, "orders.yaml", 1000)
+		cfg.Shard, cfg.SharedOut, cfg.Regions = pipeline.Shard{Index: i, Count: 2}, true, 0
+		prog := cfg.Program
+		cfg.Plan = func(context.Context) (pipeline.RegionPlan, error) {
+			p, err := prog.PlanRegions(transform.RegionRequest{Count: 4})
+			p.Strategy = "quantile" // another sample of a live table: other splits
+			p.Splits[0] = pipeline.Value{Kind: pipeline.KindText, Str: fmt.Sprintf("1%d00", i)}
+			return p, err
+		}
+		m, err := migrate.Open(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := m.Plan(ctx)
+		if err != nil {
+			m.Close()
+			t.Fatalf("shard %d: %v", i, err)
+		}
+		res, runErr, err := m.Run(ctx, nil, noWatch)
+		if err != nil || runErr != nil {
+			t.Fatalf("run: %v, %v", runErr, err)
+		}
+		if _, err := m.Finish(ctx, res, time.Time{}, ""); err != nil {
+			t.Fatal(err)
+		}
+		m.Close()
+		plans = append(plans, plan)
+	}
+	if !reflect.DeepEqual(plans[0], plans[1]) {
+		t.Fatalf("the shards planned %v and %v", plans[0], plans[1])
 	}
 }

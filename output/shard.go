@@ -159,6 +159,17 @@ func (o *Output) checkPeers(spec Spec, diffs func(shardPeer) []string) error {
 	return nil
 }
 
+// SharedPlan is, for a shard of a shared output, the region plan of the shards already there
+// (their checkpoints') when plan, this shard's own, differs from it in its splits only: a live
+// source sampled later gives other quantile splits, which would refuse every shard after the first.
+// Otherwise (another count or strategy: other flags; any other output) it is plan.
+func (o *Output) SharedPlan(plan pipeline.RegionPlan) pipeline.RegionPlan {
+	if len(o.peers) > 0 && planText(o.peers[0].cp.Plan, false) == planText(plan, false) {
+		return o.peers[0].cp.Plan
+	}
+	return plan
+}
+
 // CheckSharedPlan refuses, for a shard of a shared output, a region plan other than the one the
 // shards already there use (the files of one region are loaded together); for any other output
 // it accepts any plan.
