@@ -238,12 +238,14 @@ func checkShared(ctx context.Context, st store.Store, sh pipeline.Shard, spec Sp
 // -1 for a name no shard writes.
 func shardOfData(name string) int {
 	base := name[strings.LastIndexByte(name, '/')+1:]
-	digits, ok := strings.CutPrefix(base, "s")
-	if !ok || len(digits) < 5 || digits[4] != '-' {
+	rest, ok := strings.CutPrefix(base, "s")
+	digits, _, cut := strings.Cut(rest, "-")
+	if !ok || !cut {
 		return -1
 	}
-	i, err := strconv.Atoi(digits[:4])
-	if err != nil || i < 0 {
+	// at least four digits: shard 10000 and up has more (ShardFilePrefix)
+	i, err := strconv.Atoi(digits)
+	if err != nil || i < 0 || ShardFilePrefix(pipeline.Shard{Index: i}) != "s"+digits+"-" {
 		return -1
 	}
 	return i

@@ -262,3 +262,19 @@ func TestShardStoreSeesItsOwnFiles(t *testing.T) {
 		t.Errorf("shard 0's checkpoint is at %s", got)
 	}
 }
+
+// Shard 10000 and up names its files with more than four digits (s10000-part-...): they are a
+// shard's, not a whole run's. Before, a shard starting beside them was refused.
+func TestShardOfDataNamesOfLargeIndexes(t *testing.T) {
+	for _, sh := range []pipeline.Shard{{Index: 2, Count: 4}, {Index: 10000, Count: 10001}, {Index: 123456, Count: 200000}} {
+		name := "data/region-0003/" + ShardFilePrefix(sh) + "part-00007.parquet"
+		if got := shardOfData(name); got != sh.Index {
+			t.Errorf("%s: shard %d, want %d", name, got, sh.Index)
+		}
+	}
+	for _, name := range []string{"data/region-0003/part-00007.parquet", "data/region-0003/s12-part.parquet", "data/region-0003/sabcd-part.parquet", "data/region-0003/s-part.parquet"} {
+		if got := shardOfData(name); got >= 0 {
+			t.Errorf("%s: shard %d, want none", name, got)
+		}
+	}
+}
