@@ -94,7 +94,10 @@ func (f *Files) Identity() pipeline.Identity {
 	id := pipeline.Identity{"dir": f.dir, "files": strconv.Itoa(len(f.files)),
 		"max_record_size": strconv.Itoa(f.files[0].cfg.MaxRecordSize)}
 	if !f.shard.Whole() {
-		id["shard"], id["input"] = f.shard.String(), f.input
+		id["shard"] = f.shard.String()
+		if f.input != "" {
+			id["input"] = f.input
+		}
 	}
 	for _, s := range f.files {
 		key := "file[" + s.name + "]."
@@ -108,6 +111,15 @@ func (f *Files) Identity() pipeline.Identity {
 	addReadOptions(id, f.format, f.csv)
 	f.addWindow(id)
 	return id
+}
+
+// AdoptIdentity resumes a shard whose checkpoint an earlier rekey wrote, before shards recorded
+// the whole input they split ("input"): its own files are still compared one by one.
+func (f *Files) AdoptIdentity(recorded pipeline.Identity) error {
+	if _, ok := recorded["input"]; !ok && recorded["shard"] == f.shard.String() {
+		f.input = ""
+	}
+	return nil
 }
 
 // Identity of stdin says only that: it cannot be resumed (AdoptIdentity refuses), so this is what

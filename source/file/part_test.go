@@ -418,3 +418,22 @@ func TestShardsEstimateTheWholeInputForThePlan(t *testing.T) {
 		}
 	}
 }
+
+// A shard's checkpoint written before shards recorded the whole input ("input") resumes: the
+// shard's own files are compared as before.
+func TestShardResumesACheckpointWithoutTheInput(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 4 {
+		put(t, dir, string(rune('a'+i))+".jsonl", conformanceRows("jsonl", 100+50*i, 7+i))
+	}
+	cfg := Config{Schema: conformanceSchema, ChunkSize: 256, Workers: 2}
+	src := openSpec(t, Spec{Path: dir, Shard: pipeline.Shard{Index: 1, Count: 3}}, cfg)
+	recorded := pipeline.SourceIdentity(src)
+	delete(recorded, "input")
+	if err := src.(pipeline.IdentityAdopter).AdoptIdentity(recorded); err != nil {
+		t.Fatal(err)
+	}
+	if d := recorded.Diff(pipeline.SourceIdentity(src)); len(d) != 0 {
+		t.Errorf("resume of an earlier checkpoint: %v", d)
+	}
+}
