@@ -47,6 +47,7 @@ type statements struct {
 	selectHead  string      // "SELECT a, b FROM t WHERE "
 	deleteWhere string      // "DELETE FROM t WHERE " (a range)
 	keySelect   string      // "SELECT k1, k2 FROM t WHERE " (a range's keys)
+	keyOrder    string      // " ORDER BY k1, k2 DESC"
 	scanTail    string      // " ORDER BY k1, k2 DESC LIMIT 2000" (a page of a scan)
 	keyEq       []string
 	keyList     string // "(k1, k2)" or "k1"
@@ -98,7 +99,8 @@ func newStatements(d *Dialect, schema pipeline.TargetSchema) *statements {
 			order[i] += " DESC"
 		}
 	}
-	s.scanTail = " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(ScanPage)
+	s.keyOrder = " ORDER BY " + strings.Join(order, ", ")
+	s.scanTail = s.keyOrder + " LIMIT " + strconv.Itoa(ScanPage)
 	return s
 }
 

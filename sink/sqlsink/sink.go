@@ -426,9 +426,13 @@ func (w *Writer) deleteRange(ctx context.Context, kr *pipeline.KeyRange, ts int6
 		}
 		return nil, err
 	}
+	// pages in key order, each after the last key of the one before: a delete at the change's
+	// write time leaves the rows whose cells are newer, and a SELECT of the range from its
+	// start would find them again, page after page
+	page := *kr
 	for {
 		var keys [][]pipeline.Value
-		q := w.st.keySelect + string(cond) + " LIMIT " + fmt.Sprint(w.cfg.MaxRows)
+		q := w.st.keySelect + string(cond) + w.st.keyOrder + " LIMIT " + fmt.Sprint(w.cfg.MaxRows)
 		err := w.retry(ctx, "select", 0, func() error {
 			keys = keys[:0]
 			rows, err := w.db.QueryContext(ctx, q)
@@ -459,8 +463,12 @@ func (w *Writer) deleteRange(ctx context.Context, kr *pipeline.KeyRange, ts int6
 			}
 			w.Stats.Deletes.Add(1)
 		}
-		if len(keys) < w.cfg.MaxRows {
+		if len(keys) < w.cfg.MaxRows || len(kr.Prefix) >= w.st.schema.KeyLen {
 			return nil, nil
+		}
+		page.Start = pipeline.KeyBound{Vals: keys[len(keys)-1][len(kr.Prefix):]}
+		if cond, rerr = w.st.appendRangeCond(cond[:0], &page); rerr != nil {
+			return rerr, nil
 		}
 	}
 }
