@@ -921,3 +921,32 @@ func TestDeadlockVictimRunsAgainAtOnce(t *testing.T) {
 		t.Errorf("%d retries counted, want 15", r)
 	}
 }
+
+// A server without a strict sql_mode (MySQL 5.6's default, an empty sql_mode in many configurations)
+// stores a value too long for its column cut short, and a date out of range as zeros, with a
+// warning no one reads: a key cut short merges two rows. Every connection is strict, so such a
+// value is refused and goes to the rejects; and an empty string stays one where MariaDB's
+// EMPTY_STRING_IS_NULL would make it NULL.
+func TestSessionIsStrictWhateverTheServersMode(t *testing.T) {
+	srv := mysqltest.GMS(t)
+	srv.Exec(t, "SET GLOBAL sql_mode = 'ANSI_QUOTES'")
+	schema := pipeline.TargetSchema{Table: "st", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "v", Type: pipeline.TypeVarchar, KeyPos: -1}}}
+	srv.Exec(t, mysqlsql.DDL(schema, mysqlsql.KeyCollations[srv.DDLDialect()]))
+	w := openWriter(t, srv, schema, 1)
+	var mode string
+	if err := w.DB().QueryRow("SELECT @@SESSION.sql_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	modes := "," + strings.ToUpper(mode) + ","
+	for _, m := range []string{"STRICT_ALL_TABLES", "ANSI_QUOTES"} {
+		if !strings.Contains(modes, ","+m+",") {
+			t.Errorf("the session's sql_mode %q lacks %s", mode, m)
+		}
+	}
+	for _, m := range []string{"NO_BACKSLASH_ESCAPES", "EMPTY_STRING_IS_NULL"} {
+		if strings.Contains(modes, ","+m+",") {
+			t.Errorf("the session's sql_mode %q has %s", mode, m)
+		}
+	}
+}

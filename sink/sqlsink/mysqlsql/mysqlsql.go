@@ -56,21 +56,33 @@ bytes as Lindorm does: utf8mb4_bin would make 'a' and 'a ' one key), without spl
 // quote back-quotes every identifier.
 func quote(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
 
-// sessionSQLMode is the server's sql_mode without NO_BACKSLASH_ESCAPES, set on every
-// connection: the statements' string literals take backslash escapes (sqlsink's dialect.go), and
-// a server whose mode changes (a restart with another configuration) must not change what they
+// sessionSQLMode is the server's sql_mode without NO_BACKSLASH_ESCAPES and EMPTY_STRING_IS_NULL,
+// with STRICT_ALL_TABLES, set on every connection: the statements' string literals take
+// backslash escapes (sqlsink's dialect.go), an empty string stays one (MariaDB's
+// EMPTY_STRING_IS_NULL reads an empty literal as NULL), and a value the column cannot hold is refused, so that
+// it goes to the rejects: without a strict mode the server stores it cut short (a key merging
+// with another), or a date out of range as zeros, with a warning rekey does not read. A server
+// whose mode changes (a restart with another configuration) must not change what the literals
 // mean on the connections opened after it. The other modes stay the server's.
-const sessionSQLMode = "TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',NO_BACKSLASH_ESCAPES,', ','))"
+const sessionSQLMode = "TRIM(BOTH ',' FROM CONCAT(REPLACE(REPLACE(REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), " +
+	"',NO_BACKSLASH_ESCAPES,', ','), ',EMPTY_STRING_IS_NULL,', ','), ',STRICT_ALL_TABLES,', ','), 'STRICT_ALL_TABLES'))"
 
-// checkBackslashEscapes refuses a session with NO_BACKSLASH_ESCAPES: every connection sets its
-// sql_mode without it (sessionSQLMode), and the statements' literals rely on that.
+// checkBackslashEscapes refuses a session with NO_BACKSLASH_ESCAPES or EMPTY_STRING_IS_NULL, or
+// without a strict mode: every connection sets its sql_mode so (sessionSQLMode), and the
+// statements' literals and the rejects rely on that.
 func checkBackslashEscapes(ctx context.Context, db *sql.DB) error {
 	var mode string
 	if err := db.QueryRowContext(ctx, "SELECT @@SESSION.sql_mode").Scan(&mode); err != nil {
 		return fmt.Errorf("read sql_mode: %w", err)
 	}
-	if strings.Contains(strings.ToUpper(mode), "NO_BACKSLASH_ESCAPES") {
-		return fmt.Errorf("the session's sql_mode %q still has NO_BACKSLASH_ESCAPES after rekey set it without: rekey's string literals need backslash escapes; report this with the server's version", mode)
+	modes := "," + strings.ToUpper(mode) + ","
+	for _, m := range []string{"NO_BACKSLASH_ESCAPES", "EMPTY_STRING_IS_NULL"} {
+		if strings.Contains(modes, ","+m+",") {
+			return fmt.Errorf("the session's sql_mode %q still has %s after rekey set it without: rekey's string literals cannot rely on it; report this with the server's version", mode, m)
+		}
+	}
+	if !strings.Contains(modes, ",STRICT_ALL_TABLES,") && !strings.Contains(modes, ",STRICT_TRANS_TABLES,") {
+		return fmt.Errorf("the session's sql_mode %q is not strict after rekey set STRICT_ALL_TABLES: the server would store values too long or out of range cut short instead of refusing them; report this with the server's version", mode)
 	}
 	return nil
 }
