@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/pipeline"
@@ -141,4 +142,31 @@ func dialectHookWriter(d *Dialect, s pipeline.TargetSchema) (*Writer, *[]string)
 		return nil
 	}
 	return w, &stmts
+}
+
+// Of two rows of one key in a copy into a target whose upsert holds a key once, the last is
+// sent; when the server refuses it, the row before it is written, not lost: it is counted as
+// written, and it is what a target writing both (MySQL) holds.
+func TestRefusedLastRowOfAKeyLeavesTheOneBefore(t *testing.T) {
+	s := kabSchema()
+	d := thirdDialect(nil)
+	w, stmts := dialectHookWriter(d, s)
+	hook := w.execHook
+	w.execHook = func(stmt string) error {
+		if strings.Contains(stmt, "'bad'") {
+			return &mysql.MySQLError{Number: 1406, Message: "Data too long for column 'a' at row 1"}
+		}
+		return hook(stmt)
+	}
+	row := func(k int64, a string) pipeline.Row {
+		return pipeline.Row{Values: []pipeline.Value{pipeline.Int(k), pipeline.Text(a), pipeline.Int(0)}}
+	}
+	err := w.Write(context.Background(), []pipeline.Row{row(1, "old"), row(2, "two"), row(1, "bad")})
+	var rr *pipeline.RowRejects
+	if !errors.As(err, &rr) || len(rr.Rows) != 1 || rr.Rows[0].Index != 2 {
+		t.Fatalf("write: %v, want row 2 rejected", err)
+	}
+	if got := strings.Join(*stmts, "; "); !strings.Contains(got, "(1,'old',0)") || !strings.Contains(got, "(2,'two',0)") {
+		t.Errorf("sent %s: want the rows of keys 1 ('old') and 2", got)
+	}
 }

@@ -608,11 +608,40 @@ func (w *Writer) runShard(ctx context.Context, a *applyState, idx []int) ([]pipe
 	if a.changes || a.pieces {
 		return w.runPieces(ctx, a, idx)
 	}
-	run := idx
 	if w.st.d.DistinctUpsertKeys {
-		run = lastPerKey(a, run, w.st.schema.KeyLen) // one upsert statement must not hold one key twice
+		return w.runDistinct(ctx, a, idx)
 	}
-	return w.runBatch(ctx, a, run, &w.st.full)
+	return w.runBatch(ctx, a, idx, &w.st.full)
+}
+
+// runDistinct runs copied rows where one upsert statement must not hold one key twice: of a
+// key's rows the last is sent, and when the server refuses it, the last of the rows before it
+// (counted as written, they must not go with it).
+func (w *Writer) runDistinct(ctx context.Context, a *applyState, run []int) ([]pipeline.RowReject, error) {
+	var rejects []pipeline.RowReject
+	for len(run) > 0 {
+		keep := lastPerKey(a, run, w.st.schema.KeyLen)
+		rej, err := w.runBatch(ctx, a, keep, &w.st.full)
+		if err != nil {
+			return nil, err
+		}
+		rejects = append(rejects, rej...)
+		if len(keep) == len(run) || len(rej) == 0 {
+			break
+		}
+		refused := make(map[string]int, len(rej)) // key -> the refused row
+		for _, r := range rej {
+			refused[keyString(a.ops[r.Index].Values[:w.st.schema.KeyLen])] = r.Index
+		}
+		var before []int
+		for _, i := range run {
+			if r, ok := refused[keyString(a.ops[i].Values[:w.st.schema.KeyLen])]; ok && i < r {
+				before = append(before, i)
+			}
+		}
+		run = before
+	}
+	return rejects, nil
 }
 
 // runPieces runs a shard's changes: deletes, whole-row upserts and upserts of some columns. Only
