@@ -29,7 +29,8 @@ type Dialect struct {
 	// BatchDeletes: a DELETE may name many keys ((k1,k2) IN (...)); otherwise one per key.
 	BatchDeletes bool
 	// DistinctUpsertKeys: one upsert statement must not name one key twice (Lindorm's UPSERT of
-	// a batch says nothing of which row of a key wins): the last row of each key is sent.
+	// a batch says nothing of which row of a key wins): the last row of each key is sent (the one
+	// before it when the server refuses it).
 	DistinctUpsertKeys bool
 	UpsertVerb         string // "UPSERT INTO ", "INSERT INTO "
 	OnDuplicate        bool   // the upsert ends with ON DUPLICATE KEY UPDATE c=VALUES(c),..
