@@ -212,7 +212,9 @@ func TestDeleteRange(t *testing.T) {
 func TestLastPerKeyKeepsTheLastUpsertOfAKey(t *testing.T) {
 	row := func(k string, v int64) Op { return Op{Values: []pipeline.Value{pipeline.Text(k), pipeline.Int(v)}} }
 	a := &applyState{ops: []Op{row("a", 1), row("b", 1), row("a", 2), row("a", 3)}}
-	if got := lastPerKey(a, []int{0, 1, 2, 3}, 1); fmt.Sprint(got) != "[1 3]" {
+	st := newStatements(lindormsql.Dialect, pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}})
+	if got := lastPerKey(st, a, []int{0, 1, 2, 3}); fmt.Sprint(got) != "[1 3]" {
 		t.Errorf("kept ops %v, want [1 3]", got)
 	}
 }
@@ -354,6 +356,39 @@ func TestDeleteRangeEndsWhenRowsSurviveIt(t *testing.T) {
 	for stmt, n := range deleted {
 		if n != 1 || !strings.Contains(stmt, "a=1 AND") || strings.Contains(stmt, "b=0") {
 			t.Errorf("%d times: %s", n, stmt)
+		}
+	}
+}
+
+// A DECIMAL key is one key however it is spelled (1.5 and 1.50, 2 and 2.0: the column holds
+// each at its scale): the changes of one such key keep their order, on one connection, and an
+// upsert followed by a delete of the same number spelled otherwise leaves no row.
+func TestDecimalKeySpelledTwoWaysKeepsItsOrder(t *testing.T) {
+	srv := mysqltest.GMS(t)
+	s := pipeline.TargetSchema{Table: "dk", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "amt", Type: pipeline.TypeDecimal, Precision: 10, Scale: 2, KeyPos: 0},
+		{Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
+	srv.Exec(t, mysqlsql.DDL(s, mysqlsql.KeyCollations[srv.DDLDialect()]))
+	w := openWriter(t, srv, s, 1)
+	ops := []Op{
+		{Delete: true, Values: []pipeline.Value{pipeline.Decimal("9")}}, // the deletes' statement comes first
+		{Values: []pipeline.Value{pipeline.Decimal("1.5"), pipeline.Int(1)}},
+		{Delete: true, Values: []pipeline.Value{pipeline.Decimal("1.50")}},
+		{Values: []pipeline.Value{pipeline.Int(2), pipeline.Int(2)}},
+		{Delete: true, Values: []pipeline.Value{pipeline.Decimal("2.0")}},
+	}
+	if rej, err := w.Apply(context.Background(), ops); err != nil || len(rej) > 0 {
+		t.Fatalf("apply: %v %v", rej, err)
+	}
+	if got := readAll(t, srv.DB(t), s); len(got) != 0 {
+		t.Errorf("rows left after their deletes: %v", got)
+	}
+	for _, pair := range [][2]pipeline.Value{{pipeline.Decimal("1.5"), pipeline.Decimal("1.50")}, {pipeline.Int(2), pipeline.Decimal("2.0")},
+		{pipeline.Decimal("1.5e1"), pipeline.Text("15")}} {
+		a, b := []pipeline.Value{pipeline.Int(7), pipeline.Int(1)}, []pipeline.Value{pipeline.Int(7), pipeline.Int(1)}
+		a[0], b[0] = pair[0], pair[1]
+		if w.st.keyHash(a[:1]) != w.st.keyHash(b[:1]) || w.st.keyString(a[:1]) != w.st.keyString(b[:1]) {
+			t.Errorf("%v and %v are two keys", pair[0], pair[1])
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/rekey/rekey/internal/backoff"
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/files"
 )
 
 // Limits of one statement: Lindorm's wide-table guide (a write batch of at most 2,000 rows and
@@ -536,7 +537,7 @@ func (w *Writer) apply(ctx context.Context, a *applyState) ([]pipeline.RowReject
 		}
 		a.spans = append(a.spans, [2]int{start, len(a.arena)})
 		a.empty = append(a.empty, a.changes && !op.Delete && st.allNull != "" && writesNoValue(op, st.schema.KeyLen))
-		s := int(keyHash(op.Values[:st.schema.KeyLen]) % uint64(n))
+		s := int(st.keyHash(op.Values[:st.schema.KeyLen]) % uint64(n))
 		a.shards[s] = append(a.shards[s], i)
 	}
 	if len(rejects) > 0 {
@@ -588,10 +589,11 @@ func dropRejectedRows(a *applyState, rejects []pipeline.RowReject) {
 	}
 }
 
-// keyHash spreads keys over the shards.
-func keyHash(key []pipeline.Value) uint64 {
+// keyHash spreads keys over the shards: one key, however its values are spelled, on one.
+func (s *statements) keyHash(key []pipeline.Value) uint64 {
 	var h uint64 = 0x9e3779b97f4a7c15
-	for _, v := range key {
+	for i, v := range key {
+		v = keyValue(s.schema.Columns[i], v)
 		switch v.Kind {
 		case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
 			h = h*0x100000001b3 ^ xxh3.HashString(v.Str)
@@ -620,7 +622,7 @@ func (w *Writer) runShard(ctx context.Context, a *applyState, idx []int) ([]pipe
 func (w *Writer) runDistinct(ctx context.Context, a *applyState, run []int) ([]pipeline.RowReject, error) {
 	var rejects []pipeline.RowReject
 	for len(run) > 0 {
-		keep := lastPerKey(a, run, w.st.schema.KeyLen)
+		keep := lastPerKey(w.st, a, run)
 		rej, err := w.runBatch(ctx, a, keep, &w.st.full)
 		if err != nil {
 			return nil, err
@@ -631,11 +633,11 @@ func (w *Writer) runDistinct(ctx context.Context, a *applyState, run []int) ([]p
 		}
 		refused := make(map[string]int, len(rej)) // key -> the refused row
 		for _, r := range rej {
-			refused[keyString(a.ops[r.Index].Values[:w.st.schema.KeyLen])] = r.Index
+			refused[w.st.keyString(a.ops[r.Index].Values[:w.st.schema.KeyLen])] = r.Index
 		}
 		var before []int
 		for _, i := range run {
-			if r, ok := refused[keyString(a.ops[i].Values[:w.st.schema.KeyLen])]; ok && i < r {
+			if r, ok := refused[w.st.keyString(a.ops[i].Values[:w.st.schema.KeyLen])]; ok && i < r {
 				before = append(before, i)
 			}
 		}
@@ -690,7 +692,7 @@ func (w *Writer) runPieces(ctx context.Context, a *applyState, idx []int) ([]pip
 	var mask []byte
 	for _, i := range idx {
 		op := &a.ops[i]
-		k := keyString(op.Values[:w.st.schema.KeyLen])
+		k := w.st.keyString(op.Values[:w.st.schema.KeyLen])
 		row := -1
 		if a.pieces {
 			row = a.opRow[i]
@@ -829,14 +831,15 @@ func (w *Writer) dropEmptied(ctx context.Context, a *applyState, run []int) erro
 // lastPerKey keeps, of the upserts of one key (its first keyLen values) in a run of upserts of
 // the same columns (no delete between them), the last: it writes every column the earlier ones
 // do, so they change nothing.
-func lastPerKey(a *applyState, run []int, keyLen int) []int {
+func lastPerKey(st *statements, a *applyState, run []int) []int {
+	keyLen := st.schema.KeyLen
 	if len(run) < 2 {
 		return run
 	}
 	seen := make(map[string]bool, len(run))
 	keep := make([]int, 0, len(run))
 	for i := len(run) - 1; i >= 0; i-- {
-		k := keyString(a.ops[run[i]].Values[:keyLen])
+		k := st.keyString(a.ops[run[i]].Values[:keyLen])
 		if !seen[k] {
 			seen[k] = true
 			keep = append(keep, run[i])
@@ -846,6 +849,47 @@ func lastPerKey(a *applyState, run []int, keyLen int) []int {
 		keep[i], keep[j] = keep[j], keep[i]
 	}
 	return keep
+}
+
+// keyString is a key as the table compares it (keyValue): one text however its values are
+// spelled.
+func (s *statements) keyString(key []pipeline.Value) string {
+	var b strings.Builder
+	for i, x := range key {
+		x = keyValue(s.schema.Columns[i], x)
+		b.WriteByte(byte(x.Kind))
+		b.WriteString(x.String())
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// keyValue is v as key column col holds it: a DECIMAL at the column's scale (1.5, 1.50 and
+// 0.15e1 are one key), text and bytes alike in a text or binary column, with the text of any
+// other kind it takes; an integer, TIMESTAMP or DATE column's int whatever kind gave it. A value
+// with no literal of the column's type is returned as it is (it is rejected before it is written).
+func keyValue(col pipeline.Column, v pipeline.Value) pipeline.Value {
+	switch col.Type {
+	case pipeline.TypeVarchar, pipeline.TypeJSON, pipeline.TypeVarbinary:
+		if v.Kind == pipeline.KindText {
+			return v
+		}
+		if t, err := files.TextValue(col, v); err == nil {
+			return pipeline.Value{Kind: pipeline.KindText, Str: t}
+		}
+	case pipeline.TypeDecimal:
+		if d, err := files.DecimalValue(col, v); err == nil {
+			return pipeline.Value{Kind: pipeline.KindDecimal, Str: string(d.AppendText(nil, col.Scale))}
+		}
+	case pipeline.TypeBigint, pipeline.TypeInteger, pipeline.TypeSmallint, pipeline.TypeTinyint, pipeline.TypeTimestamp, pipeline.TypeDate:
+		if v.Kind == pipeline.KindInt {
+			return v
+		}
+		if i, err := files.IntValue(col, v); err == nil {
+			return pipeline.Int(i)
+		}
+	}
+	return v
 }
 
 func keyString(v []pipeline.Value) string {
