@@ -12,7 +12,7 @@ import (
 // and gives its partitions to others; a member paused past that (a stopped process, a frozen VM,
 // a network partition from the brokers but not from the table) and resumed would apply the batch
 // it had read over newer changes their new owner applied. A table gives no fencing, so a SQL
-// worker asks the lease right before a batch's statements run: it is held for the shorter of the
+// worker asks the lease before each of a batch's statements runs: it is held for the shorter of the
 // two timeouts, less two heartbeat intervals, after the send of the last heartbeat the broker
 // accepted with no rebalance under way (or after the join). A beat answered
 // REBALANCE_IN_PROGRESS does not renew it: the rebalance began at some moment before.

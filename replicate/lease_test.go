@@ -136,3 +136,115 @@ func TestPausedMemberDoesNotApplyOverItsSuccessor(t *testing.T) {
 		}
 	}
 }
+
+// A member paused in the middle of a batch's statements (a batch of two statements: a key
+// comes twice) loses its partition as one paused before them does. Resumed, it must not run
+// the rest of its batch over the newer changes its successor applied: the lease is asked before
+// every statement, not only before the first.
+func TestMemberPausedMidBatchDoesNotApplyOverItsSuccessor(t *testing.T) {
+	c := kafkatest.Start(t)
+	if c.Fake == nil {
+		t.Skip("pauses a member's heartbeats with the in-process broker's request control")
+	}
+	topic := c.CreateTopic(t, "orders-paused-mid", 1)
+	group := c.Group("g-paused-mid")
+	keys := []string{"u1", "u2", "u3", "u1"}
+	produce := func(version int) {
+		var msgs []kafkago.Message
+		for _, k := range keys {
+			msgs = append(msgs, kafkago.Message{Key: fmt.Appendf(nil, `{"userid":%q,"orderid":1}`, k),
+				Value: fmt.Appendf(nil, `{"userid":%q,"orderid":1,"amount":%d,"note":"v%d"}`, k, version, version)})
+		}
+		c.Produce(t, topic, msgs...)
+	}
+	var mu sync.Mutex
+	var member, paused string
+	c.Fake.ControlKey(kmsg.Heartbeat.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.Fake.KeepControl()
+		id := req.(*kmsg.HeartbeatRequest).MemberID
+		mu.Lock()
+		defer mu.Unlock()
+		if paused == "" {
+			member = id
+			return nil, nil, false
+		}
+		if id == paused {
+			return nil, errors.New("paused"), true
+		}
+		return nil, nil, false
+	})
+	db := mysqltest.GMS(t)
+	sqlConfig := func(name string) replicate.Config {
+		cfg := config(t, c, topic, group, "json", t.TempDir())
+		tgt, err := sqlsink.ParseURI(db.URI(""), func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.SQL = sqlsink.Config{Target: tgt, Conns: 1}
+		cfg.Logger = cfg.Logger.Named(name)
+		return cfg
+	}
+	cfgA := sqlConfig("a")
+	db.Exec(t, mysqlsql.DDL(cfgA.Program.Target(), mysqlsql.KeyCollations[db.DDLDialect()]))
+	held, release := make(chan struct{}), make(chan struct{})
+	var inBatch, once sync.Once
+	var applying bool
+	cfgA.Hooks.Commit = func(s replicate.CommitStep, _ int, first, _ int64) error {
+		switch {
+		case s == replicate.StepApplying && first == 4:
+			inBatch.Do(func() { mu.Lock(); applying = true; mu.Unlock() })
+		case s == replicate.StepApplying && first > 4:
+			return errors.New("killed")
+		}
+		return nil
+	}
+	cfgA.Hooks.Statement = func() {
+		mu.Lock()
+		in := applying
+		mu.Unlock()
+		if in {
+			once.Do(func() { // after the batch's first statement
+				close(held)
+				<-release
+			})
+		}
+	}
+	produce(1)
+	a := start(t, cfgA)
+	waitCommitted(t, c, group, topic, map[int]int64{0: 4}, 30*time.Second)
+	produce(2)
+	<-held
+	wait.For(t, func() bool { mu.Lock(); defer mu.Unlock(); return member != "" }, "the first member's heartbeat")
+	mu.Lock()
+	paused = member
+	mu.Unlock()
+	b := start(t, sqlConfig("b"))
+	produce(3)
+	waitCommitted(t, c, group, topic, map[int]int64{0: 12}, 60*time.Second)
+	close(release)
+	wait.For(t, func() bool { return a.r.Metrics().Rebalances.Load() >= 2 || len(a.done) > 0 }, "the paused member to join again")
+	rows, err := db.DB(t).QueryContext(context.Background(), "SELECT userid, amount FROM orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for rows.Next() {
+		var u string
+		var amt int64
+		if err := rows.Scan(&u, &amt); err != nil {
+			t.Fatal(err)
+		}
+		got[u] = amt
+	}
+	rows.Close()
+	for _, k := range keys[:3] {
+		if got[k] != 3 {
+			t.Errorf("key %s: amount %d, want 3, the newest change (the paused member applied the rest of its older batch over it)", k, got[k])
+		}
+	}
+	for _, err := range []error{a.shutdown(t), b.shutdown(t)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

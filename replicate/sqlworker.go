@@ -135,6 +135,16 @@ func (w *sqlWorker) apply(ctx context.Context, changes []kafka.Change, next int6
 	if w.lease != nil && !w.lease.held() {
 		return fmt.Errorf("offsets %d to %d not applied: %w", first, last, errLeaseLost)
 	}
+	if w.lease != nil {
+		// asked again before every statement: a pause in the middle of the batch loses the
+		// lease as one before it does
+		ctx = sqlsink.WithGuard(ctx, func() error {
+			if !w.lease.held() {
+				return fmt.Errorf("offsets %d to %d not wholly applied: %w", first, last, errLeaseLost)
+			}
+			return nil
+		})
+	}
 	rej, err := r.sqlw.Apply(ctx, w.ops)
 	if err != nil {
 		return err

@@ -1019,12 +1019,29 @@ func (w *Writer) run(ctx context.Context, kind string, rows int, stmt string) er
 	})
 }
 
+// guardKey is the context key of WithGuard's guard.
+type guardKey struct{}
+
+// WithGuard returns a context whose statements run only while guard returns nil: it is asked
+// before every statement is sent (and every retry of one), and its error stops the writes.
+// replicate guards with its lease: a member paused in the middle of a batch must not run the
+// rest of it over the newer changes of the partition's next owner.
+func WithGuard(ctx context.Context, guard func() error) context.Context {
+	return context.WithValue(ctx, guardKey{}, guard)
+}
+
 // retry runs f until it succeeds, retrying transient errors with exponential backoff and
 // jitter; a row-level error is returned as is, a fatal one with context.
 func (w *Writer) retry(ctx context.Context, kind string, rows int, f func() error) error {
 	bo := w.backoff()
 	deadlocks := 0
+	guard, _ := ctx.Value(guardKey{}).(func() error)
 	for attempt := 0; ; {
+		if guard != nil {
+			if err := guard(); err != nil {
+				return err
+			}
+		}
 		start := time.Now()
 		err := f()
 		if w.cfg.Observe != nil {
