@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,53 +27,8 @@ import (
 // statements: the table would go back to the older values (a table gives no fencing). It stops
 // before them, joins the group again, and the table keeps the newest values.
 func TestPausedMemberDoesNotApplyOverItsSuccessor(t *testing.T) {
-	c := kafkatest.Start(t)
-	if c.Fake == nil {
-		t.Skip("pauses a member's heartbeats with the in-process broker's request control")
-	}
-	topic := c.CreateTopic(t, "orders-paused", 1)
-	group := c.Group("g-paused")
-	keys := []string{"u1", "u2", "u3"}
-	produce := func(version int) {
-		var msgs []kafkago.Message
-		for _, k := range keys {
-			msgs = append(msgs, kafkago.Message{Key: fmt.Appendf(nil, `{"userid":%q,"orderid":1}`, k),
-				Value: fmt.Appendf(nil, `{"userid":%q,"orderid":1,"amount":%d,"note":"v%d"}`, k, version, version)})
-		}
-		c.Produce(t, topic, msgs...)
-	}
-
-	// the broker stops hearing the paused member's heartbeats once paused is set
-	var mu sync.Mutex
-	var member, paused string
-	c.Fake.ControlKey(kmsg.Heartbeat.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		c.Fake.KeepControl()
-		id := req.(*kmsg.HeartbeatRequest).MemberID
-		mu.Lock()
-		defer mu.Unlock()
-		if paused == "" {
-			member = id // the first member's, until it pauses
-			return nil, nil, false
-		}
-		if id == paused {
-			return nil, errors.New("paused"), true
-		}
-		return nil, nil, false
-	})
-
-	db := mysqltest.GMS(t)
-	sqlConfig := func(name string) replicate.Config {
-		cfg := config(t, c, topic, group, "json", t.TempDir())
-		tgt, err := sqlsink.ParseURI(db.URI(""), func(string) string { return "" })
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.SQL = sqlsink.Config{Target: tgt, Conns: 1}
-		cfg.Logger = cfg.Logger.Named(name)
-		return cfg
-	}
-	cfgA := sqlConfig("a")
-	db.Exec(t, mysqlsql.DDL(cfgA.Program.Target(), mysqlsql.KeyCollations[db.DDLDialect()]))
+	g := newPausableGroup(t, "paused", []string{"u1", "u2", "u3"})
+	cfgA := g.sqlConfig("a")
 	held, release := make(chan struct{}), make(chan struct{})
 	cfgA.Hooks.Commit = func(s replicate.CommitStep, _ int, first, _ int64) error {
 		switch {
@@ -86,46 +42,25 @@ func TestPausedMemberDoesNotApplyOverItsSuccessor(t *testing.T) {
 		}
 		return nil
 	}
-	produce(1)
+	g.produce(1)
 	a := start(t, cfgA)
-	waitCommitted(t, c, group, topic, map[int]int64{0: 3}, 30*time.Second)
-	produce(2)
+	waitCommitted(t, g.c, g.group, g.topic, map[int]int64{0: 3}, 30*time.Second)
+	g.produce(2)
 	<-held // a has read offsets 3-5 and is about to apply them
-	wait.For(t, func() bool { mu.Lock(); defer mu.Unlock(); return member != "" }, "the first member's heartbeat")
-	mu.Lock()
-	paused = member
-	mu.Unlock()
+	g.pause()
 
 	// b takes the partition over once the broker dropped a, applies offsets 3-5 and newer changes
-	b := start(t, sqlConfig("b"))
-	produce(3)
-	waitCommitted(t, c, group, topic, map[int]int64{0: 9}, 60*time.Second)
+	b := start(t, g.sqlConfig("b"))
+	g.produce(3)
+	waitCommitted(t, g.c, g.group, g.topic, map[int]int64{0: 9}, 60*time.Second)
 	close(release) // a resumes
-	ctx := context.Background()
-	amounts := func() map[string]int64 {
-		rows, err := db.DB(t).QueryContext(ctx, "SELECT userid, amount FROM orders")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		got := map[string]int64{}
-		for rows.Next() {
-			var u string
-			var amt int64
-			if err := rows.Scan(&u, &amt); err != nil {
-				t.Fatal(err)
-			}
-			got[u] = amt
-		}
-		return got
-	}
 	// a joins the group again once it gave up its batch, or is killed after applying it
 	wait.For(t, func() bool { return a.r.Metrics().Rebalances.Load() >= 2 || len(a.done) > 0 }, "the paused member to join again")
 	if n := a.r.Metrics().LeasesLost.Load(); n != 1 {
 		t.Errorf("rekey_leases_lost_total %d, want 1", n)
 	}
-	got := amounts()
-	for _, k := range keys {
+	got := g.amounts()
+	for _, k := range g.keys {
 		if got[k] != 3 {
 			t.Errorf("key %s: amount %d, want 3, the newest change (the paused member applied its older batch over it)", k, got[k])
 		}
@@ -142,102 +77,41 @@ func TestPausedMemberDoesNotApplyOverItsSuccessor(t *testing.T) {
 // the rest of its batch over the newer changes its successor applied: the lease is asked before
 // every statement, not only before the first.
 func TestMemberPausedMidBatchDoesNotApplyOverItsSuccessor(t *testing.T) {
-	c := kafkatest.Start(t)
-	if c.Fake == nil {
-		t.Skip("pauses a member's heartbeats with the in-process broker's request control")
-	}
-	topic := c.CreateTopic(t, "orders-paused-mid", 1)
-	group := c.Group("g-paused-mid")
-	keys := []string{"u1", "u2", "u3", "u1"}
-	produce := func(version int) {
-		var msgs []kafkago.Message
-		for _, k := range keys {
-			msgs = append(msgs, kafkago.Message{Key: fmt.Appendf(nil, `{"userid":%q,"orderid":1}`, k),
-				Value: fmt.Appendf(nil, `{"userid":%q,"orderid":1,"amount":%d,"note":"v%d"}`, k, version, version)})
-		}
-		c.Produce(t, topic, msgs...)
-	}
-	var mu sync.Mutex
-	var member, paused string
-	c.Fake.ControlKey(kmsg.Heartbeat.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		c.Fake.KeepControl()
-		id := req.(*kmsg.HeartbeatRequest).MemberID
-		mu.Lock()
-		defer mu.Unlock()
-		if paused == "" {
-			member = id
-			return nil, nil, false
-		}
-		if id == paused {
-			return nil, errors.New("paused"), true
-		}
-		return nil, nil, false
-	})
-	db := mysqltest.GMS(t)
-	sqlConfig := func(name string) replicate.Config {
-		cfg := config(t, c, topic, group, "json", t.TempDir())
-		tgt, err := sqlsink.ParseURI(db.URI(""), func(string) string { return "" })
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.SQL = sqlsink.Config{Target: tgt, Conns: 1}
-		cfg.Logger = cfg.Logger.Named(name)
-		return cfg
-	}
-	cfgA := sqlConfig("a")
-	db.Exec(t, mysqlsql.DDL(cfgA.Program.Target(), mysqlsql.KeyCollations[db.DDLDialect()]))
+	g := newPausableGroup(t, "paused-mid", []string{"u1", "u2", "u3", "u1"})
+	cfgA := g.sqlConfig("a")
 	held, release := make(chan struct{}), make(chan struct{})
-	var inBatch, once sync.Once
-	var applying bool
+	var once sync.Once
+	var applying atomic.Bool // the batch's statements have begun: the statement hook then pauses
 	cfgA.Hooks.Commit = func(s replicate.CommitStep, _ int, first, _ int64) error {
 		switch {
 		case s == replicate.StepApplying && first == 4:
-			inBatch.Do(func() { mu.Lock(); applying = true; mu.Unlock() })
+			applying.Store(true)
 		case s == replicate.StepApplying && first > 4:
 			return errors.New("killed")
 		}
 		return nil
 	}
 	cfgA.Hooks.Statement = func() {
-		mu.Lock()
-		in := applying
-		mu.Unlock()
-		if in {
+		if applying.Load() {
 			once.Do(func() { // after the batch's first statement
 				close(held)
 				<-release
 			})
 		}
 	}
-	produce(1)
+	g.produce(1)
 	a := start(t, cfgA)
-	waitCommitted(t, c, group, topic, map[int]int64{0: 4}, 30*time.Second)
-	produce(2)
+	waitCommitted(t, g.c, g.group, g.topic, map[int]int64{0: 4}, 30*time.Second)
+	g.produce(2)
 	<-held
-	wait.For(t, func() bool { mu.Lock(); defer mu.Unlock(); return member != "" }, "the first member's heartbeat")
-	mu.Lock()
-	paused = member
-	mu.Unlock()
-	b := start(t, sqlConfig("b"))
-	produce(3)
-	waitCommitted(t, c, group, topic, map[int]int64{0: 12}, 60*time.Second)
+	g.pause()
+	b := start(t, g.sqlConfig("b"))
+	g.produce(3)
+	waitCommitted(t, g.c, g.group, g.topic, map[int]int64{0: 12}, 60*time.Second)
 	close(release)
 	wait.For(t, func() bool { return a.r.Metrics().Rebalances.Load() >= 2 || len(a.done) > 0 }, "the paused member to join again")
-	rows, err := db.DB(t).QueryContext(context.Background(), "SELECT userid, amount FROM orders")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int64{}
-	for rows.Next() {
-		var u string
-		var amt int64
-		if err := rows.Scan(&u, &amt); err != nil {
-			t.Fatal(err)
-		}
-		got[u] = amt
-	}
-	rows.Close()
-	for _, k := range keys[:3] {
+	got := g.amounts()
+	for _, k := range g.keys[:3] {
 		if got[k] != 3 {
 			t.Errorf("key %s: amount %d, want 3, the newest change (the paused member applied the rest of its older batch over it)", k, got[k])
 		}
@@ -247,4 +121,92 @@ func TestMemberPausedMidBatchDoesNotApplyOverItsSuccessor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// pausableGroup is a topic of one partition on the in-process broker, a consumer group whose
+// first member's heartbeats the broker stops hearing once pause is called, and the SQL table
+// the members apply to.
+type pausableGroup struct {
+	t            *testing.T
+	c            *kafkatest.Cluster
+	topic, group string
+	keys         []string
+	db           *mysqltest.Server
+	mu           sync.Mutex
+	member       string // the first member's id, until it pauses
+	paused       string
+}
+
+func newPausableGroup(t *testing.T, name string, keys []string) *pausableGroup {
+	c := kafkatest.Start(t)
+	if c.Fake == nil {
+		t.Skip("pauses a member's heartbeats with the in-process broker's request control")
+	}
+	g := &pausableGroup{t: t, c: c, topic: c.CreateTopic(t, "orders-"+name, 1), group: c.Group("g-" + name), keys: keys, db: mysqltest.GMS(t)}
+	c.Fake.ControlKey(kmsg.Heartbeat.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.Fake.KeepControl()
+		id := req.(*kmsg.HeartbeatRequest).MemberID
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.paused == "" {
+			g.member = id
+			return nil, nil, false
+		}
+		if id == g.paused {
+			return nil, errors.New("paused"), true
+		}
+		return nil, nil, false
+	})
+	cfg := g.sqlConfig("ddl")
+	g.db.Exec(t, mysqlsql.DDL(cfg.Program.Target(), mysqlsql.KeyCollations[g.db.DDLDialect()]))
+	return g
+}
+
+// produce writes a change of every key, each at amount version.
+func (g *pausableGroup) produce(version int) {
+	var msgs []kafkago.Message
+	for _, k := range g.keys {
+		msgs = append(msgs, kafkago.Message{Key: fmt.Appendf(nil, `{"userid":%q,"orderid":1}`, k),
+			Value: fmt.Appendf(nil, `{"userid":%q,"orderid":1,"amount":%d,"note":"v%d"}`, k, version, version)})
+	}
+	g.c.Produce(g.t, g.topic, msgs...)
+}
+
+// sqlConfig is a member's configuration, applying to the table through one connection.
+func (g *pausableGroup) sqlConfig(name string) replicate.Config {
+	cfg := config(g.t, g.c, g.topic, g.group, "json", g.t.TempDir())
+	tgt, err := sqlsink.ParseURI(g.db.URI(""), func(string) string { return "" })
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	cfg.SQL = sqlsink.Config{Target: tgt, Conns: 1}
+	cfg.Logger = cfg.Logger.Named(name)
+	return cfg
+}
+
+// pause makes the broker stop hearing the first member's heartbeats.
+func (g *pausableGroup) pause() {
+	wait.For(g.t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.member != "" }, "the first member's heartbeat")
+	g.mu.Lock()
+	g.paused = g.member
+	g.mu.Unlock()
+}
+
+// amounts is the table's amount of each key.
+func (g *pausableGroup) amounts() map[string]int64 {
+	rows, err := g.db.DB(g.t).QueryContext(context.Background(), "SELECT userid, amount FROM orders")
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]int64{}
+	for rows.Next() {
+		var u string
+		var amt int64
+		if err := rows.Scan(&u, &amt); err != nil {
+			g.t.Fatal(err)
+		}
+		got[u] = amt
+	}
+	return got
 }
