@@ -84,7 +84,9 @@ type Config struct {
 	// Commit writes for a region are each sorted and do not overlap.
 	Sort bool
 	// NamePrefix begins the name of every data file ("s0002-part-00000.parquet"): the shards of
-	// one migration that write into one output (output.ShardFilePrefix) keep their files apart.
+	// one migration that write into one output (output.ShardFilePrefix), or the time slices of a
+	// SliceSink (output.SliceFilePrefix), keep their files apart. Such a sink sweeps nothing when
+	// it starts: the others' files in flight are under data/ too.
 	NamePrefix string
 	// CheckRegions verifies that every row's Region is Plan.Route of its first key column
 	// (a misrouted row is a run error, never silently written). Off by default: the transform
@@ -203,7 +205,7 @@ type Sink struct {
 var _ pipeline.Sink = (*Sink)(nil)
 
 // New validates cfg, prepares the output (removing what unfinished writers of a crashed run left
-// under data/ through ctx) and returns the sink.
+// under data/ through ctx, unless cfg.NamePrefix is set) and returns the sink.
 func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -221,8 +223,13 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Sink, error) {
 	if limit < minRegionBuffer {
 		limit = minRegionBuffer
 	}
-	if err := st.Sweep(ctx, output.DataDir+"/"); err != nil {
-		return nil, fmt.Errorf("files: %w", err)
+	// A sink whose files carry a NamePrefix writes beside other sinks of the same output (the
+	// time slices of a SliceSink, opened as their first rows arrive): sweeping data/ would take
+	// their files in flight. Its own leftovers went when the output was opened (output.Open).
+	if cfg.NamePrefix == "" {
+		if err := st.Sweep(ctx, output.DataDir+"/"); err != nil {
+			return nil, fmt.Errorf("files: %w", err)
+		}
 	}
 	existing, err := st.List(ctx, output.DataDir+"/")
 	if err != nil {

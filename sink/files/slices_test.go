@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/files"
@@ -123,4 +124,54 @@ func sorted(m map[string][]string) map[string][]string {
 		sort.Strings(v)
 	}
 	return m
+}
+
+// A slice opened while another slice is writing its files (a row of a new write time arriving
+// late in the run) leaves that slice's files in flight alone: every row of both slices is in
+// the files committed.
+func TestSliceOpenedLateLeavesOtherSlicesFilesInFlight(t *testing.T) {
+	dir := t.TempDir()
+	schema := sinktest.AllTypes()
+	plan := sinktest.VarcharPlan("9", "h", "q")
+	st := sinktest.Folder(t, dir)
+	s, err := files.NewSliceSink(files.SliceConfig{Width: time.Hour, Max: 8, New: func(ctx context.Context, prefix string) (*files.Sink, error) {
+		// a small budget: the first slice's regions cut chunks, and so start files, early
+		return files.New(ctx, files.Config{Store: st, Schema: schema, Plan: plan, Format: parquet.New(), Memory: 1 << 20, NamePrefix: prefix}, zaptest.NewLogger(t))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hour = int64(3_600_000)
+	rows := sinktest.AllTypesRows(30000, 3, plan)
+	for i := range rows {
+		rows[i].Times = make([]int64, len(schema.Columns))
+		rows[i].Times[2] = 10 * hour
+		if i >= 20000 {
+			rows[i].Times[2] = 12 * hour
+		}
+	}
+	write := func(rows []pipeline.Row) {
+		for i := 0; i < len(rows); i += 1000 {
+			if err := s.Write(context.Background(), rows[i:i+1000]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(rows[:20000])
+	inFlight := 0
+	for _, f := range listFiles(t, dir) {
+		if atomicfile.IsTemp(f) {
+			inFlight++
+		}
+	}
+	if inFlight == 0 {
+		t.Fatal("the first slice has no file in flight: the test needs one")
+	}
+	write(rows[20000:]) // opens the second slice
+	infos, err := s.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, dir, infos, schema, plan)
+	sameRows(t, schema, rows, got)
 }
