@@ -262,7 +262,7 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Sink, error) {
 		}
 		r := &region{idx: i, dir: filepath.Join(s.spillDir, filepath.FromSlash(output.RegionDir(i))), buf: bufs[i]}
 		if cfg.Sort {
-			r.sorter = newSorter(cfg.Schema)
+			r.sorter = newSorter(cfg.Schema, cfg.NamePrefix)
 		}
 		s.regions[i] = r
 	}

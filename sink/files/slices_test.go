@@ -175,3 +175,41 @@ func TestSliceOpenedLateLeavesOtherSlicesFilesInFlight(t *testing.T) {
 	got := readAll(t, dir, infos, schema, plan)
 	sameRows(t, schema, rows, got)
 }
+
+// Sorted slices on a local folder spill their runs into the same region folders: each slice's
+// runs are its own, so both slices spill, merge and commit every one of their rows.
+func TestSortedSlicesKeepTheirRunsApart(t *testing.T) {
+	dir := t.TempDir()
+	schema := sinktest.AllTypes()
+	plan := sinktest.VarcharPlan("9", "h", "q")
+	st := sinktest.Folder(t, dir)
+	s, err := files.NewSliceSink(files.SliceConfig{Width: time.Hour, Max: 8, New: func(ctx context.Context, prefix string) (*files.Sink, error) {
+		// a small budget: each slice spills several runs per region
+		return files.New(ctx, files.Config{Store: st, Schema: schema, Plan: plan, Format: parquet.New(), Memory: 1 << 20, Sort: true, NamePrefix: prefix}, zaptest.NewLogger(t))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hour = int64(3_600_000)
+	rows := sinktest.AllTypesRows(30000, 4, plan)
+	for i := range rows {
+		rows[i].Times = make([]int64, len(schema.Columns))
+		rows[i].Times[2] = (10 + int64(i%2)*2) * hour
+	}
+	for i := 0; i < len(rows); i += 1000 {
+		if err := s.Write(context.Background(), rows[i:i+1000]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	infos, err := s.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, dir, infos, schema, plan)
+	sameRows(t, schema, rows, got)
+	for _, f := range listFiles(t, dir) {
+		if atomicfile.IsTemp(f) {
+			t.Errorf("left %s", f)
+		}
+	}
+}

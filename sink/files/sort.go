@@ -27,6 +27,7 @@ const maxFanIn = 64
 type sorter struct {
 	schema pipeline.TargetSchema
 	ncols  int
+	prefix string // the sink's NamePrefix, which its run files' names carry too
 
 	blocks [][]byte
 	vals   []pipeline.Value // rows * ncols
@@ -37,8 +38,8 @@ type sorter struct {
 	runSeq int
 }
 
-func newSorter(schema pipeline.TargetSchema) *sorter {
-	return &sorter{schema: schema, ncols: len(schema.Columns)}
+func newSorter(schema pipeline.TargetSchema, prefix string) *sorter {
+	return &sorter{schema: schema, ncols: len(schema.Columns), prefix: prefix}
 }
 
 func (t *sorter) rows() int { return len(t.vals) / max(t.ncols, 1) }
@@ -131,7 +132,8 @@ func (t *sorter) newRun(dir string) (string, error) {
 		return "", fmt.Errorf("files: create %s: %w", dir, err)
 	}
 	t.runSeq++
-	return filepath.Join(dir, fmt.Sprintf("%srun-%06d", atomicfile.TempPrefix, t.runSeq)), nil
+	// the sinks of one output's time slices spill into the same region folders on a disk
+	return filepath.Join(dir, fmt.Sprintf("%s%srun-%06d", atomicfile.TempPrefix, t.prefix, t.runSeq)), nil
 }
 
 func (t *sorter) removeRuns() error {
