@@ -7,8 +7,11 @@
 //
 //	null                       empty unquoted field            a,,b
 //	VARCHAR, JSON              as is; quoted when it holds the delimiter, a quote or a backslash,
-//	                           or starts or ends with a space or tab; inside quotes a quote is \"
-//	                           and a backslash \\ (Spark's escape character, not RFC 4180's "")
+//	                           or starts or ends with a space, a tab or another control character
+//	                           (<= U+0020: Spark skips a line that is blank to Java's trim, and
+//	                           some Spark 3 releases one that begins with U+0000); inside quotes
+//	                           a quote is \" and a backslash \\ (Spark's escape character, not
+//	                           RFC 4180's "")
 //	BIGINT ... TINYINT         decimal
 //	TIMESTAMP                  ISO 8601 in UTC with milliseconds: 2024-01-02T03:04:05.678Z (Spark
 //	                           parses a number as no timestamp, and text without a zone in the
@@ -292,10 +295,11 @@ func (f *Format) needsQuotes(s string) bool {
 	if s == "" {
 		return true
 	}
-	if c := s[0]; c == ' ' || c == '\t' {
-		return true
-	}
-	if c := s[len(s)-1]; c == ' ' || c == '\t' {
+	// a space, a tab or a control character at either end: Spark drops a line that is blank to
+	// Java's String.trim (every character <= U+0020: a one-column row of "\x01"), and some
+	// Spark 3 releases one that begins with U+0000, their default comment character
+	// (CSVExprUtils.filterCommentAndEmpty)
+	if s[0] <= ' ' || s[len(s)-1] <= ' ' {
 		return true
 	}
 	for i := 0; i < len(s); i++ {

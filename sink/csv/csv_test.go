@@ -1,6 +1,7 @@
 package csv_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -250,5 +251,49 @@ func TestSortedWriteRejectsWhatCSVRefuses(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(dir, infos[0].Path))
 	if want := "k,s\n0,\"a\\\"\\\\\"\n2,b\n"; err != nil || string(data) != want {
 		t.Errorf("file %q, want %q (%v)", data, want, err)
+	}
+}
+
+// Spark's CSV reader drops a line before parsing it when the line is blank to Java's
+// String.trim (every character at or below U+0020), and some Spark 3 releases also drop a line
+// that begins with U+0000, their default comment character (CSVExprUtils.filterCommentAndEmpty): a row of a
+// one-column table holding "\x01", or a row whose first value begins with a NUL, was lost by the
+// bulkload without a word. A value that begins or ends with such a character is quoted, so no
+// line is blank or begins with it, and reads back as written.
+func TestNoLineIsOneSparkSkips(t *testing.T) {
+	f := csv.New()
+	schema := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{{Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0}}}
+	values := []string{"\x01", "\x00", "\x00a", "a\x1f", "\x0b \x0c", "\x1fb\x7f", "a\x00b"}
+	buf, err := f.NewBuffer(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range values {
+		if err := buf.Append([]pipeline.Value{pipeline.Text(v)}); err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+	}
+	var out bytes.Buffer
+	w, err := f.NewWriter(&out, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(buf.Cut()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")[1:]
+	for i, line := range lines {
+		if strings.TrimFunc(line, func(r rune) bool { return r <= ' ' }) == "" || strings.HasPrefix(line, "\x00") {
+			t.Errorf("%q is written as the line %q, which Spark skips", values[i], line)
+		}
+	}
+	var got received
+	if _, err := f.Read(context.Background(), bytes.NewReader(out.Bytes()), int64(out.Len()), schema, &got); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range values {
+		if i >= len(got.rows) || got.rows[i][0] != "bytes:"+v {
+			t.Errorf("%q read back as %q", v, got.rows)
+		}
 	}
 }
