@@ -234,6 +234,49 @@ func TestSort(t *testing.T) {
 	}
 }
 
+// Rows of equal keys keep their arrival order in a sorted file, also when the region spilled
+// more runs than one merge takes and some were merged together first: the merged run holds the
+// oldest rows, and ties go to it. It was put after the newer runs, so the last version of a key
+// written came before the first.
+func TestSortKeepsArrivalOrderOfEqualKeysPastOneMerge(t *testing.T) {
+	dir := t.TempDir()
+	schema := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "seq", Type: pipeline.TypeBigint, KeyPos: -1},
+		{Name: "pad", Type: pipeline.TypeVarchar, KeyPos: -1}}}
+	plan := pipeline.RegionPlan{Type: pipeline.TypeBigint, Strategy: "single"}
+	// the least memory: a run every few hundred rows
+	s := newSink(t, files.Config{Store: sinktest.Folder(t, dir), Schema: schema, Plan: plan, Format: parquet.New(), Sort: true, Memory: 1})
+	var rows []pipeline.Row
+	pad := pipeline.Text(strings.Repeat("p", 200))
+	for i := 0; i < 60000; i++ {
+		rows = append(rows, pipeline.Row{Values: []pipeline.Value{pipeline.Int(int64(i % 7)), pipeline.Int(int64(i)), pad}})
+	}
+	write(t, s, rows, 100)
+	runs := 0
+	for _, f := range listFiles(t, dir) {
+		if strings.Contains(f, "run-") {
+			runs++
+		}
+	}
+	if runs <= 64 {
+		t.Fatalf("%d runs spilled: the test needs more than one merge takes (64)", runs)
+	}
+	infos, err := s.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, dir, infos, schema, plan)
+	sameRows(t, schema, rows, got)
+	for path, pf := range got {
+		for i := 1; i < len(pf.Values); i++ {
+			a, b := pf.Values[i-1], pf.Values[i]
+			if a[0].Num > b[0].Num || a[0].Num == b[0].Num && a[1].Num > b[1].Num {
+				t.Fatalf("%s rows %d,%d: key %d written %d-th, then key %d written %d-th", path, i-1, i, a[0].Num, a[1].Num, b[0].Num, b[1].Num)
+			}
+		}
+	}
+}
+
 func TestAbort(t *testing.T) {
 	dir := t.TempDir()
 	schema := sinktest.AllTypes()

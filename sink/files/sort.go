@@ -394,7 +394,9 @@ func (t *sorter) compactRuns(ctx context.Context, dir string) error {
 		for _, p := range group {
 			os.Remove(p)
 		}
-		t.runs = append(t.runs[maxFanIn:], path)
+		// the merged run holds the oldest rows: it goes first, so that ties (equal keys) still
+		// go to the rows that arrived first
+		t.runs = append([]string{path}, t.runs[maxFanIn:]...)
 	}
 	return nil
 }
