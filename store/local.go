@@ -351,6 +351,7 @@ func (l *Local) List(_ context.Context, prefix string) ([]Info, error) {
 		}
 		dir = l.full(prefix[:i])
 	}
+	dir = l.walkStart(dir)
 	var out []Info
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if listVisit != nil {
@@ -398,6 +399,17 @@ func (l *Local) List(_ context.Context, prefix string) ([]Info, error) {
 	return out, nil
 }
 
+// walkStart is the path List and Sweep walk the folder dir from. The root may be a symbolic
+// link to the output's folder (lstat accepts it), and WalkDir does not descend into a link it is
+// given: a trailing separator makes the walk start in the folder the link leads to, so that the
+// root's objects are not missed (an output holding a previous run would look empty).
+func (l *Local) walkStart(dir string) string {
+	if dir == l.root && !strings.HasSuffix(dir, string(filepath.Separator)) {
+		return dir + string(filepath.Separator)
+	}
+	return dir
+}
+
 // Remove deletes the objects, then the folders they leave empty (not the root).
 func (l *Local) Remove(_ context.Context, names ...string) error {
 	dirs := map[string]bool{}
@@ -438,6 +450,7 @@ func (l *Local) Sweep(_ context.Context, prefix string) error {
 		}
 		dir = l.full(prefix[:i])
 	}
+	dir = l.walkStart(dir)
 	swept := map[string]bool{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

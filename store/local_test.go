@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/rekey/rekey/store"
@@ -63,5 +64,59 @@ func TestLocalCommitAs(t *testing.T) {
 	}
 	if _, err := rn.CommitAs(ctx, "../x"); err == nil {
 		t.Error("a second commit, and a bad name, passed")
+	}
+}
+
+// TestLocalFolderThatIsALink: an output folder given by a symbolic link to it (--out /data/out,
+// a link to a bigger disk) is the folder it leads to: List("") names every object in it, as
+// List("data/") does, and Sweep("") removes what unfinished writers left there. A List that saw
+// nothing would take a folder holding a previous run for an empty one: a fresh run would then
+// write beside the old files, and a --resume would start over beside them.
+func TestLocalFolderThatIsALink(t *testing.T) {
+	ctx := context.Background()
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "out")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.NewLocal(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"checkpoint.json", "data/region-0000/part-00000.parquet"} {
+		if err := s.Put(ctx, name, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := s.Create(ctx, "data/region-0000/part-00001.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("unfinished")); err != nil {
+		t.Fatal(err)
+	}
+	for _, prefix := range []string{"", "data/"} {
+		objs, err := s.List(ctx, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, o := range objs {
+			names = append(names, o.Name)
+		}
+		want := []string{"checkpoint.json", "data/region-0000/part-00000.parquet"}
+		if prefix == "data/" {
+			want = want[1:]
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("List(%q) through the link: %q, want %q", prefix, names, want)
+		}
+	}
+	if err := s.Sweep(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(real, "data", "region-0000", store.TempPrefix+"part-00001.parquet")
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("Sweep(\"\") through the link left the unfinished writer's file: %v", err)
 	}
 }
