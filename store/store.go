@@ -80,6 +80,15 @@ type Reader interface {
 	Size() int64
 }
 
+// VersionedReader is implemented by the Readers of a bucket's objects: every read is pinned to
+// one version of the object, ETag (as Info.ETag gives it), and fails once the object was
+// replaced. A caller that recorded the ETag an object was listed with tells by it whether the
+// reader reads that version.
+type VersionedReader interface {
+	Reader
+	ETag() string
+}
+
 // Info describes a committed object.
 type Info struct {
 	Name     string // relative to the store's root, slash-separated

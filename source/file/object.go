@@ -46,7 +46,11 @@ type objectBlock struct {
 	err  error
 }
 
-func openObject(ctx context.Context, o *Object, off, end int64) (io.ReadCloser, error) {
+// open opens the object for reads at any offset, refusing it when it is no longer the version
+// listed: the run's identity (which a resume and merge compare) records that version's size and
+// ETag, and a part's record boundaries are found in it. The store pins each read to the version
+// it opened, so a rewrite after this check fails the reads.
+func (o *Object) open(ctx context.Context) (store.Reader, error) {
 	r, err := o.Store.Open(ctx, o.Info.Name)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", o.Store.Location(o.Info.Name), err)
@@ -54,6 +58,24 @@ func openObject(ctx context.Context, o *Object, off, end int64) (io.ReadCloser, 
 	if r.Size() != o.Info.Size {
 		r.Close()
 		return nil, fmt.Errorf("%s changed since it was listed (%d bytes, now %d): was it replaced?", o.Store.Location(o.Info.Name), o.Info.Size, r.Size())
+	}
+	if v, ok := r.(store.VersionedReader); ok && o.Info.ETag != "" && !sameETag(v.ETag(), o.Info.ETag) {
+		r.Close()
+		return nil, fmt.Errorf("%s changed since it was listed (ETag %s, now %s, of the same size): was it written again?", o.Store.Location(o.Info.Name), o.Info.ETag, v.ETag())
+	}
+	return r, nil
+}
+
+// sameETag compares two ETags of an object as a listing and a HeadObject give them, which some
+// servers quote or case differently.
+func sameETag(a, b string) bool {
+	return strings.EqualFold(strings.Trim(a, `"`), strings.Trim(b, `"`))
+}
+
+func openObject(ctx context.Context, o *Object, off, end int64) (io.ReadCloser, error) {
+	r, err := o.open(ctx)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	or := &objectReader{cancel: cancel, blocks: make(chan objectBlock, readAheadDepth), spare: make(chan []byte, readAheadDepth+2), r: r}

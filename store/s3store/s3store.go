@@ -567,6 +567,11 @@ type reader struct {
 func (r *reader) Size() int64  { return r.size }
 func (r *reader) Close() error { return nil }
 
+// ETag implements store.VersionedReader: the version every ReadAt is pinned to.
+func (r *reader) ETag() string { return aws.ToString(r.etag) }
+
+var _ store.VersionedReader = (*reader)(nil)
+
 func (r *reader) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("read %s: negative offset %d", r.s.Location(r.name), off)
