@@ -90,6 +90,10 @@ const (
 	deleteBatch     = 1000 // DeleteObjects takes at most 1,000 keys
 )
 
+// uploadsPage is how many unfinished uploads a ListMultipartUploads page holds (S3's and OSS's
+// most). Tests lower it.
+var uploadsPage int32 = 1000
+
 func (o *Options) fill() error {
 	if o.PartSize == 0 {
 		o.PartSize = defaultPartSize
@@ -486,23 +490,46 @@ func (s *Store) Remove(ctx context.Context, names ...string) error {
 // Sweep implements store.Store: it aborts every unfinished multipart upload under prefix (a
 // crashed run's parts, which the bucket keeps, and bills, until aborted). The spool files of
 // a crashed process need nothing: they were unlinked when created.
+//
+// Once a page's uploads are aborted, the listing starts again from the first: what is left is
+// listed first anyway, and the next page's markers would name an upload just aborted, which a
+// server may refuse as a marker (versitygw: "Invalid uploadId marker"), leaving the uploads of
+// every later page. Only a page that shows no upload but those already aborted (a listing that
+// lags behind the aborts) is passed by its markers.
 func (s *Store) Sweep(ctx context.Context, prefix string) error {
-	aborted := 0
-	err := s.eachUpload(ctx, s.key(prefix), func(u types.MultipartUpload) error {
-		_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
-			Bucket: aws.String(s.t.bucket), Key: u.Key, UploadId: u.UploadId,
-		})
-		if err != nil && !isCode(err, "NoSuchUpload") {
-			return s.fail("sweep: abort the unfinished upload of", strings.TrimPrefix(aws.ToString(u.Key), s.t.prefix), err)
+	aborted := map[[2]string]bool{}
+	in := s.uploadsInput(s.key(prefix))
+	for {
+		out, err := s.listUploads(ctx, in)
+		if err != nil || out == nil {
+			return err
 		}
-		aborted++
-		return nil
-	})
-	if err != nil {
-		return err
+		fresh := false
+		for _, u := range out.Uploads {
+			id := [2]string{aws.ToString(u.Key), aws.ToString(u.UploadId)}
+			if aborted[id] {
+				continue
+			}
+			fresh = true
+			_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
+				Bucket: aws.String(s.t.bucket), Key: u.Key, UploadId: u.UploadId,
+			})
+			if err != nil && !isCode(err, "NoSuchUpload") {
+				return s.fail("sweep: abort the unfinished upload of", strings.TrimPrefix(aws.ToString(u.Key), s.t.prefix), err)
+			}
+			aborted[id] = true
+		}
+		if !morePages(out) {
+			break
+		}
+		if fresh {
+			in.KeyMarker, in.UploadIdMarker = nil, nil
+		} else {
+			in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+		}
 	}
-	if aborted > 0 {
-		s.log.Info("aborted unfinished uploads", zap.String("under", s.Location(prefix)), zap.Int("uploads", aborted))
+	if len(aborted) > 0 {
+		s.log.Info("aborted unfinished uploads", zap.String("under", s.Location(prefix)), zap.Int("uploads", len(aborted)))
 	}
 	return nil
 }
@@ -521,25 +548,43 @@ func (s *Store) Unfinished(ctx context.Context, prefix string) ([]string, error)
 // eachUpload calls fn for every unfinished multipart upload whose key starts with keyPrefix,
 // page by page; fn's error stops it.
 func (s *Store) eachUpload(ctx context.Context, keyPrefix string, fn func(types.MultipartUpload) error) error {
-	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(s.t.bucket), Prefix: aws.String(keyPrefix)}
+	in := s.uploadsInput(keyPrefix)
 	for {
-		out, err := s.client.ListMultipartUploads(ctx, in)
-		if isCode(err, "NoSuchUpload") {
-			return nil // gofakes3's answer for a bucket that never had an upload; S3 lists none
-		}
-		if err != nil {
-			return s.fail("list the unfinished uploads under", strings.TrimPrefix(keyPrefix, s.t.prefix), err)
+		out, err := s.listUploads(ctx, in)
+		if err != nil || out == nil {
+			return err
 		}
 		for _, u := range out.Uploads {
 			if err := fn(u); err != nil {
 				return err
 			}
 		}
-		if !aws.ToBool(out.IsTruncated) || (out.NextKeyMarker == nil && out.NextUploadIdMarker == nil) {
+		if !morePages(out) {
 			return nil
 		}
 		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
 	}
+}
+
+func (s *Store) uploadsInput(keyPrefix string) *s3.ListMultipartUploadsInput {
+	return &s3.ListMultipartUploadsInput{Bucket: aws.String(s.t.bucket), Prefix: aws.String(keyPrefix), MaxUploads: aws.Int32(uploadsPage)}
+}
+
+// listUploads lists a page of unfinished uploads; nil, with no error, when there are none.
+func (s *Store) listUploads(ctx context.Context, in *s3.ListMultipartUploadsInput) (*s3.ListMultipartUploadsOutput, error) {
+	out, err := s.client.ListMultipartUploads(ctx, in)
+	if isCode(err, "NoSuchUpload") {
+		return nil, nil // gofakes3's answer for a bucket that never had an upload; S3 lists none
+	}
+	if err != nil {
+		return nil, s.fail("list the unfinished uploads under", strings.TrimPrefix(aws.ToString(in.Prefix), s.t.prefix), err)
+	}
+	return out, nil
+}
+
+// morePages tells whether a page of unfinished uploads has a next one.
+func morePages(out *s3.ListMultipartUploadsOutput) bool {
+	return aws.ToBool(out.IsTruncated) && (out.NextKeyMarker != nil || out.NextUploadIdMarker != nil)
 }
 
 // Open implements store.Store: a Reader whose ReadAt is a ranged GetObject, pinned to the
