@@ -71,6 +71,11 @@ func parseURI(raw, envRegion string) (*target, error) {
 		if seg == "." || seg == ".." {
 			return nil, fmt.Errorf("prefix %q: '.' and '..' are not folder names in a bucket", p)
 		}
+		// The bulk load's filePath (a Hadoop path, which drops empty names) and the paths
+		// of the next steps would name another prefix than the one the keys are under.
+		if seg == "" && strings.Trim(p, "/") != "" {
+			return nil, fmt.Errorf("prefix %q: an empty folder name ('//'): write the prefix with single slashes", p)
+		}
 	}
 	if p = strings.Trim(p, "/"); p != "" {
 		t.prefix = p + "/"

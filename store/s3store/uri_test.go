@@ -71,6 +71,8 @@ func TestParseURIErrors(t *testing.T) {
 		{"s3://B/x", "bucket name"},
 		{"s3://ab/x", "bucket name"},
 		{"s3://bucket/../x", "'..'"},
+		{"s3://bucket/runs//x", "empty folder name"},
+		{"oss://bucket/runs%2F%2Fx?region=cn-hangzhou", "empty folder name"},
 		{"s3://bucket/x?part_size=5", "unknown parameter"},
 		{"s3://bucket/x?region=a&region=b", "once"},
 		{"s3://bucket/x?path_style=maybe", "path_style"},
