@@ -58,19 +58,23 @@ func NextSteps(jobs []*BulkloadJob, run NextRun) string {
 			"  single run (docs/outputs.md).\n", output.DDLFile, output.BulkloadFile, output.ManifestFile)
 		return b.String()
 	}
-	if len(jobs) == 0 {
-		b.WriteString("Next steps\n")
-		fmt.Fprintf(&b, "  No row was written, so there is nothing to load (%s lists no job); %s creates the table.\n",
-			output.BulkloadFile, shellQuote(filepath.Join(run.Out, output.DDLFile)))
-		return b.String()
-	}
-	job := jobs[0]
-	ns := job.WriterConfig.Namespace
 	bucket := output.InBucket(run.Out) // s3://, oss://
 	loc := run.Out
 	if bucket {
 		loc = output.BucketLocation(run.Out)
 	}
+	if len(jobs) == 0 {
+		b.WriteString("Next steps\n")
+		ddl := shellQuote(filepath.Join(run.Out, output.DDLFile))
+		if bucket { // an object, not a local path: fetched as after a run that wrote rows
+			ddl = output.DDLFile + " (" + output.CopyCommand(loc) + " " + shellQuote(loc+"/"+output.DDLFile) + " " + output.DDLFile + ")"
+		}
+		fmt.Fprintf(&b, "  No row was written, so there is nothing to load (%s lists no job); %s creates the table.\n",
+			output.BulkloadFile, ddl)
+		return b.String()
+	}
+	job := jobs[0]
+	ns := job.WriterConfig.Namespace
 	b.WriteString("Next steps\n")
 	// 1. the table
 	ddl := shellQuote(filepath.Join(run.Out, output.DDLFile))

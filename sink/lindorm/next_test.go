@@ -132,3 +132,12 @@ func TestNextStepsWithoutJobs(t *testing.T) {
 		t.Errorf("next steps without jobs:\n%s", got)
 	}
 }
+
+// The same in a bucket: the DDL is named by the object's location and fetched as after a run
+// that wrote rows, not by a local path made of the URI (s3:/bkt/..., with its query).
+func TestNextStepsWithoutJobsInABucket(t *testing.T) {
+	got := lindorm.NextSteps(nil, lindorm.NextRun{Out: "s3://bkt/runs/orders?endpoint=http://127.0.0.1:7070&path_style=true", Mapping: "m.yaml", Source: "cassandra://h/ks/t"})
+	if !strings.Contains(got, "aws s3 cp s3://bkt/runs/orders/ddl.sql ddl.sql") || strings.Contains(got, "s3:/bkt") || strings.Contains(got, "endpoint=") {
+		t.Errorf("next steps without jobs, in a bucket:\n%s", got)
+	}
+}
