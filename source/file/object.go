@@ -39,6 +39,10 @@ type objectReader struct {
 	whole  []byte // the buffer cur is in
 	err    error
 	r      store.Reader
+	// stopped, set before blocks is closed, is why the read-ahead ended before the range's end
+	// (its context ended): the reader's error then, not io.EOF, which would pass a cut read for
+	// the whole object.
+	stopped error
 }
 
 type objectBlock struct {
@@ -100,6 +104,7 @@ func openObject(ctx context.Context, o *Object, off, end int64) (io.ReadCloser, 
 			select {
 			case or.blocks <- objectBlock{buf[:n], err}:
 			case <-ctx.Done():
+				or.stopped = fmt.Errorf("read %s at offset %d: %w", o.Store.Location(o.Info.Name), at, ctx.Err())
 				return
 			}
 			if err != nil {
@@ -125,6 +130,9 @@ func (o *objectReader) Read(p []byte) (int, error) {
 		b, ok := <-o.blocks
 		if !ok {
 			o.err = io.EOF
+			if o.stopped != nil {
+				o.err = o.stopped
+			}
 			continue
 		}
 		o.cur, o.whole, o.err = b.data, b.data, b.err

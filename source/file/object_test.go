@@ -3,6 +3,7 @@ package file
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -233,5 +234,57 @@ func TestBucketObjectRewrittenAfterListingIsNotRead(t *testing.T) {
 	err = <-errc
 	if err == nil || !strings.Contains(err.Error(), "changed since it was listed") {
 		t.Fatalf("a run over an object rewritten since its listing: rows with ids %v, error %v; want it refused", ids, err)
+	}
+}
+
+// A read of an object stopped before its end (the run's context cancelled: a graceful stop, which
+// still hands out what the source sends) ends in an error, never in io.EOF, which made the source
+// take the bytes read so far for the whole object: a gzip object's stream was then cut short and
+// the stop failed the run as damaged input ("truncated gzip data ... replace it with a complete
+// copy"); a plain one's last chunk, cut where a block ended, was the object's last, its batch
+// marking the object done.
+func TestObjectReadStoppedEarlyIsNotTheEnd(t *testing.T) {
+	defer func(b int64) { readAheadBlock = b }(readAheadBlock)
+	readAheadBlock = 1000
+	want := bytes.Repeat([]byte("0123456789"), 3700)
+	st, err := store.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(t.Context(), "long.csv", want); err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Stat(t.Context(), "long.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	rc, err := openObject(ctx, &Object{Store: st, Info: info}, 0, int64(len(want)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	buf := make([]byte, 500)
+	if _, err := io.ReadFull(rc, buf); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	got := 500
+	for {
+		n, err := rc.Read(buf)
+		got += n
+		if err == io.EOF {
+			if got < len(want) {
+				t.Fatalf("the stopped read ended as if the object did, after %d of its %d bytes", got, len(want))
+			}
+			return
+		}
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("the stopped read: %v, want an error wrapping context.Canceled", err)
+			}
+			return
+		}
 	}
 }
