@@ -536,13 +536,27 @@ func (s *Store) Sweep(ctx context.Context, prefix string) error {
 
 // Unfinished lists the names of the multipart uploads under prefix that were neither completed
 // nor aborted (what Sweep would abort): after a run, or a resume, there must be none.
+//
+// Its pages go on from the last key listed alone: the uploads of that key on the next page are
+// of a name already listed, and an upload-id marker is what some servers mishandle (versitygw
+// leaves the marker key's uploads out before looking for the marker in them, and refuses every
+// second page: "Invalid uploadId marker").
 func (s *Store) Unfinished(ctx context.Context, prefix string) ([]string, error) {
 	var names []string
-	err := s.eachUpload(ctx, s.key(prefix), func(u types.MultipartUpload) error {
-		names = append(names, strings.TrimPrefix(aws.ToString(u.Key), s.t.prefix))
-		return nil
-	})
-	return names, err
+	in := s.uploadsInput(s.key(prefix))
+	for {
+		out, err := s.listUploads(ctx, in)
+		if err != nil || out == nil {
+			return names, err
+		}
+		for _, u := range out.Uploads {
+			names = append(names, strings.TrimPrefix(aws.ToString(u.Key), s.t.prefix))
+		}
+		if !morePages(out) || aws.ToString(out.NextKeyMarker) <= aws.ToString(in.KeyMarker) {
+			return names, nil // the last page, or one that does not go on (no later key)
+		}
+		in.KeyMarker = out.NextKeyMarker
+	}
 }
 
 // eachUpload calls fn for every unfinished multipart upload whose key starts with keyPrefix,

@@ -649,3 +649,35 @@ func TestSweepAbortsUploadsOfEveryPageVersitygw(t *testing.T) {
 		t.Fatalf("after Sweep: unfinished uploads %v, %v", left, err)
 	}
 }
+
+// Unfinished names the keys of every unfinished upload under its prefix, however many pages they
+// take: a shard of a shared output sweeps the region folders it names, and a run's last cut
+// sweeps data/, while the other shards have uploads in flight (more than a page of them with
+// enough shards and regions). A page continued by its upload-id marker was refused by versitygw
+// ("Invalid uploadId marker"), which failed the shard's resume and its last cut.
+func TestUnfinishedNamesTheUploadsOfEveryPageVersitygw(t *testing.T) {
+	defer func(n int32) { uploadsPage = n }(uploadsPage)
+	uploadsPage = 3
+	srv := s3test.StartVersitygw(t)
+	ctx := t.Context()
+	s := openStore(t, srv, "out", Options{})
+	keys := []string{"a", "b", "c", "c", "d", "e", "f", "g"}
+	for _, k := range keys {
+		if _, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(s.t.bucket), Key: aws.String(s.key("data/region-0000/" + k))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names, err := s.Unfinished(ctx, "data/")
+	if err != nil {
+		t.Fatalf("Unfinished over %d uploads in pages of %d: %v", len(keys), uploadsPage, err)
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		seen[n] = true
+	}
+	for _, k := range keys {
+		if !seen["data/region-0000/"+k] {
+			t.Errorf("Unfinished %v lacks data/region-0000/%s", names, k)
+		}
+	}
+}
