@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,5 +140,52 @@ func TestObjectStoreLockIsReadBackWhereConditionsAreIgnored(t *testing.T) {
 			o.Close()
 		}
 		t.Fatalf("a run whose lock was overwritten by another starting at the same time: %v", err)
+	}
+}
+
+// answerLost is a bucket whose next conditional write, once lose is set, lands but loses its
+// answer: the client sends it again, still conditional on the version before, and the server
+// refuses it (the object has changed: by that very write).
+type answerLost struct {
+	*s3store.Store
+	lose atomic.Bool
+}
+
+func (s *answerLost) PutIf(ctx context.Context, name string, data []byte, ifVersion string) (string, error) {
+	v, err := s.Store.PutIf(ctx, name, data, ifVersion)
+	if err == nil && s.lose.CompareAndSwap(true, false) {
+		return s.Store.PutIf(ctx, name, data, ifVersion) // the retry
+	}
+	return v, err
+}
+
+// A renewal whose write landed but whose answer was lost (the retry is refused: the lock is no
+// longer the version it was conditional on) keeps the lock: the lock holds this run's token, so
+// the change was this run's own. Taking it for another run's take-over stopped a live run,
+// alone on its output, saying another run had taken the output over.
+func TestObjectStoreLockRenewalWhoseAnswerWasLost(t *testing.T) {
+	defer func(ttl time.Duration) { LockTTL = ttl }(LockTTL)
+	LockTTL = time.Hour // no heartbeat: the test renews
+	srv := s3test.StartVersitygw(t)
+	ctx := context.Background()
+	s3, err := s3store.Open(ctx, srv.URI, s3test.Getenv(srv.Env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &answerLost{Store: s3}
+	o, err := Open(ctx, st, Spec{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	st.lose.Store(true)
+	if err := o.objLock.renew(ctx); err != nil {
+		t.Fatalf("a renewal that landed, its answer lost: %v", err)
+	}
+	if err := o.Held(ctx); err != nil {
+		t.Fatalf("Held after it: %v", err)
+	}
+	if err := o.objLock.renew(ctx); err != nil {
+		t.Fatalf("the next renewal: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -614,6 +615,13 @@ func (l *objectLock) renew(ctx context.Context) error {
 			l.version = version
 			return nil
 		case errors.Is(err, store.ErrChanged):
+			// A write that landed and lost its answer is sent again by the client, conditional
+			// on the version before it, and refused because of itself: the lock then holds
+			// exactly what this run wrote (its token, which no other run has), and is kept.
+			if now, version, gerr := l.cas.GetVersion(ctx, LockFile); gerr == nil && bytes.Equal(now, data) {
+				l.version = version
+				return nil
+			}
 			lost := fmt.Errorf("%w: another rekey run wrote it (took the output over) since this run last did: this run stopped without writing there any more", ErrLockLost)
 			l.lost.CompareAndSwap(nil, &lost)
 			return *l.lost.Load()
