@@ -80,11 +80,21 @@ func BucketLocation(location string) string {
 	return strings.TrimSuffix(u.Scheme+"://"+u.Host+u.Path, "/")
 }
 
-// CopyCommand is the command that copies an object of the bucket output at location (as
-// BucketLocation names it) to a local file: OSS's ossutil, or the AWS CLI for S3.
+// CopyCommand is the command that copies an object of the bucket output at location (as --out
+// gives it, or as BucketLocation names it) to a local file: OSS's ossutil, or the AWS CLI for
+// S3, told the server's endpoint when --out names one (an S3-compatible server: without it the
+// CLI would ask AWS for a bucket of that name).
 func CopyCommand(location string) string {
 	if strings.HasPrefix(location, "oss://") {
 		return "ossutil cp"
+	}
+	if u, err := url.Parse(location); err == nil {
+		if ep := u.Query().Get("endpoint"); ep != "" && !strings.ContainsAny(ep, " '\"$`") {
+			if !strings.Contains(ep, "://") {
+				ep = "https://" + ep // as --out reads it
+			}
+			return "aws s3 cp --endpoint-url " + ep
+		}
 	}
 	return "aws s3 cp"
 }

@@ -67,7 +67,7 @@ func NextSteps(jobs []*BulkloadJob, run NextRun) string {
 		b.WriteString("Next steps\n")
 		ddl := shellQuote(filepath.Join(run.Out, output.DDLFile))
 		if bucket { // an object, not a local path: fetched as after a run that wrote rows
-			ddl = output.DDLFile + " (" + output.CopyCommand(loc) + " " + shellQuote(loc+"/"+output.DDLFile) + " " + output.DDLFile + ")"
+			ddl = output.DDLFile + " (" + output.CopyCommand(run.Out) + " " + shellQuote(loc+"/"+output.DDLFile) + " " + output.DDLFile + ")"
 		}
 		fmt.Fprintf(&b, "  No row was written, so there is nothing to load (%s lists no job); %s creates the table.\n",
 			output.BulkloadFile, ddl)
@@ -79,7 +79,7 @@ func NextSteps(jobs []*BulkloadJob, run NextRun) string {
 	// 1. the table
 	ddl := shellQuote(filepath.Join(run.Out, output.DDLFile))
 	if bucket {
-		fetch := output.CopyCommand(loc) + " " + shellQuote(loc+"/"+output.DDLFile) + " " + output.DDLFile
+		fetch := output.CopyCommand(run.Out) + " " + shellQuote(loc+"/"+output.DDLFile) + " " + output.DDLFile
 		fmt.Fprintf(&b, "  1. Create the table: %s\n", fetch)
 		ddl = output.DDLFile
 	} else {

@@ -136,8 +136,26 @@ func TestNextStepsWithoutJobs(t *testing.T) {
 // The same in a bucket: the DDL is named by the object's location and fetched as after a run
 // that wrote rows, not by a local path made of the URI (s3:/bkt/..., with its query).
 func TestNextStepsWithoutJobsInABucket(t *testing.T) {
-	got := lindorm.NextSteps(nil, lindorm.NextRun{Out: "s3://bkt/runs/orders?endpoint=http://127.0.0.1:7070&path_style=true", Mapping: "m.yaml", Source: "cassandra://h/ks/t"})
-	if !strings.Contains(got, "aws s3 cp s3://bkt/runs/orders/ddl.sql ddl.sql") || strings.Contains(got, "s3:/bkt") || strings.Contains(got, "endpoint=") {
+	got := lindorm.NextSteps(nil, lindorm.NextRun{Out: "s3://bkt/runs/orders?region=us-west-2", Mapping: "m.yaml", Source: "cassandra://h/ks/t"})
+	if !strings.Contains(got, "aws s3 cp s3://bkt/runs/orders/ddl.sql ddl.sql") || strings.Contains(got, "s3:/bkt") || strings.Contains(got, "region=") {
 		t.Errorf("next steps without jobs, in a bucket:\n%s", got)
+	}
+}
+
+// A bucket on an S3-compatible server (--out s3://...?endpoint=...) is fetched from that server:
+// the copy command names the endpoint, or the AWS CLI would ask AWS for a bucket of that name.
+func TestNextStepsFetchFromTheEndpoint(t *testing.T) {
+	out := "s3://bkt/runs/orders?endpoint=http://127.0.0.1:7070&path_style=true"
+	job, err := lindorm.NewBulkloadJob(sinktest.OrdersSchema(), lindorm.JobOptions{DataDir: "data", FileType: "Parquet", Out: out, Regions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range []string{
+		lindorm.NextSteps([]*lindorm.BulkloadJob{job}, lindorm.NextRun{Out: out, RowsWritten: 3, Mapping: "m.yaml", Source: "file:o.csv"}),
+		lindorm.NextSteps(nil, lindorm.NextRun{Out: out, Mapping: "m.yaml", Source: "file:o.csv"}),
+	} {
+		if !strings.Contains(got, "aws s3 cp --endpoint-url http://127.0.0.1:7070 s3://bkt/runs/orders/ddl.sql ddl.sql") {
+			t.Errorf("next steps of a bucket on an S3-compatible server:\n%s", got)
+		}
 	}
 }
