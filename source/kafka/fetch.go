@@ -358,8 +358,9 @@ func (f *partitionFetch) readBatch(conn *leaderConn) (sent bool, readErr error) 
 	if legacy {
 		// what comes before the old messages is sent; the next fetch starts at them
 		readErr = nil
-	} else {
-		// past the batches read whole: control records and a compaction's gaps included
+	} else if readErr == nil {
+		// past the batches read whole: control records and a compaction's gaps included. Not
+		// after an error: set.next is past the batch that failed, which is to be read again.
 		f.offset = set.next
 	}
 	if len(msgs) > 0 {

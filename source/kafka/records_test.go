@@ -5,13 +5,16 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
@@ -388,6 +391,97 @@ func TestFetchVersionsReadTheSameRecords(t *testing.T) {
 		if err != nil || res.errorCode != 0 || res.highWaterMark != want.highWaterMark || !bytes.Equal(res.records, want.records) {
 			t.Fatalf("Fetch v%d: %v, error code %d, high watermark %d, %d bytes; v%d: %d, %d bytes",
 				v, err, res.errorCode, res.highWaterMark, len(res.records), maxFetchVersion, want.highWaterMark, len(want.records))
+		}
+	}
+}
+
+// tamperedFetch makes kfake answer the partition's next fetch at offset with records instead of
+// what it holds (once, or every time with always), and counts the fetches at offset.
+func tamperedFetch(c *kafkatest.Cluster, topic string, offset int64, records []byte, hwm int64, always bool) func() int {
+	var mu sync.Mutex
+	served, asked := false, 0
+	c.Fake.ControlKey(kmsg.Fetch.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.Fake.KeepControl()
+		req := r.(*kmsg.FetchRequest)
+		if len(req.Topics) != 1 || len(req.Topics[0].Partitions) != 1 || req.Topics[0].Partitions[0].FetchOffset != offset {
+			return nil, nil, false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		asked++
+		if served && !always {
+			return nil, nil, false
+		}
+		served = true
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = topic
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hwm, hwm, 0
+		rp.RecordBatches = records
+		rt.Partitions = append(rt.Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return asked
+	}
+}
+
+// breakSecondBatch returns the record set with its second batch's gzip stream made unreadable
+// and its CRC made to match again (a batch a producer compressed wrongly): the batch passes its
+// CRC check and fails to decompress.
+func breakSecondBatch(t *testing.T, records []byte) []byte {
+	t.Helper()
+	b := bytes.Clone(records)
+	second := b[12+int(binary.BigEndian.Uint32(b[8:])):]
+	second = second[:12+int(binary.BigEndian.Uint32(second[8:]))]
+	if second[batchHeaderLen] != 0x1f || second[batchHeaderLen+1] != 0x8b {
+		t.Fatalf("the second batch's records start % x, not a gzip stream", second[batchHeaderLen:batchHeaderLen+2])
+	}
+	second[batchHeaderLen] = 0
+	binary.BigEndian.PutUint32(second[batchCRC:], crc32.Checksum(second[batchAttributes:], castagnoli))
+	return b
+}
+
+// A fetch whose response holds a batch that cannot be read is fetched again from that batch:
+// the messages after it are not read before it, nor is a position past it reported. The fetch
+// went on after the broken batch, and the batches it had sent said to commit past it: its
+// messages were lost.
+func TestFetchReadsABatchThatFailedAgain(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("needs kfake's request control")
+	}
+	c := kafkatest.Start(t)
+	topic := produceBatches(t, c, kafkago.Gzip, 30, 10)
+	tamperedFetch(c, topic, 0, breakSecondBatch(t, rawFetch(t, c, topic, 0).records), 30, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := &Config{Brokers: c.Brokers, Topic: topic}
+	f := cfg.StartFetch(ctx, &kafkago.Dialer{}, 0, 0, FetchOptions{MaxWait: 50 * time.Millisecond})
+	defer f.Stop()
+	var got []int64
+	for len(got) < 30 {
+		select {
+		case b, ok := <-f.C:
+			if !ok {
+				t.Fatalf("the fetch ended after offsets %v: %v", got, f.Err())
+			}
+			for _, m := range b.Messages {
+				got = append(got, m.Offset)
+			}
+			if len(b.Messages) > 0 && len(got) < 30 && b.Next > got[len(got)-1]+1 {
+				t.Fatalf("a batch ending at offset %d has its next fetch at %d: a commit of it skips the offsets between", got[len(got)-1], b.Next)
+			}
+		case <-ctx.Done():
+			t.Fatalf("offsets %v read", got)
+		}
+	}
+	for i, o := range got {
+		if o != int64(i) {
+			t.Fatalf("offsets read: %v; want 0 to 29 in order, once each", got)
 		}
 	}
 }
