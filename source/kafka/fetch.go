@@ -145,7 +145,9 @@ func (f *Fetcher) Err() error {
 // channel operation per batch rather than per message (kafka-go's Reader hands messages over one
 // by one). It never joins a group nor commits. Transient errors (leader moves, broker restarts,
 // timeouts) are retried with backoff; an offset older than the partition's first one (deleted by
-// retention) goes to o.Gap. It returns nil when ctx ends, o.Gap's error; out is never closed.
+// retention) goes to o.Gap; a record batch that fails to read (CRC, decompression) is fetched
+// once more. It returns nil when ctx ends, o.Gap's error, or the error of a batch that failed to
+// read twice; out is never closed.
 func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, partition int, offset int64, o FetchOptions, out chan<- FetchBatch) error {
 	f := newPartitionFetch(ctx, c, partition, offset, o, out)
 	for attempt := 0; ; attempt++ {
@@ -199,6 +201,9 @@ type partitionFetch struct {
 	// pending is the part batch a response ended with while the partition held more: the next
 	// response fills it. Sent short, it halved the rows of every other SQL statement.
 	pending []kafkago.Message
+	// failed is the offset a fetch whose records failed to read (CRC, decompression, a bad
+	// record) was to go on from: a second failure there ends the fetch.
+	failed int64
 }
 
 // minFetchBytes is the least a fetch asks for: small messages still come many to a request.
@@ -256,7 +261,7 @@ func newPartitionFetch(ctx context.Context, c *Config, partition int, offset int
 			return nil
 		}
 	}
-	return &partitionFetch{ctx: ctx, o: o, log: log, gap: gap, out: out, offset: offset}
+	return &partitionFetch{ctx: ctx, o: o, log: log, gap: gap, out: out, offset: offset, failed: -1}
 }
 
 // send hands b over; false when ctx ended first.
@@ -287,6 +292,8 @@ func (f *partitionFetch) read(conn *leaderConn) (stop bool, err error) {
 		switch {
 		case readErr == nil, errors.Is(readErr, io.EOF), errors.Is(readErr, kafkago.RequestTimedOut):
 			readErr = nil
+		case errors.Is(readErr, errUnreadable):
+			return true, readErr
 		case errors.Is(readErr, kafkago.OffsetOutOfRange):
 			conn.SetDeadline(time.Now().Add(10 * time.Second))
 			first, _, err := conn.ReadOffsets()
@@ -372,6 +379,14 @@ func (f *partitionFetch) readBatch(conn *leaderConn) (sent bool, readErr error) 
 			return true, nil
 		}
 	}
+	if readErr != nil && !legacy {
+		// once may be bytes garbled on their way (the CRC's reason); twice at the same offset,
+		// the batch is so in the partition's log: fetching it again for ever reads nothing more
+		if f.failed == f.offset {
+			readErr = fmt.Errorf("kafka: %s: %w (fetched twice): %w", Stream(conn.topic, int(conn.partition)), errUnreadable, readErr)
+		}
+		f.failed = f.offset
+	}
 	if len(msgs) > 0 || readErr == nil {
 		if !f.send(FetchBatch{Messages: msgs, HighWaterMark: res.highWaterMark, Next: f.offset}) {
 			return false, readErr
@@ -379,6 +394,9 @@ func (f *partitionFetch) readBatch(conn *leaderConn) (sent bool, readErr error) 
 	}
 	return true, readErr
 }
+
+// errUnreadable ends a fetch: a record batch of the partition failed to read twice.
+var errUnreadable = errors.New("a record batch cannot be read")
 
 // messages returns a recycled message slice, or a new one.
 func (f *partitionFetch) messages() []kafkago.Message {
