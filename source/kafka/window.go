@@ -47,7 +47,7 @@ type Window struct {
 	// offset is reached. The fetch's position passes transaction markers and the offsets
 	// compaction removed, so the stream ends there without waiting; Idle ends it when no fetch
 	// gets further: an open transaction holds back the rest, or the brokers do not answer.
-	// Default 5s.
+	// The time the window's consumer takes to take its batches does not count. Default 5s.
 	Idle time.Duration
 	// Timestamps makes every batch carry its messages' timestamps (Batch.WriteTimes, epoch ms;
 	// unknown for a message without one), for rekey report's write order.
@@ -252,6 +252,13 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 	defer f.Stop()
 	timer := time.NewTimer(w.Idle)
 	defer timer.Stop()
+	deadline := time.Now().Add(w.Idle)
+	// handed moves the deadline on by the time since t0, spent handing messages on: a consumer
+	// slow to take them (a slow target) is no time without a message from the partition
+	handed := func(t0 time.Time) {
+		deadline = deadline.Add(time.Since(t0))
+		timer.Reset(time.Until(deadline))
+	}
 	for {
 		var b FetchBatch
 		var ok bool
@@ -271,6 +278,7 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 			}
 			return ctx.Err()
 		}
+		t0 := time.Now()
 		if len(b.Messages) == 0 {
 			if b.Next >= end {
 				return nil // the window ends with offsets that hold no message (a transaction's marker)
@@ -278,9 +286,10 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 			if err := idle(); err != nil {
 				return err
 			}
+			handed(t0)
 			continue
 		}
-		timer.Reset(w.Idle)
+		deadline = t0.Add(w.Idle)
 		for i := range b.Messages {
 			m := &b.Messages[i]
 			if m.Offset >= end {
@@ -299,6 +308,7 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 				return err
 			}
 		}
+		handed(t0)
 	}
 }
 

@@ -18,11 +18,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/kafka"
@@ -366,5 +368,63 @@ func TestWindowCassandraPartialEvents(t *testing.T) {
 	}
 	if want := "[u1 partial_update range_tombstone]"; fmt.Sprint(got) != want {
 		t.Errorf("records %v, want %s", got, want)
+	}
+}
+
+// A consumer that takes its time over the window's batches (a slow target) does not make a
+// partition look idle: Idle counts the time the window waits for the fetch, not the time its
+// batches wait to be taken. A window whose consumer held a batch longer than Idle ended at its
+// next wait for the fetch, the rest of the partition unread, as though an open transaction held
+// it back.
+func TestWindowIdleIsNotASlowConsumer(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("needs kfake's request control")
+	}
+	const topic, n = "slow-consumer", 3000
+	c := kafkatest.Start(t, kfake.SeedTopics(1, topic))
+	pad := strings.Repeat("x", 400) // 1,000 messages a batch (the writer's): 2 batches a fetch
+	msgs := make([]kafkago.Message, n)
+	for i := range msgs {
+		msgs[i] = kafkago.Message{Value: []byte(fmt.Sprintf(`{"userid":"%s","orderid":%d}`, pad, i))}
+	}
+	c.Produce(t, topic, msgs...)
+	// the second fetch is answered once the consumer has taken the first batch: the window
+	// then waits for it
+	release := make(chan struct{})
+	var fetches atomic.Int32
+	c.Fake.ControlKey(kmsg.Fetch.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.Fake.KeepControl()
+		if fetches.Add(1) == 2 {
+			c.Fake.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kafka.NewWindow(ctx, cfg, schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Idle = 500 * time.Millisecond
+	out := make(chan pipeline.Batch)
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx, nil, out); close(out) }()
+	time.Sleep(2 * w.Idle) // the consumer is slow: the window's first batch waits to be taken
+	got := 0
+	for b := range out {
+		if got == 0 {
+			close(release)
+		}
+		got += len(b.Records)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if got != n {
+		t.Fatalf("the window read %d of %d messages: it ended while its consumer was slow to take a batch", got, n)
 	}
 }
