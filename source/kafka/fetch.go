@@ -471,10 +471,10 @@ func (c *Config) dialPartition(ctx context.Context, dialer *kafkago.Dialer, part
 			return nil, 0, 0, fmt.Errorf("offsets of %s: %w", Stream(c.Topic, partition), err)
 		}
 		switch {
+		case offset == kafkago.LastOffset: // before offset < first, which LastOffset (-1) is too
+			offset = last
 		case offset == kafkago.FirstOffset, offset < first:
 			offset = first
-		case offset == kafkago.LastOffset:
-			offset = last
 		}
 		start, err := conn.Seek(offset, kafkago.SeekAbsolute)
 		if err != nil {

@@ -190,3 +190,45 @@ func fetchFrom(t *testing.T, c *kafkatest.Cluster, topic string, o kafka.FetchOp
 	go cfg.FetchPartition(ctx, dialer, 0, 0, o, out)
 	return ctx, out
 }
+
+// A fetch from kafka-go's LastOffset starts at the partition's end, reading only the messages
+// produced after it began: it started at the first offset, as FirstOffset does, reading the
+// whole partition again.
+func TestFetchFromLastOffsetStartsAtTheEnd(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "from-last", 1)
+	c.Produce(t, topic, kafkago.Message{Value: []byte("old0")}, kafkago.Message{Value: []byte("old1")})
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialer, err := cfg.Dialer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	f := cfg.StartFetch(ctx, dialer, 0, kafkago.LastOffset, kafka.FetchOptions{MaxWait: 50 * time.Millisecond})
+	defer f.Stop()
+	// a fetch that found nothing reports its position: the fetch has started
+	for b := range f.C {
+		if len(b.Messages) > 0 {
+			t.Fatalf("read %q at offset %d, produced before the fetch started at the last offset", b.Messages[0].Value, b.Messages[0].Offset)
+		}
+		if b.Next != 2 {
+			t.Fatalf("a fetch from the last offset is at %d, want the partition's end, 2", b.Next)
+		}
+		break
+	}
+	c.Produce(t, topic, kafkago.Message{Value: []byte("new")})
+	for b := range f.C {
+		if len(b.Messages) == 0 {
+			continue
+		}
+		if m := b.Messages[0]; m.Offset != 2 || string(m.Value) != "new" {
+			t.Fatalf("read %q at offset %d, want \"new\" at 2", m.Value, m.Offset)
+		}
+		return
+	}
+	t.Fatalf("the fetch ended: %v", f.Err())
+}
