@@ -361,6 +361,11 @@ func (f *partitionFetch) readBatch(conn *leaderConn) (sent bool, readErr error) 
 	if !set.aliased {
 		conn.spare = res.body
 	}
+	if readErr == nil && set.cut && set.whole == 0 {
+		// the broker returns the first batch whole, however small the fetch: one cut short is
+		// broken (its length), and no fetch of it gets further
+		readErr = fmt.Errorf("kafka: record batch at offset %d: cut short, in a response of %d bytes without a whole batch", f.offset, len(res.records))
+	}
 	legacy := errors.Is(readErr, errLegacyMessages)
 	if legacy {
 		// what comes before the old messages is sent; the next fetch starts at them

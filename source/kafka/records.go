@@ -67,6 +67,9 @@ type recordSet struct {
 	// aborting the producers whose aborted transaction the batches have reached.
 	aborted  []abortedTxn
 	aborting map[int64]bool
+	// whole counts the batches the set held whole; cut says that it ended with one cut short
+	whole int
+	cut   bool
 }
 
 func newRecordSet(b []byte, min int64, aborted []abortedTxn) *recordSet {
@@ -156,8 +159,10 @@ func (s *recordSet) startBatch() (bool, error) {
 		base := int64(binary.BigEndian.Uint64(s.rest))
 		end := batchLengthEnd + int64(int32(binary.BigEndian.Uint32(s.rest[8:])))
 		if end > int64(len(s.rest)) || end <= batchMagic {
+			s.cut = true
 			return false, nil // cut short at MaxBytes
 		}
+		s.whole++
 		b := s.rest[:end]
 		s.rest = s.rest[end:]
 		if b[batchMagic] != 2 {
@@ -190,6 +195,7 @@ func (s *recordSet) startBatch() (bool, error) {
 		s.left = int(int32(binary.BigEndian.Uint32(b[batchRecordCount:])))
 		return true, nil
 	}
+	s.cut = len(s.rest) > 0 // part of a batch's length itself
 	return false, nil
 }
 

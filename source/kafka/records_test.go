@@ -553,3 +553,63 @@ func TestFetchEndsAtABatchThatFailsTwice(t *testing.T) {
 		t.Fatalf("offsets %v read; want 0 to 9", got)
 	}
 }
+
+// The broker returns a partition's first record batch whole, however small the fetch: a response
+// holding only part of a batch (its length field broken) is no batch to wait for. The fetch sent
+// the same request again and again at once, reading nothing, reporting nothing; it now fetches
+// once more, then ends with an error naming the offset.
+func TestFetchEndsAtAResponseWithoutAWholeBatch(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("needs kfake's request control")
+	}
+	// the first batch's header and part of its records; part of its length
+	for _, cut := range []int{100, 10} {
+		t.Run(fmt.Sprint(cut), func(t *testing.T) { fetchWithoutAWholeBatch(t, cut) })
+	}
+}
+
+func fetchWithoutAWholeBatch(t *testing.T, cut int) {
+	c := kafkatest.Start(t)
+	topic := produceBatches(t, c, 0, 30, 10)
+	records := rawFetch(t, c, topic, 0).records
+	third := make(chan struct{})
+	var mu sync.Mutex
+	asked := 0
+	tamperedFetch(c, topic, 30, func(offset int64) []byte {
+		if offset == 0 {
+			return records[:cut]
+		}
+		return nil
+	}, func(offset int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if offset == 0 {
+			if asked++; asked == 3 {
+				close(third)
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := &Config{Brokers: c.Brokers, Topic: topic}
+	f := cfg.StartFetch(ctx, &kafkago.Dialer{}, 0, 0, FetchOptions{MaxWait: 50 * time.Millisecond})
+	defer f.Stop()
+	for {
+		select {
+		case b, ok := <-f.C:
+			if !ok {
+				if err := f.Err(); err == nil || !strings.Contains(err.Error(), "offset 0") {
+					t.Fatalf("the fetch ended with %v; want an error naming offset 0", err)
+				}
+				return
+			}
+			if len(b.Messages) > 0 {
+				t.Fatalf("read offset %d from a response without a whole batch", b.Messages[0].Offset)
+			}
+		case <-third:
+			t.Fatal("a response holding part of a batch only was fetched a third time: the fetch goes on")
+		case <-ctx.Done():
+			t.Fatal("the fetch neither ended nor fetched again")
+		}
+	}
+}
