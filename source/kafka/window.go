@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,7 +105,11 @@ func windowParts(offs []PartitionOffsets, start string, max int64) ([]windowPart
 		n := o.End - o.First
 		if max > 0 && max < avail {
 			// largest-remainder-free split: floor shares, the last partitions take the rest
-			share := max * n / avail
+			// in 128 bits: max × n passes int64 for partitions of a few billion messages; the
+			// quotient is below n, as max is below avail
+			hi, lo := bits.Mul64(uint64(max), uint64(n))
+			q, _ := bits.Div64(hi, lo, uint64(avail))
+			share := int64(q)
 			if i == len(offs)-1 {
 				share = max - total
 				if share > n {
