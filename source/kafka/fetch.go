@@ -540,10 +540,19 @@ func (c *Config) SeedRepeats(ctx context.Context, dialer *kafkago.Dialer, partit
 	repeats := d.Repeats
 	defer func() { d.Repeats = repeats; d.Reset() }()
 	var buf []Change
+	pos := from
 	for b := range ch {
 		if len(b.Messages) == 0 {
-			return nil // nothing more before to (a compacted topic's missing offsets)
+			// a fetch that found no message: nothing more before to (a compacted topic's
+			// missing offsets), unless it moved on past an aborted transaction's batches or
+			// markers, all a fetch may hold
+			if b.Next <= pos || b.Next >= to {
+				return nil
+			}
+			pos = b.Next
+			continue
 		}
+		pos = max(pos, b.Next)
 		for i := range b.Messages {
 			m := &b.Messages[i]
 			if m.Offset >= to {

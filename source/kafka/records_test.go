@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/source/kafka/cdcdemo"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
 
@@ -611,5 +614,60 @@ func fetchWithoutAWholeBatch(t *testing.T, cut int) {
 		case <-ctx.Done():
 			t.Fatal("the fetch neither ended nor fetched again")
 		}
+	}
+}
+
+// SeedRepeats reads every message before its end offset, past a fetch that found none: one that
+// read only an aborted transaction's batches (or markers) is no end of the partition. It took
+// such a fetch for the end, and the events after the transaction were not seeded: one the
+// connector published again was applied again.
+func TestSeedRepeatsReadsPastAnAbortedTransaction(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "seed-aborted", 1)
+	ctx := context.Background()
+	txn, plain := c.Producers(t, topic)
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	// more than a fetch holds (1 MiB at first), in batches of the producer's (1 MB at most)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 3000 {
+		junk := make([]byte, 1000) // incompressible: the producer compresses its batches
+		for i := range junk {
+			junk[i] = byte(rnd.Uint32())
+		}
+		txn.Produce(ctx, &kgo.Record{Value: junk}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err := txn.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	ev := cdcdemo.Event("i", time.UnixMilli(1_700_000_000_000), `{"a":1,"b":1,"c":1}`, 0,
+		`"a":`+cdcdemo.Cell("1"), `"b":`+cdcdemo.Cell("1"), `"c":`+cdcdemo.Cell("1"), `"x":`+cdcdemo.Cell(`"v"`))
+	if err := plain.ProduceSync(ctx, &kgo.Record{Key: ev.Key, Value: ev.Value}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	end := int64(3002) // the aborted messages, their marker, the event
+	schema := pipeline.SourceSchema{{Name: "a", Type: "int"}, {Name: "b", Type: "int"}, {Name: "c", Type: "int"}, {Name: "x", Type: "text"}, {Name: "y", Type: "int"}}
+	cfg := Config{Brokers: c.Brokers, Topic: topic, Format: FormatDebezium}
+	d, err := NewDecoder(cfg, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.SkipRepeats = true
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := cfg.SeedRepeats(sctx, &kafkago.Dialer{}, 0, 0, end, d); err != nil {
+		t.Fatal(err)
+	}
+	// the connector publishes the event again: the partition's new owner skips it
+	if chs := d.Decode(nil, ev.Key, ev.Value); len(chs) != 1 || !chs[0].Repeat {
+		t.Fatalf("the event at offset %d, published again, decodes to %s: SeedRepeats did not read it", end-1, show(chs))
 	}
 }
