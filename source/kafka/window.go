@@ -288,6 +288,11 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 			if b.Next >= end {
 				return nil // the window ends with offsets that hold no message (a transaction's marker)
 			}
+			if b.Next > from {
+				// the fetch got further, past offsets without messages (an aborted transaction's
+				// batches, markers): the partition is not idle
+				from, deadline = b.Next, t0.Add(w.Idle)
+			}
 			if err := idle(); err != nil {
 				return err
 			}
@@ -305,7 +310,7 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 			}
 			from = m.Offset + 1
 		}
-		if max(from, b.Next) >= end {
+		if from = max(from, b.Next); from >= end {
 			return nil
 		}
 		if len(f.C) == 0 {

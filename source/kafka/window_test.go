@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rekey/rekey/pipeline"
@@ -426,5 +428,68 @@ func TestWindowIdleIsNotASlowConsumer(t *testing.T) {
 	}
 	if got != n {
 		t.Fatalf("the window read %d of %d messages: it ended while its consumer was slow to take a batch", got, n)
+	}
+}
+
+// A fetch that gets further without a message (past an aborted transaction's batches, all a
+// fetch may hold) is no idle partition: Idle ends a window's partition when no fetch gets further.
+// A window whose fetches spent longer than Idle in all skipping an aborted transaction ended
+// there, without the messages after it.
+func TestWindowIdleIsNotAnAbortedTransaction(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("needs kfake's request control")
+	}
+	const topic = "aborted-window"
+	c := kafkatest.Start(t, kfake.SeedTopics(1, topic))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	txn, plain := c.Producers(t, topic)
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	// 4 MB the producer cannot compress: 4 fetches of 1 MiB
+	rnd := mrand.New(mrand.NewPCG(1, 2))
+	for range 4000 {
+		junk := make([]byte, 1000)
+		for i := range junk {
+			junk[i] = byte(rnd.Uint32())
+		}
+		txn.Produce(ctx, &kgo.Record{Value: junk}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err := txn.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte(`{"userid":"u1","orderid":1}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kafka.NewWindow(ctx, cfg, schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a slow link: every fetch takes 3/5 of Idle, all of them more than Idle
+	w.Idle = time.Second
+	c.Fake.ControlKey(kmsg.Fetch.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.Fake.KeepControl()
+		c.Fake.SleepControl(func() { time.Sleep(600 * time.Millisecond) })
+		return nil, nil, false
+	})
+	bs := collect(t, w, nil)
+	n := 0
+	for _, b := range bs {
+		n += len(b.Records)
+	}
+	if n != 1 {
+		t.Fatalf("the window read %d messages, want the one after the aborted transaction", n)
 	}
 }
