@@ -29,11 +29,13 @@ const (
 	batchAttributes  = 21
 	batchLastDelta   = 23
 	batchBaseTime    = 27
+	batchMaxTime     = 35
 	batchProducerID  = 43
 	batchRecordCount = 57
 	batchHeaderLen   = 61
 
 	attrCompression   = 0x07
+	attrLogAppendTime = 0x08
 	attrTransactional = 0x10
 	attrControl       = 0x20
 )
@@ -55,7 +57,10 @@ type recordSet struct {
 	left  int    // how many of them
 	base  int64  // the current batch's base offset and timestamp
 	time0 int64
-	min   int64 // messages below it are skipped: a batch may start before the offset fetched
+	// appended says that time0 is the batch's log append time, every record's timestamp
+	// (message.timestamp.type=LogAppendTime: the records' deltas are the producer's)
+	appended bool
+	min      int64 // messages below it are skipped: a batch may start before the offset fetched
 	// next is the offset after the last batch started (control batches and records a compaction
 	// removed included), at least min: where the next fetch starts.
 	next  int64
@@ -130,6 +135,9 @@ func (s *recordSet) record(m *kafkago.Message) (bool, error) {
 	}
 	// the headers follow: nothing reads them
 	m.Offset, m.Key, m.Value = offset, key, value
+	if s.appended {
+		tsDelta = 0
+	}
 	m.Time = time.UnixMilli(s.time0 + tsDelta)
 	return true, nil
 }
@@ -192,6 +200,9 @@ func (s *recordSet) startBatch() (bool, error) {
 		}
 		s.base, s.recs = base, recs
 		s.time0 = int64(binary.BigEndian.Uint64(b[batchBaseTime:]))
+		if s.appended = attrs&attrLogAppendTime != 0; s.appended {
+			s.time0 = int64(binary.BigEndian.Uint64(b[batchMaxTime:]))
+		}
 		s.left = int(int32(binary.BigEndian.Uint32(b[batchRecordCount:])))
 		return true, nil
 	}

@@ -671,3 +671,37 @@ func TestSeedRepeatsReadsPastAnAbortedTransaction(t *testing.T) {
 		t.Fatalf("the event at offset %d, published again, decodes to %s: SeedRepeats did not read it", end-1, show(chs))
 	}
 }
+
+// A batch of a topic with message.timestamp.type=LogAppendTime carries the time the broker
+// appended it in its max timestamp, and every record's timestamp is that time, as Kafka's
+// consumers read it (the records' own deltas are the producer's create times): messages were
+// given their producer's times, and report's write order (Kafka timestamps) followed the
+// producers' clocks instead of the log's.
+func TestRecordSetReadsLogAppendTime(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := produceBatches(t, c, kafkago.Snappy, 10, 10)
+	b := bytes.Clone(rawFetch(t, c, topic, 0).records)
+	const appended = 1_800_000_000_000
+	binary.BigEndian.PutUint16(b[batchAttributes:], binary.BigEndian.Uint16(b[batchAttributes:])|0x08)
+	binary.BigEndian.PutUint64(b[batchBaseTime+8:], appended) // the max timestamp
+	binary.BigEndian.PutUint32(b[batchCRC:], crc32.Checksum(b[batchAttributes:12+int(binary.BigEndian.Uint32(b[8:]))], castagnoli))
+	s := newRecordSet(b, 0, nil)
+	var m kafkago.Message
+	n := 0
+	for {
+		ok, err := s.read(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		if m.Time.UnixMilli() != appended {
+			t.Fatalf("message at offset %d: time %d, want the batch's log append time %d", m.Offset, m.Time.UnixMilli(), int64(appended))
+		}
+		n++
+	}
+	if n != 10 {
+		t.Fatalf("%d messages, want 10", n)
+	}
+}
