@@ -46,9 +46,11 @@ type Window struct {
 	BatchSize int
 	// Idle ends a partition's stream when no message arrives for this long before its end
 	// offset is reached. The fetch's position passes transaction markers and the offsets
-	// compaction removed, so the stream ends there without waiting; Idle ends it when no fetch
-	// gets further: an open transaction holds back the rest, or the brokers do not answer.
-	// The time the window's consumer takes to take its batches does not count. Default 5s.
+	// compaction removed, so the stream ends there without waiting; Idle ends it when fetches
+	// are answered without getting further: an open transaction holds back the rest. Fetches
+	// not answered (a leader moving, a broker restarting) are retried, and the stream waits for
+	// them; the time the window's consumer takes to take its batches does not count either.
+	// Default 5s.
 	Idle time.Duration
 	// Timestamps makes every batch carry its messages' timestamps (Batch.WriteTimes, epoch ms;
 	// unknown for a message without one), for rekey report's write order.
@@ -264,14 +266,28 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 		deadline = deadline.Add(time.Since(t0))
 		timer.Reset(time.Until(deadline))
 	}
+	// answered says that a fetch was answered without getting further since the deadline was
+	// set: what is left is held back (an open transaction), not out of reach
+	answered, warned := false, false
 	for {
 		var b FetchBatch
 		var ok bool
 		select {
 		case b, ok = <-f.C:
 		case <-timer.C:
+			if !answered {
+				// the fetch retries: the partition's messages are still to read
+				if !warned {
+					w.log.Warn("no fetch of the partition answered for a while: waiting for its leader",
+						zap.String("stream", Stream(w.cfg.Topic, partition)), zap.Int64("offset", from), zap.Duration("waited", w.Idle))
+					warned = true
+				}
+				deadline = time.Now().Add(w.Idle)
+				timer.Reset(w.Idle)
+				continue
+			}
 			w.log.Warn("nothing read for a while before the window's end offset: the partition's window ends here, without the messages up to its end "+
-				"(an open transaction holds them back until it commits or aborts, or the brokers do not answer); run again once it has ended",
+				"(an open transaction holds them back until it commits or aborts); run again once it has ended",
 				zap.String("stream", Stream(w.cfg.Topic, partition)), zap.Int64("offset", from), zap.Int64("end", end), zap.Duration("waited", w.Idle))
 			return nil
 		case <-ctx.Done():
@@ -291,15 +307,18 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 			if b.Next > from {
 				// the fetch got further, past offsets without messages (an aborted transaction's
 				// batches, markers): the partition is not idle
-				from, deadline = b.Next, t0.Add(w.Idle)
+				from, deadline, answered = b.Next, t0.Add(w.Idle), false
+			} else {
+				answered = true
 			}
+			warned = false
 			if err := idle(); err != nil {
 				return err
 			}
 			handed(t0)
 			continue
 		}
-		deadline = t0.Add(w.Idle)
+		deadline, answered, warned = t0.Add(w.Idle), false, false
 		for i := range b.Messages {
 			m := &b.Messages[i]
 			if m.Offset >= end {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -491,5 +492,97 @@ func TestWindowIdleIsNotAnAbortedTransaction(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("the window read %d messages, want the one after the aborted transaction", n)
+	}
+}
+
+// A partition whose fetches are not answered for a while (a leader moving, a broker restarting)
+// is not idle: the fetch retries, and the window reads on once a fetch is answered. Idle ends a
+// partition whose fetches are answered without getting further (an open transaction). The window
+// ended after Idle without an answer as though the partition had been read, and migrate and
+// report went on without its messages.
+func TestWindowWaitsForUnansweredFetches(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("needs kfake's request control")
+	}
+	const topic, n = "leader-moving", 100
+	c := kafkatest.Start(t, kfake.SeedTopics(1, topic))
+	produceOrders(t, c, topic, 1, n)
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w, err := kafka.NewWindow(ctx, cfg, schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Idle = 300 * time.Millisecond
+	// the first 20 fetches fail: with the fetch's backoff (50ms at least), longer than Idle
+	var fetches atomic.Int32
+	c.Fake.ControlKey(kmsg.Fetch.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.Fake.KeepControl()
+		if fetches.Add(1) > 20 {
+			return nil, nil, false
+		}
+		req := r.(*kmsg.FetchRequest)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	got := 0
+	for _, b := range collect(t, w, nil) {
+		got += len(b.Records)
+	}
+	if got != n {
+		t.Fatalf("the window read %d of %d messages after %d fetches: it ended while the fetches were not answered", got, n, fetches.Load())
+	}
+}
+
+// An open transaction holds back the rest of its partition: the fetches are answered without
+// getting further, and the window's partition ends after Idle with what came before it.
+func TestWindowEndsAtAnOpenTransaction(t *testing.T) {
+	const topic = "open-txn-window"
+	c := kafkatest.Start(t)
+	name := c.CreateTopic(t, topic, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	txn, plain := c.Producers(t, name)
+	row := func(i int) []byte { return []byte(fmt.Sprintf(`{"userid":"u%d","orderid":%d}`, i, i)) }
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: row(0)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Value: row(1)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	defer txn.EndTransaction(context.Background(), kgo.TryAbort)
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+name, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kafka.NewWindow(ctx, cfg, schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Idle = 200 * time.Millisecond
+	got := 0
+	for _, b := range collect(t, w, nil) {
+		got += len(b.Records)
+	}
+	if got != 1 {
+		t.Fatalf("the window read %d messages, want the one before the open transaction", got)
 	}
 }
