@@ -115,12 +115,15 @@ func (s *recordSet) record(m *kafkago.Message) (bool, error) {
 	}
 	i := 1 // the record's attributes: unused
 	tsDelta, n := varint(r[i:])
-	i += n
-	offDelta, n2 := varint(r[i:])
-	i += n2
-	if n <= 0 || n2 <= 0 {
+	if n <= 0 { // n < 0: an overflow, whose bytes are not to step back by
 		return false, fmt.Errorf("kafka: record batch at offset %d: bad record header", s.base)
 	}
+	i += n
+	offDelta, n := varint(r[i:])
+	if n <= 0 {
+		return false, fmt.Errorf("kafka: record batch at offset %d: bad record header", s.base)
+	}
+	i += n
 	offset := s.base + offDelta
 	if offset < s.min {
 		return false, nil

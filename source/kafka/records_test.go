@@ -705,3 +705,23 @@ func TestRecordSetReadsLogAppendTime(t *testing.T) {
 		t.Fatalf("%d messages, want 10", n)
 	}
 }
+
+// A record whose varints are malformed (more than 10 bytes: an overflow) fails its batch with an
+// error, as a record cut short does: the reader stepped back by the varint's negative length and
+// panicked on a negative slice index, ending the process.
+func TestRecordSetRefusesAnOverlongVarint(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := produceBatches(t, c, 0, 10, 10)
+	b := bytes.Clone(rawFetch(t, c, topic, 0).records)
+	end := 12 + int(binary.BigEndian.Uint32(b[8:]))
+	_, n := varint(b[batchHeaderLen:]) // the first record's length
+	tsDelta := batchHeaderLen + n + 1  // after the record's attributes
+	for i := range 11 {
+		b[tsDelta+i] = 0xff
+	}
+	binary.BigEndian.PutUint32(b[batchCRC:], crc32.Checksum(b[batchAttributes:end], castagnoli))
+	var m kafkago.Message
+	if ok, err := newRecordSet(b[:end], 0, nil).read(&m); ok || err == nil {
+		t.Fatalf("read %v, %v; want an error", ok, err)
+	}
+}
