@@ -196,3 +196,37 @@ func TestRuleTableEvidence(t *testing.T) {
 		t.Errorf("with a sample: findings %v, want incremental_key_column in place of monotonic_first_key", got)
 	}
 }
+
+// A mapping rule gives way to its sample rule only where the sample gave it rows to judge: one
+// row (no order to judge), or rows the mapping all rejects, leave the mapping's warning standing.
+func TestMappingRuleHoldsWhenTheSampleCannotJudge(t *testing.T) {
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), events(1), nil)
+	if f := findingOf(rep, "monotonic_first_key"); f == nil || f.Severity != model.SevWarning {
+		t.Errorf("one row: a TIMESTAMP first key column is not flagged; findings: %+v", rep.Findings)
+	}
+	coll := `
+version: 1
+source:
+  name: t
+  columns:
+    id: text
+    tags: list<int>
+    v: text
+target:
+  table: t
+  primary_key: "[id][tags]"
+regions:
+  count: 4
+`
+	// every row's key is null: rejected, so no key value was judged
+	src := &memSource{n: 100, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Null, pipeline.Text("[1,2]"), pipeline.Text("v")}
+	}}
+	rep = runReport(t, coll, src, nil)
+	if rep.Totals.RowsOK != 0 {
+		t.Fatalf("%d rows accepted, want none", rep.Totals.RowsOK)
+	}
+	if f := findingOf(rep, "collection_in_key"); f == nil || f.Severity != model.SevWarning {
+		t.Errorf("no row accepted: a collection in the key is not flagged; findings: %+v", rep.Findings)
+	}
+}

@@ -170,12 +170,27 @@ func MappingFacts(prog *transform.Program, design []transform.DesignRule) *Facts
 }
 
 // Applies says whether the rule examines these facts: a sample rule needs rows of the source,
-// and a mapping rule gives way to the sample rule that judges the same on data.
+// and a mapping rule gives way to the sample rule that judges the same on data, when the sample
+// gave that rule something to judge.
 func (r *Rule) Applies(f *Facts) bool {
 	if f.sampled {
-		return r.SampledBy == ""
+		return r.SampledBy == "" || !f.judges(r.SampledBy)
 	}
 	return r.Needs == NeedsMapping
+}
+
+// judges tells whether a sample rule that stands in for a mapping rule had data to judge: with
+// none (every row rejected; one row, or one value of the first key column, which has no order),
+// it gives no finding, and the mapping's rule must stand rather than pass unexamined.
+func (f *Facts) judges(rule string) bool {
+	switch rule {
+	case "incremental_key_column":
+		wo := f.WriteOrder
+		return wo != nil && f.Totals.RowsOK >= 2 && len(wo.KeyColumns) > 0 && wo.KeyColumns[0].Distinct >= 2
+	case "key_json_text":
+		return f.Totals.RowsOK > 0
+	}
+	return true
 }
 
 // Apply runs the table on the facts: the findings in the table's order, and the rules it could
