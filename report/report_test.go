@@ -477,3 +477,30 @@ func TestReportReleasesEveryBatch(t *testing.T) {
 		t.Fatalf("released batches change the report: %s", firstDiff(b.String(), a.String()))
 	}
 }
+
+// A list<int> in the key is JSON text ([1,2,3]) as a list<text> is: with a sample, where
+// key_json_text judges the values in collection_in_key's place, it is still flagged.
+func TestNumericCollectionInKeyIsJSON(t *testing.T) {
+	yml := `
+version: 1
+source:
+  name: t
+  columns:
+    id: text
+    tags: list<int>
+    v: text
+target:
+  table: t
+  primary_key: "[id][tags]"
+regions:
+  count: 4
+`
+	src := &memSource{n: 3000, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Text(fmt.Sprintf("u%05d", (i*7919)%100000)), pipeline.Text(fmt.Sprintf("[%d,%d,3]", i%7, i%11)), pipeline.Text("v")}
+	}}
+	rep := runReport(t, yml, src, nil)
+	f := wantSeverity(t, rep, "key_json_text", model.SevWarning)
+	if !strings.Contains(f.Message, "key column tags") {
+		t.Errorf("key_json_text does not name tags: %s", f.Message)
+	}
+}

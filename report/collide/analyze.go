@@ -5,6 +5,7 @@ package collide
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"sort"
 	"strings"
@@ -379,6 +380,11 @@ func looksJSON(s string) bool {
 	}
 	if j-i < 1 {
 		return false
+	}
+	if s[i] == '[' && s[j] == ']' && j-i > 1 && strings.IndexByte("-0123456789tfn", s[i+1]) >= 0 {
+		// an array of numbers, booleans or nulls (a list<int> or tuple in the key): JSON only if
+		// it parses, so that text such as [tag] is not taken for it
+		return json.Valid(unsafeBytes(s[i : j+1]))
 	}
 	return s[i] == '{' && s[j] == '}' && (j-i == 1 || s[i+1] == '"' || s[i+1] == ' ' || s[i+1] == '\n') ||
 		s[i] == '[' && s[j] == ']' && (j-i == 1 || s[i+1] == '{' || s[i+1] == '"' || s[i+1] == '[' || s[i+1] == ' ')
