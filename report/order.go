@@ -117,7 +117,7 @@ func (r *runner) writeOrder(tl *timeline, rowsOK int64) orderResult {
 	m := r.order
 	cand, heat, wo := &m.Primary, tl.heat, tl.subWO
 	notes := m.Notes
-	if m.Backup != nil && !collide.OrderInformative(tl.subWO) {
+	if m.Backup != nil && !cand.Informative(tl.subWO) {
 		notes = append(notes, cand.Describe(m.Hints)+" gives no order here (the same value for most rows, or none): "+m.Backup.Describe(m.Hints)+" is used instead")
 		cand, heat, wo = m.Backup, tl.heat2, tl.subWO2
 	}

@@ -504,3 +504,39 @@ regions:
 		t.Errorf("key_json_text does not name tags: %s", f.Message)
 	}
 }
+
+// A declared write-order column that holds no value orders nothing: the report must not judge
+// the windows "in write order (declared column ...)" when it judged them in arrival order. It
+// falls back, says so, and a dense id read in a shuffled order is still judged a sequence.
+func TestDeclaredWriteOrderWithoutValues(t *testing.T) {
+	yml := `
+version: 1
+source:
+  name: orders
+  columns:
+    id: bigint
+    created_at: timestamp
+    v: text
+target:
+  table: orders
+  primary_key: "[id]"
+regions:
+  count: 16
+`
+	const n = 50000
+	src := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Int(int64(i*7919) % n), pipeline.Null, pipeline.Text("x")}
+	}}}
+	rep := runReport(t, yml, src, func(c *Config) {
+		c.Order = model.OrderHints{Column: "created_at", ColumnOrigin: "source.write_order"}
+	})
+	if rep.WriteOrder.Evidence == model.OrderDeclared {
+		t.Errorf("write order judged by the declared column created_at, which has no value: %+v", rep.WriteOrder)
+	}
+	for _, f := range rep.Findings {
+		if strings.Contains(f.Message, "declared column created_at") {
+			t.Errorf("finding %s claims the declared order: %s", f.Rule, f.Message)
+		}
+	}
+	wantSeverity(t, rep, "incremental_key_column", model.SevWarning)
+}

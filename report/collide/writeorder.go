@@ -110,9 +110,10 @@ func NewOrderModel(prog *transform.Program, h model.OrderHints) *OrderModel {
 			date: t == "date", uuid: t == "timeuuid"}
 	}
 	var cands []orderCand
+	declared := -1
 	if h.Column != "" {
-		if i := src.Index(h.Column); i >= 0 {
-			cands = append(cands, column(model.OrderDeclared, i))
+		if declared = src.Index(h.Column); declared >= 0 {
+			cands = append(cands, column(model.OrderDeclared, declared))
 		}
 	}
 	if h.WriteTimes != "" {
@@ -122,17 +123,40 @@ func NewOrderModel(prog *transform.Program, h model.OrderHints) *OrderModel {
 	if h.Offsets {
 		cands = append(cands, orderCand{Kind: model.OrderKafkaOffset, window: h.OffsetWindow})
 	} else {
-		if i := inferTimeColumn(src); i >= 0 {
+		// the declared column again, inferred, would be no fallback for it
+		if i := inferTimeColumn(src); i >= 0 && i != declared {
 			cands = append(cands, column(model.OrderTimeColumn, i))
 		}
 		cands = append(cands, orderCand{Kind: model.OrderArrival})
 	}
 	m.Primary = cands[0]
-	if m.Primary.Kind != model.OrderDeclared && len(cands) > 1 {
+	if len(cands) > 1 {
 		b := cands[1]
 		m.Backup = &b
 	}
 	return m
+}
+
+// Informative tells whether the candidate's values (the subsample's) order rows at all. A
+// declared column is the user's word: it gives way only when it orders nothing (most rows
+// without a value, or one value), where other evidence gives way when it takes few values.
+func (c *orderCand) Informative(vals []int64) bool {
+	if c.Kind != model.OrderDeclared {
+		return OrderInformative(vals)
+	}
+	var dated int
+	first, distinct := int64(NoTime), false
+	for _, v := range vals {
+		if v == NoTime {
+			continue
+		}
+		if dated == 0 {
+			first = v
+		}
+		distinct = distinct || v != first
+		dated++
+	}
+	return 2*dated >= len(vals) && distinct
 }
 
 // inferTimeColumn picks the source column most likely to be a row's creation time: a
