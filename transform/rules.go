@@ -119,6 +119,30 @@ func (p *Program) DesignRules(regionsGiven bool) []DesignRule {
 	return rules
 }
 
+// TimeKey says why the rows written at one time sort side by side in key column i, in words
+// that follow "it" ("" when nothing says they do): a TIMESTAMP or DATE, a timestamp, date or
+// timeuuid source column carried as it is or cast, or reverse() of a timeuuid. The report judges
+// such a column incremental whatever order it read the rows in: a sample spread over days
+// cannot show in its windows what a timeuuid does within seconds.
+func (p *Program) TimeKey(i int) string {
+	if i < 0 || i >= p.target.KeyLen {
+		return ""
+	}
+	col := p.cols[i]
+	if why := p.monotonic(col); strings.Contains(why, "timeuuid") {
+		return "is " + why + ", whose text begins with the low bits of its time: the rows written in the same seconds sort side by side"
+	} else if why != "" {
+		return "is " + why + ", and times only grow"
+	}
+	if col.expr != nil && col.expr.op == opReverse {
+		if src := p.bareSource(colDef{expr: col.expr.args[0]}); src >= 0 && pipeline.NormalizeSourceType(p.source[src].Type) == "timeuuid" {
+			return "is a reversed timeuuid (source column " + p.source[src].Name + "), whose text begins with its node and clock sequence, " +
+				"the same for every row one writer makes, then the high bits of its time: the rows written in the same minutes sort side by side"
+		}
+	}
+	return ""
+}
+
 // monotonic says why a key column's values grow with time ("" when they need not): a TIMESTAMP
 // or DATE, or a timestamp, date or timeuuid source column carried as it is or cast.
 func (p *Program) monotonic(col colDef) string {

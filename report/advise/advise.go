@@ -469,7 +469,7 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 		w.Add(region)
 	}
 	firstDistinct, _ := a.Distinct()
-	_, res.Incremental, _ = collide.IncrementalColumn(types[0], firsts, firstDistinct, firstWO, analysed)
+	_, res.Incremental, _ = collide.IncrementalColumn(types[0], firsts, firstDistinct, firstWO, analysed, prog.TimeKey(0))
 	res.SplitHotFactor = collide.SplitHotFactor(keys, types, desc, n)
 	res.keysHash = ident
 	res.Regions = plan.Count()

@@ -271,16 +271,21 @@ func SortSubsample(recs []pipeline.Record, wo []int64) {
 }
 
 // IncrementalColumn judges one key column's values (rows in write order) against the write
-// order's ranks (nil in arrival order): a TIMESTAMP or DATE; a rank correlation with the write
-// order of at least incrementalRho (or at most its negative); with no write order, integers
-// that look like a sequence. distinct is the values' distinct count; analysed the rows the
-// subsample was drawn from. The advisor judges each design's first column by it too.
-func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64, wo []int64, analysed int64) (rho float64, inc bool, why string) {
+// order's ranks (nil in arrival order): a TIMESTAMP or DATE; a time source column as it is or
+// cast (timeKey, transform.Program.TimeKey); a rank correlation with the write order of at
+// least incrementalRho (or at most its negative); with no write order, integers that look like
+// a sequence. distinct is the values' distinct count; analysed the rows the subsample was drawn
+// from. The advisor judges each design's first column by it too.
+func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64, wo []int64, analysed int64, timeKey string) (rho float64, inc bool, why string) {
 	n := len(vals)
 	switch {
 	case distinct < 2:
 	case typ == pipeline.TypeTimestamp || typ == pipeline.TypeDate:
 		return 0, true, fmt.Sprintf("is a %s, and times only grow", typ)
+	case timeKey != "":
+		// by what the column is: a sample spread over days shows nothing in its windows of what a
+		// timeuuid, led by its time's low bits, does within seconds
+		return 0, true, timeKey
 	case wo != nil:
 		rho = rankCorrelation(typ, vals, wo)
 		if math.Abs(rho) >= IncrementalRho {
