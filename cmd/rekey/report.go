@@ -349,7 +349,7 @@ func sourceOrder(src pipeline.Source, h *report.OrderHints) {
 	case *kafka.Window:
 		s.Timestamps = true
 		h.WriteTimes, h.Offsets, h.OffsetWindow = report.OrderKafkaTime, true, s.PartitionWindow
-	case *file.Source:
+	case *file.Files, *file.Stdin: // what file: opens
 		h.Arrival = "file order"
 	default:
 		h.Arrival = "the source's order"

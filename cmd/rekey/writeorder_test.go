@@ -243,3 +243,29 @@ func TestReportPlaygroundOrders(t *testing.T) {
 		})
 	}
 }
+
+// With nothing to tell the write order, a file source's rows are judged in file order, and the
+// report says so (an export's order may be the application's, a token scan's never is).
+func TestReportWriteOrderFileOrder(t *testing.T) {
+	t.Parallel()
+	csv := filepath.Join(t.TempDir(), "orders.csv")
+	var b strings.Builder
+	b.WriteString("id,v\n")
+	for i := 0; i < 2000; i++ {
+		fmt.Fprintf(&b, "%d,x\n", (i*7919)%2000)
+	}
+	if err := os.WriteFile(csv, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, out, rep := writeOrderReport(t, `version: 1
+source:
+  name: ks.orders
+  columns: {id: bigint, v: text}
+target:
+  table: orders
+  primary_key: "[md5(id).substr(0,4) + id AS k]"
+`, "file:"+csv)
+	if rep.WriteOrder == nil || rep.WriteOrder.Evidence != report.OrderArrival || !strings.Contains(rep.WriteOrder.Description, "(file order)") {
+		t.Errorf("write order of a file source: %+v\n%s", rep.WriteOrder, out)
+	}
+}
