@@ -582,3 +582,16 @@ regions:
 		}
 	}
 }
+
+// The sample finding counts the rows analysed, which on a sample are fewer than the rows read:
+// it must not call them the rows read (TOTALS lists both).
+func TestSampleFindingCountsRowsAnalysed(t *testing.T) {
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[md5(id).substr(0,4) + id AS h][ts]"), events(20000), func(c *Config) { c.Sample = model.Sample{Fraction: 0.5} })
+	if rep.Totals.RowsRead == rep.Totals.RowsAnalysed {
+		t.Fatalf("the sample analysed every row read: %+v", rep.Totals)
+	}
+	f := wantSeverity(t, rep, "sample", model.SevInfo)
+	if want := model.Count(rep.Totals.RowsAnalysed) + " rows analysed"; !strings.Contains(f.Message, want) {
+		t.Errorf("sample finding %q does not say %q (rows read: %d)", f.Message, want, rep.Totals.RowsRead)
+	}
+}

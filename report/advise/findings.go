@@ -593,7 +593,7 @@ func checkSample(f *Facts) []model.Finding {
 	if !f.Source.Sampled {
 		return nil
 	}
-	return one(finding("sample", model.SevInfo, fmt.Sprintf("analysed %s: figures are for the %s rows read; collisions between rows outside the sample are not seen", f.Source.Sample, model.Count(f.Totals.RowsAnalysed)),
+	return one(finding("sample", model.SevInfo, fmt.Sprintf("analysed %s: figures are for the %s rows analysed; collisions between rows outside the sample are not seen", f.Source.Sample, model.Count(f.Totals.RowsAnalysed)),
 		map[string]float64{"scale": f.Source.Scale}))
 }
 
