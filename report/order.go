@@ -86,7 +86,7 @@ func (r *runner) keyOrders(s collide.OrderedSample, evidence string, analysed in
 		if c > 0 && wo != nil {
 			ko.RisesInPrefix, ko.PrefixPairs = collide.RisesInPrefix(col.Type, vals, prefixBefore)
 		}
-		ko.RankCorrelation, ko.Incremental, ko.Why = collide.IncrementalColumn(col.Type, vals, ko.Distinct, wo, analysed, r.prog.TimeKey(c))
+		ko.RankCorrelation, ko.Incremental, ko.Why = collide.IncrementalColumn(col.Type, vals, ko.Distinct, wo, analysed, r.prog.TimeKey(c), evidence == model.OrderTimeColumn)
 		if !ko.Incremental && ko.Distinct > 1 && wo != nil && ko.PrefixPairs >= collide.MinPrefixPairs && ko.RisesInPrefix >= advise.MonotonicShare {
 			ko.Incremental, ko.Why = true, fmt.Sprintf("keeps its direction within each %s in write order (%s of %s successive rows)", strings.Join(names[:c], ", "), model.Pct(ko.RisesInPrefix), model.Count(ko.PrefixPairs))
 		}

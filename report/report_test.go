@@ -595,3 +595,36 @@ func TestSampleFindingCountsRowsAnalysed(t *testing.T) {
 		t.Errorf("sample finding %q does not say %q (rows read: %d)", f.Message, want, rep.Totals.RowsRead)
 	}
 }
+
+// An inferred write order is a guess: a date column that is no creation time (a birth date)
+// must not clear an auto-increment id, which the guide rules out as a first key column whatever
+// order the rows come in. Its dense values still make it a sequence.
+func TestSequenceIsIncrementalInAnInferredOrder(t *testing.T) {
+	yml := `
+version: 1
+source:
+  name: users
+  columns:
+    id: bigint
+    birth_date: date
+    name: text
+target:
+  table: users
+  primary_key: "[id]"
+regions:
+  count: 16
+`
+	src := &samplingSource{memSource{n: 50000, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Int(int64(i + 1)), pipeline.Int(int64(-7305 + (i*7919)%20000)), pipeline.Text("n")}
+	}}}
+	rep := runReport(t, yml, src, nil)
+	if rep.WriteOrder.Evidence != model.OrderTimeColumn {
+		t.Fatalf("write order %+v, want the inferred column birth_date", rep.WriteOrder)
+	}
+	wantSeverity(t, rep, "incremental_key_column", model.SevWarning)
+	for _, a := range rep.Alternatives {
+		if a.IsMapping && (a.Grade != "poor" || !a.Incremental) {
+			t.Errorf("the mapping's design grades %s (incremental first %v)", a.Grade, a.Incremental)
+		}
+	}
+}

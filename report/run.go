@@ -383,7 +383,7 @@ func (r *runner) assemble(ctx context.Context, total *collide.Acc, tl *timeline,
 		r.judge(tl, &ord, total.Rows)
 		close(judged)
 	}()
-	r.adv.Wo, r.adv.Analysed = ord.wo, total.Rows
+	r.adv.Wo, r.adv.Analysed, r.adv.Inferred = ord.wo, total.Rows, ord.kind == model.OrderTimeColumn
 	advised := time.Now()
 	if len(r.adv.Specs) > 0 && len(tl.subsample) > 0 {
 		r.adv.SpreadBuckets(tl.subsample)

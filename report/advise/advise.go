@@ -448,7 +448,7 @@ type altResult struct {
 // from: the first key column is judged by the write-order model. srcHashes are hashRecord of
 // each subsample record (the same for every design). The keys are routed once the plan, placed
 // from their sample, is known.
-func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uint64, n int, wo []int64, analysed int64) (altResult, error) {
+func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uint64, n int, wo []int64, analysed int64, inferred bool) (altResult, error) {
 	k := designKeysOf(prog, recs, srcHashes, n, wo)
 	// each part its own variable, each dead once used: k would keep them all alive (and scanned
 	// by the collector, which a memory limit runs) until the last is used
@@ -469,7 +469,7 @@ func evalDesign(prog *transform.Program, recs []pipeline.Record, srcHashes []uin
 		w.Add(region)
 	}
 	firstDistinct, _ := a.Distinct()
-	_, res.Incremental, _ = collide.IncrementalColumn(types[0], firsts, firstDistinct, firstWO, analysed, prog.TimeKey(0))
+	_, res.Incremental, _ = collide.IncrementalColumn(types[0], firsts, firstDistinct, firstWO, analysed, prog.TimeKey(0), inferred)
 	res.SplitHotFactor = collide.SplitHotFactor(keys, types, desc, n)
 	res.keysHash = ident
 	res.Regions = plan.Count()
@@ -635,6 +635,9 @@ type Advisor struct {
 	// subsample was drawn from: designs are judged in the write-order model
 	Wo       []int64
 	Analysed int64
+	// Inferred: Wo is a guess (a time column inferred as the creation time): a sequence is
+	// judged incremental whatever it says
+	Inferred bool
 	Results  []altResult // [0] the mapping, then specs
 	Errs     []error
 }
@@ -689,7 +692,7 @@ func (a *Advisor) Evaluate(recs []pipeline.Record, specs []altSpec, withMapping 
 					return
 				}
 			}
-			results[i], errs[i] = evalDesign(prog, recs, srcHashes, a.N, a.Wo, a.Analysed)
+			results[i], errs[i] = evalDesign(prog, recs, srcHashes, a.N, a.Wo, a.Analysed, a.Inferred)
 			results[i].prog = prog
 			results[i].Edit = ed
 		}()

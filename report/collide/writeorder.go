@@ -273,20 +273,24 @@ func SortSubsample(recs []pipeline.Record, wo []int64) {
 // IncrementalColumn judges one key column's values (rows in write order) against the write
 // order's ranks (nil in arrival order): a TIMESTAMP or DATE; a time source column as it is or
 // cast (timeKey, transform.Program.TimeKey); a rank correlation with the write order of at
-// least incrementalRho (or at most its negative); with no write order, integers that look like
-// a sequence. distinct is the values' distinct count; analysed the rows the subsample was drawn
-// from. The advisor judges each design's first column by it too.
-func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64, wo []int64, analysed int64, timeKey string) (rho float64, inc bool, why string) {
+// least incrementalRho (or at most its negative); with no write order, or one only guessed
+// (inferred: a time column taken for the creation time, which a birth date is not), integers
+// that look like a sequence, an auto-increment id whatever order the rows come in. distinct is
+// the values' distinct count; analysed the rows the subsample was drawn from. The advisor judges
+// each design's first column by it too.
+func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64, wo []int64, analysed int64, timeKey string, inferred bool) (rho float64, inc bool, why string) {
 	n := len(vals)
 	switch {
 	case distinct < 2:
+		return 0, false, ""
 	case typ == pipeline.TypeTimestamp || typ == pipeline.TypeDate:
 		return 0, true, fmt.Sprintf("is a %s, and times only grow", typ)
 	case timeKey != "":
 		// by what the column is: a sample spread over days shows nothing in its windows of what a
 		// timeuuid, led by its time's low bits, does within seconds
 		return 0, true, timeKey
-	case wo != nil:
+	}
+	if wo != nil {
 		rho = rankCorrelation(typ, vals, wo)
 		if math.Abs(rho) >= IncrementalRho {
 			dir := "rises"
@@ -295,12 +299,13 @@ func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64,
 			}
 			return rho, true, fmt.Sprintf("%s with the write order (rank correlation %.2f)", dir, rho)
 		}
-	case IsIntType(typ):
+	}
+	if (wo == nil || inferred) && IsIntType(typ) {
 		if lo, hi, ok := intRange(vals); ok && hi > lo {
 			// the subsample keeps about n of analysed rows: scale its distinct count
 			dens := float64(distinct) * float64(max(analysed, int64(n))) / float64(n) / (float64(hi) - float64(lo) + 1)
 			if dens >= sequenceDensity && float64(distinct) >= 0.9*float64(n) {
-				return 0, true, fmt.Sprintf("looks like a sequence (dense values from %d to %d)", lo, hi)
+				return rho, true, fmt.Sprintf("looks like a sequence (dense values from %d to %d)", lo, hi)
 			}
 		}
 	}
