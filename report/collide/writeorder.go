@@ -234,6 +234,9 @@ const (
 	// sequenceDensity: with no write order, an integer column whose distinct values fill at
 	// least this share of [min, max] is a sequence.
 	sequenceDensity = 0.5
+	// sequenceMaxDensity: and at most this share (1, with room for the scaling's error): more
+	// rows than values in the range means the values repeat
+	sequenceMaxDensity = 1.25
 	// A key column after the first is also incremental when, in write order, at least
 	// monotonicShare of at least minPrefixPairs successive rows of one prefix keep its direction
 	// (a counter per prefix value: [channel][id] where ids rise per channel).
@@ -302,9 +305,11 @@ func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64,
 	}
 	if (wo == nil || inferred) && IsIntType(typ) {
 		if lo, hi, ok := intRange(vals); ok && hi > lo {
-			// the subsample keeps about n of analysed rows: scale its distinct count
+			// the subsample keeps about n of analysed rows: scale its distinct count. A sequence's
+			// values are unique, so they cannot outnumber their range: beyond it (sequenceMaxDensity)
+			// the values repeat, as another table's ids do (userid in an orders table)
 			dens := float64(distinct) * float64(max(analysed, int64(n))) / float64(n) / (float64(hi) - float64(lo) + 1)
-			if dens >= sequenceDensity && float64(distinct) >= 0.9*float64(n) {
+			if dens >= sequenceDensity && dens <= sequenceMaxDensity && float64(distinct) >= 0.9*float64(n) {
 				return rho, true, fmt.Sprintf("looks like a sequence (dense values from %d to %d)", lo, hi)
 			}
 		}
