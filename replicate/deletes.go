@@ -12,6 +12,7 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
+	"github.com/rekey/rekey/sink/sqlsink"
 )
 
 // Deletes cannot go through bulkload: they are written as Lindorm SQL statements, one per key,
@@ -122,10 +123,12 @@ func (d *deleteStmt) append(dst []byte, row []pipeline.Value) []byte {
 	return append(dst, ";\n"...)
 }
 
-// appendKey appends a binary encoding of the key (the first n values) that tells keys apart:
-// kind, then 8 bytes for numbers or a length-prefixed string.
-func appendKey(dst []byte, row []pipeline.Value, n int) []byte {
-	for _, v := range row[:n] {
+// appendKey appends a binary encoding of the key (row's first len(key) values, of the key
+// columns key) that tells keys apart as the table does (sqlsink.KeyValue: 1.5 and 1.50 in a
+// DECIMAL column are one key): kind, then 8 bytes for numbers or a length-prefixed string.
+func appendKey(dst []byte, key []pipeline.Column, row []pipeline.Value) []byte {
+	for i, col := range key {
+		v := sqlsink.KeyValue(col, row[i])
 		dst = append(dst, byte(v.Kind))
 		switch v.Kind {
 		case pipeline.KindNull:

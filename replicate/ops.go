@@ -5,6 +5,7 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/kafka"
 )
 
@@ -235,12 +236,14 @@ func (w *partWorker) oldKey(before []pipeline.Value, offset int64, row, old []pi
 		rerr.Message = "update: cannot compute the old key from \"before\" to delete it: " + rerr.Message
 		return false, rerr
 	}
-	return !sameKey(row, old, w.r.target.KeyLen), nil
+	return !sameKey(w.r.target.Key(), row, old), nil
 }
 
-func sameKey(a, b []pipeline.Value, n int) bool {
-	for i := 0; i < n; i++ {
-		if a[i] != b[i] {
+// sameKey tells whether rows a and b have one key as the table compares it (sqlsink.KeyValue: a
+// before image spelling a DECIMAL key 1.50 and the new row 1.5 did not move the row).
+func sameKey(key []pipeline.Column, a, b []pipeline.Value) bool {
+	for i, col := range key {
+		if a[i] != b[i] && sqlsink.KeyValue(col, a[i]) != sqlsink.KeyValue(col, b[i]) {
 			return false
 		}
 	}

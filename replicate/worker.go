@@ -301,7 +301,7 @@ func (w *worker) upsert(ch *kafka.Change, row []pipeline.Value) error {
 		return err
 	}
 	if len(s.dkeys) > 0 {
-		w.key = appendKey(w.key[:0], row, r.target.KeyLen)
+		w.key = appendKey(w.key[:0], r.target.Key(), row)
 		if s.deleted(w.key) {
 			// upserts of a segment go before its deletes: a key upserted after its delete
 			// starts a new segment, so that the order of the messages is kept
@@ -339,7 +339,7 @@ func (w *worker) deleteRow(row []pipeline.Value) error {
 	if err != nil {
 		return err
 	}
-	w.key = appendKey(w.key[:0], row, w.r.target.KeyLen)
+	w.key = appendKey(w.key[:0], w.r.target.Key(), row)
 	before := s.dels
 	if err := s.addDelete(row, w.key); err != nil {
 		return err

@@ -593,7 +593,7 @@ func dropRejectedRows(a *applyState, rejects []pipeline.RowReject) {
 func (s *statements) keyHash(key []pipeline.Value) uint64 {
 	var h uint64 = 0x9e3779b97f4a7c15
 	for i, v := range key {
-		v = keyValue(s.schema.Columns[i], v)
+		v = KeyValue(s.schema.Columns[i], v)
 		switch v.Kind {
 		case pipeline.KindText, pipeline.KindBytes, pipeline.KindDecimal:
 			h = h*0x100000001b3 ^ xxh3.HashString(v.Str)
@@ -851,12 +851,12 @@ func lastPerKey(st *statements, a *applyState, run []int) []int {
 	return keep
 }
 
-// keyString is a key as the table compares it (keyValue): one text however its values are
+// keyString is a key as the table compares it (KeyValue): one text however its values are
 // spelled.
 func (s *statements) keyString(key []pipeline.Value) string {
 	var b strings.Builder
 	for i, x := range key {
-		x = keyValue(s.schema.Columns[i], x)
+		x = KeyValue(s.schema.Columns[i], x)
 		b.WriteByte(byte(x.Kind))
 		b.WriteString(x.String())
 		b.WriteByte(0)
@@ -864,11 +864,11 @@ func (s *statements) keyString(key []pipeline.Value) string {
 	return b.String()
 }
 
-// keyValue is v as key column col holds it: a DECIMAL at the column's scale (1.5, 1.50 and
+// KeyValue is v as key column col holds it: a DECIMAL at the column's scale (1.5, 1.50 and
 // 0.15e1 are one key), text and bytes alike in a text or binary column, with the text of any
 // other kind it takes; an integer, TIMESTAMP or DATE column's int whatever kind gave it. A value
 // with no literal of the column's type is returned as it is (it is rejected before it is written).
-func keyValue(col pipeline.Column, v pipeline.Value) pipeline.Value {
+func KeyValue(col pipeline.Column, v pipeline.Value) pipeline.Value {
 	switch col.Type {
 	case pipeline.TypeVarchar, pipeline.TypeJSON, pipeline.TypeVarbinary:
 		if v.Kind == pipeline.KindText {
