@@ -587,6 +587,20 @@ func TestRestartKeepsPlan(t *testing.T) {
 	}
 }
 
+// TestRestartKeepsMessageFormat: a directory refuses to go on reading its topic's messages in
+// another format (json, then debezium): its committed rolls read them as the first one.
+func TestRestartKeepsMessageFormat(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-msgformat", 1)
+	dir := t.TempDir()
+	if _, err := replicate.New(context.Background(), config(t, c, topic, "g-msgformat", "json", dir)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replicate.New(context.Background(), config(t, c, topic, "g-msgformat", "debezium", dir)); err == nil || !strings.Contains(err.Error(), "debezium") {
+		t.Fatalf("another message format was accepted: %v", err)
+	}
+}
+
 func httpGet(url string) (string, error) {
 	resp, err := httpClient.Get(url)
 	if err != nil {

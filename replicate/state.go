@@ -72,7 +72,8 @@ func putJSON(ctx context.Context, st store.Store, name string, v any) error {
 	return nil
 }
 
-// check refuses to continue a directory with another mapping, plan, topic or file format.
+// check refuses to continue a directory with another mapping, plan, topic, message format or file
+// format.
 func (s *State) check(cfg *Config) error {
 	var errs []error
 	if s.Fingerprint != cfg.Program.Fingerprint() {
@@ -84,6 +85,11 @@ func (s *State) check(cfg *Config) error {
 	if s.Group != cfg.Kafka.Group {
 		// the members of one group share a folder; another group reads every partition again
 		errs = append(errs, fmt.Errorf("it is the output of consumer group %s, not %s (the members of one group share one --out; another group needs its own)", s.Group, cfg.Kafka.Group))
+	}
+	if s.Message != "" && s.Message != cfg.Kafka.Format {
+		// the committed rolls read the topic's messages in the first format: read otherwise,
+		// the same topic's changes would be decoded two ways in one output
+		errs = append(errs, fmt.Errorf("it reads messages as %s, not %s", s.Message, cfg.Kafka.Format))
 	}
 	if s.FileFormat != cfg.Format.Name() {
 		errs = append(errs, fmt.Errorf("it holds %s files, not %s", s.FileFormat, cfg.Format.Name()))
