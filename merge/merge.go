@@ -105,6 +105,14 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 		}
 		seen[at] = true
 		in := &Input{Dir: d, Store: st}
+		// a replication's manifest reads as a migration's, but its DELETE statements apply
+		// after its data files, segment by segment: merged, its data would load without them
+		if _, err := st.Stat(ctx, output.ReplicateStateFile); err == nil {
+			return nil, fmt.Errorf("%s holds a replication (rekey replicate: %s), not a migration: its DELETE statements (%s/) apply after its data files, segment by segment in the order its %s lists, "+
+				"and a merge would load its data without them; load it as it is", d, output.ReplicateStateFile, output.DeletesDir, output.ManifestFile)
+		} else if !store.IsNotExist(err) {
+			return nil, fmt.Errorf("%s: %w", d, err)
+		}
 		if _, err := st.Stat(ctx, output.ManifestFile); err != nil {
 			return nil, fmt.Errorf("%s holds no complete run (no %s): finish it first (rekey migrate ... --resume)", d, output.ManifestFile)
 		}

@@ -62,7 +62,8 @@ Inputs and --out may be s3:// or oss:// prefixes. Within one bucket the server c
 because the bulkload job reads one folder: every file must sit under --out's data/. Between
 buckets, servers or a folder and a bucket, rekey streams the bytes.
 
-merge refuses inputs that are not complete runs (no manifest.json), that were made with
+merge refuses inputs that are not complete runs (no manifest.json), a replication's output
+(rekey replicate: its DELETE statements apply after its data files, which a merge would drop), inputs made with
 different mappings (fingerprint), region plans or sources (naming the inputs to run again and how
 they differ), two that read the same source (its rows would
 be counted twice), shards that are not all the shards 0..N-1 of one source, each once (files,
