@@ -109,3 +109,46 @@ func TestDDLForMySQLRefusesSplitKeyFlags(t *testing.T) {
 		}
 	}
 }
+
+// The flags of bulk-load files (--format, --sort, --regions, the LTS job's names, replicate's
+// rolls) do nothing for a SQL table, and a SQL table's (--sql-conns, --state) nothing for files:
+// given for the other kind of --out, each is refused (exit 2, naming it) before anything is
+// opened, instead of ignored.
+func TestOutputFlagsOfTheOtherOutputAreRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// port 1 answers nothing: a refusal must come before any connection
+	table, topic := "mysql://root@127.0.0.1:1/shop", "kafka://127.0.0.1:1/orders?group=g"
+	migrate := []string{"migrate", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=10", "--progress", "never"}
+	replicate := []string{"replicate", "-m", "../../mappings/orders.yaml", "--source", topic, "--progress", "never"}
+	for _, c := range []struct {
+		args []string
+		flag []string
+	}{
+		{append(migrate, "--out", table), []string{"--format", "csv"}},
+		{append(migrate, "--out", table), []string{"--sort"}},
+		{append(migrate, "--out", table), []string{"--max-file-size", "1MiB"}},
+		{append(migrate, "--out", table), []string{"--regions", "4"}},
+		{append(migrate, "--out", table), []string{"--namespace", "shop"}},
+		{append(migrate, "--out", table), []string{"--lts-source", "oss-src"}},
+		{append(migrate, "--out", dir+"/files"), []string{"--sql-conns", "8"}},
+		{append(migrate, "--out", dir+"/files"), []string{"--state", dir + "/state"}},
+		{[]string{"migrate", "-m", "../../mappings/transactions_by_buyer.yaml", "-m", "../../mappings/transactions_by_seller.yaml", "--source", "gen:transactions?rows=10",
+			"--out", dir + "/tables"}, []string{"--sql-conns", "8"}},
+		{append(replicate, "--out", table), []string{"--roll-interval", "5s"}},
+		{append(replicate, "--out", table), []string{"--format", "csv"}},
+		{append(replicate, "--out", table), []string{"--lts-target", "ld"}},
+		{append(replicate, "--out", dir+"/live"), []string{"--sql-conns", "8"}},
+	} {
+		args := append(append([]string{}, c.args...), c.flag...)
+		code, _, errs := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(errs, c.flag[0]+" applies to") {
+			t.Errorf("rekey %s: exit %d, want 2 refusing %s:\n%s", strings.Join(args, " "), code, c.flag[0], errs)
+		}
+	}
+	for _, name := range []string{"files", "state", "tables", "live"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("a refused run created %s", name)
+		}
+	}
+}

@@ -11,10 +11,13 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source"
+	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store"
 	"github.com/spf13/cobra"
@@ -280,4 +283,36 @@ func checkCommonFlags(cmd *cobra.Command, _ []string) error {
 		}
 	}
 	return nil
+}
+
+// The flags of one kind of output: given for the other kind, migrate and replicate would ignore
+// them, so they are refused instead. A SQL table has no files, regions or bulkload job; files
+// have no connections or state folder of their own.
+var (
+	filesOnlyFlags = []string{"format", "regions", "max-file-size", "sort", "roll-size", "roll-interval",
+		"lts-source", "lts-target", "namespace", "lts-driver-spec", "lts-instances"}
+	sqlOnlyFlags = []string{"sql-conns", "state"}
+)
+
+// refuseOtherOutputFlags refuses the flags cmd was given that do not apply to the output out
+// names (a SQL table, or bulk-load files in a folder or a bucket prefix).
+func refuseOtherOutputFlags(cmd *cobra.Command, out string) error {
+	names, applies := sqlOnlyFlags, "a SQL table (--out lindorm://..., mysql://...)"
+	if sqlsink.IsURI(out) {
+		names, applies = filesOnlyFlags, "bulk-load files (--out DIR, s3://, oss://)"
+	}
+	var given []string
+	for _, name := range names {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			given = append(given, "--"+name)
+		}
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	verb := "applies"
+	if len(given) > 1 {
+		verb = "apply"
+	}
+	return usageError(fmt.Errorf("%s %s to %s, not to --out %s: drop it", strings.Join(given, ", "), verb, applies, sourceuri.Redact(out)))
 }

@@ -189,6 +189,9 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseOtherOutputFlags(cmd, f.out); err != nil {
+		return err
+	}
 	if len(f.mappings) > 1 {
 		return runMigrateTables(cmd, inv, f, logger, limit, shard)
 	}

@@ -177,6 +177,9 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	if f.markStart {
 		return markStart(cmd, kcfg)
 	}
+	if err := refuseOtherOutputFlags(cmd, f.out); err != nil {
+		return err
+	}
 	o, err := f.options(inv)
 	if err != nil {
 		return err

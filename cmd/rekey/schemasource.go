@@ -23,7 +23,11 @@ import (
 // compiles the mapping against its schema: source.columns may be left out, and a column the
 // source lacks, or of another type, is an error before any data moves. The opened source is kept
 // for openSource. Other sources: loadProgram. workers is --workers (parts read at once); regions
-// is --regions (0: the mapping's).
+// is --regions (0: the mapping's; noRegionPlan: the output has none, a SQL table).
+// noRegionPlan is loadProgramFor's regions for an output without a region plan (a SQL table): its
+// shards need not agree on one.
+const noRegionPlan = -1
+
 func (inv *invocation) loadProgramFor(path, uri string, workers, regions int, logger *zap.Logger) (*transform.Program, error) {
 	if path == "" || !inv.sources.HasSchema(uri) {
 		prog, err := loadProgram(path) // with no mapping, the usual message

@@ -386,9 +386,9 @@ func TestReplicateIntoSQLRefusesColumnsTheFormatCannotRead(t *testing.T) {
 	srv := mysqltest.GMS(t)
 	dir := t.TempDir()
 	mapping := writeFile(t, dir, "cnt.yaml", "version: 1\nsource:\n  name: ks.cnt\n  columns:\n    p: int\n    n: counter\ntarget:\n  table: cnt\n  primary_key: \"[p]\"\n")
-	for _, out := range []string{srv.URI(""), filepath.Join(dir, "out")} {
-		code, stdout, stderr := runCLI(t, "replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/ks.cnt?group=g&format=debezium",
-			"--out", out, "--state", filepath.Join(dir, "state"), "--progress", "never")
+	for _, out := range [][]string{{srv.URI(""), "--state", filepath.Join(dir, "state")}, {filepath.Join(dir, "out")}} {
+		code, stdout, stderr := runCLI(t, append([]string{"replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/ks.cnt?group=g&format=debezium",
+			"--progress", "never", "--out"}, out...)...)
 		if code != 2 || !strings.Contains(stderr, `column "n" is a Cassandra counter`) || !strings.Contains(stderr, "migrate") {
 			t.Errorf("--out %s: exit %d, want 2 naming the counter\n%s%s", out, code, stdout, stderr)
 		}

@@ -88,7 +88,7 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	inv.sourceMemory = memory
 	setMemoryBudgetGC(inv.getenv, memory, migrateGCPercent)
 	heapOnHugePages(memory)
-	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, f.regions, logger)
+	prog, err := inv.loadProgramFor(f.mapping, f.source, f.workers, noRegionPlan, logger)
 	if err != nil {
 		return err
 	}
