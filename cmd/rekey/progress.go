@@ -36,6 +36,9 @@ type progressFigures struct {
 	// rowsOnly: the phase counts rows and nothing is written or rejected in it (verify reading
 	// its target, comparing): the line shows rows, not "0 written, 0 rejected".
 	rowsOnly bool
+	// accepted: the phase writes nothing (report, verify reading its source): the rows the mapping
+	// keeps are counted as accepted, not as written
+	accepted bool
 	// before is what an earlier attempt of a resumed run read: counted in the totals, not in the rate
 	before int64
 }
@@ -74,9 +77,10 @@ func (pf progressFlags) start(what string, src pipeline.Source, c *pipeline.Coun
 	return pf.show(progressFigures{what: what, counters: c, bytes: bytes, total: estimatedRows(src), before: before})
 }
 
-// startTotal is start for a display whose expected rows total() tells (-1: unknown).
-func (pf progressFlags) startTotal(what string, total func() int64, c *pipeline.Counters, bytes func() int64) (*progress, error) {
-	return pf.show(progressFigures{what: what, counters: c, bytes: bytes, total: total()})
+// startAccepted shows a phase that reads and maps rows but writes none (report, verify reading
+// its source), total of them when known (> 0).
+func (pf progressFlags) startAccepted(what string, total int64, c *pipeline.Counters) (*progress, error) {
+	return pf.show(progressFigures{what: what, counters: c, total: total, accepted: true})
 }
 
 // startRows shows a phase that only counts rows (c.RowsIn), total of them when known (> 0).
@@ -139,7 +143,11 @@ func plainLine(f progressFigures, elapsed time.Duration) string {
 	if f.rowsOnly {
 		fmt.Fprintf(&b, "%s: %s rows", f.what, groupDigits(in))
 	} else {
-		fmt.Fprintf(&b, "%s: %s rows read, %s written, %s rejected", f.what, groupDigits(in), groupDigits(c.RowsWritten.Load()), groupDigits(c.RowsRejected.Load()))
+		kept := "written"
+		if f.accepted {
+			kept = "accepted"
+		}
+		fmt.Fprintf(&b, "%s: %s rows read, %s %s, %s rejected", f.what, groupDigits(in), groupDigits(c.RowsWritten.Load()), kept, groupDigits(c.RowsRejected.Load()))
 	}
 	rate := 0.0
 	if s := elapsed.Seconds(); s > 0 && in > f.before {

@@ -143,3 +143,21 @@ func TestReplicationStatusModes(t *testing.T) {
 		t.Fatalf("never: %q", never)
 	}
 }
+
+// report and verify write nothing: their progress lines count the rows the mapping accepts, and
+// never call them written.
+func TestProgressOfReadOnlyCommandsSaysAccepted(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := "../../mappings/orders.yaml"
+	mustRun(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=2000", "--out", dir+"/out", "--progress", "never")
+	for _, args := range [][]string{
+		{"report", "-m", mapping, "--source", "gen:orders?rows=2000", "--progress", "plain"},
+		{"verify", "-m", mapping, "--source", "gen:orders?rows=2000", "--target", dir + "/out", "--progress", "plain"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != 0 || strings.Contains(stderr, "written") || !strings.Contains(stderr, ": 2,000 rows read, 2,000 accepted, 0 rejected") {
+			t.Errorf("rekey %s: exit %d; progress:\n%s", strings.Join(args, " "), code, stderr)
+		}
+	}
+}

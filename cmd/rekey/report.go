@@ -274,7 +274,7 @@ func (f *reportFlags) run(ctx context.Context, cfg report.Config) (*report.Repor
 		return nil, err
 	}
 	cfg.Counters = &pipeline.Counters{}
-	bar, err := f.progress.start("analysing", cfg.Source, cfg.Counters, nil, 0)
+	bar, err := f.progress.startAccepted("analysing", estimatedRows(cfg.Source), cfg.Counters)
 	if err != nil {
 		return nil, usageError(err)
 	}

@@ -344,7 +344,7 @@ func (f *verifyFlags) phases(src pipeline.Source) func(name string, total int64,
 		var bar *progress
 		var err error
 		if strings.HasSuffix(name, "reading source") { // rows read, kept and rejected by the mapping
-			bar, err = f.progress.startTotal(name, func() int64 { return estimatedRows(src) }, c, nil)
+			bar, err = f.progress.startAccepted(name, estimatedRows(src), c)
 		} else {
 			bar, err = f.progress.startRows(name, total, c)
 		}
