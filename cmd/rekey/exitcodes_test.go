@@ -139,6 +139,7 @@ func TestFailuresExitThreeInvalidUseTwo(t *testing.T) {
 
 		{"gen: no name", []string{"gen"}, exitUsage, "accepts 1 arg"},
 		{"gen: unknown data set", []string{"gen", "nosuch"}, exitUsage, "nosuch"},
+		{"gen: negative --rows", []string{"gen", "orders", "--rows", "-5"}, exitUsage, "--rows -5"},
 		{"gen: --out in a missing folder", []string{"gen", "orders", "--rows", "10", "--out", missing}, exitFailed, missing},
 
 		{"report: unknown flag", []string{"report", "--bogus"}, exitUsage, "--bogus"},

@@ -28,6 +28,9 @@ logs:   monotonic timestamps, ~50 hosts, a few log events dominating.`,
 			if _, err := gen.Columns(args[0]); err != nil {
 				return usageError(err)
 			}
+			if rows < 0 {
+				return usageError(fmt.Errorf("--rows %d: want 0 or more rows", rows))
+			}
 			var w io.Writer = cmd.OutOrStdout()
 			if out != "" && out != "-" {
 				f, err := os.OpenFile(atomicfile.TempPath(out), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
