@@ -62,15 +62,29 @@ func runMigrateTables(cmd *cobra.Command, inv *invocation, f *migrateFlags, logg
 	heapOnHugePages(cfgMemory)
 	var results []pipeline.Result
 	_, runErr, err := inv.runMigration(ctx, cancel, f, src, "\nrekey: stopping: finishing and committing the rows already read (Ctrl-C again to abort at once)",
-		func(ctx context.Context, stop <-chan struct{}, watch migrate.Watch) (pipeline.Result, error, error) {
+		func(ctx context.Context, stop <-chan struct{}, _ migrate.Watch) (pipeline.Result, error, error) {
 			var runErr, err error
-			results, runErr, err = migrate.RunTogether(ctx, ms, stop, watch)
+			results, runErr, err = migrate.RunTogether(ctx, ms, stop, f.tablesWatch(src, len(ms)))
 			return pipeline.Result{}, runErr, err
 		})
 	if err != nil {
 		return refusedExit(err)
 	}
 	return tablesOutcome(ctx, cmd.OutOrStdout(), tables, results, runErr)
+}
+
+// tablesWatch shows the progress of a run filling n tables: the rows read and the bytes of every
+// table. The rows written and rejected are each table's own (its summary), so the line shows
+// none rather than the first table's as the run's.
+func (f *migrateFlags) tablesWatch(src pipeline.Source, n int) migrate.Watch {
+	return func(c *pipeline.Counters, bytes func() int64, before int64) (func(), error) {
+		bar, err := f.progress.show(progressFigures{what: fmt.Sprintf("migrating %d tables", n), counters: c, bytes: bytes,
+			total: estimatedRows(src), before: before, rowsOnly: true})
+		if err != nil {
+			return nil, usageError(err)
+		}
+		return bar.finish, nil
+	}
 }
 
 // refuseForTables refuses what a run of several mappings does not do.

@@ -92,3 +92,22 @@ func TestMigrateSeveralTablesRefusals(t *testing.T) {
 		}
 	}
 }
+
+// The progress of a run filling several tables counts the rows read: each table writes and
+// rejects its own rows, so one table's figures are not the run's. Before, the line showed the
+// first table's, "0 rejected" while the second rejected a row.
+func TestSeveralTablesProgressShowsNoOneTablesFigures(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
+	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
+	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	src := writeFile(t, dir, "rows.csv", "id,code,v\n1,x,a\n2,,b\n3,y,c\n") // row 2 has no code: by_code rejects it
+	code, stdout, stderr := runCLI(t, "migrate", "-m", a, "-m", b, "--source", "file:"+src, "--out", filepath.Join(dir, "out"), "--progress", "plain")
+	if code != exitRejects || !strings.Contains(stdout, "table by_code  2 written + 1 rejected = 3 rows read: ok") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "migrating 2 tables: 3 rows,") || strings.Contains(stderr, "written, 0 rejected") {
+		t.Fatalf("progress of two tables:\n%s", stderr)
+	}
+}

@@ -34,7 +34,8 @@ type progressFigures struct {
 	bytes    func() int64
 	total    int64 // rows expected, -1 when unknown
 	// rowsOnly: the phase counts rows and nothing is written or rejected in it (verify reading
-	// its target, comparing): the line shows rows, not "0 written, 0 rejected".
+	// its target, comparing), or each table of a run counts its own (migrate -m a -m b): the
+	// line shows rows, not "0 written, 0 rejected".
 	rowsOnly bool
 	// accepted: the phase writes nothing (report, verify reading its source): the rows the mapping
 	// keeps are counted as accepted, not as written
