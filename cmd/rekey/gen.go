@@ -21,7 +21,9 @@ func newGenCmd(_ *invocation) *cobra.Command {
 		Long: `gen writes the rows of a synthetic source as CSV with a header, for trying rekey on a file or
 for benchmarks. The rows are exactly those that --source 'gen:NAME?rows=N&seed=S' produces.
 orders: monotonic order ids and timestamps, skewed users, one channel dominating.
-logs:   monotonic timestamps, ~50 hosts, a few log events dominating.`,
+logs:   monotonic timestamps, ~50 hosts, a few log events dominating.
+transactions: order numbers rising with time, 20,000 sellers (a few selling most) and 1M buyers
+        (the primary-key guide's data, which mappings/transactions_by_*.yaml serve).`,
 		Example: "  rekey gen orders --rows 5000000 --out orders.csv\n  rekey gen logs --rows 1000 | head",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
