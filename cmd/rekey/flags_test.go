@@ -152,3 +152,23 @@ func TestOutputFlagsOfTheOtherOutputAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// --progress-interval 0 (or less) is refused, not quietly replaced by 10s.
+func TestProgressIntervalIsNeverReplacedSilently(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "out")
+	for _, args := range [][]string{
+		{"migrate", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=10", "--out", out},
+		{"report", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=10", "-q"},
+		{"replicate", "-m", "../../mappings/orders.yaml", "--source", "kafka://127.0.0.1:1/t?group=g", "--out", out},
+	} {
+		args = append(args, "--progress", "plain", "--progress-interval", "0s")
+		code, _, errs := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(errs, "--progress-interval 0s") {
+			t.Errorf("rekey %s: exit %d, want 2 refusing --progress-interval:\n%s", strings.Join(args, " "), code, errs)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused run created its --out")
+	}
+}
