@@ -114,6 +114,13 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 			return nil, fmt.Errorf("%s: %w", d, err)
 		}
 		if _, err := st.Stat(ctx, output.ManifestFile); err != nil {
+			if !store.IsNotExist(err) {
+				return nil, fmt.Errorf("%s: %w", d, err)
+			}
+			// a mistyped path holds no run at all: there is nothing to finish with --resume
+			if all, lerr := st.List(ctx, ""); lerr == nil && len(all) == 0 {
+				return nil, fmt.Errorf("%s holds nothing (no such folder, or an empty one): give the --out of a complete migrate run", d)
+			}
 			return nil, fmt.Errorf("%s holds no complete run (no %s): finish it first (rekey migrate ... --resume)", d, output.ManifestFile)
 		}
 		if in.Manifest, err = output.ReadManifest(ctx, st); err != nil {

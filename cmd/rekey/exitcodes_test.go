@@ -149,6 +149,7 @@ func TestFailuresExitThreeInvalidUseTwo(t *testing.T) {
 		{"verify: a missing target", []string{"verify", "-m", mapping, "--source", "file:" + src, "--target", missing, "--progress", "never"}, exitVerifyFailed, missing},
 
 		{"merge: no input and no shards", []string{"merge", "--out", filepath.Join(dir, "merged")}, exitUsage, "holds no shards"},
+		{"merge: an input that does not exist", []string{"merge", filepath.Join(dir, "no-such-run"), run, "--out", filepath.Join(dir, "merged2")}, exitUsage, "no-such-run holds nothing (no such folder, or an empty one)"},
 		{"merge: --out under a regular file", []string{"merge", run, "--out", underFile}, exitFailed, underFile},
 
 		{"replicate: unknown flag", []string{"replicate", "--bogus"}, exitUsage, "--bogus"},
