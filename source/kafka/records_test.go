@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -626,28 +625,8 @@ func TestSeedRepeatsReadsPastAnAbortedTransaction(t *testing.T) {
 	topic := c.CreateTopic(t, "seed-aborted", 1)
 	ctx := context.Background()
 	txn, plain := c.Producers(t, topic)
-	if err := txn.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
 	// more than a fetch holds (1 MiB at first), in batches of the producer's (1 MB at most)
-	rnd := rand.New(rand.NewPCG(1, 2))
-	for range 3000 {
-		junk := make([]byte, 1000) // incompressible: the producer compresses its batches
-		for i := range junk {
-			junk[i] = byte(rnd.Uint32())
-		}
-		txn.Produce(ctx, &kgo.Record{Value: junk}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	if err := txn.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
-		t.Fatal(err)
-	}
+	kafkatest.AbortIncompressible(ctx, t, txn, 3000)
 	ev := cdcdemo.Event("i", time.UnixMilli(1_700_000_000_000), `{"a":1,"b":1,"c":1}`, 0,
 		`"a":`+cdcdemo.Cell("1"), `"b":`+cdcdemo.Cell("1"), `"c":`+cdcdemo.Cell("1"), `"x":`+cdcdemo.Cell(`"v"`))
 	if err := plain.ProduceSync(ctx, &kgo.Record{Key: ev.Key, Value: ev.Value}).FirstErr(); err != nil {

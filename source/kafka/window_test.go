@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -445,28 +444,8 @@ func TestWindowIdleIsNotAnAbortedTransaction(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	txn, plain := c.Producers(t, topic)
-	if err := txn.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
 	// 4 MB the producer cannot compress: 4 fetches of 1 MiB
-	rnd := mrand.New(mrand.NewPCG(1, 2))
-	for range 4000 {
-		junk := make([]byte, 1000)
-		for i := range junk {
-			junk[i] = byte(rnd.Uint32())
-		}
-		txn.Produce(ctx, &kgo.Record{Value: junk}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	if err := txn.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
-		t.Fatal(err)
-	}
+	kafkatest.AbortIncompressible(ctx, t, txn, 4000)
 	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte(`{"userid":"u1","orderid":1}`)}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}

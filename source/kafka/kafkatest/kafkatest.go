@@ -257,3 +257,30 @@ func (c *Cluster) Producers(t testing.TB, topic string) (txn, plain *kgo.Client)
 	t.Cleanup(plain.Close)
 	return txn, plain
 }
+
+// AbortIncompressible produces n messages of 1,000 random bytes (the producer cannot compress
+// them, so they take n KB of the log) in one transaction of txn (from Producers), and aborts it.
+func AbortIncompressible(ctx context.Context, t testing.TB, txn *kgo.Client, n int) {
+	t.Helper()
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range n {
+		junk := make([]byte, 1000)
+		for i := range junk {
+			junk[i] = byte(rnd.Uint32())
+		}
+		txn.Produce(ctx, &kgo.Record{Value: junk}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err := txn.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+}
