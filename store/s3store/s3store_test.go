@@ -626,22 +626,31 @@ func TestBadNamesRefused(t *testing.T) {
 	}
 }
 
+// unfinishedInPages starts a store on versitygw whose uploads are listed in pages of 3 and begins
+// uploads of the keys it returns under data/region-0000/ (two of one key, across a page's end),
+// as killed writers leave them.
+func unfinishedInPages(t *testing.T) (*Store, []string) {
+	t.Helper()
+	was := uploadsPage
+	t.Cleanup(func() { uploadsPage = was })
+	uploadsPage = 3
+	s := openStore(t, s3test.StartVersitygw(t), "out", Options{})
+	keys := []string{"a", "b", "c", "c", "d", "e", "f", "g"}
+	for _, k := range keys {
+		if _, err := s.client.CreateMultipartUpload(t.Context(), &s3.CreateMultipartUploadInput{Bucket: aws.String(s.t.bucket), Key: aws.String(s.key("data/region-0000/" + k))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, keys
+}
+
 // Sweep aborts every unfinished upload under its prefix, however many pages they take: here a
 // few killed writers' uploads (two of one key, across a page's end) in pages of 3. A listing
 // continued past uploads Sweep has just aborted names a marker upload that is gone, which
 // versitygw refuses ("Invalid uploadId marker"); the uploads of the later pages stayed.
 func TestSweepAbortsUploadsOfEveryPageVersitygw(t *testing.T) {
-	defer func(n int32) { uploadsPage = n }(uploadsPage)
-	uploadsPage = 3
-	srv := s3test.StartVersitygw(t)
+	s, keys := unfinishedInPages(t)
 	ctx := t.Context()
-	s := openStore(t, srv, "out", Options{})
-	keys := []string{"a", "b", "c", "c", "d", "e", "f", "g"}
-	for _, k := range keys {
-		if _, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(s.t.bucket), Key: aws.String(s.key("data/region-0000/" + k))}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if err := s.Sweep(ctx, "data/"); err != nil {
 		t.Fatalf("Sweep of %d unfinished uploads in pages of %d: %v", len(keys), uploadsPage, err)
 	}
@@ -656,17 +665,8 @@ func TestSweepAbortsUploadsOfEveryPageVersitygw(t *testing.T) {
 // enough shards and regions). A page continued by its upload-id marker was refused by versitygw
 // ("Invalid uploadId marker"), which failed the shard's resume and its last cut.
 func TestUnfinishedNamesTheUploadsOfEveryPageVersitygw(t *testing.T) {
-	defer func(n int32) { uploadsPage = n }(uploadsPage)
-	uploadsPage = 3
-	srv := s3test.StartVersitygw(t)
+	s, keys := unfinishedInPages(t)
 	ctx := t.Context()
-	s := openStore(t, srv, "out", Options{})
-	keys := []string{"a", "b", "c", "c", "d", "e", "f", "g"}
-	for _, k := range keys {
-		if _, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(s.t.bucket), Key: aws.String(s.key("data/region-0000/" + k))}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	names, err := s.Unfinished(ctx, "data/")
 	if err != nil {
 		t.Fatalf("Unfinished over %d uploads in pages of %d: %v", len(keys), uploadsPage, err)
