@@ -426,6 +426,34 @@ func tamperedFetch(c *kafkatest.Cluster, topic string, hwm int64, records func(o
 	})
 }
 
+// fetchFromStart starts a fetch of topic's partition 0 from offset 0, stopped when the test ends,
+// and returns it with its context (30 s).
+func fetchFromStart(t *testing.T, c *kafkatest.Cluster, topic string) (context.Context, *Fetcher) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	cfg := &Config{Brokers: c.Brokers, Topic: topic}
+	f := cfg.StartFetch(ctx, &kafkago.Dialer{}, 0, 0, FetchOptions{MaxWait: 50 * time.Millisecond})
+	t.Cleanup(f.Stop)
+	return ctx, f
+}
+
+// askedThrice returns tamperedFetch's asked for offset and a channel it closes when the fetch
+// asks for offset a third time.
+func askedThrice(offset int64) (func(int64), <-chan struct{}) {
+	third := make(chan struct{})
+	var mu sync.Mutex
+	n := 0
+	return func(o int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if o == offset {
+			if n++; n == 3 {
+				close(third)
+			}
+		}
+	}, third
+}
+
 // breakSecondBatch returns the record set with its second batch's gzip stream made unreadable
 // and its CRC made to match again (a batch a producer compressed wrongly): the batch passes its
 // CRC check and fails to decompress.
@@ -464,11 +492,7 @@ func TestFetchReadsABatchThatFailedAgain(t *testing.T) {
 		served = true
 		return broken
 	}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cfg := &Config{Brokers: c.Brokers, Topic: topic}
-	f := cfg.StartFetch(ctx, &kafkago.Dialer{}, 0, 0, FetchOptions{MaxWait: 50 * time.Millisecond})
-	defer f.Stop()
+	ctx, f := fetchFromStart(t, c, topic)
 	var got []int64
 	for len(got) < 30 {
 		select {
@@ -505,9 +529,7 @@ func TestFetchEndsAtABatchThatFailsTwice(t *testing.T) {
 	topic := produceBatches(t, c, kafkago.Gzip, 30, 10)
 	broken := breakSecondBatch(t, rawFetch(t, c, topic, 0).records)
 	first := 12 + int(binary.BigEndian.Uint32(broken[8:]))
-	again := make(chan struct{})
-	var mu sync.Mutex
-	tenth := 0
+	asked, again := askedThrice(10)
 	tamperedFetch(c, topic, 30, func(offset int64) []byte {
 		switch offset {
 		case 0:
@@ -516,20 +538,8 @@ func TestFetchEndsAtABatchThatFailsTwice(t *testing.T) {
 			return broken[first:]
 		}
 		return nil
-	}, func(offset int64) {
-		mu.Lock()
-		defer mu.Unlock()
-		if offset == 10 {
-			if tenth++; tenth == 3 {
-				close(again)
-			}
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cfg := &Config{Brokers: c.Brokers, Topic: topic}
-	f := cfg.StartFetch(ctx, &kafkago.Dialer{}, 0, 0, FetchOptions{MaxWait: 50 * time.Millisecond})
-	defer f.Stop()
+	}, asked)
+	ctx, f := fetchFromStart(t, c, topic)
 	var got []int64
 	for {
 		select {
@@ -574,28 +584,14 @@ func fetchWithoutAWholeBatch(t *testing.T, cut int) {
 	c := kafkatest.Start(t)
 	topic := produceBatches(t, c, 0, 30, 10)
 	records := rawFetch(t, c, topic, 0).records
-	third := make(chan struct{})
-	var mu sync.Mutex
-	asked := 0
+	asked, third := askedThrice(0)
 	tamperedFetch(c, topic, 30, func(offset int64) []byte {
 		if offset == 0 {
 			return records[:cut]
 		}
 		return nil
-	}, func(offset int64) {
-		mu.Lock()
-		defer mu.Unlock()
-		if offset == 0 {
-			if asked++; asked == 3 {
-				close(third)
-			}
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cfg := &Config{Brokers: c.Brokers, Topic: topic}
-	f := cfg.StartFetch(ctx, &kafkago.Dialer{}, 0, 0, FetchOptions{MaxWait: 50 * time.Millisecond})
-	defer f.Stop()
+	}, asked)
+	ctx, f := fetchFromStart(t, c, topic)
 	for {
 		select {
 		case b, ok := <-f.C:
