@@ -403,14 +403,7 @@ func TestWindowIdleIsNotASlowConsumer(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic, os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := kafka.NewWindow(ctx, cfg, schema, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := openWindow(ctx, t, c, topic)
 	w.Idle = 500 * time.Millisecond
 	out := make(chan pipeline.Batch)
 	errc := make(chan error, 1)
@@ -449,14 +442,7 @@ func TestWindowIdleIsNotAnAbortedTransaction(t *testing.T) {
 	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte(`{"userid":"u1","orderid":1}`)}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic, os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := kafka.NewWindow(ctx, cfg, schema, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := openWindow(ctx, t, c, topic)
 	// a slow link: every fetch takes 3/5 of Idle, all of them more than Idle
 	w.Idle = time.Second
 	c.Fake.ControlKey(kmsg.Fetch.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
@@ -548,14 +534,7 @@ func TestWindowEndsAtAnOpenTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer txn.EndTransaction(context.Background(), kgo.TryAbort)
-	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+name, os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := kafka.NewWindow(ctx, cfg, schema, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := openWindow(ctx, t, c, name)
 	w.Idle = 200 * time.Millisecond
 	got := 0
 	for _, b := range collect(t, w, nil) {
@@ -564,4 +543,18 @@ func TestWindowEndsAtAnOpenTransaction(t *testing.T) {
 	if got != 1 {
 		t.Fatalf("the window read %d messages, want the one before the open transaction", got)
 	}
+}
+
+// openWindow opens a window over the whole of topic on c, of the test schema.
+func openWindow(ctx context.Context, t *testing.T, c *kafkatest.Cluster, topic string) *kafka.Window {
+	t.Helper()
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kafka.NewWindow(ctx, cfg, schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
