@@ -204,20 +204,7 @@ func TestMappingRuleHoldsWhenTheSampleCannotJudge(t *testing.T) {
 	if f := findingOf(rep, "monotonic_first_key"); f == nil || f.Severity != model.SevWarning {
 		t.Errorf("one row: a TIMESTAMP first key column is not flagged; findings: %+v", rep.Findings)
 	}
-	coll := `
-version: 1
-source:
-  name: t
-  columns:
-    id: text
-    tags: list<int>
-    v: text
-target:
-  table: t
-  primary_key: "[id][tags]"
-regions:
-  count: 4
-`
+	coll := listKeyYAML
 	// every row's key is null: rejected, so no key value was judged
 	src := &memSource{n: 100, make: func(i int) []pipeline.Value {
 		return []pipeline.Value{pipeline.Null, pipeline.Text("[1,2]"), pipeline.Text("v")}

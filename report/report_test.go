@@ -478,10 +478,8 @@ func TestReportReleasesEveryBatch(t *testing.T) {
 	}
 }
 
-// A list<int> in the key is JSON text ([1,2,3]) as a list<text> is: with a sample, where
-// key_json_text judges the values in collection_in_key's place, it is still flagged.
-func TestNumericCollectionInKeyIsJSON(t *testing.T) {
-	yml := `
+// listKeyYAML keys table t by a text and a list<int>.
+const listKeyYAML = `
 version: 1
 source:
   name: t
@@ -495,6 +493,11 @@ target:
 regions:
   count: 4
 `
+
+// A list<int> in the key is JSON text ([1,2,3]) as a list<text> is: with a sample, where
+// key_json_text judges the values in collection_in_key's place, it is still flagged.
+func TestNumericCollectionInKeyIsJSON(t *testing.T) {
+	yml := listKeyYAML
 	src := &memSource{n: 3000, make: func(i int) []pipeline.Value {
 		return []pipeline.Value{pipeline.Text(fmt.Sprintf("u%05d", (i*7919)%100000)), pipeline.Text(fmt.Sprintf("[%d,%d,3]", i%7, i%11)), pipeline.Text("v")}
 	}}
