@@ -1,17 +1,10 @@
 package replicate
 
 import (
-	"context"
-	"os"
 	"testing"
-	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
-	"go.uber.org/zap"
 
-	"github.com/rekey/rekey/sink/parquet"
-	"github.com/rekey/rekey/sink/sinktest"
-	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -75,23 +68,5 @@ func decimalKeyReplicator(t *testing.T, format string) *Replicator {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := transform.Compile(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := kafka.ParseURI("kafka://127.0.0.1:9/t?group=g&format="+format, os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cfg := Config{Kafka: kc, Program: p, Format: parquet.New(), Store: sinktest.Folder(t, dir), Out: dir,
-		RollSize: 64 << 20, RollInterval: time.Hour, Memory: 64 << 20, Logger: zap.NewNop()}
-	if cfg.Plan, err = p.PlanRegions(transform.RegionRequest{}); err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return folderReplicator(t, m, "kafka://127.0.0.1:9/t?group=g&format="+format, t.TempDir(), 64<<20)
 }

@@ -78,16 +78,23 @@ func ordersReplicator(tb testing.TB, dir string) *Replicator {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return folderReplicator(tb, m, "kafka://127.0.0.1:9/orders?group=bench&format=json", dir, 512<<20/4)
+}
+
+// folderReplicator replicates the topic of kafkaURI with mapping m into the folder dir as Parquet
+// (rolls of 64 MiB or an hour), with memory bytes; no broker behind it.
+func folderReplicator(tb testing.TB, m *transform.Mapping, kafkaURI, dir string, memory int64) *Replicator {
+	tb.Helper()
 	p, err := transform.Compile(m, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	kc, err := kafka.ParseURI("kafka://127.0.0.1:9/orders?group=bench&format=json", os.Getenv)
+	kc, err := kafka.ParseURI(kafkaURI, os.Getenv)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	cfg := Config{Kafka: kc, Program: p, Format: parquet.New(), Store: sinktest.Folder(tb, dir), Out: dir,
-		RollSize: 64 << 20, RollInterval: time.Hour, Memory: 512 << 20 / 4, Logger: zap.NewNop()}
+		RollSize: 64 << 20, RollInterval: time.Hour, Memory: memory, Logger: zap.NewNop()}
 	if cfg.Plan, err = p.PlanRegions(transform.RegionRequest{}); err != nil {
 		tb.Fatal(err)
 	}
