@@ -133,14 +133,8 @@ func TestSliceOpenedLateLeavesOtherSlicesFilesInFlight(t *testing.T) {
 	dir := t.TempDir()
 	schema := sinktest.AllTypes()
 	plan := sinktest.VarcharPlan("9", "h", "q")
-	st := sinktest.Folder(t, dir)
-	s, err := files.NewSliceSink(files.SliceConfig{Width: time.Hour, Max: 8, New: func(ctx context.Context, prefix string) (*files.Sink, error) {
-		// a small budget: the first slice's regions cut chunks, and so start files, early
-		return files.New(ctx, files.Config{Store: st, Schema: schema, Plan: plan, Format: parquet.New(), Memory: 1 << 20, NamePrefix: prefix}, zaptest.NewLogger(t))
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// a small budget: the first slice's regions cut chunks, and so start files, early
+	s := smallSlices(t, dir, schema, plan, false)
 	const hour = int64(3_600_000)
 	rows := sinktest.AllTypesRows(30000, 3, plan)
 	for i := range rows {
@@ -150,14 +144,7 @@ func TestSliceOpenedLateLeavesOtherSlicesFilesInFlight(t *testing.T) {
 			rows[i].Times[2] = 12 * hour
 		}
 	}
-	write := func(rows []pipeline.Row) {
-		for i := 0; i < len(rows); i += 1000 {
-			if err := s.Write(context.Background(), rows[i:i+1000]); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	write(rows[:20000])
+	writeThousands(t, s, rows[:20000])
 	inFlight := 0
 	for _, f := range listFiles(t, dir) {
 		if atomicfile.IsTemp(f) {
@@ -167,7 +154,7 @@ func TestSliceOpenedLateLeavesOtherSlicesFilesInFlight(t *testing.T) {
 	if inFlight == 0 {
 		t.Fatal("the first slice has no file in flight: the test needs one")
 	}
-	write(rows[20000:]) // opens the second slice
+	writeThousands(t, s, rows[20000:]) // opens the second slice
 	infos, err := s.Commit(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -182,25 +169,15 @@ func TestSortedSlicesKeepTheirRunsApart(t *testing.T) {
 	dir := t.TempDir()
 	schema := sinktest.AllTypes()
 	plan := sinktest.VarcharPlan("9", "h", "q")
-	st := sinktest.Folder(t, dir)
-	s, err := files.NewSliceSink(files.SliceConfig{Width: time.Hour, Max: 8, New: func(ctx context.Context, prefix string) (*files.Sink, error) {
-		// a small budget: each slice spills several runs per region
-		return files.New(ctx, files.Config{Store: st, Schema: schema, Plan: plan, Format: parquet.New(), Memory: 1 << 20, Sort: true, NamePrefix: prefix}, zaptest.NewLogger(t))
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// a small budget: each slice spills several runs per region
+	s := smallSlices(t, dir, schema, plan, true)
 	const hour = int64(3_600_000)
 	rows := sinktest.AllTypesRows(30000, 4, plan)
 	for i := range rows {
 		rows[i].Times = make([]int64, len(schema.Columns))
 		rows[i].Times[2] = (10 + int64(i%2)*2) * hour
 	}
-	for i := 0; i < len(rows); i += 1000 {
-		if err := s.Write(context.Background(), rows[i:i+1000]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeThousands(t, s, rows)
 	infos, err := s.Commit(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -210,6 +187,30 @@ func TestSortedSlicesKeepTheirRunsApart(t *testing.T) {
 	for _, f := range listFiles(t, dir) {
 		if atomicfile.IsTemp(f) {
 			t.Errorf("left %s", f)
+		}
+	}
+}
+
+// smallSlices is a sink of hourly slices into the folder dir, each slice's sink with a 1 MiB
+// budget (so its regions cut chunks early), sorted or not.
+func smallSlices(t *testing.T, dir string, schema pipeline.TargetSchema, plan pipeline.RegionPlan, sorted bool) *files.SliceSink {
+	t.Helper()
+	st := sinktest.Folder(t, dir)
+	s, err := files.NewSliceSink(files.SliceConfig{Width: time.Hour, Max: 8, New: func(ctx context.Context, prefix string) (*files.Sink, error) {
+		return files.New(ctx, files.Config{Store: st, Schema: schema, Plan: plan, Format: parquet.New(), Memory: 1 << 20, Sort: sorted, NamePrefix: prefix}, zaptest.NewLogger(t))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// writeThousands writes rows to s 1,000 at a time.
+func writeThousands(t *testing.T, s *files.SliceSink, rows []pipeline.Row) {
+	t.Helper()
+	for i := 0; i < len(rows); i += 1000 {
+		if err := s.Write(context.Background(), rows[i:min(i+1000, len(rows))]); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
