@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rekey/rekey/internal/wait"
@@ -111,8 +112,14 @@ func TestDrainReachesTheEndPastATransactionMarker(t *testing.T) {
 			waitCommitted(t, c, group, topic, ends, 30*time.Second)
 			wait.For(t, func() bool { return rn.r.Metrics().MessagesIn.Load() >= applied }, "the messages counted")
 			srv := httptest.NewServer(rn.r.Handler())
-			fams := scrape(t, srv.URL+"/metrics")
-			srv.Close()
+			defer srv.Close()
+			// the metric follows the group's commit, which waitCommitted has already seen
+			labels := map[string]string{"topic": topic, "partition": "0"}
+			var fams map[string]*dto.MetricFamily
+			wait.For(t, func() bool {
+				fams = scrape(t, srv.URL+"/metrics")
+				return fams["rekey_committed_offset"] != nil && metricValue(t, fams, "rekey_committed_offset", labels) == float64(ends[0])
+			}, "rekey_committed_offset at the end offset")
 			if got := metricValue(t, fams, "rekey_consumer_lag", map[string]string{"topic": topic, "partition": "0"}); got != 0 {
 				t.Errorf("rekey_consumer_lag = %v once the end offset is committed, want 0", got)
 			}
