@@ -211,14 +211,15 @@ func TestFetchFromLastOffsetStartsAtTheEnd(t *testing.T) {
 	f := cfg.StartFetch(ctx, dialer, 0, kafkago.LastOffset, kafka.FetchOptions{MaxWait: 50 * time.Millisecond})
 	defer f.Stop()
 	// a fetch that found nothing reports its position: the fetch has started
-	for b := range f.C {
-		if len(b.Messages) > 0 {
-			t.Fatalf("read %q at offset %d, produced before the fetch started at the last offset", b.Messages[0].Value, b.Messages[0].Offset)
-		}
-		if b.Next != 2 {
-			t.Fatalf("a fetch from the last offset is at %d, want the partition's end, 2", b.Next)
-		}
-		break
+	b, ok := <-f.C
+	if !ok {
+		t.Fatalf("the fetch ended: %v", f.Err())
+	}
+	if len(b.Messages) > 0 {
+		t.Fatalf("read %q at offset %d, produced before the fetch started at the last offset", b.Messages[0].Value, b.Messages[0].Offset)
+	}
+	if b.Next != 2 {
+		t.Fatalf("a fetch from the last offset is at %d, want the partition's end, 2", b.Next)
 	}
 	c.Produce(t, topic, kafkago.Message{Value: []byte("new")})
 	for b := range f.C {
