@@ -375,4 +375,8 @@ regions:
 	if strings.Contains(out, "follows Lindorm's design guides") || !strings.Contains(out, "  note write_order_unknown: the order the application creates rows in is unknown") {
 		t.Errorf("check passes the data with the write order unknown:\n%s", out)
 	}
+	// check has no --write-order flag: its advice is the mapping's source.write_order
+	if strings.Contains(out, "or pass --write-order COLUMN") {
+		t.Errorf("check tells its user to pass --write-order, a flag of report only:\n%s", out)
+	}
 }

@@ -619,7 +619,7 @@ func writeOrderFindings(rep *model.Report, add func(model.Finding)) {
 	}
 	if wo.Evidence == model.OrderArrival {
 		add(finding("write_order_unknown", model.SevInfo, "the order the application creates rows in is unknown: windows and monotonicity are judged in "+wo.Description+
-			" (a Cassandra token scan or a dsbulk unload delivers rows in hash order, an export in whatever order it was sorted by); declare the creation-time column as source.write_order or pass --write-order COLUMN", nil))
+			" (a Cassandra token scan or a dsbulk unload delivers rows in hash order, an export in whatever order it was sorted by); declare the creation-time column as the mapping's source.write_order (rekey report also takes --write-order COLUMN)", nil))
 	}
 	regions := incrementalRegions(rep)
 	kcs := rep.Mapping.KeyColumns
