@@ -66,7 +66,8 @@ var splitKeyOptions = map[string]bool{"SPLITKEYS": true, "NUMREGIONS": true, "ST
 // it. The planner never chooses such a split point (transform's quantile plan takes the next
 // sample value without one); explicit split_keys and options holding one are refused when the
 // mapping is read. UNCERTAIN: that Lindorm reads a doubled quote inside a split point as one
-// quote, as standard SQL does.
+// quote, as standard SQL does. Split keys of a TIMESTAMP first column (UTC text) follow a
+// SET time_zone = '+00:00' (timestampSplitsHeader).
 func DDL(schema pipeline.TargetSchema, plan pipeline.RegionPlan, options [][2]string) (string, error) {
 	if err := CheckSplitKeys(plan); err != nil {
 		return "", err
@@ -90,8 +91,21 @@ func DDL(schema pipeline.TargetSchema, plan pipeline.RegionPlan, options [][2]st
 		}
 		opts = append(opts, o[0]+"="+quote(o[1]))
 	}
-	return CreateTable(schema, lindormTable, opts), nil
+	ddl := CreateTable(schema, lindormTable, opts)
+	if plan.Type == pipeline.TypeTimestamp && len(plan.Splits) > 0 {
+		ddl = timestampSplitsHeader + ddl
+	}
+	return ddl, nil
 }
+
+// timestampSplitsHeader goes before a CREATE TABLE whose SPLITKEYS hold TIMESTAMP values: they
+// are written in UTC, and a Lindorm session reads a TIMESTAMP string in its own time zone (UTC+8
+// by default), which would move every split point by the zone's offset away from the instants
+// the files were cut at. UNCERTAIN: whether Lindorm reads SPLITKEYS in the session's zone at all;
+// with the session in UTC they mean the same either way. SET time_zone needs LindormTable 2.7.6
+// or later (as rekey's SQL sessions and replicate's delete files do).
+const timestampSplitsHeader = "-- rekey: SPLITKEYS holds TIMESTAMP values in UTC: run this file in one session, after the SET.\n" +
+	"SET time_zone = '+00:00';\n"
 
 // TableDialect is how a SQL dialect writes a CREATE TABLE: Lindorm's (ddl.sql), or a
 // MySQL-protocol server's for the mysql:// twin of a Lindorm table (sink/sqlsink).

@@ -333,3 +333,36 @@ func TestReadManifestRefusesPathsOutsideTheOutput(t *testing.T) {
 		}
 	}
 }
+
+// SPLITKEYS of a TIMESTAMP first column are written in UTC, while a Lindorm session reads a
+// TIMESTAMP string in its own time zone (UTC+8 by default): ddl.sql sets the session to UTC
+// before the CREATE TABLE, as replicate's delete files do, so its split points are the instants
+// the files were cut at. A table whose split keys hold no TIMESTAMP needs no SET.
+func TestDDLTimestampSplitsReadInUTC(t *testing.T) {
+	s := pipeline.TargetSchema{Table: "events", KeyLen: 2, Columns: []pipeline.Column{
+		{Name: "ts", Type: pipeline.TypeTimestamp, KeyPos: 0},
+		{Name: "host", Type: pipeline.TypeVarchar, KeyPos: 1},
+		{Name: "msg", Type: pipeline.TypeVarchar, KeyPos: -1},
+	}}
+	split := time.Date(2024, 1, 1, 0, 4, 6, 147e6, time.UTC).UnixMilli()
+	plan := pipeline.RegionPlan{Type: pipeline.TypeTimestamp, Strategy: "quantile", Splits: []pipeline.Value{pipeline.Int(split)}}
+	got := mustDDL(t, s, plan, nil)
+	set, create, ok := strings.Cut(got, "CREATE TABLE")
+	if !ok || !strings.Contains(set, "\nSET time_zone = '+00:00';\n") {
+		t.Fatalf("ddl.sql with TIMESTAMP split keys in UTC does not set the session's time zone before the CREATE TABLE:\n%s", got)
+	}
+	if !strings.Contains(create, "SPLITKEYS='2024-01-01 00:04:06.147'") {
+		t.Fatalf("split key not in UTC:\n%s", got)
+	}
+	for _, plan := range []pipeline.RegionPlan{
+		{Type: pipeline.TypeTimestamp, Strategy: "single"},
+		{Type: pipeline.TypeBigint, Strategy: "explicit", Splits: []pipeline.Value{pipeline.Int(split)}},
+	} {
+		s := s
+		s.Columns = append([]pipeline.Column(nil), s.Columns...)
+		s.Columns[0].Type = plan.Type
+		if got := mustDDL(t, s, plan, nil); !strings.HasPrefix(got, "CREATE TABLE") {
+			t.Errorf("%s %s plan: ddl.sql does not start with its CREATE TABLE:\n%s", plan.Type, plan.Strategy, got)
+		}
+	}
+}
