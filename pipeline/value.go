@@ -4,8 +4,10 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Kind is the runtime representation of a Value. The column's declared type (CQL on the source
@@ -77,6 +79,40 @@ func Bool(b bool) Value {
 }
 
 func (v Value) IsNull() bool { return v.Kind == KindNull }
+
+// valueJSON is a Value's JSON form (a checkpoint's and replicate.json's split values): its fields
+// by name, Str as a JSON string when it is UTF-8, else its bytes in Bytes (a VARBINARY value,
+// which a JSON string would hold with U+FFFD in place of the bytes that are not UTF-8: a resumed
+// run would route by other split values).
+type valueJSON struct {
+	Str      string
+	Bytes    []byte `json:",omitempty"`
+	Num      int64
+	Kind     Kind
+	DecScale uint8
+}
+
+// MarshalJSON writes v's fields, keeping every byte of Str.
+func (v Value) MarshalJSON() ([]byte, error) {
+	j := valueJSON{Str: v.Str, Num: v.Num, Kind: v.Kind, DecScale: v.DecScale}
+	if !utf8.ValidString(v.Str) {
+		j.Str, j.Bytes = "", []byte(v.Str)
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (v *Value) UnmarshalJSON(data []byte) error {
+	var j valueJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*v = Value{Str: j.Str, Num: j.Num, Kind: j.Kind, DecScale: j.DecScale}
+	if j.Bytes != nil {
+		v.Str = string(j.Bytes)
+	}
+	return nil
+}
 
 // AllNull tells whether every value is null: the non-key values of a row that holds nothing but
 // its key, which a wide table does not keep (Lindorm stores no row without a cell).
