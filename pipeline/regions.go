@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"math"
 	"math/big"
 	"sort"
 	"strings"
@@ -154,7 +155,8 @@ func (p RegionPlan) compare(a, b Value) int {
 }
 
 // Compare orders two values of a Lindorm type the way the table stores them ascending: numbers
-// numerically, VARCHAR and VARBINARY byte-wise, false before true. Null sorts first.
+// numerically (a float NaN after every number), VARCHAR and VARBINARY byte-wise, false before
+// true. Null sorts first.
 func Compare(t Type, a, b Value) int {
 	if a.Kind == KindNull || b.Kind == KindNull {
 		switch {
@@ -190,14 +192,30 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
+// cmpFloat orders NaN after every number and equal to NaN (Java's Double.compare, the report's
+// sortable bits): compared as equal to everything, one NaN in a key broke --sort's order and
+// routed a NaN to opposite ends for ASC and DESC plans.
 func cmpFloat(a, b float64) int {
-	switch {
+	switch an, bn := math.IsNaN(a), math.IsNaN(b); {
+	case an || bn:
+		return cmpBool(an, bn)
 	case a < b:
 		return -1
 	case a > b:
 		return 1
 	}
 	return 0
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 func cmpDecimal(a, b Value) int {

@@ -396,9 +396,13 @@ func (p *Program) quantileSplits(n int, sample [][]pipeline.Value) []pipeline.Va
 }
 
 // splitWritable tells whether ddl.sql can write v as a point of SPLITKEYS: text without a
-// comma, backslash or control character (pipeline.SplitTextProblem). Other types are written
-// as digits, dates or hex.
+// comma, backslash or control character (pipeline.SplitTextProblem), and no float NaN (which
+// sorts after every number; whether SPLITKEYS reads 'NaN' is not documented). Other types are
+// written as digits, dates or hex.
 func splitWritable(t pipeline.Type, v pipeline.Value) bool {
+	if v.Kind == pipeline.KindFloat && math.IsNaN(v.Float()) {
+		return false
+	}
 	if t == pipeline.TypeVarbinary || v.Kind != pipeline.KindText && v.Kind != pipeline.KindBytes {
 		return true
 	}

@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -444,6 +445,47 @@ func TestQuantileSkipsUnwritableSplitValues(t *testing.T) {
 	}
 	if got := splitStrings(plan); got != "f1" {
 		t.Errorf("splits %q, want f1 (the first value from the median e,1 on that SPLITKEYS can carry)", got)
+	}
+}
+
+// A DOUBLE first column's NaN sorts after every number: quantile splits stay increasing over a
+// sample holding NaN, and a NaN is never a split point (whether SPLITKEYS reads 'NaN' is not
+// documented): the NaN rows share the last region, ascending, or the first, descending.
+func TestQuantileOverNaN(t *testing.T) {
+	for _, desc := range []bool{false, true} {
+		key := "[d][h]"
+		if desc {
+			key = "[d DESC][h]"
+		}
+		p := compileYAML(t, "version: 1\nsource: {columns: {d: double, h: text}}\ntarget: {table: t, primary_key: '"+key+"'}\nregions: {count: 4}\n")
+		var recs []pipeline.Record
+		for i := 0; i < 400; i++ {
+			v := float64((i * 7919) % 400)
+			if i%2 == 1 {
+				v = math.NaN()
+			}
+			recs = append(recs, pipeline.Record{Values: []pipeline.Value{pipeline.Float(v), pipeline.Text("h")}})
+		}
+		rows := applyAll(t, p, recs)
+		plan, err := p.PlanRegions(RegionRequest{Sample: rows})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range plan.Splits {
+			if math.IsNaN(v.Float()) {
+				t.Fatalf("desc %v: split %d is NaN: %s", desc, i, splitStrings(plan))
+			}
+			if i > 0 && (pipeline.Compare(plan.Type, plan.Splits[i-1], v) < 0) == desc {
+				t.Fatalf("desc %v: splits out of order: %s", desc, splitStrings(plan))
+			}
+		}
+		want := plan.Count() - 1
+		if desc {
+			want = 0
+		}
+		if r := plan.Route(pipeline.Float(math.NaN())); r != want {
+			t.Errorf("desc %v: NaN routed to region %d of %s, want %d", desc, r, splitStrings(plan), want)
+		}
 	}
 }
 
