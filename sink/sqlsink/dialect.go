@@ -32,10 +32,11 @@ import (
 // server-side prepares cost a round trip per statement shape; literals also cost no allocation
 // per value. Literals: VARCHAR/JSON quoted with backslash escapes (every MySQL connection sets
 // its sql_mode without NO_BACKSLASH_ESCAPES when it opens, so a server whose mode changes under
-// a run cannot change what a literal means; Lindorm's sessions take them by default); integers; FLOAT/DOUBLE in shortest round-trip form; DECIMAL at the
-// column's scale; BOOLEAN TRUE/FALSE; TIMESTAMP 'yyyy-mm-dd hh:mm:ss.SSS' and DATE 'yyyy-mm-dd'
-// in UTC, read by the session in UTC because every connection sets time_zone='+00:00';
-// VARBINARY X'hex'.
+// a run cannot change what a literal means; Lindorm's sessions take them by default); integers;
+// DOUBLE in shortest round-trip form, FLOAT as the shortest form of its exact double (what a
+// FLOAT column compares as); DECIMAL at the column's scale; BOOLEAN TRUE/FALSE; TIMESTAMP
+// 'yyyy-mm-dd hh:mm:ss.SSS' and DATE 'yyyy-mm-dd' in UTC, read by the session in UTC because
+// every connection sets time_zone='+00:00'; VARBINARY X'hex'.
 type Dialect = sqldialect.Dialect
 
 // statements holds a table's fixed statement pieces.
@@ -416,17 +417,15 @@ func (s *statements) appendLiteral(dst []byte, col pipeline.Column, v pipeline.V
 			return dst, &pipeline.RowError{Code: CodeTargetRefused, Field: col.Name,
 				Message: strconv.FormatFloat(f, 'g', -1, 64) + " has no SQL literal: a " + col.Type.String() + " column over SQL takes finite numbers only"}
 		}
-		bits := 64
 		if col.Type == pipeline.TypeFloat {
-			bits = 32
-			if math.Abs(float64(float32(f))) == math.MaxFloat32 {
-				// its shortest form, 3.4028235e+38, read as a double is above the largest FLOAT:
-				// MySQL and MariaDB refuse it as out of range; the exact value is not
-				bits = 64
-				f = float64(float32(f))
-			}
+			// the stored float's exact double (0.1 as 0.10000000149011612), not its shortest
+			// float form: MySQL and MariaDB compare a FLOAT column with a literal as doubles, so
+			// a key written short matched no row (a delete or a lookup by key found nothing),
+			// and the largest FLOAT's shortest form, 3.4028235e+38, is out of range as a double;
+			// stored into a FLOAT, the exact double is the same float
+			f = float64(float32(f))
 		}
-		return strconv.AppendFloat(dst, f, 'g', -1, bits), nil
+		return strconv.AppendFloat(dst, f, 'g', -1, 64), nil
 	case pipeline.TypeDecimal:
 		d, err := files.DecimalValue(col, v)
 		if err != nil {
