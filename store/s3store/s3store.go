@@ -490,15 +490,26 @@ func (s *Store) Remove(ctx context.Context, names ...string) error {
 // Sweep implements store.Store: it aborts every unfinished multipart upload under prefix (a
 // crashed run's parts, which the bucket keeps, and bills, until aborted). The spool files of
 // a crashed process need nothing: they were unlinked when created.
+func (s *Store) Sweep(ctx context.Context, prefix string) error {
+	n := 0
+	err := s.abortUploads(ctx, s.key(prefix), "sweep: abort the unfinished upload of", nil, func(types.MultipartUpload) { n++ })
+	if n > 0 {
+		s.log.Info("aborted unfinished uploads", zap.String("under", s.Location(prefix)), zap.Int("uploads", n))
+	}
+	return err
+}
+
+// abortUploads aborts every unfinished multipart upload whose key starts with keyPrefix, but
+// those keep (when not nil) holds, and calls aborted for each; op names the step in errors.
 //
 // Once a page's uploads are aborted, the listing starts again from the first: what is left is
 // listed first anyway, and the next page's markers would name an upload just aborted, which a
 // server may refuse as a marker (versitygw: "Invalid uploadId marker"), leaving the uploads of
-// every later page. Only a page that shows no upload but those already aborted (a listing that
-// lags behind the aborts) is passed by its markers.
-func (s *Store) Sweep(ctx context.Context, prefix string) error {
-	aborted := map[[2]string]bool{}
-	in := s.uploadsInput(s.key(prefix))
+// every later page. Only a page that shows no upload but those already aborted or kept (a
+// listing that lags behind the aborts) is passed by its markers.
+func (s *Store) abortUploads(ctx context.Context, keyPrefix, op string, keep func(types.MultipartUpload) bool, aborted func(types.MultipartUpload)) error {
+	seen := map[[2]string]bool{}
+	in := s.uploadsInput(keyPrefix)
 	for {
 		out, err := s.listUploads(ctx, in)
 		if err != nil || out == nil {
@@ -507,7 +518,11 @@ func (s *Store) Sweep(ctx context.Context, prefix string) error {
 		fresh := false
 		for _, u := range out.Uploads {
 			id := [2]string{aws.ToString(u.Key), aws.ToString(u.UploadId)}
-			if aborted[id] {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			if keep != nil && keep(u) {
 				continue
 			}
 			fresh = true
@@ -515,12 +530,12 @@ func (s *Store) Sweep(ctx context.Context, prefix string) error {
 				Bucket: aws.String(s.t.bucket), Key: u.Key, UploadId: u.UploadId,
 			})
 			if err != nil && !isCode(err, "NoSuchUpload") {
-				return s.fail("sweep: abort the unfinished upload of", strings.TrimPrefix(aws.ToString(u.Key), s.t.prefix), err)
+				return s.fail(op, strings.TrimPrefix(aws.ToString(u.Key), s.t.prefix), err)
 			}
-			aborted[id] = true
+			aborted(u)
 		}
 		if !morePages(out) {
-			break
+			return nil
 		}
 		if fresh {
 			in.KeyMarker, in.UploadIdMarker = nil, nil
@@ -528,10 +543,6 @@ func (s *Store) Sweep(ctx context.Context, prefix string) error {
 			in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
 		}
 	}
-	if len(aborted) > 0 {
-		s.log.Info("aborted unfinished uploads", zap.String("under", s.Location(prefix)), zap.Int("uploads", len(aborted)))
-	}
-	return nil
 }
 
 // Unfinished lists the names of the multipart uploads under prefix that were neither completed
@@ -556,27 +567,6 @@ func (s *Store) Unfinished(ctx context.Context, prefix string) ([]string, error)
 			return names, nil // the last page, or one that does not go on (no later key)
 		}
 		in.KeyMarker = out.NextKeyMarker
-	}
-}
-
-// eachUpload calls fn for every unfinished multipart upload whose key starts with keyPrefix,
-// page by page; fn's error stops it.
-func (s *Store) eachUpload(ctx context.Context, keyPrefix string, fn func(types.MultipartUpload) error) error {
-	in := s.uploadsInput(keyPrefix)
-	for {
-		out, err := s.listUploads(ctx, in)
-		if err != nil || out == nil {
-			return err
-		}
-		for _, u := range out.Uploads {
-			if err := fn(u); err != nil {
-				return err
-			}
-		}
-		if !morePages(out) {
-			return nil
-		}
-		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
 	}
 }
 

@@ -681,3 +681,42 @@ func TestUnfinishedNamesTheUploadsOfEveryPageVersitygw(t *testing.T) {
 		}
 	}
 }
+
+// A writer whose CreateMultipartUpload needed a retry aborts the other uploads of its key,
+// however many pages they take. Continuing the listing past an upload just aborted named a
+// marker that is gone, which versitygw refuses ("Invalid uploadId marker"): the writer failed
+// and the lost uploads of the later pages stayed.
+func TestAbortOthersAbortsEveryPageVersitygw(t *testing.T) {
+	was := uploadsPage
+	t.Cleanup(func() { uploadsPage = was })
+	uploadsPage = 2
+	s := openStore(t, s3test.StartVersitygw(t), "out", Options{})
+	ctx := t.Context()
+	const name = "data/region-0000/part-00000.parquet"
+	var keep string
+	for i := range 7 {
+		out, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(s.t.bucket), Key: aws.String(s.key(name))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 3 {
+			keep = aws.ToString(out.UploadId)
+		}
+	}
+	w, _ := s.Create(ctx, name)
+	if err := w.(*writer).abortOthers(keep); err != nil {
+		t.Fatalf("abortOthers over 6 lost uploads in pages of %d: %v", uploadsPage, err)
+	}
+	out, err := s.client.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(s.t.bucket), Prefix: aws.String(s.key(name))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, u := range out.Uploads {
+		left = append(left, aws.ToString(u.UploadId))
+	}
+	if len(left) != 1 || left[0] != keep {
+		t.Fatalf("uploads left %v, want only the writer's %s", left, keep)
+	}
+	w.Abort()
+}

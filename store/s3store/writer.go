@@ -315,17 +315,13 @@ func (w *writer) Abort() error {
 func (w *writer) abortOthers(keep string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return w.s.eachUpload(ctx, w.key, func(u types.MultipartUpload) error {
-		if aws.ToString(u.Key) != w.key || aws.ToString(u.UploadId) == keep {
-			return nil
-		}
-		_, err := w.s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(w.s.t.bucket), Key: u.Key, UploadId: u.UploadId})
-		if err != nil && !isCode(err, "NoSuchUpload") {
-			return w.s.fail("write: abort a lost multipart upload of", w.name, err)
-		}
-		w.s.log.Warn("aborted a multipart upload started by a request that timed out", zap.String("file", w.name), zap.String("upload", aws.ToString(u.UploadId)))
-		return nil
-	})
+	return w.s.abortUploads(ctx, w.key, "write: abort a lost multipart upload of",
+		func(u types.MultipartUpload) bool {
+			return aws.ToString(u.Key) != w.key || aws.ToString(u.UploadId) == keep
+		},
+		func(u types.MultipartUpload) {
+			w.s.log.Warn("aborted a multipart upload started by a request that timed out", zap.String("file", w.name), zap.String("upload", aws.ToString(u.UploadId)))
+		})
 }
 
 // discard closes a spool file and removes it where newSpool could not.
