@@ -70,6 +70,28 @@ func LoaderPath(location, folder string, inBucket bool) (string, error) {
 	return path.Join(prefix, folder) + "/", nil
 }
 
+// loaderPathSpecials are the characters a bucket prefix may not hold, as the bulkload job's
+// filePath (LoaderPath) cannot name it: '?', '#' and '%' end or escape the path of the URI the
+// path is read from, and '*', '?', '[', ']', '{', '}' and '\' are glob syntax for the job's
+// Spark (Hadoop's globStatus), which would read other folders' files too, or none.
+const loaderPathSpecials = `?#%*[]{}\`
+
+// CheckLoaderPath refuses a bucket output whose prefix the bulk load's filePath cannot name:
+// location is the store's Location (scheme://bucket/prefix/, the prefix as its keys spell it).
+// A run checks it before it writes anything there; a local folder passes.
+func CheckLoaderPath(location string) error {
+	if !InBucket(location) {
+		return nil
+	}
+	_, rest, _ := strings.Cut(location, "://")
+	_, prefix, _ := strings.Cut(rest, "/")
+	if i := strings.IndexAny(prefix, loaderPathSpecials); i >= 0 {
+		return fmt.Errorf("the prefix %q holds %q, which bulkload.json's filePath (a Hadoop path and glob) cannot name: "+
+			"the job would read other files, or none; choose a prefix without any of %s", strings.TrimSuffix(prefix, "/"), prefix[i], strings.Join(strings.Split(loaderPathSpecials, ""), " "))
+	}
+	return nil
+}
+
 // BucketLocation is the location of a bucket output as its command-line tools name it: scheme,
 // bucket and prefix, without the query (?endpoint=...) or a trailing slash.
 func BucketLocation(location string) string {

@@ -432,6 +432,9 @@ func (inv *invocation) openStore(ctx context.Context, out string) (store.Store, 
 	} else if err != nil {
 		return nil, runFailed(fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
 	}
+	if err := output.CheckLoaderPath(st.Location("")); err != nil {
+		return nil, usageError(fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
+	}
 	if inv.wrapOut != nil {
 		st = inv.wrapOut(st)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -321,4 +322,37 @@ func shopShards(t *testing.T) (mapping, uri string, want []string) {
 		t.Fatalf("unsharded run: %d rows", len(want))
 	}
 	return mapping, uri, want
+}
+
+// A bucket prefix holding a character that bulkload.json's filePath cannot carry ('?', '#' or
+// '%', which end or escape a URI's path; '*', '[', '{' ..., which the job's Spark glob expands)
+// is refused before anything is written. merge took its filePath from the prefix read back as a
+// URI: --out s3://rekey/runs%3Fx gave filePath "runs/data/*/", the files of another prefix; and a
+// glob character in the prefix names other folders' files as well.
+func TestBucketPrefixTheBulkloadCannotNameIsRefused(t *testing.T) {
+	t.Parallel()
+	srv := s3test.StartGofakes3(t, nil)
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	in := srv.URIFor("in")
+	mustRunWithEnv(t, srv.Env, "migrate", "-m", mapping, "--source", "gen:orders?rows=100", "--out", in, "--progress", "never")
+	for _, prefix := range []string{"runs%3Fx", "runs%23x", "runs%25x", "runs/o*", "runs/o%5B1%5D"} {
+		for _, args := range [][]string{
+			{"merge", in, "--out", srv.URIFor(prefix + "/merged")},
+			{"migrate", "-m", mapping, "--source", "gen:orders?rows=100", "--out", srv.URIFor(prefix + "/migrated"), "--progress", "never"},
+		} {
+			out := args[slices.Index(args, "--out")+1]
+			code, stdout, errs := runCLIWithEnv(t, srv.Env, args...)
+			if code != 2 || !strings.Contains(errs, "filePath") {
+				var job lindorm.BulkloadJob
+				if data, err := openURI(t, out, srv.Env).Get(context.Background(), output.BulkloadFile); err == nil {
+					_ = json.Unmarshal(data, &job)
+				}
+				t.Errorf("rekey %s: exit %d, want 2 saying why (bulkload.json filePath %q)\n%s%s", args[0], code, job.ReaderConfig.FilePath, stdout, errs)
+				continue
+			}
+			if objs, err := openURI(t, out, srv.Env).List(context.Background(), ""); err != nil || len(objs) != 0 {
+				t.Errorf("rekey %s into %s refused, but it wrote %d objects (%v)", args[0], out, len(objs), err)
+			}
+		}
+	}
 }
