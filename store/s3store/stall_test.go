@@ -2,6 +2,7 @@ package s3store
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -48,5 +49,67 @@ func TestStalledCreateLeavesNoUpload(t *testing.T) {
 	}
 	if left, err := s.Unfinished(ctx, ""); err != nil || len(left) > 0 {
 		t.Fatalf("unfinished uploads after a successful commit: %v %v", left, err)
+	}
+}
+
+// A CompleteMultipartUpload whose answer never comes (the server completed the upload, the
+// response was lost) is retried, and a server whose Complete is not idempotent answers the
+// retry NoSuchUpload (MinIO does; AWS S3 and versitygw answer it again): the object was there,
+// whole, but the commit failed and with it the run. The writer now checks the object its key
+// holds, by the size it wrote and the ETag of the parts it sent, and commits. An object that is
+// not the writer's (another one under the key, the upload gone) still fails the commit.
+func TestLostCompleteAnswerCommits(t *testing.T) {
+	var completes atomic.Int32
+	var forward atomic.Bool // the first Complete reaches the server; false: none does
+	srv := s3test.StartVersitygw(t).Proxy(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if s3test.Op(r) != "CompleteMultipartUpload" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if completes.Add(1) == 1 && forward.Load() {
+				next.ServeHTTP(httptest.NewRecorder(), r) // the server completes the upload...
+				<-r.Context().Done()                      // ...and its answer never leaves: the client gives up
+				return
+			}
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchUpload</Code><Message>The specified multipart upload does not exist.</Message></Error>`)
+		})
+	})
+	s := openStore(t, srv, "out", Options{PartSize: 5 << 20, StallTimeout: 500 * time.Millisecond})
+	ctx := t.Context()
+	const name = "data/region-0000/part-00000.parquet"
+	data := payload(12, 11<<20+100)
+	write := func() (int64, error) {
+		w, err := s.Create(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Abort()
+		if err := writeAll(w, data, 64<<10); err != nil {
+			t.Fatal(err)
+		}
+		return w.Commit(ctx)
+	}
+
+	forward.Store(true)
+	n, err := write()
+	if err != nil || n != int64(len(data)) {
+		t.Fatalf("Commit of an upload the server completed: %d bytes, %v", n, err)
+	}
+	if n := completes.Load(); n < 2 {
+		t.Fatalf("%d CompleteMultipartUpload requests, want the stalled one and its retry", n)
+	}
+	if got, err := s.Get(ctx, name); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("Get: %d bytes, %v", len(got), err)
+	}
+
+	// The same name again, the same size, other bytes, and no Complete reaches the server: the
+	// object the key holds is the first writer's, not this one's.
+	forward.Store(false)
+	data = payload(13, len(data))
+	if _, err := write(); !isCode(err, "NoSuchUpload") {
+		t.Fatalf("Commit whose upload is gone, under an object of another writer: %v, want NoSuchUpload", err)
 	}
 }

@@ -3,11 +3,14 @@ package s3store
 import (
 	"bufio"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -257,12 +260,45 @@ func (w *writer) Commit(ctx context.Context) (int64, error) {
 		UploadId:        aws.String(w.uploadID),
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 	})
-	if err != nil {
+	if err != nil && !w.completed(ctx, parts) {
 		return 0, w.s.fail("commit", w.name, err)
 	}
 	w.uploadID = "" // complete: nothing for Abort to abort
 	w.finish()
 	return w.total, nil
+}
+
+// completed tells whether the key holds this writer's object after a CompleteMultipartUpload
+// that failed: the server may have completed the upload and lost its answer, and a retry of it
+// finds no upload (NoSuchUpload, on servers whose Complete is not idempotent). The object is the
+// writer's when it has the size written and the ETag of a multipart upload of these parts (the
+// MD5 of their MD5s, "-" and their count): no other writer uses the key (see abortOthers).
+func (w *writer) completed(ctx context.Context, parts []types.CompletedPart) bool {
+	want, ok := multipartETag(parts)
+	if !ok {
+		return false
+	}
+	out, err := w.s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(w.s.t.bucket), Key: aws.String(w.key)})
+	if err != nil || aws.ToInt64(out.ContentLength) != w.total || !strings.EqualFold(strings.Trim(aws.ToString(out.ETag), `"`), want) {
+		return false
+	}
+	w.s.log.Warn("the upload was completed though its answer was lost", zap.String("file", w.name), zap.Int64("bytes", w.total))
+	return true
+}
+
+// multipartETag is the ETag S3 gives the object of a multipart upload of parts (in order): the
+// hex MD5 of their MD5s, "-" and their count. false when a part's ETag is not an MD5 (a server
+// that computes ETags otherwise).
+func multipartETag(parts []types.CompletedPart) (string, bool) {
+	h := md5.New()
+	for _, p := range parts {
+		sum, err := hex.DecodeString(strings.Trim(aws.ToString(p.ETag), `"`))
+		if err != nil || len(sum) != md5.Size {
+			return "", false
+		}
+		h.Write(sum)
+	}
+	return fmt.Sprintf("%x-%d", h.Sum(nil), len(parts)), true
 }
 
 // finish releases the writer's spool and buffer after a successful Commit.
