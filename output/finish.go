@@ -105,18 +105,58 @@ func BucketLocation(location string) string {
 // CopyCommand is the command that copies an object of the bucket output at location (as --out
 // gives it, or as BucketLocation names it) to a local file: OSS's ossutil, or the AWS CLI for
 // S3, told the server's endpoint when --out names one (an S3-compatible server: without it the
-// CLI would ask AWS for a bucket of that name).
+// CLI would ask AWS for a bucket of that name). ossutil is told the bucket's endpoint as well,
+// from endpoint= or region=: it would ask the endpoint of its configuration, another region's
+// for a bucket elsewhere.
 func CopyCommand(location string) string {
+	var ep, region string
+	if u, err := url.Parse(location); err == nil {
+		ep, region = shellWord(u.Query().Get("endpoint")), shellWord(u.Query().Get("region"))
+	}
 	if strings.HasPrefix(location, "oss://") {
+		switch {
+		case strings.HasSuffix(hostOf(ep), ".aliyuncs.com"):
+			// OSS's own host (oss-REGION[-internal].aliyuncs.com), which --out may give as the
+			// S3 API's (s3.oss-...), as ossutil's documentation names endpoints.
+			return "ossutil cp -e " + strings.TrimPrefix(hostOf(ep), "s3.")
+		case ep != "":
+			return "ossutil cp -e " + ep // an OSS-compatible server
+		case region != "":
+			return "ossutil cp -e oss-" + region + ".aliyuncs.com"
+		}
 		return "ossutil cp"
 	}
-	if u, err := url.Parse(location); err == nil {
-		if ep := u.Query().Get("endpoint"); ep != "" && !strings.ContainsAny(ep, " '\"$`") {
-			if !strings.Contains(ep, "://") {
-				ep = "https://" + ep // as --out reads it
-			}
-			return "aws s3 cp --endpoint-url " + ep
+	if ep != "" {
+		if !strings.Contains(ep, "://") {
+			ep = "https://" + ep // as --out reads it
 		}
+		return "aws s3 cp --endpoint-url " + ep
 	}
 	return "aws s3 cp"
+}
+
+// shellWord is v when a shell reads it as one word, as it is; "" otherwise (the user's own tool
+// settings then).
+func shellWord(v string) string {
+	if strings.IndexFunc(v, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-_:/", r))
+	}) >= 0 {
+		return ""
+	}
+	return v
+}
+
+// hostOf is the host name of an endpoint= value: http(s)://host[:port] or host[:port].
+func hostOf(endpoint string) string {
+	if endpoint == "" {
+		return ""
+	}
+	if !strings.Contains(endpoint, "://") {
+		endpoint = "https://" + endpoint
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }

@@ -28,7 +28,7 @@ func TestNextStepsStore(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Next steps",
-		`ossutil cp 'oss://bkt/runs/o'\''rders/ddl.sql' ddl.sql`,
+		`ossutil cp -e oss-cn-hangzhou.aliyuncs.com 'oss://bkt/runs/o'\''rders/ddl.sql' ddl.sql`,
 		`mysql -h LINDORM_HOST -P 33060 -u "$LINDORM_USER" -p -D shop < ddl.sql`,
 		`Data files: oss://bkt/runs/o'rders/data/ (filePath "runs/o'rders/data/*/"`,
 		"Data Source Management > Add Data Source",
@@ -156,6 +156,31 @@ func TestNextStepsFetchFromTheEndpoint(t *testing.T) {
 	} {
 		if !strings.Contains(got, "aws s3 cp --endpoint-url http://127.0.0.1:7070 s3://bkt/runs/orders/ddl.sql ddl.sql") {
 			t.Errorf("next steps of a bucket on an S3-compatible server:\n%s", got)
+		}
+	}
+}
+
+// A bucket on OSS is fetched from its region: the ossutil command names the endpoint --out
+// gives or the region implies (OSS's own host, not the S3 API's s3.oss-... one), or ossutil
+// would ask the endpoint of its configuration, another region's for a bucket elsewhere.
+func TestNextStepsOSSFetchFromTheRegion(t *testing.T) {
+	for out, want := range map[string]string{
+		"oss://bkt/runs/orders?region=cn-beijing":                                         "ossutil cp -e oss-cn-beijing.aliyuncs.com oss://bkt/runs/orders/ddl.sql ddl.sql",
+		"oss://bkt/runs/orders?endpoint=https://s3.oss-cn-hangzhou-internal.aliyuncs.com": "ossutil cp -e oss-cn-hangzhou-internal.aliyuncs.com oss://bkt/runs/orders/ddl.sql ddl.sql",
+		"oss://bkt/runs/orders?endpoint=oss-cn-shanghai.aliyuncs.com":                     "ossutil cp -e oss-cn-shanghai.aliyuncs.com oss://bkt/runs/orders/ddl.sql ddl.sql",
+		"oss://bkt/runs/orders?endpoint=http://127.0.0.1:7070&path_style=true&region=r1":  "ossutil cp -e http://127.0.0.1:7070 oss://bkt/runs/orders/ddl.sql ddl.sql",
+	} {
+		job, err := lindorm.NewBulkloadJob(sinktest.OrdersSchema(), lindorm.JobOptions{DataDir: "data", FileType: "Parquet", Out: out, Regions: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, got := range []string{
+			lindorm.NextSteps([]*lindorm.BulkloadJob{job}, lindorm.NextRun{Out: out, RowsWritten: 3, Mapping: "m.yaml", Source: "file:o.csv"}),
+			lindorm.NextSteps(nil, lindorm.NextRun{Out: out, Mapping: "m.yaml", Source: "file:o.csv"}),
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("next steps of %s lack %q:\n%s", out, want, got)
+			}
 		}
 	}
 }
