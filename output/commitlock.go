@@ -54,8 +54,9 @@ type CommitLock interface {
 // OpenCommitLock opens the commit lock of the replication output st (out names it in messages).
 // On a folder it removes the temporary files a killed member left at its top (only written
 // under the lock). On an object store it takes the prefix's lock, waiting for a stale one to
-// expire, and aborts the unfinished uploads a killed member left; a lock held by a live process
-// is refused with an error wrapping ErrRefusedResume.
+// expire, and aborts the unfinished uploads a killed member left when the prefix holds a
+// replication or nothing (anything else the run refuses before writing, and its uploads are left
+// alone); a lock held by a live process is refused with an error wrapping ErrRefusedResume.
 func OpenCommitLock(ctx context.Context, st store.Store, out string, log *zap.Logger) (CommitLock, error) {
 	if log == nil {
 		log = zap.NewNop()
@@ -67,9 +68,23 @@ func OpenCommitLock(ctx context.Context, st store.Store, out string, log *zap.Lo
 	if err != nil {
 		return nil, err
 	}
-	if err := st.Sweep(ctx, ""); err != nil {
+	// A prefix holding anything but a replication is refused before the run writes there
+	// (CheckReplicationOutput): the uploads in flight under it are no killed member's, and a
+	// sweep aborts every unfinished upload under the prefix, whoever's. replicate.json names a
+	// replication at once; only a prefix without it is listed.
+	_, err = st.Stat(ctx, ReplicateStateFile)
+	if store.IsNotExist(err) {
+		err = CheckReplicationOutput(ctx, st, out)
+	}
+	switch {
+	case err == nil:
+		if err := st.Sweep(ctx, ""); err != nil {
+			lock.Release()
+			return nil, fmt.Errorf("--out %s: %w", out, err)
+		}
+	case !errors.Is(err, ErrRefusedResume):
 		lock.Release()
-		return nil, fmt.Errorf("--out %s: %w", out, err)
+		return nil, err
 	}
 	return &bucketCommitLock{lock: lock}, nil
 }

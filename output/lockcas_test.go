@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store"
 	"github.com/rekey/rekey/store/s3store/s3test"
@@ -187,5 +188,56 @@ func TestObjectStoreLockRenewalWhoseAnswerWasLost(t *testing.T) {
 	}
 	if err := o.objLock.renew(ctx); err != nil {
 		t.Fatalf("the next renewal: %v", err)
+	}
+}
+
+// A run refused an output that holds another tool's files (a migrate, with or without --resume
+// or --overwrite, or a replicate) changes nothing there: the other tool's multipart upload in
+// flight under the prefix is left alone. The sweep of unfinished uploads came before the
+// refusal and aborted it.
+func TestRefusedOutputKeepsOtherUploadsVersitygw(t *testing.T) {
+	defer func(settle time.Duration) { lockSettle = settle }(lockSettle)
+	lockSettle = 10 * time.Millisecond
+	srv := s3test.StartVersitygw(t)
+	ctx := context.Background()
+	st, err := s3store.Open(ctx, srv.URIFor("shared"), s3test.Getenv(srv.Env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(ctx, "report.csv", []byte("a,b\n")); err != nil {
+		t.Fatal(err)
+	}
+	w, err := st.Create(ctx, "big.bin") // another tool's upload in flight: its first part sent
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if _, err := w.Write(make([]byte, 9<<20)); err != nil { // over a part: sent in the background
+		t.Fatal(err)
+	}
+	wait.For(t, func() bool { names, _ := st.Unfinished(ctx, ""); return len(names) == 1 }, "the other tool's upload started")
+	// rekey replicate's lock on the prefix: the run refuses the folder before it writes
+	// (CheckReplicationOutput), so the uploads there are no killed member's to abort
+	cl, err := OpenCommitLock(ctx, st, "shared", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.Release()
+	if names, err := st.Unfinished(ctx, ""); err != nil || len(names) != 1 || names[0] != "big.bin" {
+		t.Fatalf("after the commit lock of a replication: unfinished uploads %v (%v), want the other tool's big.bin", names, err)
+	}
+	if err := CheckReplicationOutput(ctx, st, "shared"); !errors.Is(err, ErrRefusedResume) {
+		t.Fatalf("CheckReplicationOutput of a folder holding another tool's files: %v, want a refusal", err)
+	}
+	for _, spec := range []Spec{{}, {Overwrite: true}, {Resume: true}} {
+		if o, err := Open(ctx, st, spec, nil); !errors.Is(err, ErrRefusedResume) {
+			if o != nil {
+				o.Close()
+			}
+			t.Fatalf("Open %+v of a folder holding another tool's files: %v, want a refusal", spec, err)
+		}
+		if names, err := st.Unfinished(ctx, ""); err != nil || len(names) != 1 || names[0] != "big.bin" {
+			t.Fatalf("after a refused Open %+v: unfinished uploads %v (%v), want the other tool's big.bin", spec, names, err)
+		}
 	}
 }

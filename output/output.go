@@ -144,9 +144,15 @@ func Lock(ctx context.Context, st store.Store, dir string, logger *zap.Logger) (
 
 func (o *Output) open(ctx context.Context, spec Spec, logger *zap.Logger) error {
 	st := o.Store
-	// what unfinished writers of an earlier run left is never an object: it goes first
-	if err := st.Sweep(ctx, ""); err != nil {
-		return fmt.Errorf("--out %s: %w", spec.Dir, err)
+	// What unfinished writers of an earlier run left is never an object, so it is not listed; it
+	// goes first once the output is this run's to write (empty, or rekey's to overwrite or start
+	// over). In a bucket a sweep aborts every unfinished upload under the prefix, whoever's: a
+	// refused run, whose --out may be another tool's folder, leaves them alone.
+	sweep := func() error {
+		if err := st.Sweep(ctx, ""); err != nil {
+			return fmt.Errorf("--out %s: %w", spec.Dir, err)
+		}
+		return nil
 	}
 	objs, err := st.List(ctx, "")
 	if err != nil {
@@ -164,7 +170,7 @@ func (o *Output) open(ctx context.Context, spec Spec, logger *zap.Logger) error 
 		}
 	}
 	if len(names) == 0 {
-		return nil // a fresh start, with or without --resume
+		return sweep() // a fresh start, with or without --resume
 	}
 	if slices.Contains(tops, ShardsDir) {
 		return refuse("--out %s holds the shards of a migration written together (%s/): run a shard there with --shard i/N --shared-out, finish them with rekey merge --out %s, or choose a new --out directory", spec.Dir, ShardsDir, spec.Dir)
@@ -175,6 +181,9 @@ func (o *Output) open(ctx context.Context, spec Spec, logger *zap.Logger) error 
 	if spec.Overwrite && !spec.Resume {
 		if foreign := notRekeyFiles(tops, finalFiles); len(foreign) > 0 {
 			return refuse("--overwrite: %s holds files rekey did not write (%s): it is not a rekey output; choose a new --out directory", spec.Dir, strings.Join(foreign, ", "))
+		}
+		if err := sweep(); err != nil {
+			return err
 		}
 		if err := st.Remove(ctx, names...); err != nil {
 			return fmt.Errorf("--overwrite: remove the previous run's output: %w", err)
@@ -194,6 +203,9 @@ func (o *Output) open(ctx context.Context, spec Spec, logger *zap.Logger) error 
 		if foreign := notRekeyFiles(tops, nil); len(foreign) > 0 {
 			return refuse("--resume: %s has no %s and holds files rekey did not write (%s): it is not an interrupted rekey run; choose a new --out directory",
 				spec.Dir, CheckpointFile, strings.Join(foreign, ", "))
+		}
+		if err := sweep(); err != nil {
+			return err
 		}
 		if err := st.Remove(ctx, names...); err != nil {
 			return fmt.Errorf("remove what the interrupted run left: %w", err)
