@@ -105,10 +105,12 @@ type ClusteringRange struct{ Start, End ClusteringBound }
 
 // ClusteringBound is one end of a ClusteringRange: values of the first len(Cols) clustering
 // columns (source column indices, in any order: the mapping's key gives the clustering order),
-// and whether the rows equal to that prefix are in the range. No columns: the partition's edge.
+// whether each is DESC in the table's clustering order (Start and End follow that order), and
+// whether the rows equal to that prefix are in the range. No columns: the partition's edge.
 type ClusteringBound struct {
 	Cols      []int
 	Vals      []Value
+	Desc      []bool
 	Inclusive bool
 }
 

@@ -11,10 +11,10 @@ import (
 // the partition key cells it carries) into a range of target keys, when the key lets it be one:
 // the key's leading columns are computed from the partition key cells only and read all of them
 // (the source key as it is, or with a hash prefix of it), and every key column after them is a
-// clustering column as it is, in clustering order, the bounds' columns first. A clustering column
-// declared DESC in the key is taken as DESC in Cassandra's clustering order too. Any other key is
-// refused (range_tombstone): the range's rows are not one range of the table. out is scratch room
-// for a target row.
+// clustering column as it is, in clustering order, the bounds' columns first. Any other key is
+// refused (range_tombstone): the range's rows are not one range of the table. The bounds follow
+// the table's clustering order (a bound names its DESC columns); where the key orders them the
+// other way, the range's ends swap. out is scratch room for a target row.
 func (e *Evaluator) KeyRange(b *pipeline.Batch, r *pipeline.Record, rng *pipeline.ClusteringRange, out []pipeline.Value) (pipeline.KeyRange, *pipeline.RowError) {
 	p := e.p
 	var kr pipeline.KeyRange
@@ -91,7 +91,49 @@ func (e *Evaluator) KeyRange(b *pipeline.Batch, r *pipeline.Record, rng *pipelin
 			return refuse("its bound names clustering columns " + strings.Join(names, ", ") + ", which are not the key columns after the partition key, in order")
 		}
 	}
+	switch reversed, mixed := p.reversedInKey(rng, &kr, clustering, n); {
+	case mixed != "":
+		return refuse("the key orders clustering column " + mixed + " against the table's clustering order (ASC/DESC) unlike the columns before it, so the range is no one range of the key")
+	case reversed:
+		// the same rows, from the other end
+		kr.Start, kr.End = kr.End, kr.Start
+	}
 	return kr, nil
+}
+
+// reversedInKey tells whether the range's bounds, which follow the table's clustering order,
+// lie the other way round in the key's order: every clustering column that tells the bounds
+// apart is DESC in one order and ASC in the other. The leading columns both bounds fix to one
+// value tell nothing; mixed names a column reversed where one before it is not (or the other
+// way round): then the range's rows are not one range of the key. clustering holds
+// the source columns of the key columns from n on.
+func (p *Program) reversedInKey(rng *pipeline.ClusteringRange, kr *pipeline.KeyRange, clustering []int, n int) (reversed bool, mixed string) {
+	tableDesc := func(col int) bool {
+		for _, b := range []*pipeline.ClusteringBound{&rng.Start, &rng.End} {
+			if k := slices.Index(b.Cols, col); k >= 0 && k < len(b.Desc) {
+				return b.Desc[k]
+			}
+		}
+		return false
+	}
+	first := true
+	for i, col := range clustering {
+		if i >= len(kr.Start.Vals) && i >= len(kr.End.Vals) {
+			break
+		}
+		keyCol := &p.target.Columns[n+i]
+		if first && i < len(kr.Start.Vals) && i < len(kr.End.Vals) && pipeline.Compare(keyCol.Type, kr.Start.Vals[i], kr.End.Vals[i]) == 0 {
+			continue
+		}
+		r := tableDesc(col) != keyCol.Desc
+		switch {
+		case first:
+			reversed, first = r, false
+		case r != reversed:
+			return false, p.source[col].Name
+		}
+	}
+	return reversed, ""
 }
 
 // keyBound turns a clustering bound into a bound of the key columns after the partition key

@@ -90,3 +90,65 @@ func TestKeyRange(t *testing.T) {
 		}
 	}
 }
+
+// A range tombstone's bounds come in Cassandra's clustering order, a column's DESC named by its
+// bound (the connector's ReversedType): where the key orders a column the other way the bounds
+// change ends, and a range whose columns differ in how they are reversed is refused.
+func TestKeyRangeInTheKeysOrder(t *testing.T) {
+	const src = `version: 1
+source:
+  name: ks.tb
+  columns:
+    a: int
+    b: int
+    c: int
+    x: text
+target:
+  table: tb
+`
+	bound := func(incl bool, desc []bool, vals ...int64) pipeline.ClusteringBound {
+		b := pipeline.ClusteringBound{Inclusive: incl}
+		for i, v := range vals {
+			b.Cols, b.Vals, b.Desc = append(b.Cols, 1+i), append(b.Vals, pipeline.Int(v)), append(b.Desc, desc[i])
+		}
+		return b
+	}
+	show := func(b pipeline.KeyBound) string {
+		var s []string
+		for _, v := range b.Vals {
+			s = append(s, v.String())
+		}
+		return "[" + strings.Join(s, " ") + "]" + map[bool]string{true: "incl", false: "excl"}[b.Inclusive]
+	}
+	asc, desc := []bool{false, false}, []bool{true, false}
+	rec := &pipeline.Record{Values: []pipeline.Value{pipeline.Int(1), pipeline.Null, pipeline.Null, pipeline.Null}, Set: []bool{true, false, false, false}}
+	for _, tc := range []struct {
+		name, key  string
+		start, end pipeline.ClusteringBound
+		want       string
+	}{
+		// b >= 3 on a table clustered b ASC: from 3 to the partition's end
+		{"same order", "[a][b][c]", bound(true, asc, 3), bound(true, asc), "[3]incl..[]incl"},
+		{"key DESC, table ASC", "[a][b DESC][c]", bound(true, asc, 3), bound(true, asc), "[]incl..[3]incl"},
+		// b >= 3 on a table clustered b DESC: from the partition's start down to 3 (as captured)
+		{"key ASC, table DESC", "[a][b][c]", bound(true, desc), bound(true, desc, 3), "[3]incl..[]incl"},
+		{"both DESC", "[a][b DESC][c]", bound(true, desc), bound(true, desc, 3), "[]incl..[3]incl"},
+		// b = 2 AND c >= 1, b DESC in the table only: b is fixed, c decides
+		{"fixed reversed column", "[a][b][c]", bound(true, desc, 2, 1), bound(true, desc, 2), "[2 1]incl..[2]incl"},
+		// (b, c) from (5, 1) to (2, end) with b reversed and c not: not one range of the key
+		{"mixed", "[a][b][c]", bound(true, desc, 5, 1), bound(true, desc, 2), "range_tombstone"},
+	} {
+		p := compileYAML(t, src+"  primary_key: \""+tc.key+"\"\n")
+		rng := &pipeline.ClusteringRange{Start: tc.start, End: tc.end}
+		kr, rerr := p.NewEvaluator().KeyRange(&pipeline.Batch{}, rec, rng, make([]pipeline.Value, len(p.Target().Columns)))
+		got := ""
+		if rerr != nil {
+			got = rerr.Code
+		} else {
+			got = show(kr.Start) + ".." + show(kr.End)
+		}
+		if got != tc.want {
+			t.Errorf("%s, key %s: got %s, want %s", tc.name, tc.key, got, tc.want)
+		}
+	}
+}

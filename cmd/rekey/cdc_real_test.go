@@ -177,38 +177,11 @@ func TestCDCFromTheRealConnector(t *testing.T) {
 	wait.For(t, func() bool { return endOffset() > 0 }, "the connector's first event in "+topic)
 	t.Logf("first event %.1fs after the 50th mutation", time.Since(first).Seconds())
 
-	// replicate runs in the background until stopped (SIGTERM), which waits for its exit 0
+	group := kc.Group("cdc-real")
 	startReplicate := func() (stop func(until int64)) {
-		sigs := make(chan os.Signal)
-		done := make(chan int, 1)
-		var output string
-		go func() {
-			code, o, e := cliRun{signals: sigs}.run(t, "replicate", "-m", mapping,
-				"--source", "kafka://"+strings.Join(kc.Brokers, ",")+"/"+topic+"?group="+kc.Group("cdc-real")+"&format=debezium",
-				"--out", srv.URI(""), "--sql-conns", conns, "--state", filepath.Join(dir, "state"), "--progress", "never")
-			output = o + e
-			done <- code
-		}()
-		// stop waits until replicate committed every event up to the offset until, then stops it
-		return func(until int64) {
-			wait.For(t, func() bool {
-				select {
-				case code := <-done:
-					t.Fatalf("replicate exited early: %d\n%s", code, output)
-				default:
-				}
-				return kc.Committed(t, kc.Group("cdc-real"), topic, 1)[0] >= until
-			}, "replicate to commit every event")
-			interrupt(t, sigs, syscall.SIGTERM)
-			select {
-			case code := <-done:
-				if code != 0 {
-					t.Fatalf("replicate: exit %d\n%s", code, output)
-				}
-			case <-time.After(wait.Timeout):
-				t.Fatal("replicate did not stop on SIGTERM")
-			}
-		}
+		return startReplication(t, kc, topic, group, "replicate", "-m", mapping,
+			"--source", "kafka://"+strings.Join(kc.Brokers, ",")+"/"+topic+"?group="+group+"&format=debezium",
+			"--out", srv.URI(""), "--sql-conns", conns, "--state", filepath.Join(dir, "state"), "--progress", "never")
 	}
 	stop := startReplicate()
 	// more changes while replicate applies
@@ -328,4 +301,37 @@ func resend(t *testing.T, broker, topic string, from, to int64) int64 {
 	}
 	end, _ := distinctEvents(t, broker, topic)
 	return end
+}
+
+// startReplication runs rekey with args (a replicate of topic's one partition in group) in the
+// background; stop waits until it committed every event up to the offset until, then stops it
+// (SIGTERM) and waits for its exit 0.
+func startReplication(t *testing.T, kc *kafkatest.Cluster, topic, group string, args ...string) (stop func(until int64)) {
+	sigs := make(chan os.Signal)
+	done := make(chan int, 1)
+	var output string
+	go func() {
+		code, o, e := cliRun{signals: sigs}.run(t, args...)
+		output = o + e
+		done <- code
+	}()
+	return func(until int64) {
+		wait.For(t, func() bool {
+			select {
+			case code := <-done:
+				t.Fatalf("replicate exited early: %d\n%s", code, output)
+			default:
+			}
+			return kc.Committed(t, group, topic, 1)[0] >= until
+		}, "replicate to commit every event")
+		interrupt(t, sigs, syscall.SIGTERM)
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Fatalf("replicate: exit %d\n%s", code, output)
+			}
+		case <-time.After(wait.Timeout):
+			t.Fatal("replicate did not stop on SIGTERM")
+		}
+	}
 }

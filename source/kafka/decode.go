@@ -1036,9 +1036,17 @@ func (d *Decoder) bound(raw, name, incl, excl string, dst *pipeline.ClusteringBo
 		}
 		dst.Cols = append(dst.Cols, ci)
 		dst.Vals = append(dst.Vals, val)
+		// the connector names a column DESC in the table's clustering order by its reversed
+		// type, and gives the bounds in that order
+		dst.Desc = append(dst.Desc, strings.HasPrefix(v.Type, reversedType))
 	}
 	return nil
 }
+
+// reversedType begins the Cassandra type the connector gives a range bound's value of a
+// clustering column that is DESC in the table's clustering order.
+const reversedType = "org.apache.cassandra.db.marshal.ReversedType("
+
 
 // envelope holds the raw members of a Debezium event (or of its JSON converter wrapping).
 type envelope struct {

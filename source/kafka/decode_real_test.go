@@ -271,3 +271,52 @@ func BenchmarkDecodeCassandraEvents(b *testing.B) {
 		cs = d.Decode(cs[:0], keys[j], values[j])
 	}
 }
+
+// TestDecodeRealRangeBoundsOfADescColumn decodes range tombstones the real connector published
+// for a table clustered (b DESC, c ASC) (testdata/debezium-cassandra5-desc-events.jsonl, same
+// connector and node): the bounds come in the table's clustering order, so "b >= 3" runs from
+// the partition's start to 3, and a bound names b's type ReversedType(Int32Type), which the
+// change carries as b being DESC.
+func TestDecodeRealRangeBoundsOfADescColumn(t *testing.T) {
+	want := map[string]string{
+		"DELETE FROM capture.evd WHERE a = 1 AND b >= 3":                 "start [] incl end [3 DESC] incl",
+		"DELETE FROM capture.evd WHERE a = 1 AND b >= 3 AND b < 5":       "start [5 DESC] excl end [3 DESC] incl",
+		"DELETE FROM capture.evd WHERE a = 1 AND b = 2 AND c >= 1":       "start [2 DESC 1 ASC] incl end [2 DESC] incl",
+		"DELETE FROM capture.evd WHERE a = 1 AND b = 2":                  "start [2 DESC] incl end [2 DESC] incl",
+		"DELETE FROM capture.evd WHERE a = 1 AND b < 7":                  "start [7 DESC] excl end [] incl",
+		"INSERT INTO capture.evd (a, b, c, x) VALUES (1, 1, 1, 'one')": "",
+	}
+	schema := pipeline.SourceSchema{{Name: "a", Type: "int"}, {Name: "b", Type: "int"}, {Name: "c", Type: "int"}, {Name: "x", Type: "text"}}
+	d, err := NewDecoder(Config{Format: FormatDebezium}, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := func(b pipeline.ClusteringBound) string {
+		var s []string
+		for i, v := range b.Vals {
+			s = append(s, v.String(), map[bool]string{true: "DESC", false: "ASC"}[b.Desc[i]])
+		}
+		return "[" + strings.Join(s, " ") + "] " + map[bool]string{true: "incl", false: "excl"}[b.Inclusive]
+	}
+	evs := capturedEventsIn(t, "testdata/debezium-cassandra5-desc-events.jsonl")
+	if len(evs) != len(want) {
+		t.Fatalf("%d captured events, want %d", len(evs), len(want))
+	}
+	for _, ev := range evs {
+		w, ok := want[ev.CQL]
+		if !ok {
+			t.Fatalf("captured event of %q: no expectation", ev.CQL)
+		}
+		cs := d.Decode(nil, ev.Key, ev.Value)
+		if len(cs) != 1 || cs[0].Err != nil {
+			t.Fatalf("%s: %s", ev.CQL, show(cs))
+		}
+		got := ""
+		if r := cs[0].Range; r != nil {
+			got = "start " + bound(r.Start) + " end " + bound(r.End)
+		}
+		if got != w {
+			t.Errorf("%s:\n got %s\nwant %s", ev.CQL, got, w)
+		}
+	}
+}
