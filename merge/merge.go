@@ -865,14 +865,20 @@ func mergeRejects(ctx context.Context, inputs []*Input, out store.Store) error {
 		return err
 	}
 	for _, in := range inputs {
-		err := output.ReadRejects(ctx, in.Store, in.Checkpoint, func(name string, r io.Reader) error {
-			if err := add(r); err != nil {
-				return fmt.Errorf("merge %s: %w", in.Store.Location(name), err)
-			}
-			return nil
-		})
+		parts, err := rejectsOf(ctx, in)
 		if err != nil {
 			return fmt.Errorf("%s: %w", in.Dir, err)
+		}
+		for _, p := range parts {
+			err := output.ReadRejects(ctx, p.st, p.cp, func(name string, r io.Reader) error {
+				if err := add(r); err != nil {
+					return fmt.Errorf("merge %s: %w", p.st.Location(name), err)
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("%s: %w", in.Dir, err)
+			}
 		}
 	}
 	if w == nil {
@@ -883,6 +889,45 @@ func mergeRejects(ctx context.Context, inputs []*Input, out store.Store) error {
 		return fmt.Errorf("write %s: %w", out.Location(output.RejectsFile), err)
 	}
 	return nil
+}
+
+// rejectsHolder is where some of an input's rejects are: a store and the checkpoint that counts
+// them there (nil: none, the whole file).
+type rejectsHolder struct {
+	st store.Store
+	cp *pipeline.Checkpoint
+}
+
+// rejectsOf is where in's rejects are: the input itself, or, for a finished shared output
+// (migrate --shared-out, then merge --out), which keeps none at its top, each of its shards'
+// folders in shard order, each with its shard's checkpoint.
+func rejectsOf(ctx context.Context, in *Input) ([]rejectsHolder, error) {
+	if in.Checkpoint != nil {
+		return []rejectsHolder{{in.Store, in.Checkpoint}}, nil
+	}
+	shards, err := output.SharedShards(ctx, in.Store)
+	if err != nil {
+		return nil, err
+	}
+	if len(shards) == 0 {
+		return []rejectsHolder{{in.Store, nil}}, nil
+	}
+	sort.Slice(shards, func(a, b int) bool { return shards[a].Index < shards[b].Index })
+	var out []rejectsHolder
+	for _, sh := range shards {
+		st := output.ShardStore(in.Store, sh)
+		cp, err := output.ReadCheckpoint(ctx, st)
+		if err != nil {
+			return nil, fmt.Errorf("shard %s: %w", sh, err)
+		}
+		if cp == nil {
+			// a finished shared output's shards all checkpointed: without it, which of the
+			// shard's rejects count is unknown
+			return nil, fmt.Errorf("shard %s has no %s: its rejects cannot be told from a killed run's", sh, st.Location(output.CheckpointFile))
+		}
+		out = append(out, rejectsHolder{st, cp})
+	}
+	return out, nil
 }
 
 // mergeBulkload rewrites the first input's bulkload.json to read the merged data/, with the

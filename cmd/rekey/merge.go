@@ -42,7 +42,8 @@ shards of a Cassandra table (migrate --shard i/N), into one bulkload-ready direc
   DIR/data/region-0000/part-00000.parquet ...   every input's files of the region, renumbered
   DIR/manifest.json                        regions, files and row counts summed over the inputs
   DIR/ddl.sql, DIR/bulkload.json           as the inputs wrote them (bulkload.json reads DIR/data)
-  DIR/rejects.jsonl                        the inputs' rejected rows, one after the other
+  DIR/rejects.jsonl                        the inputs' rejected rows, one after the other (an input
+                                           that is a finished shared output: its shards')
 
 Data files are hard-linked into DIR by default: no data is copied and the inputs stay intact, so
 DIR must be on the same filesystem as the inputs (shared storage mounted on every machine is the
