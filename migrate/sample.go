@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/rekey/rekey/pipeline"
@@ -16,13 +17,19 @@ import (
 // otherwise), applies the mapping to it, and estimates the target's bytes from it and the
 // source's row estimate (0 without one).
 func Sample(ctx context.Context, prog *transform.Program, src pipeline.Source, n int) (sample [][]pipeline.Value, estBytes int64, err error) {
+	sample, estBytes, _, err = sampleSource(ctx, prog, src, n)
+	return sample, estBytes, err
+}
+
+// sampleSource is Sample, with how many records the source gave (-1: it cannot sample).
+func sampleSource(ctx context.Context, prog *transform.Program, src pipeline.Source, n int) (sample [][]pipeline.Value, estBytes int64, read int, err error) {
 	s, ok := src.(pipeline.Sampler)
 	if !ok {
-		return nil, 0, nil
+		return nil, 0, -1, nil
 	}
 	recs, err := s.Sample(ctx, n)
 	if err != nil {
-		return nil, 0, fmt.Errorf("sample the source: %w", err)
+		return nil, 0, 0, fmt.Errorf("sample the source: %w", err)
 	}
 	sample = prog.SampleRows(recs)
 	if sz, ok := src.(pipeline.Sizer); ok {
@@ -32,7 +39,7 @@ func Sample(ctx context.Context, prog *transform.Program, src pipeline.Source, n
 		}
 		estBytes = prog.EstimateBytes(sample, rows)
 	}
-	return sample, estBytes, nil
+	return sample, estBytes, len(recs), nil
 }
 
 // PlanRegions is the region plan of regions regions (0: the mapping's), sampling src (nil: no
@@ -40,13 +47,23 @@ func Sample(ctx context.Context, prog *transform.Program, src pipeline.Source, n
 func PlanRegions(ctx context.Context, prog *transform.Program, src pipeline.Source, regions, n int) (pipeline.RegionPlan, [][]pipeline.Value, error) {
 	var sample [][]pipeline.Value
 	var est int64
+	read := -1 // records the source gave the sample (-1: none asked, or it cannot sample)
 	if src != nil && prog.PlanNeedsSample(regions) {
 		var err error
-		if sample, est, err = Sample(ctx, prog, src, n); err != nil {
+		if sample, est, read, err = sampleSource(ctx, prog, src, n); err != nil {
 			return pipeline.RegionPlan{}, nil, err
 		}
 	}
 	plan, err := prog.PlanRegions(transform.RegionRequest{Count: regions, Sample: sample, EstimatedBytes: est})
+	if errors.Is(err, transform.ErrNoSample) && read >= 0 {
+		// a source was sampled: "give a source" would be wrong, the sample held no row to place
+		why := "the source gave no rows to sample (an empty input): set regions.split_keys (or --regions 1)"
+		if read > 0 {
+			why = fmt.Sprintf("all %d rows sampled from the source were rejected by the mapping (rekey report -m MAPPING --source ... lists why): "+
+				"fix the mapping or the input, or set regions.split_keys (or --regions 1)", read)
+		}
+		return plan, sample, &Refused{fmt.Errorf("region plan: quantile split keys on the first key column are placed from the rows of a sample of the source, and %s", why)}
+	}
 	if err != nil {
 		return plan, sample, &Refused{fmt.Errorf("region plan: %w", err)}
 	}

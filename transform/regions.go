@@ -12,6 +12,14 @@ import (
 	"github.com/rekey/rekey/pipeline"
 )
 
+// ErrNoSample is matched (errors.Is) by the error of PlanRegions when a quantile plan was given
+// no sample rows: its caller, which knows whether it sampled a source, can say why there were none.
+var ErrNoSample = errors.New("no sample rows to place quantile split keys from")
+
+type noSample struct{ error }
+
+func (noSample) Is(target error) bool { return target == ErrNoSample }
+
 // RegionRequest is what PlanRegions needs beyond the mapping.
 type RegionRequest struct {
 	Count          int                // the CLI's --regions: overrides the mapping's regions: when > 0
@@ -99,7 +107,7 @@ func (p *Program) PlanRegions(req RegionRequest) (pipeline.RegionPlan, error) {
 		plan.Splits = bucketSplits(n, b, plan.Desc)
 	} else {
 		if len(req.Sample) == 0 {
-			return plan, fmt.Errorf("regions: %d regions on the first key column %q need a sample of the source to place quantile split keys (the column is not a hex-digest prefix or a modulo bucket); give a source to sample, or set regions.split_keys", n, first.name)
+			return plan, noSample{fmt.Errorf("regions: %d regions on the first key column %q need a sample of the source to place quantile split keys (the column is not a hex-digest prefix or a modulo bucket); give a source to sample, or set regions.split_keys", n, first.name)}
 		}
 		plan.Strategy = "quantile"
 		plan.Splits = p.quantileSplits(n, req.Sample)
