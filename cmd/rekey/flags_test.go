@@ -172,3 +172,27 @@ func TestProgressIntervalIsNeverReplacedSilently(t *testing.T) {
 		t.Error("a refused run created its --out")
 	}
 }
+
+// Before, migrate and report took --memory 0 and ran with no budget at all (no heap limit, the
+// sink's own default for the rows' buffers), saying nothing; replicate and verify refused it.
+// Every command with a --memory now refuses a budget that is not positive (exit 2), before it
+// reads a row or writes a file.
+func TestMemoryFlagMustBePositive(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := writeFile(t, dir, "in.csv", "userid,orderid,channel,ts,status,location,amount\nu1,1,taobao,2026-01-01T00:00:00Z,PAID,X,1.00\n")
+	for _, args := range [][]string{
+		{"migrate", "--source", "file:" + src, "--out", dir + "/out"},
+		{"migrate", "--source", "file:" + src, "--out", "mysql://root@127.0.0.1:1/db"},
+		{"report", "--source", "file:" + src},
+	} {
+		args = append(args, "-m", "../../mappings/orders.yaml", "--progress", "never", "--memory", "0")
+		code, stdout, stderr := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(stderr, "--memory must be positive") {
+			t.Errorf("%s: exit %d, want 2 refusing --memory 0:\n%s%s", strings.Join(args, " "), code, stdout, stderr)
+		}
+	}
+	if _, err := os.Stat(dir + "/out"); !os.IsNotExist(err) {
+		t.Errorf("a refused --memory 0 made the output: %v", err)
+	}
+}

@@ -298,7 +298,7 @@ func (f *migrateFlags) filesConfig(inv *invocation, shard pipeline.Shard, limit 
 	if err != nil {
 		return nil, usageError(err)
 	}
-	memory, err := parseSizeFlag("--memory", f.memory)
+	memory, err := parseSize("--memory", f.memory)
 	if err != nil {
 		return nil, usageError(err)
 	}

@@ -235,7 +235,7 @@ func (f *reportFlags) parse(inv *invocation) (report.Sample, []transform.Query, 
 	if f.regions < 0 || f.nodes < 0 {
 		return sample, nil, usageError(errors.New("--regions and --nodes must not be negative"))
 	}
-	memory, err := parseSizeFlag("--memory", f.memory)
+	memory, err := parseSize("--memory", f.memory)
 	if err != nil {
 		return sample, nil, usageError(err)
 	}

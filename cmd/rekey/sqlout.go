@@ -81,7 +81,7 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	if f.timeSlice != 0 {
 		return usageError(errors.New("--time-slice applies to bulk-load files (each time slice is one bulkload job), not to a SQL table: SQL writes carry each cell's own write time; drop it"))
 	}
-	memory, err := parseSizeFlag("--memory", f.memory)
+	memory, err := parseSize("--memory", f.memory)
 	if err != nil {
 		return usageError(err)
 	}
