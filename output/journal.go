@@ -69,7 +69,7 @@ func (j *Journal) Cut(ctx context.Context, cp *pipeline.Checkpoint) error {
 			return fmt.Errorf("abort the run's unfinished uploads: %w", err)
 		}
 	}
-	size, replaySize, codes, err := j.rejects.Sync()
+	size, replaySize, codes, err := j.rejects.Sync(ctx)
 	if err != nil {
 		return err
 	}

@@ -229,13 +229,13 @@ func (l *RejectLog) Add(r *Reject) error {
 }
 
 // Sync flushes and fsyncs (on an object store: commits the lines since the last Sync as the
-// next part), returning the durable length of the rejects and of the replay file (0 without
-// one), and a copy of the per-code counts.
-func (l *RejectLog) Sync() (size, replaySize int64, counts map[string]int64, err error) {
+// next part, under ctx: a hard stop ends a stalled upload), returning the durable length of the
+// rejects and of the replay file (0 without one), and a copy of the per-code counts.
+func (l *RejectLog) Sync(ctx context.Context) (size, replaySize int64, counts map[string]int64, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.st != nil {
-		if err := l.commitPart(); err != nil {
+		if err := l.commitPart(ctx); err != nil {
 			return 0, 0, nil, err
 		}
 	} else {
@@ -259,11 +259,10 @@ func (l *RejectLog) Sync() (size, replaySize int64, counts map[string]int64, err
 }
 
 // commitPart writes the spooled lines as part number l.parts and empties the spools. l.mu held.
-func (l *RejectLog) commitPart() error {
+func (l *RejectLog) commitPart(ctx context.Context) error {
 	if l.log.spooled() == 0 && (l.replay == nil || l.replay.spooled() == 0) {
 		return nil
 	}
-	ctx := context.Background()
 	if err := l.log.commitTo(ctx, l.st, RejectsPart(l.parts), ""); err != nil {
 		return err
 	}
@@ -282,7 +281,7 @@ func (l *RejectLog) commitPart() error {
 func (l *RejectLog) Close() error {
 	var err error
 	if l.st == nil {
-		_, _, _, err = l.Sync()
+		_, _, _, err = l.Sync(context.Background()) // a folder's files: no request to end
 	}
 	if cerr := l.log.close(); err == nil {
 		err = cerr

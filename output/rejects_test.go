@@ -27,7 +27,7 @@ func TestRejectLogResume(t *testing.T) {
 	if err := l.Add(&Reject{Position: "a:1", Code: "type"}); err != nil {
 		t.Fatal(err)
 	}
-	size, _, counts, err := l.Sync()
+	size, _, counts, err := l.Sync(context.Background())
 	if err != nil || counts["type"] != 1 {
 		t.Fatalf("sync: %d %v %v", size, counts, err)
 	}
@@ -45,7 +45,7 @@ func TestRejectLogResume(t *testing.T) {
 	if err := l.Add(&Reject{Position: "kafka:t/0:0", Code: "eval", LogPosition: &LogPosition{Topic: "t"}}); err != nil {
 		t.Fatal(err)
 	}
-	end, _, _, err := l.Sync()
+	end, _, _, err := l.Sync(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestRejectsLayoutsReadBackAlike(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if cp.RejectsBytes, _, _, err = l.Sync(); err != nil {
+			if cp.RejectsBytes, _, _, err = l.Sync(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			cp.RejectParts = l.Parts()
