@@ -156,8 +156,9 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 		return err
 	}
 	if f.statsJSON != "" {
+		// the rows a sample left out are read, neither accepted nor rejected: skipped
 		res := pipeline.Result{RowsIn: rep.Totals.RowsRead, RowsInThisRun: rep.Totals.RowsRead, RowsWritten: rep.Totals.RowsOK, RowsRejected: rep.Totals.RowsRejected,
-			Duration: time.Since(started)}
+			RowsSkipped: rep.Totals.RowsRead - rep.Totals.RowsAnalysed, Duration: time.Since(started)}
 		if err := writeStats(f.statsJSON, res); err != nil {
 			return err
 		}
