@@ -2,10 +2,14 @@ package output
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
+	"strings"
 
 	"github.com/rekey/rekey/store"
 )
@@ -14,16 +18,41 @@ import (
 // replicate names a roll's files after the roll's last offset.
 //
 // On a local (or shared, mounted) folder it is written under a temporary name beside its final
-// one (store.TempPrefix + the pending name, which CommitLock.SweepOwned reads) and renamed when
-// it commits (store.Renamer).
+// one (store.TempPrefix + the pending name, which CommitLock.SweepOwned reads), which a reader
+// skipping dot-files (the bulk load) never sees, and renamed (store.Renamer) only once the
+// manifest that commits it names it (Stage, then Commit): a crash between the two leaves the
+// rename to whoever holds the output next (RenameStaged), never a final name no manifest lists.
 //
 // On an object store an upload is named when it starts, so the file is spooled to an unlinked
-// local file (a crash leaves nothing) and uploaded under its final name when it commits, visible
-// once complete.
+// local file (a crash leaves nothing) and uploaded under its final name when it is staged,
+// visible once complete (before the manifest names it: an object cannot be renamed).
 type PendingFile struct {
-	st    store.Store
-	local store.Renamer // a folder's writer; nil: spooled
-	spool *os.File
+	st       store.Store
+	local    store.Renamer // a folder's writer; nil: spooled
+	temp     string        // a folder's file's temporary name in st
+	spool    *os.File
+	uploaded bool
+}
+
+// Staged is a file of a committed roll on a folder, still under its temporary name Temp, to be
+// renamed to its final name Name: the manifest lists Name (and this rename) before the rename, so
+// that the folder never shows a file no manifest lists.
+type Staged struct {
+	Temp string `json:"temporary"`
+	Name string `json:"name"`
+}
+
+// Check refuses a rename read back from a manifest that would leave its folder: Name is a
+// committed name in the output, Temp a temporary name beside it.
+func (s Staged) Check() error {
+	if err := store.CheckName(s.Name); err != nil {
+		return err
+	}
+	dir, base := path.Split(s.Temp)
+	if dir != path.Dir(s.Name)+"/" || !strings.HasPrefix(base, store.TempPrefix) || strings.ContainsAny(base, `/\`) || !filepath.IsLocal(base) {
+		return fmt.Errorf("%q is not a temporary name beside %q: %w", s.Temp, s.Name, ErrUnsafePath)
+	}
+	return nil
 }
 
 // CreatePending starts a file under folder dir of st, named pending until it commits; spoolDir
@@ -39,7 +68,7 @@ func CreatePending(ctx context.Context, st store.Store, dir, pending, spoolDir s
 			w.Abort()
 			return nil, fmt.Errorf("create %s: the folder's writer cannot commit under another name", st.Location(dir+"/"+pending))
 		}
-		return &PendingFile{st: st, local: rn}, nil
+		return &PendingFile{st: st, local: rn, temp: dir + "/" + store.TempPrefix + pending}, nil
 	}
 	f, err := os.CreateTemp(spoolDir, "rekey-roll-*"+path.Ext(pending))
 	if err != nil {
@@ -69,30 +98,87 @@ func (p *PendingFile) Finish() error {
 	return nil
 }
 
-// Commit gives the finished file its final name: a rename on a folder (fsynced with its folder),
-// an upload on an object store.
-func (p *PendingFile) Commit(ctx context.Context, name string) error {
+// Stage readies the finished file to be committed as name once a manifest lists name. On a
+// folder the file stays under its temporary name: Stage checks it is still there (the next owner
+// of a replicated partition removes a former owner's files) and returns the rename that Commit
+// does (RenameStaged after a crash). On an object store the file is uploaded under name now, and
+// Stage returns nil.
+func (p *PendingFile) Stage(ctx context.Context, name string) (*Staged, error) {
 	if p.local != nil {
-		if _, err := p.local.CommitAs(ctx, name); err != nil {
-			return fmt.Errorf("commit %s: %w", p.st.Location(name), err)
+		root, _ := store.LocalPath(p.st)
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(p.temp))); err != nil {
+			return nil, fmt.Errorf("commit %s: its temporary file: %w", p.st.Location(name), err)
 		}
-		return nil
+		return &Staged{Temp: p.temp, Name: name}, nil
 	}
 	defer p.spool.Close()
 	if _, err := p.spool.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("commit %s: rewind the spool file: %w", name, err)
+		return nil, fmt.Errorf("commit %s: rewind the spool file: %w", name, err)
 	}
 	w, err := p.st.Create(ctx, name)
 	if err != nil {
-		return fmt.Errorf("commit %s: %w", p.st.Location(name), err)
+		return nil, fmt.Errorf("commit %s: %w", p.st.Location(name), err)
 	}
 	if _, err := io.Copy(w, p.spool); err != nil {
 		w.Abort()
-		return fmt.Errorf("commit %s: %w", p.st.Location(name), err)
+		return nil, fmt.Errorf("commit %s: %w", p.st.Location(name), err)
 	}
 	if _, err := w.Commit(ctx); err != nil {
 		w.Abort()
+		return nil, fmt.Errorf("commit %s: %w", p.st.Location(name), err)
+	}
+	p.uploaded = true
+	return nil, nil
+}
+
+// Commit gives the staged file its final name: a rename on a folder (fsynced with its folder);
+// on an object store Stage uploaded it already.
+func (p *PendingFile) Commit(ctx context.Context, name string) error {
+	if p.local == nil {
+		if !p.uploaded {
+			return fmt.Errorf("commit %s: the file was not staged", p.st.Location(name))
+		}
+		return nil
+	}
+	if _, err := p.local.CommitAs(ctx, name); err != nil {
 		return fmt.Errorf("commit %s: %w", p.st.Location(name), err)
+	}
+	return nil
+}
+
+// RenameStaged does the renames of staged files that a crash left undone (the manifest that
+// lists them is written): a file renamed already is left as it is. A file that is under neither
+// name is an error, naming it.
+func RenameStaged(ctx context.Context, st store.Store, files []Staged) error {
+	root, ok := store.LocalPath(st)
+	if !ok || len(files) == 0 {
+		return nil
+	}
+	dirs := map[string]bool{}
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := f.Check(); err != nil {
+			return err
+		}
+		tmp, final := filepath.Join(root, filepath.FromSlash(f.Temp)), filepath.Join(root, filepath.FromSlash(f.Name))
+		err := os.Rename(tmp, final)
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, serr := os.Stat(final); serr == nil {
+				continue // renamed before the crash
+			}
+			return fmt.Errorf("commit %s: neither it nor its temporary file %s is there: a committed file is lost", st.Location(f.Name), path.Base(f.Temp))
+		}
+		if err != nil {
+			return fmt.Errorf("commit %s: %w", st.Location(f.Name), err)
+		}
+		dirs[filepath.Dir(final)] = true
+	}
+	for d := range dirs {
+		if err := store.SyncDir(d); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -103,7 +189,9 @@ func (p *PendingFile) Abort() {
 		p.local.Abort()
 		return
 	}
-	p.spool.Close()
+	if !p.uploaded {
+		p.spool.Close()
+	}
 }
 
 // Abandon leaves the file as a killed process would (fault tests): a folder's temporary file
@@ -113,5 +201,7 @@ func (p *PendingFile) Abandon() {
 		p.local.Finish()
 		return
 	}
-	p.spool.Close()
+	if !p.uploaded {
+		p.spool.Close()
+	}
 }

@@ -1,6 +1,9 @@
 package output
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -72,6 +75,49 @@ func TestFilePartition(t *testing.T) {
 		}
 		if p != want {
 			t.Errorf("%s: partition %d (%v), want %d", name, p, ok, want)
+		}
+	}
+}
+
+// TestRenameStaged: the renames a crash left after a roll's manifest are done once, a file
+// renamed already is left as it is, one under neither name is an error, and a rename read from a
+// manifest that would leave the file's folder is refused.
+func TestRenameStaged(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	region := filepath.Join(dir, "data", "region-0000")
+	if err := os.MkdirAll(region, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := RollFile(RegionDir(0), 1, 0, 9, "parquet")
+	pending := RegionDir(0) + "/" + store.TempPrefix + RollPendingName(1, 0, "aaaaaaaa", "parquet")
+	if err := os.WriteFile(filepath.Join(dir, pending), []byte("rows"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	staged := []Staged{{Temp: pending, Name: name}}
+	for i := 0; i < 2; i++ { // the second time: renamed already
+		if err := RenameStaged(context.Background(), st, staged); err != nil {
+			t.Fatal(err)
+		}
+		if data, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(data) != "rows" {
+			t.Fatalf("%s: %q, %v", name, data, err)
+		}
+	}
+	os.Remove(filepath.Join(dir, name))
+	if err := RenameStaged(context.Background(), st, staged); err == nil || !strings.Contains(err.Error(), "a committed file is lost") {
+		t.Errorf("a file under neither name: %v", err)
+	}
+	for _, bad := range []Staged{
+		{Temp: "data/region-0001/" + store.TempPrefix + "p0001-x.parquet", Name: name},
+		{Temp: RegionDir(0) + "/p0001-x.parquet", Name: name},
+		{Temp: "../" + store.TempPrefix + "x", Name: "x"},
+		{Temp: RegionDir(0) + "/" + store.TempPrefix + "x", Name: "data/region-0000/../../x"},
+	} {
+		if err := bad.Check(); err == nil {
+			t.Errorf("%+v: accepted", bad)
 		}
 	}
 }

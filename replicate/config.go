@@ -152,9 +152,11 @@ type CommitStep string
 // The steps of a roll's commit, in order.
 const (
 	StepFinished CommitStep = "finished" // every file finished and fsynced under its temporary name
-	StepRenaming CommitStep = "renaming" // after each file's rename to its final name (files renamed in part)
-	StepRenamed  CommitStep = "renamed"  // every file renamed, the folders fsynced; manifest.json not rewritten
-	StepManifest CommitStep = "manifest" // manifest.json lists the roll: it is committed; the Kafka offset is not
+	StepStaging  CommitStep = "staging"  // after each file is staged: on an object store uploaded (files uploaded in part); manifest.json not rewritten
+	StepStaged   CommitStep = "staged"   // every file staged (on an object store uploaded); manifest.json not rewritten
+	StepManifest CommitStep = "manifest" // manifest.json lists the roll: it is committed; on a folder its files keep their temporary names
+	StepRenaming CommitStep = "renaming" // on a folder, after each file's rename to its final name (files renamed in part)
+	StepRenamed  CommitStep = "renamed"  // every file under its final name, the folders fsynced; the Kafka offset not committed
 	StepOffset   CommitStep = "offset"   // the Kafka offset after the roll is committed
 
 	// StepApplying: into a SQL table, a batch's statements are about to run.

@@ -72,6 +72,11 @@ type PartitionEntry struct {
 	// Gaps are the runs of messages the topic deleted (retention) before they were read,
 	// skipped with --accept-gaps: their changes are not in the table.
 	Gaps []Gap `json:"gaps,omitempty"`
+	// Staged are the renames of the partition's last committed roll on a folder: its files keep
+	// their temporary names until this manifest lists them, so that the folder never shows a file
+	// of an uncommitted roll. A crash before the renames leaves them to the partition's next
+	// owner (manifest.claim); a reader finds them done otherwise.
+	Staged []output.Staged `json:"staged,omitempty"`
 }
 
 // Gap is a run of a partition's messages, from NextOffset to FirstOffset-1, deleted before they
@@ -200,6 +205,11 @@ func (m *manifest) load(ctx context.Context, rev int64) error {
 		}
 		for _, p := range old.Replication.Partitions {
 			p := p
+			for _, st := range p.Staged {
+				if err := st.Check(); err != nil {
+					return fmt.Errorf("%s: partition %d: %w", path, p.Partition, err)
+				}
+			}
 			m.parts[p.Partition] = &p
 		}
 		if len(old.Replication.Partitions) == 0 && len(old.Replication.Segments) > 0 {
@@ -233,18 +243,25 @@ type rollCommit struct {
 	rejected    int64
 	upserts     int64
 	dropped     int64
-	// rename gives the finished files their final names and makes the renames durable; it
-	// runs under the lock, once the partition is known to be still this member's
-	rename func() ([]segmentFiles, *RejectFile, error)
+	// stage readies the finished files under their final names (output.PendingFile.Stage: on
+	// an object store uploads them) and returns what the manifest lists; it runs under the
+	// lock, once the partition is known to be still this member's
+	stage func() ([]segmentFiles, *RejectFile, []output.Staged, error)
+	// rename gives a folder's staged files their final names once manifest.json lists them,
+	// under the lock
+	rename func() error
 }
 
 // errLost: another member committed the partition since this member was assigned it.
 var errLost = errors.New("partition lost")
 
-// commit commits a roll: its files are renamed and manifest.json rewritten under the lock.
+// commit commits a roll: manifest.json is rewritten, then its files are renamed, under the lock.
 // manifest.json lists a roll or not, so a crash at any instant leaves the roll wholly committed
-// (its messages counted once, its files listed) or not at all (its files are orphans the
-// partition's next owner removes, and the roll is replayed from the committed offset).
+// (its messages counted once, its files listed: those a crash left under their temporary names
+// are renamed by the partition's next owner) or not at all (its files are orphans, under their
+// temporary names on a folder, that the partition's next owner removes, and the roll is replayed
+// from the committed offset). On a folder no file of a roll has its final name before the
+// manifest lists it: the bulk load reads data/ whole.
 func (m *manifest) commit(ctx context.Context, c *rollCommit) error {
 	unlock, err := m.lock(ctx)
 	if err != nil {
@@ -263,7 +280,7 @@ func (m *manifest) commit(ctx context.Context, c *rollCommit) error {
 		return fmt.Errorf("partition %d: another member committed it up to offset %d since this member was assigned it (this roll: %d-%d): %w; the roll is discarded, restart this member to continue after it",
 			c.partition, next-1, c.first, c.last, errLost)
 	}
-	segs, rej, err := c.rename()
+	segs, rej, staged, err := c.stage()
 	if err != nil {
 		m.rev = -1
 		return err
@@ -289,10 +306,15 @@ func (m *manifest) commit(ctx context.Context, c *rollCommit) error {
 	pe.Rejected += c.rejected
 	pe.Upserts += c.upserts
 	pe.TombstonesDropped += c.dropped
+	pe.Staged = staged
 	if err := m.write(ctx); err != nil {
 		m.rev = -1 // the copy is ahead of the file: reload it
 		return err
 	}
+	if err := c.rename(); err != nil {
+		return fmt.Errorf("the roll %d-%d is committed, its files not all renamed (the partition's next owner renames them): %w", c.first, c.last, err)
+	}
+	pe.Staged = nil // done: the next write drops them
 	return nil
 }
 
@@ -350,6 +372,9 @@ func (m *manifest) claim(ctx context.Context, partitions []int, regions int) (ma
 		return nil, err
 	}
 	defer unlock()
+	if err := m.renameStaged(ctx, partitions); err != nil {
+		return nil, err
+	}
 	own := map[int]bool{}
 	for _, p := range partitions {
 		own[p] = true
@@ -393,6 +418,30 @@ func (m *manifest) claim(ctx context.Context, partitions []int, regions int) (ma
 		out[p] = c
 	}
 	return out, nil
+}
+
+// renameStaged gives the files of the partitions' last committed rolls their final names where
+// a crash after the roll's manifest left them under their temporary names (the lock is held).
+func (m *manifest) renameStaged(ctx context.Context, partitions []int) error {
+	var done bool
+	for _, p := range partitions {
+		pe := m.parts[p]
+		if pe == nil || len(pe.Staged) == 0 {
+			continue
+		}
+		if err := output.RenameStaged(ctx, m.st, pe.Staged); err != nil {
+			return fmt.Errorf("partition %d: finish its last committed roll: %w", p, err)
+		}
+		pe.Staged, done = nil, true
+	}
+	if !done {
+		return nil
+	}
+	if err := m.write(ctx); err != nil {
+		m.rev = -1
+		return err
+	}
+	return nil
 }
 
 // removeUnlisted removes the files of the partitions own under folders that the manifest does

@@ -9,12 +9,14 @@ import (
 
 // Where a roll's files go until the roll commits: output.PendingFile, named after the roll's
 // first offset until the roll's last one, which names it, is known. On a folder it is a
-// temporary file beside its final name, renamed when the roll commits under the folder's lock;
-// on an object store a local spool file, uploaded under its final name when the roll commits.
-// The manifest, written after every file is committed, is the commit point. A crash leaves
-// files the manifest does not list (removed when the partition is next assigned: manifest.claim)
-// and, on a folder, temporary files (removed then too), on an object store unfinished uploads
-// (aborted when the next run takes the lock).
+// temporary file beside its final name, renamed under the folder's lock once the manifest (the
+// commit point) lists it, so that no reader of the folder sees a file of an uncommitted roll; on
+// an object store a local spool file, uploaded under its final name before the manifest (an
+// object cannot be renamed). A crash before the manifest leaves, on a folder, temporary files,
+// on an object store objects the manifest does not list and unfinished uploads (removed when
+// the partition is next assigned, manifest.claim; uploads aborted when the next run takes the
+// lock); a crash after it, on a folder, files of a committed roll under their temporary names,
+// which the partition's next owner renames first (the manifest's staged renames).
 
 // createFile starts one of a roll's files, to be committed as relDir/<segment name>.ext.
 func (r *Replicator) createFile(ctx context.Context, relDir string, partition int, first int64, ext string) (*output.PendingFile, error) {

@@ -63,13 +63,13 @@ func (rr *rollRejects) finish() error {
 	return nil
 }
 
-// commit gives the finished file its final name (see segment.commit).
-func (rr *rollRejects) commit(ctx context.Context, partition int, first, last int64) (*RejectFile, error) {
+// stage readies the finished file to commit under its final name (see segment.stage).
+func (rr *rollRejects) stage(ctx context.Context, partition int, first, last int64, files *rollFiles) (*RejectFile, error) {
 	if rr.f == nil {
 		return nil, nil
 	}
 	rel := output.RollRejectsFile(partition, first, last)
-	if err := rr.f.Commit(ctx, rel); err != nil {
+	if err := files.stage(ctx, rr.f, rel); err != nil {
 		return nil, err
 	}
 	return &RejectFile{Partition: partition, FirstOffset: first, RollLast: last, Path: rel, Rejects: rr.lines}, nil

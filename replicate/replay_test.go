@@ -3,12 +3,17 @@ package replicate_test
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
@@ -21,8 +26,8 @@ import (
 // run without a crash ("clean", run first).
 func TestReplayCountsOnce(t *testing.T) {
 	const parts, perPart = 3, 300
-	steps := []replicate.CommitStep{"", replicate.StepFinished, replicate.StepRenaming, replicate.StepRenamed,
-		replicate.StepManifest, replicate.StepOffset}
+	steps := []replicate.CommitStep{"", replicate.StepFinished, replicate.StepStaging, replicate.StepStaged,
+		replicate.StepManifest, replicate.StepRenaming, replicate.StepRenamed, replicate.StepOffset}
 	for _, step := range steps {
 		name := string(step)
 		if name == "" {
@@ -143,6 +148,88 @@ func TestReplayCountsOnce(t *testing.T) {
 			if listed != rejected {
 				t.Errorf("the manifest lists %d rejects in its rejects files, want %d", listed, rejected)
 			}
+		})
+	}
+}
+
+// TestKilledRollLeavesNoVisibleFile: before, a roll killed after its files were renamed to their
+// final names and before manifest.json listed it left them under data/ (which the bulk load reads
+// whole), deletes/ and rejects/ until its partition was next assigned: a bulk load then loaded rows
+// whose offsets were never committed, and loaded them again from the replay. A roll killed at any
+// step of its commit leaves no file a reader sees that the manifest does not list; the roll killed
+// after its manifest is finished by the next run.
+func TestKilledRollLeavesNoVisibleFile(t *testing.T) {
+	const parts, perPart = 2, 200
+	for _, step := range []replicate.CommitStep{replicate.StepStaging, replicate.StepStaged, replicate.StepManifest,
+		replicate.StepRenaming, replicate.StepRenamed} {
+		t.Run(string(step), func(t *testing.T) {
+			c := kafkatest.Start(t)
+			topic := c.CreateTopic(t, "orders-visible-"+string(step), parts)
+			group := "g-visible-" + string(step)
+			msgs, want, _ := jsonStream(parts, perPart)
+			c.Produce(t, topic, msgs...)
+			dir := t.TempDir()
+			cfg := config(t, c, topic, group, "json", dir)
+			var crashed atomic.Bool
+			cfg.Hooks.Commit = func(s replicate.CommitStep, partition int, first, last int64) error {
+				if s == step && partition == 1 && crashed.CompareAndSwap(false, true) {
+					return errCrash
+				}
+				return nil
+			}
+			rn := start(t, cfg)
+			select {
+			case err := <-rn.done:
+				if !errors.Is(err, errCrash) {
+					t.Fatalf("run ended with %v, want the crash", err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatal("no crash")
+			}
+			// the process is gone: what a bulk load of data/ would read now must be committed
+			visibleCommitted(t, dir)
+
+			cfg.Hooks = replicate.Hooks{}
+			rn = start(t, cfg)
+			waitCommitted(t, c, group, topic, endOffsets(t, c, topic), 60*time.Second)
+			if err := rn.shutdown(t); err != nil {
+				t.Fatal(err)
+			}
+			p := program(t)
+			compareModels(t, applyOutputs(t, p.Target(), plan(t, p), dir), want)
+		})
+	}
+}
+
+// visibleCommitted fails for every file under data/, deletes/ or rejects/ that a reader skipping
+// dot-files sees and manifest.json does not list.
+func visibleCommitted(t testing.TB, dir string) {
+	t.Helper()
+	listed := map[string]bool{}
+	if _, err := os.Stat(filepath.Join(dir, output.ManifestFile)); err == nil {
+		m := readManifest(t, dir)
+		for _, s := range m.Replication.Segments {
+			if s.Data != nil {
+				listed[s.Data.Path] = true
+			}
+			if s.Deletes != nil {
+				listed[s.Deletes.Path] = true
+			}
+		}
+		for _, r := range m.Replication.Rejects {
+			listed[r.Path] = true
+		}
+	}
+	for _, top := range []string{output.DataDir, output.DeletesDir, output.RejectsDir} {
+		filepath.WalkDir(filepath.Join(dir, top), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") {
+				return nil
+			}
+			rel, _ := filepath.Rel(dir, p)
+			if !listed[filepath.ToSlash(rel)] {
+				t.Errorf("%s is visible but manifest.json does not list it: its roll is not committed", filepath.ToSlash(rel))
+			}
+			return nil
 		})
 	}
 }

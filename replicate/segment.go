@@ -207,26 +207,47 @@ func (s *segment) finish() error {
 	return errors.Join(errs...)
 }
 
-// commit gives the finished files their final names (renamed on a folder; uploaded to an
-// object store).
-func (s *segment) commit(ctx context.Context, rollLast int64) (segmentFiles, error) {
+// stage readies the finished files to commit under their final names once the manifest lists
+// them (output.PendingFile.Stage: on an object store they are uploaded now), adding them to
+// files; it says what the segment holds.
+func (s *segment) stage(ctx context.Context, rollLast int64, files *rollFiles) (segmentFiles, error) {
 	w := s.w
 	sf := segmentFiles{Region: s.region, Partition: w.partition, First: s.first, Last: rollLast}
 	if s.f != nil {
 		rel := output.RollFile(s.dir, w.partition, s.first, rollLast, w.r.cfg.Format.Ext())
-		if err := s.f.Commit(ctx, rel); err != nil {
+		if err := files.stage(ctx, s.f, rel); err != nil {
 			return sf, err
 		}
 		sf.Data = &pipeline.FileInfo{Region: s.region, Path: rel, Rows: s.rows, Bytes: s.out.n}
 	}
 	if s.df != nil {
 		rel := output.RollFile(s.ddir, w.partition, s.first, rollLast, output.RollDeletesExt)
-		if err := s.df.Commit(ctx, rel); err != nil {
+		if err := files.stage(ctx, s.df, rel); err != nil {
 			return sf, err
 		}
 		sf.Deletes = &DeleteFile{Region: s.region, Path: rel, Keys: s.dels, Bytes: s.dsize}
 	}
 	return sf, nil
+}
+
+// rollFile is a staged file of a closing roll and its final name.
+type rollFile struct {
+	f      *output.PendingFile
+	name   string
+	staged *output.Staged // a folder's rename, which the manifest records; nil: uploaded
+}
+
+// rollFiles are a closing roll's staged files.
+type rollFiles []rollFile
+
+// stage stages f as name and adds it.
+func (files *rollFiles) stage(ctx context.Context, f *output.PendingFile, name string) error {
+	st, err := f.Stage(ctx, name)
+	if err != nil {
+		return err
+	}
+	*files = append(*files, rollFile{f: f, name: name, staged: st})
+	return nil
 }
 
 // abort closes the temporary files and, when remove is set, removes them.

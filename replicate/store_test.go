@@ -83,8 +83,9 @@ func mirror(t testing.TB, st store.Store) (string, []string) {
 func TestReplicateToObjectStore(t *testing.T) {
 	shortLockTTL(t)
 	const parts, perPart = 3, 300
-	steps := []replicate.CommitStep{"", replicate.StepFinished, replicate.StepRenaming, replicate.StepRenamed,
-		replicate.StepManifest, replicate.StepOffset}
+	// an object store's files are uploaded as they are staged, before the manifest: none is renamed
+	steps := []replicate.CommitStep{"", replicate.StepFinished, replicate.StepStaging, replicate.StepStaged,
+		replicate.StepManifest, replicate.StepRenamed, replicate.StepOffset}
 	for _, step := range steps {
 		name := string(step)
 		if name == "" {

@@ -87,10 +87,10 @@ func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 	write(committed)
 	write(committedRejects)
 	err = m.commit(context.Background(), &rollCommit{partition: 1, first: 0, last: 9, messages: 10, rejected: 1, upserts: 9,
-		rename: func() ([]segmentFiles, *RejectFile, error) {
+		stage: func() ([]segmentFiles, *RejectFile, []output.Staged, error) {
 			return []segmentFiles{{Region: 0, Partition: 1, First: 0, Last: 9, Data: &pipeline.FileInfo{Path: committed, Rows: 9, Bytes: 1}}},
-				&RejectFile{Partition: 1, FirstOffset: 0, RollLast: 9, Path: committedRejects, Rejects: 1}, nil
-		}})
+				&RejectFile{Partition: 1, FirstOffset: 0, RollLast: 9, Path: committedRejects, Rejects: 1}, nil, nil
+		}, rename: noRename})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,14 +139,14 @@ func TestClaimRemovesOnlyOwnedLeftovers(t *testing.T) {
 	}
 	// the other process commits partition 1's next roll; the first one, its copy not knowing
 	// it, may not commit those messages again (it lost the partition)
-	none := func() ([]segmentFiles, *RejectFile, error) { return nil, nil, nil }
-	if err := other.commit(context.Background(), &rollCommit{partition: 1, first: 10, last: 19, expect: 10, messages: 10, rename: none}); err != nil {
+	none := func() ([]segmentFiles, *RejectFile, []output.Staged, error) { return nil, nil, nil, nil }
+	if err := other.commit(context.Background(), &rollCommit{partition: 1, first: 10, last: 19, expect: 10, messages: 10, stage: none, rename: noRename}); err != nil {
 		t.Fatal(err)
 	}
-	err = m.commit(context.Background(), &rollCommit{partition: 1, first: 10, last: 12, expect: 10, rename: func() ([]segmentFiles, *RejectFile, error) {
-		t.Error("renamed the files of a lost partition")
-		return nil, nil, nil
-	}})
+	err = m.commit(context.Background(), &rollCommit{partition: 1, first: 10, last: 12, expect: 10, stage: func() ([]segmentFiles, *RejectFile, []output.Staged, error) {
+		t.Error("staged the files of a lost partition")
+		return nil, nil, nil, nil
+	}, rename: noRename})
 	if !errors.Is(err, errLost) {
 		t.Errorf("commit over a committed roll: %v", err)
 	}
@@ -281,3 +281,5 @@ func TestLeaseHeldUntilItsLengthAfterTheLastAcceptedBeat(t *testing.T) {
 		t.Fatal("held after the broker said the member is out")
 	}
 }
+
+func noRename() error { return nil }

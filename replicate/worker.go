@@ -59,6 +59,9 @@ type roll struct {
 	rejected    int64
 	upserts     int64 // rows in the data files
 	dropped     int64 // redundant Debezium tombstones
+	// committed: manifest.json lists the roll; its files are renamed or left for the
+	// partition's next owner to rename, never removed
+	committed bool
 }
 
 func (r *Replicator) newWorker(partition int, commit func(int, int64) error, partitions int) *worker {
@@ -433,9 +436,10 @@ func (w *worker) rollSize() int64 {
 }
 
 // closeRoll makes the roll durable and commits its offsets: finish every file (footer, fsync)
-// under its temporary name, then, under the output's commit lock, give them their final names
-// (output.PendingFile), rewrite the manifest (the roll's commit point), and last commit the offset after the roll's
-// last message to Kafka.
+// under its temporary name, then, under the output's commit lock, stage them (output.PendingFile:
+// on an object store, upload them), rewrite the manifest (the roll's commit point), give a
+// folder's files their final names, and last commit the offset after the roll's last message to
+// Kafka.
 func (w *worker) closeRoll(reason string) error {
 	rl := w.roll
 	if rl == nil {
@@ -458,7 +462,11 @@ func (w *worker) closeRoll(reason string) error {
 	var nfiles, nbytes int64
 	c := &rollCommit{partition: w.partition, first: rl.first, last: rl.last, expect: w.floor, messages: rl.msgs,
 		rejected: rl.rejected, upserts: rl.upserts, dropped: rl.dropped}
-	c.rename = func() ([]segmentFiles, *RejectFile, error) { return w.renameRoll(rl, segs, &nfiles, &nbytes) }
+	var files rollFiles
+	c.stage = func() ([]segmentFiles, *RejectFile, []output.Staged, error) {
+		return w.stageRoll(rl, segs, &files, &nfiles, &nbytes)
+	}
+	c.rename = func() error { return w.renameRoll(rl, files) }
 	committing := time.Now()
 	if err := r.man.commit(w.ctx, c); err != nil {
 		return err
@@ -472,9 +480,6 @@ func (w *worker) closeRoll(reason string) error {
 	m := r.metrics
 	m.FilesCommitted.Add(nfiles)
 	m.BytesWritten.Add(nbytes)
-	if err := w.hook(StepManifest, rl); err != nil {
-		return err
-	}
 	w.commitOffset(rl)
 	if err := w.hook(StepOffset, rl); err != nil {
 		return err
@@ -486,15 +491,17 @@ func (w *worker) closeRoll(reason string) error {
 	return nil
 }
 
-// renameRoll gives the finished files of a roll's segments and its rejects file their final
-// names (the commit's step under the output's lock, before manifest.json lists them), counting
-// the files and their bytes into files and bytes.
-func (w *worker) renameRoll(rl *roll, segs []*segment, files, bytes *int64) ([]segmentFiles, *RejectFile, error) {
+// stageRoll stages the finished files of a roll's segments and its rejects file under their
+// final names (the commit's step under the output's lock, before manifest.json lists them; on an
+// object store they are uploaded), adding them to staged and counting them into files and bytes.
+// It returns what the manifest lists: the segments, the rejects file, and a folder's renames.
+func (w *worker) stageRoll(rl *roll, segs []*segment, staged *rollFiles, files, bytes *int64) ([]segmentFiles, *RejectFile, []output.Staged, error) {
 	var committed []segmentFiles
 	for _, s := range segs {
-		sf, err := s.commit(w.ctx, rl.last)
+		n := len(*staged)
+		sf, err := s.stage(w.ctx, rl.last, staged)
 		if err != nil {
-			return nil, nil, fmt.Errorf("partition %d: %w", w.partition, err)
+			return nil, nil, nil, fmt.Errorf("partition %d: %w", w.partition, err)
 		}
 		if sf.Data == nil && sf.Deletes == nil {
 			continue
@@ -508,23 +515,52 @@ func (w *worker) renameRoll(rl *roll, segs []*segment, files, bytes *int64) ([]s
 			*files++
 			*bytes += sf.Deletes.Bytes
 		}
-		if err := w.hook(StepRenaming, rl); err != nil {
-			return nil, nil, err
+		for range (*staged)[n:] {
+			if err := w.hook(StepStaging, rl); err != nil {
+				return nil, nil, nil, err
+			}
 		}
 	}
-	rej, err := rl.rejects.commit(w.ctx, w.partition, rl.first, rl.last)
+	rej, err := rl.rejects.stage(w.ctx, w.partition, rl.first, rl.last, staged)
 	if err != nil {
-		return nil, nil, fmt.Errorf("partition %d: %w", w.partition, err)
+		return nil, nil, nil, fmt.Errorf("partition %d: %w", w.partition, err)
 	}
 	if rej != nil {
-		if err := w.hook(StepRenaming, rl); err != nil {
-			return nil, nil, err
+		if err := w.hook(StepStaging, rl); err != nil {
+			return nil, nil, nil, err
 		}
 	}
-	if err := w.hook(StepRenamed, rl); err != nil {
-		return nil, nil, err
+	if err := w.hook(StepStaged, rl); err != nil {
+		return nil, nil, nil, err
 	}
-	return committed, rej, nil
+	var renames []output.Staged
+	for _, f := range *staged {
+		if f.staged != nil {
+			renames = append(renames, *f.staged)
+		}
+	}
+	return committed, rej, renames, nil
+}
+
+// renameRoll gives the staged files of a committed roll (manifest.json lists it) their final
+// names; a crash leaves the rest to the partition's next owner (manifest.claim).
+func (w *worker) renameRoll(rl *roll, staged rollFiles) error {
+	rl.committed = true
+	if err := w.hook(StepManifest, rl); err != nil {
+		return err
+	}
+	for _, f := range staged {
+		if err := f.f.Commit(w.ctx, f.name); err != nil {
+			return fmt.Errorf("partition %d: %w", w.partition, err)
+		}
+		if f.staged == nil {
+			continue // uploaded before the manifest
+		}
+		if err := w.hook(StepRenaming, rl); err != nil {
+			return err
+		}
+	}
+	return w.hook(StepRenamed, rl)
 }
 
 // commitOffset commits to Kafka the offset the committed roll lets the partition's tracker
@@ -561,6 +597,9 @@ func (w *worker) hook(step CommitStep, rl *roll) error {
 // abortRoll drops the roll: its messages will be read again. remove: its temporary files are
 // removed (false: left as a kill would leave them, for the partition's next owner to remove).
 func (w *worker) abortRoll(remove bool) {
+	if w.roll.committed {
+		remove = false // its manifest lists it: the partition's next owner renames its files
+	}
 	for _, s := range w.roll.allSegments() {
 		s.abort(remove)
 		s.release()

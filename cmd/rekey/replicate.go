@@ -67,10 +67,11 @@ the mapping and writes region-split bulk-load files in rolls, plus DELETE statem
 A roll closes at --roll-size or --roll-interval after its first message, whichever comes first, even
 when no further message arrives; the first roll of each partition assigned (at the start and after
 each rebalance) closes after its first fetched batch, so that the first offset commit is early. Offsets are committed to Kafka only after every file holding the
-roll's messages is durable (written, fsynced, renamed, folder fsynced, manifest rewritten: the roll
-commits when the manifest lists it). After a crash, a roll the manifest does not list is replayed
-whole and its leftover files removed; a listed one is not replayed, so no message is written,
-counted or rejected twice.
+roll's messages is durable (written and fsynced under a hidden .rekey-tmp- name, manifest rewritten:
+the roll commits when the manifest lists it; then renamed, folder fsynced). Into a folder, a file
+under data/ has its final name only once the manifest lists it. After a crash, a roll the manifest
+does not list is replayed whole and its leftover files removed; a listed one is not replayed (the
+renames a crash interrupted are finished), so no message is written, counted or rejected twice.
 
 Run several processes with the same group AND THE SAME --out to share the partitions: the members
 of a group share one output folder (a shared file system with flock, e.g. NFSv4, across hosts),

@@ -96,7 +96,7 @@ func TestReplicateToObjectStoreKilled(t *testing.T) {
 	// the first process kills itself once the sixth roll's files are uploaded, before the
 	// manifest lists them: rolls committed before it, that one uploaded and uncommitted
 	var out1 bytes.Buffer
-	first := startChild(t, &out1, append(env, killAtEnv+"=renamed:6"), args...)
+	first := startChild(t, &out1, append(env, killAtEnv+"=staged:6"), args...)
 	exited := make(chan struct{})
 	go func() { first.Wait(); close(exited) }()
 	killed := func() bool {
