@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,9 +25,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/rekey/rekey/internal/wait"
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
+	"github.com/rekey/rekey/transform"
 )
 
 func TestJSONEndToEnd(t *testing.T) {
@@ -689,4 +693,64 @@ func TestSASLGroup(t *testing.T) {
 	}
 	p := program(t)
 	compareModels(t, applyOutputs(t, p.Target(), plan(t, p), cfg.Out), want)
+}
+
+// TestMembersSamplingTogetherShareOnePlan: members of a new group started together each place a
+// quantile plan from their own sample of the topic (messages keep arriving between the samples)
+// before the output has one. Before, every member but the first to store replicate.json was
+// refused ("its region plan differs ... use a new --out directory") though it ran with the same
+// mapping and options. A plan placed from a sample is the data's, not the user's: the member takes
+// the one the output stored, and writes nothing that disagrees with it.
+func TestMembersSamplingTogetherShareOnePlan(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-sampled", 1)
+	m, err := transform.Decode([]byte(strings.Replace(mappingYAML, "[md5(userid).substr(0,4) + userid AS pk1][orderid]", "[userid][orderid]", 1)), "orders.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := transform.Compile(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sampled := func(users ...string) pipeline.RegionPlan {
+		t.Helper()
+		var rows [][]pipeline.Value
+		for i, u := range users {
+			rows = append(rows, []pipeline.Value{pipeline.Text(u), pipeline.Int(int64(i)), pipeline.Int(1), pipeline.Text("x")})
+		}
+		pl, err := p.PlanRegions(transform.RegionRequest{Sample: rows})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pl.Strategy != "quantile" {
+			t.Fatalf("plan %s, want quantile", pl.Strategy)
+		}
+		return pl
+	}
+	dir := t.TempDir()
+	cfgA := config(t, c, topic, "g-sampled", "json", dir)
+	cfgA.Program, cfgA.Plan = p, sampled("a", "b", "c", "d", "e", "f", "g", "h")
+	cfgB := config(t, c, topic, "g-sampled", "json", dir)
+	cfgB.Program, cfgB.Plan = p, sampled("m", "n", "o", "p", "q", "r", "s", "t", "u")
+
+	if _, err := replicate.New(context.Background(), cfgB); err != nil { // B stores its plan first
+		t.Fatal(err)
+	}
+	ddl, err := os.ReadFile(filepath.Join(dir, output.DDLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replicate.New(context.Background(), cfgA); err != nil {
+		t.Fatalf("a member that sampled the topic at another moment: %v", err)
+	}
+	if again, err := os.ReadFile(filepath.Join(dir, output.DDLFile)); err != nil || string(again) != string(ddl) {
+		t.Errorf("%s rewritten with another plan:\n%s\nwas:\n%s", output.DDLFile, again, ddl)
+	}
+	var want []string
+	for _, v := range cfgB.Plan.Splits {
+		want = append(want, pipeline.SplitValue(cfgB.Plan.Type, v))
+	}
+	if got := readManifest(t, dir).Plan.Splits; !slices.Equal(got, want) {
+		t.Errorf("the manifest's split keys %q are not the stored plan's %q", got, want)
+	}
 }

@@ -84,8 +84,10 @@ func New(ctx context.Context, cfg Config) (*Replicator, error) {
 }
 
 // prepare writes the output's own files under its commit lock: members starting together
-// would otherwise race to create replicate.json (a quantile plan sampled by each could differ)
-// and write the same temporary names.
+// would otherwise race to create replicate.json and write the same temporary names. A plan
+// placed from a sample of the topic before the output had one (quantile split keys, a count from
+// the data's size) may differ from the one a member started together with stored first, from its
+// own sample: this member takes the stored one.
 func (r *Replicator) prepare(ctx context.Context) error {
 	cfg := &r.cfg
 	unlock, err := r.man.lock(ctx)
@@ -98,6 +100,11 @@ func (r *Replicator) prepare(ctx context.Context) error {
 		return err
 	}
 	if st != nil {
+		if !samePlan(st.Plan, cfg.Plan) && st.Fingerprint == cfg.Program.Fingerprint() && sampledPlan(cfg.Program, cfg.Plan) {
+			r.log.Info("taking the region plan the output stored: a member started with this one placed it from its own sample of the topic first",
+				zap.Int("regions", st.Plan.Count()), zap.String("strategy", st.Plan.Strategy))
+			cfg.Plan = st.Plan
+		}
 		if err := st.check(cfg); err != nil {
 			return err
 		}
@@ -140,6 +147,10 @@ func (r *Replicator) baseManifest() *output.Manifest {
 	m.RekeyVersion = r.cfg.Version
 	return m
 }
+
+// Plan is the output's region plan: Config.Plan, or the one the output stored when Config.Plan
+// was placed from another sample of the topic (see prepare).
+func (r *Replicator) Plan() pipeline.RegionPlan { return r.cfg.Plan }
 
 // Metrics returns the live figures.
 func (r *Replicator) Metrics() *Metrics { return r.metrics }

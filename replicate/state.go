@@ -10,6 +10,7 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/store"
+	"github.com/rekey/rekey/transform"
 )
 
 // State is the content of replicate.json (output.ReplicateStateFile): what an output replicates,
@@ -101,6 +102,13 @@ func (s *State) check(cfg *Config) error {
 		return fmt.Errorf("%s: %w; use a new --out directory (or the same mapping and options)", cfg.Out, errors.Join(errs...))
 	}
 	return nil
+}
+
+// sampledPlan tells whether plan was placed from a sample of the data (quantile split keys, or a
+// region count from the data's size), which members sampling the topic at different moments
+// place differently.
+func sampledPlan(p *transform.Program, plan pipeline.RegionPlan) bool {
+	return plan.Strategy == "quantile" || p.PlanNeedsSample(0)
 }
 
 func samePlan(a, b pipeline.RegionPlan) bool {

@@ -402,7 +402,7 @@ func (f *replicateFlags) replicate(ctx context.Context, cancel func(), cmd *cobr
 	defer inv.onInterrupt(inv.stderr, stopping, func() { close(stop) }, cancel)()
 
 	logger.Info("replication starting", zap.String("topic", kcfg.Topic), zap.String("group", kcfg.Group),
-		zap.Int("regions", tgt.plan.Count()), zap.String("strategy", tgt.plan.Strategy), zap.String("out", f.out))
+		zap.Int("regions", r.Plan().Count()), zap.String("strategy", r.Plan().Strategy), zap.String("out", f.out))
 	started := time.Now()
 	interval := f.progress.interval
 	if o.progress == "bar" {
@@ -411,7 +411,7 @@ func (f *replicateFlags) replicate(ctx context.Context, cancel func(), cmd *cobr
 	status := startStatus(inv.stderr, o.progress, interval, r.Metrics())
 	runErr := r.Run(ctx, stop)
 	status.finish()
-	printReplicationSummary(cmd.OutOrStdout(), r.Metrics(), tgt.plan, sourceuri.Redact(f.out), o.toSQL, time.Since(started))
+	printReplicationSummary(cmd.OutOrStdout(), r.Metrics(), r.Plan(), sourceuri.Redact(f.out), o.toSQL, time.Since(started))
 	rejected := rejectedMessages(cmd.OutOrStdout(), r.Metrics(), tgt.out.Location(output.RejectsDir+"/"), o.toSQL)
 	if runErr == nil {
 		return rejected
