@@ -80,16 +80,28 @@ func TestReplicateRefusesMigrationFolder(t *testing.T) {
 
 // migrate --out refuses a folder holding a replication, naming it, rather than suggesting
 // --resume or --overwrite, neither of which applies.
+//
+// The refusal leaves the folder as it was: before, migrate first removed every temporary file in
+// it, the open rolls of the replication's live members among them (their commits then failed) and
+// the files of a committed roll that a kill left under their temporary names for the partition's
+// next owner to rename (lost).
 func TestMigrateRefusesReplicationFolder(t *testing.T) {
 	out := t.TempDir()
 	writeFile(t, out, "replicate.json", `{}`)
 	writeFile(t, out, "manifest.json", `{}`)
+	if err := os.MkdirAll(filepath.Join(out, "data", "region-0000"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	open := writeFile(t, out, filepath.Join("data", "region-0000", ".rekey-tmp-p0001-0000000000000010-aaaaaaaa.parquet"), "rows")
 	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
 	for _, extra := range [][]string{nil, {"--resume"}, {"--overwrite"}} {
 		args := append([]string{"migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", out, "--progress", "never"}, extra...)
 		code, stdout, stderr := runCLI(t, args...)
 		if code != 2 || !strings.Contains(stderr, "holds a replication (rekey replicate: replicate.json)") || !strings.Contains(stderr, "migrate into a new --out directory") {
 			t.Errorf("rekey %v: exit %d, want 2 naming the replication:\n%s%s", extra, code, stdout, stderr)
+		}
+		if _, err := os.Stat(open); err != nil {
+			t.Fatalf("rekey %v removed a file of the replication: %v", extra, err)
 		}
 	}
 }
