@@ -175,6 +175,22 @@ func (f *Folder) addUnlisted(ctx context.Context) error {
 	return nil
 }
 
+// staged tells whether name is a file of a replication's committed roll that its manifest lists
+// with the rename still to do (a kill came between the two), and the roll's partition.
+func (f *Folder) staged(name string) (partition int, ok bool) {
+	if f.Replication == nil {
+		return 0, false
+	}
+	for _, p := range f.Replication.Partitions {
+		for _, s := range p.Staged {
+			if s.Name == name {
+				return p.Partition, true
+			}
+		}
+	}
+	return 0, false
+}
+
 // notAnOutput says why a folder without a manifest or checkpoint cannot be verified: the shards
 // of a migration writing it together (--shared-out) are finished by a merge, which writes its
 // manifest.
@@ -359,6 +375,10 @@ func (t *targetReader) file(ctx context.Context, i int) error {
 	r, err := fo.Objects.Open(ctx, fi.Path)
 	if err != nil {
 		if store.IsNotExist(err) {
+			if p, ok := fo.staged(fi.Path); ok {
+				return fmt.Errorf("%s lists %s, which is still under its temporary name: rekey replicate was stopped while it committed the roll of partition %d that holds it; run rekey replicate again (the partition's next owner renames the roll's files first), then verify",
+					fo.Location, fi.Path, p)
+			}
 			return fmt.Errorf("%s lists %s, which is not there: was the output moved or cleaned up?", fo.Location, fi.Path)
 		}
 		return fmt.Errorf("open %s: %w", fi.Path, err)

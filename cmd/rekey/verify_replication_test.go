@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -437,5 +439,46 @@ func TestReplicateRowOfNullsIntoAFolderIsADelete(t *testing.T) {
 	code, got := verifyTopic(t, c, topic, mapping, "", out)
 	if code != 0 || !strings.Contains(got, "EQUAL: the target holds all 1 keys checked") {
 		t.Fatalf("verify exit %d, want EQUAL of u2 alone:\n%s", code, got)
+	}
+}
+
+// A replication killed after its manifest listed a roll and before the roll's files had their
+// final names (the partition's next owner renames them): verify says so and what to do, rather
+// than asking whether the output was moved or cleaned up.
+func TestVerifyReplicateOutputKilledWhileItsRollWasRenamed(t *testing.T) {
+	mapping := writeFile(t, t.TempDir(), "users.yaml", usersMapping)
+	out := filepath.Join(t.TempDir(), "out")
+	msgs := relationalStream(10)
+	c, topic, output, rejects := replicateTopic(t, mapping, msgs, "--out", out, "--roll-interval", "200ms")
+	if len(rejects) != 0 {
+		t.Fatalf("replicate rejected %q:\n%s", rejects, output)
+	}
+	// the state a kill between the manifest and the renames leaves
+	var m map[string]any
+	data, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	repl := readReplication(t, out)
+	seg := repl.Replication.Segments[len(repl.Replication.Segments)-1]
+	temp := path.Dir(seg.Data.Path) + "/.rekey-tmp-" + strings.TrimSuffix(path.Base(seg.Data.Path), ".parquet") + "-aaaaaaaa.parquet"
+	if err := os.Rename(filepath.Join(out, filepath.FromSlash(seg.Data.Path)), filepath.Join(out, filepath.FromSlash(temp))); err != nil {
+		t.Fatal(err)
+	}
+	parts := m["replication"].(map[string]any)["partitions"].([]any)
+	parts[0].(map[string]any)["staged"] = []map[string]string{{"temporary": temp, "name": seg.Data.Path}}
+	if data, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "manifest.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	code, got := verifyTopic(t, c, topic, mapping, "", out)
+	if code != exitVerifyFailed || !strings.Contains(got, "still under its temporary name") || !strings.Contains(got, "run rekey replicate again") {
+		t.Errorf("verify exit %d, want it to name the unfinished commit:\n%s", code, got)
 	}
 }
