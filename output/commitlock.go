@@ -121,19 +121,16 @@ func openFolderCommitLock(ctx context.Context, dir string, log *zap.Logger) (*fo
 
 func (l *folderCommitLock) path() string { return filepath.Join(l.dir, ReplicateLockFile) }
 
-func (l *folderCommitLock) Lock(context.Context) (int64, error) {
+func (l *folderCommitLock) Lock(ctx context.Context) (int64, error) {
 	fd := int(l.f.Fd())
 	err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
 	if err == syscall.EWOULDBLOCK {
-		// members hold it for a roll's renames and manifest: a long wait is not one of them
+		// members hold it for a roll's manifest and renames: a long wait is not one of them
 		slow := time.AfterFunc(time.Minute, func() {
 			l.log.Warn("waiting over a minute for the output folder's lock, held by another process (an earlier rekey replicate, which held it for its whole run?)",
 				zap.String("lock", l.path()))
 		})
-		// not cancellable: members hold it for moments, and a wait ends with their commit
-		for err = syscall.EINTR; err == syscall.EINTR; {
-			err = syscall.Flock(fd, syscall.LOCK_EX)
-		}
+		err = waitFlock(ctx, fd)
 		slow.Stop()
 	}
 	if err != nil {
@@ -145,6 +142,30 @@ func (l *folderCommitLock) Lock(context.Context) (int64, error) {
 		return 0, err
 	}
 	return rev, nil
+}
+
+// waitFlock takes the exclusive flock of fd, held by another process, once it is released, or
+// returns ctx's error when ctx ends first: a blocking flock cannot be interrupted, and a holder
+// that never lets go (a frozen process, an earlier rekey that held it for its whole run) would
+// keep even an abort waiting. It tries again every few milliseconds, as members hold the lock
+// for moments.
+func waitFlock(ctx context.Context, fd int) error {
+	delay := time.Millisecond
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
+			return err
+		}
+		delay = min(2*delay, 20*time.Millisecond)
+		t.Reset(delay)
+	}
 }
 
 func (l *folderCommitLock) Unlock() { syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN) }

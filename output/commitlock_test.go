@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/store"
 )
 
@@ -94,4 +95,55 @@ func TestBucketCommitLockIsOneMembers(t *testing.T) {
 		t.Fatalf("after the release: %v", err)
 	}
 	b.Release()
+}
+
+// TestFolderCommitLockWaitEndsWithItsContext: before, a member waiting for the folder's lock
+// (another process holding it: a member frozen in its commit, an earlier rekey that held it for
+// its whole run) waited whatever its context said, so a second Ctrl-C, meant to abort at once,
+// hung there. The wait ends when the context does.
+func TestFolderCommitLockWaitEndsWithItsContext(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := store.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := OpenCommitLock(ctx, st, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release()
+	b, err := OpenCommitLock(ctx, st, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release()
+	if _, err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Unlock() // lets a wait that ignores its context end with the test
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Lock(wctx)
+		if err == nil {
+			b.Unlock()
+		}
+		done <- err
+	}()
+	cancel()
+	var got error
+	if !wait.Until(func() bool {
+		select {
+		case got = <-done:
+			return true
+		default:
+			return false
+		}
+	}, 10*time.Second) {
+		t.Fatal("the wait for the lock went on after its context ended")
+	}
+	if !errors.Is(got, context.Canceled) {
+		t.Errorf("the wait ended with %v, want the context's end", got)
+	}
 }
