@@ -160,7 +160,8 @@ func (w *Writer) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.Redacted, err)
 	}
-	db := sql.OpenDB(conn)
+	// each connection knows its session, so that a statement lost with it can be ended (sessions.go)
+	db := sql.OpenDB(&sessionConnector{Connector: conn, d: t.Dialect, log: w.log})
 	db.SetMaxOpenConns(w.cfg.Conns)
 	db.SetMaxIdleConns(w.cfg.Conns)
 	db.SetConnMaxLifetime(w.cfg.ConnMaxLifetime)

@@ -490,11 +490,13 @@ func TestTimestampSameInstantInAnyServerZone(t *testing.T) {
 // faultProxy forwards TCP to a MySQL-protocol server and lets a test answer in its place:
 // refuse a new connection with an error packet instead of the server's greeting (onConnect), or
 // answer a client packet with an error packet without forwarding it, or cut the connection
-// there (onPacket). Nil hooks forward everything.
+// there (onPacket), or cut it once a packet was forwarded (cutAfter: the server runs a statement
+// whose client is gone). Nil hooks forward everything.
 type faultProxy struct {
 	l         net.Listener
 	onConnect func() (errPacket []byte)
 	onPacket  func(p []byte) (errPacket []byte, cut bool)
+	cutAfter  func(p []byte) bool
 }
 
 func newFaultProxy(t *testing.T, addr string, onConnect func() []byte, onPacket func([]byte) ([]byte, bool)) *faultProxy {
@@ -540,6 +542,9 @@ func newFaultProxy(t *testing.T, addr string, onConnect func() []byte, onPacket 
 							}
 						}
 						s.Write(buf[:n])
+						if p.cutAfter != nil && p.cutAfter(buf[:n]) {
+							return
+						}
 					}
 					if err != nil {
 						return

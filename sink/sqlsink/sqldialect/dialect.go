@@ -44,6 +44,12 @@ type Dialect struct {
 	SessionParams map[string]string
 	// CheckSession, when set, refuses a session whose settings the statements cannot rely on.
 	CheckSession func(ctx context.Context, db *sql.DB) error
+	// SessionID asks a session its id ("SELECT CONNECTION_ID()"); KillSession ends the session
+	// of the id in place of its %d, and SessionAlive counts the sessions of that id. A server runs
+	// a statement whose connection was lost (cut, timed out, cancelled) to its end: its session
+	// is ended, and waited for, before the statement is tried again, so that the first try cannot
+	// land after the retry and the key's later changes. "": the target has none.
+	SessionID, KillSession, SessionAlive string
 
 	// Describe reads a table's definition; nil, nil when the table does not exist.
 	Describe func(ctx context.Context, db *sql.DB, table string) (*TableDef, error)

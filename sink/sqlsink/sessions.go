@@ -1,0 +1,176 @@
+package sqlsink
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/internal/backoff"
+)
+
+// settleTimeout bounds how long a statement whose connection was lost is waited for on the
+// server before it is tried again anyway (the server unreachable, a session that does not end).
+const settleTimeout = time.Minute
+
+// sessionConnector opens the pool's connections and reads each one's session id (the dialect's
+// SessionID), so that a statement whose connection is lost while the server runs it can be
+// ended there before anything else runs: a server goes on with a statement whose client is gone
+// (a connection a load balancer cuts, a read timeout, a cancelled context), and its first try,
+// landing after its retry and after the key's later changes, would write an older value over
+// them.
+type sessionConnector struct {
+	driver.Connector
+	d   *Dialect
+	log *zap.Logger
+}
+
+// execConn is what database/sql asks of a go-sql-driver connection.
+type execConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.ExecerContext
+	driver.QueryerContext
+	driver.Pinger
+	driver.SessionResetter
+	driver.Validator
+	driver.NamedValueChecker
+}
+
+// sessionConn is a connection that knows its session's id.
+type sessionConn struct {
+	execConn
+	c  *sessionConnector
+	id int64
+}
+
+func (c *sessionConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	dc, err := c.Connector.Connect(ctx)
+	if err != nil || c.d.SessionID == "" {
+		return dc, err
+	}
+	ec, ok := dc.(execConn)
+	if !ok {
+		return dc, nil
+	}
+	id, err := queryInt(ctx, ec, c.d.SessionID)
+	if err != nil {
+		dc.Close()
+		return nil, fmt.Errorf("read the session's id (%s): %w", c.d.SessionID, err)
+	}
+	return &sessionConn{execConn: ec, c: c, id: id}, nil
+}
+
+// ExecContext runs a statement; when its connection was lost with the statement sent, the
+// session is ended on the server (settle) before ExecContext returns, and so before the
+// statement is tried again.
+func (s *sessionConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	r, err := s.execConn.ExecContext(ctx, query, args)
+	if err != nil && fateUnknown(err, s.execConn.IsValid()) {
+		s.c.settle(ctx, s.id, err)
+	}
+	return r, err
+}
+
+// fateUnknown tells whether a statement that failed with err may still run on the server: the
+// driver closed its connection (open is false) after it was sent, without the server's answer.
+// A connection left open had the answer, or sent nothing (a context cancelled before, a packet
+// too large); driver.ErrBadConn is a connection found broken before anything was sent.
+func fateUnknown(err error, open bool) bool {
+	var me *mysql.MySQLError
+	return !open && !errors.As(err, &me) && !errors.Is(err, driver.ErrBadConn)
+}
+
+// settle ends the session id on the server and waits until it is gone, on a connection of its
+// own (the pool's may all be busy), within settleTimeout even when ctx is cancelled (a hard stop
+// must not leave its statement to land after the next owner's). When it cannot, it says so and
+// lets the retry run.
+func (c *sessionConnector) settle(ctx context.Context, id int64, cause error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	err := c.endSession(ctx, id)
+	if err != nil {
+		c.log.Warn("could not make sure that a statement whose connection was lost has ended on the server: its retry may run beside it",
+			zap.Int64("session", id), zap.NamedError("lost", cause), zap.Error(err))
+		return
+	}
+	c.log.Debug("ended the session of a statement whose connection was lost", zap.Int64("session", id), zap.NamedError("lost", cause))
+}
+
+// endSession kills the session id until it is gone, with backoff while the server cannot be
+// reached or the session is still there, until ctx ends.
+func (c *sessionConnector) endSession(ctx context.Context, id int64) error {
+	bo := backoff.Policy{Min: 10 * time.Millisecond, Max: time.Second}.Start()
+	for {
+		err := c.tryEndSession(ctx, id)
+		if err == nil {
+			return nil
+		}
+		if bo.Wait(ctx) != nil {
+			return err
+		}
+	}
+}
+
+// tryEndSession kills the session id, on a new connection, and tells whether it is gone: nil
+// once it is (a session killed again, or gone already, is no error).
+func (c *sessionConnector) tryEndSession(ctx context.Context, id int64) error {
+	dc, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer dc.Close()
+	ec, ok := dc.(execConn)
+	if !ok {
+		return errors.New("the driver's connection cannot run statements")
+	}
+	if _, err := ec.ExecContext(ctx, fmt.Sprintf(c.d.KillSession, id), nil); err != nil {
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 1094 { // ER_NO_SUCH_THREAD: gone already
+			return fmt.Errorf("kill session %d: %w", id, err)
+		}
+	}
+	// a killed session ends once it notices: a statement rolls back first
+	n, err := queryInt(ctx, ec, fmt.Sprintf(c.d.SessionAlive, id))
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("session %d still there after it was killed", id)
+	}
+	return nil
+}
+
+// queryInt runs a query of one integer on a driver connection.
+func queryInt(ctx context.Context, c driver.QueryerContext, q string) (int64, error) {
+	rows, err := c.QueryContext(ctx, q, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	dest := make([]driver.Value, len(rows.Columns()))
+	if err := rows.Next(dest); err != nil {
+		if err == io.EOF {
+			return 0, fmt.Errorf("%s: no row", q)
+		}
+		return 0, err
+	}
+	switch v := dest[0].(type) {
+	case int64:
+		return v, nil
+	case uint64:
+		return int64(v), nil
+	case []byte:
+		return strconv.ParseInt(string(v), 10, 64)
+	case string:
+		return strconv.ParseInt(v, 10, 64)
+	}
+	return 0, fmt.Errorf("%s: got %T, want an integer", q, dest[0])
+}
