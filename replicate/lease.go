@@ -48,7 +48,12 @@ func (l *lease) held() bool { return !l.lost.Load() && l.left() > 0 }
 
 // left is the time until the lease runs out (negative once it has), unless a heartbeat renews it.
 func (l *lease) left() time.Duration {
-	return l.length - (l.since() - time.Duration(l.sent.Load()))
+	sent := l.sent.Load()
+	if sent == math.MaxInt64 {
+		// forgone: length - (since - sent) would overflow to a negative time
+		return math.MaxInt64
+	}
+	return l.length - (l.since() - time.Duration(sent))
 }
 
 // forgo gives up checking: the member cannot heartbeat on its own, so held says true for as

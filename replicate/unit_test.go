@@ -283,3 +283,18 @@ func TestLeaseHeldUntilItsLengthAfterTheLastAcceptedBeat(t *testing.T) {
 }
 
 func noRename() error { return nil }
+
+// A member that cannot heartbeat on its own from its join on (forgo) holds its lease as long as
+// no broker says otherwise, from the first instant: its statements run. The lease's clock
+// overflowed until its length had passed, and every batch of the generation's first seconds was
+// refused as if the lease had run out, the member rejoining the group again and again.
+func TestLeaseForgoneAtTheJoinIsHeld(t *testing.T) {
+	l := newLease(GroupOptions{SessionTimeout: 10 * time.Second, RebalanceTimeout: time.Minute, HeartbeatInterval: time.Second})
+	l.forgo()
+	if !l.held() {
+		t.Fatalf("not held right after the join once the member cannot heartbeat on its own (left %s)", l.left())
+	}
+	if l.left() <= 0 {
+		t.Fatalf("left %s, want it unbounded", l.left())
+	}
+}
