@@ -138,11 +138,14 @@ func (w *sqlWorker) apply(ctx context.Context, changes []kafka.Change, next int6
 	if w.lease != nil {
 		// asked again before every statement: a pause in the middle of the batch loses the
 		// lease as one before it does
-		ctx = sqlsink.WithGuard(ctx, func() error {
+		ctx = sqlsink.WithGuard(ctx, func() (time.Duration, error) {
 			if !w.lease.held() {
-				return fmt.Errorf("offsets %d to %d not wholly applied: %w", first, last, errLeaseLost)
+				return 0, fmt.Errorf("offsets %d to %d not wholly applied: %w", first, last, errLeaseLost)
 			}
-			return nil
+			// asked again while a statement runs: at the lease's end, and at each heartbeat
+			// (whose answer may say the member is out), so that a statement still waiting on
+			// the server then is ended there before the next owner applies newer changes
+			return min(w.lease.left(), r.cfg.Group.HeartbeatInterval), nil
 		})
 	}
 	rej, err := r.sqlw.Apply(ctx, w.ops)

@@ -78,7 +78,7 @@ func (l *Lookup) Lookup(ctx context.Context, keys [][]pipeline.Value) ([][]pipel
 		}
 	}
 	query := st.lookup(rendered)
-	err := l.w.retry(ctx, "select", len(keys), func() error {
+	err := l.w.retry(ctx, "select", len(keys), func(ctx context.Context) error {
 		rows, err := l.w.db.QueryContext(ctx, query)
 		if err != nil {
 			return err
@@ -127,7 +127,7 @@ func (l *Lookup) Scan(ctx context.Context, kr pipeline.KeyRange, fn func(row []p
 			return fmt.Errorf("scan: a bound: %v", rerr)
 		}
 		q = append(q, st.scanTail...)
-		err := l.w.retry(ctx, "select", ScanPage, func() error {
+		err := l.w.retry(ctx, "select", ScanPage, func(ctx context.Context) error {
 			page = page[:0] // a page read again after a lost connection is read whole
 			rows, err := l.w.db.QueryContext(ctx, string(q))
 			if err != nil {

@@ -129,3 +129,32 @@ func TestCancelledStatementEndsOnTheServer(t *testing.T) {
 		t.Errorf("the cancelled upsert still runs on the server (session %d): it would land after the key's later changes", id)
 	}
 }
+
+// A statement running when its guard stops holding (replicate's lease runs out mid-statement:
+// the partition's next owner goes on with the key's later changes) is ended on the server, and
+// Apply returns the guard's error, rather than waiting for it to land whenever the server gets
+// to it.
+func TestStatementEndsWhenItsGuardStopsHolding(t *testing.T) {
+	srv, s, db, gate := stallTable(t)
+	defer gate.ExecContext(context.Background(), "DO RELEASE_LOCK('gate')")
+	w := openWriter(t, srv, s, 1)
+	errLost := errors.New("lease lost")
+	var lost atomic.Bool
+	ctx := WithGuard(context.Background(), func() (time.Duration, error) {
+		if lost.Load() {
+			return 0, errLost
+		}
+		return 10 * time.Millisecond, nil
+	})
+	var stalled atomic.Int64
+	go func() {
+		wait.Until(func() bool { stalled.Store(stalledSession(t, db)); return stalled.Load() != 0 }, wait.Timeout)
+		lost.Store(true)
+	}()
+	if _, err := w.Apply(ctx, []Op{{Values: []pipeline.Value{pipeline.Int(1), pipeline.Text("old")}}}); !errors.Is(err, errLost) {
+		t.Fatalf("apply: %v, want the guard's error", err)
+	}
+	if id := stalled.Load(); id == 0 || !sessionGone(t, db, id) {
+		t.Errorf("the upsert still runs on the server (session %d) once its guard stopped holding", id)
+	}
+}

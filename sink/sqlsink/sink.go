@@ -435,7 +435,7 @@ func (w *Writer) deleteRange(ctx context.Context, kr *pipeline.KeyRange, ts int6
 	for {
 		var keys [][]pipeline.Value
 		q := w.st.keySelect + string(cond) + w.st.keyOrder + " LIMIT " + fmt.Sprint(w.cfg.MaxRows)
-		err := w.retry(ctx, "select", 0, func() error {
+		err := w.retry(ctx, "select", 0, func(ctx context.Context) error {
 			keys = keys[:0]
 			rows, err := w.db.QueryContext(ctx, q)
 			if err != nil {
@@ -807,7 +807,7 @@ func (w *Writer) dropEmptied(ctx context.Context, a *applyState, run []int) erro
 	for j, k := range keys {
 		q := st.keySelect + string(k) + st.allNull
 		found := false
-		err := w.retry(ctx, "select", 0, func() error {
+		err := w.retry(ctx, "select", 0, func(ctx context.Context) error {
 			rows, err := w.db.QueryContext(ctx, q)
 			if err != nil {
 				return err
@@ -1006,7 +1006,7 @@ func (w *Writer) exec(ctx context.Context, a *applyState, ops []int, shape *upse
 
 // run executes a statement, retrying transient errors.
 func (w *Writer) run(ctx context.Context, kind string, rows int, stmt string) error {
-	return w.retry(ctx, kind, rows, func() error {
+	return w.retry(ctx, kind, rows, func(ctx context.Context) error {
 		var err error
 		if w.execHook != nil {
 			err = w.execHook(stmt)
@@ -1023,30 +1023,79 @@ func (w *Writer) run(ctx context.Context, kind string, rows int, stmt string) er
 // guardKey is the context key of WithGuard's guard.
 type guardKey struct{}
 
-// WithGuard returns a context whose statements run only while guard returns nil: it is asked
-// before every statement is sent (and every retry of one), and its error stops the writes.
-// replicate guards with its lease: a member paused in the middle of a batch must not run the
-// rest of it over the newer changes of the partition's next owner.
-func WithGuard(ctx context.Context, guard func() error) context.Context {
+// WithGuard returns a context whose statements run only while guard holds (returns nil): it is
+// asked before every statement is sent (and every retry of one), and its error stops the writes.
+// It also says how long a statement may run before it is asked again (0: for as long as it
+// runs); a statement still running when it no longer holds is cut off, and ended on the server
+// (sessions.go), and the guard's error is returned. replicate guards with its lease: a member
+// paused in the middle of a batch, or whose lease runs out while a statement waits on the
+// server, must not run the rest of it over the newer changes of the partition's next owner.
+func WithGuard(ctx context.Context, guard func() (time.Duration, error)) context.Context {
 	return context.WithValue(ctx, guardKey{}, guard)
+}
+
+// guarded runs f with a context that guard, asked again whenever the time it gave (left)
+// passes, cuts off with its error; cut tells whether it did.
+func guarded(ctx context.Context, guard func() (time.Duration, error), left time.Duration, f func(context.Context) error) (cut bool, err error) {
+	if guard == nil || left <= 0 {
+		return false, f(ctx)
+	}
+	gctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	var ended sync.WaitGroup
+	ended.Add(1)
+	go func() {
+		defer ended.Done()
+		t := time.NewTimer(left)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			d, err := guard()
+			if err != nil {
+				cancel(err)
+				return
+			}
+			if d <= 0 {
+				return
+			}
+			t.Reset(d)
+		}
+	}()
+	err = f(gctx)
+	close(done)
+	ended.Wait()
+	if err != nil && ctx.Err() == nil && gctx.Err() != nil {
+		return true, context.Cause(gctx) // the guard's error
+	}
+	return false, err
 }
 
 // retry runs f until it succeeds, retrying transient errors with exponential backoff and
 // jitter; a row-level error is returned as is, a fatal one with context.
-func (w *Writer) retry(ctx context.Context, kind string, rows int, f func() error) error {
+func (w *Writer) retry(ctx context.Context, kind string, rows int, f func(context.Context) error) error {
 	bo := w.backoff()
 	deadlocks := 0
-	guard, _ := ctx.Value(guardKey{}).(func() error)
+	guard, _ := ctx.Value(guardKey{}).(func() (time.Duration, error))
 	for attempt := 0; ; {
+		var left time.Duration
 		if guard != nil {
-			if err := guard(); err != nil {
+			var err error
+			if left, err = guard(); err != nil {
 				return err
 			}
 		}
 		start := time.Now()
-		err := f()
+		cut, err := guarded(ctx, guard, left, f)
 		if w.cfg.Observe != nil {
 			w.cfg.Observe(kind, rows, time.Since(start), err)
+		}
+		if cut {
+			return err
 		}
 		if err == nil {
 			w.Stats.Statements.Add(1)
