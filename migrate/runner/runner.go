@@ -99,6 +99,8 @@ type leg struct {
 	router  *pipeline.Router // Plan's
 	cp      *pipeline.Checkpoint
 	results pipeline.Result
+	// turns orders the writes of an OrderedSink (a table) by batch: nil for other sinks
+	turns *pipeline.Turnstile
 }
 
 // New validates the configuration.
@@ -216,12 +218,18 @@ func (m *runState) open() runStep {
 			}
 		}
 	}
+	for _, l := range r.legs {
+		l.turns = nil
+		if _, ok := l.Sink.(pipeline.OrderedSink); ok {
+			l.turns = &pipeline.Turnstile{} // the engine's batches count from 0
+		}
+	}
 	m.engine = pipeline.NewEngine(pipeline.EngineConfig{
 		Source: cfg.Source, Resume: m.positions, Workers: cfg.Workers, Positions: m.positions,
 		NewWorker: func(int) (func(context.Context, *pipeline.Job) error, func()) {
 			w := r.newWorker()
 			return func(ctx context.Context, j *pipeline.Job) error {
-				err := w.process(ctx, &j.Batch)
+				err := w.process(ctx, &j.Batch, j.Seq)
 				if errors.Is(err, ErrTooManyRejects) {
 					// The batch is written: stop reading, finish the batches handed out, and
 					// commit what they hold, so that the summary, the error and the rejects
@@ -404,11 +412,19 @@ func (r *Runner) newWorker() *worker {
 	return w
 }
 
-// process runs the batch through every table's transform into its sink.
-func (w *worker) process(ctx context.Context, b *pipeline.Batch) error {
+// process runs the batch (seq: its number in source order) through every table's transform
+// into its sink.
+func (w *worker) process(ctx context.Context, b *pipeline.Batch, seq int64) error {
 	var over error
 	for i := range w.legs {
-		if err := w.legs[i].process(ctx, w.r, b); errors.Is(err, ErrTooManyRejects) {
+		var turn *pipeline.Turn
+		if t := w.legs[i].l.turns; t != nil {
+			// given up however the batch ends (with no row to write, or a table before this one
+			// failing it): the next batches wait for it
+			turn = t.Turn(seq)
+			defer turn.Done()
+		}
+		if err := w.legs[i].process(ctx, w.r, b, turn); errors.Is(err, ErrTooManyRejects) {
 			over = err
 		} else if err != nil {
 			return err
@@ -417,7 +433,9 @@ func (w *worker) process(ctx context.Context, b *pipeline.Batch) error {
 	return over
 }
 
-func (w *legWorker) process(ctx context.Context, r *Runner, b *pipeline.Batch) error {
+// process runs the batch through the table's transform into its sink, in its turn when the
+// sink takes the batches in order (turn not nil).
+func (w *legWorker) process(ctx context.Context, r *Runner, b *pipeline.Batch, turn *pipeline.Turn) error {
 	l := w.l
 	ncol := len(l.Target.Columns)
 	if need := len(b.Records) * ncol; cap(w.slab) < need {
@@ -454,7 +472,13 @@ func (w *legWorker) process(ctx context.Context, r *Runner, b *pipeline.Batch) e
 	}
 	written := int64(len(w.rows))
 	if len(w.rows) > 0 {
-		if err := l.Sink.Write(ctx, w.rows); err != nil {
+		var err error
+		if turn != nil {
+			err = l.Sink.(pipeline.OrderedSink).WriteInTurn(ctx, w.rows, turn)
+		} else {
+			err = l.Sink.Write(ctx, w.rows)
+		}
+		if err != nil {
 			var rr *pipeline.RowRejects
 			if !errors.As(err, &rr) {
 				return fmt.Errorf("write rows of %s: %w", b.Stream, err)

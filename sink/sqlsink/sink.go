@@ -252,6 +252,14 @@ type Op struct {
 // times (Row.Times, with the target's CellTimestamps) is written as one upsert per distinct
 // write time, of the cells of that time, each with its timestamp.
 func (w *Writer) Write(ctx context.Context, rows []pipeline.Row) error {
+	return w.WriteInTurn(ctx, rows, nil)
+}
+
+// WriteInTurn is Write in the runner's order of batches (pipeline.OrderedSink): once its rows
+// are rendered it waits for turn, queues its statements on every connection behind those of the
+// batches before it, and gives the turn up, so that a key's row of a later batch is never
+// written before one of an earlier batch, which would leave the older row. nil: no order.
+func (w *Writer) WriteInTurn(ctx context.Context, rows []pipeline.Row, turn *pipeline.Turn) error {
 	a := w.state()
 	defer w.pool.Put(a)
 	a.ops = a.ops[:0]
@@ -307,7 +315,7 @@ func (w *Writer) Write(ctx context.Context, rows []pipeline.Row) error {
 			a.ops[j].Set[c] = true
 		}
 	}
-	rej, err := w.apply(ctx, a)
+	rej, err := w.apply(ctx, a, turn)
 	if err != nil {
 		return err
 	}
@@ -397,7 +405,7 @@ func (w *Writer) Apply(ctx context.Context, ops []Op) ([]pipeline.RowReject, err
 		}
 		a.ops = append(a.ops[:0], ops[start:end]...)
 		a.changes, a.pieces = true, false
-		rej, err := w.apply(ctx, a)
+		rej, err := w.apply(ctx, a, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -500,7 +508,10 @@ func (w *Writer) state() *applyState {
 	return &applyState{}
 }
 
-func (w *Writer) apply(ctx context.Context, a *applyState) ([]pipeline.RowReject, error) {
+// apply renders the ops and runs each shard's on its connection. With a turn, the shards are
+// taken in order once it comes, and it is given up once they are all taken: the statements of
+// the next turn's batch run after these on every connection.
+func (w *Writer) apply(ctx context.Context, a *applyState, turn *pipeline.Turn) ([]pipeline.RowReject, error) {
 	st := w.st
 	n := len(w.shards)
 	a.arena = a.arena[:0]
@@ -547,6 +558,11 @@ func (w *Writer) apply(ctx context.Context, a *applyState) ([]pipeline.RowReject
 			dropRejectedRows(a, rejects)
 		}
 	}
+	if turn != nil {
+		if err := turn.Wait(ctx); err != nil {
+			return nil, err
+		}
+	}
 	var wg sync.WaitGroup
 	var firstErr error
 	var errOnce sync.Once
@@ -554,11 +570,16 @@ func (w *Writer) apply(ctx context.Context, a *applyState) ([]pipeline.RowReject
 		if len(idx) == 0 {
 			continue
 		}
+		sh := w.shards[s]
+		if turn != nil {
+			sh.mu.Lock() // within the turn: behind the batch before it, ahead of the next
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sh := w.shards[s]
-			sh.mu.Lock()
+			if turn == nil {
+				sh.mu.Lock()
+			}
 			rej, err := w.runShard(ctx, a, idx)
 			sh.mu.Unlock()
 			if err != nil {
@@ -570,6 +591,9 @@ func (w *Writer) apply(ctx context.Context, a *applyState) ([]pipeline.RowReject
 				mu.Unlock()
 			}
 		}()
+	}
+	if turn != nil {
+		turn.Done()
 	}
 	wg.Wait()
 	if firstErr != nil {
