@@ -196,3 +196,32 @@ func TestMemoryFlagMustBePositive(t *testing.T) {
 		t.Errorf("a refused --memory 0 made the output: %v", err)
 	}
 }
+
+// --progress-interval paces the plain progress lines only: with --progress never (no lines) or
+// bar (redrawn on its own clock) it would do nothing, so it is refused (exit 2) before anything
+// is opened.
+func TestProgressIntervalWithoutPlainLinesIsRefused(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "out")
+	for _, args := range [][]string{
+		{"migrate", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=10", "--out", out},
+		{"report", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=10", "-q"},
+		{"verify", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=10", "--target", out},
+		{"replicate", "-m", "../../mappings/orders.yaml", "--source", "kafka://127.0.0.1:1/t?group=g", "--out", out},
+	} {
+		for _, mode := range []string{"never", "bar"} {
+			args := append(append([]string{}, args...), "--progress", mode, "--progress-interval", "1m")
+			code, _, errs := runCLI(t, args...)
+			want := exitUsage
+			if args[0] == "verify" {
+				want = exitVerifyFailed
+			}
+			if code != want || !strings.Contains(errs, "--progress-interval 1m0s") || !strings.Contains(errs, "--progress "+mode) {
+				t.Errorf("rekey %s: exit %d, want %d refusing --progress-interval:\n%s", strings.Join(args, " "), code, want, errs)
+			}
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused run created its --out")
+	}
+}

@@ -287,6 +287,13 @@ func checkCommonFlags(cmd *cobra.Command, _ []string) error {
 		if d, err := time.ParseDuration(f.Value.String()); err != nil || d <= 0 {
 			return usageError(fmt.Errorf("--progress-interval %s: want a positive duration (10s, 1m), or --progress never for no progress lines", f.Value))
 		}
+		// it paces the plain lines only: never prints none, a bar redraws on its own clock
+		if m := cmd.Flags().Lookup("progress"); m != nil {
+			switch mode := m.Value.String(); mode {
+			case "never", "bar", "always":
+				return usageError(fmt.Errorf("--progress-interval %s paces the plain progress lines, which --progress %s does not print: drop --progress-interval, or use --progress plain (or auto, plain when stderr is no terminal)", f.Value, mode))
+			}
+		}
 	}
 	return nil
 }

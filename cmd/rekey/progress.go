@@ -54,7 +54,7 @@ type progressFlags struct {
 func (p *progressFlags) register(inv *invocation, fl *pflag.FlagSet) {
 	p.stderr = inv.stderr
 	fl.StringVar(&p.mode, "progress", "auto", progressModes)
-	fl.DurationVar(&p.interval, "progress-interval", 10*time.Second, "how often a plain progress line is printed when there is no terminal")
+	fl.DurationVar(&p.interval, "progress-interval", 10*time.Second, "how often a plain progress line is printed when there is no terminal (refused with --progress never or bar)")
 }
 
 // progressMode resolves --progress against the terminal: "bar", "plain" or "never".
