@@ -161,3 +161,26 @@ func readReplication(t *testing.T, dir string) replicate.Manifest {
 	}
 	return m
 }
+
+// A window of a topic (report, migrate, check) never joins a consumer group: group= would be
+// ignored, so it is refused (exit 2, saying what it is for) before any broker is dialled.
+func TestKafkaWindowRefusesGroup(t *testing.T) {
+	t.Parallel()
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	src := "kafka://127.0.0.1:1/orders?group=g" // port 1 answers nothing
+	out := filepath.Join(t.TempDir(), "out")
+	for _, args := range [][]string{
+		{"migrate", "--out", out, "--progress", "never"},
+		{"report", "--progress", "never"},
+		{"check", "--regions", "4"},
+	} {
+		args = append(args, "-m", mapping, "--source", src)
+		code, _, errs := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(errs, "group=g: ") || !strings.Contains(errs, "drop group=") {
+			t.Errorf("rekey %s: exit %d, want 2 refusing group=:\n%s", strings.Join(args, " "), code, errs)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused migrate created its --out")
+	}
+}

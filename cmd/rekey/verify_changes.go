@@ -67,6 +67,10 @@ func (inv *invocation) replicationSource(ctx context.Context, uri string, prog *
 			return nil, fmt.Errorf("--source %s: %s= does not apply when verifying a replication: the changes are read up to %s", sourceuri.Redact(uri), p, from)
 		}
 	}
+	// a replicate output's manifest says up to where, whatever a group committed
+	if folder != nil && q["group"] {
+		return nil, fmt.Errorf("--source %s: group= does not apply when verifying a replicate output: the changes are read up to %s, not to a group's committed offsets; drop group=", sourceuri.Redact(uri), from)
+	}
 	cfg := replicate.ChangesConfig{Kafka: kc, Program: prog, End: end, Logger: logger.Named("verify.changes")}
 	windows, err := replicate.ChangeWindows(ctx, cfg)
 	if err != nil {

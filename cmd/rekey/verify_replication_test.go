@@ -91,6 +91,11 @@ func TestVerifyReplicateOutputUpToItsManifest(t *testing.T) {
 	if !strings.Contains(got, "keys checked      25") {
 		t.Errorf("keys checked:\n%s", got)
 	}
+	// the manifest says up to where: a consumer group's committed offsets would be ignored
+	if code, got := verifyTopic(t, c, topic, mapping, "&group=cdc", out); code != exitVerifyFailed ||
+		!strings.Contains(got, "group= does not apply when verifying a replicate output") {
+		t.Errorf("verify of a replicate output with group=: exit %d, want 3 refusing group=:\n%s", code, got)
+	}
 
 	// tamper: one value changed, one row's key changed (a row deleted, another added)
 	m := readReplication(t, out)
@@ -394,7 +399,7 @@ func TestVerifyCassandraChangesInAFolderAsTheTableHoldsThem(t *testing.T) {
 	dir := t.TempDir()
 	mapping := writeFile(t, dir, "ev.yaml", cdcdemo.Mapping)
 	out := filepath.Join(dir, "out")
-	src := "kafka://" + strings.Join(kc.Brokers, ",") + "/" + topic + "?group=cdc&format=debezium"
+	src := "kafka://" + strings.Join(kc.Brokers, ",") + "/" + topic + "?format=debezium"
 	// replicateFrom checks it exits 1 with a warning
 	output, _ := replicateFrom(t, kc, topic, w.Ends()[0], mapping, "--out", out, "--roll-interval", "200ms")
 	if !regexp.MustCompile(`warning: \d+ messages rejected by this process \(partial_update \d+, range_tombstone \d+\)`).MatchString(output) {

@@ -2,10 +2,12 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source"
+	"github.com/rekey/rekey/source/sourceuri"
 )
 
 // URIPrefix starts every Kafka --source URI.
@@ -28,6 +30,12 @@ var Kind = source.Kind{
 		cfg, err := ParseURI(uri, in.Getenv)
 		if err != nil {
 			return nil, err
+		}
+		// the window never joins a group: a group= would be ignored
+		if cfg.Group != "" {
+			return nil, fmt.Errorf("kafka source %q: group=%s: a window of a topic (report, migrate, check) is read without joining a consumer group "+
+				"or committing offsets; group= names the group of rekey replicate (and, for verify against the table replicate writes, whose committed offsets to check up to): drop group=",
+				sourceuri.Redact(uri), cfg.Group)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
