@@ -26,7 +26,7 @@ var Kind = source.Kind{
                      scram-sha-512&user=U with the password in $` + PasswordEnv + ` (never in the URI);
                      TLS: tls=true&ca=FILE.
                      rekey replicate consumes a topic continuously with ?group=NAME`,
-	Open: func(_ context.Context, uri string, in source.Input) (pipeline.Source, error) {
+	Open: func(ctx context.Context, uri string, in source.Input) (pipeline.Source, error) {
 		cfg, err := ParseURI(uri, in.Getenv)
 		if err != nil {
 			return nil, err
@@ -37,7 +37,8 @@ var Kind = source.Kind{
 				"or committing offsets; group= names the group of rekey replicate (and, for verify against the table replicate writes, whose committed offsets to check up to): drop group=",
 				sourceuri.Redact(uri), cfg.Group)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		// the offsets lookup is bounded, and ends with the command's context (Ctrl-C)
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		return NewWindow(ctx, cfg, in.Schema, in.Logger.Named("source.kafka"))
 	},
