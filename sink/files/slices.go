@@ -90,16 +90,13 @@ func Newest(times []int64) int64 {
 // row that would open more than Max slices fails the run, saying to widen the slices.
 func (s *SliceSink) Write(ctx context.Context, rows []pipeline.Row) error {
 	groups := map[int64][]int{}
-	newest := map[int64]int64{}
 	for i := range rows {
-		t := Newest(rows[i].Times)
-		start := s.SliceStart(t)
+		start := s.SliceStart(Newest(rows[i].Times))
 		groups[start] = append(groups[start], i)
-		newest[start] = max(newest[start], t)
 	}
 	var rejects []RowReject
 	for start, idx := range groups {
-		sl, err := s.open(ctx, start, newest[start])
+		sl, err := s.open(ctx, start)
 		if err != nil {
 			return err
 		}
@@ -109,13 +106,23 @@ func (s *SliceSink) Write(ctx context.Context, rows []pipeline.Row) error {
 		}
 		err = sl.sink.Write(ctx, part)
 		var re *RejectError
+		rejected := map[int]bool{}
 		if errors.As(err, &re) {
 			for _, r := range re.Rows {
+				rejected[r.Index] = true
 				rejects = append(rejects, RowReject{Index: idx[r.Index], Err: r.Err})
 			}
 		} else if err != nil {
 			return err
 		}
+		// only the rows the slice's files hold stamp its job: a rejected row is not loaded
+		var newest int64
+		for j, i := range idx {
+			if !rejected[j] {
+				newest = max(newest, Newest(rows[i].Times))
+			}
+		}
+		s.raise(sl, newest)
 	}
 	if len(rejects) > 0 {
 		sort.Slice(rejects, func(a, b int) bool { return rejects[a].Index < rejects[b].Index })
@@ -124,9 +131,8 @@ func (s *SliceSink) Write(ctx context.Context, rows []pipeline.Row) error {
 	return nil
 }
 
-// open returns the slice that starts at start, opening it if needed, its newest time raised to
-// newest.
-func (s *SliceSink) open(ctx context.Context, start, newest int64) (*slice, error) {
+// open returns the slice that starts at start, opening it if needed.
+func (s *SliceSink) open(ctx context.Context, start int64) (*slice, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl := s.slices[start]
@@ -142,8 +148,14 @@ func (s *SliceSink) open(ctx context.Context, start, newest int64) (*slice, erro
 		sl = &slice{sink: sink}
 		s.slices[start] = sl
 	}
-	sl.newest = max(sl.newest, newest)
 	return sl, nil
+}
+
+// raise raises sl's newest time to newest.
+func (s *SliceSink) raise(sl *slice, newest int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl.newest = max(sl.newest, newest)
 }
 
 // Commit commits every slice's sink and returns their files, each with its slice's newest time.

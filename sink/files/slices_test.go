@@ -102,6 +102,36 @@ func TestSliceSinkRoutesRowsByNewestTime(t *testing.T) {
 	}
 }
 
+// A slice's newest time, which stamps its bulkload job, is the newest of the rows its files
+// hold: a rejected row is not loaded, so its time (later than the rows written) stamps nothing.
+func TestSliceNewestTimeLeavesRejectedRowsOut(t *testing.T) {
+	s, schema := sliceSink(t, t.TempDir(), time.Hour, 8)
+	rows := sinktest.AllTypesRows(4, 9, sinktest.VarcharPlan("9", "h", "q"))
+	const hour = int64(3_600_000)
+	for i := range rows {
+		rows[i].Times = make([]int64, len(schema.Columns))
+		rows[i].Times[2] = 10*hour + int64(i)
+	}
+	rows[3].Values[0] = pipeline.Null // a null key: rejected, and the newest of its slice
+	err := s.Write(context.Background(), rows)
+	var re *files.RejectError
+	if !errors.As(err, &re) || len(re.Rows) != 1 || re.Rows[0].Index != 3 {
+		t.Fatalf("Write: %v, want the reject of row 3", err)
+	}
+	infos, err := s.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) == 0 {
+		t.Fatal("no files committed")
+	}
+	for _, fi := range infos {
+		if want := 10*hour + 2; fi.NewestTime != want {
+			t.Errorf("%s: newest time %d, want %d (row 2's: row 3 was rejected)", fi.Path, fi.NewestTime, want)
+		}
+	}
+}
+
 // A row that would open a slice past the cap fails the write, saying to widen the slices.
 func TestSliceSinkCap(t *testing.T) {
 	s, schema := sliceSink(t, t.TempDir(), time.Millisecond, 2)
