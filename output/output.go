@@ -142,6 +142,20 @@ func Lock(ctx context.Context, st store.Store, dir string, logger *zap.Logger) (
 	return o, nil
 }
 
+// LockLeavesFile tells whether taking the lock of st would create its lock file (and st's folder)
+// where there is none yet: a local folder's stays after the run (its flock goes with the
+// process, and a lock file removed could be locked by two runs), where a bucket's lock object is
+// removed when released. A run that may be refused after its lock can check first, so that it
+// leaves the output as it found it.
+func LockLeavesFile(st store.Store) bool {
+	d, ok := st.(store.Dir)
+	if !ok {
+		return false
+	}
+	_, err := os.Lstat(filepath.Join(d.Path(), LockFile))
+	return err != nil
+}
+
 func (o *Output) open(ctx context.Context, spec Spec, logger *zap.Logger) error {
 	st := o.Store
 	// What unfinished writers of an earlier run left is never an object, so it is not listed; it

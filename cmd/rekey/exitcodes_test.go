@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -300,5 +301,36 @@ func TestUnreachableSourceExitsThree(t *testing.T) {
 				t.Errorf("exit %d, want 3, the refused connection and %q\n%s%s", r.code, c.next, r.stdout, r.stderr)
 			}
 		})
+	}
+}
+
+// A refused merge leaves --out as it found it: before, taking --out's lock came first, so a
+// merge refused for its inputs (or for no shards in --out) created --out and a .rekey.lock in it.
+func TestRefusedMergeCreatesNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	mustRun(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=10", "--out", run, "--progress", "never")
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		out  string
+		says string
+	}{
+		{[]string{"merge", "--out", filepath.Join(dir, "merged")}, filepath.Join(dir, "merged"), "holds no shards"},
+		{[]string{"merge", filepath.Join(dir, "no-such-run"), run, "--out", filepath.Join(dir, "merged2")}, filepath.Join(dir, "merged2"), "holds nothing"},
+		{[]string{"merge", run, run, "--out", filepath.Join(dir, "new", "merged3")}, filepath.Join(dir, "new"), "given twice"},
+		{[]string{"merge", filepath.Join(dir, "no-such-run"), run, "--out", empty}, filepath.Join(empty, output.LockFile), "holds nothing"},
+	} {
+		code, stdout, stderr := runCLI(t, c.args...)
+		if code != exitUsage || !strings.Contains(stderr, c.says) {
+			t.Errorf("rekey %s: exit %d, want 2 naming %q\n%s%s", strings.Join(c.args, " "), code, c.says, stdout, stderr)
+		}
+		if _, err := os.Lstat(c.out); err == nil {
+			t.Errorf("rekey %s: refused, but it created %s", strings.Join(c.args, " "), c.out)
+		}
 	}
 }

@@ -110,18 +110,22 @@ func runFinishShards(cmd *cobra.Command, inv *invocation, f *mergeFlags) error {
 	if err != nil {
 		return err
 	}
+	// checked before the lock as well: a refused merge leaves no --out and lock file behind
+	if output.LockLeavesFile(out) {
+		if _, err := openShards(ctx, out); err != nil {
+			return err
+		}
+	}
 	locked, err := inv.lockMergeOut(ctx, out, f.out)
 	if err != nil {
 		return err
 	}
 	defer locked.Close()
 	out = locked.Store
-	inputs, err := merge.OpenShards(ctx, out)
+	// again under the lock: another merge may have finished them meanwhile
+	inputs, err := openShards(ctx, out)
 	if err != nil {
-		return usageError(err)
-	}
-	if err := merge.Check(inputs); err != nil {
-		return usageError(err)
+		return err
 	}
 	res, err := merge.FinishShards(ctx, inputs, out, version)
 	if err != nil {
@@ -149,23 +153,22 @@ func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags)
 	if err != nil {
 		return err
 	}
+	// checked before the lock as well: a refused merge leaves no --out and lock file behind
+	if output.LockLeavesFile(out) {
+		if _, err := inv.openMergeInputs(ctx, out, dirs, f.out); err != nil {
+			return err
+		}
+	}
 	locked, err := inv.lockMergeOut(ctx, out, f.out)
 	if err != nil {
 		return err
 	}
 	defer locked.Close()
 	out = locked.Store
-	if err := checkMergeOut(ctx, out, f.out); err != nil {
-		return err
-	}
-	inputs, err := merge.OpenInputs(ctx, dirs, out, func(ctx context.Context, dir string) (store.Store, error) {
-		return store.Open(ctx, dir, inv.getenv)
-	})
+	// again under the lock: another merge may have written --out meanwhile
+	inputs, err := inv.openMergeInputs(ctx, out, dirs, f.out)
 	if err != nil {
-		return usageError(err)
-	}
-	if err := merge.Check(inputs); err != nil {
-		return usageError(err)
+		return err
 	}
 	res, err := merge.WriteTo(ctx, inputs, out, mode, version)
 	if err != nil {
@@ -175,6 +178,35 @@ func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags)
 	fmt.Fprintf(w, "Merged %d runs into %s\n", len(inputs), f.out)
 	printMerged(w, res.Manifest, fmt.Sprintf("%d (%s)", res.Manifest.Files, filesVerb(mode, res, res.Local)))
 	return printMergeNext(ctx, w, out, f.out, res.Manifest)
+}
+
+// openShards opens and checks the shards that wrote the output out together.
+func openShards(ctx context.Context, out store.Store) ([]*merge.Input, error) {
+	inputs, err := merge.OpenShards(ctx, out)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if err := merge.Check(inputs); err != nil {
+		return nil, usageError(err)
+	}
+	return inputs, nil
+}
+
+// openMergeInputs checks --out (name) and opens and checks the outputs dirs to merge into it.
+func (inv *invocation) openMergeInputs(ctx context.Context, out store.Store, dirs []string, name string) ([]*merge.Input, error) {
+	if err := checkMergeOut(ctx, out, name); err != nil {
+		return nil, err
+	}
+	inputs, err := merge.OpenInputs(ctx, dirs, out, func(ctx context.Context, dir string) (store.Store, error) {
+		return store.Open(ctx, dir, inv.getenv)
+	})
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if err := merge.Check(inputs); err != nil {
+		return nil, usageError(err)
+	}
+	return inputs, nil
 }
 
 // printMergeNext prints the next steps after a merge, as after a finished migrate: create the
