@@ -225,3 +225,22 @@ func TestProgressIntervalWithoutPlainLinesIsRefused(t *testing.T) {
 		t.Error("a refused run created its --out")
 	}
 }
+
+// replicate reads from the group's committed offsets (a new group from the topic's first): a
+// start= of any value, like max=, would be ignored, so it is refused before any broker is
+// dialled. Before, start=earliest was accepted, and a group with committed offsets did not start
+// at the earliest message.
+func TestReplicateRefusesWindowParameters(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "out")
+	for _, param := range []string{"start=earliest", "start=latest", "max=10"} {
+		args := []string{"replicate", "-m", "../../mappings/orders.yaml", "--source", "kafka://127.0.0.1:1/t?group=g&" + param, "--out", out}
+		code, _, errs := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(errs, "bound the window of report and migrate") {
+			t.Errorf("rekey %s: exit %d, want 2 refusing %s:\n%s", strings.Join(args, " "), code, param, errs)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused run created its --out")
+	}
+}

@@ -262,15 +262,19 @@ func (f *replicateFlags) kafkaSource(inv *invocation) (kafka.Config, error) {
 	if kcfg.Group == "" {
 		return kafka.Config{}, usageError(fmt.Errorf("--source %s: name the consumer group: ...?group=NAME", sourceuri.Redact(f.source)))
 	}
+	u, err := sourceuri.Parse(f.source, "kafka", kafka.PasswordEnv)
+	if err != nil { // ParseURI read it: not reached
+		return kafka.Config{}, usageError(fmt.Errorf("--source %s: %w", sourceuri.Redact(f.source), err))
+	}
 	// --mark-start fixes where the group starts: a start= in the URI would be ignored
-	if u, err := sourceuri.Parse(f.source, "kafka", kafka.PasswordEnv); f.markStart && err == nil && len(u.Query["start"]) > 0 {
+	if f.markStart && len(u.Query["start"]) > 0 {
 		return kafka.Config{}, usageError(fmt.Errorf("--source %s: --mark-start commits the topic's end offsets for the group, which then starts there whatever start= says: drop start= "+
 			"(without --mark-start, a new group starts at the oldest retained message)", sourceuri.Redact(f.source)))
 	}
-	// a group reads from its committed offsets (a new one from the first): a window's bounds
-	// would be ignored, so they are refused
-	if kcfg.Start == kafka.StartLatest || kcfg.Max > 0 {
-		return kafka.Config{}, usageError(fmt.Errorf("--source %s: start=latest and max= bound the window of report and migrate; replicate reads from the group's committed offsets "+
+	// a group reads from its committed offsets (a new one from the first): a window's bounds,
+	// start=earliest included, would be ignored, so they are refused
+	if len(u.Query["start"]) > 0 || len(u.Query["max"]) > 0 {
+		return kafka.Config{}, usageError(fmt.Errorf("--source %s: start= and max= bound the window of report and migrate; replicate reads from the group's committed offsets "+
 			"(a new group from the topic's first offset). To begin at the topic's current end, run once, before anything else: "+
 			"rekey replicate --source 'kafka://HOST:PORT/%s?group=%s' --mark-start (it commits the end offsets for the group)", sourceuri.Redact(f.source), kcfg.Topic, kcfg.Group))
 	}
