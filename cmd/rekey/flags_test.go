@@ -244,3 +244,29 @@ func TestReplicateRefusesWindowParameters(t *testing.T) {
 		t.Error("a refused run created its --out")
 	}
 }
+
+// --time-slice 0 is refused (exit 2), not quietly taken as "no --time-slice": the default 24h
+// slices for a mapping with target.write_time, nothing at all for one without it or for a SQL
+// table, where a --time-slice of any other width is refused.
+func TestTimeSliceZeroIsNeverReplacedSilently(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := writeFile(t, dir, "m.yaml", strings.Replace(writeTimeMapping, "  name: wt.cells\n", "  name: in\n  columns:\n    id: int\n    a: text\n", 1))
+	in := writeFile(t, dir, "in.jsonl", `{"id":1,"a":"x","_rekey_write_times":{"a":1700000000123}}`+"\n")
+	for _, args := range [][]string{
+		{"migrate", "-m", mapping, "--source", "file:" + in, "--out", filepath.Join(dir, "slices")},
+		{"migrate", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=10", "--out", filepath.Join(dir, "plain")},
+		{"migrate", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=10", "--out", "mysql://root@127.0.0.1:1/shop"},
+	} {
+		args = append(args, "--time-slice", "0", "--progress", "never")
+		code, _, errs := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(errs, "--time-slice 0s") {
+			t.Errorf("rekey %s: exit %d, want 2 refusing --time-slice 0:\n%s", strings.Join(args, " "), code, errs)
+		}
+	}
+	for _, name := range []string{"slices", "plain"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("a refused run created %s", name)
+		}
+	}
+}

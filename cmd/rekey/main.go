@@ -276,11 +276,17 @@ func (inv *invocation) logger() (*zap.Logger, error) {
 
 // checkCommonFlags refuses values of flags several commands share that would otherwise be
 // silently replaced: --regions 0 would quietly mean "the mapping's count", --progress-interval 0
-// the default 10s.
+// the default 10s, --time-slice 0 the default 24h.
 func checkCommonFlags(cmd *cobra.Command, _ []string) error {
 	if f := cmd.Flags().Lookup("regions"); f != nil && f.Changed {
 		if n, err := strconv.Atoi(f.Value.String()); err != nil || n < 1 {
 			return usageError(fmt.Errorf("--regions %s: want at least 1 region (leave --regions out to use the mapping's regions: section)", f.Value))
+		}
+	}
+	// --time-slice 0 would quietly mean "no --time-slice": the default width, or nothing at all
+	if f := cmd.Flags().Lookup("time-slice"); f != nil && f.Changed {
+		if d, err := time.ParseDuration(f.Value.String()); err != nil || d <= 0 {
+			return usageError(fmt.Errorf("--time-slice %s: want a positive width (1h, 24h), or leave --time-slice out for the default", f.Value))
 		}
 	}
 	if f := cmd.Flags().Lookup("progress-interval"); f != nil && f.Changed {
