@@ -270,3 +270,32 @@ func TestTimeSliceZeroIsNeverReplacedSilently(t *testing.T) {
 		}
 	}
 }
+
+// --max-file-size 0 and --workers 0 are refused (exit 2), not quietly replaced by the defaults
+// (256MiB files, a worker per CPU).
+func TestSizeAndWorkerFlagsOfZeroAreRefused(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "out")
+	migrate := []string{"migrate", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=10", "--out", out, "--progress", "never"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{append(append([]string{}, migrate...), "--max-file-size", "0"), "--max-file-size 0"},
+		{append(append([]string{}, migrate...), "--workers", "0"), "--workers 0"},
+		{[]string{"report", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=10", "-q", "--workers", "0"}, "--workers 0"},
+		{[]string{"verify", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=10", "--target", out, "--workers", "-2"}, "--workers -2"},
+	} {
+		want := exitUsage
+		if c.args[0] == "verify" {
+			want = exitVerifyFailed
+		}
+		code, _, errs := runCLI(t, c.args...)
+		if code != want || !strings.Contains(errs, c.want) {
+			t.Errorf("rekey %s: exit %d, want %d refusing %s:\n%s", strings.Join(c.args, " "), code, want, c.want, errs)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused run created its --out")
+	}
+}

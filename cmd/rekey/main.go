@@ -20,6 +20,7 @@ import (
 	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store"
+	"github.com/rekey/rekey/transform"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -276,11 +277,22 @@ func (inv *invocation) logger() (*zap.Logger, error) {
 
 // checkCommonFlags refuses values of flags several commands share that would otherwise be
 // silently replaced: --regions 0 would quietly mean "the mapping's count", --progress-interval 0
-// the default 10s, --time-slice 0 the default 24h.
+// the default 10s, --time-slice 0 the default 24h, --workers 0 one per CPU, --max-file-size 0
+// the default 256MiB.
 func checkCommonFlags(cmd *cobra.Command, _ []string) error {
 	if f := cmd.Flags().Lookup("regions"); f != nil && f.Changed {
 		if n, err := strconv.Atoi(f.Value.String()); err != nil || n < 1 {
 			return usageError(fmt.Errorf("--regions %s: want at least 1 region (leave --regions out to use the mapping's regions: section)", f.Value))
+		}
+	}
+	if f := cmd.Flags().Lookup("workers"); f != nil && f.Changed {
+		if n, err := strconv.Atoi(f.Value.String()); err != nil || n < 1 {
+			return usageError(fmt.Errorf("--workers %s: want at least 1 (leave --workers out for one per CPU)", f.Value))
+		}
+	}
+	if f := cmd.Flags().Lookup("max-file-size"); f != nil && f.Changed {
+		if n, err := transform.ParseSize(f.Value.String()); err == nil && n == 0 {
+			return usageError(fmt.Errorf("--max-file-size %s: want a positive size (256MiB), or leave --max-file-size out for the default", f.Value))
 		}
 	}
 	// --time-slice 0 would quietly mean "no --time-slice": the default width, or nothing at all
