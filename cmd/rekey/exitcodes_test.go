@@ -334,3 +334,22 @@ func TestRefusedMergeCreatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A migration refused for its region plan leaves --out as it found it: before, the plan came
+// after the output's lock, so a refused run created --out and a .rekey.lock in it.
+func TestMigrateRefusedPlanCreatesNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var in strings.Builder
+	in.WriteString("ts,hostname,log-event,level,latency_ms,message\n2024-05-01T10:00:00Z,h1,e1,INFO,3,m\n")
+	out := filepath.Join(dir, "out")
+	// a quantile plan needs a sample, which stdin cannot give before it is read
+	code, stdout, stderr := runCLIWithStdin(t, strings.NewReader(in.String()), "migrate", "-m", "../../mappings/logs_latest.yaml",
+		"--source", "file:-?format=csv", "--out", out, "--progress", "never")
+	if code != exitUsage || !strings.Contains(stderr, "cannot be sampled before it is read") {
+		t.Fatalf("exit %d, want 2 refusing the plan\n%s%s", code, stdout, stderr)
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Errorf("refused, but it created %s", out)
+	}
+}

@@ -220,6 +220,15 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	if cfg.Store, err = inv.openStore(ctx, f.out); err != nil {
 		return err
 	}
+	// a new output is planned before its lock, which creates --out and its lock file: a refused
+	// plan leaves none behind
+	if output.LockLeavesFile(cfg.Store) {
+		plan, err := cfg.Plan(ctx)
+		if err != nil {
+			return refusedExit(err)
+		}
+		cfg.Plan = func(context.Context) (pipeline.RegionPlan, error) { return plan, nil }
+	}
 	m, err := migrate.Open(ctx, *cfg)
 	if err != nil {
 		return refusedExit(err)
