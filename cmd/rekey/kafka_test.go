@@ -184,3 +184,17 @@ func TestKafkaWindowRefusesGroup(t *testing.T) {
 		t.Error("a refused migrate created its --out")
 	}
 }
+
+// start=latest takes the last max= messages: without max= the window would be every message
+// retained, as start=earliest reads it, so it is refused (exit 2) before any broker is dialled.
+func TestKafkaWindowLatestNeedsMax(t *testing.T) {
+	t.Parallel()
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	for _, cmd := range []string{"report", "check"} {
+		args := []string{cmd, "-m", mapping, "--source", "kafka://127.0.0.1:1/orders?start=latest"}
+		code, _, errs := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(errs, "start=latest reads the last max= messages") {
+			t.Errorf("rekey %s: exit %d, want 2 refusing start=latest without max=:\n%s", strings.Join(args, " "), code, errs)
+		}
+	}
+}

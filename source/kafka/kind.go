@@ -37,6 +37,11 @@ var Kind = source.Kind{
 				"or committing offsets; group= names the group of rekey replicate (and, for verify against the table replicate writes, whose committed offsets to check up to): drop group=",
 				sourceuri.Redact(uri), cfg.Group)
 		}
+		// without max= the latest messages are every message retained: start=latest would do nothing
+		if cfg.Start == StartLatest && cfg.Max == 0 {
+			return nil, fmt.Errorf("kafka source %q: start=latest reads the last max= messages, and without max= the window is every message retained, as start=earliest reads it: "+
+				"give max=N, or drop start=latest", sourceuri.Redact(uri))
+		}
 		// the offsets lookup is bounded, and ends with the command's context (Ctrl-C)
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
