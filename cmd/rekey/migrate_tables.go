@@ -46,10 +46,18 @@ func runMigrateTables(cmd *cobra.Command, inv *invocation, f *migrateFlags, logg
 	defer closeSource(src)
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
+	// every table is configured (and a new one planned) before any output is locked, which
+	// creates it and its lock file: a refused run leaves none behind
+	cfgs := make([]*migrate.Config, len(tables))
+	for i, t := range tables {
+		if cfgs[i], err = t.config(ctx, inv, src, shard, limit, logger); err != nil {
+			return err
+		}
+	}
 	ms := make([]*migrate.Migration, len(tables))
 	for i, t := range tables {
-		if ms[i], err = t.open(ctx, inv, src, shard, limit, logger); err != nil {
-			return err
+		if ms[i], err = migrate.Open(ctx, *cfgs[i]); err != nil {
+			return refusedExit(err)
 		}
 		defer ms[i].Close()
 		t.m = ms[i]
@@ -160,8 +168,9 @@ func joinOut(out, table string) string {
 	return joined
 }
 
-// open opens the table's output as a migration of its own.
-func (t *tableRun) open(ctx context.Context, inv *invocation, src pipeline.Source, shard pipeline.Shard, limit runner.RejectLimit, logger *zap.Logger) (*migrate.Migration, error) {
+// config is the table's migration of its own, its output opened (not locked): a new output of
+// files in a folder is planned already.
+func (t *tableRun) config(ctx context.Context, inv *invocation, src pipeline.Source, shard pipeline.Shard, limit runner.RejectLimit, logger *zap.Logger) (*migrate.Config, error) {
 	f := &t.flags
 	cfg, err := f.filesConfig(inv, shard, limit, logger.With(zap.String("table", t.prog.Table())))
 	if err != nil {
@@ -178,11 +187,14 @@ func (t *tableRun) open(ctx context.Context, inv *invocation, src pipeline.Sourc
 	if cfg.Store, err = inv.openStore(ctx, f.out); err != nil {
 		return nil, err
 	}
-	m, err := migrate.Open(ctx, *cfg)
-	if err != nil {
-		return nil, refusedExit(err)
+	if output.LockLeavesFile(cfg.Store) {
+		plan, err := cfg.Plan(ctx)
+		if err != nil {
+			return nil, refusedExit(err)
+		}
+		cfg.Plan = func(context.Context) (pipeline.RegionPlan, error) { return plan, nil }
 	}
-	return m, nil
+	return cfg, nil
 }
 
 // tablesOutcome prints how a run of several tables ended, finishes each table of a complete run
