@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,24 +19,14 @@ import (
 // tuples, UDTs").
 func TestCassandraKindsCopiedAndReplicated(t *testing.T) {
 	cas, kc := realConnector(t)
-	sess := cas.Session(t)
-	exec := func(stmt string) {
-		t.Helper()
-		if err := sess.Query(stmt).Exec(); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
-	ks := fmt.Sprintf("kinds%d", rand.Uint32()%1e9)
-	exec(`CREATE KEYSPACE ` + ks + ` WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`)
-	wait.For(t, connectorLogged("Added keyspace [CREATE KEYSPACE "+ks+" "), "the connector to add keyspace "+ks)
+	ks, exec := connectorKeyspace(t, cas, "kinds")
 	exec(`CREATE TYPE ` + ks + `.addr (street text, zip int)`)
 	for _, tb := range []struct{ name, def string }{
 		{"st", `(p int, c int, s text static, v text, PRIMARY KEY (p, c))`},
 		{"col", `(p int PRIMARY KEY, l list<text>, st set<int>, m map<text, int>, fl frozen<list<int>>, fm frozen<map<text, int>>, tp tuple<int, text>)`},
 		{"cnt", `(p int PRIMARY KEY, n counter)`},
 	} {
-		exec(`CREATE TABLE ` + ks + `.` + tb.name + ` ` + tb.def + ` WITH cdc = true`)
-		wait.For(t, connectorLogged("Added table [CREATE TABLE "+ks+"."+tb.name+" "), "the connector to add table "+ks+"."+tb.name)
+		connectorTable(t, exec, ks, tb.name, tb.def)
 	}
 	// a table with a user-defined type: the connector does not take it ("Unknown type": its
 	// schema listener adds tables, not types)

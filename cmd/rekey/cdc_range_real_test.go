@@ -2,14 +2,10 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/gocql/gocql"
 
 	"github.com/rekey/rekey/internal/wait"
 )
@@ -22,31 +18,14 @@ import (
 // of the bound and kept the range's. verify against Cassandra itself says EQUAL.
 func TestCDCRangeDeletesInEitherClusteringOrder(t *testing.T) {
 	cas, kc := realConnector(t)
-	cl := gocql.NewCluster(cas.Hosts()...)
-	cl.Timeout = 30 * time.Second
-	cl.Consistency = gocql.One
-	sess, err := cl.CreateSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	exec := func(stmt string, args ...any) {
-		t.Helper()
-		if err := sess.Query(stmt, args...).Exec(); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
-	ks := fmt.Sprintf("rng%d", rand.Uint32()%1e9)
-	exec(`CREATE KEYSPACE ` + ks + ` WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`)
-	wait.For(t, connectorLogged("Added keyspace [CREATE KEYSPACE "+ks+" "), "the connector to add keyspace "+ks)
+	ks, exec := connectorKeyspace(t, cas, "rng")
 	srv, conns := sqlServer(t)
 	for _, tb := range []struct{ name, clustering, key string }{
 		{"ev_asc", "", "[a][b DESC][c]"},
-		{"ev_desc", " AND CLUSTERING ORDER BY (b DESC, c ASC)", "[a][b][c]"},
+		{"ev_desc", " WITH CLUSTERING ORDER BY (b DESC, c ASC)", "[a][b][c]"},
 	} {
 		t.Run(tb.name, func(t *testing.T) {
-			exec(`CREATE TABLE ` + ks + `.` + tb.name + ` (a int, b int, c int, x text, PRIMARY KEY ((a), b, c)) WITH cdc = true` + tb.clustering)
-			wait.For(t, connectorLogged("Added table [CREATE TABLE "+ks+"."+tb.name+" "), "the connector to add table "+ks+"."+tb.name)
+			connectorTable(t, exec, ks, tb.name, `(a int, b int, c int, x text, PRIMARY KEY ((a), b, c))`+tb.clustering)
 			topic := os.Getenv(debeziumPrefixEnv) + "." + ks + "." + tb.name
 			dir := t.TempDir()
 			mapping := writeFile(t, dir, tb.name+".yaml", fmt.Sprintf(`version: 1

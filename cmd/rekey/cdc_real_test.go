@@ -37,30 +37,8 @@ const (
 // deletes); then verify of the table against Cassandra itself says EQUAL.
 func TestCDCFromTheRealConnector(t *testing.T) {
 	cas, kc := realConnector(t)
-	cl := gocql.NewCluster(cas.Hosts()...)
-	cl.Timeout = 30 * time.Second
-	cl.Consistency = gocql.One
-	sess, err := cl.CreateSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	exec := func(stmt string, args ...any) {
-		t.Helper()
-		if err := sess.Query(stmt, args...).Exec(); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
-
-	// The connector learns of tables from its driver's schema events. A table created within a
-	// second of its keyspace reaches it as the keyspace's creation alone, whose tables it does not
-	// add (Cassandra5SchemaChangeListener.onKeyspaceCreated): its changes would never be read. So
-	// the keyspace first, then the table, each once the connector has taken the one before.
-	ks := fmt.Sprintf("cdc%d", rand.Uint32()%1e9)
-	exec(`CREATE KEYSPACE ` + ks + ` WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`)
-	wait.For(t, connectorLogged("Added keyspace [CREATE KEYSPACE "+ks+" "), "the connector to add keyspace "+ks)
-	exec(`CREATE TABLE ` + ks + `.ev (a int, b int, c int, x text, y int, PRIMARY KEY ((a), b, c)) WITH cdc = true`)
-	wait.For(t, connectorLogged("Added table [CREATE TABLE "+ks+".ev "), "the connector to add table "+ks+".ev")
+	ks, exec := connectorKeyspace(t, cas, "cdc")
+	connectorTable(t, exec, ks, "ev", `(a int, b int, c int, x text, y int, PRIMARY KEY ((a), b, c))`)
 	topic := os.Getenv(debeziumPrefixEnv) + "." + ks + ".ev"
 
 	srv, conns := sqlServer(t)
@@ -219,6 +197,49 @@ func TestCDCFromTheRealConnector(t *testing.T) {
 		t.Errorf("the table holds %d rows, Cassandra %d:\n%s", len(got), len(live), strings.Join(got, "\n"))
 	}
 	t.Logf("%s", firstLine(out+errs, "EQUAL"))
+}
+
+// connectorKeyspace creates a keyspace of its own (prefix and a random number) on the
+// connector's node and waits until the connector has taken it. The connector learns of tables
+// from its driver's schema events, and a table created within a second of its keyspace reaches
+// it as the keyspace's creation alone, whose tables it does not add
+// (Cassandra5SchemaChangeListener.onKeyspaceCreated): its changes would never be read. So the
+// keyspace first, then each table (connectorTable), each once the connector has taken the one
+// before. exec runs a statement on the node.
+func connectorKeyspace(t *testing.T, cas *cassandratest.Cluster, prefix string) (ks string, exec func(stmt string, args ...any)) {
+	t.Helper()
+	cl := gocql.NewCluster(cas.Hosts()...)
+	cl.Timeout = 30 * time.Second
+	cl.Consistency = gocql.One
+	sess, err := cl.CreateSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sess.Close)
+	exec = func(stmt string, args ...any) {
+		t.Helper()
+		if err := sess.Query(stmt, args...).Exec(); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	ks = fmt.Sprintf("%s%d", prefix, rand.Uint32()%1e9)
+	exec(`CREATE KEYSPACE ` + ks + ` WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`)
+	wait.For(t, connectorLogged("Added keyspace [CREATE KEYSPACE "+ks+" "), "the connector to add keyspace "+ks)
+	return ks, exec
+}
+
+// connectorTable creates table ks.name (def: its columns and key, then any options) with CDC on
+// and waits until the connector has taken it.
+func connectorTable(t *testing.T, exec func(string, ...any), ks, name, def string) {
+	t.Helper()
+	create := `CREATE TABLE ` + ks + `.` + name + ` ` + def
+	if strings.Contains(def, " WITH ") {
+		create += ` AND cdc = true`
+	} else {
+		create += ` WITH cdc = true`
+	}
+	exec(create)
+	wait.For(t, connectorLogged("Added table [CREATE TABLE "+ks+"."+name+" "), "the connector to add table "+ks+"."+name)
 }
 
 // realConnector skips the test without Debezium's Cassandra connector (fails, when the tier
