@@ -17,21 +17,7 @@ import (
 // the temporary files whose pending names the holder owns.
 func TestFolderCommitLockSharesRevisions(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := store.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := OpenCommitLock(ctx, st, dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Release()
-	b, err := OpenCommitLock(ctx, st, dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Release()
+	dir, a, b := twoFolderMembers(t)
 	if a.Exclusive() || b.Exclusive() {
 		t.Error("a folder's commit lock is exclusive: its members could not share it")
 	}
@@ -55,7 +41,7 @@ func TestFolderCommitLockSharesRevisions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err = b.SweepOwned(ctx, []string{"data/region-0000", "data/region-0001"}, func(name string) bool {
+	err := b.SweepOwned(ctx, []string{"data/region-0000", "data/region-0001"}, func(name string) bool {
 		return name == "p0001-0000000000000010-aaaaaaaa.parquet"
 	})
 	b.Unlock()
@@ -97,27 +83,31 @@ func TestBucketCommitLockIsOneMembers(t *testing.T) {
 	b.Release()
 }
 
+// twoFolderMembers opens the commit lock of a new folder (dir) twice, as two members of it do.
+func twoFolderMembers(t *testing.T) (dir string, a, b CommitLock) {
+	t.Helper()
+	dir = t.TempDir()
+	st, err := store.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []*CommitLock{&a, &b} {
+		if *l, err = OpenCommitLock(context.Background(), st, dir, nil); err != nil {
+			t.Fatal(err)
+		}
+		l := *l
+		t.Cleanup(func() { l.Release() })
+	}
+	return dir, a, b
+}
+
 // TestFolderCommitLockWaitEndsWithItsContext: before, a member waiting for the folder's lock
 // (another process holding it: a member frozen in its commit, an earlier rekey that held it for
 // its whole run) waited whatever its context said, so a second Ctrl-C, meant to abort at once,
 // hung there. The wait ends when the context does.
 func TestFolderCommitLockWaitEndsWithItsContext(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := store.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := OpenCommitLock(ctx, st, dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Release()
-	b, err := OpenCommitLock(ctx, st, dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Release()
+	_, a, b := twoFolderMembers(t)
 	if _, err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,11 @@
 package replicate_test
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,35 +47,13 @@ func TestReplayCountsOnce(t *testing.T) {
 			c.Produce(t, topic, early...)
 			dir := t.TempDir()
 			cfg := config(t, c, topic, group, "json", dir)
-			// crashRun runs until partition 1's first roll reaches the step: the process is
-			// killed there (a hook error leaves the disk as a kill would)
-			crashRun := func() {
-				t.Helper()
-				var crashed atomic.Bool
-				cfg.Hooks.Commit = func(s replicate.CommitStep, partition int, first, last int64) error {
-					if s == step && partition == 1 && crashed.CompareAndSwap(false, true) {
-						return errCrash
-					}
-					return nil
-				}
-				rn := start(t, cfg)
-				select {
-				case err := <-rn.done:
-					if !errors.Is(err, errCrash) {
-						t.Fatalf("run ended with %v, want the crash", err)
-					}
-				case <-time.After(60 * time.Second):
-					t.Fatal("no crash")
-				}
-			}
 			if step != "" {
-				crashRun()
+				crashAt(t, cfg, step)
 			}
 			c.Produce(t, topic, late...)
 			if step != "" {
-				crashRun() // the replay is killed too
+				crashAt(t, cfg, step) // the replay is killed too
 			}
-			cfg.Hooks = replicate.Hooks{}
 			rn := start(t, cfg)
 			waitCommitted(t, c, group, topic, endOffsets(t, c, topic), 60*time.Second)
 			if err := rn.shutdown(t); err != nil {
@@ -170,27 +146,11 @@ func TestKilledRollLeavesNoVisibleFile(t *testing.T) {
 			c.Produce(t, topic, msgs...)
 			dir := t.TempDir()
 			cfg := config(t, c, topic, group, "json", dir)
-			var crashed atomic.Bool
-			cfg.Hooks.Commit = func(s replicate.CommitStep, partition int, first, last int64) error {
-				if s == step && partition == 1 && crashed.CompareAndSwap(false, true) {
-					return errCrash
-				}
-				return nil
-			}
-			rn := start(t, cfg)
-			select {
-			case err := <-rn.done:
-				if !errors.Is(err, errCrash) {
-					t.Fatalf("run ended with %v, want the crash", err)
-				}
-			case <-time.After(60 * time.Second):
-				t.Fatal("no crash")
-			}
+			crashAt(t, cfg, step)
 			// the process is gone: what a bulk load of data/ would read now must be committed
 			visibleCommitted(t, dir)
 
-			cfg.Hooks = replicate.Hooks{}
-			rn = start(t, cfg)
+			rn := start(t, cfg)
 			waitCommitted(t, c, group, topic, endOffsets(t, c, topic), 60*time.Second)
 			if err := rn.shutdown(t); err != nil {
 				t.Fatal(err)

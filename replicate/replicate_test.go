@@ -328,6 +328,28 @@ func TestDebeziumEndToEnd(t *testing.T) {
 
 var errCrash = errors.New("simulated crash")
 
+// crashAt runs cfg until partition 1's first roll reaches the commit step: the process is
+// killed there (a hook error leaves the disk as a kill would).
+func crashAt(t *testing.T, cfg replicate.Config, step replicate.CommitStep) {
+	t.Helper()
+	var crashed atomic.Bool
+	cfg.Hooks.Commit = func(s replicate.CommitStep, partition int, first, last int64) error {
+		if s == step && partition == 1 && crashed.CompareAndSwap(false, true) {
+			return errCrash
+		}
+		return nil
+	}
+	rn := start(t, cfg)
+	select {
+	case err := <-rn.done:
+		if !errors.Is(err, errCrash) {
+			t.Fatalf("run ended with %v, want the crash", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("no crash")
+	}
+}
+
 // TestCrashRecovery fails the process at the two dangerous points (files finished under
 // temporary names; roll committed in the manifest, its offset not in Kafka), then restarts it:
 // every message is reflected, committed files are left as they were (a committed roll is not

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,33 +109,13 @@ func TestReplicateToObjectStore(t *testing.T) {
 			cfg := config(t, c, topic, group, "json", "")
 			cfg.Store = st
 			cfg.SpoolDir = t.TempDir()
-			crashRun := func() {
-				t.Helper()
-				var crashed atomic.Bool
-				cfg.Hooks.Commit = func(s replicate.CommitStep, partition int, first, last int64) error {
-					if s == step && partition == 1 && crashed.CompareAndSwap(false, true) {
-						return errCrash
-					}
-					return nil
-				}
-				rn := start(t, cfg)
-				select {
-				case err := <-rn.done:
-					if !errors.Is(err, errCrash) {
-						t.Fatalf("run ended with %v, want the crash", err)
-					}
-				case <-time.After(60 * time.Second):
-					t.Fatal("no crash")
-				}
-			}
 			if step != "" {
-				crashRun()
+				crashAt(t, cfg, step)
 			}
 			c.Produce(t, topic, late...)
 			if step != "" {
-				crashRun() // the replay is killed too
+				crashAt(t, cfg, step) // the replay is killed too
 			}
-			cfg.Hooks = replicate.Hooks{}
 			rn := start(t, cfg)
 			waitCommitted(t, c, group, topic, endOffsets(t, c, topic), 60*time.Second)
 			if err := rn.shutdown(t); err != nil {
