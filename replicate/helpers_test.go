@@ -264,10 +264,8 @@ func applyOutputs(t testing.TB, schema pipeline.TargetSchema, pl pipeline.Region
 	return state
 }
 
-// checkDisk: every committed file in the region and rejects folders is in the manifest, every
-// file the manifest lists is there, and no temporary file is left.
-func checkDisk(t testing.TB, dir string, m *replicate.Manifest) {
-	t.Helper()
+// manifestFiles is the set of the files m lists: data, deletes and rejects.
+func manifestFiles(m *replicate.Manifest) map[string]bool {
 	listed := map[string]bool{}
 	for _, s := range m.Replication.Segments {
 		if s.Data != nil {
@@ -280,6 +278,14 @@ func checkDisk(t testing.TB, dir string, m *replicate.Manifest) {
 	for _, r := range m.Replication.Rejects {
 		listed[r.Path] = true
 	}
+	return listed
+}
+
+// checkDisk: every committed file in the region and rejects folders is in the manifest, every
+// file the manifest lists is there, and no temporary file is left.
+func checkDisk(t testing.TB, dir string, m *replicate.Manifest) {
+	t.Helper()
+	listed := manifestFiles(m)
 	for p := range listed {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
 			t.Errorf("listed in the manifest: %v", err)

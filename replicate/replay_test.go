@@ -167,18 +167,7 @@ func visibleCommitted(t testing.TB, dir string) {
 	t.Helper()
 	listed := map[string]bool{}
 	if _, err := os.Stat(filepath.Join(dir, output.ManifestFile)); err == nil {
-		m := readManifest(t, dir)
-		for _, s := range m.Replication.Segments {
-			if s.Data != nil {
-				listed[s.Data.Path] = true
-			}
-			if s.Deletes != nil {
-				listed[s.Deletes.Path] = true
-			}
-		}
-		for _, r := range m.Replication.Rejects {
-			listed[r.Path] = true
-		}
+		listed = manifestFiles(readManifest(t, dir))
 	}
 	for _, top := range []string{output.DataDir, output.DeletesDir, output.RejectsDir} {
 		filepath.WalkDir(filepath.Join(dir, top), func(p string, d fs.DirEntry, err error) error {
