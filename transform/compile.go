@@ -111,6 +111,9 @@ type dictionary struct {
 	// words are the keys of up to 8 bytes as shortWord gives them: with the length in the tag,
 	// a key compared without a call (codes, statuses, channel names)
 	words []uint64
+	// codeOf maps each code to a key that has it: a value kept by on_missing_code: keep must not
+	// be one, or it would be that key once written
+	codeOf map[string]string
 }
 
 // le32s is the four bytes of s at i, read in place.
@@ -324,7 +327,7 @@ func (c *compiler) varsAndDicts() {
 	}
 	c.dicts = map[string]*dictionary{}
 	for _, d := range m.Target.Codes {
-		dict := &dictionary{name: d.Name}
+		dict := &dictionary{name: d.Name, codeOf: map[string]string{}}
 		idx := make([]int, len(d.Entries))
 		for i := range idx {
 			idx[i] = i
@@ -339,6 +342,9 @@ func (c *compiler) varsAndDicts() {
 				w = shortWord(k)
 			}
 			dict.words = append(dict.words, w)
+			if _, ok := dict.codeOf[d.Entries[i][1]]; !ok {
+				dict.codeOf[d.Entries[i][1]] = d.Entries[i][0]
+			}
 		}
 		c.dicts[d.Name] = dict
 	}

@@ -963,7 +963,14 @@ func (p *Program) buildCode(t *texpr) evalFn {
 			return pipeline.Text(to), nil
 		}
 		if keep {
-			return v, nil
+			of, ok := d.codeOf[k]
+			if !ok {
+				return v, nil
+			}
+			// kept, the value would read as (and key the same row as) the value it is the code of
+			return v, &pipeline.RowError{Code: pipeline.CodeDictMiss,
+				Message: "value " + strconv.Quote(truncate(k, 200)) + " is not in dictionary " + strconv.Quote(d.name) + " but is the code of " +
+					strconv.Quote(truncate(of, 200)) + ": kept as it is (target.on_missing_code: keep) it would be that value, two source values one; add it to the dictionary"}
 		}
 		return v, &pipeline.RowError{Code: pipeline.CodeDictMiss,
 			Message: "value " + strconv.Quote(truncate(k, 200)) + " is not in dictionary " + strconv.Quote(d.name) + " (target.on_missing_code: reject)"}

@@ -279,6 +279,31 @@ func TestCodeKeepMissing(t *testing.T) {
 	}
 }
 
+// A value the dictionary lacks, kept as it is, that equals another value's code would be that
+// value once written: two source keys one target key (the last write wins), a delete of it
+// deleting the other's row. It is rejected instead, naming the value it would pass for.
+func TestCodeKeepMissingEqualToACode(t *testing.T) {
+	keep := func(m *Mapping) { m.Target.OnMissingCode = "keep" }
+	for _, c := range []struct {
+		expr string
+		in   map[string]V
+		of   string
+	}{
+		{"code(s, channels)", map[string]V{"s": txt("tb")}, `"taobao"`},
+		{"code(s, channels) + '-' + id", map[string]V{"s": txt("one")}, `"1"`},
+	} {
+		_, col, rerr := evalExpr(t, c.expr, c.in, keep)
+		if rerr == nil || rerr.Code != pipeline.CodeDictMiss || rerr.Field != col.Name || !strings.Contains(rerr.Message, c.of) {
+			t.Errorf("%s %v: got %v, want a %s reject of field %s naming %s", c.expr, c.in, rerr, pipeline.CodeDictMiss, col.Name, c.of)
+		}
+	}
+	// a value that is a key keeps its code, even when it also is a code
+	got, _, rerr := evalExpr(t, "code(s, channels)", map[string]V{"s": txt("taobao")}, keep)
+	if rerr != nil || got != txt("tb") {
+		t.Fatalf("taobao: got %v, %v; want tb", got, rerr)
+	}
+}
+
 func TestTypeInference(t *testing.T) {
 	cases := []struct{ expr, want string }{
 		{"md5(s)", "VARCHAR"}, {"hash(n)", "VARCHAR"}, {"sha1(s)", "VARCHAR"}, {"sha256(s)", "VARCHAR"},
