@@ -301,7 +301,7 @@ func (c *comparer) index(chunks [][]byte, r *bucketResult) error {
 		return err
 	}
 	c.given = resetGiven(c.given)
-	return eachEntry(chunks, func(e entry) error {
+	err = eachEntry(chunks, func(e entry) error {
 		if e.h > max {
 			return nil
 		}
@@ -310,6 +310,16 @@ func (c *comparer) index(chunks [][]byte, r *bucketResult) error {
 		}
 		return nil
 	})
+	// the distinct rows of the keys given more than once, but the one each key keeps: rows whose
+	// values no target row holds
+	repeated := 0
+	for _, e := range c.es {
+		if e.n > 1 {
+			repeated++
+		}
+	}
+	r.lost += int64(len(c.given) - repeated)
+	return err
 }
 
 // resetGiven empties the set of a bucket's repeated keys' source rows.

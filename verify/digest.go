@@ -245,7 +245,7 @@ func (c *comparer) indexSource(src *parts, b int, r *digestResult) error {
 	}
 	// the rows of keys given more than once: a target row of such a key must be one of them
 	c.given = resetGiven(c.given)
-	return eachRecord(sdata, sourceDigestSize, func(rec []byte) {
+	err = eachRecord(sdata, sourceDigestSize, func(rec []byte) {
 		h := le.Uint64(rec)
 		if h > max {
 			return
@@ -255,6 +255,16 @@ func (c *comparer) indexSource(src *parts, b int, r *digestResult) error {
 			c.given[[2]uint64{h, le.Uint64(rec[12:])}] = struct{}{}
 		}
 	})
+	// the distinct rows of the keys given more than once, but the one each key keeps: rows whose
+	// values no target row holds
+	repeated := 0
+	for _, e := range es {
+		if e.n > 1 {
+			repeated++
+		}
+	}
+	r.lost += int64(len(c.given) - repeated)
+	return err
 }
 
 // matchTargetDigests looks the target digests of bucket b up among the source's (indexSource): a key

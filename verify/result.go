@@ -36,7 +36,10 @@ type Result struct {
 	// RowsOverwritten are checked rows that a later source row with the same key replaces in
 	// the target (the last one wins in Lindorm): each key is compared with its last row.
 	RowsOverwritten int64 `json:"rows_overwritten"`
-	TargetRows      int64 `json:"target_rows"` // rows read from the target (folder), rows found (lookup)
+	// RowsLost are the overwritten rows that differ from the row that replaced them (as the
+	// target stores them): their values are in no target row (identical repeats lose nothing).
+	RowsLost   int64 `json:"rows_lost"`
+	TargetRows int64 `json:"target_rows"` // rows read from the target (folder), rows found (lookup)
 
 	Missing int64 `json:"missing"` // keys the target does not hold
 	Differ  int64 `json:"differ"`  // keys whose target row differs from the source's
@@ -153,6 +156,7 @@ func newResult(cfg Config) *Result {
 // counts are a bucket's figures, merged into the Result.
 type counts struct {
 	checked, keys, overwritten, targetRows int64
+	lost                                   int64 // overwritten rows unlike the row that replaced them
 	missing, differ, extra                 int64
 }
 
@@ -170,6 +174,7 @@ func (r *Result) addCounts(c counts) {
 	r.RowsChecked += c.checked
 	r.KeysChecked += c.keys
 	r.RowsOverwritten += c.overwritten
+	r.RowsLost += c.lost
 	r.TargetRows += c.targetRows
 	r.Missing += c.missing
 	r.Differ += c.differ

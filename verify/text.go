@@ -20,6 +20,11 @@ func Verdict(r *Result) string {
 		if r.Sample != "all" {
 			s += " (sample: " + r.Sample + ")"
 		}
+		if r.RowsLost > 0 {
+			// the last row of a key wins: what the source's others held is not in the target
+			s += fmt.Sprintf("; but %d source %s in no target row: a later, different source row has the same key (the key does not tell them apart: rekey report's uniqueness finding names the columns they differ in)",
+				r.RowsLost, plural(int(r.RowsLost), "row is", "rows are"))
+		}
 		return s
 	}
 	var parts []string
@@ -106,6 +111,9 @@ func summaryRows(r *Result) [][2]string {
 	add("keys checked", fmt.Sprint(r.KeysChecked))
 	if r.RowsOverwritten > 0 {
 		add("rows overwritten", fmt.Sprintf("%d (a later source row has the same key: the last one is compared)", r.RowsOverwritten))
+		if r.RowsLost > 0 {
+			add("  rows lost", fmt.Sprintf("%d (unlike the row that replaced them: their values are in no target row)", r.RowsLost))
+		}
 	}
 	add("target rows", fmt.Sprint(r.TargetRows))
 	add("missing", fmt.Sprint(r.Missing))

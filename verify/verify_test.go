@@ -235,6 +235,35 @@ func TestDuplicateKeysCompareTheLastRow(t *testing.T) {
 }
 
 // Rows the mapping rejects (a null key) are rejects, not missing rows.
+// Source rows of one key that differ are one target row: the earlier ones are in no target row.
+// The target still holds what the source's last rows say (EQUAL), but the verdict counts the
+// rows lost that way, apart from identical repeats, which lose nothing.
+func TestDistinctRowsOfOneKeyAreCountedAsLost(t *testing.T) {
+	p := testProgram(t)
+	recs := testRecords(300)
+	recs = append(recs, rec(5, "renamed", 1, 2, "3.00"), recs[5], rec(7, "again", 1, 2, "3"), rec(7, "last", 1, 2, "3"))
+	tbl := migrated(t, p, recs)
+	check := func(name string, res *Result) {
+		t.Helper()
+		if !res.Equal || res.RowsOverwritten != 4 || res.RowsLost != 3 {
+			t.Errorf("%s: want equal, 4 rows overwritten of which 3 lost: equal %v, overwritten %d, lost %d", name, res.Equal, res.RowsOverwritten, res.RowsLost)
+		}
+		if v := Verdict(res); !strings.Contains(v, "3 source rows are in no target row") {
+			t.Errorf("%s: the verdict does not count the rows lost: %s", name, v)
+		}
+	}
+	check("lookup", runLookup(t, p, recs, tbl, nil))
+	folder := writeFolder(t, p.Target(), migrated(t, p, recs).list())
+	for _, once := range []bool{false, true} { // digests then values; values in one pass
+		check(fmt.Sprintf("folder (one pass %v)", once), runWith(t, Config{Program: p, Source: &sliceSource{recs}, Folder: folder, SourceOnce: once}, nil))
+	}
+	// identical repeats lose nothing: a plain EQUAL
+	res := runLookup(t, p, append(testRecords(300), testRecords(3)...), migrated(t, p, testRecords(300)), nil)
+	if !res.Equal || res.RowsOverwritten != 3 || res.RowsLost != 0 || strings.Contains(Verdict(res), "no target row") {
+		t.Errorf("identical repeats: equal %v, overwritten %d, lost %d: %s", res.Equal, res.RowsOverwritten, res.RowsLost, Verdict(res))
+	}
+}
+
 func TestRejectsAreNotMissing(t *testing.T) {
 	p := testProgram(t)
 	recs := testRecords(100)

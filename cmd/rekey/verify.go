@@ -81,7 +81,8 @@ target. It reports:
   rejected    source rows the mapping rejects: migrate rejected them too, they are not looked for
 
 When the source has several rows with one key, the last one is compared (the last one wins in
-Lindorm), and the rows it replaces are counted as "rows overwritten".
+Lindorm), and the rows it replaces are counted as "rows overwritten"; those unlike it, whose values
+are then in no target row, as "rows lost", and the verdict says how many.
 
 TARGET is
   DIR                      the --out folder of rekey migrate: every data file under its data/, as
