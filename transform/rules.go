@@ -24,6 +24,7 @@ const (
 	RuleNoRegions       = "no_regions"
 	RuleSaltedKey       = "salted_key"
 	RuleTrailingSalt    = "trailing_salt"
+	RuleKeyCodeMerges   = "key_code_merges"
 )
 
 // KeyOnly says whether every target column is in the primary key: Lindorm cannot write a row that
@@ -111,6 +112,12 @@ func (p *Program) DesignRules(regionsGiven bool) []DesignRule {
 			}
 		}
 	}
+	for _, col := range p.cols[:p.target.KeyLen] {
+		if msg := p.codeMerges(col); msg != "" {
+			rules = append(rules, DesignRule{Code: RuleKeyCodeMerges, Path: col.path, Message: "key column " + col.name + " " + msg +
+				": their rows get one key, and the last one written wins (the others are lost); give each value a code of its own"})
+		}
+	}
 	if p.regions == nil && !regionsGiven {
 		rules = append(rules, DesignRule{Code: RuleNoRegions, Path: "regions", Message: "no regions: section: the table " +
 			"gets one region and the bulk load goes into it; the guide recommends regions = data size in GB / 8 for a bulk " +
@@ -180,4 +187,57 @@ func (p *Program) bareSource(col colDef) int {
 		return p.bareSource(p.cols[t.idx])
 	}
 	return -1
+}
+
+// codeMerges says how key column col merges source values ("" when it does not): it reads
+// code(x, dict) (directly or through target.columns entries) of a dictionary that gives several
+// values one code, and the key does not also hold x as it is.
+func (p *Program) codeMerges(col colDef) string {
+	if col.expr == nil {
+		return ""
+	}
+	var msg string
+	var visit func(t *texpr)
+	visit = func(t *texpr) {
+		t.walk(func(t *texpr) {
+			switch {
+			case msg != "":
+			case t.op == opTgt:
+				if e := p.cols[t.idx].expr; e != nil {
+					visit(e)
+				}
+			case t.op == opCode && !p.keyHoldsWhole(t.args[0]):
+				if vals, code := t.dict.merged(); vals != nil {
+					msg = "reads code(" + t.args[0].String() + ", " + t.dict.name + "), and dictionary " + t.dict.name + " gives " +
+						strconv.Quote(vals[0]) + " and " + strconv.Quote(vals[1]) + " one code, " + strconv.Quote(code)
+				}
+			}
+		})
+	}
+	visit(col.expr)
+	return msg
+}
+
+// keyHoldsWhole says whether a key column carries the source column that x is as it is.
+func (p *Program) keyHoldsWhole(x *texpr) bool {
+	if x.op != opSrc {
+		return false
+	}
+	for _, col := range p.cols[:p.target.KeyLen] {
+		if p.bareSource(col) == x.idx {
+			return true
+		}
+	}
+	return false
+}
+
+// merged is two keys of the dictionary that have one code, and that code (nil when every key
+// has its own).
+func (d *dictionary) merged() ([]string, string) {
+	for i, code := range d.vals {
+		if of := d.codeOf[code]; of != d.keys[i] {
+			return []string{of, d.keys[i]}, code
+		}
+	}
+	return nil, ""
 }

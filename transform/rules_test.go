@@ -100,3 +100,50 @@ func TestWorkloadField(t *testing.T) {
 		t.Errorf("workload: writes: %v", err)
 	}
 }
+
+// A dictionary that gives several values one code merges their keys where a key column reads
+// it: the rule names the column, the dictionary and the values. A code that only a value
+// column reads, a dictionary whose codes differ, and a key that also holds the column itself
+// lose nothing.
+func TestDesignRulesCodeMergesKeys(t *testing.T) {
+	cases := []struct {
+		key, cols string
+		want      []string
+	}{
+		{"[code(ch, merging) AS c][id]", "", []string{RuleKeyCodeMerges}},
+		{"[md5(c).substr(0,4) + c AS pk][id]", "c: code(ch, merging)", []string{RuleKeyCodeMerges}},
+		{"[code(ch, distinct) AS c][id]", "", nil},
+		{"[id][code(ch, merging) AS c][ch]", "", nil},
+		{"[id]", "c: code(ch, merging)", nil},
+	}
+	for _, c := range cases {
+		cols := ""
+		if c.cols != "" {
+			cols = "\n  columns:\n    " + c.cols
+		}
+		p := compileYAML(t, `
+version: 1
+source:
+  name: ks.t
+  columns: {id: text, ch: text, v: text}
+target:
+  table: t
+  primary_key: "`+c.key+`"`+cols+`
+  codes:
+    merging: {taobao: tb, alipay: ap, tbshop: tb}
+    distinct: {taobao: tb, alipay: ap}
+regions:
+  count: 1
+`)
+		var got []string
+		for _, r := range p.DesignRules(false) {
+			got = append(got, r.Code)
+			if r.Code == RuleKeyCodeMerges && !strings.Contains(r.Message, `dictionary merging gives "taobao" and "tbshop" one code, "tb"`) {
+				t.Errorf("%s: the message does not name the values: %s", c.key, r.Message)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: rules %v, want %v", c.key, got, c.want)
+		}
+	}
+}

@@ -102,10 +102,11 @@ expressions, types, order), the target columns and the region plan. With --sourc
 source to place quantile split keys.
 
 Last come the rules of Lindorm's design guides the mapping does not follow: warnings (a TIMESTAMP,
-DATE or timeuuid first key column, more than 3 key columns, a collection in the key, no regions:,
-a salt and what it costs the reads and a replication, a salt behind the first key column, which
-spreads nothing) leave the exit code 0; a target whose every column is in the primary key, which
-Lindorm cannot write a row into, is an error (exit 2). When the region plan cannot be made (a
+DATE or timeuuid first key column, more than 3 key columns, a collection in the key, a key column
+reading code() of a dictionary that gives several values one code, no regions:, a salt and what
+it costs the reads and a replication, a salt behind the first key column, which spreads nothing)
+leave the exit code 0; a target whose every column is in the primary key, which Lindorm cannot
+write a row into, is an error (exit 2). When the region plan cannot be made (a
 quantile plan without --source), these rules are still printed before the error.
 
 With --source, check also applies rekey report's data rules to a sample of the source (up to
