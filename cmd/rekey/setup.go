@@ -73,7 +73,7 @@ func parseSize(flag, s string) (int64, error) {
 		return 0, err
 	}
 	if n <= 0 {
-		return 0, fmt.Errorf("%s must be positive", flag)
+		return 0, fmt.Errorf("%s must be positive (a size such as 512MiB); leave %s out for its default", flag, flag)
 	}
 	return n, nil
 }
