@@ -22,7 +22,7 @@ func Verdict(r *Result) string {
 		}
 		if r.RowsLost > 0 {
 			// the last row of a key wins: what the source's others held is not in the target
-			s += fmt.Sprintf("; but %d source %s in no target row: a later, different source row has the same key (the key does not tell them apart: rekey report's uniqueness finding names the columns they differ in)",
+			s += fmt.Sprintf("; but %d source %s in no target row: a later, different source row has the same key. Older versions of a record (a topic of rows) are meant to go; rows of different records mean the key does not tell them apart (rekey report's uniqueness finding names the columns they differ in)",
 				r.RowsLost, plural(int(r.RowsLost), "row is", "rows are"))
 		}
 		return s
