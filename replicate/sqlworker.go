@@ -31,6 +31,11 @@ import (
 // cell timestamps (lindorm://...?write_time=true).
 const CodeNoWriteTime = "no_write_time"
 
+// CodeRangeAfterNewerWrite rejects a Cassandra range delete that its connector published after a
+// row its mutation wrote at a newer timestamp (kafka.Change.AfterNewerWrite), where the table
+// cannot keep that row from the delete.
+const CodeRangeAfterNewerWrite = "range_after_newer_write"
+
 // openSQL opens the target table (its definition checked first) with the statement metrics wired.
 func (r *Replicator) openSQL() error {
 	cfg := r.cfg.SQL

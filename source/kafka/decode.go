@@ -74,6 +74,11 @@ type Change struct {
 	// connector's source.ts_us, else source.ts_ms: the partition update's newest cell
 	// timestamp), 0 when the event has none (other connectors, events without a source).
 	WriteTime int64
+	// AfterNewerWrite, on an OpRangeDelete, is the write time (epoch ms) of the newest row its
+	// mutation wrote, when that is newer than the range delete's own and the connector published
+	// the row first (0: none). Cassandra keeps such a row, and it may lie in the range: the
+	// delete applied after it would remove it.
+	AfterNewerWrite int64
 	// Repeat marks an event Debezium's Cassandra connector published before (Decoder.SkipRepeats):
 	// nothing to apply.
 	Repeat bool
@@ -131,6 +136,11 @@ type Decoder struct {
 	// unavail lists the columns of the image being read whose value is Debezium's placeholder of
 	// an unavailable value (left null)
 	unavail []int
+	// the commit log position of the last Cassandra event, and the newest write time (µs) of
+	// the rows its mutation wrote, as published so far
+	mutFile   string
+	mutPos    int64
+	mutNewest int64
 }
 
 // commitLogs remembers, per commit log segment of a node, the position of the last event the
@@ -808,12 +818,14 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		}
 		return vals, nil
 	}
-	connector, ts, file, pos := env.connector()
+	connector, ts, us, file, pos := env.connector()
 	if connector != "cassandra" {
 		ts = 0 // another database's commit time is not a Cassandra cell timestamp
 	} else if d.SkipRepeats && file != "" && pos >= 0 && d.logs.repeats(file, pos, d.eventID(key, env.after)) {
 		d.Repeats++
 		return append(dst, Change{Repeat: true})
+	} else if file != d.mutFile || pos != d.mutPos {
+		d.mutFile, d.mutPos, d.mutNewest = strings.Clone(file), pos, 0
 	}
 	switch op {
 	case "c", "r", "i", "u":
@@ -822,6 +834,13 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			ch := d.rangeTombstone(key, env.after, scale)
 			if ch.Err == nil {
 				ch.WriteTime = ts
+				// The connector publishes a mutation's rows before its range tombstones. A
+				// BATCH that deletes a range and writes a row in it at a newer timestamp (USING
+				// TIMESTAMP) leaves the row in Cassandra, which the delete applied after it
+				// would remove.
+				if us > 0 && d.mutNewest > us {
+					ch.AfterNewerWrite = d.mutNewest / 1000
+				}
 			}
 			return append(dst, ch)
 		}
@@ -844,6 +863,9 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			d.fillFromKey(after, key)
 		}
 		ch := Change{Op: OpUpsert, Values: after, WriteTime: ts}
+		if connector == "cassandra" {
+			d.mutNewest = max(d.mutNewest, us)
+		}
 		if cassandraEvent(connector, op == "i" || d.cells > 0) {
 			// Cassandra: the event carries the cells the mutation wrote, an INSERT's as an
 			// UPDATE's; the columns it does not name keep their values
@@ -1079,8 +1101,7 @@ func (e *envelope) read(doc string) error {
 // event's time in epoch milliseconds from source.ts_us (microseconds, newer Debezium) or
 // source.ts_ms, or 0, and the commit log position (source.file, source.pos) of Debezium's
 // Cassandra connector (file "" and pos -1 when none).
-func (e *envelope) connector() (connector string, ms int64, file string, pos int64) {
-	var us int64
+func (e *envelope) connector() (connector string, ms, us int64, file string, pos int64) {
 	pos = -1
 	if strings.HasPrefix(e.source, "{") {
 		cqlvalue.ObjectFields(e.source, func(name, raw string) {
@@ -1103,7 +1124,7 @@ func (e *envelope) connector() (connector string, ms int64, file string, pos int
 	if us > 0 {
 		ms = us / 1000
 	}
-	return connector, max(ms, 0), file, pos
+	return connector, max(ms, 0), max(us, 0), file, pos
 }
 
 func unquoteSimple(raw string) (string, bool) {

@@ -456,3 +456,51 @@ func TestDecodeDebeziumDecimals(t *testing.T) {
 		}
 	}
 }
+
+// A BATCH that deletes a clustering range and writes a row in it at a newer timestamp: the
+// connector 3.4.1.Final publishes the row first, then the range delete, at one commit log
+// position (captured from Cassandra 5.0). The range delete names the newest write of its
+// mutation published before it; one of another position, or written at its own timestamp
+// (Cassandra publishes the range alone then), names none.
+func TestCassandraRangeDeleteAfterANewerWriteOfItsMutation(t *testing.T) {
+	src := func(us, pos int64) string {
+		return fmt.Sprintf(`"source":{"version":"3.4.1.Final","connector":"cassandra","name":"rekey","ts_ms":%d,"snapshot":"false","db":"NULL","sequence":null,"ts_us":%d,"ts_ns":%d,"cluster":"rekey-peers","file":"CommitLog-7-1796381232172.log","pos":%d,"keyspace":"ks","table":"t"}`, us/1000, us, us*1000, pos)
+	}
+	row := func(us, pos int64, p, c int) (key, value string) {
+		return fmt.Sprintf(`{"p":%d,"c":%d}`, p, c), fmt.Sprintf(`{"ts_ms":1796382723293,"op":"i",%s,"after":{"p":{"value":%d,"deletion_ts":null,"set":true},"c":{"value":%d,"deletion_ts":null,"set":true},"v":{"value":"n","deletion_ts":null,"set":true},"_range_start":null,"_range_end":null}}`, src(us, pos), p, c)
+	}
+	rng := func(us, pos int64, p int) (key, value string) {
+		return fmt.Sprintf(`{"p":%d,"c":null}`, p), fmt.Sprintf(`{"ts_ms":1796382723293,"op":"r",%s,"after":{"p":{"value":%d,"deletion_ts":null,"set":true},"c":null,"v":null,"_range_start":{"method":"EXCL_START_BOUND","values":[{"name":"c","value":"1","type":"org.apache.cassandra.db.marshal.Int32Type"}]},"_range_end":{"method":"INCL_END_BOUND","values":[]}}}`, src(us, pos), p)
+	}
+	for _, tc := range []struct {
+		name   string
+		events [][2]string
+		want   int64
+	}{
+		{"newer row first, one position", [][2]string{pair(row(1796382000001000, 669225, 3, 5)), pair(rng(1796382000000000, 669225, 3))}, 1796382000001},
+		{"newer by 1 µs", [][2]string{pair(row(1796382000000001, 669225, 3, 5)), pair(rng(1796382000000000, 669225, 3))}, 1796382000000},
+		{"the row of another mutation", [][2]string{pair(row(1796382000001000, 669000, 3, 5)), pair(rng(1796382000000000, 669225, 3))}, 0},
+		{"the row older", [][2]string{pair(row(1796381000000000, 669225, 3, 5)), pair(rng(1796382000000000, 669225, 3))}, 0},
+		{"the range alone", [][2]string{pair(rng(1796382000000000, 669225, 3))}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := NewDecoder(Config{Format: FormatDebezium}, pipeline.SourceSchema{{Name: "p", Type: "int"}, {Name: "c", Type: "int"}, {Name: "v", Type: "text"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var chs []Change
+			for _, ev := range tc.events {
+				chs = d.Decode(chs, []byte(ev[0]), []byte(ev[1]))
+			}
+			last := chs[len(chs)-1]
+			if last.Err != nil || last.Op != OpRangeDelete {
+				t.Fatalf("the range delete decodes to %s", show(chs))
+			}
+			if last.AfterNewerWrite != tc.want {
+				t.Errorf("AfterNewerWrite %d, want %d", last.AfterNewerWrite, tc.want)
+			}
+		})
+	}
+}
+
+func pair(a, b string) [2]string { return [2]string{a, b} }
