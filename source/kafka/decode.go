@@ -622,6 +622,23 @@ func cassandraCell(raw string) (string, bool) {
 	return value, true
 }
 
+// deletionTime is the deletion_ts (µs) of the Cassandra connector's cells in a delete event's
+// image: the time of the row or partition deletion. 0: none.
+func deletionTime(img string) int64 {
+	var dt int64
+	cqlvalue.ObjectFields(img, func(_, raw string) {
+		if dt != 0 || len(raw) == 0 || raw[0] != '{' {
+			return
+		}
+		cqlvalue.ObjectFields(raw, func(name, r string) {
+			if name == "deletion_ts" {
+				dt, _ = strconv.ParseInt(r, 10, 64)
+			}
+		})
+	})
+	return max(dt, 0)
+}
+
 // scaledTimestamp reads a timestamp column whose unit the envelope schema gives (unit: the
 // io.debezium.time type's cqlvalue.TimeUnit): the schema overrides source.timestamp_unit, and a
 // value below the millisecond is rejected, never rounded.
@@ -905,6 +922,13 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			d.fillFromKey(vals, key)
 		}
 		ch := Change{Op: OpDelete, Values: vals, WriteTime: ts}
+		if connector == "cassandra" {
+			// the event's time is its mutation's newest (a row a BATCH wrote after the delete);
+			// the delete's own is in its cells
+			if dt := deletionTime(img); dt > 0 {
+				ch.WriteTime = dt / 1000
+			}
+		}
 		if cassandraEvent(connector, d.cells > 0) && d.anyNull(vals) {
 			// the Cassandra connector's partition delete: the clustering cells are null
 			ch.Set = d.allocSet()

@@ -504,3 +504,30 @@ func TestCassandraRangeDeleteAfterANewerWriteOfItsMutation(t *testing.T) {
 }
 
 func pair(a, b string) [2]string { return [2]string{a, b} }
+
+// A Cassandra delete event's write time is its deletion's (its cells' deletion_ts), not the
+// event's source.ts_us: in a BATCH that deletes a partition and writes a row of it 5 ms later,
+// the connector 3.4.1.Final gives the partition delete the row's time (captured from Cassandra
+// 5.0). Written at that time into a table with cell timestamps, the delete would hide the row
+// the BATCH wrote, which Cassandra keeps.
+func TestCassandraDeleteWriteTimeIsItsDeletion(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatDebezium}, pipeline.SourceSchema{{Name: "p", Type: "int"}, {Name: "c", Type: "int"}, {Name: "v", Type: "text"}, {Name: "s", Type: "text"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := func(us int64) string {
+		return fmt.Sprintf(`"source":{"version":"3.4.1.Final","connector":"cassandra","name":"rekey","ts_ms":%d,"snapshot":"false","db":"NULL","sequence":null,"ts_us":%d,"ts_ns":%d,"cluster":"rekey-peers","file":"CommitLog-7-1796381232172.log","pos":1164568,"keyspace":"ks","table":"t"}`, us/1000, us, us*1000)
+	}
+	for _, tc := range []struct{ name, key, value string }{
+		{"partition delete", `{"p":2,"c":null}`, `{"ts_ms":1796383283174,"op":"d",` + src(1796382000005000) + `,"after":{"p":{"value":2,"deletion_ts":null,"set":true},"c":{"value":null,"deletion_ts":1796382000000000,"set":true},"v":{"value":null,"deletion_ts":1796382000000000,"set":true},"s":{"value":null,"deletion_ts":1796382000000000,"set":true},"_range_start":null,"_range_end":null}}`},
+		{"row delete", `{"p":4,"c":1}`, `{"ts_ms":1796383283174,"op":"d",` + src(1796382000000000) + `,"after":{"p":{"value":4,"deletion_ts":null,"set":true},"c":{"value":1,"deletion_ts":null,"set":true},"v":{"value":null,"deletion_ts":1796382000000000,"set":true},"s":{"value":null,"deletion_ts":1796382000000000,"set":true},"_range_start":null,"_range_end":null}}`},
+	} {
+		chs := d.Decode(nil, []byte(tc.key), []byte(tc.value))
+		if len(chs) != 1 || chs[0].Err != nil || chs[0].Op != OpDelete {
+			t.Fatalf("%s: decodes to %s", tc.name, show(chs))
+		}
+		if chs[0].WriteTime != 1796382000000 {
+			t.Errorf("%s: write time %d, want the deletion's 1796382000000", tc.name, chs[0].WriteTime)
+		}
+	}
+}
