@@ -844,6 +844,9 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 	} else if file != d.mutFile || pos != d.mutPos {
 		d.mutFile, d.mutPos, d.mutNewest = strings.Clone(file), pos, 0
 	}
+	if connector == "cassandra" && (op == "i" || op == "u") {
+		d.mutNewest = max(d.mutNewest, us) // a row written, even if its event is rejected
+	}
 	switch op {
 	case "c", "r", "i", "u":
 		if op == "r" && cassandraEvent(connector, strings.Contains(env.after, `"`+rangeStart+`"`)) {
@@ -880,9 +883,6 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			d.fillFromKey(after, key)
 		}
 		ch := Change{Op: OpUpsert, Values: after, WriteTime: ts}
-		if connector == "cassandra" {
-			d.mutNewest = max(d.mutNewest, us)
-		}
 		if cassandraEvent(connector, op == "i" || d.cells > 0) {
 			// Cassandra: the event carries the cells the mutation wrote, an INSERT's as an
 			// UPDATE's; the columns it does not name keep their values

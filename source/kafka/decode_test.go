@@ -482,6 +482,7 @@ func TestCassandraRangeDeleteAfterANewerWriteOfItsMutation(t *testing.T) {
 		{"the row of another mutation", [][2]string{pair(row(1796382000001000, 669000, 3, 5)), pair(rng(1796382000000000, 669225, 3))}, 0},
 		{"the row older", [][2]string{pair(row(1796381000000000, 669225, 3, 5)), pair(rng(1796382000000000, 669225, 3))}, 0},
 		{"the range alone", [][2]string{pair(rng(1796382000000000, 669225, 3))}, 0},
+		{"the newer row's event rejected", [][2]string{unknownCell(row(1796382000001000, 669225, 3, 5)), pair(rng(1796382000000000, 669225, 3))}, 1796382000001},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := NewDecoder(Config{Format: FormatDebezium}, pipeline.SourceSchema{{Name: "p", Type: "int"}, {Name: "c", Type: "int"}, {Name: "v", Type: "text"}})
@@ -504,6 +505,11 @@ func TestCassandraRangeDeleteAfterANewerWriteOfItsMutation(t *testing.T) {
 }
 
 func pair(a, b string) [2]string { return [2]string{a, b} }
+
+// unknownCell adds to an event a cell of a column the mapping lacks (rejected, unknown_column).
+func unknownCell(key, value string) [2]string {
+	return [2]string{key, strings.Replace(value, `"after":{`, `"after":{"x":{"value":1,"deletion_ts":null,"set":true},`, 1)}
+}
 
 // A Cassandra delete event's write time is its deletion's (its cells' deletion_ts), not the
 // event's source.ts_us: in a BATCH that deletes a partition and writes a row of it 5 ms later,
