@@ -841,8 +841,11 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 	} else if d.SkipRepeats && file != "" && pos >= 0 && d.logs.repeats(file, pos, d.eventID(key, env.after)) {
 		d.Repeats++
 		return append(dst, Change{Repeat: true})
-	} else if file != d.mutFile || pos != d.mutPos {
-		d.mutFile, d.mutPos, d.mutNewest = strings.Clone(file), pos, 0
+	} else if pos != d.mutPos || file != d.mutFile {
+		if file != d.mutFile {
+			d.mutFile = strings.Clone(file) // file aliases the message; a segment has many
+		}
+		d.mutPos, d.mutNewest = pos, 0
 	}
 	if connector == "cassandra" && (op == "i" || op == "u") {
 		d.mutNewest = max(d.mutNewest, us) // a row written, even if its event is rejected
