@@ -47,8 +47,10 @@ type ChangeBatch struct {
 }
 
 // skippedCodes are the reject codes of changes no target applies, unlike a row the mapping
-// cannot take (a parse or type error), which a migration rejects too.
-var skippedCodes = map[string]bool{kafka.CodeUnsupported: true, pipeline.CodeRangeTombstone: true, pipeline.CodePartialUpdate: true}
+// cannot take (a parse or type error), which a migration rejects too. A range delete after a
+// newer row of its mutation is one: the table misses the rows it deleted.
+var skippedCodes = map[string]bool{kafka.CodeUnsupported: true, pipeline.CodeRangeTombstone: true, pipeline.CodePartialUpdate: true,
+	CodeRangeAfterNewerWrite: true}
 
 // PartitionWindow is the offsets of a partition a change read covers: [From, End).
 type PartitionWindow struct {
