@@ -72,7 +72,8 @@ type Change struct {
 	Range *pipeline.ClusteringRange
 	// WriteTime is the Cassandra write time of the mutation in epoch milliseconds (the
 	// connector's source.ts_us, else source.ts_ms: the partition update's newest cell
-	// timestamp), 0 when the event has none (other connectors, events without a source).
+	// timestamp; a delete's is its cells' deletion_ts), 0 when the event has none (other
+	// connectors, events without a source).
 	WriteTime int64
 	// AfterNewerWrite, on an OpRangeDelete, is the write time (epoch ms) of the newest row its
 	// mutation wrote, when that is newer than the range delete's own and the connector published
@@ -841,7 +842,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 	} else if d.SkipRepeats && file != "" && pos >= 0 && d.logs.repeats(file, pos, d.eventID(key, env.after)) {
 		d.Repeats++
 		return append(dst, Change{Repeat: true})
-	} else if pos != d.mutPos || file != d.mutFile {
+	} else if pos < 0 || pos != d.mutPos || file != d.mutFile { // no position: a mutation of its own
 		if file != d.mutFile {
 			d.mutFile = strings.Clone(file) // file aliases the message; a segment has many
 		}
