@@ -2,13 +2,10 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/rekey/rekey/internal/wait"
 )
 
 // TestCDCRangeDeleteBatchedWithANewerWrite: a BATCH that deletes a clustering range and writes a
@@ -21,18 +18,8 @@ import (
 // against Cassandra says EQUAL, and verify against the topic counts the change it skipped.
 func TestCDCRangeDeleteBatchedWithANewerWrite(t *testing.T) {
 	cas, kc := realConnector(t)
-	sess := cas.Session(t)
-	exec := func(stmt string) {
-		t.Helper()
-		if err := sess.Query(stmt).Exec(); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
-	ks := fmt.Sprintf("bat%d", rand.Uint32()%1e9)
-	exec(`CREATE KEYSPACE ` + ks + ` WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`)
-	wait.For(t, connectorLogged("Added keyspace [CREATE KEYSPACE "+ks+" "), "the connector to add keyspace "+ks)
-	exec(`CREATE TABLE ` + ks + `.ev (a int, b int, x text, PRIMARY KEY (a, b)) WITH cdc = true`)
-	wait.For(t, connectorLogged("Added table [CREATE TABLE "+ks+".ev "), "the connector to add table "+ks+".ev")
+	ks, exec := connectorKeyspace(t, cas, "bat")
+	connectorTable(t, exec, ks, "ev", `(a int, b int, x text, PRIMARY KEY (a, b))`)
 	topic := os.Getenv(debeziumPrefixEnv) + "." + ks + ".ev"
 
 	for a := 1; a <= 2; a++ {
@@ -43,10 +30,7 @@ func TestCDCRangeDeleteBatchedWithANewerWrite(t *testing.T) {
 		`INSERT INTO ` + ks + `.ev (a, b, x) VALUES (1, 5, 'newer') USING TIMESTAMP 2001; APPLY BATCH`)
 	exec(`BEGIN BATCH DELETE FROM ` + ks + `.ev USING TIMESTAMP 2000 WHERE a = 2 AND b > 1; ` +
 		`INSERT INTO ` + ks + `.ev (a, b, x) VALUES (2, 5, 'shadowed') USING TIMESTAMP 2000; APPLY BATCH`)
-	wait.For(t, func() bool {
-		_, n := distinctEvents(t, kc.Brokers[0], topic)
-		return n >= 4
-	}, "the connector's events of all 4 mutations")
+	waitForMutations(t, kc, topic, 4)
 
 	srv, conns := sqlServer(t)
 	dir := t.TempDir()

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/rekey/rekey/internal/wait"
 )
 
 // TestCDCRangeDeletesInEitherClusteringOrder: range deletes of real tables whose clustering order
@@ -58,12 +56,7 @@ target:
 				exec(`DELETE FROM ` + ks + `.` + tb.name + ` WHERE ` + del)
 				mutations++
 			}
-			var end int64
-			wait.For(t, func() bool {
-				var n int
-				end, n = distinctEvents(t, kc.Brokers[0], topic)
-				return n >= mutations
-			}, fmt.Sprintf("the connector's events of all %d mutations", mutations))
+			end := waitForMutations(t, kc, topic, mutations)
 
 			group := kc.Group("range-" + tb.name)
 			startReplication(t, kc, topic, group, "replicate", "-m", mapping,

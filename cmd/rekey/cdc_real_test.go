@@ -169,12 +169,7 @@ func TestCDCFromTheRealConnector(t *testing.T) {
 	last := time.Now()
 	// The connector publishes some events twice (after its start it repeats the last ones it
 	// sent): a mutation is in the topic once an event names its commit log position.
-	var end int64
-	wait.For(t, func() bool {
-		var n int
-		end, n = distinctEvents(t, kc.Brokers[0], topic)
-		return n >= mutations
-	}, fmt.Sprintf("the connector's events of all %d mutations", mutations))
+	end := waitForMutations(t, kc, topic, mutations)
 	t.Logf("%d mutations, %d events; the last %.1fs after the last mutation", mutations, end, time.Since(last).Seconds())
 	// The connector publishes a run of events again when it reads a commit log segment a
 	// second time (after a restart; once the node marks the segment complete, from the offset it
@@ -262,6 +257,19 @@ func connectorLogged(what string) func() bool {
 		data, err := os.ReadFile(os.Getenv(debeziumLogEnv))
 		return err == nil && strings.Contains(string(data), what)
 	}
+}
+
+// waitForMutations waits until partition 0 of topic holds the events of n mutations (distinct
+// commit log positions) and returns its end offset.
+func waitForMutations(t *testing.T, kc *kafkatest.Cluster, topic string, n int) int64 {
+	t.Helper()
+	var end int64
+	wait.For(t, func() bool {
+		var got int
+		end, got = distinctEvents(t, kc.Brokers[0], topic)
+		return got >= n
+	}, fmt.Sprintf("the connector's events of all %d mutations", n))
+	return end
 }
 
 // distinctEvents reads partition 0 of topic to its end: the end offset, and how many distinct

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+	"go.uber.org/zap"
+
 	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sqlsink/mysqlsql"
@@ -156,5 +159,38 @@ func TestStatementEndsWhenItsGuardStopsHolding(t *testing.T) {
 	}
 	if id := stalled.Load(); id == 0 || !sessionGone(t, db, id) {
 		t.Errorf("the upsert still runs on the server (session %d) once its guard stopped holding", id)
+	}
+}
+
+// A server numbers its sessions anew when it restarts: the id of a session lost before the
+// restart may name another client's session after it (another worker's connection, an
+// application's). Ending the lost statement's session leaves such a session alone.
+func TestSettleLeavesAnotherSessionOfTheSameID(t *testing.T) {
+	srv := mysqltest.MariaDB(t)
+	tgt, err := ParseURI("mysql://root@"+srv.Addr+"/"+srv.Database, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := mysql.NewConnector(tgt.driverConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &sessionConnector{Connector: conn, d: tgt.Dialect, log: zap.NewNop()}
+	db := sql.OpenDB(c)
+	defer db.Close()
+	// a session now holding the id, which the connector learnt when it opened it
+	other, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var lost *sessionConn
+	other.Raw(func(dc any) error { lost = dc.(*sessionConn); return nil })
+	// as if it were the session of a statement lost before a restart: another client's then
+	stale := lost.session
+	stale.host = "10.9.9.9:4242"
+	c.settle(context.Background(), stale, errors.New("connection lost"))
+	if err := other.PingContext(context.Background()); err != nil || sessionGone(t, srv.DB(t), stale.id) {
+		t.Errorf("the session of id %d, another client's since the restart, was ended (%v)", stale.id, err)
 	}
 }

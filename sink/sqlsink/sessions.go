@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -27,8 +28,9 @@ const settleTimeout = time.Minute
 // them.
 type sessionConnector struct {
 	driver.Connector
-	d   *Dialect
-	log *zap.Logger
+	d       *Dialect
+	log     *zap.Logger
+	onRetry func() // a try again to end a lost statement's session
 }
 
 // execConn is what database/sql asks of a go-sql-driver connection.
@@ -44,11 +46,19 @@ type execConn interface {
 	driver.NamedValueChecker
 }
 
-// sessionConn is a connection that knows its session's id.
+// session is a server's session: its id, and its client as the server sees it (host:port).
+// A server numbers its sessions anew when it restarts, so the id alone may name another
+// client's session after a restart; the client tells them apart.
+type session struct {
+	id   int64
+	host string
+}
+
+// sessionConn is a connection that knows its session.
 type sessionConn struct {
 	execConn
-	c  *sessionConnector
-	id int64
+	c *sessionConnector
+	session
 }
 
 func (c *sessionConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -60,12 +70,17 @@ func (c *sessionConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if !ok {
 		return dc, nil
 	}
-	id, err := queryInt(ctx, ec, c.d.SessionID)
+	row, err := queryRow(ctx, ec, c.d.SessionID, 2)
+	var s session
+	if err == nil {
+		s.id, err = intValue(row[0])
+		s.host = textValue(row[1])
+	}
 	if err != nil {
 		dc.Close()
 		return nil, fmt.Errorf("read the session's id (%s): %w", c.d.SessionID, err)
 	}
-	return &sessionConn{execConn: ec, c: c, id: id}, nil
+	return &sessionConn{execConn: ec, c: c, session: s}, nil
 }
 
 // ExecContext runs a statement; when its connection was lost with the statement sent, the
@@ -74,7 +89,7 @@ func (c *sessionConnector) Connect(ctx context.Context) (driver.Conn, error) {
 func (s *sessionConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	r, err := s.execConn.ExecContext(ctx, query, args)
 	if err != nil && fateUnknown(err, s.execConn.IsValid()) {
-		s.c.settle(ctx, s.id, err)
+		s.c.settle(ctx, s.session, err)
 	}
 	return r, err
 }
@@ -92,36 +107,41 @@ func fateUnknown(err error, open bool) bool {
 // own (the pool's may all be busy), within settleTimeout even when ctx is cancelled (a hard stop
 // must not leave its statement to land after the next owner's). When it cannot, it says so and
 // lets the retry run.
-func (c *sessionConnector) settle(ctx context.Context, id int64, cause error) {
+func (c *sessionConnector) settle(ctx context.Context, s session, cause error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	err := c.endSession(ctx, id)
+	err := c.endSession(ctx, s)
 	if err != nil {
 		c.log.Warn("could not make sure that a statement whose connection was lost has ended on the server: its retry may run beside it",
-			zap.Int64("session", id), zap.NamedError("lost", cause), zap.Error(err))
+			zap.Int64("session", s.id), zap.NamedError("lost", cause), zap.Error(err))
 		return
 	}
-	c.log.Debug("ended the session of a statement whose connection was lost", zap.Int64("session", id), zap.NamedError("lost", cause))
+	c.log.Debug("ended the session of a statement whose connection was lost", zap.Int64("session", s.id), zap.NamedError("lost", cause))
 }
 
-// endSession kills the session id until it is gone, with backoff while the server cannot be
-// reached or the session is still there, until ctx ends.
-func (c *sessionConnector) endSession(ctx context.Context, id int64) error {
+// endSession kills the session until it is gone, with backoff while the server cannot be
+// reached or the session is still there, until ctx ends. Each try again counts as a retry
+// (onRetry): the statement waits for it, as for a retry.
+func (c *sessionConnector) endSession(ctx context.Context, s session) error {
 	bo := backoff.Policy{Min: 10 * time.Millisecond, Max: time.Second}.Start()
 	for {
-		err := c.tryEndSession(ctx, id)
+		err := c.tryEndSession(ctx, s)
 		if err == nil {
 			return nil
 		}
 		if bo.Wait(ctx) != nil {
 			return err
 		}
+		if c.onRetry != nil {
+			c.onRetry()
+		}
 	}
 }
 
-// tryEndSession kills the session id, on a new connection, and tells whether it is gone: nil
-// once it is (a session killed again, or gone already, is no error).
-func (c *sessionConnector) tryEndSession(ctx context.Context, id int64) error {
+// tryEndSession kills the session, on a new connection, and tells whether it is gone: nil once
+// it is (a session killed again, or gone already, is no error). The id's session is the lost
+// one only while its client is the same: after a restart the id may be another client's.
+func (c *sessionConnector) tryEndSession(ctx context.Context, s session) error {
 	dc, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return err
@@ -131,38 +151,59 @@ func (c *sessionConnector) tryEndSession(ctx context.Context, id int64) error {
 	if !ok {
 		return errors.New("the driver's connection cannot run statements")
 	}
-	if _, err := ec.ExecContext(ctx, fmt.Sprintf(c.d.KillSession, id), nil); err != nil {
-		var me *mysql.MySQLError
-		if !errors.As(err, &me) || me.Number != 1094 { // ER_NO_SUCH_THREAD: gone already
-			return fmt.Errorf("kill session %d: %w", id, err)
+	alive := fmt.Sprintf(c.d.SessionAlive, s.id, sqlString(s.host))
+	for killed := false; ; killed = true {
+		// a killed session ends once it notices: a statement rolls back first
+		n, err := queryInt(ctx, ec, alive)
+		switch {
+		case err != nil:
+			return err
+		case n == 0:
+			return nil
+		case killed:
+			return fmt.Errorf("session %d still there after it was killed", s.id)
+		}
+		if _, err := ec.ExecContext(ctx, fmt.Sprintf(c.d.KillSession, s.id), nil); err != nil {
+			var me *mysql.MySQLError
+			if !errors.As(err, &me) || me.Number != 1094 { // ER_NO_SUCH_THREAD: gone already
+				return fmt.Errorf("kill session %d: %w", s.id, err)
+			}
 		}
 	}
-	// a killed session ends once it notices: a statement rolls back first
-	n, err := queryInt(ctx, ec, fmt.Sprintf(c.d.SessionAlive, id))
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		return fmt.Errorf("session %d still there after it was killed", id)
-	}
-	return nil
 }
 
 // queryInt runs a query of one integer on a driver connection.
 func queryInt(ctx context.Context, c driver.QueryerContext, q string) (int64, error) {
-	rows, err := c.QueryContext(ctx, q, nil)
+	row, err := queryRow(ctx, c, q, 1)
 	if err != nil {
 		return 0, err
 	}
+	return intValue(row[0])
+}
+
+// queryRow runs a query of one row of n columns on a driver connection.
+func queryRow(ctx context.Context, c driver.QueryerContext, q string, n int) ([]driver.Value, error) {
+	rows, err := c.QueryContext(ctx, q, nil)
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
 	dest := make([]driver.Value, len(rows.Columns()))
+	if len(dest) != n {
+		return nil, fmt.Errorf("%s: %d columns, want %d", q, len(dest), n)
+	}
 	if err := rows.Next(dest); err != nil {
 		if err == io.EOF {
-			return 0, fmt.Errorf("%s: no row", q)
+			return nil, fmt.Errorf("%s: no row", q)
 		}
-		return 0, err
+		return nil, err
 	}
-	switch v := dest[0].(type) {
+	return dest, nil
+}
+
+// intValue is an integer column's value.
+func intValue(v driver.Value) (int64, error) {
+	switch v := v.(type) {
 	case int64:
 		return v, nil
 	case uint64:
@@ -172,5 +213,21 @@ func queryInt(ctx context.Context, c driver.QueryerContext, q string) (int64, er
 	case string:
 		return strconv.ParseInt(v, 10, 64)
 	}
-	return 0, fmt.Errorf("%s: got %T, want an integer", q, dest[0])
+	return 0, fmt.Errorf("got %T, want an integer", v)
+}
+
+// sqlString is s as a string literal of rekey's sessions (which take backslash escapes).
+func sqlString(s string) string {
+	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", "''") + "'"
+}
+
+// textValue is a text column's value.
+func textValue(v driver.Value) string {
+	switch v := v.(type) {
+	case []byte:
+		return string(v)
+	case string:
+		return v
+	}
+	return fmt.Sprint(v)
 }

@@ -161,7 +161,7 @@ func (w *Writer) connect(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", t.Redacted, err)
 	}
 	// each connection knows its session, so that a statement lost with it can be ended (sessions.go)
-	db := sql.OpenDB(&sessionConnector{Connector: conn, d: t.Dialect, log: w.log})
+	db := sql.OpenDB(&sessionConnector{Connector: conn, d: t.Dialect, log: w.log, onRetry: func() { w.Stats.Retries.Add(1) }})
 	db.SetMaxOpenConns(w.cfg.Conns)
 	db.SetMaxIdleConns(w.cfg.Conns)
 	db.SetConnMaxLifetime(w.cfg.ConnMaxLifetime)

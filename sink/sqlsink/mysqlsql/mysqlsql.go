@@ -38,9 +38,9 @@ var Dialect = &sqldialect.Dialect{
 	Quote:         quote,
 	SessionParams: map[string]string{"sql_mode": sessionSQLMode},
 	CheckSession:  checkBackslashEscapes,
-	SessionID:     "SELECT CONNECTION_ID()",
+	SessionID:     "SELECT ID, HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()",
 	KillSession:   "KILL CONNECTION %d",
-	SessionAlive:  "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %d",
+	SessionAlive:  "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %d AND HOST = %s",
 	Describe:      describe,
 	TypeMismatch:  typeMismatch,
 	DDL: []sqldialect.DDL{

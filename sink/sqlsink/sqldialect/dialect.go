@@ -44,8 +44,10 @@ type Dialect struct {
 	SessionParams map[string]string
 	// CheckSession, when set, refuses a session whose settings the statements cannot rely on.
 	CheckSession func(ctx context.Context, db *sql.DB) error
-	// SessionID asks a session its id ("SELECT CONNECTION_ID()"); KillSession ends the session
-	// of the id in place of its %d, and SessionAlive counts the sessions of that id. A server runs
+	// SessionID asks a session its id and its client as the server sees it (host:port: a server
+	// numbers its sessions anew when it restarts); KillSession ends the session of the id in
+	// place of its %d, and SessionAlive counts the sessions of that id (%d) and client (%s, a
+	// quoted literal). A server runs
 	// a statement whose connection was lost (cut, timed out, cancelled) to its end: its session
 	// is ended, and waited for, before the statement is tried again, so that the first try cannot
 	// land after the retry and the key's later changes. "": the target has none.
