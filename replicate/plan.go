@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"context"
+	"fmt"
 
 	"go.uber.org/zap"
 
@@ -33,6 +34,7 @@ const (
 	StepOutput                     // the output holds something other than a replication
 	StepSource                     // opening the topic for a sample
 	StepSample                     // sampling and placing the plan
+	StepFlags                      // a flag the output's plan overrides
 )
 
 // PlanError is a failure of Plan: the error of its step, unchanged, and the step.
@@ -53,7 +55,9 @@ func Plan(ctx context.Context, req PlanRequest) (pipeline.RegionPlan, error) {
 	}
 	if st != nil {
 		if req.Regions > 0 && req.Regions != st.Plan.Count() {
-			req.Logger.Warn("--regions ignored: the output directory keeps the plan of its first start", zap.Int("regions", st.Plan.Count()))
+			// the table is split once: the plan of the first start stays for the output's life
+			return pipeline.RegionPlan{}, &PlanError{StepFlags, fmt.Errorf("--regions %d does not apply: %s keeps the plan of its first start (%d regions, %s); leave --regions out or give %d, or replicate into a new --out",
+				req.Regions, req.Out, st.Plan.Count(), st.Plan.Strategy, st.Plan.Count())}
 		}
 		return st.Plan, nil
 	}

@@ -19,6 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 	"github.com/rekey/rekey/store/s3store/s3test"
@@ -120,6 +122,17 @@ func TestFailuresExitThreeInvalidUseTwo(t *testing.T) {
 	}
 	underFile := filepath.Join(regular, "out")
 	missing := filepath.Join(dir, "no-such-folder", "file")
+	// a replication whose plan (fixed at its first start) has 4 regions
+	replication := filepath.Join(dir, "replication")
+	splits := []pipeline.Value{pipeline.Text("4"), pipeline.Text("8"), pipeline.Text("c")}
+	state, err := json.Marshal(replicate.State{Version: 1, Plan: pipeline.RegionPlan{Type: pipeline.TypeVarchar, Strategy: "hex_prefix"}, Splits: splits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(replication, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, replication, output.ReplicateStateFile, string(state))
 	for _, c := range []struct {
 		name string
 		args []string
@@ -157,6 +170,7 @@ func TestFailuresExitThreeInvalidUseTwo(t *testing.T) {
 		{"replicate: --out under a regular file", []string{"replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/t?group=g", "--out", underFile}, exitFailed, underFile},
 		{"replicate: --out where no folder can be made", []string{"replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/t?group=g", "--out", "/proc/rekey-out"}, exitFailed, "/proc/rekey-out"},
 		{"replicate: no group", []string{"replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/t", "--out", filepath.Join(dir, "live")}, exitUsage, "group"},
+		{"replicate: --regions other than the output's plan", []string{"replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/t?group=g", "--out", replication, "--regions", "8"}, exitUsage, "--regions 8 does not apply"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, c.args...)

@@ -146,7 +146,7 @@ func (f *replicateFlags) register(inv *invocation, fl *pflag.FlagSet) {
 	fl.StringVar(&f.out, "out", "", "output directory, the same for every member of the group (a restart continues it); s3://BUCKET/PREFIX or oss://BUCKET/PREFIX (one member); or a SQL table: lindorm://USER@HOST:33060/DB, mysql://USER@HOST:PORT/DB")
 	f.sql.register(fl)
 	fl.StringVar(&f.format, "format", formats.Default(), formats.Help())
-	fl.IntVar(&f.regions, "regions", 0, "number of pre-split regions at the first start (overrides the mapping's regions:)")
+	fl.IntVar(&f.regions, "regions", 0, "number of pre-split regions at the first start (overrides the mapping's regions:); later starts take the output's plan and refuse another count")
 	fl.StringVar(&f.rollSize, "roll-size", "64MiB", "close a partition's roll when its files reach this size")
 	fl.DurationVar(&f.rollInterval, "roll-interval", time.Minute, "close a roll this long after its first message, even if no more arrive")
 	fl.StringVar(&f.memory, "memory", "512MiB", "memory budget: the Go heap is kept near it (a soft limit at 80%, GOMEMLIMIT overrides) and a quarter of it buffers the rows of the open files; the resident size can pass it by what lives outside the heap")
@@ -474,8 +474,8 @@ func markStart(cmd *cobra.Command, kcfg kafka.Config) error {
 }
 
 // replicationPlan is the output's region plan (replicate.Plan), its failures told apart by exit
-// code: the output's state unreadable (3), an output holding something else (2), the topic not
-// opened (as a source that cannot be opened), the sample's own.
+// code: the output's state unreadable (3), an output holding something else or a --regions its
+// plan overrides (2), the topic not opened (as a source that cannot be opened), the sample's own.
 func replicationPlan(ctx context.Context, f *replicateFlags, out store.Store, kcfg kafka.Config, p *transform.Program, logger *zap.Logger) (pipeline.RegionPlan, error) {
 	plan, err := replicate.Plan(ctx, replicate.PlanRequest{Store: out, Out: f.out, Kafka: kcfg, Program: p, Regions: f.regions, Logger: logger,
 		Sample: func(ctx context.Context, src pipeline.Source) (pipeline.RegionPlan, error) {
@@ -489,7 +489,7 @@ func replicationPlan(ctx context.Context, f *replicateFlags, out store.Store, kc
 	switch pe.Step {
 	case replicate.StepState:
 		return plan, runFailed(pe.Err)
-	case replicate.StepOutput:
+	case replicate.StepOutput, replicate.StepFlags:
 		return plan, usageError(pe.Err)
 	case replicate.StepSource:
 		return plan, sourceOpenExit(pe.Err)
