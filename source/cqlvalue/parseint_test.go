@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -97,5 +98,33 @@ func TestPlainDoubleMatchesStrconv(t *testing.T) {
 	}
 	if taken < 100000 {
 		t.Fatalf("plainDouble took %d of 200000 texts: the test no longer exercises it", taken)
+	}
+}
+
+// strconv.ParseFloat takes Go's digit separators ("1_000" is 1000), which no CSV or JSON writer
+// means: "3_4" read as 34 would be a silent change of the value. A float or double with an
+// underscore is refused, as every other type refuses it.
+func TestFloatsRefuseUnderscores(t *testing.T) {
+	for _, typ := range []string{"double", "float"} {
+		ty, err := ParseType(typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range []string{"1_000", "3_4", "-1_0.5", "1.0_1", "1e1_0", "0x1_0p0", " 1_000 "} {
+			if v, err := ty.ParseText(in); err == nil {
+				t.Errorf("%s ParseText(%q) = %v: accepted", typ, in, v)
+			} else if !strings.Contains(err.Error(), "expected a number") {
+				t.Errorf("%s ParseText(%q): %v", typ, in, err)
+			}
+			if v, err := ty.FromJSON(strconv.Quote(in)); err == nil {
+				t.Errorf("%s FromJSON(%q) = %v: accepted", typ, strconv.Quote(in), v)
+			}
+		}
+		// the forms Cassandra's own text takes still read
+		for in, want := range map[string]float64{"1000": 1000, "1e3": 1000, "0x1p3": 8, "-2.5": -2.5} {
+			if v, err := ty.ParseText(in); err != nil || v.Float() != want {
+				t.Errorf("%s ParseText(%q) = %v, %v; want %v", typ, in, v, err, want)
+			}
+		}
 	}
 }

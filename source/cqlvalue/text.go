@@ -27,7 +27,8 @@ import (
 //     empty CSV field or JSON null, as for text.
 //   - bigint, int, smallint, tinyint: KindInt, range-checked for the width. varint: KindInt when
 //     it fits int64, else KindDecimal with the canonical digits.
-//   - boolean: true/false (any case) or 1/0. float, double: KindFloat.
+//   - boolean: true/false (any case) or 1/0. float, double: KindFloat, from decimal or hex
+//     floating-point text, NaN or Infinity; not with Go's digit separators ("1_000").
 //   - decimal: KindDecimal with the canonical plain text ("1.50", "-0.001"; "1.5E3" -> "1500").
 //   - timestamp: KindInt epoch milliseconds, from ISO-8601 / RFC 3339 text
 //     ("2024-01-02T03:04:05Z", "2024-01-02 03:04:05.678000+0000", "2024-01-02 03:04:05",
@@ -113,6 +114,10 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 			bits = 32
 		}
 		f, err := strconv.ParseFloat(s, bits)
+		if err == nil && strings.IndexByte(s, '_') >= 0 {
+			// ParseFloat takes Go's digit separators ("3_4" is 34), which no export means
+			err = strconv.ErrSyntax
+		}
 		if err != nil {
 			if errors.Is(err, strconv.ErrRange) {
 				return pipeline.Null, rangeError(s, t.Kind)
