@@ -112,7 +112,8 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 				bits = 32 // rounded once, from the text (not twice, through a float64)
 			}
 			var err error
-			if f, err = strconv.ParseFloat(strings.TrimSpace(v.Str), bits); err != nil {
+			// ParseFloat takes Go's digit separators ("3_4" is 34): no number, as in a double column
+			if f, err = strconv.ParseFloat(strings.TrimSpace(v.Str), bits); err != nil || strings.IndexByte(v.Str, '_') >= 0 {
 				return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " is not a " + t.String() + " value")
 			}
 		default:

@@ -93,6 +93,18 @@ func TestFloatCastRoundsToFloat32(t *testing.T) {
 	}
 }
 
+// TestFloatCastRefusesUnderscores: text cast to FLOAT or DOUBLE is read as a double column's text
+// is: Go's digit separators ("3_4", which strconv.ParseFloat reads as 34) are no number.
+func TestFloatCastRefusesUnderscores(t *testing.T) {
+	for _, expr := range []string{"s :: DOUBLE", "s :: FLOAT"} {
+		for _, s := range []string{"3_4", "1_000.5", "0x1_0p0"} {
+			if v, _, rerr := evalExpr(t, expr, map[string]V{"s": txt(s)}); rerr == nil || rerr.Code != pipeline.CodeType {
+				t.Errorf("%s with s=%q = %v, %v; want a type reject", expr, s, v, rerr)
+			}
+		}
+	}
+}
+
 // TestDecimalCastIsCanonical: a value cast to DECIMAL holds the canonical text the sources give a
 // decimal (no '+', leading zeros or exponent, no sign on zero, the scale kept), so that the same
 // number spelled two ways hashes, concatenates and compares the same after the cast.
