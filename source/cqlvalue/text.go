@@ -32,10 +32,12 @@ import (
 //   - decimal: KindDecimal with the canonical plain text ("1.50", "-0.001"; "1.5E3" -> "1500").
 //   - timestamp: KindInt epoch milliseconds, from ISO-8601 / RFC 3339 text
 //     ("2024-01-02T03:04:05Z", "2024-01-02 03:04:05.678000+0000", "2024-01-02 03:04:05",
-//     "2024-01-02"; without a zone the time is UTC) or an integer epoch in the type's unit
+//     "2024-01-02"; without a zone the time is UTC; a year beyond four digits as ISO-8601
+//     writes it, "+10000-01-01T00:00:00Z", "-0001-12-31") or an integer epoch in the type's unit
 //     (TimeUnit; without one, milliseconds within the plausible range). Nothing is rounded:
 //     digits below the millisecond must be zeros, in text and in us/ns epochs.
-//   - date: KindInt days since 1970-01-01, from yyyy-mm-dd or an integer (days).
+//   - date: KindInt days since 1970-01-01, from yyyy-mm-dd (wider years as for timestamp) or an
+//     integer (days), within int32.
 //   - uuid, timeuuid (version 1 only): KindText, lowercase 36 characters.
 //   - blob: KindBytes from 0x-prefixed hex (or, without the prefix, base64 as DSBulk writes it).
 //   - inet: KindText, the canonical address form.
@@ -155,7 +157,11 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 		if !ok || n != len(s) {
 			return pipeline.Null, expected(s, t.Kind, "yyyy-mm-dd")
 		}
-		return pipeline.Value{Num: daysFromCivil(y, m, d), Kind: pipeline.KindInt}, nil
+		days := daysFromCivil(y, m, d)
+		if days < math.MinInt32 || days > math.MaxInt32 { // a wide year beyond Cassandra's dates
+			return pipeline.Null, rangeError(s, t.Kind)
+		}
+		return pipeline.Value{Num: days, Kind: pipeline.KindInt}, nil
 	case UUID, TimeUUID:
 		return parseUUID(s, t.Kind)
 	case Blob:
@@ -468,13 +474,15 @@ func digits12(s string, i int) (int64, int) {
 }
 
 // parseDate reads yyyy-mm-dd (month and day may have one digit) at the start of s and returns
-// the number of bytes read.
+// the number of bytes read. A year beyond four digits is read as wideYear reads it.
 func parseDate(s string) (y, m, d int64, n int, ok bool) {
 	y, ok = digits(s, 0, 4)
-	if !ok || len(s) < 5 || s[4] != '-' {
-		return 0, 0, 0, 0, false
-	}
 	i := 5
+	if !ok || len(s) < 5 || s[4] != '-' {
+		if y, i, ok = wideYear(s); !ok { // the rare branch: most years have four digits
+			return 0, 0, 0, 0, false
+		}
+	}
 	m, c := digits12(s, i)
 	if c == 0 || i+c >= len(s) || s[i+c] != '-' {
 		return 0, 0, 0, 0, false
@@ -489,6 +497,29 @@ func parseDate(s string) (y, m, d int64, n int, ok bool) {
 		return 0, 0, 0, 0, false
 	}
 	return y, m, d, i, true
+}
+
+// wideYear reads an ISO-8601 year beyond four digits and the '-' after it at the start of s: a
+// sign and four or more digits, or five or more digits without one, as dsbulk and Java write
+// years after 9999 and before 1 ("+10000", "-0001") and Go (AppendJSON) writes them ("10000",
+// "-0001"). Cassandra holds any epoch millisecond and any int32 day, whose years have up to nine
+// digits. i is the offset after the '-'.
+func wideYear(s string) (y int64, i int, ok bool) {
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		i = 1
+	}
+	start := i
+	for i < len(s) && s[i]-'0' <= 9 {
+		y = y*10 + int64(s[i]-'0')
+		i++
+	}
+	if n := i - start; n < 4 || n > 9 || n == 4 && start == 0 || i == len(s) || s[i] != '-' {
+		return 0, 0, false
+	}
+	if s[0] == '-' {
+		y = -y
+	}
+	return y, i + 1, true
 }
 
 func daysIn(y, m int64) int64 {
@@ -591,6 +622,9 @@ func timestampError(s string, u TimeUnit, n int64, st tsStatus) error {
 		}
 		return fmt.Errorf("invalid timestamp %s: it has sub-millisecond digits, which Lindorm's TIMESTAMP (milliseconds) cannot hold, and rekey does not round; declare the source column text to keep the exact value", q)
 	case tsRange:
+		if _, ok, overflow := parseInt(s); !ok && !overflow {
+			return fmt.Errorf("invalid timestamp %s: out of range, beyond the int64 epoch milliseconds a timestamp holds", q)
+		}
 		return fmt.Errorf("invalid timestamp %s: epoch %s out of range", q, unitWords(u))
 	case tsSeconds:
 		return fmt.Errorf("invalid timestamp %s: it looks like epoch seconds (%s), not milliseconds (%s); set source.timestamp_unit: s in the mapping, or ms to accept it as milliseconds", q, isoOf(n*1000), isoOf(n))
@@ -706,6 +740,23 @@ func parseTimestamp(s string, u TimeUnit) (int64, tsStatus) {
 	}
 	if subMillis {
 		return 0, tsSubMillis
+	}
+	if y < 0 || y > 9999 { // a wide year: the instant may not fit int64 milliseconds
+		return millisOf(secs, ms)
+	}
+	return secs*1000 + ms, tsOK
+}
+
+// millisOf is secs*1000 + ms (0 <= ms < 1000), or tsRange when that does not fit an int64.
+func millisOf(secs, ms int64) (int64, tsStatus) {
+	const hi, lo = math.MaxInt64 / 1000, math.MinInt64 / 1000
+	switch {
+	case secs > hi || secs == hi && ms > math.MaxInt64%1000:
+		return 0, tsRange
+	case secs < lo-1 || secs == lo-1 && ms < 1000+math.MinInt64%1000:
+		return 0, tsRange
+	case secs < 0: // (secs+1)*1000 fits where secs*1000 may not: the second before the lowest
+		return (secs+1)*1000 + (ms - 1000), tsOK
 	}
 	return secs*1000 + ms, tsOK
 }

@@ -3,6 +3,8 @@ package cqlvalue
 import (
 	"encoding/json"
 	"errors"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -239,6 +241,70 @@ func TestPlainRunMatchesByteScan(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// A timestamp or date beyond the four-digit years (Cassandra holds any epoch millisecond and any
+// int32 day) is written as ISO-8601 writes it, the year with more digits or a sign
+// ("+10000-01-01T00:00:00Z" from dsbulk, Java's Instant; "10000-01-01T..." and "-0001-..." from
+// AppendJSON, which verify --repair writes): it reads back as the same instant, and one beyond
+// the type's range is rejected, not wrapped.
+func TestTimestampsAndDatesBeyondFourDigitYears(t *testing.T) {
+	cases := []tcase{
+		{"timestamp", "+10000-01-01T00:00:00Z", "int:253402300800000"},
+		{"timestamp", "10000-01-01T00:00:00.000Z", "int:253402300800000"},
+		{"timestamp", "+10000-01-01", "int:253402300800000"},
+		{"timestamp", "-0001-12-31T00:00:00Z", "int:-62167305600000"},
+		{"timestamp", "+0001-01-01T00:00:00Z", "int:-62135596800000"},
+		{"timestamp", "292278994-08-17T07:12:55.807Z", "int:9223372036854775807"},
+		{"timestamp", "-292275055-05-16T16:47:04.192Z", "int:-9223372036854775808"},
+		{"timestamp", "292278994-08-17T07:12:55.808Z", "ERR:out of range"},
+		{"timestamp", "292278994-08-17T07:12:55.807-01:00", "ERR:out of range"},
+		{"timestamp", "-292275055-05-16T16:47:04.191Z", "ERR:out of range"},
+		{"timestamp", "+9999999999-01-01T00:00:00Z", "ERR:expected epoch milliseconds or ISO-8601"},
+		{"timestamp", "+999-01-01T00:00:00Z", "ERR:expected epoch milliseconds or ISO-8601"},
+		{"timestamp", "10000-02-30T00:00:00Z", "ERR:expected epoch milliseconds or ISO-8601"},
+		{"date", "+10000-01-01", "int:2932897"},
+		{"date", "10000-01-01", "int:2932897"},
+		{"date", "-0001-12-31", "int:-719529"},
+		{"date", "5881580-07-11", "int:2147483647"},
+		{"date", "-5877641-06-23", "int:-2147483648"},
+		{"date", "5881580-07-12", "ERR:out of range for date"},
+		{"date", "-5877641-06-22", "ERR:out of range for date"},
+	}
+	for _, c := range cases {
+		typ, err := ParseType(c.typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := typ.ParseText(c.in)
+		check(t, "ParseText", c, v(got), err)
+	}
+	// what AppendJSON writes of any such value reads back as it
+	ts, dt := Scalar(Timestamp), Scalar(Date)
+	lts, _ := ParseType("list<timestamp(ms)>")
+	for _, ms := range []int64{253402300800000, -62167305600000, math.MaxInt64, math.MinInt64} {
+		v := pipeline.Value{Num: ms, Kind: pipeline.KindInt}
+		js := string(ts.AppendJSON(nil, v))
+		if back, err := ts.FromJSON(js); err != nil || back != v {
+			t.Errorf("timestamp %d: JSON %s reads back as %+v, %v", ms, js, back, err)
+		}
+		list, err := lts.ParseText("[" + strconv.FormatInt(ms, 10) + "]")
+		if err != nil {
+			t.Errorf("list<timestamp> [%d]: %v", ms, err)
+			continue
+		}
+		js = string(lts.AppendJSON(nil, list))
+		if back, err := lts.FromJSON(js); err != nil || back != list {
+			t.Errorf("list<timestamp> [%d]: JSON %s reads back as %+v, %v", ms, js, back, err)
+		}
+	}
+	for _, days := range []int64{2932897, -719529, math.MaxInt32, math.MinInt32} {
+		v := pipeline.Value{Num: days, Kind: pipeline.KindInt}
+		js := string(dt.AppendJSON(nil, v))
+		if back, err := dt.FromJSON(js); err != nil || back != v {
+			t.Errorf("date %d: JSON %s reads back as %+v, %v", days, js, back, err)
 		}
 	}
 }
