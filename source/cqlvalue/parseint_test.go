@@ -128,3 +128,41 @@ func TestFloatsRefuseUnderscores(t *testing.T) {
 		}
 	}
 }
+
+// A number too small for the type is out of its range, as one too large is: strconv.ParseFloat
+// reads "1e-400" as 0 for a double (and "1e-50" for a float) without an error, and a zero is not
+// the value the text holds. Zeros, and small numbers that still have a float, read as before.
+func TestFloatsRefuseUnderflowToZero(t *testing.T) {
+	for _, c := range []struct {
+		typ, in string
+	}{
+		{"double", "1e-400"}, {"double", "-1e-400"}, {"double", "0.5e-324"}, {"double", "0x1p-1080"},
+		{"double", "0x0.ap-1080"}, {"float", "1e-50"}, {"float", "-7e-46"}, {"float", "0x1p-160"},
+	} {
+		ty, _ := ParseType(c.typ)
+		if v, err := ty.ParseText(c.in); err == nil || !strings.Contains(err.Error(), "out of range for "+c.typ) {
+			t.Errorf("%s ParseText(%q) = %v, %v; want out of range", c.typ, c.in, v, err)
+		}
+		if strings.HasPrefix(c.in, "0x") {
+			continue
+		}
+		if v, err := ty.FromJSON(c.in); err == nil || !strings.Contains(err.Error(), "out of range for "+c.typ) {
+			t.Errorf("%s FromJSON(%s) = %v, %v; want out of range", c.typ, c.in, v, err)
+		}
+	}
+	for _, c := range []struct {
+		typ, in string
+		want    float64
+	}{
+		{"double", "0", 0}, {"double", "0.000e-500", 0}, {"double", "-0e10", math.Copysign(0, -1)},
+		{"double", "0x0p-2000", 0}, {"double", "5e-324", 5e-324}, {"double", "1e-310", 1e-310},
+		{"float", "0", 0}, {"float", "0.0", 0}, {"float", "-0.0", math.Copysign(0, -1)}, {"float", "00e-99", 0},
+		{"float", "1e-45", float64(float32(1e-45))}, {"float", "0x1.8p-149", float64(math.Float32frombits(2))},
+	} {
+		ty, _ := ParseType(c.typ)
+		v, err := ty.ParseText(c.in)
+		if err != nil || math.Float64bits(v.Float()) != math.Float64bits(c.want) {
+			t.Errorf("%s ParseText(%q) = %v, %v; want %v", c.typ, c.in, v, err, c.want)
+		}
+	}
+}

@@ -28,7 +28,8 @@ import (
 //   - bigint, int, smallint, tinyint: KindInt, range-checked for the width. varint: KindInt when
 //     it fits int64, else KindDecimal with the canonical digits.
 //   - boolean: true/false (any case) or 1/0. float, double: KindFloat, from decimal or hex
-//     floating-point text, NaN or Infinity; not with Go's digit separators ("1_000").
+//     floating-point text, NaN or Infinity; not with Go's digit separators ("1_000"). A number
+//     beyond the type's range, too large or too small to be other than 0, is a range error.
 //   - decimal: KindDecimal with the canonical plain text ("1.50", "-0.001"; "1.5E3" -> "1500").
 //   - timestamp: KindInt epoch milliseconds, from ISO-8601 / RFC 3339 text
 //     ("2024-01-02T03:04:05Z", "2024-01-02 03:04:05.678000+0000", "2024-01-02 03:04:05",
@@ -119,6 +120,9 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 		if err == nil && strings.IndexByte(s, '_') >= 0 {
 			// ParseFloat takes Go's digit separators ("3_4" is 34), which no export means
 			err = strconv.ErrSyntax
+		} else if err == nil && f == 0 && nonZeroMantissa(s) {
+			// too small for the type: ParseFloat reads it as 0 without the ErrRange of too large
+			err = strconv.ErrRange
 		}
 		if err != nil {
 			if errors.Is(err, strconv.ErrRange) {
@@ -285,6 +289,24 @@ func plainDouble(s string) (float64, bool) {
 		f = -f // -0 too, as ParseFloat reads "-0.0"
 	}
 	return f, true
+}
+
+// nonZeroMantissa tells whether float text that ParseFloat read has a digit other than 0 before
+// its exponent: a number that is not zero.
+func nonZeroMantissa(s string) bool {
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	exp, hex := "eE", false
+	if len(s) > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		s, exp, hex = s[2:], "pP", true
+	}
+	for i := 0; i < len(s) && strings.IndexByte(exp, s[i]) < 0; i++ {
+		if c := s[i]; c >= '1' && c <= '9' || hex && c != '0' && isHex(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseInt reads an optionally signed decimal integer. overflow reports well-formed digits that
