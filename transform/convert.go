@@ -123,7 +123,7 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 			// a FLOAT holds 32 bits: the value the table keeps, so that keys, splits and the
 			// report's collisions see it too
 			f32 := float32(f)
-			if math.IsInf(float64(f32), 0) && !math.IsInf(f, 0) {
+			if math.IsInf(float64(f32), 0) && !math.IsInf(f, 0) || f32 == 0 && f != 0 { // too large, or too small to be other than 0
 				return v, typeErr(strconv.FormatFloat(f, 'g', -1, 64) + " is out of the FLOAT range")
 			}
 			f = float64(f32)

@@ -93,6 +93,23 @@ func TestFloatCastRoundsToFloat32(t *testing.T) {
 	}
 }
 
+// TestFloatCastRefusesUnderflow: a double too small for a FLOAT is beyond its range as one too
+// large is, not a zero; a zero stays one, and a small value FLOAT still holds (subnormal) reads.
+func TestFloatCastRefusesUnderflow(t *testing.T) {
+	for _, in := range []map[string]V{{"f": pipeline.Float(1e-50)}, {"f": pipeline.Float(-1e-46)}} {
+		if v, _, rerr := evalExpr(t, "f :: FLOAT", in); rerr == nil || rerr.Code != pipeline.CodeType {
+			t.Errorf("f :: FLOAT %v = %v, %v; want a type reject (beyond FLOAT's range)", in, v, rerr)
+		}
+	}
+	f32 := func(f float32) V { return pipeline.Float(float64(f)) }
+	checkCasts(t, []castCase{
+		{"f :: FLOAT", map[string]V{"f": pipeline.Float(0)}, f32(0)},
+		{"f :: FLOAT", map[string]V{"f": pipeline.Float(math.Copysign(0, -1))}, pipeline.Float(math.Copysign(0, -1))},
+		{"f :: FLOAT", map[string]V{"f": pipeline.Float(1e-45)}, f32(1e-45)},
+		{"s :: FLOAT", map[string]V{"s": txt("0e-99")}, f32(0)},
+	})
+}
+
 // TestFloatCastRefusesUnderscores: text cast to FLOAT or DOUBLE is read as a double column's text
 // is: Go's digit separators ("3_4", which strconv.ParseFloat reads as 34) are no number.
 func TestFloatCastRefusesUnderscores(t *testing.T) {
