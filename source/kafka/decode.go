@@ -1097,7 +1097,6 @@ func (d *Decoder) bound(raw, name, incl, excl string, dst *pipeline.ClusteringBo
 // clustering column that is DESC in the table's clustering order.
 const reversedType = "org.apache.cassandra.db.marshal.ReversedType("
 
-
 // envelope holds the raw members of a Debezium event (or of its JSON converter wrapping).
 type envelope struct {
 	schema, payload   string

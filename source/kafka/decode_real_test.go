@@ -279,11 +279,11 @@ func BenchmarkDecodeCassandraEvents(b *testing.B) {
 // change carries as b being DESC.
 func TestDecodeRealRangeBoundsOfADescColumn(t *testing.T) {
 	want := map[string]string{
-		"DELETE FROM capture.evd WHERE a = 1 AND b >= 3":                 "start [] incl end [3 DESC] incl",
-		"DELETE FROM capture.evd WHERE a = 1 AND b >= 3 AND b < 5":       "start [5 DESC] excl end [3 DESC] incl",
-		"DELETE FROM capture.evd WHERE a = 1 AND b = 2 AND c >= 1":       "start [2 DESC 1 ASC] incl end [2 DESC] incl",
-		"DELETE FROM capture.evd WHERE a = 1 AND b = 2":                  "start [2 DESC] incl end [2 DESC] incl",
-		"DELETE FROM capture.evd WHERE a = 1 AND b < 7":                  "start [7 DESC] excl end [] incl",
+		"DELETE FROM capture.evd WHERE a = 1 AND b >= 3":               "start [] incl end [3 DESC] incl",
+		"DELETE FROM capture.evd WHERE a = 1 AND b >= 3 AND b < 5":     "start [5 DESC] excl end [3 DESC] incl",
+		"DELETE FROM capture.evd WHERE a = 1 AND b = 2 AND c >= 1":     "start [2 DESC 1 ASC] incl end [2 DESC] incl",
+		"DELETE FROM capture.evd WHERE a = 1 AND b = 2":                "start [2 DESC] incl end [2 DESC] incl",
+		"DELETE FROM capture.evd WHERE a = 1 AND b < 7":                "start [7 DESC] excl end [] incl",
 		"INSERT INTO capture.evd (a, b, c, x) VALUES (1, 1, 1, 'one')": "",
 	}
 	schema := pipeline.SourceSchema{{Name: "a", Type: "int"}, {Name: "b", Type: "int"}, {Name: "c", Type: "int"}, {Name: "x", Type: "text"}}
