@@ -58,6 +58,9 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 		case pipeline.KindInt:
 			return v, nil
 		case pipeline.KindText:
+			if n, err := strconv.ParseInt(strings.TrimSpace(v.Str), 10, 64); err == nil && e.p != nil {
+				return e.p.textEpoch(v.Str, n)
+			}
 			ms, ok, subMillis := parseTimestamp(v.Str)
 			if ok {
 				return pipeline.Int(ms), nil
@@ -317,6 +320,36 @@ func plainDecimal(s string) string {
 
 // maxDecimalExponent is the largest exponent the sources read in decimal text (source/cqlvalue).
 const maxDecimalExponent = 1000
+
+// textEpoch is an integer text cast to TIMESTAMP, read as a timestamp column reads an integer
+// epoch (source/cqlvalue): in source.timestamp_unit, else milliseconds, where a value that looks
+// like another unit is a reject saying which unit to set (epoch seconds taken for milliseconds
+// would land in January 1970).
+func (p *Program) textEpoch(text string, n int64) (pipeline.Value, *pipeline.RowError) {
+	q := strconv.Quote(truncate(text, 64))
+	var per int64 // units per millisecond (us, ns) or milliseconds per unit (s)
+	switch p.timestampUnit {
+	case "", "ms":
+		if abs := max(n, -n); p.timestampUnit == "" && (abs > 0 && abs < 1e11 || abs >= 1e14 || n == math.MinInt64) {
+			return pipeline.Null, typeErr(q + " as epoch milliseconds would be " + time.UnixMilli(n).UTC().Format(time.RFC3339Nano) +
+				": it looks like epoch seconds (10 digits or fewer) or micro/nanoseconds (15 digits or more); set source.timestamp_unit (s, ms, us or ns) in the mapping")
+		}
+		return pipeline.Int(n), nil
+	case "s":
+		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
+			return pipeline.Null, typeErr(q + " epoch seconds is out of the TIMESTAMP range")
+		}
+		return pipeline.Int(n * 1000), nil
+	case "us":
+		per = 1000
+	case "ns":
+		per = 1000000
+	}
+	if n%per != 0 {
+		return pipeline.Null, typeErr(q + " has sub-millisecond digits, which a TIMESTAMP (milliseconds) cannot hold; rekey does not round (keep it as VARCHAR)")
+	}
+	return pipeline.Int(n / per), nil
+}
 
 // parseTimestamp reads epoch milliseconds or RFC 3339 text exactly: subMillis reports text whose
 // digits below the millisecond are not zeros (never rounded).

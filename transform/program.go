@@ -38,6 +38,8 @@ type Program struct {
 	fingerprint string
 	digests     int // digest call sites: each has a memo in every Evaluator
 	writeTime   bool
+	// timestampUnit is source.timestamp_unit: how an integer text cast to TIMESTAMP is read
+	timestampUnit string
 }
 
 // copyStep is a step that copies source column src to target column dst: a value of kind is
@@ -75,6 +77,8 @@ func (c *compiler) program(m *Mapping) *Program {
 		dicts:       m.Target.Codes,
 		cols:        c.cols,
 		writeTime:   m.Target.WriteTime,
+
+		timestampUnit: m.Source.TimestampUnit,
 	}
 	if p.name == "" && m.File != "" {
 		p.name = strings.TrimSuffix(filepath.Base(m.File), filepath.Ext(m.File))

@@ -176,3 +176,40 @@ func TestWithTimestampUnit(t *testing.T) {
 		}
 	}
 }
+
+// An integer text cast to TIMESTAMP is read as a timestamp column reads an integer epoch: in
+// source.timestamp_unit, else milliseconds, where one that looks like another unit is a reject.
+// Before, any integer was taken for milliseconds: epoch seconds landed in January 1970.
+func TestCastIntegerTextToTimestampFollowsTheUnit(t *testing.T) {
+	unit := func(u string) func(*Mapping) { return func(m *Mapping) { m.Source.TimestampUnit = u } }
+	for _, c := range []struct {
+		text, unit string
+		want       int64
+		reject     string // in the reject's message
+	}{
+		{"1704067200", "", 0, "set source.timestamp_unit"},
+		{"1704067200000000", "", 0, "set source.timestamp_unit"},
+		{"-1", "", 0, "set source.timestamp_unit"},
+		{"1704067200000", "", 1704067200000, ""},
+		{" 1704067200000 ", "", 1704067200000, ""},
+		{"0", "", 0, ""},
+		{"1704067200", "s", 1704067200000, ""},
+		{"-1", "ms", -1, ""},
+		{"1704067200", "ms", 1704067200, ""},
+		{"1704067200000000", "us", 1704067200000, ""},
+		{"1704067200000001", "us", 0, "sub-millisecond"},
+		{"1704067200000000000", "ns", 1704067200000, ""},
+		{"9223372036854776", "s", 0, "out of the TIMESTAMP range"},
+	} {
+		got, _, rerr := evalExpr(t, "s :: TIMESTAMP", map[string]V{"s": txt(c.text)}, unit(c.unit))
+		if c.reject != "" {
+			if rerr == nil || rerr.Code != pipeline.CodeType || !strings.Contains(rerr.Message, c.reject) {
+				t.Errorf("%q (unit %q) :: TIMESTAMP = %v, %v; want a type reject saying %q", c.text, c.unit, got, rerr, c.reject)
+			}
+			continue
+		}
+		if rerr != nil || got != num(c.want) {
+			t.Errorf("%q (unit %q) :: TIMESTAMP = %v, %v; want %d", c.text, c.unit, got, rerr, c.want)
+		}
+	}
+}
