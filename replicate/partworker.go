@@ -56,6 +56,7 @@ func (r *Replicator) newPartWorker(partition int, commit func(int, int64) error,
 	}
 	w.dec, _ = kafka.NewDecoder(r.cfg.Kafka, r.cfg.Program.Source()) // validated by New
 	w.dec.SkipRepeats = true                                         // one partition's messages, in order
+	w.dec.Logger = w.log
 	w.batch = pipeline.Batch{Stream: w.stream, SaltOrigin: true}
 	w.eng = pipeline.NewEngine(pipeline.EngineConfig{}) // not run: until read, CutAfter does nothing
 	return w

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"go.uber.org/zap"
+
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cqlvalue"
 )
@@ -33,7 +35,12 @@ func (s *Source) parseJSONRow(data string, pos int, vals []pipeline.Value, times
 		return next, nl, true, nil
 	}
 	timed := false
-	err := cqlvalue.ObjectMembers(line, func(key, raw string, sc cqlvalue.Scanned) {
+	// members that name a column only ignoring case are read after the row's exact ones, which
+	// win: exact records those, once the source has met such a member (track)
+	var exact cqlvalue.FoldSeen
+	var foldBuf [2]cqlvalue.Folded
+	folded, track, again := foldBuf[:0], s.trackExact.Load(), false
+	member := func(key, raw string, sc cqlvalue.Scanned) {
 		if times != nil && key == WriteTimesMember {
 			timed = true
 			if e := s.parseWriteTimes(raw, times); e != nil && rerr == nil {
@@ -43,7 +50,13 @@ func (s *Source) parseJSONRow(data string, pos int, vals []pipeline.Value, times
 		}
 		ci := s.jsonColumn(key)
 		if ci < 0 {
+			if ci = s.folds.Column(key); ci >= 0 && !again {
+				folded = append(folded, cqlvalue.Folded{Name: key, Raw: raw, Scanned: sc, Column: ci})
+			}
 			return
+		}
+		if track {
+			exact.Mark(ci)
 		}
 		v, err := s.types[ci].FromScanned(raw, sc)
 		if err != nil {
@@ -53,7 +66,26 @@ func (s *Source) parseJSONRow(data string, pos int, vals []pipeline.Value, times
 			return
 		}
 		vals[ci] = v
-	})
+	}
+	err := cqlvalue.ObjectMembers(line, member)
+	if err == nil && len(folded) > 0 {
+		again = true
+		if !track {
+			// the first such member the source meets: exact members were not recorded, so the
+			// row is read again, recording them
+			s.trackExact.Store(true)
+			track = true
+			clear(vals)
+			rerr = nil
+			cqlvalue.ObjectMembers(line, member) // read once without an error
+		}
+		for _, f := range folded {
+			if !exact.Has(f.Column) { // the row's exact member, even null, wins
+				member(s.names[f.Column], f.Raw, f.Scanned)
+				s.warnFolded(f.Name, f.Column)
+			}
+		}
+	}
 	if err != nil {
 		rerr = &pipeline.RowError{Code: pipeline.CodeParse, Message: "invalid JSON: " + err.Error()}
 	} else if times != nil && !timed && rerr == nil {
@@ -61,6 +93,18 @@ func (s *Source) parseJSONRow(data string, pos int, vals []pipeline.Value, times
 			" member (its cells' write times, epoch ms), which the mapping's target.write_time needs: read the table itself (cassandra://), or drop target.write_time"}
 	}
 	return next, nl, false, rerr
+}
+
+// warnFolded says once per member name that a member naming a column only ignoring case is read
+// as that column.
+func (s *Source) warnFolded(member string, ci int) {
+	if _, seen := s.foldWarned.Load(member); seen {
+		return
+	}
+	if _, seen := s.foldWarned.LoadOrStore(strings.Clone(member), true); !seen { // member aliases the read buffer
+		s.log.Warn("a JSON member that names a declared column only ignoring case is read as that column (a member of its exact name wins)",
+			zap.String("file", s.cfg.Path), zap.String("member", member), zap.String("column", s.names[ci]))
+	}
 }
 
 // parseWriteTimes reads a WriteTimesMember object into times: a declared column's write time in

@@ -52,7 +52,7 @@ type Config struct {
 	Stream string
 	// Schema declares the columns to read, with their CQL types; Record.Values follow its order.
 	// CSV columns are found by header name (exact, then case-insensitive; two candidates are an
-	// error); JSON members by key.
+	// error); JSON members by name (exact, then ignoring case: a member of the exact name wins).
 	Schema pipeline.SourceSchema
 	// BatchSize is the number of rows per batch (default 4096).
 	BatchSize int
@@ -191,8 +191,12 @@ type Source struct {
 	colMap  []int
 	nfields int
 	header  []string
-	// JSON Lines: member name -> schema column.
-	jsonIndex map[string]int
+	// JSON Lines: member name -> schema column; the same ignoring case (for members no column
+	// names exactly), and the member names read that way that were logged
+	jsonIndex  map[string]int
+	folds      cqlvalue.FoldIndex
+	foldWarned sync.Map
+	trackExact atomic.Bool // a member was read ignoring case: rows record their exact members
 
 	// name is the file's stream name; stream adds a part's @base to it
 	name string
@@ -282,6 +286,7 @@ func (s *Source) parseSchema() error {
 		s.types = append(s.types, t)
 		s.kinds = append(s.kinds, t.Kind)
 	}
+	s.folds = cqlvalue.NewFoldIndex(s.names)
 	if len(s.names) > 16 {
 		s.jsonIndex = make(map[string]int, len(s.names))
 		for i, n := range s.names {

@@ -11,11 +11,14 @@ import (
 	"reflect"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/gen"
@@ -767,5 +770,43 @@ func TestHeldBatchesKeepTheirValues(t *testing.T) {
 	}
 	if n != 20000 {
 		t.Fatalf("%d records, want 20000", n)
+	}
+}
+
+// A JSON member that names a declared column only ignoring case ("Name" for name) is read as that
+// column, as CSV headers are, and the read is logged once; a member of the exact name, even null,
+// wins. Before, such a member was ignored: the column was null in every row, silently.
+func TestJSONLMembersIgnoringCase(t *testing.T) {
+	// the first line is the first member read ignoring case: read again, its exact member wins
+	content := `{"id": 0, "name": null, "Name": "zed"}
+{"id": 1, "Name": "alice", "AMOUNT": 1.5}
+{"id": 2, "name": null, "Name": "bob"}
+{"Name": "carol", "id": 3, "name": "exact"}
+{"id": 4, "NAME": "dan"}
+`
+	path := writeFile(t, "c.jsonl", content)
+	core, logs := observer.New(zap.WarnLevel)
+	src, err := New(Config{Path: path, Schema: ordersSchema}, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rowsOf(runAll(t, src, nil))
+	want := []row{
+		{Seq: 1, Values: `int:"0" NULL NULL NULL`},
+		{Seq: 2, Values: `int:"1" text:"alice" NULL decimal:"1.5"`},
+		{Seq: 3, Values: `int:"2" NULL NULL NULL`},
+		{Seq: 4, Values: `int:"3" text:"exact" NULL NULL`},
+		{Seq: 5, Values: `int:"4" text:"dan" NULL NULL`},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("\n got %v\nwant %v", got, want)
+	}
+	var warned []string
+	for _, e := range logs.All() {
+		warned = append(warned, fmt.Sprint(e.ContextMap()["member"], "->", e.ContextMap()["column"]))
+	}
+	slices.Sort(warned)
+	if want := []string{"AMOUNT->amount", "NAME->name", "Name->name"}; !reflect.DeepEqual(warned, want) {
+		t.Errorf("warnings %v, want one per member name read ignoring case: %v", warned, want)
 	}
 }

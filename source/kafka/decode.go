@@ -13,6 +13,8 @@ import (
 	"strings"
 	"unsafe"
 
+	"go.uber.org/zap"
+
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cqlvalue"
 )
@@ -103,6 +105,15 @@ type Decoder struct {
 	index  map[string]int // for wide schemas; nil: linear search
 	keyCol int            // column a non-object message key fills, or -1
 	hint   int            // the column the next member probably names
+	// folds finds a JSON row's member that names a column only ignoring case (nil for
+	// Debezium's events, whose members are the table's exact column names); foldWarned holds
+	// the member names Logger was told of
+	folds      cqlvalue.FoldIndex
+	foldWarned map[string]struct{}
+	trackExact bool              // a member was read ignoring case: exact members are recorded
+	folded     []cqlvalue.Folded // a row's members read ignoring case (reused)
+	// Logger, when set, is told once per member name read ignoring case.
+	Logger *zap.Logger
 
 	arena *Arena // where the changes' values and masks go: own, or UseArena's
 	own   Arena
@@ -254,6 +265,9 @@ func newDecoder(cfg Config, schema pipeline.SourceSchema) (*Decoder, error) {
 		}
 		d.names = append(d.names, c.Name)
 		d.types = append(d.types, t)
+	}
+	if d.format == FormatJSON {
+		d.folds = cqlvalue.NewFoldIndex(d.names)
 	}
 	if len(d.names) > 16 {
 		d.index = make(map[string]int, len(d.names))
@@ -461,8 +475,13 @@ func (d *Decoder) anyNull(vals []pipeline.Value) bool {
 func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.TimeUnit, other func(name, raw string)) *pipeline.RowError {
 	var rerr *pipeline.RowError
 	d.hint = 0
-	err := cqlvalue.ObjectMembers(doc, func(name, raw string, sc cqlvalue.Scanned) {
-		if other != nil {
+	// members that name a column only ignoring case are read after the row's exact ones, which
+	// win: exact records those, once the decoder has met such a member (trackExact)
+	var exact cqlvalue.FoldSeen
+	folded := d.folded[:0]
+	again := false // reading the row again: other has seen its members
+	member := func(name, raw string, sc cqlvalue.Scanned) {
+		if other != nil && !again {
 			other(name, raw)
 		}
 		ci := d.column(name)
@@ -471,12 +490,21 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 			return
 		}
 		if ci < 0 {
+			if d.folds != nil { // JSON rows: a member naming a column only ignoring case
+				if ci = d.folds.Column(name); ci >= 0 {
+					folded = append(folded, cqlvalue.Folded{Name: name, Raw: raw, Scanned: sc, Column: ci})
+				}
+				return
+			}
 			if d.mark != nil && d.unknown == "" && d.format == FormatDebezium && len(raw) > 0 && raw[0] == '{' {
 				if _, ok := cassandraCell(raw); ok {
 					d.unknown = strings.Clone(name)
 				}
 			}
 			return
+		}
+		if d.trackExact {
+			exact.Mark(ci)
 		}
 		if d.format == FormatDebezium && len(raw) > 0 && raw[0] == '{' {
 			if v, ok := cassandraCell(raw); ok {
@@ -512,11 +540,44 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 			return
 		}
 		vals[ci] = v
-	})
-	if err != nil {
+	}
+	if err := cqlvalue.ObjectMembers(doc, member); err != nil {
 		return &pipeline.RowError{Code: pipeline.CodeParse, Message: "invalid JSON: " + err.Error()}
 	}
+	if len(folded) > 0 {
+		again = true
+		if !d.trackExact {
+			// the first such member this decoder meets: exact members were not recorded, so the
+			// row is read again, recording them (only JSON rows fold: nothing else of the
+			// decoder's state changes on a second reading)
+			d.trackExact = true
+			clear(vals)
+			rerr, folded = nil, folded[:0]
+			cqlvalue.ObjectMembers(doc, member) // read once without an error
+		}
+		for _, f := range folded {
+			if !exact.Has(f.Column) { // the row's exact member, even null, wins
+				member(d.names[f.Column], f.Raw, f.Scanned)
+				d.warnFolded(f.Name, f.Column)
+			}
+		}
+		d.folded = folded[:0] // kept for the next rows: they alias this message, which the caller keeps
+	}
 	return rerr
+}
+
+// warnFolded says once per member name that a member naming a column only ignoring case is read
+// as that column.
+func (d *Decoder) warnFolded(member string, ci int) {
+	if _, seen := d.foldWarned[member]; seen || d.Logger == nil {
+		return
+	}
+	if d.foldWarned == nil {
+		d.foldWarned = map[string]struct{}{}
+	}
+	d.foldWarned[strings.Clone(member)] = struct{}{} // member aliases the message
+	d.Logger.Warn("a JSON member that names a declared column only ignoring case is read as that column (a member of its exact name wins)",
+		zap.String("member", member), zap.String("column", d.names[ci]))
 }
 
 // unscaledDecimalHint follows the error of a decimal text Debezium's event gives without the

@@ -3,8 +3,12 @@ package kafka
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rekey/rekey/pipeline"
 )
@@ -542,5 +546,50 @@ func TestCassandraDeleteWriteTimeIsItsDeletion(t *testing.T) {
 		if chs[0].WriteTime != 1796382000000 {
 			t.Errorf("%s: write time %d, want the deletion's 1796382000000", tc.name, chs[0].WriteTime)
 		}
+	}
+}
+
+// A JSON row's member that names a column only ignoring case ("userId" for userid: Cassandra folds
+// unquoted names to lower case, producers write camelCase) is read as that column, as CSV headers
+// are, and the logger is told once; a member of the exact name, even null, wins. Before, the column
+// was null in every such row, silently. Debezium's events name the table's exact columns (a quoted
+// "UserId" is another Cassandra column): they are not read ignoring case.
+func TestDecodeJSONMembersIgnoringCase(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	d, err := NewDecoder(Config{Format: FormatJSON}, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Logger = zap.New(core)
+	// the decoder's first member read ignoring case: the row is read again, and its exact member wins
+	if got := show(d.Decode(nil, nil, []byte(`{"userid":null,"orderid":1,"UserId":"x"}`))); got != "upsert ~|1|~|~" {
+		t.Errorf("the first row with a member read ignoring case: got %q, want the exact member's null", got)
+	}
+	for value, want := range map[string]string{
+		`{"userId":"u1","orderid":7,"AMOUNT":"1.50"}`:         "upsert u1|7|~|1.50",
+		`{"userid":null,"userId":"u2","orderid":7}`:           "upsert ~|7|~|~",
+		`{"UserID":"u3","orderid":7,"userid":"exact"}`:        "upsert exact|7|~|~",
+		`{"schema":{},"payload":{"USERID":"u4","orderid":8}}`: "upsert u4|8|~|~",
+	} {
+		if got := show(d.Decode(nil, nil, []byte(value))); got != want {
+			t.Errorf("%s: got %q, want %q", value, got, want)
+		}
+	}
+	var warned []string
+	for _, e := range logs.All() {
+		warned = append(warned, fmt.Sprint(e.ContextMap()["member"], "->", e.ContextMap()["column"]))
+	}
+	slices.Sort(warned)
+	if want := []string{"AMOUNT->amount", "USERID->userid", "userId->userid"}; !slices.Equal(warned, want) {
+		t.Errorf("warnings %v, want one per member name read ignoring case: %v", warned, want)
+	}
+
+	dbz, err := NewDecoder(Config{Format: FormatDebezium}, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := show(dbz.Decode(nil, nil, []byte(`{"before":null,"after":{"UserId":"u1","userid":null,"orderid":7},"op":"c"}`)))
+	if got != "upsert ~|7|~|~" {
+		t.Errorf("a Debezium event's member read ignoring case: %q", got)
 	}
 }

@@ -186,6 +186,7 @@ func (w *Window) runPart(ctx context.Context, p windowPart, from int64, out chan
 	if err != nil {
 		return err
 	}
+	dec.Logger = w.log.With(zap.String("stream", stream))
 	var recs []pipeline.Record
 	var times []int64
 	next := from
