@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -112,6 +113,13 @@ func (w *partWorker) read(wctx, hard context.Context, offset int64, cfg pipeline
 	o, err := w.eng.Run(ctx)
 	if err == nil && o.Cancelled != nil {
 		err = fmt.Errorf("partition %d: %w", w.partition, o.Cancelled)
+	}
+	var past *kafka.PastEndError
+	if errors.As(o.SourceErr, &past) {
+		// the same command stops there again: say what to do instead
+		o.SourceErr = fmt.Errorf("%w.\nThat offset is the consumer group's committed one (or the next one of the partition's last roll in --out's manifest.json), "+
+			"taken from the topic's earlier log. Check what the target holds, then replicate the topic with a new consumer group (group=), "+
+			"into a new --out for files: a new group reads the partition from its first offset", o.SourceErr)
 	}
 	return o, err
 }

@@ -435,7 +435,8 @@ func replicationFailed(err error, toSQL bool) error {
 		return runFailed(fmt.Errorf("replication failed: %w", err))
 	}
 	var gap *kafka.GapError
-	if errors.As(err, &gap) { // the same command stops again: the error says what to do
+	var past *kafka.PastEndError
+	if errors.As(err, &gap) || errors.As(err, &past) { // the same command stops again: the error says what to do
 		return runFailed(fmt.Errorf("replication stopped: %w", err))
 	}
 	return runFailed(fmt.Errorf("replication failed: %w\nthe files and offsets committed so far are consistent; run the same command to continue", err))

@@ -44,6 +44,23 @@ func (e *GapError) Error() string {
 		e.Topic, e.Partition, e.Next, e.First-1, e.Next, e.First, e.First-e.Next)
 }
 
+// PastEndError says that the offset a partition's read starts at is past the partition's end
+// offset: it was not taken from the log the partition holds now (the topic was deleted and
+// created again under the same name, or an unclean leader election truncated the log). Read
+// on from it once the partition reached it, the messages below it would be skipped.
+type PastEndError struct {
+	Topic     string
+	Partition int
+	Next      int64 // the offset to read from (a consumer group's committed one)
+	End       int64 // the partition's end offset (high watermark)
+}
+
+func (e *PastEndError) Error() string {
+	return fmt.Sprintf("topic %s partition %d: the offset to read from, %d, is past the partition's end offset %d: it was not taken from the log the partition holds "+
+		"(was the topic deleted and created again, or its log truncated by an unclean leader election?); reading on from it would skip the messages from offset %d to %d",
+		e.Topic, e.Partition, e.Next, e.End, e.End, e.Next-1)
+}
+
 // fetchResponseMargin is how long a fetch response may take to arrive after the broker's MaxWait.
 const fetchResponseMargin = 30 * time.Second
 
@@ -145,9 +162,10 @@ func (f *Fetcher) Err() error {
 // channel operation per batch rather than per message (kafka-go's Reader hands messages over one
 // by one). It never joins a group nor commits. Transient errors (leader moves, broker restarts,
 // timeouts) are retried with backoff; an offset older than the partition's first one (deleted by
-// retention) goes to o.Gap; a record batch that fails to read (CRC, decompression) is fetched
-// once more. It returns nil when ctx ends, o.Gap's error, or the error of a batch that failed to
-// read twice; out is never closed.
+// retention) goes to o.Gap; an offset past the partition's end is a *PastEndError; a record
+// batch that fails to read (CRC, decompression) is fetched once more. It returns nil when ctx
+// ends, o.Gap's error, the *PastEndError, or the error of a batch that failed to read twice; out
+// is never closed.
 func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, partition int, offset int64, o FetchOptions, out chan<- FetchBatch) error {
 	f := newPartitionFetch(ctx, c, partition, offset, o, out)
 	for attempt := 0; ; attempt++ {
@@ -165,9 +183,14 @@ func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, par
 			if ctx.Err() != nil {
 				return nil
 			}
+			var past *PastEndError
+			if errors.As(err, &past) {
+				return err
+			}
 			if errors.Is(err, kafkago.OffsetOutOfRange) {
-				// past the end: wait for messages to be produced
-				f.log.Debug("offset past the partition's end, waiting", zap.Int64("offset", f.offset))
+				// retention moved the partition's first offset past it between two reads of
+				// the offsets: the next dial sees the gap
+				f.log.Debug("offset before the partition's first one, dialling again", zap.Int64("offset", f.offset))
 				continue
 			}
 			if attempt == 1 || attempt%20 == 0 {
@@ -455,8 +478,8 @@ func (f *partitionFetch) readLegacy(conn *leaderConn) (sent bool, readErr error)
 }
 
 // dialPartition connects to the partition's leader and seeks to offset (sentinels resolved,
-// an offset before the first retained one moved to it); it returns the offset it seeked to and
-// the partition's first retained one.
+// an offset before the first retained one moved to it, one past the end a *PastEndError); it
+// returns the offset it seeked to and the partition's first retained one.
 func (c *Config) dialPartition(ctx context.Context, dialer *kafkago.Dialer, partition int, offset int64) (*leaderConn, int64, int64, error) {
 	var lastErr error
 	for _, b := range c.Brokers {
@@ -480,6 +503,11 @@ func (c *Config) dialPartition(ctx context.Context, dialer *kafkago.Dialer, part
 			offset = last
 		case offset == kafkago.FirstOffset, offset < first:
 			offset = first
+		case offset > last:
+			// the end offset does not move back: no wait makes this log reach the offset with
+			// the messages it was taken after
+			conn.Close()
+			return nil, 0, 0, &PastEndError{Topic: c.Topic, Partition: partition, Next: offset, End: last}
 		}
 		start, err := conn.Seek(offset, kafkago.SeekAbsolute)
 		if err != nil {
