@@ -103,6 +103,9 @@ func (v *run) readChanges(ctx context.Context, counters *pipeline.Counters) erro
 			w, free = free[n-1], free[:n-1]
 		} else {
 			w = &changeWorker{v: v, w: v.src.writer(), rejects: map[string]int64{}, skipped: map[string]int64{}}
+			if n := v.cfg.Sample.Rows; n > 0 { // --sample N: the N smallest key hashes, as of a source's rows
+				w.heap = &maxHeap{limit: int(n)}
+			}
 			all = append(all, w)
 		}
 		mu.Unlock()
@@ -120,6 +123,13 @@ func (v *run) readChanges(ctx context.Context, counters *pipeline.Counters) erro
 	}
 	if err := v.src.failed(); err != nil {
 		return err
+	}
+	if n := v.cfg.Sample.Rows; n > 0 {
+		heaps := make([]*maxHeap, len(all))
+		for i, w := range all {
+			heaps[i] = w.heap
+		}
+		v.sampleMax = sampleThreshold(heaps, int(n))
 	}
 	for _, w := range all {
 		v.res.RowsRead += w.read
@@ -141,6 +151,7 @@ type changeWorker struct {
 	v        *run
 	w        *writer
 	key, row []byte
+	heap     *maxHeap // --sample N: the smallest key hashes this worker saw
 	read     int64
 	rejected int64
 	rejects  map[string]int64
@@ -209,7 +220,7 @@ func (w *changeWorker) process(b *ChangeBatch, first uint64, c *pipeline.Counter
 			continue
 		}
 		h, _ := keyHashes(w.key)
-		if h > v.sampleMax {
+		if h > v.sampleMax || (w.heap != nil && !w.heap.offer(h)) {
 			continue
 		}
 		kept++

@@ -341,7 +341,11 @@ func (v *run) readSource(ctx context.Context, counters *pipeline.Counters) error
 		}
 	}
 	if cfg.Sample.Rows > 0 {
-		v.sampleMax = sampleThreshold(workers, int(cfg.Sample.Rows))
+		heaps := make([]*maxHeap, len(workers))
+		for i, w := range workers {
+			heaps[i], w.heap = w.heap, nil
+		}
+		v.sampleMax = sampleThreshold(heaps, int(cfg.Sample.Rows))
 	}
 	cfg.Logger.Info("source read", zap.Int64("rows", res.RowsRead), zap.Int64("rejected", res.RowsRejected))
 	return nil
@@ -489,11 +493,10 @@ func (m *maxHeap) down(i int) {
 
 // sampleThreshold is the n-th smallest hash over the workers' heaps: rows whose key hashes at
 // most this are the sample.
-func sampleThreshold(workers []*sourceWorker, n int) uint64 {
+func sampleThreshold(heaps []*maxHeap, n int) uint64 {
 	var all []uint64
-	for _, w := range workers {
-		all = append(all, w.heap.h...)
-		w.heap = nil
+	for _, h := range heaps {
+		all = append(all, h.h...)
 	}
 	if len(all) < n { // no worker's heap filled up: nothing was left out
 		return math.MaxUint64
