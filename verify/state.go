@@ -275,35 +275,10 @@ func (v *run) covers(kr *pipeline.KeyRange, key []pipeline.Value) bool {
 	return bound(&kr.Start, true) && bound(&kr.End, false)
 }
 
-// compareValues orders two values of a column (as the table does: numbers by value, text and
-// bytes by their bytes).
+// compareValues orders two values of a column as the table does (pipeline.Compare: numbers by
+// value, decimals too, whatever their text's scale; text and bytes by their bytes).
 func compareValues(col pipeline.Column, a, b pipeline.Value) int {
-	switch {
-	case a.Kind == pipeline.KindFloat || b.Kind == pipeline.KindFloat:
-		fa, fb := a.Float(), b.Float()
-		if a.Kind == pipeline.KindInt {
-			fa = float64(a.Num)
-		}
-		if b.Kind == pipeline.KindInt {
-			fb = float64(b.Num)
-		}
-		switch {
-		case fa < fb:
-			return -1
-		case fa > fb:
-			return 1
-		}
-		return 0
-	case a.Kind == pipeline.KindInt || a.Kind == pipeline.KindBool:
-		switch {
-		case a.Num < b.Num:
-			return -1
-		case a.Num > b.Num:
-			return 1
-		}
-		return 0
-	}
-	return strings.Compare(a.Str, b.Str)
+	return pipeline.Compare(col.Type, a, b)
 }
 
 // keyState is what a key holds once its changes are applied: row (nil when it is absent).

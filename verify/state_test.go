@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/transform"
 )
 
 // changesOf are the upserts of the rows a migration of recs writes, one stream in order.
@@ -38,5 +39,51 @@ func TestSampleRowsOfChanges(t *testing.T) {
 	res = runWith(t, Config{Program: p, Changes: changesOf(rows), Folder: folder}, func(c *Config) { c.Sample = Sample{Rows: 100} })
 	if res.RowsChecked != 100 || res.KeysChecked != 100 || res.ExtraScope != ExtraSampledKeys || !res.Equal {
 		t.Fatalf("--sample 100 of 1000 changes, a folder: %d rows and %d keys checked, extra scope %q; want 100 of each among the sampled keys", res.RowsChecked, res.KeysChecked, res.ExtraScope)
+	}
+}
+
+// A range delete of a DECIMAL clustering column covers the keys it holds by value, as the
+// table's condition does: price > 9.5 deletes 10.00 and 11.50, not only the keys whose text
+// sorts after "9.5".
+func TestRangeDeleteComparesDecimalsByValue(t *testing.T) {
+	m, err := transform.Decode([]byte(`version: 1
+source:
+  name: prices
+  columns: {p: text, price: decimal, v: text}
+target:
+  table: prices
+  primary_key: "[p][price]"
+  columns:
+    price: "price :: DECIMAL(10,2)"
+regions:
+  count: 1
+`), "prices.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := transform.Compile(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(price, v string) []pipeline.Value {
+		return []pipeline.Value{pipeline.Text("a"), pipeline.Decimal(price), pipeline.Text(v)}
+	}
+	changes := func(ctx context.Context, fn func(*ChangeBatch) error) error {
+		return fn(&ChangeBatch{Stream: "topic/0", Messages: 5, Changes: []Change{
+			{Seq: 0, Values: row("-1.00", "x")},
+			{Seq: 1, Values: row("9.00", "x")},
+			{Seq: 2, Values: row("10.00", "x")},
+			{Seq: 3, Values: row("11.50", "x")},
+			{Seq: 4, Delete: true, Range: &pipeline.KeyRange{Prefix: []pipeline.Value{pipeline.Text("a")},
+				Start: pipeline.KeyBound{Vals: []pipeline.Value{pipeline.Decimal("9.5")}}}},
+		}})
+	}
+	tbl := &fakeTable{schema: p.Target(), max: 10, rows: map[string][]pipeline.Value{}}
+	for _, r := range [][]pipeline.Value{row("-1.00", "x"), row("9.00", "x")} { // what the table holds after them
+		tbl.rows[tbl.keyOf(r)] = r
+	}
+	res := runWith(t, Config{Program: p, Changes: changes, Lookup: tbl}, nil)
+	if !res.Equal || res.KeysChecked != 2 {
+		t.Fatalf("price > 9.5 deletes 10.00 and 11.50: want equal, 2 keys checked: %s (missing %d, keys %d)", Verdict(res), res.Missing, res.KeysChecked)
 	}
 }
