@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/zeebo/xxh3"
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/output"
@@ -426,6 +427,13 @@ func (c *comparer) stateBucket(ctx context.Context, src, dst *parts, b int, emit
 		h, _ := keyHashes([]byte(k))
 		c.es = append(c.es, srcEntry{h: h, ord: s.ord, key: []byte(k), row: s.row, n: 1})
 	}
+	if v.cfg.Changes == nil {
+		// a source of rows (not changes): its distinct rows of a key but the last are lost, as
+		// the comparison of a migrate output counts them
+		if r.lost, err = c.lostRows(data, states); err != nil {
+			return err
+		}
+	}
 	if dst != nil {
 		tdata, buf, err := dst.load(b, c.dstBuf)
 		c.dstBuf = keepBuf(buf, c.budget)
@@ -474,6 +482,29 @@ func (c *comparer) stateBucket(ctx context.Context, src, dst *parts, b int, emit
 		c.c.RowsIn.Add(r.checked)
 	}
 	return nil
+}
+
+// lostRows counts the rows of a bucket's source keys given more than once that differ from
+// the last one (each key's distinct rows but one), as index does.
+func (c *comparer) lostRows(chunks [][]byte, states map[string]*keyState) (int64, error) {
+	repeated := 0
+	for _, s := range states {
+		if s.n > 1 {
+			repeated++
+		}
+	}
+	if repeated == 0 {
+		return 0, nil
+	}
+	c.given = resetGiven(c.given)
+	max := c.v.sampleMax
+	err := eachEntry(chunks, func(e entry) error {
+		if s := states[string(e.key)]; e.h <= max && s != nil && s.n > 1 {
+			c.given[[2]uint64{e.h, xxh3.Hash(e.row)}] = struct{}{}
+		}
+		return nil
+	})
+	return int64(len(c.given) - repeated), err
 }
 
 // matchState counts the target's row of a source key.

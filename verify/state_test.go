@@ -2,9 +2,11 @@ package verify
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -85,5 +87,20 @@ regions:
 	res := runWith(t, Config{Program: p, Changes: changes, Lookup: tbl}, nil)
 	if !res.Equal || res.KeysChecked != 2 {
 		t.Fatalf("price > 9.5 deletes 10.00 and 11.50: want equal, 2 keys checked: %s (missing %d, keys %d)", Verdict(res), res.Missing, res.KeysChecked)
+	}
+}
+
+// A replicate output compared with a source of rows (the table a cut-over replicates) is
+// compared by state, and the source's distinct rows of one key are counted as lost there too:
+// the verdict must not leave them out because the comparison is by state.
+func TestRowsLostAgainstAReplicateOutput(t *testing.T) {
+	p := testProgram(t)
+	recs := testRecords(300)
+	recs = append(recs, rec(5, "renamed", 1, 2, "3.00"), recs[5], rec(7, "again", 1, 2, "3"), rec(7, "last", 1, 2, "3"))
+	folder := writeFolder(t, p.Target(), migrated(t, p, recs).list())
+	folder.Replication = &replicate.Replication{}
+	res := runWith(t, Config{Program: p, Source: &sliceSource{recs}, Folder: folder}, nil)
+	if !res.Equal || res.RowsOverwritten != 4 || res.RowsLost != 3 || !strings.Contains(Verdict(res), "3 source rows are in no target row") {
+		t.Fatalf("want equal, 4 rows overwritten of which 3 lost: equal %v, overwritten %d, lost %d: %s", res.Equal, res.RowsOverwritten, res.RowsLost, Verdict(res))
 	}
 }
