@@ -103,6 +103,9 @@ func summaryRows(r *Result) [][2]string {
 	} else {
 		add("rows rejected", fmt.Sprintf("%d (migrate rejects them too: not looked for)", r.RowsRejected))
 	}
+	if r.RowsSkipped > 0 {
+		add("rows skipped", fmt.Sprintf("%d (left out by the source: older than since=, or every cell expired; migrate leaves them out too: not looked for)", r.RowsSkipped))
+	}
 	if r.ChangesSkipped > 0 {
 		add("changes skipped", fmt.Sprintf("%d (%s): neither replicate nor verify can apply them, so the target does not hold what the source holds; the rejects files name each message",
 			r.ChangesSkipped, CodeCounts(r.SkippedCodes)))

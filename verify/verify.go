@@ -334,7 +334,8 @@ func (v *run) readSource(ctx context.Context, counters *pipeline.Counters) error
 	}
 	res := v.res
 	for _, w := range workers {
-		res.RowsRead += w.read
+		res.RowsRead += w.read + w.skipped
+		res.RowsSkipped += w.skipped
 		res.RowsRejected += w.rejected
 		for c, n := range w.rejects {
 			res.RejectCodes[c] += n
@@ -347,7 +348,7 @@ func (v *run) readSource(ctx context.Context, counters *pipeline.Counters) error
 		}
 		v.sampleMax = sampleThreshold(heaps, int(cfg.Sample.Rows))
 	}
-	cfg.Logger.Info("source read", zap.Int64("rows", res.RowsRead), zap.Int64("rejected", res.RowsRejected))
+	cfg.Logger.Info("source read", zap.Int64("rows", res.RowsRead), zap.Int64("rejected", res.RowsRejected), zap.Int64("skipped", res.RowsSkipped))
 	return nil
 }
 
@@ -368,6 +369,7 @@ type sourceWorker struct {
 	rec      []byte
 	heap     *maxHeap
 	read     int64
+	skipped  int64 // rows the source's own filter left out (Batch.Skipped): not checked
 	rejected int64
 	rejects  map[string]int64
 	values   files.ValueChecker // the folder format's own refusals; nil when it has none
@@ -432,7 +434,9 @@ func (w *sourceWorker) process(b *pipeline.Batch, firstOrd uint64) {
 	w.ev.Reset() // every value kept was copied into the buckets: the engine releases the batch
 	rejected = w.rejected - before
 	w.read += int64(len(b.Records))
-	w.c.RowsIn.Add(int64(len(b.Records)))
+	w.skipped += b.Skipped // migrate leaves them out too
+	w.c.RowsIn.Add(int64(len(b.Records)) + b.Skipped)
+	w.c.RowsSkipped.Add(b.Skipped)
 	w.c.RowsWritten.Add(kept)
 	w.c.RowsRejected.Add(rejected)
 }

@@ -375,7 +375,8 @@ func (f *verifyFlags) printResult(out io.Writer, res *verify.Result, repair *rep
 		}
 	}
 	if f.statsJSON != "" {
-		st := pipeline.Result{RowsIn: res.RowsRead, RowsInThisRun: res.RowsRead, RowsWritten: res.RowsChecked, RowsRejected: res.RowsRejected, Duration: time.Since(started)}
+		st := pipeline.Result{RowsIn: res.RowsRead, RowsInThisRun: res.RowsRead, RowsWritten: res.RowsChecked, RowsRejected: res.RowsRejected,
+			RowsSkipped: res.RowsSkipped, Duration: time.Since(started)}
 		if err := writeStats(f.statsJSON, st); err != nil {
 			return runFailed(err)
 		}
