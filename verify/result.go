@@ -37,6 +37,9 @@ type Result struct {
 	// KeysChecked the distinct keys among them.
 	RowsChecked int64 `json:"rows_checked"`
 	KeysChecked int64 `json:"keys_checked"`
+	// KeysDeleted are the keys a replication's changes leave without a row (not in
+	// KeysChecked), each checked to be absent from the target: those it holds are extra.
+	KeysDeleted int64 `json:"keys_deleted"`
 	// RowsOverwritten are checked rows that a later source row with the same key replaces in
 	// the target (the last one wins in Lindorm): each key is compared with its last row.
 	RowsOverwritten int64 `json:"rows_overwritten"`
@@ -160,6 +163,7 @@ func newResult(cfg Config) *Result {
 // counts are a bucket's figures, merged into the Result.
 type counts struct {
 	checked, keys, overwritten, targetRows int64
+	deleted                                int64 // keys the changes leave without a row
 	lost                                   int64 // overwritten rows unlike the row that replaced them
 	missing, differ, extra                 int64
 }
@@ -177,6 +181,7 @@ type bucketResult struct {
 func (r *Result) addCounts(c counts) {
 	r.RowsChecked += c.checked
 	r.KeysChecked += c.keys
+	r.KeysDeleted += c.deleted
 	r.RowsOverwritten += c.overwritten
 	r.RowsLost += c.lost
 	r.TargetRows += c.targetRows
@@ -231,7 +236,8 @@ func (r *Result) finish(took time.Duration) {
 	})
 	sort.Slice(r.Files, func(i, j int) bool { return r.Files[i].Path < r.Files[j].Path })
 	// nothing checked is not equal: no key was looked up, and the target's rows were not all read
-	checked := r.KeysChecked > 0 || r.ExtraScope == ExtraAll
+	// (a key the changes delete is looked up too: it must be absent)
+	checked := r.KeysChecked > 0 || r.KeysDeleted > 0 || r.ExtraScope == ExtraAll
 	r.Equal = checked && r.Missing == 0 && r.Differ == 0 && (r.Extra == nil || *r.Extra == 0) && len(r.Files) == 0 && r.ChangesSkipped == 0 &&
 		r.Unsettled == ""
 	r.Seconds = took.Seconds()

@@ -469,7 +469,12 @@ func (c *comparer) stateBucket(ctx context.Context, src, dst *parts, b int, emit
 		if se.row != nil {
 			r.keys++
 			kept = append(kept, se)
-		} else if se.nt > 0 {
+			continue
+		}
+		if v.cfg.Changes != nil { // a source of rows deletes nothing: a row of nulls only
+			r.deleted++
+		}
+		if se.nt > 0 {
 			c.extra(r, se.key, se.trow, "the changes delete this key")
 		}
 	}

@@ -104,3 +104,30 @@ func TestRowsLostAgainstAReplicateOutput(t *testing.T) {
 		t.Fatalf("want equal, 4 rows overwritten of which 3 lost: equal %v, overwritten %d, lost %d: %s", res.Equal, res.RowsOverwritten, res.RowsLost, Verdict(res))
 	}
 }
+
+// A replication whose changes leave every key they name deleted is checked by looking those
+// keys up: a table holding none of them holds what the changes leave, which is not "0 keys
+// checked" and NOT VERIFIED; one still holding a key has it extra.
+func TestChangesThatDeleteEveryKeyTheyName(t *testing.T) {
+	p := testProgram(t)
+	rows := migrated(t, p, testRecords(50)).list()
+	changes := func(ctx context.Context, fn func(*ChangeBatch) error) error {
+		b := &ChangeBatch{Stream: "topic/0", Rejects: map[string]int64{}, Skipped: map[string]int64{}}
+		for i, r := range rows {
+			b.Changes = append(b.Changes, Change{Seq: int64(2 * i), Values: r}, Change{Seq: int64(2*i + 1), Delete: true, Values: r})
+		}
+		b.Messages = int64(len(b.Changes))
+		return fn(b)
+	}
+	empty := &fakeTable{schema: p.Target(), max: 10, rows: map[string][]pipeline.Value{}}
+	res := runWith(t, Config{Program: p, Changes: changes, Lookup: empty}, nil)
+	if v := Verdict(res); !res.Equal || res.KeysDeleted != 50 || !strings.Contains(v, "none of the 50 keys the changes delete") {
+		t.Fatalf("50 keys deleted, none in the table: want equal, 50 keys deleted: equal %v, deleted %d: %s", res.Equal, res.KeysDeleted, v)
+	}
+	held := &fakeTable{schema: p.Target(), max: 10, rows: map[string][]pipeline.Value{}}
+	held.rows[held.keyOf(rows[0])] = rows[0]
+	res = runWith(t, Config{Program: p, Changes: changes, Lookup: held}, nil)
+	if res.Equal || res.Extra == nil || *res.Extra != 1 || !strings.HasPrefix(Verdict(res), "DIFFERENT: 1 extra") {
+		t.Fatalf("a deleted key the table holds: want 1 extra: %s", Verdict(res))
+	}
+}

@@ -14,6 +14,9 @@ import (
 func Verdict(r *Result) string {
 	if r.Equal {
 		s := fmt.Sprintf("EQUAL: the target holds all %d keys checked", r.KeysChecked)
+		if r.KeysDeleted > 0 {
+			s += fmt.Sprintf(", none of the %d %s the changes delete", r.KeysDeleted, plural(int(r.KeysDeleted), "key", "keys"))
+		}
 		if r.ExtraScope == ExtraAll {
 			s += " and nothing else"
 		}
@@ -112,6 +115,9 @@ func summaryRows(r *Result) [][2]string {
 	}
 	add("rows checked", fmt.Sprint(r.RowsChecked))
 	add("keys checked", fmt.Sprint(r.KeysChecked))
+	if r.KeysDeleted > 0 {
+		add("keys deleted", fmt.Sprintf("%d (the changes leave them no row: checked absent from the target)", r.KeysDeleted))
+	}
 	if r.RowsOverwritten > 0 {
 		add("rows overwritten", fmt.Sprintf("%d (a later source row has the same key: the last one is compared)", r.RowsOverwritten))
 		if r.RowsLost > 0 {
