@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -53,29 +54,54 @@ type Folder struct {
 // written a manifest yet, and checks that it holds the mapping's table: the same columns, types
 // and primary key. It never writes anything.
 func OpenFolder(ctx context.Context, objs Objects, location string, schema pipeline.TargetSchema, fingerprint string) (*Folder, error) {
+	// a replicate running meanwhile commits rolls: it writes manifest.json, then gives the roll's
+	// files their names under data/, so files the manifest read first does not list may be
+	// those of a roll committed since, which the manifest now lists: read it again
+	for attempt := 1; ; attempt++ {
+		f, manifest, err := openFolder(ctx, objs, location, schema, fingerprint)
+		if err != nil || f.Replication == nil || f.Unlisted == 0 || attempt == maxOpenAttempts {
+			return f, err
+		}
+		again, err := objs.Get(ctx, output.ManifestFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: read %s again: %w", location, output.ManifestFile, err)
+		}
+		if bytes.Equal(again, manifest) {
+			return f, nil // the files are not listed indeed
+		}
+	}
+}
+
+// maxOpenAttempts bounds the reads of a replicate output's manifest and listing that disagree
+// because replicate committed a roll in between.
+const maxOpenAttempts = 3
+
+// openFolder is one read of the output's listing (manifest.json, whose bytes it returns, or
+// checkpoint.json) and of the data files under data/.
+func openFolder(ctx context.Context, objs Objects, location string, schema pipeline.TargetSchema, fingerprint string) (*Folder, []byte, error) {
 	f := &Folder{Objects: objs, Location: location}
 	data, err := objs.Get(ctx, output.ManifestFile)
 	switch {
 	case err == nil:
 		err = f.readManifest(data, schema, fingerprint)
 	case store.IsNotExist(err):
-		err = f.readCheckpoint(ctx, fingerprint)
+		data, err = nil, f.readCheckpoint(ctx, fingerprint)
 	default:
 		err = fmt.Errorf("%s: read %s: %w", location, output.ManifestFile, err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if f.Format == "" {
 		f.Format = formats.Default()
 	}
 	if _, err := folderFormat(f); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := f.addUnlisted(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return f, nil
+	return f, data, nil
 }
 
 // readManifest takes the files a finished output's manifest (data) lists, or a replication's.

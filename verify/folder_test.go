@@ -2,12 +2,18 @@ package verify
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/sink/sinktest"
+	"github.com/rekey/rekey/store"
 )
 
 // An unfinished run's checkpoint is read as resume reads it (output.ParseCheckpoint): one that
@@ -60,5 +66,69 @@ func TestUnfinishedRunNotesItsUnlistedFiles(t *testing.T) {
 	}
 	if f.Unlisted != 0 || len(f.Files) != 1 || !strings.Contains(strings.Join(f.Notes, "\n"), "1 files under data/ that its checkpoint.json does not list") {
 		t.Errorf("unlisted %d, files %+v, notes %q", f.Unlisted, f.Files, f.Notes)
+	}
+}
+
+// rollingObjects is a replicate output that a running replicate commits a roll to between
+// verify's read of manifest.json and its listing of data/: the roll's manifest is written, then
+// its file renamed into data/, as replicate does.
+type rollingObjects struct {
+	store.Store
+	roll func() // commits the roll, once, at the first listing
+}
+
+func (o *rollingObjects) List(ctx context.Context, prefix string) ([]store.Info, error) {
+	if o.roll != nil {
+		o.roll()
+		o.roll = nil
+	}
+	return o.Store.List(ctx, prefix)
+}
+
+// A replicate output verified while replicate runs: a roll committed between the read of its
+// manifest and the listing of data/ has its files listed by the manifest replicate wrote for it,
+// not files "not listed" whose rows are extra.
+func TestReplicateOutputWithARollCommittedWhileOpened(t *testing.T) {
+	p := testProgram(t)
+	schema := p.Target()
+	dir := t.TempDir()
+	st := localStore(t, dir)
+	rows := migrated(t, p, testRecords(10)).list()
+	roll := func(n int) (output.FileEntry, replicate.SegmentEntry) {
+		path := fmt.Sprintf("data/region-0000/roll-%d.parquet", n)
+		if err := os.MkdirAll(filepath.Join(dir, "data", "region-0000"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := sinktest.WriteParquet(filepath.Join(dir, filepath.FromSlash(path)), schema, rows[5*n:5*n+5]); err != nil {
+			t.Fatal(err)
+		}
+		fe := output.FileEntry{Path: path, Rows: 5}
+		return fe, replicate.SegmentEntry{Region: 0, Partition: 0, FirstOffset: int64(5 * n), RollLast: int64(5*n + 4), Data: &fe}
+	}
+	manifest := func(segs ...replicate.SegmentEntry) {
+		m := replicate.Manifest{Manifest: *output.NewManifest(schema, pipeline.RegionPlan{}, "parquet", 0)}
+		m.Replication = replicate.Replication{Topic: "t", Segments: segs,
+			Partitions: []replicate.PartitionEntry{{Partition: 0, NextOffset: segs[len(segs)-1].RollLast + 1}}}
+		data, err := json.Marshal(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, output.ManifestFile), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, first := roll(0)
+	manifest(first)
+	objs := &rollingObjects{Store: st, roll: func() {
+		_, second := roll(1)
+		manifest(first, second)
+	}}
+	f, err := OpenFolder(context.Background(), objs, dir, schema, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Unlisted != 0 || len(f.Files) != 2 || f.Replication.Partitions[0].NextOffset != 10 {
+		t.Fatalf("a roll committed while the output was opened: %d files, %d of them not listed, up to offset %d; want both rolls listed, up to 10",
+			len(f.Files), f.Unlisted, f.Replication.Partitions[0].NextOffset)
 	}
 }
