@@ -2,6 +2,7 @@ package transform
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
@@ -107,6 +108,23 @@ func TestFloatCastRefusesUnderflow(t *testing.T) {
 		{"f :: FLOAT", map[string]V{"f": pipeline.Float(math.Copysign(0, -1))}, pipeline.Float(math.Copysign(0, -1))},
 		{"f :: FLOAT", map[string]V{"f": pipeline.Float(1e-45)}, f32(1e-45)},
 		{"s :: FLOAT", map[string]V{"s": txt("0e-99")}, f32(0)},
+	})
+}
+
+// TestDoubleCastRefusesUnderflow: text cast to DOUBLE (or FLOAT) that is too small for the type is
+// beyond its range, as a double column's text is, not a 0 (strconv.ParseFloat reads it as 0
+// without an error); zeros, and small values the type still holds, read.
+func TestDoubleCastRefusesUnderflow(t *testing.T) {
+	for _, c := range []struct{ expr, s string }{{"s :: DOUBLE", "1e-400"}, {"s :: DOUBLE", "-0.5e-330"}, {"s :: DOUBLE", "0x1p-1100"}, {"s :: FLOAT", "1e-50"}} {
+		if v, _, rerr := evalExpr(t, c.expr, map[string]V{"s": txt(c.s)}); rerr == nil || rerr.Code != pipeline.CodeType || !strings.Contains(rerr.Message, "range") {
+			t.Errorf("%s with s=%q = %v, %v; want a type reject (beyond the range)", c.expr, c.s, v, rerr)
+		}
+	}
+	checkCasts(t, []castCase{
+		{"s :: DOUBLE", map[string]V{"s": txt("0.000e-5")}, pipeline.Float(0)},
+		{"s :: DOUBLE", map[string]V{"s": txt("-0")}, pipeline.Float(math.Copysign(0, -1))},
+		{"s :: DOUBLE", map[string]V{"s": txt("5e-324")}, pipeline.Float(5e-324)},
+		{"s :: DOUBLE", map[string]V{"s": txt("0x0p0")}, pipeline.Float(0)},
 	})
 }
 
