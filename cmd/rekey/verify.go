@@ -377,6 +377,10 @@ func (f *verifyFlags) printResult(out io.Writer, res *verify.Result, repair *rep
 	if f.statsJSON != "" {
 		st := pipeline.Result{RowsIn: res.RowsRead, RowsInThisRun: res.RowsRead, RowsWritten: res.RowsChecked, RowsRejected: res.RowsRejected,
 			RowsSkipped: res.RowsSkipped, Duration: time.Since(started)}
+		if res.Sample != "all" {
+			// the rows a sample leaves out are read and not checked: skipped, as report's are
+			st.RowsSkipped = max(st.RowsSkipped, st.RowsIn-st.RowsWritten-st.RowsRejected)
+		}
 		if err := writeStats(f.statsJSON, st); err != nil {
 			return runFailed(err)
 		}
