@@ -242,7 +242,7 @@ func TestSaltTokenMatchesRandom(t *testing.T) {
 				t.Fatal(err)
 			}
 			var tok uint64
-			tok, buf = transform.SaltToken(buf, b, &rec, len(prog.Source()))
+			tok, buf = transform.SaltToken(buf, b, &rec, prog.SaltOrder())
 			if int64(tok%13) != out[0].Num {
 				t.Fatalf("row %d (origin %v): salt %d, random(13) %d", i, origin, tok%13, out[0].Num)
 			}

@@ -445,7 +445,7 @@ func (r *runner) assemble(ctx context.Context, total *collide.Acc, tl *timeline,
 func (r *runner) countCollisions(ctx context.Context) (collide.CollisionResult, collide.CollisionResult, error) {
 	spec := collide.CountSpec{MaxExamples: maxCollisionExamples, MaxOrigins: maxExampleOrigins, Pairs: true, Cols: r.hashed}
 	if r.bySource == nil {
-		spec.Sets, spec.Salted, spec.SaltN = r.adv.Sets, r.saltN > 0, r.saltN
+		spec.Sets, spec.Salted, spec.SaltN, spec.SaltOrder = r.adv.Sets, r.saltN > 0, r.saltN, r.prog.SaltOrder()
 	}
 	first := spec
 	first.KeysOnly = r.rereadable != nil
@@ -456,7 +456,7 @@ func (r *runner) countCollisions(ctx context.Context) (collide.CollisionResult, 
 	if err != nil || r.bySource == nil {
 		return coll, coll, err
 	}
-	spec2 := collide.CountSpec{Pairs: true, Cols: r.hashed, Sets: r.adv.Sets, Salted: r.saltN > 0, SaltN: r.saltN}
+	spec2 := collide.CountSpec{Pairs: true, Cols: r.hashed, Sets: r.adv.Sets, Salted: r.saltN > 0, SaltN: r.saltN, SaltOrder: r.prog.SaltOrder()}
 	coll2, err := r.bySource.Count(spec2)
 	return coll, coll2, err
 }
@@ -862,7 +862,7 @@ func (w *worker) spillRow(sid uint64, b *pipeline.Batch, rec *pipeline.Record, k
 	var salt uint64
 	if r.saltN > 0 {
 		var tok uint64
-		tok, w.salt = transform.SaltToken(w.salt, b, rec, len(r.prog.Source()))
+		tok, w.salt = transform.SaltToken(w.salt, b, rec, r.prog.SaltOrder())
 		salt = tok % r.saltN
 	}
 	var skip uint64

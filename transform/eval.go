@@ -982,18 +982,23 @@ func (e *Evaluator) recordSalt(r *pipeline.Record) uint64 {
 	if e.saltOK {
 		return e.salt
 	}
-	e.salt, e.saltBuf = SaltToken(e.saltBuf, e.batch, r, len(e.p.source))
+	e.salt, e.saltBuf = SaltToken(e.saltBuf, e.batch, r, e.p.saltOrder)
 	e.saltOK = true
 	return e.salt
 }
 
 // SaltToken is the hash random(n) takes modulo n for record r of batch b (nil: no origin): a
-// Murmur3 token of its first nsrc source values (kind, then the integer or the length-prefixed
-// bytes) and, when the batch sets SaltOrigin, its stream and Seq. buf is scratch space, returned
-// for reuse. The report recomputes salts with it, so both always agree.
-func SaltToken(buf []byte, b *pipeline.Batch, r *pipeline.Record, nsrc int) (uint64, []byte) {
+// Murmur3 token of its source values in the order of order, Program.SaltOrder (kind, then the
+// integer or the length-prefixed bytes; an index beyond the record is left out) and, when the
+// batch sets SaltOrigin, its stream and Seq. buf is scratch space, returned for reuse. The report
+// recomputes salts with it, so both always agree.
+func SaltToken(buf []byte, b *pipeline.Batch, r *pipeline.Record, order []int) (uint64, []byte) {
 	buf = buf[:0]
-	for _, v := range r.Values[:min(nsrc, len(r.Values))] {
+	for _, i := range order {
+		if i >= len(r.Values) {
+			continue
+		}
+		v := r.Values[i]
 		buf = append(buf, byte(v.Kind))
 		switch v.Kind {
 		case pipeline.KindNull:

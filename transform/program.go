@@ -40,6 +40,8 @@ type Program struct {
 	writeTime   bool
 	// timestampUnit is source.timestamp_unit: how an integer text cast to TIMESTAMP is read
 	timestampUnit string
+	// saltOrder lists the source columns in the order random(n) hashes them (saltOrderOf)
+	saltOrder []int
 }
 
 // copyStep is a step that copies source column src to target column dst: a value of kind is
@@ -77,6 +79,7 @@ func (c *compiler) program(m *Mapping) *Program {
 		dicts:       m.Target.Codes,
 		cols:        c.cols,
 		writeTime:   m.Target.WriteTime,
+		saltOrder:   saltOrderOf(m.Source.Columns, c.src),
 
 		timestampUnit: m.Source.TimestampUnit,
 	}
@@ -173,6 +176,31 @@ func (p *Program) sourceInputs(t *texpr, into []int) []int {
 	}
 	return into
 }
+
+// saltOrderOf lists the indexes of the source columns src in the order random(n) hashes their
+// values: the mapping's source.columns as listed (declared), then the other columns of src in
+// its order. A Cassandra table gives its columns in its own order (partition key, clustering
+// columns, then the others by name) and a file of its rows (an export, verify --repair's file) in
+// the mapping's: hashed in src's order, one row got another salt, so another key, from each.
+func saltOrderOf(declared, src pipeline.SourceSchema) []int {
+	order := make([]int, 0, len(src))
+	taken := make([]bool, len(src))
+	for _, col := range declared {
+		if i := src.Index(col.Name); i >= 0 && !taken[i] {
+			order, taken[i] = append(order, i), true
+		}
+	}
+	for i := range src {
+		if !taken[i] {
+			order = append(order, i)
+		}
+	}
+	return order
+}
+
+// SaltOrder lists the source columns (indexes into Source) in the order random(n) hashes their
+// values (SaltToken): the mapping's source.columns order, whatever order the source gives them in.
+func (p *Program) SaltOrder() []int { return p.saltOrder }
 
 // Source is the source schema records follow.
 func (p *Program) Source() pipeline.SourceSchema { return p.source }
@@ -471,6 +499,14 @@ func (p *Program) computeFingerprint() string {
 		sb.WriteString("regions count=" + strconv.Itoa(r.Count) + " size=" + strconv.FormatInt(r.Size, 10))
 		for _, s := range r.SplitKeys {
 			sb.WriteString(" " + strconv.Quote(s))
+		}
+		sb.WriteString("\n")
+	}
+	if p.saltUsed && !slices.IsSorted(p.saltOrder) {
+		// salts hashed in the source's order before: a run begun so is not resumed with these
+		sb.WriteString("salt order")
+		for _, i := range p.saltOrder {
+			sb.WriteString(" " + strconv.Quote(p.source[i].Name))
 		}
 		sb.WriteString("\n")
 	}

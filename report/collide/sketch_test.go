@@ -259,7 +259,7 @@ func testSpillSets(t *testing.T, keys uint64, mode textMode) {
 		x.salt = (x.c + x.b) % 2
 		if mode == textWholeRows {
 			rec := pipeline.Record{Values: []pipeline.Value{pipeline.Int(int64(x.a)), pipeline.Int(int64(x.b)), pipeline.Int(int64(x.c))}}
-			tok, _ := transform.SaltToken(nil, &pipeline.Batch{Stream: "t"}, &rec, 3)
+			tok, _ := transform.SaltToken(nil, &pipeline.Batch{Stream: "t"}, &rec, []int{0, 1, 2})
 			x.salt = tok % 2
 		}
 		rows = append(rows, x)
@@ -298,7 +298,7 @@ func testSpillSets(t *testing.T, keys uint64, mode textMode) {
 		t.Errorf("texts take %.1f bytes a row, want %d column hashes a row", float64(textBytes)/float64(len(rows)), hashes)
 	}
 	sets := []uint64{0b011, 0b101, 0b111}
-	res, err := s.Count(CountSpec{MaxExamples: 2, MaxOrigins: 4, Sets: sets, Salted: true, SaltN: 2, Pairs: true, Cols: 3})
+	res, err := s.Count(CountSpec{MaxExamples: 2, MaxOrigins: 4, Sets: sets, Salted: true, SaltN: 2, SaltOrder: []int{0, 1, 2}, Pairs: true, Cols: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,10 +386,11 @@ func TestWholeRowSaltIsTheWorkers(t *testing.T) {
 	s.srcCols = []int{1}
 	vals := []pipeline.Value{pipeline.Text("u1"), pipeline.Int(-42), pipeline.Float(2.5), pipeline.Bool(true), pipeline.Null,
 		{Kind: pipeline.KindBytes, Str: "\x00\xff"}, {Kind: pipeline.KindDecimal, Str: "-12.340"}}
+	order := []int{3, 0, 6, 1, 2, 5, 4} // a mapping's source.columns order, not the source's
 	for _, saltOrigin := range []bool{false, true} {
 		b := pipeline.Batch{Stream: "orders/3", SaltOrigin: saltOrigin}
 		rec := pipeline.Record{Values: vals, Seq: 1234567}
-		tok, _ := transform.SaltToken(nil, &b, &rec, len(vals))
+		tok, _ := transform.SaltToken(nil, &b, &rec, order)
 		text, src := AppendWhole(nil, saltOrigin, s.StreamID(b.Stream), rec.Seq, nil, vals)
 		// the source hash is the values': the same for another stream and offset, another for
 		// other values
@@ -405,7 +406,7 @@ func TestWholeRowSaltIsTheWorkers(t *testing.T) {
 			t.Fatal("whole row not read back")
 		}
 		for _, n := range []uint64{7, 16, 1 << 40} {
-			if got, _ := w.salt(n, nil); got != tok%n {
+			if got, _ := w.salt(n, order, nil); got != tok%n {
 				t.Errorf("salt origin %v, n %d: salt %d, the worker's %d", saltOrigin, n, got, tok%n)
 			}
 		}
@@ -764,7 +765,7 @@ func TestLongStoredKeyIsNotCorrupt(t *testing.T) {
 			sw.Add(77, src, AppendOrigin(text, id, int64(i), key, srcCols, vals))
 		}
 		sw.Flush()
-		res, err := s.Count(CountSpec{MaxExamples: 1, MaxOrigins: 4, Cols: 3, Sets: []uint64{0b011}, Salted: true, SaltN: 4, Pairs: true})
+		res, err := s.Count(CountSpec{MaxExamples: 1, MaxOrigins: 4, Cols: 3, Sets: []uint64{0b011}, Salted: true, SaltN: 4, SaltOrder: []int{0, 1, 2}, Pairs: true})
 		if err != nil {
 			t.Fatalf("whole %v: %v", whole, err)
 		}

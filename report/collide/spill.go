@@ -397,14 +397,15 @@ func (s *Spill) readWhole(v uint64, b []byte) (wholeRow, bool) {
 	return w, true
 }
 
-// salt is the row's salt as the worker would have computed it (transform.SaltToken % n).
-func (w *wholeRow) salt(n uint64, buf []byte) (uint64, []byte) {
+// salt is the row's salt as the worker would have computed it (transform.SaltToken % n), its
+// values hashed in order (transform.Program.SaltOrder).
+func (w *wholeRow) salt(n uint64, order []int, buf []byte) (uint64, []byte) {
 	if n == 0 {
 		return 0, buf
 	}
 	b := pipeline.Batch{Stream: w.origin.Stream, SaltOrigin: w.saltOrigin}
 	rec := pipeline.Record{Values: w.vals, Seq: w.origin.Seq}
-	tok, buf := transform.SaltToken(buf, &b, &rec, len(w.vals))
+	tok, buf := transform.SaltToken(buf, &b, &rec, order)
 	return tok % n, buf
 }
 
@@ -535,6 +536,8 @@ type CountSpec struct {
 	// salt designs, [random(n)][set...]; saltN is that n (whole rows' salts are computed here).
 	Salted bool
 	SaltN  uint64
+	// SaltOrder is the order the salt hashes a row's source values in (Program.SaltOrder)
+	SaltOrder []int
 	// Pairs: compare the rows of colliding keys column by column (pair masks, for the smallest
 	// key change).
 	Pairs bool
@@ -953,7 +956,7 @@ func (c *counter) rowInfo(g []SpillRec) error {
 			}
 			c.salts[i] = 0
 			if c.spec.Salted {
-				c.salts[i], c.saltBuf = w.salt(c.spec.SaltN, c.saltBuf)
+				c.salts[i], c.saltBuf = w.salt(c.spec.SaltN, c.spec.SaltOrder, c.saltBuf)
 			}
 			return
 		}
