@@ -1,5 +1,11 @@
 package transform
 
+import (
+	"slices"
+
+	"github.com/rekey/rekey/pipeline"
+)
+
 // KeySourceColumns lists, for each primary-key column in key order, the source columns its value
 // is computed from (following target.columns entries), in order of first use: a bare source
 // column lists itself, md5(userid).substr(0,4) + userid lists userid, random(n) and literals list
@@ -70,17 +76,41 @@ func (p *Program) KeyOrderedSources() []string {
 			out[i] = p.source[e.idx].Name
 		case e != nil && e.op == opLong && e.args[0].op == opSrc:
 			out[i] = p.source[e.args[0].idx].Name
-		case e != nil && e.op == opCode && e.args[0].op == opSrc && !p.keepMissing && e.dict.ordered():
+		case e != nil && e.op == opCode && e.args[0].op == opSrc && !p.keepMissing && e.dict.ordered(e.args[0].typ):
 			out[i] = p.source[e.args[0].idx].Name
 		}
 	}
 	return out
 }
 
-// ordered: the codes rise strictly with the values (keys are sorted).
-func (d *dictionary) ordered() bool {
-	for i := 1; i < len(d.vals); i++ {
-		if d.vals[i-1] >= d.vals[i] {
+// ordered: the codes rise strictly with the values in the order of t, the type of the column
+// looked up: text and bytes in the keys' own (byte) order, as they are sorted; any other type in
+// its order, the keys read as its values ("2" before "10" for a number, though not as text). A
+// key that is no value of t, or two keys of one value, make it false.
+func (d *dictionary) ordered(t colType) bool {
+	if t.T == pipeline.TypeVarchar || t.T == pipeline.TypeVarbinary {
+		for i := 1; i < len(d.vals); i++ {
+			if d.vals[i-1] >= d.vals[i] {
+				return false
+			}
+		}
+		return true
+	}
+	type entry struct {
+		key  pipeline.Value
+		code string
+	}
+	es := make([]entry, len(d.keys))
+	for i, k := range d.keys {
+		v, err := parseLiteral(k, t)
+		if err != nil {
+			return false
+		}
+		es[i] = entry{v, d.vals[i]}
+	}
+	slices.SortFunc(es, func(a, b entry) int { return pipeline.Compare(t.T, a.key, b.key) })
+	for i := 1; i < len(es); i++ {
+		if pipeline.Compare(t.T, es[i-1].key, es[i].key) == 0 || es[i-1].code >= es[i].code {
 			return false
 		}
 	}

@@ -62,3 +62,28 @@ target:
 		t.Errorf("KeyElementTexts of an unclosed element: no error")
 	}
 }
+
+// code(x, d) keeps the order of a column that is not text only when its codes rise in that
+// column's order: the dictionary's keys are text, and "10" sorts before "2" as text, after it as
+// a number. A range of n from 1 to 2 holds the codes a and c, and the key range between them b,
+// the code of 10.
+func TestKeyOrderedSourcesCodeOfANumber(t *testing.T) {
+	for _, c := range []struct{ dict, want string }{
+		{"{'1': a, '10': b, '2': c}", "[ id]"}, // text order a b c, number order a c b
+		{"{'1': a, '2': b, '10': c}", "[n id]"},
+	} {
+		p := compileYAML(t, `
+version: 1
+source:
+  columns: {n: int, id: text, v: text}
+target:
+  table: t
+  primary_key: "[code(n, d) AS c][id]"
+  codes:
+    d: `+c.dict+`
+`)
+		if got := fmt.Sprint(p.KeyOrderedSources()); got != c.want {
+			t.Errorf("%s: KeyOrderedSources = %q, want %q", c.dict, got, c.want)
+		}
+	}
+}
