@@ -109,6 +109,11 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 			f = v.Float()
 		case pipeline.KindInt:
 			f = float64(v.Num)
+			if t.T == pipeline.TypeFloat && (v.Num > 1<<53 || v.Num < -(1<<53)) {
+				// beyond 2^53 the float64 is rounded already, and rounding it again to 32 bits
+				// can miss the nearest FLOAT: rounded once, from the digits
+				f, _ = strconv.ParseFloat(strconv.FormatInt(v.Num, 10), 32)
+			}
 		case pipeline.KindText, pipeline.KindDecimal:
 			bits := 64
 			if t.T == pipeline.TypeFloat {

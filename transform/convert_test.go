@@ -140,6 +140,18 @@ func TestFloatCastRefusesUnderscores(t *testing.T) {
 	}
 }
 
+// An integer cast to FLOAT is rounded once, to the nearest 32-bit float: through a float64
+// first, 2^53+2^29+1 became 2^53+2^29, exactly between two FLOATs, and then the even one, 2^53,
+// where 2^53+2^30 is nearer.
+func TestIntegerCastToFloatRoundsOnce(t *testing.T) {
+	const n = 1<<53 + 1<<29 + 1
+	checkCasts(t, []castCase{
+		{"n :: FLOAT", map[string]V{"n": num(n)}, pipeline.Float(1<<53 + 1<<30)},
+		{"n :: FLOAT", map[string]V{"n": num(-n)}, pipeline.Float(-(1<<53 + 1<<30))},
+		{"n :: DOUBLE", map[string]V{"n": num(n)}, pipeline.Float(1<<53 + 1<<29)}, // one rounding already
+	})
+}
+
 // TestDecimalCastIsCanonical: a value cast to DECIMAL holds the canonical text the sources give a
 // decimal (no '+', leading zeros or exponent, no sign on zero, the scale kept), so that the same
 // number spelled two ways hashes, concatenates and compares the same after the cast.
