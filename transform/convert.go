@@ -69,6 +69,12 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 				return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " has sub-millisecond digits, which a TIMESTAMP (milliseconds) cannot hold; rekey does not round (keep it as VARCHAR)")
 			}
 			return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " is not a TIMESTAMP (epoch milliseconds or RFC 3339)")
+		case pipeline.KindDecimal:
+			// a whole number is epoch milliseconds, as a BIGINT is (the cast compiles)
+			if ms, err := strconv.ParseInt(v.Str, 10, 64); err == nil {
+				return pipeline.Int(ms), nil
+			}
+			return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " is not a TIMESTAMP (a whole number of epoch milliseconds)")
 		}
 		return v, typeErr("a " + v.Kind.String() + " value cannot be stored as TIMESTAMP")
 	case pipeline.TypeDate:
@@ -83,6 +89,12 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 				return pipeline.Int(d), nil
 			}
 			return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " is not a DATE (YYYY-MM-DD or days since 1970-01-01)")
+		case pipeline.KindDecimal:
+			// a whole number is days, as a BIGINT is (the cast compiles)
+			if d, err := strconv.ParseInt(v.Str, 10, 32); err == nil {
+				return pipeline.Int(d), nil
+			}
+			return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " is not a DATE (a whole number of days since 1970-01-01 within the DATE range)")
 		}
 		return v, typeErr("a " + v.Kind.String() + " value cannot be stored as DATE")
 	case pipeline.TypeBoolean:

@@ -152,6 +152,21 @@ func TestIntegerCastToFloatRoundsOnce(t *testing.T) {
 	})
 }
 
+// A DECIMAL is convertible to TIMESTAMP and DATE (the mapping compiles): a whole number is epoch
+// milliseconds or days, as a BIGINT is, and any other is rejected; not every row rejected.
+func TestDecimalCastToTimestampAndDate(t *testing.T) {
+	checkCasts(t, []castCase{
+		{"d :: TIMESTAMP", map[string]V{"d": pipeline.DecimalUnscaled("1704067200000", 1704067200000, 0)}, num(1704067200000)},
+		{"d :: TIMESTAMP", map[string]V{"d": pipeline.Decimal("-1")}, num(-1)},
+		{"d :: DATE", map[string]V{"d": pipeline.Decimal("19723")}, num(19723)},
+	})
+	for _, c := range []struct{ expr, d string }{{"d :: TIMESTAMP", "1.5"}, {"d :: DATE", "1.5"}, {"d :: DATE", "3000000000"}} {
+		if _, _, rerr := evalExpr(t, c.expr, map[string]V{"d": pipeline.Decimal(c.d)}); rerr == nil || rerr.Code != pipeline.CodeType {
+			t.Errorf("%s of %s: %v, want a type reject", c.expr, c.d, rerr)
+		}
+	}
+}
+
 // TestDecimalCastIsCanonical: a value cast to DECIMAL holds the canonical text the sources give a
 // decimal (no '+', leading zeros or exponent, no sign on zero, the scale kept), so that the same
 // number spelled two ways hashes, concatenates and compares the same after the cast.
