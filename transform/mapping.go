@@ -523,7 +523,13 @@ func (d *decoder) target(n *yaml.Node) {
 		for _, p := range d.pairs(v, "target.codes") {
 			dict := Dict{Name: p.key}
 			for _, e := range d.pairs(p.v, "target.codes."+p.key) {
-				s, ok := d.scalar(e.v, "target.codes."+p.key+"."+e.key)
+				path := "target.codes." + p.key + "." + e.key
+				if isNull(e.v) {
+					// taobao: with nothing after it would code every taobao as ''
+					d.ps.add(path, e.k.Line, "no code for %q: write its code (the empty code as '')", e.key)
+					continue
+				}
+				s, ok := d.scalar(e.v, path)
 				if ok {
 					dict.Entries = append(dict.Entries, [2]string{e.key, s})
 				}

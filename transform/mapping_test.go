@@ -487,3 +487,18 @@ func TestNullKeyNamesTheSourceColumn(t *testing.T) {
 		t.Fatalf("reject %+v", rerr)
 	}
 }
+
+// A dictionary entry without a value (taobao:, taobao: ~) is a mistake, not the empty code: it
+// would write the empty text for every taobao row. The empty code is written as two quotes.
+func TestDecodeRefusesACodeWithoutValue(t *testing.T) {
+	me := decodeErr(t, goodHead+`target:
+  table: t
+  primary_key: "[code(userid, d) AS u][orderid]"
+  codes:
+    d: {taobao: , alipay: ~, wechat: '', jd: jd}
+`)
+	wantProblems(t, me, [][2]string{
+		{"target.codes.d.taobao", "no code"},
+		{"target.codes.d.alipay", "no code"},
+	})
+}
