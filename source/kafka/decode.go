@@ -526,6 +526,8 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 			v, err = d.scaledTimestamp(ci, raw, scale[ci])
 		} else if k := d.types[ci].Kind; d.format == FormatDebezium && (k == cqlvalue.Decimal || k == cqlvalue.Varint) && (raw[0] == '{' || raw[0] == '"' && d.decScale != nil && d.decScale[ci] > 0) {
 			v, err = d.bytesDecimal(ci, raw)
+		} else if d.format == FormatDebezium && k == cqlvalue.Blob && raw[0] == '"' {
+			v, err = connectBytes(raw)
 		} else {
 			v, err = d.types[ci].FromScanned(raw, sc)
 		}
@@ -578,6 +580,21 @@ func (d *Decoder) warnFolded(member string, ci int) {
 	d.foldWarned[strings.Clone(member)] = struct{}{} // member aliases the message
 	d.Logger.Warn("a JSON member that names a declared column only ignoring case is read as that column (a member of its exact name wins)",
 		zap.String("member", member), zap.String("column", d.names[ci]))
+}
+
+// connectBytes reads a blob of a Debezium event: Kafka Connect's JSON converter writes bytes as
+// base64, always. The sources' blob text (cqlvalue) also takes 0x-prefixed hex, which base64 of
+// some bytes begins with ("0x01" is d3 1d 35): read so, it would be other bytes, or none.
+func connectBytes(raw string) (pipeline.Value, error) {
+	s, ok := unquoteSimple(raw)
+	if !ok {
+		return pipeline.Null, fmt.Errorf("invalid blob %.40s: not a JSON string", raw)
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return pipeline.Null, fmt.Errorf("invalid blob %.40q: expected base64, as Kafka Connect's JSON converter writes bytes", s)
+	}
+	return pipeline.Value{Str: string(b), Kind: pipeline.KindBytes}, nil
 }
 
 // unscaledDecimalHint follows the error of a decimal text Debezium's event gives without the

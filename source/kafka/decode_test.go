@@ -593,3 +593,27 @@ func TestDecodeJSONMembersIgnoringCase(t *testing.T) {
 		t.Errorf("a Debezium event's member read ignoring case: %q", got)
 	}
 }
+
+// A Debezium event's blob is base64, as Kafka Connect's JSON converter writes bytes, also when the
+// base64 begins with "0x" (d3 1d 35 is "0x01"), which the sources' blob text takes for hex.
+func TestDecodeDebeziumBlobs(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatDebezium}, pipeline.SourceSchema{{Name: "p", Type: "int"}, {Name: "b", Type: "blob"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b64, want := range map[string]string{
+		`"0x01"`:     "\xd3\x1d\x35",
+		`"0x01Qg=="`: "\xd3\x1d\x35\x42",
+		`"AP8Q"`:     "\x00\xff\x10",
+		`""`:         "",
+		`{"value":"0x01","deletion_ts":null,"set":true}`: "\xd3\x1d\x35", // a Cassandra cell
+	} {
+		ch := d.Decode(nil, nil, []byte(`{"after":{"p":1,"b":`+b64+`},"op":"c"}`))
+		if len(ch) != 1 || ch[0].Err != nil || ch[0].Values[1].Kind != pipeline.KindBytes || ch[0].Values[1].Str != want {
+			t.Errorf("blob %s: %+v, want the bytes %x", b64, ch, want)
+		}
+	}
+	if ch := d.Decode(nil, nil, []byte(`{"after":{"p":1,"b":"0x0"},"op":"c"}`)); len(ch) != 1 || ch[0].Err == nil || ch[0].Err.Field != "b" {
+		t.Errorf("a blob that is no base64: %+v, want a reject naming b", ch)
+	}
+}
