@@ -191,6 +191,7 @@ var textCases = []tcase{
 	{"blob", "", "bytes:"}, // a CSV "": the empty blob (an unquoted empty field never gets here)
 	{"blob", "AQL/", "bytes:\x01\x02\xff"},
 	{"blob", "0x123", "ERR:even number of hex digits"},
+	{"blob", "0x01Qg==", "bytes:\xd3\x1d\x35\x42"}, // base64 that begins with 0x, not hex after it
 	{"blob", "not base64!", "ERR:0x-prefixed hex or base64"},
 	// inet
 	{"inet", "192.168.0.1", "text:192.168.0.1"},

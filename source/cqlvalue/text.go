@@ -40,7 +40,8 @@ import (
 //   - date: KindInt days since 1970-01-01, from yyyy-mm-dd (wider years as for timestamp) or an
 //     integer (days), within int32.
 //   - uuid, timeuuid (version 1 only): KindText, lowercase 36 characters.
-//   - blob: KindBytes from 0x-prefixed hex (or, without the prefix, base64 as DSBulk writes it).
+//   - blob: KindBytes from 0x-prefixed hex, else base64 as DSBulk writes it (base64 that begins
+//     with 0x and is not hex after it, "0x01Qg==", is base64; "0x01" is the one byte 01).
 //   - inet: KindText, the canonical address form.
 //   - list, set, map: KindText holding canonical compact JSON, from JSON or from cqlsh's CQL
 //     literal form (['a', 'b'], {'k': 1}). Sets are sorted and deduplicated, maps sorted by key.
@@ -825,7 +826,10 @@ func parseBlob(s string) (pipeline.Value, error) {
 	if len(s) >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
 		b, err := hex.DecodeString(s[2:])
 		if err != nil {
-			return pipeline.Null, expected(s, Blob, "0x followed by an even number of hex digits")
+			// base64 (DSBulk's blobs) of some bytes begins with 0x: "0x01Qg==" is d3 1d 35 42
+			if b, err = base64.StdEncoding.DecodeString(s); err != nil {
+				return pipeline.Null, expected(s, Blob, "0x followed by an even number of hex digits, or base64")
+			}
 		}
 		return pipeline.Value{Str: string(b), Kind: pipeline.KindBytes}, nil
 	}
