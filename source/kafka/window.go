@@ -256,7 +256,13 @@ func rawMessage(m *kafkago.Message) string {
 // ready (a good moment to flush). It stops at end, or after Idle without a message.
 func (w *Window) read(ctx context.Context, partition int, from, end int64, fn func(*kafkago.Message) error, idle func() error) error {
 	// the batches' messages are not recycled: the records sent on alias them
-	f := w.cfg.StartFetch(ctx, w.dialer, partition, from, FetchOptions{Logger: w.log})
+	stream := Stream(w.cfg.Topic, partition)
+	f := w.cfg.StartFetch(ctx, w.dialer, partition, from, FetchOptions{Logger: w.log, Gap: func(next, first int64) error {
+		// the window's bounds were fixed when it opened (or in a checkpoint): read without them,
+		// it would end as if whole
+		return fmt.Errorf("kafka: stream %s: messages %d to %d of the window were deleted (retention) before they were read: the window cannot be read whole; "+
+			"run again without --resume (a new window starts at the first message the topic retains), or raise the topic's retention while it is read", stream, next, min(first, end)-1)
+	}})
 	defer f.Stop()
 	timer := time.NewTimer(w.Idle)
 	defer timer.Stop()
@@ -280,7 +286,7 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 				// the fetch retries: the partition's messages are still to read
 				if !warned {
 					w.log.Warn("no fetch of the partition answered for a while: waiting for its leader",
-						zap.String("stream", Stream(w.cfg.Topic, partition)), zap.Int64("offset", from), zap.Duration("waited", w.Idle))
+						zap.String("stream", stream), zap.Int64("offset", from), zap.Duration("waited", w.Idle))
 					warned = true
 				}
 				deadline = time.Now().Add(w.Idle)
@@ -289,7 +295,7 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 			}
 			w.log.Warn("nothing read for a while before the window's end offset: the partition's window ends here, without the messages up to its end "+
 				"(an open transaction holds them back until it commits or aborts); run again once it has ended",
-				zap.String("stream", Stream(w.cfg.Topic, partition)), zap.Int64("offset", from), zap.Int64("end", end), zap.Duration("waited", w.Idle))
+				zap.String("stream", stream), zap.Int64("offset", from), zap.Int64("end", end), zap.Duration("waited", w.Idle))
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()

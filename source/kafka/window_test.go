@@ -558,3 +558,32 @@ func openWindow(ctx context.Context, t *testing.T, c *kafkatest.Cluster, topic s
 	}
 	return w
 }
+
+// Messages of a window deleted (retention, DeleteRecords) after the window was opened and before
+// they were read fail the read, naming them and what to do: the window's bounds are fixed when it
+// opens (and in a checkpoint), and a migrate that skipped them finished without them, with a log
+// line. Before, the read went on from the first retained message.
+func TestWindowFailsOnMessagesDeletedBeforeTheyWereRead(t *testing.T) {
+	const topic = "shrinking"
+	c := kafkatest.Start(t, kfake.SeedTopics(1, topic))
+	msgs := make([]kafkago.Message, 100)
+	for i := range msgs {
+		msgs[i] = kafkago.Message{Value: []byte(fmt.Sprintf(`{"userid":"u%d","orderid":%d}`, i, i))}
+	}
+	c.Produce(t, topic, msgs...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w := openWindow(ctx, t, c, topic) // offsets 0 to 99
+	c.DeleteRecords(t, topic, 0, 40)
+	out := make(chan pipeline.Batch)
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx, nil, out); close(out) }()
+	got := 0
+	for b := range out {
+		got += len(b.Records)
+	}
+	err := <-errc
+	if err == nil || !strings.Contains(err.Error(), "messages 0 to 39 of the window were deleted") || !strings.Contains(err.Error(), "retention") {
+		t.Fatalf("a window whose messages 0-39 were deleted before they were read: %d read, error %v; want a failure naming them", got, err)
+	}
+}
