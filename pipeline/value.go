@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -213,4 +214,24 @@ func PlainDecimal(s string) (ok bool, unscaled int64, scale int, num bool) {
 		unscaled = -unscaled
 	}
 	return true, unscaled, scale, true
+}
+
+// UnderflowsToZero tells whether float text that strconv.ParseFloat read as 0 stands for a number
+// that is not zero (a digit other than 0 before its exponent): one too small for the type, which
+// ParseFloat reads as 0 without the ErrRange it gives one too large. The sources' double columns
+// and the mapping's casts reject such text alike.
+func UnderflowsToZero(s string) bool {
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	exp, hex := "eE", false
+	if len(s) > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		s, exp, hex = s[2:], "pP", true
+	}
+	for i := 0; i < len(s) && strings.IndexByte(exp, s[i]) < 0; i++ {
+		if c := s[i]; c >= '1' && c <= '9' || hex && (c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return true
+		}
+	}
+	return false
 }

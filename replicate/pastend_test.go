@@ -28,14 +28,8 @@ func TestGroupOffsetPastThePartitionsEnd(t *testing.T) {
 	commitOffset(t, c, group, topic, 0, 50)
 
 	rn := start(t, config(t, c, topic, group, "json", t.TempDir()))
-	var err error
-	select {
-	case err = <-rn.done:
-	case <-time.After(wait.Timeout):
-		close(rn.stop)
-		t.Fatalf("replicate still runs after %s at committed offset 50, past the partition's end 10, without an error: "+
-			"it waits for the partition to reach offset 50 and would skip the messages produced at offsets 10 to 49", wait.Timeout)
-	}
+	err := rn.ended(t, "at committed offset 50, past the partition's end 10, without an error: "+
+		"it waits for the partition to reach offset 50 and would skip the messages produced at offsets 10 to 49")
 	var past *kafka.PastEndError
 	if !errors.As(err, &past) {
 		t.Fatalf("run ended with %v, want the offset past the partition's end", err)
@@ -103,16 +97,24 @@ func TestRecreatedTopicBelowTheOutputsLastRoll(t *testing.T) {
 	}
 
 	rn = start(t, cfg)
-	var err error
-	select {
-	case err = <-rn.done:
-	case <-time.After(wait.Timeout):
-		close(rn.stop)
-		t.Fatalf("replicate still runs after %s at the manifest's offset 60, past the new log's end 10, without an error: "+
-			"it would skip the new log's messages below offset 60", wait.Timeout)
-	}
+	err := rn.ended(t, "at the manifest's offset 60, past the new log's end 10, without an error: "+
+		"it would skip the new log's messages below offset 60")
 	var past *kafka.PastEndError
 	if !errors.As(err, &past) || past.Next != 60 || past.End != 10 {
 		t.Fatalf("run ended with %v, want the offset 60 past the partition's end 10", err)
+	}
+}
+
+// ended waits for the run to end on its own and returns its error; a run still going after
+// wait.Timeout is stopped and fails the test, saying why it should have ended (stuck).
+func (rn *running) ended(t *testing.T, stuck string) error {
+	t.Helper()
+	select {
+	case err := <-rn.done:
+		return err
+	case <-time.After(wait.Timeout):
+		close(rn.stop)
+		t.Fatalf("replicate still runs after %s %s", wait.Timeout, stuck)
+		return nil
 	}
 }

@@ -136,7 +136,7 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 			if f, err = strconv.ParseFloat(strings.TrimSpace(v.Str), bits); err != nil || strings.IndexByte(v.Str, '_') >= 0 {
 				return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " is not a " + t.String() + " value")
 			}
-			if f == 0 && nonZeroMantissa(strings.TrimSpace(v.Str)) {
+			if f == 0 && pipeline.UnderflowsToZero(strings.TrimSpace(v.Str)) {
 				// too small for the type: ParseFloat reads it as 0 without the ErrRange of too large
 				return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " is out of the " + t.String() + " range (too small to be other than 0)")
 			}
@@ -337,25 +337,6 @@ func plainDecimal(s string) string {
 		out += "." + fracPart
 	}
 	return out
-}
-
-// nonZeroMantissa tells whether float text that ParseFloat read has a digit other than 0 before
-// its exponent: a number that is not zero. (source/cqlvalue reads a double column's text with the
-// same test; transform imports no source package.)
-func nonZeroMantissa(s string) bool {
-	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
-		s = s[1:]
-	}
-	exp, hex := "eE", false
-	if len(s) > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
-		s, exp, hex = s[2:], "pP", true
-	}
-	for i := 0; i < len(s) && strings.IndexByte(exp, s[i]) < 0; i++ {
-		if c := s[i]; c >= '1' && c <= '9' || hex && (c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			return true
-		}
-	}
-	return false
 }
 
 // maxDecimalExponent is the largest exponent the sources read in decimal text (source/cqlvalue).

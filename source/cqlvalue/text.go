@@ -121,7 +121,7 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 		if err == nil && strings.IndexByte(s, '_') >= 0 {
 			// ParseFloat takes Go's digit separators ("3_4" is 34), which no export means
 			err = strconv.ErrSyntax
-		} else if err == nil && f == 0 && nonZeroMantissa(s) {
+		} else if err == nil && f == 0 && pipeline.UnderflowsToZero(s) {
 			// too small for the type: ParseFloat reads it as 0 without the ErrRange of too large
 			err = strconv.ErrRange
 		}
@@ -290,24 +290,6 @@ func plainDouble(s string) (float64, bool) {
 		f = -f // -0 too, as ParseFloat reads "-0.0"
 	}
 	return f, true
-}
-
-// nonZeroMantissa tells whether float text that ParseFloat read has a digit other than 0 before
-// its exponent: a number that is not zero.
-func nonZeroMantissa(s string) bool {
-	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
-		s = s[1:]
-	}
-	exp, hex := "eE", false
-	if len(s) > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
-		s, exp, hex = s[2:], "pP", true
-	}
-	for i := 0; i < len(s) && strings.IndexByte(exp, s[i]) < 0; i++ {
-		if c := s[i]; c >= '1' && c <= '9' || hex && c != '0' && isHex(c) {
-			return true
-		}
-	}
-	return false
 }
 
 // parseInt reads an optionally signed decimal integer. overflow reports well-formed digits that
