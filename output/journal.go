@@ -16,7 +16,8 @@ type Journal struct {
 	st      store.Store
 	rejects *RejectLog
 	schema  pipeline.SourceSchema
-	regions int // the run's --regions, for a checkpoint that has none yet
+	regions int    // the run's --regions, for a checkpoint that has none yet
+	target  string // the table a run into a SQL table writes, for a checkpoint that has none yet
 	log     *zap.Logger
 }
 
@@ -34,7 +35,7 @@ func (o *Output) Journal(src pipeline.Source, schema pipeline.SourceSchema) (*Jo
 	if err != nil {
 		return nil, err
 	}
-	return &Journal{st: o.Store, rejects: rejects, schema: schema, regions: o.regions, log: o.log}, nil
+	return &Journal{st: o.Store, rejects: rejects, schema: schema, regions: o.regions, target: o.target, log: o.log}, nil
 }
 
 // Reject adds a rejected record to the rejects (durable at the next Cut).
@@ -77,6 +78,9 @@ func (j *Journal) Cut(ctx context.Context, cp *pipeline.Checkpoint) error {
 	cp.RejectParts = j.rejects.Parts()
 	if cp.Regions == 0 {
 		cp.Regions = j.regions
+	}
+	if cp.Target == "" {
+		cp.Target = j.target
 	}
 	return saveCheckpoint(ctx, j.st, cp)
 }

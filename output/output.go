@@ -50,6 +50,9 @@ type Spec struct {
 	// Verify is the data format, when it can check that a committed file of the checkpoint is
 	// whole (a Parquet footer) before a resume trusts it. Size is checked first. Optional.
 	Verify Verifier
+	// Target names the table a run into a SQL table writes ("" for files): a resume must write
+	// the same one.
+	Target string
 }
 
 // Verifier checks that a data file is whole (sink/files.Verifier: a Parquet footer).
@@ -72,6 +75,7 @@ type Output struct {
 	log        *zap.Logger
 	peers      []shardPeer // a shard's: the other shards of its shared output, with a checkpoint
 	regions    int         // Spec.Regions, recorded in the checkpoints
+	target     string      // Spec.Target, recorded in the checkpoints
 }
 
 // ErrRefusedResume is wrapped by Open's errors when the directory cannot be resumed or
@@ -105,7 +109,7 @@ func Open(ctx context.Context, st store.Store, spec Spec, logger *zap.Logger) (*
 	if err != nil {
 		return nil, err
 	}
-	o.regions = spec.Regions
+	o.regions, o.target = spec.Regions, spec.Target
 	if err := o.open(ctx, spec, logger); err != nil {
 		o.Close()
 		return nil, err
@@ -257,6 +261,10 @@ func checkResume(cp *pipeline.Checkpoint, spec Spec) error {
 	if spec.Regions > 0 && spec.Regions != regionsAsked(cp) {
 		diffs = append(diffs, fmt.Sprintf("--regions: %d then, %d now", regionsAsked(cp), spec.Regions))
 	}
+	// the rows up to the checkpoint are in the table the run wrote, not in another one
+	if cp.Target != "" && spec.Target != "" && cp.Target != spec.Target {
+		diffs = append(diffs, fmt.Sprintf("--out: %s then, %s now", cp.Target, spec.Target))
+	}
 	if cp.Source != nil && spec.Source != nil {
 		if a, ok := spec.Source.(pipeline.IdentityAdopter); ok {
 			if err := a.AdoptIdentity(cp.Source); err != nil {
@@ -270,7 +278,7 @@ func checkResume(cp *pipeline.Checkpoint, spec Spec) error {
 		}
 	}
 	if len(diffs) > 0 {
-		return refuse("--resume: %s was written by another job than this one:\n  %s\nresume with the same mapping, --source (unchanged input), --format and --regions, or start over in a new --out directory",
+		return refuse("--resume: %s was written by another job than this one:\n  %s\nresume with the same mapping, --source (unchanged input), --format and --regions (into a SQL table: the same table), or start over in a new --out directory",
 			spec.Dir, strings.Join(diffs, "\n  "))
 	}
 	return nil

@@ -15,6 +15,7 @@ type Checkpoint struct {
 	Fingerprint string     `json:"fingerprint"`      // of the resolved mapping
 	Format      string     `json:"format,omitempty"` // of the data files
 	Source      Identity   `json:"source,omitempty"` // what the source reads; a resume must read the same
+	Target      string     `json:"target,omitempty"` // the SQL table a run writes ("" for files); a resume must write the same
 	Plan        RegionPlan `json:"plan"`
 	// Regions is the region count the run was given (--regions), 0 when none: a quantile plan
 	// may place fewer than asked, so a resume and the other shards compare their --regions to it.

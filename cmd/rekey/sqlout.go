@@ -109,7 +109,10 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	defer closeSource(src)
 	state := f.sql.stateDir(target, w.Table())
 	format := "sql-" + target.Dialect.Name
-	out, err := f.openState(ctx, state, format, prog, src, logger)
+	// the table as a resume must find it again: server, database and table (not the user or
+	// the connection's options)
+	table := fmt.Sprintf("%s://%s/%s table %s", target.Dialect.Name, target.Addr, target.Database, w.Table())
+	out, err := f.openState(ctx, state, format, table, prog, src, logger)
 	if errors.Is(err, output.ErrRefusedResume) {
 		return usageError(fmt.Errorf("%w\n(the state folder of %s table %s is %s; --state chooses another)", err, target.Redacted, w.Table(), state))
 	} else if err != nil {
@@ -136,14 +139,14 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	return sqlOutcome(cmd.OutOrStdout(), f, src, w, sqlDest{dest, state}, res, runErr, out.Store)
 }
 
-// openState opens the state folder of a migration into a table: its checkpoint and rejects.
-func (f *migrateFlags) openState(ctx context.Context, state, format string, prog *transform.Program, src pipeline.Source, logger *zap.Logger) (*output.Output, error) {
+// openState opens the state folder of a migration into table: its checkpoint and rejects.
+func (f *migrateFlags) openState(ctx context.Context, state, format, table string, prog *transform.Program, src pipeline.Source, logger *zap.Logger) (*output.Output, error) {
 	stateStore, err := output.OpenStateFolder(state)
 	if err != nil {
 		return nil, err
 	}
 	return output.Open(ctx, stateStore, output.Spec{
-		Dir: state, Fingerprint: prog.Fingerprint(), Format: format, Source: src,
+		Dir: state, Fingerprint: prog.Fingerprint(), Format: format, Source: src, Target: table,
 		Resume: f.resume, Overwrite: f.overwrite,
 	}, logger.Named("pipeline"))
 }
