@@ -203,6 +203,13 @@ func (o *Output) open(ctx context.Context, spec Spec, logger *zap.Logger) error 
 		if err := sweep(); err != nil {
 			return err
 		}
+		// The manifest first, on its own: a run killed while the rest goes must not leave one
+		// that claims a complete run whose files are partly gone.
+		if slices.Contains(names, ManifestFile) {
+			if err := st.Remove(ctx, ManifestFile); err != nil {
+				return fmt.Errorf("--overwrite: remove the previous run's %s: %w", ManifestFile, err)
+			}
+		}
 		if err := st.Remove(ctx, names...); err != nil {
 			return fmt.Errorf("--overwrite: remove the previous run's output: %w", err)
 		}
