@@ -767,9 +767,10 @@ func startPlan(ctx context.Context, out store.Store, p *plan) error {
 		if !reflect.DeepEqual(prev.Files, p.Files) {
 			return fmt.Errorf("%s, the plan of an interrupted merge, lists other files than the inputs' manifests do now: an input changed since; the files it placed are in %s", out.Location(output.MergePlanFile), out.Location(output.DataDir+"/"))
 		}
-		// copies the interruption left unfinished (temporary files, multipart uploads)
-		if err := out.Sweep(ctx, output.DataDir+"/"); err != nil {
-			return fmt.Errorf("%s: %w", out.Location(output.DataDir+"/"), err)
+		// what the interruption left unfinished (temporary files, multipart uploads): the copies
+		// under data/, and the merged rejects.jsonl and final files beside it
+		if err := out.Sweep(ctx, ""); err != nil {
+			return fmt.Errorf("%s: %w", out.Location(""), err)
 		}
 		return nil
 	}
