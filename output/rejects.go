@@ -9,6 +9,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -152,7 +153,8 @@ func openRejects(st store.Store, cp *pipeline.Checkpoint, rf *pipeline.ReplayFil
 	if cp == nil {
 		cp = &pipeline.Checkpoint{}
 	}
-	counts := cp.RejectCodes
+	// a copy: the checkpoint resumed from (a failed run's result) counts only what it committed
+	counts := maps.Clone(cp.RejectCodes)
 	if counts == nil {
 		counts = map[string]int64{}
 	}
