@@ -202,6 +202,12 @@ func planText(p pipeline.RegionPlan, splits bool) string {
 
 // checkShared refuses to run shard sh in st when st holds something else than shards of its count.
 func checkShared(ctx context.Context, st store.Store, sh pipeline.Shard, spec Spec) error {
+	// a replication that has committed no roll yet holds no data file nor manifest to refuse it by
+	if _, err := st.Stat(ctx, ReplicateStateFile); err == nil {
+		return refuse("--out %s holds a replication (rekey replicate: %s), not a migration: rekey replicate continues it; migrate into a new --out directory", spec.Dir, ReplicateStateFile)
+	} else if !store.IsNotExist(err) {
+		return fmt.Errorf("--out %s: %w", spec.Dir, err)
+	}
 	for _, name := range []string{CheckpointFile, MergePlanFile} {
 		if _, err := st.Stat(ctx, name); err == nil {
 			return refuse("--out %s holds a run of the whole table (%s), not shards: a shard with --shared-out writes into an output only shards of one migration write; choose a new --out", spec.Dir, name)
