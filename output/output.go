@@ -75,6 +75,7 @@ type Output struct {
 	log        *zap.Logger
 	peers      []shardPeer // a shard's: the other shards of its shared output, with a checkpoint
 	regions    int         // Spec.Regions, recorded in the checkpoints
+	shared     *os.File    // a shard's, on a folder: its shared flock of the whole output's lock
 	target     string      // Spec.Target, recorded in the checkpoints
 }
 
@@ -398,6 +399,10 @@ func (o *Output) Close() error {
 		err = o.objLock.release()
 		o.objLock = nil
 	}
+	if o.shared != nil {
+		o.shared.Close()
+		o.shared = nil
+	}
 	return err
 }
 
@@ -424,6 +429,40 @@ func lockDir(dir, out string) (*os.File, error) {
 		f.WriteAt([]byte(holderInfo()+"\n"), 0)
 	}
 	return f, nil
+}
+
+// lockDirShared takes a shared lock of dir's lock file, which the shards of a shared output hold
+// together, for as long as they run; a run holding it alone (a run of the whole table, a merge)
+// refuses them, and is refused while they run. out names the output in messages.
+func lockDirShared(dir, out string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--out %s: create the output folder: %w", out, err)
+	}
+	path := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", out, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			who := strings.TrimSpace(string(holder))
+			if who == "" {
+				who = "another process"
+			}
+			return nil, refuse("--out %s is in use by a rekey run of the whole table or a merge (%s): shards with --shared-out write an output only shards write; wait for it to end, or choose another --out", out, who)
+		}
+		return nil, fmt.Errorf("lock %s: %w", out, err)
+	}
+	return f, nil
+}
+
+// closeFile closes f, if any.
+func closeFile(f *os.File) {
+	if f != nil {
+		f.Close()
+	}
 }
 
 func holderInfo() string {

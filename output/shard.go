@@ -76,12 +76,28 @@ func OpenShard(ctx context.Context, st store.Store, sh pipeline.Shard, spec Spec
 		return nil, refuse("--shared-out needs --shard i/N: it is the output the N shards of one migration write together")
 	}
 	if err := checkShared(ctx, st, sh, spec); err != nil {
-		return nil, err
+		return nil, err // before the lock below, which would create a lock file: left as it was
+	}
+	// On a folder the shards share the output's own lock, which a run of the whole table (or a
+	// merge) takes alone: one that holds it may have written nothing checkShared sees yet, and
+	// one that took it since the check above has; checked again once the lock is the shards'.
+	var shared *os.File
+	if d, ok := st.(store.Dir); ok {
+		var err error
+		if shared, err = lockDirShared(d.Path(), spec.Dir); err != nil {
+			return nil, err
+		}
+		if err := checkShared(ctx, st, sh, spec); err != nil {
+			shared.Close()
+			return nil, err
+		}
 	}
 	o, err := Open(ctx, ShardStore(st, sh), spec, logger)
 	if err != nil {
+		closeFile(shared)
 		return nil, err
 	}
+	o.shared = shared
 	// after Open: a resume has adopted what its own checkpoint fixed (a Cassandra split count)
 	if o.peers, err = shardPeers(ctx, st, sh, spec); err == nil {
 		err = o.checkPeers(spec, func(p shardPeer) []string { return p.diffs(spec) })
