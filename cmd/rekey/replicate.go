@@ -590,6 +590,13 @@ func printReplicationSummary(w io.Writer, m *replicate.Metrics, plan pipeline.Re
 		{"deletes", fmt.Sprintf("%d", m.Deletes.Load())},
 		{"rejected", fmt.Sprintf("%d", m.Rejected.Load())},
 	}
+	// messages that needed nothing applied, so that the figures account for every message
+	if n := m.TombstonesDropped.Load(); n > 0 {
+		rows = append(rows, [2]string{"tombstones", fmt.Sprintf("%d (Debezium's, after their delete events: nothing left to delete)", n)})
+	}
+	if n := m.RepeatsSkipped.Load(); n > 0 {
+		rows = append(rows, [2]string{"repeats", fmt.Sprintf("%d (events the connector published again: applied once, skipped now)", n)})
+	}
 	if !toSQL {
 		rows = append(rows,
 			[2]string{"rolls", fmt.Sprintf("%d", m.Rolls.Load())},
