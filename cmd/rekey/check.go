@@ -323,8 +323,9 @@ regions the bulk-load files are cut by. Create the table with it before loading 
 
 The split keys come from the mapping's regions: section or --regions N: equal slices of a hex hash
 prefix, the values of a modulo bucket, or explicit split_keys. Where the plan places split keys by
-the quantiles of the data (a first key column that is neither) or derives the count from the data
-size (regions.size), pass --source to sample it: without data such a plan has a single region.` + sqltargets.DDLDocs()
+the quantiles of the data (a first key column that is neither), pass --source to sample it:
+without one ddl stops (exit 2) and says so. Where it derives the count from the data size
+(regions.size), pass --source too: without data such a plan has a single region.` + sqltargets.DDLDocs()
 
 func newDDLCmd(inv *invocation) *cobra.Command {
 	var pf planFlags
