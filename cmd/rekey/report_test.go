@@ -281,3 +281,29 @@ func TestReportSampleStatsAddUp(t *testing.T) {
 		t.Fatalf("a 10%% sample of 30000 rows: %+v, want rows_in = rows_written + rows_rejected + rows_skipped", st)
 	}
 }
+
+// The next step the report prints for a derived design ranked first runs as printed: its rekey
+// check command, given the folder --write-mapping wrote, exits 0. A design whose split keys are
+// quantiles of the data (here [userid][orderid DESC]) needs the source to place them.
+func TestReportNextStepCheckRuns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	designs := filepath.Join(dir, "designs")
+	code, text := reportCLI(t, "report", "-m", "../../docs/examples/user_orders.yaml", "--source", "gen:orders?rows=20000",
+		"--write-mapping", designs, "--progress", "never", "--tmp", dir)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, text)
+	}
+	_, next, ok := strings.Cut(text, "\n  next: ")
+	if !ok {
+		t.Fatalf("no next step:\n%s", text)
+	}
+	_, cmd, ok := strings.Cut(next, "rekey check ")
+	if cmd, _, ok = strings.Cut(cmd, " prints its key and regions"); !ok {
+		t.Fatalf("the next step names no rekey check command: %s", next)
+	}
+	args := shellWords(strings.ReplaceAll(cmd, "DIR/", designs+"/"))
+	if c, out := reportCLI(t, append([]string{"check"}, args...)...); c != 0 {
+		t.Errorf("rekey check %s, as the next step prints it: exit %d\n%s", cmd, c, out)
+	}
+}

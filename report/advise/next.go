@@ -2,6 +2,7 @@ package advise
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/rekey/rekey/report/model"
 )
@@ -49,8 +50,16 @@ func NewNextSteps(rep *model.Report) *NextSteps {
 			}
 			return &NextSteps{Summary: s + "."}
 		case best == written:
-			return &NextSteps{Summary: fmt.Sprintf("to take design #%d (%s), add --write-mapping DIR to this report's command: it writes each design as a mapping file, this one as DIR/%s.yaml; rekey check -m DIR/%s.yaml prints its key and regions, then migrate with it.",
-				best.Rank, best.Name, best.ID, best.ID)}
+			check := "rekey check -m DIR/" + best.ID + ".yaml"
+			if best.Strategy == "quantile" { // its split keys are quantiles of the data: check samples the source
+				src := rep.Source.URI
+				if src == "" {
+					src = "SOURCE"
+				}
+				check += " --source " + shellQuote(src)
+			}
+			return &NextSteps{Summary: fmt.Sprintf("to take design #%d (%s), add --write-mapping DIR to this report's command: it writes each design as a mapping file, this one as DIR/%s.yaml; %s prints its key and regions, then migrate with it.",
+				best.Rank, best.Name, best.ID, check)}
 		}
 		return nil
 	}
@@ -121,4 +130,15 @@ func joinQuoted(cols []string) string {
 		s += "`" + c + "`"
 	}
 	return s
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it, so that a printed command runs as
+// printed.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
