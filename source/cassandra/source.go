@@ -15,6 +15,7 @@ package cassandra
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math"
@@ -113,7 +114,7 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cassandra source: %w", err)
 		}
-		cluster.SslOpts = &gocql.SslOptions{Config: tc, EnableHostVerification: !cfg.TLS.SkipVerify}
+		cluster.HostDialer = &tlsDialer{dialer: net.Dialer{Timeout: cfg.ConnectTimeout}, config: tc, timeout: cfg.ConnectTimeout}
 	}
 	where := strings.Join(cfg.Hosts, ",")
 	sess, err := cluster.CreateSession()
@@ -134,6 +135,30 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 		return nil, fmt.Errorf("cassandra source %s/%s.%s: %w", where, cfg.Keyspace, cfg.Table, err)
 	}
 	return s, nil
+}
+
+// tlsDialer connects to a node over TLS, the handshake bounded by the connect timeout as the
+// connection is: gocql's own dialer waits for the handshake on its session's context, which
+// has no deadline, so a node that accepts the connection and never answers the handshake (a
+// hung node, another service on the port) would hold the command forever.
+type tlsDialer struct {
+	dialer  net.Dialer
+	config  *tls.Config
+	timeout time.Duration
+}
+
+func (d *tlsDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocql.DialedHost, error) {
+	conn, err := d.dialer.DialContext(ctx, "tcp", host.ConnectAddressAndPort())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	dialed, err := gocql.WrapTLS(ctx, conn, host.HostnameAndPort(), d.config)
+	if err != nil {
+		return nil, fmt.Errorf("TLS handshake with %s: %w", host.ConnectAddressAndPort(), err)
+	}
+	return dialed, nil
 }
 
 // dialAny opens a TCP connection to the contact points, one at a time, and returns nil as soon
