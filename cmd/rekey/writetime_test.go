@@ -97,6 +97,19 @@ func TestWriteTimeRefusedWhereItCannotGo(t *testing.T) {
 	}
 }
 
+// A mapping with target.write_time is checked, and its CREATE TABLE printed, without a source,
+// as any mapping is: which source will feed it is the migration's question.
+func TestWriteTimeMappingCheckedWithoutSource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := writeFile(t, dir, "m.yaml", strings.Replace(writeTimeMapping, "  name: wt.cells\n", "  name: wt.cells\n  columns:\n    id: int\n    a: text\n", 1))
+	for _, args := range [][]string{{"check", "-m", mapping}, {"ddl", "-m", mapping}} {
+		if code, out, errs := runCLI(t, args...); code != 0 {
+			t.Errorf("rekey %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errs)
+		}
+	}
+}
+
 // A Cassandra table's default_time_to_live becomes the Lindorm table's TTL in ddl.sql (with or
 // without write times: without them the cells carry the load's time and the TTL counts from it).
 func TestTableTTLInTheDDLRealNode(t *testing.T) {
