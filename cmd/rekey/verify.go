@@ -144,7 +144,7 @@ func newVerifyCmd(inv *invocation) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVarP(&f.mapping, "mapping", "m", "", "mapping file (YAML): the one the migration used")
 	fl.StringVar(&f.source, "source", "", "where rows come from, as for migrate: file:PATH, cassandra://..., kafka://... (see below)")
-	fl.StringVar(&f.target, "target", "", "what to check: a migrate --out folder, or lindorm://USER@HOST:33060/DATABASE, mysql://USER@HOST:PORT/DATABASE")
+	fl.StringVar(&f.target, "target", "", "what to check: the --out of a migrate or replicate, a folder or a bucket prefix (s3://BUCKET/PREFIX, oss://BUCKET/PREFIX?region=R), or a table: lindorm://USER@HOST:33060/DATABASE, mysql://USER@HOST:PORT/DATABASE")
 	fl.StringVar(&f.sample, "sample", "", "check part of the keys, chosen by key hash: a row count (10000, 1m) or a percentage (1%); default: all")
 	fl.StringVar(&f.jsonOut, "json", "", "also write the result as JSON to this file (every figure and the examples)")
 	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "transform and target-reading workers")
