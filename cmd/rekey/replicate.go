@@ -88,7 +88,8 @@ stops with an error naming the partition, its committed next offset and the earl
 --accept-gaps continues at the earliest offset instead, logs the gap at Warn, counts it
 (rekey_gaps_total, rekey_gap_messages_total) and records it in manifest.json (partitions[].gaps).
 
-Exit codes: 0 stopped cleanly (SIGTERM, Ctrl-C: everything read is committed); 2 invalid use
+Exit codes: 0 stopped cleanly (SIGTERM, Ctrl-C: everything read is committed); 1 stopped cleanly,
+but this process rejected messages (their changes are not in the output); 2 invalid use
 (flags, mapping, another group's folder); 3 the replication failed (Kafka, disk, a lost partition:
 what is committed is consistent, run the same command to continue); 130 aborted by a second Ctrl-C.
 
