@@ -30,7 +30,7 @@ const noRegionPlan = -1
 
 func (inv *invocation) loadProgramFor(path, uri string, workers, regions int, logger *zap.Logger) (*transform.Program, error) {
 	if path == "" || !inv.sources.HasSchema(uri) {
-		prog, err := loadProgram(path) // with no mapping, the usual message
+		prog, err := loadProgram(path)                   // with no mapping, the usual message
 		if err == nil && prog.WriteTime() && uri != "" { // no source (check, ddl): the mapping alone
 			// a file carries the cells' write times in JSON Lines as verify --repair writes
 			// them (the file source refuses CSV, and rejects a row without them)
