@@ -564,8 +564,8 @@ func openWindow(ctx context.Context, t *testing.T, c *kafkatest.Cluster, topic s
 // opens (and in a checkpoint), and a migrate that skipped them finished without them, with a log
 // line. Before, the read went on from the first retained message.
 func TestWindowFailsOnMessagesDeletedBeforeTheyWereRead(t *testing.T) {
-	const topic = "shrinking"
-	c := kafkatest.Start(t, kfake.SeedTopics(1, topic))
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "shrinking", 1)
 	msgs := make([]kafkago.Message, 100)
 	for i := range msgs {
 		msgs[i] = kafkago.Message{Value: []byte(fmt.Sprintf(`{"userid":"u%d","orderid":%d}`, i, i))}
