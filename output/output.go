@@ -408,22 +408,10 @@ func (o *Output) Close() error {
 
 // lockDir takes dir's exclusive lock, or says who holds it; out names it in messages.
 func lockDir(dir, out string) (*os.File, error) {
-	path := filepath.Join(dir, LockFile)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := flockDir(dir, out, syscall.LOCK_EX,
+		"--out %s is in use by another rekey run (%s): wait for it to end or stop it; two runs must never write one output")
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", out, err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(path)
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			who := strings.TrimSpace(string(holder))
-			if who == "" {
-				who = "another process"
-			}
-			return nil, refuse("--out %s is in use by another rekey run (%s): wait for it to end or stop it; two runs must never write one output", out, who)
-		}
-		return nil, fmt.Errorf("lock %s: %w", out, err)
+		return nil, err
 	}
 	if err := f.Truncate(0); err == nil {
 		f.WriteAt([]byte(holderInfo()+"\n"), 0)
@@ -438,12 +426,19 @@ func lockDirShared(dir, out string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("--out %s: create the output folder: %w", out, err)
 	}
+	return flockDir(dir, out, syscall.LOCK_SH,
+		"--out %s is in use by a rekey run of the whole table or a merge (%s): shards with --shared-out write an output only shards write; wait for it to end, or choose another --out")
+}
+
+// flockDir locks dir's lock file as how says (LOCK_EX, LOCK_SH) without waiting; held elsewhere,
+// it refuses with inUse, given out and the holder the file names.
+func flockDir(dir, out string, how int, inUse string) (*os.File, error) {
 	path := filepath.Join(dir, LockFile)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", out, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
 		holder, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -451,7 +446,7 @@ func lockDirShared(dir, out string) (*os.File, error) {
 			if who == "" {
 				who = "another process"
 			}
-			return nil, refuse("--out %s is in use by a rekey run of the whole table or a merge (%s): shards with --shared-out write an output only shards write; wait for it to end, or choose another --out", out, who)
+			return nil, refuse(inUse, out, who)
 		}
 		return nil, fmt.Errorf("lock %s: %w", out, err)
 	}
