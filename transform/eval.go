@@ -57,6 +57,8 @@ type Evaluator struct {
 	salt    uint64
 	saltOK  bool
 	digests []digestMemo // per digest call site
+	lanes   []*md5Lanes  // per digest call site that hashes a source column as it is (MD5 only)
+	md5     *md5Scratch
 	_       cpu.CacheLinePad
 }
 
@@ -422,6 +424,27 @@ func blobText(what string, blob bool, s string) *pipeline.RowError {
 		strconv.FormatUint(uint64(s[i]), 16) + " at byte " + strconv.Itoa(i) + ") and a VARCHAR must be UTF-8: keep the blob in a VARBINARY column, or hash it (md5(x))"}
 }
 
+// siteSum returns the digest of v at call site slot (valid until the site's next call): from the
+// site's lanes when it hashes source column src (>= 0) of r as it is with MD5, else through its
+// memo.
+func (e *Evaluator) siteSum(slot int, o op, src int, r *pipeline.Record, v pipeline.Value) *[32]byte {
+	if src >= 0 {
+		if sum, ok := e.laneSum(slot, src, r, v); ok {
+			return sum
+		}
+	}
+	return e.digestSum(slot, o, e.canon(v))
+}
+
+// laneSource is the source column a digest call site may compute ahead in lanes (MD5 of a
+// source column as it is), or -1.
+func laneSource(o op, arg *texpr) int {
+	if o == opMD5 && arg.op == opSrc {
+		return arg.idx
+	}
+	return -1
+}
+
 // digestSum returns the digest of b through the memo of call site slot (valid until its next
 // call).
 func (e *Evaluator) digestSum(slot int, o op, b []byte) *[32]byte {
@@ -752,13 +775,14 @@ func (p *Program) buildDigest(t *texpr) evalFn {
 	o := t.op
 	slot := p.digests
 	p.digests++
+	src := laneSource(o, t.args[0])
 	return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 		v, err := x(e, r, out)
 		if err != nil || v.Kind == pipeline.KindNull {
 			return v, err
 		}
 		n := digestLen(o)
-		sum := e.digestSum(slot, o, e.canon(v))
+		sum := e.siteSum(slot, o, src, r, v)
 		e.a.reserve(n)
 		start := len(e.a.buf)
 		e.a.buf = appendHex(e.a.buf, sum, 0, n)
@@ -787,12 +811,13 @@ func (p *Program) buildSubstr(t *texpr) evalFn {
 		ai, bi := int(a), int(b)
 		slot := p.digests
 		p.digests++
+		src := laneSource(o, d.args[0])
 		return func(e *Evaluator, r *pipeline.Record, out []pipeline.Value) (pipeline.Value, *pipeline.RowError) {
 			v, err := x(e, r, out)
 			if err != nil || v.Kind == pipeline.KindNull {
 				return v, err
 			}
-			sum := e.digestSum(slot, o, e.canon(v))
+			sum := e.siteSum(slot, o, src, r, v)
 			e.a.reserve(bi - ai)
 			start := len(e.a.buf)
 			e.a.buf = appendHex(e.a.buf, sum, ai, bi)
