@@ -221,13 +221,13 @@ func wholeRowsOnly(ch *kafka.Change) *pipeline.RowError {
 // mapRow maps a change's values to the target row; set receives the target columns a partial
 // change sets (nil for a whole row).
 func (w *partWorker) mapRow(ch *kafka.Change, row []pipeline.Value, set []bool) *pipeline.RowError {
-	w.rec = pipeline.Record{Values: ch.Values, Seq: ch.Offset, Set: ch.Set}
+	rec := w.record(ch)
 	if ch.Set != nil {
-		return w.ev.ApplyPartial(&w.batch, &w.rec, row, set)
+		return w.ev.ApplyPartial(&w.batch, rec, row, set)
 	}
 	// a change that nulls every non-key column deletes those cells: it is not a key-only row
 	// to reject (Apply's key_only_row is for whole-row snapshots)
-	return w.ev.ApplyKey(&w.batch, &w.rec, row)
+	return w.ev.ApplyKey(&w.batch, rec, row)
 }
 
 // oldKey computes into old the key an update's before image maps to; moved tells whether it

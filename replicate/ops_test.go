@@ -1,7 +1,10 @@
 package replicate
 
 import (
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -216,4 +219,51 @@ func TestChangeOperations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A batch's changes staged as the transform's records map to the rows each change maps to
+// alone, with a hash prefix computed ahead from the later changes; once unstaged, and the
+// changes' slice holds the next batch (reused, as the fetcher's is), the first batch's records
+// are not read for it.
+func TestStagedChangesMapAsAlone(t *testing.T) {
+	batch := func(prefix string) []kafka.Change {
+		changes := make([]kafka.Change, 20)
+		for i := range changes {
+			g := prefix + strconv.Itoa(i*37%11)
+			changes[i] = kafka.Change{Op: kafka.OpUpsert, Offset: int64(i), Values: []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text(g), pipeline.Text("v")}}
+		}
+		changes[3] = kafka.Change{Op: kafka.OpDelete, Offset: 3, Values: []pipeline.Value{pipeline.Int(3), pipeline.Text(prefix + "d"), pipeline.Null}}
+		changes[7].Err = &pipeline.RowError{Code: "bad_json", Message: "not JSON"}
+		return changes
+	}
+	alone := opsWorker(t, "[md5(g).substr(0,4) + g AS k][id]", outputCaps{wholeRows: true})
+	staged := opsWorker(t, "[md5(g).substr(0,4) + g AS k][id]", outputCaps{wholeRows: true})
+	changes := batch("a")
+	for round, prefix := range []string{"a", "b"} {
+		copy(changes, batch(prefix)) // the same slice, the next batch's changes
+		if round == 0 {
+			staged.stage(changes)
+		}
+		for i := range changes {
+			var want, got []string
+			for _, op := range alone.operations(nil, &kafka.Change{Op: changes[i].Op, Offset: changes[i].Offset, Values: changes[i].Values, Err: changes[i].Err}) {
+				want = append(want, describe(op, 2))
+			}
+			for _, op := range staged.operations(nil, &changes[i]) {
+				got = append(got, describe(op, 2))
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("round %d change %d: staged\n\t%s\nalone\n\t%s", round, i, strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+			}
+			if changes[i].Op == kafka.OpUpsert && changes[i].Err == nil && !strings.HasPrefix(got[0], "upsert "+md5Hex(changes[i].Values[1].Str)[:4]+prefix) {
+				t.Fatalf("round %d change %d: %s, want the key of %q", round, i, got[0], changes[i].Values[1].Str)
+			}
+		}
+		staged.unstage()
+	}
+}
+
+func md5Hex(s string) string {
+	sum := md5.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

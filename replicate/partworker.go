@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"go.uber.org/zap"
 
@@ -31,6 +32,7 @@ type partWorker struct {
 	pos       int64            // the read position: past the last message applied and the offsets after it without one (transaction markers); -1: not known
 	decoded   []kafka.Change   // a batch decoded outside a read (verify's changes), one per message
 	rec       pipeline.Record
+	staged    []kafka.Change // the changes whose records batch.Records holds (stage)
 	saltWarn  bool
 	caps      outputCaps
 	fetchLen  int         // messages per fetched batch at most (0: the fetcher's default)
@@ -61,6 +63,44 @@ func (r *Replicator) newPartWorker(partition int, commit func(int, int64) error,
 	w.batch = pipeline.Batch{Stream: w.stream, SaltOrigin: true}
 	w.eng = pipeline.NewEngine(pipeline.EngineConfig{}) // not run: until read, CutAfter does nothing
 	return w
+}
+
+// stage gives the transform the records of a batch's changes in batch.Records, before they are
+// applied one by one: the transform then computes what a row needs from the rows after it too
+// (MD5 hash prefixes, eight at a time).
+func (w *partWorker) stage(changes []kafka.Change) {
+	recs := w.batch.Records[:0]
+	for i := range changes {
+		ch := &changes[i]
+		recs = append(recs, pipeline.Record{Values: ch.Values, Seq: ch.Offset, Set: ch.Set, Err: ch.Err})
+	}
+	w.batch.Records, w.staged = recs, changes
+}
+
+// unstage forgets the staged changes once applied: their slice is reused for the next batch.
+func (w *partWorker) unstage() { w.batch.Records, w.staged = w.batch.Records[:0], nil }
+
+// record is the record of change ch to map: its staged one when ch is among the staged changes,
+// else w.rec, filled.
+func (w *partWorker) record(ch *kafka.Change) *pipeline.Record {
+	if i, ok := changeIndex(w.staged, ch); ok && len(w.batch.Records) == len(w.staged) {
+		return &w.batch.Records[i]
+	}
+	w.rec = pipeline.Record{Values: ch.Values, Seq: ch.Offset, Set: ch.Set}
+	return &w.rec
+}
+
+// changeIndex is ch's index in changes, if ch is one of them.
+func changeIndex(changes []kafka.Change, ch *kafka.Change) (int, bool) {
+	if len(changes) == 0 {
+		return 0, false
+	}
+	const size = unsafe.Sizeof(kafka.Change{})
+	off := uintptr(unsafe.Pointer(ch)) - uintptr(unsafe.Pointer(&changes[0])) // wraps above len when ch is below
+	if off%size != 0 || off/size >= uintptr(len(changes)) {
+		return 0, false
+	}
+	return int(off / size), true
 }
 
 // repeatWindow is how many messages before its start offset a worker reads to know the

@@ -225,6 +225,8 @@ func (w *sqlWorker) hook(step CommitStep, first, last int64) error {
 func (w *sqlWorker) collect(changes []kafka.Change) {
 	w.ops, w.opMsg, w.rejects, w.rejected = w.ops[:0], w.opMsg[:0], w.rejects[:0], w.rejected[:0]
 	w.upserts, w.deletes, w.dropped = 0, 0, 0
+	w.stage(changes)
+	defer w.unstage()
 	for i := range changes {
 		w.rejected = append(w.rejected, false)
 		w.change(i, &changes[i])

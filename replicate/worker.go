@@ -139,6 +139,8 @@ func (w *worker) closeDue(context.Context) error {
 func (w *worker) process(changes []kafka.Change, next int64) error {
 	r := w.r
 	var read int64
+	w.stage(changes)
+	defer w.unstage()
 	for i := range changes {
 		ch := &changes[i]
 		read += int64(len(ch.Key) + len(ch.Value) + 64)
