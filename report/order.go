@@ -32,7 +32,7 @@ func (r *runner) orderSample(recs []pipeline.Record, wo []int64, dated bool) col
 	var s collide.OrderedSample
 	ev := r.prog.NewEvaluator()
 	out := make([]pipeline.Value, len(r.prog.Target().Columns))
-	b := &pipeline.Batch{Stream: "subsample"}
+	b := &pipeline.Batch{Stream: "subsample", Records: recs} // the records in it: hash prefixes computed eight at a time
 	for i := range recs {
 		if dated && wo[i] == collide.NoTime || ev.Apply(b, &recs[i], out) != nil {
 			continue

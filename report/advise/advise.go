@@ -520,7 +520,7 @@ func designKeysOf(prog *transform.Program, recs []pipeline.Record, srcHashes []u
 	keyLen := prog.Target().KeyLen
 	ev := prog.NewEvaluator()
 	out := make([]pipeline.Value, len(prog.Target().Columns))
-	b := &pipeline.Batch{Stream: "subsample"}
+	b := &pipeline.Batch{Stream: "subsample", Records: recs} // the records in it: hash prefixes computed eight at a time
 	// locals, not the result's fields, in the loop: it runs for every subsample row of every design
 	pairs := make([]collide.SpillRec, 0, len(recs))
 	var ident uint64 = 1
