@@ -2,10 +2,13 @@ package files_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/csv"
 	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/parquet"
 	"github.com/rekey/rekey/sink/sinktest"
@@ -100,5 +103,71 @@ func TestStoreCallsCarryTheCallersContext(t *testing.T) {
 		if st.calls < 4 || len(st.strays) != 0 {
 			t.Fatalf("sort=%v: %d store calls, %d without the caller's ctx: %v", sorted, st.calls, len(st.strays), st.strays)
 		}
+	}
+}
+
+// cancelStore cancels a context at the first write of a chunk to a data file and counts the
+// data writes made after it.
+type cancelStore struct {
+	store.Store
+	cancel func()
+	mu     sync.Mutex
+	writes int // data writes: the CSV header's, then one per chunk
+	after  int // writes after the cancel
+}
+
+func (s *cancelStore) Create(ctx context.Context, name string) (store.Writer, error) {
+	w, err := s.Store.Create(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &cancelWriter{Writer: w, s: s}, nil
+}
+
+type cancelWriter struct {
+	store.Writer
+	s *cancelStore
+}
+
+func (w *cancelWriter) Write(p []byte) (int, error) {
+	w.s.mu.Lock()
+	w.s.writes++
+	switch {
+	case w.s.writes == 2: // the first chunk, after the header
+		w.s.cancel()
+	case w.s.writes > 2:
+		w.s.after++
+	}
+	w.s.mu.Unlock()
+	return w.Writer.Write(p)
+}
+
+// A sorted sink's Commit merges the region's runs into its files; a Commit whose context is
+// cancelled while it merges (the second Ctrl-C of a run finishing its last commit: "abort at
+// once") stops at the next chunk and says so, instead of writing the rest of the region first.
+func TestSortedCommitStopsWhenItsContextIsCancelled(t *testing.T) {
+	schema, rows := sinktest.ForCSV(sinktest.AllTypes(), keyRows(20000, pipeline.RegionPlan{Type: pipeline.TypeVarchar}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := &cancelStore{Store: sinktest.Folder(t, t.TempDir()), cancel: cancel}
+	// 64 KiB of memory: the rows spill into runs, and the merge cuts chunks of ~40 KiB (one
+	// write each)
+	s, err := files.New(context.Background(), files.Config{Store: st, SpillDir: t.TempDir(), Schema: schema,
+		Plan: pipeline.RegionPlan{Type: pipeline.TypeVarchar}, Format: csv.New(), Sort: true, Memory: 64 << 10}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Abort(context.Background())
+	for i := 0; i < len(rows); i += 500 {
+		if err := s.Write(ctx, rows[i:i+500]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = s.Commit(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Commit cancelled while it merged: %v, want the cancellation", err)
+	}
+	if st.after > 0 {
+		t.Fatalf("the merge went on after its context was cancelled: %d more chunks written", st.after)
 	}
 }

@@ -474,6 +474,12 @@ func (s *Sink) mergeRegion(ctx context.Context, r *region) ([]*file, error) {
 			s.updateBufMem(r)
 			var j *job
 			if s.shouldCut(r) {
+				// a region's merge writes all its rows since the last Commit: a cancelled run
+				// (a hard stop) ends it at the next chunk, not at the region's last row
+				if err := ctx.Err(); err != nil {
+					r.mu.Unlock()
+					return err
+				}
 				j = s.cut(r)
 				if j.f.rolled {
 					rolled = append(rolled, j.f)
