@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
@@ -19,6 +20,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/pipeline"
 )
 
@@ -300,6 +302,56 @@ func TestStdin(t *testing.T) {
 	stdinReader = func() io.Reader { return strings.NewReader("") }
 	if _, err := Open(context.Background(), Spec{Path: "-", Format: "csv"}, Config{Schema: ordersSchema}, nil); err != nil {
 		t.Fatalf("empty stdin: %v", err)
+	}
+}
+
+// TestStdinStopsWhileItsWriterIsIdle: a run of stdin stops when it is told to (limit= reached, the
+// run cancelled) while the writer keeps the pipe open without writing (tail -f, a topic's console
+// consumer). Before, the reader waited in its read of stdin for bytes that never came, and Run
+// never returned: a limit=2 trial of such a stream hung after its two rows.
+func TestStdinStopsWhileItsWriterIsIdle(t *testing.T) {
+	defer func(old func() io.Reader) { stdinReader = old }(stdinReader)
+	for _, name := range []string{"limit reached", "cancelled"} {
+		t.Run(name, func(t *testing.T) {
+			pr, pw := io.Pipe()
+			defer pw.Close()
+			// more than a chunk, then nothing more: the reader waits in its read of the rest
+			go io.WriteString(pw, ordersHeader+ordersRows(1, 15))
+			stdinReader = func() io.Reader { return pr }
+			spec := Spec{Path: "-", Format: "csv"}
+			if name == "limit reached" {
+				spec.Limit = 2
+			}
+			src := openSpec(t, spec, Config{headSize: 8, ChunkSize: 128, Workers: 2})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			out := make(chan pipeline.Batch, 100)
+			var runErr error
+			var returned atomic.Bool
+			go func() { runErr = src.Run(ctx, nil, out); returned.Store(true) }()
+			if name == "cancelled" {
+				<-out // the first chunk's rows
+				cancel()
+			}
+			wait.For(t, returned.Load, "Run to return while stdin's writer is idle")
+			if name == "cancelled" {
+				if !errors.Is(runErr, context.Canceled) {
+					t.Fatalf("Run returned %v, want context.Canceled", runErr)
+				}
+				return
+			}
+			if runErr != nil {
+				t.Fatalf("Run returned %v", runErr)
+			}
+			close(out)
+			var rows []string
+			for b := range out {
+				rows = append(rows, streamRows([]pipeline.Batch{b})...)
+			}
+			if len(rows) != 2 {
+				t.Fatalf("limit=2 read %d rows: %v", len(rows), rows)
+			}
+		})
 	}
 }
 

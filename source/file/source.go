@@ -415,6 +415,9 @@ func (s *Source) openAt(ctx context.Context, off, end int64) (io.ReadCloser, err
 	if err != nil {
 		return nil, err
 	}
+	if s.stdin != nil {
+		r = untilDone(ctx, r)
+	}
 	if off > 0 {
 		if f == nil {
 			if n, err := io.CopyN(io.Discard, r, off); err != nil {
@@ -433,6 +436,42 @@ func (s *Source) openAt(ctx context.Context, off, end int64) (io.ReadCloser, err
 		return readCloser{io.LimitReader(r, end-off), r}, nil
 	}
 	return r, nil
+}
+
+// untilDone returns a reader of r (stdin) whose reads end with ctx. A read of stdin cannot be
+// interrupted: a writer that keeps the pipe open without writing (tail -f, a topic's console
+// consumer) held the run forever once it was to stop (limit= reached, Ctrl-C, a failed sink)
+// while the reader waited for its next bytes. r is read by a goroutine of its own, left waiting
+// in that read when ctx ends: stdin is read only once, so nothing else reads it after.
+func untilDone(ctx context.Context, r io.ReadCloser) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, r) // into the pipe's reader, not into its caller's buffer
+		r.Close()
+		pw.CloseWithError(err) // nil: io.EOF for the reader
+	}()
+	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
+	return &doneReader{ctx: ctx, pr: pr, stop: stop}
+}
+
+// doneReader is untilDone's reader.
+type doneReader struct {
+	ctx  context.Context
+	pr   *io.PipeReader
+	stop func() bool
+}
+
+func (d *doneReader) Read(p []byte) (int, error) {
+	n, err := d.pr.Read(p)
+	if err != nil && d.ctx.Err() != nil {
+		return n, d.ctx.Err() // the pipe's reader closed by ctx says io.ErrClosedPipe
+	}
+	return n, err
+}
+
+func (d *doneReader) Close() error {
+	d.stop()
+	return d.pr.Close() // the goroutine's next write fails, and it ends
 }
 
 // readError names the file and offset of a read error; a gzip reader's errors name them already.
