@@ -338,10 +338,12 @@ func listDir(dir, format string, log *zap.Logger) ([]string, error) {
 		return nil, fmt.Errorf("read directory %s: %w", dir, err)
 	}
 	var files, skipped []string
+	var errs []error
 	for _, e := range entries { // in name order
 		name := e.Name()
 		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err != nil || st.IsDir() {
+		st, err := os.Stat(p)
+		if err == nil && st.IsDir() {
 			skipped = append(skipped, name+"/")
 			continue
 		}
@@ -353,7 +355,16 @@ func listDir(dir, format string, log *zap.Logger) ([]string, error) {
 			skipped = append(skipped, name)
 			continue
 		}
+		if err != nil {
+			// a data file that cannot be looked at (a link to a file that is gone) is not left
+			// out as if it were a folder: its rows would be missing without an error
+			errs = append(errs, fmt.Errorf("directory %s: %s cannot be read (a link to a file that is gone?): %w", dir, name, err))
+			continue
+		}
 		files = append(files, p)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	if len(files) == 0 {
 		what := "files named .csv, .tsv, .jsonl or .ndjson (optionally .gz)"

@@ -167,6 +167,29 @@ func TestDirectoryReadsEveryFileInNameOrder(t *testing.T) {
 	}
 }
 
+// TestDirectoryFileThatCannotBeReadIsAnError: a data file of a directory that cannot be looked at
+// (a link to a file that is gone, on a volume not mounted) stops the run, naming it. Before, it was
+// left out as a subdirectory, with an info line, and the run read the other files: its rows were
+// lost without an error. A hidden link (an editor's lock, .#orders.csv) is still left out.
+func TestDirectoryFileThatCannotBeReadIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "output-000001.csv", ordersHeader+ordersRows(1, 3))
+	gone := filepath.Join(t.TempDir(), "output-000002.csv") // never written
+	if err := os.Symlink(gone, filepath.Join(dir, "output-000002.csv")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("user@host.1234:1700000000", filepath.Join(dir, ".#output-000001.csv")); err != nil {
+		t.Fatal(err)
+	}
+	src, err := Open(context.Background(), Spec{Path: dir}, Config{Schema: ordersSchema}, nil)
+	if err == nil {
+		t.Fatalf("a directory with a link to a file that is gone opened, reading %d file(s): %v", len(src.(*Files).files), streamRows(runSource(t, src, nil)))
+	}
+	if !strings.Contains(err.Error(), "output-000002.csv") || strings.Contains(err.Error(), ".#output") {
+		t.Fatalf("the error should name the link to the file that is gone, and only it: %v", err)
+	}
+}
+
 // TestGlobAndListNameStreamsByRelativePath: a glob (file:exports/*.csv) and several files; two
 // part.csv in different directories are two streams named by their relative paths, a list is read
 // in the order given, a name with a comma is one file when it exists, and every mistake is an error
