@@ -260,6 +260,11 @@ func resolvePaths(raw, format string, log *zap.Logger) (paths []string, single b
 	}
 	var errs []error
 	seen := map[string]string{}
+	type named struct {
+		path, from string
+		st         os.FileInfo
+	}
+	bySize := map[int64][]named{} // the files added, by size: a hard link has its file's
 	add := func(p, from string) {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -273,6 +278,16 @@ func resolvePaths(raw, format string, log *zap.Logger) (paths []string, single b
 		if prev, ok := seen[abs]; ok {
 			errs = append(errs, fmt.Errorf("%s%s is read twice (from %s and from %s): name each file once", p, link, prev, from))
 			return
+		}
+		// a hard link is the file under another path: only the file system tells
+		if st, err := os.Stat(abs); err == nil {
+			for _, o := range bySize[st.Size()] {
+				if os.SameFile(o.st, st) {
+					errs = append(errs, fmt.Errorf("%s is %s under another name (a hard link), so the file is read twice (from %s and from %s): name each file once", p, o.path, o.from, from))
+					return
+				}
+			}
+			bySize[st.Size()] = append(bySize[st.Size()], named{p, from, st})
 		}
 		seen[abs] = from
 		paths = append(paths, p)

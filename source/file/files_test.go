@@ -504,6 +504,31 @@ func TestSymlinkToAFileReadIsReadTwice(t *testing.T) {
 	}
 }
 
+// TestHardLinkToAFileReadIsReadTwice: a hard link to a file that is also read (latest.csv, a second
+// name of orders-1.csv in the directory) is the file read twice, refused as a symbolic link is.
+// Before, both names were read and every row of the file came twice.
+func TestHardLinkToAFileReadIsReadTwice(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "orders-1.csv")
+	if err := os.WriteFile(a, []byte(ordersHeader+ordersRows(1, 3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	put(t, dir, "orders-2.csv", ordersHeader+ordersRows(4, 6)) // the same size, another file
+	if err := os.Link(a, filepath.Join(dir, "latest.csv")); err != nil {
+		t.Skip("no hard links:", err)
+	}
+	for _, path := range []string{dir, a + "," + filepath.Join(dir, "latest.csv"), filepath.Join(dir, "*.csv")} {
+		src, err := Open(context.Background(), Spec{Path: path}, Config{Schema: ordersSchema}, nil)
+		if err == nil {
+			t.Errorf("file:%s: read %d rows, want the file named twice refused", path, len(streamRows(runSource(t, src, nil))))
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, "read twice") || !strings.Contains(msg, "latest.csv") || !strings.Contains(msg, "orders-1.csv") || strings.Contains(msg, "orders-2.csv") {
+			t.Errorf("file:%s: %v, want latest.csv named as orders-1.csv read twice", path, err)
+		}
+	}
+}
+
 // TestDSBulkQuoteHint: a dsbulk export read without escape=\ rejects its rows, and the reject
 // says what to add.
 func TestDSBulkQuoteHint(t *testing.T) {
