@@ -9,6 +9,7 @@ package file
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -968,6 +969,11 @@ func (s *Source) readChunks(ctx context.Context, r io.Reader, off, line int64, e
 				rb, buf, carry = s.nextReadBuf(buf[:carry], len(buf))
 			}
 		} else {
+			if eof {
+				if err := s.checkLastLine(buf[:total], line); err != nil {
+					return err
+				}
+			}
 			// the chunk keeps the buffer; the record begun after cut moves to the next one
 			c = &chunk{data: unsafe.String(unsafe.SliceData(buf), cut), off: off, line: line, last: eof, size: int64(cut), buf: rb}
 			c.lines = strings.Count(c.data, "\n")
@@ -985,6 +991,32 @@ func (s *Source) readChunks(ctx context.Context, r io.Reader, off, line int64, e
 			return nil
 		}
 	}
+}
+
+// checkLastLine fails a JSON Lines input whose last line, the end of data (the last chunk, from
+// line on), has no line end and stops inside its JSON: the file was cut short (a copy or download
+// that did not finish, a writer killed mid-line), and the rows it held after the cut are missing,
+// which a reject of the cut line alone would not tell. A last line that is whole JSON, valid or
+// not, is a record as any other.
+func (s *Source) checkLastLine(data []byte, line int64) error {
+	if s.format != formatJSONL || len(data) == 0 || data[len(data)-1] == '\n' {
+		return nil
+	}
+	nl := bytes.LastIndexByte(data, '\n')
+	last := data[nl+1:]
+	// encoding/json's decoder asks for more input (io.ErrUnexpectedEOF) where the text ends
+	// inside a value; a whole value that is not valid JSON is a syntax error
+	var v json.RawMessage
+	if err := json.NewDecoder(bytes.NewReader(last)).Decode(&v); !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil
+	}
+	where := "line " + strconv.FormatInt(line+int64(bytes.Count(data[:nl+1], []byte{'\n'})), 10)
+	if s.base > 0 {
+		where += " counted from byte " + strconv.FormatInt(s.base, 10)
+	}
+	return fmt.Errorf("file %s is damaged: its last line (%s) has no line end and stops inside its JSON: "+
+		"the file ends early (an incomplete copy or download, a writer stopped mid-line?): replace it with a complete copy and run again: %w",
+		s.cfg.Path, where, pipeline.ErrDamagedInput)
 }
 
 // nextReadBuf returns the buffer to read into next, which starts with carry (the start of a

@@ -345,6 +345,56 @@ func TestJSONL(t *testing.T) {
 	}
 }
 
+// TestTruncatedJSONLinesFailsRun: a JSON Lines file whose last line has no line end and stops
+// inside its JSON (a copy or download cut short, a writer killed mid-line) fails the run as damaged
+// input, naming the line. Before, the cut line was one reject among others and the run completed,
+// the rows the file lost after it missing without a word. A last line without a line end that is
+// whole JSON is a row, one that is whole but not valid JSON is a reject, as a cut line with a line
+// end after it is.
+func TestTruncatedJSONLinesFailsRun(t *testing.T) {
+	const head = `{"id":1,"name":"a"}` + "\n" + `{"id":2,"na` + "\n"
+	cases := []struct {
+		last    string
+		damaged bool
+		rows    int // rows and rejects read when not damaged
+	}{
+		{`{"id":3,"name":"c"}`, false, 3},
+		{`{"id":3,"name":"c"}  `, false, 3},
+		{`{"id":3,}`, false, 3},
+		{`{"id":3,"name":"c"`, true, 0},
+		{`{"id":3,"name":"c`, true, 0},
+		{`{"id":3,"na`, true, 0},
+		{`{"id":3,`, true, 0},
+		{`{"id":3`, true, 0},
+		{`{"id":tru`, true, 0},
+		{`{`, true, 0},
+	}
+	for _, c := range cases {
+		for _, name := range []string{"t.jsonl", "t.jsonl.gz"} {
+			for _, chunk := range []int{1 << 20, 5} {
+				src, err := New(Config{Path: writeFile(t, name, head+c.last), Schema: conformanceSchema, ChunkSize: chunk, BatchSize: 2}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := make(chan pipeline.Batch)
+				errc := make(chan error, 1)
+				go func() { errc <- src.Run(context.Background(), nil, out); close(out) }()
+				var rows []row
+				for b := range out {
+					rows = append(rows, rowsOf([]pipeline.Batch{b})...)
+				}
+				err = <-errc
+				switch {
+				case c.damaged && (!errors.Is(err, pipeline.ErrDamagedInput) || !strings.Contains(err.Error(), "line 3")):
+					t.Errorf("%s ending %q (chunk %d): %d rows and rejects %v, error %v; want the run failed as damaged input, naming line 3", name, c.last, chunk, len(rows), rows, err)
+				case !c.damaged && (err != nil || len(rows) != c.rows):
+					t.Errorf("%s ending %q (chunk %d): rows %v, error %v; want %d rows and rejects", name, c.last, chunk, rows, err, c.rows)
+				}
+			}
+		}
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	_, err := New(Config{Path: filepath.Join(t.TempDir(), "orders.csv"), Schema: ordersSchema}, nil)
 	if err == nil || !strings.Contains(err.Error(), "orders.csv not found: check the --source path") {
