@@ -3,6 +3,7 @@ package transform
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rekey/rekey/pipeline"
 )
@@ -25,6 +26,7 @@ const (
 	RuleSaltedKey       = "salted_key"
 	RuleTrailingSalt    = "trailing_salt"
 	RuleKeyCodeMerges   = "key_code_merges"
+	RuleKeyConcatMerges = "key_concat_merges"
 )
 
 // KeyOnly says whether every target column is in the primary key: Lindorm cannot write a row that
@@ -116,6 +118,11 @@ func (p *Program) DesignRules(regionsGiven bool) []DesignRule {
 		if msg := p.codeMerges(col); msg != "" {
 			rules = append(rules, DesignRule{Code: RuleKeyCodeMerges, Path: col.path, Message: "key column " + col.name + " " + msg +
 				": their rows get one key, and the last one written wins (the others are lost); give each value a code of its own"})
+		}
+	}
+	for _, col := range p.cols[:p.target.KeyLen] {
+		if msg := p.concatMerges(col); msg != "" {
+			rules = append(rules, DesignRule{Code: RuleKeyConcatMerges, Path: col.path, Message: "key column " + col.name + " " + msg})
 		}
 	}
 	if p.regions == nil && !regionsGiven {
@@ -240,4 +247,107 @@ func (d *dictionary) merged() ([]string, string) {
 		}
 	}
 	return nil, ""
+}
+
+// concatMerges says how key column col can merge source rows by concatenation ("" when it cannot):
+// it concatenates two or more parts whose lengths vary and that no key column holds as they are,
+// so the boundary between them is not in the key ("ab" + "c" and "a" + "bc" are one key). A part
+// of a fixed number of characters (a digest, substr(a, b), a literal, a code of a dictionary
+// whose codes have one length) or held whole by a key column fixes its boundaries; the guide's
+// hash prefix, md5(x).substr(0,4) + x, has one varying part only.
+func (p *Program) concatMerges(col colDef) string {
+	expr := col.expr
+	for expr != nil && expr.op == opTgt && p.cols[expr.idx].expr != nil {
+		expr = p.cols[expr.idx].expr
+	}
+	if expr == nil {
+		return ""
+	}
+	var msg string
+	expr.walk(func(t *texpr) {
+		if msg != "" || t.op != opConcat {
+			return
+		}
+		var loose []string
+		for _, part := range concatParts(t) {
+			if p.fixedChars(part) < 0 && !p.keyHoldsPart(part) {
+				loose = append(loose, part.String())
+			}
+		}
+		if len(loose) >= 2 {
+			msg = "concatenates " + strings.Join(loose, " and ") + ", whose lengths vary, and no key column holds them as they are: " +
+				"rows whose values split differently (\"ab\" + \"c\", \"a\" + \"bc\") get one key, and the last one written wins " +
+				"(the others are lost); put them in key columns of their own ([" + strings.Join(loose, "][") + "]), or give all of them but one " +
+				"a fixed length"
+		}
+	})
+	return msg
+}
+
+// concatParts lists a concatenation's parts, left to right.
+func concatParts(t *texpr) []*texpr {
+	if t.op != opConcat {
+		return []*texpr{t}
+	}
+	return append(concatParts(t.args[0]), concatParts(t.args[1])...)
+}
+
+// fixedChars is the number of characters every value of t has, or -1 when it varies (or a row
+// may take another length rather than being rejected).
+func (p *Program) fixedChars(t *texpr) int {
+	switch t.op {
+	case opLit:
+		if t.isVar {
+			return -1
+		}
+		return utf8.RuneCount(t.lit.AppendCanonical(nil))
+	case opMD5, opSHA1, opSHA256:
+		return digestLen(t.op)
+	case opSubstr:
+		a, aConst := t.args[1].isConstInt()
+		if len(t.args) == 3 && aConst {
+			if b, ok := t.args[2].isConstInt(); ok && b >= a {
+				return int(b - a) // out of range rejects the row
+			}
+		}
+	case opCode:
+		if p.keepMissing {
+			return -1 // a value missing from the dictionary is kept as it is
+		}
+		n := -1
+		for i, v := range t.dict.vals {
+			if c := utf8.RuneCountInString(v); i == 0 {
+				n = c
+			} else if c != n {
+				return -1
+			}
+		}
+		return n
+	case opStr, opCast:
+		if t.args[0].typ.T == pipeline.TypeVarchar || t.args[0].op == opLit {
+			return p.fixedChars(t.args[0])
+		}
+	case opTgt:
+		if e := p.cols[t.idx].expr; e != nil {
+			return p.fixedChars(e)
+		}
+	case opConcat:
+		l, r := p.fixedChars(t.args[0]), p.fixedChars(t.args[1])
+		if l >= 0 && r >= 0 {
+			return l + r
+		}
+	}
+	return -1
+}
+
+// keyHoldsPart says whether a key column holds a concatenation's part as it is: the source column
+// it is (possibly as text), or a key column it names.
+func (p *Program) keyHoldsPart(t *texpr) bool {
+	for t.op == opStr || t.op == opCast {
+		t = t.args[0]
+	}
+	if t.op == opTgt {
+		return t.idx < p.target.KeyLen
+	}
+	return p.keyHoldsWhole(t)
 }

@@ -147,3 +147,56 @@ regions:
 		}
 	}
 }
+
+// A key column concatenating two parts whose lengths vary merges rows whose values split
+// differently ("ab" + "c", "a" + "bc"): the rule names the parts. The guide's hash prefix (a
+// fixed-length part, then one that varies), parts the key also holds as they are, codes of one
+// length and a separator-free single varying part lose nothing.
+func TestDesignRulesConcatMergesKeys(t *testing.T) {
+	cases := []struct {
+		key, cols string
+		want      []string
+	}{
+		{"[a + b AS k][id]", "", []string{RuleKeyConcatMerges}},
+		{"[a + str(n) AS k][id]", "", []string{RuleKeyConcatMerges}},
+		{"[k][id]", "k: a + '#' + b", []string{RuleKeyConcatMerges}},
+		{"[md5(a).substr(0,4) + a AS k][id]", "", nil},
+		{"[md5(a) + b AS k][id]", "", nil},
+		{"[a.substr(0,3) + b AS k][id]", "", nil},
+		{"[code(ch, even) + a AS k][id]", "", nil},
+		{"[code(ch, uneven) + a AS k][id]", "", []string{RuleKeyConcatMerges}},
+		{"[a + b AS k][a]", "", nil},
+		{"[a + str(n) AS k][n]", "", nil},
+		{"[id]", "k: a + b", nil},
+	}
+	for _, c := range cases {
+		cols := ""
+		if c.cols != "" {
+			cols = "\n  columns:\n    " + c.cols
+		}
+		p := compileYAML(t, `
+version: 1
+source:
+  name: ks.t
+  columns: {id: text, a: text, b: text, n: bigint, ch: text, v: text}
+target:
+  table: t
+  primary_key: "`+c.key+`"`+cols+`
+  codes:
+    even: {taobao: tb, alipay: ap}
+    uneven: {taobao: tb, alipay: alip}
+regions:
+  count: 1
+`)
+		var got []string
+		for _, r := range p.DesignRules(false) {
+			got = append(got, r.Code)
+			if r.Code == RuleKeyConcatMerges && !strings.Contains(r.Message, "concatenates ") {
+				t.Errorf("%s: the message does not name the parts: %s", c.key, r.Message)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s %s: rules %v, want %v", c.key, c.cols, got, c.want)
+		}
+	}
+}
