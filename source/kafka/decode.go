@@ -148,6 +148,10 @@ type Decoder struct {
 	// unavail lists the columns of the image being read whose value is Debezium's placeholder of
 	// an unavailable value (left null)
 	unavail []int
+	// relational: the event being read names another connector than Cassandra's in
+	// source.connector, so a JSON object in it is a column's value (a PostgreSQL hstore in map
+	// mode), never a Cassandra cell to unwrap
+	relational bool
 	// the commit log position of the last Cassandra event, and the newest write time (µs) of
 	// the rows its mutation wrote, as published so far
 	mutFile   string
@@ -471,7 +475,7 @@ func (d *Decoder) anyNull(vals []pipeline.Value) bool {
 
 // fields parses the JSON object doc into vals (columns by member name). other, when set, sees
 // every member. In Debezium mode cells written as Cassandra's {"value": v, "deletion_ts": .., "set":
-// ..} are unwrapped.
+// ..} are unwrapped, unless the event names another connector (d.relational).
 func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.TimeUnit, other func(name, raw string)) *pipeline.RowError {
 	var rerr *pipeline.RowError
 	d.hint = 0
@@ -496,7 +500,7 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 				}
 				return
 			}
-			if d.mark != nil && d.unknown == "" && d.format == FormatDebezium && len(raw) > 0 && raw[0] == '{' {
+			if d.mark != nil && d.unknown == "" && d.format == FormatDebezium && !d.relational && len(raw) > 0 && raw[0] == '{' {
 				if _, ok := cassandraCell(raw); ok {
 					d.unknown = strings.Clone(name)
 				}
@@ -506,7 +510,7 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 		if d.trackExact {
 			exact.Mark(ci)
 		}
-		if d.format == FormatDebezium && len(raw) > 0 && raw[0] == '{' {
+		if d.format == FormatDebezium && !d.relational && len(raw) > 0 && raw[0] == '{' {
 			if v, ok := cassandraCell(raw); ok {
 				raw, sc = v, cqlvalue.ScannedOther // the cell's value: not what the scan saw
 				d.cells++
@@ -868,7 +872,7 @@ func (d *Decoder) tombstone(key []byte) Change {
 // delete event carries the key cells there) or, failing both, the message key. A null value
 // (the tombstone Debezium sends after a delete) deletes the message key again, harmlessly.
 func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
-	d.unavail = d.unavail[:0]
+	d.unavail, d.relational = d.unavail[:0], false
 	if len(value) == 0 || isNullDoc(value) {
 		return append(dst, d.tombstone(key))
 	}
@@ -915,6 +919,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		return vals, nil
 	}
 	connector, ts, us, file, pos := env.connector()
+	d.relational = connector != "" && connector != "cassandra"
 	if connector != "cassandra" {
 		ts = 0 // another database's commit time is not a Cassandra cell timestamp
 	} else if d.SkipRepeats && file != "" && pos >= 0 && d.logs.repeats(file, pos, d.eventID(key, env.after)) {

@@ -617,3 +617,29 @@ func TestDecodeDebeziumBlobs(t *testing.T) {
 		t.Errorf("a blob that is no base64: %+v, want a reject naming b", ch)
 	}
 }
+
+// A relational connector's value that is a JSON object is the column's value, even when its
+// members look like a Cassandra cell's: PostgreSQL's hstore with hstore.handling.mode=map is a
+// Connect MAP of strings (debezium-connector-postgres PostgresValueConverter.hstoreSchema), which
+// Kafka Connect's JsonConverter writes as a JSON object (connect/json JsonConverter.convertToJson,
+// case MAP with string keys), so hstore 'value=>x' is {"value":"x"}. Before, it was unwrapped as a
+// Cassandra cell: a text column got "x", a map column was rejected.
+func TestDecodeRelationalObjectIsNotACassandraCell(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatDebezium}, pipeline.SourceSchema{{Name: "id", Type: "int"}, {Name: "attrs", Type: "text"}, {Name: "tags", Type: "map<text, text>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, connector := range []string{"postgresql", "mysql", "oracle", "sqlserver"} {
+		for _, op := range []string{"c", "r", "u"} {
+			value := `{"op":"` + op + `","source":{"connector":"` + connector + `"},"after":{"id":1,"attrs":{"value":"x"},"tags":{"value":"x","set":"y"}}}`
+			got := show(d.Decode(nil, nil, []byte(value)))
+			if want := `upsert 1|{"value":"x"}|{"set":"y","value":"x"}`; got != want {
+				t.Errorf("%s op %s: got %s, want %s", connector, op, got, want)
+			}
+		}
+		value := `{"op":"d","source":{"connector":"` + connector + `"},"before":{"id":1,"attrs":{"value":"x"},"tags":null},"after":null}`
+		if got, want := show(d.Decode(nil, nil, []byte(value))), `delete 1|{"value":"x"}|~`; got != want {
+			t.Errorf("%s op d: got %s, want %s", connector, got, want)
+		}
+	}
+}
