@@ -528,7 +528,11 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 		var err error
 		if scale != nil && scale[ci] != 0 {
 			v, err = d.scaledTimestamp(ci, raw, scale[ci])
-		} else if k := d.types[ci].Kind; d.format == FormatDebezium && (k == cqlvalue.Decimal || k == cqlvalue.Varint) && (raw[0] == '{' || raw[0] == '"' && d.decScale != nil && d.decScale[ci] > 0) {
+		} else if k := d.types[ci].Kind; d.format == FormatDebezium && ((k == cqlvalue.Decimal || k == cqlvalue.Varint) && raw[0] == '{' ||
+			raw[0] == '"' && k != cqlvalue.Blob && d.decScale != nil && d.decScale[ci] > 0) {
+			// the schema says the text is a decimal's base64 bytes, whatever type the mapping
+			// declares the column (a NUMERIC(10,0) as bigint, a NUMERIC as text): read as the
+			// number, never as the base64 text itself
 			v, err = d.bytesDecimal(ci, raw)
 		} else if d.format == FormatDebezium && k == cqlvalue.Blob && raw[0] == '"' {
 			v, err = connectBytes(raw)

@@ -643,3 +643,34 @@ func TestDecodeRelationalObjectIsNotACassandraCell(t *testing.T) {
 		}
 	}
 }
+
+// An exact decimal (decimal.handling.mode=precise: Debezium's SpecialValueDecimal.builder gives
+// the column org.apache.kafka.connect.data.Decimal, whose scale is a schema parameter, and Kafka
+// Connect's JsonConverter writes its unscaled value as base64 bytes) is read as its number into
+// every column the mapping may declare for it, not only decimal and varint: a NUMERIC(10,0)
+// declared bigint, a NUMERIC declared text or double. Before, the base64 text was read as the
+// column's value: "1234" (the bytes d7 6d f8, -2658824) as the number 1234, "BNI=" (12.34) as
+// that text.
+func TestDecodeDebeziumDecimalsIntoOtherTypes(t *testing.T) {
+	schema := pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "n", Type: "bigint"}, {Name: "s", Type: "text"}, {Name: "f", Type: "double"}}
+	dec := func(field, scale string) string {
+		return `{"type":"bytes","name":"org.apache.kafka.connect.data.Decimal","version":1,"parameters":{"scale":"` + scale + `","connect.decimal.precision":"10"},"field":"` + field + `"}`
+	}
+	env := `{"type":"struct","fields":[{"type":"struct","fields":[{"type":"int64","field":"id"},` + dec("n", "0") + `,` + dec("s", "2") + `,` + dec("f", "2") + `],"field":"after"}]}`
+	wrap := func(after string) string { return `{"schema":` + env + `,"payload":{"op":"c","after":` + after + `}}` }
+	cases := []struct{ name, value, want string }{
+		{"digits that are base64", wrap(`{"id":1,"n":"1234"}`), "upsert 1|-2658824|~|~"},
+		{"text and double", wrap(`{"id":1,"n":"AA==","s":"BNI=","f":"BNI="}`), "upsert 1|0|12.34|12.34"},
+		{"negative", wrap(`{"id":1,"n":"gA==","s":"+y4=","f":"+y4="}`), "upsert 1|-128|-12.34|-12.34"},
+		{"a scale an integer cannot hold", `{"schema":` + strings.Replace(env, `"scale":"0"`, `"scale":"1"`, 1) + `,"payload":{"op":"c","after":{"id":1,"n":"BNI="}}}`, "ERR type:"},
+	}
+	d, err := NewDecoder(Config{Format: FormatDebezium}, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if got := show(d.Decode(nil, nil, []byte(c.value))); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
