@@ -126,7 +126,8 @@ type Decoder struct {
 	unknown string
 
 	// Debezium schema cache: the last envelope schema seen and the per-column time unit it gives
-	// (io.debezium.time.Timestamp ms, MicroTimestamp us, NanoTimestamp ns; 0 when none).
+	// a timestamp column (io.debezium.time.Timestamp and Connect's Timestamp ms, MicroTimestamp
+	// us, NanoTimestamp ns, io.debezium.time.Date and Connect's Date unitDays; 0 when none).
 	lastSchema string
 	scale      []cqlvalue.TimeUnit
 	scaleAny   bool
@@ -726,10 +727,23 @@ func deletionTime(img string) int64 {
 	return max(dt, 0)
 }
 
+// unitDays is the unit of a timestamp column the envelope schema gives a date (days since the
+// epoch, io.debezium.time.Date or Kafka Connect's Date), beside cqlvalue's units: the decoder's
+// own, never given to cqlvalue.
+const unitDays cqlvalue.TimeUnit = 0xff
+
 // scaledTimestamp reads a timestamp column whose unit the envelope schema gives (unit: the
-// io.debezium.time type's cqlvalue.TimeUnit): the schema overrides source.timestamp_unit, and a
-// value below the millisecond is rejected, never rounded.
+// io.debezium.time type's cqlvalue.TimeUnit, or unitDays): the schema overrides
+// source.timestamp_unit, and a value below the millisecond is rejected, never rounded.
 func (d *Decoder) scaledTimestamp(ci int, raw string, unit cqlvalue.TimeUnit) (pipeline.Value, error) {
+	if unit == unitDays {
+		// a date is its midnight, UTC, as Debezium counts its days
+		v, err := cqlvalue.Scalar(cqlvalue.Date).FromJSON(raw)
+		if err != nil || v.Kind == pipeline.KindNull {
+			return v, err
+		}
+		return pipeline.Value{Num: v.Num * 86_400_000, Kind: pipeline.KindInt}, nil
+	}
 	if n, err := strconv.ParseInt(raw, 10, 64); err == nil {
 		ms, err := cqlvalue.EpochMillis(n, unit)
 		if err != nil {
@@ -1302,7 +1316,7 @@ func (d *Decoder) useSchema(raw string) {
 }
 
 // timeUnits sets in scale the unit of each timestamp column that fields give an io.debezium.time
-// type, and tells whether there was one.
+// or Kafka Connect type counted from the epoch, and tells whether there was one.
 func (d *Decoder) timeUnits(fields []connectSchema, scale []cqlvalue.TimeUnit) bool {
 	found := false
 	for _, f := range fields {
@@ -1312,8 +1326,10 @@ func (d *Decoder) timeUnits(fields []connectSchema, scale []cqlvalue.TimeUnit) b
 		}
 		var unit cqlvalue.TimeUnit
 		switch f.Name {
-		case "io.debezium.time.Timestamp":
+		case "io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp":
 			unit = cqlvalue.UnitMillis
+		case "io.debezium.time.Date", "org.apache.kafka.connect.data.Date":
+			unit = unitDays
 		case "io.debezium.time.MicroTimestamp":
 			unit = cqlvalue.UnitMicros
 		case "io.debezium.time.NanoTimestamp":

@@ -674,3 +674,49 @@ func TestDecodeDebeziumDecimalsIntoOtherTypes(t *testing.T) {
 		}
 	}
 }
+
+// The envelope schema's unit of a timestamp column wins over the mapping's for every Debezium
+// temporal type that is a count from the epoch: io.debezium.time.Date and Kafka Connect's
+// org.apache.kafka.connect.data.Date (time.precision.mode=connect) are days (int32,
+// debezium-connector-common io/debezium/time/Date.java toEpochDay; JsonConverter writes Connect's
+// Date as its int days), org.apache.kafka.connect.data.Timestamp milliseconds (int64, as
+// io.debezium.time.Timestamp: jdbc/TemporalPrecisionMode.java CONNECT). Before, a DATE declared
+// timestamp read its days in the mapping's unit (19724, 2024-01-02, as 1970-01-01T00:00:19.724Z
+// with timestamp_unit: ms; without a unit, rejected with the advice to set s), and a Connect
+// Timestamp in a timestamp(us) column was read as microseconds (2024 as 1970-01-20).
+func TestDecodeDebeziumDaysAndConnectTimestamps(t *testing.T) {
+	schema := pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "d", Type: "timestamp"}, {Name: "cd", Type: "timestamp(ms)"}, {Name: "ct", Type: "timestamp(us)"}, {Name: "day", Type: "date"}}
+	img := `{"type":"struct","fields":[{"type":"int64","field":"id"},` +
+		`{"type":"int32","name":"io.debezium.time.Date","version":1,"field":"d"},` +
+		`{"type":"int32","name":"org.apache.kafka.connect.data.Date","version":1,"field":"cd"},` +
+		`{"type":"int64","name":"org.apache.kafka.connect.data.Timestamp","version":1,"field":"ct"},` +
+		`{"type":"int32","name":"io.debezium.time.Date","version":1,"field":"day"}],"field":"%s"}`
+	env := `{"type":"struct","fields":[` + fmt.Sprintf(img, "before") + `,` + fmt.Sprintf(img, "after") + `]}`
+	ks := `{"type":"struct","fields":[{"type":"int64","field":"id"},{"type":"int32","name":"io.debezium.time.Date","version":1,"field":"d"}],"name":"db.s.t.Key"}`
+	cases := []struct{ name, key, value, want string }{
+		{"days and milliseconds", "", `{"schema":` + env + `,"payload":{"op":"c","after":{"id":1,"d":19724,"cd":19724,"ct":1704164645000,"day":19724}}}`,
+			"upsert 1|1704153600000|1704153600000|1704164645000|19724"},
+		{"read silently in the mapping's unit before", "", `{"schema":` + env + `,"payload":{"op":"c","after":{"id":1,"cd":19724,"ct":1704164645000}}}`,
+			"upsert 1|~|1704153600000|1704164645000|~"},
+		{"before 1970", "", `{"schema":` + env + `,"payload":{"op":"c","after":{"id":1,"d":-1,"cd":-719162,"ct":-1000,"day":-1}}}`,
+			"upsert 1|-86400000|-62135596800000|-1000|-1"},
+		{"nulls", "", `{"schema":` + env + `,"payload":{"op":"c","after":{"id":1,"d":null,"cd":null,"ct":null,"day":null}}}`, "upsert 1|~|~|~|~"},
+		{"a key's day", `{"schema":` + ks + `,"payload":{"id":1,"d":19724}}`, "", "delete 1|1704153600000|~|~|~"},
+	}
+	d, err := NewDecoder(Config{Format: FormatDebezium}, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		var key, value []byte
+		if c.key != "" {
+			key = []byte(c.key)
+		}
+		if c.value != "" {
+			value = []byte(c.value)
+		}
+		if got := show(d.Decode(nil, key, value)); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
