@@ -134,9 +134,11 @@ type Decoder struct {
 	// decScale is, per column, 1 + the scale of an org.apache.kafka.connect.data.Decimal the
 	// envelope schema gives it (0: none; nil: no column has one)
 	decScale []int
-	// the same of the last wrapped message key's schema (keyScale nil: no time column)
+	// the same of the last wrapped message key's schema (keyScale nil: no time column;
+	// keyDecScale nil: no decimal column)
 	lastKeySchema string
 	keyScale      []cqlvalue.TimeUnit
+	keyDecScale   []int
 
 	// SkipRepeats marks the Cassandra connector's events that repeat ones already decoded (see
 	// repeats), counting them in Repeats: set it on a decoder of one partition's messages in
@@ -800,10 +802,13 @@ func (d *Decoder) keyUnits(schema string) []cqlvalue.TimeUnit {
 	}
 	if schema != d.lastKeySchema {
 		d.lastKeySchema = strings.Clone(schema)
-		d.keyScale = nil
+		d.keyScale, d.keyDecScale = nil, nil
 		var s connectSchema
-		if scale := make([]cqlvalue.TimeUnit, len(d.names)); json.Unmarshal([]byte(schema), &s) == nil && d.timeUnits(s.Fields, scale) {
-			d.keyScale = scale
+		if json.Unmarshal([]byte(schema), &s) == nil {
+			if scale := make([]cqlvalue.TimeUnit, len(d.names)); d.timeUnits(s.Fields, scale) {
+				d.keyScale = scale
+			}
+			d.keyDecScale = d.decimalScales(s.Fields, nil)
 		}
 	}
 	return d.keyScale
@@ -813,7 +818,18 @@ func (d *Decoder) keyUnits(schema string) []cqlvalue.TimeUnit {
 func (d *Decoder) fillFromKey(vals []pipeline.Value, key []byte) (found int, rerr *pipeline.RowError) {
 	if doc, schema := keyDoc(key); doc != "" {
 		tmp := d.alloc()
-		if rerr = d.fields(doc, tmp, d.keyUnits(schema), nil); rerr != nil {
+		units := d.keyUnits(schema)
+		if schema != "" && schema != "null" && d.format == FormatDebezium {
+			// a wrapped key's decimals take their scales from its own schema: a tombstone may
+			// come before any value with a schema
+			valueScales := d.decScale
+			d.decScale = d.keyDecScale
+			rerr = d.fields(doc, tmp, units, nil)
+			d.decScale = valueScales
+		} else {
+			rerr = d.fields(doc, tmp, units, nil)
+		}
+		if rerr != nil {
 			return 0, rerr
 		}
 		for i, v := range tmp {
@@ -1302,17 +1318,24 @@ func (d *Decoder) useSchema(raw string) {
 		if d.timeUnits(img.Fields, d.scale) {
 			d.scaleAny = true
 		}
-		for _, f := range img.Fields {
-			if ci := d.column(f.Field); ci >= 0 && f.Name == "org.apache.kafka.connect.data.Decimal" {
-				if sc, err := strconv.Atoi(f.Parameters["scale"]); err == nil {
-					if d.decScale == nil {
-						d.decScale = make([]int, len(d.names))
-					}
-					d.decScale[ci] = sc + 1
+		d.decScale = d.decimalScales(img.Fields, d.decScale)
+	}
+}
+
+// decimalScales sets in dec, per column, 1 + the scale of an org.apache.kafka.connect.data.Decimal
+// fields give it, making dec when there is one and it is nil, and returns it.
+func (d *Decoder) decimalScales(fields []connectSchema, dec []int) []int {
+	for _, f := range fields {
+		if ci := d.column(f.Field); ci >= 0 && f.Name == "org.apache.kafka.connect.data.Decimal" {
+			if sc, err := strconv.Atoi(f.Parameters["scale"]); err == nil {
+				if dec == nil {
+					dec = make([]int, len(d.names))
 				}
+				dec[ci] = sc + 1
 			}
 		}
 	}
+	return dec
 }
 
 // timeUnits sets in scale the unit of each timestamp column that fields give an io.debezium.time

@@ -720,3 +720,26 @@ func TestDecodeDebeziumDaysAndConnectTimestamps(t *testing.T) {
 		}
 	}
 }
+
+// A key column that is an exact decimal is read with the scale the message key's own schema gives
+// (the JsonConverter wraps keys as values: org.apache.kafka.connect.data.Decimal, its scale a
+// parameter, the unscaled value base64), also when no value with a schema came before: the
+// tombstone a decoder meets first (a partition taken over at it). Before, its base64 was read as
+// decimal text: "BNI=" (12.34) rejected, "1234" (-26588.24) deleting the key 1234.
+func TestDecodeDebeziumKeyDecimalFromItsSchema(t *testing.T) {
+	schema := pipeline.SourceSchema{{Name: "amt", Type: "decimal"}, {Name: "n", Type: "bigint"}, {Name: "v", Type: "text"}}
+	ks := `{"type":"struct","fields":[{"type":"bytes","optional":false,"name":"org.apache.kafka.connect.data.Decimal","version":1,"parameters":{"scale":"2","connect.decimal.precision":"10"},"field":"amt"},` +
+		`{"type":"bytes","optional":false,"name":"org.apache.kafka.connect.data.Decimal","version":1,"parameters":{"scale":"0","connect.decimal.precision":"10"},"field":"n"}],"optional":false,"name":"db.s.t.Key"}`
+	for _, c := range []struct{ key, want string }{
+		{`{"schema":` + ks + `,"payload":{"amt":"BNI=","n":"AA=="}}`, "delete 12.34|0|~"},
+		{`{"schema":` + ks + `,"payload":{"amt":"1234","n":"1234"}}`, "delete -26588.24|-2658824|~"},
+	} {
+		d, err := NewDecoder(Config{Format: FormatDebezium}, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := show(d.Decode(nil, []byte(c.key), nil)); got != c.want {
+			t.Errorf("tombstone of %s: got %q, want %q", c.key, got, c.want)
+		}
+	}
+}
