@@ -40,3 +40,35 @@ func TestUpdateBeforeImageGivesTheOldKey(t *testing.T) {
 		t.Fatalf("salted key: moved %v, %v; want never looked up", moved, rerr)
 	}
 }
+
+// A relational update without a before image (PostgreSQL's default REPLICA IDENTITY DEFAULT logs
+// no old tuple for an update that keeps the primary key: debezium-connector-postgres
+// PostgresChangeRecordEmitter.getOldColumnValues gives null for an empty old tuple list, and
+// debezium-connector-common RelationalChangeRecordEmitter.emitUpdateRecord emits it as an update
+// with a null before) names its old row by the message key only. A target key of other columns may have moved, and its old key
+// cannot be deleted: the update is rejected saying so, beside its upsert, as an update whose before
+// image lacks the key is. A target key of the message key's columns cannot move (a key change is
+// a delete and a create): the upsert alone. Before, the upsert was applied alone, leaving the row
+// under its old target key beside the new one.
+func TestUpdateWithoutBeforeImage(t *testing.T) {
+	const event = `{"op":"u","source":{"connector":"postgresql"},"before":null,"after":{"id":1,"g":"b","v":"x"}}`
+	cases := []struct{ key, want string }{
+		{"[g][id]", `reject transform null_key field="g": update: cannot compute the old key from "before" to delete it: key column g is null` + noBeforeImage + "\nupsert b,1,x"},
+		{"[id]", "upsert 1,b,x"},
+	}
+	for _, c := range cases {
+		w := opsWorker(t, c.key, outputCaps{})
+		d, err := kafka.NewDecoder(w.r.cfg.Kafka, w.r.cfg.Program.Source())
+		if err != nil {
+			t.Fatal(err)
+		}
+		chs := d.Decode(nil, []byte(`{"id":1}`), []byte(event))
+		var got []string
+		for _, op := range w.operations(nil, &chs[0]) {
+			got = append(got, describe(op, w.r.target.KeyLen))
+		}
+		if strings.Join(got, "\n") != c.want {
+			t.Errorf("key %s: got\n\t%s\nwant\n\t%s", c.key, strings.Join(got, "\n\t"), strings.ReplaceAll(c.want, "\n", "\n\t"))
+		}
+	}
+}

@@ -135,6 +135,9 @@ func (w *partWorker) operations(dst []operation, ch *kafka.Change) []operation {
 		moved, rerr := w.oldKey(ch.Before, ch.Offset, row, old)
 		switch {
 		case rerr != nil:
+			if ch.BeforeFromKey {
+				rerr.Message += noBeforeImage
+			}
 			dst = reject(dst, stageTransform, rerr)
 		case moved:
 			dst = append(dst, operation{kind: opDelete, row: old})
@@ -249,6 +252,10 @@ func (w *partWorker) oldKey(before []pipeline.Value, offset int64, row, old []pi
 	}
 	return !sameKey(w.r.target.Key(), row, old), nil
 }
+
+// noBeforeImage follows the message of an update whose old key cannot be computed because its
+// event has no before image, only its message key (kafka.Change.BeforeFromKey).
+const noBeforeImage = ` (the event has no "before" image, only its message key: PostgreSQL logs the old row of an update with REPLICA IDENTITY FULL on the table)`
 
 // sameKey tells whether rows a and b have one key as the table compares it (sqlsink.KeyValue: a
 // before image spelling a DECIMAL key 1.50 and the new row 1.5 did not move the row).

@@ -40,7 +40,7 @@ func TestDecodeConnectJSONEvents(t *testing.T) {
 	want := map[string]string{
 		"create true":                         "upsert 1|1700000000123|12.34|1234567890123456789012|-1.234|b|p set all",
 		"create below one true":               "upsert 2|1700000000123|0.05|-128|5|~|~ set all",
-		"update with unavailable values true": "upsert 1|1700000000123|-12.34|-1234567890123456789012|0.000001|~|~ set 1111100",
+		"update with unavailable values true": "upsert 1|1700000000123|-12.34|-1234567890123456789012|0.000001|~|~ before 1|1700000000123|~|~|~|~|~ set 1111100",
 		"delete true":                         "delete 1|1700000000123|~|~|~|~|~ set all",
 		"tombstone true":                      "delete 1|1700000000123|~|~|~|~|~ set all",
 		// without schemas nothing says the bytes' scale: refused, saying what to change

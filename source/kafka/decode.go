@@ -64,7 +64,10 @@ type Change struct {
 	Op     Op
 	Values []pipeline.Value
 	Before []pipeline.Value
-	Err    *pipeline.RowError // the message cannot be decoded: reject it (Op is 0)
+	// BeforeFromKey: the update's event has no before image (PostgreSQL's REPLICA IDENTITY
+	// DEFAULT), so Before holds the columns its message key gives, the others null
+	BeforeFromKey bool
+	Err           *pipeline.RowError // the message cannot be decoded: reject it (Op is 0)
 	// Set, when not nil, names the columns the change sets (Values[i] counts when Set[i]): the
 	// Cassandra connector's events carry only the cells the mutation wrote. nil: a whole row. On
 	// a delete it names the key cells the delete carries: the Cassandra connector's delete of a
@@ -1022,6 +1025,15 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			before, rerr := image(env.before, "before")
 			if rerr != nil {
 				return append(dst, Change{Err: rerr})
+			}
+			if before == nil && !cassandraEvent(connector, d.cells > 0) {
+				// a relational update without its old row: the row is named by its message key
+				// only, so a target key of other columns is found unknown, never taken for the
+				// new row's (the update may have moved it)
+				before, ch.BeforeFromKey = d.alloc(), true
+				if len(key) > 0 {
+					d.fillFromKey(before, key) // a key that cannot be read leaves the old key unknown
+				}
 			}
 			ch.Before = before
 		}

@@ -123,7 +123,8 @@ func TestDecodeDebezium(t *testing.T) {
 		{"create", "", `{"before":null,"after":{"userid":"u1","orderid":1,"ts":1700000000000},"op":"c","ts_ms":1}`, "upsert u1|1|1700000000000|~", false},
 		{"snapshot read", "", `{"after":{"userid":"u1","orderid":1},"op":"r"}`, "upsert u1|1|~|~", false},
 		{"update", "", `{"before":{"userid":"u1","orderid":1},"after":{"userid":"u2","orderid":1},"op":"u"}`, "upsert u2|1|~|~ before u1|1|~|~", false},
-		{"update without before", "", `{"before":null,"after":{"userid":"u2","orderid":1},"op":"u"}`, "upsert u2|1|~|~", false},
+		{"update without before", "", `{"before":null,"after":{"userid":"u2","orderid":1},"op":"u"}`, "upsert u2|1|~|~ before ~|~|~|~", false},
+		{"update without before: the message key's columns", `{"orderid":1}`, `{"before":null,"after":{"userid":"u2","orderid":1},"op":"u","source":{"connector":"postgresql"}}`, "upsert u2|1|~|~ before ~|1|~|~", false},
 		{"delete", "", `{"before":{"userid":"u1","orderid":1,"amount":"2"},"after":null,"op":"d"}`, "delete u1|1|~|2", false},
 		{"delete from key", `{"userid":"u1","orderid":1}`, `{"before":null,"after":null,"op":"d"}`, "delete u1|1|~|~", false},
 		{"tombstone", `{"userid":"u1","orderid":1}`, "", "delete u1|1|~|~", true},
@@ -296,7 +297,7 @@ func TestDecodeCassandraSetColumns(t *testing.T) {
 		{"insert of every column", `{"op":"i","after":{"userid":` + c(`"u1"`) + `,"orderid":` + c(`1`) + `,"ts":` + c(`"2024-05-01T10:00:00Z"`) + `,"amount":` + c(`"1"`) + `}}`, "upsert u1|1|1714557600000|1 set all"},
 		{"insert of some columns", `{"op":"i","after":{"userid":` + c(`"u1"`) + `,"orderid":` + c(`1`) + `}}`, "upsert u1|1|~|~ set 1100"},
 		{"wrapped", `{"schema":{"type":"struct","name":"ks.orders.Envelope"},"payload":{"op":"u",` + src + `,"after":{"userid":` + c(`"u2"`) + `,"orderid":` + c(`2`) + `}}}`, "upsert u2|2|~|~ set 1100"},
-		{"relational update", `{"op":"u","source":{"connector":"mysql"},"after":{"userid":"u1","orderid":1}}`, "upsert u1|1|~|~ set all"},
+		{"relational update", `{"op":"u","source":{"connector":"mysql"},"after":{"userid":"u1","orderid":1}}`, "upsert u1|1|~|~ before ~|~|~|~ set all"},
 		{"relational snapshot read", `{"op":"r","source":{"connector":"postgresql"},"after":{"userid":"u1","orderid":1}}`, "upsert u1|1|~|~ set all"},
 		{"range tombstone", `{"op":"r",` + src + `,"after":{"userid":` + c(`"u1"`) + `,"_range_start":{"method":"EXCL_START_BOUND","values":[{"name":"orderid","value":"3","type":"org.apache.cassandra.db.marshal.LongType"}]},"_range_end":{"method":"INCL_END_BOUND","values":[]}}}`,
 			"range delete u1|~|~|~ set 1000 start [3] excl end [] incl"},
@@ -414,10 +415,10 @@ func TestDecodeDebeziumUnavailableValue(t *testing.T) {
 		{Name: "tags", Type: "list<text>"}, {Name: "n", Type: "int"}}
 	src := `"source":{"connector":"postgresql","ts_ms":1}`
 	cases := []struct{ name, key, value, want string }{
-		{"update of n", `{"id":1}`, `{"op":"u",` + src + `,"before":null,"after":{"id":1,"body":"__debezium_unavailable_value","pic":"X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==","tags":["__debezium_unavailable_value"],"n":7}}`, "upsert 1|~|~|~|7 set 10001"},
-		{"update setting body to null", `{"id":1}`, `{"op":"u",` + src + `,"before":null,"after":{"id":1,"body":null,"pic":"X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==","tags":null,"n":7}}`, "upsert 1|~|~|~|7 set 11011"},
-		{"whole row", `{"id":1}`, `{"op":"u",` + src + `,"before":null,"after":{"id":1,"body":"b","pic":null,"tags":["t"],"n":7}}`, `upsert 1|b|~|["t"]|7 set all`},
-		{"key from the message key", `{"id":1}`, `{"op":"u",` + src + `,"before":null,"after":{"id":"__debezium_unavailable_value","body":"b","pic":null,"tags":null,"n":7}}`, "upsert 1|b|~|~|7 set all"},
+		{"update of n", `{"id":1}`, `{"op":"u",` + src + `,"before":null,"after":{"id":1,"body":"__debezium_unavailable_value","pic":"X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==","tags":["__debezium_unavailable_value"],"n":7}}`, "upsert 1|~|~|~|7 before 1|~|~|~|~ set 10001"},
+		{"update setting body to null", `{"id":1}`, `{"op":"u",` + src + `,"before":null,"after":{"id":1,"body":null,"pic":"X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==","tags":null,"n":7}}`, "upsert 1|~|~|~|7 before 1|~|~|~|~ set 11011"},
+		{"whole row", `{"id":1}`, `{"op":"u",` + src + `,"before":null,"after":{"id":1,"body":"b","pic":null,"tags":["t"],"n":7}}`, `upsert 1|b|~|["t"]|7 before 1|~|~|~|~ set all`},
+		{"key from the message key", `{"id":1}`, `{"op":"u",` + src + `,"before":null,"after":{"id":"__debezium_unavailable_value","body":"b","pic":null,"tags":null,"n":7}}`, "upsert 1|b|~|~|7 before 1|~|~|~|~ set all"},
 	}
 	d, err := NewDecoder(Config{Format: FormatDebezium}, schema)
 	if err != nil {
@@ -633,7 +634,7 @@ func TestDecodeRelationalObjectIsNotACassandraCell(t *testing.T) {
 		for _, op := range []string{"c", "r", "u"} {
 			value := `{"op":"` + op + `","source":{"connector":"` + connector + `"},"after":{"id":1,"attrs":{"value":"x"},"tags":{"value":"x","set":"y"}}}`
 			got := show(d.Decode(nil, nil, []byte(value)))
-			if want := `upsert 1|{"value":"x"}|{"set":"y","value":"x"}`; got != want {
+			if want := `upsert 1|{"value":"x"}|{"set":"y","value":"x"}`; !strings.HasPrefix(got, want) {
 				t.Errorf("%s op %s: got %s, want %s", connector, op, got, want)
 			}
 		}
