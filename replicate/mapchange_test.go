@@ -72,3 +72,32 @@ func TestUpdateWithoutBeforeImage(t *testing.T) {
 		}
 	}
 }
+
+// A delete event without a before image is the delete itself, named by its message key: not the
+// tombstone Debezium sends after it (a null value). When the target key needs more than the
+// message key it cannot be applied, and is rejected; only the redundant tombstone is dropped.
+// Before, such a delete event was taken for the tombstone and dropped, its row left in place.
+func TestDeleteEventWithoutBeforeImageIsNotATombstone(t *testing.T) {
+	w := opsWorker(t, "[g][id]", outputCaps{})
+	d, err := kafka.NewDecoder(w.r.cfg.Kafka, w.r.cfg.Program.Source())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, value, want string }{
+		{"delete event", `{"op":"d","source":{"connector":"postgresql"},"before":null,"after":null}`, `reject transform null_key field="g": delete: key column g is null`},
+		{"its tombstone", "", "drop"},
+	} {
+		var value []byte
+		if c.value != "" {
+			value = []byte(c.value)
+		}
+		chs := d.Decode(nil, []byte(`{"id":1}`), value)
+		var got []string
+		for _, op := range w.operations(nil, &chs[0]) {
+			got = append(got, describe(op, w.r.target.KeyLen))
+		}
+		if strings.Join(got, "\n") != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, strings.Join(got, "\n"), c.want)
+		}
+	}
+}

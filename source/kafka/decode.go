@@ -1049,7 +1049,11 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			return append(dst, Change{Err: rerr})
 		}
 		if vals == nil {
-			return append(dst, d.tombstone(key))
+			// the delete by its message key: the event itself, not the redundant tombstone
+			// after it, which a target key of more than the message key may drop
+			ch := d.tombstone(key)
+			ch.Tombstone = false
+			return append(dst, ch)
 		}
 		if len(key) > 0 && d.anyNull(vals) {
 			d.fillFromKey(vals, key)
