@@ -101,3 +101,41 @@ func TestDeleteEventWithoutBeforeImageIsNotATombstone(t *testing.T) {
 		}
 	}
 }
+
+// A relational connector's event lacking a column the mapping declares says nothing of it: the
+// JSON converter writes every field of the row's struct, null ones too (connect/json
+// JsonConverter.convertToJson, case STRUCT), so a member missing is a column the connector does
+// not publish (column.exclude.list: debezium-connector-common relational/TableSchemaBuilder
+// createValueGenerator adds the columns the filter keeps). The change sets the columns it names:
+// a table keeps the others, files refuse it (partial_update). Before, it was a whole row whose
+// missing columns were null, nulling the table's values.
+func TestRelationalEventLackingAColumnLeavesIt(t *testing.T) {
+	const src = `"source":{"connector":"postgresql"}`
+	cases := []struct{ name, event, files, sql string }{
+		{"update lacking v", `{"op":"u",` + src + `,"before":null,"after":{"id":1,"g":"b"}}`,
+			`reject sink partial_update field="after": the change sets some columns only`, "upsert 1,b,null set=[true true false]"},
+		{"snapshot row lacking v", `{"op":"r",` + src + `,"after":{"id":1,"g":"b"}}`,
+			`reject sink partial_update field="after": the change sets some columns only`, "upsert 1,b,null set=[true true false]"},
+		{"v null", `{"op":"u",` + src + `,"before":null,"after":{"id":1,"g":"b","v":null}}`, "upsert 1,b,null", "upsert 1,b,null"},
+	}
+	for _, c := range cases {
+		for _, out := range []struct {
+			caps outputCaps
+			want string
+		}{{outputCaps{wholeRows: true}, c.files}, {outputCaps{}, c.sql}} {
+			w := opsWorker(t, "[id]", out.caps)
+			d, err := kafka.NewDecoder(w.r.cfg.Kafka, w.r.cfg.Program.Source())
+			if err != nil {
+				t.Fatal(err)
+			}
+			chs := d.Decode(nil, []byte(`{"id":1}`), []byte(c.event))
+			var got []string
+			for _, op := range w.operations(nil, &chs[0]) {
+				got = append(got, describe(op, w.r.target.KeyLen))
+			}
+			if g := strings.Join(got, "\n"); !strings.HasPrefix(g, out.want) {
+				t.Errorf("%s, whole rows %v: got %q, want %q", c.name, out.caps.wholeRows, g, out.want)
+			}
+		}
+	}
+}

@@ -216,7 +216,7 @@ func wholeRowsOnly(ch *kafka.Change) *pipeline.RowError {
 			Message: "a range tombstone (a delete of a clustering range) cannot be written to bulk-load files: replicate into the table instead (--out mysql://... or lindorm://...)"}
 	case ch.Set != nil && ch.Op == kafka.OpUpsert:
 		return &pipeline.RowError{Code: pipeline.CodePartialUpdate, Field: "after",
-			Message: "the change sets some columns only (a Cassandra UPDATE or INSERT that names some columns, or a Debezium event missing a value the database did not log: an unchanged TOASTed or LOB column), and a bulk-load file holds whole rows: writing it would null the other columns; replicate into the table instead (--out mysql://... or lindorm://...), which updates the columns the change sets"}
+			Message: "the change sets some columns only (a Cassandra UPDATE or INSERT that names some columns, or a Debezium event missing a value the database did not log: an unchanged TOASTed or LOB column, or a column the connector does not publish), and a bulk-load file holds whole rows: writing it would null the other columns; replicate into the table instead (--out mysql://... or lindorm://...), which updates the columns the change sets"}
 	}
 	return nil
 }

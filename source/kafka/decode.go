@@ -521,10 +521,10 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 				raw, sc = v, cqlvalue.ScannedOther // the cell's value: not what the scan saw
 				d.cells++
 			}
-		} else if d.format == FormatDebezium && raw == "null" && d.mark != nil {
+		} else if d.format == FormatDebezium && raw == "null" && d.mark != nil && !d.relational {
 			// Debezium's Cassandra connector names every column of the table: one the mutation
-			// did not write is a bare null, a cell it wrote (null too) is a cell object. The mark
-			// is read for Cassandra events only; other connectors' rows are whole.
+			// did not write is a bare null, a cell it wrote (null too) is a cell object. Another
+			// connector's null is the column's value.
 			return
 		}
 		if d.mark != nil {
@@ -1017,6 +1017,11 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 					return append(dst, Change{Err: rerr})
 				}
 			}
+		} else if d.relational {
+			// a relational connector's event names every column it publishes, null ones too (the
+			// JSON converter writes each field of the row's struct): one it lacks (left out by
+			// column.exclude.list), or whose value Debezium could not read, the change does not set
+			ch.Set = partialSet(set, after)
 		} else if len(d.unavail) > 0 {
 			// the columns Debezium could not read keep their values: the change sets the others
 			ch.Set = d.unavailableSet(after)

@@ -297,8 +297,8 @@ func TestDecodeCassandraSetColumns(t *testing.T) {
 		{"insert of every column", `{"op":"i","after":{"userid":` + c(`"u1"`) + `,"orderid":` + c(`1`) + `,"ts":` + c(`"2024-05-01T10:00:00Z"`) + `,"amount":` + c(`"1"`) + `}}`, "upsert u1|1|1714557600000|1 set all"},
 		{"insert of some columns", `{"op":"i","after":{"userid":` + c(`"u1"`) + `,"orderid":` + c(`1`) + `}}`, "upsert u1|1|~|~ set 1100"},
 		{"wrapped", `{"schema":{"type":"struct","name":"ks.orders.Envelope"},"payload":{"op":"u",` + src + `,"after":{"userid":` + c(`"u2"`) + `,"orderid":` + c(`2`) + `}}}`, "upsert u2|2|~|~ set 1100"},
-		{"relational update", `{"op":"u","source":{"connector":"mysql"},"after":{"userid":"u1","orderid":1}}`, "upsert u1|1|~|~ before ~|~|~|~ set all"},
-		{"relational snapshot read", `{"op":"r","source":{"connector":"postgresql"},"after":{"userid":"u1","orderid":1}}`, "upsert u1|1|~|~ set all"},
+		{"relational update", `{"op":"u","source":{"connector":"mysql"},"after":{"userid":"u1","orderid":1,"ts":null,"amount":null}}`, "upsert u1|1|~|~ before ~|~|~|~ set all"},
+		{"relational snapshot read", `{"op":"r","source":{"connector":"postgresql"},"after":{"userid":"u1","orderid":1,"ts":null,"amount":null}}`, "upsert u1|1|~|~ set all"},
 		{"range tombstone", `{"op":"r",` + src + `,"after":{"userid":` + c(`"u1"`) + `,"_range_start":{"method":"EXCL_START_BOUND","values":[{"name":"orderid","value":"3","type":"org.apache.cassandra.db.marshal.LongType"}]},"_range_end":{"method":"INCL_END_BOUND","values":[]}}}`,
 			"range delete u1|~|~|~ set 1000 start [3] excl end [] incl"},
 		{"range tombstone of an unknown column", `{"op":"r",` + src + `,"after":{"userid":` + c(`"u1"`) + `,"_range_start":{"method":"INCL_START_BOUND","values":[{"name":"x","value":"3","type":"t"}]},"_range_end":{"method":"INCL_END_BOUND","values":[]}}}`,
@@ -360,7 +360,7 @@ func TestDecodeRelationalCellLookalike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := d.Decode(nil, nil, []byte(`{"op":"u","source":{"connector":"postgresql"},"after":{"userid":"u1","doc":{"value":"x","set":true}}}`))
+	cs := d.Decode(nil, nil, []byte(`{"op":"u","source":{"connector":"postgresql"},"after":{"userid":"u1","doc":{"value":"x","set":true},"n":null}}`))
 	if len(cs) != 1 || cs[0].Err != nil || cs[0].Set != nil {
 		t.Errorf("got %s, set %v: want a whole row", show(cs), cs[0].Set)
 	}
@@ -741,6 +741,27 @@ func TestDecodeDebeziumKeyDecimalFromItsSchema(t *testing.T) {
 		}
 		if got := show(d.Decode(nil, []byte(c.key), nil)); got != c.want {
 			t.Errorf("tombstone of %s: got %q, want %q", c.key, got, c.want)
+		}
+	}
+}
+
+// A relational connector's event names every column it publishes, null ones too (Kafka Connect's
+// JsonConverter writes each field of the row's struct: connect/json JsonConverter.convertToJson,
+// case STRUCT): a declared column it lacks (one column.exclude.list leaves out) is not set by the
+// change, as one whose value Debezium could not read; a null is the column's value.
+func TestDecodeRelationalEventLackingAColumn(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatDebezium}, pipeline.SourceSchema{{Name: "id", Type: "int"}, {Name: "a", Type: "text"}, {Name: "secret", Type: "text"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ key, value, want string }{
+		{`{"id":1}`, `{"op":"c","source":{"connector":"mysql"},"after":{"id":1,"a":"x"}}`, "upsert 1|x|~ set 110"},
+		{`{"id":1}`, `{"op":"r","source":{"connector":"oracle"},"after":{"id":1,"a":"x","secret":null}}`, "upsert 1|x|~ set all"},
+		{`{"id":1}`, `{"op":"u","source":{"connector":"sqlserver"},"before":null,"after":{"a":"x"}}`, "upsert 1|x|~ before 1|~|~ set 110"},
+		{`{"id":1}`, `{"op":"u","source":{"connector":"postgresql"},"before":null,"after":{"id":1,"a":"__debezium_unavailable_value"}}`, "upsert 1|~|~ before 1|~|~ set 100"},
+	} {
+		if got := showCells(d.Decode(nil, []byte(c.key), []byte(c.value))); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.value, got, c.want)
 		}
 	}
 }

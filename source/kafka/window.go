@@ -231,7 +231,7 @@ func (w *Window) record(dec *Decoder, m *kafkago.Message) pipeline.Record {
 	case c.Op == OpRangeDelete:
 		r.Err = &pipeline.RowError{Code: pipeline.CodeRangeTombstone, Field: "op", Message: "a Cassandra range tombstone (op r): report and migrate write rows only, rekey replicate into a table (--out mysql://... or lindorm://...) applies it"}
 	case c.Set != nil:
-		r.Err = &pipeline.RowError{Code: pipeline.CodePartialUpdate, Field: "after", Message: "a Cassandra change that sets some columns only is not a whole row: report and migrate write rows only, rekey replicate into a table (--out mysql://... or lindorm://...) updates those columns"}
+		r.Err = &pipeline.RowError{Code: pipeline.CodePartialUpdate, Field: "after", Message: "a change that sets some columns only (a Cassandra UPDATE, a Debezium event lacking a column or its value) is not a whole row: report and migrate write rows only, rekey replicate into a table (--out mysql://... or lindorm://...) updates those columns"}
 	default:
 		r.Values = c.Values
 		return r
