@@ -3,6 +3,7 @@ package kafka
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -135,7 +136,7 @@ type Decoder struct {
 	scale      []cqlvalue.TimeUnit
 	scaleAny   bool
 	// decScale is, per column, 1 + the scale of an org.apache.kafka.connect.data.Decimal the
-	// envelope schema gives it (0: none; nil: no column has one)
+	// envelope schema gives it, or stringBytes (0: neither; nil: no column has one)
 	decScale []int
 	// the same of the last wrapped message key's schema (keyScale nil: no time column;
 	// keyDecScale nil: no decimal column)
@@ -541,7 +542,11 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 			// number, never as the base64 text itself
 			v, err = d.bytesDecimal(ci, raw)
 		} else if d.format == FormatDebezium && k == cqlvalue.Blob && raw[0] == '"' {
-			v, err = connectBytes(raw)
+			if d.decScale != nil && d.decScale[ci] == stringBytes {
+				v, err = stringBlob(raw)
+			} else {
+				v, err = connectBytes(raw)
+			}
 		} else {
 			v, err = d.types[ci].FromScanned(raw, sc)
 		}
@@ -607,6 +612,34 @@ func connectBytes(raw string) (pipeline.Value, error) {
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return pipeline.Null, fmt.Errorf("invalid blob %.40q: expected base64, as Kafka Connect's JSON converter writes bytes", s)
+	}
+	return pipeline.Value{Str: string(b), Kind: pipeline.KindBytes}, nil
+}
+
+// stringBytes marks in Decoder.decScale a blob column whose schema field is a string, not bytes:
+// Debezium's binary.handling.mode base64, base64-url-safe or hex, which give each a plain string
+// schema (CommonConnectorConfig.BinaryHandlingMode), so the schema does not say which.
+const stringBytes = -1
+
+// stringBlob reads a blob the schema gives as a string (stringBytes): hex, base64 or URL-safe
+// base64. Hex digits of an even count that are base64 too ("deadbeef") are refused: read as
+// either, they would be other bytes than the other's.
+func stringBlob(raw string) (pipeline.Value, error) {
+	s, ok := unquoteSimple(raw)
+	if !ok {
+		return pipeline.Null, fmt.Errorf("invalid blob %.40s: not a JSON string", raw)
+	}
+	if b, err := hex.DecodeString(s); err == nil {
+		if _, err := base64.StdEncoding.DecodeString(s); err == nil && s != "" {
+			return pipeline.Null, fmt.Errorf("ambiguous blob %.40q: the schema gives the column as a string (binary.handling.mode base64, base64-url-safe or hex), and it reads both as hex and as base64: set binary.handling.mode=bytes", s)
+		}
+		return pipeline.Value{Str: string(b), Kind: pipeline.KindBytes}, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		if b, err = base64.URLEncoding.DecodeString(s); err != nil {
+			return pipeline.Null, fmt.Errorf("invalid blob %.40q: expected hex or base64, as Debezium's binary.handling.mode writes bytes as a string", s)
+		}
 	}
 	return pipeline.Value{Str: string(b), Kind: pipeline.KindBytes}, nil
 }
@@ -1311,6 +1344,7 @@ func unquoteSimple(raw string) (string, bool) {
 // the fields of the before/after structs.
 type connectSchema struct {
 	Field      string            `json:"field"`
+	Type       string            `json:"type"`
 	Name       string            `json:"name"`
 	Parameters map[string]string `json:"parameters"`
 	Fields     []connectSchema   `json:"fields"`
@@ -1344,16 +1378,25 @@ func (d *Decoder) useSchema(raw string) {
 }
 
 // decimalScales sets in dec, per column, 1 + the scale of an org.apache.kafka.connect.data.Decimal
-// fields give it, making dec when there is one and it is nil, and returns it.
+// fields give it, or stringBytes for a blob column they give a string, making dec when there is
+// one and it is nil, and returns it.
 func (d *Decoder) decimalScales(fields []connectSchema, dec []int) []int {
 	for _, f := range fields {
-		if ci := d.column(f.Field); ci >= 0 && f.Name == "org.apache.kafka.connect.data.Decimal" {
-			if sc, err := strconv.Atoi(f.Parameters["scale"]); err == nil {
-				if dec == nil {
-					dec = make([]int, len(d.names))
-				}
-				dec[ci] = sc + 1
+		ci := d.column(f.Field)
+		if ci < 0 {
+			continue
+		}
+		mark := 0
+		if sc, err := strconv.Atoi(f.Parameters["scale"]); err == nil && f.Name == "org.apache.kafka.connect.data.Decimal" {
+			mark = sc + 1
+		} else if f.Type == "string" && f.Name == "" && d.types[ci].Kind == cqlvalue.Blob {
+			mark = stringBytes
+		}
+		if mark != 0 {
+			if dec == nil {
+				dec = make([]int, len(d.names))
 			}
+			dec[ci] = mark
 		}
 	}
 	return dec

@@ -765,3 +765,44 @@ func TestDecodeRelationalEventLackingAColumn(t *testing.T) {
 		}
 	}
 }
+
+// A blob whose envelope schema field is a string, not bytes, is Debezium's binary.handling.mode
+// base64, base64-url-safe or hex: debezium-connector-common config/CommonConnectorConfig.java
+// BinaryHandlingMode gives each a plain string schema (SchemaBuilder::string), so the schema does
+// not say which. Hex is read as hex, URL-safe base64 as such, and hex digits that are base64 too
+// ("deadbeef") are refused: read either way they would be other bytes. A bytes field is base64,
+// as the JSON converter writes bytes. Before, every such string was read as standard base64:
+// "deadbeef" in hex mode became the bytes 75 e6 9d 6d e7 9f.
+func TestDecodeDebeziumBlobsOfAStringSchema(t *testing.T) {
+	schema := pipeline.SourceSchema{{Name: "id", Type: "int"}, {Name: "b", Type: "blob"}}
+	env := func(typ string) string {
+		return `{"type":"struct","fields":[{"type":"struct","fields":[{"type":"int32","field":"id"},{"type":"` + typ + `","optional":true,"field":"b"}],"field":"after"}]}`
+	}
+	ks := `{"type":"struct","fields":[{"type":"string","optional":false,"field":"b"}],"name":"db.s.t.Key"}`
+	cases := []struct{ name, key, value, want string }{
+		{"hex", "", `{"schema":` + env("string") + `,"payload":{"op":"c","after":{"id":1,"b":"deadbe"}}}`, "upsert 1|\xde\xad\xbe"},
+		{"base64", "", `{"schema":` + env("string") + `,"payload":{"op":"c","after":{"id":1,"b":"3q2+7w=="}}}`, "upsert 1|\xde\xad\xbe\xef"},
+		{"url-safe base64", "", `{"schema":` + env("string") + `,"payload":{"op":"c","after":{"id":1,"b":"3q2-7w=="}}}`, "upsert 1|\xde\xad\xbe\xef"},
+		{"empty", "", `{"schema":` + env("string") + `,"payload":{"op":"c","after":{"id":1,"b":""}}}`, "upsert 1|"},
+		{"hex that is base64 too", "", `{"schema":` + env("string") + `,"payload":{"op":"c","after":{"id":1,"b":"deadbeef"}}}`, "ERR type: ambiguous blob"},
+		{"bytes", "", `{"schema":` + env("bytes") + `,"payload":{"op":"c","after":{"id":1,"b":"deadbeef"}}}`, "upsert 1|\x75\xe6\x9d\x6d\xe7\x9f"},
+		{"a key's hex", `{"schema":` + ks + `,"payload":{"b":"deadbe"}}`, "", "delete ~|\xde\xad\xbe"},
+	}
+	d, err := NewDecoder(Config{Format: FormatDebezium}, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		var key, value []byte
+		if c.key != "" {
+			key = []byte(c.key)
+		}
+		if c.value != "" {
+			value = []byte(c.value)
+		}
+		chs := d.Decode(nil, key, value)
+		if got := show(chs); !strings.HasPrefix(got, c.want) || c.name == "hex that is base64 too" && chs[0].Err.Field != "b" {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
