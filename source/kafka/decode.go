@@ -136,7 +136,7 @@ type Decoder struct {
 	scale      []cqlvalue.TimeUnit
 	scaleAny   bool
 	// decScale is, per column, 1 + the scale of an org.apache.kafka.connect.data.Decimal the
-	// envelope schema gives it, or stringBytes (0: neither; nil: no column has one)
+	// envelope schema gives it, or variableScale, or stringBytes (0: none; nil: no column has one)
 	decScale []int
 	// the same of the last wrapped message key's schema (keyScale nil: no time column;
 	// keyDecScale nil: no decimal column)
@@ -536,10 +536,10 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 		if scale != nil && scale[ci] != 0 {
 			v, err = d.scaledTimestamp(ci, raw, scale[ci])
 		} else if k := d.types[ci].Kind; d.format == FormatDebezium && ((k == cqlvalue.Decimal || k == cqlvalue.Varint) && raw[0] == '{' ||
-			raw[0] == '"' && k != cqlvalue.Blob && d.decScale != nil && d.decScale[ci] > 0) {
-			// the schema says the text is a decimal's base64 bytes, whatever type the mapping
-			// declares the column (a NUMERIC(10,0) as bigint, a NUMERIC as text): read as the
-			// number, never as the base64 text itself
+			k != cqlvalue.Blob && d.decScale != nil && (raw[0] == '"' && d.decScale[ci] > 0 || raw[0] == '{' && d.decScale[ci] == variableScale)) {
+			// the schema says the value is a decimal's bytes, whatever type the mapping declares
+			// the column (a NUMERIC(10,0) as bigint, a NUMERIC as text): read as the number,
+			// never as the base64 text or the VariableScaleDecimal's JSON itself
 			v, err = d.bytesDecimal(ci, raw)
 		} else if d.format == FormatDebezium && k == cqlvalue.Blob && raw[0] == '"' {
 			if d.decScale != nil && d.decScale[ci] == stringBytes {
@@ -615,6 +615,10 @@ func connectBytes(raw string) (pipeline.Value, error) {
 	}
 	return pipeline.Value{Str: string(b), Kind: pipeline.KindBytes}, nil
 }
+
+// variableScale marks in Decoder.decScale a column the schema gives an
+// io.debezium.data.VariableScaleDecimal: its scale is beside its unscaled value.
+const variableScale = -2
 
 // stringBytes marks in Decoder.decScale a blob column whose schema field is a string, not bytes:
 // Debezium's binary.handling.mode base64, base64-url-safe or hex, which give each a plain string
@@ -1378,8 +1382,8 @@ func (d *Decoder) useSchema(raw string) {
 }
 
 // decimalScales sets in dec, per column, 1 + the scale of an org.apache.kafka.connect.data.Decimal
-// fields give it, or stringBytes for a blob column they give a string, making dec when there is
-// one and it is nil, and returns it.
+// fields give it, variableScale for an io.debezium.data.VariableScaleDecimal, or stringBytes for a
+// blob column they give a string, making dec when there is one and it is nil, and returns it.
 func (d *Decoder) decimalScales(fields []connectSchema, dec []int) []int {
 	for _, f := range fields {
 		ci := d.column(f.Field)
@@ -1389,6 +1393,8 @@ func (d *Decoder) decimalScales(fields []connectSchema, dec []int) []int {
 		mark := 0
 		if sc, err := strconv.Atoi(f.Parameters["scale"]); err == nil && f.Name == "org.apache.kafka.connect.data.Decimal" {
 			mark = sc + 1
+		} else if f.Name == "io.debezium.data.VariableScaleDecimal" {
+			mark = variableScale
 		} else if f.Type == "string" && f.Name == "" && d.types[ci].Kind == cqlvalue.Blob {
 			mark = stringBytes
 		}

@@ -806,3 +806,34 @@ func TestDecodeDebeziumBlobsOfAStringSchema(t *testing.T) {
 		}
 	}
 }
+
+// A VariableScaleDecimal (decimal.handling.mode=precise of a NUMERIC without a fixed scale:
+// debezium-connector-postgres PostgresValueConverter.numericSchema; a struct of its scale and
+// the unscaled value's bytes, debezium-connector-common io/debezium/data/VariableScaleDecimal.java,
+// LOGICAL_NAME io.debezium.data.VariableScaleDecimal) is read as its number into a column the
+// mapping declares text, bigint or double, when the envelope schema names the type. Before, a
+// text column got the struct's JSON ({"scale":2,"value":"BNI="}) and the others were rejected.
+func TestDecodeDebeziumVariableScaleDecimalIntoOtherTypes(t *testing.T) {
+	schema := pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "s", Type: "text"}, {Name: "n", Type: "bigint"}, {Name: "f", Type: "double"}}
+	vsd := func(field string) string {
+		return `{"type":"struct","fields":[{"type":"int32","optional":false,"field":"scale"},{"type":"bytes","optional":false,"field":"value"}],"optional":true,"name":"io.debezium.data.VariableScaleDecimal","version":1,"doc":"Variable scaled decimal","field":"` + field + `"}`
+	}
+	env := `{"type":"struct","fields":[{"type":"struct","fields":[{"type":"int64","field":"id"},` + vsd("s") + `,` + vsd("n") + `,` + vsd("f") + `],"field":"after"}]}`
+	value := `{"schema":` + env + `,"payload":{"op":"c","after":{"id":1,"s":{"scale":2,"value":"BNI="},"n":{"scale":0,"value":"BNI="},"f":{"scale":3,"value":"+y4="}}}}`
+	d, err := NewDecoder(Config{Format: FormatDebezium}, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	textOnly := `{"schema":` + env + `,"payload":{"op":"c","after":{"id":1,"s":{"scale":2,"value":"BNI="}}}}`
+	if got, want := show(d.Decode(nil, nil, []byte(textOnly))), "upsert 1|12.34|~|~"; got != want {
+		t.Errorf("text: got %q, want %q", got, want)
+	}
+	if got, want := show(d.Decode(nil, nil, []byte(value))), "upsert 1|12.34|1234|-1.234"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	// without the schema an object in a text column may be the column's own JSON: kept as it is
+	plain := `{"op":"c","after":{"id":1,"s":{"scale":2,"value":"BNI="}}}`
+	if got, want := show(d.Decode(nil, nil, []byte(plain))), `upsert 1|{"scale":2,"value":"BNI="}|~|~`; got != want {
+		t.Errorf("without a schema: got %q, want %q", got, want)
+	}
+}
