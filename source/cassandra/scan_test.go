@@ -443,3 +443,26 @@ func TestReadChosenColumns(t *testing.T) {
 		t.Errorf("bad columns: %v", err)
 	}
 }
+
+// TestUnknownDataCenterIsRefused pins that dc= naming no data center of the cluster stops the
+// source when it opens: gocql's DCAwareRoundRobinPolicy takes every host of another data center
+// as a remote one and picks them all the same (policies.go, dcAwareRR.Pick: roundRobbin over the
+// local hosts, then the remote ones), so a misspelt dc= would scan the data center it was meant
+// to spare without a word.
+func TestUnknownDataCenterIsRefused(t *testing.T) {
+	c := cassandratest.Open(t, cqltest.WithNodes(2), cqltest.WithDataCenter("dc1", "rack1"))
+	if c.Real() {
+		t.Skip("the test server's data center")
+	}
+	seedEvents(t, c, "dcs", 10)
+	_, err := tryOpen(t, c, "dcs", "events", "dc=dc2")
+	if err == nil || !strings.Contains(err.Error(), `dc=dc2`) || !strings.Contains(err.Error(), "dc1") {
+		t.Fatalf("dc=dc2 on a cluster of dc1: %v, want an error naming dc2 and the cluster's dc1", err)
+	}
+	src := open(t, c, "dcs", "events", "dc=dc1")
+	batches, err := collect(context.Background(), src, nil)
+	must(t, err)
+	if rows := rowSet(t, batches); len(rows) != 10 {
+		t.Fatalf("dc=dc1: %d rows, want 10", len(rows))
+	}
+}

@@ -207,6 +207,9 @@ func (s *Source) init(ctx context.Context) error {
 	if err := s.readRing(ctx); err != nil {
 		return err
 	}
+	if err := s.checkDC(); err != nil {
+		return err
+	}
 	if s.cfg.RowWriteTimes && len(s.sel.dating) > 0 && s.cfg.Since.IsZero() {
 		s.probeWriteTimes(ctx)
 	}
@@ -285,6 +288,28 @@ func (s *Source) readRing(ctx context.Context) error {
 		lastErr = errors.New("no host is up")
 	}
 	return lastErr
+}
+
+// checkDC refuses a dc= that names no data center of the cluster: gocql's DC-aware policy takes
+// the hosts of every other data center as remote ones and picks them all the same (dcAwareRR.Pick
+// in policies.go: the local hosts, then the remote ones), so the scan would read from the data
+// centers dc= was meant to spare.
+func (s *Source) checkDC() error {
+	if s.cfg.DC == "" {
+		return nil
+	}
+	var names []string
+	for _, h := range s.policy.Hosts() {
+		dc := h.DataCenter()
+		if dc == s.cfg.DC {
+			return nil
+		}
+		if !slices.Contains(names, dc) {
+			names = append(names, dc)
+		}
+	}
+	slices.Sort(names)
+	return fmt.Errorf("dc=%s: the cluster has no such data center (its data centers: %s)", s.cfg.DC, strings.Join(names, ", "))
 }
 
 func parseTokens(dst []int64, tokens []string, owners map[int64]string, host string) ([]int64, error) {
