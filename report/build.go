@@ -74,7 +74,7 @@ func (r *runner) buildKeyColumns(rep *model.Report, a *collide.Acc) {
 func buildTotals(rep *model.Report, a *collide.Acc, tl *timeline, elapsed time.Duration) {
 	info := rep.Source
 	t := &rep.Totals
-	t.RowsRead, t.RowsAnalysed = tl.read, tl.analysed
+	t.RowsRead, t.RowsAnalysed, t.RowsSkipped = tl.read, tl.analysed, tl.skipped
 	t.RowsOK, t.RowsRejected = a.Rows, a.Rejected
 	t.RejectCodes = a.Codes
 	t.RejectExamples = a.RejEx

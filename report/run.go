@@ -823,7 +823,8 @@ func (w *worker) process(j *job) {
 	a.Prev = pipeline.Value{}
 	w.ev.Reset()
 	c := r.cfg.Counters
-	c.RowsIn.Add(int64(len(b.Records)))
+	c.RowsIn.Add(int64(len(b.Records)) + b.Skipped) // the rows the source left out were read too
+	c.RowsSkipped.Add(b.Skipped)
 	c.RowsWritten.Add(ok)
 	c.RowsRejected.Add(rejected)
 }
@@ -901,6 +902,7 @@ type timeline struct {
 	w        *collide.Windows
 	typ      pipeline.Type
 	read     int64 // records delivered
+	skipped  int64 // rows the source read and left out itself (Batch.Skipped)
 	analysed int64 // records run through the mapping
 	last     pipeline.Value
 	hasLast  bool
@@ -1005,6 +1007,7 @@ func (tl *timeline) consume(j *job, every int64) {
 		}
 	}
 	tl.read += int64(len(recs))
+	tl.skipped += j.batch.Skipped
 }
 
 // cloneRecord copies a record's values and strings into one allocation each.

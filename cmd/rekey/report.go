@@ -156,9 +156,11 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 		return err
 	}
 	if f.statsJSON != "" {
-		// the rows a sample left out are read, neither accepted nor rejected: skipped
-		res := pipeline.Result{RowsIn: rep.Totals.RowsRead, RowsInThisRun: rep.Totals.RowsRead, RowsWritten: rep.Totals.RowsOK, RowsRejected: rep.Totals.RowsRejected,
-			RowsSkipped: rep.Totals.RowsRead - rep.Totals.RowsAnalysed, Duration: time.Since(started)}
+		// the rows a sample left out are read, neither accepted nor rejected: skipped, as are
+		// those the source itself left out (since=)
+		in := rep.Totals.RowsRead + rep.Totals.RowsSkipped
+		res := pipeline.Result{RowsIn: in, RowsInThisRun: in, RowsWritten: rep.Totals.RowsOK, RowsRejected: rep.Totals.RowsRejected,
+			RowsSkipped: rep.Totals.RowsRead - rep.Totals.RowsAnalysed + rep.Totals.RowsSkipped, Duration: time.Since(started)}
 		if err := writeStats(f.statsJSON, res); err != nil {
 			return err
 		}

@@ -109,8 +109,9 @@ type SourceInfo struct {
 
 // Totals are the row and byte counts.
 type Totals struct {
-	RowsRead             int64            `json:"rows_read"`     // records the source delivered
-	RowsAnalysed         int64            `json:"rows_analysed"` // records run through the mapping
+	RowsRead             int64            `json:"rows_read"`              // records the source delivered
+	RowsAnalysed         int64            `json:"rows_analysed"`          // records run through the mapping
+	RowsSkipped          int64            `json:"rows_skipped,omitempty"` // read and left out by the source itself (since=, expired cells): not in RowsRead
 	RowsOK               int64            `json:"rows_ok"`
 	RowsRejected         int64            `json:"rows_rejected"`
 	RejectCodes          map[string]int64 `json:"reject_codes"`

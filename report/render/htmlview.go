@@ -147,6 +147,9 @@ func newKeysView(rep *model.Report) keysView {
 		{"rows read / analysed", model.Count(t.RowsRead) + " / " + model.Count(t.RowsAnalysed)},
 		{"rows accepted / rejected", model.Count(t.RowsOK) + " / " + model.Count(t.RowsRejected)},
 	}}
+	if t.RowsSkipped > 0 {
+		v.Totals = append(v.Totals, labelled{"rows skipped by the source (since=, expired cells)", model.Count(t.RowsSkipped)})
+	}
 	for _, c := range model.SortedCodes(t.RejectCodes) {
 		v.Totals = append(v.Totals, labelled{"  rejected: " + c, model.Count(t.RejectCodes[c])})
 	}
