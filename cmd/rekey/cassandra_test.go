@@ -372,3 +372,34 @@ func TestMigrateFailingRangeThenResume(t *testing.T) {
 		t.Errorf("resume with other splits: exit %d %s", code, errs)
 	}
 }
+
+// A token range that keeps failing fails verify and report, which have no --resume, and a
+// migrate of several mappings, which refuses it: their error names the range without telling to
+// run them again with --resume; a migrate of one mapping says it, as before.
+func TestFailingRangeAdviceFitsTheCommand(t *testing.T) {
+	c := cassandratest.Open(t)
+	srv := c.Faults(t)
+	seedShop(t, c, 1000)
+	dir := t.TempDir()
+	m := writeFile(t, dir, "m.yaml", hashMapping)
+	uri := c.URI("shop", "orders", "splits=16&page_size=50&retries=1")
+	out := filepath.Join(dir, "out")
+	mustRun(t, "migrate", "-m", m, "--source", uri, "--out", out, "--progress", "never")
+	// page 2 of one range keeps timing out (the samples read first pages only)
+	srv.FailPage(cqltest.FaultMatch{Table: "orders", Page: 2, Range: func(s, e int64) bool { return s < -5e18 }}, cqltest.ErrReadTimeout)
+	m2 := writeFile(t, dir, "m2.yaml", strings.Replace(hashMapping, "table: orders", "table: orders2", 1))
+	for _, args := range [][]string{
+		{"verify", "-m", m, "--source", uri, "--target", out, "--progress", "never"},
+		{"report", "-m", m, "--source", uri, "--progress", "never", "--tmp", dir},
+		{"migrate", "-m", m, "-m", m2, "--source", uri, "--out", filepath.Join(dir, "tables"), "--progress", "never"},
+	} {
+		code, stdout, errs := runCLI(t, args...)
+		if code == 0 || !strings.Contains(errs, "could not be read after retries") || strings.Contains(errs, "with --resume") {
+			t.Errorf("rekey %s with a failing range: exit %d, want an error naming the range and no --resume\n%s%s", args[0], code, stdout, errs)
+		}
+	}
+	code, _, errs := runCLI(t, "migrate", "-m", m, "--source", uri, "--out", filepath.Join(dir, "out2"), "--progress", "never")
+	if code == 0 || !strings.Contains(errs, "could not be read after retries") || !strings.Contains(errs, "--resume") {
+		t.Errorf("migrate with a failing range: exit %d: %s", code, errs)
+	}
+}

@@ -189,7 +189,9 @@ func (e *RangesError) Error() string {
 		}
 		fmt.Fprintf(&b, "%s (page %d: %v)", f.Range.Name(), f.Page, f.Err)
 	}
-	b.WriteString(". The other ranges were read; the checkpoint marks each finished range done: run the same command with --resume to read the missing ones")
+	// what to do next is the command's to say: verify and report have no --resume, and a
+	// migrate of several mappings refuses it
+	b.WriteString(". The other ranges were read")
 	return b.String()
 }
 
