@@ -467,3 +467,30 @@ func TestUnknownDataCenterIsRefused(t *testing.T) {
 		t.Fatalf("dc=dc1: %d rows, want 10", len(rows))
 	}
 }
+
+// TestViewTakesItsBaseTableTTL pins that a materialized view read as the source has its base
+// table's default_time_to_live, which the target table takes: a view cannot have one of its own
+// (Cassandra refuses it: "Data in a materialized view always expire at the same time than the
+// corresponding data in the parent table", CreateViewStatement), so its own is always 0, and
+// taking it left the target without the TTL the view's rows expire by.
+func TestViewTakesItsBaseTableTTL(t *testing.T) {
+	c := cassandratest.Open(t)
+	srv := c.Faults(t) // the test server's views
+	cols := []cqltest.Column{{Name: "id", Type: "int"}, {Name: "v", Type: "text"}}
+	must(t, srv.CreateTable("mv", "base", cols, []string{"id"}, nil))
+	must(t, srv.SetDefaultTTL("mv", "base", 3600))
+	must(t, srv.CreateView("mv", "by_v", "base", cols, []string{"v"}, []string{"id"}))
+	must(t, srv.Insert("mv", "by_v", map[string]any{"v": "a", "id": 1}))
+	if got := open(t, c, "mv", "base", "").DefaultTTL(); got != 3600 {
+		t.Fatalf("the table's default TTL: %d, want 3600", got)
+	}
+	src := open(t, c, "mv", "by_v", "")
+	if got := src.DefaultTTL(); got != 3600 {
+		t.Fatalf("the view's default TTL: %d, want its base table's 3600", got)
+	}
+	batches, err := collect(context.Background(), src, nil)
+	must(t, err)
+	if rows := rowSet(t, batches); len(rows) != 1 {
+		t.Fatalf("the view reads %d rows, want 1", len(rows))
+	}
+}

@@ -73,9 +73,15 @@ func readSchema(ctx context.Context, sess *gocql.Session, ks, name string) (*Tab
 		return nil, err
 	}
 	t := &Table{Keyspace: ks, Name: name}
+	ttlOf := name
 	if isView {
-		// a materialized view: its TTL is its base table's
-	} else if err := q(`SELECT default_time_to_live FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`, ks, name).Scan(&t.DefaultTTL); err != nil {
+		// a materialized view's rows expire with its base table's (Cassandra refuses a
+		// default_time_to_live of its own, so the view's is always 0): take the base table's
+		if err := q(`SELECT base_table_name FROM system_schema.views WHERE keyspace_name = ? AND view_name = ?`, ks, name).Scan(&ttlOf); err != nil {
+			return nil, fmt.Errorf("read system_schema.views: %w", err)
+		}
+	}
+	if err := q(`SELECT default_time_to_live FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`, ks, ttlOf).Scan(&t.DefaultTTL); err != nil {
 		return nil, fmt.Errorf("read system_schema.tables: %w", err)
 	}
 	var c Column

@@ -310,6 +310,36 @@ func (s *Server) CreateTable(keyspace, name string, cols []Column, partitionKey,
 	return nil
 }
 
+// CreateView creates a materialized view of the table base, listed in system_schema.views
+// instead of system_schema.tables, as Cassandra lists one. Its rows are inserted as a table's
+// are: the view is not kept up to date with its base.
+func (s *Server) CreateView(keyspace, name, base string, cols []Column, partitionKey, clustering []string) error {
+	if _, err := s.table(keyspace, base); err != nil {
+		return err
+	}
+	if err := s.CreateTable(keyspace, name, cols, partitionKey, clustering); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keyspaces[keyspace].tables[name].base = base
+	s.schemaChangedLocked()
+	return nil
+}
+
+// SetDefaultTTL sets a table's default_time_to_live (seconds) in system_schema.tables. It is
+// schema only: cells do not expire.
+func (s *Server) SetDefaultTTL(keyspace, name string, seconds int) error {
+	if _, err := s.table(keyspace, name); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keyspaces[keyspace].tables[name].ttl = seconds
+	s.schemaChangedLocked()
+	return nil
+}
+
 // DropTable removes a table and its rows. Statements prepared on it fail afterwards.
 func (s *Server) DropTable(keyspace, name string) error {
 	s.mu.Lock()

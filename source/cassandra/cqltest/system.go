@@ -222,20 +222,33 @@ func (s *Server) systemRows(n *node, full string) []map[string]any {
 		for _, ks := range s.keyspaces {
 			out = append(out, map[string]any{"keyspace_name": ks.name, "durable_writes": true, "replication": ks.replication})
 		}
-	case "system_schema.tables":
+	case "system_schema.tables", "system_schema.views":
 		for _, ks := range s.keyspaces {
 			for _, t := range ks.tables {
-				out = append(out, map[string]any{
+				if (t.base != "") != (full == "system_schema.views") {
+					continue
+				}
+				r := map[string]any{
 					"keyspace_name": ks.name, "table_name": t.name, "additional_write_policy": "99p",
 					"bloom_filter_fp_chance": 0.01, "caching": map[string]string{"keys": "ALL", "rows_per_partition": "NONE"},
 					"cdc": false, "comment": "",
 					"compaction":       map[string]string{"class": "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy", "max_threshold": "32", "min_threshold": "4"},
 					"compression":      map[string]string{"chunk_length_in_kb": "16", "class": "org.apache.cassandra.io.compress.LZ4Compressor"},
-					"crc_check_chance": 1.0, "default_time_to_live": 0, "extensions": map[string][]byte{},
+					"crc_check_chance": 1.0, "default_time_to_live": t.ttl, "extensions": map[string][]byte{},
 					"flags": []string{"compound"}, "gc_grace_seconds": 864000, "id": t.id, "max_index_interval": 2048,
 					"memtable_flush_period_in_ms": 0, "min_index_interval": 128, "read_repair": "BLOCKING",
 					"speculative_retry": "99p",
-				})
+				}
+				if t.base != "" { // a view: its own default_time_to_live is always 0
+					delete(r, "table_name")
+					delete(r, "flags")
+					r["view_name"], r["base_table_name"], r["include_all_columns"], r["where_clause"] = t.name, t.base, false, ""
+					if b := ks.tables[t.base]; b != nil {
+						r["base_table_id"] = b.id
+					}
+					r["default_time_to_live"] = 0
+				}
+				out = append(out, r)
 			}
 		}
 	case "system_schema.columns":

@@ -46,6 +46,10 @@ type table struct {
 	cols     []*column // storage order: partition key, clustering, regular columns by name
 	byName   map[string]int
 	npk, nck int
+	// ttl is the table's default_time_to_live in seconds (SetDefaultTTL); base names the table
+	// a materialized view is of (CreateView), "" for a table
+	ttl  int
+	base string
 
 	mu      sync.RWMutex
 	rows    []row
