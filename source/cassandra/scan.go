@@ -326,7 +326,8 @@ func (s *Source) readRange(parent context.Context, r Range, st pipeline.StreamSt
 		if pd.rowTimes {
 			b.WriteTimes = pd.times
 		}
-		if err := s.limiter.wait(ctx, len(recs)); err != nil {
+		// the rate bounds the rows read from Cassandra: those left out (since=, expired) too
+		if err := s.limiter.wait(ctx, len(recs)+skipped); err != nil {
 			return err
 		}
 		select {
