@@ -86,6 +86,9 @@ type Input struct {
 	Workers int
 	// Shard is --shard's part of the source (the zero Shard: the whole source)
 	Shard pipeline.Shard
+	// ShardFlag: the command takes --shard and makes a shard's output for it only (migrate),
+	// so a kind refuses a shard its URI names otherwise
+	ShardFlag bool
 	// WriteTimes asks for each row's write time, when the kind can tell it
 	WriteTimes bool
 	// CellWriteTimes asks for each cell's write time (pipeline.Record.Times): a mapping's

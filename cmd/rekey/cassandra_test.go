@@ -403,3 +403,30 @@ func TestFailingRangeAdviceFitsTheCommand(t *testing.T) {
 		t.Errorf("migrate with a failing range: exit %d: %s", code, errs)
 	}
 }
+
+// A shard named in the source URI (shard=i/N) is migrate's --shard or nothing: migrate writes a
+// shard's output (its next step rekey merge, not the bulk load of a part of the table as if it
+// were the whole) only for --shard, so it refuses shard= without --shard, and a shard= that
+// --shard would silently replace. verify of a shard's output reads the shard the URI names.
+func TestMigrateRefusesAShardOnlyTheURINames(t *testing.T) {
+	c := cassandratest.Open(t)
+	seedShop(t, c, 500)
+	dir := t.TempDir()
+	m := writeFile(t, dir, "m.yaml", hashMapping)
+	for _, args := range [][]string{
+		{"--source", c.URI("shop", "orders", "shard=0/2")},
+		{"--source", c.URI("shop", "orders", "shard=1/2"), "--shard", "0/2"},
+	} {
+		out := filepath.Join(dir, "out")
+		code, stdout, errs := runCLI(t, append([]string{"migrate", "-m", m, "--out", out, "--progress", "never"}, args...)...)
+		if code != exitUsage || !strings.Contains(errs, "--shard") {
+			t.Errorf("migrate %s: exit %d, want %d naming --shard\n%s%s", strings.Join(args, " "), code, exitUsage, stdout, errs)
+		}
+		os.RemoveAll(out)
+	}
+	out := filepath.Join(dir, "shard-0")
+	mustRun(t, "migrate", "-m", m, "--source", c.URI("shop", "orders", "shard=0/2"), "--shard", "0/2", "--out", out, "--progress", "never")
+	if got := mustRun(t, "verify", "-m", m, "--source", c.URI("shop", "orders", "shard=0/2"), "--target", out, "--progress", "never"); !strings.Contains(got, "EQUAL") {
+		t.Errorf("verify of shard 0/2's output:\n%s", got)
+	}
+}

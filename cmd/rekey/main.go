@@ -96,6 +96,8 @@ type invocation struct {
 	sourceWriteTimes bool
 	// sourceCellTimes asks the source for each cell's write time (a mapping's target.write_time)
 	sourceCellTimes bool
+	// sourceShards: the command takes --shard and writes a shard's output for it (migrate)
+	sourceShards bool
 	// sourceMemory is the command's --memory budget, which bounds what the source may hold (a
 	// file's record); 0 when the command has none
 	sourceMemory int64

@@ -267,6 +267,7 @@ func (f *migrateFlags) common(inv *invocation) (runner.RejectLimit, pipeline.Sha
 	if err != nil {
 		return limit, shard, usageError(err)
 	}
+	inv.sourceShards = true // a shard is --shard's: the source refuses one its URI names otherwise
 	if f.sharedOut && shard.Whole() {
 		return limit, shard, usageError(errors.New("--shared-out needs --shard i/N: it is the output the N shards of one migration write together"))
 	}

@@ -56,7 +56,8 @@ func (inv *invocation) openSource(ctx context.Context, uri string, schema pipeli
 // the command's options.
 func (inv *invocation) sourceInput(schema pipeline.SourceSchema, workers int, logger *zap.Logger) source.Input {
 	return source.Input{Schema: schema, Getenv: inv.getenv, Stdin: inv.stdin, StdinTerminal: isTerminal(inv.stdin),
-		Workers: workers, WriteTimes: inv.sourceWriteTimes, CellWriteTimes: inv.sourceCellTimes, ParseSize: transform.ParseSize, Memory: inv.sourceMemory, Logger: logger}
+		Workers: workers, WriteTimes: inv.sourceWriteTimes, CellWriteTimes: inv.sourceCellTimes, ShardFlag: inv.sourceShards,
+		ParseSize: transform.ParseSize, Memory: inv.sourceMemory, Logger: logger}
 }
 
 // planRegions computes the region plan, sampling the source when one is given and the plan

@@ -154,6 +154,15 @@ func CommandConfig(uri, table string, in source.Input) (Config, error) {
 	if o.rate > 0 {
 		cfg.Rate = o.rate
 	}
+	if uriShard := cfg.Shard; in.ShardFlag && !uriShard.Whole() && uriShard != in.Shard {
+		// a command that takes --shard (migrate) writes a shard's output, whose next step is
+		// rekey merge, for --shard only: read as the whole table's, a shard of the URI's would
+		// be loaded as the whole table, and --shard would replace another one without a word
+		if in.Shard.Whole() {
+			return cfg, fmt.Errorf("--source %s reads shard %s of the table (shard=): give --shard %s instead, which makes the output a shard's to merge with the others", sourceuri.Redact(uri), uriShard, uriShard)
+		}
+		return cfg, fmt.Errorf("--source %s reads shard %s of the table (shard=) and --shard says %s: give the shard once, with --shard", sourceuri.Redact(uri), uriShard, in.Shard)
+	}
 	if in.Shard != (Shard{}) { // --shard, over the URI's shard=
 		cfg.Shard = in.Shard
 	}
