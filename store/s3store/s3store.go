@@ -642,6 +642,11 @@ func (r *reader) ReadAt(p []byte, off int64) (int, error) {
 		return 0, r.s.fail("read", r.name, err)
 	}
 	defer out.Body.Close()
+	// a server that ignores If-Match answers with the version it has: its ETag tells
+	if r.etag != nil && out.ETag != nil && *out.ETag != *r.etag {
+		return 0, fmt.Errorf("read %s: the object changed while it was read (ETag %s when opened, %s now): "+
+			"run again once nothing replaces it", r.s.Location(r.name), *r.etag, *out.ETag)
+	}
 	n, err := io.ReadFull(out.Body, p[:end-off])
 	if err != nil {
 		return n, r.s.fail("read", r.name, err)
