@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -152,6 +153,10 @@ func CommandConfig(uri, table string, in source.Input) (Config, error) {
 	t.Enabled = t.Enabled || o.tls
 	t.CAFile, t.CertFile, t.KeyFile, t.ServerName, t.SkipVerify = o.caFile, o.certFile, o.keyFile, o.serverName, o.skipVerify
 	if o.rate > 0 {
+		if cfg.Rate > 0 && cfg.Rate != o.rate {
+			return cfg, fmt.Errorf("--rate %s and the --source URI's rate=%s disagree: give the rate once",
+				strconv.FormatFloat(o.rate, 'g', -1, 64), strconv.FormatFloat(cfg.Rate, 'g', -1, 64))
+		}
 		cfg.Rate = o.rate
 	}
 	if uriShard := cfg.Shard; in.ShardFlag && !uriShard.Whole() && uriShard != in.Shard {
