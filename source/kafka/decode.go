@@ -159,6 +159,8 @@ type Decoder struct {
 	// source.connector, so a JSON object in it is a column's value (a PostgreSQL hstore in map
 	// mode), never a Cassandra cell to unwrap
 	relational bool
+	// timeTypes names, per column marked unitNotInstant, the schema's type (for the reject)
+	timeTypes map[int]string
 	// the commit log position of the last Cassandra event, and the newest write time (µs) of
 	// the rows its mutation wrote, as published so far
 	mutFile   string
@@ -774,10 +776,22 @@ func deletionTime(img string) int64 {
 // own, never given to cqlvalue.
 const unitDays cqlvalue.TimeUnit = 0xff
 
+// unitNotInstant marks a timestamp or date column the envelope schema gives a value of another
+// kind (a time of day, a year; an instant for a date column): read as the column's, its number
+// would be another time, so the change is rejected.
+const unitNotInstant cqlvalue.TimeUnit = 0xfe
+
 // scaledTimestamp reads a timestamp column whose unit the envelope schema gives (unit: the
 // io.debezium.time type's cqlvalue.TimeUnit, or unitDays): the schema overrides
 // source.timestamp_unit, and a value below the millisecond is rejected, never rounded.
 func (d *Decoder) scaledTimestamp(ci int, raw string, unit cqlvalue.TimeUnit) (pipeline.Value, error) {
+	if unit == unitNotInstant {
+		if raw == "null" {
+			return pipeline.Null, nil
+		}
+		return pipeline.Null, fmt.Errorf("the event's schema gives %s, which a %s column cannot hold (its number would be read as another time): "+
+			"declare the column bigint or text in source.columns", d.timeTypes[ci], d.types[ci].Kind)
+	}
 	if unit == unitDays {
 		// a date is its midnight, UTC, as Debezium counts its days
 		v, err := cqlvalue.Scalar(cqlvalue.Date).FromJSON(raw)
@@ -1427,10 +1441,24 @@ func (d *Decoder) timeUnits(fields []connectSchema, scale []cqlvalue.TimeUnit) b
 			unit = cqlvalue.UnitMicros
 		case "io.debezium.time.NanoTimestamp":
 			unit = cqlvalue.UnitNanos
+		case "io.debezium.time.Time", "io.debezium.time.MicroTime", "io.debezium.time.NanoTime",
+			"org.apache.kafka.connect.data.Time", "io.debezium.time.Year":
+			unit = unitNotInstant
 		}
-		if unit != 0 && d.types[ci].Kind == cqlvalue.Timestamp {
+		switch k := d.types[ci].Kind; {
+		case unit != 0 && k == cqlvalue.Timestamp:
 			scale[ci] = unit
 			found = true
+		case unit != 0 && unit != unitDays && k == cqlvalue.Date:
+			// a date column holds days: an instant, a time of day or a year is not one
+			scale[ci] = unitNotInstant
+			found = true
+		}
+		if scale[ci] == unitNotInstant {
+			if d.timeTypes == nil {
+				d.timeTypes = map[int]string{}
+			}
+			d.timeTypes[ci] = f.Name
 		}
 	}
 	return found

@@ -837,3 +837,36 @@ func TestDecodeDebeziumVariableScaleDecimalIntoOtherTypes(t *testing.T) {
 		t.Errorf("without a schema: got %q, want %q", got, want)
 	}
 }
+
+// A time of day (io.debezium.time.Time ms, MicroTime us, NanoTime ns, Connect's Time: since
+// midnight), a year (io.debezium.time.Year) or an instant (io.debezium.time.Timestamp) in a column
+// the mapping declares timestamp or date is not what the column holds: the change is rejected
+// naming the column and the schema's type. Before, the number was read in the column's unit: a
+// time of 10:00 as 1970-01-01T10:00, the year 2024 as the date 1975-07-17, an instant's
+// milliseconds as days. Debezium's time types: debezium-core io/debezium/time/*.java.
+func TestDecodeDebeziumTimesOfDayAndYearsAreNotInstants(t *testing.T) {
+	schema := pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "v", Type: "timestamp"}, {Name: "day", Type: "date"}}
+	env := func(name, field, typ string) string {
+		img := `{"type":"struct","fields":[{"type":"int64","field":"id"},{"type":"` + typ + `","name":"` + name + `","version":1,"field":"` + field + `"}],"field":"%s"}`
+		return `{"type":"struct","fields":[` + fmt.Sprintf(img, "before") + `,` + fmt.Sprintf(img, "after") + `]}`
+	}
+	for _, c := range []struct{ name, field, typ, val string }{
+		{"io.debezium.time.Time", "v", "int32", "36000000"},
+		{"io.debezium.time.MicroTime", "v", "int64", "36000000000"},
+		{"io.debezium.time.NanoTime", "v", "int64", "36000000000000"},
+		{"org.apache.kafka.connect.data.Time", "v", "int32", "36000000"},
+		{"io.debezium.time.Year", "day", "int32", "2024"},
+		{"io.debezium.time.Time", "day", "int32", "36000000"},
+		{"io.debezium.time.Timestamp", "day", "int64", "1704164645000"},
+	} {
+		d, err := NewDecoder(Config{Format: FormatDebezium}, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := `{"schema":` + env(c.name, c.field, c.typ) + `,"payload":{"op":"c","after":{"id":1,"` + c.field + `":` + c.val + `}}}`
+		chs := d.Decode(nil, nil, []byte(msg))
+		if len(chs) != 1 || chs[0].Err == nil || chs[0].Err.Field != c.field || !strings.Contains(chs[0].Err.Message, c.name) {
+			t.Errorf("%s in %s column %s: got %q, want rejected naming the column and %s", c.name, map[string]string{"v": "timestamp", "day": "date"}[c.field], c.field, show(chs), c.name)
+		}
+	}
+}
