@@ -17,6 +17,9 @@ type ltsFlags struct {
 	instances      int
 }
 
+// ltsFlagNames are the bulkload job's flags.
+var ltsFlagNames = []string{"lts-source", "lts-target", "namespace", "lts-driver-spec", "lts-instances"}
+
 func addLTSFlags(fl *pflag.FlagSet, f *ltsFlags) {
 	fl.StringVar(&f.source, "lts-source", "", "bulkload.json src: the LTS data source (OSS or HDFS) that holds the output")
 	fl.StringVar(&f.target, "lts-target", "", "bulkload.json dst: the LTS data source of the LindormTable instance")

@@ -322,10 +322,20 @@ func checkCommonFlags(cmd *cobra.Command, _ []string) error {
 // them, so they are refused instead. A SQL table has no files, regions or bulkload job; files
 // have no connections or state folder of their own.
 var (
-	filesOnlyFlags = []string{"format", "regions", "max-file-size", "sort", "roll-size", "roll-interval",
-		"lts-source", "lts-target", "namespace", "lts-driver-spec", "lts-instances"}
-	sqlOnlyFlags = []string{"sql-conns", "state"}
+	filesOnlyFlags = append([]string{"format", "regions", "max-file-size", "sort", "roll-size", "roll-interval"}, ltsFlagNames...)
+	sqlOnlyFlags   = []string{"sql-conns", "state"}
 )
+
+// changedFlags lists, as --name, the flags of names that cmd's command line gave.
+func changedFlags(cmd *cobra.Command, names []string) []string {
+	var given []string
+	for _, name := range names {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			given = append(given, "--"+name)
+		}
+	}
+	return given
+}
 
 // refuseOtherOutputFlags refuses the flags cmd was given that do not apply to the output out
 // names (a SQL table, or bulk-load files in a folder or a bucket prefix).
@@ -334,12 +344,7 @@ func refuseOtherOutputFlags(cmd *cobra.Command, out string) error {
 	if sqlsink.IsURI(out) {
 		names, applies = filesOnlyFlags, "bulk-load files (--out DIR, s3://, oss://)"
 	}
-	var given []string
-	for _, name := range names {
-		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
-			given = append(given, "--"+name)
-		}
-	}
+	given := changedFlags(cmd, names)
 	if len(given) == 0 {
 		return nil
 	}

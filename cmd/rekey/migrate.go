@@ -235,7 +235,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	}
 	defer m.Close()
 	if m.Complete() {
-		return finishComplete(ctx, cmd.OutOrStdout(), m, f)
+		return finishComplete(ctx, cmd.OutOrStdout(), m, f, changedFlags(cmd, ltsFlagNames))
 	}
 	plan, err := m.Plan(ctx)
 	if err != nil {
@@ -417,7 +417,9 @@ func finishRun(ctx context.Context, w io.Writer, m *migrate.Migration, f *migrat
 // finishComplete handles --resume of a run whose checkpoint says the source was read to its
 // end: if it was killed before writing manifest.json (written last), the final files are written
 // from the checkpoint now; otherwise there is nothing left to do.
-func finishComplete(ctx context.Context, w io.Writer, m *migrate.Migration, f *migrateFlags) error {
+// A finished run writes nothing more: the bulkload job's flags given (jobFlags) would change
+// nothing, so they are refused.
+func finishComplete(ctx context.Context, w io.Writer, m *migrate.Migration, f *migrateFlags, jobFlags []string) error {
 	cp := m.Output().Checkpoint
 	plan, err := m.Plan(ctx)
 	if err != nil {
@@ -425,6 +427,10 @@ func finishComplete(ctx context.Context, w io.Writer, m *migrate.Migration, f *m
 	}
 	if finished, err := m.Finished(ctx); err != nil {
 		return runFailed(err)
+	} else if finished && len(jobFlags) > 0 {
+		return usageError(fmt.Errorf("%s: the run in %s is complete and its %s was written when it finished; --resume writes nothing, "+
+			"so %s would change nothing: leave it out, and edit %s to change the job", strings.Join(jobFlags, ", "), f.out, output.BulkloadFile,
+			map[bool]string{true: "they", false: "it"}[len(jobFlags) > 1], output.BulkloadFile))
 	} else if finished {
 		fmt.Fprintf(w, "%s already holds a complete run (%d rows written); nothing to resume\n", f.out, cp.RowsWritten)
 	} else if err := finishRun(ctx, w, m, f, plan, cp.Result()); err != nil {
