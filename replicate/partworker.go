@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unsafe"
 
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/internal/elemindex"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/transform"
@@ -83,24 +83,11 @@ func (w *partWorker) unstage() { w.batch.Records, w.staged = w.batch.Records[:0]
 // record is the record of change ch to map: its staged one when ch is among the staged changes,
 // else w.rec, filled.
 func (w *partWorker) record(ch *kafka.Change) *pipeline.Record {
-	if i, ok := changeIndex(w.staged, ch); ok && len(w.batch.Records) == len(w.staged) {
+	if i, ok := elemindex.Of(w.staged, ch); ok && len(w.batch.Records) == len(w.staged) {
 		return &w.batch.Records[i]
 	}
 	w.rec = pipeline.Record{Values: ch.Values, Seq: ch.Offset, Set: ch.Set}
 	return &w.rec
-}
-
-// changeIndex is ch's index in changes, if ch is one of them.
-func changeIndex(changes []kafka.Change, ch *kafka.Change) (int, bool) {
-	if len(changes) == 0 {
-		return 0, false
-	}
-	const size = unsafe.Sizeof(kafka.Change{})
-	off := uintptr(unsafe.Pointer(ch)) - uintptr(unsafe.Pointer(&changes[0])) // wraps above len when ch is below
-	if off%size != 0 || off/size >= uintptr(len(changes)) {
-		return 0, false
-	}
-	return int(off / size), true
 }
 
 // repeatWindow is how many messages before its start offset a worker reads to know the

@@ -2,8 +2,8 @@ package transform
 
 import (
 	"encoding/binary"
-	"unsafe"
 
+	"github.com/rekey/rekey/internal/elemindex"
 	"github.com/rekey/rekey/pipeline"
 )
 
@@ -34,7 +34,7 @@ func (e *Evaluator) laneSum(slot, src int, r *pipeline.Record, v pipeline.Value)
 		return nil, false
 	}
 	recs := e.batch.Records
-	i, ok := recordIndex(recs, r)
+	i, ok := elemindex.Of(recs, r)
 	if !ok {
 		return nil, false
 	}
@@ -84,17 +84,4 @@ func (l *md5Lanes) fill(m *md5Scratch, recs []pipeline.Record, from, src int) {
 		l.n[k] = int8(len(v.Str))
 	}
 	md5x8(&l.blk, &l.sum, &m.words)
-}
-
-// recordIndex is r's index in recs, if r is one of them.
-func recordIndex(recs []pipeline.Record, r *pipeline.Record) (int, bool) {
-	if len(recs) == 0 {
-		return 0, false
-	}
-	const size = unsafe.Sizeof(pipeline.Record{})
-	off := uintptr(unsafe.Pointer(r)) - uintptr(unsafe.Pointer(&recs[0])) // wraps above len when r is below
-	if off%size != 0 || off/size >= uintptr(len(recs)) {
-		return 0, false
-	}
-	return int(off / size), true
 }
