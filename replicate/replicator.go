@@ -36,6 +36,7 @@ type Replicator struct {
 	metrics *Metrics
 	man     *manifest
 	sqlw    *sqlsink.Writer // the target table, when it is one (then man is nil)
+	offs    *offsetBook     // the table's: the next offsets committed, kept in the state folder
 	member  string          // names this process's temporary files
 
 	rawWritten   atomic.Int64 // buffered bytes encoded into files, for the size estimate
@@ -66,6 +67,9 @@ func New(ctx context.Context, cfg Config) (*Replicator, error) {
 		// the state folder exists from the start, as an output folder does
 		if err := store.MakeRoot(cfg.Store); err != nil {
 			return nil, fmt.Errorf("create output directory: %w", err)
+		}
+		if err := r.loadOffsetBook(ctx); err != nil {
+			return nil, err
 		}
 		return r, r.openSQL()
 	}

@@ -97,6 +97,19 @@ func (r *Replicator) newSQLPartWorker(partition int, commit func(int, int64) err
 func (w *sqlWorker) run(wctx, hard context.Context, offset int64) error {
 	r := w.r
 	r.metrics.assign(w.partition, true)
+	if next, ok := r.offs.next(w.partition); ok && offset < 0 {
+		// the group has no offset of it (Kafka forgot it, or the group is new) while the state
+		// folder recorded one: continue there, where messages retention deleted since show
+		w.log.Warn("the consumer group has no committed offset for this partition (Kafka forgets a group's offsets after "+
+			"offsets.retention.minutes without a member): continuing at the next offset the state folder recorded",
+			zap.Int64("offset", next), zap.String("state", r.cfg.Out))
+		offset = next
+	}
+	defer func() {
+		if err := r.noteOffset(hard, w.partition, -1, true); err != nil {
+			w.log.Warn("the committed offsets were not recorded in the state folder", zap.Error(err))
+		}
+	}()
 	w.log.Info("partition assigned", zap.Int64("offset", offset))
 	if offset >= 0 {
 		r.metrics.committed(w.partition, offset)
@@ -176,6 +189,9 @@ func (w *sqlWorker) apply(ctx context.Context, changes []kafka.Change, next int6
 	w.pos = max(last+1, next)
 	m.position(w.partition, w.pos, w.hwm) // before the commit: a drain that sees it waits for nothing more
 	if w.commitOffset(w.pos) {
+		if err := r.noteOffset(ctx, w.partition, w.pos, false); err != nil {
+			return err
+		}
 		if err := w.hook(StepOffset, first, last); err != nil {
 			return err
 		}

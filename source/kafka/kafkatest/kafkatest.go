@@ -191,6 +191,29 @@ func (c *Cluster) DeleteRecords(t testing.TB, topic string, partition int, offse
 	}
 }
 
+// DeleteGroup deletes an empty consumer group and its committed offsets (Kafka's DeleteGroups
+// admin request): what the broker leaves of a group whose offsets expired after
+// offsets.retention.minutes without a member.
+func (c *Cluster) DeleteGroup(t testing.TB, group string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...))
+	if err != nil {
+		t.Fatalf("delete group: %v", err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDeleteGroupsRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatalf("delete group %s: %v", group, err)
+	}
+	for _, g := range resp.Groups {
+		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+			t.Fatalf("delete group %s: %v", group, err)
+		}
+	}
+}
+
 // Offsets lists the offsets a partition holds, from its first to its end: fewer than the
 // messages produced once compaction (or DeleteRecords) removed some.
 func (c *Cluster) Offsets(t testing.TB, topic string, partition int) []int64 {
