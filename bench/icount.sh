@@ -17,8 +17,9 @@
 # scheduler's and the collector's timing out of
 # the count (run to run it then varies by about 0.1%; allocations still count, in mallocgc), async
 # preemption is off, and cpu.rdtscp=off keeps the runtime off RDTSCP, which valgrind cannot decode.
-# The counts depend on the Go toolchain and valgrind: with other versions than the baseline's the
-# script prints the counts and does not judge them.
+# The counts depend on the Go toolchain, valgrind and the CPU's vector instructions (MD5 hash
+# prefixes run eight at a time on AVX2, one at a time without): with other versions or another
+# CPU feature than the baseline's the script prints the counts and does not judge them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -77,9 +78,10 @@ done
 
 goversion=$(go env GOVERSION)
 vgversion=$(valgrind --version)
-node - "$BASELINE" "$ROWS" "$ROWS2" "$TOL" "$goversion" "$vgversion" "$update" "$lines" <<'JS'
+cpu=$(grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo avx2 || echo "no avx2")
+node - "$BASELINE" "$ROWS" "$ROWS2" "$TOL" "$goversion" "$vgversion" "$update" "$lines" "$cpu" <<'JS'
 const fs = require('fs');
-const [file, r1, r2, tol, go, valgrind, why, text] = process.argv.slice(2);
+const [file, r1, r2, tol, go, valgrind, why, text, cpu] = process.argv.slice(2);
 const n1 = Number(r1), n2 = Number(r2), t = Number(tol);
 const raw = {};
 for (const l of text.trim().split('\n')) {
@@ -95,13 +97,13 @@ for (const [j, c] of Object.entries(raw)) {
 }
 const fmt = x => x.toLocaleString('en-US');
 if (why) {
-  fs.writeFileSync(file, JSON.stringify({ rows: [n1, n2], go, valgrind, why, instructions: now }, null, 2) + '\n');
+  fs.writeFileSync(file, JSON.stringify({ rows: [n1, n2], go, valgrind, cpu, why, instructions: now }, null, 2) + '\n');
   for (const [j, c] of Object.entries(now)) console.log(`${j.padEnd(16)} ${fmt(c.per_row)} instructions per row, fixed ${c.fixed.toExponential(3)} (baseline recorded)`);
   process.exit(0);
 }
 const base = JSON.parse(fs.readFileSync(file));
 const sameRows = Array.isArray(base.rows) && base.rows[0] === n1 && base.rows[1] === n2;
-const comparable = base.go === go && base.valgrind === valgrind && sameRows;
+const comparable = base.go === go && base.valgrind === valgrind && (base.cpu ?? 'avx2') === cpu && sameRows;
 const pct = x => (x >= 0 ? '+' : '') + (100 * x).toFixed(1) + '%';
 let failed = [];
 for (const [j, c] of Object.entries(now)) {
@@ -118,7 +120,7 @@ for (const [j, c] of Object.entries(now)) {
   if (perRow > t || fixed > t) failed.push(j);
 }
 if (!comparable) {
-  console.log(`the baseline was counted with ${base.go}, ${base.valgrind}, rows ${JSON.stringify(base.rows)}; this run ${go}, ${valgrind}, rows [${n1},${n2}]: not judged`);
+  console.log(`the baseline was counted with ${base.go}, ${base.valgrind}, ${base.cpu ?? 'avx2'}, rows ${JSON.stringify(base.rows)}; this run ${go}, ${valgrind}, ${cpu}, rows [${n1},${n2}]: not judged`);
 } else if (failed.length) {
   console.log(`\n${failed.join(', ')}: more than ${(100 * t).toFixed(0)}% more instructions than the baseline ("${base.why}").`);
   console.log('Find where with callgrind_annotate bench/work/icount/JOB.callgrind (or REKEY_CPUPROFILE); if the cost is meant, record it: bash bench/icount.sh --update "why"');
