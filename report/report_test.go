@@ -631,3 +631,43 @@ regions:
 		}
 	}
 }
+
+// A counter written as fixed-width text (a zero-padded number, behind a shared prefix: o0000001,
+// o0000002, ...) sorts as its numbers do, so it is the auto-increment id the guide rules out as
+// a first key column. Read in a shuffled order with nothing to tell the write order (a token
+// scan, an export sorted by something else), its dense values still make it a sequence, as the
+// same ids stored as integers are.
+func TestZeroPaddedTextCounterIsIncremental(t *testing.T) {
+	yml := `
+version: 1
+source:
+  name: orders
+  columns:
+    oid: text
+    v: text
+target:
+  table: orders
+  primary_key: "[oid]"
+regions:
+  count: 16
+`
+	const n = 50000
+	for _, format := range []string{"%08d", "o%07d"} {
+		src := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+			return []pipeline.Value{pipeline.Text(fmt.Sprintf(format, int64(i*7919)%n+1)), pipeline.Text("x")}
+		}}}
+		rep := runReport(t, yml, src, nil)
+		if rep.WriteOrder.Evidence != model.OrderArrival {
+			t.Fatalf("%s: write order %+v, want arrival order", format, rep.WriteOrder)
+		}
+		f := findingOf(rep, "incremental_key_column")
+		if f == nil || f.Severity != model.SevWarning {
+			t.Errorf("%s: a shuffled zero-padded counter key is not judged incremental: %+v", format, f)
+		}
+		for _, a := range rep.Alternatives {
+			if a.IsMapping && (a.Grade != "poor" || !a.Incremental) {
+				t.Errorf("%s: the mapping's design grades %s (incremental first %v)", format, a.Grade, a.Incremental)
+			}
+		}
+	}
+}

@@ -303,18 +303,63 @@ func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64,
 			return rho, true, fmt.Sprintf("%s with the write order (rank correlation %.2f)", dir, rho)
 		}
 	}
-	if (wo == nil || inferred) && IsIntType(typ) {
-		if lo, hi, ok := intRange(vals); ok && hi > lo {
+	ints, what := vals, "values"
+	if !IsIntType(typ) {
+		// a counter written as fixed-width text (o0000042) sorts as its numbers do
+		ints, what = paddedCounter(vals), "fixed-width counter text"
+	}
+	if (wo == nil || inferred) && ints != nil {
+		if lo, hi, ok := intRange(ints); ok && hi > lo {
 			// the subsample keeps about n of analysed rows: scale its distinct count. A sequence's
 			// values are unique, so they cannot outnumber their range: beyond it (sequenceMaxDensity)
 			// the values repeat, as another table's ids do (userid in an orders table)
 			dens := float64(distinct) * float64(max(analysed, int64(n))) / float64(n) / (float64(hi) - float64(lo) + 1)
 			if dens >= sequenceDensity && dens <= sequenceMaxDensity && float64(distinct) >= 0.9*float64(n) {
-				return rho, true, fmt.Sprintf("looks like a sequence (dense values from %d to %d)", lo, hi)
+				return rho, true, fmt.Sprintf("looks like a sequence (dense %s from %d to %d)", what, lo, hi)
 			}
 		}
 	}
 	return rho, false, ""
+}
+
+// paddedCounter reads text values that are a shared prefix and then digits, all of one length
+// (o0000042, 00017): a zero-padded counter, whose text order is its numbers'. It returns the
+// numbers, or nil when the values are not such text.
+func paddedCounter(vals []pipeline.Value) []pipeline.Value {
+	if len(vals) == 0 || vals[0].Kind != pipeline.KindText {
+		return nil
+	}
+	first := vals[0].Str
+	lcp := len(first)
+	for _, v := range vals[1:] {
+		if v.Kind != pipeline.KindText || len(v.Str) != len(first) {
+			return nil
+		}
+		for lcp > 0 && v.Str[:lcp] != first[:lcp] {
+			lcp--
+		}
+	}
+	// the prefix ends before the digits: o000 of o0000042 is o, then the counter's digits
+	head := lcp
+	for head > 0 && first[head-1] >= '0' && first[head-1] <= '9' {
+		head--
+	}
+	if digits := len(first) - head; digits == 0 || digits > 18 {
+		return nil
+	}
+	out := make([]pipeline.Value, len(vals))
+	for i, v := range vals {
+		var n int64
+		for k := head; k < len(v.Str); k++ {
+			c := v.Str[k]
+			if c < '0' || c > '9' {
+				return nil
+			}
+			n = n*10 + int64(c-'0')
+		}
+		out[i] = pipeline.Int(n)
+	}
+	return out
 }
 
 // rhoRows bounds the rows a rank correlation is computed over (evenly spread over the
