@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report/collide"
@@ -667,6 +668,51 @@ regions:
 		for _, a := range rep.Alternatives {
 			if a.IsMapping && (a.Grade != "poor" || !a.Incremental) {
 				t.Errorf("%s: the mapping's design grades %s (incremental first %v)", format, a.Grade, a.Incremental)
+			}
+		}
+	}
+}
+
+// A date or time written as text (2024-01-02, the guide's '2015122410'), or as the digits of an
+// integer (long(day) of it), sorts as its times do: every new row lands at the end of the key
+// space, as a TIMESTAMP key's does. Read in a shuffled order with nothing to tell the write
+// order, the column is judged incremental by what it holds, not passed because the shuffle
+// shows no hotspot.
+func TestDateTextKeyIsIncremental(t *testing.T) {
+	yml := `
+version: 1
+source:
+  name: events
+  columns:
+    day: text
+    id: bigint
+    v: text
+target:
+  table: events
+  primary_key: "[day][id]"
+regions:
+  count: 16
+`
+	const n = 50000
+	start := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, layout := range []string{"2006-01-02", "2006010215", "2006-01-02T15:04:05Z"} {
+		src := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+			k := int64(i*7919) % n // a shuffle of the creation order
+			at := start.Add(time.Duration(k) * 20 * time.Minute)
+			return []pipeline.Value{pipeline.Text(at.Format(layout)), pipeline.Int(k * 104729), pipeline.Text("x")}
+		}}}
+		rep := runReport(t, yml, src, nil)
+		if rep.WriteOrder.Evidence != model.OrderArrival {
+			t.Fatalf("%s: write order %+v, want arrival order", layout, rep.WriteOrder)
+		}
+		f := findingOf(rep, "incremental_key_column")
+		if f == nil || f.Severity != model.SevWarning || !strings.Contains(f.Message, "first key column day") {
+			t.Errorf("%s: a shuffled date text key is not judged incremental: %+v", layout, f)
+		}
+		// long(day) of digits is the same times as integers (20200101)
+		for _, a := range rep.Alternatives {
+			if (a.IsMapping || strings.HasPrefix(a.PrimaryKey, "[long(")) && (a.Grade != "poor" || !a.Incremental) {
+				t.Errorf("%s: design %s grades %s (incremental first %v)", layout, a.PrimaryKey, a.Grade, a.Incremental)
 			}
 		}
 	}

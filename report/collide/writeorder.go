@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report/model"
@@ -303,6 +305,13 @@ func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64,
 			return rho, true, fmt.Sprintf("%s with the write order (rank correlation %.2f)", dir, rho)
 		}
 	}
+	if wo == nil || inferred {
+		// a date or time written as text or digits (2024-01-02, 2015122410) sorts as its times
+		// do: with no order to judge it in, it is judged by what it holds, as a TIMESTAMP is
+		if layout, lo, hi, ok := textTimes(vals); ok {
+			return rho, true, fmt.Sprintf("holds dates or times written as %s (%s to %s), and times only grow", layout, lo, hi)
+		}
+	}
 	ints, what := vals, "values"
 	if !IsIntType(typ) {
 		// a counter written as fixed-width text (o0000042) sorts as its numbers do
@@ -320,6 +329,53 @@ func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64,
 		}
 	}
 	return rho, false, ""
+}
+
+// timeLayouts are the ways text holds a date or time that textTimes recognises: ISO 8601 and the
+// compact digits the primary-key guide's '2015122410' is written in. Each sorts as its times.
+var timeLayouts = []string{"2006-01-02T15:04:05Z07:00", "2006-01-02T15:04:05", "2006-01-02 15:04:05Z07:00",
+	"2006-01-02 15:04:05-0700", "2006-01-02 15:04:05", "2006-01-02", "20060102150405", "200601021504", "2006010215", "20060102"}
+
+// textTimes says whether every value is text, or an integer's digits (20240102), of one date or
+// time layout, with the layout and the smallest and largest value.
+func textTimes(vals []pipeline.Value) (layout, lo, hi string, ok bool) {
+	text := func(v pipeline.Value) (string, bool) {
+		switch v.Kind {
+		case pipeline.KindText:
+			return v.Str, true
+		case pipeline.KindInt:
+			return strconv.FormatInt(v.Num, 10), true
+		}
+		return "", false
+	}
+	if len(vals) == 0 {
+		return "", "", "", false
+	}
+	first, ok := text(vals[0])
+	if !ok {
+		return "", "", "", false
+	}
+	for _, l := range timeLayouts {
+		if _, err := time.Parse(l, first); err == nil {
+			layout = l
+			break
+		}
+	}
+	if layout == "" {
+		return "", "", "", false
+	}
+	lo, hi = first, first
+	for _, v := range vals[1:] {
+		s, ok := text(v)
+		if !ok || v.Kind != vals[0].Kind {
+			return "", "", "", false
+		}
+		if _, err := time.Parse(layout, s); err != nil {
+			return "", "", "", false
+		}
+		lo, hi = min(lo, s), max(hi, s)
+	}
+	return layout, lo, hi, true
 }
 
 // paddedCounter reads text values that are a shared prefix and then digits, all of one length
