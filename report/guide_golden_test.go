@@ -130,12 +130,12 @@ func guideScenarios() []guideScenario {
 		// sequential user ids, latest orders first: [md5(userid).subStr(0,4)][userId][orderid DESC]
 		{"user orders, sequential user ids, newest first", userOrderYAML("[userid][orderid]"), scenarioSource(userOrderRow(true)),
 			[]transform.Query{eq("userid", "orderid"), {Equal: []string{"userid"}, Range: "orderid", NewestFirst: true}},
-			"[md5(userid).substr(0, 4) + userid AS rk_hash][orderid DESC]", []string{"incremental_key_column", "write_hotspot"}},
+			"[md5(userid).substr(0, 4) + userid AS rk_hash][orderid DESC]", []string{"incremental_key_column", "write_hotspot", "query_access"}},
 		// order numbers kept as text ('2015122410'), the latest first: the guide's DESC, and "Replace
 		// the STRING data type with the LONG or INT data type": 8 bytes in numeric order
 		{"user orders, text order numbers, newest first", textOrderYAML("[userid][order_no]"), scenarioSource(textOrderRow),
 			[]transform.Query{eq("userid", "order_no"), {Equal: []string{"userid"}, Range: "order_no", NewestFirst: true}},
-			"[userid][long(order_no) AS order_no_long DESC]", nil},
+			"[userid][long(order_no) AS order_no_long DESC]", []string{"query_access"}},
 		// the guide's [userId][orderid][random(100)]: the salt behind the user spreads nothing
 		{"user orders, trailing salt", userOrderYAML("[userid][orderid][random(100) AS salt]"), scenarioSource(userOrderRow(true)),
 			[]transform.Query{eq("userid", "orderid")},

@@ -355,3 +355,18 @@ target:
 	}
 	t.Errorf("no incremental_key_column finding on orderid")
 }
+
+// A declared newest-first query on a key that stores its range column ascending breaks the
+// guide's "[userid][orderid DESC]" ("you can design the primary key as [userid][orderid DESC] to
+// sort the data in descending order"): a warning, as a scan that filters is, so that neither the
+// verdict nor rekey check, which lists warnings only, passes the design as following the guides.
+func TestNewestFirstQueryOnAnAscendingKeyIsAWarning(t *testing.T) {
+	latest := []transform.Query{{Equal: []string{"hostname", "log-event"}, Range: "ts", NewestFirst: true}}
+	for key, want := range map[string]string{"[hostname][log-event][ts]": model.SevWarning, "[hostname][log-event][ts DESC]": model.SevInfo} {
+		rep := guideReport(t, withKey(t, "../mappings/logs.yaml", key), guideTable(logRow), latest)
+		f := findingOf(rep, "query_access")
+		if f == nil || f.Severity != want {
+			t.Errorf("%s: query_access %+v, want %s", key, f, want)
+		}
+	}
+}

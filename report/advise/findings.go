@@ -558,9 +558,11 @@ func checkQueryAccess(f *Facts) []model.Finding {
 	}
 	var fs []model.Finding
 	for i, q := range own.Queries {
-		qev := map[string]float64{"query": float64(i + 1), "scans": float64(q.Scans), "full_scan": model.B2f(q.Access == "full_scan"), "filtered": float64(len(q.Filtered))}
+		qev := map[string]float64{"query": float64(i + 1), "scans": float64(q.Scans), "full_scan": model.B2f(q.Access == "full_scan"), "filtered": float64(len(q.Filtered)),
+			"unordered": model.B2f(q.Unordered)}
 		msg := fmt.Sprintf("q%d %s: %s", i+1, q.Query, q.Note)
-		if q.Access == "full_scan" || q.Access == "scan" && len(q.Filtered) > 0 {
+		// a newest-first query the key serves oldest first breaks the guide's [userid][orderid DESC]
+		if q.Access == "full_scan" || q.Access == "scan" && len(q.Filtered) > 0 || q.Unordered {
 			fs = append(fs, finding("query_access", model.SevWarning, msg, qev))
 		} else {
 			fs = append(fs, finding("query_access", model.SevInfo, msg, qev))
