@@ -112,6 +112,11 @@ type Config struct {
 	// Order is what the caller knows about the order the application writes rows in (the
 	// write-order model's evidence).
 	Order model.OrderHints
+	// Whole is how many rows the input holds that the source reads part of (a Kafka window max=
+	// cuts short: the messages the topic retains), and Part says which part, in words; 0: the
+	// source reads all of its input. The report then judges a sample of that input.
+	Whole int64
+	Part  string
 	// Reread, when set, is called before the collision check reads the source a second time
 	// (a source that can be read again, when keys collide), with the counters that read
 	// updates (RowsIn), and returns what to call when it ends: for a progress display.
@@ -157,12 +162,15 @@ type runner struct {
 	// leaves the rows' texts out of its temp files and, when keys collide, reads the source again
 	// for their rows (recount)
 	rereadable pipeline.Source
-	hashed     int    // source columns hashed per row (at most maxHashedColumns)
-	saltN      uint64 // the advisor's salt design's n: each row keeps saltToken % saltN (0: none)
-	queries    []transform.Query
-	adv        *advise.Advisor
-	order      *collide.OrderModel
-	log        *zap.Logger
+	// partScale is the input's rows over the source's (Config.Whole), 1 when the source reads
+	// all of it: the sample's figures scale by it on top of --sample's
+	partScale float64
+	hashed    int    // source columns hashed per row (at most maxHashedColumns)
+	saltN     uint64 // the advisor's salt design's n: each row keeps saltToken % saltN (0: none)
+	queries   []transform.Query
+	adv       *advise.Advisor
+	order     *collide.OrderModel
+	log       *zap.Logger
 }
 
 // Run reads the source and builds the report: the sample and the region plan are chosen
@@ -174,7 +182,7 @@ func Run(ctx context.Context, cfg Config) (*model.Report, error) {
 	}
 	cfg = withDefaults(cfg)
 	started := time.Now()
-	r := &runner{cfg: cfg, prog: cfg.Program, every: 1, estRows: -1, log: cfg.Logger}
+	r := &runner{cfg: cfg, prog: cfg.Program, every: 1, estRows: -1, partScale: 1, log: cfg.Logger}
 	if sz, ok := cfg.Source.(pipeline.Sizer); ok {
 		r.estRows = sz.EstimatedRows()
 	}
@@ -282,6 +290,17 @@ func (r *runner) sample(ctx context.Context) (pipeline.Source, model.SourceInfo,
 			r.limit = s.Rows
 			info.Sampled, info.Sample, info.ScaleKnown = true, "first "+strconv.FormatInt(s.Rows, 10)+" rows", false
 		}
+	}
+	if cfg.Whole > 0 && r.estRows > 0 && cfg.Whole > r.estRows {
+		// the source is itself part of its input: what it reads is a sample of that, whatever
+		// --sample takes of it
+		r.partScale = float64(cfg.Whole) / float64(r.estRows)
+		if info.Sampled {
+			info.Sample += ", of " + cfg.Part
+		} else {
+			info.Sampled, info.Sample = true, cfg.Part
+		}
+		info.Scale *= r.partScale
 	}
 	return src, info, nil
 }
@@ -399,14 +418,14 @@ func (r *runner) assemble(ctx context.Context, total *collide.Acc, tl *timeline,
 	r.log.Info("collision check", zap.Int64("keys", coll.Keys), zap.Int64("collision_rows", coll.Rows), zap.Duration("took", countTook))
 
 	if !info.Sampled || r.every > 1 {
-		info.Scale = 1
+		info.Scale = r.partScale
 		if tl.analysed > 0 && r.every > 1 {
-			info.Scale = float64(tl.read) / float64(tl.analysed)
+			info.Scale = float64(tl.read) / float64(tl.analysed) * r.partScale
 		}
 	}
 	if r.limit > 0 {
 		if r.estRows > 0 && tl.read > 0 {
-			info.Scale, info.ScaleKnown = float64(r.estRows)/float64(tl.read), true
+			info.Scale, info.ScaleKnown = float64(r.estRows)/float64(tl.read)*r.partScale, true
 		}
 	}
 	rep := r.build(total, tl, coll, plan, planInfo, info, elapsed, ord)

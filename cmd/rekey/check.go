@@ -187,7 +187,8 @@ func checkData(cmd *cobra.Command, inv *invocation, pf *planFlags, prog *transfo
 	}
 	order := report.OrderHints{Column: m.Source.WriteOrder, ColumnOrigin: "source.write_order"}
 	sourceOrder(src, &order)
-	rep, err := report.Run(cmd.Context(), report.Config{Program: prog, Mapping: m, Source: src, SourceURI: sourceuri.Redact(pf.source),
+	whole, part := sourcePart(src)
+	rep, err := report.Run(cmd.Context(), report.Config{Program: prog, Mapping: m, Source: src, SourceURI: sourceuri.Redact(pf.source), Whole: whole, Part: part,
 		Regions: pf.regions, Sample: report.Sample{Rows: checkSampleRows}, Workers: runtime.GOMAXPROCS(0), Logger: logger.Named("check"),
 		FormatSplit: pipeline.SplitValue, Order: order})
 	if err != nil {

@@ -198,3 +198,56 @@ func TestKafkaWindowLatestNeedsMax(t *testing.T) {
 		}
 	}
 }
+
+// A window that max= cuts short of what the topic retains is part of the topic: the report says
+// so (its sample, the uniqueness check's "on the sample", figures scaled to the messages the
+// topic retains) rather than judge the window's 500 messages as the whole table, exactly.
+func TestKafkaReportOfAWindowCutShortIsASample(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "cli-orders-part", 2)
+	c.Produce(t, topic, ordersMessages(2000)...)
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	brokers := strings.Join(c.Brokers, ",")
+	dir := t.TempDir()
+	read := func(name, max string) (string, struct {
+		Source struct {
+			Sampled bool
+			Sample  string
+			Scale   float64
+		}
+		Uniqueness struct{ Exact bool }
+	}) {
+		js := filepath.Join(dir, name+".json")
+		code, out, errs := runCLI(t, "report", "-m", mapping, "--source", "kafka://"+brokers+"/"+topic+"?max="+max, "--progress", "never", "--json", js)
+		if code != 0 {
+			t.Fatalf("report max=%s: exit %d\n%s%s", max, code, out, errs)
+		}
+		var rep struct {
+			Source struct {
+				Sampled bool
+				Sample  string
+				Scale   float64
+			}
+			Uniqueness struct{ Exact bool }
+		}
+		b, err := os.ReadFile(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		return out, rep
+	}
+	out, rep := read("part", "500")
+	if !rep.Source.Sampled || rep.Uniqueness.Exact || rep.Source.Scale != 4 || !strings.Contains(rep.Source.Sample, "500 of the 2,000 messages") {
+		t.Errorf("a window of 500 of 2,000 messages: source %+v, uniqueness exact %v", rep.Source, rep.Uniqueness.Exact)
+	}
+	if !strings.Contains(out, "(on the sample)") || !strings.Contains(out, "  note  sample ") {
+		t.Errorf("the report of 500 of 2,000 messages does not say it judged a sample:\n%s", out)
+	}
+	// max= past what the topic holds: the window is the whole topic
+	if _, rep := read("whole", "5000"); rep.Source.Sampled || !rep.Uniqueness.Exact {
+		t.Errorf("a window of every message: source %+v, uniqueness exact %v", rep.Source, rep.Uniqueness.Exact)
+	}
+}

@@ -208,7 +208,10 @@ func (f *reportFlags) config(ctx context.Context, inv *invocation, logger *zap.L
 		return report.Config{}, sourceOpenExit(err)
 	}
 	sourceOrder(src, &order)
+	whole, part := sourcePart(src)
 	return report.Config{
+		Whole:       whole,
+		Part:        part,
 		Program:     prog,
 		Mapping:     m,
 		Source:      src,
@@ -357,6 +360,25 @@ func sourceOrder(src pipeline.Source, h *report.OrderHints) {
 	default:
 		h.Arrival = "the source's order"
 	}
+}
+
+// sourcePart is how many rows the input holds that the source reads part of, and which part,
+// for the report to judge what it reads as a sample: a Kafka window max= cuts short of the
+// messages the topic retains. 0 when the source reads all of its input.
+func sourcePart(src pipeline.Source) (int64, string) {
+	w, ok := src.(*kafka.Window)
+	if !ok {
+		return 0, ""
+	}
+	retained, newest := w.Part()
+	if retained == 0 {
+		return 0, ""
+	}
+	which := "oldest"
+	if newest {
+		which = "newest"
+	}
+	return retained, fmt.Sprintf("the %s %s of the %s messages the topic retains (max=)", which, groupDigits(w.EstimatedRows()), groupDigits(retained))
 }
 
 // writeReportFile writes a report rendering atomically.

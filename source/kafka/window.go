@@ -38,6 +38,9 @@ type Window struct {
 	dialer *kafkago.Dialer
 	parts  []windowPart
 	total  int64
+	// retained is the messages the topic held when the window was opened (total when max= does
+	// not cut it short)
+	retained int64
 
 	spansOnce sync.Once
 	spans     map[string]windowPart // PartitionWindow's
@@ -90,6 +93,9 @@ func NewWindow(ctx context.Context, cfg Config, schema pipeline.SourceSchema, lo
 	}
 	w := &Window{cfg: cfg, schema: schema, log: logger, dialer: dialer, BatchSize: 1024, Idle: 5 * time.Second}
 	w.parts, w.total = windowParts(offs, cfg.Start, cfg.Max)
+	for _, o := range offs {
+		w.retained += o.End - o.First
+	}
 	logger.Info("kafka window", zap.String("topic", cfg.Topic), zap.Int("partitions", len(offs)),
 		zap.String("start", cfg.Start), zap.Int64("messages", w.total))
 	return w, nil
@@ -145,6 +151,16 @@ func (w *Window) PartitionWindow(stream string) (first, end int64, ok bool) {
 
 // EstimatedRows is the number of messages in the window.
 func (w *Window) EstimatedRows() int64 { return w.total }
+
+// Part says whether max= cut the window short of the messages the topic retains: how many it
+// retains (0 when the window reads them all), and whether the window reads the newest of them
+// (start=latest) or the oldest.
+func (w *Window) Part() (retained int64, newest bool) {
+	if w.total >= w.retained {
+		return 0, false
+	}
+	return w.retained, w.cfg.Start == StartLatest
+}
 
 // Run reads every partition's window and sends its batches to out.
 func (w *Window) Run(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
