@@ -63,10 +63,14 @@ every row to its pre-split region and writes no data files. It prints, worst fin
                 silently overwrite (exact, via temp files), the columns the colliding rows differ
                 in, and the smallest key change that tells them apart ("add seq to the key");
                 identical duplicate rows separately
-  first column  distinct values, top values, shared prefix, monotonicity in arrival order
+  first column  distinct values, top values, shared prefix, monotonicity in write order
   regions       rows and bytes per region, max/mean, coefficient of variation, empty regions
-  hotspots      the input in arrival order cut into windows: the busiest region's share of each
+  hotspots      the rows in write order cut into windows: the busiest region's share of each
                 window (a timestamp or auto-increment first column puts ~100% in one region)
+  write order   the order the application creates rows in, not the order the report reads them
+                (a token scan reads hash order): --write-order or source.write_order, Cassandra's
+                WRITETIME(), Kafka's timestamps or offsets, else a time column of the row; with
+                none, the order read, said by a write_order_unknown note
   advisor       the same analysis for the source key, a hash prefix, a reversed first column, a
                 modulo bucket (integer or time first column), a salt, the key each declared
                 query wants, and the mapping's key with long(c) for a text key column of

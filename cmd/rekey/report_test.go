@@ -310,3 +310,16 @@ func TestReportNextStepCheckRuns(t *testing.T) {
 		t.Errorf("rekey check %s, as the next step prints it: exit %d\n%s", cmd, c, out)
 	}
 }
+
+// report --help says what the report judges monotonicity and hotspots in: the order the
+// application writes rows in (a declared column, WRITETIME(), Kafka timestamps or offsets, a
+// time column), the order it read them in only when nothing tells it, never arrival order as such.
+func TestReportHelpJudgesInWriteOrder(t *testing.T) {
+	t.Parallel()
+	out := mustRun(t, "report", "--help")
+	for _, want := range []string{"monotonicity in write order", "the rows in write order cut into windows", "write_order_unknown"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report --help does not say %q:\n%s", want, out)
+		}
+	}
+}
