@@ -717,3 +717,37 @@ regions:
 		}
 	}
 }
+
+// A declared write-order column that holds no value gives way to the next evidence: another
+// time column of the row, when there is one, not arrival order. Here the declared created_at
+// is empty and ts holds the creation time; the ids rise with it (sparsely: no sequence), read
+// shuffled. Judged by ts they are incremental; in arrival order nothing would show it.
+func TestDeclaredWriteOrderWithoutValuesFallsBackOnATimeColumn(t *testing.T) {
+	yml := `
+version: 1
+source:
+  name: orders
+  columns:
+    id: bigint
+    created_at: timestamp
+    ts: timestamp
+    v: text
+target:
+  table: orders
+  primary_key: "[id]"
+regions:
+  count: 16
+`
+	const n = 50000
+	src := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+		k := int64(i*7919) % n // a shuffle of the creation order
+		return []pipeline.Value{pipeline.Int(k*1000 + k%7), pipeline.Null, pipeline.Int(1700000000000 + k*1000), pipeline.Text("x")}
+	}}}
+	rep := runReport(t, yml, src, func(c *Config) {
+		c.Order = model.OrderHints{Column: "created_at", ColumnOrigin: "source.write_order"}
+	})
+	if rep.WriteOrder.Evidence != model.OrderTimeColumn || rep.WriteOrder.Column != "ts" {
+		t.Errorf("write order %+v, want the time column ts", rep.WriteOrder)
+	}
+	wantSeverity(t, rep, "incremental_key_column", model.SevWarning)
+}

@@ -125,8 +125,8 @@ func NewOrderModel(prog *transform.Program, h model.OrderHints) *OrderModel {
 	if h.Offsets {
 		cands = append(cands, orderCand{Kind: model.OrderKafkaOffset, window: h.OffsetWindow})
 	} else {
-		// the declared column again, inferred, would be no fallback for it
-		if i := inferTimeColumn(src); i >= 0 && i != declared {
+		// the declared column again, inferred, would be no fallback for it: the next time column is
+		if i := inferTimeColumn(src, declared); i >= 0 {
 			cands = append(cands, column(model.OrderTimeColumn, i))
 		}
 		cands = append(cands, orderCand{Kind: model.OrderArrival})
@@ -163,11 +163,12 @@ func (c *orderCand) Informative(vals []int64) bool {
 
 // inferTimeColumn picks the source column most likely to be a row's creation time: a
 // timestamp, date or timeuuid column, one named like a creation time first; -1 for none.
-// writetime_ pseudo-columns are left to the WRITETIME() evidence.
-func inferTimeColumn(src pipeline.SourceSchema) int {
+// writetime_ pseudo-columns are left to the WRITETIME() evidence, and column except (the
+// declared one, -1 for none) to the declared evidence.
+func inferTimeColumn(src pipeline.SourceSchema, except int) int {
 	best, bestScore := -1, 0
 	for i, c := range src {
-		if transform.WriteOrderKind(c.Type) != "time" || strings.HasPrefix(c.Name, "writetime_") {
+		if i == except || transform.WriteOrderKind(c.Type) != "time" || strings.HasPrefix(c.Name, "writetime_") {
 			continue
 		}
 		n := strings.ToLower(c.Name)
