@@ -114,7 +114,9 @@ With --source, check also applies rekey report's data rules to a sample of the s
 collide (an error, exit 2), write hotspots in write order, unbalanced regions. When nothing tells
 the order the application creates rows in (no source.write_order, time column, WRITETIME() or
 Kafka timestamp), it notes so (write_order_unknown): monotonicity and hotspots were then judged in
-the order the rows were read, which a Cassandra token scan makes hash order. Both commands run
+the order the rows were read, which a Cassandra token scan makes hash order; when the best
+evidence gave no order (source.write_order without values, rows of one WRITETIME()) and it
+judged in the next, it says which and why (note write_order). Both commands run
 one table of rules; without --source check lists each data rule it did not examine ("skipped:
 needs a sample") rather than passing it.`,
 		Example: "  rekey check -m mappings/orders.yaml\n  rekey check -m mappings/users.yaml --source file:users.csv --regions 32",
@@ -166,6 +168,9 @@ type ruleResults struct {
 	rows     int64
 	findings []report.Finding
 	skipped  []advise.Rule
+	// orderNotes say why the sample was judged in other write-order evidence than the best
+	// (a declared column without values, a server that refused WRITETIME())
+	orderNotes []string
 }
 
 // mappingRules runs the rule table on the mapping alone.
@@ -194,7 +199,11 @@ func checkData(cmd *cobra.Command, inv *invocation, pf *planFlags, prog *transfo
 	if err != nil {
 		return nil, fmt.Errorf("check --source: the data rules: %w", err)
 	}
-	return &ruleResults{sampled: true, rows: rep.Totals.RowsAnalysed, findings: rep.Findings}, nil
+	res := &ruleResults{sampled: true, rows: rep.Totals.RowsAnalysed, findings: rep.Findings}
+	if rep.WriteOrder != nil {
+		res.orderNotes = rep.WriteOrder.Notes
+	}
+	return res, nil
 }
 
 // printRules prints the warnings and errors of the rule table: the mapping's rules, then the
@@ -242,11 +251,16 @@ func printRules(w io.Writer, mapping string, res *ruleResults, skipped string) e
 		if len(notes) > 0 {
 			fmt.Fprintf(w, "  skipped notes (never a warning): %s\n", strings.Join(notes, ", "))
 		}
-	case len(data) == 0:
+	case len(data) == 0 && len(res.orderNotes) == 0:
 		fmt.Fprintf(w, "\nData rules on a sample of %s source rows: the data follows Lindorm's design guides (rekey report -m %s --source ... has every figure)\n", groupDigits(res.rows), mapping)
 	default:
 		fmt.Fprintf(w, "\nData rules on a sample of %s source rows (rekey report's rules; rekey report -m %s --source ... has every figure):\n", groupDigits(res.rows), mapping)
 		printFindings(w, data)
+		// the rules were judged in other evidence than the best, such as the declared column:
+		// say so, as report's header does, rather than pass the data as judged in it
+		for _, n := range res.orderNotes {
+			fmt.Fprintf(w, "  note write_order: %s\n", n)
+		}
 	}
 	if len(failed) > 0 {
 		return usageError(fmt.Errorf("%s: the target table breaks Lindorm's design rules (%s): fix the mapping as the ERROR lines above say", mapping, strings.Join(failed, ", ")))

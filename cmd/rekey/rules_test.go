@@ -382,3 +382,33 @@ regions:
 		t.Errorf("check tells its user to pass --write-order, a flag of report only:\n%s", out)
 	}
 }
+
+// TestCheckSourceSaysTheDeclaredWriteOrderGaveWay: the mapping declares created as the row's
+// creation time, but the data leaves it empty; check judges the rules in another order (here
+// the inferred column ts) and must say so, as report's header does, rather than pass the data
+// as judged in the order the mapping declared.
+func TestCheckSourceSaysTheDeclaredWriteOrderGaveWay(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := writeFile(t, dir, "users.yaml", `version: 1
+source:
+  name: ks.users
+  write_order: created
+  columns: {userid: text, created: timestamp, ts: timestamp, v: text}
+target:
+  table: users
+  primary_key: "[md5(userid).substr(0,4) + userid AS pk]"
+regions:
+  count: 16
+`)
+	var b strings.Builder
+	b.WriteString("userid,created,ts,v\n")
+	for i := 0; i < 5000; i++ {
+		fmt.Fprintf(&b, "u%d,,%d,x\n", i, 1700000000000+int64(i)*1000)
+	}
+	csvPath := writeFile(t, dir, "users.csv", b.String())
+	out := mustRun(t, "check", "-m", mapping, "--source", "file:"+csvPath)
+	if strings.Contains(out, "follows Lindorm's design guides") || !strings.Contains(out, "column created, declared the row's creation time by source.write_order gives no order here") {
+		t.Errorf("check does not say the declared write order gave way:\n%s", out)
+	}
+}
