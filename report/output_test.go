@@ -450,3 +450,32 @@ func TestHTMLHeatmapArrivalOrder(t *testing.T) {
 		t.Errorf("arrival heatmap missing")
 	}
 }
+
+// On a sample, the rows per region are the sample's accepted rows, not the rows read: the
+// REGIONS section (text and page) says so, so that its figures add up to what TOTALS lists.
+func TestSampledRegionsSayTheyAreTheSamples(t *testing.T) {
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[md5(id).substr(0,4) + id AS h][ts]"), events(20000), func(c *Config) { c.Sample = model.Sample{Fraction: 0.5} })
+	var sum int64
+	for _, r := range rep.Regions {
+		sum += r.Rows
+	}
+	if sum != rep.Totals.RowsOK || sum == rep.Totals.RowsRead {
+		t.Fatalf("regions hold %d rows: accepted %d, read %d", sum, rep.Totals.RowsOK, rep.Totals.RowsRead)
+	}
+	want := fmt.Sprintf("rows of the sample: its %s accepted rows of %s read", model.Count(sum), model.Count(rep.Totals.RowsRead))
+	var text, page bytes.Buffer
+	if err := render.WriteText(&text, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := render.WriteHTML(&page, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(text.String(), "\n") {
+		if strings.HasPrefix(l, "REGIONS") && !strings.Contains(l, want) {
+			t.Errorf("the text's REGIONS line does not say %q: %s", want, l)
+		}
+	}
+	if !strings.Contains(page.String(), want) {
+		t.Errorf("the page's rows per region do not say %q", want)
+	}
+}

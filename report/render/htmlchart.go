@@ -73,8 +73,9 @@ func newRegionChart(rep *model.Report) regionChartView {
 	const H, padT, padB = 260, 10, 44
 	plotW, plotH := float64(chartW-padL-padR), float64(H-padT-padB)
 	v := regionChartView{
-		Summary: fmt.Sprintf(" · %d regions, %s from %s · max/mean %.2f · CV %.2f", n, rep.Plan.Strategy, rep.Plan.Origin, rep.Distribution.RowsMaxMean, rep.Distribution.CV),
-		Width:   chartW, Height: H, Left: padL, Right: chartW - padR, TickX: padL - 6,
+		Summary: fmt.Sprintf(" · %d regions, %s from %s · max/mean %.2f · CV %.2f", n, rep.Plan.Strategy, rep.Plan.Origin, rep.Distribution.RowsMaxMean, rep.Distribution.CV) +
+			strings.Replace(sampledRows(rep), ";", " ·", 1),
+		Width: chartW, Height: H, Left: padL, Right: chartW - padR, TickX: padL - 6,
 		IndexY: H - padB + 16, AxisY: padT + plotH, CaptionX: padL + plotW/2, CaptionY: H - 6, RowsCaptionY: padT + plotH/2,
 	}
 	var top, sum int64

@@ -289,7 +289,7 @@ func bar(x float64, width int) string {
 func (p *printer) regions(rep *model.Report) {
 	d := rep.Distribution
 	detail := fmt.Sprintf("%d regions, %s from %s; rows max/mean %.2f, CV %.2f, %d empty", rep.Plan.Regions, rep.Plan.Strategy, rep.Plan.Origin,
-		d.RowsMaxMean, d.CV, d.EmptyRegions)
+		d.RowsMaxMean, d.CV, d.EmptyRegions) + sampledRows(rep)
 	p.section("REGIONS", detail)
 	if rep.Plan.Note != "" {
 		p.f("  note: %s\n", rep.Plan.Note)
@@ -541,6 +541,15 @@ func VerdictLine(rep *model.Report) string {
 	v := rep.Verdict
 	return fmt.Sprintf("%d error%s, %d warning%s, %d note%s -> exit %d", v.Errors, model.Plural(v.Errors),
 		v.Warnings, model.Plural(v.Warnings), v.Infos, model.Plural(v.Infos), v.ExitCode)
+}
+
+// sampledRows says, on a sample, whose rows the regions count: the sample's accepted rows,
+// which do not add up to the rows read ("" when every row was analysed).
+func sampledRows(rep *model.Report) string {
+	if !rep.Source.Sampled {
+		return ""
+	}
+	return fmt.Sprintf("; rows of the sample: its %s accepted rows of %s read", model.Count(rep.Totals.RowsOK), model.Count(rep.Totals.RowsRead))
 }
 
 // orderText names the order windows follow, for renderings: "write order (evidence)".
