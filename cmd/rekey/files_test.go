@@ -242,3 +242,40 @@ func TestEmptyCSVAndJSONLAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestReportOfAFileWindowIsASample: ?limit= (and skip=) try a mapping on the head of a big file;
+// the report of such a window judges part of the file, and says so (its sample, the uniqueness
+// check not exact) rather than pass its verdict off as the whole file's.
+func TestReportOfAFileWindowIsASample(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	in := ordersCSV(t, dir, "orders.csv", 5000, 9)
+	read := func(query string) (sampled, exact bool, sample string) {
+		js := filepath.Join(dir, "r.json")
+		code, out := reportCLI(t, "report", "-m", "../../mappings/orders.yaml", "--source", "file:"+in+query, "--json", js, "--progress", "never", "-q")
+		if code != 0 {
+			t.Fatalf("report %s: exit %d\n%s", query, code, out)
+		}
+		var doc struct {
+			Source struct {
+				Sampled bool
+				Sample  string
+			}
+			Uniqueness struct{ Exact bool }
+		}
+		data, _ := os.ReadFile(js)
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc.Source.Sampled, doc.Uniqueness.Exact, doc.Source.Sample
+	}
+	if sampled, exact, sample := read("?limit=1000"); !sampled || exact || !strings.Contains(sample, "the first 1,000 of about") {
+		t.Errorf("limit=1000 of 5,000 rows: sampled %v, exact %v, sample %q", sampled, exact, sample)
+	}
+	if sampled, exact, sample := read("?skip=100&limit=250"); !sampled || exact || !strings.Contains(sample, "rows 101 to 350 of about") {
+		t.Errorf("skip=100&limit=250 of 5,000 rows: sampled %v, exact %v, sample %q", sampled, exact, sample)
+	}
+	if sampled, exact, _ := read("?limit=50000"); sampled || !exact {
+		t.Errorf("limit= past the file's rows: sampled %v, exact %v", sampled, exact)
+	}
+}

@@ -369,20 +369,30 @@ func sourceOrder(src pipeline.Source, h *report.OrderHints) {
 // sourcePart is how many rows the input holds that the source reads part of, and which part,
 // for the report to judge what it reads as a sample: a Kafka window max= cuts short of the
 // messages the topic retains. 0 when the source reads all of its input.
+// A file window (?skip=, ?limit=) is part of the rows the files hold, by their estimate.
 func sourcePart(src pipeline.Source) (int64, string) {
-	w, ok := src.(*kafka.Window)
-	if !ok {
-		return 0, ""
+	switch s := src.(type) {
+	case *kafka.Window:
+		retained, newest := s.Part()
+		if retained == 0 {
+			return 0, ""
+		}
+		which := "oldest"
+		if newest {
+			which = "newest"
+		}
+		return retained, fmt.Sprintf("the %s %s of the %s messages the topic retains (max=)", which, groupDigits(s.EstimatedRows()), groupDigits(retained))
+	case *file.Files:
+		rows, skip, limit := s.Part()
+		if rows == 0 {
+			return 0, ""
+		}
+		if skip == 0 {
+			return rows, fmt.Sprintf("the first %s of about %s rows the files hold (limit=)", groupDigits(limit), groupDigits(rows))
+		}
+		return rows, fmt.Sprintf("rows %s to %s of about %s rows the files hold (skip=, limit=)", groupDigits(skip+1), groupDigits(skip+s.EstimatedRows()), groupDigits(rows))
 	}
-	retained, newest := w.Part()
-	if retained == 0 {
-		return 0, ""
-	}
-	which := "oldest"
-	if newest {
-		which = "newest"
-	}
-	return retained, fmt.Sprintf("the %s %s of the %s messages the topic retains (max=)", which, groupDigits(w.EstimatedRows()), groupDigits(retained))
+	return 0, ""
 }
 
 // writeReportFile writes a report rendering atomically.

@@ -583,6 +583,26 @@ func (f *Files) EstimatedRows() int64 {
 	return f.window(n)
 }
 
+// Part says whether ?skip= or ?limit= cut the window short of the rows the files hold: their
+// estimated rows (0 when the window holds them all, or the files' rows are not known), and the
+// window's skip and limit (0: none).
+func (f *Files) Part() (rows, skip, limit int64) {
+	if f.skip == 0 && f.limit == 0 {
+		return 0, 0, 0
+	}
+	for _, s := range f.files {
+		e := s.EstimatedRows()
+		if e < 0 {
+			return 0, 0, 0
+		}
+		rows += e
+	}
+	if f.window(rows) >= rows {
+		return 0, 0, 0
+	}
+	return rows, f.skip, f.limit
+}
+
 // window bounds an estimate by ?skip= and ?limit=; an unknown count is the limit, when there is
 // one (an upper bound, and the point of a limit is a short trial).
 func (f *Files) window(n int64) int64 {
