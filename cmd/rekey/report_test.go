@@ -323,3 +323,16 @@ func TestReportHelpJudgesInWriteOrder(t *testing.T) {
 		}
 	}
 }
+
+// report -q prints only its verdict line: on a sample, that line says so, as the full report's
+// source line does, so that a verdict on part of the input does not pass for the whole's.
+func TestReportQuietSaysItSampled(t *testing.T) {
+	t.Parallel()
+	code, out := reportCLI(t, "report", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=20000", "--sample", "50%", "--progress", "never", "-q")
+	if code != 0 || !strings.Contains(out, "on a sample: 1 row in 2") {
+		t.Errorf("report -q --sample 50%%: exit %d: %s", code, out)
+	}
+	if _, out := reportCLI(t, "report", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=2000", "--progress", "never", "-q"); strings.Contains(out, "sample") {
+		t.Errorf("report -q of every row: %s", out)
+	}
+}
