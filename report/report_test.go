@@ -751,3 +751,54 @@ regions:
 	}
 	wantSeverity(t, rep, "incremental_key_column", model.SevWarning)
 }
+
+// With nothing to tell the write order, the rows are judged in the order they were read, which
+// an export sorted by the key makes monotonic whatever the application does: the findings name
+// that order as what it is, never as "write order", and make the hotspot they infer from it
+// conditional on the application writing in it.
+func TestArrivalOrderIsNotCalledWriteOrder(t *testing.T) {
+	yml := `
+version: 1
+source:
+  name: users
+  columns:
+    userid: text
+    v: text
+target:
+  table: users
+  primary_key: "[userid]"
+regions:
+  count: 16
+`
+	const n = 20000
+	src := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+		// random ids, exported sorted by the key
+		return []pipeline.Value{pipeline.Text(fmt.Sprintf("u%010d", int64(i)*499979+int64(i*7919%997))), pipeline.Text("x")}
+	}}}
+	rep := runReport(t, yml, src, nil)
+	if rep.WriteOrder.Evidence != model.OrderArrival {
+		t.Fatalf("write order %+v, want arrival order", rep.WriteOrder)
+	}
+	for _, f := range rep.Findings {
+		if strings.Contains(f.Message, "write order (arrival order)") {
+			t.Errorf("finding %s calls the order read the write order: %s", f.Rule, f.Message)
+		}
+	}
+	for _, f := range rep.Findings {
+		if strings.Contains(f.Message, "judged in write order by arrival order") {
+			t.Errorf("finding %s calls the order read the write order: %s", f.Rule, f.Message)
+		}
+	}
+	f := wantSeverity(t, rep, "first_column_monotonic", model.SevWarning)
+	if !strings.Contains(f.Message, "if the application creates rows in this order, every new row lands at the end of the key space") {
+		t.Errorf("first_column_monotonic asserts a hotspot from the order read: %s", f.Message)
+	}
+	// a sequence read shuffled is incremental by its values, not by any order
+	seq := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Text(fmt.Sprintf("u%08d", int64(i*7919)%n)), pipeline.Text("x")}
+	}}}
+	f = wantSeverity(t, runReport(t, yml, seq, nil), "incremental_key_column", model.SevWarning)
+	if strings.Contains(f.Message, "write order") || !strings.Contains(f.Message, "judged by its values") {
+		t.Errorf("incremental_key_column names a write order it did not have: %s", f.Message)
+	}
+}

@@ -150,6 +150,7 @@ type Facts struct {
 	onSample string  // appended to the counts that are a sample's
 	mono     float64 // the first key column's monotonic share, the larger direction
 	ordered  string  // the order the rows are judged in
+	arrival  bool    // that order is the order read: nothing told the application's
 	incFirst bool    // the first key column is incremental (a warning of its own)
 }
 
@@ -162,6 +163,10 @@ func NewFacts(rep *model.Report) *Facts {
 	}
 	if wo := rep.WriteOrder; wo != nil {
 		f.ordered = "write order (" + wo.Label() + ")"
+		if wo.Evidence == model.OrderArrival {
+			// the order read is no write order: an export sorted by the key reads monotonic
+			f.ordered, f.arrival = "arrival order (the order read, which need not be the application's)", true
+		}
 		f.incFirst = len(wo.KeyColumns) > 0 && wo.KeyColumns[0].Incremental
 	}
 	return f
@@ -428,7 +433,11 @@ func checkFirstColumnMonotonic(f *Facts) []model.Finding {
 	if fc.MonotonicDown > fc.MonotonicUp {
 		dir = "<="
 	}
-	msg := fmt.Sprintf("first key column %s is monotonic: in %s, %s of rows come with a value %s the previous one (timestamps, auto-increment ids): every new row lands at the end of the key space, in one region", fc.Name, f.ordered, model.Pct(f.mono), dir)
+	lands := "every new row lands at the end of the key space, in one region"
+	if f.arrival {
+		lands = "if the application creates rows in this order, " + lands
+	}
+	msg := fmt.Sprintf("first key column %s is monotonic: in %s, %s of rows come with a value %s the previous one (timestamps, auto-increment ids): %s", fc.Name, f.ordered, model.Pct(f.mono), dir, lands)
 	switch {
 	case f.mono >= MonotonicShare && fc.Distinct > 1 && f.incFirst:
 		return one(finding("first_column_monotonic", model.SevInfo, msg+" (the incremental_key_column warning)", mev))
@@ -635,7 +644,12 @@ func writeOrderFindings(rep *model.Report, add func(model.Finding)) {
 		if !ko.Incremental || i >= len(kcs) {
 			continue
 		}
-		add(incrementalFinding(kcs, i, ko, wo.Description, regions))
+		judged := "judged in write order by " + wo.Description
+		if wo.Evidence == model.OrderArrival {
+			// no write order: the column was judged by its values (a type, a sequence), not by an order
+			judged = "judged by its values, the order the application creates rows in being unknown"
+		}
+		add(incrementalFinding(kcs, i, ko, judged, regions))
 	}
 }
 
@@ -654,7 +668,7 @@ func incrementalRegions(rep *model.Report) int {
 // few prefix values, each value's new rows land at the end of its range (one hot range per
 // value): the guide keeps a hash on the incrementing id. After a well-spread prefix
 // ([userid][orderid]) every region gets some prefixes' new rows: fine.
-func incrementalFinding(kcs []model.KeyColumn, i int, ko model.KeyOrder, order string, regions int) model.Finding {
+func incrementalFinding(kcs []model.KeyColumn, i int, ko model.KeyOrder, judged string, regions int) model.Finding {
 	kc := kcs[i]
 	ev := map[string]float64{"column": float64(i + 1), "rank_correlation": ko.RankCorrelation, "distinct": float64(ko.Distinct),
 		"prefix_distinct": float64(ko.PrefixDistinct), "rises_in_prefix": ko.RisesInPrefix, "prefix_pairs": float64(ko.PrefixPairs), "regions": float64(regions)}
@@ -665,7 +679,7 @@ func incrementalFinding(kcs []model.KeyColumn, i int, ko model.KeyOrder, order s
 		if t, _, _, err := pipeline.ParseType(kc.Type); err == nil && collide.IsIntType(t) {
 			fix = fmt.Sprintf("put a modulo bucket ([%s %% %d][%s], the guide's bucket for time series read by time range) or a hash prefix ([%s]) before it", x, regions, x, hashed)
 		}
-		return finding("incremental_key_column", model.SevWarning, fmt.Sprintf("first key column %s is incremental: it %s, judged in write order by %s; every new row lands at the end of the key space, in one region (the design guide's incremental primary key hotspot): %s", kc.Name, ko.Why, order, fix), ev)
+		return finding("incremental_key_column", model.SevWarning, fmt.Sprintf("first key column %s is incremental: it %s, %s; every new row lands at the end of the key space, in one region (the design guide's incremental primary key hotspot): %s", kc.Name, ko.Why, judged, fix), ev)
 	}
 	var names, prefix []string
 	for _, p := range kcs[:i] {
@@ -680,8 +694,8 @@ func incrementalFinding(kcs []model.KeyColumn, i int, ko model.KeyOrder, order s
 		}
 	}
 	if ko.PrefixDistinct < int64(regions) {
-		return finding("incremental_key_column", model.SevWarning, fmt.Sprintf("key column %s is incremental (it %s, judged in write order by %s) and %s before it has only %s distinct values for %d regions: Lindorm splits a big value of %s into several regions, but every new row lands at the end of its value's range, one hot range per value: keep a hash on %s (%s[%s], the guide's hash(id) + id)",
-			kc.Name, ko.Why, order, pn, model.Count(ko.PrefixDistinct), regions, pn, kc.Name, strings.Join(prefix, ""), hashed), ev)
+		return finding("incremental_key_column", model.SevWarning, fmt.Sprintf("key column %s is incremental (it %s, %s) and %s before it has only %s distinct values for %d regions: Lindorm splits a big value of %s into several regions, but every new row lands at the end of its value's range, one hot range per value: keep a hash on %s (%s[%s], the guide's hash(id) + id)",
+			kc.Name, ko.Why, judged, pn, model.Count(ko.PrefixDistinct), regions, pn, kc.Name, strings.Join(prefix, ""), hashed), ev)
 	}
 	return finding("incremental_key_column", model.SevInfo, fmt.Sprintf("key column %s is incremental (it %s) behind %s values of %s for %d regions: new rows spread over every region's prefixes, no hot range (the guide's [userid][orderid])", kc.Name, ko.Why, model.Count(ko.PrefixDistinct), pn, regions), ev)
 }
