@@ -802,3 +802,27 @@ regions:
 		t.Errorf("incremental_key_column names a write order it did not have: %s", f.Message)
 	}
 }
+
+// In write order the windows are cut from the write-ordered subsample, not from every row: the
+// hotspot figures say whose rows their windows hold, so that they add up to the rows they count
+// (here 100,000 rows accepted, a 5,000-row subsample).
+func TestWriteOrderWindowsSayTheyAreTheSubsamples(t *testing.T) {
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), events(100000), func(c *Config) { c.SubsampleMax = 5000 })
+	sub := rep.WriteOrder.SubsampleRows
+	if int64(sub) >= rep.Totals.RowsOK || int64(rep.Hotspot.Windows)*rep.Hotspot.RowsPerWindow > int64(sub) {
+		t.Fatalf("subsample %d rows, accepted %d, windows %d of %d", sub, rep.Totals.RowsOK, rep.Hotspot.Windows, rep.Hotspot.RowsPerWindow)
+	}
+	want := fmt.Sprintf("of a %s-row subsample of the %s rows accepted", model.Count(int64(sub)), model.Count(rep.Totals.RowsOK))
+	if f := wantSeverity(t, rep, "write_hotspot", model.SevWarning); !strings.Contains(f.Message, want) {
+		t.Errorf("write_hotspot does not say %q: %s", want, f.Message)
+	}
+	var text bytes.Buffer
+	if err := render.WriteText(&text, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(text.String(), "\n") {
+		if strings.HasPrefix(l, "WRITE HOTSPOTS OVER TIME") && !strings.Contains(l, want) {
+			t.Errorf("the text's hotspot section does not say %q: %s", want, l)
+		}
+	}
+}

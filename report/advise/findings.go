@@ -521,14 +521,14 @@ func checkWriteHotspot(f *Facts) []model.Finding {
 	hev := map[string]float64{"mean_top_share": hs.MeanTopShare, "max_top_share": hs.MaxTopShare, "even_share": hs.EvenShare,
 		"hot_factor": hs.HotFactor, "windows": float64(hs.Windows), "rows_per_window": float64(hs.RowsPerWindow)}
 	if hs.HotFactor < HotFactorWarn {
-		return one(finding("write_hotspot", model.SevInfo, fmt.Sprintf("writes spread over time in %s: the busiest region of a window takes %s on average (even: %s, %.1fx)", f.ordered, model.Pct(hs.MeanTopShare), model.Pct(hs.EvenShare), hs.HotFactor), hev))
+		return one(finding("write_hotspot", model.SevInfo, fmt.Sprintf("writes spread over time in %s: the busiest region of a window of %s rows%s takes %s on average (even: %s, %.1fx)", f.ordered, model.Count(hs.RowsPerWindow), f.WindowRows(), model.Pct(hs.MeanTopShare), model.Pct(hs.EvenShare), hs.HotFactor), hev))
 	}
 	why := ""
 	if f.mono >= MonotonicShare {
 		why = " (the incremental primary key hotspot: Lindorm cannot split it away, new rows always land in the last range)"
 	}
-	return one(finding("write_hotspot", model.SevWarning, fmt.Sprintf("write hotspot: in each window of %s rows in %s the busiest region takes %s of the writes on average (even: %s, %.1fx)%s; continuous writes in this order would load one region at a time",
-		model.Count(hs.RowsPerWindow), f.ordered, model.Pct(hs.MeanTopShare), model.Pct(hs.EvenShare), hs.HotFactor, why), hev))
+	return one(finding("write_hotspot", model.SevWarning, fmt.Sprintf("write hotspot: in each window of %s rows%s in %s the busiest region takes %s of the writes on average (even: %s, %.1fx)%s; continuous writes in this order would load one region at a time",
+		model.Count(hs.RowsPerWindow), f.WindowRows(), f.ordered, model.Pct(hs.MeanTopShare), model.Pct(hs.EvenShare), hs.HotFactor, why), hev))
 }
 
 func checkSingleRowHotspot(f *Facts) []model.Finding {

@@ -90,3 +90,14 @@ func (wo *WriteOrder) Label() string {
 	}
 	return "arrival order"
 }
+
+// WindowRows says whose rows the write hotspot's windows hold when they are not every accepted
+// row: in a write order they are cut from the write-ordered subsample (" of a 5,000-row
+// subsample of the 100,000 rows accepted"), "" when they hold every accepted row.
+func (rep *Report) WindowRows() string {
+	wo := rep.WriteOrder
+	if wo == nil || wo.Evidence == OrderArrival || int64(wo.SubsampleRows) >= rep.Totals.RowsOK {
+		return ""
+	}
+	return " of a " + Count(int64(wo.SubsampleRows)) + "-row subsample of the " + Count(rep.Totals.RowsOK) + " rows accepted"
+}
