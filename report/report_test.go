@@ -816,6 +816,10 @@ func TestWriteOrderWindowsSayTheyAreTheSubsamples(t *testing.T) {
 	if f := wantSeverity(t, rep, "write_hotspot", model.SevWarning); !strings.Contains(f.Message, want) {
 		t.Errorf("write_hotspot does not say %q: %s", want, f.Message)
 	}
+	// the single-row hotspot counts keys in windows of the subsample too
+	if f := findingOf(rep, "single_row_hotspot"); f == nil || !strings.Contains(f.Message, fmt.Sprintf("of a %s-row subsample", model.Count(rep.HotRows.Rows))) {
+		t.Errorf("single_row_hotspot does not say it counted a subsample's windows: %+v", f)
+	}
 	var text bytes.Buffer
 	if err := render.WriteText(&text, rep); err != nil {
 		t.Fatal(err)

@@ -537,12 +537,18 @@ func checkSingleRowHotspot(f *Facts) []model.Finding {
 		return nil
 	}
 	ev := map[string]float64{"windows": float64(h.Windows), "rows_per_window": float64(h.RowsPerWindow), "even_share": h.EvenShare}
+	// the windows are cut from the advisor's subsample: a key written twice in a window of every
+	// row may be kept once
+	of := ""
+	if h.Rows < f.Totals.RowsOK {
+		of = " of a " + model.Count(h.Rows) + "-row subsample of the " + model.Count(f.Totals.RowsOK) + " rows accepted"
+	}
 	if len(h.Top) == 0 {
-		return one(finding("single_row_hotspot", model.SevInfo, fmt.Sprintf("no key is written twice within a window of %s writes in %s%s", model.Count(h.RowsPerWindow), f.ordered, f.onSample), ev))
+		return one(finding("single_row_hotspot", model.SevInfo, fmt.Sprintf("no key is written twice within a window of %s writes%s in %s%s", model.Count(h.RowsPerWindow), of, f.ordered, f.onSample), ev))
 	}
 	t := h.Top[0]
 	ev["window_writes"], ev["window_share"], ev["writes"] = float64(t.WindowWrites), t.WindowShare, float64(t.Writes)
-	what := fmt.Sprintf("key %s takes %s writes of a window of %s in %s (%s", strings.Join(t.Key, "|"), model.Count(t.WindowWrites), model.Count(h.RowsPerWindow), f.ordered, model.Pct(t.WindowShare))
+	what := fmt.Sprintf("key %s takes %s writes of a window of %s%s in %s (%s", strings.Join(t.Key, "|"), model.Count(t.WindowWrites), model.Count(h.RowsPerWindow), of, f.ordered, model.Pct(t.WindowShare))
 	if t.WindowShare >= h.EvenShare && t.WindowWrites >= 3 {
 		return one(finding("single_row_hotspot", model.SevWarning, what+fmt.Sprintf(", a whole region's share is %s; on the advisor's subsample): a single-row hotspot, which no key design spreads (the wide-table guide: \"Requests for the same row are always distributed to the same node ... you can only resolve this issue by scaling up the specification of the node\"): merge its updates before they reach Lindorm, or split the row (a counter per shard, summed on read)", model.Pct(h.EvenShare)), ev))
 	}
