@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"html"
 	"io"
 	"os"
 	"reflect"
@@ -477,5 +478,42 @@ func TestSampledRegionsSayTheyAreTheSamples(t *testing.T) {
 	}
 	if !strings.Contains(page.String(), want) {
 		t.Errorf("the page's rows per region do not say %q", want)
+	}
+}
+
+// The page's header names the write order the report judged in and why better evidence was not
+// used, as the text's header does: a declared column that gave way is not left to the text alone.
+func TestHTMLHeaderNamesTheWriteOrder(t *testing.T) {
+	yml := `
+version: 1
+source:
+  name: orders
+  columns:
+    id: bigint
+    created_at: timestamp
+    v: text
+target:
+  table: orders
+  primary_key: "[id]"
+regions:
+  count: 16
+`
+	src := &samplingSource{memSource{n: 5000, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Int(int64(i*7919) % 5000), pipeline.Null, pipeline.Text("x")}
+	}}}
+	rep := runReport(t, yml, src, func(c *Config) {
+		c.Order = model.OrderHints{Column: "created_at", ColumnOrigin: "source.write_order"}
+	})
+	if len(rep.WriteOrder.Notes) == 0 {
+		t.Fatalf("no write-order note: %+v", rep.WriteOrder)
+	}
+	var page bytes.Buffer
+	if err := render.WriteHTML(&page, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range append([]string{rep.WriteOrder.Description}, rep.WriteOrder.Notes...) {
+		if !strings.Contains(page.String(), html.EscapeString(want)) {
+			t.Errorf("the page does not say %q", want)
+		}
 	}
 }

@@ -47,10 +47,14 @@ type headerView struct {
 	Sample                        string
 	PrimaryKey                    string
 	TTLPlan                       string
-	Verdict                       string // FAIL, WARN or OK: also the badge's class
-	Counts                        string
-	ExitCode                      int
-	KPIs                          []kpiView
+	// WriteOrder is the order the report judged in, and WriteOrderNotes why better evidence
+	// was not used, as the text's header says them
+	WriteOrder      string
+	WriteOrderNotes []string
+	Verdict         string // FAIL, WARN or OK: also the badge's class
+	Counts          string
+	ExitCode        int
+	KPIs            []kpiView
 }
 
 type kpiView struct {
@@ -78,6 +82,9 @@ func newHeaderView(rep *model.Report) headerView {
 		Verdict:    verdictWord(v),
 		Counts:     fmt.Sprintf("%d error%s · %d warning%s · %d note%s", v.Errors, model.Plural(v.Errors), v.Warnings, model.Plural(v.Warnings), v.Infos, model.Plural(v.Infos)),
 		ExitCode:   v.ExitCode,
+	}
+	if wo := rep.WriteOrder; wo != nil {
+		h.WriteOrder, h.WriteOrderNotes = wo.Description, wo.Notes
 	}
 	flag := func(on bool, class string) string {
 		if on {
