@@ -29,8 +29,8 @@ type URI struct {
 
 // Parse splits raw, which must start with scheme://, and refuses a password in it: a password
 // after the user name (user:password@host) or any parameter whose name looks like a secret
-// (IsSecretName: password, PASSWORD, pass%77ord, sasl.password, token...), however often it
-// is given. The error then says to set passwordEnv. Errors do not quote raw: callers prefix
+// (IsSecretName: password, PASSWORD, pass%77ord, sasl.password, token...) or whose value is a
+// URI with a password (endpoint=http://KEY:SECRET@host), however often it is given. The error then says to set passwordEnv. Errors do not quote raw: callers prefix
 // them with Redact(raw).
 func Parse(raw, scheme, passwordEnv string) (*URI, error) {
 	if err := CheckSecrets(raw, passwordEnv); err != nil {
@@ -104,7 +104,8 @@ func CheckSecrets(raw, passwordEnv string) error {
 }
 
 // Redact returns raw with every secret Parse refuses masked, for error messages and logs: the
-// password of user:password@host and the value of each parameter whose name looks like a secret.
+// password of user:password@host and the value of each parameter whose name looks like a secret
+// or that holds a URI with a password.
 // It works on any string, however malformed, and hides more than needed rather than less.
 func Redact(raw string) string {
 	s := scan(raw)
@@ -226,6 +227,20 @@ func scan(raw string) scanned {
 	return s
 }
 
+// holdsPassword tells whether a parameter's value (escaped or not) is itself a URI with a
+// password in its user info, as an object store's endpoint=http://KEY:SECRET@host may be.
+func holdsPassword(v string) bool {
+	if u, err := url.QueryUnescape(v); err == nil {
+		v = u
+	}
+	_, rest, ok := strings.Cut(v, "://")
+	if !ok {
+		return false
+	}
+	at := strings.LastIndexByte(rest, '@')
+	return at >= 0 && strings.ContainsRune(rest[:at], ':')
+}
+
 // params splits raw[from:] at '&' and ';' (net/url refuses ';', a user may still write it).
 func params(raw string, from int) []param {
 	var ps []param
@@ -244,7 +259,7 @@ func params(raw string, from int) []param {
 		if k, err := url.QueryUnescape(key); err == nil {
 			p.name = k
 		}
-		p.secret = IsSecretName(p.name)
+		p.secret = IsSecretName(p.name) || p.eq >= 0 && holdsPassword(raw[p.eq+1:end])
 		ps = append(ps, p)
 		i = end + 1
 	}

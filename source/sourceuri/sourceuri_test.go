@@ -36,6 +36,10 @@ var secretURIs = []string{
 	"cassandra://h/ks/t?password=" + secret,
 	"cassandra://app:" + secret + "@h1,h2:9042/ks/t",
 	"cassandra://h/ks/t?pwd=" + secret + "&consistency=one",
+	// a URI in a parameter's value with a password in its user info: an object store's endpoint=
+	"s3://bucket/p?endpoint=http://AKIA:" + secret + "@127.0.0.1:9000",
+	"s3://bucket/p?region=r&endpoint=http%3A%2F%2FAKIA%3A" + secret + "%40h&path_style=true",
+	"oss://bucket/p?endpoint=https://AKIA:" + secret + "@h/x&region=cn-hangzhou",
 }
 
 // secretParts are the pieces of the secret a malformed URI may split it into.
@@ -57,6 +61,8 @@ func TestRedact(t *testing.T) {
 		"kafka://u:pw@b1:9092/t?format=json":                 "kafka://u:xxxxx@b1:9092/t?format=json",
 		"kafka://b1/t?password=a&format=json&PASSWORD=b":     "kafka://b1/t?password=xxxxx&format=json&PASSWORD=xxxxx",
 		"kafka://b1/t?sasl=plain&user=me@corp.com":           "kafka://b1/t?sasl=plain&user=me@corp.com", // an '@' in a value is no user info
+		"s3://b/p?endpoint=http://AKIA@h:9000":               "s3://b/p?endpoint=http://AKIA@h:9000",     // a user name alone is no secret
+		"s3://b/p?endpoint=http://u:pw@h:9000&region=r":      "s3://b/p?endpoint=xxxxx&region=r",
 		"cassandra://app@h1,h2:9042/ks/t?consistency=quorum": "cassandra://app@h1,h2:9042/ks/t?consistency=quorum",
 		"gen:orders?rows=10":                                 "gen:orders?rows=10",
 		"file:/data/user@corp:x/orders.csv":                  "file:/data/user@corp:x/orders.csv", // no authority, no user info
