@@ -239,4 +239,18 @@ func TestObjectStoreURISecretsNeverShown(t *testing.T) {
 			}
 		}
 	}
+
+	// a bucket source whose file parameters are wrong too: the file: URI split from it was
+	// quoted whole, password and all, before the store refused the password
+	for _, uri := range []string{
+		"s3://AKIA:" + secret + "@bucket/p/orders.csv?header=maybe",
+		"oss://AKIA:" + secret + "@bucket/p/orders.csv?limit=x&region=cn-hangzhou",
+		"s3://AKIA:" + secret + "@bucket/p/orders.csv?endpoint=%zz",
+		"s3://AKIA:" + secret + "@bucket/p/*.csv?delimiter=ab",
+	} {
+		code, stdout, stderr := runCLIWithEnv(t, env, "migrate", "-m", mapping, "--source", uri, "--progress", "never", "--out", filepath.Join(dir, "out"))
+		if code == 0 || strings.Contains(stdout+stderr, secret) {
+			t.Errorf("rekey migrate --source %s: exit %d, want a refusal without the secret:\n%s%s", uri, code, stdout, stderr)
+		}
+	}
 }

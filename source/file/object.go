@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/store"
 )
 
@@ -182,7 +183,7 @@ func SplitObjectURI(uri string) (storeURI, pattern, fileURI string, err error) {
 		}
 		dv, err := url.QueryUnescape(v)
 		if err != nil {
-			return "", "", "", fmt.Errorf("--source %s: parameter %s: %w", uri, k, err)
+			return "", "", "", fmt.Errorf("--source %s: parameter %s: %w", sourceuri.Redact(uri), k, err)
 		}
 		storeQ.Add(k, dv)
 	}

@@ -3,6 +3,7 @@ package file
 import (
 	"github.com/rekey/rekey/pipeline"
 
+	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/store"
 
 	"fmt"
@@ -67,7 +68,7 @@ func ParseURI(uri string) (Spec, error) {
 	}
 	spec.Path = path
 	if path == "" {
-		return spec, fmt.Errorf("--source %s: no path: give file:PATH (a file, a directory, a glob, several separated by commas, or - for stdin)", uri)
+		return spec, fmt.Errorf("--source %s: no path: give file:PATH (a file, a directory, a glob, several separated by commas, or - for stdin)", sourceuri.Redact(uri))
 	}
 	for _, p := range params {
 		k, v := p[0], p[1]
@@ -121,7 +122,8 @@ func ParseURI(uri string) (Spec, error) {
 			}
 		}
 		if err != nil {
-			return spec, fmt.Errorf("--source %s: %w", uri, err)
+			// a bucket's file: URI keeps the user info the store refuses later: never quote it
+			return spec, fmt.Errorf("--source %s: %w", sourceuri.Redact(uri), err)
 		}
 	}
 	return spec, nil
