@@ -31,6 +31,7 @@ import (
 	"github.com/rekey/rekey/sink/formats"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/source/cassandra"
+	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/store"
 )
 
@@ -88,7 +89,8 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 	for n, d := range dirs {
 		st, err := open(ctx, d)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", d, err)
+			// a bucket input the store refuses may hold a password: quote it masked
+			return nil, fmt.Errorf("%s: %w", sourceuri.Redact(d), err)
 		}
 		at := store.ResolvedLocation(st)
 		switch {

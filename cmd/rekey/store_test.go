@@ -240,6 +240,18 @@ func TestObjectStoreURISecretsNeverShown(t *testing.T) {
 		}
 	}
 
+	// merge's inputs: the input was quoted as given before the store's refusal
+	for _, in := range []string{
+		"s3://AKIA:" + secret + "@bucket/p",
+		"s3://bucket/p?password=" + secret,
+		"s3://bucket/p?endpoint=http://AKIA:" + secret + "@127.0.0.1:1",
+	} {
+		code, stdout, stderr := runCLIWithEnv(t, env, "merge", in, "--out", filepath.Join(dir, "merged"))
+		if code == 0 || strings.Contains(stdout+stderr, secret) || !strings.Contains(stderr, "AWS_SECRET_ACCESS_KEY") {
+			t.Errorf("rekey merge %s: exit %d, want a refusal naming AWS_SECRET_ACCESS_KEY without the secret:\n%s%s", in, code, stdout, stderr)
+		}
+	}
+
 	// a bucket source whose file parameters are wrong too: the file: URI split from it was
 	// quoted whole, password and all, before the store refused the password
 	for _, uri := range []string{
