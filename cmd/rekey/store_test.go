@@ -222,6 +222,9 @@ func TestObjectStoreURISecretsNeverShown(t *testing.T) {
 		"s3://bucket/p?endpoint=http://AKIA:" + secret + "@127.0.0.1:1&path_style=true":      "AWS_SECRET_ACCESS_KEY",
 		"s3://bucket/p?endpoint=http%3A%2F%2FAKIA%3A" + secret + "%40127.0.0.1%3A1":          "AWS_SECRET_ACCESS_KEY",
 		"oss://bucket/p?region=cn-hangzhou&endpoint=https://AKIA:" + secret + "@127.0.0.1:1": "OSS_ACCESS_KEY_SECRET",
+		// parameters the store refuses as credentials, masking them, after the command quoted them
+		"s3://bucket/p?access_key=" + secret:                  "AWS_SECRET_ACCESS_KEY",
+		"oss://bucket/p?region=cn-hangzhou&session=" + secret: "OSS_ACCESS_KEY_SECRET",
 	}
 	for uri, want := range buckets {
 		for _, args := range [][]string{
@@ -245,6 +248,7 @@ func TestObjectStoreURISecretsNeverShown(t *testing.T) {
 		"s3://AKIA:" + secret + "@bucket/p",
 		"s3://bucket/p?password=" + secret,
 		"s3://bucket/p?endpoint=http://AKIA:" + secret + "@127.0.0.1:1",
+		"s3://bucket/p?access_key=" + secret,
 	} {
 		code, stdout, stderr := runCLIWithEnv(t, env, "merge", in, "--out", filepath.Join(dir, "merged"))
 		if code == 0 || strings.Contains(stdout+stderr, secret) || !strings.Contains(stderr, "AWS_SECRET_ACCESS_KEY") {

@@ -177,7 +177,9 @@ func SplitObjectURI(uri string) (storeURI, pattern, fileURI string, err error) {
 			continue
 		}
 		k, v, _ := strings.Cut(kv, "=")
-		if !storeParams[k] {
+		// a credential goes to the store, which refuses it naming the variables to set
+		credential := sourceuri.IsSecretName(k) || sourceuri.IsStoreCredentialName(k)
+		if !storeParams[k] && !credential {
 			fileQ = append(fileQ, k+"="+v)
 			continue
 		}

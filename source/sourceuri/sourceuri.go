@@ -29,8 +29,9 @@ type URI struct {
 
 // Parse splits raw, which must start with scheme://, and refuses a password in it: a password
 // after the user name (user:password@host) or any parameter whose name looks like a secret
-// (IsSecretName: password, PASSWORD, pass%77ord, sasl.password, token...) or whose value is a
-// URI with a password (endpoint=http://KEY:SECRET@host), however often it is given. The error then says to set passwordEnv. Errors do not quote raw: callers prefix
+// (IsSecretName: password, PASSWORD, pass%77ord, sasl.password, token...; in every URI
+// but kafka://'s also IsStoreCredentialName) or whose value is a URI with a password
+// (endpoint=http://KEY:SECRET@host), however often it is given. The error then says to set passwordEnv. Errors do not quote raw: callers prefix
 // them with Redact(raw).
 func Parse(raw, scheme, passwordEnv string) (*URI, error) {
 	if err := CheckSecrets(raw, passwordEnv); err != nil {
@@ -156,6 +157,15 @@ func IsSecretName(name string) bool {
 	return false
 }
 
+// IsStoreCredentialName tells whether a parameter names a credential of an object store
+// (s3://, oss://) beyond IsSecretName: an access key, its id or a session (access_key,
+// AccessKeyId, session_token), which the store refuses. Such a parameter is a secret in every
+// URI but kafka://'s, which takes key= (a TLS key file) and keycol=; no other URI takes one.
+func IsStoreCredentialName(name string) bool {
+	n := strings.ToLower(name)
+	return strings.Contains(n, "key") || strings.Contains(n, "access") || strings.Contains(n, "session")
+}
+
 // scanned is where the secrets of a URI are, by byte offsets into it.
 type scanned struct {
 	passStart, passEnd int // the user info's password, or -1
@@ -218,7 +228,12 @@ func scan(raw string) scanned {
 	}
 	if q >= 0 {
 		s.params = params(raw, q+1)
+		// kafka:// alone takes parameters named so (key=, the TLS key file; keycol=)
+		credentials := start > 0 && !strings.EqualFold(raw[:start-3], "kafka")
 		for i := range s.params {
+			if credentials && IsStoreCredentialName(s.params[i].name) {
+				s.params[i].secret = true
+			}
 			if s.params[i].secret {
 				s.anySecret = true
 			}

@@ -40,6 +40,12 @@ var secretURIs = []string{
 	"s3://bucket/p?endpoint=http://AKIA:" + secret + "@127.0.0.1:9000",
 	"s3://bucket/p?region=r&endpoint=http%3A%2F%2FAKIA%3A" + secret + "%40h&path_style=true",
 	"oss://bucket/p?endpoint=https://AKIA:" + secret + "@h/x&region=cn-hangzhou",
+	// an object store's parameter naming a key, an access or a session: s3store refuses it as a credential
+	"s3://bucket/p?access_key=" + secret,
+	"S3://bucket/p?region=r&session=" + secret,
+	"oss://bucket/p/*.csv?format=csv&AccessKeyId=" + secret,
+	"s3://bucket/p?key=" + secret,
+	"mysql://u@h/db?access_key=" + secret,
 }
 
 // secretParts are the pieces of the secret a malformed URI may split it into.
@@ -62,6 +68,8 @@ func TestRedact(t *testing.T) {
 		"kafka://b1/t?password=a&format=json&PASSWORD=b":     "kafka://b1/t?password=xxxxx&format=json&PASSWORD=xxxxx",
 		"kafka://b1/t?sasl=plain&user=me@corp.com":           "kafka://b1/t?sasl=plain&user=me@corp.com", // an '@' in a value is no user info
 		"s3://b/p?endpoint=http://AKIA@h:9000":               "s3://b/p?endpoint=http://AKIA@h:9000",     // a user name alone is no secret
+		"s3://b/p/*.csv?format=csv&header=false&region=r":    "s3://b/p/*.csv?format=csv&header=false&region=r",
+		"kafka://b1/t?tls=true&cert=c.pem&key=k.pem":         "kafka://b1/t?tls=true&cert=c.pem&key=k.pem", // a key file's name, not a key
 		"s3://b/p?endpoint=http://u:pw@h:9000&region=r":      "s3://b/p?endpoint=xxxxx&region=r",
 		"cassandra://app@h1,h2:9042/ks/t?consistency=quorum": "cassandra://app@h1,h2:9042/ks/t?consistency=quorum",
 		"gen:orders?rows=10":                                 "gen:orders?rows=10",
