@@ -136,6 +136,9 @@ func CommandConfig(uri, table string, in source.Input) (Config, error) {
 		o = &Flags{}
 	}
 	switch {
+	case o.user != "" && cfg.Username != "" && cfg.Username != o.user:
+		// one login: which of the two the password is for is a guess
+		return cfg, fmt.Errorf("--cassandra-user %s and the --source URI's user %s@ disagree: give the user once", o.user, cfg.Username)
 	case o.user != "":
 		cfg.Username = o.user
 	case cfg.Username == "":
