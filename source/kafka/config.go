@@ -170,6 +170,10 @@ func ParseURI(uri string, getenv func(string) string) (Config, error) {
 	}
 	c.SASL.Mechanism = strings.ToLower(q.Get("sasl"))
 	if u := q.Get("user"); u != "" {
+		if c.SASL.User != "" && c.SASL.User != u {
+			// one login: which of the two the password is for is a guess
+			bad("the user %s@ and user=%s disagree: give the user once", c.SASL.User, u)
+		}
 		c.SASL.User = u
 	}
 	if c.SASL.Mechanism == "" && c.SASL.User != "" {
