@@ -149,6 +149,11 @@ func plainLine(f progressFigures, elapsed time.Duration) string {
 			kept = "accepted"
 		}
 		fmt.Fprintf(&b, "%s: %s rows read, %s %s, %s rejected", f.what, groupDigits(in), groupDigits(c.RowsWritten.Load()), kept, groupDigits(c.RowsRejected.Load()))
+		// rows the source left out (since=, every cell expired): without them the figures
+		// would not add up to the rows read
+		if n := c.RowsSkipped.Load(); n > 0 {
+			fmt.Fprintf(&b, ", %s skipped", groupDigits(n))
+		}
 	}
 	rate := 0.0
 	if s := elapsed.Seconds(); s > 0 && in > f.before {
@@ -214,6 +219,9 @@ func (p *progress) startBar(w io.Writer, f progressFigures) {
 		}
 		if !f.rowsOnly {
 			desc += fmt.Sprintf("  %s rejected", groupDigits(f.counters.RowsRejected.Load()))
+			if n := f.counters.RowsSkipped.Load(); n > 0 {
+				desc += fmt.Sprintf("  %s skipped", groupDigits(n))
+			}
 		}
 		p.bar.Describe(desc)
 		p.bar.Set64(in)

@@ -161,3 +161,25 @@ func TestProgressOfReadOnlyCommandsSaysAccepted(t *testing.T) {
 		}
 	}
 }
+
+// Rows the source reads and leaves out itself (a catch-up's since=, a row whose every cell
+// expired) are neither written nor rejected: the progress line counts them, so that its figures
+// add up to the rows read as the summary's do.
+func TestProgressLineCountsSkippedRows(t *testing.T) {
+	t.Parallel()
+	var c pipeline.Counters
+	c.RowsIn.Store(1_000)
+	c.RowsWritten.Store(600)
+	c.RowsRejected.Store(10)
+	c.RowsSkipped.Store(390)
+	f := progressFigures{what: "migrating", counters: &c, total: -1}
+	want := "migrating: 1,000 rows read, 600 written, 10 rejected, 390 skipped, 200 rows/s, elapsed 5s"
+	if line := plainLine(f, 5*time.Second); line != want {
+		t.Fatalf("got  %q\nwant %q", line, want)
+	}
+	// none skipped: the line as before
+	c.RowsSkipped.Store(0)
+	if line := plainLine(f, 5*time.Second); strings.Contains(line, "skipped") {
+		t.Fatalf("a line naming skipped rows when there are none: %s", line)
+	}
+}
