@@ -86,7 +86,8 @@ rolls' close plus 5s: set Kubernetes' terminationGracePeriodSeconds above that.
 Messages the topic deleted (retention) before replicate read them are lost to the table: replicate
 stops with an error naming the partition, its committed next offset and the earliest available one.
 --accept-gaps continues at the earliest offset instead, logs the gap at Warn, counts it
-(rekey_gaps_total, rekey_gap_messages_total) and records it in manifest.json (partitions[].gaps).
+(rekey_gaps_total, rekey_gap_messages_total), records it in manifest.json (partitions[].gaps; a
+table has none) and names the messages lost in the summary.
 
 Exit codes: 0 stopped cleanly (SIGTERM, Ctrl-C: everything read is committed); 1 stopped cleanly,
 but this process rejected messages (their changes are not in the output); 2 invalid use
@@ -597,6 +598,15 @@ func printReplicationSummary(w io.Writer, m *replicate.Metrics, plan pipeline.Re
 	}
 	if n := m.RepeatsSkipped.Load(); n > 0 {
 		rows = append(rows, [2]string{"repeats", fmt.Sprintf("%d (events the connector published again: applied once, skipped now)", n)})
+	}
+	// not in "messages in" (never read), but lost to the target: a table keeps no other record
+	// of them once the process ends
+	if n := m.GapMessages.Load(); n > 0 {
+		where := "recorded in manifest.json"
+		if toSQL {
+			where = "logged at Warn"
+		}
+		rows = append(rows, [2]string{"messages lost", fmt.Sprintf("%d (in %d gaps the topic's retention deleted before they were read, skipped with --accept-gaps and %s: their changes are not in the output)", n, m.Gaps.Load(), where)})
 	}
 	if !toSQL {
 		rows = append(rows,
