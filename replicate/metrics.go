@@ -154,14 +154,14 @@ func newMetrics(topic, version string, ends func(context.Context) ([]kafka.Parti
 		&partitionCollector{m: m, topic: topic, ends: ends,
 			lag: prometheus.NewDesc("rekey_consumer_lag", "Messages in the partition past the next offset to read: its end offset, read from the brokers at scrape time, - next.",
 				[]string{"topic", "partition"}, nil),
-			committed: prometheus.NewDesc("rekey_committed_offset", "Last offset this process committed for the partition.",
+			committed: prometheus.NewDesc("rekey_committed_offset", "Last offset committed for the partition, by this process or, where it started reading, the group's; only while the partition is assigned to this process.",
 				[]string{"topic", "partition"}, nil)},
 	)
 	return m
 }
 
 // partitionCollector exports the per-partition gauges as they are at scrape time: lag for the
-// partitions assigned now, the committed offset for those this process committed.
+// partitions assigned now, the committed offset for those of them it knows one for.
 //
 // The lag is measured against the end offsets read from the brokers at scrape time, not the high
 // watermark that came with the last fetch: that one is as old as the fetch, so a lag of 0 scraped
@@ -244,7 +244,13 @@ func (m *Metrics) gauge(p int) *partitionGauge {
 
 func (m *Metrics) assign(p int, assigned bool) {
 	m.mu.Lock()
-	m.gauge(p).assigned = assigned
+	if assigned {
+		m.gauge(p).assigned = true
+	} else {
+		// revoked: its offsets move on at another member, and when it comes back its position
+		// is the group's then, not the one this process left it at
+		delete(m.partitions, p)
+	}
 	m.mu.Unlock()
 }
 
