@@ -8,6 +8,7 @@ import (
 	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/sink/sqlsink"
 )
 
 // With no terminal (Kubernetes, nohup, CI) progress is a plain line per interval: no carriage
@@ -181,5 +182,37 @@ func TestProgressLineCountsSkippedRows(t *testing.T) {
 	c.RowsSkipped.Store(0)
 	if line := plainLine(f, 5*time.Second); strings.Contains(line, "skipped") {
 		t.Fatalf("a line naming skipped rows when there are none: %s", line)
+	}
+}
+
+// A resumed run's summary counts the whole run's rows, and its time and rate are this attempt's
+// alone: each line says which, and the rows this attempt read are shown beside the total, so
+// that "rows in" over "time" is not read as the rate.
+func TestResumedSummarySaysWhatThisAttemptDid(t *testing.T) {
+	t.Parallel()
+	res := pipeline.Result{RowsIn: 1_200_000, RowsWritten: 1_200_000, RowsInThisRun: 200_000, Resumed: true, Duration: 5 * time.Second}
+	var b strings.Builder
+	printSummary(&b, "Migration summary", res, summaryOut{label: "output", where: "/out"})
+	out := b.String()
+	for _, want := range []string{"rows in                 1200000\n", "rows in (this attempt)  200000\n", "time (this attempt)     5s\n", "rows/s (this attempt)   40000\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the summary:\n%s", want, out)
+		}
+	}
+	// into a table: the statements are this attempt's too
+	var st sqlsink.Stats
+	st.Statements.Store(7)
+	if line := statementsLine(true, &st); line != "  statements (this attempt) 7 (0 retried after transient errors)\n" {
+		t.Errorf("the statements of a resumed run into a table: %q", line)
+	}
+	if line := statementsLine(false, &st); strings.Contains(line, "attempt") {
+		t.Errorf("the statements of a run of one attempt: %q", line)
+	}
+	// a run that did not resume: one attempt, no such lines
+	b.Reset()
+	res.Resumed, res.RowsInThisRun = false, res.RowsIn
+	printSummary(&b, "Migration summary", res, summaryOut{label: "output", where: "/out"})
+	if strings.Contains(b.String(), "attempt") {
+		t.Errorf("a run of one attempt:\n%s", b.String())
 	}
 }

@@ -193,5 +193,15 @@ func printSQLSummary(w interface{ Write([]byte) (int, error) }, title string, re
 	out.cells = cellTimeStats(src, sw.CellTimestamps())
 	printSummary(w, title, res, out)
 	fmt.Fprintf(w, "  %-14s %s\n", "target", dest)
-	fmt.Fprintf(w, "  %-14s %d (%d retried after transient errors)\n", "statements", sw.Stats.Statements.Load(), sw.Stats.Retries.Load())
+	fmt.Fprint(w, statementsLine(res.Resumed, &sw.Stats))
+}
+
+// statementsLine is the summary's count of the statements the table took: this attempt's, which
+// a resumed run's line says, as its totals are the whole run's.
+func statementsLine(resumed bool, st *sqlsink.Stats) string {
+	label := "statements"
+	if resumed {
+		label += " (this attempt)"
+	}
+	return fmt.Sprintf("  %-14s %d (%d retried after transient errors)\n", label, st.Statements.Load(), st.Retries.Load())
 }

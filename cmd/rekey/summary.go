@@ -116,6 +116,12 @@ func printSummary(w io.Writer, title string, res pipeline.Result, out summaryOut
 		{"rows written", fmt.Sprintf("%d", s.RowsWritten)},
 		{"rows rejected", fmt.Sprintf("%d", s.RowsRejected)},
 	}
+	// the totals are the whole run's; time and rate are this attempt's alone
+	attempt := ""
+	if res.Resumed {
+		attempt = " (this attempt)"
+		rows = append(rows[:1], append([][2]string{{"rows in" + attempt, fmt.Sprintf("%d", res.RowsInThisRun)}}, rows[1:]...)...)
+	}
 	if s.RowsSkipped > 0 {
 		// neither written nor rejected: rows in = written + rejected + skipped
 		why := "older than since="
@@ -141,8 +147,8 @@ func printSummary(w io.Writer, title string, res pipeline.Result, out summaryOut
 		)
 	}
 	rows = append(rows,
-		[2]string{"time", res.Duration.Round(1e7).String()},
-		[2]string{"rows/s", fmt.Sprintf("%.0f", s.RowsPerSec)},
+		[2]string{"time" + attempt, res.Duration.Round(1e7).String()},
+		[2]string{"rows/s" + attempt, fmt.Sprintf("%.0f", s.RowsPerSec)},
 		[2]string{"peak memory", transform.FormatSize(s.PeakRSS)},
 		[2]string{out.label, out.where},
 	)
