@@ -356,7 +356,7 @@ func filesOutcome(ctx context.Context, w io.Writer, m *migrate.Migration, f *mig
 			afterFailure(runErr, "once the cause is fixed, run the same command with --resume", "with --overwrite (it replaces this output) or into a new --out")))
 	}
 	if err := finishRun(ctx, w, m, f, plan, res); err != nil {
-		return runFailed(err)
+		return runFailed(fmt.Errorf("migration failed: %w; once the cause is fixed, run the same command with --resume: it writes them", err))
 	}
 	if err := writeStats(f.statsJSON, res); err != nil {
 		return runFailed(err)
@@ -405,7 +405,9 @@ func finishRun(ctx context.Context, w io.Writer, m *migrate.Migration, f *migrat
 	}
 	fin, err := m.Finish(ctx, res, since, catchup)
 	if err != nil {
-		return err
+		// every row is committed: say what and where, as any failed run does
+		printSummary(w, "Migration failed (every row committed; the final files not written)", res, summary)
+		return fmt.Errorf("write the final files (ddl.sql, bulkload.json, manifest.json): %w\nthe files of every row read are committed in %s, without manifest.json", err, f.out)
 	}
 	printSummary(w, "Migration summary", res, summary)
 	printOversize(w, fin.Manifest)
@@ -434,7 +436,7 @@ func finishComplete(ctx context.Context, w io.Writer, m *migrate.Migration, f *m
 	} else if finished {
 		fmt.Fprintf(w, "%s already holds a complete run (%d rows written); nothing to resume\n", f.out, cp.RowsWritten)
 	} else if err := finishRun(ctx, w, m, f, plan, cp.Result()); err != nil {
-		return runFailed(err)
+		return runFailed(fmt.Errorf("migration failed: %w; once the cause is fixed, run the same command with --resume again", err))
 	}
 	return rejectedExit(cp.Result(), m.Output().Store)
 }

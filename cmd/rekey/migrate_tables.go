@@ -217,7 +217,7 @@ func tablesOutcome(ctx context.Context, w io.Writer, tables []*tableRun, results
 	for i, t := range tables {
 		fmt.Fprintf(w, "Table %s (%s)\n", t.prog.Table(), t.flags.mapping)
 		if err := finishRun(ctx, w, t.m, &t.flags, t.plan, results[i]); err != nil {
-			return runFailed(err)
+			return runFailed(fmt.Errorf("migration failed: table %s: %w; once the cause is fixed, run the same command with --overwrite to start over (several --mapping cannot --resume)", t.prog.Table(), err))
 		}
 		fmt.Fprintln(w)
 	}
