@@ -5,10 +5,7 @@ import "testing"
 // Of finds every element of a slice, and nothing outside it: a copy, a neighbour past the
 // length within the capacity, an element of another slice.
 func TestOf(t *testing.T) {
-	type rec struct {
-		a, b int64
-		s    string
-	}
+	type rec [3]int64 // a record of several words
 	backing := make([]rec, 5)
 	s := backing[1:4]
 	for i := range s {
