@@ -13,11 +13,10 @@ import (
 // a chain, each waiting for the last; eight digests side by side fill the machine's adders.
 // Only sites that hash a source column as it is look ahead: the rows' values are the inputs.
 type md5Lanes struct {
-	from int              // the batch's record index of lane 0
-	base *pipeline.Record // the batch's first record when the lanes were filled
-	n    [8]int8          // each lane's input length, -1 when the lane holds no digest
-	blk  [8][64]byte      // each lane's padded block: its input, 0x80, zeros, the bit length
-	sum  [8][32]byte      // each lane's digest (the first 16 bytes: digestSum's form)
+	from int         // the record index of lane 0 in the batch the lanes were filled from
+	n    [8]int8     // each lane's input length, -1 when the lane holds no digest
+	blk  [8][64]byte // each lane's padded block: its input, 0x80, zeros, the bit length
+	sum  [8][32]byte // each lane's digest (the first 16 bytes: digestSum's form)
 }
 
 // md5Scratch is md5x8's transposed words: one evaluator's, shared by its sites.
@@ -47,7 +46,7 @@ func (e *Evaluator) laneSum(slot, src int, r *pipeline.Record, v pipeline.Value)
 		l = new(md5Lanes)
 		e.lanes[slot] = l
 	}
-	if k := i - l.from; l.base == &recs[0] && k >= 0 && k < 8 && l.holds(k, v.Str) {
+	if k := i - l.from; k >= 0 && k < 8 && l.holds(k, v.Str) {
 		return &l.sum[k], true
 	}
 	l.fill(e.md5, recs, i, src)
@@ -65,7 +64,7 @@ func (l *md5Lanes) holds(k int, s string) bool {
 // fill computes the digests of source column src of records from..from+7 (those that hold text
 // of one block; the others' lanes stay empty).
 func (l *md5Lanes) fill(m *md5Scratch, recs []pipeline.Record, from, src int) {
-	l.from, l.base = from, &recs[0]
+	l.from = from
 	for k := range l.blk {
 		l.n[k] = -1
 		j := from + k
