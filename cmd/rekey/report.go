@@ -314,12 +314,7 @@ func (f *reportFlags) write(out io.Writer, rep *report.Report, prog *transform.P
 		}
 	}
 	if f.quiet {
-		line := report.VerdictLine(rep)
-		if rep.Source.Sampled {
-			// the only line printed: a verdict on part of the input says so
-			line += " (on a sample: " + rep.Source.Sample + ")"
-		}
-		fmt.Fprintf(out, "%s: %s\n", rep.Mapping.Table, line)
+		fmt.Fprintf(out, "%s: %s\n", rep.Mapping.Table, report.VerdictLine(rep))
 	} else if err := report.WriteText(out, rep); err != nil {
 		return err
 	}

@@ -539,8 +539,13 @@ func shareRange(t model.TopValue) string {
 // VerdictLine sums the verdict up in one line: "1 error, 2 warnings, 8 notes -> exit 2".
 func VerdictLine(rep *model.Report) string {
 	v := rep.Verdict
-	return fmt.Sprintf("%d error%s, %d warning%s, %d note%s -> exit %d", v.Errors, model.Plural(v.Errors),
+	line := fmt.Sprintf("%d error%s, %d warning%s, %d note%s -> exit %d", v.Errors, model.Plural(v.Errors),
 		v.Warnings, model.Plural(v.Warnings), v.Infos, model.Plural(v.Infos), v.ExitCode)
+	if rep.Source.Sampled {
+		// a verdict on part of the input says so wherever it is printed
+		line += " (on a sample: " + rep.Source.Sample + ")"
+	}
+	return line
 }
 
 // sampledRows says, on a sample, whose rows the regions count: the sample's accepted rows,
