@@ -584,7 +584,13 @@ func TestTransientErrorsAreRetriedAndCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := Open(context.Background(), Config{Target: tgt, Schema: s, Conns: 1, BackoffMin: time.Millisecond})
+	var failed atomic.Int64
+	observe := func(kind string, rows int, d time.Duration, err error) {
+		if err != nil {
+			failed.Add(1)
+		}
+	}
+	w, err := Open(context.Background(), Config{Target: tgt, Schema: s, Conns: 1, BackoffMin: time.Millisecond, Observe: observe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -596,8 +602,14 @@ func TestTransientErrorsAreRetriedAndCounted(t *testing.T) {
 	if err := w.Write(context.Background(), rows); err != nil {
 		t.Fatal(err)
 	}
-	if r := w.Stats.Retries.Load(); r != 2 {
-		t.Errorf("%d retries counted, want 2", r)
+	// each cut fails the statement once; ending the lost statement's session may take more
+	// than one try on a busy machine (the server notices the kill late), and each such try
+	// counts as a retry too
+	if f := failed.Load(); f != 2 {
+		t.Errorf("%d failed statements, want 2 (one per cut connection)", f)
+	}
+	if r := w.Stats.Retries.Load(); r < 2 {
+		t.Errorf("%d retries counted, want at least the 2 statements tried again", r)
 	}
 	var n int
 	srv.DB(t).QueryRow("SELECT COUNT(*) FROM t").Scan(&n)
