@@ -33,6 +33,7 @@ type Replicator struct {
 	target  pipeline.TargetSchema
 	dstmt   *deleteStmt
 	dialer  *kafkago.Dialer
+	topic   *kafka.OffsetLookup // the topic's offsets: /metrics' end offsets, the partitions of other members
 	metrics *Metrics
 	man     *manifest
 	sqlw    *sqlsink.Writer // the target table, when it is one (then man is nil)
@@ -60,7 +61,11 @@ func New(ctx context.Context, cfg Config) (*Replicator, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Replicator{cfg: cfg, log: cfg.Logger, target: cfg.Program.Target(), dialer: dialer, metrics: newMetrics(cfg.Kafka.Topic, cfg.Version, cfg.Kafka.Offsets),
+	topic, err := cfg.Kafka.NewOffsetLookup()
+	if err != nil {
+		return nil, err
+	}
+	r := &Replicator{cfg: cfg, log: cfg.Logger, target: cfg.Program.Target(), dialer: dialer, topic: topic, metrics: newMetrics(cfg.Kafka.Topic, cfg.Version, topic.Offsets),
 		member: fmt.Sprintf("%08x", rand.Uint32())}
 	r.dstmt = newDeleteStmt(r.target)
 	if cfg.SQL.Target != nil {
@@ -181,6 +186,7 @@ func (r *Replicator) ratio() float64 {
 // and its offsets committed; Run returns nil) or ctx is cancelled (a hard stop: nothing more is
 // committed, temporary files are removed) or a worker fails (its error).
 func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
+	defer r.topic.Close()
 	if r.man != nil {
 		defer func() {
 			if r.crashed.Load() {
@@ -557,7 +563,7 @@ func (r *Replicator) otherMemberWait() time.Duration {
 // othersPartitions returns the topic's partitions that are not among parts (assigned to this
 // member); nil when the topic's partitions cannot be read (a warning: the next generation checks again).
 func (r *Replicator) othersPartitions(ctx context.Context, parts []int) []int {
-	offs, err := r.cfg.Kafka.Offsets(ctx)
+	offs, err := r.topic.Offsets(ctx)
 	if err != nil {
 		r.log.Warn("could not list the topic's partitions to check that this member is the group's only one", zap.Error(err))
 		return nil

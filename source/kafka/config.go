@@ -339,6 +339,41 @@ func (c *Config) Offsets(ctx context.Context) ([]PartitionOffsets, error) {
 	return c.topicOffsets(ctx, cl)
 }
 
+// OffsetLookup looks the topic's offsets up through connections it keeps between look-ups.
+// replicate's /metrics reads the end offsets at every scrape: a new client each time would dial
+// the brokers (and, with TLS and SASL, shake hands and authenticate) for each scrape. Idle
+// connections close after the transport's idle timeout (30 s) and at Close; the lookup stays
+// usable after Close.
+type OffsetLookup struct {
+	c  *Config
+	cl *kafkago.Client
+	tr *kafkago.Transport
+}
+
+// NewOffsetLookup returns a lookup of the topic's offsets; it dials nothing until its first use.
+func (c *Config) NewOffsetLookup() (*OffsetLookup, error) {
+	cl, tr, err := c.Client()
+	if err != nil {
+		return nil, err
+	}
+	return &OffsetLookup{c: c, cl: cl, tr: tr}, nil
+}
+
+// Offsets looks up the topic's partitions and their first and end offsets, as Config.Offsets.
+// A kept connection the broker closed since (a restart) fails the request it carried, and so
+// would the others kept with it: a failed look-up is tried once more on new connections.
+func (l *OffsetLookup) Offsets(ctx context.Context) ([]PartitionOffsets, error) {
+	offs, err := l.c.topicOffsets(ctx, l.cl)
+	if err != nil && ctx.Err() == nil && !IsAuthFailure(err) {
+		l.tr.CloseIdleConnections()
+		offs, err = l.c.topicOffsets(ctx, l.cl)
+	}
+	return offs, err
+}
+
+// Close closes the idle connections.
+func (l *OffsetLookup) Close() { l.tr.CloseIdleConnections() }
+
 // topicOffsets reads the topic's offsets through cl, naming refused credentials (the client
 // reports them as "unexpected EOF").
 func (c *Config) topicOffsets(ctx context.Context, cl *kafkago.Client) ([]PartitionOffsets, error) {
