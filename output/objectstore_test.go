@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/store"
 )
 
@@ -133,15 +134,27 @@ func TestObjectStoreRejectsExactlyOnceAcrossResumes(t *testing.T) {
 // removes it.
 func TestObjectStoreLock(t *testing.T) {
 	defer func(ttl, settle time.Duration) { LockTTL, lockSettle = ttl, settle }(LockTTL, lockSettle)
-	LockTTL, lockSettle = 300*time.Millisecond, 10*time.Millisecond
+	// long enough that a renewal every LockTTL/3 keeps it on a busy machine
+	LockTTL, lockSettle = 3*time.Second, 10*time.Millisecond
 	st := newBucket(t, t.TempDir())
 	ctx := context.Background()
 	first, err := Open(context.Background(), st, Spec{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// outlives its TTL: the heartbeat keeps it
-	time.Sleep(2 * LockTTL) // time passes: what the test is about
+	lock := func() (info objectLockInfo) {
+		b, err := st.Get(ctx, LockFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &info); err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	// outlives its first expiry: the heartbeat renews it
+	firstExpiry := lock().Expires
+	wait.For(t, func() bool { return time.Now().After(firstExpiry) && lock().Expires.After(time.Now()) }, "the lock renewed past its first expiry")
 	if _, err := Open(context.Background(), st, Spec{Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
 		t.Fatalf("second run on a locked output: %v", err)
 	}
