@@ -524,10 +524,13 @@ func (r *Replicator) heartbeat(ctx context.Context, gen *kafkago.Generation, lea
 				coordinator = kafkago.TCP(net.JoinHostPort(fc.Coordinator.Host, strconv.Itoa(fc.Coordinator.Port)))
 			}
 		}
-		var resp *kafkago.HeartbeatResponse
+		var refused error
 		sent := lease.since()
 		if coordinator != nil {
-			resp, err = cl.Heartbeat(hctx, &kafkago.HeartbeatRequest{Addr: coordinator, GroupID: gen.GroupID, GenerationID: gen.ID, MemberID: gen.MemberID})
+			var resp *kafkago.HeartbeatResponse
+			if resp, err = cl.Heartbeat(hctx, &kafkago.HeartbeatRequest{Addr: coordinator, GroupID: gen.GroupID, GenerationID: gen.ID, MemberID: gen.MemberID}); err == nil {
+				refused = heartbeatError(resp)
+			}
 		}
 		cancel()
 		switch {
@@ -540,16 +543,29 @@ func (r *Replicator) heartbeat(ctx context.Context, gen *kafkago.Generation, lea
 				log.Warn("heartbeats are not getting through to the group coordinator; retrying", zap.Error(err),
 					zap.Duration("lease_left", max(0, left)))
 			}
-		case resp.Error == nil:
+		case refused == nil:
 			lease.renew(sent)
-		case !errors.Is(resp.Error, kafkago.RebalanceInProgress):
+		case !errors.Is(refused, kafkago.RebalanceInProgress):
 			// the answer during a rebalance is REBALANCE_IN_PROGRESS: the beat counts for the
 			// broker (not for the lease); any other error means the member is out of the group
 			lease.lost.Store(true)
-			log.Info("heartbeats end: the broker says this member is no longer in the generation", zap.Error(resp.Error))
+			log.Info("heartbeats end: the broker says this member is no longer in the generation", zap.Error(refused))
 			return
 		}
 	}
+}
+
+// heartbeatError is the error code of a Heartbeat answer, which kafka-go's Client.Heartbeat
+// misreads from version 1 on: its response puts error_code before throttle_time_ms, where the
+// protocol has throttle_time_ms first (segmentio/kafka-go#1371, open in v0.4.51). The error code
+// then arrives as the low 16 bits of Throttle's milliseconds, and Error holds the throttle time's
+// high half (zero below 65 s). A version 0 answer, without a throttle time, is read right: its
+// Error is the error. TestKafkaGoHeartbeatDecoding says when kafka-go reads them right.
+func heartbeatError(resp *kafkago.HeartbeatResponse) error {
+	if code := int16(uint16(int32(resp.Throttle / time.Millisecond))); code != 0 {
+		return kafkago.Error(code)
+	}
+	return resp.Error
 }
 
 // otherMemberWait is how long a member on an object store waits for the generation to end when
