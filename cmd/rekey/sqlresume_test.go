@@ -76,11 +76,13 @@ func TestMigrateIntoSQLKilledThenResumed(t *testing.T) {
 	wait.For(t, func() bool {
 		select {
 		case <-exited:
-			t.Fatalf("rekey ended (%v) before a checkpoint past %d rows\n%s", cmd.ProcessState, rows/10, log.String())
+			t.Fatalf("rekey ended (%v) before a checkpoint of written rows\n%s", cmd.ProcessState, log.String())
 		default:
 		}
-		return checkpointed() >= rows/10
-	}, "a checkpoint past a tenth of the rows")
+		// the first checkpoint of written rows: a tenth of them took longer than the wait on a
+		// busy machine with go-mysql-server
+		return checkpointed() > 0
+	}, "a checkpoint of written rows")
 	cmd.Process.Signal(syscall.SIGKILL)
 	<-exited
 	cp, err := outputtest.Checkpoint(state)
