@@ -3,6 +3,7 @@ package output
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -205,8 +206,9 @@ func TestObjectStoreLockOfAnEndedRunIsTakenOver(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the lock of a run of this process that ended was not taken over: %v", err)
 	}
-	// ... while that second run holds it, a third is refused
-	if _, err := Open(context.Background(), st, Spec{Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
+	// ... while that second run holds it, a third is refused (without --resume, which would wait
+	// for the second's next renewal first)
+	if _, err := Open(context.Background(), st, Spec{}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
 		t.Fatalf("a held lock was taken over: %v", err)
 	}
 	second.Close()
@@ -223,18 +225,22 @@ func TestObjectStoreLockOfAnEndedRunIsTakenOver(t *testing.T) {
 	}
 	third.Close()
 
-	// a live process on this machine, and a process on another machine: refused
+	// a live process on this machine, and a process on another machine, each renewing its lock:
+	// refused (one on another machine that does not renew it is waited for:
+	// TestResumeWaitsForTheLockOfARunKilledElsewhere)
 	live := exec.Command("sleep", "30")
 	if err := live.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { live.Process.Kill(); live.Wait() }()
-	lockOf(live.Process.Pid, host, "live")
-	if _, err := Open(context.Background(), st, Spec{Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
+	renewed := func(pid int, host, token string) store.Store {
+		lockOf(pid, host, token)
+		return renewsLock{st, func() { lockOf(pid, host, token) }}
+	}
+	if _, err := Open(context.Background(), renewed(live.Process.Pid, host, "live"), Spec{Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
 		t.Fatalf("a live holder's lock: %v", err)
 	}
-	lockOf(dead.Process.Pid, "elsewhere", "remote")
-	if _, err := Open(context.Background(), st, Spec{Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
+	if _, err := Open(context.Background(), renewed(dead.Process.Pid, "elsewhere", "remote"), Spec{Resume: true}, nil); err == nil || !strings.Contains(err.Error(), "in use by another rekey run") {
 		t.Fatalf("another machine's lock: %v", err)
 	}
 }
@@ -264,5 +270,53 @@ func TestCompleteRunSweepsUnfinishedWrites(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(cfg.OutDir, DataDir, "region-0000", store.TempPrefix+"*"))
 	if len(left) > 0 {
 		t.Fatalf("unfinished writes left after a complete run: %v", left)
+	}
+}
+
+// renewsLock is a bucket whose lock is renewed by another, live run (another machine's) each
+// time a run reads it: a heartbeat, met without waiting for one.
+type renewsLock struct {
+	bucket
+	renew func()
+}
+
+func (s renewsLock) Get(ctx context.Context, name string) ([]byte, error) {
+	if name == LockFile {
+		s.renew()
+	}
+	return s.bucket.Get(ctx, name)
+}
+
+// A retried shard (a Kubernetes Job's replacement pod, scheduled on another node than the pod
+// that was killed) runs --resume while the killed run's lock has not expired yet: it waits for
+// the lock to expire and takes it over, as replicate does. Before, it was refused at once with
+// exit 2 ("in use by another rekey run"), which migrate-job.yaml's podFailurePolicy takes for
+// invalid use and fails the index for good. A lock that is renewed meanwhile (a live run) is
+// still refused.
+func TestResumeWaitsForTheLockOfARunKilledElsewhere(t *testing.T) {
+	defer func(ttl, settle time.Duration) { LockTTL, lockSettle = ttl, settle }(LockTTL, lockSettle)
+	LockTTL, lockSettle = 500*time.Millisecond, 10*time.Millisecond
+	ctx := context.Background()
+	st := newBucket(t, t.TempDir())
+	lockOf := func(renewed time.Time) []byte {
+		data, _ := json.Marshal(objectLockInfo{Holder: "pid 1 on rekey-orders-3", Token: "killed", Host: "rekey-orders-3", Boot: "another-node", PID: 1,
+			Renewed: renewed, Expires: renewed.Add(LockTTL)})
+		return data
+	}
+	if err := st.Put(ctx, LockFile, lockOf(time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	o, err := Open(ctx, st, Spec{Resume: true}, nil)
+	if err != nil {
+		t.Fatalf("--resume after a run killed on another machine: %v, want the lock taken over once it expired", err)
+	}
+	o.Close()
+
+	if err := st.Put(ctx, LockFile, lockOf(time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	live := renewsLock{st, func() { _ = st.Put(ctx, LockFile, lockOf(time.Now())) }}
+	if _, err := Open(ctx, live, Spec{Resume: true}, nil); !errors.Is(err, ErrRefusedResume) || !strings.Contains(err.Error(), "in use by another rekey run") {
+		t.Fatalf("--resume while another machine's run renews its lock: %v, want refused", err)
 	}
 }

@@ -106,7 +106,7 @@ func Open(ctx context.Context, st store.Store, spec Spec, logger *zap.Logger) (*
 	if spec.Dir == "" {
 		spec.Dir = st.Location("")
 	}
-	o, err := Lock(ctx, st, spec.Dir, logger)
+	o, err := lockOutput(ctx, st, spec.Dir, logger, spec.Resume)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +123,13 @@ func Open(ctx context.Context, st store.Store, spec Spec, logger *zap.Logger) (*
 // wrapping ErrRefusedResume) naming the first, and the Output's Store is fenced. dir names the
 // output in messages. Close the Output to release the lock.
 func Lock(ctx context.Context, st store.Store, dir string, logger *zap.Logger) (*Output, error) {
+	return lockOutput(ctx, st, dir, logger, false)
+}
+
+// lockOutput is Lock; with waitStale (--resume: a retried Kubernetes pod may start on another
+// node while the killed run's lock has not expired yet) an object store's lock that is not
+// renewed is waited for and taken over, as LockStore does.
+func lockOutput(ctx context.Context, st store.Store, dir string, logger *zap.Logger, waitStale bool) (*Output, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
@@ -137,7 +144,7 @@ func Lock(ctx context.Context, st store.Store, dir string, logger *zap.Logger) (
 		}
 		o.lock = lock
 	} else {
-		lock, err := lockObject(ctx, st, dir, logger)
+		lock, err := waitLockObject(ctx, st, dir, logger, waitStale)
 		if err != nil {
 			return nil, err
 		}
@@ -626,12 +633,23 @@ func LockStore(ctx context.Context, st store.Store, out string, log *zap.Logger,
 	if log == nil {
 		log = zap.NewNop()
 	}
+	l, err := waitLockObject(ctx, st, out, log, waitStale)
+	if err != nil {
+		return nil, err
+	}
+	return &StoreLock{l: l}, nil
+}
+
+// waitLockObject is lockObject; with waitStale a refusal for a lock that is not renewed (its run
+// was killed, on another machine: one on this machine is taken over at once) waits until the lock
+// expires and takes it over, at most LockTTL; a lock renewed meanwhile (a live run) is refused.
+func waitLockObject(ctx context.Context, st store.Store, out string, log *zap.Logger, waitStale bool) (*objectLock, error) {
 	var seen time.Time // the Renewed of the lock found first
 	poll := min(LockTTL/12, 5*time.Second)
 	for {
 		l, err := lockObject(ctx, st, out, log)
 		if err == nil {
-			return &StoreLock{l: l}, nil
+			return l, nil
 		}
 		if !waitStale || !errors.Is(err, ErrRefusedResume) {
 			return nil, err
@@ -647,7 +665,7 @@ func LockStore(ctx context.Context, st store.Store, out string, log *zap.Logger,
 			return nil, err
 		case seen.IsZero():
 			seen = held.Renewed
-			log.Info("waiting for the output's lock: held by a run that may have been killed; taken over once it expires unless it is renewed",
+			log.Warn("waiting for the output's lock: held by a run that may have been killed; taken over once it expires unless it is renewed",
 				zap.String("holder", held.Holder), zap.Time("expires", held.Expires))
 		case !held.Renewed.Equal(seen):
 			return nil, err // renewed: its run is alive
