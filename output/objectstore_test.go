@@ -320,3 +320,36 @@ func TestResumeWaitsForTheLockOfARunKilledElsewhere(t *testing.T) {
 		t.Fatalf("--resume while another machine's run renews its lock: %v, want refused", err)
 	}
 }
+
+// The finishing step's retry (merge-job.yaml's next pod, on another node than the merge that was
+// killed) waits for the killed merge's lock to expire and takes it over, as a shard's --resume
+// does. Before, Lock refused it at once with exit 2, and the Job's few retries, 10, 20 and 40
+// seconds apart, all ended before the lock's 2 minutes: the Job failed. A lock renewed meanwhile
+// (a second merge running) is still refused.
+func TestLockWaitsForTheLockOfAMergeKilledElsewhere(t *testing.T) {
+	defer func(ttl, settle time.Duration) { LockTTL, lockSettle = ttl, settle }(LockTTL, lockSettle)
+	LockTTL, lockSettle = 500*time.Millisecond, 10*time.Millisecond
+	ctx := context.Background()
+	st := newBucket(t, t.TempDir())
+	lockOf := func(renewed time.Time) []byte {
+		data, _ := json.Marshal(objectLockInfo{Holder: "pid 1 on rekey-orders-merge-x7k2p", Token: "killed", Host: "rekey-orders-merge-x7k2p", Boot: "another-node", PID: 1,
+			Renewed: renewed, Expires: renewed.Add(LockTTL)})
+		return data
+	}
+	if err := st.Put(ctx, LockFile, lockOf(time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	o, err := Lock(ctx, st, "merged", nil)
+	if err != nil {
+		t.Fatalf("a merge after one killed on another machine: %v, want the lock taken over once it expired", err)
+	}
+	o.Close()
+
+	if err := st.Put(ctx, LockFile, lockOf(time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	live := renewsLock{st, func() { _ = st.Put(ctx, LockFile, lockOf(time.Now())) }}
+	if _, err := Lock(ctx, live, "merged", nil); !errors.Is(err, ErrRefusedResume) || !strings.Contains(err.Error(), "in use by another rekey run") {
+		t.Fatalf("a merge while another machine's merge renews its lock: %v, want refused", err)
+	}
+}

@@ -120,15 +120,17 @@ func Open(ctx context.Context, st store.Store, spec Spec, logger *zap.Logger) (*
 
 // Lock takes the lock of the output st for a run that writes there without a checkpoint to
 // resume (rekey merge), as Open does: a second run on the same output is refused (an error
-// wrapping ErrRefusedResume) naming the first, and the Output's Store is fenced. dir names the
+// wrapping ErrRefusedResume) naming the first, and the Output's Store is fenced. An object
+// store's lock that is not renewed (a merge killed on another machine, which merge-job.yaml's
+// next pod runs again) is waited for and taken over, as Open does with --resume. dir names the
 // output in messages. Close the Output to release the lock.
 func Lock(ctx context.Context, st store.Store, dir string, logger *zap.Logger) (*Output, error) {
-	return lockOutput(ctx, st, dir, logger, false)
+	return lockOutput(ctx, st, dir, logger, true)
 }
 
-// lockOutput is Lock; with waitStale (--resume: a retried Kubernetes pod may start on another
-// node while the killed run's lock has not expired yet) an object store's lock that is not
-// renewed is waited for and taken over, as LockStore does.
+// lockOutput is Lock; with waitStale (--resume, merge: a retried Kubernetes pod may start on
+// another node while the killed run's lock has not expired yet) an object store's lock that is
+// not renewed is waited for and taken over, as LockStore does.
 func lockOutput(ctx context.Context, st store.Store, dir string, logger *zap.Logger, waitStale bool) (*Output, error) {
 	if logger == nil {
 		logger = zap.NewNop()
