@@ -27,9 +27,21 @@ import (
 
 // objects are the decoded documents of every manifest, by file name.
 type objects struct {
-	jobs        map[string]*batchv1.Job
-	deployments map[string]*appsv1.Deployment
-	claims      map[string]*corev1.PersistentVolumeClaim
+	jobs         map[string]*batchv1.Job
+	deployments  map[string]*appsv1.Deployment
+	statefulSets map[string]*appsv1.StatefulSet
+	claims       map[string]*corev1.PersistentVolumeClaim
+}
+
+// workload is a Deployment's or a StatefulSet's pod template, and which it is.
+func (o objects) workload(name string) (kind string, tmpl *corev1.PodTemplateSpec) {
+	if d := o.deployments[name]; d != nil {
+		return "Deployment", &d.Spec.Template
+	}
+	if s := o.statefulSets[name]; s != nil {
+		return "StatefulSet", &s.Spec.Template
+	}
+	return "", nil
 }
 
 // decodeStrict decodes one YAML document into the API type its kind names, refusing unknown and
@@ -45,6 +57,8 @@ func decodeStrict(doc []byte) (any, error) {
 		obj = &batchv1.Job{}
 	case "apps/v1 Deployment":
 		obj = &appsv1.Deployment{}
+	case "apps/v1 StatefulSet":
+		obj = &appsv1.StatefulSet{}
 	case "v1 PersistentVolumeClaim":
 		obj = &corev1.PersistentVolumeClaim{}
 	default:
@@ -72,7 +86,7 @@ func loadManifests(t *testing.T) objects {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no manifests here: %v", err)
 	}
-	o := objects{map[string]*batchv1.Job{}, map[string]*appsv1.Deployment{}, map[string]*corev1.PersistentVolumeClaim{}}
+	o := objects{map[string]*batchv1.Job{}, map[string]*appsv1.Deployment{}, map[string]*appsv1.StatefulSet{}, map[string]*corev1.PersistentVolumeClaim{}}
 	for _, f := range files {
 		text, err := os.ReadFile(f)
 		if err != nil {
@@ -88,6 +102,8 @@ func loadManifests(t *testing.T) objects {
 				o.jobs[obj.Name] = obj
 			case *appsv1.Deployment:
 				o.deployments[obj.Name] = obj
+			case *appsv1.StatefulSet:
+				o.statefulSets[obj.Name] = obj
 			case *corev1.PersistentVolumeClaim:
 				o.claims[obj.Name] = obj
 			}
@@ -218,13 +234,13 @@ func TestMergeJobFinishesTheSharedOutput(t *testing.T) {
 	checkPod(t, "merge", merge.Spec.Template.Spec)
 }
 
-func TestReplicateDeploymentStopsCleanlyAndReportsHealth(t *testing.T) {
+func TestReplicateMembersStopCleanlyAndReportHealth(t *testing.T) {
 	o := loadManifests(t)
-	d := o.deployments["rekey-orders-replicate"]
-	if d == nil {
-		t.Fatal("replicate-deployment.yaml: no Deployment rekey-orders-replicate")
+	_, tmpl := o.workload("rekey-orders-replicate")
+	if tmpl == nil {
+		t.Fatal("no Deployment or StatefulSet rekey-orders-replicate")
 	}
-	spec := d.Spec.Template.Spec
+	spec := tmpl.Spec
 	c := container(t, "replicate", spec)
 	if c.Args[0] != "replicate" {
 		t.Fatalf("args start with %q", c.Args[0])
@@ -263,6 +279,43 @@ func TestReplicateDeploymentStopsCleanlyAndReportsHealth(t *testing.T) {
 		}
 	}
 	checkPod(t, "replicate", spec)
+}
+
+// A member keeps its --state folder across restarts (docs/replicate.md): offsets.json there is
+// where it continues a partition once Kafka has forgotten the group's offsets (no member for
+// offsets.retention.minutes), and a member without it starts at the first retained message and
+// silently misses what retention deleted since. The folder is the pod's name on a shared volume:
+// a StatefulSet's member keeps its name (rekey-orders-replicate-1) when replaced; a Deployment's
+// replacement pod has a new one, so a folder of its own starts empty every time. Before, the
+// members were a Deployment.
+func TestReplicateMembersKeepTheirStateAcrossRestarts(t *testing.T) {
+	o := loadManifests(t)
+	kind, tmpl := o.workload("rekey-orders-replicate")
+	if tmpl == nil {
+		t.Fatal("no Deployment or StatefulSet rekey-orders-replicate")
+	}
+	c := container(t, "replicate", tmpl.Spec)
+	state := flag(c.Args, "state")
+	if state == "" {
+		t.Fatal("replicate has no --state: its default is a folder of the container's own file system, gone with the pod")
+	}
+	var mount *corev1.VolumeMount
+	for i, m := range c.VolumeMounts {
+		if m.MountPath == state {
+			mount = &c.VolumeMounts[i]
+		}
+	}
+	if mount == nil {
+		t.Fatalf("--state=%s is on no volume: it goes with the pod", state)
+	}
+	for _, v := range tmpl.Spec.Volumes {
+		if v.Name == mount.Name && v.PersistentVolumeClaim == nil {
+			t.Errorf("--state=%s is on volume %s, which is not a PersistentVolumeClaim: it goes with the pod", state, v.Name)
+		}
+	}
+	if strings.Contains(mount.SubPathExpr, "$(POD_NAME)") && kind != "StatefulSet" {
+		t.Errorf("--state=%s is the folder $(POD_NAME) of its volume in a %s: a replaced pod gets a new name and an empty folder (offsets.json and its rejects left behind); a StatefulSet's member keeps its name", state, kind)
+	}
 }
 
 func probePort(c corev1.Container, port string) string {
