@@ -188,7 +188,7 @@ func TestObjectStoreLockOfAnEndedRunIsTakenOver(t *testing.T) {
 	st := newBucket(t, t.TempDir())
 	host, _ := os.Hostname()
 	lockOf := func(pid int, host, token string) {
-		data, _ := json.Marshal(objectLockInfo{Holder: fmt.Sprintf("pid %d on %s", pid, host), Token: token, Host: host, Boot: bootID(), PID: pid,
+		data, _ := json.Marshal(objectLockInfo{Holder: fmt.Sprintf("pid %d on %s", pid, host), Token: token, Host: host, Boot: bootID(), PID: pid, PIDNS: pidNS(),
 			Renewed: time.Now(), Expires: time.Now().Add(time.Hour)})
 		if err := st.Put(ctx, LockFile, data); err != nil {
 			t.Fatal(err)
@@ -351,5 +351,35 @@ func TestLockWaitsForTheLockOfAMergeKilledElsewhere(t *testing.T) {
 	live := renewsLock{st, func() { _ = st.Put(ctx, LockFile, lockOf(time.Now())) }}
 	if _, err := Lock(ctx, live, "merged", nil); !errors.Is(err, ErrRefusedResume) || !strings.Contains(err.Error(), "in use by another rekey run") {
 		t.Fatalf("a merge while another machine's merge renews its lock: %v, want refused", err)
+	}
+}
+
+// Containers have a PID namespace each, and an Indexed Job's pods share a host name
+// (rekey-orders-3, the Job's name and the index): the replacement of a pod that is still running on
+// the same node (the Job deleted and applied again while its pods finish; a second Job of the same
+// name) finds a lock naming its own host, boot id and pid (1 in both containers). That holder is
+// another process, alive: its lock is not taken over. Before, the lock was taken as this process's
+// own ended run and the two pods wrote one shard at once.
+func TestObjectStoreLockOfAnotherContainerIsNotTakenOver(t *testing.T) {
+	defer func(settle time.Duration) { lockSettle = settle }(lockSettle)
+	lockSettle = 10 * time.Millisecond
+	if bootID() == "" {
+		t.Skip("no boot id on this system: locks wait for their expiry")
+	}
+	ctx := context.Background()
+	st := newBucket(t, t.TempDir())
+	host, _ := os.Hostname()
+	data, _ := json.Marshal(objectLockInfo{Holder: "pid 1 on " + host, Token: "other-container", Host: host, Boot: bootID(), PID: os.Getpid(),
+		PIDNS: "pid:[4026599999]", Renewed: time.Now(), Expires: time.Now().Add(time.Hour)})
+	if err := st.Put(ctx, LockFile, data); err != nil {
+		t.Fatal(err)
+	}
+	o, err := Open(ctx, st, Spec{}, nil)
+	if err == nil {
+		o.Close()
+		t.Fatal("the lock of a live process in another PID namespace (same host name, boot id and pid) was taken over")
+	}
+	if !strings.Contains(err.Error(), "in use by another rekey run") {
+		t.Fatalf("%v, want refused: the output is in use", err)
 	}
 }

@@ -504,6 +504,9 @@ type objectLockInfo struct {
 	Host string `json:"host,omitempty"`
 	Boot string `json:"boot,omitempty"` // the kernel's boot id: same host name, same machine
 	PID  int    `json:"pid,omitempty"`
+	// PIDNS is the holder's PID namespace: a container has its own, where pids repeat (the first
+	// process of every container is pid 1) and the pids of other containers cannot be checked.
+	PIDNS string `json:"pidns,omitempty"`
 }
 
 // heldLocks holds the tokens of the object-store locks this process holds: a lock naming this
@@ -519,14 +522,24 @@ func bootID() string {
 	return strings.TrimSpace(string(data))
 }
 
+// pidNS identifies this process's PID namespace ("" where the kernel does not say).
+func pidNS() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return ns
+}
+
 // holderGone tells whether the process that wrote a lock is known to have ended: it ran on this
-// machine (host name and boot id) and its pid is no longer alive, or it is this process and the
-// lock is none it holds. Otherwise (another machine, an older lock without these fields, a pid
-// in use again) the lock counts until it expires.
+// machine (host name and boot id) in this PID namespace and its pid is no longer alive, or it is
+// this process and the lock is none it holds. Otherwise (another machine, another container,
+// whose host name may be this one's, an older lock without these fields, a pid in use again) the
+// lock counts until it expires.
 func (h objectLockInfo) holderGone() bool {
 	host, _ := os.Hostname()
 	boot := bootID()
-	if h.PID <= 0 || h.Host == "" || h.Host != host || h.Boot == "" || h.Boot != boot {
+	if h.PID <= 0 || h.Host == "" || h.Host != host || h.Boot == "" || h.Boot != boot || h.PIDNS != pidNS() {
 		return false
 	}
 	if h.PID == os.Getpid() {
@@ -567,7 +580,7 @@ func lockObject(ctx context.Context, st store.Store, out string, log *zap.Logger
 		return nil, fmt.Errorf("lock %s: %w", out, err)
 	}
 	host, _ := os.Hostname()
-	l := &objectLock{st: st, info: objectLockInfo{Holder: holderInfo(), Token: hex.EncodeToString(token[:]), Host: host, Boot: bootID(), PID: os.Getpid()},
+	l := &objectLock{st: st, info: objectLockInfo{Holder: holderInfo(), Token: hex.EncodeToString(token[:]), Host: host, Boot: bootID(), PID: os.Getpid(), PIDNS: pidNS()},
 		stop: make(chan struct{}), done: make(chan struct{}), log: log, cas: cas, version: version}
 	heldLocks.Store(l.info.Token, true)
 	if err := l.renew(ctx); errors.Is(err, ErrLockLost) {
