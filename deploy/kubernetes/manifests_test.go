@@ -335,6 +335,14 @@ func checkPod(t *testing.T, what string, spec corev1.PodSpec) {
 	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || strconv.Itoa(int(*sc.RunAsUser)) != user {
 		t.Errorf("%s: want runAsNonRoot with runAsUser %s, the image's USER", what, user)
 	}
+	// A persistent volume's root is root's on most provisioners (a new file system, a NAS export):
+	// the non-root user writes there only as its group, which fsGroup gives the volume. Before,
+	// replicate's state volume had none, so its --state folder could not be written.
+	for _, v := range spec.Volumes {
+		if v.PersistentVolumeClaim != nil && (sc == nil || sc.FSGroup == nil || sc.RunAsGroup == nil || *sc.FSGroup != *sc.RunAsGroup) {
+			t.Errorf("%s: volume %s is a PersistentVolumeClaim: want fsGroup = runAsGroup, or user %s cannot write there", what, v.Name, user)
+		}
+	}
 	c := spec.Containers[0]
 	if c.Image != "registry.example.com/rekey:1.0.0" {
 		t.Errorf("%s: image %q; every manifest names the same image", what, c.Image)
