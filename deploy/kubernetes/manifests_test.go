@@ -189,6 +189,21 @@ func TestMigrateJobRunsResumableShards(t *testing.T) {
 			t.Errorf("podFailurePolicy: exit code %d fails the index at once = %v, want %v", code, failIndex[code], want)
 		}
 	}
+	// A pod stopped by the cluster (a node drained for an upgrade, preemption, an eviction API
+	// call: the pod's DisruptionTarget condition) is no failure of its shard: it resumes without
+	// spending one of backoffLimitPerIndex's retries, or a long migration through a rolling node
+	// upgrade loses its index after three drains. Before, every such stop counted.
+	ignored := false
+	if s.PodFailurePolicy != nil {
+		for _, r := range s.PodFailurePolicy.Rules {
+			for _, c := range r.OnPodConditions {
+				ignored = ignored || r.Action == batchv1.PodFailurePolicyActionIgnore && c.Type == corev1.DisruptionTarget
+			}
+		}
+	}
+	if !ignored {
+		t.Error("podFailurePolicy: a pod with the DisruptionTarget condition (drained, preempted, evicted) must be ignored (Ignore), not counted against backoffLimitPerIndex")
+	}
 
 	c := container(t, "migrate", s.Template.Spec)
 	if c.Args[0] != "migrate" {
