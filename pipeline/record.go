@@ -61,7 +61,7 @@ func (b *Batch) Position(r *Record) string { return fmt.Sprintf("%s:%d", b.Strea
 
 // RowError says why a row was rejected. Code is stable and machine-readable.
 type RowError struct {
-	Code    string // parse, type, dict_miss, null_key, key_too_long, key_only_row, eval
+	Code    string // parse, type, dict_miss, null_key, key_too_long, key_only_row, value_too_long, eval
 	Field   string // the source or target column, or the key element ("target.primary_key[1]")
 	Message string
 	// RawCut says the record's Raw holds only its start (one too long to keep whole): a replay
@@ -77,8 +77,10 @@ const (
 	CodeNullKey    = "null_key"     // a primary-key column evaluated to null
 	CodeKeyTooLong = "key_too_long" // the encoded primary key exceeds 2 KB
 	CodeKeyOnlyRow = "key_only_row" // every non-key value is null: Lindorm would store nothing
-	CodeEval       = "eval"         // an expression failed (overflow, bad argument)
-	CodeEncoding   = "encoding"     // a text value is not valid UTF-8
+	// CodeValueTooLong: a non-key value exceeds Lindorm's 2 MB.
+	CodeValueTooLong = "value_too_long"
+	CodeEval         = "eval"     // an expression failed (overflow, bad argument)
+	CodeEncoding     = "encoding" // a text value is not valid UTF-8
 	// CodeUnsetKey: a key column of a partial record reads a source column the record does not set.
 	CodeUnsetKey = "unset_key"
 	// CodeUnsetInput: a column of a partial record reads set and unset source columns at once.

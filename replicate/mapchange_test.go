@@ -6,6 +6,7 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/transform"
 )
 
 // The step both workers share for an update with a before image: the old key is deleted only
@@ -137,5 +138,18 @@ func TestRelationalEventLackingAColumnLeavesIt(t *testing.T) {
 				t.Errorf("%s, whole rows %v: got %q, want %q", c.name, out.caps.wholeRows, g, out.want)
 			}
 		}
+	}
+}
+
+// A whole change whose non-key value is over Lindorm's 2 MB is rejected naming its column, as
+// migrate rejects such a row; before, replicate wrote it (the files' bulk load or the upsert
+// then fails on the value).
+func TestChangeValueOverLindormLimitRejected(t *testing.T) {
+	w := opsWorker(t, "[g][id]", outputCaps{})
+	row := make([]pipeline.Value, len(w.r.target.Columns))
+	after := []pipeline.Value{pipeline.Int(1), pipeline.Text("a"), pipeline.Text(strings.Repeat("x", transform.MaxValueBytes+1))}
+	rerr := w.mapRow(&kafka.Change{Values: after, Offset: 7}, row, nil)
+	if rerr == nil || rerr.Code != pipeline.CodeValueTooLong || rerr.Field != "v" {
+		t.Fatalf("got %v, want %s on v", rerr, pipeline.CodeValueTooLong)
 	}
 }

@@ -230,7 +230,10 @@ func (w *partWorker) mapRow(ch *kafka.Change, row []pipeline.Value, set []bool) 
 	}
 	// a change that nulls every non-key column deletes those cells: it is not a key-only row
 	// to reject (Apply's key_only_row is for whole-row snapshots)
-	return w.ev.ApplyKey(&w.batch, rec, row)
+	if rerr := w.ev.ApplyKey(&w.batch, rec, row); rerr != nil {
+		return rerr
+	}
+	return w.ev.CheckValues(row)
 }
 
 // oldKey computes into old the key an update's before image maps to; moved tells whether it

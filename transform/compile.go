@@ -20,6 +20,10 @@ const MaxKeyColumns = 5
 // the total already implies.
 const MaxKeyBytes = 2048
 
+// MaxValueBytes is the longest non-key value Apply accepts: the same page limits a non-primary
+// key column's value to 2 MB (read as MiB, as the key's 2 KB is read as 2,048 bytes).
+const MaxValueBytes = 2 << 20
+
 type op uint8
 
 const (

@@ -123,7 +123,25 @@ func (e *Evaluator) Apply(b *pipeline.Batch, r *pipeline.Record, out []pipeline.
 	if rerr := e.ApplyKey(b, r, out); rerr != nil {
 		return rerr
 	}
+	if rerr := e.CheckValues(out); rerr != nil {
+		return rerr
+	}
 	return e.keyOnlyRow(out)
+}
+
+// CheckValues rejects a row whose non-key value is longer than Lindorm stores (MaxValueBytes):
+// its bulk load or upsert would fail. Apply and ApplyPartial check it; a caller of ApplyKey that
+// writes the row's values (replicate's whole changes) calls it.
+func (e *Evaluator) CheckValues(out []pipeline.Value) *pipeline.RowError {
+	keyLen := e.p.target.KeyLen
+	for i := range out[keyLen:] {
+		// only texts, blobs and decimals have a Str; a decimal's is never this long
+		if n := len(out[keyLen+i].Str); n > MaxValueBytes {
+			return &pipeline.RowError{Code: pipeline.CodeValueTooLong, Field: e.p.target.Columns[keyLen+i].Name,
+				Message: "the value is " + strconv.Itoa(n) + " bytes, Lindorm allows " + strconv.Itoa(MaxValueBytes) + " in a non-key column: keep such values elsewhere (an object store) with a reference in the row, or leave the column out (target.exclude)"}
+		}
+	}
+	return nil
 }
 
 // keyOnlyRow rejects a row whose non-key values are all null: Lindorm "cannot write a row of
@@ -288,7 +306,7 @@ func (e *Evaluator) ApplyPartial(b *pipeline.Batch, r *pipeline.Record, out []pi
 			out[i] = pipeline.Null
 		}
 	}
-	return nil
+	return e.CheckValues(out)
 }
 
 // nullKey explains a null key column by the null source columns it is computed from.
