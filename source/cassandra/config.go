@@ -40,6 +40,10 @@ type Config struct {
 	Splits int
 	// Workers is the number of ranges read at the same time. Default GOMAXPROCS.
 	Workers int
+	// PageBytes, when set, bounds the values a page holds: a range whose rows are large is read
+	// in pages of fewer rows than PageSize (at least one), so that the pages read at once fit
+	// the command's memory budget. 0: PageSize alone.
+	PageBytes int64
 	// Rate limits the rows read per second over all workers; 0 means no limit.
 	Rate float64
 	// WriteTime and TTL list regular columns whose writetime(col) / ttl(col) are read too,

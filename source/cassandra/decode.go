@@ -187,6 +187,15 @@ func (a *arena) next(n int) {
 	a.buf = make([]byte, 0, max(arenaBlock, n))
 }
 
+// size is the bytes of the strings handed out since the last reset.
+func (a *arena) size() int64 {
+	n := int64(len(a.buf))
+	for _, b := range a.full {
+		n += int64(len(b))
+	}
+	return n
+}
+
 // reset makes every block free for reuse: no string handed out may be used afterwards.
 func (a *arena) reset() {
 	if a.buf != nil {

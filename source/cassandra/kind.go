@@ -63,6 +63,10 @@ const help = `  cassandra://host1,host2:9042/keyspace/table?consistency=LOCAL_ON
                      WRITETIME), are kept; deletes are not caught up. migrate prints the since=
                      of the next catch-up`
 
+// pageMemoryShare: the page of each range read at once may hold 1/pageMemoryShare of --memory
+// over those ranges (Config.PageBytes), as a page of page_size rows of large cells would not fit.
+const pageMemoryShare = 8
+
 // Flags are the options of a Cassandra source that do not belong in the URI: credentials and
 // TLS files, plus --rate.
 type Flags struct {
@@ -176,6 +180,15 @@ func CommandConfig(uri, table string, in source.Input) (Config, error) {
 	}
 	if cfg.Workers == 0 && in.Workers > 0 {
 		cfg.Workers = in.Workers // --workers: ranges read at once
+	}
+	if in.Memory > 0 && cfg.PageBytes == 0 {
+		// each range read at once holds about four pages (the one fetched ahead, the one
+		// decoded, those queued for the workers): about half the budget for the source's pages
+		workers := cfg.Workers
+		if workers <= 0 {
+			workers = defaultWorkers()
+		}
+		cfg.PageBytes = max(1, in.Memory/pageMemoryShare/int64(workers))
 	}
 	cfg.RowWriteTimes = in.WriteTimes
 	cfg.CellWriteTimes = in.CellWriteTimes

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/gocql/gocql"
 	"go.uber.org/zap"
@@ -281,16 +282,19 @@ func (s *Source) readRange(parent context.Context, r Range, st pipeline.StreamSt
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	ctx = preferring(ctx, s.owner(r))
-	fetch := func(state []byte, page int) chan pageResult {
+	fetch := func(state []byte, page, size int) chan pageResult {
 		ch := make(chan pageResult, 1)
 		go func() {
-			iter, err := s.fetchPage(ctx, r, state, s.cfg.PageSize, page)
+			iter, err := s.fetchPage(ctx, r, state, size, page)
 			ch <- pageResult{iter, err}
 		}()
 		return ch
 	}
 	var pd *pageDecoder
-	next := fetch(state, 1)
+	// rowBytes: what a row of this range took in its last page (Config.PageBytes); the next
+	// page is fetched while this one is decoded, so it is sized by the page before
+	var rowBytes int64
+	next := fetch(state, 1, s.pageRows(0))
 	started := time.Now()
 	for page := 1; ; page++ {
 		var res pageResult
@@ -304,8 +308,10 @@ func (s *Source) readRange(parent context.Context, r Range, st pipeline.StreamSt
 		}
 		more := append([]byte(nil), res.iter.PageState()...)
 		last := len(more) == 0
-		if !last {
-			next = fetch(more, page+1)
+		// a row's size not known yet (the first page read): the next page waits for this one's
+		sized := s.cfg.PageBytes <= 0 || rowBytes > 0 || s.rowBytes.Load() > 0
+		if !last && sized {
+			next = fetch(more, page+1, s.pageRows(rowBytes))
 		}
 		if pd == nil {
 			decs, err := s.decoders(res.iter.Columns())
@@ -322,6 +328,13 @@ func (s *Source) readRange(parent context.Context, r Range, st pipeline.StreamSt
 			return &retriesExhausted{page: page, attempts: 1, err: fmt.Errorf("decode page: %w", err)}
 		}
 		rows += int64(len(recs) + skipped)
+		if s.cfg.PageBytes > 0 && pd.pageRows > 0 {
+			rowBytes = max(1, pd.pageBytes/int64(pd.pageRows))
+			s.rowBytes.Store(rowBytes)
+		}
+		if !last && !sized {
+			next = fetch(more, page+1, s.pageRows(rowBytes))
+		}
 		b := pipeline.Batch{Stream: name, Records: recs, Skipped: int64(skipped), Cursor: encodeCursor(rows, more), Done: last, Release: release}
 		if pd.rowTimes {
 			b.WriteTimes = pd.times
@@ -341,6 +354,21 @@ func (s *Source) readRange(parent context.Context, r Range, st pipeline.StreamSt
 			return nil
 		}
 	}
+}
+
+// pageRows is the rows of the next page: PageSize, or fewer when PageBytes would not hold them
+// at rowBytes a row (0: the size last seen in any range; none seen yet: one row, which tells).
+func (s *Source) pageRows(rowBytes int64) int {
+	if s.cfg.PageBytes <= 0 {
+		return s.cfg.PageSize
+	}
+	if rowBytes <= 0 {
+		rowBytes = s.rowBytes.Load()
+	}
+	if rowBytes <= 0 {
+		return 1
+	}
+	return int(min(int64(s.cfg.PageSize), max(1, s.cfg.PageBytes/rowBytes)))
 }
 
 // fetchPage runs the range query for one page, retrying retryable failures with backoff.
@@ -466,6 +494,10 @@ type pageDecoder struct {
 	ctimes []int64
 	cttls  []int32
 	expiry *expiry
+	// pageBytes and pageRows are the last page's: its values' bytes (strings and slab) and its
+	// rows, skipped ones included (Config.PageBytes sizes the next pages by them)
+	pageBytes int64
+	pageRows  int
 }
 
 // pageMem is the memory of one page's records: their values and the bytes of their strings.
@@ -709,6 +741,8 @@ func (pd *pageDecoder) decodePage(iter *gocql.Iter, seq0 int64) (recs []pipeline
 	}
 	mem.times, pd.times = times, times
 	pd.vals, pd.mem, pd.ctimes = nil, nil, nil
+	pd.pageBytes = mem.arena.size() + int64(n*ncol)*int64(unsafe.Sizeof(pipeline.Value{}))
+	pd.pageRows = n
 	release = func() {
 		mem.arena.reset() // slab and records are overwritten by the next page
 		pd.pool.Put(mem)

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -56,6 +57,9 @@ type Source struct {
 	decs    []*colDecoder
 	decErr  error
 	pages   sync.Pool // *pageMem of released batches
+	// rowBytes is what a row took in the page decoded last, in any range (Config.PageBytes):
+	// a range's first page is sized by it
+	rowBytes atomic.Int64
 
 	estOnce sync.Once
 	est     int64
