@@ -670,7 +670,8 @@ func (f *Files) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 		if k == 0 {
 			continue
 		}
-		part, err := files[i].Sample(ctx, k)
+		// the files share one budget as they share n
+		part, err := files[i].sample(ctx, k, max(1, files[i].sampleBytes()*int64(k)/int64(n)))
 		if err != nil {
 			return nil, err
 		}
@@ -721,16 +722,24 @@ func (f *Files) sampleWindow(ctx context.Context, n int) ([]pipeline.Record, err
 	var levels []uint8
 	var level uint8
 	var i uint64
+	var held int64 // the kept records' bytes, at most the sample's budget (SampleBytes)
+	budget := int64(defaultSampleBytes)
+	if len(f.files) > 0 {
+		budget = f.files[0].sampleBytes()
+	}
 	for b := range in {
 		for _, r := range b.Records {
 			if lv := pipeline.SampleLevel(i); lv >= level {
 				kept, levels = append(kept, cloneRecord(r)), append(levels, lv)
-				for len(kept) >= 2*n {
+				held += recordBytes(&kept[len(kept)-1])
+				for len(kept) >= 2*n || held > budget && len(kept) > 1 {
 					level++
 					m := 0
+					held = 0
 					for k := range kept {
 						if levels[k] >= level {
 							kept[m], levels[m] = kept[k], levels[k]
+							held += recordBytes(&kept[m])
 							m++
 						}
 					}

@@ -51,6 +51,10 @@ const bucketHelp = `
 // resident.
 const RecordMemoryShare = 8
 
+// sampleMemoryShare: the sample that places quantile region splits holds at most this fraction
+// of --memory (Config.SampleBytes); the mapping's rows made of it take as much again.
+const sampleMemoryShare = 16
+
 // flags are the file source's flags.
 type flags struct {
 	maxRecordSize string
@@ -141,6 +145,9 @@ func open(ctx context.Context, uri string, in source.Input) (pipeline.Source, er
 	}
 	spec.Shard = in.Shard
 	cfg := Config{Schema: in.Schema, MaxRecordSize: int(limit), CellWriteTimes: in.CellWriteTimes}
+	if in.Memory > 0 {
+		cfg.SampleBytes = in.Memory / sampleMemoryShare
+	}
 	if spec.Path == "-" {
 		if in.StdinTerminal {
 			return nil, errors.New("--source file:- reads stdin, which is a terminal here: pipe the data in (zcat rows.csv.gz | rekey ... --source 'file:-?format=csv')")

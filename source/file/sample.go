@@ -19,6 +19,11 @@ import (
 // records have Seq 0: their line number is not known). A gzip file gives its first n rows; a small file is read whole and sampled evenly.
 // Records that fail to parse are included with Err set.
 func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
+	return s.sample(ctx, n, s.sampleBytes())
+}
+
+// sample is Sample holding at most budget bytes of records.
+func (s *Source) sample(ctx context.Context, n int, budget int64) ([]pipeline.Record, error) {
 	if n <= 0 {
 		return nil, nil
 	}
@@ -27,26 +32,50 @@ func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 	}
 	dataSize := s.size - s.dataStart
 	if s.gz || s.avgRow <= 0 || float64(n)*s.avgRow*4 >= float64(dataSize) {
-		return s.sampleSequential(ctx, n)
+		return s.sampleSequential(ctx, n, budget)
 	}
-	return s.sampleSpread(ctx, n, dataSize)
+	return s.sampleSpread(ctx, n, dataSize, budget)
 }
 
-func (s *Source) sampleSequential(ctx context.Context, n int) ([]pipeline.Record, error) {
+func (s *Source) sampleSequential(ctx context.Context, n int, budget int64) ([]pipeline.Record, error) {
 	r, err := s.openAt(ctx, s.dataStart, s.size) // the whole file, also for a part: every part plans the same regions
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
+	// every record is read; one in every kept, copied out of the read buffers, which go back:
+	// halved (every doubled) whenever the kept ones pass SampleBytes
 	var recs []pipeline.Record
+	var held int64
+	seen, every := 0, 1
 	err = s.readChunks(ctx, r, s.dataStart, s.dataLine, func(c *chunk) bool {
 		for _, b := range s.parseChunk(c) {
-			recs = append(recs, b.Records...)
+			for i := range b.Records {
+				if seen%every == 0 {
+					rec := detachRecord(&b.Records[i])
+					recs = append(recs, rec)
+					held += recordBytes(&rec)
+				}
+				seen++
+				for held > budget && len(recs) > 1 {
+					recs, held = halveSample(recs), 0
+					for j := range recs {
+						held += recordBytes(&recs[j])
+					}
+					every *= 2
+				}
+			}
+			if b.Release != nil {
+				b.Release()
+			}
 		}
-		return !(s.gz && len(recs) >= n)
+		return !(s.gz && seen >= n)
 	})
 	if err != nil {
 		return nil, err
+	}
+	if s.gz && every > 1 {
+		return recs, nil // the first n rows, thinned to SampleBytes
 	}
 	if len(recs) <= n {
 		return recs, nil
@@ -61,7 +90,7 @@ func (s *Source) sampleSequential(ctx context.Context, n int) ([]pipeline.Record
 	return out, nil
 }
 
-func (s *Source) sampleSpread(ctx context.Context, n int, dataSize int64) ([]pipeline.Record, error) {
+func (s *Source) sampleSpread(ctx context.Context, n int, dataSize, budget int64) ([]pipeline.Record, error) {
 	f, err := s.openRandom(ctx)
 	if err != nil {
 		return nil, err
@@ -92,8 +121,13 @@ func (s *Source) sampleSpread(ctx context.Context, n int, dataSize int64) ([]pip
 		}
 	}
 	var buf []byte
-	for k := 0; k < n; k++ {
-		if k%256 == 0 && ctx.Err() != nil {
+	// the picks k with k%every == 0 are read; every doubles (and the kept picks are halved)
+	// whenever the rows kept pass SampleBytes: fewer rows, still spread over the input
+	var picks []int
+	var held int64
+	every := 1
+	for k, read := 0, 0; k < n; k, read = k+every, read+1 {
+		if read%256 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		vals := slab[len(recs)*ncols : (len(recs)+1)*ncols : (len(recs)+1)*ncols]
@@ -101,11 +135,80 @@ func (s *Source) sampleSpread(ctx context.Context, n int, dataSize int64) ([]pip
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			recs = append(recs, rec)
+		if !ok {
+			continue
 		}
+		recs, picks = append(recs, rec), append(picks, k)
+		held += recordBytes(&rec)
+		for held > budget && len(recs) > 1 {
+			every *= 2
+			kept := 0
+			for j := range recs {
+				if picks[j]%every != 0 {
+					continue
+				}
+				// compacted in order: a record's values move to a slab place at or before theirs
+				v := slab[kept*ncols : (kept+1)*ncols : (kept+1)*ncols]
+				copy(v, recs[j].Values)
+				recs[kept], picks[kept] = recs[j], picks[j]
+				recs[kept].Values = v
+				kept++
+			}
+			clear(slab[kept*ncols : len(recs)*ncols]) // the dropped rows' strings go
+			recs, picks, held = recs[:kept], picks[:kept], 0
+			for j := range recs {
+				held += recordBytes(&recs[j])
+			}
+		}
+		k -= k % every // the loop's step lands on the next pick of a doubled every
 	}
 	return recs, nil
+}
+
+// sampleBytes is Config.SampleBytes or its default.
+func (s *Source) sampleBytes() int64 {
+	if s.cfg.SampleBytes > 0 {
+		return s.cfg.SampleBytes
+	}
+	return defaultSampleBytes
+}
+
+// defaultSampleBytes is Config.SampleBytes's default.
+const defaultSampleBytes = 64 << 20
+
+// recordBytes is what a sampled record holds: its values, their strings and its raw line.
+func recordBytes(r *pipeline.Record) int64 {
+	n := int64(len(r.Values))*int64(unsafe.Sizeof(pipeline.Value{})) + int64(len(r.Raw))
+	for i := range r.Values {
+		n += int64(len(r.Values[i].Str))
+	}
+	return n
+}
+
+// detachRecord copies r out of the read buffer its strings point into.
+func detachRecord(r *pipeline.Record) pipeline.Record {
+	out := *r
+	out.Values = make([]pipeline.Value, len(r.Values))
+	for i, v := range r.Values {
+		v.Str = strings.Clone(v.Str)
+		out.Values[i] = v
+	}
+	out.Raw = ""
+	if r.Err != nil {
+		out.Raw = strings.Clone(r.Raw)
+	}
+	return out
+}
+
+// halveSample keeps every other record, the first one included.
+func halveSample(recs []pipeline.Record) []pipeline.Record {
+	kept := 0
+	for j := 0; j < len(recs); j += 2 {
+		recs[kept] = recs[j]
+		kept++
+	}
+	clear(recs[kept:])
+	return recs[:kept]
 }
 
 // sampleAt reads the first record that starts after off (at off when off is the data's start)

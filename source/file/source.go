@@ -63,6 +63,9 @@ type Config struct {
 	// files under 16 MiB per worker). A record longer than a chunk grows it. Tests use tiny
 	// values to put boundaries inside records.
 	ChunkSize int
+	// SampleBytes bounds the records a Sample holds, in bytes (default 64 MiB): large rows are
+	// sampled fewer, still spread over the input.
+	SampleBytes int64
 	// MaxRecordSize bounds a record, in bytes (default 16 MiB): a CSV quoted field not closed
 	// within it ends its record with the line the quote opens on, and a longer record is
 	// rejected. It also bounds the memory one record can take.
