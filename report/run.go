@@ -28,6 +28,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/cpu"
@@ -94,6 +95,9 @@ type Config struct {
 	TmpDir         string       // for the collision check's temp files; default os.TempDir()
 	// SubsampleMax bounds the advisor's order-preserving subsample (records kept in memory).
 	SubsampleMax int
+	// SubsampleBytes bounds the same subsample's bytes (default 128 MiB): large rows are kept
+	// fewer.
+	SubsampleBytes int64
 	// Counters, when set, are updated as rows are read (for a progress bar): RowsIn counts
 	// records read, RowsWritten accepted ones, RowsRejected rejected ones.
 	Counters  *pipeline.Counters
@@ -124,11 +128,13 @@ type Config struct {
 }
 
 const (
-	planSampleRows       = 20000
-	defaultSubsample     = 100000
-	samplerMaxRows       = 200000
-	maxCollisionExamples = 5
-	maxExampleOrigins    = 4
+	planSampleRows   = 20000
+	defaultSubsample = 100000
+	// defaultSubsampleBytes is Config.SubsampleBytes's default: 100,000 rows of 1.3 KB
+	defaultSubsampleBytes = 128 << 20
+	samplerMaxRows        = 200000
+	maxCollisionExamples  = 5
+	maxExampleOrigins     = 4
 )
 
 // job is what a worker made of one batch, for the timeline (in source order).
@@ -237,6 +243,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.SubsampleMax < 2 {
 		cfg.SubsampleMax = 2
+	}
+	if cfg.SubsampleBytes <= 0 {
+		cfg.SubsampleBytes = defaultSubsampleBytes
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -358,7 +367,7 @@ func (r *runner) analyse(ctx context.Context, feed *pipeline.Feed, held []pipeli
 		closers = append(closers, r.bySource.Close)
 		r.rereadable = nil // the source key's check keeps its texts: no second read
 	}
-	tl = newTimeline(plan.Count(), r.expectedAnalysed(), cfg.SubsampleMax, r.every, plan.Type)
+	tl = newTimeline(plan.Count(), r.expectedAnalysed(), cfg.SubsampleMax, cfg.SubsampleBytes, r.every, plan.Type)
 	r.order = collide.NewOrderModel(r.prog, cfg.Order)
 	if collide.HasAxis(r.order.Primary.Kind) {
 		tl.heat = collide.NewTimeHeat(plan.Count())
@@ -937,6 +946,8 @@ type timeline struct {
 	subWO2    []int64 // and its fallback's
 	subLevel  []uint8 // each kept record's level (see sampleLevel)
 	subMax    int
+	subBytes  int64 // the kept records' bytes, at most subBudget (or one record)
+	subBudget int64
 	level     uint8 // keep analysed records whose level is at least this
 }
 
@@ -949,8 +960,8 @@ func sampleLevel(ord int64) uint8 {
 	return uint8(bits.TrailingZeros64(collide.Mix64(uint64(ord), 0x5a3b1e) | 1<<62))
 }
 
-func newTimeline(regions int, expected int64, subMax int, every int64, typ pipeline.Type) *timeline {
-	tl := &timeline{w: collide.NewWindows(regions, expected, collide.MainWindows, collide.MainWindowsMax), typ: typ, subMax: subMax}
+func newTimeline(regions int, expected int64, subMax int, subBudget int64, every int64, typ pipeline.Type) *timeline {
+	tl := &timeline{w: collide.NewWindows(regions, expected, collide.MainWindows, collide.MainWindowsMax), typ: typ, subMax: subMax, subBudget: subBudget}
 	for expected > int64(subMax)<<tl.level {
 		tl.level++
 	}
@@ -1006,17 +1017,20 @@ func (tl *timeline) consume(j *job, every int64) {
 			wo2 = bk.Value(&j.batch, i, ord)
 		}
 		tl.subsample = append(tl.subsample, cloneRecord(&recs[i]))
+		tl.subBytes += subsampleBytes(&tl.subsample[len(tl.subsample)-1])
 		tl.subWO = append(tl.subWO, tl.order.Primary.Value(&j.batch, i, ord))
 		tl.subWO2 = append(tl.subWO2, wo2)
 		tl.subLevel = append(tl.subLevel, lv)
-		for len(tl.subsample) > tl.subMax {
+		for len(tl.subsample) > tl.subMax || tl.subBytes > tl.subBudget && len(tl.subsample) > 1 {
 			// keep the records of the next level: still one in 2^level, in order
 			tl.level++
 			k := 0
+			tl.subBytes = 0
 			for q := range tl.subsample {
 				if tl.subLevel[q] >= tl.level {
 					tl.subsample[k], tl.subLevel[k] = tl.subsample[q], tl.subLevel[q]
 					tl.subWO[k], tl.subWO2[k] = tl.subWO[q], tl.subWO2[q]
+					tl.subBytes += subsampleBytes(&tl.subsample[k])
 					k++
 				}
 			}
@@ -1027,6 +1041,15 @@ func (tl *timeline) consume(j *job, every int64) {
 	}
 	tl.read += int64(len(recs))
 	tl.skipped += j.batch.Skipped
+}
+
+// subsampleBytes is what a record of the subsample holds: its values and their strings.
+func subsampleBytes(r *pipeline.Record) int64 {
+	n := int64(len(r.Values)) * int64(unsafe.Sizeof(pipeline.Value{}))
+	for i := range r.Values {
+		n += int64(len(r.Values[i].Str))
+	}
+	return n
 }
 
 // cloneRecord copies a record's values and strings into one allocation each.

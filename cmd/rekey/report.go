@@ -214,24 +214,26 @@ func (f *reportFlags) config(ctx context.Context, inv *invocation, logger *zap.L
 	sourceOrder(src, &order)
 	whole, part := sourcePart(src)
 	return report.Config{
-		Whole:       whole,
-		Part:        part,
-		Program:     prog,
-		Mapping:     m,
-		Source:      src,
-		SourceURI:   sourceuri.Redact(f.source), // the report is shared: never a secret in it
-		Regions:     f.regions,
-		Nodes:       f.nodes,
-		Sample:      sample,
-		Strict:      f.strict,
-		Workers:     f.workers,
-		TmpDir:      f.tmp,
-		Logger:      logger.Named("report"),
-		Generator:   "rekey " + version,
-		FormatSplit: pipeline.SplitValue,
-		Queries:     queries,
-		Workload:    f.workload,
-		Order:       order,
+		Whole:     whole,
+		Part:      part,
+		Program:   prog,
+		Mapping:   m,
+		Source:    src,
+		SourceURI: sourceuri.Redact(f.source), // the report is shared: never a secret in it
+		Regions:   f.regions,
+		Nodes:     f.nodes,
+		Sample:    sample,
+		Strict:    f.strict,
+		Workers:   f.workers,
+		TmpDir:    f.tmp,
+		// the advisor's subsample, and as much again in the keys it computes from it
+		SubsampleBytes: inv.sourceMemory / 4,
+		Logger:         logger.Named("report"),
+		Generator:      "rekey " + version,
+		FormatSplit:    pipeline.SplitValue,
+		Queries:        queries,
+		Workload:       f.workload,
+		Order:          order,
 	}, nil
 }
 
