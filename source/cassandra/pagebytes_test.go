@@ -46,3 +46,25 @@ func TestPagesOfLargeRowsStayWithinPageBytes(t *testing.T) {
 		t.Fatalf("%d distinct rows read, want %d", len(seen), n)
 	}
 }
+
+// A sample of large rows holds about PageBytes a worker too: each slice of the ring gives fewer
+// rows (at least one). Before, it gave n rows however large: the 20,000 rows that place quantile
+// split keys, of 2 MB cells, would be 40 GB.
+func TestSampleOfLargeRowsStaysWithinPageBytes(t *testing.T) {
+	c := cassandratest.Open(t)
+	const n, size = 200, 32 << 10
+	must(t, c.CreateTable("pbs", "t", []cqltest.Column{{Name: "id", Type: "int"}, {Name: "v", Type: "text"}}, []string{"id"}, nil))
+	must(t, c.InsertMany("pbs", "t", n, func(i int, r map[string]any) error {
+		r["id"] = int32(i)
+		r["v"] = strings.Repeat(fmt.Sprint(i%10), size)
+		return nil
+	}))
+	src := open(t, c, "pbs", "t", "workers=1", func(cfg *cassandra.Config) { cfg.PageBytes, cfg.SampleRanges = 64<<10, 8 })
+	sample, err := src.Sample(context.Background(), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sample) < 4 || len(sample) > 8 {
+		t.Fatalf("sample of %d rows of %d bytes; want one of each of the 8 slices at most (64 KiB), and some", len(sample), size)
+	}
+}

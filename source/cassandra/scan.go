@@ -770,6 +770,39 @@ func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 	return pipeline.SampleRecords(bs), err
 }
 
+// sampleRowBytes is what a row takes, as a few rows of the first slices that hold any say (0:
+// none found there).
+func (s *Source) sampleRowBytes(ctx context.Context, picks []Range) (int64, error) {
+	if b := s.rowBytes.Load(); b > 0 {
+		return b, nil
+	}
+	for _, r := range picks[:min(len(picks), 4)] {
+		iter, err := s.fetchPage(preferring(ctx, s.owner(r)), r, nil, 4, 1)
+		if err != nil {
+			return 0, fmt.Errorf("sample %s: %w", r.Name(), err)
+		}
+		if iter.NumRows() == 0 {
+			iter.Close()
+			continue
+		}
+		decs, err := s.decoders(iter.Columns())
+		if err != nil {
+			iter.Close()
+			return 0, err
+		}
+		pd := newPageDecoder(decs, nil, len(s.sel.dating), 0).withCells(s.sel.cells, &expiry{ttl: s.expiry.ttl, now: s.expiry.now, untimed: s.expiry.untimed})
+		_, _, release, err := pd.decodePage(iter, 0)
+		if err != nil {
+			return 0, fmt.Errorf("sample %s: %w", r.Name(), err)
+		}
+		release()
+		if pd.pageRows > 0 {
+			return max(1, pd.pageBytes/int64(pd.pageRows)), nil
+		}
+	}
+	return 0, nil
+}
+
 // SampleBatches is Sample with one batch per slice of the ring, each carrying its rows' write
 // times when Config.RowWriteTimes asks for them (RowWriteTimes).
 func (s *Source) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, error) {
@@ -781,6 +814,17 @@ func (s *Source) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, er
 	workers := s.cfg.Workers
 	if workers <= 0 {
 		workers = defaultWorkers()
+	}
+	if s.cfg.PageBytes > 0 {
+		// the sample holds as much as the pages of the workers' ranges: fewer rows a slice
+		// (at least one) when they are large
+		rowBytes, err := s.sampleRowBytes(ctx, picks)
+		if err != nil {
+			return nil, err
+		}
+		if rowBytes > 0 {
+			per = int(min(int64(per), max(1, s.cfg.PageBytes*int64(workers)/int64(len(picks))/rowBytes)))
+		}
 	}
 	results := make([]pipeline.Batch, len(picks))
 	errs := make([]error, len(picks))
