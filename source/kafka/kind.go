@@ -45,6 +45,13 @@ var Kind = source.Kind{
 		// the offsets lookup is bounded, and ends with the command's context (Ctrl-C)
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		return NewWindow(ctx, cfg, in.Schema, in.Logger.Named("source.kafka"))
+		w, err := NewWindow(ctx, cfg, in.Schema, in.Logger.Named("source.kafka"))
+		if err != nil {
+			return nil, err
+		}
+		if in.Memory > 0 {
+			w.SampleBytes = in.Memory / 16 // as a file's sample: the rows made of it take as much again
+		}
+		return w, nil
 	},
 }

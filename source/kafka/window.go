@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -47,6 +48,9 @@ type Window struct {
 
 	// BatchSize is the number of records per batch (default 1024).
 	BatchSize int
+	// SampleBytes bounds the messages Sample holds (default 64 MiB): each run of a partition's
+	// sample stops at its share, at least one message.
+	SampleBytes int64
 	// Idle ends a partition's stream when no message arrives for this long before its end
 	// offset is reached. The fetch's position passes transaction markers and the offsets
 	// compaction removed, so the stream ends there without waiting; Idle ends it when fetches
@@ -396,6 +400,8 @@ func (w *Window) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, er
 		}
 		runs := min(quota, 16)
 		runLen := (quota + runs - 1) / runs
+		// each run holds its share of the partition's share of SampleBytes, at least a message
+		runBytes := max(1, w.sampleBytes()/runs*size/w.total)
 		g.Go(func() error {
 			dec, err := NewDecoder(w.cfg, w.schema)
 			if err != nil {
@@ -405,7 +411,12 @@ func (w *Window) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, er
 			for j := int64(0); j < runs; j++ {
 				from := p.start + j*size/runs
 				end := min(from+runLen, p.end)
+				var held int64
 				err := w.read(ctx, p.partition, from, end, func(m *kafkago.Message) error {
+					if held >= runBytes {
+						return errRunFull
+					}
+					held += int64(len(m.Key) + len(m.Value))
 					r := w.record(dec, m)
 					if r.Err == nil || r.Err.Code != CodeDelete {
 						b.Records = append(b.Records, r)
@@ -415,7 +426,7 @@ func (w *Window) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, er
 					}
 					return nil
 				}, func() error { return nil })
-				if err != nil {
+				if err != nil && !errors.Is(err, errRunFull) {
 					return err
 				}
 			}
@@ -442,6 +453,20 @@ func (w *Window) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, er
 		rows += len(b.Records)
 	}
 	return out, nil
+}
+
+// errRunFull ends a run of a sample that holds its share of SampleBytes.
+var errRunFull = errors.New("kafka: the sample's run holds its share")
+
+// defaultSampleBytes is Window.SampleBytes's default.
+const defaultSampleBytes = 64 << 20
+
+// sampleBytes is SampleBytes or its default.
+func (w *Window) sampleBytes() int64 {
+	if w.SampleBytes > 0 {
+		return w.SampleBytes
+	}
+	return defaultSampleBytes
 }
 
 // messageTime is a message's timestamp in epoch ms, math.MinInt64 when it has none.
