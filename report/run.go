@@ -652,12 +652,14 @@ func (r *runner) expectedAnalysed() int64 {
 	return n
 }
 
-// prefixSample holds the stream's first batches until planSampleRows records are read: a source
-// that cannot sample (a stream) places its quantile splits from its first rows.
+// prefixSample holds the stream's first batches until planSampleRows records are read, or half
+// of SubsampleBytes: a source that cannot sample (a stream) places its quantile splits from its
+// first rows.
 func (r *runner) prefixSample(ctx context.Context, batches <-chan pipeline.Batch) ([]pipeline.Batch, [][]pipeline.Value, error) {
 	var held []pipeline.Batch
 	var recs []pipeline.Record
-	for len(recs) < planSampleRows {
+	var bytes int64
+	for len(recs) < planSampleRows && bytes < r.cfg.SubsampleBytes/2 {
 		select {
 		case b, ok := <-batches:
 			if !ok {
@@ -665,6 +667,9 @@ func (r *runner) prefixSample(ctx context.Context, batches <-chan pipeline.Batch
 			}
 			held = append(held, b)
 			recs = append(recs, b.Records...)
+			for i := range b.Records {
+				bytes += subsampleBytes(&b.Records[i])
+			}
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
 		}
