@@ -63,14 +63,19 @@ func NextSteps(jobs []*BulkloadJob, run NextRun) string {
 	if bucket {
 		loc = output.BucketLocation(run.Out)
 	}
-	if len(jobs) == 0 {
+	if len(jobs) == 0 || run.RowsWritten == 0 {
+		// no data file: a job would read a glob that names none
 		b.WriteString("Next steps\n")
 		ddl := shellQuote(filepath.Join(run.Out, output.DDLFile))
 		if bucket { // an object, not a local path: fetched as after a run that wrote rows
 			ddl = output.DDLFile + " (" + output.CopyCommand(run.Out) + " " + shellQuote(loc+"/"+output.DDLFile) + " " + output.DDLFile + ")"
 		}
-		fmt.Fprintf(&b, "  No row was written, so there is nothing to load (%s lists no job); %s creates the table.\n",
-			output.BulkloadFile, ddl)
+		why := output.BulkloadFile + " lists no job"
+		if len(jobs) > 0 {
+			why = output.DataDir + "/ holds no file: do not submit " + output.BulkloadFile + "'s job, which would read none"
+		}
+		fmt.Fprintf(&b, "  No row was written, so there is nothing to load (%s); %s creates the table.\n", why, ddl)
+		writeCatchup(&b, 0, run)
 		return b.String()
 	}
 	job := jobs[0]
@@ -155,12 +160,23 @@ func countSteps(job *BulkloadJob, run NextRun) string {
 		b.WriteString("     (not SELECT COUNT(*): it scans the whole table)\n")
 	}
 	// 5. the next catch-up
-	if !run.NextSince.IsZero() {
-		fmt.Fprintf(&b, "  5. Catch up later with the rows written since this run started (since=%s: its start less a\n"+
-			"     margin for clock skew; deletes are not caught up), into a new output:\n", run.NextSince.Format(time.RFC3339))
-		fmt.Fprintf(&b, "       %s\n", CatchupCommand(run.Mapping, run.CatchupSource, "--out", "NEW_OUT"))
-	}
+	writeCatchup(&b, 5, run)
 	return b.String()
+}
+
+// writeCatchup is step n (0: unnumbered) of the next steps of a catch-up source (run.NextSince
+// set): the next catch-up's command.
+func writeCatchup(b *strings.Builder, n int, run NextRun) {
+	if run.NextSince.IsZero() {
+		return
+	}
+	step := "  "
+	if n > 0 {
+		step += fmt.Sprintf("%d. ", n)
+	}
+	fmt.Fprintf(b, "%sCatch up later with the rows written since this run started (since=%s: its start less a\n"+
+		"     margin for clock skew; deletes are not caught up), into a new output:\n", step, run.NextSince.Format(time.RFC3339))
+	fmt.Fprintf(b, "       %s\n", CatchupCommand(run.Mapping, run.CatchupSource, "--out", "NEW_OUT"))
 }
 
 // CatchupCommand is the migrate command line of the next catch-up: the mapping, the source

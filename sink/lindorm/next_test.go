@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // After a migrate, a short "Next steps" block says how to create the table, where the files are,
@@ -182,5 +183,32 @@ func TestNextStepsOSSFetchFromTheRegion(t *testing.T) {
 				t.Errorf("next steps of %s lack %q:\n%s", out, want, got)
 			}
 		}
+	}
+}
+
+// A run that wrote no row (an empty source, every row rejected, a catch-up finding nothing newer)
+// has a job in bulkload.json but no data file: data/ was never created. The next steps said to
+// upload data/ and submit the job over data/*/, a folder that does not exist and a glob that
+// names no file; they say there is nothing to load, and still give the next catch-up.
+func TestNextStepsWithoutRowsLoadNothing(t *testing.T) {
+	dir := t.TempDir()
+	job, err := lindorm.NewBulkloadJob(sinktest.OrdersSchema(), lindorm.JobOptions{DataDir: "data", FileType: "Parquet", Out: dir, Regions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	got := lindorm.NextSteps([]*lindorm.BulkloadJob{job}, lindorm.NextRun{Out: dir, Mapping: "m.yaml", Source: "cassandra://h/ks/t",
+		NextSince: since, CatchupSource: "cassandra://h/ks/t?since=2026-12-04T10:00:00Z"})
+	for _, want := range []string{
+		"No row was written, so there is nothing to load",
+		dir + "/ddl.sql creates the table",
+		"  Catch up later with the rows written since this run started (since=2026-12-04T10:00:00Z",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("next steps without rows lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "curl") || strings.Contains(got, "upload that folder") {
+		t.Errorf("next steps without rows submit a job that reads no file:\n%s", got)
 	}
 }
