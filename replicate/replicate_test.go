@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -774,5 +775,37 @@ func TestMembersSamplingTogetherShareOnePlan(t *testing.T) {
 	}
 	if got := readManifest(t, dir).Plan.Splits; !slices.Equal(got, want) {
 		t.Errorf("the manifest's split keys %q are not the stored plan's %q", got, want)
+	}
+}
+
+// TestBulkloadJobOfSegmentsWarns: a replication's bulkload.json reads every segment (data/*/) in
+// one job, which stamps all their cells with one time, so a key updated in two segments keeps
+// either version, and its delete files (deletes/) cannot run between segments as they must
+// (replicate/README.md: "Load a region's segments in name order, and for each segment its data
+// file (bulkload) before its .sql file"); submitted again later, it loads the segments already
+// loaded over the changes made since. The job said nothing of it: it reads as ready to submit.
+// It now carries rekey_warnings saying when it is right and what to submit otherwise.
+func TestBulkloadJobOfSegmentsWarns(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-job", 1)
+	dir := t.TempDir()
+	if _, err := replicate.New(context.Background(), config(t, c, topic, "g-job", "json", dir)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, output.BulkloadFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job struct {
+		Warnings []string `json:"rekey_warnings"`
+	}
+	if err := json.Unmarshal(data, &job); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(job.Warnings, "\n")
+	for _, want := range []string{"replication.segments", "deletes/", "one job per segment"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("bulkload.json's rekey_warnings lack %q:\n%s", want, data)
+		}
 	}
 }

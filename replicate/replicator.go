@@ -136,6 +136,7 @@ func (r *Replicator) prepare(ctx context.Context) error {
 	}
 	jobOpt := cfg.Job
 	jobOpt.FileType, jobOpt.Regions, jobOpt.DataDir = formats.LoadAs(cfg.Format.Name()), cfg.Plan.Count(), output.DataDir
+	jobOpt.Segments = true // loaded segment by segment, each before its deletes
 	if jobOpt.Out == "" {
 		jobOpt.Out = cfg.Out // the job's filePath, and whether it reads a bucket (JobOptions decides both from Out)
 	}

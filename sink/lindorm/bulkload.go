@@ -23,6 +23,9 @@ type BulkloadJob struct {
 	Instances    int          `json:"instances"`  // Spark executors; a job runs 4 tasks per executor
 	ReaderConfig ReaderConfig `json:"readerConfig"`
 	WriterConfig WriterConfig `json:"writerConfig"`
+	// Warnings say when the job as written loads the files wrongly, and what to submit instead
+	// (a replication's segments: JobOptions.Segments).
+	Warnings []string `json:"rekey_warnings,omitempty"`
 	// Uncertain lists the fields whose exact form the public documentation leaves open, each
 	// with how to check it; check them against your LTS version before a full load.
 	Uncertain []string `json:"rekey_uncertain,omitempty"`
@@ -86,6 +89,10 @@ type JobOptions struct {
 	// any write made to the table after that (the application, replicate) is newer than the
 	// loaded cells and wins. Zero: omitted.
 	Timestamp time.Time
+	// Segments says the files are a replication's segments (rekey replicate), which load right
+	// only one by one in manifest.json's order, each before its delete file: the job warns so
+	// (segmentsWarning).
+	Segments bool
 	// Slice, when set, is the name prefix of the data files of one time slice
 	// (output.SliceFilePrefix): the job reads only those (filePath "data/*/PREFIX*") and Timestamp
 	// is the slice's newest write time.
@@ -218,6 +225,9 @@ func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob,
 		ms := opt.Timestamp.UnixMilli()
 		job.WriterConfig.Timestamp = &ms
 	}
+	if opt.Segments {
+		job.Warnings = []string{segmentsWarning}
+	}
 	job.Uncertain = jobUncertain(opt)
 	job.ReaderConfig.Column = names
 	if describe := readerColumns[opt.FileType]; describe != nil {
@@ -225,6 +235,17 @@ func NewBulkloadJob(schema pipeline.TargetSchema, opt JobOptions) (*BulkloadJob,
 	}
 	return job, nil
 }
+
+// segmentsWarning is the warning of a job over a replication's segments: one job over data/*/
+// stamps every cell with one time, so of a key written in several segments either version may
+// stay, and a segment's delete file must run after its data and before the next segment's
+// (replicate/README.md); submitted again after more rolls, it loads the older segments again
+// over what changed since.
+const segmentsWarning = "this job reads every segment of the replication at once (" + "data/" + RegionGlob + ") and stamps all their cells with one time: " +
+	"it loads right only segments that hold each key once and no delete file (deletes/ empty), loaded once. Otherwise a key written in " +
+	"two segments keeps either version and the deletes cannot run between the segments: submit one job per segment, in the order of " +
+	"manifest.json's replication.segments, readerConfig.filePath the segment's data file, and run the segment's delete file (deletes/) " +
+	"after it; a segment loaded once is not loaded again (a later load would put its rows back over newer changes)"
 
 // jobUncertain is the job's rekey_uncertain list before its format's entries: what the API's
 // documentation leaves open about the file path, the file type and the timestamp, and how to check it.
