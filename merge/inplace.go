@@ -76,6 +76,9 @@ func OpenShards(ctx context.Context, out store.Store) ([]*Input, error) {
 		if in.DDL, err = st.Get(ctx, output.DDLFile); err != nil {
 			return nil, fmt.Errorf("shard %s: %w", sh, err)
 		}
+		if in.Job, err = readJob(ctx, st); err != nil {
+			return nil, fmt.Errorf("shard %s: %w", sh, err)
+		}
 		inputs = append(inputs, in)
 	}
 	return inputs, nil

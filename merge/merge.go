@@ -61,6 +61,9 @@ type Input struct {
 	Manifest   *output.Manifest
 	Checkpoint *pipeline.Checkpoint // nil when the run kept none
 	DDL        []byte
+	// Job is the run's bulkload job: nil when it kept none (a run before rekey wrote one) or a
+	// list of them (time slices, which Check refuses).
+	Job *lindorm.BulkloadJob
 }
 
 // Result is what Write made.
@@ -145,6 +148,9 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 		if in.DDL, err = st.Get(ctx, output.DDLFile); err != nil {
 			return nil, fmt.Errorf("%s: %w", d, err)
 		}
+		if in.Job, err = readJob(ctx, st); err != nil {
+			return nil, fmt.Errorf("%s: %w", d, err)
+		}
 		inputs = append(inputs, in)
 	}
 	return inputs, nil
@@ -210,6 +216,9 @@ func Check(inputs []*Input) error {
 	if err := checkOneJob(inputs); err != nil {
 		return err
 	}
+	if err := checkSameTarget(inputs); err != nil {
+		return err
+	}
 	if err := checkSameSource(inputs); err != nil {
 		return err
 	}
@@ -217,6 +226,46 @@ func Check(inputs []*Input) error {
 		return err
 	}
 	return checkShardRanges(inputs)
+}
+
+// readJob reads the bulkload job of the output st: nil when it holds none, or a list of jobs (a
+// run in time slices, which checkNoSlices refuses by its files).
+func readJob(ctx context.Context, st store.Store) (*lindorm.BulkloadJob, error) {
+	data, err := st.Get(ctx, output.BulkloadFile)
+	if store.IsNotExist(err) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if t := strings.TrimSpace(string(data)); strings.HasPrefix(t, "[") {
+		return nil, nil
+	}
+	var job lindorm.BulkloadJob
+	if err := json.Unmarshal(data, &job); err != nil {
+		return nil, fmt.Errorf("%s: %w", st.Location(output.BulkloadFile), err)
+	}
+	return &job, nil
+}
+
+// checkSameTarget refuses inputs whose bulkload jobs load into different places: another
+// namespace, or another LTS data source of LindormTable (dst). The merged job is the first
+// input's with the merged filePath, so every row would load where that one says. Their src may
+// differ: it names where each input's own files are, which the merged job reads elsewhere anyway.
+func checkSameTarget(inputs []*Input) error {
+	var ref *Input
+	for _, in := range inputs {
+		switch {
+		case in.Job == nil:
+		case ref == nil:
+			ref = in
+		case in.Job.Dst != ref.Job.Dst || in.Job.WriterConfig.Namespace != ref.Job.WriterConfig.Namespace:
+			return fmt.Errorf("%s loads into namespace %q of the LTS data source %q, and %s into namespace %q of %q: the merged job "+
+				"would load every row where the first says; edit writerConfig.namespace and dst of the one that is wrong, then merge again",
+				ref.Store.Location(output.BulkloadFile), ref.Job.WriterConfig.Namespace, ref.Job.Dst,
+				in.Store.Location(output.BulkloadFile), in.Job.WriterConfig.Namespace, in.Job.Dst)
+		}
+	}
+	return nil
 }
 
 // checkNoSlices refuses an input written in time slices (target.write_time): its bulkload jobs

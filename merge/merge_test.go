@@ -446,3 +446,39 @@ func TestMergeRefusesTimeSlices(t *testing.T) {
 		t.Fatalf("merge of a run in time slices: %v", err)
 	}
 }
+
+// TestMergeRefusesInputsLoadingElsewhere: the merged bulkload.json is the first input's with the
+// merged filePath, so inputs whose jobs load into another table's place (another namespace, or
+// another LTS data source of LindormTable: a shard run without --namespace prod, or with another
+// --lts-target) were merged silently, every row then loaded where the first input's job said.
+// Such inputs are refused, each named with where its job loads, before any file is placed.
+func TestMergeRefusesInputsLoadingElsewhere(t *testing.T) {
+	job := func(src, dst, ns string) string {
+		return fmt.Sprintf(`{"src":%q,"dst":%q,"fileType":"Parquet","readerConfig":{"filePath":"/x/data/*/"},`+
+			`"writerConfig":{"namespace":%q,"lindormTable":"t","timestamp":1000}}`, src, dst, ns)
+	}
+	for name, second := range map[string]string{
+		"namespace": job("oss_a", "ld", "prod"),
+		"target":    job("oss_b", "ld_other", "default"), // src may differ: each input's files are where they are
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			a, b, out := filepath.Join(root, "a"), filepath.Join(root, "b"), filepath.Join(root, "out")
+			writeRun(t, a, "data/region-0000/part-00000.parquet")
+			writeRun(t, b, "data/region-0000/part-00000.parquet")
+			if err := os.WriteFile(filepath.Join(a, output.BulkloadFile), []byte(job("oss_a", "ld", "default")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(b, output.BulkloadFile), []byte(second), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err := mergeRun([]string{a, b}, out, merge.Copy)
+			if err == nil || !strings.Contains(err.Error(), b) || !strings.Contains(err.Error(), output.BulkloadFile) {
+				t.Fatalf("inputs whose jobs load elsewhere were merged: %v", err)
+			}
+			if _, serr := os.Stat(filepath.Join(out, "data")); !os.IsNotExist(serr) {
+				t.Errorf("files placed before the refusal: %v", serr)
+			}
+		})
+	}
+}

@@ -66,7 +66,8 @@ buckets, servers or a folder and a bucket, rekey streams the bytes.
 merge refuses inputs that are not complete runs (no manifest.json), a replication's output
 (rekey replicate: its DELETE statements apply after its data files, which a merge would drop), inputs made with
 different mappings (fingerprint), region plans or sources (naming the inputs to run again and how
-they differ), two that read the same source (its rows would
+they differ), inputs whose bulkload.json load into another namespace or LTS target (dst: the
+merged job is the first input's), two that read the same source (its rows would
 be counted twice), shards that are not all the shards 0..N-1 of one source, each once (files,
 or the same bytes of a file split in ranges, read by two shards, a shard missing or given twice; for Cassandra shards, token ranges that
 overlap or leave part of the ring unread), and an --out
