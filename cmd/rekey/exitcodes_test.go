@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -365,5 +366,37 @@ func TestMigrateRefusedPlanCreatesNothing(t *testing.T) {
 	}
 	if _, err := os.Lstat(out); err == nil {
 		t.Errorf("refused, but it created %s", out)
+	}
+}
+
+// A second Ctrl-C aborts a migration at once: it is an interruption (130, as replicate's), whose
+// checkpoint --resume (or, for several tables, --overwrite) continues from, not a failed run.
+// Before, migrate printed "Migration failed", exited 3 (which a Kubernetes Job retries as a
+// failure) and said "migration failed: context canceled ... once the cause is fixed".
+func TestMigrateSecondCtrlCAbortsWith130(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name   string
+		args   []string
+		resume []string // what finishes the aborted run
+	}{
+		{"into files", []string{"migrate", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=400000&seed=5"}, []string{"--resume"}},
+		{"several tables", []string{"migrate", "-m", "../../" + transactionMappings[0], "-m", "../../" + transactionMappings[1],
+			"--source", "gen:transactions?rows=400000&seed=5"}, []string{"--overwrite"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
+			args := append(c.args, "--out", out, "--progress", "never", "--checkpoint-interval", "100ms", "--max-file-size", "1MiB")
+			sigs := make(chan os.Signal)
+			twice := func() { interrupt(t, sigs, syscall.SIGINT); interrupt(t, sigs, syscall.SIGINT) }
+			code, stdout, stderr := cliRun{signals: sigs, wrapOut: atCheckpoint(midRun, twice)}.run(t, args...)
+			if code != exitInterrupted || strings.Contains(stdout+stderr, "failed") || !strings.Contains(stderr, c.resume[0]) {
+				t.Fatalf("aborted by a second Ctrl-C: exit %d, want %d, an interruption that says to run again with %s\n%s%s", code, exitInterrupted, c.resume[0], stdout, stderr)
+			}
+			if code, stdout, stderr := runCLI(t, append(args, c.resume...)...); code != 0 {
+				t.Fatalf("%s after the abort: exit %d\n%s%s", c.resume[0], code, stdout, stderr)
+			}
+		})
 	}
 }

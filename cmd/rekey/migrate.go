@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -74,7 +75,8 @@ its pre-split region and writes bulk-load files (Parquet or CSV), one folder per
 Rows that cannot be read or rewritten go to rejects.jsonl and the run goes on, unless
 --max-rejects (default 1% of the rows read) is exceeded: then it stops reading and commits what
 was read, which the summary, the error and rejects.jsonl count alike. Ctrl-C stops reading, commits what was
-read and exits 130; run the same command with --resume to finish. --resume refuses (exit 2) to
+read and exits 130; run the same command with --resume to finish (a second Ctrl-C aborts at once, also
+with 130: --resume then continues from the last checkpoint). --resume refuses (exit 2) to
 continue another job: another mapping, --format, --regions or input, or committed files that are
 damaged.
 
@@ -343,9 +345,9 @@ func refusedExit(err error) error {
 // filesOutcome prints how a run into files ended and finishes a complete one.
 func filesOutcome(ctx context.Context, w io.Writer, m *migrate.Migration, f *migrateFlags, src pipeline.Source, plan pipeline.RegionPlan, res pipeline.Result, runErr error) error {
 	st := m.Output().Store
-	if errors.Is(runErr, runner.ErrInterrupted) {
-		printSummary(w, "Migration interrupted (what is committed so far)", res, filesOut(f.out, m, plan))
-		return interrupted(fmt.Errorf("interrupted: %d rows committed to %s; %s", res.RowsWritten, f.out, resumeAfterInterrupt(src, " into a new --out")))
+	if how, stopped := stoppedBy(runErr); stopped {
+		printSummary(w, "Migration "+how+" (what is committed so far)", res, filesOut(f.out, m, plan))
+		return interrupted(fmt.Errorf("%s: %d rows committed to %s; %s", how, res.RowsWritten, f.out, resumeAfterInterrupt(src, " into a new --out")))
 	}
 	if errors.Is(runErr, output.ErrLockLost) {
 		return runFailed(fmt.Errorf("migration stopped: another rekey run took over %s (or may at any moment: this run's lock there is lost) and this run stopped without writing there: let the other run finish, or stop it and run the same command with --resume\n%w", f.out, runErr))
@@ -466,12 +468,35 @@ func (inv *invocation) openStore(ctx context.Context, out string) (store.Store, 
 func (inv *invocation) runMigration(ctx context.Context, cancel context.CancelFunc, f *migrateFlags, src pipeline.Source, stopping string,
 	run func(ctx context.Context, stop <-chan struct{}, watch migrate.Watch) (pipeline.Result, error, error)) (res pipeline.Result, runErr, err error) {
 	stop := make(chan struct{})
-	defer inv.onInterrupt(f.progress.stderr, stopping, func() { close(stop) }, cancel)()
-	return run(ctx, stop, func(c *pipeline.Counters, bytes func() int64, before int64) (func(), error) {
+	var aborted atomic.Bool
+	defer inv.onInterrupt(f.progress.stderr, stopping, func() { close(stop) }, func() { aborted.Store(true); cancel() })()
+	res, runErr, err = run(ctx, stop, func(c *pipeline.Counters, bytes func() int64, before int64) (func(), error) {
 		bar, err := f.progress.start("migrating", src, c, bytes, before)
 		if err != nil {
 			return nil, usageError(err)
 		}
 		return bar.finish, nil
 	})
+	if runErr != nil && aborted.Load() {
+		// the run's error is the cancellation's ("context canceled"): it did not fail
+		runErr = fmt.Errorf("%w (%v)", errAborted, runErr)
+	}
+	return res, runErr, err
+}
+
+// errAborted is wrapped by the error of a run a second Ctrl-C (or SIGTERM) aborted: an
+// interruption (exit 130) that --resume continues from its last checkpoint, not a failure.
+var errAborted = errors.New("aborted by a second Ctrl-C")
+
+// stoppedBy tells whether runErr ends a run that Ctrl-C stopped, and how: "interrupted" (what
+// was read is committed) or "aborted" (what the last checkpoint holds is; the rows read after
+// it are read again).
+func stoppedBy(runErr error) (how string, stopped bool) {
+	switch {
+	case errors.Is(runErr, runner.ErrInterrupted):
+		return "interrupted", true
+	case errors.Is(runErr, errAborted):
+		return "aborted", true
+	}
+	return "", false
 }

@@ -202,15 +202,16 @@ func (t *tableRun) config(ctx context.Context, inv *invocation, src pipeline.Sou
 func tablesOutcome(ctx context.Context, w io.Writer, tables []*tableRun, results []pipeline.Result, runErr error) error {
 	if runErr != nil {
 		title := "Migration failed (what was committed before the failure)"
-		if errors.Is(runErr, runner.ErrInterrupted) {
-			title = "Migration interrupted (what is committed so far)"
+		how, stopped := stoppedBy(runErr)
+		if stopped {
+			title = "Migration " + how + " (what is committed so far)"
 		}
 		for i, t := range tables {
 			fmt.Fprintf(w, "Table %s (%s)\n", t.prog.Table(), t.flags.mapping)
 			printSummary(w, title, results[i], filesOut(t.flags.out, t.m, t.plan))
 		}
-		if errors.Is(runErr, runner.ErrInterrupted) {
-			return interrupted(errors.New("interrupted: several --mapping cannot --resume: run the same command with --overwrite to start over"))
+		if stopped {
+			return interrupted(fmt.Errorf("%s: several --mapping cannot --resume: run the same command with --overwrite to start over", how))
 		}
 		return runFailed(fmt.Errorf("migration failed: %w\nno manifest.json was written; once the cause is fixed, run the same command with --overwrite to start over", runErr))
 	}

@@ -158,9 +158,9 @@ type sqlDest struct{ table, state string }
 // sqlOutcome prints how a run into a table ended, and the next catch-up of a complete one.
 func sqlOutcome(stdout io.Writer, f *migrateFlags, src pipeline.Source, w *sqlsink.Writer, d sqlDest, res pipeline.Result, runErr error, st store.Store) error {
 	dest, state := d.table, d.state
-	if errors.Is(runErr, runner.ErrInterrupted) {
-		printSQLSummary(stdout, "Migration interrupted (what is written so far)", res, w, src, dest, state, time.Time{})
-		return interrupted(fmt.Errorf("interrupted: %d rows written to %s; %s", res.RowsWritten, dest, resumeAfterInterrupt(src, "")))
+	if how, stopped := stoppedBy(runErr); stopped {
+		printSQLSummary(stdout, "Migration "+how+" (what is written so far)", res, w, src, dest, state, time.Time{})
+		return interrupted(fmt.Errorf("%s: %d rows written to %s; %s", how, res.RowsWritten, dest, resumeAfterInterrupt(src, "")))
 	}
 	if runErr != nil {
 		printSQLSummary(stdout, "Migration failed (what was checkpointed before the failure)", res, w, src, dest, state, time.Time{})
