@@ -51,7 +51,7 @@ func OpenShards(ctx context.Context, out store.Store) ([]*Input, error) {
 		if _, err := st.Stat(ctx, output.ManifestFile); store.IsNotExist(err) {
 			return nil, notDone
 		} else if err != nil {
-			return nil, err
+			return nil, readFailed(err)
 		}
 		if in.Manifest, err = output.ReadManifest(ctx, st); err != nil {
 			return nil, err
@@ -74,7 +74,7 @@ func OpenShards(ctx context.Context, out store.Store) ([]*Input, error) {
 			}
 		}
 		if in.DDL, err = st.Get(ctx, output.DDLFile); err != nil {
-			return nil, fmt.Errorf("shard %s: %w", sh, err)
+			return nil, readFailed(fmt.Errorf("shard %s: %w", sh, err))
 		}
 		if in.Job, err = readJob(ctx, st); err != nil {
 			return nil, fmt.Errorf("shard %s: %w", sh, err)

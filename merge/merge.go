@@ -79,6 +79,26 @@ type Result struct {
 	ServerCopied int
 }
 
+// ErrRead is wrapped by OpenInputs' and OpenShards' errors that are failures to read an input
+// (its store does not answer, a read fails) rather than a refusal of the inputs given: the same
+// command may succeed once the store answers.
+var ErrRead = errors.New("merge: an input cannot be read")
+
+// readError is an error that is ErrRead without saying so in its text.
+type readError struct{ error }
+
+func (e readError) Unwrap() error      { return e.error }
+func (readError) Is(target error) bool { return target == ErrRead }
+
+// readFailed marks err, a store's failure to answer for an input, as ErrRead; a store's refusal
+// of what the user gave (store.IsUsage) and a file that is not there stay as they are.
+func readFailed(err error) error {
+	if err == nil || store.IsUsage(err) || store.IsNotExist(err) {
+		return err
+	}
+	return readError{err}
+}
+
 // OpenInputs reads the manifest, checkpoint and ddl.sql of every input: open opens each one (a
 // folder, s3://...). out is the output, which must not be one of them.
 func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(context.Context, string) (store.Store, error)) ([]*Input, error) {
@@ -93,7 +113,7 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 		st, err := open(ctx, d)
 		if err != nil {
 			// a bucket input the store refuses may hold a password: quote it masked
-			return nil, fmt.Errorf("%s: %w", sourceuri.Redact(d), err)
+			return nil, readFailed(fmt.Errorf("%s: %w", sourceuri.Redact(d), err))
 		}
 		at := store.ResolvedLocation(st)
 		switch {
@@ -116,11 +136,11 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 			return nil, fmt.Errorf("%s holds a replication (rekey replicate: %s), not a migration: its DELETE statements (%s/) apply after its data files, segment by segment in the order its %s lists, "+
 				"and a merge would load its data without them; load it as it is", d, output.ReplicateStateFile, output.DeletesDir, output.ManifestFile)
 		} else if !store.IsNotExist(err) {
-			return nil, fmt.Errorf("%s: %w", d, err)
+			return nil, readFailed(fmt.Errorf("%s: %w", d, err))
 		}
 		if _, err := st.Stat(ctx, output.ManifestFile); err != nil {
 			if !store.IsNotExist(err) {
-				return nil, fmt.Errorf("%s: %w", d, err)
+				return nil, readFailed(fmt.Errorf("%s: %w", d, err))
 			}
 			// a mistyped path holds no run at all: there is nothing to finish with --resume
 			if all, lerr := st.List(ctx, ""); lerr == nil && len(all) == 0 {
@@ -146,7 +166,7 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 			return nil, err
 		}
 		if in.DDL, err = st.Get(ctx, output.DDLFile); err != nil {
-			return nil, fmt.Errorf("%s: %w", d, err)
+			return nil, readFailed(fmt.Errorf("%s: %w", d, err))
 		}
 		if in.Job, err = readJob(ctx, st); err != nil {
 			return nil, fmt.Errorf("%s: %w", d, err)

@@ -400,3 +400,19 @@ func TestMigrateSecondCtrlCAbortsWith130(t *testing.T) {
 		})
 	}
 }
+
+// A bucket that does not answer is a failed run (3: run again once it answers), as it is to
+// migrate's --out: merge of inputs there says so. Before, merge exited 2, as invalid use, which a
+// Kubernetes Job does not retry, and its error said nothing of what to do.
+func TestMergeInputThatDoesNotAnswerExitsThree(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"AWS_ACCESS_KEY_ID": "rekey", "AWS_SECRET_ACCESS_KEY": "rekey-secret"}
+	dead := func(prefix string) string {
+		return "s3://rekey-test/" + prefix + "?endpoint=http://127.0.0.1:1&path_style=true&region=us-east-1"
+	}
+	args := []string{"merge", dead("shard-0"), dead("shard-1"), "--out", filepath.Join(t.TempDir(), "merged")}
+	code, stdout, stderr := runCLIWithEnv(t, env, args...)
+	if code != exitFailed || !strings.Contains(stderr, "connection refused") || !strings.Contains(stderr, "run the same command again once it answers") {
+		t.Errorf("merge: exit %d, want %d (a failed run, to run again once the bucket answers)\n%s%s", code, exitFailed, stdout, stderr)
+	}
+}

@@ -185,7 +185,7 @@ func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags)
 func openShards(ctx context.Context, out store.Store) ([]*merge.Input, error) {
 	inputs, err := merge.OpenShards(ctx, out)
 	if err != nil {
-		return nil, usageError(err)
+		return nil, mergeInputsExit(err)
 	}
 	if err := merge.Check(inputs); err != nil {
 		return nil, usageError(err)
@@ -202,12 +202,22 @@ func (inv *invocation) openMergeInputs(ctx context.Context, out store.Store, dir
 		return store.Open(ctx, dir, inv.getenv)
 	})
 	if err != nil {
-		return nil, usageError(err)
+		return nil, mergeInputsExit(err)
 	}
 	if err := merge.Check(inputs); err != nil {
 		return nil, usageError(err)
 	}
 	return inputs, nil
+}
+
+// mergeInputsExit gives an error opening merge's inputs its exit code: a store that does not
+// answer is a failed run (3), which the same command may get past; anything else refuses the
+// inputs given (2).
+func mergeInputsExit(err error) error {
+	if errors.Is(err, merge.ErrRead) {
+		return runFailed(fmt.Errorf("%w\nrun the same command again once it answers", err))
+	}
+	return usageError(err)
 }
 
 // printMergeNext prints the next steps after a merge, as after a finished migrate: create the
