@@ -143,7 +143,7 @@ func openManifest(ctx context.Context, st store.Store, out string, base func() *
 		if errors.Is(err, output.ErrRefusedResume) {
 			return nil, fmt.Errorf("%w.\nOn an object store a consumer group has one member per --out prefix: a bucket offers no lock that members could share to commit their rolls. Run one member, or replicate to a folder the members share", err)
 		}
-		return nil, err
+		return nil, outputFailed(err)
 	}
 	return &manifest{st: st, cl: cl, base: base, repl: repl, log: log, rev: -1}, nil
 }

@@ -46,6 +46,25 @@ type Replicator struct {
 	crashed atomic.Bool // a fault hook stopped the process: leave the disk as a kill would
 }
 
+// ErrOutput is wrapped by New's errors that are failures of the output (a read or a write that
+// failed: a full disk, a bucket that does not answer, a damaged replicate.json), not refusals of
+// what was asked: the same command may succeed once the cause is fixed.
+var ErrOutput = errors.New("replicate: the output failed")
+
+// outputError is an error that is ErrOutput without saying so in its text.
+type outputError struct{ error }
+
+func (e outputError) Unwrap() error      { return e.error }
+func (outputError) Is(target error) bool { return target == ErrOutput }
+
+// outputFailed marks err, the output's failure, as ErrOutput (nil stays nil).
+func outputFailed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return outputError{err}
+}
+
 // New validates cfg and prepares the output, which on a folder the members of the consumer group
 // share: replicate.json (created, or checked against cfg), ddl.sql and bulkload.json, the
 // manifest of the members before it continued. On an object store it takes the output's lock
@@ -71,10 +90,10 @@ func New(ctx context.Context, cfg Config) (*Replicator, error) {
 	if cfg.SQL.Target != nil {
 		// the state folder exists from the start, as an output folder does
 		if err := store.MakeRoot(cfg.Store); err != nil {
-			return nil, fmt.Errorf("create output directory: %w", err)
+			return nil, outputFailed(fmt.Errorf("create output directory: %w", err))
 		}
 		if err := r.loadOffsetBook(ctx); err != nil {
-			return nil, err
+			return nil, outputFailed(err)
 		}
 		return r, r.openSQL()
 	}
@@ -101,12 +120,12 @@ func (r *Replicator) prepare(ctx context.Context) error {
 	cfg := &r.cfg
 	unlock, err := r.man.lock(ctx)
 	if err != nil {
-		return err
+		return outputFailed(err)
 	}
 	defer unlock()
 	st, err := LoadStateFrom(ctx, cfg.Store)
 	if err != nil {
-		return err
+		return outputFailed(err)
 	}
 	if st != nil {
 		if !samePlan(st.Plan, cfg.Plan) && st.Fingerprint == cfg.Program.Fingerprint() && sampledPlan(cfg.Program, cfg.Plan) {
@@ -124,7 +143,7 @@ func (r *Replicator) prepare(ctx context.Context) error {
 		st = &State{Fingerprint: cfg.Program.Fingerprint(), Table: r.target.Table, Topic: cfg.Kafka.Topic, Group: cfg.Kafka.Group,
 			Message: cfg.Kafka.Format, FileFormat: cfg.Format.Name(), Plan: cfg.Plan, CreatedAt: time.Now().UTC()}
 		if err := st.save(ctx, cfg.Store); err != nil {
-			return err
+			return outputFailed(err)
 		}
 	}
 	ddl, err := lindorm.DDL(r.target, cfg.Plan, cfg.Program.Options())
@@ -132,7 +151,7 @@ func (r *Replicator) prepare(ctx context.Context) error {
 		return fmt.Errorf("write %s: %w", output.DDLFile, err)
 	}
 	if err := cfg.Store.Put(ctx, output.DDLFile, []byte(ddl)); err != nil {
-		return fmt.Errorf("write %s: %w", output.DDLFile, err)
+		return outputFailed(fmt.Errorf("write %s: %w", output.DDLFile, err))
 	}
 	jobOpt := cfg.Job
 	jobOpt.FileType, jobOpt.Regions, jobOpt.DataDir = formats.LoadAs(cfg.Format.Name()), cfg.Plan.Count(), output.DataDir
@@ -145,9 +164,9 @@ func (r *Replicator) prepare(ctx context.Context) error {
 		return err
 	}
 	if err := cfg.Store.Put(ctx, output.BulkloadFile, job); err != nil {
-		return fmt.Errorf("write %s: %w", output.BulkloadFile, err)
+		return outputFailed(fmt.Errorf("write %s: %w", output.BulkloadFile, err))
 	}
-	return r.man.write(ctx) // an output describes itself from the start
+	return outputFailed(r.man.write(ctx)) // an output describes itself from the start
 }
 
 func (r *Replicator) baseManifest() *output.Manifest {

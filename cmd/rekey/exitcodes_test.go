@@ -24,6 +24,7 @@ import (
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/store/s3store/s3test"
 )
 
@@ -414,5 +415,21 @@ func TestMergeInputThatDoesNotAnswerExitsThree(t *testing.T) {
 	code, stdout, stderr := runCLIWithEnv(t, env, args...)
 	if code != exitFailed || !strings.Contains(stderr, "connection refused") || !strings.Contains(stderr, "run the same command again once it answers") {
 		t.Errorf("merge: exit %d, want %d (a failed run, to run again once the bucket answers)\n%s%s", code, exitFailed, stdout, stderr)
+	}
+}
+
+// A replication whose output cannot be written when it starts (a full disk at any of the files
+// it writes first) fails (exit 3, as the docs say of a failed replication), naming the file, and
+// says to run again once the cause is fixed. Before, it exited 2, as invalid use.
+func TestReplicateOutputWriteFailedAtStartExitsThree(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{output.ReplicateStateFile, output.DDLFile, output.BulkloadFile, output.ManifestFile} {
+		out := filepath.Join(t.TempDir(), "live")
+		fail := func(st store.Store) store.Store { return &failPutLocal{Local: st.(*store.Local), name: name} }
+		code, stdout, stderr := cliRun{wrapOut: fail}.run(t, "replicate", "-m", "../../mappings/orders.yaml",
+			"--source", "kafka://127.0.0.1:1/t?group=g", "--out", out, "--progress", "never")
+		if code != exitFailed || !strings.Contains(stderr, "disk full") || !strings.Contains(stderr, name) || !strings.Contains(stderr, "run the same command again") {
+			t.Errorf("%s not written: exit %d, want %d, naming the file and to run again\n%s%s", name, code, exitFailed, stdout, stderr)
+		}
 	}
 }

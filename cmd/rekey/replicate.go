@@ -215,6 +215,9 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	}
 	r, err := replicate.New(ctx, f.config(inv, kcfg, prog, o, tgt, logger))
 	if err != nil {
+		if errors.Is(err, replicate.ErrOutput) {
+			return runFailed(fmt.Errorf("%w\nonce the cause is fixed, run the same command again", err))
+		}
 		if o.toSQL && !errors.Is(err, sqlsink.ErrTableMismatch) && !errors.Is(err, kafka.ErrSchema) {
 			return runFailed(err)
 		}
