@@ -351,7 +351,7 @@ func (f *replicateFlags) openTarget(ctx context.Context, inv *invocation, kcfg k
 	// a table has no regions to cut files by; the state folder keeps the rejects
 	t, err := sqlsink.ParseURI(f.out, inv.getenv)
 	if err != nil {
-		return tgt, usageError(err)
+		return tgt, usageError(fmt.Errorf("--out %w", err))
 	}
 	if prog.WriteTime() {
 		// the mapping's write times are the events' own: ?write_time=true

@@ -131,6 +131,24 @@ func TestSQLTargetPassword(t *testing.T) {
 	}
 }
 
+// A SQL URI refused is named by the flag that gave it: verify's --target, never --out, which
+// verify does not have. Before, verify said "--target mysql://...: --out mysql://...: a password
+// in the URI ...".
+func TestSQLURIRefusedNamesItsFlag(t *testing.T) {
+	t.Parallel()
+	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
+	for _, uri := range []string{"mysql://u:hunter2@127.0.0.1:1/db", "mysql://127.0.0.1:1/db"} {
+		code, _, errs := runCLI(t, "verify", "-m", mapping, "--source", "gen:orders?rows=10", "--target", uri, "--progress", "never")
+		if code != exitVerifyFailed || strings.Contains(errs, "--out") || !strings.Contains(errs, "--target mysql://") || strings.Contains(errs, "hunter2") {
+			t.Errorf("verify --target %s: exit %d, want %d naming --target alone: %s", uri, code, exitVerifyFailed, errs)
+		}
+		code, _, errs = runCLI(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", uri, "--progress", "never")
+		if code != exitUsage || !strings.Contains(errs, "--out mysql://") || strings.Contains(errs, "hunter2") {
+			t.Errorf("migrate --out %s: exit %d, want %d naming --out: %s", uri, code, exitUsage, errs)
+		}
+	}
+}
+
 // sqlOrderMessages are n JSON changes of mappings/orders.yaml over 2 partitions (by key): 150
 // keys updated again and again, every 7th message a tombstone (a delete), message 5 poison. want
 // is the latest state per key (pk1/orderid -> status), as an independent reading of the messages.

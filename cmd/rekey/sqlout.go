@@ -46,7 +46,7 @@ func (s *sqlFlags) stateDir(t *sqlsink.Target, table string) string {
 func (inv *invocation) openSQLTarget(ctx context.Context, uri string, prog *transform.Program, conns int, logger *zap.Logger, observe func(string, int, float64, error)) (*sqlsink.Writer, *sqlsink.Target, error) {
 	t, err := sqlsink.ParseURI(uri, inv.getenv)
 	if err != nil {
-		return nil, nil, usageError(err)
+		return nil, nil, usageError(fmt.Errorf("--out %w", err))
 	}
 	if t.CellTimestamps {
 		// the write times of a copy are the mapping's to carry (target.write_time): the

@@ -68,7 +68,7 @@ func (t *Target) UseCellWriteTimes() error {
 }
 
 // ParseURI parses a lindorm:// or mysql:// URI; the password comes from getenv (the dialect's
-// variable) only.
+// variable) only. Its errors start with the URI: the caller names the flag that gave it.
 func ParseURI(raw string, getenv func(string) string) (*Target, error) {
 	scheme, _, ok := strings.Cut(raw, "://")
 	if !ok {
@@ -85,7 +85,7 @@ func ParseURI(raw string, getenv func(string) string) (*Target, error) {
 	t := &Target{Dialect: d, Redacted: sourceuri.Redact(raw)}
 	u, err := sourceuri.Parse(raw, scheme, d.PasswordEnv)
 	if err != nil {
-		return nil, fmt.Errorf("--out %s: %w", t.Redacted, err)
+		return nil, fmt.Errorf("%s: %w", t.Redacted, err)
 	}
 	if len(u.Hosts) != 1 {
 		return nil, fmt.Errorf("%s: name one HOST:PORT (a load balancer's address for several front ends)", t.Redacted)
