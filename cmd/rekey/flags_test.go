@@ -271,6 +271,27 @@ func TestTimeSliceZeroIsNeverReplacedSilently(t *testing.T) {
 	}
 }
 
+// --checkpoint-interval 0 or less is refused (exit 2), into files and into a table. Before, it was
+// taken silently as "checkpoint only at the end": a run killed after hours had nothing to resume
+// from and read its whole input again.
+func TestCheckpointIntervalMustBePositive(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, out := range []string{filepath.Join(dir, "out"), "mysql://root@127.0.0.1:1/shop"} {
+		for _, every := range []string{"0", "-1s"} {
+			args := []string{"migrate", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=10", "--out", out,
+				"--progress", "never", "--checkpoint-interval", every}
+			code, stdout, stderr := runCLI(t, args...)
+			if code != exitUsage || !strings.Contains(stderr, "--checkpoint-interval") {
+				t.Errorf("rekey %s: exit %d, want 2 refusing --checkpoint-interval %s:\n%s%s", strings.Join(args, " "), code, every, stdout, stderr)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+		t.Error("a refused run created its --out")
+	}
+}
+
 // --max-file-size 0 and --workers 0 are refused (exit 2), not quietly replaced by the defaults
 // (256MiB files, a worker per CPU).
 func TestSizeAndWorkerFlagsOfZeroAreRefused(t *testing.T) {

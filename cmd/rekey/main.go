@@ -280,7 +280,7 @@ func (inv *invocation) logger() (*zap.Logger, error) {
 // checkCommonFlags refuses values of flags several commands share that would otherwise be
 // silently replaced: --regions 0 would quietly mean "the mapping's count", --progress-interval 0
 // the default 10s, --time-slice 0 the default 24h, --workers 0 one per CPU, --max-file-size 0
-// the default 256MiB.
+// the default 256MiB, --checkpoint-interval 0 no checkpoint before the end.
 func checkCommonFlags(cmd *cobra.Command, _ []string) error {
 	if f := cmd.Flags().Lookup("regions"); f != nil && f.Changed {
 		if n, err := strconv.Atoi(f.Value.String()); err != nil || n < 1 {
@@ -301,6 +301,13 @@ func checkCommonFlags(cmd *cobra.Command, _ []string) error {
 	if f := cmd.Flags().Lookup("time-slice"); f != nil && f.Changed {
 		if d, err := time.ParseDuration(f.Value.String()); err != nil || d <= 0 {
 			return usageError(fmt.Errorf("--time-slice %s: want a positive width (1h, 24h), or leave --time-slice out for the default", f.Value))
+		}
+	}
+	// --checkpoint-interval 0 would quietly mean "only at the end": a run killed after hours would
+	// have nothing to resume from
+	if f := cmd.Flags().Lookup("checkpoint-interval"); f != nil && f.Changed {
+		if d, err := time.ParseDuration(f.Value.String()); err != nil || d <= 0 {
+			return usageError(fmt.Errorf("--checkpoint-interval %s: want a positive interval (1m, 30s): --resume continues from the last checkpoint; or leave --checkpoint-interval out for the default", f.Value))
 		}
 	}
 	if f := cmd.Flags().Lookup("progress-interval"); f != nil && f.Changed {
