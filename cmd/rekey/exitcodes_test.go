@@ -433,3 +433,24 @@ func TestReplicateOutputWriteFailedAtStartExitsThree(t *testing.T) {
 		}
 	}
 }
+
+// An --out that cannot be opened (a bucket that does not answer) fails the run (3) saying what to
+// do next, in every command that writes one. Before, migrate, replicate and merge printed the
+// store's error alone ("... dial tcp 127.0.0.1:1: connect: connection refused").
+func TestOutThatCannotBeOpenedSaysToRunAgain(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"AWS_ACCESS_KEY_ID": "rekey", "AWS_SECRET_ACCESS_KEY": "rekey-secret"}
+	dead := "s3://rekey-test/out?endpoint=http://127.0.0.1:1&path_style=true&region=us-east-1"
+	dir := t.TempDir()
+	src := ordersCSV(t, dir, "orders.csv", 10, 1)
+	for _, args := range [][]string{
+		{"migrate", "-m", "../../mappings/orders.yaml", "--source", "file:" + src, "--out", dead, "--progress", "never"},
+		{"replicate", "-m", "../../mappings/orders.yaml", "--source", "kafka://127.0.0.1:1/t?group=g", "--out", dead, "--progress", "never"},
+		{"merge", "--out", dead},
+	} {
+		code, stdout, stderr := runCLIWithEnv(t, env, args...)
+		if code != exitFailed || !strings.Contains(stderr, "connection refused") || !strings.Contains(stderr, "run the same command again") {
+			t.Errorf("rekey %s: exit %d, want %d, saying to run the same command again once the cause is fixed\n%s%s", args[0], code, exitFailed, stdout, stderr)
+		}
+	}
+}

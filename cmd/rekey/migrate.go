@@ -450,7 +450,8 @@ func (inv *invocation) openStore(ctx context.Context, out string) (store.Store, 
 	if store.IsUsage(err) {
 		return nil, usageError(fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
 	} else if err != nil {
-		return nil, runFailed(fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
+		// a store that does not answer, a folder that cannot be made: nothing was written yet
+		return nil, runFailed(fmt.Errorf("--out %s: %w\nonce --out can be reached and written, run the same command again", sourceuri.Redact(out), err))
 	}
 	if err := output.CheckLoaderPath(st.Location("")); err != nil {
 		return nil, usageError(fmt.Errorf("--out %s: %w", sourceuri.Redact(out), err))
