@@ -320,3 +320,27 @@ func TestSizeAndWorkerFlagsOfZeroAreRefused(t *testing.T) {
 		t.Error("a refused run created its --out")
 	}
 }
+
+// A --log-level or --log-format rekey does not know is refused by every command, before it does
+// anything. Before, gen and ddl --dialect mariadb ran with the default logs (exit 0), and merge
+// answered about its inputs first.
+func TestLogFlagsRefusedByEveryCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, flag := range []string{"--log-level", "--log-format"} {
+		for _, args := range [][]string{
+			{"gen", "orders", "--rows", "1", "--out", filepath.Join(dir, "gen.csv")},
+			{"ddl", "-m", "../../mappings/orders.yaml", "--dialect", "mariadb"},
+			{"merge", "--out", filepath.Join(dir, "merged")},
+		} {
+			args = append(args, flag, "bogus")
+			code, stdout, stderr := runCLI(t, args...)
+			if code != exitUsage || !strings.Contains(stderr, flag+` "bogus"`) {
+				t.Errorf("rekey %s: exit %d, want 2 refusing %s:\n%s%s", strings.Join(args, " "), code, flag, stdout, stderr)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "gen.csv")); err == nil {
+		t.Error("a refused gen wrote its --out")
+	}
+}

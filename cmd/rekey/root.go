@@ -41,6 +41,11 @@ Sources: file:PATH (CSV, JSON Lines), gen:NAME, cassandra://hosts/keyspace/table
 	// before it is invalid use, one from after it comes from the command itself
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		inv.ran = true
+		// the logs' flags are every command's: refused here, not by the commands that log (gen
+		// and ddl never built a logger, and so ran with a --log-level they did not know)
+		if _, err := inv.logger(); err != nil {
+			return usageError(err)
+		}
 		return checkCommonFlags(cmd, args)
 	}
 	root.PersistentFlags().StringVar(&inv.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
