@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -16,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	kafkago "github.com/segmentio/kafka-go"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
 
@@ -452,5 +456,36 @@ func TestOutThatCannotBeOpenedSaysToRunAgain(t *testing.T) {
 		if code != exitFailed || !strings.Contains(stderr, "connection refused") || !strings.Contains(stderr, "run the same command again") {
 			t.Errorf("rekey %s: exit %d, want %d, saying to run the same command again once the cause is fixed\n%s%s", args[0], code, exitFailed, stdout, stderr)
 		}
+	}
+}
+
+// A replication that fails says so in its summary's title, and that its rows written count the
+// open rolls it discarded, which the next run writes again. Before, a replication whose first
+// roll failed to commit printed "Replication summary ... rows written 5 ... rolls 0", as a
+// finished one prints it, above the error.
+func TestReplicateFailedSummarySaysFailed(t *testing.T) {
+	t.Parallel()
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "failsum", 1)
+	var msgs []kafkago.Message
+	for i := range 5 {
+		msgs = append(msgs, kafkago.Message{Key: fmt.Appendf(nil, `{"userid":"u%d","orderid":%d}`, i, i),
+			Value: fmt.Appendf(nil, `{"userid":"u%d","orderid":%d,"status":"s","amount":"1.00"}`, i, i)})
+	}
+	c.Produce(t, topic, msgs...)
+	var stdout, stderr lockedBuffer
+	inv := &invocation{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: os.Getenv,
+		replicateHooks: replicate.Hooks{Commit: func(s replicate.CommitStep, _ int, _, _ int64) error {
+			if s == replicate.StepFinished {
+				return errors.New("injected: the disk failed")
+			}
+			return nil
+		}}}
+	code := inv.run(context.Background(), []string{"replicate", "-m", "../../mappings/orders.yaml",
+		"--source", "kafka://" + strings.Join(c.Brokers, ",") + "/" + topic + "?group=" + c.Group("failsum") + "&format=json",
+		"--out", filepath.Join(t.TempDir(), "live"), "--roll-interval", "100ms", "--progress", "never"})
+	out := stdout.String()
+	if code != exitFailed || strings.Contains(out, "Replication summary") || !strings.Contains(out, "Replication failed") || !strings.Contains(out, "discarded") {
+		t.Errorf("exit %d, want %d and a summary that says the replication failed and discarded its open rolls:\n%s%s", code, exitFailed, out, stderr.String())
 	}
 }

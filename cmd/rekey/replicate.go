@@ -420,12 +420,29 @@ func (f *replicateFlags) replicate(ctx context.Context, cancel func(), cmd *cobr
 	status := startStatus(inv.stderr, o.progress, interval, r.Metrics())
 	runErr := r.Run(ctx, stop)
 	status.finish()
-	printReplicationSummary(cmd.OutOrStdout(), r.Metrics(), r.Plan(), sourceuri.Redact(f.out), o.toSQL, time.Since(started))
+	printReplicationSummary(cmd.OutOrStdout(), summaryTitle(runErr, o.toSQL), r.Metrics(), r.Plan(), sourceuri.Redact(f.out), o.toSQL, time.Since(started))
 	rejected := rejectedMessages(cmd.OutOrStdout(), r.Metrics(), tgt.out.Location(output.RejectsDir+"/"), o.toSQL)
 	if runErr == nil {
 		return rejected
 	}
 	return replicationFailed(runErr, o.toSQL)
+}
+
+// summaryTitle is the title of the summary of a replication that ended with runErr: a failed or
+// aborted one says so, and, into files, that its rows written count the open rolls it discarded
+// (the next run writes them again); a table holds every row its statements wrote.
+func summaryTitle(runErr error, toSQL bool) string {
+	if runErr == nil {
+		return "Replication summary (this process)"
+	}
+	how := "failed"
+	if errors.Is(runErr, context.Canceled) {
+		how = "aborted"
+	}
+	if toSQL {
+		return "Replication " + how + " (this process)"
+	}
+	return "Replication " + how + " (this process; rows written include those of the open rolls it discarded, which the next run writes again)"
 }
 
 // replicationFailed is the exit of a replication that ended with err.
@@ -582,13 +599,13 @@ func (s replicationStatus) frame() string {
 
 // printReplicationSummary prints what this process replicated; rolls, files, bytes and regions
 // only for an output of files (toSQL: a table, which has none of them).
-func printReplicationSummary(w io.Writer, m *replicate.Metrics, plan pipeline.RegionPlan, out string, toSQL bool, took time.Duration) {
+func printReplicationSummary(w io.Writer, title string, m *replicate.Metrics, plan pipeline.RegionPlan, out string, toSQL bool, took time.Duration) {
 	in := m.MessagesIn.Load()
 	rate := 0.0
 	if took > 0 {
 		rate = float64(in) / took.Seconds()
 	}
-	fmt.Fprintln(w, "Replication summary (this process)")
+	fmt.Fprintln(w, title)
 	rows := [][2]string{
 		{"messages in", fmt.Sprintf("%d", in)},
 		{"rows written", fmt.Sprintf("%d", m.RowsWritten.Load())},

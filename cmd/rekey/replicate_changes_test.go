@@ -283,7 +283,7 @@ func TestReplicationSummaryNamesMessagesSkipped(t *testing.T) {
 	m.TombstonesDropped.Store(2)
 	m.RepeatsSkipped.Store(3)
 	var b strings.Builder
-	printReplicationSummary(&b, m, pipeline.RegionPlan{}, "mysql://db/t", true, time.Second)
+	printReplicationSummary(&b, summaryTitle(nil, true), m, pipeline.RegionPlan{}, "mysql://db/t", true, time.Second)
 	for _, want := range []string{"tombstones      2 (", "repeats         3 ("} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %q in the summary:\n%s", want, b.String())
@@ -302,13 +302,13 @@ func TestReplicationSummaryNamesMessagesLostToGaps(t *testing.T) {
 	m.GapMessages.Store(40)
 	for _, toSQL := range []bool{true, false} {
 		var b strings.Builder
-		printReplicationSummary(&b, m, pipeline.RegionPlan{}, "mysql://db/t", toSQL, time.Second)
+		printReplicationSummary(&b, summaryTitle(nil, true), m, pipeline.RegionPlan{}, "mysql://db/t", toSQL, time.Second)
 		if !strings.Contains(b.String(), "messages lost   40 (") || !strings.Contains(b.String(), "2 gaps") {
 			t.Errorf("into a table %v: the messages lost to gaps are not in the summary:\n%s", toSQL, b.String())
 		}
 	}
 	var b strings.Builder
-	printReplicationSummary(&b, &replicate.Metrics{}, pipeline.RegionPlan{}, "mysql://db/t", true, time.Second)
+	printReplicationSummary(&b, summaryTitle(nil, true), &replicate.Metrics{}, pipeline.RegionPlan{}, "mysql://db/t", true, time.Second)
 	if strings.Contains(b.String(), "lost") {
 		t.Errorf("a summary naming messages lost when none were:\n%s", b.String())
 	}
