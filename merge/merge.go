@@ -201,11 +201,15 @@ func checkFiles(ctx context.Context, in *Input, placed func(src string) bool) er
 }
 
 // sourceFile checks a data file in's manifest lists in region i (output.StatListed), refusing
-// paths outside the input, paths through symbolic links and anything but a regular file.
+// paths outside the input, paths through symbolic links, anything but a regular file, and a file
+// whose size is not the one listed (cut short by an incomplete copy: merged, the bulk load would
+// fail on it or lose its rows).
 func sourceFile(ctx context.Context, in *Input, region int, fe output.FileEntry) error {
 	manifest := in.Store.Location(output.ManifestFile)
-	err := output.StatListed(ctx, in.Store, fe.Path)
+	size, err := output.StatListed(ctx, in.Store, fe.Path)
 	switch {
+	case err == nil && size != fe.Bytes:
+		return fmt.Errorf("%s lists %s of %d bytes, and it holds %d bytes: the file is damaged (an incomplete copy?); restore it from the run that wrote it, or run that migration again", manifest, fe.Path, fe.Bytes, size)
 	case err == nil:
 		return nil
 	case errors.Is(err, output.ErrUnsafePath):

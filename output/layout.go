@@ -188,21 +188,25 @@ var ErrNotRegular = errors.New("not a regular file")
 // StatListed checks rel, a data file a manifest or checkpoint of the output st lists, before it
 // is linked, copied, moved or deleted: its path (CheckRelPath: errors wrap ErrUnsafePath), on a
 // local folder that no component of it is a symbolic link (StatRelPath) and that it is a regular
-// file (ErrNotRegular), and that it exists (a missing one wraps store.ErrNotExist).
-func StatListed(ctx context.Context, st store.Store, rel string) error {
+// file (ErrNotRegular), and that it exists (a missing one wraps store.ErrNotExist). It returns
+// the file's size, which the caller compares with the size listed.
+func StatListed(ctx context.Context, st store.Store, rel string) (int64, error) {
 	dir, local := store.LocalPath(st)
 	if !local {
 		if err := CheckRelPath(rel); err != nil {
-			return err
+			return 0, err
 		}
-		_, err := st.Stat(ctx, rel)
-		return err
+		info, err := st.Stat(ctx, rel)
+		return info.Size, err
 	}
 	_, fi, err := StatRelPath(dir, rel)
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())
+	if err != nil {
+		return 0, err
 	}
-	return err
+	if !fi.Mode().IsRegular() {
+		return 0, fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())
+	}
+	return fi.Size(), nil
 }
 
 // SliceFilePrefix begins the names of the data files of one time slice of a migration that

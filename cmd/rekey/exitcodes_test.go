@@ -489,3 +489,34 @@ func TestReplicateFailedSummarySaysFailed(t *testing.T) {
 		t.Errorf("exit %d, want %d and a summary that says the replication failed and discarded its open rolls:\n%s%s", code, exitFailed, out, stderr.String())
 	}
 }
+
+// A merge input whose data file is not the size its manifest lists (cut short by an incomplete
+// copy) is refused before anything is placed, naming the file and both sizes. Before, merge
+// exited 0, "rows written 2000", with the cut file in the merged output: the bulk load would fail
+// on it or lose its rows.
+func TestMergeRefusesADamagedDataFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var inputs []string
+	for seed := range 2 {
+		in := filepath.Join(dir, fmt.Sprintf("run-%d", seed))
+		mustRun(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", fmt.Sprintf("gen:orders?rows=1000&seed=%d", seed+1), "--out", in, "--progress", "never")
+		inputs = append(inputs, in)
+	}
+	files, err := filepath.Glob(filepath.Join(inputs[0], "data", "region-0000", "*.parquet"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no data file in %s: %v", inputs[0], err)
+	}
+	if err := os.Truncate(files[0], 100); err != nil {
+		t.Fatal(err)
+	}
+	merged := filepath.Join(dir, "merged")
+	code, stdout, stderr := runCLI(t, "merge", inputs[0], inputs[1], "--out", merged)
+	rel, _ := filepath.Rel(inputs[0], files[0])
+	if code != exitUsage || !strings.Contains(stderr, rel) || !strings.Contains(stderr, "100 bytes") {
+		t.Errorf("merge of an input with a cut data file: exit %d, want %d naming %s and its size\n%s%s", code, exitUsage, rel, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(merged, output.ManifestFile)); err == nil {
+		t.Error("the merge wrote a manifest over a damaged input")
+	}
+}

@@ -74,7 +74,8 @@ overlap or leave part of the ring unread), and an --out
 inside an input (a migrate --resume of that input would delete the merged files) or an input
 inside --out, folders and bucket prefixes alike. It also refuses,
 before placing any file, a manifest that lists a file outside its own directory (an absolute path,
-"..", a symbolic link) or anything but a regular file in a region folder.`
+"..", a symbolic link), anything but a regular file in a region folder, or a data file whose size
+is not the one it lists (cut short by an incomplete copy).`
 
 func newMergeCmd(inv *invocation) *cobra.Command {
 	f := &mergeFlags{}
