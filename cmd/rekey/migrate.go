@@ -347,23 +347,33 @@ func filesOutcome(ctx context.Context, w io.Writer, m *migrate.Migration, f *mig
 	st := m.Output().Store
 	if how, stopped := stoppedBy(runErr); stopped {
 		printSummary(w, "Migration "+how+" (what is committed so far)", res, filesOut(f.out, m, plan))
-		return interrupted(fmt.Errorf("%s: %d rows committed to %s; %s", how, res.RowsWritten, f.out, resumeAfterInterrupt(src, " into a new --out")))
+		return interrupted(withStats(f.statsJSON, res, fmt.Errorf("%s: %d rows committed to %s; %s", how, res.RowsWritten, f.out, resumeAfterInterrupt(src, " into a new --out"))))
 	}
 	if errors.Is(runErr, output.ErrLockLost) {
 		return runFailed(fmt.Errorf("migration stopped: another rekey run took over %s (or may at any moment: this run's lock there is lost) and this run stopped without writing there: let the other run finish, or stop it and run the same command with --resume\n%w", f.out, runErr))
 	}
 	if runErr != nil {
 		printSummary(w, "Migration failed (what was committed before the failure)", res, filesOut(f.out, m, plan))
-		return runFailed(fmt.Errorf("migration failed: %w\nthe files committed so far are in %s (no manifest.json was written); %s", runErr, f.out,
-			afterFailure(runErr, "once the cause is fixed, run the same command with --resume", "with --overwrite (it replaces this output) or into a new --out")))
+		return runFailed(withStats(f.statsJSON, res, fmt.Errorf("migration failed: %w\nthe files committed so far are in %s (no manifest.json was written); %s", runErr, f.out,
+			afterFailure(runErr, "once the cause is fixed, run the same command with --resume", "with --overwrite (it replaces this output) or into a new --out"))))
 	}
 	if err := finishRun(ctx, w, m, f, plan, res); err != nil {
-		return runFailed(fmt.Errorf("migration failed: %w; once the cause is fixed, run the same command with --resume: it writes them", err))
+		return runFailed(withStats(f.statsJSON, res, fmt.Errorf("migration failed: %w; once the cause is fixed, run the same command with --resume: it writes them", err)))
 	}
 	if err := writeStats(f.statsJSON, res); err != nil {
 		return runFailed(err)
 	}
 	return rejectedExit(res, st)
+}
+
+// withStats writes --stats-json (path) for a run that ended with err after printing its summary
+// of res, so that the file and the summary agree whether the run completed or not; err, with a
+// failure to write the file added.
+func withStats(path string, res pipeline.Result, err error) error {
+	if serr := writeStats(path, res); serr != nil {
+		return fmt.Errorf("%w\n(--stats-json not written: %v)", err, serr)
+	}
+	return err
 }
 
 // resumeAfterInterrupt is what to do after an interrupted run of src: resume it, or for stdin,

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -83,4 +84,31 @@ func rejectLines(t *testing.T, dir string) []string {
 		positions = append(positions, r.Position)
 	}
 	return positions
+}
+
+// A run that fails (here: over --max-rejects) prints its figures and writes them to --stats-json
+// too, so that the file and the summary agree. Before, only a completed run wrote the file: one
+// left there by an earlier run stayed, with another run's figures.
+func TestStatsJSONOfAFailedRunIsItsSummary(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := writeFile(t, dir, "in.csv", "userid,orderid,channel,ts,status,location,amount\n"+
+		"u1,x,taobao,2026-01-01T00:00:00Z,PAID,X,1.00\nu2,y,taobao,2026-01-01T00:00:00Z,PAID,X,1.00\n")
+	stats := writeFile(t, dir, "stats.json", `{"rows_in": 999, "rows_written": 999}`) // an earlier run's
+	code, stdout, stderr := runCLI(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "file:"+src, "--out", filepath.Join(dir, "out"),
+		"--max-rejects", "0", "--progress", "never", "--stats-json", stats)
+	if code != exitFailed || !strings.Contains(stdout, "Migration failed") || !strings.Contains(stdout, "rows rejected  2") {
+		t.Fatalf("exit %d, want %d with a summary of the 2 rows rejected\n%s%s", code, exitFailed, stdout, stderr)
+	}
+	data, err := os.ReadFile(stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st runStats
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.RowsIn != 2 || st.RowsRejected != 2 || st.RowsWritten != 0 {
+		t.Errorf("--stats-json of the failed run: %s, want the summary's 2 rows in, 2 rejected", data)
+	}
 }

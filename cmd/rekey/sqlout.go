@@ -160,13 +160,13 @@ func sqlOutcome(stdout io.Writer, f *migrateFlags, src pipeline.Source, w *sqlsi
 	dest, state := d.table, d.state
 	if how, stopped := stoppedBy(runErr); stopped {
 		printSQLSummary(stdout, "Migration "+how+" (what is written so far)", res, w, src, dest, state, time.Time{})
-		return interrupted(fmt.Errorf("%s: %d rows written to %s; %s", how, res.RowsWritten, dest, resumeAfterInterrupt(src, "")))
+		return interrupted(withStats(f.statsJSON, res, fmt.Errorf("%s: %d rows written to %s; %s", how, res.RowsWritten, dest, resumeAfterInterrupt(src, ""))))
 	}
 	if runErr != nil {
 		printSQLSummary(stdout, "Migration failed (what was checkpointed before the failure)", res, w, src, dest, state, time.Time{})
-		return runFailed(fmt.Errorf("migration failed: %w\n%s", runErr,
+		return runFailed(withStats(f.statsJSON, res, fmt.Errorf("migration failed: %w\n%s", runErr,
 			afterFailure(runErr, "once the cause is fixed, run the same command with --resume: it continues from the last checkpoint (rows after it are written again, harmlessly)",
-				"with --overwrite (a new checkpoint; the rows already written stay in the table, and those whose key the fix changes stay as extra rows)")))
+				"with --overwrite (a new checkpoint; the rows already written stay in the table, and those whose key the fix changes stay as extra rows)"))))
 	}
 	since := nextSince(f.catchUp, res)
 	printSQLSummary(stdout, "Migration summary", res, w, src, dest, state, since)
