@@ -165,7 +165,8 @@ func (f *Fetcher) Err() error {
 // retention) goes to o.Gap; an offset past the partition's end is a *PastEndError; a record
 // batch that fails to read (CRC, decompression) is fetched once more. It returns nil when ctx
 // ends, o.Gap's error, the *PastEndError, or the error of a batch that failed to read twice; out
-// is never closed.
+// is never closed. A broker that refuses the client the topic (its ACLs) ends it with an error
+// saying what to grant.
 func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, partition int, offset int64, o FetchOptions, out chan<- FetchBatch) error {
 	f := newPartitionFetch(ctx, c, partition, offset, o, out)
 	for attempt := 0; ; attempt++ {
@@ -187,6 +188,9 @@ func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, par
 			if errors.As(err, &past) {
 				return err
 			}
+			if refused(err) {
+				return c.refusedError(partition, err)
+			}
 			if errors.Is(err, kafkago.OffsetOutOfRange) {
 				// retention moved the partition's first offset past it between two reads of
 				// the offsets: the next dial sees the gap
@@ -207,8 +211,28 @@ func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, par
 		if ctx.Err() != nil {
 			return nil
 		}
+		if refused(readErr) {
+			return c.refusedError(partition, readErr)
+		}
 		f.log.Debug("kafka: reconnecting to the partition leader", zap.Error(readErr))
 	}
+}
+
+// refused tells whether err is the broker refusing this client the topic (its ACLs): no retry
+// can fix it, and Kafka's own consumer raises it to the application.
+func refused(err error) bool {
+	return errors.Is(err, kafkago.TopicAuthorizationFailed) || errors.Is(err, kafkago.ClusterAuthorizationFailed)
+}
+
+// refusedError is the error of a fetch the broker refuses: what to grant, and to whom.
+func (c *Config) refusedError(partition int, err error) error {
+	principal := "User:NAME"
+	if c.SASL.User != "" {
+		principal = "User:" + c.SASL.User
+	}
+	return fmt.Errorf("kafka: %s: the broker refuses to let this client read the topic: grant it Read and Describe on the topic "+
+		"(kafka-acls --add --allow-principal %s --operation Read --operation Describe --topic %s), then run again: %w",
+		Stream(c.Topic, partition), principal, c.Topic, err)
 }
 
 // partitionFetch is one FetchPartition: where it is in the partition and where it sends.

@@ -3,9 +3,11 @@ package kafka_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -232,4 +234,60 @@ func TestFetchFromLastOffsetStartsAtTheEnd(t *testing.T) {
 		return
 	}
 	t.Fatalf("the fetch ended: %v", f.Err())
+}
+
+// A fetch the broker refuses for want of the topic's Read permission (TOPIC_AUTHORIZATION_FAILED:
+// the client may describe the topic and list its offsets, not read it) ends the fetch with an
+// error that says so, as Kafka's own consumer raises it: no retry can fix an ACL. The refusal
+// was taken for a transient error: the fetch reconnected for ever, logging at Debug only, and a
+// replication reported itself healthy while it read nothing.
+func TestFetchRefusedByTheTopicsACLsFails(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("needs kfake's request control")
+	}
+	c := kafkatest.Start(t, kfake.SeedTopics(1, "guarded"))
+	produceOrders(t, c, "guarded", 1, 5)
+	c.Fake.ControlKey(kmsg.Fetch.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.Fake.KeepControl()
+		req := r.(*kmsg.FetchRequest)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		for _, tp := range req.Topics {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic = tp.Topic
+			for _, p := range tp.Partitions {
+				rp := kmsg.NewFetchResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = 29 // TOPIC_AUTHORIZATION_FAILED
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/guarded", os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialer, err := cfg.Dialer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	f := cfg.StartFetch(ctx, dialer, 0, 0, kafka.FetchOptions{MaxWait: 50 * time.Millisecond})
+	defer f.Stop()
+	for b := range f.C {
+		if len(b.Messages) > 0 {
+			t.Fatalf("read %d messages of a partition the broker refuses", len(b.Messages))
+		}
+	}
+	err = f.Err()
+	if !errors.Is(err, kafkago.TopicAuthorizationFailed) {
+		t.Fatalf("the fetch ended with %v (context: %v), want the broker's refusal, TOPIC_AUTHORIZATION_FAILED", err, ctx.Err())
+	}
+	if !strings.Contains(err.Error(), "guarded/0") || !strings.Contains(err.Error(), "Read") {
+		t.Errorf("the error names neither the partition nor the permission: %v", err)
+	}
+	t.Log(err)
 }
