@@ -169,6 +169,9 @@ func (f *Fetcher) Err() error {
 // saying what to grant.
 func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, partition int, offset int64, o FetchOptions, out chan<- FetchBatch) error {
 	f := newPartitionFetch(ctx, c, partition, offset, o, out)
+	// stalled counts the connections in a row whose fetches failed before the read moved on: a
+	// leader that moved fails one, a broker that fails the partition's every fetch all of them
+	stalled := 0
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && !sleep(ctx, backoff(attempt)) {
 			return nil
@@ -214,7 +217,15 @@ func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, par
 		if refused(readErr) {
 			return c.refusedError(partition, readErr)
 		}
-		f.log.Debug("kafka: reconnecting to the partition leader", zap.Error(readErr))
+		if f.offset > start {
+			stalled = 0
+		}
+		if stalled++; stalled == 3 || stalled%20 == 0 {
+			f.log.Warn("kafka: the partition's fetches fail at its leader and its read does not move on; reconnecting and retrying",
+				zap.Int64("offset", f.offset), zap.Int("failures", stalled), zap.Error(readErr))
+		} else {
+			f.log.Debug("kafka: reconnecting to the partition leader", zap.Error(readErr))
+		}
 	}
 }
 

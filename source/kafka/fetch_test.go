@@ -9,12 +9,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/source/kafka"
@@ -290,4 +293,55 @@ func TestFetchRefusedByTheTopicsACLsFails(t *testing.T) {
 		t.Errorf("the error names neither the partition nor the permission: %v", err)
 	}
 	t.Log(err)
+}
+
+// A partition whose fetches fail every time after the fetch connected to its leader (here
+// KAFKA_STORAGE_ERROR: the leader's log directory failed) is reported at Warn, naming the
+// broker's error, while the fetch retries: it retried for ever logging at Debug only (a warning
+// came only when the leader could not be reached at all), and the partition's read stood still
+// without a word.
+func TestFetchFailingAfterEachConnectWarns(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("needs kfake's request control")
+	}
+	c := kafkatest.Start(t, kfake.SeedTopics(1, "failing"))
+	produceOrders(t, c, "failing", 1, 5)
+	var refusals atomic.Int32
+	c.Fake.ControlKey(kmsg.Fetch.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.Fake.KeepControl()
+		refusals.Add(1)
+		req := r.(*kmsg.FetchRequest)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		for _, tp := range req.Topics {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic = tp.Topic
+			for _, p := range tp.Partitions {
+				rp := kmsg.NewFetchResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = 56 // KAFKA_STORAGE_ERROR
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	core, logs := observer.New(zap.WarnLevel)
+	ctx, out := fetchFrom(t, c, "failing", kafka.FetchOptions{MaxWait: 50 * time.Millisecond, Logger: zap.New(core)})
+	go func() {
+		for range out {
+		}
+	}()
+	// the fifth fetch is sent after the third and fourth failed: a warning after three failures
+	// in a row is logged by then
+	wait.For(t, func() bool { return refusals.Load() >= 5 || ctx.Err() != nil }, "five fetches")
+	for _, e := range logs.All() {
+		for _, f := range e.Context {
+			if err, ok := f.Interface.(error); ok && errors.Is(err, kafkago.KafkaStorageError) {
+				t.Log(e.Message, err)
+				return
+			}
+		}
+	}
+	t.Fatalf("%d fetches failed with KAFKA_STORAGE_ERROR and no warning names it (warnings: %d)", refusals.Load(), logs.Len())
 }
