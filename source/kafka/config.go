@@ -382,6 +382,10 @@ func (c *Config) topicOffsets(ctx context.Context, cl *kafkago.Client) ([]Partit
 		if authErr := c.CheckAuth(ctx); authErr != nil {
 			return nil, authErr
 		}
+		if refused(err) {
+			return nil, fmt.Errorf("kafka: topic %s: the broker refuses to let this client describe the topic: grant it Describe and Read on the topic "+
+				"(kafka-acls --add --allow-principal %s --operation Describe --operation Read --topic %s), then run again: %w", c.Topic, c.principal(), c.Topic, err)
+		}
 	}
 	return offs, err
 }
@@ -448,6 +452,11 @@ func offsets(ctx context.Context, cl *kafkago.Client, topic string) ([]Partition
 		if t.Name != topic {
 			continue
 		}
+		if errors.Is(t.Error, kafkago.UnknownTopicOrPartition) {
+			if err := describeRefused(ctx, cl, topic); err != nil {
+				return nil, err
+			}
+		}
 		if t.Error != nil {
 			return nil, fmt.Errorf("kafka: topic %s: %w", topic, t.Error)
 		}
@@ -456,6 +465,9 @@ func offsets(ctx context.Context, cl *kafkago.Client, topic string) ([]Partition
 		}
 	}
 	if len(parts) == 0 {
+		if err := describeRefused(ctx, cl, topic); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("kafka: topic %s not found (or it has no partitions)", topic)
 	}
 	req := &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{}}
@@ -475,6 +487,24 @@ func offsets(ctx context.Context, cl *kafkago.Client, topic string) ([]Partition
 	}
 	sortOffsets(out)
 	return out, nil
+}
+
+// describeRefused asks a broker for the first partition's end offset of a topic missing from
+// the client's metadata, and returns the broker's refusal if its ACLs do not let this client
+// describe the topic (nil otherwise). kafka-go's Client answers Metadata from its cache of the
+// broker's list of all topics, which leaves out without an error the topics the client may not
+// describe, where a request naming the topic (as this ListOffsets does) is refused.
+func describeRefused(ctx context.Context, cl *kafkago.Client, topic string) error {
+	resp, err := cl.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{topic: {kafkago.LastOffsetOf(0)}}})
+	if err != nil {
+		return nil
+	}
+	for _, po := range resp.Topics[topic] {
+		if refused(po.Error) {
+			return po.Error
+		}
+	}
+	return nil
 }
 
 func sortOffsets(o []PartitionOffsets) {

@@ -237,13 +237,17 @@ func refused(err error) bool {
 
 // refusedError is the error of a fetch the broker refuses: what to grant, and to whom.
 func (c *Config) refusedError(partition int, err error) error {
-	principal := "User:NAME"
-	if c.SASL.User != "" {
-		principal = "User:" + c.SASL.User
-	}
 	return fmt.Errorf("kafka: %s: the broker refuses to let this client read the topic: grant it Read and Describe on the topic "+
 		"(kafka-acls --add --allow-principal %s --operation Read --operation Describe --topic %s), then run again: %w",
-		Stream(c.Topic, partition), principal, c.Topic, err)
+		Stream(c.Topic, partition), c.principal(), c.Topic, err)
+}
+
+// principal is the ACL principal of the client's user, as kafka-acls names it.
+func (c *Config) principal() string {
+	if c.SASL.User != "" {
+		return "User:" + c.SASL.User
+	}
+	return "User:NAME"
 }
 
 // partitionFetch is one FetchPartition: where it is in the partition and where it sends.
