@@ -314,6 +314,14 @@ func (r *Replicator) generations(ctx, nextCtx context.Context, stop <-chan struc
 					return authErr
 				}
 			}
+			if errors.Is(err, kafkago.GroupAuthorizationFailed) { // nor an ACL
+				principal := "User:NAME"
+				if u := r.cfg.Kafka.SASL.User; u != "" {
+					principal = "User:" + u
+				}
+				return fmt.Errorf("consumer group %s: the broker refuses to let this client use the group: grant it Read on the group "+
+					"(kafka-acls --add --allow-principal %s --operation Read --group %s), then run again: %w", r.cfg.Kafka.Group, principal, r.cfg.Kafka.Group, err)
+			}
 			if msg := err.Error(); msg != lastErr {
 				r.log.Warn("consumer group: retrying", zap.Error(err))
 				lastErr = msg
