@@ -448,6 +448,7 @@ func offsets(ctx context.Context, cl *kafkago.Client, topic string) ([]Partition
 		return nil, fmt.Errorf("kafka: metadata of topic %s: %w", topic, err)
 	}
 	var parts []int
+	leaders := map[int]string{}
 	for _, t := range md.Topics {
 		if t.Name != topic {
 			continue
@@ -462,6 +463,7 @@ func offsets(ctx context.Context, cl *kafkago.Client, topic string) ([]Partition
 		}
 		for _, p := range t.Partitions {
 			parts = append(parts, p.ID)
+			leaders[p.ID] = net.JoinHostPort(p.Leader.Host, strconv.Itoa(p.Leader.Port))
 		}
 	}
 	if len(parts) == 0 {
@@ -480,6 +482,16 @@ func offsets(ctx context.Context, cl *kafkago.Client, topic string) ([]Partition
 	}
 	var out []PartitionOffsets
 	for _, po := range resp.Topics[topic] {
+		if errors.Is(po.Error, kafkago.Unknown) {
+			// kafka-go reports a partition whose request failed on its way (its leader out of
+			// reach) as UNKNOWN_SERVER_ERROR when other partitions' requests succeeded; asked
+			// alone, the request's own error comes back
+			one := &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{topic: {kafkago.LastOffsetOf(po.Partition)}}}
+			if _, err := cl.ListOffsets(ctx, one); err != nil {
+				return nil, fmt.Errorf("kafka: offsets of %s from its leader, broker %s: %w; check that this machine reaches that address (the broker's advertised listener)",
+					Stream(topic, po.Partition), leaders[po.Partition], err)
+			}
+		}
 		if po.Error != nil {
 			return nil, fmt.Errorf("kafka: offsets of %s/%d: %w", topic, po.Partition, po.Error)
 		}
