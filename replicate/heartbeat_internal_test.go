@@ -2,11 +2,14 @@ package replicate
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/source/kafka"
@@ -86,4 +89,41 @@ func TestKafkaGoHeartbeatDecoding(t *testing.T) {
 		t.Fatalf("kafka-go's heartbeat answer (error %v, throttle %v) is no longer the misread one heartbeatError corrects", resp.Error, resp.Throttle)
 	}
 	t.Logf("refused: %v", heartbeatError(resp))
+}
+
+// While the group's coordinator cannot be found, the warning that heartbeats are not getting
+// through names the broker's answer (here COORDINATOR_NOT_AVAILABLE). FindCoordinator's error
+// went into a variable of its own block: the warning carried the error of an earlier beat, or
+// none ("error": null), and the user could not tell why the member's lease ran out.
+func TestHeartbeatWarningNamesTheCoordinatorLookupsError(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("needs kfake's request control")
+	}
+	c := kafkatest.Start(t)
+	c.Fake.ControlKey(kmsg.FindCoordinator.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.Fake.KeepControl()
+		resp := req.(*kmsg.FindCoordinatorRequest).ResponseKind().(*kmsg.FindCoordinatorResponse)
+		resp.ErrorCode, resp.NodeID = 15, -1 // COORDINATOR_NOT_AVAILABLE
+		return resp, nil, true
+	})
+	core, logs := observer.New(zap.WarnLevel)
+	g := GroupOptions{SessionTimeout: time.Second, RebalanceTimeout: time.Second, HeartbeatInterval: 10 * time.Millisecond}
+	r := &Replicator{cfg: Config{Kafka: kafka.Config{Brokers: c.Brokers, Group: c.Group("lost")}, Group: g}, log: zap.New(core)}
+	l := newLease(g)
+	closed := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		r.heartbeat(context.Background(), &kafkago.Generation{ID: 1, GroupID: c.Group("lost"), MemberID: "m"}, l, closed)
+		close(done)
+	}()
+	defer func() { close(closed); <-done }()
+	wait.For(t, func() bool { return logs.Len() > 0 }, "the warning that heartbeats are not getting through")
+	e := logs.All()[0]
+	for _, f := range e.Context {
+		if err, ok := f.Interface.(error); ok && errors.Is(err, kafkago.GroupCoordinatorNotAvailable) {
+			t.Log(e.Message, err)
+			return
+		}
+	}
+	t.Fatalf("%q: %v; want the broker's COORDINATOR_NOT_AVAILABLE", e.Message, e.ContextMap())
 }

@@ -546,9 +546,16 @@ func (r *Replicator) heartbeat(ctx context.Context, gen *kafkago.Generation, lea
 		case <-t.C:
 		}
 		hctx, cancel := context.WithTimeout(ctx, r.cfg.Group.SessionTimeout)
+		err = nil
 		if coordinator == nil {
-			fc, err := cl.FindCoordinator(hctx, &kafkago.FindCoordinatorRequest{Key: gen.GroupID, KeyType: kafkago.CoordinatorKeyTypeConsumer})
-			if err == nil && fc.Error == nil && fc.Coordinator != nil {
+			// its error, or the broker's answer, is what the warning below names
+			var fc *kafkago.FindCoordinatorResponse
+			fc, err = cl.FindCoordinator(hctx, &kafkago.FindCoordinatorRequest{Key: gen.GroupID, KeyType: kafkago.CoordinatorKeyTypeConsumer})
+			switch {
+			case err != nil:
+			case fc.Error != nil:
+				err = fmt.Errorf("find the group's coordinator: %w", fc.Error)
+			case fc.Coordinator != nil:
 				coordinator = kafkago.TCP(net.JoinHostPort(fc.Coordinator.Host, strconv.Itoa(fc.Coordinator.Port)))
 			}
 		}
