@@ -30,6 +30,7 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/describegroups"
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
@@ -538,16 +539,21 @@ func (c *Config) DescribeGroup(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer tr.CloseIdleConnections()
-	resp, err := cl.DescribeGroups(ctx, &kafkago.DescribeGroupsRequest{GroupIDs: []string{c.Group}})
+	// the protocol's request through the transport, not Client.DescribeGroups: that decodes every
+	// member's subscription, reads versions 0 and 1 only, and fails the whole answer for a member
+	// of Kafka's own consumer, franz-go or librdkafka (versions 2 and 3: segmentio/kafka-go#1212,
+	// open in v0.4.51); only the names are used
+	m, err := tr.RoundTrip(ctx, cl.Addr, &describegroups.Request{Groups: []string{c.Group}})
 	if err != nil {
 		return "", fmt.Errorf("kafka: describe consumer group %s: %w", c.Group, err)
 	}
-	if len(resp.Groups) != 1 {
-		return "", fmt.Errorf("kafka: describe consumer group %s: %d groups in the answer", c.Group, len(resp.Groups))
+	resp, ok := m.(*describegroups.Response)
+	if !ok || len(resp.Groups) != 1 {
+		return "", fmt.Errorf("kafka: describe consumer group %s: an answer of %T, not of one group", c.Group, m)
 	}
 	g := resp.Groups[0]
-	if g.Error != nil {
-		return "", fmt.Errorf("kafka: describe consumer group %s: %w", c.Group, g.Error)
+	if g.ErrorCode != 0 {
+		return "", fmt.Errorf("kafka: describe consumer group %s: %w", c.Group, kafkago.Error(g.ErrorCode))
 	}
 	members := make([]string, 0, len(g.Members))
 	for _, m := range g.Members {
