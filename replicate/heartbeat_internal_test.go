@@ -33,10 +33,15 @@ func TestRefusedHeartbeatEndsTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cg.Close()
-	gen, err := cg.Next(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	// a fresh broker answers COORDINATOR_NOT_AVAILABLE until its offsets topic exists
+	var gen *kafkago.Generation
+	wait.For(t, func() bool {
+		gen, err = cg.Next(context.Background())
+		if err != nil && !errors.Is(err, kafkago.GroupCoordinatorNotAvailable) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}, "the consumer group's first generation")
 	g := GroupOptions{SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second, HeartbeatInterval: 10 * time.Millisecond}
 	r := &Replicator{cfg: Config{Kafka: kafka.Config{Brokers: c.Brokers, Topic: topic, Group: group}, Group: g}, log: zap.NewNop()}
 	for _, tc := range []struct {
