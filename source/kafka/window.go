@@ -168,7 +168,13 @@ func (w *Window) Part() (retained int64, newest bool) {
 
 // Run reads every partition's window and sends its batches to out.
 func (w *Window) Run(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
-	g, ctx := errgroup.WithContext(ctx)
+	// every cursor is checked before any partition is read: a read started before a bad cursor
+	// was found would go on sending on out after Run returned its error
+	type start struct {
+		p    windowPart
+		from int64
+	}
+	var starts []start
 	for _, p := range w.parts {
 		stream := Stream(w.cfg.Topic, p.partition)
 		from := p.start
@@ -184,7 +190,11 @@ func (w *Window) Run(ctx context.Context, resume map[string]pipeline.StreamState
 				from = off
 			}
 		}
-		g.Go(func() error { return w.runPart(ctx, p, from, out) })
+		starts = append(starts, start{p, from})
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	for _, s := range starts {
+		g.Go(func() error { return w.runPart(ctx, s.p, s.from, out) })
 	}
 	return g.Wait()
 }

@@ -1,6 +1,17 @@
 package kafka
 
-import "testing"
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"github.com/rekey/rekey/pipeline"
+)
 
 // A window's share of a partition is max messages in proportion to what the partition retains,
 // whatever their numbers: max × retained overflowed int64 past 9.2e18 (two partitions of 4e9
@@ -17,5 +28,28 @@ func TestWindowPartsOfLargePartitions(t *testing.T) {
 				t.Fatalf("start=%s: partition %d window [%d, %d), want 3e9 of [%d, %d)", start, p.partition, p.start, p.end, offs[i].First, offs[i].End)
 			}
 		}
+	}
+}
+
+// A resume whose checkpoint names a bad cursor for one partition fails the read before any
+// partition is read: Run returned the error while the goroutines of the partitions before it
+// went on reading (their context alive) and sent batches on out, which the engine closes once
+// Run returns: a send on a closed channel, a panic instead of the error.
+func TestWindowBadResumeCursorStartsNoRead(t *testing.T) {
+	w := &Window{cfg: Config{Topic: "t", Format: FormatJSON, Brokers: []string{"127.0.0.1:1"}},
+		schema: pipeline.SourceSchema{{Name: "id", Type: "bigint"}}, log: zap.NewNop(), dialer: &kafkago.Dialer{},
+		parts: []windowPart{{partition: 0, start: 0, end: 10}, {partition: 1, start: 5, end: 10}}, BatchSize: 1024, Idle: time.Hour}
+	resume := map[string]pipeline.StreamState{"t/0": {Cursor: "2"}, "t/1": {Cursor: "3"}} // t/1 before its window
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := make(chan pipeline.Batch)
+	err := w.Run(ctx, resume, out)
+	if err == nil || !strings.Contains(err.Error(), "bad resume cursor") {
+		t.Fatalf("Run: %v, want the bad resume cursor of t/1", err)
+	}
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	if strings.Contains(stacks, "kafka.(*Window).runPart") || strings.Contains(stacks, "errgroup.(*Group).Go") {
+		t.Fatal("Run returned its error with partition t/0's read still running: it would send on out after Run returned")
 	}
 }
