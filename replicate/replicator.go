@@ -95,7 +95,7 @@ func New(ctx context.Context, cfg Config) (*Replicator, error) {
 		if err := r.loadOffsetBook(ctx); err != nil {
 			return nil, outputFailed(err)
 		}
-		return r, r.openSQL()
+		return r, r.openSQL(ctx)
 	}
 	repl := Replication{Topic: cfg.Kafka.Topic, Group: cfg.Kafka.Group, Format: cfg.Kafka.Format}
 	if r.man, err = openManifest(ctx, cfg.Store, cfg.Out, r.baseManifest, repl, r.log); err != nil {

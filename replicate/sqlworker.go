@@ -36,8 +36,9 @@ const CodeNoWriteTime = "no_write_time"
 // cannot keep that row from the delete.
 const CodeRangeAfterNewerWrite = "range_after_newer_write"
 
-// openSQL opens the target table (its definition checked first) with the statement metrics wired.
-func (r *Replicator) openSQL() error {
+// openSQL opens the target table (its definition checked first) with the statement metrics wired;
+// ctx ends the connection's retries of a target that is not up yet.
+func (r *Replicator) openSQL(ctx context.Context) error {
 	cfg := r.cfg.SQL
 	cfg.Schema = r.target
 	cfg.Observe = r.metrics.enableSQL()
@@ -53,7 +54,7 @@ func (r *Replicator) openSQL() error {
 	if cfg.Logger == nil {
 		cfg.Logger = r.log.Named("sql")
 	}
-	w, err := sqlsink.Open(context.Background(), cfg)
+	w, err := sqlsink.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
