@@ -471,7 +471,19 @@ func (r *Replicator) runWorkers(ctx, gctx context.Context, stop <-chan struct{},
 	closed := make(chan struct{}) // the workers closed their rolls and committed
 	defer close(closed)
 	lease := newLease(r.cfg.Group)
-	go r.heartbeat(ctx, gen, lease, closed)
+	// the heartbeats end with the generation's work, a beat in flight cancelled: one waiting on
+	// a slow coordinator went on past the generation, and past Run, for up to a session timeout
+	beatCtx, endBeats := context.WithCancel(ctx)
+	var beats sync.WaitGroup
+	beats.Add(1)
+	go func() {
+		defer beats.Done()
+		r.heartbeat(beatCtx, gen, lease, closed)
+	}()
+	defer func() {
+		endBeats()
+		beats.Wait()
+	}()
 	go func() {
 		select {
 		case <-gctx.Done():
@@ -568,6 +580,9 @@ func (r *Replicator) heartbeat(ctx context.Context, gen *kafkago.Generation, lea
 			}
 		}
 		cancel()
+		if ctx.Err() != nil {
+			return // the generation's work ended while the beat was on its way: its answer says nothing
+		}
 		switch {
 		case coordinator == nil || err != nil:
 			coordinator = nil // found again at the next beat
