@@ -43,20 +43,32 @@ func (s *Source) sampleSequential(ctx context.Context, n int, budget int64) ([]p
 		return nil, err
 	}
 	defer r.Close()
-	// every record is read; one in every kept, copied out of the read buffers, which go back:
-	// halved (every doubled) whenever the kept ones pass SampleBytes
+	// every record is read; one in every kept, halved (every doubled) whenever the kept ones
+	// pass SampleBytes. A file's records keep their read buffers while they fit (a small file,
+	// the common case, is sampled without a copy); past the budget they are copied out, and the
+	// buffers go back
 	var recs []pipeline.Record
 	var held int64
 	seen, every := 0, 1
+	inPlace := !s.gz
 	err = s.readChunks(ctx, r, s.dataStart, s.dataLine, func(c *chunk) bool {
 		for _, b := range s.parseChunk(c) {
 			for i := range b.Records {
 				if seen%every == 0 {
-					rec := detachRecord(&b.Records[i])
+					rec := b.Records[i]
+					if !inPlace {
+						rec = detachRecord(&rec)
+					}
 					recs = append(recs, rec)
 					held += recordBytes(&rec)
 				}
 				seen++
+				if held > budget && inPlace {
+					for j := range recs {
+						recs[j] = detachRecord(&recs[j])
+					}
+					inPlace = false
+				}
 				for held > budget && len(recs) > 1 {
 					recs, held = halveSample(recs), 0
 					for j := range recs {
@@ -65,7 +77,7 @@ func (s *Source) sampleSequential(ctx context.Context, n int, budget int64) ([]p
 					every *= 2
 				}
 			}
-			if b.Release != nil {
+			if b.Release != nil && !inPlace {
 				b.Release()
 			}
 		}
