@@ -298,11 +298,7 @@ func TestResumeWaitsForTheLockOfARunKilledElsewhere(t *testing.T) {
 	LockTTL, lockSettle = 500*time.Millisecond, 10*time.Millisecond
 	ctx := context.Background()
 	st := newBucket(t, t.TempDir())
-	lockOf := func(renewed time.Time) []byte {
-		data, _ := json.Marshal(objectLockInfo{Holder: "pid 1 on rekey-orders-3", Token: "killed", Host: "rekey-orders-3", Boot: "another-node", PID: 1,
-			Renewed: renewed, Expires: renewed.Add(LockTTL)})
-		return data
-	}
+	lockOf := otherNodesLock("rekey-orders-3")
 	if err := st.Put(ctx, LockFile, lockOf(time.Now())); err != nil {
 		t.Fatal(err)
 	}
@@ -331,11 +327,7 @@ func TestLockWaitsForTheLockOfAMergeKilledElsewhere(t *testing.T) {
 	LockTTL, lockSettle = 500*time.Millisecond, 10*time.Millisecond
 	ctx := context.Background()
 	st := newBucket(t, t.TempDir())
-	lockOf := func(renewed time.Time) []byte {
-		data, _ := json.Marshal(objectLockInfo{Holder: "pid 1 on rekey-orders-merge-x7k2p", Token: "killed", Host: "rekey-orders-merge-x7k2p", Boot: "another-node", PID: 1,
-			Renewed: renewed, Expires: renewed.Add(LockTTL)})
-		return data
-	}
+	lockOf := otherNodesLock("rekey-orders-merge-x7k2p")
 	if err := st.Put(ctx, LockFile, lockOf(time.Now())); err != nil {
 		t.Fatal(err)
 	}
@@ -381,5 +373,15 @@ func TestObjectStoreLockOfAnotherContainerIsNotTakenOver(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "in use by another rekey run") {
 		t.Fatalf("%v, want refused: the output is in use", err)
+	}
+}
+
+// otherNodesLock returns the lock a run on another node (host, pid 1 of its container) wrote
+// when it last renewed it at renewed.
+func otherNodesLock(host string) func(renewed time.Time) []byte {
+	return func(renewed time.Time) []byte {
+		data, _ := json.Marshal(objectLockInfo{Holder: "pid 1 on " + host, Token: "killed", Host: host, Boot: "another-node", PID: 1,
+			Renewed: renewed, Expires: renewed.Add(LockTTL)})
+		return data
 	}
 }

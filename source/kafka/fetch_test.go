@@ -250,24 +250,7 @@ func TestFetchRefusedByTheTopicsACLsFails(t *testing.T) {
 	}
 	c := kafkatest.Start(t, kfake.SeedTopics(1, "guarded"))
 	produceOrders(t, c, "guarded", 1, 5)
-	c.Fake.ControlKey(kmsg.Fetch.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		c.Fake.KeepControl()
-		req := r.(*kmsg.FetchRequest)
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		for _, tp := range req.Topics {
-			rt := kmsg.NewFetchResponseTopic()
-			rt.Topic = tp.Topic
-			for _, p := range tp.Partitions {
-				rp := kmsg.NewFetchResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = 29 // TOPIC_AUTHORIZATION_FAILED
-				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil, true
-	})
+	refuseFetches(c, 29, nil) // TOPIC_AUTHORIZATION_FAILED
 	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/guarded", os.Getenv)
 	if err != nil {
 		t.Fatal(err)
@@ -307,25 +290,7 @@ func TestFetchFailingAfterEachConnectWarns(t *testing.T) {
 	c := kafkatest.Start(t, kfake.SeedTopics(1, "failing"))
 	produceOrders(t, c, "failing", 1, 5)
 	var refusals atomic.Int32
-	c.Fake.ControlKey(kmsg.Fetch.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		c.Fake.KeepControl()
-		refusals.Add(1)
-		req := r.(*kmsg.FetchRequest)
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		for _, tp := range req.Topics {
-			rt := kmsg.NewFetchResponseTopic()
-			rt.Topic = tp.Topic
-			for _, p := range tp.Partitions {
-				rp := kmsg.NewFetchResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = 56 // KAFKA_STORAGE_ERROR
-				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil, true
-	})
+	refuseFetches(c, 56, &refusals) // KAFKA_STORAGE_ERROR
 	core, logs := observer.New(zap.WarnLevel)
 	ctx, out := fetchFrom(t, c, "failing", kafka.FetchOptions{MaxWait: 50 * time.Millisecond, Logger: zap.New(core)})
 	go func() {
@@ -344,4 +309,30 @@ func TestFetchFailingAfterEachConnectWarns(t *testing.T) {
 		}
 	}
 	t.Fatalf("%d fetches failed with KAFKA_STORAGE_ERROR and no warning names it (warnings: %d)", refusals.Load(), logs.Len())
+}
+
+// refuseFetches makes kfake answer every fetch with code for each partition asked, counting the
+// answers in count when it is not nil.
+func refuseFetches(c *kafkatest.Cluster, code int16, count *atomic.Int32) {
+	c.Fake.ControlKey(kmsg.Fetch.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.Fake.KeepControl()
+		if count != nil {
+			count.Add(1)
+		}
+		req := r.(*kmsg.FetchRequest)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		for _, tp := range req.Topics {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic = tp.Topic
+			for _, p := range tp.Partitions {
+				rp := kmsg.NewFetchResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = code
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
 }
