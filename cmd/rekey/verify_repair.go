@@ -165,8 +165,19 @@ func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFla
 	}
 	if res.RepairRows == 0 && len(res.ExtraKeys) == 0 {
 		r.discard()
-		if !res.Equal && !quiet {
+		// an earlier run's files at these paths would name repairs this run does not find
+		removed, err := removeEarlierFiles(f.repair, extraKeysPath(f.repair))
+		if err != nil {
+			return err
+		}
+		if quiet {
+			return nil
+		}
+		if !res.Equal {
 			fmt.Fprintf(out, "\nRepair\n  no file written: no key is missing or differs\n%s", repeats)
+		}
+		if len(removed) > 0 {
+			fmt.Fprintf(out, "\nRepair\n  removed %s, an earlier run's: nothing to repair now\n", strings.Join(removed, " and "))
 		}
 		return nil
 	}
@@ -174,9 +185,15 @@ func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFla
 		return err
 	}
 	var extra string
+	var removed []string
 	if len(res.ExtraKeys) > 0 {
 		extra = extraKeysPath(f.repair)
 		if err := writeExtraKeys(extra, res.ExtraKeys); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if removed, err = removeEarlierFiles(extraKeysPath(f.repair)); err != nil {
 			return err
 		}
 	}
@@ -195,9 +212,27 @@ func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFla
 	if extra != "" {
 		fmt.Fprintf(&b, "  %d keys of target rows the source does not produce listed in %s: a migrate cannot remove them; delete them from the table if they should not be there\n", len(res.ExtraKeys), extra)
 	}
+	if len(removed) > 0 {
+		fmt.Fprintf(&b, "  removed %s, an earlier run's: no extra key now\n", strings.Join(removed, " and "))
+	}
 	b.WriteString(repeats)
 	_, err := io.WriteString(out, b.String())
 	return err
+}
+
+// removeEarlierFiles removes the files at paths an earlier run wrote, and returns those it
+// removed.
+func removeEarlierFiles(paths ...string) ([]string, error) {
+	var removed []string
+	for _, p := range paths {
+		switch err := os.Remove(p); {
+		case err == nil:
+			removed = append(removed, p)
+		case !os.IsNotExist(err):
+			return removed, fmt.Errorf("remove an earlier run's %s: %w", p, err)
+		}
+	}
+	return removed, nil
 }
 
 // writeRepairHowTo says how to write the repair file's rows into the target: a table takes them

@@ -263,3 +263,48 @@ func sinktestRows(t *testing.T, file string, schema pipeline.TargetSchema) [][]p
 	}
 	return pf.Values
 }
+
+// verify --repair writes its files only when there is something to repair: a file an earlier
+// run left at those paths is removed when this run has nothing for it, and the summary says so.
+// Before, an EQUAL run left the earlier repair rows and extra keys in place, and a user could
+// apply rows and delete keys this run no longer finds wrong.
+func TestVerifyRepairRemovesAnEarlierRunsFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	csvPath, out := migrateForVerify(t, dir, "parquet")
+	mapping := "../../mappings/orders.yaml"
+	repair := filepath.Join(dir, "repair.jsonl")
+	for _, p := range []string{repair, repair + ".extra-keys"} {
+		if err := os.WriteFile(p, []byte(`{"stale":"an earlier run's"}`+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := runCLI(t, "verify", "-m", mapping, "--source", "file:"+csvPath, "--target", out, "--progress", "never", "--repair", repair)
+	if code != 0 {
+		t.Fatalf("verify --repair of an equal target: exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, p := range []string{repair, repair + ".extra-keys"} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s of an earlier run is still there after a run with nothing to repair (%v)\n%s", p, err, stdout)
+		}
+	}
+	if !strings.Contains(stdout, "removed "+repair+" and "+repair+".extra-keys, an earlier run's") {
+		t.Errorf("the summary does not say the earlier run's files were removed\n%s", stdout)
+	}
+
+	// rows to repair, no extra key: the earlier extra keys go
+	if err := os.WriteFile(repair+".extra-keys", []byte(`{"stale":"an earlier run's"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	schema := compileFile(t, mapping).Target()
+	file := fileWithRows(t, out, 2)
+	rows := sinktestRows(t, file, schema)
+	rewriteParquet(t, file, schema, rows[1:])
+	code, stdout, stderr = runCLI(t, "verify", "-m", mapping, "--source", "file:"+csvPath, "--target", out, "--progress", "never", "--repair", repair)
+	if code != exitDifferent || len(ownerOnlyLines(t, repair)) != 1 {
+		t.Fatalf("verify --repair of a target missing a row: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(repair + ".extra-keys"); !os.IsNotExist(err) {
+		t.Errorf("the earlier run's extra keys are still there after a run that found none (%v)\n%s", err, stdout)
+	}
+}
