@@ -7,6 +7,7 @@ package migrate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -124,6 +125,38 @@ func (m *Migration) Program() *transform.Program { return m.cfg.Program }
 // output over.
 func (m *Migration) Output() *output.Output { return m.out }
 
+// jobSettings are the load job's settings a run's checkpoints keep: the names and resources
+// its first attempt was given (--lts-source, --lts-target, --namespace, --lts-driver-spec,
+// --lts-instances), which a resume not given them again takes.
+type jobSettings struct {
+	Source     string `json:"src"`
+	Target     string `json:"dst"`
+	Namespace  string `json:"namespace"`
+	DriverSpec string `json:"driver_spec"`
+	Instances  int    `json:"instances"`
+}
+
+func jobSettingsOf(j lindorm.JobOptions) []byte {
+	b, _ := json.Marshal(jobSettings{Source: j.Source, Target: j.Target, Namespace: j.Namespace, DriverSpec: j.DriverSpec, Instances: j.Instances})
+	return b
+}
+
+// ResumedJob is the load job's settings the resumed run's first attempt was given; false when
+// this is no resume, or its checkpoint keeps none (written by an earlier rekey).
+func (m *Migration) ResumedJob() (lindorm.JobOptions, bool) {
+	cp := m.out.Checkpoint
+	var s jobSettings
+	if cp == nil || len(cp.Job) == 0 || json.Unmarshal(cp.Job, &s) != nil {
+		return lindorm.JobOptions{}, false
+	}
+	j := m.cfg.Job
+	j.Source, j.Target, j.Namespace, j.DriverSpec, j.Instances = s.Source, s.Target, s.Namespace, s.DriverSpec, s.Instances
+	return j, true
+}
+
+// SetJob sets the load job's options (a resume's, settled from ResumedJob and the flags given).
+func (m *Migration) SetJob(j lindorm.JobOptions) { m.cfg.Job = j }
+
 // Complete tells whether this is a resume of a run whose source was read to its end.
 func (m *Migration) Complete() bool { return m.out.Checkpoint != nil && m.out.Checkpoint.Complete }
 
@@ -186,7 +219,7 @@ func RunTogether(ctx context.Context, ms []*Migration, stop <-chan struct{}, wat
 		sinks = append(sinks, sink)
 		cfg.Logger.Info("migration starting", zap.String("mapping", cfg.Program.Name()), zap.String("table", cfg.Program.Table()),
 			zap.Int("regions", m.plan.Count()), zap.String("strategy", m.plan.Strategy), zap.String("out", cfg.Out))
-		parts[i] = part{prog: cfg.Program, t: Target{Sink: sink, Output: m.out, Format: cfg.Format.Name(), Plan: m.plan, Bytes: bytes}}
+		parts[i] = part{prog: cfg.Program, t: Target{Sink: sink, Output: m.out, Format: cfg.Format.Name(), Plan: m.plan, Bytes: bytes, Job: jobSettingsOf(cfg.Job)}}
 	}
 	return execute(ctx, ms[0].cfg.Source, parts, ms[0].cfg.Options, stop, watch)
 }
@@ -234,6 +267,7 @@ type Target struct {
 	Format string
 	Plan   pipeline.RegionPlan
 	Bytes  func() int64 // bytes written so far, for the progress display
+	Job    []byte       // the load job's settings, kept in the checkpoints (pipeline.Checkpoint.Job)
 }
 
 // Execute runs the pipeline from src into t: the journal of t's output, the workers applying
@@ -267,7 +301,7 @@ func execute(ctx context.Context, src pipeline.Source, parts []part, opt Options
 		defer journal.Close()
 		prog := p.prog
 		tables[i] = runner.Table{NewTransformer: func() runner.Transformer { return prog.NewEvaluator() },
-			Target: prog.Target(), Plan: p.t.Plan, Sink: p.t.Sink, Journal: journal, Fingerprint: prog.Fingerprint(), Format: p.t.Format}
+			Target: prog.Target(), Plan: p.t.Plan, Sink: p.t.Sink, Journal: journal, Fingerprint: prog.Fingerprint(), Format: p.t.Format, Job: p.t.Job}
 	}
 	first := tables[0]
 	r, err := runner.New(runner.Config{
@@ -279,6 +313,7 @@ func execute(ctx context.Context, src pipeline.Source, parts []part, opt Options
 		Journal:         first.Journal,
 		Fingerprint:     first.Fingerprint,
 		Format:          first.Format,
+		Job:             first.Job,
 		Also:            tables[1:],
 		Workers:         opt.Workers,
 		RejectLimit:     opt.RejectLimit,

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -38,6 +39,10 @@ type Checkpoint struct {
 	// the loaded cells' timestamp in the bulkload job, so writes made after it win.
 	StartedAt time.Time `json:"started_at,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Job holds the settings of the job that loads the files (bulkload.json's names and
+	// resources, sink/lindorm's), as the run's first attempt was given them: a resume that is
+	// not given them again writes the same job.
+	Job json.RawMessage `json:"job,omitempty"`
 }
 
 // Result is the outcome the checkpointed run recorded: a complete checkpoint whose final files

@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
+	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/sink/lindorm"
 )
@@ -44,4 +46,31 @@ func (f *ltsFlags) options() (lindorm.JobOptions, error) {
 	}
 	return lindorm.JobOptions{Source: f.source, Target: f.target, Namespace: f.namespace,
 		DriverSpec: f.driverSpec, Instances: f.instances}, nil
+}
+
+// resumed is the job a resume writes: the first attempt's settings (kept in its checkpoint),
+// each flag given now in place of its own, with a warning where the two differ. A resume is
+// run as the same command again, but one given without these flags wrote bulkload.json with
+// the default namespace and placeholders for the data sources.
+func (f *ltsFlags) resumed(then, now lindorm.JobOptions, given []string, log *zap.Logger) lindorm.JobOptions {
+	job := then
+	for _, name := range given {
+		var was, is string
+		switch name {
+		case "--lts-source":
+			was, is, job.Source = then.Source, now.Source, now.Source
+		case "--lts-target":
+			was, is, job.Target = then.Target, now.Target, now.Target
+		case "--namespace":
+			was, is, job.Namespace = then.Namespace, now.Namespace, now.Namespace
+		case "--lts-driver-spec":
+			was, is, job.DriverSpec = then.DriverSpec, now.DriverSpec, now.DriverSpec
+		case "--lts-instances":
+			was, is, job.Instances = strconv.Itoa(then.Instances), strconv.Itoa(now.Instances), now.Instances
+		}
+		if was != is {
+			log.Warn("the bulkload job takes the value given now, not the one the run began with", zap.String("flag", name), zap.String("then", was), zap.String("now", is))
+		}
+	}
+	return job
 }

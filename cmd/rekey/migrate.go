@@ -236,6 +236,9 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 		return refusedExit(err)
 	}
 	defer m.Close()
+	if then, ok := m.ResumedJob(); ok {
+		m.SetJob(f.lts.resumed(then, cfg.Job, changedFlags(cmd, ltsFlagNames), logger))
+	}
 	if m.Complete() {
 		return finishComplete(ctx, cmd.OutOrStdout(), m, f, changedFlags(cmd, ltsFlagNames))
 	}

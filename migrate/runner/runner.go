@@ -52,6 +52,7 @@ type Config struct {
 	Journal     pipeline.Journal
 	Fingerprint string // of the resolved mapping, stored in checkpoints
 	Format      string // of the data files, stored in checkpoints
+	Job         []byte // the load job's settings, stored in checkpoints (Checkpoint.Job)
 	// Also are more tables filled from the same read of Source, one mapping each: every record
 	// goes through each one's transform into its sink, with its own journal, checkpoints, counts
 	// and reject limit. A run with Also starts from the beginning (no resume).
@@ -74,6 +75,7 @@ type Table struct {
 	Journal        pipeline.Journal
 	Fingerprint    string
 	Format         string
+	Job            []byte
 	// Counters, when set, are the table's live figures (nil: the runner keeps its own).
 	Counters *pipeline.Counters
 }
@@ -110,7 +112,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r := &Runner{cfg: cfg}
 	first := Table{NewTransformer: cfg.NewTransformer, Target: cfg.Target, Plan: cfg.Plan, Sink: cfg.Sink, Journal: cfg.Journal,
-		Fingerprint: cfg.Fingerprint, Format: cfg.Format, Counters: &r.Counters}
+		Fingerprint: cfg.Fingerprint, Format: cfg.Format, Job: cfg.Job, Counters: &r.Counters}
 	for i, t := range append([]Table{first}, cfg.Also...) {
 		switch {
 		case t.Sink == nil:
@@ -197,7 +199,7 @@ func (m *runState) open() runStep {
 	m.positions = map[string]pipeline.StreamState{}
 	for _, l := range r.legs {
 		l.cp = &pipeline.Checkpoint{Fingerprint: l.Fingerprint, Format: l.Format, Source: pipeline.SourceIdentity(cfg.Source),
-			Plan: l.Plan, Streams: m.positions, StartedAt: m.started.UTC()}
+			Plan: l.Plan, Streams: m.positions, StartedAt: m.started.UTC(), Job: l.Job}
 	}
 	if m.resume != nil {
 		l := r.legs[0]
