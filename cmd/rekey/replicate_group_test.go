@@ -195,7 +195,8 @@ func TestReplicateGroupMemberKilled(t *testing.T) {
 // crash-looping while its table is slow), then one fresh member: it must get every partition and
 // apply the topic without a person restarting it, whatever the killed members left in the group.
 // The group is held in its rebalance by member a, whose statement waits on a table lock (a slow
-// target): b and c join and wait, and are killed waiting; then a is killed and the lock released.
+// target) for as long as its lease lasts: b and c join and wait, and are killed waiting; then a
+// is killed and the lock released.
 //
 // Kafka's coordinator completes the join once every member it knows has joined (b and c, their
 // joins pending, count) and then drops the killed members when their session times out, while a
@@ -212,7 +213,10 @@ func TestReplicateGroupRecoversFromKillsWhileJoining(t *testing.T) {
 	if c := kafkatest.Start(t); c.Fake != nil {
 		t.Skip("kfake holds killed members past the join watchdog of the next (docs/testing.md): set KAFKA_BROKERS")
 	}
-	const session, rebalance = 2 * time.Second, 10 * time.Second
+	// a holds the rebalance only while its lease lasts: a beat answered REBALANCE_IN_PROGRESS
+	// does not renew it, so its statement ends about a session timeout (less two beats) after
+	// the rebalance began; the session gives the kills below room inside it
+	const session, rebalance = 6 * time.Second, 20 * time.Second
 	g := newGroupRun(t, "join-killed", 1000, 1000, session.String(), rebalance.String())
 	g.watchGroup(t)
 	a := g.member(t, "a")
