@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Record is one source row. Values follow the SourceSchema order. A source that cannot decode a
@@ -22,6 +23,16 @@ type Record struct {
 	// (Times[i] for Values[i]; 0: none, a key column or an unset cell): a Cassandra source
 	// fills it when asked for cell write times (a mapping with target.write_time).
 	Times []int64
+}
+
+// Size is the bytes the record holds: its values, their strings and its raw input (what a
+// sample bounded by bytes counts).
+func (r *Record) Size() int64 {
+	n := int64(len(r.Values))*int64(unsafe.Sizeof(Value{})) + int64(len(r.Raw))
+	for i := range r.Values {
+		n += int64(len(r.Values[i].Str))
+	}
+	return n
 }
 
 // Batch is a run of records from one stream of a source (a file, a token range, a partition).

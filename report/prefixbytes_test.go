@@ -21,7 +21,7 @@ func (s *heldBytesSource) Run(ctx context.Context, _ map[string]pipeline.StreamS
 		var n int64
 		for k := i; k < min(i+s.batch, s.n); k++ {
 			recs = append(recs, pipeline.Record{Values: s.make(k), Seq: int64(k + 1)})
-			n += subsampleBytes(&recs[len(recs)-1])
+			n += recs[len(recs)-1].Size()
 		}
 		if o := s.out.Add(n); o > s.peak.Load() {
 			s.peak.Store(o)

@@ -28,7 +28,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/cpu"
@@ -668,7 +667,7 @@ func (r *runner) prefixSample(ctx context.Context, batches <-chan pipeline.Batch
 			held = append(held, b)
 			recs = append(recs, b.Records...)
 			for i := range b.Records {
-				bytes += subsampleBytes(&b.Records[i])
+				bytes += b.Records[i].Size()
 			}
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
@@ -1022,7 +1021,7 @@ func (tl *timeline) consume(j *job, every int64) {
 			wo2 = bk.Value(&j.batch, i, ord)
 		}
 		tl.subsample = append(tl.subsample, cloneRecord(&recs[i]))
-		tl.subBytes += subsampleBytes(&tl.subsample[len(tl.subsample)-1])
+		tl.subBytes += tl.subsample[len(tl.subsample)-1].Size()
 		tl.subWO = append(tl.subWO, tl.order.Primary.Value(&j.batch, i, ord))
 		tl.subWO2 = append(tl.subWO2, wo2)
 		tl.subLevel = append(tl.subLevel, lv)
@@ -1035,7 +1034,7 @@ func (tl *timeline) consume(j *job, every int64) {
 				if tl.subLevel[q] >= tl.level {
 					tl.subsample[k], tl.subLevel[k] = tl.subsample[q], tl.subLevel[q]
 					tl.subWO[k], tl.subWO2[k] = tl.subWO[q], tl.subWO2[q]
-					tl.subBytes += subsampleBytes(&tl.subsample[k])
+					tl.subBytes += tl.subsample[k].Size()
 					k++
 				}
 			}
@@ -1046,15 +1045,6 @@ func (tl *timeline) consume(j *job, every int64) {
 	}
 	tl.read += int64(len(recs))
 	tl.skipped += j.batch.Skipped
-}
-
-// subsampleBytes is what a record of the subsample holds: its values and their strings.
-func subsampleBytes(r *pipeline.Record) int64 {
-	n := int64(len(r.Values)) * int64(unsafe.Sizeof(pipeline.Value{}))
-	for i := range r.Values {
-		n += int64(len(r.Values[i].Str))
-	}
-	return n
 }
 
 // cloneRecord copies a record's values and strings into one allocation each.

@@ -731,7 +731,7 @@ func (f *Files) sampleWindow(ctx context.Context, n int) ([]pipeline.Record, err
 		for _, r := range b.Records {
 			if lv := pipeline.SampleLevel(i); lv >= level {
 				kept, levels = append(kept, cloneRecord(r)), append(levels, lv)
-				held += recordBytes(&kept[len(kept)-1])
+				held += kept[len(kept)-1].Size()
 				for len(kept) >= 2*n || held > budget && len(kept) > 1 {
 					level++
 					m := 0
@@ -739,7 +739,7 @@ func (f *Files) sampleWindow(ctx context.Context, n int) ([]pipeline.Record, err
 					for k := range kept {
 						if levels[k] >= level {
 							kept[m], levels[m] = kept[k], levels[k]
-							held += recordBytes(&kept[m])
+							held += kept[m].Size()
 							m++
 						}
 					}

@@ -60,7 +60,7 @@ func (s *Source) sampleSequential(ctx context.Context, n int, budget int64) ([]p
 						rec = detachRecord(&rec)
 					}
 					recs = append(recs, rec)
-					held += recordBytes(&rec)
+					held += rec.Size()
 				}
 				seen++
 				if held > budget && inPlace {
@@ -72,7 +72,7 @@ func (s *Source) sampleSequential(ctx context.Context, n int, budget int64) ([]p
 				for held > budget && len(recs) > 1 {
 					recs, held = halveSample(recs), 0
 					for j := range recs {
-						held += recordBytes(&recs[j])
+						held += recs[j].Size()
 					}
 					every *= 2
 				}
@@ -151,7 +151,7 @@ func (s *Source) sampleSpread(ctx context.Context, n int, dataSize, budget int64
 			continue
 		}
 		recs, picks = append(recs, rec), append(picks, k)
-		held += recordBytes(&rec)
+		held += rec.Size()
 		for held > budget && len(recs) > 1 {
 			every *= 2
 			kept := 0
@@ -169,7 +169,7 @@ func (s *Source) sampleSpread(ctx context.Context, n int, dataSize, budget int64
 			clear(slab[kept*ncols : len(recs)*ncols]) // the dropped rows' strings go
 			recs, picks, held = recs[:kept], picks[:kept], 0
 			for j := range recs {
-				held += recordBytes(&recs[j])
+				held += recs[j].Size()
 			}
 		}
 		k -= k % every // the loop's step lands on the next pick of a doubled every
@@ -187,15 +187,6 @@ func (s *Source) sampleBytes() int64 {
 
 // defaultSampleBytes is Config.SampleBytes's default.
 const defaultSampleBytes = 64 << 20
-
-// recordBytes is what a sampled record holds: its values, their strings and its raw line.
-func recordBytes(r *pipeline.Record) int64 {
-	n := int64(len(r.Values))*int64(unsafe.Sizeof(pipeline.Value{})) + int64(len(r.Raw))
-	for i := range r.Values {
-		n += int64(len(r.Values[i].Str))
-	}
-	return n
-}
 
 // detachRecord copies r out of the read buffer its strings point into.
 func detachRecord(r *pipeline.Record) pipeline.Record {
