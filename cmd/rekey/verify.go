@@ -109,8 +109,8 @@ takes them as upserts (migrate -m MAPPING --source file:FILE.jsonl --out TABLE -
 migrate them to a new --out and bulk load it after the first: its later writerConfig.timestamp
 makes its cells win. Keys of extra target rows, which no migrate removes, go to
 FILE.jsonl.extra-keys. The files are written (mode 0600, atomically) only when there is
-something to repair, and an earlier run's file there is removed when there is not; with
---sample they cover the sampled keys only. It needs a source that can be read again (not
+something to repair, and an earlier run's file there is removed when there is not (a run
+with --sample removes none); with --sample they cover the sampled keys only. It needs a source that can be read again (not
 stdin).
 
 Memory stays bounded on a source of any size: rows are partitioned by key hash and spill to temp

@@ -166,7 +166,7 @@ func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFla
 	if res.RepairRows == 0 && len(res.ExtraKeys) == 0 {
 		r.discard()
 		// an earlier run's files at these paths would name repairs this run does not find
-		removed, err := removeEarlierFiles(f.repair, extraKeysPath(f.repair))
+		removed, err := removeEarlierFiles(res, f.repair, extraKeysPath(f.repair))
 		if err != nil {
 			return err
 		}
@@ -193,7 +193,7 @@ func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFla
 		}
 	} else {
 		var err error
-		if removed, err = removeEarlierFiles(extraKeysPath(f.repair)); err != nil {
+		if removed, err = removeEarlierFiles(res, extraKeysPath(f.repair)); err != nil {
 			return err
 		}
 	}
@@ -221,8 +221,12 @@ func finishRepair(out io.Writer, r *repairFile, res *verify.Result, f *verifyFla
 }
 
 // removeEarlierFiles removes the files at paths an earlier run wrote, and returns those it
-// removed.
-func removeEarlierFiles(paths ...string) ([]string, error) {
+// removed. A sampled run removes none: it did not check the keys outside its sample, which an
+// earlier run's files may list.
+func removeEarlierFiles(res *verify.Result, paths ...string) ([]string, error) {
+	if res.Sample != "all" {
+		return nil, nil
+	}
 	var removed []string
 	for _, p := range paths {
 		switch err := os.Remove(p); {

@@ -292,6 +292,16 @@ func TestVerifyRepairRemovesAnEarlierRunsFiles(t *testing.T) {
 		t.Errorf("the summary does not say the earlier run's files were removed\n%s", stdout)
 	}
 
+	// a sampled run did not check the keys outside its sample: an earlier run's files stay
+	if err := os.WriteFile(repair, []byte(`{"stale":"an earlier run's"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runCLI(t, "verify", "-m", mapping, "--source", "file:"+csvPath, "--target", out, "--progress", "never", "--repair", repair, "--sample", "10%")
+	if _, err := os.Stat(repair); code != 0 || err != nil {
+		t.Errorf("a sampled verify --repair: exit %d, the earlier run's file: %v\n%s%s", code, err, stdout, stderr)
+	}
+	os.Remove(repair)
+
 	// rows to repair, no extra key: the earlier extra keys go
 	if err := os.WriteFile(repair+".extra-keys", []byte(`{"stale":"an earlier run's"}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
