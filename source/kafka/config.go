@@ -477,8 +477,19 @@ func offsets(ctx context.Context, cl *kafkago.Client, topic string) ([]Partition
 	for _, p := range parts {
 		req.Topics[topic] = append(req.Topics[topic], kafkago.FirstOffsetOf(p), kafkago.LastOffsetOf(p))
 	}
-	resp, err := cl.ListOffsets(ctx, req)
-	if err != nil {
+	var resp *kafkago.ListOffsetsResponse
+	err = retryWhile(ctx, leaderNotReady, func() (err error) {
+		resp, err = cl.ListOffsets(ctx, req)
+		if err == nil {
+			for _, po := range resp.Topics[topic] {
+				if leaderNotReady(po.Error) {
+					return po.Error
+				}
+			}
+		}
+		return err
+	})
+	if err != nil && (resp == nil || !leaderNotReady(err)) { // else the partitions name their errors
 		return nil, fmt.Errorf("kafka: offsets of topic %s: %w", topic, err)
 	}
 	var out []PartitionOffsets
@@ -618,20 +629,26 @@ func groupOffsets(ctx context.Context, cl *kafkago.Client, group, topic string, 
 	return out, nil
 }
 
-// coordinatorWait bounds how long a group request waits for the group's coordinator.
-const coordinatorWait = 30 * time.Second
+// brokerWait bounds how long a request waits for a broker that is not ready to answer it.
+const brokerWait = 30 * time.Second
 
 // coordinatorRetry runs fn again while the group's coordinator is not ready. A fresh broker
 // creates its offsets topic on the first group request and answers requests for groups with
 // NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE until it has loaded
 // it (Kafka 4.4: the first `replicate --mark-start` of a fresh broker failed so); a coordinator
-// moving to another broker does the same. It gives up after coordinatorWait with the last error.
+// moving to another broker does the same.
 func coordinatorRetry(ctx context.Context, fn func() error) error {
-	deadline := time.Now().Add(coordinatorWait)
+	return retryWhile(ctx, coordinatorNotReady, fn)
+}
+
+// retryWhile runs fn again, backing off, while its error is one notReady says will pass; it gives
+// up after brokerWait, or when ctx ends, with the last error.
+func retryWhile(ctx context.Context, notReady func(error) bool, fn func() error) error {
+	deadline := time.Now().Add(brokerWait)
 	backoff := 50 * time.Millisecond
 	for {
 		err := fn()
-		if err == nil || !coordinatorNotReady(err) || time.Now().After(deadline) {
+		if err == nil || !notReady(err) || time.Now().After(deadline) {
 			return err
 		}
 		t := time.NewTimer(backoff)
@@ -643,6 +660,15 @@ func coordinatorRetry(ctx context.Context, fn func() error) error {
 		}
 		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// leaderNotReady tells whether a partition's error means that its leader is not ready yet: a
+// partition just created (Kafka 4 answers NOT_LEADER_OR_FOLLOWER for a moment after the topic's
+// creation) or a leader moving to another broker.
+func leaderNotReady(err error) bool {
+	return errors.Is(err, kafkago.NotLeaderForPartition) || errors.Is(err, kafkago.LeaderNotAvailable) ||
+		errors.Is(err, kafkago.FencedLeaderEpoch) || errors.Is(err, kafkago.UnknownLeaderEpoch) ||
+		errors.Is(err, kafkago.OffsetNotAvailable)
 }
 
 func coordinatorNotReady(err error) bool {

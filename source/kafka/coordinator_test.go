@@ -74,3 +74,58 @@ func TestGroupOffsetsWaitForTheCoordinator(t *testing.T) {
 		t.Errorf("%d offset fetches, %d commits: the refusals were not met", fetches.Load(), commits.Load())
 	}
 }
+
+// A partition just created, or whose leader is moving, is answered for a moment with
+// NOT_LEADER_OR_FOLLOWER or LEADER_NOT_AVAILABLE (Kafka 4 answered a topic created the moment
+// before so, and its offsets look-up failed). The offsets are asked for again until a leader
+// answers.
+func TestOffsetsWaitForThePartitionLeaders(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("needs kfake's request control")
+	}
+	c := kafkatest.Start(t, kfake.SeedTopics(2, "moving"))
+	var lists atomic.Int32
+	c.Fake.ControlKey(kmsg.ListOffsets.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.Fake.KeepControl()
+		n := lists.Add(1)
+		if n > 3 {
+			return nil, nil, false
+		}
+		r := req.(*kmsg.ListOffsetsRequest)
+		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, tp := range r.Topics {
+			rt := kmsg.NewListOffsetsResponseTopic()
+			rt.Topic = tp.Topic
+			for _, p := range tp.Partitions {
+				rp := kmsg.NewListOffsetsResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = 6 // NOT_LEADER_OR_FOLLOWER
+				if n == 2 {
+					rp.ErrorCode = 5 // LEADER_NOT_AVAILABLE
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	produceOrders(t, c, "moving", 2, 10)
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/moving", os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs, err := cfg.Offsets(context.Background())
+	if err != nil {
+		t.Fatalf("offsets while the leaders are not ready: %v", err)
+	}
+	var n int64
+	for _, o := range offs {
+		n += o.End - o.First
+	}
+	if len(offs) != 2 || n != 20 {
+		t.Errorf("offsets %+v, want 2 partitions holding 10 messages each", offs)
+	}
+	if lists.Load() < 4 {
+		t.Errorf("%d offset requests: the refusals were not met", lists.Load())
+	}
+}
