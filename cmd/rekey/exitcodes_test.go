@@ -146,6 +146,8 @@ func TestFailuresExitThreeInvalidUseTwo(t *testing.T) {
 		says string // the error names what failed
 	}{
 		{"unknown command", []string{"migrat"}, exitUsage, "unknown command"},
+		{"help: unknown topic", []string{"help", "migrat"}, exitUsage, `unknown help topic "migrat"`},
+		{"help: a command", []string{"help", "migrate"}, 0, ""},
 
 		{"migrate: unknown flag", []string{"migrate", "--bogus"}, exitUsage, "--bogus"},
 		{"migrate: an argument", []string{"migrate", "x", "-m", mapping}, exitUsage, `unknown command "x"`},
@@ -181,7 +183,7 @@ func TestFailuresExitThreeInvalidUseTwo(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, c.args...)
 			if code != c.want || !strings.Contains(stderr, c.says) {
-				t.Errorf("rekey %s: exit %d, want %d with an error naming %q\n%s%s", strings.Join(c.args, " "), code, c.want, c.says, stdout, stderr)
+				t.Errorf("rekey %s: exit %d, want %d with stderr naming %q\n%s%s", strings.Join(c.args, " "), code, c.want, c.says, stdout, stderr)
 			}
 		})
 	}

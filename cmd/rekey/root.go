@@ -1,6 +1,11 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
 
 // newRootCmd builds rekey's command tree: run executes it, and the CLI reference under docs/cli
 // is generated from it (TestCLIReference), so --help and the manual share one source. The
@@ -50,6 +55,24 @@ Sources: file:PATH (CSV, JSON Lines), gen:NAME, cassandra://hosts/keyspace/table
 	}
 	root.PersistentFlags().StringVar(&inv.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&inv.logFormat, "log-format", "console", "log format: console or json")
+	root.SetHelpCommand(newHelpCmd())
 	root.AddCommand(newMigrateCmd(inv), newCheckCmd(inv), newDDLCmd(inv), newGenCmd(inv), newReportCmd(inv), newMergeCmd(inv), newReplicateCmd(inv), newVerifyCmd(inv))
 	return root
+}
+
+// newHelpCmd is `rekey help [command]`: cobra's own prints the usage and exits 0 for a command
+// it does not know, which a script takes for success.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help prints the help of any command: rekey help migrate is rekey migrate --help.",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, _, err := c.Root().Find(args)
+			if cmd == nil || err != nil {
+				return usageError(fmt.Errorf("unknown help topic %q: run 'rekey help' to list the commands", strings.Join(args, " ")))
+			}
+			return cmd.Help()
+		},
+	}
 }
