@@ -425,6 +425,36 @@ func TestEmptyInput(t *testing.T) {
 	}
 }
 
+// A source whose every row the mapping rejects (a wrong column type, a code missing from the
+// dictionary) would migrate nothing: an error, not a warning with exit 0, and the sections that
+// measure accepted keys say that they measured none instead of printing zeros.
+func TestEveryRowRejectedIsAnError(t *testing.T) {
+	src := &memSource{n: 500, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text("unionpay"), pipeline.Text("x")}
+	}}
+	rep := runReport(t, fmt.Sprintf(ordersYAML, "[code(channel, ch) AS c][id]"), src, nil)
+	if rep.Totals.RowsRejected != 500 || rep.Totals.RowsOK != 0 {
+		t.Fatalf("totals %+v", rep.Totals)
+	}
+	f := wantSeverity(t, rep, "rejects", model.SevError)
+	if !strings.Contains(f.Message, "every row") {
+		t.Errorf("rejects finding %q does not say that every row is rejected", f.Message)
+	}
+	if rep.Verdict.ExitCode != 2 {
+		t.Errorf("exit code %d, want 2", rep.Verdict.ExitCode)
+	}
+	var buf bytes.Buffer
+	if err := render.WriteText(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	text := buf.String()
+	for _, section := range []string{"KEY SHAPE  2 columns, lengths", "UNIQUENESS ", "FIRST KEY COLUMN ", "REGIONS ", "WRITE HOTSPOTS OVER TIME "} {
+		if !regexp.MustCompile(`(?m)^` + section + ` not measured: no row passed the mapping`).MatchString(text) {
+			t.Errorf("section %s does not say it measured nothing:\n%s", section, text)
+		}
+	}
+}
+
 // releasingSource is a memSource whose batches count their Release calls.
 type releasingSource struct {
 	memSource

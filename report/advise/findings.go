@@ -74,7 +74,7 @@ const (
 // Rules is the one table of rules, in the order findings are listed (before sorting worst
 // first).
 var Rules = []Rule{
-	{Names: []string{"rejects", "no_rows"}, Needs: NeedsSample, Worst: model.SevWarning, Check: checkRejects,
+	{Names: []string{"rejects", "no_rows"}, Needs: NeedsSample, Worst: model.SevError, Check: checkRejects,
 		What: "rows the mapping would reject (no_rows: none judged)"},
 	{Names: []string{"key_only_target"}, Needs: NeedsMapping, Worst: model.SevError, Check: designRules(transform.RuleKeyOnlyTarget),
 		Guide: "you must specify a value for at least one non-primary key column because you cannot write a row of data that contains only the primary key",
@@ -296,6 +296,11 @@ func checkRejects(f *Facts) []model.Finding {
 	for _, c := range model.SortedCodes(t.RejectCodes) {
 		ev["code_"+c] = float64(t.RejectCodes[c])
 		parts = append(parts, fmt.Sprintf("%s %s", c, model.Count(t.RejectCodes[c])))
+	}
+	if t.RowsOK == 0 {
+		// nothing would be migrated, and no key was there to judge
+		return one(finding("rejects", model.SevError, fmt.Sprintf("every row (%s) would be rejected, so nothing would be migrated and nothing here says whether the key design hotspots: %s; "+
+			"the examples name the field: fix the mapping's column types or expressions, or the data", model.Count(t.RowsRejected), strings.Join(parts, ", ")), ev))
 	}
 	return one(finding("rejects", model.SevWarning, fmt.Sprintf("%s of %s rows (%s) would not be migrated: %s", model.Count(t.RowsRejected),
 		model.Count(t.RowsAnalysed), model.Pct(share), strings.Join(parts, ", ")), ev))

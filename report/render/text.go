@@ -23,13 +23,37 @@ func WriteText(w io.Writer, rep *model.Report) error {
 	p.findings(rep)
 	p.totals(rep)
 	p.key(rep)
-	p.uniqueness(rep)
-	p.firstColumn(rep)
-	p.regions(rep)
-	p.hotspots(rep)
+	if why := unmeasured(rep); why != "" {
+		// the sections below measure the accepted rows' keys: with none, their zeros would read
+		// as an even spread
+		p.section("UNIQUENESS", "not measured: "+why)
+		p.section("FIRST KEY COLUMN", "not measured: "+why)
+		p.section("REGIONS", fmt.Sprintf("not measured: %s; the plan: %d region%s, %s from %s", why, rep.Plan.Regions, model.Plural(rep.Plan.Regions), rep.Plan.Strategy, rep.Plan.Origin))
+		if rep.Plan.Note != "" {
+			p.f("  note: %s\n", rep.Plan.Note)
+		}
+		p.section("WRITE HOTSPOTS OVER TIME", "not measured: "+why)
+	} else {
+		p.uniqueness(rep)
+		p.firstColumn(rep)
+		p.regions(rep)
+		p.hotspots(rep)
+	}
 	p.alternatives(rep)
 	p.recommendation(rep)
 	return p.err
+}
+
+// unmeasured says why the report measured no key ("" when it measured some).
+func unmeasured(rep *model.Report) string {
+	switch {
+	case rep.Totals.RowsOK > 0:
+		return ""
+	case rep.Totals.RowsRejected > 0:
+		return "no row passed the mapping (see the rejects)"
+	default:
+		return "the source gave no rows"
+	}
 }
 
 type printer struct {
@@ -182,8 +206,12 @@ func (p *printer) key(rep *model.Report) {
 	if k.FixedLength {
 		shape = "fixed length"
 	}
-	p.section("KEY SHAPE", fmt.Sprintf("%d column%s, %s, bytes min %d / mean %.1f / p50 %d / p99 %d / max %d", k.Columns, model.Plural(k.Columns), shape,
-		k.MinBytes, k.MeanBytes, k.P50Bytes, k.P99Bytes, k.MaxBytes))
+	detail := fmt.Sprintf("%d column%s, %s, bytes min %d / mean %.1f / p50 %d / p99 %d / max %d", k.Columns, model.Plural(k.Columns), shape,
+		k.MinBytes, k.MeanBytes, k.P50Bytes, k.P99Bytes, k.MaxBytes)
+	if why := unmeasured(rep); why != "" {
+		detail = fmt.Sprintf("%d column%s, lengths not measured: %s", k.Columns, model.Plural(k.Columns), why)
+	}
+	p.section("KEY SHAPE", detail)
 	rows := [][]string{{"column", "type", "max bytes", "json-like", "long text", "expression"}}
 	for _, c := range rep.Mapping.KeyColumns {
 		t := c.Type
