@@ -172,6 +172,7 @@ func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, par
 	// stalled counts the connections in a row whose fetches failed before the read moved on: a
 	// leader that moved fails one, a broker that fails the partition's every fetch all of them
 	stalled := 0
+	var unknownSince time.Time // when the brokers began to answer that they do not know the topic
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && !sleep(ctx, backoff(attempt)) {
 			return nil
@@ -193,6 +194,14 @@ func (c *Config) FetchPartition(ctx context.Context, dialer *kafkago.Dialer, par
 			}
 			if refused(err) {
 				return c.refusedError(partition, err)
+			}
+			if !errors.Is(err, kafkago.UnknownTopicOrPartition) {
+				unknownSince = time.Time{}
+			} else if unknownSince.IsZero() {
+				unknownSince = time.Now()
+			} else if time.Since(unknownSince) > topicGoneWait {
+				return fmt.Errorf("kafka: %s: the brokers have not known the topic for %s: was it deleted? "+
+					"(kafka-topics --describe --topic %s tells): %w", Stream(c.Topic, partition), topicGoneWait, c.Topic, err)
 			}
 			if errors.Is(err, kafkago.OffsetOutOfRange) {
 				// retention moved the partition's first offset past it between two reads of
@@ -637,3 +646,8 @@ func (c *Config) SeedRepeats(ctx context.Context, dialer *kafkago.Dialer, partit
 	}
 	return nil
 }
+
+// topicGoneWait is how long the brokers may answer that they do not know the topic before a
+// fetch from it fails: a topic being created or a broker catching up answers so for moments, a
+// deleted topic for good.
+var topicGoneWait = brokerWait

@@ -53,7 +53,11 @@ func dialLeader(ctx context.Context, dialer *kafkago.Dialer, broker, topic strin
 		dialled = append(dialled, c)
 		mu.Unlock()
 	})
-	conn, err := d.DialLeader(ctx, "tcp", broker, topic, partition)
+	p, err := lookupPartition(ctx, d, broker, topic, partition)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := d.DialPartition(ctx, "tcp", broker, p)
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +70,29 @@ func dialLeader(ctx context.Context, dialer *kafkago.Dialer, broker, topic strin
 	}
 	conn.Close()
 	return nil, fmt.Errorf("kafka: the connection to the leader of %s is not one dialled", Stream(topic, partition))
+}
+
+// lookupPartition asks broker once for the partition's leader. kafka-go's LookupPartition (which
+// its DialLeader calls) asks again for ever while the answer is a passing error, an unknown topic
+// among them, so the fetch of a deleted topic stood still without a word; FetchPartition retries
+// this look-up itself, warning, and gives a topic unknown for long up (topicGoneWait).
+func lookupPartition(ctx context.Context, d *kafkago.Dialer, broker, topic string, partition int) (kafkago.Partition, error) {
+	c, err := d.DialContext(ctx, "tcp", broker)
+	if err != nil {
+		return kafkago.Partition{}, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	parts, err := c.ReadPartitions(topic)
+	if err != nil {
+		return kafkago.Partition{}, err
+	}
+	for _, p := range parts {
+		if p.ID == partition {
+			return p, nil
+		}
+	}
+	return kafkago.Partition{}, kafkago.UnknownTopicOrPartition
 }
 
 // connDialer returns a copy of d that does TLS itself and hands got each connection it makes:
