@@ -423,7 +423,11 @@ func (t *targetReader) file(ctx context.Context, i int) error {
 			return fmt.Errorf("read %s, which %s does not list but the bulk load would read (it reads every file under %s/): %w; remove it or move it out of %s/",
 				fi.Path, listedIn(fo), output.DataDir, err, output.DataDir)
 		}
-		return fmt.Errorf("read %s: %w", fi.Path, err)
+		if ctx.Err() != nil {
+			return fmt.Errorf("read %s: %w", fi.Path, err)
+		}
+		return fmt.Errorf("read %s: %w; a file damaged or cut short (a copy that did not finish) fails the bulk load too: "+
+			"copy it again from where the run wrote it, or run the migration again into a new --out, then verify again", fi.Path, err)
 	}
 	switch {
 	case unlisted:

@@ -606,6 +606,22 @@ func TestDamagedParquetTargetIsAnError(t *testing.T) {
 	}
 }
 
+// A target file cut short (a copy that did not finish) fails verify with an error that names the
+// file and says what to do: copy it again, or migrate again.
+func TestTruncatedTargetFileSaysWhatToDo(t *testing.T) {
+	p := testProgram(t)
+	recs := testRecords(2000)
+	folder := writeFolder(t, p.Target(), migrated(t, p, recs).list())
+	path := filepath.Join(folder.Location, folder.Files[0].Path)
+	if err := os.Truncate(path, 3000); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(context.Background(), Config{Program: p, Source: &sliceSource{recs}, Folder: folder, TmpDir: t.TempDir(), Workers: 2})
+	if err == nil || !strings.Contains(err.Error(), folder.Files[0].Path) || !strings.Contains(err.Error(), "copy it again") {
+		t.Fatalf("want an error naming the file and what to do, got %v", err)
+	}
+}
+
 // A sampled folder target passes over the rows of keys outside the sample: a row the source
 // does not produce there is not seen, so the result must not say the target holds nothing else.
 func TestSampledFolderDoesNotClaimNothingElse(t *testing.T) {
