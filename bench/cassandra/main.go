@@ -272,5 +272,5 @@ func openSource(uri string) (*cassandra.Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cassandra.New(cfg, zap.NewNop())
+	return cassandra.New(context.Background(), cfg, zap.NewNop())
 }

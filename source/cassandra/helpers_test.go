@@ -43,7 +43,7 @@ func tryOpen(t testing.TB, c *cassandratest.Cluster, ks, table, params string, m
 	for _, m := range mods {
 		m(&cfg)
 	}
-	src, err := cassandra.New(cfg, testLogger(t))
+	src, err := cassandra.New(context.Background(), cfg, testLogger(t))
 	if err != nil {
 		return nil, err
 	}

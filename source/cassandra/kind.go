@@ -25,22 +25,22 @@ var Kind = source.Kind{
 	CatchUp:  true,
 	Help:     help,
 	NewFlags: func() source.Flags { return &Flags{} },
-	Open: func(_ context.Context, uri string, in source.Input) (pipeline.Source, error) {
+	Open: func(ctx context.Context, uri string, in source.Input) (pipeline.Source, error) {
 		// the columns the mapping lists, in its order
 		cfg, err := CommandConfig(uri, "", in)
 		if err != nil {
 			return nil, err
 		}
 		cfg.Columns = in.Schema
-		return New(cfg, in.Logger.Named("source.cassandra"))
+		return New(ctx, cfg, in.Logger.Named("source.cassandra"))
 	},
 	// the table's columns and types, which the mapping is compiled against
-	OpenSchema: func(_ context.Context, uri, table string, in source.Input) (source.SchemaSource, error) {
+	OpenSchema: func(ctx context.Context, uri, table string, in source.Input) (source.SchemaSource, error) {
 		cfg, err := CommandConfig(uri, table, in)
 		if err != nil {
 			return nil, err
 		}
-		src, err := New(cfg, in.Logger.Named("source.cassandra"))
+		src, err := New(ctx, cfg, in.Logger.Named("source.cassandra"))
 		if err != nil {
 			return nil, err
 		}

@@ -79,8 +79,9 @@ var (
 )
 
 // New connects to the cluster, reads the table's schema and the token ring, and computes the
-// ranges to read. Errors are returned, never panics; nothing is read from the table yet.
-func New(cfg Config, logger *zap.Logger) (*Source, error) {
+// ranges to read; it gives up when ctx ends. Errors are returned, never panics; nothing is read
+// from the table yet.
+func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -121,7 +122,10 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 		cluster.HostDialer = &tlsDialer{dialer: net.Dialer{Timeout: cfg.ConnectTimeout}, config: tc, timeout: cfg.ConnectTimeout}
 	}
 	where := strings.Join(cfg.Hosts, ",")
-	sess, err := cluster.CreateSession()
+	sess, err := createSession(ctx, cluster)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("cassandra source: connect to %s: %w", where, ctx.Err())
+	}
 	if err != nil {
 		// gocql's error keeps only the network error's text: a contact point that refuses
 		// or times out is named by dialing it again, so that the error wraps it
@@ -132,13 +136,39 @@ func New(cfg Config, logger *zap.Logger) (*Source, error) {
 		return nil, fmt.Errorf("cassandra source: connect to %s: %w", where, err)
 	}
 	s.sess = sess
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout+cfg.ConnectTimeout)
+	ictx, cancel := context.WithTimeout(ctx, cfg.Timeout+cfg.ConnectTimeout)
 	defer cancel()
-	if err := s.init(ctx); err != nil {
+	if err := s.init(ictx); err != nil {
 		sess.Close()
 		return nil, fmt.Errorf("cassandra source %s/%s.%s: %w", where, cfg.Keyspace, cfg.Table, err)
 	}
 	return s, nil
+}
+
+// createSession is cluster.CreateSession, which takes no context, given up when ctx ends: a node
+// that accepts connections and never answers holds it for the connect timeout. A session made
+// after ctx ended is closed.
+func createSession(ctx context.Context, cluster *gocql.ClusterConfig) (*gocql.Session, error) {
+	type made struct {
+		sess *gocql.Session
+		err  error
+	}
+	ch := make(chan made, 1)
+	go func() {
+		sess, err := cluster.CreateSession()
+		ch <- made{sess, err}
+	}()
+	select {
+	case m := <-ch:
+		return m.sess, m.err
+	case <-ctx.Done():
+		go func() {
+			if m := <-ch; m.sess != nil {
+				m.sess.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
 }
 
 // tlsDialer connects to a node over TLS, the handshake bounded by the connect timeout as the

@@ -1,12 +1,14 @@
 package cassandra_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	crand "crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"io"
 	"math/big"
 	"net"
@@ -64,7 +66,7 @@ func TestTLSHandshakeWithASilentNodeFails(t *testing.T) {
 		ConnectTimeout: 200 * time.Millisecond, Timeout: 200 * time.Millisecond, TLS: cassandra.TLSConfig{Enabled: true, SkipVerify: true}}
 	done := make(chan error, 1)
 	go func() {
-		src, err := cassandra.New(cfg, nil)
+		src, err := cassandra.New(context.Background(), cfg, nil)
 		if err == nil {
 			src.Close()
 		}
@@ -105,7 +107,7 @@ func TestTLSConnects(t *testing.T) {
 	})
 	cfg := cassandra.Config{Hosts: []string{"127.0.0.1"}, Port: port, Keyspace: "ks", Table: "t",
 		TLS: cassandra.TLSConfig{Enabled: true, SkipVerify: true}}
-	src, err := cassandra.New(cfg, nil)
+	src, err := cassandra.New(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatalf("through TLS: %v", err)
 	}
@@ -126,4 +128,33 @@ func selfSignedCert(t *testing.T) tls.Certificate {
 		t.Fatal(err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// Opening the source ends when its context does (Ctrl-C while a command plans its ranges): a
+// node that accepts the connection and never answers held the command for the whole connect
+// timeout, whatever the user pressed.
+func TestOpenEndsWithItsContext(t *testing.T) {
+	accepted := make(chan struct{}, 16)
+	port := serve(t, func(c net.Conn) { accepted <- struct{}{}; io.Copy(io.Discard, c) })
+	cfg := cassandra.Config{Hosts: []string{"127.0.0.1"}, Port: port, Keyspace: "k", Table: "t",
+		ConnectTimeout: 10 * time.Minute, Timeout: 10 * time.Minute}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		src, err := cassandra.New(ctx, cfg, nil)
+		if err == nil {
+			src.Close()
+		}
+		done <- err
+	}()
+	<-accepted
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the open ended with %v, want the context's cancellation", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("cassandra.New still waits for a silent node a minute after its context ended")
+	}
 }
