@@ -268,25 +268,17 @@ func checkDecimal(s string, p, sc int) string {
 	if i != len(s) {
 		return "not a decimal number"
 	}
-	intDigits = strings.TrimLeft(intDigits, "0")
-	frac = strings.TrimRight(frac, "0")
-	// value = intDigits.frac * 10^exp
-	ni, nf := len(intDigits), len(frac)
-	if intDigits == "" && frac != "" {
-		// 0.000123: leading zeros of the fraction are not integer digits
-		ni = 0
-	}
-	ni += exp
-	nf -= exp
-	if ni < 0 {
-		ni = 0
-	}
-	if nf < 0 {
-		nf = 0
-	}
-	if intDigits == "" && strings.TrimLeft(frac, "0") == "" {
+	// value = 0.digits * 10^point: the digits counted once the exponent has moved the point, so
+	// that the zeros ending "10e-1" are fraction zeros and those beginning "0.05e2" leading ones
+	digits := intDigits + frac
+	point := len(intDigits) + exp
+	trimmed := strings.TrimLeft(digits, "0")
+	point -= len(digits) - len(trimmed)
+	digits = strings.TrimRight(trimmed, "0")
+	if digits == "" {
 		return "" // zero
 	}
+	ni, nf := max(point, 0), max(len(digits)-point, 0)
 	if ni > p-sc {
 		return "has " + strconv.Itoa(ni) + " integer digits, DECIMAL(" + strconv.Itoa(p) + "," + strconv.Itoa(sc) + ") allows " + strconv.Itoa(p-sc) + " (override the column type with `:: DECIMAL(p,s)`)"
 	}

@@ -212,6 +212,50 @@ func TestDecimalCastIsCanonical(t *testing.T) {
 	}
 }
 
+// TestDecimalCastCountsTheValuesDigits: whether text fits DECIMAL(p,s) is judged on the number it
+// writes, wherever its exponent moves the point: zeros that end the integer digits become
+// fraction zeros under a negative exponent, and zeros that begin the fraction become leading
+// zeros under a positive one. Before, the digits were counted on each side of the written point
+// and then shifted, so "10e-1" (1) was "1 fraction digit" for DECIMAL(5,0) and "0.05e2" (5) "2
+// integer digits" for DECIMAL(2,1): rows that fit were rejected with a count they do not have.
+func TestDecimalCastCountsTheValuesDigits(t *testing.T) {
+	fits := []struct {
+		in, typ, want string
+	}{
+		{"10e-1", "DECIMAL(5,0)", "1.0"},
+		{"-1200e-2", "DECIMAL(2,0)", "-12.00"},
+		{"00010.0e-2", "DECIMAL(13,1)", "0.100"},
+		{"-00809990730530e-18", "DECIMAL(27,17)", "-0.000000809990730530"},
+		{"0.05e2", "DECIMAL(2,1)", "5"},
+		{"000.05342790504022636e11", "DECIMAL(19,9)", "5342790504.022636"},
+		{"0.0012e3", "DECIMAL(2,1)", "1.2"},
+	}
+	for _, c := range fits {
+		expr := "s :: " + c.typ
+		got, _, rerr := evalExpr(t, expr, map[string]V{"s": txt(c.in)})
+		if rerr != nil {
+			t.Errorf("%s of %q: rejected (%v), but the value fits", expr, c.in, rerr)
+			continue
+		}
+		if got.Str != c.want {
+			t.Errorf("%s of %q = %q, want %q", expr, c.in, got.Str, c.want)
+		}
+	}
+	tooLong := []struct{ in, typ, why string }{
+		{"1e1", "DECIMAL(1,0)", "has 2 integer digits"},
+		{"0.05e2", "DECIMAL(1,1)", "has 1 integer digits"},
+		{"105e-2", "DECIMAL(5,1)", "has 2 fraction digits"},
+		{"0.0012e2", "DECIMAL(5,1)", "has 2 fraction digits"},
+	}
+	for _, c := range tooLong {
+		expr := "s :: " + c.typ
+		_, _, rerr := evalExpr(t, expr, map[string]V{"s": txt(c.in)})
+		if rerr == nil || rerr.Code != pipeline.CodeType || !strings.Contains(rerr.Message, c.why) {
+			t.Errorf("%s of %q: %v, want a type reject saying it %s", expr, c.in, rerr, c.why)
+		}
+	}
+}
+
 // TestJSONCastRejectsText: a JSON column holds JSON, so text cast to JSON that is not one JSON
 // value is rejected (type) rather than written into the column.
 func TestJSONCastRejectsText(t *testing.T) {
