@@ -51,7 +51,7 @@ func copyCells(t *testing.T, c *cassandratest.Cluster, mapping string, cellTimes
 		t.Fatal(err)
 	}
 	cfg.CellWriteTimes = cellTimes
-	src, err := cassandra.New(cfg, zap.NewNop())
+	src, err := cassandra.New(context.Background(), cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestCopyCarriesCassandraTimeRealNode(t *testing.T) {
 	// the writer's schema is the program's: open the source once to learn it
 	m, _ := transform.Decode([]byte(mapping), "cells.yaml")
 	probeCfg, _ := cassandra.ParseURI(c.URI("ctime", "cells", ""))
-	probe, err := cassandra.New(probeCfg, zap.NewNop())
+	probe, err := cassandra.New(context.Background(), probeCfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
