@@ -170,3 +170,26 @@ func TestRefusedLastRowOfAKeyLeavesTheOneBefore(t *testing.T) {
 		t.Errorf("sent %s: want the rows of keys 1 ('old') and 2", got)
 	}
 }
+
+// Two keys whose texts differ only in where one column ends and the next begins, around a NUL
+// (("a\x00\x04", "b") and ("a", "\x00\x04b")), are two rows: an upsert that holds a key once
+// (Lindorm) sends both. Before, the key's text ended each value with a NUL, so both keys read
+// as one and the first row was dropped as overwritten, counted as written.
+func TestDistinctUpsertKeysTellNULsInTextApart(t *testing.T) {
+	s := pipeline.TargetSchema{Table: "t", KeyLen: 2, Columns: []pipeline.Column{
+		{Name: "k1", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "k2", Type: pipeline.TypeVarchar, KeyPos: 1},
+		{Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
+	w, stmts := dialectHookWriter(lindormsql.Dialect, s)
+	w.shards = w.shards[:1] // both rows in one statement
+	rows := []pipeline.Row{
+		{Values: []pipeline.Value{pipeline.Text("a\x00\x04"), pipeline.Text("b"), pipeline.Int(1)}},
+		{Values: []pipeline.Value{pipeline.Text("a"), pipeline.Text("\x00\x04b"), pipeline.Int(2)}},
+	}
+	if err := w.Write(context.Background(), rows); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(*stmts, "; ")
+	if !strings.Contains(got, ",1)") || !strings.Contains(got, ",2)") {
+		t.Errorf("sent %q: want both rows (v 1 and v 2)", got)
+	}
+}

@@ -3,6 +3,7 @@ package sqlsink
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -877,16 +878,18 @@ func lastPerKey(st *statements, a *applyState, run []int) []int {
 }
 
 // keyString is a key as the table compares it (KeyValue): one text however its values are
-// spelled.
+// spelled. Each value's text goes with its length: text may hold any byte, and a separator
+// made ("a\x00\x04", "b") and ("a", "\x00\x04b") one key, the first row dropped as overwritten.
 func (s *statements) keyString(key []pipeline.Value) string {
-	var b strings.Builder
+	var b, text []byte
 	for i, x := range key {
 		x = KeyValue(s.schema.Columns[i], x)
-		b.WriteByte(byte(x.Kind))
-		b.WriteString(x.String())
-		b.WriteByte(0)
+		text = x.AppendCanonical(text[:0])
+		b = append(b, byte(x.Kind))
+		b = binary.AppendUvarint(b, uint64(len(text)))
+		b = append(b, text...)
 	}
-	return b.String()
+	return string(b)
 }
 
 // KeyValue is v as key column col holds it: a DECIMAL at the column's scale (1.5, 1.50 and
