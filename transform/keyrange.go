@@ -11,7 +11,8 @@ import (
 // the partition key cells it carries) into a range of target keys, when the key lets it be one:
 // the key's leading columns are computed from the partition key cells only and read all of them
 // (the source key as it is, or with a hash prefix of it), and every key column after them is a
-// clustering column as it is, in clustering order, the bounds' columns first. Any other key is
+// clustering column as it is, in clustering order, the bounds' columns first, of a type Cassandra
+// orders as the key column does where the range's bounds differ. Any other key is
 // refused (range_tombstone): the range's rows are not one range of the table. The bounds follow
 // the table's clustering order (a bound names its DESC columns); where the key orders them the
 // other way, the range's ends swap. out is scratch room for a target row.
@@ -91,6 +92,11 @@ func (e *Evaluator) KeyRange(b *pipeline.Batch, r *pipeline.Record, rng *pipelin
 			return refuse("its bound names clustering columns " + strings.Join(names, ", ") + ", which are not the key columns after the partition key, in order")
 		}
 	}
+	if i := p.orderedOtherwise(&kr, clustering, n); i >= 0 {
+		src := &p.source[clustering[i]]
+		return refuse("Cassandra orders clustering column " + src.Name + " (" + src.Type + ") otherwise than the " +
+			p.target.Columns[n+i].Type.String() + " the key holds it as, so the range's rows are no one range of the key")
+	}
 	switch reversed, mixed := p.reversedInKey(rng, &kr, clustering, n); {
 	case mixed != "":
 		return refuse("the key orders clustering column " + mixed + " against the table's clustering order (ASC/DESC) unlike the columns before it, so the range is no one range of the key")
@@ -134,6 +140,45 @@ func (p *Program) reversedInKey(rng *pipeline.ClusteringRange, kr *pipeline.KeyR
 		}
 	}
 	return reversed, ""
+}
+
+// orderedOtherwise finds a clustering column whose order decides which rows the range holds and
+// which Cassandra orders otherwise than the key column holding it as it is: its place in
+// clustering, or -1 when none. Such a column is a timeuuid (by its time, where its text starts with the time's low bits), a
+// uuid, an inet (by its bytes, "10.0.0.10" after "10.0.0.2"), a collection, tuple or user type
+// (by its elements, not its JSON text). The leading columns both bounds fix to one value decide
+// nothing.
+func (p *Program) orderedOtherwise(kr *pipeline.KeyRange, clustering []int, n int) int {
+	first := true
+	for i, c := range clustering {
+		if i >= len(kr.Start.Vals) && i >= len(kr.End.Vals) {
+			break
+		}
+		if first && i < len(kr.Start.Vals) && i < len(kr.End.Vals) && pipeline.Compare(p.target.Columns[n+i].Type, kr.Start.Vals[i], kr.End.Vals[i]) == 0 {
+			continue
+		}
+		first = false
+		if !cqlOrderKept(p.source[c].Type) {
+			return i
+		}
+	}
+	return -1
+}
+
+// cqlOrderKept tells whether Cassandra orders values of CQL type t as the key column that holds
+// them as they are does (text and blobs by their bytes, numbers, booleans, times and dates by
+// value).
+func cqlOrderKept(t string) bool {
+	t = pipeline.NormalizeSourceType(t)
+	if i := strings.IndexByte(t, '('); i >= 0 {
+		t = t[:i] // timestamp(s): the unit its integers are read in
+	}
+	switch t {
+	case "text", "ascii", "bigint", "int", "smallint", "tinyint", "varint", "counter", "decimal", "boolean",
+		"timestamp", "date", "time", "blob", "float", "double":
+		return true
+	}
+	return false
 }
 
 // keyBound turns a clustering bound into a bound of the key columns after the partition key

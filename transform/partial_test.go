@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -149,6 +150,61 @@ target:
 		}
 		if got != tc.want {
 			t.Errorf("%s, key %s: got %s, want %s", tc.name, tc.key, got, tc.want)
+		}
+	}
+}
+
+// A range over a clustering column that Cassandra orders otherwise than the text the key holds
+// it as (a timeuuid by its time, a uuid by version then time or bytes, an inet by its bytes, a
+// collection by its elements) is not a range of the key: refused. Before, `c < maxTimeuuid(...)`
+// became a range of the VARCHAR's text, whose first characters are the time's low bits, and the
+// delete removed rows of other times and left rows of the range. A column both bounds fix to
+// one value keeps its rows whatever its order; a range of a column in the same order is applied.
+func TestKeyRangeRefusesAColumnOrderedOtherwise(t *testing.T) {
+	const src = `version: 1
+source:
+  name: ks.tb
+  columns:
+    a: int
+    c: %s
+    d: int
+    x: text
+target:
+  table: tb
+  primary_key: "[a][c][d]"
+`
+	rec := &pipeline.Record{Values: []pipeline.Value{pipeline.Int(1), pipeline.Null, pipeline.Null, pipeline.Null}, Set: []bool{true, false, false, false}}
+	for _, tc := range []struct {
+		typ        string
+		start, end []pipeline.Value // of c, then d
+		want       string           // the reject's code, or "" when applied
+	}{
+		{"timeuuid", nil, []pipeline.Value{pipeline.Text("50554d6e-29bb-11e5-b345-feff819cdc9f")}, pipeline.CodeRangeTombstone},
+		{"uuid", []pipeline.Value{pipeline.Text("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")}, nil, pipeline.CodeRangeTombstone},
+		{"inet", []pipeline.Value{pipeline.Text("10.0.0.2")}, []pipeline.Value{pipeline.Text("10.0.0.10")}, pipeline.CodeRangeTombstone},
+		{"frozen<list<int>>", []pipeline.Value{pipeline.Text("[9]")}, nil, pipeline.CodeRangeTombstone},
+		// c fixed by both bounds, d ranges: one range of the key
+		{"timeuuid", []pipeline.Value{pipeline.Text("50554d6e-29bb-11e5-b345-feff819cdc9f"), pipeline.Int(3)},
+			[]pipeline.Value{pipeline.Text("50554d6e-29bb-11e5-b345-feff819cdc9f")}, ""},
+		{"text", []pipeline.Value{pipeline.Text("b")}, []pipeline.Value{pipeline.Text("m")}, ""},
+		{"bigint", []pipeline.Value{pipeline.Int(-5)}, nil, ""},
+	} {
+		bound := func(vals []pipeline.Value) pipeline.ClusteringBound {
+			b := pipeline.ClusteringBound{Inclusive: true}
+			for i, v := range vals {
+				b.Cols, b.Vals, b.Desc = append(b.Cols, 1+i), append(b.Vals, v), append(b.Desc, false)
+			}
+			return b
+		}
+		p := compileYAML(t, fmt.Sprintf(src, tc.typ))
+		rng := &pipeline.ClusteringRange{Start: bound(tc.start), End: bound(tc.end)}
+		_, rerr := p.NewEvaluator().KeyRange(&pipeline.Batch{}, rec, rng, make([]pipeline.Value, len(p.Target().Columns)))
+		got := ""
+		if rerr != nil {
+			got = rerr.Code
+		}
+		if got != tc.want {
+			t.Errorf("c %s, %v..%v: got %q (%v), want %q", tc.typ, tc.start, tc.end, got, rerr, tc.want)
 		}
 	}
 }
