@@ -158,17 +158,17 @@ func (p *Program) orderedOtherwise(kr *pipeline.KeyRange, clustering []int, n in
 			continue
 		}
 		first = false
-		if !cqlOrderKept(p.source[c].Type) {
+		if !CQLOrderKept(p.source[c].Type) {
 			return i
 		}
 	}
 	return -1
 }
 
-// cqlOrderKept tells whether Cassandra orders values of CQL type t as the key column that holds
+// CQLOrderKept tells whether Cassandra orders values of CQL type t as the key column that holds
 // them as they are does (text and blobs by their bytes, numbers, booleans, times and dates by
-// value).
-func cqlOrderKept(t string) bool {
+// value): not a timeuuid, uuid, inet, collection, tuple or user type, which the key holds as text.
+func CQLOrderKept(t string) bool {
 	t = pipeline.NormalizeSourceType(t)
 	if i := strings.IndexByte(t, '('); i >= 0 {
 		t = t[:i] // timestamp(s): the unit its integers are read in

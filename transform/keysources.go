@@ -62,7 +62,8 @@ func (p *Program) KeyBuckets() []int64 {
 
 // KeyOrderedSources lists, for each primary-key column in key order, the source column whose
 // order the key column keeps, so that a range of that column is a range of the key column: the
-// column as it is, long(column) (the order of the numbers it holds: a range of order numbers kept
+// column as it is when its type keeps Cassandra's order (CQLOrderKept: not a timeuuid, whose
+// text starts with its time's low bits), long(column) (the order of the numbers it holds: a range of order numbers kept
 // as text is a range of the BIGINT), or code(column, dict) through a dictionary whose codes sort
 // as its values do and with on_missing_code: reject (a kept value would fall anywhere). "" for
 // any other column.
@@ -70,9 +71,9 @@ func (p *Program) KeyOrderedSources() []string {
 	out := make([]string, p.target.KeyLen)
 	for i, col := range p.cols[:p.target.KeyLen] {
 		switch e := col.expr; {
-		case e == nil && col.src >= 0 && col.src < len(p.source):
+		case e == nil && col.src >= 0 && col.src < len(p.source) && CQLOrderKept(p.source[col.src].Type):
 			out[i] = p.source[col.src].Name
-		case e != nil && e.op == opSrc:
+		case e != nil && e.op == opSrc && CQLOrderKept(p.source[e.idx].Type):
 			out[i] = p.source[e.idx].Name
 		case e != nil && e.op == opLong && e.args[0].op == opSrc:
 			out[i] = p.source[e.args[0].idx].Name

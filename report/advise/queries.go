@@ -81,8 +81,11 @@ type keyCol struct {
 	expr    string
 	sources []string
 	ident   string // the source column whose order the key column keeps (it as it is, an ordered code())
-	buckets int64  // > 0: the column takes the values 0..buckets-1
-	desc    bool   // declared DESC
+	// asText is the CQL type of the source column the key column holds as it is, when Cassandra
+	// orders it otherwise than the key's text does (a timeuuid by its time)
+	asText  string
+	buckets int64 // > 0: the column takes the values 0..buckets-1
+	desc    bool  // declared DESC
 }
 
 func KeyShape(p *transform.Program) []keyCol {
@@ -95,9 +98,22 @@ func KeyShape(p *transform.Program) []keyCol {
 		if len(c.sources) == 1 && ordered[i] == c.sources[0] {
 			c.ident = c.sources[0]
 		}
+		if len(c.sources) == 1 && c.ident == "" && (ke.Expr == c.sources[0] || ke.Expr == "`"+c.sources[0]+"`") {
+			if j := p.Source().Index(c.sources[0]); j >= 0 && !transform.CQLOrderKept(p.Source()[j].Type) {
+				c.asText = p.Source()[j].Type
+			}
+		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// scrambles says how key column c, computed from source column s, loses the order of s.
+func (c keyCol) scrambles(s string) string {
+	if c.asText != "" {
+		return fmt.Sprintf("the key holds %s (%s) as text, which Cassandra orders otherwise: by its time or its bytes", s, c.asText)
+	}
+	return fmt.Sprintf("%s scrambles the order of %s", c.expr, s)
 }
 
 func ListText(names []string) string {
@@ -150,7 +166,7 @@ func PlanQuery(key []keyCol, q transform.Query) model.QueryPlan {
 			p.Note += fmt.Sprintf(", filtering %s: key column %s comes next and the query does not fix it", ListText(p.Filtered), next.name)
 			for _, s := range next.sources {
 				if s == q.Range && next.ident == "" {
-					p.Note += fmt.Sprintf(" (%s scrambles the order of %s)", next.expr, s)
+					p.Note += " (" + next.scrambles(s) + ")"
 					break
 				}
 			}
@@ -257,7 +273,7 @@ func fullScanWhy(key []keyCol, q transform.Query, w keyWalk) string {
 	}
 	for _, s := range c.sources {
 		if s == q.Range && c.ident == "" {
-			why += fmt.Sprintf(" (%s scrambles the order of %s: a %s range is not a key range)", c.expr, s, s)
+			why += fmt.Sprintf(" (%s: a %s range is not a key range)", c.scrambles(s), s)
 			break
 		}
 	}
