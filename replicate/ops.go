@@ -1,6 +1,7 @@
 package replicate
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/rekey/rekey/output"
@@ -139,6 +140,17 @@ func (w *partWorker) operations(dst []operation, ch *kafka.Change) []operation {
 				rerr.Message += noBeforeImage
 			}
 			dst = reject(dst, stageTransform, rerr)
+		case moved && set != nil:
+			// the old row holds the values of the columns the change leaves unset: deleted, they
+			// would be lost, and the new row would lack them
+			if unset := slices.Index(set, false); unset >= 0 {
+				col := w.r.target.Columns[unset].Name
+				return reject(dst, stageTransform, &pipeline.RowError{Code: CodePartialMove, Field: col,
+					Message: "the update moves the row to another key, but does not carry column " + col + " (Debezium could not read its value, or the connector does not publish it), " +
+						"which the row under its old key holds: neither is applied, and the row stays under its old key. " +
+						"Copy the row from the source again (rekey verify --repair writes it)"})
+			}
+			dst = append(dst, operation{kind: opDelete, row: old})
 		case moved:
 			dst = append(dst, operation{kind: opDelete, row: old})
 		}

@@ -36,6 +36,11 @@ const CodeNoWriteTime = "no_write_time"
 // cannot keep that row from the delete.
 const CodeRangeAfterNewerWrite = "range_after_newer_write"
 
+// CodePartialMove rejects an update that moves its row to another target key but does not carry
+// every column (a Debezium value it could not read, a column its connector does not publish): the
+// row under its new key would lack those columns' values, which the old row, deleted, held.
+const CodePartialMove = "partial_move"
+
 // openSQL opens the target table (its definition checked first) with the statement metrics wired;
 // ctx ends the connection's retries of a target that is not up yet.
 func (r *Replicator) openSQL(ctx context.Context) error {

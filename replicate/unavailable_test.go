@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -75,5 +76,71 @@ func TestUnavailableValueKeepsTheColumn(t *testing.T) {
 			got = append(got, describe(op, 1))
 		}
 		t.Errorf("into files: %s; want the partial_update reject", strings.Join(got, "; "))
+	}
+}
+
+// An update that moves the row to another target key (a key column computed from a non-key
+// column it changes) but leaves a TOASTed column unavailable cannot be applied into a table: the
+// row under its new key would lack that column's value, and the old row holding it is deleted.
+// It is rejected whole (partial_move, naming the column), and the row stays under its old key
+// with every value. Before, the old row was deleted and the new one written with body NULL: the
+// TOASTed text was lost without a reject.
+func TestUnavailableValueInAnUpdateThatMovesTheRowIsRejected(t *testing.T) {
+	m, err := transform.Decode([]byte("version: 1\nsource: {columns: {id: bigint, g: text, body: text, n: int}}\ntarget: {table: t, primary_key: '[g][id]'}\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := transform.Compile(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := `"source":{"connector":"postgresql","ts_ms":1}`
+	msgs := []kafkago.Message{
+		{Offset: 0, Key: []byte(`{"id":1}`), Value: []byte(`{"op":"c",` + src + `,"before":null,"after":{"id":1,"g":"a","body":"a long text","n":1}}`)},
+		{Offset: 1, Key: []byte(`{"id":1}`), Value: []byte(`{"op":"u",` + src + `,"before":{"id":1,"g":"a","body":"a long text","n":1},"after":{"id":1,"g":"b","body":"__debezium_unavailable_value","n":2}}`)},
+	}
+
+	db := mysqltest.GMS(t)
+	db.Exec(t, mysqlsql.DDL(prog.Target(), mysqlsql.KeyCollations[db.DDLDialect()]))
+	tgt, err := sqlsink.ParseURI(db.URI(""), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Replicator{cfg: Config{Program: prog, Kafka: kafka.Config{Format: kafka.FormatDebezium, Topic: "t"}, SQL: sqlsink.Config{Target: tgt, Conns: 1}},
+		target: prog.Target(), log: zap.NewNop(), metrics: newMetrics("t", "test", nil)}
+	if r.sqlw, err = sqlsink.Open(context.Background(), sqlsink.Config{Target: tgt, Schema: prog.Target(), Conns: 1}); err != nil {
+		t.Fatal(err)
+	}
+	w := &sqlWorker{partWorker: r.newSQLPartWorker(0, nil)}
+	w.collect(w.dec.DecodeBatch(nil, kafka.FetchBatch{Messages: msgs}))
+	if len(w.rejects) != 1 || w.rejects[0].Code != CodePartialMove || w.rejects[0].Seq != 1 || w.rejects[0].Field != "body" {
+		var got []string
+		for _, rj := range w.rejects {
+			got = append(got, rj.Code+" "+rj.Field+": "+rj.Message)
+		}
+		t.Errorf("rejects %q; want the update's, %s naming body", got, CodePartialMove)
+	}
+	if _, err := r.sqlw.Apply(context.Background(), w.ops); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.DB(t).Query("SELECT g, id, COALESCE(body, 'NULL') FROM t ORDER BY g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var g, body string
+		var id int
+		if err := rows.Scan(&g, &id, &body); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s/%d body=%s", g, id, body))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, "; ") != "a/1 body=a long text" {
+		t.Errorf("table rows %q; want the row under its old key with its body", got)
 	}
 }
