@@ -50,7 +50,8 @@ type ChangeBatch struct {
 // cannot take (a parse or type error), which a migration rejects too. A range delete after a
 // newer row of its mutation is one: the table misses the rows it deleted.
 var skippedCodes = map[string]bool{kafka.CodeUnsupported: true, pipeline.CodeRangeTombstone: true, pipeline.CodePartialUpdate: true,
-	CodeRangeAfterNewerWrite: true, CodePartialMove: true}
+	CodeRangeAfterNewerWrite: true, CodePartialMove: true,
+	CodeRegularKeyColumn: true}
 
 // PartitionWindow is the offsets of a partition a change read covers: [From, End).
 type PartitionWindow struct {

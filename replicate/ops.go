@@ -3,6 +3,7 @@ package replicate
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
@@ -97,6 +98,11 @@ func (w *partWorker) operations(dst []operation, ch *kafka.Change) []operation {
 	if ch.Err != nil {
 		return reject(dst, stageSource, ch.Err)
 	}
+	if ch.PrimaryKey != nil && ch.Op != kafka.OpRangeDelete {
+		if rerr := w.regularKeyColumn(ch.PrimaryKey); rerr != nil {
+			return reject(dst, stageTransform, rerr)
+		}
+	}
 	if w.caps.wholeRows {
 		if rerr := wholeRowsOnly(ch); rerr != nil {
 			return reject(dst, stageSink, rerr)
@@ -156,6 +162,32 @@ func (w *partWorker) operations(dst []operation, ch *kafka.Change) []operation {
 		}
 	}
 	return append(dst, operation{kind: opUpsert, row: row, set: set, writeTime: ch.WriteTime})
+}
+
+// regularKeyColumn refuses a Cassandra change when the target key is computed from a column
+// outside the table's primary key (pk): an UPDATE of that column, or an INSERT over the row, moves
+// the row to another key, and the connector's events carry no old row to find the old key by.
+func (w *partWorker) regularKeyColumn(pk []bool) *pipeline.RowError {
+	for i, reads := range w.keyReads {
+		for _, ci := range reads {
+			if ci >= len(pk) || pk[ci] {
+				continue
+			}
+			src := w.r.cfg.Program.Source()
+			var keyed []string
+			for c, ok := range pk {
+				if ok {
+					keyed = append(keyed, src[c].Name)
+				}
+			}
+			n := src[ci].Name
+			return &pipeline.RowError{Code: CodeRegularKeyColumn, Field: n,
+				Message: "key column " + w.r.target.Columns[i].Name + " is computed from " + n + ", which is not in the Cassandra table's primary key (" + strings.Join(keyed, ", ") +
+					", as the message key names it): a change of " + n + " moves the row to another key, and Debezium's Cassandra connector sends no old row to delete it from, so the row would stay under its old key too. " +
+					"Compute the target key from primary-key columns only, then replicate into a new table or folder"}
+		}
+	}
+	return nil
 }
 
 // rangeAfterNewerWrite is the message of a CodeRangeAfterNewerWrite reject.

@@ -38,6 +38,8 @@ type partWorker struct {
 	fetchLen  int         // messages per fetched batch at most (0: the fetcher's default)
 	rows      rowSlab     // the operations' rows
 	opBuf     []operation // one change's operations
+	// keyReads lists, per target key column, the source columns it is computed from
+	keyReads [][]int
 }
 
 // newPartWorker returns the partition's worker state for an output that can hold caps; its
@@ -57,8 +59,18 @@ func (r *Replicator) newPartWorker(partition int, commit func(int, int64) error,
 		rows: rowSlab{n: len(r.target.Columns), chunk: chunk},
 		pos:  -1,
 	}
-	w.dec, _ = kafka.NewDecoder(r.cfg.Kafka, r.cfg.Program.Source()) // validated by New
-	w.dec.SkipRepeats = true                                         // one partition's messages, in order
+	src := r.cfg.Program.Source()
+	for _, names := range r.cfg.Program.KeySourceColumns() {
+		var idx []int
+		for _, n := range names {
+			if ci := src.Index(n); ci >= 0 {
+				idx = append(idx, ci)
+			}
+		}
+		w.keyReads = append(w.keyReads, idx)
+	}
+	w.dec, _ = kafka.NewDecoder(r.cfg.Kafka, src) // validated by New
+	w.dec.SkipRepeats = true                      // one partition's messages, in order
 	w.dec.Logger = w.log
 	w.batch = pipeline.Batch{Stream: w.stream, SaltOrigin: true}
 	w.eng = pipeline.NewEngine(pipeline.EngineConfig{}) // not run: until read, CutAfter does nothing

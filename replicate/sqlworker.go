@@ -41,6 +41,11 @@ const CodeRangeAfterNewerWrite = "range_after_newer_write"
 // row under its new key would lack those columns' values, which the old row, deleted, held.
 const CodePartialMove = "partial_move"
 
+// CodeRegularKeyColumn rejects a change of Debezium's Cassandra connector when the target key is
+// computed from a column outside the table's primary key: a change of that column moves the row,
+// and no event carries the old row, so the old key cannot be deleted.
+const CodeRegularKeyColumn = "regular_key_column"
+
 // openSQL opens the target table (its definition checked first) with the statement metrics wired;
 // ctx ends the connection's retries of a target that is not up yet.
 func (r *Replicator) openSQL(ctx context.Context) error {

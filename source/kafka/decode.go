@@ -89,6 +89,10 @@ type Change struct {
 	// Repeat marks an event Debezium's Cassandra connector published before (Decoder.SkipRepeats):
 	// nothing to apply.
 	Repeat bool
+	// PrimaryKey, on an upsert or a delete of Debezium's Cassandra connector, names the columns
+	// of the table's primary key (those its message key names; nil: unknown): a target key
+	// computed from another column cannot be replicated, since no event carries the old row.
+	PrimaryKey []bool
 	// Tombstone marks the delete of a null-value message, whose values come from the key only.
 	// Debezium sends one after every delete event, so in that format it is redundant.
 	Tombstone bool
@@ -161,6 +165,9 @@ type Decoder struct {
 	relational bool
 	// timeTypes names, per column marked unitNotInstant, the schema's type (for the reject)
 	timeTypes map[int]string
+	// pk names the columns of the Cassandra table's primary key, as the first message key of
+	// its connector's events gave them (nil: none seen yet)
+	pk []bool
 	// the commit log position of the last Cassandra event, and the newest write time (µs) of
 	// the rows its mutation wrote, as published so far
 	mutFile   string
@@ -1062,6 +1069,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			// Cassandra: the event carries the cells the mutation wrote, an INSERT's as an
 			// UPDATE's; the columns it does not name keep their values
 			ch.Set = partialSet(set, after)
+			ch.PrimaryKey = d.primaryKey(key)
 			d.emptyCollections(ch.Set, after)
 			if op == "u" {
 				if rerr := d.collectionUpdate(ch.Set); rerr != nil {
@@ -1122,6 +1130,9 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 				ch.WriteTime = dt / 1000
 			}
 		}
+		if cassandraEvent(connector, d.cells > 0) {
+			ch.PrimaryKey = d.primaryKey(key)
+		}
 		if cassandraEvent(connector, d.cells > 0) && d.anyNull(vals) {
 			// the Cassandra connector's partition delete: the clustering cells are null
 			ch.Set = d.allocSet()
@@ -1167,6 +1178,29 @@ func (d *Decoder) emptyCollections(set []bool, vals []pipeline.Value) {
 			vals[i] = pipeline.Null
 		}
 	}
+}
+
+// primaryKey returns the columns the Cassandra connector's message key names (the table's primary
+// key, null clustering columns included), learnt from the first key that names one; nil while
+// none has.
+func (d *Decoder) primaryKey(key []byte) []bool {
+	if d.pk != nil {
+		return d.pk
+	}
+	doc, _ := keyDoc(key)
+	if doc == "" {
+		return nil
+	}
+	pk, found := make([]bool, len(d.names)), false
+	cqlvalue.ObjectFields(doc, func(name, _ string) {
+		if ci := d.lookup(name); ci >= 0 {
+			pk[ci], found = true, true
+		}
+	})
+	if found {
+		d.pk = pk
+	}
+	return d.pk
 }
 
 // cassandraEvent tells whether an event comes from Debezium's Cassandra connector: its
