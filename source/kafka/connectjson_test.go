@@ -81,3 +81,29 @@ func TestDecodeConnectJSONEvents(t *testing.T) {
 		t.Fatalf("%d of %d messages read (%v)", seen, len(want), err)
 	}
 }
+
+// A JSON row as Kafka Connect's JsonConverter writes it with schemas (format=json, a struct
+// wrapped as {"schema", "payload"}, in the form of the captured events' keys and images) holds a
+// bytes field as base64, always: a blob whose base64 begins with "0x" (that of d3 1d 35 is
+// "0x01") is those bytes. A field the schema gives as a string is the column's text, and an
+// unwrapped row's blob keeps the files' reading (hex after "0x"). Before, the wrapped row's
+// "0x01" was read as hex: the one byte 01, without a reject.
+func TestDecodeConnectJSONRowBytesAreBase64(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatJSON}, pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "pic", Type: "blob"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapped := func(typ, pic string) string {
+		return `{"schema":{"type":"struct","fields":[{"type":"int64","optional":false,"field":"id"},{"type":"` + typ + `","optional":true,"field":"pic"}],"optional":false,"name":"srv.public.t.Value"},"payload":{"id":1,"pic":"` + pic + `"}}`
+	}
+	for _, c := range []struct{ name, value, want string }{
+		{"bytes field", wrapped("bytes", "0x01"), "upsert 1|\xd3\x1d\x35"},
+		{"bytes field of plain base64", wrapped("bytes", "cA=="), "upsert 1|p"},
+		{"string field", wrapped("string", "0x01"), "upsert 1|\x01"},
+		{"unwrapped row", `{"id":1,"pic":"0x01"}`, "upsert 1|\x01"},
+	} {
+		if got := show(d.Decode(nil, nil, []byte(c.value))); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -165,6 +165,11 @@ type Decoder struct {
 	relational bool
 	// timeTypes names, per column marked unitNotInstant, the schema's type (for the reject)
 	timeTypes map[int]string
+	// rowBytes, while a JSON row Kafka Connect's JsonConverter wrapped is read, marks the blob
+	// columns its schema gives as bytes (base64, always); rowSchema and rowSchemaBytes cache it
+	rowBytes       []bool
+	rowSchema      string
+	rowSchemaBytes []bool
 	// pk names the columns of the Cassandra table's primary key, as the first message key of
 	// its connector's events gave them (nil: none seen yet)
 	pk []bool
@@ -430,7 +435,9 @@ func (d *Decoder) Decode(dst []Change, key, value []byte) []Change {
 			// Kafka Connect's JsonConverter with schemas.enable: the row is the payload.
 			clear(vals)
 			rowDoc = payloadRaw
+			d.rowBytes = d.connectBytesColumns(schemaRaw)
 			rerr = d.fields(payloadRaw, vals, nil, nil)
+			d.rowBytes = nil
 		}
 	} else {
 		rerr = d.fields(doc, vals, nil, nil)
@@ -550,7 +557,7 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 			// the column (a NUMERIC(10,0) as bigint, a NUMERIC as text): read as the number,
 			// never as the base64 text or the VariableScaleDecimal's JSON itself
 			v, err = d.bytesDecimal(ci, raw)
-		} else if d.format == FormatDebezium && k == cqlvalue.Blob && raw[0] == '"' {
+		} else if (d.format == FormatDebezium || d.rowBytes != nil && d.rowBytes[ci]) && k == cqlvalue.Blob && raw[0] == '"' {
 			if d.decScale != nil && d.decScale[ci] == stringBytes {
 				v, err = stringBlob(raw)
 			} else {
@@ -608,6 +615,28 @@ func (d *Decoder) warnFolded(member string, ci int) {
 	d.foldWarned[strings.Clone(member)] = struct{}{} // member aliases the message
 	d.Logger.Warn("a JSON member that names a declared column only ignoring case is read as that column (a member of its exact name wins)",
 		zap.String("member", member), zap.String("column", d.names[ci]))
+}
+
+// connectBytesColumns returns the blob columns a JsonConverter row schema gives as bytes, which
+// it writes as base64 (nil: none), cached: the converter repeats the schema in every message.
+func (d *Decoder) connectBytesColumns(schema string) []bool {
+	if schema == d.rowSchema {
+		return d.rowSchemaBytes
+	}
+	d.rowSchema, d.rowSchemaBytes = strings.Clone(schema), nil
+	var s connectSchema
+	if json.Unmarshal([]byte(schema), &s) != nil {
+		return nil
+	}
+	for _, f := range s.Fields {
+		if ci := d.lookup(f.Field); ci >= 0 && f.Type == "bytes" && d.types[ci].Kind == cqlvalue.Blob {
+			if d.rowSchemaBytes == nil {
+				d.rowSchemaBytes = make([]bool, len(d.names))
+			}
+			d.rowSchemaBytes[ci] = true
+		}
+	}
+	return d.rowSchemaBytes
 }
 
 // connectBytes reads a blob of a Debezium event: Kafka Connect's JSON converter writes bytes as
