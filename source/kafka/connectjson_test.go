@@ -107,3 +107,33 @@ func TestDecodeConnectJSONRowBytesAreBase64(t *testing.T) {
 		}
 	}
 }
+
+// A JSON row Kafka Connect's JsonConverter wrapped with its schema (format=json) is read by the
+// schema's logical types, as a Debezium event's images are: a Date (days) into a timestamp
+// column is its midnight, a Timestamp is milliseconds whatever source.timestamp_unit says, and a
+// Decimal's base64 is the number its scale gives, into a decimal or a text column. Before, the
+// days were read as milliseconds (1970-01-01T00:00:19Z), the milliseconds as the mapping's
+// microseconds, and the decimal's base64 was rejected from a decimal column and written as its
+// base64 text into a text column.
+func TestDecodeConnectJSONRowLogicalTypes(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatJSON}, pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "day", Type: "timestamp(us)"},
+		{Name: "at", Type: "timestamp(us)"}, {Name: "amt", Type: "decimal"}, {Name: "note", Type: "text"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decimal := `"name":"org.apache.kafka.connect.data.Decimal","version":1,"parameters":{"scale":"2"}`
+	row := func(field, value string) string {
+		return `{"schema":{"type":"struct","fields":[{"type":"int64","optional":false,"field":"id"},` + field + `],` +
+			`"optional":false,"name":"srv.public.t.Value"},"payload":{"id":1,` + value + `}}`
+	}
+	for _, c := range []struct{ name, msg, want string }{
+		{"Date", row(`{"type":"int32","optional":true,"name":"org.apache.kafka.connect.data.Date","version":1,"field":"day"}`, `"day":19000`), "upsert 1|1641600000000|~|~|~"},
+		{"Timestamp", row(`{"type":"int64","optional":true,"name":"org.apache.kafka.connect.data.Timestamp","version":1,"field":"at"}`, `"at":1700000000000`), "upsert 1|~|1700000000000|~|~"},
+		{"Decimal", row(`{"type":"bytes","optional":true,`+decimal+`,"field":"amt"}`, `"amt":"BNI="`), "upsert 1|~|~|12.34|~"},
+		{"Decimal into text", row(`{"type":"bytes","optional":true,`+decimal+`,"field":"note"}`, `"note":"BNI="`), "upsert 1|~|~|~|12.34"},
+	} {
+		if got := show(d.Decode(nil, nil, []byte(c.msg))); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -165,11 +165,15 @@ type Decoder struct {
 	relational bool
 	// timeTypes names, per column marked unitNotInstant, the schema's type (for the reject)
 	timeTypes map[int]string
-	// rowBytes, while a JSON row Kafka Connect's JsonConverter wrapped is read, marks the blob
-	// columns its schema gives as bytes (base64, always); rowSchema and rowSchemaBytes cache it
-	rowBytes       []bool
-	rowSchema      string
-	rowSchemaBytes []bool
+	// connectRow: a JSON row Kafka Connect's JsonConverter wrapped with its schema is being read.
+	// The last such schema (rowSchema) gives the per-column time units (rowScale, nil: none),
+	// decimal scales (rowDec, as decScale) and the blob columns it gives as bytes, which the
+	// converter writes as base64 (rowBytes, nil: none)
+	connectRow bool
+	rowSchema  string
+	rowScale   []cqlvalue.TimeUnit
+	rowDec     []int
+	rowBytes   []bool
 	// pk names the columns of the Cassandra table's primary key, as the first message key of
 	// its connector's events gave them (nil: none seen yet)
 	pk []bool
@@ -435,9 +439,12 @@ func (d *Decoder) Decode(dst []Change, key, value []byte) []Change {
 			// Kafka Connect's JsonConverter with schemas.enable: the row is the payload.
 			clear(vals)
 			rowDoc = payloadRaw
-			d.rowBytes = d.connectBytesColumns(schemaRaw)
-			rerr = d.fields(payloadRaw, vals, nil, nil)
-			d.rowBytes = nil
+			// its schema's logical types say how to read the fields, as in a Debezium event
+			scale := d.useRowSchema(schemaRaw)
+			valueScales := d.decScale
+			d.connectRow, d.decScale = true, d.rowDec
+			rerr = d.fields(payloadRaw, vals, scale, nil)
+			d.connectRow, d.decScale = false, valueScales
 		}
 	} else {
 		rerr = d.fields(doc, vals, nil, nil)
@@ -557,7 +564,9 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 			// the column (a NUMERIC(10,0) as bigint, a NUMERIC as text): read as the number,
 			// never as the base64 text or the VariableScaleDecimal's JSON itself
 			v, err = d.bytesDecimal(ci, raw)
-		} else if (d.format == FormatDebezium || d.rowBytes != nil && d.rowBytes[ci]) && k == cqlvalue.Blob && raw[0] == '"' {
+		} else if d.connectRow && k != cqlvalue.Blob && d.decScale != nil && raw[0] == '"' && d.decScale[ci] > 0 {
+			v, err = d.bytesDecimal(ci, raw) // a Kafka Connect Decimal of a wrapped JSON row
+		} else if (d.format == FormatDebezium || d.connectRow && d.rowBytes != nil && d.rowBytes[ci]) && k == cqlvalue.Blob && raw[0] == '"' {
 			if d.decScale != nil && d.decScale[ci] == stringBytes {
 				v, err = stringBlob(raw)
 			} else {
@@ -617,26 +626,30 @@ func (d *Decoder) warnFolded(member string, ci int) {
 		zap.String("member", member), zap.String("column", d.names[ci]))
 }
 
-// connectBytesColumns returns the blob columns a JsonConverter row schema gives as bytes, which
-// it writes as base64 (nil: none), cached: the converter repeats the schema in every message.
-func (d *Decoder) connectBytesColumns(schema string) []bool {
+// useRowSchema reads the logical types of a JsonConverter row schema (cached: the converter
+// repeats it in every message) and returns the time units of its fields (nil: none).
+func (d *Decoder) useRowSchema(schema string) []cqlvalue.TimeUnit {
 	if schema == d.rowSchema {
-		return d.rowSchemaBytes
+		return d.rowScale
 	}
-	d.rowSchema, d.rowSchemaBytes = strings.Clone(schema), nil
+	d.rowSchema, d.rowScale, d.rowDec, d.rowBytes = strings.Clone(schema), nil, nil, nil
 	var s connectSchema
 	if json.Unmarshal([]byte(schema), &s) != nil {
 		return nil
 	}
+	if scale := make([]cqlvalue.TimeUnit, len(d.names)); d.timeUnits(s.Fields, scale) {
+		d.rowScale = scale
+	}
+	d.rowDec = d.decimalScales(s.Fields, nil)
 	for _, f := range s.Fields {
 		if ci := d.lookup(f.Field); ci >= 0 && f.Type == "bytes" && d.types[ci].Kind == cqlvalue.Blob {
-			if d.rowSchemaBytes == nil {
-				d.rowSchemaBytes = make([]bool, len(d.names))
+			if d.rowBytes == nil {
+				d.rowBytes = make([]bool, len(d.names))
 			}
-			d.rowSchemaBytes[ci] = true
+			d.rowBytes[ci] = true
 		}
 	}
-	return d.rowSchemaBytes
+	return d.rowScale
 }
 
 // connectBytes reads a blob of a Debezium event: Kafka Connect's JSON converter writes bytes as
