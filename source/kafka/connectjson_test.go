@@ -137,3 +137,30 @@ func TestDecodeConnectJSONRowLogicalTypes(t *testing.T) {
 		}
 	}
 }
+
+// The key of a JSON row (format=json) that Kafka Connect's JsonConverter wrapped with its own
+// schema is read by that schema's logical types, as the row is: a tombstone, whose key alone
+// names the row to delete, deletes the row its Timestamp and Decimal give. Before, the key's
+// milliseconds were read in source.timestamp_unit (microseconds: another key) and its decimal's
+// base64 was rejected.
+func TestDecodeConnectJSONKeyLogicalTypes(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatJSON}, pipeline.SourceSchema{{Name: "at", Type: "timestamp(us)"}, {Name: "amt", Type: "decimal"}, {Name: "v", Type: "text"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(field, value string) []byte {
+		return []byte(`{"schema":{"type":"struct","fields":[` + field + `],"optional":false,"name":"srv.public.t.Key"},"payload":{` + value + `}}`)
+	}
+	for _, c := range []struct {
+		name string
+		key  []byte
+		want string
+	}{
+		{"Timestamp", key(`{"type":"int64","optional":false,"name":"org.apache.kafka.connect.data.Timestamp","version":1,"field":"at"}`, `"at":1700000000000`), "delete 1700000000000|~|~"},
+		{"Decimal", key(`{"type":"bytes","optional":false,"name":"org.apache.kafka.connect.data.Decimal","version":1,"parameters":{"scale":"2"},"field":"amt"}`, `"amt":"BNI="`), "delete ~|12.34|~"},
+	} {
+		if got := show(d.Decode(nil, c.key, nil)); got != c.want {
+			t.Errorf("tombstone keyed by a %s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -889,14 +889,11 @@ func keyDoc(key []byte) (doc, schema string) {
 	return k, ""
 }
 
-// keyUnits returns the time units of a Debezium key's columns (nil: none): a key the JSON
-// converter wrapped names them in its own schema; an unwrapped key's columns are the value's,
+// keyUnits returns the time units of a Debezium key's columns, or a JSON row's (nil: none): a
+// key the JSON converter wrapped names them in its own schema; an unwrapped key's columns are the value's,
 // whose envelope schema gave them. Read in milliseconds, a MicroTimestamp key column refused
 // every tombstone of its rows.
 func (d *Decoder) keyUnits(schema string) []cqlvalue.TimeUnit {
-	if d.format != FormatDebezium {
-		return nil
-	}
 	if schema == "" || schema == "null" {
 		if d.scaleAny {
 			return d.scale
@@ -922,13 +919,13 @@ func (d *Decoder) fillFromKey(vals []pipeline.Value, key []byte) (found int, rer
 	if doc, schema := keyDoc(key); doc != "" {
 		tmp := d.alloc()
 		units := d.keyUnits(schema)
-		if schema != "" && schema != "null" && d.format == FormatDebezium {
+		if schema != "" && schema != "null" {
 			// a wrapped key's decimals take their scales from its own schema: a tombstone may
-			// come before any value with a schema
+			// come before any value with a schema (a JSON row's key as its row: connectRow)
 			valueScales := d.decScale
-			d.decScale = d.keyDecScale
+			d.decScale, d.connectRow = d.keyDecScale, d.format == FormatJSON
 			rerr = d.fields(doc, tmp, units, nil)
-			d.decScale = valueScales
+			d.decScale, d.connectRow = valueScales, false
 		} else {
 			rerr = d.fields(doc, tmp, units, nil)
 		}
