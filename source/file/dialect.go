@@ -90,6 +90,20 @@ func (o CSVOptions) resolve(tsv bool) (dialect, error) {
 	case d.comment != 0 && (d.comment == d.delim || d.comment == d.quote || d.comment == d.esc):
 		return d, fmt.Errorf("comment= %s is also the delimiter, quote or escape character", charName(d.comment))
 	}
+	// null= is the text of an unquoted field: one that no such field can be would match nothing,
+	// and the fields meant as null would be read as their text
+	switch n := d.null; {
+	case n == "":
+	case n[0] == d.quote:
+		return d, fmt.Errorf("null=%s starts with the quote character %s: such a field is quoted, and a quoted field is never null "+
+			"(\"\" is the empty string): give the null text as it stands unquoted in the file (null=NULL, null=\\N), or leave null= out",
+			strconv.Quote(n), charName(d.quote))
+	case strings.IndexByte(n, d.delim) >= 0:
+		return d, fmt.Errorf("null=%s holds the delimiter %s, which ends a field: no field can be that text; give the null text as it stands in the file",
+			strconv.Quote(n), charName(d.delim))
+	case strings.ContainsAny(n, "\r\n"):
+		return d, fmt.Errorf("null=%s holds a line break, which ends a record: no field can be that text; give the null text as it stands in the file", strconv.Quote(n))
+	}
 	return d, nil
 }
 

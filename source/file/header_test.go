@@ -64,3 +64,39 @@ func toStrings(v any) []string {
 	}
 	return nil
 }
+
+// TestNullTextThatNoFieldCanBeIsRefused: null= names the text of an unquoted field, so a text
+// that starts with the quote character, or holds the delimiter or a line break, is no field's:
+// refused, naming it. Before, null=%22%22 (an export's nulls written as "") and null=%22NULL%22
+// were taken and never matched: every such field was read as the text "" or "NULL" instead of
+// null, without a word.
+func TestNullTextThatNoFieldCanBeIsRefused(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		opts CSVOptions
+		want string
+	}{
+		{"o.csv", CSVOptions{Null: `""`}, `null="\"\"" starts with the quote character '"'`},
+		{"o.csv", CSVOptions{Null: `"NULL"`}, `null="\"NULL\"" starts with the quote character '"'`},
+		{"o.csv", CSVOptions{Null: `'N'`, Quote: '\''}, `starts with the quote character '\''`},
+		{"o.csv", CSVOptions{Null: "N,A"}, `null="N,A" holds the delimiter ','`},
+		{"o.tsv", CSVOptions{Null: "N\tA"}, `holds the delimiter tab`},
+		{"o.csv", CSVOptions{Null: "N\nA"}, `holds a line break`},
+	} {
+		header := ordersHeader
+		if strings.HasSuffix(c.file, ".tsv") {
+			header = strings.ReplaceAll(header, ",", "\t")
+		}
+		path := writeFile(t, c.file, header)
+		_, err := New(Config{Path: path, Schema: ordersSchema, CSV: c.opts}, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %+v: %v, want an error saying %s", c.file, c.opts, err, c.want)
+		}
+	}
+	// a null text that an unquoted field can be is taken, the quote inside it included
+	for _, null := range []string{"NULL", `\N`, `N"A`, " "} {
+		if _, err := New(Config{Path: writeFile(t, "o.csv", ordersHeader), Schema: ordersSchema, CSV: CSVOptions{Null: null}}, nil); err != nil {
+			t.Errorf("null=%q: %v", null, err)
+		}
+	}
+}
