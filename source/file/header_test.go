@@ -7,6 +7,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/rekey/rekey/pipeline"
 )
 
 // TestDuplicateHeaderColumn: before, a duplicate header name (amount,amount) silently used the
@@ -98,5 +100,48 @@ func TestNullTextThatNoFieldCanBeIsRefused(t *testing.T) {
 		if _, err := New(Config{Path: writeFile(t, "o.csv", ordersHeader), Schema: ordersSchema, CSV: CSVOptions{Null: null}}, nil); err != nil {
 			t.Errorf("null=%q: %v", null, err)
 		}
+	}
+}
+
+// TestCROnlyLineEndsAreRefused: a file whose lines end with a carriage return alone (classic Mac
+// OS, Excel for Mac's "CSV (Macintosh)") holds no line end rekey reads, so the whole file is one
+// line: refused when it opens, saying so and how to convert it. Before, its header was one field
+// run into the rows ("header has no column "name" (header: id,name1,a2,b)", the CRs hidden), and
+// with header=false or JSON Lines the whole file was read as one record: a reject, or, for one
+// text column, one row whose value held every line ("x\r1\r2").
+func TestCROnlyLineEndsAreRefused(t *testing.T) {
+	for _, c := range []struct {
+		file, content string
+		opts          CSVOptions
+		schema        pipeline.SourceSchema
+	}{
+		{"o.csv", "id,name,ts,amount\r1,a,1,1\r2,b,2,2\r", CSVOptions{}, ordersSchema},
+		{"o.csv", "1,a,1,1\r2,b,2,2\r", CSVOptions{NoHeader: true}, ordersSchema},
+		{"o.csv", "x\r1\r2\r", CSVOptions{NoHeader: true}, pipeline.SourceSchema{{Name: "v", Type: "text"}}},
+		{"o.jsonl", `{"id":1}` + "\r" + `{"id":2}` + "\r", CSVOptions{}, ordersSchema},
+		{"o.csv.gz", "\ufeffid,name,ts,amount\r1,a,1,1\r", CSVOptions{}, ordersSchema},
+	} {
+		_, err := New(Config{Path: writeFile(t, c.file, c.content), Schema: c.schema, CSV: c.opts}, nil)
+		if err == nil || !strings.Contains(err.Error(), "carriage return alone") || !strings.Contains(err.Error(), `tr '\r' '\n'`) {
+			t.Errorf("%s %q: %v, want an error saying its lines end with a carriage return alone", c.file, c.content, err)
+		}
+	}
+	// a CR within a line, or in a quoted field, of a file whose lines end otherwise is read
+	for _, c := range []struct {
+		content string
+		opts    CSVOptions
+	}{
+		{"id,name,ts,amount\r\n1,a,1,1\r\n", CSVOptions{}},
+		{"id,name,ts,amount\n1,a\rb,1,1\n", CSVOptions{}},
+		{"1,\"a\rb\",1,1", CSVOptions{NoHeader: true}},
+		{"1,a,1,1\r", CSVOptions{NoHeader: true}},
+	} {
+		if _, err := New(Config{Path: writeFile(t, "o.csv", c.content), Schema: ordersSchema, CSV: c.opts}, nil); err != nil {
+			t.Errorf("%q: %v", c.content, err)
+		}
+	}
+	// binary bytes (not UTF-8) that hold a CR are no text with CR line ends: not said to be
+	if _, err := New(Config{Path: writeFile(t, "b.csv", "\x8b\x08\x00\xc3\r\x91\x02"), Schema: ordersSchema}, nil); err == nil || strings.Contains(err.Error(), "carriage return") {
+		t.Errorf("binary bytes: %v, want an error that does not speak of line ends", err)
 	}
 }

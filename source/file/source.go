@@ -507,6 +507,9 @@ func (s *Source) readHead() error {
 	if bytes.HasPrefix(buf[:n], []byte("\xef\xbb\xbf")) {
 		pos = 3
 	}
+	if err := s.checkLineEnds(buf[pos:n]); err != nil {
+		return err
+	}
 	s.dataLine = 1
 	if s.format == formatCSV && !s.csv.header {
 		// the fields follow the declared columns
@@ -560,6 +563,24 @@ func (s *Source) readHead() error {
 		s.avgRow = float64(len(rest))
 	}
 	return nil
+}
+
+// checkLineEnds refuses a file whose lines end with a carriage return alone (classic Mac OS,
+// Excel for Mac's "CSV (Macintosh)"): only '\n' ends a line here, so the whole file would be one
+// line, its header run into its rows or all its rows one record. Its head, after the BOM, has no
+// '\n' but a '\r' with more data after it, outside any quoted field (no quote before it; JSON
+// text holds no raw CR in its strings), after UTF-8 text.
+func (s *Source) checkLineEnds(head []byte) error {
+	if bytes.IndexByte(head, '\n') >= 0 {
+		return nil
+	}
+	cr := bytes.IndexByte(head, '\r')
+	if cr < 0 || cr == len(head)-1 || s.format == formatCSV && bytes.IndexByte(head[:cr], s.csv.quote) >= 0 || !utf8.Valid(head[:cr]) {
+		return nil // binary bytes (not UTF-8 text) are no lines at all: the header or the rows say so
+	}
+	return fmt.Errorf("file %s: its lines end with a carriage return alone (CR, as classic Mac OS and Excel for Mac's \"CSV (Macintosh)\" write), "+
+		"where rekey reads a line feed (LF, or CRLF) as a line's end, so the whole file would be one line: "+
+		"convert the line ends (tr '\\r' '\\n' < IN > OUT) and read the converted file", s.cfg.Path)
 }
 
 func (s *Source) mapHeader(header []string) error {
