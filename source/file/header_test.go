@@ -3,6 +3,7 @@ package file
 import (
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -143,5 +144,44 @@ func TestCROnlyLineEndsAreRefused(t *testing.T) {
 	// binary bytes (not UTF-8) that hold a CR are no text with CR line ends: not said to be
 	if _, err := New(Config{Path: writeFile(t, "b.csv", "\x8b\x08\x00\xc3\r\x91\x02"), Schema: ordersSchema}, nil); err == nil || strings.Contains(err.Error(), "carriage return") {
 		t.Errorf("binary bytes: %v, want an error that does not speak of line ends", err)
+	}
+}
+
+// encodeUTF16 encodes s as UTF-16 with its byte order mark, little- or big-endian.
+func encodeUTF16(s string, little bool) string {
+	b := []byte{0xfe, 0xff}
+	if little {
+		b = []byte{0xff, 0xfe}
+	}
+	for _, u := range utf16.Encode([]rune(s)) {
+		if little {
+			b = append(b, byte(u), byte(u>>8))
+		} else {
+			b = append(b, byte(u>>8), byte(u))
+		}
+	}
+	return string(b)
+}
+
+// TestUTF16FileIsRefused: a UTF-16 file (Excel's "Unicode Text", PowerShell's Out-File) is refused
+// when it opens, saying what it is and how to convert it. Before, its header failed to match,
+// quoted with its zero bytes ("header has no column "id" (header: \xff\xfei\x00d\x00...)"), and
+// with header=false its text columns were read as text with a zero byte between characters.
+func TestUTF16FileIsRefused(t *testing.T) {
+	text := pipeline.SourceSchema{{Name: "a", Type: "text"}, {Name: "b", Type: "text"}}
+	for _, c := range []struct {
+		file, content string
+		opts          CSVOptions
+		schema        pipeline.SourceSchema
+	}{
+		{"o.csv", encodeUTF16("id,name,ts,amount\n1,a,1,1\n", true), CSVOptions{}, ordersSchema},
+		{"o.tsv", encodeUTF16("id\tname\tts\tamount\r\n1\ta\t1\t1\r\n", false), CSVOptions{}, ordersSchema},
+		{"o.csv", encodeUTF16("x,y\nz,w\n", true), CSVOptions{NoHeader: true}, text},
+		{"o.jsonl.gz", encodeUTF16(`{"a":"x"}`+"\n", true), CSVOptions{}, text},
+	} {
+		_, err := New(Config{Path: writeFile(t, c.file, c.content), Schema: c.schema, CSV: c.opts}, nil)
+		if err == nil || !strings.Contains(err.Error(), "UTF-16") || !strings.Contains(err.Error(), "iconv -f UTF-16 -t UTF-8") {
+			t.Errorf("%s %q: %v, want an error saying it is UTF-16", c.file, c.content, err)
+		}
 	}
 }

@@ -503,6 +503,12 @@ func (s *Source) readHead() error {
 		return readError(s.cfg.Path, 0, err)
 	}
 	whole := n < len(buf)
+	if bytes.HasPrefix(buf[:n], []byte{0xff, 0xfe}) || bytes.HasPrefix(buf[:n], []byte{0xfe, 0xff}) {
+		// read as UTF-8, its header would not match and its text would hold a zero byte
+		// between characters
+		return fmt.Errorf("file %s is UTF-16 (it begins with a UTF-16 byte order mark, as Excel's \"Unicode Text\" and PowerShell's Out-File write), "+
+			"where rekey reads UTF-8: convert it (iconv -f UTF-16 -t UTF-8 IN > OUT) and read the converted file", s.cfg.Path)
+	}
 	pos := 0
 	if bytes.HasPrefix(buf[:n], []byte("\xef\xbb\xbf")) {
 		pos = 3
