@@ -169,3 +169,33 @@ func TestNotGzip(t *testing.T) {
 		}
 	}
 }
+
+// TestGzipNotNamedGzip: gzip data in a file not named .gz (orders.csv compressed in place, gzip
+// on stdin read with format=csv) is refused when it opens, saying it is gzip and how to read it.
+// Before, its compressed bytes were read as text: a header "with no column id" quoting them, and
+// with header=false or JSON Lines every row a reject of binary bytes.
+func TestGzipNotNamedGzip(t *testing.T) {
+	_, gz := gzipOrders(t, 3)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		opts CSVOptions
+	}{
+		{"orders.csv", CSVOptions{}},
+		{"orders2.csv", CSVOptions{NoHeader: true}},
+		{"orders.jsonl", CSVOptions{}},
+	} {
+		path := filepath.Join(dir, c.name)
+		if err := os.WriteFile(path, gz, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := New(Config{Path: path, Schema: ordersSchema, CSV: c.opts}, nil)
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "is gzip-compressed") {
+			t.Errorf("%s: %v, want an error saying it is gzip", c.name, err)
+		}
+	}
+	_, err := New(Config{Path: "stdin", Stdin: bytes.NewReader(gz), Format: "csv", Schema: ordersSchema}, nil)
+	if err == nil || !strings.Contains(err.Error(), "format=csv.gz") {
+		t.Errorf("gzip on stdin read with format=csv: %v, want an error pointing to format=csv.gz", err)
+	}
+}

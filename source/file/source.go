@@ -509,6 +509,21 @@ func (s *Source) readHead() error {
 		return fmt.Errorf("file %s is UTF-16 (it begins with a UTF-16 byte order mark, as Excel's \"Unicode Text\" and PowerShell's Out-File write), "+
 			"where rekey reads UTF-8: convert it (iconv -f UTF-16 -t UTF-8 IN > OUT) and read the converted file", s.cfg.Path)
 	}
+	if !s.gz && bytes.HasPrefix(buf[:n], []byte{0x1f, 0x8b}) {
+		// gzip's magic number, which no UTF-8 text begins with: read as text, the compressed
+		// bytes would be a header that matches nothing, or rows that are all rejects
+		name := "csv"
+		if s.format == formatJSONL {
+			name = "jsonl"
+		} else if s.tsv {
+			name = "tsv"
+		}
+		how := "name it .gz or add format=" + name + ".gz to the --source URI"
+		if s.stdin != nil {
+			how = "add .gz to the format: format=" + name + ".gz"
+		}
+		return fmt.Errorf("file %s is gzip-compressed (it begins with gzip's header) but is read as plain text: %s", s.cfg.Path, how)
+	}
 	pos := 0
 	if bytes.HasPrefix(buf[:n], []byte("\xef\xbb\xbf")) {
 		pos = 3
