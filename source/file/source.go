@@ -888,6 +888,9 @@ func (s *Source) run(parent context.Context, r io.Reader, off, line, start int64
 		defer close(order)
 		defer close(jobs)
 		readErr = s.readChunks(ctx, r, off, line, func(c *chunk) bool {
+			if c.last {
+				s.warnUnended(c)
+			}
 			select {
 			case order <- c:
 			case <-ctx.Done():
@@ -1062,6 +1065,24 @@ func (s *Source) checkLastLine(data []byte, line int64) error {
 	return fmt.Errorf("file %s is damaged: its last line (%s) has no line end and stops inside its JSON: "+
 		"the file ends early (an incomplete copy or download, a writer stopped mid-line?): replace it with a complete copy and run again: %w",
 		s.cfg.Path, where, pipeline.ErrDamagedInput)
+}
+
+// warnUnended warns when a CSV input's last line, which ends the chunk c, has no line end: a file
+// cut short (a copy or download that did not finish) ends so, and its last row may hold a cut
+// value that reads as well as a whole one (12 of 1234.56). The tools that export tables end every
+// line, so the warning is rare where nothing is wrong. (JSON Lines fails such a file where its
+// last line stops inside its JSON: checkLastLine.)
+func (s *Source) warnUnended(c *chunk) {
+	if s.format != formatCSV || !c.overlong && (len(c.data) == 0 || c.data[len(c.data)-1] == '\n') {
+		return
+	}
+	line := c.line + int64(c.lines)
+	fields := []zap.Field{zap.String("file", s.cfg.Path), zap.Int64("line", line)}
+	if s.base > 0 {
+		fields = append(fields, zap.Int64("lines_from_byte", s.base))
+	}
+	s.log.Warn("the file's last line has no line end: if the file was cut short (an incomplete copy or download), "+
+		"its last row may hold a cut value; compare the file's size with its source's, and copy it again if they differ", fields...)
 }
 
 // nextReadBuf returns the buffer to read into next, which starts with carry (the start of a

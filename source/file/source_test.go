@@ -860,3 +860,39 @@ func TestJSONLMembersIgnoringCase(t *testing.T) {
 		t.Errorf("warnings %v, want one per member name read ignoring case: %v", warned, want)
 	}
 }
+
+// TestCSVLastLineWithoutLineEndIsWarned: a CSV file whose last line has no line end may have
+// been cut short (a copy or download that did not finish), and its last row read with a cut
+// value (2,bob,2,12 of 2,bob,2,1234.56), which no parse error shows: the run warns, once, naming
+// the file and the line. Before, such a row was written without a word.
+func TestCSVLastLineWithoutLineEndIsWarned(t *testing.T) {
+	for _, c := range []struct {
+		name, content string
+		limit         int
+		warn          bool
+	}{
+		{"cut.csv", ordersHeader + "1,alice,1,1.50\n2,bob,2,12", 0, true},
+		{"cut.csv.gz", ordersHeader + "1,alice,1,1.50\r\n2,bob,2,12", 0, true},
+		{"quoted.csv", ordersHeader + "1,alice,1,1.50\n2,\"bob\nsmith\",2,12", 0, true},
+		{"long.csv", ordersHeader + "1,alice,1,1.50\n2," + strings.Repeat("b", 100), 40, true},
+		{"whole.csv", ordersHeader + "1,alice,1,1.50\n2,bob,2,12\n", 0, false},
+		{"crlf.csv", ordersHeader + "1,alice,1,1.50\r\n2,bob,2,12\r\n", 0, false},
+		{"header-only.csv", "id,name,ts,amount", 0, false},
+	} {
+		for _, chunk := range []int{0, 3, 7} {
+			core, logs := observer.New(zap.WarnLevel)
+			src, err := New(Config{Path: writeFile(t, c.name, c.content), Schema: ordersSchema, ChunkSize: chunk, Workers: 2, MaxRecordSize: c.limit}, zap.New(core))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runAll(t, src, nil)
+			warned := logs.FilterMessageSnippet("no line end").All()
+			switch {
+			case c.warn && (len(warned) != 1 || warned[0].ContextMap()["file"] != src.cfg.Path || warned[0].ContextMap()["line"] != int64(3+strings.Count(c.name, "quoted"))):
+				t.Errorf("%s chunk %d: warnings %v, want one naming the file and its last line", c.name, chunk, logs.All())
+			case !c.warn && len(warned) > 0:
+				t.Errorf("%s chunk %d: warned %v of a file that ends with a line end", c.name, chunk, warned)
+			}
+		}
+	}
+}
