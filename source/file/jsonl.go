@@ -38,6 +38,9 @@ func (s *Source) parseJSONRow(data string, pos int, vals []pipeline.Value, times
 	// members that name a column only ignoring case are read after the row's exact ones, which
 	// win: exact records those, once the source has met such a member (track)
 	var exact cqlvalue.FoldSeen
+	// the columns a member of the row named (of the first MaxFolded): a second one is a guess
+	// between two values, as a CSV header naming a column twice is
+	var named cqlvalue.FoldSeen
 	var foldBuf [2]cqlvalue.Folded
 	folded, track, again := foldBuf[:0], s.trackExact.Load(), false
 	member := func(key, raw string, sc cqlvalue.Scanned) {
@@ -58,6 +61,14 @@ func (s *Source) parseJSONRow(data string, pos int, vals []pipeline.Value, times
 		if track {
 			exact.Mark(ci)
 		}
+		if named.Has(ci) {
+			if rerr == nil {
+				rerr = &pipeline.RowError{Code: pipeline.CodeParse, Field: s.names[ci], Message: "the row names " + strconv.Quote(s.names[ci]) +
+					" twice: which value is meant would be a guess; fix the row where it was written"}
+			}
+			return
+		}
+		named.Mark(ci)
 		v, err := s.types[ci].FromScanned(raw, sc)
 		if err != nil {
 			if rerr == nil {
@@ -76,11 +87,12 @@ func (s *Source) parseJSONRow(data string, pos int, vals []pipeline.Value, times
 			s.trackExact.Store(true)
 			track = true
 			clear(vals)
-			rerr = nil
+			rerr, named = nil, cqlvalue.FoldSeen{}
 			cqlvalue.ObjectMembers(line, member) // read once without an error
 		}
+		exactOnly := exact // the folded members read next mark theirs too
 		for _, f := range folded {
-			if !exact.Has(f.Column) { // the row's exact member, even null, wins
+			if !exactOnly.Has(f.Column) { // the row's exact member, even null, wins
 				member(s.names[f.Column], f.Raw, f.Scanned)
 				s.warnFolded(f.Name, f.Column)
 			}

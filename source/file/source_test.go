@@ -896,3 +896,30 @@ func TestCSVLastLineWithoutLineEndIsWarned(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONLDuplicateMemberIsRejected: a JSON line that names a declared column twice
+// ({"id":1,"name":"a","id":2}) is rejected, naming the member: which value is meant would be a
+// guess, as it is for a CSV header that names a column twice (an error). Before, the last one
+// was read without a word (the row written with id 2), as encoding/json does.
+func TestJSONLDuplicateMemberIsRejected(t *testing.T) {
+	content := `{"id":1,"name":"a","id":2}
+{"id":3,"name":"b","extra":1,"extra":2}
+{"id":4,"Name":"c","NAME":"d"}
+{"id":5,"name":null,"name":"e"}
+{"id":6,"name":"f","Name":"g"}
+`
+	path := writeFile(t, "d.jsonl", content)
+	for _, chunk := range []int{0, 5} {
+		got := rowsOf(runAll(t, mustNew(t, Config{Path: path, Schema: ordersSchema, ChunkSize: chunk, Workers: 2}), nil))
+		want := []row{
+			{Seq: 1, Raw: `{"id":1,"name":"a","id":2}`, Err: `parse: field "id": the row names "id" twice: which value is meant would be a guess; fix the row where it was written`},
+			{Seq: 2, Values: `int:"3" text:"b" NULL NULL`},
+			{Seq: 3, Raw: `{"id":4,"Name":"c","NAME":"d"}`, Err: `parse: field "name": the row names "name" twice: which value is meant would be a guess; fix the row where it was written`},
+			{Seq: 4, Raw: `{"id":5,"name":null,"name":"e"}`, Err: `parse: field "name": the row names "name" twice: which value is meant would be a guess; fix the row where it was written`},
+			{Seq: 5, Values: `int:"6" text:"f" NULL NULL`}, // the exact member wins over one that differs in case
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("chunk %d:\n got %v\nwant %v", chunk, got, want)
+		}
+	}
+}
