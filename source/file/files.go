@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -322,8 +323,24 @@ func resolvePaths(raw, format string, log *zap.Logger) (paths []string, single b
 				continue
 			}
 			sort.Strings(matches)
+			var hidden []string
+			matches = slices.DeleteFunc(matches, func(m string) bool {
+				h := hiddenMatch(filepath.ToSlash(filepath.Clean(part)), filepath.ToSlash(m))
+				if h {
+					hidden = append(hidden, m)
+				}
+				return h
+			})
+			if len(hidden) > 0 {
+				log.Info("leaving out the pattern's hidden matches and those starting with _ (name them in the pattern to read them: .*.csv)",
+					zap.String("pattern", part), zap.Strings("skipped", hidden))
+			}
 			if len(matches) == 0 {
-				errs = append(errs, fmt.Errorf("--source file:%s: the pattern matches no file", part))
+				msg := "the pattern matches no file"
+				if len(hidden) > 0 {
+					msg += " but hidden ones or ones starting with _ (" + listNames(hidden) + "), which are left out: name them in the pattern (.*.csv) to read them"
+				}
+				errs = append(errs, fmt.Errorf("--source file:%s: %s", part, msg))
 			}
 			for _, m := range matches {
 				if st, err := os.Stat(m); err == nil && st.IsDir() {
@@ -411,6 +428,26 @@ func listNames(names []string) string {
 }
 
 func hasGlobMeta(p string) bool { return strings.ContainsAny(p, "*?[") }
+
+// hiddenMatch tells whether match, a match of pattern (both with '/'), is hidden or starts with
+// '_' (_SUCCESS, Spark's _temporary/) where a wildcard matched it: in a path element that the
+// pattern's element matched without naming that first character, as a shell's * leaves out
+// .files. A directory's listing leaves them out the same way (listDir, listObjects).
+func hiddenMatch(pattern, match string) bool {
+	pe, me := strings.Split(pattern, "/"), strings.Split(match, "/")
+	if len(pe) != len(me) { // a match has its pattern's elements; never so, but read it then
+		return false
+	}
+	for i, m := range me {
+		if m == "" || m[0] != '.' && m[0] != '_' || !hasGlobMeta(pe[i]) {
+			continue
+		}
+		if pe[i][0] != m[0] {
+			return true
+		}
+	}
+	return false
+}
 
 // expandHome expands a leading ~/ as a shell would (file:~/x is not expanded by the shell).
 func expandHome(p string) string {

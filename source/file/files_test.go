@@ -785,3 +785,51 @@ func TestSpreadSampleDoesNotLineUpWithRowNumber(t *testing.T) {
 		t.Fatalf("%d sampled rows end in %d distinct digits %v; a sample not lined up with the row number has all ten", len(sample), len(digits), digits)
 	}
 }
+
+// TestPatternLeavesOutHiddenFiles: a pattern's matches leave out hidden files and those starting
+// with '_', as a directory's files do and as a shell's * does, unless the pattern names them
+// (.*.csv). Before, 'file:exports/*.csv' read exports/.orders-copy.csv and _tmp.csv, whose rows
+// file:exports/ leaves out: the same folder gave other rows, a hidden copy's rows read twice.
+func TestPatternLeavesOutHiddenFiles(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "exports/orders-1.csv", ordersHeader+ordersRows(1, 2))
+	put(t, dir, "exports/.orders-copy.csv", ordersHeader+ordersRows(1, 2))
+	put(t, dir, "exports/_tmp.csv", ordersHeader+ordersRows(3, 3))
+	put(t, dir, "exports/.snapshot/orders-1.csv", ordersHeader+ordersRows(1, 2))
+	put(t, dir, "exports/_temporary/orders-9.csv", ordersHeader+ordersRows(9, 9))
+	put(t, dir, "exports/day1/orders-2.csv", ordersHeader+ordersRows(4, 4))
+	for _, c := range []struct{ pattern, want string }{
+		{"exports/*.csv", "orders-1.csv:2 orders-1.csv:3"},
+		{"exports/*/*.csv", "orders-2.csv:2"},
+		{"exports/.*.csv", ".orders-copy.csv:2 .orders-copy.csv:3"},                                                       // named: read
+		{"exports/_*.csv", "_tmp.csv:2"},                                                                                  // named: read
+		{"exports/.snapshot/*.csv", "orders-1.csv:2 orders-1.csv:3"},                                                      // a hidden folder named as such
+		{"exports/.orders-copy.csv,exports/*.csv", ".orders-copy.csv:2 .orders-copy.csv:3 orders-1.csv:2 orders-1.csv:3"}, // a file named as such
+	} {
+		var paths []string
+		for _, p := range strings.Split(c.pattern, ",") {
+			paths = append(paths, filepath.Join(dir, p))
+		}
+		src := openSpec(t, Spec{Path: strings.Join(paths, ",")}, Config{})
+		var got []string
+		for _, r := range streamRows(runSource(t, src, nil)) {
+			f := strings.Fields(r)[0]
+			got = append(got, f[strings.LastIndexByte(f, '/')+1:])
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("%s: read %v, want %s", c.pattern, got, c.want)
+		}
+	}
+	// a relative pattern, ./ and all
+	t.Chdir(dir)
+	src := openSpec(t, Spec{Path: "./exports/*.csv"}, Config{})
+	if got := streamRows(runSource(t, src, nil)); len(got) != 2 || !strings.HasPrefix(got[0], "orders-1.csv:") {
+		t.Errorf("./exports/*.csv: read %v, want orders-1.csv's 2 rows", got)
+	}
+	// every match hidden: the error says they were left out and how to read them
+	put(t, dir, "only/.x.csv", ordersHeader+ordersRows(1, 1))
+	_, err := Open(context.Background(), Spec{Path: filepath.Join(dir, "only", "*.csv")}, Config{Schema: ordersSchema}, nil)
+	if err == nil || !strings.Contains(err.Error(), "matches no file") || !strings.Contains(err.Error(), ".x.csv") {
+		t.Errorf("a pattern matching only hidden files: %v", err)
+	}
+}

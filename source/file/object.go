@@ -239,6 +239,10 @@ func listObjects(ctx context.Context, st store.Store, pattern, format string, lo
 			if !ok {
 				continue
 			}
+			if hiddenMatch(pattern, name) {
+				skipped = append(skipped, name)
+				continue
+			}
 		case strings.Contains(name, "/"):
 			skipped = append(skipped, name[:strings.IndexByte(name, '/')+1])
 			continue
@@ -252,12 +256,19 @@ func listObjects(ctx context.Context, st store.Store, pattern, format string, lo
 		objs = append(objs, Object{Store: st, Info: in})
 	}
 	if len(objs) == 0 {
+		if pattern != "" && len(skipped) > 0 {
+			return nil, fmt.Errorf("--source %s%s: the pattern matches no object but hidden ones or ones starting with _ (%s), which are left out: "+
+				"name them in the pattern (.*.csv) to read them", st.Location(""), pattern, listNames(skipped))
+		}
 		if pattern != "" {
 			return nil, fmt.Errorf("--source %s%s: the pattern matches no object", st.Location(""), pattern)
 		}
 		return nil, fmt.Errorf("%s holds no files named .csv, .tsv, .jsonl or .ndjson (optionally .gz)%s", st.Location(""), skippedNote(skipped))
 	}
-	if len(skipped) > 0 {
+	if len(skipped) > 0 && pattern != "" {
+		log.Info("leaving out the pattern's hidden matches and those starting with _ (name them in the pattern to read them: .*.csv)",
+			zap.String("pattern", st.Location("")+pattern), zap.Strings("skipped", skipped))
+	} else if len(skipped) > 0 {
 		log.Info("leaving out what is not a data file under the prefix (sub-folders are not read)",
 			zap.String("prefix", st.Location("")), zap.Strings("skipped", dedupe(skipped)))
 	}

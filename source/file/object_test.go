@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/sourcetest"
 	"github.com/rekey/rekey/store"
@@ -285,6 +287,46 @@ func TestObjectReadStoppedEarlyIsNotTheEnd(t *testing.T) {
 				t.Fatalf("the stopped read: %v, want an error wrapping context.Canceled", err)
 			}
 			return
+		}
+	}
+}
+
+// A pattern over a bucket leaves out hidden objects and those starting with '_', as a prefix's
+// listing does, unless the pattern names them: 's3://b/export/*.csv' read export/.copy.csv
+// and export/_tmp.csv before, which 's3://b/export/' leaves out. (The objects are listed through
+// a folder's store: what is picked is the listing's names, whatever the store.)
+func TestBucketPatternLeavesOutHiddenObjects(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a.csv", ".copy.csv", "_tmp.csv", "p/_x/r.csv", "hidden/.only.csv"} {
+		put(t, dir, name, conformanceRows("csv", 2, 0))
+	}
+	st, err := store.Open(t.Context(), dir, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pattern, want := range map[string]string{
+		"*.csv":        "a.csv",
+		".*.csv":       ".copy.csv",
+		"_*.csv":       "_tmp.csv",
+		"p/*/*.csv":    "",
+		"hidden/*.csv": "",
+	} {
+		objs, err := listObjects(t.Context(), st, pattern, "", zap.NewNop())
+		if want == "" {
+			if err == nil || !strings.Contains(err.Error(), "matches no object but hidden ones") {
+				t.Errorf("%s: %v, want an error saying its matches are hidden", pattern, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", pattern, err)
+		}
+		var got []string
+		for _, o := range objs {
+			got = append(got, o.Info.Name)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("%s: reads %v, want %s", pattern, got, want)
 		}
 	}
 }
