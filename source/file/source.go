@@ -189,7 +189,7 @@ type Source struct {
 
 	dataStart int64   // uncompressed offset of the first data row (after BOM and header)
 	dataLine  int64   // line number of the first data row
-	avgRow    float64 // average bytes per line in the first chunk; 0 if unknown
+	avgRow    float64 // average bytes per record (line) in the head; 0 if unknown
 
 	// CSV: header field i holds schema column colMap[i], or -1 when not declared.
 	colMap  []int
@@ -573,6 +573,13 @@ func (s *Source) readHead() error {
 	}
 	s.dataStart = int64(pos)
 	rest := buf[pos:n]
+	if s.format == formatCSV && !s.csv.singleLine && bytes.IndexByte(rest, s.csv.quote) >= 0 {
+		// a quoted field may hold line breaks: the rows are the records, not the lines
+		if size, records := s.headRecords(rest, whole); records > 0 {
+			s.avgRow = float64(size) / float64(records)
+			return nil
+		}
+	}
 	if !whole {
 		if i := bytes.LastIndexByte(rest, '\n'); i >= 0 {
 			rest = rest[:i+1]
@@ -584,6 +591,29 @@ func (s *Source) readHead() error {
 		s.avgRow = float64(len(rest))
 	}
 	return nil
+}
+
+// headRecords counts the CSV records (blank and comment lines aside) of the whole records at the
+// start of head, the data after the header, and their bytes; 0 records when head holds no whole
+// one (the caller then counts lines).
+func (s *Source) headRecords(head []byte, whole bool) (size, records int) {
+	if !whole {
+		if size, _ = s.splitPoint(head); size == 0 {
+			return 0, 0
+		}
+		head = head[:size]
+	}
+	data := unsafe.String(unsafe.SliceData(head), len(head))
+	vals := make([]pipeline.Value, len(s.names))
+	for pos := 0; pos < len(data); {
+		next, _, blank, _ := s.parseCSVRow(data, pos, vals)
+		clear(vals) // no value may point into the head, which is dropped
+		if !blank {
+			records++
+		}
+		pos = next
+	}
+	return len(head), records
 }
 
 // checkLineEnds refuses a file whose lines end with a carriage return alone (classic Mac OS,

@@ -923,3 +923,37 @@ func TestJSONLDuplicateMemberIsRejected(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimatedRowsCountsRecordsNotLines: a CSV file's rows are estimated from the bytes of the
+// records in its head, not of its lines: a quoted field's line breaks do not make more rows.
+// Before, a file of 1,000 rows of three lines each was estimated at 3,000 rows, so a limit=2000
+// window that holds the whole file was judged a sample of it (report and check: "the first 2,000
+// of about 3,000 rows the files hold", sizes scaled up by 1.5, the uniqueness check not exact),
+// and the region count of regions.size was planned for three times the rows.
+func TestEstimatedRowsCountsRecordsNotLines(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(ordersHeader)
+	for i := 1; i <= 1000; i++ {
+		fmt.Fprintf(&b, "%d,\"line one\nline two\r\nline three\",%d,1\n", i, i)
+	}
+	for _, name := range []string{"m.csv", "m.tsv"} {
+		content := b.String()
+		if name == "m.tsv" {
+			content = strings.ReplaceAll(content, ",", "\t")
+		}
+		path := writeFile(t, name, content)
+		src := openSpec(t, Spec{Path: path, Limit: 2000}, Config{})
+		if rows, _, _ := src.(*Files).Part(); rows != 0 {
+			t.Errorf("%s: limit=2000 of a file of 1,000 rows is judged part of %d rows", name, rows)
+		}
+		whole := openSpec(t, Spec{Path: path}, Config{}).(pipeline.Sizer).EstimatedRows()
+		if whole < 950 || whole > 1050 {
+			t.Errorf("%s: %d rows estimated, want about 1,000", name, whole)
+		}
+	}
+	// multiline=false: every line is a record, as before
+	single := openSpec(t, Spec{Path: writeFile(t, "s.csv", ordersHeader+ordersRows(1, 100)), CSV: CSVOptions{SingleLine: true}}, Config{})
+	if n := single.(pipeline.Sizer).EstimatedRows(); n != 100 {
+		t.Errorf("multiline=false: %d rows estimated, want 100", n)
+	}
+}
