@@ -185,3 +185,20 @@ func TestUTF16FileIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderWithInvisibleCharactersSaysSo: a header field that names a declared column but for
+// characters that do not show (a second byte order mark, as two exports concatenated leave; a
+// zero-width space) fails naming the field escaped and what to remove.
+// Before, the error printed the header as it is: "header has no column "id" (header:
+// id,name,ts,amount)", the column seemingly there.
+func TestHeaderWithInvisibleCharactersSaysSo(t *testing.T) {
+	for _, c := range []struct{ header, want string }{
+		{"\ufeff\ufeffid,name,ts,amount\n", `field 1 is "\ufeffid"`},
+		{"id,name,\u200bts,amount\n", `field 3 is "\u200bts"`},
+	} {
+		_, err := New(Config{Path: writeFile(t, "o.csv", c.header+"1,a,1,1\n"), Schema: ordersSchema}, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "characters that do not show") {
+			t.Errorf("%q: %v, want an error saying %s, with characters that do not show", c.header, err, c.want)
+		}
+	}
+}

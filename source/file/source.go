@@ -21,6 +21,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 	"unicode/utf8"
 	"unsafe"
 
@@ -678,8 +679,8 @@ func (s *Source) mapHeader(header []string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("file %s: header has no column %s (header: %s)", s.cfg.Path,
-			strings.Join(missing, ", "), strings.Join(header, ","))
+		return fmt.Errorf("file %s: header has no column %s (header: %s)%s", s.cfg.Path,
+			strings.Join(missing, ", "), strings.Join(header, ","), invisibleHint(header, s.names, found))
 	}
 	var extra []string
 	for i, h := range header {
@@ -703,6 +704,33 @@ func (s *Source) mapHeader(header []string) error {
 		}
 	}
 	return nil
+}
+
+// invisibleHint names the header fields that would name a missing declared column (found[ci] < 0)
+// but for characters that do not show, escaped: a second byte order mark (two exports
+// concatenated), a zero-width space. Printed as they are, the header seems to hold the column.
+func invisibleHint(header, names []string, found []int) string {
+	var hints []string
+	for i, h := range header {
+		shown := strings.Map(func(r rune) rune {
+			if unicode.IsPrint(r) {
+				return r
+			}
+			return -1
+		}, h)
+		if shown == h {
+			continue
+		}
+		for ci, name := range names {
+			if found[ci] < 0 && strings.EqualFold(strings.TrimSpace(shown), name) {
+				hints = append(hints, fmt.Sprintf("field %d is %+q, %q with characters that do not show", i+1, h, name))
+			}
+		}
+	}
+	if len(hints) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(hints, "; ") + ": remove them from the header line"
 }
 
 // matching returns the indexes of the header fields that match.
