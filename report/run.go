@@ -117,7 +117,8 @@ type Config struct {
 	Order model.OrderHints
 	// Whole is how many rows the input holds that the source reads part of (a Kafka window max=
 	// cuts short: the messages the topic retains), and Part says which part, in words; 0: the
-	// source reads all of its input. The report then judges a sample of that input.
+	// source reads all of its input; -1: a part of an input whose rows are not known (a window of
+	// gzip files or stdin). The report then judges a sample of that input.
 	Whole int64
 	Part  string
 	// Reread, when set, is called before the collision check reads the source a second time
@@ -309,6 +310,15 @@ func (r *runner) sample(ctx context.Context) (pipeline.Source, model.SourceInfo,
 			info.Sampled, info.Sample = true, cfg.Part
 		}
 		info.Scale *= r.partScale
+	}
+	if cfg.Whole < 0 {
+		// a part of an input of unknown size: a sample, never the whole, by an unknown factor
+		if info.Sampled {
+			info.Sample += ", of " + cfg.Part
+		} else {
+			info.Sampled, info.Sample = true, cfg.Part
+		}
+		info.ScaleKnown = false
 	}
 	return src, info, nil
 }

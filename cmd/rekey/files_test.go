@@ -1,17 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/gzip"
+
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/output/outputtest"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sinktest"
 	"github.com/rekey/rekey/source/file"
+	"github.com/rekey/rekey/source/gen"
 )
 
 const dsbulkMapping = "../../mappings/dsbulk/customers.yaml"
@@ -277,5 +281,48 @@ func TestReportOfAFileWindowIsASample(t *testing.T) {
 	}
 	if sampled, exact, _ := read("?limit=50000"); sampled || !exact {
 		t.Errorf("limit= past the file's rows: sampled %v, exact %v", sampled, exact)
+	}
+}
+
+// TestReportOfAnUnsizedWindowIsASample: a window (limit=) of files whose rows rekey cannot
+// estimate (gzip) is judged a sample too, of an input of unknown size: never "exact". Before, the
+// unknown estimate read as "the window holds every row": report of orders.csv.gz?limit=1000 (5,000
+// rows) said UNIQUENESS ... (exact) and no sample, where orders.csv?limit=1000 said it was one.
+func TestReportOfAnUnsizedWindowIsASample(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var csv, gz bytes.Buffer
+	if err := gen.WriteCSV(&csv, "orders", 5000, 9); err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(&gz)
+	zw.Write(csv.Bytes())
+	zw.Close()
+	in := writeFile(t, dir, "orders.csv.gz", gz.String())
+	for query, want := range map[string]string{
+		"?limit=1000":         "the first 1,000 rows of gzip files, whose rows are not known (limit=)",
+		"?skip=100&limit=250": "rows 101 to 350 of gzip files, whose rows are not known (skip=, limit=)",
+	} {
+		js := filepath.Join(dir, "r.json")
+		code, out := reportCLI(t, "report", "-m", "../../mappings/orders.yaml", "--source", "file:"+in+query, "--json", js, "--progress", "never", "-q")
+		if code != 0 {
+			t.Fatalf("report %s: exit %d\n%s", query, code, out)
+		}
+		var doc struct {
+			Source struct {
+				Sampled    bool
+				Sample     string
+				ScaleKnown bool `json:"scale_known"`
+			}
+			Uniqueness struct{ Exact bool }
+		}
+		data, _ := os.ReadFile(js)
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if !doc.Source.Sampled || doc.Uniqueness.Exact || doc.Source.ScaleKnown || !strings.Contains(doc.Source.Sample, want) {
+			t.Errorf("%s of a gzip file: sampled %v, exact %v, scale known %v, sample %q; want a sample of unknown scale: %s",
+				query, doc.Source.Sampled, doc.Uniqueness.Exact, doc.Source.ScaleKnown, doc.Source.Sample, want)
+		}
 	}
 }

@@ -371,7 +371,8 @@ func sourceOrder(src pipeline.Source, h *report.OrderHints) {
 // sourcePart is how many rows the input holds that the source reads part of, and which part,
 // for the report to judge what it reads as a sample: a Kafka window max= cuts short of the
 // messages the topic retains. 0 when the source reads all of its input.
-// A file window (?skip=, ?limit=) is part of the rows the files hold, by their estimate.
+// A file window (?skip=, ?limit=) is part of the rows the files hold, by their estimate; -1 when
+// they have none (gzip, stdin): a part of an input of unknown size.
 func sourcePart(src pipeline.Source) (int64, string) {
 	switch s := src.(type) {
 	case *kafka.Window:
@@ -386,6 +387,9 @@ func sourcePart(src pipeline.Source) (int64, string) {
 		return retained, fmt.Sprintf("the %s %s of the %s messages the topic retains (max=)", which, groupDigits(s.EstimatedRows()), groupDigits(retained))
 	case *file.Files:
 		rows, skip, limit := s.Part()
+		if rows < 0 {
+			return -1, unsizedWindow(skip, limit, "gzip files, whose rows are not known")
+		}
 		if rows == 0 {
 			return 0, ""
 		}
@@ -393,8 +397,23 @@ func sourcePart(src pipeline.Source) (int64, string) {
 			return rows, fmt.Sprintf("the first %s of about %s rows the files hold (limit=)", groupDigits(limit), groupDigits(rows))
 		}
 		return rows, fmt.Sprintf("rows %s to %s of about %s rows the files hold (skip=, limit=)", groupDigits(skip+1), groupDigits(skip+s.EstimatedRows()), groupDigits(rows))
+	case *file.Stdin:
+		if rows, skip, limit := s.Part(); rows < 0 {
+			return -1, unsizedWindow(skip, limit, "stdin, whose rows are not known")
+		}
 	}
 	return 0, ""
+}
+
+// unsizedWindow names a file window (skip=, limit=) of an input whose rows are not known.
+func unsizedWindow(skip, limit int64, of string) string {
+	switch {
+	case limit == 0:
+		return fmt.Sprintf("the rows after the first %s of %s (skip=)", groupDigits(skip), of)
+	case skip == 0:
+		return fmt.Sprintf("the first %s rows of %s (limit=)", groupDigits(limit), of)
+	}
+	return fmt.Sprintf("rows %s to %s of %s (skip=, limit=)", groupDigits(skip+1), groupDigits(skip+limit), of)
 }
 
 // writeReportFile writes a report rendering atomically.

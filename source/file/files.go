@@ -621,8 +621,8 @@ func (f *Files) EstimatedRows() int64 {
 }
 
 // Part says whether ?skip= or ?limit= cut the window short of the rows the files hold: their
-// estimated rows (0 when the window holds them all, or the files' rows are not known), and the
-// window's skip and limit (0: none).
+// estimated rows (0 when the window holds them all; -1 when the files' rows are not known, a gzip
+// file's: the window may be any part of them), and the window's skip and limit (0: none).
 func (f *Files) Part() (rows, skip, limit int64) {
 	if f.skip == 0 && f.limit == 0 {
 		return 0, 0, 0
@@ -630,7 +630,7 @@ func (f *Files) Part() (rows, skip, limit int64) {
 	for _, s := range f.files {
 		e := s.EstimatedRows()
 		if e < 0 {
-			return 0, 0, 0
+			return -1, f.skip, f.limit
 		}
 		rows += e
 	}
@@ -654,6 +654,15 @@ func (f *Files) window(n int64) int64 {
 		n = min(n, f.limit)
 	}
 	return n
+}
+
+// Part of stdin is Files.Part of an input whose rows are not known: -1 with the window's skip
+// and limit, when it has one.
+func (s *Stdin) Part() (rows, skip, limit int64) {
+	if s.f.skip == 0 && s.f.limit == 0 {
+		return 0, 0, 0
+	}
+	return -1, s.f.skip, s.f.limit
 }
 
 // EstimatedRows of stdin is unknown, or the limit.

@@ -833,3 +833,23 @@ func TestPatternLeavesOutHiddenFiles(t *testing.T) {
 		t.Errorf("a pattern matching only hidden files: %v", err)
 	}
 }
+
+// A window of files whose rows are not known (gzip, stdin) is a part of unknown size (-1), not
+// the whole input (0): report and check judge it a sample. Before, Part said 0 for them.
+func TestUnsizedWindowIsAPart(t *testing.T) {
+	dir := t.TempDir()
+	gz := put(t, dir, "o.csv.gz", ordersHeader+ordersRows(1, 50))
+	if rows, skip, limit := openSpec(t, Spec{Path: gz, Skip: 2, Limit: 10}, Config{}).(*Files).Part(); rows != -1 || skip != 2 || limit != 10 {
+		t.Errorf("gzip window: Part %d %d %d, want -1 2 10", rows, skip, limit)
+	}
+	if rows, _, _ := openSpec(t, Spec{Path: gz}, Config{}).(*Files).Part(); rows != 0 {
+		t.Errorf("gzip file read whole: Part %d, want 0", rows)
+	}
+	src, err := Open(context.Background(), Spec{Path: "-", Format: "csv", Limit: 10}, Config{Schema: ordersSchema, Stdin: strings.NewReader(ordersHeader + ordersRows(1, 50))}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, _, limit := src.(*Stdin).Part(); rows != -1 || limit != 10 {
+		t.Errorf("stdin window: Part %d _ %d, want -1 _ 10", rows, limit)
+	}
+}
