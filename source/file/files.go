@@ -488,7 +488,13 @@ func streamNames(paths []string) (dir string, names []string, err error) {
 // skipped.
 func (f *Files) Run(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
 	if f.skip > 0 || f.limit > 0 {
-		return f.runWindow(ctx, resume, out)
+		read, err := f.runWindow(ctx, resume, out)
+		if err == nil && f.skip > 0 && read <= f.skip {
+			// the run ends with no row in: say why, rather than leave 0 rows to puzzle over
+			f.log.Warn("skip= passes over every row of the input: nothing is read; lower skip= below the rows the input holds",
+				zap.Int64("skip", f.skip), zap.Int64("rows", read))
+		}
+		return err
 	}
 	for _, s := range f.files {
 		if err := s.Run(ctx, resume, out); err != nil {
@@ -504,8 +510,8 @@ func (f *Files) Rereadable() bool { return true }
 // runWindow reads the records after the first skip, at most limit of them, over the files in
 // order. Each batch's cursor also counts the records read so far (rows=N, skipped ones included),
 // from which a resume knows where the window stands. The batch that reaches the limit is its
-// stream's last: the run is complete.
-func (f *Files) runWindow(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
+// stream's last: the run is complete. read is that count at the end.
+func (f *Files) runWindow(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) (read int64, err error) {
 	end := int64(-1)
 	if f.limit > 0 {
 		end = f.skip + f.limit
@@ -520,14 +526,14 @@ func (f *Files) runWindow(ctx context.Context, resume map[string]pipeline.Stream
 	}
 	for _, s := range f.files {
 		if end >= 0 && count >= end {
-			return nil
+			return count, nil
 		}
 		done, err := f.windowFile(ctx, s, resume, out, &count, end)
 		if err != nil || done {
-			return err
+			return count, err
 		}
 	}
-	return nil
+	return count, nil
 }
 
 // windowFile reads one file of the window; done says the limit was reached.
@@ -761,7 +767,8 @@ func (f *Files) sampleWindow(ctx context.Context, n int) ([]pipeline.Record, err
 	in := make(chan pipeline.Batch, 2)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- f.runWindow(ctx, nil, in)
+		_, err := f.runWindow(ctx, nil, in)
+		errc <- err
 		close(in)
 	}()
 	var kept []pipeline.Record

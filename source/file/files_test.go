@@ -853,3 +853,29 @@ func TestUnsizedWindowIsAPart(t *testing.T) {
 		t.Errorf("stdin window: Part %d _ %d, want -1 _ 10", rows, limit)
 	}
 }
+
+// A skip= that passes over every row of the input reads nothing, and says so, with how many rows
+// the input holds. Before, the run ended with 0 rows in and no word of why.
+func TestSkipPastTheInputIsWarned(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "p1.csv", ordersHeader+ordersRows(1, 5))
+	put(t, dir, "p2.csv", ordersHeader+ordersRows(6, 9))
+	for _, c := range []struct {
+		skip  int64
+		warns bool
+	}{{100, true}, {9, true}, {8, false}} {
+		core, logs := observer.New(zap.WarnLevel)
+		src, err := Open(context.Background(), Spec{Path: dir, Skip: c.skip}, Config{Schema: ordersSchema}, zap.New(core))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runSource(t, src, nil)
+		warned := logs.FilterMessageSnippet("skip=").All()
+		switch {
+		case c.warns && (len(warned) != 1 || warned[0].ContextMap()["skip"] != c.skip || warned[0].ContextMap()["rows"] != int64(9)):
+			t.Errorf("skip=%d of 9 rows: warnings %v, want one naming skip= and the 9 rows", c.skip, logs.All())
+		case !c.warns && len(warned) > 0:
+			t.Errorf("skip=%d of 9 rows: warned %v", c.skip, warned)
+		}
+	}
+}
