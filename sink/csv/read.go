@@ -133,11 +133,14 @@ func sendField(to files.RowReceiver, c int, col pipeline.Column, f []byte, quote
 	return scratch, nil
 }
 
-// parseTimestamp reads a TIMESTAMP as the format writes it (yyyy-mm-ddThh:mm:ss.SSSZ), or as
-// epoch milliseconds, as rekey wrote them before, in epoch milliseconds.
+// parseTimestamp reads a TIMESTAMP as the format writes it (yyyy-mm-ddThh:mm:ss.SSSZ), in epoch
+// milliseconds. A number (epoch milliseconds, as rekey wrote CSV before) is an error: Spark's
+// CSV reader, which Lindorm's bulk load runs, loads it as NULL, so reading it as a time would
+// verify a value the table does not get.
 func parseTimestamp(s string) (int64, error) {
-	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return i, nil
+	if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return 0, fmt.Errorf("%q is epoch milliseconds, which Lindorm's bulk load (Spark's CSV reader) loads as NULL: "+
+			"an earlier rekey wrote CSV timestamps so; migrate again into a new --out (this rekey writes yyyy-mm-ddThh:mm:ss.SSSZ) or use --format parquet", s)
 	}
 	date, clock, ok := strings.Cut(s, "T")
 	y, m, d, okDate := parseISODate(date)
