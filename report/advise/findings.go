@@ -31,6 +31,9 @@ const (
 	BalanceMaxMean = 2.0
 	// write_hotspot: warn when, per window, the busiest region takes this many times its share.
 	HotFactorWarn = 2.5
+	// write_hotspot: fewer windows than this judge nothing (a key that writes one region at a
+	// time shows at most this many times the even share across that many windows).
+	MinHotspotWindows = 3
 )
 
 func finding(rule, sev, msg string, ev map[string]float64) model.Finding {
@@ -525,6 +528,13 @@ func checkWriteHotspot(f *Facts) []model.Finding {
 	}
 	hev := map[string]float64{"mean_top_share": hs.MeanTopShare, "max_top_share": hs.MaxTopShare, "even_share": hs.EvenShare,
 		"hot_factor": hs.HotFactor, "windows": float64(hs.Windows), "rows_per_window": float64(hs.RowsPerWindow)}
+	if hs.Windows < MinHotspotWindows && hs.HotFactor < HotFactorWarn {
+		// a key that writes one region at a time fills 1/windows of the regions in each window:
+		// over fewer windows its factor stays under the warning (one window: the regions' own
+		// balance), so an even figure says nothing
+		return one(finding("write_hotspot", model.SevInfo, fmt.Sprintf("write hotspot not judged: the rows%s in %s fill %d of the %d windows of %s rows it takes to show a key that writes one region at a time (within fewer, each window spans several regions' rows); run the report on at least %s rows",
+			f.WindowRows(), f.ordered, hs.Windows, MinHotspotWindows, model.Count(hs.RowsPerWindow), model.Count(int64(MinHotspotWindows)*hs.RowsPerWindow)), hev))
+	}
 	if hs.HotFactor < HotFactorWarn {
 		return one(finding("write_hotspot", model.SevInfo, fmt.Sprintf("writes spread over time in %s: the busiest region of a window of %s rows%s takes %s on average (even: %s, %.1fx)", f.ordered, model.Count(hs.RowsPerWindow), f.WindowRows(), model.Pct(hs.MeanTopShare), model.Pct(hs.EvenShare), hs.HotFactor), hev))
 	}

@@ -1,0 +1,30 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/rekey/rekey/report/model"
+)
+
+// A key that writes one region at a time fills several regions within each window when there
+// are fewer windows than it takes to show it (every row in one window: the quantile regions'
+// own balance), so the write_hotspot rule says it did not judge the spread instead of "writes
+// spread over time". Before, 200 rows of an incremental [ts][id] in one window of 256 read
+// "writes spread over time ... 1.0x" beside the incremental_key_column warning, while 20,000 of
+// the same rows gave the write_hotspot warning; 1,200 rows (two windows of 512, each spanning
+// eight of the 16 regions) read 2.0x, "spread", too.
+func TestWriteHotspotOnTooFewWindowsIsNotJudged(t *testing.T) {
+	yml := fmt.Sprintf(eventsYAML, "[ts][id]")
+	for _, rows := range []int{200, 1200} {
+		rep := runReport(t, yml, events(rows), nil)
+		f := wantSeverity(t, rep, "write_hotspot", model.SevInfo)
+		if !strings.Contains(f.Message, "not judged") {
+			t.Errorf("%d rows in %d windows: write_hotspot says %q; want it not judged", rows, rep.Hotspot.Windows, f.Message)
+		}
+	}
+	// enough rows: the same key is judged, and warned about
+	rep := runReport(t, yml, events(20000), nil)
+	wantSeverity(t, rep, "write_hotspot", model.SevWarning)
+}
