@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report/model"
 )
 
@@ -27,4 +28,23 @@ func TestWriteHotspotOnTooFewWindowsIsNotJudged(t *testing.T) {
 	// enough rows: the same key is judged, and warned about
 	rep := runReport(t, yml, events(20000), nil)
 	wantSeverity(t, rep, "write_hotspot", model.SevWarning)
+}
+
+// A first key column of one value has no order: first_column_monotonic says it was not judged
+// (first_column_cardinality warns about the value). Before, it said the column "is not
+// monotonic (100.0% of rows >= the previous, 100.0% <=)".
+func TestMonotonicOfOneValueIsNotJudged(t *testing.T) {
+	yml := fmt.Sprintf(eventsYAML, "[kind][id]")
+	src := events(3000)
+	gen := src.make
+	src.make = func(i int) []pipeline.Value {
+		v := gen(i)
+		v[2] = pipeline.Text("click")
+		return v
+	}
+	rep := runReport(t, yml, src, nil)
+	f := wantSeverity(t, rep, "first_column_monotonic", model.SevInfo)
+	if !strings.Contains(f.Message, "not judged") || strings.Contains(f.Message, "is not monotonic") {
+		t.Errorf("first_column_monotonic over one value says %q; want it not judged", f.Message)
+	}
 }

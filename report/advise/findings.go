@@ -437,6 +437,10 @@ func checkFirstColumnMonotonic(f *Facts) []model.Finding {
 		return nil
 	}
 	mev := map[string]float64{"monotonic_up": fc.MonotonicUp, "monotonic_down": fc.MonotonicDown}
+	if fc.Distinct <= 1 {
+		// one value has no order: every row is both >= and <= the previous one
+		return one(finding("first_column_monotonic", model.SevInfo, fmt.Sprintf("first key column %s: monotonic or not, not judged: it holds a single value (the first_column_cardinality warning), which has no order", fc.Name), mev))
+	}
 	dir := ">="
 	if fc.MonotonicDown > fc.MonotonicUp {
 		dir = "<="
