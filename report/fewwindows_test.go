@@ -48,3 +48,28 @@ func TestMonotonicOfOneValueIsNotJudged(t *testing.T) {
 		t.Errorf("first_column_monotonic over one value says %q; want it not judged", f.Message)
 	}
 }
+
+// One row written again and again is a single-row hotspot however few rows the report reads:
+// when the windows are too short to hold the writes the rule warns at (3), it says it did not
+// judge. Before, 100 writes of one key (windows of 2 writes) read "key ... takes 2 writes of a
+// window of 2 (100.0%, under a region's share of 6.2%): no single-row hotspot".
+func TestSingleRowHotspotOnShortWindowsIsNotJudged(t *testing.T) {
+	yml := fmt.Sprintf(eventsYAML, "[id][ts]")
+	for _, c := range []struct {
+		rows int
+		sev  string
+	}{{100, model.SevInfo}, {300, model.SevWarning}} {
+		src := events(c.rows)
+		gen := src.make
+		src.make = func(i int) []pipeline.Value {
+			v := gen(i)
+			v[0], v[1] = pipeline.Int(1704067200000), pipeline.Int(7) // one row, updated
+			return v
+		}
+		rep := runReport(t, yml, src, nil)
+		f := wantSeverity(t, rep, "single_row_hotspot", c.sev)
+		if c.sev == model.SevInfo && (!strings.Contains(f.Message, "not judged") || strings.Contains(f.Message, "no single-row hotspot")) {
+			t.Errorf("%d writes of one row: single_row_hotspot says %q; want it not judged", c.rows, f.Message)
+		}
+	}
+}

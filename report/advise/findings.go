@@ -34,6 +34,8 @@ const (
 	// write_hotspot: fewer windows than this judge nothing (a key that writes one region at a
 	// time shows at most this many times the even share across that many windows).
 	MinHotspotWindows = 3
+	// single_row_hotspot: warn at this many writes of one key in a window (and a region's share).
+	MinHotRowWrites = 3
 )
 
 func finding(rule, sev, msg string, ev map[string]float64) model.Finding {
@@ -562,13 +564,18 @@ func checkSingleRowHotspot(f *Facts) []model.Finding {
 	if h.Rows < f.Totals.RowsOK {
 		of = " of a " + model.Count(h.Rows) + "-row subsample of the " + model.Count(f.Totals.RowsOK) + " rows accepted"
 	}
+	if h.RowsPerWindow < MinHotRowWrites {
+		// a window shorter than the writes the rule warns at cannot show a hot row
+		return one(finding("single_row_hotspot", model.SevInfo, fmt.Sprintf("single-row hotspots not judged: the %s rows%s in %s make windows of %s %s, and a row is hot at %d writes of a window; run the report on at least %s rows",
+			model.Count(h.Rows), of, f.ordered, model.Count(h.RowsPerWindow), "write"+model.Plural(int(h.RowsPerWindow)), MinHotRowWrites, model.Count(MinHotRowWrites*collide.HotRowWindows)), ev))
+	}
 	if len(h.Top) == 0 {
 		return one(finding("single_row_hotspot", model.SevInfo, fmt.Sprintf("no key is written twice within a window of %s writes%s in %s%s", model.Count(h.RowsPerWindow), of, f.ordered, f.onSample), ev))
 	}
 	t := h.Top[0]
 	ev["window_writes"], ev["window_share"], ev["writes"] = float64(t.WindowWrites), t.WindowShare, float64(t.Writes)
 	what := fmt.Sprintf("key %s takes %s writes of a window of %s%s in %s (%s", strings.Join(t.Key, "|"), model.Count(t.WindowWrites), model.Count(h.RowsPerWindow), of, f.ordered, model.Pct(t.WindowShare))
-	if t.WindowShare >= h.EvenShare && t.WindowWrites >= 3 {
+	if t.WindowShare >= h.EvenShare && t.WindowWrites >= MinHotRowWrites {
 		return one(finding("single_row_hotspot", model.SevWarning, what+fmt.Sprintf(", a whole region's share is %s; on the advisor's subsample): a single-row hotspot, which no key design spreads (the wide-table guide: \"Requests for the same row are always distributed to the same node ... you can only resolve this issue by scaling up the specification of the node\"): merge its updates before they reach Lindorm, or split the row (a counter per shard, summed on read)", model.Pct(h.EvenShare)), ev))
 	}
 	return one(finding("single_row_hotspot", model.SevInfo, what+fmt.Sprintf(", under a region's share of %s): no single-row hotspot", model.Pct(h.EvenShare)), ev))
