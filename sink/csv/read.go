@@ -104,11 +104,16 @@ func sendField(to files.RowReceiver, c int, col pipeline.Column, f []byte, quote
 		}
 		to.Int(c, time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC).Unix()/86400)
 	case pipeline.TypeBoolean:
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return scratch, fmt.Errorf("%q is not true or false", s)
+		// true or false in any case, as Spark's CSV reader takes them (not 1, 0, t, f: it fails
+		// those, so the table would not get the value read here)
+		switch {
+		case strings.EqualFold(s, "true"):
+			to.Bool(c, true)
+		case strings.EqualFold(s, "false"):
+			to.Bool(c, false)
+		default:
+			return scratch, fmt.Errorf("%q is not true or false, which Lindorm's bulk load (Spark's CSV reader) does not load as a BOOLEAN; write the file again with rekey migrate", s)
 		}
-		to.Bool(c, b)
 	case pipeline.TypeFloat:
 		v, err := strconv.ParseFloat(s, 32)
 		if err != nil {

@@ -87,3 +87,24 @@ func TestReadNamesTheLineAndColumnOfABadField(t *testing.T) {
 		t.Fatalf("read %d rows, err %v; want 1 row and an error at line 3, column d", n, err)
 	}
 }
+
+// A BOOLEAN field is true or false in any case, as Spark's CSV reader (Lindorm's bulk load)
+// takes it; the other forms strconv.ParseBool takes (1, 0, t, f) fail that reader, so reading
+// them as booleans would verify a value the table does not get. Before, "1" read as true.
+func TestReadBooleanAsSparkDoes(t *testing.T) {
+	schema := pipeline.TargetSchema{Table: "t", Columns: []pipeline.Column{{Name: "b", Type: pipeline.TypeBoolean, KeyPos: -1}}}
+	for field, want := range map[string]string{"true": "bool:true", "FALSE": "bool:false", "True": "bool:true",
+		"1": "", "0": "", "t": "", "F": ""} {
+		file := "b\n" + field + "\n"
+		var got received
+		_, err := csv.New().Read(context.Background(), strings.NewReader(file), int64(len(file)), schema, &got)
+		switch {
+		case want == "" && err == nil:
+			t.Errorf("%q read as %v; want an error naming the line and column", field, got.rows)
+		case want == "" && !strings.Contains(err.Error(), "line 2, column b"):
+			t.Errorf("%q: error %v does not name line 2, column b", field, err)
+		case want != "" && (err != nil || len(got.rows) != 1 || got.rows[0][0] != want):
+			t.Errorf("%q read as %v (%v); want %s", field, got.rows, err, want)
+		}
+	}
+}
