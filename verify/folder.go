@@ -92,6 +92,9 @@ func openFolder(ctx context.Context, objs Objects, location string, schema pipel
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := f.checkLoaded(); err != nil {
+		return nil, nil, err
+	}
 	if f.Format == "" {
 		f.Format = formats.Default()
 	}
@@ -199,6 +202,34 @@ func (f *Folder) addUnlisted(ctx context.Context) error {
 		f.Unlisted = len(unlisted)
 	}
 	return nil
+}
+
+// checkLoaded refuses a listed data file that the bulk load does not read: its rows would never
+// reach the table, so reading them as target rows would verify what the table does not get.
+func (f *Folder) checkLoaded() error {
+	for i, fi := range f.Files {
+		if f.Deletes != nil && f.Deletes[i] {
+			continue // a replication's delete file, beside data/
+		}
+		if why := notLoaded(fi.Path); why != "" {
+			return fmt.Errorf("%s: %s lists %s, which the bulk load does not read (%s): its rows would not reach the table; was the file renamed or moved, and %s edited? put the file back where the run wrote it, or migrate again into a new --out",
+				f.Location, listedIn(f), fi.Path, why, listedIn(f))
+		}
+	}
+	return nil
+}
+
+// notLoaded says why the bulk load does not read a data file at path, "" when it does: its job
+// reads the files directly inside each region folder (data/*/, sink/lindorm.RegionGlob) and
+// skips names starting with _ or .
+func notLoaded(path string) string {
+	if sparkSkips(path) {
+		return "it skips names starting with _ or ."
+	}
+	if _, base, ok := strings.Cut(strings.TrimPrefix(path, output.DataDir+"/"), "/"); !ok || strings.Contains(base, "/") {
+		return "it reads the files directly inside each region folder, " + output.DataDir + "/*/"
+	}
+	return ""
 }
 
 // staged tells whether name is a file of a replication's committed roll that its manifest lists

@@ -132,3 +132,46 @@ func TestReplicateOutputWithARollCommittedWhileOpened(t *testing.T) {
 			len(f.Files), f.Unlisted, f.Replication.Partitions[0].NextOffset)
 	}
 }
+
+// A data file manifest.json lists where the bulk load does not read it (its job reads the files
+// directly inside each region folder, data/*/, and skips names starting with _ or .) fails
+// verify, naming it: its rows would never reach the table. Before, verify read such a file (a
+// file renamed to _part-00000.parquet, or moved into a subfolder, with the manifest edited to
+// match) as target rows and said EQUAL.
+func TestListedFileTheBulkLoadSkipsFails(t *testing.T) {
+	p := testProgram(t)
+	schema := p.Target()
+	recs := testRecords(20)
+	rows := migrated(t, p, recs).list()
+	for _, path := range []string{"data/region-0000/_part-00000.parquet", "data/region-0000/.part-00000.parquet", "data/region-0000/old/part-00000.parquet"} {
+		t.Run(path, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, filepath.FromSlash(path))
+			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := sinktest.WriteParquet(file, schema, rows); err != nil {
+				t.Fatal(err)
+			}
+			m := output.NewManifest(schema, pipeline.RegionPlan{}, "parquet", 0)
+			m.Regions = []output.RegionInfo{{Index: 0, Rows: int64(len(rows)), Files: []output.FileEntry{{Path: path, Rows: int64(len(rows))}}}}
+			data, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, output.ManifestFile), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, err := OpenFolder(context.Background(), localStore(t, dir), dir, schema, "")
+			if err == nil {
+				res, err := Run(context.Background(), Config{Program: p, Source: &sliceSource{recs}, Folder: f, TmpDir: t.TempDir(), Workers: 2})
+				if err == nil && res.Equal {
+					t.Fatalf("a listed file the bulk load skips verified EQUAL: %+v", res)
+				}
+			}
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "bulk load") {
+				t.Fatalf("want an error naming %s and the bulk load, got %v", path, err)
+			}
+		})
+	}
+}
