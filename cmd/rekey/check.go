@@ -116,7 +116,9 @@ the order the application creates rows in (no source.write_order, time column, W
 Kafka timestamp), it notes so (write_order_unknown): monotonicity and hotspots were then judged in
 the order the rows were read, which a Cassandra token scan makes hash order; when the best
 evidence gave no order (source.write_order without values, rows of one WRITETIME()) and it
-judged in the next, it says which and why (note write_order). Both commands run
+judged in the next, it says which and why (note write_order); a rule the sample is too small
+for (fewer rows than its windows need, a first column of one value) is listed as "not judged"
+rather than passed. Both commands run
 one table of rules; without --source check lists each data rule it did not examine ("skipped:
 needs a sample") rather than passing it.`,
 		Example: "  rekey check -m mappings/orders.yaml\n  rekey check -m mappings/users.yaml --source file:users.csv --regions 32",
@@ -212,9 +214,14 @@ func checkData(cmd *cobra.Command, inv *invocation, pf *planFlags, prog *transfo
 // rows that would be overwritten) exits 2.
 func printRules(w io.Writer, mapping string, res *ruleResults, skipped string) error {
 	var failed []string
-	var design, data []report.Finding
+	var design, data, notJudged []report.Finding
 	for _, f := range res.findings {
 		if f.Severity == report.SevInfo {
+			if f.NotJudged {
+				// too little data to judge the rule: it passes nothing
+				notJudged = append(notJudged, f)
+				continue
+			}
 			if f.Rule == "write_order_unknown" {
 				// the monotonicity and hotspot rules were judged in the order the rows were read,
 				// not the application's: say so, rather than that the data follows the guides
@@ -251,7 +258,7 @@ func printRules(w io.Writer, mapping string, res *ruleResults, skipped string) e
 		if len(notes) > 0 {
 			fmt.Fprintf(w, "  skipped notes (never a warning): %s\n", strings.Join(notes, ", "))
 		}
-	case len(data) == 0 && len(res.orderNotes) == 0:
+	case len(data) == 0 && len(res.orderNotes) == 0 && len(notJudged) == 0:
 		fmt.Fprintf(w, "\nData rules on a sample of %s source rows: the data follows Lindorm's design guides (rekey report -m %s --source ... has every figure)\n", groupDigits(res.rows), mapping)
 	default:
 		fmt.Fprintf(w, "\nData rules on a sample of %s source rows (rekey report's rules; rekey report -m %s --source ... has every figure):\n", groupDigits(res.rows), mapping)
@@ -260,6 +267,9 @@ func printRules(w io.Writer, mapping string, res *ruleResults, skipped string) e
 		// say so, as report's header does, rather than pass the data as judged in it
 		for _, n := range res.orderNotes {
 			fmt.Fprintf(w, "  note write_order: %s\n", n)
+		}
+		for _, f := range notJudged {
+			fmt.Fprintf(w, "  not judged %s: %s\n", f.Rule, f.Message)
 		}
 	}
 	if len(failed) > 0 {

@@ -38,6 +38,13 @@ const (
 	MinHotRowWrites = 3
 )
 
+// notJudged is the info finding of a rule that had too little data to judge.
+func notJudged(rule, msg string, ev map[string]float64) model.Finding {
+	f := finding(rule, model.SevInfo, msg, ev)
+	f.NotJudged = true
+	return f
+}
+
 func finding(rule, sev, msg string, ev map[string]float64) model.Finding {
 	if ev == nil {
 		ev = map[string]float64{}
@@ -441,7 +448,7 @@ func checkFirstColumnMonotonic(f *Facts) []model.Finding {
 	mev := map[string]float64{"monotonic_up": fc.MonotonicUp, "monotonic_down": fc.MonotonicDown}
 	if fc.Distinct <= 1 {
 		// one value has no order: every row is both >= and <= the previous one
-		return one(finding("first_column_monotonic", model.SevInfo, fmt.Sprintf("first key column %s: monotonic or not, not judged: it holds a single value (the first_column_cardinality warning), which has no order", fc.Name), mev))
+		return one(notJudged("first_column_monotonic", fmt.Sprintf("first key column %s: monotonic or not, not judged: it holds a single value (the first_column_cardinality warning), which has no order", fc.Name), mev))
 	}
 	dir := ">="
 	if fc.MonotonicDown > fc.MonotonicUp {
@@ -538,7 +545,7 @@ func checkWriteHotspot(f *Facts) []model.Finding {
 		// a key that writes one region at a time fills 1/windows of the regions in each window:
 		// over fewer windows its factor stays under the warning (one window: the regions' own
 		// balance), so an even figure says nothing
-		return one(finding("write_hotspot", model.SevInfo, fmt.Sprintf("write hotspot not judged: the rows%s in %s fill %d of the %d windows of %s rows it takes to show a key that writes one region at a time (within fewer, each window spans several regions' rows); run the report on at least %s rows",
+		return one(notJudged("write_hotspot", fmt.Sprintf("write hotspot not judged: the rows%s in %s fill %d of the %d windows of %s rows it takes to show a key that writes one region at a time (within fewer, each window spans several regions' rows); run the report on at least %s rows",
 			f.WindowRows(), f.ordered, hs.Windows, MinHotspotWindows, model.Count(hs.RowsPerWindow), model.Count(int64(MinHotspotWindows)*hs.RowsPerWindow)), hev))
 	}
 	if hs.HotFactor < HotFactorWarn {
@@ -566,7 +573,7 @@ func checkSingleRowHotspot(f *Facts) []model.Finding {
 	}
 	if h.RowsPerWindow < MinHotRowWrites {
 		// a window shorter than the writes the rule warns at cannot show a hot row
-		return one(finding("single_row_hotspot", model.SevInfo, fmt.Sprintf("single-row hotspots not judged: the %s rows%s in %s make windows of %s %s, and a row is hot at %d writes of a window; run the report on at least %s rows",
+		return one(notJudged("single_row_hotspot", fmt.Sprintf("single-row hotspots not judged: the %s rows%s in %s make windows of %s %s, and a row is hot at %d writes of a window; run the report on at least %s rows",
 			model.Count(h.Rows), of, f.ordered, model.Count(h.RowsPerWindow), "write"+model.Plural(int(h.RowsPerWindow)), MinHotRowWrites, model.Count(MinHotRowWrites*collide.HotRowWindows)), ev))
 	}
 	if len(h.Top) == 0 {

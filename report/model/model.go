@@ -149,6 +149,9 @@ type Finding struct {
 	Severity string             `json:"severity"`
 	Message  string             `json:"message"`
 	Evidence map[string]float64 `json:"evidence"`
+	// NotJudged marks an info finding of a rule that had too little data to judge (too few rows,
+	// a single value): it passes nothing, and rekey check names it
+	NotJudged bool `json:"not_judged,omitempty"`
 	// Path is where in the mapping a rule of the mapping alone points (rekey check prints it)
 	Path string `json:"-"`
 }
