@@ -73,3 +73,24 @@ func TestSingleRowHotspotOnShortWindowsIsNotJudged(t *testing.T) {
 		}
 	}
 }
+
+// Two rows always rank-correlate with their write order (rho +1 or -1): a key column is not
+// called incremental on a rank correlation over fewer than MinRhoRows rows, and the report says
+// the correlation was not judged. Before, a hash prefix over 2 rows was "incremental: it rises
+// (or falls) with the write order (rank correlation 1.00)", a warning whose fix hashed the hash.
+func TestIncrementalOnTooFewRowsIsNotJudged(t *testing.T) {
+	yml := fmt.Sprintf(eventsYAML, "[md5(id).substr(0,4) + id AS h][ts]")
+	rep := runReport(t, yml, events(2), nil)
+	for _, f := range rep.Findings {
+		if f.Rule == "incremental_key_column" && strings.Contains(f.Message, "rank correlation") && !f.NotJudged {
+			t.Errorf("2 rows: %s %s: %s", f.Severity, f.Rule, f.Message)
+		}
+	}
+	var judged bool
+	for _, f := range rep.Findings {
+		judged = judged || f.Rule == "incremental_key_column" && f.NotJudged
+	}
+	if !judged {
+		t.Errorf("2 rows: no incremental_key_column finding says the rank correlation was not judged: %+v", rep.Findings)
+	}
+}

@@ -679,6 +679,18 @@ func writeOrderFindings(rep *model.Report, add func(model.Finding)) {
 	}
 	regions := incrementalRegions(rep)
 	kcs := rep.Mapping.KeyColumns
+	if wo.Evidence != model.OrderArrival && wo.SubsampleRows < collide.MinRhoRows {
+		var unjudged []string
+		for i, ko := range wo.KeyColumns {
+			if !ko.Incremental && i < len(kcs) {
+				unjudged = append(unjudged, ko.Name)
+			}
+		}
+		if len(unjudged) > 0 {
+			add(notJudged("incremental_key_column", fmt.Sprintf("key columns %s: rising with the write order or not, not judged: %s rows are too few for a rank correlation with %s (at least %d); they were judged by their types and values only",
+				strings.Join(unjudged, ", "), model.Count(int64(wo.SubsampleRows)), wo.Description, collide.MinRhoRows), nil))
+		}
+	}
 	for i, ko := range wo.KeyColumns {
 		if !ko.Incremental || i >= len(kcs) {
 			continue

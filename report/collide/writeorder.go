@@ -244,6 +244,10 @@ const (
 	// monotonicShare of at least minPrefixPairs successive rows of one prefix keep its direction
 	// (a counter per prefix value: [channel][id] where ids rise per channel).
 	MinPrefixPairs = 50
+	// MinRhoRows: a rank correlation with the write order over fewer rows says nothing (two rows
+	// always correlate +1 or -1; five random ones reach 0.8 one time in eight), so a column is not
+	// judged incremental by it
+	MinRhoRows = 30
 )
 
 // OrderedSample is the subsample in write order with each accepted row's target key, its
@@ -296,7 +300,7 @@ func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64,
 		// timeuuid, led by its time's low bits, does within seconds
 		return 0, true, timeKey
 	}
-	if wo != nil {
+	if wo != nil && n >= MinRhoRows {
 		rho = rankCorrelation(typ, vals, wo)
 		if math.Abs(rho) >= IncrementalRho {
 			dir := "rises"
