@@ -297,6 +297,9 @@ func (v *run) readSource(ctx context.Context, counters *pipeline.Counters) error
 		} else if c, ok := f.(files.ValueChecker); ok {
 			values = c
 		}
+	} else if c, ok := cfg.Lookup.(files.ValueChecker); ok {
+		// a table refuses values of its own too (a NaN has no SQL literal): migrate rejected those
+		values = c
 	}
 	workers := make([]*sourceWorker, cfg.Workers)
 	// the rows are numbered in the order the source gives them: the last of a key wins

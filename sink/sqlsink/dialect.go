@@ -413,9 +413,8 @@ func (s *statements) appendLiteral(dst []byte, col pipeline.Column, v pipeline.V
 		if err != nil {
 			return dst, err
 		}
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return dst, &pipeline.RowError{Code: CodeTargetRefused, Field: col.Name,
-				Message: strconv.FormatFloat(f, 'g', -1, 64) + " has no SQL literal: a " + col.Type.String() + " column over SQL takes finite numbers only"}
+		if err := refusedFloat(col, f); err != nil {
+			return dst, err
 		}
 		if col.Type == pipeline.TypeFloat {
 			// the stored float's exact double (0.1 as 0.10000000149011612), not its shortest
@@ -434,6 +433,15 @@ func (s *statements) appendLiteral(dst []byte, col pipeline.Column, v pipeline.V
 		return d.AppendText(dst, col.Scale), nil
 	}
 	return dst, files.TypeError(col, "unsupported column type %s", col.Type)
+}
+
+// refusedFloat refuses a NaN or infinite FLOAT or DOUBLE, which has no SQL literal.
+func refusedFloat(col pipeline.Column, f float64) *pipeline.RowError {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return &pipeline.RowError{Code: CodeTargetRefused, Field: col.Name,
+			Message: strconv.FormatFloat(f, 'g', -1, 64) + " has no SQL literal: a " + col.Type.String() + " column over SQL takes finite numbers only"}
+	}
+	return nil
 }
 
 const hexDigits = "0123456789abcdef"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/files"
 )
 
 // MaxLookupKeys is the most keys one multi-get names: Lindorm reads at most 2,000 rows per query
@@ -104,6 +105,23 @@ func (l *Lookup) Lookup(ctx context.Context, keys [][]pipeline.Value) ([][]pipel
 		return nil, err
 	}
 	return out, nil
+}
+
+// CheckValues refuses a row the sink refuses before sending it (a NaN or infinite FLOAT or
+// DOUBLE has no SQL literal: migrate rejected it, target_refused), so that verify counts it as
+// a reject rather than looking for it (files.ValueChecker).
+func (l *Lookup) CheckValues(schema pipeline.TargetSchema, values []pipeline.Value) *pipeline.RowError {
+	for i, c := range schema.Columns {
+		if (c.Type != pipeline.TypeFloat && c.Type != pipeline.TypeDouble) || values[i].IsNull() {
+			continue
+		}
+		if f, err := files.FloatValue(c, values[i]); err == nil {
+			if err := refusedFloat(c, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ScanPage is the most rows one page of Scan reads: Lindorm returns at most 2,000 rows a query.
