@@ -94,3 +94,16 @@ func TestIncrementalOnTooFewRowsIsNotJudged(t *testing.T) {
 		t.Errorf("2 rows: no incremental_key_column finding says the rank correlation was not judged: %+v", rep.Findings)
 	}
 }
+
+// A first key column's direction over a handful of rows is chance (two rows are always
+// monotonic): first_column_monotonic says it was not judged under collide.MinRhoRows rows. Before,
+// 2 rows of a hash prefix were "monotonic: 100.0% of rows come with a value <= the previous one",
+// a warning.
+func TestMonotonicOnTooFewRowsIsNotJudged(t *testing.T) {
+	yml := fmt.Sprintf(eventsYAML, "[md5(id).substr(0,4) + id AS h][ts]")
+	rep := runReport(t, yml, events(2), nil)
+	f := findingOf(rep, "first_column_monotonic")
+	if f == nil || !f.NotJudged || f.Severity != model.SevInfo {
+		t.Errorf("2 rows: first_column_monotonic %+v; want it not judged", f)
+	}
+}

@@ -450,6 +450,10 @@ func checkFirstColumnMonotonic(f *Facts) []model.Finding {
 		// one value has no order: every row is both >= and <= the previous one
 		return one(notJudged("first_column_monotonic", fmt.Sprintf("first key column %s: monotonic or not, not judged: it holds a single value (the first_column_cardinality warning), which has no order", fc.Name), mev))
 	}
+	if f.Totals.RowsOK < collide.MinRhoRows {
+		// a direction over a handful of rows is chance: two rows always have one
+		return one(notJudged("first_column_monotonic", fmt.Sprintf("first key column %s: monotonic or not, not judged: %s rows are too few to tell a direction from chance (at least %d)", fc.Name, model.Count(f.Totals.RowsOK), collide.MinRhoRows), mev))
+	}
 	dir := ">="
 	if fc.MonotonicDown > fc.MonotonicUp {
 		dir = "<="
