@@ -15,6 +15,7 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/sink/files"
 )
 
 // A replication is verified by state: what each key holds once every change is applied in order
@@ -86,11 +87,15 @@ type rangeDelete struct {
 
 // readChanges files the changes of Config.Changes by key, as readSource files rows.
 func (v *run) readChanges(ctx context.Context, counters *pipeline.Counters) error {
+	values, err := v.valueChecker()
+	if err != nil {
+		return err
+	}
 	var mu sync.Mutex
 	var next uint64
 	var free []*changeWorker
 	var all []*changeWorker
-	err := v.cfg.Changes(ctx, func(b *ChangeBatch) error {
+	err = v.cfg.Changes(ctx, func(b *ChangeBatch) error {
 		mu.Lock()
 		first := next
 		next += uint64(len(b.Changes))
@@ -103,7 +108,7 @@ func (v *run) readChanges(ctx context.Context, counters *pipeline.Counters) erro
 		if n := len(free); n > 0 {
 			w, free = free[n-1], free[:n-1]
 		} else {
-			w = &changeWorker{v: v, w: v.src.writer(), rejects: map[string]int64{}, skipped: map[string]int64{}}
+			w = &changeWorker{v: v, w: v.src.writer(), rejects: map[string]int64{}, skipped: map[string]int64{}, values: values}
 			if n := v.cfg.Sample.Rows; n > 0 { // --sample N: the N smallest key hashes, as of a source's rows
 				w.heap = &maxHeap{limit: int(n)}
 			}
@@ -157,6 +162,7 @@ type changeWorker struct {
 	rejected int64
 	rejects  map[string]int64
 	skipped  map[string]int64
+	values   files.ValueChecker // the target's own refusals; nil when it has none
 }
 
 func (w *changeWorker) process(b *ChangeBatch, first uint64, c *pipeline.Counters) error {
@@ -214,6 +220,9 @@ func (w *changeWorker) process(b *ChangeBatch, first uint64, c *pipeline.Counter
 					break
 				}
 			}
+		}
+		if e == nil && !ch.Delete && w.values != nil {
+			e = w.values.CheckValues(v.schema, ch.Values)
 		}
 		if e != nil { // the table would have refused it: replicate rejected it
 			w.rejects[e.Code]++

@@ -2,6 +2,8 @@ package verify
 
 import (
 	"context"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,5 +131,32 @@ func TestChangesThatDeleteEveryKeyTheyName(t *testing.T) {
 	res = runWith(t, Config{Program: p, Changes: changes, Lookup: held}, nil)
 	if res.Equal || res.Extra == nil || *res.Extra != 1 || !strings.HasPrefix(Verdict(res), "DIFFERENT: 1 extra") {
 		t.Fatalf("a deleted key the table holds: want 1 extra: %s", Verdict(res))
+	}
+}
+
+// refusingTable is a fakeTable that refuses a NaN score before it is sent, as a SQL table does
+// (files.ValueChecker).
+type refusingTable struct{ *fakeTable }
+
+func (r refusingTable) CheckValues(schema pipeline.TargetSchema, values []pipeline.Value) *pipeline.RowError {
+	if v := values[schema.Index("score")]; v.Kind == pipeline.KindFloat && v.Float() != v.Float() {
+		return &pipeline.RowError{Code: "target_refused", Field: "score", Message: "NaN has no SQL literal"}
+	}
+	return nil
+}
+
+// A change the table refuses before it is sent (a NaN into a SQL table: replicate rejected it,
+// target_refused) leaves the key as it was, and verify counts it as rejected. Before, verify
+// applied it and reported the key missing.
+func TestChangesTheTableRefusesAreRejected(t *testing.T) {
+	p := testProgram(t)
+	tbl := migrated(t, p, testRecords(50))
+	rows := tbl.list()
+	bad := slices.Clone(rows[0])
+	bad[0], bad[1] = pipeline.Int(1000%7), pipeline.Int(1000) // a key the table has not
+	bad[p.Target().Index("score")] = pipeline.Float(math.NaN())
+	res := runWith(t, Config{Program: p, Changes: changesOf(append(rows, bad)), Lookup: refusingTable{tbl}}, nil)
+	if !res.Equal || res.RowsRejected != 1 || res.RejectCodes["target_refused"] != 1 {
+		t.Fatalf("a change the table refuses: equal %v, %d missing, %d rejected %v; want equal with it rejected", res.Equal, res.Missing, res.RowsRejected, res.RejectCodes)
 	}
 }

@@ -288,18 +288,9 @@ func keyHashes(key []byte) (uint64, uint32) {
 // rows by key.
 func (v *run) readSource(ctx context.Context, counters *pipeline.Counters) error {
 	cfg := v.cfg
-	// a folder's format may refuse values of its own (CSV: those Spark's CSV reader cannot read
-	// back): migrate rejected those rows
-	var values files.ValueChecker
-	if cfg.Folder != nil {
-		if f, err := folderFormat(cfg.Folder); err != nil {
-			return err
-		} else if c, ok := f.(files.ValueChecker); ok {
-			values = c
-		}
-	} else if c, ok := cfg.Lookup.(files.ValueChecker); ok {
-		// a table refuses values of its own too (a NaN has no SQL literal): migrate rejected those
-		values = c
+	values, err := v.valueChecker()
+	if err != nil {
+		return err
 	}
 	workers := make([]*sourceWorker, cfg.Workers)
 	// the rows are numbered in the order the source gives them: the last of a key wins
@@ -353,6 +344,22 @@ func (v *run) readSource(ctx context.Context, counters *pipeline.Counters) error
 	}
 	cfg.Logger.Info("source read", zap.Int64("rows", res.RowsRead), zap.Int64("rejected", res.RowsRejected), zap.Int64("skipped", res.RowsSkipped))
 	return nil
+}
+
+// valueChecker is the target's own refusals of values, nil when it has none: a folder's format
+// (CSV: values Spark's CSV reader cannot read back), a table's (a NaN has no SQL literal).
+// migrate and replicate rejected the rows and changes it refuses.
+func (v *run) valueChecker() (files.ValueChecker, error) {
+	if v.cfg.Folder != nil {
+		f, err := folderFormat(v.cfg.Folder)
+		if err != nil {
+			return nil, err
+		}
+		c, _ := f.(files.ValueChecker)
+		return c, nil
+	}
+	c, _ := v.cfg.Lookup.(files.ValueChecker)
+	return c, nil
 }
 
 func estimatedRows(src pipeline.Source) int64 {
