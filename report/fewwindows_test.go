@@ -107,3 +107,14 @@ func TestMonotonicOnTooFewRowsIsNotJudged(t *testing.T) {
 		t.Errorf("2 rows: first_column_monotonic %+v; want it not judged", f)
 	}
 }
+
+// Nor is a lopsided spread over fewer than 3 windows a write hotspot over time: one window of
+// every row shows only how the rows fall into regions (region_balance's finding). Before, 20
+// rows of a hash prefix over 16 regions, one window, read "write hotspot: ... continuous writes
+// in this order would load one region at a time".
+func TestWriteHotspotOnTooFewWindowsIsNotJudgedEitherWay(t *testing.T) {
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[md5(id).substr(0,4) + id AS h][ts]"), events(20), nil)
+	if f := findingOf(rep, "write_hotspot"); f == nil || !f.NotJudged || f.Severity != model.SevInfo {
+		t.Errorf("20 rows in %d window(s), hot factor %.1f: write_hotspot %+v; want it not judged", rep.Hotspot.Windows, rep.Hotspot.HotFactor, f)
+	}
+}

@@ -545,10 +545,11 @@ func checkWriteHotspot(f *Facts) []model.Finding {
 	}
 	hev := map[string]float64{"mean_top_share": hs.MeanTopShare, "max_top_share": hs.MaxTopShare, "even_share": hs.EvenShare,
 		"hot_factor": hs.HotFactor, "windows": float64(hs.Windows), "rows_per_window": float64(hs.RowsPerWindow)}
-	if hs.Windows < MinHotspotWindows && hs.HotFactor < HotFactorWarn {
+	if hs.Windows < MinHotspotWindows {
 		// a key that writes one region at a time fills 1/windows of the regions in each window:
-		// over fewer windows its factor stays under the warning (one window: the regions' own
-		// balance), so an even figure says nothing
+		// over fewer windows its factor stays under the warning, and one window of every row
+		// shows only how the rows fall into regions (region_balance), so no figure says anything
+		// about writes over time
 		return one(notJudged("write_hotspot", fmt.Sprintf("write hotspot not judged: the rows%s in %s fill %d of the %d windows of %s rows it takes to show a key that writes one region at a time (within fewer, each window spans several regions' rows); run the report on at least %s rows",
 			f.WindowRows(), f.ordered, hs.Windows, MinHotspotWindows, model.Count(hs.RowsPerWindow), model.Count(int64(MinHotspotWindows)*hs.RowsPerWindow)), hev))
 	}
