@@ -590,6 +590,10 @@ func checkSingleRowHotspot(f *Facts) []model.Finding {
 	if t.WindowShare >= h.EvenShare && t.WindowWrites >= MinHotRowWrites {
 		return one(finding("single_row_hotspot", model.SevWarning, what+fmt.Sprintf(", a whole region's share is %s; on the advisor's subsample): a single-row hotspot, which no key design spreads (the wide-table guide: \"Requests for the same row are always distributed to the same node ... you can only resolve this issue by scaling up the specification of the node\"): merge its updates before they reach Lindorm, or split the row (a counter per shard, summed on read)", model.Pct(h.EvenShare)), ev))
 	}
+	if t.WindowShare >= h.EvenShare {
+		// a region's share of a short window, in fewer writes than a hotspot takes
+		return one(finding("single_row_hotspot", model.SevInfo, what+fmt.Sprintf(", over a region's share of %s, but under %d writes): no single-row hotspot", model.Pct(h.EvenShare), MinHotRowWrites), ev))
+	}
 	return one(finding("single_row_hotspot", model.SevInfo, what+fmt.Sprintf(", under a region's share of %s): no single-row hotspot", model.Pct(h.EvenShare)), ev))
 }
 
