@@ -149,11 +149,34 @@ func parseTimestamp(s string) (int64, error) {
 	}
 	date, clock, ok := strings.Cut(s, "T")
 	y, m, d, okDate := parseISODate(date)
-	var hh, mm, ss, msec int
-	if n, err := fmt.Sscanf(clock, "%2d:%2d:%2d.%3dZ", &hh, &mm, &ss, &msec); !ok || !okDate || err != nil || n != 4 || len(clock) != len("15:04:05.000Z") {
+	hh, mm, ss, msec, okClock := parseClock(clock)
+	if !ok || !okDate || !okClock {
 		return 0, fmt.Errorf("%q is not a timestamp (yyyy-mm-ddThh:mm:ss.SSSZ)", s)
 	}
 	return time.Date(y, time.Month(m), d, hh, mm, ss, msec*1e6, time.UTC).UnixMilli(), nil
+}
+
+// parseClock reads hh:mm:ss.SSSZ, digits only and each field in its range: a time that is none
+// (24:00, a sign) fails Spark's reader, and time.Date would carry it into the next day.
+func parseClock(s string) (hh, mm, ss, msec int, ok bool) {
+	const form = "00:00:00.000Z"
+	if len(s) != len(form) {
+		return 0, 0, 0, 0, false
+	}
+	for i := 0; i < len(form); i++ {
+		if form[i] == '0' && (s[i] < '0' || s[i] > '9') || form[i] != '0' && s[i] != form[i] {
+			return 0, 0, 0, 0, false
+		}
+	}
+	num := func(i, n int) int {
+		v := 0
+		for _, c := range s[i : i+n] {
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	hh, mm, ss, msec = num(0, 2), num(3, 2), num(6, 2), num(9, 3)
+	return hh, mm, ss, msec, hh < 24 && mm < 60 && ss < 60
 }
 
 // parseISODate reads yyyy-mm-dd as the format writes it: the year has at least four digits and
@@ -169,11 +192,19 @@ func parseISODate(s string) (y, m, d int, ok bool) {
 	if y, err = strconv.Atoi(s[:j]); err != nil {
 		return 0, 0, 0, false
 	}
+	for _, c := range s[j+1:i] + s[i+1:] { // a sign is no digit of a month or a day
+		if c < '0' || c > '9' {
+			return 0, 0, 0, false
+		}
+	}
 	if m, err = strconv.Atoi(s[j+1 : i]); err != nil || m < 1 || m > 12 {
 		return 0, 0, 0, false
 	}
 	if d, err = strconv.Atoi(s[i+1:]); err != nil || d < 1 || d > 31 {
 		return 0, 0, 0, false
+	}
+	if time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC).Day() != d {
+		return 0, 0, 0, false // February 30: no day, which time.Date would carry into March
 	}
 	return y, m, d, true
 }

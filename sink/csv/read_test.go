@@ -108,3 +108,29 @@ func TestReadBooleanAsSparkDoes(t *testing.T) {
 		}
 	}
 }
+
+// A DATE or TIMESTAMP field that names no real day or time (February 30, hour 24, a sign or a
+// space among the digits) is an error naming the line and column, as Spark's CSV reader fails
+// it. Before, the reader normalised them (2024-02-30 read as 2024-03-01), so verify could say a
+// value equal that the bulk load does not load.
+func TestReadRefusesDatesAndTimesThatAreNone(t *testing.T) {
+	schema := pipeline.TargetSchema{Table: "t", Columns: []pipeline.Column{
+		{Name: "d", Type: pipeline.TypeDate, KeyPos: -1}, {Name: "ts", Type: pipeline.TypeTimestamp, KeyPos: -1}}}
+	for _, line := range []string{
+		"2024-02-30,2024-01-01T00:00:00.000Z", "2023-04-31,2024-01-01T00:00:00.000Z",
+		"2024-01-01,2024-01-01T24:00:00.000Z", "2024-01-01,2024-01-01T23:60:00.000Z", "2024-01-01,2024-01-01T23:00:60.000Z",
+		"2024-01-01,2024-01-01T 1:02:03.456Z", "2024-01-01,2024-01-01T01:02:03.-12Z", "2024-01-01,2024-01-01T+1:02:03.456Z",
+		"2024-01-01,2024-02-30T01:02:03.456Z", "2024-+1-01,2024-01-01T00:00:00.000Z",
+	} {
+		file := "d,ts\n" + line + "\n"
+		var got received
+		if _, err := csv.New().Read(context.Background(), strings.NewReader(file), int64(len(file)), schema, &got); err == nil || !strings.Contains(err.Error(), "line 2, column") {
+			t.Errorf("%q read as %v (%v); want an error naming line 2 and the column", line, got.rows, err)
+		}
+	}
+	file := "d,ts\n2024-02-29,2024-02-29T23:59:59.999Z\n"
+	var got received
+	if _, err := csv.New().Read(context.Background(), strings.NewReader(file), int64(len(file)), schema, &got); err != nil || len(got.rows) != 1 {
+		t.Errorf("a leap day: %v (%v)", got.rows, err)
+	}
+}
