@@ -116,14 +116,14 @@ func sendField(to files.RowReceiver, c int, col pipeline.Column, f []byte, quote
 		}
 	case pipeline.TypeFloat:
 		v, err := strconv.ParseFloat(s, 32)
-		if err != nil {
-			return scratch, fmt.Errorf("%q is not a FLOAT", s)
+		if err != nil || !sparkFloatText(s) {
+			return scratch, fmt.Errorf("%q is not a FLOAT as Lindorm's bulk load (Spark's CSV reader) reads one", s)
 		}
 		to.Float32(c, float32(v))
 	case pipeline.TypeDouble:
 		v, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return scratch, fmt.Errorf("%q is not a DOUBLE", s)
+		if err != nil || !sparkFloatText(s) {
+			return scratch, fmt.Errorf("%q is not a DOUBLE as Lindorm's bulk load (Spark's CSV reader) reads one", s)
 		}
 		to.Float64(c, v)
 	case pipeline.TypeDecimal:
@@ -136,6 +136,20 @@ func sendField(to files.RowReceiver, c int, col pipeline.Column, f []byte, quote
 		return scratch, fmt.Errorf("type %s is not read", col.Type)
 	}
 	return scratch, nil
+}
+
+// sparkFloatText tells whether s, a number ParseFloat took, is no NaN or infinity, or one spelt
+// as Spark's CSV reader takes it (its defaults NaN, Inf, -Inf, and Java's Infinity); Go also
+// takes inf, nan, +Inf, INFINITY..., which that reader fails.
+func sparkFloatText(s string) bool {
+	if !strings.ContainsAny(s, "iInN") {
+		return true
+	}
+	switch s {
+	case "NaN", "Inf", "-Inf", "Infinity", "+Infinity", "-Infinity":
+		return true
+	}
+	return false
 }
 
 // parseTimestamp reads a TIMESTAMP as the format writes it (yyyy-mm-ddThh:mm:ss.SSSZ), in epoch

@@ -134,3 +134,20 @@ func TestReadRefusesDatesAndTimesThatAreNone(t *testing.T) {
 		t.Errorf("a leap day: %v (%v)", got.rows, err)
 	}
 }
+
+// A FLOAT or DOUBLE field reads as Spark's CSV reader reads it: NaN, Inf, -Inf (its defaults)
+// and Java's Infinity, +Infinity, -Infinity; the other spellings Go's ParseFloat takes (inf, nan,
+// +Inf, INFINITY: what Python writes) fail that reader, so they are errors. Before, "inf" read
+// as +Inf and verify called it equal to a value the bulk load loads as NULL.
+func TestReadFloatSpecialsAsSparkDoes(t *testing.T) {
+	schema := pipeline.TargetSchema{Table: "t", Columns: []pipeline.Column{{Name: "f", Type: pipeline.TypeDouble, KeyPos: -1}}}
+	for field, ok := range map[string]bool{"NaN": true, "Inf": true, "-Inf": true, "Infinity": true, "+Infinity": true, "-Infinity": true,
+		"1.5e3": true, "-0": true, "inf": false, "nan": false, "+Inf": false, "INFINITY": false, "-inf": false, "NAN": false} {
+		file := "f\n" + field + "\n"
+		var got received
+		_, err := csv.New().Read(context.Background(), strings.NewReader(file), int64(len(file)), schema, &got)
+		if ok != (err == nil) {
+			t.Errorf("%q: read %v, err %v; want ok %v", field, got.rows, err, ok)
+		}
+	}
+}
