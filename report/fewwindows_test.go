@@ -137,3 +137,20 @@ func TestSingleRowTwiceInAShortWindowSaysWhyNotHot(t *testing.T) {
 		t.Errorf("single_row_hotspot: %s", f.Message)
 	}
 }
+
+// Over 2 regions a hot factor is at most 2 (every write in one region), under the 2.5 the rule
+// warns at: there the rule warns once the busiest region takes three quarters of the way from an
+// even share to all of it (87.5%). Before, an incremental key over 2 regions read "writes spread
+// over time ... takes 99.x% on average (even: 50.0%, 2.0x)"; a hash prefix stays a note.
+func TestWriteHotspotOverTwoRegions(t *testing.T) {
+	two := func(key string) string {
+		return strings.Replace(fmt.Sprintf(eventsYAML, key), "count: 16", "count: 2", 1)
+	}
+	rep := runReport(t, two("[ts][id]"), events(20000), nil)
+	if rep.Plan.Regions != 2 {
+		t.Fatalf("plan of %d regions, want 2", rep.Plan.Regions)
+	}
+	wantSeverity(t, rep, "write_hotspot", model.SevWarning)
+	rep = runReport(t, two("[md5(id).substr(0,4) + id AS h][ts]"), events(20000), nil)
+	wantSeverity(t, rep, "write_hotspot", model.SevInfo)
+}

@@ -553,7 +553,7 @@ func checkWriteHotspot(f *Facts) []model.Finding {
 		return one(notJudged("write_hotspot", fmt.Sprintf("write hotspot not judged: the rows%s in %s fill %d of the %d windows of %s rows it takes to show a key that writes one region at a time (within fewer, each window spans several regions' rows); run the report on at least %s rows",
 			f.WindowRows(), f.ordered, hs.Windows, MinHotspotWindows, model.Count(hs.RowsPerWindow), model.Count(int64(MinHotspotWindows)*hs.RowsPerWindow)), hev))
 	}
-	if hs.HotFactor < HotFactorWarn {
+	if hs.HotFactor < HotFactorWarnAt(hs.EvenShare) {
 		return one(finding("write_hotspot", model.SevInfo, fmt.Sprintf("writes spread over time in %s: the busiest region of a window of %s rows%s takes %s on average (even: %s, %.1fx)", f.ordered, model.Count(hs.RowsPerWindow), f.WindowRows(), model.Pct(hs.MeanTopShare), model.Pct(hs.EvenShare), hs.HotFactor), hev))
 	}
 	why := ""
@@ -562,6 +562,16 @@ func checkWriteHotspot(f *Facts) []model.Finding {
 	}
 	return one(finding("write_hotspot", model.SevWarning, fmt.Sprintf("write hotspot: in each window of %s rows%s in %s the busiest region takes %s of the writes on average (even: %s, %.1fx)%s; continuous writes in this order would load one region at a time",
 		model.Count(hs.RowsPerWindow), f.WindowRows(), f.ordered, model.Pct(hs.MeanTopShare), model.Pct(hs.EvenShare), hs.HotFactor, why), hev))
+}
+
+// HotFactorWarnAt is the hot factor write_hotspot warns at over regions of the even share: 2.5,
+// or, where fewer regions cap the factor below it (2 regions: every write in one is 2x), three
+// quarters of the way from an even spread to one region.
+func HotFactorWarnAt(even float64) float64 {
+	if even <= 0 {
+		return HotFactorWarn
+	}
+	return min(HotFactorWarn, 1+0.75*(1/even-1))
 }
 
 func checkSingleRowHotspot(f *Facts) []model.Finding {

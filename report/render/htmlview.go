@@ -99,7 +99,7 @@ func newHeaderView(rep *model.Report) headerView {
 		{"target data", transform.FormatSize(t.EstimatedTargetBytes), ""},
 		{"regions (" + rep.Plan.Strategy + ")", fmt.Sprint(rep.Plan.Regions), ""},
 		{"rows max / mean", fmt.Sprintf("%.2f", rep.Distribution.RowsMaxMean), flag(rep.Distribution.RowsMaxMean >= advise.BalanceMaxMean, "warn")},
-		{"write hot factor", fmt.Sprintf("%.1fx", rep.Hotspot.HotFactor), flag(rep.Hotspot.HotFactor >= advise.HotFactorWarn, "warn")},
+		{"write hot factor", fmt.Sprintf("%.1fx", rep.Hotspot.HotFactor), flag(rep.Hotspot.HotFactor >= advise.HotFactorWarnAt(rep.Hotspot.EvenShare), "warn")},
 	}
 	return h
 }
