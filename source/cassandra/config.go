@@ -27,7 +27,8 @@ type Config struct {
 	Port int
 	// Keyspace and Table name the table to read.
 	Keyspace, Table string
-	// Consistency of the scan queries: ONE, LOCAL_ONE (default), QUORUM, LOCAL_QUORUM, ALL...
+	// Consistency of the scan queries: ONE, LOCAL_ONE (default), QUORUM, LOCAL_QUORUM, ALL...;
+	// not ANY, which Cassandra takes for writes only.
 	Consistency string
 	// DC, when set, makes the driver prefer that data center's nodes (DC-aware round robin);
 	// other data centers are used only when the local one cannot answer.
@@ -137,8 +138,12 @@ func (c *Config) Validate() error {
 	if c.Port < 1 || c.Port > 65535 {
 		errs = append(errs, fmt.Errorf("port %d out of range", c.Port))
 	}
-	if _, err := gocql.ParseConsistencyWrapper(strings.ToUpper(c.Consistency)); err != nil {
-		errs = append(errs, fmt.Errorf("consistency %q: want ANY, ONE, TWO, THREE, QUORUM, ALL, LOCAL_QUORUM, EACH_QUORUM or LOCAL_ONE", c.Consistency))
+	const readLevels = "LOCAL_ONE, ONE, TWO, THREE, LOCAL_QUORUM, QUORUM, EACH_QUORUM or ALL"
+	if cons, err := gocql.ParseConsistencyWrapper(strings.ToUpper(c.Consistency)); err != nil {
+		errs = append(errs, fmt.Errorf("consistency %q: want %s", c.Consistency, readLevels))
+	} else if cons == gocql.Any {
+		// Cassandra takes ANY for writes only: every page would fail once the scan started
+		errs = append(errs, fmt.Errorf("consistency=ANY is for writes only (Cassandra refuses a read at ANY): want %s", readLevels))
 	}
 	if c.PageSize < 1 {
 		errs = append(errs, fmt.Errorf("page_size %d must be positive", c.PageSize))

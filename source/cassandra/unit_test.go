@@ -466,3 +466,25 @@ func TestSplitRingOneTokenAtTheEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestConsistencyANYRefusedForReads pins that consistency=ANY, which Cassandra takes for writes
+// only, is refused when the URI is checked, with the levels a scan may use. Before, it was
+// accepted (the error for a bad level even offered it) and every range's first page failed
+// with Cassandra's "ANY ConsistencyLevel is only supported for writes", after the ring was read
+// and the output opened.
+func TestConsistencyANYRefusedForReads(t *testing.T) {
+	for _, uri := range []string{"cassandra://h/k/t?consistency=ANY", "cassandra://h/k/t?consistency=any"} {
+		cfg, err := ParseURI(uri)
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), "ANY") || !strings.Contains(err.Error(), "LOCAL_QUORUM") {
+			t.Errorf("%s: %v, want a refusal naming ANY and the read levels", uri, err)
+		}
+	}
+	// the message for an unknown level no longer offers ANY
+	cfg := Config{Hosts: []string{"h"}, Keyspace: "k", Table: "t", Consistency: "SOMETIMES"}
+	if err := cfg.Validate(); err == nil || strings.Contains(err.Error(), "ANY,") {
+		t.Errorf("Validate of SOMETIMES: %v", err)
+	}
+}
