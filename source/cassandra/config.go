@@ -290,6 +290,10 @@ func ParseURI(uri string) (Config, error) {
 		bad := func(want string) error {
 			return fmt.Errorf("source %q: %s=%q: want %s", uri, k, v, want)
 		}
+		if strings.TrimSpace(v) == "" {
+			// taken as unset, dc= would read from every data center without a word
+			return Config{}, fmt.Errorf("source %q: %s= has no value: give one, or leave the parameter out for its default", uri, k)
+		}
 		switch k {
 		case "consistency":
 			cfg.Consistency = strings.ToUpper(v)

@@ -488,3 +488,20 @@ func TestConsistencyANYRefusedForReads(t *testing.T) {
 		t.Errorf("Validate of SOMETIMES: %v", err)
 	}
 }
+
+// TestEmptyParameterRefused pins that a URI parameter given without a value (dc=, as a
+// template with an unset variable writes it) is refused, naming it. Before, dc= was taken as no
+// data center and the scan read from every data center, consistency= as LOCAL_ONE, writetime=
+// as no column: each without a word.
+func TestEmptyParameterRefused(t *testing.T) {
+	for _, p := range []string{"dc", "consistency", "writetime", "ttl", "DC"} {
+		uri := "cassandra://h/k/t?" + p + "="
+		cfg, err := ParseURI(uri)
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), strings.ToLower(p)+"= has no value") {
+			t.Errorf("%s: %v, want a refusal naming %s=", uri, err, strings.ToLower(p))
+		}
+	}
+}
