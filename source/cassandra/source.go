@@ -470,8 +470,26 @@ func (s *Source) sizeEstimate(ctx context.Context) (int64, bool) {
 		return -1, false
 	}
 	var total int64
-	for _, n := range seen {
+	var covered float64 // tokens of the ranges listed: the whole ring when every node answered
+	for k, n := range seen {
 		total += n
+		a, errA := strconv.ParseInt(k.a, 10, 64)
+		b, errB := strconv.ParseInt(k.b, 10, 64)
+		switch {
+		case errA != nil || errB != nil:
+			covered = math.Inf(1) // not Murmur3 tokens: nothing to scale by
+		case a == b:
+			covered += 1 << 64
+		default:
+			covered += float64(off(b) - off(a)) // (a, b], clockwise
+		}
+	}
+	if ring := float64(1 << 64); covered > 0 && covered < ring*0.999 {
+		// a node down (or whose table did not answer) lists none of its ranges: the others'
+		// partitions stand for the whole ring, not for the part they own
+		s.log.Warn("system.size_estimates lists part of the ring only (a node did not answer): the row estimate is scaled from it",
+			zap.Float64("ring_share", covered/ring), zap.Int64("partitions_listed", total))
+		total = int64(float64(total) * ring / covered)
 	}
 	return total, true
 }

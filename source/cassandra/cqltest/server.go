@@ -252,6 +252,20 @@ func (s *Server) DropConnections() {
 	}
 }
 
+// StopNode takes node i (0-based) down: its listener closes and its client connections drop,
+// as a node that crashed; the other nodes still list it, with its tokens, in system.peers.
+func (s *Server) StopNode(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.nodes[i]
+	n.ln.Close()
+	for c := range s.conns {
+		if c.node == n {
+			c.close()
+		}
+	}
+}
+
 // ---- schema API ----
 
 // CreateKeyspace creates a keyspace with the given replication options (a "class" key and
