@@ -421,8 +421,8 @@ func (s *Source) Nodes() int { return s.nodes }
 func (s *Source) Statement() string { return s.stmt }
 
 // EstimatedRows sums system.size_estimates over the nodes (Cassandra refreshes it every few
-// minutes; it counts partitions, which is the row count for tables without clustering columns
-// and a lower bound otherwise), scaled to this shard's share of the ring. It returns -1 when
+// minutes; it counts partitions, which a table with clustering columns multiplies by the mean
+// rows of a partition, rowsPerPartition), scaled to this shard's share of the ring. It returns -1 when
 // the cluster has no estimate yet.
 func (s *Source) EstimatedRows() int64 {
 	s.estOnce.Do(func() {
@@ -431,6 +431,14 @@ func (s *Source) EstimatedRows() int64 {
 		total, ok := s.sizeEstimate(ctx)
 		if !ok {
 			return
+		}
+		if len(s.table.Clustering()) > 0 && total > 0 {
+			// size_estimates counts partitions, and a partition holds many rows
+			pctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+			defer cancel()
+			if per := s.rowsPerPartition(pctx, total); per > 0 {
+				total = int64(float64(total) * per)
+			}
 		}
 		if s.cfg.Shard.Count > 1 {
 			var mine float64
@@ -443,6 +451,56 @@ func (s *Source) EstimatedRows() int64 {
 	})
 	return s.est
 }
+
+// rowsPerPartition is the mean rows of a partition in a few thin slices of the ring (about
+// estimateProbePartitions partitions in all, at most estimateProbeRows rows: a lower bound when
+// the partitions are larger), for a table with clustering columns given its estimated
+// partitions; 0 when the slices could not be read.
+func (s *Source) rowsPerPartition(ctx context.Context, partitions int64) float64 {
+	const slices = 8
+	pk := s.table.PartitionKey()
+	for i, c := range pk {
+		pk[i] = quoteIdent(c)
+	}
+	tk := "token(" + strings.Join(pk, ", ") + ")"
+	stmt := "SELECT " + tk + " FROM " + quoteIdent(s.table.Keyspace) + "." + quoteIdent(s.table.Name) +
+		" WHERE " + tk + " > ? AND " + tk + " <= ?"
+	// each slice holds about 1/slices of the probe's partitions (at most, its share of the
+	// ring: a table of fewer partitions is read whole)
+	share := min(1.0/slices, float64(estimateProbePartitions)/slices/float64(partitions))
+	width := uint64(share * (1 << 64)) // of the ring's 2^64 tokens; at most 2^61
+	var rows, parts int64
+	for i := uint64(0); i < slices && rows < estimateProbeRows; i++ {
+		a := i * (^uint64(0) / slices)
+		r := Range{Start: tok(a), End: tok(a + max(width, 1))}
+		iter := s.sess.Query(stmt, r.Start, r.End).WithContext(preferring(ctx, s.owner(r))).Consistency(s.cons).
+			PageSize(s.cfg.PageSize).Iter()
+		var t, prev int64
+		for n := int64(0); iter.Scan(&t); n++ {
+			if n == 0 || t != prev { // rows come in token order, a partition's together
+				parts++
+			}
+			prev = t
+			if rows++; rows >= estimateProbeRows {
+				break
+			}
+		}
+		if err := iter.Close(); err != nil {
+			s.log.Debug("rows per partition", zap.String("range", r.Name()), zap.Error(err))
+			return 0
+		}
+	}
+	if parts == 0 {
+		return 0
+	}
+	return float64(rows) / float64(parts)
+}
+
+// The probe of rowsPerPartition reads about this many partitions, at most this many rows.
+const (
+	estimateProbePartitions = 1024
+	estimateProbeRows       = 100_000
+)
 
 func (s *Source) sizeEstimate(ctx context.Context) (int64, bool) {
 	type key struct{ a, b string }
