@@ -30,8 +30,8 @@ type Config struct {
 	// Consistency of the scan queries: ONE, LOCAL_ONE (default), QUORUM, LOCAL_QUORUM, ALL...;
 	// not ANY, which Cassandra takes for writes only.
 	Consistency string
-	// DC, when set, makes the driver prefer that data center's nodes (DC-aware round robin);
-	// other data centers are used only when the local one cannot answer.
+	// DC, when set, keeps the queries in that data center's nodes (DC-aware round robin): when
+	// none of them answers, a page fails and is retried, never read from another data center.
 	DC string
 	// PageSize is the number of rows per page; each page is one batch. Default 5000.
 	PageSize int

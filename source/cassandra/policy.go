@@ -15,12 +15,21 @@ import (
 // read from one node and the size estimates from each.
 type hostPolicy struct {
 	gocql.HostSelectionPolicy
+	// dc, when set, is the only data center the table's reads (inDC) go to: gocql's DC-aware
+	// policy goes on to the other data centers' nodes once the local ones cannot answer
+	dc    string
 	mu    sync.Mutex
 	hosts map[string]*gocql.HostInfo // by host ID
 }
 
 type pinKey struct{}
 type preferKey struct{}
+type dcOnlyKey struct{}
+
+// inDC returns a context whose queries go to the nodes of the source's data center (dc=) only:
+// the table's reads. Metadata (the schema, the data centers dc= is checked against) is read
+// from any node.
+func inDC(ctx context.Context) context.Context { return context.WithValue(ctx, dcOnlyKey{}, true) }
 
 // pinned returns a context whose queries go to host h only.
 func pinned(ctx context.Context, h *gocql.HostInfo) context.Context {
@@ -43,8 +52,8 @@ func (p *hostPolicy) host(id string) *gocql.HostInfo {
 	return p.hosts[id]
 }
 
-func newHostPolicy(inner gocql.HostSelectionPolicy) *hostPolicy {
-	return &hostPolicy{HostSelectionPolicy: inner, hosts: map[string]*gocql.HostInfo{}}
+func newHostPolicy(inner gocql.HostSelectionPolicy, dc string) *hostPolicy {
+	return &hostPolicy{HostSelectionPolicy: inner, dc: dc, hosts: map[string]*gocql.HostInfo{}}
 }
 
 func (p *hostPolicy) AddHost(h *gocql.HostInfo) {
@@ -111,6 +120,27 @@ func (s selected) Info() *gocql.HostInfo { return s.h }
 func (s selected) Mark(error)            {}
 
 func (p *hostPolicy) Pick(q gocql.ExecutableQuery) gocql.NextHost {
+	if q != nil {
+		if only, _ := q.Context().Value(dcOnlyKey{}).(bool); !only || p.dc == "" {
+			return p.pick(q)
+		}
+	}
+	if q == nil || p.dc == "" {
+		return p.pick(q)
+	}
+	next := p.pick(q)
+	return func() gocql.SelectedHost {
+		for {
+			s := next()
+			if s == nil || s.Info() == nil || s.Info().DataCenter() == p.dc {
+				return s
+			}
+		}
+	}
+}
+
+// pick is Pick in any data center.
+func (p *hostPolicy) pick(q gocql.ExecutableQuery) gocql.NextHost {
 	if q != nil {
 		if h, ok := q.Context().Value(pinKey{}).(*gocql.HostInfo); ok {
 			done := false

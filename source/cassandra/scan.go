@@ -375,7 +375,7 @@ func (s *Source) pageRows(rowBytes int64) int {
 func (s *Source) fetchPage(ctx context.Context, r Range, state []byte, pageSize, page int) (*gocql.Iter, error) {
 	bo := backoff.Policy{Min: s.cfg.RetryBackoff, Max: s.cfg.MaxBackoff}.Start()
 	for attempt := 1; ; attempt++ {
-		q := s.sess.Query(s.stmt, r.Start, r.End).WithContext(ctx).Consistency(s.cons).
+		q := s.sess.Query(s.stmt, r.Start, r.End).WithContext(inDC(ctx)).Consistency(s.cons).
 			PageSize(pageSize).PageState(state).Idempotent(true)
 		iter := q.Iter()
 		var err error
@@ -392,6 +392,9 @@ func (s *Source) fetchPage(ctx context.Context, r Range, state []byte, pageSize,
 			return nil, fmt.Errorf("page %d: %w", page, err)
 		}
 		if attempt > s.cfg.Retries {
+			if s.cfg.DC != "" && errors.Is(err, gocql.ErrNoConnections) {
+				err = fmt.Errorf("no node of dc=%s answers (dc= keeps the reads there; bring them up, or name another data center): %w", s.cfg.DC, err)
+			}
 			return nil, &retriesExhausted{page: page, attempts: attempt, err: err}
 		}
 		s.log.Warn("page failed; retrying", zap.String("range", r.Name()), zap.Int("page", page),

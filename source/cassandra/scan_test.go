@@ -539,3 +539,23 @@ func TestEstimateCountsRowsOfClusteredTables(t *testing.T) {
 		t.Errorf("estimate of 500 partitions of 40 rows: %d, want about 20000", got)
 	}
 }
+
+// TestDataCenterKeepsTheReadsThere pins that dc= keeps the table's reads in that data center,
+// as docs/sources.md says: with its nodes down the ranges fail (named, the run exits non-zero)
+// instead of being read from another data center. Before, gocql's DC-aware policy went on to
+// the other data center's nodes and the scan read the whole table there without a word.
+func TestDataCenterKeepsTheReadsThere(t *testing.T) {
+	c := cassandratest.Open(t, cqltest.WithNodes(4), cqltest.WithNodeDataCenters("dc1", "dc1", "dc2", "dc2"))
+	if c.Real() {
+		t.Skip("takes nodes down")
+	}
+	seedEvents(t, c, "dcdown", 200)
+	src := open(t, c, "dcdown", "events", "dc=dc1&splits=8&retries=1")
+	c.Server.StopNode(0)
+	c.Server.StopNode(1)
+	batches, err := collect(context.Background(), src, nil)
+	var re *cassandra.RangesError
+	if !errors.As(err, &re) || len(re.Failed) != len(src.Ranges()) || !strings.Contains(err.Error(), "no node of dc=dc1 answers") {
+		t.Errorf("dc=dc1 with its nodes down: %v (%d rows read), want every range named as not read", err, len(rowSet(t, batches)))
+	}
+}

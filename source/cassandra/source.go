@@ -109,7 +109,7 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Source, error) {
 	} else {
 		fallback = gocql.RoundRobinHostPolicy()
 	}
-	s.policy = newHostPolicy(gocql.TokenAwareHostPolicy(fallback, gocql.ShuffleReplicas()))
+	s.policy = newHostPolicy(gocql.TokenAwareHostPolicy(fallback, gocql.ShuffleReplicas()), cfg.DC)
 	cluster.PoolConfig.HostSelectionPolicy = s.policy
 	if cfg.Username != "" {
 		cluster.Authenticator = gocql.PasswordAuthenticator{Username: cfg.Username, Password: cfg.Password}
@@ -473,7 +473,7 @@ func (s *Source) rowsPerPartition(ctx context.Context, partitions int64) float64
 	for i := uint64(0); i < slices && rows < estimateProbeRows; i++ {
 		a := i * (^uint64(0) / slices)
 		r := Range{Start: tok(a), End: tok(a + max(width, 1))}
-		iter := s.sess.Query(stmt, r.Start, r.End).WithContext(preferring(ctx, s.owner(r))).Consistency(s.cons).
+		iter := s.sess.Query(stmt, r.Start, r.End).WithContext(inDC(preferring(ctx, s.owner(r)))).Consistency(s.cons).
 			PageSize(s.cfg.PageSize).Iter()
 		var t, prev int64
 		for n := int64(0); iter.Scan(&t); n++ {

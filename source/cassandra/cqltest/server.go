@@ -48,6 +48,7 @@ type Server struct {
 
 type node struct {
 	idx    int
+	dc     string
 	ip     net.IP
 	hostID gocql.UUID
 	tokens []int64
@@ -65,6 +66,7 @@ type config struct {
 	vnodes      int
 	cluster     string
 	dc          string
+	dcs         []string // per node (WithNodeDataCenters); dc for the nodes it leaves out
 	rack        string
 	release     string
 	port        int
@@ -96,6 +98,10 @@ func WithPort(p int) Option { return func(c *config) { c.port = p } }
 // WithDataCenter sets the data_center and rack of every node. Default "datacenter1", "rack1".
 func WithDataCenter(dc, rack string) Option { return func(c *config) { c.dc, c.rack = dc, rack } }
 
+// WithNodeDataCenters sets the data_center of each node in turn (node i gets dcs[i]; the nodes
+// after the list keep WithDataCenter's), for a cluster of several data centers.
+func WithNodeDataCenters(dcs ...string) Option { return func(c *config) { c.dcs = dcs } }
+
 // New starts a server listening on 127.0.0.1 (and 127.0.0.2... for WithNodes) on a free port.
 func New(opts ...Option) (*Server, error) {
 	cfg := config{nodes: 1, vnodes: 16, cluster: "Test Cluster", dc: "datacenter1", rack: "rack1",
@@ -124,7 +130,10 @@ func New(opts ...Option) (*Server, error) {
 	s.stats.nodes = make([]atomic.Int64, cfg.nodes)
 	s.tokens = evenTokens(cfg.nodes * cfg.vnodes)
 	for i := 0; i < cfg.nodes; i++ {
-		n := &node{idx: i, ip: net.IPv4(127, 0, 0, byte(i+1)).To4(), hostID: nameUUID("host:" + strconv.Itoa(i))}
+		n := &node{idx: i, dc: cfg.dc, ip: net.IPv4(127, 0, 0, byte(i+1)).To4(), hostID: nameUUID("host:" + strconv.Itoa(i))}
+		if i < len(cfg.dcs) {
+			n.dc = cfg.dcs[i]
+		}
 		for k := i; k < len(s.tokens); k += cfg.nodes {
 			n.tokens = append(n.tokens, s.tokens[k])
 		}

@@ -190,7 +190,7 @@ func (s *Server) systemRows(n *node, full string) []map[string]any {
 	case "system.local":
 		out = append(out, map[string]any{
 			"key": "local", "bootstrapped": "COMPLETED", "broadcast_address": n.ip, "broadcast_port": 7000,
-			"cluster_name": s.cfg.cluster, "cql_version": "3.4.5", "data_center": s.cfg.dc,
+			"cluster_name": s.cfg.cluster, "cql_version": "3.4.5", "data_center": n.dc,
 			"gossip_generation": 1700000000, "host_id": n.hostID, "listen_address": n.ip, "listen_port": 7000,
 			"native_protocol_version": "4", "partitioner": s.cfg.partitioner, "rack": s.cfg.rack,
 			"release_version": s.cfg.release, "rpc_address": n.ip, "rpc_port": s.port,
@@ -202,7 +202,7 @@ func (s *Server) systemRows(n *node, full string) []map[string]any {
 				continue
 			}
 			r := map[string]any{
-				"peer": p.ip, "data_center": s.cfg.dc, "host_id": p.hostID, "rack": s.cfg.rack,
+				"peer": p.ip, "data_center": p.dc, "host_id": p.hostID, "rack": s.cfg.rack,
 				"release_version": s.cfg.release, "schema_version": s.schemaVersion(), "tokens": tokenStrings(p.tokens),
 			}
 			if full == "system.peers" {
