@@ -395,6 +395,7 @@ func (s *Source) fetchPage(ctx context.Context, r Range, state []byte, pageSize,
 			if s.cfg.DC != "" && errors.Is(err, gocql.ErrNoConnections) {
 				err = fmt.Errorf("no node of dc=%s answers (dc= keeps the reads there; bring them up, or name another data center): %w", s.cfg.DC, err)
 			}
+			err = timeoutHint(err, pageSize, s.cfg.Timeout)
 			return nil, &retriesExhausted{page: page, attempts: attempt, err: err}
 		}
 		s.log.Warn("page failed; retrying", zap.String("range", r.Name()), zap.Int("page", page),
@@ -403,6 +404,20 @@ func (s *Source) fetchPage(ctx context.Context, r Range, state []byte, pageSize,
 			return nil, err
 		}
 	}
+}
+
+// timeoutHint adds to a page's last timeout what to change, as a resume reads the same pages:
+// smaller pages, or (the driver's own wait) a longer timeout=.
+func timeoutHint(err error, pageSize int, timeout time.Duration) error {
+	var rt *gocql.RequestErrReadTimeout
+	var re gocql.RequestError
+	switch {
+	case errors.As(err, &rt) || errors.As(err, &re) && re.Code() == gocql.ErrCodeReadTimeout:
+		return fmt.Errorf("%w (the replicas did not read the page within the server's read timeout: read smaller pages with page_size= (this page was of %d rows))", err, pageSize)
+	case errors.Is(err, gocql.ErrTimeoutNoResponse), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w (no answer within timeout=%s: read smaller pages with page_size= (this page was of %d rows), or wait longer with timeout=)", err, timeout, pageSize)
+	}
+	return err
 }
 
 // retryable tells whether a failed page may succeed when asked again: coordinator timeouts,

@@ -559,3 +559,21 @@ func TestDataCenterKeepsTheReadsThere(t *testing.T) {
 		t.Errorf("dc=dc1 with its nodes down: %v (%d rows read), want every range named as not read", err, len(rowSet(t, batches)))
 	}
 }
+
+// TestTimingOutRangeSaysWhatToChange pins that a range given up because its page kept timing
+// out says what to change: smaller pages (page_size=, with the page's rows). Before, the
+// error held the driver's message alone ("Operation timed out - received only 0 responses"),
+// and a resume read the same pages and timed out the same way.
+func TestTimingOutRangeSaysWhatToChange(t *testing.T) {
+	c := cassandratest.Open(t)
+	srv := c.Faults(t)
+	seedEvents(t, c, "slow", 600)
+	src := open(t, c, "slow", "events", "splits=3&page_size=100&retries=1")
+	bad := src.Ranges()[1]
+	srv.FailPage(cqltest.FaultMatch{Table: "events", Page: 1, Range: cqltest.RangeIs(bad.Start, bad.End)}, cqltest.ErrReadTimeout)
+	_, err := collect(context.Background(), src, nil)
+	var re *cassandra.RangesError
+	if !errors.As(err, &re) || len(re.Failed) != 1 || !strings.Contains(err.Error(), "smaller pages with page_size= (this page was of 100 rows)") {
+		t.Fatalf("got %v, want the range named with what to change (smaller pages with page_size=)", err)
+	}
+}
