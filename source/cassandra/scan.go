@@ -389,6 +389,14 @@ func (s *Source) fetchPage(ctx context.Context, r Range, state []byte, pageSize,
 			return nil, ctx.Err()
 		}
 		if !retryable(err) {
+			var rf *gocql.RequestErrReadFailure
+			var re gocql.RequestError
+			if errors.As(err, &rf) || errors.As(err, &re) && re.Code() == gocql.ErrCodeReadFailure {
+				// the coordinator's word for a replica that threw while reading: the page was
+				// asked of Cassandra, which the command's resume would ask again
+				err = fmt.Errorf("%w (a replica failed to read the page, most often for more tombstones in it than tombstone_failure_threshold: "+
+					"read smaller pages with page_size= (this page was of %d rows), or compact the table; the nodes' logs name the cause)", err, pageSize)
+			}
 			return nil, fmt.Errorf("page %d: %w", page, err)
 		}
 		if attempt > s.cfg.Retries {

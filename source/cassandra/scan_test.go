@@ -577,3 +577,19 @@ func TestTimingOutRangeSaysWhatToChange(t *testing.T) {
 		t.Fatalf("got %v, want the range named with what to change (smaller pages with page_size=)", err)
 	}
 }
+
+// TestReadFailureSaysWhatToDo pins that a page a replica failed to read (Cassandra's
+// ReadFailure, most often too many tombstones in one page) stops the run with what to do: read
+// smaller pages, compact, look in the nodes' logs. Before, the error was the driver's
+// "Operation failed - received 0 responses and 1 failures" alone.
+func TestReadFailureSaysWhatToDo(t *testing.T) {
+	c := cassandratest.Open(t)
+	srv := c.Faults(t)
+	seedEvents(t, c, "readfail", 600)
+	src := open(t, c, "readfail", "events", "splits=3&page_size=50")
+	srv.FailPage(cqltest.FaultMatch{Table: "events", Page: 2}, cqltest.ErrReadFailure)
+	_, err := collect(context.Background(), src, nil)
+	if err == nil || !strings.Contains(err.Error(), "range(") || !strings.Contains(err.Error(), "tombstone") || !strings.Contains(err.Error(), "page_size=") {
+		t.Fatalf("got %v, want the range named with what to do (tombstones, page_size=)", err)
+	}
+}
