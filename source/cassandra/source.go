@@ -496,10 +496,11 @@ func (s *Source) rowsPerPartition(ctx context.Context, partitions int64) float64
 	return float64(rows) / float64(parts)
 }
 
-// The probe of rowsPerPartition reads about this many partitions, at most this many rows.
+// The probe of rowsPerPartition reads about this many partitions, at most this many rows: a
+// few hundredths of a second of a scan, which a migration waits for before it starts.
 const (
-	estimateProbePartitions = 1024
-	estimateProbeRows       = 100_000
+	estimateProbePartitions = 256
+	estimateProbeRows       = 20_000
 )
 
 func (s *Source) sizeEstimate(ctx context.Context) (int64, bool) {
