@@ -967,3 +967,40 @@ func TestSessionIsStrictWhateverTheServersMode(t *testing.T) {
 		}
 	}
 }
+
+// Keys that differ only by trailing zero bytes (X'61', X'6100') are two rows in Lindorm and in
+// the bulk-load files; a binary(N) key column pads every key with zero bytes to N, so they were
+// one row (the second upsert overwrote the first, both counted as written), and a blob key is a
+// key by a prefix only. The table check refuses both, saying which ALTER makes the column keep
+// each key whole; after it, the two keys are two rows.
+func TestBinaryKeysDifferingByTrailingZerosStayApart(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+				{Name: "k", Type: pipeline.TypeVarbinary, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
+			tgt, _ := ParseURI(srv.URI(""), noEnv)
+			srv.Exec(t, "CREATE TABLE t (k binary(4) NOT NULL PRIMARY KEY, v bigint)")
+			w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
+			if err == nil {
+				w.Close()
+			}
+			fix := "ALTER TABLE `t` MODIFY `k` varbinary(4) NOT NULL"
+			if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "binary pads") || !strings.Contains(err.Error(), fix) {
+				t.Errorf("a binary(4) key: want a refusal naming the padding and %q, got %v", fix, err)
+			}
+			srv.Exec(t, fix)
+			w = openWriter(t, srv, s, 1)
+			rows := []pipeline.Row{
+				{Values: []pipeline.Value{pipeline.Bytes("a"), pipeline.Int(1)}},
+				{Values: []pipeline.Value{pipeline.Bytes("a\x00"), pipeline.Int(2)}},
+			}
+			if err := w.Write(context.Background(), rows); err != nil {
+				t.Fatal(err)
+			}
+			if got := readAll(t, srv.DB(t), s); len(got) != 2 {
+				t.Errorf("%d rows, want 2: %v", len(got), got)
+			}
+		})
+	}
+}

@@ -236,6 +236,9 @@ func typeMismatch(c pipeline.Column, tc sqldialect.TableColumn, def *sqldialect.
 		if !oneOf(dt, "varbinary", "binary", "blob", "tinyblob", "mediumblob", "longblob") {
 			return sqldialect.Mismatch
 		}
+		if c.IsKey() {
+			return keyBinaryMismatch(c, tc, def)
+		}
 	case pipeline.TypeBigint:
 		if dt != "bigint" {
 			return sqldialect.Mismatch
@@ -299,6 +302,26 @@ func keyTextMismatch(c pipeline.Column, tc sqldialect.TableColumn, def *sqldiale
 	}
 	if why != "" {
 		return " (" + why + "; " + keyColumnFix(c, tc, def) + ")"
+	}
+	return ""
+}
+
+// keyBinaryMismatch says why a MySQL binary column cannot be a key column, "" when it can: it
+// must keep every byte of a key, as Lindorm does.
+func keyBinaryMismatch(c pipeline.Column, tc sqldialect.TableColumn, def *sqldialect.TableDef) string {
+	var why string
+	switch dt := tc.DataType; {
+	case dt == "binary":
+		why = "binary pads every key with zero bytes to its length: keys that differ only by trailing zero bytes (X'61', X'6100') would be one row"
+	case dt != "varbinary":
+		why = dt + " is a key by a prefix only: keys that share it would be one row"
+	}
+	if why != "" {
+		typ := "varbinary(N)" // a blob: N as long as the longest key
+		if tc.DataType == "binary" {
+			typ = "var" + tc.Type // COLUMN_TYPE: "binary(16)"
+		}
+		return fmt.Sprintf(" (%s; ALTER TABLE %s MODIFY %s %s NOT NULL)", why, quote(def.Table), quote(c.Name), typ)
 	}
 	return ""
 }
