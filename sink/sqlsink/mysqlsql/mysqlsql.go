@@ -228,6 +228,9 @@ func typeMismatch(c pipeline.Column, tc sqldialect.TableColumn, def *sqldialect.
 		if c.IsKey() {
 			return keyTextMismatch(c, tc, def)
 		}
+		if dt == "char" {
+			return " (char drops trailing spaces: 'a ' would be read back as 'a'; want varchar(N) or longtext)"
+		}
 	case pipeline.TypeJSON:
 		if !oneOf(dt, "json", "longtext", "mediumtext", "text") {
 			return sqldialect.Mismatch
@@ -238,6 +241,9 @@ func typeMismatch(c pipeline.Column, tc sqldialect.TableColumn, def *sqldialect.
 		}
 		if c.IsKey() {
 			return keyBinaryMismatch(c, tc, def)
+		}
+		if dt == "binary" {
+			return " (binary pads every value with zero bytes to its length: X'61' would be read back as X'6100..'; want varbinary(N) or longblob)"
 		}
 	case pipeline.TypeBigint:
 		if dt != "bigint" {
