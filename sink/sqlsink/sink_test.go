@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1032,6 +1034,69 @@ func TestValueColumnsThatChangeValuesAreRefused(t *testing.T) {
 				}
 				if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("a %s value column: want a refusal saying %q, got %v", tc.create, tc.want, err)
+				}
+			}
+		})
+	}
+}
+
+// A copy leaves a null out of its upsert, so a value column that is NOT NULL, has a DEFAULT, or
+// changes itself ON UPDATE filled the row's null with a value the source never had: a table
+// with `v varchar(10) NOT NULL DEFAULT 'x'` held 'x' for a row whose v was null, counted as
+// written (MariaDB before 10.10 makes a table's first TIMESTAMP so unless it says NULL). The
+// table check refuses such columns, naming what to drop; after the fix the null stays null.
+func TestValueColumnsThatFillNullsAreRefused(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			tgt, _ := ParseURI(srv.URI(""), noEnv)
+			s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+				{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeVarchar, KeyPos: -1},
+				{Name: "w", Type: pipeline.TypeVarchar, KeyPos: -1}}}
+			cases := []struct{ create, want string }{
+				{"v varchar(10) NOT NULL DEFAULT 'x'", "NOT NULL"},
+				{"v varchar(10) NOT NULL", "NOT NULL"},
+				{"v varchar(10) DEFAULT 'x'", "DEFAULT"},
+			}
+			if srv.Kind != "gms" {
+				cases = append(cases, struct{ create, want string }{"v timestamp(3) NULL DEFAULT NULL ON UPDATE current_timestamp(3)", "ON UPDATE"})
+			}
+			for i, tc := range cases {
+				s := s
+				s.Table = fmt.Sprintf("t%d", i)
+				if strings.Contains(tc.create, "timestamp") {
+					s.Columns = slices.Clone(s.Columns)
+					s.Columns[1].Type = pipeline.TypeTimestamp
+				}
+				srv.Exec(t, "CREATE TABLE "+s.Table+" (k bigint NOT NULL PRIMARY KEY, "+tc.create+", w varchar(10))")
+				w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
+				if err == nil {
+					w.Close()
+				}
+				if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "ALTER TABLE") {
+					t.Errorf("a value column %s: want a refusal naming %s and the ALTER TABLE, got %v", tc.create, tc.want, err)
+					continue
+				}
+				fix := regexp.MustCompile("ALTER TABLE .*? NULL DEFAULT NULL").FindString(err.Error())
+				srv.Exec(t, fix)
+				if w, err := Open(context.Background(), Config{Target: tgt, Schema: s}); err != nil {
+					t.Errorf("after %s: %v", fix, err)
+				} else {
+					w.Close()
+				}
+			}
+			srv.Exec(t, "CREATE TABLE t (k bigint NOT NULL PRIMARY KEY, v varchar(10), w varchar(10))")
+			w := openWriter(t, srv, s, 1)
+			if err := w.Write(context.Background(), []pipeline.Row{{Values: []pipeline.Value{pipeline.Int(1), pipeline.Null, pipeline.Text("b")}}}); err != nil {
+				t.Fatal(err)
+			}
+			got := readAll(t, srv.DB(t), s)
+			if len(got) != 1 {
+				t.Fatalf("want one row, got %v", got)
+			}
+			for _, r := range got {
+				if !r[1].IsNull() {
+					t.Errorf("want the null kept, got %v", r)
 				}
 			}
 		})

@@ -109,7 +109,7 @@ func ddlFor(server string) func(pipeline.TargetSchema, pipeline.RegionPlan, [][2
 
 func describe(ctx context.Context, db *sql.DB, table string) (*sqldialect.TableDef, error) {
 	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(NUMERIC_PRECISION, DATETIME_PRECISION, 0),
-		COALESCE(NUMERIC_SCALE, 0), COALESCE(COLLATION_NAME, '') FROM information_schema.COLUMNS
+		COALESCE(NUMERIC_SCALE, 0), COALESCE(COLLATION_NAME, ''), IS_NULLABLE, COLUMN_DEFAULT, EXTRA FROM information_schema.COLUMNS
 		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, table)
 	if err != nil {
 		return nil, fmt.Errorf("read the definition of table %s (information_schema.COLUMNS): %w", table, err)
@@ -117,13 +117,21 @@ func describe(ctx context.Context, db *sql.DB, table string) (*sqldialect.TableD
 	def := &sqldialect.TableDef{Table: table}
 	for rows.Next() {
 		var c sqldialect.TableColumn
-		if err := rows.Scan(&c.Name, &c.DataType, &c.Type, &c.Precision, &c.Scale, &c.Collation); err != nil {
+		var nullable, extra string
+		var deflt sql.NullString
+		if err := rows.Scan(&c.Name, &c.DataType, &c.Type, &c.Precision, &c.Scale, &c.Collation, &nullable, &deflt, &extra); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("read the definition of table %s: %w", table, err)
 		}
 		c.DataType = strings.ToLower(c.DataType)
 		c.Type = strings.ToLower(c.Type)
 		c.Unsigned = strings.Contains(c.Type, "unsigned")
+		c.NotNull = strings.EqualFold(nullable, "NO")
+		// MySQL says no default with NULL, MariaDB with the word (a text default is quoted)
+		if deflt.Valid && !strings.EqualFold(deflt.String, "NULL") {
+			c.Default = deflt.String
+		}
+		c.OnUpdate = strings.Contains(strings.ToLower(extra), "on update")
 		def.Columns = append(def.Columns, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -289,7 +297,36 @@ func typeMismatch(c pipeline.Column, tc sqldialect.TableColumn, def *sqldialect.
 			return sqldialect.Mismatch
 		}
 	}
+	if !c.IsKey() {
+		return fillsNulls(c, tc, def)
+	}
 	return ""
+}
+
+// fillsNulls says why a value column would hold a value where the row has a null, "" when it
+// would not: a copy leaves a null out of its upsert (sqlsink's Write), and the server fills a
+// column left out with its default, or with the time when it is ON UPDATE; a NOT NULL column
+// refuses the null a change writes.
+func fillsNulls(c pipeline.Column, tc sqldialect.TableColumn, def *sqldialect.TableDef) string {
+	var what []string
+	if tc.NotNull {
+		what = append(what, "NOT NULL")
+	}
+	if tc.Default != "" {
+		what = append(what, "DEFAULT "+tc.Default)
+	}
+	if tc.OnUpdate {
+		what = append(what, "ON UPDATE")
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	collate := ""
+	if tc.Collation != "" {
+		collate = " COLLATE " + tc.Collation
+	}
+	return fmt.Sprintf(" (%s: a row whose %s is null would hold another value or be refused, where the source has none; "+
+		"ALTER TABLE %s MODIFY %s %s%s NULL DEFAULT NULL)", strings.Join(what, ", "), c.Name, quote(def.Table), quote(c.Name), tc.Type, collate)
 }
 
 // keyTextMismatch says why a MySQL text column cannot be a key column, "" when it can: it must

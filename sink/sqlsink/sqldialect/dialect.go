@@ -97,6 +97,10 @@ type TableColumn struct {
 	PadSpace  bool // the collation compares as if shorter strings were padded with spaces
 	Unsigned  bool
 	Desc      bool // Lindorm: SORT_ORDER DESC
+	// MySQL: what the server puts in a column an INSERT leaves out, or an UPDATE does not set
+	NotNull  bool   // IS_NULLABLE NO
+	Default  string // COLUMN_DEFAULT as the server writes it, "" for none (NULL)
+	OnUpdate bool   // EXTRA says ON UPDATE: the server sets it when its row is updated
 }
 
 // TableDef is a table as the server describes it.
