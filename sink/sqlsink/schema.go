@@ -80,6 +80,10 @@ func compareTable(d *Dialect, schema pipeline.TargetSchema, def *sqldialect.Tabl
 			tkeys[i] += " DESC"
 		}
 	}
+	for _, u := range def.Unique {
+		diffs = append(diffs, fmt.Sprintf("unique index %s: an upsert whose row repeats another key's values in it would update that key's row instead of writing its own (Lindorm has no unique index): ALTER TABLE %s DROP INDEX %s",
+			u, d.Ident(def.Table), d.Ident(u)))
+	}
 	if !strings.EqualFold(strings.Join(keys, ", "), strings.Join(tkeys, ", ")) {
 		diffs = append(diffs, fmt.Sprintf("primary key: (%s) in the mapping, (%s) in the table", strings.Join(keys, ", "), strings.Join(tkeys, ", ")))
 	}

@@ -1102,3 +1102,36 @@ func TestValueColumnsThatFillNullsAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// A unique index besides the primary key makes INSERT ... ON DUPLICATE KEY UPDATE update the
+// row holding the same indexed value instead of inserting a row of another key: with UNIQUE
+// (v), rows (1, 'a') and (2, 'a') left one row, key 1, and both counted as written. Lindorm has
+// no unique index: the table check refuses one, with the ALTER TABLE that drops it.
+func TestUniqueIndexBesidesTheKeyIsRefused(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			tgt, _ := ParseURI(srv.URI(""), noEnv)
+			s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+				{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeVarchar, KeyPos: -1}}}
+			srv.Exec(t, "CREATE TABLE t (k bigint NOT NULL PRIMARY KEY, v varchar(10), UNIQUE KEY uv (v))")
+			w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
+			if err == nil {
+				w.Close()
+			}
+			fix := "ALTER TABLE `t` DROP INDEX `uv`"
+			if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "unique index uv") || !strings.Contains(err.Error(), fix) {
+				t.Fatalf("a unique index on v: want a refusal naming it and %q, got %v", fix, err)
+			}
+			srv.Exec(t, fix)
+			w = openWriter(t, srv, s, 1)
+			rows := []pipeline.Row{{Values: []pipeline.Value{pipeline.Int(1), pipeline.Text("a")}}, {Values: []pipeline.Value{pipeline.Int(2), pipeline.Text("a")}}}
+			if err := w.Write(context.Background(), rows); err != nil {
+				t.Fatal(err)
+			}
+			if got := readAll(t, srv.DB(t), s); len(got) != 2 {
+				t.Errorf("%d rows, want 2: %v", len(got), got)
+			}
+		})
+	}
+}

@@ -160,6 +160,22 @@ func describe(ctx context.Context, db *sql.DB, table string) (*sqldialect.TableD
 	if err := krows.Err(); err != nil {
 		return nil, fmt.Errorf("read the primary key of table %s: %w", table, err)
 	}
+	urows, err := db.QueryContext(ctx, `SELECT DISTINCT INDEX_NAME FROM information_schema.STATISTICS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME <> 'PRIMARY' AND NON_UNIQUE = 0 ORDER BY INDEX_NAME`, table)
+	if err != nil {
+		return nil, fmt.Errorf("read the unique indexes of table %s (information_schema.STATISTICS): %w", table, err)
+	}
+	defer urows.Close()
+	for urows.Next() {
+		var u string
+		if err := urows.Scan(&u); err != nil {
+			return nil, fmt.Errorf("read the unique indexes of table %s: %w", table, err)
+		}
+		def.Unique = append(def.Unique, u)
+	}
+	if err := urows.Err(); err != nil {
+		return nil, fmt.Errorf("read the unique indexes of table %s: %w", table, err)
+	}
 	return def, nil
 }
 

@@ -107,7 +107,10 @@ type TableColumn struct {
 type TableDef struct {
 	Columns []TableColumn
 	Key     []string // primary-key columns in key order
-	Table   string
+	// Unique names the table's unique indexes besides the primary key (MySQL): an upsert
+	// whose row repeats another key's indexed values would update that row instead
+	Unique []string
+	Table  string
 	// NoPadBin is a binary NO PAD utf8mb4 collation the server offers ("" if none): what a key
 	// text column should use.
 	NoPadBin string
