@@ -1135,3 +1135,36 @@ func TestUniqueIndexBesidesTheKeyIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// An AUTO_INCREMENT key column numbers a row whose key is 0 anew (unless the server's sql_mode
+// has NO_AUTO_VALUE_ON_ZERO): the row of key 0 was stored under key 1, counted as written, and
+// the row of key 1 after it overwrote it. The table check refuses such a column, with the
+// ALTER TABLE that makes it a plain one; after it, key 0 is key 0.
+func TestAutoIncrementKeyIsRefused(t *testing.T) {
+	for name, start := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			tgt, _ := ParseURI(srv.URI(""), noEnv)
+			s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+				{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeVarchar, KeyPos: -1}}}
+			srv.Exec(t, "CREATE TABLE t (k bigint NOT NULL AUTO_INCREMENT PRIMARY KEY, v varchar(10))")
+			w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
+			if err == nil {
+				w.Close()
+			}
+			fix := regexp.MustCompile("ALTER TABLE `t` MODIFY `k` bigint(\\(20\\))? NOT NULL").FindString(fmt.Sprint(err))
+			if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "AUTO_INCREMENT") || fix == "" {
+				t.Fatalf("an AUTO_INCREMENT key: want a refusal naming it and the ALTER TABLE, got %v", err)
+			}
+			srv.Exec(t, fix)
+			w = openWriter(t, srv, s, 1)
+			rows := []pipeline.Row{{Values: []pipeline.Value{pipeline.Int(0), pipeline.Text("zero")}}, {Values: []pipeline.Value{pipeline.Int(1), pipeline.Text("one")}}}
+			if err := w.Write(context.Background(), rows); err != nil {
+				t.Fatal(err)
+			}
+			if got := readAll(t, srv.DB(t), s); len(got) != 2 {
+				t.Errorf("%d rows, want 2: %v", len(got), got)
+			}
+		})
+	}
+}

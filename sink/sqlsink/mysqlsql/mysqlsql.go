@@ -132,6 +132,7 @@ func describe(ctx context.Context, db *sql.DB, table string) (*sqldialect.TableD
 			c.Default = deflt.String
 		}
 		c.OnUpdate = strings.Contains(strings.ToLower(extra), "on update")
+		c.AutoIncrement = strings.Contains(strings.ToLower(extra), "auto_increment")
 		def.Columns = append(def.Columns, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -242,6 +243,14 @@ func collationPadding(ctx context.Context, db *sql.DB) (map[string]bool, error) 
 func typeMismatch(c pipeline.Column, tc sqldialect.TableColumn, def *sqldialect.TableDef) string {
 	if tc.Unsigned {
 		return " (unsigned: negative values would be refused)"
+	}
+	if tc.AutoIncrement {
+		null := "NULL DEFAULT NULL"
+		if c.IsKey() {
+			null = "NOT NULL"
+		}
+		return fmt.Sprintf(" (AUTO_INCREMENT: the server would write a row whose %s is 0 or null under the next number instead; ALTER TABLE %s MODIFY %s %s %s)",
+			c.Name, quote(def.Table), quote(c.Name), tc.Type, null)
 	}
 	dt := tc.DataType
 	switch c.Type {

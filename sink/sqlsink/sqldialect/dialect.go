@@ -98,9 +98,10 @@ type TableColumn struct {
 	Unsigned  bool
 	Desc      bool // Lindorm: SORT_ORDER DESC
 	// MySQL: what the server puts in a column an INSERT leaves out, or an UPDATE does not set
-	NotNull  bool   // IS_NULLABLE NO
-	Default  string // COLUMN_DEFAULT as the server writes it, "" for none (NULL)
-	OnUpdate bool   // EXTRA says ON UPDATE: the server sets it when its row is updated
+	NotNull       bool   // IS_NULLABLE NO
+	Default       string // COLUMN_DEFAULT as the server writes it, "" for none (NULL)
+	OnUpdate      bool   // EXTRA says ON UPDATE: the server sets it when its row is updated
+	AutoIncrement bool   // EXTRA says AUTO_INCREMENT: the server numbers a 0 or a null anew
 }
 
 // TableDef is a table as the server describes it.
