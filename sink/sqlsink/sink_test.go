@@ -1168,3 +1168,38 @@ func TestAutoIncrementKeyIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A primary key on a prefix of a key column (PRIMARY KEY (k(3))) compares keys by that prefix
+// only: rows 'abc1' and 'abc2' were one row, key 'abc1' holding the second row's value, both
+// counted as written. The table check refuses it, with the ALTER TABLE that keys the whole
+// column; after it, the two keys are two rows.
+func TestPrimaryKeyOnAPrefixIsRefused(t *testing.T) {
+	if !mysqltest.MariaDBAvailable() {
+		t.Skip("needs MariaDB (go-mysql-server has no prefix indexes)")
+	}
+	srv := mysqltest.MariaDB(t)
+	tgt, _ := ParseURI(srv.URI(""), noEnv)
+	s := pipeline.TargetSchema{Table: "t", KeyLen: 2, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeVarchar, KeyPos: 0}, {Name: "n", Type: pipeline.TypeBigint, KeyPos: 1},
+		{Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
+	srv.Exec(t, "CREATE TABLE t (k varchar(100) CHARACTER SET utf8mb4 COLLATE "+mysqlsql.KeyCollations[srv.DDLDialect()]+
+		" NOT NULL, n bigint NOT NULL, v bigint, PRIMARY KEY (k(3), n))")
+	w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
+	if err == nil {
+		w.Close()
+	}
+	fix := "ALTER TABLE `t` DROP PRIMARY KEY, ADD PRIMARY KEY (`k`, `n`)"
+	if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "its first 3") || !strings.Contains(err.Error(), fix) {
+		t.Fatalf("a primary key on k(3): want a refusal naming the prefix and %q, got %v", fix, err)
+	}
+	srv.Exec(t, fix)
+	w = openWriter(t, srv, s, 1)
+	rows := []pipeline.Row{{Values: []pipeline.Value{pipeline.Text("abc1"), pipeline.Int(1), pipeline.Int(1)}},
+		{Values: []pipeline.Value{pipeline.Text("abc2"), pipeline.Int(1), pipeline.Int(2)}}}
+	if err := w.Write(context.Background(), rows); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, srv.DB(t), s); len(got) != 2 {
+		t.Errorf("%d rows, want 2: %v", len(got), got)
+	}
+}

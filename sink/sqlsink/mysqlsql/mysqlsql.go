@@ -145,7 +145,7 @@ func describe(ctx context.Context, db *sql.DB, table string) (*sqldialect.TableD
 	if err := readPadding(ctx, db, def); err != nil {
 		return nil, fmt.Errorf("read the collations of table %s (information_schema.COLLATIONS): %w", table, err)
 	}
-	krows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
+	krows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COALESCE(SUB_PART, 0) FROM information_schema.STATISTICS
 		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`, table)
 	if err != nil {
 		return nil, fmt.Errorf("read the primary key of table %s (information_schema.STATISTICS): %w", table, err)
@@ -153,10 +153,16 @@ func describe(ctx context.Context, db *sql.DB, table string) (*sqldialect.TableD
 	defer krows.Close()
 	for krows.Next() {
 		var k string
-		if err := krows.Scan(&k); err != nil {
+		var prefix int
+		if err := krows.Scan(&k, &prefix); err != nil {
 			return nil, fmt.Errorf("read the primary key of table %s: %w", table, err)
 		}
 		def.Key = append(def.Key, k)
+		for i := range def.Columns {
+			if strings.EqualFold(def.Columns[i].Name, k) {
+				def.Columns[i].KeyPrefix = prefix
+			}
+		}
 	}
 	if err := krows.Err(); err != nil {
 		return nil, fmt.Errorf("read the primary key of table %s: %w", table, err)
@@ -251,6 +257,14 @@ func typeMismatch(c pipeline.Column, tc sqldialect.TableColumn, def *sqldialect.
 		}
 		return fmt.Sprintf(" (AUTO_INCREMENT: the server would write a row whose %s is 0 or null under the next number instead; ALTER TABLE %s MODIFY %s %s %s)",
 			c.Name, quote(def.Table), quote(c.Name), tc.Type, null)
+	}
+	if c.IsKey() && tc.KeyPrefix > 0 {
+		keys := make([]string, len(def.Key))
+		for i, k := range def.Key {
+			keys[i] = quote(k)
+		}
+		return fmt.Sprintf(" (the primary key holds only its first %d characters: keys that share them would be one row; ALTER TABLE %s DROP PRIMARY KEY, ADD PRIMARY KEY (%s))",
+			tc.KeyPrefix, quote(def.Table), strings.Join(keys, ", "))
 	}
 	dt := tc.DataType
 	switch c.Type {

@@ -102,6 +102,7 @@ type TableColumn struct {
 	Default       string // COLUMN_DEFAULT as the server writes it, "" for none (NULL)
 	OnUpdate      bool   // EXTRA says ON UPDATE: the server sets it when its row is updated
 	AutoIncrement bool   // EXTRA says AUTO_INCREMENT: the server numbers a 0 or a null anew
+	KeyPrefix     int    // the primary key holds only its first N characters or bytes (SUB_PART)
 }
 
 // TableDef is a table as the server describes it.
