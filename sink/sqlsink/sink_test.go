@@ -1203,3 +1203,29 @@ func TestPrimaryKeyOnAPrefixIsRefused(t *testing.T) {
 		t.Errorf("%d rows, want 2: %v", len(got), got)
 	}
 }
+
+// A FLOAT or DOUBLE column declared with digits (double(10,2), float(7,4)) rounds every value to
+// them without a word, strict mode or not: 1.23456 was stored as 1.23 and counted as written.
+// The table check refuses such a column, naming the plain type that keeps every value.
+func TestFloatColumnsWithDigitsAreRefused(t *testing.T) {
+	if !mysqltest.MariaDBAvailable() {
+		t.Skip("needs MariaDB (go-mysql-server keeps no digits of a double)")
+	}
+	srv := mysqltest.MariaDB(t)
+	tgt, _ := ParseURI(srv.URI(""), noEnv)
+	for i, tc := range []struct {
+		typ    pipeline.Type
+		create string
+	}{{pipeline.TypeDouble, "double(10,2)"}, {pipeline.TypeFloat, "float(7,4)"}} {
+		s := pipeline.TargetSchema{Table: fmt.Sprintf("t%d", i), KeyLen: 1, Columns: []pipeline.Column{
+			{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: tc.typ, KeyPos: -1}}}
+		srv.Exec(t, "CREATE TABLE "+s.Table+" (k bigint NOT NULL PRIMARY KEY, v "+tc.create+")")
+		w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
+		if err == nil {
+			w.Close()
+		}
+		if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "rounds every value") {
+			t.Errorf("a %s column: want a refusal saying it rounds, got %v", tc.create, err)
+		}
+	}
+}

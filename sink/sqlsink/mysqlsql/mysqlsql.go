@@ -312,13 +312,12 @@ func typeMismatch(c pipeline.Column, tc sqldialect.TableColumn, def *sqldialect.
 		if !(dt == "tinyint" && tc.Type == "tinyint(1)") && dt != "boolean" && dt != "bool" {
 			return " (want boolean, i.e. tinyint(1))"
 		}
-	case pipeline.TypeFloat:
-		if dt != "float" {
+	case pipeline.TypeFloat, pipeline.TypeDouble:
+		if dt != strings.ToLower(c.Type.String()) {
 			return sqldialect.Mismatch
 		}
-	case pipeline.TypeDouble:
-		if dt != "double" {
-			return sqldialect.Mismatch
+		if strings.Contains(tc.Type, "(") { // float(7,4), double(10,2): MySQL's digits
+			return " (rounds every value to its digits without an error, 1.23456 to 1.23 in double(10,2); want " + dt + ")"
 		}
 	case pipeline.TypeDecimal:
 		if dt != "decimal" || tc.Precision != c.Precision || tc.Scale != c.Scale {
