@@ -132,7 +132,9 @@ func classify(err error) errClass {
 	return classFatal
 }
 
-var columnInMessage = regexp.MustCompile(`(?i)column '([^']+)'`)
+// columnInMessage finds the refused column in a server's message: 'v' (MySQL), or `v` and
+// `db`.`t`.`v` (MariaDB's incorrect string and datetime values), the last name back-quoted.
+var columnInMessage = regexp.MustCompile("(?i)column (?:'([^']+)'|(?:`(?:[^`]|``)*`\\.)*`((?:[^`]|``)*)`)")
 
 // packetTooLarge tells whether err is a statement larger than the server's max_allowed_packet:
 // the driver refuses to send it (it read the setting when it connected), or the server refuses
@@ -154,6 +156,9 @@ func rowError(err error, stmtBytes int) *pipeline.RowError {
 	field := ""
 	if m := columnInMessage.FindStringSubmatch(err.Error()); m != nil {
 		field = m[1]
+		if field == "" {
+			field = strings.ReplaceAll(m[2], "``", "`")
+		}
 	}
 	return &pipeline.RowError{Code: CodeTargetRefused, Field: field, Message: "the server refused the row: " + err.Error()}
 }

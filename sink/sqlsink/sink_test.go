@@ -1229,3 +1229,40 @@ func TestFloatColumnsWithDigitsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// A reject names the column the server refused, however the server quotes it: MariaDB names
+// the column of an incorrect string or datetime as `db`.`t`.`v`, and such rejects had no
+// field (an emoji into a utf8mb3 column, a date out of a TIMESTAMP column's range).
+func TestRejectNamesTheFieldHoweverQuoted(t *testing.T) {
+	if !mysqltest.MariaDBAvailable() {
+		t.Skip("needs MariaDB (go-mysql-server stores any character in a utf8mb3 column)")
+	}
+	srv := mysqltest.MariaDB(t)
+	w := kvWriter(t, srv, "varchar(20) CHARACTER SET utf8mb3")
+	err := w.Write(context.Background(), kvRows(3, func(i int) string {
+		if i == 1 {
+			return "smile \U0001F600"
+		}
+		return "ok"
+	}))
+	var rr *pipeline.RowRejects
+	if !errors.As(err, &rr) || len(rr.Rows) != 1 {
+		t.Fatalf("want one reject, got %v", err)
+	}
+	if r := rr.Rows[0]; r.Index != 1 || r.Err.Field != "v" {
+		t.Errorf("reject %d %+v: want row 1, field v", r.Index, r.Err)
+	}
+}
+
+func TestRowErrorFieldForms(t *testing.T) {
+	for msg, want := range map[string]string{
+		"Data too long for column 'v' at row 1":                                                 "v",
+		"Incorrect string value: '\\xF0\\x9F\\x98\\x80' for column `rekey`.`t`.`v` at row 1":    "v",
+		"Incorrect datetime value: '1960-01-01 00:00:00.000' for column `db`.`t`.`ts` at row 2": "ts",
+		"Incorrect string value: '\\xF0' for column `a``b` at row 1":                            "a`b",
+	} {
+		if got := rowError(errors.New(msg), 10).Field; got != want {
+			t.Errorf("%s: field %q, want %q", msg, got, want)
+		}
+	}
+}
