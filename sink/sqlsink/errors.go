@@ -50,6 +50,7 @@ var serverErrors = map[uint16]errClass{
 	1213: classTransient, // ER_LOCK_DEADLOCK
 	1290: classTransient, // ER_OPTION_PREVENTS_STATEMENT  e.g. --read-only during a failover
 	1927: classTransient, // ER_CONNECTION_KILLED (MariaDB)
+	1969: classTransient, // ER_STATEMENT_TIMEOUT (MariaDB) max_statement_time exceeded
 	2006: classTransient, // CR_SERVER_GONE_ERROR
 	2013: classTransient, // CR_SERVER_LOST
 	3024: classTransient, // ER_QUERY_TIMEOUT            max_execution_time exceeded

@@ -794,6 +794,9 @@ func TestClassify(t *testing.T) {
 	}{
 		{&mysql.MySQLError{Number: 1213}, classTransient},
 		{&mysql.MySQLError{Number: 1205}, classTransient},
+		// MariaDB's statement timeout (max_statement_time), retried as MySQL's (3024) is: it
+		// stopped the run as an unknown error
+		{&mysql.MySQLError{Number: 1969, Message: "Query execution was interrupted (max_statement_time exceeded)"}, classTransient},
 		{&mysql.MySQLError{Number: 1406, Message: "Data too long for column 'v' at row 3"}, classRow},
 		{&mysql.MySQLError{Number: 1366}, classRow},
 		{fmt.Errorf("x: %w", mysql.ErrPktTooLarge), classRow}, // the driver: over the server's max_allowed_packet
