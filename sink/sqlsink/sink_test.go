@@ -1269,3 +1269,43 @@ func TestRowErrorFieldForms(t *testing.T) {
 		}
 	}
 }
+
+// A server with explicit_defaults_for_timestamp off (MariaDB before 10.10, MySQL 5.7) makes a
+// table's first TIMESTAMP column ON UPDATE CURRENT_TIMESTAMP, a key column too: the upsert of
+// a row already there moved it to the time of the update (key 2023-11-14 22:13:20.123 became
+// the clock's time), a row lost under its key. The table check refuses such a key column, with
+// the ALTER TABLE that makes it a datetime; after it, the row keeps its key.
+func TestKeyColumnOnUpdateIsRefused(t *testing.T) {
+	if !mysqltest.MariaDBAvailable() {
+		t.Skip("needs MariaDB (go-mysql-server has no implicit ON UPDATE)")
+	}
+	srv := mysqltest.MariaDB(t, "--explicit-defaults-for-timestamp=0")
+	tgt, _ := ParseURI(srv.URI(""), noEnv)
+	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeTimestamp, KeyPos: 0}, {Name: "v", Type: pipeline.TypeVarchar, KeyPos: -1}}}
+	srv.Exec(t, "CREATE TABLE t (k timestamp(3) NOT NULL PRIMARY KEY, v varchar(10))")
+	w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
+	if err == nil {
+		w.Close()
+	}
+	fix := "ALTER TABLE `t` MODIFY `k` datetime(3) NOT NULL"
+	if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "ON UPDATE") || !strings.Contains(err.Error(), fix) {
+		t.Fatalf("a key column ON UPDATE: want a refusal naming it and %q, got %v", fix, err)
+	}
+	srv.Exec(t, fix)
+	w = openWriter(t, srv, s, 1)
+	for _, v := range []string{"a", "b"} {
+		if err := w.Write(context.Background(), []pipeline.Row{{Values: []pipeline.Value{pipeline.Int(1700000000123), pipeline.Text(v)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := readAll(t, srv.DB(t), s)
+	if len(got) != 1 {
+		t.Fatalf("want one row, got %v", got)
+	}
+	for _, r := range got {
+		if r[0].Num != 1700000000123 || r[1].Str != "b" {
+			t.Errorf("row %v, want key 1700000000123 holding b", r)
+		}
+	}
+}

@@ -258,6 +258,11 @@ func typeMismatch(c pipeline.Column, tc sqldialect.TableColumn, def *sqldialect.
 		return fmt.Sprintf(" (AUTO_INCREMENT: the server would write a row whose %s is 0 or null under the next number instead; ALTER TABLE %s MODIFY %s %s %s)",
 			c.Name, quote(def.Table), quote(c.Name), tc.Type, null)
 	}
+	if c.IsKey() && tc.OnUpdate {
+		// a TIMESTAMP made so by explicit_defaults_for_timestamp=OFF: a datetime never is
+		return fmt.Sprintf(" (ON UPDATE: the server would move a row rekey upserts again to the key of the update's time; ALTER TABLE %s MODIFY %s %s NOT NULL)",
+			quote(def.Table), quote(c.Name), strings.Replace(tc.Type, "timestamp", "datetime", 1))
+	}
 	if c.IsKey() && tc.KeyPrefix > 0 {
 		keys := make([]string, len(def.Key))
 		for i, k := range def.Key {

@@ -100,7 +100,7 @@ type TableColumn struct {
 	// MySQL: what the server puts in a column an INSERT leaves out, or an UPDATE does not set
 	NotNull       bool   // IS_NULLABLE NO
 	Default       string // COLUMN_DEFAULT as the server writes it, "" for none (NULL)
-	OnUpdate      bool   // EXTRA says ON UPDATE: the server sets it when its row is updated
+	OnUpdate      bool   // EXTRA says ON UPDATE: the server sets it when its row is updated, a key too
 	AutoIncrement bool   // EXTRA says AUTO_INCREMENT: the server numbers a 0 or a null anew
 	KeyPrefix     int    // the primary key holds only its first N characters or bytes (SUB_PART)
 }
