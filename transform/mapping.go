@@ -217,8 +217,17 @@ func yamlProblem(data []byte, err error) string {
 	if !ok || !strings.Contains(value, ": ") && !strings.Contains(value, "::") {
 		return msg + " (a value that contains ': ' must be quoted)"
 	}
-	return fmt.Sprintf("%s: %q contains ': ', which YAML reads as another key: quote the expression, %s: %q",
-		msg, line, key, strings.TrimSpace(value))
+	// a comment after the value stays a comment, outside the quotes
+	expr, comment := value, ""
+	for i := 1; i < len(value); i++ {
+		if value[i] == '#' && (value[i-1] == ' ' || value[i-1] == '\t') {
+			expr = strings.TrimRight(value[:i], " \t")
+			comment = value[len(expr):]
+			break
+		}
+	}
+	return fmt.Sprintf("%s: %q contains ': ', which YAML reads as another key: quote the expression, %s: %q%s",
+		msg, line, key, strings.TrimSpace(expr), comment)
 }
 
 type decoder struct {

@@ -502,3 +502,14 @@ func TestDecodeRefusesACodeWithoutValue(t *testing.T) {
 		{"target.codes.d.alipay", "no code"},
 	})
 }
+
+// An unquoted cast followed by a comment (as docs/mapping.md's sample writes its lines) is told to
+// quote the expression alone and keep the comment after it. Before, the suggestion put the comment
+// inside the quotes: `amount: "amount :: DECIMAL(18,2)   # a note"`, an expression that does not
+// parse.
+func TestUnquotedCastWithCommentSaysToQuoteTheExpressionOnly(t *testing.T) {
+	_, err := Decode([]byte("version: 1\nsource:\n  columns: {a: text, b: int}\ntarget:\n  table: t\n  primary_key: \"[a]\"\n  columns:\n    c: b :: TINYINT   # quote expressions that contain ': '\n"), "m.yaml")
+	if err == nil || !strings.Contains(err.Error(), `quote the expression, c: "b :: TINYINT"   # quote expressions that contain ': '`) {
+		t.Fatalf("error %v", err)
+	}
+}
