@@ -7,7 +7,9 @@
 package transform
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"regexp"
 	"strconv"
@@ -163,6 +165,9 @@ func (ps *problems) add(path string, line int, format string, args ...any) {
 // Load reads and strictly decodes a mapping file.
 func Load(path string) (*Mapping, error) {
 	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("mapping file %s not found: check the -m/--mapping path (mappings/*.yaml in rekey's repository are examples): %w", path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read mapping: %w", err)
 	}

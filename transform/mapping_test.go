@@ -2,6 +2,8 @@ package transform
 
 import (
 	"errors"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -510,6 +512,16 @@ func TestDecodeRefusesACodeWithoutValue(t *testing.T) {
 func TestUnquotedCastWithCommentSaysToQuoteTheExpressionOnly(t *testing.T) {
 	_, err := Decode([]byte("version: 1\nsource:\n  columns: {a: text, b: int}\ntarget:\n  table: t\n  primary_key: \"[a]\"\n  columns:\n    c: b :: TINYINT   # quote expressions that contain ': '\n"), "m.yaml")
 	if err == nil || !strings.Contains(err.Error(), `quote the expression, c: "b :: TINYINT"   # quote expressions that contain ': '`) {
+		t.Fatalf("error %v", err)
+	}
+}
+
+// A mapping path that names no file says so and what to check. Before, the error was the
+// operating system's alone: `read mapping: open mappings/order.yaml: no such file or directory`.
+func TestLoadMissingMappingSaysWhatToCheck(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "order.yaml")
+	_, err := Load(path)
+	if err == nil || !strings.Contains(err.Error(), "mapping file "+path+" not found: check the -m/--mapping path") || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("error %v", err)
 	}
 }
