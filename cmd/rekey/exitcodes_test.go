@@ -522,3 +522,14 @@ func TestMergeRefusesADamagedDataFile(t *testing.T) {
 		t.Error("the merge wrote a manifest over a damaged input")
 	}
 }
+
+// A mistyped command gets cobra's suggestion as a list a user reads: the suggested command on a
+// line of its own, indented. Before, the final error line escaped the indentation's tab and
+// printed `Did you mean this?` followed by a literal `\tmigrate`.
+func TestUnknownCommandSuggestionIsReadable(t *testing.T) {
+	t.Parallel()
+	code, _, stderr := runCLI(t, "migrat")
+	if code != exitUsage || !strings.Contains(stderr, "Did you mean this?\n\tmigrate\n") || strings.Contains(stderr, `\t`) {
+		t.Errorf("rekey migrat: exit %d, want %d with the suggestion \"\\tmigrate\" on its own line:\n%s", code, exitUsage, stderr)
+	}
+}

@@ -220,11 +220,13 @@ func heapOnHugePages(budget int64) {
 }
 
 // escapeLines shows the control characters of a message that may name data values (a key, a
-// file name) escaped, keeping its own line breaks.
+// file name) escaped, keeping its own line breaks and the tabs that indent a line (cobra's
+// "Did you mean this?" list): layout, not data, as the line breaks are.
 func escapeLines(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = pipeline.EscapeControls(l)
+		body := strings.TrimLeft(l, "\t")
+		lines[i] = l[:len(l)-len(body)] + pipeline.EscapeControls(body)
 	}
 	return strings.Join(lines, "\n")
 }
