@@ -533,3 +533,21 @@ func TestUnknownCommandSuggestionIsReadable(t *testing.T) {
 		t.Errorf("rekey migrat: exit %d, want %d with the suggestion \"\\tmigrate\" on its own line:\n%s", code, exitUsage, stderr)
 	}
 }
+
+// A flag cobra refuses (a typo, a missing value) names the help that lists the command's flags.
+// Before, the error was cobra's alone, `rekey: unknown flag: --sorce`, with no next step.
+func TestFlagErrorNamesTheCommandsHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"migrate", "--sorce", "file:orders.csv"},
+		{"report", "--sample"},
+		{"verify", "-m"},
+		{"check", "--bogus"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		want := "run 'rekey " + args[0] + " --help' for its flags"
+		if code == 0 || !strings.Contains(stderr, want) {
+			t.Errorf("rekey %s: exit %d, want stderr saying %q:\n%s", strings.Join(args, " "), code, want, stderr)
+		}
+	}
+}

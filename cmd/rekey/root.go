@@ -53,6 +53,10 @@ Sources: file:PATH (CSV, JSON Lines), gen:NAME, cassandra://hosts/keyspace/table
 		}
 		return checkCommonFlags(cmd, args)
 	}
+	// cobra's own words name the flag but not where the flags are listed
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fmt.Errorf("%w: run '%s --help' for its flags", err, cmd.CommandPath())
+	})
 	root.PersistentFlags().StringVar(&inv.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&inv.logFormat, "log-format", "console", "log format: console or json")
 	root.SetHelpCommand(newHelpCmd())
