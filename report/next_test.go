@@ -92,3 +92,22 @@ func TestReportSaysWhatToChangeWhenEveryDesignIsPoor(t *testing.T) {
 		}
 	}
 }
+
+// When the report's own command gave --write-mapping, the next step names the file it wrote
+// rather than telling to add the flag. Before, `rekey report ... --write-mapping designs` still
+// said "add --write-mapping DIR to this report's command" above the list of files it had written.
+func TestReportNextStepNamesTheWrittenMapping(t *testing.T) {
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), events(5000), nil)
+	best := rep.Alternatives[0]
+	if best.IsMapping || best.Grade == "poor" {
+		t.Fatalf("the fixture needs a derived design ranked first: %+v", best)
+	}
+	rep.WriteMappingDir = "designs"
+	file := filepath.Join("designs", best.ID+".yaml")
+	text, page := outputs(t, rep)
+	for name, out := range map[string]string{"text": text, "html": page} {
+		if strings.Contains(out, "add --write-mapping") || !strings.Contains(out, "rekey check -m "+file) {
+			t.Errorf("the %s output does not name %s as written:\n%s", name, file, out)
+		}
+	}
+}

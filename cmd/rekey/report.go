@@ -305,6 +305,7 @@ func (f *reportFlags) run(ctx context.Context, cfg report.Config) (*report.Repor
 
 // write writes the report's files (--json, --html, --write-mapping) and prints it.
 func (f *reportFlags) write(out io.Writer, rep *report.Report, prog *transform.Program) error {
+	rep.WriteMappingDir = f.writeMap // the next steps name the files it writes
 	if f.jsonOut != "" {
 		if err := writeReportFile(f.jsonOut, func(w io.Writer) error { return report.WriteJSON(w, rep) }); err != nil {
 			return err

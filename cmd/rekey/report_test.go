@@ -122,6 +122,10 @@ func TestReportWriteMapping(t *testing.T) {
 	if code != 2 { // the mapping's key collides: exit 2 as always
 		t.Fatalf("exit %d:\n%s", code, text)
 	}
+	// the next steps name the folder this command wrote, not the flag it already has
+	if strings.Contains(text, "--write-mapping DIR") || !strings.Contains(text, "mapping files in "+out) {
+		t.Errorf("the next steps tell to add --write-mapping, which the command has:\n%s", text)
+	}
 	var doc struct {
 		Alternatives []struct {
 			ID        string `json:"id"`

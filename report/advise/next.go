@@ -2,6 +2,7 @@ package advise
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/rekey/rekey/report/model"
@@ -36,9 +37,18 @@ func NewNextSteps(rep *model.Report) *NextSteps {
 		}
 		allPoor = allPoor && a.Grade == "poor"
 	}
+	// dir is where the designs are written: this report's --write-mapping, or DIR when the
+	// command did not give it
+	dir, wrote := rep.WriteMappingDir, rep.WriteMappingDir != ""
+	if !wrote {
+		dir = "DIR"
+	}
 	writeHint := ""
 	if written != nil {
 		writeHint = fmt.Sprintf("--write-mapping DIR writes the other designs as mapping files (#%d as DIR/%s.yaml)", written.Rank, written.ID)
+		if wrote {
+			writeHint = fmt.Sprintf("the other designs are written as mapping files in %s (#%d as %s)", dir, written.Rank, filepath.Join(dir, written.ID+".yaml"))
+		}
 	}
 	if !allPoor {
 		best := &alts[0]
@@ -50,13 +60,18 @@ func NewNextSteps(rep *model.Report) *NextSteps {
 			}
 			return &NextSteps{Summary: s + "."}
 		case best == written:
-			check := "rekey check -m DIR/" + best.ID + ".yaml"
+			file := filepath.Join(dir, best.ID+".yaml")
+			check := "rekey check -m " + shellQuote(file)
 			if best.Strategy == "quantile" { // its split keys are quantiles of the data: check samples the source
 				src := rep.Source.URI
 				if src == "" {
 					src = "SOURCE"
 				}
 				check += " --source " + shellQuote(src)
+			}
+			if wrote {
+				return &NextSteps{Summary: fmt.Sprintf("to take design #%d (%s), migrate with %s, which this report's --write-mapping wrote; %s prints its key and regions first.",
+					best.Rank, best.Name, file, check)}
 			}
 			return &NextSteps{Summary: fmt.Sprintf("to take design #%d (%s), add --write-mapping DIR to this report's command: it writes each design as a mapping file, this one as DIR/%s.yaml; %s prints its key and regions, then migrate with it.",
 				best.Rank, best.Name, best.ID, check)}

@@ -50,6 +50,9 @@ type Report struct {
 	WriteOrder     *WriteOrder    `json:"write_order"`  // the order the application is taken to write rows in
 
 	Design []transform.DesignRule `json:"-"` // the mapping's static design rules the findings quote
+	// WriteMappingDir is the folder the report's own --write-mapping writes the designs to: the
+	// next steps name the files there instead of telling to add the flag
+	WriteMappingDir string `json:"-"`
 }
 
 // MappingInfo identifies the mapping analysed.
