@@ -121,7 +121,7 @@ for (fewer rows than its windows need, a first column of one value) is listed as
 rather than passed. Both commands run
 one table of rules; without --source check lists each data rule it did not examine ("skipped:
 needs a sample") rather than passing it.`,
-		Example: "  rekey check -m mappings/orders.yaml\n  rekey check -m mappings/users.yaml --source file:users.csv --regions 32",
+		Example: "  rekey check -m mappings/orders.yaml\n  rekey check -m mappings/transactions_by_seller.yaml --source 'gen:transactions?rows=100000' --regions 32",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
@@ -362,7 +362,7 @@ func newDDLCmd(inv *invocation) *cobra.Command {
 		Example: "  rekey ddl -m mappings/orders.yaml\n" +
 			"  rekey ddl -m mappings/orders.yaml --dialect mariadb | mariadb shop\n" +
 			"  rekey ddl -m mappings/orders.yaml --regions 64\n" +
-			"  rekey ddl -m mappings/users.yaml --source file:users.csv > ddl.sql",
+			"  rekey ddl -m mappings/transactions_by_seller.yaml --source 'gen:transactions?rows=100000' > ddl.sql",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ddl, ok := sqltargets.DDL(dialect)

@@ -117,7 +117,7 @@ func newMigrateCmd(inv *invocation) *cobra.Command {
 		Long:  migrateHelp + inv.sources.Help(),
 		Example: `  rekey migrate -m mappings/orders.yaml --source 'gen:orders?rows=1000000' --out out/orders
   rekey migrate -m mappings/orders.yaml --source file:orders.csv --out out/orders --regions 64 --max-rejects 100
-  rekey migrate -m mappings/logs.yaml --source file:logs.jsonl.gz --out out/logs --format csv --sort`,
+  rekey migrate -m mappings/logs.yaml --source 'gen:logs?rows=1000000' --out out/logs --format csv --sort`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runMigrate(cmd, inv, f) },
 	}

@@ -99,9 +99,9 @@ source, a file it could not write). --json writes every figure (schema: report/R
 
 ` + inv.sources.Help(),
 		Example: `  rekey report -m mappings/orders.yaml --source 'gen:orders?rows=1000000'
-  rekey report -m mappings/logs.yaml --source file:logs.csv --sample 10% --html report.html
-  rekey report -m mappings/users.yaml --source file:users.csv --nodes 6 --json report.json --strict
-  rekey report -m readings.yaml --source file:readings.csv --query 'device_id=, ts range' --write-mapping designs/`,
+  rekey report -m mappings/logs.yaml --source 'gen:logs?rows=1000000' --sample 10% --html report.html
+  rekey report -m mappings/transactions_by_seller.yaml --source 'gen:transactions?rows=100000' --nodes 6 --json report.json --strict
+  rekey report -m mappings/logs.yaml --source 'gen:logs?rows=100000' --query 'hostname=, ts range' --write-mapping designs/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReport(cmd, inv, f) },
 	}
