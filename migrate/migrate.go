@@ -179,8 +179,8 @@ func (m *Migration) Plan(ctx context.Context) (pipeline.RegionPlan, error) {
 	return plan, nil
 }
 
-// Watch is shown a run as it goes: the counters, the bytes written so far and the rows a resume
-// starts from; it returns what ends the display.
+// Watch is shown a run as it goes: the counters, the bytes written so far (those of the files a
+// resume keeps included) and the rows a resume starts from; it returns what ends the display.
 type Watch func(counters *pipeline.Counters, bytes func() int64, before int64) (done func(), err error)
 
 // Run reads the source into region files with the plan Plan settled; stop ends it gracefully
@@ -328,8 +328,18 @@ func execute(ctx context.Context, src pipeline.Source, parts []part, opt Options
 	if resume != nil {
 		before = resume.RowsIn
 	}
+	// the files earlier attempts committed count as their rows do (before), and as the
+	// summary counts them
+	var earlier int64
+	for _, p := range parts {
+		if cp := p.t.Output.Checkpoint; cp != nil {
+			for _, f := range cp.Files {
+				earlier += f.Bytes
+			}
+		}
+	}
 	bytes := func() int64 {
-		var n int64
+		n := earlier
 		for _, p := range parts {
 			n += p.t.Bytes()
 		}
