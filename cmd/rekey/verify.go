@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 
 	"runtime"
 	"strings"
@@ -43,6 +44,9 @@ func (inv *invocation) openLookup(ctx context.Context, uri string, schema pipeli
 // prefix (credentials from the environment, as for migrate's --out). It only ever reads.
 func (inv *invocation) openObjects(ctx context.Context, uri string) (verify.Objects, string, error) {
 	st, where, err := output.OpenToRead(ctx, uri, inv.getenv)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", fmt.Errorf("--target %s: no such folder: give --target the --out of the migration (or of the replication) to check: %w", sourceuri.Redact(uri), err)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("--target %s: %w", sourceuri.Redact(uri), err)
 	}

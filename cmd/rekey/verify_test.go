@@ -487,3 +487,16 @@ func TestVerifySampleStatsAddUp(t *testing.T) {
 		t.Fatalf("a sample of 1000 of 20000 rows: %+v, want rows_in = rows_written + rows_rejected + rows_skipped", st)
 	}
 }
+
+// A --target folder that does not exist says what --target takes. Before, the error was the
+// operating system's alone: `--target out/nope: stat out/nope: no such file or directory`.
+func TestVerifyMissingTargetSaysWhatItTakes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := ordersCSV(t, dir, "orders.csv", 10, 1)
+	missing := filepath.Join(dir, "nope")
+	code, _, stderr := runCLI(t, "verify", "-m", "../../mappings/orders.yaml", "--source", "file:"+src, "--target", missing, "--progress", "never")
+	if code != exitVerifyFailed || !strings.Contains(stderr, missing) || !strings.Contains(stderr, "give --target the --out of the migration") {
+		t.Errorf("exit %d, want %d naming %s and what --target takes:\n%s", code, exitVerifyFailed, missing, stderr)
+	}
+}
