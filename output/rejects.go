@@ -104,6 +104,24 @@ func RejectsLocation(st store.Store) string {
 	return st.Location(RejectsPartsDir + "/")
 }
 
+// ReplayLocation is where the rejected records of src are written as they were read (the
+// replay file, or its parts' folder on an object store), to run again once fixed; "" when src
+// cannot give them back in its input's format.
+func ReplayLocation(st store.Store, src pipeline.Source) string {
+	rp, ok := src.(pipeline.Replayer)
+	if !ok {
+		return ""
+	}
+	rf, ok := rp.ReplayFile()
+	if !ok {
+		return ""
+	}
+	if _, ok := st.(store.Dir); ok {
+		return st.Location(ReplayPrefix + rf.Ext)
+	}
+	return st.Location(ReplayPartsDir + "/")
+}
+
 // ReadRejects reads back the rejects of the output st whose checkpoint is cp, in the order they
 // were written, one object at a time: fn gets each object's name and the bytes of it that count.
 // This is the one reader of the layout RejectLog writes, whatever the store:

@@ -15,6 +15,7 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cassandra"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -65,6 +66,7 @@ type summaryOut struct {
 	label   string               // "output" (a folder or bucket of files) or "state" (a SQL target's local folder)
 	where   string               // the --out (or state folder) as given
 	rejects string               // where the rejected rows are (RejectsLocation)
+	replay  string               // the rejected rows as read, to run again (ReplayLocation); "" when none
 	plan    *pipeline.RegionPlan // the region plan of a files output; nil for a SQL table, which has no files
 	// nextSince is the since= of the next catch-up of a Cassandra source (nextSince), once complete
 	nextSince time.Time
@@ -87,7 +89,7 @@ func cellTimeRows(c *cassandra.CellTimeStats) [][2]string {
 // filesOut is the summaryOut of the region files m writes in st.
 func filesOut(where string, m *migrate.Migration, plan pipeline.RegionPlan) summaryOut {
 	st := m.Output().Store
-	return summaryOut{label: "output", where: where, rejects: output.RejectsLocation(st), plan: &plan,
+	return summaryOut{label: "output", where: where, rejects: output.RejectsLocation(st), replay: output.ReplayLocation(st, m.Source()), plan: &plan,
 		cells: cellTimeStats(m.Source(), m.Program().WriteTime())}
 }
 
@@ -154,6 +156,13 @@ func printSummary(w io.Writer, title string, res pipeline.Result, out summaryOut
 	)
 	if s.RowsRejected > 0 {
 		rows = append(rows, [2]string{"rejects", out.rejects})
+		if out.replay != "" {
+			again := out.replay
+			if !store.IsBucket(again) { // a bucket's folder is a source URI as it is
+				again = "file:" + again
+			}
+			rows = append(rows, [2]string{"rejected rows", out.replay + " (as read: once fixed, migrate them with --source " + again + ")"})
+		}
 	}
 	if !out.nextSince.IsZero() {
 		rows = append(rows, [2]string{"next since", out.nextSince.Format(time.RFC3339) + " (for the next catch-up: this run's start less " + catchupMargin.String() + ")"})
