@@ -436,7 +436,11 @@ func (t *targetReader) file(ctx context.Context, i int) error {
 				return fmt.Errorf("%s lists %s, which is still under its temporary name: rekey replicate was stopped while it committed the roll of partition %d that holds it; run rekey replicate again (the partition's next owner renames the roll's files first), then verify",
 					fo.Location, fi.Path, p)
 			}
-			return fmt.Errorf("%s lists %s, which is not there: was the output moved or cleaned up?", fo.Location, fi.Path)
+			again := "migrate again (--overwrite, or a new --out)"
+			if fo.Replication != nil {
+				again = "replicate the topic again from its start into a new --out (a new group=)"
+			}
+			return fmt.Errorf("%s lists %s, which is not there, so what the target holds cannot be told: give --target the output as the run left it (moved or copied whole); if the file is lost, %s", fo.Location, fi.Path, again)
 		}
 		return fmt.Errorf("open %s: %w", fi.Path, err)
 	}

@@ -500,3 +500,28 @@ func TestVerifyMissingTargetSaysWhatItTakes(t *testing.T) {
 		t.Errorf("exit %d, want %d naming %s and what --target takes:\n%s", code, exitVerifyFailed, missing, stderr)
 	}
 }
+
+// A data file the manifest lists but the folder lacks fails the verify (it cannot say what the
+// target holds) with what to do: point --target at the whole output, or migrate again. Before,
+// the error ended in a question, "was the output moved or cleaned up?", with no next step.
+func TestVerifyMissingDataFileSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := ordersCSV(t, dir, "orders.csv", 200, 1)
+	out := filepath.Join(dir, "out")
+	mapping := "../../mappings/orders.yaml"
+	if code, stdout, stderr := runCLI(t, "migrate", "-m", mapping, "--source", "file:"+src, "--out", out, "--progress", "never"); code != 0 {
+		t.Fatalf("migrate: exit %d\n%s%s", code, stdout, stderr)
+	}
+	files, err := filepath.Glob(filepath.Join(out, "data", "*", "*.parquet"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no data file: %v", err)
+	}
+	if err := os.Remove(files[0]); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "verify", "-m", mapping, "--source", "file:"+src, "--target", out, "--progress", "never")
+	if code != exitVerifyFailed || !strings.Contains(stderr, "which is not there") || !strings.Contains(stderr, "migrate again") {
+		t.Errorf("exit %d, want %d naming the missing file and what to do:\n%s", code, exitVerifyFailed, stderr)
+	}
+}
