@@ -188,7 +188,7 @@ func TestMigrateStdin(t *testing.T) {
 	if code != 2 || !strings.Contains(errs, "stdin (file:-) cannot be sampled before it is read") || !strings.Contains(errs, "--regions 1") {
 		t.Fatalf("quantile plan on stdin: exit %d: %s", code, errs)
 	}
-	code, stdout, errs = withStdin(t, one, append(quantile[:len(quantile)-2], "--out", filepath.Join(dir, "q1"), "--regions", "1", "--progress", "never")...)
+	code, stdout, errs = withStdin(t, one, append(quantile[:len(quantile)-4], "--out", filepath.Join(dir, "q1"), "--regions", "1", "--progress", "never")...)
 	if code != 0 || !strings.Contains(stdout, "rows written   12") {
 		t.Fatalf("--regions 1 on stdin: exit %d:\n%s%s", code, stdout, errs)
 	}

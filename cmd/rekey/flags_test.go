@@ -344,3 +344,40 @@ func TestLogFlagsRefusedByEveryCommand(t *testing.T) {
 		t.Error("a refused gen wrote its --out")
 	}
 }
+
+// A flag that takes one value, given twice with different values, is refused (exit 2) naming the
+// flag and both values, in every command. Before, the last one silently won: `migrate --regions 4
+// ... --regions 8` wrote 8 regions, `--format csv --format parquet` Parquet files, and a script
+// that appended a flag to a command line that already had it changed the run without a word.
+// A flag given twice with the same value is accepted (so is migrate's -m, which repeats).
+func TestFlagGivenTwiceWithDifferentValuesIsRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := "../../mappings/orders.yaml"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", filepath.Join(dir, "a"), "--progress", "never", "--regions", "4", "--regions", "8"}, "--regions"},
+		{[]string{"migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", filepath.Join(dir, "b"), "--progress", "never", "--format=csv", "--format", "parquet"}, "--format"},
+		{[]string{"migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", filepath.Join(dir, "c"), "--out", filepath.Join(dir, "d"), "--progress", "never"}, "--out"},
+		{[]string{"migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", filepath.Join(dir, "e"), "--progress", "never", "--sort", "--sort=false"}, "--sort"},
+		{[]string{"report", "-m", mapping, "--source", "gen:orders?rows=10", "--source", "gen:orders?rows=20", "-q"}, "--source"},
+		{[]string{"check", "-m", mapping, "--regions", "4", "--regions=16"}, "--regions"},
+		{[]string{"ddl", "-m", mapping, "--log-level", "info", "--log-level", "debug"}, "--log-level"},
+		{[]string{"gen", "orders", "--rows", "1", "--rows", "2", "--out", filepath.Join(dir, "gen.csv")}, "--rows"},
+		{[]string{"verify", "-m", mapping, "--source", "gen:orders?rows=10", "--target", filepath.Join(dir, "a"), "--workers", "1", "--workers", "2"}, "--workers"},
+	} {
+		code, stdout, stderr := runCLI(t, c.args...)
+		want := exitUsage
+		if c.args[0] == "verify" {
+			want = exitVerifyFailed
+		}
+		if code != want || !strings.Contains(stderr, c.want+" given twice") {
+			t.Errorf("rekey %s: exit %d, want %d refusing %s given twice:\n%s%s", strings.Join(c.args, " "), code, want, c.want, stdout, stderr)
+		}
+	}
+	// the same value twice changes nothing
+	mustRun(t, "check", "-m", mapping, "--regions", "4", "--regions", "4")
+	mustRun(t, "ddl", "-m", mapping, "-m", mapping)
+}

@@ -87,6 +87,8 @@ type invocation struct {
 
 	logLevel  string
 	logFormat string
+	// args is the command line as run was given it (refuseRepeatedFlags reads it again)
+	args []string
 	// ran is set once cobra has accepted the flags and arguments and the command starts
 	ran bool
 
@@ -159,6 +161,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func (inv *invocation) run(ctx context.Context, args []string) int {
 	stdin, stdout, stderr := inv.stdin, inv.stdout, inv.stderr
 	registerStores()
+	inv.args = args
 	root := newRootCmd(inv)
 	root.SetArgs(args)
 	root.SetIn(stdin)

@@ -2,9 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rekey/rekey/source/sourceuri"
 )
 
 // newRootCmd builds rekey's command tree: run executes it, and the CLI reference under docs/cli
@@ -48,6 +52,9 @@ Sources: file:PATH (CSV, JSON Lines), gen:NAME, cassandra://hosts/keyspace/table
 		inv.ran = true
 		// the logs' flags are every command's: refused here, not by the commands that log (gen
 		// and ddl never built a logger, and so ran with a --log-level they did not know)
+		if err := refuseRepeatedFlags(cmd, inv.args); err != nil {
+			return usageError(err)
+		}
 		if _, err := inv.logger(); err != nil {
 			return usageError(err)
 		}
@@ -79,4 +86,53 @@ func newHelpCmd() *cobra.Command {
 			return cmd.Help()
 		},
 	}
+}
+
+// refuseRepeatedFlags refuses a flag of one value that the command line args (as run was given
+// them) gives twice with different values: pflag keeps the last, so a flag appended to a command
+// line that already had it would change the run without a word. The flags that repeat by design
+// (-m: several mappings) and a value given again as it was are let through.
+func refuseRepeatedFlags(cmd *cobra.Command, args []string) error {
+	_, rest, err := cmd.Root().Find(args)
+	if err != nil {
+		return nil // cobra has refused it already
+	}
+	fs := pflag.NewFlagSet(cmd.Name(), pflag.ContinueOnError)
+	fs.ParseErrorsAllowlist.UnknownFlags = true
+	fs.SetOutput(io.Discard)
+	var twice error
+	add := func(f *pflag.Flag) {
+		if fs.Lookup(f.Name) != nil {
+			return
+		}
+		v := &onceValue{name: f.Name, typ: f.Value.Type(), twice: &twice}
+		copied := fs.VarPF(v, f.Name, f.Shorthand, "")
+		copied.NoOptDefVal = f.NoOptDefVal
+	}
+	cmd.Flags().VisitAll(add)
+	cmd.InheritedFlags().VisitAll(add)
+	// the flags were parsed once already (cobra refused what does not parse): this pass only
+	// records what each was given
+	_ = fs.Parse(rest)
+	return twice
+}
+
+// onceValue records the values a flag is given; a second, different one sets twice.
+type onceValue struct {
+	name, typ string
+	values    []string
+	twice     *error
+}
+
+func (v *onceValue) String() string { return "" }
+func (v *onceValue) Type() string   { return v.typ }
+func (v *onceValue) Set(s string) error {
+	if strings.HasSuffix(v.typ, "Array") || strings.HasSuffix(v.typ, "Slice") {
+		return nil // a flag that takes several values
+	}
+	if len(v.values) > 0 && v.values[0] != s && *v.twice == nil {
+		*v.twice = fmt.Errorf("--%s given twice, with different values (%s, then %s): give it once, with the value meant", v.name, sourceuri.Redact(v.values[0]), sourceuri.Redact(s))
+	}
+	v.values = append(v.values, s)
+	return nil
 }
