@@ -125,33 +125,104 @@ func (m *Migration) Program() *transform.Program { return m.cfg.Program }
 // output over.
 func (m *Migration) Output() *output.Output { return m.out }
 
-// jobSettings are the load job's settings a run's checkpoints keep: the names and resources
-// its first attempt was given (--lts-source, --lts-target, --namespace, --lts-driver-spec,
-// --lts-instances), which a resume not given them again takes.
+// jobSettings are the settings a run's checkpoints keep: the load job's names and resources its
+// first attempt was given (--lts-source, --lts-target, --namespace, --lts-driver-spec,
+// --lts-instances), which a resume not given them again takes; and the settings that shaped its
+// files (FileSettings; nil in a checkpoint of an earlier rekey), which a resume continues.
 type jobSettings struct {
 	Source     string `json:"src"`
 	Target     string `json:"dst"`
 	Namespace  string `json:"namespace"`
 	DriverSpec string `json:"driver_spec"`
 	Instances  int    `json:"instances"`
+
+	Sort        *bool  `json:"sort,omitempty"`
+	MaxFileSize *int64 `json:"max_file_size,omitempty"`
+	TimeSlice   string `json:"time_slice,omitempty"` // with target.write_time
 }
 
-func jobSettingsOf(j lindorm.JobOptions) []byte {
-	b, _ := json.Marshal(jobSettings{Source: j.Source, Target: j.Target, Namespace: j.Namespace, DriverSpec: j.DriverSpec, Instances: j.Instances})
+func jobSettingsOf(cfg Config) []byte {
+	j, fs := cfg.Job, cfg.files()
+	s := jobSettings{Source: j.Source, Target: j.Target, Namespace: j.Namespace, DriverSpec: j.DriverSpec, Instances: j.Instances,
+		Sort: &fs.Sort, MaxFileSize: &fs.MaxFileSize}
+	if fs.TimeSlice > 0 {
+		s.TimeSlice = fs.TimeSlice.String()
+	}
+	b, _ := json.Marshal(s)
 	return b
+}
+
+// resumed is the settings the resumed run's checkpoint keeps; false when this is no resume or
+// its checkpoint keeps none.
+func (m *Migration) resumed() (jobSettings, bool) {
+	cp := m.out.Checkpoint
+	var s jobSettings
+	if cp == nil || len(cp.Job) == 0 || json.Unmarshal(cp.Job, &s) != nil {
+		return jobSettings{}, false
+	}
+	return s, true
 }
 
 // ResumedJob is the load job's settings the resumed run's first attempt was given; false when
 // this is no resume, or its checkpoint keeps none (written by an earlier rekey).
 func (m *Migration) ResumedJob() (lindorm.JobOptions, bool) {
-	cp := m.out.Checkpoint
-	var s jobSettings
-	if cp == nil || len(cp.Job) == 0 || json.Unmarshal(cp.Job, &s) != nil {
+	s, ok := m.resumed()
+	if !ok {
 		return lindorm.JobOptions{}, false
 	}
 	j := m.cfg.Job
 	j.Source, j.Target, j.Namespace, j.DriverSpec, j.Instances = s.Source, s.Target, s.Namespace, s.DriverSpec, s.Instances
 	return j, true
+}
+
+// FileSettings are the settings that shape a run's files: a resume writes the rest of the rows
+// the way its first attempt wrote the others, so that the output is not a mix of two kinds.
+type FileSettings struct {
+	Sort        bool
+	MaxFileSize int64
+	TimeSlice   time.Duration // the slices' width with target.write_time; 0 without
+}
+
+// files is the FileSettings cfg gives.
+func (cfg Config) files() FileSettings {
+	fs := FileSettings{Sort: cfg.Sort, MaxFileSize: cfg.MaxFileSize}
+	if cfg.Program != nil && cfg.Program.WriteTime() {
+		fs.TimeSlice = cfg.TimeSlice
+		if fs.TimeSlice == 0 {
+			fs.TimeSlice = files.DefaultTimeSlice
+		}
+	}
+	return fs
+}
+
+// Files is the FileSettings this run was configured with (SetFiles: as a resume settles them).
+func (m *Migration) Files() FileSettings { return m.cfg.files() }
+
+// ResumedFiles is the FileSettings of the resumed run's first attempt; false when this is no
+// resume, or its checkpoint does not keep them (written by an earlier rekey).
+func (m *Migration) ResumedFiles() (FileSettings, bool) {
+	s, ok := m.resumed()
+	if !ok || s.Sort == nil || s.MaxFileSize == nil {
+		return FileSettings{}, false
+	}
+	fs := FileSettings{Sort: *s.Sort, MaxFileSize: *s.MaxFileSize}
+	if s.TimeSlice != "" {
+		d, err := time.ParseDuration(s.TimeSlice)
+		if err != nil {
+			return FileSettings{}, false
+		}
+		fs.TimeSlice = d
+	}
+	return fs, true
+}
+
+// SetFiles sets the settings that shape the files (a resume's, settled from ResumedFiles and
+// the flags given).
+func (m *Migration) SetFiles(fs FileSettings) {
+	m.cfg.Sort, m.cfg.MaxFileSize = fs.Sort, fs.MaxFileSize
+	if fs.TimeSlice > 0 {
+		m.cfg.TimeSlice = fs.TimeSlice
+	}
 }
 
 // SetJob sets the load job's options (a resume's, settled from ResumedJob and the flags given).
@@ -219,7 +290,7 @@ func RunTogether(ctx context.Context, ms []*Migration, stop <-chan struct{}, wat
 		sinks = append(sinks, sink)
 		cfg.Logger.Info("migration starting", zap.String("mapping", cfg.Program.Name()), zap.String("table", cfg.Program.Table()),
 			zap.Int("regions", m.plan.Count()), zap.String("strategy", m.plan.Strategy), zap.String("out", cfg.Out))
-		parts[i] = part{prog: cfg.Program, t: Target{Sink: sink, Output: m.out, Format: cfg.Format.Name(), Plan: m.plan, Bytes: bytes, Job: jobSettingsOf(cfg.Job)}}
+		parts[i] = part{prog: cfg.Program, t: Target{Sink: sink, Output: m.out, Format: cfg.Format.Name(), Plan: m.plan, Bytes: bytes, Job: jobSettingsOf(cfg)}}
 	}
 	return execute(ctx, ms[0].cfg.Source, parts, ms[0].cfg.Options, stop, watch)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/store"
+	"github.com/rekey/rekey/transform"
 )
 
 type migrateFlags struct {
@@ -78,7 +79,8 @@ was read, which the summary, the error and rejects.jsonl count alike. Ctrl-C sto
 read and exits 130; run the same command with --resume to finish (a second Ctrl-C aborts at once, also
 with 130: --resume then continues from the last checkpoint). --resume refuses (exit 2) to
 continue another job: another mapping, --format, --regions or input, or committed files that are
-damaged.
+damaged; --sort, --max-file-size and --time-slice, which shaped the files already written, are
+kept from the first attempt when left out, and refused when given another value.
 
 Into a bucket (--out s3://BUCKET/PREFIX or oss://BUCKET/PREFIX?region=cn-hangzhou), the same files
 stream there as multipart uploads, visible only when complete; credentials come from the environment
@@ -236,6 +238,13 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 		return refusedExit(err)
 	}
 	defer m.Close()
+	if then, ok := m.ResumedFiles(); ok {
+		fs, err := resumedFiles(cmd, f.out, then, m.Files(), logger)
+		if err != nil {
+			return err
+		}
+		m.SetFiles(fs)
+	}
 	if then, ok := m.ResumedJob(); ok {
 		m.SetJob(f.lts.resumed(then, cfg.Job, changedFlags(cmd, ltsFlagNames), logger))
 	}
@@ -334,6 +343,34 @@ func (f *migrateFlags) filesConfig(inv *invocation, shard pipeline.Shard, limit 
 // options are the pipeline's options the flags give.
 func (f *migrateFlags) options(limit runner.RejectLimit, logger *zap.Logger) migrate.Options {
 	return migrate.Options{Workers: f.workers, CheckpointEvery: f.checkpoint, RejectLimit: limit, Logger: logger}
+}
+
+// resumedFiles settles the settings that shape the files of a resume of the run in out: its first
+// attempt's (then), which a flag left out keeps (with a note when the flag's default would have
+// been another), and a flag that gives another is refused: the rows already written are in files
+// made the first way, and an output of both kinds is neither.
+func resumedFiles(cmd *cobra.Command, out string, then, now migrate.FileSettings, log *zap.Logger) (migrate.FileSettings, error) {
+	var differ, names []string
+	setting := func(name string, was, is string) {
+		if was == is {
+			return
+		}
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			differ, names = append(differ, fmt.Sprintf("--%s: %s then, %s now", name, was, is)), append(names, "--"+name)
+			return
+		}
+		log.Warn("--resume keeps the first attempt's setting, which shaped the files already written", zap.String("flag", "--"+name), zap.String("then", was), zap.String("default", is))
+	}
+	setting("sort", strconv.FormatBool(then.Sort), strconv.FormatBool(now.Sort))
+	setting("max-file-size", transform.FormatSize(then.MaxFileSize), transform.FormatSize(now.MaxFileSize))
+	if then.TimeSlice > 0 && now.TimeSlice > 0 {
+		setting("time-slice", then.TimeSlice.String(), now.TimeSlice.String())
+	}
+	if len(differ) > 0 {
+		return now, usageError(fmt.Errorf("--resume of the run in %s: %s; the files already written were made with the first attempt's, and the rest must be made the same way: "+
+			"leave %s out (the resume keeps the first attempt's), or start over with --overwrite", sourceuri.Redact(out), strings.Join(differ, "; "), strings.Join(names, " and ")))
+	}
+	return then, nil
 }
 
 // refusedExit gives an error of migrate its exit code: what the command line asked is refused
