@@ -340,6 +340,26 @@ func boundText(v pipeline.Value, ok bool, open string) string {
 	return fmt.Sprintf("%q", v.String())
 }
 
+// refuseUnreadSource refuses ddl's --source where the statement does not depend on it: a source
+// without a schema of its own (a file, a topic) when the mapping's region plan is placed without
+// data (a hex prefix or a bucket of a given count, explicit split keys). ddl would open it and
+// print what it prints without it, as if the split keys came from the data. A Cassandra table
+// always applies: it gives the columns' types and the default TTL.
+func refuseUnreadSource(inv *invocation, pf *planFlags) error {
+	if pf.source == "" || inv.sources.HasSchema(pf.source) {
+		return nil
+	}
+	prog, err := loadProgram(pf.mapping)
+	if err != nil {
+		return err
+	}
+	if prog.PlanNeedsSample(pf.regions) {
+		return nil
+	}
+	return usageError(fmt.Errorf("--source %s: the split keys of %s come from its regions: section (or --regions) alone, not from data, "+
+		"so ddl would not read the source and would print the same statement: leave --source out", sourceuri.Redact(pf.source), pf.mapping))
+}
+
 // ddlLong is ddl's --help text.
 var ddlLong = `ddl prints the CREATE TABLE statement migrate writes to ddl.sql: the target columns with their
 Lindorm types, PRIMARY KEY in the mapping's key order (DESC where the key says so), the mapping's
@@ -350,7 +370,9 @@ The split keys come from the mapping's regions: section or --regions N: equal sl
 prefix, the values of a modulo bucket, or explicit split_keys. Where the plan places split keys by
 the quantiles of the data (a first key column that is neither), pass --source to sample it:
 without one ddl stops (exit 2) and says so. Where it derives the count from the data size
-(regions.size), pass --source too: without data such a plan has a single region.` + sqltargets.DDLDocs()
+(regions.size), pass --source too: without data such a plan has a single region. Any other
+plan does not read the data: --source is then refused (exit 2), but for a cassandra:// table,
+which gives the columns' types and default TTL.` + sqltargets.DDLDocs()
 
 func newDDLCmd(inv *invocation) *cobra.Command {
 	var pf planFlags
@@ -373,6 +395,9 @@ func newDDLCmd(inv *invocation) *cobra.Command {
 			var plan pipeline.RegionPlan
 			var err error
 			if ddl.Split {
+				if err := refuseUnreadSource(inv, &pf); err != nil {
+					return err
+				}
 				prog, plan, err = pf.plan(cmd, inv, nil, nil)
 			} else {
 				// a table without split keys: the flags that shape them do not apply
