@@ -488,7 +488,11 @@ func finishComplete(ctx context.Context, w io.Writer, m *migrate.Migration, f *m
 	} else if finished {
 		fmt.Fprintf(w, "%s already holds a complete run (%d rows written); nothing to resume\n", f.out, cp.RowsWritten)
 	} else if err := finishRun(ctx, w, m, f, plan, cp.Result()); err != nil {
-		return runFailed(fmt.Errorf("migration failed: %w; once the cause is fixed, run the same command with --resume again", err))
+		return runFailed(withStats(f.statsJSON, cp.Result(), fmt.Errorf("migration failed: %w; once the cause is fixed, run the same command with --resume again", err)))
+	}
+	// --stats-json holds the run's figures, as its checkpoint has them, whatever this attempt did
+	if err := writeStats(f.statsJSON, cp.Result()); err != nil {
+		return runFailed(err)
 	}
 	return rejectedExit(cp.Result(), m.Output().Store)
 }

@@ -123,6 +123,9 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	dest := target.Redacted + " table " + w.Table()
 	if resume != nil && resume.Complete {
 		fmt.Fprintf(cmd.OutOrStdout(), "%s already holds a complete run into %s (%d rows written); nothing to resume\n", state, dest, resume.RowsWritten)
+		if err := writeStats(f.statsJSON, resume.Result()); err != nil {
+			return runFailed(err)
+		}
 		return rejectedExit(resume.Result(), out.Store)
 	}
 	plan := pipeline.RegionPlan{Type: prog.Target().Columns[0].Type, Strategy: "single"}
