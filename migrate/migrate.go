@@ -216,6 +216,24 @@ func (m *Migration) ResumedFiles() (FileSettings, bool) {
 	return fs, true
 }
 
+// settingsDiffer lists the settings that shape the files which the shard peer's checkpoint
+// (job: its Job) keeps otherwise than this run has them; none when it keeps none.
+func (m *Migration) settingsDiffer(peer string, job json.RawMessage) []string {
+	var s jobSettings
+	if len(job) == 0 || json.Unmarshal(job, &s) != nil || s.Sort == nil || s.MaxFileSize == nil {
+		return nil
+	}
+	here := m.cfg.files()
+	var d []string
+	if *s.Sort != here.Sort {
+		d = append(d, fmt.Sprintf("--sort: %t in shard %s, %t here", *s.Sort, peer, here.Sort))
+	}
+	if *s.MaxFileSize != here.MaxFileSize {
+		d = append(d, fmt.Sprintf("--max-file-size: %s in shard %s, %s here", transform.FormatSize(*s.MaxFileSize), peer, transform.FormatSize(here.MaxFileSize)))
+	}
+	return d
+}
+
 // SetFiles sets the settings that shape the files (a resume's, settled from ResumedFiles and
 // the flags given).
 func (m *Migration) SetFiles(fs FileSettings) {
@@ -232,8 +250,14 @@ func (m *Migration) SetJob(j lindorm.JobOptions) { m.cfg.Job = j }
 func (m *Migration) Complete() bool { return m.out.Checkpoint != nil && m.out.Checkpoint.Complete }
 
 // Plan settles the region plan: the checkpoint's on a resume, else a new one that a shard of a
-// shared output shares with the others (their splits, when it is theirs but for the splits).
+// shared output shares with the others (their splits, when it is theirs but for the splits); a
+// shard whose files would be made otherwise than the others' (--sort, --max-file-size) is refused.
 func (m *Migration) Plan(ctx context.Context) (pipeline.RegionPlan, error) {
+	// the shards' files are loaded as one output: all made the same way (checked here, after a
+	// resume has settled its settings with SetFiles)
+	if err := m.out.CheckSharedSettings(m.settingsDiffer); err != nil {
+		return pipeline.RegionPlan{}, &Refused{err}
+	}
 	if cp := m.out.Checkpoint; cp != nil {
 		m.plan = cp.Plan
 		return m.plan, nil

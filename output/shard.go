@@ -3,6 +3,7 @@ package output
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -168,7 +169,7 @@ func (o *Output) checkPeers(spec Spec, diffs func(shardPeer) []string) error {
 	for _, p := range o.peers {
 		if d := diffs(p); len(d) > 0 {
 			return refuse("--out %s holds the shards of another migration than this one: shard %s ran otherwise:\n  %s\n"+
-				"every shard of one migration runs with the same mapping, --source (but for --shard), --format and --regions: run this shard as shard %s ran, or run this migration in a new --out",
+				"every shard of one migration runs with the same mapping, --source (but for --shard), --format, --regions, --sort and --max-file-size: run this shard as shard %s ran, or run this migration in a new --out",
 				spec.Dir, p.sh, strings.Join(d, "\n  "), p.sh)
 		}
 	}
@@ -200,6 +201,14 @@ func (o *Output) CheckSharedPlan(plan pipeline.RegionPlan) error {
 		}
 		return nil
 	})
+}
+
+// CheckSharedSettings refuses, for a shard of a shared output, a run whose settings differ from
+// those of a shard already there: diffs compares the settings its checkpoint keeps (Checkpoint.Job,
+// which the migration writes) with this run's, one line per setting that differs ("--sort: true
+// in shard 0/3, false here"; peer names the shard). For any other output it accepts any.
+func (o *Output) CheckSharedSettings(diffs func(peer string, job json.RawMessage) []string) error {
+	return o.checkPeers(Spec{Dir: o.Dir}, func(p shardPeer) []string { return diffs(p.sh.String(), p.cp.Job) })
 }
 
 // planText describes a region plan for comparisons and people: its count and strategy, and with
