@@ -92,7 +92,11 @@ func TestHelpExamplesRun(t *testing.T) {
 				quickStart(cmd.Name())
 				args := slices.Clone(c.args)
 				if args[0] == "gen" { // the same rows as millions, fewer of them
-					args = append(args, "--rows", "20000")
+					if i := slices.Index(args, "--rows"); i >= 0 && i+1 < len(args) {
+						args[i+1] = "20000"
+					} else {
+						args = append(args, "--rows", "20000")
+					}
 				}
 				code, stdout, stderr := runCLI(t, args...)
 				// a report's or a verify's verdict exits 2 too: it ran
