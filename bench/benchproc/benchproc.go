@@ -216,3 +216,30 @@ func MetricValue(body, name string) (float64, bool) {
 	}
 	return 0, false
 }
+
+// WithArgs returns base with extra after it, less base's flags that extra gives again (with
+// their values): rekey refuses a flag given twice with different values, and a bench's
+// -rekey-args overrides its defaults (--roll-interval 500ms for the default's 1m). base's flags
+// are "--name value" pairs or lone "--name" switches before the next flag; extra's may be
+// "--name=value" too.
+func WithArgs(base, extra []string) []string {
+	given := map[string]bool{}
+	for _, a := range extra {
+		if strings.HasPrefix(a, "-") {
+			name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			given[name] = true
+		}
+	}
+	out := make([]string, 0, len(base)+len(extra))
+	for i := 0; i < len(base); i++ {
+		a := base[i]
+		if strings.HasPrefix(a, "-") && given[strings.TrimLeft(a, "-")] {
+			if i+1 < len(base) && !strings.HasPrefix(base[i+1], "-") {
+				i++ // its value
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return append(out, extra...)
+}

@@ -1,6 +1,9 @@
 package benchproc
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // client_golang writes large counters in exponent form: the wait must read them as numbers
 // (it looked for "rekey_messages_in_total 2000000" and timed out on "2e+06").
@@ -11,5 +14,17 @@ func TestMetricValueReadsExponentForm(t *testing.T) {
 	}
 	if _, ok := MetricValue(body, "rekey_rows_total"); ok {
 		t.Fatal("found a metric that is not there")
+	}
+}
+
+// A bench's extra arguments replace its defaults' flags of the same name, which rekey would
+// refuse given twice with different values (the kafka case's --roll-interval 500ms beside its
+// default 1m).
+func TestWithArgsReplacesTheDefaultsExtraGivesAgain(t *testing.T) {
+	base := []string{"replicate", "-m", "m.yaml", "--roll-size", "64MiB", "--roll-interval", "1m", "--overwrite", "--progress", "never"}
+	got := strings.Join(WithArgs(base, []string{"--roll-interval", "500ms", "--overwrite=false"}), " ")
+	want := "replicate -m m.yaml --roll-size 64MiB --progress never --roll-interval 500ms --overwrite=false"
+	if got != want {
+		t.Errorf("WithArgs: %s\nwant       %s", got, want)
 	}
 }

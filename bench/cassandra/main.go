@@ -135,9 +135,8 @@ func parent(rekey, mapping, work string, n, runs int, out string, extra []string
 		sourceRuns = append(sourceRuns, s)
 
 		os.RemoveAll(dir)
-		cmd := exec.Command(rekey, "migrate", "-m", mapping, "--source", uri, "--out", dir, "--progress", "never",
-			"--stats-json", stats)
-		cmd.Args = append(cmd.Args, extra...)
+		cmd := exec.Command(rekey, benchproc.WithArgs([]string{"migrate", "-m", mapping, "--source", uri, "--out", dir, "--progress", "never",
+			"--stats-json", stats}, extra)...)
 		r, err := measure(srv, n, cmd)
 		if err != nil {
 			return fmt.Errorf("rekey migrate: %w", err)

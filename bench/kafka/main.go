@@ -297,10 +297,9 @@ func runRekey(rekey, mapping, dir string, addrs []string, group string, n int64,
 	if err != nil {
 		return benchproc.Figures{}, err
 	}
-	cmd := exec.Command(rekey, "replicate", "-m", mapping, "--source",
+	cmd := exec.Command(rekey, benchproc.WithArgs([]string{"replicate", "-m", mapping, "--source",
 		fmt.Sprintf("kafka://%s/%s?group=%s&format=json", strings.Join(addrs, ","), topic, group),
-		"--out", dir, "--roll-size", "64MiB", "--roll-interval", "1m", "--progress", "never", "--metrics-addr", metrics)
-	cmd.Args = append(cmd.Args, extra...)
+		"--out", dir, "--roll-size", "64MiB", "--roll-interval", "1m", "--progress", "never", "--metrics-addr", metrics}, extra)...)
 	cmd.Stderr = os.Stderr
 	cmd.Stdout = os.Stderr
 	if err := cmd.Start(); err != nil {

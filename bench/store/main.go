@@ -105,9 +105,8 @@ func run(rekey, vgwBin, csv, mapping, work, out string, rows int64, runs int, ex
 	}
 	migrate := func(name, source, outArg string, more []string) (Side, error) {
 		stats := filepath.Join(work, "store-stats-"+name+".json")
-		args := append([]string{"migrate", "-m", mapping, "--source", source, "--out", outArg, "--regions", "16",
-			"--progress", "never", "--stats-json", stats}, extra...)
-		args = append(args, more...)
+		args := benchproc.WithArgs(benchproc.WithArgs([]string{"migrate", "-m", mapping, "--source", source, "--out", outArg, "--regions", "16",
+			"--progress", "never", "--stats-json", stats}, extra), more)
 		cmd := exec.Command(rekey, args...)
 		cmd.Env = env
 		var stderr bytes.Buffer
