@@ -224,6 +224,14 @@ func decimalFits(unscaled int64, scale, p, s int) bool {
 var pow10 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
 	1e15, 1e16, 1e17, 1e18, 1e19}
 
+// digitAt is the i-th digit of intDigits followed by frac.
+func digitAt(intDigits, frac string, i int) byte {
+	if i < len(intDigits) {
+		return intDigits[i]
+	}
+	return frac[i-len(intDigits)]
+}
+
 // checkDecimal validates decimal text (sign, digits, optional fraction and exponent) and that it
 // fits DECIMAL(p,s): at most p-s significant integer digits and s fraction digits (trailing zeros
 // of the fraction do not count: 1.50 fits a scale of 1).
@@ -270,15 +278,21 @@ func checkDecimal(s string, p, sc int) string {
 	}
 	// value = 0.digits * 10^point: the digits counted once the exponent has moved the point, so
 	// that the zeros ending "10e-1" are fraction zeros and those beginning "0.05e2" leading ones
-	digits := intDigits + frac
-	point := len(intDigits) + exp
-	trimmed := strings.TrimLeft(digits, "0")
-	point -= len(digits) - len(trimmed)
-	digits = strings.TrimRight(trimmed, "0")
-	if digits == "" {
+	// (counted over intDigits then frac in place: joined, they cost a string per value)
+	total := len(intDigits) + len(frac)
+	lead := 0 // leading zeros of the digits
+	for lead < total && digitAt(intDigits, frac, lead) == '0' {
+		lead++
+	}
+	if lead == total {
 		return "" // zero
 	}
-	ni, nf := max(point, 0), max(len(digits)-point, 0)
+	trail := 0 // trailing zeros
+	for digitAt(intDigits, frac, total-1-trail) == '0' {
+		trail++
+	}
+	point := len(intDigits) + exp - lead
+	ni, nf := max(point, 0), max(total-lead-trail-point, 0)
 	if ni > p-sc {
 		return "has " + strconv.Itoa(ni) + " integer digits, DECIMAL(" + strconv.Itoa(p) + "," + strconv.Itoa(sc) + ") allows " + strconv.Itoa(p-sc) + " (override the column type with `:: DECIMAL(p,s)`)"
 	}
