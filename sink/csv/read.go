@@ -206,10 +206,8 @@ func parseISODate(s string) (y, m, d int, ok bool) {
 	if y, err = strconv.Atoi(s[:j]); err != nil {
 		return 0, 0, 0, false
 	}
-	for _, c := range s[j+1:i] + s[i+1:] { // a sign is no digit of a month or a day
-		if c < '0' || c > '9' {
-			return 0, 0, 0, false
-		}
+	if !allDigits(s[j+1:i]) || !allDigits(s[i+1:]) { // a sign is no digit of a month or a day
+		return 0, 0, 0, false
 	}
 	if m, err = strconv.Atoi(s[j+1 : i]); err != nil || m < 1 || m > 12 {
 		return 0, 0, 0, false
@@ -311,4 +309,14 @@ func (c *reader) split() error {
 		}
 		b = b[1:]
 	}
+}
+
+// allDigits tells whether s is ASCII digits only.
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
