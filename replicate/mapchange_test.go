@@ -153,3 +153,35 @@ func TestChangeValueOverLindormLimitRejected(t *testing.T) {
 		t.Fatalf("got %v, want %s on v", rerr, pipeline.CodeValueTooLong)
 	}
 }
+
+// A JSON row flattened by Debezium's ExtractNewRecordState under delete.tombstone.handling.mode
+// rewrite ("__deleted": "true", the row the delete left) deletes its target key, whether that key
+// is the message key or computed from the row's other columns; its tombstone, under
+// rewrite-with-tombstone, deletes the message key again. Before, the deleted row was upserted.
+func TestFlattenedDeleteDeletesTheRow(t *testing.T) {
+	for _, c := range []struct{ key, value, want string }{
+		{"[id]", `{"id":1,"g":"b","v":null,"__deleted":"true"}`, "delete 1"},
+		{"[g][id]", `{"id":1,"g":"b","v":null,"__deleted":"true"}`, "delete b,1"},
+		{"[id]", `{"id":1,"g":"b","v":null,"__deleted":"false"}`, "upsert 1,b,null"},
+		{"[id]", "", "delete 1"},
+	} {
+		w := opsWorker(t, c.key, outputCaps{})
+		w.r.cfg.Kafka.Format = kafka.FormatJSON
+		d, err := kafka.NewDecoder(w.r.cfg.Kafka, w.r.cfg.Program.Source())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var value []byte
+		if c.value != "" {
+			value = []byte(c.value)
+		}
+		chs := d.Decode(nil, []byte(`{"id":1}`), value)
+		var got []string
+		for _, op := range w.operations(nil, &chs[0]) {
+			got = append(got, describe(op, w.r.target.KeyLen))
+		}
+		if strings.Join(got, "\n") != c.want {
+			t.Errorf("key %s, value %s: got %q, want %q", c.key, c.value, strings.Join(got, "\n"), c.want)
+		}
+	}
+}

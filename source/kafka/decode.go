@@ -159,6 +159,10 @@ type Decoder struct {
 	// unavail lists the columns of the image being read whose value is Debezium's placeholder of
 	// an unavailable value (left null)
 	unavail []int
+	// flatDelete: the JSON row being read has "__deleted": "true", which Debezium's
+	// ExtractNewRecordState writes into the row a delete leaves (delete.tombstone.handling.mode
+	// rewrite): the row is deleted, not written
+	flatDelete bool
 	// relational: the event being read names another connector than Cassandra's in
 	// source.connector, so a JSON object in it is a column's value (a PostgreSQL hstore in map
 	// mode), never a Cassandra cell to unwrap
@@ -410,6 +414,11 @@ func isNullDoc(v []byte) bool { return len(v) <= 8 && strings.TrimSpace(str(v)) 
 
 func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
+// flatDeletedMember is the member Debezium's ExtractNewRecordState adds to a flattened row under
+// delete.tombstone.handling.mode rewrite: "true" in the row a delete leaves, "false" otherwise
+// (whatever add.fields.prefix is). A mapping with a column of that name reads it as data.
+const flatDeletedMember = "__deleted"
+
 // Decode appends the change of one message (nil value: a tombstone) to dst: exactly one, an error
 // included.
 func (d *Decoder) Decode(dst []Change, key, value []byte) []Change {
@@ -422,6 +431,7 @@ func (d *Decoder) Decode(dst []Change, key, value []byte) []Change {
 	vals := d.alloc()
 	doc := str(value)
 	rowDoc := doc // the object that holds the row: doc, or its payload
+	d.flatDelete = false
 	var rerr *pipeline.RowError
 	if maybeWrapped(doc) {
 		var schemaRaw, payloadRaw string
@@ -458,6 +468,9 @@ func (d *Decoder) Decode(dst []Change, key, value []byte) []Change {
 	if len(key) > 0 && d.anyNull(vals) {
 		// key fields fill what the value leaves null; a bad key does not spoil a good value
 		d.fillFromKey(vals, key)
+	}
+	if d.flatDelete {
+		return append(dst, Change{Op: OpDelete, Values: vals})
 	}
 	return append(dst, Change{Op: OpUpsert, Values: vals})
 }
@@ -524,6 +537,10 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 			return
 		}
 		if ci < 0 {
+			if d.format == FormatJSON && name == flatDeletedMember {
+				d.flatDelete = raw == `"true"`
+				return
+			}
 			if d.folds != nil { // JSON rows: a member naming a column only ignoring case
 				if ci = d.folds.Column(name); ci >= 0 {
 					folded = append(folded, cqlvalue.Folded{Name: name, Raw: raw, Scanned: sc, Column: ci})

@@ -257,7 +257,7 @@ func (w *Window) record(dec *Decoder, m *kafkago.Message) pipeline.Record {
 	case c.Err != nil:
 		r.Err = c.Err
 	case c.Op == OpDelete:
-		r.Err = &pipeline.RowError{Code: CodeDelete, Message: "a delete (tombstone or Debezium op d): report and migrate write rows only, rekey replicate applies deletes"}
+		r.Err = &pipeline.RowError{Code: CodeDelete, Message: "a delete (tombstone, Debezium op d or a flattened row's __deleted \"true\"): report and migrate write rows only, rekey replicate applies deletes"}
 	case c.Op == OpRangeDelete:
 		r.Err = &pipeline.RowError{Code: pipeline.CodeRangeTombstone, Field: "op", Message: "a Cassandra range tombstone (op r): report and migrate write rows only, rekey replicate into a table (--out mysql://... or lindorm://...) applies it"}
 	case c.Set != nil:
