@@ -291,12 +291,13 @@ func (w *writer) writeColumn(cw file.ColumnChunkWriter, i int, c *colData, rows 
 		}
 		c = plainNumbers(sp, c, sc) // this file holds the column plain
 	}
+	if c.dictMode && w.dict[i] { // a byte array column's dictionary
+		return w.writeDictIndices(cw, sp, c, def, rows)
+	}
+	w.reservePage(cw, c, sp)
 	var err error
 	switch cw := cw.(type) {
 	case *file.ByteArrayColumnChunkWriter:
-		if c.dictMode && w.dict[i] {
-			return w.writeDictIndices(cw, sp, c, def, rows)
-		}
 		sc.ba = byteArrays(sc.ba[:0], c)
 		_, err = cw.WriteBatch(sc.ba, def, nil)
 	case *file.Int64ColumnChunkWriter:
@@ -320,6 +321,34 @@ func (w *writer) writeColumn(cw file.ColumnChunkWriter, i int, c *colData, rows 
 		return fmt.Errorf("unexpected column writer %T", cw)
 	}
 	return err
+}
+
+// reservePage sizes the plain encoder's page buffer for the chunk's values before they are
+// written: arrow's encoder starts every column chunk at 1 KiB and doubles it as values come,
+// copying what it holds at each step (about twice the pages' bytes copied, 5% of a migrate's CPU
+// on the orders CSV). A page ends once it holds the data page size, after the batch of values
+// that reached it, so the reservation is at most that: the encoder's output is the same.
+func (w *writer) reservePage(cw file.ColumnChunkWriter, c *colData, sp *colSpec) {
+	values := len(c.i64) + len(c.i32) + len(c.bools) + len(c.f32) + len(c.f64)
+	size := 8*len(c.i64) + 4*len(c.i32) + len(c.bools)/8 + 4*len(c.f32) + 8*len(c.f64)
+	switch {
+	case c.dictMode: // a dictionary column written plain in this file: its values expanded
+		return
+	case sp.phys == physBytes:
+		values = len(c.ends)
+		size = len(c.data) + 4*values
+	case sp.width > 0:
+		values = len(c.data) / sp.width
+		size = len(c.data)
+	}
+	if values == 0 {
+		return
+	}
+	if page := int(w.f.pageSize); size > page {
+		batch := int(parquet.DefaultWriteBatchSize) // the values arrow writes between page checks
+		size = page + (size/values+1)*batch
+	}
+	cw.CurrentEncoder().ReserveForWrite(size)
 }
 
 // byteArrays returns value headers pointing into the column's bytes (no copy). A column kept in
