@@ -1198,12 +1198,15 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		}
 		return append(dst, ch)
 	case "t", "m":
-		what := "truncate"
+		// Emptying the table by hand would also remove what was replicated after the truncate;
+		// verify lists just the rows the source no longer has.
+		msg := "Debezium truncate event (op t) is not replicated: the table keeps the rows the truncate removed at the source. " +
+			"Do not empty the table, which would also remove the rows replicated since: once replicate has caught up, " +
+			"`rekey verify --repair FILE` against the source (or an export of it as a file) lists the rows the source no longer has in FILE.extra-keys, to delete"
 		if op == "m" {
-			what = "logical decoding message"
+			msg = "Debezium logical decoding message event (op m) is not replicated: it changes no row"
 		}
-		return append(dst, Change{Err: &pipeline.RowError{Code: CodeUnsupported, Field: "op",
-			Message: "Debezium " + what + " event (op " + op + ") is not replicated: apply it to the Lindorm table by hand"}})
+		return append(dst, Change{Err: &pipeline.RowError{Code: CodeUnsupported, Field: "op", Message: msg}})
 	}
 	return append(dst, Change{Err: &pipeline.RowError{Code: pipeline.CodeParse, Field: "op", Message: "unknown Debezium op " + strconv.Quote(op)}})
 }

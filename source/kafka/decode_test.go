@@ -134,7 +134,10 @@ func TestDecodeDebezium(t *testing.T) {
 		{"wrapped tombstone", `{"userid":"u1","orderid":1}`, `{"schema":null,"payload":null}`, "delete u1|1|~|~", false},
 		{"cassandra insert", "", `{"after":{"userid":{"value":"u4","deletion_ts":null,"set":true},"orderid":{"value":5,"deletion_ts":null,"set":true}},"op":"i","ts_ms":1}`, "upsert u4|5|~|~", false},
 		{"cassandra delete", "", `{"after":{"userid":{"value":"u4","deletion_ts":1,"set":true},"orderid":{"value":5,"deletion_ts":1,"set":true}},"op":"d"}`, "delete u4|5|~|~", false},
-		{"truncate", "", `{"op":"t","source":{}}`, "ERR unsupported: Debezium truncate event", false},
+		// a truncate's advice must not be to empty the table, which would also remove the rows
+		// replicated after it: verify lists the rows the truncate removed
+		{"truncate", "", `{"op":"t","source":{}}`, "ERR unsupported: Debezium truncate event (op t) is not replicated: the table keeps the rows the truncate removed at the source. Do not empty the table, which would also remove the rows replicated since: once replicate has caught up, `rekey verify --repair FILE` against the source (or an export of it as a file) lists the rows the source no longer has in FILE.extra-keys, to delete", false},
+		{"logical decoding message", "", `{"op":"m","source":{}}`, "ERR unsupported: Debezium logical decoding message event (op m) is not replicated: it changes no row", false},
 		{"no op", "", `{"userid":"u1"}`, "ERR parse: not a Debezium change event", false},
 		{"unknown op", "", `{"op":"x","after":{}}`, `ERR parse: unknown Debezium op "x"`, false},
 		{"create without after", "", `{"op":"c","after":null}`, "ERR parse: op c without an \"after\" row", false},
