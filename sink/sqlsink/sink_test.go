@@ -986,27 +986,40 @@ func TestBinaryKeysDifferingByTrailingZerosStayApart(t *testing.T) {
 				{Name: "k", Type: pipeline.TypeVarbinary, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
 			tgt, _ := ParseURI(srv.URI(""), noEnv)
 			srv.Exec(t, "CREATE TABLE t (k binary(4) NOT NULL PRIMARY KEY, v bigint)")
-			w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
-			if err == nil {
-				w.Close()
-			}
+			err := tableCheck(tgt, s)
 			fix := "ALTER TABLE `t` MODIFY `k` varbinary(4) NOT NULL"
 			if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "binary pads") || !strings.Contains(err.Error(), fix) {
 				t.Errorf("a binary(4) key: want a refusal naming the padding and %q, got %v", fix, err)
 			}
 			srv.Exec(t, fix)
-			w = openWriter(t, srv, s, 1)
 			rows := []pipeline.Row{
 				{Values: []pipeline.Value{pipeline.Bytes("a"), pipeline.Int(1)}},
 				{Values: []pipeline.Value{pipeline.Bytes("a\x00"), pipeline.Int(2)}},
 			}
-			if err := w.Write(context.Background(), rows); err != nil {
-				t.Fatal(err)
-			}
-			if got := readAll(t, srv.DB(t), s); len(got) != 2 {
-				t.Errorf("%d rows, want 2: %v", len(got), got)
-			}
+			rowsKept(t, srv, s, rows)
 		})
+	}
+}
+
+// tableCheck opens a writer on the table of s, and closes it: the table check's refusal, or nil.
+func tableCheck(tgt *Target, s pipeline.TargetSchema) error {
+	w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
+	if err == nil {
+		w.Close()
+	}
+	return err
+}
+
+// rowsKept writes rows through a new writer and checks that the table then holds one row for
+// each (none merged into another's key).
+func rowsKept(t *testing.T, srv *mysqltest.Server, s pipeline.TargetSchema, rows []pipeline.Row) {
+	t.Helper()
+	w := openWriter(t, srv, s, 1)
+	if err := w.Write(context.Background(), rows); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, srv.DB(t), s); len(got) != len(rows) {
+		t.Errorf("%d rows, want %d: %v", len(got), len(rows), got)
 	}
 }
 
@@ -1031,10 +1044,7 @@ func TestValueColumnsThatChangeValuesAreRefused(t *testing.T) {
 				s := pipeline.TargetSchema{Table: table, KeyLen: 1, Columns: []pipeline.Column{
 					{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: tc.typ, KeyPos: -1}}}
 				srv.Exec(t, "CREATE TABLE "+table+" (k bigint NOT NULL PRIMARY KEY, "+tc.create+")")
-				w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
-				if err == nil {
-					w.Close()
-				}
+				err := tableCheck(tgt, s)
 				if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("a %s value column: want a refusal saying %q, got %v", tc.create, tc.want, err)
 				}
@@ -1072,10 +1082,7 @@ func TestValueColumnsThatFillNullsAreRefused(t *testing.T) {
 					s.Columns[1].Type = pipeline.TypeTimestamp
 				}
 				srv.Exec(t, "CREATE TABLE "+s.Table+" (k bigint NOT NULL PRIMARY KEY, "+tc.create+", w varchar(10))")
-				w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
-				if err == nil {
-					w.Close()
-				}
+				err := tableCheck(tgt, s)
 				if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "ALTER TABLE") {
 					t.Errorf("a value column %s: want a refusal naming %s and the ALTER TABLE, got %v", tc.create, tc.want, err)
 					continue
@@ -1118,23 +1125,14 @@ func TestUniqueIndexBesidesTheKeyIsRefused(t *testing.T) {
 			s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
 				{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeVarchar, KeyPos: -1}}}
 			srv.Exec(t, "CREATE TABLE t (k bigint NOT NULL PRIMARY KEY, v varchar(10), UNIQUE KEY uv (v))")
-			w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
-			if err == nil {
-				w.Close()
-			}
+			err := tableCheck(tgt, s)
 			fix := "ALTER TABLE `t` DROP INDEX `uv`"
 			if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "unique index uv") || !strings.Contains(err.Error(), fix) {
 				t.Fatalf("a unique index on v: want a refusal naming it and %q, got %v", fix, err)
 			}
 			srv.Exec(t, fix)
-			w = openWriter(t, srv, s, 1)
 			rows := []pipeline.Row{{Values: []pipeline.Value{pipeline.Int(1), pipeline.Text("a")}}, {Values: []pipeline.Value{pipeline.Int(2), pipeline.Text("a")}}}
-			if err := w.Write(context.Background(), rows); err != nil {
-				t.Fatal(err)
-			}
-			if got := readAll(t, srv.DB(t), s); len(got) != 2 {
-				t.Errorf("%d rows, want 2: %v", len(got), got)
-			}
+			rowsKept(t, srv, s, rows)
 		})
 	}
 }
@@ -1151,23 +1149,14 @@ func TestAutoIncrementKeyIsRefused(t *testing.T) {
 			s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
 				{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeVarchar, KeyPos: -1}}}
 			srv.Exec(t, "CREATE TABLE t (k bigint NOT NULL AUTO_INCREMENT PRIMARY KEY, v varchar(10))")
-			w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
-			if err == nil {
-				w.Close()
-			}
+			err := tableCheck(tgt, s)
 			fix := regexp.MustCompile("ALTER TABLE `t` MODIFY `k` bigint(\\(20\\))? NOT NULL").FindString(fmt.Sprint(err))
 			if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "AUTO_INCREMENT") || fix == "" {
 				t.Fatalf("an AUTO_INCREMENT key: want a refusal naming it and the ALTER TABLE, got %v", err)
 			}
 			srv.Exec(t, fix)
-			w = openWriter(t, srv, s, 1)
 			rows := []pipeline.Row{{Values: []pipeline.Value{pipeline.Int(0), pipeline.Text("zero")}}, {Values: []pipeline.Value{pipeline.Int(1), pipeline.Text("one")}}}
-			if err := w.Write(context.Background(), rows); err != nil {
-				t.Fatal(err)
-			}
-			if got := readAll(t, srv.DB(t), s); len(got) != 2 {
-				t.Errorf("%d rows, want 2: %v", len(got), got)
-			}
+			rowsKept(t, srv, s, rows)
 		})
 	}
 }
@@ -1187,24 +1176,15 @@ func TestPrimaryKeyOnAPrefixIsRefused(t *testing.T) {
 		{Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
 	srv.Exec(t, "CREATE TABLE t (k varchar(100) CHARACTER SET utf8mb4 COLLATE "+mysqlsql.KeyCollations[srv.DDLDialect()]+
 		" NOT NULL, n bigint NOT NULL, v bigint, PRIMARY KEY (k(3), n))")
-	w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
-	if err == nil {
-		w.Close()
-	}
+	err := tableCheck(tgt, s)
 	fix := "ALTER TABLE `t` DROP PRIMARY KEY, ADD PRIMARY KEY (`k`, `n`)"
 	if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "its first 3") || !strings.Contains(err.Error(), fix) {
 		t.Fatalf("a primary key on k(3): want a refusal naming the prefix and %q, got %v", fix, err)
 	}
 	srv.Exec(t, fix)
-	w = openWriter(t, srv, s, 1)
 	rows := []pipeline.Row{{Values: []pipeline.Value{pipeline.Text("abc1"), pipeline.Int(1), pipeline.Int(1)}},
 		{Values: []pipeline.Value{pipeline.Text("abc2"), pipeline.Int(1), pipeline.Int(2)}}}
-	if err := w.Write(context.Background(), rows); err != nil {
-		t.Fatal(err)
-	}
-	if got := readAll(t, srv.DB(t), s); len(got) != 2 {
-		t.Errorf("%d rows, want 2: %v", len(got), got)
-	}
+	rowsKept(t, srv, s, rows)
 }
 
 // A FLOAT or DOUBLE column declared with digits (double(10,2), float(7,4)) rounds every value to
@@ -1223,10 +1203,7 @@ func TestFloatColumnsWithDigitsAreRefused(t *testing.T) {
 		s := pipeline.TargetSchema{Table: fmt.Sprintf("t%d", i), KeyLen: 1, Columns: []pipeline.Column{
 			{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: tc.typ, KeyPos: -1}}}
 		srv.Exec(t, "CREATE TABLE "+s.Table+" (k bigint NOT NULL PRIMARY KEY, v "+tc.create+")")
-		w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
-		if err == nil {
-			w.Close()
-		}
+		err := tableCheck(tgt, s)
 		if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "rounds every value") {
 			t.Errorf("a %s column: want a refusal saying it rounds, got %v", tc.create, err)
 		}
@@ -1284,16 +1261,13 @@ func TestKeyColumnOnUpdateIsRefused(t *testing.T) {
 	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
 		{Name: "k", Type: pipeline.TypeTimestamp, KeyPos: 0}, {Name: "v", Type: pipeline.TypeVarchar, KeyPos: -1}}}
 	srv.Exec(t, "CREATE TABLE t (k timestamp(3) NOT NULL PRIMARY KEY, v varchar(10))")
-	w, err := Open(context.Background(), Config{Target: tgt, Schema: s})
-	if err == nil {
-		w.Close()
-	}
+	err := tableCheck(tgt, s)
 	fix := "ALTER TABLE `t` MODIFY `k` datetime(3) NOT NULL"
 	if !errors.Is(err, ErrTableMismatch) || !strings.Contains(err.Error(), "ON UPDATE") || !strings.Contains(err.Error(), fix) {
 		t.Fatalf("a key column ON UPDATE: want a refusal naming it and %q, got %v", fix, err)
 	}
 	srv.Exec(t, fix)
-	w = openWriter(t, srv, s, 1)
+	w := openWriter(t, srv, s, 1)
 	for _, v := range []string{"a", "b"} {
 		if err := w.Write(context.Background(), []pipeline.Row{{Values: []pipeline.Value{pipeline.Int(1700000000123), pipeline.Text(v)}}}); err != nil {
 			t.Fatal(err)
