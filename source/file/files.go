@@ -266,7 +266,18 @@ func resolvePaths(raw, format string, log *zap.Logger) (paths []string, single b
 		st         os.FileInfo
 	}
 	bySize := map[int64][]named{} // the files added, by size: a hard link has its file's
+	// listed holds the files a directory or a pattern gave, by their path without ".gz": a
+	// file and its gzip copy side by side (an export compressed and kept) are the rows twice
+	listed := map[string]string{}
 	add := func(p, from string) {
+		if from != p {
+			plain := strings.TrimSuffix(p, ".gz")
+			if other, ok := listed[plain]; ok {
+				errs = append(errs, fmt.Errorf("%s and %s are both in %s: a file and its gzip copy would be read twice; remove one, or name the files one by one to read both", other, p, from))
+				return
+			}
+			listed[plain] = p
+		}
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			abs = filepath.Clean(p)

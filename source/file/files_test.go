@@ -879,3 +879,34 @@ func TestSkipPastTheInputIsWarned(t *testing.T) {
 		}
 	}
 }
+
+// A directory or a pattern that holds a file and its gzip copy (orders.csv beside orders.csv.gz,
+// as an export compressed and kept) would read every row twice: refused, naming both, where
+// before both were read. Named one by one, the two files are read as asked.
+func TestFileBesideItsGzipCopyIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	content := ordersHeader + ordersRows(1, 3)
+	put(t, dir, "orders.csv", content)
+	if err := os.WriteFile(filepath.Join(dir, "orders.csv.gz"), gzipBytes(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	put(t, dir, "other.csv", ordersHeader+ordersRows(4, 6))
+	for _, path := range []string{dir, filepath.Join(dir, "*")} {
+		src, err := Open(context.Background(), Spec{Path: path}, Config{Schema: ordersSchema}, nil)
+		if err == nil {
+			t.Errorf("file:%s: read %d rows, want the file and its gzip copy refused", path, len(streamRows(runSource(t, src, nil))))
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, "orders.csv.gz") || !strings.Contains(msg, "orders.csv ") || strings.Contains(msg, "other.csv") {
+			t.Errorf("file:%s: %v, want orders.csv and orders.csv.gz named", path, err)
+		}
+	}
+	both := filepath.Join(dir, "orders.csv") + "," + filepath.Join(dir, "orders.csv.gz")
+	src, err := Open(context.Background(), Spec{Path: both}, Config{Schema: ordersSchema}, nil)
+	if err != nil {
+		t.Fatalf("file:%s: %v", both, err)
+	}
+	if n := len(streamRows(runSource(t, src, nil))); n != 6 {
+		t.Errorf("file:%s: %d rows, want 6", both, n)
+	}
+}
