@@ -266,17 +266,13 @@ func resolvePaths(raw, format string, log *zap.Logger) (paths []string, single b
 		st         os.FileInfo
 	}
 	bySize := map[int64][]named{} // the files added, by size: a hard link has its file's
-	// listed holds the files a directory or a pattern gave, by their path without ".gz": a
-	// file and its gzip copy side by side (an export compressed and kept) are the rows twice
-	listed := map[string]string{}
+	listed := gzipCopies{}        // the files directories and patterns gave
 	add := func(p, from string) {
 		if from != p {
-			plain := strings.TrimSuffix(p, ".gz")
-			if other, ok := listed[plain]; ok {
-				errs = append(errs, fmt.Errorf("%s and %s are both in %s: a file and its gzip copy would be read twice; remove one, or name the files one by one to read both", other, p, from))
+			if err := listed.add(p, from); err != nil {
+				errs = append(errs, err)
 				return
 			}
-			listed[plain] = p
 		}
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -370,6 +366,21 @@ func resolvePaths(raw, format string, log *zap.Logger) (paths []string, single b
 		return nil, false, errors.Join(errs...)
 	}
 	return paths, single, nil
+}
+
+// gzipCopies finds a file and its gzip copy side by side (an export compressed and kept) among
+// the files a directory, a bucket prefix or a pattern lists: reading both reads every row twice.
+// It holds the names added, by their name without ".gz".
+type gzipCopies map[string]string
+
+// add records name, listed from where, or refuses it when its plain or gzip twin was listed.
+func (g gzipCopies) add(name, where string) error {
+	plain := strings.TrimSuffix(name, ".gz")
+	if other, ok := g[plain]; ok {
+		return fmt.Errorf("%s and %s are both in %s: a file and its gzip copy would be read twice; remove one, or name the files one by one to read both", other, name, where)
+	}
+	g[plain] = name
+	return nil
 }
 
 // listDir returns the files of a directory to read, in name order. Hidden files and those

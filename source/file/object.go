@@ -227,6 +227,7 @@ func listObjects(ctx context.Context, st store.Store, pattern, format string, lo
 	}
 	var objs []Object
 	var skipped []string
+	listed := gzipCopies{}
 	for _, in := range infos {
 		name := in.Name
 		base := path.Base(name)
@@ -252,6 +253,9 @@ func listObjects(ctx context.Context, st store.Store, pattern, format string, lo
 		case format == "" && !knownExtension(name):
 			skipped = append(skipped, name)
 			continue
+		}
+		if err := listed.add(name, st.Location("")+pattern); err != nil {
+			return nil, err
 		}
 		objs = append(objs, Object{Store: st, Info: in})
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -327,6 +329,27 @@ func TestBucketPatternLeavesOutHiddenObjects(t *testing.T) {
 		}
 		if strings.Join(got, " ") != want {
 			t.Errorf("%s: reads %v, want %s", pattern, got, want)
+		}
+	}
+}
+
+// A bucket prefix or pattern holding an object and its gzip copy (orders.csv beside
+// orders.csv.gz) is refused, naming both, as a local directory is: every row would be read twice.
+func TestBucketObjectBesideItsGzipCopyIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "orders.csv", conformanceRows("csv", 2, 0))
+	if err := os.WriteFile(filepath.Join(dir, "orders.csv.gz"), gzipBytes(conformanceRows("csv", 2, 0)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	put(t, dir, "other.csv", conformanceRows("csv", 2, 0))
+	st, err := store.Open(t.Context(), dir, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pattern := range []string{"", "*"} {
+		objs, err := listObjects(t.Context(), st, pattern, "", zap.NewNop())
+		if err == nil || !strings.Contains(err.Error(), "orders.csv and orders.csv.gz") {
+			t.Errorf("pattern %q: %d objects, %v; want orders.csv and orders.csv.gz refused", pattern, len(objs), err)
 		}
 	}
 }
