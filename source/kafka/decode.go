@@ -163,6 +163,8 @@ type Decoder struct {
 	// ExtractNewRecordState writes into the row a delete leaves (delete.tombstone.handling.mode
 	// rewrite): the row is deleted, not written
 	flatDelete bool
+	// lackWarned: the columns warnLacking told of
+	lackWarned []bool
 	// relational: the event being read names another connector than Cassandra's in
 	// source.connector, so a JSON object in it is a column's value (a PostgreSQL hstore in map
 	// mode), never a Cassandra cell to unwrap
@@ -627,6 +629,30 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 		d.folded = folded[:0] // kept for the next rows: they alias this message, which the caller keeps
 	}
 	return rerr
+}
+
+// warnLacking says once per column that a relational event lacks a column the mapping declares
+// (set false, not for Debezium's placeholder of a value it could not read): left out by the
+// connector's column.exclude.list, or a name the table does not have, whose values replicate then
+// never sets.
+func (d *Decoder) warnLacking(set []bool) {
+	if d.Logger == nil {
+		return
+	}
+	for i, ok := range set {
+		if ok || slices.Contains(d.unavail, i) {
+			continue
+		}
+		if d.lackWarned == nil {
+			d.lackWarned = make([]bool, len(d.names))
+		}
+		if !d.lackWarned[i] {
+			d.lackWarned[i] = true
+			d.Logger.Warn("the events do not name a column the mapping declares, so replicate leaves its values as they are: "+
+				"left out by the connector (column.exclude.list), or not the table's column name (check source.columns)",
+				zap.String("column", d.names[i]))
+		}
+	}
 }
 
 // warnFolded says once per member name that a member naming a column only ignoring case is read
@@ -1137,6 +1163,9 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			// JSON converter writes each field of the row's struct): one it lacks (left out by
 			// column.exclude.list), or whose value Debezium could not read, the change does not set
 			ch.Set = partialSet(set, after)
+			if ch.Set != nil {
+				d.warnLacking(ch.Set)
+			}
 		} else if len(d.unavail) > 0 {
 			// the columns Debezium could not read keep their values: the change sets the others
 			ch.Set = d.unavailableSet(after)

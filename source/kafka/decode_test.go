@@ -873,3 +873,33 @@ func TestDecodeDebeziumTimesOfDayAndYearsAreNotInstants(t *testing.T) {
 		}
 	}
 }
+
+// A relational connector's event that lacks a column the mapping declares does not set it (the
+// connector's column.exclude.list), and the logger is told once per column: a column the events
+// never name (a misspelling in source.columns) was left as it was in every row without a word. A
+// column whose value Debezium could not read (its placeholder) is not lacking: no warning.
+func TestDecodeRelationalColumnLackingIsTold(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	d, err := NewDecoder(Config{Format: FormatDebezium}, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Logger = zap.New(core)
+	const src = `"source":{"connector":"postgresql"}`
+	for _, ev := range []string{
+		`{"op":"c",` + src + `,"after":{"userid":"u1","orderid":1,"ts":1700000000000}}`,
+		`{"op":"u",` + src + `,"after":{"userid":"u1","orderid":1,"ts":1700000000001}}`,
+		`{"op":"u",` + src + `,"after":{"userid":"u1","orderid":1,"ts":"__debezium_unavailable_value","amount":"1"}}`,
+	} {
+		if chs := d.Decode(nil, nil, []byte(ev)); chs[0].Err != nil {
+			t.Fatalf("%s: %v", ev, chs[0].Err)
+		}
+	}
+	var told []string
+	for _, e := range logs.All() {
+		told = append(told, fmt.Sprint(e.ContextMap()["column"]))
+	}
+	if !slices.Equal(told, []string{"amount"}) {
+		t.Errorf("warned of %v, want amount once (ts's placeholder is not a lacking column)", told)
+	}
+}
