@@ -43,6 +43,9 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 		case pipeline.KindText, pipeline.KindDecimal:
 			var err error
 			if i, err = strconv.ParseInt(strings.TrimSpace(v.Str), 10, 64); err != nil {
+				if errors.Is(err, strconv.ErrRange) {
+					return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " is out of the " + t.String() + " range: " + wideInteger(v.Str))
+				}
 				return v, typeErr(strconv.Quote(truncate(v.Str, 64)) + " is not a " + t.String() + " value")
 			}
 		default:
@@ -184,6 +187,16 @@ func (e *Evaluator) convert(v pipeline.Value, t colType) (pipeline.Value, *pipel
 		return pipeline.Decimal(s), nil
 	}
 	return v, typeErr("cannot store a value as " + t.String())
+}
+
+// wideInteger says where an integer beyond 64 bits (a Cassandra varint) can go: a DECIMAL(38,0)
+// holds up to 38 digits, and no Lindorm number type more.
+func wideInteger(s string) string {
+	s = strings.TrimLeft(strings.TrimSpace(s), "+-")
+	if len(strings.TrimLeft(s, "0")) <= 38 {
+		return "cast the column to DECIMAL(38,0) to keep it (`x :: DECIMAL(38,0)` in target.columns)"
+	}
+	return "it has more than 38 digits, more than any Lindorm number type holds: cast the column to VARCHAR to keep it as text"
 }
 
 func intRange(t pipeline.Type) (int64, int64) {

@@ -248,6 +248,11 @@ func TestFunctionRowErrors(t *testing.T) {
 		{"int(s)", map[string]V{"s": txt("3000000000")}, pipeline.CodeEval, "out of the 32-bit range"},
 		{"code(s, channels)", map[string]V{"s": txt("paypal")}, pipeline.CodeDictMiss, `value "paypal" is not in dictionary "channels"`},
 		{"s :: BIGINT", map[string]V{"s": txt("abc")}, pipeline.CodeType, `"abc" is not a BIGINT value`},
+		// a varint beyond 64 bits: said to be too large, with the type that holds it
+		{"s :: BIGINT", map[string]V{"s": txt("123456789012345678901234567890")}, pipeline.CodeType,
+			`"123456789012345678901234567890" is out of the BIGINT range: cast the column to DECIMAL(38,0) to keep it`},
+		{"v :: INTEGER", map[string]V{"v": pipeline.Decimal("-99999999999999999999")}, pipeline.CodeType,
+			`"-99999999999999999999" is out of the INTEGER range: cast the column to DECIMAL(38,0) to keep it`},
 		{"n :: INTEGER", map[string]V{"n": num(3_000_000_000)}, pipeline.CodeType, "out of the INTEGER range"},
 		{"s :: BOOLEAN", map[string]V{"s": txt("yes")}, pipeline.CodeType, "not a BOOLEAN"},
 		{"s :: DECIMAL(5,2)", map[string]V{"s": txt("1234.5")}, pipeline.CodeType, "has 4 integer digits"},
