@@ -47,6 +47,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -647,6 +648,12 @@ func (r *reader) ReadAt(p []byte, off int64) (int, error) {
 		return 0, fmt.Errorf("read %s: the object changed while it was read (ETag %s when opened, %s now): "+
 			"run again once nothing replaces it", r.s.Location(r.name), *r.etag, *out.ETag)
 	}
+	// a server (or a proxy) that ignores Range answers with the object from its first byte
+	if !rangeStartsAt(aws.ToString(out.ContentRange), off) {
+		return 0, fmt.Errorf("read %s: asked for bytes %d-%d, the server at %s answered with %s: it does not honour "+
+			"the Range header of a read, which rekey needs; read the object from a server (or without a proxy) that does, or copy it to a local file",
+			r.s.Location(r.name), off, end-1, r.s.endpointName(), rangeAnswer(out.ContentRange))
+	}
 	n, err := io.ReadFull(out.Body, p[:end-off])
 	if err != nil {
 		return n, r.s.fail("read", r.name, err)
@@ -655,6 +662,23 @@ func (r *reader) ReadAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// rangeStartsAt tells whether a ranged GetObject's Content-Range ("bytes 500-599/1000") starts at
+// off. An answer with none (200, the whole object) starts at 0.
+func rangeStartsAt(contentRange string, off int64) bool {
+	if contentRange == "" {
+		return off == 0
+	}
+	first, _, ok := strings.Cut(strings.TrimPrefix(contentRange, "bytes "), "-")
+	return ok && first == strconv.FormatInt(off, 10)
+}
+
+func rangeAnswer(contentRange *string) string {
+	if contentRange == nil {
+		return "the whole object"
+	}
+	return "Content-Range " + *contentRange
 }
 
 // fail wraps an error of op on the object name (or on the store when name is "") with what to

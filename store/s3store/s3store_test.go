@@ -750,3 +750,36 @@ func TestReadOfAReplacedObjectFails(t *testing.T) {
 		t.Errorf("error %q does not say the object changed while it was read", err)
 	}
 }
+
+// A server (or a proxy before it) that ignores a read's Range header answers with the whole
+// object from its first byte: a ReadAt past offset 0 fails, saying so, rather than giving the
+// object's first bytes as those at the offset.
+func TestReadAtOfAServerIgnoringRangeFails(t *testing.T) {
+	srv := s3test.StartGofakes3(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Header.Del("Range")
+			next.ServeHTTP(w, r)
+		})
+	})
+	s := openStore(t, srv, "in", Options{})
+	ctx := t.Context()
+	data := payload(3, 1000)
+	if err := s.Put(ctx, "orders.csv", data); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Open(ctx, "orders.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 100)
+	if n, err := r.ReadAt(buf, 0); err != nil || !bytes.Equal(buf[:n], data[:100]) {
+		t.Fatalf("ReadAt(0) = %d, %v; want the object's first 100 bytes", n, err)
+	}
+	n, err := r.ReadAt(buf, 500)
+	if err == nil {
+		t.Fatalf("ReadAt(500) = %d bytes, no error (the bytes at 500: %v); want an error", n, bytes.Equal(buf[:n], data[500:600]))
+	}
+	if !strings.Contains(err.Error(), "Range") {
+		t.Errorf("error %q does not say the server ignored the range", err)
+	}
+}
