@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -208,6 +209,11 @@ func OpenWith(ctx context.Context, uri string, getenv func(string) string, opts 
 		Retryer: &warnRetryer{RetryerV2: retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = opts.MaxAttempts
 			o.MaxBackoff = 5 * time.Second
+			// No retry quota shared by the client's requests: the default one (500 tokens,
+			// 14 a retry, given back only by a retry that succeeds) runs out in a burst of
+			// 500s or 503s over the parts in flight, and every request after it then fails
+			// at its first error. Each request is tried MaxAttempts times, with backoff.
+			o.RateLimiter = ratelimit.None
 		}), s: s},
 		// Checksums only where an operation requires one (DeleteObjects): OSS refuses the
 		// default aws-chunked CRC32 trailers, and the responses of S3-compatible servers often

@@ -783,3 +783,44 @@ func TestReadAtOfAServerIgnoringRangeFails(t *testing.T) {
 		t.Errorf("error %q does not say the server ignored the range", err)
 	}
 }
+
+// Every request gets its own MaxAttempts, however many others were retried before: a burst of
+// 500s over 60 writes (each refused twice, then taken) is ridden out. The SDK's default retry
+// quota (500 tokens, 14 a retry, given back only when the retry succeeds) ran out after about
+// 35 such writes and failed the next ones at their first error ("retry quota exceeded").
+func TestTransientErrorsRetriedWithoutARunWideQuota(t *testing.T) {
+	var mu sync.Mutex
+	refused := map[string]int{}
+	srv := s3test.StartGofakes3(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if s3test.Op(r) == "PutObject" {
+				mu.Lock()
+				refused[r.URL.Path]++
+				n := refused[r.URL.Path]
+				mu.Unlock()
+				if n <= 2 {
+					io.Copy(io.Discard, r.Body)
+					w.Header().Set("Content-Type", "application/xml")
+					w.WriteHeader(http.StatusInternalServerError)
+					fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>try again</Message></Error>`)
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	s := openStore(t, srv, "out", Options{})
+	var wg sync.WaitGroup
+	errs := make([]error, 60)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Put(t.Context(), fmt.Sprintf("data/%02d", i), []byte("row"))
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("writes refused twice, then taken, failed: %v", err)
+	}
+}
