@@ -46,6 +46,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -695,6 +696,14 @@ func (s *Store) fail(op, name string, err error) error {
 	switch code := errorCode(err); {
 	case code == "NoSuchBucket":
 		wrapped = fmt.Errorf("%s %s: bucket %q does not exist at %s: create it first (rekey does not create buckets) or fix the URI: %w", op, loc, s.t.bucket, s.endpointName(), err)
+	case code == "PermanentRedirect" || httpStatus(err) == http.StatusMovedPermanently ||
+		(code == "AuthorizationHeaderMalformed" && bucketRegion(err) != ""):
+		// S3 names the bucket's region in a header of its answer
+		region := bucketRegion(err)
+		if region == "" {
+			region = "REGION"
+		}
+		wrapped = fmt.Errorf("%s %s: bucket %q is not in region %s, which requests are signed for: add ?region=%s (the bucket's region) to the URI: %w", op, loc, s.t.bucket, s.t.region, region, err)
 	case credentialCodes[code]:
 		wrapped = fmt.Errorf("%s %s: the server refused the credentials from %s/%s (%s): check them, and %s when they are temporary: %w", op, loc, s.env.id, s.env.secret, code, s.env.token, err)
 	case code == "AccessDenied" || code == "Forbidden" || httpStatus(err) == http.StatusForbidden:
@@ -764,6 +773,22 @@ func redactURI(uri string) string {
 	}
 	return base + "?" + strings.Join(kept, "&")
 }
+
+// bucketRegion is the bucket's region as S3 names it in the answer refusing a request signed for
+// another (the x-amz-bucket-region header); "" when the answer does not.
+func bucketRegion(err error) string {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil && re.Response.Response != nil {
+		if r := re.Response.Header.Get("x-amz-bucket-region"); regionName.MatchString(r) {
+			return r
+		}
+	}
+	return ""
+}
+
+// regionName is what a region's name looks like (eu-west-1, cn-hangzhou): nothing else is quoted
+// in an error as one.
+var regionName = regexp.MustCompile(`^[a-z0-9-]{1,40}$`)
 
 func errorCode(err error) string {
 	var api interface{ ErrorCode() string }

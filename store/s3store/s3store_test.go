@@ -824,3 +824,35 @@ func TestTransientErrorsRetriedWithoutARunWideQuota(t *testing.T) {
 		t.Fatalf("writes refused twice, then taken, failed: %v", err)
 	}
 }
+
+// A bucket in another region than the one signed for (region= left out, AWS_REGION unset: us-east-1)
+// is refused by S3 with a redirect or a malformed authorization: Open's error says to add
+// ?region= with the bucket's region, which S3 names in its answer.
+func TestOpenBucketInAnotherRegionSaysWhichRegion(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		status int
+		body   string
+	}{
+		{"redirect", http.StatusMovedPermanently, `<Error><Code>PermanentRedirect</Code><Message>The bucket you are attempting to access must be addressed using the specified endpoint. Please send all future requests to this endpoint.</Message><Endpoint>rekey.s3.eu-west-1.amazonaws.com</Endpoint><Bucket>rekey</Bucket></Error>`},
+		{"malformed authorization", http.StatusBadRequest, `<Error><Code>AuthorizationHeaderMalformed</Code><Message>The authorization header is malformed; the region 'us-east-1' is wrong; expecting 'eu-west-1'</Message><Region>eu-west-1</Region></Error>`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := s3test.StartGofakes3(t, func(http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/xml")
+					w.Header().Set("x-amz-bucket-region", "eu-west-1")
+					w.WriteHeader(c.status)
+					fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?>`+c.body)
+				})
+			})
+			_, err := Open(t.Context(), srv.URI, s3test.Getenv(srv.Env))
+			if err == nil {
+				t.Fatal("Open of a bucket in another region succeeded")
+			}
+			if !strings.Contains(err.Error(), "region=eu-west-1") {
+				t.Errorf("Open: %v\nwant it to say to add region=eu-west-1", err)
+			}
+		})
+	}
+}
