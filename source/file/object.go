@@ -205,6 +205,11 @@ func SplitObjectURI(uri string) (storeURI, pattern, fileURI string, err error) {
 			dir = ""
 		}
 	}
+	// the folder is decoded by the store (s3store's parseURI), the name here: both as a URI's
+	// path, so %20 is a space and %25 a '%' in either
+	if pattern, err = unescapePattern(pattern); err != nil {
+		return "", "", "", fmt.Errorf("--source %s: %w", sourceuri.Redact(uri), err)
+	}
 	storeURI = scheme + "://" + bucket + "/" + strings.Trim(dir, "/")
 	if len(storeQ) > 0 {
 		storeURI += "?" + storeQ.Encode()
@@ -214,6 +219,45 @@ func SplitObjectURI(uri string) (storeURI, pattern, fileURI string, err error) {
 		fileURI += "?" + strings.Join(fileQ, "&")
 	}
 	return storeURI, pattern, fileURI, nil
+}
+
+// unescapePattern decodes the %XX escapes of a pattern of object names as a URI path's: a
+// wildcard written escaped (%2A) is the character itself, escaped for path.Match.
+func unescapePattern(p string) (string, error) {
+	if !strings.Contains(p, "%") {
+		return p, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] != '%' {
+			b.WriteByte(p[i])
+			continue
+		}
+		if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
+			return "", fmt.Errorf("object name %q: %q is not an escape (%%XX): write a '%%' as %%25", p, p[i:min(i+3, len(p))])
+		}
+		c := unhex(p[i+1])<<4 | unhex(p[i+2])
+		if strings.IndexByte(`*?[]\`, c) >= 0 {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(c)
+		i += 2
+	}
+	return b.String(), nil
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }
 
 // listObjects returns the objects to read under st: those matching pattern (path.Match on the

@@ -353,3 +353,43 @@ func TestBucketObjectBesideItsGzipCopyIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// An object's name is written in the URI as a URI writes it, its folder and its own name alike:
+// %20 is a space, %25 a '%', %2A a '*' that is no wildcard. The folder was decoded and the name
+// was not, so 's3://b/export/orders%202024.csv' matched no object.
+func TestBucketObjectNamedWithEscapes(t *testing.T) {
+	srv := s3test.StartGofakes3(t, nil)
+	endpoint := strings.SplitN(srv.URI, "?", 2)[1]
+	putObjects(t, srv, map[string]string{
+		"export/orders 2024.csv":   conformanceRows("csv", 2, 0),
+		"export/orders 2025.csv":   conformanceRows("csv", 2, 0),
+		"export/sub dir/a+b.csv":   conformanceRows("csv", 2, 0),
+		"export/50% off.csv":       conformanceRows("csv", 2, 0),
+		"export/star*.csv":         conformanceRows("csv", 2, 0),
+		"export/starry.csv":        conformanceRows("csv", 2, 0),
+		"export/orders%202024.csv": conformanceRows("csv", 2, 0), // a name holding "%20" itself
+	})
+	for path, want := range map[string]string{
+		"export/orders%202024.csv":   "orders 2024.csv",
+		"export/orders%20*.csv":      "orders 2024.csv orders 2025.csv",
+		"export/sub%20dir/a+b.csv":   "a+b.csv",
+		"export/sub dir/a+b.csv":     "a+b.csv",
+		"export/50%25%20off.csv":     "50% off.csv",
+		"export/star%2A.csv":         "star*.csv",
+		"export/orders%25202024.csv": "orders%202024.csv",
+	} {
+		spec := openBucket(t, srv, "s3://rekey/"+path+"?"+endpoint)
+		objs, err := listObjects(t.Context(), spec.Store, spec.Pattern, "", zap.NewNop())
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		var got []string
+		for _, o := range objs {
+			got = append(got, o.Info.Name)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("%s reads %q, want %s", path, got, want)
+		}
+	}
+}
