@@ -693,7 +693,12 @@ func rangeAnswer(contentRange *string) string {
 func (s *Store) fail(op, name string, err error) error {
 	loc := s.Location(name)
 	var wrapped error
+	var dns *net.DNSError
 	switch code := errorCode(err); {
+	case s.t.endpoint != "" && !s.t.pathStyle && errors.As(err, &dns) && strings.HasPrefix(dns.Name, s.t.bucket+"."):
+		// virtual-hosted addressing names the bucket as a host of its own under the endpoint's
+		wrapped = fmt.Errorf("%s %s: the bucket's host name %s (the bucket before the endpoint's host) does not resolve: "+
+			"for a server that takes the bucket in the path (MinIO, Ceph, versitygw, most gateways), add path_style=true to the URI: %w", op, loc, dns.Name, err)
 	case code == "NoSuchBucket":
 		wrapped = fmt.Errorf("%s %s: bucket %q does not exist at %s: create it first (rekey does not create buckets) or fix the URI: %w", op, loc, s.t.bucket, s.endpointName(), err)
 	case code == "PermanentRedirect" || httpStatus(err) == http.StatusMovedPermanently ||

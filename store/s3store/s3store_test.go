@@ -856,3 +856,19 @@ func TestOpenBucketInAnotherRegionSaysWhichRegion(t *testing.T) {
 		})
 	}
 }
+
+// A server given by a host name (endpoint=http://minio.internal:9000) is asked for the bucket
+// as a host name of its own (rekey.minio.internal) unless path_style=true: when that name does
+// not resolve, Open says to add path_style=true rather than only that a lookup failed.
+func TestOpenVirtualHostThatDoesNotResolveSaysPathStyle(t *testing.T) {
+	// .invalid never resolves (RFC 6761)
+	_, err := Open(t.Context(), "s3://rekey/out?endpoint=http://s3.invalid:9000", s3test.Getenv(map[string]string{
+		"AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret-key",
+	}))
+	if err == nil {
+		t.Fatal("Open of a bucket whose host name does not resolve succeeded")
+	}
+	if !strings.Contains(err.Error(), "path_style=true") {
+		t.Errorf("Open: %v\nwant it to say to add path_style=true", err)
+	}
+}
