@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"go.uber.org/zap"
@@ -84,6 +85,7 @@ func (s *Store) copyParts(ctx context.Context, f *Store, src, dst string, size i
 	}
 	up, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(s.t.bucket), Key: aws.String(s.key(dst))})
 	if err != nil {
+		_ = s.abortLost(dst, "") // a failed attempt may have started one all the same
 		return s.fail("copy: start the multipart upload of", dst, err)
 	}
 	id := up.UploadId
@@ -92,6 +94,14 @@ func (s *Store) copyParts(ctx context.Context, f *Store, src, dst string, size i
 		defer cancel()
 		// on failure the next resume's Sweep aborts it; the copy's error is the one to report
 		_, _ = s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: aws.String(s.t.bucket), Key: aws.String(s.key(dst)), UploadId: id})
+	}
+	if attempts, ok := retry.GetAttemptResults(up.ResultMetadata); ok && len(attempts.Results) > 1 {
+		// an attempt that timed out may have started an upload whose answer was lost, as a
+		// writer's may (writer.uploadPart): no other copy or writer uses the key
+		if err := s.abortLost(dst, aws.ToString(id)); err != nil {
+			abort()
+			return err
+		}
 	}
 	var parts []types.CompletedPart
 	for off, n := int64(0), int32(1); off < size; off, n = off+part, n+1 {

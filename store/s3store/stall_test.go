@@ -3,8 +3,11 @@ package s3store
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -111,5 +114,70 @@ func TestLostCompleteAnswerCommits(t *testing.T) {
 	data = payload(13, len(data))
 	if _, err := write(); !isCode(err, "NoSuchUpload") {
 		t.Fatalf("Commit whose upload is gone, under an object of another writer: %v, want NoSuchUpload", err)
+	}
+}
+
+// A CreateMultipartUpload of a server-side copy (an object over copyMax, as merge copies a
+// shard's large file) whose answer never comes is retried as a writer's is: the upload the lost
+// answer named is aborted once the retry gave the copy its own, so no upload of the copied key is
+// left in the bucket, empty and billed, after a merge that succeeded. (gofakes3 has no
+// UploadPartCopy: the handler here serves it as a ranged GetObject sent on as an UploadPart.)
+func TestStalledCopyCreateLeavesNoUpload(t *testing.T) {
+	var stalled atomic.Int32
+	srv := s3test.StartGofakes3(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch s3test.Op(r) {
+			case "CreateMultipartUpload":
+				if stalled.Add(1) == 1 {
+					next.ServeHTTP(httptest.NewRecorder(), r) // the server starts the upload...
+					<-r.Context().Done()                      // ...and its answer never leaves
+					return
+				}
+			case "UploadPartCopy":
+				src, _ := url.PathUnescape(r.Header.Get("X-Amz-Copy-Source"))
+				get := httptest.NewRequest(http.MethodGet, "/"+strings.TrimPrefix(src, "/"), nil)
+				get.Header.Set("Range", r.Header.Get("X-Amz-Copy-Source-Range"))
+				got := httptest.NewRecorder()
+				next.ServeHTTP(got, get)
+				put := r.Clone(r.Context())
+				put.Header = http.Header{}
+				put.Body = io.NopCloser(bytes.NewReader(got.Body.Bytes()))
+				put.ContentLength = int64(got.Body.Len())
+				put.Header.Set("Content-Length", fmt.Sprint(got.Body.Len()))
+				up := httptest.NewRecorder()
+				next.ServeHTTP(up, put)
+				if up.Code != http.StatusOK {
+					w.WriteHeader(up.Code)
+					w.Write(up.Body.Bytes())
+					return
+				}
+				w.Header().Set("Content-Type", "application/xml")
+				fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><CopyPartResult><ETag>%s</ETag></CopyPartResult>`, up.Header().Get("ETag"))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	shard := openStore(t, srv, "shard-0", Options{})
+	merged := openStore(t, srv, "merged", Options{StallTimeout: 500 * time.Millisecond})
+	ctx := t.Context()
+	data := payload(12, 3<<20+7)
+	if err := shard.Put(ctx, "data/region-0000/part-00000.parquet", data); err != nil {
+		t.Fatal(err)
+	}
+	defer func(m, p int64) { copyMax, copyPartSize = m, p }(copyMax, copyPartSize)
+	copyMax, copyPartSize = 1<<20, 1<<20
+	done, err := merged.CopyFrom(ctx, shard, "data/region-0000/part-00000.parquet", "data/region-0000/part-00000.parquet")
+	if err != nil || !done {
+		t.Fatalf("CopyFrom: done %v, %v", done, err)
+	}
+	if n := stalled.Load(); n < 2 {
+		t.Fatalf("%d CreateMultipartUpload requests, want the stalled one and its retry", n)
+	}
+	if got, err := merged.Get(ctx, "data/region-0000/part-00000.parquet"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("Get: %d bytes, %v", len(got), err)
+	}
+	if left, err := merged.Unfinished(ctx, ""); err != nil || len(left) > 0 {
+		t.Fatalf("unfinished uploads after a successful copy: %v %v", left, err)
 	}
 }

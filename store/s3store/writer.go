@@ -349,14 +349,21 @@ func (w *writer) Abort() error {
 // attempts of CreateMultipartUpload whose answer never came. No other writer uses the key (one
 // run per output, and a run names each file once), so they are all this writer's.
 func (w *writer) abortOthers(keep string) error {
+	return w.s.abortLost(w.name, keep)
+}
+
+// abortLost aborts the unfinished uploads of name's key but keep: those started by attempts of
+// CreateMultipartUpload whose answer never came, which would stay in the bucket, billed.
+func (s *Store) abortLost(name, keep string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return w.s.abortUploads(ctx, w.key, "write: abort a lost multipart upload of",
+	key := s.key(name)
+	return s.abortUploads(ctx, key, "write: abort a lost multipart upload of",
 		func(u types.MultipartUpload) bool {
-			return aws.ToString(u.Key) != w.key || aws.ToString(u.UploadId) == keep
+			return aws.ToString(u.Key) != key || aws.ToString(u.UploadId) == keep
 		},
 		func(u types.MultipartUpload) {
-			w.s.log.Warn("aborted a multipart upload started by a request that timed out", zap.String("file", w.name), zap.String("upload", aws.ToString(u.UploadId)))
+			s.log.Warn("aborted a multipart upload started by a request that timed out", zap.String("file", name), zap.String("upload", aws.ToString(u.UploadId)))
 		})
 }
 
