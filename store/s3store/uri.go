@@ -119,6 +119,11 @@ func parseURI(raw, envRegion string) (*target, error) {
 		if t.pathStyle && t.endpoint == "" {
 			return nil, errors.New("path_style=true: OSS accepts virtual-hosted addressing only; path_style is for an S3-compatible server given by endpoint=")
 		}
+		if id, ok := strings.CutPrefix(t.region, "oss-"); ok {
+			// OSS's tables name each region twice: its region ID (cn-hangzhou), which signs
+			// requests and names the S3 API's endpoint, and its "OSS region ID" (oss-cn-hangzhou)
+			return nil, fmt.Errorf("region=%s is the OSS region ID: region= takes the region ID, region=%s", t.region, id)
+		}
 		if t.region == "" && t.endpoint != "" {
 			if u, err := url.Parse(t.endpoint); err == nil {
 				if m := ossRegion.FindStringSubmatch(u.Hostname()); m != nil {

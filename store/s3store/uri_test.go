@@ -80,6 +80,10 @@ func TestParseURIErrors(t *testing.T) {
 		{"s3://bucket/x#frag", "'#'"},
 		{"oss://bucket/x", "region"},
 		{"oss://bucket/x?region=cn-hangzhou&path_style=true", "virtual-hosted"},
+		// the OSS region ID, as OSS's endpoint tables and its own SDKs' examples name it: the S3
+		// API's endpoint would be s3.oss-oss-cn-hangzhou.aliyuncs.com, which does not exist
+		{"oss://bucket/x?region=oss-cn-hangzhou", "region=cn-hangzhou"},
+		{"oss://bucket/x?region=oss-cn-hangzhou&endpoint=https://s3.oss-cn-hangzhou.aliyuncs.com", "region=cn-hangzhou"},
 	} {
 		_, err := parseURI(tc.uri, "")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
