@@ -247,12 +247,14 @@ type warnRetryer struct {
 	s *Store
 }
 
-func (r *warnRetryer) IsErrorRetryable(err error) bool {
-	ok := r.RetryerV2.IsErrorRetryable(err)
-	if ok {
-		r.s.log.Warn("retrying a request", zap.Error(r.s.redact(err)))
+// RetryDelay is asked only for a retry that follows (IsErrorRetryable is asked of the last
+// attempt's error too, which is returned instead): the retry is logged here.
+func (r *warnRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
+	d, derr := r.RetryerV2.RetryDelay(attempt, err)
+	if derr == nil {
+		r.s.log.Warn("retrying a request", zap.Int("attempt", attempt+1), zap.Duration("after", d), zap.Error(r.s.redact(err)))
 	}
-	return ok
+	return d, derr
 }
 
 // newHTTPClient gives requests timeouts: a dead server fails the dial at once and a hung one

@@ -536,6 +536,10 @@ func TestPartFailuresRetryThenFail(t *testing.T) {
 	if !strings.Contains(err.Error(), "upload part 2 of s3://rekey/out/data/broken") || errorCode(err) != "InternalError" {
 		t.Fatalf("error %v: want it to name the part and object and wrap the server's error", err)
 	}
+	// MaxAttempts 3: two retries, each logged; the third failure is the error, not a retry
+	if n := logs.FilterMessage("retrying a request").Len(); n != 1+2 {
+		t.Errorf("%d retries logged for a transient failure and one tried 3 times, want 1+2", n)
+	}
 	if err := w.Abort(); err != nil {
 		t.Fatalf("Abort after a failed part: %v", err)
 	}
