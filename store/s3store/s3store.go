@@ -703,6 +703,9 @@ func (s *Store) fail(op, name string, err error) error {
 			"for a server that takes the bucket in the path (MinIO, Ceph, versitygw, most gateways), add path_style=true to the URI: %w", op, loc, dns.Name, err)
 	case code == "NoSuchBucket":
 		wrapped = fmt.Errorf("%s %s: bucket %q does not exist at %s: create it first (rekey does not create buckets) or fix the URI: %w", op, loc, s.t.bucket, s.endpointName(), err)
+	case errors.Is(err, http.ErrSchemeMismatch):
+		wrapped = fmt.Errorf("%s %s: the server at %s speaks plain HTTP, not HTTPS (an endpoint= without a scheme is https): write endpoint=http://%s: %w",
+			op, loc, s.t.endpoint, strings.TrimPrefix(s.t.endpoint, "https://"), err)
 	case code == "PermanentRedirect" || httpStatus(err) == http.StatusMovedPermanently ||
 		(code == "AuthorizationHeaderMalformed" && bucketRegion(err) != ""):
 		// S3 names the bucket's region in a header of its answer

@@ -876,3 +876,18 @@ func TestOpenVirtualHostThatDoesNotResolveSaysPathStyle(t *testing.T) {
 		t.Errorf("Open: %v\nwant it to say to add path_style=true", err)
 	}
 }
+
+// endpoint= without a scheme is https: a server that speaks plain HTTP there (a local MinIO or
+// gateway, 127.0.0.1:9000) fails Open saying to write endpoint=http://..., not only that a TLS
+// handshake failed.
+func TestOpenPlainHTTPServerAsHTTPSSaysHTTP(t *testing.T) {
+	srv := s3test.StartGofakes3(t, nil)
+	uri := strings.Replace(srv.URI, "endpoint=http://", "endpoint=", 1)
+	_, err := Open(t.Context(), uri, s3test.Getenv(srv.Env))
+	if err == nil {
+		t.Fatal("Open over TLS of a plain HTTP server succeeded")
+	}
+	if !strings.Contains(err.Error(), "endpoint=http://") {
+		t.Errorf("Open: %v\nwant it to say to write endpoint=http://", err)
+	}
+}
