@@ -648,6 +648,10 @@ func (r *reader) ReadAt(p []byte, off int64) (int, error) {
 		Range:   aws.String(fmt.Sprintf("bytes=%d-%d", off, end-1)),
 		IfMatch: r.etag,
 	})
+	if r.etag != nil && (isCode(err, "PreconditionFailed") || httpStatus(err) == http.StatusPreconditionFailed) {
+		return 0, fmt.Errorf("read %s: the object changed while it was read (it is no longer ETag %s, the version opened): "+
+			"run again once nothing replaces it: %w", r.s.Location(r.name), *r.etag, r.s.redact(err))
+	}
 	if err != nil {
 		return 0, r.s.fail("read", r.name, err)
 	}
