@@ -250,6 +250,9 @@ type rollCommit struct {
 	// rename gives a folder's staged files their final names once manifest.json lists them,
 	// under the lock
 	rename func() error
+	// writing runs as the manifest that lists the roll is written: from then on the roll may be
+	// committed, also when the write fails (it may fail after the new manifest replaced the old)
+	writing func()
 }
 
 // errLost: another member committed the partition since this member was assigned it.
@@ -307,9 +310,12 @@ func (m *manifest) commit(ctx context.Context, c *rollCommit) error {
 	pe.Upserts += c.upserts
 	pe.TombstonesDropped += c.dropped
 	pe.Staged = staged
+	if c.writing != nil {
+		c.writing()
+	}
 	if err := m.write(ctx); err != nil {
 		m.rev = -1 // the copy is ahead of the file: reload it
-		return err
+		return fmt.Errorf("the roll %d-%d may be committed (its files are left for the partition's next owner, which renames them if manifest.json lists them, else removes them): %w", c.first, c.last, err)
 	}
 	if err := c.rename(); err != nil {
 		return fmt.Errorf("the roll %d-%d is committed, its files not all renamed (the partition's next owner renames them): %w", c.first, c.last, err)

@@ -59,8 +59,9 @@ type roll struct {
 	rejected    int64
 	upserts     int64 // rows in the data files
 	dropped     int64 // redundant Debezium tombstones
-	// committed: manifest.json lists the roll; its files are renamed or left for the
-	// partition's next owner to rename, never removed
+	// committed: manifest.json lists the roll, or may (its write failed: the new manifest may
+	// have replaced the old one); its files are renamed or left for the partition's next owner to
+	// rename (or remove, when the manifest does not list them), never removed here
 	committed bool
 }
 
@@ -469,6 +470,7 @@ func (w *worker) closeRoll(reason string) error {
 		return w.stageRoll(rl, segs, &files, &nfiles, &nbytes)
 	}
 	c.rename = func() error { return w.renameRoll(rl, files) }
+	c.writing = func() { rl.committed = true }
 	committing := time.Now()
 	if err := r.man.commit(w.ctx, c); err != nil {
 		return err
@@ -600,7 +602,7 @@ func (w *worker) hook(step CommitStep, rl *roll) error {
 // removed (false: left as a kill would leave them, for the partition's next owner to remove).
 func (w *worker) abortRoll(remove bool) {
 	if w.roll.committed {
-		remove = false // its manifest lists it: the partition's next owner renames its files
+		remove = false // its manifest lists it, or may: the partition's next owner renames its files, or removes them
 	}
 	for _, s := range w.roll.allSegments() {
 		s.abort(remove)
