@@ -28,6 +28,7 @@ type worker struct {
 	router *pipeline.Router
 
 	tracker     *tracker
+	kafkaOff    int64 // the offset last committed to Kafka (-1: none): behind the tracker's after a refused commit
 	roll        *roll
 	freeBufs    []files.Buffer
 	firstBuf    files.Buffer // the buffers' first: the others are its siblings
@@ -70,6 +71,7 @@ func (r *Replicator) newWorker(partition int, commit func(int, int64) error, par
 		// a change's rows are copied into the buffers before the next change: two rows at most
 		partWorker: r.newPartWorker(partition, commit, outputCaps{wholeRows: true}, 2),
 		tracker:    newTracker(),
+		kafkaOff:   -1,
 		budget:     r.cfg.Memory / int64(max(1, partitions)),
 		router:     r.cfg.Plan.Router(),
 		early:      true,
@@ -129,7 +131,11 @@ func (w *worker) run(wctx, hard context.Context, offset int64, cl claimed) (err 
 // for the cut when it opens (openRoll); a cut of the engine's own schedule, or one asked for by
 // a roll closed since, finds it younger and leaves it open.
 func (w *worker) closeDue(context.Context) error {
-	if w.roll == nil || time.Since(w.roll.opened) < w.r.cfg.RollInterval {
+	if w.roll == nil {
+		w.recommit() // an idle partition's refused commit: no roll would carry it
+		return nil
+	}
+	if time.Since(w.roll.opened) < w.r.cfg.RollInterval {
 		return nil
 	}
 	return w.closeRoll("interval")
@@ -446,6 +452,7 @@ func (w *worker) rollSize() int64 {
 func (w *worker) closeRoll(reason string) error {
 	rl := w.roll
 	if rl == nil {
+		w.recommit() // a stop or a rebalance commits what is durable, also after a refused commit
 		return nil
 	}
 	r := w.r
@@ -569,18 +576,32 @@ func (w *worker) renameRoll(rl *roll, staged rollFiles) error {
 
 // commitOffset commits to Kafka the offset the committed roll lets the partition's tracker
 // advance to. A failed commit is counted and logged: the files are durable, and a later roll's
-// commit carries the offset.
+// commit carries the offset, or, when no roll is open, the next roll interval or the stop
+// (recommit).
 func (w *worker) commitOffset(rl *roll) {
-	off := w.tracker.done(rl.span)
-	if off < 0 {
-		return
+	if off := w.tracker.done(rl.span); off >= 0 {
+		w.commitAt(off)
 	}
+}
+
+// recommit commits the durable offset again when Kafka refused its commit and no roll since
+// carried it.
+func (w *worker) recommit() {
+	if off := w.tracker.committable; off > w.kafkaOff {
+		w.commitAt(off)
+	}
+}
+
+// commitAt commits off, the offset after what is durable, to Kafka.
+func (w *worker) commitAt(off int64) {
 	m := w.r.metrics
 	if err := w.commit(w.partition, off); err != nil {
 		m.CommitErrors.Add(1)
-		w.log.Warn("offset commit failed: the files are durable, their messages will be read again", zap.Int64("offset", off), zap.Error(err))
+		w.log.Warn("offset commit failed: the files are durable (manifest.json records where the partition continues); "+
+			"the commit is tried again with the next roll, at the roll interval and at the stop", zap.Int64("offset", off), zap.Error(err))
 		return
 	}
+	w.kafkaOff = off
 	m.OffsetCommits.Add(1)
 	m.committed(w.partition, off)
 }
@@ -637,11 +658,7 @@ func (w *worker) startAt(offset int64, cl claimed) int64 {
 		return offset
 	}
 	w.log.Info("continuing after the partition's last committed roll", zap.Int64("offset", offset), zap.Int64("next_offset", next))
-	if err := w.commit(w.partition, next); err != nil {
-		w.r.metrics.CommitErrors.Add(1)
-		w.log.Warn("offset commit failed: the next roll's commit carries it", zap.Int64("offset", next), zap.Error(err))
-	} else {
-		w.r.metrics.OffsetCommits.Add(1)
-	}
+	w.tracker.committable = next // durable: recommit tries it again when this commit is refused
+	w.commitAt(next)
 	return next
 }
