@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
 
@@ -22,6 +23,46 @@ func TestRefusedOffsetCommitOfAnIdlePartitionIsRetried(t *testing.T) {
 	topic := c.CreateTopic(t, "orders-recommit", 1)
 	group := c.Group("g-recommit")
 	var refused atomic.Int32
+	refuseFirstCommit(c, group, &refused)
+	msgs, _, _ := jsonStream(1, 40)
+	c.Produce(t, topic, msgs...)
+	cfg := config(t, c, topic, group, "json", t.TempDir())
+	rn := start(t, cfg)
+	// the messages come in one batch: the first roll closes after it, its commit is refused, and
+	// no message follows
+	waitCommitted(t, c, group, topic, endOffsets(t, c, topic), 20*time.Second)
+	if err := rn.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	if refused.Load() == 0 {
+		t.Fatal("no offset commit was refused: the test does not reach the case")
+	}
+}
+
+// Into a table, a batch's offset commit Kafka refuses is tried again when the partition's work
+// ends (a stop, a rebalance): before, the group's offset stayed before the batch's messages,
+// applied already, until a later batch's commit, and a stop left it there.
+func TestRefusedOffsetCommitIntoATableIsRetriedAtTheStop(t *testing.T) {
+	g := newPausableGroup(t, "recommit-sql", []string{"u1", "u2", "u3"})
+	var refused atomic.Int32
+	refuseFirstCommit(g.c, g.group, &refused)
+	g.produce(1)
+	a := start(t, g.sqlConfig("a"))
+	wait.For(t, func() bool {
+		return refused.Load() > 0 && a.r.Metrics().Lag() == 0 && a.r.Metrics().CommitErrors.Load() > 0
+	},
+		"the batch's commit to be refused")
+	if err := a.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.c.Committed(t, g.group, g.topic, 1); got[0] != int64(len(g.keys)) {
+		t.Errorf("committed offsets %v after the stop, want partition 0 at %d (its batch is applied)", got, len(g.keys))
+	}
+}
+
+// refuseFirstCommit makes the in-process broker refuse group's first offset commit
+// (COORDINATOR_LOAD_IN_PROGRESS), counting it in refused.
+func refuseFirstCommit(c *kafkatest.Cluster, group string, refused *atomic.Int32) {
 	c.Fake.ControlKey(kmsg.OffsetCommit.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.Fake.KeepControl()
 		r := req.(*kmsg.OffsetCommitRequest)
@@ -42,17 +83,4 @@ func TestRefusedOffsetCommitOfAnIdlePartitionIsRetried(t *testing.T) {
 		}
 		return resp, nil, true
 	})
-	msgs, _, _ := jsonStream(1, 40)
-	c.Produce(t, topic, msgs...)
-	cfg := config(t, c, topic, group, "json", t.TempDir())
-	rn := start(t, cfg)
-	// the messages come in one batch: the first roll closes after it, its commit is refused, and
-	// no message follows
-	waitCommitted(t, c, group, topic, endOffsets(t, c, topic), 20*time.Second)
-	if err := rn.shutdown(t); err != nil {
-		t.Fatal(err)
-	}
-	if refused.Load() == 0 {
-		t.Fatal("no offset commit was refused: the test does not reach the case")
-	}
 }

@@ -82,13 +82,14 @@ type sqlWorker struct {
 	rejects  []*output.Reject
 	rejected []bool // by message of the batch: it has its reject line
 	cleaned  bool
+	kafkaOff int64 // the offset last committed to Kafka (or the group's at the start; -1: none)
 	upserts  int64
 	deletes  int64
 	dropped  int64
 }
 
 func (r *Replicator) newSQLWorker(partition int, commit func(int, int64) error) *sqlWorker {
-	return &sqlWorker{partWorker: r.newSQLPartWorker(partition, commit)}
+	return &sqlWorker{partWorker: r.newSQLPartWorker(partition, commit), kafkaOff: -1}
 }
 
 // newSQLPartWorker is the partition's worker state for the table: a batch's rows stay until its
@@ -127,6 +128,7 @@ func (w *sqlWorker) run(wctx, hard context.Context, offset int64) error {
 		r.metrics.position(w.partition, offset, -1)
 	}
 	w.pos = offset
+	w.kafkaOff = offset
 	w.seedRepeats(hard, offset)
 	o, err := w.read(wctx, hard, offset, pipeline.EngineConfig{}, func(ctx context.Context, d *kafka.Decoded) error {
 		if len(d.Changes) == 0 {
@@ -140,6 +142,13 @@ func (w *sqlWorker) run(wctx, hard context.Context, offset int64) error {
 	})
 	if err != nil {
 		return err
+	}
+	// every batch read is applied: a commit Kafka refused is tried again before the partition's
+	// work ends (a later batch's commit would have carried it)
+	if w.pos > w.kafkaOff && w.commitOffset(w.pos) {
+		if err := r.noteOffset(hard, w.partition, w.pos, false); err != nil {
+			w.log.Warn("the committed offsets were not recorded in the state folder", zap.Error(err))
+		}
 	}
 	return o.SourceErr // nil after a rebalance or a stop: every applied batch is committed
 }
@@ -213,14 +222,17 @@ func (w *sqlWorker) apply(ctx context.Context, changes []kafka.Change, next int6
 }
 
 // commitOffset commits off, the offset after what is applied; a failed commit is counted and
-// logged (what it covers is applied: read again, it is applied again harmlessly).
+// logged (what it covers is applied: a later batch's commit carries it, or the one as the
+// partition's work ends; read again, it is applied again harmlessly).
 func (w *sqlWorker) commitOffset(off int64) bool {
 	m := w.r.metrics
 	if err := w.commit(w.partition, off); err != nil {
 		m.CommitErrors.Add(1)
-		w.log.Warn("offset commit failed: the changes are applied, their messages will be read again (harmlessly)", zap.Int64("offset", off), zap.Error(err))
+		w.log.Warn("offset commit failed: the changes are applied; the commit is tried again with the next batch and as the partition's work ends "+
+			"(a run that starts before it is read them again, harmlessly)", zap.Int64("offset", off), zap.Error(err))
 		return false
 	}
+	w.kafkaOff = off
 	m.OffsetCommits.Add(1)
 	m.committed(w.partition, off)
 	return true
