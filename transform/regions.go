@@ -35,7 +35,8 @@ type RegionRequest struct {
 //   - int_bucket: the first column is x % n or random(n) (values 0..n-1): with N >= n regions,
 //     one region per bucket (splits 1..n-1); with fewer, buckets grouped evenly.
 //   - quantile: otherwise, split points at equal cumulative RowBytes of the sample's sorted first
-//     column, deduplicated (never an empty range), so there may be fewer regions than asked. A
+//     column, deduplicated (never an empty range), so there may be fewer regions than asked;
+//     a sample of no more distinct values than the regions asked gets one region per value. A
 //     text value SPLITKEYS cannot carry (a comma, a backslash, a control character:
 //     pipeline.SplitTextProblem) is never a split point: the next sample value is taken instead.
 //   - explicit: regions.split_keys.
@@ -374,6 +375,28 @@ func (p *Program) quantileSplits(n int, sample [][]pipeline.Value) []pipeline.Va
 		sorted[i] = items[k]
 	}
 	items = sorted
+	// No more distinct values than regions (a bucket written as text): every value its own
+	// region, as an integer bucket gets; quantiles of uneven counts would fall a row short of a
+	// value's start and leave two neighbours in one region.
+	var every []pipeline.Value
+	for i, last := 1, items[0].v; i < len(items); i++ {
+		v := items[i].v
+		if cmp(v, last) <= 0 || !splitWritable(typ, v) {
+			continue
+		}
+		if len(every) == n-1 {
+			every = nil
+			break
+		}
+		last = v
+		if isStringKind(v.Kind) {
+			v.Str = strings.Clone(v.Str)
+		}
+		every = append(every, v)
+	}
+	if every != nil {
+		return every
+	}
 	var out []pipeline.Value
 	last := items[0].v // a split must be after the first value: no empty first region
 	cum, j := 0.0, 0

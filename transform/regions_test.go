@@ -528,3 +528,32 @@ func TestSpreadRowsTakesAnEvenSpread(t *testing.T) {
 		t.Fatalf("spread from stretches %s (last digits %v), want one of each ten records but the rejected %d, not every 10th", got, lastDigits, rejected)
 	}
 }
+
+// A first column of no more distinct values than the regions asked (a bucket written as text,
+// str(crc32(userid) % 16)) gets one region per value, as an integer bucket does: quantiles of
+// rows of uneven counts fell a row short of a value's start and put two neighbours in one
+// region (16 values, 16 regions asked: 15 planned, the busiest holding twice its share).
+func TestQuantileGivesEveryValueItsRegionWhenValuesAreFew(t *testing.T) {
+	p := compileYAML(t, "version: 1\nsource: {columns: {b: text, id: bigint}}\ntarget: {table: t, primary_key: '[b][id]'}\n")
+	var recs []pipeline.Record
+	id := 0
+	for k := 0; k < 16; k++ {
+		for i := 0; i < 100+(k*37)%21-10; i++ {
+			id++
+			recs = append(recs, pipeline.Record{Values: []pipeline.Value{pipeline.Text(strconv.Itoa(k)), pipeline.Int(int64(id))}})
+		}
+	}
+	rows := applyAll(t, p, recs)
+	plan, err := p.PlanRegions(RegionRequest{Count: 16, Sample: rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "1,10,11,12,13,14,15,2,3,4,5,6,7,8,9"; splitStrings(plan) != want {
+		t.Fatalf("splits %s, want %s (one region per value)", splitStrings(plan), want)
+	}
+	// more values than regions: quantiles as before
+	plan, _ = p.PlanRegions(RegionRequest{Count: 4, Sample: rows})
+	if plan.Count() != 4 {
+		t.Errorf("4 regions over 16 values: %s", splitStrings(plan))
+	}
+}
