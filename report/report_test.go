@@ -860,3 +860,44 @@ func TestWriteOrderWindowsSayTheyAreTheSubsamples(t *testing.T) {
 		}
 	}
 }
+
+// A key that begins with a date (20240106 + a random suffix, 2024-01-06#id: the day's orders
+// numbered after their date) sorts by its dates first: every new day's rows land at the end of
+// the key space, as a date key's do. Read shuffled with nothing to tell the write order, it is
+// judged incremental by what it holds, not passed because the suffix spreads the shuffle.
+func TestDatePrefixedKeyIsIncremental(t *testing.T) {
+	yml := `
+version: 1
+source:
+  name: orders
+  columns:
+    k: text
+    v: text
+target:
+  table: orders
+  primary_key: "[k]"
+regions:
+  count: 16
+`
+	const n = 50000
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, form := range [][2]string{{"20060102", "%05d"}, {"2006-01-02", "#%d"}} {
+		src := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+			k := int64(i*7919) % n // a shuffle of the creation order
+			at := start.Add(time.Duration(k) * 20 * time.Minute)
+			return []pipeline.Value{pipeline.Text(at.Format(form[0]) + fmt.Sprintf(form[1], (k*104729)%100000)), pipeline.Text("x")}
+		}}}
+		rep := runReport(t, yml, src, nil)
+		f := findingOf(rep, "incremental_key_column")
+		if f == nil || f.Severity != model.SevWarning || !strings.Contains(f.Message, "first key column k") || !strings.Contains(f.Message, "begins with dates") {
+			t.Errorf("%s: a shuffled date-prefixed key is not judged incremental: %+v", form, f)
+		}
+	}
+	// digits that are no dates (a random 13-digit id) stay a spread key
+	src := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Text(fmt.Sprintf("%013d", (int64(i)*2654435761)%10000000000000)), pipeline.Text("x")}
+	}}}
+	if f := findingOf(runReport(t, yml, src, nil), "incremental_key_column"); f != nil && f.Severity == model.SevWarning {
+		t.Errorf("random digits judged incremental: %s", f.Message)
+	}
+}

@@ -316,6 +316,10 @@ func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64,
 		if layout, lo, hi, ok := textTimes(vals); ok {
 			return rho, true, fmt.Sprintf("holds dates or times written as %s (%s to %s), and times only grow", layout, lo, hi)
 		}
+		// a key led by one (20240106 + a suffix) sorts by its dates first
+		if layout, lo, hi, ok := textTimePrefix(vals); ok {
+			return rho, true, fmt.Sprintf("begins with dates or times written as %s (%s to %s), and times only grow", layout, lo, hi)
+		}
 	}
 	ints, what := vals, "values"
 	if !IsIntType(typ) {
@@ -381,6 +385,62 @@ func textTimes(vals []pipeline.Value) (layout, lo, hi string, ok bool) {
 		lo, hi = min(lo, s), max(hi, s)
 	}
 	return layout, lo, hi, true
+}
+
+// prefixLayouts are the fixed-width layouts of timeLayouts, finest first: a key that begins with
+// one of them, then more characters (20240106 + 5 digits, 2024-01-06#42), sorts by its times.
+var prefixLayouts = []string{"2006-01-02T15:04:05", "2006-01-02 15:04:05", "20060102150405", "200601021504", "2006010215", "2006-01-02", "20060102"}
+
+// textTimePrefix says whether every value is text, or an integer's digits, longer than one of
+// prefixLayouts and beginning with a time of it between 1970 and 2100 (digits that are no dates
+// do not all parse), the prefixes taking more than one value; with the layout and the smallest
+// and largest prefix.
+func textTimePrefix(vals []pipeline.Value) (layout, lo, hi string, ok bool) {
+	if len(vals) == 0 {
+		return "", "", "", false
+	}
+	var buf [20]byte
+	prefix := func(v pipeline.Value, w int) (string, bool) {
+		s := v.Str
+		switch {
+		case v.Kind == pipeline.KindInt:
+			s = string(strconv.AppendInt(buf[:0], v.Num, 10))
+		case v.Kind != pipeline.KindText || v.Kind != vals[0].Kind:
+			return "", false
+		}
+		if len(s) <= w {
+			return "", false
+		}
+		return s[:w], true
+	}
+next:
+	for _, l := range prefixLayouts {
+		lo, hi = "", ""
+		for i, v := range vals {
+			if v.Kind != vals[0].Kind {
+				return "", "", "", false
+			}
+			p, ok := prefix(v, len(l))
+			if !ok {
+				continue next
+			}
+			t, err := time.Parse(l, p)
+			if err != nil || t.Year() < 1970 || t.Year() > 2100 {
+				continue next
+			}
+			if i == 0 {
+				lo, hi = strings.Clone(p), strings.Clone(p)
+			} else if p < lo {
+				lo = strings.Clone(p)
+			} else if p > hi {
+				hi = strings.Clone(p)
+			}
+		}
+		if lo < hi {
+			return l, lo, hi, true
+		}
+	}
+	return "", "", "", false
 }
 
 // paddedCounter reads text values that are a shared prefix and then digits, all of one length
