@@ -901,3 +901,39 @@ regions:
 		t.Errorf("random digits judged incremental: %s", f.Message)
 	}
 }
+
+// An auto-increment id that steps by more than one (MySQL's auto_increment_increment on a
+// multi-primary setup, one of several writers' interleaved sequences: 7, 17, 27, ...) is as much
+// a sequence as a dense one: every new row lands at the end of the key space. Read shuffled with
+// no write order, its values fill every step of their range, and it is judged incremental.
+func TestSteppedAutoIncrementIsIncremental(t *testing.T) {
+	yml := `
+version: 1
+source:
+  name: orders
+  columns:
+    id: bigint
+    v: text
+target:
+  table: orders
+  primary_key: "[id]"
+regions:
+  count: 16
+`
+	const n = 50000
+	src := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Int(7 + 10*(int64(i*7919)%n)), pipeline.Text("x")}
+	}}}
+	rep := runReport(t, yml, src, nil)
+	f := findingOf(rep, "incremental_key_column")
+	if f == nil || f.Severity != model.SevWarning || !strings.Contains(f.Message, "in steps of 10") {
+		t.Errorf("a shuffled auto-increment id in steps of 10 is not judged incremental: %+v", f)
+	}
+	// ids of another table, repeating (a user's many orders), stay a spread key
+	src = &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Int(10 * ((int64(i) * 2654435761) % 5000)), pipeline.Text("x")}
+	}}}
+	if f := findingOf(runReport(t, yml, src, nil), "incremental_key_column"); f != nil && f.Severity == model.SevWarning {
+		t.Errorf("repeating ids judged incremental: %s", f.Message)
+	}
+}

@@ -331,9 +331,21 @@ func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64,
 			// the subsample keeps about n of analysed rows: scale its distinct count. A sequence's
 			// values are unique, so they cannot outnumber their range: beyond it (sequenceMaxDensity)
 			// the values repeat, as another table's ids do (userid in an orders table)
-			dens := float64(distinct) * float64(max(analysed, int64(n))) / float64(n) / (float64(hi) - float64(lo) + 1)
-			if dens >= sequenceDensity && dens <= sequenceMaxDensity && float64(distinct) >= 0.9*float64(n) {
+			scaled := float64(distinct) * float64(max(analysed, int64(n))) / float64(n)
+			seq := func(step int64) bool {
+				dens := scaled / ((float64(hi)-float64(lo))/float64(step) + 1)
+				return dens >= sequenceDensity && dens <= sequenceMaxDensity && float64(distinct) >= 0.9*float64(n)
+			}
+			if seq(1) {
 				return rho, true, fmt.Sprintf("looks like a sequence (dense %s from %d to %d)", what, lo, hi)
+			}
+			// an integer sequence may step by more than one (auto_increment_increment: 7, 17,
+			// 27, ...): its values, sampled at random, share the step and fill the range's steps
+			// (not text: a reversed sequence's digits, 0000001, 0000101, ..., share a step too)
+			if IsIntType(typ) {
+				if step := intStep(ints, lo); step > 1 && seq(step) {
+					return rho, true, fmt.Sprintf("looks like a sequence (dense %s in steps of %d from %d to %d)", what, step, lo, hi)
+				}
 			}
 		}
 	}
@@ -602,6 +614,22 @@ func intRange(vals []pipeline.Value) (lo, hi int64, ok bool) {
 		}
 	}
 	return lo, hi, len(vals) > 0
+}
+
+// intStep is the greatest common divisor of the values' distances from lo (the values are
+// integers, lo their least): the step of a sequence that counts by more than one; 1 at least.
+func intStep(vals []pipeline.Value, lo int64) int64 {
+	var g uint64
+	for _, v := range vals {
+		d := uint64(v.Num) - uint64(lo)
+		for d != 0 {
+			g, d = d, g%d
+		}
+		if g == 1 {
+			break
+		}
+	}
+	return int64(max(g, 1))
 }
 
 // OrderWindows are the windows and monotonicity of the write-ordered subsample under the main
