@@ -937,3 +937,38 @@ regions:
 		t.Errorf("repeating ids judged incremental: %s", f.Message)
 	}
 }
+
+// A time first key column stored DESC (newest first) is as hot as an ascending one, but its new
+// rows land at the start of the key space, in the first region: the findings say where, so the
+// region to look at is the one they name.
+func TestDescIncrementalFirstColumnLandsAtTheStart(t *testing.T) {
+	yml := `
+version: 1
+source:
+  name: events
+  columns:
+    ts: timestamp
+    h: text
+target:
+  table: events
+  primary_key: "[ts DESC][h]"
+regions:
+  count: 16
+`
+	const n = 50000
+	src := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Int(1704067200000 + int64(i)*1000), pipeline.Text(fmt.Sprintf("h%d", i%7))}
+	}}}
+	rep := runReport(t, yml, src, nil)
+	for _, rule := range []string{"incremental_key_column", "first_column_monotonic", "write_hotspot"} {
+		f := findingOf(rep, rule)
+		if f == nil {
+			t.Errorf("%s: no finding", rule)
+			continue
+		}
+		if strings.Contains(f.Message, "end of the key space") || strings.Contains(f.Message, "last range") ||
+			!(strings.Contains(f.Message, "start of the key space") || strings.Contains(f.Message, "first range")) {
+			t.Errorf("%s says the new rows of a DESC time column land at the end: %s", rule, f.Message)
+		}
+	}
+}

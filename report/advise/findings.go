@@ -166,6 +166,15 @@ type Facts struct {
 	incFirst bool    // the first key column is incremental (a warning of its own)
 }
 
+// newRowsEnd is the end of the key space a monotonic first key column's new rows land at: the
+// start when its values fall, or rise and are stored DESC (newest first).
+func (f *Facts) newRowsEnd() string {
+	if f.Plan.Desc != (f.FirstColumn.MonotonicDown > f.FirstColumn.MonotonicUp) {
+		return "start"
+	}
+	return "end"
+}
+
 // NewFacts are the facts of a report, whose figures come from rows of the source.
 func NewFacts(rep *model.Report) *Facts {
 	f := &Facts{Report: rep, sampled: true, regions: rep.Plan.Regions, ordered: "arrival order",
@@ -458,7 +467,7 @@ func checkFirstColumnMonotonic(f *Facts) []model.Finding {
 	if fc.MonotonicDown > fc.MonotonicUp {
 		dir = "<="
 	}
-	lands := "every new row lands at the end of the key space, in one region"
+	lands := "every new row lands at the " + f.newRowsEnd() + " of the key space, in one region"
 	if f.arrival {
 		lands = "if the application creates rows in this order, " + lands
 	}
@@ -558,7 +567,11 @@ func checkWriteHotspot(f *Facts) []model.Finding {
 	}
 	why := ""
 	if f.mono >= MonotonicShare {
-		why = " (the incremental primary key hotspot: Lindorm cannot split it away, new rows always land in the last range)"
+		last := "last"
+		if f.newRowsEnd() == "start" {
+			last = "first"
+		}
+		why = " (the incremental primary key hotspot: Lindorm cannot split it away, new rows always land in the " + last + " range)"
 	}
 	return one(finding("write_hotspot", model.SevWarning, fmt.Sprintf("write hotspot: in each window of %s rows%s in %s the busiest region takes %s of the writes on average (even: %s, %.1fx)%s; continuous writes in this order would load one region at a time",
 		model.Count(hs.RowsPerWindow), f.WindowRows(), f.ordered, model.Pct(hs.MeanTopShare), model.Pct(hs.EvenShare), hs.HotFactor, why), hev))
@@ -749,7 +762,11 @@ func incrementalFinding(kcs []model.KeyColumn, i int, ko model.KeyOrder, judged 
 		if t, _, _, err := pipeline.ParseType(kc.Type); err == nil && collide.IsIntType(t) {
 			fix = fmt.Sprintf("put a modulo bucket ([%s %% %d][%s], the guide's bucket for time series read by time range) or a hash prefix ([%s]) before it", x, regions, x, hashed)
 		}
-		return finding("incremental_key_column", model.SevWarning, fmt.Sprintf("first key column %s is incremental: it %s, %s; every new row lands at the end of the key space, in one region (the design guide's incremental primary key hotspot): %s", kc.Name, ko.Why, judged, fix), ev)
+		end := "end"
+		if kc.Desc != (ko.RankCorrelation < 0) {
+			end = "start" // stored newest first, or falling
+		}
+		return finding("incremental_key_column", model.SevWarning, fmt.Sprintf("first key column %s is incremental: it %s, %s; every new row lands at the %s of the key space, in one region (the design guide's incremental primary key hotspot): %s", kc.Name, ko.Why, judged, end, fix), ev)
 	}
 	var names, prefix []string
 	for _, p := range kcs[:i] {
