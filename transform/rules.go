@@ -1,6 +1,8 @@
 package transform
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -27,6 +29,7 @@ const (
 	RuleTrailingSalt    = "trailing_salt"
 	RuleKeyCodeMerges   = "key_code_merges"
 	RuleKeyConcatMerges = "key_concat_merges"
+	RuleSplitKeysUneven = "split_keys_uneven"
 )
 
 // KeyOnly says whether every target column is in the primary key: Lindorm cannot write a row that
@@ -124,6 +127,9 @@ func (p *Program) DesignRules(regionsGiven bool) []DesignRule {
 		if msg := p.concatMerges(col); msg != "" {
 			rules = append(rules, DesignRule{Code: RuleKeyConcatMerges, Path: col.path, Message: "key column " + col.name + " " + msg})
 		}
+	}
+	if msg := p.splitKeysUneven(); msg != "" && !regionsGiven {
+		rules = append(rules, DesignRule{Code: RuleSplitKeysUneven, Path: "regions.split_keys", Message: msg})
 	}
 	if p.regions == nil && !regionsGiven {
 		rules = append(rules, DesignRule{Code: RuleNoRegions, Path: "regions", Message: "no regions: section: the table " +
@@ -350,4 +356,70 @@ func (p *Program) keyHoldsPart(t *texpr) bool {
 		return t.idx < p.target.KeyLen
 	}
 	return p.keyHoldsWhole(t)
+}
+
+// splitKeysUneven says how regions.split_keys cut a hex hash prefix first key column unevenly
+// ("" when they do not, or the column is no such prefix): the digest spreads rows evenly over the
+// prefix's hex space, so a region's share of the rows is its share of that space; the busiest
+// over twice the even share is named.
+func (p *Program) splitKeysUneven() string {
+	first := p.cols[0]
+	if p.regions == nil || len(p.splits) == 0 || first.desc {
+		return ""
+	}
+	if _, _, ok := hexPrefixWidth(first, p.cols); !ok {
+		return ""
+	}
+	pos := make([]float64, 0, len(p.splits)+2)
+	pos = append(pos, 0, 1)
+	for _, v := range p.splits {
+		pos = append(pos, hexPosition(v.Str))
+	}
+	slices.Sort(pos)
+	n := len(p.splits) + 1
+	best, at := -1.0, 0
+	for i := 1; i < len(pos); i++ {
+		if w := pos[i] - pos[i-1]; w > best {
+			best, at = w, i-1
+		}
+	}
+	if best <= 2/float64(n) {
+		return ""
+	}
+	bound := func(i int) string {
+		switch {
+		case i < 0:
+			return "-inf"
+		case i >= len(p.splits):
+			return "+inf"
+		}
+		return strconv.Quote(p.splits[i].Str)
+	}
+	return fmt.Sprintf("regions.split_keys cut the hex hash prefix of %s unevenly: region %d [%s, %s) takes %.1f%% of the prefix's hex space, and so of the rows (even: %.1f%%, %.1fx): split keys of a hex prefix are hex digits (0-9 then a-f); regions: {count: %d} gives %d equal slices of the hex space",
+		first.name, at, bound(at-1), bound(at), 100*best, 100/float64(n), best*float64(n), n, n)
+}
+
+// hexPosition is the share of the lowercase hex strings that sort before s.
+func hexPosition(s string) float64 {
+	pos, scale := 0.0, 1.0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		below := 0 // hex digits below c
+		switch {
+		case c >= '0' && c <= '9':
+			below = int(c - '0')
+		case c >= 'a' && c <= 'f':
+			below = int(c-'a') + 10
+		case c > '9' && c < 'a':
+			below = 10
+		case c > 'f':
+			below = 16
+		}
+		pos += float64(below) * scale / 16
+		if below == 16 || !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			break
+		}
+		scale /= 16
+	}
+	return pos
 }

@@ -200,3 +200,33 @@ regions:
 		}
 	}
 }
+
+// Explicit split keys on a hex hash prefix cut the prefix's space, which the digest fills evenly:
+// decimal split keys (1..9) leave 9 and a-f, 7/16 of the space, to the last of 10 regions. The
+// mapping alone shows it: a warning naming the region and its share, and what gives equal slices.
+func TestDesignRulesSplitKeysUnevenOverHexPrefix(t *testing.T) {
+	rule := func(p *Program) *DesignRule {
+		for _, r := range p.DesignRules(false) {
+			if r.Code == RuleSplitKeysUneven {
+				return &r
+			}
+		}
+		return nil
+	}
+	const head = "version: 1\nsource: {columns: {u: text, v: text}}\ntarget: {table: t, primary_key: '[md5(u).substr(0,4) + u AS pk][v]'}\n"
+	p := compileYAML(t, head+"regions: {split_keys: ['1','2','3','4','5','6','7','8','9']}\n")
+	r := rule(p)
+	if r == nil || r.Path != "regions.split_keys" || !strings.Contains(r.Message, `region 9 ["9", +inf) takes 43.8%`) || !strings.Contains(r.Message, "count: 10") {
+		t.Fatalf("decimal split keys on a hex prefix: %+v", r)
+	}
+	// hex split keys of equal slices, a count, or a column that is no hash prefix: no warning
+	for _, y := range []string{
+		head + "regions: {split_keys: ['4000','8000','c000']}\n",
+		head + "regions: {count: 10}\n",
+		"version: 1\nsource: {columns: {u: text, v: text}}\ntarget: {table: t, primary_key: '[u][v]'}\nregions: {split_keys: ['1','2']}\n",
+	} {
+		if r := rule(compileYAML(t, y)); r != nil {
+			t.Errorf("%s: %+v", y, r)
+		}
+	}
+}
