@@ -972,3 +972,43 @@ regions:
 		}
 	}
 }
+
+// Version-1 UUIDs held as text (a timeuuid exported to CSV or sent as JSON, declared text) are
+// timeuuids all the same: their text begins with the low bits of their time, so the rows written
+// in the same seconds sort side by side. Judged by what the column holds, as a timeuuid column
+// is, whatever order the rows are read in; random (version-4) UUIDs stay a spread key.
+func TestTextTimeUUIDKeyIsIncremental(t *testing.T) {
+	yml := `
+version: 1
+source:
+  name: events
+  columns:
+    id: text
+    v: text
+target:
+  table: events
+  primary_key: "[id]"
+regions:
+  count: 16
+`
+	const n = 50000
+	const gregorian = 122192928000000000 // 100 ns intervals from 1582-10-15 to 1970-01-01
+	uuidText := func(t uint64, version uint64, node uint64) string {
+		return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", t&0xffffffff, (t>>32)&0xffff, (t>>48)&0x0fff|version<<12, 0x8000|node&0x3fff, node)
+	}
+	src := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+		k := uint64(i*7919) % n // a shuffle of the creation order
+		return []pipeline.Value{pipeline.Text(uuidText(gregorian+17040672000000000+k*100000, 1, 0x123456789abc)), pipeline.Text("x")}
+	}}}
+	f := findingOf(runReport(t, yml, src, nil), "incremental_key_column")
+	if f == nil || f.Severity != model.SevWarning || !strings.Contains(f.Message, "version-1 UUID") {
+		t.Errorf("text holding timeuuids is not judged incremental: %+v", f)
+	}
+	src = &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+		h := uint64(i+1) * 0x9e3779b97f4a7c15
+		return []pipeline.Value{pipeline.Text(uuidText(h, 4, h>>7)), pipeline.Text("x")}
+	}}}
+	if f := findingOf(runReport(t, yml, src, nil), "incremental_key_column"); f != nil && f.Severity == model.SevWarning {
+		t.Errorf("random UUIDs judged incremental: %s", f.Message)
+	}
+}

@@ -299,6 +299,9 @@ func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64,
 		// by what the column is: a sample spread over days shows nothing in its windows of what a
 		// timeuuid, led by its time's low bits, does within seconds
 		return 0, true, timeKey
+	case typ == pipeline.TypeVarchar && textTimeUUIDs(vals):
+		// the same, held as text (a timeuuid exported to CSV or sent as JSON)
+		return 0, true, "holds version-1 UUIDs (timeuuids) as text, whose text begins with the low bits of their time: the rows written in the same seconds sort side by side"
 	}
 	if wo != nil && n >= MinRhoRows {
 		rho = rankCorrelation(typ, vals, wo)
@@ -350,6 +353,28 @@ func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64,
 		}
 	}
 	return rho, false, ""
+}
+
+// textTimeUUIDs says whether every value is the text of a version-1 (time-based) UUID:
+// 8-4-4-4-12 hex digits, version 1, the RFC 4122 variant.
+func textTimeUUIDs(vals []pipeline.Value) bool {
+	for _, v := range vals {
+		s := v.Str
+		if v.Kind != pipeline.KindText || len(s) != 36 || s[14] != '1' || !strings.ContainsRune("89abAB", rune(s[19])) {
+			return false
+		}
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if i == 8 || i == 13 || i == 18 || i == 23 {
+				if c != '-' {
+					return false
+				}
+			} else if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return len(vals) > 0
 }
 
 // timeLayouts are the ways text holds a date or time that textTimes recognises: ISO 8601 and the
