@@ -366,3 +366,20 @@ func TestDDLTimestampSplitsReadInUTC(t *testing.T) {
 		}
 	}
 }
+
+// Lindorm's wide-table SQL reads the words of its keyword list as keywords unless back-quoted
+// (data, name, day, comment, format, json, ...), and an unquoted identifier must start with a
+// letter: such names are back-quoted wherever rekey writes them.
+func TestIdentQuotesLindormKeywordsAndLeadingUnderscore(t *testing.T) {
+	for _, name := range []string{"data", "name", "day", "hour", "minute", "month", "comment", "format",
+		"json", "level", "first", "last", "map", "namespace", "database", "describe", "array", "at", "none", "no", "_id"} {
+		if got, want := lindorm.Ident(name), "`"+name+"`"; got != want {
+			t.Errorf("Ident(%q) = %s, want %s (a Lindorm keyword, or not starting with a letter)", name, got, want)
+		}
+	}
+	for _, name := range []string{"orderid", "user_id", "tbl1"} {
+		if got := lindorm.Ident(name); got != name {
+			t.Errorf("Ident(%q) = %s, want it bare", name, got)
+		}
+	}
+}

@@ -35,7 +35,7 @@ func TestCellTimestampStatements(t *testing.T) {
 		t.Fatal(rerr)
 	}
 	for _, tc := range []struct{ stmt, want string }{
-		{full, "UPSERT /*+ _l_ts_(1700000000123) */ INTO u (id, name, visits) VALUES ('u1','Ann',2)"},
+		{full, "UPSERT /*+ _l_ts_(1700000000123) */ INTO u (id, `name`, visits) VALUES ('u1','Ann',2)"},
 		{partial, "UPSERT /*+ _l_ts_(1700000000123) */ INTO u (id, visits) VALUES ('u1',2)"},
 		{st.deletes([][]byte{key})[0], "DELETE /*+ _l_ts_(1700000000123) */ FROM u WHERE id='u1'"},
 		{st.deleteHead + string(cond), "DELETE /*+ _l_ts_(1700000000123) */ FROM u WHERE ((id>='a')) AND ((id<'m'))"},

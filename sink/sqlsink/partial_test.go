@@ -27,7 +27,7 @@ func TestPartialUpsertStatements(t *testing.T) {
 		want string
 	}{
 		{lindormsql.Dialect, []bool{true, false, true}, "UPSERT INTO u (id, visits) VALUES ('u1',2)"},
-		{lindormsql.Dialect, []bool{true, true, false}, "UPSERT INTO u (id, name) VALUES ('u1',NULL)"},
+		{lindormsql.Dialect, []bool{true, true, false}, "UPSERT INTO u (id, `name`) VALUES ('u1',NULL)"},
 		{mysqlsql.Dialect, []bool{true, false, true}, "INSERT INTO `u` (`id`, `visits`) VALUES ('u1',2) ON DUPLICATE KEY UPDATE `visits`=VALUES(`visits`)"},
 		{mysqlsql.Dialect, []bool{true, false, false}, "INSERT INTO `u` (`id`) VALUES ('u1') ON DUPLICATE KEY UPDATE `id`=VALUES(`id`)"},
 	} {
