@@ -579,6 +579,13 @@ func (d *decoder) target(n *yaml.Node) {
 			case "SPLITKEYS", "NUMREGIONS", "STARTKEY", "ENDKEY":
 				d.ps.add("target.options."+p.key, p.k.Line, "%s comes from the regions: section (the region plan), not from options", p.key)
 			}
+			if strings.EqualFold(p.key, "TTL") {
+				// Lindorm's TTL is in seconds, a whole number: "7d" or "30 days" would be refused by
+				// CREATE TABLE only after the migration
+				if n, err := strconv.ParseInt(s, 10, 64); err != nil || n < 1 {
+					d.ps.add("target.options."+p.key, p.k.Line, "TTL is %q: Lindorm's TTL is a whole number of seconds, 1 or more (604800 for 7 days; leave TTL out to keep the rows forever)", s)
+				}
+			}
 			if ok, why := pipeline.PlainSQLText(s); !ok {
 				d.ps.add("target.options."+p.key, p.k.Line, "the value holds %s: ddl.sql writes option values as quoted strings, which must read the same with and without backslash escapes: write the value without it", why)
 			}

@@ -140,6 +140,9 @@ func TestDecodeKeyRules(t *testing.T) {
 		{`target: {table: t, primary_key: "[userid]"}` + "\nregions: {split_keys: ['a,b', " + `"m\\'); DROP TABLE canary; -- "]}`, [][2]string{
 			{"regions.split_keys[0]", "a comma (SPLITKEYS separates"}, {"regions.split_keys[1]", "a backslash"}}},
 		{`target: {table: t, primary_key: "[userid]", options: {COMMENT: "x\\'); DROP TABLE canary; -- "}}`, [][2]string{{"target.options.COMMENT", "holds a backslash"}}},
+		{`target: {table: t, primary_key: "[userid]", options: {TTL: 7d}}`, [][2]string{{"target.options.TTL", "a whole number of seconds"}}},
+		{`target: {table: t, primary_key: "[userid]", options: {ttl: "30 days"}}`, [][2]string{{"target.options.ttl", "a whole number of seconds"}}},
+		{`target: {table: t, primary_key: "[userid]", options: {TTL: 0}}`, [][2]string{{"target.options.TTL", "a whole number of seconds"}}},
 		{`target: {table: t, primary_key: "[random(n)]"}` + "\nvars: {n: x}", [][2]string{{"target.primary_key[0]", "positive integer constant"}}},
 		{`target: {table: t, primary_key: "[orderid + 1 :: BOOLEAN]"}`, [][2]string{{"target.primary_key[0]", "cannot convert BIGINT to BOOLEAN"}}},
 		{`target: {table: t, primary_key: "[userid.substr(3,1)]"}`, [][2]string{{"target.primary_key[0]", "want 0 <= begin <= end"}}},
