@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/rekey/rekey/pipeline"
@@ -810,6 +811,9 @@ func (c *compiler) names() {
 	for i, col := range c.cols {
 		if col.name == "" {
 			continue
+		}
+		if n := utf8.RuneCountInString(col.name); n > 255 {
+			c.fail(col.path, "target column name of %d characters: Lindorm's column names have at most 255; name it shorter (AS, or a target.columns entry)", n)
 		}
 		k := strings.ToLower(col.name)
 		if j, dup := seen[k]; dup {

@@ -154,6 +154,7 @@ func TestDecodeKeyRules(t *testing.T) {
 		{`target: {table: "-orders", primary_key: "[userid]"}`, [][2]string{{"target.table", "not starting with '-' or '.'"}}},
 		{`target: {table: "bestellungen_ä", primary_key: "[userid]"}`, [][2]string{{"target.table", "letters, digits, '-', '_' and '.'"}}},
 		{`target: {table: ` + strings.Repeat("t", 256) + `, primary_key: "[userid]"}`, [][2]string{{"target.table", "1 to 255"}}},
+		{`target: {table: t, primary_key: "[userid]", columns: {` + strings.Repeat("c", 256) + `: orderid + 1}}`, [][2]string{{"target.columns." + strings.Repeat("c", 256), "256 characters: Lindorm's column names have at most 255"}}},
 		{`target: {primary_key: "[userid]"}`, [][2]string{{"target.table", "missing"}}},
 		{`target: {table: t}`, [][2]string{{"target.primary_key", "missing"}}},
 		{`target: {table: t, primary_key: "[userid]"}` + "\nextra: 1", [][2]string{{"extra", `unknown field "extra"`}}},
