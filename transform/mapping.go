@@ -578,8 +578,10 @@ func (d *decoder) target(n *yaml.Node) {
 				d.ps.add("target.options."+p.key, p.k.Line, "option %q is set twice", p.key)
 			}
 			seen[strings.ToUpper(p.key)] = true
-			if strings.ContainsAny(p.key, " \t'\"`=,()") {
-				d.ps.add("target.options."+p.key, p.k.Line, "bad option name %q", p.key)
+			// ddl.sql writes the name bare, NAME='value': Lindorm's grammar takes an identifier
+			// there, and a bare one is a letter, then letters, digits and underscores
+			if !optionName.MatchString(p.key) {
+				d.ps.add("target.options."+p.key, p.k.Line, "%q is not an option name ddl.sql can write: Lindorm's table options are identifiers (a letter, then letters, digits and '_'), as COMPRESSION, TTL, DYNAMIC_COLUMNS", p.key)
 			}
 			switch strings.ToUpper(p.key) {
 			case "SPLITKEYS", "NUMREGIONS", "STARTKEY", "ENDKEY":
@@ -599,6 +601,9 @@ func (d *decoder) target(n *yaml.Node) {
 		}
 	}
 }
+
+// optionName is a table option's name as ddl.sql writes it, bare.
+var optionName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 
 // lindormTableName is a name Lindorm takes for a table: letters, digits, '-', '_' and '.', not
 // starting with '-' or '.'.

@@ -143,6 +143,8 @@ func TestDecodeKeyRules(t *testing.T) {
 		{`target: {table: t, primary_key: "[userid]", options: {TTL: 7d}}`, [][2]string{{"target.options.TTL", "a whole number of seconds"}}},
 		{`target: {table: t, primary_key: "[userid]", options: {ttl: "30 days"}}`, [][2]string{{"target.options.ttl", "a whole number of seconds"}}},
 		{`target: {table: t, primary_key: "[userid]", options: {TTL: 0}}`, [][2]string{{"target.options.TTL", "a whole number of seconds"}}},
+		{`target: {table: t, primary_key: "[userid]", options: {"COMPRESSION/*": ZSTD}}`, [][2]string{{"target.options.COMPRESSION/*", "not an option name ddl.sql can write"}}},
+		{`target: {table: t, primary_key: "[userid]", options: {"storage-policy": HOT}}`, [][2]string{{"target.options.storage-policy", "not an option name ddl.sql can write"}}},
 		{`target: {table: t, primary_key: "[random(n)]"}` + "\nvars: {n: x}", [][2]string{{"target.primary_key[0]", "positive integer constant"}}},
 		{`target: {table: t, primary_key: "[orderid + 1 :: BOOLEAN]"}`, [][2]string{{"target.primary_key[0]", "cannot convert BIGINT to BOOLEAN"}}},
 		{`target: {table: t, primary_key: "[userid.substr(3,1)]"}`, [][2]string{{"target.primary_key[0]", "want 0 <= begin <= end"}}},
