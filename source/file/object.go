@@ -2,6 +2,7 @@ package file
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -233,10 +234,12 @@ func unescapePattern(p string) (string, error) {
 			b.WriteByte(p[i])
 			continue
 		}
-		if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
-			return "", fmt.Errorf("object name %q: %q is not an escape (%%XX): write a '%%' as %%25", p, p[i:min(i+3, len(p))])
+		var dec [1]byte
+		end := min(i+3, len(p))
+		if _, err := hex.Decode(dec[:], []byte(p[i+1:end])); err != nil || end-i < 3 {
+			return "", fmt.Errorf("object name %q: %q is not an escape (%%XX): write a '%%' as %%25", p, p[i:end])
 		}
-		c := unhex(p[i+1])<<4 | unhex(p[i+2])
+		c := dec[0]
 		if strings.IndexByte(`*?[]\`, c) >= 0 {
 			b.WriteByte('\\')
 		}
@@ -244,20 +247,6 @@ func unescapePattern(p string) (string, error) {
 		i += 2
 	}
 	return b.String(), nil
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c <= '9':
-		return c - '0'
-	case c >= 'a':
-		return c - 'a' + 10
-	}
-	return c - 'A' + 10
 }
 
 // listObjects returns the objects to read under st: those matching pattern (path.Match on the
