@@ -40,6 +40,9 @@ type partWorker struct {
 	opBuf     []operation // one change's operations
 	// keyReads lists, per target key column, the source columns it is computed from
 	keyReads [][]int
+	// kafkaOff is the offset last committed to the group (-1: none): behind what is durable
+	// after a refused commit, which a later commit carries
+	kafkaOff int64
 }
 
 // newPartWorker returns the partition's worker state for an output that can hold caps; its
@@ -48,6 +51,7 @@ func (r *Replicator) newPartWorker(partition int, commit func(int, int64) error,
 	w := partWorker{
 		r:         r,
 		partition: partition,
+		kafkaOff:  -1,
 		stream:    kafka.Stream(r.cfg.Kafka.Topic, partition),
 		commit: func(p int, off int64) error {
 			defer observeSince(r.metrics.offsetSeconds, time.Now())
@@ -210,4 +214,20 @@ func (r *Replicator) gap(ctx context.Context, partition int, log *zap.Logger) fu
 		}
 		return nil
 	}
+}
+
+// commitKafka commits off, the offset after what is durable or applied, to the partition's group
+// offset. A refused commit is counted and logged with what happens next (then); the caller tries
+// it again later.
+func (w *partWorker) commitKafka(off int64, then string) bool {
+	m := w.r.metrics
+	if err := w.commit(w.partition, off); err != nil {
+		m.CommitErrors.Add(1)
+		w.log.Warn("offset commit failed: "+then, zap.Int64("offset", off), zap.Error(err))
+		return false
+	}
+	w.kafkaOff = off
+	m.OffsetCommits.Add(1)
+	m.committed(w.partition, off)
+	return true
 }

@@ -82,14 +82,13 @@ type sqlWorker struct {
 	rejects  []*output.Reject
 	rejected []bool // by message of the batch: it has its reject line
 	cleaned  bool
-	kafkaOff int64 // the offset last committed to Kafka (or the group's at the start; -1: none)
 	upserts  int64
 	deletes  int64
 	dropped  int64
 }
 
 func (r *Replicator) newSQLWorker(partition int, commit func(int, int64) error) *sqlWorker {
-	return &sqlWorker{partWorker: r.newSQLPartWorker(partition, commit), kafkaOff: -1}
+	return &sqlWorker{partWorker: r.newSQLPartWorker(partition, commit)}
 }
 
 // newSQLPartWorker is the partition's worker state for the table: a batch's rows stay until its
@@ -225,17 +224,8 @@ func (w *sqlWorker) apply(ctx context.Context, changes []kafka.Change, next int6
 // logged (what it covers is applied: a later batch's commit carries it, or the one as the
 // partition's work ends; read again, it is applied again harmlessly).
 func (w *sqlWorker) commitOffset(off int64) bool {
-	m := w.r.metrics
-	if err := w.commit(w.partition, off); err != nil {
-		m.CommitErrors.Add(1)
-		w.log.Warn("offset commit failed: the changes are applied; the commit is tried again with the next batch and as the partition's work ends "+
-			"(a run that starts before it is read them again, harmlessly)", zap.Int64("offset", off), zap.Error(err))
-		return false
-	}
-	w.kafkaOff = off
-	m.OffsetCommits.Add(1)
-	m.committed(w.partition, off)
-	return true
+	return w.commitKafka(off, "the changes are applied; the commit is tried again with the next batch and as the partition's work ends "+
+		"(a run that starts before it is read them again, harmlessly)")
 }
 
 // pass moves the position to next past offsets that hold no message (step hands over a batch

@@ -28,7 +28,6 @@ type worker struct {
 	router *pipeline.Router
 
 	tracker     *tracker
-	kafkaOff    int64 // the offset last committed to Kafka (-1: none): behind the tracker's after a refused commit
 	roll        *roll
 	freeBufs    []files.Buffer
 	firstBuf    files.Buffer // the buffers' first: the others are its siblings
@@ -71,7 +70,6 @@ func (r *Replicator) newWorker(partition int, commit func(int, int64) error, par
 		// a change's rows are copied into the buffers before the next change: two rows at most
 		partWorker: r.newPartWorker(partition, commit, outputCaps{wholeRows: true}, 2),
 		tracker:    newTracker(),
-		kafkaOff:   -1,
 		budget:     r.cfg.Memory / int64(max(1, partitions)),
 		router:     r.cfg.Plan.Router(),
 		early:      true,
@@ -594,16 +592,8 @@ func (w *worker) recommit() {
 
 // commitAt commits off, the offset after what is durable, to Kafka.
 func (w *worker) commitAt(off int64) {
-	m := w.r.metrics
-	if err := w.commit(w.partition, off); err != nil {
-		m.CommitErrors.Add(1)
-		w.log.Warn("offset commit failed: the files are durable (manifest.json records where the partition continues); "+
-			"the commit is tried again with the next roll, at the roll interval and at the stop", zap.Int64("offset", off), zap.Error(err))
-		return
-	}
-	w.kafkaOff = off
-	m.OffsetCommits.Add(1)
-	m.committed(w.partition, off)
+	w.commitKafka(off, "the files are durable (manifest.json records where the partition continues); "+
+		"the commit is tried again with the next roll, at the roll interval and at the stop")
 }
 
 // hook runs the fault hook of a commit step; its error stops the process as a kill would.
