@@ -844,7 +844,7 @@ func startPlan(ctx context.Context, out store.Store, p *plan) error {
 		}
 		// what the interruption left unfinished (temporary files, multipart uploads): the copies
 		// under data/, and the merged rejects.jsonl and final files beside it
-		if err := out.Sweep(ctx, ""); err != nil {
+		if err := output.SweepOwn(ctx, out); err != nil {
 			return fmt.Errorf("%s: %w", out.Location(""), err)
 		}
 		return nil

@@ -80,7 +80,7 @@ func saveCheckpoint(ctx context.Context, st store.Store, c *pipeline.Checkpoint)
 // removeUncommitted deletes what a crashed run left after its last checkpoint cp: unfinished
 // writes (Sweep), data objects cp does not list, and rejects parts past cp's count.
 func removeUncommitted(ctx context.Context, st store.Store, cp *pipeline.Checkpoint) (removed []string, err error) {
-	if err := st.Sweep(ctx, ""); err != nil {
+	if err := SweepOwn(ctx, st); err != nil {
 		return nil, fmt.Errorf("remove files of the interrupted run: %w", err)
 	}
 	listed := make(map[string]bool, len(cp.Files))

@@ -70,7 +70,7 @@ func OpenCommitLock(ctx context.Context, st store.Store, out string, log *zap.Lo
 	}
 	// A prefix holding anything but a replication is refused before the run writes there
 	// (CheckReplicationOutput): the uploads in flight under it are no killed member's, and a
-	// sweep aborts every unfinished upload under the prefix, whoever's. replicate.json names a
+	// sweep aborts those under rekey's names (SweepOwn), whoever's. replicate.json names a
 	// replication at once; only a prefix without it is listed.
 	_, err = st.Stat(ctx, ReplicateStateFile)
 	if store.IsNotExist(err) {
@@ -78,7 +78,7 @@ func OpenCommitLock(ctx context.Context, st store.Store, out string, log *zap.Lo
 	}
 	switch {
 	case err == nil:
-		if err := st.Sweep(ctx, ""); err != nil {
+		if err := SweepOwn(ctx, st); err != nil {
 			lock.Release()
 			return nil, fmt.Errorf("--out %s: %w", out, err)
 		}

@@ -243,3 +243,27 @@ func FileSlice(rel string) (start int64, ok bool) {
 	}
 	return start, true
 }
+
+// ownNames begins the name of everything rekey writes at the top of an output: its folders and
+// files, and the name prefixes of its numbered ones.
+var ownNames = []string{
+	DataDir + "/", RejectsDir + "/", ReplayPartsDir + "/", DeletesDir + "/", ShardsDir + "/",
+	RejectsFile, ReplayPrefix, CheckpointFile, ManifestFile, DDLFile, BulkloadFile, MergePlanFile,
+	ReplicateStateFile, ReplicateLockFile, LockFile,
+}
+
+// SweepOwn removes what unfinished writers of rekey left in the output st (store.Store's Sweep)
+// under rekey's own names alone. A bucket's prefix (its root, say) may hold other tools' uploads
+// in flight, which a sweep of the whole prefix would abort; a folder's temporary files are rekey's
+// by their names, so it is swept whole, in one walk.
+func SweepOwn(ctx context.Context, st store.Store) error {
+	if _, local := store.LocalPath(st); local {
+		return st.Sweep(ctx, "")
+	}
+	for _, name := range ownNames {
+		if err := st.Sweep(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -241,3 +241,58 @@ func TestRefusedOutputKeepsOtherUploadsVersitygw(t *testing.T) {
 		}
 	}
 }
+
+// A run that starts fresh on a prefix listing no object (a bucket's root, or a prefix other tools
+// upload under too) aborts the unfinished uploads a killed rekey run left under rekey's own names,
+// and leaves every other upload in flight there alone: it may be another tool's, still writing.
+func TestFreshOutputKeepsOtherUploadsVersitygw(t *testing.T) {
+	defer func(settle time.Duration) { lockSettle = settle }(lockSettle)
+	lockSettle = 10 * time.Millisecond
+	srv := s3test.StartVersitygw(t)
+	ctx := context.Background()
+	st, err := s3store.Open(ctx, srv.URIFor(""), s3test.Getenv(srv.Env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	upload := func(name string) { // an upload in flight: its first part sent
+		w, err := st.Create(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = w.Abort() })
+		if _, err := w.Write(make([]byte, 9<<20)); err != nil { // over a part: sent in the background
+			t.Fatal(err)
+		}
+		wait.For(t, func() bool { names, _ := st.Unfinished(ctx, name); return len(names) > 0 }, name+"'s upload started")
+	}
+	upload("backups/big.bin")
+	starts := []struct {
+		what string
+		open func() error
+	}{
+		{"migrate", func() error {
+			o, err := Open(ctx, st, Spec{}, nil)
+			if err == nil {
+				o.Close()
+			}
+			return err
+		}},
+		{"replicate", func() error {
+			cl, err := OpenCommitLock(ctx, st, "root", nil)
+			if err == nil {
+				cl.Release()
+			}
+			return err
+		}},
+	}
+	for _, start := range starts {
+		upload(DataDir + "/region-0000/part-00000.parquet") // a killed run's
+		upload(RejectsFile)
+		if err := start.open(); err != nil {
+			t.Fatalf("%s's fresh start: %v", start.what, err)
+		}
+		if names, err := st.Unfinished(ctx, ""); err != nil || len(names) != 1 || names[0] != "backups/big.bin" {
+			t.Fatalf("after %s's fresh start: unfinished uploads %v (%v), want only the other tool's backups/big.bin", start.what, names, err)
+		}
+	}
+}

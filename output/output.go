@@ -174,10 +174,10 @@ func (o *Output) open(ctx context.Context, spec Spec, logger *zap.Logger) error 
 	st := o.Store
 	// What unfinished writers of an earlier run left is never an object, so it is not listed; it
 	// goes first once the output is this run's to write (empty, or rekey's to overwrite or start
-	// over). In a bucket a sweep aborts every unfinished upload under the prefix, whoever's: a
-	// refused run, whose --out may be another tool's folder, leaves them alone.
+	// over). In a bucket a sweep aborts the unfinished uploads under rekey's names (SweepOwn), which
+	// another tool may use too: a refused run, whose --out may be that tool's folder, sweeps nothing.
 	sweep := func() error {
-		if err := st.Sweep(ctx, ""); err != nil {
+		if err := SweepOwn(ctx, st); err != nil {
 			return fmt.Errorf("--out %s: %w", spec.Dir, err)
 		}
 		return nil
