@@ -221,3 +221,51 @@ func TestCopyCarriesCassandraTimeRealNode(t *testing.T) {
 		}
 	})
 }
+
+// Against the real Cassandra node: cells written USING TIMESTAMP 0 (what applications write so
+// that every later write wins) and within Cassandra's first millisecond keep a time of their own
+// in the copy, Lindorm's first millisecond, which every later write still beats. Carried as no
+// time at all, they were stamped with the target's clock and beat the changes replicated after.
+func TestCopyKeepsFirstMillisecondWritesRealNode(t *testing.T) {
+	c := cassandratest.Open(t)
+	sess := c.Session(t)
+	for _, s := range []string{
+		`CREATE KEYSPACE IF NOT EXISTS ctime WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`,
+		`DROP TABLE IF EXISTS ctime.cells`,
+		`CREATE TABLE ctime.cells (id int PRIMARY KEY, a text, b int, c text)`,
+		`INSERT INTO ctime.cells (id, a) VALUES (1, 'a1') USING TIMESTAMP 0`,
+		`INSERT INTO ctime.cells (id, a) VALUES (2, 'a2') USING TIMESTAMP 999`,
+		`INSERT INTO ctime.cells (id, a) VALUES (3, 'a3') USING TIMESTAMP 2000`,
+	} {
+		if err := sess.Query(s).Exec(); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	mapping := timedMapping + "  write_time: true\n"
+	m, _ := transform.Decode([]byte(mapping), "cells.yaml")
+	probeCfg, _ := cassandra.ParseURI(c.URI("ctime", "cells", ""))
+	probe, err := cassandra.New(context.Background(), probeCfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, err := transform.Compile(m, probe.Schema())
+	probe.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, stmts := hookWriter(p0.Target(), true)
+	copyCells(t, c, mapping, true, w)
+	got := map[string]string{}
+	for _, s := range *stmts {
+		m := upsertText.FindStringSubmatch(s)
+		if m == nil {
+			t.Fatalf("statement %s", s)
+		}
+		for _, tuple := range strings.Split(m[3], "),(") {
+			got[strings.Split(tuple, ",")[0]] = m[1]
+		}
+	}
+	if want := map[string]string{"1": "1", "2": "1", "3": "2"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("cell timestamps (ms) by id %v, want %v; statements:\n%s", got, want, strings.Join(*stmts, "\n"))
+	}
+}

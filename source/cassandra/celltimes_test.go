@@ -67,3 +67,29 @@ func TestCellWriteTimes(t *testing.T) {
 		}
 	}
 }
+
+// A cell written before Cassandra's first millisecond ends (USING TIMESTAMP 0, or a negative
+// time) carries 1 ms, the first time Record.Times can hold (0 is none): as none, its copy would
+// get the target's clock and beat every write after it.
+func TestCellWriteTimesBeforeTheFirstMillisecond(t *testing.T) {
+	c := cassandratest.Open(t)
+	must(t, c.CreateTable("ct", "first", []cqltest.Column{{Name: "id", Type: "int"}, {Name: "a", Type: "text"}}, []string{"id"}, nil))
+	writes := []int64{999, -5, 1000, 2999}
+	must(t, c.InsertMany("ct", "first", len(writes), func(i int, row map[string]any) error {
+		row["id"] = i
+		row["a"] = cqltest.Cell{Value: "x", WriteTime: writes[i]}
+		return nil
+	}))
+	src := open(t, c, "ct", "first", "", func(cfg *cassandra.Config) { cfg.CellWriteTimes = true })
+	batches, err := collect(context.Background(), src, nil)
+	must(t, err)
+	got := map[int64]int64{}
+	for _, b := range batches {
+		for _, r := range b.Records {
+			got[r.Values[0].Num] = r.Times[1]
+		}
+	}
+	if want := map[int64]int64{0: 1, 1: 1, 2: 1, 3: 2}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("cell times by id %v, want %v (written at %v us)", got, want, writes)
+	}
+}

@@ -63,7 +63,7 @@ type Config struct {
 	// cell (a key-only table) have none. It reads one writetime() per regular column.
 	RowWriteTimes bool
 	// CellWriteTimes makes every record carry the write time of each regular and static cell
-	// it reads (Record.Times, epoch milliseconds: WRITETIME()'s microseconds floored), for a
+	// it reads (Record.Times, epoch milliseconds: WRITETIME()'s microseconds floored, at least 1), for a
 	// mapping that writes them as the target's cell timestamps. Non-frozen collections have
 	// no single write time: their columns get none (the writer's time).
 	CellWriteTimes bool

@@ -627,9 +627,17 @@ func (c cellSink) UnmarshalCQL(_ gocql.TypeInfo, data []byte) error {
 	case data == nil:
 		c.pd.ctimes[c.i] = 0
 	default:
-		c.pd.ctimes[c.i] = microsToMillis(int64(binary.BigEndian.Uint64(data)))
+		c.pd.ctimes[c.i] = cellMillis(int64(binary.BigEndian.Uint64(data)))
 	}
 	return nil
+}
+
+// cellMillis is a cell's WRITETIME() (microseconds) as a Record.Times entry, epoch milliseconds in
+// which 0 means none: a time before 1 ms (USING TIMESTAMP 0, which applications write so that
+// every later write wins, or a negative one) becomes 1 ms, which every later write still beats.
+// As none, the copy would take the target's clock and beat the writes after it.
+func cellMillis(us int64) int64 {
+	return max(1, microsToMillis(us))
 }
 
 // newPageDecoder returns a decoder taking page memory from pool (nil: no reuse). dating
