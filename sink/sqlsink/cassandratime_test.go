@@ -178,10 +178,17 @@ func TestCopyCarriesCassandraTimeRealNode(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("cell timestamps written\n %v\nwant (Cassandra's write times in ms, expired cells left out)\n %v", got, want)
 	}
-	if n := len(*stmts); n != 4 {
-		// (1.a,1.b) at now; 2.a at now; 4.a at now; 5.a and 5.c in one millisecond; 5.b: rows of
-		// one write time share a statement
-		t.Errorf("%d statements, want 4:\n%s", n, strings.Join(*stmts, "\n"))
+	// a row's cells of one millisecond share a statement: 5.a and 5.c one, 5.b another (how the
+	// rows of one write time share statements depends on which batches the node's token ranges
+	// put them in, which its random tokens decide)
+	var five []string
+	for _, s := range *stmts {
+		if strings.Contains(s, "VALUES (5,") || strings.Contains(s, "),(5,") {
+			five = append(five, s)
+		}
+	}
+	if len(five) != 2 {
+		t.Errorf("%d statements for row 5, want 2 (a and c in one millisecond, b in another):\n%s", len(five), strings.Join(five, "\n"))
 	}
 	st := src.CellTimeStats()
 	if st.ExpiredCells != 3 || st.ExpiredRows != 1 || st.OtherTTL != 1 {
