@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -935,6 +936,80 @@ regions:
 	}}}
 	if f := findingOf(runReport(t, yml, src, nil), "incremental_key_column"); f != nil && f.Severity == model.SevWarning {
 		t.Errorf("repeating ids judged incremental: %s", f.Message)
+	}
+}
+
+// Snowflake ids (Twitter's layout, which MyBatis-Plus, Hutool and Meituan's Leaf make: a
+// millisecond time in the high bits, then worker and sequence bits; Sonyflake's, in 10 ms units)
+// grow with the time their rows are created: every new row lands at the end of the key space.
+// They are sparse, so no sequence shows, and read shuffled with no write order they were judged
+// a spread key. Judged by the time their high bits hold, as BIGINTs and as the text JSON carries
+// them in; random positive BIGINTs stay a spread key.
+func TestSnowflakeIdsAreIncremental(t *testing.T) {
+	const n = 50000
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	twitter := func(k int64) int64 { // k: the creation order
+		ms := start + k*97 - 1288834974657
+		return ms<<22 | (k*7%1024)<<12 | k%4096
+	}
+	sony := func(k int64) int64 {
+		units := (start + k*97 - 1409529600000) / 10
+		return units<<24 | (k%256)<<16 | k*13%65536
+	}
+	for _, c := range []struct {
+		name, typ string // name: the layout the finding names ("": either)
+		val       func(k int64) pipeline.Value
+	}{
+		{"Twitter's layout", "bigint", func(k int64) pipeline.Value { return pipeline.Int(twitter(k)) }},
+		{"Twitter's layout", "text", func(k int64) pipeline.Value { return pipeline.Text(strconv.FormatInt(twitter(k), 10)) }},
+		{"", "bigint", func(k int64) pipeline.Value { return pipeline.Int(sony(k)) }}, // Twitter's layout reads them too
+	} {
+		yml := fmt.Sprintf(`
+version: 1
+source:
+  name: orders
+  columns:
+    id: %s
+    v: text
+target:
+  table: orders
+  primary_key: "[id]"
+regions:
+  count: 16
+`, c.typ)
+		src := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+			return []pipeline.Value{c.val(int64(i*7919) % n), pipeline.Text("x")} // a shuffle of the creation order
+		}}}
+		f := findingOf(runReport(t, yml, src, nil), "incremental_key_column")
+		if f == nil || f.Severity != model.SevWarning || !strings.Contains(f.Message, "snowflake ids") || !strings.Contains(f.Message, c.name) {
+			t.Errorf("%q ids as %s read shuffled are not judged incremental: %+v", c.name, c.typ, f)
+		}
+	}
+	yml := `
+version: 1
+source:
+  name: orders
+  columns:
+    id: bigint
+    v: text
+target:
+  table: orders
+  primary_key: "[id]"
+regions:
+  count: 16
+`
+	src := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Int(int64(uint64(i+1) * 0x9E3779B97F4A7C15 >> 1)), pipeline.Text("x")}
+	}}}
+	if f := findingOf(runReport(t, yml, src, nil), "incremental_key_column"); f != nil && f.Severity == model.SevWarning {
+		t.Errorf("random positive BIGINTs judged incremental: %s", f.Message)
+	}
+	// 16-digit card numbers (4000000000000000 up) read as Twitter's layout fall within days of its epoch
+	src = &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+		return []pipeline.Value{pipeline.Int(4e15 + int64(uint64(i+1)*0x9E3779B97F4A7C15%1e15)), pipeline.Text("x")}
+	}}}
+	if f := findingOf(runReport(t, yml, src, nil), "incremental_key_column"); f != nil && f.Severity == model.SevWarning {
+		t.Errorf("card numbers judged incremental: %s", f.Message)
 	}
 }
 

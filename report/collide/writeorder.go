@@ -323,6 +323,10 @@ func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64,
 		if layout, lo, hi, ok := textTimePrefix(vals); ok {
 			return rho, true, fmt.Sprintf("begins with dates or times written as %s (%s to %s), and times only grow", layout, lo, hi)
 		}
+		// sparse ids with a time in their high bits grow as it does; no sequence shows
+		if layout, lo, hi, ok := snowflakeTimes(vals, distinct); ok {
+			return rho, true, fmt.Sprintf("looks like snowflake ids (their high bits hold a time: %s to %s in %s), which grow with the time their rows are created", lo, hi, layout)
+		}
 	}
 	ints, what := vals, "values"
 	if !IsIntType(typ) {
@@ -353,6 +357,68 @@ func IncrementalColumn(typ pipeline.Type, vals []pipeline.Value, distinct int64,
 		}
 	}
 	return rho, false, ""
+}
+
+// snowflakeLayouts are the snowflake id layouts snowflakeTimes reads: a time since epoch (epoch
+// milliseconds), in units of unit milliseconds, in the bits above shift.
+var snowflakeLayouts = []struct {
+	name        string
+	shift       uint
+	epoch, unit int64
+}{
+	{"Twitter's layout, which MyBatis-Plus, Hutool and Leaf use", 22, 1288834974657, 1},
+	{"Discord's layout", 22, 1420070400000, 1},
+	{"Sonyflake's layout", 24, 1409529600000, 10},
+}
+
+// minSnowflakes is the fewest values snowflakeTimes judges: a random sample of positive integers
+// below a bound has its smallest value near the bound's 1/n-th, which the check below tells from
+// ids whose times all fall years after their epoch only when n is large.
+const minSnowflakes = 200
+
+// snowflakeTimes says whether the values, positive integers or their decimal text, all unique
+// enough, read as one of snowflakeLayouts give times from at least a year after the layout's
+// epoch to no later than a day from now, the earliest no closer to the epoch than a twentieth of
+// the latest's distance (numbers drawn at random below a bound have their smallest near the
+// epoch), with the layout's name and the first and last time.
+func snowflakeTimes(vals []pipeline.Value, distinct int64) (layout, first, last string, ok bool) {
+	n := len(vals)
+	if n < minSnowflakes || float64(distinct) < 0.9*float64(n) {
+		return "", "", "", false
+	}
+	var lo, hi int64
+	for i, v := range vals {
+		x := v.Num
+		switch v.Kind {
+		case pipeline.KindInt:
+		case pipeline.KindText:
+			var err error
+			if x, err = strconv.ParseInt(v.Str, 10, 64); err != nil {
+				return "", "", "", false
+			}
+		default:
+			return "", "", "", false
+		}
+		if x <= 0 {
+			return "", "", "", false
+		}
+		if i == 0 || x < lo {
+			lo = x
+		}
+		if i == 0 || x > hi {
+			hi = x
+		}
+	}
+	limit := time.Now().Add(24 * time.Hour).UnixMilli()
+	const year = 365 * 24 * int64(time.Hour/time.Millisecond)
+	for _, l := range snowflakeLayouts {
+		from, to := (lo>>l.shift)*l.unit, (hi>>l.shift)*l.unit // since the epoch
+		if from >= year && from >= to/20 && l.epoch+to <= limit {
+			at := func(ms int64) string { return time.UnixMilli(l.epoch + ms).UTC().Format("2006-01-02") }
+			return l.name, at(from), at(to), true
+		}
+	}
+	return "", "", "", false
 }
 
 // textTimeUUIDs says whether every value is the text of a version-1 (time-based) UUID:
