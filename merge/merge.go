@@ -18,9 +18,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"path"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -249,7 +251,55 @@ func Check(inputs []*Input) error {
 	if err := checkShards(inputs); err != nil {
 		return err
 	}
+	if err := checkFilesReadOnce(inputs); err != nil {
+		return err
+	}
 	return checkShardRanges(inputs)
+}
+
+// checkFilesReadOnce refuses two inputs that read the same bytes of one file, wherever it lies:
+// a run of a folder and a run of one file in it, say, which checkSameSource does not tell apart
+// (their sources are named otherwise). An input read with a row window (?skip=, ?limit=) is left
+// out: its rows of a file cannot be told from its identity.
+func checkFilesReadOnce(inputs []*Input) error {
+	readBy := map[string][]byteRange{} // file -> the inputs that read it, and which bytes
+	for _, in := range inputs {
+		if in.Checkpoint == nil {
+			continue
+		}
+		id := in.Checkpoint.Source
+		if _, ok := id["skip"]; ok {
+			continue
+		}
+		if _, ok := id["limit"]; ok {
+			continue
+		}
+		type read struct{ loc, rangeKey string }
+		var reads []read
+		if f, ok := id["file"]; ok {
+			reads = append(reads, read{f, "range"})
+		} else if dir, ok := id["dir"]; ok {
+			for _, k := range slices.Sorted(maps.Keys(id)) {
+				if strings.HasPrefix(k, "file[") && strings.HasSuffix(k, "].size") {
+					name := strings.TrimSuffix(strings.TrimPrefix(k, "file["), "].size")
+					reads = append(reads, read{strings.TrimSuffix(dir, "/") + "/" + name, "file[" + name + "].range"})
+				}
+			}
+		}
+		for _, rd := range reads {
+			r, err := readRange(id, rd.rangeKey, rd.loc, in.Dir)
+			if err != nil {
+				return err
+			}
+			for _, prev := range readBy[rd.loc] {
+				if r.overlaps(prev) {
+					return fmt.Errorf("%s and %s both read %s (%s and %s): merged, its rows would be there twice; merge runs that read different files, or the shards of one run (--shard i/N)", prev.dir, in.Dir, rd.loc, prev, r)
+				}
+			}
+			readBy[rd.loc] = append(readBy[rd.loc], r)
+		}
+	}
+	return nil
 }
 
 // readJob reads the bulkload job of the output st: nil when it holds none, or a list of jobs (a
@@ -424,12 +474,12 @@ func checkShards(inputs []*Input) error {
 		for k := range id {
 			if strings.HasPrefix(k, "file[") && strings.HasSuffix(k, "].size") {
 				name := strings.TrimSuffix(strings.TrimPrefix(k, "file["), "].size")
-				r, err := readRange(id, name, in.Dir)
+				r, err := readRange(id, "file["+name+"].range", name, in.Dir)
 				if err != nil {
 					return err
 				}
 				for _, prev := range readBy[name] {
-					if r.from < prev.to && prev.from < r.to && r.from < r.to && prev.from < prev.to {
+					if r.overlaps(prev) {
 						return fmt.Errorf("%s and %s both read %s (%s and %s): its rows would be there twice", prev.dir, in.Dir, name, prev, r)
 					}
 				}
@@ -463,8 +513,15 @@ func (r byteRange) String() string {
 	return fmt.Sprintf("bytes %d-%d", r.from, r.to)
 }
 
-func readRange(id pipeline.Identity, name, dir string) (byteRange, error) {
-	v, ok := id["file["+name+"].range"]
+// overlaps tells whether r and o share a byte (an empty range shares none).
+func (r byteRange) overlaps(o byteRange) bool {
+	return r.from < o.to && o.from < r.to && r.from < r.to && o.from < o.to
+}
+
+// readRange is the bytes of the file name that the input dir read: its identity's range under
+// key, the whole file without one.
+func readRange(id pipeline.Identity, key, name, dir string) (byteRange, error) {
+	v, ok := id[key]
 	if !ok {
 		return byteRange{dir: dir, to: math.MaxInt64}, nil
 	}

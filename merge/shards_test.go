@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/cassandra"
 )
@@ -66,6 +67,37 @@ func TestCheckShardRangesOverlapsOfUnequalRanges(t *testing.T) {
 		{"a gap", []*Input{in("s0", cassandra.Range{Start: lo, End: 0}), in("s1", cassandra.Range{Start: 10, End: hi})}, "tokens (0, 10] are in no range"},
 	} {
 		err := checkShardRanges(c.inputs)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: got %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+}
+
+// Runs of files that were not sharded are merged when they read different files: a run of a
+// folder and a run of one file in it (or of a glob naming it) read that file twice, and merged
+// its rows would be there twice. The files are compared where they lie, in folders and buckets.
+func TestCheckRefusesAFileReadByTwoRuns(t *testing.T) {
+	run := func(dir string, id pipeline.Identity) *Input {
+		return &Input{Dir: dir, Manifest: &output.Manifest{}, Checkpoint: &pipeline.Checkpoint{Source: id}}
+	}
+	folder := run("all", pipeline.Identity{"dir": "/data", "files": "2", "file[a.csv].size": "10", "file[a.csv].modified": "t", "file[b.csv].size": "20", "file[b.csv].modified": "t"})
+	for _, c := range []struct {
+		name   string
+		inputs []*Input
+		want   string // "" accepted
+	}{
+		{"a folder and one of its files", []*Input{folder, run("one", pipeline.Identity{"file": "/data/a.csv", "size": "10", "modified": "t"})}, "all and one both read /data/a.csv"},
+		{"a folder and a glob of it", []*Input{run("glob", pipeline.Identity{"dir": "/", "files": "1", "file[data/b.csv].size": "20"}), folder}, "glob and all both read /data/b.csv"},
+		{"two objects of one bucket", []*Input{
+			run("x", pipeline.Identity{"dir": "s3://b/in/", "files": "2", "file[a.jsonl].size": "10", "file[c.jsonl].size": "10"}),
+			run("y", pipeline.Identity{"file": "s3://b/in/a.jsonl", "size": "10", "etag": "e"})}, "x and y both read s3://b/in/a.jsonl"},
+		{"two files", []*Input{run("one", pipeline.Identity{"file": "/data/a.csv", "size": "10"}), run("two", pipeline.Identity{"file": "/data/b.csv", "size": "20"})}, ""},
+		{"disjoint parts of one file", []*Input{run("p", pipeline.Identity{"file": "/data/a.csv", "range": "0-5"}), run("q", pipeline.Identity{"file": "/data/a.csv", "range": "5-10"})}, ""},
+	} {
+		err := Check(c.inputs)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: refused: %v", c.name, err)
