@@ -79,6 +79,9 @@ type Result struct {
 	// ServerCopied counts the files the output store copied itself (store.Copier: a server-side
 	// copy within one bucket), with no byte through rekey.
 	ServerCopied int
+	// ReplayParts counts the replay files written (output.ReplayPart): the inputs' rejected
+	// records as read, each under its input's header.
+	ReplayParts int
 }
 
 // ErrRead is wrapped by OpenInputs' and OpenShards' errors that are failures to read an input
@@ -737,6 +740,9 @@ func WriteTo(ctx context.Context, inputs []*Input, out store.Store, mode Mode, v
 	if err := mergeRejects(ctx, inputs, out); err != nil {
 		return nil, err
 	}
+	if res.ReplayParts, err = mergeReplay(ctx, inputs, out); err != nil {
+		return nil, err
+	}
 	if err := writeFinal(ctx, inputs, out, m); err != nil {
 		return nil, err
 	}
@@ -1022,6 +1028,42 @@ func mergeRejects(ctx context.Context, inputs []*Input, out store.Store) error {
 		return fmt.Errorf("write %s: %w", out.Location(output.RejectsFile), err)
 	}
 	return nil
+}
+
+// mergeReplay copies the inputs' replay files (their rejected records as read, each file under
+// its input's header: output.ReadReplay) into out as rejected-rows/part-NNNNN.EXT, in input
+// order, each whole: the inputs' headers may differ (shards of files in another column order),
+// and a folder of them is a source as it is (--source file:OUT/rejected-rows/). It returns how
+// many it wrote.
+func mergeReplay(ctx context.Context, inputs []*Input, out store.Store) (int, error) {
+	n := 0
+	for _, in := range inputs {
+		parts, err := rejectsOf(ctx, in)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", in.Dir, err)
+		}
+		for _, p := range parts {
+			err := output.ReadReplay(ctx, p.st, p.cp, func(name string, r io.Reader) error {
+				dst := output.ReplayPart(n, strings.TrimPrefix(path.Ext(name), "."))
+				w, err := out.Create(ctx, dst)
+				if err == nil {
+					if _, err = io.Copy(w, r); err == nil {
+						_, err = w.Commit(ctx)
+					}
+					w.Abort() // a no-op once committed
+				}
+				if err != nil {
+					return fmt.Errorf("copy %s to %s: %w", p.st.Location(name), out.Location(dst), err)
+				}
+				n++
+				return nil
+			})
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", in.Dir, err)
+			}
+		}
+	}
+	return n, nil
 }
 
 // rejectsHolder is where some of an input's rejects are: a store and the checkpoint that counts

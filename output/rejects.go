@@ -84,6 +84,12 @@ const (
 // RejectsPart names the n-th rejects object of an output on an object store.
 func RejectsPart(n int) string { return fmt.Sprintf("%s/part-%05d.jsonl", RejectsPartsDir, n) }
 
+// ReplayPart names the n-th replay object (the rejected records as read, under the input's
+// header) of an output on an object store, or of a merged output; ext is the input's extension.
+func ReplayPart(n int, ext string) string {
+	return fmt.Sprintf("%s/part-%05d.%s", ReplayPartsDir, n, ext)
+}
+
 // partNumber reads N of ".../part-NNNNN.<ext>".
 func partNumber(name string) (int, bool) {
 	base := name[strings.LastIndexByte(name, '/')+1:]
@@ -156,6 +162,51 @@ func ReadRejects(ctx context.Context, st store.Store, cp *pipeline.Checkpoint, f
 		if size > 0 { // an empty file (an earlier rekey wrote one without rejects): none
 			err = fn(name, io.NewSectionReader(r, 0, size))
 		}
+		r.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadReplay reads back the replay files of the output st whose checkpoint is cp (the rejected
+// records as read, each file under the input's header), as ReadRejects reads its rejects: fn
+// gets each file's name and the bytes of it that count, in name order:
+//   - with a checkpoint that counts parts (an object store): rejected-rows/part-NNNNN.EXT, the
+//     parts it counts;
+//   - with any other checkpoint (a folder): rejected-rows.EXT up to its checkpointed length;
+//   - with none (a merged output): every rejected-rows.EXT and rejected-rows/part-NNNNN.EXT whole.
+func ReadReplay(ctx context.Context, st store.Store, cp *pipeline.Checkpoint, fn func(name string, r io.Reader) error) error {
+	objs, err := st.List(ctx, ReplayPartsDir)
+	if err != nil {
+		return fmt.Errorf("list the rejected rows in %s: %w", st.Location(""), err)
+	}
+	for _, o := range objs {
+		inFolder := strings.HasPrefix(o.Name, ReplayPartsDir+"/")
+		top := strings.HasPrefix(o.Name, ReplayPrefix) && !strings.Contains(o.Name, "/")
+		size := o.Size
+		switch n, isPart := partNumber(o.Name); {
+		case !inFolder && !top, inFolder && !isPart:
+			continue
+		case cp == nil:
+		case cp.RejectParts > 0:
+			if !inFolder || n >= cp.RejectParts { // a part past the count is a killed run's
+				continue
+			}
+		case !top:
+			continue
+		default:
+			size = min(size, cp.ReplayBytes) // lines past it are a killed run's
+		}
+		if size == 0 {
+			continue
+		}
+		r, err := st.Open(ctx, o.Name)
+		if err != nil {
+			return fmt.Errorf("read the rejected rows %s: %w", st.Location(o.Name), err)
+		}
+		err = fn(o.Name, io.NewSectionReader(r, 0, size))
 		r.Close()
 		if err != nil {
 			return err
@@ -287,7 +338,7 @@ func (l *RejectLog) commitPart(ctx context.Context) error {
 		return err
 	}
 	if l.replay != nil {
-		name := fmt.Sprintf("%s/part-%05d.%s", ReplayPartsDir, l.parts, l.replayFile.Ext)
+		name := ReplayPart(l.parts, l.replayFile.Ext)
 		if err := l.replay.commitTo(ctx, l.st, name, l.replayFile.Header); err != nil {
 			return err
 		}

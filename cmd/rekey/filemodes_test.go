@@ -52,9 +52,11 @@ func TestOutputFileModes(t *testing.T) {
 	if code, stdout, stderr := runCLI(t, append([]string{"merge"}, append(shards, "--out", merged)...)...); code != 0 && code != exitRejects {
 		t.Fatalf("merge: exit %d\n%s%s", code, stdout, stderr)
 	}
-	private := func(name string) bool {
+	private := func(out, name string) bool {
+		rel, _ := filepath.Rel(out, name)
 		base := filepath.Base(name)
-		return base == output.CheckpointFile || base == output.RejectsFile || strings.HasPrefix(base, output.ReplayPrefix)
+		return base == output.CheckpointFile || base == output.RejectsFile || strings.HasPrefix(base, output.ReplayPrefix) ||
+			strings.HasPrefix(filepath.ToSlash(rel), output.ReplayPartsDir+"/")
 	}
 	seen := map[string]int{}
 	for _, out := range append(shards, merged) {
@@ -67,9 +69,9 @@ func TestOutputFileModes(t *testing.T) {
 				return err
 			}
 			want := os.FileMode(0o644) &^ umask
-			if private(p) {
+			if private(out, p) {
 				want = 0o600
-				seen[filepath.Base(p)]++
+				seen[strings.TrimPrefix(filepath.Base(p), "part-0000")]++
 			}
 			if got := info.Mode().Perm(); got != want {
 				t.Errorf("%s: mode %v, want %v", p, got, want)
@@ -80,8 +82,9 @@ func TestOutputFileModes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// every shard has its checkpoint, rejects and replay file; the merge its rejects
-	if seen[output.CheckpointFile] != 2 || seen[output.RejectsFile] != 3 || seen[output.ReplayPrefix+"csv"] != 2 {
+	// every shard has its checkpoint, rejects and replay file; the merge its rejects and the
+	// shards' replay files (rejected-rows/part-00000.csv, part-00001.csv)
+	if seen[output.CheckpointFile] != 2 || seen[output.RejectsFile] != 3 || seen[output.ReplayPrefix+"csv"] != 2 || seen["0.csv"] != 1 || seen["1.csv"] != 1 {
 		t.Fatalf("private files seen: %v", seen)
 	}
 }

@@ -44,6 +44,9 @@ shards of a Cassandra table (migrate --shard i/N), into one bulkload-ready direc
   DIR/ddl.sql, DIR/bulkload.json           as the inputs wrote them (bulkload.json reads DIR/data)
   DIR/rejects.jsonl                        the inputs' rejected rows, one after the other (an input
                                            that is a finished shared output: its shards')
+  DIR/rejected-rows/part-00000.csv ...     file sources: each input's rejected rows as read, under
+                                           its header (or .jsonl), to run again with
+                                           --source file:DIR/rejected-rows/ once the cause is fixed
 
 Data files are hard-linked into DIR by default: no data is copied and the inputs stay intact, so
 DIR must be on the same filesystem as the inputs (shared storage mounted on every machine is the
@@ -179,6 +182,16 @@ func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags)
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "Merged %d runs into %s\n", len(inputs), f.out)
 	printMerged(w, res.Manifest, fmt.Sprintf("%d (%s)", res.Manifest.Files, filesVerb(mode, res, res.Local)))
+	if res.Manifest.RowsRejected > 0 {
+		fmt.Fprintf(w, "  rejects: %s\n", out.Location(output.RejectsFile))
+	}
+	if res.ReplayParts > 0 { // a folder of files, each under its input's header: a source as it is
+		again := out.Location(output.ReplayPartsDir + "/")
+		if !store.IsBucket(again) {
+			again = "file:" + again
+		}
+		fmt.Fprintf(w, "  rejected rows: %s (as read, %d files: once fixed, migrate them with --source %s)\n", out.Location(output.ReplayPartsDir+"/"), res.ReplayParts, again)
+	}
 	return printMergeNext(ctx, w, out, f.out, res.Manifest)
 }
 
