@@ -66,6 +66,32 @@ type Input struct {
 	// Job is the run's bulkload job: nil when it kept none (a run before rekey wrote one) or a
 	// list of them (time slices, which Check refuses).
 	Job *lindorm.BulkloadJob
+	// Shards are the checkpoints of the shards of a finished shared output (migrate --shard i/N
+	// --shared-out, then merge --out), which keeps none at its top: what it read.
+	Shards []*pipeline.Checkpoint
+}
+
+// read is what in's run read: its checkpoint, or its shards' (a finished shared output).
+func (in *Input) read() []*pipeline.Checkpoint {
+	if in.Checkpoint != nil {
+		return []*pipeline.Checkpoint{in.Checkpoint}
+	}
+	return in.Shards
+}
+
+// source names the source in's run read, to compare with another input's: its checkpoint's, or
+// for a finished shared output the source its shards split (without the shard and the files
+// each read, which checkFilesReadOnce compares); nil when unknown.
+func (in *Input) source() pipeline.Identity {
+	if in.Checkpoint != nil {
+		return in.Checkpoint.Source
+	}
+	if len(in.Shards) == 0 {
+		return nil
+	}
+	id := in.Shards[0].Source.WithoutShard()
+	delete(id, "input") // a shard's record of the whole input it split
+	return id
 }
 
 // Result is what Write made.
@@ -161,6 +187,11 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 		}
 		if in.Checkpoint != nil && !in.Checkpoint.Complete {
 			return nil, fmt.Errorf("%s: its checkpoint says the run did not finish", d)
+		}
+		if in.Checkpoint == nil {
+			if in.Shards, err = shardCheckpoints(ctx, st); err != nil {
+				return nil, fmt.Errorf("%s: %w", d, err)
+			}
 		}
 		placed := func(string) bool { return false }
 		if prev != nil && n < len(prev.Inputs) && prev.Inputs[n] == st.Location("") {
@@ -267,39 +298,38 @@ func Check(inputs []*Input) error {
 func checkFilesReadOnce(inputs []*Input) error {
 	readBy := map[string][]byteRange{} // file -> the inputs that read it, and which bytes
 	for _, in := range inputs {
-		if in.Checkpoint == nil {
-			continue
-		}
-		id := in.Checkpoint.Source
-		if _, ok := id["skip"]; ok {
-			continue
-		}
-		if _, ok := id["limit"]; ok {
-			continue
-		}
-		type read struct{ loc, rangeKey string }
-		var reads []read
-		if f, ok := id["file"]; ok {
-			reads = append(reads, read{f, "range"})
-		} else if dir, ok := id["dir"]; ok {
-			for _, k := range slices.Sorted(maps.Keys(id)) {
-				if strings.HasPrefix(k, "file[") && strings.HasSuffix(k, "].size") {
-					name := strings.TrimSuffix(strings.TrimPrefix(k, "file["), "].size")
-					reads = append(reads, read{strings.TrimSuffix(dir, "/") + "/" + name, "file[" + name + "].range"})
+		for _, cp := range in.read() {
+			id := cp.Source
+			if _, ok := id["skip"]; ok {
+				continue
+			}
+			if _, ok := id["limit"]; ok {
+				continue
+			}
+			type read struct{ loc, rangeKey string }
+			var reads []read
+			if f, ok := id["file"]; ok {
+				reads = append(reads, read{f, "range"})
+			} else if dir, ok := id["dir"]; ok {
+				for _, k := range slices.Sorted(maps.Keys(id)) {
+					if strings.HasPrefix(k, "file[") && strings.HasSuffix(k, "].size") {
+						name := strings.TrimSuffix(strings.TrimPrefix(k, "file["), "].size")
+						reads = append(reads, read{strings.TrimSuffix(dir, "/") + "/" + name, "file[" + name + "].range"})
+					}
 				}
 			}
-		}
-		for _, rd := range reads {
-			r, err := readRange(id, rd.rangeKey, rd.loc, in.Dir)
-			if err != nil {
-				return err
-			}
-			for _, prev := range readBy[rd.loc] {
-				if r.overlaps(prev) {
-					return fmt.Errorf("%s and %s both read %s (%s and %s): merged, its rows would be there twice; merge runs that read different files, or the shards of one run (--shard i/N)", prev.dir, in.Dir, rd.loc, prev, r)
+			for _, rd := range reads {
+				r, err := readRange(id, rd.rangeKey, rd.loc, in.Dir)
+				if err != nil {
+					return err
 				}
+				for _, prev := range readBy[rd.loc] {
+					if r.overlaps(prev) {
+						return fmt.Errorf("%s and %s both read %s (%s and %s): merged, its rows would be there twice; merge runs that read different files, or the shards of one run (--shard i/N)", prev.dir, in.Dir, rd.loc, prev, r)
+					}
+				}
+				readBy[rd.loc] = append(readBy[rd.loc], r)
 			}
-			readBy[rd.loc] = append(readBy[rd.loc], r)
 		}
 	}
 	return nil
@@ -554,12 +584,13 @@ func firstNotIn(all, some []*Input) *Input {
 // folder, topic window, generator or Cassandra shard): merging them would count its rows twice.
 func checkSameSource(inputs []*Input) error {
 	for i, a := range inputs {
-		if a.Checkpoint == nil || len(a.Checkpoint.Source) == 0 {
+		src := a.source()
+		if len(src) == 0 {
 			continue
 		}
 		for _, b := range inputs[i+1:] {
-			if b.Checkpoint != nil && reflect.DeepEqual(a.Checkpoint.Source, b.Checkpoint.Source) {
-				return fmt.Errorf("%s and %s read the same source (%v): merged, its rows would be there twice; give each run's output once (a source read in shards is read with --shard i/N)", a.Dir, b.Dir, a.Checkpoint.Source)
+			if reflect.DeepEqual(src, b.source()) {
+				return fmt.Errorf("%s and %s read the same source (%v): merged, its rows would be there twice; give each run's output once (a source read in shards is read with --shard i/N)", a.Dir, b.Dir, src)
 			}
 		}
 	}
@@ -582,23 +613,24 @@ func checkShardRanges(inputs []*Input) error {
 	var ranges []cassandra.Range
 	cassandraInputs := 0
 	for _, in := range inputs {
-		if in.Checkpoint == nil || len(in.Checkpoint.Streams) == 0 {
-			continue
-		}
-		isRanges := true
+		isRanges, streams := true, 0
 		var mine []cassandra.Range
-		for name, st := range in.Checkpoint.Streams {
-			r, err := cassandra.ParseRange(name)
-			if err != nil {
-				isRanges = false
-				break
+	read:
+		for _, cp := range in.read() {
+			for name, st := range cp.Streams {
+				streams++
+				r, err := cassandra.ParseRange(name)
+				if err != nil {
+					isRanges = false
+					break read
+				}
+				if !st.Done {
+					return fmt.Errorf("%s did not finish %s", in.Dir, name)
+				}
+				mine = append(mine, r)
 			}
-			if !st.Done {
-				return fmt.Errorf("%s did not finish %s", in.Dir, name)
-			}
-			mine = append(mine, r)
 		}
-		if !isRanges {
+		if streams == 0 || !isRanges {
 			continue
 		}
 		cassandraInputs++
@@ -1064,6 +1096,29 @@ func mergeReplay(ctx context.Context, inputs []*Input, out store.Store) (int, er
 		}
 	}
 	return n, nil
+}
+
+// shardCheckpoints are the checkpoints of the shards of the finished shared output st, in shard
+// order; none when st holds no shards.
+func shardCheckpoints(ctx context.Context, st store.Store) ([]*pipeline.Checkpoint, error) {
+	shards, err := output.SharedShards(ctx, st)
+	if err != nil {
+		return nil, readFailed(err)
+	}
+	sort.Slice(shards, func(a, b int) bool { return shards[a].Index < shards[b].Index })
+	var cps []*pipeline.Checkpoint
+	for _, sh := range shards {
+		sst := output.ShardStore(st, sh)
+		cp, err := output.ReadCheckpoint(ctx, sst)
+		if err != nil {
+			return nil, fmt.Errorf("shard %s: %w", sh, err)
+		}
+		if cp == nil || !cp.Complete {
+			return nil, fmt.Errorf("shard %s has no complete %s: what it read is unknown", sh, sst.Location(output.CheckpointFile))
+		}
+		cps = append(cps, cp)
+	}
+	return cps, nil
 }
 
 // rejectsHolder is where some of an input's rejects are: a store and the checkpoint that counts

@@ -71,7 +71,8 @@ merge refuses inputs that are not complete runs (no manifest.json), a replicatio
 different mappings (fingerprint), region plans or sources (naming the inputs to run again and how
 they differ), inputs whose bulkload.json load into another namespace or LTS target (dst: the
 merged job is the first input's), two that read the same source or the same
-file (a run of a folder and a run of one file in it: its rows would be counted twice), shards that are not all the shards 0..N-1 of one source, each once (files,
+file (a run of a folder and a run of one file in it, a finished shared output and a run of
+its source: its rows would be counted twice), shards that are not all the shards 0..N-1 of one source, each once (files,
 or the same bytes of a file split in ranges, read by two shards, a shard missing or given twice; for Cassandra shards, token ranges that
 overlap or leave part of the ring unread), and an --out
 inside an input (a migrate --resume of that input would delete the merged files) or an input

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A finished shared output (shards with --shared-out, then merge --out) keeps its source in its
+// shards' checkpoints, none at its top: merged beside a whole run of the same source (or beside a
+// copy of itself), merge compared no source and wrote every row twice. It refuses them, naming
+// both inputs, and still merges a finished shared output beside a run of another source.
+func TestMergeRefusesASharedOutputBesideARunOfItsSource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	export, _ := ordersExport(t, dir)
+	other := ordersCSV(t, dir, "other.csv", 100, 7)
+	for _, c := range []struct{ name, source, other string }{
+		{"gen", "gen:orders?rows=300", "gen:orders?rows=300&seed=9"},
+		{"files", "file:" + export, "file:" + other},
+	} {
+		shared := filepath.Join(dir, c.name+"-shared")
+		for i := range 2 {
+			mustRun(t, "migrate", "-m", mapping, "--source", c.source, "--shard", fmt.Sprintf("%d/2", i), "--shared-out", "--regions", "4", "--out", shared, "--progress", "never")
+		}
+		mustRun(t, "merge", "--out", shared)
+		whole := filepath.Join(dir, c.name+"-whole")
+		mustRun(t, "migrate", "-m", mapping, "--source", c.source, "--regions", "4", "--out", whole, "--progress", "never")
+		code, stdout, stderr := runCLI(t, "merge", shared, whole, "--out", filepath.Join(dir, c.name+"-twice"))
+		if code != 2 || !strings.Contains(stderr, shared) || !strings.Contains(stderr, whole) {
+			t.Errorf("%s: merge of a shared output and a whole run of its source: exit %d, want 2 naming both\n%s%s", c.name, code, stdout, stderr)
+		}
+		another := filepath.Join(dir, c.name+"-another")
+		mustRun(t, "migrate", "-m", mapping, "--source", c.other, "--regions", "4", "--out", another, "--progress", "never")
+		if code, stdout, stderr := runCLI(t, "merge", shared, another, "--out", filepath.Join(dir, c.name+"-both")); code != 0 {
+			t.Errorf("%s: merge of a shared output and a run of another source: exit %d\n%s%s", c.name, code, stdout, stderr)
+		}
+	}
+}
