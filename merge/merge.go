@@ -177,6 +177,10 @@ func OpenInputs(ctx context.Context, dirs []string, out store.Store, open func(c
 			if all, lerr := st.List(ctx, ""); lerr == nil && len(all) == 0 {
 				return nil, fmt.Errorf("%s holds nothing (no such folder, or an empty one): give the --out of a complete migrate run", d)
 			}
+			// the shards of one --out (--shared-out) are finished by merge, not by a resume
+			if shards, serr := output.SharedShards(ctx, st); serr == nil && len(shards) > 0 {
+				return nil, fmt.Errorf("%s holds the shards of a migration that wrote one --out together (--shared-out), not finished (no %s): finish it first with rekey merge --out %s", d, output.ManifestFile, d)
+			}
 			return nil, fmt.Errorf("%s holds no complete run (no %s): finish it first (rekey migrate ... --resume)", d, output.ManifestFile)
 		}
 		if in.Manifest, err = output.ReadManifest(ctx, st); err != nil {

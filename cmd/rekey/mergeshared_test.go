@@ -39,3 +39,20 @@ func TestMergeRefusesASharedOutputBesideARunOfItsSource(t *testing.T) {
 		}
 	}
 }
+
+// An input that holds the complete shards of a shared output not finished yet was refused
+// saying to finish it with `rekey migrate ... --resume`, which has nothing to resume (every shard
+// is complete). The refusal says to finish it with `rekey merge --out` on it.
+func TestMergeOfAnUnfinishedSharedOutputSaysToFinishIt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	shared := filepath.Join(dir, "shared")
+	for i := range 2 {
+		mustRun(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=100", "--shard", fmt.Sprintf("%d/2", i), "--shared-out", "--regions", "4", "--out", shared, "--progress", "never")
+	}
+	code, stdout, stderr := runCLI(t, "merge", shared, "--out", filepath.Join(dir, "merged"))
+	if code != 2 || !strings.Contains(stderr, "rekey merge --out "+shared) || strings.Contains(stderr, "--resume") {
+		t.Errorf("merge of an unfinished shared output: exit %d, want 2 saying to finish it with rekey merge --out %s\n%s%s", code, shared, stdout, stderr)
+	}
+}
