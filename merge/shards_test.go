@@ -106,3 +106,25 @@ func TestCheckRefusesAFileReadByTwoRuns(t *testing.T) {
 		}
 	}
 }
+
+// A finished shared output of Cassandra shards keeps its token ranges in its shards'
+// checkpoints: merged alone they cover the ring once, beside a whole run of the table every
+// token is read twice.
+func TestCheckSharedOutputOfCassandraShards(t *testing.T) {
+	cp := func(ranges ...cassandra.Range) *pipeline.Checkpoint {
+		streams := map[string]pipeline.StreamState{}
+		for _, r := range ranges {
+			streams[r.Name()] = pipeline.StreamState{Done: true}
+		}
+		return &pipeline.Checkpoint{Complete: true, Streams: streams, Source: pipeline.Identity{"table": "shop.orders"}}
+	}
+	lo, hi := int64(cassandra.MinToken), int64(cassandra.MaxToken)
+	shared := &Input{Dir: "shared", Manifest: &output.Manifest{}, Shards: []*pipeline.Checkpoint{cp(cassandra.Range{Start: lo, End: 0}), cp(cassandra.Range{Start: 0, End: hi})}}
+	whole := &Input{Dir: "whole", Manifest: &output.Manifest{}, Checkpoint: cp(cassandra.Range{Start: lo, End: -7}, cassandra.Range{Start: -7, End: hi})}
+	if err := Check([]*Input{shared}); err != nil {
+		t.Errorf("a finished shared output alone: %v", err)
+	}
+	if err := Check([]*Input{shared, whole}); err == nil || !strings.Contains(err.Error(), "shared and whole") {
+		t.Errorf("a finished shared output beside a whole run of its table: %v, want both named", err)
+	}
+}
