@@ -56,3 +56,25 @@ func TestMergeOfAnUnfinishedSharedOutputSaysToFinishIt(t *testing.T) {
 		t.Errorf("merge of an unfinished shared output: exit %d, want 2 saying to finish it with rekey merge --out %s\n%s%s", code, shared, stdout, stderr)
 	}
 }
+
+// A merge run again once it finished found its own output and refused it as an --out that
+// "already holds files", saying to merge into a new --out: a second copy of a complete merge.
+// It says the merge into it is complete and what to do with it, still writing nothing (exit 2).
+func TestMergeRunAgainAfterItFinishedSaysItIsComplete(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	var shards []string
+	for i := range 2 {
+		out := filepath.Join(dir, fmt.Sprintf("shard-%d", i))
+		mustRun(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=100", "--shard", fmt.Sprintf("%d/2", i), "--regions", "4", "--out", out, "--progress", "never")
+		shards = append(shards, out)
+	}
+	merged := filepath.Join(dir, "merged")
+	args := append([]string{"merge"}, append(shards, "--out", merged)...)
+	mustRun(t, args...)
+	code, stdout, stderr := runCLI(t, args...)
+	if code != 2 || !strings.Contains(stderr, "complete") || strings.Contains(stderr, "merge into a new --out") {
+		t.Errorf("merge run again after it finished: exit %d, want 2 saying the output is complete\n%s%s", code, stdout, stderr)
+	}
+}
