@@ -79,6 +79,25 @@ func (in *Input) read() []*pipeline.Checkpoint {
 	return in.Shards
 }
 
+// RejectCodes sums the inputs' rejected rows by code, as their checkpoints (or their shards')
+// count them; ok is false when an input keeps no count (a merged output: its checkpoints are not
+// there), when a partial sum would mislead.
+func RejectCodes(inputs []*Input) (codes map[string]int64, ok bool) {
+	codes = map[string]int64{}
+	for _, in := range inputs {
+		read := in.read()
+		if len(read) == 0 {
+			return nil, false
+		}
+		for _, cp := range read {
+			for c, n := range cp.RejectCodes {
+				codes[c] += n
+			}
+		}
+	}
+	return codes, true
+}
+
 // source names the source in's run read, to compare with another input's: its checkpoint's, or
 // for a finished shared output the source its shards split (without the shard and the files
 // each read, which checkFilesReadOnce compares); nil when unknown.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -139,7 +141,7 @@ func runFinishShards(cmd *cobra.Command, inv *invocation, f *mergeFlags) error {
 	}
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "Finished the %d shards in %s (metadata only: no data file copied)\n", len(inputs), f.out)
-	printMerged(w, res.Manifest, fmt.Sprintf("%d (where the shards wrote them)", res.Manifest.Files))
+	printMerged(w, res.Manifest, inputs, fmt.Sprintf("%d (where the shards wrote them)", res.Manifest.Files))
 	if res.Manifest.RowsRejected > 0 { // each shard keeps its rejects in its own folder
 		fmt.Fprintf(w, "  rejected rows: %s\n", out.Location(output.ShardsDir+"/*/"))
 	}
@@ -182,7 +184,7 @@ func runMerge(cmd *cobra.Command, inv *invocation, dirs []string, f *mergeFlags)
 	}
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "Merged %d runs into %s\n", len(inputs), f.out)
-	printMerged(w, res.Manifest, fmt.Sprintf("%d (%s)", res.Manifest.Files, filesVerb(mode, res, res.Local)))
+	printMerged(w, res.Manifest, inputs, fmt.Sprintf("%d (%s)", res.Manifest.Files, filesVerb(mode, res, res.Local)))
 	if res.Manifest.RowsRejected > 0 {
 		fmt.Fprintf(w, "  rejects: %s\n", out.Location(output.RejectsFile))
 	}
@@ -254,12 +256,18 @@ func printMergeNext(ctx context.Context, w io.Writer, out store.Store, name stri
 	return nil
 }
 
-// printMerged prints the figures of a merged manifest; files says how many files and where.
-func printMerged(w io.Writer, m *output.Manifest, files string) {
+// printMerged prints the figures of a merged manifest, its rejected rows by code as the inputs
+// count them (as a run's summary does); files says how many files and where.
+func printMerged(w io.Writer, m *output.Manifest, inputs []*merge.Input, files string) {
 	rows := [][2]string{
 		{"rows in", fmt.Sprintf("%d", m.RowsIn)},
 		{"rows written", fmt.Sprintf("%d", m.RowsWritten)},
 		{"rows rejected", fmt.Sprintf("%d", m.RowsRejected)},
+	}
+	if codes, ok := merge.RejectCodes(inputs); ok {
+		for _, c := range slices.Sorted(maps.Keys(codes)) {
+			rows = append(rows, [2]string{"  " + c, fmt.Sprintf("%d", codes[c])})
+		}
 	}
 	if m.RowsSkipped > 0 {
 		rows = append(rows, [2]string{"rows skipped (older than since=)", fmt.Sprintf("%d", m.RowsSkipped)})
