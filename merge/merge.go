@@ -316,7 +316,8 @@ func Check(inputs []*Input) error {
 
 // checkFilesReadOnce refuses two inputs that read the same bytes of one file, wherever it lies:
 // a run of a folder and a run of one file in it, say, which checkSameSource does not tell apart
-// (their sources are named otherwise). An input read with a row window (?skip=, ?limit=) is left
+// (their sources are named otherwise). A file is the same when its path, size and modification
+// time (a bucket's: ETag) are: an export rewritten at one path between two runs holds other rows. An input read with a row window (?skip=, ?limit=) is left
 // out: its rows of a file cannot be told from its identity.
 func checkFilesReadOnce(inputs []*Input) error {
 	readBy := map[string][]byteRange{} // file -> the inputs that read it, and which bytes
@@ -329,29 +330,33 @@ func checkFilesReadOnce(inputs []*Input) error {
 			if _, ok := id["limit"]; ok {
 				continue
 			}
-			type read struct{ loc, rangeKey string }
+			// a file's keys in the identity start with prefix: its size, modified time (a
+			// bucket's: etag) and the range read
+			type read struct{ loc, prefix string }
 			var reads []read
 			if f, ok := id["file"]; ok {
-				reads = append(reads, read{f, "range"})
+				reads = append(reads, read{f, ""})
 			} else if dir, ok := id["dir"]; ok {
 				for _, k := range slices.Sorted(maps.Keys(id)) {
 					if strings.HasPrefix(k, "file[") && strings.HasSuffix(k, "].size") {
 						name := strings.TrimSuffix(strings.TrimPrefix(k, "file["), "].size")
-						reads = append(reads, read{strings.TrimSuffix(dir, "/") + "/" + name, "file[" + name + "].range"})
+						reads = append(reads, read{strings.TrimSuffix(dir, "/") + "/" + name, "file[" + name + "]."})
 					}
 				}
 			}
 			for _, rd := range reads {
-				r, err := readRange(id, rd.rangeKey, rd.loc, in.Dir)
+				r, err := readRange(id, rd.prefix+"range", rd.loc, in.Dir)
 				if err != nil {
 					return err
 				}
-				for _, prev := range readBy[rd.loc] {
+				// the same bytes: a file rewritten at its path between two runs holds other rows
+				file := rd.loc + "\x00" + id[rd.prefix+"size"] + "\x00" + id[rd.prefix+"modified"] + "\x00" + id[rd.prefix+"etag"]
+				for _, prev := range readBy[file] {
 					if r.overlaps(prev) {
 						return fmt.Errorf("%s and %s both read %s (%s and %s): merged, its rows would be there twice; merge runs that read different files, or the shards of one run (--shard i/N)", prev.dir, in.Dir, rd.loc, prev, r)
 					}
 				}
-				readBy[rd.loc] = append(readBy[rd.loc], r)
+				readBy[file] = append(readBy[file], r)
 			}
 		}
 	}

@@ -90,11 +90,16 @@ func TestCheckRefusesAFileReadByTwoRuns(t *testing.T) {
 		want   string // "" accepted
 	}{
 		{"a folder and one of its files", []*Input{folder, run("one", pipeline.Identity{"file": "/data/a.csv", "size": "10", "modified": "t"})}, "all and one both read /data/a.csv"},
-		{"a folder and a glob of it", []*Input{run("glob", pipeline.Identity{"dir": "/", "files": "1", "file[data/b.csv].size": "20"}), folder}, "glob and all both read /data/b.csv"},
+		{"a folder and a glob of it", []*Input{run("glob", pipeline.Identity{"dir": "/", "files": "1", "file[data/b.csv].size": "20", "file[data/b.csv].modified": "t"}), folder}, "glob and all both read /data/b.csv"},
 		{"two objects of one bucket", []*Input{
-			run("x", pipeline.Identity{"dir": "s3://b/in/", "files": "2", "file[a.jsonl].size": "10", "file[c.jsonl].size": "10"}),
+			run("x", pipeline.Identity{"dir": "s3://b/in/", "files": "2", "file[a.jsonl].size": "10", "file[a.jsonl].etag": "e", "file[c.jsonl].size": "10"}),
 			run("y", pipeline.Identity{"file": "s3://b/in/a.jsonl", "size": "10", "etag": "e"})}, "x and y both read s3://b/in/a.jsonl"},
 		{"two files", []*Input{run("one", pipeline.Identity{"file": "/data/a.csv", "size": "10"}), run("two", pipeline.Identity{"file": "/data/b.csv", "size": "20"})}, ""},
+		// an export rewritten at one path between two runs: other rows, told apart by size and time
+		{"one path, rewritten between the runs", []*Input{folder, run("tuesday", pipeline.Identity{"file": "/data/a.csv", "size": "12", "modified": "u"})}, ""},
+		{"one object, rewritten", []*Input{
+			run("x", pipeline.Identity{"dir": "s3://b/in/", "files": "1", "file[a.jsonl].size": "10", "file[a.jsonl].etag": "e1"}),
+			run("y", pipeline.Identity{"file": "s3://b/in/a.jsonl", "size": "10", "etag": "e2"})}, ""},
 		{"disjoint parts of one file", []*Input{run("p", pipeline.Identity{"file": "/data/a.csv", "range": "0-5"}), run("q", pipeline.Identity{"file": "/data/a.csv", "range": "5-10"})}, ""},
 	} {
 		err := Check(c.inputs)
