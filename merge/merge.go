@@ -317,8 +317,9 @@ func Check(inputs []*Input) error {
 // checkFilesReadOnce refuses two inputs that read the same bytes of one file, wherever it lies:
 // a run of a folder and a run of one file in it, say, which checkSameSource does not tell apart
 // (their sources are named otherwise). A file is the same when its path, size and modification
-// time (a bucket's: ETag) are: an export rewritten at one path between two runs holds other rows. An input read with a row window (?skip=, ?limit=) is left
-// out: its rows of a file cannot be told from its identity.
+// time (a bucket's: ETag) are: an export rewritten at one path between two runs holds other rows.
+// An input read with a row window (?skip=, ?limit=) is left out: its rows of a file cannot be
+// told from its identity.
 func checkFilesReadOnce(inputs []*Input) error {
 	readBy := map[string][]byteRange{} // file -> the inputs that read it, and which bytes
 	for _, in := range inputs {
