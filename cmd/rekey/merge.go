@@ -337,8 +337,8 @@ func checkMergeOut(ctx context.Context, out store.Store, name string) error {
 	}
 	for _, o := range objs {
 		if o.Name == output.ManifestFile { // a merge (or a run) into it completed: nothing to finish
-			return usageError(fmt.Errorf("--out %s already holds a complete output (%s; no %s of an interrupted merge): a merge into it is complete, nothing is left to do; "+
-				"load it as it is (its %s and %s), check it with rekey verify --target %s, or give a new --out to merge other outputs", name, output.ManifestFile, output.MergePlanFile, output.DDLFile, output.BulkloadFile, name))
+			return usageError(fmt.Errorf("--out %s already holds a complete output (%s, and no %s of an interrupted merge): if this merge wrote it, it is complete and nothing is left to do; "+
+				"load it as it is (its %s and %s) and check it with rekey verify --target %s; to merge other outputs, give a new --out", name, output.ManifestFile, output.MergePlanFile, output.DDLFile, output.BulkloadFile, name))
 		}
 	}
 	for _, o := range objs {
