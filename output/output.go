@@ -443,7 +443,12 @@ func lockDirShared(dir, out string) (*os.File, error) {
 // it refuses with inUse, given out and the holder the file names.
 func flockDir(dir, out string, how int, inUse string) (*os.File, error) {
 	path := filepath.Join(dir, LockFile)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	// not through a symbolic link: the holder's name is written into the file, which would
+	// replace whatever file outside the output the link leads to
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, refuse("lock %s: %s is a symbolic link, which could lead outside the output: remove it (rekey makes the lock file itself)", out, path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", out, err)
 	}

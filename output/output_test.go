@@ -315,3 +315,28 @@ func (n refuseSize) Verify(_ io.ReaderAt, size int64) error {
 	}
 	return nil
 }
+
+// A symbolic link named like the lock file leads outside the output: the lock is refused, naming
+// the link, and the file it leads to is neither truncated nor written (before, it was replaced by
+// the holder's pid and host).
+func TestOutputLockIsNotASymlink(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "precious.txt")
+	if err := os.WriteFile(outside, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, LockFile)); err != nil {
+		t.Fatal(err)
+	}
+	o, err := Open(context.Background(), localStore(t, dir), Spec{Dir: dir}, nil)
+	if err == nil {
+		o.Close()
+		t.Fatal("the lock was taken through a symbolic link")
+	}
+	if !strings.Contains(err.Error(), LockFile) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("err = %v, want it to name %s as a symbolic link", err, LockFile)
+	}
+	if data, _ := os.ReadFile(outside); string(data) != "precious\n" {
+		t.Fatalf("the file the link leads to now holds %q", data)
+	}
+}
