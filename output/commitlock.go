@@ -100,7 +100,12 @@ func openFolderCommitLock(ctx context.Context, dir string, log *zap.Logger) (*fo
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create output directory: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, ReplicateLockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	// not through a symbolic link: each commit writes the revision into the file, which would
+	// be whatever file outside the output the link leads to
+	f, err := os.OpenFile(filepath.Join(dir, ReplicateLockFile), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("open %s: it is a symbolic link, which could lead outside the output: remove it while no member runs (rekey makes the lock file itself)", filepath.Join(dir, ReplicateLockFile))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", ReplicateLockFile, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,5 +136,39 @@ func TestFolderCommitLockWaitEndsWithItsContext(t *testing.T) {
 	}
 	if !errors.Is(got, context.Canceled) {
 		t.Errorf("the wait ended with %v, want the context's end", got)
+	}
+}
+
+// TestFolderCommitLockIsNotASymlink: a symbolic link named like replicate.lock leads outside the
+// output: opening the commit lock is refused, naming it, and the file it leads to (here an empty
+// one) is not written (before, each commit wrote the manifest's revision over its start).
+func TestFolderCommitLockIsNotASymlink(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "precious.txt")
+	if err := os.WriteFile(outside, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, ReplicateLockFile)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenCommitLock(context.Background(), st, dir, nil)
+	if err == nil {
+		defer l.Release()
+		if _, err := l.Lock(context.Background()); err == nil {
+			l.Bump(7)
+			l.Unlock()
+		}
+		data, _ := os.ReadFile(outside)
+		t.Fatalf("the commit lock was opened through a symbolic link; the file it leads to holds %q", data)
+	}
+	if !strings.Contains(err.Error(), ReplicateLockFile) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("err = %v, want it to name %s as a symbolic link", err, ReplicateLockFile)
+	}
+	if data, _ := os.ReadFile(outside); len(data) != 0 {
+		t.Fatalf("the file the link leads to now holds %q", data)
 	}
 }
