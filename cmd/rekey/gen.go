@@ -35,7 +35,7 @@ transactions: order numbers rising with time, 20,000 sellers (a few selling most
 			}
 			var w io.Writer = cmd.OutOrStdout()
 			if out != "" && out != "-" {
-				f, err := os.OpenFile(atomicfile.TempPath(out), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+				f, err := atomicfile.CreateTemp(out, 0o644)
 				if err != nil {
 					return fmt.Errorf("--out %s: %w", out, err)
 				}

@@ -419,7 +419,7 @@ func unsizedWindow(skip, limit int64, of string) string {
 
 // writeReportFile writes a report rendering atomically.
 func writeReportFile(path string, write func(io.Writer) error) error {
-	f, err := os.OpenFile(atomicfile.TempPath(path), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := atomicfile.CreateTemp(path, 0o644)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}

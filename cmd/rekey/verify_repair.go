@@ -50,7 +50,7 @@ func createRepairFile(path string, schema pipeline.SourceSchema, times bool) (*r
 		r.names = append(r.names, col.Name)
 		r.types = append(r.types, t)
 	}
-	f, err := os.OpenFile(atomicfile.TempPath(path), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600) // source rows: the owner's only
+	f, err := atomicfile.CreateTemp(path, 0o600) // source rows: the owner's only
 	if err != nil {
 		return nil, fmt.Errorf("--repair %s: %w", path, err)
 	}

@@ -6,7 +6,9 @@ package atomicfile
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,12 +43,30 @@ func Commit(f *os.File, final string) error {
 	return SyncDir(filepath.Dir(final))
 }
 
-// WriteFile writes data to path whole or not at all, with the file's permissions (before the
-// umask): a temporary name, then Commit.
-func WriteFile(path string, data []byte, perm os.FileMode) error {
-	f, err := os.OpenFile(TempPath(path), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, perm)
+// CreateTemp creates final's temporary file (TempPath), new, with perm (before the umask), for
+// Commit. What is there already, a leftover of a killed run or anything else under that
+// predictable name, is removed rather than opened: a symbolic link (planted in a shared folder
+// such as /tmp) would lead the bytes to the file it names, outside the folder, and a leftover
+// would keep its own mode. A name that cannot be removed (another user's, in a sticky folder)
+// fails the create.
+func CreateTemp(final string, perm os.FileMode) (*os.File, error) {
+	tmp := TempPath(final)
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("create %s: remove the temporary file %s left there: %w", final, tmp, err)
+	}
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
+		return nil, fmt.Errorf("create %s: %w", final, err)
+	}
+	return f, nil
+}
+
+// WriteFile writes data to path whole or not at all, with the file's permissions (before the
+// umask): a temporary name (CreateTemp), then Commit.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	f, err := CreateTemp(path, perm)
+	if err != nil {
+		return err
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()

@@ -66,7 +66,7 @@ func WriteMappings(dir, path string, rep *model.Report, src pipeline.SourceSchem
 }
 
 func writeFileAtomic(path string, data []byte) error {
-	f, err := os.OpenFile(atomicfile.TempPath(path), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := atomicfile.CreateTemp(path, 0o644)
 	if err != nil {
 		return err
 	}
