@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/rekey/rekey/internal/atomicfile"
 )
@@ -134,9 +135,13 @@ func (l *Local) Create(_ context.Context, name string) (Writer, error) {
 			afterMkdirs(dir)
 		}
 		var err error
-		f, err = os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, l.perm(name))
+		// not through a symbolic link, which would lead the bytes outside the folder
+		f, err = os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|syscall.O_NOFOLLOW, l.perm(name))
 		return err
 	})
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("create %s: %w: %s is a symbolic link, which could lead outside %s: remove it", name, ErrBadName, tmp, l.root)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", name, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rekey/rekey/store"
@@ -118,5 +119,32 @@ func TestLocalFolderThatIsALink(t *testing.T) {
 	tmp := filepath.Join(real, "data", "region-0000", store.TempPrefix+"part-00001.parquet")
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Errorf("Sweep(\"\") through the link left the unfinished writer's file: %v", err)
+	}
+}
+
+// TestLocalCreateDoesNotFollowALinkAtItsTemporaryName: a symbolic link where an object's
+// temporary file goes leads outside the folder: Create refuses it, naming it, and the file it
+// leads to keeps its bytes. Before, Put wrote the object's bytes into that file and renamed the
+// link to the object's name.
+func TestLocalCreateDoesNotFollowALinkAtItsTemporaryName(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "precious.txt")
+	if err := os.WriteFile(outside, []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, store.TempPrefix+"manifest.json")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Put(ctx, "manifest.json", []byte("{}\n"))
+	if data, _ := os.ReadFile(outside); string(data) != "precious\n" {
+		t.Fatalf("the file the link leads to now holds %q (Put: %v)", data, err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("Put through a link at its temporary name: %v, want it refused as a symbolic link", err)
 	}
 }
