@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/rekey/rekey/store"
 )
@@ -393,7 +394,12 @@ func openAppendFile(path string, truncateTo int64, what, header string) (*append
 }
 
 func createAppendFile(path string, truncateTo int64, what string) (*appendFile, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
+	// not through a symbolic link: the file it leads to, outside the output, would be cut and
+	// given the raw rows
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("open %s: %s is a symbolic link, which could lead outside the output: replace it with the file itself (the %s of the interrupted run), or start over without --resume", what, path, what)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", what, err)
 	}

@@ -157,3 +157,31 @@ func TestRejectsLayoutsReadBackAlike(t *testing.T) {
 		}
 	}
 }
+
+// TestRejectLogResumeRefusesALink: on a resume, a symbolic link in place of rejects.jsonl (it
+// leads outside the output) is refused, naming it, and the file it leads to is neither cut to the
+// checkpointed length nor appended to. Before, both were done to it, the raw rows of the rejects
+// landing in a file of any mode outside the output.
+func TestRejectLogResumeRefusesALink(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "precious.txt")
+	const precious = "precious bytes, longer than the checkpointed rejects\n"
+	if err := os.WriteFile(outside, []byte(precious), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, RejectsFile)); err != nil {
+		t.Fatal(err)
+	}
+	l, err := openRejects(localStore(t, dir), &pipeline.Checkpoint{RejectsBytes: 10}, nil)
+	if err == nil {
+		l.Add(&Reject{Position: "a:1", Code: "type"})
+		l.Sync(context.Background())
+		l.Close()
+	}
+	if data, _ := os.ReadFile(outside); string(data) != precious {
+		t.Fatalf("the file the link leads to now holds %q (open: %v)", data, err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") || !strings.Contains(err.Error(), RejectsFile) {
+		t.Fatalf("resume with %s a link: %v, want it refused as a symbolic link", RejectsFile, err)
+	}
+}
