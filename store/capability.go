@@ -92,6 +92,9 @@ func Link(from Store, src string, to Store, dst string, move bool) (done bool, e
 	if err := CheckName(dst); err != nil {
 		return false, err
 	}
+	if err := checkFolders(toDir, dst); err != nil {
+		return false, err
+	}
 	srcPath, dstPath := filepath.Join(fromDir, filepath.FromSlash(src)), filepath.Join(toDir, filepath.FromSlash(dst))
 	if err := os.MkdirAll(filepath.Dir(dstPath), 0o755); err != nil {
 		return false, err

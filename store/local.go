@@ -123,6 +123,9 @@ func (l *Local) Create(_ context.Context, name string) (Writer, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
+	if err := checkFolders(l.root, name); err != nil {
+		return nil, err
+	}
 	final := l.full(name)
 	dir := filepath.Dir(final)
 	tmp := filepath.Join(dir, TempPrefix+filepath.Base(final))
@@ -151,6 +154,25 @@ func (l *Local) Create(_ context.Context, name string) (Writer, error) {
 		return nil, fmt.Errorf("create %s: %w", name, err)
 	}
 	return &localWriter{root: l.root, f: f, tmp: tmp, final: final, name: name}, nil
+}
+
+// checkFolders refuses name, in the store at root, when a folder on its way that exists already
+// is a symbolic link, as lstat does for reading: a link could lead outside the store although the
+// name reads as inside (root itself may be one). The folders still missing are made by Create.
+func checkFolders(root, name string) error {
+	segs := strings.Split(name, "/")
+	p := root
+	for i, s := range segs[:len(segs)-1] {
+		p = filepath.Join(p, s)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return nil // missing (Create makes it), or not a folder (Create says so)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%w %q: %s is a symbolic link, which could lead outside %s: make it a folder, or give --out the folder it leads to", ErrBadName, name, path.Join(segs[:i+1]...), root)
+		}
+	}
+	return nil
 }
 
 // listVisit, when set (by tests), runs as List's walk comes to each path.
@@ -237,6 +259,9 @@ func (w *localWriter) Finish() error {
 // CommitAs commits the object under name instead of the one it was created with.
 func (w *localWriter) CommitAs(ctx context.Context, name string) (int64, error) {
 	if err := CheckName(name); err != nil {
+		return 0, err
+	}
+	if err := checkFolders(w.root, name); err != nil {
 		return 0, err
 	}
 	w.final, w.name = filepath.Join(w.root, filepath.FromSlash(name)), name

@@ -148,3 +148,52 @@ func TestLocalCreateDoesNotFollowALinkAtItsTemporaryName(t *testing.T) {
 		t.Fatalf("Put through a link at its temporary name: %v, want it refused as a symbolic link", err)
 	}
 }
+
+// TestLocalCreateRefusesAFolderThatIsALink: a folder inside the store that is a symbolic link
+// (data/ leading elsewhere) is refused by Create, naming it, as Get, Stat and Open refuse it:
+// nothing is written where it leads. Before, objects were written through it, outside the
+// folder, where List never saw them (a run's output then looked empty to the next run, which
+// replaced them) and where reading them back (verify, a resume's checks) was refused.
+func TestLocalCreateRefusesAFolderThatIsALink(t *testing.T) {
+	ctx := context.Background()
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "data")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Put(ctx, "data/region-0000/part-00000.parquet", []byte("rows"))
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Fatalf("Put wrote %d entries where the link leads (Put: %v)", len(ents), err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") || !strings.Contains(err.Error(), "data is a symbolic link") {
+		t.Fatalf("Put under a folder that is a link: %v, want it refused naming data as a symbolic link", err)
+	}
+	// CommitAs's name is checked too
+	w, err := s.Create(ctx, "p.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.(store.Renamer).CommitAs(ctx, "data/region-0001/p.parquet"); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("CommitAs under a folder that is a link: %v, want it refused", err)
+	}
+	w.Abort()
+	// and so is a hard link or a move into it (merge --files link|move)
+	from, err := store.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := from.Put(ctx, "data/region-0002/part-00000.parquet", []byte("rows")); err != nil {
+		t.Fatal(err)
+	}
+	for _, move := range []bool{false, true} {
+		if _, err := store.Link(from, "data/region-0002/part-00000.parquet", s, "data/region-0002/part-00000.parquet", move); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+			t.Fatalf("Link (move %v) under a folder that is a link: %v, want it refused", move, err)
+		}
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Fatalf("CommitAs or Link wrote %d entries where the link leads", len(ents))
+	}
+}
