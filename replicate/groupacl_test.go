@@ -30,7 +30,6 @@ func TestGroupTheUserMayNotUseFailsAtOnce(t *testing.T) {
 		kfake.User("PLAIN", "rk", "pw", allow(kmsg.ACLResourceTypeTopic, "acl-orders", kmsg.ACLOperationDescribe),
 			allow(kmsg.ACLResourceTypeTopic, "acl-orders", kmsg.ACLOperationRead)),
 		kfake.SeedTopics(1, "acl-orders"))
-	t.Setenv(kafka.PasswordEnv, "pw")
 	cfg := config(t, c, "acl-orders", "g-acl", "json", t.TempDir())
 	cfg.Kafka.SASL = kafka.SASLConfig{Mechanism: "plain", User: "rk", Password: "pw"}
 	rn := start(t, cfg)

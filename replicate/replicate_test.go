@@ -692,7 +692,6 @@ func TestSASLGroup(t *testing.T) {
 		t.Skip("SASL users are set up in kfake only")
 	}
 	c := kafkatest.Start(t, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "rk", "pw"), kfake.SeedTopics(2, "sasl-orders"))
-	t.Setenv(kafka.PasswordEnv, "pw")
 	cfg := config(t, c, "sasl-orders", "g-sasl", "json", t.TempDir())
 	cfg.Kafka.SASL = kafka.SASLConfig{Mechanism: "scram-sha-512", User: "rk", Password: "pw"}
 	_, tr, err := cfg.Kafka.Client()

@@ -182,6 +182,10 @@ func ParseURI(uri string, getenv func(string) string) (Config, error) {
 	}
 	if c.SASL.Mechanism != "" {
 		c.SASL.Password = getenv(PasswordEnv)
+	} else if getenv(PasswordEnv) != "" {
+		// a password no login uses: the URI most likely lacks its user, and a broker that
+		// wants SASL would only close the connection
+		bad("%s is set but the URI asks for no SASL login: add sasl=plain|scram-sha-256|scram-sha-512&user=U, or unset %s for a broker without SASL", PasswordEnv, PasswordEnv)
 	}
 	c.TLS.Enabled = boolParam("tls")
 	c.TLS.CAFile, c.TLS.CertFile, c.TLS.KeyFile = q.Get("ca"), q.Get("cert"), q.Get("key")

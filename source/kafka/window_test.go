@@ -587,3 +587,29 @@ func TestWindowFailsOnMessagesDeletedBeforeTheyWereRead(t *testing.T) {
 		t.Fatalf("a window whose messages 0-39 were deleted before they were read: %d read, error %v; want a failure naming them", got, err)
 	}
 }
+
+// TestParseURIRefusesAPasswordWithoutALogin: REKEY_KAFKA_PASSWORD set for a URI that asks for no
+// SASL login (no user, no sasl=) is refused, naming the variable and what to add, as a Cassandra
+// password without a user name is: before, the password was dropped without a word and the
+// client connected without logging in (a broker that wants SASL then closed the connection).
+func TestParseURIRefusesAPasswordWithoutALogin(t *testing.T) {
+	env := func(name string) string {
+		if name == kafka.PasswordEnv {
+			return "s3cret-pw"
+		}
+		return ""
+	}
+	_, err := kafka.ParseURI("kafka://b1:9092/t?group=g", env)
+	if err == nil || !strings.Contains(err.Error(), kafka.PasswordEnv) || !strings.Contains(err.Error(), "user=") {
+		t.Fatalf("a password without a SASL login: %v, want it refused naming %s and user=", err, kafka.PasswordEnv)
+	}
+	if strings.Contains(err.Error(), "s3cret-pw") {
+		t.Fatalf("the error quotes the password: %v", err)
+	}
+	if _, err := kafka.ParseURI("kafka://b1:9092/t?group=g", func(string) string { return "" }); err != nil {
+		t.Fatalf("no password, no login: %v", err)
+	}
+	if c, err := kafka.ParseURI("kafka://b1:9092/t?sasl=scram-sha-512&user=u", env); err != nil || c.SASL.Password != "s3cret-pw" {
+		t.Fatalf("a password with a login: %+v %v", c.SASL, err)
+	}
+}
