@@ -307,12 +307,12 @@ func (f *reportFlags) run(ctx context.Context, cfg report.Config) (*report.Repor
 func (f *reportFlags) write(out io.Writer, rep *report.Report, prog *transform.Program) error {
 	rep.WriteMappingDir = f.writeMap // the next steps name the files it writes
 	if f.jsonOut != "" {
-		if err := writeReportFile(f.jsonOut, func(w io.Writer) error { return report.WriteJSON(w, rep) }); err != nil {
+		if err := writeReportFile(f.jsonOut, 0o644, func(w io.Writer) error { return report.WriteJSON(w, rep) }); err != nil {
 			return err
 		}
 	}
 	if f.htmlOut != "" {
-		if err := writeReportFile(f.htmlOut, func(w io.Writer) error { return report.WriteHTML(w, rep) }); err != nil {
+		if err := writeReportFile(f.htmlOut, 0o644, func(w io.Writer) error { return report.WriteHTML(w, rep) }); err != nil {
 			return err
 		}
 	}
@@ -417,9 +417,9 @@ func unsizedWindow(skip, limit int64, of string) string {
 	return fmt.Sprintf("rows %s to %s of %s (skip=, limit=)", groupDigits(skip+1), groupDigits(skip+limit), of)
 }
 
-// writeReportFile writes a report rendering atomically.
-func writeReportFile(path string, write func(io.Writer) error) error {
-	f, err := atomicfile.CreateTemp(path, 0o644)
+// writeReportFile writes a report rendering atomically, with mode perm (before the umask).
+func writeReportFile(path string, perm os.FileMode, write func(io.Writer) error) error {
+	f, err := atomicfile.CreateTemp(path, perm)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}

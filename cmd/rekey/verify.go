@@ -365,7 +365,8 @@ func (f *verifyFlags) phases(src pipeline.Source) func(name string, total int64,
 // --stats-json) and gives the exit: the target differs, or not.
 func (f *verifyFlags) printResult(out io.Writer, res *verify.Result, repair *repairFile, started time.Time) error {
 	if f.jsonOut != "" {
-		if err := writeReportFile(f.jsonOut, func(w io.Writer) error { return verify.WriteJSON(w, res) }); err != nil {
+		// 0600: its examples are rows of the source and the target, as the repair file's are
+		if err := writeReportFile(f.jsonOut, 0o600, func(w io.Writer) error { return verify.WriteJSON(w, res) }); err != nil {
 			return runFailed(err)
 		}
 	}

@@ -112,6 +112,13 @@ func TestVerifyAfterMigrate(t *testing.T) {
 	if len(r.Notes) != 0 {
 		t.Fatalf("notes %v: the rewritten file has as many rows as the manifest says", r.Notes)
 	}
+	// the examples are rows of the source and the target (personal data, perhaps), as the
+	// repair file's and the rejects are: the owner's only
+	if fi, err := os.Stat(jsonPath); err != nil {
+		t.Fatal(err)
+	} else if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("--json %s: mode %v, want 0600", jsonPath, fi.Mode().Perm())
+	}
 
 	// a --memory so small that both sides spill nearly every bucket: the buckets are read back
 	// into buffers reused from bucket to bucket, and the result is the same
