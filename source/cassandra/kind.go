@@ -154,7 +154,12 @@ func CommandConfig(uri, table string, in source.Input) (Config, error) {
 		if err != nil {
 			return cfg, fmt.Errorf("--cassandra-password-file: %w", err)
 		}
-		cfg.Password = strings.TrimRight(string(data), "\r\n")
+		pw := strings.TrimRight(string(data), "\r\n")
+		if cfg.Password != "" && cfg.Password != pw {
+			// one login: which of the two is meant is a guess
+			return cfg, fmt.Errorf("--cassandra-password-file %s and %s hold two different passwords: give the password once (unset %s, or leave out the flag)", o.passwordFile, PasswordEnv, PasswordEnv)
+		}
+		cfg.Password = pw
 	}
 	t := &cfg.TLS
 	t.Enabled = t.Enabled || o.tls
