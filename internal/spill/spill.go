@@ -6,6 +6,8 @@
 package spill
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -17,9 +19,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// New creates base/<prefix><pid>-<random> (base "": the system's temporary folder), after
-// removing the folders of prefix under base whose process is gone. log (nil: none) says what
-// was removed.
+// New creates base/<prefix><pid>-<tag>-<random> (base "": the system's temporary folder; tag:
+// Tag), after removing the folders of prefix under base whose process is gone. log (nil: none)
+// says what was removed.
 func New(base, prefix string, log *zap.Logger) (string, error) {
 	if base == "" {
 		base = os.TempDir()
@@ -28,11 +30,23 @@ func New(base, prefix string, log *zap.Logger) (string, error) {
 		log = zap.NewNop()
 	}
 	removeDead(base, prefix, log)
-	dir, err := os.MkdirTemp(base, fmt.Sprintf("%s%d-", prefix, os.Getpid())) // 0700
+	dir, err := os.MkdirTemp(base, fmt.Sprintf("%s%d-%s-", prefix, os.Getpid(), Tag())) // 0700
 	if err != nil {
 		return "", err
 	}
 	return dir, nil
+}
+
+// Tag names where a folder's pid is one: this machine (its host name and boot) and this PID
+// namespace (a container has its own). A folder of another tag is another machine's or
+// container's (a --tmp shared over NFS, a /tmp two containers mount), whose pid this process
+// cannot check: removeDead leaves it alone.
+func Tag() string {
+	host, _ := os.Hostname()
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	h := sha256.Sum256([]byte(host + "\x00" + strings.TrimSpace(string(boot)) + "\x00" + ns))
+	return "h" + hex.EncodeToString(h[:4])
 }
 
 // Remove removes a folder New made, with whatever is left in it.
@@ -40,18 +54,23 @@ func Remove(dir string) error { return os.RemoveAll(dir) }
 
 // removeDead removes the folders of prefix under base of processes that are gone (killed: a run
 // that ends removes its own). A folder whose pid is alive is left alone, even if the pid was
-// reused by another process since.
+// reused by another process since, and so is one of another machine or PID namespace (Tag).
+// A folder named without a tag (an older rekey's) is judged by its pid alone.
 func removeDead(base, prefix string, log *zap.Logger) {
 	entries, err := os.ReadDir(base)
 	if err != nil {
 		return
 	}
+	tag := Tag()
 	for _, e := range entries {
 		rest, ok := strings.CutPrefix(e.Name(), prefix)
 		if !ok || !e.IsDir() {
 			continue
 		}
-		digits, _, _ := strings.Cut(rest, "-")
+		digits, rest, _ := strings.Cut(rest, "-")
+		if t, _, _ := strings.Cut(rest, "-"); strings.HasPrefix(t, "h") && t != tag {
+			continue // another machine's or container's: its pid means nothing here
+		}
 		pid, err := strconv.Atoi(digits)
 		if err != nil || pid <= 0 || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
 			continue

@@ -8,9 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/rekey/rekey/internal/spill"
 )
 
-// Killed makes base/<prefix><pid>-123 holding one private file, as a run of pid that was killed
+// Killed makes base/<prefix><pid>-<tag>-123 (spill.Tag: this machine's) holding one private file, as a run of pid that was killed
 // leaves it, pid being a process that has ended. It returns the folder.
 func Killed(t testing.TB, base, prefix string) string {
 	t.Helper()
@@ -21,10 +23,11 @@ func Killed(t testing.TB, base, prefix string) string {
 	return Folder(t, base, prefix, dead.Process.Pid)
 }
 
-// Folder makes base/<prefix><pid>-123 holding one private file, as a run of pid leaves it.
+// Folder makes base/<prefix><pid>-<tag>-123 (spill.Tag: this machine's) holding one private
+// file, as a run of pid leaves it.
 func Folder(t testing.TB, base, prefix string, pid int) string {
 	t.Helper()
-	dir := filepath.Join(base, fmt.Sprintf("%s%d-123", prefix, pid))
+	dir := filepath.Join(base, fmt.Sprintf("%s%d-%s-123", prefix, pid, spill.Tag()))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
