@@ -429,8 +429,10 @@ func timeoutHint(err error, pageSize int, timeout time.Duration) error {
 }
 
 // retryable tells whether a failed page may succeed when asked again: coordinator timeouts,
-// unavailable replicas, an overloaded or bootstrapping node, client-side timeouts and lost
-// connections. Everything else (syntax, invalid query, authorization, a dropped table) is not.
+// unavailable replicas, an overloaded or bootstrapping node, client-side timeouts, lost
+// connections, and a cancellation that is not the run's (gocql prepares a statement under the
+// connection's context: a connection closed during the prepare fails the query with its
+// cancellation). Everything else (syntax, invalid query, authorization, a dropped table) is not.
 func retryable(err error) bool {
 	var rt *gocql.RequestErrReadTimeout
 	var un *gocql.RequestErrUnavailable
@@ -449,7 +451,8 @@ func retryable(err error) bool {
 	case errors.Is(err, gocql.ErrTimeoutNoResponse), errors.Is(err, gocql.ErrConnectionClosed),
 		errors.Is(err, gocql.ErrNoConnections), errors.Is(err, gocql.ErrNoStreams),
 		errors.Is(err, gocql.ErrTooManyTimeouts), errors.Is(err, gocql.ErrUnavailable),
-		errors.Is(err, context.DeadlineExceeded), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, context.Canceled): // the driver's own (fetchPage returns the run's first)
 		return true
 	}
 	var ne net.Error

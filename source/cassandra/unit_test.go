@@ -1,6 +1,7 @@
 package cassandra
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	crand "crypto/rand"
@@ -370,7 +371,10 @@ func TestParseURI(t *testing.T) {
 
 func TestRetryable(t *testing.T) {
 	for _, err := range []error{gocql.ErrTimeoutNoResponse, gocql.ErrConnectionClosed, gocql.ErrNoConnections,
-		fmt.Errorf("wrapped: %w", gocql.ErrTimeoutNoResponse), &gocql.RequestErrReadTimeout{}, &gocql.RequestErrUnavailable{}} {
+		fmt.Errorf("wrapped: %w", gocql.ErrTimeoutNoResponse), &gocql.RequestErrReadTimeout{}, &gocql.RequestErrUnavailable{},
+		// the driver's own cancellation (a connection closed while it prepared the statement):
+		// fetchPage returns the run's own at once, before asking retryable
+		context.Canceled} {
 		if !retryable(err) {
 			t.Errorf("%v not retryable", err)
 		}
