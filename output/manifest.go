@@ -78,7 +78,8 @@ type Manifest struct {
 	RowsIn       int64 `json:"rows_in"`
 	RowsWritten  int64 `json:"rows_written"`
 	RowsRejected int64 `json:"rows_rejected"`
-	// RowsSkipped are rows a catch-up (a Cassandra source's since=) read and left out as older:
+	// RowsSkipped are rows a catch-up (a Cassandra source's since=) read and left out as older,
+	// or a replication's events of other tables than the mapping's source.table:
 	// rows_in = rows_written + rows_rejected + rows_skipped.
 	RowsSkipped int64 `json:"rows_skipped,omitempty"`
 	// NextSince is the since= of the next catch-up of a Cassandra source: this run's start less

@@ -28,8 +28,9 @@ import (
 // them, and its messages count then, once (see manifest.commit). RowsIn, RowsWritten and
 // RowsRejected are the sums of Replication.Partitions: every message of a committed roll is
 // either written (its upsert and delete statements are in the roll's files; a Debezium tombstone
-// following its delete event needs none) or rejected (one line in the roll's rejects file), so
-// rows_in = rows_written + rows_rejected.
+// following its delete event needs none), rejected (one line in the roll's rejects file), or
+// skipped as an event of another table than the mapping's source.table (RowsSkipped), so
+// rows_in = rows_written + rows_rejected + rows_skipped.
 type Manifest struct {
 	output.Manifest
 	Replication Replication `json:"replication"`
@@ -69,6 +70,9 @@ type PartitionEntry struct {
 	Upserts           int64 `json:"upserts"`
 	Deletes           int64 `json:"delete_statements"`
 	TombstonesDropped int64 `json:"tombstones_dropped"`
+	// OtherTable are the messages of other tables than the mapping's source.table (a topic of
+	// several tables), not applied: rows_in = rows_written + rows_rejected + other_table.
+	OtherTable int64 `json:"other_table,omitempty"`
 	// Gaps are the runs of messages the topic deleted (retention) before they were read,
 	// skipped with --accept-gaps: their changes are not in the table.
 	Gaps []Gap `json:"gaps,omitempty"`
@@ -243,6 +247,7 @@ type rollCommit struct {
 	rejected    int64
 	upserts     int64
 	dropped     int64
+	other       int64 // messages of other tables than the mapping's source.table
 	// stage readies the finished files under their final names (output.PendingFile.Stage: on
 	// an object store uploads them) and returns what the manifest lists; it runs under the
 	// lock, once the partition is known to be still this member's
@@ -305,8 +310,9 @@ func (m *manifest) commit(ctx context.Context, c *rollCommit) error {
 	pe.NextOffset = c.last + 1
 	pe.Rolls++
 	pe.Messages += c.messages
-	pe.Written += c.messages - c.rejected
+	pe.Written += c.messages - c.rejected - c.other
 	pe.Rejected += c.rejected
+	pe.OtherTable += c.other
 	pe.Upserts += c.upserts
 	pe.TombstonesDropped += c.dropped
 	pe.Staged = staged
@@ -512,6 +518,7 @@ func (m *manifest) write(ctx context.Context) error {
 		out.RowsIn += p.Messages
 		out.RowsWritten += p.Written
 		out.RowsRejected += p.Rejected
+		out.RowsSkipped += p.OtherTable
 	}
 	sort.Slice(out.Replication.Partitions, func(i, j int) bool {
 		return out.Replication.Partitions[i].Partition < out.Replication.Partitions[j].Partition

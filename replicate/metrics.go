@@ -3,6 +3,7 @@ package replicate
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"sort"
 	"strconv"
@@ -37,8 +38,13 @@ type Metrics struct {
 	// published before (the same commit log position): applied again after newer ones, they
 	// would undo those.
 	RepeatsSkipped atomic.Int64
-	BytesWritten   atomic.Int64 // bytes of committed data and delete files
-	FilesCommitted atomic.Int64
+	// OtherTableEvents counts the events of other tables than the mapping's source.table (a
+	// topic of several tables), not applied; otherTables counts them by table
+	OtherTableEvents atomic.Int64
+	otherMu          sync.Mutex
+	otherTables      map[string]int64
+	BytesWritten     atomic.Int64 // bytes of committed data and delete files
+	FilesCommitted   atomic.Int64
 	// Statements counts the SQL statements a table (--out lindorm://, mysql://) took; such a
 	// target has no files.
 	Statements    atomic.Int64
@@ -389,4 +395,25 @@ func (m *Metrics) sqlRetries(v *atomic.Int64) {
 	m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rekey_sql_retries_total",
 		Help: "SQL statements tried again after a transient error (connection lost, timeout, deadlock, throttling)."},
 		func() float64 { return float64(v.Load()) }))
+}
+
+// otherTable counts an event of table name, another than the mapping's source.table, and tells
+// whether it is the first of that table.
+func (m *Metrics) otherTable(name string) bool {
+	m.OtherTableEvents.Add(1)
+	m.otherMu.Lock()
+	defer m.otherMu.Unlock()
+	if m.otherTables == nil {
+		m.otherTables = map[string]int64{}
+	}
+	m.otherTables[name]++
+	return m.otherTables[name] == 1
+}
+
+// OtherTables returns the events of other tables than the mapping's source.table, by table: not
+// applied.
+func (m *Metrics) OtherTables() map[string]int64 {
+	m.otherMu.Lock()
+	defer m.otherMu.Unlock()
+	return maps.Clone(m.otherTables)
 }

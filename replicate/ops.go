@@ -24,6 +24,7 @@ const (
 	opReject                        // reject the change's message (stage, err)
 	opDrop                          // nothing to apply: a redundant Debezium tombstone, counted
 	opRepeat                        // nothing to apply: an event the connector published before, counted
+	opOther                         // nothing to apply: an event of another table than the mapping's, counted
 )
 
 func (k opKind) String() string {
@@ -40,6 +41,8 @@ func (k opKind) String() string {
 		return "drop"
 	case opRepeat:
 		return "repeat"
+	case opOther:
+		return "other table"
 	}
 	return "op(" + strconv.Itoa(int(k)) + ")"
 }
@@ -91,6 +94,10 @@ type outputCaps struct {
 // or a range, or an upsert, which an update whose before image maps to another key precedes
 // with the delete of the old key (or with the reject saying the old key cannot be computed).
 func (w *partWorker) operations(dst []operation, ch *kafka.Change) []operation {
+	if ch.OtherTable != "" {
+		// applied, it would write another table's row into the mapping's table
+		return append(dst, operation{kind: opOther})
+	}
 	if ch.Repeat {
 		// applied again after newer events of its keys, it would undo them
 		return append(dst, operation{kind: opRepeat})

@@ -75,6 +75,7 @@ func (r *Replicator) newPartWorker(partition int, commit func(int, int64) error,
 	}
 	w.dec, _ = kafka.NewDecoder(r.cfg.Kafka, src) // validated by New
 	w.dec.SkipRepeats = true                      // one partition's messages, in order
+	w.dec.Table, w.dec.Tables = r.cfg.Program.SourceTable(), &r.tables
 	w.dec.Logger = w.log
 	w.batch = pipeline.Batch{Stream: w.stream, SaltOrigin: true}
 	w.eng = pipeline.NewEngine(pipeline.EngineConfig{}) // not run: until read, CutAfter does nothing
@@ -104,6 +105,26 @@ func (w *partWorker) record(ch *kafka.Change) *pipeline.Record {
 	}
 	w.rec = pipeline.Record{Values: ch.Values, Seq: ch.Offset, Set: ch.Set}
 	return &w.rec
+}
+
+// tableStop is the error that stops the read at a change of another table than the one the
+// topic's first event named, when the mapping states no source.table (nil for other changes):
+// nothing of its batch is applied, nor committed.
+func (w *partWorker) tableStop(ch *kafka.Change) error {
+	if ch.TableErr == nil {
+		return nil
+	}
+	return fmt.Errorf("topic %s partition %d offset %d: %w; nothing from this offset on is applied: once the mapping states its table, run the same command again",
+		w.r.cfg.Kafka.Topic, w.partition, ch.Offset, ch.TableErr)
+}
+
+// otherTable counts a change of another table than the mapping's source.table, which is not
+// applied, and logs the first of each table.
+func (w *partWorker) otherTable(ch *kafka.Change) {
+	if w.r.metrics.otherTable(ch.OtherTable) {
+		w.log.Warn("the topic carries events of another table than the mapping's source.table: they are not applied, and the summary counts them by table",
+			zap.String("table", ch.OtherTable), zap.String("source_table", w.r.cfg.Program.SourceTable()), zap.Int64("offset", ch.Offset))
+	}
 }
 
 // repeatWindow is how many messages before its start offset a worker reads to know the

@@ -39,6 +39,9 @@ type Replicator struct {
 	sqlw    *sqlsink.Writer // the target table, when it is one (then man is nil)
 	offs    *offsetBook     // the table's: the next offsets committed, kept in the state folder
 	member  string          // names this process's temporary files
+	// tables is the table the topic's first event named, when the mapping states none
+	// (source.table): the partitions' decoders share it
+	tables kafka.TableSeen
 
 	rawWritten   atomic.Int64 // buffered bytes encoded into files, for the size estimate
 	bytesEncoded atomic.Int64 // file bytes they became
@@ -75,6 +78,10 @@ func New(ctx context.Context, cfg Config) (*Replicator, error) {
 	}
 	if _, err := kafka.NewDecoder(cfg.Kafka, cfg.Program.Source()); err != nil {
 		return nil, err
+	}
+	if t := cfg.Program.SourceTable(); t != "" && cfg.Kafka.Format != kafka.FormatDebezium {
+		return nil, fmt.Errorf("%w: the mapping's source.table (%s) names the table of a topic of Debezium change events, whose source names their table; "+
+			"the topic is read with format=%s, whose rows name none: read it with format=debezium, or drop source.table", kafka.ErrSchema, t, cfg.Kafka.Format)
 	}
 	dialer, err := cfg.Kafka.Dialer()
 	if err != nil {

@@ -157,6 +157,11 @@ func (w *sqlWorker) run(wctx, hard context.Context, offset int64) error {
 // last message (a transaction's marker follows it).
 func (w *sqlWorker) apply(ctx context.Context, changes []kafka.Change, next int64) error {
 	r := w.r
+	for i := range changes {
+		if err := w.tableStop(&changes[i]); err != nil {
+			return err
+		}
+	}
 	w.rows.reset()
 	w.collect(changes)
 	first, last := changes[0].Offset, changes[len(changes)-1].Offset
@@ -276,6 +281,9 @@ func (w *sqlWorker) change(i int, ch *kafka.Change) {
 			continue
 		case opRepeat:
 			w.r.metrics.RepeatsSkipped.Add(1)
+			continue
+		case opOther:
+			w.otherTable(ch)
 			continue
 		case opUpsert:
 			w.ops = append(w.ops, sqlsink.Op{Values: op.row, Set: op.set, Timestamp: op.writeTime})

@@ -59,6 +59,7 @@ type roll struct {
 	rejected    int64
 	upserts     int64 // rows in the data files
 	dropped     int64 // redundant Debezium tombstones
+	other       int64 // events of other tables than the mapping's source.table
 	// committed: manifest.json lists the roll, or may (its write failed: the new manifest may
 	// have replaced the old one); its files are renamed or left for the partition's next owner to
 	// rename (or remove, when the manifest does not list them), never removed here
@@ -151,6 +152,10 @@ func (w *worker) process(changes []kafka.Change, next int64) error {
 		read += int64(len(ch.Key) + len(ch.Value) + 64)
 		if ch.Offset < w.floor {
 			continue // in a committed roll (the fetch starts after them; kept safe here)
+		}
+		if err := w.tableStop(ch); err != nil {
+			w.countWritten()
+			return err
 		}
 		if w.roll == nil {
 			w.openRoll(ch.Offset)
@@ -286,6 +291,9 @@ func (w *worker) change(ch *kafka.Change) error {
 			w.roll.dropped++
 		case op.kind == opRepeat:
 			w.r.metrics.RepeatsSkipped.Add(1)
+		case op.kind == opOther:
+			w.otherTable(ch)
+			w.roll.other++
 		default:
 			err = fmt.Errorf("partition %d offset %d: a partial %s cannot be written to files", w.partition, ch.Offset, op.kind)
 		}
@@ -469,7 +477,7 @@ func (w *worker) closeRoll(reason string) error {
 	}
 	var nfiles, nbytes int64
 	c := &rollCommit{partition: w.partition, first: rl.first, last: rl.last, expect: w.floor, messages: rl.msgs,
-		rejected: rl.rejected, upserts: rl.upserts, dropped: rl.dropped}
+		rejected: rl.rejected, upserts: rl.upserts, dropped: rl.dropped, other: rl.other}
 	var files rollFiles
 	c.stage = func() ([]segmentFiles, *RejectFile, []output.Staged, error) {
 		return w.stageRoll(rl, segs, &files, &nfiles, &nbytes)

@@ -32,6 +32,9 @@ type Kind struct {
 	// CatchUp: the kind's URIs take since= (only the rows written since then: Cassandra's
 	// WRITETIME), so a run prints the since= of the next catch-up.
 	CatchUp bool
+	// Tables: the kind reads topics of change events that name their table (Debezium's), so a
+	// mapping's source.table (Input.SourceTable) applies to it; the other kinds are refused it.
+	Tables bool
 	// Help is the kind's paragraph of the --source help, indented as --help shows it.
 	Help string
 	// NewFlags returns the kind's flags for one command line; nil when it has none.
@@ -77,9 +80,12 @@ type Use struct {
 // Input is what a source opens with besides its URI.
 type Input struct {
 	Schema pipeline.SourceSchema // the mapping's source columns
-	Flags  Flags                 // the kind's, as the command line set them (nil when it has none)
-	Getenv func(string) string   // the environment, where credentials come from
-	Stdin  io.Reader             // the command's stdin (file:-)
+	// SourceTable is the mapping's source.table: the table to read of a topic of change events
+	// that carries several (Kind.Tables); a kind that reads no such topic is refused it
+	SourceTable string
+	Flags       Flags               // the kind's, as the command line set them (nil when it has none)
+	Getenv      func(string) string // the environment, where credentials come from
+	Stdin       io.Reader           // the command's stdin (file:-)
 	// StdinTerminal: stdin is a terminal, not data piped in
 	StdinTerminal bool
 	// Workers is --workers, the parts read at once (0: the kind's default)
@@ -247,6 +253,10 @@ func (s *Set) Open(ctx context.Context, uri string, in Input) (pipeline.Source, 
 		return nil, fmt.Errorf("--source %q: unknown kind of source\n%s", sourceuri.Redact(uri), s.Help())
 	}
 	in.Flags = s.flags[k]
+	if in.SourceTable != "" && !s.kinds[k].Tables {
+		return nil, fmt.Errorf("--source %q: the mapping's source.table (%s) names the table to read of a topic of Debezium change events (kafka://...?format=debezium), "+
+			"and this source is no such topic: drop source.table from the mapping", sourceuri.Redact(uri), in.SourceTable)
+	}
 	var err error
 	if in.Shard, err = s.Shard(); err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -49,6 +50,11 @@ type SourceSpec struct {
 	// rises with it, such as a sequence): `rekey report` judges hotspots in its order. "" when
 	// the mapping does not say.
 	WriteOrder string
+	// Table is the table of a Debezium topic the mapping reads ("db.table", "schema.table",
+	// "db.schema.table" or "keyspace.table", as the events' source names it): events of other
+	// tables on the topic are counted and skipped. "" when the mapping does not say: the topic's
+	// first event names the table, and an event of another table stops the read.
+	Table string
 }
 
 // Var is a named constant usable in expressions (vars: section): an integer or a string.
@@ -412,12 +418,21 @@ func CheckWorkload(w string) string {
 }
 
 func (d *decoder) source(n *yaml.Node) {
-	f := d.fields(n, "source", "name", "columns", "timestamp_unit", "write_order")
+	f := d.fields(n, "source", "name", "table", "columns", "timestamp_unit", "write_order")
 	if v, ok := f["name"]; ok {
 		d.m.Source.Name, _ = d.scalar(v, "source.name")
 	}
 	if v, ok := f["write_order"]; ok {
 		d.m.Source.WriteOrder, _ = d.scalar(v, "source.write_order")
+	}
+	if v, ok := f["table"]; ok {
+		if t, ok := d.scalar(v, "source.table"); ok {
+			if parts := strings.Split(t, "."); len(parts) < 2 || len(parts) > 3 || slices.Contains(parts, "") || strings.TrimSpace(t) != t {
+				d.ps.add("source.table", deref(v).Line, "want the table a Debezium topic carries as its events' source names it: db.table (MySQL), schema.table or db.schema.table (PostgreSQL, SQL Server, Oracle), keyspace.table (Cassandra), found %q", t)
+			} else {
+				d.m.Source.Table = t
+			}
+		}
 	}
 	if v, ok := f["timestamp_unit"]; ok {
 		if u, ok := d.scalar(v, "source.timestamp_unit"); ok {

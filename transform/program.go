@@ -17,6 +17,7 @@ import (
 // steps. It is immutable and safe for concurrent use; evaluate with one Evaluator per goroutine.
 type Program struct {
 	name, table string
+	sourceTable string // the mapping's source.table
 	file        string
 	source      pipeline.SourceSchema
 	target      pipeline.TargetSchema
@@ -67,6 +68,7 @@ type KeyElement struct {
 func (c *compiler) program(m *Mapping) *Program {
 	p := &Program{
 		name:        m.Source.Name,
+		sourceTable: m.Source.Table,
 		table:       m.Target.Table,
 		file:        m.File,
 		source:      c.src,
@@ -263,6 +265,10 @@ func (p *Program) Options() [][2]string { return p.options }
 
 // Name is the source's name (source.name, or the mapping file's base name).
 func (p *Program) Name() string { return p.name }
+
+// SourceTable is the mapping's source.table: the table of a Debezium topic it reads ("": not
+// stated).
+func (p *Program) SourceTable() string { return p.sourceTable }
 
 // Table is the Lindorm table.
 func (p *Program) Table() string { return p.table }

@@ -71,7 +71,7 @@ func (pf *planFlags) plan(cmd *cobra.Command, inv *invocation, loaded func(*tran
 	}
 	var src pipeline.Source
 	if pf.source != "" {
-		if src, err = inv.openSource(cmd.Context(), pf.source, prog.Source(), logger); err != nil {
+		if src, err = inv.openSource(cmd.Context(), pf.source, prog, logger); err != nil {
 			return nil, pipeline.RegionPlan{}, sourceOpenExit(err)
 		}
 		defer closeSource(src)

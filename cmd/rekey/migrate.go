@@ -209,7 +209,7 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 	if err != nil {
 		return err
 	}
-	src, err := inv.openSource(cmd.Context(), f.source, cfg.Program.Source(), logger)
+	src, err := inv.openSource(cmd.Context(), f.source, cfg.Program, logger)
 	if err != nil {
 		return sourceOpenExit(err)
 	}

@@ -39,7 +39,13 @@ func runMigrateTables(cmd *cobra.Command, inv *invocation, f *migrateFlags, logg
 	if err != nil {
 		return err
 	}
-	src, err := inv.openSource(cmd.Context(), f.source, tables[0].prog.Source(), logger)
+	for _, t := range tables[1:] {
+		if t.prog.SourceTable() != tables[0].prog.SourceTable() {
+			return usageError(fmt.Errorf("the mappings read one source once, and state different source.table (%q, %q): a read of a topic of several tables gives the events of one; "+
+				"migrate each table with its own run", tables[0].prog.SourceTable(), t.prog.SourceTable()))
+		}
+	}
+	src, err := inv.openSource(cmd.Context(), f.source, tables[0].prog, logger)
 	if err != nil {
 		return sourceOpenExit(err)
 	}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -618,6 +620,14 @@ func printReplicationSummary(w io.Writer, title string, m *replicate.Metrics, pl
 	}
 	if n := m.RepeatsSkipped.Load(); n > 0 {
 		rows = append(rows, [2]string{"repeats", fmt.Sprintf("%d (events the connector published again: applied once, skipped now)", n)})
+	}
+	if n := m.OtherTableEvents.Load(); n > 0 {
+		by := m.OtherTables()
+		names := slices.Sorted(maps.Keys(by))
+		for i, t := range names {
+			names[i] = fmt.Sprintf("%s %d", t, by[t])
+		}
+		rows = append(rows, [2]string{"other tables", fmt.Sprintf("%d (events of tables other than the mapping's source.table, not applied: %s)", n, strings.Join(names, ", "))})
 	}
 	// not in "messages in" (never read), but lost to the target: a table keeps no other record
 	// of them once the process ends

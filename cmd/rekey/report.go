@@ -207,7 +207,7 @@ func (f *reportFlags) config(ctx context.Context, inv *invocation, logger *zap.L
 	if err := report.CheckQueries(queries, prog.Source()); err != nil {
 		return report.Config{}, usageError(err)
 	}
-	src, err := inv.openSource(ctx, f.source, prog.Source(), logger)
+	src, err := inv.openSource(ctx, f.source, prog, logger)
 	if err != nil {
 		return report.Config{}, sourceOpenExit(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/source/gen"
 	"github.com/rekey/rekey/source/kafka"
+	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -35,14 +36,23 @@ func sourceOpenExit(err error) error {
 	return usageError(err)
 }
 
-// openSource turns a --source URI into a pipeline.Source reading the mapping's source columns:
-// the source loadProgramFor opened to read its schema, or the source its kind opens.
-func (inv *invocation) openSource(ctx context.Context, uri string, schema pipeline.SourceSchema, logger *zap.Logger) (pipeline.Source, error) {
+// openSource turns a --source URI into a pipeline.Source reading the mapping's source columns
+// (and its source.table of a topic of change events): the source loadProgramFor opened to read
+// its schema, or the source its kind opens.
+func (inv *invocation) openSource(ctx context.Context, uri string, prog *transform.Program, logger *zap.Logger) (pipeline.Source, error) {
+	schema := prog.Source()
 	if src := inv.opened[uri]; src != nil {
 		delete(inv.opened, uri)
+		if t := prog.SourceTable(); t != "" {
+			closeSource(src)
+			return nil, fmt.Errorf("--source %q: the mapping's source.table (%s) names the table to read of a topic of Debezium change events (kafka://...?format=debezium), "+
+				"and this source is no such topic: drop source.table from the mapping", sourceuri.Redact(uri), t)
+		}
 		return checkedSchema(uri, src, schema)
 	}
-	src, err := inv.sources.Open(ctx, uri, inv.sourceInput(schema, 0, logger))
+	in := inv.sourceInput(schema, 0, logger)
+	in.SourceTable = prog.SourceTable()
+	src, err := inv.sources.Open(ctx, uri, in)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/lindorm"
 	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
@@ -102,7 +103,7 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 		return err
 	}
 	defer w.Close()
-	src, err := inv.openSource(ctx, f.source, prog.Source(), logger)
+	src, err := inv.openSource(ctx, f.source, prog, logger)
 	if err != nil {
 		return sourceOpenExit(err)
 	}
@@ -193,6 +194,9 @@ func sqlOutcome(stdout io.Writer, f *migrateFlags, src pipeline.Source, w *sqlsi
 // since= of the next catch-up.
 func printSQLSummary(w interface{ Write([]byte) (int, error) }, title string, res pipeline.Result, sw *sqlsink.Writer, src pipeline.Source, dest, state string, nextSince time.Time) {
 	out := summaryOut{label: "state", where: state, rejects: filepath.Join(state, output.RejectsFile), nextSince: nextSince}
+	if kw, ok := src.(*kafka.Window); ok {
+		out.sourceTable = kw.Table // the rows skipped are other tables' events
+	}
 	out.cells = cellTimeStats(src, sw.CellTimestamps())
 	printSummary(w, title, res, out)
 	fmt.Fprintf(w, "  %-14s %s\n", "target", dest)

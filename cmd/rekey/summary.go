@@ -72,6 +72,8 @@ type summaryOut struct {
 	nextSince time.Time
 	// cells are the cell write times' counts of a source that carried them (target.write_time)
 	cells *cassandra.CellTimeStats
+	// sourceTable is the mapping's source.table: the rows skipped are other tables' events
+	sourceTable string
 }
 
 // cellTimeRows are the summary's lines about cells left out as expired and cells of another TTL.
@@ -90,7 +92,7 @@ func cellTimeRows(c *cassandra.CellTimeStats) [][2]string {
 func filesOut(where string, m *migrate.Migration, plan pipeline.RegionPlan) summaryOut {
 	st := m.Output().Store
 	return summaryOut{label: "output", where: where, rejects: output.RejectsLocation(st), replay: output.ReplayLocation(st, m.Source()), plan: &plan,
-		cells: cellTimeStats(m.Source(), m.Program().WriteTime())}
+		cells: cellTimeStats(m.Source(), m.Program().WriteTime()), sourceTable: m.Program().SourceTable()}
 }
 
 // cellTimeStats are the counts of cells left out as expired and of another TTL, when src read
@@ -129,6 +131,9 @@ func printSummary(w io.Writer, title string, res pipeline.Result, out summaryOut
 		why := "older than since="
 		if out.cells != nil {
 			why = "older than since=, or every cell expired"
+		}
+		if out.sourceTable != "" {
+			why = "events of other tables than source.table " + out.sourceTable + ": the log names them"
 		}
 		rows = append(rows, [2]string{"rows skipped (" + why + ")", fmt.Sprintf("%d", s.RowsSkipped)})
 	}

@@ -187,7 +187,7 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 	// a kafka:// source is opened once the target says whether it is a replication's
 	var src pipeline.Source
 	if !isKafkaURI(f.source) {
-		if src, err = inv.openSource(cmd.Context(), f.source, prog.Source(), logger); err != nil {
+		if src, err = inv.openSource(cmd.Context(), f.source, prog, logger); err != nil {
 			return err
 		}
 		defer closeSource(src)
@@ -335,7 +335,7 @@ func (inv *invocation) openVerifyChanges(ctx context.Context, f *verifyFlags, pr
 		cfg.Logger.Info("verifying a replication", zap.String("up_to", rep.upTo))
 		return rep, func() {}, nil
 	}
-	src, err := inv.openSource(ctx, f.source, prog.Source(), logger)
+	src, err := inv.openSource(ctx, f.source, prog, logger)
 	if err != nil {
 		return nil, nil, err
 	}

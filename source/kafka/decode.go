@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"go.uber.org/zap"
@@ -93,6 +94,13 @@ type Change struct {
 	// of the table's primary key (those its message key names; nil: unknown): a target key
 	// computed from another column cannot be replicated, since no event carries the old row.
 	PrimaryKey []bool
+	// OtherTable names the table of a Debezium event that is not the mapping's (its
+	// source.db/schema/table, or source.keyspace/table of the Cassandra connector: "db.table",
+	// "schema.table", "keyspace.table"), or of the tombstone that follows such a delete: nothing
+	// is to apply. TableErr is set with it when the mapping does not state its table
+	// (Decoder.Table): the topic carries several tables, and the read is to stop.
+	OtherTable string
+	TableErr   error
 	// Tombstone marks the delete of a null-value message, whose values come from the key only.
 	// Debezium sends one after every delete event, so in that format it is redundant.
 	Tombstone bool
@@ -188,7 +196,35 @@ type Decoder struct {
 	mutFile   string
 	mutPos    int64
 	mutNewest int64
+
+	// Table is the table of a Debezium topic the mapping reads (its source.table: "db.table",
+	// "schema.table", "db.schema.table" or "keyspace.table"): an event of another table is not
+	// applied (Change.OtherTable). "": the first event that names its table fixes it (in Tables),
+	// and an event of another table is refused (Change.TableErr).
+	Table string
+	// Tables holds the table the first event named, when Table is "": shared by the decoders of
+	// one topic's partitions (nil: the decoder's own).
+	Tables *TableSeen
+	// otherDeletes holds the message keys of the deletes of other tables whose tombstone has not
+	// come yet, with their table: the tombstone names no table, and its key is another table's.
+	otherDeletes map[string]string
 }
+
+// TableSeen is the table the first event of a topic named, shared by the decoders of its
+// partitions.
+type TableSeen struct{ p atomic.Pointer[string] }
+
+// Name is the table seen first ("": none yet).
+func (t *TableSeen) Name() string {
+	if p := t.p.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// maxOtherDeletes bounds Decoder.otherDeletes: Debezium sends a delete's tombstone right after
+// it, so only a topic without tombstones (tombstones.on.delete=false) fills it.
+const maxOtherDeletes = 4096
 
 // commitLogs remembers, per commit log segment of a node, the position of the last event the
 // decoder passed and the events at that position, each by its message key and "after" (one
@@ -1042,6 +1078,94 @@ func (d *Decoder) tombstone(key []byte) Change {
 	return Change{Op: OpDelete, Values: vals, Tombstone: true}
 }
 
+// debeziumTombstone is the change of a Debezium tombstone: the delete of its key, or nothing
+// when it follows the delete of another table's row (otherDeletes).
+func (d *Decoder) debeziumTombstone(key []byte) Change {
+	if t, ok := d.otherDeletes[string(key)]; ok {
+		delete(d.otherDeletes, string(key))
+		return Change{OtherTable: t}
+	}
+	return d.tombstone(key)
+}
+
+// otherDelete records the message key of another table's delete event, whose tombstone follows.
+func (d *Decoder) otherDelete(key []byte, table string) {
+	if d.otherDeletes == nil {
+		d.otherDeletes = map[string]string{}
+	}
+	if len(d.otherDeletes) >= maxOtherDeletes {
+		for k := range d.otherDeletes { // no tombstones on the topic: forget one
+			delete(d.otherDeletes, k)
+			break
+		}
+	}
+	d.otherDeletes[string(key)] = table
+}
+
+// otherTable returns the table an event names when it is not the mapping's (Table, or the one
+// the topic's first event named), and when the mapping does not state its table, the error that
+// stops the read; "" when the event is the mapping's table's, or names no table.
+func (d *Decoder) otherTable(e *envelope, connector string) (string, error) {
+	if e.table == "" {
+		return "", nil
+	}
+	ns, db := e.db, ""
+	if connector == "cassandra" || e.keyspace != "" {
+		ns = e.keyspace
+	} else if e.schemaName != "" {
+		ns, db = e.schemaName, e.db
+	}
+	want := d.Table
+	if want == "" {
+		if d.Tables == nil {
+			d.Tables = &TableSeen{}
+		}
+		if want = d.Tables.Name(); want == "" {
+			name := qualified(ns, e.table)
+			if d.Tables.p.CompareAndSwap(nil, &name) {
+				return "", nil
+			}
+			want = d.Tables.Name()
+		}
+	}
+	if namesTable(want, db, ns, e.table) {
+		return "", nil
+	}
+	other := qualified(ns, e.table)
+	if d.Table != "" {
+		return other, nil
+	}
+	return other, fmt.Errorf("the topic carries events of table %s besides those of table %s, which came first: a mapping reads one table into one, and applied to it "+
+		"the other table's events would write its rows into the mapping's table. State the table the mapping reads (source.table: %s), "+
+		"and read each other table of the topic with a mapping of its own that states it (source.table: %s): events of the other tables are then counted and skipped",
+		other, want, want, other)
+}
+
+// qualified is a table's name as a mapping's source.table gives it: "ns.table", or "table".
+func qualified(ns, table string) string {
+	if ns == "" {
+		return table
+	}
+	return ns + "." + table
+}
+
+// namesTable tells whether want names the table: "ns.table", "db.ns.table" (db: a relational
+// event's database, when ns is its schema), or "table" when the event has no namespace.
+func namesTable(want, db, ns, table string) bool {
+	if !strings.HasSuffix(want, table) {
+		return false
+	}
+	rest := want[:len(want)-len(table)]
+	if ns == "" {
+		return rest == ""
+	}
+	if !strings.HasSuffix(rest, ".") || !strings.HasSuffix(rest[:len(rest)-1], ns) {
+		return false
+	}
+	rest = rest[:len(rest)-1-len(ns)]
+	return rest == "" || db != "" && len(rest) == len(db)+1 && rest[len(db)] == '.' && rest[:len(db)] == db
+}
+
 // debezium decodes a Debezium change event: {"before", "after", "op", "ts_ms", "source"},
 // optionally wrapped as {"schema": ..., "payload": {...}} by the JSON converter. Operations: c
 // (create), r (snapshot read), i (Cassandra insert) and u are upserts of after (u also carries
@@ -1051,7 +1175,7 @@ func (d *Decoder) tombstone(key []byte) Change {
 func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 	d.unavail, d.relational = d.unavail[:0], false
 	if len(value) == 0 || isNullDoc(value) {
-		return append(dst, d.tombstone(key))
+		return append(dst, d.debeziumTombstone(key))
 	}
 	doc := str(value)
 	var env envelope
@@ -1060,7 +1184,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 	}
 	if env.payload != "" || env.schema != "" {
 		if env.payload == "null" || env.payload == "" {
-			return append(dst, d.tombstone(key))
+			return append(dst, d.debeziumTombstone(key))
 		}
 		schema := env.schema
 		if err := env.read(env.payload); err != nil {
@@ -1096,6 +1220,12 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		return vals, nil
 	}
 	connector, ts, us, file, pos := env.connector()
+	if other, err := d.otherTable(&env, connector); other != "" {
+		if op == "d" && err == nil && len(key) > 0 {
+			d.otherDelete(key, other)
+		}
+		return append(dst, Change{OtherTable: other, TableErr: err})
+	}
 	d.relational = connector != "" && connector != "cassandra"
 	if connector != "cassandra" {
 		ts = 0 // another database's commit time is not a Cassandra cell timestamp
@@ -1413,6 +1543,9 @@ type envelope struct {
 	schema, payload   string
 	op, before, after string
 	source            string
+	// the event's table, from its source (connector reads them): db, schema and table of a
+	// relational connector, keyspace and table of Cassandra's
+	db, schemaName, table, keyspace string
 }
 
 func (e *envelope) read(doc string) error {
@@ -1452,6 +1585,14 @@ func (e *envelope) connector() (connector string, ms, us int64, file string, pos
 				ms, _ = strconv.ParseInt(raw, 10, 64)
 			case "file":
 				file, _ = unquoteSimple(raw)
+			case "db":
+				e.db, _ = unquoteSimple(raw)
+			case "schema":
+				e.schemaName, _ = unquoteSimple(raw)
+			case "table":
+				e.table, _ = unquoteSimple(raw)
+			case "keyspace":
+				e.keyspace, _ = unquoteSimple(raw)
 			case "pos":
 				if p, err := strconv.ParseInt(raw, 10, 64); err == nil {
 					pos = p

@@ -90,6 +90,9 @@ func TestDecodeRealConnectorCollectionsAndTuples(t *testing.T) {
 		t.Fatalf("%d captured events, want %d", len(evs), len(want))
 	}
 	for i, ev := range evs {
+		// the captures come from tables of this shape in two keyspaces: each event is read as
+		// the table it names
+		d.Tables = nil
 		cs := d.Decode(nil, ev.Key, ev.Value)
 		got := showCells(cs)
 		if len(cs) == 1 && cs[0].Err != nil {

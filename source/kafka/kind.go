@@ -17,6 +17,7 @@ const URIPrefix = "kafka://"
 // check); rekey replicate consumes the topic with a group instead.
 var Kind = source.Kind{
 	Prefix:    URIPrefix,
+	Tables:    true,
 	Unsharded: "a Kafka topic is not read in shards: its window is read by one run (replicate scales by consumer group instead); drop --shard",
 	Help: `  kafka://host1:9092,host2:9092/topic?format=json&start=earliest&max=N
                      a window of the messages a Kafka topic retains (report, migrate, check): from
@@ -45,10 +46,15 @@ var Kind = source.Kind{
 		// the offsets lookup is bounded, and ends with the command's context (Ctrl-C)
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
+		if in.SourceTable != "" && cfg.Format != FormatDebezium {
+			return nil, fmt.Errorf("kafka source %q: the mapping's source.table (%s) names the table of a topic of Debezium change events, whose source names their table; "+
+				"format=%s rows name none: read the topic with format=debezium, or drop source.table", sourceuri.Redact(uri), in.SourceTable, cfg.Format)
+		}
 		w, err := NewWindow(ctx, cfg, in.Schema, in.Logger.Named("source.kafka"))
 		if err != nil {
 			return nil, err
 		}
+		w.Table = in.SourceTable
 		if in.Memory > 0 {
 			w.SampleBytes = in.Memory / 16 // as a file's sample: the rows made of it take as much again
 		}

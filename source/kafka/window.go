@@ -46,6 +46,12 @@ type Window struct {
 	spansOnce sync.Once
 	spans     map[string]windowPart // PartitionWindow's
 
+	// Table is the mapping's source.table: the table of a topic of Debezium change events to
+	// read; the events of other tables are skipped (Batch.Skipped) and logged by table. "": the
+	// first event's table is the one, and an event of another table fails the read.
+	Table  string
+	tables TableSeen // the first event's table, shared by the partitions' decoders
+
 	// BatchSize is the number of records per batch (default 1024).
 	BatchSize int
 	// SampleBytes bounds the messages Sample holds (default 64 MiB): each run of a partition's
@@ -212,31 +218,45 @@ func (w *Window) runPart(ctx context.Context, p windowPart, from int64, out chan
 	if from >= p.end {
 		return send(pipeline.Batch{Stream: stream, Cursor: strconv.FormatInt(p.end, 10), Done: true, SaltOrigin: true})
 	}
-	dec, err := NewDecoder(w.cfg, w.schema)
+	dec, err := w.decoder()
 	if err != nil {
 		return err
 	}
 	dec.Logger = w.log.With(zap.String("stream", stream))
 	var recs []pipeline.Record
 	var times []int64
+	var skipped int64
+	others := map[string]int64{} // the events of other tables than Table, by table
 	next := from
 	flush := func(done bool) error {
-		b := pipeline.Batch{Stream: stream, Records: recs, Cursor: strconv.FormatInt(next, 10), Done: done, SaltOrigin: true, WriteTimes: times}
-		recs, times = nil, nil
+		b := pipeline.Batch{Stream: stream, Records: recs, Skipped: skipped, Cursor: strconv.FormatInt(next, 10), Done: done, SaltOrigin: true, WriteTimes: times}
+		recs, times, skipped = nil, nil, 0
 		return send(b)
 	}
 	err = w.read(ctx, p.partition, from, p.end, func(m *kafkago.Message) error {
-		recs = append(recs, w.record(dec, m))
-		if w.Timestamps {
-			times = append(times, messageTime(m))
+		r, other, err := w.record(dec, m)
+		if err != nil {
+			return err
 		}
 		next = m.Offset + 1
-		if len(recs) >= w.BatchSize {
+		if other != "" {
+			if others[other]++; others[other] == 1 {
+				w.log.Warn("the topic carries events of another table than the mapping's source.table: they are skipped (counted as rows skipped)",
+					zap.String("stream", stream), zap.String("table", other), zap.String("source_table", w.Table), zap.Int64("offset", m.Offset))
+			}
+			skipped++
+		} else {
+			recs = append(recs, r)
+			if w.Timestamps {
+				times = append(times, messageTime(m))
+			}
+		}
+		if len(recs) >= w.BatchSize || skipped >= int64(w.BatchSize) {
 			return flush(false)
 		}
 		return nil
 	}, func() error {
-		if len(recs) > 0 {
+		if len(recs) > 0 || skipped > 0 {
 			return flush(false)
 		}
 		return nil
@@ -244,15 +264,36 @@ func (w *Window) runPart(ctx context.Context, p windowPart, from int64, out chan
 	if err != nil {
 		return err
 	}
+	for t, n := range others {
+		w.log.Info("events of another table skipped", zap.String("stream", stream), zap.String("table", t), zap.Int64("events", n))
+	}
 	w.log.Debug("partition window read", zap.String("stream", stream), zap.Int64("offset", next))
 	return flush(true)
 }
 
-// record turns a message into the window's record: the upsert, or an error.
-func (w *Window) record(dec *Decoder, m *kafkago.Message) pipeline.Record {
+// decoder is a decoder of one of the window's partitions.
+func (w *Window) decoder() (*Decoder, error) {
+	dec, err := NewDecoder(w.cfg, w.schema)
+	if err != nil {
+		return nil, err
+	}
+	dec.Table, dec.Tables = w.Table, &w.tables
+	return dec, nil
+}
+
+// record turns a message into the window's record: the upsert, or an error. An event of another
+// table than the window's gives its table (other), or the error that ends the read when the
+// mapping states none.
+func (w *Window) record(dec *Decoder, m *kafkago.Message) (r pipeline.Record, other string, err error) {
 	changes := dec.Decode(nil, m.Key, m.Value)
-	r := pipeline.Record{Seq: m.Offset}
+	r = pipeline.Record{Seq: m.Offset}
 	c := changes[0]
+	if c.TableErr != nil {
+		return r, "", fmt.Errorf("kafka: stream %s offset %d: %w; then run again", Stream(w.cfg.Topic, m.Partition), m.Offset, c.TableErr)
+	}
+	if c.OtherTable != "" {
+		return r, c.OtherTable, nil
+	}
 	switch {
 	case c.Err != nil:
 		r.Err = c.Err
@@ -264,10 +305,10 @@ func (w *Window) record(dec *Decoder, m *kafkago.Message) pipeline.Record {
 		r.Err = &pipeline.RowError{Code: pipeline.CodePartialUpdate, Field: "after", Message: "a change that sets some columns only (a Cassandra UPDATE, a Debezium event lacking a column or its value) is not a whole row: report and migrate write rows only, rekey replicate into a table (--out mysql://... or lindorm://...) updates those columns"}
 	default:
 		r.Values = c.Values
-		return r
+		return r, "", nil
 	}
 	r.Raw = rawMessage(m)
-	return r
+	return r, "", nil
 }
 
 // rawMessage is a message as rejects.jsonl shows it: the value, or the key of a tombstone.
@@ -413,7 +454,7 @@ func (w *Window) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, er
 		// each run holds its share of the partition's share of SampleBytes, at least a message
 		runBytes := max(1, w.sampleBytes()/runs*size/w.total)
 		g.Go(func() error {
-			dec, err := NewDecoder(w.cfg, w.schema)
+			dec, err := w.decoder()
 			if err != nil {
 				return err
 			}
@@ -427,8 +468,11 @@ func (w *Window) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, er
 						return errRunFull
 					}
 					held += int64(len(m.Key) + len(m.Value))
-					r := w.record(dec, m)
-					if r.Err == nil || r.Err.Code != CodeDelete {
+					r, other, err := w.record(dec, m)
+					if err != nil {
+						return err
+					}
+					if other == "" && (r.Err == nil || r.Err.Code != CodeDelete) {
 						b.Records = append(b.Records, r)
 						if w.Timestamps {
 							b.WriteTimes = append(b.WriteTimes, messageTime(m))
