@@ -1166,6 +1166,38 @@ func namesTable(want, db, ns, table string) bool {
 	return rest == "" || db != "" && len(rest) == len(db)+1 && rest[len(db)] == '.' && rest[:len(db)] == db
 }
 
+// noChange refuses a message of one of Debezium's topics that carry no row changes, which a
+// mapping reads by mistake: a heartbeat (its only member ts_ms), a transaction's BEGIN or END
+// (status and id), a schema change (ddl, tableChanges). nil for another object.
+func noChange(body string) *pipeline.RowError {
+	members, status, id, ddl, ts := 0, false, false, false, false
+	cqlvalue.ObjectFields(body, func(name, _ string) {
+		members++
+		switch name {
+		case "status":
+			status = true
+		case "id":
+			id = true
+		case "ddl", "tableChanges":
+			ddl = true
+		case "ts_ms":
+			ts = true
+		}
+	})
+	var msg string
+	switch {
+	case ddl:
+		msg = "a Debezium schema change message (ddl, tableChanges), from the connector's schema change topic (named after its topic.prefix): it changes no row"
+	case status && id:
+		msg = "a Debezium transaction metadata message (a transaction's BEGIN or END), from the connector's PREFIX.transaction topic: it changes no row"
+	case ts && members == 1:
+		msg = "a Debezium heartbeat message (ts_ms alone), from the connector's __debezium-heartbeat.PREFIX topic: it changes no row"
+	default:
+		return nil
+	}
+	return &pipeline.RowError{Code: CodeUnsupported, Field: "op", Message: msg + ". Read the topic of the table's change events instead (PREFIX.SCHEMA.TABLE, or the one topic routing sends it to)"}
+}
+
 // debezium decodes a Debezium change event: {"before", "after", "op", "ts_ms", "source"},
 // optionally wrapped as {"schema": ..., "payload": {...}} by the JSON converter. Operations: c
 // (create), r (snapshot read), i (Cassandra insert) and u are upserts of after (u also carries
@@ -1182,11 +1214,13 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 	if err := env.read(doc); err != nil {
 		return append(dst, Change{Err: &pipeline.RowError{Code: pipeline.CodeParse, Message: "invalid JSON: " + err.Error()}})
 	}
+	body := doc // the event's object: doc, or its payload
 	if env.payload != "" || env.schema != "" {
 		if env.payload == "null" || env.payload == "" {
 			return append(dst, d.debeziumTombstone(key))
 		}
 		schema := env.schema
+		body = env.payload
 		if err := env.read(env.payload); err != nil {
 			return append(dst, Change{Err: &pipeline.RowError{Code: pipeline.CodeParse, Message: "invalid payload: " + err.Error()}})
 		}
@@ -1199,6 +1233,11 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		scale = d.scale
 	}
 	op, ok := unquoteSimple(env.op)
+	if !ok && env.op == "" {
+		if rerr := noChange(body); rerr != nil {
+			return append(dst, Change{Err: rerr})
+		}
+	}
 	if !ok {
 		msg := "not a Debezium change event: no \"op\" field (use format=json for plain rows)"
 		if env.op != "" {
