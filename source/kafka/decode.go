@@ -173,6 +173,8 @@ type Decoder struct {
 	flatDelete bool
 	// lackWarned: the columns warnLacking told of
 	lackWarned []bool
+	// undeclaredWarned: the columns of relational events warnUndeclared told of
+	undeclaredWarned map[string]struct{}
 	// relational: the event being read names another connector than Cassandra's in
 	// source.connector, so a JSON object in it is a column's value (a PostgreSQL hstore in map
 	// mode), never a Cassandra cell to unwrap
@@ -585,6 +587,9 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 				}
 				return
 			}
+			if d.relational && d.mark != nil && d.Logger != nil {
+				d.warnUndeclared(name)
+			}
 			if d.mark != nil && d.unknown == "" && d.format == FormatDebezium && !d.relational && len(raw) > 0 && raw[0] == '{' {
 				if _, ok := cassandraCell(raw); ok {
 					d.unknown = strings.Clone(name)
@@ -689,6 +694,21 @@ func (d *Decoder) warnLacking(set []bool) {
 				zap.String("column", d.names[i]))
 		}
 	}
+}
+
+// warnUndeclared says once per column that a relational event's row names a column the mapping
+// does not declare (one added to the table since, say): its values are not replicated.
+func (d *Decoder) warnUndeclared(name string) {
+	if _, seen := d.undeclaredWarned[name]; seen {
+		return
+	}
+	if d.undeclaredWarned == nil {
+		d.undeclaredWarned = map[string]struct{}{}
+	}
+	d.undeclaredWarned[strings.Clone(name)] = struct{}{} // name aliases the message
+	d.Logger.Warn("the events name a column the mapping does not declare (added to the table since?): its values are not replicated. "+
+		"To replicate it, add it to source.columns (and to the target table), then copy the table again (its rows written so far lack it)",
+		zap.String("column", name))
 }
 
 // warnFolded says once per member name that a member naming a column only ignoring case is read
