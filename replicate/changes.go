@@ -43,7 +43,9 @@ type ChangeBatch struct {
 	// FilesRefuse counts, by the code a folder output rejects them with, the Ops that bulk-load
 	// files cannot hold (a change of some columns, a range or partition delete).
 	FilesRefuse map[string]int
-	Range       PartitionWindow // the partition's window (the same in each of its batches)
+	// OtherTable counts the messages of other tables than the mapping's source.table: no change
+	OtherTable int
+	Range      PartitionWindow // the partition's window (the same in each of its batches)
 }
 
 // skippedCodes are the reject codes of changes no target applies, unlike a row the mapping
@@ -111,8 +113,8 @@ func ReadChanges(ctx context.Context, cfg ChangesConfig, windows []PartitionWind
 	if log == nil {
 		log = zap.NewNop()
 	}
-	// a replicator without an output: its SQL worker's translation of messages is what is reused
-	r := &Replicator{cfg: Config{Kafka: cfg.Kafka, Program: cfg.Program}, log: log, target: cfg.Program.Target(), dialer: dialer}
+	r := changesReplicator(cfg, log)
+	r.dialer = dialer
 	g, ctx := errgroup.WithContext(ctx)
 	for _, win := range windows {
 		if win.From >= win.End {
@@ -121,6 +123,13 @@ func ReadChanges(ctx context.Context, cfg ChangesConfig, windows []PartitionWind
 		g.Go(func() error { return r.readChanges(ctx, win, fn) })
 	}
 	return g.Wait()
+}
+
+// changesReplicator is a replicator without an output: its SQL worker's translation of messages
+// is what ReadChanges reuses (its metrics count what the translation counts: repeats, other
+// tables' events).
+func changesReplicator(cfg ChangesConfig, log *zap.Logger) *Replicator {
+	return &Replicator{cfg: Config{Kafka: cfg.Kafka, Program: cfg.Program}, log: log, target: cfg.Program.Target(), metrics: &Metrics{}}
 }
 
 // readChanges reads win on pipeline's engine: its source (kafka.PartitionSource, bounded by the
@@ -172,6 +181,11 @@ func (w *sqlWorker) changeBatch(changes []kafka.Change, win PartitionWindow) *Ch
 			b.FilesRefuse[pipeline.CodeRangeTombstone]++
 		case op.Set != nil && !op.Delete:
 			b.FilesRefuse[pipeline.CodePartialUpdate]++
+		}
+	}
+	for i := range changes {
+		if changes[i].OtherTable != "" {
+			b.OtherTable++
 		}
 	}
 	for _, rj := range w.rejects {

@@ -25,8 +25,9 @@ type Result struct {
 	RowsRejected int64            `json:"rows_rejected"` // rows migrate rejects too: not looked for
 	RejectCodes  map[string]int64 `json:"reject_codes"`
 	// RowsSkipped are rows the source read and left out by its own filter (a Cassandra
-	// catch-up's since=, a row whose cells all expired): migrate leaves them out too, so they
-	// are not looked for; they are in RowsRead.
+	// catch-up's since=, a row whose cells all expired, an event of another table than the
+	// mapping's source.table): migrate and replicate leave them out too, so they are not looked
+	// for; they are in RowsRead.
 	RowsSkipped int64 `json:"rows_skipped"`
 	// ChangesSkipped are a replication's changes neither replicate nor verify can apply (a
 	// truncate, a range delete the table's key cannot express), by code in SkippedCodes: the

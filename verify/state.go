@@ -58,12 +58,15 @@ type ChangeBatch struct {
 	Messages int64
 	Rejects  map[string]int64
 	Skipped  map[string]int64
+	// OtherTable counts the messages of other tables than the mapping's source.table, which
+	// replicate does not apply: in Messages, not looked for (Result.RowsSkipped)
+	OtherTable int64
 }
 
 // ReplicatedBatch is the batch of changes b, as replicate read them from stream (a Kafka
 // partition), in verify's terms: each operation replicate would apply with its offset.
 func ReplicatedBatch(stream string, b *replicate.ChangeBatch) *ChangeBatch {
-	vb := &ChangeBatch{Stream: stream, Messages: b.Messages, Rejects: map[string]int64{}, Skipped: map[string]int64{}}
+	vb := &ChangeBatch{Stream: stream, Messages: b.Messages, Rejects: map[string]int64{}, Skipped: map[string]int64{}, OtherTable: int64(b.OtherTable)}
 	for code, n := range b.Rejects {
 		vb.Rejects[code] = int64(n)
 	}
@@ -140,6 +143,7 @@ func (v *run) readChanges(ctx context.Context, counters *pipeline.Counters) erro
 	for _, w := range all {
 		v.res.RowsRead += w.read
 		v.res.RowsRejected += w.rejected
+		v.res.RowsSkipped += w.other
 		for c, n := range w.rejects {
 			v.res.RejectCodes[c] += n
 		}
@@ -160,6 +164,7 @@ type changeWorker struct {
 	heap     *maxHeap // --sample N: the smallest key hashes this worker saw
 	read     int64
 	rejected int64
+	other    int64 // messages of other tables than source.table
 	rejects  map[string]int64
 	skipped  map[string]int64
 	values   files.ValueChecker // the target's own refusals; nil when it has none
@@ -238,6 +243,7 @@ func (w *changeWorker) process(b *ChangeBatch, first uint64, c *pipeline.Counter
 	}
 	w.read += b.Messages
 	w.rejected += rejected
+	w.other += b.OtherTable
 	c.RowsIn.Add(b.Messages)
 	c.RowsWritten.Add(kept)
 	c.RowsRejected.Add(rejected + skipped) // the progress line: messages that made no change

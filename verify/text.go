@@ -107,7 +107,7 @@ func summaryRows(r *Result) [][2]string {
 		add("rows rejected", fmt.Sprintf("%d (migrate rejects them too: not looked for)", r.RowsRejected))
 	}
 	if r.RowsSkipped > 0 {
-		add("rows skipped", fmt.Sprintf("%d (left out by the source: older than since=, or every cell expired; migrate leaves them out too: not looked for)", r.RowsSkipped))
+		add("rows skipped", fmt.Sprintf("%d (left out by the source: older than since=, every cell expired, or events of other tables than source.table; migrate and replicate leave them out too: not looked for)", r.RowsSkipped))
 	}
 	if r.ChangesSkipped > 0 {
 		add("changes skipped", fmt.Sprintf("%d (%s): neither replicate nor verify can apply them, so the target does not hold what the source holds; the rejects files name each message",
