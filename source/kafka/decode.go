@@ -1148,11 +1148,16 @@ func (d *Decoder) otherTable(e *envelope, connector string) (string, error) {
 			want = d.Tables.Name()
 		}
 	}
-	if namesTable(want, db, ns, e.table) {
+	if namesTable(want, db, ns, e.table, false) {
 		return "", nil
 	}
 	other := qualified(ns, e.table)
 	if d.Table != "" {
+		if namesTable(d.Table, db, ns, e.table, true) {
+			// every event of the table would be skipped as another's
+			return other, fmt.Errorf("the mapping's source.table %s names the events' table %s only ignoring case, and the events name their table exactly: "+
+				"write source.table: %s", d.Table, other, other)
+		}
 		return other, nil
 	}
 	return other, fmt.Errorf("the topic carries events of table %s besides those of table %s, which came first: a mapping reads one table into one, and applied to it "+
@@ -1170,20 +1175,22 @@ func qualified(ns, table string) string {
 }
 
 // namesTable tells whether want names the table: "ns.table", "db.ns.table" (db: a relational
-// event's database, when ns is its schema), or "table" when the event has no namespace.
-func namesTable(want, db, ns, table string) bool {
-	if !strings.HasSuffix(want, table) {
+// event's database, when ns is its schema), or "table" when the event has no namespace; fold
+// compares ignoring case.
+func namesTable(want, db, ns, table string, fold bool) bool {
+	eq := func(a, b string) bool { return a == b || fold && strings.EqualFold(a, b) }
+	if len(want) < len(table) || !eq(want[len(want)-len(table):], table) {
 		return false
 	}
 	rest := want[:len(want)-len(table)]
 	if ns == "" {
 		return rest == ""
 	}
-	if !strings.HasSuffix(rest, ".") || !strings.HasSuffix(rest[:len(rest)-1], ns) {
+	if len(rest) < len(ns)+1 || rest[len(rest)-1] != '.' || !eq(rest[len(rest)-1-len(ns):len(rest)-1], ns) {
 		return false
 	}
 	rest = rest[:len(rest)-1-len(ns)]
-	return rest == "" || db != "" && len(rest) == len(db)+1 && rest[len(db)] == '.' && rest[:len(db)] == db
+	return rest == "" || db != "" && len(rest) == len(db)+1 && rest[len(db)] == '.' && eq(rest[:len(db)], db)
 }
 
 // noChange refuses a message of one of Debezium's topics that carry no row changes, which a

@@ -102,3 +102,18 @@ func TestRelationalEventsOfAnotherTable(t *testing.T) {
 		}
 	}
 }
+
+// A source.table that names the events' table only ignoring case ("Public.Orders" for
+// public.orders) matches none of them: rather than skip every event of the table as another
+// table's, the read stops saying to write the name as the events give it.
+func TestSourceTableDifferingInCase(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatDebezium}, pipeline.SourceSchema{{Name: "id", Type: "bigint"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Table = "Public.Orders"
+	ch := d.Decode(nil, nil, []byte(`{"op":"c","source":{"connector":"postgresql","db":"shop","schema":"public","table":"orders"},"after":{"id":1}}`))[0]
+	if ch.TableErr == nil || !strings.Contains(ch.TableErr.Error(), "public.orders") || !strings.Contains(ch.TableErr.Error(), "Public.Orders") {
+		t.Fatalf("source.table differing from the events' table in case: %+v, want the read stopped naming both", ch)
+	}
+}
