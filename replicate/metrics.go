@@ -135,6 +135,7 @@ func newMetrics(topic, version string, ends func(context.Context) ([]kafka.Parti
 		counter("rekey_deletes_total", "DELETE statements written.", &m.Deletes),
 		counter("rekey_messages_rejected_total", "Messages or rows sent to rejects.jsonl.", &m.Rejected),
 		counter("rekey_repeated_events_skipped_total", "Events of Debezium's Cassandra connector skipped because it published them before (the same commit log position), which applied again would undo newer changes.", &m.RepeatsSkipped),
+		counter("rekey_other_table_events_skipped_total", "Debezium events of other tables than the mapping's source.table (a topic of several tables), not applied; the summary and the logs name the tables.", &m.OtherTableEvents),
 		counter("rekey_tombstones_dropped_total", "Debezium tombstones skipped: the target key needs more than the message key, and the delete event before them did the delete.", &m.TombstonesDropped),
 		counter("rekey_bytes_written_total", "Bytes of committed data and delete files.", &m.BytesWritten),
 		counter("rekey_files_committed_total", "Data and delete files committed.", &m.FilesCommitted),
