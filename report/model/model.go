@@ -114,7 +114,7 @@ type SourceInfo struct {
 type Totals struct {
 	RowsRead             int64            `json:"rows_read"`              // records the source delivered
 	RowsAnalysed         int64            `json:"rows_analysed"`          // records run through the mapping
-	RowsSkipped          int64            `json:"rows_skipped,omitempty"` // read and left out by the source itself (since=, expired cells): not in RowsRead
+	RowsSkipped          int64            `json:"rows_skipped,omitempty"` // read and left out by the source itself (since=, expired cells, other tables than source.table): not in RowsRead
 	RowsOK               int64            `json:"rows_ok"`
 	RowsRejected         int64            `json:"rows_rejected"`
 	RejectCodes          map[string]int64 `json:"reject_codes"`

@@ -155,7 +155,7 @@ func newKeysView(rep *model.Report) keysView {
 		{"rows accepted / rejected", model.Count(t.RowsOK) + " / " + model.Count(t.RowsRejected)},
 	}}
 	if t.RowsSkipped > 0 {
-		v.Totals = append(v.Totals, labelled{"rows skipped by the source (since=, expired cells)", model.Count(t.RowsSkipped)})
+		v.Totals = append(v.Totals, labelled{"rows skipped by the source (since=, expired cells, other tables than source.table)", model.Count(t.RowsSkipped)})
 	}
 	for _, c := range model.SortedCodes(t.RejectCodes) {
 		v.Totals = append(v.Totals, labelled{"  rejected: " + c, model.Count(t.RejectCodes[c])})

@@ -172,7 +172,7 @@ func (p *printer) totals(rep *model.Report) {
 		{"rows read", model.Count(t.RowsRead)},
 	}
 	if t.RowsSkipped > 0 {
-		rows = append(rows, []string{"rows skipped", model.Count(t.RowsSkipped) + " (read and left out by the source: older than since=, or every cell expired; migrate leaves them out too: not analysed, not in the rows read)"})
+		rows = append(rows, []string{"rows skipped", model.Count(t.RowsSkipped) + " (read and left out by the source: older than since=, every cell expired, or events of other tables than the mapping's source.table; migrate leaves them out too: not analysed, not in the rows read)"})
 	}
 	if t.RowsAnalysed != t.RowsRead {
 		rows = append(rows, []string{"rows analysed", model.Count(t.RowsAnalysed)})
