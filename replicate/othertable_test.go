@@ -1,6 +1,7 @@
 package replicate_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 	"github.com/rekey/rekey/transform"
 )
@@ -91,5 +94,25 @@ func TestOtherTableStopsTheRunWithoutSourceTable(t *testing.T) {
 	}
 	if got := c.Committed(t, "g-multi-stop", topic, 1); got[0] > 1 {
 		t.Errorf("committed offset %d, past the other table's event at 1", got[0])
+	}
+}
+
+// source.table names the table of Debezium change events: a topic read as JSON rows, which name
+// no table, refuses it (ErrSchema: invalid use), rather than ignore it.
+func TestSourceTableRefusedForJSONRows(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "json-rows", 1)
+	dir := t.TempDir()
+	cfg := config(t, c, topic, "g-json-table", "json", dir)
+	m, err := transform.Decode([]byte(strings.Replace(mappingYAML, "  name: shop.orders\n", "  name: shop.orders\n  table: shop.orders\n", 1)), "orders.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Program, err = transform.Compile(m, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = replicate.New(context.Background(), cfg)
+	if !errors.Is(err, kafka.ErrSchema) || !strings.Contains(err.Error(), "source.table") || !strings.Contains(err.Error(), "format=debezium") {
+		t.Fatalf("New with source.table on JSON rows: %v, want refused", err)
 	}
 }
