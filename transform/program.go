@@ -357,6 +357,9 @@ func (p *Program) Describe() string {
 		}
 	}
 	w("Mapping ", p.file, ": ", p.name, " -> table ", p.table, "\n")
+	if p.sourceTable != "" {
+		w("Reads source.table ", p.sourceTable, " of its Debezium topic: events of other tables are skipped and counted\n")
+	}
 	w("\nSource columns (", strconv.Itoa(len(p.source)), "):\n")
 	for _, c := range p.source {
 		w("  ", c.Name, " ", c.Type, "\n")

@@ -30,3 +30,19 @@ func TestSourceTable(t *testing.T) {
 		}
 	}
 }
+
+// rekey check shows the table the mapping reads of a Debezium topic: what it resolves is what it
+// applies. Before, Describe left source.table out.
+func TestDescribeShowsSourceTable(t *testing.T) {
+	m, err := Decode([]byte("version: 1\nsource:\n  name: shop\n  table: inventory.customers\n  columns: {id: bigint}\ntarget:\n  table: t\n  primary_key: \"[id]\"\n"), "m.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Describe(); !strings.Contains(d, "source.table inventory.customers") {
+		t.Errorf("Describe does not show source.table:\n%s", d)
+	}
+}
