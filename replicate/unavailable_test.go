@@ -144,3 +144,48 @@ func TestUnavailableValueInAnUpdateThatMovesTheRowIsRejected(t *testing.T) {
 		t.Errorf("table rows %q; want the row under its old key with its body", got)
 	}
 }
+
+// The same update flattened by Debezium's ExtractNewRecordState (format=json rows): the
+// placeholder is not the column's value, and the table keeps the text. Before, the table's body
+// became "__debezium_unavailable_value".
+func TestFlattenedUnavailableValueKeepsTheColumn(t *testing.T) {
+	m, err := transform.Decode([]byte("version: 1\nsource: {columns: {id: bigint, body: text, n: int}}\ntarget: {table: t, primary_key: '[id]'}\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := transform.Compile(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []kafkago.Message{
+		{Offset: 0, Key: []byte(`{"id":1}`), Value: []byte(`{"id":1,"body":"a long text","n":1}`)},
+		{Offset: 1, Key: []byte(`{"id":1}`), Value: []byte(`{"id":1,"body":"__debezium_unavailable_value","n":2}`)},
+	}
+	db := mysqltest.GMS(t)
+	db.Exec(t, mysqlsql.DDL(prog.Target(), mysqlsql.KeyCollations[db.DDLDialect()]))
+	tgt, err := sqlsink.ParseURI(db.URI(""), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Replicator{cfg: Config{Program: prog, Kafka: kafka.Config{Format: kafka.FormatJSON, Topic: "t"}, SQL: sqlsink.Config{Target: tgt, Conns: 1}},
+		target: prog.Target(), log: zap.NewNop(), metrics: newMetrics("t", "test", nil)}
+	if r.sqlw, err = sqlsink.Open(context.Background(), sqlsink.Config{Target: tgt, Schema: prog.Target(), Conns: 1}); err != nil {
+		t.Fatal(err)
+	}
+	w := &sqlWorker{partWorker: r.newSQLPartWorker(0, nil)}
+	w.collect(w.dec.DecodeBatch(nil, kafka.FetchBatch{Messages: msgs}))
+	if len(w.rejects) != 0 {
+		t.Fatalf("rejected: %s", w.rejects[0].Message)
+	}
+	if _, err := r.sqlw.Apply(context.Background(), w.ops); err != nil {
+		t.Fatal(err)
+	}
+	var body string
+	var n int
+	if err := db.DB(t).QueryRow("SELECT body, n FROM t WHERE id = 1").Scan(&body, &n); err != nil {
+		t.Fatal(err)
+	}
+	if body != "a long text" || n != 2 {
+		t.Errorf("table row body %q, n %d; want the update's n 2 and the body kept", body, n)
+	}
+}

@@ -471,7 +471,7 @@ func (d *Decoder) Decode(dst []Change, key, value []byte) []Change {
 	vals := d.alloc()
 	doc := str(value)
 	rowDoc := doc // the object that holds the row: doc, or its payload
-	d.flatDelete = false
+	d.flatDelete, d.unavail = false, d.unavail[:0]
 	var rerr *pipeline.RowError
 	if maybeWrapped(doc) {
 		var schemaRaw, payloadRaw string
@@ -488,6 +488,7 @@ func (d *Decoder) Decode(dst []Change, key, value []byte) []Change {
 		if members == 2 && schemaRaw != "" && strings.HasPrefix(payloadRaw, "{") {
 			// Kafka Connect's JsonConverter with schemas.enable: the row is the payload.
 			clear(vals)
+			d.unavail = d.unavail[:0]
 			rowDoc = payloadRaw
 			// its schema's logical types say how to read the fields, as in a Debezium event
 			scale := d.useRowSchema(schemaRaw)
@@ -512,7 +513,13 @@ func (d *Decoder) Decode(dst []Change, key, value []byte) []Change {
 	if d.flatDelete {
 		return append(dst, Change{Op: OpDelete, Values: vals})
 	}
-	return append(dst, Change{Op: OpUpsert, Values: vals})
+	ch := Change{Op: OpUpsert, Values: vals}
+	if len(d.unavail) > 0 {
+		// a Debezium event's row as ExtractNewRecordState flattens it: the columns Debezium
+		// could not read keep their values, the change sets the others
+		ch.Set = d.unavailableSet(vals)
+	}
+	return append(dst, ch)
 }
 
 func (d *Decoder) anyValue(vals []pipeline.Value) bool {
@@ -572,7 +579,7 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 			other(name, raw)
 		}
 		ci := d.column(name)
-		if ci >= 0 && d.format == FormatDebezium && isUnavailable(raw) {
+		if ci >= 0 && isUnavailable(raw) { // also in a row ExtractNewRecordState flattened
 			d.unavail = append(d.unavail, ci) // not the column's value: left null, and unset
 			return
 		}
