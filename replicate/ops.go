@@ -242,6 +242,9 @@ func (w *partWorker) deleteOps(dst []operation, ch *kafka.Change) []operation {
 			return w.rangeOps(dst, ch.Values, ch.Set, &pipeline.ClusteringRange{}, ch.Offset, ch.WriteTime)
 		}
 		rerr.Message = "delete: " + rerr.Message
+		if rerr.Code == pipeline.CodeNullKey && !ch.Tombstone && ch.PrimaryKey == nil {
+			rerr.Message += noDeleteImage
+		}
 		return reject(dst, stageTransform, rerr)
 	}
 	return append(dst, operation{kind: opDelete, row: row, writeTime: ch.WriteTime})
@@ -306,6 +309,12 @@ func (w *partWorker) oldKey(before []pipeline.Value, offset int64, row, old []pi
 	}
 	return !sameKey(w.r.target.Key(), row, old), nil
 }
+
+// noDeleteImage follows the message of a relational delete (a Debezium event, or the row
+// ExtractNewRecordState rewrites it to) whose old row lacks a column the target key needs.
+const noDeleteImage = ` (a relational connector's delete holds the old row's columns as the database logged them: PostgreSQL logs the primary key alone unless the table has REPLICA IDENTITY FULL, ` +
+	`so a target key computed from other columns cannot name the row to delete. The row stays in the table: set REPLICA IDENTITY FULL on the source table, ` +
+	`and delete the row by hand, or run rekey verify --repair against the source, which lists it in its .extra-keys file)`
 
 // noBeforeImage follows the message of an update whose old key cannot be computed because its
 // event has no before image, only its message key (kafka.Change.BeforeFromKey).

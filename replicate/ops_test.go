@@ -151,8 +151,8 @@ func TestChangeOperations(t *testing.T) {
 	}, {
 		name:        "delete without its key",
 		ch:          kafka.Change{Op: kafka.OpDelete, Values: row(1, "", "")},
-		files:       []string{`reject transform null_key field="g": delete: key column g is null`},
-		sql:         []string{`reject transform null_key field="g": delete: key column g is null`},
+		files:       []string{`reject transform null_key field="g": delete: key column g is null` + noDeleteImage},
+		sql:         []string{`reject transform null_key field="g": delete: key column g is null` + noDeleteImage},
 		sqlWithTime: []string{`reject source no_write_time field="": write_time=true: the event carries no Cassandra write time (source.ts_us or source.ts_ms of Debezium's Cassandra connector); replicate other events without write_time`},
 	}, {
 		name:  "partition delete",
