@@ -76,6 +76,11 @@ func (e *Evaluator) KeyRange(b *pipeline.Batch, r *pipeline.Record, rng *pipelin
 		if st.fn != nil || st.src < 0 {
 			return refuse("key column " + st.field + " is computed (" + strings.Join(p.sourceNames(st.reads), ", ") + "), not a clustering column as it is")
 		}
+		if r.Set[st.src] {
+			// the leading columns merge partitions that this one keeps apart: the range would
+			// hold their rows too
+			return refuse("key column " + st.field + " is partition key column " + p.source[st.src].Name + ", after a clustering column: the key's leading columns do not hold it")
+		}
 		clustering = append(clustering, st.src)
 	}
 	for _, bd := range []struct {

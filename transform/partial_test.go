@@ -62,7 +62,9 @@ func TestApplyPartial(t *testing.T) {
 }
 
 // A clustering range becomes a key range when the key is the partition key (maybe after a hash
-// prefix of it) then the clustering columns as they are; any other key is refused.
+// prefix of it) then the clustering columns as they are; any other key is refused, also one
+// holding a partition key column after a clustering column. Before, [crc32(a) % 16 AS h][b][a]
+// took the range as h = 7 AND b >= 5, and deleted the rows of every partition of that h.
 func TestKeyRange(t *testing.T) {
 	rng := &pipeline.ClusteringRange{
 		Start: pipeline.ClusteringBound{Cols: []int{1}, Vals: []pipeline.Value{pipeline.Int(5)}, Inclusive: true}}
@@ -73,6 +75,9 @@ func TestKeyRange(t *testing.T) {
 		{"[a][name][b]", "range_tombstone"},
 		{"[b][a]", "range_tombstone"},
 		{"[crc32(a) % 16 AS h][b]", "prefix [7] start [5] true"}, // the key already merges partitions of one h
+		// a keeps the partitions of one h apart, after b: h = 7 AND b >= 5 holds other
+		// partitions' rows, which the delete would remove
+		{"[crc32(a) % 16 AS h][b][a]", "range_tombstone"},
 	} {
 		p := compileYAML(t, partialSource+"  primary_key: \""+tc.key+"\"\n")
 		kr, rerr := p.NewEvaluator().KeyRange(&pipeline.Batch{}, rec, rng, make([]pipeline.Value, len(p.Target().Columns)))
