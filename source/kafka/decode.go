@@ -859,8 +859,17 @@ func (d *Decoder) bytesDecimal(ci int, raw string) (pipeline.Value, error) {
 
 // unavailable is what Debezium writes (unavailable.value.placeholder, by default) for a value the
 // database did not log: an unchanged TOASTed column of a PostgreSQL UPDATE, an unchanged Oracle
-// LOB. A bytes column holds the placeholder's bytes (base64), an array the placeholder alone.
+// LOB. A bytes column holds the placeholder's bytes (base64, or hex with binary.handling.mode=hex),
+// a text array the placeholder alone, an int or bigint array the placeholder's bytes as numbers
+// (debezium-connector-postgres UnchangedToastedPlaceholder).
 const unavailable = "__debezium_unavailable_value"
+
+// The placeholder's other forms (see unavailable).
+const (
+	unavailableBase64 = `"X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="`
+	unavailableHex    = `"5f5f646562657a69756d5f756e617661696c61626c655f76616c7565"`
+	unavailableInts   = `[95,95,100,101,98,101,122,105,117,109,95,117,110,97,118,97,105,108,97,98,108,101,95,118,97,108,117,101]`
+)
 
 // isUnavailable tells whether a member's raw JSON is Debezium's placeholder of an unavailable
 // value.
@@ -868,7 +877,7 @@ func isUnavailable(raw string) bool {
 	if len(raw) < len(unavailable)+2 || raw[0] != '"' && raw[0] != '[' {
 		return false
 	}
-	return raw == `"`+unavailable+`"` || raw == `"X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="` || raw == `["`+unavailable+`"]`
+	return raw == `"`+unavailable+`"` || raw == unavailableBase64 || raw == `["`+unavailable+`"]` || raw == unavailableHex || raw == unavailableInts
 }
 
 // unavailableSet is the mask of the columns a relational event sets when Debezium left some of
