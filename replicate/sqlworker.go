@@ -85,6 +85,7 @@ type sqlWorker struct {
 	upserts  int64
 	deletes  int64
 	dropped  int64
+	repeats  int64 // events skipped as the connector's repeats (counted once applied: verify has no metrics)
 }
 
 func (r *Replicator) newSQLWorker(partition int, commit func(int, int64) error) *sqlWorker {
@@ -204,6 +205,7 @@ func (w *sqlWorker) apply(ctx context.Context, changes []kafka.Change, next int6
 	m.RowsWritten.Add(w.upserts)
 	m.Deletes.Add(w.deletes)
 	m.TombstonesDropped.Add(w.dropped)
+	m.RepeatsSkipped.Add(w.repeats)
 	for _, rj := range w.rejects {
 		m.reject(rj.Code, 1)
 	}
@@ -258,7 +260,7 @@ func (w *sqlWorker) hook(step CommitStep, first, last int64) error {
 // collect turns a batch's changes into the table's ops and the rejects of their messages.
 func (w *sqlWorker) collect(changes []kafka.Change) {
 	w.ops, w.opMsg, w.rejects, w.rejected = w.ops[:0], w.opMsg[:0], w.rejects[:0], w.rejected[:0]
-	w.upserts, w.deletes, w.dropped = 0, 0, 0
+	w.upserts, w.deletes, w.dropped, w.repeats = 0, 0, 0, 0
 	w.stage(changes)
 	defer w.unstage()
 	for i := range changes {
@@ -280,7 +282,7 @@ func (w *sqlWorker) change(i int, ch *kafka.Change) {
 			w.dropped++
 			continue
 		case opRepeat:
-			w.r.metrics.RepeatsSkipped.Add(1)
+			w.repeats++
 			continue
 		case opOther:
 			w.otherTable(ch)
