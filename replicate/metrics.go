@@ -43,8 +43,11 @@ type Metrics struct {
 	OtherTableEvents atomic.Int64
 	otherMu          sync.Mutex
 	otherTables      map[string]int64
-	BytesWritten     atomic.Int64 // bytes of committed data and delete files
-	FilesCommitted   atomic.Int64
+	// TTLCells counts the cells of Debezium's Cassandra connector written with a TTL of their
+	// own (USING TTL), which replicate writes without it.
+	TTLCells       atomic.Int64
+	BytesWritten   atomic.Int64 // bytes of committed data and delete files
+	FilesCommitted atomic.Int64
 	// Statements counts the SQL statements a table (--out lindorm://, mysql://) took; such a
 	// target has no files.
 	Statements    atomic.Int64
@@ -136,6 +139,7 @@ func newMetrics(topic, version string, ends func(context.Context) ([]kafka.Parti
 		counter("rekey_messages_rejected_total", "Messages or rows sent to rejects.jsonl.", &m.Rejected),
 		counter("rekey_repeated_events_skipped_total", "Events of Debezium's Cassandra connector skipped because it published them before (the same commit log position), which applied again would undo newer changes.", &m.RepeatsSkipped),
 		counter("rekey_other_table_events_skipped_total", "Debezium events of other tables than the mapping's source.table (a topic of several tables), not applied; the summary and the logs name the tables.", &m.OtherTableEvents),
+		counter("rekey_ttl_cells_total", "Cells of Debezium's Cassandra connector written with a TTL of their own (USING TTL), written without it: they stay after Cassandra expires them, unless the table's TTL expires them.", &m.TTLCells),
 		counter("rekey_tombstones_dropped_total", "Debezium tombstones skipped: the target key needs more than the message key, and the delete event before them did the delete.", &m.TombstonesDropped),
 		counter("rekey_bytes_written_total", "Bytes of committed data and delete files.", &m.BytesWritten),
 		counter("rekey_files_committed_total", "Data and delete files committed.", &m.FilesCommitted),

@@ -34,6 +34,7 @@ type partWorker struct {
 	rec       pipeline.Record
 	staged    []kafka.Change // the changes whose records batch.Records holds (stage)
 	saltWarn  bool
+	ttlWarn   bool // the warning of cells written with a TTL was logged
 	caps      outputCaps
 	fetchLen  int         // messages per fetched batch at most (0: the fetcher's default)
 	rows      rowSlab     // the operations' rows
@@ -124,6 +125,21 @@ func (w *partWorker) otherTable(ch *kafka.Change) {
 	if w.r.metrics.otherTable(ch.OtherTable) {
 		w.log.Warn("the topic carries events of another table than the mapping's source.table: they are not applied, and the summary counts them by table",
 			zap.String("table", ch.OtherTable), zap.String("source_table", w.r.cfg.Program.SourceTable()), zap.Int64("offset", ch.Offset))
+	}
+}
+
+// countTTLCells counts n cells written with a TTL of their own, which the output holds without
+// it, and says so once per partition.
+func (w *partWorker) countTTLCells(n int64) {
+	if n == 0 {
+		return
+	}
+	w.r.metrics.TTLCells.Add(n)
+	if !w.ttlWarn {
+		w.ttlWarn = true
+		w.log.Warn("the events write cells with a TTL of their own (Cassandra's USING TTL), which replicate writes without it: " +
+			"they stay in the output after Cassandra expires them, unless the table's TTL expires them (give the table the Cassandra table's TTL); " +
+			"the summary counts them")
 	}
 }
 

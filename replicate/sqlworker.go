@@ -86,6 +86,7 @@ type sqlWorker struct {
 	deletes  int64
 	dropped  int64
 	repeats  int64 // events skipped as the connector's repeats (counted once applied: verify has no metrics)
+	ttlCells int64 // cells of the upserts written with a TTL of their own
 }
 
 func (r *Replicator) newSQLWorker(partition int, commit func(int, int64) error) *sqlWorker {
@@ -206,6 +207,7 @@ func (w *sqlWorker) apply(ctx context.Context, changes []kafka.Change, next int6
 	m.Deletes.Add(w.deletes)
 	m.TombstonesDropped.Add(w.dropped)
 	m.RepeatsSkipped.Add(w.repeats)
+	w.countTTLCells(w.ttlCells)
 	for _, rj := range w.rejects {
 		m.reject(rj.Code, 1)
 	}
@@ -260,7 +262,7 @@ func (w *sqlWorker) hook(step CommitStep, first, last int64) error {
 // collect turns a batch's changes into the table's ops and the rejects of their messages.
 func (w *sqlWorker) collect(changes []kafka.Change) {
 	w.ops, w.opMsg, w.rejects, w.rejected = w.ops[:0], w.opMsg[:0], w.rejects[:0], w.rejected[:0]
-	w.upserts, w.deletes, w.dropped, w.repeats = 0, 0, 0, 0
+	w.upserts, w.deletes, w.dropped, w.repeats, w.ttlCells = 0, 0, 0, 0, 0
 	w.stage(changes)
 	defer w.unstage()
 	for i := range changes {
@@ -290,6 +292,7 @@ func (w *sqlWorker) change(i int, ch *kafka.Change) {
 		case opUpsert:
 			w.ops = append(w.ops, sqlsink.Op{Values: op.row, Set: op.set, Timestamp: op.writeTime})
 			w.upserts++
+			w.ttlCells += int64(ch.TTLCells)
 		case opDelete:
 			w.ops = append(w.ops, sqlsink.Op{Delete: true, Values: op.row[:w.r.target.KeyLen], Timestamp: op.writeTime})
 			w.deletes++

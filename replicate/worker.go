@@ -282,6 +282,7 @@ func (w *worker) change(ch *kafka.Change) error {
 		switch {
 		case op.kind == opUpsert && op.set == nil:
 			err = w.upsert(ch, op.row)
+			w.countTTLCells(int64(ch.TTLCells))
 		case op.kind == opDelete:
 			err = w.deleteRow(op.row)
 		case op.kind == opReject:

@@ -629,6 +629,9 @@ func printReplicationSummary(w io.Writer, title string, m *replicate.Metrics, pl
 		}
 		rows = append(rows, [2]string{"other tables", fmt.Sprintf("%d (events of tables other than the mapping's source.table, not applied: %s)", n, strings.Join(names, ", "))})
 	}
+	if n := m.TTLCells.Load(); n > 0 {
+		rows = append(rows, [2]string{"cells with a TTL", fmt.Sprintf("%d (written with Cassandra's USING TTL, held without it: they stay after Cassandra expires them, unless the table's TTL expires them)", n)})
+	}
 	// not in "messages in" (never read), but lost to the target: a table keeps no other record
 	// of them once the process ends
 	if n := m.GapMessages.Load(); n > 0 {

@@ -101,6 +101,10 @@ type Change struct {
 	// (Decoder.Table): the topic carries several tables, and the read is to stop.
 	OtherTable string
 	TableErr   error
+	// TTLCells, on an upsert of Debezium's Cassandra connector, counts the cells it writes with a
+	// TTL of their own (USING TTL: a value with its expiry in deletion_ts), which replicate does
+	// not apply.
+	TTLCells int
 	// Tombstone marks the delete of a null-value message, whose values come from the key only.
 	// Debezium sends one after every delete event, so in that format it is redundant.
 	Tombstone bool
@@ -167,6 +171,9 @@ type Decoder struct {
 	// unavail lists the columns of the image being read whose value is Debezium's placeholder of
 	// an unavailable value (left null)
 	unavail []int
+	// ttlCells counts the Cassandra cells of the image being read that carry a value and an
+	// expiry (written with a TTL)
+	ttlCells int
 	// flatDelete: the JSON row being read has "__deleted": "true", which Debezium's
 	// ExtractNewRecordState writes into the row a delete leaves (delete.tombstone.handling.mode
 	// rewrite): the row is deleted, not written
@@ -598,7 +605,7 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 				d.warnUndeclared(name)
 			}
 			if d.mark != nil && d.unknown == "" && d.format == FormatDebezium && !d.relational && len(raw) > 0 && raw[0] == '{' {
-				if _, ok := cassandraCell(raw); ok {
+				if _, _, ok := cassandraCell(raw); ok {
 					d.unknown = strings.Clone(name)
 				}
 			}
@@ -608,9 +615,12 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 			exact.Mark(ci)
 		}
 		if d.format == FormatDebezium && !d.relational && len(raw) > 0 && raw[0] == '{' {
-			if v, ok := cassandraCell(raw); ok {
+			if v, expires, ok := cassandraCell(raw); ok {
 				raw, sc = v, cqlvalue.ScannedOther // the cell's value: not what the scan saw
 				d.cells++
+				if expires && v != "null" {
+					d.ttlCells++
+				}
 			}
 		} else if d.format == FormatDebezium && raw == "null" && d.mark != nil && !d.relational {
 			// Debezium's Cassandra connector names every column of the table: one the mutation
@@ -900,22 +910,25 @@ func (d *Decoder) unavailableSet(after []pipeline.Value) []bool {
 }
 
 // cassandraCell unwraps a Debezium Cassandra connector cell {"value": v, "deletion_ts": t, "set": b}.
-func cassandraCell(raw string) (string, bool) {
-	var value string
+// expires tells whether the cell carries a deletion_ts, which for a cell with a value is the
+// expiry of a write with a TTL.
+func cassandraCell(raw string) (value string, expires, ok bool) {
 	hasValue, other := false, false
 	err := cqlvalue.ObjectFields(raw, func(name, r string) {
 		switch name {
 		case "value":
 			value, hasValue = r, true
-		case "deletion_ts", "set":
+		case "deletion_ts":
+			expires = r != "null"
+		case "set":
 		default:
 			other = true
 		}
 	})
 	if err != nil || !hasValue || other {
-		return "", false
+		return "", false, false
 	}
-	return value, true
+	return value, expires, true
 }
 
 // deletionTime is the deletion_ts (µs) of the Cassandra connector's cells in a delete event's
@@ -1341,7 +1354,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			return append(dst, ch)
 		}
 		set := d.allocSet()
-		d.mark, d.cells, d.unknown = set, 0, ""
+		d.mark, d.cells, d.unknown, d.ttlCells = set, 0, "", 0
 		after, rerr := image(env.after, "after")
 		d.mark = nil
 		if rerr != nil {
@@ -1364,6 +1377,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			// UPDATE's; the columns it does not name keep their values
 			ch.Set = partialSet(set, after)
 			ch.PrimaryKey = d.primaryKey(key)
+			ch.TTLCells = d.ttlCells
 			d.emptyCollections(ch.Set, after)
 			if op == "u" {
 				if rerr := d.collectionUpdate(ch.Set); rerr != nil {
