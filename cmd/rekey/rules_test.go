@@ -65,7 +65,7 @@ target:
 // that could warn, by name, as skipped, then the notes.
 func notExamined(why string) string {
 	return "\nData rules: not examined (" + why + "):\n" +
-		"  skipped rejects, no_rows: needs a sample: rows the mapping would reject (no_rows: none judged)\n" +
+		"  skipped rejects, no_rows, few_rows: needs a sample: rows the mapping would reject (no_rows: none judged; few_rows: too few to judge the key's spread)\n" +
 		"  skipped key_length: needs a sample: key bytes: over the limit, long p99\n" +
 		"  skipped uniqueness: needs a sample: target keys from more than one source row\n" +
 		"  skipped first_column_cardinality: needs a sample: distinct values of the first key column vs regions\n" +

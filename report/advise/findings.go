@@ -29,6 +29,9 @@ const (
 	MonotonicShare = 0.9
 	// region_balance: warn when the busiest region holds this many times the mean.
 	BalanceMaxMean = 2.0
+	// region_balance, empty_regions: fewer rows a region than this, each with a first-column
+	// value of its own, judge nothing (chance alone leaves regions empty or twice as busy).
+	minRowsPerRegion = 10
 	// write_hotspot: warn when, per window, the busiest region takes this many times its share.
 	HotFactorWarn = 2.5
 	// write_hotspot: fewer windows than this judge nothing (a key that writes one region at a
@@ -86,8 +89,8 @@ const (
 // Rules is the one table of rules, in the order findings are listed (before sorting worst
 // first).
 var Rules = []Rule{
-	{Names: []string{"rejects", "no_rows"}, Needs: NeedsSample, Worst: model.SevError, Check: checkRejects,
-		What: "rows the mapping would reject (no_rows: none judged)"},
+	{Names: []string{"rejects", "no_rows", "few_rows"}, Needs: NeedsSample, Worst: model.SevError, Check: checkRejects,
+		What: "rows the mapping would reject (no_rows: none judged; few_rows: too few to judge the key's spread)"},
 	{Names: []string{"key_only_target"}, Needs: NeedsMapping, Worst: model.SevError, Check: designRules(transform.RuleKeyOnlyTarget),
 		Guide: "you must specify a value for at least one non-primary key column because you cannot write a row of data that contains only the primary key",
 		What:  "a target whose every column is in the primary key"},
@@ -305,6 +308,18 @@ func verdict(fs []model.Finding, strict bool) model.Verdict {
 	return v
 }
 
+// fewRows is the few_rows warning of rows too few to judge the key's spread: no first-column
+// value repeats and the rows cannot fill the regions (first_column_cardinality, region_balance
+// and the like say they did not judge). The verdict must not read OK on them.
+func fewRows(f *Facts) []model.Finding {
+	need := max(int64(f.regions)*minRowsPerRegion, fewValues)
+	if !f.noRepeats() || f.Totals.RowsOK >= need {
+		return nil
+	}
+	return one(finding("few_rows", model.SevWarning, fmt.Sprintf("only %s rows passed the mapping, each with a first-key-column value of its own: too few to judge whether the key design spreads or hotspots (the notes marked not judged); run the report on at least %s rows",
+		model.Count(f.Totals.RowsOK), model.Count(need)), map[string]float64{"rows": float64(f.Totals.RowsOK), "rows_needed": float64(need)}))
+}
+
 func checkRejects(f *Facts) []model.Finding {
 	t := f.Totals
 	if t.RowsAnalysed == 0 {
@@ -312,7 +327,7 @@ func checkRejects(f *Facts) []model.Finding {
 		return one(finding("no_rows", model.SevWarning, "the source gave no rows, so nothing here says whether the key design hotspots or loses rows: check --source (an empty file? a Kafka window past the topic's end?)", map[string]float64{"rows": 0}))
 	}
 	if t.RowsRejected == 0 {
-		return one(finding("rejects", model.SevInfo, fmt.Sprintf("all %s rows pass the mapping", model.Count(t.RowsAnalysed)), map[string]float64{"rows_rejected": 0, "share": 0}))
+		return append(one(finding("rejects", model.SevInfo, fmt.Sprintf("all %s rows pass the mapping", model.Count(t.RowsAnalysed)), map[string]float64{"rows_rejected": 0, "share": 0})), fewRows(f)...)
 	}
 	share := float64(t.RowsRejected) / float64(max(t.RowsAnalysed, 1))
 	ev := map[string]float64{"rows_rejected": float64(t.RowsRejected), "share": share}
@@ -326,8 +341,8 @@ func checkRejects(f *Facts) []model.Finding {
 		return one(finding("rejects", model.SevError, fmt.Sprintf("every row (%s) would be rejected, so nothing would be migrated and nothing here says whether the key design hotspots: %s; "+
 			"the examples name the field: fix the mapping's column types or expressions, or the data", model.Count(t.RowsRejected), strings.Join(parts, ", ")), ev))
 	}
-	return one(finding("rejects", model.SevWarning, fmt.Sprintf("%s of %s rows (%s) would not be migrated: %s", model.Count(t.RowsRejected),
-		model.Count(t.RowsAnalysed), model.Pct(share), strings.Join(parts, ", ")), ev))
+	return append(one(finding("rejects", model.SevWarning, fmt.Sprintf("%s of %s rows (%s) would not be migrated: %s", model.Count(t.RowsRejected),
+		model.Count(t.RowsAnalysed), model.Pct(share), strings.Join(parts, ", ")), ev)), fewRows(f)...)
 }
 
 func checkKeyColumns(f *Facts) []model.Finding {
@@ -418,6 +433,9 @@ func checkFirstColumnCardinality(f *Facts) []model.Finding {
 	if !fc.DistinctExact {
 		approx = "about "
 	}
+	if f.noRepeats() && fc.Distinct < int64(max(n, fewValues)) {
+		return one(notJudged("first_column_cardinality", fmt.Sprintf("first key column %s: how many values it takes, not judged: each of the %s rows holds a value of its own, so they set no bound on its values; run the report on at least %s rows", name, model.Count(f.Totals.RowsOK), model.Count(int64(max(n, fewValues)))), cev))
+	}
 	switch {
 	case fc.Distinct < int64(n):
 		return one(finding("first_column_cardinality", model.SevWarning, fmt.Sprintf("first key column %s has only %s%s distinct values for %d regions: %d regions can never get data (enumerated values: the guide's \"order type or status code\" case)", name, approx, model.Count(fc.Distinct), n, n-int(fc.Distinct)), cev))
@@ -434,6 +452,11 @@ func checkFirstColumnCardinality(f *Facts) []model.Finding {
 func checkFirstColumnSkew(f *Facts) []model.Finding {
 	if len(f.FirstColumn.Top) == 0 || f.Totals.RowsOK == 0 {
 		return nil
+	}
+	if f.noRepeats() && f.Totals.RowsOK < fewValues {
+		// one row in n is a share of 1/n: a row count, not a skew
+		return one(notJudged("first_column_skew", fmt.Sprintf("first key column %s: skewed or not, not judged: each of the %s rows holds a value of its own; run the report on at least %d rows", f.FirstColumn.Name, model.Count(f.Totals.RowsOK), fewValues),
+			map[string]float64{"top_share": f.FirstColumn.Top[0].Share}))
 	}
 	// judged against the regions asked for, not the few a plan over few values fills: 60% of the
 	// rows in one of 3 value ranges is a hot range of the 16 regions the table gets
@@ -522,6 +545,14 @@ func checkRegionPlan(f *Facts) []model.Finding {
 // spread reports whether the rows are spread over regions at all: more than one region, some rows.
 func (f *Facts) spread() bool { return f.regions > 1 && f.Totals.RowsOK > 0 }
 
+// noRepeats: no value of the first key column came twice (counted exactly), so the rows set no
+// bound on how many values it takes or how they skew: a handful of rows of a hash-prefixed key
+// look like a handful of values.
+func (f *Facts) noRepeats() bool {
+	fc := f.FirstColumn
+	return fc.DistinctExact && f.Totals.RowsOK > 0 && fc.Distinct >= f.Totals.RowsOK
+}
+
 func checkRegionBalance(f *Facts) []model.Finding {
 	if !f.spread() {
 		return nil
@@ -529,6 +560,10 @@ func checkRegionBalance(f *Facts) []model.Finding {
 	dist, n := f.Distribution, f.regions
 	var fs []model.Finding
 	bev := map[string]float64{"rows_max_mean": dist.RowsMaxMean, "bytes_max_mean": dist.BytesMaxMean, "cv": dist.CV, "empty_regions": float64(dist.EmptyRegions)}
+	if f.noRepeats() && f.Totals.RowsOK < int64(n)*minRowsPerRegion {
+		// under ten rows a region, chance alone leaves regions empty and one twice as busy
+		return one(notJudged("region_balance", fmt.Sprintf("region balance not judged: %s rows, each with a first-column value of its own, are too few to fill %d regions evenly even by chance; run the report on at least %s rows (%d a region)", model.Count(f.Totals.RowsOK), n, model.Count(int64(n)*minRowsPerRegion), minRowsPerRegion), bev))
+	}
 	hot := ""
 	if len(dist.HottestRegions) > 0 {
 		r := f.Regions[dist.HottestRegions[0]]
@@ -735,7 +770,7 @@ func writeOrderFindings(rep *model.Report, add func(model.Finding)) {
 			// no write order: the column was judged by its values (a type, a sequence), not by an order
 			judged = "judged by its values, the order the application creates rows in being unknown"
 		}
-		add(incrementalFinding(kcs, i, ko, judged, regions))
+		add(incrementalFinding(kcs, i, ko, judged, regions, int64(wo.SubsampleRows)))
 	}
 }
 
@@ -754,7 +789,7 @@ func incrementalRegions(rep *model.Report) int {
 // few prefix values, each value's new rows land at the end of its range (one hot range per
 // value): the guide keeps a hash on the incrementing id. After a well-spread prefix
 // ([userid][orderid]) every region gets some prefixes' new rows: fine.
-func incrementalFinding(kcs []model.KeyColumn, i int, ko model.KeyOrder, judged string, regions int) model.Finding {
+func incrementalFinding(kcs []model.KeyColumn, i int, ko model.KeyOrder, judged string, regions int, rows int64) model.Finding {
 	kc := kcs[i]
 	ev := map[string]float64{"column": float64(i + 1), "rank_correlation": ko.RankCorrelation, "distinct": float64(ko.Distinct),
 		"prefix_distinct": float64(ko.PrefixDistinct), "rises_in_prefix": ko.RisesInPrefix, "prefix_pairs": float64(ko.PrefixPairs), "regions": float64(regions)}
@@ -782,6 +817,11 @@ func incrementalFinding(kcs []model.KeyColumn, i int, ko model.KeyOrder, judged 
 			// the prefix's own finding already says where new rows go, and how to fix it
 			return finding("incremental_key_column", model.SevInfo, fmt.Sprintf("key column %s is incremental too (it %s), behind %s, which is itself incremental: fixing %s's finding fixes this one", kc.Name, ko.Why, p.Name, p.Name), ev)
 		}
+	}
+	if ko.PrefixDistinct < int64(regions) && rows > 0 && ko.PrefixDistinct >= rows {
+		// every row its own prefix: the rows set no bound on the prefix's values
+		return notJudged("incremental_key_column", fmt.Sprintf("key column %s is incremental (it %s); whether %s before it spreads it, not judged: each of the %s rows holds a value of %s of its own; run the report on at least %d rows",
+			kc.Name, ko.Why, pn, model.Count(rows), pn, regions), ev)
 	}
 	if ko.PrefixDistinct < int64(regions) {
 		return finding("incremental_key_column", model.SevWarning, fmt.Sprintf("key column %s is incremental (it %s, %s) and %s before it has only %s distinct values for %d regions: Lindorm splits a big value of %s into several regions, but every new row lands at the end of its value's range, one hot range per value: keep a hash on %s (%s[%s], the guide's hash(id) + id)",
