@@ -106,14 +106,16 @@ func (pf progressFlags) show(f progressFigures) (*progress, error) {
 	return p, nil
 }
 
-// plain prints one line per interval and a last one when the run ends.
+// plain prints one line per interval and a last one, without an ETA, when the run ends.
 func (p *progress) plain(w io.Writer, interval time.Duration, f progressFigures) {
 	if interval <= 0 {
 		interval = 10 * time.Second
 	}
 	started := time.Now()
 	line := func() { fmt.Fprintln(w, plainLine(f, time.Since(started))) }
-	p.fin = line
+	last := f
+	last.total = -1 // the run has ended: no ETA, however far off the estimate was
+	p.fin = func() { fmt.Fprintln(w, plainLine(last, time.Since(started))) }
 	p.every(interval, line)
 }
 

@@ -216,3 +216,23 @@ func TestResumedSummarySaysWhatThisAttemptDid(t *testing.T) {
 		t.Errorf("a run of one attempt:\n%s", b.String())
 	}
 }
+
+// The last plain line, printed when the run has ended, gives no ETA: the row estimate (a file's
+// size over its sampled rows' size) can be far off, and whatever it was, nothing remains to
+// wait for. Before, a 3-row file with one 100 MB line ended on "3 rows read, ..., ETA 60h4m29s
+// (of ~3,084,050)".
+func TestLastPlainProgressLineHasNoETA(t *testing.T) {
+	t.Parallel()
+	var c pipeline.Counters
+	c.RowsIn.Store(3)
+	c.RowsWritten.Store(2)
+	c.RowsRejected.Store(1)
+	var out strings.Builder
+	p := &progress{done: make(chan struct{})}
+	p.plain(&out, time.Hour, progressFigures{what: "migrating", counters: &c, total: 3_084_050})
+	p.finish()
+	line := out.String()
+	if !strings.HasPrefix(line, "migrating: 3 rows read, 2 written, 1 rejected, ") || strings.Contains(line, "ETA") {
+		t.Fatalf("the last line: %q", line)
+	}
+}
