@@ -327,7 +327,8 @@ func (w *writer) writeColumn(cw file.ColumnChunkWriter, i int, c *colData, rows 
 // written: arrow's encoder starts every column chunk at 1 KiB and doubles it as values come,
 // copying what it holds at each step (about twice the pages' bytes copied, 5% of a migrate's CPU
 // on the orders CSV). A page ends once it holds the data page size, after the batch of values
-// that reached it, so the reservation is at most that: the encoder's output is the same.
+// that reached it, so the reservation is at most that, and at most the chunk's bytes: the
+// encoder's output is the same.
 func (w *writer) reservePage(cw file.ColumnChunkWriter, c *colData, sp *colSpec) {
 	values := len(c.i64) + len(c.i32) + len(c.bools) + len(c.f32) + len(c.f64)
 	size := 8*len(c.i64) + 4*len(c.i32) + len(c.bools)/8 + 4*len(c.f32) + 8*len(c.f64)
@@ -346,7 +347,8 @@ func (w *writer) reservePage(cw file.ColumnChunkWriter, c *colData, sp *colSpec)
 	}
 	if page := int(w.f.pageSize); size > page {
 		batch := int(parquet.DefaultWriteBatchSize) // the values arrow writes between page checks
-		size = page + (size/values+1)*batch
+		// never more than the chunk holds: a few values of 2 MB made a batch of 2 GiB
+		size = min(size, page+(size/values+1)*batch)
 	}
 	cw.CurrentEncoder().ReserveForWrite(size)
 }
