@@ -49,6 +49,11 @@ func Verdict(r *Result) string {
 	if len(parts) == 0 && r.Unsettled != "" {
 		return "NOT VERIFIED: " + r.Unsettled
 	}
+	if rows := r.RowsRead - r.RowsRejected - r.RowsSkipped; len(parts) == 0 && rows > 0 && r.Sample != "all" {
+		// the source had keys: the sample's hash range held none of them
+		return fmt.Sprintf("NOT VERIFIED: 0 keys checked: --sample %s picked none of the keys of the source's %d %s (keys are picked by their hash): give a larger share, or a row count (--sample 1000 checks up to 1,000 rows)",
+			r.Sample, rows, plural(int(rows), "row", "rows"))
+	}
 	if len(parts) == 0 { // no difference, and nothing checked either
 		return "NOT VERIFIED: 0 keys checked: the source gave no key to look for, and the target's rows were not all read"
 	}
