@@ -54,6 +54,15 @@ func PlanRegions(ctx context.Context, prog *transform.Program, src pipeline.Sour
 			return pipeline.RegionPlan{}, nil, err
 		}
 	}
+	if prog.CountFromSize(regions) && est == 0 && (src == nil || len(sample) > 0) {
+		// without a size the count would silently be 1: every row in one region
+		why := "and no --source gives it: pass --source,"
+		if src != nil {
+			why = "which this source cannot estimate (gzip files, whose rows are not known, or a Cassandra table without size estimates yet):"
+		}
+		return pipeline.RegionPlan{}, nil, &Refused{fmt.Errorf("region plan: regions.size derives the region count from the data size, %s "+
+			"set regions.count in the mapping (the data size / regions.size) or pass --regions N", why)}
+	}
 	plan, err := prog.PlanRegions(transform.RegionRequest{Count: regions, Sample: sample, EstimatedBytes: est})
 	if errors.Is(err, transform.ErrNoSample) && read >= 0 {
 		// a source was sampled: "give a source" would be wrong, the sample held no row to place

@@ -168,6 +168,13 @@ func (p *Program) PlanNeedsSample(count int) bool {
 	return true
 }
 
+// CountFromSize tells whether a plan for count regions (0: the mapping's) takes its count from
+// the data size (regions.size, without a count or split keys), so needs an estimate of it.
+func (p *Program) CountFromSize(count int) bool {
+	r := p.regions
+	return count <= 0 && r != nil && r.Count == 0 && len(r.SplitKeys) == 0 && r.Size > 0
+}
+
 // descBoundaries turns ascending region boundaries (the first value of each region but the
 // first, increasing) into split values for a DESC column, where a split starts a region in
 // descending order: the regions are the same sets of values, listed from the highest, so each

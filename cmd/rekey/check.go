@@ -107,7 +107,7 @@ reading code() of a dictionary that gives several values one code, no regions:, 
 it costs the reads and a replication, a salt behind the first key column, which spreads nothing)
 leave the exit code 0; a target whose every column is in the primary key, which Lindorm cannot
 write a row into, is an error (exit 2). When the region plan cannot be made (a
-quantile plan without --source), these rules are still printed before the error.
+quantile or regions.size plan without --source), these rules are still printed before the error.
 
 With --source, check also applies rekey report's data rules to a sample of the source (up to
 100,000 rows): an enumerated, skewed or prefixed first column, incremental key columns, keys that
@@ -370,7 +370,8 @@ The split keys come from the mapping's regions: section or --regions N: equal sl
 prefix, the values of a modulo bucket, or explicit split_keys. Where the plan places split keys by
 the quantiles of the data (a first key column that is neither), pass --source to sample it:
 without one ddl stops (exit 2) and says so. Where it derives the count from the data size
-(regions.size), pass --source too: without data such a plan has a single region. Any other
+(regions.size), pass --source too: without one, or with a source whose size cannot be estimated
+(gzip files), ddl stops (exit 2) rather than print a table of one region. Any other
 plan does not read the data: --source is then refused (exit 2), but for a cassandra:// table,
 which gives the columns' types and default TTL.` + sqltargets.DDLDocs()
 
