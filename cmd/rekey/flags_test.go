@@ -243,6 +243,17 @@ func TestReplicateRefusesWindowParameters(t *testing.T) {
 	if _, err := os.Stat(out); err == nil {
 		t.Error("a refused run created its --out")
 	}
+	// the --mark-start it offers runs as written: the brokers, topic and parameters of --source
+	// without start= and max= (it named kafka://HOST:PORT/t, to retype)
+	for src, want := range map[string]string{
+		"kafka://127.0.0.1:1/t?group=g&start=latest":                       "rekey replicate --source 'kafka://127.0.0.1:1/t?group=g' --mark-start",
+		"kafka://b1:9092,b2:9092/t?start=latest&max=5&group=g&format=json": "rekey replicate --source 'kafka://b1:9092,b2:9092/t?group=g&format=json' --mark-start",
+	} {
+		code, _, errs := runCLI(t, "replicate", "-m", "../../mappings/orders.yaml", "--source", src, "--out", out)
+		if code != exitUsage || !strings.Contains(errs, want) {
+			t.Errorf("--source %s: exit %d, want 2 offering %s:\n%s", src, code, want, errs)
+		}
+	}
 }
 
 // --time-slice 0 is refused (exit 2), not quietly taken as "no --time-slice": the default 24h

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -283,9 +284,29 @@ func (f *replicateFlags) kafkaSource(inv *invocation) (kafka.Config, error) {
 	if len(u.Query["start"]) > 0 || len(u.Query["max"]) > 0 {
 		return kafka.Config{}, usageError(fmt.Errorf("--source %s: start= and max= bound the window of report and migrate; replicate reads from the group's committed offsets "+
 			"(a new group from the topic's first offset). To begin at the topic's current end, run once, before anything else: "+
-			"rekey replicate --source 'kafka://HOST:PORT/%s?group=%s' --mark-start (it commits the end offsets for the group)", sourceuri.Redact(f.source), kcfg.Topic, kcfg.Group))
+			"rekey replicate --source '%s' --mark-start (it commits the end offsets for the group)", sourceuri.Redact(f.source), sourceuri.Redact(withoutParams(f.source, "start", "max"))))
 	}
 	return kcfg, nil
+}
+
+// withoutParams is the URI raw without its query parameters of the given (lower-case) names.
+func withoutParams(raw string, names ...string) string {
+	base, query, ok := strings.Cut(raw, "?")
+	if !ok {
+		return raw
+	}
+	var kept []string
+	for _, piece := range strings.Split(query, "&") {
+		name, _, _ := strings.Cut(piece, "=")
+		if n, err := url.QueryUnescape(name); err == nil && slices.Contains(names, strings.ToLower(n)) {
+			continue
+		}
+		kept = append(kept, piece)
+	}
+	if len(kept) == 0 {
+		return base
+	}
+	return base + "?" + strings.Join(kept, "&")
 }
 
 // options parses the flags that need parsing, in the order their errors have always come.
