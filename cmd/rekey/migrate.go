@@ -214,6 +214,9 @@ func runMigrate(cmd *cobra.Command, inv *invocation, f *migrateFlags) error {
 		return sourceOpenExit(err)
 	}
 	defer closeSource(src)
+	if err := refuseSourceInOut(src, f.source, f.out); err != nil {
+		return err
+	}
 	cfg.Source = src
 	cfg.Plan = func(ctx context.Context) (pipeline.RegionPlan, error) {
 		plan, _, err := planRegions(ctx, cfg.Program, src, f.regions)

@@ -50,6 +50,9 @@ func runMigrateTables(cmd *cobra.Command, inv *invocation, f *migrateFlags, logg
 		return sourceOpenExit(err)
 	}
 	defer closeSource(src)
+	if err := refuseSourceInOut(src, f.source, f.out); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 	// every table is configured (and a new one planned) before any output is locked, which

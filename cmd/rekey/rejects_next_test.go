@@ -124,3 +124,52 @@ func TestSummaryNamesTheRejectedRowsFile(t *testing.T) {
 		t.Errorf("%s: %q, %v", replay, data, err)
 	}
 }
+
+// The rejected rows a run names (OUT/rejected-rows.csv), fixed and given as --source with the
+// same --out, are refused (exit 2) before anything is removed, saying to move the file out of
+// --out: --overwrite replaces every file rekey wrote there, the source among them. Before, the
+// run removed the previous output and the fixed file with it, then failed "no such file": the
+// rows written and the fix were both gone. With one --mapping and with several.
+func TestSourceInsideOutRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	examples := filepath.Join("..", "..", "docs", "examples", "transactions.csv")
+	seller := filepath.Join("..", "..", "mappings", "transactions_by_seller.yaml")
+	buyer := filepath.Join("..", "..", "mappings", "transactions_by_buyer.yaml")
+	for _, tc := range []struct {
+		name     string
+		mappings []string
+		rejected string // where the run leaves its rejected rows, under out
+	}{
+		{"one table", []string{seller}, "rejected-rows.csv"},
+		{"two tables", []string{seller, buyer}, filepath.Join("transactions_by_seller", "rejected-rows.csv")},
+	} {
+		out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+		args := []string{"migrate", "--source", "file:" + examples, "--out", out, "--progress", "never"}
+		for _, m := range tc.mappings {
+			args = append(args, "-m", m)
+		}
+		if code, stdout, errs := runCLI(t, args...); code != exitRejects {
+			t.Fatalf("%s: the example's migrate: exit %d\n%s%s", tc.name, code, stdout, errs)
+		}
+		rejected := filepath.Join(out, tc.rejected)
+		fixed := strings.Replace(readText(t, rejected), "yesterday", "2024-01-02T00:00:00Z", 1)
+		if err := os.WriteFile(rejected, []byte(fixed), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = []string{"migrate", "--source", "file:" + rejected, "--out", out, "--overwrite", "--progress", "never"}
+		for _, m := range tc.mappings {
+			args = append(args, "-m", m)
+		}
+		code, stdout, errs := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(errs, "inside --out") || !strings.Contains(errs, "move") {
+			t.Errorf("%s: --source inside --out with --overwrite: exit %d, want 2 saying to move it out\n%s%s", tc.name, code, stdout, errs)
+		}
+		if got, err := os.ReadFile(rejected); err != nil || string(got) != fixed {
+			t.Errorf("%s: the fixed rejected rows are gone or changed (%v)", tc.name, err)
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(rejected), "manifest.json")); err != nil {
+			t.Errorf("%s: the previous output is gone: %v", tc.name, err)
+		}
+	}
+}

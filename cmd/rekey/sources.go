@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -84,4 +86,33 @@ func planRegions(ctx context.Context, prog *transform.Program, src pipeline.Sour
 		return plan, sample, usageError(refused.Err)
 	}
 	return plan, sample, err
+}
+
+// refuseSourceInOut refuses a local --out that holds a file src reads (the rejected rows a run
+// left there, fixed): --overwrite or --resume removes rekey's files in --out, that one among them,
+// before the rows are read.
+func refuseSourceInOut(src pipeline.Source, source, out string) error {
+	lp, ok := src.(interface{ LocalPaths() []string })
+	if !ok || strings.Contains(out, "://") {
+		return nil
+	}
+	dir := resolvedPath(out)
+	for _, p := range lp.LocalPaths() {
+		if rel, err := filepath.Rel(dir, resolvedPath(p)); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return usageError(fmt.Errorf("--source %s: %s lies inside --out %s, whose files this run replaces (or removes, to resume): "+
+				"move it out of --out first (mv %s .) and give it from there", sourceuri.Redact(source), p, out, p))
+		}
+	}
+	return nil
+}
+
+// resolvedPath is path made absolute, its symbolic links resolved where it exists.
+func resolvedPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	return path
 }

@@ -39,6 +39,18 @@ type Files struct {
 	input string
 }
 
+// LocalPaths lists the paths of the local files the source reads, as named (a bucket's objects
+// are none).
+func (f *Files) LocalPaths() []string {
+	var paths []string
+	for _, s := range f.files {
+		if s.cfg.Object == nil {
+			paths = append(paths, s.cfg.Path)
+		}
+	}
+	return paths
+}
+
 // Stdin reads stdin (file:-). It cannot sample or resume, and has no size: it implements
 // pipeline.Source, Sizer (-1, or the limit), Identifier and IdentityAdopter (which refuses).
 type Stdin struct {
