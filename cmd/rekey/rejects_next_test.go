@@ -162,7 +162,7 @@ func TestSourceInsideOutRefused(t *testing.T) {
 			args = append(args, "-m", m)
 		}
 		code, stdout, errs := runCLI(t, args...)
-		if code != exitUsage || !strings.Contains(errs, "inside --out") || !strings.Contains(errs, "move") {
+		if code != exitUsage || !strings.Contains(errs, "inside --out") || !strings.Contains(errs, "move it out") {
 			t.Errorf("%s: --source inside --out with --overwrite: exit %d, want 2 saying to move it out\n%s%s", tc.name, code, stdout, errs)
 		}
 		if got, err := os.ReadFile(rejected); err != nil || string(got) != fixed {
@@ -171,5 +171,36 @@ func TestSourceInsideOutRefused(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(filepath.Dir(rejected), "manifest.json")); err != nil {
 			t.Errorf("%s: the previous output is gone: %v", tc.name, err)
 		}
+	}
+}
+
+// Into a SQL table the rejected rows are in the state folder: given as --source, fixed, with the
+// same table and state folder, they are refused (exit 2) before --overwrite removes the state
+// folder's files, the source among them.
+func TestSourceInsideStateFolderRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	csv := writeFile(t, dir, "orders.csv", "userid,orderid,channel,ts,status,location,amount\n"+
+		"u1,1,taobao,1700000000000,PAID,Hangzhou,1.25\n"+
+		"u2,2,taobao,yesterday,PAID,Hangzhou,2.25\n")
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	srv := mysqltest.GMS(t)
+	srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", "mysql"))
+	state := filepath.Join(dir, "state")
+	args := []string{"migrate", "-m", mapping, "--out", srv.URI(""), "--sql-conns", "1", "--state", state, "--progress", "never", "--max-rejects", "-1"}
+	if code, stdout, errs := runCLI(t, append(args, "--source", "file:"+csv)...); code != exitRejects {
+		t.Fatalf("exit %d\n%s%s", code, stdout, errs)
+	}
+	rejected := filepath.Join(state, "rejected-rows.csv")
+	fixed := strings.Replace(readText(t, rejected), "yesterday", "1700000000000", 1)
+	if err := os.WriteFile(rejected, []byte(fixed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, errs := runCLI(t, append(args, "--source", "file:"+rejected, "--overwrite")...)
+	if code != exitUsage || !strings.Contains(errs, "inside the state folder") || !strings.Contains(errs, "move") {
+		t.Errorf("--source inside the state folder with --overwrite: exit %d, want 2 saying to move it out\n%s%s", code, stdout, errs)
+	}
+	if got, err := os.ReadFile(rejected); err != nil || string(got) != fixed {
+		t.Errorf("the fixed rejected rows are gone or changed (%v)", err)
 	}
 }

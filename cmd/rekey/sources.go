@@ -92,15 +92,24 @@ func planRegions(ctx context.Context, prog *transform.Program, src pipeline.Sour
 // left there, fixed): --overwrite or --resume removes rekey's files in --out, that one among them,
 // before the rows are read.
 func refuseSourceInOut(src pipeline.Source, source, out string) error {
-	lp, ok := src.(interface{ LocalPaths() []string })
-	if !ok || strings.Contains(out, "://") {
+	if strings.Contains(out, "://") {
 		return nil
 	}
-	dir := resolvedPath(out)
+	return refuseSourceIn(src, source, out, "--out "+out)
+}
+
+// refuseSourceIn refuses a source reading a file inside dir, the folder a run writes (named by
+// what): see refuseSourceInOut.
+func refuseSourceIn(src pipeline.Source, source, dir, what string) error {
+	lp, ok := src.(interface{ LocalPaths() []string })
+	if !ok {
+		return nil
+	}
+	in := resolvedPath(dir)
 	for _, p := range lp.LocalPaths() {
-		if rel, err := filepath.Rel(dir, resolvedPath(p)); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return usageError(fmt.Errorf("--source %s: %s lies inside --out %s, whose files this run replaces (or removes, to resume): "+
-				"move it out of --out first (mv %s .) and give it from there", sourceuri.Redact(source), p, out, p))
+		if rel, err := filepath.Rel(in, resolvedPath(p)); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return usageError(fmt.Errorf("--source %s: %s lies inside %s, whose files this run replaces (or removes, to resume): "+
+				"move it out of there first (mv %s .) and give it from there", sourceuri.Redact(source), p, what, p))
 		}
 	}
 	return nil

@@ -109,6 +109,9 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	}
 	defer closeSource(src)
 	state := f.sql.stateDir(target, w.Table())
+	if err := refuseSourceIn(src, f.source, state, "the state folder "+state); err != nil {
+		return err
+	}
 	format := "sql-" + target.Dialect.Name
 	// the table as a resume must find it again: server, database and table (not the user or
 	// the connection's options)
