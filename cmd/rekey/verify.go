@@ -200,6 +200,9 @@ func runVerify(cmd *cobra.Command, inv *invocation, f *verifyFlags) error {
 		Logger: logger.Named("verify"),
 	}
 	_, cfg.SourceOnce = src.(*file.Stdin) // read once: no second pass over the differences
+	if err := refuseRepairOfSource(src, f.repair); err != nil {
+		return err
+	}
 	repair, err := f.openRepair(&cfg, prog)
 	if err != nil {
 		return err

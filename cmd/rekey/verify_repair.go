@@ -12,6 +12,7 @@ import (
 	"github.com/rekey/rekey/verify"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -36,6 +37,24 @@ type repairFile struct {
 func checkRepairPath(path string) error {
 	if !strings.HasSuffix(path, ".jsonl") && !strings.HasSuffix(path, ".ndjson") {
 		return fmt.Errorf("--repair %s: name the file .jsonl: it holds JSON Lines, and migrate --source file: picks the format by the name", path)
+	}
+	return nil
+}
+
+// refuseRepairOfSource refuses a --repair file (or its .extra-keys) that src reads: verify
+// replaces it, or removes it when there is nothing to repair.
+func refuseRepairOfSource(src pipeline.Source, path string) error {
+	lp, ok := src.(interface{ LocalPaths() []string })
+	if path == "" || !ok {
+		return nil
+	}
+	for _, p := range lp.LocalPaths() {
+		for _, out := range []string{path, extraKeysPath(path)} {
+			if resolvedPath(p) == resolvedPath(out) {
+				return fmt.Errorf("--repair %s: --source reads %s, which the repair would replace (or remove, when there is nothing to repair): name another file (--repair %s)",
+					path, p, strings.TrimSuffix(path, filepath.Ext(path))+"-2"+filepath.Ext(path))
+			}
+		}
 	}
 	return nil
 }

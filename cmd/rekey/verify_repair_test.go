@@ -318,3 +318,28 @@ func TestVerifyRepairRemovesAnEarlierRunsFiles(t *testing.T) {
 		t.Errorf("the earlier run's extra keys are still there after a run that found none (%v)\n%s", err, stdout)
 	}
 }
+
+// --repair naming a file the source reads is refused (exit 3) before anything is written: the
+// repair file replaces the one at its path, or removes it when there is nothing to repair. Before,
+// verify of a repair's migrate against the repair file itself (--source file:repair.jsonl ...
+// --repair repair.jsonl) found it EQUAL and removed repair.jsonl, "an earlier run's".
+func TestVerifyRepairIntoItsOwnSourceRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	src := ordersCSV(t, dir, "orders.csv", 200, 1)
+	out := filepath.Join(dir, "out")
+	mustRun(t, "migrate", "-m", mapping, "--source", "file:"+src, "--out", out, "--progress", "never")
+	repair := filepath.Join(dir, "repair.jsonl")
+	rows := `{"userid":"u1","orderid":1,"channel":"taobao","ts":"2024-01-02T00:00:00Z","status":"PAID","location":"x","amount":"1.25"}` + "\n"
+	writeFile(t, dir, "repair.jsonl", rows)
+	repaired := filepath.Join(dir, "repaired")
+	mustRun(t, "migrate", "-m", mapping, "--source", "file:"+repair, "--out", repaired, "--progress", "never")
+	code, stdout, errs := runCLI(t, "verify", "-m", mapping, "--source", "file:"+repair, "--target", repaired, "--repair", repair, "--progress", "never")
+	if code != exitVerifyFailed || !strings.Contains(errs, "--repair") || !strings.Contains(errs, "name another file") {
+		t.Errorf("--repair naming the source: exit %d, want %d refusing it\n%s%s", code, exitVerifyFailed, stdout, errs)
+	}
+	if got, err := os.ReadFile(repair); err != nil || string(got) != rows {
+		t.Errorf("the source %s is gone or changed (%v)", repair, err)
+	}
+}
