@@ -551,3 +551,28 @@ func TestFlagErrorNamesTheCommandsHelp(t *testing.T) {
 		}
 	}
 }
+
+// Ctrl-C stops report and verify with exit 130 and says so once. Before, each printed "report
+// interrupted" (or "verify interrupted") twice: when the signal came and as its error.
+func TestReportVerifyInterruptSaidOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	src := ordersCSV(t, dir, "orders.csv", 200, 1)
+	out := filepath.Join(dir, "out")
+	mustRun(t, "migrate", "-m", mapping, "--source", "file:"+src, "--out", out, "--progress", "never")
+	for _, tc := range []struct {
+		args []string
+		said string
+	}{
+		{[]string{"report", "-m", mapping, "--source", "gen:orders?rows=1000000000", "--progress", "never"}, "report interrupted"},
+		{[]string{"verify", "-m", mapping, "--source", "gen:orders?rows=1000000000", "--target", out, "--progress", "never"}, "verify interrupted"},
+	} {
+		sigs := make(chan os.Signal, 1)
+		sigs <- os.Interrupt // Ctrl-C as soon as the command listens
+		code, stdout, errs := cliRun{signals: sigs}.run(t, tc.args...)
+		if code != exitInterrupted || strings.Count(errs, tc.said) != 1 {
+			t.Errorf("rekey %s, Ctrl-C: exit %d, want %d saying %q once\n%s%s", tc.args[0], code, exitInterrupted, tc.said, stdout, errs)
+		}
+	}
+}

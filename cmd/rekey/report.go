@@ -145,7 +145,7 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 	defer closeSource(cfg.Source)
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	defer inv.onInterrupt(inv.stderr, "\nrekey: report interrupted", cancel, cancel)()
+	defer inv.onInterrupt(inv.stderr, "\nrekey: stopping the report", cancel, cancel)()
 
 	started := time.Now()
 	rep, err := f.run(ctx, cfg)

@@ -228,7 +228,7 @@ func (f *verifyFlags) run(ctx context.Context, out io.Writer, inv *invocation, c
 	if _, err := progressMode(f.progress.mode, false); err != nil {
 		return err
 	}
-	defer inv.onInterrupt(inv.stderr, "\nrekey: verify interrupted", cancel, cancel)()
+	defer inv.onInterrupt(inv.stderr, "\nrekey: stopping verify", cancel, cancel)()
 	started := time.Now()
 	res, err := verify.Run(ctx, cfg)
 	if err != nil {
