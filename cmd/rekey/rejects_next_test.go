@@ -172,6 +172,11 @@ func TestSourceInsideOutRefused(t *testing.T) {
 			t.Errorf("%s: the previous output is gone: %v", tc.name, err)
 		}
 	}
+	// an --out naming the source file itself is no folder holding it: refused as no folder
+	code, _, errs := runCLI(t, "migrate", "-m", seller, "--source", "file:"+examples, "--out", examples, "--progress", "never")
+	if code == 0 || strings.Contains(errs, "inside --out") || !strings.Contains(errs, "not a directory") {
+		t.Errorf("--out naming the source file: exit %d\n%s", code, errs)
+	}
 }
 
 // Into a SQL table the rejected rows are in the state folder: given as --source, fixed, with the

@@ -107,7 +107,7 @@ func refuseSourceIn(src pipeline.Source, source, dir, what string) error {
 	}
 	in := resolvedPath(dir)
 	for _, p := range lp.LocalPaths() {
-		if rel, err := filepath.Rel(in, resolvedPath(p)); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		if rel, err := filepath.Rel(in, resolvedPath(p)); err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 			return usageError(fmt.Errorf("--source %s: %s lies inside %s, whose files this run replaces (or removes, to resume): "+
 				"move it out of there first (mv %s .) and give it from there", sourceuri.Redact(source), p, what, p))
 		}
