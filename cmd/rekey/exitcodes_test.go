@@ -576,3 +576,35 @@ func TestReportVerifyInterruptSaidOnce(t *testing.T) {
 		}
 	}
 }
+
+// A file a command writes at its end (--json, --html, --stats-json) whose folder does not exist is
+// failed before the run (exit 3), naming the folder. Before, the run went to its end
+// first: report analysed every row, then failed; migrate wrote and committed the whole output,
+// manifest.json included, then exited 3, "open /missing/.rekey-tmp-s.json".
+func TestOutputFileInMissingFolderRefusedFirst(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	src := ordersCSV(t, dir, "orders.csv", 200, 1)
+	folder := filepath.Join(dir, "out")
+	mustRun(t, "migrate", "-m", mapping, "--source", "file:"+src, "--out", folder, "--progress", "never")
+	missing := filepath.Join(dir, "missing")
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"report", "-m", mapping, "--source", "file:" + src, "--progress", "never", "--html", filepath.Join(missing, "r.html")}, exitFailed},
+		{[]string{"report", "-m", mapping, "--source", "file:" + src, "--progress", "never", "--json", filepath.Join(missing, "r.json")}, exitFailed},
+		{[]string{"verify", "-m", mapping, "--source", "file:" + src, "--target", folder, "--progress", "never", "--json", filepath.Join(missing, "v.json")}, exitVerifyFailed},
+		{[]string{"migrate", "-m", mapping, "--source", "file:" + src, "--out", filepath.Join(dir, "new"), "--progress", "never", "--stats-json", filepath.Join(missing, "s.json")}, exitFailed},
+		{[]string{"gen", "orders", "--rows", "10", "--out", filepath.Join(missing, "g.csv")}, exitFailed},
+	} {
+		code, stdout, errs := runCLI(t, tc.args...)
+		if code != tc.code || !strings.Contains(errs, missing+" does not exist") || strings.Contains(stdout, "VERDICT") || strings.Contains(stdout, "Migration summary") {
+			t.Errorf("rekey %s: exit %d, want %d refusing before the run, naming %s\n%s%s", tc.args[0], code, tc.code, missing, stdout, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); err == nil {
+		t.Error("the refused migrate wrote its --out")
+	}
+}

@@ -33,6 +33,9 @@ transactions: order numbers rising with time, 20,000 sellers (a few selling most
 			if rows < 0 {
 				return usageError(fmt.Errorf("--rows %d: want 0 or more rows", rows))
 			}
+			if err := checkOutFolder("--out", out); err != nil {
+				return err
+			}
 			var w io.Writer = cmd.OutOrStdout()
 			if out != "" && out != "-" {
 				f, err := atomicfile.CreateTemp(out, 0o644)

@@ -277,6 +277,9 @@ func (f *migrateFlags) common(inv *invocation) (runner.RejectLimit, pipeline.Sha
 	if err != nil {
 		return limit, pipeline.Shard{}, usageError(err)
 	}
+	if err := checkOutFolder("--stats-json", f.statsJSON); err != nil {
+		return limit, pipeline.Shard{}, err
+	}
 	if err := inv.sources.Refuse(f.source); err != nil {
 		return limit, pipeline.Shard{}, usageError(err)
 	}

@@ -240,6 +240,11 @@ func (f *reportFlags) config(ctx context.Context, inv *invocation, logger *zap.L
 // parse reads --sample, --regions, --nodes, --memory (and sets the memory budget), --query and
 // --workload.
 func (f *reportFlags) parse(inv *invocation) (report.Sample, []transform.Query, error) {
+	for _, out := range [][2]string{{"--json", f.jsonOut}, {"--html", f.htmlOut}, {"--stats-json", f.statsJSON}} {
+		if err := checkOutFolder(out[0], out[1]); err != nil {
+			return report.Sample{}, nil, err
+		}
+	}
 	sample, err := report.ParseSample(f.sample)
 	if err != nil {
 		return sample, nil, usageError(err)

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/rekey/rekey/pipeline"
@@ -76,4 +79,22 @@ func parseSize(flag, s string) (int64, error) {
 		return 0, fmt.Errorf("%s must be positive (a size such as 512MiB); leave %s out for its default", flag, flag)
 	}
 	return n, nil
+}
+
+// checkOutFolder fails (exit 3, as a folder that cannot be written fails a run) before the run
+// a file a command writes at its end, flag's path, whose folder is not there: found only then, it
+// would fail the run after all its work.
+func checkOutFolder(flag, path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case err == nil && !st.IsDir():
+		return runFailed(fmt.Errorf("%s %s: %s is not a folder: give another path", flag, path, dir))
+	case errors.Is(err, fs.ErrNotExist):
+		return runFailed(fmt.Errorf("%s %s: the folder %s does not exist: create it (mkdir -p %s) or give another path", flag, path, dir, dir))
+	}
+	return nil
 }

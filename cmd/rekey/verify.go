@@ -281,6 +281,11 @@ func (f *verifyFlags) check(cmd *cobra.Command) (report.Sample, int64, error) {
 			return report.Sample{}, 0, err
 		}
 	}
+	for _, out := range [][2]string{{"--json", f.jsonOut}, {"--stats-json", f.statsJSON}} {
+		if err := checkOutFolder(out[0], out[1]); err != nil {
+			return report.Sample{}, 0, err
+		}
+	}
 	if f.lookups < 1 {
 		return report.Sample{}, 0, fmt.Errorf("--lookups %d: want at least 1 lookup in flight", f.lookups)
 	}
