@@ -596,6 +596,7 @@ func TestOutputFileInMissingFolderRefusedFirst(t *testing.T) {
 		{[]string{"report", "-m", mapping, "--source", "file:" + src, "--progress", "never", "--html", filepath.Join(missing, "r.html")}, exitFailed},
 		{[]string{"report", "-m", mapping, "--source", "file:" + src, "--progress", "never", "--json", filepath.Join(missing, "r.json")}, exitFailed},
 		{[]string{"verify", "-m", mapping, "--source", "file:" + src, "--target", folder, "--progress", "never", "--json", filepath.Join(missing, "v.json")}, exitVerifyFailed},
+		{[]string{"verify", "-m", mapping, "--source", "file:" + src, "--target", folder, "--progress", "never", "--repair", filepath.Join(missing, "r.jsonl")}, exitVerifyFailed},
 		{[]string{"migrate", "-m", mapping, "--source", "file:" + src, "--out", filepath.Join(dir, "new"), "--progress", "never", "--stats-json", filepath.Join(missing, "s.json")}, exitFailed},
 		{[]string{"gen", "orders", "--rows", "10", "--out", filepath.Join(missing, "g.csv")}, exitFailed},
 	} {

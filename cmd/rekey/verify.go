@@ -281,7 +281,7 @@ func (f *verifyFlags) check(cmd *cobra.Command) (report.Sample, int64, error) {
 			return report.Sample{}, 0, err
 		}
 	}
-	for _, out := range [][2]string{{"--json", f.jsonOut}, {"--stats-json", f.statsJSON}} {
+	for _, out := range [][2]string{{"--repair", f.repair}, {"--json", f.jsonOut}, {"--stats-json", f.statsJSON}} {
 		if err := checkOutFolder(out[0], out[1]); err != nil {
 			return report.Sample{}, 0, err
 		}
