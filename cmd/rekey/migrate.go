@@ -70,7 +70,8 @@ its pre-split region and writes bulk-load files (Parquet or CSV), one folder per
   DIR/rejects.jsonl                        one line per rejected row (none without rejects): position, code,
                                            field, message, raw row
   DIR/rejected-rows.csv                    file sources: the rejected rows as read (or .jsonl), to run again
-                                           with --source file:DIR/rejected-rows.csv once the cause is fixed
+                                           with --source file:DIR/rejected-rows.csv once the cause is fixed,
+                                           into another --out (a source inside --out is refused)
   DIR/checkpoint.json                      progress; --resume continues an interrupted run from it
 
 Rows that cannot be read or rewritten go to rejects.jsonl and the run goes on, unless

@@ -116,7 +116,7 @@ func TestSummaryNamesTheRejectedRowsFile(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
 	replay := filepath.Join(out, "rejected-rows.csv")
-	if !strings.Contains(stdout, "rejected rows  "+replay) || !strings.Contains(stdout, "--source file:"+replay) {
+	if !strings.Contains(stdout, "rejected rows  "+replay) || !strings.Contains(stdout, "into another --out with --source file:"+replay) {
 		t.Fatalf("the summary does not name %s and how to run it again:\n%s", replay, stdout)
 	}
 	data, err := os.ReadFile(replay)

@@ -166,7 +166,7 @@ func printSummary(w io.Writer, title string, res pipeline.Result, out summaryOut
 			if !store.IsBucket(again) { // a bucket's folder is a source URI as it is
 				again = "file:" + again
 			}
-			rows = append(rows, [2]string{"rejected rows", out.replay + " (as read: once fixed, migrate them with --source " + again + ")"})
+			rows = append(rows, [2]string{"rejected rows", out.replay + " (as read: once fixed, migrate them into another --out with --source " + again + ")"})
 		}
 	}
 	if !out.nextSince.IsZero() {
