@@ -301,6 +301,7 @@ func TestUnreachableSourceExitsThree(t *testing.T) {
 		{"report: kafka", []string{"report", "-m", mapping, "--source", "kafka://" + refused + "/orders", "-q", "--progress", "never"}, "run the same command again"},
 		{"check: cassandra", []string{"check", "-m", mapping, "--source", "cassandra://" + refused + "/shop/orders"}, "run the same command again"},
 		{"replicate: kafka", []string{"replicate", "-m", mapping, "--source", "kafka://" + refused + "/orders?group=g", "--out", filepath.Join(dir, "r"), "--progress", "never"}, "run the same command to continue"},
+		{"replicate --mark-start: kafka", []string{"replicate", "--source", "kafka://" + refused + "/orders?group=g", "--mark-start"}, "run the same command again"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

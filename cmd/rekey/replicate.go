@@ -504,6 +504,9 @@ func markStart(cmd *cobra.Command, kcfg kafka.Config) error {
 	if errors.Is(err, kafka.ErrGroupHasOffsets) {
 		return usageError(err)
 	}
+	if pipeline.Unreachable(err) {
+		return runFailed(fmt.Errorf("mark the start: %w\nno broker could be reached: run the same command again once one answers", err))
+	}
 	if err != nil {
 		return runFailed(fmt.Errorf("mark the start: %w", err))
 	}
