@@ -290,6 +290,8 @@ func TestUnreachableSourceExitsThree(t *testing.T) {
 	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
 	dir := t.TempDir()
 	env := map[string]string{"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}
+	folder := filepath.Join(dir, "folder") // a migration's output, for verify
+	mustRun(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", folder, "--progress", "never")
 	for _, c := range []struct {
 		name string
 		args []string
@@ -302,6 +304,7 @@ func TestUnreachableSourceExitsThree(t *testing.T) {
 		{"check: cassandra", []string{"check", "-m", mapping, "--source", "cassandra://" + refused + "/shop/orders"}, "run the same command again"},
 		{"replicate: kafka", []string{"replicate", "-m", mapping, "--source", "kafka://" + refused + "/orders?group=g", "--out", filepath.Join(dir, "r"), "--progress", "never"}, "run the same command to continue"},
 		{"replicate --mark-start: kafka", []string{"replicate", "--source", "kafka://" + refused + "/orders?group=g", "--mark-start"}, "run the same command again"},
+		{"verify: kafka", []string{"verify", "-m", mapping, "--source", "kafka://" + refused + "/orders", "--target", folder, "--progress", "never"}, "run the same command again"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -332,6 +332,9 @@ func (inv *invocation) openVerifyChanges(ctx context.Context, f *verifyFlags, pr
 		return nil, func() {}, nil
 	}
 	rep, err := inv.replicationSource(ctx, f.source, prog, cfg.Folder, logger)
+	if pipeline.Unreachable(err) {
+		return nil, nil, fmt.Errorf("%w\nthe source could not be reached: run the same command again once it answers", err)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -344,6 +347,9 @@ func (inv *invocation) openVerifyChanges(ctx context.Context, f *verifyFlags, pr
 		return rep, func() {}, nil
 	}
 	src, err := inv.openSource(ctx, f.source, prog, logger)
+	if pipeline.Unreachable(err) {
+		return nil, nil, fmt.Errorf("%w\nthe source could not be reached: run the same command again once it answers", err)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
