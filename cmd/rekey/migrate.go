@@ -140,7 +140,7 @@ func (f *migrateFlags) register(inv *invocation, fl *pflag.FlagSet) {
 	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "transform workers")
 	fl.StringVar(&f.maxRejects, "max-rejects", defaultMaxRejects, "abort (exit 3) when more rows than this are rejected: a count (0 stops at the first), a percentage of the rows read (judged from the 1,000th row on), or -1 for no limit")
 	fl.BoolVar(&f.sort, "sort", false, "order the rows in each file by the full target key")
-	fl.DurationVar(&f.timeSlice, "time-slice", 0, "with target.write_time: the width of the time slices the rows go to by their newest write time, each written to files of its own and loaded by its own bulkload job stamped with the slice's newest write time (default 24h; at most 64 slices per run)")
+	fl.DurationVar(&f.timeSlice, "time-slice", 0, "with target.write_time: the width of the time slices the rows go to by their newest write time, each written to files of its own and loaded by its own bulkload job stamped with the slice's newest write time, at most the run's start (default 24h; at most 64 slices per run)")
 	fl.BoolVar(&f.resume, "resume", false, "continue the interrupted run in --out from its checkpoint")
 	fl.BoolVar(&f.overwrite, "overwrite", false, "replace a previous run's output in --out (only rekey's own files; refused when --out holds anything else); with --resume it does nothing, so that a command that had it can add --resume to finish an interrupted run")
 	fl.BoolVar(&f.sharedOut, "shared-out", false, "with --shard i/N: --out is shared by all N shards; each writes its data files straight into --out's data/ (named s<i>-part-...) and keeps its checkpoint, rejects and lock in --out's shards/<i>-of-<N>/; rekey merge --out finishes them without copying data")

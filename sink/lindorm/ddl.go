@@ -245,10 +245,15 @@ func Finals(t Table, plan pipeline.RegionPlan, format string, res pipeline.Resul
 
 // SliceJobs are the bulkload jobs of a run in time slices (target.write_time), oldest first: one
 // per slice of res.Files, reading only that slice's files, its writerConfig.timestamp the newest
-// write time of the slice's rows (the run's start for the rows without a write time). Lindorm
-// keeps the cell of the newest timestamp whatever the load order, so the order matters only for
-// cells of equal timestamps, where the later load wins.
+// write time of the slice's rows, at most the run's start (the run's start too for the rows
+// without a write time). The cap keeps a stamp no later than the copy read any of the slice's
+// rows: a slice's rows are read over the whole run, and a stamp taken from a row written after
+// an earlier row was read would beat the change that made that later write time to the earlier
+// row (replicate applies it at its own time), leaving the older copy. Lindorm keeps the cell of
+// the newest timestamp whatever the load order, so the order matters only for cells of equal
+// timestamps, where the later load wins.
 func SliceJobs(schema pipeline.TargetSchema, res pipeline.Result, jobOpt JobOptions) ([]*BulkloadJob, error) {
+	started := res.StartedAt.UnixMilli()
 	newest := map[int64]int64{}
 	for _, f := range res.Files {
 		start, ok := output.FileSlice(f.Path)
@@ -257,8 +262,11 @@ func SliceJobs(schema pipeline.TargetSchema, res pipeline.Result, jobOpt JobOpti
 				"the output mixes runs; start over in an empty --out", f.Path)
 		}
 		t := f.NewestTime
+		if !res.StartedAt.IsZero() {
+			t = min(t, started)
+		}
 		if start < 0 {
-			t = res.StartedAt.UnixMilli()
+			t = started
 		}
 		newest[start] = max(newest[start], t)
 	}
