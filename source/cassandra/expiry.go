@@ -22,8 +22,13 @@ type CellTimeStats struct {
 	// OtherTTL are cells written (and kept) whose own TTL differs from the table's: a cell
 	// written USING TTL, or one without a TTL in a table with a default (set by a later ALTER).
 	// Lindorm SQL has no per-cell TTL: such a cell expires at its write time plus the table
-	// TTL (never, when the table has none), not when it would have in Cassandra.
+	// TTL (never, when the table has none), not when it would have in Cassandra. It counts
+	// those left out as expired too, which Cassandra still holds (OtherTTLLeftOut).
 	OtherTTL int64
+	// OtherTTLLeftOut are the cells of another TTL among ExpiredCells: live in Cassandra (a
+	// TTL of their own longer than the table's, or none), past the table's TTL counted from
+	// their write time, so the target would hide them from the moment they are written.
+	OtherTTLLeftOut int64
 }
 
 // expiry judges a row's cells; its counters are shared by every range's decoder.
@@ -32,6 +37,7 @@ type expiry struct {
 	now                   func() time.Time
 	untimed               []int // record columns that keep a row alive and have no write time
 	expired, rows, others atomic.Int64
+	othersGone            atomic.Int64 // cells of another TTL left out as expired
 }
 
 // ttlSlack is how far Cassandra's expiry of a cell (read time + TTL() left) and the target's
@@ -54,23 +60,20 @@ func (e *expiry) row(vals []pipeline.Value, times []int64, ttls []int32, cells [
 		}
 		had++
 		wt := times[i]
+		other := e.otherTTL(now, wt, ttls[i])
+		if other {
+			e.others.Add(1)
+		}
 		if e.ttl > 0 && wt != 0 && wt+e.ttl*1000 <= now {
+			// live in Cassandra (it returned the cell), hidden by the target at once
 			vals[i], times[i] = pipeline.Null, 0
 			e.expired.Add(1)
+			if other {
+				e.othersGone.Add(1)
+			}
 			continue
 		}
 		left++
-		switch {
-		case ttls[i] == 0 && e.ttl == 0:
-		case ttls[i] == 0 || e.ttl == 0:
-			e.others.Add(1)
-		default:
-			cass := now + int64(ttls[i])*1000
-			target := wt + e.ttl*1000
-			if d := time.Duration(cass-target) * time.Millisecond; d > ttlSlack || d < -ttlSlack {
-				e.others.Add(1)
-			}
-		}
 	}
 	for _, i := range e.untimed {
 		if !vals[i].IsNull() {
@@ -84,7 +87,23 @@ func (e *expiry) row(vals []pipeline.Value, times []int64, ttls []int32, cells [
 	return false
 }
 
+// otherTTL tells whether a cell written at wt (ms) with ttl seconds left by Cassandra at now
+// (0: none) expires otherwise than the table TTL counted from its write time.
+func (e *expiry) otherTTL(now, wt int64, ttl int32) bool {
+	switch {
+	case ttl == 0 && e.ttl == 0:
+		return false
+	case ttl == 0 || e.ttl == 0:
+		return true
+	}
+	cass := now + int64(ttl)*1000
+	target := wt + e.ttl*1000
+	d := time.Duration(cass-target) * time.Millisecond
+	return d > ttlSlack || d < -ttlSlack
+}
+
 // CellTimeStats is what the reads so far found about the cells' times (Config.CellWriteTimes).
 func (s *Source) CellTimeStats() CellTimeStats {
-	return CellTimeStats{ExpiredCells: s.expiry.expired.Load(), ExpiredRows: s.expiry.rows.Load(), OtherTTL: s.expiry.others.Load()}
+	return CellTimeStats{ExpiredCells: s.expiry.expired.Load(), ExpiredRows: s.expiry.rows.Load(), OtherTTL: s.expiry.others.Load(),
+		OtherTTLLeftOut: s.expiry.othersGone.Load()}
 }

@@ -12,7 +12,8 @@ import (
 // TTL from the cell timestamp, and the cell carries its write time): it is cleared and counted;
 // a row whose every cell expired is skipped, unless a collection (no write time) still holds a
 // value; a kept cell whose TTL is not the table's (its own USING TTL, or none in a table with a
-// default) is counted as such.
+// default) is counted as such. A cell of the table's TTL past it by its write time has a second
+// or so left by Cassandra's clock (TTL() counts from the node's time at the write).
 func TestExpiryJudgesCellsByWriteTimeAndTableTTL(t *testing.T) {
 	now := time.UnixMilli(10_000_000)
 	ms := now.UnixMilli()
@@ -32,9 +33,9 @@ func TestExpiryJudgesCellsByWriteTimeAndTableTTL(t *testing.T) {
 		expired, rows, others int64
 	}{
 		{"fresh, the table's TTL", cell{pipeline.Text("x"), ms - 1000, 3599}, cell{pipeline.Int(1), ms, 3600}, pipeline.Null, false, "x", "1", 0, 0, 0},
-		{"one past the TTL", cell{pipeline.Text("x"), ms - 3600_000, 3600}, cell{pipeline.Int(1), ms, 3600}, pipeline.Null, false, "", "1", 1, 0, 0},
-		{"both past: the row", cell{pipeline.Text("x"), ms - 7200_000, 3600}, cell{pipeline.Int(1), ms - 4000_000, 3000}, pipeline.Null, true, "", "", 2, 1, 0},
-		{"both past, a collection left", cell{pipeline.Text("x"), ms - 7200_000, 3600}, cell{pipeline.Int(1), ms - 4000_000, 3000}, pipeline.Text("[1]"), false, "", "", 2, 0, 0},
+		{"one past the TTL", cell{pipeline.Text("x"), ms - 3600_000, 1}, cell{pipeline.Int(1), ms, 3600}, pipeline.Null, false, "", "1", 1, 0, 0},
+		{"both past: the row", cell{pipeline.Text("x"), ms - 3601_000, 1}, cell{pipeline.Int(1), ms - 3600_500, 1}, pipeline.Null, true, "", "", 2, 1, 0},
+		{"both past, a collection left", cell{pipeline.Text("x"), ms - 3601_000, 1}, cell{pipeline.Int(1), ms - 3600_500, 1}, pipeline.Text("[1]"), false, "", "", 2, 0, 0},
 		{"a TTL of its own", cell{pipeline.Text("x"), ms, 60}, cell{pipeline.Null, 0, 0}, pipeline.Null, false, "x", "", 0, 0, 1},
 		{"no TTL in a table with one", cell{pipeline.Text("x"), ms, 0}, cell{pipeline.Int(1), ms, 3600}, pipeline.Null, false, "x", "1", 0, 0, 1},
 	} {
@@ -70,5 +71,28 @@ func TestExpiryJudgesCellsByWriteTimeAndTableTTL(t *testing.T) {
 	vals := []pipeline.Value{pipeline.Int(7), pipeline.Text("x"), pipeline.Int(1)}
 	if e.row(vals, []int64{0, 1, 1}, []int32{0, 0, 30}, cells) || vals[1].IsNull() || e.expired.Load() != 0 || e.others.Load() != 1 {
 		t.Errorf("no table TTL: %v expired %d others %d", vals, e.expired.Load(), e.others.Load())
+	}
+}
+
+// A cell Cassandra returns is live there. One past the table's TTL counted from its write time
+// (Lindorm would hide it at once) that Cassandra keeps for a TTL of its own, or for good (no TTL
+// in a table given a default later), is left out as expired and counted as a cell of another
+// TTL too, and apart as one of those left out: the summary must not hide that Cassandra still
+// holds it while the target will not.
+func TestExpiryCountsLiveCellsPastTheTableTTLAsAnotherTTL(t *testing.T) {
+	now := time.UnixMilli(100_000_000)
+	ms := now.UnixMilli()
+	e := &expiry{ttl: 3600, now: func() time.Time { return now }}
+	// a: no TTL of its own, written two hours ago; b: USING TTL 86400 an hour and a half ago;
+	// c: the table's TTL, a second left by Cassandra's clock, past by the write time's
+	vals := []pipeline.Value{pipeline.Int(7), pipeline.Text("x"), pipeline.Int(1), pipeline.Int(2)}
+	times := []int64{0, ms - 7_200_000, ms - 5_400_000, ms - 3_600_500}
+	ttls := []int32{0, 0, 86400 - 5400, 1}
+	if e.row(vals, times, ttls, []int{1, 2, 3}) != true {
+		t.Errorf("row with every cell past the table's TTL kept")
+	}
+	st := CellTimeStats{ExpiredCells: e.expired.Load(), ExpiredRows: e.rows.Load(), OtherTTL: e.others.Load(), OtherTTLLeftOut: e.othersGone.Load()}
+	if want := (CellTimeStats{ExpiredCells: 3, ExpiredRows: 1, OtherTTL: 2, OtherTTLLeftOut: 2}); st != want {
+		t.Errorf("counts %+v, want %+v", st, want)
 	}
 }
