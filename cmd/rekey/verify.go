@@ -239,7 +239,22 @@ func (f *verifyFlags) run(ctx context.Context, out io.Writer, inv *invocation, c
 	}
 	res.Source, res.Target = sourceuri.Redact(f.source), target
 	rep.annotate(res, target)
+	if n := heldPastTTLNote(cfg.Source, cfg.Program.WriteTime()); n != "" {
+		res.Notes = append(res.Notes, n)
+	}
 	return f.printResult(out, res, repair, started)
+}
+
+// heldPastTTLNote says that the cells of another TTL a source with write times left out as
+// expired (Cassandra still holds them) were compared as absent; "" when there were none.
+func heldPastTTLNote(src pipeline.Source, writeTimes bool) string {
+	st := cellTimeStats(src, writeTimes)
+	if st == nil || st.OtherTTLLeftOut == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d cells Cassandra still holds were read and compared as absent (counted at each read of the source): "+
+		"a TTL of their own, or none, keeps them there, but their write time + the table's TTL has passed, so the target hides them and migrate "+
+		"leaves them out; to keep them, migrate them without target.write_time, whose cells count the TTL from the load", st.OtherTTLLeftOut)
 }
 
 // openRepair creates --repair's file, into which cfg's run writes; nil without --repair.
