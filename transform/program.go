@@ -249,7 +249,7 @@ func (p *Program) TTLPlan() string {
 	switch {
 	case ttl != "" && p.writeTime:
 		return "TTL plan: " + ttl + " s, counted by Lindorm from each cell's timestamp, the cell's source write time (target.write_time): " +
-			"cells expire when the source's table TTL would have expired them (loaded from files, at most one --time-slice later: a slice's cells take its newest write time); " +
+			"cells expire when the source's table TTL would have expired them (loaded from files, at most one --time-slice later: a slice's cells take its newest write time, at most the copy's start, from which the cells written during the copy count it); " +
 			"cells already past it when read are left out and counted; cells with a TTL of their own expire at the table's (counted)."
 	case ttl != "":
 		return "TTL plan: " + ttl + " s, counted by Lindorm from each cell's timestamp, the time the cell is written (no target.write_time): " +
