@@ -76,17 +76,18 @@ type summaryOut struct {
 	sourceTable string
 }
 
-// cellTimeRows are the summary's lines about cells left out as expired and cells of another TTL.
-func cellTimeRows(c *cassandra.CellTimeStats) [][2]string {
+// cellTimeRows are the summary's lines about cells left out as expired and cells of another TTL;
+// attempt follows their names (" (this attempt)" in a resumed run: the source counts what it read).
+func cellTimeRows(c *cassandra.CellTimeStats, attempt string) [][2]string {
 	if c == nil {
 		return nil
 	}
-	rows := [][2]string{{"cells expired", fmt.Sprintf("%d (write time + the table's TTL already past: left out, Lindorm would hide them; %d rows with no cell left, counted as skipped)", c.ExpiredCells, c.ExpiredRows)}}
+	rows := [][2]string{{"cells expired" + attempt, fmt.Sprintf("%d (write time + the table's TTL already past: left out, Lindorm would hide them; %d rows with no cell left, counted as skipped)", c.ExpiredCells, c.ExpiredRows)}}
 	if c.OtherTTL > 0 {
-		rows = append(rows, [2]string{"cells of another TTL", fmt.Sprintf("%d (a TTL of their own, or none, unlike the table's: written, and they expire at their write time + the table's TTL, as Lindorm SQL has no per-cell TTL)", c.OtherTTL)})
+		rows = append(rows, [2]string{"cells of another TTL" + attempt, fmt.Sprintf("%d (a TTL of their own, or none, unlike the table's: written, and they expire at their write time + the table's TTL, as Lindorm SQL has no per-cell TTL)", c.OtherTTL)})
 	}
 	if c.OtherTTLLeftOut > 0 {
-		rows = append(rows, [2]string{"  of them left out", fmt.Sprintf("%d (Cassandra still holds them, but their write time + the table's TTL has passed: the target hides them; "+
+		rows = append(rows, [2]string{"  of them left out" + attempt, fmt.Sprintf("%d (Cassandra still holds them, but their write time + the table's TTL has passed: the target hides them; "+
 			"to keep them, migrate them without target.write_time, whose cells count the TTL from the load)", c.OtherTTLLeftOut)})
 	}
 	return rows
@@ -141,7 +142,7 @@ func printSummary(w io.Writer, title string, res pipeline.Result, out summaryOut
 		}
 		rows = append(rows, [2]string{"rows skipped (" + why + ")", fmt.Sprintf("%d", s.RowsSkipped)})
 	}
-	rows = append(rows, cellTimeRows(out.cells)...)
+	rows = append(rows, cellTimeRows(out.cells, attempt)...)
 	codes := make([]string, 0, len(res.RejectCodes))
 	for c := range res.RejectCodes {
 		codes = append(codes, c)

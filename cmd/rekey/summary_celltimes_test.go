@@ -29,3 +29,18 @@ func TestSummarySaysWhichExpiredCellsCassandraStillHolds(t *testing.T) {
 		t.Errorf("no cell of another TTL was left out:\n%s", b.String())
 	}
 }
+
+// The counts of cells left out or of another TTL are what this attempt read: a resumed run's
+// summary, whose totals include the earlier attempt, says they are this attempt's.
+func TestResumedSummaryCountsCellTimesOfThisAttempt(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	printSummary(&b, "Migration summary", pipeline.Result{RowsIn: 10, RowsWritten: 9, RowsSkipped: 1, RowsInThisRun: 4, Resumed: true},
+		summaryOut{label: "state", where: "/st", cells: &cassandra.CellTimeStats{ExpiredCells: 3, ExpiredRows: 1, OtherTTL: 2, OtherTTLLeftOut: 1}})
+	out := b.String()
+	for _, want := range []string{"cells expired (this attempt)", "cells of another TTL (this attempt)", "of them left out (this attempt)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the summary of a resumed run:\n%s", want, out)
+		}
+	}
+}
