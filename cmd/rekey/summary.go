@@ -87,7 +87,8 @@ func cellTimeRows(c *cassandra.CellTimeStats, attempt string) [][2]string {
 		rows = append(rows, [2]string{"cells of another TTL" + attempt, fmt.Sprintf("%d (a TTL of their own, or none, unlike the table's: written, and they expire at their write time + the table's TTL, as Lindorm SQL has no per-cell TTL)", c.OtherTTL)})
 	}
 	if c.OtherTTLLeftOut > 0 {
-		rows = append(rows, [2]string{"  of them left out" + attempt, fmt.Sprintf("%d (Cassandra still holds them, but their write time + the table's TTL has passed: the target hides them; "+
+		rows = append(rows, [2]string{"  of them left out" + attempt, fmt.Sprintf("%d (Cassandra still holds them, for a TTL of their own, or none, or the table's counted from a write later than their USING TIMESTAMP, "+
+			"but their write time + the table's TTL has passed: the target hides them; "+
 			"to keep them, migrate them without target.write_time, whose cells count the TTL from the load)", c.OtherTTLLeftOut)})
 	}
 	return rows

@@ -253,7 +253,8 @@ func heldPastTTLNote(src pipeline.Source, writeTimes bool) string {
 		return ""
 	}
 	return fmt.Sprintf("%d cells Cassandra still holds were read and compared as absent (counted at each read of the source): "+
-		"a TTL of their own, or none, keeps them there, but their write time + the table's TTL has passed, so the target hides them and migrate "+
+		"a TTL of their own, or none, or the table's counted from a write later than their USING TIMESTAMP, keeps them there, "+
+		"but their write time + the table's TTL has passed, so the target hides them and migrate "+
 		"leaves them out; to keep them, migrate them without target.write_time, whose cells count the TTL from the load", st.OtherTTLLeftOut)
 }
 

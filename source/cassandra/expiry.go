@@ -26,8 +26,9 @@ type CellTimeStats struct {
 	// those left out as expired too, which Cassandra still holds (OtherTTLLeftOut).
 	OtherTTL int64
 	// OtherTTLLeftOut are the cells of another TTL among ExpiredCells: live in Cassandra (a
-	// TTL of their own longer than the table's, or none), past the table's TTL counted from
-	// their write time, so the target would hide them from the moment they are written.
+	// TTL of their own longer than the table's, or none, or the table's counted from a write
+	// later than their timestamp, USING TIMESTAMP), past the table's TTL counted from their
+	// write time, so the target would hide them from the moment they are written.
 	OtherTTLLeftOut int64
 }
 
