@@ -436,8 +436,12 @@ func resumeAfterInterrupt(src pipeline.Source, where string) string {
 // after too many rejected rows, what works. Their fix changes the mapping or the input, and a
 // --resume refuses that as another job (a changed mapping changes the keys of the rows already
 // written), so the run starts over (startOver: how); --resume with a higher --max-rejects keeps
-// the rejected rows and goes on.
+// the rejected rows and goes on. A run in more time slices than it may open starts over too,
+// with wider ones: a resume keeps the first attempt's width.
 func afterFailure(runErr error, resume, startOver string) string {
+	if tm := (*files.TooManySlicesError)(nil); errors.As(runErr, &tm) {
+		return fmt.Sprintf("start over with wider slices, %s (--resume keeps the first attempt's --time-slice %s, and would fail the same way)", startOver, tm.Width)
+	}
 	if !errors.Is(runErr, runner.ErrTooManyRejects) {
 		return resume
 	}

@@ -214,3 +214,25 @@ func TestWriteTimeFilesSummaryCountsExpiredCells(t *testing.T) {
 		t.Errorf("rows in the files %v, want [1 2]: row 3's cells all expired", all)
 	}
 }
+
+// A run that fails for opening more time slices than it may says to start over with wider
+// slices (--overwrite, or a new --out), not to --resume: a resume keeps the first attempt's
+// --time-slice, refuses another, and would fail again at the same slice.
+func TestWriteTimeFilesTooManySlicesSaysStartOver(t *testing.T) {
+	cas := cassandratest.Open(t)
+	seedSliceRows(t, cas, 70)
+	dir := t.TempDir()
+	mapping := writeFile(t, dir, "m.yaml", sliceMapping)
+	out := filepath.Join(dir, "narrow")
+	source := cas.URI("wt", "slices", "")
+	code, stdout, stderr := runCLI(t, "migrate", "-m", mapping, "--source", source, "--out", out, "--time-slice", "1ms", "--progress", "never")
+	msg := stdout + stderr
+	if code != exitFailed || !strings.Contains(msg, "widen them (--time-slice") {
+		t.Fatalf("slices of 1ms: exit %d, want %d saying to widen them\n%s", code, exitFailed, msg)
+	}
+	if strings.Contains(msg, "with --resume") || !strings.Contains(msg, "--overwrite") {
+		t.Errorf("the failure says to resume, which keeps the 1ms slices, or not how to start over:\n%s", msg)
+	}
+	// what it says works: start over, wider
+	mustRun(t, "migrate", "-m", mapping, "--source", source, "--out", out, "--overwrite", "--time-slice", "24h", "--progress", "never")
+}

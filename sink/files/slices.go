@@ -46,6 +46,18 @@ type slice struct {
 	newest int64 // under SliceSink.mu
 }
 
+// TooManySlicesError fails a run whose rows' write times open more than Max slices of Width: a
+// run of wider slices starts over (a resume keeps the slices' width of its first attempt).
+type TooManySlicesError struct {
+	Max   int
+	Width time.Duration
+}
+
+func (e *TooManySlicesError) Error() string {
+	return fmt.Sprintf("files: the rows' write times span more than %d time slices of %s: widen them (--time-slice, e.g. %s); "+
+		"each slice is one bulkload job", e.Max, e.Width, e.Width*4)
+}
+
 // NewSliceSink returns a SliceSink; no slice is opened before a row needs it.
 func NewSliceSink(cfg SliceConfig) (*SliceSink, error) {
 	if cfg.Width == 0 {
@@ -138,8 +150,7 @@ func (s *SliceSink) open(ctx context.Context, start int64) (*slice, error) {
 	sl := s.slices[start]
 	if sl == nil {
 		if len(s.slices) >= s.cfg.Max {
-			return nil, fmt.Errorf("files: the rows' write times span more than %d time slices of %s: widen them (--time-slice, e.g. %s); "+
-				"each slice is one bulkload job", s.cfg.Max, s.cfg.Width, s.cfg.Width*4)
+			return nil, &TooManySlicesError{Max: s.cfg.Max, Width: s.cfg.Width}
 		}
 		sink, err := s.cfg.New(ctx, output.SliceFilePrefix(start))
 		if err != nil {
