@@ -274,7 +274,12 @@ func SliceJobs(schema pipeline.TargetSchema, res pipeline.Result, jobOpt JobOpti
 	for s := range newest {
 		starts = append(starts, s)
 	}
-	sort.Slice(starts, func(a, b int) bool { return newest[starts[a]] < newest[starts[b]] })
+	sort.Slice(starts, func(a, b int) bool {
+		if newest[starts[a]] != newest[starts[b]] {
+			return newest[starts[a]] < newest[starts[b]]
+		}
+		return starts[a] < starts[b] // slices stamped alike (the run's start) in their order
+	})
 	jobs := make([]*BulkloadJob, 0, len(starts))
 	for _, s := range starts {
 		opt := jobOpt

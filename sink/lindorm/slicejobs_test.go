@@ -52,3 +52,31 @@ func TestSliceJobsStampNoLaterThanTheRunsStart(t *testing.T) {
 		}
 	}
 }
+
+// Slices stamped alike (those written during the copy all take the run's start) are listed by
+// their start: bulkload.json and the next steps come out the same on every run.
+func TestSliceJobsOfOneStampInSliceOrder(t *testing.T) {
+	started := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	hour := int64(3_600_000)
+	var files []pipeline.FileInfo
+	var want []string
+	for i := int64(0); i < 8; i++ {
+		start := started.UnixMilli() + i*hour
+		files = append(files, pipeline.FileInfo{Path: "data/region-0000/" + output.SliceFilePrefix(start) + "part-00000.parquet", Rows: 1, NewestTime: start + 10})
+		want = append(want, output.SliceFilePrefix(start)+"*")
+	}
+	for run := 0; run < 20; run++ {
+		jobs, err := lindorm.SliceJobs(orders(), pipeline.Result{StartedAt: started, Files: files}, lindorm.JobOptions{DataDir: "data", FileType: "Parquet", Out: "out"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, j := range jobs {
+			_, glob, _ := strings.Cut(j.ReaderConfig.FilePath, "data/*/")
+			got = append(got, glob)
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Fatalf("run %d: jobs in order %v, want %v", run, got, want)
+		}
+	}
+}
