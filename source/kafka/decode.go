@@ -1438,7 +1438,7 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 			// the event's time is its mutation's newest (a row a BATCH wrote after the delete);
 			// the delete's own is in its cells
 			if dt := deletionTime(img); dt > 0 {
-				ch.WriteTime = dt / 1000
+				ch.WriteTime = max(dt/1000, 1)
 			}
 		}
 		if cassandraEvent(connector, d.cells > 0) {
@@ -1667,18 +1667,27 @@ func (e *envelope) read(doc string) error {
 // connector reads the event's source: source.connector ("cassandra", "mysql", ...) or "", the
 // event's time in epoch milliseconds from source.ts_us (microseconds, newer Debezium) or
 // source.ts_ms, or 0, and the commit log position (source.file, source.pos) of Debezium's
-// Cassandra connector (file "" and pos -1 when none).
+// Cassandra connector (file "" and pos -1 when none). A Cassandra write time before the first
+// millisecond (USING TIMESTAMP 0, or a negative one) is 1 ms, as a copied cell's is: every later
+// write still beats it, where none would reject the change.
 func (e *envelope) connector() (connector string, ms, us int64, file string, pos int64) {
 	pos = -1
+	timed := false
 	if strings.HasPrefix(e.source, "{") {
 		cqlvalue.ObjectFields(e.source, func(name, raw string) {
 			switch name {
 			case "connector":
 				connector, _ = unquoteSimple(raw)
 			case "ts_us":
-				us, _ = strconv.ParseInt(raw, 10, 64)
+				var err error
+				if us, err = strconv.ParseInt(raw, 10, 64); err == nil {
+					timed = true
+				}
 			case "ts_ms":
-				ms, _ = strconv.ParseInt(raw, 10, 64)
+				var err error
+				if ms, err = strconv.ParseInt(raw, 10, 64); err == nil {
+					timed = true
+				}
 			case "file":
 				file, _ = unquoteSimple(raw)
 			case "db":
@@ -1698,6 +1707,9 @@ func (e *envelope) connector() (connector string, ms, us int64, file string, pos
 	}
 	if us > 0 {
 		ms = us / 1000
+	}
+	if timed && connector == "cassandra" {
+		ms = max(ms, 1)
 	}
 	return connector, max(ms, 0), max(us, 0), file, pos
 }

@@ -37,3 +37,35 @@ func TestDecodeCassandraWriteTime(t *testing.T) {
 		d.Reset()
 	}
 }
+
+// A Cassandra write made before the first millisecond (USING TIMESTAMP 0, which applications
+// write so that every later write wins, or a negative time) has a write time as a copied cell
+// of it does, 1 ms, which every later write still beats: it was taken for none and the change
+// rejected (no_write_time), though its event carries its time.
+func TestDecodeCassandraWriteTimeBeforeTheFirstMillisecond(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatDebezium}, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := func(v string) string { return `{"value":` + v + `,"deletion_ts":null,"set":true}` }
+	after := `{"userid":` + cell(`"u1"`) + `,"orderid":` + cell(`1`) + `}`
+	for _, tc := range []struct {
+		name, value string
+		want        int64
+	}{
+		{"ts_us 0", `{"op":"i","source":{"connector":"cassandra","ts_ms":0,"ts_us":0},"after":` + after + `}`, 1},
+		{"ts_us 999", `{"op":"u","source":{"connector":"cassandra","ts_ms":0,"ts_us":999},"after":` + after + `}`, 1},
+		{"ts_us negative", `{"op":"i","source":{"connector":"cassandra","ts_us":-5000},"after":` + after + `}`, 1},
+		{"ts_ms 0 only", `{"op":"i","source":{"connector":"cassandra","ts_ms":0},"after":` + after + `}`, 1},
+		{"no time", `{"op":"i","source":{"connector":"cassandra"},"after":` + after + `}`, 0},
+	} {
+		chs := d.Decode(nil, nil, []byte(tc.value))
+		if len(chs) != 1 {
+			t.Fatalf("%s: %d changes", tc.name, len(chs))
+		}
+		if chs[0].WriteTime != tc.want {
+			t.Errorf("%s: write time %d, want %d (%s)", tc.name, chs[0].WriteTime, tc.want, show(chs))
+		}
+		d.Reset()
+	}
+}
