@@ -46,7 +46,7 @@ type Config struct {
 	Sort        bool
 	// TimeSlice is the width of the time slices of a mapping with target.write_time (0:
 	// files.DefaultTimeSlice): each slice's rows go to files of their own, loaded by a bulkload
-	// job of their own stamped with the slice's newest write time.
+	// job of their own stamped with the slice's newest write time, at most the run's start.
 	TimeSlice time.Duration
 	Options   Options
 	Job       lindorm.JobOptions // the bulkload job's options (Format and Out are set here)

@@ -31,7 +31,8 @@ type SliceConfig struct {
 // a row goes to the slice of its newest cell time (its start: that time rounded down to a
 // multiple of Width, epoch milliseconds), a row without times to the slice without a time. Each
 // slice's files are named by output.SliceFilePrefix, so each can be loaded by its own bulkload
-// job stamped with the slice's newest write time (FileInfo.NewestTime). Safe for concurrent
+// job stamped with the slice's newest write time (FileInfo.NewestTime; the job takes at most the
+// run's start: lindorm.SliceJobs). Safe for concurrent
 // Writes, as Sink.
 type SliceSink struct {
 	cfg   SliceConfig

@@ -95,7 +95,7 @@ type JobOptions struct {
 	Segments bool
 	// Slice, when set, is the name prefix of the data files of one time slice
 	// (output.SliceFilePrefix): the job reads only those (filePath "data/*/PREFIX*") and Timestamp
-	// is the slice's newest write time.
+	// is the slice's newest write time, at most the run's start (SliceJobs).
 	Slice string
 }
 

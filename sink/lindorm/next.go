@@ -126,7 +126,7 @@ func writeJob(b *strings.Builder, job *BulkloadJob) {
 // writeSliceJobs is step 3 of the next steps of a run in time slices: submit each job in turn.
 func writeSliceJobs(b *strings.Builder, jobs []*BulkloadJob) {
 	fmt.Fprintf(b, "  3. Submit the %d jobs of bulkload.json (a list: one per time slice of the rows' write times, each stamping its\n"+
-		"     cells with the slice's newest write time), oldest first, each as one job: LTS console > Import to\n"+
+		"     cells with the slice's newest write time, at most the run's start), oldest first, each as one job: LTS console > Import to\n"+
 		"     Lindorm/HBase > Universal Import > Create task with its fields, or the API. Lindorm keeps the newest\n"+
 		"     timestamp of a cell whatever the order; the order matters only for equal timestamps (the later load wins):\n", len(jobs))
 	for i, job := range jobs {
