@@ -1,16 +1,12 @@
 package replicate
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/source/kafka"
-	"github.com/rekey/rekey/transform"
 )
 
 // A target key computed from a regular (non-primary-key) column of a Cassandra table cannot be
@@ -21,32 +17,9 @@ import (
 // insert wrote the row under key one/1/1/1 and the update wrote it again under uno/1/1/1,
 // leaving the first behind: two rows for one, without a reject.
 func TestCassandraKeyFromARegularColumnIsRejected(t *testing.T) {
-	m, err := transform.Decode([]byte("version: 1\nsource: {columns: {a: int, b: int, c: int, x: text, y: int}}\ntarget: {table: t, primary_key: '[x][a][b][c]'}\n"), "t.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := transform.Compile(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open("../source/kafka/testdata/debezium-cassandra5-events.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	type event struct {
-		CQL        string
-		Key, Value json.RawMessage
-	}
-	var evs []event
-	for sc := bufio.NewScanner(f); sc.Scan() && len(evs) < 2; {
-		var ev event
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, ev)
-	}
-	if len(evs) != 2 || !strings.HasPrefix(evs[0].CQL, "INSERT") || !strings.Contains(evs[1].CQL, "SET x = 'uno'") {
+	prog := capturedProgram(t, "[x][a][b][c]")
+	evs := capturedEvents(t)[:2]
+	if !strings.HasPrefix(evs[0].CQL, "INSERT") || !strings.Contains(evs[1].CQL, "SET x = 'uno'") {
 		t.Fatalf("captured events %+v: want the INSERT and the UPDATE of x first", evs)
 	}
 	for _, caps := range []outputCaps{{wholeRows: true}, {}} {

@@ -1,16 +1,12 @@
 package replicate
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
 	"testing"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
 	"github.com/rekey/rekey/source/kafka"
-	"github.com/rekey/rekey/transform"
 )
 
 // verify reads a replication's changes through the SQL worker's translation (ReadChanges), with
@@ -19,28 +15,8 @@ import (
 // it, and the batch's changes are the first event's alone. Before, the skip counted it in the
 // missing metrics, and verify stopped with a nil pointer dereference.
 func TestChangesSkipARepeatedEventWithoutMetrics(t *testing.T) {
-	m, err := transform.Decode([]byte("version: 1\nsource: {columns: {a: int, b: int, c: int, x: text, y: int}}\ntarget: {table: t, primary_key: '[a][b][c]'}\n"), "t.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := transform.Compile(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open("../source/kafka/testdata/debezium-cassandra5-events.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	if !sc.Scan() {
-		t.Fatal("no captured event")
-	}
-	var ev struct{ Key, Value json.RawMessage }
-	if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-		t.Fatal(err)
-	}
+	prog := capturedProgram(t, "[a][b][c]")
+	ev := capturedEvents(t)[0]
 	// as ReadChanges makes it: a replicator without an output or metrics
 	r := &Replicator{cfg: Config{Kafka: kafka.Config{Format: kafka.FormatDebezium, Topic: "t"}, Program: prog}, log: zap.NewNop(), target: prog.Target()}
 	w := &sqlWorker{partWorker: r.newSQLPartWorker(0, nil)}

@@ -1,9 +1,6 @@
 package replicate
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -11,7 +8,6 @@ import (
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/kafka"
-	"github.com/rekey/rekey/transform"
 )
 
 // A key whose leading column is a hash of the partition key, with the partition key itself after
@@ -21,32 +17,11 @@ import (
 // table they are rejected (range_tombstone). Before, they became h = .. AND b >= 3 AND b < 5 and
 // h = .., deleting the rows of every partition sharing the hash.
 func TestRangeDeleteUnderAHashPrefixOfManyPartitionsIsRejected(t *testing.T) {
-	m, err := transform.Decode([]byte("version: 1\nsource: {columns: {a: int, b: int, c: int, x: text, y: int}}\ntarget: {table: t, primary_key: '[crc32(a) % 16 AS h][b][a][c]'}\n"), "t.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := transform.Compile(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open("../source/kafka/testdata/debezium-cassandra5-events.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	prog := capturedProgram(t, "[crc32(a) % 16 AS h][b][a][c]")
 	r := &Replicator{cfg: Config{Program: prog, Kafka: kafka.Config{Format: kafka.FormatDebezium}}, target: prog.Target(), log: zap.NewNop()}
 	w := r.newPartWorker(0, nil, outputCaps{}, 2)
 	seen := 0
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var ev struct {
-			CQL        string
-			Key, Value json.RawMessage
-		}
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range capturedEvents(t) {
 		chs := w.dec.Decode(nil, ev.Key, ev.Value)
 		if ev.CQL != "DELETE FROM capture.ev WHERE a = 1 AND b >= 3 AND b < 5" && ev.CQL != "DELETE FROM capture.ev WHERE a = 2" {
 			continue
