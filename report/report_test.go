@@ -1087,3 +1087,44 @@ regions:
 		t.Errorf("random UUIDs judged incremental: %s", f.Message)
 	}
 }
+
+// --sample keeps the verdicts of the whole input: an auto-increment id read in a shuffled order
+// (nothing tells the write order) is a sequence by its dense values, and a sample of it, one row
+// in k or spread over the input, holds values as far apart as k rows: judged against the rows of
+// the input the sample stands for, not against its own, they are as dense, and the key as
+// incremental as the whole input's.
+func TestSampledSequenceIsIncremental(t *testing.T) {
+	yml := `
+version: 1
+source:
+  name: orders
+  columns:
+    id: bigint
+    v: text
+target:
+  table: orders
+  primary_key: "[id]"
+regions:
+  count: 16
+`
+	const n = 100000
+	src := func() *samplingSource {
+		return &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
+			return []pipeline.Value{pipeline.Int(int64(i*7919)%n + 1), pipeline.Text("x")}
+		}}}
+	}
+	for _, s := range []model.Sample{{}, {Fraction: 0.1}, {Rows: 2000}} {
+		rep := runReport(t, yml, src(), func(c *Config) { c.Sample = s })
+		if rep.WriteOrder.Evidence != model.OrderArrival {
+			t.Fatalf("%+v: write order %+v, want arrival order", s, rep.WriteOrder)
+		}
+		if f := findingOf(rep, "incremental_key_column"); f == nil || f.Severity != model.SevWarning || !strings.Contains(f.Message, "sequence") {
+			t.Errorf("sample %+v (%d of %d rows analysed): the shuffled sequence id is not judged incremental: %+v", s, rep.Totals.RowsAnalysed, rep.Totals.RowsRead, f)
+		}
+		for _, a := range rep.Alternatives {
+			if a.IsMapping && (a.Grade != "poor" || !a.Incremental) {
+				t.Errorf("sample %+v: the mapping's design grades %s (incremental first %v)", s, a.Grade, a.Incremental)
+			}
+		}
+	}
+}

@@ -415,12 +415,15 @@ func (r *runner) assemble(ctx context.Context, total *collide.Acc, tl *timeline,
 		close(counting)
 	}()
 	ord := r.writeOrder(tl, total.Rows)
+	// a sequence's values are judged dense against the rows of the input the subsample stands
+	// for: --sample's rows stand for k times as many
+	stands := int64(float64(total.Rows) * r.sampleScale(tl, info))
 	judged := make(chan struct{})
 	go func() {
-		r.judge(tl, &ord, total.Rows)
+		r.judge(tl, &ord, stands)
 		close(judged)
 	}()
-	r.adv.Wo, r.adv.Analysed, r.adv.Inferred = ord.wo, total.Rows, ord.kind == model.OrderTimeColumn
+	r.adv.Wo, r.adv.Analysed, r.adv.Inferred = ord.wo, stands, ord.kind == model.OrderTimeColumn
 	advised := time.Now()
 	if len(r.adv.Specs) > 0 && len(tl.subsample) > 0 {
 		r.adv.SpreadBuckets(tl.subsample)
@@ -475,6 +478,21 @@ func (r *runner) assemble(ctx context.Context, total *collide.Acc, tl *timeline,
 	r.recommend(rep, tl.subsample)
 	advise.Evaluate(rep, cfg.Strict)
 	return rep, nil
+}
+
+// sampleScale is how many rows of the source each row --sample analyses stands for: the rows
+// read over those analysed for one row in k, the source's estimate over the rows of a spread
+// sample; 1 without --sample, for the first N rows of a source of unknown size, and for a source
+// that reads a part of its input (a window is a stretch of it, its values as dense as the
+// input's).
+func (r *runner) sampleScale(tl *timeline, info model.SourceInfo) float64 {
+	switch {
+	case r.every > 1 && tl.analysed > 0:
+		return float64(tl.read) / float64(tl.analysed)
+	case r.every > 1 || r.limit > 0 || !info.Sampled || !info.ScaleKnown || r.partScale <= 0:
+		return 1
+	}
+	return max(1, info.Scale/r.partScale) // a spread sample (Source.sample): the source's estimate over its rows
 }
 
 // countCollisions runs the collision check: the mapping's key (with the column sets the advisor
