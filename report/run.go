@@ -125,6 +125,10 @@ type Config struct {
 	// (a source that can be read again, when keys collide), with the counters that read
 	// updates (RowsIn), and returns what to call when it ends: for a progress display.
 	Reread func(c *pipeline.Counters) (done func())
+	// Unread, when set, is called once the source has been read: what of its input the source
+	// did not reach, in words ("" for nothing), as a Kafka window that an open transaction held
+	// back. The report then judges what it read as a sample of the input.
+	Unread func() string
 }
 
 const (
@@ -447,6 +451,20 @@ func (r *runner) assemble(ctx context.Context, total *collide.Acc, tl *timeline,
 	if r.limit > 0 {
 		if r.estRows > 0 && tl.read > 0 {
 			info.Scale, info.ScaleKnown = float64(r.estRows)/float64(tl.read)*r.partScale, true
+		}
+	}
+	if cfg.Unread != nil {
+		if what := cfg.Unread(); what != "" {
+			// the rows read are part of the input: a sample of it, of the rows read over the
+			// source's estimate when nothing else sampled it
+			if !info.Sampled && r.estRows > tl.read && tl.read > 0 {
+				info.Scale = float64(r.estRows) / float64(tl.read) * r.partScale
+			}
+			if info.Sampled {
+				info.Sample += ", " + what
+			} else {
+				info.Sampled, info.Sample = true, what
+			}
 		}
 	}
 	rep := r.build(total, tl, coll, plan, planInfo, info, elapsed, ord)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/replicate"
@@ -249,5 +251,69 @@ func TestKafkaReportOfAWindowCutShortIsASample(t *testing.T) {
 	// max= past what the topic holds: the window is the whole topic
 	if _, rep := read("whole", "5000"); rep.Source.Sampled || !rep.Uniqueness.Exact {
 		t.Errorf("a window of every message: source %+v, uniqueness exact %v", rep.Source, rep.Uniqueness.Exact)
+	}
+}
+
+// A window whose partition an open transaction holds back ends there (after the window's idle
+// wait, with a warning): the report judged the messages before it only, and says so, as a
+// sample of the window (its uniqueness check not exact, the messages it did not read named),
+// rather than judge what it read as the whole window, exactly.
+func TestKafkaReportOfAWindowHeldBackIsASample(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "cli-orders-held", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	txn, plain := c.Producers(t, topic)
+	row := func(i int) *kgo.Record {
+		return &kgo.Record{Value: []byte(fmt.Sprintf(`{"userid":"user%04d","orderid":%d,"channel":"jd","ts":"2024-01-01T00:00:00Z","status":"new","location":"x","amount":"1.00"}`, i%300, i))}
+	}
+	for i := range 1000 {
+		if err := plain.ProduceSync(ctx, row(i)).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, row(1000)).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	defer txn.EndTransaction(context.Background(), kgo.TryAbort)
+	for i := 1001; i < 1100; i++ {
+		if err := plain.ProduceSync(ctx, row(i)).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	js := filepath.Join(t.TempDir(), "r.json")
+	code, out, errs := runCLI(t, "report", "-m", filepath.Join("..", "..", "mappings", "orders.yaml"), "--source", "kafka://"+strings.Join(c.Brokers, ",")+"/"+topic,
+		"--progress", "never", "--json", js)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	var rep struct {
+		Source struct {
+			Sampled bool
+			Sample  string
+		}
+		Totals struct {
+			RowsRead int64 `json:"rows_read"`
+		}
+		Uniqueness struct{ Exact bool }
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Totals.RowsRead != 1000 {
+		t.Fatalf("read %d messages, want the 1,000 before the open transaction\n%s", rep.Totals.RowsRead, out)
+	}
+	if !rep.Source.Sampled || rep.Uniqueness.Exact || !strings.Contains(rep.Source.Sample, topic+"/0") || !strings.Contains(rep.Source.Sample, "1000 to 1099") {
+		t.Errorf("a window read up to an open transaction: source %+v, uniqueness exact %v", rep.Source, rep.Uniqueness.Exact)
+	}
+	if !strings.Contains(out, "(on the sample)") || !strings.Contains(out, "open transaction") {
+		t.Errorf("the report of a window held back does not say what it left out:\n%s", out)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -216,6 +217,7 @@ func (f *reportFlags) config(ctx context.Context, inv *invocation, logger *zap.L
 	return report.Config{
 		Whole:     whole,
 		Part:      part,
+		Unread:    sourceUnread(src),
 		Program:   prog,
 		Mapping:   m,
 		Source:    src,
@@ -409,6 +411,27 @@ func sourcePart(src pipeline.Source) (int64, string) {
 		}
 	}
 	return 0, ""
+}
+
+// sourceUnread says, once the source has been read, what of its input it did not reach: the
+// partitions of a Kafka window that an open transaction held back. nil: the source reads what it
+// opened, or fails.
+func sourceUnread(src pipeline.Source) func() string {
+	w, ok := src.(*kafka.Window)
+	if !ok {
+		return nil
+	}
+	return func() string {
+		held := w.HeldBack()
+		if len(held) == 0 {
+			return ""
+		}
+		parts := make([]string, len(held))
+		for i, h := range held {
+			parts[i] = fmt.Sprintf("%s offsets %d to %d", h.Stream, h.From, h.End-1)
+		}
+		return fmt.Sprintf("the window but the messages an open transaction held back, not read: %s; run again once the transaction has ended", strings.Join(parts, ", "))
+	}
 }
 
 // unsizedWindow names a file window (skip=, limit=) of an input whose rows are not known.

@@ -51,6 +51,8 @@ type Window struct {
 	// first event's table is the one, and an event of another table fails the read.
 	Table  string
 	tables TableSeen // the first event's table, shared by the partitions' decoders
+	heldMu sync.Mutex
+	held   []HeldBack // Run's partitions an open transaction held back, in the order they ended
 
 	// BatchSize is the number of records per batch (default 1024).
 	BatchSize int
@@ -172,6 +174,24 @@ func (w *Window) Part() (retained int64, newest bool) {
 	return w.retained, w.cfg.Start == StartLatest
 }
 
+// HeldBack is the part of a partition's window a read did not reach: an open transaction held
+// back the messages from offset From on, up to the window's End (exclusive).
+type HeldBack struct {
+	Stream    string
+	From, End int64
+}
+
+// HeldBack lists the partitions whose window Run ended short of its end offset, waiting on an
+// open transaction (Idle): what it read is part of the window.
+func (w *Window) HeldBack() []HeldBack {
+	w.heldMu.Lock()
+	defer w.heldMu.Unlock()
+	return slices.Clone(w.held)
+}
+
+// errHeldBack ends a partition's read that waited Idle on an open transaction.
+var errHeldBack = errors.New("kafka: an open transaction holds back the rest of the partition")
+
 // Run reads every partition's window and sends its batches to out.
 func (w *Window) Run(ctx context.Context, resume map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
 	// every cursor is checked before any partition is read: a read started before a bad cursor
@@ -261,6 +281,12 @@ func (w *Window) runPart(ctx context.Context, p windowPart, from int64, out chan
 		}
 		return nil
 	})
+	if errors.Is(err, errHeldBack) {
+		w.heldMu.Lock()
+		w.held = append(w.held, HeldBack{Stream: stream, From: next, End: p.end})
+		w.heldMu.Unlock()
+		err = nil
+	}
 	if err != nil {
 		return err
 	}
@@ -324,7 +350,8 @@ func rawMessage(m *kafkago.Message) string {
 }
 
 // read calls fn with every message of a partition in [from, end), and idle when no message is
-// ready (a good moment to flush). It stops at end, or after Idle without a message.
+// ready (a good moment to flush). It stops at end, or after Idle without a message while fetches
+// are answered (errHeldBack: an open transaction holds the rest back).
 func (w *Window) read(ctx context.Context, partition int, from, end int64, fn func(*kafkago.Message) error, idle func() error) error {
 	// the batches' messages are not recycled: the records sent on alias them
 	stream := Stream(w.cfg.Topic, partition)
@@ -367,7 +394,7 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 			w.log.Warn("nothing read for a while before the window's end offset: the partition's window ends here, without the messages up to its end "+
 				"(an open transaction holds them back until it commits or aborts); run again once it has ended",
 				zap.String("stream", stream), zap.Int64("offset", from), zap.Int64("end", end), zap.Duration("waited", w.Idle))
-			return nil
+			return errHeldBack
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -480,7 +507,7 @@ func (w *Window) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, er
 					}
 					return nil
 				}, func() error { return nil })
-				if err != nil && !errors.Is(err, errRunFull) {
+				if err != nil && !errors.Is(err, errRunFull) && !errors.Is(err, errHeldBack) {
 					return err
 				}
 			}
