@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
@@ -546,5 +547,50 @@ func TestParseQuery(t *testing.T) {
 	if err := advise.CheckQueries([]transform.Query{{Equal: []string{"device"}, Range: "ts"}}, src); err == nil ||
 		!strings.Contains(err.Error(), `"device" is not a source column (source columns: device_id, ts)`) {
 		t.Errorf("CheckQueries: %v", err)
+	}
+}
+
+// sourceErrs is a source whose every tenth record failed to decode (Err set by the source, as a
+// Kafka message that is no JSON, or a delete): every key design rejects those alike.
+type sourceErrs struct{ memSource }
+
+func (s *sourceErrs) Run(ctx context.Context, _ map[string]pipeline.StreamState, out chan<- pipeline.Batch) error {
+	for i := 0; i < s.n; i += 1000 {
+		var recs []pipeline.Record
+		for k := i; k < min(i+1000, s.n); k++ {
+			rec := pipeline.Record{Values: s.make(k), Seq: int64(k + 1)}
+			if k%10 == 9 {
+				rec = pipeline.Record{Seq: int64(k + 1), Err: &pipeline.RowError{Code: "parse", Message: "not JSON"}, Raw: "{"}
+			}
+			recs = append(recs, rec)
+		}
+		select {
+		case out <- pipeline.Batch{Stream: "mem", Records: recs}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// The rows the source itself rejects (a message that is no JSON, a delete) are lost by every
+// design alike: each design's lost figure counts them, as the mapping's does, so the advisor's
+// lost column compares the designs on the same rows rather than charge them to the mapping alone.
+func TestAdvisorLostCountsTheSourceRejectsForEveryDesign(t *testing.T) {
+	const n = 20000
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[md5(id).substr(0,4) + id AS h][ts]"), &sourceErrs{memSource{n: n, make: events(n).make}}, nil)
+	if rep.Totals.RowsRejected != n/10 {
+		t.Fatalf("rejected %d, want the source's %d", rep.Totals.RowsRejected, n/10)
+	}
+	if len(rep.Alternatives) < 3 {
+		t.Fatalf("alternatives %+v", rep.Alternatives)
+	}
+	for _, a := range rep.Alternatives {
+		if a.Error != "" {
+			continue
+		}
+		if a.RejectedRows != n/10 || a.LostRows != a.Overwritten+n/10 {
+			t.Errorf("%s %s: rejected %d, lost %d (overwritten %d), want the source's %d rejects in both", a.ID, a.PrimaryKey, a.RejectedRows, a.LostRows, a.Overwritten, n/10)
+		}
 	}
 }

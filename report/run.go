@@ -472,7 +472,7 @@ func (r *runner) assemble(ctx context.Context, total *collide.Acc, tl *timeline,
 	rep.HotRows = ord.hot
 	rep.Workload = r.workload()
 	rep.Design = r.prog.DesignRules(cfg.Regions > 0)
-	ex := advise.ExactFigures{Mapping: coll, Sets: coll2, Analysed: tl.analysed, Rejected: total.Rejected, SetsExact: len(r.adv.Sets) > 0}
+	ex := advise.ExactFigures{Mapping: coll, Sets: coll2, Analysed: tl.analysed, Rejected: total.Rejected, SourceRejected: total.SourceRejected, SetsExact: len(r.adv.Sets) > 0}
 	if m := cfg.Mapping; m != nil {
 		compile := func(pk string) (*transform.Program, error) {
 			m2 := *m
@@ -874,6 +874,7 @@ func (w *worker) process(j *job) {
 		rec := &b.Records[i]
 		if rec.Err != nil {
 			rejected++
+			a.SourceRejected++
 			e := rec.Err
 			a.Reject(e.Code, ord, func() model.RejectExample {
 				return model.RejectExample{Position: b.Position(rec), Stage: "source", Code: e.Code, Field: e.Field, Message: e.Message}

@@ -703,13 +703,16 @@ func (a *Advisor) Evaluate(recs []pipeline.Record, specs []altSpec, withMapping 
 
 // ExactFigures is what the collision check found for the advisor.
 type ExactFigures struct {
-	Mapping   collide.CollisionResult // the mapping's own key
-	Sets      collide.CollisionResult // SetRows and SaltRows for advisor.sets (the same result unless the key has a salt)
-	Suggest   *model.KeySuggestion    // the smallest key change for the mapping
-	Derived   []string                // columns appended to every derived design (a verified suggestion), or nil
-	Analysed  int64                   // rows run through the mapping
-	Rejected  int64                   // rows the mapping rejected
-	SetsExact bool                    // the collision check counted advisor.sets (over the rows analysed, as the uniqueness rule)
+	Mapping  collide.CollisionResult // the mapping's own key
+	Sets     collide.CollisionResult // SetRows and SaltRows for advisor.sets (the same result unless the key has a salt)
+	Suggest  *model.KeySuggestion    // the smallest key change for the mapping
+	Derived  []string                // columns appended to every derived design (a verified suggestion), or nil
+	Analysed int64                   // rows run through the mapping
+	Rejected int64                   // rows the mapping rejected
+	// SourceRejected is the part of Rejected the source gave as errors, which every design
+	// rejects alike (the subsample holds none of them)
+	SourceRejected int64
+	SetsExact      bool // the collision check counted advisor.sets (over the rows analysed, as the uniqueness rule)
 }
 
 // Finish puts the advisor's table together: the mapping's design, the mapping with the suggested
@@ -734,7 +737,8 @@ func (a *Advisor) Finish(recs []pipeline.Record, ex ExactFigures) []model.Altern
 	if len(ex.Derived) > 0 {
 		d = a.withChange(recs, ex.Derived, d)
 	}
-	list = a.addDerived(list, d, ex, float64(ex.Analysed)/float64(max(len(recs), 1)))
+	// the subsample is drawn from the rows the source gave without an error
+	list = a.addDerived(list, d, ex, float64(ex.Analysed-ex.SourceRejected)/float64(max(len(recs), 1)))
 	return a.rank(list, d)
 }
 
@@ -857,7 +861,7 @@ func (a *Advisor) addDerived(list []altResult, d derived, ex ExactFigures, scale
 		res.ID, res.Name, res.TradeOff, res.Added = s.id, s.name, s.tradeOff, s.add
 		if err == nil {
 			a.withReads(&res, res.prog)
-			res.RejectedRows = int64(math.Round(float64(res.Rejected) * scale))
+			res.RejectedRows = ex.SourceRejected + int64(math.Round(float64(res.Rejected)*scale))
 			a.overwritten(&res, s, ex, scale)
 		}
 		// the same keys as a design already listed: fold it

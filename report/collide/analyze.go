@@ -158,17 +158,20 @@ type Acc struct {
 	d        *Design
 	Rows     int64
 	Rejected int64
-	Codes    map[string]int64
-	RejEx    []model.RejectExample
-	KeyHist  *lengthHist
-	RowBytes int64
-	RegRows  []int64
-	RegBytes []int64
-	Hll      *hyperloglog.Sketch
-	Ss       *spaceSaving
-	Lcp      []byte
-	lcpSet   bool
-	Cols     []colAcc
+	// SourceRejected is the rejected rows the source itself gave as errors (Record.Err: a
+	// message that is no JSON, a delete), which every key design rejects alike
+	SourceRejected int64
+	Codes          map[string]int64
+	RejEx          []model.RejectExample
+	KeyHist        *lengthHist
+	RowBytes       int64
+	RegRows        []int64
+	RegBytes       []int64
+	Hll            *hyperloglog.Sketch
+	Ss             *spaceSaving
+	Lcp            []byte
+	lcpSet         bool
+	Cols           []colAcc
 
 	// monotonicity between consecutive accepted rows that this acc saw in sequence
 	Prev            pipeline.Value
@@ -393,6 +396,7 @@ func looksJSON(s string) bool {
 func (a *Acc) Merge(o *Acc) {
 	a.Rows += o.Rows
 	a.Rejected += o.Rejected
+	a.SourceRejected += o.SourceRejected
 	for k, v := range o.Codes {
 		a.Codes[k] += v
 	}

@@ -368,8 +368,9 @@ type Alternative struct {
 	// check on the columns it reads (OverwrittenExact false: only the subsample's, scaled).
 	Overwritten      int64 `json:"overwritten_rows"`
 	OverwrittenExact bool  `json:"overwritten_exact"`
-	// RejectedRows is the rows it rejects over the analysed input: exact for the mapping, the
-	// subsample's share for a derived design.
+	// RejectedRows is the rows it rejects over the analysed input: exact for the mapping; for a
+	// derived design the rows the source itself rejected (every design alike) plus the
+	// subsample's share of the rest.
 	RejectedRows int64 `json:"rejected_rows"`
 	// LostRows = Overwritten + RejectedRows: what the text's "lost" column shows.
 	LostRows     int64       `json:"lost_rows"`
