@@ -183,6 +183,13 @@ type Sampler interface {
 	Sample(ctx context.Context, n int) ([]Record, error)
 }
 
+// HeadSampler is implemented by a Sampler whose sample may be the first rows of its input (or of
+// some of its files) rather than rows spread over it: a gzip file cannot be read from the middle.
+// SamplesHead tells whether it is; a report then names its sample as the first rows it reads.
+type HeadSampler interface {
+	SamplesHead() bool
+}
+
 // Rereader is implemented by sources whose Run, called again, reads the same rows in the same
 // order (files, generated data; not stdin, streams or live tables). The report reads such a
 // source a second time, only when keys collide, rather than keep every row's values on disk.

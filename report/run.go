@@ -277,6 +277,11 @@ func (r *runner) sample(ctx context.Context) (pipeline.Source, model.SourceInfo,
 		info.Sampled, info.Sample = true, everyLabel(r.every)
 	case s.Rows > 0:
 		sampler, isSampler := src.(pipeline.Sampler)
+		if h, ok := src.(pipeline.HeadSampler); ok && h.SamplesHead() {
+			// its sample is no spread of the input but the first rows (a gzip file's): read
+			// one row in k of it, or its first rows, and say so
+			isSampler = false
+		}
 		switch {
 		case r.estRows >= 0 && s.Rows >= r.estRows:
 			// the whole input is smaller than the sample

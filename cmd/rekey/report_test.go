@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -338,5 +340,54 @@ func TestReportQuietSaysItSampled(t *testing.T) {
 	}
 	if _, out := reportCLI(t, "report", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=2000", "--progress", "never", "-q"); strings.Contains(out, "sample") {
 		t.Errorf("report -q of every row: %s", out)
+	}
+}
+
+// A gzip file cannot be read from the middle: its sample is its first rows. --sample N of it
+// says so ("first N rows", of an input whose size is not known), not "spread over the input",
+// which it is not: an export sorted by the key shows only the head of the key space.
+func TestReportSampleOfAGzipFileSaysItIsTheFirstRows(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var csv bytes.Buffer
+	csv.WriteString("id,note\n")
+	for i := range 50000 {
+		fmt.Fprintf(&csv, "%d,n%d\n", i, i%7)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write(csv.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, m, js := filepath.Join(dir, "ids.csv.gz"), filepath.Join(dir, "m.yaml"), filepath.Join(dir, "r.json")
+	if err := os.WriteFile(data, gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const mapping = "version: 1\nsource:\n  name: ids\n  columns:\n    id: bigint\n    note: text\ntarget:\n  table: ids\n  primary_key: \"[md5(id).substr(0,4) + id AS k]\"\n  columns:\n    note: note\nregions:\n  count: 16\n"
+	if err := os.WriteFile(m, []byte(mapping), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := reportCLI(t, "report", "-m", m, "--source", "file:"+data, "--sample", "1000", "--progress", "never", "--tmp", dir, "--json", js)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	var rep struct {
+		Source struct {
+			Sampled    bool
+			Sample     string
+			ScaleKnown bool `json:"scale_known"`
+		}
+		Totals struct {
+			RowsRead int64 `json:"rows_read"`
+		}
+	}
+	if b, err := os.ReadFile(js); err != nil || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("json: %v %s", err, b)
+	}
+	if !rep.Source.Sampled || strings.Contains(rep.Source.Sample, "spread") || !strings.Contains(rep.Source.Sample, "first 1000 rows") || rep.Source.ScaleKnown || rep.Totals.RowsRead != 1000 {
+		t.Errorf("--sample 1000 of a gzip file: source %+v, read %d; want the first 1000 rows, named so\n%s", rep.Source, rep.Totals.RowsRead, out)
 	}
 }

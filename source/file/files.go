@@ -58,12 +58,13 @@ type Stdin struct {
 }
 
 var (
-	_ pipeline.Source   = (*Files)(nil)
-	_ pipeline.Sizer    = (*Files)(nil)
-	_ pipeline.Sampler  = (*Files)(nil)
-	_ pipeline.Rereader = (*Files)(nil)
-	_ pipeline.Source   = (*Stdin)(nil)
-	_ pipeline.Sizer    = (*Stdin)(nil)
+	_ pipeline.Source      = (*Files)(nil)
+	_ pipeline.Sizer       = (*Files)(nil)
+	_ pipeline.Sampler     = (*Files)(nil)
+	_ pipeline.HeadSampler = (*Files)(nil)
+	_ pipeline.Rereader    = (*Files)(nil)
+	_ pipeline.Source      = (*Stdin)(nil)
+	_ pipeline.Sizer       = (*Stdin)(nil)
 )
 
 // headBudget is what Open reads of all the files' heads together (each at least minHeadSize):
@@ -764,6 +765,20 @@ func (f *Files) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 		recs = append(recs, part...)
 	}
 	return recs, nil
+}
+
+// SamplesHead tells whether Sample gives the first rows of a file rather than rows spread over
+// it: a gzip file's share of the sample is its head (but a window Sample reads whole).
+func (f *Files) SamplesHead() bool {
+	if f.limit > 0 && f.skip+f.limit <= windowSampleRows {
+		return false
+	}
+	for _, s := range f.files {
+		if s.gz {
+			return true
+		}
+	}
+	return false
 }
 
 // shares splits n in proportion to the weights (largest remainders).
