@@ -477,7 +477,6 @@ func (w *Window) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, er
 			quota = size
 		}
 		runs := min(quota, 16)
-		runLen := (quota + runs - 1) / runs
 		// each run holds its share of the partition's share of SampleBytes, at least a message
 		runBytes := max(1, w.sampleBytes()/runs*size/w.total)
 		g.Go(func() error {
@@ -487,8 +486,9 @@ func (w *Window) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, er
 			}
 			b := pipeline.Batch{Stream: Stream(w.cfg.Topic, p.partition), SaltOrigin: true}
 			for j := int64(0); j < runs; j++ {
+				// run j takes its part of the quota: the runs take the quota in all
 				from := p.start + j*size/runs
-				end := min(from+runLen, p.end)
+				end := min(from+quota*(j+1)/runs-quota*j/runs, p.end)
 				var held int64
 				err := w.read(ctx, p.partition, from, end, func(m *kafkago.Message) error {
 					if held >= runBytes {

@@ -613,3 +613,42 @@ func TestParseURIRefusesAPasswordWithoutALogin(t *testing.T) {
 		t.Fatalf("a password with a login: %+v %v", c.SASL, err)
 	}
 }
+
+// A sample takes each partition's share of it, in proportion to what the partition holds: a share
+// that its runs of consecutive messages do not divide evenly (17 messages in 16 runs) is not
+// rounded up per run, which took nearly twice the share from the first partitions and cut the
+// last ones out of the sample.
+func TestWindowSampleCoversEveryPartition(t *testing.T) {
+	const topic, parts, per = "sample-parts", 10, 100
+	c := kafkatest.Start(t)
+	name := c.CreateTopic(t, topic, parts)
+	var msgs []kafkago.Message
+	for p := range parts {
+		for i := range per {
+			msgs = append(msgs, kafkago.Message{Partition: p, Value: []byte(fmt.Sprintf(`{"userid":"u%d-%d","orderid":%d}`, p, i, i))})
+		}
+	}
+	c.Produce(t, name, msgs...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w := openWindow(ctx, t, c, name)
+	const n = 170
+	bs, err := w.SampleBatches(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	total := 0
+	for _, b := range bs {
+		count[b.Stream] += len(b.Records)
+		total += len(b.Records)
+	}
+	if total != n {
+		t.Errorf("sample of %d records, want %d", total, n)
+	}
+	for p := range parts {
+		if got := count[kafka.Stream(name, p)]; got != n/parts {
+			t.Errorf("partition %d: %d records of the sample, want its share %d (all: %v)", p, got, n/parts, count)
+		}
+	}
+}
