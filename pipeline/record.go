@@ -190,6 +190,13 @@ type HeadSampler interface {
 	SamplesHead() bool
 }
 
+// SampleDescriber is implemented by a Sampler whose sample is drawn in a way "rows spread over
+// the input" does not describe (the first rows of slices of a Cassandra ring): DescribeSample
+// says how a sample of rows rows was drawn, for a report to name it.
+type SampleDescriber interface {
+	DescribeSample(rows int) string
+}
+
 // Rereader is implemented by sources whose Run, called again, reads the same rows in the same
 // order (files, generated data; not stdin, streams or live tables). The report reads such a
 // source a second time, only when keys collide, rather than keep every row's values on disk.

@@ -294,6 +294,9 @@ func (r *runner) sample(ctx context.Context) (pipeline.Source, model.SourceInfo,
 			src = ss
 			rows := ss.rows()
 			info.Sampled, info.Sample = true, strconv.FormatInt(int64(rows), 10)+" rows spread over the input"
+			if d, ok := sampler.(pipeline.SampleDescriber); ok {
+				info.Sample = d.DescribeSample(rows)
+			}
 			if r.estRows > 0 {
 				info.Scale = float64(r.estRows) / float64(max(1, rows))
 			} else {

@@ -205,3 +205,29 @@ func TestReportSingleRowHotspotKafka(t *testing.T) {
 		t.Errorf("no single_row_hotspot warning:\n%s", out)
 	}
 }
+
+// --sample N of a Cassandra table reads the first rows, in token order, of slices spread over the
+// ring: whole runs of one partition's rows, not rows spread over the table. The report says so
+// (how many slices, a partition's rows together), not "spread over the input": here 200 hosts'
+// partitions of 100 rows each, of which the sample holds a few dozen.
+func TestReportSampledCassandraSaysHowItWasDrawn(t *testing.T) {
+	c := cassandratest.Open(t)
+	cols := []cqltest.Column{{Name: "host", Type: "text"}, {Name: "seq", Type: "bigint"}, {Name: "msg", Type: "text"}}
+	if err := c.CreateTable("ks", "logs", cols, []string{"host"}, []string{"seq"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.InsertMany("ks", "logs", 20000, func(i int, r map[string]any) error {
+		r["host"] = fmt.Sprintf("host-%d", i%200)
+		r["seq"] = int64(i / 200)
+		r["msg"] = "m"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const m = "version: 1\nsource:\n  name: ks.logs\ntarget:\n  table: logs\n  primary_key: \"[host][seq]\"\n"
+	_, out, rep := writeOrderReport(t, m, c.URI("ks", "logs", ""), "--sample", "2000")
+	s := rep.Source.Sample
+	if !rep.Source.Sampled || strings.Contains(s, "spread over the input") || !strings.Contains(s, "token order") || !strings.Contains(s, "64 slices") || !strings.Contains(s, "partition") {
+		t.Errorf("the sample of a Cassandra table is named %q: want how it was drawn (the first rows in token order of 64 slices of the ring, a partition's rows together)\n%s", s, out)
+	}
+}

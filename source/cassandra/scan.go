@@ -807,6 +807,13 @@ func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 	return pipeline.SampleRecords(bs), err
 }
 
+// DescribeSample says how Sample drew rows rows: runs of consecutive rows in token order, one per
+// slice of the ring, so a partition's rows come together and the sample holds fewer partitions
+// than rows.
+func (s *Source) DescribeSample(rows int) string {
+	return fmt.Sprintf("%d rows, the first in token order of each of %d slices of the ring, where a partition's rows come together: fewer partitions than rows", rows, len(equalSlices(s.cfg.SampleRanges)))
+}
+
 // sampleRowBytes is what a row takes, as a few rows of the first slices that hold any say (0:
 // none found there).
 func (s *Source) sampleRowBytes(ctx context.Context, picks []Range) (int64, error) {

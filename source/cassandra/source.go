@@ -72,10 +72,11 @@ type Source struct {
 }
 
 var (
-	_ pipeline.Source       = (*Source)(nil)
-	_ pipeline.Sizer        = (*Source)(nil)
-	_ pipeline.Sampler      = (*Source)(nil)
-	_ pipeline.BatchSampler = (*Source)(nil)
+	_ pipeline.Source          = (*Source)(nil)
+	_ pipeline.Sizer           = (*Source)(nil)
+	_ pipeline.Sampler         = (*Source)(nil)
+	_ pipeline.BatchSampler    = (*Source)(nil)
+	_ pipeline.SampleDescriber = (*Source)(nil)
 )
 
 // New connects to the cluster, reads the table's schema and the token ring, and computes the
