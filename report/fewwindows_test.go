@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -153,4 +154,36 @@ func TestWriteHotspotOverTwoRegions(t *testing.T) {
 	wantSeverity(t, rep, "write_hotspot", model.SevWarning)
 	rep = runReport(t, two("[md5(id).substr(0,4) + id AS h][ts]"), events(20000), nil)
 	wantSeverity(t, rep, "write_hotspot", model.SevInfo)
+}
+
+// The write hot factor of too few windows is a figure the write_hotspot rule does not judge: the
+// HTML page's tile and the text's hotspot section say "not judged" beside it, as the finding does,
+// rather than show 2.0x as a passing figure (the tile unflagged, as a spread key's).
+func TestWriteHotFactorOfTooFewWindowsIsShownNotJudged(t *testing.T) {
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[ts][id]"), events(1200), nil)
+	if rep.Hotspot.Windows >= 3 {
+		t.Fatalf("%d windows, want fewer than 3", rep.Hotspot.Windows)
+	}
+	var page bytes.Buffer
+	if err := WriteHTML(&page, rep); err != nil {
+		t.Fatal(err)
+	}
+	h := page.String()
+	i := strings.Index(h, "write hot factor")
+	if i < 0 {
+		t.Fatal("no write hot factor tile")
+	}
+	tile := h[max(0, i-200):i]
+	if !strings.Contains(tile, "not judged") || strings.Contains(tile, fmt.Sprintf("%.1fx", rep.Hotspot.HotFactor)) {
+		t.Errorf("the hot factor tile of %d windows shows %q, want not judged", rep.Hotspot.Windows, tile)
+	}
+	var text bytes.Buffer
+	if err := WriteText(&text, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(text.String(), "\n") {
+		if strings.HasPrefix(line, "WRITE HOTSPOTS OVER TIME") && !strings.Contains(line, "not judged") {
+			t.Errorf("the text's hotspot section does not say its figure is not judged: %s", line)
+		}
+	}
 }

@@ -92,6 +92,10 @@ func newHeaderView(rep *model.Report) headerView {
 		}
 		return ""
 	}
+	hot, hotFlag := fmt.Sprintf("%.1fx", rep.Hotspot.HotFactor), flag(rep.Hotspot.HotFactor >= advise.HotFactorWarnAt(rep.Hotspot.EvenShare), "warn")
+	if rep.Hotspot.Windows < advise.MinHotspotWindows {
+		hot, hotFlag = "not judged", "" // too few windows to show a key that writes one region at a time (write_hotspot)
+	}
 	h.KPIs = []kpiView{
 		{"rows read", model.Count(t.RowsRead), ""},
 		{"rows rejected", model.Count(t.RowsRejected), flag(t.RowsRejected > 0, "warn")},
@@ -99,7 +103,7 @@ func newHeaderView(rep *model.Report) headerView {
 		{"target data", transform.FormatSize(t.EstimatedTargetBytes), ""},
 		{"regions (" + rep.Plan.Strategy + ")", fmt.Sprint(rep.Plan.Regions), ""},
 		{"rows max / mean", fmt.Sprintf("%.2f", rep.Distribution.RowsMaxMean), flag(rep.Distribution.RowsMaxMean >= advise.BalanceMaxMean, "warn")},
-		{"write hot factor", fmt.Sprintf("%.1fx", rep.Hotspot.HotFactor), flag(rep.Hotspot.HotFactor >= advise.HotFactorWarnAt(rep.Hotspot.EvenShare), "warn")},
+		{"write hot factor", hot, hotFlag},
 	}
 	return h
 }

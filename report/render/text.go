@@ -393,8 +393,12 @@ func sparkline(vals []float64, width int) string {
 
 func (p *printer) hotspots(rep *model.Report) {
 	h := rep.Hotspot
-	p.section("WRITE HOTSPOTS OVER TIME", fmt.Sprintf("%d windows of %s rows%s in %s; busiest region's share per window: mean %s, max %s (even: %s) -> %.1fx",
-		h.Windows, model.Count(h.RowsPerWindow), rep.WindowRows(), orderText(rep), model.Pct(h.MeanTopShare), model.Pct(h.MaxTopShare), model.Pct(h.EvenShare), h.HotFactor))
+	judged := ""
+	if h.Windows < advise.MinHotspotWindows {
+		judged = fmt.Sprintf(", not judged: fewer than %d windows (write_hotspot)", advise.MinHotspotWindows)
+	}
+	p.section("WRITE HOTSPOTS OVER TIME", fmt.Sprintf("%d windows of %s rows%s in %s; busiest region's share per window: mean %s, max %s (even: %s) -> %.1fx%s",
+		h.Windows, model.Count(h.RowsPerWindow), rep.WindowRows(), orderText(rep), model.Pct(h.MeanTopShare), model.Pct(h.MaxTopShare), model.Pct(h.EvenShare), h.HotFactor, judged))
 	if len(rep.HotspotWindows) == 0 {
 		return
 	}
