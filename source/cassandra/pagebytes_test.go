@@ -68,3 +68,34 @@ func TestSampleOfLargeRowsStaysWithinPageBytes(t *testing.T) {
 		t.Fatalf("sample of %d rows of %d bytes; want one of each of the 8 slices at most (64 KiB), and some", len(sample), size)
 	}
 }
+
+// A sample takes n rows from the slices of the ring, each its share: a count the slices do not
+// divide evenly is not rounded up per slice and cut from the last ones. Before, 100 rows of 64
+// slices took 2 from each of the first 50 and none from the 14 slices at the ring's end, a
+// fifth of the table's partitions never in the sample.
+func TestSampleTakesEverySliceShare(t *testing.T) {
+	c := cassandratest.Open(t)
+	const rows = 20000
+	must(t, c.CreateTable("shares", "t", []cqltest.Column{{Name: "id", Type: "int"}, {Name: "v", Type: "text"}}, []string{"id"}, nil))
+	must(t, c.InsertMany("shares", "t", rows, func(i int, r map[string]any) error {
+		r["id"] = int32(i)
+		r["v"] = "x"
+		return nil
+	}))
+	src := open(t, c, "shares", "t", "")
+	const n = 100
+	bs, err := src.SampleBatches(context.Background(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, slices := 0, 0
+	for _, b := range bs {
+		got += len(b.Records)
+		if len(b.Records) > 0 {
+			slices++
+		}
+	}
+	if got != n || slices != cassandra.DefaultSampleRanges {
+		t.Errorf("sample of %d rows from %d of the %d slices, want %d rows from every slice", got, slices, cassandra.DefaultSampleRanges, n)
+	}
+}

@@ -811,7 +811,7 @@ func (s *Source) Sample(ctx context.Context, n int) ([]pipeline.Record, error) {
 // slice of the ring, so a partition's rows come together and the sample holds fewer partitions
 // than rows.
 func (s *Source) DescribeSample(rows int) string {
-	return fmt.Sprintf("%d rows, the first in token order of each of %d slices of the ring, where a partition's rows come together: fewer partitions than rows", rows, len(equalSlices(s.cfg.SampleRanges)))
+	return fmt.Sprintf("%d rows, the first in token order of each of %d slices of the ring, where a partition's rows come together: fewer partitions than rows", rows, min(rows, len(equalSlices(s.cfg.SampleRanges))))
 }
 
 // sampleRowBytes is what a row takes, as a few rows of the first slices that hold any say (0:
@@ -875,12 +875,18 @@ func (s *Source) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, er
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
 	for i, r := range picks {
+		// slice i's share of n: the shares add up to n, none rounded up to be cut from the last
+		// slices
+		share := min(per, n*(i+1)/len(picks)-n*i/len(picks))
+		if share == 0 {
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			iter, err := s.fetchPage(preferring(ctx, s.owner(r)), r, nil, per, 1)
+			iter, err := s.fetchPage(preferring(ctx, s.owner(r)), r, nil, share, 1)
 			if err != nil {
 				errs[i] = err
 				return
