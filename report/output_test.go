@@ -517,3 +517,27 @@ regions:
 		}
 	}
 }
+
+// A verdict on part of the input says so wherever it is printed (VerdictLine): the HTML page's
+// verdict too, and its rows-overwritten tile, a count over the sample only, as the text's
+// uniqueness line says "(on the sample)". Before, the page's verdict and tiles read as the whole
+// input's, the sample named only in the header's source line.
+func TestHTMLVerdictOfASampleSaysSo(t *testing.T) {
+	rep := runReport(t, fmt.Sprintf(eventsYAML, "[md5(id).substr(0,4) + id AS h][ts]"), events(20000), func(c *Config) { c.Sample = model.Sample{Fraction: 0.1} })
+	var page bytes.Buffer
+	if err := WriteHTML(&page, rep); err != nil {
+		t.Fatal(err)
+	}
+	h := page.String()
+	i := strings.Index(h, `<div class="verdict">`)
+	if i < 0 {
+		t.Fatal("no verdict block")
+	}
+	verdict := h[i:min(len(h), i+300)]
+	if !strings.Contains(verdict, "on a sample") {
+		t.Errorf("the page's verdict of a sample does not say so: %s", verdict)
+	}
+	if !strings.Contains(h, "rows overwritten (on the sample)") {
+		t.Errorf("the rows overwritten tile of a sample does not say it counts the sample")
+	}
+}

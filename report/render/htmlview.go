@@ -92,6 +92,12 @@ func newHeaderView(rep *model.Report) headerView {
 		}
 		return ""
 	}
+	overwritten := "rows overwritten"
+	if rep.Source.Sampled {
+		// a verdict on part of the input says so wherever it is printed (VerdictLine)
+		h.Counts += " · on a sample"
+		overwritten += " (on the sample)"
+	}
 	hot, hotFlag := fmt.Sprintf("%.1fx", rep.Hotspot.HotFactor), flag(rep.Hotspot.HotFactor >= advise.HotFactorWarnAt(rep.Hotspot.EvenShare), "warn")
 	if rep.Hotspot.Windows < advise.MinHotspotWindows {
 		hot, hotFlag = "not judged", "" // too few windows to show a key that writes one region at a time (write_hotspot)
@@ -99,7 +105,7 @@ func newHeaderView(rep *model.Report) headerView {
 	h.KPIs = []kpiView{
 		{"rows read", model.Count(t.RowsRead), ""},
 		{"rows rejected", model.Count(t.RowsRejected), flag(t.RowsRejected > 0, "warn")},
-		{"rows overwritten", model.Count(rep.Uniqueness.CollisionRows), flag(rep.Uniqueness.CollisionRows > 0, "bad")},
+		{overwritten, model.Count(rep.Uniqueness.CollisionRows), flag(rep.Uniqueness.CollisionRows > 0, "bad")},
 		{"target data", transform.FormatSize(t.EstimatedTargetBytes), ""},
 		{"regions (" + rep.Plan.Strategy + ")", fmt.Sprint(rep.Plan.Regions), ""},
 		{"rows max / mean", fmt.Sprintf("%.2f", rep.Distribution.RowsMaxMean), flag(rep.Distribution.RowsMaxMean >= advise.BalanceMaxMean, "warn")},
