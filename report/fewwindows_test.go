@@ -187,3 +187,22 @@ func TestWriteHotFactorOfTooFewWindowsIsShownNotJudged(t *testing.T) {
 		}
 	}
 }
+
+// The distinct values of the first key column a sample shows are the sample's: a value that
+// appears in few rows may be missing from it. first_column_cardinality says so, as uniqueness
+// does ("on the sample"), rather than give the sample's count as the column's.
+func TestFirstColumnCardinalityOfASampleSaysSo(t *testing.T) {
+	yml := fmt.Sprintf(eventsYAML, "[payload][id]")
+	src := events(20000)
+	gen := src.make
+	src.make = func(i int) []pipeline.Value {
+		v := gen(i)
+		v[3] = pipeline.Text(fmt.Sprintf("p%d", i%40)) // 40 values, every one in many rows
+		return v
+	}
+	rep := runReport(t, yml, src, func(c *Config) { c.Sample = model.Sample{Fraction: 0.1} })
+	f := wantSeverity(t, rep, "first_column_cardinality", model.SevWarning)
+	if !strings.Contains(f.Message, "on the sample") {
+		t.Errorf("first_column_cardinality of a sample does not say it counts the sample: %s", f.Message)
+	}
+}

@@ -438,15 +438,15 @@ func checkFirstColumnCardinality(f *Facts) []model.Finding {
 	}
 	switch {
 	case fc.Distinct < int64(n):
-		return one(finding("first_column_cardinality", model.SevWarning, fmt.Sprintf("first key column %s has only %s%s distinct values for %d regions: %d regions can never get data (enumerated values: the guide's \"order type or status code\" case)", name, approx, model.Count(fc.Distinct), n, n-int(fc.Distinct)), cev))
+		return one(finding("first_column_cardinality", model.SevWarning, fmt.Sprintf("first key column %s has only %s%s distinct values%s for %d regions: %d regions can never get data (enumerated values: the guide's \"order type or status code\" case)", name, approx, model.Count(fc.Distinct), f.onSample, n, n-int(fc.Distinct)), cev))
 	case fc.Distinct < fewValues && f.Plan.Strategy == "int_bucket":
-		return one(finding("first_column_cardinality", model.SevInfo, fmt.Sprintf("first key column %s is a bucket with %s%s values for %d regions, by design", name, approx, model.Count(fc.Distinct), n), cev))
+		return one(finding("first_column_cardinality", model.SevInfo, fmt.Sprintf("first key column %s is a bucket with %s%s values%s for %d regions, by design", name, approx, model.Count(fc.Distinct), f.onSample, n), cev))
 	case fc.Distinct < fewValues && splitByNext(f.Report):
-		return one(finding("first_column_cardinality", model.SevInfo, fmt.Sprintf("first key column %s has only %s%s distinct values, but its values pass the region size and the next key column spreads them: Lindorm splits each into regions of its own (pre-split can only cut between values of %s)", name, approx, model.Count(fc.Distinct), name), cev))
+		return one(finding("first_column_cardinality", model.SevInfo, fmt.Sprintf("first key column %s has only %s%s distinct values%s, but its values pass the region size and the next key column spreads them: Lindorm splits each into regions of its own (pre-split can only cut between values of %s)", name, approx, model.Count(fc.Distinct), f.onSample, name), cev))
 	case fc.Distinct < fewValues:
-		return one(finding("first_column_cardinality", model.SevWarning, fmt.Sprintf("first key column %s has only %s%s distinct values: writes pile up on a few key ranges", name, approx, model.Count(fc.Distinct)), cev))
+		return one(finding("first_column_cardinality", model.SevWarning, fmt.Sprintf("first key column %s has only %s%s distinct values%s: writes pile up on a few key ranges", name, approx, model.Count(fc.Distinct), f.onSample), cev))
 	}
-	return one(finding("first_column_cardinality", model.SevInfo, fmt.Sprintf("first key column %s has %s%s distinct values", name, approx, model.Count(fc.Distinct)), cev))
+	return one(finding("first_column_cardinality", model.SevInfo, fmt.Sprintf("first key column %s has %s%s distinct values%s", name, approx, model.Count(fc.Distinct), f.onSample), cev))
 }
 
 func checkFirstColumnSkew(f *Facts) []model.Finding {
