@@ -212,6 +212,9 @@ func (f *reportFlags) config(ctx context.Context, inv *invocation, logger *zap.L
 	if err != nil {
 		return report.Config{}, sourceOpenExit(err)
 	}
+	if w, ok := src.(*kafka.Window); ok {
+		w.EndHeldBack = true // judged on what it read: Unread names what an open transaction held back
+	}
 	sourceOrder(src, &order)
 	whole, part := sourcePart(src)
 	return report.Config{

@@ -61,12 +61,18 @@ type Window struct {
 	SampleBytes int64
 	// Idle ends a partition's stream when no message arrives for this long before its end
 	// offset is reached. The fetch's position passes transaction markers and the offsets
-	// compaction removed, so the stream ends there without waiting; Idle ends it when fetches
-	// are answered without getting further: an open transaction holds back the rest. Fetches
+	// compaction removed, so the stream ends there without waiting; Idle ends it (EndHeldBack),
+	// or warns that it waits, when fetches are answered without getting further: an open
+	// transaction holds back the rest. Fetches
 	// not answered (a leader moving, a broker restarting) are retried, and the stream waits for
 	// them; the time the window's consumer takes to take its batches does not count either.
 	// Default 5s.
 	Idle time.Duration
+	// EndHeldBack ends a partition's stream held back by an open transaction after Idle, the
+	// offsets it did not reach in HeldBack (a report judges what it read, and says what it did
+	// not). Otherwise the stream waits until the transaction ends: every message of the window
+	// is read (migrate, verify).
+	EndHeldBack bool
 	// Timestamps makes every batch carry its messages' timestamps (Batch.WriteTimes, epoch ms;
 	// unknown for a message without one), for rekey report's write order.
 	Timestamps bool
@@ -253,7 +259,7 @@ func (w *Window) runPart(ctx context.Context, p windowPart, from int64, out chan
 		recs, times, skipped = nil, nil, 0
 		return send(b)
 	}
-	err = w.read(ctx, p.partition, from, p.end, func(m *kafkago.Message) error {
+	err = w.read(ctx, p.partition, from, p.end, w.EndHeldBack, func(m *kafkago.Message) error {
 		r, other, err := w.record(dec, m)
 		if err != nil {
 			return err
@@ -350,9 +356,10 @@ func rawMessage(m *kafkago.Message) string {
 }
 
 // read calls fn with every message of a partition in [from, end), and idle when no message is
-// ready (a good moment to flush). It stops at end, or after Idle without a message while fetches
-// are answered (errHeldBack: an open transaction holds the rest back).
-func (w *Window) read(ctx context.Context, partition int, from, end int64, fn func(*kafkago.Message) error, idle func() error) error {
+// ready (a good moment to flush). It stops at end, or, with endHeld, after Idle without a message
+// while fetches are answered (errHeldBack: an open transaction holds the rest back); without, it
+// waits there for the transaction to end.
+func (w *Window) read(ctx context.Context, partition int, from, end int64, endHeld bool, fn func(*kafkago.Message) error, idle func() error) error {
 	// the batches' messages are not recycled: the records sent on alias them
 	stream := Stream(w.cfg.Topic, partition)
 	f := w.cfg.StartFetch(ctx, w.dialer, partition, from, FetchOptions{Logger: w.log, Gap: func(next, first int64) error {
@@ -385,6 +392,18 @@ func (w *Window) read(ctx context.Context, partition int, from, end int64, fn fu
 				if !warned {
 					w.log.Warn("no fetch of the partition answered for a while: waiting for its leader",
 						zap.String("stream", stream), zap.Int64("offset", from), zap.Duration("waited", w.Idle))
+					warned = true
+				}
+				deadline = time.Now().Add(w.Idle)
+				timer.Reset(w.Idle)
+				continue
+			}
+			if !endHeld {
+				// the messages past the transaction's start are the window's: wait for it to end
+				if !warned {
+					w.log.Warn("an open transaction holds back the partition's messages up to the window's end offset: waiting until it commits or aborts "+
+						"(the broker aborts a transaction left open past its producer's transaction.timeout.ms)",
+						zap.String("stream", stream), zap.Int64("offset", from), zap.Int64("end", end), zap.Duration("waited", w.Idle))
 					warned = true
 				}
 				deadline = time.Now().Add(w.Idle)
@@ -490,7 +509,7 @@ func (w *Window) SampleBatches(ctx context.Context, n int) ([]pipeline.Batch, er
 				from := p.start + j*size/runs
 				end := min(from+quota*(j+1)/runs-quota*j/runs, p.end)
 				var held int64
-				err := w.read(ctx, p.partition, from, end, func(m *kafkago.Message) error {
+				err := w.read(ctx, p.partition, from, end, true, func(m *kafkago.Message) error { // a sample's run ends at a transaction
 					if held >= runBytes {
 						return errRunFull
 					}

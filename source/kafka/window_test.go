@@ -27,7 +27,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/rekey/rekey/internal/wait"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
@@ -650,5 +653,64 @@ func TestWindowSampleCoversEveryPartition(t *testing.T) {
 		if got := count[kafka.Stream(name, p)]; got != n/parts {
 			t.Errorf("partition %d: %d records of the sample, want its share %d (all: %v)", p, got, n/parts, count)
 		}
+	}
+}
+
+// A window read whole (migrate, verify) waits on an open transaction that holds back the rest of a
+// partition, however long it stays open, and reads the rest once it ends: the messages past the
+// transaction's start, its own and other producers' committed ones, are the window's. Before, the
+// partition's read ended after Idle without them and the partition counted as read: a migration
+// finished without them (only a Warn said so), and --resume never read them.
+func TestWindowWaitsForAnOpenTransaction(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "window-held", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	txn, plain := c.Producers(t, topic)
+	produce := func(cl *kgo.Client, from, to int) {
+		for i := from; i < to; i++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf(`{"userid":"u%d","orderid":%d}`, i, i))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produce(plain, 0, 100)
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce(txn, 100, 101)
+	produce(plain, 101, 150)
+	cfg, err := kafka.ParseURI("kafka://"+c.Brokers[0]+"/"+topic+"?format=json", os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.WarnLevel)
+	w, err := kafka.NewWindow(ctx, cfg, schema, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Idle = 20 * time.Millisecond
+	out := make(chan pipeline.Batch, 16)
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx, nil, out); close(out) }()
+	// once the window has waited Idle on the transaction, it ends
+	wait.For(t, func() bool { return logs.FilterMessageSnippet("open transaction").Len() > 0 }, "the window waiting on the open transaction")
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	var read int
+	done := false
+	for b := range out {
+		read += len(b.Records)
+		done = done || b.Done
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if read != 150 || !done {
+		t.Fatalf("read %d messages (partition done: %v), want the window's 150", read, done)
+	}
+	if held := w.HeldBack(); len(held) != 0 {
+		t.Fatalf("held back %+v", held)
 	}
 }
