@@ -946,6 +946,9 @@ regions:
 // a spread key. Judged by the time their high bits hold, as BIGINTs and as the text JSON carries
 // them in; random positive BIGINTs stay a spread key.
 func TestSnowflakeIdsAreIncremental(t *testing.T) {
+	mappingOfID := func(typ string) string {
+		return "version: 1\nsource: {name: orders, columns: {id: " + typ + ", v: text}}\ntarget: {table: orders, primary_key: '[id]'}\nregions: {count: 16}\n"
+	}
 	const n = 50000
 	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 	twitter := func(k int64) int64 { // k: the creation order
@@ -964,19 +967,7 @@ func TestSnowflakeIdsAreIncremental(t *testing.T) {
 		{"Twitter's layout", "text", func(k int64) pipeline.Value { return pipeline.Text(strconv.FormatInt(twitter(k), 10)) }},
 		{"", "bigint", func(k int64) pipeline.Value { return pipeline.Int(sony(k)) }}, // Twitter's layout reads them too
 	} {
-		yml := fmt.Sprintf(`
-version: 1
-source:
-  name: orders
-  columns:
-    id: %s
-    v: text
-target:
-  table: orders
-  primary_key: "[id]"
-regions:
-  count: 16
-`, c.typ)
+		yml := mappingOfID(c.typ)
 		src := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
 			return []pipeline.Value{c.val(int64(i*7919) % n), pipeline.Text("x")} // a shuffle of the creation order
 		}}}
@@ -985,19 +976,7 @@ regions:
 			t.Errorf("%q ids as %s read shuffled are not judged incremental: %+v", c.name, c.typ, f)
 		}
 	}
-	yml := `
-version: 1
-source:
-  name: orders
-  columns:
-    id: bigint
-    v: text
-target:
-  table: orders
-  primary_key: "[id]"
-regions:
-  count: 16
-`
+	yml := mappingOfID("bigint")
 	src := &samplingSource{memSource{n: n, make: func(i int) []pipeline.Value {
 		return []pipeline.Value{pipeline.Int(int64(uint64(i+1) * 0x9E3779B97F4A7C15 >> 1)), pipeline.Text("x")}
 	}}}

@@ -83,6 +83,30 @@ func copyCells(t *testing.T, c *cassandratest.Cluster, mapping string, cellTimes
 	return src, prog, res
 }
 
+// cellsProgram compiles mapping against ctime.cells as the node has it: the writer's schema is
+// the program's, so the source is opened once to learn it.
+func cellsProgram(t *testing.T, c *cassandratest.Cluster, mapping string) *transform.Program {
+	t.Helper()
+	m, err := transform.Decode([]byte(mapping), "cells.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cassandra.ParseURI(c.URI("ctime", "cells", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := cassandra.New(context.Background(), cfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	prog, err := transform.Compile(m, probe.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prog
+}
+
 var upsertText = regexp.MustCompile(`^UPSERT (?:/\*\+ _l_ts_\((\d+)\) \*/ )?INTO cells \(([^)]*)\) VALUES \((.*)\)$`)
 
 // Against the real Cassandra node: a table with a default_time_to_live, cells of several write
@@ -138,18 +162,7 @@ func TestCopyCarriesCassandraTimeRealNode(t *testing.T) {
 	}
 
 	mapping := timedMapping + "  write_time: true\n"
-	// the writer's schema is the program's: open the source once to learn it
-	m, _ := transform.Decode([]byte(mapping), "cells.yaml")
-	probeCfg, _ := cassandra.ParseURI(c.URI("ctime", "cells", ""))
-	probe, err := cassandra.New(context.Background(), probeCfg, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p0, err := transform.Compile(m, probe.Schema())
-	probe.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p0 := cellsProgram(t, c, mapping)
 	w, stmts := hookWriter(p0.Target(), true)
 	src, prog, res := copyCells(t, c, mapping, true, w)
 
@@ -252,17 +265,7 @@ func TestCopyKeepsFirstMillisecondWritesRealNode(t *testing.T) {
 		}
 	}
 	mapping := timedMapping + "  write_time: true\n"
-	m, _ := transform.Decode([]byte(mapping), "cells.yaml")
-	probeCfg, _ := cassandra.ParseURI(c.URI("ctime", "cells", ""))
-	probe, err := cassandra.New(context.Background(), probeCfg, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p0, err := transform.Compile(m, probe.Schema())
-	probe.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p0 := cellsProgram(t, c, mapping)
 	w, stmts := hookWriter(p0.Target(), true)
 	copyCells(t, c, mapping, true, w)
 	got := map[string]string{}
