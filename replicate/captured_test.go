@@ -15,15 +15,7 @@ import (
 // (source/kafka/testdata/debezium-cassandra5-events.jsonl: a, b, c, x, y), keyed by key.
 func capturedProgram(t *testing.T, key string) *transform.Program {
 	t.Helper()
-	m, err := transform.Decode([]byte("version: 1\nsource: {columns: {a: int, b: int, c: int, x: text, y: int}}\ntarget: {table: t, primary_key: '"+key+"'}\n"), "t.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := transform.Compile(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return prog
+	return tableProgram(t, "version: 1\nsource: {columns: {a: int, b: int, c: int, x: text, y: int}}\ntarget: {table: t, primary_key: '"+key+"'}\n")
 }
 
 // capturedEvent is one captured message: the CQL statement that made it, its key and its value.

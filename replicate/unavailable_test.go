@@ -22,32 +22,13 @@ import (
 // its value; into files it is rejected (partial_update), never written. Before, the table's and
 // the files' column became "__debezium_unavailable_value".
 func TestUnavailableValueKeepsTheColumn(t *testing.T) {
-	m, err := transform.Decode([]byte("version: 1\nsource: {columns: {id: bigint, body: text, n: int}}\ntarget: {table: t, primary_key: '[id]'}\n"), "t.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := transform.Compile(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prog := tableProgram(t, "version: 1\nsource: {columns: {id: bigint, body: text, n: int}}\ntarget: {table: t, primary_key: '[id]'}\n")
 	src := `"source":{"connector":"postgresql","ts_ms":1}`
 	msgs := []kafkago.Message{
 		{Offset: 0, Key: []byte(`{"id":1}`), Value: []byte(`{"op":"c",` + src + `,"before":null,"after":{"id":1,"body":"a long text","n":1}}`)},
 		{Offset: 1, Key: []byte(`{"id":1}`), Value: []byte(`{"op":"u",` + src + `,"before":null,"after":{"id":1,"body":"__debezium_unavailable_value","n":2}}`)},
 	}
-
-	db := mysqltest.GMS(t)
-	db.Exec(t, mysqlsql.DDL(prog.Target(), mysqlsql.KeyCollations[db.DDLDialect()]))
-	tgt, err := sqlsink.ParseURI(db.URI(""), func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &Replicator{cfg: Config{Program: prog, Kafka: kafka.Config{Format: kafka.FormatDebezium, Topic: "t"}, SQL: sqlsink.Config{Target: tgt, Conns: 1}},
-		target: prog.Target(), log: zap.NewNop(), metrics: newMetrics("t", "test", nil)}
-	if r.sqlw, err = sqlsink.Open(context.Background(), sqlsink.Config{Target: tgt, Schema: prog.Target(), Conns: 1}); err != nil {
-		t.Fatal(err)
-	}
-	w := &sqlWorker{partWorker: r.newSQLPartWorker(0, nil)}
+	r, w, db := gmsWorker(t, prog, kafka.FormatDebezium)
 	changes := w.dec.DecodeBatch(nil, kafka.FetchBatch{Messages: msgs})
 	w.collect(changes)
 	if len(w.rejects) != 0 {
@@ -86,32 +67,13 @@ func TestUnavailableValueKeepsTheColumn(t *testing.T) {
 // with every value. Before, the old row was deleted and the new one written with body NULL: the
 // TOASTed text was lost without a reject.
 func TestUnavailableValueInAnUpdateThatMovesTheRowIsRejected(t *testing.T) {
-	m, err := transform.Decode([]byte("version: 1\nsource: {columns: {id: bigint, g: text, body: text, n: int}}\ntarget: {table: t, primary_key: '[g][id]'}\n"), "t.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := transform.Compile(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prog := tableProgram(t, "version: 1\nsource: {columns: {id: bigint, g: text, body: text, n: int}}\ntarget: {table: t, primary_key: '[g][id]'}\n")
 	src := `"source":{"connector":"postgresql","ts_ms":1}`
 	msgs := []kafkago.Message{
 		{Offset: 0, Key: []byte(`{"id":1}`), Value: []byte(`{"op":"c",` + src + `,"before":null,"after":{"id":1,"g":"a","body":"a long text","n":1}}`)},
 		{Offset: 1, Key: []byte(`{"id":1}`), Value: []byte(`{"op":"u",` + src + `,"before":{"id":1,"g":"a","body":"a long text","n":1},"after":{"id":1,"g":"b","body":"__debezium_unavailable_value","n":2}}`)},
 	}
-
-	db := mysqltest.GMS(t)
-	db.Exec(t, mysqlsql.DDL(prog.Target(), mysqlsql.KeyCollations[db.DDLDialect()]))
-	tgt, err := sqlsink.ParseURI(db.URI(""), func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &Replicator{cfg: Config{Program: prog, Kafka: kafka.Config{Format: kafka.FormatDebezium, Topic: "t"}, SQL: sqlsink.Config{Target: tgt, Conns: 1}},
-		target: prog.Target(), log: zap.NewNop(), metrics: newMetrics("t", "test", nil)}
-	if r.sqlw, err = sqlsink.Open(context.Background(), sqlsink.Config{Target: tgt, Schema: prog.Target(), Conns: 1}); err != nil {
-		t.Fatal(err)
-	}
-	w := &sqlWorker{partWorker: r.newSQLPartWorker(0, nil)}
+	r, w, db := gmsWorker(t, prog, kafka.FormatDebezium)
 	w.collect(w.dec.DecodeBatch(nil, kafka.FetchBatch{Messages: msgs}))
 	if len(w.rejects) != 1 || w.rejects[0].Code != CodePartialMove || w.rejects[0].Seq != 1 || w.rejects[0].Field != "body" {
 		var got []string
@@ -149,30 +111,12 @@ func TestUnavailableValueInAnUpdateThatMovesTheRowIsRejected(t *testing.T) {
 // placeholder is not the column's value, and the table keeps the text. Before, the table's body
 // became "__debezium_unavailable_value".
 func TestFlattenedUnavailableValueKeepsTheColumn(t *testing.T) {
-	m, err := transform.Decode([]byte("version: 1\nsource: {columns: {id: bigint, body: text, n: int}}\ntarget: {table: t, primary_key: '[id]'}\n"), "t.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := transform.Compile(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prog := tableProgram(t, "version: 1\nsource: {columns: {id: bigint, body: text, n: int}}\ntarget: {table: t, primary_key: '[id]'}\n")
 	msgs := []kafkago.Message{
 		{Offset: 0, Key: []byte(`{"id":1}`), Value: []byte(`{"id":1,"body":"a long text","n":1}`)},
 		{Offset: 1, Key: []byte(`{"id":1}`), Value: []byte(`{"id":1,"body":"__debezium_unavailable_value","n":2}`)},
 	}
-	db := mysqltest.GMS(t)
-	db.Exec(t, mysqlsql.DDL(prog.Target(), mysqlsql.KeyCollations[db.DDLDialect()]))
-	tgt, err := sqlsink.ParseURI(db.URI(""), func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &Replicator{cfg: Config{Program: prog, Kafka: kafka.Config{Format: kafka.FormatJSON, Topic: "t"}, SQL: sqlsink.Config{Target: tgt, Conns: 1}},
-		target: prog.Target(), log: zap.NewNop(), metrics: newMetrics("t", "test", nil)}
-	if r.sqlw, err = sqlsink.Open(context.Background(), sqlsink.Config{Target: tgt, Schema: prog.Target(), Conns: 1}); err != nil {
-		t.Fatal(err)
-	}
-	w := &sqlWorker{partWorker: r.newSQLPartWorker(0, nil)}
+	r, w, db := gmsWorker(t, prog, kafka.FormatJSON)
 	w.collect(w.dec.DecodeBatch(nil, kafka.FetchBatch{Messages: msgs}))
 	if len(w.rejects) != 0 {
 		t.Fatalf("rejected: %s", w.rejects[0].Message)
@@ -188,4 +132,36 @@ func TestFlattenedUnavailableValueKeepsTheColumn(t *testing.T) {
 	if body != "a long text" || n != 2 {
 		t.Errorf("table row body %q, n %d; want the update's n 2 and the body kept", body, n)
 	}
+}
+
+// tableProgram compiles the mapping yml (a source and a target table t).
+func tableProgram(t *testing.T, yml string) *transform.Program {
+	t.Helper()
+	m, err := transform.Decode([]byte(yml), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := transform.Compile(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prog
+}
+
+// gmsWorker is a replicator of topic t in format into prog's table, created in an in-process
+// go-mysql-server, and its worker of partition 0.
+func gmsWorker(t *testing.T, prog *transform.Program, format string) (*Replicator, *sqlWorker, *mysqltest.Server) {
+	t.Helper()
+	db := mysqltest.GMS(t)
+	db.Exec(t, mysqlsql.DDL(prog.Target(), mysqlsql.KeyCollations[db.DDLDialect()]))
+	tgt, err := sqlsink.ParseURI(db.URI(""), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Replicator{cfg: Config{Program: prog, Kafka: kafka.Config{Format: format, Topic: "t"}, SQL: sqlsink.Config{Target: tgt, Conns: 1}},
+		target: prog.Target(), log: zap.NewNop(), metrics: newMetrics("t", "test", nil)}
+	if r.sqlw, err = sqlsink.Open(context.Background(), sqlsink.Config{Target: tgt, Schema: prog.Target(), Conns: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return r, &sqlWorker{partWorker: r.newSQLPartWorker(0, nil)}, db
 }
