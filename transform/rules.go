@@ -173,7 +173,11 @@ func (p *Program) monotonic(col colDef) string {
 		return "a DATE"
 	}
 	if src := p.bareSource(col); src >= 0 {
-		switch t := pipeline.NormalizeSourceType(p.source[src].Type); t {
+		t := pipeline.NormalizeSourceType(p.source[src].Type)
+		if i := strings.IndexByte(t, '('); i >= 0 {
+			t = t[:i] // timestamp(us): the unit its integers are read in, still a timestamp
+		}
+		switch t {
 		case "timestamp", "date", "timeuuid":
 			return "a " + t + " (source column " + p.source[src].Name + ")"
 		}

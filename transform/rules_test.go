@@ -50,6 +50,38 @@ regions:
 	}
 }
 
+// A timestamp column read in a unit (source.timestamp_unit, or its own timestamp(us)) is still a
+// time: cast to another type as the first key column, it is flagged as it is without the unit,
+// and TimeKey says so.
+func TestDesignRulesMonotonicFirstKeyWithUnit(t *testing.T) {
+	for _, src := range []string{
+		"  timestamp_unit: us\n  columns: {ts: timestamp, id: text, v: text}",
+		"  columns: {ts: timestamp(us), id: text, v: text}",
+	} {
+		p := compileYAML(t, `
+version: 1
+source:
+  name: ks.t
+`+src+`
+target:
+  table: t
+  primary_key: "[ts :: BIGINT AS t][id]"
+regions:
+  count: 1
+`)
+		var got []string
+		for _, r := range p.DesignRules(false) {
+			got = append(got, r.Code)
+		}
+		if !slices.Equal(got, []string{RuleMonotonicFirst}) {
+			t.Errorf("%s: rules %v, want %v", src, got, []string{RuleMonotonicFirst})
+		}
+		if why := p.TimeKey(0); !strings.Contains(why, "times only grow") {
+			t.Errorf("%s: TimeKey(0) = %q, want a time that grows", src, why)
+		}
+	}
+}
+
 // The salt rules name the salt's cost and where it stands.
 func TestDesignRulesSalt(t *testing.T) {
 	p := compileYAML(t, `
