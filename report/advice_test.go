@@ -594,3 +594,32 @@ func TestAdvisorLostCountsTheSourceRejectsForEveryDesign(t *testing.T) {
 		}
 	}
 }
+
+// A timestamp read in a unit (source.timestamp_unit, or its own timestamp(us)) is still a time:
+// the advisor derives the same designs from it, the guide's modulo bucket of an incremental time
+// among them ("a range of ts (a time range) becomes 16 scans"), as without the unit.
+func TestAdvisorDesignsOfATimestampWithAUnit(t *testing.T) {
+	designs := func(unit, tsType string) (ids []string, bucket model.Alternative) {
+		yml := fmt.Sprintf(readingsYAML, "[ts][device_id]", "")
+		yml = strings.Replace(yml, "  columns:\n", unit+"  columns:\n", 1)
+		yml = strings.Replace(yml, "ts: timestamp", "ts: "+tsType, 1)
+		rep := runReport(t, yml, readings(5000), func(c *Config) { c.SubsampleMax = 1000 })
+		for _, a := range rep.Alternatives {
+			ids = append(ids, a.ID)
+			if a.ID == "bucket" {
+				bucket = a
+			}
+		}
+		return ids, bucket
+	}
+	want, b := designs("", "timestamp")
+	if b.ID == "" || !strings.Contains(b.TradeOff, "(a time range)") {
+		t.Fatalf("without a unit: designs %v, bucket %+v", want, b)
+	}
+	for _, c := range [][2]string{{"  timestamp_unit: ms\n", "timestamp"}, {"", "timestamp(ms)"}} {
+		got, gb := designs(c[0], c[1])
+		if strings.Join(got, " ") != strings.Join(want, " ") || gb.PrimaryKey != b.PrimaryKey || gb.TradeOff != b.TradeOff {
+			t.Errorf("%q ts: %s: designs %v, want %v; bucket %s (%s), want %s (%s)", c[0], c[1], got, want, gb.PrimaryKey, gb.TradeOff, b.PrimaryKey, b.TradeOff)
+		}
+	}
+}

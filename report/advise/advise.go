@@ -94,8 +94,18 @@ func quoteName(s string) string {
 	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
 }
 
+// scalarCQL is a scalar CQL type's name as the checks below know it: normalized, and a
+// timestamp without the unit a mapping gives it (timestamp(us) is a timestamp).
+func scalarCQL(t string) string {
+	t = pipeline.NormalizeSourceType(t)
+	if strings.HasPrefix(t, "timestamp(") {
+		return "timestamp"
+	}
+	return t
+}
+
 func isIntegralCQL(t string) bool {
-	switch strings.ToLower(strings.TrimSpace(t)) {
+	switch scalarCQL(t) {
 	case "bigint", "int", "smallint", "tinyint", "varint", "counter", "timestamp", "date", "time":
 		return true
 	}
@@ -103,7 +113,7 @@ func isIntegralCQL(t string) bool {
 }
 
 func isTimeCQL(t string) bool {
-	switch strings.ToLower(strings.TrimSpace(t)) {
+	switch scalarCQL(t) {
 	case "timestamp", "date", "time", "timeuuid":
 		return true
 	}

@@ -292,7 +292,7 @@ func isMeasure(c pipeline.SourceColumn) bool {
 
 // fixedWidthCQL: a CQL type Lindorm stores with a fixed width.
 func fixedWidthCQL(t string) bool {
-	switch strings.ToLower(strings.TrimSpace(t)) {
+	switch scalarCQL(t) {
 	case "bigint", "int", "smallint", "tinyint", "counter", "timestamp", "date", "time", "boolean", "double", "float":
 		return true
 	}
