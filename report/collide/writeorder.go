@@ -91,7 +91,12 @@ func timeUUIDMillis(s string) int64 {
 		}
 	}
 	const gregorianToUnix = 0x01B21DD213814000 // 100 ns intervals from 1582-10-15 to 1970-01-01
-	return (int64(t) - gregorianToUnix) / 10000
+	ticks := int64(t) - gregorianToUnix
+	ms := ticks / 10000
+	if ticks%10000 < 0 {
+		ms-- // before 1970: the millisecond that holds the instant, not the next one
+	}
+	return ms
 }
 
 // OrderModel holds the candidates: the best evidence, and the one to fall back on when the
