@@ -125,6 +125,13 @@ type Decoder struct {
 	index  map[string]int // for wide schemas; nil: linear search
 	keyCol int            // column a non-object message key fills, or -1
 	hint   int            // the column the next member probably names
+
+	// types are those the event being read is read by: declared, the mapping's, or msTypes,
+	// the same with epoch milliseconds for a timestamp without a unit (nil when there is none),
+	// for the events of Debezium's Cassandra connector, which writes a timestamp as Cassandra
+	// holds it (epoch milliseconds) and the cassandra:// source reads it
+	declared, msTypes []cqlvalue.Type
+
 	// folds finds a JSON row's member that names a column only ignoring case (nil for
 	// Debezium's events, whose members are the table's exact column names); foldWarned holds
 	// the member names Logger was told of
@@ -345,6 +352,15 @@ func newDecoder(cfg Config, schema pipeline.SourceSchema) (*Decoder, error) {
 		}
 		d.names = append(d.names, c.Name)
 		d.types = append(d.types, t)
+	}
+	d.declared = d.types
+	for i, t := range d.types {
+		if ms := t.WithTimestampUnit(cqlvalue.UnitMillis); ms.String() != t.String() {
+			if d.msTypes == nil {
+				d.msTypes = slices.Clone(d.types)
+			}
+			d.msTypes[i] = ms
+		}
 	}
 	if d.format == FormatJSON {
 		d.folds = cqlvalue.NewFoldIndex(d.names)
@@ -1262,6 +1278,7 @@ func noChange(body string) *pipeline.RowError {
 // (the tombstone Debezium sends after a delete) deletes the message key again, harmlessly.
 func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 	d.unavail, d.relational = d.unavail[:0], false
+	d.types = d.declared
 	if len(value) == 0 || isNullDoc(value) {
 		return append(dst, d.debeziumTombstone(key))
 	}
@@ -1322,6 +1339,9 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		return append(dst, Change{OtherTable: other, TableErr: err})
 	}
 	d.relational = connector != "" && connector != "cassandra"
+	if connector == "cassandra" && d.msTypes != nil {
+		d.types = d.msTypes // Cassandra's timestamps: epoch milliseconds, as the cassandra:// source reads them
+	}
 	if connector != "cassandra" {
 		ts = 0 // another database's commit time is not a Cassandra cell timestamp
 	} else if d.SkipRepeats && file != "" && pos >= 0 && d.logs.repeats(file, pos, d.eventID(key, env.after)) {
