@@ -375,6 +375,10 @@ func ParseSince(v string) (time.Time, error) {
 		}
 	} else if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return t.UTC(), nil
+	} else if t, err := time.Parse(time.RFC3339Nano, strings.Replace(v, " ", "+", 1)); err == nil {
+		// a URI's query reads the + of an offset as a space (since=...T11:00:00+01:00), which
+		// no RFC 3339 time holds
+		return t.UTC(), nil
 	}
 	return time.Time{}, fmt.Errorf("since=%q: want an RFC 3339 time like 2026-11-25T10:00:00Z, or epoch milliseconds or microseconds", v)
 }

@@ -175,6 +175,14 @@ func TestParseSince(t *testing.T) {
 	if want := "as seconds it is 2026-11-25T10:00:00Z: give since=1795600800000 (milliseconds) or since=2026-11-25T10:00:00Z"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("since in epoch seconds: %v, want an error saying %q", err, want)
 	}
+	// an offset written as it is in the URI: the query's + reads as a space, which no RFC 3339
+	// time holds, so it is the offset's sign (%2B01:00 reads the same)
+	for _, v := range []string{"2026-11-25T11:00:00+01:00", "2026-11-25T11:00:00%2B01:00", "2026-11-25T11:00:00.5+01:00"} {
+		cfg, err := cassandra.ParseURI("cassandra://h/ks/t?since=" + v)
+		if want := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC); err != nil || !cfg.Since.Truncate(time.Second).Equal(want) {
+			t.Errorf("since=%s: %v, %v; want %s", v, cfg.Since, err, want)
+		}
+	}
 	// a since in the future skipped every row and ended as a completed catch-up
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	for _, v := range []string{future, strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10), strconv.FormatInt(time.Now().UnixNano(), 10)} {
