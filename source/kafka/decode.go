@@ -131,6 +131,9 @@ type Decoder struct {
 	// for the events of Debezium's Cassandra connector, which writes a timestamp as Cassandra
 	// holds it (epoch milliseconds) and the cassandra:// source reads it
 	declared, msTypes []cqlvalue.Type
+	// cassUnit names the column whose timestamps a unit other than milliseconds is declared for
+	// (-1: none), which the Cassandra connector's events cannot be read in
+	cassUnit int
 
 	// folds finds a JSON row's member that names a column only ignoring case (nil for
 	// Debezium's events, whose members are the table's exact column names); foldWarned holds
@@ -353,8 +356,11 @@ func newDecoder(cfg Config, schema pipeline.SourceSchema) (*Decoder, error) {
 		d.names = append(d.names, c.Name)
 		d.types = append(d.types, t)
 	}
-	d.declared = d.types
+	d.declared, d.cassUnit = d.types, -1
 	for i, t := range d.types {
+		if d.cassUnit < 0 && notMillis(t) {
+			d.cassUnit = i
+		}
 		if ms := t.WithTimestampUnit(cqlvalue.UnitMillis); ms.String() != t.String() {
 			if d.msTypes == nil {
 				d.msTypes = slices.Clone(d.types)
@@ -964,6 +970,19 @@ func deletionTime(img string) int64 {
 	return max(dt, 0)
 }
 
+// notMillis tells whether t is or holds a timestamp declared in a unit other than milliseconds.
+func notMillis(t cqlvalue.Type) bool {
+	if t.Kind == cqlvalue.Timestamp && t.Unit() != cqlvalue.UnitAuto && t.Unit() != cqlvalue.UnitMillis {
+		return true
+	}
+	for _, p := range t.Fields() {
+		if notMillis(p) {
+			return true
+		}
+	}
+	return false
+}
+
 // unitDays is the unit of a timestamp column the envelope schema gives a date (days since the
 // epoch, io.debezium.time.Date or Kafka Connect's Date), beside cqlvalue's units: the decoder's
 // own, never given to cqlvalue.
@@ -1339,6 +1358,12 @@ func (d *Decoder) debezium(dst []Change, key, value []byte) []Change {
 		return append(dst, Change{OtherTable: other, TableErr: err})
 	}
 	d.relational = connector != "" && connector != "cassandra"
+	if connector == "cassandra" && d.cassUnit >= 0 {
+		return append(dst, Change{Err: &pipeline.RowError{Code: pipeline.CodeType, Field: d.names[d.cassUnit],
+			Message: fmt.Sprintf("the mapping reads column %q as %s, but Debezium's Cassandra connector writes a timestamp as Cassandra holds it, in epoch milliseconds, "+
+				"which another unit would read as another time: remove source.timestamp_unit (or the column's own unit) from the mapping, "+
+				"as a cassandra:// source refuses it too", d.names[d.cassUnit], d.types[d.cassUnit])}})
+	}
 	if connector == "cassandra" && d.msTypes != nil {
 		d.types = d.msTypes // Cassandra's timestamps: epoch milliseconds, as the cassandra:// source reads them
 	}
