@@ -260,12 +260,12 @@ func (l literal) value(t pipeline.Type) (pipeline.Value, error) {
 		return pipeline.Float(f), err
 	case pipeline.TypeTimestamp:
 		if l.quoted {
-			ts, err := time.Parse("2006-01-02 15:04:05.000", l.text)
+			ts, err := parseTime(l.text, "01-02 15:04:05.000")
 			return pipeline.Int(ts.UnixMilli()), err
 		}
 	case pipeline.TypeDate:
 		if l.quoted {
-			d, err := time.Parse("2006-01-02", l.text)
+			d, err := parseTime(l.text, "01-02")
 			return pipeline.Int(d.Unix() / 86400), err
 		}
 	case pipeline.TypeDecimal:
@@ -276,4 +276,26 @@ func (l literal) value(t pipeline.Type) (pipeline.Value, error) {
 	}
 	i, err := strconv.ParseInt(l.text, 10, 64)
 	return pipeline.Int(i), err
+}
+
+// parseTime reads a time appendLiteral wrote, in UTC: a year (of four digits, more, or negative:
+// 10000, -0001, as Go's time formatting writes it), '-', then the rest in layout.
+func parseTime(s, layout string) (time.Time, error) {
+	i := strings.IndexByte(s[min(1, len(s)):], '-') + 1 // past a year's sign
+	if i <= 0 {
+		return time.Time{}, fmt.Errorf("%q is not a time (yyyy-%s)", s, layout)
+	}
+	y, err := strconv.Atoi(s[:i])
+	if err != nil || i < 4 {
+		return time.Time{}, fmt.Errorf("%q is not a time (yyyy-%s)", s, layout)
+	}
+	t, err := time.Parse(layout, s[i+1:]) // in year 0, a leap year: February 29 parses
+	if err != nil {
+		return time.Time{}, err
+	}
+	out := time.Date(y, t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+	if out.Day() != t.Day() {
+		return time.Time{}, fmt.Errorf("%q is not a time: no February 29 in %d", s, y)
+	}
+	return out, nil
 }

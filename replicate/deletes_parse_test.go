@@ -39,6 +39,30 @@ func TestParseDeletesReadsBackWhatWasWritten(t *testing.T) {
 			}
 		}
 	}
+	// times beyond four-digit years, as Go's formatting writes them (10000-01-01, -0001-12-31),
+	// which the sources read and a delete file holds: verify read such a file as an error
+	// 10000-01-01; 0000-12-31T23:59:59.999 and 0000-12-31; -0001-01-01 and -0001-12-31;
+	// -0002-03-01 and -0001-02-28
+	wide := [][]pipeline.Value{
+		{pipeline.Text("a"), pipeline.Int(1), pipeline.Int(253402300800000), pipeline.Int(2932897), pipeline.Bytes(""), pipeline.Float(0), pipeline.Decimal("0")},
+		{pipeline.Text("b"), pipeline.Int(2), pipeline.Int(-62135596800001), pipeline.Int(-719163), pipeline.Bytes(""), pipeline.Float(0), pipeline.Decimal("0")},
+		{pipeline.Text("c"), pipeline.Int(3), pipeline.Int(-62198755200000), pipeline.Int(-719529), pipeline.Bytes(""), pipeline.Float(0), pipeline.Decimal("0")},
+		{pipeline.Text("d"), pipeline.Int(4), pipeline.Int(-62230291200000 + 59*86400000), pipeline.Int(-719894 + 59), pipeline.Bytes(""), pipeline.Float(0), pipeline.Decimal("0")},
+	}
+	data = []byte(deleteHeader(schema.Table, 0, 1, 2))
+	for _, r := range wide {
+		data = d.append(data, r)
+	}
+	if got, err = ParseDeletes(data, schema); err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	for i := range wide {
+		for j := range wide[i] {
+			if got[i][j] != wide[i][j] {
+				t.Errorf("wide key %d column %s: %#v, want %#v\n%s", i, schema.Columns[j].Name, got[i][j], wide[i][j], data)
+			}
+		}
+	}
 	if _, err := ParseDeletes([]byte("DROP TABLE x;\n"), schema); err == nil {
 		t.Error("a line that is not a DELETE was read")
 	}
