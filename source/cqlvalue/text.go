@@ -567,6 +567,8 @@ const (
 	tsRange              // an epoch that does not fit int64 milliseconds
 	tsSeconds            // UnitAuto: looks like epoch seconds
 	tsMicros             // UnitAuto: looks like epoch microseconds or nanoseconds
+	tsHour24             // a time of day at hour 24
+	tsLeap               // a time of day at second 60
 )
 
 // Bounds of the integers UnitAuto reads as epoch milliseconds (see UnitAuto).
@@ -633,6 +635,11 @@ func timestampError(s string, u TimeUnit, n int64, st tsStatus) error {
 		return fmt.Errorf("invalid timestamp %s: epoch %s out of range", q, unitWords(u))
 	case tsSeconds:
 		return fmt.Errorf("invalid timestamp %s: it looks like epoch seconds (%s), not milliseconds (%s); set source.timestamp_unit: s in the mapping, or ms to accept it as milliseconds", q, isoOf(n*1000), isoOf(n))
+	case tsHour24:
+		return fmt.Errorf("invalid timestamp %s: hour 24, which no timestamp holds (hours run from 00 to 23): 24:00 is the next day's 00:00", q)
+	case tsLeap:
+		return fmt.Errorf("invalid timestamp %s: second 60, a leap second, which no timestamp holds (epoch times, Cassandra's and Lindorm's, count none): "+
+			"write 23:59:59.999 or the next day's 00:00:00, or declare the column text to keep the text", q)
 	case tsMicros:
 		return fmt.Errorf("invalid timestamp %s: it looks like epoch microseconds (%s) or nanoseconds (%s), not milliseconds; set source.timestamp_unit: us or ns in the mapping, or ms to accept it as milliseconds", q, isoOf(n/1000), isoOf(n/1_000_000))
 	}
@@ -676,6 +683,9 @@ func parseTimestamp(s string, u TimeUnit) (int64, tsStatus) {
 		h, ok1 := digits(s, i, 2)
 		mi, ok2 := digits(s, i+3, 2)
 		if !ok1 || !ok2 || s[i+2] != ':' || h > 23 || mi > 59 {
+			if ok1 && ok2 && s[i+2] == ':' && h == 24 && mi <= 59 {
+				return 0, tsHour24
+			}
 			return 0, tsSyntax
 		}
 		i += 5
@@ -683,6 +693,9 @@ func parseTimestamp(s string, u TimeUnit) (int64, tsStatus) {
 		if i < len(s) && s[i] == ':' {
 			var ok bool
 			if sec, ok = digits(s, i+1, 2); !ok || sec > 59 {
+				if ok && sec == 60 {
+					return 0, tsLeap
+				}
 				return 0, tsSyntax
 			}
 			i += 3

@@ -308,3 +308,25 @@ func TestTimestampsAndDatesBeyondFourDigitYears(t *testing.T) {
 		}
 	}
 }
+
+// A time of day that is none says which part and what to write instead: a leap second (23:59:60,
+// which epoch times do not count) and 24:00 (the next day's 00:00); it was refused as text that
+// is not ISO-8601, which it is.
+func TestTimestampClockOutOfRange(t *testing.T) {
+	cases := []tcase{
+		{"timestamp", "2016-12-31T23:59:60Z", "ERR:second 60, a leap second, which no timestamp holds (epoch times, Cassandra's and Lindorm's, count none): write 23:59:59.999 or the next day's 00:00:00, or declare the column text to keep the text"},
+		{"timestamp", "2016-12-31 23:59:60.5+0000", "ERR:a leap second"},
+		{"timestamp", "2024-01-02T24:00:00Z", "ERR:hour 24, which no timestamp holds (hours run from 00 to 23): 24:00 is the next day's 00:00"},
+		{"timestamp", "2024-01-02T24:00Z", "ERR:hour 24"},
+		{"timestamp", "2024-01-02T23:60:00Z", "ERR:expected epoch milliseconds or ISO-8601"},
+		{"timestamp", "2024-01-02T23:59:59.999Z", "int:1704239999999"},
+	}
+	for _, c := range cases {
+		typ, err := ParseType(c.typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := typ.ParseText(c.in)
+		check(t, "ParseText", c, v(got), err)
+	}
+}
