@@ -2,6 +2,7 @@ package transform
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"sort"
 	"strconv"
@@ -914,7 +915,17 @@ func (c *compiler) regionKeys() {
 	first := c.cols[0]
 	for i, s := range r.SplitKeys {
 		path := "regions.split_keys[" + strconv.Itoa(i) + "]"
-		v, err := parseLiteral(s, first.typ)
+		lit := s
+		if first.typ.T == pipeline.TypeVarbinary {
+			// in hex, as SPLITKEYS, the manifest and rekey report write a VARBINARY split key
+			b, err := hex.DecodeString(strings.TrimPrefix(s, "0x"))
+			if err != nil || len(b) == 0 {
+				c.fail(path, "%q is not hex: the split keys of the VARBINARY first key column %q are its bytes in hex, as ddl.sql's SPLITKEYS writes them (\"00ff\" is the bytes 00 ff)", s, first.name)
+				continue
+			}
+			lit = string(b)
+		}
+		v, err := parseLiteral(lit, first.typ)
 		if err != nil {
 			c.fail(path, "%q is not a %s value of the first key column %q: %v", s, first.typ, first.name, err)
 			continue

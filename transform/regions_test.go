@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -555,5 +556,40 @@ func TestQuantileGivesEveryValueItsRegionWhenValuesAreFew(t *testing.T) {
 	plan, _ = p.PlanRegions(RegionRequest{Count: 4, Sample: rows})
 	if plan.Count() != 4 {
 		t.Errorf("4 regions over 16 values: %s", splitStrings(plan))
+	}
+}
+
+// Split keys of a VARBINARY first column are written in hex, as ddl.sql's SPLITKEYS, the
+// manifest and rekey report's recommended split keys give them: a key pasted from there splits
+// where it said. Read as the bytes of their text, '00ff' split at 30 30 66 66 and ddl.sql
+// printed SPLITKEYS='30306666'.
+func TestExplicitVarbinarySplitKeysAreHex(t *testing.T) {
+	p := compileYAML(t, "version: 1\nsource: {columns: {b: blob}}\ntarget: {table: t, primary_key: '[b]'}\nregions: {split_keys: ['00ff', '7F', '0x80']}\n")
+	plan, err := p.PlanRegions(RegionRequest{})
+	if err != nil || len(plan.Splits) != 3 {
+		t.Fatalf("plan %+v, %v", plan, err)
+	}
+	for i, want := range []string{"\x00\xff", "\x7f", "\x80"} {
+		if plan.Splits[i] != pipeline.Bytes(want) {
+			t.Errorf("split %d: %q, want the bytes %x", i, plan.Splits[i].Str, want)
+		}
+	}
+	var got []string
+	for _, v := range plan.Splits {
+		got = append(got, pipeline.SplitValue(plan.Type, v))
+	}
+	if s := strings.Join(got, ","); s != "00ff,7f,80" {
+		t.Errorf("SPLITKEYS %s, want 00ff,7f,80 (as the mapping gave them)", s)
+	}
+	if plan.Route(pipeline.Bytes("\x00\xfe")) != 0 || plan.Route(pipeline.Bytes("\x00\xff\x01")) != 1 || plan.Route(pipeline.Bytes("\xff")) != 3 {
+		t.Error("routing does not follow the hex split keys")
+	}
+	m, err := Decode([]byte("version: 1\nsource: {columns: {b: blob}}\ntarget: {table: t, primary_key: '[b]'}\nregions: {split_keys: [m, '123']}\n"), "test.yaml")
+	if err == nil {
+		_, err = Compile(m, nil)
+	}
+	var me *MappingError
+	if !errors.As(err, &me) || !strings.Contains(err.Error(), `regions.split_keys[0]: "m" is not hex`) || !strings.Contains(err.Error(), `regions.split_keys[1]: "123" is not hex`) {
+		t.Errorf("split keys that are not hex: %v", err)
 	}
 }
