@@ -59,12 +59,12 @@ func (r *runner) buildKeyColumns(rep *model.Report, a *collide.Acc) {
 		if i == 0 {
 			kc.Distinct, kc.DistinctExact = a.Distinct()
 			if c.Text {
-				kc.CommonPrefix, kc.PrefixBytes = collide.DisplayValue(pipeline.Text(string(a.Lcp)), 80), len(a.Lcp)
+				kc.CommonPrefix, kc.PrefixBytes = r.prefixText(prog.Target().Columns[i].Type, a.Lcp), len(a.Lcp)
 			}
 		} else {
 			kc.Distinct = int64(c.Hll.Estimate())
 			if c.Text {
-				kc.CommonPrefix, kc.PrefixBytes = collide.DisplayValue(pipeline.Text(string(c.Lcp)), 80), len(c.Lcp)
+				kc.CommonPrefix, kc.PrefixBytes = r.prefixText(prog.Target().Columns[i].Type, c.Lcp), len(c.Lcp)
 			}
 		}
 	}
@@ -178,7 +178,7 @@ func (r *runner) buildFirstColumn(rep *model.Report, a *collide.Acc, tl *timelin
 	if fc.Top == nil {
 		fc.Top = []model.TopValue{}
 	}
-	fc.CommonPrefix = collide.DisplayValue(pipeline.Text(string(a.Lcp)), 80)
+	fc.CommonPrefix = r.prefixText(first.Type, a.Lcp)
 	fc.PrefixBytes = len(a.Lcp)
 	if a.Cols[0].Text {
 		fc.MinBytes = collide.MinTextLen(a)
@@ -309,6 +309,16 @@ func splitKeysSQL(keys []string) string {
 		return ""
 	}
 	return "SPLITKEYS='" + strings.ReplaceAll(strings.Join(keys, ","), "'", "''") + "'"
+}
+
+// prefixText renders the prefix every value of a column of type t shares as its values are
+// shown: a VARBINARY column's bytes as its split keys write them (hex), text with what does not
+// print escaped.
+func (r *runner) prefixText(t pipeline.Type, lcp []byte) string {
+	if t == pipeline.TypeVarbinary {
+		return collide.DisplayValue(pipeline.Text(r.cfg.FormatSplit(t, pipeline.Bytes(string(lcp)))), 80)
+	}
+	return collide.DisplayValue(pipeline.Text(string(lcp)), 80)
 }
 
 // firstText renders a first-column value like the region bounds (timestamps as dates).

@@ -9,6 +9,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/axiomhq/hyperloglog"
@@ -532,7 +533,7 @@ func DisplayValue(v pipeline.Value, maxLen int) string {
 	}
 	var sb strings.Builder
 	n := 0
-	for _, r := range s {
+	for i, r := range s {
 		if n >= maxLen {
 			sb.WriteString("…")
 			break
@@ -542,7 +543,11 @@ func DisplayValue(v pipeline.Value, maxLen int) string {
 			sb.WriteString(`\n`)
 		case r == '\t':
 			sb.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f || r == 0xfffd:
+		case r == utf8.RuneError && invalidByte(s[i:]):
+			// a byte that is not UTF-8 (text cut inside a character): the byte itself
+			sb.WriteString("\\x")
+			sb.WriteString(hex2(s[i]))
+		case r < 0x20 || r == 0x7f:
 			sb.WriteString("\\x")
 			sb.WriteString(hex2(byte(r)))
 		default:
@@ -551,6 +556,13 @@ func DisplayValue(v pipeline.Value, maxLen int) string {
 		n++
 	}
 	return sb.String()
+}
+
+// invalidByte tells whether s starts with a byte that is not UTF-8 (where ranging over s gives
+// U+FFFD for one byte).
+func invalidByte(s string) bool {
+	r, w := utf8.DecodeRuneInString(s)
+	return r == utf8.RuneError && w == 1
 }
 
 func hex2(b byte) string {
