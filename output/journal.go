@@ -2,6 +2,7 @@ package output
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -49,12 +50,21 @@ func (j *Journal) Reject(b *pipeline.Batch, rec *pipeline.Record, stage string, 
 	return j.rejects.Add(rj)
 }
 
-// recordValues renders a rejected record's decoded values, by column name.
+// recordValues renders a rejected record's decoded values, by column name: a blob as 0x and its
+// bytes in hex, as a file source reads it (a JSON string of its bytes would hold U+FFFD for each
+// byte that is not UTF-8).
 func recordValues(schema pipeline.SourceSchema, r *pipeline.Record) map[string]string {
 	m := make(map[string]string, len(schema))
 	for i, c := range schema {
-		if i < len(r.Values) && !r.Values[i].IsNull() {
-			m[c.Name] = r.Values[i].String()
+		if i >= len(r.Values) {
+			continue
+		}
+		switch v := r.Values[i]; v.Kind {
+		case pipeline.KindNull:
+		case pipeline.KindBytes:
+			m[c.Name] = "0x" + hex.EncodeToString([]byte(v.Str))
+		default:
+			m[c.Name] = v.String()
 		}
 	}
 	return m
