@@ -886,9 +886,16 @@ func (p *Program) buildSubstr(t *texpr) evalFn {
 	}
 }
 
+// truncate cuts s to at most n bytes for a message, at the start of a character (a blob's bytes
+// that are not UTF-8 are cut where they are).
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for k := n; k > 0 && k > n-utf8.UTFMax; k-- {
+		if utf8.RuneStart(s[k]) {
+			return s[:k] + "..."
+		}
 	}
 	return s[:n] + "..."
 }

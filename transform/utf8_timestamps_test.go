@@ -213,3 +213,26 @@ func TestCastIntegerTextToTimestampFollowsTheUnit(t *testing.T) {
 		}
 	}
 }
+
+// A reject's message quotes a long value cut at a character: cut at a byte count, the quote ended
+// in an escaped byte ("中中\xe4..."), as if the input held a byte that is not UTF-8.
+func TestRejectMessagesCutValuesAtACharacter(t *testing.T) {
+	long := strings.Repeat("中", 30) // 90 bytes: the messages keep 64 or 200
+	for _, c := range []struct {
+		expr string
+		in   map[string]V
+	}{
+		{"s.substr(0, 100)", map[string]V{"s": txt(long)}},
+		{"s :: BIGINT", map[string]V{"s": txt(long)}},
+		{"code(s, channels)", map[string]V{"s": txt(strings.Repeat("文", 70))}},
+	} {
+		_, _, rerr := evalExpr(t, c.expr, c.in)
+		if rerr == nil {
+			t.Errorf("%s: no reject", c.expr)
+			continue
+		}
+		if strings.Contains(rerr.Message, `\x`) || !strings.Contains(rerr.Message, "...") {
+			t.Errorf("%s: %s; want the value cut at a character, ending in ...", c.expr, rerr.Message)
+		}
+	}
+}
