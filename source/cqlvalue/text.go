@@ -189,10 +189,7 @@ func (t Type) ParseText(s string) (pipeline.Value, error) {
 
 // quoteShort quotes a value for an error message, cutting long values.
 func quoteShort(s string) string {
-	if len(s) > 40 {
-		s = s[:37] + "..."
-	}
-	return strconv.Quote(s)
+	return strconv.Quote(cut(s))
 }
 
 func expected(s string, k Kind, what string) error {
@@ -203,11 +200,18 @@ func rangeError(s string, k Kind) error {
 	return fmt.Errorf("value %s out of range for %s", cut(s), k)
 }
 
+// cut shortens s for a message to at most 40 bytes, cut at the start of a character (bytes that
+// are not UTF-8 where they are).
 func cut(s string) string {
-	if len(s) > 40 {
-		return s[:37] + "..."
+	if len(s) <= 40 {
+		return s
 	}
-	return s
+	for k := 37; k > 37-utf8.UTFMax; k-- {
+		if utf8.RuneStart(s[k]) {
+			return s[:k] + "..."
+		}
+	}
+	return s[:37] + "..."
 }
 
 func trimSpace(s string) string {

@@ -330,3 +330,20 @@ func TestTimestampClockOutOfRange(t *testing.T) {
 		check(t, "ParseText", c, v(got), err)
 	}
 }
+
+// An error quotes a long value cut at the start of a character: cut at a byte count, the quote
+// of text in a numeric column ended in an escaped byte ("中中\xe4..."), as if the input held a
+// byte that is not UTF-8.
+func TestErrorsCutValuesAtACharacter(t *testing.T) {
+	long := strings.Repeat("中", 20)
+	for _, typ := range []string{"bigint", "boolean", "double", "uuid", "date"} {
+		ty, err := ParseType(typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ty.ParseText(long)
+		if err == nil || strings.Contains(err.Error(), `\x`) || !strings.Contains(err.Error(), "中...") {
+			t.Errorf("%s: %v; want the value cut at a character, ending in ...", typ, err)
+		}
+	}
+}
