@@ -362,7 +362,7 @@ func (c *comparer) matchTarget(e entry, r *bucketResult) {
 	if i < 0 {
 		r.extra++
 		if c.v.cfg.Repair != nil {
-			r.extraKeys = append(r.extraKeys, c.keyCells(e.key))
+			r.extraKeys = append(r.extraKeys, c.wholeKeyCells(e.key))
 		}
 		r.ex.Extra = offer(r.ex.Extra, e.h, func() Example {
 			return Example{Key: c.keyCells(e.key), Columns: c.rowCells(e.row), Where: c.v.targetWhere(e.ord)}
@@ -551,7 +551,13 @@ func offer(ex []Example, h uint64, build func() Example) []Example {
 	return keepSmallest(append(ex, e))
 }
 
-func (c *comparer) keyCells(key []byte) []Cell {
+func (c *comparer) keyCells(key []byte) []Cell { return c.cells(key, render) }
+
+// wholeKeyCells is keyCells with every value whole (renderWhole): the extra keys --repair lists
+// for deleting by hand.
+func (c *comparer) wholeKeyCells(key []byte) []Cell { return c.cells(key, renderWhole) }
+
+func (c *comparer) cells(key []byte, show func(pipeline.Column, []byte) string) []Cell {
 	cols := c.v.keyCols
 	parts, ok := splitValues(cols, key, nil)
 	if !ok {
@@ -559,7 +565,7 @@ func (c *comparer) keyCells(key []byte) []Cell {
 	}
 	out := make([]Cell, len(cols))
 	for i, col := range cols {
-		out[i] = Cell{Column: col.Name, Value: render(col, parts[i])}
+		out[i] = Cell{Column: col.Name, Value: show(col, parts[i])}
 	}
 	return out
 }

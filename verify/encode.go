@@ -239,6 +239,19 @@ const maxShown = 120
 // render shows an encoded value for people: NULL, timestamps in UTC with milliseconds, dates
 // as yyyy-mm-dd, binary as hex, long text cut.
 func render(col pipeline.Column, b []byte) string {
+	s := renderWhole(col, b)
+	if len(s) > maxShown {
+		cut := maxShown
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + fmt.Sprintf("... (%d bytes)", len(s))
+	}
+	return s
+}
+
+// renderWhole is render without cutting long text: a key to name in full (ExtraKeys).
+func renderWhole(col pipeline.Column, b []byte) string {
 	v := decodeValue(col, b)
 	if v.IsNull() {
 		return "NULL"
@@ -255,13 +268,6 @@ func render(col pipeline.Column, b []byte) string {
 		s = strconv.FormatFloat(v.Float(), 'g', -1, 32)
 	default:
 		s = v.String()
-	}
-	if len(s) > maxShown {
-		cut := maxShown
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + fmt.Sprintf("... (%d bytes)", len(s))
 	}
 	return s
 }

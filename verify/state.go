@@ -542,7 +542,7 @@ func (c *comparer) matchState(se *srcEntry, row []byte, ord uint64, r *bucketRes
 func (c *comparer) extra(r *bucketResult, key, row []byte, where string) {
 	r.extra++
 	if c.v.cfg.Repair != nil {
-		r.extraKeys = append(r.extraKeys, c.keyCells(key))
+		r.extraKeys = append(r.extraKeys, c.wholeKeyCells(key))
 	}
 	h, _ := keyHashes(key)
 	r.ex.Extra = offer(r.ex.Extra, h, func() Example {
