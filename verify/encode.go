@@ -237,17 +237,24 @@ func decodeValue(col pipeline.Column, b []byte) pipeline.Value {
 const maxShown = 120
 
 // render shows an encoded value for people: NULL, timestamps in UTC with milliseconds, dates
-// as yyyy-mm-dd, binary as hex, long text cut.
+// as yyyy-mm-dd, binary as hex, long text cut. VARCHAR text that would read as another value is
+// quoted (strconv.Quote): "NULL", which a null shows as, the empty string, and text that begins
+// with a quote, as a quoted value with escapes does (the terminal quotes text that does not print).
 func render(col pipeline.Column, b []byte) string {
 	s := renderWhole(col, b)
+	quoted := col.Type == pipeline.TypeVarchar && (s == "" || s[0] == '"' || s == "NULL" && !decodeValue(col, b).IsNull())
+	more := ""
 	if len(s) > maxShown {
 		cut := maxShown
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
 			cut--
 		}
-		s = s[:cut] + fmt.Sprintf("... (%d bytes)", len(s))
+		s, more = s[:cut], fmt.Sprintf("... (%d bytes)", len(s))
 	}
-	return s
+	if quoted {
+		s = strconv.Quote(s)
+	}
+	return s + more
 }
 
 // renderWhole is render without cutting long text: a key to name in full (ExtraKeys).
