@@ -325,7 +325,7 @@ func printPlan(w io.Writer, schema pipeline.TargetSchema, plan pipeline.RegionPl
 	}
 	for i := 0; i < plan.Count(); i++ {
 		start, hasStart, end, hasEnd := plan.Bounds(i)
-		fmt.Fprintf(w, "  %s  [%s, %s)\n", output.RegionName(i), boundText(start, hasStart, "-inf"), boundText(end, hasEnd, "+inf"))
+		fmt.Fprintf(w, "  %s  [%s, %s)\n", output.RegionName(i), boundText(plan.Type, start, hasStart, "-inf"), boundText(plan.Type, end, hasEnd, "+inf"))
 		if i == 20 && plan.Count() > 24 {
 			fmt.Fprintf(w, "  ... %d more\n", plan.Count()-21)
 			break
@@ -333,9 +333,14 @@ func printPlan(w io.Writer, schema pipeline.TargetSchema, plan pipeline.RegionPl
 	}
 }
 
-func boundText(v pipeline.Value, ok bool, open string) string {
+// boundText quotes a region's bound, a VARBINARY column's in hex (as split_keys and SPLITKEYS
+// write it).
+func boundText(t pipeline.Type, v pipeline.Value, ok bool, open string) string {
 	if !ok {
 		return open
+	}
+	if t == pipeline.TypeVarbinary {
+		return fmt.Sprintf("%q", pipeline.SplitValue(t, v))
 	}
 	return fmt.Sprintf("%q", v.String())
 }
