@@ -525,7 +525,8 @@ func MinTextLen(a *Acc) int {
 	return 0
 }
 
-// DisplayValue renders a value for humans: canonical text, non-printable bytes escaped, capped.
+// DisplayValue renders a value for humans: canonical text, non-printable bytes and backslashes
+// escaped, capped.
 func DisplayValue(v pipeline.Value, maxLen int) string {
 	s := v.String()
 	if v.Kind == pipeline.KindNull {
@@ -543,6 +544,8 @@ func DisplayValue(v pipeline.Value, maxLen int) string {
 			sb.WriteString(`\n`)
 		case r == '\t':
 			sb.WriteString(`\t`)
+		case r == '\\':
+			sb.WriteString(`\\`) // else a\nb would read as the line break's escape
 		case r == utf8.RuneError && invalidByte(s[i:]):
 			// a byte that is not UTF-8 (text cut inside a character): the byte itself
 			sb.WriteString("\\x")
