@@ -28,7 +28,7 @@ import (
 // [ts % 16][ts][hostname] -> [ts][hostname]). Call its first column B and the rest R. Derived:
 //
 //	source_key   [B][R...]                                  no rewrite
-//	hash_prefix  [md5(B).substr(0,4) + B][R...]              the guide's hash prefix
+//	hash_prefix  [md5(B).substr(0,4) + B][R...]              the guide's hash prefix ([md5(B).substr(0,4)][B] of a blob)
 //	reverse      [reverse(B)][R...]                          the guide's reverse index
 //	bucket       [B % N][B][R...]   (B an integer or time)   the guide's modulo bucket
 //	salt         [random(N)][B][R...]                        a salt leading the key
@@ -275,13 +275,16 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, ad
 	add = extra
 	cols := append(append([]string(nil), key...), add...)
 	rest := Bracketed(key[1:]) + Bracketed(add)
+	hashPk, hashHow := hashPrefix(bq, freeName("rk_hash", taken), blobColumn(prog, b))
 	specs := []altSpec{
 		{id: id("source_key"), name: name("source key (no rewrite)"), pk: "[" + bq + "]" + rest,
 			tradeOff: fmt.Sprintf("Every query stays as it is: GET by the full key, a SCAN of one %s and a range of %s are single key ranges. Writes go wherever %s's values fall: monotonic or few values make hotspots.", b, b, b)},
-		{id: id("hash_prefix"), name: name("hash prefix"), pk: "[md5(" + bq + ").substr(0,4) + " + bq + " AS " + freeName("rk_hash", taken) + "]" + rest,
-			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (the client computes md5(%s).substr(0,4) + %s). A range of %s values is no longer a key range: it becomes a scan of every region.", b, b, b, b)},
-		{id: id("reverse"), name: name("reversed first column"), pk: "[reverse(" + bq + ") AS " + freeName("rk_rev", taken) + "]" + rest,
-			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (the client reverses the value). Ranges of %s are lost (a scan of every region); it spreads only when the end of %s varies fastest (sequence numbers, ids).", b, b, b)},
+		{id: id("hash_prefix"), name: name("hash prefix"), pk: hashPk + rest,
+			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (the client computes %s). A range of %s values is no longer a key range: it becomes a scan of every region.", b, fmt.Sprintf(hashHow, b, b), b)},
+	}
+	if !blobColumn(prog, b) { // reverse() is text: a blob's bytes are not
+		specs = append(specs, altSpec{id: id("reverse"), name: name("reversed first column"), pk: "[reverse(" + bq + ") AS " + freeName("rk_rev", taken) + "]" + rest,
+			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (the client reverses the value). Ranges of %s are lost (a scan of every region); it spreads only when the end of %s varies fastest (sequence numbers, ids).", b, b, b)})
 	}
 	if base.newest != "" {
 		// the guide's DESC for a newest-first query: a SCAN returns the latest rows first
@@ -291,11 +294,11 @@ func deriveSpecs(prog *transform.Program, m *transform.Mapping, base baseKey, ad
 	if base.newest != "" && base.newest != b {
 		// the hash prefix and the guide's DESC together: spread writes of an incremental first
 		// column, and a SCAN of one of its values returns the newest rows first
-		specs = append(specs, altSpec{id: id("hash_prefix_newest_first"), name: name("hash prefix, " + base.newest + " DESC"), pk: "[md5(" + bq + ").substr(0,4) + " + bq + " AS " + freeName("rk_hash", taken) + "]" + bracketedDesc(key[1:], base.newest) + Bracketed(add),
-			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (the client computes md5(%s).substr(0,4) + %s), and the SCAN returns the newest rows first (%s DESC, the guide's [userid][orderid DESC]). A range of %s values is no longer a key range: it becomes a scan of every region.", b, b, b, base.newest, b)})
+		specs = append(specs, altSpec{id: id("hash_prefix_newest_first"), name: name("hash prefix, " + base.newest + " DESC"), pk: hashPk + bracketedDesc(key[1:], base.newest) + Bracketed(add),
+			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single (the client computes %s), and the SCAN returns the newest rows first (%s DESC, the guide's [userid][orderid DESC]). A range of %s values is no longer a key range: it becomes a scan of every region.", b, fmt.Sprintf(hashHow, b, b), base.newest, b)})
 	}
 	if len(key) > 1 {
-		specs = append(specs, nextColumnSpecs(key, add, taken, id, name)...)
+		specs = append(specs, nextColumnSpecs(key, add, taken, id, name, blobColumn(prog, key[1]))...)
 	}
 	if isIntegralCQL(btype) {
 		specs = append(specs, bucketSpecs(base, btype, rest, n, buckets, taken, id, name)...)
@@ -351,18 +354,39 @@ func (n specNames) name(s string) string {
 
 // nextColumnSpecs are the designs that rewrite the key column after the first (the guide's
 // reverse(id) and hash(id) + id), for a key of two columns or more.
-func nextColumnSpecs(key, add []string, taken map[string]bool, id, name func(string) string) []altSpec {
+func nextColumnSpecs(key, add []string, taken map[string]bool, id, name func(string) string, blob bool) []altSpec {
 	// the guide's reverse(id) on the column after the first: the writes of one value of the
 	// first column spread over its key range when the end of the id varies fastest
 	r0, b := key[1], key[0]
 	bq, rq := quoteName(b), quoteName(r0)
-	return []altSpec{{id: id("reverse_next"), name: name("reversed " + r0), pk: "[" + bq + "][reverse(" + rq + ") AS " + freeName("rk_rev", taken) + "]" + Bracketed(key[2:]) + Bracketed(add),
-		tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single key ranges (the client reverses %s); the writes of one %s spread over its key range when the end of %s varies fastest (sequence numbers, ids). A range of %s within one %s becomes a scan of the whole %s.", b, r0, b, r0, r0, b, b)},
-		// the guide's hash(id) + id on the column after the first: an id that rises within each
-		// value of the first column no longer writes at the end of the value's range
-		{id: id("hash_next"), name: name("hash prefix on " + r0), pk: "[" + bq + "][md5(" + rq + ").substr(0,4) + " + rq + " AS " + freeName("rk_hash", taken) + "]" + Bracketed(key[2:]) + Bracketed(add),
-			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single key ranges (the client computes md5(%s).substr(0,4) + %s); the writes of one %s spread over its whole key range, so the regions Lindorm splits it into share them. A range of %s within one %s becomes a scan of the whole %s.", b, r0, r0, b, r0, b, b)}}
+	hashPk, hashHow := hashPrefix(rq, freeName("rk_hash", taken), blob)
+	var specs []altSpec
+	if !blob { // reverse() is text: a blob's bytes are not
+		specs = append(specs, altSpec{id: id("reverse_next"), name: name("reversed " + r0), pk: "[" + bq + "][reverse(" + rq + ") AS " + freeName("rk_rev", taken) + "]" + Bracketed(key[2:]) + Bracketed(add),
+			tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single key ranges (the client reverses %s); the writes of one %s spread over its key range when the end of %s varies fastest (sequence numbers, ids). A range of %s within one %s becomes a scan of the whole %s.", b, r0, b, r0, r0, b, b)})
+	}
+	// the guide's hash(id) + id on the column after the first: an id that rises within each
+	// value of the first column no longer writes at the end of the value's range
+	return append(specs, altSpec{id: id("hash_next"), name: name("hash prefix on " + r0), pk: "[" + bq + "]" + hashPk + Bracketed(key[2:]) + Bracketed(add),
+		tradeOff: fmt.Sprintf("GET and a SCAN of one %s stay single key ranges (the client computes %s); the writes of one %s spread over its whole key range, so the regions Lindorm splits it into share them. A range of %s within one %s becomes a scan of the whole %s.", b, fmt.Sprintf(hashHow, r0, r0), b, r0, b, b)})
+}
 
+// hashPrefix is the guide's hash(id) + id on column q (quoted), the prefix named as: the key
+// element(s) and how the client computes it (a format of the column's name, twice). A blob's
+// bytes are not text: its prefix is a key column of its own, before the blob, which stays last as
+// Lindorm's VARBINARY key column must ("md5(b).substr(0,4) + b" would reject every blob that is
+// not UTF-8).
+func hashPrefix(q, as string, blob bool) (pk, how string) {
+	if blob {
+		return "[md5(" + q + ").substr(0,4) AS " + as + "][" + q + "]", "md5(%s).substr(0,4), then %s"
+	}
+	return "[md5(" + q + ").substr(0,4) + " + q + " AS " + as + "]", "md5(%s).substr(0,4) + %s"
+}
+
+// blobColumn tells whether source column name is a blob (a VARBINARY key column).
+func blobColumn(prog *transform.Program, name string) bool {
+	i := prog.Source().Index(name)
+	return i >= 0 && pipeline.NormalizeSourceType(prog.Source()[i].Type) == "blob"
 }
 
 // bucketSpecs are the designs that put a modulo bucket of an integral first column before it

@@ -794,11 +794,14 @@ func incrementalFinding(kcs []model.KeyColumn, i int, ko model.KeyOrder, judged 
 	ev := map[string]float64{"column": float64(i + 1), "rank_correlation": ko.RankCorrelation, "distinct": float64(ko.Distinct),
 		"prefix_distinct": float64(ko.PrefixDistinct), "rises_in_prefix": ko.RisesInPrefix, "prefix_pairs": float64(ko.PrefixPairs), "regions": float64(regions)}
 	x := kc.Expr
-	hashed := "md5(" + x + ").substr(0,4) + " + x
+	hashed := "[md5(" + x + ").substr(0,4) + " + x + "]"
+	if kc.Type == "VARBINARY" { // a blob's bytes are not text: the prefix is a column of its own
+		hashed = "[md5(" + x + ").substr(0,4) AS " + kc.Name + "_hash][" + x + "]"
+	}
 	if i == 0 {
-		fix := fmt.Sprintf("put a hash prefix before it ([%s]: the guide's hash(id) + id)", hashed)
+		fix := fmt.Sprintf("put a hash prefix before it (%s: the guide's hash(id) + id)", hashed)
 		if t, _, _, err := pipeline.ParseType(kc.Type); err == nil && collide.IsIntType(t) {
-			fix = fmt.Sprintf("put a modulo bucket ([%s %% %d][%s], the guide's bucket for time series read by time range) or a hash prefix ([%s]) before it", x, regions, x, hashed)
+			fix = fmt.Sprintf("put a modulo bucket ([%s %% %d][%s], the guide's bucket for time series read by time range) or a hash prefix (%s) before it", x, regions, x, hashed)
 		}
 		end := "end"
 		if kc.Desc != (ko.RankCorrelation < 0) {
@@ -824,7 +827,7 @@ func incrementalFinding(kcs []model.KeyColumn, i int, ko model.KeyOrder, judged 
 			kc.Name, ko.Why, pn, model.Count(rows), pn, regions), ev)
 	}
 	if ko.PrefixDistinct < int64(regions) {
-		return finding("incremental_key_column", model.SevWarning, fmt.Sprintf("key column %s is incremental (it %s, %s) and %s before it has only %s distinct values for %d regions: Lindorm splits a big value of %s into several regions, but every new row lands at the end of its value's range, one hot range per value: keep a hash on %s (%s[%s], the guide's hash(id) + id)",
+		return finding("incremental_key_column", model.SevWarning, fmt.Sprintf("key column %s is incremental (it %s, %s) and %s before it has only %s distinct values for %d regions: Lindorm splits a big value of %s into several regions, but every new row lands at the end of its value's range, one hot range per value: keep a hash on %s (%s%s, the guide's hash(id) + id)",
 			kc.Name, ko.Why, judged, pn, model.Count(ko.PrefixDistinct), regions, pn, kc.Name, strings.Join(prefix, ""), hashed), ev)
 	}
 	return finding("incremental_key_column", model.SevInfo, fmt.Sprintf("key column %s is incremental (it %s) behind %s values of %s for %d regions: new rows spread over every region's prefixes, no hot range (the guide's [userid][orderid])", kc.Name, ko.Why, model.Count(ko.PrefixDistinct), pn, regions), ev)
