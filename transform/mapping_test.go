@@ -535,3 +535,22 @@ func TestLoadMissingMappingSaysWhatToCheck(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestFingerprintHasTheSourceTable: source.table decides which events of a Debezium topic a run
+// applies, so a resume (or a replication continued) with another one would write a second
+// table's rows beside the first's: the fingerprint, which --resume compares, holds it.
+func TestFingerprintHasTheSourceTable(t *testing.T) {
+	fp := func(table string) string {
+		m := &Mapping{Version: 1, Source: SourceSpec{Table: table, Columns: pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "v", Type: "text"}}},
+			Target: TargetSpec{Table: "t", PrimaryKey: "[id]", OnMissingCode: "reject"}}
+		p, err := Compile(m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Fingerprint()
+	}
+	none, a, b := fp(""), fp("shop.orders"), fp("shop.refunds")
+	if a == b || a == none || b == none {
+		t.Errorf("source.table does not change the fingerprint (none %.12s, shop.orders %.12s, shop.refunds %.12s): a resume could apply another table's events", none, a, b)
+	}
+}

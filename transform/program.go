@@ -471,6 +471,10 @@ func (p *Program) computeFingerprint() string {
 	for _, c := range p.source {
 		sb.WriteString("src " + strconv.Quote(c.Name) + " " + pipeline.NormalizeSourceType(c.Type) + "\n")
 	}
+	if p.sourceTable != "" {
+		// which events of a Debezium topic are applied: another table's rows are another job's
+		sb.WriteString("source table " + strconv.Quote(p.sourceTable) + "\n")
+	}
 	sb.WriteString("table " + strconv.Quote(p.table) + "\n")
 	for _, col := range p.cols {
 		sb.WriteString("col " + strconv.Quote(col.name) + " " + col.typ.String() + " key=" + strconv.Itoa(col.keyPos))
