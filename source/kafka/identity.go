@@ -14,14 +14,19 @@ var (
 )
 
 // Identity is the topic, its partition count, the message format and the window's offsets per
-// partition ("0:[100,2100) 1:[..."): a resume reads exactly the window the first run fixed.
+// partition ("0:[100,2100) 1:[..."): a resume reads exactly the window the first run fixed; and
+// keycol=, when set: the column a plain message key fills is part of every row read.
 func (w *Window) Identity() pipeline.Identity {
-	return pipeline.Identity{
+	id := pipeline.Identity{
 		"topic":      w.cfg.Topic,
 		"partitions": strconv.Itoa(len(w.parts)),
 		"format":     w.cfg.Format,
 		"window":     formatWindow(w.parts),
 	}
+	if w.cfg.KeyColumn != "" {
+		id["keycol"] = w.cfg.KeyColumn
+	}
+	return id
 }
 
 // AdoptIdentity takes over the recorded window when the topic and its partitions are the same:

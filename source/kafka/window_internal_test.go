@@ -53,3 +53,21 @@ func TestWindowBadResumeCursorStartsNoRead(t *testing.T) {
 		t.Fatal("Run returned its error with partition t/0's read still running: it would send on out after Run returned")
 	}
 }
+
+// keycol= decides which column a plain message key fills: a resume with another (or none) would
+// write the rest of the window's rows otherwise than the rows already written, so the window's
+// identity, which a resume compares, holds it (and a window without it keeps its identity).
+func TestWindowIdentityHasTheKeyColumn(t *testing.T) {
+	w := func(keycol string) *Window {
+		return &Window{cfg: Config{Topic: "t", Format: FormatJSON, KeyColumn: keycol}, parts: []windowPart{{partition: 0, start: 0, end: 10}}}
+	}
+	if _, ok := w("").Identity()["keycol"]; ok {
+		t.Errorf("a window without keycol= records one: %v", w("").Identity())
+	}
+	if d := w("id").Identity().Diff(w("").Identity()); len(d) == 0 {
+		t.Error("a resume without keycol= of a window read with keycol=id is not told apart")
+	}
+	if d := w("id").Identity().Diff(w("sku").Identity()); len(d) == 0 {
+		t.Error("a resume with keycol=sku of a window read with keycol=id is not told apart")
+	}
+}
