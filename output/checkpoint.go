@@ -1,11 +1,14 @@
 package output
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/rekey/rekey/pipeline"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/rekey/rekey/store"
@@ -24,18 +27,44 @@ func ReadCheckpoint(ctx context.Context, st store.Store) (*pipeline.Checkpoint, 
 		return nil, fmt.Errorf("read checkpoint: %w", err)
 	}
 	c, err := ParseCheckpoint(data)
-	if err != nil {
+	if ov := (*OtherVersionError)(nil); errors.As(err, &ov) {
+		return nil, fmt.Errorf("%s was %w", st.Location(CheckpointFile), err)
+	} else if err != nil {
 		return nil, fmt.Errorf("%s is damaged: %w", st.Location(CheckpointFile), err)
 	}
 	return c, nil
 }
 
+// checkpointVersion is the version of the checkpoint's format this rekey writes and reads.
+const checkpointVersion = 1
+
+// OtherVersionError is ParseCheckpoint's error for a checkpoint another rekey version wrote: of
+// a newer format, or holding a field this rekey does not know (a setting the run began with,
+// which this one would drop without a word).
+type OtherVersionError struct{ What string }
+
+func (e *OtherVersionError) Error() string {
+	return "written by another rekey version (" + e.What + ")"
+}
+
 // ParseCheckpoint reads a checkpoint's bytes as ReadCheckpoint does (for a reader of an output
-// that holds no store.Store): its error says how it is damaged.
+// that holds no store.Store): its error says how it is damaged, or that another rekey version
+// wrote it (OtherVersionError).
 func ParseCheckpoint(data []byte) (*pipeline.Checkpoint, error) {
 	var c pipeline.Checkpoint
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, err
+	}
+	strict := json.NewDecoder(bytes.NewReader(data))
+	strict.DisallowUnknownFields()
+	if err := strict.Decode(new(pipeline.Checkpoint)); err != nil {
+		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return nil, &OtherVersionError{"it holds the field " + field + ", which this rekey does not know"}
+		}
+		return nil, err
+	}
+	if c.Version > checkpointVersion {
+		return nil, &OtherVersionError{fmt.Sprintf("format version %d; this rekey reads version %d", c.Version, checkpointVersion)}
 	}
 	c.Plan.Splits = c.Splits
 	for _, f := range c.Files {
@@ -64,7 +93,7 @@ func regionsAsked(cp *pipeline.Checkpoint) int {
 // saveCheckpoint writes the checkpoint atomically (the local store keeps it 0600: it names the
 // source and its cursors, which nobody but the run's user needs).
 func saveCheckpoint(ctx context.Context, st store.Store, c *pipeline.Checkpoint) error {
-	c.Version = 1
+	c.Version = checkpointVersion
 	c.Splits = c.Plan.Splits
 	c.UpdatedAt = time.Now().UTC()
 	data, err := json.MarshalIndent(c, "", "  ")

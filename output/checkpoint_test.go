@@ -2,6 +2,10 @@ package output
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
@@ -47,5 +51,41 @@ func TestCheckpointKeepsSplitBytes(t *testing.T) {
 		if v != vals[i] {
 			t.Errorf("value %d read back as %+v, written %+v", i, v, vals[i])
 		}
+	}
+}
+
+// A checkpoint written by another rekey (a newer one, with a field this one does not know, or
+// another format version) is refused naming what it does not read: resumed as far as this rekey
+// understands it, a setting the run began with would be dropped without a word.
+func TestResumeRefusesACheckpointOfAnotherVersion(t *testing.T) {
+	for name, c := range map[string]struct{ from, to, want string }{
+		"unknown field":   {`"version": 1,`, `"version": 1, "compression": "lz4",`, `"compression"`},
+		"unknown in file": {`"region": 0,`, `"region": 0, "crc": 7,`, `"crc"`},
+		"newer version":   {`"version": 1,`, `"version": 2,`, "version 2"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := jobConfig(t, nil)
+			interruptedRun(t, cfg)
+			path := filepath.Join(cfg.OutDir, CheckpointFile)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			edited := strings.Replace(string(data), c.from, c.to, 1)
+			if edited == string(data) {
+				t.Fatalf("no %s in %s", c.from, data)
+			}
+			if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			o, err := openResume(cfg, nil)
+			if err == nil {
+				o.Close()
+				t.Fatal("resume accepted a checkpoint of another rekey version")
+			}
+			if !errors.Is(err, ErrRefusedResume) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "another rekey version") {
+				t.Fatalf("error %q does not say %s is another rekey version's", err, c.want)
+			}
+		})
 	}
 }

@@ -230,7 +230,9 @@ func (o *Output) open(ctx context.Context, spec Spec, logger *zap.Logger) error 
 		return refuse("--out %s already holds files (a previous run?): pass --resume to finish an interrupted run there, --overwrite to replace it, or choose a new --out directory", spec.Dir)
 	}
 	cp, err := ReadCheckpoint(ctx, st)
-	if err != nil {
+	if ov := (*OtherVersionError)(nil); errors.As(err, &ov) {
+		return refuse("--resume: %v: resume it with the rekey that began the run, or start over with --overwrite or in a new --out directory", err)
+	} else if err != nil {
 		return refuse("--resume: %v; the run cannot be resumed: start over in a new --out directory", err)
 	}
 	if cp == nil {
