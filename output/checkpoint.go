@@ -3,6 +3,8 @@ package output
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,6 +68,9 @@ func ParseCheckpoint(data []byte) (*pipeline.Checkpoint, error) {
 	if c.Version > checkpointVersion {
 		return nil, &OtherVersionError{fmt.Sprintf("format version %d; this rekey reads version %d", c.Version, checkpointVersion)}
 	}
+	if c.Digest != "" && !sealed(data, c.Digest) {
+		return nil, ErrCheckpointEdited
+	}
 	c.Plan.Splits = c.Splits
 	for _, f := range c.Files {
 		// these paths are deleted around, resumed from and copied into the manifest
@@ -96,11 +101,12 @@ func saveCheckpoint(ctx context.Context, st store.Store, c *pipeline.Checkpoint)
 	c.Version = checkpointVersion
 	c.Splits = c.Plan.Splits
 	c.UpdatedAt = time.Now().UTC()
+	c.Digest = ""
 	data, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
 	}
-	if err := st.Put(ctx, CheckpointFile, append(data, '\n')); err != nil {
+	if err := st.Put(ctx, CheckpointFile, sealCheckpoint(data)); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
 	return nil
@@ -141,4 +147,32 @@ func removeUncommitted(ctx context.Context, st store.Store, cp *pipeline.Checkpo
 	}
 	sort.Strings(removed)
 	return removed, nil
+}
+
+// ErrCheckpointEdited is ParseCheckpoint's error for a checkpoint whose digest does not match its
+// content: changed since rekey wrote it (edited by hand), it is no cut of the run any more.
+var ErrCheckpointEdited = errors.New("it was changed since rekey wrote it (its digest does not match its content): " +
+	"a checkpoint edited by hand no longer says which rows the run committed")
+
+// digestField opens the digest, the last field of a checkpoint as MarshalIndent writes it.
+const digestField = ",\n  \"digest\": \""
+
+// sealCheckpoint adds to a checkpoint as MarshalIndent wrote it (without a digest, so ending in
+// "\n}") its digest, the SHA-256 of those bytes, as its last field, and a final newline.
+func sealCheckpoint(data []byte) []byte {
+	sum := sha256.Sum256(data)
+	body := bytes.TrimSuffix(data, []byte("\n}"))
+	return append(append(body, digestField+hex.EncodeToString(sum[:])+"\"\n}"...), '\n')
+}
+
+// sealed tells whether data, a checkpoint whose digest field holds digest, is the checkpoint
+// sealCheckpoint wrote: the digest is its last field and matches the bytes before it.
+func sealed(data []byte, digest string) bool {
+	tail := digestField + digest + "\"\n}"
+	body, ok := bytes.CutSuffix(bytes.TrimSuffix(data, []byte("\n")), []byte(tail))
+	if !ok {
+		return false
+	}
+	sum := sha256.Sum256(append(body, "\n}"...))
+	return hex.EncodeToString(sum[:]) == digest
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -88,4 +89,68 @@ func TestResumeRefusesACheckpointOfAnotherVersion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A checkpoint changed since rekey wrote it (edited by hand: its streams' cursors, counts or
+// plan) is refused: resumed, a cursor moved back wrote rows twice, a plan edited routed the rest
+// of the rows to other regions than the rows already written. A checkpoint of an earlier rekey,
+// which carries no digest, still resumes, and so does the checkpoint as written.
+func TestResumeRefusesAnEditedCheckpoint(t *testing.T) {
+	for name, edit := range map[string]func(string) string{
+		"count": func(s string) string { return regexp.MustCompile(`"rows_in": \d+`).ReplaceAllString(s, `"rows_in": 7`) },
+		"complete": func(s string) string {
+			return strings.Replace(s, `"complete": false`, `"complete": true`, 1)
+		},
+		"streams": func(s string) string {
+			return regexp.MustCompile(`(?s)"streams": \{.*?\n  \}`).ReplaceAllString(s, `"streams": {}`)
+		},
+		"reformatted": func(s string) string { return strings.ReplaceAll(s, "\n  ", "\n\t") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := jobConfig(t, nil)
+			interruptedRun(t, cfg)
+			path := filepath.Join(cfg.OutDir, CheckpointFile)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			edited := edit(string(data))
+			if edited == string(data) {
+				t.Fatalf("the edit changed nothing in %s", data)
+			}
+			if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			o, err := openResume(cfg, nil)
+			if err == nil {
+				o.Close()
+				t.Fatal("resume accepted a checkpoint edited by hand")
+			}
+			if !errors.Is(err, ErrRefusedResume) || !strings.Contains(err.Error(), "changed since rekey wrote it") {
+				t.Fatalf("error %q does not say the checkpoint was changed", err)
+			}
+		})
+	}
+	t.Run("as written, and without a digest", func(t *testing.T) {
+		cfg := jobConfig(t, nil)
+		interruptedRun(t, cfg)
+		o, err := openResume(cfg, nil)
+		if err != nil {
+			t.Fatalf("the checkpoint as written must resume: %v", err)
+		}
+		o.Close()
+		path := filepath.Join(cfg.OutDir, CheckpointFile)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		earlier := regexp.MustCompile(`,\n  "digest": "[0-9a-f]+"`).ReplaceAllString(string(data), "")
+		if err := os.WriteFile(path, []byte(earlier), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if o, err = openResume(cfg, nil); err != nil {
+			t.Fatalf("a checkpoint without a digest (an earlier rekey's) must resume: %v", err)
+		}
+		o.Close()
+	})
 }

@@ -232,6 +232,8 @@ func (o *Output) open(ctx context.Context, spec Spec, logger *zap.Logger) error 
 	cp, err := ReadCheckpoint(ctx, st)
 	if ov := (*OtherVersionError)(nil); errors.As(err, &ov) {
 		return refuse("--resume: %v: resume it with the rekey that began the run, or start over with --overwrite or in a new --out directory", err)
+	} else if errors.Is(err, ErrCheckpointEdited) {
+		return refuse("--resume: %v; the run cannot be resumed: put back the checkpoint as rekey wrote it, or start over with --overwrite or in a new --out directory", err)
 	} else if err != nil {
 		return refuse("--resume: %v; the run cannot be resumed: start over in a new --out directory", err)
 	}

@@ -43,6 +43,10 @@ type Checkpoint struct {
 	// resources, sink/lindorm's), as the run's first attempt was given them: a resume that is
 	// not given them again writes the same job.
 	Job json.RawMessage `json:"job,omitempty"`
+	// Digest is the SHA-256 of the checkpoint as written without it (the last field, so that a
+	// reader can take it off the bytes): a checkpoint changed since rekey wrote it (edited by
+	// hand) is refused. "": an earlier rekey's, which wrote none.
+	Digest string `json:"digest,omitempty"`
 }
 
 // Result is the outcome the checkpointed run recorded: a complete checkpoint whose final files
