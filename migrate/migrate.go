@@ -6,10 +6,12 @@
 package migrate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -111,7 +113,28 @@ func Open(ctx context.Context, cfg Config) (*Migration, error) {
 	} else if err != nil {
 		return nil, err
 	}
+	if cp := m.out.Checkpoint; cp != nil && len(cp.Job) > 0 {
+		if err := checkJobSettings(cp.Job); err != nil {
+			m.out.Close()
+			return nil, &Refused{fmt.Errorf("--resume: %s: %w", cfg.Out, err)}
+		}
+	}
 	return m, nil
+}
+
+// checkJobSettings reads the settings a checkpoint keeps (jobSettings) whole: one this rekey
+// does not know, a newer rekey's, would be dropped without a word by the resume.
+func checkJobSettings(job json.RawMessage) error {
+	dec := json.NewDecoder(bytes.NewReader(job))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(new(jobSettings))
+	if field, ok := strings.CutPrefix(fmt.Sprint(err), "json: unknown field "); ok {
+		return fmt.Errorf("the checkpoint's job settings were written by another rekey version (they hold the setting %s, which this rekey does not know): "+
+			"resume with the rekey that began the run, or start over with --overwrite or in a new --out directory", field)
+	} else if err != nil {
+		return fmt.Errorf("the checkpoint's job settings are damaged (%v): the run cannot be resumed: start over with --overwrite or in a new --out directory", err)
+	}
+	return nil
 }
 
 // Close releases the output's lock.

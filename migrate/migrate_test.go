@@ -2,6 +2,7 @@ package migrate_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -263,5 +264,54 @@ func TestShardTakesThePlanOfTheShardsThere(t *testing.T) {
 	}
 	if !reflect.DeepEqual(plans[0], plans[1]) {
 		t.Fatalf("the shards planned %v and %v", plans[0], plans[1])
+	}
+}
+
+// The settings a run's checkpoint keeps for its job and files (--sort, --max-file-size, the load
+// job's names) are read whole: one this rekey does not know, which a newer rekey recorded, is
+// refused as another version's, naming it. Before, it was dropped without a word and the resume
+// wrote the rest of the rows, and the job, as if the run had begun without it.
+func TestResumeRefusesJobSettingsOfAnotherVersion(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := config(t, dir, "orders.yaml", 1000)
+	m, err := migrate.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Plan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, runErr, err := m.Run(ctx, nil, noWatch); err != nil || runErr != nil {
+		t.Fatalf("run: %v, %v", runErr, err)
+	}
+	m.Close()
+	path := filepath.Join(dir, output.CheckpointFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cp map[string]json.RawMessage
+	if err := json.Unmarshal(data, &cp); err != nil {
+		t.Fatal(err)
+	}
+	delete(cp, "digest") // as written by a rekey that seals none; a newer one's seal matches its bytes
+	cp["job"] = json.RawMessage(strings.Replace(string(cp["job"]), "{", `{"compression":"lz4",`, 1))
+	if data, err = json.MarshalIndent(cp, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg = config(t, dir, "orders.yaml", 1000)
+	cfg.Resume = true
+	m, err = migrate.Open(ctx, cfg)
+	if err == nil {
+		m.Close()
+		t.Fatal("resume accepted job settings it does not know")
+	}
+	var refused *migrate.Refused
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), `"compression"`) || !strings.Contains(err.Error(), "another rekey version") {
+		t.Fatalf("error %v does not refuse the setting by name as another rekey version's", err)
 	}
 }
