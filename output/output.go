@@ -12,6 +12,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -207,7 +208,7 @@ func (o *Output) open(ctx context.Context, spec Spec, logger *zap.Logger) error 
 		return refuse("--out %s holds a replication (rekey replicate: %s), not a migration: rekey replicate continues it; migrate into a new --out directory", spec.Dir, ReplicateStateFile)
 	}
 	if spec.Overwrite && !spec.Resume {
-		if foreign := notRekeyFiles(tops, finalFiles); len(foreign) > 0 {
+		if foreign := append(notRekeyFiles(tops, finalFiles), notRekeyData(names)...); len(foreign) > 0 {
 			return refuse("--overwrite: %s holds files rekey did not write (%s): it is not a rekey output; choose a new --out directory", spec.Dir, strings.Join(foreign, ", "))
 		}
 		if err := sweep(); err != nil {
@@ -239,7 +240,7 @@ func (o *Output) open(ctx context.Context, spec Spec, logger *zap.Logger) error 
 	}
 	if cp == nil {
 		// The run died before its first checkpoint: nothing it wrote is committed.
-		if foreign := notRekeyFiles(tops, nil); len(foreign) > 0 {
+		if foreign := append(notRekeyFiles(tops, nil), notRekeyData(names)...); len(foreign) > 0 {
 			return refuse("--resume: %s has no %s and holds files rekey did not write (%s): it is not an interrupted rekey run; choose a new --out directory",
 				spec.Dir, CheckpointFile, strings.Join(foreign, ", "))
 		}
@@ -352,6 +353,44 @@ func notRekeyFiles(names, final []string) []string {
 		}
 	}
 	return foreign
+}
+
+// notRekeyData lists the names under data/ that no rekey run writes: data/ is a common folder
+// name, and another tool's files there are not rekey's to remove. Rekey's are its data files,
+// data/region-NNNN/[PREFIX]part-NNNNN.EXT (PREFIX a shard's or a time slice's), and its
+// temporary files.
+func notRekeyData(names []string) []string {
+	var foreign []string
+	for _, n := range names {
+		if !strings.HasPrefix(n, DataDir+"/") || atomicfile.IsTemp(n) {
+			continue
+		}
+		prefix, _, _ := strings.Cut(path.Base(n), dataFilePrefix)
+		if _, _, ok := ParseDataFile(n, prefix); ok && (prefix == "" || isShardFilePrefix(prefix) || prefix == sliceNone || isSlicePrefix(n)) {
+			continue
+		}
+		foreign = append(foreign, n)
+	}
+	return foreign
+}
+
+// isShardFilePrefix tells whether prefix is one ShardFilePrefix gives ("s0002-").
+func isShardFilePrefix(prefix string) bool {
+	if !strings.HasPrefix(prefix, "s") || !strings.HasSuffix(prefix, "-") {
+		return false
+	}
+	digits := prefix[1 : len(prefix)-1]
+	if len(digits) < 4 {
+		return false
+	}
+	_, err := strconv.ParseUint(digits, 10, 31)
+	return err == nil
+}
+
+// isSlicePrefix tells whether the data file rel is a time slice's (SliceFilePrefix).
+func isSlicePrefix(rel string) bool {
+	_, ok := FileSlice(rel)
+	return ok
 }
 
 // CheckLocalDir refuses an --out that looks like a URI rekey does not write to (mysql://...,

@@ -340,3 +340,31 @@ func TestOutputLockIsNotASymlink(t *testing.T) {
 		t.Fatalf("the file the link leads to now holds %q", data)
 	}
 }
+
+// data/ is a common folder name: another tool's output there (Spark's data/year=2024/...) is not
+// rekey's, and --overwrite, or a --resume that finds no checkpoint and starts over, refuses the
+// folder naming the file instead of removing it. Before, both checked the names at the top
+// only, and removed every file under data/.
+func TestOverwriteKeepsAnotherToolsFilesUnderData(t *testing.T) {
+	for _, spec := range []Spec{{Overwrite: true}, {Resume: true}} {
+		dir := t.TempDir()
+		theirs := filepath.Join(dir, "data", "year=2024", "part-0.parquet")
+		if err := os.MkdirAll(filepath.Dir(theirs), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(theirs, []byte("theirs"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		spec.Dir = dir
+		o, err := Open(context.Background(), localStore(t, dir), spec, nil)
+		if err == nil {
+			o.Close()
+		}
+		if _, serr := os.Stat(theirs); serr != nil {
+			t.Fatalf("overwrite %v, resume %v: removed %s, a file rekey did not write (open: %v)", spec.Overwrite, spec.Resume, theirs, err)
+		}
+		if !errors.Is(err, ErrRefusedResume) || !strings.Contains(err.Error(), "data/year=2024/part-0.parquet") {
+			t.Fatalf("overwrite %v, resume %v: error %v does not refuse the folder naming the file", spec.Overwrite, spec.Resume, err)
+		}
+	}
+}
