@@ -26,13 +26,25 @@ func (w *Window) Identity() pipeline.Identity {
 	if w.cfg.KeyColumn != "" {
 		id["keycol"] = w.cfg.KeyColumn
 	}
+	// start= and max= ask for the window: a resume given others asks for another than the
+	// first run fixed (a checkpoint of an earlier rekey recorded neither)
+	if !w.unrecordedAsk {
+		id["start"] = w.cfg.Start
+		if w.cfg.Max > 0 {
+			id["max"] = strconv.FormatInt(w.cfg.Max, 10)
+		}
+	}
 	return id
 }
 
 // AdoptIdentity takes over the recorded window when the topic and its partitions are the same:
 // the topic grew since the first run, and a resumed run must read the first run's window, not
-// one that ends at today's offsets. A mismatch is left for the identity comparison to report.
+// one that ends at today's offsets. A mismatch is left for the identity comparison to report,
+// as is another start= or max= than the first run's, which asks for another window.
 func (w *Window) AdoptIdentity(recorded pipeline.Identity) error {
+	if _, ok := recorded["start"]; !ok {
+		w.unrecordedAsk = true // an earlier rekey's checkpoint: only its window is compared
+	}
 	if recorded["topic"] != w.cfg.Topic || recorded["partitions"] != strconv.Itoa(len(w.parts)) {
 		return nil
 	}

@@ -51,8 +51,11 @@ type Window struct {
 	// first event's table is the one, and an event of another table fails the read.
 	Table  string
 	tables TableSeen // the first event's table, shared by the partitions' decoders
-	heldMu sync.Mutex
-	held   []HeldBack // Run's partitions an open transaction held back, in the order they ended
+	// unrecordedAsk: the checkpoint resumed (AdoptIdentity) is an earlier rekey's, which did not
+	// record start= and max=, so Identity leaves them out
+	unrecordedAsk bool
+	heldMu        sync.Mutex
+	held          []HeldBack // Run's partitions an open transaction held back, in the order they ended
 
 	// BatchSize is the number of records per batch (default 1024).
 	BatchSize int

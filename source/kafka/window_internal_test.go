@@ -71,3 +71,40 @@ func TestWindowIdentityHasTheKeyColumn(t *testing.T) {
 		t.Error("a resume with keycol=sku of a window read with keycol=id is not told apart")
 	}
 }
+
+// A resume reads the window its first run fixed: given another max= or start=, which asks for
+// another window, it is refused naming it, where it read the first window without a word (a run
+// asked for 2000 messages that read 1000). The same URI resumes, and so does a checkpoint of an
+// earlier rekey, which recorded neither.
+func TestWindowResumeWithAnotherMaxOrStartIsTold(t *testing.T) {
+	w := func(start string, max, end int64) *Window {
+		return &Window{cfg: Config{Topic: "t", Format: FormatJSON, Start: start, Max: max},
+			parts: []windowPart{{partition: 0, start: 0, end: end}}, log: zap.NewNop()}
+	}
+	first := w(StartEarliest, 1000, 1000).Identity()
+	diff := func(now *Window, recorded pipeline.Identity) []string {
+		t.Helper()
+		if err := now.AdoptIdentity(recorded); err != nil {
+			t.Fatal(err)
+		}
+		return recorded.Diff(now.Identity())
+	}
+	if d := diff(w(StartEarliest, 1000, 5000), first); len(d) != 0 {
+		t.Errorf("the same URI on a topic that grew: %v", d)
+	}
+	if d := diff(w(StartEarliest, 2000, 2000), first); len(d) == 0 {
+		t.Error("a resume with max=2000 of a window of max=1000 is not told apart")
+	}
+	if d := diff(w(StartLatest, 1000, 5000), first); len(d) == 0 {
+		t.Error("a resume with start=latest of a window of start=earliest is not told apart")
+	}
+	earlier := pipeline.Identity{}
+	for k, v := range first {
+		if k != "max" && k != "start" {
+			earlier[k] = v
+		}
+	}
+	if d := diff(w(StartEarliest, 1000, 5000), earlier); len(d) != 0 {
+		t.Errorf("a checkpoint of an earlier rekey: %v", d)
+	}
+}
