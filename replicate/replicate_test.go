@@ -628,6 +628,32 @@ func TestRestartKeepsMessageFormat(t *testing.T) {
 	}
 }
 
+// TestRestartKeepsKeyColumn: a directory refuses to go on with another keycol= (or none): its
+// committed rolls filled that column from the messages' plain keys, and the rest would be filled
+// otherwise. Before, a restart took keycol= as given, an output of both readings.
+func TestRestartKeepsKeyColumn(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-keycol", 1)
+	dir := t.TempDir()
+	cfg := config(t, c, topic, "g-keycol", "json", dir)
+	cfg.Kafka.KeyColumn = "orderid"
+	if _, err := replicate.New(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, keycol := range []string{"", "userid"} {
+		cfg := config(t, c, topic, "g-keycol", "json", dir)
+		cfg.Kafka.KeyColumn = keycol
+		if _, err := replicate.New(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "keycol=orderid") {
+			t.Errorf("keycol=%q after keycol=orderid was accepted: %v", keycol, err)
+		}
+	}
+	cfg = config(t, c, topic, "g-keycol", "json", dir)
+	cfg.Kafka.KeyColumn = "orderid"
+	if _, err := replicate.New(context.Background(), cfg); err != nil {
+		t.Fatalf("the same keycol= must go on: %v", err)
+	}
+}
+
 func httpGet(url string) (string, error) {
 	resp, err := httpClient.Get(url)
 	if err != nil {

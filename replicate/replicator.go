@@ -148,7 +148,7 @@ func (r *Replicator) prepare(ctx context.Context) error {
 			return err
 		}
 		st = &State{Fingerprint: cfg.Program.Fingerprint(), Table: r.target.Table, Topic: cfg.Kafka.Topic, Group: cfg.Kafka.Group,
-			Message: cfg.Kafka.Format, FileFormat: cfg.Format.Name(), Plan: cfg.Plan, CreatedAt: time.Now().UTC()}
+			Message: cfg.Kafka.Format, KeyColumn: &cfg.Kafka.KeyColumn, FileFormat: cfg.Format.Name(), Plan: cfg.Plan, CreatedAt: time.Now().UTC()}
 		if err := st.save(ctx, cfg.Store); err != nil {
 			return outputFailed(err)
 		}

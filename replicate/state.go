@@ -18,16 +18,19 @@ import (
 // pre-split once, and a replay must route a message to the same region), the topic, the
 // consumer group (whose members all write there) and formats.
 type State struct {
-	Version     int                 `json:"version"`
-	Fingerprint string              `json:"mapping_fingerprint"`
-	Table       string              `json:"table"`
-	Topic       string              `json:"topic"`
-	Group       string              `json:"group"`
-	Message     string              `json:"message_format"`
-	FileFormat  string              `json:"file_format"`
-	Plan        pipeline.RegionPlan `json:"plan"`
-	Splits      []pipeline.Value    `json:"splits"`
-	CreatedAt   time.Time           `json:"created_at"`
+	Version     int    `json:"version"`
+	Fingerprint string `json:"mapping_fingerprint"`
+	Table       string `json:"table"`
+	Topic       string `json:"topic"`
+	Group       string `json:"group"`
+	Message     string `json:"message_format"`
+	// KeyColumn is keycol=, the column a plain message key fills ("": none); nil in the state
+	// of an earlier rekey, which did not record it
+	KeyColumn  *string             `json:"key_column,omitempty"`
+	FileFormat string              `json:"file_format"`
+	Plan       pipeline.RegionPlan `json:"plan"`
+	Splits     []pipeline.Value    `json:"splits"`
+	CreatedAt  time.Time           `json:"created_at"`
 }
 
 // LoadStateFrom reads the output's replicate.json; (nil, nil) when there is none.
@@ -91,6 +94,10 @@ func (s *State) check(cfg *Config) error {
 		// the committed rolls read the topic's messages in the first format: read otherwise,
 		// the same topic's changes would be decoded two ways in one output
 		errs = append(errs, fmt.Errorf("it reads messages as %s, not %s", s.Message, cfg.Kafka.Format))
+	}
+	if s.KeyColumn != nil && *s.KeyColumn != cfg.Kafka.KeyColumn {
+		// the committed rolls filled that column from the messages' plain keys (or did not)
+		errs = append(errs, fmt.Errorf("it reads the messages' plain keys with keycol=%s, not keycol=%s", *s.KeyColumn, cfg.Kafka.KeyColumn))
 	}
 	if s.FileFormat != cfg.Format.Name() {
 		errs = append(errs, fmt.Errorf("it holds %s files, not %s", s.FileFormat, cfg.Format.Name()))
