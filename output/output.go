@@ -260,6 +260,10 @@ func (o *Output) open(ctx context.Context, spec Spec, logger *zap.Logger) error 
 		return refuse("--resume: %d of the %d files %s lists are damaged, so the rows they held are lost:\n  %s\nthe run cannot be resumed without losing rows: start over in a new --out directory (or restore the files)",
 			len(damaged), len(cp.Files), CheckpointFile, strings.Join(damaged, "\n  "))
 	}
+	if lost := verifyRejects(ctx, st, cp, names); len(lost) > 0 {
+		return refuse("--resume: the rejected rows %s counts are gone:\n  %s\nthe run cannot be resumed without losing the record of those rows: start over in a new --out directory (or restore the files)",
+			CheckpointFile, strings.Join(lost, "\n  "))
+	}
 	removed, err := removeUncommitted(ctx, st, cp)
 	if err != nil {
 		return err
@@ -330,6 +334,44 @@ func verifyFiles(ctx context.Context, st store.Store, files []pipeline.FileInfo,
 		}
 	}
 	return damaged
+}
+
+// verifyRejects checks that the rejects cp counts are still there: in a folder, rejects.jsonl
+// and the replay file (rejected-rows.EXT) at least as long as cp says (longer is a killed run's
+// lines, which the resume cuts off); in a bucket, its numbered rejects parts. names lists the
+// output. It returns one line per file that is missing or short.
+func verifyRejects(ctx context.Context, st store.Store, cp *pipeline.Checkpoint, names []string) []string {
+	var lost []string
+	atLeast := func(name string, want int64) {
+		info, err := st.Stat(ctx, name)
+		switch {
+		case store.IsNotExist(err):
+			lost = append(lost, name+": missing")
+		case err != nil:
+			lost = append(lost, fmt.Sprintf("%s: %v", name, err))
+		case info.Size < want:
+			lost = append(lost, fmt.Sprintf("%s: %d bytes, %d when committed", name, info.Size, want))
+		}
+	}
+	if _, local := store.LocalPath(st); !local {
+		for i := range cp.RejectParts {
+			atLeast(RejectsPart(i), 1)
+		}
+		return lost
+	}
+	if cp.RejectsBytes > 0 {
+		atLeast(RejectsFile, cp.RejectsBytes)
+	}
+	if cp.ReplayBytes > 0 {
+		replay := ReplayPrefix + "*"
+		for _, n := range names {
+			if strings.HasPrefix(n, ReplayPrefix) && !strings.Contains(n, "/") {
+				replay = n
+			}
+		}
+		atLeast(replay, cp.ReplayBytes)
+	}
+	return lost
 }
 
 func verifyOne(ctx context.Context, st store.Store, f pipeline.FileInfo, verify Verifier) error {

@@ -368,3 +368,40 @@ func TestOverwriteKeepsAnotherToolsFilesUnderData(t *testing.T) {
 		}
 	}
 }
+
+// The rejects a checkpoint counts are records of rows as much as the data files are: a resume
+// that finds rejects.jsonl gone or shorter than its checkpointed length refuses, naming it, as it
+// does a damaged data file. Before, it cut the file "back" to that length, which filled what was
+// gone with NUL bytes, and the run's summary counted the lost rows as rejected.
+func TestResumeRefusesLostRejects(t *testing.T) {
+	for _, damage := range []string{"deleted", "truncated"} {
+		t.Run(damage, func(t *testing.T) {
+			src := &idSource{seqSource: seqSource{streams: 2, rows: 5000, batch: 50}}
+			cfg := testConfig(t, src, &memSink{}, copyTransform{rejectEvery: 7})
+			cfg.Fingerprint, cfg.Format = "f1", "parquet"
+			cfg.CheckpointEvery = time.Millisecond
+			cp := interruptedRun(t, cfg)
+			if cp.RejectsBytes == 0 {
+				t.Fatal("the interrupted run committed no rejects: the test needs some")
+			}
+			path := filepath.Join(cfg.OutDir, RejectsFile)
+			switch damage {
+			case "deleted":
+				os.Remove(path)
+			case "truncated":
+				os.Truncate(path, cp.RejectsBytes/2)
+			}
+			o, err := openResume(cfg, nil)
+			if err == nil {
+				o.Close()
+				t.Fatal("resume accepted an output whose rejects are lost")
+			}
+			if !errors.Is(err, ErrRefusedResume) || !strings.Contains(err.Error(), RejectsFile) {
+				t.Fatalf("error does not name %s: %v", RejectsFile, err)
+			}
+			if data, _ := os.ReadFile(path); strings.Contains(string(data), "\x00") {
+				t.Fatalf("%s was filled with NUL bytes", RejectsFile)
+			}
+		})
+	}
+}
