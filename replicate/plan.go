@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -50,7 +51,9 @@ func (e *PlanError) Unwrap() error { return e.Err }
 // mapping's, placed from a sample of the retained messages when the strategy needs one.
 func Plan(ctx context.Context, req PlanRequest) (pipeline.RegionPlan, error) {
 	st, err := LoadStateFrom(ctx, req.Store)
-	if err != nil {
+	if errors.Is(err, errOtherVersion) {
+		return pipeline.RegionPlan{}, &PlanError{StepOutput, err}
+	} else if err != nil {
 		return pipeline.RegionPlan{}, &PlanError{StepState, err}
 	}
 	if st != nil {

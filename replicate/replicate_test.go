@@ -834,3 +834,42 @@ func TestBulkloadJobOfSegmentsWarns(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartRefusesAStateOfAnotherVersion: replicate.json written by a newer rekey (another
+// version, or a field this one does not know, such as a setting the output is fixed to) is
+// refused naming it: read as far as this rekey understands it, the restart would go on without
+// that setting.
+func TestRestartRefusesAStateOfAnotherVersion(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-stateversion", 1)
+	for name, edit := range map[string][2]string{
+		"field":   {`"version": 1,`, `"version": 1, "headers_column": "h",`},
+		"version": {`"version": 1,`, `"version": 2,`},
+	} {
+		dir := t.TempDir()
+		if _, err := replicate.New(context.Background(), config(t, c, topic, "g-stateversion", "json", dir)); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "replicate.json")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edited := strings.Replace(string(data), edit[0], edit[1], 1)
+		if edited == string(data) {
+			t.Fatalf("%s: no %s in %s", name, edit[0], data)
+		}
+		if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg := config(t, c, topic, "g-stateversion", "json", dir)
+		if _, err := replicate.New(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "another rekey version") {
+			t.Errorf("%s: a replicate.json of another rekey version was accepted: %v", name, err)
+		}
+		// a refusal of the output (exit 2), not a failure to retry
+		_, err = replicate.Plan(context.Background(), replicate.PlanRequest{Store: cfg.Store, Out: dir, Kafka: cfg.Kafka, Program: cfg.Program})
+		if pe := (*replicate.PlanError)(nil); !errors.As(err, &pe) || pe.Step != replicate.StepOutput {
+			t.Errorf("%s: Plan: %v, want a refusal of the output", name, err)
+		}
+	}
+}

@@ -1,10 +1,12 @@
 package replicate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rekey/rekey/output"
@@ -39,12 +41,43 @@ func LoadStateFrom(ctx context.Context, st store.Store) (*State, error) {
 	if ok, err := getJSON(ctx, st, output.ReplicateStateFile, &s); !ok {
 		return nil, err
 	}
+	if err := s.sameVersion(ctx, st); err != nil {
+		return nil, err
+	}
 	s.Plan.Splits = s.Splits
 	return &s, nil
 }
 
+// stateVersion is the version of replicate.json's format this rekey writes and reads.
+const stateVersion = 1
+
+// sameVersion refuses a replicate.json another rekey version wrote: a newer format, or a field
+// this rekey does not know (a setting the output is fixed to, which it would drop without a word).
+func (s *State) sameVersion(ctx context.Context, st store.Store) error {
+	var why string
+	if s.Version > stateVersion {
+		why = fmt.Sprintf("format version %d; this rekey reads version %d", s.Version, stateVersion)
+	} else if data, err := st.Get(ctx, output.ReplicateStateFile); err != nil {
+		return fmt.Errorf("read %s: %w", output.ReplicateStateFile, err)
+	} else {
+		strict := json.NewDecoder(bytes.NewReader(data))
+		strict.DisallowUnknownFields()
+		field, ok := strings.CutPrefix(fmt.Sprint(strict.Decode(new(State))), "json: unknown field ")
+		if !ok {
+			return nil
+		}
+		why = "it holds the field " + field + ", which this rekey does not know"
+	}
+	return fmt.Errorf("%s was %w (%s): replicate into this output with the rekey that began it, or into a new --out directory",
+		st.Location(output.ReplicateStateFile), errOtherVersion, why)
+}
+
+// errOtherVersion is wrapped by the error of a replicate.json another rekey version wrote: no
+// retry reads it, so it is a refusal of the output, not a failure.
+var errOtherVersion = errors.New("written by another rekey version")
+
 func (s *State) save(ctx context.Context, st store.Store) error {
-	s.Version = 1
+	s.Version = stateVersion
 	s.Splits = s.Plan.Splits
 	return putJSON(ctx, st, output.ReplicateStateFile, s)
 }
