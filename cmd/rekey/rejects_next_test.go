@@ -209,3 +209,40 @@ func TestSourceInsideStateFolderRefused(t *testing.T) {
 		t.Errorf("the fixed rejected rows are gone or changed (%v)", err)
 	}
 }
+
+// A run of a file source into a SQL table that rejected rows names, in its summary, the file in
+// its state folder that holds those rows as they were read, and how to run them again once fixed:
+// out of the state folder (a source inside it is refused), into the same table with another
+// --state. Done as it says, the fixed row lands in the table. Before, the summary named
+// rejects.jsonl alone and rejected-rows.csv appeared in the state folder unannounced.
+func TestSQLSummaryNamesTheRejectedRowsFile(t *testing.T) {
+	srv := mysqltest.GMS(t)
+	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
+	srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", srv.DDLDialect()))
+	dir := t.TempDir()
+	csv := writeFile(t, dir, "orders.csv", "userid,orderid,channel,ts,status,location,amount\n"+
+		"u1,1,taobao,1700000000000,PAID,Hangzhou,1.25\n"+
+		"u2,2,taobao,yesterday,PAID,Hangzhou,2.25\n"+
+		"u3,3,taobao,1700000000000,PAID,Hangzhou,3.25\n")
+	state := filepath.Join(dir, "state")
+	code, stdout, stderr := runCLI(t, "migrate", "-m", mapping, "--source", "file:"+csv, "--out", srv.URI(""), "--sql-conns", "1",
+		"--state", state, "--progress", "never", "--max-rejects", "-1")
+	if code != exitRejects {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	replay := filepath.Join(state, "rejected-rows.csv")
+	if !strings.Contains(stdout, "rejected rows  "+replay+" (as read: once fixed, move it out of the state folder and migrate it into the table with another --state)") {
+		t.Fatalf("the summary does not name %s and how to run it again:\n%s", replay, stdout)
+	}
+	data, err := os.ReadFile(replay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := writeFile(t, dir, "fixed.csv", strings.Replace(string(data), "yesterday", "1700000000000", 1))
+	mustRun(t, "migrate", "-m", mapping, "--source", "file:"+fixed, "--out", srv.URI(""), "--sql-conns", "1",
+		"--state", filepath.Join(dir, "state2"), "--progress", "never")
+	var n int
+	if err := srv.DB(t).QueryRow("SELECT COUNT(*) FROM orders").Scan(&n); err != nil || n != 3 {
+		t.Fatalf("%d rows in the table (%v), want 3", n, err)
+	}
+}

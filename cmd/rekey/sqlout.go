@@ -143,7 +143,7 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	if err != nil {
 		return err
 	}
-	return sqlOutcome(cmd.OutOrStdout(), f, src, w, sqlDest{dest, state}, res, runErr, out.Store)
+	return sqlOutcome(cmd.OutOrStdout(), f, src, w, sqlDest{dest, state, out.Store}, res, runErr)
 }
 
 // openState opens the state folder of a migration into table: its checkpoint and rejects.
@@ -159,24 +159,27 @@ func (f *migrateFlags) openState(ctx context.Context, state, format, table strin
 }
 
 // sqlDest is where a migration into a table wrote: the table (as messages name it) and the
-// state folder holding its checkpoint and rejects.
-type sqlDest struct{ table, state string }
+// state folder holding its checkpoint and rejects (as given, and its store).
+type sqlDest struct {
+	table, state string
+	store        store.Store
+}
 
 // sqlOutcome prints how a run into a table ended, and the next catch-up of a complete one.
-func sqlOutcome(stdout io.Writer, f *migrateFlags, src pipeline.Source, w *sqlsink.Writer, d sqlDest, res pipeline.Result, runErr error, st store.Store) error {
-	dest, state := d.table, d.state
+func sqlOutcome(stdout io.Writer, f *migrateFlags, src pipeline.Source, w *sqlsink.Writer, d sqlDest, res pipeline.Result, runErr error) error {
+	dest := d.table
 	if how, stopped := stoppedBy(runErr); stopped {
-		printSQLSummary(stdout, "Migration "+how+" (what is written so far)", res, w, src, dest, state, time.Time{})
+		printSQLSummary(stdout, "Migration "+how+" (what is written so far)", res, w, src, d, time.Time{})
 		return interrupted(withStats(f.statsJSON, res, fmt.Errorf("%s: %d rows written to %s; %s", how, res.RowsWritten, dest, resumeAfterInterrupt(src, ""))))
 	}
 	if runErr != nil {
-		printSQLSummary(stdout, "Migration failed (what was checkpointed before the failure)", res, w, src, dest, state, time.Time{})
+		printSQLSummary(stdout, "Migration failed (what was checkpointed before the failure)", res, w, src, d, time.Time{})
 		return runFailed(withStats(f.statsJSON, res, fmt.Errorf("migration failed: %w\n%s", runErr,
 			afterFailure(runErr, "once the cause is fixed, run the same command with --resume: it continues from the last checkpoint (rows after it are written again, harmlessly)",
 				"with --overwrite (a new checkpoint; the rows already written stay in the table, and those whose key the fix changes stay as extra rows)"))))
 	}
 	since := nextSince(f.catchUp, res)
-	printSQLSummary(stdout, "Migration summary", res, w, src, dest, state, since)
+	printSQLSummary(stdout, "Migration summary", res, w, src, d, since)
 	if !since.IsZero() {
 		// the same table and state folder: --overwrite starts a new checkpoint there, and the
 		// rows already in the table stay (writes are upserts)
@@ -190,19 +193,19 @@ func sqlOutcome(stdout io.Writer, f *migrateFlags, src pipeline.Source, w *sqlsi
 	if err := writeStats(f.statsJSON, res); err != nil {
 		return runFailed(err)
 	}
-	return rejectedExit(res, st)
+	return rejectedExit(res, d.store)
 }
 
 // printSQLSummary prints the summary of a run into a SQL table; nextSince (zero: none) is the
 // since= of the next catch-up.
-func printSQLSummary(w interface{ Write([]byte) (int, error) }, title string, res pipeline.Result, sw *sqlsink.Writer, src pipeline.Source, dest, state string, nextSince time.Time) {
-	out := summaryOut{label: "state", where: state, rejects: filepath.Join(state, output.RejectsFile), nextSince: nextSince}
+func printSQLSummary(w interface{ Write([]byte) (int, error) }, title string, res pipeline.Result, sw *sqlsink.Writer, src pipeline.Source, d sqlDest, nextSince time.Time) {
+	out := summaryOut{label: "state", where: d.state, rejects: filepath.Join(d.state, output.RejectsFile), replay: output.ReplayLocation(d.store, src), nextSince: nextSince}
 	if kw, ok := src.(*kafka.Window); ok {
 		out.sourceTable = kw.Table // the rows skipped are other tables' events
 	}
 	out.cells = cellTimeStats(src, sw.CellTimestamps())
 	printSummary(w, title, res, out)
-	fmt.Fprintf(w, "  %-14s %s\n", "target", dest)
+	fmt.Fprintf(w, "  %-14s %s\n", "target", d.table)
 	fmt.Fprint(w, statementsLine(res.Resumed, &sw.Stats))
 }
 

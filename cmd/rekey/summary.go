@@ -172,7 +172,13 @@ func printSummary(w io.Writer, title string, res pipeline.Result, out summaryOut
 			if !store.IsBucket(again) { // a bucket's folder is a source URI as it is
 				again = "file:" + again
 			}
-			rows = append(rows, [2]string{"rejected rows", out.replay + " (as read: once fixed, migrate them into another --out with --source " + again + ")"})
+			how := "migrate them into another --out with --source " + again
+			if out.plan == nil {
+				// a table's state folder: a source inside it is refused, and the same --state
+				// holds this run's checkpoint
+				how = "move it out of the state folder and migrate it into the table with another --state"
+			}
+			rows = append(rows, [2]string{"rejected rows", out.replay + " (as read: once fixed, " + how + ")"})
 		}
 	}
 	if !out.nextSince.IsZero() {
