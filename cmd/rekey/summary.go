@@ -5,6 +5,7 @@ import (
 	"github.com/rekey/rekey/internal/atomicfile"
 	"github.com/rekey/rekey/internal/hugeheap"
 	"io"
+	"math"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -52,6 +53,12 @@ func statsOf(res pipeline.Result) runStats {
 		s.RowsPerSec = float64(res.RowsInThisRun) / s.Seconds
 	}
 	return s
+}
+
+// secondsDuration is the time a result gives in seconds (a report's or a verify's, which their
+// summaries show), as --stats-json takes it: the same seconds again, to the nanosecond.
+func secondsDuration(s float64) time.Duration {
+	return time.Duration(math.Round(s * float64(time.Second)))
 }
 
 func writeStats(path string, res pipeline.Result) error {

@@ -9,7 +9,6 @@ import (
 
 	"runtime"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -229,7 +228,6 @@ func (f *verifyFlags) run(ctx context.Context, out io.Writer, inv *invocation, c
 		return err
 	}
 	defer inv.onInterrupt(inv.stderr, "\nrekey: stopping verify", cancel, cancel)()
-	started := time.Now()
 	res, err := verify.Run(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -242,7 +240,7 @@ func (f *verifyFlags) run(ctx context.Context, out io.Writer, inv *invocation, c
 	if n := heldPastTTLNote(cfg.Source, cfg.Program.WriteTime()); n != "" {
 		res.Notes = append(res.Notes, n)
 	}
-	return f.printResult(out, res, repair, started)
+	return f.printResult(out, res, repair)
 }
 
 // heldPastTTLNote says that the cells of another TTL a source with write times left out as
@@ -393,7 +391,7 @@ func (f *verifyFlags) phases(src pipeline.Source) func(name string, total int64,
 
 // printResult writes the result (--json, the text or the verdict line, --repair's file,
 // --stats-json) and gives the exit: the target differs, or not.
-func (f *verifyFlags) printResult(out io.Writer, res *verify.Result, repair *repairFile, started time.Time) error {
+func (f *verifyFlags) printResult(out io.Writer, res *verify.Result, repair *repairFile) error {
 	if f.jsonOut != "" {
 		// 0600: its examples are rows of the source and the target, as the repair file's are
 		if err := writeReportFile(f.jsonOut, 0o600, func(w io.Writer) error { return verify.WriteJSON(w, res) }); err != nil {
@@ -412,7 +410,7 @@ func (f *verifyFlags) printResult(out io.Writer, res *verify.Result, repair *rep
 	}
 	if f.statsJSON != "" {
 		st := pipeline.Result{RowsIn: res.RowsRead, RowsInThisRun: res.RowsRead, RowsWritten: res.RowsChecked, RowsRejected: res.RowsRejected,
-			RowsSkipped: res.RowsSkipped, Duration: time.Since(started)}
+			RowsSkipped: res.RowsSkipped, Duration: secondsDuration(res.Seconds)}
 		if res.Sample != "all" {
 			// the rows a sample leaves out are read and not checked: skipped, as report's are
 			st.RowsSkipped = max(st.RowsSkipped, st.RowsIn-st.RowsWritten-st.RowsRejected)

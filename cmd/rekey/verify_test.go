@@ -532,3 +532,33 @@ func TestVerifyMissingDataFileSaysWhatToDo(t *testing.T) {
 		t.Errorf("exit %d, want %d naming the missing file and what to do:\n%s", code, exitVerifyFailed, stderr)
 	}
 }
+
+// verify's --stats-json gives the time and rate its summary and --json give: the verify's own.
+// Before, its time ran until the summary, --json and --repair's file had been written (and from
+// before the temp folder was made), so its seconds and rows_per_sec disagreed with the summary's
+// for the same run.
+func TestVerifyStatsTimeIsTheSummarys(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	mustRun(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=2000", "--out", out, "--progress", "never")
+	stats, jsonOut := filepath.Join(dir, "stats.json"), filepath.Join(dir, "verify.json")
+	if code, o, e := runCLI(t, "verify", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=2000", "--target", out,
+		"--json", jsonOut, "--stats-json", stats, "--progress", "never"); code != 0 {
+		t.Fatalf("verify: exit %d\n%s%s", code, o, e)
+	}
+	var st runStats
+	if data, err := os.ReadFile(stats); err != nil || json.Unmarshal(data, &st) != nil {
+		t.Fatalf("stats: %v %s", err, data)
+	}
+	var res struct {
+		Seconds    float64 `json:"seconds"`
+		RowsPerSec float64 `json:"rows_per_sec"`
+	}
+	if data, err := os.ReadFile(jsonOut); err != nil || json.Unmarshal(data, &res) != nil {
+		t.Fatalf("--json: %v %s", err, data)
+	}
+	if st.Seconds != res.Seconds || st.RowsPerSec != res.RowsPerSec {
+		t.Fatalf("--stats-json: %g s, %g rows/s; --json and the summary: %g s, %g rows/s", st.Seconds, st.RowsPerSec, res.Seconds, res.RowsPerSec)
+	}
+}
