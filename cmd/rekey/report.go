@@ -165,7 +165,7 @@ func runReport(cmd *cobra.Command, inv *invocation, f *reportFlags) error {
 		// those the source itself left out (since=)
 		in := rep.Totals.RowsRead + rep.Totals.RowsSkipped
 		res := pipeline.Result{RowsIn: in, RowsInThisRun: in, RowsWritten: rep.Totals.RowsOK, RowsRejected: rep.Totals.RowsRejected,
-			RowsSkipped: rep.Totals.RowsRead - rep.Totals.RowsAnalysed + rep.Totals.RowsSkipped, Duration: time.Since(started)}
+			RowsSkipped: rep.Totals.RowsRead - rep.Totals.RowsAnalysed + rep.Totals.RowsSkipped, Duration: secondsDuration(rep.Totals.Seconds)}
 		if err := writeStats(f.statsJSON, res); err != nil {
 			return err
 		}

@@ -391,3 +391,33 @@ func TestReportSampleOfAGzipFileSaysItIsTheFirstRows(t *testing.T) {
 		t.Errorf("--sample 1000 of a gzip file: source %+v, read %d; want the first 1000 rows, named so\n%s", rep.Source, rep.Totals.RowsRead, out)
 	}
 }
+
+// report's --stats-json gives the time and rate its TOTALS and --json give: the analysis's own.
+// Before, its time ran until the text, --json and --html had been written, so its seconds and
+// rows_per_sec disagreed with the report's for the same run.
+func TestReportStatsTimeIsTheReports(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	stats, jsonOut := filepath.Join(dir, "stats.json"), filepath.Join(dir, "r.json")
+	code, out := reportCLI(t, "report", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=5000", "--json", jsonOut,
+		"--html", filepath.Join(dir, "r.html"), "--stats-json", stats, "--progress", "never", "--tmp", dir, "-q")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	var st runStats
+	if data, err := os.ReadFile(stats); err != nil || json.Unmarshal(data, &st) != nil {
+		t.Fatalf("stats: %v %s", err, data)
+	}
+	var rep struct {
+		Totals struct {
+			Seconds    float64 `json:"seconds"`
+			RowsPerSec float64 `json:"rows_per_sec"`
+		} `json:"totals"`
+	}
+	if data, err := os.ReadFile(jsonOut); err != nil || json.Unmarshal(data, &rep) != nil {
+		t.Fatalf("--json: %v %s", err, data)
+	}
+	if st.Seconds != rep.Totals.Seconds || st.RowsPerSec != rep.Totals.RowsPerSec {
+		t.Fatalf("--stats-json: %g s, %g rows/s; the report's totals: %g s, %g rows/s", st.Seconds, st.RowsPerSec, rep.Totals.Seconds, rep.Totals.RowsPerSec)
+	}
+}
