@@ -141,6 +141,9 @@ func (p *progress) every(interval time.Duration, fn func()) {
 // rejected, 240,000 rows/s, 61.2 MiB, elapsed 5s, ETA 20s (of ~6,000,000)`.
 func plainLine(f progressFigures, elapsed time.Duration) string {
 	c := f.counters
+	// a worker counts a batch's rows read before what became of them: read in the other order,
+	// the line never shows more rows written, rejected or skipped than read
+	written, rejected, skipped := c.RowsWritten.Load(), c.RowsRejected.Load(), c.RowsSkipped.Load()
 	in := c.RowsIn.Load()
 	var b strings.Builder
 	if f.rowsOnly {
@@ -150,11 +153,11 @@ func plainLine(f progressFigures, elapsed time.Duration) string {
 		if f.accepted {
 			kept = "accepted"
 		}
-		fmt.Fprintf(&b, "%s: %s rows read, %s %s, %s rejected", f.what, groupDigits(in), groupDigits(c.RowsWritten.Load()), kept, groupDigits(c.RowsRejected.Load()))
+		fmt.Fprintf(&b, "%s: %s rows read, %s %s, %s rejected", f.what, groupDigits(in), groupDigits(written), kept, groupDigits(rejected))
 		// rows the source left out (since=, every cell expired): without them the figures
 		// would not add up to the rows read
-		if n := c.RowsSkipped.Load(); n > 0 {
-			fmt.Fprintf(&b, ", %s skipped", groupDigits(n))
+		if skipped > 0 {
+			fmt.Fprintf(&b, ", %s skipped", groupDigits(skipped))
 		}
 	}
 	rate := 0.0
@@ -207,6 +210,8 @@ func (p *progress) startBar(w io.Writer, f progressFigures) {
 	)
 	started := time.Now()
 	update := func() {
+		// what became of the rows before the rows read, which a worker counts first (plainLine)
+		rejected, skipped := f.counters.RowsRejected.Load(), f.counters.RowsSkipped.Load()
 		in := f.counters.RowsIn.Load()
 		if total > 0 && in > total { // the estimate was low: grow the bar rather than overflow it
 			total = in + in/10
@@ -220,9 +225,9 @@ func (p *progress) startBar(w io.Writer, f progressFigures) {
 			desc += fmt.Sprintf("  %s written", transform.FormatSize(f.bytes()))
 		}
 		if !f.rowsOnly {
-			desc += fmt.Sprintf("  %s rejected", groupDigits(f.counters.RowsRejected.Load()))
-			if n := f.counters.RowsSkipped.Load(); n > 0 {
-				desc += fmt.Sprintf("  %s skipped", groupDigits(n))
+			desc += fmt.Sprintf("  %s rejected", groupDigits(rejected))
+			if skipped > 0 {
+				desc += fmt.Sprintf("  %s skipped", groupDigits(skipped))
 			}
 		}
 		p.bar.Describe(desc)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -234,5 +235,48 @@ func TestLastPlainProgressLineHasNoETA(t *testing.T) {
 	line := out.String()
 	if !strings.HasPrefix(line, "migrating: 3 rows read, 2 written, 1 rejected, ") || strings.Contains(line, "ETA") {
 		t.Fatalf("the last line: %q", line)
+	}
+}
+
+// A progress line read while workers count never shows more rows written, rejected and skipped
+// than read: a worker adds a batch's rows read before its rows written, and the line reads them in
+// the other order. Before, it read the rows read first, and a batch counted in between showed up in
+// written alone: "1,646,592 rows read, 1,650,688 written".
+func TestProgressLineNeverWrittenPastRead(t *testing.T) {
+	t.Parallel()
+	var c pipeline.Counters
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // a worker's counting, as the runner does it
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c.RowsIn.Add(3)
+			c.RowsSkipped.Add(1)
+			c.RowsWritten.Add(1)
+			c.RowsRejected.Add(1)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	f := progressFigures{what: "migrating", counters: &c, total: -1}
+	for range 2000 {
+		line := plainLine(f, time.Second)
+		var in, written, rejected, skipped int64
+		plain := strings.ReplaceAll(line, ",", "")
+		if _, err := fmt.Sscanf(plain, "migrating: %d rows read %d written %d rejected", &in, &written, &rejected); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if strings.Contains(plain, " skipped") { // none skipped yet: no figure
+			if _, err := fmt.Sscanf(plain, "migrating: %d rows read %d written %d rejected %d skipped", &in, &written, &rejected, &skipped); err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+		}
+		if written+rejected+skipped > in {
+			t.Fatalf("more rows written, rejected and skipped than read: %q", line)
+		}
 	}
 }
