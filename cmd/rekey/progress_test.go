@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -278,5 +281,34 @@ func TestProgressLineNeverWrittenPastRead(t *testing.T) {
 		if written+rejected+skipped > in {
 			t.Fatalf("more rows written, rejected and skipped than read: %q", line)
 		}
+	}
+}
+
+// A resumed run's --stats-json says which of its figures are this attempt's, as its summary does:
+// rows_in (and the rows written, rejected, files and bytes) are the whole run's, seconds and
+// rows_per_sec this attempt's, beside the rows this attempt read. Before, nothing in the file told
+// them apart: rows_in / seconds (1,200,000 / 5) read as a rate 6 times the one it gave.
+func TestResumedStatsSayWhatThisAttemptDid(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "stats.json")
+	read := func(res pipeline.Result) map[string]any {
+		t.Helper()
+		if err := writeStats(path, res); err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if data, err := os.ReadFile(path); err != nil || json.Unmarshal(data, &m) != nil {
+			t.Fatalf("stats: %v %s", err, data)
+		}
+		return m
+	}
+	m := read(pipeline.Result{RowsIn: 1_200_000, RowsWritten: 1_200_000, RowsInThisRun: 200_000, Resumed: true, Duration: 5 * time.Second})
+	if m["resumed"] != true || m["rows_in_this_attempt"] != 200_000.0 || m["rows_in"] != 1_200_000.0 || m["rows_per_sec"] != 40_000.0 {
+		t.Fatalf("a resumed run's stats: %v", m)
+	}
+	// a run of one attempt: the attempt's rows are the run's
+	m = read(pipeline.Result{RowsIn: 1_000, RowsWritten: 1_000, RowsInThisRun: 1_000, Duration: time.Second})
+	if m["resumed"] != false || m["rows_in_this_attempt"] != 1_000.0 {
+		t.Fatalf("a run's stats: %v", m)
 	}
 }

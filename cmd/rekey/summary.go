@@ -29,22 +29,28 @@ func peakRSS() int64 {
 	return ru.Maxrss * 1024
 }
 
-// runStats is what --stats-json writes: the figures benchmarks compare.
+// runStats is what --stats-json writes: the figures benchmarks compare. A resumed run's rows,
+// files and bytes are the whole run's; seconds and rows_per_sec are this attempt's, which read
+// rows_in_this_attempt of them, as its summary says.
 type runStats struct {
-	RowsIn       int64   `json:"rows_in"`
-	RowsWritten  int64   `json:"rows_written"`
-	RowsRejected int64   `json:"rows_rejected"`
-	RowsSkipped  int64   `json:"rows_skipped"`
-	Files        int     `json:"files"`
-	Bytes        int64   `json:"bytes"`
-	Seconds      float64 `json:"seconds"`
-	RowsPerSec   float64 `json:"rows_per_sec"`
-	PeakRSS      int64   `json:"peak_rss_bytes"`
+	RowsIn       int64 `json:"rows_in"`
+	RowsWritten  int64 `json:"rows_written"`
+	RowsRejected int64 `json:"rows_rejected"`
+	RowsSkipped  int64 `json:"rows_skipped"`
+	Files        int   `json:"files"`
+	Bytes        int64 `json:"bytes"`
+	Resumed      bool  `json:"resumed"`
+	// RowsInThisAttempt is what this attempt read: rows_in less what the earlier attempts of a
+	// resumed run read
+	RowsInThisAttempt int64   `json:"rows_in_this_attempt"`
+	Seconds           float64 `json:"seconds"`
+	RowsPerSec        float64 `json:"rows_per_sec"`
+	PeakRSS           int64   `json:"peak_rss_bytes"`
 }
 
 func statsOf(res pipeline.Result) runStats {
 	s := runStats{RowsIn: res.RowsIn, RowsWritten: res.RowsWritten, RowsRejected: res.RowsRejected, RowsSkipped: res.RowsSkipped,
-		Files: len(res.Files), Seconds: res.Duration.Seconds(), PeakRSS: peakRSS()}
+		Files: len(res.Files), Resumed: res.Resumed, RowsInThisAttempt: res.RowsInThisRun, Seconds: res.Duration.Seconds(), PeakRSS: peakRSS()}
 	for _, f := range res.Files {
 		s.Bytes += f.Bytes
 	}
