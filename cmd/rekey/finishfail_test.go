@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/store"
 )
 
@@ -47,5 +50,52 @@ func TestMigrateFinalFilesFailedPrintsWhatItCommitted(t *testing.T) {
 	// --resume writes the final files from the checkpoint
 	if code, stdout, stderr := runCLI(t, append(args, "--resume")...); code != 0 || !strings.Contains(stdout, "Migration summary") {
 		t.Fatalf("--resume: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// failCompleteCheckpoint fails the save of a run's last checkpoint (complete): the run aborts and
+// keeps what its earlier checkpoints committed.
+type failCompleteCheckpoint struct{ *store.Local }
+
+func (s *failCompleteCheckpoint) Put(ctx context.Context, name string, data []byte) error {
+	if name == output.CheckpointFile && strings.Contains(string(data), `"complete": true`) {
+		return errors.New("disk full")
+	}
+	return s.Local.Put(ctx, name, data)
+}
+
+// A run whose last checkpoint could not be saved keeps what its earlier checkpoints committed (the
+// files of the last cut are no checkpoint's: --resume removes them and reads their rows again):
+// its summary and --stats-json count that, and no more. Before, they counted the checkpoint that
+// was never saved: "Migration failed (what was committed before the failure)", 500 rows written,
+// 16 files, above a checkpoint of 0 rows and no file.
+func TestFailedCheckpointSummaryIsWhatWasCommitted(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out, stats := filepath.Join(dir, "out"), filepath.Join(dir, "stats.json")
+	fail := func(st store.Store) store.Store { return &failCompleteCheckpoint{st.(*store.Local)} }
+	code, stdout, stderr := cliRun{wrapOut: fail}.run(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=500",
+		"--out", out, "--progress", "never", "--stats-json", stats)
+	if code != exitFailed || !strings.Contains(stdout, "Migration failed") {
+		t.Fatalf("exit %d, want %d\n%s%s", code, exitFailed, stdout, stderr)
+	}
+	var cp pipeline.Checkpoint
+	if b, err := os.ReadFile(filepath.Join(out, output.CheckpointFile)); err != nil || json.Unmarshal(b, &cp) != nil {
+		t.Fatalf("checkpoint: %v %s", err, b)
+	}
+	if cp.RowsWritten != 0 || len(cp.Files) != 0 {
+		t.Fatalf("the test wants a failure that keeps nothing: a checkpoint of %d rows, %d files", cp.RowsWritten, len(cp.Files))
+	}
+	for _, want := range []string{"  rows in        0\n", "  rows written   0\n", "  files          0\n", "  bytes          0 B\n"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("no %q in the summary of a run that committed nothing:\n%s", want, stdout)
+		}
+	}
+	var st runStats
+	if b, err := os.ReadFile(stats); err != nil || json.Unmarshal(b, &st) != nil {
+		t.Fatalf("stats: %v %s", err, b)
+	}
+	if st.RowsIn != 0 || st.RowsWritten != 0 || st.Files != 0 || st.Bytes != 0 {
+		t.Errorf("--stats-json of a run that committed nothing: %+v", st)
 	}
 }

@@ -331,20 +331,23 @@ func (m *runState) cut(ctx context.Context, complete bool) error {
 		if err != nil {
 			return fmt.Errorf("commit files: %w", err)
 		}
-		cp, c := l.cp, l.Counters
+		// the next checkpoint is l.cp once saved: a cut that fails leaves the last one saved,
+		// which the results (the summary) count
+		cp, c := *l.cp, l.Counters
 		if len(m.r.legs) > 1 {
 			cp.Streams = maps.Clone(m.positions) // each table's checkpoint is its own
 		}
-		cp.Files = append(cp.Files, files...)
+		cp.Files = append(cp.Files[:len(cp.Files):len(cp.Files)], files...)
 		cp.RowsIn = c.RowsIn.Load()
 		cp.RowsWritten = c.RowsWritten.Load()
 		cp.RowsRejected = c.RowsRejected.Load()
 		cp.RowsSkipped = c.RowsSkipped.Load()
 		cp.Complete = complete
 		// the caller's context: a hard stop (ctx cancelled) must not write a checkpoint either
-		if err := l.Journal.Cut(m.ctx, cp); err != nil {
+		if err := l.Journal.Cut(m.ctx, &cp); err != nil {
 			return err
 		}
+		*l.cp = cp
 		m.cfg.Logger.Debug("checkpoint", zap.Int("files", len(files)), zap.Int64("rows", cp.RowsWritten))
 	}
 	return nil
