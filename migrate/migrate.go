@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -337,7 +338,7 @@ func RunTogether(ctx context.Context, ms []*Migration, stop <-chan struct{}, wat
 		sinks = append(sinks, sink)
 		cfg.Logger.Info("migration starting", zap.String("mapping", cfg.Program.Name()), zap.String("table", cfg.Program.Table()),
 			zap.Int("regions", m.plan.Count()), zap.String("strategy", m.plan.Strategy), zap.String("out", cfg.Out))
-		parts[i] = part{prog: cfg.Program, t: Target{Sink: sink, Output: m.out, Format: cfg.Format.Name(), Plan: m.plan, Bytes: bytes, Job: jobSettingsOf(cfg)}}
+		parts[i] = part{prog: cfg.Program, t: Target{Sink: sink, Output: m.out, Format: cfg.Format.Name(), Plan: m.plan, Bytes: bytes, Job: jobSettingsOf(cfg)}, files: true}
 	}
 	return execute(ctx, ms[0].cfg.Source, parts, ms[0].cfg.Options, stop, watch)
 }
@@ -393,17 +394,19 @@ type Target struct {
 // outcome; err says it could not start.
 func Execute(ctx context.Context, prog *transform.Program, src pipeline.Source, t Target, opt Options, stop <-chan struct{},
 	watch Watch) (res pipeline.Result, runErr, err error) {
-	results, runErr, err := execute(ctx, src, []part{{prog, t}}, opt, stop, watch)
+	results, runErr, err := execute(ctx, src, []part{{prog: prog, t: t}}, opt, stop, watch)
 	if len(results) > 0 {
 		res = results[0]
 	}
 	return res, runErr, err
 }
 
-// part is one table of a run: its mapping and where it writes.
+// part is one table of a run: its mapping and where it writes; files: into files, whose bytes
+// count once committed (a table's are its statements').
 type part struct {
-	prog *transform.Program
-	t    Target
+	prog  *transform.Program
+	t     Target
+	files bool
 }
 
 // execute runs the pipeline from src into every part (one read): the journal of each part's
@@ -456,7 +459,12 @@ func execute(ctx context.Context, src pipeline.Source, parts []part, opt Options
 			}
 		}
 	}
+	var final atomic.Int64 // the bytes of the files committed, once the run is over; -1 before
+	final.Store(-1)
 	bytes := func() int64 {
+		if n := final.Load(); n >= 0 {
+			return n
+		}
 		n := earlier
 		for _, p := range parts {
 			n += p.t.Bytes()
@@ -468,8 +476,20 @@ func execute(ctx context.Context, src pipeline.Source, parts []part, opt Options
 		return nil, nil, err
 	}
 	_, runErr = r.Run(ctx, stop, resume)
+	results = r.Results()
+	if parts[0].files {
+		// the last progress line shows the bytes the summary does: a run that failed or was
+		// aborted keeps only the files its last checkpoint lists
+		var n int64
+		for _, res := range results {
+			for _, f := range res.Files {
+				n += f.Bytes
+			}
+		}
+		final.Store(n)
+	}
 	done()
-	return r.Results(), runErr, nil
+	return results, runErr, nil
 }
 
 // Finals are a finished run's final files as written, for its summary and next steps.

@@ -99,3 +99,27 @@ func TestFailedCheckpointSummaryIsWhatWasCommitted(t *testing.T) {
 		t.Errorf("--stats-json of a run that committed nothing: %+v", st)
 	}
 }
+
+// The last progress line of a run that failed, and kept none of the rows it had read since its
+// last saved checkpoint, shows what the run committed, as its summary does. Before, it showed
+// every row read as written, and the bytes of files no checkpoint lists, above a summary of 0 rows
+// written and 0 B.
+func TestLastProgressLineOfAFailedRunIsWhatItCommitted(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "out")
+	fail := func(st store.Store) store.Store { return &failCompleteCheckpoint{st.(*store.Local)} }
+	code, stdout, stderr := cliRun{wrapOut: fail}.run(t, "migrate", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=500",
+		"--out", out, "--progress", "plain", "--progress-interval", "1h")
+	if code != exitFailed || !strings.Contains(stdout, "rows written   0\n") || !strings.Contains(stdout, "bytes          0 B\n") {
+		t.Fatalf("exit %d, want %d with a summary of nothing committed\n%s%s", code, exitFailed, stdout, stderr)
+	}
+	var last string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "migrating: ") {
+			last = l
+		}
+	}
+	if !strings.HasPrefix(last, "migrating: 0 rows read, 0 written, 0 rejected, ") || !strings.Contains(last, ", 0 B written, ") {
+		t.Fatalf("the last progress line claims what the run did not commit: %q\n%s", last, stdout)
+	}
+}

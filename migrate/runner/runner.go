@@ -309,6 +309,13 @@ func (m *runState) finish() runStep {
 	// never written, and a summary must not claim them.
 	for _, l := range m.r.legs {
 		cp := l.cp
+		// the live figures end at the checkpoint's too, so that a display read once the run is
+		// over (the last progress line) shows what the summary does; outcomes first, as a
+		// worker counts the rows read first
+		l.Counters.RowsWritten.Store(cp.RowsWritten)
+		l.Counters.RowsRejected.Store(cp.RowsRejected)
+		l.Counters.RowsSkipped.Store(cp.RowsSkipped)
+		l.Counters.RowsIn.Store(cp.RowsIn)
 		l.results = pipeline.Result{Resumed: m.resume != nil, Interrupted: m.interrupted,
 			RowsIn: cp.RowsIn, RowsWritten: cp.RowsWritten, RowsRejected: cp.RowsRejected, RowsSkipped: cp.RowsSkipped,
 			RowsInThisRun: cp.RowsIn - m.rowsBefore, RejectCodes: cp.RejectCodes, Files: cp.Files,
