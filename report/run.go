@@ -98,7 +98,8 @@ type Config struct {
 	// fewer.
 	SubsampleBytes int64
 	// Counters, when set, are updated as rows are read (for a progress bar): RowsIn counts
-	// records read, RowsWritten accepted ones, RowsRejected rejected ones.
+	// records read, RowsWritten accepted ones, RowsRejected rejected ones, RowsSkipped those the
+	// source or the sample left out.
 	Counters  *pipeline.Counters
 	Logger    *zap.Logger
 	Generator string // "rekey <version>"
@@ -911,7 +912,8 @@ func (w *worker) process(j *job) {
 	w.ev.Reset()
 	c := r.cfg.Counters
 	c.RowsIn.Add(int64(len(b.Records)) + b.Skipped) // the rows the source left out were read too
-	c.RowsSkipped.Add(b.Skipped)
+	// skipped: those, and the rows the sample passed over, as --stats-json counts them
+	c.RowsSkipped.Add(b.Skipped + int64(len(b.Records)) - int64(j.analysed))
 	c.RowsWritten.Add(ok)
 	c.RowsRejected.Add(rejected)
 }

@@ -312,3 +312,46 @@ func TestResumedStatsSayWhatThisAttemptDid(t *testing.T) {
 		t.Fatalf("a run's stats: %v", m)
 	}
 }
+
+// lastLine is the last line of out that starts with prefix ("" when none).
+func lastLine(out, prefix string) string {
+	var last string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			last = l
+		}
+	}
+	return last
+}
+
+// addsUp tells whether a progress line's rows accepted, rejected and skipped add up to its rows
+// read ("reading source: 200,000 rows read, 20,069 accepted, 0 rejected, 179,931 skipped, ...").
+func addsUp(t *testing.T, line, what string) bool {
+	t.Helper()
+	var in, kept, rejected, skipped int64
+	plain := strings.ReplaceAll(line, ",", "")
+	if _, err := fmt.Sscanf(plain, what+": %d rows read %d accepted %d rejected", &in, &kept, &rejected); err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+	if strings.Contains(plain, " skipped") {
+		if _, err := fmt.Sscanf(plain, what+": %d rows read %d accepted %d rejected %d skipped", &in, &kept, &rejected, &skipped); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+	}
+	return in > 0 && kept+rejected+skipped == in
+}
+
+// A sampled report's progress line counts the rows the sample passed over as skipped, as its
+// --stats-json does, so that its figures add up to the rows read. Before, it showed "200,000 rows
+// read, 20,069 accepted, 0 rejected" and nothing of the other 179,931.
+func TestSampledReportProgressAddsUp(t *testing.T) {
+	t.Parallel()
+	code, out := reportCLI(t, "report", "-m", "../../mappings/orders.yaml", "--source", "gen:orders?rows=20000", "--sample", "10%",
+		"--progress", "plain", "--progress-interval", "1h", "--tmp", t.TempDir(), "-q")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if line := lastLine(out, "analysing: "); !addsUp(t, line, "analysing") {
+		t.Fatalf("the rows of the last progress line do not add up: %q", line)
+	}
+}
