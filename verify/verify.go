@@ -446,7 +446,9 @@ func (w *sourceWorker) process(b *pipeline.Batch, firstOrd uint64) {
 	w.read += int64(len(b.Records))
 	w.skipped += b.Skipped // migrate leaves them out too
 	w.c.RowsIn.Add(int64(len(b.Records)) + b.Skipped)
-	w.c.RowsSkipped.Add(b.Skipped)
+	// skipped: those, and the rows the sample (or a detail pass) passed over, as --stats-json
+	// counts them
+	w.c.RowsSkipped.Add(b.Skipped + int64(len(b.Records)) - kept - rejected)
 	w.c.RowsWritten.Add(kept)
 	w.c.RowsRejected.Add(rejected)
 }
