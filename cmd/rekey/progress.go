@@ -32,7 +32,10 @@ type progressFigures struct {
 	what     string // "migrating"
 	counters *pipeline.Counters
 	bytes    func() int64
-	total    int64 // rows expected, -1 when unknown
+	// statements, when set, are a table's (a SQL target's), shown instead of bytes, as its
+	// summary shows them
+	statements func() int64
+	total      int64 // rows expected, -1 when unknown
 	// rowsOnly: the phase counts rows and nothing is written or rejected in it (verify reading
 	// its target, comparing), or each table of a run counts its own (migrate -m a -m b): the
 	// line shows rows, not "0 written, 0 rejected".
@@ -49,6 +52,8 @@ type progressFlags struct {
 	mode     string
 	interval time.Duration
 	stderr   io.Writer // where the progress shows: the invocation's stderr
+	// statements, when set, count a SQL target's statements, which start shows instead of bytes
+	statements func() int64
 }
 
 func (p *progressFlags) register(inv *invocation, fl *pflag.FlagSet) {
@@ -75,7 +80,11 @@ func progressMode(mode string, tty bool) (string, error) {
 
 // before is the rows a resumed run's earlier attempts read (0 for a new run).
 func (pf progressFlags) start(what string, src pipeline.Source, c *pipeline.Counters, bytes func() int64, before int64) (*progress, error) {
-	return pf.show(progressFigures{what: what, counters: c, bytes: bytes, total: estimatedRows(src), before: before})
+	f := progressFigures{what: what, counters: c, bytes: bytes, total: estimatedRows(src), before: before}
+	if pf.statements != nil {
+		f.bytes, f.statements = nil, pf.statements
+	}
+	return pf.show(f)
 }
 
 // startAccepted shows a phase that reads and maps rows but writes none (report, verify reading
@@ -168,6 +177,9 @@ func plainLine(f progressFigures, elapsed time.Duration) string {
 	if f.bytes != nil {
 		fmt.Fprintf(&b, ", %s written", transform.FormatSize(f.bytes()))
 	}
+	if f.statements != nil {
+		fmt.Fprintf(&b, ", %s statements", groupDigits(f.statements()))
+	}
 	fmt.Fprintf(&b, ", elapsed %s", elapsed.Round(time.Second))
 	if f.total > 0 && rate > 0 && in < f.total {
 		eta := time.Duration(float64(f.total-in) / rate * float64(time.Second))
@@ -223,6 +235,9 @@ func (p *progress) startBar(w io.Writer, f progressFigures) {
 		}
 		if f.bytes != nil {
 			desc += fmt.Sprintf("  %s written", transform.FormatSize(f.bytes()))
+		}
+		if f.statements != nil {
+			desc += fmt.Sprintf("  %s statements", groupDigits(f.statements()))
 		}
 		if !f.rowsOnly {
 			desc += fmt.Sprintf("  %s rejected", groupDigits(rejected))

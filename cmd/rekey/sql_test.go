@@ -412,3 +412,27 @@ func TestReplicateIntoSQLRefusesColumnsTheFormatCannotRead(t *testing.T) {
 		}
 	}
 }
+
+// The progress line of a migration into a table counts its statements, as its summary and
+// replicate's status line into a table do. Before, it gave the bytes of its statements as "written",
+// a figure the summary and --stats-json (bytes 0) of a table never show.
+func TestSQLProgressCountsStatements(t *testing.T) {
+	srv := mysqltest.GMS(t)
+	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
+	srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", srv.DDLDialect()))
+	code, stdout, stderr := runCLI(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=3000", "--out", srv.URI(""), "--sql-conns", "1",
+		"--state", filepath.Join(t.TempDir(), "state"), "--progress", "plain", "--progress-interval", "1h")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	var statements int64
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "  statements ") {
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, "  statements ")), "%d", &statements)
+		}
+	}
+	last := lastLine(stderr, "migrating: ")
+	if statements == 0 || !strings.Contains(last, fmt.Sprintf(", %s statements, ", groupDigits(statements))) || strings.Contains(last, "B written") {
+		t.Fatalf("the last progress line %q, want the summary's %d statements and no bytes\n%s", last, statements, stdout)
+	}
+}

@@ -136,6 +136,7 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 	logger.Info("migration into a SQL table starting", zap.String("mapping", prog.Name()), zap.String("target", target.Redacted),
 		zap.String("table", w.Table()), zap.Int("conns", f.sql.conns), zap.String("state", state))
 	into := migrate.Target{Sink: w, Output: out, Format: format, Plan: plan, Bytes: func() int64 { return w.Stats.Bytes.Load() }}
+	f.progress.statements = w.Stats.Statements.Load // the progress line's, as the summary's: a table has no files
 	res, runErr, err := inv.runMigration(ctx, cancel, f, src, "\nrekey: stopping: finishing the rows already read (Ctrl-C again to abort at once)",
 		func(ctx context.Context, stop <-chan struct{}, watch migrate.Watch) (pipeline.Result, error, error) {
 			return migrate.Execute(ctx, prog, src, into, f.options(limit, logger), stop, watch)
