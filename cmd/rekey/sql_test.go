@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -435,4 +436,29 @@ func TestSQLProgressCountsStatements(t *testing.T) {
 	if statements == 0 || !strings.Contains(last, fmt.Sprintf(", %s statements, ", groupDigits(statements))) || strings.Contains(last, "B written") {
 		t.Fatalf("the last progress line %q, want the summary's %d statements and no bytes\n%s", last, statements, stdout)
 	}
+}
+
+// The log line a migration into a table starts with names --out under "out", as a migration into
+// files and a replication (into files or a table) do. Before, it named it "target", so a search
+// of the logs for a run's out found every run but those.
+func TestSQLMigrationStartLogNamesOut(t *testing.T) {
+	srv := mysqltest.GMS(t)
+	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
+	srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", srv.DDLDialect()))
+	code, stdout, stderr := runCLI(t, "migrate", "-m", mapping, "--source", "gen:orders?rows=10", "--out", srv.URI(""), "--sql-conns", "1",
+		"--state", filepath.Join(t.TempDir(), "state"), "--progress", "never", "--log-format", "json", "--log-level", "info")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, l := range strings.Split(stderr, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) != nil || m["msg"] != "migration into a SQL table starting" {
+			continue
+		}
+		if m["out"] != srv.URI("") || m["target"] != nil || m["table"] != "orders" {
+			t.Fatalf("the start log's fields: %v, want out %s", m, srv.URI(""))
+		}
+		return
+	}
+	t.Fatalf("no start log line:\n%s", stderr)
 }

@@ -133,7 +133,7 @@ func runMigrateSQL(cmd *cobra.Command, inv *invocation, f *migrateFlags, logger 
 		return rejectedExit(resume.Result(), out.Store)
 	}
 	plan := pipeline.RegionPlan{Type: prog.Target().Columns[0].Type, Strategy: "single"}
-	logger.Info("migration into a SQL table starting", zap.String("mapping", prog.Name()), zap.String("target", target.Redacted),
+	logger.Info("migration into a SQL table starting", zap.String("mapping", prog.Name()), zap.String("out", target.Redacted),
 		zap.String("table", w.Table()), zap.Int("conns", f.sql.conns), zap.String("state", state))
 	into := migrate.Target{Sink: w, Output: out, Format: format, Plan: plan, Bytes: func() int64 { return w.Stats.Bytes.Load() }}
 	f.progress.statements = w.Stats.Statements.Load // the progress line's, as the summary's: a table has no files
