@@ -206,11 +206,11 @@ func TestResumedSummarySaysWhatThisAttemptDid(t *testing.T) {
 	// into a table: the statements are this attempt's too
 	var st sqlsink.Stats
 	st.Statements.Store(7)
-	if line := statementsLine(true, &st); line != "  statements (this attempt) 7 (0 retried after transient errors)\n" {
-		t.Errorf("the statements of a resumed run into a table: %q", line)
+	if row := statementsRow(true, &st); row != [2]string{"statements (this attempt)", "7 (0 retried after transient errors)"} {
+		t.Errorf("the statements of a resumed run into a table: %q", row)
 	}
-	if line := statementsLine(false, &st); strings.Contains(line, "attempt") {
-		t.Errorf("the statements of a run of one attempt: %q", line)
+	if row := statementsRow(false, &st); strings.Contains(row[0], "attempt") {
+		t.Errorf("the statements of a run of one attempt: %q", row)
 	}
 	// a run that did not resume: one attempt, no such lines
 	b.Reset()

@@ -22,9 +22,12 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/rekey/rekey/internal/wait"
+	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/sink/sqlsink/mysqlsql"
 	"github.com/rekey/rekey/sink/sqlsink/mysqltest"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
+	"github.com/rekey/rekey/transform"
 )
 
 // rekeyProcessEnv makes the test binary run as the rekey command (os.Args[1:] its arguments):
@@ -461,4 +464,54 @@ func TestSQLMigrationStartLogNamesOut(t *testing.T) {
 		return
 	}
 	t.Fatalf("no start log line:\n%s", stderr)
+}
+
+// The summary of a migration into a table lines up every figure, the table's and its statements'
+// among them, also when a label is wider than usual (a resumed run's "(this attempt)"). Before,
+// "target" and "statements" were printed at a column of their own:
+//
+//	rows/s (this attempt)   40000
+//	state                   .rekey-state/...
+//	target         mysql://...
+//	statements (this attempt) 7 (...)
+func TestSQLSummaryLinesUp(t *testing.T) {
+	srv := mysqltest.GMS(t)
+	mapping, _ := filepath.Abs("../../mappings/orders.yaml")
+	srv.Exec(t, mustRun(t, "ddl", "-m", mapping, "--dialect", srv.DDLDialect()))
+	m, err := transform.Load(mapping)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := transform.Compile(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := sqlsink.ParseURI(srv.URI(""), os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := sqlsink.Open(context.Background(), sqlsink.Config{Target: target, Schema: prog.Target(), Conns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, resumed := range []bool{false, true} {
+		var b strings.Builder
+		res := pipeline.Result{RowsIn: 1_200, RowsWritten: 1_200, RowsInThisRun: 200, Resumed: resumed, Duration: time.Second}
+		printSQLSummary(&b, "Migration summary", res, w, nil, sqlDest{table: target.Redacted + " table orders", state: ".rekey-state/x"}, time.Time{})
+		lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")[1:]
+		col := -1
+		for _, l := range lines {
+			i := strings.Index(l[2:], "  ")
+			for i >= 0 && i+2 < len(l)-2 && l[2+i+2] == ' ' {
+				i++
+			}
+			if col == -1 {
+				col = i
+			}
+			if i != col {
+				t.Fatalf("resumed %v: the figures do not line up:\n%s", resumed, b.String())
+			}
+		}
+	}
 }

@@ -205,17 +205,16 @@ func printSQLSummary(w interface{ Write([]byte) (int, error) }, title string, re
 		out.sourceTable = kw.Table // the rows skipped are other tables' events
 	}
 	out.cells = cellTimeStats(src, sw.CellTimestamps())
+	out.more = [][2]string{{"target", d.table}, statementsRow(res.Resumed, &sw.Stats)}
 	printSummary(w, title, res, out)
-	fmt.Fprintf(w, "  %-14s %s\n", "target", d.table)
-	fmt.Fprint(w, statementsLine(res.Resumed, &sw.Stats))
 }
 
-// statementsLine is the summary's count of the statements the table took: this attempt's, which
-// a resumed run's line says, as its totals are the whole run's.
-func statementsLine(resumed bool, st *sqlsink.Stats) string {
+// statementsRow is the summary's count of the statements the table took: this attempt's, which
+// a resumed run's label says, as its totals are the whole run's.
+func statementsRow(resumed bool, st *sqlsink.Stats) [2]string {
 	label := "statements"
 	if resumed {
 		label += " (this attempt)"
 	}
-	return fmt.Sprintf("  %-14s %d (%d retried after transient errors)\n", label, st.Statements.Load(), st.Retries.Load())
+	return [2]string{label, fmt.Sprintf("%d (%d retried after transient errors)", st.Statements.Load(), st.Retries.Load())}
 }

@@ -87,6 +87,8 @@ type summaryOut struct {
 	cells *cassandra.CellTimeStats
 	// sourceTable is the mapping's source.table: the rows skipped are other tables' events
 	sourceTable string
+	// more are the last rows, in line with the others (a table's name and statements)
+	more [][2]string
 }
 
 // cellTimeRows are the summary's lines about cells left out as expired and cells of another TTL;
@@ -197,7 +199,7 @@ func printSummary(w io.Writer, title string, res pipeline.Result, out summaryOut
 	if !out.nextSince.IsZero() {
 		rows = append(rows, [2]string{"next since", out.nextSince.Format(time.RFC3339) + " (for the next catch-up: this run's start less " + catchupMargin.String() + ")"})
 	}
-	table(w, rows)
+	table(w, append(rows, out.more...))
 }
 
 // printOversize warns about regions holding more data than the region size: Lindorm would split
