@@ -78,6 +78,10 @@ func newRegionChart(rep *model.Report) regionChartView {
 		Width: chartW, Height: H, Left: padL, Right: chartW - padR, TickX: padL - 6,
 		IndexY: H - padB + 16, AxisY: padT + plotH, CaptionX: padL + plotW/2, CaptionY: H - 6, RowsCaptionY: padT + plotH/2,
 	}
+	if why := unmeasured(rep); why != "" {
+		// no accepted row: a max/mean and CV of 0 would read as an even spread
+		v.Summary = fmt.Sprintf(" · %d regions, %s from %s · not measured: %s", n, rep.Plan.Strategy, rep.Plan.Origin, why)
+	}
 	var top, sum int64
 	for _, r := range rep.Regions {
 		top = max(top, r.Rows)

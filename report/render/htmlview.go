@@ -34,7 +34,7 @@ func newPageView(rep *model.Report) *pageView {
 		RegionChart:    newRegionChart(rep),
 		Heatmap:        newHeatmapView(rep),
 		Keys:           newKeysView(rep),
-		Uniqueness:     newUniquenessView(rep.Uniqueness),
+		Uniqueness:     newUniquenessView(rep),
 		Advisor:        newAdvisorView(rep),
 		Recommendation: newRecommendationView(rep.Recommendation),
 		Footer:         fmt.Sprintf("%s · schema %s · mapping fingerprint %s", rep.Generator, rep.Schema, rep.Mapping.Fingerprint),
@@ -111,6 +111,10 @@ func newHeaderView(rep *model.Report) headerView {
 		{"rows max / mean", fmt.Sprintf("%.2f", rep.Distribution.RowsMaxMean), flag(rep.Distribution.RowsMaxMean >= advise.BalanceMaxMean, "warn")},
 		{"write hot factor", hot, hotFlag},
 	}
+	if unmeasured(rep) != "" {
+		// no accepted row: the key's figures are zeros, not measurements (as the text says)
+		h.KPIs[2].Value, h.KPIs[5].Value = "not measured", "not measured"
+	}
 	return h
 }
 
@@ -182,6 +186,18 @@ func newKeysView(rep *model.Report) keysView {
 	}
 
 	v.FirstColumn = fc.Name + " " + fc.Type
+	if why := unmeasured(rep); why != "" {
+		// the key's figures measure the accepted rows: with none, their zeros would read as a
+		// measured key (the text's sections say the same)
+		for i := range v.Totals {
+			if v.Totals[i].Label == "key bytes min / mean / p99 / max" {
+				v.Totals[i].Value = "not measured: " + why
+			}
+		}
+		v.FirstColumnRows = []labelled{{"distinct values, monotonic, prefix", "not measured: " + why}}
+		v.KeyColumns = keyColumnRows(rep)
+		return v
+	}
 	distinct := model.Count(fc.Distinct)
 	if !fc.DistinctExact {
 		distinct = "about " + distinct + " (HyperLogLog)"
@@ -200,17 +216,23 @@ func newKeysView(rep *model.Report) keysView {
 		v.Top = append(v.Top, topValueRow{tv.Value, model.Count(tv.Rows), shareRange(tv)})
 	}
 
+	v.KeyColumns = keyColumnRows(rep)
+	return v
+}
+
+func keyColumnRows(rep *model.Report) []keyColumnRow {
+	var rows []keyColumnRow
 	for _, c := range rep.Mapping.KeyColumns {
 		typ := c.Type
 		if c.Desc {
 			typ += " DESC"
 		}
-		v.KeyColumns = append(v.KeyColumns, keyColumnRow{
+		rows = append(rows, keyColumnRow{
 			Name: c.Name, Type: typ, Expr: c.Expr, From: strings.Join(c.Sources, ", "),
 			MaxBytes: c.MaxBytes, JSONLike: model.Count(c.JSONLike), LongText: model.Count(c.LongText),
 		})
 	}
-	return v
+	return rows
 }
 
 type uniquenessView struct {
@@ -237,7 +259,11 @@ type originRow struct {
 	Values   []string // per Columns
 }
 
-func newUniquenessView(u model.Uniqueness) uniquenessView {
+func newUniquenessView(rep *model.Report) uniquenessView {
+	u := rep.Uniqueness
+	if why := unmeasured(rep); why != "" {
+		return uniquenessView{Summary: "Not measured: " + why + "."}
+	}
 	exact := "Exact count over every row."
 	if !u.Exact {
 		exact = "Counted on the sample only."
