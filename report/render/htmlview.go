@@ -349,7 +349,7 @@ func newAdvisorView(rep *model.Report) *advisorView {
 				lost = "~" + lost
 			}
 			d.Chart = newMiniChart(a)
-			d.HotFactor = fmt.Sprintf("%.1fx", a.HotFactor)
+			d.HotFactor = fmt.Sprintf("%.1fx", advise.WriteHotFactor(&a)) // as the grade and the text judge writes
 			d.MaxMean = fmt.Sprintf("%.2f", a.RowsMaxMean)
 			d.Monotonic = model.Pct(a.Monotonic)
 			d.Lost = lost
