@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/rekey/rekey/output"
@@ -59,6 +60,35 @@ func TestJSONSchemas(t *testing.T) {
 		t.Fatalf("rekey verify of a different target: exit %d, want 2\n%s%s", code, stdout, stderr)
 	}
 	checkSchema(t, "../../docs/schema/verify.json", differ)
+}
+
+// A report in arrival order (no time column, no declared write order) has no time heatmap:
+// its --json holds "time_heatmap": null, as report/README.md says, and the published schema
+// takes it. Before, the schema allowed only an object, so the report of most CSV exports failed
+// validation against it; so did a report of a source that gave no rows or had every row rejected.
+func TestReportJSONSchemaArrivalOrder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := filepath.Join(dir, "m.yaml")
+	if err := os.WriteFile(mapping, []byte("version: 1\nsource:\n  name: ks.t\n  columns:\n    id: text\n    v: text\ntarget:\n  table: t\n  primary_key: \"[id]\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var rows strings.Builder
+	rows.WriteString("id,v\n")
+	for i := range 300 {
+		fmt.Fprintf(&rows, "k%03d,%d\n", i*7%300, i)
+	}
+	for name, data := range map[string]string{"rows.csv": rows.String(), "empty.csv": "id,v\n", "rejected.csv": "id,v\n\"\xff\",1\n"} {
+		csv := filepath.Join(dir, name)
+		if err := os.WriteFile(csv, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name+".json")
+		if code, stdout, stderr := runCLI(t, "report", "-m", mapping, "--source", "file:"+csv, "--json", path, "--progress", "never"); code != 0 && code != 2 {
+			t.Fatalf("rekey report of %s: exit %d\n%s%s", name, code, stdout, stderr)
+		}
+		checkSchema(t, "../../docs/schema/report.v1.json", path)
+	}
 }
 
 func checkSchema(t *testing.T, schemaPath, docPath string) {
