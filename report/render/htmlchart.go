@@ -444,7 +444,8 @@ func newHeatGrid(g heatGrid) *heatGridView {
 	}
 	// legend: vertical gradient of the colour scale
 	lx := float64(chartW - padR - legendW + 26)
-	lh := math.Min(plotH, 200)
+	// as tall as the plot, within 110 (its five tick labels apart) and 200 pixels
+	lh := math.Min(math.Max(plotH, 110), 200)
 	const steps = 40
 	for i := 0; i < steps; i++ {
 		s0 := 1 - float64(i)/steps
@@ -457,6 +458,7 @@ func newHeatGrid(g heatGrid) *heatGridView {
 	v.LegendX, v.LegendTickX1, v.LegendTickX2, v.LegendLabelX = lx, lx+14, lx+18, lx+21
 	v.NoneY, v.NoneFill, v.NoneLabelY = padT+lh+6, heatColor(0), padT+lh+15
 	v.CaptionX, v.CaptionY1, v.CaptionY2 = lx+14, padT+lh+34, padT+lh+47
+	v.Height = math.Max(v.Height, v.CaptionY2+5) // the legend below a short plot
 	return v
 }
 
