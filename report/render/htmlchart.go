@@ -466,7 +466,8 @@ func newHeatGrid(g heatGrid) *heatGridView {
 // rule's figures) against the share of an even spread.
 type windowLineView struct {
 	Intro     string
-	Order     string
+	Order     string // the title's: the order and its evidence
+	AxisOrder string // the caption's: "arrival order" or "write order"
 	Width     int
 	Height    float64
 	Left      int
@@ -491,13 +492,16 @@ func newWindowLine(rep *model.Report) *windowLineView {
 	v := &windowLineView{
 		Intro: fmt.Sprintf("Writes in "+orderText(rep)+": %d windows of %s rows%s; the busiest region's share of each window is %s on average, %s at most; an even spread gives %s (%.1fx).",
 			hs.Windows, model.Count(hs.RowsPerWindow), rep.WindowRows(), model.Pct(hs.MeanTopShare), model.Pct(hs.MaxTopShare), model.Pct(hs.EvenShare), hs.HotFactor),
-		Order: orderText(rep),
+		Order: orderText(rep), AxisOrder: "write order",
 		Width: chartW, Height: padT + lineH + 30, Left: padL, Right: padL + plotW, TickX: padL - 6,
 		CaptionX: padL + plotW/2, CaptionY: padT + lineH + 22,
 	}
 	for _, s := range []float64{0, 0.5, 1} {
 		y := padT + lineH - s*lineH
 		v.Grid = append(v.Grid, gridLine{Y: y, LabelY: y + 4, Label: model.Pct(s)})
+	}
+	if v.Order == "arrival order" {
+		v.AxisOrder = v.Order
 	}
 	v.EvenY = padT + lineH - hs.EvenShare*lineH
 	v.EvenLabel = svgText{padL + plotW + 6, v.EvenY + 4, "even " + model.Pct(hs.EvenShare)}
