@@ -7,7 +7,10 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/width"
 
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/report/advise"
@@ -89,14 +92,14 @@ func (p *printer) cols(rows [][]string, right map[int]bool) {
 		for i, c := range r {
 			r[i] = pipeline.EscapeControls(c) // aligned as printed
 			c = r[i]
-			width[i] = max(width[i], utf8.RuneCountInString(c))
+			width[i] = max(width[i], displayWidth(c))
 		}
 	}
 	for _, r := range rows {
 		var sb strings.Builder
 		sb.WriteString("  ")
 		for i, c := range r {
-			pad := width[i] - utf8.RuneCountInString(c)
+			pad := width[i] - displayWidth(c)
 			if i == len(r)-1 && !right[i] {
 				sb.WriteString(c)
 				break
@@ -110,6 +113,24 @@ func (p *printer) cols(rows [][]string, right map[int]bool) {
 		}
 		p.f("%s\n", strings.TrimRight(sb.String(), " "))
 	}
+}
+
+// displayWidth is the columns a terminal gives s: two for a wide or fullwidth (East Asian)
+// character, none for a combining mark, one for any other.
+func displayWidth(s string) int {
+	n := 0
+	for _, r := range s {
+		switch {
+		case r < 0x300:
+			n++
+		case unicode.Is(unicode.Mn, r):
+		case width.LookupRune(r).Kind() == width.EastAsianWide || width.LookupRune(r).Kind() == width.EastAsianFullwidth:
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 func (p *printer) header(rep *model.Report) {
