@@ -569,7 +569,11 @@ func (p *printer) recommendation(rep *model.Report) {
 		if a.SQL != "" {
 			sql := a.SQL
 			if len(sql) > 400 {
-				sql = sql[:400] + "…' (full list in --json)"
+				cut := 400
+				for cut > 0 && !utf8.RuneStart(sql[cut]) {
+					cut-- // whole characters
+				}
+				sql = sql[:cut] + "…' (full list in --json)"
 			}
 			p.f("            WITH (%s)\n", sql)
 		}
