@@ -337,7 +337,7 @@ func newAdvisorView(rep *model.Report) *advisorView {
 		return nil
 	}
 	a0 := rep.Alternatives[0]
-	v := &advisorView{Intro: fmt.Sprintf("The same analysis for designs derived from the mapping, on an order-preserving %s-row subsample, each over %d regions; rows lost are counted over every row, as the uniqueness check counts them. Ranked by rows lost, then by declared queries that would scan the whole table, write spread (grade), queries that read rows they filter out, scans, the standard reads, and hot factor. Reads: regions a full-key GET, a SCAN of one value, and a range SCAN touch (all = every region).", model.Count(a0.Rows+a0.Rejected), a0.Regions)}
+	v := &advisorView{Intro: fmt.Sprintf("The same analysis for designs derived from the mapping, on an order-preserving %s-row subsample, %s; rows lost are counted over every row, as the uniqueness check counts them. Ranked by rows lost, then by declared queries that would scan the whole table, write spread (grade), queries that read rows they filter out, scans, the standard reads, and hot factor. Reads: regions a full-key GET, a SCAN of one value, and a range SCAN touch (all = every region).", model.Count(a0.Rows+a0.Rejected), advisorRegions(rep))}
 	for i, q := range rep.Queries {
 		v.Queries = append(v.Queries, labelled{fmt.Sprintf("q%d  %s", i+1, q.Query), q.Origin})
 	}

@@ -462,8 +462,8 @@ func (p *printer) alternatives(rep *model.Report) {
 	if len(rep.Queries) > 0 {
 		by = "ranked by the declared queries (scans per query; all = every region, + = reads rows it filters out, ^ = a newest-first query read oldest first)"
 	}
-	p.section("ADVISOR", fmt.Sprintf("key designs derived from the mapping, on a %s-row subsample, %d regions each %s",
-		model.Count(a0.Rows+a0.Rejected), a0.Regions, by))
+	p.section("ADVISOR", fmt.Sprintf("key designs derived from the mapping, on a %s-row subsample, %s %s",
+		model.Count(a0.Rows+a0.Rejected), advisorRegions(rep), by))
 	for i, q := range rep.Queries {
 		p.f("  q%d  %s  (from %s)\n", i+1, q.Query, q.Origin)
 	}
@@ -495,6 +495,25 @@ func (p *printer) alternatives(rep *model.Report) {
 			p.f("    - %s\n", c)
 		}
 	}
+}
+
+// advisorRegions says over how many regions the advisor judged each design: the plan's asked
+// count, and the range placed when a design's first column had too few values for them all.
+func advisorRegions(rep *model.Report) string {
+	n := rep.Plan.Asked
+	if n == 0 {
+		n = rep.Alternatives[0].Regions
+	}
+	lo, hi := n, 0
+	for _, a := range rep.Alternatives {
+		if a.Error == "" && a.Regions > 0 {
+			lo, hi = min(lo, a.Regions), max(hi, a.Regions)
+		}
+	}
+	if lo < n {
+		return fmt.Sprintf("%d regions each asked (%d to %d placed: a design's first column can hold too few values for more split keys)", n, lo, hi)
+	}
+	return fmt.Sprintf("%d regions each", n)
 }
 
 // alternativeRows is the advisor's table: a heading, then a row per design (its figures, the
