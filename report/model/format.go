@@ -45,14 +45,15 @@ func SortedCodes(m map[string]int64) []string {
 	return out
 }
 
+// Pct prints a share as a percentage: 0% and 100.0% only for none and all.
 func Pct(x float64) string {
 	switch {
 	case x == 0:
 		return "0%"
 	case x < 0.001:
 		return "<0.1%"
-	case x >= 0.995 && x < 1:
-		return fmt.Sprintf("%.1f%%", 100*x)
+	case x >= 0.9995 && x < 1:
+		return ">99.9%" // short of all, which %.1f would round to 100.0%
 	}
 	return fmt.Sprintf("%.1f%%", 100*x)
 }
