@@ -359,11 +359,19 @@ func checkKeyColumns(f *Facts) []model.Finding {
 	return one(x)
 }
 
+// noKeysWhy says why no key was built: every row rejected, or none read.
+func noKeysWhy(f *Facts) string {
+	if f.Totals.RowsRejected == 0 {
+		return "the source gave no rows"
+	}
+	return "no row passed the mapping (see rejects)"
+}
+
 func checkKeyLength(f *Facts) []model.Finding {
 	k := f.Key
 	if f.Totals.RowsOK == 0 {
 		// no key was built: lengths of zero would pass for short keys
-		return one(finding("key_length", model.SevInfo, "key length not measured: no row passed the mapping (see rejects)", map[string]float64{"keys": 0}))
+		return one(finding("key_length", model.SevInfo, "key length not measured: "+noKeysWhy(f), map[string]float64{"keys": 0}))
 	}
 	lev := map[string]float64{"min_bytes": float64(k.MinBytes), "mean_bytes": k.MeanBytes, "p99_bytes": float64(k.P99Bytes),
 		"max_bytes": float64(k.MaxBytes), "over_limit": float64(k.OverLimit), "fixed": model.B2f(k.FixedLength)}
@@ -387,7 +395,7 @@ func checkUniqueness(f *Facts) []model.Finding {
 		"duplicate_rows": float64(u.DuplicateRows), "exact": model.B2f(u.Exact)}
 	if f.Totals.RowsOK == 0 {
 		// no key was built: no collisions among none says nothing of the key
-		return one(finding("uniqueness", model.SevInfo, "uniqueness not checked: no row passed the mapping (see rejects)", uev))
+		return one(finding("uniqueness", model.SevInfo, "uniqueness not checked: "+noKeysWhy(f), uev))
 	}
 	if u.CollisionRows == 0 {
 		return one(finding("uniqueness", model.SevInfo, fmt.Sprintf("no collisions: %s distinct keys from as many distinct source rows%s", model.Count(u.Keys), f.onSample), uev))
