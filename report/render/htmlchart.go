@@ -87,7 +87,7 @@ func newRegionChart(rep *model.Report) regionChartView {
 		top = max(top, r.Rows)
 		sum += r.Rows
 	}
-	step := niceStep(float64(top), 5)
+	step := math.Max(niceStep(float64(top), 5), 1) // whole rows
 	ymax := math.Max(step*math.Ceil(float64(top)/step), step)
 	for s := 0.0; s <= ymax+step/2; s += step {
 		y := padT + plotH - s/ymax*plotH
@@ -243,7 +243,7 @@ func windowHeatmapView(rep *model.Report, group int, regionsOf func(int) string)
 	}
 	total := ws[len(ws)-1].FirstRow + ws[len(ws)-1].Rows
 	var ticks []heatTick
-	xstep := niceStep(float64(total), 8)
+	xstep := math.Max(niceStep(float64(total), 8), 1) // whole rows
 	for x := 0.0; x <= float64(total); x += xstep {
 		ticks = append(ticks, heatTick{at: x / float64(max(total, 1)), label: shortCount(x)})
 	}
