@@ -92,6 +92,9 @@ func newHeaderView(rep *model.Report) headerView {
 		}
 		return ""
 	}
+	if nj := notJudgedRules(rep); nj != "" {
+		h.Counts += " · not judged: " + nj // as VerdictLine says it
+	}
 	overwritten := "rows overwritten"
 	if rep.Source.Sampled {
 		// a verdict on part of the input says so wherever it is printed (VerdictLine)

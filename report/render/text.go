@@ -617,11 +617,27 @@ func VerdictLine(rep *model.Report) string {
 	v := rep.Verdict
 	line := fmt.Sprintf("%d error%s, %d warning%s, %d note%s -> exit %d", v.Errors, model.Plural(v.Errors),
 		v.Warnings, model.Plural(v.Warnings), v.Infos, model.Plural(v.Infos), v.ExitCode)
+	if nj := notJudgedRules(rep); nj != "" {
+		// a rule with too little data passed nothing: say so wherever the verdict is printed
+		line += " (not judged: " + nj + ")"
+	}
 	if rep.Source.Sampled {
 		// a verdict on part of the input says so wherever it is printed
 		line += " (on a sample: " + rep.Source.Sample + ")"
 	}
 	return line
+}
+
+// notJudgedRules lists the rules that had too little data to judge, comma-separated ("" for
+// none).
+func notJudgedRules(rep *model.Report) string {
+	var rules []string
+	for _, f := range rep.Findings {
+		if f.NotJudged {
+			rules = append(rules, f.Rule)
+		}
+	}
+	return strings.Join(rules, ", ")
 }
 
 // sampledRows says, on a sample, whose rows the regions count: the sample's accepted rows,
