@@ -145,6 +145,7 @@ type keysView struct {
 	FirstColumn     string // its name and type
 	FirstColumnRows []labelled
 	Top             []topValueRow
+	TopNote         string // what the top values' figures are when they are estimates
 	KeyColumns      []keyColumnRow
 }
 
@@ -214,6 +215,9 @@ func newKeysView(rep *model.Report) keysView {
 	}
 	if fc.OtherMaxShare > 0 {
 		v.FirstColumnRows = append(v.FirstColumnRows, labelled{"any value not listed", "at most " + model.Pct(fc.OtherMaxShare) + " of the rows"})
+	}
+	if !fc.TopExact && len(fc.Top) > 0 {
+		v.TopNote = "Space-Saving estimates: rows are upper bounds, shares give the range" // as the text says
 	}
 	for _, tv := range fc.Top[:min(len(fc.Top), topValuesShown)] {
 		v.Top = append(v.Top, topValueRow{tv.Value, model.Count(tv.Rows), shareRange(tv)})
