@@ -490,8 +490,8 @@ func newWindowLine(rep *model.Report) *windowLineView {
 	const lineH, padT = 90.0, 14.0
 	plotW := float64(chartW - padL - padR - 90)
 	v := &windowLineView{
-		Intro: fmt.Sprintf("Writes in "+orderText(rep)+": %d windows of %s rows%s; the busiest region's share of each window is %s on average, %s at most; an even spread gives %s (%.1fx).",
-			hs.Windows, model.Count(hs.RowsPerWindow), rep.WindowRows(), model.Pct(hs.MeanTopShare), model.Pct(hs.MaxTopShare), model.Pct(hs.EvenShare), hs.HotFactor),
+		Intro: fmt.Sprintf("Writes in "+orderText(rep)+": %d windows of %s rows%s; the busiest region's share of each window is %s on average, %s at most; an even spread gives %s (%.1fx%s).",
+			hs.Windows, model.Count(hs.RowsPerWindow), rep.WindowRows(), model.Pct(hs.MeanTopShare), model.Pct(hs.MaxTopShare), model.Pct(hs.EvenShare), hs.HotFactor, hotspotNotJudged(rep)),
 		Order: orderText(rep), AxisOrder: "write order",
 		Width: chartW, Height: padT + lineH + 30, Left: padL, Right: padL + plotW, TickX: padL - 6,
 		CaptionX: padL + plotW/2, CaptionY: padT + lineH + 22,

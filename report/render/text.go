@@ -414,10 +414,7 @@ func sparkline(vals []float64, width int) string {
 
 func (p *printer) hotspots(rep *model.Report) {
 	h := rep.Hotspot
-	judged := ""
-	if h.Windows < advise.MinHotspotWindows {
-		judged = fmt.Sprintf(", not judged: fewer than %d windows (write_hotspot)", advise.MinHotspotWindows)
-	}
+	judged := hotspotNotJudged(rep)
 	p.section("WRITE HOTSPOTS OVER TIME", fmt.Sprintf("%d windows of %s rows%s in %s; busiest region's share per window: mean %s, max %s (even: %s) -> %.1fx%s",
 		h.Windows, model.Count(h.RowsPerWindow), rep.WindowRows(), orderText(rep), model.Pct(h.MeanTopShare), model.Pct(h.MaxTopShare), model.Pct(h.EvenShare), h.HotFactor, judged))
 	if len(rep.HotspotWindows) == 0 {
@@ -441,6 +438,15 @@ func (p *printer) hotspots(rep *model.Report) {
 		seq = append(seq[:24], "…")
 	}
 	p.f("  busiest region %s\n", strings.Join(seq, " → "))
+}
+
+// hotspotNotJudged says, after the hot factor, that too few windows left it unjudged ("" when
+// write_hotspot judged it).
+func hotspotNotJudged(rep *model.Report) string {
+	if rep.Hotspot.Windows < advise.MinHotspotWindows {
+		return fmt.Sprintf(", not judged: fewer than %d windows (write_hotspot)", advise.MinHotspotWindows)
+	}
+	return ""
 }
 
 func readText(n int) string {
