@@ -7,8 +7,10 @@
 package transform
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"regexp"
@@ -189,11 +191,21 @@ func Decode(data []byte, name string) (*Mapping, error) {
 	d := &decoder{m: &Mapping{File: name, lines: map[string]int{}}}
 	d.ps.lines = d.m.lines
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && err != io.EOF {
 		return nil, &MappingError{File: name, Problems: []Problem{{Message: yamlProblem(data, err)}}}
 	}
 	if len(doc.Content) == 0 {
 		return nil, &MappingError{File: name, Problems: []Problem{{Message: "the mapping file is empty"}}}
+	}
+	// a second document (a '---' line, two mappings pasted into one file) would be dropped
+	// unread, and whatever it sets with it
+	var next yaml.Node
+	if err := dec.Decode(&next); err != nil && err != io.EOF {
+		return nil, &MappingError{File: name, Problems: []Problem{{Message: yamlProblem(data, err)}}}
+	} else if err == nil && len(next.Content) > 0 && !isNull(next.Content[0]) {
+		d.ps.add("", next.Line, "more than one YAML document: a '---' line starts another, which rekey would not read; "+
+			"write one mapping per file (several -m fill several tables), or remove the '---' line to make the rest part of this mapping")
 	}
 	d.root(doc.Content[0])
 	m := d.m
