@@ -769,6 +769,23 @@ func (c *compiler) typeCall(n *node, ctx *exprCtx) *texpr {
 			c.fail(ctx.path, "%s(%d): want begin >= 0", n.sval, a)
 			return nil
 		}
+		// past the end of a value of one length (a digest), every row would be rejected
+		if l := (&Program{cols: c.cols, keepMissing: c.m.Target.OnMissingCode == "keep"}).fixedChars(x); l >= 0 {
+			a, _ := t.args[1].isConstInt()
+			b, ok := int64(-1), false
+			if len(t.args) == 3 {
+				b, ok = t.args[2].isConstInt()
+			}
+			if a > int64(l) || ok && b > int64(l) {
+				idx := strconv.FormatInt(a, 10)
+				if len(t.args) == 3 {
+					idx += ", " + t.args[2].String()
+				}
+				c.fail(ctx.path, "%s(%s): %s always has %d characters, so every row would be rejected (an index past the end): want indexes from 0 to %d",
+					n.sval, idx, x, l, l)
+				return nil
+			}
+		}
 	case opLong, opInt:
 		switch {
 		case isIntegral(x.typ.T), x.typ.T == pipeline.TypeVarchar, x.typ.T == pipeline.TypeDecimal:

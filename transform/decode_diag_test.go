@@ -26,3 +26,27 @@ func TestDecodeRefusesASecondDocument(t *testing.T) {
 		t.Fatalf("one document between '---' lines: %v", err)
 	}
 }
+
+// A substr past the end of a value that always has the same length (a digest: md5 gives 32 hex
+// characters, sha1 40, sha256 64) would reject every row, so the mapping is refused naming the
+// length. Before, `md5(userid).substr(0,40)` was accepted by check and every row of a migration
+// went to the rejects.
+func TestDecodeRefusesASubstrPastAFixedLength(t *testing.T) {
+	for _, c := range []struct{ key, columns, want string }{
+		{key: "[md5(userid).substr(0,40)][orderid]", want: "substr(0, 40): md5(userid) always has 32 characters"},
+		{key: "[sha256(userid).substr(60,66)][orderid]", want: "substr(60, 66): sha256(userid) always has 64 characters"},
+		{key: "[sha1(userid).substr(41)][orderid]", want: "substr(41): sha1(userid) always has 40 characters"},
+		{key: "[h.substr(0,33) AS p][orderid]", columns: "  columns: {h: md5(userid)}\n", want: "substr(0, 33): h always has 32 characters"},
+	} {
+		me := decodeErr(t, goodHead+"target:\n  table: t\n  primary_key: \""+c.key+"\"\n"+c.columns)
+		wantProblems(t, me, [][2]string{{"target.primary_key[0]", c.want}})
+		if !strings.Contains(me.Error(), "every row would be rejected") {
+			t.Errorf("%s: %v", c.key, me)
+		}
+	}
+	for _, key := range []string{"[md5(userid).substr(0,32)][orderid]", "[userid.substr(0,40)][orderid]", "[sha1(userid).substr(36)][orderid]"} {
+		if _, err := Decode([]byte(goodHead+"target:\n  table: t\n  primary_key: \""+key+"\"\n"), "m.yaml"); err != nil {
+			t.Errorf("%s: %v", key, err)
+		}
+	}
+}
