@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -47,6 +48,32 @@ func TestDecodeRefusesASubstrPastAFixedLength(t *testing.T) {
 	for _, key := range []string{"[md5(userid).substr(0,32)][orderid]", "[userid.substr(0,40)][orderid]", "[sha1(userid).substr(36)][orderid]"} {
 		if _, err := Decode([]byte(goodHead+"target:\n  table: t\n  primary_key: \""+key+"\"\n"), "m.yaml"); err != nil {
 			t.Errorf("%s: %v", key, err)
+		}
+	}
+}
+
+// Every mapping written out in the manual and in this package's README decodes: a reader copies
+// them. Before, the README's sample excluded a column "status" and coded a column "channel" that
+// its source.columns did not list, and was refused.
+func TestDocMappingExamplesDecode(t *testing.T) {
+	for _, path := range []string{"../docs/mapping.md", "README.md"} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, block := range strings.Split(string(data), "```yaml\n")[1:] {
+			yml, _, ok := strings.Cut(block, "```")
+			if !ok || !strings.Contains(yml, "version: 1") {
+				continue
+			}
+			n++
+			if _, err := Decode([]byte(yml), path); err != nil {
+				t.Errorf("%s, sample %d: %v", path, n, err)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no mapping sample found", path)
 		}
 	}
 }
