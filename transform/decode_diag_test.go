@@ -77,3 +77,21 @@ func TestDocMappingExamplesDecode(t *testing.T) {
 		}
 	}
 }
+
+// YAML's "found character that cannot start any token" says what is wrong and how to fix it: a
+// tab in the indentation (YAML indents with spaces only), or a value that starts with a
+// back-quoted name, which YAML reserves. Before, the message was the parser's alone, naming
+// neither the tab nor the back-quote.
+func TestDecodeExplainsATabAndABackQuote(t *testing.T) {
+	head := "version: 1\nsource:\n  columns: {a: text, b: int}\ntarget:\n  table: t\n  primary_key: \"[a]\"\n  columns:\n"
+	for _, c := range []struct{ yml, want string }{
+		{head + "\tc: b\n", "line 8 is indented with a tab: YAML indents with spaces only, replace the tab with spaces"},
+		{head + "  \t  c: b\n", "line 8 is indented with a tab: YAML indents with spaces only, replace the tab with spaces"},
+		{head + "    c: `b` + 1   # note\n", "the value on line 8 starts with '`', which YAML reserves: quote the expression, c: \"`b` + 1\"   # note"},
+	} {
+		_, err := Decode([]byte(c.yml), "m.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v", c.yml, err)
+		}
+	}
+}

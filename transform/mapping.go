@@ -227,7 +227,7 @@ var yamlLine = regexp.MustCompile(`line (\d+):`)
 func yamlProblem(data []byte, err error) string {
 	msg := "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")
 	m := yamlLine.FindStringSubmatch(err.Error())
-	if m == nil || !strings.Contains(msg, "mapping values are not allowed") {
+	if m == nil {
 		return msg
 	}
 	n, _ := strconv.Atoi(m[1])
@@ -235,13 +235,38 @@ func yamlProblem(data []byte, err error) string {
 	if n < 1 || n > len(lines) {
 		return msg
 	}
+	if strings.Contains(msg, "found character that cannot start any token") {
+		// a tab in the indentation, or a value that starts with a back-quoted name (or '@'),
+		// which YAML reserves
+		raw := lines[n-1]
+		if indent := raw[:len(raw)-len(strings.TrimLeft(raw, " \t"))]; strings.Contains(indent, "\t") {
+			return fmt.Sprintf("%s: line %d is indented with a tab: YAML indents with spaces only, replace the tab with spaces", msg, n)
+		}
+		key, value, ok := strings.Cut(strings.TrimSpace(raw), ": ")
+		if value = strings.TrimLeft(value, " \t"); ok && value != "" && (value[0] == '`' || value[0] == '@') {
+			expr, comment := splitComment(value)
+			return fmt.Sprintf("%s: the value on line %d starts with '%c', which YAML reserves: quote the expression, %s: %q%s",
+				msg, n, value[0], key, expr, comment)
+		}
+		return msg
+	}
+	if !strings.Contains(msg, "mapping values are not allowed") {
+		return msg
+	}
 	line := strings.TrimSpace(lines[n-1])
 	key, value, ok := strings.Cut(line, ": ")
 	if !ok || !strings.Contains(value, ": ") && !strings.Contains(value, "::") {
 		return msg + " (a value that contains ': ' must be quoted)"
 	}
-	// a comment after the value stays a comment, outside the quotes
-	expr, comment := value, ""
+	expr, comment := splitComment(value)
+	return fmt.Sprintf("%s: %q contains ': ', which YAML reads as another key: quote the expression, %s: %q%s",
+		msg, line, key, expr, comment)
+}
+
+// splitComment splits a YAML value as written into the value and a comment after it (from the
+// blanks before its '#'), so that a suggestion to quote the value leaves the comment outside.
+func splitComment(value string) (expr, comment string) {
+	expr = value
 	for i := 1; i < len(value); i++ {
 		if value[i] == '#' && (value[i-1] == ' ' || value[i-1] == '\t') {
 			expr = strings.TrimRight(value[:i], " \t")
@@ -249,8 +274,7 @@ func yamlProblem(data []byte, err error) string {
 			break
 		}
 	}
-	return fmt.Sprintf("%s: %q contains ': ', which YAML reads as another key: quote the expression, %s: %q%s",
-		msg, line, key, strings.TrimSpace(expr), comment)
+	return strings.TrimSpace(expr), comment
 }
 
 type decoder struct {
