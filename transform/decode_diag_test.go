@@ -95,3 +95,18 @@ func TestDecodeExplainsATabAndABackQuote(t *testing.T) {
 		}
 	}
 }
+
+// A column with an empty name ("": text in source.columns, "": expr in target.columns) is
+// refused naming its line. Before, the source column became a nameless target column that ddl.sql
+// declared and Lindorm refuses, and the entry was silently given a name derived from its
+// expression (channel_code).
+func TestDecodeRefusesAnEmptyColumnName(t *testing.T) {
+	me := decodeErr(t, "version: 1\nsource:\n  columns:\n    a: text\n    \"\": int\n    b: int\ntarget:\n  table: t\n  primary_key: \"[a]\"\n  columns:\n    \"\": str(b)\n")
+	wantProblems(t, me, [][2]string{
+		{"source.columns", "empty column name"},
+		{"target.columns", "empty column name"},
+	})
+	if len(me.Problems) == 2 && (me.Problems[0].Line != 5 || me.Problems[1].Line != 11) {
+		t.Errorf("lines: %v", me)
+	}
+}

@@ -483,6 +483,10 @@ func (d *decoder) source(n *yaml.Node) {
 	if v, ok := f["columns"]; ok {
 		seen := map[string]string{}
 		for _, p := range d.pairs(v, "source.columns") {
+			if p.key == "" {
+				d.ps.add("source.columns", p.k.Line, "empty column name: give the column the name the source has for it")
+				continue
+			}
 			path := "source.columns." + p.key
 			t, ok := d.scalar(p.v, path)
 			if !ok {
@@ -568,6 +572,10 @@ func (d *decoder) target(n *yaml.Node) {
 	}
 	if v, ok := f["columns"]; ok {
 		for _, p := range d.pairs(v, "target.columns") {
+			if p.key == "" {
+				d.ps.add("target.columns", p.k.Line, "empty column name: name the target column the expression computes")
+				continue
+			}
 			s, ok := d.scalar(p.v, "target.columns."+p.key)
 			if !ok {
 				continue
