@@ -110,3 +110,12 @@ func TestDecodeRefusesAnEmptyColumnName(t *testing.T) {
 		t.Errorf("lines: %v", me)
 	}
 }
+
+// ASC or DESC after a target.columns expression says where an order belongs: on a key element
+// in target.primary_key. Before, the message was only "expected an operator ... found name DESC".
+func TestDecodeSaysDescBelongsToTheKey(t *testing.T) {
+	for _, expr := range []string{"b DESC", "str(b) asc"} {
+		me := decodeErr(t, goodHead+"target:\n  table: t\n  primary_key: \"[userid]\"\n  columns:\n    b: "+expr+"\n")
+		wantProblems(t, me, [][2]string{{"target.columns.b", "ASC and DESC order key columns: write the order on the column's key element in target.primary_key ([name DESC])"}})
+	}
+}

@@ -442,7 +442,11 @@ func parseExpression(text string) (*node, *syntaxError) {
 	n := p.parseExpr()
 	if p.err == nil && p.peek().kind != tEOF {
 		t := p.peek()
-		p.fail(t, "expected an operator (+ * / % ::) or the end of the expression, found "+describeTok(t))
+		msg := "expected an operator (+ * / % ::) or the end of the expression, found " + describeTok(t)
+		if t.kind == tName && !t.quoted && (strings.EqualFold(t.val, "DESC") || strings.EqualFold(t.val, "ASC")) {
+			msg += ": ASC and DESC order key columns: write the order on the column's key element in target.primary_key ([name DESC])"
+		}
+		p.fail(t, msg)
 	}
 	if p.err != nil {
 		return nil, p.err
