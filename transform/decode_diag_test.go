@@ -2,6 +2,7 @@ package transform
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -117,5 +118,35 @@ func TestDecodeSaysDescBelongsToTheKey(t *testing.T) {
 	for _, expr := range []string{"b DESC", "str(b) asc"} {
 		me := decodeErr(t, goodHead+"target:\n  table: t\n  primary_key: \"[userid]\"\n  columns:\n    b: "+expr+"\n")
 		wantProblems(t, me, [][2]string{{"target.columns.b", "ASC and DESC order key columns: write the order on the column's key element in target.primary_key ([name DESC])"}})
+	}
+}
+
+// A line indented out of step with its neighbours is named, with what to do, when YAML fails on
+// it. Before, YAML's message named the line where the enclosing section starts ("line 2: did not
+// find expected key" for a column on line 8), or told to quote a value that holds no ': '.
+func TestDecodeNamesAMisIndentedLine(t *testing.T) {
+	good := "version: 1\nsource:\n  name: shop.orders\n  columns:\n    userid: text\n    orderid: bigint\n    ts: timestamp\n" +
+		"target:\n  table: orders\n  primary_key: \"[userid][orderid]\"\n  codes:\n    d: {a: b,\n          c: e}\nqueries:\n  - equal: [userid]\n    range: orderid\n"
+	if _, err := Decode([]byte(good), "m.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(good, "\n")
+	for _, c := range []struct {
+		line   int // 1-based
+		indent string
+		want   string
+	}{
+		{7, "   ", "line 7 (ts: timestamp) is indented by 3 spaces, which lines up with no section above it (4, 2 or 0 spaces): indent it as the keys beside it"},
+		{6, "     ", "line 6 (orderid: bigint) is indented by 5 spaces, deeper than line 5 (userid: text), which already has a value: indent it as the keys beside it"},
+		{10, "   ", "line 10 (primary_key: \"[userid][orderid]\") is indented by 3 spaces, deeper than line 9 (table: orders)"},
+		{11, " ", "line 11 (codes:) is indented by 1 space, which lines up with no section above it (2 or 0 spaces)"},
+		{16, "   ", "line 16 (range: orderid) is indented by 3 spaces, which lines up with no section above it (4, 2 or 0 spaces)"},
+	} {
+		bad := slices.Clone(lines)
+		bad[c.line-1] = c.indent + strings.TrimLeft(bad[c.line-1], " ")
+		_, err := Decode([]byte(strings.Join(bad, "\n")), "m.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "must be quoted") {
+			t.Errorf("line %d indented %q: error %v", c.line, c.indent, err)
+		}
 	}
 }

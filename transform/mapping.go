@@ -250,8 +250,19 @@ func yamlProblem(data []byte, err error) string {
 		}
 		return msg
 	}
-	if !strings.Contains(msg, "mapping values are not allowed") {
+	// YAML names the line where the enclosing section starts ("did not find expected key"), or
+	// the line that reads as a key in a value: a line indented out of step is the usual cause
+	switch {
+	case strings.Contains(msg, "did not find expected"):
+		if why := indentProblem(lines, n, len(lines)); why != "" {
+			return msg + ": " + why
+		}
 		return msg
+	case !strings.Contains(msg, "mapping values are not allowed"):
+		return msg
+	}
+	if why := indentProblem(lines, n, n); why != "" {
+		return msg + ": " + why
 	}
 	line := strings.TrimSpace(lines[n-1])
 	key, value, ok := strings.Cut(line, ": ")
@@ -261,6 +272,108 @@ func yamlProblem(data []byte, err error) string {
 	expr, comment := splitComment(value)
 	return fmt.Sprintf("%s: %q contains ': ', which YAML reads as another key: quote the expression, %s: %q%s",
 		msg, line, key, expr, comment)
+}
+
+// indentProblem names the first line from line from to line to (1-based) whose indentation does
+// not fit the block structure above it: deeper than a line that already has a value, or lined up
+// with no section it could belong to. "" when it finds none. It reads block-style YAML as
+// mappings are written; flow collections and block scalars are skipped.
+func indentProblem(lines []string, from, to int) string {
+	levels := []int{0} // the indentations of the open sections, innermost last
+	open := false      // the line before is a key without a value: the next may go deeper
+	flow := 0          // brackets of a flow collection left open by the lines before
+	scalar := -1       // in a block scalar (| or >) of a key at this indentation
+	prev, prevText := 0, ""
+	for i, raw := range lines {
+		n := i + 1
+		if n > to {
+			break
+		}
+		text := strings.TrimLeft(raw, " ")
+		if text == "" || text[0] == '#' || text == "---" {
+			continue
+		}
+		ind := len(raw) - len(text)
+		text = strings.TrimRight(text, " \t\r")
+		if scalar >= 0 && ind > scalar {
+			continue
+		}
+		scalar = -1
+		if flow > 0 {
+			flow = max(flow+flowDepth(text), 0)
+			continue
+		}
+		switch top := levels[len(levels)-1]; {
+		case ind > top && open:
+			levels = append(levels, ind)
+		case ind > top:
+			if n >= from {
+				return fmt.Sprintf("line %d (%s) is indented by %d spaces, deeper than line %d (%s), which already has a value: indent it as the keys beside it",
+					n, text, ind, prev, prevText)
+			}
+			continue // a plain value continued on the next line
+		default:
+			var at []string // the sections it could belong to, innermost first
+			for j := len(levels) - 1; j >= 0; j-- {
+				at = append(at, strconv.Itoa(levels[j]))
+			}
+			for len(levels) > 1 && levels[len(levels)-1] > ind {
+				levels = levels[:len(levels)-1]
+			}
+			if levels[len(levels)-1] != ind && n >= from {
+				list := at[0]
+				if len(at) > 1 {
+					list = strings.Join(at[:len(at)-1], ", ") + " or " + at[len(at)-1]
+				}
+				unit := "spaces"
+				if ind == 1 {
+					unit = "space"
+				}
+				return fmt.Sprintf("line %d (%s) is indented by %d %s, which lines up with no section above it (%s spaces): indent it as the keys beside it",
+					n, text, ind, unit, list)
+			}
+		}
+		prev, prevText = n, text
+		// a list item's content is a section of its own: "- equal: [x]" then "  range: y"
+		body := text
+		for strings.HasPrefix(body, "- ") {
+			rest := strings.TrimLeft(body[2:], " ")
+			ind += len(body) - len(rest)
+			body = rest
+			if strings.Contains(body, ": ") || strings.HasSuffix(body, ":") {
+				levels = append(levels, ind)
+			}
+		}
+		value, _ := splitComment(body)
+		open = strings.HasSuffix(value, ":") || body == "-"
+		if strings.HasSuffix(value, "|") || strings.HasSuffix(value, ">") || strings.HasSuffix(value, "|-") || strings.HasSuffix(value, ">-") {
+			scalar = ind
+		}
+		flow = max(flowDepth(value), 0)
+	}
+	return ""
+}
+
+// flowDepth is the number of '[' and '{' a line opens, less the ']' and '}' it closes, outside
+// quotes.
+func flowDepth(s string) int {
+	depth := 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '[' || c == '{':
+			depth++
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return depth
 }
 
 // splitComment splits a YAML value as written into the value and a comment after it (from the
