@@ -150,3 +150,19 @@ func TestDecodeNamesAMisIndentedLine(t *testing.T) {
 		}
 	}
 }
+
+// A source column typed as SQL writes it (a size or precision, or an SQL or Java type name) is
+// told what to write instead: the CQL type, and where a target type goes. Before, the message
+// listed every CQL type and said only "unexpected (10,2)" or "unknown type 'string'".
+func TestDecodeSaysWhatToWriteForAnSQLType(t *testing.T) {
+	for _, c := range []struct{ typ, want string }{
+		{"decimal(10,2)", `source.columns take the source's CQL types, which have no size or precision: write amount: decimal, and give the target column its type in target.columns, amount: "amount :: DECIMAL(10,2)"`},
+		{"VARCHAR(255)", `source.columns take the source's CQL types, which have no size or precision: write amount: varchar (read as Lindorm's VARCHAR)`},
+		{"string", "the CQL type for it is text"},
+		{"long", "the CQL type for it is bigint"},
+		{"datetime", "the CQL type for it is timestamp"},
+	} {
+		me := decodeErr(t, "version: 1\nsource:\n  columns:\n    a: text\n    amount: '"+c.typ+"'\ntarget:\n  table: t\n  primary_key: \"[a]\"\n")
+		wantProblems(t, me, [][2]string{{"source.columns.amount", c.want}})
+	}
+}

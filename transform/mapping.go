@@ -606,7 +606,7 @@ func (d *decoder) source(n *yaml.Node) {
 				continue
 			}
 			if msg := checkCQL(t); msg != "" {
-				d.ps.add(path, p.v.Line, "%s", msg)
+				d.ps.add(path, p.v.Line, "%s%s", msg, sqlTypeHint(p.key, t))
 				continue
 			}
 			if prev, dup := seen[strings.ToLower(p.key)]; dup {
@@ -616,6 +616,32 @@ func (d *decoder) source(n *yaml.Node) {
 			d.m.Source.Columns = append(d.m.Source.Columns, pipeline.SourceColumn{Name: p.key, Type: strings.ToLower(strings.TrimSpace(t))})
 		}
 	}
+}
+
+// sqlTypes are type names of SQL and Java that a source column is often given, with the CQL
+// type that holds the same values.
+var sqlTypes = map[string]string{"string": "text", "char": "text", "long": "bigint", "integer": "int",
+	"bool": "boolean", "datetime": "timestamp", "numeric": "decimal", "number": "decimal",
+	"real": "float", "binary": "blob", "bytes": "blob", "varbinary": "blob", "json": "text"}
+
+// sqlTypeHint says what to write for a source column typed as SQL writes it: a CQL type with a
+// size or precision (decimal(10,2), varchar(255)), or an SQL or Java type name. "" otherwise.
+func sqlTypeHint(col, typ string) string {
+	base, args, sized := strings.Cut(strings.TrimSpace(typ), "(")
+	base = strings.ToLower(strings.TrimSpace(base))
+	if sized && checkCQL(base) == "" {
+		hint := ": source.columns take the source's CQL types, which have no size or precision: write " + col + ": " + base
+		target := strings.ToUpper(base) + "(" + args
+		if tt, _, _, err := pipeline.ParseType(target); err == nil && tt != pipeline.TypeVarchar {
+			return hint + ", and give the target column its type in target.columns, " + col + ": " + strconv.Quote(col+" :: "+target)
+		}
+		t, _ := lindormType(base)
+		return hint + " (read as Lindorm's " + t.String() + ")"
+	}
+	if cql, ok := sqlTypes[base]; ok && !sized {
+		return ": the CQL type for it is " + cql + " (" + col + ": " + cql + ")"
+	}
+	return ""
 }
 
 func (d *decoder) vars(n *yaml.Node) {
