@@ -194,6 +194,9 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 	if err != nil {
 		return err
 	}
+	if err := refuseKeyOnly(f.mapping, prog); err != nil {
+		return err
+	}
 	if !o.toSQL {
 		if err := refuseFormat(f.mapping, o.format, prog); err != nil {
 			return err

@@ -441,3 +441,20 @@ regions:
 		t.Errorf("check passes a sample too small for the hotspot rules:\n%s", out)
 	}
 }
+
+// TestReplicateRefusesKeyOnlyTarget: replicate refuses a key-only target as migrate does, before
+// it reaches a broker or makes the output folder (exit 2). Before, it went on to replicate into a
+// table whose rows Lindorm cannot store: every change failed, or made files bulkload cannot load.
+func TestReplicateRefusesKeyOnlyTarget(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mapping := writeFile(t, dir, "follows.yaml", keyOnlyMapping)
+	out := filepath.Join(dir, "live")
+	code, stdout, stderr := runCLI(t, "replicate", "-m", mapping, "--source", "kafka://127.0.0.1:1/follows?group=g", "--out", out, "--progress", "never")
+	if code != 2 || !strings.Contains(stderr, "every target column of table follows is in the primary key") || !strings.Contains(stderr, "add a value column to the mapping") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("output created: %v", err)
+	}
+}
