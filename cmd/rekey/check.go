@@ -52,9 +52,10 @@ func (pf *planFlags) add(inv *invocation, fl *pflag.FlagSet) {
 }
 
 // plan loads the mapping and computes its region plan, sampling --source when given. loaded,
-// when not nil, is called once the mapping compiled, before the source is opened; withSource,
+// when not nil, is called once the mapping compiled, before the source is opened (an error it
+// returns ends the plan there); withSource,
 // when not nil and --source is given, once the plan is made, with the source still open.
-func (pf *planFlags) plan(cmd *cobra.Command, inv *invocation, loaded func(*transform.Program), withSource func(pipeline.Source, *transform.Program) error) (*transform.Program, pipeline.RegionPlan, error) {
+func (pf *planFlags) plan(cmd *cobra.Command, inv *invocation, loaded func(*transform.Program) error, withSource func(pipeline.Source, *transform.Program) error) (*transform.Program, pipeline.RegionPlan, error) {
 	logger, err := inv.logger()
 	if err != nil {
 		return nil, pipeline.RegionPlan{}, usageError(err)
@@ -67,7 +68,9 @@ func (pf *planFlags) plan(cmd *cobra.Command, inv *invocation, loaded func(*tran
 		return nil, pipeline.RegionPlan{}, err
 	}
 	if loaded != nil {
-		loaded(prog)
+		if err := loaded(prog); err != nil {
+			return nil, pipeline.RegionPlan{}, err
+		}
 	}
 	var src pipeline.Source
 	if pf.source != "" {
@@ -130,9 +133,10 @@ needs a sample") rather than passing it.`,
 			}
 			var loaded *transform.Program
 			var data *ruleResults
-			prog, plan, err := pf.plan(cmd, inv, func(prog *transform.Program) {
+			prog, plan, err := pf.plan(cmd, inv, func(prog *transform.Program) error {
 				loaded = prog
 				fmt.Fprintln(out, prog.Describe())
+				return nil
 			}, func(src pipeline.Source, prog *transform.Program) (err error) {
 				data, err = checkData(cmd, inv, &pf, prog, src)
 				return err
@@ -369,7 +373,9 @@ func refuseUnreadSource(inv *invocation, pf *planFlags) error {
 var ddlLong = `ddl prints the CREATE TABLE statement migrate writes to ddl.sql: the target columns with their
 Lindorm types, PRIMARY KEY in the mapping's key order (DESC where the key says so), the mapping's
 target.options, and SPLITKEYS from the region plan, so that the table is pre-split into the same
-regions the bulk-load files are cut by. Create the table with it before loading the files.
+regions the bulk-load files are cut by. Create the table with it before loading the files. A
+mapping whose every target column is in the primary key, which Lindorm cannot write a row into
+(and migrate refuses), is refused (exit 2) with no statement.
 
 The split keys come from the mapping's regions: section or --regions N: equal slices of a hex hash
 prefix, the values of a modulo bucket, or explicit split_keys. Where the plan places split keys by
@@ -404,7 +410,8 @@ func newDDLCmd(inv *invocation) *cobra.Command {
 				if err := refuseUnreadSource(inv, &pf); err != nil {
 					return err
 				}
-				prog, plan, err = pf.plan(cmd, inv, nil, nil)
+				// a key-only target is refused before the source is sampled
+				prog, plan, err = pf.plan(cmd, inv, func(prog *transform.Program) error { return refuseKeyOnly(pf.mapping, prog) }, nil)
 			} else {
 				// a table without split keys: the flags that shape them do not apply
 				for _, name := range []string{"regions", "source"} {
@@ -412,7 +419,9 @@ func newDDLCmd(inv *invocation) *cobra.Command {
 						return usageError(fmt.Errorf("--%s shapes Lindorm's split keys, which a --dialect %s table does not have: leave it out", name, dialect))
 					}
 				}
-				prog, err = loadProgram(pf.mapping)
+				if prog, err = loadProgram(pf.mapping); err == nil {
+					err = refuseKeyOnly(pf.mapping, prog)
+				}
 			}
 			if err != nil {
 				return err

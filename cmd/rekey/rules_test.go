@@ -458,3 +458,21 @@ func TestReplicateRefusesKeyOnlyTarget(t *testing.T) {
 		t.Errorf("output created: %v", err)
 	}
 }
+
+// TestDDLRefusesKeyOnlyTarget: ddl refuses a key-only target as check does (exit 2, nothing on
+// stdout). Before, it printed a CREATE TABLE and exited 0: the table could be created, and then
+// migrate refused to fill it.
+func TestDDLRefusesKeyOnlyTarget(t *testing.T) {
+	t.Parallel()
+	mapping := writeFile(t, t.TempDir(), "follows.yaml", keyOnlyMapping)
+	// split keys from a sample of the source: refused before the source is opened
+	quantile := writeFile(t, t.TempDir(), "byfollows.yaml", strings.Replace(strings.Replace(keyOnlyMapping,
+		`"[md5(user).substr(0,4) + user AS pk][follows]"`, `"[follows][user]"`, 1), "  exclude: [user]\n", "", 1))
+	for _, args := range [][]string{{"-m", mapping, "--dialect", "lindorm"}, {"-m", mapping, "--dialect", "mariadb"},
+		{"-m", quantile, "--source", "file:" + filepath.Join(t.TempDir(), "none.csv")}} {
+		code, stdout, stderr := runCLI(t, append([]string{"ddl"}, args...)...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, "every target column of table follows is in the primary key") {
+			t.Errorf("%s: exit %d\n%s%s", args, code, stdout, stderr)
+		}
+	}
+}
