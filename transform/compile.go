@@ -908,6 +908,17 @@ func sanitizeName(s string) string {
 }
 
 func (c *compiler) keyRules() {
+	// a key of constants alone gives every row one key: all but the last row written would be lost
+	var constants []string
+	for _, col := range c.cols {
+		if col.keyPos >= 0 && col.expr != nil && constantExpr(c.cols, col.expr) {
+			constants = append(constants, col.name)
+		}
+	}
+	if len(c.elems) > 0 && len(constants) == len(c.elems) {
+		c.fail("target.primary_key", "every key column is a constant (%s): every row would get one key, and the last one written would be the table's only row; key on the source columns that tell the rows apart",
+			strings.Join(constants, ", "))
+	}
 	for _, col := range c.cols {
 		if col.keyPos < 0 || col.typ.T == pipeline.TypeInvalid {
 			continue

@@ -166,3 +166,12 @@ func TestDecodeSaysWhatToWriteForAnSQLType(t *testing.T) {
 		wantProblems(t, me, [][2]string{{"source.columns.amount", c.want}})
 	}
 }
+
+// A key whose every column is a constant (vars, literals, expressions of them) gives every row
+// one key, so all but the last row written would be lost: the mapping is refused. Before, it was
+// accepted, and check said the mapping followed the design rules.
+func TestDecodeRefusesAConstantKey(t *testing.T) {
+	me := decodeErr(t, "version: 1\nsource: {columns: {ts: bigint, v: text}}\nvars: {numBuckets: 16}\n"+
+		"target:\n  table: t\n  primary_key: \"[numBuckets]['x' AS tag]\"\nregions: {count: 1}\n")
+	wantProblems(t, me, [][2]string{{"target.primary_key", "every key column is a constant (numBuckets, tag): every row would get one key, and the last one written would be the table's only row"}})
+}

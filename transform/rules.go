@@ -139,6 +139,25 @@ func (p *Program) DesignRules(regionsGiven bool) []DesignRule {
 	return rules
 }
 
+// constantExpr says whether every row gives t one value: it reads no source column (through
+// target.columns entries, cols) and no salt.
+func constantExpr(cols []colDef, t *texpr) bool {
+	switch t.op {
+	case opLit:
+		return true
+	case opSrc, opRandom:
+		return false
+	case opTgt:
+		return cols[t.idx].expr != nil && constantExpr(cols, cols[t.idx].expr)
+	}
+	for _, a := range t.args {
+		if !constantExpr(cols, a) {
+			return false
+		}
+	}
+	return true
+}
+
 // TimeKey says why the rows written at one time sort side by side in key column i, in words
 // that follow "it" ("" when nothing says they do): a TIMESTAMP or DATE, a timestamp, date or
 // timeuuid source column carried as it is or cast, or reverse() of a timeuuid. The report judges
