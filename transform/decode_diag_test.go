@@ -175,3 +175,37 @@ func TestDecodeRefusesAConstantKey(t *testing.T) {
 		"target:\n  table: t\n  primary_key: \"[numBuckets]['x' AS tag]\"\nregions: {count: 1}\n")
 	wantProblems(t, me, [][2]string{{"target.primary_key", "every key column is a constant (numBuckets, tag): every row would get one key, and the last one written would be the table's only row"}})
 }
+
+// A key column that is a constant (a var or a literal written as a key element, or computed from
+// constants alone) holds one value for every row: it tells no rows apart, and as the first key
+// column it puts every row in one region. The rule names the column and what it is. Before, check
+// said the mapping followed the design rules: [numBuckets][ts][host], meaning the bucket column
+// bucket: ts % numBuckets, wrote every row with the key prefix 16.
+func TestDesignRulesConstantKeyColumn(t *testing.T) {
+	for _, c := range []struct{ key, cols, path, want string }{
+		{"[numBuckets][ts][host]", "", "target.primary_key[0]", "key column numBuckets is a constant (16, the var numBuckets): every row has this one value, so it tells no rows apart, and as the first key column it puts every row in one region (a write hotspot)"},
+		{"[host]['x' AS tag][ts]", "", "target.primary_key[1]", "key column tag is a constant ('x'): every row has this one value, so it tells no rows apart; leave it out of the key"},
+		{"[k][host]", "k: md5('salt')", "target.columns.k", "key column k is a constant (md5('salt'))"},
+		{"[ts % numBuckets AS bucket][ts][host]", "", "", ""},
+		{"[random(numBuckets) AS salt][ts][host]", "", "", ""},
+	} {
+		cols := ""
+		if c.cols != "" {
+			cols = "\n  columns:\n    " + c.cols
+		}
+		p := compileYAML(t, "version: 1\nsource: {columns: {ts: bigint, host: text, v: text}}\nvars: {numBuckets: 16}\n"+
+			"target:\n  table: t\n  primary_key: \""+c.key+"\""+cols+"\nregions: {count: 1}\n")
+		var got *DesignRule
+		for _, r := range p.DesignRules(false) {
+			if r.Code == RuleConstantKey {
+				got = &r
+			}
+		}
+		switch {
+		case c.want == "" && got != nil:
+			t.Errorf("%s: %+v", c.key, got)
+		case c.want != "" && (got == nil || got.Error || got.Path != c.path || !strings.Contains(got.Message, c.want)):
+			t.Errorf("%s: %+v", c.key, got)
+		}
+	}
+}

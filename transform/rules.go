@@ -30,6 +30,7 @@ const (
 	RuleKeyCodeMerges   = "key_code_merges"
 	RuleKeyConcatMerges = "key_concat_merges"
 	RuleSplitKeysUneven = "split_keys_uneven"
+	RuleConstantKey     = "constant_key_column"
 )
 
 // KeyOnly says whether every target column is in the primary key: Lindorm cannot write a row that
@@ -116,6 +117,21 @@ func (p *Program) DesignRules(regionsGiven bool) []DesignRule {
 					"and makes long keys; key on a scalar column instead"})
 			}
 		}
+	}
+	for _, col := range p.cols[:p.target.KeyLen] {
+		if col.expr == nil || !constantExpr(p.cols, col.expr) {
+			continue
+		}
+		what := col.expr.String()
+		if col.expr.op == opLit && col.expr.isVar {
+			what = literalText(col.expr.lit) + ", the var " + col.expr.name
+		}
+		msg := "key column " + col.name + " is a constant (" + what + "): every row has this one value, so it tells no rows apart"
+		if col.keyPos == 0 {
+			msg += ", and as the first key column it puts every row in one region (a write hotspot)"
+		}
+		msg += "; leave it out of the key, or, if you meant a column computed from it (bucket: ts % numBuckets under target.columns), put that column in the key ([bucket])"
+		rules = append(rules, DesignRule{Code: RuleConstantKey, Path: col.path, Message: msg})
 	}
 	for _, col := range p.cols[:p.target.KeyLen] {
 		if msg := p.codeMerges(col); msg != "" {

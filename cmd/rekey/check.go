@@ -106,7 +106,8 @@ source to place quantile split keys.
 
 Last come the rules of Lindorm's design guides the mapping does not follow: warnings (a TIMESTAMP,
 DATE or timeuuid first key column, more than 3 key columns, a collection in the key, a key column
-reading code() of a dictionary that gives several values one code, no regions:, a salt and what
+reading code() of a dictionary that gives several values one code, a key column that is a
+constant (a var or literal), no regions:, a salt and what
 it costs the reads and a replication, a salt behind the first key column, which spreads nothing)
 leave the exit code 0; a target whose every column is in the primary key, which Lindorm cannot
 write a row into, is an error (exit 2). When the region plan cannot be made (a
