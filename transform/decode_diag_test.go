@@ -3,6 +3,7 @@ package transform
 import (
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -207,5 +208,29 @@ func TestDesignRulesConstantKeyColumn(t *testing.T) {
 		case c.want != "" && (got == nil || got.Error || got.Path != c.path || !strings.Contains(got.Message, c.want)):
 			t.Errorf("%s: %+v", c.key, got)
 		}
+	}
+}
+
+// An integer YAML reads in another notation (1_000, 0x10, 0o20) is refused as not decimal, saying
+// how to write it, in vars and in regions.count alike. Before, a var said "integer 1_000 is out of
+// the 64-bit range", which it is not.
+func TestDecodeSaysToWriteIntegersInDecimal(t *testing.T) {
+	for _, v := range []string{"1_000", "0x10", "0o20"} {
+		me := decodeErr(t, goodHead+"vars:\n  n: "+v+"\ntarget:\n  table: t\n  primary_key: \"[userid]\"\nregions:\n  count: "+v+"\n")
+		for _, path := range []string{"vars.n", "regions.count"} {
+			found := false
+			for _, p := range me.Problems {
+				if p.Path == path && strings.Contains(p.Message, "want a decimal integer (as 1000), found "+strconv.Quote(v)) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s: %s: %v", v, path, me)
+			}
+		}
+	}
+	me := decodeErr(t, goodHead+"vars:\n  n: 99999999999999999999\ntarget:\n  table: t\n  primary_key: \"[userid]\"\n")
+	if !strings.Contains(me.Error(), "vars.n: integer 99999999999999999999 is out of the 64-bit range") {
+		t.Errorf("out of range: %v", me)
 	}
 }

@@ -500,12 +500,28 @@ func (d *decoder) integer(n *yaml.Node, path string) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || deref(n).Tag != "!!int" {
-		d.ps.add(path, deref(n).Line, "want an integer, found %q", s)
+	v, why := decimalInt(deref(n), s)
+	if why != "" {
+		d.ps.add(path, deref(n).Line, "%s", why)
 		return 0, false
 	}
 	return v, true
+}
+
+// decimalInt reads an integer scalar as written, in decimal; why says what is wrong otherwise:
+// another notation YAML reads as an integer (1_000, 0x10), a number beyond 64 bits, or no
+// integer at all.
+func decimalInt(n *yaml.Node, s string) (v int64, why string) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case err == nil && n.Tag == "!!int":
+		return v, ""
+	case errors.Is(err, strconv.ErrRange) && n.Tag != "!!str":
+		return 0, "integer " + s + " is out of the 64-bit range"
+	case n.Tag == "!!int":
+		return 0, "want a decimal integer (as 1000), found " + strconv.Quote(s)
+	}
+	return 0, "want an integer, found " + strconv.Quote(s)
 }
 
 func (d *decoder) root(n *yaml.Node) {
@@ -656,15 +672,15 @@ func (d *decoder) vars(n *yaml.Node) {
 			continue
 		}
 		var val pipeline.Value
-		switch deref(p.v).Tag {
-		case "!!int":
-			i, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				d.ps.add(path, p.v.Line, "integer %s is out of the 64-bit range", s)
+		i, why := decimalInt(deref(p.v), s)
+		switch tag := deref(p.v).Tag; {
+		case tag == "!!int" || strings.HasPrefix(why, "integer "):
+			if why != "" {
+				d.ps.add(path, p.v.Line, "%s", why)
 				continue
 			}
 			val = pipeline.Int(i)
-		case "!!str":
+		case tag == "!!str":
 			val = pipeline.Text(s)
 		default:
 			d.ps.add(path, p.v.Line, "a var is an integer or a string, found %q", s)
