@@ -111,7 +111,20 @@ func ParseType(s string) (t Type, precision, scale int, err error) {
 			return Type(i), 0, 0, nil
 		}
 	}
+	// Lindorm types rekey does not write, and the one that holds their values
+	base, _, _ := strings.Cut(u, "(")
+	if to, ok := unwrittenTypes[strings.TrimSpace(base)]; ok {
+		return 0, 0, 0, fmt.Errorf("Lindorm's %s is not a type rekey writes: cast to %s", strings.TrimSpace(s), to)
+	}
 	return 0, 0, 0, fmt.Errorf("unknown Lindorm type %q (want one of VARCHAR, BIGINT, INTEGER, SMALLINT, TINYINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), TIMESTAMP, DATE, VARBINARY, JSON)", s)
+}
+
+// unwrittenTypes are Lindorm's types rekey does not write, with the type to cast to instead.
+var unwrittenTypes = map[string]string{
+	"CHAR":    "VARCHAR (a CHAR(n) column is text of n characters)",
+	"VARCHAR": "VARCHAR, without a length",
+	"BINARY":  "VARBINARY (a BINARY(n) column is n bytes)",
+	"TIME":    "BIGINT (a time of day as its nanoseconds, as a CQL time) or VARCHAR",
 }
 
 // Column is one target column of the Lindorm table.

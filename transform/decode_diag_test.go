@@ -234,3 +234,17 @@ func TestDecodeSaysToWriteIntegersInDecimal(t *testing.T) {
 		t.Errorf("out of range: %v", me)
 	}
 }
+
+// A cast to a type Lindorm has but rekey does not write (CHAR(n), VARCHAR(n), BINARY(n), TIME)
+// says so and which type to cast to. Before, it said "unknown Lindorm type", which they are not.
+func TestDecodeSaysWhichTypeForALindormTypeRekeyDoesNotWrite(t *testing.T) {
+	for _, c := range []struct{ typ, want string }{
+		{"CHAR(10)", `Lindorm's CHAR(10) is not a type rekey writes: cast to VARCHAR`},
+		{"varchar(255)", `Lindorm's VARCHAR(255) is not a type rekey writes: cast to VARCHAR, without a length`},
+		{"BINARY(16)", `Lindorm's BINARY(16) is not a type rekey writes: cast to VARBINARY`},
+		{"TIME", `Lindorm's TIME is not a type rekey writes: cast to BIGINT`},
+	} {
+		me := decodeErr(t, goodHead+"target:\n  table: t\n  primary_key: \"[userid]\"\n  columns:\n    c: \"userid :: "+c.typ+"\"\n")
+		wantProblems(t, me, [][2]string{{"target.columns.c", c.want}})
+	}
+}
