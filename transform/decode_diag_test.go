@@ -2,6 +2,7 @@ package transform
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -246,5 +247,22 @@ func TestDecodeSaysWhichTypeForALindormTypeRekeyDoesNotWrite(t *testing.T) {
 	} {
 		me := decodeErr(t, goodHead+"target:\n  table: t\n  primary_key: \"[userid]\"\n  columns:\n    c: \"userid :: "+c.typ+"\"\n")
 		wantProblems(t, me, [][2]string{{"target.columns.c", c.want}})
+	}
+}
+
+// A mapping path that names a folder says that -m takes one file, naming the folder's mapping
+// files. Before, the error was the operating system's alone: "read mapping: read mappings: is a
+// directory".
+func TestLoadFolderSaysToNameAFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"orders.yaml", "users.yml", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := Load(dir)
+	want := "mapping " + dir + " is a folder: -m/--mapping takes one mapping file, such as " + filepath.Join(dir, "orders.yaml") + " or " + filepath.Join(dir, "users.yml")
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -177,9 +178,28 @@ func Load(path string) (*Mapping, error) {
 		return nil, fmt.Errorf("mapping file %s not found: check the -m/--mapping path (mappings/*.yaml in rekey's repository are examples): %w", path, err)
 	}
 	if err != nil {
+		if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
+			return nil, fmt.Errorf("mapping %s is a folder: -m/--mapping takes one mapping file%s (several -m fill several tables from one read of the source)", path, folderMappings(path))
+		}
 		return nil, fmt.Errorf("read mapping: %w", err)
 	}
 	return Decode(data, path)
+}
+
+// folderMappings names up to two mapping files in dir, as ", such as a.yaml or b.yaml" ("" when
+// it holds none).
+func folderMappings(dir string) string {
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		if n := e.Name(); !e.IsDir() && (strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml")) && len(names) < 2 {
+			names = append(names, filepath.Join(dir, n))
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return ", such as " + strings.Join(names, " or ")
 }
 
 // Decode strictly decodes a mapping: unknown fields, bad values, expressions that do not parse or
