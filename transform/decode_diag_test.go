@@ -266,3 +266,16 @@ func TestLoadFolderSaysToNameAFile(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// A file whose top level is a list (each section written "- version: 1") or a single value is
+// one problem that says what the top level must be. Before, "want a mapping (name: value), found
+// a list" came with no path, followed by "missing" for version, source and target.
+func TestDecodeTopLevelListSaysWhatTheFileHolds(t *testing.T) {
+	for _, yml := range []string{"- version: 1\n- source: {columns: {a: text}}\n", "orders\n"} {
+		me := decodeErr(t, yml)
+		if len(me.Problems) != 1 || me.Problems[0].Line != 1 ||
+			!strings.Contains(me.Problems[0].Message, "a mapping file is a YAML mapping with version:, source: and target: at its top level, each at the start of its line") {
+			t.Errorf("%q: %v", yml, me)
+		}
+	}
+}

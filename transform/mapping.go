@@ -545,6 +545,10 @@ func decimalInt(n *yaml.Node, s string) (v int64, why string) {
 }
 
 func (d *decoder) root(n *yaml.Node) {
+	if r := deref(n); !isNull(r) && r.Kind != yaml.MappingNode {
+		d.ps.add("", r.Line, "the file holds %s at its top: a mapping file is a YAML mapping with version:, source: and target: at its top level, each at the start of its line (not after '- ')", kindName(r))
+		return
+	}
 	f := d.fields(n, "", "version", "source", "vars", "target", "regions", "queries", "workload")
 	if v, ok := f["version"]; !ok {
 		d.ps.add("version", 0, "missing: write `version: 1` at the top of the mapping")
