@@ -94,14 +94,17 @@ var functions = map[string]fnSpec{
 	"random":    {opRandom, 1, 1, "random(n)"},
 }
 
-var fnNames = func() string {
+// fnList is the function names in order; fnNames the same, as text.
+var fnList = func() []string {
 	var n []string
 	for k := range functions {
 		n = append(n, k)
 	}
 	sort.Strings(n)
-	return strings.Join(n, ", ")
+	return n
 }()
+
+var fnNames = strings.Join(fnList, ", ")
 
 // canonical function names for printing
 var opNames = map[op]string{opMD5: "md5", opSHA1: "sha1", opSHA256: "sha256", opCRC32: "crc32",
@@ -541,7 +544,15 @@ func (c *compiler) resolve(name string, quoted bool, inKey bool, selfEntry int) 
 			return m[0].r, ""
 		}
 	}
-	msg := "unknown column " + strconv.Quote(name) + " (not a target.columns entry, a source column or a var"
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name)
+	}
+	names = append(names, c.src.Names()...)
+	for _, v := range c.m.Vars {
+		names = append(names, v.Name)
+	}
+	msg := "unknown column " + strconv.Quote(name) + didYouMean(name, names) + " (not a target.columns entry, a source column or a var"
 	if strings.Contains(name, "-") {
 		msg += "; '-' is part of names, subtraction is not supported"
 	}
@@ -685,7 +696,7 @@ func (c *compiler) typeCall(n *node, ctx *exprCtx) *texpr {
 	fname := strings.ToLower(n.sval)
 	spec, ok := functions[fname]
 	if !ok {
-		c.fail(ctx.path, "unknown function %q (functions: %s)", n.sval, fnNames)
+		c.fail(ctx.path, "unknown function %q%s (functions: %s)", n.sval, didYouMean(n.sval, fnList), fnNames)
 		return nil
 	}
 	if len(n.args) < spec.min || len(n.args) > spec.max {

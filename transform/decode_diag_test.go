@@ -279,3 +279,27 @@ func TestDecodeTopLevelListSaysWhatTheFileHolds(t *testing.T) {
 		}
 	}
 }
+
+// A misspelled field, column or function is answered with the name it is closest to. Before,
+// an unknown column said only that it was not an entry, a source column or a var.
+func TestDecodeSuggestsTheNearestName(t *testing.T) {
+	me := decodeErr(t, `version: 1
+source:
+  colums: {}
+  columns: {userid: text, amount: decimal, v: text}
+targte: {}
+target:
+  table: t
+  primary_key: "[md6(userid) AS h][userId]"
+  columns:
+    a: amout
+    b: nosuch
+`)
+	wantProblems(t, me, [][2]string{
+		{"source.colums", `unknown field "colums": did you mean columns? (allowed here:`},
+		{"targte", `unknown field "targte": did you mean target? (allowed here:`},
+		{"target.primary_key[0]", `unknown function "md6": did you mean md5? (functions:`},
+		{"target.columns.a", `unknown column "amout": did you mean amount? (not a target.columns entry, a source column or a var)`},
+		{"target.columns.b", `unknown column "nosuch" (not a target.columns entry, a source column or a var)`},
+	})
+}

@@ -492,12 +492,50 @@ func (d *decoder) fields(n *yaml.Node, path string, allowed ...string) map[strin
 			}
 		}
 		if !ok {
-			d.ps.add(join(path, p.key), p.k.Line, "unknown field %q (allowed here: %s)", p.key, strings.Join(allowed, ", "))
+			d.ps.add(join(path, p.key), p.k.Line, "unknown field %q%s (allowed here: %s)", p.key, didYouMean(p.key, allowed), strings.Join(allowed, ", "))
 			continue
 		}
 		out[p.key] = p.v
 	}
 	return out
+}
+
+// didYouMean is ": did you mean x?" for the name among names nearest to s (ignoring case, at
+// most 2 edits away and fewer than half its length: a misspelling), or "".
+func didYouMean(s string, names []string) string {
+	best, bestD := "", 3
+	ls := strings.ToLower(s)
+	for _, n := range names {
+		if d := editDistance(ls, strings.ToLower(n)); d < bestD && 2*d < len([]rune(s)) {
+			best, bestD = n, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return ": did you mean " + best + "?"
+}
+
+// editDistance is the Levenshtein distance between a and b, in characters.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			c := prev[j-1]
+			if ra[i-1] != rb[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
 }
 
 func (d *decoder) scalar(n *yaml.Node, path string) (string, bool) {
@@ -924,7 +962,7 @@ func syntaxCheck(m *Mapping, ps *problems) {
 			spec, ok := functions[strings.ToLower(n.sval)]
 			switch {
 			case !ok:
-				ps.add(path, 0, "unknown function %q (functions: %s)", n.sval, fnNames)
+				ps.add(path, 0, "unknown function %q%s (functions: %s)", n.sval, didYouMean(n.sval, fnList), fnNames)
 			case len(n.args) < spec.min || len(n.args) > spec.max:
 				ps.add(path, 0, "%s: wrong number of arguments, want %s", n.sval, spec.usage)
 			}

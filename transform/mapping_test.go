@@ -99,7 +99,7 @@ regions:
 	if len(lines) != len(me.Problems)+1 || !strings.HasPrefix(lines[0], "test.yaml: 15 problems") {
 		t.Errorf("Error() = %s", msg)
 	}
-	if !strings.Contains(msg, `target.primary_key[1]: unknown function "md6" (functions: `) || !strings.Contains(msg, "(line 13)") {
+	if !strings.Contains(msg, `target.primary_key[1]: unknown function "md6": did you mean md5? (functions: `) || !strings.Contains(msg, "(line 13)") {
 		t.Errorf("Error() lacks the path, message or line:\n%s", msg)
 	}
 }
