@@ -303,3 +303,35 @@ target:
 		{"target.columns.b", `unknown column "nosuch" (not a target.columns entry, a source column or a var)`},
 	})
 }
+
+// A field written in the wrong section (regions: indented under target:, write_time under
+// source:, primary_key at the top) says where it belongs. Before, it was an "unknown field", which
+// it is not.
+func TestDecodeSaysWhereAMisplacedFieldBelongs(t *testing.T) {
+	me := decodeErr(t, `version: 1
+primary_key: "[userid]"
+source:
+  columns: {userid: text, v: text}
+  write_time: true
+target:
+  table: t
+  primary_key: "[userid]"
+  timestamp_unit: ms
+  regions:
+    count: 4
+queries:
+  - equal: [userid]
+    count: 2
+`)
+	wantProblems(t, me, [][2]string{
+		{"primary_key", `field "primary_key" does not go at the top level: it belongs under target:`},
+		{"source.write_time", `field "write_time" does not go under source: it belongs under target:`},
+		{"target.timestamp_unit", `field "timestamp_unit" does not go under target: it belongs under source:`},
+		{"target.regions", `field "regions" does not go under target: it belongs at the top level (not indented)`},
+		{"queries[0].count", `field "count" does not go in a queries entry: it belongs under regions:`},
+	})
+	// a field of no section is still unknown
+	wantProblems(t, decodeErr(t, goodHead+"target:\n  table: t\n  primary_key: \"[userid]\"\n  bogus: 1\n"), [][2]string{
+		{"target.bogus", `unknown field "bogus" (allowed here:`},
+	})
+}

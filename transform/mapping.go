@@ -474,6 +474,62 @@ func (d *decoder) pairs(n *yaml.Node, path string) []pair {
 	return out
 }
 
+// sections are the mapping's sections with their fields, for where a misplaced field belongs:
+// the top level (""), source, target, regions and a queries entry.
+var sections = []struct {
+	name   string
+	fields []string
+}{
+	{"", []string{"version", "source", "vars", "target", "regions", "queries", "workload"}},
+	{"source", []string{"name", "table", "columns", "timestamp_unit", "write_order"}},
+	{"target", []string{"table", "primary_key", "columns", "exclude", "codes", "on_missing_code", "options", "write_time"}},
+	{"regions", []string{"count", "size", "split_keys"}},
+	{"queries", []string{"equal", "range", "order"}},
+}
+
+// sectionFields are the fields of section name.
+func sectionFields(name string) []string {
+	for _, s := range sections {
+		if s.name == name {
+			return s.fields
+		}
+	}
+	return nil
+}
+
+// place says where a section's fields go: "at the top level", "under target".
+func place(path string) string {
+	switch {
+	case path == "":
+		return "at the top level"
+	case strings.HasPrefix(path, "queries["):
+		return "in a queries entry"
+	}
+	return "under " + path
+}
+
+// belongs says where field key goes when the section at path does not hold it: "under
+// target:", "at the top level (not indented)"; "" when no section holds it.
+func belongs(key, path string) string {
+	if strings.HasPrefix(path, "queries[") {
+		path = "queries"
+	}
+	var at []string
+	for _, s := range sections {
+		if s.name != path && slices.Contains(s.fields, key) {
+			switch s.name {
+			case "":
+				at = append(at, "at the top level (not indented)")
+			case "queries":
+				at = append(at, "in a queries: entry")
+			default:
+				at = append(at, "under "+s.name+":")
+			}
+		}
+	}
+	return strings.Join(at, " or ")
+}
+
 func join(path, key string) string {
 	if path == "" {
 		return key
@@ -492,6 +548,10 @@ func (d *decoder) fields(n *yaml.Node, path string, allowed ...string) map[strin
 			}
 		}
 		if !ok {
+			if where := belongs(p.key, path); where != "" {
+				d.ps.add(join(path, p.key), p.k.Line, "field %q does not go %s: it belongs %s (allowed here: %s)", p.key, place(path), where, strings.Join(allowed, ", "))
+				continue
+			}
 			d.ps.add(join(path, p.key), p.k.Line, "unknown field %q%s (allowed here: %s)", p.key, didYouMean(p.key, allowed), strings.Join(allowed, ", "))
 			continue
 		}
@@ -587,7 +647,7 @@ func (d *decoder) root(n *yaml.Node) {
 		d.ps.add("", r.Line, "the file holds %s at its top: a mapping file is a YAML mapping with version:, source: and target: at its top level, each at the start of its line (not after '- ')", kindName(r))
 		return
 	}
-	f := d.fields(n, "", "version", "source", "vars", "target", "regions", "queries", "workload")
+	f := d.fields(n, "", sectionFields("")...)
 	if v, ok := f["version"]; !ok {
 		d.ps.add("version", 0, "missing: write `version: 1` at the top of the mapping")
 	} else if x, ok := d.integer(v, "version"); ok {
@@ -645,7 +705,7 @@ func CheckWorkload(w string) string {
 }
 
 func (d *decoder) source(n *yaml.Node) {
-	f := d.fields(n, "source", "name", "table", "columns", "timestamp_unit", "write_order")
+	f := d.fields(n, "source", sectionFields("source")...)
 	if v, ok := f["name"]; ok {
 		d.m.Source.Name, _ = d.scalar(v, "source.name")
 	}
@@ -754,7 +814,7 @@ func (d *decoder) vars(n *yaml.Node) {
 
 func (d *decoder) target(n *yaml.Node) {
 	t := &d.m.Target
-	f := d.fields(n, "target", "table", "primary_key", "columns", "exclude", "codes", "on_missing_code", "options", "write_time")
+	f := d.fields(n, "target", sectionFields("target")...)
 	if v, ok := f["write_time"]; ok {
 		switch s, _ := d.scalar(v, "target.write_time"); s {
 		case "true":
@@ -889,7 +949,7 @@ func (d *decoder) regions(n *yaml.Node) {
 	if isNull(n) {
 		return
 	}
-	f := d.fields(n, "regions", "count", "size", "split_keys")
+	f := d.fields(n, "regions", sectionFields("regions")...)
 	r := &RegionsSpec{}
 	set := 0
 	if v, ok := f["count"]; ok {

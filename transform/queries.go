@@ -89,7 +89,7 @@ func (d *decoder) queries(n *yaml.Node) {
 			d.ps.add(path, deref(e).Line, "want a query: {equal: [columns], range: column}, found %s", kindName(deref(e)))
 			continue
 		}
-		f := d.fields(e, path, "equal", "range", "order")
+		f := d.fields(e, path, sectionFields("queries")...)
 		var q Query
 		if v, ok := f["equal"]; ok {
 			v = deref(v)
