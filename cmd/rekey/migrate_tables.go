@@ -124,10 +124,18 @@ func (f *migrateFlags) refuseForTables(shard pipeline.Shard) error {
 func (f *migrateFlags) loadTables(inv *invocation, logger *zap.Logger, shard pipeline.Shard) ([]*tableRun, error) {
 	var tables []*tableRun
 	seen := map[string]string{}
+	var problems []error // the mappings' own problems, all reported at once
 	for _, path := range f.mappings {
 		prog, err := inv.loadProgramFor(path, f.source, f.workers, f.regions, logger)
+		if me := (*transform.MappingError)(nil); errors.As(err, &me) {
+			problems = append(problems, err)
+			continue
+		}
 		if err != nil {
 			return nil, err
+		}
+		if len(problems) > 0 {
+			continue
 		}
 		if other, dup := seen[prog.Table()]; dup {
 			return nil, usageError(fmt.Errorf("--mapping %s and %s both fill table %s: each mapping's output is --out/<table>, so each needs its own table", other, path, prog.Table()))
@@ -147,6 +155,9 @@ func (f *migrateFlags) loadTables(inv *invocation, logger *zap.Logger, shard pip
 			return nil, err
 		}
 		tables = append(tables, t)
+	}
+	if len(problems) > 0 {
+		return nil, usageError(errors.Join(problems...))
 	}
 	return tables, nil
 }

@@ -136,3 +136,23 @@ func TestMigrateTablesRefusedPlanCreatesNothing(t *testing.T) {
 		t.Errorf("refused, but it created %s", out)
 	}
 }
+
+// Several --mapping with problems are all reported at once, each under its file, before the
+// source is read (exit 2). Before, only the first file's problems were, and the next showed
+// only once that one was fixed.
+func TestMigrateSeveralTablesReportsEveryMappingsProblems(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	head := "version: 1\nsource:\n  columns: {id: bigint, v: text}\n"
+	a := writeFile(t, dir, "a.yaml", head+"target:\n  table: a\n  primary_key: \"[id]\"\n  colums: {}\n")
+	ok := writeFile(t, dir, "ok.yaml", head+"target:\n  table: ok\n  primary_key: \"[id]\"\n")
+	b := writeFile(t, dir, "b.yaml", head+"target:\n  table: b\n  primary_key: \"[md6(v)]\"\n")
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := runCLI(t, "migrate", "-m", a, "-m", ok, "-m", b, "--source", "file:"+filepath.Join(dir, "none.csv"), "--out", out, "--progress", "never")
+	if code != 2 || !strings.Contains(stderr, a+": target.colums: unknown field") || !strings.Contains(stderr, b+": target.primary_key[0]: unknown function \"md6\"") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("output created: %v", err)
+	}
+}
