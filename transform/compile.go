@@ -361,7 +361,7 @@ func (c *compiler) varsAndDicts() {
 	for i, x := range m.Target.Exclude {
 		path := "target.exclude[" + strconv.Itoa(i) + "]"
 		if c.src.Index(x) < 0 {
-			c.fail(path, "%q is not a source column", x)
+			c.fail(path, "%q is not a source column%s (source columns: %s; a name is matched exactly here)", x, didYouMean(x, c.src.Names()), strings.Join(c.src.Names(), ", "))
 			continue
 		}
 		c.excluded[x] = true

@@ -335,3 +335,10 @@ queries:
 		{"target.bogus", `unknown field "bogus" (allowed here:`},
 	})
 }
+
+// target.exclude naming no source column says which it is nearest to and lists the source
+// columns, as queries: and write_order do. Before: only `"UserID" is not a source column`.
+func TestDecodeExcludeNamesTheSourceColumns(t *testing.T) {
+	me := decodeErr(t, goodHead+"target:\n  table: t\n  primary_key: \"[orderid]\"\n  exclude: [UserID]\n")
+	wantProblems(t, me, [][2]string{{"target.exclude[0]", `"UserID" is not a source column: did you mean userid? (source columns: userid, orderid, blob, tags, ts; a name is matched exactly here)`}})
+}
