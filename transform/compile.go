@@ -384,7 +384,7 @@ func (c *compiler) layout() {
 		}
 		n, err := parseExpression(e.Expr)
 		if err != nil {
-			c.fail(path, "%s in %s", err.Error(), quoteString(e.Expr))
+			c.fail(path, "%s in %s%s", err.Error(), quoteString(e.Expr), c.quoteHint(e.Expr))
 			continue
 		}
 		entryNodes[i] = n
@@ -396,7 +396,7 @@ func (c *compiler) layout() {
 	elems, outer := parseKey(m.Target.PrimaryKey)
 	c.elems = elems
 	if outer != nil {
-		c.fail("target.primary_key", "%s in %q", outer.Error(), m.Target.PrimaryKey)
+		c.fail("target.primary_key", "%s in %q%s", outer.Error(), m.Target.PrimaryKey, c.quoteHint(m.Target.PrimaryKey))
 	}
 	if len(elems) > MaxKeyColumns {
 		c.fail("target.primary_key", "%d key columns: Lindorm allows at most %d (the design guide recommends 1-3)", len(elems), MaxKeyColumns)
@@ -406,7 +406,7 @@ func (c *compiler) layout() {
 	for i, el := range elems {
 		path := "target.primary_key[" + strconv.Itoa(i) + "]"
 		if el.err != nil {
-			c.fail(path, "%s in %q", el.err.Error(), m.Target.PrimaryKey)
+			c.fail(path, "%s in %q%s", el.err.Error(), m.Target.PrimaryKey, c.quoteHint(el.text))
 			continue
 		}
 		col := colDef{keyPos: i, desc: el.desc, path: path, node: el.expr, text: strings.TrimSpace(el.text), entry: -1, src: -1}
@@ -478,6 +478,22 @@ func (c *compiler) layout() {
 			path: "source.columns." + sc.Name, keyPos: -1, entry: -1, collection: c.srcColl[j]})
 	}
 	c.state = make([]int, len(c.cols))
+}
+
+// quoteHint says to back-quote a column that text, an expression that did not parse, writes
+// bare although its name holds characters a name does not take (a space: `order id`); "" when
+// it finds none.
+func (c *compiler) quoteHint(text string) string {
+	names := c.src.Names()
+	for _, e := range c.m.Target.Columns {
+		names = append(names, e.Name)
+	}
+	for _, n := range names {
+		if len(n) >= 2 && strings.Trim(n, "0123456789") != "" && needsQuote(n) && strings.Contains(text, n) && !strings.Contains(text, quoteName(n)) {
+			return ": column " + strconv.Quote(n) + " holds characters a name does not take: write it back-quoted, " + quoteName(n)
+		}
+	}
+	return ""
 }
 
 type refKind uint8

@@ -342,3 +342,16 @@ func TestDecodeExcludeNamesTheSourceColumns(t *testing.T) {
 	me := decodeErr(t, goodHead+"target:\n  table: t\n  primary_key: \"[orderid]\"\n  exclude: [UserID]\n")
 	wantProblems(t, me, [][2]string{{"target.exclude[0]", `"UserID" is not a source column: did you mean userid? (source columns: userid, orderid, blob, tags, ts; a name is matched exactly here)`}})
 }
+
+// An expression that writes a column whose name holds a space (or another character names do
+// not take) without back-quotes says to back-quote it. Before, the parser's message alone:
+// `expected an operator ... found name "id"` for [order id].
+func TestDecodeSaysToBackQuoteANameWithASpace(t *testing.T) {
+	head := "version: 1\nsource:\n  columns: {id: bigint, \"order id\": text, v: text}\ntarget:\n  table: t\n"
+	wantProblems(t, decodeErr(t, head+"  primary_key: \"[order id][id]\"\n"), [][2]string{
+		{"target.primary_key[0]", "found name \"id\" in \"[order id][id]\": column \"order id\" holds characters a name does not take: write it back-quoted, `order id`"},
+	})
+	wantProblems(t, decodeErr(t, head+"  primary_key: \"[id]\"\n  columns:\n    x: md5(order id)\n"), [][2]string{
+		{"target.columns.x", "column \"order id\" holds characters a name does not take: write it back-quoted, `order id`"},
+	})
+}
