@@ -226,6 +226,7 @@ type compiler struct {
 	excluded map[string]bool
 	splits   []pipeline.Value
 	broken   bool // a problem prevents building a program
+	declared bool // the source schema is the mapping's source.columns
 }
 
 func newCompiler(m *Mapping, src pipeline.SourceSchema, ps *problems) *compiler {
@@ -268,6 +269,7 @@ func (c *compiler) run() *Program {
 		return nil
 	}
 	c.typeAll()
+	c.unitApplies()
 	c.names()
 	c.keyRules()
 	c.regionKeys()
@@ -294,6 +296,7 @@ func (c *compiler) sourceSchema() {
 			return
 		}
 		c.src = declared
+		c.declared = true
 	} else {
 		for i, col := range declared {
 			j := c.src.Index(col.Name)
@@ -494,6 +497,47 @@ func (c *compiler) quoteHint(text string) string {
 		}
 	}
 	return ""
+}
+
+// unitApplies refuses a source.timestamp_unit that would change nothing: the mapping's source
+// columns hold no timestamp, and no expression casts text to TIMESTAMP. (A source that gives its
+// own schema is checked in sourceSchema.)
+func (c *compiler) unitApplies() {
+	unit := c.m.Source.TimestampUnit
+	if unit == "" || !c.declared || c.broken {
+		return
+	}
+	for _, col := range c.m.Source.Columns {
+		if withTimestampUnit(col.Type, unit) != col.Type {
+			return
+		}
+	}
+	intCast := ""
+	for _, col := range c.cols {
+		if col.expr == nil {
+			continue
+		}
+		applies := false
+		col.expr.walk(func(t *texpr) {
+			if t.op != opCast || t.typ.T != pipeline.TypeTimestamp {
+				return
+			}
+			switch x := t.args[0]; {
+			case x.typ.T == pipeline.TypeVarchar:
+				applies = true
+			case isIntegral(x.typ.T) && x.typ.T != pipeline.TypeTimestamp && intCast == "":
+				intCast = ": " + col.path + " casts the " + x.typ.String() + " " + x.String() + " to TIMESTAMP, which reads it as epoch milliseconds whatever the unit: declare " +
+					x.String() + ": timestamp in source.columns (and write " + col.name + ": " + x.String() + ") for the unit to apply"
+			}
+		})
+		if applies {
+			return
+		}
+	}
+	if intCast == "" {
+		intCast = ": declare the epoch columns as timestamp in source.columns, or remove source.timestamp_unit"
+	}
+	c.fail("source.timestamp_unit", "%s applies to timestamp columns and to integer text cast to TIMESTAMP, and this mapping has neither%s", unit, intCast)
 }
 
 type refKind uint8

@@ -355,3 +355,26 @@ func TestDecodeSaysToBackQuoteANameWithASpace(t *testing.T) {
 		{"target.columns.x", "column \"order id\" holds characters a name does not take: write it back-quoted, `order id`"},
 	})
 }
+
+// source.timestamp_unit applies to timestamp columns and to integer text cast to TIMESTAMP: in a
+// mapping with neither it would change nothing, so it is refused, saying what it applies to; a
+// BIGINT cast to TIMESTAMP (read as epoch milliseconds whatever the unit) is named. Before, it was
+// accepted and ignored: epoch seconds in a bigint column cast to TIMESTAMP became dates of 1970.
+func TestDecodeRefusesATimestampUnitThatAppliesToNothing(t *testing.T) {
+	head := "version: 1\nsource:\n  timestamp_unit: s\n  columns: {id: bigint, ts: bigint, s: text, v: text}\ntarget:\n  table: t\n  primary_key: \"[id]\"\n"
+	wantProblems(t, decodeErr(t, head+"  columns:\n    t: \"ts :: TIMESTAMP\"\n"), [][2]string{
+		{"source.timestamp_unit", "s applies to timestamp columns and to integer text cast to TIMESTAMP, and this mapping has neither: target.columns.t casts the BIGINT ts to TIMESTAMP, which reads it as epoch milliseconds whatever the unit: declare ts: timestamp in source.columns (and write t: ts) for the unit to apply"},
+	})
+	wantProblems(t, decodeErr(t, head), [][2]string{
+		{"source.timestamp_unit", "s applies to timestamp columns and to integer text cast to TIMESTAMP, and this mapping has neither: declare the epoch columns as timestamp in source.columns, or remove source.timestamp_unit"},
+	})
+	for _, ok := range []string{
+		strings.Replace(head, "ts: bigint", "ts: timestamp", 1),
+		strings.Replace(head, "ts: bigint", "ts: list<timestamp>", 1),
+		head + "  columns:\n    t: \"s :: TIMESTAMP\"\n",
+	} {
+		if _, err := Decode([]byte(ok), "m.yaml"); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}
