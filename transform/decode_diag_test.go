@@ -378,3 +378,18 @@ func TestDecodeRefusesATimestampUnitThatAppliesToNothing(t *testing.T) {
 		}
 	}
 }
+
+// A primary key written without quotes, as the guide prints it, is read by YAML as a list (or
+// fails to parse); the error says to quote it. Before: "want a single value, found a list" and
+// "empty", or YAML's "did not find expected key" on the line of target:.
+func TestDecodeSaysToQuoteABracketedKey(t *testing.T) {
+	head := "version: 1\nsource:\n  columns: {userid: text, orderid: bigint, v: text}\ntarget:\n  table: t\n"
+	wantProblems(t, decodeErr(t, head+"  primary_key: [userid]\n  colums: {}\n"), [][2]string{
+		{"target.primary_key", `YAML reads [userid] as a list: quote the key, primary_key: "[userid]"`},
+		{"target.colums", "unknown field"}, // reported with it
+	})
+	_, err := Decode([]byte(head+"  primary_key: [md5(userid).substr(0,4)][orderid]   # the guide's\n"), "m.yaml")
+	if err == nil || !strings.Contains(err.Error(), `the value on line 6 starts with '[', which YAML reads as a list: quote the key, primary_key: "[md5(userid).substr(0,4)][orderid]"   # the guide's`) {
+		t.Errorf("error %v", err)
+	}
+}

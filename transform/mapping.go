@@ -208,7 +208,7 @@ func folderMappings(dir string) string {
 // file lists source.columns, the mapping is fully compiled against them; otherwise the checks
 // that need the source's columns wait for Compile.
 func Decode(data []byte, name string) (*Mapping, error) {
-	d := &decoder{m: &Mapping{File: name, lines: map[string]int{}}}
+	d := &decoder{m: &Mapping{File: name, lines: map[string]int{}}, lines: strings.Split(string(data), "\n")}
 	d.ps.lines = d.m.lines
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -275,6 +275,9 @@ func yamlProblem(data []byte, err error) string {
 	switch {
 	case strings.Contains(msg, "did not find expected"):
 		if why := indentProblem(lines, n, len(lines)); why != "" {
+			return msg + ": " + why
+		}
+		if why := bracketValue(lines, n); why != "" {
 			return msg + ": " + why
 		}
 		return msg
@@ -374,6 +377,25 @@ func indentProblem(lines []string, from, to int) string {
 	return ""
 }
 
+// bracketValue finds the first line from line from (1-based) whose value starts with '[' and
+// goes on after the bracket that closes it, as a primary key written without quotes does
+// ([md5(userid).substr(0,4)][orderid]): YAML reads it as a list, then fails. "" when none does.
+func bracketValue(lines []string, from int) string {
+	for i := max(from-1, 0); i < len(lines); i++ {
+		key, value, ok := strings.Cut(strings.TrimSpace(lines[i]), ": ")
+		value = strings.TrimSpace(value)
+		if !ok || !strings.HasPrefix(value, "[") {
+			continue
+		}
+		expr, comment := splitComment(value)
+		if end := strings.IndexByte(expr, ']'); end < 0 || end == len(expr)-1 {
+			continue
+		}
+		return fmt.Sprintf("the value on line %d starts with '[', which YAML reads as a list: quote the key, %s: %q%s", i+1, key, expr, comment)
+	}
+	return ""
+}
+
 // flowDepth is the number of '[' and '{' a line opens, less the ']' and '}' it closes, outside
 // quotes.
 func flowDepth(s string) int {
@@ -411,8 +433,9 @@ func splitComment(value string) (expr, comment string) {
 }
 
 type decoder struct {
-	m  *Mapping
-	ps problems
+	m     *Mapping
+	ps    problems
+	lines []string // the file's lines, for messages that quote them
 }
 
 type pair struct {
@@ -839,10 +862,20 @@ func (d *decoder) target(n *yaml.Node) {
 		d.ps.add("target.table", 0, "missing: the Lindorm table to create and load")
 	}
 	if v, ok := f["primary_key"]; ok {
-		t.PrimaryKey, _ = d.scalar(v, "target.primary_key")
-		d.m.lines["target.primary_key"] = deref(v).Line
-		if strings.TrimSpace(t.PrimaryKey) == "" {
-			d.ps.add("target.primary_key", deref(v).Line, "empty: write the key as bracketed elements, e.g. \"[md5(userid).substr(0,4)][userid][orderid]\"")
+		if dv := deref(v); dv.Kind == yaml.SequenceNode {
+			// [userid] unquoted, as the guide prints keys
+			written := "[...]"
+			if l := dv.Line; l >= 1 && l <= len(d.lines) {
+				_, value, _ := strings.Cut(d.lines[l-1], ":")
+				written, _ = splitComment(strings.TrimSpace(value))
+			}
+			d.ps.add("target.primary_key", dv.Line, "YAML reads %s as a list: quote the key, primary_key: %q", written, written)
+		} else {
+			t.PrimaryKey, _ = d.scalar(v, "target.primary_key")
+			d.m.lines["target.primary_key"] = deref(v).Line
+			if strings.TrimSpace(t.PrimaryKey) == "" {
+				d.ps.add("target.primary_key", deref(v).Line, "empty: write the key as bracketed elements, e.g. \"[md5(userid).substr(0,4)][userid][orderid]\"")
+			}
 		}
 	} else {
 		d.ps.add("target.primary_key", 0, "missing: write the key as bracketed elements, e.g. \"[md5(userid).substr(0,4)][userid][orderid]\"")
