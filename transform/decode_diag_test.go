@@ -393,3 +393,18 @@ func TestDecodeSaysToQuoteABracketedKey(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// A quoted value whose closing quote is missing names the line the quote opens on. Before: YAML's
+// "found unexpected end of stream" alone.
+func TestDecodeNamesAnUnclosedQuote(t *testing.T) {
+	head := "version: 1\nsource:\n  columns: {userid: text, v: text}\ntarget:\n  table: t\n"
+	for _, c := range []struct{ yml, want string }{
+		{head + "  primary_key: \"[userid]\n  columns: {a: v}\n", `the value on line 6 opens a quote, ", that the line does not close (YAML read on to the end of the file for it): end the value with "`},
+		{head + "  primary_key: '[userid]\n", `the value on line 6 opens a quote, ', that the line does not close (YAML read on to the end of the file for it): end the value with '`},
+	} {
+		_, err := Decode([]byte(c.yml), "m.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v", c.yml, err)
+		}
+	}
+}

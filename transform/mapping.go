@@ -270,6 +270,12 @@ func yamlProblem(data []byte, err error) string {
 		}
 		return msg
 	}
+	if strings.Contains(msg, "found unexpected end of stream") {
+		if why := openQuote(lines, n); why != "" {
+			return msg + ": " + why
+		}
+		return msg
+	}
 	// YAML names the line where the enclosing section starts ("did not find expected key"), or
 	// the line that reads as a key in a value: a line indented out of step is the usual cause
 	switch {
@@ -373,6 +379,40 @@ func indentProblem(lines []string, from, to int) string {
 			scalar = ind
 		}
 		flow = max(flowDepth(value), 0)
+	}
+	return ""
+}
+
+// openQuote finds the first line from line from (1-based) whose value opens a quote that the
+// line does not close ("" when none does): YAML then reads the rest of the file into it.
+func openQuote(lines []string, from int) string {
+	for i := max(from-1, 0); i < len(lines); i++ {
+		text := strings.TrimSpace(lines[i])
+		text = strings.TrimSpace(strings.TrimPrefix(text, "- "))
+		if _, value, ok := strings.Cut(text, ": "); ok {
+			text = strings.TrimSpace(value)
+		}
+		if text == "" || text[0] != '"' && text[0] != '\'' {
+			continue
+		}
+		q, closed := text[0], false
+		for j := 1; j < len(text); j++ {
+			if text[j] == '\\' && q == '"' {
+				j++
+				continue
+			}
+			if text[j] == q {
+				if q == '\'' && j+1 < len(text) && text[j+1] == '\'' {
+					j++ // '' is a quote inside
+					continue
+				}
+				closed = true
+				break
+			}
+		}
+		if !closed {
+			return fmt.Sprintf("the value on line %d opens a quote, %c, that the line does not close (YAML read on to the end of the file for it): end the value with %c", i+1, q, q)
+		}
 	}
 	return ""
 }
