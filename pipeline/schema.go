@@ -114,7 +114,7 @@ func ParseType(s string) (t Type, precision, scale int, err error) {
 	// Lindorm types rekey does not write, and the one that holds their values
 	base, _, _ := strings.Cut(u, "(")
 	if to, ok := unwrittenTypes[strings.TrimSpace(base)]; ok {
-		return 0, 0, 0, fmt.Errorf("Lindorm's %s is not a type rekey writes: cast to %s", strings.TrimSpace(s), to)
+		return 0, 0, 0, fmt.Errorf("%s is a Lindorm type rekey does not write: cast to %s", strings.TrimSpace(s), to)
 	}
 	return 0, 0, 0, fmt.Errorf("unknown Lindorm type %q (want one of VARCHAR, BIGINT, INTEGER, SMALLINT, TINYINT, BOOLEAN, FLOAT, DOUBLE, DECIMAL(p,s), TIMESTAMP, DATE, VARBINARY, JSON)", s)
 }

@@ -240,10 +240,10 @@ func TestDecodeSaysToWriteIntegersInDecimal(t *testing.T) {
 // says so and which type to cast to. Before, it said "unknown Lindorm type", which they are not.
 func TestDecodeSaysWhichTypeForALindormTypeRekeyDoesNotWrite(t *testing.T) {
 	for _, c := range []struct{ typ, want string }{
-		{"CHAR(10)", `Lindorm's CHAR(10) is not a type rekey writes: cast to VARCHAR`},
-		{"varchar(255)", `Lindorm's VARCHAR(255) is not a type rekey writes: cast to VARCHAR, without a length`},
-		{"BINARY(16)", `Lindorm's BINARY(16) is not a type rekey writes: cast to VARBINARY`},
-		{"TIME", `Lindorm's TIME is not a type rekey writes: cast to BIGINT`},
+		{"CHAR(10)", `CHAR(10) is a Lindorm type rekey does not write: cast to VARCHAR`},
+		{"varchar(255)", `VARCHAR(255) is a Lindorm type rekey does not write: cast to VARCHAR, without a length`},
+		{"BINARY(16)", `BINARY(16) is a Lindorm type rekey does not write: cast to VARBINARY`},
+		{"TIME", `TIME is a Lindorm type rekey does not write: cast to BIGINT`},
 	} {
 		me := decodeErr(t, goodHead+"target:\n  table: t\n  primary_key: \"[userid]\"\n  columns:\n    c: \"userid :: "+c.typ+"\"\n")
 		wantProblems(t, me, [][2]string{{"target.columns.c", c.want}})
