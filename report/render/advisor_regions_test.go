@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -24,18 +23,12 @@ func TestAdvisorHeadingRegions(t *testing.T) {
 			{ID: "d", Rank: 4, Name: "salt", Error: "key-only"},
 		},
 	}
-	var text, page bytes.Buffer
-	if err := WriteText(&text, rep); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteHTML(&page, rep); err != nil {
-		t.Fatal(err)
-	}
+	text, page := textOf(t, rep), pageOf(t, rep)
 	const want = "16 regions each asked (1 to 16 placed"
-	if !strings.Contains(text.String(), want) || strings.Contains(text.String(), "2 regions each") {
-		t.Errorf("the text's advisor heading does not say %q:\n%s", want, text.String()[strings.Index(text.String(), "ADVISOR"):][:300])
+	if !strings.Contains(text, want) || strings.Contains(text, "2 regions each") {
+		t.Errorf("the text's advisor heading does not say %q:\n%s", want, text[strings.Index(text, "ADVISOR"):][:300])
 	}
-	if !strings.Contains(page.String(), want) || strings.Contains(page.String(), "each over 2 regions") {
+	if !strings.Contains(page, want) || strings.Contains(page, "each over 2 regions") {
 		t.Errorf("the page's advisor intro does not say %q", want)
 	}
 }

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,12 +19,9 @@ func TestHTMLRowAxesInWholeRows(t *testing.T) {
 		Regions:        []model.Region{{Index: 0, Rows: 2}, {Index: 1, Rows: 1}},
 		HotspotWindows: []model.Window{{Rows: 3, Counts: []int64{2, 1}, TopShare: 2.0 / 3}},
 	}
-	var b bytes.Buffer
-	if err := WriteHTML(&b, rep); err != nil {
-		t.Fatal(err)
-	}
+	page := pageOf(t, rep)
 	for _, id := range []string{"regions-chart", "heatmap"} {
-		svg := b.String()[strings.Index(b.String(), `id="`+id+`"`):]
+		svg := page[strings.Index(page, `id="`+id+`"`):]
 		svg = svg[:strings.Index(svg, "</svg>")]
 		for _, m := range regexp.MustCompile(`<text class="tick"[^>]*>([0-9.]+)</text>`).FindAllStringSubmatch(svg, -1) {
 			if strings.Contains(m[1], ".") {

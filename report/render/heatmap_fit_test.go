@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,11 +29,7 @@ func TestHTMLHeatmapLegendInsidePicture(t *testing.T) {
 			counts[0] = 40
 			rep.HotspotWindows = append(rep.HotspotWindows, model.Window{Index: w, FirstRow: int64(w * 40), Rows: 40, Counts: counts, TopShare: 1})
 		}
-		var b bytes.Buffer
-		if err := WriteHTML(&b, rep); err != nil {
-			t.Fatal(err)
-		}
-		page := b.String()
+		page := pageOf(t, rep)
 		i := strings.Index(page, `id="heatmap"`)
 		if i < 0 {
 			t.Fatalf("%d regions: no heatmap", regions)

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -20,17 +19,11 @@ func TestHTMLDesignHotFactorAsText(t *testing.T) {
 			HotFactor: 1.3, SplitHotFactor: 5.3, OverwrittenExact: true,
 		}},
 	}
-	var text, page bytes.Buffer
-	if err := WriteText(&text, rep); err != nil {
-		t.Fatal(err)
+	text, page := textOf(t, rep), pageOf(t, rep)
+	if !strings.Contains(text, "5.3x") {
+		t.Fatalf("the text's advisor table has no 5.3x:\n%s", text)
 	}
-	if err := WriteHTML(&page, rep); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(text.String(), "5.3x") {
-		t.Fatalf("the text's advisor table has no 5.3x:\n%s", text.String())
-	}
-	if card := page.String()[strings.Index(page.String(), `data-id="code_id"`):]; !strings.Contains(card, "<th>hot factor</th><td>5.3x</td>") {
+	if card := page[strings.Index(page, `data-id="code_id"`):]; !strings.Contains(card, "<th>hot factor</th><td>5.3x</td>") {
 		t.Errorf("the design's card does not give the text's hot factor 5.3x:\n%.600s", card)
 	}
 }

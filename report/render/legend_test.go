@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -18,11 +17,7 @@ func TestHTMLRegionLegendMatchesColours(t *testing.T) {
 		Plan:    model.PlanInfo{Regions: 4, Asked: 4},
 		Regions: []model.Region{{Index: 0, Rows: 100}, {Index: 1, Rows: 10}, {Index: 2, Rows: 100}, {Index: 3, Rows: 100}},
 	}
-	var b bytes.Buffer
-	if err := WriteHTML(&b, rep); err != nil {
-		t.Fatal(err)
-	}
-	page := b.String()
+	page := pageOf(t, rep)
 	if barColor(10/77.5) != "#4c78a8" {
 		t.Fatalf("the fixture needs the almost empty region in the first colour")
 	}

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -20,11 +19,7 @@ func TestHTMLUnmeasuredWhenNoRowAccepted(t *testing.T) {
 	} {
 		rep := &model.Report{Totals: tot, Mapping: model.MappingInfo{Table: "t"}, FirstColumn: model.FirstColumn{Name: "id", Type: "VARCHAR"}}
 		rep.Uniqueness.Exact = true
-		var b bytes.Buffer
-		if err := WriteHTML(&b, rep); err != nil {
-			t.Fatal(err)
-		}
-		page := b.String()
+		page := pageOf(t, rep)
 		why := unmeasured(rep)
 		for _, claim := range []string{"silently overwritten", "Exact count over every row", "0 / 0.0 / 0 / 0", ">0% / 0%<", "max/mean 0.00"} {
 			if strings.Contains(page, claim) {

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -26,17 +25,11 @@ func TestVerdictNamesRulesNotJudged(t *testing.T) {
 	if line := VerdictLine(rep); !strings.Contains(line, want) {
 		t.Errorf("verdict line %q does not say %q", line, want)
 	}
-	var text, page bytes.Buffer
-	if err := WriteText(&text, rep); err != nil {
-		t.Fatal(err)
+	text, page := textOf(t, rep), pageOf(t, rep)
+	if !strings.Contains(text, "VERDICT  OK: 0 errors, 0 warnings, 2 notes -> exit 0 ("+want+")") {
+		t.Errorf("the text's verdict does not name the rule not judged:\n%s", text[:300])
 	}
-	if err := WriteHTML(&page, rep); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(text.String(), "VERDICT  OK: 0 errors, 0 warnings, 2 notes -> exit 0 ("+want+")") {
-		t.Errorf("the text's verdict does not name the rule not judged:\n%s", text.String()[:300])
-	}
-	header := page.String()[strings.Index(page.String(), `class="verdict"`):]
+	header := page[strings.Index(page, `class="verdict"`):]
 	if header = header[:strings.Index(header, "</header>")]; !strings.Contains(header, want) {
 		t.Errorf("the page's verdict does not name the rule not judged: %s", header)
 	}

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -21,11 +20,8 @@ func TestHTMLWindowLineCaptionNamesOrder(t *testing.T) {
 	for w := range 3 {
 		rep.HotspotWindows = append(rep.HotspotWindows, model.Window{Index: w, FirstRow: int64(w * 40), Rows: 40, Counts: []int64{20, 20}, TopShare: 0.5})
 	}
-	var b bytes.Buffer
-	if err := WriteHTML(&b, rep); err != nil {
-		t.Fatal(err)
-	}
-	line := b.String()[strings.Index(b.String(), `id="window-line"`):]
+	page := pageOf(t, rep)
+	line := page[strings.Index(page, `id="window-line"`):]
 	line = line[:strings.Index(line, "</svg>")]
 	if strings.Contains(line, "write order") || !strings.Contains(line, "windows in arrival order →") {
 		t.Errorf("the window line's captions do not name arrival order:\n%s", line)

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -20,18 +19,12 @@ func TestHTMLWindowLineSaysNotJudged(t *testing.T) {
 		Regions:        []model.Region{{Index: 0, Rows: 3}},
 		HotspotWindows: []model.Window{{Rows: 3, Counts: []int64{3}, TopShare: 1}},
 	}
-	var text, page bytes.Buffer
-	if err := WriteText(&text, rep); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteHTML(&page, rep); err != nil {
-		t.Fatal(err)
-	}
+	text, page := textOf(t, rep), pageOf(t, rep)
 	const want = "not judged: fewer than 3 windows (write_hotspot)"
-	if !strings.Contains(text.String(), want) {
+	if !strings.Contains(text, want) {
 		t.Fatalf("the text does not say %q", want)
 	}
-	line := page.String()[strings.Index(page.String(), "Writes in arrival order"):]
+	line := page[strings.Index(page, "Writes in arrival order"):]
 	if line = line[:strings.Index(line, "</div>")]; !strings.Contains(line, want) {
 		t.Errorf("the window line's intro does not say %q: %s", want, line)
 	}
