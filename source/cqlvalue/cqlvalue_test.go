@@ -232,7 +232,13 @@ var textCases = []tcase{
 }
 
 func TestParseText(t *testing.T) {
-	for _, c := range textCases {
+	checkParseText(t, textCases)
+}
+
+// checkParseText checks each case's ParseText of its text in its type.
+func checkParseText(t *testing.T, cases []tcase) {
+	t.Helper()
+	for _, c := range cases {
 		typ, err := ParseType(c.typ)
 		if err != nil {
 			t.Fatal(err)
@@ -486,12 +492,5 @@ func TestSetsOfFloatsKeepNaNAndSignedZero(t *testing.T) {
 		{"set<float>", `["NaN", "Infinity", 1, "-Infinity"]`, `text:["-Infinity",1,"Infinity","NaN"]`},
 		{"map<double, int>", `{"NaN": 1, "0": 2, "-0": 3, "1": 4}`, `text:{"-0":3,"0":2,"1":4,"NaN":1}`},
 	}
-	for _, c := range cases {
-		typ, err := ParseType(c.typ)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := typ.ParseText(c.in)
-		check(t, "ParseText", c, v(got), err)
-	}
+	checkParseText(t, cases)
 }

@@ -273,14 +273,7 @@ func TestTimestampsAndDatesBeyondFourDigitYears(t *testing.T) {
 		{"date", "5881580-07-12", "ERR:out of range for date"},
 		{"date", "-5877641-06-22", "ERR:out of range for date"},
 	}
-	for _, c := range cases {
-		typ, err := ParseType(c.typ)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := typ.ParseText(c.in)
-		check(t, "ParseText", c, v(got), err)
-	}
+	checkParseText(t, cases)
 	// what AppendJSON writes of any such value reads back as it
 	ts, dt := Scalar(Timestamp), Scalar(Date)
 	lts, _ := ParseType("list<timestamp(ms)>")
@@ -321,14 +314,7 @@ func TestTimestampClockOutOfRange(t *testing.T) {
 		{"timestamp", "2024-01-02T23:60:00Z", "ERR:expected epoch milliseconds or ISO-8601"},
 		{"timestamp", "2024-01-02T23:59:59.999Z", "int:1704239999999"},
 	}
-	for _, c := range cases {
-		typ, err := ParseType(c.typ)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := typ.ParseText(c.in)
-		check(t, "ParseText", c, v(got), err)
-	}
+	checkParseText(t, cases)
 }
 
 // An error quotes a long value cut at the start of a character: cut at a byte count, the quote
