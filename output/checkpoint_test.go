@@ -67,18 +67,7 @@ func TestResumeRefusesACheckpointOfAnotherVersion(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := jobConfig(t, nil)
 			interruptedRun(t, cfg)
-			path := filepath.Join(cfg.OutDir, CheckpointFile)
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			edited := strings.Replace(string(data), c.from, c.to, 1)
-			if edited == string(data) {
-				t.Fatalf("no %s in %s", c.from, data)
-			}
-			if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			editCheckpoint(t, cfg, func(s string) string { return strings.Replace(s, c.from, c.to, 1) })
 			o, err := openResume(cfg, nil)
 			if err == nil {
 				o.Close()
@@ -109,18 +98,7 @@ func TestResumeRefusesAnEditedCheckpoint(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := jobConfig(t, nil)
 			interruptedRun(t, cfg)
-			path := filepath.Join(cfg.OutDir, CheckpointFile)
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			edited := edit(string(data))
-			if edited == string(data) {
-				t.Fatalf("the edit changed nothing in %s", data)
-			}
-			if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			editCheckpoint(t, cfg, edit)
 			o, err := openResume(cfg, nil)
 			if err == nil {
 				o.Close()
@@ -139,18 +117,29 @@ func TestResumeRefusesAnEditedCheckpoint(t *testing.T) {
 			t.Fatalf("the checkpoint as written must resume: %v", err)
 		}
 		o.Close()
-		path := filepath.Join(cfg.OutDir, CheckpointFile)
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		earlier := regexp.MustCompile(`,\n  "digest": "[0-9a-f]+"`).ReplaceAllString(string(data), "")
-		if err := os.WriteFile(path, []byte(earlier), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		editCheckpoint(t, cfg, func(s string) string {
+			return regexp.MustCompile(`,\n  "digest": "[0-9a-f]+"`).ReplaceAllString(s, "")
+		})
 		if o, err = openResume(cfg, nil); err != nil {
 			t.Fatalf("a checkpoint without a digest (an earlier rekey's) must resume: %v", err)
 		}
 		o.Close()
 	})
+}
+
+// editCheckpoint rewrites the output's checkpoint through edit, which must change it.
+func editCheckpoint(t *testing.T, cfg testCfg, edit func(string) string) {
+	t.Helper()
+	path := filepath.Join(cfg.OutDir, CheckpointFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := edit(string(data))
+	if edited == string(data) {
+		t.Fatalf("the edit changed nothing in %s", data)
+	}
+	if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -30,14 +30,7 @@ func TestJournalRejectNamesValues(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := j.Cut(context.Background(), &pipeline.Checkpoint{}); err != nil {
-		t.Fatal(err)
-	}
-	j.Close()
-	data, err := os.ReadFile(filepath.Join(dir, RejectsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := cutRejects(t, j, dir)
 	want := `{"position":"orders:1","stream":"orders","seq":1,"stage":"transform","code":"type","field":"amount","message":"not a number","values":{"amount":"x","id":"7"}}` + "\n" +
 		`{"position":"orders:2","stream":"orders","seq":2,"stage":"transform","code":"type","field":"amount","message":"not a number","raw":"7,,x"}` + "\n"
 	if string(data) != want {
@@ -61,6 +54,16 @@ func TestJournalRejectKeepsBlobBytes(t *testing.T) {
 	if err := j.Reject(&pipeline.Batch{Stream: "ks.t"}, rec, "transform", &pipeline.RowError{Code: "encoding", Field: "k", Message: "not UTF-8"}); err != nil {
 		t.Fatal(err)
 	}
+	data := cutRejects(t, j, dir)
+	want := `{"position":"ks.t:1","stream":"ks.t","seq":1,"stage":"transform","code":"encoding","field":"k","message":"not UTF-8","values":{"e":"0x","k":"0x00fffe","note":"0xabc"}}` + "\n"
+	if string(data) != want {
+		t.Fatalf("rejects:\n%s\nwant:\n%s", data, want)
+	}
+}
+
+// cutRejects commits the journal's rejects, closes it and returns the rejects file's bytes.
+func cutRejects(t *testing.T, j *Journal, dir string) []byte {
+	t.Helper()
 	if err := j.Cut(context.Background(), &pipeline.Checkpoint{}); err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +72,5 @@ func TestJournalRejectKeepsBlobBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"position":"ks.t:1","stream":"ks.t","seq":1,"stage":"transform","code":"encoding","field":"k","message":"not UTF-8","values":{"e":"0x","k":"0x00fffe","note":"0xabc"}}` + "\n"
-	if string(data) != want {
-		t.Fatalf("rejects:\n%s\nwant:\n%s", data, want)
-	}
+	return data
 }
