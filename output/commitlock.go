@@ -175,6 +175,26 @@ func waitFlock(ctx context.Context, fd int) error {
 
 func (l *folderCommitLock) Unlock() { syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN) }
 
+// FlockFile takes the exclusive flock of the file at path (created, never through a symbolic
+// link), which processes sharing its folder take in turn for a moment's change of a file there,
+// waiting while another one holds it until ctx ends; unlock releases it.
+func FlockFile(ctx context.Context, path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	fd := int(f.Fd())
+	err = syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+	if err == syscall.EWOULDBLOCK {
+		err = waitFlock(ctx, fd)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil // closing the descriptor releases the flock
+}
+
 // readRev reads the revision in the lock file (0 when empty).
 func (l *folderCommitLock) readRev() (int64, error) {
 	var b [24]byte

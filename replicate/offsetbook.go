@@ -3,9 +3,13 @@ package replicate
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/rekey/rekey/output"
+	"github.com/rekey/rekey/store"
 )
 
 // offsetsFile is, in a table replication's state folder, the next offset of each partition the
@@ -16,13 +20,18 @@ import (
 // table keeps none, so the state folder does.
 const offsetsFile = "offsets.json"
 
+// offsetsLock is, in the state folder, the lock file its members take to rewrite offsetsFile.
+const offsetsLock = "offsets.lock"
+
 // offsetBook is the member's record of offsetsFile: written at most once per offsetBookEvery
 // (a kill loses less than that of it: those messages are read again, harmlessly) and when a
-// partition's worker ends.
+// partition's worker ends. Members that share a state folder (two processes on one machine
+// with the default --state) each write the partitions they committed into what the file holds,
+// under offsetsLock: a copy of its own would drop the other members' partitions.
 type offsetBook struct {
 	mu      sync.Mutex
 	saved   savedOffsets
-	dirty   bool
+	changed map[string]bool // the partitions noted since the last write
 	written time.Time
 }
 
@@ -38,16 +47,27 @@ const offsetBookEvery = time.Second
 // loadOffsetBook reads the state folder's offsetsFile (an empty book when there is none, or when
 // it is another topic's or group's).
 func (r *Replicator) loadOffsetBook(ctx context.Context) error {
-	b := &offsetBook{saved: savedOffsets{Topic: r.cfg.Kafka.Topic, Group: r.cfg.Kafka.Group, Partitions: map[string]int64{}}}
-	var s savedOffsets
-	ok, err := getJSON(ctx, r.cfg.Store, offsetsFile, &s)
-	if err != nil {
+	b := &offsetBook{saved: savedOffsets{Topic: r.cfg.Kafka.Topic, Group: r.cfg.Kafka.Group, Partitions: map[string]int64{}}, changed: map[string]bool{}}
+	if err := b.read(ctx, r.cfg.Store); err != nil {
 		return err
 	}
-	if ok && s.Topic == b.saved.Topic && s.Group == b.saved.Group && s.Partitions != nil {
-		b.saved.Partitions = s.Partitions
-	}
 	r.offs = b
+	return nil
+}
+
+// read takes the partitions of the state folder's offsetsFile into the book, but for those
+// noted since the last write (none when it is another topic's or group's).
+func (b *offsetBook) read(ctx context.Context, st store.Store) error {
+	var s savedOffsets
+	ok, err := getJSON(ctx, st, offsetsFile, &s)
+	if err != nil || !ok || s.Topic != b.saved.Topic || s.Group != b.saved.Group {
+		return err
+	}
+	for p, off := range s.Partitions {
+		if !b.changed[p] {
+			b.saved.Partitions[p] = off
+		}
+	}
 	return nil
 }
 
@@ -67,15 +87,36 @@ func (r *Replicator) noteOffset(ctx context.Context, partition int, off int64, f
 	defer b.mu.Unlock()
 	if off >= 0 {
 		key := strconv.Itoa(partition)
-		b.dirty = b.dirty || b.saved.Partitions[key] != off
+		if old, ok := b.saved.Partitions[key]; !ok || old != off {
+			b.changed[key] = true
+		}
 		b.saved.Partitions[key] = off
 	}
-	if !b.dirty || !force && time.Since(b.written) < offsetBookEvery {
+	if len(b.changed) == 0 || !force && time.Since(b.written) < offsetBookEvery {
 		return nil
 	}
-	if err := putJSON(ctx, r.cfg.Store, offsetsFile, b.saved); err != nil {
+	if err := r.writeOffsetBook(ctx); err != nil {
 		return fmt.Errorf("record the committed offsets in the state folder: %w", err)
 	}
-	b.dirty, b.written = false, time.Now()
+	clear(b.changed)
+	b.written = time.Now()
 	return nil
+}
+
+// writeOffsetBook rewrites offsetsFile with the partitions noted since the last write over what
+// the file holds (other members sharing the state folder write theirs), under offsetsLock; the
+// book's lock is held.
+func (r *Replicator) writeOffsetBook(ctx context.Context) error {
+	b, st := r.offs, r.cfg.Store
+	if root, ok := store.LocalPath(st); ok {
+		unlock, err := output.FlockFile(ctx, filepath.Join(root, offsetsLock))
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	if err := b.read(ctx, st); err != nil {
+		return err
+	}
+	return putJSON(ctx, st, offsetsFile, b.saved)
 }
