@@ -141,12 +141,38 @@ func (l *folderCommitLock) Lock(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("lock %s: %w", l.path(), err)
 	}
+	if err := l.current(); err != nil {
+		l.Unlock()
+		return 0, err
+	}
 	rev, err := l.readRev()
 	if err != nil {
 		l.Unlock()
 		return 0, err
 	}
 	return rev, nil
+}
+
+// current checks that the file this process locked is still the folder's lock file. One removed
+// while the process held it open (by hand, by a clean-up of .lock files) is another file than
+// the one a member started since creates and locks: the two would change the shared files at
+// once, each trusting its own copy of manifest.json, and remove each other's committed files.
+func (l *folderCommitLock) current() error {
+	held, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", l.path(), err)
+	}
+	now, err := os.Lstat(l.path())
+	if err == nil && os.SameFile(held, now) {
+		return nil
+	}
+	how := "removed"
+	if err == nil {
+		how = "replaced"
+	}
+	return fmt.Errorf("lock %s: the file was %s while this process held it open, so processes started since lock another one: "+
+		"this one stops before it changes the output; run it again (it locks the folder's file), and never remove %s while members run",
+		l.path(), how, ReplicateLockFile)
 }
 
 // waitFlock takes the exclusive flock of fd, held by another process, once it is released, or

@@ -287,3 +287,65 @@ func TestStaleGenerationLeavesNewOwnersFiles(t *testing.T) {
 		t.Errorf("manifest: rows_in %d, rows_written %d, rows_rejected %d; %d messages", m.RowsIn, m.RowsWritten, m.RowsRejected, len(msgs))
 	}
 }
+
+// TestLockFileReplacedWhileMembersRun: replicate.lock removed while a member runs (by hand, by a
+// clean-up of .lock files) and made again by a member started since: the two members' flocks were
+// on two files, each trusted its own copy of manifest.json, and the new member, claiming a
+// partition, removed the first member's committed rolls of it (files its copy did not list) and
+// wrote a manifest without them. A member whose lock file is no longer the folder's stops at its
+// next commit, saying so, before it changes anything; restarted, it takes the folder's lock file.
+func TestLockFileReplacedWhileMembersRun(t *testing.T) {
+	c := kafkatest.Start(t)
+	topic := c.CreateTopic(t, "orders-relocked", 2)
+	msgs, want, poison := jsonStream(2, 200)
+	var early, late []kafkago.Message
+	for i, m := range msgs {
+		if i%200 < 100 {
+			early = append(early, m)
+		} else {
+			late = append(late, m)
+		}
+	}
+	c.Produce(t, topic, early...)
+	dir := t.TempDir()
+	a := start(t, config(t, c, topic, "g-relocked", "json", dir))
+	waitCommitted(t, c, "g-relocked", topic, map[int]int64{0: 100, 1: 100}, 60*time.Second) // a committed rolls of both partitions
+	if err := os.Remove(filepath.Join(dir, "replicate.lock")); err != nil {
+		t.Fatal(err)
+	}
+	b := start(t, config(t, c, topic, "g-relocked", "json", dir))
+	c.Produce(t, topic, late...)
+	// a stops at its next commit (the rebalance b's join starts): restarted, it joins again
+	var restarted *running
+	wait.For(t, func() bool {
+		if restarted == nil && len(a.done) > 0 {
+			err := <-a.done
+			if err == nil || !strings.Contains(err.Error(), "replicate.lock") {
+				t.Fatalf("a ended with %v, want its lock file named", err)
+			}
+			restarted = start(t, config(t, c, topic, "g-relocked", "json", dir))
+		}
+		got := c.Committed(t, "g-relocked", topic, 2)
+		return got[0] == 200 && got[1] == 200
+	}, "every offset committed")
+	for _, rn := range []*running{b, restarted} {
+		if rn == nil {
+			continue
+		}
+		if err := rn.shutdown(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if restarted == nil {
+		t.Error("a went on with the lock file it had opened: the test did not see it stop")
+		if err := a.shutdown(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := program(t)
+	compareModels(t, applyOutputs(t, p.Target(), plan(t, p), dir), want)
+	m := readManifest(t, dir)
+	if m.RowsIn != int64(len(msgs)) || m.RowsRejected != int64(len(poison)) {
+		t.Errorf("manifest: rows_in %d, rows_rejected %d; %d messages, %d poison", m.RowsIn, m.RowsRejected, len(msgs), len(poison))
+	}
+}
