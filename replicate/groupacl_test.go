@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/source/kafka"
 	"github.com/rekey/rekey/source/kafka/kafkatest"
 )
@@ -42,6 +43,31 @@ func TestGroupTheUserMayNotUseFailsAtOnce(t *testing.T) {
 	}
 	if !errors.Is(err, kafkago.GroupAuthorizationFailed) || !strings.Contains(err.Error(), "--group g-acl") {
 		t.Fatalf("replicate ended with %v; want GROUP_AUTHORIZATION_FAILED and the grant to make", err)
+	}
+	t.Log(err)
+}
+
+// A session timeout the broker does not take (below its group.min.session.timeout.ms, 6 s by
+// default, or above its max) ends replicate at once with an error naming --session-timeout and
+// the broker's bounds: every join is refused (INVALID_SESSION_TIMEOUT), which was retried until
+// the join limit, whose error then blamed a killed member holding the group's rebalance.
+func TestSessionTimeoutTheBrokerRefusesFailsAtOnce(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("the session timeout below a real broker's minimum is the config's 6s")
+	}
+	c := kafkatest.Start(t, kfake.GroupMinSessionTimeout(6*time.Second))
+	topic := c.CreateTopic(t, "orders-session", 1)
+	cfg := config(t, c, topic, "g-session", "json", t.TempDir()) // a 3 s session timeout
+	rn := start(t, cfg)
+	var err error
+	select {
+	case err = <-rn.done:
+	case <-time.After(2 * time.Minute):
+		close(rn.stop)
+		t.Fatal("replicate still runs in a group whose broker refuses its session timeout")
+	}
+	if !errors.Is(err, kafkago.InvalidSessionTimeout) || !errors.Is(err, replicate.ErrGroupSettings) || !strings.Contains(err.Error(), "--session-timeout 3s") {
+		t.Fatalf("replicate ended with %v; want INVALID_SESSION_TIMEOUT and --session-timeout named", err)
 	}
 	t.Log(err)
 }

@@ -54,6 +54,16 @@ type Replicator struct {
 // what was asked: the same command may succeed once the cause is fixed.
 var ErrOutput = errors.New("replicate: the output failed")
 
+// ErrGroupSettings is wrapped by Run's error when the broker refuses the consumer group's
+// settings for good (a session timeout outside its bounds): the same command fails again.
+var ErrGroupSettings = errors.New("replicate: the broker refuses the consumer group's settings")
+
+// groupSettingsError is an error that is ErrGroupSettings without saying so in its text.
+type groupSettingsError struct{ error }
+
+func (e groupSettingsError) Unwrap() error      { return e.error }
+func (groupSettingsError) Is(target error) bool { return target == ErrGroupSettings }
+
 // outputError is an error that is ErrOutput without saying so in its text.
 type outputError struct{ error }
 
@@ -328,6 +338,11 @@ func (r *Replicator) generations(ctx, nextCtx context.Context, stop <-chan struc
 				}
 				return fmt.Errorf("consumer group %s: the broker refuses to let this client use the group: grant it Read on the group "+
 					"(kafka-acls --add --allow-principal %s --operation Read --group %s), then run again: %w", r.cfg.Kafka.Group, principal, r.cfg.Kafka.Group, err)
+			}
+			if errors.Is(err, kafkago.InvalidSessionTimeout) { // nor a timeout out of the broker's bounds
+				return groupSettingsError{fmt.Errorf("consumer group %s: the broker refuses --session-timeout %s: it takes a session timeout between its "+
+					"group.min.session.timeout.ms and group.max.session.timeout.ms (6s and 30m by default): set --session-timeout between them, then run again: %w",
+					r.cfg.Kafka.Group, r.cfg.Group.SessionTimeout, err)}
 			}
 			if msg := err.Error(); msg != lastErr {
 				r.log.Warn("consumer group: retrying", zap.Error(err))

@@ -275,6 +275,23 @@ func TestKafkaWrongPasswordFailsNamed(t *testing.T) {
 	}
 }
 
+// A session timeout the broker does not take ends replicate at once, exit 3, naming
+// --session-timeout and never saying to run the same command (it fails again): the refused joins
+// were retried until the join limit, whose error blamed a killed member and said to restart.
+func TestReplicateSessionTimeoutRefusedFailsNamed(t *testing.T) {
+	if kafkatest.Real() {
+		t.Skip("the broker's minimum session timeout is set in kfake only")
+	}
+	t.Parallel()
+	c := kafkatest.Start(t, kfake.GroupMinSessionTimeout(6*time.Second), kfake.SeedTopics(1, "st"))
+	mapping := filepath.Join("..", "..", "mappings", "orders.yaml")
+	code, stdout, stderr := runCLIWithEnv(t, nil, "replicate", "-m", mapping, "--source", "kafka://"+c.Brokers[0]+"/st?group=g",
+		"--out", filepath.Join(t.TempDir(), "replicate"), "--progress", "never", "--session-timeout", "3s")
+	if code != exitFailed || !strings.Contains(stderr, "refuses --session-timeout 3s") || strings.Contains(stderr, "run the same command") {
+		t.Errorf("exit %d, want 3, the session timeout named and no advice to run the same command\n%s%s", code, stdout, stderr)
+	}
+}
+
 // A source that cannot be reached when the command starts (a node restarting, a broker not up
 // yet) is a failure of the run, exit 3, which a Kubernetes Job retries, never invalid use (2,
 // which fails the Job's index for good); the error says to run the command again. replicate

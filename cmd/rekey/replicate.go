@@ -479,7 +479,7 @@ func replicationFailed(err error, toSQL bool) error {
 			return interrupted(errors.New("aborted: the messages whose offsets were not committed will be applied again by the next run (upserts and deletes in order: harmless)"))
 		}
 		return interrupted(errors.New("aborted: the open rolls were discarded and will be replayed by the next run"))
-	case errors.Is(err, kafka.ErrAuthentication): // the same command would fail again: the error says what to fix
+	case errors.Is(err, kafka.ErrAuthentication), errors.Is(err, replicate.ErrGroupSettings): // the same command would fail again: the error says what to fix
 		return runFailed(fmt.Errorf("replication failed: %w", err))
 	}
 	var gap *kafka.GapError
