@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -45,23 +46,43 @@ type savedOffsets struct {
 const offsetBookEvery = time.Second
 
 // loadOffsetBook reads the state folder's offsetsFile (an empty book when there is none, or when
-// it is another topic's or group's).
+// it is another group's of the topic: a new group applies the topic again). One of another topic
+// is refused (errOtherTopic): the folder is another replication's.
 func (r *Replicator) loadOffsetBook(ctx context.Context) error {
-	b := &offsetBook{saved: savedOffsets{Topic: r.cfg.Kafka.Topic, Group: r.cfg.Kafka.Group, Partitions: map[string]int64{}}, changed: map[string]bool{}}
-	if err := b.read(ctx, r.cfg.Store); err != nil {
+	st, topic := r.cfg.Store, r.cfg.Kafka.Topic
+	b := &offsetBook{saved: savedOffsets{Topic: topic, Group: r.cfg.Kafka.Group, Partitions: map[string]int64{}}, changed: map[string]bool{}}
+	if err := b.read(ctx, st); err != nil {
+		if !errors.Is(err, errOtherTopic) {
+			err = outputFailed(err)
+		}
 		return err
 	}
 	r.offs = b
 	return nil
 }
 
+// errOtherTopic: a table replication's state folder holds another topic's replication.
+var errOtherTopic = errors.New("replicate: the state folder is another topic's")
+
 // read takes the partitions of the state folder's offsetsFile into the book, but for those
-// noted since the last write (none when it is another topic's or group's).
+// noted since the last write (none when it is another group's); one of another topic is refused
+// (errOtherTopic).
 func (b *offsetBook) read(ctx context.Context, st store.Store) error {
 	var s savedOffsets
 	ok, err := getJSON(ctx, st, offsetsFile, &s)
-	if err != nil || !ok || s.Topic != b.saved.Topic || s.Group != b.saved.Group {
+	if err != nil || !ok {
 		return err
+	}
+	if s.Topic != b.saved.Topic {
+		// its rejects files are named by partition and offsets: this replication's first batch
+		// of a partition would remove those of the other topic's as its own replayed ones, and
+		// each would write offsets.json without the other's offsets
+		return fmt.Errorf("%w: the state folder %s holds the offsets of another replication into this table, of topic %s (consumer group %s), whose rejects files this one's would replace: "+
+			"give the replication of topic %s a state folder of its own (--state DIR); if the replication of topic %s is over and its rejects are dealt with, remove %s instead",
+			errOtherTopic, st.Location(""), s.Topic, s.Group, b.saved.Topic, s.Topic, st.Location(offsetsFile))
+	}
+	if s.Group != b.saved.Group {
+		return nil // an earlier group's: a new group applies the topic again
 	}
 	for p, off := range s.Partitions {
 		if !b.changed[p] {

@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg Config) (*Replicator, error) {
 			return nil, outputFailed(fmt.Errorf("create output directory: %w", err))
 		}
 		if err := r.loadOffsetBook(ctx); err != nil {
-			return nil, outputFailed(err)
+			return nil, err
 		}
 		return r, r.openSQL(ctx)
 	}

@@ -2,6 +2,7 @@ package replicate_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,5 +86,60 @@ func TestMembersSharingAStateFolderKeepEachOthersOffsets(t *testing.T) {
 	}
 	if got := rn.r.Metrics().MessagesIn.Load(); got != 1 {
 		t.Errorf("read %d messages after the group's offsets were forgotten, want the 1 after the offsets the members committed (partition %d was read again from its start)", got, pa)
+	}
+}
+
+// TestStateFolderOfAnotherTopicRefused: two replications of different topics into one table
+// have one default --state folder (.rekey-state/<hash of the table>). Their rejects files are
+// named by partition and offsets only, so the second one's first batch of a partition removed
+// the first one's rejects files of that partition as files of its own replayed batches, and each
+// wrote offsets.json without the other's offsets. A member whose state folder holds another
+// topic's offsets is refused, naming the folder, the topic and --state.
+func TestStateFolderOfAnotherTopicRefused(t *testing.T) {
+	c := kafkatest.Start(t)
+	topicX, topicY := c.CreateTopic(t, "orders-state-x", 1), c.CreateTopic(t, "orders-state-y", 1)
+	msgs, _, poison := jsonStream(1, 20)
+	if len(poison) == 0 {
+		t.Fatal("no poison message: nothing to reject")
+	}
+	c.Produce(t, topicX, msgs...)
+	c.Produce(t, topicY, msgs...)
+	db := mysqltest.GMS(t)
+	state := t.TempDir()
+	cfgFor := func(topic string) replicate.Config {
+		cfg := config(t, c, topic, c.Group("g-"+topic), "json", state)
+		target, err := sqlsink.ParseURI(db.URI(""), func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.SQL = sqlsink.Config{Target: target, Conns: 1}
+		return cfg
+	}
+	db.Exec(t, mysqlsql.DDL(program(t).Target(), mysqlsql.KeyCollations[db.DDLDialect()]))
+	x := start(t, cfgFor(topicX))
+	waitCommitted(t, c, c.Group("g-"+topicX), topicX, map[int]int64{0: 20}, 60*time.Second)
+	if err := x.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	rejectsOfX := rejectLines(t, state)
+	if len(rejectsOfX) != len(poison) {
+		t.Fatalf("%d reject lines of topic %s, want %d", len(rejectsOfX), topicX, len(poison))
+	}
+	r, err := replicate.New(context.Background(), cfgFor(topicY))
+	if err == nil {
+		// what it did: its first batch removed the rejects of topic X's partition 0
+		rn := &running{r: r, stop: make(chan struct{}), done: make(chan error, 1)}
+		go func() { rn.done <- r.Run(context.Background(), rn.stop) }()
+		waitCommitted(t, c, c.Group("g-"+topicY), topicY, map[int]int64{0: 20}, 60*time.Second)
+		rn.shutdown(t)
+		lines := 0
+		for _, n := range rejectLines(t, state) {
+			lines += n
+		}
+		t.Fatalf("a replication of topic %s into the state folder of topic %s's was accepted; the folder's reject lines: %d of %d (both topics')",
+			topicY, topicX, lines, 2*len(poison))
+	}
+	if !strings.Contains(err.Error(), topicX) || !strings.Contains(err.Error(), "--state") {
+		t.Errorf("refused with %v, want the topic whose offsets the folder holds and --state named", err)
 	}
 }
