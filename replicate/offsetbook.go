@@ -47,12 +47,12 @@ const offsetBookEvery = time.Second
 
 // loadOffsetBook reads the state folder's offsetsFile (an empty book when there is none, or when
 // it is another group's of the topic: a new group applies the topic again). One of another topic
-// is refused (errOtherTopic): the folder is another replication's.
+// is refused (ErrStateOfAnotherTopic): the folder is another replication's.
 func (r *Replicator) loadOffsetBook(ctx context.Context) error {
 	st, topic := r.cfg.Store, r.cfg.Kafka.Topic
 	b := &offsetBook{saved: savedOffsets{Topic: topic, Group: r.cfg.Kafka.Group, Partitions: map[string]int64{}}, changed: map[string]bool{}}
 	if err := b.read(ctx, st); err != nil {
-		if !errors.Is(err, errOtherTopic) {
+		if !errors.Is(err, ErrStateOfAnotherTopic) {
 			err = outputFailed(err)
 		}
 		return err
@@ -61,12 +61,19 @@ func (r *Replicator) loadOffsetBook(ctx context.Context) error {
 	return nil
 }
 
-// errOtherTopic: a table replication's state folder holds another topic's replication.
-var errOtherTopic = errors.New("replicate: the state folder is another topic's")
+// ErrStateOfAnotherTopic is the error (wrapped) of a table replication whose state folder holds
+// another topic's replication: a refusal of what was asked, not a failure.
+var ErrStateOfAnotherTopic = errors.New("replicate: the state folder holds another topic's replication")
+
+// otherTopicError is an error that is ErrStateOfAnotherTopic without saying so in its text.
+type otherTopicError struct{ error }
+
+func (e otherTopicError) Unwrap() error      { return e.error }
+func (otherTopicError) Is(target error) bool { return target == ErrStateOfAnotherTopic }
 
 // read takes the partitions of the state folder's offsetsFile into the book, but for those
 // noted since the last write (none when it is another group's); one of another topic is refused
-// (errOtherTopic).
+// (ErrStateOfAnotherTopic).
 func (b *offsetBook) read(ctx context.Context, st store.Store) error {
 	var s savedOffsets
 	ok, err := getJSON(ctx, st, offsetsFile, &s)
@@ -77,9 +84,9 @@ func (b *offsetBook) read(ctx context.Context, st store.Store) error {
 		// its rejects files are named by partition and offsets: this replication's first batch
 		// of a partition would remove those of the other topic's as its own replayed ones, and
 		// each would write offsets.json without the other's offsets
-		return fmt.Errorf("%w: the state folder %s holds the offsets of another replication into this table, of topic %s (consumer group %s), whose rejects files this one's would replace: "+
+		return otherTopicError{fmt.Errorf("the state folder %s holds the offsets of another replication into this table, of topic %s (consumer group %s), whose rejects files this one's would replace: "+
 			"give the replication of topic %s a state folder of its own (--state DIR); if the replication of topic %s is over and its rejects are dealt with, remove %s instead",
-			errOtherTopic, st.Location(""), s.Topic, s.Group, b.saved.Topic, s.Topic, st.Location(offsetsFile))
+			st.Location(""), s.Topic, s.Group, b.saved.Topic, s.Topic, st.Location(offsetsFile))}
 	}
 	if s.Group != b.saved.Group {
 		return nil // an earlier group's: a new group applies the topic again

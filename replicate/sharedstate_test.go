@@ -2,6 +2,7 @@ package replicate_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -139,7 +140,7 @@ func TestStateFolderOfAnotherTopicRefused(t *testing.T) {
 		t.Fatalf("a replication of topic %s into the state folder of topic %s's was accepted; the folder's reject lines: %d of %d (both topics')",
 			topicY, topicX, lines, 2*len(poison))
 	}
-	if !strings.Contains(err.Error(), topicX) || !strings.Contains(err.Error(), "--state") {
+	if !errors.Is(err, replicate.ErrStateOfAnotherTopic) || !strings.Contains(err.Error(), topicX) || !strings.Contains(err.Error(), "--state") {
 		t.Errorf("refused with %v, want the topic whose offsets the folder holds and --state named", err)
 	}
 }

@@ -224,7 +224,7 @@ func runReplicate(cmd *cobra.Command, inv *invocation, f *replicateFlags) error 
 		if errors.Is(err, replicate.ErrOutput) {
 			return runFailed(fmt.Errorf("%w\nonce the cause is fixed, run the same command again", err))
 		}
-		if o.toSQL && !errors.Is(err, sqlsink.ErrTableMismatch) && !errors.Is(err, kafka.ErrSchema) {
+		if o.toSQL && !errors.Is(err, sqlsink.ErrTableMismatch) && !errors.Is(err, kafka.ErrSchema) && !errors.Is(err, replicate.ErrStateOfAnotherTopic) {
 			return runFailed(err)
 		}
 		return usageError(err)

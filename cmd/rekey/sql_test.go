@@ -401,6 +401,19 @@ target:
 	}
 }
 
+// A replication into a table whose state folder holds another topic's replication (the default
+// --state is the table's, the same for two topics) is refused as invalid use, exit 2, naming
+// --state, before it connects to anything; it failed with exit 3, as a failure of the run.
+func TestReplicateIntoSQLRefusesAnotherTopicsState(t *testing.T) {
+	state := t.TempDir()
+	writeFile(t, state, "offsets.json", `{"topic": "orders-eu", "group": "g", "next_offsets": {"0": 12}}`)
+	code, stdout, stderr := runCLI(t, "replicate", "-m", "../../mappings/orders.yaml", "--source", "kafka://127.0.0.1:1/orders-us?group=g",
+		"--progress", "never", "--out", "mysql://root@127.0.0.1:1/shop", "--state", state)
+	if code != 2 || !strings.Contains(stderr, "orders-eu") || !strings.Contains(stderr, "--state") {
+		t.Errorf("exit %d, want 2 naming the other topic and --state\n%s%s", code, stdout, stderr)
+	}
+}
+
 // A replication into a table whose mapping's source columns the topic's format cannot read (a
 // Cassandra counter from Debezium's connector, which publishes no events of counter tables) is
 // refused before anything is read: exit 2, as into a folder, saying what to do.
