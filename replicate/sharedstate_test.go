@@ -76,7 +76,9 @@ func TestMembersSharingAStateFolderKeepEachOthersOffsets(t *testing.T) {
 		}
 	}
 
-	// Kafka forgets the group's offsets; a's partition gets one new message
+	// Kafka forgets the group's offsets; a's partition gets one new message. A member that
+	// stopped while the group rebalanced is dropped after its session timeout.
+	wait.For(t, func() bool { _, n := groupState(t, c, group); return n == 0 }, "the group without members")
 	c.DeleteGroup(t, group)
 	c.Produce(t, topic, kafkago.Message{Partition: pa, Value: []byte(`{"userid":"new-a","orderid":1,"amount":1,"note":"a"}`)})
 	rn := start(t, cfgFor("c"))
