@@ -652,6 +652,16 @@ func TestRestartKeepsKeyColumn(t *testing.T) {
 	if _, err := replicate.New(context.Background(), cfg); err != nil {
 		t.Fatalf("the same keycol= must go on: %v", err)
 	}
+	// started without keycol=, a member with one is refused too
+	plain := t.TempDir()
+	if _, err := replicate.New(context.Background(), config(t, c, topic, "g-keycol", "json", plain)); err != nil {
+		t.Fatal(err)
+	}
+	cfg = config(t, c, topic, "g-keycol", "json", plain)
+	cfg.Kafka.KeyColumn = "orderid"
+	if _, err := replicate.New(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "keycol=orderid") {
+		t.Errorf("keycol=orderid after none was accepted: %v", err)
+	}
 }
 
 func httpGet(url string) (string, error) {
