@@ -127,6 +127,9 @@ func sendField(to files.RowReceiver, c int, col pipeline.Column, f []byte, quote
 		}
 		to.Float64(c, v)
 	case pipeline.TypeDecimal:
+		if !bigDecimalText(s) {
+			return scratch, fmt.Errorf("%q is not a DECIMAL as Lindorm's bulk load (Spark's CSV reader) reads one", s)
+		}
 		d, e := files.DecimalValue(col, pipeline.Decimal(s))
 		if e != nil {
 			return scratch, errors.New(e.Message)
@@ -150,6 +153,44 @@ func sparkFloatText(s string) bool {
 		return true
 	}
 	return false
+}
+
+// bigDecimalText tells whether s is a number as java.math.BigDecimal reads it, which Spark's CSV
+// reader does with a DECIMAL field: a sign, digits with at most one point (at least one digit),
+// then an exponent of e or E, a sign and digits. files.DecimalValue also takes spaces around the
+// number and an exponent with two signs (1e+-2), which fail that reader: the bulk load loads
+// NULL.
+func bigDecimalText(s string) bool {
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	digits, point := 0, false
+	for ; i < len(s); i++ {
+		switch {
+		case s[i] >= '0' && s[i] <= '9':
+			digits++
+			continue
+		case s[i] == '.' && !point:
+			point = true
+			continue
+		}
+		break
+	}
+	if digits == 0 {
+		return false
+	}
+	if i == len(s) {
+		return true
+	}
+	if s[i] != 'e' && s[i] != 'E' {
+		return false
+	}
+	i++
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	return i < len(s) && allDigits(s[i:])
 }
 
 // parseTimestamp reads a TIMESTAMP as the format writes it (yyyy-mm-ddThh:mm:ss.SSSZ), in epoch

@@ -151,3 +151,20 @@ func TestReadFloatSpecialsAsSparkDoes(t *testing.T) {
 		}
 	}
 }
+
+// A DECIMAL field reads as Spark's CSV reader reads it (java.math.BigDecimal of the text): a
+// space around the number or an exponent with two signs fails that reader, which loads the
+// value as NULL, so they are errors naming the line and column. Before, the reader trimmed the
+// spaces and took "1e+-2" as 0.01, and verify called equal a value the bulk load does not load.
+func TestReadDecimalAsSparkDoes(t *testing.T) {
+	schema := pipeline.TargetSchema{Table: "t", Columns: []pipeline.Column{{Name: "dec", Type: pipeline.TypeDecimal, Precision: 10, Scale: 3, KeyPos: -1}}}
+	for field, ok := range map[string]bool{"12.300": true, "-0.001": true, "+1.5": true, ".5": true, "5.": true, "1e2": true, "1E+2": true,
+		"15e-1": true, `" 12.300"`: false, `"12.300 "`: false, "\"\t1\"": false, "1e+-2": false, "1e++2": false, "1e": false, "e2": false} {
+		file := "dec\n" + field + "\n"
+		var got received
+		_, err := csv.New().Read(context.Background(), strings.NewReader(file), int64(len(file)), schema, &got)
+		if ok != (err == nil) || !ok && !strings.Contains(err.Error(), "line 2, column dec") {
+			t.Errorf("%q: read %v, err %v; want ok %v", field, got.rows, err, ok)
+		}
+	}
+}
