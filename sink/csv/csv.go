@@ -24,7 +24,8 @@
 // Lines end with "\n". What Spark's CSV reader cannot read back is refused: an empty string
 // (Spark reads "" as null) and a value holding CR or LF (Spark reads a line per record) are
 // rejects with code csv_value; a VARBINARY column is refused at the start (CheckSchema: Spark
-// reads a binary column as the text's own bytes, so no text form of arbitrary bytes loads back).
+// reads a binary column as the text's own bytes, so no text form of arbitrary bytes loads back),
+// and so is a column whose name holds CR or LF (the header is one line).
 //
 // Not encoding/csv's Writer: it writes RFC 4180 quotes, and it takes a []string per record where
 // this appends typed values to a chunk's buffer.
@@ -70,9 +71,15 @@ func (f *Format) Delimiter() byte { return f.delim }
 
 // CheckSchema refuses a table the CSV format cannot carry to Lindorm: a VARBINARY column (Spark's
 // CSV reader, which Lindorm's bulkload runs, reads a binary column as the bytes of its text, so
-// neither hex nor any other text form of arbitrary bytes loads back as written).
+// neither hex nor any other text form of arbitrary bytes loads back as written), and a column
+// whose name holds CR or LF (the header is one line, as every record).
 func (f *Format) CheckSchema(schema pipeline.TargetSchema) error {
 	for _, c := range schema.Columns {
+		if strings.ContainsAny(c.Name, "\r\n") {
+			return fmt.Errorf("csv: column %q has a line break in its name, which the CSV header cannot carry (Spark's CSV reader, "+
+				"which Lindorm's bulkload runs, reads one line per record: the rest of the header would load as a row): use "+
+				"--format parquet, or give the target column another name in the mapping (target.columns)", c.Name)
+		}
 		switch c.Type {
 		case pipeline.TypeInvalid:
 			return fmt.Errorf("csv: column %q has no type", c.Name)

@@ -297,3 +297,23 @@ func TestNoLineIsOneSparkSkips(t *testing.T) {
 		}
 	}
 }
+
+// A column whose name holds a line break cannot be a CSV header field: Spark's CSV reader
+// (Lindorm's bulkload) reads one line per record, so the rest of the header would load as a row,
+// and rekey's own reader (verify) fails the file. Such a table is refused before anything is
+// written, naming the column and Parquet. Before, the header was written across two lines.
+func TestColumnNameWithALineBreakIsRefused(t *testing.T) {
+	f := csv.New()
+	for _, name := range []string{"a\nb", "a\rb", "ab\r\n"} {
+		schema := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+			{Name: "id", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: name, Type: pipeline.TypeVarchar, KeyPos: -1}}}
+		err := f.CheckSchema(schema)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", name)) || !strings.Contains(err.Error(), "--format parquet") {
+			t.Errorf("column %q: %v; want an error naming it and --format parquet", name, err)
+		}
+		var out bytes.Buffer
+		if _, err := f.NewWriter(&out, schema); err == nil {
+			t.Errorf("column %q: header written as %q", name, out.String())
+		}
+	}
+}
