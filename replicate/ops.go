@@ -7,6 +7,7 @@ import (
 
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
+	"github.com/rekey/rekey/sink/files"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/kafka"
 )
@@ -88,6 +89,11 @@ type outputCaps struct {
 	// writeTime: the table writes cell timestamps, so a change without its write time is
 	// rejected (a redundant Debezium tombstone dropped).
 	writeTime bool
+	// values: the files' format refuses values of its own (CSV: what Spark's CSV reader cannot
+	// read back), which its buffer rejects (stage sink). An update that moves its row to another
+	// key and whose new row it refuses is rejected before the old key's delete: applied alone,
+	// that delete would take the row out of the table. nil: none.
+	values files.ValueChecker
 }
 
 // operations appends the operations of one change to dst: a reject, a drop, a delete of a key
@@ -147,6 +153,12 @@ func (w *partWorker) operations(dst []operation, ch *kafka.Change) []operation {
 	if ch.Before != nil {
 		old := w.rows.row()
 		moved, rerr := w.oldKey(ch.Before, ch.Offset, row, old)
+		if moved && rerr == nil && w.caps.values != nil {
+			// the files would refuse the new row: the old key's delete alone would lose the row
+			if verr := w.caps.values.CheckValues(w.r.target, row); verr != nil {
+				return reject(dst, stageSink, verr)
+			}
+		}
 		switch {
 		case rerr != nil:
 			if ch.BeforeFromKey {

@@ -69,12 +69,18 @@ type roll struct {
 func (r *Replicator) newWorker(partition int, commit func(int, int64) error, partitions int) *worker {
 	return &worker{
 		// a change's rows are copied into the buffers before the next change: two rows at most
-		partWorker: r.newPartWorker(partition, commit, outputCaps{wholeRows: true}, 2),
+		partWorker: r.newPartWorker(partition, commit, outputCaps{wholeRows: true, values: valueChecker(r.cfg.Format)}, 2),
 		tracker:    newTracker(),
 		budget:     r.cfg.Memory / int64(max(1, partitions)),
 		router:     r.cfg.Plan.Router(),
 		early:      true,
 	}
+}
+
+// valueChecker is the format's own refusals of values, nil when it has none.
+func valueChecker(f files.Format) files.ValueChecker {
+	c, _ := f.(files.ValueChecker)
+	return c
 }
 
 // run replicates from offset (the group's, or kafka-go's FirstOffset/LastOffset) or from the

@@ -197,6 +197,9 @@ func (w *changeWorker) process(b *ChangeBatch, first uint64, c *pipeline.Counter
 			kept++
 			continue
 		}
+		if ch.Delete && v.cfg.Folder != nil && w.refusedMove(b.Changes, i) {
+			continue // replicate into files rejected the whole move: the next change counts it
+		}
 		var e *pipeline.RowError
 		w.key = w.key[:0]
 		for k := range v.keyCols {
@@ -248,6 +251,18 @@ func (w *changeWorker) process(b *ChangeBatch, first uint64, c *pipeline.Counter
 	c.RowsWritten.Add(kept)
 	c.RowsRejected.Add(rejected + skipped) // the progress line: messages that made no change
 	return nil
+}
+
+// refusedMove tells whether changes[i], a delete, is the old key's delete of an update that
+// moves its row (the upsert of the same message follows it) whose new row the files' format
+// refuses: replicate into files rejects such an update whole, deleting nothing.
+func (w *changeWorker) refusedMove(changes []Change, i int) bool {
+	if w.values == nil || i+1 >= len(changes) {
+		return false
+	}
+	next := &changes[i+1]
+	return next.Seq == changes[i].Seq && !next.Delete && next.Set == nil && next.Range == nil &&
+		w.values.CheckValues(w.v.schema, next.Values) != nil
 }
 
 func cloneRange(kr *pipeline.KeyRange) pipeline.KeyRange {
