@@ -89,10 +89,10 @@ type outputCaps struct {
 	// writeTime: the table writes cell timestamps, so a change without its write time is
 	// rejected (a redundant Debezium tombstone dropped).
 	writeTime bool
-	// values: the files' format refuses values of its own (CSV: what Spark's CSV reader cannot
-	// read back), which its buffer rejects (stage sink). An update that moves its row to another
-	// key and whose new row it refuses is rejected before the old key's delete: applied alone,
-	// that delete would take the row out of the table. nil: none.
+	// values: the output refuses values of its own (CSV: what Spark's CSV reader cannot read
+	// back; a table: what no statement carries, a NaN DOUBLE), which its sink rejects. An update
+	// that moves its row to another key and whose new row it refuses is rejected before the old
+	// key's delete: applied alone, that delete would take the row out of the table. nil: none.
 	values files.ValueChecker
 }
 

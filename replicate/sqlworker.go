@@ -97,7 +97,7 @@ func (r *Replicator) newSQLWorker(partition int, commit func(int, int64) error) 
 // statements ran.
 func (r *Replicator) newSQLPartWorker(partition int, commit func(int, int64) error) partWorker {
 	t := r.cfg.SQL.Target
-	w := r.newPartWorker(partition, commit, outputCaps{writeTime: t != nil && t.CellTimestamps}, 4096)
+	w := r.newPartWorker(partition, commit, outputCaps{writeTime: t != nil && t.CellTimestamps, values: sqlsink.ValueChecker{}}, 4096)
 	// a batch of up to one statement's rows, as a program applying the same statements batches
 	// what has arrived: a shorter one splits the statements, a round trip each
 	w.fetchLen = r.cfg.SQL.RowsPerStatement()

@@ -197,8 +197,8 @@ func (w *changeWorker) process(b *ChangeBatch, first uint64, c *pipeline.Counter
 			kept++
 			continue
 		}
-		if ch.Delete && v.cfg.Folder != nil && w.refusedMove(b.Changes, i) {
-			continue // replicate into files rejected the whole move: the next change counts it
+		if ch.Delete && w.refusedMove(b.Changes, i) {
+			continue // replicate rejected the whole move: the next change counts it
 		}
 		var e *pipeline.RowError
 		w.key = w.key[:0]
@@ -254,8 +254,9 @@ func (w *changeWorker) process(b *ChangeBatch, first uint64, c *pipeline.Counter
 }
 
 // refusedMove tells whether changes[i], a delete, is the old key's delete of an update that
-// moves its row (the upsert of the same message follows it) whose new row the files' format
-// refuses: replicate into files rejects such an update whole, deleting nothing.
+// moves its row (the upsert of the same message follows it) whose new row the target refuses
+// (the files' format, or the table before sending): replicate rejects such an update whole,
+// deleting nothing.
 func (w *changeWorker) refusedMove(changes []Change, i int) bool {
 	if w.values == nil || i+1 >= len(changes) {
 		return false

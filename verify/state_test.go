@@ -160,3 +160,29 @@ func TestChangesTheTableRefusesAreRejected(t *testing.T) {
 		t.Fatalf("a change the table refuses: equal %v, %d missing, %d rejected %v; want equal with it rejected", res.Equal, res.Missing, res.RowsRejected, res.RejectCodes)
 	}
 }
+
+// An update that moves its row to another key, whose new row the table refuses before it is
+// sent (a NaN), is rejected whole by replicate into a table: the old key keeps its row. verify
+// counts the change as rejected and looks for the old row, not for its delete. Before, it applied
+// the move's delete alone and called the row replicate kept extra.
+func TestTableRefusedMoveKeepsTheOldRow(t *testing.T) {
+	p := testProgram(t)
+	schema := p.Target()
+	tbl := migrated(t, p, testRecords(50))
+	rows := tbl.list()
+	moved := slices.Clone(rows[0])
+	moved[0], moved[1] = pipeline.Int(1000%7), pipeline.Int(1000)
+	moved[schema.Index("score")] = pipeline.Float(math.NaN())
+	changes := func(ctx context.Context, fn func(*ChangeBatch) error) error {
+		if err := changesOf(rows)(ctx, fn); err != nil {
+			return err
+		}
+		return fn(&ChangeBatch{Stream: "topic/0", Messages: 1, Rejects: map[string]int64{}, Skipped: map[string]int64{}, Changes: []Change{
+			{Seq: 1000, Delete: true, Values: rows[0][:schema.KeyLen]}, {Seq: 1000, Values: moved}}})
+	}
+	res := runWith(t, Config{Program: p, Changes: changes, Lookup: refusingTable{tbl}}, nil)
+	if !res.Equal || res.RowsRejected != 1 || res.RejectCodes["target_refused"] != 1 || res.KeysDeleted != 0 {
+		t.Fatalf("a move the table refuses: equal %v, %d rejected %v, %d keys deleted: %s; want equal, the move rejected, nothing deleted",
+			res.Equal, res.RowsRejected, res.RejectCodes, res.KeysDeleted, Verdict(res))
+	}
+}

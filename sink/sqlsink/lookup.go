@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/rekey/rekey/pipeline"
-	"github.com/rekey/rekey/sink/files"
 )
 
 // MaxLookupKeys is the most keys one multi-get names: Lindorm reads at most 2,000 rows per query
@@ -111,17 +110,7 @@ func (l *Lookup) Lookup(ctx context.Context, keys [][]pipeline.Value) ([][]pipel
 // DOUBLE has no SQL literal: migrate rejected it, target_refused), so that verify counts it as
 // a reject rather than looking for it (files.ValueChecker).
 func (l *Lookup) CheckValues(schema pipeline.TargetSchema, values []pipeline.Value) *pipeline.RowError {
-	for i, c := range schema.Columns {
-		if (c.Type != pipeline.TypeFloat && c.Type != pipeline.TypeDouble) || values[i].IsNull() {
-			continue
-		}
-		if f, err := files.FloatValue(c, values[i]); err == nil {
-			if err := refusedFloat(c, f); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return ValueChecker{}.CheckValues(schema, values)
 }
 
 // ScanPage is the most rows one page of Scan reads: Lindorm returns at most 2,000 rows a query.
