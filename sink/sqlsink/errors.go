@@ -48,7 +48,9 @@ var serverErrors = map[uint16]errClass{
 	1161: classTransient, // ER_NET_WRITE_INTERRUPTED    network write timeout
 	1205: classTransient, // ER_LOCK_WAIT_TIMEOUT
 	1213: classTransient, // ER_LOCK_DEADLOCK
-	1290: classTransient, // ER_OPTION_PREVENTS_STATEMENT  e.g. --read-only during a failover
+	1290: classTransient, // ER_OPTION_PREVENTS_STATEMENT  e.g. --read-only during a failover (see readOnly)
+	1792: classTransient, // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION (see readOnly)
+	1836: classTransient, // ER_READ_ONLY_MODE           InnoDB's read-only mode (see readOnly)
 	1927: classTransient, // ER_CONNECTION_KILLED (MariaDB)
 	1969: classTransient, // ER_STATEMENT_TIMEOUT (MariaDB) max_statement_time exceeded
 	2006: classTransient, // CR_SERVER_GONE_ERROR
@@ -131,6 +133,15 @@ func classify(err error) errClass {
 		return classTransient
 	}
 	return classFatal
+}
+
+// readOnly tells whether err is a server refusing writes as read-only (--read-only,
+// super_read_only, InnoDB's read-only mode): after a failover, the connections opened before it
+// still reach the old primary. The connection is left (sessionConn.ExecContext) so that the retry
+// runs on a new one, which reaches the new primary.
+func readOnly(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1290 || me.Number == 1792 || me.Number == 1836)
 }
 
 // columnInMessage finds the refused column in a server's message: 'v' (MySQL), or `v` and

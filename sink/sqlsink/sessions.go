@@ -91,6 +91,11 @@ func (s *sessionConn) ExecContext(ctx context.Context, query string, args []driv
 	if err != nil && fateUnknown(err, s.execConn.IsValid()) {
 		s.c.settle(ctx, s.session, err)
 	}
+	if err != nil && readOnly(err) {
+		// a server that refuses writes (the old primary after a failover): closed, the
+		// connection leaves the pool, and the statement's retry opens a new one
+		s.execConn.Close()
+	}
 	return r, err
 }
 

@@ -1147,8 +1147,12 @@ func (w *Writer) retry(ctx context.Context, kind string, rows int, f func(contex
 			continue
 		}
 		if attempt >= w.cfg.Retries {
-			return fmt.Errorf("%s of %d rows in %s failed %d times, the last: %w; check that the server is up and reachable, then run again (what was written is kept; writes are idempotent)",
-				kind, rows, w.cfg.Target.Redacted, attempt+deadlocks+1, err)
+			check := "check that the server is up and reachable"
+			if readOnly(err) {
+				check = "the server refuses writes as read-only: check that the target is the primary (a failover may still be under way)"
+			}
+			return fmt.Errorf("%s of %d rows in %s failed %d times, the last: %w; %s, then run again (what was written is kept; writes are idempotent)",
+				kind, rows, w.cfg.Target.Redacted, attempt+deadlocks+1, err, check)
 		}
 		attempt++
 		w.log.Warn("statement failed, retrying", zap.String("kind", kind), zap.Int("rows", rows), zap.Int("attempt", attempt), zap.Duration("backoff", bo.Delay()), zap.Error(err))

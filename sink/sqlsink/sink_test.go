@@ -499,6 +499,10 @@ type faultProxy struct {
 	onConnect func() (errPacket []byte)
 	onPacket  func(p []byte) (errPacket []byte, cut bool)
 	cutAfter  func(p []byte) bool
+	// connPacket, when set, answers a packet of the proxy's n-th connection (from 1) in place
+	// of onPacket: a server that behaves so on some connections only
+	connPacket func(n int64, p []byte) (errPacket []byte, cut bool)
+	conns      atomic.Int64
 }
 
 func newFaultProxy(t *testing.T, addr string, onConnect func() []byte, onPacket func([]byte) ([]byte, bool)) *faultProxy {
@@ -531,12 +535,17 @@ func newFaultProxy(t *testing.T, addr string, onConnect func() []byte, onPacket 
 				}
 				defer s.Close()
 				go io.Copy(c, s)
+				conn := p.conns.Add(1)
+				onPacket := p.onPacket
+				if p.connPacket != nil {
+					onPacket = func(b []byte) ([]byte, bool) { return p.connPacket(conn, b) }
+				}
 				buf := make([]byte, 64<<10)
 				for {
 					n, err := c.Read(buf)
 					if n > 0 {
-						if p.onPacket != nil {
-							if e, cut := p.onPacket(buf[:n]); cut {
+						if onPacket != nil {
+							if e, cut := onPacket(buf[:n]); cut {
 								return // drop the packet and the connection
 							} else if e != nil {
 								c.Write(e) // the server never sees the packet: the session stays in step
@@ -671,6 +680,69 @@ func TestServerLimitErrorsAreRetried(t *testing.T) {
 	srv.DB(t).QueryRow("SELECT COUNT(*) FROM t").Scan(&n)
 	if n != 10 {
 		t.Errorf("%d rows, want 10", n)
+	}
+}
+
+// A failover leaves the pool's connections on the old primary, which refuses writes as
+// read-only (1290, MySQL's and MariaDB's --read-only; 1836 InnoDB's read-only mode) while new
+// connections reach the new primary: the statement is tried again on a new connection, and the
+// rows are written. Before, every retry ran on the same connection to the read-only server until
+// the retries ran out and the run failed.
+func TestReadOnlyServerIsLeftForANewConnection(t *testing.T) {
+	for _, code := range []uint16{1290, 1836} {
+		t.Run(fmt.Sprint(code), func(t *testing.T) {
+			srv := mysqltest.GMS(t)
+			s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+				{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
+			srv.Exec(t, mysqlsql.DDL(s, mysqlsql.KeyCollations[srv.DDLDialect()]))
+			var refused atomic.Int64
+			p := newFaultProxy(t, srv.Addr, nil, nil)
+			p.connPacket = func(n int64, b []byte) ([]byte, bool) {
+				if n == 1 && bytes.Contains(b, []byte("INSERT INTO")) { // the connection Open made, kept in the pool
+					refused.Add(1)
+					return errPacket(1, code, "HY000", "The MySQL server is running with the --read-only option so it cannot execute this statement"), false
+				}
+				return nil, false
+			}
+			tgt, err := ParseURI("mysql://root@"+p.l.Addr().String()+"/"+srv.Database, noEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := Open(context.Background(), Config{Target: tgt, Schema: s, Conns: 1, Retries: 3, BackoffMin: time.Millisecond, BackoffMax: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			var rows []pipeline.Row
+			for i := 0; i < 10; i++ {
+				rows = append(rows, pipeline.Row{Values: []pipeline.Value{pipeline.Int(int64(i)), pipeline.Int(int64(i))}})
+			}
+			if err := w.Write(context.Background(), rows); err != nil {
+				t.Fatalf("write after a failover (the pooled connection read-only, a new one writable): %v", err)
+			}
+			if r := refused.Load(); r != 1 {
+				t.Errorf("the read-only connection refused %d statements, want 1: it is left after its first refusal", r)
+			}
+			if r := w.Stats.Retries.Load(); r != 1 {
+				t.Errorf("%d retries counted, want 1", r)
+			}
+			if n := countRows(t, srv); n != 10 {
+				t.Errorf("%d rows, want 10", n)
+			}
+
+			// a server that stays read-only (a replica named by mistake): the retries run out,
+			// and the error says so rather than to check that the server is up
+			p.connPacket = func(n int64, b []byte) ([]byte, bool) {
+				if bytes.Contains(b, []byte("INSERT INTO")) {
+					return errPacket(1, code, "HY000", "The MySQL server is running with the --read-only option so it cannot execute this statement"), false
+				}
+				return nil, false
+			}
+			err = w.Write(context.Background(), rows)
+			if err == nil || !strings.Contains(err.Error(), "read-only: check that the target is the primary") {
+				t.Errorf("write to a server that stays read-only: %v", err)
+			}
+		})
 	}
 }
 
