@@ -74,9 +74,10 @@ var serverErrors = map[uint16]errClass{
 
 // transientMessages are Lindorm's words for overload and throttling, which it reports under a
 // generic error number. UNCERTAIN: Lindorm's exact texts; these fragments are the HBase-side
-// exceptions LindormTable is built on.
+// exceptions LindormTable is built on (RegionTooBusyException, CallQueueTooBigException,
+// ipc.ServerTooBusyException, NotServingRegionException, RegionMovedException).
 var transientMessages = []string{"throttl", "regiontoobusy", "server is busy", "too many requests",
-	"notservingregion", "regionmoved", "callqueuetoolarge", "timeout"}
+	"notservingregion", "regionmoved", "callqueuetoobig", "servertoobusy", "timeout"}
 
 // rowMessages are refusals of a value that servers report under a generic number (1105,
 // ER_UNKNOWN_ERROR: go-mysql-server; Lindorm's own errors). UNCERTAIN for Lindorm's texts.

@@ -875,6 +875,10 @@ func TestClassify(t *testing.T) {
 		{&mysql.MySQLError{Number: 1153, Message: "Got a packet bigger than 'max_allowed_packet' bytes"}, classRow},
 		{&mysql.MySQLError{Number: 1064, Message: "syntax error"}, classFatal},
 		{&mysql.MySQLError{Number: 1105, Message: "RegionTooBusyException: over memstore limit"}, classTransient},
+		// HBase's names of a full call queue and of a server at its concurrent requests: they
+		// stopped the run as unknown errors
+		{&mysql.MySQLError{Number: 1105, Message: "org.apache.hadoop.hbase.CallQueueTooBigException: Call queue is full on rs1,16020, too many items queued ?"}, classTransient},
+		{&mysql.MySQLError{Number: 1105, Message: "org.apache.hadoop.hbase.ipc.ServerTooBusyException: Busy Server: rs1,16020 (there are 100 concurrent rpc requests)"}, classTransient},
 		{mysql.ErrInvalidConn, classTransient},
 		{fmt.Errorf("x: %w", io.ErrUnexpectedEOF), classTransient},
 		{context.Canceled, classFatal},
