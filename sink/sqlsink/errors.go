@@ -69,6 +69,9 @@ var serverErrors = map[uint16]errClass{
 	1406: classRow, // ER_DATA_TOO_LONG               data too long for column
 	1690: classRow, // ER_DATA_OUT_OF_RANGE           value out of range
 	3140: classRow, // ER_INVALID_JSON_TEXT (MySQL)
+	3150: classRow, // ER_JSON_VALUE_TOO_BIG (MySQL)  too big for a JSON column
+	3151: classRow, // ER_JSON_KEY_TOO_BIG (MySQL)    an object key over 64 KiB
+	3157: classRow, // ER_JSON_DOCUMENT_TOO_DEEP (MySQL)  nested deeper than 100 (Go reads 10,000)
 	4025: classRow, // ER_CONSTRAINT_FAILED (MariaDB: JSON_VALID check of a JSON column)
 }
 

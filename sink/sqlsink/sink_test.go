@@ -357,6 +357,61 @@ func TestRefusedRowIsRejectedOthersWritten(t *testing.T) {
 	}
 }
 
+// A JSON value that Go reads but MySQL 8 refuses in a JSON column, nested deeper than its 100
+// levels (3157), or with an object key or a value too long for it (3151, 3150), is a reject of
+// its row, and the rows around it are written. Before, the server's refusal stopped the run as an
+// unknown error. The server's refusal is played by a proxy: go-mysql-server and MariaDB (whose
+// JSON is a longtext checked by JSON_VALID) do not refuse these.
+func TestJSONValueMySQLRefusesIsRejected(t *testing.T) {
+	deep := strings.Repeat("[", 101) + strings.Repeat("]", 101)
+	for code, msg := range map[uint16]string{
+		3157: "The JSON document exceeds the maximum depth of 100.",
+		3151: "The JSON object contains a key name that is too long.",
+		3150: "The JSON value is too big to be stored in a JSON column.",
+	} {
+		t.Run(fmt.Sprint(code), func(t *testing.T) {
+			srv := mysqltest.GMS(t)
+			s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+				{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "j", Type: pipeline.TypeJSON, KeyPos: -1}}}
+			srv.Exec(t, mysqlsql.DDL(s, mysqlsql.KeyCollations[srv.DDLDialect()]))
+			p := newFaultProxy(t, srv.Addr, nil, func(b []byte) ([]byte, bool) {
+				if bytes.Contains(b, []byte("INSERT INTO")) && bytes.Contains(b, []byte(deep)) {
+					return errPacket(1, code, "22032", msg), false
+				}
+				return nil, false
+			})
+			tgt, err := ParseURI("mysql://root@"+p.l.Addr().String()+"/"+srv.Database, noEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := Open(context.Background(), Config{Target: tgt, Schema: s, Conns: 1, BackoffMin: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			var rows []pipeline.Row
+			for i := 0; i < 10; i++ {
+				j := `{"a":1}`
+				if i == 4 {
+					j = deep
+				}
+				rows = append(rows, pipeline.Row{Values: []pipeline.Value{pipeline.Int(int64(i)), pipeline.Text(j)}})
+			}
+			err = w.Write(context.Background(), rows)
+			var rr *pipeline.RowRejects
+			if !errors.As(err, &rr) {
+				t.Fatalf("want the row rejected, got %v", err)
+			}
+			if len(rr.Rows) != 1 || rr.Rows[0].Index != 4 || rr.Rows[0].Err.Code != CodeTargetRefused || !strings.Contains(rr.Rows[0].Err.Message, msg) {
+				t.Errorf("rejects %+v: want row 4 alone, code %s, with the server's error", rr.Rows, CodeTargetRefused)
+			}
+			if n := countRows(t, srv); n != 9 {
+				t.Errorf("%d rows written, want 9", n)
+			}
+		})
+	}
+}
+
 // kvWriter creates the table t (k bigint primary key, v of type vType) and opens a writer of it.
 func kvWriter(t *testing.T, srv *mysqltest.Server, vType string) *Writer {
 	t.Helper()
