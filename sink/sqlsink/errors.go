@@ -161,9 +161,9 @@ func packetTooLarge(err error) bool {
 	return errors.Is(err, mysql.ErrPktTooLarge) || errors.As(err, &me) && me.Number == 1153
 }
 
-// rowError turns a server's refusal of one row, whose statement was stmtBytes long, into its
-// reject.
-func rowError(err error, stmtBytes int) *pipeline.RowError {
+// rowError turns a server's refusal of one row of table, whose statement was stmtBytes long,
+// into its reject.
+func rowError(err error, stmtBytes int, table string) *pipeline.RowError {
 	if packetTooLarge(err) {
 		return &pipeline.RowError{Code: CodeTargetRefused, Message: fmt.Sprintf("the row's statement (%d bytes) is larger than the server's max_allowed_packet: "+
 			"raise max_allowed_packet on the server (SET GLOBAL max_allowed_packet = N, and in its configuration file; MariaDB's default is 16 MiB, "+
@@ -174,6 +174,9 @@ func rowError(err error, stmtBytes int) *pipeline.RowError {
 		field = m[1]
 		if field == "" {
 			field = strings.ReplaceAll(m[2], "``", "`")
+		}
+		if strings.Contains(err.Error(), "Invalid JSON text") { // MySQL's 3140 says 'table.column'
+			field = strings.TrimPrefix(field, table+".")
 		}
 	}
 	return &pipeline.RowError{Code: CodeTargetRefused, Field: field, Message: "the server refused the row: " + err.Error()}

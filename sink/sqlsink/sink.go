@@ -433,7 +433,7 @@ func (w *Writer) deleteRange(ctx context.Context, kr *pipeline.KeyRange, ts int6
 		err := w.run(ctx, "delete", 1, stmt)
 		if err != nil && classify(err) == classRow {
 			w.Stats.Rejected.Add(1)
-			return rowError(err, len(stmt)), nil
+			return rowError(err, len(stmt), w.st.schema.Table), nil
 		}
 		return nil, err
 	}
@@ -1017,7 +1017,7 @@ func (w *Writer) exec(ctx context.Context, a *applyState, ops []int, shape *upse
 	if len(ops) == 1 {
 		w.Stats.Rejected.Add(1)
 		w.log.Warn("row refused by the server", zap.String("kind", kind), zap.Error(err))
-		return []pipeline.RowReject{{Index: ops[0], Err: rowError(err, len(stmt))}}, nil
+		return []pipeline.RowReject{{Index: ops[0], Err: rowError(err, len(stmt), w.st.schema.Table)}}, nil
 	}
 	half := len(ops) / 2
 	r1, err := w.exec(ctx, a, ops[:half], shape)

@@ -942,7 +942,7 @@ func TestClassify(t *testing.T) {
 			t.Errorf("%v: class %d, want %d", tc.err, got, tc.want)
 		}
 	}
-	if r := rowError(&mysql.MySQLError{Number: 1406, Message: "Data too long for column 'v' at row 3"}, 100); r.Field != "v" || r.Code != CodeTargetRefused {
+	if r := rowError(&mysql.MySQLError{Number: 1406, Message: "Data too long for column 'v' at row 3"}, 100, "t"); r.Field != "v" || r.Code != CodeTargetRefused {
 		t.Errorf("rowError: %+v", r)
 	}
 }
@@ -1371,8 +1371,11 @@ func TestRowErrorFieldForms(t *testing.T) {
 		"Incorrect string value: '\\xF0\\x9F\\x98\\x80' for column `rekey`.`t`.`v` at row 1":    "v",
 		"Incorrect datetime value: '1960-01-01 00:00:00.000' for column `db`.`t`.`ts` at row 2": "ts",
 		"Incorrect string value: '\\xF0' for column `a``b` at row 1":                            "a`b",
+		// MySQL's invalid JSON text names the column with its table: the field is the column
+		"Invalid JSON text: \"Invalid value.\" at position 6 in value for column 't.j'.": "j",
+		"Data too long for column 'x.y' at row 1":                                        "x.y", // a column named so
 	} {
-		if got := rowError(errors.New(msg), 10).Field; got != want {
+		if got := rowError(errors.New(msg), 10, "t").Field; got != want {
 			t.Errorf("%s: field %q, want %q", msg, got, want)
 		}
 	}
