@@ -72,7 +72,8 @@ var serverErrors = map[uint16]errClass{
 	3150: classRow, // ER_JSON_VALUE_TOO_BIG (MySQL)  too big for a JSON column
 	3151: classRow, // ER_JSON_KEY_TOO_BIG (MySQL)    an object key over 64 KiB
 	3157: classRow, // ER_JSON_DOCUMENT_TOO_DEEP (MySQL)  nested deeper than 100 (Go reads 10,000)
-	4025: classRow, // ER_CONSTRAINT_FAILED (MariaDB: JSON_VALID check of a JSON column)
+	3819: classRow, // ER_CHECK_CONSTRAINT_VIOLATED (MySQL 8)  the row breaks a CHECK of the table
+	4025: classRow, // ER_CONSTRAINT_FAILED (MariaDB: a CHECK of the table, JSON_VALID of a JSON column)
 }
 
 // transientMessages are Lindorm's words for overload and throttling, which it reports under a
@@ -86,7 +87,7 @@ var transientMessages = []string{"throttl", "regiontoobusy", "server is busy", "
 // ER_UNKNOWN_ERROR: go-mysql-server; Lindorm's own errors). UNCERTAIN for Lindorm's texts.
 var rowMessages = []string{"too large for column", "too long for column", "data too long", "out of range",
 	"incorrect datetime", "incorrect date value", "incorrect decimal", "incorrect integer", "incorrect string value",
-	"invalid json", "cannot be null"}
+	"invalid json", "cannot be null", "check constraint"}
 
 // classify says what to do about err.
 // isDeadlock tells whether the server rolled the statement back as a deadlock's victim.

@@ -412,6 +412,37 @@ func TestJSONValueMySQLRefusesIsRejected(t *testing.T) {
 	}
 }
 
+// A row that breaks a CHECK constraint of the table is refused by the server (MySQL's 3819,
+// MariaDB's 4025): it is a reject of its row, found by splitting its statement, naming the
+// server's error, and the rows around it are written. Before, MySQL's refusal stopped the run as
+// an unknown error, where MariaDB's rejected the row.
+func TestRowBreakingACheckConstraintIsRejected(t *testing.T) {
+	srv := mysqltest.GMS(t)
+	s := pipeline.TargetSchema{Table: "t", KeyLen: 1, Columns: []pipeline.Column{
+		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
+	srv.Exec(t, "CREATE TABLE t (k bigint NOT NULL PRIMARY KEY, v bigint, CONSTRAINT v_positive CHECK (v >= 0))")
+	w := openWriter(t, srv, s, 1)
+	var rows []pipeline.Row
+	for i := 0; i < 10; i++ {
+		v := int64(i)
+		if i == 6 {
+			v = -6
+		}
+		rows = append(rows, pipeline.Row{Values: []pipeline.Value{pipeline.Int(int64(i)), pipeline.Int(v)}})
+	}
+	err := w.Write(context.Background(), rows)
+	var rr *pipeline.RowRejects
+	if !errors.As(err, &rr) {
+		t.Fatalf("want the row rejected, got %v", err)
+	}
+	if len(rr.Rows) != 1 || rr.Rows[0].Index != 6 || rr.Rows[0].Err.Code != CodeTargetRefused || !strings.Contains(rr.Rows[0].Err.Message, "v_positive") {
+		t.Errorf("rejects %+v: want row 6 alone, code %s, naming the constraint", rr.Rows, CodeTargetRefused)
+	}
+	if n := countRows(t, srv); n != 9 {
+		t.Errorf("%d rows written, want 9", n)
+	}
+}
+
 // kvWriter creates the table t (k bigint primary key, v of type vType) and opens a writer of it.
 func kvWriter(t *testing.T, srv *mysqltest.Server, vType string) *Writer {
 	t.Helper()
@@ -926,6 +957,7 @@ func TestClassify(t *testing.T) {
 		{&mysql.MySQLError{Number: 1969, Message: "Query execution was interrupted (max_statement_time exceeded)"}, classTransient},
 		{&mysql.MySQLError{Number: 1406, Message: "Data too long for column 'v' at row 3"}, classRow},
 		{&mysql.MySQLError{Number: 1366}, classRow},
+		{&mysql.MySQLError{Number: 3819, Message: "Check constraint 'v_positive' is violated."}, classRow},
 		{fmt.Errorf("x: %w", mysql.ErrPktTooLarge), classRow}, // the driver: over the server's max_allowed_packet
 		{&mysql.MySQLError{Number: 1153, Message: "Got a packet bigger than 'max_allowed_packet' bytes"}, classRow},
 		{&mysql.MySQLError{Number: 1064, Message: "syntax error"}, classFatal},
