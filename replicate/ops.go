@@ -387,6 +387,8 @@ func changeReject(topic, stream string, partition int, ch *kafka.Change, st stag
 		rj.Raw = "null"
 	case len(ch.Value) > limit:
 		rj.Raw = string(ch.Value[:limit])
+		rj.Message += " (raw holds the first " + strconv.Itoa(limit) + " of its " + strconv.Itoa(len(ch.Value)) +
+			" bytes: read the whole message from topic " + topic + ", partition " + strconv.Itoa(partition) + ", offset " + strconv.FormatInt(ch.Offset, 10) + ")"
 	default:
 		rj.Raw = string(ch.Value)
 	}

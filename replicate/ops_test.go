@@ -267,3 +267,25 @@ func md5Hex(s string) string {
 	sum := md5.Sum([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// The rejects line of a message longer than it keeps (64 KiB of its value) says that its raw
+// holds only the message's start, and where to read the whole: a message the table refuses for
+// its size (over max_allowed_packet) is always such a one. Before, the raw was cut short without
+// a word, and read as the message it looked like.
+func TestRejectOfALongMessageSaysItsRawIsCut(t *testing.T) {
+	long := `{"v":"` + strings.Repeat("x", 100<<10) + `"}`
+	ch := &kafka.Change{Offset: 42, Value: []byte(long)}
+	rj := changeReject("orders", "orders/3", 3, ch, stageSink, &pipeline.RowError{Code: "target_refused", Message: "the row's statement is larger than the server's max_allowed_packet"})
+	if len(rj.Raw) != 64<<10 || !strings.HasPrefix(long, rj.Raw) {
+		t.Fatalf("raw of %d bytes, want the message's first 64 KiB", len(rj.Raw))
+	}
+	for _, want := range []string{"max_allowed_packet", "first 65536 of its 102408 bytes", "partition 3", "offset 42"} {
+		if !strings.Contains(rj.Message, want) {
+			t.Errorf("message %q lacks %q", rj.Message, want)
+		}
+	}
+	short := changeReject("orders", "orders/3", 3, &kafka.Change{Offset: 1, Value: []byte(`{"v":1}`)}, stageSink, &pipeline.RowError{Code: "x", Message: "m"})
+	if short.Raw != `{"v":1}` || short.Message != "m" {
+		t.Errorf("a short message's reject: raw %q, message %q", short.Raw, short.Message)
+	}
+}
