@@ -161,8 +161,8 @@ type Decoder struct {
 	lastSchema string
 	scale      []cqlvalue.TimeUnit
 	scaleAny   bool
-	// decScale is, per column, 1 + the scale of an org.apache.kafka.connect.data.Decimal the
-	// envelope schema gives it, or variableScale, or stringBytes (0: none; nil: no column has one)
+	// decScale is, per column, decimalBias + the scale of an org.apache.kafka.connect.data.Decimal
+	// the envelope schema gives it, or variableScale, or stringBytes (0: none; nil: no column has one)
 	decScale []int
 	// the same of the last wrapped message key's schema (keyScale nil: no time column;
 	// keyDecScale nil: no decimal column)
@@ -805,6 +805,11 @@ func connectBytes(raw string) (pipeline.Value, error) {
 	return pipeline.Value{Str: string(b), Kind: pipeline.KindBytes}, nil
 }
 
+// decimalBias is added to a Decimal's scale in Decoder.decScale, so that every scale, negative ones
+// too (Decimal.builder takes any; an Oracle NUMBER(p,s) has s down to -84), marks it with a
+// number above 0, apart from the marks below.
+const decimalBias = 1 << 16
+
 // variableScale marks in Decoder.decScale a column the schema gives an
 // io.debezium.data.VariableScaleDecimal: its scale is beside its unscaled value.
 const variableScale = -2
@@ -862,7 +867,7 @@ func (d *Decoder) bytesDecimal(ci int, raw string) (pipeline.Value, error) {
 		if b64, ok = unquoteSimple(raw); !ok {
 			return pipeline.Null, fmt.Errorf("invalid JSON string %s", raw)
 		}
-		scale = d.decScale[ci] - 1
+		scale = d.decScale[ci] - decimalBias
 	}
 	b, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil || len(b) == 0 {
@@ -1811,7 +1816,7 @@ func (d *Decoder) useSchema(raw string) {
 	}
 }
 
-// decimalScales sets in dec, per column, 1 + the scale of an org.apache.kafka.connect.data.Decimal
+// decimalScales sets in dec, per column, decimalBias + the scale of an org.apache.kafka.connect.data.Decimal
 // fields give it, variableScale for an io.debezium.data.VariableScaleDecimal, or stringBytes for a
 // blob column they give a string, making dec when there is one and it is nil, and returns it.
 func (d *Decoder) decimalScales(fields []connectSchema, dec []int) []int {
@@ -1821,8 +1826,8 @@ func (d *Decoder) decimalScales(fields []connectSchema, dec []int) []int {
 			continue
 		}
 		mark := 0
-		if sc, err := strconv.Atoi(f.Parameters["scale"]); err == nil && f.Name == "org.apache.kafka.connect.data.Decimal" {
-			mark = sc + 1
+		if sc, err := strconv.Atoi(f.Parameters["scale"]); err == nil && f.Name == "org.apache.kafka.connect.data.Decimal" && sc > -decimalBias && sc < decimalBias {
+			mark = sc + decimalBias
 		} else if f.Name == "io.debezium.data.VariableScaleDecimal" {
 			mark = variableScale
 		} else if f.Type == "string" && f.Name == "" && d.types[ci].Kind == cqlvalue.Blob {

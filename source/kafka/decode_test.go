@@ -903,3 +903,31 @@ func TestDecodeRelationalColumnLackingIsTold(t *testing.T) {
 		t.Errorf("warned of %v, want amount once (ts's placeholder is not a lacking column)", told)
 	}
 }
+
+// A Kafka Connect Decimal's scale may be negative (Decimal.builder takes any int scale; an
+// Oracle NUMBER(p,s) has s down to -84): the unscaled value times 10^-scale. Before, the scale
+// was kept as 1 + scale beside the marks of a VariableScaleDecimal (-2) and of a blob given as a
+// string (-1), so a scale of -1 marked no decimal, -2 a string blob and -3 a VariableScaleDecimal:
+// the base64 bytes were read as the column's own text ("BNI=" into a text column, and a decimal
+// or bigint column rejected them with the advice to enable the schema the event had).
+func TestDecodeDebeziumDecimalOfANegativeScale(t *testing.T) {
+	schema := pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "d", Type: "decimal"}, {Name: "s", Type: "text"}, {Name: "n", Type: "bigint"}}
+	for _, c := range []struct{ scale, want string }{
+		{"-1", "upsert 1|12340|12340|12340"},
+		{"-2", "upsert 1|123400|123400|123400"},
+		{"-3", "upsert 1|1234000|1234000|1234000"},
+	} {
+		dec := func(field string) string {
+			return `{"type":"bytes","name":"org.apache.kafka.connect.data.Decimal","version":1,"parameters":{"scale":"` + c.scale + `","connect.decimal.precision":"38"},"field":"` + field + `"}`
+		}
+		env := `{"type":"struct","fields":[{"type":"struct","fields":[{"type":"int64","field":"id"},` + dec("d") + `,` + dec("s") + `,` + dec("n") + `],"field":"after"}]}`
+		d, err := NewDecoder(Config{Format: FormatDebezium}, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		value := `{"schema":` + env + `,"payload":{"op":"c","after":{"id":1,"d":"BNI=","s":"BNI=","n":"BNI="}}}`
+		if got := show(d.Decode(nil, nil, []byte(value))); got != c.want {
+			t.Errorf("scale %s: got %q, want %q", c.scale, got, c.want)
+		}
+	}
+}
