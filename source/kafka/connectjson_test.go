@@ -217,3 +217,26 @@ func TestDecodeFlattenedEvents(t *testing.T) {
 		t.Fatalf("%d of 34 messages read (%v)", seen, err)
 	}
 }
+
+// A row Debezium's ExtractNewRecordState flattened and Kafka Connect's JsonConverter wrapped with
+// its schema (format=json) keeps a NUMERIC without a scale as Debezium's VariableScaleDecimal, the
+// struct of its scale and its unscaled value's base64 (testdata/debezium-connect-json-events.jsonl:
+// "vs":{"scale":3,"value":"+y4="}, -1.234). It is read as that number into a decimal, text or
+// double column, as in a Debezium event. Before, a decimal or double column rejected the row (a
+// JSON object), and a text column held the struct's JSON, {"scale":3,"value":"+y4="}.
+func TestDecodeConnectJSONRowVariableScaleDecimal(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatJSON}, pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "vs", Type: "decimal"},
+		{Name: "note", Type: "text"}, {Name: "f", Type: "double"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vsField := func(field string) string {
+		return `{"type":"struct","fields":[{"type":"int32","optional":false,"field":"scale"},{"type":"bytes","optional":false,"field":"value"}],` +
+			`"optional":true,"name":"io.debezium.data.VariableScaleDecimal","version":1,"doc":"Variable scaled decimal","field":"` + field + `"}`
+	}
+	msg := `{"schema":{"type":"struct","fields":[{"type":"int64","optional":false,"field":"id"},` + vsField("vs") + `,` + vsField("note") + `,` + vsField("f") + `],` +
+		`"optional":false,"name":"srv.public.t.Value"},"payload":{"id":1,"vs":{"scale":3,"value":"+y4="},"note":{"scale":3,"value":"+y4="},"f":{"scale":3,"value":"+y4="}}}`
+	if got, want := show(d.Decode(nil, nil, []byte(msg))), "upsert 1|-1.234|-1.234|-1.234"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -663,8 +663,10 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 			// the column (a NUMERIC(10,0) as bigint, a NUMERIC as text): read as the number,
 			// never as the base64 text or the VariableScaleDecimal's JSON itself
 			v, err = d.bytesDecimal(ci, raw)
-		} else if d.connectRow && k != cqlvalue.Blob && d.decScale != nil && raw[0] == '"' && d.decScale[ci] > 0 {
-			v, err = d.bytesDecimal(ci, raw) // a Kafka Connect Decimal of a wrapped JSON row
+		} else if d.connectRow && k != cqlvalue.Blob && d.decScale != nil && (raw[0] == '"' && d.decScale[ci] > 0 || raw[0] == '{' && d.decScale[ci] == variableScale) {
+			// a Kafka Connect Decimal of a wrapped JSON row, or a VariableScaleDecimal of a
+			// Debezium event's row ExtractNewRecordState flattened
+			v, err = d.bytesDecimal(ci, raw)
 		} else if (d.format == FormatDebezium || d.connectRow && d.rowBytes != nil && d.rowBytes[ci]) && k == cqlvalue.Blob && raw[0] == '"' {
 			if d.decScale != nil && d.decScale[ci] == stringBytes {
 				v, err = stringBlob(raw)
