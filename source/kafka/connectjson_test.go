@@ -240,3 +240,34 @@ func TestDecodeConnectJSONRowVariableScaleDecimal(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// A message key that is one column's value (keycol=), which Kafka Connect's JsonConverter wrapped
+// with its schema, is read by that schema's Decimal as the row's key columns are: an exact
+// decimal's base64 (ExtractField$Key of a NUMERIC key, decimal.handling.mode=precise) is the
+// number its scale gives. Before, its base64 text was the key: a text key column held "BNI="
+// instead of 12.34, and a decimal or bigint one rejected the tombstone, so the row stayed.
+func TestDecodeWrappedScalarKeyDecimal(t *testing.T) {
+	key := func(scale, payload string) []byte {
+		return []byte(`{"schema":{"type":"bytes","optional":false,"name":"org.apache.kafka.connect.data.Decimal","version":1,"parameters":{"scale":"` + scale + `"}},"payload":` + payload + `}`)
+	}
+	for _, c := range []struct {
+		typ, scale, want string
+	}{
+		{"decimal", "2", "12.34"},
+		{"text", "2", "12.34"},
+		{"bigint", "0", "1234"},
+		{"bigint", "-1", "12340"},
+	} {
+		d, err := NewDecoder(Config{Format: FormatJSON, KeyColumn: "k"}, pipeline.SourceSchema{{Name: "k", Type: c.typ}, {Name: "v", Type: "text"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := show(d.Decode(nil, key(c.scale, `"BNI="`), nil)), "delete "+c.want+"|~"; got != want {
+			t.Errorf("%s key, scale %s: got %q, want %q", c.typ, c.scale, got, want)
+		}
+		// a row whose value lacks the key column takes it from the key the same way
+		if got, want := show(d.Decode(nil, key(c.scale, `"BNI="`), []byte(`{"v":"x"}`))), "upsert "+c.want+"|x"; got != want {
+			t.Errorf("%s key, scale %s, with a value: got %q, want %q", c.typ, c.scale, got, want)
+		}
+	}
+}

@@ -169,6 +169,10 @@ type Decoder struct {
 	lastKeySchema string
 	keyScale      []cqlvalue.TimeUnit
 	keyDecScale   []int
+	// the same of the last wrapped message key that is one value (keycol=): decimalBias + the
+	// scale of its Decimal, or 0
+	lastScalarSchema string
+	scalarKeyDec     int
 
 	// SkipRepeats marks the Cassandra connector's events that repeat ones already decoded (see
 	// repeats), counting them in Repeats: set it on a decoder of one partition's messages in
@@ -871,9 +875,15 @@ func (d *Decoder) bytesDecimal(ci int, raw string) (pipeline.Value, error) {
 		}
 		scale = d.decScale[ci] - decimalBias
 	}
+	return unscaledBytes(d.types[ci], b64, scale)
+}
+
+// unscaledBytes reads a decimal as Kafka Connect's JsonConverter writes it: b64 the unscaled
+// value, big-endian two's complement, times 10^-scale, into a column of type t.
+func unscaledBytes(t cqlvalue.Type, b64 string, scale int) (pipeline.Value, error) {
 	b, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil || len(b) == 0 {
-		return pipeline.Null, fmt.Errorf("invalid %s %q: Debezium's decimal bytes are base64 of the unscaled value", d.types[ci].Kind, b64)
+		return pipeline.Null, fmt.Errorf("invalid %s %q: Debezium's decimal bytes are base64 of the unscaled value", t.Kind, b64)
 	}
 	n := new(big.Int).SetBytes(b)
 	if b[0]&0x80 != 0 { // two's complement
@@ -893,7 +903,7 @@ func (d *Decoder) bytesDecimal(ci int, raw string) (pipeline.Value, error) {
 	if neg {
 		digits = "-" + digits
 	}
-	return d.types[ci].ParseText(digits)
+	return t.ParseText(digits)
 }
 
 // unavailable is what Debezium writes (unavailable.value.placeholder, by default) for a value the
@@ -1134,12 +1144,28 @@ func (d *Decoder) keyScalar(key []byte) (pipeline.Value, error) {
 	t := d.types[d.keyCol]
 	k := strings.TrimSpace(str(key))
 	if strings.HasPrefix(k, "{") {
-		var payloadRaw string
+		var schemaRaw, payloadRaw string
 		if cqlvalue.ObjectFields(k, func(name, raw string) {
-			if name == "payload" {
+			switch name {
+			case "schema":
+				schemaRaw = raw
+			case "payload":
 				payloadRaw = raw
 			}
 		}) == nil && payloadRaw != "" {
+			if schemaRaw != d.lastScalarSchema {
+				// its schema says whether the value is a Decimal's bytes, as a wrapped row's does
+				d.lastScalarSchema, d.scalarKeyDec = strings.Clone(schemaRaw), 0
+				var s connectSchema
+				if json.Unmarshal([]byte(schemaRaw), &s) == nil && s.Name == "org.apache.kafka.connect.data.Decimal" {
+					if sc, err := strconv.Atoi(s.Parameters["scale"]); err == nil && sc > -decimalBias && sc < decimalBias {
+						d.scalarKeyDec = sc + decimalBias
+					}
+				}
+			}
+			if b64, ok := unquoteSimple(payloadRaw); ok && d.scalarKeyDec > 0 && t.Kind != cqlvalue.Blob {
+				return unscaledBytes(t, b64, d.scalarKeyDec-decimalBias)
+			}
 			return t.FromJSON(payloadRaw)
 		}
 	}
