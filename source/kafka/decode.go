@@ -684,7 +684,11 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 			if rerr == nil {
 				msg := err.Error()
 				if k := d.types[ci].Kind; d.format == FormatDebezium && (k == cqlvalue.Decimal || k == cqlvalue.Varint) && raw[0] == '"' {
-					msg += unscaledDecimalHint
+					if nonFinite(raw) {
+						msg += nonFiniteDecimalHint
+					} else {
+						msg += unscaledDecimalHint
+					}
 				}
 				rerr = &pipeline.RowError{Code: cqlvalue.ErrorCode(err), Field: d.names[ci], Message: msg}
 			}
@@ -851,6 +855,20 @@ func stringBlob(raw string) (pipeline.Value, error) {
 // unscaledDecimalHint follows the error of a decimal text Debezium's event gives without the
 // schema that would say it is bytes, and their scale.
 const unscaledDecimalHint = ": if it is Debezium's exact decimal (base64 bytes, decimal.handling.mode=precise), its scale is only in the schema: set value.converter.schemas.enable=true, or decimal.handling.mode=string"
+
+// nonFiniteDecimalHint follows the error of a NaN or infinity Debezium's event gives a decimal
+// column.
+const nonFiniteDecimalHint = ": a decimal holds no NaN or infinity, which Debezium writes for a NUMERIC's special values under decimal.handling.mode=double or string: declare the column double, or text"
+
+// nonFinite tells whether raw is the JSON string of a NaN or an infinity as Debezium writes them:
+// "NAN" (decimal.handling.mode=string), or a double's "NaN", "Infinity", "-Infinity" (double).
+func nonFinite(raw string) bool {
+	switch raw {
+	case `"NAN"`, `"NaN"`, `"Infinity"`, `"-Infinity"`, `"+Infinity"`:
+		return true
+	}
+	return false
+}
 
 // bytesDecimal reads a decimal Debezium wrote as bytes (decimal.handling.mode=precise): the
 // unscaled value, big-endian two's complement, base64; its scale beside it in a

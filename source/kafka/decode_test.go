@@ -931,3 +931,25 @@ func TestDecodeDebeziumDecimalOfANegativeScale(t *testing.T) {
 		}
 	}
 }
+
+// Debezium writes a PostgreSQL NUMERIC's NaN and infinities as text under
+// decimal.handling.mode=string ("NAN") and as a double's NaN under double (JsonConverter: "NaN",
+// "Infinity"): a decimal column cannot hold them, and the reject says to declare the column
+// double or text. Before, it said to enable the event's schema or set decimal.handling.mode=string,
+// advice for base64 bytes, which changes nothing here.
+func TestDecodeDebeziumDecimalNaNSaysWhatHoldsIt(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatDebezium}, pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "amt", Type: "decimal"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{`"NAN"`, `"NaN"`, `"Infinity"`, `"-Infinity"`} {
+		got := show(d.Decode(nil, nil, []byte(`{"op":"c","after":{"id":1,"amt":`+v+`}}`)))
+		if !strings.HasPrefix(got, "ERR type:") || strings.Contains(got, "schemas.enable") || !strings.Contains(got, "declare the column double") {
+			t.Errorf("%s into a decimal column: %q", v, got)
+		}
+	}
+	// base64 bytes without their schema keep the advice to send it
+	if got := show(d.Decode(nil, nil, []byte(`{"op":"c","after":{"id":1,"amt":"BNI="}}`))); !strings.Contains(got, "schemas.enable=true") {
+		t.Errorf("base64 without a schema: %q", got)
+	}
+}
