@@ -605,6 +605,9 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 	// members that name a column only ignoring case are read after the row's exact ones, which
 	// win: exact records those, once the decoder has met such a member (trackExact)
 	var exact cqlvalue.FoldSeen
+	// the columns a member of a JSON row named (of the first MaxFolded): a second one is a
+	// guess between two values, as in a JSON Lines row
+	var named cqlvalue.FoldSeen
 	folded := d.folded[:0]
 	again := false // reading the row again: other has seen its members
 	member := func(name, raw string, sc cqlvalue.Scanned) {
@@ -639,6 +642,16 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 		}
 		if d.trackExact {
 			exact.Mark(ci)
+		}
+		if d.format == FormatJSON {
+			if named.Has(ci) {
+				if rerr == nil {
+					rerr = &pipeline.RowError{Code: pipeline.CodeParse, Field: d.names[ci], Message: "the row names " + strconv.Quote(d.names[ci]) +
+						" twice: which value is meant would be a guess; fix the message where it was produced"}
+				}
+				return
+			}
+			named.Mark(ci)
 		}
 		if d.format == FormatDebezium && !d.relational && len(raw) > 0 && raw[0] == '{' {
 			if v, expires, ok := cassandraCell(raw); ok {
@@ -707,11 +720,12 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 			// decoder's state changes on a second reading)
 			d.trackExact = true
 			clear(vals)
-			rerr, folded = nil, folded[:0]
+			rerr, folded, named = nil, folded[:0], cqlvalue.FoldSeen{}
 			cqlvalue.ObjectMembers(doc, member) // read once without an error
 		}
+		exactOnly := exact // the folded members read next mark theirs too
 		for _, f := range folded {
-			if !exact.Has(f.Column) { // the row's exact member, even null, wins
+			if !exactOnly.Has(f.Column) { // the row's exact member, even null, wins
 				member(d.names[f.Column], f.Raw, f.Scanned)
 				d.warnFolded(f.Name, f.Column)
 			}

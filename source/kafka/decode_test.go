@@ -953,3 +953,27 @@ func TestDecodeDebeziumDecimalNaNSaysWhatHoldsIt(t *testing.T) {
 		t.Errorf("base64 without a schema: %q", got)
 	}
 }
+
+// A JSON row (format=json) that names a declared column twice, exactly or ignoring case, is
+// rejected naming the column, as a JSON Lines row is: which value is meant would be a guess.
+// Before, the last one was written without a word ({"orderid":1,"orderid":2} as order 2).
+func TestDecodeJSONRowNamingAColumnTwice(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatJSON}, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, value := range []string{
+		`{"userid":"u1","orderid":1,"orderid":2}`,
+		`{"schema":{},"payload":{"userid":"u1","orderid":1,"orderid":2}}`,
+		`{"userid":"u1","OrderId":1,"ORDERID":2}`,
+	} {
+		cs := d.Decode(nil, nil, []byte(value))
+		if len(cs) != 1 || cs[0].Err == nil || cs[0].Err.Field != "orderid" || !strings.Contains(cs[0].Err.Message, "twice") {
+			t.Errorf("%s: got %q, want a reject naming orderid", value, show(cs))
+		}
+	}
+	// an exact member beside one that names the column only ignoring case is no guess: it wins
+	if got := show(d.Decode(nil, nil, []byte(`{"userid":"u1","orderid":1,"OrderId":2}`))); got != "upsert u1|1|~|~" {
+		t.Errorf("exact and folded member: %q", got)
+	}
+}
