@@ -910,9 +910,17 @@ func (d *Decoder) bytesDecimal(ci int, raw string) (pipeline.Value, error) {
 	return unscaledBytes(d.types[ci], b64, scale)
 }
 
+// maxDecimalScale bounds a decimal's scale, as the cassandra:// source bounds it and cqlvalue
+// the exponent of decimal text.
+const maxDecimalScale = 1000
+
 // unscaledBytes reads a decimal as Kafka Connect's JsonConverter writes it: b64 the unscaled
 // value, big-endian two's complement, times 10^-scale, into a column of type t.
 func unscaledBytes(t cqlvalue.Type, b64 string, scale int) (pipeline.Value, error) {
+	if scale > maxDecimalScale || scale < -maxDecimalScale {
+		// its digits written out would be as many (a scale of 2^31, two billion zeros)
+		return pipeline.Null, fmt.Errorf("invalid %s: decimal scale %d is outside ±%d (no Lindorm number holds it): fix the value where it was written", t.Kind, scale, maxDecimalScale)
+	}
 	b, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil || len(b) == 0 {
 		return pipeline.Null, fmt.Errorf("invalid %s %q: Debezium's decimal bytes are base64 of the unscaled value", t.Kind, b64)

@@ -977,3 +977,28 @@ func TestDecodeJSONRowNamingAColumnTwice(t *testing.T) {
 		t.Errorf("exact and folded member: %q", got)
 	}
 }
+
+// A decimal of Debezium's event whose scale is beyond ±1000 (a Cassandra decimal holds any int32
+// scale: 1E-2000000000) is rejected naming the column, as the cassandra:// source and decimal
+// text with such an exponent are. Before, its digits were written out in full: a scale of two
+// billion made a string of two billion zeros, which ended the run out of memory, and a
+// replication then failed on the same event at every restart.
+func TestDecodeDebeziumDecimalScaleIsBounded(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatDebezium}, pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "amt", Type: "decimal"}, {Name: "note", Type: "text"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ after, field string }{
+		{`{"id":1,"amt":{"scale":1001,"value":"AQ=="}}`, "amt"},
+		{`{"id":1,"amt":{"scale":-1001,"value":"AQ=="}}`, "amt"},
+		{`{"id":1,"amt":{"scale":2000000000,"value":"AQ=="}}`, "amt"},
+	} {
+		cs := d.Decode(nil, nil, []byte(`{"op":"c","after":`+c.after+`}`))
+		if len(cs) != 1 || cs[0].Err == nil || cs[0].Err.Field != c.field || !strings.Contains(cs[0].Err.Message, "1000") {
+			t.Errorf("%s: got %.200q, want a reject of %s", c.after, show(cs), c.field)
+		}
+	}
+	if got := show(d.Decode(nil, nil, []byte(`{"op":"c","after":{"id":1,"amt":{"scale":-3,"value":"AQ=="}}}`))); got != "upsert 1|1000|~" {
+		t.Errorf("scale -3: %q", got)
+	}
+}
