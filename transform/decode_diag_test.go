@@ -155,7 +155,8 @@ func TestDecodeNamesAMisIndentedLine(t *testing.T) {
 
 // A source column typed as SQL writes it (a size or precision, or an SQL or Java type name) is
 // told what to write instead: the CQL type, and where a target type goes. Before, the message
-// listed every CQL type and said only "unexpected (10,2)" or "unknown type 'string'".
+// listed every CQL type and said only "unexpected (10,2)" or "unknown type 'string'"; a REAL was
+// told float alone.
 func TestDecodeSaysWhatToWriteForAnSQLType(t *testing.T) {
 	for _, c := range []struct{ typ, want string }{
 		{"decimal(10,2)", `source.columns take the source's CQL types, which have no size or precision: write amount: decimal, and give the target column its type in target.columns, amount: "amount :: DECIMAL(10,2)"`},
@@ -163,6 +164,9 @@ func TestDecodeSaysWhatToWriteForAnSQLType(t *testing.T) {
 		{"string", "the CQL type for it is text"},
 		{"long", "the CQL type for it is bigint"},
 		{"datetime", "the CQL type for it is timestamp"},
+		// REAL is 4 bytes in PostgreSQL and SQL Server, a double in MySQL: float alone would
+		// round MySQL's values to 32 bits without a word
+		{"real", "the CQL type for it is float for a 4-byte REAL (PostgreSQL's, SQL Server's: amount: float), double for MySQL's, which is 8 bytes (amount: double)"},
 	} {
 		me := decodeErr(t, "version: 1\nsource:\n  columns:\n    a: text\n    amount: '"+c.typ+"'\ntarget:\n  table: t\n  primary_key: \"[a]\"\n")
 		wantProblems(t, me, [][2]string{{"source.columns.amount", c.want}})

@@ -823,7 +823,7 @@ func (d *decoder) source(n *yaml.Node) {
 // type that holds the same values.
 var sqlTypes = map[string]string{"string": "text", "char": "text", "long": "bigint", "integer": "int",
 	"bool": "boolean", "datetime": "timestamp", "numeric": "decimal", "number": "decimal",
-	"real": "float", "binary": "blob", "bytes": "blob", "varbinary": "blob", "json": "text"}
+	"binary": "blob", "bytes": "blob", "varbinary": "blob", "json": "text"}
 
 // sqlTypeHint says what to write for a source column typed as SQL writes it: a CQL type with a
 // size or precision (decimal(10,2), varchar(255)), or an SQL or Java type name. "" otherwise.
@@ -838,6 +838,10 @@ func sqlTypeHint(col, typ string) string {
 		}
 		t, _ := lindormType(base)
 		return hint + " (read as Lindorm's " + t.String() + ")"
+	}
+	if base == "real" && !sized {
+		// 4 bytes in PostgreSQL and SQL Server, a double in MySQL (unless REAL_AS_FLOAT)
+		return ": the CQL type for it is float for a 4-byte REAL (PostgreSQL's, SQL Server's: " + col + ": float), double for MySQL's, which is 8 bytes (" + col + ": double)"
 	}
 	if cql, ok := sqlTypes[base]; ok && !sized {
 		return ": the CQL type for it is " + cql + " (" + col + ": " + cql + ")"
