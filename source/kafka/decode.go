@@ -1209,6 +1209,11 @@ func (d *Decoder) keyScalar(key []byte) (pipeline.Value, error) {
 			return t.FromJSON(payloadRaw)
 		}
 	}
+	if (t.Kind == cqlvalue.Text || t.Kind == cqlvalue.Ascii) && k != "" && k[0] != '"' && k != "null" {
+		// a text key's bytes are its value: FromJSON would read a number or boolean without
+		// the blanks around it (" 42" as "42"), another key than the row's
+		return t.ParseText(str(key))
+	}
 	if v, err := t.FromJSON(k); err == nil {
 		return v, nil
 	}

@@ -1002,3 +1002,35 @@ func TestDecodeDebeziumDecimalScaleIsBounded(t *testing.T) {
 		t.Errorf("scale -3: %q", got)
 	}
 }
+
+// A plain message key (keycol=) of a text column is its bytes, whatever they look like: one
+// that reads as a JSON number or boolean with blanks around it (" 42", "true ") is not trimmed,
+// as one that does not (" ab") never was. Before, " 42" was the key "42": the tombstone of the
+// row written with userid " 42" deleted the row "42" instead.
+func TestDecodePlainTextKeyIsItsBytes(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatJSON, KeyColumn: "userid"}, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{
+		" 42":    "delete  42|~|~|~",
+		"42 ":    "delete 42 |~|~|~",
+		"true\n": "delete true\n|~|~|~",
+		" ab":    "delete  ab|~|~|~",
+		"42":     "delete 42|~|~|~",
+		"1.50":   "delete 1.50|~|~|~",
+		`"u2"`:   "delete u2|~|~|~",
+	} {
+		if got := show(d.Decode(nil, []byte(key), nil)); got != want {
+			t.Errorf("key %q: got %q, want %q", key, got, want)
+		}
+	}
+	// an integer key column reads blanks around its number as before
+	n, err := NewDecoder(Config{Format: FormatJSON, KeyColumn: "orderid"}, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := show(n.Decode(nil, []byte(" 42 "), nil)); got != "delete ~|42|~|~" {
+		t.Errorf("bigint key: %q", got)
+	}
+}
