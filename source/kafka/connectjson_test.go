@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/rekey/rekey/pipeline"
@@ -269,5 +270,22 @@ func TestDecodeWrappedScalarKeyDecimal(t *testing.T) {
 		if got, want := show(d.Decode(nil, key(c.scale, `"BNI="`), []byte(`{"v":"x"}`))), "upsert "+c.want+"|x"; got != want {
 			t.Errorf("%s key, scale %s, with a value: got %q, want %q", c.typ, c.scale, got, want)
 		}
+	}
+}
+
+// A Debezium event ExtractNewRecordState flattened into a JSON row (format=json) without its
+// schema gives an exact decimal as the base64 of its unscaled value, whose scale only the schema
+// says: the reject says so and what to set, as for a Debezium event. Before, it said only that
+// "BNI=" is not a decimal number. Text that is no base64 gets no such advice.
+func TestDecodeJSONRowBase64DecimalSaysWhatToSet(t *testing.T) {
+	d, err := NewDecoder(Config{Format: FormatJSON}, pipeline.SourceSchema{{Name: "id", Type: "bigint"}, {Name: "amt", Type: "decimal"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := show(d.Decode(nil, nil, []byte(`{"id":1,"amt":"BNI="}`))); !strings.Contains(got, "value.converter.schemas.enable=true") {
+		t.Errorf("base64: %q", got)
+	}
+	if got := show(d.Decode(nil, nil, []byte(`{"id":1,"amt":"12,5"}`))); !strings.HasPrefix(got, "ERR type:") || strings.Contains(got, "schemas.enable") {
+		t.Errorf("not base64: %q", got)
 	}
 }

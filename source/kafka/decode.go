@@ -696,7 +696,9 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 		if err != nil {
 			if rerr == nil {
 				msg := err.Error()
-				if k := d.types[ci].Kind; d.format == FormatDebezium && (k == cqlvalue.Decimal || k == cqlvalue.Varint) && raw[0] == '"' {
+				if k := d.types[ci].Kind; (d.format == FormatDebezium || d.format == FormatJSON && !d.connectRow && isBase64(raw)) &&
+					(k == cqlvalue.Decimal || k == cqlvalue.Varint) && raw[0] == '"' {
+					// a JSON row too: a Debezium event ExtractNewRecordState flattened
 					if nonFinite(raw) {
 						msg += nonFiniteDecimalHint
 					} else {
@@ -869,6 +871,17 @@ func stringBlob(raw string) (pipeline.Value, error) {
 // unscaledDecimalHint follows the error of a decimal text Debezium's event gives without the
 // schema that would say it is bytes, and their scale.
 const unscaledDecimalHint = ": if it is Debezium's exact decimal (base64 bytes, decimal.handling.mode=precise), its scale is only in the schema: set value.converter.schemas.enable=true, or decimal.handling.mode=string"
+
+// isBase64 tells whether raw is a JSON string of standard base64, as Kafka Connect's
+// JsonConverter writes bytes.
+func isBase64(raw string) bool {
+	s, ok := unquoteSimple(raw)
+	if !ok || s == "" {
+		return false
+	}
+	_, err := base64.StdEncoding.DecodeString(s)
+	return err == nil
+}
 
 // nonFiniteDecimalHint follows the error of a NaN or infinity Debezium's event gives a decimal
 // column.
