@@ -124,6 +124,7 @@ func (f *migrateFlags) refuseForTables(shard pipeline.Shard) error {
 func (f *migrateFlags) loadTables(inv *invocation, logger *zap.Logger, shard pipeline.Shard) ([]*tableRun, error) {
 	var tables []*tableRun
 	seen := map[string]string{}
+	var read string      // the table the source reads, for a source that reads its own schema
 	var problems []error // the mappings' own problems, all reported at once
 	for _, path := range f.mappings {
 		prog, err := inv.loadProgramFor(path, f.source, f.workers, f.regions, logger)
@@ -141,6 +142,16 @@ func (f *migrateFlags) loadTables(inv *invocation, logger *zap.Logger, shard pip
 			return nil, usageError(fmt.Errorf("--mapping %s and %s both fill table %s: each mapping's output is --out/<table>, so each needs its own table", other, path, prog.Table()))
 		}
 		seen[prog.Table()] = path
+		// a source that reads its own schema reads the table the URI names, else the mapping's
+		// source.name: the one read gives the rows of one table
+		if s := inv.opened[f.source]; s != nil {
+			if len(tables) == 0 {
+				read = s.SchemaOf()
+			} else if s.SchemaOf() != read {
+				return nil, usageError(fmt.Errorf("--mapping %s reads %s and %s reads %s (their source.name, as --source names no table): one read of the source gives the rows of one table; "+
+					"migrate each source table with its own run", tables[0].flags.mapping, read, path, s.SchemaOf()))
+			}
+		}
 		if len(tables) > 0 {
 			if err := sameSource(tables[0].flags.mapping, tables[0].prog.Source(), path, prog.Source()); err != nil {
 				return nil, usageError(err)

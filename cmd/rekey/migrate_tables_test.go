@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rekey/rekey/source/cassandra/cassandratest"
+	"github.com/rekey/rekey/source/cassandra/cqltest"
 )
 
 var transactionMappings = []string{
@@ -154,5 +157,36 @@ func TestMigrateSeveralTablesReportsEveryMappingsProblems(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("output created: %v", err)
+	}
+}
+
+// A --source that names no table reads the one each mapping's source.name names: mappings naming
+// different tables are refused, since the one read gives one table's rows. Before, the run read the
+// last mapping's table into every output: the first table's files held the other table's rows.
+func TestMigrateTablesRefusesMappingsOfDifferentSourceTables(t *testing.T) {
+	cas := cassandratest.Open(t)
+	cols := []cqltest.Column{{Name: "id", Type: "int"}, {Name: "v", Type: "text"}}
+	for _, name := range []string{"y2023", "y2024"} {
+		if err := cas.CreateTable("mt", name, cols, []string{"id"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := cas.InsertMany("mt", name, 3, func(i int, row map[string]any) error {
+			row["id"], row["v"] = i, name
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	a := writeFile(t, dir, "a.yaml", "version: 1\nsource:\n  name: mt.y2023\ntarget:\n  table: events_2023\n  primary_key: \"[id]\"\n")
+	b := writeFile(t, dir, "b.yaml", "version: 1\nsource:\n  name: mt.y2024\ntarget:\n  table: events_2024\n  primary_key: \"[id]\"\n")
+	host := strings.TrimSuffix(cas.URI("mt", "y2023", ""), "/mt/y2023")
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := runCLI(t, "migrate", "-m", a, "-m", b, "--source", host, "--out", out, "--progress", "never")
+	if code != exitUsage || !strings.Contains(stderr, "mt.y2023") || !strings.Contains(stderr, "mt.y2024") {
+		t.Fatalf("exit %d, want 2 naming both tables\n%s%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("refused, but it created %s", out)
 	}
 }
