@@ -156,6 +156,14 @@ func (f *migrateFlags) loadTables(inv *invocation, logger *zap.Logger, shard pip
 			if err := sameSource(tables[0].flags.mapping, tables[0].prog.Source(), path, prog.Source()); err != nil {
 				return nil, usageError(err)
 			}
+			if first := tables[0]; prog.WriteTime() != first.prog.WriteTime() {
+				with, without := first.flags.mapping, path
+				if prog.WriteTime() {
+					with, without = path, first.flags.mapping
+				}
+				return nil, usageError(fmt.Errorf("--mapping %s has target.write_time and %s has not: the one read of the source reads the cells' write times for every mapping or for none; "+
+					"migrate the mappings with target.write_time and those without in separate runs", with, without))
+			}
 		}
 		t := &tableRun{flags: *f, prog: prog}
 		t.flags.mapping, t.flags.mappings, t.flags.out = path, nil, joinOut(f.out, prog.Table())

@@ -190,3 +190,25 @@ func TestMigrateTablesRefusesMappingsOfDifferentSourceTables(t *testing.T) {
 		t.Errorf("refused, but it created %s", out)
 	}
 }
+
+// The one read of the source reads the cells' write times for target.write_time or not, for every
+// mapping: mappings that differ in it are refused. Before, a Cassandra source was read as the last
+// mapping asked: a first mapping with target.write_time got no cell times, and its files went to
+// one slice stamped with the run's start instead of the cells' write times, and the run said ok.
+func TestMigrateTablesRefusesMixedWriteTime(t *testing.T) {
+	cas := cassandratest.Open(t)
+	seedSliceRows(t, cas, 20)
+	dir := t.TempDir()
+	timed := writeFile(t, dir, "timed.yaml", sliceMapping)
+	plain := writeFile(t, dir, "plain.yaml", strings.Replace(strings.Replace(sliceMapping, "  write_time: true\n", "", 1), "table: slices", "table: plain", 1))
+	out := filepath.Join(dir, "out")
+	for _, order := range [][]string{{timed, plain}, {plain, timed}} {
+		code, stdout, stderr := runCLI(t, "migrate", "-m", order[0], "-m", order[1], "--source", cas.URI("wt", "slices", ""), "--out", out, "--regions", "1", "--progress", "never")
+		if code != exitUsage || !strings.Contains(stderr, "target.write_time") || !strings.Contains(stderr, timed) || !strings.Contains(stderr, plain) {
+			t.Fatalf("%v: exit %d, want 2 naming target.write_time and both mappings\n%s%s", order, code, stdout, stderr)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Fatalf("refused, but it created %s", out)
+		}
+	}
+}
