@@ -63,8 +63,19 @@ func runMigrateTables(cmd *cobra.Command, inv *invocation, f *migrateFlags, logg
 			return err
 		}
 	}
+	// the outputs that exist are opened first: one refused (holding files, a resume of another
+	// job) is refused before any new output is locked, which creates it and its lock file
+	var order []int
+	for _, exists := range []bool{true, false} {
+		for i := range tables {
+			if output.LockLeavesFile(cfgs[i].Store) != exists {
+				order = append(order, i)
+			}
+		}
+	}
 	ms := make([]*migrate.Migration, len(tables))
-	for i, t := range tables {
+	for _, i := range order {
+		t := tables[i]
 		if ms[i], err = migrate.Open(ctx, *cfgs[i]); err != nil {
 			return refusedExit(err)
 		}

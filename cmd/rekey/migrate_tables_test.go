@@ -212,3 +212,26 @@ func TestMigrateTablesRefusesMixedWriteTime(t *testing.T) {
 		}
 	}
 }
+
+// A run of several tables refused for an output that already holds files leaves the new outputs
+// of the other tables as it found them (absent): before, the tables listed before it had locked
+// theirs, creating --out/<table>/ and its .rekey.lock.
+func TestMigrateTablesRefusedOutputCreatesNoOther(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
+	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
+	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	src := "file:" + writeFile(t, dir, "rows.csv", "id,code,v\n1,x,a\n2,y,b\n")
+	out := filepath.Join(dir, "out")
+	if code, stdout, stderr := runCLI(t, "migrate", "-m", b, "--source", src, "--out", filepath.Join(out, "by_code"), "--progress", "never"); code != 0 {
+		t.Fatalf("by_code alone: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "migrate", "-m", a, "-m", b, "--source", src, "--out", out, "--progress", "never")
+	if code != exitUsage || !strings.Contains(stderr, "by_code already holds files") {
+		t.Fatalf("exit %d, want 2 refusing by_code's output\n%s%s", code, stdout, stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(out, "by_id")); !os.IsNotExist(err) {
+		t.Errorf("refused, but it created %s: %v", filepath.Join(out, "by_id"), err)
+	}
+}
