@@ -91,6 +91,16 @@ func (refusal) Is(target error) bool { return target == ErrRefusedResume }
 
 func refuse(format string, args ...any) error { return refusal{fmt.Errorf(format, args...)} }
 
+// HoldsFilesError is Open's refusal of a new run (neither --resume nor --overwrite) into an
+// output that already holds files; it is ErrRefusedResume.
+type HoldsFilesError struct{ Dir string }
+
+func (e *HoldsFilesError) Error() string {
+	return fmt.Sprintf("--out %s already holds files (a previous run?): pass --resume to finish an interrupted run there, --overwrite to replace it, or choose a new --out directory", e.Dir)
+}
+
+func (*HoldsFilesError) Is(target error) bool { return target == ErrRefusedResume }
+
 // Open locks the output st for this run and decides where the run starts:
 //   - a fresh run needs an empty (or absent) directory;
 //   - --resume continues from the checkpoint once it has checked that the mapping, format, region
@@ -228,7 +238,7 @@ func (o *Output) open(ctx context.Context, spec Spec, logger *zap.Logger) error 
 		return nil
 	}
 	if !spec.Resume {
-		return refuse("--out %s already holds files (a previous run?): pass --resume to finish an interrupted run there, --overwrite to replace it, or choose a new --out directory", spec.Dir)
+		return &HoldsFilesError{Dir: spec.Dir}
 	}
 	cp, err := ReadCheckpoint(ctx, st)
 	if ov := (*OtherVersionError)(nil); errors.As(err, &ov) {

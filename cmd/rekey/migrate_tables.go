@@ -77,6 +77,10 @@ func runMigrateTables(cmd *cobra.Command, inv *invocation, f *migrateFlags, logg
 	for _, i := range order {
 		t := tables[i]
 		if ms[i], err = migrate.Open(ctx, *cfgs[i]); err != nil {
+			if hf := (*output.HoldsFilesError)(nil); errors.As(err, &hf) {
+				return usageError(fmt.Errorf("--out %s already holds files (a previous run?): several --mapping cannot --resume: "+
+					"pass --overwrite to replace the tables' outputs (rekey's files only), or choose a new --out directory", hf.Dir))
+			}
 			return refusedExit(err)
 		}
 		defer ms[i].Close()

@@ -235,3 +235,22 @@ func TestMigrateTablesRefusedOutputCreatesNoOther(t *testing.T) {
 		t.Errorf("refused, but it created %s: %v", filepath.Join(out, "by_id"), err)
 	}
 }
+
+// A run of several tables into outputs that already hold files says what such a run can do:
+// --overwrite or a new --out. Before, it said to pass --resume, which several --mapping refuse.
+func TestMigrateTablesOutputHoldingFilesSaysOverwrite(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
+	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
+	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	src := "file:" + writeFile(t, dir, "rows.csv", "id,code,v\n1,x,a\n2,y,b\n")
+	args := []string{"migrate", "-m", a, "-m", b, "--source", src, "--out", filepath.Join(dir, "out"), "--progress", "never"}
+	if code, stdout, stderr := runCLI(t, args...); code != 0 {
+		t.Fatalf("first run: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr := runCLI(t, args...)
+	if code != exitUsage || !strings.Contains(stderr, "already holds files") || !strings.Contains(stderr, "--overwrite") || strings.Contains(stderr, "pass --resume") {
+		t.Fatalf("again: exit %d, want 2 saying --overwrite and not --resume\n%s%s", code, stdout, stderr)
+	}
+}
