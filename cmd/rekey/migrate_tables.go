@@ -267,7 +267,12 @@ func tablesOutcome(ctx context.Context, w io.Writer, tables []*tableRun, results
 		if stopped {
 			return interrupted(fmt.Errorf("%s: several --mapping cannot --resume: run the same command with --overwrite to start over", how))
 		}
-		return runFailed(fmt.Errorf("migration failed: %w\nno manifest.json was written; once the cause is fixed, run the same command with --overwrite to start over", runErr))
+		next := "once the cause is fixed, run the same command with --overwrite to start over"
+		if errors.Is(runErr, runner.ErrTooManyRejects) {
+			next = "after fixing the mapping or the input, run the same command with --overwrite to start over (several --mapping cannot --resume); " +
+				"to keep these rows rejected, start over with --overwrite and a higher --max-rejects"
+		}
+		return runFailed(fmt.Errorf("migration failed: %w\nno manifest.json was written; %s", runErr, next))
 	}
 	for i, t := range tables {
 		fmt.Fprintf(w, "Table %s (%s)\n", t.prog.Table(), t.flags.mapping)

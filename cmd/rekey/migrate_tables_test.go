@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -252,5 +253,31 @@ func TestMigrateTablesOutputHoldingFilesSaysOverwrite(t *testing.T) {
 	code, stdout, stderr := runCLI(t, args...)
 	if code != exitUsage || !strings.Contains(stderr, "already holds files") || !strings.Contains(stderr, "--overwrite") || strings.Contains(stderr, "pass --resume") {
 		t.Fatalf("again: exit %d, want 2 saying --overwrite and not --resume\n%s%s", code, stdout, stderr)
+	}
+}
+
+// A run of several tables stopped by one table's rejects names that table, where its rejects are
+// and what to do. Before, the error gave the count and "see rejects.jsonl" of no table (every
+// table has one), and said only to start over once the cause is fixed.
+func TestMigrateTablesTooManyRejectsNamesTheTable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
+	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
+	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	var rows strings.Builder
+	rows.WriteString("id,code,v\n")
+	for i := range 20 {
+		code := "c"
+		if i%2 == 0 {
+			code = "" // by_code rejects it
+		}
+		fmt.Fprintf(&rows, "%d,%s,v\n", i, code)
+	}
+	src := "file:" + writeFile(t, dir, "rows.csv", rows.String())
+	code, stdout, stderr := runCLI(t, "migrate", "-m", a, "-m", b, "--source", src, "--out", filepath.Join(dir, "out"), "--max-rejects", "3", "--progress", "never")
+	if code != exitFailed || !strings.Contains(stderr, "table by_code") || !strings.Contains(stderr, "by_code/rejects.jsonl") ||
+		strings.Contains(stderr, "table by_id") || !strings.Contains(stderr, "--overwrite and a higher --max-rejects") {
+		t.Fatalf("exit %d, want 3 naming table by_code, its rejects and what to do\n%s%s", code, stdout, stderr)
 	}
 }

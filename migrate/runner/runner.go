@@ -378,15 +378,25 @@ func (r *Runner) checkLeg(l *leg) error {
 	// a percentage is of the rows the transform saw, not of those the source's filter left out
 	c := l.Counters
 	rej, in := c.RowsRejected.Load(), c.RowsIn.Load()-c.RowsSkipped.Load()
+	table, rejects := r.rejectsOf(l)
 	if lim.Count != nil && rej > *lim.Count {
-		return fmt.Errorf("%w: %d rows rejected, more than --max-rejects %d allows; see %s for each row's reason", ErrTooManyRejects, rej, *lim.Count, l.Journal.RejectsName())
+		return fmt.Errorf("%w: %s%d rows rejected, more than --max-rejects %d allows; see %s for each row's reason", ErrTooManyRejects, table, rej, *lim.Count, rejects)
 	}
 	if lim.Percent > 0 && in >= MinRowsForPercent {
 		if pct := 100 * float64(rej) / float64(in); pct > lim.Percent {
-			return fmt.Errorf("%w: %d of %d rows rejected (%.2f%%), more than --max-rejects %g%% allows; see %s for each row's reason", ErrTooManyRejects, rej, in, pct, lim.Percent, l.Journal.RejectsName())
+			return fmt.Errorf("%w: %s%d of %d rows rejected (%.2f%%), more than --max-rejects %g%% allows; see %s for each row's reason", ErrTooManyRejects, table, rej, in, pct, lim.Percent, rejects)
 		}
 	}
 	return nil
+}
+
+// rejectsOf names, in a run of several tables, the table l ("table T: ") and its rejects file
+// under the run's output (T/rejects.jsonl); in a run of one, no table and the rejects file.
+func (r *Runner) rejectsOf(l *leg) (table, rejects string) {
+	if len(r.legs) == 1 {
+		return "", l.Journal.RejectsName()
+	}
+	return "table " + l.Target.Table + ": ", l.Target.Table + "/" + l.Journal.RejectsName()
 }
 
 // rejectsWentOver is the error of a run whose rejects went over the percentage limit while
@@ -395,8 +405,9 @@ func (r *Runner) rejectsWentOver() error {
 	l := r.legs[max(0, r.overLeg.Load())]
 	c := l.Counters
 	rej, in := c.RowsRejected.Load(), c.RowsIn.Load()-c.RowsSkipped.Load()
-	return fmt.Errorf("%w: the rejects went over --max-rejects %g%% as the rows were read; %d of %d rows rejected (%.2f%%) when the run stopped; see %s for each row's reason",
-		ErrTooManyRejects, r.cfg.RejectLimit.Percent, rej, in, 100*float64(rej)/float64(max(in, 1)), l.Journal.RejectsName())
+	table, rejects := r.rejectsOf(l)
+	return fmt.Errorf("%w: %sthe rejects went over --max-rejects %g%% as the rows were read; %d of %d rows rejected (%.2f%%) when the run stopped; see %s for each row's reason",
+		ErrTooManyRejects, table, r.cfg.RejectLimit.Percent, rej, in, 100*float64(rej)/float64(max(in, 1)), rejects)
 }
 
 // worker is one goroutine's state: per table, its transform and row buffers.
