@@ -274,14 +274,24 @@ func tablesOutcome(ctx context.Context, w io.Writer, tables []*tableRun, results
 		}
 		return runFailed(fmt.Errorf("migration failed: %w\nno manifest.json was written; %s", runErr, next))
 	}
+	// a table whose final files cannot be written does not keep the others from theirs
+	var failed []string
 	for i, t := range tables {
 		fmt.Fprintf(w, "Table %s (%s)\n", t.prog.Table(), t.flags.mapping)
 		if err := finishRun(ctx, w, t.m, &t.flags, t.plan, results[i]); err != nil {
-			return runFailed(fmt.Errorf("migration failed: table %s: %w; once the cause is fixed, run the same command with --overwrite to start over (several --mapping cannot --resume)", t.prog.Table(), err))
+			failed = append(failed, fmt.Sprintf("table %s: %v; once the cause is fixed, write them with the same command given only --mapping %s, with --out %s and --resume "+
+				"(its source was read to its end: that reads nothing more)", t.prog.Table(), err, t.flags.mapping, t.flags.out))
 		}
 		fmt.Fprintln(w)
 	}
-	if err := printOneRead(w, tables, results); err != nil {
+	err := printOneRead(w, tables, results)
+	if len(failed) > 0 {
+		if err != nil {
+			failed = append(failed, err.Error())
+		}
+		return runFailed(fmt.Errorf("migration failed: %s", strings.Join(failed, "\n")))
+	}
+	if err != nil {
 		return runFailed(err)
 	}
 	return rejectedTablesExit(tables, results)

@@ -7,11 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/source/cassandra/cassandratest"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
+	"github.com/rekey/rekey/store"
 )
 
 var transactionMappings = []string{
@@ -279,5 +282,45 @@ func TestMigrateTablesTooManyRejectsNamesTheTable(t *testing.T) {
 	if code != exitFailed || !strings.Contains(stderr, "table by_code") || !strings.Contains(stderr, "by_code/rejects.jsonl") ||
 		strings.Contains(stderr, "table by_id") || !strings.Contains(stderr, "--overwrite and a higher --max-rejects") {
 		t.Fatalf("exit %d, want 3 naming table by_code, its rejects and what to do\n%s%s", code, stdout, stderr)
+	}
+}
+
+// A run of several tables whose final files cannot be written for one table still finishes the
+// others, and says how to write the failed table's final files: a --resume of that table alone,
+// which reads nothing more. Before, the tables after it were left without final files, the
+// summary stopped at the failed table, and the error said to read the source again with --overwrite.
+func TestMigrateTablesOneTablesFinalFilesFailed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
+	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
+	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	src := "file:" + writeFile(t, dir, "rows.csv", "id,code,v\n1,x,a\n2,y,b\n")
+	out := filepath.Join(dir, "out")
+	fail := func(st store.Store) store.Store {
+		if l := st.(*store.Local); filepath.Base(l.Path()) == "by_id" {
+			return &failPutLocal{Local: l, name: output.ManifestFile}
+		}
+		return st
+	}
+	code, stdout, stderr := cliRun{wrapOut: fail}.run(t, "migrate", "-m", a, "-m", b, "--source", src, "--out", out, "--progress", "never")
+	if code != exitFailed || !strings.Contains(stderr, "table by_id") || !strings.Contains(stderr, "disk full") {
+		t.Fatalf("exit %d, want 3 naming table by_id and its error\n%s%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "by_code", output.ManifestFile)); err != nil {
+		t.Errorf("table by_code, after the failed one, is not finished: %v\n%s%s", err, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "Table by_code") || !strings.Contains(stdout, "table by_code  2 written + 0 rejected = 2 rows read: ok") {
+		t.Errorf("the summary does not show table by_code:\n%s", stdout)
+	}
+	resume := []string{"migrate", "-m", a, "--source", src, "--out", filepath.Join(out, "by_id"), "--progress", "never", "--resume"}
+	if !strings.Contains(stderr, "--mapping "+a+", with --out "+filepath.Join(out, "by_id")+" and --resume") {
+		t.Fatalf("the error does not say to resume table by_id alone (%s):\n%s", strings.Join(resume, " "), stderr)
+	}
+	if code, stdout, stderr := runCLI(t, resume...); code != 0 || !regexp.MustCompile(`rows written +2\n`).MatchString(stdout) {
+		t.Fatalf("the resume of by_id: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "by_id", output.ManifestFile)); err != nil {
+		t.Error(err)
 	}
 }
