@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -322,5 +323,37 @@ func TestMigrateTablesOneTablesFinalFilesFailed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "by_id", output.ManifestFile)); err != nil {
 		t.Error(err)
+	}
+}
+
+// failDataFiles fails the creation of every data file: an output whose disk is full.
+type failDataFiles struct{ *store.Local }
+
+func (s *failDataFiles) Create(ctx context.Context, name string) (store.Writer, error) {
+	if strings.HasPrefix(name, output.DataDir+"/") {
+		return nil, errors.New("disk full")
+	}
+	return s.Local.Create(ctx, name)
+}
+
+// A run of several tables failed by one table's output names that table: every table writes the
+// same data/region-0000/part-00000.parquet under its own folder. Before, the error named the file
+// alone.
+func TestMigrateTablesSinkFailureNamesTheTable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
+	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
+	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	src := "file:" + writeFile(t, dir, "rows.csv", "id,code,v\n1,x,a\n2,y,b\n")
+	fail := func(st store.Store) store.Store {
+		if l := st.(*store.Local); filepath.Base(l.Path()) == "by_code" {
+			return &failDataFiles{l}
+		}
+		return st
+	}
+	code, stdout, stderr := cliRun{wrapOut: fail}.run(t, "migrate", "-m", a, "-m", b, "--source", src, "--out", filepath.Join(dir, "out"), "--progress", "never")
+	if code != exitFailed || !strings.Contains(stderr, "table by_code: ") || !strings.Contains(stderr, "disk full") {
+		t.Fatalf("exit %d, want 3 naming table by_code and its error\n%s%s", code, stdout, stderr)
 	}
 }

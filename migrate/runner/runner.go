@@ -215,7 +215,7 @@ func (m *runState) open() runStep {
 		// identity, so a run killed at any later instant can be resumed (from the start).
 		for _, l := range r.legs {
 			if err := l.Journal.Cut(m.ctx, l.cp); err != nil {
-				m.err = err
+				m.err = r.named(l, err)
 				return nil
 			}
 		}
@@ -336,7 +336,7 @@ func (m *runState) cut(ctx context.Context, complete bool) error {
 	for _, l := range m.r.legs {
 		files, err := l.Sink.Commit(ctx)
 		if err != nil {
-			return fmt.Errorf("commit files: %w", err)
+			return m.r.named(l, fmt.Errorf("commit files: %w", err))
 		}
 		// the next checkpoint is l.cp once saved: a cut that fails leaves the last one saved,
 		// which the results (the summary) count
@@ -352,7 +352,7 @@ func (m *runState) cut(ctx context.Context, complete bool) error {
 		cp.Complete = complete
 		// the caller's context: a hard stop (ctx cancelled) must not write a checkpoint either
 		if err := l.Journal.Cut(m.ctx, &cp); err != nil {
-			return err
+			return m.r.named(l, err)
 		}
 		*l.cp = cp
 		m.cfg.Logger.Debug("checkpoint", zap.Int("files", len(files)), zap.Int64("rows", cp.RowsWritten))
@@ -388,6 +388,14 @@ func (r *Runner) checkLeg(l *leg) error {
 		}
 	}
 	return nil
+}
+
+// named is err of table l: in a run of several tables, prefixed with the table ("table T: ").
+func (r *Runner) named(l *leg, err error) error {
+	if len(r.legs) == 1 {
+		return err
+	}
+	return fmt.Errorf("table %s: %w", l.Target.Table, err)
 }
 
 // rejectsOf names, in a run of several tables, the table l ("table T: ") and its rejects file
@@ -490,7 +498,7 @@ func (w *legWorker) process(ctx context.Context, r *Runner, b *pipeline.Batch, t
 		}
 		rejected++
 		if err := l.Journal.Reject(b, rec, stage, rerr); err != nil {
-			return err
+			return r.named(l, err)
 		}
 	}
 	written := int64(len(w.rows))
@@ -504,12 +512,12 @@ func (w *legWorker) process(ctx context.Context, r *Runner, b *pipeline.Batch, t
 		if err != nil {
 			var rr *pipeline.RowRejects
 			if !errors.As(err, &rr) {
-				return fmt.Errorf("write rows of %s: %w", b.Stream, err)
+				return r.named(l, fmt.Errorf("write rows of %s: %w", b.Stream, err))
 			}
 			// Values the file format cannot hold exactly are rejected, never rounded.
 			for _, x := range rr.Rows {
 				if err := l.Journal.Reject(b, &b.Records[w.recs[x.Index]], "sink", x.Err); err != nil {
-					return err
+					return r.named(l, err)
 				}
 			}
 			rejected += int64(len(rr.Rows))
