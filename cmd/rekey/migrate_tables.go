@@ -129,7 +129,8 @@ func (f *migrateFlags) refuseForTables(shard pipeline.Shard) error {
 	case f.resume:
 		return errors.New("several --mapping cannot --resume: the tables are checkpointed together but each output resumes alone; run the same command with --overwrite to start over")
 	case f.statsJSON != "":
-		return errors.New("--stats-json writes one run's figures: with several --mapping, read each table's manifest.json")
+		return errors.New("--stats-json writes the figures of a run into one table: with several --mapping, each table's counts are in its manifest.json, " +
+			"and the run's time, rows/s and peak memory in the summary it prints; drop --stats-json")
 	}
 	return nil
 }

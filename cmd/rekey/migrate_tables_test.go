@@ -357,3 +357,19 @@ func TestMigrateTablesSinkFailureNamesTheTable(t *testing.T) {
 		t.Fatalf("exit %d, want 3 naming table by_code and its error\n%s%s", code, stdout, stderr)
 	}
 }
+
+// --stats-json, refused with several --mapping, says where each figure it would hold is: each
+// table's counts in its manifest.json, the run's time, rows/s and peak memory in the summary
+// printed. Before, it sent to manifest.json alone, which holds none of those three.
+func TestMigrateTablesStatsJSONRefusalSaysWhereTheFiguresAre(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
+	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
+	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	src := "file:" + writeFile(t, dir, "rows.csv", "id,code,v\n1,x,a\n")
+	code, stdout, stderr := runCLI(t, "migrate", "-m", a, "-m", b, "--source", src, "--out", filepath.Join(dir, "out"), "--stats-json", filepath.Join(dir, "s.json"), "--progress", "never")
+	if code != exitUsage || !strings.Contains(stderr, "manifest.json") || !strings.Contains(stderr, "rows/s and peak memory in the summary") {
+		t.Fatalf("exit %d, want 2 saying where the figures are\n%s%s", code, stdout, stderr)
+	}
+}
