@@ -15,6 +15,7 @@ import (
 	"github.com/rekey/rekey/output"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sqlsink"
+	"github.com/rekey/rekey/source/file"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -102,7 +103,7 @@ func runMigrateTables(cmd *cobra.Command, inv *invocation, f *migrateFlags, logg
 	if err != nil {
 		return refusedExit(err)
 	}
-	return tablesOutcome(ctx, cmd.OutOrStdout(), tables, results, runErr)
+	return tablesOutcome(ctx, cmd.OutOrStdout(), src, tables, results, runErr)
 }
 
 // tablesWatch shows the progress of a run filling n tables: the rows read and the bytes of every
@@ -254,7 +255,7 @@ func (t *tableRun) config(ctx context.Context, inv *invocation, src pipeline.Sou
 
 // tablesOutcome prints how a run of several tables ended, finishes each table of a complete run
 // and checks that every table accounts for every row read.
-func tablesOutcome(ctx context.Context, w io.Writer, tables []*tableRun, results []pipeline.Result, runErr error) error {
+func tablesOutcome(ctx context.Context, w io.Writer, src pipeline.Source, tables []*tableRun, results []pipeline.Result, runErr error) error {
 	if runErr != nil {
 		title := "Migration failed (what was committed before the failure)"
 		how, stopped := stoppedBy(runErr)
@@ -265,10 +266,15 @@ func tablesOutcome(ctx context.Context, w io.Writer, tables []*tableRun, results
 			fmt.Fprintf(w, "Table %s (%s)\n", t.prog.Table(), t.flags.mapping)
 			printSummary(w, title, results[i], filesOut(t.flags.out, t.m, t.plan))
 		}
-		if stopped {
-			return interrupted(fmt.Errorf("%s: several --mapping cannot --resume: run the same command with --overwrite to start over", how))
+		// the run starts over: from stdin, which cannot be read again, with the input saved
+		again := "run the same command with --overwrite to start over"
+		if _, stdin := src.(*file.Stdin); stdin {
+			again = "stdin cannot be read again: save the input to a file and migrate it with --overwrite (or into a new --out)"
 		}
-		next := "once the cause is fixed, run the same command with --overwrite to start over"
+		if stopped {
+			return interrupted(fmt.Errorf("%s: several --mapping cannot --resume: %s", how, again))
+		}
+		next := "once the cause is fixed, " + again
 		if errors.Is(runErr, runner.ErrTooManyRejects) {
 			next = "after fixing the mapping or the input, run the same command with --overwrite to start over (several --mapping cannot --resume); " +
 				"to keep these rows rejected, start over with --overwrite and a higher --max-rejects"

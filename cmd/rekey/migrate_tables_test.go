@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rekey/rekey/output"
@@ -371,5 +372,34 @@ func TestMigrateTablesStatsJSONRefusalSaysWhereTheFiguresAre(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "migrate", "-m", a, "-m", b, "--source", src, "--out", filepath.Join(dir, "out"), "--stats-json", filepath.Join(dir, "s.json"), "--progress", "never")
 	if code != exitUsage || !strings.Contains(stderr, "manifest.json") || !strings.Contains(stderr, "rows/s and peak memory in the summary") {
 		t.Fatalf("exit %d, want 2 saying where the figures are\n%s%s", code, stdout, stderr)
+	}
+}
+
+// A run of several tables from stdin, interrupted, says that stdin cannot be read again: save
+// the input to a file and migrate it with --overwrite. Before, it said to run the same command
+// with --overwrite, as if the rows already read could be read again.
+func TestMigrateTablesFromStdinInterruptedSaysSaveTheInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
+	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\nregions:\n  count: 1\n")
+	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\nregions:\n  count: 1\n")
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	go func() { // rows until the test ends
+		if _, err := io.WriteString(pw, "id,code,v\n"); err != nil {
+			return
+		}
+		for i := 0; ; i++ {
+			if _, err := fmt.Fprintf(pw, "%d,c%d,v\n", i, i%7); err != nil {
+				return
+			}
+		}
+	}()
+	sigs := make(chan os.Signal)
+	code, stdout, stderr := cliRun{stdin: pr, signals: sigs, wrapOut: atCheckpoint(midRun, func() { interrupt(t, sigs, syscall.SIGINT) })}.run(t,
+		"migrate", "-m", a, "-m", b, "--source", "file:-?format=csv", "--out", filepath.Join(dir, "out"), "--progress", "never", "--checkpoint-interval", "10ms")
+	if code != exitInterrupted || !strings.Contains(stderr, "stdin cannot be read again") {
+		t.Fatalf("exit %d, want 130 saying stdin cannot be read again\n%s%s", code, stdout, stderr)
 	}
 }
