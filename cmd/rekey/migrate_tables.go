@@ -16,6 +16,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/file"
+	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
 
@@ -213,9 +214,12 @@ func sameSource(firstPath string, first pipeline.SourceSchema, path string, s pi
 	return nil
 }
 
-// joinOut is the output of one table under --out: a folder inside it, or the prefix under a
-// bucket's (before its query).
+// joinOut is the output of one table under --out: a folder inside it (whose name may hold a
+// '?'), or the prefix under a bucket's (before its query).
 func joinOut(out, table string) string {
+	if store.IsLocal(out) {
+		return strings.TrimSuffix(out, "/") + "/" + table
+	}
 	base, query, _ := strings.Cut(out, "?")
 	joined := strings.TrimSuffix(base, "/") + "/" + table
 	if query != "" {

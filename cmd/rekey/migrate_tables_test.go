@@ -403,3 +403,27 @@ func TestMigrateTablesFromStdinInterruptedSaysSaveTheInput(t *testing.T) {
 		t.Fatalf("exit %d, want 130 saying stdin cannot be read again\n%s%s", code, stdout, stderr)
 	}
 }
+
+// A local --out whose name holds a '?' (a folder, not a URI with a query) gets each table's
+// output inside it. Before, the name was cut at the '?' as a bucket URI's query: the outputs went
+// to out/by_id?x and out/by_code?x, beside --out out?x instead of in it.
+func TestMigrateTablesLocalOutWithQuestionMark(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
+	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
+	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	src := "file:" + writeFile(t, dir, "rows.csv", "id,code,v\n1,x,a\n")
+	out := filepath.Join(dir, "out?x")
+	if code, stdout, stderr := runCLI(t, "migrate", "-m", a, "-m", b, "--source", src, "--out", out, "--progress", "never"); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, table := range []string{"by_id", "by_code"} {
+		if _, err := os.Stat(filepath.Join(out, table, output.ManifestFile)); err != nil {
+			t.Errorf("table %s is not in --out %s: %v", table, out, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
+		t.Errorf("it wrote beside --out, in %s: %v", filepath.Join(dir, "out"), err)
+	}
+}
