@@ -16,6 +16,7 @@ import (
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/sink/sqlsink"
 	"github.com/rekey/rekey/source/file"
+	"github.com/rekey/rekey/source/sourceuri"
 	"github.com/rekey/rekey/store"
 	"github.com/rekey/rekey/transform"
 )
@@ -53,6 +54,9 @@ func runMigrateTables(cmd *cobra.Command, inv *invocation, f *migrateFlags, logg
 	}
 	defer closeSource(src)
 	if err := refuseSourceInOut(src, f.source, f.out); err != nil {
+		return err
+	}
+	if err := refuseOutputAsFolder(cmd.Context(), inv, f.out); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
@@ -105,6 +109,24 @@ func runMigrateTables(cmd *cobra.Command, inv *invocation, f *migrateFlags, logg
 		return refusedExit(err)
 	}
 	return tablesOutcome(ctx, cmd.OutOrStdout(), src, tables, results, runErr)
+}
+
+// refuseOutputAsFolder refuses an --out that is itself a migration's output (its checkpoint or
+// manifest there): each table's output, a folder inside --out, would be made inside it.
+func refuseOutputAsFolder(ctx context.Context, inv *invocation, out string) error {
+	st, err := inv.openStore(ctx, out)
+	if err != nil {
+		return err
+	}
+	for _, name := range []string{output.CheckpointFile, output.ManifestFile} {
+		if _, err := st.Stat(ctx, name); err == nil {
+			return usageError(fmt.Errorf("--out %s holds a migration's output of its own (%s): several --mapping make one output per table inside --out (--out/<table>/), "+
+				"which would be inside that one: choose another --out, new or holding only the tables' outputs", sourceuri.Redact(out), name))
+		} else if !store.IsNotExist(err) {
+			return runFailed(fmt.Errorf("--out %s: %w\nonce --out can be read, run the same command again", sourceuri.Redact(out), err))
+		}
+	}
+	return nil
 }
 
 // tablesWatch shows the progress of a run filling n tables: the rows read and the bytes of every

@@ -427,3 +427,31 @@ func TestMigrateTablesLocalOutWithQuestionMark(t *testing.T) {
 		t.Errorf("it wrote beside --out, in %s: %v", filepath.Join(dir, "out"), err)
 	}
 }
+
+// A run of several tables into an --out that is itself a migration's output (a run of one
+// mapping there) is refused before anything is written: the tables' outputs would be made
+// inside another output. Before, they were, beside its data/ and manifest.json.
+func TestMigrateTablesRefusesAnOutputAsTheirFolder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
+	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
+	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	src := "file:" + writeFile(t, dir, "rows.csv", "id,code,v\n1,x,a\n")
+	out := filepath.Join(dir, "out")
+	if code, stdout, stderr := runCLI(t, "migrate", "-m", a, "--source", src, "--out", out, "--progress", "never"); code != 0 {
+		t.Fatalf("one mapping: exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, extra := range [][]string{nil, {"--overwrite"}} {
+		args := append([]string{"migrate", "-m", a, "-m", b, "--source", src, "--out", out, "--progress", "never"}, extra...)
+		code, stdout, stderr := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(stderr, out) || !strings.Contains(stderr, output.CheckpointFile) {
+			t.Fatalf("%v: exit %d, want 2 saying %s is a migration's output\n%s%s", extra, code, out, stdout, stderr)
+		}
+		for _, table := range []string{"by_id", "by_code"} {
+			if _, err := os.Lstat(filepath.Join(out, table)); !os.IsNotExist(err) {
+				t.Errorf("%v: refused, but it created %s: %v", extra, filepath.Join(out, table), err)
+			}
+		}
+	}
+}
