@@ -110,9 +110,7 @@ func TestMigrateSeveralTablesRefusals(t *testing.T) {
 func TestSeveralTablesProgressShowsNoOneTablesFigures(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
-	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
-	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	a, b := byIDAndByCode(t, dir)
 	src := writeFile(t, dir, "rows.csv", "id,code,v\n1,x,a\n2,,b\n3,y,c\n") // row 2 has no code: by_code rejects it
 	code, stdout, stderr := runCLI(t, "migrate", "-m", a, "-m", b, "--source", "file:"+src, "--out", filepath.Join(dir, "out"), "--progress", "plain")
 	if code != exitRejects || !strings.Contains(stdout, "table by_code  2 written + 1 rejected = 3 rows read: ok") {
@@ -225,9 +223,7 @@ func TestMigrateTablesRefusesMixedWriteTime(t *testing.T) {
 func TestMigrateTablesRefusedOutputCreatesNoOther(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
-	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
-	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	a, b := byIDAndByCode(t, dir)
 	src := "file:" + writeFile(t, dir, "rows.csv", "id,code,v\n1,x,a\n2,y,b\n")
 	out := filepath.Join(dir, "out")
 	if code, stdout, stderr := runCLI(t, "migrate", "-m", b, "--source", src, "--out", filepath.Join(out, "by_code"), "--progress", "never"); code != 0 {
@@ -247,9 +243,7 @@ func TestMigrateTablesRefusedOutputCreatesNoOther(t *testing.T) {
 func TestMigrateTablesOutputHoldingFilesSaysOverwrite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
-	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
-	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	a, b := byIDAndByCode(t, dir)
 	src := "file:" + writeFile(t, dir, "rows.csv", "id,code,v\n1,x,a\n2,y,b\n")
 	args := []string{"migrate", "-m", a, "-m", b, "--source", src, "--out", filepath.Join(dir, "out"), "--progress", "never"}
 	if code, stdout, stderr := runCLI(t, args...); code != 0 {
@@ -267,9 +261,7 @@ func TestMigrateTablesOutputHoldingFilesSaysOverwrite(t *testing.T) {
 func TestMigrateTablesTooManyRejectsNamesTheTable(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
-	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
-	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	a, b := byIDAndByCode(t, dir)
 	var rows strings.Builder
 	rows.WriteString("id,code,v\n")
 	for i := range 20 {
@@ -294,9 +286,7 @@ func TestMigrateTablesTooManyRejectsNamesTheTable(t *testing.T) {
 func TestMigrateTablesOneTablesFinalFilesFailed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
-	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
-	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	a, b := byIDAndByCode(t, dir)
 	src := "file:" + writeFile(t, dir, "rows.csv", "id,code,v\n1,x,a\n2,y,b\n")
 	out := filepath.Join(dir, "out")
 	fail := func(st store.Store) store.Store {
@@ -343,9 +333,7 @@ func (s *failDataFiles) Create(ctx context.Context, name string) (store.Writer, 
 func TestMigrateTablesSinkFailureNamesTheTable(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
-	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
-	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	a, b := byIDAndByCode(t, dir)
 	src := "file:" + writeFile(t, dir, "rows.csv", "id,code,v\n1,x,a\n2,y,b\n")
 	fail := func(st store.Store) store.Store {
 		if l := st.(*store.Local); filepath.Base(l.Path()) == "by_code" {
@@ -365,9 +353,7 @@ func TestMigrateTablesSinkFailureNamesTheTable(t *testing.T) {
 func TestMigrateTablesStatsJSONRefusalSaysWhereTheFiguresAre(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
-	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
-	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	a, b := byIDAndByCode(t, dir)
 	src := "file:" + writeFile(t, dir, "rows.csv", "id,code,v\n1,x,a\n")
 	code, stdout, stderr := runCLI(t, "migrate", "-m", a, "-m", b, "--source", src, "--out", filepath.Join(dir, "out"), "--stats-json", filepath.Join(dir, "s.json"), "--progress", "never")
 	if code != exitUsage || !strings.Contains(stderr, "manifest.json") || !strings.Contains(stderr, "rows/s and peak memory in the summary") {
@@ -410,9 +396,7 @@ func TestMigrateTablesFromStdinInterruptedSaysSaveTheInput(t *testing.T) {
 func TestMigrateTablesLocalOutWithQuestionMark(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
-	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
-	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	a, b := byIDAndByCode(t, dir)
 	src := "file:" + writeFile(t, dir, "rows.csv", "id,code,v\n1,x,a\n")
 	out := filepath.Join(dir, "out?x")
 	if code, stdout, stderr := runCLI(t, "migrate", "-m", a, "-m", b, "--source", src, "--out", out, "--progress", "never"); code != 0 {
@@ -434,9 +418,7 @@ func TestMigrateTablesLocalOutWithQuestionMark(t *testing.T) {
 func TestMigrateTablesRefusesAnOutputAsTheirFolder(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
-	a := writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n")
-	b := writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
+	a, b := byIDAndByCode(t, dir)
 	src := "file:" + writeFile(t, dir, "rows.csv", "id,code,v\n1,x,a\n")
 	out := filepath.Join(dir, "out")
 	if code, stdout, stderr := runCLI(t, "migrate", "-m", a, "--source", src, "--out", out, "--progress", "never"); code != 0 {
@@ -454,4 +436,13 @@ func TestMigrateTablesRefusesAnOutputAsTheirFolder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// byIDAndByCode writes two mappings of one source (id, code, v) into dir: by_id keyed [id],
+// by_code keyed [code][id].
+func byIDAndByCode(t *testing.T, dir string) (byID, byCode string) {
+	t.Helper()
+	cols := "version: 1\nsource:\n  name: ks.t\n  columns:\n    id: int\n    code: text\n    v: text\n"
+	return writeFile(t, dir, "a.yaml", cols+"target:\n  table: by_id\n  primary_key: \"[id]\"\n"),
+		writeFile(t, dir, "b.yaml", cols+"target:\n  table: by_code\n  primary_key: \"[code][id]\"\n")
 }
