@@ -80,10 +80,7 @@ func TestLostStatementDoesNotLandAfterLaterChanges(t *testing.T) {
 		// the server runs the statement, and waits in it, when its client goes
 		return wait.Until(func() bool { zombie.Store(stalledSession(t, db)); return zombie.Load() != 0 }, wait.Timeout)
 	}
-	tgt, err := ParseURI("mysql://root@"+p.l.Addr().String()+"/"+srv.Database, noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tgt := targetVia(t, p.l, srv.Database)
 	w, err := Open(context.Background(), Config{Target: tgt, Schema: s, Conns: 1, BackoffMin: time.Millisecond, BackoffMax: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -380,10 +380,7 @@ func TestJSONValueMySQLRefusesIsRejected(t *testing.T) {
 				}
 				return nil, false
 			})
-			tgt, err := ParseURI("mysql://root@"+p.l.Addr().String()+"/"+srv.Database, noEnv)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tgt := targetVia(t, p.l, srv.Database)
 			w, err := Open(context.Background(), Config{Target: tgt, Schema: s, Conns: 1, BackoffMin: time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
@@ -677,10 +674,7 @@ func TestTransientErrorsAreRetriedAndCounted(t *testing.T) {
 		{Name: "k", Type: pipeline.TypeBigint, KeyPos: 0}, {Name: "v", Type: pipeline.TypeBigint, KeyPos: -1}}}
 	srv.Exec(t, mysqlsql.DDL(s, mysqlsql.KeyCollations[srv.DDLDialect()]))
 	p := newFlakyProxy(t, srv.Addr, 2)
-	tgt, err := ParseURI("mysql://root@"+p.l.Addr().String()+"/"+srv.Database, noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tgt := targetVia(t, p.l, srv.Database)
 	var failed atomic.Int64
 	observe := func(kind string, rows int, d time.Duration, err error) {
 		if err != nil {
@@ -740,10 +734,7 @@ func TestServerLimitErrorsAreRetried(t *testing.T) {
 			}
 			return nil, false
 		})
-	tgt, err := ParseURI("mysql://root@"+p.l.Addr().String()+"/"+srv.Database, noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tgt := targetVia(t, p.l, srv.Database)
 	w, err := Open(context.Background(), Config{Target: tgt, Schema: s, Conns: 1, BackoffMin: time.Millisecond, BackoffMax: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("Open while the server refuses connections with 1040: %v", err)
@@ -790,10 +781,7 @@ func TestReadOnlyServerIsLeftForANewConnection(t *testing.T) {
 				}
 				return nil, false
 			}
-			tgt, err := ParseURI("mysql://root@"+p.l.Addr().String()+"/"+srv.Database, noEnv)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tgt := targetVia(t, p.l, srv.Database)
 			w, err := Open(context.Background(), Config{Target: tgt, Schema: s, Conns: 1, Retries: 3, BackoffMin: time.Millisecond, BackoffMax: time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
@@ -1088,10 +1076,7 @@ func TestDeadlockVictimRunsAgainAtOnce(t *testing.T) {
 			}
 			return nil, false
 		})
-	tgt, err := ParseURI("mysql://root@"+p.l.Addr().String()+"/"+srv.Database, noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tgt := targetVia(t, p.l, srv.Database)
 	w, err := Open(context.Background(), Config{Target: tgt, Schema: s, Conns: 1, Retries: 3, BackoffMin: time.Hour, BackoffMax: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -1448,4 +1433,14 @@ func TestKeyColumnOnUpdateIsRefused(t *testing.T) {
 			t.Errorf("row %v, want key 1700000000123 holding b", r)
 		}
 	}
+}
+
+// targetVia is the target of database db on the server behind proxy listener l.
+func targetVia(t *testing.T, l net.Listener, db string) *Target {
+	t.Helper()
+	tgt, err := ParseURI("mysql://root@"+l.Addr().String()+"/"+db, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tgt
 }
