@@ -1,6 +1,11 @@
 package cqlvalue
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+
+	"github.com/rekey/rekey/pipeline"
+)
 
 // FoldIndex finds the column a JSON member names ignoring case, for a member no column names
 // exactly: a producer's "userId" for the mapping's userid (Cassandra folds unquoted names to lower
@@ -79,4 +84,11 @@ func (f FoldIndex) Column(member string) int {
 		return ci
 	}
 	return -1
+}
+
+// NamedTwice is the reject of a row whose members name column name twice (exactly, or ignoring
+// case): which value is meant would be a guess. fix says where to fix it.
+func NamedTwice(name, fix string) *pipeline.RowError {
+	return &pipeline.RowError{Code: pipeline.CodeParse, Field: name,
+		Message: "the row names " + strconv.Quote(name) + " twice: which value is meant would be a guess; " + fix}
 }

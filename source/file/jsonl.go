@@ -63,8 +63,7 @@ func (s *Source) parseJSONRow(data string, pos int, vals []pipeline.Value, times
 		}
 		if named.Has(ci) {
 			if rerr == nil {
-				rerr = &pipeline.RowError{Code: pipeline.CodeParse, Field: s.names[ci], Message: "the row names " + strconv.Quote(s.names[ci]) +
-					" twice: which value is meant would be a guess; fix the row where it was written"}
+				rerr = cqlvalue.NamedTwice(s.names[ci], "fix the row where it was written")
 			}
 			return
 		}

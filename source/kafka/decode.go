@@ -646,8 +646,7 @@ func (d *Decoder) fields(doc string, vals []pipeline.Value, scale []cqlvalue.Tim
 		if d.format == FormatJSON {
 			if named.Has(ci) {
 				if rerr == nil {
-					rerr = &pipeline.RowError{Code: pipeline.CodeParse, Field: d.names[ci], Message: "the row names " + strconv.Quote(d.names[ci]) +
-						" twice: which value is meant would be a guess; fix the message where it was produced"}
+					rerr = cqlvalue.NamedTwice(d.names[ci], "fix the message where it was produced")
 				}
 				return
 			}
