@@ -91,6 +91,20 @@ func IsBucket(uri string) bool {
 	return slices.Contains(objectSchemes, scheme) || openers[scheme] != nil
 }
 
+// Child is the location of name under uri: a folder inside a local folder (whose name may hold
+// a '?'), or the prefix under a bucket's (before its query).
+func Child(uri, name string) string {
+	if IsLocal(uri) {
+		return strings.TrimSuffix(uri, "/") + "/" + name
+	}
+	base, query, _ := strings.Cut(uri, "?")
+	joined := strings.TrimSuffix(base, "/") + "/" + name
+	if query != "" {
+		joined += "?" + query
+	}
+	return joined
+}
+
 // IsLocal tells whether uri names a local folder (no scheme).
 func IsLocal(uri string) bool {
 	scheme, _, ok := strings.Cut(uri, "://")

@@ -206,7 +206,7 @@ func (f *migrateFlags) loadTables(inv *invocation, logger *zap.Logger, shard pip
 			}
 		}
 		t := &tableRun{flags: *f, prog: prog}
-		t.flags.mapping, t.flags.mappings, t.flags.out = path, nil, joinOut(f.out, prog.Table())
+		t.flags.mapping, t.flags.mappings, t.flags.out = path, nil, store.Child(f.out, prog.Table())
 		if err := refuseKeyOnly(path, prog); err != nil {
 			return nil, err
 		}
@@ -234,20 +234,6 @@ func sameSource(firstPath string, first pipeline.SourceSchema, path string, s pi
 		}
 	}
 	return nil
-}
-
-// joinOut is the output of one table under --out: a folder inside it (whose name may hold a
-// '?'), or the prefix under a bucket's (before its query).
-func joinOut(out, table string) string {
-	if store.IsLocal(out) {
-		return strings.TrimSuffix(out, "/") + "/" + table
-	}
-	base, query, _ := strings.Cut(out, "?")
-	joined := strings.TrimSuffix(base, "/") + "/" + table
-	if query != "" {
-		joined += "?" + query
-	}
-	return joined
 }
 
 // config is the table's migration of its own, its output opened (not locked): a new output of
