@@ -134,6 +134,12 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Source, error) {
 		if dialErr := dialAny(cfg); dialErr != nil {
 			return nil, fmt.Errorf("cassandra source: no contact point of %s answers: %w", where, dialErr)
 		}
+		if silent(err) {
+			// a node that accepts the connection and never answers (hung, still starting,
+			// another service on the port): gocql keeps only the timeout's text
+			return nil, fmt.Errorf("cassandra source: %s (port %d) accepts connections but does not answer CQL within the connect timeout (%s), so it %w: is a Cassandra node up there, listening for CQL on that port? (%v)",
+				where, cfg.Port, cfg.ConnectTimeout, pipeline.ErrUnreachable, err)
+		}
 		return nil, fmt.Errorf("cassandra source: connect to %s: %w", where, err)
 	}
 	s.sess = sess
@@ -194,6 +200,14 @@ func (d *tlsDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocql.
 		return nil, fmt.Errorf("TLS handshake with %s: %w", host.ConnectAddressAndPort(), err)
 	}
 	return dialed, nil
+}
+
+// silent tells whether a session's error is a contact point that did not answer in time: gocql
+// keeps only the text of the errors of its connections to the contact points.
+func silent(err error) bool {
+	msg := err.Error()
+	return errors.Is(err, context.DeadlineExceeded) || strings.Contains(msg, "within timeout") ||
+		strings.Contains(msg, "context deadline exceeded") || strings.Contains(msg, "i/o timeout")
 }
 
 // dialAny opens a TCP connection to the contact points, one at a time, and returns nil as soon
