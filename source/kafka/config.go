@@ -35,6 +35,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
 
+	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/sourceuri"
 )
 
@@ -429,8 +430,24 @@ func (c *Config) CheckBrokers(ctx context.Context) error {
 	for _, broker := range c.Brokers {
 		conn, dialErr := dialer.DialContext(ctx, "tcp", broker)
 		if dialErr == nil {
+			// a broker that accepts the connection may still never answer (hung, starting,
+			// another service on the port): it answers a request within the dial timeout
+			wait := dialer.Timeout
+			if wait <= 0 {
+				wait = 10 * time.Second
+			}
+			conn.SetDeadline(time.Now().Add(wait))
+			_, reqErr := conn.ApiVersions()
 			conn.Close()
-			return nil
+			if reqErr == nil {
+				return nil
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			err = fmt.Errorf("broker %s accepts connections but does not answer a Kafka request within %s, so it %w: is a Kafka broker up there, listening on that port? (%w)",
+				broker, wait, pipeline.ErrUnreachable, reqErr)
+			continue
 		}
 		if IsAuthFailure(dialErr) {
 			return fmt.Errorf("kafka: %w for user %s at broker %s: check %s and the mechanism (sasl=%s): %w",
