@@ -192,12 +192,19 @@ func (w *Writer) connect(ctx context.Context) error {
 	}
 }
 
+// pingTimeout bounds the first answer of the server (its handshake and a ping).
+var pingTimeout = 30 * time.Second
+
 // checkServer pings the server, checks the session as its dialect requires (MySQL's: it takes
 // backslash escapes), and checks the table against the schema (ErrTableMismatch).
 func checkServer(ctx context.Context, db *sql.DB, t *Target, schema pipeline.TargetSchema) error {
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
+		if ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) && errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("connect to %s: %s does not answer within %s (%w): check that it is the server's SQL port (Lindorm's MySQL-protocol endpoint: 33060) and that the server is up; run the same command again once it answers",
+				t.Redacted, t.Addr, pingTimeout, err)
+		}
 		hint := ""
 		var me *mysql.MySQLError
 		if errors.As(err, &me) && me.Number == 1045 {
