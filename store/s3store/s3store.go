@@ -229,15 +229,37 @@ func OpenWith(ctx context.Context, uri string, getenv func(string) string, opts 
 		}
 	})
 	// The probe: one cheap call that needs the bucket, the credentials and the permission to list.
+	// A probe that moved no byte for the stall timeout is not tried again: a server that
+	// accepts connections and never answers fails the command within one stall timeout.
 	_, err = s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
 		Bucket:  aws.String(t.bucket),
 		Prefix:  aws.String(t.prefix),
 		MaxKeys: aws.Int32(1),
+	}, func(o *s3.Options) {
+		if r, ok := o.Retryer.(aws.RetryerV2); ok {
+			o.Retryer = stallFails{r}
+		}
 	})
+	var ne net.Error
+	if err != nil && ctx.Err() == nil && errors.As(err, &ne) && ne.Timeout() {
+		return nil, s.redact(fmt.Errorf("open %s: %s does not answer (no byte for %s): check the endpoint and that the server is up, then run the same command again: %w",
+			s.Location(""), s.endpointName(), opts.StallTimeout, err))
+	}
 	if err != nil {
 		return nil, s.fail("open", "", err)
 	}
 	return s, nil
+}
+
+// stallFails is a retryer that does not retry a request whose connection stalled.
+type stallFails struct{ aws.RetryerV2 }
+
+func (r stallFails) IsErrorRetryable(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	return r.RetryerV2.IsErrorRetryable(err)
 }
 
 // warnRetryer is the SDK's standard retryer (exponential backoff with jitter) that logs each
