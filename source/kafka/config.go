@@ -437,7 +437,9 @@ func (c *Config) CheckBrokers(ctx context.Context) error {
 				wait = 10 * time.Second
 			}
 			conn.SetDeadline(time.Now().Add(wait))
+			unwatch := context.AfterFunc(ctx, func() { conn.Close() }) // Ctrl-C ends the wait
 			_, reqErr := conn.ApiVersions()
+			unwatch()
 			conn.Close()
 			if reqErr == nil {
 				return nil

@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -15,8 +16,9 @@ import (
 )
 
 // silentBroker accepts connections until the test ends and never answers on them (a hung broker,
-// one still starting, another service on the port).
-func silentBroker(t *testing.T) string {
+// one still starting, another service on the port); asked, when not nil, hears of each connection
+// a request came on.
+func silentBroker(t *testing.T, asked chan<- struct{}) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -46,7 +48,17 @@ func silentBroker(t *testing.T) string {
 			conns = append(conns, c)
 			mu.Unlock()
 			wg.Add(1)
-			go func() { defer wg.Done(); io.Copy(io.Discard, c) }()
+			go func() {
+				defer wg.Done()
+				if asked != nil {
+					var b [1]byte
+					if _, err := c.Read(b[:]); err != nil {
+						return
+					}
+					asked <- struct{}{}
+				}
+				io.Copy(io.Discard, c)
+			}()
 		}
 	}()
 	return ln.Addr().String()
@@ -57,7 +69,7 @@ func silentBroker(t *testing.T) string {
 // port that refuses, naming the broker, rather than passing it on to a group join that waited
 // minutes and then blamed a member holding the group's rebalance.
 func TestCheckBrokersFailsForASilentBroker(t *testing.T) {
-	addr := silentBroker(t)
+	addr := silentBroker(t, nil)
 	cfg, err := kafka.ParseURI("kafka://"+addr+"/orders?group=g", os.Getenv)
 	if err != nil {
 		t.Fatal(err)
@@ -76,5 +88,31 @@ func TestCheckBrokersFailsForASilentBroker(t *testing.T) {
 		t.Log(err)
 	case <-time.After(time.Minute):
 		t.Fatal("CheckBrokers still waits for a silent broker a minute after its 200ms dial timeout")
+	}
+}
+
+// CheckBrokers ends when its context does (Ctrl-C or SIGTERM at replicate's start) while a
+// broker that accepted the connection has not answered, rather than after the dial timeout.
+func TestCheckBrokersEndsWithItsContext(t *testing.T) {
+	asked := make(chan struct{}, 16)
+	addr := silentBroker(t, asked)
+	cfg, err := kafka.ParseURI("kafka://"+addr+"/orders?group=g", os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DialTimeout = 10 * time.Minute
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- cfg.CheckBrokers(ctx) }()
+	<-asked
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the check ended with %v, want the context's cancellation", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("CheckBrokers still waits for a silent broker a minute after its context ended")
 	}
 }
