@@ -238,18 +238,7 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 	// a group not left by the time Run returns (leaveGroup) may still log: past Run, to no one
 	var returned atomic.Bool
 	defer returned.Store(true)
-	// kafka-go's group retries brokers that refuse, silently, until the join limit: fail at once
-	// when none answers (a restart retries), or refuses the credentials
-	if err := r.cfg.Kafka.CheckBrokers(ctx); err != nil {
-		r.metrics.setState("failed")
-		return err
-	}
-	cg, err := r.consumerGroup(&returned)
-	if err != nil {
-		return err
-	}
-	defer r.leaveGroup(cg)
-	// Next blocks while joining: stop and ctx must interrupt it
+	// the brokers' check and Next (which blocks while joining): stop and ctx must interrupt them
 	nextCtx, cancelNext := context.WithCancel(ctx)
 	defer cancelNext()
 	go func() {
@@ -259,6 +248,21 @@ func (r *Replicator) Run(ctx context.Context, stop <-chan struct{}) error {
 		case <-nextCtx.Done():
 		}
 	}()
+	// kafka-go's group retries brokers that refuse, silently, until the join limit: fail at once
+	// when none answers (a restart retries), or refuses the credentials
+	if err := r.cfg.Kafka.CheckBrokers(nextCtx); err != nil {
+		if isClosed(stop) && ctx.Err() == nil { // stopped before anything was read
+			r.metrics.setState("stopped")
+			return nil
+		}
+		r.metrics.setState("failed")
+		return err
+	}
+	cg, err := r.consumerGroup(&returned)
+	if err != nil {
+		return err
+	}
+	defer r.leaveGroup(cg)
 	r.metrics.setState("joining")
 	r.log.Info("joining consumer group", zap.String("group", r.cfg.Kafka.Group), zap.String("topic", r.cfg.Kafka.Topic))
 	if err := r.generations(ctx, nextCtx, stop, cg); err != nil {

@@ -1,0 +1,93 @@
+package replicate_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/rekey/rekey/replicate"
+	"github.com/rekey/rekey/sink/parquet"
+	"github.com/rekey/rekey/sink/sinktest"
+	"github.com/rekey/rekey/source/kafka"
+)
+
+// A stop (Ctrl-C, SIGTERM) while the brokers' check at the start waits for a broker that accepted
+// the connection and has not answered ends Run at once, cleanly (nothing was read): the check
+// heard only a hard stop, so a SIGTERM waited out the dial timeout and ended as a failed run.
+func TestStopDuringTheBrokersCheckEndsRun(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := make(chan struct{}, 16)
+	var mu sync.Mutex
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var b [1]byte
+				if _, err := c.Read(b[:]); err == nil {
+					asked <- struct{}{}
+					io.Copy(io.Discard, c)
+				}
+			}()
+		}
+	}()
+	kc, err := kafka.ParseURI("kafka://"+ln.Addr().String()+"/orders?group=g&format=json", os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.DialTimeout = 10 * time.Minute
+	dir := t.TempDir()
+	p := program(t)
+	r, err := replicate.New(context.Background(), replicate.Config{
+		Kafka: kc, Program: p, Plan: plan(t, p), Format: parquet.New(), Store: sinktest.Folder(t, dir), Out: dir,
+		RollSize: 64 << 20, RollInterval: time.Second, Memory: 16 << 20,
+		Group:  replicate.GroupOptions{SessionTimeout: 3 * time.Second, HeartbeatInterval: 100 * time.Millisecond, RebalanceTimeout: 10 * time.Second},
+		Logger: zaptest.NewLogger(t).Named(filepath.Base(dir)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background(), stop) }()
+	<-asked
+	close(stop)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run stopped during the brokers' check: %v, want a clean stop", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run still waits for a silent broker a minute after it was stopped")
+	}
+}
