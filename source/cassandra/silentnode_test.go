@@ -2,6 +2,7 @@ package cassandra_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -34,8 +35,24 @@ func TestSilentNodeIsUnreachable(t *testing.T) {
 			t.Errorf("tls=%v: a node that accepts connections and never answers is not a cluster that could not be reached: %v", tlsOn, err)
 		}
 		t.Logf("tls=%v: %v", tlsOn, err)
-		if want := "127.0.0.1"; !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "does not answer") {
+		if want := fmt.Sprintf("127.0.0.1:%d accepts", port); !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "does not answer") {
 			t.Errorf("tls=%v: the error does not name the contact point and say it does not answer: %v", tlsOn, err)
 		}
+	}
+}
+
+// A contact point given with its port (cassandra://host:port/...) is named once, with it.
+func TestSilentNodeWithItsPortIsNamedOnce(t *testing.T) {
+	port := serve(t, func(c net.Conn) { io.Copy(io.Discard, c) })
+	host := fmt.Sprintf("127.0.0.1:%d", port)
+	cfg := cassandra.Config{Hosts: []string{host}, Port: 9042, Keyspace: "k", Table: "t",
+		ConnectTimeout: 200 * time.Millisecond, Timeout: 200 * time.Millisecond}
+	src, err := cassandra.New(context.Background(), cfg, nil)
+	if err == nil {
+		src.Close()
+		t.Fatal("a node that never answers was taken for a cluster")
+	}
+	if !strings.Contains(err.Error(), host+" accepts") || strings.Contains(err.Error(), "9042") {
+		t.Fatalf("the contact point %s: %v; want it named as given, without the default port", host, err)
 	}
 }

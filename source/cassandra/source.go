@@ -137,8 +137,8 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Source, error) {
 		if silent(err) {
 			// a node that accepts the connection and never answers (hung, still starting,
 			// another service on the port): gocql keeps only the timeout's text
-			return nil, fmt.Errorf("cassandra source: %s (port %d) accepts connections but does not answer CQL within the connect timeout (%s), so it %w: is a Cassandra node up there, listening for CQL on that port? (%v)",
-				where, cfg.Port, cfg.ConnectTimeout, pipeline.ErrUnreachable, err)
+			return nil, fmt.Errorf("cassandra source: %s accepts connections but does not answer CQL within the connect timeout (%s), so it %w: is a Cassandra node up there, listening for CQL on that port? (%v)",
+				strings.Join(contactAddrs(cfg), ","), cfg.ConnectTimeout, pipeline.ErrUnreachable, err)
 		}
 		return nil, fmt.Errorf("cassandra source: connect to %s: %w", where, err)
 	}
@@ -210,15 +210,24 @@ func silent(err error) bool {
 		strings.Contains(msg, "context deadline exceeded") || strings.Contains(msg, "i/o timeout")
 }
 
+// contactAddrs gives the contact points as host:port, the port of the URI's or the default
+// where a host names none.
+func contactAddrs(cfg Config) []string {
+	addrs := make([]string, len(cfg.Hosts))
+	for i, h := range cfg.Hosts {
+		addrs[i] = h
+		if _, _, splitErr := net.SplitHostPort(h); splitErr != nil {
+			addrs[i] = net.JoinHostPort(h, strconv.Itoa(cfg.Port))
+		}
+	}
+	return addrs
+}
+
 // dialAny opens a TCP connection to the contact points, one at a time, and returns nil as soon
 // as one accepts, else the last dial's error.
 func dialAny(cfg Config) error {
 	var err error
-	for _, h := range cfg.Hosts {
-		addr := h
-		if _, _, splitErr := net.SplitHostPort(h); splitErr != nil {
-			addr = net.JoinHostPort(h, strconv.Itoa(cfg.Port))
-		}
+	for _, addr := range contactAddrs(cfg) {
 		var conn net.Conn
 		if conn, err = net.DialTimeout("tcp", addr, cfg.ConnectTimeout); err == nil {
 			conn.Close()
