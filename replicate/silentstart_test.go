@@ -2,16 +2,14 @@ package replicate_test
 
 import (
 	"context"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/rekey/rekey/internal/testnet"
 	"github.com/rekey/rekey/replicate"
 	"github.com/rekey/rekey/sink/parquet"
 	"github.com/rekey/rekey/sink/sinktest"
@@ -22,46 +20,9 @@ import (
 // the connection and has not answered ends Run at once, cleanly (nothing was read): the check
 // heard only a hard stop, so a SIGTERM waited out the dial timeout and ended as a failed run.
 func TestStopDuringTheBrokersCheckEndsRun(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	asked := make(chan struct{}, 16)
-	var mu sync.Mutex
-	var conns []net.Conn
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var b [1]byte
-				if _, err := c.Read(b[:]); err == nil {
-					asked <- struct{}{}
-					io.Copy(io.Discard, c)
-				}
-			}()
-		}
-	}()
-	kc, err := kafka.ParseURI("kafka://"+ln.Addr().String()+"/orders?group=g&format=json", os.Getenv)
+	addr := testnet.Silent(t, asked)
+	kc, err := kafka.ParseURI("kafka://"+addr+"/orders?group=g&format=json", os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

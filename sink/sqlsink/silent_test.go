@@ -2,13 +2,11 @@ package sqlsink
 
 import (
 	"context"
-	"io"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/internal/testnet"
 	"github.com/rekey/rekey/pipeline"
 )
 
@@ -17,40 +15,9 @@ import (
 // says so, names the server and says what to do: before, it was "connect to ...: context deadline
 // exceeded".
 func TestOpenOfASilentServerSaysItDoesNotAnswer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() { defer wg.Done(); io.Copy(io.Discard, c) }()
-		}
-	}()
 	defer func(d time.Duration) { pingTimeout = d }(pingTimeout)
 	pingTimeout = 200 * time.Millisecond
-	addr := ln.Addr().String()
+	addr := testnet.Silent(t, nil)
 	tgt, err := ParseURI("mysql://root@"+addr+"/db", noEnv)
 	if err != nil {
 		t.Fatal(err)

@@ -12,49 +12,17 @@ import (
 	"io"
 	"math/big"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/internal/testnet"
 	"github.com/rekey/rekey/source/cassandra"
 	"github.com/rekey/rekey/source/cassandra/cqltest"
 )
 
 // serve accepts connections on a loopback port until the test ends and hands each to handle.
 func serve(t *testing.T, handle func(net.Conn)) (port int) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() { defer wg.Done(); handle(c) }()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	return testnet.Serve(t, handle).Port
 }
 
 // A node that accepts the connection and never answers the TLS handshake (a port of another

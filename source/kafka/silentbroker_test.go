@@ -3,73 +3,22 @@ package kafka_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/rekey/rekey/internal/testnet"
 	"github.com/rekey/rekey/pipeline"
 	"github.com/rekey/rekey/source/kafka"
 )
-
-// silentBroker accepts connections until the test ends and never answers on them (a hung broker,
-// one still starting, another service on the port); asked, when not nil, hears of each connection
-// a request came on.
-func silentBroker(t *testing.T, asked chan<- struct{}) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if asked != nil {
-					var b [1]byte
-					if _, err := c.Read(b[:]); err != nil {
-						return
-					}
-					asked <- struct{}{}
-				}
-				io.Copy(io.Discard, c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
 
 // A broker that accepts the connection and never answers is no broker that answers: CheckBrokers
 // (replicate's check before it joins its group) fails within the dial timeout as it does for a
 // port that refuses, naming the broker, rather than passing it on to a group join that waited
 // minutes and then blamed a member holding the group's rebalance.
 func TestCheckBrokersFailsForASilentBroker(t *testing.T) {
-	addr := silentBroker(t, nil)
+	addr := testnet.Silent(t, nil)
 	cfg, err := kafka.ParseURI("kafka://"+addr+"/orders?group=g", os.Getenv)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +44,7 @@ func TestCheckBrokersFailsForASilentBroker(t *testing.T) {
 // broker that accepted the connection has not answered, rather than after the dial timeout.
 func TestCheckBrokersEndsWithItsContext(t *testing.T) {
 	asked := make(chan struct{}, 16)
-	addr := silentBroker(t, asked)
+	addr := testnet.Silent(t, asked)
 	cfg, err := kafka.ParseURI("kafka://"+addr+"/orders?group=g", os.Getenv)
 	if err != nil {
 		t.Fatal(err)
