@@ -469,19 +469,23 @@ func (s *statements) appendQuoted(dst []byte, t string) []byte {
 	return append(dst, '\'')
 }
 
-// ValueChecker refuses a row whose values no statement can carry (a NaN or infinite DOUBLE, a
-// value its column's type does not take, a null key part), with the reject the sink would give
-// the row: replicate asks it of an update that moves its row to another key before the old key's
+// ValueChecker refuses a row the sink refuses before sending it: a NaN or infinite FLOAT or
+// DOUBLE has no SQL literal (target_refused; the transform has given every other value its
+// column's type already). verify asks it so as to count such a row as a reject rather than look
+// for it; replicate asks it of an update that moves its row to another key before the old key's
 // delete, which applied alone would take the row out of the table.
 type ValueChecker struct{}
 
 // CheckValues implements files.ValueChecker.
 func (ValueChecker) CheckValues(schema pipeline.TargetSchema, values []pipeline.Value) *pipeline.RowError {
-	var s statements // no dialect: a literal's refusals do not depend on it
-	var scratch [64]byte
-	for i, col := range schema.Columns {
-		if _, err := s.appendLiteral(scratch[:0], col, values[i]); err != nil {
-			return err
+	for i, c := range schema.Columns {
+		if (c.Type != pipeline.TypeFloat && c.Type != pipeline.TypeDouble) || values[i].IsNull() {
+			continue
+		}
+		if f, err := files.FloatValue(c, values[i]); err == nil {
+			if err := refusedFloat(c, f); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

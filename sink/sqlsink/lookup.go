@@ -106,9 +106,7 @@ func (l *Lookup) Lookup(ctx context.Context, keys [][]pipeline.Value) ([][]pipel
 	return out, nil
 }
 
-// CheckValues refuses a row the sink refuses before sending it (a NaN or infinite FLOAT or
-// DOUBLE has no SQL literal: migrate rejected it, target_refused), so that verify counts it as
-// a reject rather than looking for it (files.ValueChecker).
+// CheckValues is ValueChecker's (files.ValueChecker).
 func (l *Lookup) CheckValues(schema pipeline.TargetSchema, values []pipeline.Value) *pipeline.RowError {
 	return ValueChecker{}.CheckValues(schema, values)
 }
